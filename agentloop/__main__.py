@@ -1,0 +1,5 @@
+"""`python -m agentloop`."""
+
+from agentloop.cli import main
+
+main()

@@ -1,0 +1,238 @@
+"""The Claude Code CLI adapter: argv building, and reading its stream-json output into a log.
+
+Facts this relies on were measured on the real CLI 2.1.330 (shared/claude-cli/FACTS.md) and are
+re-checked by tests/test_claude_real.py against a fake Messages API.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any, Callable
+
+import orjson
+
+from agentloop import proc
+from agentloop.agents import AgentResult, AgentRun
+from agentloop.errors import AgentBlocked, ProgramNotFound
+
+ENV_VAR = "AGENT_LOOP_CLAUDE"
+
+# Appended to Claude Code's own system prompt rather than replacing it (--system-prompt would):
+# the built-in prompt carries the tool instructions and environment details the agent needs to
+# edit files well; we only add the loop's rules on top.
+SYSTEM_PROMPT = """\
+You are working through a task list inside agent-loop, unattended. Nobody will answer questions.
+- Work autonomously: use every tool you need, decide for yourself, and finish the task.
+- Do not ask questions; when something is unclear, make the sensible choice and say so.
+- Do not commit, branch, stash or otherwise touch version control: agent-loop puts your changes
+  into their own change (jj or git) after you finish.
+- End with a short summary of what you changed."""
+
+ROOT_REFUSAL = "cannot be used with root/sudo privileges"
+
+
+def _display(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else orjson.dumps(value).decode()
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe_tool(name: str, args: dict[str, Any]) -> str:
+    """One short line for a tool call: the tool and its main argument."""
+    for key in ("file_path", "command", "path", "pattern", "url", "query", "description", "prompt"):
+        if key in args:
+            return f"{name} {_display(args[key], 120)}"
+    return name
+
+
+class StreamLog:
+    """Turns stream-json lines into a readable log and remembers what matters for the result."""
+
+    def __init__(self, readable: IO[str], raw: IO[bytes], on_activity: Callable[[str], None]) -> None:
+        self.readable = readable
+        self.raw = raw
+        self.on_activity = on_activity
+        self.session_id: str | None = None
+        self.result: dict[str, Any] | None = None
+        self.garbage = 0
+        self.rate_limit: dict[str, Any] | None = None
+
+    def write(self, text: str) -> None:
+        """Add lines to the readable log and flush, so `tail -f` follows along."""
+        self.readable.write(text.rstrip("\n") + "\n")
+        self.readable.flush()
+
+    def feed(self, line: bytes) -> None:
+        """Handle one line of the agent's stdout."""
+        self.raw.write(line if line.endswith(b"\n") else line + b"\n")
+        self.raw.flush()
+        if not line.strip():
+            return
+        try:
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            event = None
+        if not isinstance(event, dict):
+            self.garbage += 1
+            self.write(f"[not JSON] {_display(line.decode('utf-8', 'replace'), 300)}")
+            return
+        kind = event.get("type")
+        if kind == "system" and event.get("subtype") == "init":
+            self.session_id = event.get("session_id") or self.session_id
+            self.write(f"session {self.session_id} · model {event.get('model')} · cwd {event.get('cwd')}")
+        elif kind == "assistant":
+            self._assistant(event.get("message") or {})
+        elif kind == "user":
+            self._tool_results(event.get("message") or {})
+        elif kind == "rate_limit_event":
+            info = event.get("rate_limit_info") or {}
+            if info.get("status") not in (None, "allowed"):
+                self.rate_limit = info
+                self.write(f"rate limit: {info.get('status')} ({info.get('rateLimitType')}), "
+                           f"resets at {info.get('resetsAt')}")
+        elif kind == "result":
+            self.result = event
+            self.session_id = event.get("session_id") or self.session_id
+
+    def _assistant(self, message: dict[str, Any]) -> None:
+        for block in message.get("content") or []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and block.get("text", "").strip():
+                self.write(block["text"])
+                self.on_activity(_display(block["text"], 80))
+            elif block.get("type") == "tool_use":
+                line = describe_tool(str(block.get("name")), block.get("input") or {})
+                self.write(f"→ {line}")
+                self.on_activity(line)
+
+    def _tool_results(self, message: dict[str, Any]) -> None:
+        content = message.get("content")
+        if not isinstance(content, list):
+            return
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                body = block.get("content")
+                if isinstance(body, list):
+                    body = " ".join(str(b.get("text", "")) for b in body if isinstance(b, dict))
+                mark = "✗" if block.get("is_error") else "←"
+                self.write(f"  {mark} {_display(body or '', 200)}")
+
+
+def _usage(raw: Any) -> dict[str, int]:
+    if not isinstance(raw, dict):
+        return {}
+    keys = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    return {k: int(raw[k]) for k in keys if isinstance(raw.get(k), (int, float))}
+
+
+def judge(exit_code: int, timed_out: bool, log: StreamLog, stderr: str) -> AgentResult:
+    """Decide success from the exit code and `is_error` together (the CLI's `subtype` can say
+    "success" on an API failure), and say why a failed run failed."""
+    res = log.result or {}
+    error: str | None = None
+    stderr_line = " ".join(stderr.strip().splitlines()[-1:])
+    if timed_out:
+        error = "timed out"
+    elif log.result is None:
+        error = f"no result line from claude (exit {exit_code})"
+        if stderr_line:
+            error += f": {stderr_line}"
+        elif log.garbage:
+            error += f"; {log.garbage} line(s) of non-JSON output"
+    elif res.get("is_error") or exit_code != 0:
+        error = _display(res.get("result") or stderr_line or f"exit {exit_code}", 300)
+        if exit_code != 0 and not res.get("is_error"):
+            error = f"exit {exit_code}: {error}"
+    cost = res.get("total_cost_usd")
+    denials = res.get("permission_denials")
+    status = res.get("api_error_status")
+    return AgentResult(
+        ok=error is None, exit_code=exit_code, session_id=log.session_id,
+        text=str(res.get("result") or ""), error=error,
+        cost_usd=float(cost) if isinstance(cost, (int, float)) else 0.0,
+        usage=_usage(res.get("usage")), num_turns=res.get("num_turns"),
+        duration_ms=res.get("duration_ms"),
+        permission_denials=len(denials) if isinstance(denials, list) else 0,
+        api_error_status=status if isinstance(status, int) else None, timed_out=timed_out)
+
+
+def _stamp() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class ClaudeAgent:
+    """Runs `claude -p` with stream-json output, one process per task attempt."""
+
+    name = "claude"
+
+    def __init__(self, program: str | None = None, env: dict[str, str] | None = None) -> None:
+        self.program = program or os.environ.get(ENV_VAR) or "claude"
+        self.env = env
+
+    def check(self) -> None:
+        """Fail early, in one line, when the claude program is not there."""
+        if shutil.which(self.program) is None:
+            raise ProgramNotFound(f"claude not found ({self.program}): install Claude Code "
+                                  f"(npm install -g @anthropic-ai/claude-code) or point "
+                                  f"--claude / ${ENV_VAR} at it")
+
+    def argv(self, request: AgentRun) -> list[str]:
+        """The command line for one run; the prompt is one argv element, never shell text."""
+        argv = [self.program, "-p", "--output-format", "stream-json", "--verbose",
+                "--dangerously-skip-permissions", "--model", request.model,
+                "--append-system-prompt", SYSTEM_PROMPT]
+        if request.resume:
+            argv += ["--resume", request.resume]
+        # "--" ends the options, so a task that starts with "-" is still the prompt.
+        return argv + ["--", request.prompt]
+
+    def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
+        """Run one attempt, streaming into the logs, and judge its result."""
+        argv = self.argv(request)
+        request.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(request.log, "w", encoding="utf-8") as readable, open(request.raw_log, "wb") as raw:
+            log = StreamLog(readable, raw, on_activity)
+            log.write(self._header(request, argv))
+            try:
+                done = proc.stream(argv, log.feed, cwd=request.cwd, env=self.env,
+                                   timeout=request.timeout)
+            except BaseException:
+                log.write(f"\n== stopped at {_stamp()}: interrupted ==")
+                raise
+            if ROOT_REFUSAL in done.stderr_tail:
+                log.write(f"\n== refused: {done.stderr_tail.strip()} ==")
+                raise AgentBlocked("claude refuses --dangerously-skip-permissions when run as root; "
+                                   "run agent-loop as a normal user, or set IS_SANDBOX=1 if this "
+                                   "machine is a disposable sandbox")
+            result = judge(done.returncode, done.timed_out, log, done.stderr_tail)
+            log.write(self._footer(result, done.stderr_tail))
+        return result
+
+    def _header(self, request: AgentRun, argv: list[str]) -> str:
+        shown = [a if len(a) < 80 else f"<{len(a)} chars>" for a in argv[:-1]] + ["<prompt>"]
+        lines = [f"== agent-loop · {_stamp()} =="]
+        lines += [f"{key}: {value}" for key, value in request.header]
+        lines += [f"session: {'resuming ' + request.resume if request.resume else 'new'}",
+                  f"command: {' '.join(shown)}", "", "-- prompt --", request.prompt.rstrip(),
+                  "", "-- agent --"]
+        return "\n".join(lines)
+
+    def _footer(self, r: AgentResult, stderr: str) -> str:
+        tokens = ", ".join(f"{k.replace('_tokens', '').replace('_input', '')} {v}"
+                           for k, v in r.usage.items())
+        lines = ["", f"== finished at {_stamp()}: "
+                 + ("success ==" if r.ok else f"FAILED: {r.error} ==")]
+        if r.text:
+            lines += ["-- result --", r.text.rstrip()]
+        lines += [f"exit code: {r.exit_code}", f"session: {r.session_id}",
+                  f"cost: ${r.cost_usd:.4f}", f"tokens: {tokens or 'none reported'}",
+                  f"turns: {r.num_turns}", f"duration: {r.duration_ms} ms"]
+        if r.permission_denials:
+            lines.append(f"permission denials: {r.permission_denials}")
+        if stderr.strip():
+            lines += ["-- stderr (last lines) --", stderr.rstrip()[-4000:]]
+        return "\n".join(lines)

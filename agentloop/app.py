@@ -1,0 +1,122 @@
+"""The core operations behind the CLI: run, dry run and status. Each returns text to print."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agentloop.events import Emit
+from agentloop.project import load_state, open_project
+from agentloop.state import State, TaskState, now
+
+RULES = ("rules: `## Heading` starts a group; tasks before the first one form the group "
+         "\"(ungrouped)\"; `-`, `*`, `+` and numbered items are tasks; `- [x]` items are "
+         "skipped as done; everything else is ignored.")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything a run can be told from the command line."""
+
+    model: str = "opus"
+    vcs: str = "auto"
+    allow_dirty: bool = False
+    claude: str | None = None
+    task_timeout: float | None = None
+    reset: bool = False
+
+    @classmethod
+    def from_cli(cls, options: dict[str, Any]) -> "RunOptions":
+        """Pick the run's options out of click's parameters."""
+        return cls(model=options["model"], vcs=options["vcs"], allow_dirty=options["allow_dirty"],
+                   claude=options["claude_path"], task_timeout=options["task_timeout"],
+                   reset=options["reset"])
+
+
+def status(tasks_md: Path, cwd: Path, as_json: bool = False) -> str:
+    """Where each task stands; reads the state without the run lock (writes are atomic)."""
+    from agentloop.console import status_json, status_lines
+    from agentloop.state import TaskState
+
+    project = open_project(tasks_md, cwd)
+    saved = project.store.load()
+    if saved is None:
+        state, _ = load_state(project)
+        note = "no run yet"
+    else:
+        state, note = saved, ""
+        try:
+            current, _ = load_state(project)
+        except Exception as exc:  # noqa: BLE001 - a changed file is a note here, not an error
+            note = f"warning: {exc}"
+    if as_json:
+        data = status_json(state)
+        data["note"] = note or None
+        return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
+    lines = status_lines(state)
+    return "\n".join(([note] if note else []) + lines)
+
+
+def dry_run(tasks_md: Path, cwd: Path, reset: bool = False) -> str:
+    """The plan: every task as it would run, which are done, where fresh sessions start."""
+    from agentloop import taskfile
+    from agentloop.runner import session_plan
+
+    project = open_project(tasks_md, cwd)
+    if reset:
+        data = project.task_file.read_bytes() if project.task_file.is_file() else b""
+        tasks = taskfile.parse_bytes(data, project.task_file)
+        state = State(task_file=project.task_file_name, task_file_hash=taskfile.file_hash(data),
+                      tasks=[TaskState.from_task(t) for t in tasks])
+    else:
+        state, _ = load_state(project)
+    total = len(state.tasks)
+    lines = [f"dry run: {project.task_file_name}, {total} task(s); nothing will run or be written"]
+    for task, how in session_plan(state):
+        lines.append(f"[{task.index}/{total}] {task.group} > {task.summary}  ({how})")
+    lines.append(RULES)
+    return "\n".join(lines)
+
+
+def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> list[str]:
+    """Run the unfinished tasks; return the closing lines (how to undo a task)."""
+    from agentloop.agents.claude import ClaudeAgent
+    from agentloop.runner import Options, Runner
+    from agentloop.vcs import open_vcs
+
+    project = open_project(tasks_md, cwd)
+    agent = ClaudeAgent(options.claude)
+    agent.check()
+    with project.store.lock():
+        lines = []
+        if options.reset:
+            archived = project.store.archive(now())
+            if archived is not None:
+                lines.append(f"reset: the old state and logs are in {project.store.relative(archived)}")
+        state, _ = load_state(project)
+        project.store.ensure_ignored()
+        vcs = open_vcs(options.vcs, project.root, project.task_file, options.allow_dirty)
+        notes = tuple(lines + vcs.prepare())
+        runner = Runner(project, state, agent, vcs,
+                        Options(model=options.model, task_timeout=options.task_timeout), emit)
+        runner.run(notes)
+        return undo_lines(state)
+
+
+def undo_lines(state: State) -> list[str]:
+    """How to take back one task's change, for the VCS this run used."""
+    done = [t for t in state.tasks if t.status == "completed" and t.change_id]
+    if not done:
+        return []
+    example = done[-1].change_id or ""
+    if state.vcs == "jj":
+        how = f"jj abandon {example[:12]}"
+    elif state.vcs == "git":
+        how = f"git revert {example[:12]}"
+    else:
+        return []
+    return [f"To undo one task, e.g. task {done[-1].index}: {how} (the other tasks' changes stay); "
+            "`agent-loop --status` lists every task's change."]

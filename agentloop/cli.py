@@ -1,0 +1,94 @@
+"""The command line: parse options, call one core function, print its result. Decides nothing."""
+
+from __future__ import annotations
+
+import shlex
+import signal
+import sys
+import traceback
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import click
+
+from agentloop import __version__
+from agentloop.errors import AgentLoopError, Interrupted
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    # SIGTERM takes the same careful path as Ctrl+C: stop the agent, save, exit 130.
+    raise KeyboardInterrupt
+
+
+def resume_command(args: list[str]) -> str:
+    """The command that continues this run: the same one, without --reset."""
+    return shlex.join(["agent-loop", *[a for a in args if a != "--reset"]])
+
+
+def _crash(exc: BaseException) -> None:
+    log = Path.home() / ".agent-loop-crash.log"
+    try:
+        log.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+        where = f"; the traceback is in {log}"
+    except OSError:
+        where = ""
+    click.echo(f"agent-loop: internal error: {exc!r}{where}", err=True)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("tasks_md", type=click.Path(path_type=Path))
+@click.option("--model", default="opus", show_default=True, help="Claude model for the tasks.")
+@click.option("--dry-run", is_flag=True, help="Show what would run; run and write nothing.")
+@click.option("--status", is_flag=True, help="Show where each task stands.")
+@click.option("--json", "as_json", is_flag=True, help="With --status: print JSON.")
+@click.option("--reset", is_flag=True, help="Archive the old state and logs, then start fresh.")
+@click.option("--vcs", type=click.Choice(["auto", "jj", "git", "none"]), default="auto",
+              show_default=True, help="Where each task's change goes.")
+@click.option("--allow-dirty", is_flag=True,
+              help="git: run even with uncommitted changes (they stay out of task commits).")
+@click.option("--claude", "claude_path", envvar="AGENT_LOOP_CLAUDE", default=None,
+              help="The claude program to run [env: AGENT_LOOP_CLAUDE].")
+@click.option("--task-timeout", type=click.FloatRange(min=1), default=None,
+              help="Stop an agent run after this many seconds.")
+@click.version_option(__version__, "--version", prog_name="agent-loop")
+def command(tasks_md: Path, **options: Any) -> None:
+    """Let Claude work through TASKS_MD: one task, one claude run, one change."""
+    from agentloop import app  # after parsing, so --help and --version stay fast
+
+    args = sys.argv[1:]
+    cwd = Path.cwd()
+    try:
+        if options["status"]:
+            click.echo(app.status(tasks_md, cwd, as_json=options["as_json"]))
+        elif options["dry_run"]:
+            click.echo(app.dry_run(tasks_md, cwd, reset=options["reset"]))
+        else:
+            from agentloop.console import Console
+
+            for line in app.run(tasks_md, cwd, app.RunOptions.from_cli(options), Console()):
+                click.echo(line)
+    except (KeyboardInterrupt, Interrupted):
+        click.echo(f"\nagent-loop: interrupted; state saved. Resume with: {resume_command(args)}",
+                   err=True)
+        sys.exit(130)
+    except AgentLoopError as exc:
+        click.echo(f"agent-loop: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+
+
+def main() -> None:
+    """Console entry point."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        command.main(standalone_mode=False, prog_name="agent-loop")
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except SystemExit:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the last line of defence
+        _crash(exc)
+        sys.exit(3)

@@ -1,0 +1,53 @@
+"""The tool's own exceptions: one root, a few kinds, each with its exit code.
+
+Only the CLI catches these; everything below raises them with a message that a user can act on.
+"""
+
+from __future__ import annotations
+
+
+class AgentLoopError(Exception):
+    """A failure the user can cause or fix; printed as one line, exit 1."""
+
+    exit_code = 1
+
+
+class TaskFileError(AgentLoopError):
+    """The task file is missing, unreadable, not UTF-8 or holds no tasks."""
+
+
+class StateError(AgentLoopError):
+    """state.json cannot be read, is from a newer version, or does not match the task file."""
+
+
+class StateLocked(AgentLoopError):
+    """Another agent-loop run holds the lock on this folder."""
+
+
+class ProcessError(AgentLoopError):
+    """An external program could not be started, timed out or failed."""
+
+    def __init__(self, message: str, argv: list[str] | None = None, returncode: int | None = None,
+                 output: str = "") -> None:
+        super().__init__(message)
+        self.argv = argv or []
+        self.returncode = returncode
+        self.output = output
+
+
+class ProgramNotFound(ProcessError):
+    """An external program (claude, jj, git) is not installed or not on PATH."""
+
+
+class VcsError(AgentLoopError):
+    """The version control step failed or the repository is not in a state we can work in."""
+
+
+class AgentBlocked(AgentLoopError):
+    """The agent cannot run at all (not logged in, refused as root, ...): the run stops."""
+
+
+class Interrupted(AgentLoopError):
+    """The user pressed Ctrl+C or the process got SIGTERM."""
+
+    exit_code = 130

@@ -1,0 +1,263 @@
+"""The `.agent-loop/` store: state.json (versioned, orjson, atomic replace), the run lock, logs.
+
+A crash at any instant leaves the old or the new state.json, never a torn one: we write a
+temporary file in the same folder, fsync it, and `os.replace` it over the old one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import orjson
+from contextlib import contextmanager
+
+from agentloop.errors import StateError, StateLocked
+from agentloop.taskfile import Task
+
+SCHEMA_VERSION = 1
+DIRNAME = ".agent-loop"
+STATUSES = ("pending", "running", "completed", "failed", "interrupted", "skipped")
+
+
+def now() -> str:
+    """The current UTC time as an ISO 8601 string (frozen in tests by freezegun)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class Attempt:
+    """One run of the agent for a task."""
+
+    number: int
+    started_at: str
+    finished_at: str | None = None
+    outcome: str = "running"        # running | completed | failed | interrupted
+    reason: str | None = None
+    hint: str | None = None
+    log: str | None = None
+    session_id: str | None = None
+    resumed: bool = False
+    change_id: str | None = None
+    commit_id: str | None = None
+    cost_usd: float = 0.0
+    usage: dict[str, int] = field(default_factory=dict)
+    num_turns: int | None = None
+    duration_ms: int | None = None
+    exit_code: int | None = None
+
+
+@dataclass
+class TaskState:
+    """A task as the state records it: what the file said, and what happened to it."""
+
+    index: int
+    group: str
+    task: str
+    line: int
+    summary: str
+    log_name: str
+    status: str = "pending"
+    session_id: str | None = None
+    change_id: str | None = None
+    commit_id: str | None = None
+    files: list[str] = field(default_factory=list)
+    log: str | None = None
+    attempts: int = 0
+    started_at: str | None = None
+    finished_at: str | None = None
+    cost_usd: float = 0.0
+    error: str | None = None
+    history: list[Attempt] = field(default_factory=list)
+
+    @classmethod
+    def from_task(cls, task: Task) -> "TaskState":
+        """A fresh, pending record for a parsed task (`[x]` items start as skipped)."""
+        return cls(index=task.index, group=task.group, task=task.text, line=task.line,
+                   summary=task.summary, log_name=task.log_name,
+                   status="skipped" if task.checked else "pending")
+
+
+@dataclass
+class State:
+    """Everything agent-loop remembers about one task file."""
+
+    task_file: str
+    task_file_hash: str
+    tasks: list[TaskState]
+    schema_version: int = SCHEMA_VERSION
+    started_at: str = field(default_factory=now)
+    updated_at: str = field(default_factory=now)
+    vcs: str | None = None
+
+    def to_bytes(self) -> bytes:
+        """Serialize, checking first that what we write is something we can read back."""
+        _validate(self)
+        return orjson.dumps(asdict(self), option=orjson.OPT_INDENT_2)
+
+
+def _validate(state: State) -> None:
+    for i, t in enumerate(state.tasks, 1):
+        if t.index != i:
+            raise StateError(f"internal error: task {t.index} recorded at position {i}")
+        if t.status not in STATUSES:
+            raise StateError(f"internal error: task {t.index} has unknown status {t.status!r}")
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+# Each entry upgrades a state dict from version N to N+1. Version 1 is the first; the chain
+# grows here as the schema changes, so old state files keep loading.
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+def from_bytes(raw: bytes, where: Path) -> State:
+    """Parse state.json, upgrading old schemas and refusing newer ones with a clear message."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise StateError(f"{where} is not valid JSON ({exc}); move it aside or run with --reset") from None
+    if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int):
+        raise StateError(f"{where} is not an agent-loop state file; move it aside or run with --reset")
+    version = data["schema_version"]
+    if version > SCHEMA_VERSION:
+        raise StateError(f"{where} was written by a newer agent-loop (schema {version}, this one "
+                         f"reads up to {SCHEMA_VERSION}); upgrade agent-loop or run with --reset")
+    while version < SCHEMA_VERSION:
+        if version not in UPGRADES:
+            raise StateError(f"{where} has schema {version}, which this agent-loop cannot upgrade; "
+                             "run with --reset")
+        data = UPGRADES[version](data)
+        version = data["schema_version"]
+    try:
+        tasks = []
+        for t in data["tasks"]:
+            history = [Attempt(**_known(Attempt, a)) for a in t.get("history", [])]
+            tasks.append(TaskState(**{**_known(TaskState, t), "history": history}))
+        return State(**{**_known(State, data), "tasks": tasks})
+    except (KeyError, TypeError) as exc:
+        raise StateError(f"{where} is damaged ({exc}); move it aside or run with --reset") from None
+
+
+class Store:
+    """The `.agent-loop/` folder of one project."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.dir = root / DIRNAME
+        self.state_path = self.dir / "state.json"
+        self.logs = self.dir / "logs"
+        self._lock_path = self.dir / "run.lock"
+        self._pid_path = self.dir / "run.pid"
+
+    def load(self) -> State | None:
+        """The saved state, or None when there is none yet. Takes no lock: writes are atomic."""
+        try:
+            raw = self.state_path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StateError(f"cannot read {self.state_path}: {exc.strerror}") from None
+        if not raw.strip():
+            raise StateError(f"{self.state_path} is empty; move it aside or run with --reset")
+        return from_bytes(raw, self.state_path)
+
+    def save(self, state: State) -> None:
+        """Write state.json atomically: temp file in the same folder, fsync, os.replace."""
+        state.updated_at = now()
+        data = state.to_bytes()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=self.dir)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, self.state_path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        # The rename is durable only once the folder itself is synced.
+        dir_fd = os.open(self.dir, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run lock; a second run fails at once, naming the holder's pid."""
+        from filelock import FileLock, Timeout  # only runs need it; keeps --status start-up light
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self._lock_path), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            try:
+                holder = self._pid_path.read_text().strip() or "unknown"
+            except OSError:
+                holder = "unknown"
+            raise StateLocked(f"another agent-loop run holds {self.dir} (pid {holder}); "
+                              "wait for it or stop it first") from None
+        try:
+            self._pid_path.write_text(f"{os.getpid()}\n")
+            yield
+        finally:
+            self._pid_path.unlink(missing_ok=True)
+            lock.release()
+
+    def ensure_ignored(self) -> bool:
+        """Keep `.agent-loop/` out of version control; return True if .gitignore was changed."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        inner = self.dir / ".gitignore"
+        if not inner.exists():
+            # Ignored from the first instant, even before the repository's .gitignore is read.
+            inner.write_text("*\n")
+        gitignore = self.root / ".gitignore"
+        try:
+            text = gitignore.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            text = ""
+        entries = {line.strip() for line in text.splitlines()}
+        if entries & {DIRNAME, DIRNAME + "/", "/" + DIRNAME, "/" + DIRNAME + "/"}:
+            return False
+        if text and not text.endswith("\n"):
+            text += "\n"
+        gitignore.write_text(text + DIRNAME + "/\n", encoding="utf-8")
+        return True
+
+    def archive(self, stamp: str) -> Path | None:
+        """Move state.json and logs/ to archive/<stamp>/ (for --reset); None if nothing to move."""
+        present = [p for p in (self.state_path, self.logs) if p.exists()]
+        if not present:
+            return None
+        target = self.dir / "archive" / stamp.replace(":", "")
+        n = 1
+        while target.exists():
+            n += 1
+            target = target.with_name(f"{stamp.replace(':', '')}-{n}")
+        target.mkdir(parents=True)
+        for p in present:
+            shutil.move(str(p), target / p.name)
+        return target
+
+    def log_path(self, log_name: str, attempt: int = 1) -> Path:
+        """The log of one attempt: NNN-group--task.log, then -attempt2.log and so on."""
+        suffix = "" if attempt == 1 else f"-attempt{attempt}"
+        return self.logs / f"{log_name}{suffix}.log"
+
+    def relative(self, path: Path) -> str:
+        """A path as shown to the user and kept in the state: relative to the project root."""
+        try:
+            return str(path.relative_to(self.root))
+        except ValueError:
+            return str(path)

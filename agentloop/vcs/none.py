@@ -1,0 +1,33 @@
+"""No version control: tasks run one after another, nothing is recorded or rolled back."""
+
+from __future__ import annotations
+
+from agentloop.vcs import Change
+
+
+class NoneVcs:
+    """The `none` backend: every step is a no-op, every change id is empty."""
+
+    name = "none"
+
+    def prepare(self) -> list[str]:
+        """Nothing to prepare; say that failed attempts will not be rolled back."""
+        return ["no version control: task changes are not isolated and failed attempts stay"]
+
+    def begin(self, message: str) -> Change:
+        """An empty change."""
+        return Change(change_id="")
+
+    def finish(self, change: Change, message: str) -> Change:
+        """The same empty change: nothing knows which files the task touched."""
+        return change
+
+    def abandon(self, change: Change) -> None:
+        """Nothing can be rolled back."""
+
+    def diff(self, change: Change) -> str:
+        """No diff is known."""
+        return ""
+
+    def close(self) -> None:
+        """Nothing to leave."""

@@ -1,0 +1,108 @@
+"""Shared fixtures. Every test is sealed off from the developer's own configuration."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+
+
+def _jj_dir() -> str | None:
+    """Where scripts/install-jj.sh put jj, so tests find it without a PATH edit."""
+    found = shutil.which("jj")
+    if found:
+        return str(Path(found).parent)
+    tools = Path(os.environ.get("AGENT_LOOP_TOOLS", Path.home() / ".cache" / "agent-loop-tools"))
+    for candidate in sorted(tools.glob("jj-*/bin/jj"), reverse=True):
+        return str(candidate.parent)
+    return None
+
+
+JJ_DIR = _jj_dir()
+
+
+@pytest.fixture(autouse=True)
+def hermetic_seal(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin HOME, XDG dirs, git and jj identity, dates and config for every test."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / "gitconfig"))
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test Author")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "author@example.com")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test Committer")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "committer@example.com")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-01-01T00:00:00+00:00")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-01-01T00:00:00+00:00")
+    (home / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
+    monkeypatch.setenv("JJ_USER", "Test User")
+    monkeypatch.setenv("JJ_EMAIL", "test@example.com")
+    monkeypatch.setenv("JJ_TIMESTAMP", "2026-01-01T00:00:00+00:00")
+    monkeypatch.setenv("JJ_RANDOMNESS_SEED", "12345")
+    jj_config = home / "jjconfig.toml"
+    jj_config.write_text("")
+    monkeypatch.setenv("JJ_CONFIG", str(jj_config))
+    if JJ_DIR:
+        monkeypatch.setenv("PATH", JJ_DIR + os.pathsep + os.environ["PATH"])
+    # The tool must never reach a real Claude from a test, whatever the developer has set.
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_OAUTH_TOKEN",
+                "AGENT_LOOP_CLAUDE", "NO_COLOR", "IS_SANDBOX"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def jj_bin() -> str:
+    """The real jj. Missing jj fails the test: scripts/test.sh installs it, nothing skips."""
+    if JJ_DIR is None:
+        pytest.fail("jj is not installed: run scripts/install-jj.sh (scripts/test.sh does)")
+    return str(Path(JJ_DIR) / "jj")
+
+
+class FakeClaude:
+    """The fake claude executable installed for one test, with what it recorded."""
+
+    def __init__(self, folder: Path) -> None:
+        import sys
+
+        self.folder = folder
+        self.state = folder / "state"
+        self.log = folder / "calls.jsonl"
+        self.bin = folder / "bin" / "claude"
+        self.bin.parent.mkdir(parents=True)
+        source = (TESTS / "fake_claude.py").read_text()
+        self.bin.write_text(f"#!{sys.executable}\n" + source.split("\n", 1)[1])
+        self.bin.chmod(0o755)
+
+    def calls(self) -> list[dict]:
+        """Every recorded call: argv and cwd."""
+        import json
+
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    def prompts(self) -> list[str]:
+        """The prompt of each call (the argument after `--`)."""
+        return [c["argv"][c["argv"].index("--") + 1] for c in self.calls()]
+
+    def session(self, session_id: str) -> list[str]:
+        """The prompts a session has seen, in order."""
+        text = (self.state / "sessions" / f"{session_id}.txt").read_text()
+        return [p.strip("\n") for p in text.split("\n\x1e\n") if p.strip()]
+
+
+@pytest.fixture
+def fake_claude(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> FakeClaude:
+    """A fake `claude` first on PATH (and in AGENT_LOOP_CLAUDE) for this test."""
+    fake = FakeClaude(tmp_path_factory.mktemp("fake-claude"))
+    monkeypatch.setenv("FAKE_CLAUDE_STATE", str(fake.state))
+    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(fake.log))
+    monkeypatch.setenv("PATH", str(fake.bin.parent) + os.pathsep + os.environ["PATH"])
+    return fake

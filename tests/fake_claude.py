@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""A fake `claude` executable for fast tests and fault injection (stdlib only).
+
+It accepts exactly the arguments agent-loop passes and refuses anything else (exit 97), records
+each call's argv to $FAKE_CLAUDE_LOG, and does what `FAKE:` lines in the prompt tell it:
+
+    FAKE: write PATH TEXT      write TEXT to PATH (relative to the cwd), as a Write tool call
+    FAKE: say TEXT             the final message (default: "done: <first prompt line>")
+    FAKE: fail N               fail (is_error, exit 1) the first N runs of this prompt
+    FAKE: exit CODE            exit with CODE after a result line with is_error
+    FAKE: sleep SECONDS        wait before answering (after the init line)
+    FAKE: hang                 never answer; also starts a child that hangs (process-group tests)
+    FAKE: garbage | silent | cut | crash    non-JSON output / nothing / a result cut in half /
+                                            SIGKILL itself after the init line
+    FAKE: root                 refuse like the real CLI does as root without IS_SANDBOX
+    FAKE: commit MESSAGE       run `git commit -a -m MESSAGE` in the cwd (an agent that commits)
+    FAKE: cost USD             the run's total_cost_usd (default 0.01)
+
+Sessions live in $FAKE_CLAUDE_STATE/sessions/<id>.txt (the prompts they saw), so `--resume`
+of an unknown id fails like the real CLI, and tests can read what a session carried.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ALLOWED_FLAGS = {"-p", "--verbose", "--dangerously-skip-permissions"}
+ALLOWED_VALUES = {"--output-format": {"stream-json"}, "--model": None,
+                  "--append-system-prompt": None, "--resume": None}
+
+
+def refuse(message: str) -> None:
+    sys.stderr.write(f"fake claude: {message}\n")
+    sys.exit(97)
+
+
+def parse(argv: list[str]) -> tuple[dict[str, str], str]:
+    options: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            if i + 2 != len(argv):
+                refuse(f"expected exactly one prompt after --, got {argv[i + 1:]!r}")
+            return options, argv[i + 1]
+        if arg in ALLOWED_FLAGS:
+            options[arg] = ""
+        elif arg in ALLOWED_VALUES and i + 1 < len(argv):
+            allowed = ALLOWED_VALUES[arg]
+            if allowed is not None and argv[i + 1] not in allowed:
+                refuse(f"unexpected value for {arg}: {argv[i + 1]!r}")
+            options[arg] = argv[i + 1]
+            i += 1
+        else:
+            refuse(f"unexpected argument {arg!r}")
+        i += 1
+    refuse("no prompt after --")
+    raise AssertionError
+
+
+def directives(prompt: str) -> list[tuple[str, str]]:
+    found = []
+    for line in prompt.splitlines():
+        line = line.strip().lstrip("-*+ ").strip()
+        if line.startswith("FAKE:"):
+            word, _, rest = line[5:].strip().partition(" ")
+            found.append((word, rest.strip()))
+    return found
+
+
+def emit(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def counter(state: Path, name: str) -> int:
+    path = state / "counters" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = int(path.read_text()) + 1 if path.exists() else 1
+    path.write_text(str(n))
+    return n
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if argv == ["--version"]:
+        print("2.1.330 (Claude Code) [fake]")
+        return
+    state = Path(os.environ.get("FAKE_CLAUDE_STATE", Path.cwd() / ".fake-claude"))
+    state.mkdir(parents=True, exist_ok=True)
+    log = os.environ.get("FAKE_CLAUDE_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"argv": argv, "cwd": os.getcwd()}) + "\n")
+    options, prompt = parse(argv)
+    if "-p" not in options or options.get("--output-format") != "stream-json" or "--verbose" not in options:
+        refuse("needs -p --output-format stream-json --verbose")
+    todo = directives(prompt)
+    words = dict(todo)
+    if "root" in words:
+        sys.stderr.write("--dangerously-skip-permissions cannot be used with root/sudo privileges "
+                         "for security reasons\n")
+        sys.exit(1)
+    sessions = state / "sessions"
+    sessions.mkdir(exist_ok=True)
+    resume = options.get("--resume")
+    if resume:
+        if not (sessions / f"{resume}.txt").exists():
+            sys.stderr.write(f"No conversation found with session ID: {resume}\n")
+            sys.exit(1)
+        session = resume
+    else:
+        session = "00000000-0000-4000-8000-%012d" % counter(state, "sessions")
+    with open(sessions / f"{session}.txt", "a", encoding="utf-8") as out:
+        out.write(prompt + "\n\x1e\n")
+    model = options.get("--model", "")
+    emit({"type": "system", "subtype": "init", "session_id": session, "model": model,
+          "cwd": os.getcwd(), "tools": ["Write", "Bash"]})
+    if "garbage" in words:
+        sys.stdout.write("this is not json\n{\"half\": \n")
+        return
+    if "silent" in words:
+        return
+    if "crash" in words:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if "hang" in words:
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        time.sleep(3600)
+    if "sleep" in words:
+        time.sleep(float(words["sleep"]))
+    text = words.get("say") or "done: " + prompt.strip().splitlines()[0][:60]
+    for word, rest in todo:
+        if word == "write":
+            path, _, content = rest.partition(" ")
+            target = Path(path)
+            emit({"type": "assistant", "session_id": session, "message": {"role": "assistant",
+                  "content": [{"type": "tool_use", "id": "t1", "name": "Write",
+                               "input": {"file_path": str(Path.cwd() / target), "content": content}}]}})
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content + "\n", encoding="utf-8")
+            emit({"type": "user", "session_id": session, "message": {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": f"wrote {path}"}]}})
+        elif word == "commit":
+            subprocess.run(["git", "add", "-A"], check=True)
+            subprocess.run(["git", "commit", "-q", "-m", rest], check=True)
+    failing = False
+    if "fail" in words:
+        # Keyed by the directives, so a retried prompt with a note in front counts as the same.
+        key = "fail-" + hashlib.sha256(repr(todo).encode()).hexdigest()[:16]
+        failing = counter(state, key) <= int(words["fail"])
+    exit_code = int(words.get("exit", "1" if failing else "0"))
+    is_error = failing or exit_code != 0
+    if is_error and "say" not in words:
+        text = "API Error: 500 simulated failure"
+    emit({"type": "assistant", "session_id": session, "message": {"role": "assistant",
+          "content": [{"type": "text", "text": text}]}})
+    result = {"type": "result", "subtype": "success", "is_error": is_error, "result": text,
+              "session_id": session, "total_cost_usd": float(words.get("cost", "0.01")),
+              "usage": {"input_tokens": 100, "output_tokens": 20, "cache_read_input_tokens": 0,
+                        "cache_creation_input_tokens": 0},
+              "num_turns": 1, "duration_ms": 5, "permission_denials": [],
+              "api_error_status": 500 if is_error else None}
+    line = json.dumps(result)
+    if "cut" in words:
+        sys.stdout.write(line[: len(line) // 2])
+        sys.stdout.flush()
+        return
+    emit(result)
+    sys.exit(exit_code)
+
+
+if __name__ == "__main__":
+    main()

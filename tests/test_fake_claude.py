@@ -1,0 +1,73 @@
+"""The fake claude must behave like the real one where we rely on it, and refuse surprises."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from tests.conftest import FakeClaude
+
+BASE = ["-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions",
+        "--model", "opus", "--append-system-prompt", "rules"]
+
+
+def call(fake: FakeClaude, prompt: str, cwd: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(fake.bin), *BASE, *extra, "--", prompt], cwd=cwd,
+                          capture_output=True, text=True, timeout=30)
+
+
+def lines(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_reply_has_init_and_result_lines(fake_claude: FakeClaude, tmp_path: Path) -> None:
+    done = call(fake_claude, "hello", tmp_path)
+    assert done.returncode == 0
+    events = lines(done.stdout)
+    assert events[0]["type"] == "system" and events[0]["subtype"] == "init"
+    assert events[-1]["type"] == "result" and events[-1]["is_error"] is False
+    assert events[-1]["session_id"] == events[0]["session_id"]
+
+
+def test_refuses_unexpected_arguments(fake_claude: FakeClaude, tmp_path: Path) -> None:
+    done = subprocess.run([str(fake_claude.bin), *BASE, "--max-turns", "3", "--", "x"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 97
+    assert "unexpected argument '--max-turns'" in done.stderr
+
+
+def test_refuses_a_prompt_without_separator(fake_claude: FakeClaude, tmp_path: Path) -> None:
+    done = subprocess.run([str(fake_claude.bin), *BASE, "x"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 97
+
+
+def test_records_argv_and_writes_files(fake_claude: FakeClaude, tmp_path: Path) -> None:
+    call(fake_claude, "FAKE: write sub/a.txt hello world", tmp_path)
+    assert (tmp_path / "sub" / "a.txt").read_text() == "hello world\n"
+    assert fake_claude.prompts() == ["FAKE: write sub/a.txt hello world"]
+
+
+def test_resume_keeps_session_and_unknown_id_fails(fake_claude: FakeClaude, tmp_path: Path) -> None:
+    first = lines(call(fake_claude, "one", tmp_path).stdout)[-1]["session_id"]
+    second = lines(call(fake_claude, "two", tmp_path, "--resume", first).stdout)[-1]
+    assert second["session_id"] == first
+    assert fake_claude.session(first) == ["one", "two"]
+    bad = call(fake_claude, "three", tmp_path, "--resume", "nope")
+    assert bad.returncode == 1 and bad.stdout == ""
+    assert "No conversation found with session ID: nope" in bad.stderr
+
+
+def test_fail_n_then_succeed(fake_claude: FakeClaude, tmp_path: Path) -> None:
+    outcomes = [call(fake_claude, "FAKE: fail 2", tmp_path).returncode for _ in range(3)]
+    assert outcomes == [1, 1, 0]
+
+
+def test_faults(fake_claude: FakeClaude, tmp_path: Path) -> None:
+    assert "not json" in call(fake_claude, "FAKE: garbage", tmp_path).stdout
+    cut = call(fake_claude, "FAKE: cut", tmp_path).stdout.splitlines()[-1]
+    assert cut.startswith('{"type": "result"') and not cut.endswith("}")
+    assert call(fake_claude, "FAKE: crash", tmp_path).returncode == -9
+    root = call(fake_claude, "FAKE: root", tmp_path)
+    assert root.returncode == 1 and "root/sudo" in root.stderr

@@ -1,0 +1,186 @@
+"""state.py: the store survives crashes, refuses what it cannot read, and locks one run at a time."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from freezegun import freeze_time
+
+from agentloop import state as state_mod
+from agentloop.errors import StateError, StateLocked
+from agentloop.state import Attempt, State, Store, TaskState
+
+
+def make_state(n: int = 3) -> State:
+    tasks = [TaskState(index=i, group="G", task=f"task {i}", line=i, summary=f"task {i}",
+                       log_name=f"{i:03d}-g--task-{i}") for i in range(1, n + 1)]
+    return State(task_file="tasks.md", task_file_hash="sha256:abc", tasks=tasks)
+
+
+def test_round_trip_keeps_everything(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    state = make_state()
+    state.tasks[0].status = "completed"
+    state.tasks[0].history.append(Attempt(number=1, started_at="t", outcome="completed",
+                                          usage={"input_tokens": 5}, cost_usd=0.5))
+    store.save(state)
+    loaded = store.load()
+    assert loaded == state
+    raw = orjson.loads(store.state_path.read_bytes())
+    assert raw["schema_version"] == state_mod.SCHEMA_VERSION
+    assert raw["tasks"][0]["history"][0]["usage"] == {"input_tokens": 5}
+
+
+def test_no_state_is_none(tmp_path: Path) -> None:
+    assert Store(tmp_path).load() is None
+
+
+@freeze_time("2026-03-04 05:06:07")
+def test_times_come_from_the_clock(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    state = make_state()
+    store.save(state)
+    assert store.load().updated_at == "2026-03-04T05:06:07+00:00"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"", "is empty"),
+    (b"{\"schema_version\": 1, \"tasks\": [", "not valid JSON"),
+    (b"[1, 2]", "not an agent-loop state file"),
+    (b"{\"schema_version\": 1}", "damaged"),
+    (b"{\"schema_version\": 99, \"tasks\": []}", r"newer agent-loop \(schema 99"),
+])
+def test_unreadable_state_is_one_clear_error_and_untouched(tmp_path: Path, content: bytes,
+                                                            words: str) -> None:
+    store = Store(tmp_path)
+    store.dir.mkdir()
+    store.state_path.write_bytes(content)
+    with pytest.raises(StateError, match=words) as err:
+        store.load()
+    assert "\n" not in str(err.value)
+    assert store.state_path.read_bytes() == content
+
+
+def test_older_schema_is_upgraded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Store(tmp_path)
+    store.save(make_state())
+
+    def one_to_two(data: dict) -> dict:
+        for t in data["tasks"]:
+            t["summary"] = t["summary"].upper()
+        return {**data, "schema_version": 2}
+
+    monkeypatch.setattr(state_mod, "SCHEMA_VERSION", 2)
+    monkeypatch.setitem(state_mod.UPGRADES, 1, one_to_two)
+    loaded = store.load()
+    assert loaded is not None and loaded.tasks[0].summary == "TASK 1"
+
+
+def test_invalid_state_is_not_written(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.save(make_state())
+    before = store.state_path.read_bytes()
+    bad = make_state()
+    bad.tasks[1].status = "exploded"
+    with pytest.raises(StateError):
+        store.save(bad)
+    assert store.state_path.read_bytes() == before
+
+
+WRITER = """
+import sys
+from agentloop.state import State, Store, TaskState
+store = Store(__import__('pathlib').Path(sys.argv[1]))
+n = 0
+while True:
+    n += 1
+    tasks = [TaskState(index=i, group='G' * 50, task=str(n) * 200, line=i, summary='s',
+                       log_name='x') for i in range(1, 400)]
+    store.save(State(task_file='tasks.md', task_file_hash='sha256:' + str(n), tasks=tasks))
+"""
+
+
+def test_a_writer_killed_mid_write_leaves_a_loadable_file(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.save(make_state())
+    rng = random.Random(7)
+    for _ in range(15):
+        child = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)])
+        time.sleep(0.3 + rng.random() * 0.3)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        loaded = store.load()
+        assert loaded is not None and loaded.tasks
+    leftovers = [p.name for p in store.dir.iterdir() if p.name.startswith(".state-")]
+    assert len(leftovers) <= 15  # a killed writer may leave its temp file; never a torn state.json
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from agentloop.state import Store
+with Store(Path(sys.argv[1])).lock():
+    print('locked', flush=True)
+    time.sleep(30)
+"""
+
+
+def test_second_run_is_refused_with_the_holders_pid(tmp_path: Path) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        started = time.monotonic()
+        with pytest.raises(StateLocked, match=f"pid {holder.pid}"):
+            with Store(tmp_path).lock():
+                pass
+        assert time.monotonic() - started < 5  # refused at once, not after waiting
+    finally:
+        holder.kill()
+        holder.wait()
+    with Store(tmp_path).lock():  # a dead holder's lock is free again
+        pass
+
+
+def test_gitignore_entry_added_once(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    (tmp_path / ".gitignore").write_text("node_modules/")
+    assert store.ensure_ignored() is True
+    assert store.ensure_ignored() is False
+    assert (tmp_path / ".gitignore").read_text() == "node_modules/\n.agent-loop/\n"
+    assert (store.dir / ".gitignore").read_text() == "*\n"
+
+
+def test_gitignore_created_when_missing(tmp_path: Path) -> None:
+    Store(tmp_path).ensure_ignored()
+    assert (tmp_path / ".gitignore").read_text() == ".agent-loop/\n"
+
+
+def test_archive_moves_state_and_logs(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.save(make_state())
+    store.logs.mkdir()
+    (store.logs / "001.log").write_text("log")
+    first = store.archive("2026-01-01T00:00:00+00:00")
+    assert first is not None and (first / "state.json").exists()
+    assert (first / "logs" / "001.log").read_text() == "log"
+    assert store.load() is None and not store.logs.exists()
+    assert store.archive("2026-01-01T00:00:00+00:00") is None
+    store.save(make_state())
+    second = store.archive("2026-01-01T00:00:00+00:00")
+    assert second is not None and second != first
+
+
+def test_log_paths(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    assert store.log_path("001-g--t").name == "001-g--t.log"
+    assert store.log_path("001-g--t", 2).name == "001-g--t-attempt2.log"
+    assert os.sep not in store.relative(store.log_path("x"))[len(".agent-loop/logs/"):]
