@@ -67,10 +67,9 @@ def dry_run(tasks_md: Path, cwd: Path, reset: bool = False) -> str:
 
     project = open_project(tasks_md, cwd)
     if reset:
-        data = project.task_file.read_bytes() if project.task_file.is_file() else b""
-        tasks = taskfile.parse_bytes(data, project.task_file)
-        state = State(task_file=project.task_file_name, task_file_hash=taskfile.file_hash(data),
-                      tasks=[TaskState.from_task(t) for t in tasks])
+        parsed = taskfile.load(project.task_file)
+        state = State(task_file=project.task_file_name, task_file_hash=parsed.sha256,
+                      tasks=[TaskState.from_task(t) for t in parsed.tasks])
     else:
         state, _ = load_state(project)
     total = len(state.tasks)
@@ -89,7 +88,6 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> list[str]
 
     project = open_project(tasks_md, cwd)
     agent = ClaudeAgent(options.claude)
-    agent.check()
     with project.store.lock():
         lines = []
         if options.reset:
@@ -97,6 +95,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> list[str]
             if archived is not None:
                 lines.append(f"reset: the old state and logs are in {project.store.relative(archived)}")
         state, _ = load_state(project)
+        agent.check()
         project.store.ensure_ignored()
         vcs = open_vcs(options.vcs, project.root, project.task_file, options.allow_dirty)
         notes = tuple(lines + vcs.prepare())

@@ -37,9 +37,9 @@ def duration(seconds: float) -> str:
 class Console:
     """Prints run events; on a terminal also keeps one live line with elapsed time and activity."""
 
-    def __init__(self, out: IO[str] = sys.stdout, live: bool | None = None) -> None:
-        self.out = out
-        self.live = live_allowed(out) if live is None else live
+    def __init__(self, out: IO[str] | None = None, live: bool | None = None) -> None:
+        self.out = out or sys.stdout
+        self.live = live_allowed(self.out) if live is None else live
         self._activity = ""
         self._since = 0.0
         self._ticker: threading.Thread | None = None
@@ -76,7 +76,7 @@ class Console:
             r = event.result
             if r.ok:
                 return (f"  completed in session {r.session_id} "
-                        f"({money(r.cost_usd)}, {duration(event.seconds)})")
+                        f"({money(event.cost_usd)}, {duration(event.seconds)})")
             return f"  failed: {r.error} ({duration(event.seconds)})"
         if isinstance(event, ChangeAbandoned):
             return f"  {event.vcs}: abandoned change {event.change_id[:12]}"

@@ -58,6 +58,7 @@ class AgentFinished:
 
     result: AgentResult
     seconds: float
+    cost_usd: float     # this run's own cost (the CLI's total adds up over a resumed session)
 
 
 @dataclass(frozen=True)

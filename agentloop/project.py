@@ -87,10 +87,10 @@ def load_state(project: Project) -> tuple[State, bool]:
                              f"{project.task_file_name}; run with --reset to start fresh with this file")
         if saved.task_file_hash == digest:
             return saved, True
-        tasks = taskfile.parse_bytes(data, project.task_file)
+        tasks = taskfile.load(project.task_file).tasks
         raise StateError(f"{project.task_file_name} changed since the last run "
                          f"({_changes(saved.tasks, tasks)}); run with --reset to start fresh "
                          "(the old state and logs are archived)")
-    tasks = taskfile.parse_bytes(data, project.task_file)
-    return State(task_file=project.task_file_name, task_file_hash=digest,
-                 tasks=[TaskState.from_task(t) for t in tasks]), False
+    parsed = taskfile.load(project.task_file)
+    return State(task_file=project.task_file_name, task_file_hash=parsed.sha256,
+                 tasks=[TaskState.from_task(t) for t in parsed.tasks]), False

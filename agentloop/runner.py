@@ -171,8 +171,8 @@ class Runner:
             task.error = "interrupted"
             self.save()
             raise
-        self.emit(AgentFinished(result, self.clock() - began))
         self._record(task, attempt, result)
+        self.emit(AgentFinished(result, self.clock() - began, attempt.cost_usd))
         if result.ok:
             done = self.vcs.finish(change, commit_message(task))
             task.status = attempt.outcome = "completed"
@@ -191,9 +191,17 @@ class Runner:
         self.save()
         self.emit(TaskFinished(task.index, task.status, task.change_id, len(task.files), task.error))
 
+    def _session_cost(self, session_id: str | None) -> float:
+        return max((a.session_cost_usd for t in self.state.tasks for a in t.history
+                    if session_id and a.session_id == session_id), default=0.0)
+
     def _record(self, task: TaskState, attempt: Attempt, result: AgentResult) -> None:
+        # total_cost_usd accumulates over a resumed session (measured on the real CLI), so a
+        # run's own cost is what it added to the session's total so far.
+        before = self._session_cost(result.session_id) if attempt.resumed else 0.0
         attempt.session_id = result.session_id
-        attempt.cost_usd = result.cost_usd
+        attempt.session_cost_usd = result.cost_usd
+        attempt.cost_usd = round(max(0.0, result.cost_usd - before), 6)
         attempt.usage = dict(result.usage)
         attempt.num_turns = result.num_turns
         attempt.duration_ms = result.duration_ms

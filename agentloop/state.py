@@ -46,6 +46,8 @@ class Attempt:
     change_id: str | None = None
     commit_id: str | None = None
     cost_usd: float = 0.0
+    # The CLI's total_cost_usd, which adds up over a resumed session; cost_usd is this run's part.
+    session_cost_usd: float = 0.0
     usage: dict[str, int] = field(default_factory=dict)
     num_turns: int | None = None
     duration_ms: int | None = None

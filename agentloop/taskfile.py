@@ -106,12 +106,25 @@ class _SpannedListItem(block.ListItem):
         return item
 
 
+class _LinkRefDef(block.LinkRefDef):
+    """marko's `[label]: url` definition, found without a quadratic scan.
+
+    marko's pattern runs a lazy match up to the next blank line only to find where the `[`
+    is; a checklist of `- [ ]` items with no blank lines rescans the rest of the list at
+    every item. Matching just the `[` gives the same start, and marko parses from there.
+    """
+
+    override = True
+    pattern = re.compile(r" {,3}(\[)")
+
+
 class _Parser(Parser):
     """marko's CommonMark parser, with list items that know their source span."""
 
     def __init__(self) -> None:
         super().__init__()
         self.add_element(_SpannedListItem)
+        self.add_element(_LinkRefDef)
 
 
 def parse(text: str) -> tuple[Task, ...]:
@@ -213,10 +226,13 @@ def _summary(folded: str) -> str:
 
 
 def slug(text: str, limit: int) -> str:
-    """`text` as at most `limit` characters of `[a-z0-9-]`; "" when nothing is left."""
+    """`text` as at most `limit` characters of `[a-z0-9-]`, cut between words; "" if none left."""
     ascii_text = unicodedata.normalize("NFKD", text.casefold()).encode("ascii", "ignore")
     dashed = _NOT_SLUG.sub("-", ascii_text.decode("ascii").lower()).strip("-")
-    return dashed[:limit].rstrip("-")
+    if len(dashed) <= limit:
+        return dashed
+    cut = dashed.rfind("-", 0, limit + 1)
+    return dashed[: cut if cut >= limit // 2 else limit].rstrip("-")
 
 
 def load(path: Path) -> TaskFile:
@@ -246,9 +262,9 @@ def _decode(path: Path, data: bytes) -> str:
     if b"\x00" in data:
         raise TaskFileError(f"task file {_shown(path)} is not text (it contains NUL bytes)")
     try:
-        return data.decode("utf-8-sig")
+        return data.decode("utf-8")  # parse() drops a BOM
     except UnicodeDecodeError as e:
-        before = data[: e.start].decode("utf-8-sig")
+        before = data[: e.start].decode("utf-8")
         line = before.replace("\r\n", "\n").replace("\r", "\n").count("\n") + 1
         raise TaskFileError(f"task file {_shown(path)} is not UTF-8 text "
                             f"(byte 0x{data[e.start]:02x} on line {line})") from e

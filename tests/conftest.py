@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.claude_cli"]
+
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 

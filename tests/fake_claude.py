@@ -162,7 +162,7 @@ def main() -> None:
     emit({"type": "assistant", "session_id": session, "message": {"role": "assistant",
           "content": [{"type": "text", "text": text}]}})
     result = {"type": "result", "subtype": "success", "is_error": is_error, "result": text,
-              "session_id": session, "total_cost_usd": float(words.get("cost", "0.01")),
+              "session_id": session, "total_cost_usd": session_total(state, session, float(words.get("cost", "0.01"))),
               "usage": {"input_tokens": 100, "output_tokens": 20, "cache_read_input_tokens": 0,
                         "cache_creation_input_tokens": 0},
               "num_turns": 1, "duration_ms": 5, "permission_denials": [],
@@ -174,6 +174,14 @@ def main() -> None:
         return
     emit(result)
     sys.exit(exit_code)
+
+
+def session_total(state: Path, session: str, cost: float) -> float:
+    # Like the real CLI, total_cost_usd adds up over a resumed session.
+    path = state / "sessions" / f"{session}.cost"
+    total = (float(path.read_text()) if path.exists() else 0.0) + cost
+    path.write_text(repr(total))
+    return round(total, 6)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,12 @@ class Hang:
     """Accept the request and answer nothing until the server stops."""
 
 
-Reply = Union[Text, ToolUse, HttpError, Hang]
+@dataclass(frozen=True)
+class Directed:
+    """Answer this request from the directives in the task text, as if nothing were scripted."""
+
+
+Reply = Union[Text, ToolUse, HttpError, Hang, Directed]
 
 
 def rate_limited(retry_after: int = 1) -> HttpError:
@@ -151,11 +156,6 @@ def working_directory(body: dict[str, Any]) -> str:
     return found.group(1)
 
 
-def tool_names(body: dict[str, Any]) -> list[str]:
-    """Names of the tools the CLI offers the model."""
-    return [t.get("name", "") for t in body.get("tools", [])]
-
-
 def _require_write_tool(body: dict[str, Any]) -> None:
     """Refuse loudly when the CLI's file-writing tool is not the one this fake knows."""
     for tool in body.get("tools", []):
@@ -163,7 +163,8 @@ def _require_write_tool(body: dict[str, Any]) -> None:
             if {"file_path", "content"} <= set(tool.get("input_schema", {}).get("properties", {})):
                 return
             raise ValueError(f"the Write tool changed its input schema: {tool['input_schema']}")
-    raise ValueError(f"the CLI offered no Write tool, only {tool_names(body)}")
+    names = [tool.get("name") for tool in body.get("tools", [])]
+    raise ValueError(f"the CLI offered no Write tool, only {names}")
 
 
 WRITE = re.compile(r"^WRITE (.+?): ?(.*)$", re.MULTILINE)
@@ -229,12 +230,6 @@ def stream_events(reply: Text | ToolUse, model: str, input_tokens: int,
     return events
 
 
-@dataclass
-class _Scripted:
-    reply: Reply
-    model: str | None  # a substring of the request's model id, or None for any model
-
-
 class FakeApi:
     """The server. Use as a context manager, or `start()` and `stop()`.
 
@@ -249,7 +244,8 @@ class FakeApi:
         self.output_tokens = output_tokens
         self.final_text = final_text
         self._lock = threading.Lock()
-        self._queue: list[_Scripted] = []
+        # (model substring or None for any model, reply), in the order they were scripted
+        self._queue: list[tuple[str | None, Reply]] = []
         self._requests: list[Request] = []
         self._stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -261,8 +257,7 @@ class FakeApi:
     @property
     def url(self) -> str:
         """The base URL for `ANTHROPIC_BASE_URL`."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._server.server_port}"
 
     def start(self) -> FakeApi:
         """Start serving in a background thread."""
@@ -285,13 +280,13 @@ class FakeApi:
     def script(self, *replies: Reply, model: str | None = None) -> None:
         """Queue replies, answered in order by requests for a model whose id contains `model`."""
         with self._lock:
-            self._queue.extend(_Scripted(r, model) for r in replies)
+            self._queue.extend((model, r) for r in replies)
 
     @property
     def pending(self) -> list[Reply]:
         """Scripted replies not used yet."""
         with self._lock:
-            return [s.reply for s in self._queue]
+            return [reply for _, reply in self._queue]
 
     @property
     def requests(self) -> list[Request]:
@@ -313,9 +308,12 @@ class FakeApi:
 
     def _reply_for(self, request: Request) -> Reply:
         with self._lock:
-            for i, scripted in enumerate(self._queue):
-                if scripted.model is None or scripted.model in (request.model or ""):
-                    return self._queue.pop(i).reply
+            for i, (model, _) in enumerate(self._queue):
+                if model is None or model in (request.model or ""):
+                    reply = self._queue.pop(i)[1]
+                    if not isinstance(reply, Directed):
+                        return reply
+                    break
         return directive_reply(request.body, self.final_text)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -281,6 +282,33 @@ def test_a_nasty_prompt_arrives_unchanged(claude_bin: Path, fake_api: FakeApi, w
     run = run_claude(argv, work, env, stdin=NASTY if via == "stdin" else None, timeout=TIMEOUT)
     assert run.returncode == 0, run.stderr
     assert last_user_text(fake_api.requests[0].body) == NASTY
+
+
+def test_stdin_text_is_appended_to_an_argv_prompt(
+        claude_bin: Path, fake_api: FakeApi, work: Path, env: dict[str, str]) -> None:
+    run = run_claude(claude_argv(claude_bin, "argv prompt"), work, env, stdin="from stdin",
+                     timeout=TIMEOUT)
+    assert run.returncode == 0, run.stderr
+    assert last_user_text(fake_api.requests[0].body) == "argv prompt\nfrom stdin"
+
+
+def test_an_open_empty_stdin_delays_an_argv_prompt(
+        claude_bin: Path, fake_api: FakeApi, work: Path, env: dict[str, str]) -> None:
+    # A stdin pipe nobody writes or closes: the CLI waits 3 s for it, warns, then goes on.
+    # agent-loop must give the CLI /dev/null (proc.stream does).
+    start = time.monotonic()
+    proc = subprocess.Popen(claude_argv(claude_bin, "hi"), cwd=work, env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        # wait(), not communicate(): that would close stdin. The output fits the pipe buffers.
+        proc.wait(timeout=TIMEOUT)
+    finally:
+        proc.kill()
+        err = proc.communicate()[1]
+    assert proc.returncode == 0 and time.monotonic() - start > 3
+    assert err.startswith("Warning: no stdin data received in 3s, proceeding without it.")
+    assert last_user_text(fake_api.requests[0].body) == "hi"
 
 
 def test_a_dash_prompt_right_after_p_is_read_as_an_option(

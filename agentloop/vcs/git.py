@@ -80,7 +80,9 @@ class GitVcs:
             out = self.repo.git.execute(["git", *args], istream=stdin, env=env,
                                         strip_newline_in_stdout=False)
         except git.GitCommandError as exc:
-            detail = (exc.stderr or exc.stdout or "").strip().replace("\n", " ")
+            # GitPython wraps stderr as "\n  stderr: '...'"; show git's own words only.
+            detail = (exc.stderr or exc.stdout or "").strip().removeprefix("stderr: '")
+            detail = detail.removesuffix("'").strip().replace("\n", " ")
             raise VcsError(f"`git {' '.join(args)}` failed: {detail}") from exc
         finally:
             if stdin is not None:

@@ -1,0 +1,238 @@
+"""jj backend: one jj change per task, on top of the change that was @ when the run started.
+
+jj snapshots the working copy into @ at every command, so the agent's edits land in the task's
+change by themselves. Two things need care:
+
+* The task file and `.agent-loop/` must never land in a task's change. Every jj call we make
+  runs with `snapshot.auto-track` narrowed to leave them out, so while they are untracked they
+  stay untracked (even `jj git init --colocate`, which snapshots at once, skips them). A tracked
+  task file (or one the agent's own `jj` call tracked) is still snapshotted into @, the task's
+  change: before a change is sealed or abandoned, `jj squash --from <task> --into <base>
+  <those paths>` moves those edits down into the base, the change that was @ when the run
+  began. The files on disk keep their edits, no task change holds them, and abandoning a task
+  never reverts the task file. (`jj file untrack` is no way out: it needs the file ignored,
+  and would record the tracked file's deletion in the task's change.)
+* After `finish` the sealed change must stop being @, or whatever is written next (the tool's
+  bookkeeping, the user) lands in it; `finish` ends with `jj new`, and the next `begin` describes
+  that fresh change instead of stacking another one on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentloop import proc
+from agentloop.errors import ProcessError, ProgramNotFound, VcsError
+from agentloop.vcs import STATE_DIR, Change, find_root, relative_to
+
+# Never a pager, never colour, never an editor: every description is given with -m, and should
+# jj still want an editor, `false` makes that fail at once instead of waiting for a human.
+JJ = ["jj", "--no-pager", "--color=never"]
+# One record per revision: fields split by \t, files by \0, records ended by \x1e.
+INFO = ('change_id ++ "\\t" ++ commit_id ++ "\\t" ++ current_working_copy ++ "\\t" ++ empty'
+        ' ++ "\\t" ++ description.len() ++ "\\t" ++ parents.map(|p| p.change_id()).join(",")'
+        ' ++ "\\t" ++ self.diff().files().map(|f| f.source().path() ++ "\\0" ++ f.path())'
+        '.join("\\0") ++ "\\x1e"')
+
+
+@dataclass(frozen=True)
+class _Rev:
+    """What `INFO` says about one revision."""
+
+    change_id: str
+    commit_id: str
+    is_wc: bool
+    empty: bool
+    described: bool
+    parents: tuple[str, ...]
+    files: tuple[str, ...]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "JJ_EDITOR": "false"}
+
+
+def jj_root(folder: Path) -> Path | None:
+    """The jj repository holding `folder`, or None; raises ProgramNotFound without jj."""
+    done = proc.run([*JJ, "--ignore-working-copy", "root"], cwd=folder, env=_env(), check=False)
+    return Path(done.stdout.strip()) if done.returncode == 0 else None
+
+
+def _fileset(paths: list[str]) -> str:
+    """Exact paths as a jj fileset, so no file name is read as a pattern."""
+    def quote(path: str) -> str:
+        return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return " | ".join(f"root-file:{quote(p)}" for p in paths)
+
+
+class JjVcs:
+    """Tasks as jj changes; every jj call goes through `proc.run`."""
+
+    name = "jj"
+
+    def __init__(self, root: Path, task_file: Path, initialized: bool = True) -> None:
+        self.root = root.resolve()
+        self.task_file = task_file
+        self.initialized = initialized
+        self._task_rel: str | None = None
+        self._base = ""          # the change that was @ when the run began; takes the tool's edits
+        self._fresh = False      # @ is an empty, undescribed change we made: describe, don't stack
+        self._messages: dict[str, str] = {}
+        self._config: list[str] = []  # --config options for every call, set by prepare()
+
+    def _jj(self, *args: str, cwd: Path | None = None) -> str:
+        try:
+            return proc.run([*JJ, *self._config, *args], cwd=cwd or self.root, env=_env()).stdout
+        except ProgramNotFound as exc:
+            raise VcsError("jj is not installed or not on PATH") from exc
+        except ProcessError as exc:
+            # The argv holds long templates; jj's own message (with its hints) says enough.
+            raise VcsError(f"`jj {args[0]}` failed: {exc.output or exc}") from exc
+
+    def _info(self, revset: str) -> list[_Rev]:
+        out = self._jj("log", "--no-graph", "-r", revset, "-T", INFO)
+        revs = []
+        for record in filter(None, out.split("\x1e")):
+            change_id, commit_id, is_wc, empty, desc_len, parents, files = record.split("\t", 6)
+            revs.append(_Rev(change_id.strip(), commit_id, is_wc == "true", empty == "true",
+                             desc_len != "0", tuple(filter(None, parents.split(","))),
+                             tuple(sorted(set(filter(None, files.split("\0")))))))
+        return revs
+
+    def _kept_out(self, rel: str) -> bool:
+        return rel == self._task_rel or rel == STATE_DIR or rel.startswith(STATE_DIR + "/")
+
+    def _sweep(self, rev: _Rev) -> bool:
+        """Move the tool's own files out of `rev` into the base; True when anything moved."""
+        ours = [f for f in rev.files if self._kept_out(f)]
+        if not ours:
+            return False
+        # --keep-emptied: a task that only touched the task file is sealed or abandoned by us,
+        # not silently by squash (which would also drop the change id we handed out).
+        self._jj("squash", "--from", rev.change_id, "--into", self._base, "--keep-emptied",
+                 "--", _fileset(ours))
+        return True
+
+    def _one(self, change_id: str) -> tuple[_Rev, _Rev | None]:
+        """The task's revision and the working copy's, when @ has moved past it."""
+        revs = self._info(f"present({change_id}) | @")
+        task = next((r for r in revs if r.change_id == change_id), None)
+        if task is None:
+            raise VcsError(f"the task's change {change_id[:12]} is gone (abandoned by hand?)")
+        wc = next((r for r in revs if r.is_wc and r is not task), None)
+        return task, wc
+
+    def _wc_on_top(self, task: _Rev) -> bool:
+        """Whether @ descends from the task's change (the agent ran `jj new` or `jj commit`)."""
+        return bool(self._jj("log", "--no-graph", "-r", f"{task.change_id}:: & @",
+                             "-T", "change_id").strip())
+
+    # -- the protocol ---------------------------------------------------------------------------
+
+    def prepare(self) -> list[str]:
+        """`jj git init` when needed (colocated beside an existing .git); note the base change."""
+        notes = []
+        if not self.initialized:
+            found = find_root(self.root)
+            if found is not None and (found / ".git").exists():
+                self.root = found
+        self._task_rel = relative_to(self.task_file, self.root)
+        self._config = self._leave_out_own_files()
+        if not self.initialized:
+            if (self.root / ".git").exists():
+                self._jj("git", "init", "--colocate")
+                notes.append(f"initialized a colocated jj repository in {self.root} "
+                             "(git keeps working)")
+            else:
+                self._jj("git", "init")
+                notes.append(f"initialized a jj repository in {self.root}")
+            self.initialized = True
+        # No snapshot yet: the user's work is taken into their own change by the first `jj new`.
+        self._base = self._jj("--ignore-working-copy", "log", "--no-graph", "-r", "@",
+                              "-T", "change_id").strip()
+        return notes
+
+    def _leave_out_own_files(self) -> list[str]:
+        """The user's snapshot.auto-track minus the task file and `.agent-loop/`."""
+        done = proc.run([*JJ, "config", "get", "snapshot.auto-track"], cwd=self.root,
+                        env=_env(), check=False)
+        users = done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "all()"
+        ours = f'root:"{STATE_DIR}"'
+        if self._task_rel is not None:
+            ours += " | " + _fileset([self._task_rel])
+        # json.dumps makes a valid TOML string, so no file name can break the option.
+        return ["--config", "snapshot.auto-track=" + json.dumps(f"({users}) ~ ({ours})")]
+
+    def begin(self, message: str) -> Change:
+        """`jj new -m` on @, or describe the fresh @ that finish/abandon left when still unused."""
+        reuse = False
+        if self._fresh:
+            # Only the tool's own files may have been written since; anything else (the user
+            # editing between tasks) stays in that change, and the task starts on top of it.
+            wc = self._info("@")[0]
+            reuse = not wc.described and all(self._kept_out(f) for f in wc.files)
+        if reuse:
+            self._jj("describe", "-m", message)
+        else:
+            self._jj("new", "-m", message)
+        self._fresh = False
+        rev = self._info("@")[0]
+        self._messages[rev.change_id] = message
+        return Change(change_id=rev.change_id, commit_id=rev.commit_id,
+                      base=",".join(rev.parents))
+
+    def finish(self, change: Change, message: str) -> Change:
+        """Snapshot, sweep out the tool's files, describe; then leave it with `jj new`."""
+        task, wc = self._one(change.change_id)
+        if wc is not None:
+            task = self._fold(task, message)
+        stale = self._sweep(task)
+        if message != self._messages.pop(change.change_id, message):
+            self._jj("describe", "-r", task.change_id, "-m", message)
+            stale = True
+        if stale:
+            task = self._info(task.change_id)[0]
+        files = tuple(f for f in task.files if not self._kept_out(f))
+        if task.empty:
+            # Like git making no commit: an empty change would only clutter the history.
+            self._jj("abandon", task.change_id)
+        else:
+            self._jj("new", task.change_id)
+        self._fresh = True
+        return Change(change_id=task.change_id, commit_id=task.commit_id,
+                      base=",".join(task.parents), empty=task.empty, files=files)
+
+    def _fold(self, task: _Rev, message: str) -> _Rev:
+        """The agent ran `jj new`/`jj commit` itself: squash its changes back into the task's."""
+        if not self._wc_on_top(task):
+            raise VcsError(f"the working copy moved off the task's change {task.change_id[:12]} "
+                           "(did the agent run `jj edit`?); move it back and retry")
+        self._jj("squash", "--from", f"{task.change_id}..@", "--into", task.change_id,
+                 "-m", message)
+        return self._info(task.change_id)[0]
+
+    def abandon(self, change: Change) -> None:
+        """Sweep out the tool's files, then `jj abandon` the change (and anything on top of it)."""
+        task, wc = self._one(change.change_id)
+        self._sweep(task)
+        wc_goes = wc is None or self._wc_on_top(task)
+        self._jj("abandon", f"{task.change_id} | ({task.change_id}:: & ::@)")
+        self._messages.pop(change.change_id, None)
+        # jj gives an abandoned working-copy commit a new, empty one on its parent.
+        self._fresh = wc_goes
+
+    def diff(self, change: Change) -> str:
+        """`jj diff -r <change> --git`."""
+        return self._jj("diff", "-r", change.change_id, "--git")
+
+    def close(self) -> None:
+        """`jj new`, unless @ is already an empty change without a description."""
+        wc = self._info("@")[0]
+        if self._fresh and self._sweep(wc):
+            wc = self._info("@")[0]  # the tool's last tick went down into the base
+        if not (wc.empty and not wc.described):
+            self._jj("new")
+        self._fresh = True

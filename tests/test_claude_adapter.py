@@ -1,0 +1,129 @@
+"""agents/claude.py: argv, reading the real CLI's recorded output, and judging runs."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from agentloop.agents import AgentRun
+from agentloop.agents.claude import ClaudeAgent, StreamLog, judge
+from agentloop.errors import AgentBlocked, ProgramNotFound
+from tests.conftest import FakeClaude
+
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "claude-cli" / "samples"
+
+
+def feed(lines: list[bytes]) -> tuple[StreamLog, str]:
+    readable, raw = io.StringIO(), io.BytesIO()
+    activity: list[str] = []
+    log = StreamLog(readable, raw, activity.append)
+    for line in lines:
+        log.feed(line)
+    assert raw.getvalue().count(b"\n") == len(lines)
+    return log, readable.getvalue()
+
+
+def sample(name: str) -> list[bytes]:
+    path = SAMPLES / name
+    if not path.exists():
+        pytest.fail(f"missing recorded sample {path} (shared/ sits beside the repository)")
+    return path.read_bytes().splitlines(keepends=True)
+
+
+def test_recorded_stream_gives_session_and_result() -> None:
+    log, text = feed(sample("4c-stream.jsonl"))
+    result = judge(0, False, log, "")
+    assert result.ok and result.error is None
+    assert result.session_id == "0ca626a3-5835-4434-aa6a-b8491052c05d"
+    assert result.text == "Hello from the fake API!"
+    assert result.cost_usd == pytest.approx(0.010992)
+    assert result.usage == {"input_tokens": 2683, "output_tokens": 13,
+                            "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+    assert "Hello from the fake API!" in text and "session 0ca626a3" in text
+
+
+def test_recorded_usage_limit_is_a_failure_with_its_text() -> None:
+    log, text = feed(sample("ratelimit-5h-oauth-stream.jsonl"))
+    result = judge(1, False, log, "")
+    assert not result.ok
+    assert result.error is not None and "5-hour limit" in result.error
+    assert result.api_error_status == 429
+    assert log.rate_limit is not None and log.rate_limit["resetsAt"] == 1795315786
+    assert "rate limit: rejected (five_hour)" in text
+
+
+@pytest.mark.parametrize("name", ["4d-overloaded-maxretries0.json", "error-401-apikey.json",
+                                  "error-400-apikey.json", "4d-ratelimit-maxretries0.json"])
+def test_recorded_api_errors_are_failures(name: str) -> None:
+    log, _ = feed(sample(name))
+    result = judge(1, False, log, "")
+    assert not result.ok and result.error
+
+
+def test_is_error_with_exit_zero_still_fails() -> None:
+    line = b'{"type":"result","subtype":"success","is_error":true,"result":"API Error: 500 x"}\n'
+    log, _ = feed([line])
+    assert judge(0, False, log, "").error == "API Error: 500 x"
+
+
+def test_garbage_and_missing_result() -> None:
+    log, text = feed([b"hello\n", b"{\"half\": \n"])
+    result = judge(0, False, log, "")
+    assert not result.ok and "no result line" in (result.error or "")
+    assert "[not JSON] hello" in text
+    log, _ = feed([])
+    assert "boom" in (judge(1, False, log, "boom\n").error or "")
+
+
+def test_tool_calls_render_one_line_each() -> None:
+    log, text = feed([
+        b'{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Write",'
+        b'"input":{"file_path":"/w/a.py","content":"x"}}]}}\n',
+        b'{"type":"user","message":{"content":[{"type":"tool_result","content":"ok"}]}}\n'])
+    assert "\u2192 Write /w/a.py" in text and "\u2190 ok" in text
+
+
+def request(tmp_path: Path, prompt: str, resume: str | None = None) -> AgentRun:
+    return AgentRun(prompt=prompt, model="opus", cwd=tmp_path, log=tmp_path / "l" / "a.log",
+                    raw_log=tmp_path / "l" / "a.jsonl", resume=resume)
+
+
+def test_argv_passes_prompt_as_one_argument(tmp_path: Path) -> None:
+    argv = ClaudeAgent("claude").argv(request(tmp_path, "-rf $(x) `y` \"z\"\nnext", "s1"))
+    assert argv[-2:] == ["--", "-rf $(x) `y` \"z\"\nnext"]
+    assert argv[argv.index("--resume") + 1] == "s1"
+    assert "--append-system-prompt" in argv and "--system-prompt" not in argv
+
+
+def test_run_with_fake_writes_logs(fake_claude: FakeClaude, tmp_path: Path) -> None:
+    req = request(tmp_path, "FAKE: write a.txt hi")
+    seen: list[str] = []
+    result = ClaudeAgent().run(req, seen.append)
+    assert result.ok and result.session_id
+    text = req.log.read_text()
+    assert "-- prompt --" in text and "== finished at" in text and "success" in text
+    assert "\u2192 Write" in text and any("Write" in s for s in seen)
+    assert req.raw_log.read_text().count("\n") >= 3
+
+
+def test_root_refusal_is_blocking(fake_claude: FakeClaude, tmp_path: Path) -> None:
+    with pytest.raises(AgentBlocked, match="IS_SANDBOX=1"):
+        ClaudeAgent().run(request(tmp_path, "FAKE: root"), lambda _: None)
+
+
+def test_missing_claude_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ProgramNotFound, match="claude not found"):
+        ClaudeAgent(str(tmp_path / "nope")).check()
+
+
+def test_timeout_stops_the_whole_group(fake_claude: FakeClaude, tmp_path: Path) -> None:
+    req = AgentRun(prompt="FAKE: hang", model="opus", cwd=tmp_path, log=tmp_path / "a.log",
+                   raw_log=tmp_path / "a.jsonl", timeout=1)
+    result = ClaudeAgent().run(req, lambda _: None)
+    assert result.timed_out and result.error == "timed out"
+    # The hanging child the fake started must be gone too.
+    out = os.popen("pgrep -f 'time.sleep(3600)'").read().split()
+    assert out == []

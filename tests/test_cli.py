@@ -1,0 +1,176 @@
+"""Each CLI mode through click's CliRunner, user errors as one line, and the installed program."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from agentloop.cli import command
+from tests.conftest import FakeClaude
+
+TASKS = "# Plan\n\n- early task\n\n## Build\n- [x] done already\n- compile it\n1. numbered one\n"
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / "tasks.md").write_text(TASKS)
+    monkeypatch.chdir(folder)
+    return folder
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(command, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_dry_run_shows_every_decision_and_writes_nothing(work: Path) -> None:
+    code, out, _ = invoke("tasks.md", "--dry-run")
+    assert code == 0
+    assert "[1/4] (ungrouped) > early task  (starts a fresh session)" in out
+    assert "[2/4] Build > done already  (skipped (checked off in the task file))" in out
+    assert "[3/4] Build > compile it  (starts a fresh session)" in out
+    assert "[4/4] Build > numbered one  (continues the group's session)" in out
+    assert "rules:" in out and "numbered items are tasks" in out
+    assert not (work / ".agent-loop").exists()
+
+
+def test_dry_run_after_a_run_marks_done_tasks(work: Path, fake_claude: FakeClaude) -> None:
+    invoke("tasks.md", "--vcs", "none")
+    code, out, _ = invoke("tasks.md", "--dry-run")
+    assert "[1/4] (ungrouped) > early task  (done)" in out
+
+
+def test_status_before_and_after_a_run(work: Path, fake_claude: FakeClaude) -> None:
+    code, out, _ = invoke("tasks.md", "--status")
+    assert code == 0 and "no run yet" in out and "3 pending" in out
+    assert not (work / ".agent-loop").exists()
+    invoke("tasks.md", "--vcs", "none")
+    code, out, _ = invoke("tasks.md", "--status")
+    assert "3 completed, 1 skipped" in out
+    assert ".agent-loop/logs/001-ungrouped--early-task.log" in out
+    code, out, _ = invoke("tasks.md", "--status", "--json")
+    data = orjson.loads(out)
+    assert data["counts"] == {"completed": 3, "skipped": 1}
+    assert data["tasks"][0]["log"] == ".agent-loop/logs/001-ungrouped--early-task.log"
+    assert data["cost_usd"] == pytest.approx(0.03)
+
+
+def test_plain_run_then_rerun_runs_nothing_twice(work: Path, fake_claude: FakeClaude) -> None:
+    code, out, _ = invoke("tasks.md", "--vcs", "none")
+    assert code == 0
+    assert "[1/4] (ungrouped) > early task" in out and "3 completed, 1 skipped" in out
+    code, out, _ = invoke("tasks.md", "--vcs", "none")
+    assert code == 0 and "0 of 4 task(s) to run" in out
+    assert len(fake_claude.calls()) == 3
+
+
+def test_changed_task_file_is_refused_until_reset(work: Path, fake_claude: FakeClaude) -> None:
+    invoke("tasks.md", "--vcs", "none")
+    before = (work / ".agent-loop" / "state.json").read_bytes()
+    (work / "tasks.md").write_text(TASKS.replace("compile it", "compile it well") + "- new one\n")
+    code, _, err = invoke("tasks.md", "--vcs", "none")
+    assert code == 1
+    assert err.strip().count("\n") == 0
+    assert "tasks.md changed since the last run (1 added, 0 removed, 1 edited)" in err
+    assert "--reset" in err
+    assert (work / ".agent-loop" / "state.json").read_bytes() == before
+    code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset")
+    assert code == 0 and "reset: the old state and logs are in .agent-loop/archive/" in out
+    archived = list((work / ".agent-loop" / "archive").iterdir())
+    assert len(archived) == 1 and (archived[0] / "state.json").read_bytes() == before
+    assert (archived[0] / "logs").is_dir()
+
+
+def test_state_of_another_task_file_is_refused(work: Path, fake_claude: FakeClaude) -> None:
+    invoke("tasks.md", "--vcs", "none")
+    (work / "other.md").write_text("- x\n")
+    code, _, err = invoke("other.md", "--vcs", "none")
+    assert code == 1 and "belongs to tasks.md, not other.md" in err
+
+
+@pytest.mark.parametrize("setup, words", [
+    (lambda w: None, "does not exist"),
+    (lambda w: (w / "missing.md").mkdir(), "is a directory"),
+    (lambda w: (w / "missing.md").write_bytes(b"- caf\xe9\n"), "is not UTF-8"),
+    (lambda w: (w / "missing.md").write_text("# nothing here\n"), "has no tasks"),
+])
+def test_task_file_errors_are_one_line_exit_1(work: Path, setup, words: str) -> None:  # type: ignore[no-untyped-def]
+    setup(work)
+    for mode in ([], ["--dry-run"], ["--status"]):
+        code, out, err = invoke("missing.md", "--vcs", "none", *mode)
+        assert code == 1, (mode, out, err)
+        assert words in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_missing_claude_is_one_line(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    code, _, err = invoke("tasks.md", "--vcs", "none")
+    assert code == 1 and "claude not found" in err and err.count("\n") == 1
+
+
+def test_damaged_state_is_one_line_and_kept(work: Path, fake_claude: FakeClaude) -> None:
+    (work / ".agent-loop").mkdir()
+    (work / ".agent-loop" / "state.json").write_text("{not json")
+    for mode in ([], ["--status"], ["--dry-run"]):
+        code, _, err = invoke("tasks.md", "--vcs", "none", *mode)
+        assert code == 1 and "not valid JSON" in err and "--reset" in err
+    assert (work / ".agent-loop" / "state.json").read_text() == "{not json"
+
+
+def test_version_and_help() -> None:
+    assert "agent-loop, version" in invoke("--version")[1]
+    code, out, _ = invoke("--help")
+    assert code == 0 and "--dry-run" in out and "--status" in out and "--reset" in out
+
+
+def installed() -> str:
+    found = shutil.which("agent-loop", path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.fail("agent-loop is not installed beside this python: pip install -e .")
+    return found
+
+
+def test_installed_program_runs_as_a_real_process(work: Path, fake_claude: FakeClaude) -> None:
+    env = {**os.environ, "NO_COLOR": "1"}
+    done = subprocess.run([installed(), "tasks.md", "--vcs", "none"], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "3 completed, 1 skipped" in done.stdout
+    bad = subprocess.run([installed(), "nope.md"], cwd=work, capture_output=True, text=True)
+    assert bad.returncode == 1 and bad.stderr.startswith("agent-loop: error:")
+    usage = subprocess.run([installed(), "--bogus"], cwd=work, capture_output=True, text=True)
+    assert usage.returncode == 2
+
+
+def test_a_second_run_is_refused_while_one_runs(work: Path, fake_claude: FakeClaude) -> None:
+    (work / "tasks.md").write_text("- FAKE: sleep 30\n")
+    first = subprocess.Popen([installed(), "tasks.md", "--vcs", "none"], cwd=work,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not fake_claude.calls() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        second = subprocess.run([installed(), "tasks.md", "--vcs", "none"], cwd=work,
+                                capture_output=True, text=True, timeout=30)
+        assert second.returncode == 1
+        assert f"(pid {first.pid})" in second.stderr
+        status = subprocess.run([installed(), "tasks.md", "--status"], cwd=work,
+                                capture_output=True, text=True, timeout=30)
+        assert status.returncode == 0 and "1 running" in status.stdout
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=30)
+    assert first.returncode == 130
+    state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
+    assert state["tasks"][0]["status"] == "interrupted"

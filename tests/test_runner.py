@@ -1,0 +1,96 @@
+"""The loop with the fake claude: sessions per group, failures, skips and resumes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from agentloop.cli import command
+from tests.conftest import FakeClaude
+
+
+def run(work: Path, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(command, ["tasks.md", "--vcs", "none", *args],
+                                catch_exceptions=False, env={"NO_COLOR": "1"})
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    return folder
+
+
+def tasks_of(work: Path) -> list[dict]:
+    return orjson.loads((work / ".agent-loop" / "state.json").read_bytes())["tasks"]
+
+
+def test_sessions_chain_inside_groups(work: Path, fake_claude: FakeClaude) -> None:
+    (work / "tasks.md").write_text("## A\n- one\n- two\n- three\n## B\n- four\n")
+    code, out = run(work)
+    assert code == 0, out
+    tasks = tasks_of(work)
+    assert [t["status"] for t in tasks] == ["completed"] * 4
+    assert len({t["session_id"] for t in tasks[:3]}) == 1
+    assert tasks[3]["session_id"] != tasks[0]["session_id"]
+    assert fake_claude.session(tasks[0]["session_id"]) == ["one", "two", "three"]
+    resumes = ["--resume" in c["argv"] for c in fake_claude.calls()]
+    assert resumes == [False, True, True, False]
+
+
+def test_a_failed_task_breaks_the_chain_and_the_run_goes_on(work: Path,
+                                                            fake_claude: FakeClaude) -> None:
+    (work / "tasks.md").write_text("## A\n- one\n- two\n  FAKE: exit 1\n- three\n")
+    code, out = run(work)
+    assert code == 0, out
+    tasks = tasks_of(work)
+    assert [t["status"] for t in tasks] == ["completed", "failed", "completed"]
+    assert "simulated failure" in tasks[1]["error"]
+    calls = fake_claude.calls()
+    assert "--resume" in calls[1]["argv"] and "--resume" not in calls[2]["argv"]
+    assert "failed: " in out
+
+
+@pytest.mark.parametrize("fault, words", [
+    ("exit 2", "simulated failure"), ("garbage", "no result line"), ("silent", "no result line"),
+    ("cut", "no result line"), ("crash", "no result line"), ("fail 1", "simulated failure"),
+])
+def test_a_failing_agent_never_crashes_the_tool(work: Path, fake_claude: FakeClaude, fault: str,
+                                                words: str) -> None:
+    (work / "tasks.md").write_text(f"- first\n  FAKE: {fault}\n- second\n")
+    code, out = run(work)
+    assert code == 0, out
+    tasks = tasks_of(work)
+    assert [t["status"] for t in tasks] == ["failed", "completed"]
+    assert words in tasks[0]["error"]
+
+
+def test_rerun_skips_completed_and_retries_failed(work: Path, fake_claude: FakeClaude) -> None:
+    (work / "tasks.md").write_text("- one\n- two\n  FAKE: fail 1\n- [x] done by hand\n")
+    run(work)
+    assert [t["status"] for t in tasks_of(work)] == ["completed", "failed", "skipped"]
+    code, out = run(work)
+    assert code == 0
+    assert [t["status"] for t in tasks_of(work)] == ["completed", "completed", "skipped"]
+    assert [p.splitlines()[0] for p in fake_claude.prompts()] == ["one", "two", "two"]
+    assert "1 of 3 task(s) to run" in out
+
+
+def test_task_text_reaches_claude_unchanged(work: Path, fake_claude: FakeClaude) -> None:
+    text = "-rf $(echo pwned) `id` \"quoted\" 'single'\n  second line; rm -rf /"
+    (work / "tasks.md").write_text(f"- {text}\n")
+    run(work)
+    assert fake_claude.prompts() == ["-rf $(echo pwned) `id` \"quoted\" 'single'\nsecond line; rm -rf /"]
+
+
+def test_root_refusal_stops_the_run_with_advice(work: Path, fake_claude: FakeClaude) -> None:
+    (work / "tasks.md").write_text("- FAKE: root\n- two\n")
+    code, out = run(work)
+    assert code == 1
+    assert "IS_SANDBOX=1" in out
+    assert len(fake_claude.calls()) == 1

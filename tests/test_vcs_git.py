@@ -1,0 +1,293 @@
+"""The git backend against real git repositories; the "agent" is plain file writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentloop import proc
+from agentloop.errors import VcsError
+from agentloop.vcs import Change, open_vcs
+from agentloop.vcs.git import GitVcs
+
+
+def git(repo: Path, *args: str) -> str:
+    return proc.run(["git", *args], cwd=repo).stdout
+
+
+def commit_files(repo: Path, rev: str) -> list[str]:
+    return git(repo, "show", "--format=", "--name-only", rev).split()
+
+
+def subjects(repo: Path) -> list[str]:
+    return git(repo, "log", "--format=%s").splitlines()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository with one commit, a tracked README and an untracked tasks.md."""
+    root = tmp_path / "project"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "README.md").write_text("hello\n")
+    git(root, "add", "README.md")
+    git(root, "commit", "-q", "-m", "initial")
+    (root / "tasks.md").write_text("## One\n- [ ] a\n")
+    return root
+
+
+def make(repo: Path, allow_dirty: bool = False) -> GitVcs:
+    vcs = GitVcs(repo, repo / "tasks.md", allow_dirty=allow_dirty)
+    vcs.prepare()
+    return vcs
+
+
+def run_task(vcs: GitVcs, repo: Path, message: str, files: dict[str, str]) -> Change:
+    change = vcs.begin(message)
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    return vcs.finish(change, message)
+
+
+def test_four_tasks_make_four_commits_and_one_reverts_alone(repo: Path) -> None:
+    vcs = make(repo)
+    done = [run_task(vcs, repo, f"{group}: task {n}", {f"{group}{n}.txt": f"{group}{n}\n"})
+            for group in ("a", "b") for n in (1, 2)]
+    vcs.close()
+    assert subjects(repo) == ["b: task 2", "b: task 1", "a: task 2", "a: task 1", "initial"]
+    assert [c.files for c in done] == [("a1.txt",), ("a2.txt",), ("b1.txt",), ("b2.txt",)]
+    for change in done:
+        assert commit_files(repo, change.change_id) == list(change.files)
+        assert change.commit_id == change.change_id and not change.empty
+    git(repo, "revert", "--no-edit", done[1].change_id)
+    assert not (repo / "a2.txt").exists()
+    assert all((repo / f).exists() for f in ("a1.txt", "b1.txt", "b2.txt"))
+
+
+def test_two_failed_attempts_leave_one_commit(repo: Path) -> None:
+    vcs = make(repo)
+    for attempt in range(2):
+        change = vcs.begin("task")
+        (repo / "new" / "deep").mkdir(parents=True)
+        (repo / "new" / "deep" / f"try{attempt}.txt").write_text("x\n")
+        (repo / "README.md").write_text("broken\n")
+        vcs.abandon(change)
+        assert not (repo / "new").exists()
+        assert (repo / "README.md").read_text() == "hello\n"
+    done = run_task(vcs, repo, "task", {"good.txt": "ok\n"})
+    assert subjects(repo) == ["task", "initial"]
+    assert done.files == ("good.txt",)
+    assert git(repo, "status", "--porcelain") == "?? tasks.md\n"
+
+
+def test_dirty_tree_is_refused_in_one_line(repo: Path) -> None:
+    (repo / "README.md").write_text("changed by the user\n")
+    with pytest.raises(VcsError) as caught:
+        make(repo)
+    assert "--allow-dirty" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_untracked_user_file_is_dirty_too(repo: Path) -> None:
+    (repo / "notes.txt").write_text("mine\n")
+    with pytest.raises(VcsError, match="notes.txt"):
+        make(repo)
+
+
+def test_own_gitignore_line_and_state_dir_are_not_dirty(repo: Path) -> None:
+    (repo / ".gitignore").write_text(".agent-loop/\n")
+    (repo / ".agent-loop").mkdir()
+    (repo / ".agent-loop" / "state.json").write_text("{}")
+    vcs = make(repo)
+    done = run_task(vcs, repo, "task", {"a.txt": "a\n"})
+    assert done.files == ("a.txt",)
+    assert commit_files(repo, "HEAD") == ["a.txt"]
+
+
+def test_state_dir_is_never_committed_even_when_not_ignored(repo: Path) -> None:
+    vcs = make(repo)
+    change = vcs.begin("task")
+    (repo / ".agent-loop").mkdir()
+    (repo / ".agent-loop" / "state.json").write_text("{}")
+    (repo / "a.txt").write_text("a\n")
+    assert vcs.finish(change, "task").files == ("a.txt",)
+
+
+def test_allow_dirty_keeps_user_work_out_of_task_commits(repo: Path) -> None:
+    (repo / "README.md").write_text("user edit\n")
+    (repo / "notes.txt").write_text("user notes\n")
+    git(repo, "add", "notes.txt")  # staged work stays staged
+    vcs = make(repo, allow_dirty=True)
+    failed = vcs.begin("task")
+    (repo / "README.md").write_text("agent broke it\n")
+    (repo / "notes.txt").unlink()
+    vcs.abandon(failed)
+    assert (repo / "README.md").read_text() == "user edit\n"
+    assert (repo / "notes.txt").read_text() == "user notes\n"
+    done = run_task(vcs, repo, "task", {"a.txt": "a\n"})
+    assert done.files == ("a.txt",)
+    assert commit_files(repo, "HEAD") == ["a.txt"]
+    assert (repo / "README.md").read_text() == "user edit\n"
+    assert git(repo, "status", "--porcelain").splitlines() == [
+        " M README.md", "A  notes.txt", "?? tasks.md"]
+
+
+def test_a_dirty_file_the_task_edits_further_is_committed_whole(repo: Path) -> None:
+    (repo / "README.md").write_text("user edit\n")
+    vcs = make(repo, allow_dirty=True)
+    done = run_task(vcs, repo, "task", {"README.md": "user edit\nagent line\n"})
+    assert done.files == ("README.md",)
+    assert git(repo, "show", "HEAD:README.md") == "user edit\nagent line\n"
+
+
+def test_task_file_never_lands_in_a_commit(repo: Path) -> None:
+    vcs = make(repo)
+    first = run_task(vcs, repo, "untracked tasks.md", {"tasks.md": "## One\n- [x] a\n",
+                                                        "a.txt": "a\n"})
+    assert first.files == ("a.txt",)
+    (repo / "tasks.md").write_text("## One\n- [ ] a\n")
+    git(repo, "add", "tasks.md")
+    git(repo, "commit", "-q", "-m", "track tasks.md")
+    second = vcs.begin("tracked tasks.md")
+    (repo / "tasks.md").write_text("## One\n- [x] a\n- [ ] b\n")
+    (repo / "b.txt").write_text("b\n")
+    done = vcs.finish(second, "tracked tasks.md")
+    assert done.files == ("b.txt",)
+    assert commit_files(repo, "HEAD") == ["b.txt"]
+    assert (repo / "tasks.md").read_text() == "## One\n- [x] a\n- [ ] b\n"
+
+
+def test_abandon_keeps_ignored_and_preexisting_files(repo: Path) -> None:
+    (repo / ".gitignore").write_text("build/\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-q", "-m", "ignore build")
+    (repo / "build").mkdir()
+    (repo / "build" / "old.o").write_text("old\n")
+    vcs = make(repo)
+    change = vcs.begin("task")
+    (repo / "build" / "new.o").write_text("ignored, made by the attempt\n")
+    (repo / "created.txt").write_text("x\n")
+    (repo / "README.md").unlink()
+    vcs.abandon(change)
+    assert not (repo / "created.txt").exists()
+    assert (repo / "README.md").read_text() == "hello\n"
+    assert (repo / "build" / "old.o").exists() and (repo / "build" / "new.o").exists()
+    assert (repo / "tasks.md").exists()
+
+
+def test_agent_commits_are_folded_into_the_task_commit(repo: Path) -> None:
+    (repo / "tasks.md").write_text("## One\n- [ ] a\n")
+    git(repo, "add", "tasks.md")
+    git(repo, "commit", "-q", "-m", "track tasks.md")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    vcs = make(repo)
+    change = vcs.begin("task")
+    (repo / "a.txt").write_text("a\n")
+    (repo / "tasks.md").write_text("## One\n- [x] a\n")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-q", "-a", "-m", "agent: add a")  # takes tasks.md along
+    (repo / "b.txt").write_text("left uncommitted\n")
+    done = vcs.finish(change, "task")
+    assert done.files == ("a.txt", "b.txt")
+    assert git(repo, "rev-parse", "HEAD^").strip() == base
+    assert commit_files(repo, "HEAD") == ["a.txt", "b.txt"]
+    assert git(repo, "log", "-1", "--format=%B").startswith("task\n\nIncludes the commits")
+    assert "agent: add a" in git(repo, "log", "-1", "--format=%B")
+    # The task file keeps its edit in the working tree, unstaged, outside any commit.
+    assert git(repo, "status", "--porcelain") == " M tasks.md\n"
+
+
+def test_abandon_undoes_the_agents_own_commits(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD").strip()
+    vcs = make(repo)
+    change = vcs.begin("task")
+    (repo / "a.txt").write_text("a\n")
+    (repo / "README.md").write_text("changed\n")
+    git(repo, "add", "a.txt", "README.md")
+    git(repo, "commit", "-q", "-m", "agent")
+    vcs.abandon(change)
+    assert git(repo, "rev-parse", "HEAD").strip() == base
+    assert not (repo / "a.txt").exists()
+    assert (repo / "README.md").read_text() == "hello\n"
+    assert git(repo, "status", "--porcelain") == "?? tasks.md\n"
+
+
+def test_agent_switching_branch_is_an_error(repo: Path) -> None:
+    vcs = make(repo)
+    change = vcs.begin("task")
+    git(repo, "checkout", "-q", "-b", "elsewhere")
+    (repo / "a.txt").write_text("a\n")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-q", "-m", "agent")
+    with pytest.raises(VcsError, match="switched"):
+        vcs.finish(change, "task")
+
+
+def test_a_task_that_changes_nothing_makes_no_commit(repo: Path) -> None:
+    vcs = make(repo)
+    done = run_task(vcs, repo, "nothing", {})
+    assert done.empty and done.change_id == "" and done.files == ()
+    assert subjects(repo) == ["initial"]
+
+
+def test_deleted_and_executable_files(repo: Path) -> None:
+    vcs = make(repo)
+    change = vcs.begin("task")
+    (repo / "README.md").unlink()
+    (repo / "run.sh").write_text("#!/bin/sh\n")
+    (repo / "run.sh").chmod(0o755)
+    done = vcs.finish(change, "task")
+    assert done.files == ("README.md", "run.sh")
+    assert "100755 blob" in git(repo, "ls-tree", "HEAD", "run.sh")
+    assert "README.md" not in git(repo, "ls-tree", "--name-only", "HEAD")
+
+
+def test_diff_before_and_after_finish(repo: Path) -> None:
+    vcs = make(repo)
+    change = vcs.begin("task")
+    (repo / "a.txt").write_text("new line\n")
+    assert "+new line" in vcs.diff(change)
+    done = vcs.finish(change, "task")
+    patch = vcs.diff(done)
+    assert "a.txt" in patch and "+new line" in patch and "tasks.md" not in patch
+
+
+def test_plain_folder_is_initialized_and_its_files_become_the_base(tmp_path: Path) -> None:
+    (tmp_path / "main.py").write_text("print(1)\n")
+    (tmp_path / "tasks.md").write_text("- [ ] a\n")
+    vcs = open_vcs("git", tmp_path, tmp_path / "tasks.md")
+    notes = vcs.prepare()
+    assert any("initialized a git repository" in n for n in notes)
+    assert commit_files(tmp_path, "HEAD") == ["main.py"]
+    done = run_task(vcs, tmp_path, "task", {"main.py": "print(2)\n"})  # type: ignore[arg-type]
+    git(tmp_path, "revert", "--no-edit", done.change_id)
+    assert (tmp_path / "main.py").read_text() == "print(1)\n"
+
+
+def test_unborn_branch_gets_a_root_commit(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    (tmp_path / "tasks.md").write_text("- [ ] a\n")
+    vcs = make(tmp_path)
+    failed = vcs.begin("task")
+    (tmp_path / "a.txt").write_text("a\n")
+    git(tmp_path, "add", "a.txt")
+    git(tmp_path, "commit", "-q", "-m", "agent")
+    vcs.abandon(failed)
+    assert not (tmp_path / "a.txt").exists()
+    assert git(tmp_path, "rev-list", "--all") == ""
+    done = run_task(vcs, tmp_path, "task", {"a.txt": "a\n"})
+    assert subjects(tmp_path) == ["task"] and done.base == ""
+    assert "a.txt" in vcs.diff(done)
+
+
+def test_file_names_are_not_globs(repo: Path) -> None:
+    (repo / "[a].txt").write_text("user\n")
+    (repo / "a.txt").write_text("user\n")
+    git(repo, "add", ".")
+    git(repo, "reset", "-q", "--", "tasks.md")
+    git(repo, "commit", "-q", "-m", "odd names")
+    vcs = make(repo)
+    done = run_task(vcs, repo, "task", {"[a].txt": "agent\n"})
+    assert done.files == ("[a].txt",)
+    assert commit_files(repo, "HEAD") == ["[a].txt"]

@@ -1,0 +1,280 @@
+"""The jj backend against the real jj; the "agent" is plain file writes between begin and finish."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentloop import proc
+from agentloop.errors import VcsError
+from agentloop.vcs import Change
+from agentloop.vcs.jj import JjVcs
+
+
+@pytest.fixture(autouse=True)
+def fresh_change_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pinned JJ_RANDOMNESS_SEED gives every jj process the same first change id, so two
+    `jj new` in two processes make one divergent change. jj's own tests bump the seed per
+    command; we let jj draw real random ids instead (no test compares ids)."""
+    monkeypatch.delenv("JJ_RANDOMNESS_SEED", raising=False)
+
+
+def jj(repo: Path, *args: str) -> str:
+    return proc.run(["jj", "--no-pager", "--color=never", *args], cwd=repo).stdout
+
+
+def history(repo: Path) -> list[tuple[str, list[str]]]:
+    """(description, changed files) of every described change below @, newest first."""
+    out = jj(repo, "log", "--no-graph", "-r", "::@", "-T",
+             'description.first_line() ++ "\t" ++ '
+             'self.diff().files().map(|f| f.path()).join(",") ++ "\n"')
+    rows = [line.split("\t") for line in out.splitlines()]
+    return [(desc, files.split(",") if files else []) for desc, files in rows if desc]
+
+
+def files_in(repo: Path, rev: str) -> list[str]:
+    out = jj(repo, "log", "--no-graph", "-r", rev, "-T",
+             'self.diff().files().map(|f| f.path()).join("\n")')
+    return out.split()
+
+
+@pytest.fixture
+def repo(tmp_path: Path, jj_bin: str) -> Path:
+    """A jj repository whose @ holds one committed README, plus an untracked-so-far tasks.md."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "README.md").write_text("hello\n")
+    jj(root, "git", "init")
+    jj(root, "commit", "-m", "initial")
+    (root / "tasks.md").write_text("## One\n- [ ] a\n")
+    return root
+
+
+def make(repo: Path) -> JjVcs:
+    vcs = JjVcs(repo, repo / "tasks.md")
+    assert vcs.prepare() == []
+    return vcs
+
+
+def run_task(vcs: JjVcs, repo: Path, message: str, files: dict[str, str]) -> Change:
+    change = vcs.begin(message)
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    # The tool ticks the task off while the task's change is still @.
+    (repo / "tasks.md").write_text((repo / "tasks.md").read_text() + f"- [x] {message}\n")
+    return vcs.finish(change, message)
+
+
+def test_four_tasks_make_four_changes_and_one_abandons_alone(repo: Path) -> None:
+    vcs = make(repo)
+    done = [run_task(vcs, repo, f"{group}: task {n}", {f"{group}{n}.txt": f"{group}{n}\n"})
+            for group in ("a", "b") for n in (1, 2)]
+    vcs.close()
+    assert history(repo) == [("b: task 2", ["b2.txt"]), ("b: task 1", ["b1.txt"]),
+                             ("a: task 2", ["a2.txt"]), ("a: task 1", ["a1.txt"]),
+                             ("initial", ["README.md"])]
+    assert [c.files for c in done] == [("a1.txt",), ("a2.txt",), ("b1.txt",), ("b2.txt",)]
+    assert all(len(c.change_id) == 32 and len(c.commit_id) == 40 for c in done)
+    jj(repo, "abandon", done[1].change_id)
+    assert not (repo / "a2.txt").exists()
+    assert all((repo / f).exists() for f in ("a1.txt", "b1.txt", "b2.txt"))
+    assert [d for d, _ in history(repo)] == ["b: task 2", "b: task 1", "a: task 1", "initial"]
+    # The task file kept every tick, whichever change was abandoned.
+    assert (repo / "tasks.md").read_text().count("- [x]") == 4
+
+
+def test_two_failed_attempts_leave_one_change(repo: Path) -> None:
+    vcs = make(repo)
+    for attempt in range(2):
+        change = vcs.begin("task")
+        (repo / "new").mkdir()
+        (repo / "new" / f"try{attempt}.txt").write_text("x\n")
+        (repo / "README.md").write_text("broken\n")
+        (repo / "tasks.md").write_text((repo / "tasks.md").read_text() + f"attempt {attempt}\n")
+        vcs.abandon(change)
+        assert not (repo / "new").exists()
+        assert (repo / "README.md").read_text() == "hello\n"
+    done = run_task(vcs, repo, "task", {"good.txt": "ok\n"})
+    vcs.close()
+    assert history(repo) == [("task", ["good.txt"]), ("initial", ["README.md"])]
+    assert done.files == ("good.txt",)
+    assert "attempt 1" in (repo / "tasks.md").read_text()
+
+
+def test_user_work_stays_in_its_own_change(repo: Path) -> None:
+    (repo / "README.md").write_text("user edit\n")
+    (repo / "notes.txt").write_text("user notes\n")
+    vcs = make(repo)
+    base = vcs.begin("task")
+    (repo / "a.txt").write_text("a\n")
+    done = vcs.finish(base, "task")
+    vcs.close()
+    assert done.files == ("a.txt",)
+    assert history(repo)[0] == ("task", ["a.txt"])
+    assert sorted(files_in(repo, done.base)) == ["README.md", "notes.txt", "tasks.md"]
+    assert (repo / "README.md").read_text() == "user edit\n"
+    assert (repo / "notes.txt").read_text() == "user notes\n"
+
+
+def test_tracked_task_file_and_state_dir_never_land_in_a_task(repo: Path) -> None:
+    jj(repo, "commit", "-m", "track tasks.md")
+    (repo / ".gitignore").write_text(".agent-loop/\n")  # the tool's edit before the first task
+    vcs = make(repo)
+    change = vcs.begin("task")
+    (repo / "a.txt").write_text("a\n")
+    (repo / "tasks.md").write_text("## One\n- [x] a\n")
+    (repo / ".agent-loop").mkdir()
+    (repo / ".agent-loop" / "state.json").write_text("{}")
+    done = vcs.finish(change, "task")
+    assert done.files == ("a.txt",)
+    assert files_in(repo, done.change_id) == ["a.txt"]
+    assert sorted(files_in(repo, done.base)) == [".gitignore", "tasks.md"]
+    assert (repo / "tasks.md").read_text() == "## One\n- [x] a\n"
+
+
+def test_state_dir_is_kept_out_even_when_not_ignored(repo: Path) -> None:
+    vcs = make(repo)
+    change = vcs.begin("task")
+    (repo / ".agent-loop").mkdir()
+    (repo / ".agent-loop" / "state.json").write_text("{}")
+    (repo / "a.txt").write_text("a\n")
+    assert vcs.finish(change, "task").files == ("a.txt",)
+    assert (repo / ".agent-loop" / "state.json").exists()
+
+
+def test_edits_between_tasks_do_not_fall_into_the_last_task(repo: Path) -> None:
+    vcs = make(repo)
+    first = run_task(vcs, repo, "first", {"a.txt": "a\n"})
+    (repo / "tasks.md").write_text("rewritten between tasks\n")
+    second = run_task(vcs, repo, "second", {"b.txt": "b\n"})
+    assert files_in(repo, first.change_id) == ["a.txt"]
+    assert files_in(repo, second.change_id) == ["b.txt"]
+    assert second.base == first.change_id
+
+
+def test_a_task_that_only_touches_the_task_file_is_empty(repo: Path) -> None:
+    vcs = make(repo)
+    done = run_task(vcs, repo, "nothing", {})
+    vcs.close()
+    assert done.empty and done.files == ()
+    assert [d for d, _ in history(repo)] == ["initial"]
+
+
+def test_abandon_keeps_ignored_and_preexisting_files(repo: Path) -> None:
+    (repo / ".gitignore").write_text("build/\n")
+    jj(repo, "commit", "-m", "ignore build")
+    (repo / "build").mkdir()
+    (repo / "build" / "old.o").write_text("old\n")
+    vcs = make(repo)
+    change = vcs.begin("task")
+    (repo / "build" / "new.o").write_text("made by the attempt, ignored\n")
+    (repo / "created.txt").write_text("x\n")
+    (repo / "README.md").unlink()
+    vcs.abandon(change)
+    assert not (repo / "created.txt").exists()
+    assert (repo / "README.md").read_text() == "hello\n"
+    assert (repo / "build" / "old.o").exists() and (repo / "build" / "new.o").exists()
+    assert (repo / "tasks.md").exists()
+
+
+def test_agent_running_jj_commit_is_folded_back(repo: Path) -> None:
+    vcs = make(repo)
+    change = vcs.begin("task")
+    (repo / "a.txt").write_text("a\n")
+    jj(repo, "commit", "-m", "agent did this")
+    (repo / "b.txt").write_text("b\n")
+    done = vcs.finish(change, "task")
+    vcs.close()
+    assert done.files == ("a.txt", "b.txt")
+    assert history(repo)[0] == ("task", ["a.txt", "b.txt"])
+
+
+def test_finish_with_a_new_message_redescribes(repo: Path) -> None:
+    vcs = make(repo)
+    change = vcs.begin("task (attempt 1)")
+    (repo / "a.txt").write_text("a\n")
+    vcs.finish(change, "task")
+    assert history(repo)[0] == ("task", ["a.txt"])
+
+
+def test_close_leaves_an_empty_change_for_the_users_next_edits(repo: Path) -> None:
+    vcs = make(repo)
+    done = run_task(vcs, repo, "task", {"a.txt": "a\n"})
+    vcs.close()
+    vcs.close()  # idempotent: no second empty change
+    (repo / "later.txt").write_text("user, after the run\n")
+    assert files_in(repo, "@") == ["later.txt"]
+    assert files_in(repo, done.change_id) == ["a.txt"]
+    assert jj(repo, "log", "--no-graph", "-r", "@-", "-T", "change_id") == done.change_id
+
+
+def test_diff_is_git_format(repo: Path) -> None:
+    vcs = make(repo)
+    change = vcs.begin("task")
+    (repo / "a.txt").write_text("new line\n")
+    assert "+new line" in vcs.diff(change)
+    done = vcs.finish(change, "task")
+    patch = vcs.diff(done)
+    assert patch.startswith("diff --git a/a.txt b/a.txt") and "tasks.md" not in patch
+
+
+def test_odd_file_names_are_not_patterns(repo: Path) -> None:
+    odd = JjVcs(repo, repo / 'my "tasks" [1].md')
+    odd.prepare()
+    change = odd.begin("task")
+    (repo / 'my "tasks" [1].md').write_text("- [x] a\n")
+    (repo / "a.txt").write_text("a\n")
+    assert odd.finish(change, "task").files == ("a.txt",)
+
+
+def test_a_gone_change_is_a_vcs_error(repo: Path) -> None:
+    vcs = make(repo)
+    change = vcs.begin("task")
+    jj(repo, "abandon", change.change_id)
+    with pytest.raises(VcsError, match="gone"):
+        vcs.finish(change, "task")
+
+
+def test_abandon_takes_changes_the_agent_stacked_on_top(repo: Path) -> None:
+    vcs = make(repo)
+    change = vcs.begin("task")
+    (repo / "a.txt").write_text("a\n")
+    jj(repo, "new")
+    (repo / "b.txt").write_text("b\n")
+    vcs.abandon(change)
+    assert not (repo / "a.txt").exists() and not (repo / "b.txt").exists()
+    done = run_task(vcs, repo, "task", {"c.txt": "c\n"})
+    vcs.close()
+    assert history(repo) == [("task", ["c.txt"]), ("initial", ["README.md"])]
+    assert done.files == ("c.txt",)
+
+
+def test_abandon_returns_to_the_users_uncommitted_work(repo: Path) -> None:
+    (repo / "README.md").write_text("user edit\n")
+    vcs = make(repo)
+    change = vcs.begin("task")
+    (repo / "README.md").write_text("agent broke it\n")
+    vcs.abandon(change)
+    assert (repo / "README.md").read_text() == "user edit\n"
+
+
+def test_user_edits_between_tasks_stay_out_of_the_next_task(repo: Path) -> None:
+    vcs = make(repo)
+    first = run_task(vcs, repo, "first", {"a.txt": "a\n"})
+    (repo / "user.txt").write_text("typed while the loop ran\n")
+    second = run_task(vcs, repo, "second", {"b.txt": "b\n"})
+    assert files_in(repo, second.change_id) == ["b.txt"]
+    assert files_in(repo, second.base) == ["user.txt"]
+    assert files_in(repo, f"{second.base}-") == files_in(repo, first.change_id) == ["a.txt"]
+
+
+def test_the_last_tick_goes_to_the_base_not_a_stray_change(repo: Path) -> None:
+    vcs = make(repo)
+    done = run_task(vcs, repo, "task", {"a.txt": "a\n"})
+    (repo / "tasks.md").write_text("all done\n")  # ticked after finish, before close
+    vcs.close()
+    assert files_in(repo, "@") == []
+    assert jj(repo, "log", "--no-graph", "-r", "@-", "-T", "change_id") == done.change_id
+    assert (repo / "tasks.md").read_text() == "all done\n"
