@@ -15,7 +15,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import IO, Callable, Iterator, Mapping
 
 from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
 
@@ -88,7 +88,7 @@ def stop_group(proc: subprocess.Popen[bytes], grace: float = STOP_GRACE_SECONDS)
     proc.wait()
 
 
-def _lines(pipe: "subprocess.IO[bytes]") -> Iterator[bytes]:
+def _lines(pipe: IO[bytes]) -> Iterator[bytes]:
     while True:
         line = pipe.readline(MAX_LINE_BYTES)
         if not line:

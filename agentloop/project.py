@@ -14,6 +14,7 @@ from pathlib import Path
 from agentloop import taskfile
 from agentloop.errors import StateError, TaskFileError
 from agentloop.state import State, Store, TaskState
+from agentloop.vcs import find_root
 
 
 @dataclass(frozen=True)
@@ -30,30 +31,11 @@ class Project:
         return self.store.relative(self.task_file)
 
 
-def find_root(start: Path) -> Path | None:
-    """The nearest folder at or above `start` holding a `.jj` or `.git` (no subprocess)."""
-    for folder in (start, *start.parents):
-        if (folder / ".jj").exists() or (folder / ".git").exists():
-            return folder
-    return None
-
-
 def open_project(task_file: Path, cwd: Path) -> Project:
     """Locate the root: the repository around `cwd`, else the task file's folder."""
     path = (cwd / task_file).resolve() if not task_file.is_absolute() else task_file.resolve()
     root = find_root(cwd.resolve()) or path.parent
     return Project(path, root, Store(root))
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise TaskFileError(f"{path}: no such task file") from None
-    except IsADirectoryError:
-        raise TaskFileError(f"{path} is a directory, not a task file") from None
-    except OSError as exc:
-        raise TaskFileError(f"cannot read {path}: {exc.strerror}") from None
 
 
 def _changes(old: list[TaskState], new: tuple[taskfile.Task, ...]) -> str:
@@ -78,7 +60,7 @@ def load_state(project: Project) -> tuple[State, bool]:
     Raises StateError when the saved state belongs to another task file or to another
     version of this one: the user decides, with --reset, to start fresh.
     """
-    data = _read(project.task_file)
+    data = taskfile.read_bytes(project.task_file)
     digest = taskfile.file_hash(data)
     saved = project.store.load()
     if saved is not None:
@@ -87,10 +69,10 @@ def load_state(project: Project) -> tuple[State, bool]:
                              f"{project.task_file_name}; run with --reset to start fresh with this file")
         if saved.task_file_hash == digest:
             return saved, True
-        tasks = taskfile.load(project.task_file).tasks
+        tasks = taskfile.from_bytes(project.task_file, data).tasks
         raise StateError(f"{project.task_file_name} changed since the last run "
                          f"({_changes(saved.tasks, tasks)}); run with --reset to start fresh "
                          "(the old state and logs are archived)")
-    parsed = taskfile.load(project.task_file)
+    parsed = taskfile.from_bytes(project.task_file, data)
     return State(task_file=project.task_file_name, task_file_hash=parsed.sha256,
                  tasks=[TaskState.from_task(t) for t in parsed.tasks]), False

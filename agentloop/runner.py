@@ -132,9 +132,7 @@ class Runner:
             self.save()
 
     def _change(self, task: TaskState) -> Change:
-        attempt = task.history[-1] if task.history else None
-        base = attempt.hint if False else ""  # placeholder for backends that need more
-        return Change(change_id=task.change_id or "", commit_id=task.commit_id or "", base=base)
+        return Change(change_id=task.change_id or "", commit_id=task.commit_id or "")
 
     def _attempt(self, task: TaskState) -> None:
         number = task.attempts + 1

@@ -43,11 +43,12 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from marko import block, inline
 from marko.element import Element
 from marko.parser import Parser
+from marko.source import Source
 
 from agentloop.errors import TaskFileError
 
@@ -96,13 +97,13 @@ class _SpannedListItem(block.ListItem):
     """
 
     override = True
-    span = (0, 0)
+    span: tuple[int, int] = (0, 0)
 
     @classmethod
-    def parse(cls, source: Any) -> block.ListItem:
+    def parse(cls, source: Source) -> block.ListItem:
         start = source.pos
-        item = super().parse(source)
-        item.span = (start, source.pos)  # type: ignore[attr-defined]
+        item = cast(_SpannedListItem, super().parse(source))
+        item.span = (start, source.pos)
         return item
 
 
@@ -131,8 +132,7 @@ def parse(text: str) -> tuple[Task, ...]:
     """The tasks in a task file's text, in file order (empty if there are none)."""
     # marko also turns CRLF and CR into LF; doing it first keeps its offsets equal to ours.
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-    items = list(_items(text))
-    return tuple(_task(index, *item) for index, item in enumerate(items, 1))
+    return tuple(_task(index, *item) for index, item in enumerate(_items(text), 1))
 
 
 def _items(text: str) -> Iterator[tuple[str, int, str, bool]]:
@@ -143,7 +143,7 @@ def _items(text: str) -> Iterator[tuple[str, int, str, bool]]:
             group = " ".join(_plain(node.children).split()) or UNGROUPED
         elif isinstance(node, block.List):
             for item in node.children:
-                start, end = item.span  # type: ignore[attr-defined]
+                start, end = cast(_SpannedListItem, item).span
                 # Counting only the newlines since the last item keeps this linear.
                 line += text.count("\n", counted_to, start)
                 counted_to = start
@@ -207,6 +207,7 @@ def _dedent(line: str, columns: int) -> str:
 
 
 def _task(index: int, group: str, line: int, text: str, checked: bool) -> Task:
+    """The Task for one item; its summary and log name come from its first line."""
     first = " ".join(next(part for part in text.split("\n") if part.strip()).split())
     group_slug = slug(group, GROUP_SLUG_LIMIT) or "group"
     task_slug = slug(first, TASK_SLUG_LIMIT) or "task"
@@ -237,7 +238,11 @@ def slug(text: str, limit: int) -> str:
 
 def load(path: Path) -> TaskFile:
     """Read, hash and parse the task file at `path`; TaskFileError if it is unusable."""
-    data = _read(path)
+    return from_bytes(path, read_bytes(path))
+
+
+def from_bytes(path: Path, data: bytes) -> TaskFile:
+    """Hash and parse the task file's bytes, already read; TaskFileError if it is unusable."""
     tasks = parse(_decode(path, data))
     if not tasks:
         raise TaskFileError(f"task file {_shown(path)} has no tasks: "
@@ -245,7 +250,8 @@ def load(path: Path) -> TaskFile:
     return TaskFile(path=path, sha256=file_hash(data), tasks=tasks)
 
 
-def _read(path: Path) -> bytes:
+def read_bytes(path: Path) -> bytes:
+    """The task file's raw bytes (for hashing); TaskFileError if missing, a folder, unreadable."""
     if path.is_dir():
         raise TaskFileError(f"task file {_shown(path)} is a directory, not a file")
     try:
@@ -257,6 +263,7 @@ def _read(path: Path) -> bytes:
 
 
 def _decode(path: Path, data: bytes) -> str:
+    """The file's text; TaskFileError if it is UTF-16, binary or not UTF-8."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise TaskFileError(f"task file {_shown(path)} is UTF-16: save it as UTF-8")
     if b"\x00" in data:

@@ -47,7 +47,9 @@ def hermetic_seal(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("JJ_USER", "Test User")
     monkeypatch.setenv("JJ_EMAIL", "test@example.com")
     monkeypatch.setenv("JJ_TIMESTAMP", "2026-01-01T00:00:00+00:00")
-    monkeypatch.setenv("JJ_RANDOMNESS_SEED", "12345")
+    # JJ_RANDOMNESS_SEED is left unset on purpose: a fixed seed gives every jj process the same
+    # first change id, so the second `jj new` of a run makes a divergent change.
+    monkeypatch.delenv("JJ_RANDOMNESS_SEED", raising=False)
     jj_config = home / "jjconfig.toml"
     jj_config.write_text("")
     monkeypatch.setenv("JJ_CONFIG", str(jj_config))

@@ -6,6 +6,7 @@ import hashlib
 import re
 import time
 from pathlib import Path
+from typing import cast
 
 import marko
 import pytest
@@ -14,7 +15,8 @@ from hypothesis import strategies as st
 from marko.block import List
 
 from agentloop.errors import TaskFileError
-from agentloop.taskfile import UNGROUPED, Task, TaskFile, _Parser, load, parse, slug
+from agentloop.taskfile import (
+    UNGROUPED, Task, TaskFile, _Parser, _SpannedListItem, load, parse, slug)
 
 SAFE_LOG_NAME = re.compile(r"\d{3,}-[a-z0-9]+(-[a-z0-9]+)*--[a-z0-9]+(-[a-z0-9]+)*")
 
@@ -52,12 +54,14 @@ def test_indented_lines_and_lazy_lines_belong_to_the_task(tmp_path: Path) -> Non
 
 
 def test_nested_bullets_are_part_of_their_task_not_tasks(tmp_path: Path) -> None:
-    tasks = tasks_in(tmp_path, "- Parent\n  - child one\n    - grandchild\n  * child two\n- Sibling\n")
+    text = "- Parent\n  - child one\n    - grandchild\n  * child two\n- Sibling\n"
+    tasks = tasks_in(tmp_path, text)
     assert texts(tasks) == ["Parent\n- child one\n  - grandchild\n* child two", "Sibling"]
 
 
 def test_a_fence_inside_an_item_is_part_of_the_task(tmp_path: Path) -> None:
-    tasks = tasks_in(tmp_path, "- Run this:\n\n  ```sh\n  - not a task\n  make test\n  ```\n- Then\n")
+    text = "- Run this:\n\n  ```sh\n  - not a task\n  make test\n  ```\n- Then\n"
+    tasks = tasks_in(tmp_path, text)
     assert texts(tasks) == ["Run this:\n\n```sh\n- not a task\nmake test\n```", "Then"]
 
 
@@ -152,7 +156,9 @@ def test_only_level_two_headings_start_groups(tmp_path: Path) -> None:
 def test_setext_headings_underlined_with_dashes_start_groups(tmp_path: Path) -> None:
     text = "Title\n=====\n\n- a\n\nSetext *group*\nover two lines\n---\n\n- b\n\n---\n\n- c\n"
     assert [(t.group, t.text) for t in tasks_in(tmp_path, text)] == [
-        (UNGROUPED, "a"), ("Setext group over two lines", "b"), ("Setext group over two lines", "c")]
+        (UNGROUPED, "a"),
+        ("Setext group over two lines", "b"),
+        ("Setext group over two lines", "c")]
 
 
 def test_group_name_is_the_headings_plain_text(tmp_path: Path) -> None:
@@ -246,7 +252,8 @@ def test_ten_thousand_tasks(tmp_path: Path) -> None:
     assert [t.index for t in tasks] == list(range(1, 10_001))
     assert len({t.log_name for t in tasks}) == 10_000
     assert all(SAFE_LOG_NAME.fullmatch(t.log_name) for t in tasks)
-    assert (tasks[0].log_name, tasks[-1].log_name) == ("001-part-0--task-1", "10000-part-9--task-10000")
+    assert tasks[0].log_name == "001-part-0--task-1"
+    assert tasks[-1].log_name == "10000-part-9--task-10000"
     assert (tasks[-1].line, tasks[-1].group, tasks[-1].checked) == (10_010, "Part 9", False)
     assert sum(t.checked for t in tasks) == 10_000 // 7
 
@@ -354,7 +361,7 @@ def test_our_parser_reads_markdown_exactly_as_marko_does(text: str) -> None:
                     reason="this marko keeps no source spans to compare with")
 def test_item_spans_agree_with_markos_own_source_span() -> None:
     text = "- a\n  b\nlazy\n\n- c\n\n\n1. d\n   ```\n   - e\n   ```\n\n* f\n  > g\n\n-\n  h\n- \n"
-    items = [item for node in _Parser().parse(text).children if isinstance(node, List)
-             for item in node.children]
+    items = [cast(_SpannedListItem, item) for node in _Parser().parse(text).children
+             if isinstance(node, List) for item in node.children]
     assert len(items) == 6
-    assert [item.span for item in items] == [item.source_span for item in items]  # type: ignore[attr-defined]
+    assert [item.span for item in items] == [item.source_span for item in items]

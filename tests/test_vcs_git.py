@@ -291,3 +291,35 @@ def test_file_names_are_not_globs(repo: Path) -> None:
     done = run_task(vcs, repo, "task", {"[a].txt": "agent\n"})
     assert done.files == ("[a].txt",)
     assert commit_files(repo, "HEAD") == ["[a].txt"]
+
+
+def test_undoing_the_users_own_edit_makes_no_empty_commit(repo: Path) -> None:
+    (repo / "README.md").write_text("user edit\n")
+    vcs = make(repo, allow_dirty=True)
+    done = run_task(vcs, repo, "task", {"README.md": "hello\n"})
+    assert done.empty and subjects(repo) == ["initial"]
+
+
+def test_an_attempt_left_open_by_a_dead_run_is_rolled_back(repo: Path) -> None:
+    crashed = make(repo)
+    crashed.begin("task")
+    (repo / "half.txt").write_text("half done\n")
+    (repo / "README.md").write_text("half edited\n")
+    (repo / "tasks.md").write_text("## One\n- [ ] a (interrupted)\n")
+    vcs = GitVcs(repo, repo / "tasks.md")
+    assert vcs.prepare() == ["rolled back the unfinished task attempt an earlier run left behind"]
+    assert not (repo / "half.txt").exists()
+    assert (repo / "README.md").read_text() == "hello\n"
+    assert "interrupted" in (repo / "tasks.md").read_text()
+    assert make(repo).prepare() == []  # nothing left to roll back
+
+
+def test_a_dead_runs_attempt_is_left_alone_once_head_moved(repo: Path) -> None:
+    crashed = make(repo)
+    crashed.begin("task")
+    (repo / "half.txt").write_text("half done\n")
+    git(repo, "add", "half.txt")
+    git(repo, "commit", "-q", "-m", "the user kept it")
+    notes = GitVcs(repo, repo / "tasks.md").prepare()
+    assert "left as they are" in notes[0]
+    assert (repo / "half.txt").exists()

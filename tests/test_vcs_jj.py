@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,9 @@ def test_four_tasks_make_four_changes_and_one_abandons_alone(repo: Path) -> None
                              ("initial", ["README.md"])]
     assert [c.files for c in done] == [("a1.txt",), ("a2.txt",), ("b1.txt",), ("b2.txt",)]
     assert all(len(c.change_id) == 32 and len(c.commit_id) == 40 for c in done)
+    # The first task sits right on "initial": the empty base @ of the start is gone.
+    assert jj(repo, "log", "--no-graph", "-r", f"{done[0].change_id}-", "-T",
+              "description") == "initial\n"
     jj(repo, "abandon", done[1].change_id)
     assert not (repo / "a2.txt").exists()
     assert all((repo / f).exists() for f in ("a1.txt", "b1.txt", "b2.txt"))
@@ -113,7 +117,8 @@ def test_user_work_stays_in_its_own_change(repo: Path) -> None:
     vcs.close()
     assert done.files == ("a.txt",)
     assert history(repo)[0] == ("task", ["a.txt"])
-    assert sorted(files_in(repo, done.base)) == ["README.md", "notes.txt", "tasks.md"]
+    # An untracked task file stays untracked: no change of ours takes it in.
+    assert sorted(files_in(repo, done.base)) == ["README.md", "notes.txt"]
     assert (repo / "README.md").read_text() == "user edit\n"
     assert (repo / "notes.txt").read_text() == "user notes\n"
 
@@ -205,7 +210,8 @@ def test_close_leaves_an_empty_change_for_the_users_next_edits(repo: Path) -> No
     vcs.close()
     vcs.close()  # idempotent: no second empty change
     (repo / "later.txt").write_text("user, after the run\n")
-    assert files_in(repo, "@") == ["later.txt"]
+    # The user's own jj tracks the untracked task file too, into the user's change.
+    assert files_in(repo, "@") == ["later.txt", "tasks.md"]
     assert files_in(repo, done.change_id) == ["a.txt"]
     assert jj(repo, "log", "--no-graph", "-r", "@-", "-T", "change_id") == done.change_id
 
@@ -271,6 +277,7 @@ def test_user_edits_between_tasks_stay_out_of_the_next_task(repo: Path) -> None:
 
 
 def test_the_last_tick_goes_to_the_base_not_a_stray_change(repo: Path) -> None:
+    jj(repo, "commit", "-m", "track tasks.md")
     vcs = make(repo)
     done = run_task(vcs, repo, "task", {"a.txt": "a\n"})
     (repo / "tasks.md").write_text("all done\n")  # ticked after finish, before close
@@ -278,3 +285,29 @@ def test_the_last_tick_goes_to_the_base_not_a_stray_change(repo: Path) -> None:
     assert files_in(repo, "@") == []
     assert jj(repo, "log", "--no-graph", "-r", "@-", "-T", "change_id") == done.change_id
     assert (repo / "tasks.md").read_text() == "all done\n"
+
+
+def test_the_users_auto_track_setting_is_kept(repo: Path) -> None:
+    config = Path(os.environ["JJ_CONFIG"])
+    config.write_text('[snapshot]\nauto-track = "~glob:\\"*.log\\""\n')
+    vcs = make(repo)
+    done = run_task(vcs, repo, "task", {"a.txt": "a\n", "debug.log": "noise\n"})
+    assert done.files == ("a.txt",)
+
+
+def test_an_earlier_runs_leftover_change_can_be_abandoned_first(repo: Path) -> None:
+    jj(repo, "commit", "-m", "track tasks.md")
+    crashed = make(repo)
+    leftover = crashed.begin("task")
+    (repo / "half.txt").write_text("half done\n")
+    (repo / "tasks.md").write_text("## One\n- [ ] a (attempt 1 interrupted)\n")
+    # A new run: a new backend, which abandons the leftover before its first begin.
+    vcs = make(repo)
+    vcs.abandon(Change(change_id=leftover.change_id))
+    assert not (repo / "half.txt").exists()
+    assert "interrupted" in (repo / "tasks.md").read_text()
+    done = run_task(vcs, repo, "task", {"a.txt": "a\n"})
+    vcs.close()
+    assert [d for d, _ in history(repo)] == ["task", "track tasks.md", "initial"]
+    assert files_in(repo, done.change_id) == ["a.txt"]
+    assert files_in(repo, done.base) == ["tasks.md"]

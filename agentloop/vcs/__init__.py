@@ -89,7 +89,7 @@ def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False) 
         found = jj_root(root)
     except ProgramNotFound:
         if kind == "jj":
-            raise VcsError("jj is not installed or not on PATH (use --vcs git or --vcs none)")
+            raise VcsError("jj is not installed or not on PATH") from None
         repo = find_root(root)
         if repo is not None and (repo / ".jj").is_dir() and not (repo / ".git").exists():
             raise VcsError(f"{repo} is a jj repository, but jj is not installed or not on PATH")

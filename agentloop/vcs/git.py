@@ -4,13 +4,16 @@ The working tree is the truth. `begin` records HEAD, the index (as a tree) and t
 path that already differed from HEAD: the user's dirty and untracked files, stored as blobs so
 `abandon` can put them back byte for byte. A path belongs to the task when its state differs from
 that record. The commit is built in a temporary index, so nothing the user staged is swept in and
-no hooks run; the task file and `.agent-loop/` are never candidates.
+no hooks run; the task file and `.agent-loop/` are never candidates. The record is also written to
+the git dir until the task ends, so the next run can roll back an attempt whose run died.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
+import json
 import os
 import shutil
 import stat
@@ -28,6 +31,8 @@ from agentloop.vcs import STATE_DIR, Change, relative_to
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 MISSING = "missing"
+# In the git dir while a task is open, so a run that died mid-task can be rolled back by the next.
+OPEN_ATTEMPT = "agent-loop-attempt.json"
 # Lines the tool itself adds to .gitignore; a .gitignore changed only by them is not "dirty".
 OWN_IGNORE_LINES = {".agent-loop", ".agent-loop/", "/.agent-loop", "/.agent-loop/"}
 
@@ -148,8 +153,11 @@ class GitVcs:
                       env=env)
             return self._git("write-tree", env=env).strip()
 
-    def _commit(self, base: str | None, paths: set[str], message: str) -> str:
+    def _commit(self, base: str | None, paths: set[str], message: str) -> str | None:
+        """Commit `paths` on top of `base` and move HEAD there; None when that changes nothing."""
         tree = self._build_tree(base, paths)
+        if tree == (self.repo.commit(base).tree.hexsha if base else EMPTY_TREE):
+            return None  # e.g. the task undid the user's own uncommitted edit
         parents = ["-p", base] if base else []
         sha = self._git("commit-tree", tree, *parents, "-m", message).strip()
         # The old value guards against a concurrent change of the branch.
@@ -198,6 +206,7 @@ class GitVcs:
             raise VcsError(f"{self.repo.git_dir} is a bare repository: there is no working tree")
         self.root = Path(self.repo.working_tree_dir).resolve()
         self._task_rel = relative_to(self.task_file, self.root)
+        notes += self._roll_back_leftover()
         head = self._head()
         dirty = sorted(p for p in self._candidates(head)
                        if not (p == ".gitignore" and self._only_own_ignore_lines(head)))
@@ -205,16 +214,37 @@ class GitVcs:
             # A folder we just put under git: its files become the base, so reverting a task
             # never deletes a file that was there before agent-loop came.
             sha = self._commit(None, set(dirty), "Files present before agent-loop's first task")
-            self._reset_index(sha, set(dirty))
+            self._reset_index(sha or EMPTY_TREE, set(dirty))
             notes.append(f"committed the {len(dirty)} files already there as the starting point")
         elif dirty and not self.allow_dirty:
             raise VcsError(f"{len(dirty)} uncommitted file(s) in {self.root} (e.g. {dirty[0]}): "
                            "commit or stash them, or pass --allow-dirty to leave them out of "
                            "task commits")
         elif dirty:
+            # The limit of allow_dirty: a dirty file the task edits further is committed whole,
+            # the user's edit with it (an untracked one as a new file, which a revert deletes).
             notes.append(f"{len(dirty)} uncommitted file(s) stay out of task commits unless a "
                          "task edits them")
         return notes
+
+    def _roll_back_leftover(self) -> list[str]:
+        """An earlier run died inside a task: put its files back, as abandon would have."""
+        try:
+            leftover = _Start(**json.loads((Path(self.repo.git_dir) / OPEN_ATTEMPT).read_text()))
+        except FileNotFoundError:
+            return []
+        self._start = leftover
+        if leftover.head != self._head():
+            # Commits were made since; they may be the user's, so nothing is undone.
+            self._forget()
+            return ["an earlier run stopped inside a task; HEAD has moved since, so its files "
+                    "are left as they are"]
+        self.abandon(Change(change_id=""))
+        return ["rolled back the unfinished task attempt an earlier run left behind"]
+
+    def _forget(self) -> None:
+        self._start = None
+        (Path(self.repo.git_dir) / OPEN_ATTEMPT).unlink(missing_ok=True)
 
     def _only_own_ignore_lines(self, head: str | None) -> bool:
         def strip(text: str) -> list[str]:
@@ -239,6 +269,9 @@ class GitVcs:
             index_tree = head or EMPTY_TREE  # unmerged entries: the best we can put back is HEAD
         states = {p: self._state(p, keep=True) for p in self._candidates(head)}
         self._start = _Start(head, self._ref(), index_tree, states)
+        record = Path(self.repo.git_dir) / OPEN_ATTEMPT
+        record.with_suffix(".tmp").write_text(json.dumps(dataclasses.asdict(self._start)))
+        os.replace(record.with_suffix(".tmp"), record)
         return Change(change_id="", base=head or "")
 
     def finish(self, change: Change, message: str) -> Change:
@@ -254,13 +287,13 @@ class GitVcs:
                                        f"{start.head}..HEAD" if start.head else "HEAD").strip()
         touched = self._move_head_back(start)
         changed = self._changed(start)
-        self._start = None
-        if not changed:
-            self._reset_index(start.index_tree, touched)
-            return Change(change_id="", base=start.head or "", empty=True)
+        self._forget()
         if agent_subjects:
             message += "\n\nIncludes the commits the agent made itself:\n" + agent_subjects
-        sha = self._commit(start.head, changed, message)
+        sha = self._commit(start.head, changed, message) if changed else None
+        if sha is None:
+            self._reset_index(start.index_tree, touched)
+            return Change(change_id="", base=start.head or "", empty=True)
         self._reset_index(sha, changed)
         self._reset_index(start.index_tree, touched - changed)
         return Change(change_id=sha, commit_id=sha, base=start.head or "",
@@ -286,7 +319,7 @@ class GitVcs:
                                   start.index_tree))
         self._reset_index(start.index_tree, {p for p in changed | touched | staged
                                              if not self._kept_out(p)})
-        self._start = None
+        self._forget()
 
     def diff(self, change: Change) -> str:
         """The task commit's patch; before finish, what the task would commit now."""

@@ -78,7 +78,7 @@ class JjVcs:
         self.task_file = task_file
         self.initialized = initialized
         self._task_rel: str | None = None
-        self._base = ""          # the change that was @ when the run began; takes the tool's edits
+        self._base = ""          # @ at the first begin: the user's change, takes the tool's edits
         self._fresh = False      # @ is an empty, undescribed change we made: describe, don't stack
         self._messages: dict[str, str] = {}
         self._config: list[str] = []  # --config options for every call, set by prepare()
@@ -108,7 +108,7 @@ class JjVcs:
     def _sweep(self, rev: _Rev) -> bool:
         """Move the tool's own files out of `rev` into the base; True when anything moved."""
         ours = [f for f in rev.files if self._kept_out(f)]
-        if not ours:
+        if not ours or not self._base:
             return False
         # --keep-emptied: a task that only touched the task file is sealed or abandoned by us,
         # not silently by squash (which would also drop the change id we handed out).
@@ -150,9 +150,6 @@ class JjVcs:
                 self._jj("git", "init")
                 notes.append(f"initialized a jj repository in {self.root}")
             self.initialized = True
-        # No snapshot yet: the user's work is taken into their own change by the first `jj new`.
-        self._base = self._jj("--ignore-working-copy", "log", "--no-graph", "-r", "@",
-                              "-T", "change_id").strip()
         return notes
 
     def _leave_out_own_files(self) -> list[str]:
@@ -169,7 +166,12 @@ class JjVcs:
     def begin(self, message: str) -> Change:
         """`jj new -m` on @, or describe the fresh @ that finish/abandon left when still unused."""
         reuse = False
-        if self._fresh:
+        if not self._base:
+            # The first task: the user's work is snapshotted into @ now, and @ stays theirs.
+            # Taken here, not in prepare, so a runner that abandons an earlier run's leftover
+            # change first gets the change jj puts in its place.
+            self._base = self._info("@")[0].change_id
+        elif self._fresh:
             # Only the tool's own files may have been written since; anything else (the user
             # editing between tasks) stays in that change, and the task starts on top of it.
             wc = self._info("@")[0]
@@ -217,9 +219,17 @@ class JjVcs:
     def abandon(self, change: Change) -> None:
         """Sweep out the tool's files, then `jj abandon` the change (and anything on top of it)."""
         task, wc = self._one(change.change_id)
+        # Before the first begin (an earlier run's leftover) there is no base yet: the tool's
+        # files are put back on disk instead, where the next snapshot takes them into @.
+        saved = {} if self._base else {
+            f: (self.root / f).read_bytes() for f in task.files
+            if self._kept_out(f) and (self.root / f).is_file()}
         self._sweep(task)
         wc_goes = wc is None or self._wc_on_top(task)
         self._jj("abandon", f"{task.change_id} | ({task.change_id}:: & ::@)")
+        for rel, data in saved.items():
+            (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (self.root / rel).write_bytes(data)
         self._messages.pop(change.change_id, None)
         # jj gives an abandoned working-copy commit a new, empty one on its parent.
         self._fresh = wc_goes
@@ -236,3 +246,18 @@ class JjVcs:
         if not (wc.empty and not wc.described):
             self._jj("new")
         self._fresh = True
+        self._drop_unused_base()
+
+    def _drop_unused_base(self) -> None:
+        """Abandon the base when it ended up empty and undescribed under the tasks.
+
+        That is what jj does itself to such a change once it stops being @; left in place it
+        would show as a blank commit under the first task (in `git log` too, when colocated).
+        """
+        if not self._base:
+            return
+        verdict = self._jj("log", "--no-graph", "-r", f"present({self._base})", "-T",
+                           'if(empty && !description && !local_bookmarks && !immutable'
+                           ' && !current_working_copy && parents.len() == 1, "drop")')
+        if verdict.strip() == "drop":
+            self._jj("abandon", self._base)

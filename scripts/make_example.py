@@ -1,0 +1,66 @@
+"""Regenerate .agent-loop.example/: what a real run leaves behind, made by the tool's own code.
+
+It runs `agent-loop` on a small task file in a throwaway git repository, with the test suite's
+fake `claude` standing in for the real one, and copies out tasks.md, state.json and the logs.
+Run it after a change to the state schema or the log format:
+
+    .venv/bin/python scripts/make_example.py
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TARGET = REPO / ".agent-loop.example"
+TASKS = """\
+# Example task list
+
+## Greeting
+- Write hello.py that prints a greeting.
+  FAKE: write hello.py print("hello")
+- Add a --name option to hello.py.
+  FAKE: write hello.py import sys; print("hello", *sys.argv[1:])
+"""
+
+
+def main() -> None:
+    """Run the example and copy what it left into .agent-loop.example/."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp) / "project"
+        work.mkdir()
+        fake = Path(tmp) / "bin" / "claude"
+        fake.parent.mkdir()
+        source = (REPO / "tests" / "fake_claude.py").read_text()
+        fake.write_text(f"#!{sys.executable}\n" + source.split("\n", 1)[1])
+        fake.chmod(0o755)
+        env = {**os.environ, "AGENT_LOOP_CLAUDE": str(fake), "NO_COLOR": "1",
+               "FAKE_CLAUDE_STATE": str(Path(tmp) / "fake-state"),
+               "GIT_AUTHOR_NAME": "Example", "GIT_AUTHOR_EMAIL": "example@example.com",
+               "GIT_COMMITTER_NAME": "Example", "GIT_COMMITTER_EMAIL": "example@example.com"}
+        subprocess.run(["git", "init", "-q", "-b", "main"], cwd=work, check=True)
+        (work / "tasks.md").write_text(TASKS)
+        subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git"],
+                       cwd=work, env=env, check=True)
+        if TARGET.exists():
+            shutil.rmtree(TARGET)
+        TARGET.mkdir()
+        shutil.copy(work / "tasks.md", TARGET / "tasks.md")
+        shutil.copy(work / ".agent-loop" / "state.json", TARGET / "state.json")
+        shutil.copytree(work / ".agent-loop" / "logs", TARGET / "logs")
+        # Temporary paths would change on every regeneration; show them as /PROJECT.
+        for path in [TARGET / "state.json", *sorted((TARGET / "logs").iterdir())]:
+            text = path.read_text(encoding="utf-8")
+            path.write_text(re.sub(re.escape(str(work)), "/PROJECT", text), encoding="utf-8")
+    print(f"wrote {TARGET.relative_to(REPO)}/: " +
+          ", ".join(sorted(p.name for p in TARGET.rglob("*") if p.is_file())))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,272 @@
+"""The whole tool with real jj and real git: one change per task, revertable one at a time.
+
+The agent is the fake claude here (fast, and it can fail on cue) and the real CLI against the
+fake API in the last tests, so both kinds of agent are shown to land in the right change.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from agentloop import proc
+from tests.claude_cli import claude_env
+from tests.conftest import FakeClaude
+from tests.fakeapi import FakeApi
+
+FAKE_TASKS = """\
+## Backend
+- add the api
+  FAKE: write api.txt api
+- add the api test
+  FAKE: write api_test.txt test
+
+## Docs
+- write the readme
+  FAKE: write readme.txt readme
+- write the changelog
+  FAKE: write changelog.txt changes
+"""
+
+REAL_TASKS = """\
+## Backend
+- WRITE api.txt: api
+- WRITE api_test.txt: test
+
+## Docs
+- WRITE readme.txt: readme
+- WRITE changelog.txt: changes
+"""
+
+FILES = ["api.txt", "api_test.txt", "readme.txt", "changelog.txt"]
+DESCRIPTIONS = ["agent-loop: Backend / add the api", "agent-loop: Backend / add the api test",
+                "agent-loop: Docs / write the readme", "agent-loop: Docs / write the changelog"]
+
+
+def agent_loop(work: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", *args], cwd=work,
+                          env={**(env or os.environ), "NO_COLOR": "1"}, capture_output=True,
+                          text=True, timeout=180, stdin=subprocess.DEVNULL)
+    return done
+
+
+def state_of(work: Path) -> dict:
+    return orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
+
+
+def jj(work: Path, *args: str) -> str:
+    return proc.run(["jj", "--no-pager", "--color=never", *args], cwd=work).stdout
+
+
+def git(work: Path, *args: str) -> str:
+    return proc.run(["git", *args], cwd=work).stdout
+
+
+def jj_changes(work: Path) -> list[tuple[str, str, list[str]]]:
+    """(change id, description, files) of every described change, oldest first."""
+    out = jj(work, "log", "--no-graph", "-r", "::@ & description(glob:'agent-loop:*')", "-T",
+             'change_id ++ "\t" ++ description.first_line() ++ "\t" ++ '
+             'self.diff().files().map(|f| f.path()).join(",") ++ "\n"')
+    rows = [line.split("\t") for line in out.splitlines()]
+    return [(c, d, f.split(",") if f else []) for c, d, f in reversed(rows)]
+
+
+def git_commits(work: Path) -> list[tuple[str, str, list[str]]]:
+    out = git(work, "log", "--reverse", "--format=%H%x09%s")
+    rows = []
+    for line in out.splitlines():
+        sha, subject = line.split("\t")
+        if subject.startswith("agent-loop:"):
+            files = git(work, "show", "--name-only", "--format=", sha).split()
+            rows.append((sha, subject, files))
+    return rows
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "README.md").write_text("hello\n")
+    return folder
+
+
+def check_jj_history(work: Path) -> None:
+    changes = jj_changes(work)
+    assert [d for _, d, _ in changes] == DESCRIPTIONS
+    assert [f for _, _, f in changes] == [[name] for name in FILES]
+    state = state_of(work)
+    assert [t["change_id"] for t in state["tasks"]] == [c for c, _, _ in changes]
+    # The working copy sits on a new change of no task's, so the user's next edits go nowhere
+    # old; our own plain `jj log` snapshots the untracked tasks.md into it, as the user's would.
+    at = jj(work, "log", "--no-graph", "-r", "@", "-T",
+            'description ++ "|" ++ self.diff().files().map(|f| f.path()).join(",")')
+    assert at.strip() in ("|", "|tasks.md")
+    jj(work, "abandon", changes[1][0])
+    assert sorted(p.name for p in work.glob("*.txt")) == sorted(FILES[:1] + FILES[2:])
+    assert [d for _, d, _ in jj_changes(work)] == DESCRIPTIONS[:1] + DESCRIPTIONS[2:]
+
+
+def check_git_history(work: Path) -> None:
+    commits = git_commits(work)
+    assert [s for _, s, _ in commits] == DESCRIPTIONS
+    assert [f for _, _, f in commits] == [[name] for name in FILES]
+    state = state_of(work)
+    assert [t["change_id"] for t in state["tasks"]] == [sha for sha, _, _ in commits]
+    git(work, "revert", "--no-edit", commits[1][0])
+    assert sorted(p.name for p in work.glob("*.txt")) == sorted(FILES[:1] + FILES[2:])
+    assert "tasks.md" not in git(work, "log", "--name-only", "--format=")
+
+
+def test_jj_one_change_per_task_with_fake_agent(work: Path, jj_bin: str,
+                                                fake_claude: FakeClaude) -> None:
+    jj(work, "git", "init")
+    (work / "tasks.md").write_text(FAKE_TASKS)
+    done = agent_loop(work)
+    assert done.returncode == 0, done.stderr
+    assert "jj: created change" in done.stdout and "To undo one task" in done.stdout
+    check_jj_history(work)
+
+
+def test_git_one_commit_per_task_with_fake_agent(work: Path, fake_claude: FakeClaude) -> None:
+    git(work, "init", "-q")
+    git(work, "add", "README.md")
+    git(work, "commit", "-qm", "initial")
+    (work / "tasks.md").write_text(FAKE_TASKS)
+    done = agent_loop(work, "--vcs", "git")
+    assert done.returncode == 0, done.stderr
+    assert "git revert" in done.stdout
+    check_git_history(work)
+
+
+@pytest.mark.parametrize("kind", ["jj", "git"])
+def test_failed_attempts_leave_one_change(work: Path, jj_bin: str, fake_claude: FakeClaude,
+                                          kind: str) -> None:
+    if kind == "jj":
+        jj(work, "git", "init")
+    else:
+        git(work, "init", "-q")
+        git(work, "add", "README.md")
+        git(work, "commit", "-qm", "initial")
+    (work / "tasks.md").write_text("- flaky\n  FAKE: write flaky.txt x\n  FAKE: fail 2\n")
+    for expected in ("failed", "failed", "completed"):
+        done = agent_loop(work, "--vcs", kind)
+        assert done.returncode == 0, done.stderr
+        assert state_of(work)["tasks"][0]["status"] == expected
+    assert state_of(work)["tasks"][0]["attempts"] == 3
+    if kind == "jj":
+        assert [d for _, d, _ in jj_changes(work)] == ["agent-loop: (ungrouped) / flaky"]
+    else:
+        assert [s for _, s, _ in git_commits(work)] == ["agent-loop: (ungrouped) / flaky"]
+
+
+def test_interrupted_attempt_is_abandoned_on_rerun_jj(work: Path, jj_bin: str,
+                                                      fake_claude: FakeClaude) -> None:
+    jj(work, "git", "init")
+    (work / "tasks.md").write_text("- slow\n  FAKE: write slow.txt x\n  FAKE: sleep 60\n")
+    tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md"], cwd=work,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    import time
+    deadline = time.monotonic() + 30
+    while not (work / "slow.txt").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    tool.send_signal(2)
+    tool.communicate(timeout=30)
+    assert tool.returncode == 130
+    first = state_of(work)["tasks"][0]["change_id"]
+    (work / "tasks.md").write_text("- slow\n  FAKE: write slow.txt x\n")
+    done = agent_loop(work, "--reset")
+    assert done.returncode == 0, done.stderr
+    # --reset starts fresh; the interrupted change stays for the user to look at.
+    assert first in jj(work, "log", "--no-graph", "-r", "all()", "-T", 'change_id ++ "\n"')
+
+
+@pytest.mark.parametrize("setup, vcs_dirs", [
+    ("plain", {".jj", ".git"}),
+    ("git", {".jj", ".git"}),
+    ("jj", {".jj", ".git"}),
+])
+def test_auto_picks_jj_when_installed(work: Path, jj_bin: str, fake_claude: FakeClaude,
+                                      setup: str, vcs_dirs: set[str]) -> None:
+    if setup == "git":
+        git(work, "init", "-q")
+        git(work, "add", "README.md")
+        git(work, "commit", "-qm", "initial")
+    elif setup == "jj":
+        jj(work, "git", "init")
+    (work / "tasks.md").write_text("- one\n  FAKE: write one.txt 1\n")
+    done = agent_loop(work)
+    assert done.returncode == 0, done.stderr
+    assert {p.name for p in work.iterdir() if p.name in (".jj", ".git")} == vcs_dirs
+    assert state_of(work)["vcs"] == "jj"
+    assert [d for _, d, _ in jj_changes(work)] == ["agent-loop: (ungrouped) / one"]
+    if setup == "git":
+        assert "git status" not in done.stderr
+        assert git(work, "log", "--format=%s", "-1")  # the user's git still works
+
+
+def test_auto_falls_back_to_git_without_jj(work: Path, fake_claude: FakeClaude,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    path = [p for p in os.environ["PATH"].split(os.pathsep) if not (Path(p) / "jj").exists()]
+    monkeypatch.setenv("PATH", os.pathsep.join(path))
+    (work / "tasks.md").write_text("- one\n  FAKE: write one.txt 1\n")
+    done = agent_loop(work)
+    assert done.returncode == 0, done.stderr
+    assert (work / ".git").exists() and not (work / ".jj").exists()
+    assert state_of(work)["vcs"] == "git"
+    assert "agent-loop: (ungrouped) / one" in git(work, "log", "--format=%s")
+
+
+def test_dirty_git_tree_is_refused_in_one_line(work: Path, fake_claude: FakeClaude) -> None:
+    git(work, "init", "-q")
+    git(work, "add", "README.md")
+    git(work, "commit", "-qm", "initial")
+    (work / "README.md").write_text("edited by the user\n")
+    (work / "tasks.md").write_text("- one\n  FAKE: write one.txt 1\n")
+    done = agent_loop(work, "--vcs", "git")
+    assert done.returncode == 1
+    assert "--allow-dirty" in done.stderr and done.stderr.count("\n") == 1
+    assert fake_claude.calls() == []
+    done = agent_loop(work, "--vcs", "git", "--allow-dirty")
+    assert done.returncode == 0, done.stderr
+    assert git_commits(work)[0][2] == ["one.txt"]
+    assert (work / "README.md").read_text() == "edited by the user\n"
+
+
+def real_env(tmp_path: Path, api: FakeApi, claude_bin: Path) -> dict[str, str]:
+    env = claude_env(tmp_path / "claude-home", api)
+    env["AGENT_LOOP_CLAUDE"] = str(claude_bin)
+    return env
+
+
+def test_jj_with_the_real_cli(work: Path, tmp_path: Path, jj_bin: str, fake_api: FakeApi,
+                              claude_bin: Path) -> None:
+    jj(work, "git", "init")
+    (work / "tasks.md").write_text(REAL_TASKS)
+    done = agent_loop(work, env=real_env(tmp_path, fake_api, claude_bin))
+    assert done.returncode == 0, done.stderr
+    changes = jj_changes(work)
+    assert [f for _, _, f in changes] == [[name] for name in FILES]
+    assert [d for _, d, _ in changes] == [
+        "agent-loop: Backend / WRITE api.txt: api", "agent-loop: Backend / WRITE api_test.txt: test",
+        "agent-loop: Docs / WRITE readme.txt: readme", "agent-loop: Docs / WRITE changelog.txt: changes"]
+    jj(work, "abandon", changes[1][0])
+    assert not (work / "api_test.txt").exists() and (work / "changelog.txt").exists()
+
+
+def test_git_with_the_real_cli(work: Path, tmp_path: Path, fake_api: FakeApi,
+                               claude_bin: Path) -> None:
+    git(work, "init", "-q")
+    git(work, "add", "README.md")
+    git(work, "commit", "-qm", "initial")
+    (work / "tasks.md").write_text(REAL_TASKS)
+    done = agent_loop(work, "--vcs", "git", env=real_env(tmp_path, fake_api, claude_bin))
+    assert done.returncode == 0, done.stderr
+    commits = git_commits(work)
+    assert [f for _, _, f in commits] == [[name] for name in FILES]
+    git(work, "revert", "--no-edit", commits[1][0])
+    assert not (work / "api_test.txt").exists() and (work / "changelog.txt").exists()
