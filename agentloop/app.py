@@ -39,19 +39,18 @@ class RunOptions:
 def status(tasks_md: Path, cwd: Path, as_json: bool = False) -> str:
     """Where each task stands; reads the state without the run lock (writes are atomic)."""
     from agentloop.console import status_json, status_lines
-    from agentloop.state import TaskState
+    from agentloop.errors import StateError
 
     project = open_project(tasks_md, cwd)
-    saved = project.store.load()
-    if saved is None:
-        state, _ = load_state(project)
-        note = "no run yet"
-    else:
-        state, note = saved, ""
-        try:
-            current, _ = load_state(project)
-        except Exception as exc:  # noqa: BLE001 - a changed file is a note here, not an error
-            note = f"warning: {exc}"
+    try:
+        state, saved = load_state(project)
+        note = "" if saved else "no run yet"
+    except StateError as exc:
+        # A changed task file still lets the user see what the last run did.
+        recorded = project.store.load()
+        if recorded is None:
+            raise
+        state, note = recorded, f"warning: {exc}"
     if as_json:
         data = status_json(state)
         data["note"] = note or None

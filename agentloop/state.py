@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -100,7 +100,8 @@ class State:
     def to_bytes(self) -> bytes:
         """Serialize, checking first that what we write is something we can read back."""
         _validate(self)
-        return orjson.dumps(asdict(self), option=orjson.OPT_INDENT_2)
+        # orjson serializes dataclasses natively, far faster than dataclasses.asdict.
+        return orjson.dumps(self, option=orjson.OPT_INDENT_2)
 
 
 def _validate(state: State) -> None:
@@ -111,8 +112,14 @@ def _validate(state: State) -> None:
             raise StateError(f"internal error: task {t.index} has unknown status {t.status!r}")
 
 
+_FIELDS: dict[type, frozenset[str]] = {}
+
+
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
-    names = {f.name for f in fields(cls)}
+    # Unknown keys (from a newer minor writer, or hand edits) are dropped rather than fatal.
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = frozenset(f.name for f in fields(cls))
     return {k: v for k, v in data.items() if k in names}
 
 
@@ -149,6 +156,12 @@ def from_bytes(raw: bytes, where: Path) -> State:
         raise StateError(f"{where} is damaged ({exc}); move it aside or run with --reset") from None
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 class Store:
     """The `.agent-loop/` folder of one project."""
 
@@ -179,6 +192,7 @@ class Store:
         self.dir.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=self.dir)
         try:
+            os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; give it a normal file's mode
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
                 out.flush()

@@ -9,8 +9,8 @@ Run it after a change to the state schema or the log format:
 
 from __future__ import annotations
 
+import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -24,10 +24,17 @@ TASKS = """\
 
 ## Greeting
 - Write hello.py that prints a greeting.
-  FAKE: write hello.py print("hello")
-- Add a --name option to hello.py.
-  FAKE: write hello.py import sys; print("hello", *sys.argv[1:])
+- Make hello.py greet the names given on its command line,
+  or the world when there are none.
 """
+# What the stand-in agent does for each task (see tests/fake_claude.py).
+ACTIONS = {
+    "Write hello.py that prints a greeting.": ['FAKE: write hello.py print("hello")',
+                                               "FAKE: say I created hello.py; it prints hello."],
+    "Make hello.py greet the names given on its command line,": [
+        'FAKE: write hello.py import sys; print("hello", *(sys.argv[1:] or ["world"]))',
+        "FAKE: say hello.py now greets each name given, or the world."],
+}
 
 
 def main() -> None:
@@ -42,8 +49,10 @@ def main() -> None:
         fake.chmod(0o755)
         env = {**os.environ, "AGENT_LOOP_CLAUDE": str(fake), "NO_COLOR": "1",
                "FAKE_CLAUDE_STATE": str(Path(tmp) / "fake-state"),
+               "FAKE_CLAUDE_DIRECTIVES": str(Path(tmp) / "actions.json"),
                "GIT_AUTHOR_NAME": "Example", "GIT_AUTHOR_EMAIL": "example@example.com",
                "GIT_COMMITTER_NAME": "Example", "GIT_COMMITTER_EMAIL": "example@example.com"}
+        (Path(tmp) / "actions.json").write_text(json.dumps(ACTIONS))
         subprocess.run(["git", "init", "-q", "-b", "main"], cwd=work, check=True)
         (work / "tasks.md").write_text(TASKS)
         subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git"],
@@ -57,7 +66,8 @@ def main() -> None:
         # Temporary paths would change on every regeneration; show them as /PROJECT.
         for path in [TARGET / "state.json", *sorted((TARGET / "logs").iterdir())]:
             text = path.read_text(encoding="utf-8")
-            path.write_text(re.sub(re.escape(str(work)), "/PROJECT", text), encoding="utf-8")
+            text = text.replace(str(fake), "claude").replace(str(work), "/PROJECT")
+            path.write_text(text, encoding="utf-8")
     print(f"wrote {TARGET.relative_to(REPO)}/: " +
           ", ".join(sorted(p.name for p in TARGET.rglob("*") if p.is_file())))
 

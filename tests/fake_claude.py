@@ -16,6 +16,9 @@ each call's argv to $FAKE_CLAUDE_LOG, and does what `FAKE:` lines in the prompt 
     FAKE: commit MESSAGE       run `git commit -a -m MESSAGE` in the cwd (an agent that commits)
     FAKE: cost USD             the run's total_cost_usd (default 0.01)
 
+$FAKE_CLAUDE_DIRECTIVES may name a JSON file mapping a prompt's first line to more `FAKE:` lines,
+so a task file can read like a real one (scripts/make_example.py uses it).
+
 Sessions live in $FAKE_CLAUDE_STATE/sessions/<id>.txt (the prompts they saw), so `--resume`
 of an unknown id fails like the real CLI, and tests can read what a session carried.
 """
@@ -103,6 +106,10 @@ def main() -> None:
     if "-p" not in options or options.get("--output-format") != "stream-json" or "--verbose" not in options:
         refuse("needs -p --output-format stream-json --verbose")
     todo = directives(prompt)
+    extra = os.environ.get("FAKE_CLAUDE_DIRECTIVES")
+    if extra:
+        by_first_line = json.loads(Path(extra).read_text())
+        todo += directives("\n".join(by_first_line.get(prompt.strip().splitlines()[0], [])))
     words = dict(todo)
     if "root" in words:
         sys.stderr.write("--dangerously-skip-permissions cannot be used with root/sudo privileges "

@@ -174,3 +174,13 @@ def test_a_second_run_is_refused_while_one_runs(work: Path, fake_claude: FakeCla
     assert first.returncode == 130
     state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
     assert state["tasks"][0]["status"] == "interrupted"
+
+
+def test_status_after_the_task_file_changed_warns_and_still_shows(work: Path,
+                                                                   fake_claude: FakeClaude) -> None:
+    invoke("tasks.md", "--vcs", "none")
+    (work / "tasks.md").write_text(TASKS + "- one more\n")
+    code, out, _ = invoke("tasks.md", "--status")
+    assert code == 0
+    assert out.startswith("warning: tasks.md changed since the last run (1 added, 0 removed, 0 edited)")
+    assert "3 completed, 1 skipped" in out

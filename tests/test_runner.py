@@ -94,3 +94,22 @@ def test_root_refusal_stops_the_run_with_advice(work: Path, fake_claude: FakeCla
     assert code == 1
     assert "IS_SANDBOX=1" in out
     assert len(fake_claude.calls()) == 1
+
+
+def test_console_live_line_only_on_request() -> None:
+    import io
+
+    from agentloop.console import Console
+    from agentloop.events import AgentActivity, AgentStarted
+
+    plain = io.StringIO()
+    console = Console(plain)
+    console(AgentStarted("log", None))
+    console(AgentActivity("Write a.py"))
+    assert "\r" not in plain.getvalue() and "Write a.py" not in plain.getvalue()
+    live = io.StringIO()
+    console = Console(live, live=True)
+    console(AgentStarted("log", None))
+    console(AgentActivity("Write a.py"))
+    console._stop_live()
+    assert "\r\x1b[K  … " in live.getvalue() and "Write a.py" in live.getvalue()

@@ -209,7 +209,7 @@ class ClaudeAgent:
                                    "run agent-loop as a normal user, or set IS_SANDBOX=1 if this "
                                    "machine is a disposable sandbox")
             result = judge(done.returncode, done.timed_out, log, done.stderr_tail)
-            log.write(self._footer(result, done.stderr_tail))
+            log.write(self._footer(result, done.stderr_tail, request.resume is not None))
         return result
 
     def _header(self, request: AgentRun, argv: list[str]) -> str:
@@ -221,7 +221,7 @@ class ClaudeAgent:
                   "", "-- agent --"]
         return "\n".join(lines)
 
-    def _footer(self, r: AgentResult, stderr: str) -> str:
+    def _footer(self, r: AgentResult, stderr: str, resumed: bool) -> str:
         tokens = ", ".join(f"{k.replace('_tokens', '').replace('_input', '')} {v}"
                            for k, v in r.usage.items())
         lines = ["", f"== finished at {_stamp()}: "
@@ -229,7 +229,8 @@ class ClaudeAgent:
         if r.text:
             lines += ["-- result --", r.text.rstrip()]
         lines += [f"exit code: {r.exit_code}", f"session: {r.session_id}",
-                  f"cost: ${r.cost_usd:.4f}", f"tokens: {tokens or 'none reported'}",
+                  f"cost: ${r.cost_usd:.4f}" + (" (the session's total so far)" if resumed else ""),
+                  f"tokens: {tokens or 'none reported'}",
                   f"turns: {r.num_turns}", f"duration: {r.duration_ms} ms"]
         if r.permission_denials:
             lines.append(f"permission denials: {r.permission_denials}")
