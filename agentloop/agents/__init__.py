@@ -36,6 +36,10 @@ class AgentResult:
     duration_ms: int | None = None
     permission_denials: int = 0
     api_error_status: int | None = None
+    api_error_type: str | None = None     # e.g. rate_limit_error, overloaded_error, authentication_error
+    api_error: str | None = None          # a finer cause where the CLI gives one: usage_limit_reached
+    limit_resets_at: float | None = None  # unix seconds, from a rejected rate_limit_event
+    stderr: str = ""                      # the last lines the agent wrote to stderr
     timed_out: bool = False
 
 

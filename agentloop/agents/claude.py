@@ -150,6 +150,8 @@ def judge(exit_code: int, timed_out: bool, log: StreamLog, stderr: str) -> Agent
     cost = res.get("total_cost_usd")
     denials = res.get("permission_denials")
     status = res.get("api_error_status")
+    api_error, api_error_type = res.get("api_error"), res.get("api_error_type")
+    resets = (log.rate_limit or {}).get("resetsAt")
     return AgentResult(
         ok=error is None, exit_code=exit_code, session_id=log.session_id,
         text=str(res.get("result") or ""), error=error,
@@ -157,7 +159,11 @@ def judge(exit_code: int, timed_out: bool, log: StreamLog, stderr: str) -> Agent
         usage=_usage(res.get("usage")), num_turns=res.get("num_turns"),
         duration_ms=res.get("duration_ms"),
         permission_denials=len(denials) if isinstance(denials, list) else 0,
-        api_error_status=status if isinstance(status, int) else None, timed_out=timed_out)
+        api_error_status=status if isinstance(status, int) else None,
+        api_error=str(api_error) if api_error else None,
+        api_error_type=str(api_error_type) if api_error_type else None,
+        limit_resets_at=float(resets) if isinstance(resets, (int, float)) else None,
+        stderr=stderr[-2000:], timed_out=timed_out)
 
 
 def _stamp() -> str:
