@@ -8,9 +8,12 @@ from typing import Any
 
 import orjson
 
+from agentloop import taskfile
+from agentloop.errors import StateError
 from agentloop.events import Emit
-from agentloop.project import load_state, open_project
+from agentloop.project import Project, load_state, open_project
 from agentloop.state import State, TaskState, now
+from agentloop.vcs import Change
 
 RULES = ("rules: `## Heading` starts a group; tasks before the first one form the group "
          "\"(ungrouped)\"; `-`, `*`, `+` and numbered items are tasks; `- [x]` items are "
@@ -25,21 +28,27 @@ class RunOptions:
     vcs: str = "auto"
     allow_dirty: bool = False
     claude: str | None = None
-    task_timeout: float | None = None
+    task_timeout: float | None = 7200.0
     reset: bool = False
+    max_attempts: int = 5
+    retry_model: str = "haiku"
+    max_limit_waits: int = 5
+    max_failures: int = 3
+    backoff: float = 30.0
 
     @classmethod
     def from_cli(cls, options: dict[str, Any]) -> "RunOptions":
         """Pick the run's options out of click's parameters."""
         return cls(model=options["model"], vcs=options["vcs"], allow_dirty=options["allow_dirty"],
                    claude=options["claude_path"], task_timeout=options["task_timeout"],
-                   reset=options["reset"])
+                   reset=options["reset"], max_attempts=options["max_attempts"],
+                   retry_model=options["retry_model"], max_limit_waits=options["max_limit_waits"],
+                   max_failures=options["max_failures"], backoff=options["backoff"])
 
 
 def status(tasks_md: Path, cwd: Path, as_json: bool = False) -> str:
     """Where each task stands; reads the state without the run lock (writes are atomic)."""
     from agentloop.console import status_json, status_lines
-    from agentloop.errors import StateError
 
     project = open_project(tasks_md, cwd)
     try:
@@ -59,10 +68,9 @@ def status(tasks_md: Path, cwd: Path, as_json: bool = False) -> str:
     return "\n".join(([note] if note else []) + lines)
 
 
-def dry_run(tasks_md: Path, cwd: Path, reset: bool = False) -> str:
+def dry_run(tasks_md: Path, cwd: Path, reset: bool = False, max_attempts: int = 5) -> str:
     """The plan: every task as it would run, which are done, where fresh sessions start."""
-    from agentloop import taskfile
-    from agentloop.runner import session_plan
+    from agentloop.plan import session_plan
 
     project = open_project(tasks_md, cwd)
     if reset:
@@ -73,7 +81,7 @@ def dry_run(tasks_md: Path, cwd: Path, reset: bool = False) -> str:
         state, _ = load_state(project)
     total = len(state.tasks)
     lines = [f"dry run: {project.task_file_name}, {total} task(s); nothing will run or be written"]
-    for task, how in session_plan(state):
+    for task, how in session_plan(state, max_attempts):
         lines.append(f"[{task.index}/{total}] {task.group} > {task.summary}  ({how})")
     lines.append(RULES)
     return "\n".join(lines)
@@ -81,27 +89,61 @@ def dry_run(tasks_md: Path, cwd: Path, reset: bool = False) -> str:
 
 def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> list[str]:
     """Run the unfinished tasks; return the closing lines (how to undo a task)."""
+    from functools import partial
+
+    from agentloop import retry
     from agentloop.agents.claude import ClaudeAgent
     from agentloop.runner import Options, Runner
     from agentloop.vcs import open_vcs
 
     project = open_project(tasks_md, cwd)
+    taskfile.read_bytes(project.task_file)  # a missing task file leaves no trace behind
     agent = ClaudeAgent(options.claude)
     with project.store.lock():
-        lines = []
+        lines, leftovers = [], []
         if options.reset:
+            leftovers = _open_changes(project)
             archived = project.store.archive(now())
             if archived is not None:
                 lines.append(f"reset: the old state and logs are in {project.store.relative(archived)}")
-        state, _ = load_state(project)
+        state, saved = load_state(project)
         agent.check()
+        kind = _vcs_kind(options.vcs, state if saved else None)
+        vcs = open_vcs(kind, project.root, project.task_file, options.allow_dirty)
+        notes = vcs.prepare()
+        for change in leftovers:  # an interrupted attempt of the old state's: history drops it
+            vcs.abandon(change)
         project.store.ensure_ignored()
-        vcs = open_vcs(options.vcs, project.root, project.task_file, options.allow_dirty)
-        notes = tuple(lines + vcs.prepare())
+        advisor = partial(retry.advise, agent.program, options.retry_model, cwd=project.root)
         runner = Runner(project, state, agent, vcs,
-                        Options(model=options.model, task_timeout=options.task_timeout), emit)
-        runner.run(notes)
+                        Options(model=options.model, task_timeout=options.task_timeout,
+                                max_attempts=options.max_attempts,
+                                max_limit_waits=options.max_limit_waits,
+                                max_failures_in_row=options.max_failures,
+                                backoff=options.backoff), emit, advisor)
+        runner.run(tuple(lines + notes))
         return undo_lines(state)
+
+
+def _open_changes(project: Project) -> list[Change]:
+    """Changes of attempts an old state left open (running or interrupted), for --reset."""
+    try:
+        old = project.store.load()
+    except StateError:
+        return []
+    return [Change(change_id=t.change_id, commit_id=t.commit_id or "")
+            for t in (old.tasks if old else [])
+            if t.status in ("running", "interrupted") and t.change_id]
+
+
+def _vcs_kind(asked: str, state: State | None) -> str:
+    """The backend for this run: a run that began with one VCS goes on with it."""
+    if state is None or state.vcs is None or asked == state.vcs:
+        return asked
+    if asked == "auto":
+        return state.vcs
+    raise StateError(f"this run began with --vcs {state.vcs}; go on with it, or start over "
+                     f"with --reset --vcs {asked}")
 
 
 def undo_lines(state: State) -> list[str]:

@@ -13,11 +13,11 @@ from typing import Any
 import click
 
 from agentloop import __version__
-from agentloop.errors import AgentLoopError, Interrupted
+from agentloop.errors import AgentBlocked, AgentLoopError, Interrupted, RunStopped
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    # SIGTERM takes the same careful path as Ctrl+C: stop the agent, save, exit 130.
+    # SIGTERM and SIGHUP take the same careful path as Ctrl+C: stop the agent, save, exit 130.
     raise KeyboardInterrupt
 
 
@@ -49,8 +49,19 @@ def _crash(exc: BaseException) -> None:
               help="git: run even with uncommitted changes (they stay out of task commits).")
 @click.option("--claude", "claude_path", envvar="AGENT_LOOP_CLAUDE", default=None,
               help="The claude program to run [env: AGENT_LOOP_CLAUDE].")
-@click.option("--task-timeout", type=click.FloatRange(min=1), default=None,
-              help="Stop an agent run after this many seconds.")
+@click.option("--task-timeout", type=click.FloatRange(min=1), default=7200, show_default=True,
+              help="Stop an agent run after this many seconds (counts as a transient failure).")
+@click.option("--max-attempts", type=click.IntRange(1, 5), default=5, show_default=True,
+              help="Attempts per task in all; 5 is the hard cap.")
+@click.option("--retry-model", default="haiku", show_default=True,
+              help="Model of the advisor that judges a failed attempt.")
+@click.option("--max-limit-waits", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Usage-limit waits before the run stops.")
+@click.option("--max-failures", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Failed tasks in a row before the run stops as stuck.")
+@click.option("--backoff", type=click.FloatRange(min=0), default=30, show_default=True,
+              help="First wait in seconds after a transient failure or a limit without a "
+                   "reset time; doubles each time.")
 @click.version_option(__version__, "--version", prog_name="agent-loop")
 def command(tasks_md: Path, **options: Any) -> None:
     """Let Claude work through TASKS_MD: one task, one claude run, one change."""
@@ -62,7 +73,8 @@ def command(tasks_md: Path, **options: Any) -> None:
         if options["status"]:
             click.echo(app.status(tasks_md, cwd, as_json=options["as_json"]))
         elif options["dry_run"]:
-            click.echo(app.dry_run(tasks_md, cwd, reset=options["reset"]))
+            click.echo(app.dry_run(tasks_md, cwd, reset=options["reset"],
+                                   max_attempts=options["max_attempts"]))
         else:
             from agentloop.console import Console
 
@@ -72,6 +84,13 @@ def command(tasks_md: Path, **options: Any) -> None:
         click.echo(f"\nagent-loop: interrupted; state saved. Resume with: {resume_command(args)}",
                    err=True)
         sys.exit(130)
+    except RunStopped as exc:
+        click.echo(f"agent-loop: stopped: {exc}. Continue with: {resume_command(args)}", err=True)
+        sys.exit(exc.exit_code)
+    except AgentBlocked as exc:
+        click.echo(f"agent-loop: stopped: {exc}. Then continue with: {resume_command(args)}",
+                   err=True)
+        sys.exit(exc.exit_code)
     except AgentLoopError as exc:
         click.echo(f"agent-loop: error: {exc}", err=True)
         sys.exit(exc.exit_code)
@@ -80,6 +99,7 @@ def command(tasks_md: Path, **options: Any) -> None:
 def main() -> None:
     """Console entry point."""
     signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGHUP, _on_sigterm)  # a closed terminal or a dropped ssh
     try:
         command.main(standalone_mode=False, prog_name="agent-loop")
     except click.exceptions.Abort:

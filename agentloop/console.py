@@ -9,8 +9,8 @@ import time
 from typing import IO, Any
 
 from agentloop.events import (AgentActivity, AgentFinished, AgentStarted, ChangeAbandoned,
-                              ChangeCreated, Event, RunFinished, RunStarted, TaskFinished,
-                              TaskStarted)
+                              ChangeCreated, Event, LimitWait, RetryDecided, RunFinished,
+                              RunStarted, TaskFinished, TaskStarted)
 from agentloop.state import State, TaskState
 
 
@@ -80,7 +80,19 @@ class Console:
             return f"  failed: {r.error} ({duration(event.seconds)})"
         if isinstance(event, ChangeAbandoned):
             return f"  {event.vcs}: abandoned change {event.change_id[:12]}"
+        if isinstance(event, RetryDecided):
+            if event.kind == "transient":
+                return f"  transient failure: trying again in {duration(event.wait_seconds)}"
+            verdict = "retry" if event.retry else "give up"
+            hint = f"; hint: {event.hint}" if event.retry and event.hint else ""
+            return f"  advisor ({event.source}): {verdict}: {event.reason}{hint}"
+        if isinstance(event, LimitWait):
+            until = time.strftime("%H:%M:%S", time.localtime(event.until))
+            return (f"  {event.reason}: waiting until {until} ({duration(event.seconds)}, "
+                    f"wait {event.wait} of {event.max_waits}; Ctrl+C stops)")
         if isinstance(event, TaskFinished):
+            if event.status == "failed":
+                return f"  task {event.index} failed: {event.error}"
             if event.status == "completed" and event.change_id:
                 return f"  change {event.change_id[:12]}: {event.files} file(s) changed"
             return None
@@ -123,7 +135,7 @@ class Console:
 def summary_text(event: RunFinished) -> str:
     """The closing lines of a run."""
     counts = ", ".join(f"{n} {status}" for status, n in event.counts)
-    head = "stopped (interrupted)" if event.stopped == "interrupted" else "done"
+    head = "done" if event.stopped is None else "stopped"
     return (f"\nagent-loop {head}: {counts}; cost {money(event.cost_usd)}; "
             f"time {duration(event.seconds)}; logs in {event.logs}/")
 

@@ -47,6 +47,10 @@ class AgentBlocked(AgentLoopError):
     """The agent cannot run at all (not logged in, refused as root, ...): the run stops."""
 
 
+class RunStopped(AgentLoopError):
+    """The run stopped early on purpose (limits, stuck agent, persistent API trouble)."""
+
+
 class Interrupted(AgentLoopError):
     """The user pressed Ctrl+C or the process got SIGTERM."""
 

@@ -70,6 +70,31 @@ class ChangeAbandoned:
 
 
 @dataclass(frozen=True)
+class RetryDecided:
+    """After a failed attempt: whether the task runs again, why, and after how long a wait."""
+
+    index: int
+    attempt: int
+    retry: bool
+    kind: str            # transient | other
+    reason: str
+    hint: str = ""
+    source: str = ""     # "advisor", "fallback: …", or "backoff" for transient failures
+    wait_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class LimitWait:
+    """A usage or rate limit: the run waits (not a failure, not an attempt)."""
+
+    reason: str
+    seconds: float
+    until: float         # unix seconds
+    wait: int            # this is the n-th wait of the run
+    max_waits: int
+
+
+@dataclass(frozen=True)
 class TaskFinished:
     """A task reached a final status in this run."""
 
@@ -92,5 +117,5 @@ class RunFinished:
 
 
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,
-              ChangeAbandoned, TaskFinished, RunFinished]
+              ChangeAbandoned, RetryDecided, LimitWait, TaskFinished, RunFinished]
 Emit = Callable[[Event], None]

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import threading
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, Iterator, Mapping
@@ -58,6 +59,8 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
                               stdin=None if input is not None else subprocess.DEVNULL)
     except FileNotFoundError as exc:
         raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
+    except OSError as exc:
+        raise ProcessError(f"cannot run {argv[0]}: {exc.strerror or exc}", argv) from exc
     except subprocess.TimeoutExpired as exc:
         raise ProcessError(f"`{_describe(argv)}` timed out after {timeout}s", argv) from exc
     result = Completed(argv, proc.returncode, proc.stdout, proc.stderr)
@@ -68,8 +71,32 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
     return result
 
 
+@contextmanager
+def shielded() -> Iterator[None]:
+    """Ignore Ctrl+C, SIGTERM and SIGHUP while cleanup that must finish runs (main thread only).
+
+    A second Ctrl+C during a stop would otherwise cut the SIGINT -> SIGKILL escalation short,
+    or leave a change half abandoned.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in stops}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def stop_group(proc: subprocess.Popen[bytes], grace: float = STOP_GRACE_SECONDS) -> None:
     """Stop a process and everything it started: SIGINT, then SIGTERM, then SIGKILL."""
+    with shielded():
+        _escalate(proc, grace)
+
+
+def _escalate(proc: subprocess.Popen[bytes], grace: float) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
@@ -86,6 +113,28 @@ def stop_group(proc: subprocess.Popen[bytes], grace: float = STOP_GRACE_SECONDS)
     except ProcessLookupError:
         pass
     proc.wait()
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A pre-exec hook that makes the kernel kill the agent if agent-loop itself is SIGKILLed.
+
+    The agent runs in its own session (so the terminal's Ctrl+C reaches only us and we stop it
+    in order); without this it would outlive a killed agent-loop. Linux only; elsewhere None.
+    """
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def hook() -> None:
+        # Resolved before fork: the child calls into libc only, no imports, no locks.
+        prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the hook ran
+            os._exit(1)
+    return hook
 
 
 def _lines(pipe: IO[bytes]) -> Iterator[bytes]:
@@ -106,9 +155,12 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
+                                stderr=subprocess.PIPE, start_new_session=True,
+                                preexec_fn=_die_with_parent())
     except FileNotFoundError as exc:
         raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
+    except OSError as exc:
+        raise ProcessError(f"cannot run {argv[0]}: {exc.strerror or exc}", argv) from exc
     assert proc.stdout is not None and proc.stderr is not None
     stderr_tail: deque[bytes] = deque(maxlen=200)
     err_reader = threading.Thread(target=lambda: stderr_tail.extend(_lines(proc.stderr)),  # type: ignore[arg-type]
@@ -138,6 +190,9 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
             timer.cancel()
         proc.stdout.close()
         err_reader.join(timeout=5)
-        proc.stderr.close()
+        # A grandchild that left the group may still hold stderr open; closing the pipe under
+        # the reader thread would block on its lock, so leave it to the daemon thread then.
+        if not err_reader.is_alive():
+            proc.stderr.close()
     tail = b"".join(stderr_tail).decode("utf-8", "replace")
     return Streamed(argv, proc.returncode, tail, timed_out.is_set())

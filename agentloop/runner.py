@@ -2,99 +2,72 @@
 
 Every status change is saved before the next step starts, so a kill at any moment leaves a state
 from which a re-run resumes: `running` or `interrupted` tasks run again, completed ones never do.
+
+A failed attempt is classified (agentloop.failures): a usage limit waits and is no attempt, a
+blocking error stops the run, a transient one is retried after a backoff, anything else goes to
+the retry advisor. A task gets at most `max_attempts` attempts in all, whatever the advice.
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Callable
 
 from agentloop.agents import Agent, AgentResult, AgentRun
-from agentloop.errors import Interrupted
+from agentloop.clock import Clock, SystemClock
+from agentloop.errors import AgentBlocked, AgentLoopError, Interrupted, RunStopped
 from agentloop.events import (AgentActivity, AgentFinished, AgentStarted, ChangeAbandoned,
-                              ChangeCreated, Emit, RunFinished, RunStarted, TaskFinished,
-                              TaskStarted)
+                              ChangeCreated, Emit, LimitWait, RetryDecided, RunFinished,
+                              RunStarted, TaskFinished, TaskStarted)
+from agentloop.failures import Failure, classify
+from agentloop.plan import DONE, commit_message, exhausted, resume_session
+from agentloop.proc import shielded
 from agentloop.project import Project
+from agentloop.retry import MAX_ATTEMPTS, Advice
 from agentloop.state import Attempt, State, TaskState, now
 from agentloop.vcs import Change, Vcs
 
-DONE = ("completed", "skipped")
 RETRY_NOTE = ("Note: an earlier attempt at this task was stopped before it finished, and its "
               "file changes were discarded. Start the task again from the current files.\n\n")
+# Transient failures of one task in a row before the run pauses instead of burning attempts.
+TRANSIENT_PAUSE = 3
+# A limit wait without a reset time backs off from `backoff` seconds, doubling, up to this.
+MAX_BACKOFF = 3600.0
+# Seconds added to a reported reset time, so we do not knock a moment too early.
+RESET_MARGIN = 5.0
+
+Advisor = Callable[..., Advice]
 
 
 @dataclass(frozen=True)
 class Options:
-    """How to run: the model, and the limit on one agent run."""
+    """How to run: the model, limits on runs and attempts, and waits."""
 
     model: str = "opus"
-    task_timeout: float | None = None
-
-
-def previous_in_group(state: State, task: TaskState) -> TaskState | None:
-    """The task run before this one in its group, passing over tasks the author checked off."""
-    for earlier in reversed(state.tasks[: task.index - 1]):
-        if earlier.group != task.group:
-            return None
-        if earlier.status != "skipped":
-            return earlier
-    return None
-
-
-def resume_session(state: State, task: TaskState) -> str | None:
-    """The session a task continues: its group's previous task's, if that one completed.
-
-    A failed task breaks the chain, so the next task starts fresh.
-    """
-    previous = previous_in_group(state, task)
-    if previous is not None and previous.status == "completed":
-        return previous.session_id
-    return None
-
-
-def session_plan(state: State) -> list[tuple[TaskState, str]]:
-    """For --dry-run: each task with how it would run (done, new or continued session)."""
-    plan = []
-    will_run: set[int] = set()
-    for task in state.tasks:
-        if task.status == "completed":
-            plan.append((task, "done"))
-            continue
-        if task.status == "skipped":
-            plan.append((task, "skipped (checked off in the task file)"))
-            continue
-        session = resume_session(state, task)
-        previous = previous_in_group(state, task)
-        if session:
-            how = f"resumes session {session}"
-        elif previous is not None and previous.index in will_run:
-            how = "continues the group's session"
-        else:
-            how = "starts a fresh session"
-        will_run.add(task.index)
-        plan.append((task, how))
-    return plan
-
-
-def commit_message(task: TaskState) -> str:
-    """The description of a task's change."""
-    return f"agent-loop: {task.group} / {task.summary}"
+    task_timeout: float | None = 7200.0
+    max_attempts: int = MAX_ATTEMPTS
+    max_limit_waits: int = 5
+    max_failures_in_row: int = 3
+    backoff: float = 30.0
 
 
 class Runner:
     """Runs the unfinished tasks of one project, saving the state after every step."""
 
     def __init__(self, project: Project, state: State, agent: Agent, vcs: Vcs, options: Options,
-                 emit: Emit, clock: Callable[[], float] = time.monotonic) -> None:
+                 emit: Emit, advisor: Advisor, clock: Clock | None = None) -> None:
         self.project = project
         self.state = state
         self.agent = agent
         self.vcs = vcs
         self.options = options
         self.emit = emit
-        self.clock = clock
+        self.advisor = advisor
+        self.clock = clock or SystemClock()
+        self.limit_waits = 0
+        self.failed_in_row: list[int] = []
 
     def save(self) -> None:
         """Persist the state now."""
@@ -102,22 +75,29 @@ class Runner:
 
     def run(self, notes: tuple[str, ...] = ()) -> RunFinished:
         """Run every unfinished task in order; return the summary (also emitted)."""
-        started = self.clock()
+        started = self.clock.monotonic()
         self.state.vcs = self.vcs.name
-        pending = [t for t in self.state.tasks if t.status not in DONE]
+        pending = [t for t in self.state.tasks
+                   if t.status not in DONE and not exhausted(t, self.options.max_attempts)]
         self.emit(RunStarted(len(pending), len(self.state.tasks), self.vcs.name, notes))
         self.save()
         stopped = None
         try:
             for task in pending:
                 self._recover(task)
-                self._attempt(task)
-        except Interrupted:
-            stopped = "interrupted"
+                self._run_task(task)
+                self._check_stuck(task)
+        except BaseException as exc:
+            stopped = ("interrupted" if isinstance(exc, (Interrupted, KeyboardInterrupt))
+                       else str(exc) or type(exc).__name__)
             raise
         finally:
-            if stopped is None:
-                self.vcs.close()
+            # Leave the working copy in no task's change, whatever happened.
+            with shielded():
+                try:
+                    self.vcs.close()
+                except AgentLoopError as exc:
+                    stopped = stopped or str(exc)
             summary = self._summary(started, stopped)
             self.emit(summary)
         return summary
@@ -126,21 +106,82 @@ class Runner:
         # A task left running or interrupted by an earlier run has a change holding a partial
         # attempt; drop it so history keeps only attempts that counted.
         if task.status in ("running", "interrupted") and task.change_id is not None:
-            self.vcs.abandon(self._change(task))
-            self.emit(ChangeAbandoned(self.vcs.name, task.change_id))
+            self._drop(Change(change_id=task.change_id, commit_id=task.commit_id or ""))
             task.change_id = task.commit_id = None
             self.save()
 
-    def _change(self, task: TaskState) -> Change:
-        return Change(change_id=task.change_id or "", commit_id=task.commit_id or "")
+    def _drop(self, change: Change) -> None:
+        self.vcs.abandon(change)
+        if change.change_id:
+            self.emit(ChangeAbandoned(self.vcs.name, change.change_id))
 
-    def _attempt(self, task: TaskState) -> None:
-        number = task.attempts + 1
-        self.emit(TaskStarted(task.index, len(self.state.tasks), task.group, task.summary, number))
-        resume = resume_session(self.state, task)
+    def _run_task(self, task: TaskState) -> None:
+        hint, fresh, transient_in_row, previous_error = "", False, 0, None
+        while True:
+            attempt, change, result = self._attempt(task, hint, fresh)
+            if result.ok:
+                self._complete(task, attempt, change)
+                return
+            self._drop(change)
+            task.change_id = task.commit_id = attempt.change_id = attempt.commit_id = None
+            failure = classify(result, datetime.fromtimestamp(self.clock.time(), timezone.utc))
+            attempt.reason = failure.reason
+            if failure.kind in ("limit", "blocking"):
+                # Not the task's fault: not an attempt, and the task waits its turn again.
+                attempt.outcome = "limited" if failure.kind == "limit" else "blocked"
+                task.attempts -= 1
+                task.status, task.error = "pending", failure.reason
+                self.save()
+                if failure.kind == "blocking":
+                    raise AgentBlocked(f"{failure.reason}; fix that, then run again")
+                self._wait_for_limit(failure)
+                continue
+            attempt.outcome = "failed"
+            task.error = failure.reason
+            if task.attempts >= self.options.max_attempts:
+                self._fail(task, f"{failure.reason} (gave up after {task.attempts} attempts)")
+                return
+            if failure.kind == "transient":
+                transient_in_row += 1
+                if transient_in_row >= TRANSIENT_PAUSE:
+                    task.status = "pending"
+                    self.save()
+                    raise RunStopped(f"paused: {transient_in_row} transient failures in a row "
+                                     f"on task {task.index} ({failure.reason})")
+                wait = self.options.backoff * 2 ** (transient_in_row - 1)
+                self._decide(task, attempt, Advice(True, failure.reason, "", "backoff"),
+                             "transient", wait)
+                self.clock.sleep(wait)
+                hint, fresh = "", True
+                continue
+            transient_in_row = 0
+            advice = self.advisor(task=task.task, attempt=task.attempts,
+                                  max_attempts=self.options.max_attempts, error=failure.reason,
+                                  exit_code=result.exit_code, log_tail=self._log_tail(attempt),
+                                  previous_error=previous_error)
+            previous_error = failure.reason
+            task.cost_usd = round(task.cost_usd + advice.cost_usd, 6)
+            self._decide(task, attempt, advice, "other", 0.0)
+            if not advice.retry:
+                self._fail(task, advice.reason or failure.reason)
+                return
+            hint, fresh = advice.hint, True
+
+    def _attempt(self, task: TaskState, hint: str,
+                 fresh: bool) -> tuple[Attempt, Change, AgentResult]:
+        number = len(task.history) + 1
+        task.attempts += 1
+        self.emit(TaskStarted(task.index, len(self.state.tasks), task.group, task.summary,
+                              task.attempts))
+        # Retries run in a fresh session: the failed attempt's edits are gone, and its
+        # conversation would tell the agent otherwise.
+        resume = None if fresh else resume_session(self.state, task)
         prompt = task.task
         if task.history and task.history[-1].outcome in ("interrupted", "running"):
             prompt = RETRY_NOTE + prompt
+        if hint:
+            prompt += (f"\n\nAn earlier attempt at this task failed ({task.error}). "
+                       f"Advice for this attempt: {hint}")
         change = self.vcs.begin(commit_message(task))
         if change.change_id:
             self.emit(ChangeCreated(self.vcs.name, change.change_id))
@@ -149,45 +190,94 @@ class Runner:
                           resumed=resume is not None, change_id=change.change_id or None,
                           commit_id=change.commit_id or None)
         task.history.append(attempt)
-        task.attempts = number
         task.status, task.started_at, task.finished_at = "running", attempt.started_at, None
-        task.change_id, task.commit_id = change.change_id or None, change.commit_id or None
+        task.change_id, task.commit_id = attempt.change_id, attempt.commit_id
         task.log, task.error = attempt.log, None
         self.save()
         self.emit(AgentStarted(attempt.log or "", resume))
         request = AgentRun(prompt=prompt, model=self.options.model, cwd=self.project.root,
                            log=log, raw_log=log.with_suffix(".jsonl"), resume=resume,
                            header=(("task", f"{task.index}/{len(self.state.tasks)} {task.summary}"),
-                                   ("group", task.group), ("attempt", str(number))),
+                                   ("group", task.group), ("attempt", str(task.attempts))),
                            timeout=self.options.task_timeout)
-        began = self.clock()
+        began = self.clock.monotonic()
         try:
             result = self.agent.run(request, lambda text: self.emit(AgentActivity(text)))
-        except Interrupted:
-            attempt.outcome = task.status = "interrupted"
-            attempt.finished_at = now()
-            task.error = "interrupted"
-            self.save()
+        except BaseException as exc:
+            # Stopped by the user, or the agent cannot run at all: not the task's attempt.
+            # Its change goes now, so edits the user makes before the next run stay theirs.
+            interrupted = isinstance(exc, (Interrupted, KeyboardInterrupt))
+            with shielded():
+                attempt.outcome = "interrupted" if interrupted else "blocked"
+                task.status = "interrupted" if interrupted else "pending"
+                attempt.finished_at, task.error = now(), str(exc) or "interrupted"
+                task.attempts -= 1
+                self.save()
+                self._drop(change)
+                task.change_id = task.commit_id = attempt.change_id = attempt.commit_id = None
+                self.save()
             raise
         self._record(task, attempt, result)
-        self.emit(AgentFinished(result, self.clock() - began, attempt.cost_usd))
-        if result.ok:
-            done = self.vcs.finish(change, commit_message(task))
-            task.status = attempt.outcome = "completed"
-            task.change_id = attempt.change_id = done.change_id or None
-            task.commit_id = attempt.commit_id = done.commit_id or None
-            task.files = list(done.files)
-        else:
-            self.vcs.abandon(change)
-            if change.change_id:
-                self.emit(ChangeAbandoned(self.vcs.name, change.change_id))
-            task.status = attempt.outcome = "failed"
-            task.error = attempt.reason = result.error
-            task.change_id = task.commit_id = None
-            task.files = []
+        self.emit(AgentFinished(result, self.clock.monotonic() - began, attempt.cost_usd))
+        return attempt, change, result
+
+    def _complete(self, task: TaskState, attempt: Attempt, change: Change) -> None:
+        done = self.vcs.finish(change, commit_message(task))
+        if done.empty:  # nothing changed: no change to record (backends drop an empty one)
+            done = Change(change_id="", empty=True)
+        task.status = attempt.outcome = "completed"
+        task.change_id = attempt.change_id = done.change_id or None
+        task.commit_id = attempt.commit_id = done.commit_id or None
+        task.files, task.error = list(done.files), None
         attempt.finished_at = task.finished_at = now()
+        self.failed_in_row = []
         self.save()
-        self.emit(TaskFinished(task.index, task.status, task.change_id, len(task.files), task.error))
+        self.emit(TaskFinished(task.index, task.status, task.change_id, len(task.files), None))
+
+    def _fail(self, task: TaskState, reason: str) -> None:
+        task.status, task.error, task.files = "failed", reason, []
+        task.history[-1].finished_at = task.finished_at = now()
+        self.failed_in_row.append(task.index)
+        self.save()
+        self.emit(TaskFinished(task.index, task.status, None, 0, reason))
+
+    def _decide(self, task: TaskState, attempt: Attempt, advice: Advice, kind: str,
+                wait: float) -> None:
+        attempt.finished_at = now()
+        attempt.hint = advice.hint or None
+        if kind == "other":
+            attempt.reason = f"{attempt.reason} | advice ({advice.source}): {advice.reason}"
+        self.save()
+        self.emit(RetryDecided(task.index, task.attempts, advice.retry, kind, advice.reason,
+                               advice.hint, advice.source, wait))
+
+    def _wait_for_limit(self, failure: Failure) -> None:
+        self.limit_waits += 1
+        if self.limit_waits > self.options.max_limit_waits:
+            raise RunStopped(f"usage limit: waited {self.options.max_limit_waits} times already "
+                             f"({failure.reason})")
+        if failure.resets_at is not None:
+            seconds = max(0.0, failure.resets_at - self.clock.time()) + RESET_MARGIN
+        else:
+            seconds = min(MAX_BACKOFF, self.options.backoff * 2 ** (self.limit_waits - 1))
+        self.emit(LimitWait(failure.reason, seconds, self.clock.time() + seconds,
+                            self.limit_waits, self.options.max_limit_waits))
+        self.clock.sleep(seconds)
+
+    def _check_stuck(self, task: TaskState) -> None:
+        if len(self.failed_in_row) >= self.options.max_failures_in_row:
+            tasks = ", ".join(str(i) for i in self.failed_in_row)
+            raise RunStopped(f"the agent seems stuck: {len(self.failed_in_row)} tasks failed in "
+                             f"a row (tasks {tasks}); read their logs (agent-loop --status lists "
+                             "them) and fix the cause")
+
+    def _log_tail(self, attempt: Attempt, limit: int = 4000) -> str:
+        try:
+            text = (self.project.root / (attempt.log or "")).read_text(encoding="utf-8",
+                                                                       errors="replace")
+        except OSError:
+            return ""
+        return text[-limit:]
 
     def _session_cost(self, session_id: str | None) -> float:
         return max((a.session_cost_usd for t in self.state.tasks for a in t.history
@@ -204,7 +294,8 @@ class Runner:
         attempt.num_turns = result.num_turns
         attempt.duration_ms = result.duration_ms
         attempt.exit_code = result.exit_code
-        task.cost_usd = round(sum(a.cost_usd for a in task.history), 6)
+        attempt.finished_at = now()
+        task.cost_usd = round(task.cost_usd + attempt.cost_usd, 6)
         if result.ok:
             task.session_id = result.session_id
 
@@ -212,6 +303,6 @@ class Runner:
         counts = Counter(t.status for t in self.state.tasks)
         return RunFinished(counts=tuple(sorted(counts.items())),
                            cost_usd=round(sum(t.cost_usd for t in self.state.tasks), 6),
-                           seconds=self.clock() - started,
+                           seconds=self.clock.monotonic() - started,
                            logs=self.project.store.relative(self.project.store.logs),
                            stopped=stopped)

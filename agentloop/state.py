@@ -189,7 +189,7 @@ class Store:
         """Write state.json atomically: temp file in the same folder, fsync, os.replace."""
         state.updated_at = now()
         data = state.to_bytes()
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.make_dir()
         fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=self.dir)
         try:
             os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; give it a normal file's mode
@@ -213,7 +213,7 @@ class Store:
         """Hold the run lock; a second run fails at once, naming the holder's pid."""
         from filelock import FileLock, Timeout  # only runs need it; keeps --status start-up light
 
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.make_dir()
         lock = FileLock(str(self._lock_path), timeout=0)
         try:
             lock.acquire()
@@ -226,18 +226,25 @@ class Store:
                               "wait for it or stop it first") from None
         try:
             self._pid_path.write_text(f"{os.getpid()}\n")
+            for stale in self.dir.glob(".state-*.tmp"):  # left by a writer that was killed
+                stale.unlink(missing_ok=True)
             yield
         finally:
             self._pid_path.unlink(missing_ok=True)
             lock.release()
 
-    def ensure_ignored(self) -> bool:
-        """Keep `.agent-loop/` out of version control; return True if .gitignore was changed."""
+    def make_dir(self) -> None:
+        """Create `.agent-loop/`, ignored by git and jj from its first instant."""
+        if self.dir.exists() and not self.dir.is_dir():
+            raise StateError(f"{self.dir} exists and is not a folder; move it aside")
         self.dir.mkdir(parents=True, exist_ok=True)
         inner = self.dir / ".gitignore"
         if not inner.exists():
-            # Ignored from the first instant, even before the repository's .gitignore is read.
             inner.write_text("*\n")
+
+    def ensure_ignored(self) -> bool:
+        """Keep `.agent-loop/` out of version control; return True if .gitignore was changed."""
+        self.make_dir()
         gitignore = self.root / ".gitignore"
         try:
             text = gitignore.read_text(encoding="utf-8")

@@ -57,8 +57,11 @@ def hermetic_seal(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
         monkeypatch.setenv("PATH", JJ_DIR + os.pathsep + os.environ["PATH"])
     # The tool must never reach a real Claude from a test, whatever the developer has set.
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_OAUTH_TOKEN",
-                "AGENT_LOOP_CLAUDE", "NO_COLOR", "IS_SANDBOX"):
+                "AGENT_LOOP_CLAUDE", "NO_COLOR"):
         monkeypatch.delenv(var, raising=False)
+    # Tests run as root here (and in CI); the real CLI then wants IS_SANDBOX=1, and so does
+    # agent-loop's own check. Tests of the refusal remove it.
+    monkeypatch.setenv("IS_SANDBOX", "1")
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ each call's argv to $FAKE_CLAUDE_LOG, and does what `FAKE:` lines in the prompt 
     FAKE: say TEXT             the final message (default: "done: <first prompt line>")
     FAKE: fail N               fail (is_error, exit 1) the first N runs of this prompt
     FAKE: exit CODE            exit with CODE after a result line with is_error
+    FAKE: status HTTP          a failing run's api_error_status (e.g. 529: a transient failure)
     FAKE: sleep SECONDS        wait before answering (after the init line)
     FAKE: hang                 never answer; also starts a child that hangs (process-group tests)
     FAKE: garbage | silent | cut | crash    non-JSON output / nothing / a result cut in half /
@@ -21,6 +22,15 @@ so a task file can read like a real one (scripts/make_example.py uses it).
 
 Sessions live in $FAKE_CLAUDE_STATE/sessions/<id>.txt (the prompts they saw), so `--resume`
 of an unknown id fails like the real CLI, and tests can read what a session carried.
+
+Advisor mode: a call with `--output-format json` is the retry advisor's, and must be exactly
+`-p --output-format json --model M --tools "" --no-session-persistence -- PROMPT`. It prints one
+JSON result object (like the real `--output-format json`), saves no session, and reads only
+these lines of the prompt (the task text is embedded there; its other FAKE: lines are ignored):
+
+    FAKE: advise TEXT          the model's answer is TEXT, verbatim (JSON, fenced JSON, garbage)
+    FAKE: advise-fail          exit 1 with an is_error result
+    (neither)                  {"retry": true, "reason": "looks transient", "hint": "try again"}
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ from pathlib import Path
 ALLOWED_FLAGS = {"-p", "--verbose", "--dangerously-skip-permissions"}
 ALLOWED_VALUES = {"--output-format": {"stream-json"}, "--model": None,
                   "--append-system-prompt": None, "--resume": None}
+ADVISOR_DEFAULT = '{"retry": true, "reason": "looks transient", "hint": "try again"}'
 
 
 def refuse(message: str) -> None:
@@ -102,6 +113,10 @@ def main() -> None:
     if log:
         with open(log, "a", encoding="utf-8") as out:
             out.write(json.dumps({"argv": argv, "cwd": os.getcwd()}) + "\n")
+    head = argv[:argv.index("--")] if "--" in argv else argv
+    if "--output-format" in head and head[head.index("--output-format") + 1:][:1] == ["json"]:
+        advisor(argv, state)
+        return
     options, prompt = parse(argv)
     if "-p" not in options or options.get("--output-format") != "stream-json" or "--verbose" not in options:
         refuse("needs -p --output-format stream-json --verbose")
@@ -165,7 +180,8 @@ def main() -> None:
     exit_code = int(words.get("exit", "1" if failing else "0"))
     is_error = failing or exit_code != 0
     if is_error and "say" not in words:
-        text = "API Error: 500 simulated failure"
+        text = "simulated failure"
+    status = int(words["status"]) if "status" in words else None
     emit({"type": "assistant", "session_id": session, "message": {"role": "assistant",
           "content": [{"type": "text", "text": text}]}})
     result = {"type": "result", "subtype": "success", "is_error": is_error, "result": text,
@@ -173,7 +189,7 @@ def main() -> None:
               "usage": {"input_tokens": 100, "output_tokens": 20, "cache_read_input_tokens": 0,
                         "cache_creation_input_tokens": 0},
               "num_turns": 1, "duration_ms": 5, "permission_denials": [],
-              "api_error_status": 500 if is_error else None}
+              "api_error_status": status if is_error else None}
     line = json.dumps(result)
     if "cut" in words:
         sys.stdout.write(line[: len(line) // 2])
@@ -181,6 +197,30 @@ def main() -> None:
         return
     emit(result)
     sys.exit(exit_code)
+
+
+def advisor(argv: list[str], state: Path) -> None:
+    # Exactly the retry advisor's call: no tools, no resume, no saved session, no permissions flag.
+    if len(argv) != 10 or argv[:4] != ["-p", "--output-format", "json", "--model"] or \
+            argv[5:9] != ["--tools", "", "--no-session-persistence", "--"]:
+        refuse(f"advisor mode needs exactly -p --output-format json --model M --tools '' "
+               f"--no-session-persistence -- PROMPT, got {argv[:-1]!r}")
+    prompt = argv[9]
+    # Only the advise lines count: the embedded task's write/fail/sleep/... are not for us.
+    words = [(word, rest) for word, rest in directives(prompt) if word.startswith("advise")]
+    failing = any(word == "advise-fail" for word, _ in words)
+    text = next((rest for word, rest in words if word == "advise"), ADVISOR_DEFAULT)
+    if failing:
+        text = "API Error: 500 simulated advisor failure"
+    session = "00000000-0000-4000-a000-%012d" % counter(state, "advisor")
+    emit({"type": "result", "subtype": "success", "is_error": failing, "result": text,
+          "session_id": session, "total_cost_usd": 0.0 if failing else 0.001,
+          "usage": {"input_tokens": 0 if failing else 100, "output_tokens": 0 if failing else 20,
+                    "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+          "num_turns": 1, "duration_ms": 5, "permission_denials": [],
+          "terminal_reason": "api_error" if failing else "completed",
+          "api_error_status": 500 if failing else None})
+    sys.exit(1 if failing else 0)
 
 
 def session_total(state: Path, session: str, cost: float) -> float:

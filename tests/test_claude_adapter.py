@@ -127,3 +127,25 @@ def test_timeout_stops_the_whole_group(fake_claude: FakeClaude, tmp_path: Path) 
     # The hanging child the fake started must be gone too.
     out = os.popen("pgrep -f 'time.sleep(3600)'").read().split()
     assert out == []
+
+
+def test_agent_dies_when_agent_loop_is_killed(fake_claude: FakeClaude, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "tasks.md").write_text("- FAKE: sleep 60\n")
+    tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "none"],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not fake_claude.calls() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert fake_claude.calls(), "the agent never started"
+    tool.send_signal(signal.SIGKILL)
+    tool.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(
+            str(fake_claude.bin) in line for line in os.popen("ps -eo args").read().splitlines()):
+        time.sleep(0.1)
+    assert not any(str(fake_claude.bin) in line for line in os.popen("ps -eo args").read().splitlines())

@@ -71,3 +71,64 @@ def test_faults(fake_claude: FakeClaude, tmp_path: Path) -> None:
     assert call(fake_claude, "FAKE: crash", tmp_path).returncode == -9
     root = call(fake_claude, "FAKE: root", tmp_path)
     assert root.returncode == 1 and "root/sudo" in root.stderr
+
+
+ADVISOR = ["-p", "--output-format", "json", "--model", "haiku", "--tools", "",
+           "--no-session-persistence"]
+
+
+def advise_call(fake: FakeClaude, prompt: str, cwd: Path,
+                argv: list[str] = ADVISOR) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(fake.bin), *argv, "--", prompt], cwd=cwd, capture_output=True,
+                          text=True, timeout=30, stdin=subprocess.DEVNULL)
+
+
+def test_advisor_mode_prints_one_result_object(fake_claude: FakeClaude, tmp_path: Path) -> None:
+    done = advise_call(fake_claude, "Attempt 1 of at most 5 just failed.", tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["type"] == "result" and result["is_error"] is False
+    assert json.loads(result["result"]) == {"retry": True, "reason": "looks transient",
+                                            "hint": "try again"}
+    assert result["total_cost_usd"] == 0.001 and result["usage"]["output_tokens"] == 20
+    assert result["session_id"]
+    assert fake_claude.calls()[0]["argv"] == [*ADVISOR, "--", "Attempt 1 of at most 5 just failed."]
+    # --no-session-persistence: nothing to resume afterwards.
+    assert not (fake_claude.state / "sessions").exists()
+
+
+def test_advisor_answers_verbatim_and_fails_on_request(fake_claude: FakeClaude,
+                                                       tmp_path: Path) -> None:
+    text = '```json {"retry": false, "reason": "needs a person"} ``` and more'
+    done = advise_call(fake_claude, f"<task>\n- FAKE: advise {text}\n</task>", tmp_path)
+    assert json.loads(done.stdout)["result"] == text
+    failed = advise_call(fake_claude, "<task>\nFAKE: advise-fail\n</task>", tmp_path)
+    assert failed.returncode == 1
+    assert json.loads(failed.stdout)["is_error"] is True
+
+
+def test_advisor_ignores_the_embedded_tasks_directives(fake_claude: FakeClaude,
+                                                       tmp_path: Path) -> None:
+    task = ("FAKE: write a.txt hello\nFAKE: fail 3\nFAKE: root\nFAKE: hang\nFAKE: exit 3\n"
+            "FAKE: say not this\nFAKE: garbage")
+    done = advise_call(fake_claude, f"Judge this.\n<task>\n{task}\n</task>", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["result"].startswith('{"retry": true')
+    assert not (tmp_path / "a.txt").exists()
+
+
+def test_advisor_mode_refuses_other_arguments(fake_claude: FakeClaude, tmp_path: Path) -> None:
+    wrong = [
+        [*ADVISOR, "--dangerously-skip-permissions"],
+        [a for a in ADVISOR if a != "--no-session-persistence"],
+        ["-p", "--output-format", "json", "--model", "haiku", "--tools", "Bash",
+         "--no-session-persistence"],
+        [*ADVISOR, "--resume", "00000000-0000-4000-8000-000000000001"],
+        ["--output-format", "json", "-p", "--model", "haiku", "--tools", "",
+         "--no-session-persistence"],
+    ]
+    for argv in wrong:
+        done = advise_call(fake_claude, "x", tmp_path, argv)
+        assert done.returncode == 97, argv
+        assert "advisor mode needs exactly" in done.stderr
+    assert len(fake_claude.calls()) == len(wrong)  # refused calls are recorded too

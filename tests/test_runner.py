@@ -45,15 +45,17 @@ def test_sessions_chain_inside_groups(work: Path, fake_claude: FakeClaude) -> No
 
 def test_a_failed_task_breaks_the_chain_and_the_run_goes_on(work: Path,
                                                             fake_claude: FakeClaude) -> None:
-    (work / "tasks.md").write_text("## A\n- one\n- two\n  FAKE: exit 1\n- three\n")
+    (work / "tasks.md").write_text("## A\n- one\n- two\n  FAKE: exit 1\n"
+                                   '  FAKE: advise {"retry": false, "reason": "hopeless"}\n- three\n')
     code, out = run(work)
     assert code == 0, out
     tasks = tasks_of(work)
     assert [t["status"] for t in tasks] == ["completed", "failed", "completed"]
-    assert "simulated failure" in tasks[1]["error"]
-    calls = fake_claude.calls()
+    assert tasks[1]["error"] == "hopeless"
+    assert "simulated failure" in tasks[1]["history"][0]["reason"]
+    calls = [c for c in fake_claude.calls() if "stream-json" in c["argv"]]
     assert "--resume" in calls[1]["argv"] and "--resume" not in calls[2]["argv"]
-    assert "failed: " in out
+    assert "failed: simulated failure" in out and "advisor (advisor): give up: hopeless" in out
 
 
 @pytest.mark.parametrize("fault, words", [
@@ -62,22 +64,28 @@ def test_a_failed_task_breaks_the_chain_and_the_run_goes_on(work: Path,
 ])
 def test_a_failing_agent_never_crashes_the_tool(work: Path, fake_claude: FakeClaude, fault: str,
                                                 words: str) -> None:
-    (work / "tasks.md").write_text(f"- first\n  FAKE: {fault}\n- second\n")
+    advice = '  FAKE: advise {"retry": false, "reason": "no"}\n' if fault != "fail 1" else ""
+    (work / "tasks.md").write_text(f"- first\n  FAKE: {fault}\n{advice}- second\n")
     code, out = run(work)
     assert code == 0, out
     tasks = tasks_of(work)
-    assert [t["status"] for t in tasks] == ["failed", "completed"]
-    assert words in tasks[0]["error"]
+    # "fail 1" fails once, and the advisor's default advice retries it.
+    expected = "completed" if fault == "fail 1" else "failed"
+    assert [t["status"] for t in tasks] == [expected, "completed"]
+    assert words in tasks[0]["history"][0]["reason"]
 
 
 def test_rerun_skips_completed_and_retries_failed(work: Path, fake_claude: FakeClaude) -> None:
-    (work / "tasks.md").write_text("- one\n- two\n  FAKE: fail 1\n- [x] done by hand\n")
+    (work / "tasks.md").write_text("- one\n- two\n  FAKE: fail 1\n"
+                                   '  FAKE: advise {"retry": false}\n- [x] done by hand\n')
     run(work)
     assert [t["status"] for t in tasks_of(work)] == ["completed", "failed", "skipped"]
     code, out = run(work)
     assert code == 0
     assert [t["status"] for t in tasks_of(work)] == ["completed", "completed", "skipped"]
-    assert [p.splitlines()[0] for p in fake_claude.prompts()] == ["one", "two", "two"]
+    assert tasks_of(work)[1]["attempts"] == 2
+    runs = [c for c in fake_claude.calls() if "stream-json" in c["argv"]]
+    assert [c["argv"][-1].splitlines()[0] for c in runs] == ["one", "two", "two"]
     assert "1 of 3 task(s) to run" in out
 
 

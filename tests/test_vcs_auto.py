@@ -109,6 +109,22 @@ def test_auto_from_a_subfolder_of_a_git_repo_colocates_at_its_top(tmp_path: Path
     assert (root / ".jj").is_dir() and not (root / "sub" / ".jj").exists()
 
 
+def test_auto_in_a_git_worktree_uses_git(tmp_path: Path, jj_bin: str) -> None:
+    root = git_project(tmp_path)
+    worktree = tmp_path / "worktree"
+    run(root, "git", "worktree", "add", "-q", "-b", "side", str(worktree))
+    (worktree / "tasks.md").write_text("- [ ] a\n")
+    vcs = open_vcs("auto", worktree, worktree / "tasks.md")
+    assert isinstance(vcs, GitVcs)
+    notes = vcs.prepare()
+    assert notes == [f"{worktree} is a git worktree, where jj cannot colocate: using git"]
+    one_task(vcs, worktree)
+    assert run(root, "git", "log", "--format=%s", "side").splitlines() == ["task", "initial"]
+    assert not (worktree / ".jj").exists() and not (root / ".jj").exists()
+    with pytest.raises(VcsError, match="git worktree, where jj cannot colocate"):
+        open_vcs("jj", worktree, worktree / "tasks.md")
+
+
 def test_auto_in_a_jj_repo_uses_it(tmp_path: Path, jj_bin: str) -> None:
     root = project(tmp_path)
     run(root, "jj", "git", "init", "--no-colocate")

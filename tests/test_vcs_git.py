@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -307,9 +309,13 @@ def test_an_attempt_left_open_by_a_dead_run_is_rolled_back(repo: Path) -> None:
     (repo / "README.md").write_text("half edited\n")
     (repo / "tasks.md").write_text("## One\n- [ ] a (interrupted)\n")
     vcs = GitVcs(repo, repo / "tasks.md")
-    assert vcs.prepare() == ["rolled back the unfinished task attempt an earlier run left behind"]
+    assert vcs.prepare() == ["rolled back the unfinished task attempt an earlier run left "
+                             "behind; its files are kept in commit "
+                             f"{git(repo, 'rev-parse', 'refs/agent-loop/rolled-back')[:12]} "
+                             "(`git show refs/agent-loop/rolled-back`)"]
     assert not (repo / "half.txt").exists()
     assert (repo / "README.md").read_text() == "hello\n"
+    assert commit_files(repo, "refs/agent-loop/rolled-back") == ["README.md", "half.txt"]
     assert "interrupted" in (repo / "tasks.md").read_text()
     assert make(repo).prepare() == []  # nothing left to roll back
 
@@ -323,3 +329,181 @@ def test_a_dead_runs_attempt_is_left_alone_once_head_moved(repo: Path) -> None:
     notes = GitVcs(repo, repo / "tasks.md").prepare()
     assert "left as they are" in notes[0]
     assert (repo / "half.txt").exists()
+
+
+class Killed(BaseException):
+    """The run dies here, as under SIGKILL: no cleanup of ours runs after it."""
+
+
+def kill_at(monkeypatch: pytest.MonkeyPatch, vcs: GitVcs, *git_args: str) -> None:
+    """Make `vcs` die when it runs git with argv starting `git_args`."""
+    real = vcs._git
+
+    def dying(*args: str, **kwargs: object) -> str:
+        if args[:len(git_args)] == git_args:
+            raise Killed(" ".join(args))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+    monkeypatch.setattr(vcs, "_git", dying)
+
+
+@pytest.mark.parametrize("dies_at", [("reset",), ("forget",)])
+def test_a_run_killed_right_after_its_commit_keeps_it_once(
+        repo: Path, monkeypatch: pytest.MonkeyPatch, dies_at: tuple[str, ...]) -> None:
+    crashed = make(repo)
+    change = crashed.begin("task")
+    (repo / "a.txt").write_text("draft\n")
+    git(repo, "add", "a.txt")  # what the agent staged is settled as finish would have
+    (repo / "a.txt").write_text("a\n")
+    if dies_at == ("forget",):
+        monkeypatch.setattr(crashed, "_forget", lambda: (_ for _ in ()).throw(Killed()))
+    else:
+        kill_at(monkeypatch, crashed, *dies_at)
+    with pytest.raises(Killed):
+        crashed.finish(change, "task")
+    sha = git(repo, "rev-parse", "HEAD").strip()
+    assert subjects(repo) == ["task", "initial"]
+    # The runner never saved the task as done, so the next run begins it again.
+    vcs = GitVcs(repo, repo / "tasks.md")
+    assert vcs.prepare() == [f"an earlier run committed its task as {sha[:12]} but stopped "
+                             "before recording it; the commit is kept"]
+    assert git(repo, "status", "--porcelain") == "?? tasks.md\n"
+    assert (repo / "a.txt").read_text() == "a\n"
+    again = run_task(vcs, repo, "task", {})
+    assert again.empty and subjects(repo) == ["task", "initial"]
+
+
+def test_a_run_killed_before_its_commit_landed_is_rolled_back(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    crashed = make(repo)
+    change = crashed.begin("task")
+    (repo / "a.txt").write_text("a\n")
+    kill_at(monkeypatch, crashed, "update-ref")
+    with pytest.raises(Killed):
+        crashed.finish(change, "task")
+    notes = GitVcs(repo, repo / "tasks.md").prepare()
+    assert notes[0].startswith("rolled back the unfinished task attempt")
+    assert not (repo / "a.txt").exists() and subjects(repo) == ["initial"]
+    # Nothing is lost: the rolled-back files are kept in a commit the note names.
+    saved = git(repo, "rev-parse", "refs/agent-loop/rolled-back").strip()
+    assert saved[:12] in notes[0]
+    assert git(repo, "show", f"{saved}:a.txt") == "a\n"
+
+
+def test_abandon_twice_is_a_no_op(repo: Path) -> None:
+    vcs = make(repo)
+    change = vcs.begin("task")
+    (repo / "a.txt").write_text("a\n")
+    vcs.abandon(change)
+    (repo / "b.txt").write_text("the user's, after the attempt\n")
+    vcs.abandon(change)
+    assert not (repo / "a.txt").exists() and (repo / "b.txt").exists()
+
+
+def test_a_dead_runs_record_that_cannot_be_read_is_dropped_with_a_note(repo: Path) -> None:
+    make(repo).begin("task")
+    (repo / ".git" / "agent-loop-attempt.json").write_text("{not json")
+    (repo / "half.txt").write_text("half done\n")
+    vcs = GitVcs(repo, repo / "tasks.md", allow_dirty=True)
+    assert "could not be read" in vcs.prepare()[0]
+    assert (repo / "half.txt").exists()
+    assert not (repo / ".git" / "agent-loop-attempt.json").exists()
+
+
+def test_a_dead_runs_attempt_whose_saved_files_are_gone_is_left_alone(repo: Path) -> None:
+    (repo / "README.md").write_text("user edit\n")
+    make(repo, allow_dirty=True).begin("task")
+    (repo / "README.md").write_text("agent edit\n")
+    user_blob = proc.run(["sh", "-c", "printf 'user edit\\n' | git hash-object --stdin"],
+                         cwd=repo).stdout.strip()
+    (repo / ".git" / "objects" / user_blob[:2] / user_blob[2:]).unlink()  # as `git gc` would
+    notes = GitVcs(repo, repo / "tasks.md", allow_dirty=True).prepare()
+    assert "left as they are" in notes[0]
+    assert (repo / "README.md").read_text() == "agent edit\n"
+
+
+def test_a_dead_runs_rollback_spares_what_is_not_the_attempts(repo: Path) -> None:
+    (repo / ".gitignore").write_text("build/\n.agent-loop/\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-q", "-m", "ignore build")
+    make(repo).begin("task")
+    (repo / "a.txt").write_text("a\n")
+    (repo / "README.md").write_text("half edited\n")
+    (repo / "build").mkdir()
+    (repo / "build" / "out.o").write_text("ignored, even once force-added\n")
+    git(repo, "add", "-f", "build/out.o")
+    (repo / ".agent-loop").mkdir()
+    (repo / ".agent-loop" / "state.json").write_text("{}")
+    # The next run uses another task file: the dead run's task file is still kept out.
+    vcs = GitVcs(repo, repo / "other.md", allow_dirty=True)
+    assert vcs.prepare()[0].startswith("rolled back")
+    assert not (repo / "a.txt").exists()
+    assert (repo / "README.md").read_text() == "hello\n"
+    assert (repo / "build" / "out.o").exists()
+    assert (repo / ".agent-loop" / "state.json").exists()
+    assert (repo / "tasks.md").exists()
+    assert git(repo, "status", "--porcelain", "--ignored").splitlines() == [
+        "?? tasks.md", "!! .agent-loop/", "!! build/"]
+
+
+def test_a_record_naming_paths_outside_the_repo_never_reaches_them(repo: Path) -> None:
+    outside = repo.parent / "outside.txt"
+    outside.write_text("not the repository's\n")
+    make(repo).begin("task")
+    record = repo / ".git" / "agent-loop-attempt.json"
+    data = json.loads(record.read_text())
+    data["states"] = {"../outside.txt": "missing", str(outside): "missing"}
+    record.write_text(json.dumps(data))
+    assert GitVcs(repo, repo / "tasks.md").prepare()[0].startswith("rolled back")
+    assert outside.read_text() == "not the repository's\n"
+
+
+def test_files_that_became_folders_and_back_are_committed_and_rolled_back(repo: Path) -> None:
+    (repo / "notes").write_text("the user's\n")
+    vcs = make(repo, allow_dirty=True)
+    failed = vcs.begin("task")
+    for name in ("README.md", "notes"):
+        (repo / name).unlink()
+        (repo / name).mkdir()
+        (repo / name / "part.txt").write_text("part\n")
+    vcs.abandon(failed)
+    assert (repo / "README.md").read_text() == "hello\n"
+    assert (repo / "notes").read_text() == "the user's\n"
+    change = vcs.begin("task")
+    (repo / "README.md").unlink()
+    (repo / "README.md").mkdir()
+    (repo / "README.md" / "part.txt").write_text("part\n")
+    assert vcs.finish(change, "task").files == ("README.md", "README.md/part.txt")
+    failed = vcs.begin("task")
+    (repo / "README.md" / "part.txt").unlink()
+    (repo / "README.md").rmdir()
+    (repo / "README.md").write_text("a file again\n")
+    vcs.abandon(failed)
+    assert (repo / "README.md" / "part.txt").read_text() == "part\n"
+    (repo / "drafts").mkdir()
+    (repo / "drafts" / "mine.txt").write_text("the user's\n")
+    failed = vcs.begin("task")  # a folder with the user's file in it becomes a file
+    shutil.rmtree(repo / "drafts")
+    (repo / "drafts").write_text("a file now\n")
+    vcs.abandon(failed)
+    assert (repo / "drafts" / "mine.txt").read_text() == "the user's\n"
+
+
+
+def test_a_symlink_that_took_a_folders_place_is_never_written_through(repo: Path) -> None:
+    outside = repo.parent / "elsewhere"
+    outside.mkdir()
+    (outside / "notes.txt").write_text("not the repository's\n")
+    # The symlink `sub` is ignored (and so kept), the folder `sub/` is not.
+    (repo / ".gitignore").write_text("sub\n!sub/\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-q", "-m", "ignore")
+    (repo / "sub").mkdir()
+    (repo / "sub" / "notes.txt").write_text("the user's\n")
+    vcs = make(repo, allow_dirty=True)
+    change = vcs.begin("task")
+    (repo / "sub" / "notes.txt").unlink()
+    (repo / "sub").rmdir()
+    (repo / "sub").symlink_to(outside)
+    vcs.abandon(change)
+    assert (outside / "notes.txt").read_text() == "not the repository's\n"
+    assert (repo / "sub").is_symlink()

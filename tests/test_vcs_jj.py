@@ -163,7 +163,8 @@ def test_a_task_that_only_touches_the_task_file_is_empty(repo: Path) -> None:
     vcs = make(repo)
     done = run_task(vcs, repo, "nothing", {})
     vcs.close()
-    assert done.empty and done.files == ()
+    # Abandoned, so no id: the runner records no change for the task (as with git).
+    assert done.empty and done.files == () and done.change_id == done.commit_id == ""
     assert [d for d, _ in history(repo)] == ["initial"]
 
 
@@ -311,3 +312,34 @@ def test_an_earlier_runs_leftover_change_can_be_abandoned_first(repo: Path) -> N
     assert [d for d, _ in history(repo)] == ["task", "track tasks.md", "initial"]
     assert files_in(repo, done.change_id) == ["a.txt"]
     assert files_in(repo, done.base) == ["tasks.md"]
+
+
+def test_abandoning_a_change_gone_by_hand_is_a_no_op(repo: Path) -> None:
+    # Tracked: the user's own `jj abandon` snapshots first, and would take an untracked task
+    # file into the abandoned change (and off the disk) with it.
+    jj(repo, "commit", "-m", "track tasks.md")
+    crashed = make(repo)
+    leftover = crashed.begin("task")
+    (repo / "half.txt").write_text("half done\n")
+    jj(repo, "abandon", leftover.change_id)  # the user cleaned up after the interrupted run
+    vcs = make(repo)
+    vcs.abandon(Change(change_id=leftover.change_id))
+    vcs.abandon(Change(change_id=leftover.change_id))  # and again: still nothing to do
+    done = run_task(vcs, repo, "task", {"a.txt": "a\n"})
+    vcs.close()
+    assert [d for d, _ in history(repo)] == ["task", "track tasks.md", "initial"]
+    assert files_in(repo, done.change_id) == ["a.txt"]
+    assert not (repo / "half.txt").exists()
+
+
+def test_abandon_twice_is_a_no_op(repo: Path) -> None:
+    vcs = make(repo)
+    change = vcs.begin("task")
+    (repo / "a.txt").write_text("a\n")
+    vcs.abandon(change)
+    vcs.abandon(change)
+    assert not (repo / "a.txt").exists()
+    done = run_task(vcs, repo, "task", {"b.txt": "b\n"})
+    vcs.close()
+    assert history(repo) == [("task", ["b.txt"]), ("initial", ["README.md"])]
+    assert done.files == ("b.txt",)

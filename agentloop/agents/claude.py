@@ -32,6 +32,8 @@ You are working through a task list inside agent-loop, unattended. Nobody will a
 - End with a short summary of what you changed."""
 
 ROOT_REFUSAL = "cannot be used with root/sudo privileges"
+ROOT_ADVICE = ("claude refuses --dangerously-skip-permissions when run as root; run agent-loop as "
+               "a normal user, or set IS_SANDBOX=1 if this machine is a disposable sandbox")
 
 
 def _display(value: Any, limit: int = 160) -> str:
@@ -176,15 +178,20 @@ class ClaudeAgent:
     name = "claude"
 
     def __init__(self, program: str | None = None, env: dict[str, str] | None = None) -> None:
-        self.program = program or os.environ.get(ENV_VAR) or "claude"
+        given = program or os.environ.get(ENV_VAR) or "claude"
+        # Resolved now, against the user's cwd: the agent itself runs from the project root.
+        self.program = shutil.which(given) or given
         self.env = env
 
     def check(self) -> None:
-        """Fail early, in one line, when the claude program is not there."""
+        """Fail early, in one line, when the claude program is missing or will refuse to run."""
         if shutil.which(self.program) is None:
             raise ProgramNotFound(f"claude not found ({self.program}): install Claude Code "
                                   f"(npm install -g @anthropic-ai/claude-code) or point "
                                   f"--claude / ${ENV_VAR} at it")
+        env = self.env if self.env is not None else os.environ
+        if os.geteuid() == 0 and env.get("IS_SANDBOX") != "1":
+            raise AgentBlocked(ROOT_ADVICE)
 
     def argv(self, request: AgentRun) -> list[str]:
         """The command line for one run; the prompt is one argv element, never shell text."""
@@ -211,9 +218,7 @@ class ClaudeAgent:
                 raise
             if ROOT_REFUSAL in done.stderr_tail:
                 log.write(f"\n== refused: {done.stderr_tail.strip()} ==")
-                raise AgentBlocked("claude refuses --dangerously-skip-permissions when run as root; "
-                                   "run agent-loop as a normal user, or set IS_SANDBOX=1 if this "
-                                   "machine is a disposable sandbox")
+                raise AgentBlocked(ROOT_ADVICE)
             result = judge(done.returncode, done.timed_out, log, done.stderr_tail)
             log.write(self._footer(result, done.stderr_tail, request.resume is not None))
         return result

@@ -84,13 +84,21 @@ def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False) 
         return GitVcs(root, task_file, allow_dirty)
     if kind not in ("jj", "auto"):
         raise VcsError(f"unknown version control {kind!r}: choose one of {', '.join(KINDS)}")
+    repo = find_root(root)
+    if repo is not None and (repo / ".git").is_file() and not (repo / ".jj").is_dir():
+        # A git worktree (or submodule): its .git is a file, and jj cannot colocate there.
+        if kind == "jj":
+            raise VcsError(f"{repo} is a git worktree, where jj cannot colocate: run in the "
+                           "main repository, or use --vcs git")
+        from agentloop.vcs.git import GitVcs
+        return GitVcs(root, task_file, allow_dirty,
+                      note=f"{repo} is a git worktree, where jj cannot colocate: using git")
     from agentloop.vcs.jj import JjVcs, jj_root
     try:
         found = jj_root(root)
     except ProgramNotFound:
         if kind == "jj":
             raise VcsError("jj is not installed or not on PATH") from None
-        repo = find_root(root)
         if repo is not None and (repo / ".jj").is_dir() and not (repo / ".git").exists():
             raise VcsError(f"{repo} is a jj repository, but jj is not installed or not on PATH")
         from agentloop.vcs.git import GitVcs

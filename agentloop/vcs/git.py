@@ -4,8 +4,14 @@ The working tree is the truth. `begin` records HEAD, the index (as a tree) and t
 path that already differed from HEAD: the user's dirty and untracked files, stored as blobs so
 `abandon` can put them back byte for byte. A path belongs to the task when its state differs from
 that record. The commit is built in a temporary index, so nothing the user staged is swept in and
-no hooks run; the task file and `.agent-loop/` are never candidates. The record is also written to
-the git dir until the task ends, so the next run can roll back an attempt whose run died.
+no hooks run; the task file and `.agent-loop/` are never candidates.
+
+The record is also written to the git dir (OPEN_ATTEMPT) until the task has ended, so the next run
+can deal with an attempt whose run died (SIGKILL, power loss): `finish` adds the new commit's sha
+to it before HEAD moves, and deletes it only once HEAD and the index are settled. The next
+`prepare` then keeps a commit that landed (nothing is committed twice, nothing finished is lost),
+and rolls back an attempt that never got that far, after saving its files in a commit under
+SAVED_REF: a roll-back nobody asked for must not be the only copy of anything.
 """
 
 from __future__ import annotations
@@ -15,15 +21,15 @@ import hashlib
 import io
 import json
 import os
-import shutil
 import stat
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
 import git
 from gitdb import IStream
+from gitdb.exc import BadName, BadObject
 from gitdb.util import hex_to_bin
 
 from agentloop.errors import VcsError
@@ -33,18 +39,26 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 MISSING = "missing"
 # In the git dir while a task is open, so a run that died mid-task can be rolled back by the next.
 OPEN_ATTEMPT = "agent-loop-attempt.json"
+# Where the next run keeps the files of an attempt it rolls back; the reflog keeps earlier ones.
+SAVED_REF = "refs/agent-loop/rolled-back"
 # Lines the tool itself adds to .gitignore; a .gitignore changed only by them is not "dirty".
 OWN_IGNORE_LINES = {".agent-loop", ".agent-loop/", "/.agent-loop", "/.agent-loop/"}
 
 
 @dataclass(frozen=True)
 class _Start:
-    """What the repository looked like when a task began."""
+    """What the repository looked like when a task began: the open-attempt record."""
 
     head: str | None            # None: unborn branch
     ref: str | None             # the branch HEAD pointed to; None when detached
     index_tree: str             # the index as a tree, to restore what the user had staged
     states: dict[str, str]      # path -> state, for paths that differed from HEAD at begin
+    task: str | None = None     # the task file then: spared even by a run with another one
+    # Set by finish once the commit object exists, before HEAD moves to it: what the index must
+    # hold afterwards (`files` as committed, `touched` as at begin), so the next run can finish.
+    commit: str | None = None
+    files: list[str] = field(default_factory=list)
+    touched: list[str] = field(default_factory=list)
 
 
 def _split(out: str) -> set[str]:
@@ -52,15 +66,23 @@ def _split(out: str) -> set[str]:
     return {p for p in out.split("\0") if p and not p.endswith("/")}
 
 
+def _plain(rel: str) -> bool:
+    """A relative path inside the working tree, as git names one; a record could hold others."""
+    parts = rel.split("/")
+    return not rel.startswith("/") and not any(p in ("", ".", "..", ".git") for p in parts)
+
+
 class GitVcs:
     """Tasks as commits on the current branch, through GitPython and the git it drives."""
 
     name = "git"
 
-    def __init__(self, root: Path, task_file: Path, allow_dirty: bool = False) -> None:
+    def __init__(self, root: Path, task_file: Path, allow_dirty: bool = False,
+                 note: str = "") -> None:
         self.root = root.resolve()
         self.task_file = task_file
         self.allow_dirty = allow_dirty
+        self.note = note  # why git was chosen, when `auto` fell back to it
         self._repo: git.Repo | None = None
         self._task_rel: str | None = None
         self._start: _Start | None = None
@@ -74,7 +96,7 @@ class GitVcs:
     # -- plumbing -------------------------------------------------------------------------------
 
     def _git(self, *args: str, paths: Iterable[str] | None = None,
-             env: dict[str, str] | None = None) -> str:
+             env: dict[str, str] | None = None, codes: tuple[int, ...] = (0,)) -> str:
         """Run git; `paths` go through stdin NUL-separated, so no list is ever too long."""
         stdin = None
         if paths is not None:
@@ -82,16 +104,15 @@ class GitVcs:
             stdin.write(b"".join(p.encode() + b"\0" for p in paths))
             stdin.seek(0)
         try:
-            out = self.repo.git.execute(["git", *args], istream=stdin, env=env,
-                                        strip_newline_in_stdout=False)
-        except git.GitCommandError as exc:
-            # GitPython wraps stderr as "\n  stderr: '...'"; show git's own words only.
-            detail = (exc.stderr or exc.stdout or "").strip().removeprefix("stderr: '")
-            detail = detail.removesuffix("'").strip().replace("\n", " ")
-            raise VcsError(f"`git {' '.join(args)}` failed: {detail}") from exc
+            status, out, err = self.repo.git.execute(
+                ["git", *args], istream=stdin, env=env, with_extended_output=True,
+                with_exceptions=False, strip_newline_in_stdout=False)
         finally:
             if stdin is not None:
                 stdin.close()
+        if status not in codes:
+            detail = str(err or out or "").strip().replace("\n", " ")
+            raise VcsError(f"`git {' '.join(args)}` failed: {detail}")
         return str(out)
 
     def _head(self) -> str | None:
@@ -115,12 +136,23 @@ class GitVcs:
             paths |= _split(self._git("diff", "--name-only", "-z", "--no-renames", base))
         return {p for p in paths if not self._kept_out(p)}
 
+    def _through_link(self, rel: str) -> bool:
+        """Whether a folder on the way to `rel` is a symlink: git sees no file there."""
+        folder = self.root
+        for part in rel.split("/")[:-1]:
+            folder = folder / part
+            if folder.is_symlink():
+                return True
+        return False
+
     def _state(self, rel: str, keep: bool = False) -> str:
         """A path's content as one string; with `keep` the bytes are stored as a blob."""
         full = self.root / rel
+        if self._through_link(rel):
+            return MISSING
         try:
             st = os.lstat(full)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # the latter: a folder became a file
             return MISSING
         if stat.S_ISLNK(st.st_mode):
             return "link:" + os.readlink(full)
@@ -138,6 +170,8 @@ class GitVcs:
         """Paths whose content differs from what they held at begin."""
         changed = set()
         for rel in self._candidates(start.head) | set(start.states):
+            if self._kept_out(rel) or rel == start.task or not _plain(rel):
+                continue
             if rel not in start.states:
                 changed.add(rel)  # clean at begin, and git now lists it: the attempt changed it
             elif self._state(rel) != start.states[rel]:
@@ -154,16 +188,17 @@ class GitVcs:
             return self._git("write-tree", env=env).strip()
 
     def _commit(self, base: str | None, paths: set[str], message: str) -> str | None:
-        """Commit `paths` on top of `base` and move HEAD there; None when that changes nothing."""
+        """A commit of `paths` on top of `base`, HEAD left alone; None when it changes nothing."""
         tree = self._build_tree(base, paths)
         if tree == (self.repo.commit(base).tree.hexsha if base else EMPTY_TREE):
             return None  # e.g. the task undid the user's own uncommitted edit
         parents = ["-p", base] if base else []
-        sha = self._git("commit-tree", tree, *parents, "-m", message).strip()
+        return self._git("commit-tree", tree, *parents, "-m", message).strip()
+
+    def _land(self, base: str | None, sha: str, message: str) -> None:
         # The old value guards against a concurrent change of the branch.
         self._git("update-ref", "-m", f"agent-loop: {message.splitlines()[0]}", "HEAD", sha,
                   base or "0" * 40)
-        return sha
 
     def _reset_index(self, tree: str, paths: set[str]) -> None:
         if paths:
@@ -192,11 +227,13 @@ class GitVcs:
 
     def prepare(self) -> list[str]:
         """Open (or `git init`) the repository; refuse a dirty tree unless allowed."""
-        notes: list[str] = []
+        notes: list[str] = [self.note] if self.note else []
+        created = False
         try:
             self._repo = git.Repo(self.root, search_parent_directories=True)
         except git.InvalidGitRepositoryError:
             self._repo = git.Repo.init(self.root)
+            created = True
             notes.append(f"initialized a git repository in {self.root}")
         except git.NoSuchPathError as exc:
             raise VcsError(f"{self.root} does not exist") from exc
@@ -210,10 +247,13 @@ class GitVcs:
         head = self._head()
         dirty = sorted(p for p in self._candidates(head)
                        if not (p == ".gitignore" and self._only_own_ignore_lines(head)))
-        if notes and head is None and dirty:
+        if created and head is None and dirty:
             # A folder we just put under git: its files become the base, so reverting a task
             # never deletes a file that was there before agent-loop came.
-            sha = self._commit(None, set(dirty), "Files present before agent-loop's first task")
+            message = "Files present before agent-loop's first task"
+            sha = self._commit(None, set(dirty), message)
+            if sha is not None:
+                self._land(None, sha, message)
             self._reset_index(sha or EMPTY_TREE, set(dirty))
             notes.append(f"committed the {len(dirty)} files already there as the starting point")
         elif dirty and not self.allow_dirty:
@@ -228,23 +268,83 @@ class GitVcs:
         return notes
 
     def _roll_back_leftover(self) -> list[str]:
-        """An earlier run died inside a task: put its files back, as abandon would have."""
+        """An earlier run died inside a task: keep the commit it made, else undo its edits."""
+        stopped = "an earlier run stopped inside a task"
         try:
-            leftover = _Start(**json.loads((Path(self.repo.git_dir) / OPEN_ATTEMPT).read_text()))
+            text = self._record().read_text()
         except FileNotFoundError:
             return []
+        try:
+            leftover = _Start(**json.loads(text))
+        except (ValueError, TypeError):
+            self._forget()
+            return [f"{stopped}, but its record could not be read; its files are left as they are"]
         self._start = leftover
-        if leftover.head != self._head():
+        head = self._head()
+        if leftover.commit is not None and head == leftover.commit:
+            # It died after finish moved HEAD to the task's commit, before the runner saved the
+            # task as done. Rolling back would throw finished work away and committing again
+            # would make a second commit for the task: keep the commit and settle the index as
+            # finish would have. The runner begins the task again and finds its work done.
+            self._settle(leftover)
+            self._forget()
+            return [f"an earlier run committed its task as {head[:12]} but stopped before "
+                    "recording it; the commit is kept"]
+        if head != leftover.head:
             # Commits were made since; they may be the user's, so nothing is undone.
             self._forget()
-            return ["an earlier run stopped inside a task; HEAD has moved since, so its files "
-                    "are left as they are"]
+            return [f"{stopped}; HEAD has moved since, so its files are left as they are"]
+        if self._missing(leftover):
+            self._forget()
+            return [f"{stopped}, but the copies kept to roll it back are gone (git gc?); its "
+                    "files are left as they are"]
+        # Whatever the attempt left may be all the user has of it (or even the user's own edits
+        # since the run died, which look the same): keep a copy before rolling back.
+        saved = self._save_aside(leftover)
         self.abandon(Change(change_id=""))
-        return ["rolled back the unfinished task attempt an earlier run left behind"]
+        note = "rolled back the unfinished task attempt an earlier run left behind"
+        if saved:
+            note += f"; its files are kept in commit {saved[:12]} (`git show {SAVED_REF}`)"
+        return [note]
+
+    def _save_aside(self, start: _Start) -> str | None:
+        """Commit what a roll-back would undo under SAVED_REF; None when there is nothing."""
+        changed = self._changed(start)
+        if not changed:
+            return None
+        try:
+            sha = self._commit(start.head, changed, "agent-loop: an unfinished task attempt, "
+                               "rolled back by the next run")
+            if sha is not None:
+                self._git("update-ref", "--create-reflog", "-m", "agent-loop: rolled back",
+                          SAVED_REF, sha)
+        except VcsError:
+            return None  # e.g. a path git cannot take; the roll-back goes ahead as before
+        return sha
+
+    def _missing(self, start: _Start) -> bool:
+        """Whether an object the roll-back needs is gone (say, `git gc` pruned a stored blob)."""
+        shas = [start.index_tree, *([start.head] if start.head else [])]
+        shas += [s.split(":", 1)[1] for s in start.states.values() if s.startswith("100")]
+        for sha in shas:
+            try:
+                self.repo.odb.info(hex_to_bin(sha))
+            except (ValueError, BadName, BadObject):
+                return True
+        return False
+
+    def _record(self) -> Path:
+        return Path(self.repo.git_dir) / OPEN_ATTEMPT
+
+    def _remember(self, start: _Start) -> None:
+        self._start = start
+        record = self._record()
+        record.with_suffix(".tmp").write_text(json.dumps(dataclasses.asdict(start)))
+        os.replace(record.with_suffix(".tmp"), record)
 
     def _forget(self) -> None:
         self._start = None
-        (Path(self.repo.git_dir) / OPEN_ATTEMPT).unlink(missing_ok=True)
+        self._record().unlink(missing_ok=True)
 
     def _only_own_ignore_lines(self, head: str | None) -> bool:
         def strip(text: str) -> list[str]:
@@ -268,10 +368,7 @@ class GitVcs:
         except VcsError:
             index_tree = head or EMPTY_TREE  # unmerged entries: the best we can put back is HEAD
         states = {p: self._state(p, keep=True) for p in self._candidates(head)}
-        self._start = _Start(head, self._ref(), index_tree, states)
-        record = Path(self.repo.git_dir) / OPEN_ATTEMPT
-        record.with_suffix(".tmp").write_text(json.dumps(dataclasses.asdict(self._start)))
-        os.replace(record.with_suffix(".tmp"), record)
+        self._remember(_Start(head, self._ref(), index_tree, states, self._task_rel))
         return Change(change_id="", base=head or "")
 
     def finish(self, change: Change, message: str) -> Change:
@@ -287,31 +384,62 @@ class GitVcs:
                                        f"{start.head}..HEAD" if start.head else "HEAD").strip()
         touched = self._move_head_back(start)
         changed = self._changed(start)
-        self._forget()
         if agent_subjects:
             message += "\n\nIncludes the commits the agent made itself:\n" + agent_subjects
         sha = self._commit(start.head, changed, message) if changed else None
         if sha is None:
             self._reset_index(start.index_tree, touched)
+            self._forget()
             return Change(change_id="", base=start.head or "", empty=True)
-        self._reset_index(sha, changed)
-        self._reset_index(start.index_tree, touched - changed)
+        # Recorded before HEAD moves, forgotten only once the index is settled: a run killed
+        # in between leaves a record naming the commit, and the next run keeps that commit
+        # instead of rolling it back or committing the task a second time.
+        start = dataclasses.replace(start, commit=sha, files=sorted(changed),
+                                    touched=sorted(touched - changed))
+        self._remember(start)
+        self._land(start.head, sha, message)
+        self._settle(start)
+        self._forget()
         return Change(change_id=sha, commit_id=sha, base=start.head or "",
                       files=tuple(sorted(changed)))
 
+    def _settle(self, start: _Start) -> None:
+        """The index after a task commit: its files as committed, the agent's others as before."""
+        assert start.commit is not None
+        self._reset_index(start.commit, set(start.files))
+        self._reset_index(start.index_tree, set(start.touched))
+
     def abandon(self, change: Change) -> None:
-        """Put every path the attempt changed back as it was at begin, commits included."""
-        start = self._started()
+        """Put every path the attempt changed back as it was at begin, commits included.
+
+        Without an open attempt (abandoned already, or never begun) there is nothing to do.
+        """
+        start = self._start
+        if start is None:
+            return
+        if self._missing(start):
+            self._forget()  # nothing left to put the files back from: they stay as they are
+            return
         touched = self._move_head_back(start)
         changed = self._changed(start)
         from_head: set[str] = set()
-        for rel in sorted(changed):
+        back: dict[str, str] = {}
+        for rel in changed:
             if rel in start.states:
-                self._put_back(rel, start.states[rel])
+                back[rel] = start.states[rel]
             elif start.head is not None and self._in_tree(start.head, rel):
                 from_head.add(rel)
             else:
-                self._put_back(rel, MISSING)
+                back[rel] = MISSING
+        # An ignored file is never the attempt's to delete, even one it force-added.
+        for rel in self._ignored({r for r, state in back.items() if state == MISSING}):
+            del back[rel]
+        # Deletions first, deepest first: a folder that took a file's place is emptied before
+        # the file returns, a symlink that took a folder's place is gone before its files do.
+        for rel in sorted((r for r, state in back.items() if state == MISSING), reverse=True):
+            self._put_back(rel, MISSING)
+        for rel in sorted(r for r, state in back.items() if state != MISSING):
+            self._put_back(rel, back[rel])
         if from_head:
             self._git("restore", f"--source={start.head}", "--worktree",
                       "--pathspec-from-file=-", "--pathspec-file-nul", paths=sorted(from_head))
@@ -349,10 +477,24 @@ class GitVcs:
             return False
         return True
 
+    def _ignored(self, paths: set[str]) -> set[str]:
+        """The paths git's ignore rules match, tracked or not."""
+        if not paths:
+            return set()
+        # It takes paths, never patterns, and refuses the literal-pathspec switch; exit
+        # status 1 means none of them is ignored.
+        return _split(self._git("check-ignore", "--no-index", "-z", "--stdin",
+                                paths=sorted(paths), env={"GIT_LITERAL_PATHSPECS": "0"},
+                                codes=(0, 1)))
+
     def _put_back(self, rel: str, state: str) -> None:
         full = self.root / rel
+        if state == "other" or self._through_link(rel):
+            return  # nothing we can recreate; or a write that would land outside `rel`
         if full.is_dir() and not full.is_symlink():
-            shutil.rmtree(full)
+            if any(full.iterdir()):
+                return  # what is left in it (ignored files, a nested repo) is not the attempt's
+            full.rmdir()
         elif full.exists() or full.is_symlink():
             full.unlink()
         if state == MISSING:

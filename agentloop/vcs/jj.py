@@ -116,12 +116,10 @@ class JjVcs:
                  "--", _fileset(ours))
         return True
 
-    def _one(self, change_id: str) -> tuple[_Rev, _Rev | None]:
-        """The task's revision and the working copy's, when @ has moved past it."""
+    def _one(self, change_id: str) -> tuple[_Rev | None, _Rev | None]:
+        """The task's revision (None when gone) and the working copy's, when @ is not it."""
         revs = self._info(f"present({change_id}) | @")
         task = next((r for r in revs if r.change_id == change_id), None)
-        if task is None:
-            raise VcsError(f"the task's change {change_id[:12]} is gone (abandoned by hand?)")
         wc = next((r for r in revs if r.is_wc and r is not task), None)
         return task, wc
 
@@ -189,6 +187,8 @@ class JjVcs:
     def finish(self, change: Change, message: str) -> Change:
         """Snapshot, sweep out the tool's files, describe; then leave it with `jj new`."""
         task, wc = self._one(change.change_id)
+        if task is None:
+            raise VcsError(f"the task's change {change.short} is gone (abandoned by hand?)")
         if wc is not None:
             task = self._fold(task, message)
         stale = self._sweep(task)
@@ -198,14 +198,16 @@ class JjVcs:
         if stale:
             task = self._info(task.change_id)[0]
         files = tuple(f for f in task.files if not self._kept_out(f))
-        if task.empty:
-            # Like git making no commit: an empty change would only clutter the history.
-            self._jj("abandon", task.change_id)
-        else:
-            self._jj("new", task.change_id)
         self._fresh = True
-        return Change(change_id=task.change_id, commit_id=task.commit_id,
-                      base=",".join(task.parents), empty=task.empty, files=files)
+        base = ",".join(task.parents)
+        if task.empty:
+            # Like git making no commit: an empty change would only clutter the history. Its
+            # ids go with it, so nothing records a change that no longer exists.
+            self._jj("abandon", task.change_id)
+            return Change(change_id="", base=base, empty=True)
+        self._jj("new", task.change_id)
+        return Change(change_id=task.change_id, commit_id=task.commit_id, base=base,
+                      files=files)
 
     def _fold(self, task: _Rev, message: str) -> _Rev:
         """The agent ran `jj new`/`jj commit` itself: squash its changes back into the task's."""
@@ -217,8 +219,15 @@ class JjVcs:
         return self._info(task.change_id)[0]
 
     def abandon(self, change: Change) -> None:
-        """Sweep out the tool's files, then `jj abandon` the change (and anything on top of it)."""
-        task, wc = self._one(change.change_id)
+        """Sweep out the tool's files, then `jj abandon` the change (and anything on top of it).
+
+        A change that is gone already (abandoned by us before, or by the user by hand after an
+        interrupted run) leaves nothing to do: that is no error, or no later run could start.
+        """
+        self._messages.pop(change.change_id, None)
+        task, wc = self._one(change.change_id) if change.change_id else (None, None)
+        if task is None:
+            return
         # Before the first begin (an earlier run's leftover) there is no base yet: the tool's
         # files are put back on disk instead, where the next snapshot takes them into @.
         saved = {} if self._base else {
@@ -230,7 +239,6 @@ class JjVcs:
         for rel, data in saved.items():
             (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
             (self.root / rel).write_bytes(data)
-        self._messages.pop(change.change_id, None)
         # jj gives an abandoned working-copy commit a new, empty one on its parent.
         self._fresh = wc_goes
 

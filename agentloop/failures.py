@@ -1,0 +1,205 @@
+"""Error classes of a failed agent run: a limit to wait out, a transient fault, a blocker, or other.
+
+Decided from the CLI's structured fields first: its typed `api_error`, `api_error_status`,
+`api_error_type` and a rejected `rate_limit_event`; the result text only where the CLI gives
+nothing else (a credit balance, a missing login, a client-side request timeout). The wordings were
+measured on Claude Code 2.1.330 against tests/fakeapi.py and read from its binary:
+
+- `api_error` is the CLI's own cause of an API failure ("new values are added over time, so treat
+  an unknown value as absent"); the CLI itself groups the kinds into try_again, fix_setup,
+  switch_model, wait, blocked and a few more, which the sets below follow.
+- A closed port, a cut connection and a DNS failure all carry `api_error: connection_failed`,
+  e.g. `API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)`,
+  `API Error: Connection dropped (ECONNRESET). ...`, `API Error: Can't reach the API server —
+  check your internet or DNS (ENOTFOUND)`. The client's own timeout has no typed kind:
+  `Request timed out. If the API is slow to answer, ... set API_TIMEOUT_MS above N.`
+- No credentials: `Not logged in · Please run /login` with no status at all. A credit balance:
+  HTTP 400 `invalid_request_error` with the result `Credit balance is too low`.
+"""
+
+from __future__ import annotations
+
+import re
+import time as _time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo
+
+from agentloop.agents import AgentResult
+from agentloop.agents.claude import ROOT_REFUSAL
+
+LIMIT, TRANSIENT, BLOCKING, OTHER = "limit", "transient", "blocking", "other"
+
+# The CLI's `api_error` kinds, by what they mean for an unattended loop.
+LIMIT_API_ERRORS = {"usage_limit_reached", "unattended_start_limit", "unattended_start_unconfirmed"}
+TRANSIENT_API_ERRORS = {"connection_failed", "no_response", "stream_idle_timeout", "computer_slept"}
+# The CLI's fix_setup and switch_model kinds: every later task would fail the same way.
+BLOCKING_API_ERRORS = {
+    "claude_code_version_too_old", "effort_requires_thinking", "advisor_incompatible",
+    "stored_login_refused", "named_profile_unusable", "oauth_refresh_store_refused",
+    "tls_untrusted_ca", "tls_cert_signature_failure", "gateway_content_type",
+    "provider_credentials", "gateway_signin_required", "gateway_session_expired",
+    "api_key_auth_disabled", "org_disabled_credential", "invalid_credential_header",
+    "model_substitution_disabled", "field_not_granted", "network_edge_blocked",
+    "model_requires_usage_credits", "long_context_credits_required", "no_allowed_fallback"}
+# Known kinds that concern this task's content (too long a reply, a refused prompt, a hook's
+# veto, ...): the advisor decides. A hook's refusal also says permission_error, so these are
+# checked before the HTTP type.
+OTHER_API_ERRORS = {
+    "max_output_tokens", "dlp_request_denied", "safety_monitor_blocked", "hook_denied",
+    "tool_history_mismatch", "autocompact_thrashing", "pdf_too_large", "pdf_password_protected",
+    "media_removed", "consent_unanswered", "empty_completion", "malformed_tool_use_exhausted",
+    "message_over_context_limit"}
+
+BLOCKING_TYPES = {"authentication_error", "permission_error", "billing_error"}
+TRANSIENT_TYPES = {"overloaded_error", "api_error", "timeout_error"}
+
+# Prose, read only from the start of a result text (optionally after "API Error: "), so an
+# agent's own final message that mentions such words is not mistaken for an API failure.
+_PREFIX = r"^(?:API Error: (?:\d{3} )?)?"
+LIMIT_TEXT = re.compile(_PREFIX + r"(?:Server is temporarily limiting requests|You've hit your "
+                        r"|You're out of usage credits)", re.IGNORECASE)
+BLOCKING_TEXT = re.compile(
+    _PREFIX + r"(?:Not logged in|Invalid API key|Invalid auth token|Credit balance is too low"
+    r"|Your credit balance is too low|OAuth token revoked|Login expired|Login reached its time limit"
+    r"|Failed to authenticate|Authentication required|Your ANTHROPIC_API_KEY belongs to a disabled"
+    r"|Your organization has disabled|This organization has been disabled)", re.IGNORECASE)
+TRANSIENT_TEXT = re.compile(
+    _PREFIX + r"(?:Request timed out|Connection error|Connection (?:refused|dropped|lost)"
+    r"|Connection to the API was lost|Can't reach the API server|fetch failed)"
+    r"|^API Error: .*\b(?:ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|socket hang up)\b",
+    re.IGNORECASE)
+
+# "resets 2:49am (UTC)", "resets 3pm", "resets Nov 24, 3pm (Europe/Berlin)",
+# "resets Jan 2, 2027, 3:30pm (UTC)": the CLI's en-US forms (a date only when over 24 h away,
+# a year only when it differs from this one; minutes cut off, not rounded).
+RESET = re.compile(
+    r"\bresets\s+(?:(?P<month>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+"
+    r"(?P<day>\d{1,2}),?\s+(?:(?P<year>\d{4}),?\s+)?(?:at\s+)?)?"
+    r"(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*(?P<half>[ap])\.?m\b\.?"
+    r"(?:\s*\((?P<zone>[^()]+)\))?", re.IGNORECASE)
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+# The text shows whole minutes, cut off: "2:49am" may mean 2:49:59, a little before `now`.
+RESET_GRACE_SECONDS = 120
+
+
+@dataclass(frozen=True)
+class Failure:
+    """How the runner should treat a failed run."""
+
+    kind: str                       # "limit" | "transient" | "blocking" | "other"
+    reason: str                     # one line for the user
+    resets_at: float | None = None  # unix seconds when a limit resets, if known
+
+
+def _detail(result: AgentResult) -> str:
+    text = (result.error or result.text or f"exit {result.exit_code}").strip()
+    line = " ".join(text.split())
+    return line if len(line) <= 300 else line[:299] + "…"
+
+
+def classify(result: AgentResult, now: datetime | None = None) -> Failure:
+    """Sort a failed result (ok False) into limit, transient, blocking or other."""
+    detail = _detail(result)
+    texts = [t.strip() for t in (result.text, result.error or "") if t and t.strip()]
+
+    def limit(label: str) -> Failure:
+        resets = result.limit_resets_at
+        if resets is None:
+            moment = now or datetime.now(timezone.utc)
+            resets = next((r for r in (parse_reset(t, moment) for t in texts) if r), None)
+        return Failure(LIMIT, f"{label}: {detail}", resets)
+
+    kind = result.api_error
+    if kind in LIMIT_API_ERRORS:
+        return limit("usage limit reached")
+    if kind in BLOCKING_API_ERRORS:
+        return Failure(BLOCKING, f"claude cannot work until this is fixed ({kind}): {detail}")
+    if kind in TRANSIENT_API_ERRORS:
+        return Failure(TRANSIENT, f"connection problem ({kind}): {detail}")
+    if kind in OTHER_API_ERRORS:
+        return Failure(OTHER, detail)
+    if result.limit_resets_at is not None:
+        return limit("usage limit reached")
+    if result.timed_out:
+        return Failure(TRANSIENT, "timed out")
+    if ROOT_REFUSAL in result.stderr:
+        return Failure(BLOCKING, "claude refuses to skip permissions as root: run agent-loop as a "
+                                 "normal user, or set IS_SANDBOX=1 on a disposable machine")
+    status, api_type = result.api_error_status, result.api_error_type
+    if status == 429 or api_type == "rate_limit_error":
+        if any(LIMIT_TEXT.match(t) for t in texts):
+            return limit("the API is limiting requests")
+        return limit("rate limited (HTTP 429)")
+    if status in (401, 403) or api_type in BLOCKING_TYPES:
+        what = "billing problem" if api_type == "billing_error" else "not authorized"
+        return Failure(BLOCKING, f"{what} (HTTP {status}, {api_type}): {detail}")
+    if (status is not None and status >= 500) or api_type in TRANSIENT_TYPES:
+        return Failure(TRANSIENT, f"API error (HTTP {status}, {api_type}): {detail}")
+    if any(LIMIT_TEXT.match(t) for t in texts):
+        return limit("usage limit reached")
+    if any(BLOCKING_TEXT.match(t) for t in texts):
+        return Failure(BLOCKING, f"claude cannot work until this is fixed: {detail}")
+    if any(TRANSIENT_TEXT.search(t) for t in texts):
+        return Failure(TRANSIENT, f"connection problem: {detail}")
+    return Failure(OTHER, detail)
+
+
+def _zone(name: str | None) -> tzinfo | None:
+    """The zone the CLI named, or None for this machine's local time."""
+    if not name:
+        return None
+    name = name.strip()
+    if name.upper() in ("UTC", "GMT", "ETC/UTC"):
+        return timezone.utc
+    try:
+        return ZoneInfo(name)
+    except (ValueError, OSError, KeyError):
+        # The CLI prints the zone it runs in, which is ours too: local time is the best guess.
+        return None
+
+
+def _stamp(year: int, month: int, day: int, hour: int, minute: int, zone: tzinfo | None) -> float:
+    if zone is None:
+        # mktime reads the system zone (DST included) and rolls day overflow into the month.
+        return _time.mktime((year, month, day, hour, minute, 0, 0, 0, -1))
+    moment = datetime(year, month, 1, hour, minute, tzinfo=zone) + timedelta(days=day - 1)
+    return moment.timestamp()
+
+
+def parse_reset(text: str, now: datetime) -> float | None:
+    """Unix seconds of the reset a text like `… · resets 2:49am (UTC)` names: the next such
+    time after `now` (naive: UTC), in the zone in parentheses, else local time; None if none."""
+    found = RESET.search(text)
+    if not found:
+        return None
+    hour, minute = int(found["hour"]), int(found["minute"] or 0)
+    if not 1 <= hour <= 12 or minute > 59:
+        return None
+    hour = hour % 12 + (12 if found["half"].lower() == "p" else 0)
+    zone = _zone(found["zone"])
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=timezone.utc)
+    earliest = now.timestamp() - RESET_GRACE_SECONDS
+    if zone is None:
+        today = _time.localtime(now.timestamp())
+        year, month, day = today.tm_year, today.tm_mon, today.tm_mday
+    else:
+        here = now.astimezone(zone)
+        year, month, day = here.year, here.month, here.day
+    if found["month"]:
+        month, day = MONTHS.index(found["month"][:3].lower()) + 1, int(found["day"])
+        try:
+            datetime(int(found["year"] or 2024), month, day)  # 2024: a leap year allows Feb 29
+        except ValueError:
+            return None
+        if found["year"]:
+            return _stamp(int(found["year"]), month, day, hour, minute, zone)
+        candidates = [(year, month, day), (year + 1, month, day)]
+    else:
+        candidates = [(year, month, day), (year, month, day + 1)]
+    for y, m, d in candidates:
+        stamp = _stamp(y, m, d, hour, minute, zone)
+        if stamp >= earliest:
+            return stamp
+    return None

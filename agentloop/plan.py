@@ -1,0 +1,65 @@
+"""Which session a task continues, and the plan --dry-run shows. Pure functions over the state."""
+
+from __future__ import annotations
+
+from agentloop.state import State, TaskState
+
+DONE = ("completed", "skipped")
+
+
+def previous_in_group(state: State, task: TaskState) -> TaskState | None:
+    """The task run before this one in its group, passing over tasks the author checked off."""
+    for earlier in reversed(state.tasks[: task.index - 1]):
+        if earlier.group != task.group:
+            return None
+        if earlier.status != "skipped":
+            return earlier
+    return None
+
+
+def resume_session(state: State, task: TaskState) -> str | None:
+    """The session a task continues: its group's previous task's, if that one completed.
+
+    A failed task breaks the chain, so the next task starts fresh.
+    """
+    previous = previous_in_group(state, task)
+    if previous is not None and previous.status == "completed":
+        return previous.session_id
+    return None
+
+
+def session_plan(state: State, max_attempts: int) -> list[tuple[TaskState, str]]:
+    """For --dry-run: each task with how it would run (done, new or continued session)."""
+    plan = []
+    will_run: set[int] = set()
+    for task in state.tasks:
+        if task.status == "completed":
+            plan.append((task, "done"))
+            continue
+        if task.status == "skipped":
+            plan.append((task, "skipped (checked off in the task file)"))
+            continue
+        if exhausted(task, max_attempts):
+            plan.append((task, f"failed after {task.attempts} attempts; not run again"))
+            continue
+        session = resume_session(state, task)
+        previous = previous_in_group(state, task)
+        if session:
+            how = f"resumes session {session}"
+        elif previous is not None and previous.index in will_run:
+            how = "continues the group's session"
+        else:
+            how = "starts a fresh session"
+        will_run.add(task.index)
+        plan.append((task, how))
+    return plan
+
+
+def exhausted(task: TaskState, max_attempts: int) -> bool:
+    """A failed task that has used up its attempts is not run again (until --reset)."""
+    return task.status == "failed" and task.attempts >= max_attempts
+
+
+def commit_message(task: TaskState) -> str:
+    """The description of a task's change."""
+    return f"agent-loop: {task.group} / {task.summary}"
