@@ -88,8 +88,8 @@ def command(tasks_md: Path, **options: Any) -> None:
         click.echo(f"agent-loop: stopped: {exc}. Continue with: {resume_command(args)}", err=True)
         sys.exit(exc.exit_code)
     except AgentBlocked as exc:
-        click.echo(f"agent-loop: stopped: {exc}. Then continue with: {resume_command(args)}",
-                   err=True)
+        click.echo(f"agent-loop: stopped: {exc}. Fix that, then continue with: "
+                   f"{resume_command(args)}", err=True)
         sys.exit(exc.exit_code)
     except AgentLoopError as exc:
         click.echo(f"agent-loop: error: {exc}", err=True)

@@ -133,7 +133,7 @@ class Runner:
                 task.status, task.error = "pending", failure.reason
                 self.save()
                 if failure.kind == "blocking":
-                    raise AgentBlocked(f"{failure.reason}; fix that, then run again")
+                    raise AgentBlocked(failure.reason)
                 self._wait_for_limit(failure)
                 continue
             attempt.outcome = "failed"
