@@ -35,6 +35,9 @@ class RunOptions:
     max_limit_waits: int = 5
     max_failures: int = 3
     backoff: float = 30.0
+    iterations: int = 1
+    only: int | None = None
+    sleep: float = 0.0
 
     @classmethod
     def from_cli(cls, options: dict[str, Any]) -> "RunOptions":
@@ -43,7 +46,9 @@ class RunOptions:
                    claude=options["claude_path"], task_timeout=options["task_timeout"],
                    reset=options["reset"], max_attempts=options["max_attempts"],
                    retry_model=options["retry_model"], max_limit_waits=options["max_limit_waits"],
-                   max_failures=options["max_failures"], backoff=options["backoff"])
+                   max_failures=options["max_failures"], backoff=options["backoff"],
+                   iterations=options["iterations"], only=options["only"],
+                   sleep=options["sleep"])
 
 
 def status(tasks_md: Path, cwd: Path, as_json: bool = False) -> str:
@@ -107,6 +112,8 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> list[str]
             if archived is not None:
                 lines.append(f"reset: the old state and logs are in {project.store.relative(archived)}")
         state, saved = load_state(project)
+        if options.only is not None:
+            _check_single(state, options.only, options.max_attempts)
         agent.check()
         kind = _vcs_kind(options.vcs, state if saved else None)
         vcs = open_vcs(kind, project.root, project.task_file, options.allow_dirty)
@@ -120,9 +127,24 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> list[str]
                                 max_attempts=options.max_attempts,
                                 max_limit_waits=options.max_limit_waits,
                                 max_failures_in_row=options.max_failures,
-                                backoff=options.backoff), emit, advisor)
-        runner.run(tuple(lines + notes))
+                                backoff=options.backoff, iterations=options.iterations,
+                                sleep=options.sleep), emit, advisor)
+        runner.run(tuple(lines + notes), only=options.only)
         return undo_lines(state)
+
+
+def _check_single(state: State, index: int, max_attempts: int) -> None:
+    """--task N: N must exist and still be runnable."""
+    from agentloop.plan import exhausted
+
+    if index > len(state.tasks):
+        raise StateError(f"there is no task {index}: the task file has {len(state.tasks)}")
+    task = state.tasks[index - 1]
+    if task.status in ("completed", "skipped"):
+        raise StateError(f"task {index} is {task.status} already; --reset starts over")
+    if exhausted(task, max_attempts):
+        raise StateError(f"task {index} used all its {task.attempts} attempts; "
+                         "--reset starts over")
 
 
 def _open_changes(project: Project) -> list[Change]:

@@ -62,6 +62,12 @@ def _crash(exc: BaseException) -> None:
 @click.option("--backoff", type=click.FloatRange(min=0), default=30, show_default=True,
               help="First wait in seconds after a transient failure or a limit without a "
                    "reset time; doubles each time.")
+@click.option("--iterations", type=click.IntRange(1, 50), default=1, show_default=True,
+              help="Runs of one task in its session until the agent says TASK_COMPLETE.")
+@click.option("--task", "only", type=click.IntRange(min=1), default=None,
+              help="Run only task N (as numbered by --dry-run), leaving the others as they are.")
+@click.option("--sleep", type=click.FloatRange(min=0), default=0, show_default=True,
+              help="Seconds to wait between tasks (Ctrl+C ends the wait at once).")
 @click.version_option(__version__, "--version", prog_name="agent-loop")
 def command(tasks_md: Path, **options: Any) -> None:
     """Let Claude work through TASKS_MD: one task, one claude run, one change."""

@@ -65,6 +65,8 @@ class Console:
             return (f"{notes}agent-loop: {event.pending} of {event.total} task(s) to run "
                     f"(vcs: {event.vcs})")
         if isinstance(event, TaskStarted):
+            if event.iteration > 1:
+                return f"  iteration {event.iteration}: continuing in the same session"
             again = f" (attempt {event.attempt})" if event.attempt > 1 else ""
             return f"\n[{event.index}/{event.total}] {event.group} > {event.summary}{again}"
         if isinstance(event, ChangeCreated):
@@ -91,8 +93,8 @@ class Console:
             return (f"  {event.reason}: waiting until {until} ({duration(event.seconds)}, "
                     f"wait {event.wait} of {event.max_waits}; Ctrl+C stops)")
         if isinstance(event, TaskFinished):
-            if event.status == "failed":
-                return f"  task {event.index} failed: {event.error}"
+            if event.status in ("failed", "blocked"):
+                return f"  task {event.index} {event.status}: {event.error}"
             if event.status == "completed" and event.change_id:
                 return f"  change {event.change_id[:12]}: {event.files} file(s) changed"
             return None
@@ -136,8 +138,9 @@ def summary_text(event: RunFinished) -> str:
     """The closing lines of a run."""
     counts = ", ".join(f"{n} {status}" for status, n in event.counts)
     head = "done" if event.stopped is None else "stopped"
+    notes = "".join(f"\nlook at: {note}" for note in event.notes)
     return (f"\nagent-loop {head}: {counts}; cost {money(event.cost_usd)}; "
-            f"time {duration(event.seconds)}; logs in {event.logs}/")
+            f"time {duration(event.seconds)}; logs in {event.logs}/{notes}")
 
 
 def status_lines(state: State) -> list[str]:

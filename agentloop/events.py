@@ -27,6 +27,7 @@ class TaskStarted:
     group: str
     summary: str
     attempt: int
+    iteration: int = 1
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ class RunFinished:
     seconds: float
     logs: str
     stopped: str | None = None   # why the run stopped early, if it did
+    notes: tuple[str, ...] = ()  # things the user should look at (tasks that keep stalling)
 
 
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,

@@ -18,13 +18,16 @@ def previous_in_group(state: State, task: TaskState) -> TaskState | None:
 
 
 def resume_session(state: State, task: TaskState) -> str | None:
-    """The session a task continues: its group's previous task's, if that one completed.
+    """The session a task continues: the newest of its group's earlier tasks that completed
+    (or reported itself blocked), passing over tasks never run.
 
     A failed task breaks the chain, so the next task starts fresh.
     """
-    previous = previous_in_group(state, task)
-    if previous is not None and previous.status == "completed":
-        return previous.session_id
+    for earlier in reversed(state.tasks[: task.index - 1]):
+        if earlier.group != task.group or earlier.status == "failed":
+            return None
+        if earlier.status in ("completed", "blocked"):
+            return earlier.session_id
     return None
 
 
@@ -42,6 +45,9 @@ def session_plan(state: State, max_attempts: int) -> list[tuple[TaskState, str]]
         if exhausted(task, max_attempts):
             plan.append((task, f"failed after {task.attempts} attempts; not run again"))
             continue
+        if task.status == "blocked":
+            plan.append((task, f"blocked ({task.error}); run it with --task {task.index}"))
+            continue
         session = resume_session(state, task)
         previous = previous_in_group(state, task)
         if session:
@@ -58,6 +64,11 @@ def session_plan(state: State, max_attempts: int) -> list[tuple[TaskState, str]]
 def exhausted(task: TaskState, max_attempts: int) -> bool:
     """A failed task that has used up its attempts is not run again (until --reset)."""
     return task.status == "failed" and task.attempts >= max_attempts
+
+
+def runnable(task: TaskState, max_attempts: int) -> bool:
+    """Whether a plain run takes this task: not done, not used up, not reported blocked."""
+    return task.status not in (*DONE, "blocked") and not exhausted(task, max_attempts)
 
 
 def commit_message(task: TaskState) -> str:

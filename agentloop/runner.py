@@ -11,7 +11,7 @@ the retry advisor. A task gets at most `max_attempts` attempts in all, whatever 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Callable
 
@@ -22,7 +22,10 @@ from agentloop.events import (AgentActivity, AgentFinished, AgentStarted, Change
                               ChangeCreated, Emit, LimitWait, RetryDecided, RunFinished,
                               RunStarted, TaskFinished, TaskStarted)
 from agentloop.failures import Failure, classify
-from agentloop.plan import DONE, commit_message, exhausted, resume_session
+from agentloop.learnings import Learnings
+from agentloop.plan import commit_message, resume_session, runnable
+from agentloop.report import BLOCKED, FATAL, Report
+from agentloop.report import parse as parse_report
 from agentloop.proc import shielded
 from agentloop.project import Project
 from agentloop.retry import MAX_ATTEMPTS, Advice
@@ -37,6 +40,18 @@ TRANSIENT_PAUSE = 3
 MAX_BACKOFF = 3600.0
 # Seconds added to a reported reset time, so we do not knock a moment too early.
 RESET_MARGIN = 5.0
+# Runs of the tool in a row a task may start without completing before the summary flags it.
+STALL_RUNS = 3
+COMPLETE_NOTE = ("This task may take several turns. When it is fully done, end your final "
+                 "message with the line TASK_COMPLETE.")
+CONTINUE_PROMPT = ("Continue with the same task. Your progress so far:\n{progress}\n\n"
+                   "Keep going; when the task is fully done, end your final message with the "
+                   "line TASK_COMPLETE.")
+
+
+def _meaningful(learnings: str) -> str:
+    """Learnings, or "" when the agent wrote that there were none."""
+    return "" if learnings.strip().strip(".").lower() in ("", "none", "n/a", "-") else learnings
 
 Advisor = Callable[..., Advice]
 
@@ -51,6 +66,8 @@ class Options:
     max_limit_waits: int = 5
     max_failures_in_row: int = 3
     backoff: float = 30.0
+    iterations: int = 1
+    sleep: float = 0.0
 
 
 class Runner:
@@ -68,23 +85,29 @@ class Runner:
         self.clock = clock or SystemClock()
         self.limit_waits = 0
         self.failed_in_row: list[int] = []
+        self.learnings = Learnings(project.store.dir)
 
     def save(self) -> None:
         """Persist the state now."""
         self.project.store.save(self.state)
 
-    def run(self, notes: tuple[str, ...] = ()) -> RunFinished:
-        """Run every unfinished task in order; return the summary (also emitted)."""
+    def run(self, notes: tuple[str, ...] = (), only: int | None = None) -> RunFinished:
+        """Run every unfinished task in order (or only task `only`); return the summary."""
         started = self.clock.monotonic()
         self.state.vcs = self.vcs.name
-        pending = [t for t in self.state.tasks
-                   if t.status not in DONE and not exhausted(t, self.options.max_attempts)]
+        if only is not None:
+            pending = [self.state.tasks[only - 1]]
+        else:
+            pending = [t for t in self.state.tasks if runnable(t, self.options.max_attempts)]
         self.emit(RunStarted(len(pending), len(self.state.tasks), self.vcs.name, notes))
         self.save()
-        stopped = None
+        stopped, begun = None, []
         try:
-            for task in pending:
+            for position, task in enumerate(pending):
+                if position and self.options.sleep:
+                    self.clock.sleep(self.options.sleep)  # pacing; Ctrl+C ends it at once
                 self._recover(task)
+                begun.append(task)
                 self._run_task(task)
                 self._check_stuck(task)
         except BaseException as exc:
@@ -98,9 +121,24 @@ class Runner:
                     self.vcs.close()
                 except AgentLoopError as exc:
                     stopped = stopped or str(exc)
-            summary = self._summary(started, stopped)
+                stalled = self._count_stalls(begun)
+            summary = self._summary(started, stopped, stalled)
             self.emit(summary)
         return summary
+
+    def _count_stalls(self, begun: list[TaskState]) -> tuple[str, ...]:
+        """Count the runs each started task has gone without completing; report the stuck ones."""
+        for task in begun:
+            task.stalled_runs = 0 if task.status == "completed" else task.stalled_runs + 1
+        try:
+            self.save()
+        except AgentLoopError:
+            pass
+        return tuple(
+            f"task {t.index} has started in {t.stalled_runs} runs in a row without completing "
+            f"({t.status}: {t.error or 'no reason recorded'}); read {t.log} and consider "
+            "rewording or splitting it"
+            for t in self.state.tasks if t.stalled_runs >= STALL_RUNS)
 
     def _recover(self, task: TaskState) -> None:
         # A task left running or interrupted by an earlier run has a change holding a partial
@@ -118,7 +156,25 @@ class Runner:
     def _run_task(self, task: TaskState) -> None:
         hint, fresh, transient_in_row, previous_error = "", False, 0, None
         while True:
-            attempt, change, result = self._attempt(task, hint, fresh)
+            attempt, change, result, report = self._attempt(task, hint, fresh)
+            if result.ok and report.signal == FATAL:
+                self._drop(change)
+                attempt.outcome, task.status = "stopped", "pending"
+                task.change_id = task.commit_id = attempt.change_id = attempt.commit_id = None
+                task.error = attempt.reason = f"{FATAL}: {report.reason}"
+                self.save()
+                raise RunStopped(f"the agent reported a fatal error on task {task.index}: "
+                                 f"{report.reason or 'no reason given'}")
+            if result.ok and report.signal == BLOCKED:
+                self._drop(change)
+                attempt.outcome = task.status = "blocked"
+                task.change_id = task.commit_id = attempt.change_id = attempt.commit_id = None
+                task.error = attempt.reason = report.reason or "blocked, no reason given"
+                task.session_id = result.session_id  # the group's chain goes on from here
+                task.finished_at = now()
+                self.save()
+                self.emit(TaskFinished(task.index, task.status, None, 0, task.error))
+                return
             if result.ok:
                 self._complete(task, attempt, change)
                 return
@@ -168,11 +224,10 @@ class Runner:
             hint, fresh = advice.hint, True
 
     def _attempt(self, task: TaskState, hint: str,
-                 fresh: bool) -> tuple[Attempt, Change, AgentResult]:
-        number = len(task.history) + 1
+                 fresh: bool) -> tuple[Attempt, Change, AgentResult, Report]:
+        """One attempt: a change, and one agent run, or up to `iterations` runs in one session
+        until the agent says TASK_COMPLETE."""
         task.attempts += 1
-        self.emit(TaskStarted(task.index, len(self.state.tasks), task.group, task.summary,
-                              task.attempts))
         # Retries run in a fresh session: the failed attempt's edits are gone, and its
         # conversation would tell the agent otherwise.
         resume = None if fresh else resume_session(self.state, task)
@@ -182,24 +237,59 @@ class Runner:
         if hint:
             prompt += (f"\n\nAn earlier attempt at this task failed ({task.error}). "
                        f"Advice for this attempt: {hint}")
+        if resume is None:
+            prompt = self.learnings.for_prompt() + prompt
+        if self.options.iterations > 1:
+            prompt += "\n\n" + COMPLETE_NOTE
         change = self.vcs.begin(commit_message(task))
         if change.change_id:
             self.emit(ChangeCreated(self.vcs.name, change.change_id))
-        log = self.project.store.log_path(task.log_name, number)
+        task.status, task.started_at, task.finished_at = "running", now(), None
+        task.change_id, task.commit_id = change.change_id or None, change.commit_id or None
+        task.error = None
+        iterations = self.options.iterations
+        for iteration in range(1, iterations + 1):
+            attempt, result = self._agent_run(task, change, prompt, resume, iteration)
+            report = parse_report(result.text) if result.ok else Report()
+            if result.ok:
+                self.learnings.record(task.index, iteration, now(), report.progress,
+                                      _meaningful(report.learnings))
+            if not result.ok or report.signal is not None or iterations == 1:
+                return attempt, change, result, report
+            if iteration == iterations:
+                # Spent without TASK_COMPLETE: judged like any failed attempt.
+                spent = replace(result, ok=False, error=f"not complete after {iterations} "
+                                "iterations (no TASK_COMPLETE)")
+                return attempt, change, spent, report
+            attempt.outcome = "continued"
+            self.save()
+            resume = result.session_id
+            prompt = CONTINUE_PROMPT.format(progress=report.progress or "(none reported)")
+        raise AssertionError("unreachable")
+
+    def _agent_run(self, task: TaskState, change: Change, prompt: str, resume: str | None,
+                   iteration: int) -> tuple[Attempt, AgentResult]:
+        """Run the agent once, recorded as its own entry of the task's history and log."""
+        runs = sum(1 for a in task.history if a.iteration == 1)
+        number = runs + 1 if iteration == 1 else runs
+        self.emit(TaskStarted(task.index, len(self.state.tasks), task.group, task.summary,
+                              task.attempts, iteration))
+        log = self.project.store.log_path(task.log_name, number, iteration)
         attempt = Attempt(number=number, started_at=now(), log=self.project.store.relative(log),
-                          resumed=resume is not None, change_id=change.change_id or None,
-                          commit_id=change.commit_id or None)
+                          iteration=iteration, resumed=resume is not None,
+                          change_id=change.change_id or None, commit_id=change.commit_id or None)
         task.history.append(attempt)
-        task.status, task.started_at, task.finished_at = "running", attempt.started_at, None
-        task.change_id, task.commit_id = attempt.change_id, attempt.commit_id
-        task.log, task.error = attempt.log, None
+        task.log = attempt.log
         self.save()
         self.emit(AgentStarted(attempt.log or "", resume))
+        header: tuple[tuple[str, str], ...] = (
+            ("task", f"{task.index}/{len(self.state.tasks)} {task.summary}"),
+            ("group", task.group), ("attempt", str(task.attempts)))
+        if self.options.iterations > 1:
+            header += (("iteration", f"{iteration}/{self.options.iterations}"),)
         request = AgentRun(prompt=prompt, model=self.options.model, cwd=self.project.root,
                            log=log, raw_log=log.with_suffix(".jsonl"), resume=resume,
-                           header=(("task", f"{task.index}/{len(self.state.tasks)} {task.summary}"),
-                                   ("group", task.group), ("attempt", str(task.attempts))),
-                           timeout=self.options.task_timeout)
+                           header=header, timeout=self.options.task_timeout)
         began = self.clock.monotonic()
         try:
             result = self.agent.run(request, lambda text: self.emit(AgentActivity(text)))
@@ -219,7 +309,7 @@ class Runner:
             raise
         self._record(task, attempt, result)
         self.emit(AgentFinished(result, self.clock.monotonic() - began, attempt.cost_usd))
-        return attempt, change, result
+        return attempt, result
 
     def _complete(self, task: TaskState, attempt: Attempt, change: Change) -> None:
         done = self.vcs.finish(change, commit_message(task))
@@ -299,10 +389,11 @@ class Runner:
         if result.ok:
             task.session_id = result.session_id
 
-    def _summary(self, started: float, stopped: str | None) -> RunFinished:
+    def _summary(self, started: float, stopped: str | None,
+                 notes: tuple[str, ...]) -> RunFinished:
         counts = Counter(t.status for t in self.state.tasks)
         return RunFinished(counts=tuple(sorted(counts.items())),
                            cost_usd=round(sum(t.cost_usd for t in self.state.tasks), 6),
                            seconds=self.clock.monotonic() - started,
                            logs=self.project.store.relative(self.project.store.logs),
-                           stopped=stopped)
+                           stopped=stopped, notes=notes)

@@ -22,7 +22,7 @@ from agentloop.taskfile import Task
 
 SCHEMA_VERSION = 1
 DIRNAME = ".agent-loop"
-STATUSES = ("pending", "running", "completed", "failed", "interrupted", "skipped")
+STATUSES = ("pending", "running", "completed", "failed", "interrupted", "skipped", "blocked")
 
 
 def now() -> str:
@@ -37,7 +37,10 @@ class Attempt:
     number: int
     started_at: str
     finished_at: str | None = None
-    outcome: str = "running"        # running | completed | failed | interrupted
+    # running | completed | failed | interrupted | limited | blocked | continued (an iteration
+    # that went on) | stopped (the agent reported a fatal error)
+    outcome: str = "running"
+    iteration: int = 1
     reason: str | None = None
     hint: str | None = None
     log: str | None = None
@@ -75,6 +78,8 @@ class TaskState:
     finished_at: str | None = None
     cost_usd: float = 0.0
     error: str | None = None
+    # Runs of the tool in a row in which this task started but did not complete.
+    stalled_runs: int = 0
     history: list[Attempt] = field(default_factory=list)
 
     @classmethod
@@ -273,9 +278,10 @@ class Store:
             shutil.move(str(p), target / p.name)
         return target
 
-    def log_path(self, log_name: str, attempt: int = 1) -> Path:
-        """The log of one attempt: NNN-group--task.log, then -attempt2.log and so on."""
-        suffix = "" if attempt == 1 else f"-attempt{attempt}"
+    def log_path(self, log_name: str, attempt: int = 1, iteration: int = 1) -> Path:
+        """The log of one run: NNN-group--task.log, then -attempt2.log, -attempt2-iter3.log."""
+        suffix = ("" if attempt == 1 else f"-attempt{attempt}") + \
+            ("" if iteration == 1 else f"-iter{iteration}")
         return self.logs / f"{log_name}{suffix}.log"
 
     def relative(self, path: Path) -> str:

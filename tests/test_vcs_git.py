@@ -465,6 +465,7 @@ def test_files_that_became_folders_and_back_are_committed_and_rolled_back(repo: 
         (repo / name).unlink()
         (repo / name).mkdir()
         (repo / name / "part.txt").write_text("part\n")
+    assert vcs.diff(failed).count("+part") == 2  # what finish would commit
     vcs.abandon(failed)
     assert (repo / "README.md").read_text() == "hello\n"
     assert (repo / "notes").read_text() == "the user's\n"
@@ -507,3 +508,31 @@ def test_a_symlink_that_took_a_folders_place_is_never_written_through(repo: Path
     vcs.abandon(change)
     assert (outside / "notes.txt").read_text() == "not the repository's\n"
     assert (repo / "sub").is_symlink()
+
+
+def test_an_ignored_file_in_a_folders_place_is_kept(repo: Path) -> None:
+    (repo / ".git" / "info" / "exclude").write_text("drafts\n!drafts/\n")  # the file, not folder
+    (repo / "drafts").mkdir()
+    (repo / "drafts" / "mine.txt").write_text("the user's\n")
+    vcs = make(repo, allow_dirty=True)
+    failed = vcs.begin("task")
+    shutil.rmtree(repo / "drafts")
+    (repo / "drafts").write_text("ignored\n")
+    vcs.abandon(failed)
+    assert (repo / "drafts").read_text() == "ignored\n"
+
+
+def test_no_roll_back_without_a_copy_of_what_it_undoes(repo: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    make(repo).begin("task")
+    (repo / "half.txt").write_text("half done, or the user's since\n")
+    vcs = GitVcs(repo, repo / "tasks.md", allow_dirty=True)
+    real = vcs._git
+
+    def no_commits(*args: str, **kwargs: object) -> str:
+        if args[0] == "commit-tree":
+            raise VcsError("`git commit-tree` failed: disk full")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+    monkeypatch.setattr(vcs, "_git", no_commits)
+    assert "keeping a copy of its files failed" in vcs.prepare()[0]
+    assert (repo / "half.txt").exists()

@@ -165,6 +165,7 @@ def test_a_task_that_only_touches_the_task_file_is_empty(repo: Path) -> None:
     vcs.close()
     # Abandoned, so no id: the runner records no change for the task (as with git).
     assert done.empty and done.files == () and done.change_id == done.commit_id == ""
+    assert vcs.diff(done) == ""
     assert [d for d, _ in history(repo)] == ["initial"]
 
 

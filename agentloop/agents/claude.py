@@ -29,7 +29,14 @@ You are working through a task list inside agent-loop, unattended. Nobody will a
 - Do not ask questions; when something is unclear, make the sensible choice and say so.
 - Do not commit, branch, stash or otherwise touch version control: agent-loop puts your changes
   into their own change (jj or git) after you finish.
-- End with a short summary of what you changed."""
+- End your final message with two short sections, each a few lines at most:
+  Progress: what is done and what is left of this task.
+  Learnings: facts about this project worth knowing for later tasks (commands, layout,
+  pitfalls); write "none" when there are none.
+- After them, on a line of its own, you may end with one signal:
+  TASK_COMPLETE            the task is fully done (when asked to say so);
+  TASK_BLOCKED: <reason>   you cannot do this task without a human (missing access, a decision);
+  AGENT_LOOP_ERROR: <reason>  something is so wrong that the whole run must stop."""
 
 ROOT_REFUSAL = "cannot be used with root/sudo privileges"
 ROOT_ADVICE = ("claude refuses --dangerously-skip-permissions when run as root; run agent-loop as "

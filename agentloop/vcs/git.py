@@ -17,27 +17,24 @@ SAVED_REF: a roll-back nobody asked for must not be the only copy of anything.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import io
 import json
 import os
-import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
 import git
-from gitdb import IStream
 from gitdb.exc import BadName, BadObject
 from gitdb.util import hex_to_bin
 
 from agentloop.errors import VcsError
 from agentloop.vcs import STATE_DIR, Change, relative_to
+from agentloop.vcs.gitfiles import MISSING, plain, put_back, state_of
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-MISSING = "missing"
-# In the git dir while a task is open, so a run that died mid-task can be rolled back by the next.
+# In the git dir while a task is open, so the next run can tell what became of an attempt whose
+# run died: committed (the record names the commit), or to be rolled back.
 OPEN_ATTEMPT = "agent-loop-attempt.json"
 # Where the next run keeps the files of an attempt it rolls back; the reflog keeps earlier ones.
 SAVED_REF = "refs/agent-loop/rolled-back"
@@ -64,12 +61,6 @@ class _Start:
 def _split(out: str) -> set[str]:
     # Entries ending in "/" are nested repositories; they are never ours to commit or delete.
     return {p for p in out.split("\0") if p and not p.endswith("/")}
-
-
-def _plain(rel: str) -> bool:
-    """A relative path inside the working tree, as git names one; a record could hold others."""
-    parts = rel.split("/")
-    return not rel.startswith("/") and not any(p in ("", ".", "..", ".git") for p in parts)
 
 
 class GitVcs:
@@ -136,45 +127,15 @@ class GitVcs:
             paths |= _split(self._git("diff", "--name-only", "-z", "--no-renames", base))
         return {p for p in paths if not self._kept_out(p)}
 
-    def _through_link(self, rel: str) -> bool:
-        """Whether a folder on the way to `rel` is a symlink: git sees no file there."""
-        folder = self.root
-        for part in rel.split("/")[:-1]:
-            folder = folder / part
-            if folder.is_symlink():
-                return True
-        return False
-
-    def _state(self, rel: str, keep: bool = False) -> str:
-        """A path's content as one string; with `keep` the bytes are stored as a blob."""
-        full = self.root / rel
-        if self._through_link(rel):
-            return MISSING
-        try:
-            st = os.lstat(full)
-        except (FileNotFoundError, NotADirectoryError):  # the latter: a folder became a file
-            return MISSING
-        if stat.S_ISLNK(st.st_mode):
-            return "link:" + os.readlink(full)
-        if not stat.S_ISREG(st.st_mode):
-            return "other"
-        mode = "100755" if st.st_mode & 0o111 else "100644"
-        data = full.read_bytes()
-        if keep:
-            sha = self.repo.odb.store(IStream("blob", len(data), io.BytesIO(data))).hexsha.decode()
-        else:
-            sha = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-        return f"{mode}:{sha}"
-
     def _changed(self, start: _Start) -> set[str]:
         """Paths whose content differs from what they held at begin."""
         changed = set()
         for rel in self._candidates(start.head) | set(start.states):
-            if self._kept_out(rel) or rel == start.task or not _plain(rel):
+            if self._kept_out(rel) or rel == start.task or not plain(rel):
                 continue
             if rel not in start.states:
                 changed.add(rel)  # clean at begin, and git now lists it: the attempt changed it
-            elif self._state(rel) != start.states[rel]:
+            elif state_of(self.root, rel) != start.states[rel]:
                 changed.add(rel)  # already dirty at begin, and changed further since
         return changed
 
@@ -183,8 +144,14 @@ class GitVcs:
         with tempfile.TemporaryDirectory(dir=self.repo.git_dir) as scratch:
             env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
             self._git("read-tree", base or "--empty", env=env)
-            self._git("update-index", "--add", "--remove", "-z", "--stdin", paths=sorted(paths),
-                      env=env)
+            # A folder where a file was: its files are paths of their own, the file goes.
+            folders = {p for p in paths if (self.root / p).is_dir()
+                       and not (self.root / p).is_symlink()}
+            if folders:
+                self._git("update-index", "--force-remove", "-z", "--stdin",
+                          paths=sorted(folders), env=env)
+            self._git("update-index", "--add", "--remove", "-z", "--stdin",
+                      paths=sorted(paths - folders), env=env)
             return self._git("write-tree", env=env).strip()
 
     def _commit(self, base: str | None, paths: set[str], message: str) -> str | None:
@@ -298,9 +265,14 @@ class GitVcs:
             self._forget()
             return [f"{stopped}, but the copies kept to roll it back are gone (git gc?); its "
                     "files are left as they are"]
-        # Whatever the attempt left may be all the user has of it (or even the user's own edits
-        # since the run died, which look the same): keep a copy before rolling back.
-        saved = self._save_aside(leftover)
+        # Whatever the attempt left may be all there is of it, and the user's own edits since
+        # the run died look just the same: no roll-back without a copy of what it undoes.
+        try:
+            saved = self._save_aside(leftover)
+        except VcsError as exc:
+            self._forget()
+            return [f"{stopped}, and keeping a copy of its files failed ({exc}); they are left "
+                    "as they are"]
         self.abandon(Change(change_id=""))
         note = "rolled back the unfinished task attempt an earlier run left behind"
         if saved:
@@ -310,16 +282,11 @@ class GitVcs:
     def _save_aside(self, start: _Start) -> str | None:
         """Commit what a roll-back would undo under SAVED_REF; None when there is nothing."""
         changed = self._changed(start)
-        if not changed:
-            return None
-        try:
-            sha = self._commit(start.head, changed, "agent-loop: an unfinished task attempt, "
-                               "rolled back by the next run")
-            if sha is not None:
-                self._git("update-ref", "--create-reflog", "-m", "agent-loop: rolled back",
-                          SAVED_REF, sha)
-        except VcsError:
-            return None  # e.g. a path git cannot take; the roll-back goes ahead as before
+        sha = self._commit(start.head, changed, "agent-loop: an unfinished task attempt, "
+                           "rolled back by the next run") if changed else None
+        if sha is not None:
+            self._git("update-ref", "--create-reflog", "-m", "agent-loop: rolled back",
+                      SAVED_REF, sha)
         return sha
 
     def _missing(self, start: _Start) -> bool:
@@ -367,7 +334,7 @@ class GitVcs:
             index_tree = self._git("write-tree").strip()
         except VcsError:
             index_tree = head or EMPTY_TREE  # unmerged entries: the best we can put back is HEAD
-        states = {p: self._state(p, keep=True) for p in self._candidates(head)}
+        states = {p: state_of(self.root, p, self.repo.odb) for p in self._candidates(head)}
         self._remember(_Start(head, self._ref(), index_tree, states, self._task_rel))
         return Change(change_id="", base=head or "")
 
@@ -437,9 +404,9 @@ class GitVcs:
         # Deletions first, deepest first: a folder that took a file's place is emptied before
         # the file returns, a symlink that took a folder's place is gone before its files do.
         for rel in sorted((r for r, state in back.items() if state == MISSING), reverse=True):
-            self._put_back(rel, MISSING)
+            put_back(self.root, rel, MISSING, self.repo.odb)
         for rel in sorted(r for r, state in back.items() if state != MISSING):
-            self._put_back(rel, back[rel])
+            put_back(self.root, rel, back[rel], self.repo.odb)
         if from_head:
             self._git("restore", f"--source={start.head}", "--worktree",
                       "--pathspec-from-file=-", "--pathspec-file-nul", paths=sorted(from_head))
@@ -486,28 +453,3 @@ class GitVcs:
         return _split(self._git("check-ignore", "--no-index", "-z", "--stdin",
                                 paths=sorted(paths), env={"GIT_LITERAL_PATHSPECS": "0"},
                                 codes=(0, 1)))
-
-    def _put_back(self, rel: str, state: str) -> None:
-        full = self.root / rel
-        if state == "other" or self._through_link(rel):
-            return  # nothing we can recreate; or a write that would land outside `rel`
-        if full.is_dir() and not full.is_symlink():
-            if any(full.iterdir()):
-                return  # what is left in it (ignored files, a nested repo) is not the attempt's
-            full.rmdir()
-        elif full.exists() or full.is_symlink():
-            full.unlink()
-        if state == MISSING:
-            # Folders the attempt created for its files go too; git does not keep empty ones.
-            for parent in full.parents:
-                if parent == self.root or not parent.is_dir() or any(parent.iterdir()):
-                    break
-                parent.rmdir()
-            return
-        full.parent.mkdir(parents=True, exist_ok=True)
-        if state.startswith("link:"):
-            os.symlink(state[len("link:"):], full)
-        elif state != "other":
-            mode, sha = state.split(":")
-            full.write_bytes(self.repo.odb.stream(hex_to_bin(sha)).read())
-            os.chmod(full, 0o755 if mode == "100755" else 0o644)

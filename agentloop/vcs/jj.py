@@ -243,7 +243,9 @@ class JjVcs:
         self._fresh = wc_goes
 
     def diff(self, change: Change) -> str:
-        """`jj diff -r <change> --git`."""
+        """`jj diff -r <change> --git`; nothing for the empty task, whose change is gone."""
+        if not change.change_id:
+            return ""
         return self._jj("diff", "-r", change.change_id, "--git")
 
     def close(self) -> None:
