@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentloop import taskfile
-from agentloop.errors import StateError, TaskFileError
+from agentloop.errors import StateError
 from agentloop.state import State, Store, TaskState
 from agentloop.vcs import find_root
 

@@ -11,29 +11,24 @@ the retry advisor. A task gets at most `max_attempts` attempts in all, whatever 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable
 
-from agentloop.agents import Agent, AgentResult, AgentRun
+from agentloop.agents import Agent
 from agentloop.clock import Clock, SystemClock
 from agentloop.errors import AgentBlocked, AgentLoopError, Interrupted, RunStopped
-from agentloop.events import (AgentActivity, AgentFinished, AgentStarted, ChangeAbandoned,
-                              ChangeCreated, Emit, LimitWait, RetryDecided, RunFinished,
-                              RunStarted, TaskFinished, TaskStarted)
+from agentloop.attempt import Attempts
+from agentloop.events import Emit, LimitWait, RetryDecided, RunFinished, RunStarted, TaskFinished
 from agentloop.failures import Failure, classify
-from agentloop.learnings import Learnings
-from agentloop.plan import commit_message, resume_session, runnable
-from agentloop.report import BLOCKED, FATAL, Report
-from agentloop.report import parse as parse_report
+from agentloop.plan import commit_message, runnable
 from agentloop.proc import shielded
 from agentloop.project import Project
+from agentloop.report import BLOCKED, FATAL
 from agentloop.retry import MAX_ATTEMPTS, Advice
 from agentloop.state import Attempt, State, TaskState, now
 from agentloop.vcs import Change, Vcs
 
-RETRY_NOTE = ("Note: an earlier attempt at this task was stopped before it finished, and its "
-              "file changes were discarded. Start the task again from the current files.\n\n")
 # Transient failures of one task in a row before the run pauses instead of burning attempts.
 TRANSIENT_PAUSE = 3
 # A limit wait without a reset time backs off from `backoff` seconds, doubling, up to this.
@@ -42,16 +37,6 @@ MAX_BACKOFF = 3600.0
 RESET_MARGIN = 5.0
 # Runs of the tool in a row a task may start without completing before the summary flags it.
 STALL_RUNS = 3
-COMPLETE_NOTE = ("This task may take several turns. When it is fully done, end your final "
-                 "message with the line TASK_COMPLETE.")
-CONTINUE_PROMPT = ("Continue with the same task. Your progress so far:\n{progress}\n\n"
-                   "Keep going; when the task is fully done, end your final message with the "
-                   "line TASK_COMPLETE.")
-
-
-def _meaningful(learnings: str) -> str:
-    """Learnings, or "" when the agent wrote that there were none."""
-    return "" if learnings.strip().strip(".").lower() in ("", "none", "n/a", "-") else learnings
 
 Advisor = Callable[..., Advice]
 
@@ -85,7 +70,7 @@ class Runner:
         self.clock = clock or SystemClock()
         self.limit_waits = 0
         self.failed_in_row: list[int] = []
-        self.learnings = Learnings(project.store.dir)
+        self.attempts = Attempts(project, state, agent, vcs, options, emit, self.clock)
 
     def save(self) -> None:
         """Persist the state now."""
@@ -144,21 +129,16 @@ class Runner:
         # A task left running or interrupted by an earlier run has a change holding a partial
         # attempt; drop it so history keeps only attempts that counted.
         if task.status in ("running", "interrupted") and task.change_id is not None:
-            self._drop(Change(change_id=task.change_id, commit_id=task.commit_id or ""))
+            self.attempts.drop(Change(change_id=task.change_id, commit_id=task.commit_id or ""))
             task.change_id = task.commit_id = None
             self.save()
-
-    def _drop(self, change: Change) -> None:
-        self.vcs.abandon(change)
-        if change.change_id:
-            self.emit(ChangeAbandoned(self.vcs.name, change.change_id))
 
     def _run_task(self, task: TaskState) -> None:
         hint, fresh, transient_in_row, previous_error = "", False, 0, None
         while True:
-            attempt, change, result, report = self._attempt(task, hint, fresh)
+            attempt, change, result, report = self.attempts.run(task, hint, fresh)
             if result.ok and report.signal == FATAL:
-                self._drop(change)
+                self.attempts.drop(change)
                 attempt.outcome, task.status = "stopped", "pending"
                 task.change_id = task.commit_id = attempt.change_id = attempt.commit_id = None
                 task.error = attempt.reason = f"{FATAL}: {report.reason}"
@@ -166,7 +146,7 @@ class Runner:
                 raise RunStopped(f"the agent reported a fatal error on task {task.index}: "
                                  f"{report.reason or 'no reason given'}")
             if result.ok and report.signal == BLOCKED:
-                self._drop(change)
+                self.attempts.drop(change)
                 attempt.outcome = task.status = "blocked"
                 task.change_id = task.commit_id = attempt.change_id = attempt.commit_id = None
                 task.error = attempt.reason = report.reason or "blocked, no reason given"
@@ -178,7 +158,7 @@ class Runner:
             if result.ok:
                 self._complete(task, attempt, change)
                 return
-            self._drop(change)
+            self.attempts.drop(change)
             task.change_id = task.commit_id = attempt.change_id = attempt.commit_id = None
             failure = classify(result, datetime.fromtimestamp(self.clock.time(), timezone.utc))
             attempt.reason = failure.reason
@@ -213,7 +193,7 @@ class Runner:
             transient_in_row = 0
             advice = self.advisor(task=task.task, attempt=task.attempts,
                                   max_attempts=self.options.max_attempts, error=failure.reason,
-                                  exit_code=result.exit_code, log_tail=self._log_tail(attempt),
+                                  exit_code=result.exit_code, log_tail=self.attempts.log_tail(attempt),
                                   previous_error=previous_error)
             previous_error = failure.reason
             task.cost_usd = round(task.cost_usd + advice.cost_usd, 6)
@@ -222,94 +202,6 @@ class Runner:
                 self._fail(task, advice.reason or failure.reason)
                 return
             hint, fresh = advice.hint, True
-
-    def _attempt(self, task: TaskState, hint: str,
-                 fresh: bool) -> tuple[Attempt, Change, AgentResult, Report]:
-        """One attempt: a change, and one agent run, or up to `iterations` runs in one session
-        until the agent says TASK_COMPLETE."""
-        task.attempts += 1
-        # Retries run in a fresh session: the failed attempt's edits are gone, and its
-        # conversation would tell the agent otherwise.
-        resume = None if fresh else resume_session(self.state, task)
-        prompt = task.task
-        if task.history and task.history[-1].outcome in ("interrupted", "running"):
-            prompt = RETRY_NOTE + prompt
-        if hint:
-            prompt += (f"\n\nAn earlier attempt at this task failed ({task.error}). "
-                       f"Advice for this attempt: {hint}")
-        if resume is None:
-            prompt = self.learnings.for_prompt() + prompt
-        if self.options.iterations > 1:
-            prompt += "\n\n" + COMPLETE_NOTE
-        change = self.vcs.begin(commit_message(task))
-        if change.change_id:
-            self.emit(ChangeCreated(self.vcs.name, change.change_id))
-        task.status, task.started_at, task.finished_at = "running", now(), None
-        task.change_id, task.commit_id = change.change_id or None, change.commit_id or None
-        task.error = None
-        iterations = self.options.iterations
-        for iteration in range(1, iterations + 1):
-            attempt, result = self._agent_run(task, change, prompt, resume, iteration)
-            report = parse_report(result.text) if result.ok else Report()
-            if result.ok:
-                self.learnings.record(task.index, iteration, now(), report.progress,
-                                      _meaningful(report.learnings))
-            if not result.ok or report.signal is not None or iterations == 1:
-                return attempt, change, result, report
-            if iteration == iterations:
-                # Spent without TASK_COMPLETE: judged like any failed attempt.
-                spent = replace(result, ok=False, error=f"not complete after {iterations} "
-                                "iterations (no TASK_COMPLETE)")
-                return attempt, change, spent, report
-            attempt.outcome = "continued"
-            self.save()
-            resume = result.session_id
-            prompt = CONTINUE_PROMPT.format(progress=report.progress or "(none reported)")
-        raise AssertionError("unreachable")
-
-    def _agent_run(self, task: TaskState, change: Change, prompt: str, resume: str | None,
-                   iteration: int) -> tuple[Attempt, AgentResult]:
-        """Run the agent once, recorded as its own entry of the task's history and log."""
-        runs = sum(1 for a in task.history if a.iteration == 1)
-        number = runs + 1 if iteration == 1 else runs
-        self.emit(TaskStarted(task.index, len(self.state.tasks), task.group, task.summary,
-                              task.attempts, iteration))
-        log = self.project.store.log_path(task.log_name, number, iteration)
-        attempt = Attempt(number=number, started_at=now(), log=self.project.store.relative(log),
-                          iteration=iteration, resumed=resume is not None,
-                          change_id=change.change_id or None, commit_id=change.commit_id or None)
-        task.history.append(attempt)
-        task.log = attempt.log
-        self.save()
-        self.emit(AgentStarted(attempt.log or "", resume))
-        header: tuple[tuple[str, str], ...] = (
-            ("task", f"{task.index}/{len(self.state.tasks)} {task.summary}"),
-            ("group", task.group), ("attempt", str(task.attempts)))
-        if self.options.iterations > 1:
-            header += (("iteration", f"{iteration}/{self.options.iterations}"),)
-        request = AgentRun(prompt=prompt, model=self.options.model, cwd=self.project.root,
-                           log=log, raw_log=log.with_suffix(".jsonl"), resume=resume,
-                           header=header, timeout=self.options.task_timeout)
-        began = self.clock.monotonic()
-        try:
-            result = self.agent.run(request, lambda text: self.emit(AgentActivity(text)))
-        except BaseException as exc:
-            # Stopped by the user, or the agent cannot run at all: not the task's attempt.
-            # Its change goes now, so edits the user makes before the next run stay theirs.
-            interrupted = isinstance(exc, (Interrupted, KeyboardInterrupt))
-            with shielded():
-                attempt.outcome = "interrupted" if interrupted else "blocked"
-                task.status = "interrupted" if interrupted else "pending"
-                attempt.finished_at, task.error = now(), str(exc) or "interrupted"
-                task.attempts -= 1
-                self.save()
-                self._drop(change)
-                task.change_id = task.commit_id = attempt.change_id = attempt.commit_id = None
-                self.save()
-            raise
-        self._record(task, attempt, result)
-        self.emit(AgentFinished(result, self.clock.monotonic() - began, attempt.cost_usd))
-        return attempt, result
 
     def _complete(self, task: TaskState, attempt: Attempt, change: Change) -> None:
         done = self.vcs.finish(change, commit_message(task))
@@ -360,34 +252,6 @@ class Runner:
             raise RunStopped(f"the agent seems stuck: {len(self.failed_in_row)} tasks failed in "
                              f"a row (tasks {tasks}); read their logs (agent-loop --status lists "
                              "them) and fix the cause")
-
-    def _log_tail(self, attempt: Attempt, limit: int = 4000) -> str:
-        try:
-            text = (self.project.root / (attempt.log or "")).read_text(encoding="utf-8",
-                                                                       errors="replace")
-        except OSError:
-            return ""
-        return text[-limit:]
-
-    def _session_cost(self, session_id: str | None) -> float:
-        return max((a.session_cost_usd for t in self.state.tasks for a in t.history
-                    if session_id and a.session_id == session_id), default=0.0)
-
-    def _record(self, task: TaskState, attempt: Attempt, result: AgentResult) -> None:
-        # total_cost_usd accumulates over a resumed session (measured on the real CLI), so a
-        # run's own cost is what it added to the session's total so far.
-        before = self._session_cost(result.session_id) if attempt.resumed else 0.0
-        attempt.session_id = result.session_id
-        attempt.session_cost_usd = result.cost_usd
-        attempt.cost_usd = round(max(0.0, result.cost_usd - before), 6)
-        attempt.usage = dict(result.usage)
-        attempt.num_turns = result.num_turns
-        attempt.duration_ms = result.duration_ms
-        attempt.exit_code = result.exit_code
-        attempt.finished_at = now()
-        task.cost_usd = round(task.cost_usd + attempt.cost_usd, 6)
-        if result.ok:
-            task.session_id = result.session_id
 
     def _summary(self, started: float, stopped: str | None,
                  notes: tuple[str, ...]) -> RunFinished:

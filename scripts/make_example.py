@@ -47,7 +47,7 @@ def main() -> None:
         source = (REPO / "tests" / "fake_claude.py").read_text()
         fake.write_text(f"#!{sys.executable}\n" + source.split("\n", 1)[1])
         fake.chmod(0o755)
-        env = {**os.environ, "AGENT_LOOP_CLAUDE": str(fake), "NO_COLOR": "1",
+        env = {**os.environ, "AGENT_LOOP_CLAUDE": str(fake), "NO_COLOR": "1", "IS_SANDBOX": "1",
                "FAKE_CLAUDE_STATE": str(Path(tmp) / "fake-state"),
                "FAKE_CLAUDE_DIRECTIVES": str(Path(tmp) / "actions.json"),
                "GIT_AUTHOR_NAME": "Example", "GIT_AUTHOR_EMAIL": "example@example.com",

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.claude_cli import (  # noqa: F401  (fixtures, until conftest registers the plugin)
-    ClaudeTimedOut, claude_argv, claude_bin, claude_env, fake_api, oauth_login, run_claude)
+from tests.claude_cli import (ClaudeTimedOut, claude_argv, claude_env, oauth_login,
+                              run_claude)
 from tests.fakeapi import (FakeApi, Hang, Text, ToolUse, all_text, directive_reply,
                            last_user_text, overloaded, rate_limited, server_error, unauthorized,
                            usage_limit)

@@ -13,7 +13,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from agentloop.agents import AgentResult, AgentRun
+from agentloop.agents import AgentResult
 from agentloop.cli import command
 from agentloop.errors import RunStopped
 from agentloop.report import parse
@@ -210,5 +210,3 @@ def test_cli_blocked_signal_from_the_fake(tmp_path: Path, fake_claude: FakeClaud
     dry = CliRunner().invoke(command, ["tasks.md", "--dry-run"])
     assert "blocked (no access); run it with --task 1" in dry.output
 
-
-_ = AgentRun
