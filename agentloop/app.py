@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import orjson
 
 from agentloop import taskfile
 from agentloop.errors import StateError
-from agentloop.events import Emit
+from agentloop.events import Emit, Event, EventLog, fan_out
 from agentloop.project import Project, load_state, open_project
 from agentloop.state import State, TaskState, now
 from agentloop.vcs import Change
@@ -38,6 +38,10 @@ class RunOptions:
     iterations: int = 1
     only: int | None = None
     sleep: float = 0.0
+    budget: float | None = None
+    task_budget: float | None = None
+    distill: bool = True
+    distill_model: str = "haiku"
 
     @classmethod
     def from_cli(cls, options: dict[str, Any]) -> "RunOptions":
@@ -48,7 +52,9 @@ class RunOptions:
                    retry_model=options["retry_model"], max_limit_waits=options["max_limit_waits"],
                    max_failures=options["max_failures"], backoff=options["backoff"],
                    iterations=options["iterations"], only=options["only"],
-                   sleep=options["sleep"])
+                   sleep=options["sleep"], budget=options["budget"],
+                   task_budget=options["task_budget"], distill=not options["no_distill"],
+                   distill_model=options["distill_model"])
 
 
 def status(tasks_md: Path, cwd: Path, as_json: bool = False) -> str:
@@ -96,7 +102,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> list[str]
     """Run the unfinished tasks; return the closing lines (how to undo a task)."""
     from functools import partial
 
-    from agentloop import retry
+    from agentloop import distill, retry
     from agentloop.agents.claude import ClaudeAgent
     from agentloop.runner import Options, Runner
     from agentloop.vcs import open_vcs
@@ -104,6 +110,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> list[str]
     project = open_project(tasks_md, cwd)
     taskfile.read_bytes(project.task_file)  # a missing task file leaves no trace behind
     agent = ClaudeAgent(options.claude)
+    emit = fan_out(EventLog(project.store.events, now), emit)
     with project.store.lock():
         lines, leftovers = [], []
         if options.reset:
@@ -128,7 +135,10 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> list[str]
                                 max_limit_waits=options.max_limit_waits,
                                 max_failures_in_row=options.max_failures,
                                 backoff=options.backoff, iterations=options.iterations,
-                                sleep=options.sleep), emit, advisor)
+                                sleep=options.sleep, budget=options.budget,
+                                task_budget=options.task_budget), emit, advisor,
+                        distiller=partial(distill.distill, agent.program, options.distill_model,
+                                          cwd=project.root) if options.distill else None)
         runner.run(tuple(lines + notes), only=options.only)
         return undo_lines(state)
 
@@ -166,6 +176,41 @@ def _vcs_kind(asked: str, state: State | None) -> str:
         return state.vcs
     raise StateError(f"this run began with --vcs {state.vcs}; go on with it, or start over "
                      f"with --reset --vcs {asked}")
+
+
+def follow(tasks_md: Path, cwd: Path, poll: float = 0.2) -> Iterator[Event]:
+    """--status --follow: the events of the newest run, then new ones as they come, until that
+    run finishes (or Ctrl+C). Reads events.jsonl only: the running loop never waits for us."""
+    import time
+
+    from agentloop.events import RunFinished, from_json
+
+    path = open_project(tasks_md, cwd).store.events
+    while not path.exists():
+        time.sleep(poll)
+    with open(path, "rb") as log:
+        # Start at the newest run: find the last RunStarted.
+        starts, offset = [0], 0
+        for line in log:
+            if b'"type":"RunStarted"' in line:
+                starts.append(offset)
+            offset += len(line)
+        log.seek(starts[-1])
+        pending = b""
+        while True:
+            chunk = log.readline()
+            if not chunk:
+                time.sleep(poll)
+                continue
+            pending += chunk
+            if not pending.endswith(b"\n"):
+                continue  # the writer is mid-line
+            event, pending = from_json(pending), b""
+            if event is None:
+                continue
+            yield event
+            if isinstance(event, RunFinished):
+                return
 
 
 def undo_lines(state: State) -> list[str]:

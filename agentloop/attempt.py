@@ -122,7 +122,8 @@ class Attempts:
             header += (("iteration", f"{iteration}/{self.options.iterations}"),)
         request = AgentRun(prompt=prompt, model=self.options.model, cwd=self.project.root,
                            log=log, raw_log=log.with_suffix(".jsonl"), resume=resume,
-                           header=header, timeout=self.options.task_timeout)
+                           header=header, timeout=self.options.task_timeout,
+                           budget_usd=self.options.task_budget)
         began = self.clock.monotonic()
         try:
             result = self.agent.run(request, lambda text: self.emit(AgentActivity(text)))
@@ -152,6 +153,7 @@ class Attempts:
         attempt.session_cost_usd = result.cost_usd
         attempt.cost_usd = round(max(0.0, result.cost_usd - before), 6)
         attempt.usage = dict(result.usage)
+        attempt.model = result.model
         attempt.num_turns = result.num_turns
         attempt.duration_ms = result.duration_ms
         attempt.exit_code = result.exit_code

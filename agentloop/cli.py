@@ -13,7 +13,8 @@ from typing import Any
 import click
 
 from agentloop import __version__
-from agentloop.errors import AgentBlocked, AgentLoopError, Interrupted, RunStopped
+from agentloop.errors import (AgentBlocked, AgentLoopError, BudgetReached, Interrupted,
+                              RunStopped)
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -26,6 +27,19 @@ def resume_command(args: list[str]) -> str:
     return shlex.join(["agent-loop", *[a for a in args if a != "--reset"]])
 
 
+def _with_budget(args: list[str], budget: float) -> list[str]:
+    """The same arguments with --budget set to `budget`."""
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--budget":
+            skip = True
+        elif not arg.startswith("--budget="):
+            out.append(arg)
+    return out + ["--budget", f"{budget:.2f}"]
+
+
 def _crash(exc: BaseException) -> None:
     log = Path.home() / ".agent-loop-crash.log"
     try:
@@ -36,12 +50,22 @@ def _crash(exc: BaseException) -> None:
     click.echo(f"agent-loop: internal error: {exc!r}{where}", err=True)
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+class _Command(click.Command):
+    """Keeps the arguments as given, for the exact command that resumes a run."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["argv"] = list(args)
+        return super().parse_args(ctx, args)
+
+
+@click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("tasks_md", type=click.Path(path_type=Path))
 @click.option("--model", default="opus", show_default=True, help="Claude model for the tasks.")
 @click.option("--dry-run", is_flag=True, help="Show what would run; run and write nothing.")
 @click.option("--status", is_flag=True, help="Show where each task stands.")
 @click.option("--json", "as_json", is_flag=True, help="With --status: print JSON.")
+@click.option("--follow", is_flag=True,
+              help="With --status: print the newest run's events as they happen.")
 @click.option("--reset", is_flag=True, help="Archive the old state and logs, then start fresh.")
 @click.option("--vcs", type=click.Choice(["auto", "jj", "git", "none"]), default="auto",
               show_default=True, help="Where each task's change goes.")
@@ -68,15 +92,29 @@ def _crash(exc: BaseException) -> None:
               help="Run only task N (as numbered by --dry-run), leaving the others as they are.")
 @click.option("--sleep", type=click.FloatRange(min=0), default=0, show_default=True,
               help="Seconds to wait between tasks (Ctrl+C ends the wait at once).")
+@click.option("--budget", type=click.FloatRange(min=0), default=None,
+              help="USD: start no task once this much has been spent on this task file.")
+@click.option("--task-budget", type=click.FloatRange(min=0), default=None,
+              help="USD: the cap on one agent run (claude's own --max-budget-usd).")
+@click.option("--no-distill", is_flag=True,
+              help="Keep the plain commit message; skip the small-model summary.")
+@click.option("--distill-model", default="haiku", show_default=True,
+              help="Model that writes each change's commit message.")
 @click.version_option(__version__, "--version", prog_name="agent-loop")
 def command(tasks_md: Path, **options: Any) -> None:
     """Let Claude work through TASKS_MD: one task, one claude run, one change."""
     from agentloop import app  # after parsing, so --help and --version stay fast
 
-    args = sys.argv[1:]
+    args = click.get_current_context().meta["argv"]
     cwd = Path.cwd()
     try:
-        if options["status"]:
+        if options["status"] and options["follow"]:
+            from agentloop.console import Console
+
+            console = Console(live=False)
+            for event in app.follow(tasks_md, cwd):
+                console(event)
+        elif options["status"]:
             click.echo(app.status(tasks_md, cwd, as_json=options["as_json"]))
         elif options["dry_run"]:
             click.echo(app.dry_run(tasks_md, cwd, reset=options["reset"],
@@ -90,6 +128,10 @@ def command(tasks_md: Path, **options: Any) -> None:
         click.echo(f"\nagent-loop: interrupted; state saved. Resume with: {resume_command(args)}",
                    err=True)
         sys.exit(130)
+    except BudgetReached as exc:
+        more = resume_command(_with_budget(args, 2 * max(exc.spent, exc.budget)))
+        click.echo(f"agent-loop: stopped: {exc}. Continue with a higher budget: {more}", err=True)
+        sys.exit(exc.exit_code)
     except RunStopped as exc:
         click.echo(f"agent-loop: stopped: {exc}. Continue with: {resume_command(args)}", err=True)
         sys.exit(exc.exit_code)

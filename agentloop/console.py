@@ -9,8 +9,10 @@ import time
 from typing import IO, Any
 
 from agentloop.events import (AgentActivity, AgentFinished, AgentStarted, ChangeAbandoned,
-                              ChangeCreated, Event, LimitWait, RetryDecided, RunFinished,
+                              ChangeCreated, Event, LimitWait, MessageDistilled, RetryDecided,
+                              RunFinished,
                               RunStarted, TaskFinished, TaskStarted)
+from agentloop import receipts
 from agentloop.state import State, TaskState
 
 
@@ -92,6 +94,10 @@ class Console:
             until = time.strftime("%H:%M:%S", time.localtime(event.until))
             return (f"  {event.reason}: waiting until {until} ({duration(event.seconds)}, "
                     f"wait {event.wait} of {event.max_waits}; Ctrl+C stops)")
+        if isinstance(event, MessageDistilled):
+            if event.distilled:
+                return f"  message: {event.subject}"
+            return f"  message: kept the plain one ({event.note})"
         if isinstance(event, TaskFinished):
             if event.status in ("failed", "blocked"):
                 return f"  task {event.index} {event.status}: {event.error}"
@@ -139,7 +145,10 @@ def summary_text(event: RunFinished) -> str:
     counts = ", ".join(f"{n} {status}" for status, n in event.counts)
     head = "done" if event.stopped is None else "stopped"
     notes = "".join(f"\nlook at: {note}" for note in event.notes)
-    return (f"\nagent-loop {head}: {counts}; cost {money(event.cost_usd)}; "
+    tokens = dict(event.tokens)
+    spent = (f"; tokens in {tokens.get('input_tokens', 0):,} out {tokens.get('output_tokens', 0):,}"
+             if tokens else "")
+    return (f"\nagent-loop {head}: {counts}; cost {money(event.cost_usd)}{spent}; "
             f"time {duration(event.seconds)}; logs in {event.logs}/{notes}")
 
 
@@ -158,6 +167,10 @@ def status_lines(state: State) -> list[str]:
                      f"{money(t.cost_usd):>7}  {t.group} > {t.summary}"
                      + (f"\n       log: {t.log}" if t.log else "")
                      + (f"\n       error: {t.error}" if t.error and t.status != "completed" else ""))
+    lines.append("receipts:")
+    for group, receipt in receipts.by_group(state).items():
+        lines.append(f"  {group}: {receipt.line()}")
+    lines.append(f"  total: {receipts.total(state.tasks).line()}")
     return lines
 
 
@@ -169,10 +182,19 @@ def status_json(state: State) -> dict[str, Any]:
     return {"task_file": state.task_file, "task_file_hash": state.task_file_hash,
             "vcs": state.vcs, "counts": counts,
             "cost_usd": round(sum(t.cost_usd for t in state.tasks), 6),
+            "receipts": {"total": receipts.total(state.tasks).to_json(),
+                         "groups": {g: r.to_json() for g, r in receipts.by_group(state).items()}},
             "tasks": [_task_json(t) for t in state.tasks]}
 
 
 def _task_json(t: TaskState) -> dict[str, Any]:
     return {"index": t.index, "group": t.group, "summary": t.summary, "status": t.status,
             "attempts": t.attempts, "change_id": t.change_id, "commit_id": t.commit_id,
-            "session_id": t.session_id, "log": t.log, "cost_usd": t.cost_usd, "error": t.error}
+            "session_id": t.session_id, "log": t.log, "cost_usd": t.cost_usd, "error": t.error,
+            "receipt": receipts.of_task(t).to_json(),
+            "history": [{"number": a.number, "iteration": a.iteration, "outcome": a.outcome,
+                         "reason": a.reason, "hint": a.hint, "log": a.log,
+                         "session_id": a.session_id, "model": a.model, "cost_usd": a.cost_usd,
+                         "helper_cost_usd": a.helper_cost_usd, "usage": a.usage,
+                         "turns": a.num_turns, "duration_ms": a.duration_ms}
+                        for a in t.history]}

@@ -51,6 +51,15 @@ class RunStopped(AgentLoopError):
     """The run stopped early on purpose (limits, stuck agent, persistent API trouble)."""
 
 
+class BudgetReached(RunStopped):
+    """The run's spending reached --budget; `spent` says how much."""
+
+    def __init__(self, message: str, spent: float, budget: float) -> None:
+        super().__init__(message)
+        self.spent = spent
+        self.budget = budget
+
+
 class Interrupted(AgentLoopError):
     """The user pressed Ctrl+C or the process got SIGTERM."""
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Union
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Callable, Union, get_args
+
+import orjson
 
 from agentloop.agents import AgentResult
 
@@ -96,6 +99,16 @@ class LimitWait:
 
 
 @dataclass(frozen=True)
+class MessageDistilled:
+    """The commit message for a task's change: distilled by a small model, or the plain one."""
+
+    index: int
+    distilled: bool
+    subject: str
+    note: str = ""       # why the plain message was kept
+
+
+@dataclass(frozen=True)
 class TaskFinished:
     """A task reached a final status in this run."""
 
@@ -116,8 +129,73 @@ class RunFinished:
     logs: str
     stopped: str | None = None   # why the run stopped early, if it did
     notes: tuple[str, ...] = ()  # things the user should look at (tasks that keep stalling)
+    tokens: tuple[tuple[str, int], ...] = ()   # token totals of the task file's runs so far
 
 
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,
-              ChangeAbandoned, RetryDecided, LimitWait, TaskFinished, RunFinished]
+              ChangeAbandoned, RetryDecided, LimitWait, MessageDistilled, TaskFinished,
+              RunFinished]
 Emit = Callable[[Event], None]
+
+
+# -- events.jsonl --------------------------------------------------------------------------------
+# Every event is one JSON object a line: {"v": SCHEMA_VERSION, "type": <class name>,
+# "time": <UTC ISO 8601>, <the event's fields>}. AgentFinished's `result` is an object with
+# AgentResult's fields. A new field or event type is a compatible change; renaming or removing
+# one raises SCHEMA_VERSION.
+SCHEMA_VERSION = 1
+
+
+def event_types() -> dict[str, type]:
+    """Every event class by its name in events.jsonl."""
+    return {cls.__name__: cls for cls in get_args(Event)}
+
+
+def to_json(event: Event, time: str) -> bytes:
+    """One line of events.jsonl."""
+    body = {"v": SCHEMA_VERSION, "type": type(event).__name__, "time": time}
+    body.update(asdict(event))
+    return orjson.dumps(body) + b"\n"
+
+
+def from_json(line: bytes) -> Event | None:
+    """An event read back from events.jsonl; None for a line this version does not know."""
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None  # a line cut short by a crash
+    cls = event_types().get(str(data.get("type"))) if isinstance(data, dict) else None
+    if cls is None:
+        return None
+    names = {f.name for f in fields(cls)}
+    values = {k: v for k, v in data.items() if k in names}
+    if cls is AgentFinished:
+        known = {f.name for f in fields(AgentResult)}
+        values["result"] = AgentResult(**{k: v for k, v in values["result"].items() if k in known})
+    for name, value in values.items():
+        if isinstance(value, list):
+            values[name] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+    return cls(**values)  # type: ignore[no-any-return]
+
+
+class EventLog:
+    """Appends every event to `.agent-loop/events.jsonl`; a reader elsewhere follows the file,
+    so no consumer of the log can slow the loop down."""
+
+    def __init__(self, path: Path, clock: Callable[[], str]) -> None:
+        self.path = path
+        self.clock = clock
+
+    def __call__(self, event: Event) -> None:
+        """Append one event."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "ab") as out:
+            out.write(to_json(event, self.clock()))
+
+
+def fan_out(*consumers: Emit) -> Emit:
+    """One emit that hands each event to every consumer in turn."""
+    def emit(event: Event) -> None:
+        for consume in consumers:
+            consume(event)
+    return emit

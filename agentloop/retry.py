@@ -21,13 +21,11 @@ Advisor problems never raise; only Ctrl+C (KeyboardInterrupt / Interrupted) goes
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from agentloop import proc
-from agentloop.errors import ProcessError, ProgramNotFound
+from agentloop.agents.claude import ask
 
 MAX_ATTEMPTS = 5            # hard cap per task, whatever the advice
 DEFAULT_MODEL = "haiku"
@@ -158,8 +156,6 @@ def advise(program: str, model: str, task: str, attempt: int, max_attempts: int,
         return Advice(False, f"attempt cap reached ({attempt} of {cap})", "", "cap",
                       log=f"-- retry advisor --\nnot asked: attempt {attempt} of {cap} was the last")
     prompt = build_prompt(task, attempt, cap, error, exit_code, log_tail, previous_error)
-    argv = [program, "-p", "--output-format", "json", "--model", model, "--tools", "",
-            "--no-session-persistence", "--", prompt]
     lines = ["-- retry advisor --",
              f"command: {program} -p --output-format json --model {model} --tools '' "
              f"--no-session-persistence -- <prompt: {len(prompt)} chars>",
@@ -171,29 +167,12 @@ def advise(program: str, model: str, task: str, attempt: int, max_attempts: int,
         advice = fallback(why, attempt, cap, error, previous_error, cost)
         return _logged(advice, lines)
 
-    try:
-        done = proc.run(argv, cwd=cwd, env=env, check=False, timeout=timeout)
-    except ProgramNotFound:
-        return give_up(f"{program} not found")
-    except ProcessError as exc:  # with check=False: a timeout, or a program that cannot start
-        if isinstance(exc.__cause__, subprocess.TimeoutExpired):
-            return give_up(f"timed out after {timeout}s")  # (the message holds the whole prompt)
-        return give_up(str(exc).splitlines()[0][:300])
-    except OSError as exc:  # not executable, argv too long, ...
-        return give_up(f"could not start {program}: {exc}")
-    try:
-        answer = json.loads(done.stdout)
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict):
-        stderr = " ".join(done.stderr.split())
-        return give_up(f"no JSON result (exit {done.returncode})" + (f": {stderr[:300]}" if stderr else ""))
-    raw_cost, raw_text = answer.get("total_cost_usd"), answer.get("result")
-    cost = float(raw_cost) if isinstance(raw_cost, (int, float)) else 0.0
-    text = raw_text if isinstance(raw_text, str) else ""
-    lines.append(f"answer: {_clip(text, ANSWER_LOG_CHARS)}")
-    if done.returncode != 0 or answer.get("is_error"):
-        return give_up(f"exit {done.returncode}: {_clip(' '.join(text.split()), 300)}", cost)
+    answer = ask(program, model, prompt, cwd, env, timeout)
+    if answer.text:
+        lines.append(f"answer: {_clip(answer.text, ANSWER_LOG_CHARS)}")
+    if answer.error is not None:
+        return give_up(answer.error, answer.cost_usd)
+    text, cost = answer.text, answer.cost_usd
     parsed = parse_advice(text)
     if parsed is None:
         return give_up("the answer holds no JSON object with a boolean \"retry\"", cost)

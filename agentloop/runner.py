@@ -17,9 +17,12 @@ from typing import Callable
 
 from agentloop.agents import Agent
 from agentloop.clock import Clock, SystemClock
-from agentloop.errors import AgentBlocked, AgentLoopError, Interrupted, RunStopped
+from agentloop.distill import Message
+from agentloop.errors import AgentBlocked, AgentLoopError, BudgetReached, Interrupted, RunStopped
+from agentloop import receipts
 from agentloop.attempt import Attempts
-from agentloop.events import Emit, LimitWait, RetryDecided, RunFinished, RunStarted, TaskFinished
+from agentloop.events import (Emit, LimitWait, MessageDistilled, RetryDecided, RunFinished,
+                              RunStarted, TaskFinished)
 from agentloop.failures import Failure, classify
 from agentloop.plan import commit_message, runnable
 from agentloop.proc import shielded
@@ -37,8 +40,11 @@ MAX_BACKOFF = 3600.0
 RESET_MARGIN = 5.0
 # Runs of the tool in a row a task may start without completing before the summary flags it.
 STALL_RUNS = 3
+# The CLI's result subtype for a run cut short by --max-budget-usd (measured on 2.1.330).
+BUDGET_CUT = "error_max_budget_usd"
 
 Advisor = Callable[..., Advice]
+Distiller = Callable[..., Message]
 
 
 @dataclass(frozen=True)
@@ -53,13 +59,16 @@ class Options:
     backoff: float = 30.0
     iterations: int = 1
     sleep: float = 0.0
+    budget: float | None = None        # USD for everything spent on this task file
+    task_budget: float | None = None   # USD, the CLI's own cap on one run
 
 
 class Runner:
     """Runs the unfinished tasks of one project, saving the state after every step."""
 
     def __init__(self, project: Project, state: State, agent: Agent, vcs: Vcs, options: Options,
-                 emit: Emit, advisor: Advisor, clock: Clock | None = None) -> None:
+                 emit: Emit, advisor: Advisor, clock: Clock | None = None,
+                 distiller: Distiller | None = None) -> None:
         self.project = project
         self.state = state
         self.agent = agent
@@ -67,6 +76,7 @@ class Runner:
         self.options = options
         self.emit = emit
         self.advisor = advisor
+        self.distiller = distiller
         self.clock = clock or SystemClock()
         self.limit_waits = 0
         self.failed_in_row: list[int] = []
@@ -136,6 +146,7 @@ class Runner:
     def _run_task(self, task: TaskState) -> None:
         hint, fresh, transient_in_row, previous_error = "", False, 0, None
         while True:
+            self._check_budget(task)
             attempt, change, result, report = self.attempts.run(task, hint, fresh)
             if result.ok and report.signal == FATAL:
                 self.attempts.drop(change)
@@ -156,10 +167,15 @@ class Runner:
                 self.emit(TaskFinished(task.index, task.status, None, 0, task.error))
                 return
             if result.ok:
-                self._complete(task, attempt, change)
+                self._complete(task, attempt, change, result.text)
                 return
             self.attempts.drop(change)
             task.change_id = task.commit_id = attempt.change_id = attempt.commit_id = None
+            if result.subtype == BUDGET_CUT:
+                attempt.outcome, attempt.reason = "budget", f"cut short by its own budget " \
+                    f"(--task-budget {self.options.task_budget:g} USD)"
+                self._fail(task, attempt.reason)
+                return
             failure = classify(result, datetime.fromtimestamp(self.clock.time(), timezone.utc))
             attempt.reason = failure.reason
             if failure.kind in ("limit", "blocking"):
@@ -196,6 +212,7 @@ class Runner:
                                   exit_code=result.exit_code, log_tail=self.attempts.log_tail(attempt),
                                   previous_error=previous_error)
             previous_error = failure.reason
+            attempt.helper_cost_usd = round(attempt.helper_cost_usd + advice.cost_usd, 6)
             task.cost_usd = round(task.cost_usd + advice.cost_usd, 6)
             self._decide(task, attempt, advice, "other", 0.0)
             if not advice.retry:
@@ -203,8 +220,18 @@ class Runner:
                 return
             hint, fresh = advice.hint, True
 
-    def _complete(self, task: TaskState, attempt: Attempt, change: Change) -> None:
-        done = self.vcs.finish(change, commit_message(task))
+    def _complete(self, task: TaskState, attempt: Attempt, change: Change,
+                  final: str = "") -> None:
+        message = commit_message(task)
+        if self.distiller is not None and self.vcs.name != "none":
+            distilled = self.distiller(plain=message, group=task.group, task=task.task,
+                                       final=final, diff=self.vcs.diff(change))
+            attempt.helper_cost_usd = round(attempt.helper_cost_usd + distilled.cost_usd, 6)
+            task.cost_usd = round(task.cost_usd + distilled.cost_usd, 6)
+            message = distilled.text
+            self.emit(MessageDistilled(task.index, distilled.distilled,
+                                       message.splitlines()[0], distilled.note))
+        done = self.vcs.finish(change, message)
         if done.empty:  # nothing changed: no change to record (backends drop an empty one)
             done = Change(change_id="", empty=True)
         task.status = attempt.outcome = "completed"
@@ -246,6 +273,16 @@ class Runner:
                             self.limit_waits, self.options.max_limit_waits))
         self.clock.sleep(seconds)
 
+    def _check_budget(self, task: TaskState) -> None:
+        """Start no attempt once everything spent on this task file has reached --budget."""
+        if self.options.budget is None:
+            return
+        spent = round(sum(t.cost_usd for t in self.state.tasks), 6)
+        if spent >= self.options.budget:
+            raise BudgetReached(f"budget reached before task {task.index}: spent "
+                                f"${spent:.4f} of ${self.options.budget:g}", spent,
+                                self.options.budget)
+
     def _check_stuck(self, task: TaskState) -> None:
         if len(self.failed_in_row) >= self.options.max_failures_in_row:
             tasks = ", ".join(str(i) for i in self.failed_in_row)
@@ -256,7 +293,9 @@ class Runner:
     def _summary(self, started: float, stopped: str | None,
                  notes: tuple[str, ...]) -> RunFinished:
         counts = Counter(t.status for t in self.state.tasks)
+        spent = receipts.total(self.state.tasks)
         return RunFinished(counts=tuple(sorted(counts.items())),
+                           tokens=tuple((k, getattr(spent, k)) for k in receipts.TOKENS),
                            cost_usd=round(sum(t.cost_usd for t in self.state.tasks), 6),
                            seconds=self.clock.monotonic() - started,
                            logs=self.project.store.relative(self.project.store.logs),

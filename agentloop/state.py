@@ -51,6 +51,9 @@ class Attempt:
     cost_usd: float = 0.0
     # The CLI's total_cost_usd, which adds up over a resumed session; cost_usd is this run's part.
     session_cost_usd: float = 0.0
+    # What the small calls about this attempt cost: the retry advisor, the commit distiller.
+    helper_cost_usd: float = 0.0
+    model: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
     num_turns: int | None = None
     duration_ms: int | None = None
@@ -175,6 +178,7 @@ class Store:
         self.dir = root / DIRNAME
         self.state_path = self.dir / "state.json"
         self.logs = self.dir / "logs"
+        self.events = self.dir / "events.jsonl"
         self._lock_path = self.dir / "run.lock"
         self._pid_path = self.dir / "run.pid"
 
@@ -264,8 +268,8 @@ class Store:
         return True
 
     def archive(self, stamp: str) -> Path | None:
-        """Move state.json and logs/ to archive/<stamp>/ (for --reset); None if nothing to move."""
-        present = [p for p in (self.state_path, self.logs) if p.exists()]
+        """Move state.json, logs/ and events.jsonl to archive/<stamp>/ (for --reset)."""
+        present = [p for p in (self.state_path, self.logs, self.events) if p.exists()]
         if not present:
             return None
         target = self.dir / "archive" / stamp.replace(":", "")

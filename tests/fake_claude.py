@@ -9,6 +9,7 @@ each call's argv to $FAKE_CLAUDE_LOG, and does what `FAKE:` lines in the prompt 
     FAKE: fail N               fail (is_error, exit 1) the first N runs of this prompt
     FAKE: exit CODE            exit with CODE after a result line with is_error
     FAKE: status HTTP          a failing run's api_error_status (e.g. 529: a transient failure)
+    FAKE: over-budget          end like a run cut short by --max-budget-usd
     FAKE: sleep SECONDS        wait before answering (after the init line)
     FAKE: hang                 never answer; also starts a child that hangs (process-group tests)
     FAKE: garbage | silent | cut | crash    non-JSON output / nothing / a result cut in half /
@@ -46,7 +47,7 @@ from pathlib import Path
 
 ALLOWED_FLAGS = {"-p", "--verbose", "--dangerously-skip-permissions"}
 ALLOWED_VALUES = {"--output-format": {"stream-json"}, "--model": None,
-                  "--append-system-prompt": None, "--resume": None}
+                  "--append-system-prompt": None, "--resume": None, "--max-budget-usd": None}
 ADVISOR_DEFAULT = '{"retry": true, "reason": "looks transient", "hint": "try again"}'
 
 
@@ -182,6 +183,12 @@ def main() -> None:
     if is_error and "say" not in words:
         text = "simulated failure"
     status = int(words["status"]) if "status" in words else None
+    if "over-budget" in words:
+        emit({"type": "result", "subtype": "error_max_budget_usd", "is_error": True,
+              "result": None, "errors": ["Reached maximum budget"], "session_id": session,
+              "total_cost_usd": session_total(state, session, 0.01), "usage": {},
+              "num_turns": 1, "duration_ms": 5, "permission_denials": []})
+        sys.exit(1)
     emit({"type": "assistant", "session_id": session, "message": {"role": "assistant",
           "content": [{"type": "text", "text": text}]}})
     result = {"type": "result", "subtype": "success", "is_error": is_error, "result": text,

@@ -247,6 +247,8 @@ class FakeApi:
         # (model substring or None for any model, reply), in the order they were scripted
         self._queue: list[tuple[str | None, Reply]] = []
         self._requests: list[Request] = []
+        # The Messages requests answered with a reply (and so with tokens the CLI bills).
+        self.billed: list[Request] = []
         self._stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -379,6 +381,8 @@ def _handler_for(api: FakeApi) -> type[BaseHTTPRequestHandler]:
                 events = stream_events(reply, request.model or "claude-fake", api.input_tokens,
                                        api.output_tokens)
                 self._send(200, "text/event-stream", _sse(events), {"cache-control": "no-cache"})
+                with api._lock:
+                    api.billed.append(request)
 
         do_GET = do_POST = do_HEAD = do_PUT = do_DELETE = _handle
 

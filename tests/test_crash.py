@@ -1,20 +1,28 @@
-"""Crash consistency: SIGKILL the whole tool at seeded random moments, run it again until done.
+"""Crash consistency: SIGKILL the tool anywhere, run it again until done, and nothing is lost.
 
-Each round is a fresh repository with 20 tasks in four groups; every task has the fake agent
-write its own file after a short pause, so kills land in start-up (and the recovery a re-run
-does), in the VCS step before and after the agent, in the agent run and in the state writes.
-After every kill state.json must load, and no agent process may outlive the tool. After a round
-every task is completed exactly once, and the history holds exactly one change (jj) or commit
-(git) per task, holding exactly that task's file.
+Three kinds of test, each on git and on jj, all with the real tool as a process:
 
-The seed and the number of kills can be changed from the environment, to hunt for more:
-    AGENT_LOOP_CRASH_SEED=7 AGENT_LOOP_CRASH_KILLS=300 pytest tests/test_crash.py -s
+* random kills: rounds of a fresh repository with 20 tasks in four groups, every task having
+  the fake agent write its own file after a short pause; the tool is killed at seeded random
+  moments (start-up and the recovery a re-run does, the VCS step before and after the agent,
+  the agent run, the state writes) and run again until a run ends by itself.
+* a sweep: a `git`/`jj` wrapper first on PATH kills the tool just before, or just after, the
+  k-th VCS command of a small run, for every k.
+* one exact reproduction per inconsistency found, marked xfail until its fix lands.
+
+After every kill state.json loads and no agent outlives the tool. At the end every task is
+completed exactly once; the history holds exactly one change (jj) or commit (git) per task,
+holding exactly that task's file; no other change holds a task's file; the state names them.
+
+Hunt with other seeds or more kills:
+    AGENT_LOOP_CRASH_SEED=7 AGENT_LOOP_CRASH_KILLS=300 pytest tests/test_crash.py -s -k random
 """
 
 from __future__ import annotations
 
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -29,31 +37,34 @@ from agentloop import proc
 from agentloop.state import from_bytes
 from tests.conftest import FakeClaude
 
-GROUPS, PER_GROUP = 4, 5
-TASKS = GROUPS * PER_GROUP
 KILLS = int(os.environ.get("AGENT_LOOP_CRASH_KILLS", "100"))
 SEEDS = {"git": 20260101, "jj": 20260102}
-# Most kills land in the first 400 ms (start-up, recovery, the first tasks); some later ones
+# Most kills land in the first 400 ms (start-up, recovery, the first tasks); a few later ones
 # let a round move on. A round that took this many kills gets one run without a kill.
 SHORT, LONG, LONG_SHARE, MAX_KILLS_PER_ROUND = 0.4, 1.5, 0.15, 60
-# Files a task may not hold: everything in the repository that is not its own.
+# What may sit in a repository besides the tasks' files (the user's, the tool's).
 OWN_FILES = {"README.md", ".gitignore", "tasks.md"}
 
+# Inconsistencies found by these tests whose fix is outside the tests' reach (runner.py and
+# vcs/*.py); each has an exact reproduction below, marked xfail(strict=True). The random and
+# sweep tests report them as an xfail instead of failing, and fail on anything else.
+UNRECORDED_COMMIT = "unrecorded-commit"
+ORPHAN_CHANGE = "orphan-change"
+KNOWN = {
+    UNRECORDED_COMMIT: "git: a kill after finish() moved HEAD to the task's commit but before "
+                       "the state recorded it: the re-run keeps the commit, runs the task again, "
+                       "finds nothing to commit and records the task as completed with no commit",
+    ORPHAN_CHANGE: "jj: a kill after begin()'s `jj new -m` but before the state recorded the "
+                   "change: the empty change, described as the task's, stays in history for good",
+}
 
-def task_file() -> str:
-    lines = []
-    for g in range(GROUPS):
-        lines.append(f"## Group {g + 1}\n")
-        for i in range(PER_GROUP):
-            n = g * PER_GROUP + i + 1
-            lines.append(f"- task {n:02d}\n  FAKE: write f{n:02d}.txt content {n}\n"
-                         "  FAKE: sleep 0.05\n")
-        lines.append("\n")
-    return "".join(lines)
 
+@dataclass(frozen=True)
+class Problem:
+    """One inconsistency: a known kind (see KNOWN) or "other", and what was seen."""
 
-def subject(n: int) -> str:
-    return f"agent-loop: Group {(n - 1) // PER_GROUP + 1} / task {n:02d}"
+    kind: str
+    text: str
 
 
 @dataclass
@@ -63,90 +74,25 @@ class Tally:
     kills: int = 0
     rounds: int = 0
     phases: Counter[str] = field(default_factory=Counter)
-    waited_for: int = 0  # VCS processes the dead tool left running, waited for before a re-run
+    waited_for: int = 0  # VCS commands a kill left running, waited for before the next run
 
 
-def phase(out: str) -> str:
-    lines = [line.strip() for line in out.splitlines() if line.strip()]
-    last = next((line for line in reversed(lines)
-                 if line.startswith(("[", "jj: created", "claude: running", "completed in",
-                                     "change ", "jj: abandoned"))), "")
-    if not last:
-        return "start-up and recovery"
-    if last.startswith("claude: running"):
-        return "agent run"
-    if last.startswith("completed in"):
-        return "VCS finish and state write"
-    if last.startswith("change "):
-        return "between tasks"
-    return "VCS begin and state write"
+# -- the project ------------------------------------------------------------------------------
+
+def task_file(groups: int, per_group: int) -> str:
+    lines = []
+    for g in range(groups):
+        lines.append(f"## Group {g + 1}\n")
+        for i in range(per_group):
+            n = g * per_group + i + 1
+            lines.append(f"- task {n:02d}\n  FAKE: write f{n:02d}.txt content {n}\n"
+                         "  FAKE: sleep 0.05\n")
+        lines.append("\n")
+    return "".join(lines)
 
 
-def _stat(pid: str) -> tuple[str, int] | None:
-    """(state letter, session id) of a process, None when it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2:].split()
-    return fields[0], int(fields[3])
-
-
-def _alive(match: Callable[[str], bool]) -> list[str]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and match(entry):
-            st = _stat(entry)
-            if st is not None and st[0] not in "ZX":
-                found.append(entry)
-    return found
-
-
-def _cmdline(pid: str) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
-    except OSError:
-        return ""
-
-
-def settle(tool_pid: int, fake: FakeClaude, where: str) -> int:
-    """After a kill: no agent may be left; VCS commands the tool started are waited for.
-
-    The kernel kills the agent with the tool (it runs in a session of its own). A git or jj
-    command the tool was running when it died finishes its work: a user's re-run seconds later
-    finds it done, so the next run waits for it too. Returns how many there were.
-    """
-    agent = str(fake.bin)
-    deadline = time.monotonic() + 2
-    while (agents := _alive(lambda p: agent in _cmdline(p))) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not agents, f"{where}: agent process(es) {agents} outlived the killed tool"
-    leftovers = _alive(lambda p: (_stat(p) or ("", 0))[1] == tool_pid)
-    deadline = time.monotonic() + 20
-    while _alive(lambda p: (_stat(p) or ("", 0))[1] == tool_pid):
-        assert time.monotonic() < deadline, f"{where}: the killed tool's children still run"
-        time.sleep(0.01)
-    return len(leftovers)
-
-
-def check_state_loads(work: Path, where: str) -> bool:
-    path = work / ".agent-loop" / "state.json"
-    if not path.exists():
-        return False
-    from_bytes(path.read_bytes(), path)  # raises on anything torn or invalid
-    return True
-
-
-def new_repo(work: Path, kind: str) -> None:
-    work.mkdir()
-    (work / "README.md").write_text("hello\n")
-    if kind == "git":
-        git(work, "init", "-q")
-        git(work, "add", "README.md")
-        git(work, "commit", "-qm", "initial")
-    else:
-        proc.run(["jj", "git", "init"], cwd=work)
-    (work / "tasks.md").write_text(task_file())
+def subject(n: int, per_group: int) -> str:
+    return f"agent-loop: Group {(n - 1) // per_group + 1} / task {n:02d}"
 
 
 def git(work: Path, *args: str) -> str:
@@ -158,117 +104,217 @@ def jj(work: Path, *args: str) -> str:
                     cwd=work).stdout
 
 
-def run_round(work: Path, kind: str, rng: random.Random, fake: FakeClaude, tally: Tally,
-              label: str) -> list[str]:
+def new_repo(work: Path, kind: str, groups: int, per_group: int) -> None:
+    work.mkdir()
+    (work / "README.md").write_text("hello\n")
+    if kind == "git":
+        git(work, "init", "-q")
+        git(work, "add", "README.md")
+        git(work, "commit", "-qm", "initial")
+    else:
+        proc.run(["jj", "git", "init"], cwd=work)
+    (work / "tasks.md").write_text(task_file(groups, per_group))
+
+
+def start(work: Path, kind: str, out: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """The tool as a process in a session of its own (so what it leaves behind can be found)."""
+    env = {**(env or os.environ), "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"}
+    with open(out, "w") as sink:
+        return subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", kind],
+                                cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=sink,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+
+# -- after a kill ---------------------------------------------------------------------------
+
+def _stat(pid: str) -> tuple[str, int] | None:
+    """(state letter, session id) of a process; None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()
+    return fields[0], int(fields[3])
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _alive(match: Callable[[str], bool]) -> list[str]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and match(entry):
+            st = _stat(entry)
+            if st is not None and st[0] not in "ZX":  # a zombie is dead, waiting to be reaped
+                found.append(entry)
+    return found
+
+
+def settle(tool_pid: int, fake: FakeClaude, where: str) -> int:
+    """No agent may outlive the tool; VCS commands it was running are waited for.
+
+    The agent runs in a session of its own, and the kernel kills it with the tool. A git or
+    jj command the tool was running finishes its work (a user's re-run seconds later finds it
+    done), so the next run waits for it too. Returns how many there were.
+    """
+    agent = str(fake.bin)
+    deadline = time.monotonic() + 2
+    while (agents := _alive(lambda p: agent in _cmdline(p))) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not agents, f"{where}: agent process(es) {agents} outlived the killed tool"
+    ours = lambda p: (_stat(p) or ("", 0))[1] == tool_pid  # noqa: E731
+    leftovers = len(_alive(ours))
+    deadline = time.monotonic() + 20
+    while _alive(ours):
+        assert time.monotonic() < deadline, f"{where}: the killed tool's children still run"
+        time.sleep(0.01)
+    return leftovers
+
+
+def state_loads(work: Path) -> bool:
+    """Whether state.json exists; raises when it exists and does not load."""
+    path = work / ".agent-loop" / "state.json"
+    if not path.exists():
+        return False
+    from_bytes(path.read_bytes(), path)
+    return True
+
+
+# -- the verdict ------------------------------------------------------------------------------
+
+def check(work: Path, kind: str, label: str, per_group: int) -> list[Problem]:
+    """Every task completed once, with its file; one change or commit per task; state agrees."""
+    path = work / ".agent-loop" / "state.json"
+    state = from_bytes(path.read_bytes(), path)
+    history = git_history(work) if kind == "git" else jj_history(work)
+    tasks = [(c, d, f) for c, d, f in history if d.startswith("agent-loop")]
+    others = [(c, d, f) for c, d, f in history if not d.startswith("agent-loop")]
+    problems = []
+    for n, t in enumerate(state.tasks, 1):
+        mine = [(c, f) for c, d, f in tasks if d == subject(n, per_group)]
+        outcomes = [a.outcome for a in t.history]
+        if t.status != "completed" or outcomes.count("completed") != 1:
+            problems.append(Problem("other", f"{label}: task {n} is {t.status}, attempts "
+                                             f"{outcomes}"))
+        if (work / f"f{n:02d}.txt").read_text() != f"content {n}\n":
+            problems.append(Problem("other", f"{label}: f{n:02d}.txt lost its content"))
+        full = [c for c, f in mine if f == [f"f{n:02d}.txt"]]
+        empty = [c for c, f in mine if not f]
+        if len(full) != 1 or len(mine) != len(full) + len(empty):
+            problems.append(Problem("other", f"{label}: task {n} has changes {mine} in history"))
+        elif empty:
+            problems.append(Problem(ORPHAN_CHANGE, f"{label}: task {n} has empty changes "
+                                                   f"{empty} besides its own {full[0]}"))
+        if t.change_id != (full[0] if full else None) or t.files != [f"f{n:02d}.txt"]:
+            known = kind == "git" and len(full) == 1 and t.change_id is None and not t.files
+            problems.append(Problem(UNRECORDED_COMMIT if known else "other",
+                                    f"{label}: task {n}: the state records change {t.change_id} "
+                                    f"with files {t.files}; history has {full}"))
+    expected = {subject(n, per_group) for n in range(1, len(state.tasks) + 1)}
+    for c, d, f in tasks:
+        if d not in expected:
+            problems.append(Problem("other", f"{label}: {c} ({d!r}) is no task's change"))
+    for c, d, f in others:
+        if not set(f) <= OWN_FILES:
+            problems.append(Problem("other", f"{label}: {c} ({d!r}) holds task files: {f}"))
+    if kind == "git":
+        dirty = {line[3:] for line in git(work, "status", "--porcelain").splitlines()}
+        if not dirty <= OWN_FILES:
+            problems.append(Problem("other", f"{label}: uncommitted: {sorted(dirty - OWN_FILES)}"))
+    return problems
+
+
+def git_history(work: Path) -> list[tuple[str, str, list[str]]]:
+    """(sha, subject, files) of every commit on HEAD, oldest first."""
+    rows = [row.split("\t", 1) for row in
+            git(work, "log", "--reverse", "--format=%H%x09%s").splitlines()]
+    return [(sha, subj, git(work, "show", "--name-only", "--format=", sha).split())
+            for sha, subj in rows]
+
+
+JJ_ROW = ('change_id ++ "\\t" ++ if(divergent, "DIVERGENT ") ++ description.first_line() ++ '
+          '"\\t" ++ self.diff().files().map(|f| f.path()).join(",") ++ "\\n"')
+
+
+def jj_history(work: Path) -> list[tuple[str, str, list[str]]]:
+    """(change id, description, files) of every change under @, oldest first."""
+    out = jj(work, "log", "--no-graph", "-r", "::@ ~ root()", "-T", JJ_ROW)
+    rows = [line.split("\t") for line in out.splitlines()]
+    return [(c, d, f.split(",") if f else []) for c, d, f in reversed(rows)]
+
+
+def verdict(problems: list[Problem], summary: str) -> None:
+    """Fail on anything new; report the known inconsistencies as an xfail."""
+    other = [p.text for p in problems if p.kind not in KNOWN]
+    assert not other, "\n".join(other + [summary])
+    known = sorted({p.kind for p in problems})
+    if known:
+        pytest.xfail("; ".join(KNOWN[k] for k in known) + "\nseen: "
+                     + "\n".join(p.text for p in problems) + "\n" + summary)
+
+
+# -- random kills -----------------------------------------------------------------------------
+
+def phase(out: str) -> str:
+    """Where a kill landed, from the last line the tool printed."""
+    marks = ("[", "jj: created", "claude: running", "completed in", "change ", "jj: abandoned")
+    last = next((line for line in reversed([x.strip() for x in out.splitlines()])
+                 if line.startswith(marks)), "")
+    if not last:
+        return "start-up and recovery"
+    if last.startswith("claude: running"):
+        return "agent run"
+    if last.startswith("completed in"):
+        return "VCS finish and state write"
+    if last.startswith("change "):
+        return "between tasks"
+    return "VCS begin and state write"
+
+
+def kill_until_done(work: Path, kind: str, rng: random.Random, fake: FakeClaude, tally: Tally,
+                    label: str) -> list[Problem]:
     """Start the tool, kill it at a random moment, again and again until a run ends by itself.
 
-    Returns the problems found; every run's output is kept in `<round>.log` beside the folder.
+    Every run's output is kept in `<round>.log` beside the round's folder.
     """
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"}
-    out_path, err_path = work.parent / f"{work.name}.out", work.parent / f"{work.name}.err"
+    out = work.parent / f"{work.name}.out"
     seen_state, kills = False, 0
-    with open(work.parent / f"{work.name}.log", "w") as history:
+    with open(work.parent / f"{work.name}.log", "w") as log:
         while True:
             short = rng.random() >= LONG_SHARE
             delay = rng.uniform(0, SHORT) if short else rng.uniform(SHORT, LONG)
             if kills >= MAX_KILLS_PER_ROUND:
                 delay = 120.0
-            with open(out_path, "w") as out, open(err_path, "w") as err:
-                tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs",
-                                         kind], cwd=work, env=env, stdin=subprocess.DEVNULL,
-                                        stdout=out, stderr=err, start_new_session=True)
-                try:
-                    code = tool.wait(timeout=delay)
-                except subprocess.TimeoutExpired:
-                    code = None
-                    tool.kill()
-                    tool.wait()
-            where = f"{label}, kill {kills + 1} (delay {delay:.3f}s)"
-            history.write(f"=== {where}: exit {code}\n{out_path.read_text()}{err_path.read_text()}")
+            tool = start(work, kind, out)
+            try:
+                code: int | None = tool.wait(timeout=delay)
+            except subprocess.TimeoutExpired:
+                code = None
+                tool.kill()
+                tool.wait()
+            where = f"{label}, kill {kills + 1} (after {delay:.3f}s)"
+            text = out.read_text()
+            log.write(f"=== {where}: exit {code}\n{text}")
+            tally.waited_for += settle(tool.pid, fake, where)
             if code is not None:
-                tally.waited_for += settle(tool.pid, fake, f"{label}, final run")
                 if code != 0:
-                    return [f"{label}: a run after {kills} kill(s) failed (exit {code}): "
-                            f"{err_path.read_text().strip()}"]
+                    return [Problem("other", f"{label}: the run after {kills} kill(s) failed "
+                                             f"(exit {code}): {text[-2000:]}")]
                 return []
             kills += 1
             tally.kills += 1
-            tally.phases[phase(out_path.read_text())] += 1
-            tally.waited_for += settle(tool.pid, fake, where)
+            tally.phases[phase(text)] += 1
             try:
-                loaded = check_state_loads(work, where)
-            except Exception as exc:  # noqa: BLE001 - reported, and the round cannot go on
-                return [f"{where}: state.json does not load: {exc}"]
+                loaded = state_loads(work)
+            except Exception as exc:  # noqa: BLE001 - reported; the round cannot go on
+                return [Problem("other", f"{where}: state.json does not load: {exc}")]
             if seen_state and not loaded:
-                return [f"{where}: state.json disappeared"]
+                return [Problem("other", f"{where}: state.json disappeared")]
             seen_state = loaded
-
-
-def check_tasks(work: Path, label: str) -> tuple[list[str], list[str | None]]:
-    """Every task completed exactly once; also returns the change id recorded per task."""
-    path = work / ".agent-loop" / "state.json"
-    state = from_bytes(path.read_bytes(), path)
-    problems = []
-    for n, t in enumerate(state.tasks, 1):
-        outcomes = [a.outcome for a in t.history]
-        if t.status != "completed" or outcomes.count("completed") != 1:
-            problems.append(f"{label}: task {n} is {t.status}, attempts {outcomes}")
-        if t.files != [f"f{n:02d}.txt"]:
-            problems.append(f"{label}: task {n} completed with files {t.files} recorded, "
-                            f"change {t.change_id}")
-        if (work / f"f{n:02d}.txt").read_text() != f"content {n}\n":
-            problems.append(f"{label}: f{n:02d}.txt is wrong")
-    return problems, [t.change_id for t in state.tasks]
-
-
-def check_git(work: Path, label: str, recorded: list[str | None]) -> list[str]:
-    """One commit per task, in order, holding its file only; the state names those commits."""
-    rows = git(work, "log", "--reverse", "--format=%H%x09%s").splitlines()
-    commits = [row.split("\t", 1) for row in rows]
-    found = [(subj, git(work, "show", "--name-only", "--format=", sha).split())
-             for sha, subj in commits[1:]]
-    expected = [(subject(n), [f"f{n:02d}.txt"]) for n in range(1, TASKS + 1)]
-    problems = []
-    if commits[0][1] != "initial" or found != expected:
-        problems.append(f"{label}: history is not one commit per task: "
-                        f"{[c for c in found if c not in expected]} besides the expected")
-    shas = [sha for sha, _ in commits[1:]]
-    for n, change in enumerate(recorded, 1):
-        if change not in shas:
-            problems.append(f"{label}: task {n}: the state names commit {change}, not in history")
-    dirty = {line[3:] for line in git(work, "status", "--porcelain").splitlines()}
-    if not dirty <= OWN_FILES:
-        problems.append(f"{label}: left uncommitted: {sorted(dirty - OWN_FILES)}")
-    return problems
-
-
-JJ_ROW = ('change_id ++ "\\t" ++ description.first_line() ++ "\\t" ++ '
-          'self.diff().files().map(|f| f.path()).join(",") ++ "\\t" ++ divergent ++ "\\n"')
-
-
-def check_jj(work: Path, label: str, recorded: list[str | None]) -> list[str]:
-    """One change per task, in order, holding its file only; no task file in any other change."""
-    rows = [line.split("\t") for line in jj(work, "log", "--no-graph", "-r", "::@ ~ root()",
-                                            "-T", JJ_ROW).splitlines()]
-    rows.reverse()
-    problems = []
-    if any(r[3] == "true" for r in rows):
-        problems.append(f"{label}: divergent changes: {[r for r in rows if r[3] == 'true']}")
-    tasks = [(c, d, f.split(",") if f else []) for c, d, f, _ in rows if d.startswith("agent-loop")]
-    expected = [(subject(n), [f"f{n:02d}.txt"]) for n in range(1, TASKS + 1)]
-    found = [(d, f) for _, d, f in tasks]
-    if found != expected:
-        problems.append(f"{label}: history is not one change per task: "
-                        f"{[(c, d, f) for c, d, f in tasks if (d, f) not in expected]} besides "
-                        "the expected")
-    ids = [c for c, _, _ in tasks]
-    for n, change in enumerate(recorded, 1):
-        if change not in ids:
-            problems.append(f"{label}: task {n}: the state names change {change}, not in history")
-    for c, d, f, _ in rows:
-        if not d.startswith("agent-loop") and not set(filter(None, f.split(","))) <= OWN_FILES:
-            problems.append(f"{label}: change {c} ({d!r}) holds task files: {f}")
-    return problems
 
 
 @pytest.mark.parametrize("kind", ["git", "jj"])
@@ -278,20 +324,130 @@ def test_random_kills_lose_nothing_and_duplicate_nothing(tmp_path: Path, jj_bin:
     seed = int(os.environ.get("AGENT_LOOP_CRASH_SEED", SEEDS[kind]))
     rng = random.Random(seed)
     tally, problems = Tally(), []
-    started = time.monotonic()
+    began = time.monotonic()
     while tally.kills < KILLS:
         tally.rounds += 1
         label = f"{kind}, seed {seed}, round {tally.rounds}"
         work = tmp_path / f"round{tally.rounds}"
-        new_repo(work, kind)
-        failed = run_round(work, kind, rng, fake_claude, tally, label)
-        problems += failed
-        if failed:
-            continue  # the round cannot be judged; the next one starts afresh
-        found, recorded = check_tasks(work, label)
-        problems += found
-        problems += (check_git if kind == "git" else check_jj)(work, label, recorded)
-    print(f"\n{kind}: seed {seed}: {tally.kills} kills in {tally.rounds} rounds, "
-          f"{time.monotonic() - started:.0f}s; by phase: {dict(tally.phases)}; "
-          f"VCS commands left running by a kill: {tally.waited_for}")
-    assert not problems, "\n".join(problems)
+        new_repo(work, kind, groups=4, per_group=5)
+        failed = kill_until_done(work, kind, rng, fake_claude, tally, label)
+        problems += failed or check(work, kind, label, per_group=5)
+    summary = (f"{kind}: seed {seed}: {tally.kills} kills in {tally.rounds} rounds, "
+               f"{time.monotonic() - began:.0f}s; by phase: {dict(tally.phases)}; "
+               f"VCS commands a kill left running: {tally.waited_for}")
+    print("\n" + summary)
+    verdict(problems, summary)
+    assert tally.kills >= KILLS
+
+
+# -- a kill at every VCS command ----------------------------------------------------------------
+
+WRAPPER = """#!/bin/sh
+# Counts its calls and kills its caller (the tool) before or after one of them: call number
+# $CRASH_AT, or the first whose arguments hold $CRASH_MATCH.
+n=$(( $(cat "$CRASH_COUNTER" 2>/dev/null || echo 0) + 1 ))
+echo "$n" > "$CRASH_COUNTER"
+hit=
+if [ -n "$CRASH_MATCH" ]; then
+    case " $* " in *"$CRASH_MATCH"*) [ -e "$CRASH_COUNTER.fired" ] || hit=1 ;; esac
+elif [ "$n" = "$CRASH_AT" ]; then
+    hit=1
+fi
+[ -n "$hit" ] && touch "$CRASH_COUNTER.fired"
+if [ -n "$hit" ] && [ "$CRASH_WHEN" = before ]; then kill -9 $PPID; exit 1; fi
+"$CRASH_REAL" "$@"
+code=$?
+if [ -n "$hit" ] && [ "$CRASH_WHEN" = after ]; then kill -9 $PPID; fi
+exit $code
+"""
+
+
+def crash_env(tmp: Path, kind: str, when: str, at: int = 0, match: str = "") -> dict[str, str]:
+    """An environment whose `git` or `jj` kills the tool at one command (or never, at=0)."""
+    real = shutil.which(kind)
+    assert real is not None
+    folder = tmp / "wrapper"
+    folder.mkdir(exist_ok=True)
+    (folder / kind).write_text(WRAPPER)
+    (folder / kind).chmod(0o755)
+    counter = tmp / f"counter-{when}-{at}-{len(match)}"
+    for stale in (counter, Path(f"{counter}.fired")):
+        stale.unlink(missing_ok=True)
+    return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}",
+            "CRASH_REAL": real, "CRASH_COUNTER": str(counter), "CRASH_AT": str(at),
+            "CRASH_WHEN": when, "CRASH_MATCH": match}
+
+
+def kill_once_then_finish(work: Path, kind: str, env: dict[str, str], fake: FakeClaude,
+                          label: str) -> tuple[bool, list[Problem]]:
+    """One run with the crash wrapper, then plain runs until done; (whether it was killed, ...)."""
+    out = work.parent / f"{work.name}.out"
+    tool = start(work, kind, out, env)
+    code = tool.wait(timeout=120)
+    settle(tool.pid, fake, label)
+    killed = code == -9
+    if code not in (0, -9):
+        return killed, [Problem("other", f"{label}: the crashing run failed (exit {code}): "
+                                         f"{out.read_text()[-2000:]}")]
+    try:
+        state_loads(work)
+    except Exception as exc:  # noqa: BLE001 - reported
+        return killed, [Problem("other", f"{label}: state.json does not load: {exc}")]
+    tool = start(work, kind, out)
+    code = tool.wait(timeout=120)
+    if code != 0:
+        return killed, [Problem("other", f"{label}: the run after the kill failed (exit {code}): "
+                                         f"{out.read_text()[-2000:]}")]
+    return killed, []
+
+
+@pytest.mark.parametrize("kind", ["git", "jj"])
+def test_a_kill_before_or_after_any_vcs_command_loses_nothing(tmp_path: Path, jj_bin: str,
+                                                              fake_claude: FakeClaude,
+                                                              kind: str) -> None:
+    problems: list[Problem] = []
+    points, at = 0, 1
+    began = time.monotonic()
+    while True:
+        killed_any = False
+        for when in ("before", "after"):
+            label = f"{kind}: kill {when} VCS command {at}"
+            work = tmp_path / f"{when}-{at}"
+            new_repo(work, kind, groups=2, per_group=1)
+            killed, found = kill_once_then_finish(
+                work, kind, crash_env(tmp_path, kind, when, at), fake_claude, label)
+            killed_any |= killed
+            points += killed
+            problems += found or check(work, kind, label, per_group=1)
+        if not killed_any:
+            break  # the run made fewer than `at` VCS calls: every one has been a crash point
+        at += 1
+    summary = f"{kind}: {points} crash points, {time.monotonic() - began:.0f}s"
+    print("\n" + summary)
+    assert points >= 10
+    verdict(problems, summary)
+
+
+# -- the inconsistencies found, exactly ----------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason=KNOWN[UNRECORDED_COMMIT])
+def test_git_kill_after_the_task_commit_landed(tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = tmp_path / "work"
+    new_repo(work, "git", groups=1, per_group=2)
+    env = crash_env(tmp_path, "git", "after", match=" update-ref -m agent-loop: ")
+    killed, problems = kill_once_then_finish(work, "git", env, fake_claude, "git")
+    assert killed
+    problems += check(work, "git", "git", per_group=2)
+    assert not problems, "\n".join(p.text for p in problems)
+
+
+@pytest.mark.xfail(strict=True, reason=KNOWN[ORPHAN_CHANGE])
+def test_jj_kill_after_the_task_change_was_made(tmp_path: Path, jj_bin: str,
+                                                fake_claude: FakeClaude) -> None:
+    work = tmp_path / "work"
+    new_repo(work, "jj", groups=1, per_group=2)
+    env = crash_env(tmp_path, "jj", "after", match=" new -m agent-loop: ")
+    killed, problems = kill_once_then_finish(work, "jj", env, fake_claude, "jj")
+    assert killed
+    problems += check(work, "jj", "jj", per_group=2)
+    assert not problems, "\n".join(p.text for p in problems)

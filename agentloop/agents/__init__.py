@@ -19,6 +19,7 @@ class AgentRun:
     resume: str | None = None     # session id to continue, or None for a fresh session
     header: tuple[tuple[str, str], ...] = ()   # extra "key: value" lines for the log header
     timeout: float | None = None
+    budget_usd: float | None = None            # the CLI's own spending cap for this run
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class AgentResult:
     limit_resets_at: float | None = None  # unix seconds, from a rejected rate_limit_event
     stderr: str = ""                      # the last lines the agent wrote to stderr
     timed_out: bool = False
+    model: str | None = None              # the model the CLI ran (from its init line)
+    subtype: str | None = None            # the result's subtype, e.g. error_max_budget_usd
 
 
 class Agent(Protocol):

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import IO, Any, Callable
+from pathlib import Path
+from typing import IO, Any, Callable, Mapping
 
 import orjson
 
 from agentloop import proc
 from agentloop.agents import AgentResult, AgentRun
-from agentloop.errors import AgentBlocked, ProgramNotFound
+from agentloop.errors import AgentBlocked, ProcessError, ProgramNotFound
 
 ENV_VAR = "AGENT_LOOP_CLAUDE"
 
@@ -67,6 +70,7 @@ class StreamLog:
         self.result: dict[str, Any] | None = None
         self.garbage = 0
         self.rate_limit: dict[str, Any] | None = None
+        self.model: str | None = None
 
     def write(self, text: str) -> None:
         """Add lines to the readable log and flush, so `tail -f` follows along."""
@@ -90,7 +94,8 @@ class StreamLog:
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init":
             self.session_id = event.get("session_id") or self.session_id
-            self.write(f"session {self.session_id} · model {event.get('model')} · cwd {event.get('cwd')}")
+            self.model = event.get("model") or self.model
+            self.write(f"session {self.session_id} · model {self.model} · cwd {event.get('cwd')}")
         elif kind == "assistant":
             self._assistant(event.get("message") or {})
         elif kind == "user":
@@ -152,7 +157,9 @@ def judge(exit_code: int, timed_out: bool, log: StreamLog, stderr: str) -> Agent
         elif log.garbage:
             error += f"; {log.garbage} line(s) of non-JSON output"
     elif res.get("is_error") or exit_code != 0:
-        error = _display(res.get("result") or stderr_line or f"exit {exit_code}", 300)
+        errors = res.get("errors")
+        listed = "; ".join(str(e) for e in errors) if isinstance(errors, list) else ""
+        error = _display(res.get("result") or listed or stderr_line or f"exit {exit_code}", 300)
         if exit_code != 0 and not res.get("is_error"):
             error = f"exit {exit_code}: {error}"
     cost = res.get("total_cost_usd")
@@ -171,11 +178,57 @@ def judge(exit_code: int, timed_out: bool, log: StreamLog, stderr: str) -> Agent
         api_error=str(api_error) if api_error else None,
         api_error_type=str(api_error_type) if api_error_type else None,
         limit_resets_at=float(resets) if isinstance(resets, (int, float)) else None,
-        stderr=stderr[-2000:], timed_out=timed_out)
+        stderr=stderr[-2000:], timed_out=timed_out, model=log.model,
+        subtype=str(res["subtype"]) if res.get("subtype") else None)
 
 
 def _stamp() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a one-off, tool-less Claude call said."""
+
+    text: str
+    cost_usd: float = 0.0
+    error: str | None = None     # why the call failed, or None
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+def ask(program: str, model: str, prompt: str, cwd: Path, env: Mapping[str, str] | None = None,
+        timeout: float = 180) -> Answer:
+    """A fresh, lightweight Claude call: no tools, no resume, no session kept; JSON output.
+
+    Never raises for the call's own problems (they are in `error`); Ctrl+C goes through.
+    """
+    argv = [program, "-p", "--output-format", "json", "--model", model, "--tools", "",
+            "--no-session-persistence", "--", prompt]
+    try:
+        done = proc.run(argv, cwd=cwd, env=env, check=False, timeout=timeout)
+    except ProgramNotFound:
+        return Answer("", error=f"{program} not found")
+    except ProcessError as exc:  # a timeout, or a program that cannot start
+        if isinstance(exc.__cause__, subprocess.TimeoutExpired):
+            return Answer("", error=f"timed out after {timeout}s")  # (str(exc) holds the prompt)
+        return Answer("", error=str(exc).splitlines()[0][:300])
+    except OSError as exc:  # argv too long, ...
+        return Answer("", error=f"could not start {program}: {exc}")
+    try:
+        answer = orjson.loads(done.stdout)
+    except orjson.JSONDecodeError:
+        answer = None
+    if not isinstance(answer, dict):
+        stderr = " ".join(done.stderr.split())
+        return Answer("", error=f"no JSON result (exit {done.returncode})"
+                      + (f": {stderr[:300]}" if stderr else ""))
+    raw_cost, raw_text = answer.get("total_cost_usd"), answer.get("result")
+    cost = float(raw_cost) if isinstance(raw_cost, (int, float)) else 0.0
+    text = raw_text if isinstance(raw_text, str) else ""
+    if done.returncode != 0 or answer.get("is_error"):
+        return Answer(text, cost, f"exit {done.returncode}: {_display(text, 300)}",
+                      _usage(answer.get("usage")))
+    return Answer(text, cost, None, _usage(answer.get("usage")))
 
 
 class ClaudeAgent:
@@ -204,6 +257,8 @@ class ClaudeAgent:
         argv = [self.program, "-p", "--output-format", "stream-json", "--verbose",
                 "--dangerously-skip-permissions", "--model", request.model,
                 "--append-system-prompt", SYSTEM_PROMPT]
+        if request.budget_usd is not None:
+            argv += ["--max-budget-usd", f"{request.budget_usd:g}"]
         if request.resume:
             argv += ["--resume", request.resume]
         # "--" ends the options, so a task that starts with "-" is still the prompt.
