@@ -103,7 +103,7 @@ class Attempts:
     def _agent_run(self, task: TaskState, change: Change, prompt: str, resume: str | None,
                    iteration: int) -> tuple[Attempt, AgentResult]:
         """Run the agent once, recorded as its own entry of the task's history and log."""
-        runs = sum(1 for a in task.history if a.iteration == 1)
+        runs = sum(1 for a in task.history if a.iteration == 1 and not a.round)
         number = runs + 1 if iteration == 1 else runs
         self.emit(TaskStarted(task.index, len(self.state.tasks), task.group, task.summary,
                               task.attempts, iteration))
@@ -159,7 +159,7 @@ class Attempts:
         attempt.exit_code = result.exit_code
         attempt.finished_at = now()
         task.cost_usd = round(task.cost_usd + attempt.cost_usd, 6)
-        if result.ok:
+        if result.ok and attempt.role == "developer":  # never the reviewer's session
             task.session_id = result.session_id
 
     def _session_cost(self, session_id: str | None) -> float:

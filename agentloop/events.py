@@ -109,6 +109,28 @@ class MessageDistilled:
 
 
 @dataclass(frozen=True)
+class ReviewStarted:
+    """A reviewer round begins (--review): a fresh, read-only session looks at the change."""
+
+    index: int
+    round: int
+    rounds: int
+
+
+@dataclass(frozen=True)
+class ReviewVerdict:
+    """What a reviewer round came to: approved, feedback for the developer, or a failed run."""
+
+    index: int
+    round: int
+    rounds: int
+    verdict: str             # approved | feedback | failed
+    text: str = ""           # the feedback, or why the reviewer's run failed
+    again: bool = False      # failed: the reviewer runs once more
+    wait_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
 class TaskFinished:
     """A task reached a final status in this run."""
 
@@ -134,7 +156,7 @@ class RunFinished:
 
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,
               ChangeAbandoned, RetryDecided, LimitWait, MessageDistilled, TaskFinished,
-              RunFinished]
+              RunFinished, ReviewStarted, ReviewVerdict]
 Emit = Callable[[Event], None]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,7 +23,10 @@ from agentloop.taskfile import Task
 
 SCHEMA_VERSION = 1
 DIRNAME = ".agent-loop"
-STATUSES = ("pending", "running", "completed", "failed", "interrupted", "skipped", "blocked")
+# A run that loses the race for the lock waits this long at most for the winner's pid to show.
+HOLDER_WAIT_SECONDS = 2.0
+STATUSES = ("pending", "running", "completed", "failed", "interrupted", "skipped", "blocked",
+            "unapproved")
 
 
 def now() -> str:
@@ -58,6 +62,11 @@ class Attempt:
     num_turns: int | None = None
     duration_ms: int | None = None
     exit_code: int | None = None
+    # With --review (agentloop.review): who ran, in which review round (0: the attempt's own
+    # runs), and what the reviewer said ("approved" or "feedback"; its feedback is `reason`).
+    role: str = "developer"
+    round: int = 0
+    verdict: str | None = None
 
 
 @dataclass
@@ -83,6 +92,8 @@ class TaskState:
     error: str | None = None
     # Runs of the tool in a row in which this task started but did not complete.
     stalled_runs: int = 0
+    # The reviewer's last feedback, for a task left `unapproved` when the review rounds ran out.
+    feedback: str | None = None
     history: list[Attempt] = field(default_factory=list)
 
     @classmethod
@@ -164,6 +175,26 @@ def from_bytes(raw: bytes, where: Path) -> State:
         raise StateError(f"{where} is damaged ({exc}); move it aside or run with --reset") from None
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process, alive
+    return True
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -195,11 +226,18 @@ class Store:
         return from_bytes(raw, self.state_path)
 
     def save(self, state: State) -> None:
-        """Write state.json atomically: temp file in the same folder, fsync, os.replace."""
+        """Write state.json atomically: temp file in the same folder, fsync, os.replace.
+
+        A failed write (disk full, read-only folder) leaves the old state.json as it was and
+        raises StateError.
+        """
         state.updated_at = now()
         data = state.to_bytes()
         self.make_dir()
-        fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=self.dir)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=self.dir)
+        except OSError as exc:
+            raise self._cannot_write(self.state_path, exc) from None
         try:
             os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; give it a normal file's mode
             with os.fdopen(fd, "wb") as out:
@@ -207,15 +245,20 @@ class Store:
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, self.state_path)
-        except BaseException:
+        except BaseException as exc:
             Path(tmp).unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise self._cannot_write(self.state_path, exc) from None
             raise
         # The rename is durable only once the folder itself is synced.
-        dir_fd = os.open(self.dir, os.O_RDONLY)
         try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+            dir_fd = os.open(self.dir, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        except OSError as exc:
+            raise self._cannot_write(self.state_path, exc) from None
 
     @contextmanager
     def lock(self) -> Iterator[None]:
@@ -227,44 +270,80 @@ class Store:
         try:
             lock.acquire()
         except Timeout:
-            try:
-                holder = self._pid_path.read_text().strip() or "unknown"
-            except OSError:
-                holder = "unknown"
-            raise StateLocked(f"another agent-loop run holds {self.dir} (pid {holder}); "
+            raise StateLocked(f"another agent-loop run holds {self.dir} (pid {self._holder()}); "
                               "wait for it or stop it first") from None
+        except OSError as exc:
+            raise self._cannot_write(self._lock_path, exc) from None
         try:
-            self._pid_path.write_text(f"{os.getpid()}\n")
+            try:
+                # Atomic, so a run that lost the race never reads it empty or half written.
+                _write_atomic(self._pid_path, f"{os.getpid()}\n")
+            except OSError as exc:
+                raise self._cannot_write(self._pid_path, exc) from None
             for stale in self.dir.glob(".state-*.tmp"):  # left by a writer that was killed
                 stale.unlink(missing_ok=True)
             yield
         finally:
-            self._pid_path.unlink(missing_ok=True)
+            try:
+                self._pid_path.unlink(missing_ok=True)
+            except OSError:
+                pass  # the lock is what counts, and it goes with us; a stale pid is never shown
             lock.release()
+
+    def _holder(self) -> str:
+        """The lock holder's pid from run.pid, once that names a live process.
+
+        The holder writes its pid just after it takes the lock, so a run started at the same
+        instant may find no file yet, or the pid a killed run left there: it waits a moment.
+        """
+        deadline = time.monotonic() + HOLDER_WAIT_SECONDS
+        while True:
+            try:
+                text = self._pid_path.read_text().strip()
+            except OSError:
+                text = ""
+            if text.isdigit() and _alive(int(text)):
+                return text
+            if time.monotonic() > deadline:
+                return "unknown"
+            time.sleep(0.01)
+
+    def _cannot_write(self, path: Path, exc: OSError) -> StateError:
+        reason = exc.strerror or str(exc)
+        return StateError(f"cannot write {path}: {reason}; the saved state is as it was"
+                          if path == self.state_path else f"cannot write {path}: {reason}")
 
     def make_dir(self) -> None:
         """Create `.agent-loop/`, ignored by git and jj from its first instant."""
         if self.dir.exists() and not self.dir.is_dir():
             raise StateError(f"{self.dir} exists and is not a folder; move it aside")
-        self.dir.mkdir(parents=True, exist_ok=True)
         inner = self.dir / ".gitignore"
-        if not inner.exists():
-            inner.write_text("*\n")
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            if not inner.exists():
+                inner.write_text("*\n")
+        except OSError as exc:
+            raise self._cannot_write(inner, exc) from None
 
     def ensure_ignored(self) -> bool:
         """Keep `.agent-loop/` out of version control; return True if .gitignore was changed."""
         self.make_dir()
         gitignore = self.root / ".gitignore"
         try:
-            text = gitignore.read_text(encoding="utf-8")
+            data = gitignore.read_bytes()  # bytes: a .gitignore need not be UTF-8
         except FileNotFoundError:
-            text = ""
-        entries = {line.strip() for line in text.splitlines()}
-        if entries & {DIRNAME, DIRNAME + "/", "/" + DIRNAME, "/" + DIRNAME + "/"}:
+            data = b""
+        except OSError as exc:
+            raise StateError(f"cannot read {gitignore}: {exc.strerror or exc}") from None
+        entries = {line.strip() for line in data.splitlines()}
+        if entries & {p.encode() for p in (DIRNAME, DIRNAME + "/", "/" + DIRNAME, "/" + DIRNAME + "/")}:
             return False
-        if text and not text.endswith("\n"):
-            text += "\n"
-        gitignore.write_text(text + DIRNAME + "/\n", encoding="utf-8")
+        if data and not data.endswith(b"\n"):
+            data += b"\n"
+        try:
+            gitignore.write_bytes(data + DIRNAME.encode() + b"/\n")
+        except OSError as exc:
+            raise self._cannot_write(gitignore, exc) from None
         return True
 
     def archive(self, stamp: str) -> Path | None:
@@ -277,9 +356,12 @@ class Store:
         while target.exists():
             n += 1
             target = target.with_name(f"{stamp.replace(':', '')}-{n}")
-        target.mkdir(parents=True)
-        for p in present:
-            shutil.move(str(p), target / p.name)
+        try:
+            target.mkdir(parents=True)
+            for p in present:
+                shutil.move(str(p), target / p.name)
+        except OSError as exc:
+            raise self._cannot_write(target, exc) from None
         return target
 
     def log_path(self, log_name: str, attempt: int = 1, iteration: int = 1) -> Path:

@@ -63,8 +63,10 @@ def main() -> None:
         shutil.copy(work / "tasks.md", TARGET / "tasks.md")
         shutil.copy(work / ".agent-loop" / "state.json", TARGET / "state.json")
         shutil.copytree(work / ".agent-loop" / "logs", TARGET / "logs")
+        shutil.copy(work / ".agent-loop" / "events.jsonl", TARGET / "events.jsonl")
         # Temporary paths would change on every regeneration; show them as /PROJECT.
-        for path in [TARGET / "state.json", *sorted((TARGET / "logs").iterdir())]:
+        for path in [TARGET / "state.json", TARGET / "events.jsonl",
+                     *sorted((TARGET / "logs").iterdir())]:
             text = path.read_text(encoding="utf-8")
             text = text.replace(str(fake), "claude").replace(str(work), "/PROJECT")
             path.write_text(text, encoding="utf-8")

@@ -20,6 +20,7 @@ class AgentRun:
     header: tuple[tuple[str, str], ...] = ()   # extra "key: value" lines for the log header
     timeout: float | None = None
     budget_usd: float | None = None            # the CLI's own spending cap for this run
+    read_only: bool = False       # the reviewer: may read the project's files, never change them
 
 
 @dataclass(frozen=True)

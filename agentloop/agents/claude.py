@@ -40,6 +40,24 @@ You are working through a task list inside agent-loop, unattended. Nobody will a
   TASK_BLOCKED: <reason>   you cannot do this task without a human (missing access, a decision);
   AGENT_LOOP_ERROR: <reason>  something is so wrong that the whole run must stop."""
 
+# The reviewer's rules; the verdict format itself is in its prompt (agentloop/review.py).
+REVIEW_SYSTEM_PROMPT = """\
+You are the reviewer inside agent-loop, which has a coding agent work through a task list
+unattended. Nobody will answer questions. You can read and search the project's files; you
+cannot change them, and you must not try. Judge the change you are shown and end with the
+verdict line your prompt asks for."""
+
+# The reviewer may read the project but never change it. `--tools` is what makes it so: the model
+# is offered Read, Grep and Glob only, whatever the project's settings say. A permission mode
+# alone is not enough: a trusted project whose .claude/settings.json allows Write, Edit and Bash
+# let them through under `--permission-mode dontAsk` (measured on 2.1.330, see
+# tests/test_review_real.py). The rest is belt and braces: those tools denied by name, nothing
+# that is not pre-approved ever asked for (-p mode would deny it anyway), no MCP servers from the
+# project's .mcp.json (their tools could write). No --dangerously-skip-permissions, so the
+# reviewer also runs as root without IS_SANDBOX.
+READ_ONLY_FLAGS = ("--tools", "Read,Grep,Glob", "--disallowedTools", "Write,Edit,NotebookEdit,Bash",
+                   "--permission-mode", "dontAsk", "--strict-mcp-config")
+
 ROOT_REFUSAL = "cannot be used with root/sudo privileges"
 ROOT_ADVICE = ("claude refuses --dangerously-skip-permissions when run as root; run agent-loop as "
                "a normal user, or set IS_SANDBOX=1 if this machine is a disposable sandbox")
@@ -254,6 +272,8 @@ class ClaudeAgent:
 
     def argv(self, request: AgentRun) -> list[str]:
         """The command line for one run; the prompt is one argv element, never shell text."""
+        if request.read_only:
+            return self.reviewer_argv(request)
         argv = [self.program, "-p", "--output-format", "stream-json", "--verbose",
                 "--dangerously-skip-permissions", "--model", request.model,
                 "--append-system-prompt", SYSTEM_PROMPT]
@@ -262,6 +282,17 @@ class ClaudeAgent:
         if request.resume:
             argv += ["--resume", request.resume]
         # "--" ends the options, so a task that starts with "-" is still the prompt.
+        return argv + ["--", request.prompt]
+
+    def reviewer_argv(self, request: AgentRun) -> list[str]:
+        """A read-only run in a fresh session: the reviewer's rules and READ_ONLY_FLAGS."""
+        if request.resume:
+            raise ValueError("a read-only run is always a fresh session")
+        argv = [self.program, "-p", "--output-format", "stream-json", "--verbose",
+                "--model", request.model, "--append-system-prompt", REVIEW_SYSTEM_PROMPT,
+                *READ_ONLY_FLAGS]
+        if request.budget_usd is not None:
+            argv += ["--max-budget-usd", f"{request.budget_usd:g}"]
         return argv + ["--", request.prompt]
 
     def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
