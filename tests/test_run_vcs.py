@@ -89,6 +89,16 @@ def git_commits(work: Path) -> list[tuple[str, str, list[str]]]:
     return rows
 
 
+def init_repo(work: Path, kind: str) -> None:
+    """A jj repository, or a git one with its README committed."""
+    if kind == "jj":
+        jj(work, "git", "init")
+    else:
+        git(work, "init", "-q")
+        git(work, "add", "README.md")
+        git(work, "commit", "-qm", "initial")
+
+
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
     folder = tmp_path / "project"
@@ -135,9 +145,7 @@ def test_jj_one_change_per_task_with_fake_agent(work: Path, jj_bin: str,
 
 
 def test_git_one_commit_per_task_with_fake_agent(work: Path, fake_claude: FakeClaude) -> None:
-    git(work, "init", "-q")
-    git(work, "add", "README.md")
-    git(work, "commit", "-qm", "initial")
+    init_repo(work, "git")
     (work / "tasks.md").write_text(FAKE_TASKS)
     done = agent_loop(work, "--vcs", "git")
     assert done.returncode == 0, done.stderr
@@ -148,12 +156,7 @@ def test_git_one_commit_per_task_with_fake_agent(work: Path, fake_claude: FakeCl
 @pytest.mark.parametrize("kind", ["jj", "git"])
 def test_failed_attempts_leave_one_change(work: Path, jj_bin: str, fake_claude: FakeClaude,
                                           kind: str) -> None:
-    if kind == "jj":
-        jj(work, "git", "init")
-    else:
-        git(work, "init", "-q")
-        git(work, "add", "README.md")
-        git(work, "commit", "-qm", "initial")
+    init_repo(work, kind)
     (work / "tasks.md").write_text("- flaky\n  FAKE: write flaky.txt x\n  FAKE: fail 2\n")
     done = agent_loop(work, "--vcs", kind)
     assert done.returncode == 0, done.stderr
@@ -170,12 +173,7 @@ def test_failed_attempts_leave_one_change(work: Path, jj_bin: str, fake_claude: 
 def test_interrupt_drops_the_attempt_and_keeps_later_user_edits(work: Path, jj_bin: str,
                                                                 fake_claude: FakeClaude,
                                                                 kind: str) -> None:
-    if kind == "jj":
-        jj(work, "git", "init")
-    else:
-        git(work, "init", "-q")
-        git(work, "add", "README.md")
-        git(work, "commit", "-qm", "initial")
+    init_repo(work, kind)
     (work / "tasks.md").write_text("## G\n- one\n  FAKE: write one.txt 1\n"
                                    "- slow\n  FAKE: write slow.txt x\n")
     # Only the first run's agent dawdles on "slow" (long enough to be interrupted).
@@ -248,9 +246,7 @@ def test_auto_falls_back_to_git_without_jj(work: Path, fake_claude: FakeClaude,
 
 
 def test_dirty_git_tree_is_refused_in_one_line(work: Path, fake_claude: FakeClaude) -> None:
-    git(work, "init", "-q")
-    git(work, "add", "README.md")
-    git(work, "commit", "-qm", "initial")
+    init_repo(work, "git")
     (work / "README.md").write_text("edited by the user\n")
     (work / "tasks.md").write_text("- one\n  FAKE: write one.txt 1\n")
     done = agent_loop(work, "--vcs", "git")
@@ -286,9 +282,7 @@ def test_jj_with_the_real_cli(work: Path, tmp_path: Path, jj_bin: str, fake_api:
 
 def test_git_with_the_real_cli(work: Path, tmp_path: Path, fake_api: FakeApi,
                                claude_bin: Path) -> None:
-    git(work, "init", "-q")
-    git(work, "add", "README.md")
-    git(work, "commit", "-qm", "initial")
+    init_repo(work, "git")
     (work / "tasks.md").write_text(REAL_TASKS)
     done = agent_loop(work, "--vcs", "git", env=real_env(tmp_path, fake_api, claude_bin))
     assert done.returncode == 0, done.stderr
