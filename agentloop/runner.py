@@ -29,6 +29,7 @@ from agentloop.proc import shielded
 from agentloop.project import Project
 from agentloop.report import BLOCKED, FATAL
 from agentloop.retry import MAX_ATTEMPTS, Advice
+from agentloop.review import Review, unapproved_notes
 from agentloop.state import Attempt, State, TaskState, now
 from agentloop.vcs import Change, Vcs
 
@@ -61,6 +62,9 @@ class Options:
     sleep: float = 0.0
     budget: float | None = None        # USD for everything spent on this task file
     task_budget: float | None = None   # USD, the CLI's own cap on one run
+    review: bool = False               # a reviewer checks each task's change (agentloop.review)
+    review_model: str = "sonnet"
+    max_review_rounds: int = 3
 
 
 class Runner:
@@ -81,6 +85,8 @@ class Runner:
         self.limit_waits = 0
         self.failed_in_row: list[int] = []
         self.attempts = Attempts(project, state, agent, vcs, options, emit, self.clock)
+        self.review = (Review(project, state, agent, vcs, options, emit, self.clock,
+                              self.attempts, self._wait_for_limit) if options.review else None)
 
     def save(self) -> None:
         """Persist the state now."""
@@ -101,7 +107,8 @@ class Runner:
             for position, task in enumerate(pending):
                 if position and self.options.sleep:
                     self.clock.sleep(self.options.sleep)  # pacing; Ctrl+C ends it at once
-                self._recover(task)
+                if self._recover(task):
+                    continue
                 begun.append(task)
                 self._run_task(task)
                 self._check_stuck(task)
@@ -135,19 +142,39 @@ class Runner:
             "rewording or splitting it"
             for t in self.state.tasks if t.stalled_runs >= STALL_RUNS)
 
-    def _recover(self, task: TaskState) -> None:
-        # A task left running or interrupted by an earlier run has a change holding a partial
-        # attempt; drop it so history keeps only attempts that counted.
-        if task.status in ("running", "interrupted") and task.change_id is not None:
+    def _recover(self, task: TaskState) -> bool:
+        """Settle what an earlier run left of this task; True when that finished it."""
+        if task.status != "running" and task.status != "interrupted":
+            return False
+        done = self.vcs.recovered() if task.status == "running" else None
+        if done is not None and task.history:
+            # The earlier run committed this task and was killed before saving it as done.
+            attempt = task.history[-1]
+            task.status = attempt.outcome = "completed"
+            task.change_id = attempt.change_id = done.change_id or None
+            task.commit_id = attempt.commit_id = done.commit_id or None
+            task.files, task.error = list(done.files), None
+            attempt.finished_at = task.finished_at = now()
+            self.save()
+            self.emit(TaskFinished(task.index, task.status, task.change_id, len(task.files), None))
+            return True
+        # A task left running or interrupted has a change holding a partial attempt; drop it
+        # so history keeps only attempts that counted.
+        if task.change_id is not None:
             self.attempts.drop(Change(change_id=task.change_id, commit_id=task.commit_id or ""))
             task.change_id = task.commit_id = None
             self.save()
+        return False
 
     def _run_task(self, task: TaskState) -> None:
         hint, fresh, transient_in_row, previous_error = "", False, 0, None
         while True:
             self._check_budget(task)
             attempt, change, result, report = self.attempts.run(task, hint, fresh)
+            status, note = "completed", None
+            if self.review is not None and result.ok and report.signal not in (FATAL, BLOCKED):
+                attempt, result, report, status, note = self.review.run(task, attempt, change,
+                                                                        result, report)
             if result.ok and report.signal == FATAL:
                 self.attempts.drop(change)
                 attempt.outcome, task.status = "stopped", "pending"
@@ -167,7 +194,7 @@ class Runner:
                 self.emit(TaskFinished(task.index, task.status, None, 0, task.error))
                 return
             if result.ok:
-                self._complete(task, attempt, change, result.text)
+                self._complete(task, attempt, change, result.text, status, note)
                 return
             self.attempts.drop(change)
             task.change_id = task.commit_id = attempt.change_id = attempt.commit_id = None
@@ -221,7 +248,7 @@ class Runner:
             hint, fresh = advice.hint, True
 
     def _complete(self, task: TaskState, attempt: Attempt, change: Change,
-                  final: str = "") -> None:
+                  final: str = "", status: str = "completed", note: str | None = None) -> None:
         message = commit_message(task)
         if self.distiller is not None and self.vcs.name != "none":
             distilled = self.distiller(plain=message, group=task.group, task=task.task,
@@ -231,17 +258,19 @@ class Runner:
             message = distilled.text
             self.emit(MessageDistilled(task.index, distilled.distilled,
                                        message.splitlines()[0], distilled.note))
+        if note:  # kept for the user to judge: the history says so too
+            message += f"\n\n{status}: {note}"
         done = self.vcs.finish(change, message)
         if done.empty:  # nothing changed: no change to record (backends drop an empty one)
             done = Change(change_id="", empty=True)
-        task.status = attempt.outcome = "completed"
+        task.status = attempt.outcome = status  # or unapproved: out of review rounds, kept
         task.change_id = attempt.change_id = done.change_id or None
         task.commit_id = attempt.commit_id = done.commit_id or None
-        task.files, task.error = list(done.files), None
+        task.files, task.error = list(done.files), note
         attempt.finished_at = task.finished_at = now()
         self.failed_in_row = []
         self.save()
-        self.emit(TaskFinished(task.index, task.status, task.change_id, len(task.files), None))
+        self.emit(TaskFinished(task.index, task.status, task.change_id, len(task.files), note))
 
     def _fail(self, task: TaskState, reason: str) -> None:
         task.status, task.error, task.files = "failed", reason, []
@@ -299,4 +328,4 @@ class Runner:
                            cost_usd=round(sum(t.cost_usd for t in self.state.tasks), 6),
                            seconds=self.clock.monotonic() - started,
                            logs=self.project.store.relative(self.project.store.logs),
-                           stopped=stopped, notes=notes)
+                           stopped=stopped, notes=notes + unapproved_notes(self.state))

@@ -228,3 +228,23 @@ def test_attempt_times_come_from_the_frozen_clock(tmp_path: Path) -> None:
     runner, _, _ = make(tmp_path, "- a\n", ScriptedAgent([OK]), ScriptedAdvisor(RETRY))
     runner.run()
     assert runner.state.tasks[0].history[0].started_at == "2026-05-06T07:08:09+00:00"
+
+
+def test_a_commit_a_killed_run_made_is_recorded_not_redone(tmp_path: Path) -> None:
+    from agentloop.vcs import Change
+
+    class Recovering(NoneVcs):
+        def recovered(self) -> Change | None:
+            return Change(change_id="abc123", commit_id="abc123", files=("a.txt",))
+
+    agent = ScriptedAgent([OK])
+    runner, _, _ = make(tmp_path, "- one\n- two\n", agent, ScriptedAdvisor(RETRY))
+    runner.state.tasks[0].status = "running"
+    runner.state.tasks[0].attempts = 1
+    from agentloop.state import Attempt
+    runner.state.tasks[0].history.append(Attempt(number=1, started_at="t"))
+    runner.vcs = runner.attempts.vcs = Recovering()
+    runner.run()
+    one, two = runner.state.tasks
+    assert one.status == "completed" and one.change_id == "abc123" and one.files == ["a.txt"]
+    assert [r.prompt for r in agent.requests] == ["two"]

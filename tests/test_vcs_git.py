@@ -346,7 +346,7 @@ def kill_at(monkeypatch: pytest.MonkeyPatch, vcs: GitVcs, *git_args: str) -> Non
     monkeypatch.setattr(vcs, "_git", dying)
 
 
-@pytest.mark.parametrize("dies_at", [("reset",), ("forget",)])
+@pytest.mark.parametrize("dies_at", [("reset",), ("after finish",)])
 def test_a_run_killed_right_after_its_commit_keeps_it_once(
         repo: Path, monkeypatch: pytest.MonkeyPatch, dies_at: tuple[str, ...]) -> None:
     crashed = make(repo)
@@ -354,18 +354,21 @@ def test_a_run_killed_right_after_its_commit_keeps_it_once(
     (repo / "a.txt").write_text("draft\n")
     git(repo, "add", "a.txt")  # what the agent staged is settled as finish would have
     (repo / "a.txt").write_text("a\n")
-    if dies_at == ("forget",):
-        monkeypatch.setattr(crashed, "_forget", lambda: (_ for _ in ()).throw(Killed()))
+    if dies_at == ("after finish",):
+        crashed.finish(change, "task")  # then killed before the runner saved it (no close)
     else:
         kill_at(monkeypatch, crashed, *dies_at)
-    with pytest.raises(Killed):
-        crashed.finish(change, "task")
+        with pytest.raises(Killed):
+            crashed.finish(change, "task")
     sha = git(repo, "rev-parse", "HEAD").strip()
     assert subjects(repo) == ["task", "initial"]
-    # The runner never saved the task as done, so the next run begins it again.
+    # The runner never saved the task as done: the next run is handed the commit.
     vcs = GitVcs(repo, repo / "tasks.md")
-    assert vcs.prepare() == [f"an earlier run committed its task as {sha[:12]} but stopped "
-                             "before recording it; the commit is kept"]
+    assert vcs.prepare() == [f"an earlier run stopped right after committing {sha[:12]}; "
+                             "the commit is kept"]
+    found = vcs.recovered()
+    assert found is not None and found.change_id == sha and found.files == ("a.txt",)
+    assert vcs.recovered() is None
     assert git(repo, "status", "--porcelain") == "?? tasks.md\n"
     assert (repo / "a.txt").read_text() == "a\n"
     again = run_task(vcs, repo, "task", {})

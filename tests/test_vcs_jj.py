@@ -344,3 +344,14 @@ def test_abandon_twice_is_a_no_op(repo: Path) -> None:
     vcs.close()
     assert history(repo) == [("task", ["b.txt"]), ("initial", ["README.md"])]
     assert done.files == ("b.txt",)
+
+
+def test_an_empty_change_a_killed_run_began_is_dropped(repo: Path) -> None:
+    # A run killed right after `jj new -m` (before its state save) leaves this behind.
+    first = make(repo)
+    stray = first.begin("agent-loop: One / a")
+    again = JjVcs(repo, repo / "tasks.md", initialized=True)
+    notes = again.prepare()
+    assert notes == ["dropped 1 empty change(s) a killed run had begun"]
+    assert jj(repo, "log", "--no-graph", "-r", f"present({stray.change_id})", "-T", "change_id") == ""
+    assert again.prepare() == []

@@ -48,6 +48,10 @@ class Vcs(Protocol):
     def close(self) -> None:
         """Leave the repository so the user's next edits fall into no task's change."""
 
+    def recovered(self) -> Change | None:
+        """A change an earlier run finished but was killed before recording, if prepare found
+        one (git); the runner then records it instead of running its task again."""
+
 
 # The tool's own folder beside the task file: never part of any task's change.
 STATE_DIR = ".agent-loop"

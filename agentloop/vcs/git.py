@@ -77,6 +77,7 @@ class GitVcs:
         self._repo: git.Repo | None = None
         self._task_rel: str | None = None
         self._start: _Start | None = None
+        self._recovered: Change | None = None
 
     @property
     def repo(self) -> git.Repo:
@@ -255,8 +256,10 @@ class GitVcs:
             # finish would have. The runner begins the task again and finds its work done.
             self._settle(leftover)
             self._forget()
-            return [f"an earlier run committed its task as {head[:12]} but stopped before "
-                    "recording it; the commit is kept"]
+            self._recovered = Change(change_id=head, commit_id=head, base=leftover.head or "",
+                                     files=tuple(leftover.files))
+            return [f"an earlier run stopped right after committing {head[:12]}; the commit "
+                    "is kept"]
         if head != leftover.head:
             # Commits were made since; they may be the user's, so nothing is undone.
             self._forget()
@@ -366,9 +369,16 @@ class GitVcs:
         self._remember(start)
         self._land(start.head, sha, message)
         self._settle(start)
-        self._forget()
+        # The record stays on disk until the next begin or close: a run killed before the
+        # runner saved the task as done finds it there, and recovered() hands the commit over.
+        self._start = None
         return Change(change_id=sha, commit_id=sha, base=start.head or "",
                       files=tuple(sorted(changed)))
+
+    def recovered(self) -> Change | None:
+        """The commit an earlier run made for its last task and may not have recorded (once)."""
+        found, self._recovered = self._recovered, None
+        return found
 
     def _settle(self, start: _Start) -> None:
         """The index after a task commit: its files as committed, the agent's others as before."""
@@ -427,6 +437,7 @@ class GitVcs:
 
     def close(self) -> None:
         """Nothing to leave: the next edits are uncommitted, in no task's commit."""
+        self._forget()
         if self._repo is not None:
             self._repo.close()
 

@@ -148,7 +148,24 @@ class JjVcs:
                 self._jj("git", "init")
                 notes.append(f"initialized a jj repository in {self.root}")
             self.initialized = True
+        else:
+            notes += self._drop_strays()
         return notes
+
+    def _drop_strays(self) -> list[str]:
+        """Abandon empty changes an earlier run described and was killed before it used.
+
+        A kill between `jj new -m` and the runner's state save leaves such a change; no task
+        of ours ends empty (finish abandons an empty one), so an empty `agent-loop:` change
+        below @ that can still be rewritten is always a leftover.
+        """
+        strays = ('empty() & mutable() & ::@ & description(glob:"agent-loop:*") '
+                  '& ~root()')
+        found = self._jj("log", "--no-graph", "-r", strays, "-T", 'change_id ++ "\n"').split()
+        if not found:
+            return []
+        self._jj("abandon", strays)
+        return [f"dropped {len(found)} empty change(s) a killed run had begun"]
 
     def _leave_out_own_files(self) -> list[str]:
         """The user's snapshot.auto-track minus the task file and `.agent-loop/`."""
@@ -271,3 +288,8 @@ class JjVcs:
                            ' && !current_working_copy && parents.len() == 1, "drop")')
         if verdict.strip() == "drop":
             self._jj("abandon", self._base)
+
+    def recovered(self) -> Change | None:
+        """Never: a jj change a killed run finished is still its task's change, which the
+        runner drops and redoes (the state did not record it as done)."""
+        return None

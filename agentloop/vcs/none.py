@@ -31,3 +31,7 @@ class NoneVcs:
 
     def close(self) -> None:
         """Nothing to leave."""
+
+    def recovered(self) -> Change | None:
+        """Never: without version control there is nothing to recover."""
+        return None
