@@ -42,6 +42,9 @@ class RunOptions:
     task_budget: float | None = None
     distill: bool = True
     distill_model: str = "haiku"
+    review: bool = False
+    review_model: str = "sonnet"
+    max_review_rounds: int = 3
 
     @classmethod
     def from_cli(cls, options: dict[str, Any]) -> "RunOptions":
@@ -54,7 +57,9 @@ class RunOptions:
                    iterations=options["iterations"], only=options["only"],
                    sleep=options["sleep"], budget=options["budget"],
                    task_budget=options["task_budget"], distill=not options["no_distill"],
-                   distill_model=options["distill_model"])
+                   distill_model=options["distill_model"], review=options["review"],
+                   review_model=options["review_model"],
+                   max_review_rounds=options["max_review_rounds"])
 
 
 def status(tasks_md: Path, cwd: Path, as_json: bool = False) -> str:
@@ -136,7 +141,9 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> list[str]
                                 max_failures_in_row=options.max_failures,
                                 backoff=options.backoff, iterations=options.iterations,
                                 sleep=options.sleep, budget=options.budget,
-                                task_budget=options.task_budget), emit, advisor,
+                                task_budget=options.task_budget, review=options.review,
+                                review_model=options.review_model,
+                                max_review_rounds=options.max_review_rounds), emit, advisor,
                         distiller=partial(distill.distill, agent.program, options.distill_model,
                                           cwd=project.root) if options.distill else None)
         runner.run(tuple(lines + notes), only=options.only)

@@ -100,6 +100,13 @@ class _Command(click.Command):
               help="Keep the plain commit message; skip the small-model summary.")
 @click.option("--distill-model", default="haiku", show_default=True,
               help="Model that writes each change's commit message.")
+@click.option("--review", is_flag=True,
+              help="A fresh, read-only reviewer checks each task's diff; its feedback goes back "
+                   "to the developer until it approves.")
+@click.option("--review-model", default="sonnet", show_default=True,
+              help="Model of the reviewer.")
+@click.option("--max-review-rounds", type=click.IntRange(1, 10), default=3, show_default=True,
+              help="Reviews of one task before it is left unapproved (its change kept).")
 @click.version_option(__version__, "--version", prog_name="agent-loop")
 def command(tasks_md: Path, **options: Any) -> None:
     """Let Claude work through TASKS_MD: one task, one claude run, one change."""

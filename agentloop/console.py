@@ -11,7 +11,8 @@ from typing import IO, Any
 from agentloop.events import (AgentActivity, AgentFinished, AgentStarted, ChangeAbandoned,
                               ChangeCreated, Event, LimitWait, MessageDistilled, RetryDecided,
                               RunFinished,
-                              RunStarted, TaskFinished, TaskStarted)
+                              RunStarted, ReviewStarted, ReviewVerdict, TaskFinished,
+                              TaskStarted)
 from agentloop import receipts
 from agentloop.state import State, TaskState
 
@@ -98,7 +99,12 @@ class Console:
             if event.distilled:
                 return f"  message: {event.subject}"
             return f"  message: kept the plain one ({event.note})"
+        if isinstance(event, (ReviewStarted, ReviewVerdict)):
+            return review_line(event)
         if isinstance(event, TaskFinished):
+            if event.status == "unapproved":
+                kept = f"; its change {event.change_id[:12]} is kept" if event.change_id else ""
+                return f"  task {event.index} unapproved: {event.error}{kept}"
             if event.status in ("failed", "blocked"):
                 return f"  task {event.index} {event.status}: {event.error}"
             if event.status == "completed" and event.change_id:
@@ -140,6 +146,20 @@ class Console:
                 self.out.write("\r\x1b[K")
 
 
+def review_line(event: ReviewStarted | ReviewVerdict) -> str:
+    """A reviewer round's line: it starts, approves, sends feedback, or fails."""
+    if isinstance(event, ReviewStarted):
+        return f"  review {event.round}/{event.rounds}: reviewer checking…"
+    if event.verdict == "approved":
+        return f"  approved in round {event.round}"
+    if event.verdict == "feedback":
+        first = next((x.strip() for x in event.text.splitlines() if x.strip()), "")
+        return f"  feedback: {first[:200]}"
+    then = ((f"running it again in {duration(event.wait_seconds)}" if event.wait_seconds
+             else "running it again") if event.again else "not approved")
+    return f"  reviewer failed: {event.text}; {then}"
+
+
 def summary_text(event: RunFinished) -> str:
     """The closing lines of a run."""
     counts = ", ".join(f"{n} {status}" for status, n in event.counts)
@@ -166,7 +186,9 @@ def status_lines(state: State) -> list[str]:
         lines.append(f"{t.index:>4} {t.status:<11} {t.attempts}x  {change:<12} "
                      f"{money(t.cost_usd):>7}  {t.group} > {t.summary}"
                      + (f"\n       log: {t.log}" if t.log else "")
-                     + (f"\n       error: {t.error}" if t.error and t.status != "completed" else ""))
+                     + (f"\n       error: {t.error}" if t.error and t.status != "completed" else "")
+                     + ("\n       feedback: " + t.feedback.replace("\n", "\n         ")
+                        if t.feedback and t.status == "unapproved" else ""))
     lines.append("receipts:")
     for group, receipt in receipts.by_group(state).items():
         lines.append(f"  {group}: {receipt.line()}")
@@ -191,10 +213,11 @@ def _task_json(t: TaskState) -> dict[str, Any]:
     return {"index": t.index, "group": t.group, "summary": t.summary, "status": t.status,
             "attempts": t.attempts, "change_id": t.change_id, "commit_id": t.commit_id,
             "session_id": t.session_id, "log": t.log, "cost_usd": t.cost_usd, "error": t.error,
-            "receipt": receipts.of_task(t).to_json(),
+            "feedback": t.feedback, "receipt": receipts.of_task(t).to_json(),
             "history": [{"number": a.number, "iteration": a.iteration, "outcome": a.outcome,
                          "reason": a.reason, "hint": a.hint, "log": a.log,
                          "session_id": a.session_id, "model": a.model, "cost_usd": a.cost_usd,
                          "helper_cost_usd": a.helper_cost_usd, "usage": a.usage,
-                         "turns": a.num_turns, "duration_ms": a.duration_ms}
+                         "turns": a.num_turns, "duration_ms": a.duration_ms, "role": a.role,
+                         "round": a.round, "verdict": a.verdict}
                         for a in t.history]}

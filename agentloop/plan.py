@@ -19,14 +19,14 @@ def previous_in_group(state: State, task: TaskState) -> TaskState | None:
 
 def resume_session(state: State, task: TaskState) -> str | None:
     """The session a task continues: the newest of its group's earlier tasks that completed
-    (or reported itself blocked), passing over tasks never run.
+    (or reported itself blocked, or was left unapproved), passing over tasks never run.
 
     A failed task breaks the chain, so the next task starts fresh.
     """
     for earlier in reversed(state.tasks[: task.index - 1]):
         if earlier.group != task.group or earlier.status == "failed":
             return None
-        if earlier.status in ("completed", "blocked"):
+        if earlier.status in ("completed", "blocked", "unapproved"):
             return earlier.session_id
     return None
 
@@ -48,6 +48,10 @@ def session_plan(state: State, max_attempts: int) -> list[tuple[TaskState, str]]
         if task.status == "blocked":
             plan.append((task, f"blocked ({task.error}); run it with --task {task.index}"))
             continue
+        if task.status == "unapproved":
+            plan.append((task, f"unapproved ({task.error}), its change kept; run it again "
+                               f"with --task {task.index}"))
+            continue
         session = resume_session(state, task)
         previous = previous_in_group(state, task)
         if session:
@@ -67,8 +71,10 @@ def exhausted(task: TaskState, max_attempts: int) -> bool:
 
 
 def runnable(task: TaskState, max_attempts: int) -> bool:
-    """Whether a plain run takes this task: not done, not used up, not reported blocked."""
-    return task.status not in (*DONE, "blocked") and not exhausted(task, max_attempts)
+    """Whether a plain run takes this task: not done, not used up, not reported blocked, not
+    left unapproved by the reviewer (its change is kept for the user to judge)."""
+    return (task.status not in (*DONE, "blocked", "unapproved")
+            and not exhausted(task, max_attempts))
 
 
 def commit_message(task: TaskState) -> str:

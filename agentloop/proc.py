@@ -8,11 +8,15 @@ into our own exceptions carrying the command and its output.
 
 from __future__ import annotations
 
+import atexit
+import errno
 import os
+import select
 import signal
 import subprocess
+import tempfile
 import threading
-from collections import deque
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +26,13 @@ from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
 
 # Grace between the signals of an escalating stop (SIGINT -> SIGTERM -> SIGKILL).
 STOP_GRACE_SECONDS = 3.0
-# A line longer than this is cut into pieces of this size, so one endless line cannot fill memory.
-MAX_LINE_BYTES = 16 * 1024 * 1024
+# A line longer than this is cut into pieces of about this size, so one endless line cannot fill
+# memory (reading one holds twice this). The CLI's longest lines, a tool result with an image in
+# base64, stay below it: the API takes images of up to 5 MB, under 7 MiB as base64.
+MAX_LINE_BYTES = 8 * 1024 * 1024
+# How much is read at once from the agent's stdout, and kept of the end of its stderr.
+READ_BYTES = 64 * 1024
+STDERR_TAIL_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,15 @@ class Streamed:
     timed_out: bool
 
 
+def _cannot_run(argv: list[str], exc: OSError) -> str:
+    if exc.errno == errno.E2BIG:
+        # Linux takes at most 128 KiB per argument (and about 2 MiB for all with the environment).
+        longest = max(len(a.encode("utf-8", "surrogateescape")) for a in argv)
+        return (f"cannot run {argv[0]}: its command line is too long for the system (the longest "
+                f"argument is {longest:,} bytes; Linux takes at most 128 KiB per argument)")
+    return f"cannot run {argv[0]}: {exc.strerror or exc}"
+
+
 def _describe(argv: list[str]) -> str:
     return " ".join(argv)
 
@@ -60,7 +78,7 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
     except FileNotFoundError as exc:
         raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
     except OSError as exc:
-        raise ProcessError(f"cannot run {argv[0]}: {exc.strerror or exc}", argv) from exc
+        raise ProcessError(_cannot_run(argv, exc), argv) from exc
     except subprocess.TimeoutExpired as exc:
         raise ProcessError(f"`{_describe(argv)}` timed out after {timeout}s", argv) from exc
     result = Completed(argv, proc.returncode, proc.stdout, proc.stderr)
@@ -118,8 +136,8 @@ def _escalate(proc: subprocess.Popen[bytes], grace: float) -> None:
 def _die_with_parent() -> Callable[[], None] | None:
     """A pre-exec hook that makes the kernel kill the agent if agent-loop itself is SIGKILLed.
 
-    The agent runs in its own session (so the terminal's Ctrl+C reaches only us and we stop it
-    in order); without this it would outlive a killed agent-loop. Linux only; elsewhere None.
+    Used only when the watchdog cannot start: a pre-exec hook forces a full fork() of our
+    process, which costs a few milliseconds a run. Linux only; elsewhere None.
     """
     try:
         import ctypes
@@ -137,12 +155,82 @@ def _die_with_parent() -> Callable[[], None] | None:
     return hook
 
 
-def _lines(pipe: IO[bytes]) -> Iterator[bytes]:
-    while True:
-        line = pipe.readline(MAX_LINE_BYTES)
-        if not line:
-            return
-        yield line
+# The watchdog's script: keep the process groups of the agents that run now; when our end of the
+# pipe closes (agent-loop exited, or was killed), kill those left. dash's kill takes no `--`.
+WATCHDOG = """groups=
+while read -r word group; do
+    case $word in
+    start) groups="$groups $group" ;;
+    end) left=; for g in $groups; do [ "$g" = "$group" ] || left="$left $g"; done; groups=$left ;;
+    esac
+done
+for g in $groups; do kill -9 -"$g" 2>/dev/null; done
+exit 0"""
+
+
+class _Watchdog:
+    """One small `sh` per agent-loop process that kills the agents' groups if we die first.
+
+    The agent runs in a session of its own, so nothing else would stop it, or what it started
+    (a test run, a build, a server), when agent-loop is SIGKILLed. The watchdog lives in its own
+    session too and reads a pipe only we can write to: it hears which groups run, and when the
+    pipe closes with some still running, it kills them.
+    """
+
+    def __init__(self) -> None:
+        self._pipe: int | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def ready(self) -> bool:
+        """Start the watchdog if it is not running; False when it cannot run."""
+        with self._lock:
+            return self._pipe is not None or self._start()
+
+    def tell(self, word: str, group: int) -> None:
+        """"start" or "end" of the agent in process group `group`."""
+        with self._lock:
+            for _ in range(2):  # a watchdog that died is replaced once
+                if self._pipe is None and not self._start():
+                    return
+                assert self._pipe is not None
+                try:
+                    os.write(self._pipe, f"{word} {group}\n".encode())
+                    return
+                except OSError:
+                    os.close(self._pipe)
+                    self._pipe = None
+
+    def _start(self) -> bool:
+        read_end, write_end = os.pipe()  # not inheritable: no other child holds our end
+        try:
+            self._process = subprocess.Popen(
+                ["/bin/sh", "-c", WATCHDOG], stdin=read_end, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True)
+        except OSError:
+            os.close(write_end)
+            return False
+        finally:
+            os.close(read_end)
+        self._pipe = write_end
+        atexit.register(self.close)
+        return True
+
+    def close(self) -> None:
+        """At a normal exit: let the watchdog go (no agent runs any more) and reap it."""
+        with self._lock:
+            if self._pipe is not None:
+                os.close(self._pipe)
+                self._pipe = None
+            if self._process is not None:
+                try:
+                    self._process.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    self._process.kill()
+                self._process = None
+
+
+_watchdog = _Watchdog()
 
 
 def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | None = None,
@@ -150,34 +238,36 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     """Run a long command in its own process group, handing each stdout line to `on_line`.
 
     A timeout or a KeyboardInterrupt stops the whole group; the interrupt is re-raised as
-    Interrupted once the group is gone, so no agent process outlives us.
+    Interrupted once the group is gone, so no agent process outlives us. No thread and no
+    pre-exec hook: stderr goes to a temporary file, and the watchdog stands in for the kernel's
+    parent-death signal, so a run costs one fork of ours (see scripts/bench_overhead.py).
     """
+    watched = _watchdog.ready()
+    errors = tempfile.TemporaryFile()
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True,
-                                preexec_fn=_die_with_parent())
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
+                                start_new_session=True,
+                                preexec_fn=None if watched else _die_with_parent())
     except FileNotFoundError as exc:
+        errors.close()
         raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
     except OSError as exc:
-        raise ProcessError(f"cannot run {argv[0]}: {exc.strerror or exc}", argv) from exc
-    assert proc.stdout is not None and proc.stderr is not None
-    stderr_tail: deque[bytes] = deque(maxlen=200)
-    err_reader = threading.Thread(target=lambda: stderr_tail.extend(_lines(proc.stderr)),  # type: ignore[arg-type]
-                                  daemon=True)
-    err_reader.start()
-    timed_out = threading.Event()
-    timer = None
-    if timeout is not None:
-        def expire() -> None:
-            timed_out.set()
-            stop_group(proc)
-        timer = threading.Timer(timeout, expire)
-        timer.daemon = True
-        timer.start()
+        errors.close()
+        raise ProcessError(_cannot_run(argv, exc), argv) from exc
+    assert proc.stdout is not None
+    _watchdog.tell("start", proc.pid)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    timed_out = False
     try:
-        for line in _lines(proc.stdout):
-            on_line(line)
+        try:
+            for line in _lines(proc.stdout.fileno(), deadline):
+                on_line(line)
+        except _Expired:
+            timed_out = True
+            stop_group(proc)
+            for line in _lines(proc.stdout.fileno(), None):  # what it wrote before it stopped
+                on_line(line)
         proc.wait()
     except KeyboardInterrupt:
         stop_group(proc)
@@ -186,13 +276,49 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         stop_group(proc)
         raise
     finally:
-        if timer is not None:
-            timer.cancel()
+        _watchdog.tell("end", proc.pid)
         proc.stdout.close()
-        err_reader.join(timeout=5)
-        # A grandchild that left the group may still hold stderr open; closing the pipe under
-        # the reader thread would block on its lock, so leave it to the daemon thread then.
-        if not err_reader.is_alive():
-            proc.stderr.close()
-    tail = b"".join(stderr_tail).decode("utf-8", "replace")
-    return Streamed(argv, proc.returncode, tail, timed_out.is_set())
+        tail = _tail(errors)
+        errors.close()
+    return Streamed(argv, proc.returncode, tail, timed_out)
+
+
+class _Expired(Exception):
+    """The deadline of a streamed command passed."""
+
+
+def _lines(fd: int, deadline: float | None) -> Iterator[bytes]:
+    """The lines read from `fd` as they come; one longer than MAX_LINE_BYTES comes in pieces."""
+    pending = bytearray()
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while True:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not poller.poll(left * 1000):
+                raise _Expired
+        chunk = os.read(fd, READ_BYTES)
+        if not chunk:
+            if pending:
+                yield bytes(pending)
+            return
+        start = 0
+        while (end := chunk.find(b"\n", start)) != -1:
+            if pending:
+                pending += chunk[start:end + 1]
+                yield bytes(pending)
+                pending.clear()
+            else:
+                yield chunk[start:end + 1]
+            start = end + 1
+        pending += chunk[start:]
+        while len(pending) >= MAX_LINE_BYTES:
+            yield bytes(pending[:MAX_LINE_BYTES])
+            del pending[:MAX_LINE_BYTES]
+
+
+def _tail(file: IO[bytes]) -> str:
+    """The end of what the command wrote to stderr."""
+    size = file.seek(0, os.SEEK_END)
+    file.seek(max(0, size - STDERR_TAIL_BYTES))
+    return file.read().decode("utf-8", "replace")

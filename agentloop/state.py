@@ -10,10 +10,11 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from types import UnionType
+from typing import Any, Callable, Iterator, Union, get_args, get_origin, get_type_hints
 
 import orjson
 from contextlib import contextmanager
@@ -124,22 +125,72 @@ class State:
 
 
 def _validate(state: State) -> None:
+    problem = _problem(state)
+    if problem:
+        raise StateError(f"internal error: {problem}")
+
+
+def _problem(state: State) -> str | None:
     for i, t in enumerate(state.tasks, 1):
         if t.index != i:
-            raise StateError(f"internal error: task {t.index} recorded at position {i}")
+            return f"task {t.index} recorded at position {i}"
         if t.status not in STATUSES:
-            raise StateError(f"internal error: task {t.index} has unknown status {t.status!r}")
+            return f"task {t.index} has unknown status {t.status!r}"
+    return None
 
 
-_FIELDS: dict[type, frozenset[str]] = {}
+_CHECKS: dict[type, dict[str, Callable[[Any], bool]]] = {}
 
 
-def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+def _known(cls: type, data: Any) -> dict[str, Any]:
+    """The fields of `cls` in `data`, each of its declared type; TypeError names a bad one."""
+    if type(data) is not dict:
+        raise TypeError(f"{cls.__name__.lower()} record is {type(data).__name__}, not an object")
+    checks = _CHECKS.get(cls)
+    if checks is None:
+        checks = _CHECKS[cls] = {name: _checker(hint) for name, hint in get_type_hints(cls).items()}
+    known = {}
     # Unknown keys (from a newer minor writer, or hand edits) are dropped rather than fatal.
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = _FIELDS[cls] = frozenset(f.name for f in fields(cls))
-    return {k: v for k, v in data.items() if k in names}
+    for name, value in data.items():
+        check = checks.get(name)
+        if check is not None:
+            if not check(value):
+                raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")
+            known[name] = value
+    return known
+
+
+def _checker(hint: Any) -> Callable[[Any], bool]:
+    """A fast test of whether a JSON value fits a field's type, made once per field."""
+    simple = _types(hint)
+    if simple is not None:
+        return lambda v: type(v) in simple
+    args = get_args(hint)
+    if get_origin(hint) is list:
+        if args[0] in (TaskState, Attempt):
+            return lambda v: type(v) is list  # records: checked one by one as they are built
+        item = _checker(args[0])
+        return lambda v: type(v) is list and all(item(x) for x in v)
+    if get_origin(hint) is dict:
+        value = _checker(args[1])
+        return lambda v: type(v) is dict and all(value(x) for x in v.values())
+    return lambda v: True  # Any
+
+
+def _types(hint: Any) -> frozenset[type] | None:
+    """The JSON value types a scalar field (str, int, float, bool, or X | None) takes."""
+    if get_origin(hint) in (Union, UnionType):
+        allowed: set[type] = set()
+        for part in map(_types, get_args(hint)):
+            if part is None:
+                return None
+            allowed |= part
+        return frozenset(allowed)
+    if hint is float:
+        return frozenset({float, int})
+    if hint in (str, int, bool, type(None)):
+        return frozenset({hint})
+    return None
 
 
 # Each entry upgrades a state dict from version N to N+1. Version 1 is the first; the chain
@@ -167,12 +218,17 @@ def from_bytes(raw: bytes, where: Path) -> State:
         version = data["schema_version"]
     try:
         tasks = []
-        for t in data["tasks"]:
-            history = [Attempt(**_known(Attempt, a)) for a in t.get("history", [])]
-            tasks.append(TaskState(**{**_known(TaskState, t), "history": history}))
-        return State(**{**_known(State, data), "tasks": tasks})
+        for t in _known(State, data)["tasks"]:
+            record = _known(TaskState, t)
+            history = [Attempt(**_known(Attempt, a)) for a in record.get("history", [])]
+            tasks.append(TaskState(**{**record, "history": history}))
+        state = State(**{**_known(State, data), "tasks": tasks})
     except (KeyError, TypeError) as exc:
         raise StateError(f"{where} is damaged ({exc}); move it aside or run with --reset") from None
+    problem = _problem(state)
+    if problem:
+        raise StateError(f"{where} is damaged ({problem}); move it aside or run with --reset")
+    return state
 
 
 def _alive(pid: int) -> bool:
@@ -258,7 +314,8 @@ class Store:
             finally:
                 os.close(dir_fd)
         except OSError as exc:
-            raise self._cannot_write(self.state_path, exc) from None
+            raise StateError(f"cannot sync {self.dir} after writing state.json: "
+                             f"{exc.strerror or exc}") from None
 
     @contextmanager
     def lock(self) -> Iterator[None]:

@@ -56,6 +56,9 @@ UNGROUPED = "(ungrouped)"
 SUMMARY_LIMIT = 60
 GROUP_SLUG_LIMIT = 30
 TASK_SLUG_LIMIT = 40
+# A task reaches the agent as one command-line argument, which Linux caps at 128 KiB; the rest
+# of that room is left for what a prompt adds to the task (learnings, retry notes, hints).
+MAX_TASK_BYTES = 64 * 1024
 
 _MARKER = re.compile(r" {0,3}(?:\d{1,9}[.)]|[-+*])")
 _CHECKBOX = re.compile(r"\[([ \txX])\](?:[ \t]+|$)")
@@ -247,6 +250,13 @@ def from_bytes(path: Path, data: bytes) -> TaskFile:
     if not tasks:
         raise TaskFileError(f"task file {_shown(path)} has no tasks: "
                             "write each task as a list item, like `- fix the login bug`")
+    for task in tasks:
+        size = len(task.text.encode("utf-8"))
+        if size > MAX_TASK_BYTES:
+            raise TaskFileError(f"task {task.index} (line {task.line}) of {_shown(path)} is "
+                                f"{size:,} bytes; a task can be at most {MAX_TASK_BYTES // 1024} "
+                                "KiB (it goes to the agent as one command-line argument): put "
+                                "the long part in a file and name that file in the task")
     return TaskFile(path=path, sha256=file_hash(data), tasks=tasks)
 
 

@@ -32,6 +32,18 @@ these lines of the prompt (the task text is embedded there; its other FAKE: line
     FAKE: advise TEXT          the model's answer is TEXT, verbatim (JSON, fenced JSON, garbage)
     FAKE: advise-fail          exit 1 with an is_error result
     (neither)                  {"retry": true, "reason": "looks transient", "hint": "try again"}
+
+Reviewer mode: a read-only call (`--tools Read,Grep,Glob` ...) is the reviewer's, and must be
+exactly `-p --output-format stream-json --verbose --model M --append-system-prompt S --tools
+Read,Grep,Glob --disallowedTools Write,Edit,NotebookEdit,Bash --permission-mode dontAsk
+--strict-mcp-config [--max-budget-usd USD] -- PROMPT`: no --dangerously-skip-permissions, no
+--resume. It answers in stream-json, in a new session, writes nothing, and reads only these lines
+of the task embedded in its prompt (between `<task>` and `</task>`):
+
+    FAKE: review TEXT          the reviewer's answer; one line per review of this task, in order
+                               (the last one repeats); `\n` in TEXT is a line break
+    FAKE: review-fail N        the first N reviews of this task fail like an HTTP 529
+    (no review line)           APPROVED
 """
 
 from __future__ import annotations
@@ -49,6 +61,11 @@ ALLOWED_FLAGS = {"-p", "--verbose", "--dangerously-skip-permissions"}
 ALLOWED_VALUES = {"--output-format": {"stream-json"}, "--model": None,
                   "--append-system-prompt": None, "--resume": None, "--max-budget-usd": None}
 ADVISOR_DEFAULT = '{"retry": true, "reason": "looks transient", "hint": "try again"}'
+REVIEWER_HEAD = ["-p", "--output-format", "stream-json", "--verbose", "--model", None,
+                 "--append-system-prompt", None, "--tools", "Read,Grep,Glob", "--disallowedTools",
+                 "Write,Edit,NotebookEdit,Bash", "--permission-mode", "dontAsk",
+                 "--strict-mcp-config"]
+REVIEWER_ONLY = {"--tools", "--disallowedTools", "--permission-mode", "--strict-mcp-config"}
 
 
 def refuse(message: str) -> None:
@@ -117,6 +134,9 @@ def main() -> None:
     head = argv[:argv.index("--")] if "--" in argv else argv
     if "--output-format" in head and head[head.index("--output-format") + 1:][:1] == ["json"]:
         advisor(argv, state)
+        return
+    if REVIEWER_ONLY & set(head):
+        reviewer(argv, state)
         return
     options, prompt = parse(argv)
     if "-p" not in options or options.get("--output-format") != "stream-json" or "--verbose" not in options:
@@ -228,6 +248,42 @@ def advisor(argv: list[str], state: Path) -> None:
           "terminal_reason": "api_error" if failing else "completed",
           "api_error_status": 500 if failing else None})
     sys.exit(1 if failing else 0)
+
+
+def reviewer(argv: list[str], state: Path) -> None:
+    # Exactly the read-only reviewer's call; only the review lines of the embedded task count.
+    head, rest = argv[:len(REVIEWER_HEAD)], argv[len(REVIEWER_HEAD):]
+    if rest[:1] == ["--max-budget-usd"]:
+        rest = rest[2:]
+    if len(head) != len(REVIEWER_HEAD) or len(rest) != 2 or rest[0] != "--" or any(
+            want is not None and got != want for got, want in zip(head, REVIEWER_HEAD)):
+        refuse(f"reviewer mode needs exactly {' '.join(a or 'X' for a in REVIEWER_HEAD)} "
+               f"[--max-budget-usd USD] -- PROMPT, got {argv[:-1]!r}")
+    prompt = rest[1]
+    task = prompt.partition("<task>\n")[2].partition("\n</task>")[0]
+    key = hashlib.sha256(task.encode()).hexdigest()[:16]
+    words = directives(task)
+    reviews = [text for word, text in words if word == "review"]
+    fails = int(next((text for word, text in words if word == "review-fail"), "0"))
+    session = "00000000-0000-4000-b000-%012d" % counter(state, "reviewer")
+    emit({"type": "system", "subtype": "init", "session_id": session, "model": argv[5],
+          "cwd": os.getcwd(), "tools": ["Read", "Grep", "Glob"]})
+    if fails and counter(state, "review-fail-" + key) <= fails:
+        emit({"type": "result", "subtype": "success", "is_error": True,
+              "result": "API Error: 529 Overloaded (fake)", "session_id": session,
+              "total_cost_usd": 0, "usage": {}, "num_turns": 1, "duration_ms": 5,
+              "permission_denials": [], "api_error_status": 529,
+              "api_error_type": "overloaded_error"})
+        sys.exit(1)
+    n = counter(state, "review-" + key)
+    text = reviews[min(n, len(reviews)) - 1].replace("\\n", "\n") if reviews else "APPROVED"
+    emit({"type": "assistant", "session_id": session, "message": {"role": "assistant",
+          "content": [{"type": "text", "text": text}]}})
+    emit({"type": "result", "subtype": "success", "is_error": False, "result": text,
+          "session_id": session, "total_cost_usd": 0.002,
+          "usage": {"input_tokens": 100, "output_tokens": 20, "cache_read_input_tokens": 0,
+                    "cache_creation_input_tokens": 0},
+          "num_turns": 1, "duration_ms": 5, "permission_denials": []})
 
 
 def session_total(state: Path, session: str, cost: float) -> float:

@@ -132,3 +132,62 @@ def test_advisor_mode_refuses_other_arguments(fake_claude: FakeClaude, tmp_path:
         assert done.returncode == 97, argv
         assert "advisor mode needs exactly" in done.stderr
     assert len(fake_claude.calls()) == len(wrong)  # refused calls are recorded too
+
+
+REVIEWER = ["-p", "--output-format", "stream-json", "--verbose", "--model", "sonnet",
+            "--append-system-prompt", "review rules", "--tools", "Read,Grep,Glob",
+            "--disallowedTools", "Write,Edit,NotebookEdit,Bash", "--permission-mode", "dontAsk",
+            "--strict-mcp-config"]
+
+
+def review_call(fake: FakeClaude, task: str, cwd: Path,
+                argv: list[str] = REVIEWER) -> subprocess.CompletedProcess[str]:
+    prompt = f"Review this.\n<task>\n{task}\n</task>\n<diff>\nFAKE: review FEEDBACK: not me\n</diff>"
+    return subprocess.run([str(fake.bin), *argv, "--", prompt], cwd=cwd, capture_output=True,
+                          text=True, timeout=30, stdin=subprocess.DEVNULL)
+
+
+def test_reviewer_mode_answers_each_review_in_order(fake_claude: FakeClaude,
+                                                    tmp_path: Path) -> None:
+    task = "add a\nFAKE: review FEEDBACK: add b\\nand c\nFAKE: review APPROVED"
+    answers, sessions = [], set()
+    for _ in range(3):
+        done = review_call(fake_claude, task, tmp_path)
+        assert done.returncode == 0, done.stderr
+        events = lines(done.stdout)
+        assert events[0]["type"] == "system" and events[0]["tools"] == ["Read", "Grep", "Glob"]
+        answers.append(events[-1]["result"])
+        sessions.add(events[-1]["session_id"])
+    assert answers == ["FEEDBACK: add b\nand c", "APPROVED", "APPROVED"]  # the last repeats
+    assert len(sessions) == 3  # a fresh session each time
+    other = review_call(fake_claude, "another task", tmp_path)  # no review line: APPROVED
+    assert lines(other.stdout)[-1]["result"] == "APPROVED"
+
+
+def test_reviewer_mode_writes_nothing_and_fails_on_request(fake_claude: FakeClaude,
+                                                           tmp_path: Path) -> None:
+    task = "FAKE: write a.txt hello\nFAKE: review-fail 1\nFAKE: hang\nFAKE: root"
+    failed = review_call(fake_claude, task, tmp_path)
+    assert failed.returncode == 1
+    result = lines(failed.stdout)[-1]
+    assert result["is_error"] is True and result["api_error_status"] == 529
+    done = review_call(fake_claude, task, tmp_path)
+    assert done.returncode == 0 and lines(done.stdout)[-1]["result"] == "APPROVED"
+    assert not (tmp_path / "a.txt").exists()
+
+
+def test_reviewer_mode_refuses_other_arguments(fake_claude: FakeClaude, tmp_path: Path) -> None:
+    wrong = [
+        [*REVIEWER, "--dangerously-skip-permissions"],
+        [*REVIEWER, "--resume", "00000000-0000-4000-8000-000000000001"],
+        [a for a in REVIEWER if a != "--strict-mcp-config"],
+        [*REVIEWER[:9], "Read,Grep,Glob,Write", *REVIEWER[10:]],
+        [*REVIEWER[:13], "plan", *REVIEWER[14:]],
+        [*REVIEWER[:11], "Write,Edit", *REVIEWER[12:]],
+    ]
+    for argv in wrong:
+        done = review_call(fake_claude, "x", tmp_path, argv)
+        assert done.returncode == 97, argv
+        assert "reviewer mode needs exactly" in done.stderr
+    budget = review_call(fake_claude, "x", tmp_path, [*REVIEWER, "--max-budget-usd", "2"])
+    assert budget.returncode == 0, budget.stderr

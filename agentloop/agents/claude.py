@@ -6,7 +6,9 @@ re-checked by tests/test_claude_real.py against a fake Messages API.
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -40,23 +42,24 @@ You are working through a task list inside agent-loop, unattended. Nobody will a
   TASK_BLOCKED: <reason>   you cannot do this task without a human (missing access, a decision);
   AGENT_LOOP_ERROR: <reason>  something is so wrong that the whole run must stop."""
 
-# The reviewer's rules; the verdict format itself is in its prompt (agentloop/review.py).
+# The reviewer's rules; the verdict format itself is in its prompt (agentloop/verdict.py).
 REVIEW_SYSTEM_PROMPT = """\
 You are the reviewer inside agent-loop, which has a coding agent work through a task list
 unattended. Nobody will answer questions. You can read and search the project's files; you
 cannot change them, and you must not try. Judge the change you are shown and end with the
 verdict line your prompt asks for."""
 
-# The reviewer may read the project but never change it. `--tools` is what makes it so: the model
-# is offered Read, Grep and Glob only, whatever the project's settings say. A permission mode
-# alone is not enough: a trusted project whose .claude/settings.json allows Write, Edit and Bash
-# let them through under `--permission-mode dontAsk` (measured on 2.1.330, see
-# tests/test_review_real.py). The rest is belt and braces: those tools denied by name, nothing
-# that is not pre-approved ever asked for (-p mode would deny it anyway), no MCP servers from the
-# project's .mcp.json (their tools could write). No --dangerously-skip-permissions, so the
-# reviewer also runs as root without IS_SANDBOX.
-READ_ONLY_FLAGS = ("--tools", "Read,Grep,Glob", "--disallowedTools", "Write,Edit,NotebookEdit,Bash",
-                   "--permission-mode", "dontAsk", "--strict-mcp-config")
+# The reviewer may read the project but never change it. Two guards keep it so, each enough on
+# its own (measured on 2.1.330): `--tools` offers the model Read, Grep and Glob only, and
+# `--disallowedTools` denies the tools that write by name, whatever the project's settings say.
+# A permission mode alone is not enough: a trusted project whose .claude/settings.json allows
+# Write, Edit and Bash let them through under `--permission-mode dontAsk`
+# (tests/test_review_real.py shows both). Besides: nothing that is not pre-approved is ever asked
+# for (-p mode would deny it anyway), and no MCP servers from the project's .mcp.json (their tools
+# could write). No --dangerously-skip-permissions, so the reviewer also runs as root.
+READ_ONLY_FLAGS = ("--tools", "Read,Grep,Glob", "--disallowedTools",
+                   "Write,Edit,NotebookEdit,Bash", "--permission-mode", "dontAsk",
+                   "--strict-mcp-config")
 
 ROOT_REFUSAL = "cannot be used with root/sudo privileges"
 ROOT_ADVICE = ("claude refuses --dangerously-skip-permissions when run as root; run agent-loop as "
@@ -75,6 +78,9 @@ def describe_tool(name: str, args: dict[str, Any]) -> str:
         if key in args:
             return f"{name} {_display(args[key], 120)}"
     return name
+
+
+_OBJECT_START = re.compile(rb"[ \t]*\{")
 
 
 class StreamLog:
@@ -97,46 +103,54 @@ class StreamLog:
 
     def feed(self, line: bytes) -> None:
         """Handle one line of the agent's stdout."""
-        self.raw.write(line if line.endswith(b"\n") else line + b"\n")
+        self.raw.write(line)  # in two writes: a copy of a long line would double its memory
+        if not line.endswith(b"\n"):
+            self.raw.write(b"\n")
         self.raw.flush()
         if not line.strip():
             return
-        try:
-            event = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            event = None
+        event = None
+        # Only what can be an object is parsed: a failed parse keeps a copy of the whole line.
+        if _OBJECT_START.match(line) and line.rstrip(b"\r\n").endswith(b"}"):
+            try:
+                event = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                pass
         if not isinstance(event, dict):
             self.garbage += 1
-            self.write(f"[not JSON] {_display(line.decode('utf-8', 'replace'), 300)}")
+            # Only the start is shown: a line can be megabytes (proc.MAX_LINE_BYTES) of anything.
+            self.write(f"[not JSON] {_display(line[:1200].decode('utf-8', 'replace'), 300)}")
             return
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init":
-            self.session_id = event.get("session_id") or self.session_id
-            self.model = event.get("model") or self.model
+            self.session_id = _str(event.get("session_id")) or self.session_id
+            self.model = _str(event.get("model")) or self.model
             self.write(f"session {self.session_id} · model {self.model} · cwd {event.get('cwd')}")
         elif kind == "assistant":
-            self._assistant(event.get("message") or {})
+            self._assistant(_dict(event.get("message")))
         elif kind == "user":
-            self._tool_results(event.get("message") or {})
+            self._tool_results(_dict(event.get("message")))
         elif kind == "rate_limit_event":
-            info = event.get("rate_limit_info") or {}
+            info = _dict(event.get("rate_limit_info"))
             if info.get("status") not in (None, "allowed"):
                 self.rate_limit = info
                 self.write(f"rate limit: {info.get('status')} ({info.get('rateLimitType')}), "
                            f"resets at {info.get('resetsAt')}")
         elif kind == "result":
             self.result = event
-            self.session_id = event.get("session_id") or self.session_id
+            self.session_id = _str(event.get("session_id")) or self.session_id
 
     def _assistant(self, message: dict[str, Any]) -> None:
-        for block in message.get("content") or []:
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
             if not isinstance(block, dict):
                 continue
-            if block.get("type") == "text" and block.get("text", "").strip():
-                self.write(block["text"])
-                self.on_activity(_display(block["text"], 80))
+            text = block.get("text")
+            if block.get("type") == "text" and isinstance(text, str) and text.strip():
+                self.write(text)
+                self.on_activity(_display(text, 80))
             elif block.get("type") == "tool_use":
-                line = describe_tool(str(block.get("name")), block.get("input") or {})
+                line = describe_tool(str(block.get("name")), _dict(block.get("input")))
                 self.write(f"→ {line}")
                 self.on_activity(line)
 
@@ -153,11 +167,29 @@ class StreamLog:
                 self.write(f"  {mark} {_display(body or '', 200)}")
 
 
+# The CLI's output is read as untrusted: a field of an unexpected type counts as absent, so
+# nothing downstream (the state, the console, a --resume argument) ever holds a stray type.
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _int(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if type(value) in (int, float) and math.isfinite(value) else None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _usage(raw: Any) -> dict[str, int]:
     if not isinstance(raw, dict):
         return {}
     keys = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-    return {k: int(raw[k]) for k in keys if isinstance(raw.get(k), (int, float))}
+    return {k: int(n) for k in keys if (n := _num(raw.get(k))) is not None}
 
 
 def judge(exit_code: int, timed_out: bool, log: StreamLog, stderr: str) -> AgentResult:
@@ -184,18 +216,18 @@ def judge(exit_code: int, timed_out: bool, log: StreamLog, stderr: str) -> Agent
     denials = res.get("permission_denials")
     status = res.get("api_error_status")
     api_error, api_error_type = res.get("api_error"), res.get("api_error_type")
-    resets = (log.rate_limit or {}).get("resetsAt")
+    resets = _num((log.rate_limit or {}).get("resetsAt"))
     return AgentResult(
         ok=error is None, exit_code=exit_code, session_id=log.session_id,
         text=str(res.get("result") or ""), error=error,
-        cost_usd=float(cost) if isinstance(cost, (int, float)) else 0.0,
-        usage=_usage(res.get("usage")), num_turns=res.get("num_turns"),
-        duration_ms=res.get("duration_ms"),
+        cost_usd=_num(cost) or 0.0,
+        usage=_usage(res.get("usage")), num_turns=_int(res.get("num_turns")),
+        duration_ms=_int(res.get("duration_ms")),
         permission_denials=len(denials) if isinstance(denials, list) else 0,
-        api_error_status=status if isinstance(status, int) else None,
+        api_error_status=_int(status),
         api_error=str(api_error) if api_error else None,
         api_error_type=str(api_error_type) if api_error_type else None,
-        limit_resets_at=float(resets) if isinstance(resets, (int, float)) else None,
+        limit_resets_at=resets,
         stderr=stderr[-2000:], timed_out=timed_out, model=log.model,
         subtype=str(res["subtype"]) if res.get("subtype") else None)
 
