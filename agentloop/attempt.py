@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from agentloop.agents import Agent, AgentResult, AgentRun
 from agentloop.clock import Clock
+from agentloop.context import RunContext
 from agentloop.errors import Interrupted
 from agentloop.events import (AgentActivity, AgentFinished, AgentStarted, ChangeAbandoned,
                               ChangeCreated, Emit, TaskStarted)
@@ -38,23 +39,13 @@ def _meaningful(learnings: str) -> str:
     return "" if learnings.strip().strip(".").lower() in ("", "none", "n/a", "-") else learnings
 
 
-class Attempts:
+class Attempts(RunContext):
     """Runs attempts of tasks; the runner decides what to do with their results."""
 
     def __init__(self, project: Project, state: State, agent: Agent, vcs: Vcs,
                  options: "Options", emit: Emit, clock: Clock) -> None:
-        self.project = project
-        self.state = state
-        self.agent = agent
-        self.vcs = vcs
-        self.options = options
-        self.emit = emit
-        self.clock = clock
+        super().__init__(project, state, agent, vcs, options, emit, clock)
         self.learnings = Learnings(project.store.dir)
-
-    def save(self) -> None:
-        """Persist the state now."""
-        self.project.store.save(self.state)
 
     def run(self, task: TaskState, hint: str,
                  fresh: bool) -> tuple[Attempt, Change, AgentResult, Report]:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Tuple
 from agentloop.agents import Agent, AgentResult, AgentRun
 from agentloop.attempt import Attempts
 from agentloop.clock import Clock
+from agentloop.context import RunContext
 from agentloop.errors import AgentBlocked, AgentLoopError, Interrupted
 from agentloop.events import (AgentActivity, AgentFinished, AgentStarted, Emit, ReviewStarted,
                               ReviewVerdict)
@@ -72,7 +73,7 @@ def unapproved_notes(state: State) -> tuple[str, ...]:
     return tuple(notes)
 
 
-class Review:
+class Review(RunContext):
     """Reviews each attempt's change before the runner finishes it."""
 
     def __init__(self, project: Project, state: State, agent: Agent, vcs: Vcs,
@@ -80,20 +81,10 @@ class Review:
                  wait_for_limit: Callable[[Failure], None]) -> None:
         if vcs.name == "none":
             raise AgentLoopError(NO_VCS)
-        self.project = project
-        self.state = state
-        self.agent = agent
-        self.vcs = vcs
-        self.options = options
-        self.emit = emit
-        self.clock = clock
+        super().__init__(project, state, agent, vcs, options, emit, clock)
         self.attempts = attempts
         self.wait_for_limit = wait_for_limit
         self.learnings = Learnings(project.store.dir)
-
-    def save(self) -> None:
-        """Persist the state now."""
-        self.project.store.save(self.state)
 
     def run(self, task: TaskState, attempt: Attempt, change: Change, result: AgentResult,
             report: Report) -> Reviewed:

@@ -17,6 +17,7 @@ from typing import Callable
 
 from agentloop.agents import Agent
 from agentloop.clock import Clock, SystemClock
+from agentloop.context import RunContext
 from agentloop.distill import Message
 from agentloop.errors import AgentBlocked, AgentLoopError, BudgetReached, Interrupted, RunStopped
 from agentloop import receipts
@@ -67,30 +68,20 @@ class Options:
     max_review_rounds: int = 3
 
 
-class Runner:
+class Runner(RunContext):
     """Runs the unfinished tasks of one project, saving the state after every step."""
 
     def __init__(self, project: Project, state: State, agent: Agent, vcs: Vcs, options: Options,
                  emit: Emit, advisor: Advisor, clock: Clock | None = None,
                  distiller: Distiller | None = None) -> None:
-        self.project = project
-        self.state = state
-        self.agent = agent
-        self.vcs = vcs
-        self.options = options
-        self.emit = emit
+        super().__init__(project, state, agent, vcs, options, emit, clock or SystemClock())
         self.advisor = advisor
         self.distiller = distiller
-        self.clock = clock or SystemClock()
         self.limit_waits = 0
         self.failed_in_row: list[int] = []
         self.attempts = Attempts(project, state, agent, vcs, options, emit, self.clock)
         self.review = (Review(project, state, agent, vcs, options, emit, self.clock,
                               self.attempts, self._wait_for_limit) if options.review else None)
-
-    def save(self) -> None:
-        """Persist the state now."""
-        self.project.store.save(self.state)
 
     def run(self, notes: tuple[str, ...] = (), only: int | None = None) -> RunFinished:
         """Run every unfinished task in order (or only task `only`); return the summary."""
