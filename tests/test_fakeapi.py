@@ -341,8 +341,10 @@ def test_a_hung_api_times_out_and_sigint_leaves_no_result(
     with pytest.raises(ClaudeTimedOut) as caught:
         run_claude(claude_argv(claude_bin, "hi"), work, env, timeout=3)
     run = caught.value.run
-    # SIGINT ends it at once with exit 0 and no result line: success must be judged by the result.
+    # SIGINT ends it at once with exit 0 and, mostly, no result line; on a loaded machine it
+    # sometimes still writes one with no answer in it. Either way nothing reads as a success
+    # with an answer, so success must be judged by the result line, never the exit code.
     assert run.returncode == 0 and run.seconds < 3 + 2
-    assert run.of_type("result") == []
+    assert all(r.get("is_error") or not r.get("result") for r in run.of_type("result"))
     assert run.lines[-1]["message"]["content"][0]["text"] == "[Request interrupted by user]"
     assert len(fake_api.requests) == 1
