@@ -69,24 +69,56 @@ def _describe(argv: list[str]) -> str:
 
 
 def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] | None = None,
-        check: bool = True, timeout: float | None = 120, input: str | None = None) -> Completed:
-    """Run a short command and return its output; raise ProcessError on failure when `check`."""
+        check: bool = True, timeout: float | None = 120, input: str | None = None,
+        guarded: bool = False) -> Completed:
+    """Run a short command and return its output; raise ProcessError on failure when `check`.
+
+    `guarded`: a call of the agent's program (the retry advisor, the commit-message writer). It
+    runs in a process group of its own, which the watchdog kills should we die first and which
+    we kill as a whole on a timeout or Ctrl+C, so it never outlives agent-loop.
+    """
+    watched = guarded and _watchdog.ready()
     try:
-        proc = subprocess.run(argv, cwd=cwd, env=dict(env) if env is not None else None,
-                              input=input, capture_output=True, text=True, timeout=timeout,
-                              stdin=None if input is not None else subprocess.DEVNULL)
+        child = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
+                                 stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 start_new_session=watched)
     except FileNotFoundError as exc:
         raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
     except OSError as exc:
         raise ProcessError(_cannot_run(argv, exc), argv) from exc
+    group = child.pid if watched else None
+    if group is not None:
+        _watchdog.tell("start", group)
+    try:
+        stdout, stderr = child.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
+        _kill(child, group)
+        child.communicate()
         raise ProcessError(f"`{_describe(argv)}` timed out after {timeout}s", argv) from exc
-    result = Completed(argv, proc.returncode, proc.stdout, proc.stderr)
-    if check and proc.returncode != 0:
-        output = (proc.stderr or proc.stdout).strip()
-        raise ProcessError(f"`{_describe(argv)}` failed (exit {proc.returncode}): {output}",
-                           argv, proc.returncode, output)
+    except BaseException:
+        _kill(child, group)
+        child.wait()
+        raise
+    finally:
+        if group is not None:
+            _watchdog.tell("end", group)
+    result = Completed(argv, child.returncode, stdout, stderr)
+    if check and child.returncode != 0:
+        output = (stderr or stdout).strip()
+        raise ProcessError(f"`{_describe(argv)}` failed (exit {child.returncode}): {output}",
+                           argv, child.returncode, output)
     return result
+
+
+def _kill(child: subprocess.Popen[str], group: int | None) -> None:
+    try:
+        if group is not None:
+            os.killpg(group, signal.SIGKILL)
+        else:
+            child.kill()
+    except ProcessLookupError:
+        pass
 
 
 @contextmanager

@@ -116,8 +116,15 @@ def counter(state: Path, name: str) -> int:
     path = state / "counters" / name
     path.parent.mkdir(parents=True, exist_ok=True)
     n = int(path.read_text()) + 1 if path.exists() else 1
-    path.write_text(str(n))
+    replace(path, str(n))
     return n
+
+
+def replace(path: Path, text: str) -> None:
+    # Atomic, so a fake killed mid-write (tests/test_crash.py kills hundreds) leaves no empty file.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def main() -> None:
@@ -290,7 +297,7 @@ def session_total(state: Path, session: str, cost: float) -> float:
     # Like the real CLI, total_cost_usd adds up over a resumed session.
     path = state / "sessions" / f"{session}.cost"
     total = (float(path.read_text()) if path.exists() else 0.0) + cost
-    path.write_text(repr(total))
+    replace(path, repr(total))
     return round(total, 6)
 
 

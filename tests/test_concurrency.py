@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import FakeClaude
 
-REPEATS = 4
+REPEATS = 3
 
 
 def launch(work: Path, *args: str) -> subprocess.Popen[str]:
@@ -55,7 +55,7 @@ def test_two_runs_started_together(tmp_path: Path, fake_claude: FakeClaude, vcs:
         work = tmp_path / f"race{n}"
         work.mkdir()
         (work / "tasks.md").write_text(f"- the only task\n  FAKE: write out.txt {n}\n"
-                                       "  FAKE: sleep 1.5\n")
+                                       "  FAKE: sleep 1\n")
         if stale_pid:
             (work / ".agent-loop").mkdir()
             (work / ".agent-loop" / "run.pid").write_text(f"{dead_pid()}\n")

@@ -42,6 +42,8 @@ SEEDS = {"git": 20260101, "jj": 20260102}
 # Most kills land in the first 400 ms (start-up, recovery, the first tasks); a few later ones
 # let a round move on. A round that took this many kills gets one run without a kill.
 SHORT, LONG, LONG_SHARE, MAX_KILLS_PER_ROUND = 0.4, 1.5, 0.15, 60
+# How long an agent run whose parent died waits before it calls itself an orphan.
+ORPHAN_GRACE = 1.0
 # What may sit in a repository besides the tasks' files (the user's, the tool's).
 OWN_FILES = {"README.md", ".gitignore", "tasks.md"}
 
@@ -53,11 +55,11 @@ class Tally:
     rounds: int = 0
     phases: Counter[str] = field(default_factory=Counter)
     waited_for: int = 0  # VCS commands a kill left running, waited for before the next run
-    helpers: int = 0     # advisor or commit-message calls a kill left running to their end
 
 
-# Appended to the fake agent for these tests: a run that ends after its parent died (the kernel
-# did not kill it with agent-loop) leaves a mark, named by its pid and by what it was.
+# Appended to the fake agent for these tests: a run that outlives agent-loop (nobody killed it
+# with agent-loop) leaves a mark, named by its pid and by what it was. One that was only exiting
+# when agent-loop died is killed by the watchdog within milliseconds: it never wakes up.
 ORPHAN_HOOK = """
 import atexit as _atexit
 _parent = os.getppid()
@@ -65,6 +67,7 @@ _parent = os.getppid()
 
 def _orphaned() -> None:
     if os.getppid() != _parent:
+        time.sleep(ORPHAN_GRACE)
         what = "task" if "stream-json" in sys.argv else "helper"
         Path(os.environ["ORPHAN_MARKS"], f"{os.getpid()}-{what}").touch()
 
@@ -81,33 +84,32 @@ def marks(fake_claude: FakeClaude, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     folder.mkdir()
     source = fake_claude.bin.read_text()
     main = source.index('\nif __name__ == "__main__":')
-    fake_claude.bin.write_text(source[:main] + ORPHAN_HOOK + source[main:])
+    hook = ORPHAN_HOOK.replace("ORPHAN_GRACE", str(ORPHAN_GRACE))
+    fake_claude.bin.write_text(source[:main] + hook + source[main:])
     monkeypatch.setenv("ORPHAN_MARKS", str(folder))
     return folder
 
 
-def orphans(marks: Path, tally: Tally | None, label: str) -> list[str]:
-    """Task runs that outlived the tool are a problem; helper calls are counted."""
-    found = []
-    for mark in sorted(marks.iterdir()):
-        if mark.name.endswith("-task"):
-            found.append((f"{label}: agent run {mark.name} outlived the tool"))
-        elif tally is not None:
-            tally.helpers += 1
+def orphans(marks: Path, label: str, wait: bool = False) -> list[str]:
+    """Agent runs (tasks, or the advisor's and commit-message calls) that outlived the tool."""
+    if wait:  # the last kill's orphan, if any, marks itself ORPHAN_GRACE later
+        time.sleep(ORPHAN_GRACE + 0.5)
+    found = [f"{label}: agent run {mark.name} outlived the tool" for mark in marks.iterdir()]
+    for mark in marks.iterdir():
         mark.unlink()
     return found
 
 
 # -- the project ------------------------------------------------------------------------------
 
-def task_file(groups: int, per_group: int) -> str:
+def task_file(groups: int, per_group: int, pause: float) -> str:
     lines = []
     for g in range(groups):
         lines.append(f"## Group {g + 1}\n")
         for i in range(per_group):
             n = g * per_group + i + 1
             lines.append(f"- task {n:02d}\n  FAKE: write f{n:02d}.txt content {n}\n"
-                         "  FAKE: sleep 0.05\n")
+                         + (f"  FAKE: sleep {pause}\n" if pause else ""))
         lines.append("\n")
     return "".join(lines)
 
@@ -125,7 +127,7 @@ def jj(work: Path, *args: str) -> str:
                     cwd=work).stdout
 
 
-def new_repo(work: Path, kind: str, groups: int, per_group: int) -> None:
+def new_repo(work: Path, kind: str, groups: int, per_group: int, pause: float = 0.05) -> None:
     work.mkdir()
     (work / "README.md").write_text("hello\n")
     if kind == "git":
@@ -134,14 +136,16 @@ def new_repo(work: Path, kind: str, groups: int, per_group: int) -> None:
         git(work, "commit", "-qm", "initial")
     else:
         proc.run(["jj", "git", "init"], cwd=work)
-    (work / "tasks.md").write_text(task_file(groups, per_group))
+    (work / "tasks.md").write_text(task_file(groups, per_group, pause))
 
 
-def start(work: Path, kind: str, out: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def start(work: Path, kind: str, out: Path, env: dict[str, str] | None = None,
+          *extra: str) -> subprocess.Popen[bytes]:
     """The tool as a process in a session of its own (so what it leaves behind can be found)."""
     env = {**(env or os.environ), "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"}
     with open(out, "w") as sink:
-        return subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", kind],
+        return subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", kind,
+                                 *extra],
                                 cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=sink,
                                 stderr=subprocess.STDOUT, start_new_session=True)
 
@@ -221,7 +225,8 @@ def check(work: Path, kind: str, label: str, per_group: int) -> list[str]:
         if t.status != "completed" or outcomes.count("completed") != 1:
             problems.append((f"{label}: task {n} is {t.status}, attempts "
                                              f"{outcomes}"))
-        if (work / f"f{n:02d}.txt").read_text() != f"content {n}\n":
+        made = work / f"f{n:02d}.txt"
+        if not made.exists() or made.read_text() != f"content {n}\n":
             problems.append((f"{label}: f{n:02d}.txt lost its content"))
         full = [c for c, f in mine if f == [f"f{n:02d}.txt"]]
         empty = [c for c, f in mine if not f]
@@ -346,11 +351,11 @@ def test_random_kills_lose_nothing_and_duplicate_nothing(tmp_path: Path, jj_bin:
         new_repo(work, kind, groups=4, per_group=5)
         failed = kill_until_done(work, kind, rng, fake_claude, tally, label)
         problems += failed or check(work, kind, label, per_group=5)
-        problems += orphans(marks, tally, label)
+        problems += orphans(marks, label)
     summary = (f"{kind}: seed {seed}: {tally.kills} kills in {tally.rounds} rounds, "
                f"{time.monotonic() - began:.0f}s; by phase: {dict(tally.phases)}; "
-               f"VCS commands a kill left running: {tally.waited_for}; helper calls (commit "
-               f"message, advisor) a kill left running: {tally.helpers}")
+               f"VCS commands a kill left running: {tally.waited_for}")
+    problems += orphans(marks, f"{kind}, after the last kill", wait=True)
     print("\n" + summary)
     verdict(problems, summary)
     assert tally.kills >= KILLS
@@ -398,7 +403,8 @@ def kill_once_then_finish(work: Path, kind: str, env: dict[str, str], fake: Fake
                           label: str) -> tuple[bool, list[str]]:
     """One run with the crash wrapper, then plain runs until done; (whether it was killed, ...)."""
     out = work.parent / f"{work.name}.out"
-    tool = start(work, kind, out, env)
+    # No commit-message call: it is no VCS command, and the random kills cover it.
+    tool = start(work, kind, out, env, "--no-distill")
     code = tool.wait(timeout=120)
     settle(tool.pid, fake, label)
     killed = code == -9
@@ -409,7 +415,7 @@ def kill_once_then_finish(work: Path, kind: str, env: dict[str, str], fake: Fake
         state_loads(work)
     except Exception as exc:  # noqa: BLE001 - reported
         return killed, [(f"{label}: state.json does not load: {exc}")]
-    tool = start(work, kind, out)
+    tool = start(work, kind, out, None, "--no-distill")
     code = tool.wait(timeout=120)
     if code != 0:
         return killed, [(f"{label}: the run after the kill failed (exit {code}): "
@@ -429,17 +435,18 @@ def test_a_kill_before_or_after_any_vcs_command_loses_nothing(tmp_path: Path, jj
         for when in ("before", "after"):
             label = f"{kind}: kill {when} VCS command {at}"
             work = tmp_path / f"{when}-{at}"
-            new_repo(work, kind, groups=2, per_group=1)
+            new_repo(work, kind, groups=2, per_group=1, pause=0)
             killed, found = kill_once_then_finish(
                 work, kind, crash_env(tmp_path, kind, when, at), fake_claude, label)
             killed_any |= killed
             points += killed
             problems += found or check(work, kind, label, per_group=1)
-            problems += orphans(marks, None, label)
+            problems += orphans(marks, label)
         if not killed_any:
             break  # the run made fewer than `at` VCS calls: every one has been a crash point
         at += 1
     summary = f"{kind}: {points} crash points, {time.monotonic() - began:.0f}s"
+    problems += orphans(marks, f"{kind}, after the last point", wait=True)
     print("\n" + summary)
     assert points >= 10
     verdict(problems, summary)
@@ -447,7 +454,7 @@ def test_a_kill_before_or_after_any_vcs_command_loses_nothing(tmp_path: Path, jj
 
 def test_a_killed_tool_takes_what_the_agent_started_with_it(tmp_path: Path,
                                                             fake_claude: FakeClaude) -> None:
-    """The agent dies with the tool (PR_SET_PDEATHSIG), and so do the processes it started."""
+    """The agent dies with the tool (the watchdog kills its group), and so does what it started."""
     work = tmp_path / "work"
     work.mkdir()
     (work / "tasks.md").write_text("- start something that runs for an hour\n  FAKE: hang\n")
@@ -469,6 +476,32 @@ def test_a_killed_tool_takes_what_the_agent_started_with_it(tmp_path: Path,
             for pid in left:
                 os.kill(int(pid), 9)
             raise AssertionError(f"processes {left} of the agent outlived the killed tool")
+        time.sleep(0.02)
+
+
+HELPER = """
+import sys
+from agentloop import proc
+proc.run(["sh", "-c", f"sleep {sys.argv[1]} & sleep {sys.argv[1]}"], guarded=True, timeout=None)
+"""
+
+
+def test_a_killed_tool_takes_a_helper_call_with_it(tmp_path: Path) -> None:
+    """The advisor's and the commit-message writer's calls (proc.run guarded) die with us too."""
+    mark = f"{3000 + os.getpid() % 1000}.25"  # a sleep of a length no other process has
+    caller = subprocess.Popen([sys.executable, "-c", HELPER, mark])
+    deadline = time.monotonic() + 30
+    while len(sleepers := _alive(lambda p: f"sleep\0{mark}" in _cmdline(p))) < 2:
+        assert time.monotonic() < deadline and caller.poll() is None
+        time.sleep(0.02)
+    caller.kill()
+    caller.wait()
+    deadline = time.monotonic() + 3
+    while left := [p for p in sleepers if (_stat(p) or ("Z", 0))[0] not in "ZX"]:
+        if time.monotonic() > deadline:
+            for pid in left:
+                os.kill(int(pid), 9)
+            raise AssertionError(f"processes {left} of a helper call outlived the killed tool")
         time.sleep(0.02)
 
 
@@ -506,3 +539,33 @@ def test_jj_kill_after_the_task_change_was_made(tmp_path: Path, jj_bin: str,
     assert killed
     problems += check(work, "jj", "jj", per_group=2)
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.xfail(strict=True, reason="runner.py: a run killed inside the agent leaves its attempt "
+                   "'running' and counted; the re-run should mark it interrupted and not count it, "
+                   "as Ctrl+C does, or kills use up the task's attempts")
+def test_a_killed_attempt_does_not_count(tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Killed once inside the agent, then a failure: with --max-attempts 2 the task still gets
+    its retry (the killed attempt never ended; an interrupted one does not count either)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "tasks.md").write_text("- flaky\n  FAKE: write flaky.txt x\n  FAKE: fail 1\n")
+    slow = tmp_path / "slow.json"
+    slow.write_text('{"flaky": ["FAKE: sleep 60"]}')  # only the first run's agent dawdles
+    tool = start(work, "none", tmp_path / "out.txt",
+                 {**os.environ, "FAKE_CLAUDE_DIRECTIVES": str(slow)})
+    deadline = time.monotonic() + 30
+    while not fake_claude.calls():
+        assert time.monotonic() < deadline and tool.poll() is None
+        time.sleep(0.02)
+    tool.kill()
+    tool.wait()
+    settle(tool.pid, fake_claude, "the kill")
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "none",
+                           "--max-attempts", "2"], cwd=work, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    path = work / ".agent-loop" / "state.json"
+    task = from_bytes(path.read_bytes(), path).tasks[0]
+    assert [a.outcome for a in task.history] == ["interrupted", "failed", "completed"]
+    assert task.status == "completed" and task.attempts == 2

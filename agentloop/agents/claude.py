@@ -255,7 +255,7 @@ def ask(program: str, model: str, prompt: str, cwd: Path, env: Mapping[str, str]
     argv = [program, "-p", "--output-format", "json", "--model", model, "--tools", "",
             "--no-session-persistence", "--", prompt]
     try:
-        done = proc.run(argv, cwd=cwd, env=env, check=False, timeout=timeout)
+        done = proc.run(argv, cwd=cwd, env=env, check=False, timeout=timeout, guarded=True)
     except ProgramNotFound:
         return Answer("", error=f"{program} not found")
     except ProcessError as exc:  # a timeout, or a program that cannot start

@@ -1,0 +1,280 @@
+"""What agent-loop costs on top of the agent: measured side by side with a bare shell loop.
+
+Run: .venv/bin/python scripts/bench_overhead.py [--sizes 10,100,1000] [--backends git,jj]
+                                               [--flood-lines 500000] [--profile]
+
+* Per-task overhead: agent-loop runs N tasks with scripts/instant_claude (an agent that writes
+  one file and prints its stream-json init and result lines at once), and a bash loop runs the
+  same agent and the very VCS commands the backend runs per task (traced from the tool itself
+  and printed below), nothing else. "per task" leaves out agent-loop's fixed start-up (a run
+  with nothing left to do); "whole run" keeps it.
+* Growth: the per-task cost at the largest size over the one at the smallest.
+* Peak RSS of agent-loop (and the agent; os.wait4) while the agent prints ~1 KB lines
+  (500,000 of them: 500 MB).
+* `--status` and `--dry-run` on the largest run (best of 3).
+
+Goals: per task <= 1.15x the bare loop; growth <= 1.2x; RSS < 80 MB. Exits 0 either way: the
+figures are for reading. Runs without a commit-message call per task (`--no-distill`): that is
+one more agent call, the product's choice, not orchestration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+AGENT = REPO / "scripts" / "instant_claude"
+GOALS = {"per task": 1.15, "growth": 1.2, "rss_mb": 80.0}
+PER_GROUP = 10
+SYSTEM_PROMPT = "(agent-loop's rules; the bare loop passes a placeholder)"
+
+# The commands the backends run per task (see `trace`), replayed by bash with the same arguments.
+GIT_LOOP = r"""
+set -eu
+head=$(git rev-parse HEAD)
+idx="$SCRATCH/index"
+for i in $(seq -f %04g 1 "$N"); do
+    g=$(( (10#$i - 1) / 10 + 1 ))
+    msg="agent-loop: Group $g / FILE=t$i.txt"
+    printf 't%s.txt\0' "$i" > "$SCRATCH/paths"
+    git write-tree > /dev/null
+    git ls-files -z --others --exclude-standard > /dev/null
+    git diff --name-only -z --no-renames "$head" > /dev/null
+    git hash-object -t blob -w --stdin --literally < .gitignore > /dev/null
+    "$AGENT" -p --output-format stream-json --verbose --dangerously-skip-permissions \
+        --model opus --append-system-prompt "$SYSTEM_PROMPT" -- "FILE=t$i.txt" > "$LOGS/$i.jsonl"
+    git ls-files -z --others --exclude-standard > /dev/null
+    git diff --name-only -z --no-renames "$head" > /dev/null
+    GIT_INDEX_FILE="$idx" git read-tree "$head"
+    GIT_INDEX_FILE="$idx" git update-index --add --remove -z --stdin < "$SCRATCH/paths"
+    tree=$(GIT_INDEX_FILE="$idx" git write-tree)
+    new=$(git commit-tree "$tree" -p "$head" -m "$msg")
+    git update-ref -m "agent-loop: $msg" HEAD "$new" "$head"
+    git reset -q "$new" --pathspec-from-file=- --pathspec-file-nul < "$SCRATCH/paths"
+    head=$new
+done
+"""
+
+JJ_LOOP = r"""
+set -eu
+jj() { command jj --no-pager --color=never --config "$AUTOTRACK" "$@"; }
+for i in $(seq -f %04g 1 "$N"); do
+    g=$(( (10#$i - 1) / 10 + 1 ))
+    msg="agent-loop: Group $g / FILE=t$i.txt"
+    jj log --no-graph -r @ -T "$INFO" > /dev/null
+    if [ "$i" = 0001 ]; then jj new -m "$msg" 2> /dev/null; else jj describe -m "$msg" 2> /dev/null; fi
+    id=$(jj log --no-graph -r @ -T "$INFO")
+    id=${id%%$'\t'*}
+    "$AGENT" -p --output-format stream-json --verbose --dangerously-skip-permissions \
+        --model opus --append-system-prompt "$SYSTEM_PROMPT" -- "FILE=t$i.txt" > "$LOGS/$i.jsonl"
+    jj log --no-graph -r "present($id) | @" -T "$INFO" > /dev/null
+    jj new "$id" 2> /dev/null
+done
+"""
+
+
+def env_for(folder: Path) -> dict[str, str]:
+    """A sealed environment: our own HOME and identities, the instant agent, jj found."""
+    home = folder / "home"
+    home.mkdir(exist_ok=True)
+    (home / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
+    (home / "jj.toml").write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "JJ_"))}
+    tools = Path.home() / ".cache" / "agent-loop-tools"
+    jj_dirs = sorted(tools.glob("jj-*/bin"), reverse=True)
+    env.update(HOME=str(home), GIT_CONFIG_GLOBAL=str(home / "gitconfig"), GIT_CONFIG_NOSYSTEM="1",
+               GIT_AUTHOR_NAME="Bench", GIT_AUTHOR_EMAIL="bench@example.com",
+               GIT_COMMITTER_NAME="Bench", GIT_COMMITTER_EMAIL="bench@example.com",
+               JJ_USER="Bench", JJ_EMAIL="bench@example.com", JJ_CONFIG=str(home / "jj.toml"),
+               AGENT_LOOP_CLAUDE=str(AGENT), IS_SANDBOX="1", NO_COLOR="1",
+               PATH=os.pathsep.join([str(d) for d in jj_dirs[:1]] + [env["PATH"]]))
+    return env
+
+
+def new_repo(folder: Path, backend: str, tasks: int, env: dict[str, str]) -> Path:
+    """A repository with README.md committed and a task file of `tasks` tasks, ten a group."""
+    work = folder
+    work.mkdir(parents=True)
+    (work / "README.md").write_text("bench\n")
+    if backend == "git":
+        for argv in (["git", "init", "-q"], ["git", "add", "README.md"],
+                     ["git", "commit", "-qm", "initial"]):
+            subprocess.run(argv, cwd=work, env=env, check=True)
+    else:
+        subprocess.run(["jj", "git", "init"], cwd=work, env=env, check=True,
+                       capture_output=True)
+    lines = []
+    for i in range(1, tasks + 1):
+        if i % PER_GROUP == 1:
+            lines.append(f"\n## Group {(i - 1) // PER_GROUP + 1}\n")
+        lines.append(f"- FILE=t{i:04d}.txt\n")
+    (work / "tasks.md").write_text("".join(lines))
+    return work
+
+
+def tool(work: Path, backend: str, env: dict[str, str], *extra: str) -> float:
+    """Wall seconds of one `agent-loop tasks.md` run."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", backend,
+                           "--no-distill", *extra], cwd=work, env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"agent-loop failed in {work}: {done.stderr}")
+    return seconds
+
+
+def bare(work: Path, backend: str, tasks: int, env: dict[str, str]) -> float:
+    """Wall seconds of the bash loop over the same tasks."""
+    from agentloop.vcs.jj import INFO
+
+    scratch = work.parent / f"{work.name}-scratch"
+    (scratch / "logs").mkdir(parents=True)
+    (work / ".gitignore").write_text(".agent-loop/\n")  # as agent-loop leaves it
+    autotrack = 'snapshot.auto-track=' + json.dumps('(all()) ~ (root:".agent-loop" | '
+                                                    'root-file:"tasks.md")')
+    loop_env = {**env, "N": str(tasks), "AGENT": str(AGENT), "SCRATCH": str(scratch),
+                "LOGS": str(scratch / "logs"), "INFO": INFO, "AUTOTRACK": autotrack,
+                "SYSTEM_PROMPT": SYSTEM_PROMPT}
+    started = time.perf_counter()
+    subprocess.run(["bash", "-c", GIT_LOOP if backend == "git" else JJ_LOOP], cwd=work,
+                   env=loop_env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def trace(folder: Path, backend: str, env: dict[str, str]) -> list[str]:
+    """The VCS commands agent-loop runs for one task in steady state (the third of three)."""
+    shim = folder / "trace-bin"
+    shim.mkdir(parents=True)
+    log = folder / "trace.log"
+    real = shutil.which(backend, path=env["PATH"])
+    (shim / backend).write_text(f'#!/bin/sh\n{{ printf "%s\\t" "$@"; echo; }} >> {log}\n'
+                                f'exec {real} "$@"\n')
+    (shim / backend).chmod(0o755)
+    work = new_repo(folder / "trace", backend, 3, env)
+    log.write_text("")
+    tool(work, backend, {**env, "PATH": f"{shim}{os.pathsep}{env['PATH']}"})
+    calls = []
+    for call in log.read_text().splitlines():
+        words = call.rstrip("\t").split("\t")
+        if "--config" in words:  # jj: leave out the global options and the config value
+            words = words[words.index("--config") + 2:]
+        if backend == "jj" and words[:1] == ["new"] and words[1:2] != ["-m"]:
+            words = ["new", "<the task's change>"]
+        calls.append(" ".join(words[:2] if backend == "jj" else words[:1]))
+    # A task's last command: git resets the index, jj starts a new change on the task's.
+    last = [i for i, c in enumerate(calls)
+            if c == ("reset" if backend == "git" else "new <the task's change>")]
+    return calls[last[1] + 1: last[2] + 1]
+
+
+def measure(folder: Path, backend: str, sizes: list[int], env: dict[str, str]) -> dict[int, dict[str, float]]:
+    """For each size: tool wall, tool start-up, bare wall (best of 3 below 1,000 tasks)."""
+    results = {}
+    for size in sizes:
+        repeats = 3 if size < 1000 else 1
+        best = {"tool": float("inf"), "idle": float("inf"), "bare": float("inf")}
+        for r in range(repeats):
+            work = new_repo(folder / f"{backend}-{size}-{r}-tool", backend, size, env)
+            best["tool"] = min(best["tool"], tool(work, backend, env))
+            best["idle"] = min(best["idle"], tool(work, backend, env))  # nothing left to do
+            plain = new_repo(folder / f"{backend}-{size}-{r}-bare", backend, size, env)
+            best["bare"] = min(best["bare"], bare(plain, backend, size, env))
+        results[size] = best
+        print(f"  {backend} {size:>5} tasks: agent-loop {best['tool']:7.2f}s (start-up "
+              f"{best['idle']:.2f}s), bare loop {best['bare']:7.2f}s", flush=True)
+    return results
+
+
+def report(backend: str, results: dict[int, dict[str, float]]) -> None:
+    """Per-task costs, the ratios and the growth, with the goals."""
+    print(f"\n{backend}: per-task cost and overhead against the bare loop")
+    per_task = {}
+    for size, r in results.items():
+        tool_task = (r["tool"] - r["idle"]) / size
+        bare_task = r["bare"] / size
+        per_task[size] = (tool_task, bare_task)
+        ratio = tool_task / bare_task
+        print(f"  {size:>5} tasks: agent-loop {tool_task * 1000:7.1f} ms/task, bare "
+              f"{bare_task * 1000:7.1f} ms/task: per task {ratio:5.2f}x "
+              f"({verdict(ratio, GOALS['per task'])}); whole run {r['tool'] / r['bare']:5.2f}x")
+    small, large = min(per_task), max(per_task)
+    if small != large:
+        growth = per_task[large][0] / per_task[small][0]
+        bare_growth = per_task[large][1] / per_task[small][1]
+        print(f"  growth, per-task cost at {large:,} / at {small:,}: agent-loop {growth:.2f}x "
+              f"({verdict(growth, GOALS['growth'])}); the bare loop itself {bare_growth:.2f}x")
+
+
+def verdict(value: float, goal: float) -> str:
+    return f"goal <= {goal}: {'ok' if value <= goal else 'MISSED'}"
+
+
+def peak_rss(folder: Path, env: dict[str, str], lines: int) -> None:
+    """Peak RSS (of agent-loop or the agent, whichever is larger) while the agent floods."""
+    work = new_repo(folder / "flood", "git", 1, env)
+    started = time.perf_counter()
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                              "--no-distill"], cwd=work, stdout=subprocess.DEVNULL,
+                             env={**env, "INSTANT_CLAUDE_FLOOD": str(lines)})
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - started
+    raw = sum(p.stat().st_size for p in (work / ".agent-loop" / "logs").glob("*.jsonl"))
+    mb = usage.ru_maxrss / 1024
+    print(f"\npeak RSS while the agent printed {raw / 1e6:,.0f} MB in {lines:,} lines: {mb:.0f} MB "
+          f"(goal < {GOALS['rss_mb']:.0f} MB: {'ok' if mb < GOALS['rss_mb'] else 'MISSED'}); "
+          f"{seconds:.1f}s, exit {os.waitstatus_to_exitcode(status)}")
+    shutil.rmtree(work / ".agent-loop" / "logs")  # a gigabyte of logs
+
+
+def commands(work: Path, env: dict[str, str], tasks: int) -> None:
+    """`--status` and `--dry-run` on a finished run, best of 3."""
+    for mode in ("--status", "--dry-run"):
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", mode], cwd=work,
+                           env=env, check=True, stdout=subprocess.DEVNULL)
+            times.append(time.perf_counter() - started)
+        print(f"{mode:<9} on a finished {tasks:,}-task run: {min(times):.3f}s")
+
+
+def main() -> int:
+    """Measure everything asked for, printing as it goes."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10,100,1000")
+    parser.add_argument("--backends", default="git,jj")
+    parser.add_argument("--flood-lines", type=int, default=500_000)
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    folder = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
+    env = env_for(folder)
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, {folder}")
+    try:
+        for backend in args.backends.split(","):
+            per_task = trace(folder / f"{backend}-trace", backend, env)
+            print(f"\n{backend}: {len(per_task)} {backend} commands per task, traced from "
+                  f"agent-loop and replayed by the bare loop: {', '.join(per_task)}")
+            report(backend, measure(folder, backend, sizes, env))
+        largest = folder / f"{args.backends.split(',')[0]}-{max(sizes)}-0-tool"
+        print()
+        commands(largest, env, max(sizes))
+        if args.flood_lines:
+            peak_rss(folder, env, args.flood_lines)
+    finally:
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
