@@ -255,7 +255,9 @@ class GitVcs:
             # would make a second commit for the task: keep the commit and settle the index as
             # finish would have. The runner begins the task again and finds its work done.
             self._settle(leftover)
-            self._forget()
+            # The record stays until the next begin or close: killed again before the runner
+            # has saved the task, the run after still finds the commit.
+            self._start = None
             self._recovered = Change(change_id=head, commit_id=head, base=leftover.head or "",
                                      files=tuple(leftover.files))
             return [f"an earlier run stopped right after committing {head[:12]}; the commit "
