@@ -149,6 +149,11 @@ class Runner(RunContext):
             self.save()
             self.emit(TaskFinished(task.index, task.status, task.change_id, len(task.files), None))
             return True
+        if task.status == "running" and task.history and task.history[-1].outcome == "running":
+            # Killed inside the agent: like Ctrl+C, that attempt does not count.
+            task.history[-1].outcome, task.history[-1].finished_at = "interrupted", now()
+            task.status = "interrupted"
+            task.attempts = max(0, task.attempts - 1)
         # A task left running or interrupted has a change holding a partial attempt; drop it
         # so history keeps only attempts that counted.
         if task.change_id is not None:

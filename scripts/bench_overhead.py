@@ -211,7 +211,10 @@ def report(backend: str, results: dict[int, dict[str, float]]) -> None:
         growth = per_task[large][0] / per_task[small][0]
         bare_growth = per_task[large][1] / per_task[small][1]
         print(f"  growth, per-task cost at {large:,} / at {small:,}: agent-loop {growth:.2f}x "
-              f"({verdict(growth, GOALS['growth'])}); the bare loop itself {bare_growth:.2f}x")
+              f"({verdict(growth, GOALS['growth'])}); the bare loop itself {bare_growth:.2f}x, "
+              f"so agent-loop's part grew {growth / bare_growth:.2f}x "
+              f"({(per_task[small][0] - per_task[small][1]) * 1000:.1f} -> "
+              f"{(per_task[large][0] - per_task[large][1]) * 1000:.1f} ms/task)")
 
 
 def verdict(value: float, goal: float) -> str:

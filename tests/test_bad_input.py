@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import orjson
 import pytest
@@ -362,7 +363,8 @@ def mistyped(raw: bytes) -> bytes:
     (mistyped, "is damaged (cost_usd is str 'a lot')"),
 ])
 def test_a_bad_state_is_refused_and_kept_until_reset(work: Path, fake_claude: FakeClaude,
-                                                     damage, words: str) -> None:  # type: ignore[no-untyped-def]
+                                                     damage: Callable[[bytes], bytes],
+                                                     words: str) -> None:
     bad = damage(first_run(work))
     (work / ".agent-loop" / "state.json").write_bytes(bad)
     calls = len(fake_claude.calls())

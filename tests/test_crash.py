@@ -541,9 +541,6 @@ def test_jj_kill_after_the_task_change_was_made(tmp_path: Path, jj_bin: str,
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.xfail(strict=True, reason="runner.py: a run killed inside the agent leaves its attempt "
-                   "'running' and counted; the re-run should mark it interrupted and not count it, "
-                   "as Ctrl+C does, or kills use up the task's attempts")
 def test_a_killed_attempt_does_not_count(tmp_path: Path, fake_claude: FakeClaude) -> None:
     """Killed once inside the agent, then a failure: with --max-attempts 2 the task still gets
     its retry (the killed attempt never ended; an interrupted one does not count either)."""
