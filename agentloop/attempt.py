@@ -34,11 +34,6 @@ CONTINUE_PROMPT = ("Continue with the same task. Your progress so far:\n{progres
                    "line TASK_COMPLETE.")
 
 
-def _meaningful(learnings: str) -> str:
-    """Learnings, or "" when the agent wrote that there were none."""
-    return "" if learnings.strip().strip(".").lower() in ("", "none", "n/a", "-") else learnings
-
-
 class Attempts(RunContext):
     """Runs attempts of tasks; the runner decides what to do with their results."""
 
@@ -77,7 +72,7 @@ class Attempts(RunContext):
             report = parse_report(result.text) if result.ok else Report()
             if result.ok:
                 self.learnings.record(task.index, iteration, now(), report.progress,
-                                      _meaningful(report.learnings))
+                                      report.learnings)
             if not result.ok or report.signal is not None or iterations == 1:
                 return attempt, change, result, report
             if iteration == iterations:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 import sys
 import threading
 import time
@@ -172,11 +173,14 @@ def summary_text(event: RunFinished) -> str:
             f"time {duration(event.seconds)}; logs in {event.logs}/{notes}")
 
 
+def _counts(state: State) -> dict[str, int]:
+    """How many tasks have each status, in the order statuses first appear."""
+    return dict(Counter(t.status for t in state.tasks))
+
+
 def status_lines(state: State) -> list[str]:
     """--status: counts by status, then one line per task."""
-    counts: dict[str, int] = {}
-    for t in state.tasks:
-        counts[t.status] = counts.get(t.status, 0) + 1
+    counts = _counts(state)
     total_cost = sum(t.cost_usd for t in state.tasks)
     lines = [f"{state.task_file}: {len(state.tasks)} task(s): "
              + ", ".join(f"{n} {s}" for s, n in counts.items())
@@ -198,9 +202,7 @@ def status_lines(state: State) -> list[str]:
 
 def status_json(state: State) -> dict[str, Any]:
     """--status --json: the same facts for scripts."""
-    counts: dict[str, int] = {}
-    for t in state.tasks:
-        counts[t.status] = counts.get(t.status, 0) + 1
+    counts = _counts(state)
     return {"task_file": state.task_file, "task_file_hash": state.task_file_hash,
             "vcs": state.vcs, "counts": counts,
             "cost_usd": round(sum(t.cost_usd for t in state.tasks), 6),

@@ -40,7 +40,12 @@ class Learnings:
                 f"{text}\n\n---\n\n")
 
     def record(self, task: int, iteration: int, time: str, progress: str, learnings: str) -> None:
-        """Keep one version; new learnings are added to learnings.md under their task."""
+        """Keep one version; new learnings are added to learnings.md under their task.
+
+        Learnings of "none" (as the system prompt tells the agent to write) are no learnings.
+        """
+        if learnings.strip().strip(".").lower() in ("", "none", "n/a", "-"):
+            learnings = ""
         if not progress and not learnings:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -31,7 +31,6 @@ from agentloop.errors import AgentBlocked, AgentLoopError, Interrupted
 from agentloop.events import (AgentActivity, AgentFinished, AgentStarted, Emit, ReviewStarted,
                               ReviewVerdict)
 from agentloop.failures import BLOCKING, LIMIT, TRANSIENT, Failure, classify
-from agentloop.learnings import Learnings
 from agentloop.project import Project
 from agentloop.proc import shielded
 from agentloop.report import BLOCKED, FATAL, Report
@@ -84,7 +83,6 @@ class Review(RunContext):
         super().__init__(project, state, agent, vcs, options, emit, clock)
         self.attempts = attempts
         self.wait_for_limit = wait_for_limit
-        self.learnings = Learnings(project.store.dir)
 
     def run(self, task: TaskState, attempt: Attempt, change: Change, result: AgentResult,
             report: Report) -> Reviewed:
@@ -170,10 +168,8 @@ class Review(RunContext):
             record, result = self._run(task, developer, change, "developer", round_, prompt)
             if result.ok:
                 report = parse_report(result.text)
-                learned = report.learnings
-                if learned.strip().strip(".").lower() in ("", "none", "n/a", "-"):
-                    learned = ""
-                self.learnings.record(task.index, 1, now(), report.progress, learned)
+                self.attempts.learnings.record(task.index, 1, now(), report.progress,
+                                               report.learnings)
                 return record, result
             failure = self._failure(result)
             if failure.kind != LIMIT:
