@@ -1,10 +1,40 @@
-"""The agent protocol: what the runner asks of a coding agent, and what it gets back."""
+"""The agent protocol: what the run core asks of a coding agent, and what it gets back.
+
+The core knows agents only through this module. Everything about one agent program (its argv,
+its output format, how its errors read, what it costs) lives in that agent's module here, and
+the name -> agent table below is the one place that lists them: adding an agent is one module
+and one entry.
+"""
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable, Mapping, Protocol
+
+# The loop's error classes for a failed run. limit: wait for the reset, not an attempt;
+# transient: retried after a backoff; blocking: every later run would fail the same way, the
+# run stops; budget: cut short by its own --task-budget; other: the retry advisor judges.
+LIMIT, TRANSIENT, BLOCKING, BUDGET, OTHER = "limit", "transient", "blocking", "budget", "other"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """How the core should treat a failed run."""
+
+    kind: str                       # LIMIT | TRANSIENT | BLOCKING | BUDGET | OTHER
+    reason: str                     # one line for the user
+    resets_at: float | None = None  # unix seconds when a limit resets, if known
+
+
+@dataclass(frozen=True)
+class Totals:
+    """What a session has used so far: some agents report running totals, not a run's part."""
+
+    cost_usd: float = 0.0
+    usage: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -19,13 +49,18 @@ class AgentRun:
     resume: str | None = None     # session id to continue, or None for a fresh session
     header: tuple[tuple[str, str], ...] = ()   # extra "key: value" lines for the log header
     timeout: float | None = None
-    budget_usd: float | None = None            # the CLI's own spending cap for this run
+    budget_usd: float | None = None            # the agent's own spending cap for this run
     read_only: bool = False       # the reviewer: may read the project's files, never change them
+    before: Totals = Totals()     # the resumed session's totals after its last recorded run
 
 
 @dataclass(frozen=True)
 class AgentResult:
-    """What one run produced. `ok` is False for any failure; `error` then says why in one line."""
+    """What one run produced. `ok` is False for any failure; `error` then says why in one line.
+
+    `cost_usd` and `usage` are this run's own part; `totals` is the session's running total
+    after it, which the core keeps and hands back as `AgentRun.before` when it resumes.
+    """
 
     ok: bool
     exit_code: int | None
@@ -37,23 +72,72 @@ class AgentResult:
     num_turns: int | None = None
     duration_ms: int | None = None
     permission_denials: int = 0
-    api_error_status: int | None = None
-    api_error_type: str | None = None     # e.g. rate_limit_error, overloaded_error, authentication_error
-    api_error: str | None = None          # a finer cause where the CLI gives one: usage_limit_reached
-    limit_resets_at: float | None = None  # unix seconds, from a rejected rate_limit_event
+    api_error_status: int | None = None   # the HTTP status of an API failure, where known
+    api_error_type: str | None = None     # the API's error type, e.g. rate_limit_error
+    api_error: str | None = None          # a finer cause where the agent gives one
+    limit_resets_at: float | None = None  # unix seconds, when the agent reports a limit's reset
     stderr: str = ""                      # the last lines the agent wrote to stderr
     timed_out: bool = False
-    model: str | None = None              # the model the CLI ran (from its init line)
-    subtype: str | None = None            # the result's subtype, e.g. error_max_budget_usd
+    model: str | None = None              # the model the agent ran
+    subtype: str | None = None            # the agent's own name for how the run ended
+    cost_known: bool = True               # False: the agent reports tokens, not dollars
+    totals: Totals = Totals()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a short, tool-less helper call (retry advisor, commit messages) said."""
+
+    text: str
+    cost_usd: float = 0.0
+    error: str | None = None     # why the call failed, or None
+
+
+@dataclass(frozen=True)
+class Models:
+    """An agent's default models: for tasks, for the reviewer, for the small helper calls."""
+
+    task: str
+    review: str
+    helper: str
 
 
 class Agent(Protocol):
     """A coding agent the loop can drive."""
 
     name: str
+    models: Models
 
     def check(self) -> None:
-        """Raise ProgramNotFound (or AgentBlocked) when the agent cannot run at all."""
+        """Raise AgentBlocked (ProgramNotFound included) when the agent cannot run at all."""
 
     def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
         """Run the agent; `on_activity` gets a short line for each thing it does."""
+
+    def classify(self, result: AgentResult, now: datetime) -> Failure:
+        """Sort a failed result into the loop's error classes (`now` reads reset times)."""
+
+    def ask(self, prompt: str, model: str, cwd: Path, timeout: float = 180) -> Answer:
+        """A fresh, tool-less, read-only call with no session kept; never raises for its own
+        problems (they are in `error`); Ctrl+C goes through."""
+
+
+# name -> "module:factory"; a factory takes (program, env) and returns an Agent. Imported only
+# when chosen, so --status and --help never load an agent module.
+AGENTS: dict[str, str] = {
+    "claude": "agentloop.agents.claude:ClaudeAgent",
+    "rehearse": "agentloop.agents.rehearse:RehearsalAgent",
+}
+
+
+def make_agent(name: str, program: str | None = None,
+               env: Mapping[str, str] | None = None) -> Agent:
+    """The agent called `name`, running `program` (None: its own default or env variable)."""
+    module, factory = AGENTS[name].split(":")
+    agent: Agent = getattr(importlib.import_module(module), factory)(program, env)
+    return agent
+
+
+def clean(text: str) -> str:
+    """Text safe to hand to a program as an argument or a prompt: no NUL bytes, valid UTF-8."""
+    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
