@@ -1,29 +1,26 @@
-"""One attempt of a task: its change, its prompt, and one agent run (or several iterations in
-one session), each recorded in the state and its own log before and after it runs.
+"""One attempt of a task: its change, its prompt, the developer's run (or several iterations in
+one session), and the review, ending in an Outcome the runner settles.
+
+A stop in the middle of any of it (Ctrl+C, SIGTERM, an agent that cannot run, a blocking
+reviewer error) is handled here, once: the attempt does not count, and its change is dropped.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
 
-from agentloop.agents import Agent, AgentResult, AgentRun
-from agentloop.clock import Clock
-from agentloop.context import RunContext
-from agentloop.errors import Interrupted
-from agentloop.events import (AgentActivity, AgentFinished, AgentStarted, ChangeAbandoned,
-                              ChangeCreated, Emit, TaskStarted)
-from agentloop.learnings import Learnings
+from agentloop import record
+from agentloop.agentrun import run_agent
+from agentloop.agents import AgentResult
+from agentloop.context import Run
+from agentloop.errors import AgentBlocked, Interrupted
+from agentloop.events import ChangeCreated, TaskStarted
 from agentloop.plan import commit_message, resume_session
 from agentloop.proc import shielded
-from agentloop.project import Project
-from agentloop.report import Report
+from agentloop.report import BLOCKED, FATAL, Report
 from agentloop.report import parse as parse_report
-from agentloop.state import Attempt, State, TaskState, now
-from agentloop.vcs import Change, Vcs
-
-if TYPE_CHECKING:
-    from agentloop.runner import Options
+from agentloop.state import Attempt, TaskState, now
+from agentloop.vcs import Change
 
 RETRY_NOTE = ("Note: an earlier attempt at this task was stopped before it finished, and its "
               "file changes were discarded. Start the task again from the current files.\n\n")
@@ -32,135 +29,113 @@ COMPLETE_NOTE = ("This task may take several turns. When it is fully done, end y
 CONTINUE_PROMPT = ("Continue with the same task. Your progress so far:\n{progress}\n\n"
                    "Keep going; when the task is fully done, end your final message with the "
                    "line TASK_COMPLETE.")
+PLAN_CONTEXT_LIMIT = 8000
 
 
-class Attempts(RunContext):
-    """Runs attempts of tasks; the runner decides what to do with their results."""
+@dataclass(frozen=True)
+class Outcome:
+    """What an attempt came to: the last developer run, its result and report, and for a
+    successful one the status it earns (completed, or unapproved by the reviewer) and why."""
 
-    def __init__(self, project: Project, state: State, agent: Agent, vcs: Vcs,
-                 options: "Options", emit: Emit, clock: Clock) -> None:
-        super().__init__(project, state, agent, vcs, options, emit, clock)
-        self.learnings = Learnings(project.store.dir)
+    attempt: Attempt
+    change: Change
+    result: AgentResult
+    report: Report
+    status: str = "completed"
+    note: str | None = None
 
-    def run(self, task: TaskState, hint: str,
-                 fresh: bool) -> tuple[Attempt, Change, AgentResult, Report]:
-        """One attempt: a change, and one agent run, or up to `iterations` runs in one session
-        until the agent says TASK_COMPLETE."""
-        task.attempts += 1
-        # Retries run in a fresh session: the failed attempt's edits are gone, and its
-        # conversation would tell the agent otherwise.
-        resume = None if fresh else resume_session(self.state, task)
-        prompt = task.task
-        if task.history and task.history[-1].outcome in ("interrupted", "running"):
-            prompt = RETRY_NOTE + prompt
-        if hint:
-            prompt += (f"\n\nAn earlier attempt at this task failed ({task.error}). "
-                       f"Advice for this attempt: {hint}")
-        if resume is None:
-            prompt = self.learnings.for_prompt() + prompt
-        if self.options.iterations > 1:
-            prompt += "\n\n" + COMPLETE_NOTE
-        change = self.vcs.begin(commit_message(task))
-        if change.change_id:
-            self.emit(ChangeCreated(self.vcs.name, change.change_id))
-        task.status, task.started_at, task.finished_at = "running", now(), None
-        task.change_id, task.commit_id = change.change_id or None, change.commit_id or None
-        task.error = None
-        iterations = self.options.iterations
-        for iteration in range(1, iterations + 1):
-            attempt, result = self._agent_run(task, change, prompt, resume, iteration)
-            report = parse_report(result.text) if result.ok else Report()
-            if result.ok:
-                self.learnings.record(task.index, iteration, now(), report.progress,
-                                      report.learnings)
-            if not result.ok or report.signal is not None or iterations == 1:
-                return attempt, change, result, report
-            if iteration == iterations:
-                # Spent without TASK_COMPLETE: judged like any failed attempt.
-                spent = replace(result, ok=False, error=f"not complete after {iterations} "
-                                "iterations (no TASK_COMPLETE)")
-                return attempt, change, spent, report
-            attempt.outcome = "continued"
-            self.save()
-            resume = result.session_id
-            prompt = CONTINUE_PROMPT.format(progress=report.progress or "(none reported)")
-        raise AssertionError("unreachable")
 
-    def _agent_run(self, task: TaskState, change: Change, prompt: str, resume: str | None,
-                   iteration: int) -> tuple[Attempt, AgentResult]:
-        """Run the agent once, recorded as its own entry of the task's history and log."""
-        runs = sum(1 for a in task.history if a.iteration == 1 and not a.round)
-        number = runs + 1 if iteration == 1 else runs
-        self.emit(TaskStarted(task.index, len(self.state.tasks), task.group, task.summary,
-                              task.attempts, iteration))
-        log = self.project.store.log_path(task.log_name, number, iteration)
-        attempt = Attempt(number=number, started_at=now(), log=self.project.store.relative(log),
-                          iteration=iteration, resumed=resume is not None,
-                          change_id=change.change_id or None, commit_id=change.commit_id or None)
-        task.history.append(attempt)
-        task.log = attempt.log
-        self.save()
-        self.emit(AgentStarted(attempt.log or "", resume))
-        header: tuple[tuple[str, str], ...] = (
-            ("task", f"{task.index}/{len(self.state.tasks)} {task.summary}"),
-            ("group", task.group), ("attempt", str(task.attempts)))
-        if self.options.iterations > 1:
-            header += (("iteration", f"{iteration}/{self.options.iterations}"),)
-        request = AgentRun(prompt=prompt, model=self.options.model, cwd=self.project.root,
-                           log=log, raw_log=log.with_suffix(".jsonl"), resume=resume,
-                           header=header, timeout=self.options.task_timeout,
-                           budget_usd=self.options.task_budget)
-        began = self.clock.monotonic()
-        try:
-            result = self.agent.run(request, lambda text: self.emit(AgentActivity(text)))
-        except BaseException as exc:
-            # Stopped by the user, or the agent cannot run at all: not the task's attempt.
-            # Its change goes now, so edits the user makes before the next run stay theirs.
-            interrupted = isinstance(exc, (Interrupted, KeyboardInterrupt))
-            with shielded():
-                attempt.outcome = "interrupted" if interrupted else "blocked"
-                task.status = "interrupted" if interrupted else "pending"
-                attempt.finished_at, task.error = now(), str(exc) or "interrupted"
-                task.attempts -= 1
-                self.save()
-                self.drop(change)
-                task.change_id = task.commit_id = attempt.change_id = attempt.commit_id = None
-                self.save()
-            raise
-        self._record(task, attempt, result)
-        self.emit(AgentFinished(result, self.clock.monotonic() - began, attempt.cost_usd))
-        return attempt, result
+def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
+    """One attempt: a change, the developer's run(s), the review."""
+    run.emit(TaskStarted(task.index, len(run.state.tasks), task.group, task.summary,
+                         task.attempts + 1))
+    # Retries run in a fresh session: the failed attempt's edits are gone, and its
+    # conversation would tell the agent otherwise.
+    resume = None if fresh else resume_session(run.state, task)
+    prompt = first_prompt(run, task, hint, resume)
+    change = run.vcs.begin(commit_message(task))
+    record.open_attempt(task, change)
+    number = _next_number(task)
+    if change.change_id:
+        run.emit(ChangeCreated(run.vcs.name, change.change_id))
+    try:
+        outcome = _develop(run, task, change, prompt, resume, number)
+        if run.options.review and outcome.result.ok and \
+                outcome.report.signal not in (FATAL, BLOCKED):
+            from agentloop.review import review
+            outcome = review(run, task, outcome)
+        return outcome
+    except BaseException as exc:
+        with shielded():
+            _abandon(run, task, change, number, exc)
+        raise
 
-    def _record(self, task: TaskState, attempt: Attempt, result: AgentResult) -> None:
-        # total_cost_usd accumulates over a resumed session (measured on the real CLI), so a
-        # run's own cost is what it added to the session's total so far.
-        before = self._session_cost(result.session_id) if attempt.resumed else 0.0
-        attempt.session_id = result.session_id
-        attempt.session_cost_usd = result.cost_usd
-        attempt.cost_usd = round(max(0.0, result.cost_usd - before), 6)
-        attempt.usage = dict(result.usage)
-        attempt.model = result.model
-        attempt.num_turns = result.num_turns
-        attempt.duration_ms = result.duration_ms
-        attempt.exit_code = result.exit_code
-        attempt.finished_at = now()
-        task.cost_usd = round(task.cost_usd + attempt.cost_usd, 6)
-        if result.ok and attempt.role == "developer":  # never the reviewer's session
-            task.session_id = result.session_id
 
-    def _session_cost(self, session_id: str | None) -> float:
-        return max((a.session_cost_usd for t in self.state.tasks for a in t.history
-                    if session_id and a.session_id == session_id), default=0.0)
+def first_prompt(run: Run, task: TaskState, hint: str, resume: str | None) -> str:
+    """The attempt's prompt: the task, notes about earlier attempts, and for a fresh session
+    the plan's context and the learnings so far."""
+    prompt = task.task
+    if task.history and task.history[-1].outcome in ("interrupted", "running"):
+        prompt = RETRY_NOTE + prompt
+    if hint:
+        prompt += (f"\n\nAn earlier attempt at this task failed ({task.error}). "
+                   f"Advice for this attempt: {hint}")
+    if resume is None:
+        prompt = run.learnings.for_prompt() + prompt
+        context = (run.state.context or "").strip()
+        if context:
+            prompt = (f"The plan this task belongs to says, before its tasks:\n"
+                      f"{context[:PLAN_CONTEXT_LIMIT]}\n\n---\n\n{prompt}")
+    if run.options.iterations > 1:
+        prompt += "\n\n" + COMPLETE_NOTE
+    return prompt
 
-    def log_tail(self, attempt: Attempt, limit: int = 4000) -> str:
-        try:
-            text = (self.project.root / (attempt.log or "")).read_text(encoding="utf-8",
-                                                                       errors="replace")
-        except OSError:
-            return ""
-        return text[-limit:]
 
-    def drop(self, change: Change) -> None:
-        self.vcs.abandon(change)
-        if change.change_id:
-            self.emit(ChangeAbandoned(self.vcs.name, change.change_id))
+def _next_number(task: TaskState) -> int:
+    return sum(1 for a in task.history if a.iteration == 1 and not a.round) + 1
+
+
+def _develop(run: Run, task: TaskState, change: Change, prompt: str, resume: str | None,
+             number: int) -> Outcome:
+    """The developer's run, or up to `iterations` runs in one session until TASK_COMPLETE."""
+    iterations = run.options.iterations
+    for iteration in range(1, iterations + 1):
+        if iteration > 1:
+            run.emit(TaskStarted(task.index, len(run.state.tasks), task.group, task.summary,
+                                 task.attempts, iteration))
+        attempt, result = run_agent(run, task, change, prompt, number, resume,
+                                    iteration=iteration)
+        report = parse_report(result.text) if result.ok else Report()
+        if result.ok:
+            run.learnings.record(task.index, iteration, now(), report.progress,
+                                 report.learnings)
+        if not result.ok or report.signal is not None or iterations == 1:
+            return Outcome(attempt, change, result, report)
+        if iteration == iterations:
+            # Spent without TASK_COMPLETE: judged like any failed attempt.
+            spent = replace(result, ok=False, error=f"not complete after {iterations} "
+                            "iterations (no TASK_COMPLETE)")
+            return Outcome(attempt, change, spent, report)
+        attempt.outcome = "continued"
+        run.save()
+        resume = result.session_id
+        prompt = CONTINUE_PROMPT.format(progress=report.progress or "(none reported)")
+    raise AssertionError("unreachable")
+
+
+def _abandon(run: Run, task: TaskState, change: Change, number: int,
+             exc: BaseException) -> None:
+    """Stopped midway: not the task's attempt. Its change goes now, so edits the user makes
+    before the next run stay theirs."""
+    interrupted = isinstance(exc, (Interrupted, KeyboardInterrupt))
+    outcome = "interrupted" if interrupted else (
+        "blocked" if isinstance(exc, AgentBlocked) else "stopped")
+    if not interrupted:
+        for done in task.history:  # runs that ended well were stopped by what came after
+            if done.number == number and done.outcome == "running" and done.exit_code is not None:
+                done.outcome = "stopped"
+    record.uncount(task, number, outcome, "interrupted" if interrupted else "pending",
+                   str(exc) or "interrupted")
+    run.save()
+    record.drop(run, task, change, number)
+    run.save()

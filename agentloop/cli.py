@@ -13,8 +13,9 @@ from typing import Any
 import click
 
 from agentloop import __version__
+from agentloop.agents import AGENTS
 from agentloop.errors import (AgentBlocked, AgentLoopError, BudgetReached, Interrupted,
-                              RunStopped)
+                              RunStopped, UsageError)
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -60,25 +61,35 @@ class _Command(click.Command):
 
 @click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("tasks_md", type=click.Path(path_type=Path))
-@click.option("--model", default="opus", show_default=True, help="Claude model for the tasks.")
+@click.option("--agent", type=click.Choice(sorted(AGENTS)), default="claude", show_default=True,
+              help="The coding agent that does the tasks (a run goes on with the one it began "
+                   "with unless --reset).")
+@click.option("--agent-program", "--claude", "agent_program", default=None,
+              help="The agent's program [default: claude or codex on PATH; env "
+                   "AGENT_LOOP_CLAUDE / AGENT_LOOP_CODEX].")
+@click.option("--model", default=None,
+              help="Model for the tasks [default: the agent's; claude: opus].")
 @click.option("--dry-run", is_flag=True, help="Show what would run; run and write nothing.")
 @click.option("--status", is_flag=True, help="Show where each task stands.")
-@click.option("--json", "as_json", is_flag=True, help="With --status: print JSON.")
+@click.option("--json", "as_json", is_flag=True, help="With --status or --dry-run: print JSON.")
 @click.option("--follow", is_flag=True,
               help="With --status: print the newest run's events as they happen.")
+@click.option("--init", is_flag=True, help="Write a commented example plan to TASKS_MD.")
+@click.option("--rehearse", is_flag=True,
+              help="Run the whole loop offline with a stand-in agent: each task makes a small "
+                   "visible edit, and its log says what a real run would send. Costs nothing.")
 @click.option("--reset", is_flag=True, help="Archive the old state and logs, then start fresh.")
 @click.option("--vcs", type=click.Choice(["auto", "jj", "git", "none"]), default="auto",
               show_default=True, help="Where each task's change goes.")
 @click.option("--allow-dirty", is_flag=True,
               help="git: run even with uncommitted changes (they stay out of task commits).")
-@click.option("--claude", "claude_path", envvar="AGENT_LOOP_CLAUDE", default=None,
-              help="The claude program to run [env: AGENT_LOOP_CLAUDE].")
 @click.option("--task-timeout", type=click.FloatRange(min=1), default=7200, show_default=True,
               help="Stop an agent run after this many seconds (counts as a transient failure).")
 @click.option("--max-attempts", type=click.IntRange(1, 5), default=5, show_default=True,
               help="Attempts per task in all; 5 is the hard cap.")
-@click.option("--retry-model", default="haiku", show_default=True,
-              help="Model of the advisor that judges a failed attempt.")
+@click.option("--retry-model", default=None,
+              help="Model of the advisor that judges a failed attempt [default: the agent's "
+                   "small model; claude: haiku].")
 @click.option("--max-limit-waits", type=click.IntRange(min=0), default=5, show_default=True,
               help="Usage-limit waits before the run stops.")
 @click.option("--max-failures", type=click.IntRange(min=1), default=3, show_default=True,
@@ -90,51 +101,69 @@ class _Command(click.Command):
               help="Runs of one task in its session until the agent says TASK_COMPLETE.")
 @click.option("--task", "only", type=click.IntRange(min=1), default=None,
               help="Run only task N (as numbered by --dry-run), leaving the others as they are.")
+@click.option("--again", is_flag=True,
+              help="With --task N: run a completed, failed or blocked task once more, in a new "
+                   "change.")
+@click.option("--include-optional", is_flag=True,
+              help="Also run tasks the plan marks optional (`- [ ]*`).")
 @click.option("--sleep", type=click.FloatRange(min=0), default=0, show_default=True,
               help="Seconds to wait between tasks (Ctrl+C ends the wait at once).")
 @click.option("--budget", type=click.FloatRange(min=0), default=None,
               help="USD: start no task once this much has been spent on this task file.")
 @click.option("--task-budget", type=click.FloatRange(min=0), default=None,
-              help="USD: the cap on one agent run (claude's own --max-budget-usd).")
+              help="USD: the cap on one agent run (the agent's own limit, where it has one).")
 @click.option("--no-distill", is_flag=True,
               help="Keep the plain commit message; skip the small-model summary.")
-@click.option("--distill-model", default="haiku", show_default=True,
-              help="Model that writes each change's commit message.")
+@click.option("--distill-model", default=None,
+              help="Model that writes each change's commit message [default: the agent's small "
+                   "model].")
 @click.option("--review", is_flag=True,
               help="A fresh, read-only reviewer checks each task's diff; its feedback goes back "
                    "to the developer until it approves.")
-@click.option("--review-model", default="sonnet", show_default=True,
-              help="Model of the reviewer.")
+@click.option("--review-model", default=None,
+              help="Model of the reviewer [default: the agent's; claude: sonnet].")
 @click.option("--max-review-rounds", type=click.IntRange(1, 10), default=3, show_default=True,
               help="Reviews of one task before it is left unapproved (its change kept).")
 @click.version_option(__version__, "--version", prog_name="agent-loop")
-def command(tasks_md: Path, **options: Any) -> None:
-    """Let Claude work through TASKS_MD: one task, one claude run, one change."""
-    from agentloop import app  # after parsing, so --help and --version stay fast
+def command(tasks_md: Path, **params: Any) -> None:
+    """Let a coding agent work through TASKS_MD: one task, one agent run, one change."""
+    from agentloop import app, render  # after parsing, so --help and --version stay fast
+    from agentloop.options import RunOptions, check_usage
 
     args = click.get_current_context().meta["argv"]
+    options = RunOptions.from_params(params)
     cwd = Path.cwd()
     try:
-        if options["status"] and options["follow"]:
+        check_usage(options)
+        if options.status and options.follow:
             from agentloop.console import Console
 
-            console = Console(live=False)
+            console = Console(live=False, cwd=cwd)
             for event in app.follow(tasks_md, cwd):
                 console(event)
-        elif options["status"]:
-            click.echo(app.status(tasks_md, cwd, as_json=options["as_json"]))
-        elif options["dry_run"]:
-            click.echo(app.dry_run(tasks_md, cwd, reset=options["reset"],
-                                   max_attempts=options["max_attempts"]))
+        elif options.status:
+            view = app.status(tasks_md, cwd)
+            _print(render.status_json(view) if options.as_json else render.status_text(view, cwd))
+        elif options.dry_run:
+            plan = app.dry_run(tasks_md, cwd, options)
+            _print(render.plan_json(plan) if options.as_json else render.plan_text(plan))
+        elif options.init:
+            click.echo(app.init(tasks_md, cwd))
         else:
             from agentloop.console import Console
+            from agentloop.summary import exit_code
 
-            for line in app.run(tasks_md, cwd, app.RunOptions.from_cli(options), Console()):
+            result = app.run(tasks_md, cwd, options, Console(cwd=cwd))
+            for line in render.closing_lines(result, cwd):
                 click.echo(line)
+            sys.exit(exit_code(result.summary))
     except (KeyboardInterrupt, Interrupted):
         click.echo(f"\nagent-loop: interrupted; state saved. Resume with: {resume_command(args)}",
                    err=True)
         sys.exit(130)
+    except UsageError as exc:
+        click.echo(f"agent-loop: usage: {exc}", err=True)
+        sys.exit(exc.exit_code)
     except BudgetReached as exc:
         more = resume_command(_with_budget(args, 2 * max(exc.spent, exc.budget)))
         click.echo(f"agent-loop: stopped: {exc}. Continue with a higher budget: {more}", err=True)
@@ -149,6 +178,14 @@ def command(tasks_md: Path, **options: Any) -> None:
     except AgentLoopError as exc:
         click.echo(f"agent-loop: error: {exc}", err=True)
         sys.exit(exc.exit_code)
+
+
+def _print(data: str | dict[str, Any]) -> None:
+    if isinstance(data, dict):
+        import orjson
+
+        data = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
+    click.echo(data)
 
 
 def main() -> None:

@@ -1,34 +1,54 @@
-"""What every part of a run shares: the project and its state, the agent, the VCS, the options,
-where events go, and the clock."""
+"""What every step of a run is handed: one value, passed in, never a base class to inherit from."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from agentloop.agents import Agent
-from agentloop.clock import Clock
+from agentloop.clock import Clock, SystemClock
 from agentloop.events import Emit
+from agentloop.learnings import Learnings
+from agentloop.options import RunOptions
 from agentloop.project import Project
 from agentloop.state import State
 from agentloop.vcs import Vcs
 
-if TYPE_CHECKING:
-    from agentloop.runner import Options
+# The retry advisor and the commit-message writer, as the run calls them (agentloop.helpers).
+Advisor = Callable[..., Any]
+Distiller = Callable[..., Any]
 
 
-class RunContext:
-    """The shared parts of one run; the runner, its attempts and its reviews build on it."""
+@dataclass
+class Tally:
+    """What a run counts as it goes: usage-limit waits, and the tasks that failed in a row."""
 
-    def __init__(self, project: Project, state: State, agent: Agent, vcs: Vcs,
-                 options: "Options", emit: Emit, clock: Clock) -> None:
-        self.project = project
-        self.state = state
-        self.agent = agent
-        self.vcs = vcs
-        self.options = options
-        self.emit = emit
-        self.clock = clock
+    limit_waits: int = 0
+    failed_in_row: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Run:
+    """The shared parts of one run: project and state, agent, VCS, options, events, clock."""
+
+    project: Project
+    state: State
+    agent: Agent
+    vcs: Vcs
+    options: RunOptions
+    emit: Emit
+    learnings: Learnings
+    advisor: Advisor
+    distiller: Distiller | None = None
+    clock: Clock = SystemClock()
+    tally: Tally = field(default_factory=Tally)
 
     def save(self) -> None:
         """Persist the state now."""
         self.project.store.save(self.state)
+
+    def model(self, role: str) -> str:
+        """The model for a developer's or a reviewer's run: the option, else the agent's own."""
+        if role == "reviewer":
+            return self.options.review_model or self.agent.models.review
+        return self.options.model or self.agent.models.task

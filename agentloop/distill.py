@@ -4,15 +4,12 @@ message and the diff stat into a subject and a short body. Any failure keeps the
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
-from agentloop.agents.claude import ask
+from agentloop.agents import Agent, clean
+from agentloop.answers import first_object
 
-DEFAULT_MODEL = "haiku"
 SUBJECT_LIMIT = 72
 PREFIX = "agent-loop: "
 # Bounds on what goes into the prompt.
@@ -63,19 +60,13 @@ def diff_stat(diff: str) -> str:
 
 def parse(text: str) -> tuple[str, str] | None:
     """(subject, body) from the model's answer; None when it holds no usable subject."""
-    decoder = json.JSONDecoder()
-    for start in (m.start() for m in re.finditer(r"\{", text)):
-        try:
-            data, _ = decoder.raw_decode(text, start)
-        except ValueError:
-            continue
-        if isinstance(data, dict) and isinstance(data.get("subject"), str):
-            subject = " ".join(data["subject"].split()).rstrip(".")
-            raw = data.get("body")
-            body = raw if isinstance(raw, str) else ""
-            if subject:
-                return subject, body.strip()
-    return None
+    found = first_object(text, lambda v: isinstance(v.get("subject"), str)
+                         and bool(" ".join(v["subject"].split()).rstrip(".")))
+    if found is None:
+        return None
+    body = found.get("body")
+    return (" ".join(found["subject"].split()).rstrip("."),
+            body.strip() if isinstance(body, str) else "")
 
 
 def message(group: str, subject: str, body: str) -> str:
@@ -86,12 +77,12 @@ def message(group: str, subject: str, body: str) -> str:
     return f"{PREFIX}{group} / {subject}" + (f"\n\n{body}" if body else "")
 
 
-def distill(program: str, model: str, plain: str, group: str, task: str, final: str,
-            diff: str, cwd: Path, env: Mapping[str, str] | None = None) -> Message:
+def distill(agent: Agent, model: str, plain: str, group: str, task: str, final: str,
+            diff: str, cwd: Path) -> Message:
     """The distilled message, or `plain` (with the reason) when anything goes wrong."""
     prompt = PROMPT.format(limit=SUBJECT_LIMIT, group=group, task=task[:TEXT_CHARS],
                            final=final[-TEXT_CHARS:] or "(none)", stat=diff_stat(diff)[:TEXT_CHARS])
-    answer = ask(program, model, prompt, cwd, env, timeout=120)
+    answer = agent.ask(clean(prompt), model, cwd, timeout=120)
     if answer.error is not None:
         return Message(plain, False, answer.cost_usd, f"distiller failed: {answer.error}")
     parsed = parse(answer.text)

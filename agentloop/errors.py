@@ -12,6 +12,12 @@ class AgentLoopError(Exception):
     exit_code = 1
 
 
+class UsageError(AgentLoopError):
+    """Options that cannot work together; found before anything is touched."""
+
+    exit_code = 2
+
+
 class TaskFileError(AgentLoopError):
     """The task file is missing, unreadable, not UTF-8 or holds no tasks."""
 
@@ -64,3 +70,7 @@ class Interrupted(AgentLoopError):
     """The user pressed Ctrl+C or the process got SIGTERM."""
 
     exit_code = 130
+
+
+# A run that went to its end, but left tasks it set out to run failed, blocked or unapproved.
+UNFINISHED_EXIT = 4

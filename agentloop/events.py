@@ -8,7 +8,7 @@ from typing import Callable, Union, get_args
 
 import orjson
 
-from agentloop.agents import AgentResult
+from agentloop.agents import AgentResult, Totals
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,7 @@ class RunStarted:
     total: int
     vcs: str
     notes: tuple[str, ...] = ()
+    agent: str = ""
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class AgentStarted:
 
     log: str
     resume: str | None
+    agent: str = ""
+    role: str = "developer"    # developer | reviewer
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,13 @@ class LimitWait:
 
 
 @dataclass(frozen=True)
+class LimitWaitOver:
+    """The wait for a usage limit ended; the run goes on."""
+
+    wait: int
+
+
+@dataclass(frozen=True)
 class MessageDistilled:
     """The commit message for a task's change: distilled by a small model, or the plain one."""
 
@@ -139,6 +149,7 @@ class TaskFinished:
     change_id: str | None
     files: int
     error: str | None
+    empty: bool = False      # completed, but the task changed no files
 
 
 @dataclass(frozen=True)
@@ -152,11 +163,13 @@ class RunFinished:
     stopped: str | None = None   # why the run stopped early, if it did
     notes: tuple[str, ...] = ()  # things the user should look at (tasks that keep stalling)
     tokens: tuple[tuple[str, int], ...] = ()   # token totals of the task file's runs so far
+    unfinished: tuple[int, ...] = ()  # tasks this run set out to run that did not complete
+    cost_known: bool = True      # False: some runs reported tokens but no dollars
 
 
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,
-              ChangeAbandoned, RetryDecided, LimitWait, MessageDistilled, TaskFinished,
-              RunFinished, ReviewStarted, ReviewVerdict]
+              ChangeAbandoned, RetryDecided, LimitWait, LimitWaitOver, MessageDistilled,
+              TaskFinished, RunFinished, ReviewStarted, ReviewVerdict]
 Emit = Callable[[Event], None]
 
 
@@ -193,7 +206,10 @@ def from_json(line: bytes) -> Event | None:
     values = {k: v for k, v in data.items() if k in names}
     if cls is AgentFinished:
         known = {f.name for f in fields(AgentResult)}
-        values["result"] = AgentResult(**{k: v for k, v in values["result"].items() if k in known})
+        result = {k: v for k, v in values["result"].items() if k in known}
+        totals = result.get("totals")
+        result["totals"] = Totals(**totals) if isinstance(totals, dict) else Totals()
+        values["result"] = AgentResult(**result)
     for name, value in values.items():
         if isinstance(value, list):
             values[name] = tuple(tuple(v) if isinstance(v, list) else v for v in value)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from agentloop.state import State, TaskState
 
 DONE = ("completed", "skipped")
@@ -31,38 +33,64 @@ def resume_session(state: State, task: TaskState) -> str | None:
     return None
 
 
-def session_plan(state: State, max_attempts: int) -> list[tuple[TaskState, str]]:
+@dataclass(frozen=True)
+class PlanRow:
+    """One task as --dry-run shows it: whether this run would run it, and how or why not."""
+
+    index: int
+    group: str
+    summary: str
+    text: str           # the task as the agent gets it
+    status: str
+    runs: bool
+    how: str            # the session it would use, or why it does not run
+
+
+def plan_rows(state: State, max_attempts: int, only: int | None = None,
+              again: bool = False) -> list[PlanRow]:
     """For --dry-run: each task with how it would run (done, new or continued session)."""
-    plan = []
+    rows = []
     will_run: set[int] = set()
     for task in state.tasks:
-        if task.status == "completed":
-            plan.append((task, "done"))
+        if only is not None and task.index != only:
+            rows.append(_row(task, False, f"not asked for (--task {only})"))
             continue
-        if task.status == "skipped":
-            plan.append((task, "skipped (checked off in the task file)"))
-            continue
-        if exhausted(task, max_attempts):
-            plan.append((task, f"failed after {task.attempts} attempts; not run again"))
-            continue
-        if task.status == "blocked":
-            plan.append((task, f"blocked ({task.error}); run it with --task {task.index}"))
-            continue
-        if task.status == "unapproved":
-            plan.append((task, f"unapproved ({task.error}), its change kept; run it again "
-                               f"with --task {task.index}"))
+        why = None if (only is not None and (again or runnable(task, max_attempts))) \
+            else _why_not(task, max_attempts)
+        if why is not None:
+            rows.append(_row(task, False, why))
             continue
         session = resume_session(state, task)
         previous = previous_in_group(state, task)
-        if session:
+        if session and not (again and only is not None):
             how = f"resumes session {session}"
         elif previous is not None and previous.index in will_run:
             how = "continues the group's session"
         else:
             how = "starts a fresh session"
         will_run.add(task.index)
-        plan.append((task, how))
-    return plan
+        rows.append(_row(task, True, how))
+    return rows
+
+
+def _row(task: TaskState, runs: bool, how: str) -> PlanRow:
+    return PlanRow(task.index, task.group, task.summary, task.task, task.status, runs, how)
+
+
+def _why_not(task: TaskState, max_attempts: int) -> str | None:
+    """Why a plain run passes over this task, or None when it runs it."""
+    if task.status == "completed":
+        return "done"
+    if task.status == "skipped":
+        return "checked off in the task file"
+    if exhausted(task, max_attempts):
+        return f"failed after {task.attempts} attempts; --task {task.index} --again reruns it"
+    if task.status == "blocked":
+        return f"blocked ({task.error}); run it with --task {task.index}"
+    if task.status == "unapproved":
+        return (f"unapproved ({task.error}), its change kept; run it again with "
+                f"--task {task.index}")
+    return None
 
 
 def exhausted(task: TaskState, max_attempts: int) -> bool:

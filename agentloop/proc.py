@@ -266,7 +266,8 @@ _watchdog = _Watchdog()
 
 
 def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | None = None,
-           env: Mapping[str, str] | None = None, timeout: float | None = None) -> Streamed:
+           env: Mapping[str, str] | None = None, timeout: float | None = None,
+           stdin: bytes | None = None) -> Streamed:
     """Run a long command in its own process group, handing each stdout line to `on_line`.
 
     A timeout or a KeyboardInterrupt stops the whole group; the interrupt is re-raised as
@@ -276,9 +277,16 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     """
     watched = _watchdog.ready()
     errors = tempfile.TemporaryFile()
+    # A prompt of any size goes through a file: a pipe could fill while we wait on stdout.
+    given = None
+    if stdin is not None:
+        given = tempfile.TemporaryFile()
+        given.write(stdin)
+        given.seek(0)
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
+                                stdin=given if given is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=errors,
                                 start_new_session=True,
                                 preexec_fn=None if watched else _die_with_parent())
     except FileNotFoundError as exc:
@@ -287,6 +295,9 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     except OSError as exc:
         errors.close()
         raise ProcessError(_cannot_run(argv, exc), argv) from exc
+    finally:
+        if given is not None:
+            given.close()  # the child has its own copy of the descriptor
     assert proc.stdout is not None
     _watchdog.tell("start", proc.pid)
     deadline = None if timeout is None else time.monotonic() + timeout

@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass
 
 BLOCKED = "TASK_BLOCKED"
-COMPLETE = "TASK_COMPLETE"
 FATAL = "AGENT_LOOP_ERROR"
 
 # A signal line, optionally in bold or code marks: TASK_BLOCKED: reason, TASK_COMPLETE, ...
@@ -31,8 +30,9 @@ class Report:
     learnings: str = ""
 
 
-def _plain_lines(text: str) -> list[tuple[str, bool]]:
-    """Each line with whether it is plain text (not inside a code fence, not quoted)."""
+def plain_lines(text: str, indented_code: bool = False) -> list[tuple[str, bool]]:
+    """Each line with whether it is plain text: not inside a code fence, not quoted, and with
+    `indented_code` not indented by four spaces or a tab either."""
     lines, fenced = [], False
     for line in text.splitlines():
         stripped = line.strip()
@@ -40,13 +40,20 @@ def _plain_lines(text: str) -> list[tuple[str, bool]]:
             fenced = not fenced
             lines.append((line, False))
             continue
-        lines.append((line, not fenced and not stripped.startswith(">")))
+        indented = indented_code and line.startswith(("    ", "\t"))
+        lines.append((line, not fenced and not indented and not stripped.startswith(">")))
     return lines
+
+
+def first_line(text: str, limit: int = 160) -> str:
+    """The first non-blank line, cut to `limit` characters."""
+    line = next((x.strip() for x in text.splitlines() if x.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def parse(text: str) -> Report:
     """Read the signal (the last signal line wins) and the two sections out of a message."""
-    lines = _plain_lines(text)
+    lines = plain_lines(text)
     signal, reason = None, ""
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None

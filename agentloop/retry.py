@@ -1,8 +1,7 @@
 """The retry advisor: after a failed attempt, a small model decides whether another one is worth it.
 
-`advise` makes a fresh, lightweight Claude call (`claude -p --output-format json --model haiku
---tools "" --no-session-persistence -- <prompt>`: no tools, no resume, no session saved) with the
-task, the attempt number and cap, the error and the tail of the attempt's log, and reads back
+`advise` makes the agent's fresh, lightweight helper call (no tools, no resume, no session
+saved; `Agent.ask`) with the task, the attempt number and cap, the error and the tail of the attempt's log, and reads back
 `{"retry": true|false, "reason": "...", "hint": "..."}`.
 
 The cap: at most MAX_ATTEMPTS (5) attempts per task, whatever the advice; when the attempt that
@@ -13,7 +12,7 @@ The fallback rule, when the advisor call fails (cannot start, times out, exits n
 retry, without a hint, while attempts remain, unless this attempt failed with the same error as
 the previous one (compared ignoring case and whitespace): a failure that repeats itself is not
 worth another attempt without a judgement. The cause is in the Advice's `source`
-("fallback: ...") and its `log`.
+("fallback: ...").
 
 Advisor problems never raise; only Ctrl+C (KeyboardInterrupt / Interrupted) goes through.
 """
@@ -21,22 +20,21 @@ Advisor problems never raise; only Ctrl+C (KeyboardInterrupt / Interrupted) goes
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from agentloop.agents.claude import ask
-
-MAX_ATTEMPTS = 5            # hard cap per task, whatever the advice
-DEFAULT_MODEL = "haiku"
-# Bounds on what goes into the prompt: one argv element may not exceed 128 KiB on Linux.
+from agentloop.agents import Agent, clean
+from agentloop.answers import first_object
+from agentloop.options import MAX_ATTEMPTS
+# Bounds on what goes into the prompt: a judgement needs the gist, not everything.
 TASK_CHARS = 16_000
 ERROR_CHARS = 2_000
 LOG_TAIL_CHARS = 4_000
 ANSWER_LOG_CHARS = 4_000
 
 PROMPT = """\
-You judge a failed attempt of an unattended coding agent (Claude Code) that works through a task
+You judge a failed attempt of an unattended coding agent that works through a task
 list on its own; nobody is there to answer questions. Decide whether another attempt, in a fresh
 session with your hint added to its prompt, is worth it.
 
@@ -75,7 +73,6 @@ class Advice:
     hint: str
     source: str            # "advisor", "cap", or "fallback: <why>"
     cost_usd: float = 0.0
-    log: str = ""          # what to append to the attempt's log about this call
 
 
 def _clip(text: str, limit: int, tail: bool = False) -> str:
@@ -112,21 +109,14 @@ def _as_text(value: Any) -> str:
 
 
 def parse_advice(text: str) -> tuple[bool, str, str] | None:
-    """(retry, reason, hint) from the first JSON object in `text` with a boolean `retry`,
-    wherever it sits (code fences, prose around it); None when there is none."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
-            retry = _as_bool(value.get("retry"))
-            if retry is not None:
-                return retry, _as_text(value.get("reason")), _as_text(value.get("hint"))
-        start = text.find("{", start + 1)
-    return None
+    """(retry, reason, hint) from the first JSON object in `text` with a boolean `retry`;
+    None when there is none."""
+    found = first_object(text, lambda v: _as_bool(v.get("retry")) is not None)
+    if found is None:
+        return None
+    retry = _as_bool(found.get("retry"))
+    assert retry is not None
+    return retry, _as_text(found.get("reason")), _as_text(found.get("hint"))
 
 
 def _same(a: str, b: str) -> bool:
@@ -134,57 +124,35 @@ def _same(a: str, b: str) -> bool:
 
 
 def fallback(why: str, attempt: int, max_attempts: int, error: str,
-             previous_error: str | None = None, cost_usd: float = 0.0, log: str = "") -> Advice:
+             previous_error: str | None = None, cost_usd: float = 0.0) -> Advice:
     """The documented rule for when the advisor gives no usable answer (see the module doc)."""
     source = f"fallback: {why}"
     if attempt >= min(max_attempts, MAX_ATTEMPTS):
         return Advice(False, f"attempt cap reached ({attempt} of {max_attempts})", "", source,
-                      cost_usd, log)
+                      cost_usd)
     if previous_error is not None and _same(error, previous_error):
         return Advice(False, f"failed the same way twice: {_clip(error, 200)}", "", source,
-                      cost_usd, log)
+                      cost_usd)
     return Advice(True, "no usable advice; retrying while attempts remain", "", source,
-                  cost_usd, log)
+                  cost_usd)
 
 
-def advise(program: str, model: str, task: str, attempt: int, max_attempts: int, error: str,
-           exit_code: int | None, log_tail: str, cwd: Path, env: Mapping[str, str] | None = None,
-           timeout: float = 180, previous_error: str | None = None) -> Advice:
-    """Ask a fresh, tool-less Claude call whether to retry; never raises for advisor problems."""
+def advise(agent: Agent, model: str, task: str, attempt: int, max_attempts: int, error: str,
+           exit_code: int | None, log_tail: str, cwd: Path, timeout: float = 180,
+           previous_error: str | None = None) -> Advice:
+    """Ask the agent's short, tool-less call whether to retry; never raises for advisor
+    problems."""
     cap = min(max_attempts, MAX_ATTEMPTS)
     if attempt >= cap:
-        return Advice(False, f"attempt cap reached ({attempt} of {cap})", "", "cap",
-                      log=f"-- retry advisor --\nnot asked: attempt {attempt} of {cap} was the last")
+        return Advice(False, f"attempt cap reached ({attempt} of {cap})", "", "cap")
     prompt = build_prompt(task, attempt, cap, error, exit_code, log_tail, previous_error)
-    lines = ["-- retry advisor --",
-             f"command: {program} -p --output-format json --model {model} --tools '' "
-             f"--no-session-persistence -- <prompt: {len(prompt)} chars>",
-             f"asked: attempt {attempt} of {cap}, exit code {exit_code}, error: {_clip(error, 300)}"
-             f", log tail {min(len(log_tail), LOG_TAIL_CHARS)} chars"]
-
-    def give_up(why: str, cost: float = 0.0) -> Advice:
-        lines.append(f"advisor failed: {why}")
-        advice = fallback(why, attempt, cap, error, previous_error, cost)
-        return _logged(advice, lines)
-
-    answer = ask(program, model, prompt, cwd, env, timeout)
-    if answer.text:
-        lines.append(f"answer: {_clip(answer.text, ANSWER_LOG_CHARS)}")
+    answer = agent.ask(clean(prompt), model, cwd, timeout)
     if answer.error is not None:
-        return give_up(answer.error, answer.cost_usd)
-    text, cost = answer.text, answer.cost_usd
-    parsed = parse_advice(text)
+        return fallback(answer.error, attempt, cap, error, previous_error, answer.cost_usd)
+    parsed = parse_advice(answer.text)
     if parsed is None:
-        return give_up("the answer holds no JSON object with a boolean \"retry\"", cost)
+        return fallback("the answer holds no JSON object with a boolean \"retry\"", attempt,
+                        cap, error, previous_error, answer.cost_usd)
     retry, reason, hint = parsed
-    return _logged(Advice(retry, reason or ("retry" if retry else "no retry"), hint, "advisor",
-                          cost), lines)
-
-
-def _logged(advice: Advice, lines: list[str]) -> Advice:
-    decision = "retry" if advice.retry else "no retry"
-    lines.append(f"decision: {decision} ({advice.source}): {advice.reason}")
-    if advice.hint:
-        lines.append(f"hint: {advice.hint}")
-    lines.append(f"cost: ${advice.cost_usd:.4f}")
-    return replace(advice, log="\n".join(lines))
+    return Advice(retry, reason or ("retry" if retry else "no retry"), hint, "advisor",
+                  answer.cost_usd)

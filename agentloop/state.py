@@ -56,6 +56,10 @@ class Attempt:
     cost_usd: float = 0.0
     # The CLI's total_cost_usd, which adds up over a resumed session; cost_usd is this run's part.
     session_cost_usd: float = 0.0
+    # Likewise the session's running token totals after this run, for agents that report those.
+    session_usage: dict[str, int] = field(default_factory=dict)
+    # False when the agent reports tokens but no dollars: its cost_usd is not a price.
+    cost_known: bool = True
     # What the small calls about this attempt cost: the retry advisor, the commit distiller.
     helper_cost_usd: float = 0.0
     model: str | None = None
@@ -116,6 +120,9 @@ class State:
     started_at: str = field(default_factory=now)
     updated_at: str = field(default_factory=now)
     vcs: str | None = None
+    agent: str | None = None
+    # The plan's own context: the text before its first group (goal, architecture, ...).
+    context: str | None = None
 
     def to_bytes(self) -> bytes:
         """Serialize, checking first that what we write is something we can read back."""

@@ -18,9 +18,10 @@ import re
 from dataclasses import dataclass
 
 from agentloop.distill import diff_stat
+from agentloop.report import plain_lines
 
-# Bounds on the reviewer's prompt, in UTF-8 bytes: one argv element may not exceed 128 KiB on
-# Linux, and the diff's cut marks may add up to a sixth of DIFF_BUDGET.
+# Bounds on the reviewer's prompt, in UTF-8 bytes: enough to judge a task's change, small enough
+# to leave the reviewer room to read files; the diff's cut marks may add up to a sixth of it.
 DIFF_BUDGET = 60_000
 TASK_BUDGET = 16_000
 MESSAGE_BUDGET = 8_000
@@ -113,26 +114,12 @@ def clip(text: str, limit: int) -> str:
     return text.encode("utf-8")[: max(0, limit - _size(mark))].decode("utf-8", "ignore") + mark
 
 
-def _plain(lines: list[str]) -> list[bool]:
-    """For each line: whether it is plain text (not in a code fence, not indented code, not
-    quoted)."""
-    flags, fenced = [], False
-    for line in lines:
-        stripped = line.strip()
-        if stripped.startswith(("```", "~~~")):
-            fenced = not fenced
-            flags.append(False)
-            continue
-        indented = line.startswith(("    ", "\t"))
-        flags.append(not fenced and not indented and not stripped.startswith(">"))
-    return flags
-
-
 def parse_verdict(text: str) -> Verdict:
     """Read the reviewer's answer by the rules in the module doc."""
-    lines = text.splitlines()
+    marked = plain_lines(text, indented_code=True)
+    lines = [line for line, _ in marked]
     approved = False
-    for i, (line, plain) in enumerate(zip(lines, _plain(lines))):
+    for i, (line, plain) in enumerate(marked):
         if not plain:
             continue
         found = _FEEDBACK.match(line.strip())

@@ -97,7 +97,7 @@ class FakeClaude:
 
     def prompts(self) -> list[str]:
         """The prompt of each call (the argument after `--`)."""
-        return [c["argv"][c["argv"].index("--") + 1] for c in self.calls()]
+        return [c["stdin"] for c in self.calls()]
 
     def session(self, session_id: str) -> list[str]:
         """The prompts a session has seen, in order."""

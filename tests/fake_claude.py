@@ -73,15 +73,12 @@ def refuse(message: str) -> None:
     sys.exit(97)
 
 
-def parse(argv: list[str]) -> tuple[dict[str, str], str]:
+def parse(argv: list[str], prompt: str) -> tuple[dict[str, str], str]:
+    # The prompt comes on stdin, as agent-loop sends it; a prompt argument is refused.
     options: dict[str, str] = {}
     i = 0
     while i < len(argv):
         arg = argv[i]
-        if arg == "--":
-            if i + 2 != len(argv):
-                refuse(f"expected exactly one prompt after --, got {argv[i + 1:]!r}")
-            return options, argv[i + 1]
         if arg in ALLOWED_FLAGS:
             options[arg] = ""
         elif arg in ALLOWED_VALUES and i + 1 < len(argv):
@@ -93,8 +90,9 @@ def parse(argv: list[str]) -> tuple[dict[str, str], str]:
         else:
             refuse(f"unexpected argument {arg!r}")
         i += 1
-    refuse("no prompt after --")
-    raise AssertionError
+    if not prompt:
+        refuse("no prompt on stdin")
+    return options, prompt
 
 
 def directives(prompt: str) -> list[tuple[str, str]]:
@@ -134,18 +132,19 @@ def main() -> None:
         return
     state = Path(os.environ.get("FAKE_CLAUDE_STATE", Path.cwd() / ".fake-claude"))
     state.mkdir(parents=True, exist_ok=True)
+    stdin = sys.stdin.read()
     log = os.environ.get("FAKE_CLAUDE_LOG")
     if log:
         with open(log, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"argv": argv, "cwd": os.getcwd()}) + "\n")
-    head = argv[:argv.index("--")] if "--" in argv else argv
+            out.write(json.dumps({"argv": argv, "cwd": os.getcwd(), "stdin": stdin}) + "\n")
+    head = argv
     if "--output-format" in head and head[head.index("--output-format") + 1:][:1] == ["json"]:
-        advisor(argv, state)
+        advisor(argv, stdin, state)
         return
     if REVIEWER_ONLY & set(head):
-        reviewer(argv, state)
+        reviewer(argv, stdin, state)
         return
-    options, prompt = parse(argv)
+    options, prompt = parse(argv, stdin)
     if "-p" not in options or options.get("--output-format") != "stream-json" or "--verbose" not in options:
         refuse("needs -p --output-format stream-json --verbose")
     todo = directives(prompt)
@@ -233,13 +232,12 @@ def main() -> None:
     sys.exit(exit_code)
 
 
-def advisor(argv: list[str], state: Path) -> None:
+def advisor(argv: list[str], prompt: str, state: Path) -> None:
     # Exactly the retry advisor's call: no tools, no resume, no saved session, no permissions flag.
-    if len(argv) != 10 or argv[:4] != ["-p", "--output-format", "json", "--model"] or \
-            argv[5:9] != ["--tools", "", "--no-session-persistence", "--"]:
+    if len(argv) != 8 or argv[:4] != ["-p", "--output-format", "json", "--model"] or \
+            argv[5:8] != ["--tools", "", "--no-session-persistence"] or not prompt:
         refuse(f"advisor mode needs exactly -p --output-format json --model M --tools '' "
-               f"--no-session-persistence -- PROMPT, got {argv[:-1]!r}")
-    prompt = argv[9]
+               f"--no-session-persistence and the prompt on stdin, got {argv!r}")
     # Only the advise lines count: the embedded task's write/fail/sleep/... are not for us.
     words = [(word, rest) for word, rest in directives(prompt) if word.startswith("advise")]
     failing = any(word == "advise-fail" for word, _ in words)
@@ -257,16 +255,15 @@ def advisor(argv: list[str], state: Path) -> None:
     sys.exit(1 if failing else 0)
 
 
-def reviewer(argv: list[str], state: Path) -> None:
+def reviewer(argv: list[str], prompt: str, state: Path) -> None:
     # Exactly the read-only reviewer's call; only the review lines of the embedded task count.
     head, rest = argv[:len(REVIEWER_HEAD)], argv[len(REVIEWER_HEAD):]
     if rest[:1] == ["--max-budget-usd"]:
         rest = rest[2:]
-    if len(head) != len(REVIEWER_HEAD) or len(rest) != 2 or rest[0] != "--" or any(
+    if len(head) != len(REVIEWER_HEAD) or rest or not prompt or any(
             want is not None and got != want for got, want in zip(head, REVIEWER_HEAD)):
         refuse(f"reviewer mode needs exactly {' '.join(a or 'X' for a in REVIEWER_HEAD)} "
-               f"[--max-budget-usd USD] -- PROMPT, got {argv[:-1]!r}")
-    prompt = rest[1]
+               f"[--max-budget-usd USD] and the prompt on stdin, got {argv!r}")
     task = prompt.partition("<task>\n")[2].partition("\n</task>")[0]
     key = hashlib.sha256(task.encode()).hexdigest()[:16]
     words = directives(task)

@@ -106,7 +106,7 @@ def test_task_text_is_only_ever_text(work: Path, tmp_path: Path, jj_bin: str,
     tasks = taskfile.parse(NASTY)
     assert len(tasks) == 6
     # The agent got each task exactly as written; no shell ever saw one.
-    assert [c["argv"][-1] for c in runs(fake_claude)] == [t.text for t in tasks]
+    assert [c["stdin"] for c in runs(fake_claude)] == [t.text for t in tasks]
     made = [p for p in tmp_path.rglob("pwned*")] + list(Path.cwd().glob("pwned*"))
     assert not made, made  # (the logs' names hold the word; no shell made a file of it)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]  # nothing landed beside it
@@ -149,7 +149,7 @@ def test_a_megabyte_task_file_is_fine(work: Path, fake_claude: FakeClaude) -> No
     assert (work / "tasks.md").stat().st_size > 1_000_000
     done = agent_loop(work, "--vcs", "none")
     assert done.returncode == 0, done.stderr
-    assert [c["argv"][-1] for c in runs(fake_claude)] == ["one", "two"]
+    assert [c["stdin"] for c in runs(fake_claude)] == ["one", "two"]
 
 
 def test_an_argument_too_long_for_the_system_says_so() -> None:

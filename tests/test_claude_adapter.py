@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from agentloop.agents import AgentRun
-from agentloop.agents.claude import ClaudeAgent, StreamLog, judge
+from agentloop.agents.claude import ClaudeAgent
+from agentloop.agents.claude_stream import StreamLog, judge
 from agentloop.errors import AgentBlocked, ProgramNotFound
 from tests.conftest import FakeClaude
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "claude-cli" / "samples"
+SAMPLES = Path(__file__).resolve().parent / "claude-cli" / "samples"
 
 
 def feed(lines: list[bytes]) -> tuple[StreamLog, str]:
@@ -29,7 +30,7 @@ def feed(lines: list[bytes]) -> tuple[StreamLog, str]:
 def sample(name: str) -> list[bytes]:
     path = SAMPLES / name
     if not path.exists():
-        pytest.fail(f"missing recorded sample {path} (shared/ sits beside the repository)")
+        pytest.fail(f"missing recorded sample {path} (tests/claude-cli/samples/README.md says where they come from)")
     return path.read_bytes().splitlines(keepends=True)
 
 
@@ -91,11 +92,20 @@ def request(tmp_path: Path, prompt: str, resume: str | None = None) -> AgentRun:
                     raw_log=tmp_path / "l" / "a.jsonl", resume=resume)
 
 
-def test_argv_passes_prompt_as_one_argument(tmp_path: Path) -> None:
-    argv = ClaudeAgent("claude").argv(request(tmp_path, "-rf $(x) `y` \"z\"\nnext", "s1"))
-    assert argv[-2:] == ["--", "-rf $(x) `y` \"z\"\nnext"]
+def test_the_prompt_is_never_in_argv(tmp_path: Path) -> None:
+    prompt = "-rf $(x) `y` \"z\"\nnext"
+    argv = ClaudeAgent("claude").argv(request(tmp_path, prompt, "s1"))
+    assert not any(prompt in a or "-rf" in a for a in argv) and "--" not in argv
     assert argv[argv.index("--resume") + 1] == "s1"
     assert "--append-system-prompt" in argv and "--system-prompt" not in argv
+
+
+def test_a_prompt_of_any_size_reaches_the_agent_byte_for_byte(fake_claude: FakeClaude,
+                                                               tmp_path: Path) -> None:
+    prompt = "x" * (200 * 1024) + "\n\u00e9 -- $(rm -rf /) `y`\nFAKE: write a.txt ok"
+    result = ClaudeAgent().run(request(tmp_path, prompt), lambda text: None)
+    assert result.ok, result.error
+    assert fake_claude.prompts() == [prompt]
 
 
 def test_run_with_fake_writes_logs(fake_claude: FakeClaude, tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ def test_dry_run_shows_every_decision_and_writes_nothing(work: Path) -> None:
     code, out, _ = invoke("tasks.md", "--dry-run")
     assert code == 0
     assert "[1/4] (ungrouped) > early task  (starts a fresh session)" in out
-    assert "[2/4] Build > done already  (skipped (checked off in the task file))" in out
+    assert "[2/4] Build > done already  (not run: checked off in the task file)" in out
     assert "[3/4] Build > compile it  (starts a fresh session)" in out
     assert "[4/4] Build > numbered one  (continues the group's session)" in out
     assert "rules:" in out and "numbered items are tasks" in out
@@ -48,7 +48,7 @@ def test_dry_run_shows_every_decision_and_writes_nothing(work: Path) -> None:
 def test_dry_run_after_a_run_marks_done_tasks(work: Path, fake_claude: FakeClaude) -> None:
     invoke("tasks.md", "--vcs", "none")
     code, out, _ = invoke("tasks.md", "--dry-run")
-    assert "[1/4] (ungrouped) > early task  (done)" in out
+    assert "[1/4] (ungrouped) > early task  (not run: done)" in out
 
 
 def test_status_before_and_after_a_run(work: Path, fake_claude: FakeClaude) -> None:

@@ -13,7 +13,7 @@ BASE = ["-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip
 
 
 def call(fake: FakeClaude, prompt: str, cwd: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(fake.bin), *BASE, *extra, "--", prompt], cwd=cwd,
+    return subprocess.run([str(fake.bin), *BASE, *extra], cwd=cwd, input=prompt,
                           capture_output=True, text=True, timeout=30)
 
 
@@ -31,16 +31,20 @@ def test_reply_has_init_and_result_lines(fake_claude: FakeClaude, tmp_path: Path
 
 
 def test_refuses_unexpected_arguments(fake_claude: FakeClaude, tmp_path: Path) -> None:
-    done = subprocess.run([str(fake_claude.bin), *BASE, "--max-turns", "3", "--", "x"],
+    done = subprocess.run([str(fake_claude.bin), *BASE, "--max-turns", "3"], input="x",
                           cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 97
     assert "unexpected argument '--max-turns'" in done.stderr
 
 
-def test_refuses_a_prompt_without_separator(fake_claude: FakeClaude, tmp_path: Path) -> None:
-    done = subprocess.run([str(fake_claude.bin), *BASE, "x"], cwd=tmp_path,
-                          capture_output=True, text=True)
-    assert done.returncode == 97
+def test_refuses_a_prompt_in_argv_or_none_at_all(fake_claude: FakeClaude,
+                                                tmp_path: Path) -> None:
+    done = subprocess.run([str(fake_claude.bin), *BASE, "--", "x"], cwd=tmp_path,
+                          capture_output=True, text=True, input="")
+    assert done.returncode == 97 and "unexpected argument '--'" in done.stderr
+    done = subprocess.run([str(fake_claude.bin), *BASE], cwd=tmp_path, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL)
+    assert done.returncode == 97 and "no prompt on stdin" in done.stderr
 
 
 def test_records_argv_and_writes_files(fake_claude: FakeClaude, tmp_path: Path) -> None:
@@ -79,8 +83,8 @@ ADVISOR = ["-p", "--output-format", "json", "--model", "haiku", "--tools", "",
 
 def advise_call(fake: FakeClaude, prompt: str, cwd: Path,
                 argv: list[str] = ADVISOR) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(fake.bin), *argv, "--", prompt], cwd=cwd, capture_output=True,
-                          text=True, timeout=30, stdin=subprocess.DEVNULL)
+    return subprocess.run([str(fake.bin), *argv], cwd=cwd, capture_output=True,
+                          text=True, timeout=30, input=prompt)
 
 
 def test_advisor_mode_prints_one_result_object(fake_claude: FakeClaude, tmp_path: Path) -> None:
@@ -92,7 +96,8 @@ def test_advisor_mode_prints_one_result_object(fake_claude: FakeClaude, tmp_path
                                             "hint": "try again"}
     assert result["total_cost_usd"] == 0.001 and result["usage"]["output_tokens"] == 20
     assert result["session_id"]
-    assert fake_claude.calls()[0]["argv"] == [*ADVISOR, "--", "Attempt 1 of at most 5 just failed."]
+    assert fake_claude.calls()[0]["argv"] == ADVISOR
+    assert fake_claude.calls()[0]["stdin"] == "Attempt 1 of at most 5 just failed."
     # --no-session-persistence: nothing to resume afterwards.
     assert not (fake_claude.state / "sessions").exists()
 
@@ -143,8 +148,8 @@ REVIEWER = ["-p", "--output-format", "stream-json", "--verbose", "--model", "son
 def review_call(fake: FakeClaude, task: str, cwd: Path,
                 argv: list[str] = REVIEWER) -> subprocess.CompletedProcess[str]:
     prompt = f"Review this.\n<task>\n{task}\n</task>\n<diff>\nFAKE: review FEEDBACK: not me\n</diff>"
-    return subprocess.run([str(fake.bin), *argv, "--", prompt], cwd=cwd, capture_output=True,
-                          text=True, timeout=30, stdin=subprocess.DEVNULL)
+    return subprocess.run([str(fake.bin), *argv], cwd=cwd, capture_output=True,
+                          text=True, timeout=30, input=prompt)
 
 
 def test_reviewer_mode_answers_each_review_in_order(fake_claude: FakeClaude,

@@ -5,6 +5,7 @@ No process starts here and no second passes: hours of backoff take microseconds.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Callable
 
@@ -16,7 +17,9 @@ from agentloop.errors import AgentBlocked, RunStopped
 from agentloop.events import Event, LimitWait, RetryDecided
 from agentloop.project import load_state, open_project
 from agentloop.retry import Advice
-from agentloop.runner import Options, Runner
+from agentloop.agents import Answer, Failure, Models
+from agentloop.agents.claude_errors import classify
+from tests.harness import Harness, make_run
 from agentloop.vcs.none import NoneVcs
 
 START = 1_800_000_000.0
@@ -53,6 +56,7 @@ class ScriptedAgent:
     """Answers each run with the next result; records what it was asked."""
 
     name = "scripted"
+    models = Models("opus", "sonnet", "haiku")
 
     def __init__(self, results: list[AgentResult] | Callable[[AgentRun], AgentResult]) -> None:
         self.results = results
@@ -60,6 +64,12 @@ class ScriptedAgent:
 
     def check(self) -> None:
         pass
+
+    def classify(self, result: AgentResult, now: Any) -> Failure:
+        return classify(result, now)  # results here read like Claude's
+
+    def ask(self, prompt: str, model: str, cwd: Path, timeout: float = 180) -> Answer:
+        return Answer("", error="no helper here")
 
     def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
         self.requests.append(request)
@@ -85,14 +95,10 @@ STOP = Advice(False, "the task is impossible", "", "advisor", 0.002)
 
 
 def make(tmp_path: Path, text: str, agent: ScriptedAgent, advisor: ScriptedAdvisor,
-         **options: Any) -> tuple[Runner, FakeClock, list[Event]]:
-    (tmp_path / "tasks.md").write_text(text)
-    project = open_project(Path("tasks.md"), tmp_path)
-    state, _ = load_state(project)
+         **options: Any) -> tuple[Harness, FakeClock, list[Event]]:
     clock = FakeClock()
     events: list[Event] = []
-    runner = Runner(project, state, agent, NoneVcs(), Options(**options), events.append,
-                    advisor, clock)
+    runner = make_run(tmp_path, text, agent, NoneVcs(), advisor, clock, events, **options)
     return runner, clock, events
 
 
@@ -217,8 +223,7 @@ def test_an_exhausted_task_is_not_run_again(tmp_path: Path) -> None:
     agent = ScriptedAgent([failed()])
     runner, _, _ = make(tmp_path, "- a\n", agent, ScriptedAdvisor(RETRY), max_attempts=2)
     runner.run()
-    again = Runner(runner.project, runner.state, agent, NoneVcs(), Options(max_attempts=2),
-                   lambda e: None, ScriptedAdvisor(RETRY), FakeClock())
+    again = Harness(dataclasses.replace(runner.ctx, advisor=ScriptedAdvisor(RETRY)))
     again.run()
     assert len(agent.requests) == 2
 
@@ -243,7 +248,7 @@ def test_a_commit_a_killed_run_made_is_recorded_not_redone(tmp_path: Path) -> No
     runner.state.tasks[0].attempts = 1
     from agentloop.state import Attempt
     runner.state.tasks[0].history.append(Attempt(number=1, started_at="t"))
-    runner.vcs = runner.attempts.vcs = Recovering()
+    runner.vcs = Recovering()
     runner.run()
     one, two = runner.state.tasks
     assert one.status == "completed" and one.change_id == "abc123" and one.files == ["a.txt"]

@@ -17,12 +17,17 @@ import orjson
 import pytest
 
 from agentloop.agents import AgentResult, AgentRun
-from agentloop.console import Console, status_lines
+from agentloop.app import StatusView
+from agentloop.console import Console
+from agentloop.render import status_text
 from agentloop.errors import AgentBlocked, AgentLoopError, Interrupted
 from agentloop.events import Event, LimitWait, ReviewVerdict, RunFinished
 from agentloop.plan import runnable
 from agentloop.project import load_state, open_project
-from agentloop.runner import Options, Runner
+from agentloop.agents import Answer, Failure, Models
+from agentloop.agents.claude_errors import classify
+from agentloop.options import RunOptions, usage_problem
+from tests.harness import Harness, make_run
 from agentloop.vcs import Change
 from agentloop.vcs.none import NoneVcs
 from agentloop.verdict import (CUT_MARK, DIFF_BUDGET, NO_ANSWER, clip, cut_diff, parse_verdict,
@@ -219,6 +224,7 @@ class Agents:
     """
 
     name = "scripted"
+    models = Models("opus", "sonnet", "haiku")
 
     def __init__(self, vcs: RecordingVcs, developer: list[Any], reviewer: list[Any]) -> None:
         self.vcs = vcs
@@ -229,6 +235,12 @@ class Agents:
 
     def check(self) -> None:
         pass
+
+    def classify(self, result: AgentResult, now: Any) -> Failure:
+        return classify(result, now)  # results here read like Claude's
+
+    def ask(self, prompt: str, model: str, cwd: Path, timeout: float = 180) -> Answer:
+        return Answer("", error="no helper here")
 
     def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
         self.requests.append(request)
@@ -258,15 +270,13 @@ def writes(path: str, text: str, answer: str = "done") -> Callable[[RecordingVcs
 
 
 def make(tmp_path: Path, text: str, developer: list[Any], reviewer: list[Any],
-         **options: Any) -> tuple[Runner, Agents, RecordingVcs, FakeClock, list[Event]]:
-    (tmp_path / "tasks.md").write_text(text)
-    project = open_project(Path("tasks.md"), tmp_path)
-    state, _ = load_state(project)
+         **options: Any) -> tuple[Harness, Agents, RecordingVcs, FakeClock, list[Event]]:
     vcs = RecordingVcs()
     agents = Agents(vcs, developer, reviewer)
-    clock, events = FakeClock(), []
-    runner = Runner(project, state, agents, vcs, Options(**{"review": True, **options}),
-                    events.append, ScriptedAdvisor(RETRY), clock)
+    clock: FakeClock = FakeClock()
+    events: list[Event] = []
+    runner = make_run(tmp_path, text, agents, vcs, ScriptedAdvisor(RETRY), clock, events,
+                      **{"review": True, **options})
     return runner, agents, vcs, clock, events
 
 
@@ -359,7 +369,7 @@ def test_out_of_rounds_leaves_the_task_unapproved_its_change_kept(tmp_path: Path
                for n in summary.notes)
     assert "  task 1 unapproved: not approved after 2 review rounds; its change change1 is kept" \
         in lines(events)
-    status = "\n".join(status_lines(runner.state))
+    status = status_text(StatusView(runner.ctx.project, runner.state, None), tmp_path)
     assert "unapproved" in status and "feedback: second\n         more" in status
 
 
@@ -467,13 +477,9 @@ def test_ctrl_c_during_a_review_drops_the_change_and_counts_no_attempt(tmp_path:
     assert "abandon change1" in vcs.calls
 
 
-def test_review_needs_version_control(tmp_path: Path) -> None:
-    (tmp_path / "tasks.md").write_text("- a\n")
-    project = open_project(Path("tasks.md"), tmp_path)
-    state, _ = load_state(project)
-    with pytest.raises(AgentLoopError, match="--review needs version control"):
-        Runner(project, state, Agents(RecordingVcs(), [ok()], ["APPROVED"]), NoneVcs(),
-               Options(review=True), lambda e: None, ScriptedAdvisor(RETRY), FakeClock())
+def test_review_needs_version_control() -> None:
+    problem = usage_problem(RunOptions(review=True, vcs="none"))
+    assert problem is not None and "--review needs version control" in problem
 
 
 def test_without_review_no_reviewer_runs(tmp_path: Path) -> None:
@@ -523,7 +529,7 @@ def git_work(tmp_path: Path, tasks: str) -> Path:
 def test_review_end_to_end_with_the_fake_claude(tmp_path: Path, fake_claude: FakeClaude) -> None:
     work = git_work(tmp_path, TASKS)
     done = agent_loop(work, "--vcs", "git", "--review", "--no-distill", "--max-review-rounds", "2")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 4, done.stderr  # task 2 is unapproved
     out = done.stdout
     for line in ("  review 1/2: reviewer checking…", "  feedback: add b too",
                  "  approved in round 2", "  feedback: still wrong",
@@ -543,7 +549,7 @@ def test_review_end_to_end_with_the_fake_claude(tmp_path: Path, fake_claude: Fak
     assert all("--dangerously-skip-permissions" not in a and "--resume" not in a and
                a[a.index("--model") + 1] == "sonnet" for a in reviewers)
     fixes = [c["argv"] for c in fake_claude.calls()
-             if "did not approve it yet" in c["argv"][-1]]
+             if "did not approve it yet" in c["stdin"]]
     assert len(fixes) == 2 and all("--resume" in a for a in fixes)
     state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
     assert [t["status"] for t in state["tasks"]] == ["completed", "unapproved"]
@@ -565,7 +571,8 @@ def test_review_refuses_vcs_none(tmp_path: Path, fake_claude: FakeClaude) -> Non
     work.mkdir()
     (work / "tasks.md").write_text("- a\n")
     done = agent_loop(work, "--review", "--vcs", "none")
-    assert done.returncode == 1
+    assert done.returncode == 2  # a usage error, found before anything is touched
+    assert not (work / ".agent-loop").exists() and not (work / ".gitignore").exists()
     assert "--review needs version control" in done.stderr
     assert fake_claude.calls() == []
 
@@ -579,7 +586,7 @@ def test_the_reviewer_argv_is_read_only_and_fresh(tmp_path: Path) -> None:
     argv = agent.argv(request)
     assert argv == ["/bin/claude", "-p", "--output-format", "stream-json", "--verbose",
                     "--model", "sonnet", "--append-system-prompt", REVIEW_SYSTEM_PROMPT,
-                    *READ_ONLY_FLAGS, "--max-budget-usd", "1.5", "--", "-review me"]
+                    *READ_ONLY_FLAGS, "--max-budget-usd", "1.5"]
     assert "--dangerously-skip-permissions" not in argv
     developer = agent.argv(AgentRun(prompt="p", model="opus", cwd=tmp_path, log=tmp_path / "l",
                                     raw_log=tmp_path / "r"))

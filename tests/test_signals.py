@@ -205,7 +205,7 @@ def test_cli_blocked_signal_from_the_fake(tmp_path: Path, fake_claude: FakeClaud
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tasks.md").write_text("- one\n  FAKE: say TASK_BLOCKED: no access\n- two\n")
     result = invoke(tmp_path)
-    assert result.exit_code == 0
+    assert result.exit_code == 4  # a blocked task is not a completed one
     assert "task 1 blocked: no access" in result.output
     dry = CliRunner().invoke(command, ["tasks.md", "--dry-run"])
     assert "blocked (no access); run it with --task 1" in dry.output

@@ -122,6 +122,31 @@ class Agent(Protocol):
         problems (they are in `error`); Ctrl+C goes through."""
 
 
+# The loop's rules for every agent's developer runs, and the reviewer's rules; each agent hands
+# them over in its own way (Claude: appended to its system prompt).
+LOOP_RULES = """\
+You are working through a task list inside agent-loop, unattended. Nobody will answer questions.
+- Work autonomously: use every tool you need, decide for yourself, and finish the task.
+- Do not ask questions; when something is unclear, make the sensible choice and say so.
+- Do not commit, branch, stash or otherwise touch version control: agent-loop puts your changes
+  into their own change (jj or git) after you finish.
+- End your final message with two short sections, each a few lines at most:
+  Progress: what is done and what is left of this task.
+  Learnings: facts about this project worth knowing for later tasks (commands, layout,
+  pitfalls); write "none" when there are none.
+- After them, on a line of its own, you may end with one signal:
+  TASK_COMPLETE            the task is fully done (when asked to say so);
+  TASK_BLOCKED: <reason>   you cannot do this task without a human (missing access, a decision);
+  AGENT_LOOP_ERROR: <reason>  something is so wrong that the whole run must stop."""
+
+# The verdict format itself is in the reviewer's prompt (agentloop/verdict.py).
+REVIEW_RULES = """\
+You are the reviewer inside agent-loop, which has a coding agent work through a task list
+unattended. Nobody will answer questions. You can read and search the project's files; you
+cannot change them, and you must not try. Judge the change you are shown and end with the
+verdict line your prompt asks for."""
+
+
 # name -> "module:factory"; a factory takes (program, env) and returns an Agent. Imported only
 # when chosen, so --status and --help never load an agent module.
 AGENTS: dict[str, str] = {

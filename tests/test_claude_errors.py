@@ -16,10 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentloop.agents import AgentResult
-from agentloop.agents.claude import StreamLog, judge
-from agentloop.failures import RESET_GRACE_SECONDS, Failure, classify, parse_reset
+from agentloop.agents import Failure
+from agentloop.agents.claude_errors import RESET_GRACE_SECONDS, classify, parse_reset
+from agentloop.agents.claude_stream import StreamLog, judge
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "claude-cli" / "samples"
+SAMPLES = Path(__file__).resolve().parent / "claude-cli" / "samples"
 UTC = timezone.utc
 
 
@@ -36,7 +37,7 @@ def judged(lines: list[bytes], exit_code: int = 1, timed_out: bool = False,
 def sample(name: str) -> AgentResult:
     path = SAMPLES / name
     if not path.exists():
-        pytest.fail(f"missing recorded sample {path} (shared/ sits beside the repository)")
+        pytest.fail(f"missing recorded sample {path} (tests/claude-cli/samples/README.md says where they come from)")
     return judged(path.read_bytes().splitlines(keepends=True))
 
 

@@ -1,4 +1,5 @@
-"""Error classes of a failed agent run: a limit to wait out, a transient fault, a blocker, or other.
+"""How a failed Claude Code run sorts into the loop's error classes: a limit to wait out, a
+transient fault, a blocker, its own budget cut, or other.
 
 Decided from the CLI's structured fields first: its typed `api_error`, `api_error_status`,
 `api_error_type` and a rejected `rate_limit_event`; the result text only where the CLI gives
@@ -21,14 +22,14 @@ from __future__ import annotations
 
 import re
 import time as _time
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
-from agentloop.agents import AgentResult
-from agentloop.agents.claude import ROOT_REFUSAL
+from agentloop.agents import BLOCKING, BUDGET, LIMIT, OTHER, TRANSIENT, AgentResult, Failure
 
-LIMIT, TRANSIENT, BLOCKING, OTHER = "limit", "transient", "blocking", "other"
+ROOT_REFUSAL = "cannot be used with root/sudo privileges"
+# The result's subtype for a run cut short by --max-budget-usd (measured on 2.1.330).
+BUDGET_CUT = "error_max_budget_usd"
 
 # The CLI's `api_error` kinds, by what they mean for an unattended loop.
 LIMIT_API_ERRORS = {"usage_limit_reached", "unattended_start_limit", "unattended_start_unconfirmed"}
@@ -83,15 +84,6 @@ MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", 
 RESET_GRACE_SECONDS = 120
 
 
-@dataclass(frozen=True)
-class Failure:
-    """How the runner should treat a failed run."""
-
-    kind: str                       # "limit" | "transient" | "blocking" | "other"
-    reason: str                     # one line for the user
-    resets_at: float | None = None  # unix seconds when a limit resets, if known
-
-
 def _detail(result: AgentResult) -> str:
     text = (result.error or result.text or f"exit {result.exit_code}").strip()
     line = " ".join(text.split())
@@ -110,6 +102,8 @@ def classify(result: AgentResult, now: datetime | None = None) -> Failure:
             resets = next((r for r in (parse_reset(t, moment) for t in texts) if r), None)
         return Failure(LIMIT, f"{label}: {detail}", resets)
 
+    if result.subtype == BUDGET_CUT:
+        return Failure(BUDGET, f"cut short by its own budget: {detail}")
     kind = result.api_error
     if kind in LIMIT_API_ERRORS:
         return limit("usage limit reached")

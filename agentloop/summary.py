@@ -1,0 +1,54 @@
+"""How a run ended, as data: counts, spending, stalls, and the tasks it left unfinished."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from agentloop import receipts
+from agentloop.context import Run
+from agentloop.errors import AgentLoopError, UNFINISHED_EXIT
+from agentloop.events import RunFinished
+from agentloop.state import TaskState
+
+# Runs of the tool in a row a task may start without completing before the summary flags it.
+STALL_RUNS = 3
+# What a task the run set out to run may end as, for the run to count as a success.
+FINE = ("completed", "skipped")
+
+
+def count_stalls(run: Run, begun: list[TaskState]) -> tuple[str, ...]:
+    """Count the runs each started task has gone without completing; report the stuck ones."""
+    for task in begun:
+        task.stalled_runs = 0 if task.status == "completed" else task.stalled_runs + 1
+    try:
+        run.save()
+    except AgentLoopError:
+        pass
+    return tuple(
+        f"task {t.index} has started in {t.stalled_runs} runs in a row without completing "
+        f"({t.status}: {t.error or 'no reason recorded'}); read {t.log} and consider "
+        "rewording or splitting it"
+        for t in run.state.tasks if t.stalled_runs >= STALL_RUNS)
+
+
+def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, ...],
+              planned: list[int]) -> RunFinished:
+    """The RunFinished event: counts by status, tokens and cost, time, what to look at."""
+    from agentloop.review import unapproved_notes
+
+    tasks = run.state.tasks
+    counts = Counter(t.status for t in tasks)
+    total = receipts.total(tasks)
+    unfinished = tuple(i for i in planned if tasks[i - 1].status not in FINE)
+    return RunFinished(counts=tuple(sorted(counts.items())),
+                       tokens=tuple((k, getattr(total, k)) for k in receipts.TOKENS),
+                       cost_usd=total.cost_usd,
+                       seconds=run.clock.monotonic() - started,
+                       logs=str(run.project.store.logs),
+                       stopped=stopped, notes=notes + unapproved_notes(run.state),
+                       unfinished=unfinished, cost_known=total.cost_known)
+
+
+def exit_code(summary: RunFinished) -> int:
+    """0 only when every task the run set out to run ended completed (or skipped)."""
+    return UNFINISHED_EXIT if summary.unfinished else 0
