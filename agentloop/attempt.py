@@ -7,7 +7,7 @@ reviewer error) is handled here, once: the attempt does not count, and its chang
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from agentloop import record
 from agentloop.agentrun import run_agent
@@ -15,12 +15,14 @@ from agentloop.agents import AgentResult
 from agentloop.context import Run
 from agentloop.errors import AgentBlocked, Interrupted
 from agentloop.events import ChangeCreated, TaskStarted
+from agentloop.outcome import Outcome  # re-exported: the runner and the tests import it here
 from agentloop.plan import commit_message, resume_session
 from agentloop.proc import shielded
 from agentloop.report import BLOCKED, FATAL, Report
 from agentloop.report import parse as parse_report
 from agentloop.state import Attempt, TaskState, now
 from agentloop.vcs import Change
+from agentloop.verify import verify
 
 RETRY_NOTE = ("Note: an earlier attempt at this task was stopped before it finished, and its "
               "file changes were discarded. Start the task again from the current files.\n\n")
@@ -30,19 +32,6 @@ CONTINUE_PROMPT = ("Continue with the same task. Your progress so far:\n{progres
                    "Keep going; when the task is fully done, end your final message with the "
                    "line TASK_COMPLETE.")
 PLAN_CONTEXT_LIMIT = 8000
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What an attempt came to: the last developer run, its result and report, and for a
-    successful one the status it earns (completed, or unapproved by the reviewer) and why."""
-
-    attempt: Attempt
-    change: Change
-    result: AgentResult
-    report: Report
-    status: str = "completed"
-    note: str | None = None
 
 
 def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
@@ -60,6 +49,8 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
         run.emit(ChangeCreated(run.vcs.name, change.change_id))
     try:
         outcome = _develop(run, task, change, prompt, resume, number)
+        if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
+            outcome = verify(run, task, outcome)  # the user's checks, with fix runs
         if run.options.review and outcome.result.ok and \
                 outcome.report.signal not in (FATAL, BLOCKED):
             from agentloop.review import review

@@ -171,15 +171,42 @@ def fix_prompt(failed: Sequence[CheckRun], round_: int, rounds: int) -> str:
 
 def summary(runs: Sequence[CheckRun], rounds: int) -> str:
     """The console's line for one round: all passed, or which failed and what comes next."""
-    if all(r.passed for r in runs):
-        seconds = sum(r.seconds for r in runs)
-        return f"checks: {len(runs)}/{len(runs)} passed ({seconds:.1f}s)"
-    failed = [r for r in runs if not r.passed]
-    names = ", ".join(f"{r.command} ({'timed out' if r.timed_out else f'exit {r.exit_code}'})"
-                      for r in failed)
-    done = failed[0].round
-    after = f"fix round {done + 1}/{rounds}" if done < rounds else "no fix rounds left"
-    return f"check{'s' if len(failed) > 1 else ''} failed: {names} — {after}"
+    failed = tuple(describe(r) for r in runs if not r.passed)
+    return round_line(len(runs), sum(r.seconds for r in runs), failed,
+                      runs[0].round if runs else 0, rounds)
+
+
+def describe(run: CheckRun) -> str:
+    """A check and how it ended: `pytest -q (exit 1)`."""
+    return f"{run.command} ({_ending(run)})"
+
+
+def round_line(total: int, seconds: float, failed: Sequence[str], round_: int, rounds: int,
+               baseline: bool = False) -> str:
+    """`checks: 2/2 passed (14.2s)`, or `check failed: pytest -q (exit 1) — fix round 1/2`."""
+    if not failed:
+        return f"{'baseline ' if baseline else ''}checks: {total}/{total} passed ({seconds:.1f}s)"
+    what = f"check{'s' if len(failed) > 1 else ''} failed: {', '.join(failed)}"
+    if baseline:
+        return f"baseline {what} — the run stops before any task"
+    after = f"fix round {round_ + 1}/{rounds}" if round_ < rounds else "no fix rounds left"
+    return f"{what} — {after}"
+
+
+def as_record(run: CheckRun) -> dict[str, object]:
+    """A check run as the state and --status --json keep it (its output is in its log)."""
+    return {"command": run.command, "exit_code": run.exit_code, "seconds": run.seconds,
+            "log": run.log, "round": run.round, "timed_out": run.timed_out}
+
+
+def review_note(runs: Sequence[CheckRun]) -> str:
+    """For the reviewer's prompt: which of the project's checks ran on the change, and how."""
+    if not runs:
+        return ""
+    lines = "\n".join(f"- `{r.command}`: {'passed' if r.passed else 'FAILED'} ({_ending(r)}, "
+                      f"{r.seconds:.1f}s)" for r in runs)
+    return ("\n\nThe project's checks ran on this change after the developer's last run:\n"
+            + lines + "\nJudge the change itself; passing checks do not prove it right.")
 
 
 def commit_line(commands: Sequence[str]) -> str:
