@@ -184,6 +184,8 @@ def test_require_changes_fails_a_task_that_changed_nothing(work: Path,
     plain = agent_loop(work, "--vcs", "git", "--no-distill")
     assert plain.returncode == 0, plain.stderr
     assert "completed, but the task changed no files" in plain.stdout
+    assert "look at: task 1 completed but changed no files" in plain.stdout
+    assert "task 2 completed but changed" not in plain.stdout
     assert "(empty)" in agent_loop(work, "--status").stdout
     assert orjson.loads(agent_loop(work, "--status", "--json").stdout)["tasks"][0]["empty"]
     again = agent_loop(work, "--vcs", "git", "--no-distill", "--require-changes", "--task", "1",
