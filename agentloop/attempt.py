@@ -7,19 +7,20 @@ reviewer error) is handled here, once: the attempt does not count, and its chang
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from agentloop import record
 from agentloop.agentrun import run_agent
-from agentloop.agents import AgentResult
 from agentloop.context import Run
 from agentloop.errors import AgentBlocked, Interrupted
 from agentloop.events import ChangeCreated, TaskStarted
+from agentloop.outcome import Outcome
 from agentloop.plan import commit_message, resume_session
 from agentloop.proc import shielded
 from agentloop.report import BLOCKED, FATAL, Report
 from agentloop.report import parse as parse_report
-from agentloop.state import Attempt, TaskState, now
+from agentloop.review import review
+from agentloop.state import TaskState, now
 from agentloop.vcs import Change
 
 RETRY_NOTE = ("Note: an earlier attempt at this task was stopped before it finished, and its "
@@ -30,19 +31,6 @@ CONTINUE_PROMPT = ("Continue with the same task. Your progress so far:\n{progres
                    "Keep going; when the task is fully done, end your final message with the "
                    "line TASK_COMPLETE.")
 PLAN_CONTEXT_LIMIT = 8000
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What an attempt came to: the last developer run, its result and report, and for a
-    successful one the status it earns (completed, or unapproved by the reviewer) and why."""
-
-    attempt: Attempt
-    change: Change
-    result: AgentResult
-    report: Report
-    status: str = "completed"
-    note: str | None = None
 
 
 def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
@@ -62,7 +50,6 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
         outcome = _develop(run, task, change, prompt, resume, number)
         if run.options.review and outcome.result.ok and \
                 outcome.report.signal not in (FATAL, BLOCKED):
-            from agentloop.review import review
             outcome = review(run, task, outcome)
         return outcome
     except BaseException as exc:

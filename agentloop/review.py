@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from agentloop.agentrun import run_agent
 from agentloop.agents import BLOCKING, LIMIT, TRANSIENT
-from agentloop.attempt import Outcome
+from agentloop.outcome import Outcome
 from agentloop.context import Run
 from agentloop.errors import AgentBlocked
 from agentloop.events import ReviewStarted, ReviewVerdict

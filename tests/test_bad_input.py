@@ -26,8 +26,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentloop import app, proc, taskfile
-from agentloop.agents.claude import StreamLog, judge
+from agentloop import app, proc, render, taskfile
+from agentloop.agents.claude_stream import StreamLog, judge
+from agentloop.options import RunOptions
 from agentloop.cli import command
 from agentloop.errors import AgentLoopError, ProcessError, TaskFileError
 from agentloop.plan import commit_message
@@ -407,9 +408,11 @@ def test_a_parseable_but_damaged_state_is_refused_never_a_crash(spot: tuple, val
         (root / "tasks.md").write_text("## G\n- one\n- two\n")
         (root / ".agent-loop").mkdir()
         (root / ".agent-loop" / "state.json").write_bytes(orjson.dumps(data))
-        for look in (lambda: app.status(Path("tasks.md"), root),
-                     lambda: app.status(Path("tasks.md"), root, as_json=True),
-                     lambda: app.dry_run(Path("tasks.md"), root)):
+        for look in (lambda: render.status_text(app.status(Path("tasks.md"), root), root),
+                     lambda: orjson.dumps(render.status_json(app.status(Path("tasks.md"),
+                                                                         root))).decode(),
+                     lambda: render.plan_text(app.dry_run(Path("tasks.md"), root,
+                                                          RunOptions()))):
             try:
                 assert isinstance(look(), str)
             except AgentLoopError as exc:
