@@ -34,8 +34,10 @@ def conforms(value: Any, hint: Any) -> bool:
             conforms(v, args[0] if args[-1] is Ellipsis else args[i]) for i, v in enumerate(value))
     if origin is dict:
         return isinstance(value, dict)
-    if hint is AgentResult:
-        return isinstance(value, dict) and validate_fields(value, AgentResult)
+    if hint in (AgentResult, Totals):
+        return isinstance(value, dict) and validate_fields(value, hint)
+    if origin is collections.abc.Mapping:
+        return isinstance(value, dict)
     if hint is bool:
         return isinstance(value, bool)
     if hint in (int, float) and isinstance(value, bool):
