@@ -18,31 +18,34 @@ from agentloop.vcs import Change
 
 
 def log_path(run: Run, task: TaskState, number: int, role: str = "developer", round_: int = 0,
-             iteration: int = 1) -> Path:
+             iteration: int = 1, kind: str = "review") -> Path:
     """The run's log: NNN-task.log, -attempt2.log, -attempt2-iter3.log; a review round's
-    `…-review1.log` and fix `…-fix1.log`, and `-run2` for a second run in the same round."""
+    `…-review1.log` and fix `…-fix1.log`, a check's fix `…-checkfix1.log`, and `-run2` for a
+    second run in the same round."""
     store = run.project.store
     if not round_:
         return store.log_path(task.log_name, number, iteration)
     before = sum(1 for a in task.history
                  if a.number == number and a.role == role and a.round == round_)
     base = store.log_path(task.log_name, number)
-    name = f"{base.stem}-{'review' if role == 'reviewer' else 'fix'}{round_}"
+    fix = "checkfix" if kind == "checks" else "fix"
+    name = f"{base.stem}-{'review' if role == 'reviewer' else fix}{round_}"
     return base.with_name(name + (f"-run{before + 1}" if before else "") + ".log")
 
 
 def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: int,
               resume: str | None = None, role: str = "developer", round_: int = 0,
-              iteration: int = 1) -> tuple[Attempt, AgentResult]:
-    """Run the agent once for `task`; return its record and result."""
-    log = log_path(run, task, number, role, round_, iteration)
+              iteration: int = 1, kind: str = "review") -> tuple[Attempt, AgentResult]:
+    """Run the agent once for `task`; return its record and result. `kind`: what a fix run
+    (round_ > 0) answers, "review" feedback or failing "checks"."""
+    log = log_path(run, task, number, role, round_, iteration, kind)
     attempt = record.new_run(task, change, number, run.project.store.relative(log),
                              resume is not None, iteration, role, round_)
     run.save()
     run.emit(AgentStarted(str(log), resume, run.agent.name, role))
     request = AgentRun(prompt=clean(prompt), model=run.model(role), cwd=run.project.root,
                        log=log, raw_log=log.with_suffix(".jsonl"), resume=resume,
-                       header=_header(run, task, role, round_, iteration),
+                       header=_header(run, task, role, round_, iteration, kind),
                        timeout=run.options.task_timeout, budget_usd=run.options.task_budget,
                        read_only=role == "reviewer",
                        before=record.session_totals(run.state, resume))
@@ -54,13 +57,15 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
     return attempt, result
 
 
-def _header(run: Run, task: TaskState, role: str, round_: int,
-            iteration: int) -> tuple[tuple[str, str], ...]:
+def _header(run: Run, task: TaskState, role: str, round_: int, iteration: int,
+            kind: str) -> tuple[tuple[str, str], ...]:
     header: tuple[tuple[str, str], ...] = (
         ("task", f"{task.index}/{len(run.state.tasks)} {task.summary}"), ("group", task.group),
         ("attempt", str(task.attempts)))
     if run.options.iterations > 1 and not round_:
         header += (("iteration", f"{iteration}/{run.options.iterations}"),)
-    if round_:
+    if round_ and kind == "checks":
+        header += (("role", role), ("check fix round", f"{round_}/{run.options.check_rounds}"))
+    elif round_:
         header += (("role", role), ("review round", f"{round_}/{run.options.max_review_rounds}"))
     return header

@@ -3,7 +3,7 @@ renders it (agentloop.render) as text or JSON."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -14,6 +14,7 @@ from agentloop.options import RunOptions, check_usage
 from agentloop.plan import PlanRow, plan_rows
 from agentloop.project import Project, load_state, open_project
 from agentloop.state import State, TaskState, now
+from agentloop.verify import task_checks
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     else:
         state, _ = load_state(project)
     rows = plan_rows(state, options.max_attempts, options.only, options.again)
+    rows = [replace(r, checks=task_checks(options, state.tasks[r.index - 1])) for r in rows]
     return PlanView(project, tuple(rows), context=state.context or "")
 
 

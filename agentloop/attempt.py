@@ -22,6 +22,7 @@ from agentloop.report import parse as parse_report
 from agentloop.review import review
 from agentloop.state import TaskState, now
 from agentloop.vcs import Change
+from agentloop.verify import verify
 
 RETRY_NOTE = ("Note: an earlier attempt at this task was stopped before it finished, and its "
               "file changes were discarded. Start the task again from the current files.\n\n")
@@ -48,6 +49,8 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
         run.emit(ChangeCreated(run.vcs.name, change.change_id))
     try:
         outcome = _develop(run, task, change, prompt, resume, number)
+        if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
+            outcome = verify(run, task, outcome)  # the user's checks, with fix runs
         if run.options.review and outcome.result.ok and \
                 outcome.report.signal not in (FATAL, BLOCKED):
             outcome = review(run, task, outcome)

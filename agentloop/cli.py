@@ -124,6 +124,17 @@ class _Command(click.Command):
               help="Model of the reviewer [default: the agent's; claude: sonnet].")
 @click.option("--max-review-rounds", type=click.IntRange(1, 10), default=3, show_default=True,
               help="Reviews of one task before it is left unapproved (its change kept).")
+@click.option("--check", multiple=True, metavar="CMD",
+              help="A command line that must pass (exit 0) after each task, run by your shell in "
+                   "the repository root; repeatable. It runs once before the first task too "
+                   "(baseline), and a failure goes back to the agent to fix.")
+@click.option("--check-timeout", type=click.FloatRange(min=1), default=600, show_default=True,
+              help="Seconds before a check is stopped (with everything it started) and failed.")
+@click.option("--check-rounds", type=click.IntRange(0, 10), default=2, show_default=True,
+              help="Fix runs of a task in the same session while a check fails, before its "
+                   "attempt fails.")
+@click.option("--require-changes", is_flag=True,
+              help="A task that changes no files is a failed attempt.")
 @click.version_option(__version__, "--version", prog_name="agent-loop")
 def command(tasks_md: Path, **params: Any) -> None:
     """Let a coding agent work through TASKS_MD: one task, one agent run, one change."""

@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 from typing import IO
 
+from agentloop.checks import round_line
 from agentloop.events import (AgentActivity, AgentFinished, AgentStarted, ChangeAbandoned,
-                              ChangeCreated, Event, LimitWait, LimitWaitOver, MessageDistilled,
+                              ChangeCreated, CheckStarted, ChecksDone, Event, LimitWait, LimitWaitOver, MessageDistilled,
                               RetryDecided, ReviewStarted, ReviewVerdict, RunFinished,
                               RunStarted, TaskFinished, TaskStarted)
 from agentloop.receipts import money
@@ -94,6 +95,11 @@ class Console:
             return f"  message: kept the plain one ({event.note})"
         if isinstance(event, (ReviewStarted, ReviewVerdict)):
             return review_line(event)
+        if isinstance(event, CheckStarted):
+            return f"  check: {event.command} … (output -> {self._path(event.log)})"
+        if isinstance(event, ChecksDone):
+            return "  " + round_line(event.total, event.seconds, event.failed, event.round,
+                                     event.rounds, baseline=event.index == 0)
         if isinstance(event, TaskFinished):
             if event.status == "unapproved":
                 kept = f"; its change {event.change_id[:12]} is kept" if event.change_id else ""

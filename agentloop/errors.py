@@ -66,6 +66,10 @@ class BudgetReached(RunStopped):
         self.budget = budget
 
 
+class CheckFailed(AgentLoopError):
+    """A user's check fails before any task ran: the run stops before any agent is paid for."""
+
+
 class Interrupted(AgentLoopError):
     """The user pressed Ctrl+C or the process got SIGTERM."""
 

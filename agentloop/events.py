@@ -141,6 +141,42 @@ class ReviewVerdict:
 
 
 @dataclass(frozen=True)
+class CheckStarted:
+    """One of the user's checks starts (task 0: the baseline before the first task)."""
+
+    index: int
+    command: str
+    round: int
+    log: str
+
+
+@dataclass(frozen=True)
+class CheckFinished:
+    """One of the user's checks ended; its output is in `log`."""
+
+    index: int
+    command: str
+    exit_code: int
+    seconds: float
+    log: str
+    round: int
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class ChecksDone:
+    """A round of a task's checks (task 0: the baseline) ended: how many passed, which failed
+    (`pytest -q (exit 1)`), and how many fix rounds the task has in all."""
+
+    index: int
+    round: int
+    rounds: int
+    total: int
+    seconds: float
+    failed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class TaskFinished:
     """A task reached a final status in this run."""
 
@@ -169,7 +205,8 @@ class RunFinished:
 
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,
               ChangeAbandoned, RetryDecided, LimitWait, LimitWaitOver, MessageDistilled,
-              TaskFinished, RunFinished, ReviewStarted, ReviewVerdict]
+              TaskFinished, RunFinished, ReviewStarted, ReviewVerdict, CheckStarted,
+              CheckFinished, ChecksDone]
 Emit = Callable[[Event], None]
 
 

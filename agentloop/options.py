@@ -49,6 +49,10 @@ class RunOptions:
     review: bool = False
     review_model: str | None = None
     max_review_rounds: int = 3
+    check: tuple[str, ...] = ()       # the user's checks (shell command lines), --check
+    check_timeout: float = 600.0
+    check_rounds: int = 2             # fix runs after a failing check before the attempt fails
+    require_changes: bool = False
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> "RunOptions":
@@ -86,6 +90,9 @@ def usage_problem(options: RunOptions) -> str | None:
     if options.review and options.vcs == "none" and not modes:
         return ("--review needs version control: the reviewer judges the task's diff, and "
                 "--vcs none has none; use --vcs auto, jj or git")
+    if options.require_changes and options.vcs == "none" and not modes:
+        return ("--require-changes needs version control to see a task's changes; use "
+                "--vcs auto, jj or git")
     if options.rehearse and options.agent != "claude":
         return "--rehearse stands in for the agent; it cannot be combined with --agent"
     return None

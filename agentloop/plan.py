@@ -44,6 +44,7 @@ class PlanRow:
     status: str
     runs: bool
     how: str            # the session it would use, or why it does not run
+    checks: tuple[str, ...] = ()   # the checks that decide whether it is done
 
 
 def plan_rows(state: State, max_attempts: int, only: int | None = None,

@@ -12,7 +12,10 @@ The rules that crash safety rests on live here once:
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from agentloop.agents import AgentResult, Totals
+from agentloop.checks import CheckRun, as_record
 from agentloop.context import Run
 from agentloop.events import ChangeAbandoned, TaskFinished
 from agentloop.receipts import usd
@@ -67,6 +70,11 @@ def session_totals(state: State, session_id: str | None) -> Totals:
     last = max(runs, key=lambda a: a.session_cost_usd)
     newest = runs[-1] if runs[-1].session_usage else last
     return Totals(last.session_cost_usd, dict(newest.session_usage))
+
+
+def checks_ran(attempt: Attempt, runs: Sequence[CheckRun]) -> None:
+    """The user's checks ran after this agent run: each run is part of its record."""
+    attempt.checks.extend(as_record(r) for r in runs)
 
 
 def add_helper_cost(task: TaskState, attempt: Attempt, cost: float) -> None:

@@ -60,12 +60,28 @@ def status_text(view: StatusView, cwd: Path) -> str:
                      + (f"\n       error: {t.error}" if t.error and t.status != "completed"
                         else "")
                      + ("\n       feedback: " + t.feedback.replace("\n", "\n         ")
-                        if t.feedback and t.status == "unapproved" else ""))
+                        if t.feedback and t.status == "unapproved" else "")
+                     + _checks_line(t))
     lines.append("receipts:")
     for group, receipt in receipts.by_group(state).items():
         lines.append(f"  {group}: {receipt.line()}")
     lines.append(f"  total: {total.line()}")
     return "\n".join(lines)
+
+
+def _checks_line(task: TaskState) -> str:
+    """The last round of checks of the task's newest attempt that ran any."""
+    ran = next((a.checks for a in reversed(task.history) if a.checks), [])
+    if not ran:
+        return ""
+    last = [c for c in ran if c.get("round") == ran[-1].get("round")]
+    failed = [f"{c.get('command')} (" + ("timed out" if c.get("timed_out")
+                                         else f"exit {c.get('exit_code')}") + ")"
+              for c in last if c.get("exit_code") != 0 or c.get("timed_out")]
+    seconds = sum(float(c.get("seconds") or 0) for c in last)
+    if failed:
+        return "\n       checks failed: " + ", ".join(failed)
+    return f"\n       checks: {len(last)}/{len(last)} passed ({seconds:.1f}s)"
 
 
 def _empty(task: TaskState) -> bool:
@@ -97,7 +113,7 @@ def _task_json(t: TaskState) -> dict[str, Any]:
                          "cost_known": a.cost_known, "helper_cost_usd": a.helper_cost_usd,
                          "usage": a.usage, "turns": a.num_turns, "duration_ms": a.duration_ms,
                          "role": a.role, "round": a.round, "verdict": a.verdict,
-                         "change_id": a.change_id}
+                         "change_id": a.change_id, "checks": a.checks}
                         for a in t.history]}
 
 
@@ -113,6 +129,8 @@ def plan_text(view: PlanView) -> str:
     for r in rows:
         how = r.how if r.runs else f"not run: {r.how}"
         lines.append(f"[{r.index}/{total}] {r.group} > {r.summary}  ({how})")
+        if r.runs and r.checks:
+            lines.append("    checks: " + ", ".join(r.checks))
     for line, text, why in view.ignored:
         lines.append(f"ignored: line {line}: {text} ({why})")
     lines += [f"warning: {w}" for w in view.warnings]
@@ -125,6 +143,7 @@ def plan_json(view: PlanView) -> dict[str, Any]:
     return {"task_file": view.project.task_file_name, "context": view.context,
             "tasks": [{"index": r.index, "group": r.group, "summary": r.summary,
                        "text": r.text, "status": r.status, "runs": r.runs,
+                       "checks": list(r.checks),
                        ("how" if r.runs else "why_not"): r.how} for r in view.rows],
             "ignored": [{"line": line, "text": text, "why": why}
                         for line, text, why in view.ignored],

@@ -24,14 +24,17 @@ from dataclasses import replace
 
 from agentloop.agentrun import run_agent
 from agentloop.agents import BLOCKING, LIMIT, TRANSIENT
+from agentloop.checks import review_note
 from agentloop.outcome import Outcome
 from agentloop.context import Run
 from agentloop.errors import AgentBlocked
 from agentloop.events import ReviewStarted, ReviewVerdict
+from agentloop.outcome import Outcome, fix_run
 from agentloop.report import BLOCKED, FATAL, Report, first_line
 from agentloop.report import parse as parse_report
 from agentloop.state import State, TaskState, now
 from agentloop.verdict import Verdict, cut_diff, fix_prompt, parse_verdict, review_prompt
+from agentloop.verify import verify
 from agentloop.waits import classify, wait_for_limit
 
 # Runs of a failing reviewer in one round, beyond the first, before the task is left unapproved
@@ -73,6 +76,8 @@ def review(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
             return replace(outcome, status="unapproved",
                            note=f"not approved after {rounds} review round{'s' * (rounds > 1)}")
         outcome = _fix(run, task, outcome, round_, feedback)
+        if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
+            outcome = verify(run, task, outcome)  # the fix is held to the checks too
         if not outcome.result.ok or outcome.report.signal in (FATAL, BLOCKED):
             return outcome  # the runner's rules take over
     raise AssertionError("unreachable")
@@ -87,7 +92,7 @@ def _review(run: Run, task: TaskState, outcome: Outcome, round_: int,
         run.emit(ReviewStarted(task.index, round_, rounds))
         diff, cut = cut_diff(run.vcs.diff(outcome.change))
         prompt = review_prompt(task.group, task.task, outcome.result.text, diff, cut, round_,
-                               rounds, feedback)
+                               rounds, feedback) + review_note(outcome.checks)
         record, result = run_agent(run, task, outcome.change, prompt, developer.number,
                                    role="reviewer", round_=round_)
         if result.ok:
@@ -120,18 +125,5 @@ def _review(run: Run, task: TaskState, outcome: Outcome, round_: int,
 
 def _fix(run: Run, task: TaskState, outcome: Outcome, round_: int, feedback: str) -> Outcome:
     """The developer's session, resumed with the feedback; a limit waits and runs it again."""
-    prompt = fix_prompt(feedback, round_, run.options.max_review_rounds)
-    resume = outcome.attempt.session_id or task.session_id
-    while True:
-        record, result = run_agent(run, task, outcome.change, prompt, outcome.attempt.number,
-                                   resume, round_=round_)
-        if result.ok:
-            report = parse_report(result.text)
-            run.learnings.record(task.index, 1, now(), report.progress, report.learnings)
-            return replace(outcome, attempt=record, result=result, report=report)
-        failure = classify(run, result)
-        if failure.kind != LIMIT:
-            return replace(outcome, attempt=record, result=result, report=Report())
-        record.outcome, record.reason = "limited", failure.reason
-        run.save()
-        wait_for_limit(run, failure)
+    return fix_run(run, task, outcome, fix_prompt(feedback, round_, run.options.max_review_rounds),
+                   round_)

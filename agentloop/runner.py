@@ -16,6 +16,7 @@ from agentloop import record
 from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
 from agentloop.attempt import run_attempt
 from agentloop.outcome import Outcome
+from agentloop.checks import commit_line
 from agentloop.context import Run
 from agentloop.errors import AgentBlocked, AgentLoopError, BudgetReached, Interrupted, RunStopped
 from agentloop.events import MessageDistilled, RetryDecided, RunFinished, RunStarted
@@ -27,6 +28,7 @@ from agentloop.retry import Advice
 from agentloop.state import Attempt, TaskState
 from agentloop.summary import count_stalls, summarize
 from agentloop.vcs import Change
+from agentloop.verify import baseline
 from agentloop.waits import classify, wait_for_limit
 
 # Transient failures of one task in a row before the run pauses instead of burning attempts.
@@ -44,13 +46,15 @@ def run_tasks(run: Run, only: int | None = None, notes: tuple[str, ...] = ()) ->
     run.emit(RunStarted(len(pending), len(run.state.tasks), run.vcs.name, notes,
                         run.agent.name))
     run.save()
-    stopped, begun = None, []
+    stopped, begun = None, list[TaskState]()
     try:
         for position, task in enumerate(pending):
             if position and run.options.sleep:
                 run.clock.sleep(run.options.sleep)  # pacing; Ctrl+C ends it at once
             if recover(run, task):
                 continue
+            if not begun:  # before the first agent runs, on the tree as the user left it
+                baseline(run, pending[position:])
             begun.append(task)
             _run_task(run, task)
             _check_stuck(run)
@@ -138,7 +142,7 @@ def _decide(run: Run, task: TaskState, outcome: Outcome, transient: int,
     """After a failed attempt: (hint, transient failures in a row, error) to try again, or
     None when the task is settled as failed. Waits and stops raise or sleep here."""
     attempt, result = outcome.attempt, outcome.result
-    failure = classify(run, result)
+    failure = outcome.failure or classify(run, result)
     attempt.reason = failure.reason
     if failure.kind == BUDGET:
         attempt.outcome = "budget"
@@ -207,6 +211,8 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
         message = distilled.text
         run.emit(MessageDistilled(task.index, distilled.distilled, message.splitlines()[0],
                                   distilled.note))
+    if outcome.checks:  # only a round that passed reaches here
+        message += "\n\n" + commit_line([c.command for c in outcome.checks])
     if outcome.note:  # kept for the user to judge: the history says so too
         message += f"\n\n{outcome.status}: {outcome.note}"
     done = run.vcs.finish(outcome.change, message)

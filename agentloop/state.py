@@ -72,6 +72,9 @@ class Attempt:
     role: str = "developer"
     round: int = 0
     verdict: str | None = None
+    # The user's checks that ran after this run (agentloop.checks.record): command, exit_code,
+    # seconds, log, round, timed_out.
+    checks: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
