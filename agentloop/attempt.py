@@ -11,16 +11,16 @@ from dataclasses import replace
 
 from agentloop import record
 from agentloop.agentrun import run_agent
-from agentloop.agents import AgentResult
 from agentloop.context import Run
 from agentloop.errors import AgentBlocked, Interrupted
 from agentloop.events import ChangeCreated, TaskStarted
-from agentloop.outcome import Outcome  # re-exported: the runner and the tests import it here
+from agentloop.outcome import Outcome
 from agentloop.plan import commit_message, resume_session
 from agentloop.proc import shielded
 from agentloop.report import BLOCKED, FATAL, Report
 from agentloop.report import parse as parse_report
-from agentloop.state import Attempt, TaskState, now
+from agentloop.review import review
+from agentloop.state import TaskState, now
 from agentloop.vcs import Change
 from agentloop.verify import verify
 
@@ -53,7 +53,6 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
             outcome = verify(run, task, outcome)  # the user's checks, with fix runs
         if run.options.review and outcome.result.ok and \
                 outcome.report.signal not in (FATAL, BLOCKED):
-            from agentloop.review import review
             outcome = review(run, task, outcome)
         return outcome
     except BaseException as exc:

@@ -138,57 +138,65 @@ class _Command(click.Command):
 @click.version_option(__version__, "--version", prog_name="agent-loop")
 def command(tasks_md: Path, **params: Any) -> None:
     """Let a coding agent work through TASKS_MD: one task, one agent run, one change."""
-    from agentloop import app, render  # after parsing, so --help and --version stay fast
+    # Imported after parsing, so --help and --version stay fast.
     from agentloop.options import RunOptions, check_usage
 
     args = click.get_current_context().meta["argv"]
     options = RunOptions.from_params(params)
-    cwd = Path.cwd()
     try:
         check_usage(options)
-        if options.status and options.follow:
-            from agentloop.console import Console
+        code = _dispatch(tasks_md, Path.cwd(), options)
+    except (KeyboardInterrupt, AgentLoopError) as exc:
+        code = _report(exc, args)
+    sys.exit(code)
 
-            console = Console(live=False, cwd=cwd)
-            for event in app.follow(tasks_md, cwd):
-                console(event)
-        elif options.status:
-            view = app.status(tasks_md, cwd)
-            _print(render.status_json(view) if options.as_json else render.status_text(view, cwd))
-        elif options.dry_run:
-            plan = app.dry_run(tasks_md, cwd, options)
-            _print(render.plan_json(plan) if options.as_json else render.plan_text(plan))
-        elif options.init:
-            click.echo(app.init(tasks_md, cwd))
-        else:
-            from agentloop.console import Console
-            from agentloop.summary import exit_code
 
-            result = app.run(tasks_md, cwd, options, Console(cwd=cwd))
-            for line in render.closing_lines(result, cwd):
-                click.echo(line)
-            sys.exit(exit_code(result.summary))
-    except (KeyboardInterrupt, Interrupted):
-        click.echo(f"\nagent-loop: interrupted; state saved. Resume with: {resume_command(args)}",
-                   err=True)
-        sys.exit(130)
-    except UsageError as exc:
+def _dispatch(tasks_md: Path, cwd: Path, options: Any) -> int:
+    """Run the one operation the options ask for, print what it returns; the exit code."""
+    from agentloop import app, render
+    from agentloop.console import Console
+
+    if options.status and options.follow:
+        console = Console(live=False, cwd=cwd)
+        for event in app.follow(tasks_md, cwd):
+            console(event)
+    elif options.status:
+        view = app.status(tasks_md, cwd)
+        _print(render.status_json(view) if options.as_json else render.status_text(view, cwd))
+    elif options.dry_run:
+        plan = app.dry_run(tasks_md, cwd, options)
+        _print(render.plan_json(plan) if options.as_json else render.plan_text(plan))
+    elif options.init:
+        click.echo(app.init(tasks_md, cwd))
+    else:
+        from agentloop.summary import exit_code
+
+        result = app.run(tasks_md, cwd, options, Console(cwd=cwd))
+        for line in render.closing_lines(result, cwd):
+            click.echo(line)
+        return exit_code(result.summary)
+    return 0
+
+
+def _report(exc: BaseException, args: list[str]) -> int:
+    """One line on stderr for a stop or an error; its exit code."""
+    again = resume_command(args)
+    if isinstance(exc, (KeyboardInterrupt, Interrupted)):
+        click.echo(f"\nagent-loop: interrupted; state saved. Resume with: {again}", err=True)
+        return 130
+    assert isinstance(exc, AgentLoopError)
+    if isinstance(exc, UsageError):
         click.echo(f"agent-loop: usage: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    except BudgetReached as exc:
+    elif isinstance(exc, BudgetReached):
         more = resume_command(_with_budget(args, 2 * max(exc.spent, exc.budget)))
         click.echo(f"agent-loop: stopped: {exc}. Continue with a higher budget: {more}", err=True)
-        sys.exit(exc.exit_code)
-    except RunStopped as exc:
-        click.echo(f"agent-loop: stopped: {exc}. Continue with: {resume_command(args)}", err=True)
-        sys.exit(exc.exit_code)
-    except AgentBlocked as exc:
-        click.echo(f"agent-loop: stopped: {exc}. Fix that, then continue with: "
-                   f"{resume_command(args)}", err=True)
-        sys.exit(exc.exit_code)
-    except AgentLoopError as exc:
+    elif isinstance(exc, RunStopped):
+        click.echo(f"agent-loop: stopped: {exc}. Continue with: {again}", err=True)
+    elif isinstance(exc, AgentBlocked):
+        click.echo(f"agent-loop: stopped: {exc}. Fix that, then continue with: {again}", err=True)
+    else:
         click.echo(f"agent-loop: error: {exc}", err=True)
-        sys.exit(exc.exit_code)
+    return exc.exit_code
 
 
 def _print(data: str | dict[str, Any]) -> None:

@@ -25,6 +25,7 @@ from dataclasses import replace
 from agentloop.agentrun import run_agent
 from agentloop.agents import BLOCKING, LIMIT, TRANSIENT
 from agentloop.checks import review_note
+from agentloop.outcome import Outcome
 from agentloop.context import Run
 from agentloop.errors import AgentBlocked
 from agentloop.events import ReviewStarted, ReviewVerdict

@@ -14,14 +14,15 @@ from pathlib import Path
 
 from agentloop import record
 from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
-from agentloop.attempt import Outcome, run_attempt
+from agentloop.attempt import run_attempt
+from agentloop.outcome import Outcome
 from agentloop.checks import commit_line
 from agentloop.context import Run
 from agentloop.errors import AgentBlocked, AgentLoopError, BudgetReached, Interrupted, RunStopped
 from agentloop.events import MessageDistilled, RetryDecided, RunFinished, RunStarted
 from agentloop.plan import commit_message, runnable
 from agentloop.proc import shielded
-from agentloop.receipts import spent
+from agentloop.receipts import money, spent
 from agentloop.report import BLOCKED, FATAL
 from agentloop.retry import Advice
 from agentloop.state import Attempt, TaskState
@@ -229,7 +230,7 @@ def _check_budget(run: Run, task: TaskState) -> None:
     total = spent(run.state.tasks)
     if total >= budget:
         raise BudgetReached(f"budget reached before task {task.index}: spent "
-                            f"${total:.2f} of ${budget:.2f}", total, budget)
+                            f"{money(total)} of {money(budget)}", total, budget)
 
 
 def _check_stuck(run: Run) -> None:

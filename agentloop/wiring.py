@@ -30,7 +30,8 @@ def start_run(project: Project, options: RunOptions, emit: Emit) -> tuple[State,
         leftovers = _open_changes(project)
         archived = project.store.archive(now())
         if archived is not None:
-            notes.append(f"reset: the old state and logs are in {project.store.relative(archived)}")
+            shown = project.store.relative(archived)
+            notes.append(f"reset: the old state and logs are in {shown}")
     state, saved = load_state(project)
     name = choose_agent(options, state if saved else None)
     agent = make_agent(name, options.agent_program)
@@ -42,7 +43,6 @@ def start_run(project: Project, options: RunOptions, emit: Emit) -> tuple[State,
     notes += vcs.prepare()
     for change in leftovers:  # an interrupted attempt of the old state's: history drops it
         vcs.abandon(change)
-    project.store.ensure_ignored()
     state.agent = name
     if options.only is not None and options.again:
         again(state.tasks[options.only - 1])

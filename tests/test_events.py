@@ -5,17 +5,18 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+import collections.abc
 import types
 import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import orjson
 import pytest
 from click.testing import CliRunner
 
 from agentloop import events
-from agentloop.agents import AgentResult
+from agentloop.agents import AgentResult, Totals
 from agentloop.cli import command
 from tests.conftest import FakeClaude
 
@@ -33,8 +34,10 @@ def conforms(value: Any, hint: Any) -> bool:
             conforms(v, args[0] if args[-1] is Ellipsis else args[i]) for i, v in enumerate(value))
     if origin is dict:
         return isinstance(value, dict)
-    if hint is AgentResult:
-        return isinstance(value, dict) and validate_fields(value, AgentResult)
+    if hint in (AgentResult, Totals):
+        return isinstance(value, dict) and validate_fields(value, hint)
+    if origin is collections.abc.Mapping:
+        return isinstance(value, dict)
     if hint is bool:
         return isinstance(value, bool)
     if hint in (int, float) and isinstance(value, bool):
@@ -67,7 +70,7 @@ def test_a_full_run_writes_valid_events(tmp_path: Path, fake_claude: FakeClaude,
         "## A\n- one\n  FAKE: write one.txt 1\n- two\n  FAKE: fail 1\n"
         "## B\n- three\n  FAKE: say TASK_BLOCKED: no key\n")
     result = CliRunner().invoke(command, ["tasks.md", "--vcs", "jj"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output  # task 3 is blocked
     lines = (tmp_path / ".agent-loop" / "events.jsonl").read_bytes().splitlines()
     kinds = [validate(line) for line in lines]
     assert kinds[0] == "RunStarted" and kinds[-1] == "RunFinished"

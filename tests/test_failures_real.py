@@ -112,7 +112,7 @@ def test_the_advisor_is_a_small_model_call_and_its_hint_is_used(tmp_path: Path, 
     retry = [r for r in fake_api.requests_for_messages()
              if "Advice for this attempt: write the file first" in orjson.dumps(r.body).decode()]
     assert retry, models
-    assert "advisor (advisor): retry: a fluke" in done.stdout
+    assert "advisor: retry: a fluke" in done.stdout
 
 
 def test_a_hung_agent_is_stopped_by_the_task_timeout(tmp_path: Path, fake_api: FakeApi,

@@ -56,7 +56,7 @@ def test_budget_stops_before_the_next_task_and_raising_it_continues(
     (tmp_path / "tasks.md").write_text("- one\n- two\n- three\n")
     code, out, err = invoke("--budget", "0.005")
     assert code == 1
-    assert "budget reached before task 2: spent $0.0100 of $0.005" in err
+    assert "budget reached before task 2: spent $0.0100 of $0.0050" in err
     assert err.strip().endswith("Continue with a higher budget: agent-loop tasks.md --vcs none "
                                 "--budget 0.02")
     state = orjson.loads((tmp_path / ".agent-loop" / "state.json").read_bytes())
@@ -73,7 +73,7 @@ def test_a_task_cut_short_by_its_own_budget(tmp_path: Path, fake_claude: FakeCla
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tasks.md").write_text("- big\n  FAKE: over-budget\n- small\n")
     code, out, err = invoke("--task-budget", "0.5")
-    assert code == 0, err
+    assert code == 4, err  # the big task failed
     big, small = orjson.loads((tmp_path / ".agent-loop" / "state.json").read_bytes())["tasks"]
     assert big["status"] == "failed" and big["attempts"] == 1
     assert big["error"] == "cut short by its own budget (--task-budget 0.5 USD)"
@@ -88,7 +88,7 @@ def test_status_shows_receipts_per_group_and_in_total(tmp_path: Path, fake_claud
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tasks.md").write_text("## A\n- one\n- two\n## B\n- three\n")
     code, out, _ = invoke()
-    assert "cost $0.03; tokens in 300 out 60" in out
+    assert "cost $0.0300; tokens in 300 out 60" in out
     result = CliRunner().invoke(command, ["tasks.md", "--status"])
     assert "  A: $0.0200 · tokens in 200 out 40 cache read 0 write 0 · 2 turns" in result.stdout
     assert "  total: $0.0300 · tokens in 300 out 60" in result.stdout
@@ -143,6 +143,6 @@ def test_task_budget_with_the_real_cli(tmp_path: Path, fake_api: FakeApi,
                                        claude_bin: Path) -> None:
     work, env = setup(tmp_path, fake_api, claude_bin)
     done = run(work, env, "--task-budget", "0.0001")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 4, done.stderr
     first = tasks(work)[0]
     assert first["status"] == "failed" and "cut short by its own budget" in first["error"]

@@ -155,7 +155,7 @@ def test_three_rounds_of_feedback_leave_the_task_unapproved_and_the_run_goes_on(
                     Text("FEEDBACK: still not right\nthe name is wrong"), Text("APPROVED"),
                     model="sonnet")
     done = agent_loop(work, env)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 4, done.stderr  # unapproved
     first, second = tasks(work)
     assert first["status"] == "unapproved" and second["status"] == "completed"
     assert first["error"] == "not approved after 3 review rounds"
@@ -186,7 +186,7 @@ def test_a_failing_reviewer_is_run_again_and_never_approves(tmp_path: Path, fake
     work, env = project(tmp_path, fake_api, claude_bin, "- WRITE a.txt: one\n- WRITE b.txt: two\n")
     fake_api.script(overloaded(), Text("APPROVED"), overloaded(), overloaded(), model="sonnet")
     done = agent_loop(work, env, "--backoff", "0")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 4, done.stderr  # unapproved
     first, second = tasks(work)
     assert first["status"] == "completed"
     assert [a["outcome"] for a in first["history"] if a["role"] == "reviewer"] == [

@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 
 from tests.claude_cli import claude_env
-from tests.fakeapi import Directed, FakeApi, Hang, last_user_text
+from tests.fakeapi import Directed, FakeApi, Hang, Text, last_user_text
 
 TASKS = """\
 # Demo
@@ -142,3 +142,20 @@ def _processes() -> list[str]:
             except OSError:
                 pass
     return out
+
+
+def test_a_prompt_over_the_argv_limit_reaches_the_real_cli_whole(tmp_path: Path, fake_api: FakeApi,
+                                                                 claude_bin: Path) -> None:
+    # Iterations carry the Progress section into the next prompt; over 128 KiB it could not be
+    # one argument. On stdin it reaches the API byte for byte, and the task completes.
+    work = tmp_path / "work"
+    work.mkdir()
+    progress = "Progress: " + "p" * (200 * 1024)
+    (work / "tasks.md").write_text("- SAY a long one\n")
+    fake_api.script(Text(f"half way\n{progress}\nLearnings: none"), Text("done\nTASK_COMPLETE"))
+    done = agent_loop(["tasks.md", "--vcs", "none", "--iterations", "2", "--no-distill"], work,
+                      tool_env(tmp_path, fake_api, claude_bin))
+    assert done.returncode == 0, done.stdout + done.stderr
+    second = prompts(fake_api)[1]
+    assert "p" * (200 * 1024) in second and len(second.encode()) > 128 * 1024
+    assert state_of(work)["tasks"][0]["status"] == "completed"

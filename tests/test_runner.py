@@ -122,3 +122,36 @@ def test_console_live_line_only_on_request() -> None:
     console(AgentActivity("Write a.py"))
     console._stop_live()
     assert "\r\x1b[K  … " in live.getvalue() and "Write a.py" in live.getvalue()
+
+
+def test_a_failed_task_run_again_later_starts_fresh_with_the_last_hint(
+        work: Path, fake_claude: FakeClaude) -> None:
+    (work / "tasks.md").write_text("## G\n- one\n- two\n  FAKE: fail 1\n"
+                                   '  FAKE: advise {"retry": false, "reason": "later", '
+                                   '"hint": "mind the gap"}\n')
+    code, _ = run(work)
+    assert code == 4 and [t["status"] for t in tasks_of(work)] == ["completed", "failed"]
+    code, out = run(work)
+    assert code == 0, out
+    runs = [c for c in fake_claude.calls() if "stream-json" in c["argv"]]
+    # The first try of task 2 continued the group's session; the later one starts fresh, with
+    # the advisor's hint, as a retry does.
+    assert "--resume" in runs[1]["argv"] and "--resume" not in runs[2]["argv"]
+    assert "Advice for this attempt: mind the gap" in runs[2]["stdin"]
+
+
+def test_again_runs_a_completed_task_once_more_in_a_new_change(work: Path,
+                                                               fake_claude: FakeClaude) -> None:
+    (work / "tasks.md").write_text("- one\n- two\n")
+    assert run(work)[0] == 0
+    code, out = run(work, "--task", "2")
+    assert code == 1 and "--task 2 --again" in out
+    code, out = run(work, "--task", "2", "--again")
+    assert code == 0, out
+    two = tasks_of(work)[1]
+    assert two["status"] == "completed" and two["attempts"] == 1
+    assert [a["outcome"] for a in two["history"]] == ["completed", "completed"]
+    runs = [c["stdin"] for c in fake_claude.calls() if "stream-json" in c["argv"]]
+    assert runs == ["one", "two", "two"]
+    code, out = run(work, "--again")
+    assert code == 2 and "--again goes with --task" in out

@@ -32,7 +32,7 @@ def test_blocked_signal_with_the_real_cli(tmp_path: Path, fake_api: FakeApi,
     work, env = setup(tmp_path, fake_api, claude_bin)
     (work / "tasks.md").write_text("## G\n- SAY TASK_BLOCKED: needs a human\n- SAY fine\n")
     done = run(work, env)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 4, done.stderr  # blocked
     blocked, fine = tasks(work)
     assert blocked["status"] == "blocked" and blocked["error"] == "needs a human"
     assert fine["status"] == "completed" and fine["session_id"] == blocked["session_id"]

@@ -1,0 +1,48 @@
+"""Options once: built straight from click, and what cannot work is refused at the door."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentloop.cli import command
+from agentloop.options import RunOptions, usage_problem
+
+
+def test_every_option_is_a_click_parameter_of_the_same_name() -> None:
+    params = {p.name for p in command.params} - {"tasks_md", "version"}
+    assert params == {f.name for f in fields(RunOptions)}
+
+
+def test_defaults_agree_with_click() -> None:
+    ctx = command.make_context("agent-loop", ["tasks.md"])
+    assert RunOptions.from_params(ctx.params) == RunOptions()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--json"], "--json goes with --status or --dry-run"),
+    (["--follow"], "--follow goes with --status"),
+    (["--again"], "--again goes with --task"),
+    (["--status", "--dry-run"], "cannot be combined"),
+    (["--status", "--follow", "--json"], "cannot be combined with --json"),
+    (["--review", "--vcs", "none"], "--review needs version control"),
+    (["--rehearse", "--agent", "rehearse"], "cannot be combined with --agent"),
+])
+def test_what_cannot_work_is_exit_2_before_anything_is_touched(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], words: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.md").write_text("- one\n")
+    result = CliRunner().invoke(command, ["tasks.md", *args])
+    assert result.exit_code == 2, result.output
+    assert words in result.output and result.output.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tasks.md"]
+
+
+def test_combinations_that_work_pass() -> None:
+    for options in (RunOptions(status=True, as_json=True), RunOptions(dry_run=True, as_json=True),
+                    RunOptions(only=2, again=True), RunOptions(review=True, vcs="git"),
+                    RunOptions(review=True, vcs="none", dry_run=True)):
+        assert usage_problem(options) is None, options
