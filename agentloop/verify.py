@@ -106,7 +106,7 @@ def _round(run: Run, index: int, commands: tuple[str, ...], log: Path,
         run.emit(CheckStarted(index, command, round_, str(log)))
         done = checks.run_checks((command,), run.project.root, log, run.options.check_timeout,
                                  round_, store.relative(log))[0]
-        run.emit(CheckFinished(index, command, done.exit_code, done.seconds, done.log, round_,
+        run.emit(CheckFinished(index, command, done.exit_code, done.seconds, str(log), round_,
                                done.timed_out))
         runs.append(done)
     return tuple(runs)
