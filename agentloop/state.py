@@ -102,6 +102,9 @@ class TaskState:
     stalled_runs: int = 0
     # The reviewer's last feedback, for a task left `unapproved` when the review rounds ran out.
     feedback: str | None = None
+    # The checks the plan declares for this task (its file's and its group's), kept with the
+    # task so an unchanged file is not parsed again; --check's are added at run time.
+    checks: list[str] = field(default_factory=list)
     history: list[Attempt] = field(default_factory=list)
 
     @classmethod
@@ -109,7 +112,8 @@ class TaskState:
         """A fresh, pending record for a parsed task (`[x]` items start as skipped)."""
         return cls(index=task.index, group=task.group, task=task.text, line=task.line,
                    summary=task.summary, log_name=task.log_name,
-                   status="skipped" if task.checked else "pending")
+                   status="skipped" if task.checked else "pending",
+                   checks=list(getattr(task, "checks", ())))  # when the plan format has them
 
 
 @dataclass

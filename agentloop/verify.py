@@ -36,10 +36,10 @@ BASELINE_LOG = "checks-baseline.log"
 def plan_checks(task: TaskState) -> tuple[str, ...]:
     """The checks the plan declares for this task (its file's and its group's).
 
-    The hook for the plan format (issue 14): the parsed task carries them as `checks`, copied
-    into its record; until then a task has none of its own.
+    The hook for the plan format: the parsed Task carries them as `checks`, and
+    TaskState.from_task keeps them in the task's record.
     """
-    return tuple(getattr(task, "checks", None) or ())
+    return tuple(task.checks)
 
 
 def task_checks(options: RunOptions, task: TaskState) -> tuple[str, ...]:

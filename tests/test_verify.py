@@ -257,9 +257,9 @@ def test_plan_checks_apply_to_their_group_only(tmp_path: Path) -> None:
     seen: list[Event] = []
     runner = make_run(tmp_path, "## A\n- a1\n\n## B\n- b1\n- b2\n", ScriptedAgent([OK]),
                       NoneVcs(), ScriptedAdvisor(RETRY), FakeClock(), seen, check=("true",))
-    # The plan format (issue 14) hands each task its file's and group's checks as `checks`.
+    # The plan format hands each task its file's and group's checks as `checks`.
     for task in runner.state.tasks[1:]:
-        task.checks = ["echo group B", "true"]  # type: ignore[attr-defined]
+        task.checks = ["echo group B", "true"]
     assert task_checks(runner.ctx.options, runner.state.tasks[0]) == ("true",)
     assert task_checks(runner.ctx.options, runner.state.tasks[1]) == ("echo group B", "true")
     runner.run()
@@ -267,6 +267,20 @@ def test_plan_checks_apply_to_their_group_only(tmp_path: Path) -> None:
     assert ran == [(0, "true"), (0, "echo group B"), (1, "true"), (2, "echo group B"),
                    (2, "true"), (3, "echo group B"), (3, "true")]
     assert [t.status for t in runner.state.tasks] == ["completed"] * 3
+
+
+def test_a_parsed_tasks_checks_are_kept_in_its_record(tmp_path: Path) -> None:
+    from agentloop import taskfile
+    from agentloop.state import TaskState
+
+    class PlannedTask:  # a parsed task of a plan format that declares checks
+        index, group, text, line, summary, log_name, checked = 1, "G", "t", 3, "t", "001-g--t", False
+        checks = ("pytest -q",)
+
+    assert TaskState.from_task(PlannedTask()).checks == ["pytest -q"]  # type: ignore[arg-type]
+    (tmp_path / "tasks.md").write_text("- plain\n")
+    parsed = taskfile.load(tmp_path / "tasks.md").tasks[0]
+    assert TaskState.from_task(parsed).checks == list(getattr(parsed, "checks", ()))
 
 
 def test_with_iterations_checks_run_after_task_complete_only(tmp_path: Path) -> None:
