@@ -48,8 +48,10 @@ class Console:
         line = self._line(event)
         if line is not None:
             self._print(line)
-        if isinstance(event, AgentStarted) and self.live:
-            self._start_live()
+        if isinstance(event, (AgentStarted, CheckStarted)) and self.live:
+            # A check says nothing until it ends: the live line shows which one runs.
+            self._start_live(f"check: {event.command}" if isinstance(event, CheckStarted)
+                             else "starting")
 
     def _line(self, event: Event) -> str | None:
         if isinstance(event, RunStarted):
@@ -133,8 +135,8 @@ class Console:
             self.out.write("\r\x1b[K" + text)
             self.out.flush()
 
-    def _start_live(self) -> None:
-        self._since, self._activity, self._running = time.monotonic(), "starting", True
+    def _start_live(self, activity: str) -> None:
+        self._since, self._activity, self._running = time.monotonic(), activity, True
 
         def tick() -> None:
             while self._running:
