@@ -98,7 +98,7 @@ def run_check(command: str, cwd: Path, log: IO[bytes], log_name: str, timeout: f
         note = timeout_message(command, timeout or 0)
         log.write(f"\n[{note}]\n".encode("utf-8", "replace"))
         tail.add(f"\n[{note}]\n".encode())
-    log.write(f"[exit {done.returncode} after {seconds:.1f}s]\n\n".encode())
+    log.write(f"[exit {done.returncode} after {seconds:.1f}s; round {round_}]\n\n".encode())
     log.flush()
     return CheckRun(command, done.returncode, round(seconds, 3), log_name, round_,
                     done.timed_out, tail.text())

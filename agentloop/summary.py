@@ -45,8 +45,18 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
                        cost_usd=total.cost_usd,
                        seconds=run.clock.monotonic() - started,
                        logs=str(run.project.store.logs),
-                       stopped=stopped, notes=notes + unapproved_notes(run.state),
+                       stopped=stopped,
+                       notes=notes + unapproved_notes(run.state)
+                       + (_empty_notes(tasks, planned) if run.vcs.name != "none" else ()),
                        unfinished=unfinished, cost_known=total.cost_known)
+
+
+def _empty_notes(tasks: list[TaskState], planned: list[int]) -> tuple[str, ...]:
+    """Tasks this run completed without changing a file: done, or only said to be?"""
+    return tuple(f"task {i} completed but changed no files; read {tasks[i - 1].log} "
+                 "(--require-changes fails such a task)"
+                 for i in planned if tasks[i - 1].status == "completed"
+                 and not tasks[i - 1].files and not tasks[i - 1].change_id)
 
 
 def exit_code(summary: RunFinished) -> int:

@@ -81,8 +81,8 @@ def verify(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
     log = check_log(run, task, outcome.attempt.number)
     for round_ in range(rounds + 1):
         runs = _round(run, task.index, commands, log, round_)
+        # Saved with the next step's save (a fix run's record, the task's end): no extra write.
         record.checks_ran(outcome.attempt, runs)
-        run.save()
         failed = [r for r in runs if not r.passed]
         run.emit(ChecksDone(task.index, round_, rounds, len(runs), sum(r.seconds for r in runs),
                             tuple(checks.describe(r) for r in failed)))
@@ -106,7 +106,7 @@ def _round(run: Run, index: int, commands: tuple[str, ...], log: Path,
         run.emit(CheckStarted(index, command, round_, str(log)))
         done = checks.run_checks((command,), run.project.root, log, run.options.check_timeout,
                                  round_, store.relative(log))[0]
-        run.emit(CheckFinished(index, command, done.exit_code, done.seconds, done.log, round_,
+        run.emit(CheckFinished(index, command, done.exit_code, done.seconds, str(log), round_,
                                done.timed_out))
         runs.append(done)
     return tuple(runs)

@@ -12,6 +12,8 @@ Run: .venv/bin/python scripts/bench_overhead.py [--sizes 10,100,1000] [--backend
 * Peak RSS of agent-loop (and the agent; os.wait4) while the agent prints ~1 KB lines
   (500,000 of them: 500 MB).
 * `--status` and `--dry-run` on the largest run (best of 3).
+* Checks: the per-task cost of `--check true` (a check that takes no time) over a run without
+  it, against the cost of starting that one check process (goal: at most 1.5x it).
 
 Goals: per task <= 1.15x the bare loop; growth <= 1.2x; RSS < 80 MB. Exits 0 either way: the
 figures are for reading. Runs without a commit-message call per task (`--no-distill`): that is
@@ -32,7 +34,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 AGENT = REPO / "scripts" / "instant_claude"
-GOALS = {"per task": 1.15, "growth": 1.2, "rss_mb": 80.0}
+GOALS = {"per task": 1.15, "growth": 1.2, "rss_mb": 80.0, "checks": 1.5}
 PER_GROUP = 10
 SYSTEM_PROMPT = "(agent-loop's rules; the bare loop passes a placeholder)"
 
@@ -250,12 +252,37 @@ def commands(work: Path, env: dict[str, str], tasks: int) -> None:
         print(f"{mode:<9} on a finished {tasks:,}-task run: {min(times):.3f}s")
 
 
+def checks_cost(folder: Path, env: dict[str, str], tasks: int) -> None:
+    """What `--check true` adds per task, next to what starting the check's process costs."""
+    from agentloop import checks
+
+    runs = {}
+    for extra in ((), ("--check", "true")):
+        best = float("inf")
+        for r in range(3):
+            work = new_repo(folder / f"checks-{len(extra)}-{r}", "git", tasks, env)
+            best = min(best, tool(work, "git", env, *extra))
+        runs[bool(extra)] = best
+    log = folder / "checks-start.log"
+    started = time.perf_counter()
+    for _ in range(tasks):
+        checks.run_checks(["true"], folder, log, 60)
+    start = (time.perf_counter() - started) / tasks
+    # One baseline round runs before the first task: tasks + 1 check runs in all.
+    added = (runs[True] - runs[False]) / (tasks + 1)
+    print(f"\n--check true on {tasks} git tasks: +{added * 1000:.1f} ms per task; starting the "
+          f"check alone takes {start * 1000:.1f} ms: {added / start:.2f}x "
+          f"({verdict(added / start, GOALS['checks'])})")
+
+
 def main() -> int:
     """Measure everything asked for, printing as it goes."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,100,1000")
     parser.add_argument("--backends", default="git,jj")
     parser.add_argument("--flood-lines", type=int, default=500_000)
+    parser.add_argument("--check-tasks", type=int, default=100,
+                        help="tasks of the --check true measurement (0: skip it)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -271,6 +298,8 @@ def main() -> int:
         largest = folder / f"{args.backends.split(',')[0]}-{max(sizes)}-0-tool"
         print()
         commands(largest, env, max(sizes))
+        if args.check_tasks:
+            checks_cost(folder, env, args.check_tasks)
         if args.flood_lines:
             peak_rss(folder, env, args.flood_lines)
     finally:

@@ -1,7 +1,8 @@
 """Regenerate .agent-loop.example/: what a real run leaves behind, made by the tool's own code.
 
 It runs `agent-loop` on a small task file in a throwaway git repository, with the test suite's
-fake `claude` standing in for the real one, and copies out tasks.md, state.json and the logs.
+fake `claude` standing in for the real one and a check (`--check`) that catches the second
+task's first try, and copies out tasks.md, state.json, events.jsonl and the logs.
 Run it after a change to the state schema or the log format:
 
     .venv/bin/python scripts/make_example.py
@@ -31,10 +32,17 @@ TASKS = """\
 ACTIONS = {
     "Write hello.py that prints a greeting.": ['FAKE: write hello.py print("hello")',
                                                "FAKE: say I created hello.py; it prints hello."],
+    # Its first try has a syntax error, which the check catches; the fix run repairs it.
     "Make hello.py greet the names given on its command line,": [
-        'FAKE: write hello.py import sys; print("hello", *(sys.argv[1:] or ["world"]))',
+        'FAKE: write hello.py import sys; print("hello", *(sys.argv[1:] or ["world"])',
         "FAKE: say hello.py now greets each name given, or the world."],
+    "Your work on this task is not done yet: the project's checks ran on your changes and one "
+    "fails.": [
+        'FAKE: write hello.py import sys; print("hello", *(sys.argv[1:] or ["world"]))',
+        "FAKE: say I closed the parenthesis; hello.py runs again."],
 }
+# The user's check: hello.py, once it exists, must run.
+CHECK = "test ! -e hello.py || python3 hello.py Ann"
 
 
 def main() -> None:
@@ -55,8 +63,8 @@ def main() -> None:
         (Path(tmp) / "actions.json").write_text(json.dumps(ACTIONS))
         subprocess.run(["git", "init", "-q", "-b", "main"], cwd=work, check=True)
         (work / "tasks.md").write_text(TASKS)
-        subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git"],
-                       cwd=work, env=env, check=True)
+        subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                        "--check", CHECK], cwd=work, env={**env, "SHELL": "/bin/sh"}, check=True)
         if TARGET.exists():
             shutil.rmtree(TARGET)
         TARGET.mkdir()

@@ -184,6 +184,8 @@ def test_require_changes_fails_a_task_that_changed_nothing(work: Path,
     plain = agent_loop(work, "--vcs", "git", "--no-distill")
     assert plain.returncode == 0, plain.stderr
     assert "completed, but the task changed no files" in plain.stdout
+    assert "look at: task 1 completed but changed no files" in plain.stdout
+    assert "task 2 completed but changed" not in plain.stdout
     assert "(empty)" in agent_loop(work, "--status").stdout
     assert orjson.loads(agent_loop(work, "--status", "--json").stdout)["tasks"][0]["empty"]
     again = agent_loop(work, "--vcs", "git", "--no-distill", "--require-changes", "--task", "1",
@@ -265,3 +267,45 @@ def test_plan_checks_apply_to_their_group_only(tmp_path: Path) -> None:
     assert ran == [(0, "true"), (0, "echo group B"), (1, "true"), (2, "echo group B"),
                    (2, "true"), (3, "echo group B"), (3, "true")]
     assert [t.status for t in runner.state.tasks] == ["completed"] * 3
+
+
+def test_with_iterations_checks_run_after_task_complete_only(tmp_path: Path) -> None:
+    from agentloop.agents import AgentResult
+    from agentloop.events import CheckStarted, Event, TaskStarted
+    from agentloop.vcs.none import NoneVcs
+    from tests.harness import make_run
+    from tests.test_retries import RETRY, FakeClock, ScriptedAdvisor, ScriptedAgent
+
+    said = [AgentResult(ok=True, exit_code=0, session_id="s1", text="Progress: half"),
+            AgentResult(ok=True, exit_code=0, session_id="s1", text="Progress: all\nTASK_COMPLETE")]
+    seen: list[Event] = []
+    runner = make_run(tmp_path, "- long task\n", ScriptedAgent(said), NoneVcs(),
+                      ScriptedAdvisor(RETRY), FakeClock(), seen, check=("true",), iterations=3)
+    runner.run()
+    order = [type(e).__name__ for e in seen if isinstance(e, (CheckStarted, TaskStarted))]
+    assert order == ["CheckStarted", "TaskStarted", "TaskStarted", "CheckStarted"]
+    assert runner.state.tasks[0].status == "completed"
+
+
+def test_check_events_round_trip_and_read_as_console_lines() -> None:
+    from agentloop.console import Console
+    from agentloop.events import CheckFinished, CheckStarted, ChecksDone, from_json, to_json
+
+    events = [CheckStarted(1, "pytest -q", 0, "/p/.agent-loop/logs/x-checks.log"),
+              CheckFinished(1, "pytest -q", 1, 2.5, ".agent-loop/logs/x-checks.log", 0, False),
+              ChecksDone(1, 0, 2, 2, 2.6, ("pytest -q (exit 1)",)),
+              ChecksDone(1, 1, 2, 2, 14.2),
+              ChecksDone(0, 0, 0, 1, 0.1, ("false (exit 1)",))]
+    for event in events:
+        assert from_json(to_json(event, "2026-01-01T00:00:00+00:00")) == event
+    import io
+
+    out = io.StringIO()
+    console = Console(out, live=False, cwd=Path("/p"))
+    for event in events:
+        console(event)
+    assert out.getvalue().splitlines() == [
+        "  check: pytest -q … (output -> .agent-loop/logs/x-checks.log)",
+        "  check failed: pytest -q (exit 1) — fix round 1/2",
+        "  checks: 2/2 passed (14.2s)",
+        "  baseline check failed: false (exit 1) — the run stops before any task"]
