@@ -184,3 +184,17 @@ def test_status_after_the_task_file_changed_warns_and_still_shows(work: Path,
     assert code == 0
     assert out.startswith("warning: tasks.md changed since the last run (1 added, 0 removed, 0 edited)")
     assert "3 completed, 1 skipped" in out
+
+
+def test_reset_with_an_unusable_task_file_archives_nothing(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          fake_claude: FakeClaude) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.md").write_text("- one\n")
+    assert invoke("tasks.md", "--vcs", "none")[0] == 0
+    before = (tmp_path / ".agent-loop" / "state.json").read_bytes()
+    (tmp_path / "tasks.md").write_text("no tasks here\n")
+    code, _, err = invoke("tasks.md", "--reset", "--vcs", "none")
+    assert code == 1 and "has no tasks" in err
+    assert (tmp_path / ".agent-loop" / "state.json").read_bytes() == before
+    assert not (tmp_path / ".agent-loop" / "archive").exists()

@@ -204,3 +204,12 @@ def test_real_cli_advisor_call(claude_bin: Path, fake_api: FakeApi, tmp_path: Pa
     assert fake_api.pending == [] and fake_api.unexpected() == []
     # --no-session-persistence: no transcript was written under the throwaway HOME.
     assert not list((tmp_path / "home").rglob("*.jsonl"))
+
+
+def test_odd_bytes_in_what_the_advisor_reads_never_crash(fake_claude: FakeClaude,
+                                                         tmp_path: Path) -> None:
+    advice = ask(tmp_path, task="Fix\x00it \udcff", error="boom\x00\x1b[31m",
+                 log_tail="tail\x00\udcfe" + "x" * 100_000)
+    assert advice.source == "advisor"
+    (call,) = fake_claude.calls()
+    assert "\x00" not in call["stdin"] and "Fix\ufffdit" in call["stdin"]
