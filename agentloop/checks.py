@@ -26,6 +26,7 @@ from agentloop.errors import CheckFailed
 TAIL_LINES = 60
 TAIL_BYTES = 4096
 FALLBACK_SHELL = "/bin/sh"
+FLUSH_SECONDS = 0.5
 # /bin/sh points stderr at stdout, then becomes the user's shell with the command line as given:
 # the redirection works whatever the user's shell is (fish has no `exec 2>&1`), at no extra
 # process. "$0" is the user's shell, "$1" their command line.
@@ -86,10 +87,15 @@ def run_check(command: str, cwd: Path, log: IO[bytes], log_name: str, timeout: f
     """Run one check, appending its output to `log`; a timeout is a failed run."""
     tail = _Tail()
     log.write(f"$ {command}\n".encode("utf-8", "replace"))
+    flushed = [time.monotonic()]
 
     def on_line(line: bytes) -> None:
         log.write(line)
         tail.add(line)
+        # `tail -f` on the log follows a long check, without a system call per line.
+        if time.monotonic() - flushed[0] > FLUSH_SECONDS:
+            log.flush()
+            flushed[0] = time.monotonic()
 
     began = time.monotonic()
     done = proc.stream(argv(command), on_line, cwd=cwd, timeout=timeout)
@@ -157,7 +163,7 @@ def fix_prompt(failed: Sequence[CheckRun], round_: int, rounds: int) -> str:
     """The fix run's prompt: each failing check, how it ended, and the end of its output."""
     blocks = []
     for run in failed:
-        how = (f"was stopped after its time limit" if run.timed_out
+        how = ("was stopped after its time limit" if run.timed_out
                else f"exited with code {run.exit_code}")
         blocks.append(f"$ {run.command}\n(it {how}; the end of its output follows)\n"
                       f"{run.tail.rstrip()}\n")

@@ -229,3 +229,17 @@ def test_argv_never_puts_the_command_in_the_script() -> None:
     argv = checks.argv(line)
     assert argv[:3] == ["/bin/sh", "-c", checks.LAUNCH] and argv[-1] == line
     assert shutil.which(argv[0])
+
+
+def test_the_log_can_be_followed_while_the_check_runs(tmp_path: Path) -> None:
+    log = tmp_path / "logs" / "task.checks.log"
+    seen: list[str] = []
+
+    def peek() -> None:
+        time.sleep(2.0)
+        seen.append(log.read_text() if log.exists() else "")
+    watcher = threading.Thread(target=peek)
+    watcher.start()
+    run(tmp_path, "echo early; sleep 1; echo second; sleep 2; echo the end")
+    watcher.join()
+    assert seen[0].endswith("\nearly\nsecond\n")
