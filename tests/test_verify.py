@@ -94,12 +94,13 @@ def test_a_failing_check_is_fixed_in_the_same_session_and_change(
     assert as_json["tasks"][0]["history"][0]["checks"][0]["command"] == FIXABLE
 
 
+@pytest.mark.parametrize("kind", ["git", "jj"])
 def test_a_check_never_satisfied_fails_the_task_and_drops_its_change(
-        work: Path, fake_claude: FakeClaude) -> None:
-    init_repo(work, "git")
+        work: Path, jj_bin: str, fake_claude: FakeClaude, kind: str) -> None:
+    init_repo(work, kind)
     (work / "tasks.md").write_text(FIX_TASK)
     never = 'test ! -e a.txt || { echo "still broken: 42 errors"; exit 2; }'
-    done = agent_loop(work, "--vcs", "git", "--no-distill", "--check", never,
+    done = agent_loop(work, "--vcs", kind, "--no-distill", "--check", never,
                       "--check-rounds", "1", "--max-attempts", "2")
     assert done.returncode == 4, done.stderr
     assert f"check failed: {never} (exit 2) — no fix rounds left" in done.stdout
@@ -107,7 +108,7 @@ def test_a_check_never_satisfied_fails_the_task_and_drops_its_change(
     task = state_of(work)["tasks"][0]
     assert task["status"] == "failed" and task["attempts"] == 2
     assert "still broken: 42 errors" in task["error"] and task["change_id"] is None
-    assert git_commits(work) == [] and not (work / "a.txt").exists()
+    assert task_files(work, kind) == [] and not (work / "a.txt").exists()
     advisor = [c for c in fake_claude.calls() if "json" in c["argv"]]
     assert len(advisor) == 1 and "still broken: 42 errors" in advisor[0]["stdin"]
     developer = [c for c in fake_claude.calls() if "--dangerously-skip-permissions" in c["argv"]]
