@@ -223,6 +223,30 @@ def test_the_reviewer_sees_the_check_results(work: Path, fake_claude: FakeClaude
     assert "- `true`: passed (exit 0" in reviewer[0]["stdin"]
 
 
+def test_a_review_fix_is_held_to_the_checks_too(work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(
+        "- write a\n  FAKE: write a.txt good\n"
+        "  FAKE: review FEEDBACK: say it louder\\nFAKE: write a.txt broken\n"
+        "  FAKE: review APPROVED\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--review", "--check", FIXABLE)
+    assert done.returncode == 0, done.stderr
+    assert (work / "a.txt").read_text() == "fixed\n"
+    kinds = []
+    for call in fake_claude.calls():
+        if "--permission-mode" in call["argv"]:
+            kinds.append("review")
+        elif "did not approve it yet" in call["stdin"]:
+            kinds.append("review fix")
+        elif "checks ran on your changes" in call["stdin"]:
+            kinds.append("check fix")
+        else:
+            kinds.append("develop")
+    assert kinds == ["develop", "review", "review fix", "check fix", "review"]
+    assert "- `" + FIXABLE + "`: passed" in fake_claude.calls()[-1]["stdin"]
+    assert [files for _, _, files in git_commits(work)] == [["a.txt"]]
+
+
 def test_fixed_after_a_failing_check_with_the_real_cli(work: Path, tmp_path: Path,
                                                        fake_api: FakeApi,
                                                        claude_bin: Path) -> None:
