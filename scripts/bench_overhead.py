@@ -50,9 +50,8 @@ for i in $(seq -f %04g 1 "$N"); do
     git write-tree > /dev/null
     git ls-files -z --others --exclude-standard > /dev/null
     git diff --name-only -z --no-renames "$head" > /dev/null
-    git hash-object -t blob -w --stdin --literally < .gitignore > /dev/null
     "$AGENT" -p --output-format stream-json --verbose --dangerously-skip-permissions \
-        --model opus --append-system-prompt "$SYSTEM_PROMPT" -- "FILE=t$i.txt" > "$LOGS/$i.jsonl"
+        --model opus --append-system-prompt "$SYSTEM_PROMPT" <<< "FILE=t$i.txt" > "$LOGS/$i.jsonl"
     git ls-files -z --others --exclude-standard > /dev/null
     git diff --name-only -z --no-renames "$head" > /dev/null
     GIT_INDEX_FILE="$idx" git read-tree "$head"
@@ -62,6 +61,17 @@ for i in $(seq -f %04g 1 "$N"); do
     git update-ref -m "agent-loop: $msg" HEAD "$new" "$head"
     git reset -q "$new" --pathspec-from-file=- --pathspec-file-nul < "$SCRATCH/paths"
     head=$new
+done
+"""
+
+# The loop a person would write: the agent, then commit whatever changed.
+PLAIN_LOOP = r"""
+set -eu
+for i in $(seq -f %04g 1 "$N"); do
+    g=$(( (10#$i - 1) / 10 + 1 ))
+    "$AGENT" -p --output-format stream-json --verbose --dangerously-skip-permissions \
+        --model opus --append-system-prompt "$SYSTEM_PROMPT" <<< "FILE=t$i.txt" > "$LOGS/$i.jsonl"
+    git add -A && git commit -qm "agent-loop: Group $g / FILE=t$i.txt"
 done
 """
 
@@ -76,7 +86,7 @@ for i in $(seq -f %04g 1 "$N"); do
     id=$(jj log --no-graph -r @ -T "$INFO")
     id=${id%%$'\t'*}
     "$AGENT" -p --output-format stream-json --verbose --dangerously-skip-permissions \
-        --model opus --append-system-prompt "$SYSTEM_PROMPT" -- "FILE=t$i.txt" > "$LOGS/$i.jsonl"
+        --model opus --append-system-prompt "$SYSTEM_PROMPT" <<< "FILE=t$i.txt" > "$LOGS/$i.jsonl"
     jj log --no-graph -r "present($id) | @" -T "$INFO" > /dev/null
     jj new "$id" 2> /dev/null
 done
@@ -134,21 +144,21 @@ def tool(work: Path, backend: str, env: dict[str, str], *extra: str) -> float:
     return seconds
 
 
-def bare(work: Path, backend: str, tasks: int, env: dict[str, str]) -> float:
-    """Wall seconds of the bash loop over the same tasks."""
+def bare(work: Path, backend: str, tasks: int, env: dict[str, str], plain: bool = False) -> float:
+    """Wall seconds of the bash loop over the same tasks (`plain`: the loop a person writes)."""
     from agentloop.vcs.jj import INFO
 
     scratch = work.parent / f"{work.name}-scratch"
     (scratch / "logs").mkdir(parents=True)
-    (work / ".gitignore").write_text(".agent-loop/\n")  # as agent-loop leaves it
     autotrack = 'snapshot.auto-track=' + json.dumps('(all()) ~ (root:".agent-loop" | '
                                                     'root-file:"tasks.md")')
     loop_env = {**env, "N": str(tasks), "AGENT": str(AGENT), "SCRATCH": str(scratch),
                 "LOGS": str(scratch / "logs"), "INFO": INFO, "AUTOTRACK": autotrack,
                 "SYSTEM_PROMPT": SYSTEM_PROMPT}
     started = time.perf_counter()
-    subprocess.run(["bash", "-c", GIT_LOOP if backend == "git" else JJ_LOOP], cwd=work,
-                   env=loop_env, check=True, stdout=subprocess.DEVNULL)
+    script = PLAIN_LOOP if plain else GIT_LOOP if backend == "git" else JJ_LOOP
+    subprocess.run(["bash", "-c", script], cwd=work, env=loop_env, check=True,
+                   stdout=subprocess.DEVNULL)
     return time.perf_counter() - started
 
 
@@ -183,16 +193,21 @@ def measure(folder: Path, backend: str, sizes: list[int], env: dict[str, str]) -
     results = {}
     for size in sizes:
         repeats = 3 if size < 1000 else 1
-        best = {"tool": float("inf"), "idle": float("inf"), "bare": float("inf")}
+        best = {"tool": float("inf"), "idle": float("inf"), "bare": float("inf"),
+                "plain": float("inf")}
         for r in range(repeats):
             work = new_repo(folder / f"{backend}-{size}-{r}-tool", backend, size, env)
             best["tool"] = min(best["tool"], tool(work, backend, env))
             best["idle"] = min(best["idle"], tool(work, backend, env))  # nothing left to do
             plain = new_repo(folder / f"{backend}-{size}-{r}-bare", backend, size, env)
             best["bare"] = min(best["bare"], bare(plain, backend, size, env))
+            if backend == "git":
+                person = new_repo(folder / f"{backend}-{size}-{r}-plain", backend, size, env)
+                best["plain"] = min(best["plain"], bare(person, backend, size, env, plain=True))
         results[size] = best
         print(f"  {backend} {size:>5} tasks: agent-loop {best['tool']:7.2f}s (start-up "
-              f"{best['idle']:.2f}s), bare loop {best['bare']:7.2f}s", flush=True)
+              f"{best['idle']:.2f}s), bare loop {best['bare']:7.2f}s, agent + git add/commit "
+              f"{best['plain']:7.2f}s", flush=True)
     return results
 
 
@@ -208,6 +223,11 @@ def report(backend: str, results: dict[int, dict[str, float]]) -> None:
         print(f"  {size:>5} tasks: agent-loop {tool_task * 1000:7.1f} ms/task, bare "
               f"{bare_task * 1000:7.1f} ms/task: per task {ratio:5.2f}x "
               f"({verdict(ratio, GOALS['per task'])}); whole run {r['tool'] / r['bare']:5.2f}x")
+        if r["plain"] != float("inf"):
+            floor = r["plain"] / size
+            print(f"         against agent + `git add -A && git commit` "
+                  f"({floor * 1000:.1f} ms/task): {tool_task / floor:5.2f}x "
+                  f"({verdict(tool_task / floor, GOALS['per task'])})")
     small, large = min(per_task), max(per_task)
     if small != large:
         growth = per_task[large][0] / per_task[small][0]
