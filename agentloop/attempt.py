@@ -22,7 +22,8 @@ from agentloop.report import parse as parse_report
 from agentloop.review import review
 from agentloop.state import TaskState, now
 from agentloop.vcs import Change
-from agentloop.verify import verify
+from agentloop.checks import checks_note
+from agentloop.verify import task_checks, verify
 
 RETRY_NOTE = ("Note: an earlier attempt at this task was stopped before it finished, and its "
               "file changes were discarded. Start the task again from the current files.\n\n")
@@ -76,6 +77,7 @@ def first_prompt(run: Run, task: TaskState, hint: str, resume: str | None) -> st
         if context:
             prompt = (f"The plan this task belongs to says, before its tasks:\n"
                       f"{context[:PLAN_CONTEXT_LIMIT]}\n\n---\n\n{prompt}")
+    prompt += checks_note(task_checks(run.options, task))
     if run.options.iterations > 1:
         prompt += "\n\n" + COMPLETE_NOTE
     return prompt

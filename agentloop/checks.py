@@ -205,6 +205,16 @@ def as_record(run: CheckRun) -> dict[str, object]:
             "log": run.log, "round": run.round, "timed_out": run.timed_out}
 
 
+def checks_note(commands: Sequence[str]) -> str:
+    """For the task's prompt: the checks that decide whether it is done, so the agent can run
+    them itself before it finishes."""
+    if not commands:
+        return ""
+    return ("\n\nWhen you finish, agent-loop runs these checks in the repository root, and the "
+            "task is done only when each exits 0:\n" + "\n".join(f"- `{c}`" for c in commands)
+            + "\nRun them yourself before you finish, and fix what they find.")
+
+
 def review_note(runs: Sequence[CheckRun]) -> str:
     """For the reviewer's prompt: which of the project's checks ran on the change, and how."""
     if not runs:

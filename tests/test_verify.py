@@ -73,6 +73,7 @@ def test_a_failing_check_is_fixed_in_the_same_session_and_change(
     assert "--resume" in fix["argv"]
     assert "a.txt is broken" in fix["stdin"] and "exited with code 1" in fix["stdin"]
     assert "fix round 1 of 2" in fix["stdin"]
+    assert f"task is done only when each exits 0:\n- `{FIXABLE}`\n- `true`" in developer[0]["stdin"]
     task = state_of(work)["tasks"][0]
     assert task["status"] == "completed" and task["attempts"] == 1
     first, second = task["history"]
