@@ -90,6 +90,8 @@ def usage_problem(options: RunOptions) -> str | None:
     if options.review and options.vcs == "none" and not modes:
         return ("--review needs version control: the reviewer judges the task's diff, and "
                 "--vcs none has none; use --vcs auto, jj or git")
+    if any(not c.strip() for c in options.check):
+        return "--check needs a command line, e.g. --check \"pytest -q\""
     if options.require_changes and options.vcs == "none" and not modes:
         return ("--require-changes needs version control to see a task's changes; use "
                 "--vcs auto, jj or git")

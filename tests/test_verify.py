@@ -202,6 +202,13 @@ def test_require_changes_needs_version_control() -> None:
     assert problem is not None and "--require-changes needs version control" in problem
 
 
+def test_an_empty_check_is_a_usage_error(work: Path) -> None:
+    (work / "tasks.md").write_text("- one\n")
+    done = agent_loop(work, "--check", "true", "--check", "  ")
+    assert done.returncode == 2 and "--check needs a command line" in done.stderr
+    assert not (work / ".agent-loop").exists()
+
+
 def test_dry_run_shows_the_checks_of_each_task(work: Path) -> None:
     (work / "tasks.md").write_text("- one\n- [x] done already\n")
     plan = agent_loop(work, "--dry-run", "--check", "pytest -q", "--check", "ruff check .")
