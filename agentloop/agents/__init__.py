@@ -151,6 +151,7 @@ verdict line your prompt asks for."""
 # when chosen, so --status and --help never load an agent module.
 AGENTS: dict[str, str] = {
     "claude": "agentloop.agents.claude:ClaudeAgent",
+    "codex": "agentloop.agents.codex:CodexAgent",
     "rehearse": "agentloop.agents.rehearse:RehearsalAgent",
 }
 

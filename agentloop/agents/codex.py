@@ -1,0 +1,188 @@
+"""The OpenAI Codex CLI adapter: `codex exec --json`, its runs and helper calls, its errors.
+
+Facts this relies on were measured on codex-cli 0.169.0 (tests/codex-cli/NOTES.md) and are
+re-checked by the tests against a fake Responses API (tests/fake_openai.py):
+
+- `codex exec` reads the prompt from standard input when the prompt argument is `-`;
+  `codex exec resume <thread id> -` continues a thread in a new process.
+- The loop's rules go in as `-c developer_instructions=<TOML string>`: Codex sends them as a
+  developer message after its own instructions, which it keeps (they teach its tools).
+- Developer runs: `--dangerously-bypass-approvals-and-sandbox` (no sandbox, never asks), since the
+  loop isolates every task's changes in their own change itself; `resume` takes no `-s`, so the
+  same flag serves both. The reviewer: `-s read-only` with approvals `never`, always a fresh
+  thread; a write is refused by the sandbox (tests/test_codex_agent.py proves it).
+- Codex reports tokens, never dollars: results say `cost_known=False` and cost 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import orjson
+
+from agentloop import proc
+from agentloop.agents import (LOOP_RULES, REVIEW_RULES, AgentResult, AgentRun, Answer, Failure,
+                              Models, clean)
+from agentloop.agents.codex_errors import classify
+from agentloop.agents.codex_stream import CodexLog, display, error_line, judge
+from agentloop.errors import ProcessError, ProgramNotFound
+
+ENV_VAR = "AGENT_LOOP_CODEX"
+# Codex 0.169.0's own default model for coding (its catalogue: "Latest workhorse model for
+# coding and everyday work") for tasks and reviews; its small one ("Fast and affordable model for
+# easier tasks") for the short helper calls, as Claude's adapter uses haiku there.
+MODELS = Models(task="gpt-6.1-sol", review="gpt-6.1-sol", helper="gpt-6-luna")
+INSTALL = "npm install -g @openai/codex"
+
+COMMON = ("--json", "--skip-git-repo-check")
+FULL_ACCESS = ("--dangerously-bypass-approvals-and-sandbox",)
+# Read-only sandbox, and nothing outside it is ever granted (exec cannot ask anyway).
+READ_ONLY = ("-s", "read-only", "-c", 'approval_policy="never"')
+
+
+def toml_string(text: str) -> str:
+    """`text` as a TOML basic string, for a `-c key=value` override.
+
+    JSON's escapes (\\n, \\", \\\\, \\uXXXX) are TOML's too; non-ASCII stays as it is (a
+    character beyond U+FFFF would need TOML's \\U form), and DEL, which JSON leaves bare but
+    TOML forbids, is escaped.
+    """
+    return json.dumps(clean(text), ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _stamp() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _answer_from(stdout: str) -> tuple[str, str | None]:
+    """The last agent message of a JSONL run, and its failure, if any."""
+    text, failure = "", None
+    for line in stdout.splitlines():
+        try:
+            event: Any = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        item = event.get("item")
+        if event.get("type") == "item.completed" and isinstance(item, dict) \
+                and item.get("type") == "agent_message" and isinstance(item.get("text"), str):
+            text = item["text"]
+        elif event.get("type") == "turn.failed":
+            error = event.get("error")
+            failure = display(error.get("message") if isinstance(error, dict) else error, 300)
+    return text, failure
+
+
+class CodexAgent:
+    """Runs `codex exec --json`, one process per run."""
+
+    name = "codex"
+    models = MODELS
+
+    def __init__(self, program: str | None = None, env: Mapping[str, str] | None = None) -> None:
+        given = program or (env or os.environ).get(ENV_VAR) or "codex"
+        # Resolved now, against the user's cwd: the agent itself runs from the project root.
+        self.program = shutil.which(given) or given
+        self.env = env
+
+    def check(self) -> None:
+        """Fail early, in one line, when the codex program is missing."""
+        if shutil.which(self.program) is None:
+            raise ProgramNotFound(f"codex not found ({self.program}): install the Codex CLI "
+                                  f"({INSTALL}) or point --agent-program / ${ENV_VAR} at it")
+
+    def classify(self, result: AgentResult, now: datetime) -> Failure:
+        """Codex's error messages, read by agentloop.agents.codex_errors."""
+        return classify(result, now)
+
+    def argv(self, request: AgentRun) -> list[str]:
+        """The command line for one run; the prompt goes on standard input (`-`)."""
+        if request.read_only:
+            if request.resume:
+                raise ValueError("a read-only run is always a fresh session")
+            return [self.program, "exec", *COMMON, *READ_ONLY, "-m", request.model,
+                    "-c", "developer_instructions=" + toml_string(REVIEW_RULES), "-"]
+        rules = ("-c", "developer_instructions=" + toml_string(LOOP_RULES))
+        if request.resume:
+            # After `--` a thread id is never read as an option.
+            return [self.program, "exec", "resume", *COMMON, *FULL_ACCESS, "-m", request.model,
+                    *rules, "--", request.resume, "-"]
+        return [self.program, "exec", *COMMON, *FULL_ACCESS, "-m", request.model, *rules, "-"]
+
+    def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
+        """Run once, streaming into the logs, and judge the result."""
+        argv = self.argv(request)
+        request.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(request.log, "w", encoding="utf-8", errors="replace") as readable, \
+                open(request.raw_log, "wb") as raw:
+            log = CodexLog(readable, raw, on_activity)
+            log.write(self._header(request, argv))
+            start = time.monotonic()
+            try:
+                done = proc.stream(argv, log.feed, cwd=request.cwd, env=self.env,
+                                   timeout=request.timeout,
+                                   stdin=clean(request.prompt).encode("utf-8"))
+            except BaseException:
+                log.write(f"\n== stopped at {_stamp()}: interrupted ==")
+                raise
+            result = judge(done.returncode, done.timed_out, log, done.stderr_tail, request,
+                           time.monotonic() - start)
+            log.write(self._footer(result, done.stderr_tail))
+        return result
+
+    def ask(self, prompt: str, model: str, cwd: Path, timeout: float = 180) -> Answer:
+        """A fresh read-only call that keeps no session (`--ephemeral`): the retry advisor,
+        commit messages. Never raises for its own problems; Ctrl+C goes through."""
+        argv = [self.program, "exec", *COMMON, "--ephemeral", *READ_ONLY, "-m", model, "-"]
+        try:
+            done = proc.run(argv, cwd=cwd, env=self.env, check=False, timeout=timeout,
+                            guarded=True, input=clean(prompt))
+        except ProgramNotFound:
+            return Answer("", error=f"{self.program} not found")
+        except ProcessError as exc:  # a timeout, or a program that cannot start
+            if isinstance(exc.__cause__, subprocess.TimeoutExpired):
+                return Answer("", error=f"timed out after {timeout}s")
+            return Answer("", error=str(exc).splitlines()[0][:300])
+        except (OSError, ValueError) as exc:
+            return Answer("", error=f"could not start {self.program}: {exc}")
+        text, failure = _answer_from(done.stdout)
+        if failure or done.returncode != 0:
+            why = failure or display(error_line(done.stderr), 300)
+            return Answer(text, 0.0, f"exit {done.returncode}: {why}")
+        if not text:
+            return Answer("", 0.0, "codex gave no answer")
+        return Answer(text, 0.0, None)
+
+    def _header(self, request: AgentRun, argv: list[str]) -> str:
+        shown = [a if len(a) < 80 else f"<{len(a)} chars>" for a in argv] + ["< prompt on stdin"]
+        lines = [f"== agent-loop · {_stamp()} =="]
+        lines += [f"{key}: {value}" for key, value in request.header]
+        lines += [f"session: {'resuming ' + request.resume if request.resume else 'new'}",
+                  f"command: {' '.join(shown)}"]
+        if request.budget_usd is not None:
+            lines.append("budget: not enforced (codex has no spending cap and reports no cost)")
+        lines += ["", "-- prompt --", request.prompt.rstrip(), "", "-- agent --"]
+        return "\n".join(lines)
+
+    def _footer(self, r: AgentResult, stderr: str) -> str:
+        tokens = ", ".join(f"{k.replace('_tokens', '').replace('_input', '')} {v}"
+                           for k, v in r.usage.items())
+        lines = ["", f"== finished at {_stamp()}: "
+                 + ("success ==" if r.ok else f"FAILED: {r.error} ==")]
+        if r.text:
+            lines += ["-- result --", r.text.rstrip()]
+        lines += [f"exit code: {r.exit_code}", f"session: {r.session_id}",
+                  "cost: unknown (codex reports tokens only)",
+                  f"tokens: {tokens or 'none reported'}",
+                  f"turns: {r.num_turns}", f"duration: {r.duration_ms} ms"]
+        if stderr.strip():
+            lines += ["-- stderr (last lines) --", stderr.rstrip()[-4000:]]
+        return "\n".join(lines)
