@@ -267,8 +267,8 @@ def stream_events(reply: Message | Shell | Patch, model: str, input_tokens: int,
 class FakeOpenAI:
     """The server. Use as a context manager, or `start()` and `stop()`.
 
-    `script(reply, ...)` queues replies, answered in order; scripted replies win over the
-    directives. `final_text` is the final message when the task has no SAY line.
+    `script(reply, ..., model=...)` queues replies, answered in order by the requests for that
+    model; scripted replies win over the directives. `final_text` is the final message when the task has no SAY line.
     """
 
     def __init__(self, input_tokens: int = 100, output_tokens: int = 20, cached_tokens: int = 0,
@@ -278,7 +278,8 @@ class FakeOpenAI:
         self.cached_tokens = cached_tokens
         self.final_text = final_text
         self._lock = threading.Lock()
-        self._queue: list[Reply] = []
+        # (model substring or None for any model, reply), in the order they were scripted
+        self._queue: list[tuple[str | None, Reply]] = []
         self._requests: list[Request] = []
         self._stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -309,16 +310,17 @@ class FakeOpenAI:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def script(self, *replies: Reply) -> None:
-        """Queue replies, answered in order by the next Responses requests."""
+    def script(self, *replies: Reply, model: str | None = None) -> None:
+        """Queue replies, answered in order by requests for a model whose id contains `model`
+        (any model when None)."""
         with self._lock:
-            self._queue.extend(replies)
+            self._queue.extend((model, r) for r in replies)
 
     @property
     def pending(self) -> list[Reply]:
         """Scripted replies not used yet."""
         with self._lock:
-            return list(self._queue)
+            return [reply for _, reply in self._queue]
 
     @property
     def requests(self) -> list[Request]:
@@ -339,8 +341,12 @@ class FakeOpenAI:
             self._requests.append(request)
 
     def _reply_for(self, request: Request) -> Reply:
+        reply: Reply = Directed()
         with self._lock:
-            reply = self._queue.pop(0) if self._queue else Directed()
+            for i, (model, _) in enumerate(self._queue):
+                if model is None or model in (request.model or ""):
+                    reply = self._queue.pop(i)[1]
+                    break
         if isinstance(reply, Directed):
             return directive_reply(request.body, self.final_text)
         return reply
