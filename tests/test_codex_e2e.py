@@ -200,3 +200,16 @@ def test_ctrl_c_exits_130_and_resumes_cleanly(tmp_path: Path, fake_openai: FakeO
     again = agent_loop(work, env)
     assert again.returncode == 0, again.stderr
     assert [t["status"] for t in tasks_of(work)] == ["completed"] * 3
+
+
+def test_commit_messages_come_from_codex_small_model(tmp_path: Path,
+                                                     fake_openai: FakeOpenAI) -> None:
+    work, env = project(tmp_path, fake_openai, "## G\n- WRITE one.txt: one\n", vcs="git")
+    fake_openai.script(Message('{"subject": "Add one.txt", "body": "The first file."}'),
+                       model=MODELS.helper)
+    done = agent_loop(work, env, vcs="git")
+    assert done.returncode == 0, done.stderr
+    ((_, subject, files),) = git_commits(work)
+    assert subject == "agent-loop: G / Add one.txt" and files == ["one.txt"]
+    (helper,) = [r for r in fake_openai.responses_requests() if r.model == MODELS.helper]
+    assert "one.txt" in last_user_text(helper.body)
