@@ -8,7 +8,6 @@ reach (beyond a symlinked folder, outside the tree) is never read or written thr
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import stat
 from pathlib import Path
@@ -50,11 +49,15 @@ def state_of(root: Path, rel: str, keep_in: GitCmdObjectDB | None = None) -> str
     if not stat.S_ISREG(st.st_mode):
         return "other"
     mode = "100755" if st.st_mode & 0o111 else "100644"
-    data = full.read_bytes()
-    if keep_in is not None:
-        sha = keep_in.store(IStream("blob", len(data), io.BytesIO(data))).hexsha.decode()
-    else:
-        sha = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    with open(full, "rb") as f:  # streamed in chunks: memory stays flat whatever the file's size
+        size = os.fstat(f.fileno()).st_size
+        if keep_in is not None:
+            sha = keep_in.store(IStream("blob", size, f)).hexsha.decode()
+        else:
+            digest = hashlib.sha1(b"blob %d\0" % size)
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+            sha = digest.hexdigest()
     return f"{mode}:{sha}"
 
 
