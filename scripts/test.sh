@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need, then runs them.
 #   - a virtual environment in .venv with agent-loop and its `test` extra
-#   - the pinned Claude Code CLI in tests/claude-cli (npm ci, from package-lock.json)
+#   - the pinned Claude Code CLI in tests/claude-cli and Codex CLI in tests/codex-cli (npm ci,
+#     from their package-lock.json files)
 #   - jj, built once per machine from crates.io by scripts/install-jj.sh
 # Extra arguments go to pytest.
 set -euo pipefail
@@ -10,6 +11,7 @@ python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test]'
 npm ci --prefix tests/claude-cli --no-audit --no-fund --loglevel=error
+npm ci --prefix tests/codex-cli --no-audit --no-fund --loglevel=error
 jj_dir=$(bash scripts/install-jj.sh | tail -n 1)
 export PATH="$jj_dir:$PATH"
 jj --version

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.claude_cli"]
+pytest_plugins = ["tests.claude_cli", "tests.codex_cli"]
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -57,7 +57,8 @@ def hermetic_seal(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
         monkeypatch.setenv("PATH", JJ_DIR + os.pathsep + os.environ["PATH"])
     # The tool must never reach a real Claude from a test, whatever the developer has set.
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_OAUTH_TOKEN",
-                "AGENT_LOOP_CLAUDE", "NO_COLOR"):
+                "AGENT_LOOP_CLAUDE", "NO_COLOR", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+                "CODEX_HOME", "AGENT_LOOP_CODEX"):
         monkeypatch.delenv(var, raising=False)
     # Tests run as root here (and in CI); the real CLI then wants IS_SANDBOX=1, and so does
     # agent-loop's own check. Tests of the refusal remove it.

@@ -24,7 +24,6 @@ from tests.fake_openai import (FakeOpenAI, Hang, Message, Patch, Shell, add_file
 
 # The fixtures, imported rather than registered as a plugin (conftest.py registers only
 # tests.claude_cli).
-from tests.codex_cli import codex_bin, fake_openai  # noqa: E402,F401
 
 
 @pytest.fixture

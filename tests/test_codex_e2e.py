@@ -28,7 +28,6 @@ from tests.fake_openai import (Directed, FakeOpenAI, Hang, HttpError, Message, R
 from tests.test_run_vcs import git_commits, init_repo, jj_changes
 
 # The fixtures, imported rather than registered as a plugin.
-from tests.codex_cli import fake_openai  # noqa: E402,F401
 
 TASKS = """\
 ## Backend

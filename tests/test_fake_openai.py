@@ -16,7 +16,6 @@ from tests.fake_openai import (PATCH_TOOL, SHELL_TOOL, FakeOpenAI, Message, Patc
                                server_error, tool_outputs, unauthorized, usage_limit)
 
 # The fixtures, imported rather than registered as a plugin.
-from tests.codex_cli import fake_openai  # noqa: E402,F401
 
 RULES = 'developer_instructions="RULES FOR THE TEST"'
 
