@@ -8,7 +8,6 @@ into our own exceptions carrying the command and its output.
 
 from __future__ import annotations
 
-import atexit
 import errno
 import os
 import select
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import IO, Callable, Iterator, Mapping
 
 from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
+from agentloop.watchdog import die_with_parent, watchdog
 
 # Grace between the signals of an escalating stop (SIGINT -> SIGTERM -> SIGKILL).
 STOP_GRACE_SECONDS = 3.0
@@ -77,7 +77,7 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
     runs in a process group of its own, which the watchdog kills should we die first and which
     we kill as a whole on a timeout or Ctrl+C, so it never outlives agent-loop.
     """
-    watched = guarded and _watchdog.ready()
+    watched = guarded and watchdog.ready()
     try:
         child = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
                                  stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
@@ -89,7 +89,7 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
         raise ProcessError(_cannot_run(argv, exc), argv) from exc
     group = child.pid if watched else None
     if group is not None:
-        _watchdog.tell("start", group)
+        watchdog.tell("start", group)
     try:
         stdout, stderr = child.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
@@ -102,7 +102,7 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
         raise
     finally:
         if group is not None:
-            _watchdog.tell("end", group)
+            watchdog.tell("end", group)
     result = Completed(argv, child.returncode, stdout, stderr)
     if check and child.returncode != 0:
         output = (stderr or stdout).strip()
@@ -165,106 +165,6 @@ def _escalate(proc: subprocess.Popen[bytes], grace: float) -> None:
     proc.wait()
 
 
-def _die_with_parent() -> Callable[[], None] | None:
-    """A pre-exec hook that makes the kernel kill the agent if agent-loop itself is SIGKILLed.
-
-    Used only when the watchdog cannot start: a pre-exec hook forces a full fork() of our
-    process, which costs a few milliseconds a run. Linux only; elsewhere None.
-    """
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def hook() -> None:
-        # Resolved before fork: the child calls into libc only, no imports, no locks.
-        prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the parent died before the hook ran
-            os._exit(1)
-    return hook
-
-
-# The watchdog's script: keep the process groups of the agents that run now; when our end of the
-# pipe closes (agent-loop exited, or was killed), kill those left. dash's kill takes no `--`.
-WATCHDOG = """groups=
-while read -r word group; do
-    case $word in
-    start) groups="$groups $group" ;;
-    end) left=; for g in $groups; do [ "$g" = "$group" ] || left="$left $g"; done; groups=$left ;;
-    esac
-done
-for g in $groups; do kill -9 -"$g" 2>/dev/null; done
-exit 0"""
-
-
-class _Watchdog:
-    """One small `sh` per agent-loop process that kills the agents' groups if we die first.
-
-    The agent runs in a session of its own, so nothing else would stop it, or what it started
-    (a test run, a build, a server), when agent-loop is SIGKILLed. The watchdog lives in its own
-    session too and reads a pipe only we can write to: it hears which groups run, and when the
-    pipe closes with some still running, it kills them.
-    """
-
-    def __init__(self) -> None:
-        self._pipe: int | None = None
-        self._process: subprocess.Popen[bytes] | None = None
-        self._lock = threading.Lock()
-
-    def ready(self) -> bool:
-        """Start the watchdog if it is not running; False when it cannot run."""
-        with self._lock:
-            return self._pipe is not None or self._start()
-
-    def tell(self, word: str, group: int) -> None:
-        """"start" or "end" of the agent in process group `group`."""
-        with self._lock:
-            for _ in range(2):  # a watchdog that died is replaced once
-                if self._pipe is None and not self._start():
-                    return
-                assert self._pipe is not None
-                try:
-                    os.write(self._pipe, f"{word} {group}\n".encode())
-                    return
-                except OSError:
-                    os.close(self._pipe)
-                    self._pipe = None
-
-    def _start(self) -> bool:
-        read_end, write_end = os.pipe()  # not inheritable: no other child holds our end
-        try:
-            self._process = subprocess.Popen(
-                ["/bin/sh", "-c", WATCHDOG], stdin=read_end, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, start_new_session=True)
-        except OSError:
-            os.close(write_end)
-            return False
-        finally:
-            os.close(read_end)
-        self._pipe = write_end
-        atexit.register(self.close)
-        return True
-
-    def close(self) -> None:
-        """At a normal exit: let the watchdog go (no agent runs any more) and reap it."""
-        with self._lock:
-            if self._pipe is not None:
-                os.close(self._pipe)
-                self._pipe = None
-            if self._process is not None:
-                try:
-                    self._process.wait(timeout=2)
-                except subprocess.TimeoutExpired:
-                    self._process.kill()
-                self._process = None
-
-
-_watchdog = _Watchdog()
-
-
 def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | None = None,
            env: Mapping[str, str] | None = None, timeout: float | None = None,
            stdin: bytes | None = None) -> Streamed:
@@ -275,7 +175,7 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     pre-exec hook: stderr goes to a temporary file, and the watchdog stands in for the kernel's
     parent-death signal, so a run costs one fork of ours (see scripts/bench_overhead.py).
     """
-    watched = _watchdog.ready()
+    watched = watchdog.ready()
     errors = tempfile.TemporaryFile()
     # A prompt of any size goes through a file: a pipe could fill while we wait on stdout.
     given = None
@@ -288,7 +188,7 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
                                 stdin=given if given is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=errors,
                                 start_new_session=True,
-                                preexec_fn=None if watched else _die_with_parent())
+                                preexec_fn=None if watched else die_with_parent())
     except FileNotFoundError as exc:
         errors.close()
         raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
@@ -299,7 +199,7 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         if given is not None:
             given.close()  # the child has its own copy of the descriptor
     assert proc.stdout is not None
-    _watchdog.tell("start", proc.pid)
+    watchdog.tell("start", proc.pid)
     deadline = None if timeout is None else time.monotonic() + timeout
     timed_out = False
     try:
@@ -319,7 +219,7 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         stop_group(proc)
         raise
     finally:
-        _watchdog.tell("end", proc.pid)
+        watchdog.tell("end", proc.pid)
         proc.stdout.close()
         tail = _tail(errors)
         errors.close()

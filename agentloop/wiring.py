@@ -18,7 +18,8 @@ from agentloop.plan import exhausted
 from agentloop.project import Project, load_state
 from agentloop.runner import run_tasks
 from agentloop.state import State, TaskState, now
-from agentloop.vcs import Change, open_vcs
+from agentloop.vcs import Change
+from agentloop.vcs.choose import open_vcs
 
 DEFAULT_AGENT = "claude"
 

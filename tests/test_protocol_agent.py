@@ -16,7 +16,7 @@ from agentloop.agents import (OTHER, TRANSIENT, AgentResult, AgentRun, Answer, F
                               Totals)
 from agentloop.events import Event
 from agentloop.retry import advise
-from agentloop.vcs import open_vcs
+from agentloop.vcs.choose import open_vcs
 from tests.harness import make_run
 from tests.test_retries import FakeClock
 

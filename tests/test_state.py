@@ -14,7 +14,7 @@ import orjson
 import pytest
 from freezegun import freeze_time
 
-from agentloop import state as state_mod
+from agentloop import records, state as state_mod
 from agentloop.errors import StateError, StateLocked
 from agentloop.state import Attempt, State, Store, TaskState
 
@@ -78,7 +78,7 @@ def test_older_schema_is_upgraded(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
             t["summary"] = t["summary"].upper()
         return {**data, "schema_version": 2}
 
-    monkeypatch.setattr(state_mod, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(records, "SCHEMA_VERSION", 2)
     monkeypatch.setitem(state_mod.UPGRADES, 1, one_to_two)
     loaded = store.load()
     assert loaded is not None and loaded.tasks[0].summary == "TASK 1"

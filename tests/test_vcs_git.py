@@ -10,7 +10,8 @@ import pytest
 
 from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.vcs import Change, open_vcs
+from agentloop.vcs import Change
+from agentloop.vcs.choose import open_vcs
 from agentloop.vcs.git import GitVcs
 
 

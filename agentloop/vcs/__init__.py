@@ -73,39 +73,3 @@ def relative_to(path: Path, root: Path) -> str | None:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return None
-
-
-def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False) -> Vcs:
-    """The backend for `kind` (auto, jj, git or none); nothing is changed until prepare()."""
-    # Imported here: `--status` imports this package for find_root and must stay fast.
-    from agentloop.errors import ProgramNotFound, VcsError
-
-    if kind == "none":
-        from agentloop.vcs.none import NoneVcs
-        return NoneVcs()
-    if kind == "git":
-        from agentloop.vcs.git import GitVcs
-        return GitVcs(root, task_file, allow_dirty)
-    if kind not in ("jj", "auto"):
-        raise VcsError(f"unknown version control {kind!r}: choose one of {', '.join(KINDS)}")
-    repo = find_root(root)
-    if repo is not None and (repo / ".git").is_file() and not (repo / ".jj").is_dir():
-        # A git worktree (or submodule): its .git is a file, and jj cannot colocate there.
-        if kind == "jj":
-            raise VcsError(f"{repo} is a git worktree, where jj cannot colocate: run in the "
-                           "main repository, or use --vcs git")
-        from agentloop.vcs.git import GitVcs
-        return GitVcs(root, task_file, allow_dirty,
-                      note=f"{repo} is a git worktree, where jj cannot colocate: using git")
-    from agentloop.vcs.jj import JjVcs, jj_root
-    try:
-        found = jj_root(root)
-    except ProgramNotFound:
-        if kind == "jj":
-            raise VcsError("jj is not installed or not on PATH") from None
-        if repo is not None and (repo / ".jj").is_dir() and not (repo / ".git").exists():
-            raise VcsError(f"{repo} is a jj repository, but jj is not installed or not on PATH")
-        from agentloop.vcs.git import GitVcs
-        return GitVcs(root, task_file, allow_dirty)
-    # With jj the user's uncommitted work stays in its own change, so allow_dirty is moot.
-    return JjVcs(found or root, task_file, initialized=found is not None)
