@@ -25,14 +25,12 @@ from dataclasses import replace
 from agentloop.agentrun import run_agent
 from agentloop.agents import BLOCKING, LIMIT, TRANSIENT
 from agentloop.checks import review_note
-from agentloop.outcome import Outcome
 from agentloop.context import Run
 from agentloop.errors import AgentBlocked
 from agentloop.events import ReviewStarted, ReviewVerdict
 from agentloop.outcome import Outcome, fix_run
-from agentloop.report import BLOCKED, FATAL, Report, first_line
-from agentloop.report import parse as parse_report
-from agentloop.state import State, TaskState, now
+from agentloop.report import BLOCKED, FATAL, first_line
+from agentloop.state import State, TaskState
 from agentloop.verdict import Verdict, cut_diff, fix_prompt, parse_verdict, review_prompt
 from agentloop.verify import verify
 from agentloop.waits import classify, wait_for_limit

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -21,8 +20,10 @@ from agentloop import proc
 from agentloop.agents import (LOOP_RULES, REVIEW_RULES, AgentResult, AgentRun, Answer, Failure,
                               Models)
 from agentloop.agents.claude_errors import ROOT_REFUSAL, classify
-from agentloop.agents.claude_stream import StreamLog, display, judge
-from agentloop.errors import AgentBlocked, ProcessError, ProgramNotFound
+from agentloop.agents.claude_stream import StreamLog, judge
+from agentloop.agents.common import (display, helper_call, log_footer, log_header, open_logs,
+                                     stamp)
+from agentloop.errors import AgentBlocked, ProgramNotFound
 
 ENV_VAR = "AGENT_LOOP_CLAUDE"
 MODELS = Models(task="opus", review="sonnet", helper="haiku")
@@ -45,16 +46,11 @@ READ_ONLY_FLAGS = ("--tools", "Read,Grep,Glob", "--disallowedTools",
                    "Write,Edit,NotebookEdit,Bash", "--permission-mode", "dontAsk",
                    "--strict-mcp-config")
 
-ROOT_REFUSAL = "cannot be used with root/sudo privileges"
 ROOT_ADVICE = ("claude refuses --dangerously-skip-permissions when run as root; run agent-loop as "
                "a normal user, or set IS_SANDBOX=1 if this machine is a disposable sandbox")
 
 ROOT_ADVICE = ("claude refuses --dangerously-skip-permissions when run as root; run agent-loop as "
                "a normal user, or set IS_SANDBOX=1 if this machine is a disposable sandbox")
-
-
-def _stamp() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def ask(program: str, model: str, prompt: str, cwd: Path, env: Mapping[str, str] | None = None,
@@ -65,17 +61,9 @@ def ask(program: str, model: str, prompt: str, cwd: Path, env: Mapping[str, str]
     """
     argv = [program, "-p", "--output-format", "json", "--model", model, "--tools", "",
             "--no-session-persistence"]
-    try:
-        done = proc.run(argv, cwd=cwd, env=env, check=False, timeout=timeout, guarded=True,
-                        input=prompt)
-    except ProgramNotFound:
-        return Answer("", error=f"{program} not found")
-    except ProcessError as exc:  # a timeout, or a program that cannot start
-        if isinstance(exc.__cause__, subprocess.TimeoutExpired):
-            return Answer("", error=f"timed out after {timeout}s")
-        return Answer("", error=str(exc).splitlines()[0][:300])
-    except (OSError, ValueError) as exc:
-        return Answer("", error=f"could not start {program}: {exc}")
+    done = helper_call(argv, prompt, cwd, env, timeout)
+    if isinstance(done, Answer):
+        return done
     try:
         answer = orjson.loads(done.stdout)
     except orjson.JSONDecodeError:
@@ -149,9 +137,7 @@ class ClaudeAgent:
     def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
         """Run once, streaming into the logs, and judge the result."""
         argv = self.argv(request)
-        request.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(request.log, "w", encoding="utf-8", errors="replace") as readable, \
-                open(request.raw_log, "wb") as raw:
+        with open_logs(request) as (readable, raw):
             log = StreamLog(readable, raw, on_activity)
             log.write(self._header(request, argv))
             try:
@@ -159,7 +145,7 @@ class ClaudeAgent:
                                    timeout=request.timeout,
                                    stdin=request.prompt.encode("utf-8", "replace"))
             except BaseException:
-                log.write(f"\n== stopped at {_stamp()}: interrupted ==")
+                log.write(f"\n== stopped at {stamp()}: interrupted ==")
                 raise
             if ROOT_REFUSAL in done.stderr_tail:
                 log.write(f"\n== refused: {done.stderr_tail.strip()} ==")
@@ -169,27 +155,11 @@ class ClaudeAgent:
         return result
 
     def _header(self, request: AgentRun, argv: list[str]) -> str:
-        shown = [a if len(a) < 80 else f"<{len(a)} chars>" for a in argv] + ["< prompt on stdin"]
-        lines = [f"== agent-loop · {_stamp()} =="]
-        lines += [f"{key}: {value}" for key, value in request.header]
-        lines += [f"session: {'resuming ' + request.resume if request.resume else 'new'}",
-                  f"command: {' '.join(shown)}", "", "-- prompt --", request.prompt.rstrip(),
-                  "", "-- agent --"]
-        return "\n".join(lines)
+        return log_header(request, argv)
 
     def _footer(self, r: AgentResult, stderr: str, resumed: bool) -> str:
-        tokens = ", ".join(f"{k.replace('_tokens', '').replace('_input', '')} {v}"
-                           for k, v in r.usage.items())
-        lines = ["", f"== finished at {_stamp()}: "
-                 + ("success ==" if r.ok else f"FAILED: {r.error} ==")]
-        if r.text:
-            lines += ["-- result --", r.text.rstrip()]
-        lines += [f"exit code: {r.exit_code}", f"session: {r.session_id}",
-                  f"cost: ${r.cost_usd:.4f}" + (f" (the session: ${r.totals.cost_usd:.4f})" if resumed else ""),
-                  f"tokens: {tokens or 'none reported'}",
-                  f"turns: {r.num_turns}", f"duration: {r.duration_ms} ms"]
-        if r.permission_denials:
-            lines.append(f"permission denials: {r.permission_denials}")
-        if stderr.strip():
-            lines += ["-- stderr (last lines) --", stderr.rstrip()[-4000:]]
-        return "\n".join(lines)
+        # total_cost_usd adds up over a resumed session: the log shows both.
+        cost = f"${r.cost_usd:.4f}" + (f" (the session: ${r.totals.cost_usd:.4f})"
+                                       if resumed else "")
+        notes = [f"permission denials: {r.permission_denials}"] if r.permission_denials else []
+        return log_footer(r, cost, stderr, notes)

@@ -7,18 +7,11 @@ downstream (the state, the console, a --resume argument) ever holds a stray type
 from __future__ import annotations
 
 import math
-import re
 from typing import IO, Any, Callable
 
-import orjson
 
 from agentloop.agents import AgentResult, AgentRun, Totals
-
-
-def display(value: Any, limit: int = 160) -> str:
-    text = value if isinstance(value, str) else orjson.dumps(value).decode()
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+from agentloop.agents.common import JsonLog, display
 
 
 def describe_tool(name: str, args: dict[str, Any]) -> str:
@@ -29,47 +22,20 @@ def describe_tool(name: str, args: dict[str, Any]) -> str:
     return name
 
 
-_OBJECT_START = re.compile(rb"[ \t]*\{")
 
 
-class StreamLog:
+class StreamLog(JsonLog):
     """Turns stream-json lines into a readable log and remembers what matters for the result."""
 
     def __init__(self, readable: IO[str], raw: IO[bytes], on_activity: Callable[[str], None]) -> None:
-        self.readable = readable
-        self.raw = raw
-        self.on_activity = on_activity
+        super().__init__(readable, raw, on_activity)
         self.session_id: str | None = None
         self.result: dict[str, Any] | None = None
-        self.garbage = 0
         self.rate_limit: dict[str, Any] | None = None
         self.model: str | None = None
 
-    def write(self, text: str) -> None:
-        """Add lines to the readable log and flush, so `tail -f` follows along."""
-        self.readable.write(text.rstrip("\n") + "\n")
-        self.readable.flush()
-
-    def feed(self, line: bytes) -> None:
-        """Handle one line of the agent's stdout."""
-        self.raw.write(line)  # in two writes: a copy of a long line would double its memory
-        if not line.endswith(b"\n"):
-            self.raw.write(b"\n")
-        self.raw.flush()
-        if not line.strip():
-            return
-        event = None
-        # Only what can be an object is parsed: a failed parse keeps a copy of the whole line.
-        if _OBJECT_START.match(line) and line.rstrip(b"\r\n").endswith(b"}"):
-            try:
-                event = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                pass
-        if not isinstance(event, dict):
-            self.garbage += 1
-            # Only the start is shown: a line can be megabytes (proc.MAX_LINE_BYTES) of anything.
-            self.write(f"[not JSON] {display(line[:1200].decode('utf-8', 'replace'), 300)}")
-            return
+    def event(self, event: dict[str, Any]) -> None:
+        """One line of Claude's stream-json."""
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init":
             self.session_id = _str(event.get("session_id")) or self.session_id

@@ -19,9 +19,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -31,8 +30,10 @@ from agentloop import proc
 from agentloop.agents import (LOOP_RULES, REVIEW_RULES, AgentResult, AgentRun, Answer, Failure,
                               Models, clean)
 from agentloop.agents.codex_errors import classify
-from agentloop.agents.codex_stream import CodexLog, display, error_line, judge
-from agentloop.errors import ProcessError, ProgramNotFound
+from agentloop.agents.codex_stream import CodexLog, error_line, judge
+from agentloop.agents.common import (display, helper_call, log_footer, log_header, open_logs,
+                                     stamp)
+from agentloop.errors import ProgramNotFound
 
 ENV_VAR = "AGENT_LOOP_CODEX"
 # Codex 0.169.0's own default model for coding (its catalogue: "Latest workhorse model for
@@ -55,10 +56,6 @@ def toml_string(text: str) -> str:
     TOML forbids, is escaped.
     """
     return json.dumps(clean(text), ensure_ascii=False).replace("\x7f", "\\u007f")
-
-
-def _stamp() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _answer_from(stdout: str) -> tuple[str, str | None]:
@@ -120,9 +117,7 @@ class CodexAgent:
     def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
         """Run once, streaming into the logs, and judge the result."""
         argv = self.argv(request)
-        request.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(request.log, "w", encoding="utf-8", errors="replace") as readable, \
-                open(request.raw_log, "wb") as raw:
+        with open_logs(request) as (readable, raw):
             log = CodexLog(readable, raw, on_activity)
             log.write(self._header(request, argv))
             start = time.monotonic()
@@ -131,7 +126,7 @@ class CodexAgent:
                                    timeout=request.timeout,
                                    stdin=clean(request.prompt).encode("utf-8"))
             except BaseException:
-                log.write(f"\n== stopped at {_stamp()}: interrupted ==")
+                log.write(f"\n== stopped at {stamp()}: interrupted ==")
                 raise
             result = judge(done.returncode, done.timed_out, log, done.stderr_tail, request,
                            time.monotonic() - start)
@@ -142,17 +137,9 @@ class CodexAgent:
         """A fresh read-only call that keeps no session (`--ephemeral`): the retry advisor,
         commit messages. Never raises for its own problems; Ctrl+C goes through."""
         argv = [self.program, "exec", *COMMON, "--ephemeral", *READ_ONLY, "-m", model, "-"]
-        try:
-            done = proc.run(argv, cwd=cwd, env=self.env, check=False, timeout=timeout,
-                            guarded=True, input=clean(prompt))
-        except ProgramNotFound:
-            return Answer("", error=f"{self.program} not found")
-        except ProcessError as exc:  # a timeout, or a program that cannot start
-            if isinstance(exc.__cause__, subprocess.TimeoutExpired):
-                return Answer("", error=f"timed out after {timeout}s")
-            return Answer("", error=str(exc).splitlines()[0][:300])
-        except (OSError, ValueError) as exc:
-            return Answer("", error=f"could not start {self.program}: {exc}")
+        done = helper_call(argv, clean(prompt), cwd, self.env, timeout)
+        if isinstance(done, Answer):
+            return done
         text, failure = _answer_from(done.stdout)
         if failure or done.returncode != 0:
             why = failure or display(error_line(done.stderr), 300)
@@ -162,27 +149,9 @@ class CodexAgent:
         return Answer(text, 0.0, None)
 
     def _header(self, request: AgentRun, argv: list[str]) -> str:
-        shown = [a if len(a) < 80 else f"<{len(a)} chars>" for a in argv] + ["< prompt on stdin"]
-        lines = [f"== agent-loop · {_stamp()} =="]
-        lines += [f"{key}: {value}" for key, value in request.header]
-        lines += [f"session: {'resuming ' + request.resume if request.resume else 'new'}",
-                  f"command: {' '.join(shown)}"]
-        if request.budget_usd is not None:
-            lines.append("budget: not enforced (codex has no spending cap and reports no cost)")
-        lines += ["", "-- prompt --", request.prompt.rstrip(), "", "-- agent --"]
-        return "\n".join(lines)
+        notes = (["budget: not enforced (codex has no spending cap and reports no cost)"]
+                 if request.budget_usd is not None else [])
+        return log_header(request, argv, notes)
 
     def _footer(self, r: AgentResult, stderr: str) -> str:
-        tokens = ", ".join(f"{k.replace('_tokens', '').replace('_input', '')} {v}"
-                           for k, v in r.usage.items())
-        lines = ["", f"== finished at {_stamp()}: "
-                 + ("success ==" if r.ok else f"FAILED: {r.error} ==")]
-        if r.text:
-            lines += ["-- result --", r.text.rstrip()]
-        lines += [f"exit code: {r.exit_code}", f"session: {r.session_id}",
-                  "cost: unknown (codex reports tokens only)",
-                  f"tokens: {tokens or 'none reported'}",
-                  f"turns: {r.num_turns}", f"duration: {r.duration_ms} ms"]
-        if stderr.strip():
-            lines += ["-- stderr (last lines) --", stderr.rstrip()[-4000:]]
-        return "\n".join(lines)
+        return log_footer(r, "unknown (codex reports tokens only)", stderr)

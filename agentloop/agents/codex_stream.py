@@ -10,28 +10,19 @@ field of an unexpected type counts as absent.
 
 from __future__ import annotations
 
-import re
 import shlex
 import time
 from datetime import datetime, timezone
 from typing import IO, Any, Callable
 
-import orjson
 
 from agentloop.agents import AgentResult, AgentRun, Totals
+from agentloop.agents.common import JsonLog, display
 from agentloop.agents.codex_errors import LIMIT_TEXT, http_status, parse_reset
 
 # Codex's usage keys -> the loop's. Codex counts cached tokens inside input_tokens (OpenAI's
 # convention); the loop, like Claude, keeps them apart, so input_tokens is the uncached rest.
 _TOOL_ITEMS = ("command_execution", "file_change", "mcp_tool_call", "web_search")
-_OBJECT_START = re.compile(rb"[ \t]*\{")
-
-
-def display(value: Any, limit: int = 160) -> str:
-    """One line of at most `limit` characters."""
-    text = value if isinstance(value, str) else orjson.dumps(value).decode()
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _str(value: Any) -> str | None:
@@ -70,13 +61,11 @@ def _command(item: dict[str, Any]) -> str:
     return words[2] if wrapped else command
 
 
-class CodexLog:
+class CodexLog(JsonLog):
     """Turns JSONL events into a readable log and remembers what matters for the result."""
 
     def __init__(self, readable: IO[str], raw: IO[bytes], on_activity: Callable[[str], None]) -> None:
-        self.readable = readable
-        self.raw = raw
-        self.on_activity = on_activity
+        super().__init__(readable, raw, on_activity)
         self.thread_id: str | None = None
         self.text = ""                       # the last agent_message
         self.usage: dict[str, int] | None = None
@@ -84,34 +73,8 @@ class CodexLog:
         self.errors: list[str] = []          # top-level error events, in order
         self.completed = False
         self.tool_calls = 0
-        self.garbage = 0
 
-    def write(self, text: str) -> None:
-        """Add lines to the readable log and flush, so `tail -f` follows along."""
-        self.readable.write(text.rstrip("\n") + "\n")
-        self.readable.flush()
-
-    def feed(self, line: bytes) -> None:
-        """Handle one line of the agent's stdout."""
-        self.raw.write(line)
-        if not line.endswith(b"\n"):
-            self.raw.write(b"\n")
-        self.raw.flush()
-        if not line.strip():
-            return
-        event = None
-        if _OBJECT_START.match(line) and line.rstrip(b"\r\n").endswith(b"}"):
-            try:
-                event = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                pass
-        if not isinstance(event, dict):
-            self.garbage += 1
-            self.write(f"[not JSON] {display(line[:1200].decode('utf-8', 'replace'), 300)}")
-            return
-        self._event(event)
-
-    def _event(self, event: dict[str, Any]) -> None:
+    def event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == "thread.started":
             self.thread_id = _str(event.get("thread_id")) or self.thread_id

@@ -1,0 +1,137 @@
+"""What every agent adapter does the same way: reading a JSON-lines stream into a raw log, one
+line for people, and a helper call whose launch problems become an Answer instead of an error."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from datetime import datetime, timezone
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any, Callable, Iterator, Mapping, Sequence
+
+import orjson
+
+from agentloop import proc
+from agentloop.agents import AgentResult, AgentRun, Answer
+from agentloop.errors import ProcessError, ProgramNotFound
+
+_OBJECT_START = re.compile(rb"[ \t]*\{")
+
+
+def display(value: Any, limit: int = 160) -> str:
+    """One line of at most `limit` characters."""
+    text = value if isinstance(value, str) else orjson.dumps(value).decode()
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def read_event(line: bytes, raw: IO[bytes]) -> tuple[bool, dict[str, Any] | None]:
+    """Keep one line of the agent's stdout in the raw log; (blank, the JSON object or None)."""
+    raw.write(line)  # in two writes: a copy of a long line would double its memory
+    if not line.endswith(b"\n"):
+        raw.write(b"\n")
+    raw.flush()
+    if not line.strip():
+        return True, None
+    # Only what can be an object is parsed: a failed parse keeps a copy of the whole line.
+    if _OBJECT_START.match(line) and line.rstrip(b"\r\n").endswith(b"}"):
+        try:
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            event = None
+        if isinstance(event, dict):
+            return False, event
+    return False, None
+
+
+def not_json(line: bytes) -> str:
+    """The log line for output that is no JSON object: only its start, a line can be megabytes."""
+    return f"[not JSON] {display(line[:1200].decode('utf-8', 'replace'), 300)}"
+
+
+def helper_call(argv: list[str], prompt: str, cwd: Path, env: Mapping[str, str] | None,
+                timeout: float) -> proc.Completed | Answer:
+    """Run a short helper call with the prompt on stdin; an Answer when it could not run."""
+    try:
+        return proc.run(argv, cwd=cwd, env=env, check=False, timeout=timeout, guarded=True,
+                        input=prompt)
+    except ProgramNotFound:
+        return Answer("", error=f"{argv[0]} not found")
+    except ProcessError as exc:  # a timeout, or a program that cannot start
+        if isinstance(exc.__cause__, subprocess.TimeoutExpired):
+            return Answer("", error=f"timed out after {timeout}s")
+        return Answer("", error=str(exc).splitlines()[0][:300])
+    except (OSError, ValueError) as exc:
+        return Answer("", error=f"could not start {argv[0]}: {exc}")
+
+
+class JsonLog:
+    """Turns an agent's JSON lines into a readable log as they come; subclasses read events."""
+
+    def __init__(self, readable: IO[str], raw: IO[bytes], on_activity: Callable[[str], None]) -> None:
+        self.readable = readable
+        self.raw = raw
+        self.on_activity = on_activity
+        self.garbage = 0
+
+    def write(self, text: str) -> None:
+        """Add lines to the readable log and flush, so `tail -f` follows along."""
+        self.readable.write(text.rstrip("\n") + "\n")
+        self.readable.flush()
+
+    def feed(self, line: bytes) -> None:
+        """Handle one line of the agent's stdout."""
+        blank, event = read_event(line, self.raw)
+        if blank:
+            return
+        if event is None:
+            self.garbage += 1
+            self.write(not_json(line))
+            return
+        self.event(event)
+
+    def event(self, event: dict[str, Any]) -> None:
+        """One JSON object from the agent."""
+        raise NotImplementedError
+
+
+@contextmanager
+def open_logs(request: AgentRun) -> Iterator[tuple[IO[str], IO[bytes]]]:
+    """The run's readable log and its raw JSONL beside it, open for writing."""
+    request.log.parent.mkdir(parents=True, exist_ok=True)
+    with open(request.log, "w", encoding="utf-8", errors="replace") as readable, \
+            open(request.raw_log, "wb") as raw:
+        yield readable, raw
+
+
+def stamp() -> str:
+    """Now, as the logs show it."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def log_header(request: AgentRun, argv: list[str], notes: Sequence[str] = ()) -> str:
+    """The top of a run's readable log: what ran, and the prompt it was given."""
+    shown = [a if len(a) < 80 else f"<{len(a)} chars>" for a in argv] + ["< prompt on stdin"]
+    lines = [f"== agent-loop · {stamp()} =="]
+    lines += [f"{key}: {value}" for key, value in request.header]
+    lines += [f"session: {'resuming ' + request.resume if request.resume else 'new'}",
+              f"command: {' '.join(shown)}", *notes, "", "-- prompt --",
+              request.prompt.rstrip(), "", "-- agent --"]
+    return "\n".join(lines)
+
+
+def log_footer(r: AgentResult, cost: str, stderr: str, notes: Sequence[str] = ()) -> str:
+    """The end of a run's readable log: how it ended, its result, what it used."""
+    tokens = ", ".join(f"{k.replace('_tokens', '').replace('_input', '')} {v}"
+                       for k, v in r.usage.items())
+    lines = ["", f"== finished at {stamp()}: "
+             + ("success ==" if r.ok else f"FAILED: {r.error} ==")]
+    if r.text:
+        lines += ["-- result --", r.text.rstrip()]
+    lines += [f"exit code: {r.exit_code}", f"session: {r.session_id}", f"cost: {cost}",
+              f"tokens: {tokens or 'none reported'}", f"turns: {r.num_turns}",
+              f"duration: {r.duration_ms} ms", *notes]
+    if stderr.strip():
+        lines += ["-- stderr (last lines) --", stderr.rstrip()[-4000:]]
+    return "\n".join(lines)
