@@ -1,37 +1,8 @@
 """Task files: markdown -> frozen Task records, parsed with marko's syntax tree.
 
-The user-facing rules (copied into the README):
-
-```markdown
-## Writing the task file
-
-The task file is plain markdown. agent-loop looks at two things only: `##` headings and
-list items.
-
-- **A task is one item of a list that starts at the left margin**: `- `, `* `, `+ `, or a
-  number such as `1. ` or `1) `. Numbers are ignored; tasks run in file order.
-- **Everything indented under an item belongs to that task**: more lines of text, nested
-  bullets, code blocks. The agent gets the task exactly as you wrote it, without the list
-  marker and without the item's indentation. A line right under an item that is not
-  indented also joins it (standard markdown "lazy" continuation); leave a blank line
-  after a task when the next line is prose.
-- **`## Heading` starts a group.** A line of text underlined with `---` is a `##` heading
-  too (put a blank line above `---` when you mean a horizontal rule). Tasks before the
-  first `##` heading form the group `(ungrouped)`, as do tasks under a `##` with no text.
-  A `#` title and `###` (or deeper) headings do not start a group: tasks under a `###`
-  belong to the `##` group above it. A heading with no tasks under it is fine.
-- **Checkboxes**: `- [ ] task` is an ordinary task. `- [x] task` (or `[X]`) means you did
-  it yourself: agent-loop skips it. The box is not part of the task text.
-- **Ignored**: paragraphs, block quotes (lists inside `>` are not tasks), code blocks at the
-  left margin (even if they hold `- ` lines), HTML and `<!-- comments -->`, tables, rules,
-  list items indented by four or more spaces (markdown reads those as code), and empty
-  items (`-` or `- [ ]` with nothing after it).
-- The file must be UTF-8 text (with or without a BOM; LF, CRLF or CR line ends) and hold at
-  least one task.
-- Each task's log is named `NNN-<group>--<task>`: its number in the file (at least three
-  digits) and the heading and the task's first line cut down to ASCII letters, digits and
-  `-`, for example `004-build--add-a-make-target`.
-```
+The rules as a user reads them are in README.md, "The task file"; `--dry-run` applies them.
+Check blocks (a fence whose info string is `agent-loop-checks`) are never tasks: one before the
+first `##` applies to every task, one under a `##` to that group's tasks (agentloop.verify).
 """
 
 from __future__ import annotations
@@ -41,7 +12,7 @@ import html
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
 
@@ -60,6 +31,8 @@ TASK_SLUG_LIMIT = 40
 # of that room is left for what a prompt adds to the task (learnings, retry notes, hints).
 MAX_TASK_BYTES = 64 * 1024
 
+# The info string of a fenced block of check commands, one shell line each; `#` lines are notes.
+CHECKS_FENCE = "agent-loop-checks"
 _MARKER = re.compile(r" {0,3}(?:\d{1,9}[.)]|[-+*])")
 _CHECKBOX = re.compile(r"\[([ \txX])\](?:[ \t]+|$)")
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
@@ -76,6 +49,7 @@ class Task:
     summary: str        # first line of text, whitespace folded, cut to about 60 characters
     log_name: str       # "NNN-<group-slug>--<task-slug>" (no extension), ASCII, unique
     checked: bool       # written as `- [x]`: already done by the author's word, skipped
+    checks: tuple[str, ...] = ()   # the plan's check commands for it: the file's, its group's
 
 
 @dataclass(frozen=True)
@@ -135,15 +109,23 @@ def parse(text: str) -> tuple[Task, ...]:
     """The tasks in a task file's text, in file order (empty if there are none)."""
     # marko also turns CRLF and CR into LF; doing it first keeps its offsets equal to ours.
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-    return tuple(_task(index, *item) for index, item in enumerate(_items(text), 1))
+    checks: dict[str | None, list[str]] = {}
+    items = list(_items(text, checks))
+    return tuple(replace(_task(index, *item),
+                         checks=tuple(dict.fromkeys(checks.get(None, []) +
+                                                    checks.get(item[0], []))))
+                 for index, item in enumerate(items, 1))
 
 
-def _items(text: str) -> Iterator[tuple[str, int, str, bool]]:
-    """(group, line, text, checked) of each non-empty top-level list item."""
-    group, line, counted_to = UNGROUPED, 1, 0
+def _items(text: str, checks: dict[str | None, list[str]]) -> Iterator[tuple[str, int, str, bool]]:
+    """(group, line, text, checked) of each non-empty top-level list item; the check blocks go
+    into `checks` (None: before the first group, for the whole file)."""
+    group, line, counted_to, grouped = UNGROUPED, 1, 0, False
     for node in _Parser().parse(text).children:
         if isinstance(node, (block.Heading, block.SetextHeading)) and node.level == 2:
-            group = " ".join(_plain(node.children).split()) or UNGROUPED
+            group, grouped = " ".join(_plain(node.children).split()) or UNGROUPED, True
+        elif isinstance(node, block.FencedCode) and node.lang == CHECKS_FENCE:
+            checks.setdefault(group if grouped else None, []).extend(check_lines(node))
         elif isinstance(node, block.List):
             for item in node.children:
                 start, end = cast(_SpannedListItem, item).span
@@ -153,6 +135,13 @@ def _items(text: str) -> Iterator[tuple[str, int, str, bool]]:
                 body, checked = _item_text(text[start:end])
                 if body:
                     yield group, line, body, checked
+
+
+def check_lines(node: block.FencedCode) -> list[str]:
+    """The commands of a check block: its non-empty lines that are not `#` comments."""
+    # A fence's text is literal: no entity decoding, `&&` and `<` stay as written.
+    body = "".join(str(getattr(c, "children", "")) for c in node.children)
+    return [ln.strip() for ln in body.splitlines() if ln.strip() and not ln.strip().startswith("#")]
 
 
 def _plain(children: str | Sequence[Element]) -> str:

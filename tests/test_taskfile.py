@@ -365,3 +365,12 @@ def test_item_spans_agree_with_markos_own_source_span() -> None:
              if isinstance(node, List) for item in node.children]
     assert len(items) == 6
     assert [item.span for item in items] == [item.source_span for item in items]
+
+
+def test_check_blocks_are_never_tasks_and_apply_to_file_or_group() -> None:
+    tasks = parse("```agent-loop-checks\n# all\npytest -q\n```\n- zero\n## A\n- one\n"
+                  "```agent-loop-checks\nmake a && echo '&amp;'\n```\n- two\n## B\n- three\n"
+                  "```sh\n- a fence of another kind is ignored as before\n```\n")
+    assert [(t.text, t.checks) for t in tasks] == [
+        ("zero", ("pytest -q",)), ("one", ("pytest -q", "make a && echo '&amp;'")),
+        ("two", ("pytest -q", "make a && echo '&amp;'")), ("three", ("pytest -q",))]

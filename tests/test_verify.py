@@ -280,6 +280,25 @@ def test_fixed_after_a_failing_check_with_the_real_cli(work: Path, tmp_path: Pat
 
 # -- in-process: the core with a scripted agent ---------------------------------------------------
 
+PLAN_WITH_CHECKS = """\
+# Plan
+```agent-loop-checks
+# every task
+true
+```
+
+## A
+- a1
+
+## B
+```agent-loop-checks
+echo group B
+```
+- b1
+- b2
+"""
+
+
 def test_plan_checks_apply_to_their_group_only(tmp_path: Path) -> None:
     from agentloop.events import CheckStarted, Event
     from agentloop.vcs.none import NoneVcs
@@ -288,32 +307,25 @@ def test_plan_checks_apply_to_their_group_only(tmp_path: Path) -> None:
     from tests.test_retries import OK, RETRY, FakeClock, ScriptedAdvisor, ScriptedAgent
 
     seen: list[Event] = []
-    runner = make_run(tmp_path, "## A\n- a1\n\n## B\n- b1\n- b2\n", ScriptedAgent([OK]),
-                      NoneVcs(), ScriptedAdvisor(RETRY), FakeClock(), seen, check=("true",))
-    # The plan format hands each task its file's and group's checks as `checks`.
-    for task in runner.state.tasks[1:]:
-        task.checks = ["echo group B", "true"]
+    runner = make_run(tmp_path, PLAN_WITH_CHECKS, ScriptedAgent([OK]), NoneVcs(),
+                      ScriptedAdvisor(RETRY), FakeClock(), seen)
+    assert [t.task for t in runner.state.tasks] == ["a1", "b1", "b2"]  # no check is a task
     assert task_checks(runner.ctx.options, runner.state.tasks[0]) == ("true",)
-    assert task_checks(runner.ctx.options, runner.state.tasks[1]) == ("echo group B", "true")
+    assert task_checks(runner.ctx.options, runner.state.tasks[1]) == ("true", "echo group B")
     runner.run()
     ran = [(e.index, e.command) for e in seen if isinstance(e, CheckStarted)]
-    assert ran == [(0, "true"), (0, "echo group B"), (1, "true"), (2, "echo group B"),
-                   (2, "true"), (3, "echo group B"), (3, "true")]
+    assert ran == [(0, "true"), (0, "echo group B"), (1, "true"), (2, "true"),
+                   (2, "echo group B"), (3, "true"), (3, "echo group B")]
     assert [t.status for t in runner.state.tasks] == ["completed"] * 3
 
 
-def test_a_parsed_tasks_checks_are_kept_in_its_record(tmp_path: Path) -> None:
-    from agentloop import taskfile
-    from agentloop.state import TaskState
-
-    class PlannedTask:  # a parsed task of a plan format that declares checks
-        index, group, text, line, summary, log_name, checked = 1, "G", "t", 3, "t", "001-g--t", False
-        checks = ("pytest -q",)
-
-    assert TaskState.from_task(PlannedTask()).checks == ["pytest -q"]  # type: ignore[arg-type]
-    (tmp_path / "tasks.md").write_text("- plain\n")
-    parsed = taskfile.load(tmp_path / "tasks.md").tasks[0]
-    assert TaskState.from_task(parsed).checks == list(getattr(parsed, "checks", ()))
+def test_a_plan_check_that_fails_is_fixed_like_a_cli_check(work: Path,
+                                                          fake_claude: FakeClaude) -> None:
+    (work / "tasks.md").write_text(f"```agent-loop-checks\n{FIXABLE}\n```\n" + FIX_TASK)
+    done = agent_loop(work, "--vcs", "none")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / "a.txt").read_text() == "fixed\n"
+    assert state_of(work)["tasks"][0]["checks"] == [FIXABLE]
 
 
 def test_with_iterations_checks_run_after_task_complete_only(tmp_path: Path) -> None:
