@@ -54,37 +54,6 @@ def run_task(vcs: GitVcs, repo: Path, message: str, files: dict[str, str]) -> Ch
     return vcs.finish(change, message)
 
 
-def test_four_tasks_make_four_commits_and_one_reverts_alone(repo: Path) -> None:
-    vcs = make(repo)
-    done = [run_task(vcs, repo, f"{group}: task {n}", {f"{group}{n}.txt": f"{group}{n}\n"})
-            for group in ("a", "b") for n in (1, 2)]
-    vcs.close()
-    assert subjects(repo) == ["b: task 2", "b: task 1", "a: task 2", "a: task 1", "initial"]
-    assert [c.files for c in done] == [("a1.txt",), ("a2.txt",), ("b1.txt",), ("b2.txt",)]
-    for change in done:
-        assert commit_files(repo, change.change_id) == list(change.files)
-        assert change.commit_id == change.change_id and not change.empty
-    git(repo, "revert", "--no-edit", done[1].change_id)
-    assert not (repo / "a2.txt").exists()
-    assert all((repo / f).exists() for f in ("a1.txt", "b1.txt", "b2.txt"))
-
-
-def test_two_failed_attempts_leave_one_commit(repo: Path) -> None:
-    vcs = make(repo)
-    for attempt in range(2):
-        change = vcs.begin("task")
-        (repo / "new" / "deep").mkdir(parents=True)
-        (repo / "new" / "deep" / f"try{attempt}.txt").write_text("x\n")
-        (repo / "README.md").write_text("broken\n")
-        vcs.abandon(change)
-        assert not (repo / "new").exists()
-        assert (repo / "README.md").read_text() == "hello\n"
-    done = run_task(vcs, repo, "task", {"good.txt": "ok\n"})
-    assert subjects(repo) == ["task", "initial"]
-    assert done.files == ("good.txt",)
-    assert git(repo, "status", "--porcelain") == "?? tasks.md\n"
-
-
 def test_dirty_tree_is_refused_in_one_line(repo: Path) -> None:
     (repo / "README.md").write_text("changed by the user\n")
     with pytest.raises(VcsError) as caught:
@@ -227,13 +196,6 @@ def test_agent_switching_branch_is_an_error(repo: Path) -> None:
         vcs.finish(change, "task")
 
 
-def test_a_task_that_changes_nothing_makes_no_commit(repo: Path) -> None:
-    vcs = make(repo)
-    done = run_task(vcs, repo, "nothing", {})
-    assert done.empty and done.change_id == "" and done.files == ()
-    assert subjects(repo) == ["initial"]
-
-
 def test_deleted_and_executable_files(repo: Path) -> None:
     vcs = make(repo)
     change = vcs.begin("task")
@@ -282,18 +244,6 @@ def test_unborn_branch_gets_a_root_commit(tmp_path: Path) -> None:
     done = run_task(vcs, tmp_path, "task", {"a.txt": "a\n"})
     assert subjects(tmp_path) == ["task"] and done.base == ""
     assert "a.txt" in vcs.diff(done)
-
-
-def test_file_names_are_not_globs(repo: Path) -> None:
-    (repo / "[a].txt").write_text("user\n")
-    (repo / "a.txt").write_text("user\n")
-    git(repo, "add", ".")
-    git(repo, "reset", "-q", "--", "tasks.md")
-    git(repo, "commit", "-q", "-m", "odd names")
-    vcs = make(repo)
-    done = run_task(vcs, repo, "task", {"[a].txt": "agent\n"})
-    assert done.files == ("[a].txt",)
-    assert commit_files(repo, "HEAD") == ["[a].txt"]
 
 
 def test_undoing_the_users_own_edit_makes_no_empty_commit(repo: Path) -> None:
@@ -391,16 +341,6 @@ def test_a_run_killed_before_its_commit_landed_is_rolled_back(
     saved = git(repo, "rev-parse", "refs/agent-loop/rolled-back").strip()
     assert saved[:12] in notes[0]
     assert git(repo, "show", f"{saved}:a.txt") == "a\n"
-
-
-def test_abandon_twice_is_a_no_op(repo: Path) -> None:
-    vcs = make(repo)
-    change = vcs.begin("task")
-    (repo / "a.txt").write_text("a\n")
-    vcs.abandon(change)
-    (repo / "b.txt").write_text("the user's, after the attempt\n")
-    vcs.abandon(change)
-    assert not (repo / "a.txt").exists() and (repo / "b.txt").exists()
 
 
 def test_a_dead_runs_record_that_cannot_be_read_is_dropped_with_a_note(repo: Path) -> None:

@@ -68,45 +68,6 @@ def run_task(vcs: JjVcs, repo: Path, message: str, files: dict[str, str]) -> Cha
     return vcs.finish(change, message)
 
 
-def test_four_tasks_make_four_changes_and_one_abandons_alone(repo: Path) -> None:
-    vcs = make(repo)
-    done = [run_task(vcs, repo, f"{group}: task {n}", {f"{group}{n}.txt": f"{group}{n}\n"})
-            for group in ("a", "b") for n in (1, 2)]
-    vcs.close()
-    assert history(repo) == [("b: task 2", ["b2.txt"]), ("b: task 1", ["b1.txt"]),
-                             ("a: task 2", ["a2.txt"]), ("a: task 1", ["a1.txt"]),
-                             ("initial", ["README.md"])]
-    assert [c.files for c in done] == [("a1.txt",), ("a2.txt",), ("b1.txt",), ("b2.txt",)]
-    assert all(len(c.change_id) == 32 and len(c.commit_id) == 40 for c in done)
-    # The first task sits right on "initial": the empty base @ of the start is gone.
-    assert jj(repo, "log", "--no-graph", "-r", f"{done[0].change_id}-", "-T",
-              "description") == "initial\n"
-    jj(repo, "abandon", done[1].change_id)
-    assert not (repo / "a2.txt").exists()
-    assert all((repo / f).exists() for f in ("a1.txt", "b1.txt", "b2.txt"))
-    assert [d for d, _ in history(repo)] == ["b: task 2", "b: task 1", "a: task 1", "initial"]
-    # The task file kept every tick, whichever change was abandoned.
-    assert (repo / "tasks.md").read_text().count("- [x]") == 4
-
-
-def test_two_failed_attempts_leave_one_change(repo: Path) -> None:
-    vcs = make(repo)
-    for attempt in range(2):
-        change = vcs.begin("task")
-        (repo / "new").mkdir()
-        (repo / "new" / f"try{attempt}.txt").write_text("x\n")
-        (repo / "README.md").write_text("broken\n")
-        (repo / "tasks.md").write_text((repo / "tasks.md").read_text() + f"attempt {attempt}\n")
-        vcs.abandon(change)
-        assert not (repo / "new").exists()
-        assert (repo / "README.md").read_text() == "hello\n"
-    done = run_task(vcs, repo, "task", {"good.txt": "ok\n"})
-    vcs.close()
-    assert history(repo) == [("task", ["good.txt"]), ("initial", ["README.md"])]
-    assert done.files == ("good.txt",)
-    assert "attempt 1" in (repo / "tasks.md").read_text()
-
-
 def test_user_work_stays_in_its_own_change(repo: Path) -> None:
     (repo / "README.md").write_text("user edit\n")
     (repo / "notes.txt").write_text("user notes\n")
@@ -186,18 +147,6 @@ def test_abandon_keeps_ignored_and_preexisting_files(repo: Path) -> None:
     assert (repo / "tasks.md").exists()
 
 
-def test_agent_running_jj_commit_is_folded_back(repo: Path) -> None:
-    vcs = make(repo)
-    change = vcs.begin("task")
-    (repo / "a.txt").write_text("a\n")
-    jj(repo, "commit", "-m", "agent did this")
-    (repo / "b.txt").write_text("b\n")
-    done = vcs.finish(change, "task")
-    vcs.close()
-    assert done.files == ("a.txt", "b.txt")
-    assert history(repo)[0] == ("task", ["a.txt", "b.txt"])
-
-
 def test_finish_with_a_new_message_redescribes(repo: Path) -> None:
     vcs = make(repo)
     change = vcs.begin("task (attempt 1)")
@@ -216,25 +165,6 @@ def test_close_leaves_an_empty_change_for_the_users_next_edits(repo: Path) -> No
     assert files_in(repo, "@") == ["later.txt", "tasks.md"]
     assert files_in(repo, done.change_id) == ["a.txt"]
     assert jj(repo, "log", "--no-graph", "-r", "@-", "-T", "change_id") == done.change_id
-
-
-def test_diff_is_git_format(repo: Path) -> None:
-    vcs = make(repo)
-    change = vcs.begin("task")
-    (repo / "a.txt").write_text("new line\n")
-    assert "+new line" in vcs.diff(change)
-    done = vcs.finish(change, "task")
-    patch = vcs.diff(done)
-    assert patch.startswith("diff --git a/a.txt b/a.txt") and "tasks.md" not in patch
-
-
-def test_odd_file_names_are_not_patterns(repo: Path) -> None:
-    odd = JjVcs(repo, repo / 'my "tasks" [1].md')
-    odd.prepare()
-    change = odd.begin("task")
-    (repo / 'my "tasks" [1].md').write_text("- [x] a\n")
-    (repo / "a.txt").write_text("a\n")
-    assert odd.finish(change, "task").files == ("a.txt",)
 
 
 def test_a_gone_change_is_a_vcs_error(repo: Path) -> None:
@@ -331,19 +261,6 @@ def test_abandoning_a_change_gone_by_hand_is_a_no_op(repo: Path) -> None:
     assert [d for d, _ in history(repo)] == ["task", "track tasks.md", "initial"]
     assert files_in(repo, done.change_id) == ["a.txt"]
     assert not (repo / "half.txt").exists()
-
-
-def test_abandon_twice_is_a_no_op(repo: Path) -> None:
-    vcs = make(repo)
-    change = vcs.begin("task")
-    (repo / "a.txt").write_text("a\n")
-    vcs.abandon(change)
-    vcs.abandon(change)
-    assert not (repo / "a.txt").exists()
-    done = run_task(vcs, repo, "task", {"b.txt": "b\n"})
-    vcs.close()
-    assert history(repo) == [("task", ["b.txt"]), ("initial", ["README.md"])]
-    assert done.files == ("b.txt",)
 
 
 def test_an_empty_change_a_killed_run_began_is_dropped(repo: Path) -> None:
