@@ -12,8 +12,8 @@ from agentloop.errors import StateError
 from agentloop.events import Emit, Event, EventLog, RunFinished, fan_out
 from agentloop.options import RunOptions, check_usage
 from agentloop.plan import PlanRow, plan_rows
-from agentloop.project import Project, load_state, open_project
-from agentloop.state import State, TaskState, now
+from agentloop.project import Project, load_state, open_project, state_from
+from agentloop.state import State, now
 from agentloop.verify import task_checks
 
 
@@ -65,20 +65,16 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     """The plan: every task as it would run, which are done, where fresh sessions start."""
     check_usage(options)
     project = open_project(tasks_md, cwd)
-    parsed = taskfile.load(project.task_file)
     if options.reset:
-        state = fresh_state(project, parsed)
+        state = state_from(project, taskfile.load(project.task_file))
     else:
         state, _ = load_state(project)
-    rows = plan_rows(state, options.max_attempts, options.only, options.again)
+    rows = plan_rows(state, options.max_attempts, options.only, options.again,
+                     options.include_optional)
     rows = [replace(r, checks=task_checks(options, state.tasks[r.index - 1])) for r in rows]
-    return PlanView(project, tuple(rows), context=state.context or "")
-
-
-def fresh_state(project: Project, parsed: taskfile.TaskFile) -> State:
-    """A state with every task of the parsed file pending (checked-off ones skipped)."""
-    return State(task_file=project.task_file_name, task_file_hash=parsed.sha256,
-                 tasks=[TaskState.from_task(t) for t in parsed.tasks])
+    ignored = tuple((int(i.get("line", 0)), str(i.get("text", "")), str(i.get("why", "")))
+                    for i in state.ignored)
+    return PlanView(project, tuple(rows), ignored, tuple(state.warnings), state.context or "")
 
 
 def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult:

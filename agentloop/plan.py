@@ -48,7 +48,7 @@ class PlanRow:
 
 
 def plan_rows(state: State, max_attempts: int, only: int | None = None,
-              again: bool = False) -> list[PlanRow]:
+              again: bool = False, include_optional: bool = False) -> list[PlanRow]:
     """For --dry-run: each task with how it would run (done, new or continued session)."""
     rows = []
     will_run: set[int] = set()
@@ -56,8 +56,8 @@ def plan_rows(state: State, max_attempts: int, only: int | None = None,
         if only is not None and task.index != only:
             rows.append(_row(task, False, f"not asked for (--task {only})"))
             continue
-        why = None if (only is not None and (again or runnable(task, max_attempts))) \
-            else _why_not(task, max_attempts)
+        why = None if (only is not None and (again or runnable(task, max_attempts, True))) \
+            else _why_not(task, max_attempts, include_optional)
         if why is not None:
             rows.append(_row(task, False, why))
             continue
@@ -78,10 +78,12 @@ def _row(task: TaskState, runs: bool, how: str) -> PlanRow:
     return PlanRow(task.index, task.group, task.summary, task.task, task.status, runs, how)
 
 
-def _why_not(task: TaskState, max_attempts: int) -> str | None:
+def _why_not(task: TaskState, max_attempts: int, include_optional: bool = False) -> str | None:
     """Why a plain run passes over this task, or None when it runs it."""
     if task.status == "completed":
         return "done"
+    if task.optional and not include_optional and task.status not in ("skipped",):
+        return "optional in the plan (`[ ]*`); --include-optional runs it"
     if task.status == "skipped":
         return "checked off in the task file"
     if exhausted(task, max_attempts):
@@ -99,11 +101,13 @@ def exhausted(task: TaskState, max_attempts: int) -> bool:
     return task.status == "failed" and task.attempts >= max_attempts
 
 
-def runnable(task: TaskState, max_attempts: int) -> bool:
+def runnable(task: TaskState, max_attempts: int, include_optional: bool = False) -> bool:
     """Whether a plain run takes this task: not done, not used up, not reported blocked, not
-    left unapproved by the reviewer (its change is kept for the user to judge)."""
+    left unapproved by the reviewer (its change is kept for the user to judge), not optional
+    unless asked for."""
     return (task.status not in (*DONE, "blocked", "unapproved")
-            and not exhausted(task, max_attempts))
+            and not exhausted(task, max_attempts)
+            and (include_optional or not task.optional))
 
 
 def commit_message(task: TaskState) -> str:

@@ -73,6 +73,14 @@ def load_state(project: Project) -> tuple[State, bool]:
         raise StateError(f"{project.task_file_name} changed since the last run "
                          f"({_changes(saved.tasks, tasks)}); run with --reset to start fresh "
                          "(the old state and logs are archived)")
-    parsed = taskfile.from_bytes(project.task_file, data)
+    return state_from(project, taskfile.from_bytes(project.task_file, data)), False
+
+
+def state_from(project: Project, parsed: taskfile.TaskFile) -> State:
+    """A state with every task of the parsed file pending (checked-off ones skipped), and what
+    the file holds besides tasks, so --dry-run on an unchanged file needs no parse."""
     return State(task_file=project.task_file_name, task_file_hash=parsed.sha256,
-                 tasks=[TaskState.from_task(t) for t in parsed.tasks]), False
+                 tasks=[TaskState.from_task(t) for t in parsed.tasks],
+                 context=parsed.context or None,
+                 ignored=[{"line": n, "text": t, "why": w} for n, t, w in parsed.ignored],
+                 warnings=list(parsed.warnings))

@@ -95,6 +95,8 @@ class TaskState:
     # The checks the plan declares for this task (its file's and its group's), kept with the
     # task so an unchanged file is not parsed again; --check's are added at run time.
     checks: list[str] = field(default_factory=list)
+    # Marked optional by the plan (`- [ ]*`): run only with --include-optional.
+    optional: bool = False
     history: list[Attempt] = field(default_factory=list)
 
     @classmethod
@@ -103,7 +105,8 @@ class TaskState:
         return cls(index=task.index, group=task.group, task=task.text, line=task.line,
                    summary=task.summary, log_name=task.log_name,
                    status="skipped" if task.checked else "pending",
-                   checks=list(getattr(task, "checks", ())))  # when the plan format has them
+                   checks=list(getattr(task, "checks", ())),
+                   optional=bool(getattr(task, "optional", False)))  # when the plan format has them
 
 
 @dataclass
@@ -120,6 +123,9 @@ class State:
     agent: str | None = None
     # The plan's own context: the text before its first group (goal, architecture, ...).
     context: str | None = None
+    # What the plan holds that is never run ({"line", "text", "why"}), and warnings about it.
+    ignored: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def to_bytes(self) -> bytes:
         """Serialize, checking first that what we write is something we can read back."""

@@ -17,9 +17,10 @@ from agentloop.events import RunFinished
 from agentloop.receipts import money
 from agentloop.state import State, TaskState
 
-RULES = ("rules: `## Heading` starts a group; tasks before the first one form the group "
-         "\"(ungrouped)\"; `-`, `*`, `+` and numbered items are tasks; `- [x]` items are "
-         "skipped as done; everything else is ignored.")
+RULES = ("rules: `## Heading` starts a group; in a file with open checkboxes only checkbox "
+         "items are tasks (plain bullets are notes); otherwise every top-level item is; a "
+         "`### Task N: …` section is one task with everything under it; `[x]` is done, `[ ]*` "
+         "optional; `agent-loop-checks` blocks are checks; README \"The task file\" has the rest.")
 
 
 def shown(path: str | Path, root: Path, cwd: Path) -> str:

@@ -42,7 +42,8 @@ def run_tasks(run: Run, only: int | None = None, notes: tuple[str, ...] = ()) ->
     if only is not None:
         pending = [run.state.tasks[only - 1]]
     else:
-        pending = [t for t in run.state.tasks if runnable(t, run.options.max_attempts)]
+        pending = [t for t in run.state.tasks
+                   if runnable(t, run.options.max_attempts, run.options.include_optional)]
     run.emit(RunStarted(len(pending), len(run.state.tasks), run.vcs.name, notes,
                         run.agent.name))
     run.save()

@@ -41,7 +41,7 @@ def make_task_file(folder: Path, tasks: int, checklist: bool) -> Path:
     for i in range(1, tasks + 1):
         if i % TASKS_PER_GROUP == 1 and not (checklist and i > 1):
             lines += ["", f"## Group {i // TASKS_PER_GROUP + 1}: work on `module_{i}`", ""]
-        box = "[ ] " if checklist or i % 2 else ""
+        box = "[ ] " if checklist else ""
         lines.append(f"- {box}Task {i}: change *something* in `file_{i}.py` and run the tests")
         if i % 3 == 0:
             lines += ["  It needs a second line of explanation,", "  - and a nested bullet"]
@@ -106,7 +106,7 @@ def bench_commands(folder: Path) -> None:
     for task in state.tasks:
         task.status = "completed"
     project.store.save(state)
-    env = {**os.environ, "AGENT_LOOP_CLAUDE": shutil.which("true") or "/bin/true"}
+    env = {**os.environ, "AGENT_LOOP_CLAUDE": shutil.which("true") or "/bin/true", "IS_SANDBOX": "1"}
     program = [sys.executable, "-m", "agentloop", "tasks.md"]
     runs = {"--status": [*program, "--status"], "--dry-run": [*program, "--dry-run"],
             "run start (nothing left)": [*program, "--vcs", "none"],
