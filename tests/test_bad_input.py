@@ -134,11 +134,11 @@ def test_a_task_file_with_nul_bytes_is_refused_before_anything_is_written(work: 
 
 def test_a_task_over_the_size_limit_is_refused_at_once(work: Path,
                                                        fake_claude: FakeClaude) -> None:
-    big = "x" * 1_000_000
+    big = "x" * 2_000_000
     (work / "tasks.md").write_text(f"- a small one\n- {big}\n- another\n")
     for mode in ([], ["--status"], ["--dry-run"]):
-        refused(agent_loop(work, "--vcs", "none", *mode), "task 2 (line 2)", "1,000,000 bytes",
-                "64 KiB")
+        refused(agent_loop(work, "--vcs", "none", *mode), "task 2 (line 2)", "2,000,000 bytes",
+                "1024 KiB")
     assert runs(fake_claude) == []  # refused before the first task, not at the second
     assert not (work / ".agent-loop" / "state.json").exists()
 
@@ -150,7 +150,11 @@ def test_a_megabyte_task_file_is_fine(work: Path, fake_claude: FakeClaude) -> No
     assert (work / "tasks.md").stat().st_size > 1_000_000
     done = agent_loop(work, "--vcs", "none")
     assert done.returncode == 0, done.stderr
-    assert [c["stdin"] for c in runs(fake_claude)] == ["one", "two"]
+    first, second = (c["stdin"] for c in runs(fake_claude))
+    # The prose before the first group is the plan's context: a fresh session gets a bounded
+    # part of it; the resumed one has it already.
+    assert first.startswith("The plan this task belongs to says") and first.endswith("\none")
+    assert 8000 < len(first) < 9000 and second == "two"
 
 
 def test_an_argument_too_long_for_the_system_says_so() -> None:

@@ -41,7 +41,7 @@ def test_dry_run_shows_every_decision_and_writes_nothing(work: Path) -> None:
     assert "[2/4] Build > done already  (not run: checked off in the task file)" in out
     assert "[3/4] Build > compile it  (starts a fresh session)" in out
     assert "[4/4] Build > numbered one  (continues the group's session)" in out
-    assert "rules:" in out and "numbered items are tasks" in out
+    assert "rules:" in out and "every top-level item is" in out
     assert not (work / ".agent-loop").exists()
 
 
