@@ -12,7 +12,7 @@ from agentloop.errors import StateError
 from agentloop.events import Emit, Event, EventLog, RunFinished, fan_out
 from agentloop.options import RunOptions, check_usage
 from agentloop.plan import PlanRow, plan_rows
-from agentloop.project import Project, load_state, open_project, state_from
+from agentloop.project import Project, load_plan, load_state, open_project, state_from
 from agentloop.state import State, now
 from agentloop.verify import task_checks
 
@@ -50,8 +50,10 @@ def status(tasks_md: Path, cwd: Path) -> StatusView:
     """Where each task stands; reads the state without the run lock (writes are atomic)."""
     project = open_project(tasks_md, cwd)
     try:
-        state, saved = load_state(project)
-        note = None if saved else "no run yet"
+        state, saved, changes = load_plan(project)
+        note = ("no run yet" if not saved else
+                f"{project.task_file_name} changed since the last run: {changes.summary()}"
+                if changes is not None else None)
     except StateError as exc:
         # A changed task file still lets the user see what the last run did.
         recorded = project.store.load()

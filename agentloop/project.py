@@ -2,18 +2,25 @@
 
 The markdown is parsed once per version of the task file: when state.json holds the same file
 hash, the tasks come from the state (marko costs about 0.5 ms a task; a 10,000-task file would
-take seconds to parse on every --status).
+take seconds to parse on every --status). When the hash changed, the saved records are
+reconciled with the new file (agentloop.reconcile) instead of refused.
+
+Each task file is a plan with its own folder: the first plan of a repository keeps
+`.agent-loop/` itself (where every earlier version of agent-loop kept its one plan), every other
+plan gets `.agent-loop/plans/<name>-<hash>/`. One run at a time per repository still holds.
 """
 
 from __future__ import annotations
 
-import difflib
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+
 from agentloop import taskfile
-from agentloop.errors import StateError
-from agentloop.state import State, Store, TaskState
+from agentloop.reconcile import Reconciled, reconcile
+from agentloop.state import DIRNAME, State, Store, TaskState
 from agentloop.vcs import find_root
 
 
@@ -35,45 +42,56 @@ def open_project(task_file: Path, cwd: Path) -> Project:
     """Locate the root: the repository around `cwd`, else the task file's folder."""
     path = (cwd / task_file).resolve() if not task_file.is_absolute() else task_file.resolve()
     root = find_root(cwd.resolve()) or path.parent
-    return Project(path, root, Store(root))
+    return Project(path, root, Store(root, plan_folder(root, path)))
 
 
-def _changes(old: list[TaskState], new: tuple[taskfile.Task, ...]) -> str:
-    a = [(t.group, t.task) for t in old]
-    b = [(t.group, t.text) for t in new]
-    added = removed = edited = 0
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
-        if op == "insert":
-            added += j2 - j1
-        elif op == "delete":
-            removed += i2 - i1
-        elif op == "replace":
-            edited += min(i2 - i1, j2 - j1)
-            added += max(0, (j2 - j1) - (i2 - i1))
-            removed += max(0, (i2 - i1) - (j2 - j1))
-    return f"{added} added, {removed} removed, {edited} edited"
+def plan_folder(root: Path, task_file: Path) -> Path:
+    """Where this plan's state, logs and learnings live (see the module doc)."""
+    try:
+        name = task_file.relative_to(root).as_posix()
+    except ValueError:
+        name = str(task_file)
+    base = root / DIRNAME
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    own = base / "plans" / f"{taskfile.slug(name, 40) or 'plan'}-{digest}"
+    if (own / "state.json").exists():
+        return own
+    return base if _first_plan_is(base / "state.json", name) else own
+
+
+def _first_plan_is(state_json: Path, name: str) -> bool:
+    """Whether `.agent-loop/state.json` is free or already this plan's."""
+    try:
+        data = orjson.loads(state_json.read_bytes())
+    except FileNotFoundError:
+        return True
+    except (OSError, orjson.JSONDecodeError):
+        return True  # damaged: the store says so when it loads it
+    return not isinstance(data, dict) or data.get("task_file") in (None, name)
 
 
 def load_state(project: Project) -> tuple[State, bool]:
-    """The state for this task file, and whether it was saved before.
+    """The state for this task file, and whether it was saved before."""
+    state, saved, _ = load_plan(project)
+    return state, saved
 
-    Raises StateError when the saved state belongs to another task file or to another
-    version of this one: the user decides, with --reset, to start fresh.
-    """
+
+def load_plan(project: Project) -> tuple[State, bool, Reconciled | None]:
+    """The state, whether it was saved before, and what changed in the task file since (None
+    when nothing did): a changed file is reconciled with the saved records, in memory."""
     data = taskfile.read_bytes(project.task_file)
     digest = taskfile.file_hash(data)
     saved = project.store.load()
-    if saved is not None:
-        if saved.task_file != project.task_file_name:
-            raise StateError(f"{project.store.state_path} belongs to {saved.task_file}, not "
-                             f"{project.task_file_name}; run with --reset to start fresh with this file")
-        if saved.task_file_hash == digest:
-            return saved, True
-        tasks = taskfile.from_bytes(project.task_file, data).tasks
-        raise StateError(f"{project.task_file_name} changed since the last run "
-                         f"({_changes(saved.tasks, tasks)}); run with --reset to start fresh "
-                         "(the old state and logs are archived)")
-    return state_from(project, taskfile.from_bytes(project.task_file, data)), False
+    if saved is None:
+        return state_from(project, taskfile.from_bytes(project.task_file, data)), False, None
+    if saved.task_file_hash == digest:
+        return saved, True, None
+    parsed = taskfile.from_bytes(project.task_file, data)
+    changes = reconcile(saved.tasks, parsed)
+    fresh = state_from(project, parsed)
+    saved.tasks, saved.task_file_hash = changes.tasks, parsed.sha256
+    saved.context, saved.ignored, saved.warnings = fresh.context, fresh.ignored, fresh.warnings
+    return saved, True, changes
 
 
 def state_from(project: Project, parsed: taskfile.TaskFile) -> State:

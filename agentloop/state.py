@@ -53,14 +53,19 @@ def _umask() -> int:
 class Store:
     """The `.agent-loop/` folder of one project."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, folder: Path | None = None) -> None:
         self.root = root
-        self.dir = root / DIRNAME
+        self.base = root / DIRNAME           # the repository's: its .gitignore, the run lock
+        self.dir = folder or self.base       # this plan's: state, logs, events, learnings
         self.state_path = self.dir / "state.json"
         self.logs = self.dir / "logs"
         self.events = self.dir / "events.jsonl"
-        self._lock_path = self.dir / "run.lock"
-        self._pid_path = self.dir / "run.pid"
+        # One run at a time per repository. The lock lives in the VCS's own folder where there
+        # is one: an agent's `git clean -fdx` deletes `.agent-loop/`, never `.git/`.
+        vcs_dir = next((d for d in (root / ".git", root / ".jj") if d.is_dir()), None)
+        lock_dir = vcs_dir or self.base
+        self._lock_path = lock_dir / ("agent-loop.lock" if vcs_dir else "run.lock")
+        self._pid_path = lock_dir / ("agent-loop.pid" if vcs_dir else "run.pid")
 
     def load(self) -> State | None:
         """The saved state, or None when there is none yet. Takes no lock: writes are atomic."""
@@ -120,7 +125,7 @@ class Store:
         try:
             lock.acquire()
         except Timeout:
-            raise StateLocked(f"another agent-loop run holds {self.dir} (pid {self._holder()}); "
+            raise StateLocked(f"another agent-loop run holds {self.root} (pid {self._holder()}); "
                               "wait for it or stop it first") from None
         except OSError as exc:
             raise self._cannot_write(self._lock_path, exc) from None
@@ -164,10 +169,12 @@ class Store:
                           if path == self.state_path else f"cannot write {path}: {reason}")
 
     def make_dir(self) -> None:
-        """Create `.agent-loop/`, ignored by git and jj from its first instant."""
-        if self.dir.exists() and not self.dir.is_dir():
-            raise StateError(f"{self.dir} exists and is not a folder; move it aside")
-        inner = self.dir / ".gitignore"
+        """Create `.agent-loop/` (ignored by git and jj from its first instant: its own
+        .gitignore holds `*`) and this plan's folder in it; again if the agent deleted them."""
+        for folder in (self.base, self.dir):
+            if folder.exists() and not folder.is_dir():
+                raise StateError(f"{folder} exists and is not a folder; move it aside")
+        inner = self.base / ".gitignore"
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             if not inner.exists():
@@ -175,26 +182,17 @@ class Store:
         except OSError as exc:
             raise self._cannot_write(inner, exc) from None
 
-    def ensure_ignored(self) -> bool:
-        """Keep `.agent-loop/` out of version control; return True if .gitignore was changed."""
-        self.make_dir()
-        gitignore = self.root / ".gitignore"
+    def keep_removed(self, records: list[TaskState], stamp: str) -> Path:
+        """Keep the records of tasks the plan no longer has, in archive/removed-<stamp>.json."""
+        import orjson
+
+        target = self.dir / "archive" / f"removed-{stamp.replace(':', '')}.json"
         try:
-            data = gitignore.read_bytes()  # bytes: a .gitignore need not be UTF-8
-        except FileNotFoundError:
-            data = b""
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(orjson.dumps(records, option=orjson.OPT_INDENT_2))
         except OSError as exc:
-            raise StateError(f"cannot read {gitignore}: {exc.strerror or exc}") from None
-        entries = {line.strip() for line in data.splitlines()}
-        if entries & {p.encode() for p in (DIRNAME, DIRNAME + "/", "/" + DIRNAME, "/" + DIRNAME + "/")}:
-            return False
-        if data and not data.endswith(b"\n"):
-            data += b"\n"
-        try:
-            gitignore.write_bytes(data + DIRNAME.encode() + b"/\n")
-        except OSError as exc:
-            raise self._cannot_write(gitignore, exc) from None
-        return True
+            raise self._cannot_write(target, exc) from None
+        return target
 
     def archive(self, stamp: str) -> Path | None:
         """Move state.json, logs/ and events.jsonl to archive/<stamp>/ (for --reset)."""

@@ -15,7 +15,7 @@ from agentloop.events import Emit, RunFinished
 from agentloop.learnings import Learnings
 from agentloop.options import RunOptions
 from agentloop.plan import exhausted
-from agentloop.project import Project, load_state
+from agentloop.project import Project, load_plan
 from agentloop.runner import run_tasks
 from agentloop.state import State, TaskState, now
 from agentloop.vcs import Change
@@ -33,7 +33,12 @@ def start_run(project: Project, options: RunOptions, emit: Emit) -> tuple[State,
         if archived is not None:
             shown = project.store.relative(archived)
             notes.append(f"reset: the old state and logs are in {shown}")
-    state, saved = load_state(project)
+    state, saved, changes = load_plan(project)
+    if changes is not None:
+        notes.append(f"{project.task_file_name} changed: {changes.summary()}")
+        if changes.removed:
+            kept = project.store.keep_removed(list(changes.removed), now())
+            notes.append(f"removed tasks' records are kept in {project.store.relative(kept)}")
     name = choose_agent(options, state if saved else None)
     agent = make_agent(name, options.agent_program)
     if options.only is not None:

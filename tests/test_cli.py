@@ -75,28 +75,36 @@ def test_plain_run_then_rerun_runs_nothing_twice(work: Path, fake_claude: FakeCl
     assert len(fake_claude.calls()) == 3
 
 
-def test_changed_task_file_is_refused_until_reset(work: Path, fake_claude: FakeClaude) -> None:
+def test_a_changed_task_file_is_reconciled_and_reset_still_starts_over(
+        work: Path, fake_claude: FakeClaude) -> None:
     invoke("tasks.md", "--vcs", "none")
     before = (work / ".agent-loop" / "state.json").read_bytes()
     (work / "tasks.md").write_text(TASKS.replace("compile it", "compile it well") + "- new one\n")
-    code, _, err = invoke("tasks.md", "--vcs", "none")
-    assert code == 1
-    assert err.strip().count("\n") == 0
-    assert "tasks.md changed since the last run (1 added, 0 removed, 1 edited)" in err
-    assert "--reset" in err
-    assert (work / ".agent-loop" / "state.json").read_bytes() == before
+    code, out, err = invoke("tasks.md", "--vcs", "none")
+    assert code == 0, err
+    assert "tasks.md changed: 1 task added, 1 edited, 0 removed; 2 completed tasks kept" in out
+    runs = [c["stdin"].splitlines()[-1] for c in fake_claude.calls() if "stream-json" in c["argv"]]
+    assert runs[-2:] == ["compile it well", "new one"]
     code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset")
     assert code == 0 and "reset: the old state and logs are in .agent-loop/archive/" in out
     archived = list((work / ".agent-loop" / "archive").iterdir())
-    assert len(archived) == 1 and (archived[0] / "state.json").read_bytes() == before
+    assert len(archived) == 1 and (archived[0] / "state.json").read_bytes() != before
     assert (archived[0] / "logs").is_dir()
 
 
-def test_state_of_another_task_file_is_refused(work: Path, fake_claude: FakeClaude) -> None:
+def test_a_second_plan_keeps_its_own_state(work: Path, fake_claude: FakeClaude) -> None:
     invoke("tasks.md", "--vcs", "none")
+    first = (work / ".agent-loop" / "state.json").read_bytes()
     (work / "other.md").write_text("- x\n")
-    code, _, err = invoke("other.md", "--vcs", "none")
-    assert code == 1 and "belongs to tasks.md, not other.md" in err
+    code, out, err = invoke("other.md", "--vcs", "none")
+    assert code == 0, err
+    assert (work / ".agent-loop" / "state.json").read_bytes() == first
+    (folder,) = (work / ".agent-loop" / "plans").iterdir()
+    assert folder.name.startswith("other-md-") and (folder / "state.json").exists()
+    code, out, _ = invoke("other.md", "--status")
+    assert "other.md: 1 task(s): 1 completed" in out
+    code, out, _ = invoke("tasks.md", "--status")
+    assert "tasks.md: 4 task(s)" in out
 
 
 @pytest.mark.parametrize("setup, words", [
@@ -182,8 +190,9 @@ def test_status_after_the_task_file_changed_warns_and_still_shows(work: Path,
     (work / "tasks.md").write_text(TASKS + "- one more\n")
     code, out, _ = invoke("tasks.md", "--status")
     assert code == 0
-    assert out.startswith("warning: tasks.md changed since the last run (1 added, 0 removed, 0 edited)")
-    assert "3 completed, 1 skipped" in out
+    assert out.startswith("tasks.md changed since the last run: 1 task added, 0 edited, "
+                          "0 removed; 3 completed tasks kept")
+    assert "3 completed, 1 skipped, 1 pending" in out
 
 
 def test_reset_with_an_unusable_task_file_archives_nothing(tmp_path: Path,

@@ -150,18 +150,29 @@ def test_second_run_is_refused_with_the_holders_pid(tmp_path: Path) -> None:
         pass
 
 
-def test_gitignore_entry_added_once(tmp_path: Path) -> None:
+def test_the_store_ignores_itself_and_comes_back_when_deleted(tmp_path: Path) -> None:
+    import shutil
+
     store = Store(tmp_path)
-    (tmp_path / ".gitignore").write_text("node_modules/")
-    assert store.ensure_ignored() is True
-    assert store.ensure_ignored() is False
-    assert (tmp_path / ".gitignore").read_text() == "node_modules/\n.agent-loop/\n"
-    assert (store.dir / ".gitignore").read_text() == "*\n"
+    store.save(make_state())
+    assert (store.base / ".gitignore").read_text() == "*\n"
+    shutil.rmtree(store.base)  # an agent's `git clean -fdx`
+    store.save(make_state())
+    assert store.load() is not None and (store.base / ".gitignore").read_text() == "*\n"
+    assert not (tmp_path / ".gitignore").exists()
 
 
-def test_gitignore_created_when_missing(tmp_path: Path) -> None:
-    Store(tmp_path).ensure_ignored()
-    assert (tmp_path / ".gitignore").read_text() == ".agent-loop/\n"
+def test_the_run_lock_lives_where_git_clean_cannot_reach(tmp_path: Path) -> None:
+    import shutil
+
+    (tmp_path / ".git").mkdir()
+    store = Store(tmp_path)
+    with store.lock():
+        shutil.rmtree(store.base)  # the agent cleans the tree while the run holds the lock
+        with pytest.raises(StateLocked, match=f"pid {os.getpid()}"):
+            with Store(tmp_path).lock():
+                pass
+    assert (tmp_path / ".git" / "agent-loop.lock").exists()
 
 
 def test_archive_moves_state_and_logs(tmp_path: Path) -> None:
