@@ -73,3 +73,20 @@ def relative_to(path: Path, root: Path) -> str | None:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return None
+
+
+def plan_files(root: Path) -> set[str]:
+    """The task files of every plan agent-loop keeps state for in this repository (relative,
+    slash-separated): none of them is ever part of a task's change, whichever plan runs."""
+    import orjson
+
+    found = set()
+    base = root / STATE_DIR
+    for state in [base / "state.json", *base.glob("plans/*/state.json")]:
+        try:
+            name = orjson.loads(state.read_bytes()).get("task_file")
+        except (OSError, orjson.JSONDecodeError, AttributeError):
+            continue
+        if isinstance(name, str) and name and not name.startswith("/"):
+            found.add(name)
+    return found

@@ -23,7 +23,7 @@ from pathlib import Path
 import git
 
 from agentloop.errors import VcsError
-from agentloop.vcs import Change, relative_to
+from agentloop.vcs import Change, plan_files, relative_to
 from agentloop.vcs.gitfiles import MISSING, put_back, state_of
 from agentloop.vcs.gitplumb import (EMPTY_TREE, OWN_IGNORE_LINES,
                                     SAVED_REF, GitPlumbing, _split, _Start)
@@ -55,6 +55,7 @@ class GitVcs(GitPlumbing):
             raise VcsError(f"{self.repo.git_dir} is a bare repository: there is no working tree")
         self.root = Path(self.repo.working_tree_dir).resolve()
         self._task_rel = relative_to(self.task_file, self.root)
+        self._plans = plan_files(self.root)
         notes += self._roll_back_leftover()
         head = self._head()
         dirty = sorted(p for p in self._candidates(head)

@@ -62,6 +62,7 @@ class GitPlumbing:
         self.note = note  # why git was chosen, when `auto` fell back to it
         self._repo: git.Repo | None = None
         self._task_rel: str | None = None
+        self._plans: set[str] = set()   # other plans' task files: never a task's either
         self._start: _Start | None = None
         self._recovered: Change | None = None
 
@@ -101,7 +102,8 @@ class GitPlumbing:
         return None if self.repo.head.is_detached else str(self.repo.head.reference.path)
 
     def _kept_out(self, rel: str) -> bool:
-        return rel == self._task_rel or rel == STATE_DIR or rel.startswith(STATE_DIR + "/")
+        return (rel == self._task_rel or rel in self._plans or rel == STATE_DIR
+                or rel.startswith(STATE_DIR + "/"))
 
     def _candidates(self, base: str | None) -> set[str]:
         """Paths that may differ from `base`: untracked, or tracked and different."""

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from agentloop import proc
 from agentloop.errors import ProcessError, ProgramNotFound, VcsError
-from agentloop.vcs import STATE_DIR, Change, find_root, relative_to
+from agentloop.vcs import STATE_DIR, Change, find_root, plan_files, relative_to
 
 # Never a pager, never colour, never an editor: every description is given with -m, and should
 # jj still want an editor, `false` makes that fail at once instead of waiting for a human.
@@ -78,6 +78,7 @@ class JjVcs:
         self.task_file = task_file
         self.initialized = initialized
         self._task_rel: str | None = None
+        self._plans: set[str] = set()   # other plans' task files: never a task's either
         self._base = ""          # @ at the first begin: the user's change, takes the tool's edits
         self._fresh = False      # @ is an empty, undescribed change we made: describe, don't stack
         self._messages: dict[str, str] = {}
@@ -103,7 +104,8 @@ class JjVcs:
         return revs
 
     def _kept_out(self, rel: str) -> bool:
-        return rel == self._task_rel or rel == STATE_DIR or rel.startswith(STATE_DIR + "/")
+        return (rel == self._task_rel or rel in self._plans or rel == STATE_DIR
+                or rel.startswith(STATE_DIR + "/"))
 
     def _sweep(self, rev: _Rev) -> bool:
         """Move the tool's own files out of `rev` into the base; True when anything moved."""
@@ -138,6 +140,7 @@ class JjVcs:
             if found is not None and (found / ".git").exists():
                 self.root = found
         self._task_rel = relative_to(self.task_file, self.root)
+        self._plans = plan_files(self.root)
         self._config = self._leave_out_own_files()
         if not self.initialized:
             if (self.root / ".git").exists():
@@ -173,8 +176,9 @@ class JjVcs:
                         env=_env(), check=False)
         users = done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "all()"
         ours = f'root:"{STATE_DIR}"'
-        if self._task_rel is not None:
-            ours += " | " + _fileset([self._task_rel])
+        files = sorted(self._plans | ({self._task_rel} if self._task_rel else set()))
+        if files:
+            ours += " | " + _fileset(files)
         # json.dumps makes a valid TOML string, so no file name can break the option.
         return ["--config", "snapshot.auto-track=" + json.dumps(f"({users}) ~ ({ours})")]
 
