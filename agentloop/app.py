@@ -24,6 +24,7 @@ class StatusView:
     project: Project
     state: State
     note: str | None
+    lost: tuple[int, ...] = ()    # finished tasks whose change is gone from the history
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,17 @@ def status(tasks_md: Path, cwd: Path) -> StatusView:
         if recorded is None:
             raise
         state, note = recorded, f"warning: {exc}"
-    return StatusView(project, state, note)
+    return StatusView(project, state, note, _lost(project, state))
+
+
+def _lost(project: Project, state: State) -> tuple[int, ...]:
+    """Tasks recorded as done whose change was abandoned, or left the branch's history."""
+    from agentloop.vcs.history import missing
+
+    done = {t.change_id: t.index for t in state.tasks
+            if t.status in ("completed", "unapproved") and t.change_id}
+    gone = missing(state.vcs or "", project.root, list(done))
+    return tuple(sorted(done[c] for c in gone))
 
 
 def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:

@@ -12,7 +12,8 @@ from typing import IO
 
 from agentloop.checks import round_line
 from agentloop.events import (AgentActivity, AgentFinished, AgentStarted, ChangeAbandoned,
-                              ChangeCreated, CheckStarted, ChecksDone, Event, LimitWait, LimitWaitOver, MessageDistilled,
+                              ChangeCreated, CheckStarted, ChecksDone, Event, LimitWait,
+                              LimitWaitOver, MessageDistilled,
                               RetryDecided, ReviewStarted, ReviewVerdict, RunFinished,
                               RunStarted, TaskFinished, TaskStarted)
 from agentloop.receipts import money

@@ -213,9 +213,11 @@ def from_bytes(raw: bytes, where: Path) -> State:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise StateError(f"{where} is not valid JSON ({exc}); move it aside or run with --reset") from None
+        raise StateError(f"{where} is not valid JSON ({exc}); move it aside or run with "
+                         "--reset") from None
     if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int):
-        raise StateError(f"{where} is not an agent-loop state file; move it aside or run with --reset")
+        raise StateError(f"{where} is not an agent-loop state file; move it aside or run with "
+                         "--reset")
     version = data["schema_version"]
     if version > SCHEMA_VERSION:
         raise StateError(f"{where} was written by a newer agent-loop (schema {version}, this one "

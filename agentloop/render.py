@@ -63,6 +63,10 @@ def status_text(view: StatusView, cwd: Path) -> str:
                      + ("\n       feedback: " + t.feedback.replace("\n", "\n         ")
                         if t.feedback and t.status == "unapproved" else "")
                      + _checks_line(t))
+    for index in view.lost:
+        lines.append(f"task {index}'s change is no longer in the history (abandoned, or not on "
+                     f"this branch); `agent-loop {state.task_file} --task {index} --again` "
+                     "does it once more")
     lines.append("receipts:")
     for group, receipt in receipts.by_group(state).items():
         lines.append(f"  {group}: {receipt.line()}")
@@ -94,7 +98,7 @@ def status_json(view: StatusView) -> dict[str, Any]:
     state = view.state
     total = receipts.total(state.tasks)
     return {"task_file": state.task_file, "task_file_hash": state.task_file_hash,
-            "vcs": state.vcs, "agent": state.agent, "note": view.note,
+            "vcs": state.vcs, "agent": state.agent, "note": view.note, "lost": list(view.lost),
             "counts": dict(Counter(t.status for t in state.tasks)),
             "cost_usd": total.cost_usd, "cost_known": total.cost_known,
             "receipts": {"total": total.to_json(),

@@ -1,8 +1,8 @@
 """The retry advisor: after a failed attempt, a small model decides whether another one is worth it.
 
 `advise` makes the agent's fresh, lightweight helper call (no tools, no resume, no session
-saved; `Agent.ask`) with the task, the attempt number and cap, the error and the tail of the attempt's log, and reads back
-`{"retry": true|false, "reason": "...", "hint": "..."}`.
+saved; `Agent.ask`) with the task, the attempt number and cap, the error and the tail of the
+attempt's log, and reads back `{"retry": true|false, "reason": "...", "hint": "..."}`.
 
 The cap: at most MAX_ATTEMPTS (5) attempts per task, whatever the advice; when the attempt that
 just failed is the last one allowed, `advise` says stop without asking the model.

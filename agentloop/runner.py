@@ -58,6 +58,7 @@ def run_tasks(run: Run, only: int | None = None, notes: tuple[str, ...] = ()) ->
                 baseline(run, pending[position:])
             begun.append(task)
             _run_task(run, task)
+            _check_history(run)
             _check_stuck(run)
     except BaseException as exc:
         stopped = ("interrupted" if isinstance(exc, (Interrupted, KeyboardInterrupt))
@@ -232,6 +233,19 @@ def _check_budget(run: Run, task: TaskState) -> None:
     if total >= budget:
         raise BudgetReached(f"budget reached before task {task.index}: spent "
                             f"{money(total)} of {money(budget)}", total, budget)
+
+
+def _check_history(run: Run) -> None:
+    """Every finished task's change must still be where it was: an agent that reset the branch,
+    switched it or abandoned a change stops the run before the next task is built on that."""
+    done = [t for t in run.state.tasks
+            if t.status in ("completed", "unapproved") and t.change_id]
+    lost = run.vcs.missing([t.change_id or "" for t in done])
+    if lost:
+        named = ", ".join(f"task {t.index} ({(t.change_id or '')[:12]})" for t in done
+                          if t.change_id in lost)
+        raise RunStopped(f"the change of {named} is no longer in the history this run builds "
+                         f"on; {run.vcs.lost_hint}")
 
 
 def _check_stuck(run: Run) -> None:

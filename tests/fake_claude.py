@@ -196,6 +196,8 @@ def main() -> None:
             target.write_text(content + "\n", encoding="utf-8")
             emit({"type": "user", "session_id": session, "message": {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": "t1", "content": f"wrote {path}"}]}})
+        elif word == "bash":  # what a real agent's Bash tool may do, hostile or not
+            subprocess.run(["bash", "-c", rest], check=False, stdin=subprocess.DEVNULL)
         elif word == "commit":
             subprocess.run(["git", "add", "-A"], check=True)
             subprocess.run(["git", "commit", "-q", "-m", rest], check=True)

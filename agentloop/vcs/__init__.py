@@ -29,6 +29,7 @@ class Vcs(Protocol):
     """What the runner needs from a version control system."""
 
     name: str
+    lost_hint: str      # how a user gets back a change that went missing
 
     def prepare(self) -> list[str]:
         """Make the repository ready (init when missing); return notes to show the user."""
@@ -47,6 +48,10 @@ class Vcs(Protocol):
 
     def close(self) -> None:
         """Leave the repository so the user's next edits fall into no task's change."""
+
+    def missing(self, change_ids: list[str]) -> set[str]:
+        """Which of these finished tasks' changes are no longer in the history being built on
+        (the agent reset the branch, switched it, abandoned a change, restored an operation)."""
 
     def recovered(self) -> Change | None:
         """A change an earlier run finished but was killed before recording, if prepare found

@@ -25,6 +25,7 @@ import git
 from agentloop.errors import VcsError
 from agentloop.vcs import Change, plan_files, relative_to
 from agentloop.vcs.gitfiles import MISSING, put_back, state_of
+from agentloop.vcs.history import missing
 from agentloop.vcs.gitplumb import (EMPTY_TREE, OWN_IGNORE_LINES,
                                     SAVED_REF, GitPlumbing, _split, _Start)
 
@@ -32,6 +33,8 @@ class GitVcs(GitPlumbing):
     """Tasks as commits on the current branch, through GitPython and the git it drives."""
 
     name = "git"
+    lost_hint = ("`git reflog` shows where the branch was; `git reset --hard <that sha>` (or "
+                 "`git cherry-pick <sha>`) brings the commit back")
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -171,6 +174,7 @@ class GitVcs(GitPlumbing):
         same filters to the agent's commits (a `git commit -a` would have taken the task file).
         """
         start = self._started()
+        self._refuse_rewound(start)
         agent_subjects = ""
         if self._head() != start.head:
             agent_subjects = self._git("log", "--reverse", "--format=- %s",
@@ -197,6 +201,35 @@ class GitVcs(GitPlumbing):
         self._start = None
         return Change(change_id=sha, commit_id=sha, base=start.head or "",
                       files=tuple(sorted(changed)))
+
+    def _refuse_rewound(self, start: _Start) -> None:
+        """The agent moved the branch back (`git reset --hard HEAD~1`): committing now would
+        record the earlier tasks' files as deleted. Nothing is committed; the run stops."""
+        if self._ref() != start.ref:
+            raise VcsError(f"the agent switched HEAD from {start.ref or 'a detached HEAD'} to "
+                           f"{self._ref() or 'a detached HEAD'}; nothing was committed for this "
+                           f"task: switch back (`git switch {(start.ref or '').split('/')[-1]}`) "
+                           "and run agent-loop again")
+        head = self._head()
+        if start.head is None or head in (None, start.head):
+            return
+        if head is not None and self._ancestor(head, start.head):
+            raise VcsError(f"the agent moved the branch back to {head[:12]}, so earlier "
+                           f"tasks' commits (up to {start.head[:12]}) are no longer on it; "
+                           "nothing was committed for this task. Get them back with "
+                           f"`git reset --hard {start.head[:12]}` (`git reflog` lists every "
+                           "position), then run agent-loop again")
+
+    def _ancestor(self, older: str, newer: str) -> bool:
+        try:
+            self._git("merge-base", "--is-ancestor", older, newer)
+        except VcsError:
+            return False
+        return True
+
+    def missing(self, change_ids: list[str]) -> set[str]:
+        """Which of these task commits are no longer in the current branch's history."""
+        return missing("git", self.root, change_ids)
 
     def recovered(self) -> Change | None:
         """The commit an earlier run made for its last task and may not have recorded (once)."""
@@ -253,8 +286,11 @@ class GitVcs(GitPlumbing):
         return self._git("diff-tree", "--patch", "--no-color", start.head or EMPTY_TREE, tree)
 
     def close(self) -> None:
-        """Nothing to leave: the next edits are uncommitted, in no task's commit."""
-        self._forget()
+        """Nothing to leave: the next edits are uncommitted, in no task's commit. The record of
+        an attempt that is still open (the run stopped on an error inside it) stays: the next
+        run needs it to roll that attempt back."""
+        if self._start is None and self._repo is not None:
+            self._forget()
         if self._repo is not None:
             self._repo.close()
 

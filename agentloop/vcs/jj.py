@@ -1,7 +1,7 @@
 """jj backend: one jj change per task, on top of the change that was @ when the run started.
 
 jj snapshots the working copy into @ at every command, so the agent's edits land in the task's
-change by themselves. Two things need care:
+change by themselves. But:
 
 * The task file and `.agent-loop/` must never land in a task's change. Every jj call we make
   runs with `snapshot.auto-track` narrowed to leave them out, so while they are untracked they
@@ -9,12 +9,9 @@ change by themselves. Two things need care:
   task file (or one the agent's own `jj` call tracked) is still snapshotted into @, the task's
   change: before a change is sealed or abandoned, `jj squash --from <task> --into <base>
   <those paths>` moves those edits down into the base, the change that was @ when the run
-  began. The files on disk keep their edits, no task change holds them, and abandoning a task
-  never reverts the task file. (`jj file untrack` is no way out: it needs the file ignored,
-  and would record the tracked file's deletion in the task's change.)
-* After `finish` the sealed change must stop being @, or whatever is written next (the tool's
-  bookkeeping, the user) lands in it; `finish` ends with `jj new`, and the next `begin` describes
-  that fresh change instead of stacking another one on it.
+  began: the files keep their edits, no task change holds them.
+* After `finish` the sealed change must stop being @: `finish` ends with `jj new`, and the next
+  `begin` describes that fresh change instead of stacking another one on it.
 """
 
 from __future__ import annotations
@@ -27,9 +24,9 @@ from pathlib import Path
 from agentloop import proc
 from agentloop.errors import ProcessError, ProgramNotFound, VcsError
 from agentloop.vcs import STATE_DIR, Change, find_root, plan_files, relative_to
+from agentloop.vcs.history import missing
 
-# Never a pager, never colour, never an editor: every description is given with -m, and should
-# jj still want an editor, `false` makes that fail at once instead of waiting for a human.
+# No pager, no colour, no editor (descriptions come with -m; `false` fails at once instead).
 JJ = ["jj", "--no-pager", "--color=never"]
 # One record per revision: fields split by \t, files by \0, records ended by \x1e.
 INFO = ('change_id ++ "\\t" ++ commit_id ++ "\\t" ++ current_working_copy ++ "\\t" ++ empty'
@@ -70,8 +67,8 @@ def _fileset(paths: list[str]) -> str:
 
 class JjVcs:
     """Tasks as jj changes; every jj call goes through `proc.run`."""
-
     name = "jj"
+    lost_hint = "`jj op log` lists what happened; `jj op restore <op>` undoes what dropped it"
 
     def __init__(self, root: Path, task_file: Path, initialized: bool = True) -> None:
         self.root = root.resolve()
@@ -292,6 +289,10 @@ class JjVcs:
                            ' && !current_working_copy && parents.len() == 1, "drop")')
         if verdict.strip() == "drop":
             self._jj("abandon", self._base)
+
+    def missing(self, change_ids: list[str]) -> set[str]:
+        """Which task changes are no longer below @ (abandoned, or undone by `jj op restore`)."""
+        return missing("jj", self.root, change_ids)
 
     def recovered(self) -> Change | None:
         """Never: a jj change a killed run finished is still its task's change, which the

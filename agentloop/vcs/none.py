@@ -9,6 +9,7 @@ class NoneVcs:
     """The `none` backend: every step is a no-op, every change id is empty."""
 
     name = "none"
+    lost_hint = ""
 
     def prepare(self) -> list[str]:
         """Nothing to prepare; say that failed attempts will not be rolled back."""
@@ -31,6 +32,10 @@ class NoneVcs:
 
     def close(self) -> None:
         """Nothing to leave."""
+
+    def missing(self, change_ids: list[str]) -> set[str]:
+        """Nothing is recorded, so nothing can go missing."""
+        return set()
 
     def recovered(self) -> Change | None:
         """Never: without version control there is nothing to recover."""
