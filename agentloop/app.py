@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Iterator
 
 from agentloop import taskfile
-from agentloop.errors import StateError
+from agentloop.errors import StateError, TaskFileError
 from agentloop.events import Emit, Event, EventLog, RunFinished, fan_out
 from agentloop.options import RunOptions, check_usage
 from agentloop.plan import PlanRow, plan_rows
@@ -95,6 +95,11 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     from agentloop.wiring import start_run
 
     check_usage(options)
+    given = tasks_md if tasks_md.is_absolute() else cwd / tasks_md
+    if given.is_symlink():
+        # Kept out of every task's change by its path: a link would let its target in.
+        raise TaskFileError(f"the task file {tasks_md} is a symlink: point agent-loop at the "
+                            f"file itself ({given.resolve()})")
     project = open_project(tasks_md, cwd)
     # Read and parsed before anything is touched: a missing or empty task file leaves no trace,
     # and --reset archives nothing for a file it could not run.
@@ -142,7 +147,6 @@ def follow(tasks_md: Path, cwd: Path, poll: float = 0.2) -> Iterator[Event]:
 
 def init(tasks_md: Path, cwd: Path) -> str:
     """--init: write a commented example plan; never over an existing file."""
-    from agentloop.errors import TaskFileError
     from agentloop.starter import starter_plan
 
     path = tasks_md if tasks_md.is_absolute() else cwd / tasks_md

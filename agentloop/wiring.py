@@ -20,6 +20,7 @@ from agentloop.runner import run_tasks
 from agentloop.state import State, TaskState, now
 from agentloop.vcs import Change
 from agentloop.vcs.choose import open_vcs
+from agentloop.vcs.preflight import preflight
 
 DEFAULT_AGENT = "claude"
 
@@ -45,6 +46,7 @@ def start_run(project: Project, options: RunOptions, emit: Emit) -> tuple[State,
         check_single(state, options.only, options.max_attempts, options.again)
     agent.check()
     kind = vcs_kind(options.vcs, state if saved else None)
+    notes += preflight(kind, project.root, project.task_file)
     vcs = open_vcs(kind, project.root, project.task_file, options.allow_dirty)
     notes += vcs.prepare()
     for change in leftovers:  # an interrupted attempt of the old state's: history drops it

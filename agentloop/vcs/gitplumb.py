@@ -19,6 +19,7 @@ from gitdb.util import hex_to_bin
 from agentloop.errors import VcsError
 from agentloop.vcs import STATE_DIR, Change
 from agentloop.vcs.gitfiles import plain, state_of
+from agentloop.vcs.preflight import signs
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # In the git dir while a task is open, so the next run can tell what became of an attempt whose
@@ -147,7 +148,9 @@ class GitPlumbing:
         if tree == (self.repo.commit(base).tree.hexsha if base else EMPTY_TREE):
             return None  # e.g. the task undid the user's own uncommitted edit
         parents = ["-p", base] if base else []
-        return self._git("commit-tree", tree, *parents, "-m", message).strip()
+        # commit-tree signs only when asked: the user's commit.gpgsign asks for every commit.
+        sign = ["-S"] if signs(self.root) else []
+        return self._git("commit-tree", *sign, tree, *parents, "-m", message).strip()
 
     def _land(self, base: str | None, sha: str, message: str) -> None:
         # The old value guards against a concurrent change of the branch.

@@ -1,0 +1,87 @@
+"""What would make a run fail only after the agent was paid, found before the first agent run:
+each a VcsError of one line with the fix, or a warning to show."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from functools import lru_cache
+from pathlib import Path
+
+from agentloop import proc
+from agentloop.errors import VcsError
+from agentloop.vcs import STATE_DIR
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# Files git keeps while a multi-step command is under way, and the command that finishes it.
+IN_PROGRESS = (("MERGE_HEAD", "a merge", "merge"), ("rebase-merge", "a rebase", "rebase"),
+               ("rebase-apply", "a rebase", "rebase"), ("CHERRY_PICK_HEAD", "a cherry-pick",
+                                                        "cherry-pick"),
+               ("REVERT_HEAD", "a revert", "revert"))
+
+
+def preflight(kind: str, root: Path, task_file: Path) -> list[str]:
+    """Check the repository before anything runs; raise for a blocker, return warnings."""
+    if (root / STATE_DIR).is_symlink():
+        raise VcsError(f"{root / STATE_DIR} is a symlink: agent-loop keeps its state there and "
+                       "will not write through a link; remove the link and run again")
+    if _bare(root):
+        raise VcsError(f"{root} is a bare git repository (no working tree): run agent-loop in a "
+                       "clone of it (`git clone` it, then run in the clone)")
+    warnings: list[str] = []
+    git_dir = root / ".git"
+    jj = kind in ("jj", "auto") and shutil.which("jj") is not None
+    if kind in ("git", "auto") and git_dir.is_dir():
+        _git_ready(root, git_dir, commits=not jj)
+    if jj and not _jj_identity(root):
+        warnings.append("jj has no user identity: every change will say \"(no email set)\"; "
+                        "set one with `jj config set --user user.name \"Your Name\"` and "
+                        "`jj config set --user user.email you@example.com`")
+    return warnings
+
+
+def _bare(root: Path) -> bool:
+    return (not (root / ".git").exists() and (root / "HEAD").is_file()
+            and (root / "objects").is_dir() and (root / "refs").is_dir())
+
+
+def _git_ready(root: Path, git_dir: Path, commits: bool) -> None:
+    for name, what, command in IN_PROGRESS:
+        if (git_dir / name).exists():
+            raise VcsError(f"{what} is in progress in {root}: finish it (`git {command} "
+                           f"--continue`) or abort it (`git {command} --abort`), then run again")
+    if not commits:
+        return  # jj makes the commits, with its own identity
+    if _git(root, "var", "GIT_COMMITTER_IDENT") is None:
+        raise VcsError("git has no identity to commit with here: set it with `git config "
+                       "--global user.name \"Your Name\"` and `git config --global user.email "
+                       "you@example.com`, then run again")
+    if signs(root) and _git(root, "commit-tree", "-S", EMPTY_TREE, "-m", "agent-loop: can "
+                            "sign?") is None:
+        raise VcsError("commit.gpgsign is set but git cannot sign a commit here (no usable key, "
+                       "or gpg asks for a passphrase nobody can type): fix signing, or run with "
+                       "`git -c commit.gpgsign=false` set for this repository "
+                       "(`git config commit.gpgsign false`)")
+
+
+@lru_cache(maxsize=8)
+def signs(root: Path) -> bool:
+    """Whether the user asks git to sign every commit (commit.gpgsign)."""
+    return (_git(root, "config", "--get", "--bool", "commit.gpgsign") or "").strip() == "true"
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        done = proc.run(["git", *args], cwd=root, check=False, timeout=60,
+                        env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+    except VcsError:
+        return None
+    except Exception:  # noqa: BLE001 - a git that cannot start is the backend's to report
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _jj_identity(root: Path) -> bool:
+    done = proc.run(["jj", "--no-pager", "--ignore-working-copy", "config", "get",
+                     "user.email"], cwd=root, check=False, timeout=30)
+    return done.returncode == 0 and bool(done.stdout.strip())
