@@ -1,5 +1,52 @@
-"""`python -m agentloop`."""
+"""`python -m agentloop`, and the `agent-loop` program: stop signals are ours from the first
+instant, so a Ctrl+C while Python is still importing ends in one line too, never a traceback."""
 
-from agentloop.cli import main
+from __future__ import annotations
 
-main()
+import os
+import signal
+import sys
+from types import FrameType
+
+STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    # SIGTERM and SIGHUP take the same careful path as Ctrl+C.
+    raise KeyboardInterrupt
+
+
+def main() -> None:
+    """Console entry point."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP: a closed terminal, a dropped ssh
+        signal.signal(sig, _stop)
+    try:
+        from agentloop.cli import main as run_cli
+    except KeyboardInterrupt:
+        sys.stderr.write("\nagent-loop: interrupted while starting; nothing was changed\n")
+        _exit(130)
+    try:
+        run_cli()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    _exit(code)
+
+
+def _exit(code: int) -> None:
+    """Leave with the code agent-loop decided, whatever signal comes now. The interpreter's
+    own shutdown puts the default signal actions back, so a second Ctrl+C (or the SIGTERM a
+    terminal sends after it) would end us with a signal's status instead; nothing is left to
+    do by now: the state is saved, every child is stopped, the lock is released."""
+    for sig in STOPS:
+        signal.signal(sig, signal.SIG_IGN)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -213,7 +213,9 @@ def main() -> None:
     signal.signal(signal.SIGHUP, _on_sigterm)  # a closed terminal or a dropped ssh
     try:
         command.main(standalone_mode=False, prog_name="agent-loop")
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        # Stopped before the command itself ran (while parsing): nothing was changed.
+        sys.stderr.write("\nagent-loop: interrupted; nothing was changed\n")
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()

@@ -55,7 +55,9 @@ class Streamed:
     timed_out: bool
 
 
-def _cannot_run(argv: list[str], exc: OSError) -> str:
+def _cannot_run(argv: list[str], exc: OSError | ValueError) -> str:
+    if isinstance(exc, ValueError):
+        return f"cannot run {argv[0]}: {exc} in its command line"
     if exc.errno == errno.E2BIG:
         # Linux takes at most 128 KiB per argument (and about 2 MiB for all with the environment).
         longest = max(len(a.encode("utf-8", "surrogateescape")) for a in argv)
@@ -69,40 +71,42 @@ def _describe(argv: list[str]) -> str:
 
 
 def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] | None = None,
-        check: bool = True, timeout: float | None = 120, input: str | None = None,
+        check: bool = True, timeout: float | None = 120, input: str | bytes | None = None,
         guarded: bool = False) -> Completed:
     """Run a short command and return its output; raise ProcessError on failure when `check`.
 
-    `guarded`: a call of the agent's program (the retry advisor, the commit-message writer). It
-    runs in a process group of its own, which the watchdog kills should we die first and which
-    we kill as a whole on a timeout or Ctrl+C, so it never outlives agent-loop.
+    Every command runs in a session of its own, so a terminal's Ctrl+C reaches agent-loop only;
+    a Ctrl+C while a short command (git, jj) runs lets it finish, then stops us: a VCS command
+    killed halfway leaves locks and half-written state behind. Bytes are bytes: output that is
+    not UTF-8 comes back with its odd bytes as surrogates (paths round-trip), never a crash.
+
+    `guarded`: a call of the agent's program (the retry advisor, the commit-message writer). The
+    watchdog kills its group should we die first, and a Ctrl+C or timeout kills it at once.
     """
     watched = guarded and watchdog.ready()
+    data = input.encode("utf-8", "surrogateescape") if isinstance(input, str) else input
     try:
         child = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
-                                 stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 start_new_session=watched)
+                                 stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 start_new_session=True)
     except FileNotFoundError as exc:
         raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
         raise ProcessError(_cannot_run(argv, exc), argv) from exc
     group = child.pid if watched else None
     if group is not None:
         watchdog.tell("start", group)
     try:
-        stdout, stderr = child.communicate(input, timeout=timeout)
+        out, err = _communicate(child, data, timeout, group)
     except subprocess.TimeoutExpired as exc:
-        _kill(child, group)
+        _kill(child, child.pid)
         child.communicate()
         raise ProcessError(f"`{_describe(argv)}` timed out after {timeout}s", argv) from exc
-    except BaseException:
-        _kill(child, group)
-        child.wait()
-        raise
     finally:
         if group is not None:
             watchdog.tell("end", group)
+    stdout, stderr = (b.decode("utf-8", "surrogateescape") for b in (out, err))
     result = Completed(argv, child.returncode, stdout, stderr)
     if check and child.returncode != 0:
         output = (stderr or stdout).strip()
@@ -111,7 +115,21 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
     return result
 
 
-def _kill(child: subprocess.Popen[str], group: int | None) -> None:
+def _communicate(child: subprocess.Popen[bytes], data: bytes | None, timeout: float | None,
+                 group: int | None) -> tuple[bytes, bytes]:
+    try:
+        return child.communicate(data, timeout=timeout)
+    except (KeyboardInterrupt, Interrupted):
+        if group is not None:  # the agent's program: stopped at once, with its group
+            _kill(child, group)
+            child.wait()
+            raise
+        with shielded():  # a VCS command: let it finish, then stop
+            child.communicate(timeout=timeout)
+        raise
+
+
+def _kill(child: subprocess.Popen[bytes], group: int | None) -> None:
     try:
         if group is not None:
             os.killpg(group, signal.SIGKILL)

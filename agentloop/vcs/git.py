@@ -27,7 +27,7 @@ from agentloop.vcs import Change, plan_files, relative_to
 from agentloop.vcs.gitfiles import MISSING, put_back, state_of
 from agentloop.vcs.history import missing
 from agentloop.vcs.gitplumb import (EMPTY_TREE, OWN_IGNORE_LINES,
-                                    SAVED_REF, GitPlumbing, _split, _Start)
+                                    SAVED_REF, GitPlumbing, _open, _split, _Start)
 
 class GitVcs(GitPlumbing):
     """Tasks as commits on the current branch, through GitPython and the git it drives."""
@@ -45,15 +45,14 @@ class GitVcs(GitPlumbing):
         notes: list[str] = [self.note] if self.note else []
         created = False
         try:
-            self._repo = git.Repo(self.root, search_parent_directories=True)
+            self._repo = _open(self.root)
         except git.InvalidGitRepositoryError:
-            self._repo = git.Repo.init(self.root)
+            self._git("init", "-q")
+            self._repo = _open(self.root)
             created = True
             notes.append(f"initialized a git repository in {self.root}")
         except git.NoSuchPathError as exc:
             raise VcsError(f"{self.root} does not exist") from exc
-        # Pathspecs are file names to us, never globs.
-        self.repo.git.update_environment(GIT_LITERAL_PATHSPECS="1")
         if self.repo.working_tree_dir is None:
             raise VcsError(f"{self.repo.git_dir} is a bare repository: there is no working tree")
         self.root = Path(self.repo.working_tree_dir).resolve()
@@ -219,13 +218,6 @@ class GitVcs(GitPlumbing):
                            "nothing was committed for this task. Get them back with "
                            f"`git reset --hard {start.head[:12]}` (`git reflog` lists every "
                            "position), then run agent-loop again")
-
-    def _ancestor(self, older: str, newer: str) -> bool:
-        try:
-            self._git("merge-base", "--is-ancestor", older, newer)
-        except VcsError:
-            return False
-        return True
 
     def missing(self, change_ids: list[str]) -> set[str]:
         """Which of these task commits are no longer in the current branch's history."""

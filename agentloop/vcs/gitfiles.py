@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from git.db import GitCmdObjectDB
+from git.db import GitCmdObjectDB, GitDB
 from gitdb import IStream
 from gitdb.util import hex_to_bin
 
@@ -35,7 +35,7 @@ def through_link(root: Path, rel: str) -> bool:
     return False
 
 
-def state_of(root: Path, rel: str, keep_in: GitCmdObjectDB | None = None) -> str:
+def state_of(root: Path, rel: str, keep_in: GitDB | GitCmdObjectDB | None = None) -> str:
     """A path's content as one string; with `keep_in` the bytes are stored there as a blob."""
     full = root / rel
     if through_link(root, rel):
@@ -61,7 +61,7 @@ def state_of(root: Path, rel: str, keep_in: GitCmdObjectDB | None = None) -> str
     return f"{mode}:{sha}"
 
 
-def put_back(root: Path, rel: str, state: str, odb: GitCmdObjectDB) -> None:
+def put_back(root: Path, rel: str, state: str, odb: GitDB | GitCmdObjectDB) -> None:
     """Make `rel` hold `state` again, deleting nothing that is not the attempt's to delete."""
     full = root / rel
     if state == "other" or through_link(root, rel):

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -16,11 +17,14 @@ import git
 from gitdb.exc import BadName, BadObject
 from gitdb.util import hex_to_bin
 
-from agentloop.errors import VcsError
+from agentloop import proc
+from agentloop.errors import ProcessError, VcsError
 from agentloop.vcs import STATE_DIR, Change
 from agentloop.vcs.gitfiles import plain, state_of
 from agentloop.vcs.preflight import signs
 
+# A git command that takes longer than this is stuck (a lock, a hook waiting for input).
+GIT_TIMEOUT = 600
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # In the git dir while a task is open, so the next run can tell what became of an attempt whose
 # run died: committed (the record names the commit), or to be rolled back.
@@ -52,6 +56,16 @@ def _split(out: str) -> set[str]:
     return {p for p in out.split("\0") if p and not p.endswith("/")}
 
 
+def _open(root: Path) -> git.Repo:
+    """The repository, with git's objects read and written in-process (GitDB): GitPython's
+    default keeps `git cat-file` processes in our process group, where a terminal's Ctrl+C
+    would kill them under us. (GitPython calls GitDB deprecated for speed on huge packs; we
+    read a few commits and trees a task.)"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return git.Repo(root, search_parent_directories=True, odbt=git.GitDB)
+
+
 class GitPlumbing:
     """What the git backend does with git, below the protocol."""
 
@@ -75,23 +89,21 @@ class GitPlumbing:
 
     def _git(self, *args: str, paths: Iterable[str] | None = None,
              env: dict[str, str] | None = None, codes: tuple[int, ...] = (0,)) -> str:
-        """Run git; `paths` go through stdin NUL-separated, so no list is ever too long."""
-        stdin = None
-        if paths is not None:
-            stdin = tempfile.TemporaryFile()
-            stdin.write(b"".join(p.encode() + b"\0" for p in paths))
-            stdin.seek(0)
+        """Run git through the one process door; `paths` go through stdin NUL-separated, so no
+        list is ever too long and no file name (not even one that is not UTF-8) is mangled."""
+        data = None if paths is None else b"".join(
+            p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
+        # Pathspecs are file names to us, never globs.
+        full = {**os.environ, "GIT_LITERAL_PATHSPECS": "1", **(env or {})}
         try:
-            status, out, err = self.repo.git.execute(
-                ["git", *args], istream=stdin, env=env, with_extended_output=True,
-                with_exceptions=False, strip_newline_in_stdout=False)
-        finally:
-            if stdin is not None:
-                stdin.close()
-        if status not in codes:
-            detail = str(err or out or "").strip().replace("\n", " ")
+            done = proc.run(["git", *args], cwd=self.root, env=full, check=False, input=data,
+                            timeout=GIT_TIMEOUT)
+        except ProcessError as exc:
+            raise VcsError(f"`git {' '.join(args)}` failed: {exc}") from None
+        if done.returncode not in codes:
+            detail = (done.stderr or done.stdout).strip().replace("\n", " ")
             raise VcsError(f"`git {' '.join(args)}` failed: {detail}")
-        return str(out)
+        return done.stdout
 
     def _head(self) -> str | None:
         try:
@@ -231,3 +243,10 @@ class GitPlumbing:
         return _split(self._git("check-ignore", "--no-index", "-z", "--stdin",
                                 paths=sorted(paths), env={"GIT_LITERAL_PATHSPECS": "0"},
                                 codes=(0, 1)))
+
+    def _ancestor(self, older: str, newer: str) -> bool:
+        try:
+            self._git("merge-base", "--is-ancestor", older, newer)
+        except VcsError:
+            return False
+        return True

@@ -1,0 +1,65 @@
+"""Ctrl+C, SIGTERM and SIGHUP from a terminal reach the whole foreground process group: every
+git and jj command agent-loop runs, and agent-loop itself. At any instant of a git run, it
+exits 130 with the resume line, commits each task at most once, and the next run goes on."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FakeClaude
+from tests.test_run_vcs import git, init_repo, state_of
+
+TASKS = 4
+SEED = int(os.environ.get("AGENT_LOOP_SIGNAL_SEED", "20261123"))
+ROUNDS = int(os.environ.get("AGENT_LOOP_SIGNAL_ROUNDS", "20"))
+
+
+def start(work: Path) -> subprocess.Popen[str]:
+    # A session of its own, as a terminal gives its foreground job: signals go to the group.
+    return subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                             "--no-distill", "--backoff", "0"], cwd=work,
+                            env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def test_signals_to_the_whole_group_at_random_moments_of_a_git_run(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "README.md").write_text("hello\n")
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("".join(
+        f"- task {i}\n  FAKE: write t{i}.txt {i}\n  FAKE: sleep 0.05\n" for i in range(TASKS)))
+    rng = random.Random(SEED)
+    interrupted = 0
+    for _ in range(ROUNDS):
+        child = start(work)
+        time.sleep(rng.uniform(0.05, 0.6))
+        os.killpg(child.pid, rng.choice([signal.SIGINT, signal.SIGTERM, signal.SIGHUP]))
+        out, err = child.communicate(timeout=60)
+        if child.returncode == 0:
+            break  # it finished before the signal
+        assert child.returncode == 130, out + err
+        assert ("Resume with: agent-loop tasks.md" in err
+                or "nothing was changed" in err), err
+        assert "Traceback" not in err and "Broken pipe" not in err
+        interrupted += 1
+    last = start(work)
+    out, err = last.communicate(timeout=120)
+    assert last.returncode == 0, out + err
+    assert interrupted >= 3
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed"] * TASKS
+    files = git(work, "log", "--format=", "--name-only").split()
+    # Each task committed exactly once, holding exactly its file.
+    assert sorted(files) == sorted([f"t{i}.txt" for i in range(TASKS)] + ["README.md"])
+    for i in range(TASKS):
+        assert (work / f"t{i}.txt").read_text() == f"{i}\n"
