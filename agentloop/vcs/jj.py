@@ -17,53 +17,14 @@ change by themselves. But:
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from agentloop import proc
 from agentloop.errors import ProcessError, ProgramNotFound, VcsError
 from agentloop.vcs import STATE_DIR, Change, find_root, plan_files, relative_to
 from agentloop.vcs.history import missing
-
-# No pager, no colour, no editor (descriptions come with -m; `false` fails at once instead).
-JJ = ["jj", "--no-pager", "--color=never"]
-# One record per revision: fields split by \t, files by \0, records ended by \x1e.
-INFO = ('change_id ++ "\\t" ++ commit_id ++ "\\t" ++ current_working_copy ++ "\\t" ++ empty'
-        ' ++ "\\t" ++ description.len() ++ "\\t" ++ parents.map(|p| p.change_id()).join(",")'
-        ' ++ "\\t" ++ self.diff().files().map(|f| f.source().path() ++ "\\0" ++ f.path())'
-        '.join("\\0") ++ "\\x1e"')
-
-
-@dataclass(frozen=True)
-class _Rev:
-    """What `INFO` says about one revision."""
-
-    change_id: str
-    commit_id: str
-    is_wc: bool
-    empty: bool
-    described: bool
-    parents: tuple[str, ...]
-    files: tuple[str, ...]
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "JJ_EDITOR": "false"}
-
-
-def jj_root(folder: Path) -> Path | None:
-    """The jj repository holding `folder`, or None; raises ProgramNotFound without jj."""
-    done = proc.run([*JJ, "--ignore-working-copy", "root"], cwd=folder, env=_env(), check=False)
-    return Path(done.stdout.strip()) if done.returncode == 0 else None
-
-
-def _fileset(paths: list[str]) -> str:
-    """Exact paths as a jj fileset, so no file name is read as a pattern."""
-    def quote(path: str) -> str:
-        return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return " | ".join(f"root-file:{quote(p)}" for p in paths)
-
+from agentloop.vcs.jjplumb import (INFO, JJ, MAX_NEW_FILE, _env, _fileset,  # noqa: F401
+                                   _Rev, jj_root)
 
 class JjVcs:
     """Tasks as jj changes; every jj call goes through `proc.run`."""
@@ -176,8 +137,10 @@ class JjVcs:
         files = sorted(self._plans | ({self._task_rel} if self._task_rel else set()))
         if files:
             ours += " | " + _fileset(files)
-        # json.dumps makes a valid TOML string, so no file name can break the option.
-        return ["--config", "snapshot.auto-track=" + json.dumps(f"({users}) ~ ({ours})")]
+        # json.dumps makes a valid TOML string, so no file name can break the option. jj leaves
+        # new files over 1 MiB out of a snapshot, silently: a task's change holds every file.
+        return ["--config", "snapshot.auto-track=" + json.dumps(f"({users}) ~ ({ours})"),
+                "--config", f"snapshot.max-new-file-size={MAX_NEW_FILE}"]
 
     def begin(self, message: str) -> Change:
         """`jj new -m` on @, or describe the fresh @ that finish/abandon left when still unused."""
