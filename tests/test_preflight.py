@@ -102,3 +102,34 @@ def test_jj_without_an_identity_is_a_warning(work: Path, fake_claude: FakeClaude
     done = agent_loop(work, "--vcs", "jj", env=env)
     assert done.returncode == 0, done.stderr
     assert "jj has no user identity" in done.stdout
+
+
+@pytest.mark.parametrize("kind", ["git", "jj"])
+def test_stale_git_locks_a_killed_command_left_are_cleared(work: Path, fake_claude: FakeClaude,
+                                                          kind: str, jj_bin: str) -> None:
+    init_repo(work, "git")
+    if kind == "jj":
+        subprocess.run(["jj", "git", "init", "--colocate"], cwd=work, check=True,
+                       capture_output=True)
+    for name in ("index.lock", "HEAD.lock"):
+        (work / ".git" / name).write_text("")
+    done = agent_loop(work, "--vcs", kind)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "removed" in done.stdout and "index.lock" in done.stdout
+    assert not (work / ".git" / "index.lock").exists()
+
+
+def test_a_lock_a_live_process_holds_stops_the_run_naming_it(work: Path,
+                                                            fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    lock = work / ".git" / "index.lock"
+    lock.write_text("")
+    holder = subprocess.Popen([sys.executable, "-c", "import sys,time; f=open(sys.argv[1]); "
+                               "print('ready', flush=True); time.sleep(60)", str(lock)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        refused(agent_loop(work, "--vcs", "git"), fake_claude, "index.lock", "is held", "rm ")
+    finally:
+        holder.kill()
+        holder.wait()

@@ -30,6 +30,8 @@ def preflight(kind: str, root: Path, task_file: Path) -> list[str]:
                        "clone of it (`git clone` it, then run in the clone)")
     warnings: list[str] = []
     git_dir = root / ".git"
+    if git_dir.is_dir():
+        warnings += _stale_locks(git_dir)
     jj = kind in ("jj", "auto") and shutil.which("jj") is not None
     if kind in ("git", "auto") and git_dir.is_dir():
         _git_ready(root, git_dir, commits=not jj)
@@ -38,6 +40,43 @@ def preflight(kind: str, root: Path, task_file: Path) -> list[str]:
                         "set one with `jj config set --user user.name \"Your Name\"` and "
                         "`jj config set --user user.email you@example.com`")
     return warnings
+
+
+def _stale_locks(git_dir: Path) -> list[str]:
+    """git's lock files a killed git or jj left behind (every later git command would fail on
+    them). Called under agent-loop's run lock: one no live process holds open is stale and goes;
+    one that is held stops the run, naming it."""
+    notes = []
+    for lock in [git_dir / "index.lock", git_dir / "HEAD.lock",
+                 *(git_dir / "refs" / "heads").rglob("*.lock")]:
+        if not lock.is_file():
+            continue
+        if _held(lock):
+            raise VcsError(f"{lock} is held by a running process (another git or jj?): let it "
+                           f"finish; if nothing should be running, remove it with `rm {lock}`")
+        lock.unlink(missing_ok=True)
+        notes.append(f"removed {lock}, which a killed git or jj command left behind")
+    return notes
+
+
+def _held(path: Path) -> bool:
+    """Whether a live process has `path` open (Linux: /proc); elsewhere, assume it does."""
+    proc_dir = Path("/proc")
+    if not (proc_dir / "self" / "fd").is_dir():
+        return True
+    target = str(path.resolve())
+    for fd_dir in proc_dir.glob("[0-9]*/fd"):
+        try:
+            links = list(fd_dir.iterdir())
+        except OSError:
+            continue  # gone, or not ours to see
+        for link in links:
+            try:
+                if os.readlink(link) == target:
+                    return True
+            except OSError:
+                continue
+    return False
 
 
 def _bare(root: Path) -> bool:
