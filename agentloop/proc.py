@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import os
-import select
 import signal
 import subprocess
 import tempfile
@@ -19,20 +18,16 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
+from agentloop.reaper import adopt_orphans, children, end_adopted
+from agentloop.streamread import MAX_LINE_BYTES, Expired, lines  # noqa: F401
+from agentloop.streamread import tail as read_tail
 from agentloop.watchdog import die_with_parent, watchdog
 
 # Grace between the signals of an escalating stop (SIGINT -> SIGTERM -> SIGKILL).
 STOP_GRACE_SECONDS = 3.0
-# A line longer than this is cut into pieces of about this size, so one endless line cannot fill
-# memory (reading one holds twice this). The CLI's longest lines, a tool result with an image in
-# base64, stay below it: the API takes images of up to 5 MB, under 7 MiB as base64.
-MAX_LINE_BYTES = 8 * 1024 * 1024
-# How much is read at once from the agent's stdout, and kept of the end of its stderr.
-READ_BYTES = 64 * 1024
-STDERR_TAIL_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -194,6 +189,8 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     parent-death signal, so a run costs one fork of ours (see scripts/bench_overhead.py).
     """
     watched = watchdog.ready()
+    adopt_orphans()
+    before = children()
     errors = tempfile.TemporaryFile()
     # A prompt of any size goes through a file: a pipe could fill while we wait on stdout.
     given = None
@@ -220,16 +217,20 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     watchdog.tell("start", proc.pid)
     deadline = None if timeout is None else time.monotonic() + timeout
     timed_out = False
+    exited = lambda: proc.poll() is not None  # noqa: E731
     try:
         try:
-            for line in _lines(proc.stdout.fileno(), deadline):
+            for line in lines(proc.stdout.fileno(), deadline, exited):
                 on_line(line)
-        except _Expired:
+        except Expired:
             timed_out = True
             stop_group(proc)
-            for line in _lines(proc.stdout.fileno(), None):  # what it wrote before it stopped
+            # What it wrote before it stopped.
+            for line in lines(proc.stdout.fileno(), None, exited):
                 on_line(line)
         proc.wait()
+        # The agent is done: what it left running in its group, or outside it, goes too.
+        stop_group(proc)
     except KeyboardInterrupt:
         stop_group(proc)
         raise Interrupted("interrupted") from None
@@ -237,49 +238,9 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         stop_group(proc)
         raise
     finally:
+        end_adopted(before)
         watchdog.tell("end", proc.pid)
         proc.stdout.close()
-        tail = _tail(errors)
+        tail = read_tail(errors)
         errors.close()
     return Streamed(argv, proc.returncode, tail, timed_out)
-
-
-class _Expired(Exception):
-    """The deadline of a streamed command passed."""
-
-
-def _lines(fd: int, deadline: float | None) -> Iterator[bytes]:
-    """The lines read from `fd` as they come; one longer than MAX_LINE_BYTES comes in pieces."""
-    pending = bytearray()
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    while True:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0 or not poller.poll(left * 1000):
-                raise _Expired
-        chunk = os.read(fd, READ_BYTES)
-        if not chunk:
-            if pending:
-                yield bytes(pending)
-            return
-        start = 0
-        while (end := chunk.find(b"\n", start)) != -1:
-            if pending:
-                pending += chunk[start:end + 1]
-                yield bytes(pending)
-                pending.clear()
-            else:
-                yield chunk[start:end + 1]
-            start = end + 1
-        pending += chunk[start:]
-        while len(pending) >= MAX_LINE_BYTES:
-            yield bytes(pending[:MAX_LINE_BYTES])
-            del pending[:MAX_LINE_BYTES]
-
-
-def _tail(file: IO[bytes]) -> str:
-    """The end of what the command wrote to stderr."""
-    size = file.seek(0, os.SEEK_END)
-    file.seek(max(0, size - STDERR_TAIL_BYTES))
-    return file.read().decode("utf-8", "replace")

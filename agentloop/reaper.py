@@ -1,0 +1,67 @@
+"""What an agent leaves running is ended with its run, even what escaped its process group.
+
+agent-loop becomes a child subreaper (Linux, prctl PR_SET_CHILD_SUBREAPER): a process the agent
+started that called `setsid` or was double-forked is re-parented to us, not to init, once its
+parent exits. After an agent run, every child of ours that we did not start ourselves is such
+an orphan, and is ended with whatever it started in turn. Elsewhere this is a no-op, and only
+the agent's own process group is stopped (agentloop.proc).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+PR_SET_CHILD_SUBREAPER = 36
+_enabled = False
+
+
+def adopt_orphans() -> bool:
+    """Make this process the subreaper of what it starts; False where that is not possible."""
+    global _enabled
+    if _enabled:
+        return True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        _enabled = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        _enabled = False
+    return _enabled
+
+
+def children() -> set[int]:
+    """The pids whose parent is this process (Linux /proc; empty elsewhere)."""
+    me, found = os.getpid(), set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        fields = text[text.rfind(")") + 2:].split()
+        if len(fields) > 1 and fields[1] == str(me):
+            found.add(int(stat.parent.name))
+    return found
+
+
+def end_adopted(before: set[int], rounds: int = 10) -> int:
+    """SIGKILL every child of ours that was not there `before` (nor is the watchdog), and reap
+    it; its own children become ours in turn, so it goes on until none is left. How many."""
+    if not _enabled:
+        return 0
+    ended = 0
+    for _ in range(rounds):
+        orphans = children() - before
+        if not orphans:
+            break
+        for pid in orphans:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                ended += 1
+            except (ProcessLookupError, ChildProcessError):
+                pass
+    return ended
