@@ -60,6 +60,7 @@ for i in $(seq -f %04g 1 "$N"); do
     new=$(git commit-tree "$tree" -p "$head" -m "$msg")
     git update-ref -m "agent-loop: $msg" HEAD "$new" "$head"
     git reset -q "$new" --pathspec-from-file=- --pathspec-file-nul < "$SCRATCH/paths"
+    git rev-list HEAD > /dev/null
     head=$new
 done
 """
@@ -89,6 +90,7 @@ for i in $(seq -f %04g 1 "$N"); do
         --model opus --append-system-prompt "$SYSTEM_PROMPT" <<< "FILE=t$i.txt" > "$LOGS/$i.jsonl"
     jj log --no-graph -r "present($id) | @" -T "$INFO" > /dev/null
     jj new "$id" 2> /dev/null
+    command jj --no-pager --color=never --ignore-working-copy log --no-graph -r ::@ -T change_id > /dev/null
 done
 """
 
@@ -177,7 +179,7 @@ def trace(folder: Path, backend: str, env: dict[str, str]) -> list[str]:
     calls = []
     for call in log.read_text().splitlines():
         words = call.rstrip("\t").split("\t")
-        if "--config" in words:  # jj: leave out the global options and the config value
+        while "--config" in words:  # jj: leave out the global options and the config values
             words = words[words.index("--config") + 2:]
         if backend == "jj" and words[:1] == ["new"] and words[1:2] != ["-m"]:
             words = ["new", "<the task's change>"]
