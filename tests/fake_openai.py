@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Union
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Union, cast
+
+from tests.loopback import LoopbackServer
 
 # A hung request gives up after this long even if nobody stops the server, so no thread lives on.
 HANG_LIMIT_SECONDS = 600.0
@@ -264,7 +265,7 @@ def stream_events(reply: Message | Shell | Patch, model: str, input_tokens: int,
     return events
 
 
-class FakeOpenAI:
+class FakeOpenAI(LoopbackServer):
     """The server. Use as a context manager, or `start()` and `stop()`.
 
     `script(reply, ..., model=...)` queues replies, answered in order by the requests for that
@@ -277,56 +278,12 @@ class FakeOpenAI:
         self.output_tokens = output_tokens
         self.cached_tokens = cached_tokens
         self.final_text = final_text
-        self._lock = threading.Lock()
-        # (model substring or None for any model, reply), in the order they were scripted
-        self._queue: list[tuple[str | None, Reply]] = []
-        self._requests: list[Request] = []
-        self._stopping = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        super().__init__(_handler_for)
 
     @property
     def url(self) -> str:
         """The base URL for a model provider's `base_url` (ends in /v1)."""
         return f"http://127.0.0.1:{self._server.server_port}/v1"
-
-    def start(self) -> FakeOpenAI:
-        """Start serving in a background thread."""
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving, release hung requests and close the socket."""
-        self._stopping.set()
-        if self._thread.is_alive():
-            self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> FakeOpenAI:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def script(self, *replies: Reply, model: str | None = None) -> None:
-        """Queue replies, answered in order by requests for a model whose id contains `model`
-        (any model when None)."""
-        with self._lock:
-            self._queue.extend((model, r) for r in replies)
-
-    @property
-    def pending(self) -> list[Reply]:
-        """Scripted replies not used yet."""
-        with self._lock:
-            return [reply for _, reply in self._queue]
-
-    @property
-    def requests(self) -> list[Request]:
-        """Every request so far, in arrival order."""
-        with self._lock:
-            return list(self._requests)
 
     def responses_requests(self) -> list[Request]:
         """The Responses API calls so far."""
@@ -336,20 +293,11 @@ class FakeOpenAI:
         """Requests for anything but the Responses API (answered 404)."""
         return [r for r in self.requests if not r.is_responses]
 
-    def _record(self, request: Request) -> None:
-        with self._lock:
-            self._requests.append(request)
-
     def _reply_for(self, request: Request) -> Reply:
-        reply: Reply = Directed()
-        with self._lock:
-            for i, (model, _) in enumerate(self._queue):
-                if model is None or model in (request.model or ""):
-                    reply = self._queue.pop(i)[1]
-                    break
-        if isinstance(reply, Directed):
+        reply = self._scripted(request.model)
+        if reply is None or isinstance(reply, Directed):
             return directive_reply(request.body, self.final_text)
-        return reply
+        return cast(Reply, reply)
 
 
 def _handler_for(api: FakeOpenAI) -> type[BaseHTTPRequestHandler]:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Union
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Union, cast
+
+from tests.loopback import LoopbackServer
 
 # A hung request gives up after this long even if nobody stops the server, so no thread lives on.
 HANG_LIMIT_SECONDS = 600.0
@@ -230,7 +231,7 @@ def stream_events(reply: Text | ToolUse, model: str, input_tokens: int,
     return events
 
 
-class FakeApi:
+class FakeApi(LoopbackServer):
     """The server. Use as a context manager, or `start()` and `stop()`.
 
     `script(reply, model=...)` queues replies; a queued reply answers the first Messages request
@@ -243,58 +244,14 @@ class FakeApi:
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
         self.final_text = final_text
-        self._lock = threading.Lock()
-        # (model substring or None for any model, reply), in the order they were scripted
-        self._queue: list[tuple[str | None, Reply]] = []
-        self._requests: list[Request] = []
         # The Messages requests answered with a reply (and so with tokens the CLI bills).
         self.billed: list[Request] = []
-        self._stopping = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        # A short poll interval makes stop() quick; the default 0.5 s adds up over many tests.
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        super().__init__(_handler_for)
 
     @property
     def url(self) -> str:
         """The base URL for `ANTHROPIC_BASE_URL`."""
         return f"http://127.0.0.1:{self._server.server_port}"
-
-    def start(self) -> FakeApi:
-        """Start serving in a background thread."""
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving, release hung requests and close the socket."""
-        self._stopping.set()
-        if self._thread.is_alive():
-            self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> FakeApi:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def script(self, *replies: Reply, model: str | None = None) -> None:
-        """Queue replies, answered in order by requests for a model whose id contains `model`."""
-        with self._lock:
-            self._queue.extend((model, r) for r in replies)
-
-    @property
-    def pending(self) -> list[Reply]:
-        """Scripted replies not used yet."""
-        with self._lock:
-            return [reply for _, reply in self._queue]
-
-    @property
-    def requests(self) -> list[Request]:
-        """Every request so far, in arrival order."""
-        with self._lock:
-            return list(self._requests)
 
     def requests_for_messages(self) -> list[Request]:
         """The Messages API calls so far."""
@@ -304,19 +261,11 @@ class FakeApi:
         """Requests for anything but the Messages API (the fake answered them 404)."""
         return [r for r in self.requests if not r.is_messages and not _is_count_tokens(r)]
 
-    def _record(self, request: Request) -> None:
-        with self._lock:
-            self._requests.append(request)
-
     def _reply_for(self, request: Request) -> Reply:
-        with self._lock:
-            for i, (model, _) in enumerate(self._queue):
-                if model is None or model in (request.model or ""):
-                    reply = self._queue.pop(i)[1]
-                    if not isinstance(reply, Directed):
-                        return reply
-                    break
-        return directive_reply(request.body, self.final_text)
+        reply = self._scripted(request.model)
+        if reply is None or isinstance(reply, Directed):
+            return directive_reply(request.body, self.final_text)
+        return cast(Reply, reply)
 
 
 def _is_count_tokens(request: Request) -> bool:
