@@ -175,6 +175,7 @@ class RecordingVcs:
     """A VCS whose one change holds whatever `files` says; records what the runner asked."""
 
     name = "git"
+    lost_hint = "git reflog"
 
     def __init__(self) -> None:
         self.files: dict[str, str] = {}
@@ -204,6 +205,12 @@ class RecordingVcs:
 
     def close(self) -> None:
         pass
+
+    def missing(self, change_ids: list[str]) -> set[str]:
+        return set()
+
+    def recovered(self) -> Change | None:
+        return None
 
 
 def ok(text: str = "done", session: str = "s-dev", cost: float = 0.01) -> AgentResult:
