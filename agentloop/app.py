@@ -104,9 +104,12 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     # Read and parsed before anything is touched: a missing or empty task file leaves no trace,
     # and --reset archives nothing for a file it could not run.
     taskfile.load(project.task_file)
-    emit = fan_out(EventLog(project.store.events, now), emit)
-    with project.store.lock():
-        state, summary = start_run(project, options, emit)
+    events = EventLog(project.store.events, now)
+    try:
+        with project.store.lock():
+            state, summary = start_run(project, options, fan_out(events, emit))
+    finally:
+        events.close()
     return RunResult(project, state, summary)
 
 

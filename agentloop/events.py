@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Callable, Union, get_args
+from typing import IO, Callable, Union, get_args
 
 import orjson
 
+from agentloop import keep
 from agentloop.agents import AgentResult, Totals
 
 
@@ -260,12 +261,26 @@ class EventLog:
     def __init__(self, path: Path, clock: Callable[[], str]) -> None:
         self.path = path
         self.clock = clock
+        self._out: IO[bytes] | None = None
 
     def __call__(self, event: Event) -> None:
-        """Append one event."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "ab") as out:
-            out.write(to_json(event, self.clock()))
+        """Append one event; held open for the run, so that a file an agent deleted comes
+        back whole, earlier runs' events included."""
+        if self._out is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._out = open(self.path, "a+b")  # readable too: see keep.put_back
+        else:
+            fresh = keep.put_back(self.path, self._out)
+            if fresh is not None:
+                self._out.close()
+                self._out = fresh
+        self._out.write(to_json(event, self.clock()))
+        self._out.flush()  # a reader follows the file as it grows
+
+    def close(self) -> None:
+        if self._out is not None:
+            self._out.close()
+            self._out = None
 
 
 def fan_out(*consumers: Emit) -> Emit:

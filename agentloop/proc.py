@@ -30,6 +30,20 @@ from agentloop.watchdog import die_with_parent, watchdog
 STOP_GRACE_SECONDS = 3.0
 
 
+_started = 0
+
+
+def started() -> int:
+    """How many processes agent-loop has started so far: one who looked at the working tree
+    can tell whether anything but its own code could have changed it since."""
+    return _started
+
+
+def _count() -> None:
+    global _started
+    _started += 1
+
+
 @dataclass(frozen=True)
 class Completed:
     """A finished short command."""
@@ -80,6 +94,7 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
     """
     watched = guarded and watchdog.ready()
     data = input.encode("utf-8", "surrogateescape") if isinstance(input, str) else input
+    _count()
     try:
         child = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
                                  stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
@@ -153,6 +168,23 @@ def shielded() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Hold Ctrl+C, SIGTERM and SIGHUP back until the block is done, then let them in (main
+    thread only): for work an exception must not cut in half, such as a library building an
+    object whose destructor then fails loudly. Start no process inside: it would inherit the
+    blocked signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def stop_group(proc: subprocess.Popen[bytes], grace: float = STOP_GRACE_SECONDS) -> None:
     """Stop a process and everything it started: SIGINT, then SIGTERM, then SIGKILL."""
     with shielded():
@@ -189,8 +221,9 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     parent-death signal, so a run costs one fork of ours (see scripts/bench_overhead.py).
     """
     watched = watchdog.ready()
-    adopt_orphans()
-    before = children()
+    _count()
+    # Only a subreaper has orphans to end; elsewhere there is nothing to look for.
+    before = children() if adopt_orphans() else set()
     errors = tempfile.TemporaryFile()
     # A prompt of any size goes through a file: a pipe could fill while we wait on stdout.
     given = None

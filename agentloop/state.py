@@ -13,7 +13,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from agentloop.errors import StateError, StateLocked
 from agentloop.records import (SCHEMA_VERSION, STATUSES, UPGRADES, Attempt, State,  # noqa: F401
@@ -60,12 +60,8 @@ class Store:
         self.state_path = self.dir / "state.json"
         self.logs = self.dir / "logs"
         self.events = self.dir / "events.jsonl"
-        # One run at a time per repository. The lock lives in the VCS's own folder where there
-        # is one: an agent's `git clean -fdx` deletes `.agent-loop/`, never `.git/`.
-        vcs_dir = next((d for d in (root / ".git", root / ".jj") if d.is_dir()), None)
-        lock_dir = vcs_dir or self.base
-        self._lock_path = lock_dir / ("agent-loop.lock" if vcs_dir else "run.lock")
-        self._pid_path = lock_dir / ("agent-loop.pid" if vcs_dir else "run.pid")
+        # One run at a time per repository: the locks held, each with its pid file.
+        self._held: list[tuple[Any, Path]] = []
 
     def load(self) -> State | None:
         """The saved state, or None when there is none yet. Takes no lock: writes are atomic."""
@@ -104,49 +100,61 @@ class Store:
             if isinstance(exc, OSError):
                 raise self._cannot_write(self.state_path, exc) from None
             raise
-        # The rename is durable only once the folder itself is synced.
-        try:
-            dir_fd = os.open(self.dir, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
-        except OSError as exc:
-            raise StateError(f"cannot sync {self.dir} after writing state.json: "
-                             f"{exc.strerror or exc}") from None
+        # The folder is not synced: after a power cut the old state.json may be back, as if
+        # the run had been killed a moment earlier, which a run is built to survive; a sync
+        # per save was a tenth of the time the git path spends on a task.
 
     @contextmanager
     def lock(self) -> Iterator[None]:
-        """Hold the run lock; a second run fails at once, naming the holder's pid."""
-        from filelock import FileLock, Timeout  # only runs need it; keeps --status start-up light
+        """Hold the run lock; a second run fails at once, naming the holder's pid.
 
+        Two locks: `.agent-loop/run.lock`, which every run takes first, and one in the VCS's own
+        folder (see hold_vcs_lock), since an agent's `git clean -fdx` deletes `.agent-loop/`
+        and the lock file in it, never `.git/`.
+        """
         self.make_dir()
-        lock = FileLock(str(self._lock_path), timeout=0)
         try:
-            lock.acquire()
-        except Timeout:
-            raise StateLocked(f"another agent-loop run holds {self.root} (pid {self._holder()}); "
-                              "wait for it or stop it first") from None
-        except OSError as exc:
-            raise self._cannot_write(self._lock_path, exc) from None
-        try:
-            try:
-                # Atomic, so a run that lost the race never reads it empty or half written.
-                _write_atomic(self._pid_path, f"{os.getpid()}\n")
-            except OSError as exc:
-                raise self._cannot_write(self._pid_path, exc) from None
+            self._take(self.base / "run.lock", self.base / "run.pid")
+            self.hold_vcs_lock()
             for stale in self.dir.glob(".state-*.tmp"):  # left by a writer that was killed
                 stale.unlink(missing_ok=True)
             yield
         finally:
-            try:
-                self._pid_path.unlink(missing_ok=True)
-            except OSError:
-                pass  # the lock is what counts, and it goes with us; a stale pid is never shown
-            lock.release()
+            while self._held:
+                lock, pid_path = self._held.pop()
+                try:
+                    pid_path.unlink(missing_ok=True)
+                except OSError:
+                    pass  # the lock is what counts, and it goes with us; a stale pid is never shown
+                lock.release()
 
-    def _holder(self) -> str:
-        """The lock holder's pid from run.pid, once that names a live process.
+    def hold_vcs_lock(self) -> None:
+        """Take the lock in `.git/` or `.jj/` too, once there is one (a run that made the
+        repository itself takes it then)."""
+        vcs_dir = next((d for d in (self.root / ".git", self.root / ".jj") if d.is_dir()), None)
+        if vcs_dir is not None and all(pid.parent != vcs_dir for _, pid in self._held):
+            self._take(vcs_dir / "agent-loop.lock", vcs_dir / "agent-loop.pid")
+
+    def _take(self, lock_path: Path, pid_path: Path) -> None:
+        from filelock import FileLock, Timeout  # only runs need it; keeps --status start-up light
+
+        lock = FileLock(str(lock_path), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise StateLocked(f"another agent-loop run holds {self.root} (pid "
+                              f"{self._holder(pid_path)}); wait for it or stop it first") from None
+        except OSError as exc:
+            raise self._cannot_write(lock_path, exc) from None
+        self._held.append((lock, pid_path))
+        try:
+            # Atomic, so a run that lost the race never reads it empty or half written.
+            _write_atomic(pid_path, f"{os.getpid()}\n")
+        except OSError as exc:
+            raise self._cannot_write(pid_path, exc) from None
+
+    def _holder(self, pid_path: Path) -> str:
+        """The lock holder's pid from its pid file, once that names a live process.
 
         The holder writes its pid just after it takes the lock, so a run started at the same
         instant may find no file yet, or the pid a killed run left there: it waits a moment.
@@ -154,7 +162,7 @@ class Store:
         deadline = time.monotonic() + HOLDER_WAIT_SECONDS
         while True:
             try:
-                text = self._pid_path.read_text().strip()
+                text = pid_path.read_text().strip()
             except OSError:
                 text = ""
             if text.isdigit() and _alive(int(text)):

@@ -49,6 +49,7 @@ def start_run(project: Project, options: RunOptions, emit: Emit) -> tuple[State,
     notes += preflight(kind, project.root, project.task_file)
     vcs = open_vcs(kind, project.root, project.task_file, options.allow_dirty)
     notes += vcs.prepare()
+    project.store.hold_vcs_lock()  # the repository prepare() may just have made
     for change in leftovers:  # an interrupted attempt of the old state's: history drops it
         vcs.abandon(change)
     state.agent = name

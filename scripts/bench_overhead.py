@@ -41,27 +41,18 @@ SYSTEM_PROMPT = "(agent-loop's rules; the bare loop passes a placeholder)"
 # The commands the backends run per task (see `trace`), replayed by bash with the same arguments.
 GIT_LOOP = r"""
 set -eu
-head=$(git rev-parse HEAD)
-idx="$SCRATCH/index"
+status() { git status --porcelain=v2 -z --untracked-files=all --no-renames --ignored=no; }
 for i in $(seq -f %04g 1 "$N"); do
     g=$(( (10#$i - 1) / 10 + 1 ))
     msg="agent-loop: Group $g / FILE=t$i.txt"
     printf 't%s.txt\0' "$i" > "$SCRATCH/paths"
-    git write-tree > /dev/null
-    git ls-files -z --others --exclude-standard > /dev/null
-    git diff --name-only -z --no-renames "$head" > /dev/null
     "$AGENT" -p --output-format stream-json --verbose --dangerously-skip-permissions \
         --model opus --append-system-prompt "$SYSTEM_PROMPT" <<< "FILE=t$i.txt" > "$LOGS/$i.jsonl"
-    git ls-files -z --others --exclude-standard > /dev/null
-    git diff --name-only -z --no-renames "$head" > /dev/null
-    GIT_INDEX_FILE="$idx" git read-tree "$head"
-    GIT_INDEX_FILE="$idx" git update-index --add --remove -z --stdin < "$SCRATCH/paths"
-    tree=$(GIT_INDEX_FILE="$idx" git write-tree)
-    new=$(git commit-tree "$tree" -p "$head" -m "$msg")
-    git update-ref -m "agent-loop: $msg" HEAD "$new" "$head"
-    git reset -q "$new" --pathspec-from-file=- --pathspec-file-nul < "$SCRATCH/paths"
-    git rev-list HEAD > /dev/null
-    head=$new
+    status > /dev/null
+    git add --intent-to-add --pathspec-from-file="$SCRATCH/paths" --pathspec-file-nul
+    git -c core.hooksPath=/dev/null -c gc.auto=0 -c maintenance.auto=false commit --only \
+        --quiet --no-verify --cleanup=verbatim -m "$msg" \
+        --pathspec-from-file="$SCRATCH/paths" --pathspec-file-nul
 done
 """
 
@@ -181,12 +172,14 @@ def trace(folder: Path, backend: str, env: dict[str, str]) -> list[str]:
         words = call.rstrip("\t").split("\t")
         while "--config" in words:  # jj: leave out the global options and the config values
             words = words[words.index("--config") + 2:]
+        while words[:1] == ["-c"]:  # git: likewise
+            words = words[2:]
         if backend == "jj" and words[:1] == ["new"] and words[1:2] != ["-m"]:
             words = ["new", "<the task's change>"]
         calls.append(" ".join(words[:2] if backend == "jj" else words[:1]))
-    # A task's last command: git resets the index, jj starts a new change on the task's.
+    # A task's last command: git commits, jj starts a new change on the task's.
     last = [i for i, c in enumerate(calls)
-            if c == ("reset" if backend == "git" else "new <the task's change>")]
+            if c == ("commit" if backend == "git" else "new <the task's change>")]
     return calls[last[1] + 1: last[2] + 1]
 
 

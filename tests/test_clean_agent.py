@@ -26,17 +26,30 @@ def start(work: Path, env: dict[str, str]) -> subprocess.Popen[str]:
 def second_run_is_refused_while_the_first_lives(work: Path, env: dict[str, str],
                                                 first: subprocess.Popen[str]) -> None:
     deadline = time.monotonic() + 20
+    while not (work / ".agent-loop" / "state.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the first run is under way
     while (work / ".agent-loop").exists() and time.monotonic() < deadline:
         time.sleep(0.05)  # wait for the agent's clean
     assert not (work / ".agent-loop").exists(), "the agent never cleaned"
     second = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git"],
                             cwd=work, env=env, capture_output=True, text=True, timeout=60)
-    assert second.returncode == 1 and "another agent-loop run holds" in second.stderr
+    assert second.returncode == 1 and "another agent-loop run holds" in second.stderr, (
+        second.stdout + second.stderr + "\nFIRST:\n" + "".join(first.communicate()))
     assert f"pid {first.pid}" in second.stderr
     out, err = first.communicate(timeout=60)
     assert first.returncode == 0, out + err
     tasks = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())["tasks"]
     assert [t["status"] for t in tasks] == ["completed", "completed"]
+    # What the run was writing while the agent cleaned comes back whole: the cleaning task's
+    # log, and every event, the ones from before the clean included.
+    log = work / tasks[1]["history"][0]["log"]
+    assert "-- prompt --" in log.read_text() and "== finished at" in log.read_text()
+    raw = [orjson.loads(line) for line in log.with_suffix(".jsonl").read_bytes().splitlines()]
+    assert raw[0]["type"] == "system" and raw[-1]["type"] == "result"
+    events = [orjson.loads(line)["type"]
+              for line in (work / ".agent-loop" / "events.jsonl").read_bytes().splitlines()]
+    assert events[0] == "RunStarted" and events[-1] == "RunFinished"
+    assert events.count("TaskFinished") == 2
 
 
 def test_git_clean_by_the_fake_agent(tmp_path: Path, fake_claude: FakeClaude) -> None:

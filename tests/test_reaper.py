@@ -68,3 +68,18 @@ def test_a_whole_run_leaves_nothing_behind(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     time.sleep(0.2)
     assert not alive(tmp_path / "server.pid")
+
+
+def test_the_cheap_listing_of_children_agrees_with_the_full_scan() -> None:
+    from agentloop import reaper
+
+    sleepers = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]
+    try:
+        mine = {p.pid for p in sleepers}
+        assert mine <= reaper.children()
+        assert reaper.children() == reaper._scan(os.getpid())
+    finally:
+        for p in sleepers:
+            p.kill()
+            p.wait()
+    assert not mine & reaper.children()

@@ -286,29 +286,45 @@ class Killed(BaseException):
     """The run dies here, as under SIGKILL: no cleanup of ours runs after it."""
 
 
-def kill_at(monkeypatch: pytest.MonkeyPatch, vcs: GitVcs, *git_args: str) -> None:
-    """Make `vcs` die when it runs git with argv starting `git_args`."""
+def kill_at(monkeypatch: pytest.MonkeyPatch, vcs: GitVcs, *git_args: str,
+            after: bool = False) -> None:
+    """Make `vcs` die when it runs git with `git_args` in its argv: before the command, or
+    right `after` it did its work."""
     real = vcs._git
 
     def dying(*args: str, **kwargs: object) -> str:
-        if args[:len(git_args)] == git_args:
+        hit = any(args[i:i + len(git_args)] == git_args for i in range(len(args)))
+        if hit and not after:
             raise Killed(" ".join(args))
-        return real(*args, **kwargs)  # type: ignore[arg-type]
+        out = real(*args, **kwargs)  # type: ignore[arg-type]
+        if hit:
+            raise Killed(" ".join(args))
+        return out
     monkeypatch.setattr(vcs, "_git", dying)
 
 
-@pytest.mark.parametrize("dies_at", [("reset",), ("after finish",)])
+def by_hand(monkeypatch: pytest.MonkeyPatch, vcs: GitVcs) -> None:
+    """Make `vcs` build its commits by hand, as when git's own `commit` declines."""
+    monkeypatch.setattr(vcs, "_commit_here", lambda *args: None)
+
+
+# Where a run can die once the task's commit exists: git's `commit` has moved HEAD (the record
+# names only the message), the commit built by hand has landed and the index is being settled,
+# or finish returned and the runner had not saved the task yet.
+@pytest.mark.parametrize("dies_at", ["commit", "reset, by hand", "after finish"])
 def test_a_run_killed_right_after_its_commit_keeps_it_once(
-        repo: Path, monkeypatch: pytest.MonkeyPatch, dies_at: tuple[str, ...]) -> None:
+        repo: Path, monkeypatch: pytest.MonkeyPatch, dies_at: str) -> None:
     crashed = make(repo)
     change = crashed.begin("task")
     (repo / "a.txt").write_text("draft\n")
     git(repo, "add", "a.txt")  # what the agent staged is settled as finish would have
     (repo / "a.txt").write_text("a\n")
-    if dies_at == ("after finish",):
+    if dies_at == "after finish":
         crashed.finish(change, "task")  # then killed before the runner saved it (no close)
     else:
-        kill_at(monkeypatch, crashed, *dies_at)
+        if dies_at.endswith("by hand"):
+            by_hand(monkeypatch, crashed)
+        kill_at(monkeypatch, crashed, dies_at.split(",")[0], after=dies_at == "commit")
         with pytest.raises(Killed):
             crashed.finish(change, "task")
     sha = git(repo, "rev-parse", "HEAD").strip()
@@ -326,12 +342,15 @@ def test_a_run_killed_right_after_its_commit_keeps_it_once(
     assert again.empty and subjects(repo) == ["task", "initial"]
 
 
+@pytest.mark.parametrize("dies_at", ["commit", "update-ref, by hand"])
 def test_a_run_killed_before_its_commit_landed_is_rolled_back(
-        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        repo: Path, monkeypatch: pytest.MonkeyPatch, dies_at: str) -> None:
     crashed = make(repo)
     change = crashed.begin("task")
     (repo / "a.txt").write_text("a\n")
-    kill_at(monkeypatch, crashed, "update-ref")
+    if dies_at.endswith("by hand"):
+        by_hand(monkeypatch, crashed)
+    kill_at(monkeypatch, crashed, dies_at.split(",")[0])
     with pytest.raises(Killed):
         crashed.finish(change, "task")
     notes = GitVcs(repo, repo / "tasks.md").prepare()
@@ -480,3 +499,58 @@ def test_no_roll_back_without_a_copy_of_what_it_undoes(repo: Path,
     monkeypatch.setattr(vcs, "_git", no_commits)
     assert "keeping a copy of its files failed" in vcs.prepare()[0]
     assert (repo / "half.txt").exists()
+
+
+def test_no_hook_runs_and_the_message_is_kept_byte_for_byte(repo: Path) -> None:
+    hooks = repo / ".git" / "hooks"
+    for name, body in [("pre-commit", "exit 1"), ("commit-msg", "exit 1"),
+                       ("prepare-commit-msg", 'echo rewritten > "$1"'),
+                       ("post-commit", "touch post-commit-ran")]:
+        (hooks / name).write_text(f"#!/bin/sh\n{body}\n")
+        (hooks / name).chmod(0o755)
+    git(repo, "config", "commit.cleanup", "strip")
+    vcs = make(repo)
+    message = "agent-loop: One / a\n\n# not a comment: task text\n  indented line"
+    done = run_task(vcs, repo, message, {"a.txt": "a\n", "sub/b.txt": "b\n"})
+    assert git(repo, "log", "-1", "--format=%B").rstrip("\n") == message
+    assert done.files == ("a.txt", "sub/b.txt") and commit_files(repo, "HEAD") == list(done.files)
+    assert not (repo / "post-commit-ran").exists()
+    assert git(repo, "status", "--porcelain") == "?? tasks.md\n"
+
+
+def test_what_the_user_staged_elsewhere_stays_staged_and_out(repo: Path) -> None:
+    (repo / "notes.txt").write_text("mine\n")
+    git(repo, "add", "notes.txt")
+    vcs = make(repo, allow_dirty=True)
+    done = run_task(vcs, repo, "task", {"new.txt": "new\n", "README.md": "edited by the task\n"})
+    assert commit_files(repo, "HEAD") == ["README.md", "new.txt"] == list(done.files)
+    assert git(repo, "status", "--porcelain") == "A  notes.txt\n?? tasks.md\n"
+
+
+def test_the_next_begin_after_a_clean_commit_starts_no_git_and_still_knows_the_tree(
+        repo: Path) -> None:
+    (repo / "README.md").write_text("the user's own edit\n")
+    vcs = make(repo, allow_dirty=True)
+    first = run_task(vcs, repo, "one", {"a.txt": "a\n"})
+    before = proc.started()
+    change = vcs.begin("two")
+    assert proc.started() == before  # known from the first task's finish
+    (repo / "b.txt").write_text("b\n")
+    second = vcs.finish(change, "two")
+    assert first.files == ("a.txt",) and second.files == ("b.txt",)
+    assert commit_files(repo, "HEAD") == ["b.txt"]
+    # The user's edit stayed theirs through both, and an abandon still puts it back.
+    change = vcs.begin("three")
+    (repo / "README.md").write_text("the agent's edit\n")
+    vcs.abandon(change)
+    assert (repo / "README.md").read_text() == "the user's own edit\n"
+    # Anything run in between (here: git itself) means the next begin looks again.
+    run_task(vcs, repo, "four", {"c.txt": "c\n"})
+    git(repo, "add", "README.md")
+    before = proc.started()
+    change = vcs.begin("five")
+    assert proc.started() > before
+    (repo / "d.txt").write_text("d\n")
+    vcs.finish(change, "five")
+    assert commit_files(repo, "HEAD") == ["d.txt"]
+    assert git(repo, "status", "--porcelain") == "M  README.md\n?? tasks.md\n"

@@ -12,7 +12,7 @@ from typing import IO, Any, Callable, Iterator, Mapping, Sequence
 
 import orjson
 
-from agentloop import proc
+from agentloop import keep, proc
 from agentloop.agents import AgentResult, AgentRun, Answer
 from agentloop.errors import ProcessError, ProgramNotFound
 
@@ -100,9 +100,16 @@ class JsonLog:
 def open_logs(request: AgentRun) -> Iterator[tuple[IO[str], IO[bytes]]]:
     """The run's readable log and its raw JSONL beside it, open for writing."""
     request.log.parent.mkdir(parents=True, exist_ok=True)
-    with open(request.log, "w", encoding="utf-8", errors="replace") as readable, \
-            open(request.raw_log, "wb") as raw:
-        yield readable, raw
+    # Readable too: should the agent delete them, keep.put_back reads them back.
+    with open(request.log, "w+", encoding="utf-8", errors="replace") as readable, \
+            open(request.raw_log, "w+b") as raw:
+        try:
+            yield readable, raw
+        finally:
+            for path, held in ((request.log, readable), (request.raw_log, raw)):
+                fresh = keep.put_back(path, held)  # the agent deleted it while it ran
+                if fresh is not None:
+                    fresh.close()
 
 
 def stamp() -> str:

@@ -3,21 +3,22 @@
 The working tree is the truth. `begin` records HEAD, the index (as a tree) and the state of every
 path that already differed from HEAD: the user's dirty and untracked files, stored as blobs so
 `abandon` can put them back byte for byte. A path belongs to the task when its state differs from
-that record. The commit is built in a temporary index, so nothing the user staged is swept in and
-no hooks run; the task file and `.agent-loop/` are never candidates.
+that record. The commit is git's own `commit --only` of exactly those paths (or, where git
+declines, one built in a temporary index), so nothing the user staged is swept in and no hooks
+run; the task file and `.agent-loop/` are never candidates.
 
 The record is also written to the git dir (OPEN_ATTEMPT) until the task has ended, so the next run
-can deal with an attempt whose run died (SIGKILL, power loss): `finish` adds the new commit's sha
-to it before HEAD moves, and deletes it only once HEAD and the index are settled. The next
-`prepare` then keeps a commit that landed (nothing is committed twice, nothing finished is lost),
-and rolls back an attempt that never got that far, after saving its files in a commit under
-SAVED_REF: a roll-back nobody asked for must not be the only copy of anything.
+can deal with an attempt whose run died (SIGKILL, power loss): `finish` adds the commit's message
+(or, building the commit by hand, its sha) to it before HEAD moves, and it stays until the next
+task begins. The next `prepare` then keeps a commit that landed (nothing is committed twice,
+nothing finished is lost), and rolls back an attempt that never got that far, after saving its
+files in a commit under SAVED_REF: a roll-back nobody asked for must not be the only copy of
+anything.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import git
@@ -26,10 +27,10 @@ from agentloop.errors import VcsError
 from agentloop.vcs import Change, plan_files, relative_to
 from agentloop.vcs.gitfiles import MISSING, put_back, state_of
 from agentloop.vcs.history import missing
-from agentloop.vcs.gitplumb import (EMPTY_TREE, OWN_IGNORE_LINES,
-                                    SAVED_REF, GitPlumbing, _open, _split, _Start)
+from agentloop.vcs.gitplumb import EMPTY_TREE, OWN_IGNORE_LINES, _open, _split, _Start
+from agentloop.vcs.gitrecord import GitRecord
 
-class GitVcs(GitPlumbing):
+class GitVcs(GitRecord):
     """Tasks as commits on the current branch, through GitPython and the git it drives."""
 
     name = "git"
@@ -82,65 +83,6 @@ class GitVcs(GitPlumbing):
                          "task edits them")
         return notes
 
-    def _roll_back_leftover(self) -> list[str]:
-        """An earlier run died inside a task: keep the commit it made, else undo its edits."""
-        stopped = "an earlier run stopped inside a task"
-        try:
-            text = self._record().read_text()
-        except FileNotFoundError:
-            return []
-        try:
-            leftover = _Start(**json.loads(text))
-        except (ValueError, TypeError):
-            self._forget()
-            return [f"{stopped}, but its record could not be read; its files are left as they are"]
-        self._start = leftover
-        head = self._head()
-        if leftover.commit is not None and head == leftover.commit:
-            # It died after finish moved HEAD to the task's commit, before the runner saved the
-            # task as done. Rolling back would throw finished work away and committing again
-            # would make a second commit for the task: keep the commit and settle the index as
-            # finish would have. The runner begins the task again and finds its work done.
-            self._settle(leftover)
-            # The record stays until the next begin or close: killed again before the runner
-            # has saved the task, the run after still finds the commit.
-            self._start = None
-            self._recovered = Change(change_id=head, commit_id=head, base=leftover.head or "",
-                                     files=tuple(leftover.files))
-            return [f"an earlier run stopped right after committing {head[:12]}; the commit "
-                    "is kept"]
-        if head != leftover.head:
-            # Commits were made since; they may be the user's, so nothing is undone.
-            self._forget()
-            return [f"{stopped}; HEAD has moved since, so its files are left as they are"]
-        if self._missing(leftover):
-            self._forget()
-            return [f"{stopped}, but the copies kept to roll it back are gone (git gc?); its "
-                    "files are left as they are"]
-        # Whatever the attempt left may be all there is of it, and the user's own edits since
-        # the run died look just the same: no roll-back without a copy of what it undoes.
-        try:
-            saved = self._save_aside(leftover)
-        except VcsError as exc:
-            self._forget()
-            return [f"{stopped}, and keeping a copy of its files failed ({exc}); they are left "
-                    "as they are"]
-        self.abandon(Change(change_id=""))
-        note = "rolled back the unfinished task attempt an earlier run left behind"
-        if saved:
-            note += f"; its files are kept in commit {saved[:12]} (`git show {SAVED_REF}`)"
-        return [note]
-
-    def _save_aside(self, start: _Start) -> str | None:
-        """Commit what a roll-back would undo under SAVED_REF; None when there is nothing."""
-        changed = self._changed(start)
-        sha = self._commit(start.head, changed, "agent-loop: an unfinished task attempt, "
-                           "rolled back by the next run") if changed else None
-        if sha is not None:
-            self._git("update-ref", "--create-reflog", "-m", "agent-loop: rolled back",
-                      SAVED_REF, sha)
-        return sha
-
     def _only_own_ignore_lines(self, head: str | None) -> bool:
         def strip(text: str) -> list[str]:
             return [line for line in text.splitlines() if line.strip() not in OWN_IGNORE_LINES]
@@ -157,12 +99,21 @@ class GitVcs(GitPlumbing):
 
     def begin(self, message: str) -> Change:
         """Record HEAD, the index and the state of every already-dirty path."""
+        start = self._carried()
+        if start is not None:
+            self._remember(start)
+            return Change(change_id="", base=start.head or "")
         head = self._head()
-        try:
-            index_tree = self._git("write-tree").strip()
-        except VcsError:
-            index_tree = head or EMPTY_TREE  # unmerged entries: the best we can put back is HEAD
-        states = {p: state_of(self.root, p, self.repo.odb) for p in self._candidates(head)}
+        status = self._status()
+        if not status.staged:
+            index_tree = self.repo.commit(head).tree.hexsha if head else EMPTY_TREE
+        else:
+            try:
+                index_tree = self._git("write-tree").strip()
+            except VcsError:
+                index_tree = head or EMPTY_TREE  # unmerged entries: the best we can put back
+        states = {p: state_of(self.root, p, self.repo.odb)
+                  for p in self._candidates(head, status)}
         self._remember(_Start(head, self._ref(), index_tree, states, self._task_rel))
         return Change(change_id="", base=head or "")
 
@@ -179,22 +130,36 @@ class GitVcs(GitPlumbing):
             agent_subjects = self._git("log", "--reverse", "--format=- %s",
                                        f"{start.head}..HEAD" if start.head else "HEAD").strip()
         touched = self._move_head_back(start)
-        changed = self._changed(start)
+        status = self._status()
+        changed = self._changed(start, status)
         if agent_subjects:
             message += "\n\nIncludes the commits the agent made itself:\n" + agent_subjects
-        sha = self._commit(start.head, changed, message) if changed else None
-        if sha is None:
-            self._reset_index(start.index_tree, touched)
-            self._forget()
-            return Change(change_id="", base=start.head or "", empty=True)
         # Recorded before HEAD moves, forgotten only once the index is settled: a run killed
-        # in between leaves a record naming the commit, and the next run keeps that commit
-        # instead of rolling it back or committing the task a second time.
-        start = dataclasses.replace(start, commit=sha, files=sorted(changed),
+        # in between leaves a record naming the commit (or its message on HEAD's parent), and
+        # the next run keeps that commit instead of rolling it back or committing the task a
+        # second time.
+        start = dataclasses.replace(start, message=message, files=sorted(changed),
                                     touched=sorted(touched - changed))
-        self._remember(start)
-        self._land(start.head, sha, message)
-        self._settle(start)
+        sha = None
+        if changed:
+            self._remember(start)
+            sha = self._commit_here(changed, set(status.untracked) & changed, message)
+        if sha is not None:
+            self._reset_index(start.index_tree, set(start.touched))
+            self._carry(start, sha, status)
+        else:
+            sha = self._commit(start.head, changed, message) if changed else None
+            if sha is None:
+                # What add --intent-to-add left in the index goes with the rest.
+                self._reset_index(start.index_tree, touched | (set(status.untracked) & changed))
+                self._forget()
+                return Change(change_id="", base=start.head or "", empty=True)
+            start = dataclasses.replace(start, commit=sha)
+            self._remember(start)
+            self._land(start.head, sha, message)
+            self._settle(start)
+        if self._sound == (start.ref, start.head):
+            self._sound = (start.ref, sha)  # built on a history known whole: still whole
         # The record stays on disk until the next begin or close: a run killed before the
         # runner saved the task as done finds it there, and recovered() hands the commit over.
         self._start = None
@@ -220,8 +185,16 @@ class GitVcs(GitPlumbing):
                            "position), then run agent-loop again")
 
     def missing(self, change_ids: list[str]) -> set[str]:
-        """Which of these task commits are no longer in the current branch's history."""
-        return missing("git", self.root, change_ids)
+        """Which of these task commits are no longer in the current branch's history. Once
+        known whole, the history stays so while HEAD is where this run last put it: the check
+        costs a process only when something else moved the branch."""
+        now = (self._ref(), self._head())
+        if now == self._sound:
+            return set()
+        lost = missing("git", self.root, change_ids)
+        if not lost:
+            self._sound = now
+        return lost
 
     def recovered(self) -> Change | None:
         """The commit an earlier run made for its last task and may not have recorded (once)."""

@@ -1,11 +1,9 @@
-"""The git backend's plumbing: git commands through the one process door, the open-attempt
-record in the git dir, and the paths an attempt changed. agentloop.vcs.git builds the protocol
-on it."""
+"""The git backend's plumbing: git commands through the one process door, where HEAD is, the
+paths an attempt changed, and commits of them. agentloop.vcs.gitrecord keeps the open-attempt
+record on it; agentloop.vcs.git builds the protocol."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import tempfile
 import warnings
@@ -14,12 +12,10 @@ from pathlib import Path
 from typing import Iterable
 
 import git
-from gitdb.exc import BadName, BadObject
-from gitdb.util import hex_to_bin
 
 from agentloop import proc
 from agentloop.errors import ProcessError, VcsError
-from agentloop.vcs import STATE_DIR, Change
+from agentloop.vcs import STATE_DIR, Change, gitrefs, gitstatus
 from agentloop.vcs.gitfiles import plain, state_of
 from agentloop.vcs.preflight import signs
 
@@ -44,6 +40,9 @@ class _Start:
     index_tree: str             # the index as a tree, to restore what the user had staged
     states: dict[str, str]      # path -> state, for paths that differed from HEAD at begin
     task: str | None = None     # the task file then: spared even by a run with another one
+    # Set by finish before it commits: a commit with this message on `head` is this task's,
+    # should the run die before it could note the commit's sha.
+    message: str | None = None
     # Set by finish once the commit object exists, before HEAD moves to it: what the index must
     # hold afterwards (`files` as committed, `touched` as at begin), so the next run can finish.
     commit: str | None = None
@@ -61,7 +60,9 @@ def _open(root: Path) -> git.Repo:
     default keeps `git cat-file` processes in our process group, where a terminal's Ctrl+C
     would kill them under us. (GitPython calls GitDB deprecated for speed on huge packs; we
     read a few commits and trees a task.)"""
-    with warnings.catch_warnings():
+    # A Ctrl+C inside GitPython's constructors leaves half-built config readers whose
+    # destructors print a traceback later: the signal waits until the repository is open.
+    with warnings.catch_warnings(), proc.deferred():
         warnings.simplefilter("ignore", DeprecationWarning)
         return git.Repo(root, search_parent_directories=True, odbt=git.GitDB)
 
@@ -80,6 +81,11 @@ class GitPlumbing:
         self._plans: set[str] = set()   # other plans' task files: never a task's either
         self._start: _Start | None = None
         self._recovered: Change | None = None
+        # (branch, HEAD) at which every finished task's commit was last seen in the history.
+        self._sound: tuple[str | None, str | None] | None = None
+        # What the next begin would find, known at the end of finish; trusted while no
+        # process has been started since (see _carried).
+        self._next: tuple[int, _Start] | None = None
 
     @property
     def repo(self) -> git.Repo:
@@ -106,20 +112,31 @@ class GitPlumbing:
         return done.stdout
 
     def _head(self) -> str | None:
+        found = gitrefs.where(Path(self.repo.git_dir), Path(self.repo.common_dir))
+        if found is not None:
+            return found[1]
         try:
             return str(self.repo.head.commit.hexsha)
         except ValueError:
             return None
 
     def _ref(self) -> str | None:
+        found = gitrefs.where(Path(self.repo.git_dir), Path(self.repo.common_dir))
+        if found is not None:
+            return found[0]
         return None if self.repo.head.is_detached else str(self.repo.head.reference.path)
 
     def _kept_out(self, rel: str) -> bool:
         return (rel == self._task_rel or rel in self._plans or rel == STATE_DIR
                 or rel.startswith(STATE_DIR + "/"))
 
-    def _candidates(self, base: str | None) -> set[str]:
+    def _status(self) -> gitstatus.Status:
+        return gitstatus.parse(self._git(*gitstatus.ARGS))
+
+    def _candidates(self, base: str | None, status: gitstatus.Status | None = None) -> set[str]:
         """Paths that may differ from `base`: untracked, or tracked and different."""
+        if base == self._head():  # the common case: one `git status` says it all
+            return {p for p in (status or self._status()).paths if not self._kept_out(p)}
         paths = _split(self._git("ls-files", "-z", "--others", "--exclude-standard"))
         if base is None:
             paths |= _split(self._git("ls-files", "-z", "--cached"))
@@ -127,10 +144,10 @@ class GitPlumbing:
             paths |= _split(self._git("diff", "--name-only", "-z", "--no-renames", base))
         return {p for p in paths if not self._kept_out(p)}
 
-    def _changed(self, start: _Start) -> set[str]:
+    def _changed(self, start: _Start, status: gitstatus.Status | None = None) -> set[str]:
         """Paths whose content differs from what they held at begin."""
         changed = set()
-        for rel in self._candidates(start.head) | set(start.states):
+        for rel in self._candidates(start.head, status) | set(start.states):
             if self._kept_out(rel) or rel == start.task or not plain(rel):
                 continue
             if rel not in start.states:
@@ -164,6 +181,28 @@ class GitPlumbing:
         sign = ["-S"] if signs(self.root) else []
         return self._git("commit-tree", *sign, tree, *parents, "-m", message).strip()
 
+    def _commit_here(self, paths: set[str], untracked: set[str], message: str) -> str | None:
+        """Commit `paths` from the working tree onto HEAD with git's own `commit --only`: what
+        is staged for other paths stays out and staged, the index ends up holding the commit
+        for these, all in one process (new files are first made known to the index). None
+        when git declines (nothing to commit after all, a case it will not do): the caller
+        then builds the commit by hand."""
+        before = self._head()
+        try:
+            if untracked:
+                self._git("add", "--intent-to-add", "--pathspec-from-file=-",
+                          "--pathspec-file-nul", paths=sorted(untracked))
+            # No hooks (as with commit-tree), no gc or maintenance started behind us, the
+            # message kept byte for byte.
+            self._git("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0",
+                      "-c", "maintenance.auto=false", "commit", "--only", "--quiet",
+                      "--no-verify", "--cleanup=verbatim", "-m", message,
+                      "--pathspec-from-file=-", "--pathspec-file-nul", paths=sorted(paths))
+        except VcsError:
+            return None
+        after = self._head()
+        return after if after != before else None
+
     def _land(self, base: str | None, sha: str, message: str) -> None:
         # The old value guards against a concurrent change of the branch.
         self._git("update-ref", "-m", f"agent-loop: {message.splitlines()[0]}", "HEAD", sha,
@@ -191,41 +230,6 @@ class GitPlumbing:
             self._git("update-ref", "-m", "agent-loop: set aside the agent's commits", "HEAD",
                       start.head, head)
         return touched
-
-    def _missing(self, start: _Start) -> bool:
-        """Whether an object the roll-back needs is gone (say, `git gc` pruned a stored blob)."""
-        shas = [start.index_tree, *([start.head] if start.head else [])]
-        shas += [s.split(":", 1)[1] for s in start.states.values() if s.startswith("100")]
-        for sha in shas:
-            try:
-                self.repo.odb.info(hex_to_bin(sha))
-            except (ValueError, BadName, BadObject):
-                return True
-        return False
-
-    def _record(self) -> Path:
-        return Path(self.repo.git_dir) / OPEN_ATTEMPT
-
-    def _remember(self, start: _Start) -> None:
-        self._start = start
-        record = self._record()
-        record.with_suffix(".tmp").write_text(json.dumps(dataclasses.asdict(start)))
-        os.replace(record.with_suffix(".tmp"), record)
-
-    def _forget(self) -> None:
-        self._start = None
-        self._record().unlink(missing_ok=True)
-
-    def _settle(self, start: _Start) -> None:
-        """The index after a task commit: its files as committed, the agent's others as before."""
-        assert start.commit is not None
-        self._reset_index(start.commit, set(start.files))
-        self._reset_index(start.index_tree, set(start.touched))
-
-    def _started(self) -> _Start:
-        if self._start is None:
-            raise VcsError("no task change is open: begin() was not called")
-        return self._start
 
     def _in_tree(self, commit: str, rel: str) -> bool:
         try:

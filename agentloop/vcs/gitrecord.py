@@ -1,0 +1,153 @@
+"""The git backend's open-attempt record: written to the git dir while a task is open, so the
+next run can tell what became of an attempt whose run died (committed: keep the commit; not:
+roll it back, keeping a copy), and carried from one task's finish to the next task's begin."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+from gitdb.exc import BadName, BadObject
+from gitdb.util import hex_to_bin
+
+from agentloop import proc
+from agentloop.errors import VcsError
+from agentloop.vcs import Change, gitstatus
+from agentloop.vcs.gitplumb import EMPTY_TREE, OPEN_ATTEMPT, SAVED_REF, GitPlumbing, _Start
+
+
+class GitRecord(GitPlumbing):
+    """The record of the open attempt, and what a run makes of one an earlier run left."""
+
+    def abandon(self, change: Change) -> None:
+        raise NotImplementedError  # agentloop.vcs.git
+
+    def _missing(self, start: _Start) -> bool:
+        """Whether an object the roll-back needs is gone (say, `git gc` pruned a stored blob)."""
+        # git knows the empty tree without storing it.
+        shas = [*([start.index_tree] if start.index_tree != EMPTY_TREE else []),
+                *([start.head] if start.head else [])]
+        shas += [s.split(":", 1)[1] for s in start.states.values() if s.startswith("100")]
+        for sha in shas:
+            try:
+                self.repo.odb.info(hex_to_bin(sha))
+            except (ValueError, BadName, BadObject):
+                return True
+        return False
+
+    def _ours(self, start: _Start, head: str | None) -> bool:
+        """Whether `head` is the commit finish was making for `start` when its run died."""
+        if start.message is None or head is None or head == start.head:
+            return False
+        commit = self.repo.commit(head)
+        parents = [p.hexsha for p in commit.parents]
+        return (parents == ([start.head] if start.head else [])
+                and str(commit.message).rstrip("\n") == start.message.rstrip("\n"))
+
+    def _record(self) -> Path:
+        return Path(self.repo.git_dir) / OPEN_ATTEMPT
+
+    def _remember(self, start: _Start) -> None:
+        self._start = start
+        record = self._record()
+        record.with_suffix(".tmp").write_text(json.dumps(dataclasses.asdict(start)))
+        os.replace(record.with_suffix(".tmp"), record)
+
+    def _forget(self) -> None:
+        self._start = None
+        self._record().unlink(missing_ok=True)
+
+    def _settle(self, start: _Start) -> None:
+        """The index after a task commit: its files as committed, the agent's others as before."""
+        assert start.commit is not None
+        self._reset_index(start.commit, set(start.files))
+        self._reset_index(start.index_tree, set(start.touched))
+
+    def _carry(self, start: _Start, sha: str, status: gitstatus.Status) -> None:
+        """After a clean commit (only the task's paths were staged, the agent made no commits
+        of its own) the next task's begin is known already: HEAD is the commit, the index its
+        tree, and the paths the task left alone hold what they held at this begin."""
+        if start.touched or not status.staged_paths <= set(start.files):
+            return
+        states = {p: state for p, state in start.states.items() if p not in start.files}
+        tree = str(self.repo.commit(sha).tree.hexsha)
+        self._next = (proc.started(), _Start(sha, start.ref, tree, states, start.task))
+
+    def _carried(self) -> _Start | None:
+        """The begin _carry foresaw, if nothing but agent-loop's own code ran since: every
+        agent, check and helper is a process, and a git command may have moved anything.
+        (The user's own edits in those few milliseconds count as the task's, as edits made
+        while its agent works do.)"""
+        carried, self._next = self._next, None
+        if carried is None or carried[0] != proc.started():
+            return None
+        start = carried[1]
+        return start if (self._ref(), self._head()) == (start.ref, start.head) else None
+
+    def _started(self) -> _Start:
+        if self._start is None:
+            raise VcsError("no task change is open: begin() was not called")
+        return self._start
+
+    def _roll_back_leftover(self) -> list[str]:
+        """An earlier run died inside a task: keep the commit it made, else undo its edits."""
+        stopped = "an earlier run stopped inside a task"
+        try:
+            text = self._record().read_text()
+        except FileNotFoundError:
+            return []
+        try:
+            leftover = _Start(**json.loads(text))
+        except (ValueError, TypeError):
+            self._forget()
+            return [f"{stopped}, but its record could not be read; its files are left as they are"]
+        self._start = leftover
+        head = self._head()
+        if leftover.commit is None and self._ours(leftover, head):
+            leftover = dataclasses.replace(leftover, commit=head)  # died before noting the sha
+        if leftover.commit is not None and head == leftover.commit:
+            # It died after finish moved HEAD to the task's commit, before the runner saved the
+            # task as done. Rolling back would throw finished work away and committing again
+            # would make a second commit for the task: keep the commit and settle the index as
+            # finish would have. The runner begins the task again and finds its work done.
+            self._settle(leftover)
+            # The record stays until the next begin or close: killed again before the runner
+            # has saved the task, the run after still finds the commit.
+            self._start = None
+            self._recovered = Change(change_id=head, commit_id=head, base=leftover.head or "",
+                                     files=tuple(leftover.files))
+            return [f"an earlier run stopped right after committing {head[:12]}; the commit "
+                    "is kept"]
+        if head != leftover.head:
+            # Commits were made since; they may be the user's, so nothing is undone.
+            self._forget()
+            return [f"{stopped}; HEAD has moved since, so its files are left as they are"]
+        if self._missing(leftover):
+            self._forget()
+            return [f"{stopped}, but the copies kept to roll it back are gone (git gc?); its "
+                    "files are left as they are"]
+        # Whatever the attempt left may be all there is of it, and the user's own edits since
+        # the run died look just the same: no roll-back without a copy of what it undoes.
+        try:
+            saved = self._save_aside(leftover)
+        except VcsError as exc:
+            self._forget()
+            return [f"{stopped}, and keeping a copy of its files failed ({exc}); they are left "
+                    "as they are"]
+        self.abandon(Change(change_id=""))
+        note = "rolled back the unfinished task attempt an earlier run left behind"
+        if saved:
+            note += f"; its files are kept in commit {saved[:12]} (`git show {SAVED_REF}`)"
+        return [note]
+
+    def _save_aside(self, start: _Start) -> str | None:
+        """Commit what a roll-back would undo under SAVED_REF; None when there is nothing."""
+        changed = self._changed(start)
+        sha = self._commit(start.head, changed, "agent-loop: an unfinished task attempt, "
+                           "rolled back by the next run") if changed else None
+        if sha is not None:
+            self._git("update-ref", "--create-reflog", "-m", "agent-loop: rolled back",
+                      SAVED_REF, sha)
+        return sha

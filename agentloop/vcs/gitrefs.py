@@ -1,0 +1,47 @@
+"""Where HEAD is, read straight from the git dir: a few microseconds where GitPython takes a
+millisecond or two (it looks the commit up in the object store), and the git backend asks
+several times a task. Anything unusual is left to GitPython."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SHA_LENGTH = 40
+
+
+def where(git_dir: Path, common_dir: Path) -> tuple[str | None, str | None] | None:
+    """(the branch HEAD names, or None when detached; its commit, or None on an unborn
+    branch), or None when this cannot be told from the files (reftable, odd contents)."""
+    if (common_dir / "reftable").is_dir():
+        return None
+    try:
+        head = (git_dir / "HEAD").read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not head.startswith("ref: "):
+        return (None, head) if _is_sha(head) else None
+    ref = head[len("ref: "):]
+    if not ref.startswith("refs/heads/"):
+        return None  # HEAD naming a symbolic ref of its own, or a remote's
+    try:
+        sha = (common_dir / ref).read_text().strip()
+        return (ref, sha) if _is_sha(sha) else None
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        pass  # not loose: packed, or an unborn branch
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        packed = (common_dir / "packed-refs").read_text()
+    except FileNotFoundError:
+        return ref, None
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in packed.splitlines():
+        sha, _, name = line.partition(" ")
+        if name == ref and _is_sha(sha):
+            return ref, sha
+    return ref, None
+
+
+def _is_sha(text: str) -> bool:
+    return len(text) == SHA_LENGTH and all(c in "0123456789abcdef" for c in text)

@@ -1,0 +1,43 @@
+"""HEAD read from the git dir agrees with git itself: loose and packed branches, a detached
+HEAD, an unborn branch, a linked worktree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentloop import proc
+from agentloop.vcs.gitrefs import where
+
+
+def git(repo: Path, *args: str) -> str:
+    return proc.run(["git", *args], cwd=repo).stdout.strip()
+
+
+def told(repo: Path) -> tuple[str | None, str | None] | None:
+    git_dir = Path(repo, git(repo, "rev-parse", "--git-dir"))
+    common = Path(repo, git(repo, "rev-parse", "--git-common-dir"))
+    return where(git_dir, common)
+
+
+def test_head_as_git_tells_it(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    assert told(repo) == ("refs/heads/main", None)  # unborn
+    (repo / "a").write_text("a\n")
+    git(repo, "add", "a")
+    git(repo, "commit", "-qm", "one")
+    first = git(repo, "rev-parse", "HEAD")
+    assert told(repo) == ("refs/heads/main", first)
+    git(repo, "pack-refs", "--all")
+    assert not (repo / ".git" / "refs" / "heads" / "main").exists()
+    assert told(repo) == ("refs/heads/main", first)
+    git(repo, "checkout", "-q", "--detach")
+    assert told(repo) == (None, first)
+    git(repo, "switch", "-q", "-c", "feature/x")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "two")
+    assert told(repo) == ("refs/heads/feature/x", git(repo, "rev-parse", "HEAD"))
+    git(repo, "worktree", "add", "-q", str(tmp_path / "other"), "main")
+    assert told(tmp_path / "other") == ("refs/heads/main", first)
+    (repo / ".git" / "HEAD").write_text("ref: refs/remotes/origin/main\n")
+    assert told(repo) is None  # left to GitPython
