@@ -365,7 +365,9 @@ def test_random_kills_lose_nothing_and_duplicate_nothing(tmp_path: Path, jj_bin:
 
 WRAPPER = """#!/bin/sh
 # Counts its calls and kills its caller (the tool) before or after one of them: call number
-# $CRASH_AT, or the first whose arguments hold $CRASH_MATCH.
+# $CRASH_AT, or the first whose arguments hold $CRASH_MATCH. "during": the command itself is
+# killed with the tool, $CRASH_DELAY seconds in (an OOM kill, a power cut), leaving behind
+# whatever it had half done: lock files, half-written state.
 n=$(( $(cat "$CRASH_COUNTER" 2>/dev/null || echo 0) + 1 ))
 echo "$n" > "$CRASH_COUNTER"
 hit=
@@ -376,6 +378,13 @@ elif [ "$n" = "$CRASH_AT" ]; then
 fi
 [ -n "$hit" ] && touch "$CRASH_COUNTER.fired"
 if [ -n "$hit" ] && [ "$CRASH_WHEN" = before ]; then kill -9 $PPID; exit 1; fi
+if [ -n "$hit" ] && [ "$CRASH_WHEN" = during ]; then
+    exec 3<&0  # a command put in the background would read /dev/null instead
+    "$CRASH_REAL" "$@" <&3 &
+    sleep "$CRASH_DELAY"
+    kill -9 $! $PPID
+    exit 137
+fi
 "$CRASH_REAL" "$@"
 code=$?
 if [ -n "$hit" ] && [ "$CRASH_WHEN" = after ]; then kill -9 $PPID; fi
@@ -396,7 +405,8 @@ def crash_env(tmp: Path, kind: str, when: str, at: int = 0, match: str = "") -> 
         stale.unlink(missing_ok=True)
     return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}",
             "CRASH_REAL": real, "CRASH_COUNTER": str(counter), "CRASH_AT": str(at),
-            "CRASH_WHEN": when, "CRASH_MATCH": match}
+            "CRASH_WHEN": when, "CRASH_MATCH": match,
+            "CRASH_DELAY": f"{(at * 7 % 20 + 1) / 1000:.3f}"}  # 1 to 20 ms: most land inside
 
 
 def kill_once_then_finish(work: Path, kind: str, env: dict[str, str], fake: FakeClaude,
@@ -423,16 +433,20 @@ def kill_once_then_finish(work: Path, kind: str, env: dict[str, str], fake: Fake
     return killed, []
 
 
+# A jj run sweeps a colocated repository (`jj git init` makes one): a jj command killed halfway
+# there leaves git's locks (.git/index.lock) as well as its own.
 @pytest.mark.parametrize("kind", ["git", "jj"])
-def test_a_kill_before_or_after_any_vcs_command_loses_nothing(tmp_path: Path, jj_bin: str,
-                                                              fake_claude: FakeClaude,
-                                                              marks: Path, kind: str) -> None:
+def test_a_kill_before_during_or_after_any_vcs_command_loses_nothing(
+        tmp_path: Path, jj_bin: str, fake_claude: FakeClaude, marks: Path, kind: str) -> None:
     problems: list[str] = []
     points, at = 0, 1
     began = time.monotonic()
+    if kind == "jj":
+        new_repo(tmp_path / "colocated?", kind, groups=1, per_group=1)
+        assert (tmp_path / "colocated?" / ".git").is_dir()
     while True:
         killed_any = False
-        for when in ("before", "after"):
+        for when in ("before", "during", "after"):
             label = f"{kind}: kill {when} VCS command {at}"
             work = tmp_path / f"{when}-{at}"
             new_repo(work, kind, groups=2, per_group=1, pause=0)
@@ -448,7 +462,7 @@ def test_a_kill_before_or_after_any_vcs_command_loses_nothing(tmp_path: Path, jj
     summary = f"{kind}: {points} crash points, {time.monotonic() - began:.0f}s"
     problems += orphans(marks, f"{kind}, after the last point", wait=True)
     print("\n" + summary)
-    assert points >= 10
+    assert points >= 15
     verdict(problems, summary)
 
 
