@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import time
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import pytest
 
+from tests import clirun
 from tests.fakeapi import FakeApi
 
 CLI_DIR = Path(__file__).resolve().parent / "claude-cli"
@@ -26,8 +24,6 @@ CLAUDE_VERSION = json.loads((CLI_DIR / "package.json").read_text())[
     "dependencies"]["@anthropic-ai/claude-code"]
 # 0 retries: one request per error, so error tests take half a second instead of ~3 minutes.
 MAX_RETRIES = "0"
-# Grace between SIGINT, SIGTERM and SIGKILL when a run overstays its timeout.
-STOP_GRACE_SECONDS = 3.0
 # Environment the CLI must not inherit: another login, endpoint, config dir or proxy could send
 # traffic somewhere other than the fake.
 _INHERITED_PREFIXES = ("ANTHROPIC_", "CLAUDE_")
@@ -108,25 +104,8 @@ def claude_argv(claude: Path, prompt: str | None, model: str = "opus",
     return argv if prompt is None else [*argv, "--", prompt]
 
 
-@dataclass(frozen=True)
-class CliRun:
+class CliRun(clirun.CliRun):
     """One finished CLI run with its stream-json output."""
-
-    argv: list[str]
-    returncode: int
-    stdout: str
-    stderr: str
-    seconds: float
-
-    @property
-    def lines(self) -> list[dict[str, Any]]:
-        """The stream-json lines, parsed."""
-        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
-
-    def of_type(self, type_: str, subtype: str | None = None) -> list[dict[str, Any]]:
-        """The lines of one `type` (and `subtype`, when given)."""
-        return [d for d in self.lines
-                if d.get("type") == type_ and (subtype is None or d.get("subtype") == subtype)]
 
     @property
     def result(self) -> dict[str, Any]:
@@ -149,28 +128,7 @@ class ClaudeTimedOut(AssertionError):
 def run_claude(argv: list[str], cwd: Path, env: dict[str, str], stdin: str | None = None,
                timeout: float = 60) -> CliRun:
     """Run the CLI (never through a shell); past `timeout`, stop its process group and raise."""
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, text=True, start_new_session=True,
-                            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out, err = proc.communicate(stdin, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        out, err = _stop(proc)
-        raise ClaudeTimedOut(CliRun(argv, proc.returncode, out, err,
-                                    time.monotonic() - start), timeout) from None
-    return CliRun(argv, proc.returncode, out, err, time.monotonic() - start)
-
-
-def _stop(proc: subprocess.Popen[str]) -> tuple[str, str]:
-    """SIGINT, then SIGTERM, then SIGKILL to the group, as agent-loop itself does."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            return proc.communicate(timeout=STOP_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
-            continue
-    return proc.communicate()
+    run, timed_out = clirun.run_cli(CliRun, argv, cwd, env, stdin, timeout)
+    if timed_out:
+        raise ClaudeTimedOut(run, timeout)
+    return run

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import time
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
+from tests import clirun
 from tests.fake_openai import FakeOpenAI
 
 CLI_DIR = Path(__file__).resolve().parent / "codex-cli"
@@ -96,24 +94,13 @@ def session_files(env: dict[str, str]) -> list[Path]:
     return sorted((Path(env["CODEX_HOME"]) / "sessions").rglob("*.jsonl"))
 
 
-@dataclass(frozen=True)
-class CliRun:
+class CliRun(clirun.CliRun):
     """One finished CLI run with its JSONL output."""
-
-    argv: list[str]
-    returncode: int
-    stdout: str
-    stderr: str
-    seconds: float
 
     @property
     def events(self) -> list[dict[str, Any]]:
         """The JSONL events, parsed."""
-        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
-
-    def of_type(self, type_: str) -> list[dict[str, Any]]:
-        """The events of one `type`."""
-        return [e for e in self.events if e.get("type") == type_]
+        return self.lines
 
     def items(self, item_type: str) -> list[dict[str, Any]]:
         """The completed items of one type."""
@@ -128,31 +115,9 @@ class CliRun:
 
 def run_codex(argv: list[str], cwd: Path, env: dict[str, str], stdin: str | None = None,
               timeout: float = 60) -> CliRun:
-    """Run the CLI in a process group of its own; past `timeout`, stop the group and fail.
-
-    The group matters: `codex` is a Node wrapper around a native binary, and killing the wrapper
-    alone leaves the binary running (seen while measuring).
-    """
-    start = time.monotonic()
-    child = subprocess.Popen(argv, cwd=cwd, env=env, text=True, start_new_session=True,
-                             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out, err = child.communicate(stdin, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        out, err = _stop(child)
-        pytest.fail(f"codex timed out after {timeout}s\nstdout: {out[-2000:]}\nstderr: {err}")
-    return CliRun(argv, child.returncode, out, err, time.monotonic() - start)
-
-
-def _stop(child: subprocess.Popen[str]) -> tuple[str, str]:
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(child.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            return child.communicate(timeout=STOP_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
-            continue
-    return child.communicate()
+    """Run the CLI in a process group of its own; past `timeout`, stop the group and fail."""
+    run, timed_out = clirun.run_cli(CliRun, argv, cwd, env, stdin, timeout)
+    if timed_out:
+        pytest.fail(f"codex timed out after {timeout}s\nstdout: {run.stdout[-2000:]}\n"
+                    f"stderr: {run.stderr}")
+    return run

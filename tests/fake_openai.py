@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Union, cast
 
+from tests import loopback
 from tests.loopback import LoopbackServer
 
 # A hung request gives up after this long even if nobody stops the server, so no thread lives on.
@@ -109,24 +110,13 @@ def usage_limit(resets_at: int | None = None, plan: str = "pro") -> HttpError:
     return HttpError(429, error, headers)
 
 
-@dataclass(frozen=True)
-class Request:
-    """One request as the fake received it. Header names are lower-cased."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
+class Request(loopback.Request):
+    """One Responses API request as the fake received it."""
 
     @property
     def is_responses(self) -> bool:
         """Whether this is a Responses API call."""
-        return self.method == "POST" and self.path.split("?")[0] == "/v1/responses"
-
-    @property
-    def model(self) -> str | None:
-        """The model id Codex asked for."""
-        return self.body.get("model") if isinstance(self.body, dict) else None
+        return self.posted_to("/v1/responses")
 
     @property
     def tools(self) -> dict[str, dict[str, Any]]:

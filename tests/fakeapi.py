@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Union, cast
 
+from tests import loopback
 from tests.loopback import LoopbackServer
 
 # A hung request gives up after this long even if nobody stops the server, so no thread lives on.
@@ -90,24 +91,13 @@ def usage_limit(resets_at: int, claim: str = "five_hour") -> HttpError:
     })
 
 
-@dataclass(frozen=True)
-class Request:
-    """One request as the fake received it. Header names are lower-cased."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
+class Request(loopback.Request):
+    """One Messages API request as the fake received it."""
 
     @property
     def is_messages(self) -> bool:
         """Whether this is a Messages API call (the CLI adds `?beta=true`)."""
-        return self.method == "POST" and self.path.split("?")[0] == "/v1/messages"
-
-    @property
-    def model(self) -> str | None:
-        """The model id the CLI asked for."""
-        return self.body.get("model") if isinstance(self.body, dict) else None
+        return self.posted_to("/v1/messages")
 
 
 def _text_blocks(message: dict[str, Any]) -> list[str]:
@@ -172,7 +162,7 @@ WRITE = re.compile(r"^WRITE (.+?): ?(.*)$", re.MULTILINE)
 SAY = re.compile(r"^SAY (.*)$", re.MULTILINE)
 
 
-def directive_reply(body: dict[str, Any], final_text: str | None = None) -> Reply:
+def directive_reply(body: dict[str, Any], final_text: str | None = None) -> Text | ToolUse:
     """Answer from lines in the task text: `WRITE <path>: <content>` and `SAY <text>`.
 
     Each WRITE becomes one call of the CLI's `Write` tool, in order, one per request; then the
@@ -261,15 +251,15 @@ class FakeApi(LoopbackServer):
         """Requests for anything but the Messages API (the fake answered them 404)."""
         return [r for r in self.requests if not r.is_messages and not _is_count_tokens(r)]
 
-    def _reply_for(self, request: Request) -> Reply:
+    def _reply_for(self, request: Request) -> Text | ToolUse | HttpError | Hang:
         reply = self._scripted(request.model)
         if reply is None or isinstance(reply, Directed):
             return directive_reply(request.body, self.final_text)
-        return cast(Reply, reply)
+        return cast("Text | ToolUse | HttpError | Hang", reply)
 
 
 def _is_count_tokens(request: Request) -> bool:
-    return request.method == "POST" and request.path.split("?")[0] == "/v1/messages/count_tokens"
+    return request.posted_to("/v1/messages/count_tokens")
 
 
 def _handler_for(api: FakeApi) -> type[BaseHTTPRequestHandler]:

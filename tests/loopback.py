@@ -4,8 +4,28 @@ replies by model, and the record of every request."""
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request as a fake received it. Header names are lower-cased."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+    def posted_to(self, endpoint: str) -> bool:
+        """Whether this is a POST to `endpoint`, whatever query the client added."""
+        return self.method == "POST" and self.path.split("?")[0] == endpoint
+
+    @property
+    def model(self) -> str | None:
+        """The model id the client asked for."""
+        return self.body.get("model") if isinstance(self.body, dict) else None
 
 
 class LoopbackServer:

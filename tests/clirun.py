@@ -1,0 +1,70 @@
+"""Running a model CLI for a test: in a process group of its own (the CLIs are Node wrappers
+around native binaries, and killing the wrapper alone leaves the binary running: seen while
+measuring), stopped past a timeout the way agent-loop stops an agent."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+STOP_GRACE_SECONDS = 3.0
+
+
+@dataclass(frozen=True)
+class CliRun:
+    """One finished CLI run with its JSON-lines output."""
+
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def lines(self) -> list[dict[str, Any]]:
+        """The output lines, parsed."""
+        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
+
+    def of_type(self, type_: str, subtype: str | None = None) -> list[dict[str, Any]]:
+        """The lines of one `type` (and `subtype`, when given)."""
+        return [d for d in self.lines
+                if d.get("type") == type_ and (subtype is None or d.get("subtype") == subtype)]
+
+
+Run = TypeVar("Run", bound=CliRun)
+
+
+def run_cli(kind: type[Run], argv: list[str], cwd: Path, env: dict[str, str],
+            stdin: str | None = None, timeout: float = 60) -> tuple[Run, bool]:
+    """Run the CLI (never through a shell): the run, and whether it was stopped at `timeout`."""
+    start = time.monotonic()
+    child = subprocess.Popen(argv, cwd=cwd, env=env, text=True, start_new_session=True,
+                             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = child.communicate(stdin, timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        out, err = _stop(child)
+        timed_out = True
+    return kind(argv, child.returncode, out, err, time.monotonic() - start), timed_out
+
+
+def _stop(child: subprocess.Popen[str]) -> tuple[str, str]:
+    """SIGINT, then SIGTERM, then SIGKILL to the group, as agent-loop itself does."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(child.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            return child.communicate(timeout=STOP_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            continue
+    return child.communicate()
