@@ -21,13 +21,19 @@ class Learnings:
     def __init__(self, folder: Path) -> None:
         self.path = folder / "learnings.md"
         self.history = folder / "learnings.jsonl"
+        self._written: str | None = None  # what this run last wrote to learnings.md
 
     def current(self) -> str:
         """The learnings as they are now (the user's edits included), or ""."""
         try:
             return self.path.read_text(encoding="utf-8").strip()
         except FileNotFoundError:
-            return ""
+            if self._written is None:
+                return ""
+        # Gone during this run: an agent's clean-up, not the user's choice. Written back.
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(self._written, encoding="utf-8")
+        return self._written.strip()
 
     def for_prompt(self) -> str:
         """The preamble a fresh session gets, or "" when nothing was learned yet."""
@@ -59,3 +65,4 @@ class Learnings:
             heading = f"## Task {task}" + (f", iteration {iteration}" if iteration > 1 else "")
             text = (before + "\n\n" if before else "") + f"{heading} ({time})\n{learnings}\n"
             self.path.write_text(text, encoding="utf-8")
+            self._written = text

@@ -210,3 +210,17 @@ def test_cli_blocked_signal_from_the_fake(tmp_path: Path, fake_claude: FakeClaud
     dry = CliRunner().invoke(command, ["tasks.md", "--dry-run"])
     assert "blocked (no access); run it with --task 1" in dry.output
 
+
+
+def test_learnings_an_agent_deletes_mid_run_come_back(tmp_path: Path) -> None:
+    from agentloop.learnings import Learnings
+
+    learnings = Learnings(tmp_path / ".agent-loop")
+    assert learnings.current() == ""  # nothing yet, nothing made up
+    learnings.record(1, 1, "t1", "", "use tabs")
+    (tmp_path / ".agent-loop" / "learnings.md").unlink()  # the agent's `git clean -fdx`
+    assert "use tabs" in learnings.for_prompt()
+    assert "use tabs" in (tmp_path / ".agent-loop" / "learnings.md").read_text()
+    # Between runs the file is the user's: a new run takes its deletion as meant.
+    (tmp_path / ".agent-loop" / "learnings.md").unlink()
+    assert Learnings(tmp_path / ".agent-loop").current() == ""
