@@ -114,3 +114,13 @@ def fake_claude(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     monkeypatch.setenv("FAKE_CLAUDE_LOG", str(fake.log))
     monkeypatch.setenv("PATH", str(fake.bin.parent) + os.pathsep + os.environ["PATH"])
     return fake
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    """A project folder holding a README, under no version control yet (a module may define
+    its own `work`)."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "README.md").write_text("hello\n")
+    return folder

@@ -20,14 +20,6 @@ def agent_loop(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    (folder / "README.md").write_text("hello\n")
-    return folder
-
-
 def test_git_reset_hard_by_the_agent_stops_the_run_and_loses_nothing(
         work: Path, fake_claude: FakeClaude) -> None:
     init_repo(work, "git")

@@ -99,14 +99,6 @@ def init_repo(work: Path, kind: str) -> None:
         git(work, "commit", "-qm", "initial")
 
 
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    (folder / "README.md").write_text("hello\n")
-    return folder
-
-
 def check_jj_history(work: Path) -> None:
     changes = jj_changes(work)
     assert [d for _, d, _ in changes] == DESCRIPTIONS

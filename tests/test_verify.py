@@ -34,14 +34,6 @@ def agent_loop(work: Path, *args: str, env: dict[str, str] | None = None,
                           stdin=subprocess.DEVNULL)
 
 
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    (folder / "README.md").write_text("hello\n")
-    return folder
-
-
 def events(work: Path) -> list[dict]:
     return [orjson.loads(line) for line in
             (work / ".agent-loop" / "events.jsonl").read_bytes().splitlines()]
