@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import FakeClaude
 from tests.test_run_vcs import git, init_repo, jj, state_of
 
