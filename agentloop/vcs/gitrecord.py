@@ -41,8 +41,11 @@ class GitRecord(GitPlumbing):
         """Whether `head` is the commit finish was making for `start` when its run died."""
         if start.message is None or head is None or head == start.head:
             return False
-        commit = self.repo.commit(head)
-        parents = [p.hexsha for p in commit.parents]
+        try:
+            commit = self.repo.commit(head)
+            parents = [p.hexsha for p in commit.parents]
+        except (ValueError, BadName, BadObject):  # not a commit we can read: not ours to keep
+            return False
         return (parents == ([start.head] if start.head else [])
                 and str(commit.message).rstrip("\n") == start.message.rstrip("\n"))
 
