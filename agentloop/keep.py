@@ -23,9 +23,10 @@ def gone(path: Path, held: IO[Any]) -> bool:
 
 
 def put_back(path: Path, held: IO[Any]) -> IO[bytes] | None:
-    """Write what `held` (open for reading too) holds to `path` again, if `path` lost it; return the new file, open
-    for appending, or None when nothing was lost (or it could not be put back: the agent
-    may have left no folder to write to, and a log is not worth stopping a run for)."""
+    """Write what `held` (open for reading too) holds to `path` again, if `path` lost it;
+    return the new file, open for appending, or None when nothing was lost (or it could not be
+    put back: the agent may have left no folder to write to, and a log is not worth stopping a
+    run for)."""
     held.flush()
     if not gone(path, held):
         return None

@@ -140,10 +140,10 @@ class GitVcs(GitRecord):
         # second time.
         start = dataclasses.replace(start, message=message, files=sorted(changed),
                                     touched=sorted(touched - changed))
-        sha = None
+        sha, new = None, set(status.untracked) & changed
         if changed:
             self._remember(start)
-            sha = self._commit_here(changed, set(status.untracked) & changed, message)
+            sha = self._commit_here(changed, new, message)
         if sha is not None:
             self._reset_index(start.index_tree, set(start.touched))
             self._carry(start, sha, status)
@@ -151,7 +151,7 @@ class GitVcs(GitRecord):
             sha = self._commit(start.head, changed, message) if changed else None
             if sha is None:
                 # What add --intent-to-add left in the index goes with the rest.
-                self._reset_index(start.index_tree, touched | (set(status.untracked) & changed))
+                self._reset_index(start.index_tree, touched | new)
                 self._forget()
                 return Change(change_id="", base=start.head or "", empty=True)
             start = dataclasses.replace(start, commit=sha)
@@ -188,7 +188,7 @@ class GitVcs(GitRecord):
         """Which of these task commits are no longer in the current branch's history. Once
         known whole, the history stays so while HEAD is where this run last put it: the check
         costs a process only when something else moved the branch."""
-        now = (self._ref(), self._head())
+        now = self._where()
         if now == self._sound:
             return set()
         lost = missing("git", self.root, change_ids)

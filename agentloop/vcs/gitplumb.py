@@ -111,20 +111,22 @@ class GitPlumbing:
             raise VcsError(f"`git {' '.join(args)}` failed: {detail}")
         return done.stdout
 
-    def _head(self) -> str | None:
+    def _where(self) -> tuple[str | None, str | None]:
+        """(the branch HEAD names, None when detached; its commit, None when unborn)."""
         found = gitrefs.where(Path(self.repo.git_dir), Path(self.repo.common_dir))
         if found is not None:
-            return found[1]
+            return found
+        ref = None if self.repo.head.is_detached else str(self.repo.head.reference.path)
         try:
-            return str(self.repo.head.commit.hexsha)
+            return ref, str(self.repo.head.commit.hexsha)
         except ValueError:
-            return None
+            return ref, None
+
+    def _head(self) -> str | None:
+        return self._where()[1]
 
     def _ref(self) -> str | None:
-        found = gitrefs.where(Path(self.repo.git_dir), Path(self.repo.common_dir))
-        if found is not None:
-            return found[0]
-        return None if self.repo.head.is_detached else str(self.repo.head.reference.path)
+        return self._where()[0]
 
     def _kept_out(self, rel: str) -> bool:
         return (rel == self._task_rel or rel in self._plans or rel == STATE_DIR

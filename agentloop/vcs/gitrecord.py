@@ -87,7 +87,7 @@ class GitRecord(GitPlumbing):
         if carried is None or carried[0] != proc.started():
             return None
         start = carried[1]
-        return start if (self._ref(), self._head()) == (start.ref, start.head) else None
+        return start if self._where() == (start.ref, start.head) else None
 
     def _started(self) -> _Start:
         if self._start is None:
