@@ -41,7 +41,7 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
     log = log_path(run, task, number, role, round_, iteration, kind)
     attempt = record.new_run(task, change, number, run.project.store.relative(log),
                              resume is not None, iteration, role, round_)
-    run.save()
+    run.save(task)
     run.emit(AgentStarted(str(log), resume, run.agent.name, role))
     request = AgentRun(prompt=clean(prompt), model=run.model(role), cwd=run.project.root,
                        log=log, raw_log=log.with_suffix(".jsonl"), resume=resume,
@@ -52,7 +52,7 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
     began = run.clock.monotonic()
     result = run.agent.run(request, lambda text: run.emit(AgentActivity(text)))
     record.record_result(task, attempt, result)
-    run.save()
+    run.save(task)
     run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd))
     return attempt, result
 

@@ -109,7 +109,7 @@ def _develop(run: Run, task: TaskState, change: Change, prompt: str, resume: str
                             "iterations (no TASK_COMPLETE)")
             return Outcome(attempt, change, spent, report)
         attempt.outcome = "continued"
-        run.save()
+        run.save(task)
         resume = result.session_id
         prompt = CONTINUE_PROMPT.format(progress=report.progress or "(none reported)")
     raise AssertionError("unreachable")
@@ -128,6 +128,6 @@ def _abandon(run: Run, task: TaskState, change: Change, number: int,
                 done.outcome = "stopped"
     record.uncount(task, number, outcome, "interrupted" if interrupted else "pending",
                    str(exc) or "interrupted")
-    run.save()
+    run.save(task)
     record.drop(run, task, change, number)
-    run.save()
+    run.save(task)

@@ -11,7 +11,7 @@ from agentloop.events import Emit
 from agentloop.learnings import Learnings
 from agentloop.options import RunOptions
 from agentloop.project import Project
-from agentloop.state import State
+from agentloop.state import State, TaskState
 from agentloop.vcs import Vcs
 
 # The retry advisor and the commit-message writer, as the run calls them (agentloop.helpers).
@@ -43,9 +43,10 @@ class Run:
     clock: Clock = SystemClock()
     tally: Tally = field(default_factory=Tally)
 
-    def save(self) -> None:
-        """Persist the state now."""
-        self.project.store.save(self.state)
+    def save(self, task: TaskState | None = None) -> None:
+        """Persist the state now; `task`: only that task's record (and top-level fields)
+        changed since the last save, so a journal line can say it all."""
+        self.project.store.save(self.state, task)
 
     def model(self, role: str) -> str:
         """The model for a developer's or a reviewer's run: the option, else the agent's own."""

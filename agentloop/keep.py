@@ -12,13 +12,14 @@ from typing import IO, Any
 CHUNK = 1 << 20
 
 
-def gone(path: Path, held: IO[Any]) -> bool:
-    """Whether `path` no longer names the file `held` has open (deleted, or replaced)."""
+def gone(path: Path, held: IO[Any] | int) -> bool:
+    """Whether `path` no longer names the file `held` (a file, or its descriptor) has open
+    (deleted, or replaced)."""
     try:
         named = os.stat(path)
     except OSError:
         return True
-    mine = os.fstat(held.fileno())
+    mine = os.fstat(held if isinstance(held, int) else held.fileno())
     return (named.st_dev, named.st_ino) != (mine.st_dev, mine.st_ino)
 
 

@@ -55,5 +55,5 @@ def fix_run(run: Run, task: TaskState, outcome: Outcome, prompt: str, round_: in
         if failure.kind != LIMIT:
             return replace(outcome, attempt=record, result=result, report=Report())
         record.outcome, record.reason = "limited", failure.reason
-        run.save()
+        run.save(task)
         wait_for_limit(run, failure)

@@ -118,7 +118,7 @@ def complete(run: Run, task: TaskState, attempt: Attempt, done: Change,
     task.commit_id = attempt.commit_id = done.commit_id or None
     task.files, task.error = list(done.files), note
     attempt.finished_at = task.finished_at = now()
-    run.save()
+    run.save(task)
     run.emit(TaskFinished(task.index, task.status, task.change_id, len(task.files), note,
                           empty=done.empty))
 
@@ -129,7 +129,7 @@ def fail(run: Run, task: TaskState, reason: str) -> None:
     if task.history:
         task.history[-1].finished_at = now()
     task.finished_at = now()
-    run.save()
+    run.save(task)
     run.emit(TaskFinished(task.index, task.status, None, 0, reason))
 
 
@@ -140,7 +140,7 @@ def blocked(run: Run, task: TaskState, attempt: Attempt, reason: str,
     task.error = attempt.reason = reason
     task.session_id = session
     task.finished_at = now()
-    run.save()
+    run.save(task)
     run.emit(TaskFinished(task.index, task.status, None, 0, task.error))
 
 

@@ -126,6 +126,8 @@ class State:
     # What the plan holds that is never run ({"line", "text", "why"}), and warnings about it.
     ignored: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # The journal whose lines go on top of this snapshot (agentloop.journal); None: none.
+    journal_id: str | None = None
 
     def to_bytes(self) -> bytes:
         """Serialize, checking first that what we write is something we can read back."""
@@ -208,6 +210,18 @@ def _types(hint: Any) -> frozenset[type] | None:
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 
+def task_from_dict(data: Any) -> TaskState:
+    """A task's record from its JSON; KeyError or TypeError names what is wrong."""
+    record = _known(TaskState, data)
+    history = [Attempt(**_known(Attempt, a)) for a in record.get("history", [])]
+    return TaskState(**{**record, "history": history})
+
+
+def top_from_dict(data: Any) -> dict[str, Any]:
+    """The state's fields besides its tasks, each checked for its type."""
+    return {k: v for k, v in _known(State, data).items() if k != "tasks"}
+
+
 def from_bytes(raw: bytes, where: Path) -> State:
     """Parse state.json, upgrading old schemas and refusing newer ones with a clear message."""
     try:
@@ -229,11 +243,7 @@ def from_bytes(raw: bytes, where: Path) -> State:
         data = UPGRADES[version](data)
         version = data["schema_version"]
     try:
-        tasks = []
-        for t in _known(State, data)["tasks"]:
-            record = _known(TaskState, t)
-            history = [Attempt(**_known(Attempt, a)) for a in record.get("history", [])]
-            tasks.append(TaskState(**{**record, "history": history}))
+        tasks = [task_from_dict(t) for t in _known(State, data)["tasks"]]
         state = State(**{**_known(State, data), "tasks": tasks})
     except (KeyError, TypeError) as exc:
         raise StateError(f"{where} is damaged ({exc}); move it aside or run with --reset") from None

@@ -68,7 +68,7 @@ def review(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
         if verdict.approved:
             return outcome
         outcome.attempt.outcome, feedback = "feedback", verdict.feedback
-        run.save()
+        run.save(task)
         if round_ == rounds:
             task.feedback = feedback
             return replace(outcome, status="unapproved",
@@ -97,14 +97,14 @@ def _review(run: Run, task: TaskState, outcome: Outcome, round_: int,
             verdict = parse_verdict(result.text)
             record.verdict = record.outcome = "approved" if verdict.approved else "feedback"
             record.reason = None if verdict.approved else verdict.feedback
-            run.save()
+            run.save(task)
             run.emit(ReviewVerdict(task.index, round_, rounds, record.verdict,
                                    record.reason or ""))
             return verdict
         failure = classify(run, result)
         record.reason = failure.reason
         record.outcome = {LIMIT: "limited", BLOCKING: "blocked"}.get(failure.kind, "failed")
-        run.save()
+        run.save(task)
         if failure.kind == LIMIT:
             wait_for_limit(run, failure)
             continue

@@ -95,7 +95,7 @@ def recover(run: Run, task: TaskState) -> bool:
     # so history keeps only attempts that counted.
     if task.change_id is not None:
         record.drop(run, task, Change(change_id=task.change_id, commit_id=task.commit_id or ""))
-        run.save()
+        run.save(task)
     return False
 
 
@@ -124,7 +124,7 @@ def _settled(run: Run, task: TaskState, outcome: Outcome) -> bool:
     if result.ok and report.signal == FATAL:
         record.drop(run, task, outcome.change)
         record.stopped(task, attempt, f"{FATAL}: {report.reason}")
-        run.save()
+        run.save(task)
         raise RunStopped(f"the agent reported a fatal error on task {task.index}: "
                          f"{report.reason or 'no reason given'}")
     if result.ok and report.signal == BLOCKED:
@@ -157,7 +157,7 @@ def _decide(run: Run, task: TaskState, outcome: Outcome, transient: int,
         record.uncount(task, attempt.number, "limited" if failure.kind == LIMIT else "blocked",
                        "pending", failure.reason)
         attempt.outcome = "limited" if failure.kind == LIMIT else "blocked"
-        run.save()
+        run.save(task)
         if failure.kind == BLOCKING:
             raise AgentBlocked(failure.reason)
         wait_for_limit(run, failure)
@@ -170,7 +170,7 @@ def _decide(run: Run, task: TaskState, outcome: Outcome, transient: int,
         transient += 1
         if transient >= TRANSIENT_PAUSE:
             task.status = "pending"
-            run.save()
+            run.save(task)
             raise RunStopped(f"paused: {transient} transient failures in a row on task "
                              f"{task.index} ({failure.reason})")
         wait = run.options.backoff * 2 ** (transient - 1)
@@ -199,7 +199,7 @@ def _fail(run: Run, task: TaskState, reason: str) -> None:
 def _announce(run: Run, task: TaskState, attempt: Attempt, advice: Advice, kind: str,
               wait: float) -> None:
     record.decided(attempt, advice.hint)
-    run.save()
+    run.save(task)
     run.emit(RetryDecided(task.index, task.attempts, advice.retry, kind, advice.reason,
                           advice.hint, advice.source, wait))
 

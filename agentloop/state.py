@@ -1,8 +1,11 @@
-"""The `.agent-loop/` store: state.json (versioned, orjson, atomic replace), the run lock, logs.
+"""The `.agent-loop/` store: state.json (versioned, orjson, atomic replace) and its journal, the
+run lock, logs.
 
 A crash at any instant leaves the old or the new state.json, never a torn one: we write a
-temporary file in the same folder, fsync it, and `os.replace` it over the old one. The records
-themselves and how they are read back live in agentloop.records.
+temporary file in the same folder, fsync it, and `os.replace` it over the old one. Between two
+such snapshots, saves of one task's record are lines of the journal (agentloop.journal); a run
+that ends folds them into state.json. The records themselves and how they are read back live in
+agentloop.records.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from agentloop import journal
 from agentloop.errors import StateError, StateLocked
 from agentloop.records import (SCHEMA_VERSION, STATUSES, UPGRADES, Attempt, State,  # noqa: F401
                                TaskState, from_bytes, now)
@@ -60,6 +64,9 @@ class Store:
         self.state_path = self.dir / "state.json"
         self.logs = self.dir / "logs"
         self.events = self.dir / "events.jsonl"
+        self.journal = journal.Journal(self.dir / "state.journal")
+        self._top: dict[str, Any] = {}       # the top-level fields as last written
+        self._snapshot_tasks = -1             # how many tasks the last snapshot held
         # One run at a time per repository: the locks held, each with its pid file.
         self._held: list[tuple[Any, Path]] = []
 
@@ -73,15 +80,60 @@ class Store:
             raise StateError(f"cannot read {self.state_path}: {exc.strerror}") from None
         if not raw.strip():
             raise StateError(f"{self.state_path} is empty; move it aside or run with --reset")
-        return from_bytes(raw, self.state_path)
+        state = from_bytes(raw, self.state_path)
+        if state.journal_id is not None:
+            try:
+                journal.apply(state, self.journal.path.read_bytes())
+            except FileNotFoundError:
+                pass
+        return state
 
-    def save(self, state: State) -> None:
-        """Write state.json atomically: temp file in the same folder, fsync, os.replace.
+    def save(self, state: State, task: TaskState | None = None) -> None:
+        """Save the state: `task`'s record as a journal line when only it changed (besides
+        top-level fields), else a snapshot of the whole state.
 
-        A failed write (disk full, read-only folder) leaves the old state.json as it was and
+        A failed write (disk full, read-only folder) leaves the saved state as it was and
         raises StateError.
         """
         state.updated_at = now()
+        if task is not None and self._journal_fits(state):
+            line = journal.entry(state.journal_id or "", state, task,
+                                 journal.changed_top(state, self._top))
+            try:
+                if self.journal.append(line):
+                    return
+            except OSError as exc:
+                raise self._cannot_write(self.journal.path, exc) from None
+        self.snapshot(state)
+
+    def _journal_fits(self, state: State) -> bool:
+        # A snapshot now and then keeps the journal short to read: each costs about as much
+        # as the lines since the last one, so a task's saves stay the same price at any size.
+        return (state.journal_id is not None and len(state.tasks) == self._snapshot_tasks
+                and self.journal.lines < max(64, len(state.tasks)))
+
+    def snapshot(self, state: State, final: bool = False) -> None:
+        """Write the whole state to state.json atomically (temp file in the same folder,
+        fsync, os.replace) and start its journal afresh; `final`: with no journal after it."""
+        journal_id = None if final else os.urandom(8).hex()
+        previous, state.journal_id = state.journal_id, journal_id
+        try:
+            self._write_snapshot(state)
+        except BaseException:
+            state.journal_id = previous
+            raise
+        self._top, self._snapshot_tasks = journal.written_top(state), len(state.tasks)
+        try:
+            if final:
+                self.journal.remove()
+            else:
+                self.journal.start()
+        except OSError as exc:
+            # The snapshot stands; without a journal every save is a snapshot.
+            state.journal_id = None
+            raise self._cannot_write(self.journal.path, exc) from None
+
+    def _write_snapshot(self, state: State) -> None:
         data = state.to_bytes()
         self.make_dir()
         try:
@@ -120,6 +172,7 @@ class Store:
                 stale.unlink(missing_ok=True)
             yield
         finally:
+            self._fold_journal()
             while self._held:
                 lock, pid_path = self._held.pop()
                 try:
@@ -127,6 +180,17 @@ class Store:
                 except OSError:
                     pass  # the lock is what counts, and it goes with us; a stale pid is never shown
                 lock.release()
+
+    def _fold_journal(self) -> None:
+        """The run ends: its journal goes into state.json, which then says everything alone."""
+        if not self.journal.started:
+            return
+        try:
+            state = self.load()
+            if state is not None:
+                self.snapshot(state, final=True)
+        except (StateError, OSError):
+            self.journal.close()  # state.json and the journal still say it all together
 
     def hold_vcs_lock(self) -> None:
         """Take the lock in `.git/` or `.jj/` too, once there is one (a run that made the
@@ -174,7 +238,8 @@ class Store:
     def _cannot_write(self, path: Path, exc: OSError) -> StateError:
         reason = exc.strerror or str(exc)
         return StateError(f"cannot write {path}: {reason}; the saved state is as it was"
-                          if path == self.state_path else f"cannot write {path}: {reason}")
+                          if path in (self.state_path, self.journal.path)
+                          else f"cannot write {path}: {reason}")
 
     def make_dir(self) -> None:
         """Create `.agent-loop/` (ignored by git and jj from its first instant: its own
@@ -204,7 +269,8 @@ class Store:
 
     def archive(self, stamp: str) -> Path | None:
         """Move state.json, logs/ and events.jsonl to archive/<stamp>/ (for --reset)."""
-        present = [p for p in (self.state_path, self.logs, self.events) if p.exists()]
+        present = [p for p in (self.state_path, self.journal.path, self.logs, self.events)
+                   if p.exists()]
         if not present:
             return None
         target = self.dir / "archive" / stamp.replace(":", "")

@@ -41,18 +41,16 @@ SYSTEM_PROMPT = "(agent-loop's rules; the bare loop passes a placeholder)"
 # The commands the backends run per task (see `trace`), replayed by bash with the same arguments.
 GIT_LOOP = r"""
 set -eu
-status() { git status --porcelain=v2 -z --untracked-files=all --no-renames --ignored=no; }
+export LC_ALL=C GIT_LITERAL_PATHSPECS=0
 for i in $(seq -f %04g 1 "$N"); do
     g=$(( (10#$i - 1) / 10 + 1 ))
     msg="agent-loop: Group $g / FILE=t$i.txt"
-    printf 't%s.txt\0' "$i" > "$SCRATCH/paths"
     "$AGENT" -p --output-format stream-json --verbose --dangerously-skip-permissions \
         --model opus --append-system-prompt "$SYSTEM_PROMPT" <<< "FILE=t$i.txt" > "$LOGS/$i.jsonl"
-    status > /dev/null
-    git add --intent-to-add --pathspec-from-file="$SCRATCH/paths" --pathspec-file-nul
-    git -c core.hooksPath=/dev/null -c gc.auto=0 -c maintenance.auto=false commit --only \
-        --quiet --no-verify --cleanup=verbatim -m "$msg" \
-        --pathspec-from-file="$SCRATCH/paths" --pathspec-file-nul
+    git add --all --verbose -- . ':(exclude,literal).agent-loop' ':(exclude,literal)tasks.md' \
+        > /dev/null
+    git -c core.hooksPath=/dev/null -c gc.auto=0 -c maintenance.auto=false commit --quiet \
+        --no-verify --cleanup=verbatim -m "$msg"
 done
 """
 

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable
 
 import orjson
@@ -26,7 +27,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentloop import app, proc, render, taskfile
+from agentloop import app, journal, proc, render, taskfile
 from agentloop.agents.claude_stream import StreamLog, judge
 from agentloop.options import RunOptions
 from agentloop.cli import command
@@ -455,7 +456,7 @@ def test_a_read_only_state_folder_is_one_clear_line(work: Path, fake_claude: Fak
     assert len(runs(fake_claude)) == 2
 
 
-@pytest.mark.parametrize("fail_from", [1, 2])
+@pytest.mark.parametrize("fail_from", [1, 2, 3, 4])
 def test_a_full_disk_keeps_the_old_state_and_says_so(work: Path, fake_claude: FakeClaude,
                                                      monkeypatch: pytest.MonkeyPatch,
                                                      fail_from: int) -> None:
@@ -463,23 +464,37 @@ def test_a_full_disk_keeps_the_old_state_and_says_so(work: Path, fake_claude: Fa
     if fail_from == 1:
         first_run(work)  # a state exists, and the next run's first save fails
     else:
-        (work / "tasks.md").write_text("- one\n- two\n")  # the first save lands, the next fails
+        (work / "tasks.md").write_text("- one\n- two\n")  # the first save lands, a later fails
     before = state.read_bytes() if state.exists() else None
-    real_fsync, calls = os.fsync, []
+    real_fsync, real_write, calls = os.fsync, journal.os.write, []
 
-    def full(fd: int) -> None:  # Store.save syncs its file once
-        calls.append(fd)
-        if len(calls) >= fail_from:
+    def full_now(kind: Path) -> bool:
+        calls.append(kind)
+        return len(calls) >= fail_from
+
+    def full(fd: int) -> None:  # a snapshot of state.json syncs its file once
+        if full_now(state):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         real_fsync(fd)
 
+    def full_line(fd: int, data: bytes) -> int:  # a journal line is one write
+        if full_now(state.with_name("state.journal")):
+            return real_write(fd, data[:len(data) // 2])  # as much as there was room for
+        return real_write(fd, data)
+
     monkeypatch.chdir(work)
     monkeypatch.setattr(os, "fsync", full)
+    monkeypatch.setattr(journal, "os", SimpleNamespace(**{**vars(os), "write": full_line}))
     result = CliRunner().invoke(command, ["tasks.md", "--vcs", "none"], catch_exceptions=False)
     monkeypatch.setattr(os, "fsync", real_fsync)
+    monkeypatch.setattr(journal, "os", os)
     assert result.exit_code == 1, result.output
-    assert result.stderr == (f"agent-loop: error: cannot write {state}: No space left on device; "
-                             "the saved state is as it was\n")
+    # One line, naming a file that could not be written: the cleanup after a first failure
+    # (the attempt is uncounted and saved) may fail on the other file just as well.
+    assert result.stderr in {f"agent-loop: error: cannot write {path}: No space left on device; "
+                             "the saved state is as it was\n" for path in calls[fail_from - 1:]}
+    # From the third save on, a journal line is what first finds the disk full.
+    assert fail_from < 3 or calls[fail_from - 1].name == "state.journal", calls
     if before is not None:
         assert state.read_bytes() == before
     else:

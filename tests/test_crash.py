@@ -555,7 +555,7 @@ def test_git_kill_after_the_task_commit_landed(tmp_path: Path, fake_claude: Fake
     task as done with no commit (found by seed 20260101)."""
     work = tmp_path / "work"
     new_repo(work, "git", groups=1, per_group=2)
-    env = crash_env(tmp_path, "git", "after", match=" commit --only ")
+    env = crash_env(tmp_path, "git", "after", match=" commit --quiet ")
     killed, problems = kill_once_then_finish(work, "git", env, fake_claude, "git")
     assert killed
     problems += check(work, "git", "git", per_group=2)

@@ -40,6 +40,15 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.fixture(autouse=True, params=["quick", "careful"])
+def way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test twice: the short way to commit where it may be taken (agentloop.vcs.gitquick),
+    and the careful way always: what a task commit holds must not depend on which ran."""
+    if request.param == "careful":
+        careful(monkeypatch, GitVcs)
+    return str(request.param)
+
+
 def make(repo: Path, allow_dirty: bool = False) -> GitVcs:
     vcs = GitVcs(repo, repo / "tasks.md", allow_dirty=allow_dirty)
     vcs.prepare()
@@ -305,7 +314,13 @@ def kill_at(monkeypatch: pytest.MonkeyPatch, vcs: GitVcs, *git_args: str,
 
 def by_hand(monkeypatch: pytest.MonkeyPatch, vcs: GitVcs) -> None:
     """Make `vcs` build its commits by hand, as when git's own `commit` declines."""
+    careful(monkeypatch, vcs)
     monkeypatch.setattr(vcs, "_commit_here", lambda *args: None)
+
+
+def careful(monkeypatch: pytest.MonkeyPatch, vcs: GitVcs | type[GitVcs]) -> None:
+    """Make `vcs` commit the careful way (`git status`, then `commit --only`) every time."""
+    monkeypatch.setattr(vcs, "_quick_finish", lambda *args: None)
 
 
 # Where a run can die once the task's commit exists: git's `commit` has moved HEAD (the record

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentloop import proc
-from agentloop.vcs.gitrefs import where
+from agentloop.vcs.gitrefs import tree_of, where
 
 
 def git(repo: Path, *args: str) -> str:
@@ -41,3 +41,20 @@ def test_head_as_git_tells_it(tmp_path: Path) -> None:
     assert told(tmp_path / "other") == ("refs/heads/main", first)
     (repo / ".git" / "HEAD").write_text("ref: refs/remotes/origin/main\n")
     assert told(repo) is None  # left to GitPython
+
+
+def test_a_loose_commits_tree_as_git_tells_it(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "a").write_text("a\n")
+    git(repo, "add", "a")
+    git(repo, "commit", "-qm", "one")
+    commit = git(repo, "rev-parse", "HEAD")
+    common = repo / ".git"
+    assert tree_of(common, commit) == git(repo, "rev-parse", "HEAD^{tree}")
+    blob = git(repo, "rev-parse", "HEAD:a")
+    assert tree_of(common, blob) is None  # not a commit
+    git(repo, "gc", "-q")  # packed: not ours to read
+    assert tree_of(common, commit) is None
+    assert tree_of(common, "not a sha") is None

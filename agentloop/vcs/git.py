@@ -27,10 +27,11 @@ from agentloop.errors import VcsError
 from agentloop.vcs import Change, plan_files, relative_to
 from agentloop.vcs.gitfiles import MISSING, put_back, state_of
 from agentloop.vcs.history import missing
-from agentloop.vcs.gitplumb import EMPTY_TREE, OWN_IGNORE_LINES, _open, _split, _Start
-from agentloop.vcs.gitrecord import GitRecord
+from agentloop.vcs.gitplumb import (EMPTY_TREE, OWN_IGNORE_LINES, _open, _split, _Start,
+                                     index_seen)
+from agentloop.vcs.gitquick import GitQuick
 
-class GitVcs(GitRecord):
+class GitVcs(GitQuick):
     """Tasks as commits on the current branch, through GitPython and the git it drives."""
 
     name = "git"
@@ -101,7 +102,7 @@ class GitVcs(GitRecord):
         """Record HEAD, the index and the state of every already-dirty path."""
         start = self._carried()
         if start is not None:
-            self._remember(start)
+            self._remember(dataclasses.replace(start, message=message), fresh=True)
             return Change(change_id="", base=start.head or "")
         head = self._head()
         status = self._status()
@@ -114,7 +115,9 @@ class GitVcs(GitRecord):
                 index_tree = head or EMPTY_TREE  # unmerged entries: the best we can put back
         states = {p: state_of(self.root, p, self.repo.odb)
                   for p in self._candidates(head, status)}
-        self._remember(_Start(head, self._ref(), index_tree, states, self._task_rel))
+        self._index_seen = None if status.staged or states else index_seen(self.repo.git_dir)
+        self._remember(_Start(head, self._ref(), index_tree, states, self._task_rel, message),
+                       fresh=True)
         return Change(change_id="", base=head or "")
 
     def finish(self, change: Change, message: str) -> Change:
@@ -124,6 +127,9 @@ class GitVcs(GitRecord):
         same filters to the agent's commits (a `git commit -a` would have taken the task file).
         """
         start = self._started()
+        quick = self._quick_finish(start, message)
+        if quick is not None:
+            return quick
         self._refuse_rewound(start)
         agent_subjects = ""
         if self._head() != start.head:
@@ -146,7 +152,7 @@ class GitVcs(GitRecord):
             sha = self._commit_here(changed, new, message)
         if sha is not None:
             self._reset_index(start.index_tree, set(start.touched))
-            self._carry(start, sha, status)
+            self._carry(start, sha, status.staged_paths)
         else:
             sha = self._commit(start.head, changed, message) if changed else None
             if sha is None:

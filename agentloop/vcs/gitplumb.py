@@ -29,6 +29,10 @@ OPEN_ATTEMPT = "agent-loop-attempt.json"
 SAVED_REF = "refs/agent-loop/rolled-back"
 # Lines the tool itself adds to .gitignore; a .gitignore changed only by them is not "dirty".
 OWN_IGNORE_LINES = {".agent-loop", ".agent-loop/", "/.agent-loop", "/.agent-loop/"}
+# A task commit: no hooks (as with commit-tree), no gc or maintenance started behind us, the
+# message kept byte for byte.
+COMMIT_ARGS = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
+               "commit", "--quiet", "--no-verify", "--cleanup=verbatim")
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,17 @@ def _open(root: Path) -> git.Repo:
         return git.Repo(root, search_parent_directories=True, odbt=git.GitDB)
 
 
+def index_seen(git_dir: str | os.PathLike[str]) -> tuple[int, ...] | None:
+    """Who the index file is now: git replaces it whole on every write (a new inode)."""
+    if "GIT_INDEX_FILE" in os.environ:
+        return None  # an index elsewhere: we would be watching the wrong file
+    try:
+        found = os.stat(Path(git_dir) / "index")
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns
+
+
 class GitPlumbing:
     """What the git backend does with git, below the protocol."""
 
@@ -86,6 +101,10 @@ class GitPlumbing:
         # What the next begin would find, known at the end of finish; trusted while no
         # process has been started since (see _carried).
         self._next: tuple[int, _Start] | None = None
+        # Who the index file was when it last held HEAD's tree and nothing else was dirty
+        # (agentloop.vcs.gitquick): unchanged at finish, `git add -A` finds only the task's.
+        self._index_seen: tuple[int, ...] | None = None
+        self._looked: tuple[int, tuple[str | None, str | None]] | None = None  # see _where
 
     @property
     def repo(self) -> git.Repo:
@@ -112,15 +131,21 @@ class GitPlumbing:
         return done.stdout
 
     def _where(self) -> tuple[str | None, str | None]:
-        """(the branch HEAD names, None when detached; its commit, None when unborn)."""
+        """(the branch HEAD names, None when detached; its commit, None when unborn).
+
+        Read again only once a process has run since the last look: HEAD moves by git
+        commands and agents, never by our own code in between."""
+        if self._looked is not None and self._looked[0] == proc.started():
+            return self._looked[1]
         found = gitrefs.where(Path(self.repo.git_dir), Path(self.repo.common_dir))
-        if found is not None:
-            return found
-        ref = None if self.repo.head.is_detached else str(self.repo.head.reference.path)
-        try:
-            return ref, str(self.repo.head.commit.hexsha)
-        except ValueError:
-            return ref, None
+        if found is None:
+            ref = None if self.repo.head.is_detached else str(self.repo.head.reference.path)
+            try:
+                found = ref, str(self.repo.head.commit.hexsha)
+            except ValueError:
+                found = ref, None
+        self._looked = (proc.started(), found)
+        return found
 
     def _head(self) -> str | None:
         return self._where()[1]
@@ -194,12 +219,8 @@ class GitPlumbing:
             if untracked:
                 self._git("add", "--intent-to-add", "--pathspec-from-file=-",
                           "--pathspec-file-nul", paths=sorted(untracked))
-            # No hooks (as with commit-tree), no gc or maintenance started behind us, the
-            # message kept byte for byte.
-            self._git("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0",
-                      "-c", "maintenance.auto=false", "commit", "--only", "--quiet",
-                      "--no-verify", "--cleanup=verbatim", "-m", message,
-                      "--pathspec-from-file=-", "--pathspec-file-nul", paths=sorted(paths))
+            self._git(*COMMIT_ARGS, "--only", "-m", message, "--pathspec-from-file=-",
+                      "--pathspec-file-nul", paths=sorted(paths))
         except VcsError:
             return None
         after = self._head()

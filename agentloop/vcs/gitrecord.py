@@ -14,8 +14,9 @@ from gitdb.util import hex_to_bin
 
 from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.vcs import Change, gitstatus
-from agentloop.vcs.gitplumb import EMPTY_TREE, OPEN_ATTEMPT, SAVED_REF, GitPlumbing, _Start
+from agentloop.vcs import Change, gitrefs
+from agentloop.vcs.gitplumb import (EMPTY_TREE, OPEN_ATTEMPT, SAVED_REF, GitPlumbing, _split,
+                                     _Start, index_seen)
 
 
 class GitRecord(GitPlumbing):
@@ -52,9 +53,14 @@ class GitRecord(GitPlumbing):
     def _record(self) -> Path:
         return Path(self.repo.git_dir) / OPEN_ATTEMPT
 
-    def _remember(self, start: _Start) -> None:
+    def _remember(self, start: _Start, fresh: bool = False) -> None:
+        """Write the record; `fresh`: a task begins, and the record there is an earlier
+        task's, which the runner has saved as settled: it goes first, since a rename onto a
+        name no file has is several times faster on ext4 than one replacing a file."""
         self._start = start
         record = self._record()
+        if fresh:
+            record.unlink(missing_ok=True)
         record.with_suffix(".tmp").write_text(json.dumps(dataclasses.asdict(start)))
         os.replace(record.with_suffix(".tmp"), record)
 
@@ -68,15 +74,18 @@ class GitRecord(GitPlumbing):
         self._reset_index(start.commit, set(start.files))
         self._reset_index(start.index_tree, set(start.touched))
 
-    def _carry(self, start: _Start, sha: str, status: gitstatus.Status) -> None:
-        """After a clean commit (only the task's paths were staged, the agent made no commits
+    def _carry(self, start: _Start, sha: str, staged: frozenset[str]) -> None:
+        """After a clean commit (only the task's paths were `staged`, the agent made no commits
         of its own) the next task's begin is known already: HEAD is the commit, the index its
         tree, and the paths the task left alone hold what they held at this begin."""
-        if start.touched or not status.staged_paths <= set(start.files):
+        if start.touched or not staged <= set(start.files):
             return
         states = {p: state for p, state in start.states.items() if p not in start.files}
-        tree = str(self.repo.commit(sha).tree.hexsha)
+        tree = gitrefs.tree_of(Path(self.repo.common_dir), sha) or \
+            str(self.repo.commit(sha).tree.hexsha)
         self._next = (proc.started(), _Start(sha, start.ref, tree, states, start.task))
+        if not states:
+            self._index_seen = index_seen(self.repo.git_dir)
 
     def _carried(self) -> _Start | None:
         """The begin _carry foresaw, if nothing but agent-loop's own code ran since: every
@@ -119,8 +128,11 @@ class GitRecord(GitPlumbing):
             # The record stays until the next begin or close: killed again before the runner
             # has saved the task, the run after still finds the commit.
             self._start = None
+            files = leftover.files or sorted(_split(self._git(
+                "diff-tree", "-r", "--root", "--name-only", "-z", "--no-renames",
+                "--no-commit-id", head)))  # committed the short way: no list kept
             self._recovered = Change(change_id=head, commit_id=head, base=leftover.head or "",
-                                     files=tuple(leftover.files))
+                                     files=tuple(files))
             return [f"an earlier run stopped right after committing {head[:12]}; the commit "
                     "is kept"]
         if head != leftover.head:
