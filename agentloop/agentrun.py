@@ -48,7 +48,7 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
                        header=_header(run, task, role, round_, iteration, kind),
                        timeout=run.options.task_timeout, budget_usd=run.options.task_budget,
                        read_only=role == "reviewer",
-                       before=record.session_totals(run.state, resume))
+                       before=record.session_totals(run.state, resume, task))
     began = run.clock.monotonic()
     result = run.agent.run(request, lambda text: run.emit(AgentActivity(text)))
     record.record_result(task, attempt, result)

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from agentloop import __version__
+from agentloop import __version__, jsonbytes
 from agentloop.agents import AGENTS
 from agentloop.errors import (AgentBlocked, AgentLoopError, BudgetReached, Interrupted,
                               RunStopped, UsageError)
@@ -203,7 +203,7 @@ def _print(data: str | dict[str, Any]) -> None:
     if isinstance(data, dict):
         import orjson
 
-        data = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
+        data = jsonbytes.dumps(data, option=orjson.OPT_INDENT_2).decode()
     click.echo(data)
 
 

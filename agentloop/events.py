@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO, Callable, Union, get_args
 
 import orjson
 
-from agentloop import keep
+from agentloop import jsonbytes, keep
 from agentloop.agents import AgentResult, Totals
 
 
@@ -227,8 +227,10 @@ def event_types() -> dict[str, type]:
 def to_json(event: Event, time: str) -> bytes:
     """One line of events.jsonl."""
     body = {"v": SCHEMA_VERSION, "type": type(event).__name__, "time": time}
-    body.update(asdict(event))
-    return orjson.dumps(body) + b"\n"
+    # Field by field, the nested records (AgentResult) left to orjson, which writes a dataclass
+    # as dataclasses.asdict would, without its deep copy: a tenth of the time.
+    body.update((f.name, getattr(event, f.name)) for f in fields(event))
+    return jsonbytes.dumps(body) + b"\n"
 
 
 def from_json(line: bytes) -> Event | None:

@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from agentloop import jsonbytes
 from agentloop.keep import gone
 from agentloop.records import STATUSES, State, TaskState, task_from_dict, top_from_dict
 
@@ -33,7 +34,7 @@ TOP = tuple(f.name for f in fields(State) if f.name not in ("tasks", "journal_id
 
 def entry(snapshot: str, state: State, task: TaskState, top: dict[str, Any]) -> bytes:
     """One journal line: `task`'s whole record, and the top-level fields that changed (`top`)."""
-    return orjson.dumps({"snapshot": snapshot, "task": task, "top": top}) + b"\n"
+    return jsonbytes.dumps({"snapshot": snapshot, "task": task, "top": top}) + b"\n"
 
 
 def changed_top(state: State, written: dict[str, Any]) -> dict[str, Any]:

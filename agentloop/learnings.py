@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
+from agentloop import jsonbytes
 
 # The most of learnings.md a prompt carries: the newest part, where the file grows.
 PROMPT_LIMIT = 8000
@@ -58,7 +58,7 @@ class Learnings:
         entry = {"task": task, "iteration": iteration, "time": time, "progress": progress,
                  "learnings": learnings}
         with open(self.history, "ab") as out:
-            out.write(orjson.dumps(entry) + b"\n")
+            out.write(jsonbytes.dumps(entry) + b"\n")
         if learnings:
             # Appended to the file as it is now, so the user's edits stay.
             before = self.current()

@@ -4,6 +4,7 @@ schema version and upgrade chain, and reading them back (validated, never truste
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any, Callable, Union, get_args, get_origin, get_type_hints
 
 import orjson
 
+from agentloop import jsonbytes
 from agentloop.errors import StateError
 from agentloop.taskfile import Task
 
@@ -22,7 +24,15 @@ STATUSES = ("pending", "running", "completed", "failed", "interrupted", "skipped
 
 def now() -> str:
     """The current UTC time as an ISO 8601 string (frozen in tests by freezegun)."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    global _stamp
+    # Asked a dozen times a task, and the same within a second: made once a second.
+    second = int(time.time())
+    if _stamp[0] != second:
+        _stamp = (second, datetime.fromtimestamp(second, timezone.utc).isoformat())
+    return _stamp[1]
+
+
+_stamp = (-1, "")
 
 
 @dataclass
@@ -133,7 +143,7 @@ class State:
         """Serialize, checking first that what we write is something we can read back."""
         _validate(self)
         # orjson serializes dataclasses natively, far faster than dataclasses.asdict.
-        return orjson.dumps(self, option=orjson.OPT_INDENT_2)
+        return jsonbytes.dumps(self, option=orjson.OPT_INDENT_2)
 
 
 def _validate(state: State) -> None:

@@ -238,12 +238,12 @@ def _check_budget(run: Run, task: TaskState) -> None:
 def _check_history(run: Run) -> None:
     """Every finished task's change must still be where it was: an agent that reset the branch,
     switched it or abandoned a change stops the run before the next task is built on that."""
-    done = [t for t in run.state.tasks
-            if t.status in ("completed", "unapproved") and t.change_id]
-    lost = run.vcs.missing([t.change_id or "" for t in done])
+    # A generator: the git backend reads it only when HEAD moved behind its back.
+    lost = run.vcs.missing(t.change_id for t in run.state.tasks
+                           if t.status in ("completed", "unapproved") and t.change_id)
     if lost:
-        named = ", ".join(f"task {t.index} ({(t.change_id or '')[:12]})" for t in done
-                          if t.change_id in lost)
+        named = ", ".join(f"task {t.index} ({(t.change_id or '')[:12]})"
+                          for t in run.state.tasks if t.change_id in lost)
         raise RunStopped(f"the change of {named} is no longer in the history this run builds "
                          f"on; {run.vcs.lost_hint}")
 

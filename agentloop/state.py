@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from agentloop import journal
+from agentloop import journal, jsonbytes
 from agentloop.errors import StateError, StateLocked
 from agentloop.records import (SCHEMA_VERSION, STATUSES, UPGRADES, Attempt, State,  # noqa: F401
                                TaskState, from_bytes, now)
@@ -262,7 +262,7 @@ class Store:
         target = self.dir / "archive" / f"removed-{stamp.replace(':', '')}.json"
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(orjson.dumps(records, option=orjson.OPT_INDENT_2))
+            target.write_bytes(jsonbytes.dumps(records, option=orjson.OPT_INDENT_2))
         except OSError as exc:
             raise self._cannot_write(target, exc) from None
         return target

@@ -117,6 +117,19 @@ def load(path: Path) -> TaskFile:
 
 def from_bytes(path: Path, data: bytes) -> TaskFile:
     """Hash and parse the task file's bytes, already read; TaskFileError if it is unusable."""
+    global _parsed
+    digest = file_hash(data)
+    # A run checks the file before it takes the lock, then reads it for its state: the same
+    # bytes are parsed once (the parse is most of a run's start-up on a long plan).
+    if _parsed is None or (_parsed.path, _parsed.sha256) != (path, digest):
+        _parsed = _parse(path, data, digest)
+    return _parsed
+
+
+_parsed: TaskFile | None = None   # the last file parsed (a TaskFile is frozen: safe to share)
+
+
+def _parse(path: Path, data: bytes, digest: str) -> TaskFile:
     tasks, reading = read_text(_decode(path, data))
     if not tasks:
         raise TaskFileError(f"task file {_shown(path)} has no tasks: "
@@ -127,7 +140,7 @@ def from_bytes(path: Path, data: bytes) -> TaskFile:
             raise TaskFileError(f"task {task.index} (line {task.line}) of {_shown(path)} is "
                                 f"{size:,} bytes; a task can be at most {MAX_TASK_BYTES // 1024} "
                                 "KiB: put the long part in a file and name that file in the task")
-    return TaskFile(path=path, sha256=file_hash(data), tasks=tasks,
+    return TaskFile(path=path, sha256=digest, tasks=tasks,
                     ignored=tuple(reading.ignored), warnings=tuple(reading.warnings),
                     context=reading.context)
 

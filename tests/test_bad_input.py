@@ -527,3 +527,23 @@ def test_a_state_folder_that_is_a_file_is_one_clear_line(work: Path) -> None:
     for mode in (["--status"], ["--dry-run"]):
         refused(agent_loop(work, *mode), "Not a directory")
     assert (work / ".agent-loop").read_text() == "not a folder"
+
+
+def test_a_file_name_that_is_not_utf8_is_committed_and_recorded(work: Path,
+                                                               fake_claude: FakeClaude) -> None:
+    """The commit held it byte for byte, then saving the state crashed on the name (exit 3)."""
+    proc.run(["git", "init", "-q"], cwd=work)
+    proc.run(["git", "commit", "-q", "--allow-empty", "-m", "initial"], cwd=work)
+    (work / "tasks.md").write_text("- odd name\n  FAKE: bash printf 'x\\n' > \"$(printf "
+                                   "'caf\\351.txt')\"\n- two\n  FAKE: write two.txt 2\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = proc.run(["git", "show", "--format=", "--name-only", "-z", "HEAD~1"], cwd=work).stdout
+    assert os.fsencode(shown.rstrip("\0")) == b"caf\xe9.txt"
+    tasks = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())["tasks"]
+    assert [t["files"] for t in tasks] == [["caf\\xe9.txt"], ["two.txt"]]
+    events = (work / ".agent-loop" / "events.jsonl").read_bytes()
+    assert events.count(b'"type":"TaskFinished"') == 2
+    assert "1 completed" not in done.stdout and "2 completed" in done.stdout
+    status = agent_loop(work, "--status", "--json")
+    assert status.returncode == 0 and '"completed": 2' in status.stdout, status.stderr

@@ -33,8 +33,8 @@ from typing import Callable
 
 import pytest
 
-from agentloop import proc
-from agentloop.state import from_bytes
+from agentloop import journal, proc
+from agentloop.state import Store, from_bytes
 from tests.conftest import FakeClaude
 
 KILLS = int(os.environ.get("AGENT_LOOP_CRASH_KILLS", "100"))
@@ -201,11 +201,19 @@ def settle(tool_pid: int, fake: FakeClaude, where: str) -> int:
 
 
 def state_loads(work: Path) -> bool:
-    """Whether state.json exists; raises when it exists and does not load."""
-    path = work / ".agent-loop" / "state.json"
-    if not path.exists():
+    """Whether state.json exists; raises when it exists and does not load, or when its
+    journal has a line cut short anywhere but at its end (the only place a kill can cut)."""
+    store = Store(work)
+    if not store.state_path.exists():
         return False
-    from_bytes(path.read_bytes(), path)
+    state = store.load()
+    assert state is not None
+    lines = store.journal.path.read_bytes().split(b"\n") if store.journal.path.exists() else []
+    # A journal of an earlier snapshot (killed before it was emptied) is never read at all.
+    if state.journal_id is not None and state.journal_id.encode() in lines[0]:
+        whole = journal.apply(from_bytes(store.state_path.read_bytes(), store.state_path),
+                              store.journal.path.read_bytes())
+        assert whole >= len(lines) - 2, f"the journal stops at line {whole + 1} of {len(lines)}"
     return True
 
 

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import orjson
 import pytest
@@ -206,7 +206,7 @@ class RecordingVcs:
     def close(self) -> None:
         pass
 
-    def missing(self, change_ids: list[str]) -> set[str]:
+    def missing(self, change_ids: Iterable[str]) -> set[str]:
         return set()
 
     def recovered(self) -> Change | None:

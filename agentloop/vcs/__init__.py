@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Iterable, Protocol
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class Vcs(Protocol):
     def close(self) -> None:
         """Leave the repository so the user's next edits fall into no task's change."""
 
-    def missing(self, change_ids: list[str]) -> set[str]:
+    def missing(self, change_ids: Iterable[str]) -> set[str]:
         """Which of these finished tasks' changes are no longer in the history being built on
         (the agent reset the branch, switched it, abandoned a change, restored an operation)."""
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Iterable
 
 import git
 
@@ -190,7 +191,7 @@ class GitVcs(GitQuick):
                            f"`git reset --hard {start.head[:12]}` (`git reflog` lists every "
                            "position), then run agent-loop again")
 
-    def missing(self, change_ids: list[str]) -> set[str]:
+    def missing(self, change_ids: Iterable[str]) -> set[str]:
         """Which of these task commits are no longer in the current branch's history. Once
         known whole, the history stays so while HEAD is where this run last put it: the check
         costs a process only when something else moved the branch."""

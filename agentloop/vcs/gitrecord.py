@@ -54,14 +54,19 @@ class GitRecord(GitPlumbing):
         return Path(self.repo.git_dir) / OPEN_ATTEMPT
 
     def _remember(self, start: _Start, fresh: bool = False) -> None:
-        """Write the record; `fresh`: a task begins, and the record there is an earlier
-        task's, which the runner has saved as settled: it goes first, since a rename onto a
-        name no file has is several times faster on ext4 than one replacing a file."""
+        """Write the record (temp file, rename). `fresh`: a task begins, and the record there
+        is an earlier task's, which the runner has saved as settled, and no agent has run yet:
+        the old one goes and the new one is written in place, since on ext4 replacing a file
+        costs a flush to disk. Killed halfway, the next run finds a record it cannot read, and
+        leaves alone files that no agent touched."""
         self._start = start
         record = self._record()
+        text = json.dumps(dataclasses.asdict(start))
         if fresh:
             record.unlink(missing_ok=True)
-        record.with_suffix(".tmp").write_text(json.dumps(dataclasses.asdict(start)))
+            record.write_text(text)
+            return
+        record.with_suffix(".tmp").write_text(text)
         os.replace(record.with_suffix(".tmp"), record)
 
     def _forget(self) -> None:

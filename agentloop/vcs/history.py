@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Iterable
 
 from agentloop import proc
 from agentloop.errors import ProcessError
 
 
-def missing(kind: str, root: Path, change_ids: list[str]) -> set[str]:
+def missing(kind: str, root: Path, change_ids: Iterable[str]) -> set[str]:
     """The ids among `change_ids` that are no longer in HEAD's history (git) or below @ (jj);
     nothing when that cannot be told."""
+    change_ids = list(change_ids)
     if not change_ids or kind not in ("git", "jj"):
         return set()
     argv = (["git", "rev-list", "HEAD"] if kind == "git" else

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Iterable
 
 from agentloop import proc
 from agentloop.errors import ProcessError, ProgramNotFound, VcsError
@@ -253,7 +254,7 @@ class JjVcs:
         if verdict.strip() == "drop":
             self._jj("abandon", self._base)
 
-    def missing(self, change_ids: list[str]) -> set[str]:
+    def missing(self, change_ids: Iterable[str]) -> set[str]:
         """Which task changes are no longer below @ (abandoned, or undone by `jj op restore`)."""
         return missing("jj", self.root, change_ids)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from agentloop.vcs import Change
 
 
@@ -33,7 +35,7 @@ class NoneVcs:
     def close(self) -> None:
         """Nothing to leave."""
 
-    def missing(self, change_ids: list[str]) -> set[str]:
+    def missing(self, change_ids: Iterable[str]) -> set[str]:
         """Nothing is recorded, so nothing can go missing."""
         return set()
 
