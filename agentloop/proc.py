@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
+from agentloop import spawn
 from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
 from agentloop.reaper import adopt_orphans, children, end_adopted
+from agentloop.spawn import Spawned
 from agentloop.streamread import MAX_LINE_BYTES, Expired, lines  # noqa: F401
 from agentloop.streamread import tail as read_tail
 from agentloop.watchdog import die_with_parent, watchdog
@@ -95,11 +97,15 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
     watched = guarded and watchdog.ready()
     data = input.encode("utf-8", "surrogateescape") if isinstance(input, str) else input
     _count()
+    child: subprocess.Popen[bytes] | Spawned
     try:
-        child = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
-                                 stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 start_new_session=True)
+        if spawn.usable(cwd):
+            child = Spawned(argv, env, data is not None)
+        else:
+            child = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
+                                     stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     start_new_session=True)
     except FileNotFoundError as exc:
         raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
@@ -117,16 +123,17 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
         if group is not None:
             watchdog.tell("end", group)
     stdout, stderr = (b.decode("utf-8", "surrogateescape") for b in (out, err))
-    result = Completed(argv, child.returncode, stdout, stderr)
-    if check and child.returncode != 0:
+    code = child.wait()
+    result = Completed(argv, code, stdout, stderr)
+    if check and code != 0:
         output = (stderr or stdout).strip()
-        raise ProcessError(f"`{_describe(argv)}` failed (exit {child.returncode}): {output}",
-                           argv, child.returncode, output)
+        raise ProcessError(f"`{_describe(argv)}` failed (exit {code}): {output}", argv, code,
+                           output)
     return result
 
 
-def _communicate(child: subprocess.Popen[bytes], data: bytes | None, timeout: float | None,
-                 group: int | None) -> tuple[bytes, bytes]:
+def _communicate(child: subprocess.Popen[bytes] | Spawned, data: bytes | None,
+                 timeout: float | None, group: int | None) -> tuple[bytes, bytes]:
     try:
         return child.communicate(data, timeout=timeout)
     except (KeyboardInterrupt, Interrupted):
@@ -139,7 +146,7 @@ def _communicate(child: subprocess.Popen[bytes], data: bytes | None, timeout: fl
         raise
 
 
-def _kill(child: subprocess.Popen[bytes], group: int | None) -> None:
+def _kill(child: subprocess.Popen[bytes] | Spawned, group: int | None) -> None:
     try:
         if group is not None:
             os.killpg(group, signal.SIGKILL)

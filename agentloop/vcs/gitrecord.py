@@ -61,12 +61,12 @@ class GitRecord(GitPlumbing):
         leaves alone files that no agent touched."""
         self._start = start
         record = self._record()
-        text = json.dumps(dataclasses.asdict(start))
+        text = json.dumps(dataclasses.asdict(start)).encode()  # ASCII: json escapes the rest
         if fresh:
             record.unlink(missing_ok=True)
-            record.write_text(text)
+            record.write_bytes(text)
             return
-        record.with_suffix(".tmp").write_text(text)
+        record.with_suffix(".tmp").write_bytes(text)
         os.replace(record.with_suffix(".tmp"), record)
 
     def _forget(self) -> None:

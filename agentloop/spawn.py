@@ -1,0 +1,180 @@
+"""A short command started with posix_spawn, for agentloop.proc: the same child as Popen makes (a
+session of its own, SIGPIPE and SIGXFSZ back to their defaults, nothing inherited but its three
+standard streams), a third of a millisecond sooner, which is a tenth of what a git command costs.
+
+posix_spawn cannot change the child's folder, so proc uses this only for commands that run in
+ours (the repository root, where agent-loop is almost always started); elsewhere, Popen.
+The object answers the few calls proc makes of a Popen: communicate (again after a Ctrl+C, where
+it left off), wait, poll, kill, pid, returncode.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import subprocess
+import time
+from typing import Mapping
+
+CHUNK = 1 << 16
+# What Popen's restore_signals gives a child back; Python itself ignores SIGPIPE.
+DEFAULTS = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, name))
+
+
+def _stdio_open() -> bool:
+    # A pipe made while 0, 1 or 2 is closed would take that number, and be lost in the child.
+    try:
+        for fd in (0, 1, 2):
+            os.fstat(fd)
+    except OSError:
+        return False
+    return hasattr(os, "posix_spawn")
+
+
+USABLE = _stdio_open()
+_found: dict[tuple[str, str], str] = {}
+
+
+def usable(cwd: str | os.PathLike[str] | None) -> bool:
+    """Whether a command for `cwd` may be started this way."""
+    if not USABLE:
+        return False
+    if cwd is None:
+        return True
+    try:
+        return os.path.samefile(cwd, ".")
+    except OSError:
+        return False
+
+
+def _program(name: str, path: str) -> str | None:
+    """What a name runs, as execvp would find it (looked up once per PATH)."""
+    if os.sep in name:
+        return name
+    key = (name, path)
+    if key not in _found:
+        found = shutil.which(name, path=path)
+        if found is None:
+            return None
+        _found[key] = found
+    return _found[key]
+
+
+class Spawned:
+    """A running short command whose stdout and stderr we collect."""
+
+    def __init__(self, argv: list[str], env: Mapping[str, str] | None, feed: bool) -> None:
+        self.args = argv
+        self.returncode: int | None = None
+        environ = os.environ if env is None else env
+        path = environ.get("PATH", os.defpath)
+        program = _program(argv[0], path)
+        if program is None:
+            raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r}")
+        out, err = os.pipe(), os.pipe()
+        given = os.pipe() if feed else None
+        actions = [(os.POSIX_SPAWN_DUP2, out[1], 1), (os.POSIX_SPAWN_DUP2, err[1], 2),
+                   (os.POSIX_SPAWN_DUP2, given[0], 0) if given is not None else
+                   (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
+        try:
+            self.pid = os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True,
+                                      setsigdef=DEFAULTS)
+        except BaseException as exc:
+            for fd in (*out, *err, *(given or ())):
+                os.close(fd)
+            if isinstance(exc, FileNotFoundError):
+                _found.pop((argv[0], path), None)  # moved or gone: looked up again next time
+            raise
+        os.close(out[1])
+        os.close(err[1])
+        self._out, self._err, self._in = out[0], err[0], None
+        self._chunks: dict[int, list[bytes]] = {out[0]: [], err[0]: []}
+        self._live = {out[0], err[0]}
+        self._poller = select.poll()
+        for fd in self._live:
+            self._poller.register(fd, select.POLLIN)
+        if given is not None:
+            os.close(given[0])
+            self._in = given[1]
+            os.set_blocking(self._in, False)
+            self._live.add(self._in)
+            self._poller.register(self._in, select.POLLOUT)
+        self._data: memoryview | None = None
+
+    def communicate(self, data: bytes | None = None,
+                    timeout: float | None = None) -> tuple[bytes, bytes]:
+        """Feed `data`, collect stdout and stderr to their ends, wait; TimeoutExpired (or a
+        Ctrl+C) leaves everything as it was for another call."""
+        if self._data is None:
+            self._data = memoryview(data or b"")
+        if self._in is not None and not self._data:
+            self._close(self._in)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._live & {self._out, self._err}:
+            wait = None if deadline is None else deadline - time.monotonic()
+            if wait is not None and wait <= 0:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+            for fd, _ in self._poller.poll(None if wait is None else wait * 1000):
+                if fd == self._in:
+                    self._feed()
+                elif fd in self._live:
+                    chunk = os.read(fd, CHUNK)
+                    if chunk:
+                        self._chunks[fd].append(chunk)
+                    else:
+                        self._close(fd)
+        if self._in is not None:  # it closed its output without reading all of its input
+            self._close(self._in)
+        self.wait()
+        return b"".join(self._chunks[self._out]), b"".join(self._chunks[self._err])
+
+    def _feed(self) -> None:
+        assert self._in is not None and self._data is not None
+        try:
+            sent = os.write(self._in, self._data[:CHUNK])
+        except BlockingIOError:
+            return
+        except BrokenPipeError:  # it stopped reading: what it says is still worth having
+            sent = len(self._data)
+        self._data = self._data[sent:]
+        if not self._data:
+            self._close(self._in)
+
+    def _close(self, fd: int) -> None:
+        self._poller.unregister(fd)
+        os.close(fd)
+        self._live.discard(fd)
+        if fd == self._in:
+            self._in = None
+
+    def wait(self) -> int:
+        """Wait for it to end (reaped once); its exit code, -N for a signal, like Popen."""
+        if self.returncode is None:
+            _, status = os.waitpid(self.pid, 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def poll(self) -> int | None:
+        """Its exit code once it has ended, else None."""
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self) -> None:
+        """SIGKILL it, if it is still there to kill."""
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def __del__(self) -> None:
+        for fd in list(getattr(self, "_live", ())):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
