@@ -23,7 +23,7 @@ from typing import Callable, Iterator, Mapping
 from agentloop import spawn
 from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
 from agentloop.reaper import adopt_orphans, children, end_adopted
-from agentloop.spawn import Spawned
+from agentloop.spawn import Spawned, Streaming
 from agentloop.streamread import MAX_LINE_BYTES, Expired, lines  # noqa: F401
 from agentloop.streamread import tail as read_tail
 from agentloop.watchdog import die_with_parent, watchdog
@@ -192,13 +192,14 @@ def deferred() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def stop_group(proc: subprocess.Popen[bytes], grace: float = STOP_GRACE_SECONDS) -> None:
+def stop_group(proc: subprocess.Popen[bytes] | Streaming,
+               grace: float = STOP_GRACE_SECONDS) -> None:
     """Stop a process and everything it started: SIGINT, then SIGTERM, then SIGKILL."""
     with shielded():
         _escalate(proc, grace)
 
 
-def _escalate(proc: subprocess.Popen[bytes], grace: float) -> None:
+def _escalate(proc: subprocess.Popen[bytes] | Streaming, grace: float) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
@@ -238,12 +239,17 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         given = tempfile.TemporaryFile()
         given.write(stdin)
         given.seek(0)
+    proc: subprocess.Popen[bytes] | Streaming
     try:
-        proc = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
-                                stdin=given if given is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=errors,
-                                start_new_session=True,
-                                preexec_fn=None if watched else die_with_parent())
+        if watched and spawn.usable(cwd):  # no pre-exec hook wanted: the quick way
+            proc = Streaming(argv, env, given.fileno() if given is not None else None,
+                             errors.fileno())
+        else:
+            proc = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
+                                    stdin=given if given is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=errors,
+                                    start_new_session=True,
+                                    preexec_fn=None if watched else die_with_parent())
     except FileNotFoundError as exc:
         errors.close()
         raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
@@ -283,4 +289,4 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         proc.stdout.close()
         tail = read_tail(errors)
         errors.close()
-    return Streamed(argv, proc.returncode, tail, timed_out)
+    return Streamed(argv, proc.wait(), tail, timed_out)

@@ -4,8 +4,8 @@ standard streams), a third of a millisecond sooner, which is a tenth of what a g
 
 posix_spawn cannot change the child's folder, so proc uses this only for commands that run in
 ours (the repository root, where agent-loop is almost always started); elsewhere, Popen.
-The object answers the few calls proc makes of a Popen: communicate (again after a Ctrl+C, where
-it left off), wait, poll, kill, pid, returncode.
+The objects answer the few calls proc makes of a Popen: communicate (again after a Ctrl+C, where
+it left off), wait, poll, kill, pid, returncode, and for a streamed run its stdout.
 """
 
 from __future__ import annotations
@@ -178,3 +178,57 @@ class Spawned:
                 os.close(fd)
             except OSError:
                 pass
+
+
+class Streaming:
+    """A long command (the agent): its stdout a pipe proc reads line by line, stdin and stderr
+    files proc hands over."""
+
+    def __init__(self, argv: list[str], env: Mapping[str, str] | None, stdin: int | None,
+                 stderr: int) -> None:
+        self.args = argv
+        self.returncode: int | None = None
+        environ = os.environ if env is None else env
+        path = environ.get("PATH", os.defpath)
+        program = _program(argv[0], path)
+        if program is None:
+            raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r}")
+        out = os.pipe()
+        actions = [(os.POSIX_SPAWN_DUP2, out[1], 1), (os.POSIX_SPAWN_DUP2, stderr, 2),
+                   (os.POSIX_SPAWN_DUP2, stdin, 0) if stdin is not None else
+                   (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
+        try:
+            self.pid = os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True,
+                                      setsigdef=DEFAULTS)
+        except BaseException as exc:
+            os.close(out[0])
+            if isinstance(exc, FileNotFoundError):
+                _found.pop((argv[0], path), None)
+            raise
+        finally:
+            os.close(out[1])
+        self.stdout = os.fdopen(out[0], "rb", buffering=0)
+
+    def poll(self) -> int | None:
+        """Its exit code once it has ended, else None."""
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for it to end, at most `timeout` seconds (then TimeoutExpired), like Popen."""
+        if timeout is None:
+            if self.returncode is None:
+                _, status = os.waitpid(self.pid, 0)
+                self.returncode = os.waitstatus_to_exitcode(status)
+            return self.returncode
+        deadline, delay = time.monotonic() + timeout, 0.0005
+        while (code := self.poll()) is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(min(delay, left, 0.05))
+            delay *= 2
+        return code
