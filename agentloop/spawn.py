@@ -62,30 +62,78 @@ def _program(name: str, path: str) -> str | None:
     return _found[key]
 
 
-class Spawned:
+def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: int,
+           stdin: int | None) -> int:
+    """Start `argv` in a session of its own with these descriptors as its 0, 1 and 2 (no
+    stdin: /dev/null); its pid."""
+    environ = os.environ if env is None else env
+    path = environ.get("PATH", os.defpath)
+    program = _program(argv[0], path)
+    if program is None:
+        raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r}")
+    actions = [(os.POSIX_SPAWN_DUP2, stdout, 1), (os.POSIX_SPAWN_DUP2, stderr, 2),
+               (os.POSIX_SPAWN_DUP2, stdin, 0) if stdin is not None else
+               (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
+    try:
+        return os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True,
+                              setsigdef=DEFAULTS)
+    except FileNotFoundError:
+        _found.pop((argv[0], path), None)  # moved or gone: looked up again next time
+        raise
+
+
+class _Child:
+    """What both kinds answer of a started process: whether and how it ended, and SIGKILL."""
+
+    pid: int
+    args: list[str]
+    returncode: int | None = None
+
+    def poll(self) -> int | None:
+        """Its exit code once it has ended (-N for a signal, like Popen), else None."""
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for it to end, at most `timeout` seconds (then TimeoutExpired), like Popen."""
+        if timeout is None:
+            if self.returncode is None:
+                _, status = os.waitpid(self.pid, 0)
+                self.returncode = os.waitstatus_to_exitcode(status)
+            return self.returncode
+        deadline, delay = time.monotonic() + timeout, 0.0005
+        while (code := self.poll()) is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(min(delay, left, 0.05))
+            delay *= 2
+        return code
+
+    def kill(self) -> None:
+        """SIGKILL it, if it is still there to kill."""
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+class Spawned(_Child):
     """A running short command whose stdout and stderr we collect."""
 
     def __init__(self, argv: list[str], env: Mapping[str, str] | None, feed: bool) -> None:
         self.args = argv
-        self.returncode: int | None = None
-        environ = os.environ if env is None else env
-        path = environ.get("PATH", os.defpath)
-        program = _program(argv[0], path)
-        if program is None:
-            raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r}")
         out, err = os.pipe(), os.pipe()
         given = os.pipe() if feed else None
-        actions = [(os.POSIX_SPAWN_DUP2, out[1], 1), (os.POSIX_SPAWN_DUP2, err[1], 2),
-                   (os.POSIX_SPAWN_DUP2, given[0], 0) if given is not None else
-                   (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
         try:
-            self.pid = os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True,
-                                      setsigdef=DEFAULTS)
-        except BaseException as exc:
+            self.pid = _spawn(argv, env, out[1], err[1], given[0] if given else None)
+        except BaseException:
             for fd in (*out, *err, *(given or ())):
                 os.close(fd)
-            if isinstance(exc, FileNotFoundError):
-                _found.pop((argv[0], path), None)  # moved or gone: looked up again next time
             raise
         os.close(out[1])
         os.close(err[1])
@@ -149,29 +197,6 @@ class Spawned:
         if fd == self._in:
             self._in = None
 
-    def wait(self) -> int:
-        """Wait for it to end (reaped once); its exit code, -N for a signal, like Popen."""
-        if self.returncode is None:
-            _, status = os.waitpid(self.pid, 0)
-            self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
-
-    def poll(self) -> int | None:
-        """Its exit code once it has ended, else None."""
-        if self.returncode is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
-
-    def kill(self) -> None:
-        """SIGKILL it, if it is still there to kill."""
-        if self.returncode is None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
     def __del__(self) -> None:
         for fd in list(getattr(self, "_live", ())):
             try:
@@ -180,55 +205,19 @@ class Spawned:
                 pass
 
 
-class Streaming:
+class Streaming(_Child):
     """A long command (the agent): its stdout a pipe proc reads line by line, stdin and stderr
     files proc hands over."""
 
     def __init__(self, argv: list[str], env: Mapping[str, str] | None, stdin: int | None,
                  stderr: int) -> None:
         self.args = argv
-        self.returncode: int | None = None
-        environ = os.environ if env is None else env
-        path = environ.get("PATH", os.defpath)
-        program = _program(argv[0], path)
-        if program is None:
-            raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r}")
         out = os.pipe()
-        actions = [(os.POSIX_SPAWN_DUP2, out[1], 1), (os.POSIX_SPAWN_DUP2, stderr, 2),
-                   (os.POSIX_SPAWN_DUP2, stdin, 0) if stdin is not None else
-                   (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
         try:
-            self.pid = os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True,
-                                      setsigdef=DEFAULTS)
-        except BaseException as exc:
+            self.pid = _spawn(argv, env, out[1], stderr, stdin)
+        except BaseException:
             os.close(out[0])
-            if isinstance(exc, FileNotFoundError):
-                _found.pop((argv[0], path), None)
             raise
         finally:
             os.close(out[1])
         self.stdout = os.fdopen(out[0], "rb", buffering=0)
-
-    def poll(self) -> int | None:
-        """Its exit code once it has ended, else None."""
-        if self.returncode is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        """Wait for it to end, at most `timeout` seconds (then TimeoutExpired), like Popen."""
-        if timeout is None:
-            if self.returncode is None:
-                _, status = os.waitpid(self.pid, 0)
-                self.returncode = os.waitstatus_to_exitcode(status)
-            return self.returncode
-        deadline, delay = time.monotonic() + timeout, 0.0005
-        while (code := self.poll()) is None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise subprocess.TimeoutExpired(self.args, timeout)
-            time.sleep(min(delay, left, 0.05))
-            delay *= 2
-        return code

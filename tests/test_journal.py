@@ -12,14 +12,19 @@ from pathlib import Path
 
 import orjson
 
-from agentloop.state import Attempt, Store
+from agentloop.state import Attempt, State, Store
 from tests.test_state import make_state
 
 
-def test_a_task_save_is_a_line_and_loads_on_top_of_the_snapshot(tmp_path: Path) -> None:
-    store = Store(tmp_path)
-    state = make_state()
+def saved(tmp_path: Path, tasks: int = 3) -> tuple[Store, State]:
+    """A store with a fresh state's snapshot in it, and that state."""
+    store, state = Store(tmp_path), make_state(tasks)
     store.save(state)
+    return store, state
+
+
+def test_a_task_save_is_a_line_and_loads_on_top_of_the_snapshot(tmp_path: Path) -> None:
+    store, state = saved(tmp_path)
     snapshot = store.state_path.read_bytes()
     state.tasks[1].status = "completed"
     state.tasks[1].history.append(Attempt(number=1, started_at="t", outcome="completed"))
@@ -34,9 +39,7 @@ def test_a_task_save_is_a_line_and_loads_on_top_of_the_snapshot(tmp_path: Path) 
 
 
 def test_a_line_cut_short_is_not_read(tmp_path: Path) -> None:
-    store = Store(tmp_path)
-    state = make_state()
-    store.save(state)
+    store, state = saved(tmp_path)
     state.tasks[0].status = "running"
     store.save(state, state.tasks[0])
     state.tasks[0].status = "completed"
@@ -52,9 +55,7 @@ def test_a_line_cut_short_is_not_read(tmp_path: Path) -> None:
 
 
 def test_a_journal_of_another_snapshot_is_never_applied(tmp_path: Path) -> None:
-    store = Store(tmp_path)
-    state = make_state()
-    store.save(state)
+    store, state = saved(tmp_path)
     state.tasks[0].status = "completed"
     store.save(state, state.tasks[0])
     # Someone puts an older state.json back by hand: the journal is not its.
@@ -66,9 +67,7 @@ def test_a_journal_of_another_snapshot_is_never_applied(tmp_path: Path) -> None:
 
 
 def test_a_deleted_journal_makes_the_next_save_a_snapshot(tmp_path: Path) -> None:
-    store = Store(tmp_path)
-    state = make_state()
-    store.save(state)
+    store, state = saved(tmp_path)
     store.journal.path.unlink()  # an agent's `git clean -fdx`
     store.state_path.unlink()
     state.tasks[2].status = "completed"
@@ -93,9 +92,7 @@ def test_letting_go_of_the_lock_folds_the_journal_into_state_json(tmp_path: Path
 
 
 def test_the_journal_stays_short_whatever_the_number_of_saves(tmp_path: Path) -> None:
-    store = Store(tmp_path)
-    state = make_state(100)
-    store.save(state)
+    store, state = saved(tmp_path, 100)
     for n in range(1000):
         task = state.tasks[n % 100]
         task.attempts = n
