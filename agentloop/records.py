@@ -17,7 +17,9 @@ from agentloop import jsonbytes
 from agentloop.errors import StateError
 from agentloop.taskfile import Task
 
-SCHEMA_VERSION = 1
+# 2: state.json may come with a journal (journal_id); an agent-loop that reads only 1 would
+# read the snapshot without it and run finished tasks again, so it must refuse the file.
+SCHEMA_VERSION = 2
 STATUSES = ("pending", "running", "completed", "failed", "interrupted", "skipped", "blocked",
             "unapproved")
 
@@ -215,9 +217,13 @@ def _types(hint: Any) -> frozenset[type] | None:
     return None
 
 
+def _one_to_two(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "schema_version": 2, "journal_id": None}  # no journal yet
+
+
 # Each entry upgrades a state dict from version N to N+1. Version 1 is the first; the chain
 # grows here as the schema changes, so old state files keep loading.
-UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _one_to_two}
 
 
 def task_from_dict(data: Any) -> TaskState:

@@ -24,13 +24,32 @@ DEFAULTS = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ") if has
 
 
 def _stdio_open() -> bool:
-    # A pipe made while 0, 1 or 2 is closed would take that number, and be lost in the child.
+    # A pipe made while 0, 1 or 2 is closed would take that number, and be lost in the child;
+    # and the descriptors to close in a child are found in /proc (Linux).
     try:
         for fd in (0, 1, 2):
             os.fstat(fd)
     except OSError:
         return False
-    return hasattr(os, "posix_spawn")
+    return hasattr(os, "posix_spawn") and os.path.isdir(OWN_FDS)
+
+
+def _inherited() -> list[int]:
+    """Our descriptors a child would inherit besides 0, 1 and 2: ones we were started with (a
+    shell's `9>lock`, a CI runner's pipes) or that a library opened so. Popen closes them all;
+    so does every child started here."""
+    found = []
+    for name in os.listdir(OWN_FDS):
+        fd = int(name)
+        try:
+            if fd > 2 and os.get_inheritable(fd):
+                found.append(fd)
+        except OSError:  # the listing's own descriptor, closed by now
+            continue
+    return found
+
+
+OWN_FDS = "/proc/self/fd"
 
 
 USABLE = _stdio_open()
@@ -71,9 +90,11 @@ def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: 
     program = _program(argv[0], path)
     if program is None:
         raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r}")
-    actions = [(os.POSIX_SPAWN_DUP2, stdout, 1), (os.POSIX_SPAWN_DUP2, stderr, 2),
-               (os.POSIX_SPAWN_DUP2, stdin, 0) if stdin is not None else
-               (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
+    actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = [
+        (os.POSIX_SPAWN_DUP2, stdout, 1), (os.POSIX_SPAWN_DUP2, stderr, 2),
+        (os.POSIX_SPAWN_DUP2, stdin, 0) if stdin is not None else
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
+    actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited()]
     try:
         return os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True,
                               setsigdef=DEFAULTS)
@@ -92,7 +113,10 @@ class _Child:
     def poll(self) -> int | None:
         """Its exit code once it has ended (-N for a signal, like Popen), else None."""
         if self.returncode is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                pid, status = self.pid, 0  # reaped already: see wait
             if pid:
                 self.returncode = os.waitstatus_to_exitcode(status)
         return self.returncode
@@ -101,7 +125,12 @@ class _Child:
         """Wait for it to end, at most `timeout` seconds (then TimeoutExpired), like Popen."""
         if timeout is None:
             if self.returncode is None:
-                _, status = os.waitpid(self.pid, 0)
+                try:
+                    _, status = os.waitpid(self.pid, 0)
+                except ChildProcessError:
+                    # Started with SIGCHLD ignored, the kernel reaped it for us: its status is
+                    # gone, and it counts as a success, as Popen counts it.
+                    status = 0
                 self.returncode = os.waitstatus_to_exitcode(status)
             return self.returncode
         deadline, delay = time.monotonic() + timeout, 0.0005

@@ -72,11 +72,24 @@ def test_a_session_of_its_own_and_sigpipe_as_a_shell_has_it(where: Path) -> None
 
 
 def test_nothing_but_the_three_streams_is_inherited(where: Path) -> None:
+    """Found by review: posix_spawn handed on what we were started with (a shell's `9>lock`)."""
     fd = os.open(os.devnull, os.O_RDONLY)
+    os.set_inheritable(fd, True)
     try:
         assert run(where, f"import os; os.fstat({fd})", check=False).returncode != 0
+        assert proc.run(["sh", "-c", f"test -e /proc/self/fd/{fd}"], cwd=where,
+                        check=False).returncode == 1
     finally:
         os.close(fd)
+
+
+def test_a_parent_that_ignores_sigchld(where: Path) -> None:
+    """Found by review: children the kernel reaps itself have no status to wait for."""
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        assert run(where, "print('reaped by the kernel')").stdout == "reaped by the kernel\n"
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
 
 
 def test_a_missing_program_and_a_bad_argument_are_one_line_each(where: Path) -> None:

@@ -73,15 +73,29 @@ def test_older_schema_is_upgraded(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     store = Store(tmp_path)
     store.save(make_state())
 
-    def one_to_two(data: dict) -> dict:
+    now = records.SCHEMA_VERSION
+
+    def upgrade(data: dict) -> dict:
         for t in data["tasks"]:
             t["summary"] = t["summary"].upper()
-        return {**data, "schema_version": 2}
+        return {**data, "schema_version": now + 1}
 
-    monkeypatch.setattr(records, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(state_mod.UPGRADES, 1, one_to_two)
+    monkeypatch.setattr(records, "SCHEMA_VERSION", now + 1)
+    monkeypatch.setitem(state_mod.UPGRADES, now, upgrade)
     loaded = store.load()
     assert loaded is not None and loaded.tasks[0].summary == "TASK 1"
+
+
+def test_a_state_from_before_the_journal_loads(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.save(make_state())
+    data = orjson.loads(store.state_path.read_bytes())
+    del data["journal_id"]
+    store.state_path.write_bytes(orjson.dumps({**data, "schema_version": 1}))
+    store.journal.path.write_bytes(b"lines an old run could never have written\n")
+    loaded = store.load()
+    assert loaded is not None and loaded.schema_version == 2 and loaded.journal_id is None
+    assert loaded.tasks == make_state().tasks
 
 
 def test_invalid_state_is_not_written(tmp_path: Path) -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from agentloop import proc
+from agentloop.vcs import gitrecord
 from agentloop.vcs.git import GitVcs
 from agentloop.vcs.gitquick import staged_paths
 from tests.test_vcs_git import Killed, commit_files, git, kill_at, make, repo, subjects
@@ -184,3 +186,39 @@ def test_a_run_killed_right_after_the_short_commit_keeps_it_once(
     found = vcs.recovered()
     assert found is not None and found.change_id == sha and found.files == ("b.txt",)
     assert git(repo, "status", "--porcelain") == "?? tasks.md\n"
+
+
+def test_a_commit_the_user_makes_between_tasks_stays_theirs(repo: Path) -> None:
+    """Found by review: with HEAD read from a cache, a user's commit during a `--sleep` pause
+    (no process of ours in between) was folded into the next task's commit."""
+    vcs = make(repo)
+    counted(vcs, repo, "one", write("a.txt"))
+    (repo / "u.txt").write_text("the user's\n")
+    for argv in (["git", "add", "u.txt"], ["git", "commit", "-qm", "user: my own work"]):
+        subprocess.run(argv, cwd=repo, check=True)  # not through proc: nothing of ours ran
+    _, files = counted(vcs, repo, "two", write("b.txt"))
+    assert files == ("b.txt",)
+    assert subjects(repo) == ["two", "user: my own work", "one", "initial"]
+
+
+def test_edits_made_while_the_loop_pauses_are_not_the_next_tasks(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    vcs = GitVcs(repo, repo / "tasks.md", allow_dirty=True)
+    vcs.prepare()
+    counted(vcs, repo, "one", write("a.txt"))
+    monkeypatch.setattr(gitrecord, "CARRY_SECONDS", 0.0)  # the pause outlasted it
+    (repo / "notes.txt").write_text("written by the user during --sleep\n")
+    _, files = counted(vcs, repo, "two", write("b.txt"))
+    assert files == ("b.txt",) and commit_files(repo, "HEAD") == ["b.txt"]
+    assert git(repo, "status", "--porcelain") == "?? notes.txt\n?? tasks.md\n"
+
+
+def test_the_commit_message_writers_look_at_the_diff_keeps_the_short_way(repo: Path) -> None:
+    vcs = make(repo)
+    counted(vcs, repo, "warm", write("a.txt"))
+    change = vcs.begin("task")
+    (repo / "b.txt").write_text("b\n")
+    assert "+b" in vcs.diff(change)  # what the distiller is shown, before the commit
+    before = proc.started()
+    done = vcs.finish(change, "task")
+    assert done.files == ("b.txt",) and proc.started() - before == 2

@@ -99,12 +99,11 @@ class GitPlumbing:
         # (branch, HEAD) at which every finished task's commit was last seen in the history.
         self._sound: tuple[str | None, str | None] | None = None
         # What the next begin would find, known at the end of finish; trusted while no
-        # process has been started since (see _carried).
-        self._next: tuple[int, _Start] | None = None
+        # process has been started since, for a moment (see _carried).
+        self._next: tuple[int, float, _Start] | None = None
         # Who the index file was when it last held HEAD's tree and nothing else was dirty
         # (agentloop.vcs.gitquick): unchanged at finish, `git add -A` finds only the task's.
         self._index_seen: tuple[int, ...] | None = None
-        self._looked: tuple[int, tuple[str | None, str | None]] | None = None  # see _where
 
     @property
     def repo(self) -> git.Repo:
@@ -131,21 +130,16 @@ class GitPlumbing:
         return done.stdout
 
     def _where(self) -> tuple[str | None, str | None]:
-        """(the branch HEAD names, None when detached; its commit, None when unborn).
-
-        Read again only once a process has run since the last look: HEAD moves by git
-        commands and agents, never by our own code in between."""
-        if self._looked is not None and self._looked[0] == proc.started():
-            return self._looked[1]
+        """(the branch HEAD names, None when detached; its commit, None when unborn). Read
+        afresh every time: the user may commit while the loop pauses between tasks."""
         found = gitrefs.where(Path(self.repo.git_dir), Path(self.repo.common_dir))
-        if found is None:
-            ref = None if self.repo.head.is_detached else str(self.repo.head.reference.path)
-            try:
-                found = ref, str(self.repo.head.commit.hexsha)
-            except ValueError:
-                found = ref, None
-        self._looked = (proc.started(), found)
-        return found
+        if found is not None:
+            return found
+        ref = None if self.repo.head.is_detached else str(self.repo.head.reference.path)
+        try:
+            return ref, str(self.repo.head.commit.hexsha)
+        except ValueError:
+            return ref, None
 
     def _head(self) -> str | None:
         return self._where()[1]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import time
 from pathlib import Path
 
 from gitdb.exc import BadName, BadObject
@@ -17,6 +18,10 @@ from agentloop.errors import VcsError
 from agentloop.vcs import Change, gitrefs
 from agentloop.vcs.gitplumb import (EMPTY_TREE, OPEN_ATTEMPT, SAVED_REF, GitPlumbing, _split,
                                      _Start, index_seen)
+
+
+# How long after a task's commit the next task may begin without looking at the tree again.
+CARRY_SECONDS = 0.5
 
 
 class GitRecord(GitPlumbing):
@@ -88,19 +93,22 @@ class GitRecord(GitPlumbing):
         states = {p: state for p, state in start.states.items() if p not in start.files}
         tree = gitrefs.tree_of(Path(self.repo.common_dir), sha) or \
             str(self.repo.commit(sha).tree.hexsha)
-        self._next = (proc.started(), _Start(sha, start.ref, tree, states, start.task))
+        self._next = (proc.started(), time.monotonic(),
+                      _Start(sha, start.ref, tree, states, start.task))
         if not states:
             self._index_seen = index_seen(self.repo.git_dir)
 
     def _carried(self) -> _Start | None:
-        """The begin _carry foresaw, if nothing but agent-loop's own code ran since: every
-        agent, check and helper is a process, and a git command may have moved anything.
-        (The user's own edits in those few milliseconds count as the task's, as edits made
-        while its agent works do.)"""
+        """The begin _carry foresaw, if nothing but agent-loop's own code ran since, and only
+        for a moment: every agent, check and helper is a process, and a git command may have
+        moved anything; a pause between tasks (--sleep) leaves the user time to edit. (Their
+        edits in those few milliseconds count as the task's, as edits made while its agent
+        works do.)"""
         carried, self._next = self._next, None
-        if carried is None or carried[0] != proc.started():
+        if carried is None or carried[0] != proc.started() or \
+                time.monotonic() - carried[1] > CARRY_SECONDS:
             return None
-        start = carried[1]
+        start = carried[2]
         return start if self._where() == (start.ref, start.head) else None
 
     def _started(self) -> _Start:

@@ -7,9 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # Machine-readable, every untracked file by name (never a folder for a whole new tree), no
-# rename pairing (a rename is a deletion and an addition to us), no ignored files.
-ARGS = ("status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames",
-        "--ignored=no")
+# rename pairing (a rename is a deletion and an addition to us), no ignored files; and the
+# index left as it is (a status refreshes and rewrites it otherwise), so looking at a task's
+# changes before its commit (the commit-message writer's diff) keeps the short way to commit
+# open (agentloop.vcs.gitquick).
+ARGS = ("--no-optional-locks", "status", "--porcelain=v2", "-z", "--untracked-files=all",
+        "--no-renames", "--ignored=no")
 
 
 @dataclass(frozen=True)
