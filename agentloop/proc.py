@@ -195,6 +195,11 @@ def deferred() -> Iterator[None]:
 def stop_group(proc: subprocess.Popen[bytes] | Streaming,
                grace: float = STOP_GRACE_SECONDS) -> None:
     """Stop a process and everything it started: SIGINT, then SIGTERM, then SIGKILL."""
+    if proc.returncode is not None:  # reaped: only what it left behind can hold the group
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return  # nothing did: the usual end of an agent run
     with shielded():
         _escalate(proc, grace)
 
@@ -233,17 +238,11 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     # Only a subreaper has orphans to end; elsewhere there is nothing to look for.
     before = children() if adopt_orphans() else set()
     errors = tempfile.TemporaryFile()
-    # A prompt of any size goes through a file: a pipe could fill while we wait on stdout.
-    given = None
-    if stdin is not None:
-        given = tempfile.TemporaryFile()
-        given.write(stdin)
-        given.seek(0)
+    given = None if stdin is None else spawn.prompt_input(stdin)
     proc: subprocess.Popen[bytes] | Streaming
     try:
         if watched and spawn.usable(cwd):  # no pre-exec hook wanted: the quick way
-            proc = Streaming(argv, env, given.fileno() if given is not None else None,
-                             errors.fileno())
+            proc = Streaming(argv, env, given, errors.fileno())
         else:
             proc = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
                                     stdin=given if given is not None else subprocess.DEVNULL,
@@ -258,7 +257,7 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         raise ProcessError(_cannot_run(argv, exc), argv) from exc
     finally:
         if given is not None:
-            given.close()  # the child has its own copy of the descriptor
+            os.close(given)  # the child has its own copy of the descriptor
     assert proc.stdout is not None
     watchdog.tell("start", proc.pid)
     deadline = None if timeout is None else time.monotonic() + timeout

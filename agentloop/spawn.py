@@ -15,6 +15,7 @@ import select
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from typing import Mapping
 
@@ -66,6 +67,30 @@ def usable(cwd: str | os.PathLike[str] | None) -> bool:
         return os.path.samefile(cwd, ".")
     except OSError:
         return False
+
+
+def prompt_input(data: bytes) -> int:
+    """A descriptor a child reads `data` from, to be closed once it is started: a pipe that
+    holds it whole when it fits (no file made), else a temporary file, since a fuller pipe
+    would wait on a reader while we wait on its output."""
+    read, write = os.pipe()
+    try:
+        os.set_blocking(write, False)
+        try:
+            whole = os.write(write, data) == len(data) if data else True
+        except BlockingIOError:
+            whole = False
+    finally:
+        os.close(write)
+    if whole:
+        return read
+    os.close(read)
+    with tempfile.TemporaryFile() as held:
+        held.write(data)
+        held.flush()
+        copy = os.dup(held.fileno())
+    os.lseek(copy, 0, os.SEEK_SET)
+    return copy
 
 
 def _program(name: str, path: str) -> str | None:

@@ -105,3 +105,15 @@ def test_a_command_past_its_timeout_is_killed(where: Path) -> None:
     with pytest.raises(ProcessError, match="timed out after 0.5s"):
         run(where, "import time; time.sleep(30)", timeout=0.5)
     assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("size", [0, 10, 1 << 20])
+def test_a_prompt_of_any_size_reaches_the_agent_whole(where: Path, size: int) -> None:
+    """Small ones through a pipe, big ones through a file: byte for byte either way."""
+    prompt = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    got: list[bytes] = []
+    script = "import sys, hashlib; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())"
+    done = proc.stream([sys.executable, "-c", script], got.append, cwd=where, stdin=prompt)
+    import hashlib
+    assert done.returncode == 0
+    assert got == [hashlib.sha256(prompt).hexdigest().encode() + b"\n"]

@@ -104,6 +104,7 @@ class GitPlumbing:
         # Who the index file was when it last held HEAD's tree and nothing else was dirty
         # (agentloop.vcs.gitquick): unchanged at finish, `git add -A` finds only the task's.
         self._index_seen: tuple[int, ...] | None = None
+        self._dirs: tuple[str, str] | None = None   # the git dir and the common dir, as text
 
     @property
     def repo(self) -> git.Repo:
@@ -132,7 +133,9 @@ class GitPlumbing:
     def _where(self) -> tuple[str | None, str | None]:
         """(the branch HEAD names, None when detached; its commit, None when unborn). Read
         afresh every time: the user may commit while the loop pauses between tasks."""
-        found = gitrefs.where(Path(self.repo.git_dir), Path(self.repo.common_dir))
+        if self._dirs is None:
+            self._dirs = (str(self.repo.git_dir), str(self.repo.common_dir))
+        found = gitrefs.where(*self._dirs)
         if found is not None:
             return found
         ref = None if self.repo.head.is_detached else str(self.repo.head.reference.path)

@@ -11,7 +11,8 @@ from pathlib import Path
 SHA_LENGTH = 40
 
 
-def where(git_dir: Path, common_dir: Path) -> tuple[str | None, str | None] | None:
+def where(git_dir: str | os.PathLike[str],
+          common_dir: str | os.PathLike[str]) -> tuple[str | None, str | None] | None:
     """(the branch HEAD names, or None when detached; its commit, or None on an unborn
     branch), or None when this cannot be told from the files (reftable, odd contents)."""
     if os.path.isdir(os.path.join(common_dir, "reftable")):
