@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -182,25 +183,31 @@ def trace(folder: Path, backend: str, env: dict[str, str]) -> list[str]:
 
 
 def measure(folder: Path, backend: str, sizes: list[int], env: dict[str, str]) -> dict[int, dict[str, float]]:
-    """For each size: tool wall, tool start-up, bare wall (best of 3 below 1,000 tasks)."""
+    """For each size, in seconds: agent-loop's run and its start-up (a run with nothing left
+    to do), the bare loop, and the person's loop; each the median of several rounds that run
+    all of them in turn, so a slow moment of the machine weighs on every side alike (7 rounds
+    up to 100 tasks, where one start-up's jitter is a large part of a task's cost; else 1)."""
     results = {}
     for size in sizes:
-        repeats = 3 if size < 1000 else 1
-        best = {"tool": float("inf"), "idle": float("inf"), "bare": float("inf"),
-                "plain": float("inf")}
-        for r in range(repeats):
+        rounds = 7 if size <= 100 else 1
+        seen: dict[str, list[float]] = {"tool": [], "idle": [], "bare": [], "plain": []}
+        for r in range(rounds):
             work = new_repo(folder / f"{backend}-{size}-{r}-tool", backend, size, env)
-            best["tool"] = min(best["tool"], tool(work, backend, env))
-            best["idle"] = min(best["idle"], tool(work, backend, env))  # nothing left to do
+            seen["tool"].append(tool(work, backend, env))
+            seen["idle"].append(tool(work, backend, env))  # nothing left to do
             plain = new_repo(folder / f"{backend}-{size}-{r}-bare", backend, size, env)
-            best["bare"] = min(best["bare"], bare(plain, backend, size, env))
+            seen["bare"].append(bare(plain, backend, size, env))
             if backend == "git":
                 person = new_repo(folder / f"{backend}-{size}-{r}-plain", backend, size, env)
-                best["plain"] = min(best["plain"], bare(person, backend, size, env, plain=True))
-        results[size] = best
-        print(f"  {backend} {size:>5} tasks: agent-loop {best['tool']:7.2f}s (start-up "
-              f"{best['idle']:.2f}s), bare loop {best['bare']:7.2f}s, agent + git add/commit "
-              f"{best['plain']:7.2f}s", flush=True)
+                seen["plain"].append(bare(person, backend, size, env, plain=True))
+        # agent-loop's own part is a difference: the median of the differences, not of each.
+        work_part = statistics.median(t - i for t, i in zip(seen["tool"], seen["idle"]))
+        mid = {k: statistics.median(v) if v else float("inf") for k, v in seen.items()}
+        mid["tool"] = mid["idle"] + work_part
+        results[size] = mid
+        print(f"  {backend} {size:>5} tasks ({rounds} round{'s' * (rounds > 1)}, medians): "
+              f"agent-loop {mid['tool']:7.2f}s (start-up {mid['idle']:.2f}s), bare loop "
+              f"{mid['bare']:7.2f}s, agent + git add/commit {mid['plain']:7.2f}s", flush=True)
     return results
 
 
