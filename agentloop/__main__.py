@@ -20,6 +20,9 @@ def main() -> None:
     """Console entry point."""
     for sig in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP: a closed terminal, a dropped ssh
         signal.signal(sig, _stop)
+    # Started with SIGCHLD ignored (some supervisors do that), the kernel would reap every
+    # child itself, and each exit code, a failed agent's or git's, would read as success.
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     try:
         from agentloop.cli import main as run_cli
     except KeyboardInterrupt:

@@ -20,8 +20,10 @@ import time
 from typing import Mapping
 
 CHUNK = 1 << 16
-# What Popen's restore_signals gives a child back; Python itself ignores SIGPIPE.
-DEFAULTS = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, name))
+# What Popen's restore_signals gives a child back (Python itself ignores SIGPIPE), and
+# SIGCHLD, which a child that waits for its own children must not inherit ignored.
+DEFAULTS = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ", "SIGCHLD")
+                 if hasattr(signal, name))
 
 
 def _stdio_open() -> bool:

@@ -547,3 +547,16 @@ def test_a_file_name_that_is_not_utf8_is_committed_and_recorded(work: Path,
     assert "1 completed" not in done.stdout and "2 completed" in done.stdout
     status = agent_loop(work, "--status", "--json")
     assert status.returncode == 0 and '"completed": 2' in status.stdout, status.stderr
+
+
+def test_started_with_sigchld_ignored_exit_codes_still_count(work: Path,
+                                                           fake_claude: FakeClaude) -> None:
+    """Found by review: the kernel reaped every child itself, and each exit code read as 0: a
+    failing check passed, and the agent ran on a tree that fails its checks."""
+    (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n")
+    ignoring = (sys.executable, "-c", "import os, signal, sys; "
+                "signal.signal(signal.SIGCHLD, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])")
+    done = agent_loop(work, "--vcs", "none", "--no-distill", "--check", "exit 3",
+                      prefix=ignoring)
+    assert done.returncode == 1 and "exit 3" in done.stderr, done.stdout + done.stderr
+    assert not runs(fake_claude)  # stopped before anything was paid for

@@ -79,17 +79,28 @@ def test_nothing_but_the_three_streams_is_inherited(where: Path) -> None:
         assert run(where, f"import os; os.fstat({fd})", check=False).returncode != 0
         assert proc.run(["sh", "-c", f"test -e /proc/self/fd/{fd}"], cwd=where,
                         check=False).returncode == 1
+        seen: list[bytes] = []
+        proc.stream(["sh", "-c", f"test -e /proc/self/fd/{fd} && echo leaked || echo closed"],
+                    seen.append, cwd=where, stdin=b"the prompt")
+        assert seen == [b"closed\n"]
     finally:
         os.close(fd)
 
 
 def test_a_parent_that_ignores_sigchld(where: Path) -> None:
-    """Found by review: children the kernel reaps itself have no status to wait for."""
+    """Found by review: children the kernel reaps itself have no status to wait for (no
+    crash), and a child must not inherit the ignored SIGCHLD (agentloop.__main__ puts it
+    back for agent-loop itself, so exit codes count: tests/test_bad_input.py)."""
     previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     try:
         assert run(where, "print('reaped by the kernel')").stdout == "reaped by the kernel\n"
+        status = proc.run(["cat", "/proc/self/status"], cwd=where).stdout
     finally:
         signal.signal(signal.SIGCHLD, previous)
+    if where.name == "ours":  # Popen leaves it as it was
+        ignored = int(next(line for line in status.splitlines() if line.startswith("SigIgn:"))
+                      .split()[1], 16)
+        assert not ignored & (1 << (signal.SIGCHLD - 1))
 
 
 def test_a_missing_program_and_a_bad_argument_are_one_line_each(where: Path) -> None:
@@ -107,7 +118,7 @@ def test_a_command_past_its_timeout_is_killed(where: Path) -> None:
     assert time.monotonic() - started < 10
 
 
-@pytest.mark.parametrize("size", [0, 10, 1 << 20])
+@pytest.mark.parametrize("size", [0, 10, 65536, 65537, 1 << 20])
 def test_a_prompt_of_any_size_reaches_the_agent_whole(where: Path, size: int) -> None:
     """Small ones through a pipe, big ones through a file: byte for byte either way."""
     prompt = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
