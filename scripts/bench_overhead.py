@@ -205,9 +205,10 @@ def measure(folder: Path, backend: str, sizes: list[int], env: dict[str, str]) -
         mid = {k: statistics.median(v) if v else float("inf") for k, v in seen.items()}
         mid["tool"] = mid["idle"] + work_part
         results[size] = mid
+        person = f", agent + git add/commit {mid['plain']:7.2f}s" if seen["plain"] else ""
         print(f"  {backend} {size:>5} tasks ({rounds} round{'s' * (rounds > 1)}, medians): "
               f"agent-loop {mid['tool']:7.2f}s (start-up {mid['idle']:.2f}s), bare loop "
-              f"{mid['bare']:7.2f}s, agent + git add/commit {mid['plain']:7.2f}s", flush=True)
+              f"{mid['bare']:7.2f}s{person}", flush=True)
     return results
 
 
