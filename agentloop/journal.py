@@ -32,7 +32,7 @@ from agentloop.records import STATUSES, State, TaskState, task_from_dict, top_fr
 TOP = tuple(f.name for f in fields(State) if f.name not in ("tasks", "journal_id"))
 
 
-def entry(snapshot: str, state: State, task: TaskState, top: dict[str, Any]) -> bytes:
+def entry(snapshot: str, task: TaskState, top: dict[str, Any]) -> bytes:
     """One journal line: `task`'s whole record, and the top-level fields that changed (`top`)."""
     return jsonbytes.dumps({"snapshot": snapshot, "task": task, "top": top}) + b"\n"
 

@@ -1,5 +1,6 @@
-"""A short command started with posix_spawn, for agentloop.proc: the same child as Popen makes (a
-session of its own, SIGPIPE and SIGXFSZ back to their defaults, nothing inherited but its three
+"""Commands started with posix_spawn, for agentloop.proc: a short one whose output it collects
+(Spawned) and the agent it streams (Streaming). The same child as Popen makes (a session of its
+own, SIGPIPE, SIGXFSZ and SIGCHLD back to their defaults, nothing inherited but its three
 standard streams), a third of a millisecond sooner, which is a tenth of what a git command costs.
 
 posix_spawn cannot change the child's folder, so proc uses this only for commands that run in

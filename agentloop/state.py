@@ -97,7 +97,7 @@ class Store:
         """
         state.updated_at = now()
         if task is not None and self._journal_fits(state):
-            line = journal.entry(state.journal_id or "", state, task,
+            line = journal.entry(state.journal_id or "", task,
                                  journal.changed_top(state, self._top))
             try:
                 if self.journal.append(line):

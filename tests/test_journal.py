@@ -4,16 +4,12 @@ folded into state.json when the run lets go of its lock."""
 from __future__ import annotations
 
 import random
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import orjson
 
 from agentloop.state import Attempt, State, Store
-from tests.test_state import make_state
+from tests.test_state import kill_a_writer, make_state
 
 
 def saved(tmp_path: Path, tasks: int = 3) -> tuple[Store, State]:
@@ -123,10 +119,7 @@ while True:
 def test_a_writer_killed_mid_line_leaves_a_state_that_loads(tmp_path: Path) -> None:
     rng = random.Random(11)
     for _ in range(10):
-        child = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)])
-        time.sleep(0.4 + rng.random() * 0.3)
-        child.send_signal(signal.SIGKILL)
-        child.wait()
+        kill_a_writer(WRITER, tmp_path, rng, 0.4)
         loaded = Store(tmp_path).load()
         assert loaded is not None and len(loaded.tasks) == 200
         # Saves went in order: the task saved last has the highest count of all.

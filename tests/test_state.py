@@ -122,15 +122,21 @@ while True:
 """
 
 
+def kill_a_writer(script: str, folder: Path, rng: random.Random, after: float) -> None:
+    """Run `script`, a writer that saves for ever, on `folder`, and SIGKILL it after `after`
+    seconds and up to 0.3 more, at a moment `rng` picks."""
+    child = subprocess.Popen([sys.executable, "-c", script, str(folder)])
+    time.sleep(after + rng.random() * 0.3)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+
+
 def test_a_writer_killed_mid_write_leaves_a_loadable_file(tmp_path: Path) -> None:
     store = Store(tmp_path)
     store.save(make_state())
     rng = random.Random(7)
     for _ in range(15):
-        child = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)])
-        time.sleep(0.3 + rng.random() * 0.3)
-        child.send_signal(signal.SIGKILL)
-        child.wait()
+        kill_a_writer(WRITER, tmp_path, rng, 0.3)
         loaded = store.load()
         assert loaded is not None and loaded.tasks
     leftovers = [p.name for p in store.dir.iterdir() if p.name.startswith(".state-")]

@@ -108,7 +108,7 @@ class GitVcs(GitQuick):
         head = self._head()
         status = self._status()
         if not status.staged:
-            index_tree = self.repo.commit(head).tree.hexsha if head else EMPTY_TREE
+            index_tree = self._tree(head)
         else:
             try:
                 index_tree = self._git("write-tree").strip()
@@ -165,13 +165,7 @@ class GitVcs(GitQuick):
             self._remember(start)
             self._land(start.head, sha, message)
             self._settle(start)
-        if self._sound == (start.ref, start.head):
-            self._sound = (start.ref, sha)  # built on a history known whole: still whole
-        # The record stays on disk until the next begin or close: a run killed before the
-        # runner saved the task as done finds it there, and recovered() hands the commit over.
-        self._start = None
-        return Change(change_id=sha, commit_id=sha, base=start.head or "",
-                      files=tuple(sorted(changed)))
+        return self._committed(start, sha, changed)
 
     def _refuse_rewound(self, start: _Start) -> None:
         """The agent moved the branch back (`git reset --hard HEAD~1`): committing now would

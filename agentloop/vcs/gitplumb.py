@@ -147,6 +147,16 @@ class GitPlumbing:
     def _head(self) -> str | None:
         return self._where()[1]
 
+    def _tree(self, commit: str | None) -> str:
+        """The tree of `commit` (the empty tree for none): read straight from its loose object
+        when it is one, as a commit just made is, else through GitPython."""
+        if commit is None:
+            return EMPTY_TREE
+        if self._dirs is None:
+            self._dirs = (str(self.repo.git_dir), str(self.repo.common_dir))
+        return gitrefs.tree_of(Path(self._dirs[1]), commit) or \
+            str(self.repo.commit(commit).tree.hexsha)
+
     def _ref(self) -> str | None:
         return self._where()[0]
 
@@ -198,7 +208,7 @@ class GitPlumbing:
     def _commit(self, base: str | None, paths: set[str], message: str) -> str | None:
         """A commit of `paths` on top of `base`, HEAD left alone; None when it changes nothing."""
         tree = self._build_tree(base, paths)
-        if tree == (self.repo.commit(base).tree.hexsha if base else EMPTY_TREE):
+        if tree == self._tree(base):
             return None  # e.g. the task undid the user's own uncommitted edit
         parents = ["-p", base] if base else []
         # commit-tree signs only when asked: the user's commit.gpgsign asks for every commit.

@@ -83,8 +83,4 @@ class GitQuick(GitRecord):
         sha = self._head()
         assert sha is not None
         self._carry(start, sha, frozenset())  # the index is the commit's tree: nothing staged
-        if self._sound == (start.ref, start.head):
-            self._sound = (start.ref, sha)
-        self._start = None
-        return Change(change_id=sha, commit_id=sha, base=start.head or "",
-                      files=tuple(sorted(paths)))
+        return self._committed(start, sha, paths)

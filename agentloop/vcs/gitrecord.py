@@ -15,7 +15,7 @@ from gitdb.util import hex_to_bin
 
 from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.vcs import Change, gitrefs
+from agentloop.vcs import Change
 from agentloop.vcs.gitplumb import (EMPTY_TREE, OPEN_ATTEMPT, SAVED_REF, GitPlumbing, _split,
                                      _Start, index_seen)
 
@@ -91,12 +91,21 @@ class GitRecord(GitPlumbing):
         if start.touched or not staged <= set(start.files):
             return
         states = {p: state for p, state in start.states.items() if p not in start.files}
-        tree = gitrefs.tree_of(Path(self.repo.common_dir), sha) or \
-            str(self.repo.commit(sha).tree.hexsha)
+        tree = self._tree(sha)
         self._next = (proc.started(), time.monotonic(),
                       _Start(sha, start.ref, tree, states, start.task))
         if not states:
             self._index_seen = index_seen(self.repo.git_dir)
+
+    def _committed(self, start: _Start, sha: str, files: set[str]) -> Change:
+        """The end of a finish that made commit `sha` of `files` for `start`, either way."""
+        if self._sound == (start.ref, start.head):
+            self._sound = (start.ref, sha)  # built on a history known whole: still whole
+        # The record stays on disk until the next begin or close: a run killed before the
+        # runner saved the task as done finds it there, and recovered() hands the commit over.
+        self._start = None
+        return Change(change_id=sha, commit_id=sha, base=start.head or "",
+                      files=tuple(sorted(files)))
 
     def _carried(self) -> _Start | None:
         """The begin _carry foresaw, if nothing but agent-loop's own code ran since, and only
