@@ -17,7 +17,9 @@ import pytest
 from tests.conftest import FakeClaude
 from tests.test_run_vcs import git, init_repo, state_of
 
-TASKS = 4
+# Enough tasks, each long enough, that no round (signalled within 0.6 s) finishes the plan: at
+# most three tasks a round, so at least three rounds are interrupted however fast the tool is.
+TASKS = 12
 SEED = int(os.environ.get("AGENT_LOOP_SIGNAL_SEED", "20261123"))
 ROUNDS = int(os.environ.get("AGENT_LOOP_SIGNAL_ROUNDS", "20"))
 
@@ -37,7 +39,7 @@ def test_signals_to_the_whole_group_at_random_moments_of_a_git_run(
     (work / "README.md").write_text("hello\n")
     init_repo(work, "git")
     (work / "tasks.md").write_text("".join(
-        f"- task {i}\n  FAKE: write t{i}.txt {i}\n  FAKE: sleep 0.05\n" for i in range(TASKS)))
+        f"- task {i}\n  FAKE: write t{i}.txt {i}\n  FAKE: sleep 0.15\n" for i in range(TASKS)))
     rng = random.Random(SEED)
     interrupted = 0
     for _ in range(ROUNDS):
