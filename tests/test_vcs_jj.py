@@ -272,3 +272,24 @@ def test_an_empty_change_a_killed_run_began_is_dropped(repo: Path) -> None:
     assert notes == ["dropped 1 empty change(s) a killed run had begun"]
     assert jj(repo, "log", "--no-graph", "-r", f"present({stray.change_id})", "-T", "change_id") == ""
     assert again.prepare() == []
+
+
+def test_a_stale_working_copy_a_killed_jj_left_is_brought_up_to_date(repo: Path) -> None:
+    # What a jj killed between recording its operation and updating the files leaves (seen in
+    # test_crash's kill sweep): every later command refuses, "The working copy is stale". Here
+    # the killed command is the abandon of an attempt whose agent wrote half.txt.
+    first = make(repo)
+    attempt = first.begin("agent-loop: One / a")
+    (repo / "half.txt").write_text("half done\n")
+    assert "half.txt" in first.diff(attempt)  # snapshotted into the attempt's change
+    jj(repo, "--ignore-working-copy", "abandon", attempt.change_id)
+    with pytest.raises(proc.ProcessError, match="stale"):
+        jj(repo, "status")
+    vcs = JjVcs(repo, repo / "tasks.md", initialized=True)
+    assert vcs.prepare() == ["brought the working copy up to date after a jj command that was "
+                             "killed (`jj workspace update-stale`)"]
+    assert not (repo / "half.txt").exists()  # the abandon is complete
+    done = run_task(vcs, repo, "task", {"a.txt": "a\n"})
+    vcs.close()
+    assert files_in(repo, done.change_id) == ["a.txt"]
+    assert vcs.prepare() == []

@@ -27,6 +27,10 @@ from agentloop.vcs.history import missing
 from agentloop.vcs.jjplumb import (INFO, JJ, MAX_NEW_FILE, _env, _fileset,  # noqa: F401
                                    _Rev, jj_root)
 
+# How jj refuses to work on a working copy that a killed command left behind its operation.
+STALE = "working copy is stale"
+
+
 class JjVcs:
     """Tasks as jj changes; every jj call goes through `proc.run`."""
     name = "jj"
@@ -42,9 +46,24 @@ class JjVcs:
         self._fresh = False      # @ is an empty, undescribed change we made: describe, don't stack
         self._messages: dict[str, str] = {}
         self._config: list[str] = []  # --config options for every call, set by prepare()
+        self.notes: list[str] = []  # what a call had to mend first; prepare reports them
 
     def _jj(self, *args: str, cwd: Path | None = None) -> str:
         try:
+            try:
+                return proc.run([*JJ, *self._config, *args], cwd=cwd or self.root,
+                                env=_env()).stdout
+            except ProcessError as exc:
+                if STALE not in (exc.output or ""):
+                    raise
+            # A jj command killed between recording its operation and writing the files (a
+            # kill, a Ctrl+C to the agent's own jj) leaves the working copy "stale": every
+            # command refuses until it is brought up to date. Its edits were snapshotted into
+            # that operation, so updating loses nothing (jj's own advice).
+            proc.run([*JJ, *self._config, "workspace", "update-stale"], cwd=cwd or self.root,
+                     env=_env())
+            self.notes.append("brought the working copy up to date after a jj command that "
+                              "was killed (`jj workspace update-stale`)")
             return proc.run([*JJ, *self._config, *args], cwd=cwd or self.root, env=_env()).stdout
         except ProgramNotFound as exc:
             raise VcsError("jj is not installed or not on PATH") from exc
@@ -93,7 +112,7 @@ class JjVcs:
 
     def prepare(self) -> list[str]:
         """`jj git init` when needed (colocated beside an existing .git); note the base change."""
-        notes = []
+        notes, self.notes = [], []
         if not self.initialized:
             found = find_root(self.root)
             if found is not None and (found / ".git").exists():
@@ -112,7 +131,7 @@ class JjVcs:
             self.initialized = True
         else:
             notes += self._drop_strays()
-        return notes
+        return notes + self.notes
 
     def _drop_strays(self) -> list[str]:
         """Abandon empty changes an earlier run described and was killed before it used.
