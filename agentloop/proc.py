@@ -225,8 +225,9 @@ def _escalate(proc: subprocess.Popen[bytes] | Streaming, grace: float) -> None:
 
 def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | None = None,
            env: Mapping[str, str] | None = None, timeout: float | None = None,
-           stdin: bytes | None = None) -> Streamed:
-    """Run a long command in its own process group, handing each stdout line to `on_line`.
+           stdin: bytes | None = None, started: Callable[[], None] | None = None) -> Streamed:
+    """Run a long command in its own process group, handing each stdout line to `on_line`;
+    `started` is called once it runs, before its first line (work that need not delay it).
 
     A timeout or a KeyboardInterrupt stops the whole group; the interrupt is re-raised as
     Interrupted once the group is gone, so no agent process outlives us. No thread and no
@@ -264,6 +265,8 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     timed_out = False
     exited = lambda: proc.poll() is not None  # noqa: E731
     try:
+        if started is not None:
+            started()
         try:
             for line in lines(proc.stdout.fileno(), deadline, exited):
                 on_line(line)

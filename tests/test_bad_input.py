@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from agentloop import app, journal, proc, render, taskfile
 from agentloop.agents.claude_stream import StreamLog, judge
+from agentloop.agents.common import LogFiles
 from agentloop.options import RunOptions
 from agentloop.cli import command
 from agentloop.errors import AgentLoopError, ProcessError, TaskFileError
@@ -282,7 +283,7 @@ def test_any_stream_json_makes_a_well_typed_result(lines: list[bytes], exit_code
                                                    timed_out: bool, stderr: str) -> None:
     import io
 
-    log = StreamLog(io.StringIO(), io.BytesIO(), lambda text: None)
+    log = StreamLog(LogFiles.held(io.StringIO(), io.BytesIO()), lambda text: None)
     for line in lines:
         log.feed(line + b"\n")
     r = judge(exit_code, timed_out, log, stderr)

@@ -11,6 +11,7 @@ import pytest
 from agentloop.agents import AgentRun
 from agentloop.agents.claude import ClaudeAgent
 from agentloop.agents.claude_stream import StreamLog, judge
+from agentloop.agents.common import LogFiles
 from agentloop.errors import AgentBlocked, ProgramNotFound
 from tests.conftest import FakeClaude
 
@@ -20,7 +21,7 @@ SAMPLES = Path(__file__).resolve().parent / "claude-cli" / "samples"
 def feed(lines: list[bytes]) -> tuple[StreamLog, str]:
     readable, raw = io.StringIO(), io.BytesIO()
     activity: list[str] = []
-    log = StreamLog(readable, raw, activity.append)
+    log = StreamLog(LogFiles.held(readable, raw), activity.append)
     for line in lines:
         log.feed(line)
     assert raw.getvalue().count(b"\n") == len(lines)

@@ -19,6 +19,7 @@ from agentloop.agents import AgentResult
 from agentloop.agents import Failure
 from agentloop.agents.claude_errors import RESET_GRACE_SECONDS, classify, parse_reset
 from agentloop.agents.claude_stream import StreamLog, judge
+from agentloop.agents.common import LogFiles
 
 SAMPLES = Path(__file__).resolve().parent / "claude-cli" / "samples"
 UTC = timezone.utc
@@ -26,7 +27,7 @@ UTC = timezone.utc
 
 def judged(lines: list[bytes], exit_code: int = 1, timed_out: bool = False,
            stderr: str = "") -> AgentResult:
-    log = StreamLog(io.StringIO(), io.BytesIO(), lambda _: None)
+    log = StreamLog(LogFiles.held(io.StringIO(), io.BytesIO()), lambda _: None)
     for line in lines:
         log.feed(line)
     result = judge(exit_code, timed_out, log, stderr)

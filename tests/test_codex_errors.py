@@ -16,6 +16,7 @@ from agentloop.agents import BLOCKING, LIMIT, OTHER, TRANSIENT, AgentResult, Age
 from agentloop.agents.codex import toml_string
 from agentloop.agents.codex_errors import classify, http_status, parse_reset
 from agentloop.agents.codex_stream import CodexLog, error_line, judge
+from agentloop.agents.common import LogFiles
 
 NOW = datetime(2026, 11, 23, 5, 34, 10, tzinfo=timezone.utc)
 
@@ -118,7 +119,7 @@ EVENTS = [
 
 def feed(lines: list[bytes]) -> tuple[CodexLog, str, list[str]]:
     readable, raw, seen = io.StringIO(), io.BytesIO(), []
-    log = CodexLog(readable, raw, seen.append)
+    log = CodexLog(LogFiles.held(readable, raw), seen.append)
     for line in lines:
         log.feed(line)
     assert raw.getvalue().count(b"\n") == len(lines)

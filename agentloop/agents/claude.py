@@ -21,7 +21,7 @@ from agentloop.agents import (LOOP_RULES, REVIEW_RULES, AgentResult, AgentRun, A
                               Models)
 from agentloop.agents.claude_errors import ROOT_REFUSAL, classify
 from agentloop.agents.claude_stream import StreamLog, judge
-from agentloop.agents.common import (display, helper_call, log_footer, log_header, open_logs,
+from agentloop.agents.common import (display, helper_call, log_footer, log_header, LogFiles,
                                      stamp)
 from agentloop.errors import AgentBlocked, ProgramNotFound
 
@@ -137,13 +137,13 @@ class ClaudeAgent:
     def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
         """Run once, streaming into the logs, and judge the result."""
         argv = self.argv(request)
-        with open_logs(request) as (readable, raw):
-            log = StreamLog(readable, raw, on_activity)
-            log.write(self._header(request, argv))
+        with LogFiles(request.log, request.raw_log) as files:
+            log = StreamLog(files, on_activity, self._header(request, argv))
             try:
                 done = proc.stream(argv, log.feed, cwd=request.cwd, env=self.env,
                                    timeout=request.timeout,
-                                   stdin=request.prompt.encode("utf-8", "replace"))
+                                   stdin=request.prompt.encode("utf-8", "replace"),
+                                   started=log.start)
             except BaseException:
                 log.write(f"\n== stopped at {stamp()}: interrupted ==")
                 raise

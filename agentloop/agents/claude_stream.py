@@ -7,11 +7,11 @@ downstream (the state, the console, a --resume argument) ever holds a stray type
 from __future__ import annotations
 
 import math
-from typing import IO, Any, Callable
+from typing import Any, Callable
 
 
 from agentloop.agents import AgentResult, AgentRun, Totals
-from agentloop.agents.common import JsonLog, display
+from agentloop.agents.common import JsonLog, LogFiles, display
 
 
 def describe_tool(name: str, args: dict[str, Any]) -> str:
@@ -27,8 +27,9 @@ def describe_tool(name: str, args: dict[str, Any]) -> str:
 class StreamLog(JsonLog):
     """Turns stream-json lines into a readable log and remembers what matters for the result."""
 
-    def __init__(self, readable: IO[str], raw: IO[bytes], on_activity: Callable[[str], None]) -> None:
-        super().__init__(readable, raw, on_activity)
+    def __init__(self, files: LogFiles, on_activity: Callable[[str], None],
+                 header: str | None = None) -> None:
+        super().__init__(files, on_activity, header)
         self.session_id: str | None = None
         self.result: dict[str, Any] | None = None
         self.rate_limit: dict[str, Any] | None = None

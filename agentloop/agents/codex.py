@@ -31,7 +31,7 @@ from agentloop.agents import (LOOP_RULES, REVIEW_RULES, AgentResult, AgentRun, A
                               Models, clean)
 from agentloop.agents.codex_errors import classify
 from agentloop.agents.codex_stream import CodexLog, error_line, judge
-from agentloop.agents.common import (display, helper_call, log_footer, log_header, open_logs,
+from agentloop.agents.common import (display, helper_call, log_footer, log_header, LogFiles,
                                      stamp)
 from agentloop.errors import ProgramNotFound
 
@@ -117,14 +117,14 @@ class CodexAgent:
     def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
         """Run once, streaming into the logs, and judge the result."""
         argv = self.argv(request)
-        with open_logs(request) as (readable, raw):
-            log = CodexLog(readable, raw, on_activity)
-            log.write(self._header(request, argv))
+        with LogFiles(request.log, request.raw_log) as files:
+            log = CodexLog(files, on_activity, self._header(request, argv))
             start = time.monotonic()
             try:
                 done = proc.stream(argv, log.feed, cwd=request.cwd, env=self.env,
                                    timeout=request.timeout,
-                                   stdin=clean(request.prompt).encode("utf-8"))
+                                   stdin=clean(request.prompt).encode("utf-8"),
+                                   started=log.start)
             except BaseException:
                 log.write(f"\n== stopped at {stamp()}: interrupted ==")
                 raise

@@ -13,11 +13,11 @@ from __future__ import annotations
 import shlex
 import time
 from datetime import datetime, timezone
-from typing import IO, Any, Callable
+from typing import Any, Callable
 
 
 from agentloop.agents import AgentResult, AgentRun, Totals
-from agentloop.agents.common import JsonLog, display
+from agentloop.agents.common import JsonLog, LogFiles, display
 from agentloop.agents.codex_errors import LIMIT_TEXT, http_status, parse_reset
 
 # Codex's usage keys -> the loop's. Codex counts cached tokens inside input_tokens (OpenAI's
@@ -64,8 +64,9 @@ def _command(item: dict[str, Any]) -> str:
 class CodexLog(JsonLog):
     """Turns JSONL events into a readable log and remembers what matters for the result."""
 
-    def __init__(self, readable: IO[str], raw: IO[bytes], on_activity: Callable[[str], None]) -> None:
-        super().__init__(readable, raw, on_activity)
+    def __init__(self, files: LogFiles, on_activity: Callable[[str], None],
+                 header: str | None = None) -> None:
+        super().__init__(files, on_activity, header)
         self.thread_id: str | None = None
         self.text = ""                       # the last agent_message
         self.usage: dict[str, int] | None = None

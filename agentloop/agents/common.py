@@ -6,9 +6,8 @@ from __future__ import annotations
 import re
 import subprocess
 from datetime import datetime, timezone
-from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Mapping, Sequence
+from typing import IO, Any, Callable, Mapping, Sequence
 
 import orjson
 
@@ -66,23 +65,91 @@ def helper_call(argv: list[str], prompt: str, cwd: Path, env: Mapping[str, str] 
         return Answer("", error=f"could not start {argv[0]}: {exc}")
 
 
-class JsonLog:
-    """Turns an agent's JSON lines into a readable log as they come; subclasses read events."""
+class LogFiles:
+    """A run's readable log and its raw JSONL beside it, made when first written to. The
+    adapters write the first line once the agent has started: making two files can cost a few
+    hundred microseconds (ext4), time the agent's own start-up then hides."""
 
-    def __init__(self, readable: IO[str], raw: IO[bytes], on_activity: Callable[[str], None]) -> None:
-        self.readable = readable
-        self.raw = raw
+    def __init__(self, log: Path | None, raw_log: Path | None,
+                 opened: tuple[IO[str], IO[bytes]] | None = None) -> None:
+        self._paths = (log, raw_log)
+        self._files = opened
+
+    @classmethod
+    def held(cls, readable: IO[str], raw: IO[bytes]) -> LogFiles:
+        """Files that are open already, and are not ours to close (tests read them back)."""
+        return cls(None, None, (readable, raw))
+
+    @property
+    def readable(self) -> IO[str]:
+        return self._open()[0]
+
+    @property
+    def raw(self) -> IO[bytes]:
+        return self._open()[1]
+
+    def _open(self) -> tuple[IO[str], IO[bytes]]:
+        if self._files is None:
+            log, raw_log = self._paths
+            assert log is not None and raw_log is not None
+            log.parent.mkdir(parents=True, exist_ok=True)
+            # Readable too: should the agent delete them, keep.put_back reads them back.
+            readable = open(log, "w+", encoding="utf-8", errors="replace")
+            try:
+                self._files = (readable, open(raw_log, "w+b"))
+            except BaseException:
+                readable.close()
+                raise
+        return self._files
+
+    def __enter__(self) -> LogFiles:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._files is None or self._paths[0] is None:
+            return
+        files: tuple[IO[Any], ...] = self._files
+        for path, held in zip(self._paths, files):
+            assert path is not None
+            try:
+                fresh = keep.put_back(path, held)  # the agent deleted it while it ran
+                if fresh is not None:
+                    fresh.close()
+            finally:
+                held.close()
+
+
+class JsonLog:
+    """Turns an agent's JSON lines into a readable log as they come; subclasses read events.
+    `header` opens the readable log, written by `start` (or the first write)."""
+
+    def __init__(self, files: LogFiles, on_activity: Callable[[str], None],
+                 header: str | None = None) -> None:
+        self.files = files
         self.on_activity = on_activity
         self.garbage = 0
+        self._header = header
+
+    def start(self) -> None:
+        """The agent has started: its log gets its header, and so its files, now."""
+        if self._header is not None:
+            header, self._header = self._header, None
+            self._put(header)
 
     def write(self, text: str) -> None:
         """Add lines to the readable log and flush, so `tail -f` follows along."""
-        self.readable.write(text.rstrip("\n") + "\n")
-        self.readable.flush()
+        self.start()
+        self._put(text)
+
+    def _put(self, text: str) -> None:
+        readable = self.files.readable
+        readable.write(text.rstrip("\n") + "\n")
+        readable.flush()
 
     def feed(self, line: bytes) -> None:
         """Handle one line of the agent's stdout."""
-        blank, event = read_event(line, self.raw)
+        self.start()
+        blank, event = read_event(line, self.files.raw)
         if blank:
             return
         if event is None:
@@ -94,22 +161,6 @@ class JsonLog:
     def event(self, event: dict[str, Any]) -> None:
         """One JSON object from the agent."""
         raise NotImplementedError
-
-
-@contextmanager
-def open_logs(request: AgentRun) -> Iterator[tuple[IO[str], IO[bytes]]]:
-    """The run's readable log and its raw JSONL beside it, open for writing."""
-    request.log.parent.mkdir(parents=True, exist_ok=True)
-    # Readable too: should the agent delete them, keep.put_back reads them back.
-    with open(request.log, "w+", encoding="utf-8", errors="replace") as readable, \
-            open(request.raw_log, "w+b") as raw:
-        try:
-            yield readable, raw
-        finally:
-            for path, held in ((request.log, readable), (request.raw_log, raw)):
-                fresh = keep.put_back(path, held)  # the agent deleted it while it ran
-                if fresh is not None:
-                    fresh.close()
 
 
 def stamp() -> str:
