@@ -186,10 +186,11 @@ def measure(folder: Path, backend: str, sizes: list[int], env: dict[str, str]) -
     """For each size, in seconds: agent-loop's run and its start-up (a run with nothing left
     to do), the bare loop, and the person's loop; each the median of several rounds that run
     all of them in turn, so a slow moment of the machine weighs on every side alike (7 rounds
-    up to 100 tasks, where one start-up's jitter is a large part of a task's cost; else 1)."""
+    up to 100 tasks, where one start-up's jitter is a large part of a task's cost; else 3: on
+    a shared machine one round of 1,000 tasks has come out anywhere from 0.87x to 1.18x)."""
     results = {}
     for size in sizes:
-        rounds = 7 if size <= 100 else 1
+        rounds = 7 if size <= 100 else 3
         seen: dict[str, list[float]] = {"tool": [], "idle": [], "bare": [], "plain": []}
         for r in range(rounds):
             work = new_repo(folder / f"{backend}-{size}-{r}-tool", backend, size, env)

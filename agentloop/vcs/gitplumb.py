@@ -105,6 +105,7 @@ class GitPlumbing:
         # (agentloop.vcs.gitquick): unchanged at finish, `git add -A` finds only the task's.
         self._index_seen: tuple[int, ...] | None = None
         self._dirs: tuple[str, str] | None = None   # the git dir and the common dir, as text
+        self._env: dict[str, str] | None = None     # what every git command runs with
 
     @property
     def repo(self) -> git.Repo:
@@ -118,8 +119,10 @@ class GitPlumbing:
         list is ever too long and no file name (not even one that is not UTF-8) is mangled."""
         data = None if paths is None else b"".join(
             p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
-        # Pathspecs are file names to us, never globs.
-        full = {**os.environ, "GIT_LITERAL_PATHSPECS": "1", **(env or {})}
+        if self._env is None:  # once per run: copying os.environ costs more than reading HEAD
+            # Pathspecs are file names to us, never globs.
+            self._env = {**os.environ, "GIT_LITERAL_PATHSPECS": "1"}
+        full = {**self._env, **env} if env else self._env
         try:
             done = proc.run(["git", *args], cwd=self.root, env=full, check=False, input=data,
                             timeout=GIT_TIMEOUT)

@@ -66,7 +66,9 @@ class GitRecord(GitPlumbing):
         leaves alone files that no agent touched."""
         self._start = start
         record = self._record()
-        text = json.dumps(dataclasses.asdict(start)).encode()  # ASCII: json escapes the rest
+        # Its fields are plain values (asdict would copy them deeply first). ASCII: json
+        # escapes the rest.
+        text = json.dumps(vars(start)).encode()
         if fresh:
             record.unlink(missing_ok=True)
             record.write_bytes(text)

@@ -59,7 +59,7 @@ def _read(path: str) -> str:
 
 
 def _is_sha(text: str) -> bool:
-    return len(text) == SHA_LENGTH and all(c in "0123456789abcdef" for c in text)
+    return len(text) == SHA_LENGTH and not text.strip("0123456789abcdef")
 
 
 def tree_of(common_dir: Path, commit: str) -> str | None:
