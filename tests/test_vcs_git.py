@@ -569,3 +569,23 @@ def test_the_next_begin_after_a_clean_commit_starts_no_git_and_still_knows_the_t
     vcs.finish(change, "five")
     assert commit_files(repo, "HEAD") == ["d.txt"]
     assert git(repo, "status", "--porcelain") == "M  README.md\n?? tasks.md\n"
+
+
+def test_a_task_begins_by_writing_over_the_last_tasks_record_and_the_next_run_reads_it(
+        repo: Path) -> None:
+    # The record is overwritten in place, padded with spaces to the old one's length: a longer
+    # record from the last task (a dirty tree's states) must not leave its tail behind.
+    (repo / "notes.txt").write_text("the user's\n")
+    vcs = make(repo, allow_dirty=True)
+    first = vcs.begin("a first task, with a long message " * 20)
+    (repo / "first.txt").write_text("first\n")
+    assert vcs.finish(first, "a first task, with a long message " * 20).change_id
+    record = repo / ".git" / "agent-loop-attempt.json"
+    assert len(record.read_bytes()) > 600
+    vcs.begin("second")
+    assert json.loads(record.read_text())["message"] == "second"
+    (repo / "half.txt").write_text("half\n")
+    again = GitVcs(repo, repo / "tasks.md", allow_dirty=True)
+    assert again.prepare()[0].startswith("rolled back")
+    assert not (repo / "half.txt").exists()
+    assert (repo / "notes.txt").read_text() == "the user's\n"
