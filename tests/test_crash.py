@@ -389,7 +389,12 @@ if [ -n "$hit" ] && [ "$CRASH_WHEN" = before ]; then kill -9 $PPID; exit 1; fi
 if [ -n "$hit" ] && [ "$CRASH_WHEN" = during ]; then
     exec 3<&0  # a command put in the background would read /dev/null instead
     "$CRASH_REAL" "$@" <&3 &
-    sleep "$CRASH_DELAY"
+    if [ "$CRASH_DELAY" = lock ]; then
+        # The instant jj holds its working-copy lock (a busy wait: no sleep is that short).
+        while kill -0 $! 2>/dev/null && [ ! -e .jj/working_copy/working_copy.lock ]; do :; done
+    else
+        sleep "$CRASH_DELAY"
+    fi
     kill -9 $! $PPID
     exit 137
 fi
@@ -419,7 +424,11 @@ def crash_env(tmp: Path, kind: str, when: str, at: int = 0, match: str = "") -> 
 
 def during(kind: str, at: int) -> str:
     """How long into the command the "during" kill comes: spread over what one takes here (git
-    a few milliseconds, jj some tens), so most land inside."""
+    a few milliseconds, jj some tens), so most land inside; for every third jj command, the
+    instant it holds its working-copy lock, so some kills leave a stale lock however fast jj
+    runs on the day (a sweep with timed kills alone once left none)."""
+    if kind == "jj" and at % 3 == 0:
+        return "lock"
     span = 5 if kind == "git" else 60
     return f"{(at * 7 % span + 1) / 1000:.3f}"
 
