@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from agentloop import receipts
+from agentloop import receipts, taskfile
 from agentloop.context import Run
 from agentloop.errors import AgentLoopError, UNFINISHED_EXIT
+from agentloop.reconcile import reconcile
 from agentloop.events import RunFinished
 from agentloop.state import TaskState
 
@@ -47,7 +48,8 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
                        logs=str(run.project.store.logs),
                        stopped=stopped,
                        notes=notes + unapproved_notes(run.state)
-                       + (_empty_notes(tasks, planned) if run.vcs.name != "none" else ()),
+                       + (_empty_notes(tasks, planned) if run.vcs.name != "none" else ())
+                       + _grown_notes(run),
                        unfinished=unfinished, cost_known=total.cost_known)
 
 
@@ -57,6 +59,24 @@ def _empty_notes(tasks: list[TaskState], planned: list[int]) -> tuple[str, ...]:
                  "(--require-changes fails such a task)"
                  for i in planned if tasks[i - 1].status == "completed"
                  and not tasks[i - 1].files and not tasks[i - 1].change_id)
+
+
+def _grown_notes(run: Run) -> tuple[str, ...]:
+    """Tasks added to the task file (or reworded) while this run worked: they run next time,
+    which a run that says "done" must not leave unsaid. An agent ticking boxes is no news."""
+    path = run.project.task_file
+    try:
+        data = taskfile.read_bytes(path)
+        if taskfile.file_hash(data) == run.state.task_file_hash:
+            return ()
+        changes = reconcile(run.state.tasks, taskfile.from_bytes(path, data))
+    except AgentLoopError as exc:
+        return (f"{run.state.task_file} changed while this run worked and cannot be read now: "
+                f"{exc}",)
+    if not changes.added and not changes.edited:
+        return ()
+    return (f"{run.state.task_file} changed while this run worked ({changes.summary()}); run "
+            "agent-loop again to run what is new",)
 
 
 def exit_code(summary: RunFinished) -> int:

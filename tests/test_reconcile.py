@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from agentloop import taskfile
 from agentloop.reconcile import reconcile
 from agentloop.records import TaskState
+from tests.conftest import FakeClaude
+from tests.test_run_vcs import init_repo, state_of
 
 
 def saved(tmp_path: Path, text: str, done: tuple[int, ...]) -> list[TaskState]:
@@ -56,3 +62,49 @@ def test_duplicates_match_in_order_and_new_log_names_never_collide(tmp_path: Pat
     assert [t.status for t in changed.tasks] == ["completed", "pending", "pending"]
     names = [t.log_name for t in changed.tasks]
     assert len(set(names)) == 3
+
+
+def test_a_task_added_while_a_run_works_is_named_at_its_end_and_run_by_the_next(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "README.md").write_text("hello\n")
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("## One\n- [ ] first\n  FAKE: write a.txt A\n"
+                                   "  FAKE: sleep 1.5\n")
+    argv = [sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git", "--no-distill"]
+    env = {**os.environ, "NO_COLOR": "1"}
+    tool = subprocess.Popen(argv, cwd=work, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    log = work / ".agent-loop" / "logs" / "001-one--first.log"
+    for _ in range(200):  # the agent of the first task is at work
+        if log.exists():
+            break
+        time.sleep(0.05)
+    with (work / "tasks.md").open("a") as plan:
+        plan.write("- [ ] second\n  FAKE: write b.txt B\n")
+    out, _ = tool.communicate(timeout=60)
+    assert tool.returncode == 0, out
+    assert ("tasks.md changed while this run worked (1 task added, 0 edited, 0 removed; 1 "
+            "completed task kept); run agent-loop again to run what is new") in out
+    again = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed", "completed"]
+    assert "changed while this run worked" not in again.stdout
+
+
+def test_boxes_the_agent_ticks_are_no_news_at_the_end(tmp_path: Path,
+                                                      fake_claude: FakeClaude) -> None:
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "README.md").write_text("hello\n")
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- [ ] tick me off\n")
+    said = tmp_path / "directives.json"  # the agent's doing, not in the task's own text
+    said.write_text('{"tick me off": ["FAKE: write tasks.md - [x] tick me off"]}')
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                           "--no-distill"], cwd=work, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "NO_COLOR": "1", "FAKE_CLAUDE_DIRECTIVES": str(said)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / "tasks.md").read_text().startswith("- [x] tick me off")
+    assert "changed while this run worked" not in done.stdout + done.stderr
