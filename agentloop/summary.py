@@ -73,7 +73,9 @@ def _grown_notes(run: Run) -> tuple[str, ...]:
     except AgentLoopError as exc:
         return (f"{run.state.task_file} changed while this run worked and cannot be read now: "
                 f"{exc}",)
-    if not changes.added and not changes.edited:
+    new = [*changes.added, *(i for i, _ in changes.edited)]
+    # A line the agent reworded as it ticked it off is done, not new work.
+    if all(changes.tasks[i - 1].status != "pending" for i in new):
         return ()
     return (f"{run.state.task_file} changed while this run worked ({changes.summary()}); run "
             "agent-loop again to run what is new",)

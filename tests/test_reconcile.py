@@ -101,10 +101,10 @@ def test_boxes_the_agent_ticks_are_no_news_at_the_end(tmp_path: Path,
     init_repo(work, "git")
     (work / "tasks.md").write_text("- [ ] tick me off\n")
     said = tmp_path / "directives.json"  # the agent's doing, not in the task's own text
-    said.write_text('{"tick me off": ["FAKE: write tasks.md - [x] tick me off"]}')
+    said.write_text('{"tick me off": ["FAKE: write tasks.md - [x] tick me off (done: see a.txt)"]}')
     done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
                            "--no-distill"], cwd=work, capture_output=True, text=True, timeout=60,
                           env={**os.environ, "NO_COLOR": "1", "FAKE_CLAUDE_DIRECTIVES": str(said)})
     assert done.returncode == 0, done.stdout + done.stderr
-    assert (work / "tasks.md").read_text().startswith("- [x] tick me off")
+    assert (work / "tasks.md").read_text().startswith("- [x] tick me off (done")
     assert "changed while this run worked" not in done.stdout + done.stderr

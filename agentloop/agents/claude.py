@@ -21,8 +21,7 @@ from agentloop.agents import (LOOP_RULES, REVIEW_RULES, AgentResult, AgentRun, A
                               Models)
 from agentloop.agents.claude_errors import ROOT_REFUSAL, classify
 from agentloop.agents.claude_stream import StreamLog, judge
-from agentloop.agents.common import (display, helper_call, log_footer, log_header, LogFiles,
-                                     stamp)
+from agentloop.agents.common import LogFiles, display, helper_call, log_footer, log_header
 from agentloop.errors import AgentBlocked, ProgramNotFound
 
 ENV_VAR = "AGENT_LOOP_CLAUDE"
@@ -145,7 +144,7 @@ class ClaudeAgent:
                                    stdin=request.prompt.encode("utf-8", "replace"),
                                    started=log.start)
             except BaseException:
-                log.write(f"\n== stopped at {stamp()}: interrupted ==")
+                log.stopped()
                 raise
             if ROOT_REFUSAL in done.stderr_tail:
                 log.write(f"\n== refused: {done.stderr_tail.strip()} ==")

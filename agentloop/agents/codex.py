@@ -31,8 +31,7 @@ from agentloop.agents import (LOOP_RULES, REVIEW_RULES, AgentResult, AgentRun, A
                               Models, clean)
 from agentloop.agents.codex_errors import classify
 from agentloop.agents.codex_stream import CodexLog, error_line, judge
-from agentloop.agents.common import (display, helper_call, log_footer, log_header, LogFiles,
-                                     stamp)
+from agentloop.agents.common import LogFiles, display, helper_call, log_footer, log_header
 from agentloop.errors import ProgramNotFound
 
 ENV_VAR = "AGENT_LOOP_CODEX"
@@ -126,7 +125,7 @@ class CodexAgent:
                                    stdin=clean(request.prompt).encode("utf-8"),
                                    started=log.start)
             except BaseException:
-                log.write(f"\n== stopped at {stamp()}: interrupted ==")
+                log.stopped()
                 raise
             result = judge(done.returncode, done.timed_out, log, done.stderr_tail, request,
                            time.monotonic() - start)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Callable, Mapping, Sequence
@@ -92,14 +93,16 @@ class LogFiles:
         if self._files is None:
             log, raw_log = self._paths
             assert log is not None and raw_log is not None
-            log.parent.mkdir(parents=True, exist_ok=True)
-            # Readable too: should the agent delete them, keep.put_back reads them back.
-            readable = open(log, "w+", encoding="utf-8", errors="replace")
-            try:
-                self._files = (readable, open(raw_log, "w+b"))
-            except BaseException:
-                readable.close()
-                raise
+            for tries_left in reversed(range(3)):
+                try:
+                    self._files = _make(log, raw_log)
+                    break
+                except FileNotFoundError:
+                    # The agent started a moment ago, and may have just deleted .agent-loop/
+                    # (`git clean -fdx`) between our mkdir and open: make it again.
+                    if not tries_left:
+                        raise
+        assert self._files is not None
         return self._files
 
     def __enter__(self) -> LogFiles:
@@ -108,15 +111,26 @@ class LogFiles:
     def __exit__(self, *exc: object) -> None:
         if self._files is None or self._paths[0] is None:
             return
-        files: tuple[IO[Any], ...] = self._files
-        for path, held in zip(self._paths, files):
-            assert path is not None
-            try:
+        with ExitStack() as closing:
+            files: tuple[IO[Any], ...] = self._files
+            for held in files:
+                closing.callback(held.close)  # each is closed, whatever fails before
+            for path, held in zip(self._paths, files):
+                assert path is not None
                 fresh = keep.put_back(path, held)  # the agent deleted it while it ran
                 if fresh is not None:
                     fresh.close()
-            finally:
-                held.close()
+
+
+def _make(log: Path, raw_log: Path) -> tuple[IO[str], IO[bytes]]:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    # Readable too: should the agent delete them, keep.put_back reads them back.
+    readable = open(log, "w+", encoding="utf-8", errors="replace")
+    try:
+        return readable, open(raw_log, "w+b")
+    except BaseException:
+        readable.close()
+        raise
 
 
 class JsonLog:
@@ -133,13 +147,21 @@ class JsonLog:
     def start(self) -> None:
         """The agent has started: its log gets its header, and so its files, now."""
         if self._header is not None:
-            header, self._header = self._header, None
-            self._put(header)
+            self._put(self._header)
+            self._header = None  # only once it is written: a later write tries again
 
     def write(self, text: str) -> None:
         """Add lines to the readable log and flush, so `tail -f` follows along."""
         self.start()
         self._put(text)
+
+    def stopped(self) -> None:
+        """The run was stopped (Ctrl+C, a failed start): said in the log if the log can still
+        be written, for the stop itself is what the caller must see."""
+        try:
+            self.write(f"\n== stopped at {stamp()}: interrupted ==")
+        except OSError:
+            pass
 
     def _put(self, text: str) -> None:
         readable = self.files.readable

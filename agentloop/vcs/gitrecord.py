@@ -5,6 +5,7 @@ roll it back, keeping a copy), and carried from one task's finish to the next ta
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 import time
@@ -65,8 +66,8 @@ class GitRecord(GitPlumbing):
         the old one's length, since on ext4 replacing a file costs a flush to disk and making
         one a few hundred microseconds. Killed before that write, the next run finds the
         earlier task's record, which it keeps as it would have (the state says that task is
-        done, this one not yet running); a write cut short (a full disk) leaves a record it
-        cannot read, and it leaves alone files that no agent touched."""
+        done, this one not yet running); a write cut short (a full disk, a file size limit)
+        raises before any agent runs, as writing a new file would have."""
         self._start = start
         record = self._record()
         # Its fields are plain values (asdict would copy them deeply first). ASCII: json
@@ -75,7 +76,9 @@ class GitRecord(GitPlumbing):
         if fresh:
             fd = os.open(record, os.O_WRONLY | os.O_CREAT, 0o644)
             try:
-                os.pwrite(fd, text.ljust(os.fstat(fd).st_size), 0)
+                padded = text.ljust(os.fstat(fd).st_size)
+                if os.pwrite(fd, padded, 0) != len(padded):
+                    raise OSError(errno.ENOSPC, f"{record}: written in part (is the disk full?)")
             finally:
                 os.close(fd)
             return

@@ -27,8 +27,10 @@ from agentloop.vcs.history import missing
 from agentloop.vcs.jjplumb import (INFO, JJ, MAX_NEW_FILE, _env, _fileset,  # noqa: F401
                                    _Rev, jj_root)
 
-# How jj refuses to work on a working copy that a killed command left behind its operation.
+# How jj refuses to work on a working copy that a killed command left behind its operation,
+# and how `jj workspace update-stale` says that files changed after it.
 STALE = "working copy is stale"
+CONCURRENT = "Concurrent modification detected"
 
 
 class JjVcs:
@@ -46,30 +48,33 @@ class JjVcs:
         self._fresh = False      # @ is an empty, undescribed change we made: describe, don't stack
         self._messages: dict[str, str] = {}
         self._config: list[str] = []  # --config options for every call, set by prepare()
-        self.notes: list[str] = []  # what a call had to mend first; prepare reports them
 
     def _jj(self, *args: str, cwd: Path | None = None) -> str:
         try:
-            try:
-                return proc.run([*JJ, *self._config, *args], cwd=cwd or self.root,
-                                env=_env()).stdout
-            except ProcessError as exc:
-                if STALE not in (exc.output or ""):
-                    raise
-            # A jj command killed between recording its operation and writing the files (a
-            # kill, a Ctrl+C to the agent's own jj) leaves the working copy "stale": every
-            # command refuses until it is brought up to date. Its edits were snapshotted into
-            # that operation, so updating loses nothing (jj's own advice).
-            proc.run([*JJ, *self._config, "workspace", "update-stale"], cwd=cwd or self.root,
-                     env=_env())
-            self.notes.append("brought the working copy up to date after a jj command that "
-                              "was killed (`jj workspace update-stale`)")
             return proc.run([*JJ, *self._config, *args], cwd=cwd or self.root, env=_env()).stdout
         except ProgramNotFound as exc:
             raise VcsError("jj is not installed or not on PATH") from exc
         except ProcessError as exc:
             # The argv holds long templates; jj's own message (with its hints) says enough.
             raise VcsError(f"`jj {args[0]}` failed: {exc.output or exc}") from exc
+
+    def _update_stale(self) -> str:
+        """Finish what a killed jj command left undone: its operation was recorded, the files
+        not yet written ("The working copy is stale"), and every command refuses until they
+        are. Run before any agent: files changed since are the user's, and jj would move them
+        out of the working copy; that stops the run, naming where they went."""
+        try:
+            done = proc.run([*JJ, *self._config, "workspace", "update-stale"], cwd=self.root,
+                            env=_env())
+        except ProcessError as exc:
+            raise VcsError(f"`jj workspace update-stale` failed: {exc.output or exc}") from exc
+        if CONCURRENT in done.stdout + done.stderr:
+            raise VcsError("a jj command was killed, and files changed in the working copy "
+                           "after it: `jj workspace update-stale` has moved those edits into a "
+                           "change of their own (`jj log` shows it; `jj restore --from <it>` "
+                           "brings them back); look, then run agent-loop again")
+        return ("brought the working copy up to date after a jj command that was killed "
+                "(`jj workspace update-stale`)")
 
     def _info(self, revset: str) -> list[_Rev]:
         out = self._jj("log", "--no-graph", "-r", revset, "-T", INFO)
@@ -112,7 +117,7 @@ class JjVcs:
 
     def prepare(self) -> list[str]:
         """`jj git init` when needed (colocated beside an existing .git); note the base change."""
-        notes, self.notes = [], []
+        notes = []
         if not self.initialized:
             found = find_root(self.root)
             if found is not None and (found / ".git").exists():
@@ -130,8 +135,14 @@ class JjVcs:
                 notes.append(f"initialized a jj repository in {self.root}")
             self.initialized = True
         else:
-            notes += self._drop_strays()
-        return notes + self.notes
+            try:
+                notes += self._drop_strays()
+            except VcsError as exc:
+                if STALE not in str(exc):
+                    raise
+                notes.append(self._update_stale())
+                notes += self._drop_strays()
+        return notes
 
     def _drop_strays(self) -> list[str]:
         """Abandon empty changes an earlier run described and was killed before it used.
