@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FakeClaude
-from tests.test_run_vcs import git, init_repo, state_of
+from tests.test_run_vcs import git, git_project, state_of
 
 # Enough tasks, each long enough, that no round (signalled within 0.6 s) finishes the plan: at
 # most three tasks a round, so at least three rounds are interrupted however fast the tool is.
@@ -34,11 +34,7 @@ def start(work: Path) -> subprocess.Popen[str]:
 
 def test_signals_to_the_whole_group_at_random_moments_of_a_git_run(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
-    work = tmp_path / "project"
-    work.mkdir()
-    (work / "README.md").write_text("hello\n")
-    init_repo(work, "git")
-    (work / "tasks.md").write_text("".join(
+    work = git_project(tmp_path, "".join(
         f"- task {i}\n  FAKE: write t{i}.txt {i}\n  FAKE: sleep 0.15\n" for i in range(TASKS)))
     rng = random.Random(SEED)
     interrupted = 0

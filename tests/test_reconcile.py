@@ -12,7 +12,7 @@ from agentloop import taskfile
 from agentloop.reconcile import reconcile
 from agentloop.records import TaskState
 from tests.conftest import FakeClaude
-from tests.test_run_vcs import init_repo, state_of
+from tests.test_run_vcs import git_project, state_of
 
 
 def saved(tmp_path: Path, text: str, done: tuple[int, ...]) -> list[TaskState]:
@@ -66,12 +66,8 @@ def test_duplicates_match_in_order_and_new_log_names_never_collide(tmp_path: Pat
 
 def test_a_task_added_while_a_run_works_is_named_at_its_end_and_run_by_the_next(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
-    work = tmp_path / "project"
-    work.mkdir()
-    (work / "README.md").write_text("hello\n")
-    init_repo(work, "git")
-    (work / "tasks.md").write_text("## One\n- [ ] first\n  FAKE: write a.txt A\n"
-                                   "  FAKE: sleep 1.5\n")
+    work = git_project(tmp_path, "## One\n- [ ] first\n  FAKE: write a.txt A\n"
+                       "  FAKE: sleep 1.5\n")
     argv = [sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git", "--no-distill"]
     env = {**os.environ, "NO_COLOR": "1"}
     tool = subprocess.Popen(argv, cwd=work, env=env, stdout=subprocess.PIPE,
@@ -95,11 +91,7 @@ def test_a_task_added_while_a_run_works_is_named_at_its_end_and_run_by_the_next(
 
 def test_boxes_the_agent_ticks_are_no_news_at_the_end(tmp_path: Path,
                                                       fake_claude: FakeClaude) -> None:
-    work = tmp_path / "project"
-    work.mkdir()
-    (work / "README.md").write_text("hello\n")
-    init_repo(work, "git")
-    (work / "tasks.md").write_text("- [ ] tick me off\n")
+    work = git_project(tmp_path, "- [ ] tick me off\n")
     said = tmp_path / "directives.json"  # the agent's doing, not in the task's own text
     said.write_text('{"tick me off": ["FAKE: write tasks.md - [x] tick me off (done: see a.txt)"]}')
     done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",

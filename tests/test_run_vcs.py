@@ -99,6 +99,16 @@ def init_repo(work: Path, kind: str) -> None:
         git(work, "commit", "-qm", "initial")
 
 
+def git_project(tmp_path: Path, plan: str) -> Path:
+    """tmp_path/project: a git repository with its README committed, and `plan` as tasks.md."""
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "README.md").write_text("hello\n")
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(plan)
+    return work
+
+
 def check_jj_history(work: Path) -> None:
     changes = jj_changes(work)
     assert [d for _, d, _ in changes] == DESCRIPTIONS
