@@ -148,7 +148,25 @@ def command(tasks_md: Path, **params: Any) -> None:
         code = _dispatch(tasks_md, Path.cwd(), options)
     except (KeyboardInterrupt, AgentLoopError) as exc:
         code = _report(exc, args)
+    except Exception as exc:
+        if not _from_a_stop(exc):
+            raise
+        code = _report(KeyboardInterrupt(), args)
     sys.exit(code)
+
+
+def _from_a_stop(exc: BaseException) -> bool:
+    """Whether a Ctrl+C (or SIGTERM, SIGHUP) is what this error came from: Python wraps one
+    that lands in a class being built (a dataclass of a module imported late, `__set_name__`)
+    in a RuntimeError, and it must end as the stop it was, not as an internal error."""
+    seen: BaseException | None = exc
+    for _ in range(16):  # a chain is short; a cycle in one must not hang the exit
+        if seen is None:
+            break
+        if isinstance(seen, (KeyboardInterrupt, Interrupted)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _dispatch(tasks_md: Path, cwd: Path, options: Any) -> int:

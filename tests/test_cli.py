@@ -207,3 +207,23 @@ def test_reset_with_an_unusable_task_file_archives_nothing(tmp_path: Path,
     assert code == 1 and "has no tasks" in err
     assert (tmp_path / ".agent-loop" / "state.json").read_bytes() == before
     assert not (tmp_path / ".agent-loop" / "archive").exists()
+
+
+def test_a_stop_python_wrapped_in_another_error_still_ends_as_a_stop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Measured in CI's signal campaign: a SIGHUP inside a dataclass built by a module imported
+    # late (marko's) became `RuntimeError: Error calling __set_name__ ...`, an internal error.
+    from agentloop import cli
+
+    def wrapped(*args: object) -> int:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from exc
+
+    monkeypatch.setattr(cli, "_dispatch", wrapped)
+    (tmp_path / "tasks.md").write_text("- a\n")
+    monkeypatch.chdir(tmp_path)
+    done = CliRunner().invoke(command, ["tasks.md"])
+    assert done.exit_code == 130
+    assert "interrupted; state saved. Resume with: agent-loop tasks.md" in done.output

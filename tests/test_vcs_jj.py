@@ -295,16 +295,21 @@ def test_a_stale_working_copy_a_killed_jj_left_is_brought_up_to_date(repo: Path)
     assert vcs.prepare() == []
 
 
-def test_files_changed_after_the_killed_jj_stop_the_run_and_are_named(repo: Path) -> None:
+def test_files_changed_after_the_killed_jj_are_kept_and_named(repo: Path) -> None:
     first = make(repo)
     attempt = first.begin("agent-loop: One / a")
     (repo / "half.txt").write_text("half done\n")
     assert "half.txt" in first.diff(attempt)
     jj(repo, "--ignore-working-copy", "abandon", attempt.change_id)
     (repo / "mine.txt").write_text("the user's, written after the kill\n")
-    with pytest.raises(VcsError, match="files changed in the working copy after it"):
-        JjVcs(repo, repo / "tasks.md", initialized=True).prepare()
-    # Nothing is lost: jj keeps the edit in a change of its own, as the message says.
+    vcs = JjVcs(repo, repo / "tasks.md", initialized=True)
+    notes = vcs.prepare()
+    assert notes[0].startswith("brought the working copy up to date") and \
+        "kept in a change of their own" in notes[0]
+    done = run_task(vcs, repo, "task", {"a.txt": "a\n"})  # the run goes on, cleanly
+    vcs.close()
+    assert files_in(repo, done.change_id) == ["a.txt"]
+    # Nothing is lost: jj keeps the edit in a change of its own, as the note says.
     kept = jj(repo, "log", "--no-graph", "-r", "all()", "-T",
               'self.diff().files().map(|f| f.path()).join(",") ++ "\n"')
     assert "mine.txt" in kept

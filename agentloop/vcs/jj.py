@@ -61,20 +61,20 @@ class JjVcs:
     def _update_stale(self) -> str:
         """Finish what a killed jj command left undone: its operation was recorded, the files
         not yet written ("The working copy is stale"), and every command refuses until they
-        are. Run before any agent: files changed since are the user's, and jj would move them
-        out of the working copy; that stops the run, naming where they went."""
+        are. Run before any agent. Files that differ from what jj last recorded (the killed
+        command's own snapshot, or someone's edits since) are kept by jj in a change of their
+        own, which the note names: jj cannot tell the two apart, and neither can we."""
         try:
             done = proc.run([*JJ, *self._config, "workspace", "update-stale"], cwd=self.root,
                             env=_env())
         except ProcessError as exc:
             raise VcsError(f"`jj workspace update-stale` failed: {exc.output or exc}") from exc
-        if CONCURRENT in done.stdout + done.stderr:
-            raise VcsError("a jj command was killed, and files changed in the working copy "
-                           "after it: `jj workspace update-stale` has moved those edits into a "
-                           "change of their own (`jj log` shows it; `jj restore --from <it>` "
-                           "brings them back); look, then run agent-loop again")
-        return ("brought the working copy up to date after a jj command that was killed "
+        note = ("brought the working copy up to date after a jj command that was killed "
                 "(`jj workspace update-stale`)")
+        if CONCURRENT in done.stdout + done.stderr:
+            note += ("; files that differed from jj's last record were kept in a change of "
+                     "their own (`jj log` shows it, `jj restore --from <it>` brings them back)")
+        return note
 
     def _info(self, revset: str) -> list[_Rev]:
         out = self._jj("log", "--no-graph", "-r", revset, "-T", INFO)
