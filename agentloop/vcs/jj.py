@@ -50,8 +50,11 @@ class JjVcs:
         self._config: list[str] = []  # --config options for every call, set by prepare()
 
     def _jj(self, *args: str, cwd: Path | None = None) -> str:
+        return self._run(*args, cwd=cwd).stdout
+
+    def _run(self, *args: str, cwd: Path | None = None) -> proc.Completed:
         try:
-            return proc.run([*JJ, *self._config, *args], cwd=cwd or self.root, env=_env()).stdout
+            return proc.run([*JJ, *self._config, *args], cwd=cwd or self.root, env=_env())
         except ProgramNotFound as exc:
             raise VcsError("jj is not installed or not on PATH") from exc
         except ProcessError as exc:
@@ -64,11 +67,7 @@ class JjVcs:
         are. Run before any agent. Files that differ from what jj last recorded (the killed
         command's own snapshot, or someone's edits since) are kept by jj in a change of their
         own, which the note names: jj cannot tell the two apart, and neither can we."""
-        try:
-            done = proc.run([*JJ, *self._config, "workspace", "update-stale"], cwd=self.root,
-                            env=_env())
-        except ProcessError as exc:
-            raise VcsError(f"`jj workspace update-stale` failed: {exc.output or exc}") from exc
+        done = self._run("workspace", "update-stale")  # what it did is said on stderr
         note = ("brought the working copy up to date after a jj command that was killed "
                 "(`jj workspace update-stale`)")
         if CONCURRENT in done.stdout + done.stderr:
