@@ -274,15 +274,21 @@ def test_an_empty_change_a_killed_run_began_is_dropped(repo: Path) -> None:
     assert again.prepare() == []
 
 
-def test_a_stale_working_copy_a_killed_jj_left_is_brought_up_to_date(repo: Path) -> None:
-    # What a jj killed between recording its operation and updating the files leaves (seen in
-    # test_crash's kill sweep): every later command refuses, "The working copy is stale". Here
-    # the killed command is the abandon of an attempt whose agent wrote half.txt.
+def abandon_killed_before_the_files(repo: Path) -> None:
+    """An attempt whose agent wrote half.txt, abandoned by a jj that recorded its operation
+    and was killed before it wrote the working copy: what `--ignore-working-copy` leaves."""
     first = make(repo)
     attempt = first.begin("agent-loop: One / a")
     (repo / "half.txt").write_text("half done\n")
     assert "half.txt" in first.diff(attempt)  # snapshotted into the attempt's change
     jj(repo, "--ignore-working-copy", "abandon", attempt.change_id)
+
+
+def test_a_stale_working_copy_a_killed_jj_left_is_brought_up_to_date(repo: Path) -> None:
+    # What a jj killed between recording its operation and updating the files leaves (seen in
+    # test_crash's kill sweep): every later command refuses, "The working copy is stale". Here
+    # the killed command is the abandon of an attempt whose agent wrote half.txt.
+    abandon_killed_before_the_files(repo)
     with pytest.raises(proc.ProcessError, match="stale"):
         jj(repo, "status")
     vcs = JjVcs(repo, repo / "tasks.md", initialized=True)
@@ -296,11 +302,7 @@ def test_a_stale_working_copy_a_killed_jj_left_is_brought_up_to_date(repo: Path)
 
 
 def test_files_changed_after_the_killed_jj_are_kept_and_named(repo: Path) -> None:
-    first = make(repo)
-    attempt = first.begin("agent-loop: One / a")
-    (repo / "half.txt").write_text("half done\n")
-    assert "half.txt" in first.diff(attempt)
-    jj(repo, "--ignore-working-copy", "abandon", attempt.change_id)
+    abandon_killed_before_the_files(repo)
     (repo / "mine.txt").write_text("the user's, written after the kill\n")
     vcs = JjVcs(repo, repo / "tasks.md", initialized=True)
     notes = vcs.prepare()
