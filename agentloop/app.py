@@ -7,14 +7,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator
 
-from agentloop import taskfile
 from agentloop.errors import StateError, TaskFileError
-from agentloop.events import Emit, Event, EventLog, RunFinished, fan_out
 from agentloop.options import RunOptions, check_usage
-from agentloop.plan import PlanRow, plan_rows
-from agentloop.project import Project, load_plan, load_state, open_project, state_from
-from agentloop.state import State, now
-from agentloop.verify import task_checks
+from agentloop.plan import parse
+from agentloop.run.events import Emit, Event, EventLog, RunFinished, fan_out
+from agentloop.run.selection import PlanRow, plan_rows
+from agentloop.run.verify import task_checks
+from agentloop.state.project import Project, load_plan, load_state, open_project, state_from
+from agentloop.state.schema import State, now
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     check_usage(options)
     project = open_project(tasks_md, cwd)
     if options.reset:
-        state = state_from(project, taskfile.load(project.task_file))
+        state = state_from(project, parse.load(project.task_file))
     else:
         state, _ = load_state(project)
     rows = plan_rows(state, options.max_attempts, options.only, options.again,
@@ -92,7 +92,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
 
 def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult:
     """Run the unfinished tasks; return the summary."""
-    from agentloop.wiring import start_run
+    from agentloop.run.start import start_run
 
     check_usage(options)
     given = tasks_md if tasks_md.is_absolute() else cwd / tasks_md
@@ -103,7 +103,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     project = open_project(tasks_md, cwd)
     # Read and parsed before anything is touched: a missing or empty task file leaves no trace,
     # and --reset archives nothing for a file it could not run.
-    taskfile.load(project.task_file)
+    parse.load(project.task_file)
     events = EventLog(project.store.events, now)
     try:
         with project.store.lock():
@@ -118,7 +118,7 @@ def follow(tasks_md: Path, cwd: Path, poll: float = 0.2) -> Iterator[Event]:
     run finishes (or Ctrl+C). Reads events.jsonl only: the running loop never waits for us."""
     import time
 
-    from agentloop.events import from_json
+    from agentloop.run.events import from_json
 
     path = open_project(tasks_md, cwd).store.events
     while not path.exists():
@@ -150,7 +150,7 @@ def follow(tasks_md: Path, cwd: Path, poll: float = 0.2) -> Iterator[Event]:
 
 def init(tasks_md: Path, cwd: Path) -> str:
     """--init: write a commented example plan; never over an existing file."""
-    from agentloop.starter import starter_plan
+    from agentloop.plan.example import starter_plan
 
     path = tasks_md if tasks_md.is_absolute() else cwd / tasks_md
     if path.exists():

@@ -12,10 +12,17 @@ from typing import Any
 
 import click
 
-from agentloop import __version__, jsonbytes
+from agentloop import __version__
 from agentloop.agents import AGENTS
-from agentloop.errors import (AgentBlocked, AgentLoopError, BudgetReached, Interrupted,
-                              RunStopped, UsageError)
+from agentloop.errors import (
+    AgentBlocked,
+    AgentLoopError,
+    BudgetReached,
+    Interrupted,
+    RunStopped,
+    UsageError,
+)
+from agentloop.files import jsonbytes
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -171,8 +178,9 @@ def _from_a_stop(exc: BaseException) -> bool:
 
 def _dispatch(tasks_md: Path, cwd: Path, options: Any) -> int:
     """Run the one operation the options ask for, print what it returns; the exit code."""
-    from agentloop import app, render
-    from agentloop.console import Console
+    from agentloop import app
+    from agentloop.console import render
+    from agentloop.console.live import Console
 
     if options.status and options.follow:
         console = Console(live=False, cwd=cwd)
@@ -187,7 +195,7 @@ def _dispatch(tasks_md: Path, cwd: Path, options: Any) -> int:
     elif options.init:
         click.echo(app.init(tasks_md, cwd))
     else:
-        from agentloop.summary import exit_code
+        from agentloop.run.summary import exit_code
 
         result = app.run(tasks_md, cwd, options, Console(cwd=cwd))
         for line in render.closing_lines(result, cwd):

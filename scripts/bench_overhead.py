@@ -276,7 +276,7 @@ def commands(work: Path, env: dict[str, str], tasks: int) -> None:
 
 def checks_cost(folder: Path, env: dict[str, str], tasks: int) -> None:
     """What `--check true` adds per task, next to what starting the check's process costs."""
-    from agentloop import checks
+    from agentloop.run import checks
 
     runs = {}
     for extra in ((), ("--check", "true")):

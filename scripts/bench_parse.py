@@ -95,7 +95,7 @@ def bench_commands(folder: Path) -> None:
     marked completed so the measured run starts, finds nothing to do, and ends: its time is
     the start-up cost a run pays before its first task.
     """
-    from agentloop.project import load_state, open_project
+    from agentloop.state.project import load_state, open_project
 
     work = folder / "commands"
     work.mkdir()

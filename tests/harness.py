@@ -6,14 +6,14 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable
 
-from agentloop.clock import Clock
-from agentloop.context import Run
-from agentloop.events import Event, RunFinished
-from agentloop.learnings import Learnings
 from agentloop.options import RunOptions
-from agentloop.project import load_state, open_project
-from agentloop.runner import run_tasks
-from agentloop.state import State
+from agentloop.run.clock import Clock
+from agentloop.run.context import Run
+from agentloop.run.events import Event, RunFinished
+from agentloop.run.loop import run_tasks
+from agentloop.state.learnings import Learnings
+from agentloop.state.project import load_state, open_project
+from agentloop.state.schema import State
 
 
 class Harness:

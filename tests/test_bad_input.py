@@ -4,7 +4,7 @@ Every user-caused error here is checked the way a user meets it, through the rea
 exit 1, one line on stderr, no traceback, and the state as it was. Property tests (bounded)
 feed arbitrary bytes to the task-file loader, arbitrary markdown to `--dry-run`, damaged but
 parseable state files to `--status` and `--dry-run`, and arbitrary stream-json to the agent
-adapter. tests/test_taskfile.py holds the parser's own properties; tests/test_runner.py the
+adapter. tests/test_plan_parse.py holds the parser's own properties; tests/test_run_loop.py the
 agent that prints garbage, nothing, a cut result or crashes.
 """
 
@@ -27,14 +27,17 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentloop import app, journal, proc, render, taskfile
+from agentloop import app, proc
 from agentloop.agents.claude_stream import StreamLog, judge
 from agentloop.agents.common import LogFiles
-from agentloop.options import RunOptions
 from agentloop.cli import command
+from agentloop.console import render
 from agentloop.errors import AgentLoopError, ProcessError, TaskFileError
-from agentloop.plan import commit_message
-from agentloop.state import Attempt, State, TaskState
+from agentloop.options import RunOptions
+from agentloop.plan import parse as taskfile
+from agentloop.run.selection import commit_message
+from agentloop.state import journal
+from agentloop.state.schema import Attempt, State, TaskState
 from tests.conftest import FakeClaude
 
 SAFE_LOG = re.compile(r"\d{3,}-[a-z0-9-]+--[a-z0-9-]+(-attempt\d+)?(-iteration\d+)?\.(log|jsonl)")

@@ -15,8 +15,7 @@ from freezegun import freeze_time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentloop.agents import AgentResult
-from agentloop.agents import Failure
+from agentloop.agents import AgentResult, Failure
 from agentloop.agents.claude_errors import RESET_GRACE_SECONDS, classify, parse_reset
 from agentloop.agents.claude_stream import StreamLog, judge
 from agentloop.agents.common import LogFiles

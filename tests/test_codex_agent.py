@@ -13,14 +13,34 @@ from typing import Any
 
 import pytest
 
-from agentloop.agents import (BLOCKING, LIMIT, LOOP_RULES, OTHER, REVIEW_RULES, TRANSIENT,
-                              AgentResult, AgentRun, make_agent)
+from agentloop.agents import (
+    BLOCKING,
+    LIMIT,
+    LOOP_RULES,
+    OTHER,
+    REVIEW_RULES,
+    TRANSIENT,
+    AgentResult,
+    AgentRun,
+    make_agent,
+)
 from agentloop.agents.codex import MODELS, CodexAgent
 from agentloop.errors import Interrupted, ProgramNotFound
 from tests.codex_cli import codex_env, require_codex, session_files
-from tests.fake_openai import (FakeOpenAI, Hang, Message, Patch, Shell, add_file, developer_text,
-                               last_user_text, rate_limited, server_error, unauthorized,
-                               usage_limit)
+from tests.fake_openai import (
+    FakeOpenAI,
+    Hang,
+    Message,
+    Patch,
+    Shell,
+    add_file,
+    developer_text,
+    last_user_text,
+    rate_limited,
+    server_error,
+    unauthorized,
+    usage_limit,
+)
 
 # The fixtures, imported rather than registered as a plugin (conftest.py registers only
 # tests.claude_cli).

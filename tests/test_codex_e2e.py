@@ -23,8 +23,18 @@ import pytest
 
 from agentloop.agents.codex import MODELS
 from tests.codex_cli import codex_env, require_codex
-from tests.fake_openai import (Directed, FakeOpenAI, Hang, HttpError, Message, Request, last_user_text,
-                               server_error, unauthorized, usage_limit)
+from tests.fake_openai import (
+    Directed,
+    FakeOpenAI,
+    Hang,
+    HttpError,
+    Message,
+    Request,
+    last_user_text,
+    server_error,
+    unauthorized,
+    usage_limit,
+)
 from tests.test_run_vcs import git_commits, init_repo, jj_changes
 
 # The fixtures, imported rather than registered as a plugin.

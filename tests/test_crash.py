@@ -33,8 +33,10 @@ from typing import Callable
 
 import pytest
 
-from agentloop import journal, proc
-from agentloop.state import Store, from_bytes
+from agentloop import proc
+from agentloop.state import journal
+from agentloop.state.schema import from_bytes
+from agentloop.state.store import Store
 from tests.conftest import FakeClaude
 
 KILLS = int(os.environ.get("AGENT_LOOP_CRASH_KILLS", "100"))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentloop import state as state_mod, taskfile
-from agentloop.state import TaskState
+from agentloop.plan import parse as taskfile
+from agentloop.state import schema
+from agentloop.state import store as state_mod
+from agentloop.state.schema import TaskState
 
 EXAMPLE = Path(__file__).resolve().parent.parent / ".agent-loop.example"
 
@@ -13,7 +15,7 @@ EXAMPLE = Path(__file__).resolve().parent.parent / ".agent-loop.example"
 def test_example_state_loads_with_the_current_schema() -> None:
     path = EXAMPLE / "state.json"
     state = state_mod.from_bytes(path.read_bytes(), path)
-    assert state.schema_version == state_mod.SCHEMA_VERSION, "rerun scripts/make_example.py"
+    assert state.schema_version == schema.SCHEMA_VERSION, "rerun scripts/make_example.py"
     tasks = taskfile.load(EXAMPLE / "tasks.md")
     assert state.task_file_hash == tasks.sha256
     fresh = [TaskState.from_task(t) for t in tasks.tasks]

@@ -13,8 +13,17 @@ from pathlib import Path
 import orjson
 
 from tests.claude_cli import claude_env, oauth_login
-from tests.fakeapi import (FakeApi, Hang, HttpError, Text, overloaded, rate_limited,
-                           server_error, unauthorized, usage_limit)
+from tests.fakeapi import (
+    FakeApi,
+    Hang,
+    HttpError,
+    Text,
+    overloaded,
+    rate_limited,
+    server_error,
+    unauthorized,
+    usage_limit,
+)
 
 TASKS = "## G\n- WRITE one.txt: one\n- WRITE two.txt: two\n"
 

@@ -11,9 +11,22 @@ from typing import Any
 import pytest
 
 from tests.codex_cli import CliRun, codex_env, require_codex, run_codex, session_files
-from tests.fake_openai import (PATCH_TOOL, SHELL_TOOL, FakeOpenAI, Message, Patch, Shell,
-                               add_file, developer_text, last_user_text, rate_limited,
-                               server_error, tool_outputs, unauthorized, usage_limit)
+from tests.fake_openai import (
+    PATCH_TOOL,
+    SHELL_TOOL,
+    FakeOpenAI,
+    Message,
+    Patch,
+    Shell,
+    add_file,
+    developer_text,
+    last_user_text,
+    rate_limited,
+    server_error,
+    tool_outputs,
+    unauthorized,
+    usage_limit,
+)
 
 # The fixtures, imported rather than registered as a plugin.
 

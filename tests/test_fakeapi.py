@@ -16,11 +16,21 @@ from typing import Any
 
 import pytest
 
-from tests.claude_cli import (ClaudeTimedOut, claude_argv, claude_env, oauth_login,
-                              run_claude)
-from tests.fakeapi import (FakeApi, Hang, Text, ToolUse, all_text, directive_reply,
-                           last_user_text, overloaded, rate_limited, server_error, unauthorized,
-                           usage_limit)
+from tests.claude_cli import ClaudeTimedOut, claude_argv, claude_env, oauth_login, run_claude
+from tests.fakeapi import (
+    FakeApi,
+    Hang,
+    Text,
+    ToolUse,
+    all_text,
+    directive_reply,
+    last_user_text,
+    overloaded,
+    rate_limited,
+    server_error,
+    unauthorized,
+    usage_limit,
+)
 
 # Every CLI run gets this long; one takes under a second here (NOTES.md).
 TIMEOUT = 60.0

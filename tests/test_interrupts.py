@@ -12,8 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import FakeClaude
 from tests.test_run_vcs import git, git_project, state_of
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "agentloop"
@@ -75,6 +77,15 @@ def test_no_module_is_over_300_lines() -> None:
     assert long == {}
 
 
+def test_the_import_contracts_hold() -> None:
+    # pyproject.toml's [tool.importlinter] contracts: the layers, and agents/ alone knowing
+    # the agent programs. import-linter reads the code, imports nothing of it.
+    lint = Path(sys.executable).with_name("lint-imports")
+    done = subprocess.run([str(lint), "--config", str(PACKAGE.parent / "pyproject.toml")],
+                          cwd=PACKAGE.parent, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+
+
 def test_the_checks_can_fail() -> None:
     # The cycle finder finds a cycle when there is one.
-    assert "agentloop.runner" in graph()["agentloop.wiring"]
+    assert "agentloop.run.loop" in graph()["agentloop.run.start"]

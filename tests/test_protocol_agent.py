@@ -12,10 +12,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
-from agentloop.agents import (OTHER, TRANSIENT, AgentResult, AgentRun, Answer, Failure, Models,
-                              Totals)
-from agentloop.events import Event
-from agentloop.retry import advise
+from agentloop.agents import (
+    OTHER,
+    TRANSIENT,
+    AgentResult,
+    AgentRun,
+    Answer,
+    Failure,
+    Models,
+    Totals,
+)
+from agentloop.run.events import Event
+from agentloop.run.retry import advise
 from agentloop.vcs.choose import open_vcs
 from tests.harness import make_run
 from tests.test_retries import FakeClock

@@ -12,15 +12,13 @@ from typing import Any, Callable
 import pytest
 from freezegun import freeze_time
 
-from agentloop.agents import AgentResult, AgentRun
-from agentloop.errors import AgentBlocked, RunStopped
-from agentloop.events import Event, LimitWait, RetryDecided
-from agentloop.project import load_state, open_project
-from agentloop.retry import Advice
-from agentloop.agents import Answer, Failure, Models
+from agentloop.agents import AgentResult, AgentRun, Answer, Failure, Models
 from agentloop.agents.claude_errors import classify
-from tests.harness import Harness, make_run
+from agentloop.errors import AgentBlocked, RunStopped
+from agentloop.run.events import Event, LimitWait, RetryDecided
+from agentloop.run.retry import Advice
 from agentloop.vcs.none import NoneVcs
+from tests.harness import Harness, make_run
 
 START = 1_800_000_000.0
 
@@ -246,7 +244,7 @@ def test_a_commit_a_killed_run_made_is_recorded_not_redone(tmp_path: Path) -> No
     runner, _, _ = make(tmp_path, "- one\n- two\n", agent, ScriptedAdvisor(RETRY))
     runner.state.tasks[0].status = "running"
     runner.state.tasks[0].attempts = 1
-    from agentloop.state import Attempt
+    from agentloop.state.schema import Attempt
     runner.state.tasks[0].history.append(Attempt(number=1, started_at="t"))
     runner.vcs = Recovering()
     runner.run()

@@ -17,10 +17,18 @@ from pathlib import Path
 import orjson
 
 from agentloop.agents import AgentRun
-from agentloop.agents.claude import ClaudeAgent, READ_ONLY_FLAGS
+from agentloop.agents.claude import READ_ONLY_FLAGS, ClaudeAgent
 from tests.claude_cli import claude_env, oauth_login, run_claude
-from tests.fakeapi import FakeApi, Request, Text, ToolUse, all_text, last_user_text, overloaded, \
-    usage_limit
+from tests.fakeapi import (
+    FakeApi,
+    Request,
+    Text,
+    ToolUse,
+    all_text,
+    last_user_text,
+    overloaded,
+    usage_limit,
+)
 from tests.test_run_vcs import git_commits, jj_changes
 
 REVIEWER_MODEL = "claude-sonnet-5-5"

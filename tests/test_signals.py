@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from agentloop.agents import AgentResult
 from agentloop.cli import command
 from agentloop.errors import RunStopped
-from agentloop.report import parse
+from agentloop.run.final_message import parse
 from tests.conftest import FakeClaude
 from tests.test_retries import OK, RETRY, STOP, ScriptedAdvisor, ScriptedAgent, make
 
@@ -213,7 +213,7 @@ def test_cli_blocked_signal_from_the_fake(tmp_path: Path, fake_claude: FakeClaud
 
 
 def test_learnings_an_agent_deletes_mid_run_come_back(tmp_path: Path) -> None:
-    from agentloop.learnings import Learnings
+    from agentloop.state.learnings import Learnings
 
     learnings = Learnings(tmp_path / ".agent-loop")
     assert learnings.current() == ""  # nothing yet, nothing made up

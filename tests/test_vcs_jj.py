@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentloop import proc
-from agentloop.errors import VcsError
+from agentloop.errors import ProcessError, VcsError
 from agentloop.vcs import Change
 from agentloop.vcs.jj import JjVcs
 
@@ -289,7 +289,7 @@ def test_a_stale_working_copy_a_killed_jj_left_is_brought_up_to_date(repo: Path)
     # test_crash's kill sweep): every later command refuses, "The working copy is stale". Here
     # the killed command is the abandon of an attempt whose agent wrote half.txt.
     abandon_killed_before_the_files(repo)
-    with pytest.raises(proc.ProcessError, match="stale"):
+    with pytest.raises(ProcessError, match="stale"):
         jj(repo, "status")
     vcs = JjVcs(repo, repo / "tasks.md", initialized=True)
     assert vcs.prepare() == ["brought the working copy up to date after a jj command that was "

@@ -17,8 +17,15 @@ from typing import Callable, Mapping
 import orjson
 
 from agentloop import proc
-from agentloop.agents import (LOOP_RULES, REVIEW_RULES, AgentResult, AgentRun, Answer, Failure,
-                              Models)
+from agentloop.agents import (
+    LOOP_RULES,
+    REVIEW_RULES,
+    AgentResult,
+    AgentRun,
+    Answer,
+    Failure,
+    Models,
+)
 from agentloop.agents.claude_errors import ROOT_REFUSAL, classify
 from agentloop.agents.claude_stream import StreamLog, judge
 from agentloop.agents.common import LogFiles, display, helper_call, log_footer, log_header

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-
 from agentloop.agents import AgentResult, AgentRun, Totals
 from agentloop.agents.common import JsonLog, LogFiles, display
 

@@ -27,8 +27,16 @@ from typing import Any, Callable, Mapping
 import orjson
 
 from agentloop import proc
-from agentloop.agents import (LOOP_RULES, REVIEW_RULES, AgentResult, AgentRun, Answer, Failure,
-                              Models, clean)
+from agentloop.agents import (
+    LOOP_RULES,
+    REVIEW_RULES,
+    AgentResult,
+    AgentRun,
+    Answer,
+    Failure,
+    Models,
+    clean,
+)
 from agentloop.agents.codex_errors import classify
 from agentloop.agents.codex_stream import CodexLog, error_line, judge
 from agentloop.agents.common import LogFiles, display, helper_call, log_footer, log_header

@@ -15,10 +15,9 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-
 from agentloop.agents import AgentResult, AgentRun, Totals
-from agentloop.agents.common import JsonLog, LogFiles, display
 from agentloop.agents.codex_errors import LIMIT_TEXT, http_status, parse_reset
+from agentloop.agents.common import JsonLog, LogFiles, display
 
 # Codex's usage keys -> the loop's. Codex counts cached tokens inside input_tokens (OpenAI's
 # convention); the loop, like Claude, keeps them apart, so input_tokens is the uncached rest.

@@ -12,9 +12,10 @@ from typing import IO, Any, Callable, Mapping, Sequence
 
 import orjson
 
-from agentloop import keep, proc
+from agentloop import proc
 from agentloop.agents import AgentResult, AgentRun, Answer
 from agentloop.errors import ProcessError, ProgramNotFound
+from agentloop.files import held_open
 
 _OBJECT_START = re.compile(rb"[ \t]*\{")
 
@@ -117,14 +118,14 @@ class LogFiles:
                 closing.callback(held.close)  # each is closed, whatever fails before
             for path, held in zip(self._paths, files):
                 assert path is not None
-                fresh = keep.put_back(path, held)  # the agent deleted it while it ran
+                fresh = held_open.put_back(path, held)  # the agent deleted it while it ran
                 if fresh is not None:
                     fresh.close()
 
 
 def _make(log: Path, raw_log: Path) -> tuple[IO[str], IO[bytes]]:
     log.parent.mkdir(parents=True, exist_ok=True)
-    # Readable too: should the agent delete them, keep.put_back reads them back.
+    # Readable too: should the agent delete them, held_open.put_back reads them back.
     readable = open(log, "w+", encoding="utf-8", errors="replace")
     try:
         return readable, open(raw_log, "w+b")

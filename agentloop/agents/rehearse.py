@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Mapping
 
-from agentloop.agents import AgentResult, AgentRun, Answer, Failure, Models, OTHER
+from agentloop.agents import OTHER, AgentResult, AgentRun, Answer, Failure, Models
 
 NOTES = "agent-loop-rehearsal.md"
 

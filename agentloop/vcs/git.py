@@ -27,10 +27,10 @@ import git
 from agentloop.errors import VcsError
 from agentloop.vcs import Change, plan_files, relative_to
 from agentloop.vcs.gitfiles import MISSING, put_back, state_of
-from agentloop.vcs.history import missing
-from agentloop.vcs.gitplumb import (EMPTY_TREE, OWN_IGNORE_LINES, _open, _split, _Start,
-                                     index_seen)
+from agentloop.vcs.gitplumb import EMPTY_TREE, OWN_IGNORE_LINES, _open, _split, _Start, index_seen
 from agentloop.vcs.gitquick import GitQuick
+from agentloop.vcs.history import missing
+
 
 class GitVcs(GitQuick):
     """Tasks as commits on the current branch, through GitPython and the git it drives."""

@@ -17,9 +17,15 @@ from gitdb.util import hex_to_bin
 from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs import Change
-from agentloop.vcs.gitplumb import (EMPTY_TREE, OPEN_ATTEMPT, SAVED_REF, GitPlumbing, _split,
-                                     _Start, index_seen)
-
+from agentloop.vcs.gitplumb import (
+    EMPTY_TREE,
+    OPEN_ATTEMPT,
+    SAVED_REF,
+    GitPlumbing,
+    _split,
+    _Start,
+    index_seen,
+)
 
 # How long after a task's commit the next task may begin without looking at the tree again.
 CARRY_SECONDS = 0.5

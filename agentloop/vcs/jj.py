@@ -24,8 +24,7 @@ from agentloop import proc
 from agentloop.errors import ProcessError, ProgramNotFound, VcsError
 from agentloop.vcs import STATE_DIR, Change, find_root, plan_files, relative_to
 from agentloop.vcs.history import missing
-from agentloop.vcs.jjplumb import (INFO, JJ, MAX_NEW_FILE, _env, _fileset,  # noqa: F401
-                                   _Rev, jj_root)
+from agentloop.vcs.jjplumb import INFO, JJ, MAX_NEW_FILE, _env, _fileset, _Rev, jj_root  # noqa: F401
 
 # How jj refuses to work on a working copy that a killed command left behind its operation,
 # and how `jj workspace update-stale` says that files changed after it.

@@ -1,0 +1,183 @@
+"""What the user reads while a run goes on: its events as console lines, and on a terminal one
+live line with the elapsed time and what the agent is doing."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO
+
+from agentloop.console.render import duration, summary_text
+from agentloop.run.checks import round_line
+from agentloop.run.events import (
+    AgentActivity,
+    AgentFinished,
+    AgentStarted,
+    ChangeAbandoned,
+    ChangeCreated,
+    ChecksDone,
+    CheckStarted,
+    Event,
+    LimitWait,
+    LimitWaitOver,
+    MessageDistilled,
+    RetryDecided,
+    ReviewStarted,
+    ReviewVerdict,
+    RunFinished,
+    RunStarted,
+    TaskFinished,
+    TaskStarted,
+)
+from agentloop.state.receipts import money
+
+
+def live_allowed(out: IO[str]) -> bool:
+    """A live status line only on a terminal, and never in CI or with NO_COLOR."""
+    return out.isatty() and not os.environ.get("CI") and "NO_COLOR" not in os.environ
+
+
+class Console:
+    """Prints run events; on a terminal also keeps one live line with elapsed time and activity."""
+
+    def __init__(self, out: IO[str] | None = None, live: bool | None = None,
+                 cwd: Path | None = None) -> None:
+        self.out = out or sys.stdout
+        self.cwd = cwd
+        self.live = live_allowed(self.out) if live is None else live
+        self._activity = ""
+        self._since = 0.0
+        self._ticker: threading.Thread | None = None
+        self._running = False
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Event) -> None:
+        """Render one event."""
+        if isinstance(event, AgentActivity):
+            self._activity = event.text
+            self._draw()
+            return
+        self._stop_live()
+        line = self._line(event)
+        if line is not None:
+            self._print(line)
+        if isinstance(event, (AgentStarted, CheckStarted)) and self.live:
+            # A check says nothing until it ends: the live line shows which one runs.
+            self._start_live(f"check: {event.command}" if isinstance(event, CheckStarted)
+                             else "starting")
+
+    def _line(self, event: Event) -> str | None:
+        if isinstance(event, RunStarted):
+            notes = "".join(f"{n}\n" for n in event.notes)
+            agent = f", agent: {event.agent}" if event.agent else ""
+            return (f"{notes}agent-loop: {event.pending} of {event.total} task(s) to run "
+                    f"(vcs: {event.vcs}{agent}; the agent works in the repository root)")
+        if isinstance(event, TaskStarted):
+            if event.iteration > 1:
+                return f"  iteration {event.iteration}: continuing in the same session"
+            again = f" (attempt {event.attempt})" if event.attempt > 1 else ""
+            return f"\n[{event.index}/{event.total}] {event.group} > {event.summary}{again}"
+        if isinstance(event, ChangeCreated):
+            return f"  {event.vcs}: created change {event.change_id[:12]}"
+        if isinstance(event, AgentStarted):
+            how = f"resuming session {event.resume}, " if event.resume else ""
+            who = "reviewer" if event.role == "reviewer" else (event.agent or "agent")
+            return f"  {who}: running… ({how}output -> {self._path(event.log)})"
+        if isinstance(event, AgentFinished):
+            r = event.result
+            if r.ok:
+                return (f"  completed in session {r.session_id} "
+                        f"({money(event.cost_usd)}, {duration(event.seconds)})")
+            return f"  run ended without success: {r.error} ({duration(event.seconds)})"
+        if isinstance(event, ChangeAbandoned):
+            return f"  {event.vcs}: abandoned change {event.change_id[:12]}"
+        if isinstance(event, RetryDecided):
+            if event.kind == "transient":
+                return f"  transient failure: trying again in {duration(event.wait_seconds)}"
+            verdict = "retry" if event.retry else "give up"
+            hint = f"; hint: {event.hint}" if event.retry and event.hint else ""
+            source = "" if event.source == "advisor" else f" ({event.source})"
+            return f"  advisor{source}: {verdict}: {event.reason}{hint}"
+        if isinstance(event, LimitWait):
+            until = time.strftime("%H:%M:%S", time.localtime(event.until))
+            return (f"  {event.reason}: waiting until {until} ({duration(event.seconds)}, "
+                    f"wait {event.wait} of {event.max_waits}; Ctrl+C stops)")
+        if isinstance(event, LimitWaitOver):
+            return "  the wait is over; going on"
+        if isinstance(event, MessageDistilled):
+            if event.distilled:
+                return f"  message: {event.subject}"
+            return f"  message: kept the plain one ({event.note})"
+        if isinstance(event, (ReviewStarted, ReviewVerdict)):
+            return review_line(event)
+        if isinstance(event, CheckStarted):
+            return f"  check: {event.command} … (output -> {self._path(event.log)})"
+        if isinstance(event, ChecksDone):
+            return "  " + round_line(event.total, event.seconds, event.failed, event.round,
+                                     event.rounds, baseline=event.index == 0)
+        if isinstance(event, TaskFinished):
+            if event.status == "unapproved":
+                kept = f"; its change {event.change_id[:12]} is kept" if event.change_id else ""
+                return f"  task {event.index} unapproved: {event.error}{kept}"
+            if event.status in ("failed", "blocked"):
+                return f"  task {event.index} {event.status}: {event.error}"
+            if event.status == "completed" and event.change_id:
+                return f"  change {event.change_id[:12]}: {event.files} file(s) changed"
+            if event.status == "completed" and event.empty:
+                return "  completed, but the task changed no files (no change recorded)"
+            return None
+        if isinstance(event, RunFinished):
+            return summary_text(event, self.cwd)
+        return None
+
+    def _path(self, log: str) -> str:
+        """A log's path as the user can open it from where they stand."""
+        return os.path.relpath(log, self.cwd) if self.cwd and os.path.isabs(log) else log
+
+    def _print(self, text: str) -> None:
+        with self._lock:
+            self.out.write(text + "\n")
+            self.out.flush()
+
+    def _draw(self) -> None:
+        if not self.live or not self._running:
+            return
+        elapsed = duration(time.monotonic() - self._since)
+        text = f"  … {elapsed} · {self._activity}"[:120]
+        with self._lock:
+            self.out.write("\r\x1b[K" + text)
+            self.out.flush()
+
+    def _start_live(self, activity: str) -> None:
+        self._since, self._activity, self._running = time.monotonic(), activity, True
+
+        def tick() -> None:
+            while self._running:
+                self._draw()
+                time.sleep(1)
+
+        self._ticker = threading.Thread(target=tick, daemon=True)
+        self._ticker.start()
+
+    def _stop_live(self) -> None:
+        if self._running:
+            self._running = False
+            with self._lock:
+                self.out.write("\r\x1b[K")
+
+
+def review_line(event: ReviewStarted | ReviewVerdict) -> str:
+    """A reviewer round's line: it starts, approves, sends feedback, or fails."""
+    if isinstance(event, ReviewStarted):
+        return f"  review {event.round}/{event.rounds}: reviewer checking…"
+    if event.verdict == "approved":
+        return f"  approved in round {event.round}"
+    if event.verdict == "feedback":
+        first = next((x.strip() for x in event.text.splitlines() if x.strip()), "")
+        return f"  feedback: {first[:200]}"
+    then = ((f"running it again in {duration(event.wait_seconds)}" if event.wait_seconds
+             else "running it again") if event.again else "not approved")
+    return f"  reviewer failed: {event.text}; {then}"

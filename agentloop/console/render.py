@@ -1,0 +1,197 @@
+"""Text and JSON for what the core returns: --status, --dry-run, and a run's closing lines.
+
+Two renderings of the same data; paths are shown so that they work from where the user stands.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from agentloop.app import PlanView, RunResult, StatusView
+from agentloop.run.events import RunFinished
+from agentloop.state import receipts
+from agentloop.state.receipts import money
+from agentloop.state.schema import State, TaskState
+
+RULES = ("rules: `## Heading` starts a group; in a file with open checkboxes only checkbox "
+         "items are tasks (plain bullets are notes); otherwise every top-level item is; a "
+         "`### Task N: …` section is one task with everything under it; `[x]` is done, `[ ]*` "
+         "optional; `agent-loop-checks` blocks are checks; README \"The task file\" has the rest.")
+
+
+def shown(path: str | Path, root: Path, cwd: Path) -> str:
+    """A path kept relative to the project root, as the user can type it from `cwd`."""
+    full = root / path
+    try:
+        return os.path.relpath(full, cwd)
+    except ValueError:
+        return str(full)
+
+
+def duration(seconds: float) -> str:
+    """12s, 3m05s, 1h02m."""
+    s = int(seconds)
+    if s < 60:
+        return f"{seconds:.1f}s" if seconds < 10 else f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def status_text(view: StatusView, cwd: Path) -> str:
+    """--status: counts by status, then one line per task, then receipts."""
+    state, root = view.state, view.project.root
+    counts = dict(Counter(t.status for t in state.tasks))
+    total = receipts.total(state.tasks)
+    lines = [view.note] if view.note else []
+    lines.append(f"{state.task_file}: {len(state.tasks)} task(s): "
+                 + ", ".join(f"{n} {s}" for s, n in counts.items())
+                 + f"; cost {money(total.cost_usd, total.cost_known)}; vcs {state.vcs or '-'}"
+                 + f"; agent {state.agent or '-'}")
+    for t in state.tasks:
+        change = (t.change_id or ("(empty)" if _empty(t) else "-"))[:12]
+        runs = sum(1 for a in t.history if a.role == "developer" and a.iteration == 1)
+        lines.append(f"{t.index:>4} {t.status:<11} {runs} run(s)  {change:<12} "
+                     f"{money(t.cost_usd):>9}  {t.group} > {t.summary}"
+                     + (f"\n       log: {shown(t.log, root, cwd)}" if t.log else "")
+                     + (f"\n       error: {t.error}" if t.error and t.status != "completed"
+                        else "")
+                     + ("\n       feedback: " + t.feedback.replace("\n", "\n         ")
+                        if t.feedback and t.status == "unapproved" else "")
+                     + _checks_line(t))
+    for index in view.lost:
+        lines.append(f"task {index}'s change is no longer in the history (abandoned, or not on "
+                     f"this branch); `agent-loop {state.task_file} --task {index} --again` "
+                     "does it once more")
+    lines.append("receipts:")
+    for group, receipt in receipts.by_group(state).items():
+        lines.append(f"  {group}: {receipt.line()}")
+    lines.append(f"  total: {total.line()}")
+    return "\n".join(lines)
+
+
+def _checks_line(task: TaskState) -> str:
+    """The last round of checks of the task's newest attempt that ran any."""
+    ran = next((a.checks for a in reversed(task.history) if a.checks), [])
+    if not ran:
+        return ""
+    last = [c for c in ran if c.get("round") == ran[-1].get("round")]
+    failed = [f"{c.get('command')} (" + ("timed out" if c.get("timed_out")
+                                         else f"exit {c.get('exit_code')}") + ")"
+              for c in last if c.get("exit_code") != 0 or c.get("timed_out")]
+    seconds = sum(float(c.get("seconds") or 0) for c in last)
+    if failed:
+        return "\n       checks failed: " + ", ".join(failed)
+    return f"\n       checks: {len(last)}/{len(last)} passed ({seconds:.1f}s)"
+
+
+def _empty(task: TaskState) -> bool:
+    return task.status == "completed" and not task.files and not task.change_id
+
+
+def status_json(view: StatusView) -> dict[str, Any]:
+    """--status --json: the same facts for scripts."""
+    state = view.state
+    total = receipts.total(state.tasks)
+    return {"task_file": state.task_file, "task_file_hash": state.task_file_hash,
+            "vcs": state.vcs, "agent": state.agent, "note": view.note, "lost": list(view.lost),
+            "counts": dict(Counter(t.status for t in state.tasks)),
+            "cost_usd": total.cost_usd, "cost_known": total.cost_known,
+            "receipts": {"total": total.to_json(),
+                         "groups": {g: r.to_json() for g, r in receipts.by_group(state).items()}},
+            "tasks": [_task_json(t) for t in state.tasks]}
+
+
+def _task_json(t: TaskState) -> dict[str, Any]:
+    return {"index": t.index, "group": t.group, "summary": t.summary, "status": t.status,
+            "attempts": t.attempts, "change_id": t.change_id, "commit_id": t.commit_id,
+            "empty": _empty(t), "session_id": t.session_id, "log": t.log,
+            "cost_usd": t.cost_usd, "error": t.error, "feedback": t.feedback,
+            "receipt": receipts.of_task(t).to_json(),
+            "history": [{"number": a.number, "iteration": a.iteration, "outcome": a.outcome,
+                         "reason": a.reason, "hint": a.hint, "log": a.log,
+                         "session_id": a.session_id, "model": a.model, "cost_usd": a.cost_usd,
+                         "cost_known": a.cost_known, "helper_cost_usd": a.helper_cost_usd,
+                         "usage": a.usage, "turns": a.num_turns, "duration_ms": a.duration_ms,
+                         "role": a.role, "round": a.round, "verdict": a.verdict,
+                         "change_id": a.change_id, "checks": a.checks}
+                        for a in t.history]}
+
+
+def plan_text(view: PlanView) -> str:
+    """--dry-run as lines."""
+    rows = view.rows
+    total = len(rows)
+    lines = [f"dry run: {view.project.task_file_name}, {total} task(s), "
+             f"{sum(r.runs for r in rows)} to run; nothing will run or be written"]
+    if view.context:
+        lines.append(f"context: every fresh session gets the plan's preamble "
+                     f"({len(view.context)} characters)")
+    for r in rows:
+        how = r.how if r.runs else f"not run: {r.how}"
+        lines.append(f"[{r.index}/{total}] {r.group} > {r.summary}  ({how})")
+        if r.runs and r.checks:
+            lines.append("    checks: " + ", ".join(r.checks))
+    for line, text, why in view.ignored:
+        lines.append(f"ignored: line {line}: {text} ({why})")
+    lines += [f"warning: {w}" for w in view.warnings]
+    lines.append(RULES)
+    return "\n".join(lines)
+
+
+def plan_json(view: PlanView) -> dict[str, Any]:
+    """--dry-run --json: the plan for scripts."""
+    return {"task_file": view.project.task_file_name, "context": view.context,
+            "tasks": [{"index": r.index, "group": r.group, "summary": r.summary,
+                       "text": r.text, "status": r.status, "runs": r.runs,
+                       "checks": list(r.checks),
+                       ("how" if r.runs else "why_not"): r.how} for r in view.rows],
+            "ignored": [{"line": line, "text": text, "why": why}
+                        for line, text, why in view.ignored],
+            "warnings": list(view.warnings)}
+
+
+def summary_text(event: RunFinished, cwd: Path | None = None) -> str:
+    """The closing lines of a run."""
+    counts = ", ".join(f"{n} {status}" for status, n in event.counts)
+    head = "done" if event.stopped is None else "stopped"
+    notes = "".join(f"\nlook at: {note}" for note in event.notes)
+    tokens = dict(event.tokens)
+    spent = (f"; tokens in {tokens.get('input_tokens', 0):,} out {tokens.get('output_tokens', 0):,}"
+             if tokens else "")
+    logs = os.path.relpath(event.logs, cwd) if cwd and os.path.isabs(event.logs) else event.logs
+    return (f"\nagent-loop {head}: {counts}; cost {money(event.cost_usd, event.cost_known)}"
+            f"{spent}; time {duration(event.seconds)}; logs in {logs}/{notes}")
+
+
+def closing_lines(result: RunResult, cwd: Path) -> list[str]:
+    """After the summary: which tasks did not finish, and how to undo one task."""
+    state, task_file = result.state, shown(result.project.task_file, Path("/"), cwd)
+    lines = []
+    if result.summary.unfinished:
+        listed = ", ".join(str(i) for i in result.summary.unfinished)
+        lines.append(f"not completed: task(s) {listed}; "
+                     f"`{shlex.join(['agent-loop', task_file, '--status'])}` says why")
+    lines += undo_lines(state, task_file)
+    return lines
+
+
+def undo_lines(state: State, task_file: str) -> list[str]:
+    """How to take back one task's change, for the VCS this run used."""
+    done = [t for t in state.tasks if t.status == "completed" and t.change_id]
+    if not done:
+        return []
+    example = done[-1].change_id or ""
+    if state.vcs == "jj":
+        how = f"jj abandon {example[:12]}"
+    elif state.vcs == "git":
+        how = f"git revert {example[:12]}"
+    else:
+        return []
+    status = shlex.join(["agent-loop", task_file, "--status"])
+    return [f"To undo one task, e.g. task {done[-1].index}: {how} (the other tasks' changes "
+            f"stay); `{status}` lists every task's change."]

@@ -1,0 +1,247 @@
+"""Reading a plan's markdown as its author means it: which parts are tasks, which are notes,
+context or check commands. General rules (README, "The task file"), no per-tool tricks:
+
+- A file with at least one open checkbox (`[ ]`, `[-]`, `[~]`, `[/]`) is a checklist: its
+  checkbox items are the tasks, its plain bullets are notes, never run. Otherwise every
+  top-level item is a task.
+- A heading `Task N…` (level 2 or deeper) starts a task section: one task, the heading and
+  everything under it up to the next heading of the same or a higher level.
+- In a checklist, paragraphs and fences after a task item, before the next item or heading,
+  belong to that item; a bold-labelled paragraph (`**Checkpoint**: …`) is a note.
+- The text before the first task's group or section is the plan's context.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import cast
+
+from marko import block
+from marko.parser import Parser
+from marko.source import Source
+
+from agentloop.plan.items import CHECKS_FENCE, check_lines, item_text, plain
+
+UNGROUPED = "(ungrouped)"
+OPEN = (" ", "-", "~", "/")      # to do; the last three say "in progress"
+DONE = ("x", "X")
+_TASK_HEADING = re.compile(r"task\s+\d+(?:\.\d+)*\b", re.IGNORECASE)
+_LABEL = re.compile(r"\*\*[^*\n]+\*\*\s*:|\*\*[^*\n]+:\*\*")
+_BODY = (block.Paragraph, block.FencedCode, block.CodeBlock, block.Quote, block.HTMLBlock)
+
+
+@dataclass
+class Item:
+    """A task as read: its group, first line number, text, and how its box was marked."""
+
+    group: str
+    line: int
+    text: str
+    marker: str | None      # None: no checkbox; else the box's character
+    optional: bool = False  # Kiro's `[ ]*`
+    steps: list[str] = field(default_factory=list)   # a task section's step markers
+
+
+@dataclass
+class Reading:
+    """Everything a plan holds besides tasks, and its tasks."""
+
+    items: list[Item] = field(default_factory=list)
+    ignored: list[tuple[int, str, str]] = field(default_factory=list)   # (line, text, why)
+    warnings: list[str] = field(default_factory=list)
+    checks: dict[str | None, list[str]] = field(default_factory=dict)
+    context: str = ""
+
+
+class _SpannedListItem(block.ListItem):
+    """A list item that remembers where it lies in the source (marko's own spans are for top
+    level elements only)."""
+
+    override = True
+    span: tuple[int, int] = (0, 0)
+
+    @classmethod
+    def parse(cls, source: Source) -> block.ListItem:
+        start = source.pos
+        item = cast(_SpannedListItem, super().parse(source))
+        item.span = (start, source.pos)
+        return item
+
+
+class _LinkRefDef(block.LinkRefDef):
+    """marko's `[label]: url` definition, found without a quadratic scan.
+
+    marko's pattern runs a lazy match up to the next blank line only to find where the `[`
+    is; a checklist of `- [ ]` items with no blank lines rescans the rest of the list at
+    every item. Matching just the `[` gives the same start, and marko parses from there.
+    """
+
+    override = True
+    pattern = re.compile(r" {,3}(\[)")
+
+
+class _Parser(Parser):
+    """marko's CommonMark parser, with list items that know their source span."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_element(_SpannedListItem)
+        self.add_element(_LinkRefDef)
+
+
+class _Lines:
+    """Line numbers of offsets that only grow, counted once: reading stays linear."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.line, self.at = text, 1, 0
+
+    def of(self, offset: int) -> int:
+        self.line += self.text.count("\n", self.at, offset)
+        self.at = offset
+        return self.line
+
+
+def read(text: str) -> Reading:
+    """The plan in `text` (LF line ends, no BOM)."""
+    nodes = cast("list[block.BlockElement]", list(_Parser().parse(text).children))
+    checklist = any(body and box in OPEN for body, box, _ in
+                    (item_text(text[s:e]) for s, e in _item_spans(nodes)))
+    return _Walk(text, checklist).run(nodes)
+
+
+def _item_spans(nodes: list[block.BlockElement]) -> list[tuple[int, int]]:
+    return [cast(_SpannedListItem, i).span for n in nodes if isinstance(n, block.List)
+            for i in n.children]
+
+
+class _Walk:
+    """One pass over the top-level blocks, in order."""
+
+    def __init__(self, text: str, checklist: bool) -> None:
+        self.text, self.checklist, self.lines = text, checklist, _Lines(text)
+        self.out = Reading()
+        self.group, self.title, self.grouped = UNGROUPED, "", False
+        self.group_start = 0             # where the current group's heading starts
+        self.section: tuple[int, int, Item] | None = None   # (level, start, item)
+        self.pieces: list[str] = []      # the open section's text
+        self.last: Item | None = None    # the task item a left-margin body joins
+        self.context_end: int | None = None
+        self.cut: list[tuple[int, int]] = []   # check blocks: never context, never task text
+
+    def run(self, nodes: list[block.BlockElement]) -> Reading:
+        for node in nodes:
+            start, end = node.source_span or (0, 0)
+            if self.section is not None and not self._in_section(node, start, end):
+                self._close()
+            if self.section is None:
+                self._node(node, start, end)
+        self._close()
+        self._context()
+        return self.out
+
+    def _in_section(self, node: block.BlockElement, start: int, end: int) -> bool:
+        level = self.section[0] if self.section else 0
+        if isinstance(node, (block.Heading, block.SetextHeading)) and node.level <= level:
+            return False
+        if self._check_block(node, start, end):
+            return True
+        self.pieces.append(self.text[start:end])
+        if isinstance(node, block.List) and self.section is not None:
+            for s, e in (cast(_SpannedListItem, i).span for i in node.children):
+                self.section[2].steps.append(item_text(self.text[s:e])[1] or "")
+        return True
+
+    def _close(self) -> None:
+        if self.section is None:
+            return
+        item = self.section[2]
+        item.text = "".join(self.pieces).strip("\n").rstrip()
+        marks = [m for m in item.steps if m]
+        if marks and all(m in DONE for m in marks):
+            item.marker = "x"   # every step ticked: the section is done
+        self.out.items.append(item)
+        self.section, self.pieces = None, []
+
+    def _node(self, node: block.BlockElement, start: int, end: int) -> None:
+        if isinstance(node, (block.Heading, block.SetextHeading)):
+            self._heading(node, start, end)
+        elif self._check_block(node, start, end):
+            pass
+        elif isinstance(node, block.List):
+            self._list(node)
+        elif isinstance(node, _BODY) and self.last is not None:
+            self._body(node, start, end)
+        elif isinstance(node, block.ThematicBreak):
+            self.last = None
+
+    def _heading(self, node: block.BlockElement, start: int, end: int) -> None:
+        self.last = None
+        words = " ".join(plain(node.children).split())
+        level = cast(int, getattr(node, "level", 1))
+        if level >= 2 and _TASK_HEADING.match(words):
+            group = self.group if self.grouped else (self.title or UNGROUPED)
+            item = Item(group, self.lines.of(start), "", None)
+            self._first_task(self.group_start if self.grouped else start)
+            self.section, self.pieces = (level, start, item), [self.text[start:end]]
+        elif level == 1:
+            self.title = self.title or words
+        elif level == 2:
+            self.group, self.grouped, self.group_start = words or UNGROUPED, True, start
+
+    def _check_block(self, node: block.BlockElement, start: int, end: int) -> bool:
+        if not (isinstance(node, block.FencedCode) and node.lang == CHECKS_FENCE):
+            return False
+        self.out.checks.setdefault(self.group if self.grouped else None, []).extend(
+            check_lines(node))
+        self.cut.append((start, end))
+        return True
+
+    def _list(self, node: block.List) -> None:
+        self.last = None
+        for child in node.children:
+            start, end = cast(_SpannedListItem, child).span
+            body, marker, optional = item_text(self.text[start:end])
+            if not body:
+                continue
+            line = self.lines.of(start)
+            if self.checklist and marker is None:
+                self.out.ignored.append((line, _first(body), "a plain bullet in a checklist: "
+                                         "a note, not a task"))
+                continue
+            if marker is not None and marker not in OPEN + DONE:
+                self.out.warnings.append(f"line {line}: unknown box [{marker}]; read as to do")
+            self._first_task(self.group_start if self.grouped else start)
+            self.last = Item(self.group, line, body, marker, optional)
+            self.out.items.append(self.last)
+
+    def _body(self, node: block.BlockElement, start: int, end: int) -> None:
+        source = self.text[start:end].rstrip()
+        if not self.checklist or self.last is None or self.last.marker is None:
+            return
+        if isinstance(node, block.Paragraph) and _LABEL.match(source):
+            self.out.ignored.append((self.lines.of(start), _first(source),
+                                     "a labelled note after a checklist"))
+            return
+        self.last.text += "\n\n" + source
+
+    def _first_task(self, boundary: int) -> None:
+        if self.context_end is None:
+            self.context_end = boundary
+
+    def _context(self) -> None:
+        end = self.context_end if self.context_end is not None else 0
+        parts, at = [], 0
+        for s, e in self.cut:
+            if s < end:
+                parts.append(self.text[at:s])
+                at = e
+        parts.append(self.text[at:end])
+        text = "".join(parts).strip()
+        # A title alone says nothing a task needs.
+        self.out.context = "" if not text or re.fullmatch(r"#[^\n]*", text) else text
+
+
+def _first(text: str, limit: int = 80) -> str:
+    line = " ".join(text.strip().splitlines()[0].split()) if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,0 +1,176 @@
+"""Task files: markdown -> frozen Task records, parsed with marko's syntax tree.
+
+The rules as a user reads them are in README.md, "The task file"; `--dry-run` applies them.
+Check blocks (a fence whose info string is `agent-loop-checks`) are never tasks: one before the
+first `##` applies to every task, one under a `##` to that group's tasks (agentloop.verify).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from agentloop.errors import TaskFileError
+from agentloop.plan.items import CHECKS_FENCE  # noqa: F401  (re-exported for readers of plans)
+from agentloop.plan.markdown import DONE, UNGROUPED, Reading, _Parser, _SpannedListItem, read  # noqa: F401
+
+SUMMARY_LIMIT = 60
+GROUP_SLUG_LIMIT = 30
+TASK_SLUG_LIMIT = 40
+# A task goes to the agent on stdin, so no argv limit applies; a megabyte of task text is a plan
+# that belongs in a file of its own.
+MAX_TASK_BYTES = 1024 * 1024
+
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task: a list item under a `##` heading."""
+
+    index: int          # 1-based over the whole file
+    group: str          # the `##` heading's text, or UNGROUPED for tasks before the first heading
+    text: str           # the item's markdown source as written, list marker (and [ ]/[x]) removed
+    line: int           # 1-based source line of the list item
+    summary: str        # first line of text, whitespace folded, cut to about 60 characters
+    log_name: str       # "NNN-<group-slug>--<task-slug>" (no extension), ASCII, unique
+    checked: bool       # written as `- [x]`: already done by the author's word, skipped
+    checks: tuple[str, ...] = ()   # the plan's check commands for it: the file's, its group's
+    optional: bool = False         # Kiro's `- [ ]*`: run only when asked (--include-optional)
+
+
+@dataclass(frozen=True)
+class TaskFile:
+    """A parsed task file."""
+
+    path: Path
+    sha256: str                 # "sha256:<hex>" of the file's bytes
+    tasks: tuple[Task, ...]
+    ignored: tuple[tuple[int, str, str], ...] = ()   # (line, text, why) read but never run
+    warnings: tuple[str, ...] = ()
+    context: str = ""           # the text before the first task's group: every fresh session's
+
+
+def file_hash(data: bytes) -> str:
+    """The hash recorded in the state: "sha256:" and the hex digest of the file's bytes."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def parse(text: str) -> tuple[Task, ...]:
+    """The tasks in a task file's text, in file order (empty if there are none)."""
+    return read_text(text)[0]
+
+
+def read_text(text: str) -> tuple[tuple[Task, ...], Reading]:
+    """The tasks, and the rest of the reading (notes, warnings, checks, context)."""
+    # marko also turns CRLF and CR into LF; doing it first keeps its offsets equal to ours.
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    reading = read(text)
+    checks = reading.checks
+    tasks = tuple(replace(_task(index, item.group, item.line, item.text,
+                                item.marker in DONE),
+                          optional=item.optional,
+                          checks=tuple(dict.fromkeys(checks.get(None, []) +
+                                                     checks.get(item.group, []))))
+                  for index, item in enumerate(reading.items, 1))
+    return tasks, reading
+
+
+def _task(index: int, group: str, line: int, text: str, checked: bool) -> Task:
+    """The Task for one item; its summary and log name come from its first line."""
+    first = " ".join(next(part for part in text.split("\n") if part.strip()).split())
+    group_slug = slug(group, GROUP_SLUG_LIMIT) or "group"
+    task_slug = slug(first, TASK_SLUG_LIMIT) or "task"
+    return Task(index=index, group=group, text=text, line=line, summary=_summary(first),
+                log_name=f"{index:03d}-{group_slug}--{task_slug}", checked=checked)
+
+
+def _summary(folded: str) -> str:
+    """`folded` if it fits in SUMMARY_LIMIT characters, else cut at a space and ending in "…"."""
+    if len(folded) <= SUMMARY_LIMIT:
+        return folded
+    cut = folded.rfind(" ", 0, SUMMARY_LIMIT)
+    # A cut in the first half would lose too much: then cut the long word instead.
+    if cut < SUMMARY_LIMIT // 2:
+        cut = SUMMARY_LIMIT - 1
+    return folded[:cut].rstrip() + "…"
+
+
+def slug(text: str, limit: int) -> str:
+    """`text` as at most `limit` characters of `[a-z0-9-]`, cut between words; "" if none left."""
+    ascii_text = unicodedata.normalize("NFKD", text.casefold()).encode("ascii", "ignore")
+    dashed = _NOT_SLUG.sub("-", ascii_text.decode("ascii").lower()).strip("-")
+    if len(dashed) <= limit:
+        return dashed
+    cut = dashed.rfind("-", 0, limit + 1)
+    return dashed[: cut if cut >= limit // 2 else limit].rstrip("-")
+
+
+def load(path: Path) -> TaskFile:
+    """Read, hash and parse the task file at `path`; TaskFileError if it is unusable."""
+    return from_bytes(path, read_bytes(path))
+
+
+def from_bytes(path: Path, data: bytes) -> TaskFile:
+    """Hash and parse the task file's bytes, already read; TaskFileError if it is unusable."""
+    global _parsed
+    digest = file_hash(data)
+    # A run checks the file before it takes the lock, then reads it for its state: the same
+    # bytes are parsed once (the parse is most of a run's start-up on a long plan).
+    if _parsed is None or (_parsed.path, _parsed.sha256) != (path, digest):
+        _parsed = _parse(path, data, digest)
+    return _parsed
+
+
+_parsed: TaskFile | None = None   # the last file parsed (a TaskFile is frozen: safe to share)
+
+
+def _parse(path: Path, data: bytes, digest: str) -> TaskFile:
+    tasks, reading = read_text(_decode(path, data))
+    if not tasks:
+        raise TaskFileError(f"task file {_shown(path)} has no tasks: "
+                            "write each task as a list item, like `- fix the login bug`")
+    for task in tasks:
+        size = len(task.text.encode("utf-8"))
+        if size > MAX_TASK_BYTES:
+            raise TaskFileError(f"task {task.index} (line {task.line}) of {_shown(path)} is "
+                                f"{size:,} bytes; a task can be at most {MAX_TASK_BYTES // 1024} "
+                                "KiB: put the long part in a file and name that file in the task")
+    return TaskFile(path=path, sha256=digest, tasks=tasks,
+                    ignored=tuple(reading.ignored), warnings=tuple(reading.warnings),
+                    context=reading.context)
+
+
+def read_bytes(path: Path) -> bytes:
+    """The task file's raw bytes (for hashing); TaskFileError if missing, a folder, unreadable."""
+    if path.is_dir():
+        raise TaskFileError(f"task file {_shown(path)} is a directory, not a file")
+    try:
+        return path.read_bytes()
+    except FileNotFoundError as e:
+        raise TaskFileError(f"task file {_shown(path)} does not exist") from e
+    except OSError as e:
+        raise TaskFileError(f"cannot read task file {_shown(path)}: {e.strerror}") from e
+
+
+def _decode(path: Path, data: bytes) -> str:
+    """The file's text; TaskFileError if it is UTF-16, binary or not UTF-8."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise TaskFileError(f"task file {_shown(path)} is UTF-16: save it as UTF-8")
+    if b"\x00" in data:
+        raise TaskFileError(f"task file {_shown(path)} is not text (it contains NUL bytes)")
+    try:
+        return data.decode("utf-8")  # parse() drops a BOM
+    except UnicodeDecodeError as e:
+        before = data[: e.start].decode("utf-8")
+        line = before.replace("\r\n", "\n").replace("\r", "\n").count("\n") + 1
+        raise TaskFileError(f"task file {_shown(path)} is not UTF-8 text "
+                            f"(byte 0x{data[e.start]:02x} on line {line})") from e
+
+
+def _shown(path: Path) -> str:
+    """The path for an error message, quoted if it holds a newline or other control character."""
+    return str(path) if str(path).isprintable() else repr(str(path))

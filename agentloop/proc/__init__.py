@@ -1,0 +1,20 @@
+"""The only place that starts processes: `run` for short commands, `stream` for the agent, the
+process-group stops behind Ctrl+C and timeouts, and what keeps children from outliving us.
+
+Owns: argv, cwd, env, timeouts, process groups. May import: errors.
+"""
+
+from agentloop.proc.commands import (
+                                     STOP_GRACE_SECONDS,
+                                     Completed,
+                                     Streamed,
+                                     deferred,
+                                     run,
+                                     shielded,
+                                     started,
+                                     stop_group,
+                                     stream,
+)
+
+__all__ = ["STOP_GRACE_SECONDS", "Completed", "Streamed", "deferred", "run", "shielded",
+           "started", "stop_group", "stream"]

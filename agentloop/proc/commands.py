@@ -1,0 +1,293 @@
+"""The only place that starts processes.
+
+Two shapes: `run` for short commands whose output we want whole (jj, git helpers), and `stream` for
+the agent, whose output of any size goes line by line to a callback and is never held whole.
+Both take an argv list (never a shell), and turn a missing program, a timeout and a non-zero exit
+into our own exceptions carrying the command and its output.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Mapping
+
+from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
+from agentloop.proc.read_output import MAX_LINE_BYTES, Expired, lines  # noqa: F401
+from agentloop.proc.read_output import tail as read_tail
+from agentloop.proc.reaper import adopt_orphans, children, end_adopted
+from agentloop.proc.spawn import Spawned, Streaming, prompt_input, usable
+from agentloop.proc.watchdog import die_with_parent, watchdog
+
+# Grace between the signals of an escalating stop (SIGINT -> SIGTERM -> SIGKILL).
+STOP_GRACE_SECONDS = 3.0
+
+
+_started = 0
+
+
+def started() -> int:
+    """How many processes agent-loop has started so far: one who looked at the working tree
+    can tell whether anything but its own code could have changed it since."""
+    return _started
+
+
+def _count() -> None:
+    global _started
+    _started += 1
+
+
+@dataclass(frozen=True)
+class Completed:
+    """A finished short command."""
+
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """A finished streamed command: its exit code, the tail of stderr, and whether we stopped it."""
+
+    argv: list[str]
+    returncode: int
+    stderr_tail: str
+    timed_out: bool
+
+
+def _cannot_run(argv: list[str], exc: OSError | ValueError) -> str:
+    if isinstance(exc, ValueError):
+        return f"cannot run {argv[0]}: {exc} in its command line"
+    if exc.errno == errno.E2BIG:
+        # Linux takes at most 128 KiB per argument (and about 2 MiB for all with the environment).
+        longest = max(len(a.encode("utf-8", "surrogateescape")) for a in argv)
+        return (f"cannot run {argv[0]}: its command line is too long for the system (the longest "
+                f"argument is {longest:,} bytes; Linux takes at most 128 KiB per argument)")
+    return f"cannot run {argv[0]}: {exc.strerror or exc}"
+
+
+def _describe(argv: list[str]) -> str:
+    return " ".join(argv)
+
+
+def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] | None = None,
+        check: bool = True, timeout: float | None = 120, input: str | bytes | None = None,
+        guarded: bool = False) -> Completed:
+    """Run a short command and return its output; raise ProcessError on failure when `check`.
+
+    Every command runs in a session of its own, so a terminal's Ctrl+C reaches agent-loop only;
+    a Ctrl+C while a short command (git, jj) runs lets it finish, then stops us: a VCS command
+    killed halfway leaves locks and half-written state behind. Bytes are bytes: output that is
+    not UTF-8 comes back with its odd bytes as surrogates (paths round-trip), never a crash.
+
+    `guarded`: a call of the agent's program (the retry advisor, the commit-message writer). The
+    watchdog kills its group should we die first, and a Ctrl+C or timeout kills it at once.
+    """
+    watched = guarded and watchdog.ready()
+    data = input.encode("utf-8", "surrogateescape") if isinstance(input, str) else input
+    _count()
+    child: subprocess.Popen[bytes] | Spawned
+    try:
+        if usable(cwd):
+            child = Spawned(argv, env, data is not None)
+        else:
+            child = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
+                                     stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     start_new_session=True)
+    except FileNotFoundError as exc:
+        raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
+        raise ProcessError(_cannot_run(argv, exc), argv) from exc
+    group = child.pid if watched else None
+    if group is not None:
+        watchdog.tell("start", group)
+    try:
+        out, err = _communicate(child, data, timeout, group)
+    except subprocess.TimeoutExpired as exc:
+        _kill(child, child.pid)
+        child.communicate()
+        raise ProcessError(f"`{_describe(argv)}` timed out after {timeout}s", argv) from exc
+    finally:
+        if group is not None:
+            watchdog.tell("end", group)
+    stdout, stderr = (b.decode("utf-8", "surrogateescape") for b in (out, err))
+    code = child.wait()
+    result = Completed(argv, code, stdout, stderr)
+    if check and code != 0:
+        output = (stderr or stdout).strip()
+        raise ProcessError(f"`{_describe(argv)}` failed (exit {code}): {output}", argv, code,
+                           output)
+    return result
+
+
+def _communicate(child: subprocess.Popen[bytes] | Spawned, data: bytes | None,
+                 timeout: float | None, group: int | None) -> tuple[bytes, bytes]:
+    try:
+        return child.communicate(data, timeout=timeout)
+    except (KeyboardInterrupt, Interrupted):
+        if group is not None:  # the agent's program: stopped at once, with its group
+            _kill(child, group)
+            child.wait()
+            raise
+        with shielded():  # a VCS command: let it finish, then stop
+            child.communicate(timeout=timeout)
+        raise
+
+
+def _kill(child: subprocess.Popen[bytes] | Spawned, group: int | None) -> None:
+    try:
+        if group is not None:
+            os.killpg(group, signal.SIGKILL)
+        else:
+            child.kill()
+    except ProcessLookupError:
+        pass
+
+
+@contextmanager
+def shielded() -> Iterator[None]:
+    """Ignore Ctrl+C, SIGTERM and SIGHUP while cleanup that must finish runs (main thread only).
+
+    A second Ctrl+C during a stop would otherwise cut the SIGINT -> SIGKILL escalation short,
+    or leave a change half abandoned.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in stops}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Hold Ctrl+C, SIGTERM and SIGHUP back until the block is done, then let them in (main
+    thread only): for work an exception must not cut in half, such as a library building an
+    object whose destructor then fails loudly. Start no process inside: it would inherit the
+    blocked signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def stop_group(proc: subprocess.Popen[bytes] | Streaming,
+               grace: float = STOP_GRACE_SECONDS) -> None:
+    """Stop a process and everything it started: SIGINT, then SIGTERM, then SIGKILL."""
+    if proc.returncode is not None:  # reaped: only what it left behind can hold the group
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return  # nothing did: the usual end of an agent run
+    with shielded():
+        _escalate(proc, grace)
+
+
+def _escalate(proc: subprocess.Popen[bytes] | Streaming, grace: float) -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=grace)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    # The leader may be gone while children it left behind still hold the group.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | None = None,
+           env: Mapping[str, str] | None = None, timeout: float | None = None,
+           stdin: bytes | None = None, started: Callable[[], None] | None = None) -> Streamed:
+    """Run a long command in its own process group, handing each stdout line to `on_line`;
+    `started` is called once it runs, before its first line (work that need not delay it).
+
+    A timeout or a KeyboardInterrupt stops the whole group; the interrupt is re-raised as
+    Interrupted once the group is gone, so no agent process outlives us. No thread and no
+    pre-exec hook: stderr goes to a temporary file, and the watchdog stands in for the kernel's
+    parent-death signal, so a run costs one fork of ours (see scripts/bench_overhead.py).
+    """
+    watched = watchdog.ready()
+    _count()
+    # Only a subreaper has orphans to end; elsewhere there is nothing to look for.
+    before = children() if adopt_orphans() else set()
+    errors = tempfile.TemporaryFile()
+    given = None if stdin is None else prompt_input(stdin)
+    proc: subprocess.Popen[bytes] | Streaming
+    try:
+        if watched and usable(cwd):  # no pre-exec hook wanted: the quick way
+            proc = Streaming(argv, env, given, errors.fileno())
+        else:
+            proc = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
+                                    stdin=given if given is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=errors,
+                                    start_new_session=True,
+                                    preexec_fn=None if watched else die_with_parent())
+    except FileNotFoundError as exc:
+        errors.close()
+        raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
+    except OSError as exc:
+        errors.close()
+        raise ProcessError(_cannot_run(argv, exc), argv) from exc
+    finally:
+        if given is not None:
+            os.close(given)  # the child has its own copy of the descriptor
+    assert proc.stdout is not None
+    watchdog.tell("start", proc.pid)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    timed_out = False
+    exited = lambda: proc.poll() is not None  # noqa: E731
+    try:
+        if started is not None:
+            started()
+        try:
+            for line in lines(proc.stdout.fileno(), deadline, exited):
+                on_line(line)
+        except Expired:
+            timed_out = True
+            stop_group(proc)
+            # What it wrote before it stopped.
+            for line in lines(proc.stdout.fileno(), None, exited):
+                on_line(line)
+        proc.wait()
+        # The agent is done: what it left running in its group, or outside it, goes too.
+        stop_group(proc)
+    except KeyboardInterrupt:
+        stop_group(proc)
+        raise Interrupted("interrupted") from None
+    except BaseException:
+        stop_group(proc)
+        raise
+    finally:
+        end_adopted(before)
+        watchdog.tell("end", proc.pid)
+        proc.stdout.close()
+        tail = read_tail(errors)
+        errors.close()
+    return Streamed(argv, proc.wait(), tail, timed_out)

@@ -1,0 +1,71 @@
+"""One agent run, the same way for the developer, its fix runs and the reviewer: recorded in the
+task's history and its own log before it starts, its result recorded as soon as it ends.
+
+What happens when it is stopped (Ctrl+C, a kill) is not decided here: the attempt around it
+(agentloop.attempt) drops the attempt's change and uncounts it, once, for every kind of run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentloop.agents import AgentResult, AgentRun, clean
+from agentloop.run import ledger
+from agentloop.run.context import Run
+from agentloop.run.events import AgentActivity, AgentFinished, AgentStarted
+from agentloop.state.schema import Attempt, TaskState
+from agentloop.vcs import Change
+
+
+def log_path(run: Run, task: TaskState, number: int, role: str = "developer", round_: int = 0,
+             iteration: int = 1, kind: str = "review") -> Path:
+    """The run's log: NNN-task.log, -attempt2.log, -attempt2-iter3.log; a review round's
+    `…-review1.log` and fix `…-fix1.log`, a check's fix `…-checkfix1.log`, and `-run2` for a
+    second run in the same round."""
+    store = run.project.store
+    if not round_:
+        return store.log_path(task.log_name, number, iteration)
+    before = sum(1 for a in task.history
+                 if a.number == number and a.role == role and a.round == round_)
+    base = store.log_path(task.log_name, number)
+    fix = "checkfix" if kind == "checks" else "fix"
+    name = f"{base.stem}-{'review' if role == 'reviewer' else fix}{round_}"
+    return base.with_name(name + (f"-run{before + 1}" if before else "") + ".log")
+
+
+def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: int,
+              resume: str | None = None, role: str = "developer", round_: int = 0,
+              iteration: int = 1, kind: str = "review") -> tuple[Attempt, AgentResult]:
+    """Run the agent once for `task`; return its record and result. `kind`: what a fix run
+    (round_ > 0) answers, "review" feedback or failing "checks"."""
+    log = log_path(run, task, number, role, round_, iteration, kind)
+    attempt = ledger.new_run(task, change, number, run.project.store.relative(log),
+                             resume is not None, iteration, role, round_)
+    run.save(task)
+    run.emit(AgentStarted(str(log), resume, run.agent.name, role))
+    request = AgentRun(prompt=clean(prompt), model=run.model(role), cwd=run.project.root,
+                       log=log, raw_log=log.with_suffix(".jsonl"), resume=resume,
+                       header=_header(run, task, role, round_, iteration, kind),
+                       timeout=run.options.task_timeout, budget_usd=run.options.task_budget,
+                       read_only=role == "reviewer",
+                       before=ledger.session_totals(run.state, resume, task))
+    began = run.clock.monotonic()
+    result = run.agent.run(request, lambda text: run.emit(AgentActivity(text)))
+    ledger.record_result(task, attempt, result)
+    run.save(task)
+    run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd))
+    return attempt, result
+
+
+def _header(run: Run, task: TaskState, role: str, round_: int, iteration: int,
+            kind: str) -> tuple[tuple[str, str], ...]:
+    header: tuple[tuple[str, str], ...] = (
+        ("task", f"{task.index}/{len(run.state.tasks)} {task.summary}"), ("group", task.group),
+        ("attempt", str(task.attempts)))
+    if run.options.iterations > 1 and not round_:
+        header += (("iteration", f"{iteration}/{run.options.iterations}"),)
+    if round_ and kind == "checks":
+        header += (("role", role), ("check fix round", f"{round_}/{run.options.check_rounds}"))
+    elif round_:
+        header += (("role", role), ("review round", f"{round_}/{run.options.max_review_rounds}"))
+    return header

@@ -1,0 +1,133 @@
+"""One attempt of a task: its change, its prompt, the developer's run (or several iterations in
+one session), and the review, ending in an Outcome the runner settles.
+
+A stop in the middle of any of it (Ctrl+C, SIGTERM, an agent that cannot run, a blocking
+reviewer error) is handled here, once: the attempt does not count, and its change is dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from agentloop.errors import AgentBlocked, Interrupted
+from agentloop.proc.commands import shielded
+from agentloop.run import ledger
+from agentloop.run.agent_run import run_agent
+from agentloop.run.checks import checks_note
+from agentloop.run.context import Run
+from agentloop.run.events import ChangeCreated, TaskStarted
+from agentloop.run.final_message import BLOCKED, FATAL, Report
+from agentloop.run.final_message import parse as parse_report
+from agentloop.run.fixes import Outcome
+from agentloop.run.review import review
+from agentloop.run.selection import commit_message, resume_session
+from agentloop.run.verify import task_checks, verify
+from agentloop.state.schema import TaskState, now
+from agentloop.vcs import Change
+
+RETRY_NOTE = ("Note: an earlier attempt at this task was stopped before it finished, and its "
+              "file changes were discarded. Start the task again from the current files.\n\n")
+COMPLETE_NOTE = ("This task may take several turns. When it is fully done, end your final "
+                 "message with the line TASK_COMPLETE.")
+CONTINUE_PROMPT = ("Continue with the same task. Your progress so far:\n{progress}\n\n"
+                   "Keep going; when the task is fully done, end your final message with the "
+                   "line TASK_COMPLETE.")
+PLAN_CONTEXT_LIMIT = 8000
+
+
+def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
+    """One attempt: a change, the developer's run(s), the review."""
+    run.emit(TaskStarted(task.index, len(run.state.tasks), task.group, task.summary,
+                         task.attempts + 1))
+    # Retries run in a fresh session: the failed attempt's edits are gone, and its
+    # conversation would tell the agent otherwise.
+    resume = None if fresh else resume_session(run.state, task)
+    prompt = first_prompt(run, task, hint, resume)
+    change = run.vcs.begin(commit_message(task))
+    ledger.open_attempt(task, change)
+    number = _next_number(task)
+    if change.change_id:
+        run.emit(ChangeCreated(run.vcs.name, change.change_id))
+    try:
+        outcome = _develop(run, task, change, prompt, resume, number)
+        if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
+            outcome = verify(run, task, outcome)  # the user's checks, with fix runs
+        if run.options.review and outcome.result.ok and \
+                outcome.report.signal not in (FATAL, BLOCKED):
+            outcome = review(run, task, outcome)
+        return outcome
+    except BaseException as exc:
+        with shielded():
+            _abandon(run, task, change, number, exc)
+        raise
+
+
+def first_prompt(run: Run, task: TaskState, hint: str, resume: str | None) -> str:
+    """The attempt's prompt: the task, notes about earlier attempts, and for a fresh session
+    the plan's context and the learnings so far."""
+    prompt = task.task
+    if task.history and task.history[-1].outcome in ("interrupted", "running"):
+        prompt = RETRY_NOTE + prompt
+    if hint:
+        prompt += (f"\n\nAn earlier attempt at this task failed ({task.error}). "
+                   f"Advice for this attempt: {hint}")
+    if resume is None:
+        prompt = run.learnings.for_prompt() + prompt
+        context = (run.state.context or "").strip()
+        if context:
+            prompt = (f"The plan this task belongs to says, before its tasks:\n"
+                      f"{context[:PLAN_CONTEXT_LIMIT]}\n\n---\n\n{prompt}")
+    prompt += checks_note(task_checks(run.options, task))
+    if run.options.iterations > 1:
+        prompt += "\n\n" + COMPLETE_NOTE
+    return prompt
+
+
+def _next_number(task: TaskState) -> int:
+    return sum(1 for a in task.history if a.iteration == 1 and not a.round) + 1
+
+
+def _develop(run: Run, task: TaskState, change: Change, prompt: str, resume: str | None,
+             number: int) -> Outcome:
+    """The developer's run, or up to `iterations` runs in one session until TASK_COMPLETE."""
+    iterations = run.options.iterations
+    for iteration in range(1, iterations + 1):
+        if iteration > 1:
+            run.emit(TaskStarted(task.index, len(run.state.tasks), task.group, task.summary,
+                                 task.attempts, iteration))
+        attempt, result = run_agent(run, task, change, prompt, number, resume,
+                                    iteration=iteration)
+        report = parse_report(result.text) if result.ok else Report()
+        if result.ok:
+            run.learnings.record(task.index, iteration, now(), report.progress,
+                                 report.learnings)
+        if not result.ok or report.signal is not None or iterations == 1:
+            return Outcome(attempt, change, result, report)
+        if iteration == iterations:
+            # Spent without TASK_COMPLETE: judged like any failed attempt.
+            spent = replace(result, ok=False, error=f"not complete after {iterations} "
+                            "iterations (no TASK_COMPLETE)")
+            return Outcome(attempt, change, spent, report)
+        attempt.outcome = "continued"
+        run.save(task)
+        resume = result.session_id
+        prompt = CONTINUE_PROMPT.format(progress=report.progress or "(none reported)")
+    raise AssertionError("unreachable")
+
+
+def _abandon(run: Run, task: TaskState, change: Change, number: int,
+             exc: BaseException) -> None:
+    """Stopped midway: not the task's attempt. Its change goes now, so edits the user makes
+    before the next run stay theirs."""
+    interrupted = isinstance(exc, (Interrupted, KeyboardInterrupt))
+    outcome = "interrupted" if interrupted else (
+        "blocked" if isinstance(exc, AgentBlocked) else "stopped")
+    if not interrupted:
+        for done in task.history:  # runs that ended well were stopped by what came after
+            if done.number == number and done.outcome == "running" and done.exit_code is not None:
+                done.outcome = "stopped"
+    ledger.uncount(task, number, outcome, "interrupted" if interrupted else "pending",
+                   str(exc) or "interrupted")
+    run.save(task)
+    ledger.drop(run, task, change, number)
+    run.save(task)

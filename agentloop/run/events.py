@@ -1,0 +1,293 @@
+"""Typed events the runner emits; the console (and later other consumers) subscribe to them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import IO, Callable, Union, get_args
+
+import orjson
+
+from agentloop.agents import AgentResult, Totals
+from agentloop.files import held_open, jsonbytes
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    """A run begins: how many tasks are left of how many, and notes from preparing the VCS."""
+
+    pending: int
+    total: int
+    vcs: str
+    notes: tuple[str, ...] = ()
+    agent: str = ""
+
+
+@dataclass(frozen=True)
+class TaskStarted:
+    """A task attempt begins."""
+
+    index: int
+    total: int
+    group: str
+    summary: str
+    attempt: int
+    iteration: int = 1
+
+
+@dataclass(frozen=True)
+class ChangeCreated:
+    """The VCS made the change this attempt's edits go into."""
+
+    vcs: str
+    change_id: str
+
+
+@dataclass(frozen=True)
+class AgentStarted:
+    """The agent process starts; `resume` is the session it continues, if any."""
+
+    log: str
+    resume: str | None
+    agent: str = ""
+    role: str = "developer"    # developer | reviewer
+
+
+@dataclass(frozen=True)
+class AgentActivity:
+    """A short line about what the agent is doing now."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class AgentFinished:
+    """The agent process ended."""
+
+    result: AgentResult
+    seconds: float
+    cost_usd: float     # this run's own cost (the CLI's total adds up over a resumed session)
+
+
+@dataclass(frozen=True)
+class ChangeAbandoned:
+    """An attempt's change was dropped (a failed or interrupted attempt)."""
+
+    vcs: str
+    change_id: str
+
+
+@dataclass(frozen=True)
+class RetryDecided:
+    """After a failed attempt: whether the task runs again, why, and after how long a wait."""
+
+    index: int
+    attempt: int
+    retry: bool
+    kind: str            # transient | other
+    reason: str
+    hint: str = ""
+    source: str = ""     # "advisor", "fallback: …", or "backoff" for transient failures
+    wait_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class LimitWait:
+    """A usage or rate limit: the run waits (not a failure, not an attempt)."""
+
+    reason: str
+    seconds: float
+    until: float         # unix seconds
+    wait: int            # this is the n-th wait of the run
+    max_waits: int
+
+
+@dataclass(frozen=True)
+class LimitWaitOver:
+    """The wait for a usage limit ended; the run goes on."""
+
+    wait: int
+
+
+@dataclass(frozen=True)
+class MessageDistilled:
+    """The commit message for a task's change: distilled by a small model, or the plain one."""
+
+    index: int
+    distilled: bool
+    subject: str
+    note: str = ""       # why the plain message was kept
+
+
+@dataclass(frozen=True)
+class ReviewStarted:
+    """A reviewer round begins (--review): a fresh, read-only session looks at the change."""
+
+    index: int
+    round: int
+    rounds: int
+
+
+@dataclass(frozen=True)
+class ReviewVerdict:
+    """What a reviewer round came to: approved, feedback for the developer, or a failed run."""
+
+    index: int
+    round: int
+    rounds: int
+    verdict: str             # approved | feedback | failed
+    text: str = ""           # the feedback, or why the reviewer's run failed
+    again: bool = False      # failed: the reviewer runs once more
+    wait_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class CheckStarted:
+    """One of the user's checks starts (task 0: the baseline before the first task)."""
+
+    index: int
+    command: str
+    round: int
+    log: str
+
+
+@dataclass(frozen=True)
+class CheckFinished:
+    """One of the user's checks ended; its output is in `log`."""
+
+    index: int
+    command: str
+    exit_code: int
+    seconds: float
+    log: str
+    round: int
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class ChecksDone:
+    """A round of a task's checks (task 0: the baseline) ended: how many passed, which failed
+    (`pytest -q (exit 1)`), and how many fix rounds the task has in all."""
+
+    index: int
+    round: int
+    rounds: int
+    total: int
+    seconds: float
+    failed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TaskFinished:
+    """A task reached a final status in this run."""
+
+    index: int
+    status: str
+    change_id: str | None
+    files: int
+    error: str | None
+    empty: bool = False      # completed, but the task changed no files
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    """The run ended (all done, or stopped); counts by status, cost and time."""
+
+    counts: tuple[tuple[str, int], ...]
+    cost_usd: float
+    seconds: float
+    logs: str
+    stopped: str | None = None   # why the run stopped early, if it did
+    notes: tuple[str, ...] = ()  # things the user should look at (tasks that keep stalling)
+    tokens: tuple[tuple[str, int], ...] = ()   # token totals of the task file's runs so far
+    unfinished: tuple[int, ...] = ()  # tasks this run set out to run that did not complete
+    cost_known: bool = True      # False: some runs reported tokens but no dollars
+
+
+Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,
+              ChangeAbandoned, RetryDecided, LimitWait, LimitWaitOver, MessageDistilled,
+              TaskFinished, RunFinished, ReviewStarted, ReviewVerdict, CheckStarted,
+              CheckFinished, ChecksDone]
+Emit = Callable[[Event], None]
+
+
+# -- events.jsonl --------------------------------------------------------------------------------
+# Every event is one JSON object a line: {"v": SCHEMA_VERSION, "type": <class name>,
+# "time": <UTC ISO 8601>, <the event's fields>}. AgentFinished's `result` is an object with
+# AgentResult's fields. A new field or event type is a compatible change; renaming or removing
+# one raises SCHEMA_VERSION.
+SCHEMA_VERSION = 1
+
+
+def event_types() -> dict[str, type]:
+    """Every event class by its name in events.jsonl."""
+    return {cls.__name__: cls for cls in get_args(Event)}
+
+
+def to_json(event: Event, time: str) -> bytes:
+    """One line of events.jsonl."""
+    body = {"v": SCHEMA_VERSION, "type": type(event).__name__, "time": time}
+    # Field by field, the nested records (AgentResult) left to orjson, which writes a dataclass
+    # as dataclasses.asdict would, without its deep copy: a tenth of the time.
+    body.update((f.name, getattr(event, f.name)) for f in fields(event))
+    return jsonbytes.dumps(body) + b"\n"
+
+
+def from_json(line: bytes) -> Event | None:
+    """An event read back from events.jsonl; None for a line this version does not know."""
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None  # a line cut short by a crash
+    cls = event_types().get(str(data.get("type"))) if isinstance(data, dict) else None
+    if cls is None:
+        return None
+    names = {f.name for f in fields(cls)}
+    values = {k: v for k, v in data.items() if k in names}
+    if cls is AgentFinished:
+        known = {f.name for f in fields(AgentResult)}
+        result = {k: v for k, v in values["result"].items() if k in known}
+        totals = result.get("totals")
+        result["totals"] = Totals(**totals) if isinstance(totals, dict) else Totals()
+        values["result"] = AgentResult(**result)
+    for name, value in values.items():
+        if isinstance(value, list):
+            values[name] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+    return cls(**values)  # type: ignore[no-any-return]
+
+
+class EventLog:
+    """Appends every event to `.agent-loop/events.jsonl`; a reader elsewhere follows the file,
+    so no consumer of the log can slow the loop down."""
+
+    def __init__(self, path: Path, clock: Callable[[], str]) -> None:
+        self.path = path
+        self.clock = clock
+        self._out: IO[bytes] | None = None
+
+    def __call__(self, event: Event) -> None:
+        """Append one event; held open for the run, so that a file an agent deleted comes
+        back whole, earlier runs' events included."""
+        if self._out is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._out = open(self.path, "a+b")  # readable too: see held_open.put_back
+        else:
+            fresh = held_open.put_back(self.path, self._out)
+            if fresh is not None:
+                self._out.close()
+                self._out = fresh
+        self._out.write(to_json(event, self.clock()))
+        self._out.flush()  # a reader follows the file as it grows
+
+    def close(self) -> None:
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+
+def fan_out(*consumers: Emit) -> Emit:
+    """One emit that hands each event to every consumer in turn."""
+    def emit(event: Event) -> None:
+        for consume in consumers:
+            consume(event)
+    return emit

@@ -1,0 +1,59 @@
+"""What an attempt came to, and the fix run that changes it: the developer's session resumed
+with what is wrong (a reviewer's feedback, a failing check), its edits landing in the same change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from agentloop.agents import LIMIT, AgentResult, Failure
+from agentloop.run.agent_run import run_agent
+from agentloop.run.checks import CheckRun
+from agentloop.run.context import Run
+from agentloop.run.final_message import Report
+from agentloop.run.final_message import parse as parse_report
+from agentloop.run.waits import classify, wait_for_limit
+from agentloop.state.schema import Attempt, TaskState, now
+from agentloop.vcs import Change
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an attempt came to: the last developer run, its result and report, and for a
+    successful one the status it earns (completed, or unapproved by the reviewer) and why.
+
+    `checks`: the last round of the task's checks (all passed for a completed task).
+    `failure`: set when the core itself failed the attempt (a check still failing, no changes
+    with --require-changes): the runner takes it as it is instead of asking the agent.
+    """
+
+    attempt: Attempt
+    change: Change
+    result: AgentResult
+    report: Report
+    status: str = "completed"
+    note: str | None = None
+    checks: tuple[CheckRun, ...] = ()
+    failure: Failure | None = None
+
+
+def fix_run(run: Run, task: TaskState, outcome: Outcome, prompt: str, round_: int,
+            kind: str = "review") -> Outcome:
+    """The developer's session, resumed with `prompt`; a limit waits and runs it again.
+
+    A failed run comes back as the outcome's result, for the runner's rules.
+    """
+    resume = outcome.attempt.session_id or task.session_id
+    while True:
+        record, result = run_agent(run, task, outcome.change, prompt, outcome.attempt.number,
+                                   resume, round_=round_, kind=kind)
+        if result.ok:
+            report = parse_report(result.text)
+            run.learnings.record(task.index, 1, now(), report.progress, report.learnings)
+            return replace(outcome, attempt=record, result=result, report=report)
+        failure = classify(run, result)
+        if failure.kind != LIMIT:
+            return replace(outcome, attempt=record, result=result, report=Report())
+        record.outcome, record.reason = "limited", failure.reason
+        run.save(task)
+        wait_for_limit(run, failure)

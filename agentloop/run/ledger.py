@@ -1,0 +1,169 @@
+"""Every change to a task's record and its attempts happens here, and nowhere else.
+
+The rules that crash safety rests on live here once:
+- an attempt is counted when it opens (`open_attempt`), so a kill at any later instant leaves a
+  task that a re-run picks up;
+- an attempt that was not the task's fault (Ctrl+C, SIGTERM, a kill, a usage limit, an agent
+  that cannot run at all) does not count (`uncount`), and its change is dropped (`drop`), so
+  the history keeps only attempts that counted and the user's edits made before the re-run
+  stay theirs;
+- a change id is recorded only while that change exists.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from agentloop.agents import AgentResult, Totals
+from agentloop.run.checks import CheckRun, as_record
+from agentloop.run.context import Run
+from agentloop.run.events import ChangeAbandoned, TaskFinished
+from agentloop.state.receipts import usd
+from agentloop.state.schema import Attempt, State, TaskState, now
+from agentloop.vcs import Change
+
+
+def open_attempt(task: TaskState, change: Change) -> None:
+    """A new attempt of `task` begins in `change`: it counts from this instant."""
+    task.attempts += 1
+    task.status, task.started_at, task.finished_at = "running", now(), None
+    task.change_id, task.commit_id = change.change_id or None, change.commit_id or None
+    task.error = None
+
+
+def new_run(task: TaskState, change: Change, number: int, log: str, resumed: bool,
+            iteration: int = 1, role: str = "developer", round_: int = 0) -> Attempt:
+    """Add the record of one agent run to the task's history, before it starts."""
+    attempt = Attempt(number=number, started_at=now(), log=log, iteration=iteration,
+                      resumed=resumed, change_id=change.change_id or None,
+                      commit_id=change.commit_id or None, role=role, round=round_)
+    task.history.append(attempt)
+    task.log = attempt.log
+    return attempt
+
+
+def record_result(task: TaskState, attempt: Attempt, result: AgentResult) -> None:
+    """What a run reported: its session, its own cost and tokens, the session's totals."""
+    attempt.session_id = result.session_id
+    attempt.session_cost_usd = result.totals.cost_usd
+    attempt.session_usage = dict(result.totals.usage)
+    attempt.cost_usd = usd(result.cost_usd)
+    attempt.cost_known = result.cost_known
+    attempt.usage = dict(result.usage)
+    attempt.model = result.model
+    attempt.num_turns = result.num_turns
+    attempt.duration_ms = result.duration_ms
+    attempt.exit_code = result.exit_code
+    attempt.finished_at = now()
+    task.cost_usd = usd(task.cost_usd + attempt.cost_usd)
+    if result.ok and attempt.role == "developer":  # never the reviewer's session
+        task.session_id = result.session_id
+
+
+def session_totals(state: State, session_id: str | None, task: TaskState) -> Totals:
+    """A session's running totals after its newest recorded run (nothing for a fresh one)."""
+    if not session_id:
+        return Totals()
+    runs = [a for t in _group_of(state, task) for a in t.history if a.session_id == session_id]
+    if not runs:
+        return Totals()
+    last = max(runs, key=lambda a: a.session_cost_usd)
+    newest = runs[-1] if runs[-1].session_usage else last
+    return Totals(last.session_cost_usd, dict(newest.session_usage))
+
+
+def _group_of(state: State, task: TaskState) -> list[TaskState]:
+    """The run of tasks around `task` with its group: a session never leaves one (a new group
+    starts a fresh session), and looking no further keeps a task's cost the same at any size."""
+    first = last = task.index - 1
+    while first > 0 and state.tasks[first - 1].group == task.group:
+        first -= 1
+    while last + 1 < len(state.tasks) and state.tasks[last + 1].group == task.group:
+        last += 1
+    return state.tasks[first:last + 1]
+
+
+def checks_ran(attempt: Attempt, runs: Sequence[CheckRun]) -> None:
+    """The user's checks ran after this agent run: each run is part of its record."""
+    attempt.checks.extend(as_record(r) for r in runs)
+
+
+def add_helper_cost(task: TaskState, attempt: Attempt, cost: float) -> None:
+    """A small call about this attempt (advisor, commit message) is charged to its task."""
+    attempt.helper_cost_usd = usd(attempt.helper_cost_usd + cost)
+    task.cost_usd = usd(task.cost_usd + cost)
+
+
+def uncount(task: TaskState, number: int, outcome: str, status: str, reason: str) -> None:
+    """Attempt `number` does not count: its unfinished runs end as `outcome`, the task waits
+    its turn again as `status` (interrupted or pending)."""
+    for record in task.history:
+        if record.number == number and record.outcome == "running":
+            record.outcome = outcome
+            record.finished_at = record.finished_at or now()
+    task.status, task.error = status, reason
+    task.attempts = max(0, task.attempts - 1)
+
+
+def forget_change(task: TaskState, number: int | None = None) -> None:
+    """The task's change is gone: no record names it any more."""
+    task.change_id = task.commit_id = None
+    for record in task.history:
+        if number is None or record.number == number:
+            record.change_id = record.commit_id = None
+
+
+def drop(run: Run, task: TaskState, change: Change, number: int | None = None) -> None:
+    """Abandon the attempt's change and every edit in it; the records forget it."""
+    run.vcs.abandon(change)
+    if change.change_id:
+        run.emit(ChangeAbandoned(run.vcs.name, change.change_id))
+    forget_change(task, number)
+
+
+def complete(run: Run, task: TaskState, attempt: Attempt, done: Change,
+             status: str = "completed", note: str | None = None) -> None:
+    """The task is done (or unapproved, its change kept) in the change `done`."""
+    task.status = attempt.outcome = status
+    task.change_id = attempt.change_id = done.change_id or None
+    task.commit_id = attempt.commit_id = done.commit_id or None
+    task.files, task.error = list(done.files), note
+    attempt.finished_at = task.finished_at = now()
+    run.save(task)
+    run.emit(TaskFinished(task.index, task.status, task.change_id, len(task.files), note,
+                          empty=done.empty))
+
+
+def fail(run: Run, task: TaskState, reason: str) -> None:
+    """The task failed for good in this run (out of attempts, or the advisor said stop)."""
+    task.status, task.error, task.files = "failed", reason, []
+    if task.history:
+        task.history[-1].finished_at = now()
+    task.finished_at = now()
+    run.save(task)
+    run.emit(TaskFinished(task.index, task.status, None, 0, reason))
+
+
+def blocked(run: Run, task: TaskState, attempt: Attempt, reason: str,
+            session: str | None) -> None:
+    """The agent said it cannot do this task without a person; the group's chain goes on."""
+    attempt.outcome = task.status = "blocked"
+    task.error = attempt.reason = reason
+    task.session_id = session
+    task.finished_at = now()
+    run.save(task)
+    run.emit(TaskFinished(task.index, task.status, None, 0, task.error))
+
+
+def stopped(task: TaskState, attempt: Attempt, reason: str) -> None:
+    """The agent reported an error so grave that the run stops; the task waits its turn."""
+    attempt.outcome, task.status = "stopped", "pending"
+    task.error = attempt.reason = reason
+
+
+def decided(attempt: Attempt, hint: str, reason: str | None = None) -> None:
+    """A failed attempt was judged: its hint for the next one, and why."""
+    attempt.finished_at = now()
+    attempt.hint = hint or None
+    if reason is not None:
+        attempt.reason = reason

@@ -1,0 +1,127 @@
+"""The reviewer (--review): after the developer's run, a fresh, read-only session reads the task
+and the real diff of its change and answers APPROVED or FEEDBACK; feedback goes back to the
+developer's session, into the same change, until the reviewer approves or the rounds run out.
+
+- Every reviewer round is a fresh session on the review model that may read files but not change
+  them (the agent's read-only mode). It knows earlier rounds only from the feedback it is shown
+  (agentloop.verdict has the prompt and how its answer is read).
+- A fix run resumes the developer's session with the feedback: one run, whose edits land in the
+  task's change (jj: the same change; git: the task's one commit at finish).
+- Out of rounds, the task is `unapproved`: its change is finished like a completed one and kept
+  for the user to judge, and the run goes on.
+- A reviewer's failed run: a limit waits (counted against --max-limit-waits, like the
+  developer's) and runs the same reviewer again; a blocking error stops the run (the attempt
+  around the review drops the change and counts nothing); a transient or other failure runs the
+  reviewer once more (after --backoff for a transient one), and a second failure leaves the task
+  `unapproved`. A reviewer's failure never approves anything.
+- A failed fix run is the attempt's failure, and the runner's rules apply (its change dropped,
+  retried or failed), except a limit, which waits and runs the same fix again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from agentloop.agents import BLOCKING, LIMIT, TRANSIENT
+from agentloop.errors import AgentBlocked
+from agentloop.run.agent_run import run_agent
+from agentloop.run.checks import review_note
+from agentloop.run.context import Run
+from agentloop.run.events import ReviewStarted, ReviewVerdict
+from agentloop.run.final_message import BLOCKED, FATAL, first_line
+from agentloop.run.fixes import Outcome, fix_run
+from agentloop.run.review_prompt import Verdict, cut_diff, fix_prompt, parse_verdict, review_prompt
+from agentloop.run.verify import verify
+from agentloop.run.waits import classify, wait_for_limit
+from agentloop.state.schema import State, TaskState
+
+# Runs of a failing reviewer in one round, beyond the first, before the task is left unapproved
+# ("the reviewer failed twice").
+REVIEWER_RETRIES = 1
+
+
+def unapproved_notes(state: State) -> tuple[str, ...]:
+    """For the run's summary: every unapproved task, its kept change and the last feedback."""
+    notes = []
+    for t in state.tasks:
+        if t.status != "unapproved":
+            continue
+        change = (f"its change {t.change_id[:12]} is kept for you to judge" if t.change_id
+                  else "it changed no files")
+        feedback = (f"; the reviewer's last feedback: {first_line(t.feedback)} (agent-loop "
+                    "--status shows it all)" if t.feedback else "")
+        notes.append(f"task {t.index} is unapproved ({t.error}); {change}{feedback}")
+    return tuple(notes)
+
+
+def review(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
+    """Review the change until approved or out of rounds; a failed fix run comes back as the
+    attempt's result, for the runner's rules."""
+    rounds = run.options.max_review_rounds
+    task.feedback, feedback = None, None
+    for round_ in range(1, rounds + 1):
+        verdict = _review(run, task, outcome, round_, feedback)
+        if isinstance(verdict, str):
+            task.feedback = feedback
+            return replace(outcome, status="unapproved",
+                           note=f"the reviewer failed twice in round {round_}: {verdict}")
+        if verdict.approved:
+            return outcome
+        outcome.attempt.outcome, feedback = "feedback", verdict.feedback
+        run.save(task)
+        if round_ == rounds:
+            task.feedback = feedback
+            return replace(outcome, status="unapproved",
+                           note=f"not approved after {rounds} review round{'s' * (rounds > 1)}")
+        outcome = _fix(run, task, outcome, round_, feedback)
+        if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
+            outcome = verify(run, task, outcome)  # the fix is held to the checks too
+        if not outcome.result.ok or outcome.report.signal in (FATAL, BLOCKED):
+            return outcome  # the runner's rules take over
+    raise AssertionError("unreachable")
+
+
+def _review(run: Run, task: TaskState, outcome: Outcome, round_: int,
+            feedback: str | None) -> Verdict | str:
+    """One reviewer round, run again after a limit or one failure; a str: why it failed."""
+    rounds, failures = run.options.max_review_rounds, 0
+    developer = outcome.attempt
+    while True:
+        run.emit(ReviewStarted(task.index, round_, rounds))
+        diff, cut = cut_diff(run.vcs.diff(outcome.change))
+        prompt = review_prompt(task.group, task.task, outcome.result.text, diff, cut, round_,
+                               rounds, feedback) + review_note(outcome.checks)
+        record, result = run_agent(run, task, outcome.change, prompt, developer.number,
+                                   role="reviewer", round_=round_)
+        if result.ok:
+            verdict = parse_verdict(result.text)
+            record.verdict = record.outcome = "approved" if verdict.approved else "feedback"
+            record.reason = None if verdict.approved else verdict.feedback
+            run.save(task)
+            run.emit(ReviewVerdict(task.index, round_, rounds, record.verdict,
+                                   record.reason or ""))
+            return verdict
+        failure = classify(run, result)
+        record.reason = failure.reason
+        record.outcome = {LIMIT: "limited", BLOCKING: "blocked"}.get(failure.kind, "failed")
+        run.save(task)
+        if failure.kind == LIMIT:
+            wait_for_limit(run, failure)
+            continue
+        if failure.kind == BLOCKING:
+            raise AgentBlocked(failure.reason)
+        failures += 1
+        again = failures <= REVIEWER_RETRIES
+        wait = run.options.backoff if again and failure.kind == TRANSIENT else 0.0
+        run.emit(ReviewVerdict(task.index, round_, rounds, "failed", failure.reason, again,
+                               wait))
+        if not again:
+            return failure.reason
+        if wait:
+            run.clock.sleep(wait)
+
+
+def _fix(run: Run, task: TaskState, outcome: Outcome, round_: int, feedback: str) -> Outcome:
+    """The developer's session, resumed with the feedback; a limit waits and runs it again."""
+    return fix_run(run, task, outcome, fix_prompt(feedback, round_, run.options.max_review_rounds),
+                   round_)

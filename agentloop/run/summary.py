@@ -1,0 +1,87 @@
+"""How a run ended, as data: counts, spending, stalls, and the tasks it left unfinished."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from agentloop.errors import UNFINISHED_EXIT, AgentLoopError
+from agentloop.plan import parse
+from agentloop.run.context import Run
+from agentloop.run.events import RunFinished
+from agentloop.state import receipts
+from agentloop.state.reconcile import reconcile
+from agentloop.state.schema import TaskState
+
+# Runs of the tool in a row a task may start without completing before the summary flags it.
+STALL_RUNS = 3
+# What a task the run set out to run may end as, for the run to count as a success.
+FINE = ("completed", "skipped")
+
+
+def count_stalls(run: Run, begun: list[TaskState]) -> tuple[str, ...]:
+    """Count the runs each started task has gone without completing; report the stuck ones."""
+    for task in begun:
+        task.stalled_runs = 0 if task.status == "completed" else task.stalled_runs + 1
+    try:
+        run.save()
+    except AgentLoopError:
+        pass
+    return tuple(
+        f"task {t.index} has started in {t.stalled_runs} runs in a row without completing "
+        f"({t.status}: {t.error or 'no reason recorded'}); read {t.log} and consider "
+        "rewording or splitting it"
+        for t in run.state.tasks if t.stalled_runs >= STALL_RUNS)
+
+
+def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, ...],
+              planned: list[int]) -> RunFinished:
+    """The RunFinished event: counts by status, tokens and cost, time, what to look at."""
+    from agentloop.run.review import unapproved_notes
+
+    tasks = run.state.tasks
+    counts = Counter(t.status for t in tasks)
+    total = receipts.total(tasks)
+    unfinished = tuple(i for i in planned if tasks[i - 1].status not in FINE)
+    return RunFinished(counts=tuple(sorted(counts.items())),
+                       tokens=tuple((k, getattr(total, k)) for k in receipts.TOKENS),
+                       cost_usd=total.cost_usd,
+                       seconds=run.clock.monotonic() - started,
+                       logs=str(run.project.store.logs),
+                       stopped=stopped,
+                       notes=notes + unapproved_notes(run.state)
+                       + (_empty_notes(tasks, planned) if run.vcs.name != "none" else ())
+                       + _grown_notes(run),
+                       unfinished=unfinished, cost_known=total.cost_known)
+
+
+def _empty_notes(tasks: list[TaskState], planned: list[int]) -> tuple[str, ...]:
+    """Tasks this run completed without changing a file: done, or only said to be?"""
+    return tuple(f"task {i} completed but changed no files; read {tasks[i - 1].log} "
+                 "(--require-changes fails such a task)"
+                 for i in planned if tasks[i - 1].status == "completed"
+                 and not tasks[i - 1].files and not tasks[i - 1].change_id)
+
+
+def _grown_notes(run: Run) -> tuple[str, ...]:
+    """Tasks added to the task file (or reworded) while this run worked: they run next time,
+    which a run that says "done" must not leave unsaid. An agent ticking boxes is no news."""
+    path = run.project.task_file
+    try:
+        data = parse.read_bytes(path)
+        if parse.file_hash(data) == run.state.task_file_hash:
+            return ()
+        changes = reconcile(run.state.tasks, parse.from_bytes(path, data))
+    except AgentLoopError as exc:
+        return (f"{run.state.task_file} changed while this run worked and cannot be read now: "
+                f"{exc}",)
+    new = [*changes.added, *(i for i, _ in changes.edited)]
+    # A line the agent reworded as it ticked it off is done, not new work.
+    if all(changes.tasks[i - 1].status != "pending" for i in new):
+        return ()
+    return (f"{run.state.task_file} changed while this run worked ({changes.summary()}); run "
+            "agent-loop again to run what is new",)
+
+
+def exit_code(summary: RunFinished) -> int:
+    """0 only when every task the run set out to run ended completed (or skipped)."""
+    return UNFINISHED_EXIT if summary.unfinished else 0

@@ -1,0 +1,118 @@
+"""The user's checks in a run: once before the first task (the baseline), and after each
+successful developer run, with failures going back to the developer's session as fix runs.
+
+- A task's checks are its plan's (for its file and group) and then --check's, each once.
+- After the developer's run, and after each fix run, every check runs on the task's working copy.
+  All pass: the outcome carries them (the reviewer sees them, the commit message names them).
+  One fails: the session is resumed with the failures (agentloop.checks.fix_prompt), and its
+  edits land in the same change; after --check-rounds fix runs with a check still failing, the
+  attempt fails with the check's output as its error, and the runner's rules take over (its
+  change dropped, the retry advisor asked).
+- --require-changes: a developer's run that left no changes fails the attempt the same way.
+- Ctrl+C during a check stops its whole process group and raises Interrupted; the attempt
+  around it is abandoned like one stopped during the agent's run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from agentloop.agents import OTHER, Failure
+from agentloop.errors import CheckFailed
+from agentloop.options import RunOptions
+from agentloop.run import checks, ledger
+from agentloop.run.checks import CheckRun
+from agentloop.run.context import Run
+from agentloop.run.events import CheckFinished, ChecksDone, CheckStarted
+from agentloop.run.final_message import BLOCKED, FATAL
+from agentloop.run.fixes import Outcome, fix_run
+from agentloop.state.schema import TaskState
+
+NO_CHANGES = "the task changed no files (--require-changes)"
+BASELINE_LOG = "checks-baseline.log"
+
+
+def plan_checks(task: TaskState) -> tuple[str, ...]:
+    """The checks the plan declares for this task (its file's and its group's).
+
+    The hook for the plan format: the parsed Task carries them as `checks`, and
+    TaskState.from_task keeps them in the task's ledger.
+    """
+    return tuple(task.checks)
+
+
+def task_checks(options: RunOptions, task: TaskState) -> tuple[str, ...]:
+    """Every check that decides whether `task` is done: the plan's, then --check's, each once."""
+    return tuple(dict.fromkeys((*plan_checks(task), *options.check)))
+
+
+def check_log(run: Run, task: TaskState, number: int) -> Path:
+    """The task attempt's check log, beside its agent logs: NNN-task[-attemptN]-checks.log."""
+    base = run.project.store.log_path(task.log_name, number)
+    return base.with_name(f"{base.stem}-checks.log")
+
+
+def baseline(run: Run, tasks: list[TaskState]) -> tuple[CheckRun, ...]:
+    """Every check the run's tasks will meet, once, before any agent runs: CheckFailed (the
+    run stops, naming the check) when one fails."""
+    commands = tuple(dict.fromkeys(c for t in tasks for c in task_checks(run.options, t)))
+    if not commands:
+        return ()
+    log = run.project.store.logs / BASELINE_LOG
+    runs = _round(run, 0, commands, log, 0)
+    failed = [r for r in runs if not r.passed]
+    run.emit(ChecksDone(0, 0, 0, len(runs), sum(r.seconds for r in runs),
+                        tuple(checks.describe(r) for r in failed)))
+    if failed:
+        raise CheckFailed(checks.baseline_message(failed))
+    return runs
+
+
+def verify(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
+    """Hold a developer's successful outcome to the task's checks, with fix runs; the outcome
+    that comes back either passed them all or failed (the runner's rules then apply)."""
+    if run.options.require_changes and not run.vcs.diff(outcome.change).strip():
+        return _failed(outcome, NO_CHANGES)
+    commands = task_checks(run.options, task)
+    if not commands:
+        return outcome
+    rounds = run.options.check_rounds
+    log = check_log(run, task, outcome.attempt.number)
+    for round_ in range(rounds + 1):
+        runs = _round(run, task.index, commands, log, round_)
+        # Saved with the next step's save (a fix run's record, the task's end): no extra write.
+        ledger.checks_ran(outcome.attempt, runs)
+        failed = [r for r in runs if not r.passed]
+        run.emit(ChecksDone(task.index, round_, rounds, len(runs), sum(r.seconds for r in runs),
+                            tuple(checks.describe(r) for r in failed)))
+        if not failed:
+            return replace(outcome, checks=runs)
+        if round_ == rounds:
+            return replace(_failed(outcome, checks.failure_text(failed)), checks=runs)
+        outcome = fix_run(run, task, outcome, checks.fix_prompt(failed, round_ + 1, rounds),
+                          round_ + 1, kind="checks")
+        if not outcome.result.ok or outcome.report.signal in (FATAL, BLOCKED):
+            return outcome  # the runner's rules take over
+    raise AssertionError("unreachable")
+
+
+def _round(run: Run, index: int, commands: tuple[str, ...], log: Path,
+           round_: int) -> tuple[CheckRun, ...]:
+    """Each check once, with an event before and after it."""
+    store = run.project.store
+    runs = []
+    for command in commands:
+        run.emit(CheckStarted(index, command, round_, str(log)))
+        done = checks.run_checks((command,), run.project.root, log, run.options.check_timeout,
+                                 round_, store.relative(log))[0]
+        run.emit(CheckFinished(index, command, done.exit_code, done.seconds, str(log), round_,
+                               done.timed_out))
+        runs.append(done)
+    return tuple(runs)
+
+
+def _failed(outcome: Outcome, reason: str) -> Outcome:
+    """The attempt failed on the core's own finding, not the agent's: `reason` is its error."""
+    result = replace(outcome.result, ok=False, error=reason)
+    return replace(outcome, result=result, failure=Failure(OTHER, reason))

@@ -1,0 +1,35 @@
+"""Waiting out what is not the task's fault: usage limits and transient failures."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from agentloop.agents import AgentResult, Failure
+from agentloop.errors import RunStopped
+from agentloop.run.context import Run
+from agentloop.run.events import LimitWait, LimitWaitOver
+
+# A limit wait without a reset time backs off from `backoff` seconds, doubling, up to this.
+MAX_BACKOFF = 3600.0
+# Seconds added to a reported reset time, so we do not knock a moment too early.
+RESET_MARGIN = 5.0
+
+
+def classify(run: Run, result: AgentResult) -> Failure:
+    """The agent's own reading of a failed run, at the run's clock."""
+    return run.agent.classify(result, datetime.fromtimestamp(run.clock.time(), timezone.utc))
+
+
+def wait_for_limit(run: Run, failure: Failure) -> None:
+    """Sleep until the limit resets (or a doubling backoff); stop once out of waits."""
+    run.tally.limit_waits += 1
+    waits, most = run.tally.limit_waits, run.options.max_limit_waits
+    if waits > most:
+        raise RunStopped(f"usage limit: waited {most} times already ({failure.reason})")
+    if failure.resets_at is not None:
+        seconds = max(0.0, failure.resets_at - run.clock.time()) + RESET_MARGIN
+    else:
+        seconds = min(MAX_BACKOFF, run.options.backoff * 2 ** (waits - 1))
+    run.emit(LimitWait(failure.reason, seconds, run.clock.time() + seconds, waits, most))
+    run.clock.sleep(seconds)
+    run.emit(LimitWaitOver(waits))

@@ -1,0 +1,68 @@
+"""Progress and learnings the agent reports, kept across groups in `.agent-loop/`.
+
+`learnings.md` is the current text, the one a new session is given; the user may read and edit
+it between runs, and the edit is what the next session sees. `learnings.jsonl` keeps every
+version the agent reported, with its task, iteration and time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentloop.files import jsonbytes
+
+# The most of learnings.md a prompt carries: the newest part, where the file grows.
+PROMPT_LIMIT = 8000
+
+
+class Learnings:
+    """The learnings files of one project."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / "learnings.md"
+        self.history = folder / "learnings.jsonl"
+        self._written: str | None = None  # what this run last wrote to learnings.md
+
+    def current(self) -> str:
+        """The learnings as they are now (the user's edits included), or ""."""
+        try:
+            return self.path.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            if self._written is None:
+                return ""
+        # Gone during this run: an agent's clean-up, not the user's choice. Written back.
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(self._written, encoding="utf-8")
+        return self._written.strip()
+
+    def for_prompt(self) -> str:
+        """The preamble a fresh session gets, or "" when nothing was learned yet."""
+        text = self.current()
+        if not text:
+            return ""
+        if len(text) > PROMPT_LIMIT:
+            text = "…" + text[-PROMPT_LIMIT:]
+        return ("Learnings from earlier tasks of this task list (from .agent-loop/learnings.md):\n"
+                f"{text}\n\n---\n\n")
+
+    def record(self, task: int, iteration: int, time: str, progress: str, learnings: str) -> None:
+        """Keep one version; new learnings are added to learnings.md under their task.
+
+        Learnings of "none" (as the system prompt tells the agent to write) are no learnings.
+        """
+        if learnings.strip().strip(".").lower() in ("", "none", "n/a", "-"):
+            learnings = ""
+        if not progress and not learnings:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"task": task, "iteration": iteration, "time": time, "progress": progress,
+                 "learnings": learnings}
+        with open(self.history, "ab") as out:
+            out.write(jsonbytes.dumps(entry) + b"\n")
+        if learnings:
+            # Appended to the file as it is now, so the user's edits stay.
+            before = self.current()
+            heading = f"## Task {task}" + (f", iteration {iteration}" if iteration > 1 else "")
+            text = (before + "\n\n" if before else "") + f"{heading} ({time})\n{learnings}\n"
+            self.path.write_text(text, encoding="utf-8")
+            self._written = text

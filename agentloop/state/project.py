@@ -1,0 +1,105 @@
+"""Where a run lives and which tasks it has: the project root, its store, and the task list.
+
+The markdown is parsed once per version of the task file: when state.json holds the same file
+hash, the tasks come from the state (marko costs about 0.5 ms a task; a 10,000-task file would
+take seconds to parse on every --status). When the hash changed, the saved records are
+reconciled with the new file (agentloop.reconcile) instead of refused.
+
+Each task file is a plan with its own folder: the first plan of a repository keeps
+`.agent-loop/` itself (where every earlier version of agent-loop kept its one plan), every other
+plan gets `.agent-loop/plans/<name>-<hash>/`. One run at a time per repository still holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from agentloop.plan import parse
+from agentloop.state.reconcile import Reconciled, reconcile
+from agentloop.state.schema import State, TaskState
+from agentloop.state.store import DIRNAME, Store
+from agentloop.vcs import find_root
+
+
+@dataclass(frozen=True)
+class Project:
+    """A task file, the folder agent-loop works in, and its store."""
+
+    task_file: Path
+    root: Path
+    store: Store
+
+    @property
+    def task_file_name(self) -> str:
+        """The task file as recorded in the state: relative to the root where possible."""
+        return self.store.relative(self.task_file)
+
+
+def open_project(task_file: Path, cwd: Path) -> Project:
+    """Locate the root: the repository around `cwd`, else the task file's folder."""
+    path = (cwd / task_file).resolve() if not task_file.is_absolute() else task_file.resolve()
+    root = find_root(cwd.resolve()) or path.parent
+    return Project(path, root, Store(root, plan_folder(root, path)))
+
+
+def plan_folder(root: Path, task_file: Path) -> Path:
+    """Where this plan's state, logs and learnings live (see the module doc)."""
+    try:
+        name = task_file.relative_to(root).as_posix()
+    except ValueError:
+        name = str(task_file)
+    base = root / DIRNAME
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    own = base / "plans" / f"{parse.slug(name, 40) or 'plan'}-{digest}"
+    if (own / "state.json").exists():
+        return own
+    return base if _first_plan_is(base / "state.json", name) else own
+
+
+def _first_plan_is(state_json: Path, name: str) -> bool:
+    """Whether `.agent-loop/state.json` is free or already this plan's."""
+    try:
+        data = orjson.loads(state_json.read_bytes())
+    except FileNotFoundError:
+        return True
+    except (OSError, orjson.JSONDecodeError):
+        return True  # damaged: the store says so when it loads it
+    return not isinstance(data, dict) or data.get("task_file") in (None, name)
+
+
+def load_state(project: Project) -> tuple[State, bool]:
+    """The state for this task file, and whether it was saved before."""
+    state, saved, _ = load_plan(project)
+    return state, saved
+
+
+def load_plan(project: Project) -> tuple[State, bool, Reconciled | None]:
+    """The state, whether it was saved before, and what changed in the task file since (None
+    when nothing did): a changed file is reconciled with the saved records, in memory."""
+    data = parse.read_bytes(project.task_file)
+    digest = parse.file_hash(data)
+    saved = project.store.load()
+    if saved is None:
+        return state_from(project, parse.from_bytes(project.task_file, data)), False, None
+    if saved.task_file_hash == digest:
+        return saved, True, None
+    parsed = parse.from_bytes(project.task_file, data)
+    changes = reconcile(saved.tasks, parsed)
+    fresh = state_from(project, parsed)
+    saved.tasks, saved.task_file_hash = changes.tasks, parsed.sha256
+    saved.context, saved.ignored, saved.warnings = fresh.context, fresh.ignored, fresh.warnings
+    return saved, True, changes
+
+
+def state_from(project: Project, parsed: parse.TaskFile) -> State:
+    """A state with every task of the parsed file pending (checked-off ones skipped), and what
+    the file holds besides tasks, so --dry-run on an unchanged file needs no parse."""
+    return State(task_file=project.task_file_name, task_file_hash=parsed.sha256,
+                 tasks=[TaskState.from_task(t) for t in parsed.tasks],
+                 context=parsed.context or None,
+                 ignored=[{"line": n, "text": t, "why": w} for n, t, w in parsed.ignored],
+                 warnings=list(parsed.warnings))

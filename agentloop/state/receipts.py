@@ -1,0 +1,98 @@
+"""What the runs cost: tokens, dollars, turns and time, per attempt, task, group and run.
+
+Everything comes from the CLI's own result lines as the state recorded them; a task's cost also
+holds its small helper calls (the retry advisor, the commit distiller).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable
+
+from agentloop.state.schema import State, TaskState
+
+TOKENS = ("input_tokens", "output_tokens", "cache_read_input_tokens",
+          "cache_creation_input_tokens")
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """Totals over some agent runs."""
+
+    cost_usd: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    turns: int = 0
+    duration_ms: int = 0
+    runs: int = 0
+    models: tuple[str, ...] = ()
+    cost_known: bool = True   # False: some runs reported no price, so cost_usd is a floor
+
+    def __add__(self, other: "Receipt") -> "Receipt":
+        models = tuple(dict.fromkeys(self.models + other.models))
+        sums = {k: getattr(self, k) + getattr(other, k) for k in
+                ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                 "cache_creation_input_tokens", "turns", "duration_ms", "runs")}
+        return Receipt(cost_usd=usd(self.cost_usd + other.cost_usd), models=models,
+                       cost_known=self.cost_known and other.cost_known, **sums)
+
+    def to_json(self) -> dict[str, Any]:
+        """The receipt as --status --json shows it."""
+        data = asdict(self)
+        data["models"] = list(self.models)
+        return data
+
+    def line(self) -> str:
+        """One line for people."""
+        return (f"{money(self.cost_usd, self.cost_known)} · tokens in {self.input_tokens:,} out "
+                f"{self.output_tokens:,} cache read {self.cache_read_input_tokens:,} write "
+                f"{self.cache_creation_input_tokens:,} · {self.turns} turns · "
+                f"{self.duration_ms / 1000:.1f}s" + (f" · {', '.join(self.models)}"
+                                                      if self.models else ""))
+
+
+def usd(amount: float) -> float:
+    """Dollars as the state keeps them: rounded to a millionth, so sums do not drift."""
+    return round(amount, 6)
+
+
+def money(amount: float, known: bool = True) -> str:
+    """Dollars as the user reads them, everywhere: four decimals ($0.0123); a cost the agent
+    did not report is said to be unknown."""
+    return f"${amount:.4f}" if known else "cost unknown (tokens only)"
+
+
+def spent(tasks: Iterable[TaskState]) -> float:
+    """Everything spent on these tasks, helper calls included."""
+    return usd(sum(t.cost_usd for t in tasks))
+
+
+def of_task(task: TaskState) -> Receipt:
+    """Every run of one task, its helper calls' cost included."""
+    total = Receipt()
+    for a in task.history:
+        total += Receipt(cost_usd=usd(a.cost_usd + a.helper_cost_usd),
+                         cost_known=a.cost_known,
+                         turns=a.num_turns or 0, duration_ms=a.duration_ms or 0,
+                         runs=1 if a.exit_code is not None else 0,
+                         models=(a.model,) if a.model else (),
+                         **{k: int(a.usage.get(k, 0)) for k in TOKENS})
+    return total
+
+
+def total(tasks: Iterable[TaskState]) -> Receipt:
+    """The sum over tasks."""
+    out = Receipt()
+    for task in tasks:
+        out += of_task(task)
+    return out
+
+
+def by_group(state: State) -> dict[str, Receipt]:
+    """Totals per group, in the order the groups appear."""
+    groups: dict[str, Receipt] = {}
+    for task in state.tasks:
+        groups[task.group] = groups.get(task.group, Receipt()) + of_task(task)
+    return groups

@@ -1,0 +1,269 @@
+"""What agent-loop remembers about a task file: the records (State, TaskState, Attempt), their
+schema version and upgrade chain, and reading them back (validated, never trusted blindly).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from types import UnionType
+from typing import Any, Callable, Union, get_args, get_origin, get_type_hints
+
+import orjson
+
+from agentloop.errors import StateError
+from agentloop.files import jsonbytes
+from agentloop.plan.parse import Task
+
+# 2: state.json may come with a journal (journal_id); an agent-loop that reads only 1 would
+# read the snapshot without it and run finished tasks again, so it must refuse the file.
+SCHEMA_VERSION = 2
+STATUSES = ("pending", "running", "completed", "failed", "interrupted", "skipped", "blocked",
+            "unapproved")
+
+
+def now() -> str:
+    """The current UTC time as an ISO 8601 string (frozen in tests by freezegun)."""
+    global _stamp
+    # Asked a dozen times a task, and the same within a second: made once a second.
+    second = int(time.time())
+    if _stamp[0] != second:
+        _stamp = (second, datetime.fromtimestamp(second, timezone.utc).isoformat())
+    return _stamp[1]
+
+
+_stamp = (-1, "")
+
+
+@dataclass
+class Attempt:
+    """One run of the agent for a task."""
+
+    number: int
+    started_at: str
+    finished_at: str | None = None
+    # running | completed | failed | interrupted | limited | blocked | continued (an iteration
+    # that went on) | stopped (the agent reported a fatal error)
+    outcome: str = "running"
+    iteration: int = 1
+    reason: str | None = None
+    hint: str | None = None
+    log: str | None = None
+    session_id: str | None = None
+    resumed: bool = False
+    change_id: str | None = None
+    commit_id: str | None = None
+    cost_usd: float = 0.0
+    # The CLI's total_cost_usd, which adds up over a resumed session; cost_usd is this run's part.
+    session_cost_usd: float = 0.0
+    # Likewise the session's running token totals after this run, for agents that report those.
+    session_usage: dict[str, int] = field(default_factory=dict)
+    # False when the agent reports tokens but no dollars: its cost_usd is not a price.
+    cost_known: bool = True
+    # What the small calls about this attempt cost: the retry advisor, the commit distiller.
+    helper_cost_usd: float = 0.0
+    model: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    num_turns: int | None = None
+    duration_ms: int | None = None
+    exit_code: int | None = None
+    # With --review (agentloop.review): who ran, in which review round (0: the attempt's own
+    # runs), and what the reviewer said ("approved" or "feedback"; its feedback is `reason`).
+    role: str = "developer"
+    round: int = 0
+    verdict: str | None = None
+    # The user's checks that ran after this run (agentloop.checks.record): command, exit_code,
+    # seconds, log, round, timed_out.
+    checks: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class TaskState:
+    """A task as the state records it: what the file said, and what happened to it."""
+
+    index: int
+    group: str
+    task: str
+    line: int
+    summary: str
+    log_name: str
+    status: str = "pending"
+    session_id: str | None = None
+    change_id: str | None = None
+    commit_id: str | None = None
+    files: list[str] = field(default_factory=list)
+    log: str | None = None
+    attempts: int = 0
+    started_at: str | None = None
+    finished_at: str | None = None
+    cost_usd: float = 0.0
+    error: str | None = None
+    # Runs of the tool in a row in which this task started but did not complete.
+    stalled_runs: int = 0
+    # The reviewer's last feedback, for a task left `unapproved` when the review rounds ran out.
+    feedback: str | None = None
+    # The checks the plan declares for this task (its file's and its group's), kept with the
+    # task so an unchanged file is not parsed again; --check's are added at run time.
+    checks: list[str] = field(default_factory=list)
+    # Marked optional by the plan (`- [ ]*`): run only with --include-optional.
+    optional: bool = False
+    history: list[Attempt] = field(default_factory=list)
+
+    @classmethod
+    def from_task(cls, task: Task) -> "TaskState":
+        """A fresh, pending record for a parsed task (`[x]` items start as skipped)."""
+        return cls(index=task.index, group=task.group, task=task.text, line=task.line,
+                   summary=task.summary, log_name=task.log_name,
+                   status="skipped" if task.checked else "pending",
+                   checks=list(getattr(task, "checks", ())),
+                   optional=bool(getattr(task, "optional", False)))  # when the plan format has them
+
+
+@dataclass
+class State:
+    """Everything agent-loop remembers about one task file."""
+
+    task_file: str
+    task_file_hash: str
+    tasks: list[TaskState]
+    schema_version: int = SCHEMA_VERSION
+    started_at: str = field(default_factory=now)
+    updated_at: str = field(default_factory=now)
+    vcs: str | None = None
+    agent: str | None = None
+    # The plan's own context: the text before its first group (goal, architecture, ...).
+    context: str | None = None
+    # What the plan holds that is never run ({"line", "text", "why"}), and warnings about it.
+    ignored: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    # The journal whose lines go on top of this snapshot (agentloop.journal); None: none.
+    journal_id: str | None = None
+
+    def to_bytes(self) -> bytes:
+        """Serialize, checking first that what we write is something we can read back."""
+        _validate(self)
+        # orjson serializes dataclasses natively, far faster than dataclasses.asdict.
+        return jsonbytes.dumps(self, option=orjson.OPT_INDENT_2)
+
+
+def _validate(state: State) -> None:
+    problem = _problem(state)
+    if problem:
+        raise StateError(f"internal error: {problem}")
+
+
+def _problem(state: State) -> str | None:
+    for i, t in enumerate(state.tasks, 1):
+        if t.index != i:
+            return f"task {t.index} recorded at position {i}"
+        if t.status not in STATUSES:
+            return f"task {t.index} has unknown status {t.status!r}"
+    return None
+
+
+_CHECKS: dict[type, dict[str, Callable[[Any], bool]]] = {}
+
+
+def _known(cls: type, data: Any) -> dict[str, Any]:
+    """The fields of `cls` in `data`, each of its declared type; TypeError names a bad one."""
+    if type(data) is not dict:
+        raise TypeError(f"{cls.__name__.lower()} record is {type(data).__name__}, not an object")
+    checks = _CHECKS.get(cls)
+    if checks is None:
+        checks = _CHECKS[cls] = {name: _checker(hint) for name, hint in get_type_hints(cls).items()}
+    known = {}
+    # Unknown keys (from a newer minor writer, or hand edits) are dropped rather than fatal.
+    for name, value in data.items():
+        check = checks.get(name)
+        if check is not None:
+            if not check(value):
+                raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")
+            known[name] = value
+    return known
+
+
+def _checker(hint: Any) -> Callable[[Any], bool]:
+    """A fast test of whether a JSON value fits a field's type, made once per field."""
+    simple = _types(hint)
+    if simple is not None:
+        return lambda v: type(v) in simple
+    args = get_args(hint)
+    if get_origin(hint) is list:
+        if args[0] in (TaskState, Attempt):
+            return lambda v: type(v) is list  # records: checked one by one as they are built
+        item = _checker(args[0])
+        return lambda v: type(v) is list and all(item(x) for x in v)
+    if get_origin(hint) is dict:
+        value = _checker(args[1])
+        return lambda v: type(v) is dict and all(value(x) for x in v.values())
+    return lambda v: True  # Any
+
+
+def _types(hint: Any) -> frozenset[type] | None:
+    """The JSON value types a scalar field (str, int, float, bool, or X | None) takes."""
+    if get_origin(hint) in (Union, UnionType):
+        allowed: set[type] = set()
+        for part in map(_types, get_args(hint)):
+            if part is None:
+                return None
+            allowed |= part
+        return frozenset(allowed)
+    if hint is float:
+        return frozenset({float, int})
+    if hint in (str, int, bool, type(None)):
+        return frozenset({hint})
+    return None
+
+
+def _one_to_two(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "schema_version": 2, "journal_id": None}  # no journal yet
+
+
+# Each entry upgrades a state dict from version N to N+1. Version 1 is the first; the chain
+# grows here as the schema changes, so old state files keep loading.
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _one_to_two}
+
+
+def task_from_dict(data: Any) -> TaskState:
+    """A task's record from its JSON; KeyError or TypeError names what is wrong."""
+    record = _known(TaskState, data)
+    history = [Attempt(**_known(Attempt, a)) for a in record.get("history", [])]
+    return TaskState(**{**record, "history": history})
+
+
+def top_from_dict(data: Any) -> dict[str, Any]:
+    """The state's fields besides its tasks, each checked for its type."""
+    return {k: v for k, v in _known(State, data).items() if k != "tasks"}
+
+
+def from_bytes(raw: bytes, where: Path) -> State:
+    """Parse state.json, upgrading old schemas and refusing newer ones with a clear message."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise StateError(f"{where} is not valid JSON ({exc}); move it aside or run with "
+                         "--reset") from None
+    if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int):
+        raise StateError(f"{where} is not an agent-loop state file; move it aside or run with "
+                         "--reset")
+    version = data["schema_version"]
+    if version > SCHEMA_VERSION:
+        raise StateError(f"{where} was written by a newer agent-loop (schema {version}, this one "
+                         f"reads up to {SCHEMA_VERSION}); upgrade agent-loop or run with --reset")
+    while version < SCHEMA_VERSION:
+        if version not in UPGRADES:
+            raise StateError(f"{where} has schema {version}, which this agent-loop cannot upgrade; "
+                             "run with --reset")
+        data = UPGRADES[version](data)
+        version = data["schema_version"]
+    try:
+        tasks = [task_from_dict(t) for t in _known(State, data)["tasks"]]
+        state = State(**{**_known(State, data), "tasks": tasks})
+    except (KeyError, TypeError) as exc:
+        raise StateError(f"{where} is damaged ({exc}); move it aside or run with --reset") from None
+    problem = _problem(state)
+    if problem:
+        raise StateError(f"{where} is damaged ({problem}); move it aside or run with --reset")
+    return state

@@ -1,0 +1,220 @@
+"""state.py: the store survives crashes, refuses what it cannot read, and locks one run at a time."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from freezegun import freeze_time
+
+from agentloop.errors import StateError, StateLocked
+from agentloop.state import schema
+from agentloop.state import schema as records
+from agentloop.state.schema import Attempt, State, TaskState
+from agentloop.state.store import Store
+
+
+def make_state(n: int = 3) -> State:
+    tasks = [TaskState(index=i, group="G", task=f"task {i}", line=i, summary=f"task {i}",
+                       log_name=f"{i:03d}-g--task-{i}") for i in range(1, n + 1)]
+    return State(task_file="tasks.md", task_file_hash="sha256:abc", tasks=tasks)
+
+
+def test_round_trip_keeps_everything(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    state = make_state()
+    state.tasks[0].status = "completed"
+    state.tasks[0].history.append(Attempt(number=1, started_at="t", outcome="completed",
+                                          usage={"input_tokens": 5}, cost_usd=0.5))
+    store.save(state)
+    loaded = store.load()
+    assert loaded == state
+    raw = orjson.loads(store.state_path.read_bytes())
+    assert raw["schema_version"] == schema.SCHEMA_VERSION
+    assert raw["tasks"][0]["history"][0]["usage"] == {"input_tokens": 5}
+
+
+def test_no_state_is_none(tmp_path: Path) -> None:
+    assert Store(tmp_path).load() is None
+
+
+@freeze_time("2026-03-04 05:06:07")
+def test_times_come_from_the_clock(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    state = make_state()
+    store.save(state)
+    assert store.load().updated_at == "2026-03-04T05:06:07+00:00"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"", "is empty"),
+    (b"{\"schema_version\": 1, \"tasks\": [", "not valid JSON"),
+    (b"[1, 2]", "not an agent-loop state file"),
+    (b"{\"schema_version\": 1}", "damaged"),
+    (b"{\"schema_version\": 99, \"tasks\": []}", r"newer agent-loop \(schema 99"),
+])
+def test_unreadable_state_is_one_clear_error_and_untouched(tmp_path: Path, content: bytes,
+                                                            words: str) -> None:
+    store = Store(tmp_path)
+    store.dir.mkdir()
+    store.state_path.write_bytes(content)
+    with pytest.raises(StateError, match=words) as err:
+        store.load()
+    assert "\n" not in str(err.value)
+    assert store.state_path.read_bytes() == content
+
+
+def test_older_schema_is_upgraded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Store(tmp_path)
+    store.save(make_state())
+
+    now = records.SCHEMA_VERSION
+
+    def upgrade(data: dict) -> dict:
+        for t in data["tasks"]:
+            t["summary"] = t["summary"].upper()
+        return {**data, "schema_version": now + 1}
+
+    monkeypatch.setattr(records, "SCHEMA_VERSION", now + 1)
+    monkeypatch.setitem(schema.UPGRADES, now, upgrade)
+    loaded = store.load()
+    assert loaded is not None and loaded.tasks[0].summary == "TASK 1"
+
+
+def test_a_state_from_before_the_journal_loads(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.save(make_state())
+    data = orjson.loads(store.state_path.read_bytes())
+    del data["journal_id"]
+    store.state_path.write_bytes(orjson.dumps({**data, "schema_version": 1}))
+    store.journal.path.write_bytes(b"lines an old run could never have written\n")
+    loaded = store.load()
+    assert loaded is not None and loaded.schema_version == 2 and loaded.journal_id is None
+    assert loaded.tasks == make_state().tasks
+
+
+def test_invalid_state_is_not_written(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.save(make_state())
+    before = store.state_path.read_bytes()
+    bad = make_state()
+    bad.tasks[1].status = "exploded"
+    with pytest.raises(StateError):
+        store.save(bad)
+    assert store.state_path.read_bytes() == before
+
+
+WRITER = """
+import sys
+from agentloop.state.schema import State, TaskState
+from agentloop.state.store import Store
+store = Store(__import__('pathlib').Path(sys.argv[1]))
+n = 0
+while True:
+    n += 1
+    tasks = [TaskState(index=i, group='G' * 50, task=str(n) * 200, line=i, summary='s',
+                       log_name='x') for i in range(1, 400)]
+    store.save(State(task_file='tasks.md', task_file_hash='sha256:' + str(n), tasks=tasks))
+"""
+
+
+def kill_a_writer(script: str, folder: Path, rng: random.Random, after: float) -> None:
+    """Run `script`, a writer that saves for ever, on `folder`, and SIGKILL it after `after`
+    seconds and up to 0.3 more, at a moment `rng` picks."""
+    child = subprocess.Popen([sys.executable, "-c", script, str(folder)])
+    time.sleep(after + rng.random() * 0.3)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+
+
+def test_a_writer_killed_mid_write_leaves_a_loadable_file(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.save(make_state())
+    rng = random.Random(7)
+    for _ in range(15):
+        kill_a_writer(WRITER, tmp_path, rng, 0.3)
+        loaded = store.load()
+        assert loaded is not None and loaded.tasks
+    leftovers = [p.name for p in store.dir.iterdir() if p.name.startswith(".state-")]
+    assert len(leftovers) <= 15  # a killed writer may leave its temp file; never a torn state.json
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from agentloop.state.store import Store
+with Store(Path(sys.argv[1])).lock():
+    print('locked', flush=True)
+    time.sleep(30)
+"""
+
+
+def test_second_run_is_refused_with_the_holders_pid(tmp_path: Path) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        started = time.monotonic()
+        with pytest.raises(StateLocked, match=f"pid {holder.pid}"):
+            with Store(tmp_path).lock():
+                pass
+        assert time.monotonic() - started < 5  # refused at once, not after waiting
+    finally:
+        holder.kill()
+        holder.wait()
+    with Store(tmp_path).lock():  # a dead holder's lock is free again
+        pass
+
+
+def test_the_store_ignores_itself_and_comes_back_when_deleted(tmp_path: Path) -> None:
+    import shutil
+
+    store = Store(tmp_path)
+    store.save(make_state())
+    assert (store.base / ".gitignore").read_text() == "*\n"
+    shutil.rmtree(store.base)  # an agent's `git clean -fdx`
+    store.save(make_state())
+    assert store.load() is not None and (store.base / ".gitignore").read_text() == "*\n"
+    assert not (tmp_path / ".gitignore").exists()
+
+
+def test_the_run_lock_lives_where_git_clean_cannot_reach(tmp_path: Path) -> None:
+    import shutil
+
+    (tmp_path / ".git").mkdir()
+    store = Store(tmp_path)
+    with store.lock():
+        shutil.rmtree(store.base)  # the agent cleans the tree while the run holds the lock
+        with pytest.raises(StateLocked, match=f"pid {os.getpid()}"):
+            with Store(tmp_path).lock():
+                pass
+    assert (tmp_path / ".git" / "agent-loop.lock").exists()
+
+
+def test_archive_moves_state_and_logs(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.save(make_state())
+    store.logs.mkdir()
+    (store.logs / "001.log").write_text("log")
+    first = store.archive("2026-01-01T00:00:00+00:00")
+    assert first is not None and (first / "state.json").exists()
+    assert (first / "logs" / "001.log").read_text() == "log"
+    assert store.load() is None and not store.logs.exists()
+    assert store.archive("2026-01-01T00:00:00+00:00") is None
+    store.save(make_state())
+    second = store.archive("2026-01-01T00:00:00+00:00")
+    assert second is not None and second != first
+
+
+def test_log_paths(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    assert store.log_path("001-g--t").name == "001-g--t.log"
+    assert store.log_path("001-g--t", 2).name == "001-g--t-attempt2.log"
+    assert os.sep not in store.relative(store.log_path("x"))[len(".agent-loop/logs/"):]
