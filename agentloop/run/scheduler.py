@@ -41,15 +41,20 @@ def run_parallel(run: Run, pending: list[TaskState], begun: list[TaskState]) -> 
     emit = _serialised(run.emit, run.shared.lock)
     run = dataclasses.replace(run, emit=emit)
     groups = _groups(pending)
-    if not groups:
-        return
-    baseline(run, pending)  # the user's checks, once, in the main checkout
     names = _lane_names(run)
     main = GitMainLine.current(run.project.root,
                                on_wait=lambda text: emit(LaneNote(text)),
                                stopping=running.stopping)
-    workspaces.sweep_git(run.project.root, keep={names[g] for g in groups})
+    if groups:
+        baseline(run, pending)  # the user's checks, once, in the main checkout
+    keep = {names[g] for g in groups}
+    workspaces.sweep_git(run.project.root, keep)
+    # Lanes of groups with nothing left to run (a run killed before it cleaned up): every task
+    # of theirs that finished is on the main line, so their branches hold nothing else.
+    workspaces.drop_branches(run.project.root, set(names.values()) - keep)
     _control(run, main, groups, names, begun)
+    if not any(t.status in ("running", "interrupted", "conflicted") for t in run.state.tasks):
+        main.forget_all()
 
 
 def _control(run: Run, main: GitMainLine, groups: dict[str, list[TaskState]],

@@ -112,6 +112,12 @@ class GitMainLine:
         for commit in commits:
             git(self.root, "update-ref", "-d", LANDED + commit, codes=(0, 1))
 
+    def forget_all(self) -> None:
+        """Drop every landed record (no task is left whose landing is in doubt)."""
+        out = git(self.root, "for-each-ref", "--format=%(refname)", LANDED)[1]
+        for ref in out.split():
+            git(self.root, "update-ref", "-d", ref, codes=(0, 1))
+
     def _replay(self, old: str, commit: str) -> tuple[str, list[str]]:
         code, out = git(self.root, "merge-tree", "--write-tree", "--name-only", "--no-messages",
                         old, commit, codes=(0, 1))
