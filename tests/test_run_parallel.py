@@ -153,3 +153,40 @@ def test_an_unresolved_conflict_keeps_the_work_on_a_branch_and_exits_4(
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
     assert (work / "shared.txt").read_text() == "left and right\n"
     assert (work / "after.txt").exists()
+
+
+LIMIT_PLAN = """\
+## Limited
+- meets the limit
+  FAKE: fail 1
+  FAKE: status 429
+  FAKE: write limited.txt limited
+
+## Busy
+- busy when the limit comes
+  FAKE: sleep 1.5
+  FAKE: write busy1.txt one
+- after the limit
+  FAKE: write busy2.txt two
+"""
+
+
+def test_a_usage_limit_in_one_lane_holds_every_lane(work: Path,
+                                                    fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(LIMIT_PLAN)
+    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill", "--backoff", "4")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("waiting until") == 1  # one wait, one line
+    events = [json.loads(line) for line in
+              (work / ".agent-loop" / "events.jsonl").read_text().splitlines()]
+    wait = next(e for e in events if e["type"] == "LimitWait")
+    calls = [c for c in fake_claude.calls() if "stream-json" in c["argv"]]
+    limited_at = next(c["time"] for c in calls if "meets the limit" in c["stdin"])
+    # No agent request anywhere between the limit and its reset: the busy lane's second task
+    # waited although its lane was free, and its first finished in its own time.
+    later = [c["time"] for c in calls if c["time"] > limited_at + 0.2]
+    assert later and min(later) >= wait["until"] - 0.1
+    assert {t["status"] for t in state_of(work)["tasks"]} == {"completed"}
+    limited = state_of(work)["tasks"][0]
+    assert [a["outcome"] for a in limited["history"]] == ["limited", "completed"]
