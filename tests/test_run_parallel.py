@@ -190,3 +190,38 @@ def test_a_usage_limit_in_one_lane_holds_every_lane(work: Path,
     assert {t["status"] for t in state_of(work)["tasks"]} == {"completed"}
     limited = state_of(work)["tasks"][0]
     assert [a["outcome"] for a in limited["history"]] == ["limited", "completed"]
+
+
+def test_ctrl_c_stops_every_lane_and_a_rerun_finishes(work: Path,
+                                                      fake_claude: FakeClaude) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(plan(3, extra="\n  FAKE: sleep 30"))
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                              "--parallel", "3", "--no-distill"], cwd=work, text=True,
+                             env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while len([c for c in fake_claude.calls() if "stream-json" in c["argv"]]) < 3:
+        assert time.monotonic() < deadline, "the three lanes never started"
+        time.sleep(0.1)
+    time.sleep(0.5)
+    started = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 130, out + err
+    assert time.monotonic() - started < 15  # every agent stopped, not waited for
+    assert err.count("Resume with: agent-loop tasks.md --vcs git --parallel 3") == 1, err
+    state = state_of(work)
+    assert {t["status"] for t in state["tasks"]} <= {"interrupted", "pending"}
+    assert all(a["outcome"] != "running" for t in state["tasks"] for a in t["history"])
+    (work / "tasks.md").write_text(plan(3))  # quick this time
+    again = agent_loop(work, "--vcs", "git", "--parallel", "3", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert sorted(s for _, s, _ in git_commits(work)) == sorted(
+        f"agent-loop: Group {g} / task {g}.{t}" for g in (1, 2, 3) for t in (1, 2))
