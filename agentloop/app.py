@@ -10,6 +10,7 @@ from typing import Iterator
 from agentloop.errors import StateError, TaskFileError
 from agentloop.options import RunOptions, check_usage
 from agentloop.plan import parse
+from agentloop.plan.depends import waves
 from agentloop.run.events import Emit, Event, EventLog, RunFinished, fan_out
 from agentloop.run.selection import PlanRow, plan_rows
 from agentloop.run.verify import task_checks
@@ -36,6 +37,9 @@ class PlanView:
     ignored: tuple[tuple[int, str, str], ...] = ()    # (line, text, why)
     warnings: tuple[str, ...] = ()
     context: str = ""
+    # The groups that would run, in waves that can start at once: (wave, group, waits for).
+    schedule: tuple[tuple[int, str, tuple[str, ...]], ...] = ()
+    parallel: int = 1
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,11 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     rows = [replace(r, checks=task_checks(options, state.tasks[r.index - 1])) for r in rows]
     ignored = tuple((int(i.get("line", 0)), str(i.get("text", "")), str(i.get("why", "")))
                     for i in state.ignored)
-    return PlanView(project, tuple(rows), ignored, tuple(state.warnings), state.context or "")
+    running = [r.group for r in rows if r.runs]
+    schedule = tuple((n, g, tuple(state.depends.get(g, ())))
+                     for n, wave in enumerate(waves(running, state.depends), 1) for g in wave)
+    return PlanView(project, tuple(rows), ignored, tuple(state.warnings), state.context or "",
+                    schedule, options.parallel)
 
 
 def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult:

@@ -225,3 +225,44 @@ def test_ctrl_c_stops_every_lane_and_a_rerun_finishes(work: Path,
     assert again.returncode == 0, again.stdout + again.stderr
     assert sorted(s for _, s, _ in git_commits(work)) == sorted(
         f"agent-loop: Group {g} / task {g}.{t}" for g in (1, 2, 3) for t in (1, 2))
+
+
+DEPENDS_PLAN = """\
+## Setup
+- make the base
+  FAKE: write base.txt base
+  FAKE: sleep 1
+
+## Api
+Depends on: Setup
+
+- add the api
+  FAKE: write api.txt api
+
+## Docs
+- write the docs
+  FAKE: write docs.txt docs
+"""
+
+
+def test_a_group_that_waits_starts_from_the_main_line_after_its_dependency(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(DEPENDS_PLAN)
+    dry = agent_loop(work, "--vcs", "git", "--parallel", "3", "--dry-run")
+    assert "wave 1: Setup" in dry.stdout and "wave 1: Docs" in dry.stdout
+    assert "wave 2: Api (waits for Setup)" in dry.stdout
+    as_json = json.loads(agent_loop(work, "--parallel", "3", "--dry-run", "--json").stdout)
+    assert {"wave": 2, "group": "Api", "waits_for": ["Setup"]} in as_json["schedule"]
+    done = agent_loop(work, "--vcs", "git", "--parallel", "3", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    subjects = [s for _, s, _ in git_commits(work)]
+    assert subjects.index("agent-loop: Setup / make the base") < \
+        subjects.index("agent-loop: Api / add the api")
+    # Api's lane began from the main line with Setup's work in it.
+    api_call = next(c for c in fake_claude.calls() if "add the api" in c["stdin"])
+    assert (work / "base.txt").exists()
+    assert git(work, "merge-base", "--is-ancestor",
+               git_commits(work)[subjects.index("agent-loop: Setup / make the base")][0],
+               git_commits(work)[subjects.index("agent-loop: Api / add the api")][0]) == ""
+    assert "/lanes/2-api" in api_call["cwd"]

@@ -4,6 +4,7 @@ groups at once (agentloop.run.scheduler); the summary at the end, however it end
 from __future__ import annotations
 
 from agentloop.errors import AgentLoopError, Interrupted
+from agentloop.plan.depends import waves
 from agentloop.proc.commands import shielded
 from agentloop.run.context import Run
 from agentloop.run.events import RunFinished, RunStarted
@@ -22,6 +23,10 @@ def run_tasks(run: Run, only: int | None = None, notes: tuple[str, ...] = ()) ->
     else:
         pending = [t for t in run.state.tasks
                    if runnable(t, run.options.max_attempts, run.options.include_optional)]
+    if run.state.depends:  # a group that waits for others comes after them
+        order = [g for wave in waves([t.group for t in pending], run.state.depends)
+                 for g in wave]
+        pending.sort(key=lambda t: order.index(t.group))
     run.emit(RunStarted(len(pending), len(run.state.tasks), run.vcs.name, notes,
                         run.agent.name))
     run.save()

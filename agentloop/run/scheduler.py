@@ -65,13 +65,17 @@ def _control(run: Run, main: GitMainLine, groups: dict[str, list[TaskState]],
     todo, first_error = list(groups), None
     try:
         while todo or lanes:
-            while todo and len(lanes) < run.options.parallel and not run.shared.halted():
-                group = todo.pop(0)
+            while len(lanes) < run.options.parallel and not run.shared.halted():
+                group = next((g for g in todo if _ready(run, g)), None)
+                if group is None:
+                    break
+                todo.remove(group)
                 lanes[group] = threading.Thread(
                     target=_lane, name=f"lane {group}", daemon=True,
                     args=(run, main, group, names[group], groups[group], begun, reports))
                 lanes[group].start()
             if not lanes:
+                _say_waiting(run, todo)
                 break
             try:
                 group, error = reports.get(timeout=POLL_SECONDS)
@@ -125,6 +129,21 @@ def _lane(run: Run, main: GitMainLine, group: str, name: str, tasks: list[TaskSt
         reports.put((group, None))
     except BaseException as exc:
         reports.put((group, exc))
+
+
+def _ready(run: Run, group: str) -> bool:
+    """Whether every group `group` waits for has all its tasks on the main line."""
+    needs = set(run.state.depends.get(group, ()))
+    return all(t.status in DONE for t in run.state.tasks if t.group in needs)
+
+
+def _say_waiting(run: Run, todo: list[str]) -> None:
+    for group in todo:
+        waits = [g for g in run.state.depends.get(group, ())
+                 if any(t.group == g and t.status not in DONE for t in run.state.tasks)]
+        if waits:
+            run.emit(LaneNote(f"{group} did not start: it waits for {', '.join(waits)}, "
+                              "which did not finish"))
 
 
 def _groups(pending: list[TaskState]) -> dict[str, list[TaskState]]:

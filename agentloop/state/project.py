@@ -92,6 +92,7 @@ def load_plan(project: Project) -> tuple[State, bool, Reconciled | None]:
     fresh = state_from(project, parsed)
     saved.tasks, saved.task_file_hash = changes.tasks, parsed.sha256
     saved.context, saved.ignored, saved.warnings = fresh.context, fresh.ignored, fresh.warnings
+    saved.depends = fresh.depends
     return saved, True, changes
 
 
@@ -101,5 +102,6 @@ def state_from(project: Project, parsed: parse.TaskFile) -> State:
     return State(task_file=project.task_file_name, task_file_hash=parsed.sha256,
                  tasks=[TaskState.from_task(t) for t in parsed.tasks],
                  context=parsed.context or None,
+                 depends={g: list(d) for g, d in parsed.depends},
                  ignored=[{"line": n, "text": t, "why": w} for n, t, w in parsed.ignored],
                  warnings=list(parsed.warnings))

@@ -140,6 +140,8 @@ class State:
     # What the plan holds that is never run ({"line", "text", "why"}), and warnings about it.
     ignored: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Which groups wait for which (`Depends on:` lines): group -> the groups it waits for.
+    depends: dict[str, list[str]] = field(default_factory=dict)
     # The journal whose lines go on top of this snapshot (agentloop.journal); None: none.
     journal_id: str | None = None
 
