@@ -266,3 +266,26 @@ def test_a_group_that_waits_starts_from_the_main_line_after_its_dependency(
                git_commits(work)[subjects.index("agent-loop: Setup / make the base")][0],
                git_commits(work)[subjects.index("agent-loop: Api / add the api")][0]) == ""
     assert "/lanes/2-api" in api_call["cwd"]
+
+
+def test_four_groups_with_the_real_cli(work: Path, tmp_path: Path, fake_api,
+                                       claude_bin: Path) -> None:
+    from tests.test_run_vcs import real_env
+
+    init_repo(work, "git")
+    text = "\n".join(f"## Group {g}\n- WRITE g{g}t1.txt: {g}.1\n- WRITE g{g}t2.txt: {g}.2\n"
+                     for g in range(1, 5))
+    (work / "tasks.md").write_text(text)
+    env = real_env(tmp_path, fake_api, claude_bin)
+    done = agent_loop(work, "--vcs", "git", "--parallel", "4", "--no-distill", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    commits = git_commits(work)
+    assert sorted(f for _, _, files in commits for f in files) == sorted(
+        f"g{g}t{t}.txt" for g in range(1, 5) for t in (1, 2))
+    assert all(len(files) == 1 for _, _, files in commits)
+    state = state_of(work)
+    assert {t["status"] for t in state["tasks"]} == {"completed"}
+    for g in range(4):
+        first, second = state["tasks"][2 * g], state["tasks"][2 * g + 1]
+        assert second["history"][-1]["resumed"] and second["session_id"] == first["session_id"]
+    assert fake_api.unexpected() == []
