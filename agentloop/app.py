@@ -169,3 +169,30 @@ def init(tasks_md: Path, cwd: Path) -> str:
         raise TaskFileError(f"cannot write {tasks_md}: {exc.strerror or exc}") from None
     return (f"wrote {tasks_md}: an example plan. Try it offline, for free: "
             f"agent-loop {tasks_md} --rehearse")
+
+
+def ask_to_stop(tasks_md: Path, cwd: Path) -> str:
+    """--stop-after-running: leave the request a parallel run looks for between its lanes'
+    reports (agentloop.run.scheduler); a run that starts later clears it."""
+    from agentloop.run.scheduler import stop_flag
+
+    project = open_project(tasks_md, cwd)
+    pid = _running_pid(project.store.base / "run.pid")
+    if pid is None:
+        raise StateError(f"no run of {project.task_file_name} is going on here")
+    flag = stop_flag(project.store.dir)
+    flag.write_text(f"{pid}\n")
+    return (f"asked the run of {project.task_file_name} (pid {pid}) to stop after its running "
+            "tasks: no new task starts, the running ones finish and land")
+
+
+def _running_pid(pid_file: Path) -> int | None:
+    """The pid the run lock's holder wrote, while that process lives."""
+    import os
+
+    try:
+        pid = int(pid_file.read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    return pid

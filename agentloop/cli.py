@@ -145,6 +145,9 @@ class _Command(click.Command):
 @click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
               metavar="K", help="Run up to K groups at once, each in a git worktree of its own; "
                                 "their tasks land on the current branch one commit each.")
+@click.option("--stop-after-running", is_flag=True,
+              help="Ask the parallel run going on for TASKS_MD to start no new task, let the "
+                   "running ones finish and land, then stop.")
 @click.version_option(__version__, "--version", prog_name="agent-loop")
 def command(tasks_md: Path, **params: Any) -> None:
     """Let a coding agent work through TASKS_MD: one task, one agent run, one change."""
@@ -197,6 +200,8 @@ def _dispatch(tasks_md: Path, cwd: Path, options: Any) -> int:
         _print(render.plan_json(plan) if options.as_json else render.plan_text(plan))
     elif options.init:
         click.echo(app.init(tasks_md, cwd))
+    elif options.stop_after_running:
+        click.echo(app.ask_to_stop(tasks_md, cwd))
     else:
         from agentloop.run.summary import exit_code
 

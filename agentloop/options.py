@@ -54,6 +54,7 @@ class RunOptions:
     check_rounds: int = 2             # fix runs after a failing check before the attempt fails
     require_changes: bool = False
     parallel: int = 1                 # groups at once, each in a working copy of its own
+    stop_after_running: bool = False  # ask a parallel run going on to wind down
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> "RunOptions":
@@ -83,7 +84,7 @@ def usage_problem(options: RunOptions) -> str | None:
         if flag in given and not any(p in given for p in partners):
             wanted = " or ".join(_flag(p) for p in partners)
             return f"{_flag(flag)} goes with {wanted}"
-    modes = [m for m in ("status", "dry_run", "init") if m in given]
+    modes = [m for m in ("status", "dry_run", "init", "stop_after_running") if m in given]
     if len(modes) > 1:
         return f"{' and '.join(_flag(m) for m in modes)} cannot be combined"
     if options.follow and options.as_json:

@@ -289,3 +289,31 @@ def test_four_groups_with_the_real_cli(work: Path, tmp_path: Path, fake_api,
         first, second = state["tasks"][2 * g], state["tasks"][2 * g + 1]
         assert second["history"][-1]["resumed"] and second["session_id"] == first["session_id"]
     assert fake_api.unexpected() == []
+
+
+def test_stop_after_running_lets_running_tasks_land_then_stops(work: Path,
+                                                               fake_claude: FakeClaude) -> None:
+    import os
+    import subprocess
+    import sys
+    import time
+
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(plan(3, extra="\n  FAKE: sleep 2"))
+    assert agent_loop(work, "--stop-after-running").returncode == 1  # nothing runs yet
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                              "--parallel", "2", "--no-distill"], cwd=work, text=True,
+                             env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while len([c for c in fake_claude.calls() if "stream-json" in c["argv"]]) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    asked = agent_loop(work, "--stop-after-running")
+    assert asked.returncode == 0 and "stop after its running tasks" in asked.stdout
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 4, out + err  # stopped with tasks left
+    assert "no new task starts" in out
+    statuses = [t["status"] for t in state_of(work)["tasks"]]
+    assert statuses == ["completed", "pending", "completed", "pending", "pending", "pending"]
+    assert len(git_commits(work)) == 2

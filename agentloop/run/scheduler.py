@@ -38,6 +38,7 @@ def run_parallel(run: Run, pending: list[TaskState], begun: list[TaskState]) -> 
         raise VcsError(f"--parallel works with git for now, not {run.vcs.name}: use --vcs git "
                        "or --parallel 1")
     running.clear()
+    stop_flag(run.project.store.dir).unlink(missing_ok=True)  # a request older than this run
     emit = _serialised(run.emit, run.shared.lock)
     run = dataclasses.replace(run, emit=emit)
     groups = _groups(pending)
