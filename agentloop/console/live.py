@@ -66,7 +66,8 @@ class Console:
         group = lane()
         if line is not None and group:
             # A parallel run: each line says whose it is, and is printed whole.
-            line = "\n".join(f"[{group}] {part.strip()}" for part in line.splitlines())
+            line = "\n".join(f"[{group}] {part.strip()}" if part.strip() else ""
+                             for part in line.splitlines())
         if line is not None:
             self._print(line)
         if group:
@@ -80,8 +81,11 @@ class Console:
         if isinstance(event, RunStarted):
             notes = "".join(f"{n}\n" for n in event.notes)
             agent = f", agent: {event.agent}" if event.agent else ""
+            where = ("the agent works in the repository root" if event.parallel < 2 else
+                     f"up to {event.parallel} groups at once, each in a worktree of its own "
+                     "under .agent-loop/lanes/")
             return (f"{notes}agent-loop: {event.pending} of {event.total} task(s) to run "
-                    f"(vcs: {event.vcs}{agent}; the agent works in the repository root)")
+                    f"(vcs: {event.vcs}{agent}; {where})")
         if isinstance(event, TaskStarted):
             if event.iteration > 1:
                 return f"  iteration {event.iteration}: continuing in the same session"

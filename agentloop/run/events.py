@@ -22,6 +22,7 @@ class RunStarted:
     vcs: str
     notes: tuple[str, ...] = ()
     agent: str = ""
+    parallel: int = 1    # groups at once, each in a working copy of its own
 
 
 @dataclass(frozen=True)

@@ -27,12 +27,13 @@ def run_tasks(run: Run, only: int | None = None, notes: tuple[str, ...] = ()) ->
         order = [g for wave in waves([t.group for t in pending], run.state.depends)
                  for g in wave]
         pending.sort(key=lambda t: order.index(t.group))
+    lanes = run.options.parallel if only is None else 1
     run.emit(RunStarted(len(pending), len(run.state.tasks), run.vcs.name, notes,
-                        run.agent.name))
+                        run.agent.name, lanes))
     run.save()
     stopped, begun = None, list[TaskState]()
     try:
-        if run.options.parallel > 1 and only is None:
+        if lanes > 1:
             from agentloop.run.scheduler import run_parallel
             run_parallel(run, pending, begun)
         else:
