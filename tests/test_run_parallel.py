@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import FakeClaude
 from tests.test_run_vcs import agent_loop, git, git_commits, init_repo, state_of
 
@@ -317,3 +319,94 @@ def test_stop_after_running_lets_running_tasks_land_then_stops(work: Path,
     statuses = [t["status"] for t in state_of(work)["tasks"]]
     assert statuses == ["completed", "pending", "completed", "pending", "pending", "pending"]
     assert len(git_commits(work)) == 2
+
+
+# -- jj ------------------------------------------------------------------------------------------
+
+def jj_task_changes(work: Path) -> list[tuple[str, str, list[str]]]:
+    from tests.test_run_vcs import jj_changes
+    return jj_changes(work)
+
+
+@pytest.mark.parametrize("colocated", [False, True])
+def test_jj_four_groups_at_once_one_change_per_task(work: Path, jj_bin: str,
+                                                    fake_claude: FakeClaude,
+                                                    colocated: bool) -> None:
+    from tests.test_run_vcs import jj
+    if colocated:
+        init_repo(work, "git")
+        jj(work, "git", "init", "--colocate")
+    else:
+        jj(work, "git", "init")
+    (work / "tasks.md").write_text(plan(4, extra="\n  FAKE: sleep 1"))
+    done = agent_loop(work, "--vcs", "jj", "--parallel", "4", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    changes = jj_task_changes(work)
+    assert sorted(f for _, _, files in changes for f in files) == sorted(
+        f"g{g}t{t}.txt" for g in range(1, 5) for t in (1, 2))
+    assert all(len(files) == 1 for _, _, files in changes)
+    state = state_of(work)
+    assert {t["status"] for t in state["tasks"]} == {"completed"}
+    assert sorted(t["change_id"] for t in state["tasks"]) == sorted(c for c, _, _ in changes)
+    assert sorted(p.name for p in work.glob("g*.txt")) == sorted(
+        f"g{g}t{t}.txt" for g in range(1, 5) for t in (1, 2))
+    assert jj(work, "workspace", "list", "-T", 'name ++ "\\n"').split() == ["default"]
+    calls = [c for c in fake_claude.calls() if "stream-json" in c["argv"]]
+    assert sum("--resume" in c["argv"] for c in calls) == 4
+    assert jj(work, "log", "-r", "conflicts()", "--no-graph", "-T", "change_id").strip() == ""
+    # One task taken back alone, as in a sequential run.
+    jj(work, "abandon", changes[0][0])
+    assert not (work / changes[0][2][0]).exists()
+
+
+def jj_conflict_project(work: Path, tmp_path: Path, monkeypatch, resolution: list[str]) -> None:
+    from tests.test_run_vcs import jj
+    jj(work, "git", "init")
+    (work / "shared.txt").write_text("base\n")
+    jj(work, "commit", "-m", "shared")
+    (work / "tasks.md").write_text(CONFLICT_PLAN.format(left=0, right=1))
+    directives = tmp_path / "directives.json"
+    directives.write_text(json.dumps({CONFLICT_FIRST_LINE: resolution}))
+    monkeypatch.setenv("FAKE_CLAUDE_DIRECTIVES", str(directives))
+
+
+def test_jj_a_conflict_is_resolved_by_the_groups_own_session(
+        work: Path, tmp_path: Path, jj_bin: str, fake_claude: FakeClaude, monkeypatch) -> None:
+    from tests.test_run_vcs import jj
+    jj_conflict_project(work, tmp_path, monkeypatch, ["FAKE: write shared.txt left right"])
+    done = agent_loop(work, "--vcs", "jj", "--parallel", "2", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "conflicts with the main line in shared.txt" in done.stdout
+    assert [d for _, d, _ in jj_task_changes(work)] == [
+        "agent-loop: Left / left edit", "agent-loop: Right / right edit",
+        "agent-loop: Right / right follow-up"]
+    assert (work / "shared.txt").read_text() == "left right\n"
+    assert jj(work, "log", "-r", "conflicts()", "--no-graph", "-T", "change_id").strip() == ""
+    assert {t["status"] for t in state_of(work)["tasks"]} == {"completed"}
+
+
+def test_jj_an_unresolved_conflict_stays_under_a_bookmark_and_exits_4(
+        work: Path, tmp_path: Path, jj_bin: str, fake_claude: FakeClaude, monkeypatch) -> None:
+    from tests.test_run_vcs import jj
+    jj_conflict_project(work, tmp_path, monkeypatch, ["FAKE: say I could not"])
+    done = agent_loop(work, "--vcs", "jj", "--parallel", "2", "--no-distill")
+    assert done.returncode == 4, done.stdout + done.stderr
+    state = state_of(work)
+    assert [t["status"] for t in state["tasks"]] == ["completed", "conflicted", "pending"]
+    kept = state["tasks"][1]["change_id"]
+    assert jj(work, "log", "--no-graph", "-r", "agent-loop/2-right", "-T",
+              "change_id").strip() == kept
+    # Both sides are in the conflicted change; the main line holds the left side only.
+    both = jj(work, "file", "show", "-r", "agent-loop/2-right", "shared.txt")
+    assert "left" in both and "right" in both
+    assert (work / "shared.txt").read_text() == "left\n"
+    assert "jj new agent-loop/2-right" in done.stdout
+    # Resolved by hand, a plain re-run lands it and goes on.
+    lane = work / ".agent-loop" / "lanes" / "2-right"
+    (lane / "shared.txt").write_text("left and right\n")
+    jj(lane, "squash")
+    again = agent_loop(work, "--vcs", "jj", "--parallel", "2", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
+    assert (work / "shared.txt").read_text() == "left and right\n"
+    assert (work / "after.txt").exists()
