@@ -143,8 +143,9 @@ class _Command(click.Command):
 @click.option("--require-changes", is_flag=True,
               help="A task that changes no files is a failed attempt.")
 @click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
-              metavar="K", help="Run up to K groups at once, each in a git worktree of its own; "
-                                "their tasks land on the current branch one commit each.")
+              metavar="K", help="Run up to K groups at once, each in a git worktree or jj "
+                                "workspace of its own; their tasks land on the main line one "
+                                "change each.")
 @click.option("--stop-after-running", is_flag=True,
               help="Ask the parallel run going on for TASKS_MD to start no new task, let the "
                    "running ones finish and land, then stop.")

@@ -98,8 +98,8 @@ def usage_problem(options: RunOptions) -> str | None:
         return ("--require-changes needs version control to see a task's changes; use "
                 "--vcs auto, jj or git")
     if options.parallel > 1 and options.vcs == "none" and not modes:
-        return ("--parallel needs version control: each group works in a worktree of its own; "
-                "use --vcs auto or git")
+        return ("--parallel needs version control: each group works in a working copy of its "
+                "own; use --vcs auto, jj or git")
     if options.parallel > 1 and options.only is not None:
         return "--parallel runs groups side by side; --task runs one task: choose one"
     if options.rehearse and options.agent != "claude":
