@@ -251,6 +251,7 @@ def test_a_group_that_waits_starts_from_the_main_line_after_its_dependency(
         work: Path, fake_claude: FakeClaude) -> None:
     init_repo(work, "git")
     (work / "tasks.md").write_text(DEPENDS_PLAN)
+    assert "waiting: Api waits for Setup" in agent_loop(work, "--status").stdout
     dry = agent_loop(work, "--vcs", "git", "--parallel", "3", "--dry-run")
     assert "wave 1: Setup" in dry.stdout and "wave 1: Docs" in dry.stdout
     assert "wave 2: Api (waits for Setup)" in dry.stdout
