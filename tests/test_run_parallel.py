@@ -426,3 +426,21 @@ def test_the_budget_counts_the_whole_plan_across_lanes(work: Path,
     assert [t["status"] for t in state_of(work)["tasks"]] == [
         "completed", "pending", "completed", "pending"]
     assert len(git_commits(work)) == 2
+
+
+@pytest.mark.parametrize("vcs", ["git", "jj"])
+def test_codex_two_groups_at_once(tmp_path: Path, fake_openai, jj_bin: str, vcs: str) -> None:
+    from tests.test_codex_e2e import TASKS, project, tasks_of
+    from tests.test_codex_e2e import agent_loop as codex_loop
+    from tests.test_run_vcs import jj_changes
+
+    work, env = project(tmp_path, fake_openai, vcs=vcs)
+    done = codex_loop(work, env, "--no-distill", "--parallel", "2", vcs=vcs)
+    assert done.returncode == 0, done.stdout + done.stderr
+    tasks = tasks_of(work)
+    assert [t["status"] for t in tasks] == ["completed"] * 3
+    assert tasks[0]["session_id"] == tasks[1]["session_id"] != tasks[2]["session_id"]
+    changes = git_commits(work) if vcs == "git" else jj_changes(work)
+    assert sorted(f for _, _, files in changes for f in files) == [
+        "api-test.txt", "api.txt", "readme.txt"]
+    assert (work / "api.txt").read_text() == "the api\n" and TASKS
