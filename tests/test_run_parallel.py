@@ -416,13 +416,13 @@ def test_jj_an_unresolved_conflict_stays_under_a_bookmark_and_exits_4(
 def test_the_budget_counts_the_whole_plan_across_lanes(work: Path,
                                                        fake_claude: FakeClaude) -> None:
     init_repo(work, "git")
-    (work / "tasks.md").write_text(plan(2, extra="\n  FAKE: sleep 0.5"))
+    (work / "tasks.md").write_text(plan(2, extra="\n  FAKE: sleep 1.5"))
     done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill",
-                      "--budget", "0.015")
+                      "--budget", "0.005")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "budget reached" in done.stdout + done.stderr
-    # Each lane's first task started under the budget and finished; then, with 0.02 spent of
-    # 0.015, no lane started another.
+    # Each lane's first task started with nothing spent and finished; then, with 0.02 spent
+    # of 0.005, no lane started another.
     assert [t["status"] for t in state_of(work)["tasks"]] == [
         "completed", "pending", "completed", "pending"]
     assert len(git_commits(work)) == 2

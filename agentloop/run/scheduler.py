@@ -97,16 +97,18 @@ def _control(run: Run, main: MainLine, groups: dict[str, list[TaskState]],
             if error is not None:
                 first_error = first_error or error
                 run.shared.halt()  # no new task anywhere; running ones finish
-    except BaseException:
-        # Ctrl+C (only this thread hears it): stop every lane's agent, wait for each lane to
-        # drop its interrupted attempt and save, then stop.
+    except BaseException as exc:
+        # Ctrl+C (only this thread hears it), or a fault of the controller's own: stop every
+        # lane's agent, wait for each lane to drop its interrupted attempt and save, then stop.
         run.shared.halt()
         with commands.shielded():
             for agent in running.stop_all():
                 commands.stop_group(agent)
             for lane in lanes.values():
                 lane.join()
-        raise Interrupted("interrupted") from None
+        if isinstance(exc, (KeyboardInterrupt, Interrupted)):
+            raise Interrupted("interrupted") from None
+        raise
     if first_error is not None:
         raise first_error
 
