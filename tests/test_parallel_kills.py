@@ -22,7 +22,7 @@ from tests.conftest import FakeClaude
 from tests.test_run_parallel import plan
 from tests.test_run_vcs import agent_loop, git, git_commits, init_repo, jj, jj_changes, state_of
 
-KILLS = int(os.environ.get("AGENT_LOOP_PARALLEL_KILLS", "4"))
+KILLS = int(os.environ.get("AGENT_LOOP_PARALLEL_KILLS", "3"))
 SEED = int(os.environ.get("AGENT_LOOP_CRASH_SEED", "25"))
 GROUPS, TASKS = 3, 2
 

@@ -103,7 +103,7 @@ def conflict_project(work: Path, tmp_path: Path, monkeypatch, resolution: list[s
     (work / "shared.txt").write_text("base\n")
     git(work, "add", "shared.txt")
     git(work, "commit", "-qm", "shared")
-    (work / "tasks.md").write_text(CONFLICT_PLAN.format(left=0, right=1))
+    (work / "tasks.md").write_text(CONFLICT_PLAN.format(left=0, right=2))
     directives = tmp_path / "directives.json"
     directives.write_text(json.dumps({CONFLICT_FIRST_LINE: resolution}))
     monkeypatch.setenv("FAKE_CLAUDE_DIRECTIVES", str(directives))
@@ -365,7 +365,7 @@ def jj_conflict_project(work: Path, tmp_path: Path, monkeypatch, resolution: lis
     jj(work, "git", "init")
     (work / "shared.txt").write_text("base\n")
     jj(work, "commit", "-m", "shared")
-    (work / "tasks.md").write_text(CONFLICT_PLAN.format(left=0, right=1))
+    (work / "tasks.md").write_text(CONFLICT_PLAN.format(left=0, right=2))
     directives = tmp_path / "directives.json"
     directives.write_text(json.dumps({CONFLICT_FIRST_LINE: resolution}))
     monkeypatch.setenv("FAKE_CLAUDE_DIRECTIVES", str(directives))
