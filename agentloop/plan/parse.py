@@ -117,19 +117,7 @@ def load(path: Path) -> TaskFile:
 
 def from_bytes(path: Path, data: bytes) -> TaskFile:
     """Hash and parse the task file's bytes, already read; TaskFileError if it is unusable."""
-    global _parsed
     digest = file_hash(data)
-    # A run checks the file before it takes the lock, then reads it for its state: the same
-    # bytes are parsed once (the parse is most of a run's start-up on a long plan).
-    if _parsed is None or (_parsed.path, _parsed.sha256) != (path, digest):
-        _parsed = _parse(path, data, digest)
-    return _parsed
-
-
-_parsed: TaskFile | None = None   # the last file parsed (a TaskFile is frozen: safe to share)
-
-
-def _parse(path: Path, data: bytes, digest: str) -> TaskFile:
     tasks, reading = read_text(_decode(path, data))
     if not tasks:
         raise TaskFileError(f"task file {_shown(path)} has no tasks: "
