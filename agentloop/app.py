@@ -36,6 +36,7 @@ class PlanView:
     ignored: tuple[tuple[int, str, str], ...] = ()    # (line, text, why)
     warnings: tuple[str, ...] = ()
     context: str = ""
+    folded: tuple[tuple[int, str, int], ...] = ()     # (line, text, line of its task)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,10 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     rows = [replace(r, checks=task_checks(options, state.tasks[r.index - 1])) for r in rows]
     ignored = tuple((int(i.get("line", 0)), str(i.get("text", "")), str(i.get("why", "")))
                     for i in state.ignored)
-    return PlanView(project, tuple(rows), ignored, tuple(state.warnings), state.context or "")
+    folded = tuple((int(f.get("line", 0)), str(f.get("text", "")), int(f.get("into", 0)))
+                   for f in state.folded)
+    return PlanView(project, tuple(rows), ignored, tuple(state.warnings), state.context or "",
+                    folded)
 
 
 def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult:

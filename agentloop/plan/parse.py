@@ -41,6 +41,9 @@ class Task:
     checked: bool       # written as `- [x]`: already done by the author's word, skipped
     checks: tuple[str, ...] = ()   # the plan's check commands for it: the file's, its group's
     optional: bool = False         # Kiro's `- [ ]*`: run only when asked (--include-optional)
+    # Sub-tasks folded in by their numbers: its own text, then each sub-task's as it reads on
+    # its own (so records saved before the folding find their task again); () if none.
+    parts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ class TaskFile:
     ignored: tuple[tuple[int, str, str], ...] = ()   # (line, text, why) read but never run
     warnings: tuple[str, ...] = ()
     context: str = ""           # the text before the first task's group: every fresh session's
+    folded: tuple[tuple[int, str, int], ...] = ()   # (line, text, line of the task it joined)
 
 
 def file_hash(data: bytes) -> str:
@@ -73,7 +77,7 @@ def read_text(text: str) -> tuple[tuple[Task, ...], Reading]:
     checks = reading.checks
     names = numbered(item.group for item in reading.items)
     tasks = tuple(replace(_task(index, name, item.line, item.text, item.marker in DONE),
-                          optional=item.optional,
+                          optional=item.optional, parts=tuple(item.parts),
                           checks=tuple(dict.fromkeys(checks.get(None, []) +
                                                      checks.get(item.group, []))))
                   for index, (item, name) in enumerate(zip(reading.items, names), 1))
@@ -130,7 +134,7 @@ def from_bytes(path: Path, data: bytes) -> TaskFile:
                                 "KiB: put the long part in a file and name that file in the task")
     return TaskFile(path=path, sha256=digest, tasks=tasks,
                     ignored=tuple(reading.ignored), warnings=tuple(reading.warnings),
-                    context=reading.context)
+                    context=reading.context, folded=tuple(reading.folded))
 
 
 def read_bytes(path: Path) -> bytes:

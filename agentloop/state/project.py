@@ -98,6 +98,7 @@ def load_plan(project: Project, plan: parse.TaskFile | None = None,
     fresh = state_from(project, parsed)
     saved.tasks, saved.task_file_hash = changes.tasks, parsed.sha256
     saved.context, saved.ignored, saved.warnings = fresh.context, fresh.ignored, fresh.warnings
+    saved.folded = fresh.folded
     return saved, True, changes
 
 
@@ -108,4 +109,5 @@ def state_from(project: Project, parsed: parse.TaskFile) -> State:
                  tasks=[TaskState.from_task(t) for t in parsed.tasks],
                  context=parsed.context or None,
                  ignored=[{"line": n, "text": t, "why": w} for n, t, w in parsed.ignored],
-                 warnings=list(parsed.warnings))
+                 warnings=list(parsed.warnings),
+                 folded=[{"line": n, "text": t, "into": i} for n, t, i in parsed.folded])
