@@ -54,7 +54,7 @@ def status(tasks_md: Path, cwd: Path) -> StatusView:
     try:
         state, saved, changes = load_plan(project)
         note = ("no run yet" if not saved else
-                f"{project.task_file_name} changed since the last run: {changes.summary()}"
+                changes.note(project.task_file_name, " since the last run")
                 if changes is not None else None)
     except StateError as exc:
         # A changed task file still lets the user see what the last run did.

@@ -172,12 +172,18 @@ def test_a_plan_that_folds_runs_nothing_finished_again(
     # Read as the reader before numbering folded anything: five tasks; four of them run.
     with monkeypatch.context() as earlier:
         earlier.setattr(numbering, "under", lambda child, parent: False)
+        earlier.setattr(taskfile, "READER", 1)
         for index in range(1, 5):
             cli("--vcs", "git", "--no-distill", "--task", str(index))
+    monkeypatch.setattr(taskfile, "_parsed", None)   # what the earlier reader made of it
     before = state_of(work)
     assert [t["status"] for t in before["tasks"]] == ["completed"] * 4 + ["pending"]
     paid = sum(t["cost_usd"] for t in before["tasks"])
     calls = len(fake_claude.calls())
+    # This reader reads the same file anew, and says so.
+    assert orjson.loads(cli("--status", "--json"))["note"] == (
+        "tasks.md reads differently with this agent-loop: 0 tasks added, 0 edited, 0 removed, "
+        "5 records folded into 2 tasks; 1 completed task kept")
 
     (work / "tasks.md").write_text(plan + "- [ ] 3. Write the docs\n  FAKE: write docs.txt D\n")
     status = orjson.loads(cli("--status", "--json"))
@@ -203,3 +209,14 @@ def test_a_plan_that_folds_runs_nothing_finished_again(
                      if a["log"] not in carried)
     assert sum(t["cost_usd"] for t in after) == pytest.approx(paid + fresh_cost)
     assert after[0]["change_id"] == before["tasks"][2]["change_id"]
+
+
+def test_a_state_an_earlier_reader_saved_is_no_news_when_it_reads_the_same(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    work = git_project(tmp_path, "- [ ] one\n- [ ] two\n")
+    monkeypatch.chdir(work)
+    assert CliRunner().invoke(command, ["tasks.md", "--vcs", "git", "--task", "1"]).exit_code == 0
+    state = work / ".agent-loop" / "state.json"
+    state.write_bytes(state.read_bytes().replace(b'"reader": 2', b'"reader": 1'))
+    status = orjson.loads(CliRunner().invoke(command, ["tasks.md", "--status", "--json"]).stdout)
+    assert status["note"] is None and status["counts"] == {"completed": 1, "pending": 1}

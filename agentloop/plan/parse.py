@@ -26,6 +26,10 @@ TASK_SLUG_LIMIT = 40
 MAX_TASK_BYTES = 1024 * 1024
 
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
+# The reading's version: one more whenever the same file reads differently (2: legends are
+# notes, numbered sub-tasks fold). A state saved by an earlier reader is matched to the new
+# reading (agentloop.state.project), as if the file had changed.
+READER = 2
 
 
 @dataclass(frozen=True)

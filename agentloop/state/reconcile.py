@@ -37,6 +37,16 @@ class Reconciled:
     ticked: tuple[int, ...] = ()
     kept_done: int = 0
     folded: tuple[tuple[int, int], ...] = ()      # (new index, records carried onto it)
+    reread: bool = False    # the same file, read by a newer reader (agentloop.plan.parse.READER)
+
+    def news(self) -> bool:
+        """Whether any task was added, edited, removed, ticked off or folded."""
+        return bool(self.added or self.edited or self.removed or self.ticked or self.folded)
+
+    def note(self, name: str, since: str = "") -> str:
+        """`tasks.md changed: 1 task added, …`; a re-read says so instead."""
+        what = "reads differently with this agent-loop" if self.reread else "changed" + since
+        return f"{name} {what}: {self.summary()}"
 
     def summary(self) -> str:
         """`1 task added, 1 edited, 1 removed; 5 completed tasks kept`, and the old changes."""
