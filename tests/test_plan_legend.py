@@ -100,6 +100,8 @@ def test_a_box_legend_and_a_marker_explained_in_notes(tmp_path: Path,
     ("## Conventions\n- [US2] second story\n", under("US2", "Conventions")),
     ("## 说明\n- [P] 可并行\n", under("P", "说明")),
     ("## 备注\n### 其他\n- [P] 可并行\n", under("P", "备注")),
+    ("## References\n- [1] Smith, *Parallel plans*, 2020\n", under("1", "References")),
+    ("## Legend\n- [x] done\n", "a [x] line under \"Legend\": a legend, not a task"),
 ])
 def test_a_bracket_that_is_explained_or_under_notes_is_a_note(text: str, why: str) -> None:
     tasks, reading = taskfile.read_text("## Work\n- [ ] real task\n" + text)
@@ -114,6 +116,10 @@ def test_a_bracket_anywhere_else_keeps_todays_reading() -> None:
     assert [t.text for t in tasks] == ["T001 set up", "Configure linting", "update the changelog"]
     assert reading.warnings == ["line 3: unknown box [P]; read as to do"]
     assert [(n, w) for n, _, w in reading.ignored] == [(4, NOTE), (7, NOTE)]
+    # A heading that only starts with a legend word is not a legend.
+    tasks, reading = taskfile.read_text("## Key features\n- [ ] Search by title\n"
+                                        "## Format conversions\n- [ ] [P] CSV export\n")
+    assert [t.text for t in tasks] == ["Search by title", "[P] CSV export"]
     # Without open boxes every item is a task, the bracketed ones too, unless a legend.
     tasks, reading = taskfile.read_text("- [US1] Card model\n- [P] = parallel\n")
     assert [t.text for t in tasks] == ["[US1] Card model"]

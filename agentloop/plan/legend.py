@@ -1,6 +1,6 @@
 """Bullets that open with a bracket but are not tasks: a plan's legend (`- [P] tasks = different
 files`, `- **[Story]**: which story`, `- [x] = done`) and bracketed lines in a section about the
-file itself (Notes, Legend, Format, Conventions, in the plan's language).
+file itself (Notes, Legend, Format, Conventions, References, in the plan's language).
 
 A bracket holding no checkbox state (`[P]`, `[US1]`, a word) is a note when its line explains it
 or when it sits in such a section; anywhere else it keeps the reading of any other bullet. A real
@@ -28,18 +28,21 @@ _EXPLAINS = re.compile(
     r"|\s*(?:标签|標籤|标记|標記|表示|代表|意味|意思是|とは|は|는|은)", re.IGNORECASE)
 _BOX_EXPLAINS = re.compile(_SEPARATOR + r"|\s*(?:means|stands\s+for|表示|代表|とは)",
                            re.IGNORECASE)
-# No word boundary after CJK words (`注意事项` is a Notes heading).
-_WORDS = r"^\W*(?:(?:task|plan|file)\s+)?(?:{})(?![A-Za-z])"
-# Headings of sections about the file itself, in the languages plans are written in.
+# A heading that is just the word, or the word and a colon, a bracket, `&` ... ("Format: `[ID]`",
+# "Notes"), not the start of a longer title ("Key features"); words in scripts without spaces
+# may go on ("注意事项").
+_WORDS = r"^\W*(?:\d+(?:\.\d+)*[.)]?\s*)?(?:(?:task|plan|file|status)\s+)?(?:(?:{})\s*(?:$|[^\w\s])|(?:{}))"
+# Headings of sections about the file itself (or of reference material: `- [1] Smith, 2020`),
+# in the languages plans are written in.
 _ABOUT_FILE = re.compile(_WORDS.format(
     "notes?|legend|key|format|conventions?|markers?|symbols?|notation|glossary"
     "|how\\s+to\\s+read|about\\s+this\\s+(?:file|plan)"
-    "|notas?|remarques?|hinweise|anmerkungen|legende|примечани[ея]|заметки|легенда"
-    "|注意|说明|說明|备注|備註|备考|備考|图例|圖例|格式|约定|約定|凡例|記法|書式|メモ|注記"
+    "|references?|resources|links|see\\s+also|sources"
+    "|notas?|remarques?|hinweise|anmerkungen|legende|примечани[ея]|заметки|легенда",
+    "注意|说明|說明|备注|備註|备考|備考|图例|圖例|格式|约定|約定|凡例|記法|書式|メモ|注記|参考|參考"
     "|참고|비고|범례|형식|노트"), re.IGNORECASE)
-_LEGEND = re.compile(_WORDS.format(
-    "legend|key|markers?|symbols?|notation|status\\s+legend|legende|легенда|图例|圖例|凡例|범례"),
-    re.IGNORECASE)
+_LEGEND = re.compile(_WORDS.format("legend|key|markers?|symbols?|notation|legende|легенда",
+                                   "图例|圖例|凡例|범례"), re.IGNORECASE)
 
 
 def why_note(body: str, box: str | None, sections: list[str]) -> str | None:
