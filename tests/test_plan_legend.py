@@ -173,3 +173,10 @@ def test_folding_reads_like_indenting() -> None:
 ])
 def test_what_does_not_fold(text: str, count: int) -> None:
     assert len(taskfile.read_text(text)[0]) == count
+
+
+def test_a_legend_of_boxes_does_not_make_a_plain_list_a_checklist() -> None:
+    tasks, reading = taskfile.read_text("## Key\n- [ ] to do\n- [x] done\n"
+                                        "## Backend\n- Add a health endpoint\n- [ ] = open\n")
+    assert [t.text for t in tasks] == ["Add a health endpoint"]
+    assert [n for n, _, _ in reading.ignored] == [2, 3, 6]

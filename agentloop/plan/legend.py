@@ -68,7 +68,3 @@ def why_note(body: str, box: str | None, sections: list[str]) -> str | None:
         return f"a [{label}] line under \"{about}\": a note about the plan, not a task"
     return None
 
-
-def explains_box(body: str) -> bool:
-    """Whether a box's text only explains the box (`- [ ] = not started`)."""
-    return bool(_BOX_EXPLAINS.match(body))

@@ -27,7 +27,7 @@ from marko.source import Source
 
 from agentloop.plan import numbering
 from agentloop.plan.items import CHECKS_FENCE, check_lines, item_text, plain
-from agentloop.plan.legend import explains_box, why_note
+from agentloop.plan.legend import why_note
 
 UNGROUPED = "(ungrouped)"
 OPEN = (" ", "-", "~", "/")      # to do; the last three say "in progress"
@@ -114,14 +114,31 @@ class _Lines:
 def read(text: str) -> Reading:
     """The plan in `text` (LF line ends, no BOM)."""
     nodes = cast("list[block.BlockElement]", list(_Parser().parse(text).children))
-    checklist = any(body and box in OPEN and not explains_box(body) for body, box, _ in
-                    (item_text(text[s:e]) for s, e in _item_spans(nodes)))
-    return _Walk(text, checklist).run(nodes)
+    return _Walk(text, _checklist(text, nodes)).run(nodes)
 
 
-def _item_spans(nodes: list[block.BlockElement]) -> list[tuple[int, int]]:
-    return [cast(_SpannedListItem, i).span for n in nodes if isinstance(n, block.List)
-            for i in n.children]
+def _checklist(text: str, nodes: list[block.BlockElement]) -> bool:
+    """Whether any top-level item has an open box, legends aside (`- [ ] = not started`)."""
+    headings: list[tuple[int, str]] = []
+    for node in nodes:
+        if isinstance(node, (block.Heading, block.SetextHeading)):
+            _under(headings, node)
+        elif isinstance(node, block.List):
+            for item in node.children:
+                start, end = cast(_SpannedListItem, item).span
+                body, box, _ = item_text(text[start:end])
+                if body and box in OPEN and why_note(body, box, [w for _, w in headings]) is None:
+                    return True
+    return False
+
+
+def _under(headings: list[tuple[int, str]], node: block.BlockElement) -> tuple[int, str]:
+    """`node`, a heading, as (level, plain words), put on the stack of the headings above."""
+    level = cast(int, getattr(node, "level", 1))
+    while headings and headings[-1][0] >= level:
+        headings.pop()
+    headings.append((level, " ".join(plain(node.children).split())))
+    return headings[-1]
 
 
 class _Walk:
@@ -188,11 +205,7 @@ class _Walk:
 
     def _heading(self, node: block.BlockElement, start: int, end: int) -> None:
         self.last = self.unit = None
-        words = " ".join(plain(node.children).split())
-        level = cast(int, getattr(node, "level", 1))
-        while self.headings and self.headings[-1][0] >= level:
-            self.headings.pop()
-        self.headings.append((level, words))
+        level, words = _under(self.headings, node)
         if level >= 2 and _TASK_HEADING.match(words):
             group = self.group if self.grouped else (self.title or UNGROUPED)
             item = Item(group, self.lines.of(start), "", None)
