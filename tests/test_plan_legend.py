@@ -143,7 +143,7 @@ def test_kiro_sub_tasks_at_the_left_margin_fold_into_their_parent(
     assert plan["ignored"] == [] and plan["warnings"] == []
     text = CliRunner().invoke(command, ["tasks.md", "--dry-run"]).output
     assert ("folded: line 4: 1.1 Create the `Editor` component with an empty toolbar (numbered "
-            "under the task on line 3: part of it, as if indented under it)") in text
+            "under the task on line 3: part of that task)") in text
     assert "4 task(s), 2 to run" in text
 
 

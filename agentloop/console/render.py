@@ -139,7 +139,7 @@ def plan_text(view: PlanView) -> str:
             lines.append("    checks: " + ", ".join(r.checks))
     for line, text, into in view.folded:
         lines.append(f"folded: line {line}: {text} (numbered under the task on line {into}: "
-                     "part of it, as if indented under it)")
+                     "part of that task)")
     for line, text, why in view.ignored:
         lines.append(f"ignored: line {line}: {text} ({why})")
     lines += [f"warning: {w}" for w in view.warnings]
