@@ -95,6 +95,8 @@ def test_a_box_legend_and_a_marker_explained_in_notes(tmp_path: Path,
     ("- `[US1]` = the first user story\n", explains("US1")),
     ("- [P] 任务 = 不同文件，无依赖关系\n", explains("P")),
     ("- [P] 表示可以并行\n", explains("P")),
+    ("- [P]は並列に実行できる\n", explains("P")),
+    ("- [P]는 병렬로 실행 가능\n", explains("P")),
     ("- [ ] = not started\n", "explains the [ ] box: a legend line, not a task"),
     ("## Notes\n- [P] parallel work\n", under("P", "Notes")),
     ("## Conventions\n- [US2] second story\n", under("US2", "Conventions")),
@@ -120,6 +122,8 @@ def test_a_bracket_anywhere_else_keeps_todays_reading() -> None:
     tasks, reading = taskfile.read_text("## Key features\n- [ ] Search by title\n"
                                         "## Format conversions\n- [ ] [P] CSV export\n")
     assert [t.text for t in tasks] == ["Search by title", "[P] CSV export"]
+    tasks, reading = taskfile.read_text("## 작업\n- [ ] 설정\n- [P] 은행 API 연동\n")
+    assert [t.text for t in tasks] == ["설정", "은행 API 연동"]   # a word, not a particle
     # Without open boxes every item is a task, the bracketed ones too, unless a legend.
     tasks, reading = taskfile.read_text("- [US1] Card model\n- [P] = parallel\n")
     assert [t.text for t in tasks] == ["[US1] Card model"]

@@ -25,7 +25,7 @@ _EXPLAINS = re.compile(
     _SEPARATOR + r"|\s*[^\s=＝]{1,20}\s*[=＝]"
     r"|\s*(?:marks|means|indicates|denotes|stands\s+for)\b"
     r"|\s*(?:label|tag|marker|prefix)\s+(?:maps|marks|means|links|ties|names|says)\b"
-    r"|\s*(?:标签|標籤|标记|標記|表示|代表|意味|意思是|とは|は|는|은)", re.IGNORECASE)
+    r"|\s*(?:标签|標籤|标记|標記|表示|代表|意味|意思是|とは|は)|(?:는|은)\s", re.IGNORECASE)
 _BOX_EXPLAINS = re.compile(_SEPARATOR + r"|\s*(?:means|stands\s+for|表示|代表|とは)",
                            re.IGNORECASE)
 # A heading that is just the word, or the word and a colon, a bracket, `&` ... ("Format: `[ID]`",
