@@ -258,7 +258,7 @@ class _Walk:
             return False
         item = self.unit[1]
         item.parts = item.parts or [item.text]
-        blank = self.text[:start].rstrip(" \t").endswith("\n\n")
+        blank = self.text[max(0, start - 80):start].rstrip(" \t").endswith("\n\n")
         item.text += ("\n\n" if blank else "\n") + self.text[start:end].rstrip()
         item.parts.append(body)
         self.out.folded.append((line, _first(body), item.line))
