@@ -36,6 +36,7 @@ class PlanView:
     ignored: tuple[tuple[int, str, str], ...] = ()    # (line, text, why)
     warnings: tuple[str, ...] = ()
     context: str = ""
+    folded: tuple[tuple[int, str, int], ...] = ()     # (line, text, line of its task)
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def status(tasks_md: Path, cwd: Path) -> StatusView:
     try:
         state, saved, changes = load_plan(project)
         note = ("no run yet" if not saved else
-                f"{project.task_file_name} changed since the last run: {changes.summary()}"
+                changes.note(project.task_file_name, " since the last run")
                 if changes is not None else None)
     except StateError as exc:
         # A changed task file still lets the user see what the last run did.
@@ -87,7 +88,10 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     rows = [replace(r, checks=task_checks(options, state.tasks[r.index - 1])) for r in rows]
     ignored = tuple((int(i.get("line", 0)), str(i.get("text", "")), str(i.get("why", "")))
                     for i in state.ignored)
-    return PlanView(project, tuple(rows), ignored, tuple(state.warnings), state.context or "")
+    folded = tuple((int(f.get("line", 0)), str(f.get("text", "")), int(f.get("into", 0)))
+                   for f in state.folded)
+    return PlanView(project, tuple(rows), ignored, tuple(state.warnings), state.context or "",
+                    folded)
 
 
 def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult:

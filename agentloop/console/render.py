@@ -19,7 +19,8 @@ from agentloop.state.schema import State, TaskState
 
 RULES = ("rules: `## Heading` starts a group; in a file with open checkboxes only checkbox "
          "items are tasks (plain bullets are notes); otherwise every top-level item is; a "
-         "`### Task N: …` section is one task with everything under it; `[x]` is done, `[ ]*` "
+         "`### Task N: …` section is one task with everything under it; `1.1` items fold into the "
+         "`1.` above them; a legend (`- [P] tasks = …`) is a note; `[x]` is done, `[ ]*` "
          "optional; `agent-loop-checks` blocks are checks; README \"The task file\" has the rest.")
 
 
@@ -136,6 +137,9 @@ def plan_text(view: PlanView) -> str:
         lines.append(f"[{r.index}/{total}] {r.group} > {r.summary}  ({how})")
         if r.runs and r.checks:
             lines.append("    checks: " + ", ".join(r.checks))
+    for line, text, into in view.folded:
+        lines.append(f"folded: line {line}: {text} (numbered under the task on line {into}: "
+                     "part of that task)")
     for line, text, why in view.ignored:
         lines.append(f"ignored: line {line}: {text} ({why})")
     lines += [f"warning: {w}" for w in view.warnings]
@@ -152,6 +156,8 @@ def plan_json(view: PlanView) -> dict[str, Any]:
                        ("how" if r.runs else "why_not"): r.how} for r in view.rows],
             "ignored": [{"line": line, "text": text, "why": why}
                         for line, text, why in view.ignored],
+            "folded": [{"line": line, "text": text, "into_line": into}
+                       for line, text, into in view.folded],
             "warnings": list(view.warnings)}
 
 

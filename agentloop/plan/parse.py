@@ -26,6 +26,10 @@ TASK_SLUG_LIMIT = 40
 MAX_TASK_BYTES = 1024 * 1024
 
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
+# The reading's version: one more whenever the same file reads differently (2: legends are
+# notes, numbered sub-tasks fold). A state saved by an earlier reader is matched to the new
+# reading (agentloop.state.project), as if the file had changed.
+READER = 2
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,9 @@ class Task:
     checked: bool       # written as `- [x]`: already done by the author's word, skipped
     checks: tuple[str, ...] = ()   # the plan's check commands for it: the file's, its group's
     optional: bool = False         # Kiro's `- [ ]*`: run only when asked (--include-optional)
+    # Sub-tasks folded in by their numbers: its own text, then each sub-task's as it reads on
+    # its own (so records saved before the folding find their task again); () if none.
+    parts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,7 @@ class TaskFile:
     ignored: tuple[tuple[int, str, str], ...] = ()   # (line, text, why) read but never run
     warnings: tuple[str, ...] = ()
     context: str = ""           # the text before the first task's group: every fresh session's
+    folded: tuple[tuple[int, str, int], ...] = ()   # (line, text, line of the task it joined)
 
 
 def file_hash(data: bytes) -> str:
@@ -73,7 +81,7 @@ def read_text(text: str) -> tuple[tuple[Task, ...], Reading]:
     checks = reading.checks
     names = numbered(item.group for item in reading.items)
     tasks = tuple(replace(_task(index, name, item.line, item.text, item.marker in DONE),
-                          optional=item.optional,
+                          optional=item.optional, parts=tuple(item.parts),
                           checks=tuple(dict.fromkeys(checks.get(None, []) +
                                                      checks.get(item.group, []))))
                   for index, (item, name) in enumerate(zip(reading.items, names), 1))
@@ -130,7 +138,7 @@ def from_bytes(path: Path, data: bytes) -> TaskFile:
                                 "KiB: put the long part in a file and name that file in the task")
     return TaskFile(path=path, sha256=digest, tasks=tasks,
                     ignored=tuple(reading.ignored), warnings=tuple(reading.warnings),
-                    context=reading.context)
+                    context=reading.context, folded=tuple(reading.folded))
 
 
 def read_bytes(path: Path) -> bytes:

@@ -38,7 +38,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
             notes.append(f"reset: the old state and logs are in {shown}")
     state, saved, changes = load_plan(project, plan)
     if changes is not None:
-        notes.append(f"{project.task_file_name} changed: {changes.summary()}")
+        notes.append(changes.note(project.task_file_name))
         if changes.removed:
             kept = project.store.keep_removed(list(changes.removed), now())
             notes.append(f"removed tasks' records are kept in {project.store.relative(kept)}")

@@ -12,6 +12,7 @@ plan gets `.agent-loop/plans/<name>-<hash>/`. One run at a time per repository s
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,24 +81,29 @@ def load_state(project: Project) -> tuple[State, bool]:
 def load_plan(project: Project, plan: parse.TaskFile | None = None,
               ) -> tuple[State, bool, Reconciled | None]:
     """The state, whether it was saved before, and what changed in the task file since (None
-    when nothing did): a changed file is reconciled with the saved records, in memory. `plan`:
-    the task file as the caller already read it (a run reads it once); else it is read here,
-    and parsed only when the state does not already hold this version of it."""
+    when nothing did): a changed file is reconciled with the saved records, in memory; so is
+    one an earlier version of the reader read (parse.READER). `plan`: the task file as the
+    caller already read it (a run reads it once); else it is read here, and parsed only when
+    the state does not already hold this version of it, read by this reader."""
     if plan is None:
         data = parse.read_bytes(project.task_file)
         digest = parse.file_hash(data)
     else:
         data, digest = b"", plan.sha256
     saved = project.store.load()
-    if saved is not None and saved.task_file_hash == digest:
+    if saved is not None and saved.task_file_hash == digest and saved.reader == parse.READER:
         return saved, True, None
     parsed = plan or parse.from_bytes(project.task_file, data)
     if saved is None:
         return state_from(project, parsed), False, None
     changes = reconcile(saved.tasks, parsed)
+    reread = saved.task_file_hash == digest   # the same file, read anew by a newer reader
     fresh = state_from(project, parsed)
     saved.tasks, saved.task_file_hash = changes.tasks, parsed.sha256
     saved.context, saved.ignored, saved.warnings = fresh.context, fresh.ignored, fresh.warnings
+    saved.folded, saved.reader = fresh.folded, fresh.reader
+    if reread:   # news only if it reads differently
+        return saved, True, dataclasses.replace(changes, reread=True) if changes.news() else None
     return saved, True, changes
 
 
@@ -105,7 +111,9 @@ def state_from(project: Project, parsed: parse.TaskFile) -> State:
     """A state with every task of the parsed file pending (checked-off ones skipped), and what
     the file holds besides tasks, so --dry-run on an unchanged file needs no parse."""
     return State(task_file=project.task_file_name, task_file_hash=parsed.sha256,
+                 reader=parse.READER,
                  tasks=[TaskState.from_task(t) for t in parsed.tasks],
                  context=parsed.context or None,
                  ignored=[{"line": n, "text": t, "why": w} for n, t, w in parsed.ignored],
-                 warnings=list(parsed.warnings))
+                 warnings=list(parsed.warnings),
+                 folded=[{"line": n, "text": t, "into": i} for n, t, i in parsed.folded])
