@@ -89,11 +89,11 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_off_a_terminal_a_working_agent_gets_a_plain_line_now_and_then(
         work: Path, fake_claude: FakeClaude) -> None:
     out = io.StringIO()
-    app.run(Path("tasks.md"), work, RunOptions(vcs="none"), Console(out, heartbeat=0.5))
+    app.run(Path("tasks.md"), work, RunOptions(vcs="none"), Console(out, cwd=work, heartbeat=0.5))
     text = out.getvalue()
     beats = [line for line in text.splitlines() if line.startswith("  … ")]
     assert len(beats) >= 2, text
-    assert all("Write " in b and "a.txt" in b and "1 turn, 1 tool call" in b for b in beats)
+    assert all(b.endswith("1 turn, 1 tool call · Write a.txt") for b in beats), beats
     assert "\r" not in text and "\x1b" not in text
     # the beats stand between the agent's start and its end
     lines = text.splitlines()
@@ -154,8 +154,8 @@ def test_on_a_terminal_one_live_line_shows_the_agent_at_work_and_goes_when_it_en
     during, after = screen_of([str(program), "tasks.md", "--vcs", "none"], work,
                               seen="1 turn, 1 tool call")
     assert during, f"no live line appeared; the screen at the end:\n{after}"
-    live = [x for x in during.splitlines() if "1 turn, 1 tool call" in x]
-    assert len(live) == 1 and live[0].startswith("  … ") and "Write " in live[0], during
+    live = [x.rstrip() for x in during.splitlines() if "1 turn, 1 tool call" in x]
+    assert len(live) == 1 and live[0].startswith("  … ") and live[0].endswith(" · Write a.txt")
     assert "claude: running…" in during  # the run's own lines stand above it
     assert "agent-loop done: 1 completed" in after
     assert "tool call" not in after  # the live line is gone once the agent is done

@@ -4,8 +4,10 @@ No output here: a terminal view redraws the lines, a heartbeat prints them now a
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from agentloop.console.render import duration
@@ -37,9 +39,11 @@ class Lane:
 class Lanes:
     """Every lane's state, changed by events on the run's thread and read by a view's thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, here: Path | None = None) -> None:
         self._lanes: dict[str, Lane] = {}
         self._lock = threading.Lock()
+        # Agents name files by absolute path; under where the user stands, the rest will do.
+        self._here = f"{here}{os.sep}" if here else None
 
     def update(self, event: Event, now: float) -> None:
         """Follow one event: a run or check starts or reports, or something else ends it."""
@@ -57,6 +61,8 @@ class Lanes:
                               else "reviewer starting" if event.role == "reviewer" else "starting")
             elif isinstance(event, AgentActivity):
                 lane.doing = event.tool or event.text
+                if self._here:
+                    lane.doing = lane.doing.replace(self._here, "")
                 lane.tool_calls, lane.turns = event.tool_calls, event.turns
             else:
                 if isinstance(event, AgentFinished):

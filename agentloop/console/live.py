@@ -59,7 +59,7 @@ class Console:
         self.out = out or sys.stdout
         self.cwd = cwd
         self.clock = clock
-        self.lanes = Lanes()
+        self.lanes = Lanes(cwd)
         self._lock = threading.Lock()
         self._terminal = None
         self._view: _View | None = None
