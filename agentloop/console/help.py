@@ -18,8 +18,7 @@ COLUMN = 30  # the widest first column; a longer option's help starts on the nex
 # Which --help section each option is in, by its parameter name: one place, so an option added
 # to cli.py needs one word here too (tests/test_cli_help.py fails until it has its section).
 SECTIONS = (
-    ("Modes (one at a time; none: run the tasks)",
-     ("dry_run", "status", "init", "rehearse", "reset")),
+    ("Modes (without one: run the tasks)", ("dry_run", "status", "init", "rehearse", "reset")),
     ("Which tasks", ("only", "again", "include_optional")),
     ("Agent", ("agent", "agent_program", "model", "iterations", "retry_model", "distill_model",
                "no_distill")),
@@ -36,7 +35,7 @@ EXAMPLES = (
     ("agent-loop tasks.md --dry-run", "See which tasks would run, and how the plan was read"),
     ("agent-loop tasks.md --rehearse", "Try the whole loop offline, for free"),
     ("agent-loop tasks.md --check 'pytest -q' --review --budget 5",
-     "Run the plan, each task held to a check and a reviewer, at most $5 in all"),
+     "Run, each task held to a check and a reviewer, no task started past $5 spent"),
     ("agent-loop tasks.md --status", "See each task's status, change and cost"),
     ("agent-loop tasks.md --task 3 --again", "Run task 3 once more, in a new change"),
 )
