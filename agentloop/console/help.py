@@ -35,7 +35,7 @@ EXAMPLES = (
     ("agent-loop tasks.md --dry-run", "See which tasks would run, and how the plan was read"),
     ("agent-loop tasks.md --rehearse", "Try the whole loop offline, for free"),
     ("agent-loop tasks.md --check 'pytest -q' --review --budget 5",
-     "Run, each task held to a check and a reviewer, no task started past $5 spent"),
+     "Each task held to a check and a reviewer; no task starts past $5 spent"),
     ("agent-loop tasks.md --status", "See each task's status, change and cost"),
     ("agent-loop tasks.md --task 3 --again", "Run task 3 once more, in a new change"),
 )
