@@ -6,6 +6,8 @@ example plan there; run again, it keeps the plan and ends well."""
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -48,3 +50,29 @@ def test_demo_installs_writes_the_plan_and_rehearses_it_offline(tmp_path: Path) 
     assert again.returncode == 0, again.stdout + again.stderr
     assert "keeping the tasks.md that is there" in again.stdout
     assert "One more." in (repo / "tasks.md").read_text()
+
+
+def test_the_readme_opens_with_the_two_commands_ci_runs_the_second() -> None:
+    readme = (CHECKOUT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```sh\n(.*?)^```", readme, re.M | re.S)
+    assert [b.strip() for b in blocks[:2]] == ["bash scripts/demo.sh", "bash scripts/test.sh"]
+    assert 'bash scripts/test.sh "$@"' in (CHECKOUT / ".ci" / "run").read_text()
+
+
+def test_every_agent_loop_command_of_the_quick_start_parses() -> None:
+    from agentloop.cli import command
+
+    readme = (CHECKOUT / "README.md").read_text(encoding="utf-8")
+    readme = re.sub(r"^```markdown\n.*?^```\n", "", readme, flags=re.M | re.S)  # a plan's ##
+    quick = re.search(r"^## Quick start\n(.*?)^## ", readme, re.M | re.S)
+    assert quick
+    lines = re.findall(r"`(agent-loop [^`]+)`", quick.group(1))
+    lines += [line.split("#")[0] for line in quick.group(1).splitlines()
+              if line.startswith("agent-loop ")]
+    assert len(lines) >= 6
+    for line in lines:
+        args = shlex.split(line)[1:]
+        if args == ["--help"]:
+            continue
+        ctx = command.make_context("agent-loop", args)  # raises on an option that is not there
+        assert ctx.params["tasks_md"] == Path("tasks.md"), line
