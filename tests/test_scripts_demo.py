@@ -63,7 +63,8 @@ def test_every_agent_loop_command_of_the_quick_start_parses() -> None:
     from agentloop.cli import command
 
     readme = (CHECKOUT / "README.md").read_text(encoding="utf-8")
-    readme = re.sub(r"^```markdown\n.*?^```\n", "", readme, flags=re.M | re.S)  # a plan's ##
+    # a plan (its ## headings) and a run's output are not commands
+    readme = re.sub(r"^```(markdown|text)\n.*?^```\n", "", readme, flags=re.M | re.S)
     quick = re.search(r"^## Quick start\n(.*?)^## ", readme, re.M | re.S)
     assert quick
     lines = re.findall(r"`(agent-loop [^`]+)`", quick.group(1))
