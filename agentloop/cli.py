@@ -102,18 +102,23 @@ class _AgentChoice(click.Choice):
               show_default=True, help="Where each task's change goes.")
 @click.option("--allow-dirty", is_flag=True,
               help="git: run even with uncommitted changes (they stay out of task commits).")
-@click.option("--task-timeout", metavar="SECONDS", type=click.FloatRange(min=1), default=7200, show_default=True,
+@click.option("--task-timeout", metavar="SECONDS", type=click.FloatRange(min=1),
+              default=7200, show_default=True,
               help="Stop an agent run after this many seconds (counts as a transient failure).")
-@click.option("--max-attempts", metavar="N", type=click.IntRange(1, 5), default=5, show_default=True,
+@click.option("--max-attempts", metavar="N", type=click.IntRange(1, 5),
+              default=5, show_default=True,
               help="Attempts per task in all; 5 is the hard cap.")
 @click.option("--retry-model", metavar="NAME", default=None,
               help="Model of the advisor that judges a failed attempt [default: the agent's "
                    "small model; claude: haiku].")
-@click.option("--max-limit-waits", metavar="N", type=click.IntRange(min=0), default=5, show_default=True,
+@click.option("--max-limit-waits", metavar="N", type=click.IntRange(min=0),
+              default=5, show_default=True,
               help="Usage-limit waits before the run stops.")
-@click.option("--max-failures", metavar="N", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--max-failures", metavar="N", type=click.IntRange(min=1),
+              default=3, show_default=True,
               help="Failed tasks in a row before the run stops as stuck.")
-@click.option("--backoff", metavar="SECONDS", type=click.FloatRange(min=0), default=30, show_default=True,
+@click.option("--backoff", metavar="SECONDS", type=click.FloatRange(min=0),
+              default=30, show_default=True,
               help="First wait in seconds after a transient failure or a limit without a "
                    "reset time; doubles each time.")
 @click.option("--iterations", metavar="N", type=click.IntRange(1, 50), default=1, show_default=True,
@@ -126,7 +131,8 @@ class _AgentChoice(click.Choice):
 @click.option("--include-optional", is_flag=True,
               help="Also run the tasks a plan marks optional (Kiro's box with a star: "
                    "`- [ ]*`).")
-@click.option("--sleep", metavar="SECONDS", type=click.FloatRange(min=0), default=0, show_default=True,
+@click.option("--sleep", metavar="SECONDS", type=click.FloatRange(min=0),
+              default=0, show_default=True,
               help="Seconds to wait between tasks (Ctrl+C ends the wait at once).")
 @click.option("--budget", metavar="USD", type=click.FloatRange(min=0), default=None,
               help="USD: start no task once this much has been spent on this task file.")
@@ -142,15 +148,18 @@ class _AgentChoice(click.Choice):
                    "to the developer until it approves.")
 @click.option("--review-model", metavar="NAME", default=None,
               help="Model of the reviewer [default: the agent's; claude: sonnet].")
-@click.option("--max-review-rounds", metavar="N", type=click.IntRange(1, 10), default=3, show_default=True,
+@click.option("--max-review-rounds", metavar="N", type=click.IntRange(1, 10),
+              default=3, show_default=True,
               help="Reviews of one task before it is left unapproved (its change kept).")
 @click.option("--check", multiple=True, metavar="CMD",
               help="A command line that must pass (exit 0) after each task, run by your shell in "
                    "the repository root; repeatable. It runs once before the first task too "
                    "(baseline), and a failure goes back to the agent to fix.")
-@click.option("--check-timeout", metavar="SECONDS", type=click.FloatRange(min=1), default=600, show_default=True,
+@click.option("--check-timeout", metavar="SECONDS", type=click.FloatRange(min=1),
+              default=600, show_default=True,
               help="Seconds before a check is stopped (with everything it started) and failed.")
-@click.option("--check-rounds", metavar="N", type=click.IntRange(0, 10), default=2, show_default=True,
+@click.option("--check-rounds", metavar="N", type=click.IntRange(0, 10),
+              default=2, show_default=True,
               help="Fix runs of a task in the same session while a check fails, before its "
                    "attempt fails.")
 @click.option("--require-changes", is_flag=True,

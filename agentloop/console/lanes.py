@@ -32,7 +32,7 @@ class Lane:
     doing: str = ""
     tool_calls: int = 0
     turns: int = 0
-    spent: float = 0.0            # what the task's finished runs cost (a run's own comes at its end)
+    spent: float = 0.0            # the task's finished runs' cost (a run's own comes at its end)
     beat_at: float = 0.0          # when the heartbeat prints this lane next
 
 
