@@ -14,6 +14,7 @@ import click
 
 from agentloop import __version__
 from agentloop.agents import AGENTS
+from agentloop.console.help import SectionedCommand
 from agentloop.errors import (
     AgentBlocked,
     AgentLoopError,
@@ -58,7 +59,7 @@ def _crash(exc: BaseException) -> None:
     click.echo(f"agent-loop: internal error: {exc!r}{where}", err=True)
 
 
-class _Command(click.Command):
+class _Command(SectionedCommand):
     """Keeps the arguments as given, for the exact command that resumes a run."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -66,15 +67,26 @@ class _Command(click.Command):
         return super().parse_args(ctx, args)
 
 
+class _AgentChoice(click.Choice):
+    """The agents a user picks; the offline stand-in is a mode (--rehearse), not one of them."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "rehearse":
+            self.fail("a rehearsal is a mode, not an agent: use --rehearse", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+# --help's sections: an option added here needs its word in console.help.SECTIONS too.
 @click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("tasks_md", type=click.Path(path_type=Path))
-@click.option("--agent", type=click.Choice(sorted(AGENTS)), default="claude", show_default=True,
+@click.option("--agent", type=_AgentChoice(sorted(a for a in AGENTS if a != "rehearse")),
+              default="claude", show_default=True,
               help="The coding agent that does the tasks (a run goes on with the one it began "
                    "with unless --reset).")
-@click.option("--agent-program", "--claude", "agent_program", default=None,
+@click.option("--agent-program", "--claude", "agent_program", metavar="PATH", default=None,
               help="The agent's program [default: claude or codex on PATH; env "
                    "AGENT_LOOP_CLAUDE / AGENT_LOOP_CODEX].")
-@click.option("--model", default=None,
+@click.option("--model", metavar="NAME", default=None,
               help="Model for the tasks [default: the agent's; claude: opus].")
 @click.option("--dry-run", is_flag=True, help="Show what would run; run and write nothing.")
 @click.option("--status", is_flag=True, help="Show where each task stands.")
@@ -90,54 +102,64 @@ class _Command(click.Command):
               show_default=True, help="Where each task's change goes.")
 @click.option("--allow-dirty", is_flag=True,
               help="git: run even with uncommitted changes (they stay out of task commits).")
-@click.option("--task-timeout", type=click.FloatRange(min=1), default=7200, show_default=True,
+@click.option("--task-timeout", metavar="SECONDS", type=click.FloatRange(min=1),
+              default=7200, show_default=True,
               help="Stop an agent run after this many seconds (counts as a transient failure).")
-@click.option("--max-attempts", type=click.IntRange(1, 5), default=5, show_default=True,
+@click.option("--max-attempts", metavar="N", type=click.IntRange(1, 5),
+              default=5, show_default=True,
               help="Attempts per task in all; 5 is the hard cap.")
-@click.option("--retry-model", default=None,
+@click.option("--retry-model", metavar="NAME", default=None,
               help="Model of the advisor that judges a failed attempt [default: the agent's "
                    "small model; claude: haiku].")
-@click.option("--max-limit-waits", type=click.IntRange(min=0), default=5, show_default=True,
+@click.option("--max-limit-waits", metavar="N", type=click.IntRange(min=0),
+              default=5, show_default=True,
               help="Usage-limit waits before the run stops.")
-@click.option("--max-failures", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--max-failures", metavar="N", type=click.IntRange(min=1),
+              default=3, show_default=True,
               help="Failed tasks in a row before the run stops as stuck.")
-@click.option("--backoff", type=click.FloatRange(min=0), default=30, show_default=True,
+@click.option("--backoff", metavar="SECONDS", type=click.FloatRange(min=0),
+              default=30, show_default=True,
               help="First wait in seconds after a transient failure or a limit without a "
                    "reset time; doubles each time.")
-@click.option("--iterations", type=click.IntRange(1, 50), default=1, show_default=True,
+@click.option("--iterations", metavar="N", type=click.IntRange(1, 50), default=1, show_default=True,
               help="Runs of one task in its session until the agent says TASK_COMPLETE.")
-@click.option("--task", "only", type=click.IntRange(min=1), default=None,
+@click.option("--task", "only", metavar="N", type=click.IntRange(min=1), default=None,
               help="Run only task N (as numbered by --dry-run), leaving the others as they are.")
 @click.option("--again", is_flag=True,
               help="With --task N: run a completed, failed or blocked task once more, in a new "
                    "change.")
 @click.option("--include-optional", is_flag=True,
-              help="Also run tasks the plan marks optional (`- [ ]*`).")
-@click.option("--sleep", type=click.FloatRange(min=0), default=0, show_default=True,
+              help="Also run the tasks a plan marks optional (Kiro's box with a star: "
+                   "`- [ ]*`).")
+@click.option("--sleep", metavar="SECONDS", type=click.FloatRange(min=0),
+              default=0, show_default=True,
               help="Seconds to wait between tasks (Ctrl+C ends the wait at once).")
-@click.option("--budget", type=click.FloatRange(min=0), default=None,
+@click.option("--budget", metavar="USD", type=click.FloatRange(min=0), default=None,
               help="USD: start no task once this much has been spent on this task file.")
-@click.option("--task-budget", type=click.FloatRange(min=0), default=None,
+@click.option("--task-budget", metavar="USD", type=click.FloatRange(min=0), default=None,
               help="USD: the cap on one agent run (the agent's own limit, where it has one).")
 @click.option("--no-distill", is_flag=True,
               help="Keep the plain commit message; skip the small-model summary.")
-@click.option("--distill-model", default=None,
+@click.option("--distill-model", metavar="NAME", default=None,
               help="Model that writes each change's commit message [default: the agent's small "
                    "model].")
 @click.option("--review", is_flag=True,
               help="A fresh, read-only reviewer checks each task's diff; its feedback goes back "
                    "to the developer until it approves.")
-@click.option("--review-model", default=None,
+@click.option("--review-model", metavar="NAME", default=None,
               help="Model of the reviewer [default: the agent's; claude: sonnet].")
-@click.option("--max-review-rounds", type=click.IntRange(1, 10), default=3, show_default=True,
+@click.option("--max-review-rounds", metavar="N", type=click.IntRange(1, 10),
+              default=3, show_default=True,
               help="Reviews of one task before it is left unapproved (its change kept).")
 @click.option("--check", multiple=True, metavar="CMD",
               help="A command line that must pass (exit 0) after each task, run by your shell in "
                    "the repository root; repeatable. It runs once before the first task too "
                    "(baseline), and a failure goes back to the agent to fix.")
-@click.option("--check-timeout", type=click.FloatRange(min=1), default=600, show_default=True,
+@click.option("--check-timeout", metavar="SECONDS", type=click.FloatRange(min=1),
+              default=600, show_default=True,
               help="Seconds before a check is stopped (with everything it started) and failed.")
-@click.option("--check-rounds", type=click.IntRange(0, 10), default=2, show_default=True,
+@click.option("--check-rounds", metavar="N", type=click.IntRange(0, 10),
+              default=2, show_default=True,
               help="Fix runs of a task in the same session while a check fails, before its "
                    "attempt fails.")
 @click.option("--require-changes", is_flag=True,

@@ -29,7 +29,7 @@ def test_defaults_agree_with_click() -> None:
     (["--status", "--dry-run"], "cannot be combined"),
     (["--status", "--follow", "--json"], "cannot be combined with --json"),
     (["--review", "--vcs", "none"], "--review needs version control"),
-    (["--rehearse", "--agent", "rehearse"], "cannot be combined with --agent"),
+    (["--rehearse", "--agent", "codex"], "cannot be combined with --agent"),
 ])
 def test_what_cannot_work_is_exit_2_before_anything_is_touched(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], words: str) -> None:

@@ -30,6 +30,16 @@ class Failure:
 
 
 @dataclass(frozen=True)
+class Activity:
+    """What an agent is doing now, as far as its output tells, for the console's live line."""
+
+    text: str             # the last thing it did or said, one short line
+    tool: str = ""        # its last tool call ("Edit src/app.py"); "" before the first
+    tool_calls: int = 0   # tool calls so far in this run
+    turns: int = 0        # model turns so far in this run; 0 where the agent does not say
+
+
+@dataclass(frozen=True)
 class Totals:
     """What a session has used so far: some agents report running totals, not a run's part."""
 
@@ -111,8 +121,8 @@ class Agent(Protocol):
     def check(self) -> None:
         """Raise AgentBlocked (ProgramNotFound included) when the agent cannot run at all."""
 
-    def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
-        """Run the agent; `on_activity` gets a short line for each thing it does."""
+    def run(self, request: AgentRun, on_activity: Callable[[Activity], None]) -> AgentResult:
+        """Run the agent; `on_activity` hears of each thing it does."""
 
     def classify(self, result: AgentResult, now: datetime) -> Failure:
         """Sort a failed result into the loop's error classes (`now` reads reset times)."""

@@ -1,5 +1,5 @@
-"""What the user reads while a run goes on: its events as console lines, and on a terminal one
-live line with the elapsed time and what the agent is doing."""
+"""What the user reads while a run goes on: its events as console lines, and a sign of life while
+an agent works (console.lanes): on a terminal a live line, elsewhere a plain line now and then."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Callable, Protocol
 
+from agentloop.console.lanes import Heartbeat, Lanes
 from agentloop.console.render import duration, summary_text
 from agentloop.run.checks import round_line
 from agentloop.run.events import (
@@ -40,34 +41,50 @@ def live_allowed(out: IO[str]) -> bool:
     return out.isatty() and not os.environ.get("CI") and "NO_COLOR" not in os.environ
 
 
+HEARTBEAT_SECONDS = 60.0  # off a terminal, how often a working agent's line is printed
+
+
+class _View(Protocol):
+    def changed(self) -> None: ...
+    def close(self) -> None: ...
+
+
 class Console:
-    """Prints run events; on a terminal also keeps one live line with elapsed time and activity."""
+    """Prints run events, and shows what each working agent is doing: on a terminal one live
+    line per lane (`live`), elsewhere the same line every `heartbeat` seconds (None: never)."""
 
     def __init__(self, out: IO[str] | None = None, live: bool | None = None,
-                 cwd: Path | None = None) -> None:
+                 cwd: Path | None = None, heartbeat: float | None = HEARTBEAT_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.out = out or sys.stdout
         self.cwd = cwd
-        self.live = live_allowed(self.out) if live is None else live
-        self._activity = ""
-        self._since = 0.0
-        self._ticker: threading.Thread | None = None
-        self._running = False
+        self.clock = clock
+        self.lanes = Lanes(cwd)
         self._lock = threading.Lock()
+        self._terminal = None
+        self._view: _View | None = None
+        if live_allowed(self.out) if live is None else live:
+            from agentloop.console.terminal import TerminalView
+
+            self._terminal = self._view = TerminalView(self.out, self.lanes, clock)
+        elif live is None and heartbeat:
+            # Only where nobody chose: `--status --follow` (live=False) replays past events.
+            self._view = Heartbeat(self.lanes, self._print, heartbeat, clock)
 
     def __call__(self, event: Event) -> None:
         """Render one event."""
-        if isinstance(event, AgentActivity):
-            self._activity = event.text
-            self._draw()
-            return
-        self._stop_live()
-        line = self._line(event)
-        if line is not None:
-            self._print(line)
-        if isinstance(event, (AgentStarted, CheckStarted)) and self.live:
-            # A check says nothing until it ends: the live line shows which one runs.
-            self._start_live(f"check: {event.command}" if isinstance(event, CheckStarted)
-                             else "starting")
+        self.lanes.update(event, self.clock())
+        if self._view is not None:
+            self._view.changed()  # before the line: an ended run's live line goes first
+        if not isinstance(event, AgentActivity):
+            line = self._line(event)
+            if line is not None:
+                self._print(line)
+
+    def close(self) -> None:
+        """Stop the live line or the heartbeat."""
+        if self._view is not None:
+            self._view.close()
 
     def _line(self, event: Event) -> str | None:
         if isinstance(event, RunStarted):
@@ -138,35 +155,12 @@ class Console:
         return os.path.relpath(log, self.cwd) if self.cwd and os.path.isabs(log) else log
 
     def _print(self, text: str) -> None:
+        if self._terminal is not None:
+            self._terminal.print(text)
+            return
         with self._lock:
             self.out.write(text + "\n")
             self.out.flush()
-
-    def _draw(self) -> None:
-        if not self.live or not self._running:
-            return
-        elapsed = duration(time.monotonic() - self._since)
-        text = f"  … {elapsed} · {self._activity}"[:120]
-        with self._lock:
-            self.out.write("\r\x1b[K" + text)
-            self.out.flush()
-
-    def _start_live(self, activity: str) -> None:
-        self._since, self._activity, self._running = time.monotonic(), activity, True
-
-        def tick() -> None:
-            while self._running:
-                self._draw()
-                time.sleep(1)
-
-        self._ticker = threading.Thread(target=tick, daemon=True)
-        self._ticker.start()
-
-    def _stop_live(self) -> None:
-        if self._running:
-            self._running = False
-            with self._lock:
-                self.out.write("\r\x1b[K")
 
 
 def review_line(event: ReviewStarted | ReviewVerdict) -> str:

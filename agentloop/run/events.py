@@ -1,4 +1,5 @@
-"""Typed events the runner emits; the console (and later other consumers) subscribe to them."""
+"""Typed events the runner emits; the console (and later other consumers) subscribe to them.
+An event's `lane` names the worker it is about ("": a run's one lane), for a console of several."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ class TaskStarted:
     summary: str
     attempt: int
     iteration: int = 1
+    lane: str = ""
 
 
 @dataclass(frozen=True)
@@ -51,13 +53,18 @@ class AgentStarted:
     resume: str | None
     agent: str = ""
     role: str = "developer"    # developer | reviewer
+    lane: str = ""
 
 
 @dataclass(frozen=True)
 class AgentActivity:
-    """A short line about what the agent is doing now."""
+    """What the agent is doing now: a short line, its last tool call, its counts so far."""
 
     text: str
+    tool: str = ""
+    tool_calls: int = 0
+    turns: int = 0          # 0: the agent does not say
+    lane: str = ""
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,7 @@ class AgentFinished:
     result: AgentResult
     seconds: float
     cost_usd: float     # this run's own cost (the CLI's total adds up over a resumed session)
+    lane: str = ""
 
 
 @dataclass(frozen=True)
@@ -149,6 +157,7 @@ class CheckStarted:
     command: str
     round: int
     log: str
+    lane: str = ""
 
 
 @dataclass(frozen=True)
@@ -210,9 +219,7 @@ Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivit
               CheckFinished, ChecksDone]
 Emit = Callable[[Event], None]
 
-
-# -- events.jsonl --------------------------------------------------------------------------------
-# Every event is one JSON object a line: {"v": SCHEMA_VERSION, "type": <class name>,
+# events.jsonl: every event is one JSON object a line: {"v": SCHEMA_VERSION, "type": <class name>,
 # "time": <UTC ISO 8601>, <the event's fields>}. AgentFinished's `result` is an object with
 # AgentResult's fields. A new field or event type is a compatible change; renaming or removing
 # one raises SCHEMA_VERSION.
