@@ -190,6 +190,24 @@ class TaskFinished:
 
 
 @dataclass(frozen=True)
+class HookFinished:
+    """A hook (on-finish, on-task) ended; its output is in `log`. exit_code None: it could not
+    start, or was stopped at its timeout."""
+
+    hook: str                # on-finish | on-task
+    command: str
+    exit_code: int | None
+    seconds: float
+    timed_out: bool
+    log: str
+    index: int = 0           # on-task: the task
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+@dataclass(frozen=True)
 class RunFinished:
     """The run ended (all done, or stopped); counts by status, cost and time."""
 
@@ -207,7 +225,7 @@ class RunFinished:
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,
               ChangeAbandoned, RetryDecided, LimitWait, LimitWaitOver, MessageDistilled,
               TaskFinished, RunFinished, ReviewStarted, ReviewVerdict, CheckStarted,
-              CheckFinished, ChecksDone]
+              CheckFinished, ChecksDone, HookFinished]
 Emit = Callable[[Event], None]
 
 
