@@ -23,8 +23,11 @@ class Assignment(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> tuple[str, str]:
-        if isinstance(value, tuple):
-            return value
+        if isinstance(value, tuple):  # from a table: (name, value)
+            name, text = value
+            if not _NAME.match(name):
+                self.fail(f"{name!r} is not a variable name", param, ctx)
+            return name, text
         name, eq, text = str(value).partition("=")
         if not eq or not _NAME.match(name):
             self.fail(f"{value!r} is not NAME=VALUE (a variable name, then =)", param, ctx)

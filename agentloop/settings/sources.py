@@ -99,11 +99,15 @@ def _parse(text: str, shown: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
-        at = re.search(r"\(at line (\d+), column (\d+)\)", message)
-        if at:
-            message = message[:at.start()].strip()
-            raise SettingsError(f"{shown}:{at[1]}:{at[2]}: not valid TOML: {message}") from None
-        raise SettingsError(f"{shown}: not valid TOML: {message}") from None
+    # tomllib says where in its message only (an attribute from Python 3.14 on)
+    lines = text.split("\n")
+    message = message.replace("(at end of document)",
+                              f"(at line {len(lines)}, column {len(lines[-1]) + 1})")
+    at = re.search(r"\s*\(at line (\d+), column (\d+)\)", message)
+    if at is None:
+        raise SettingsError(f"{shown}: not valid TOML: {message}")
+    message = message[:at.start()] + message[at.end():]
+    raise SettingsError(f"{shown}:{at[1]}:{at[2]}: not valid TOML: {message}")
 
 
 def _layer(data: dict[str, Any], table: tuple[str, ...], specs: dict[str, Spec], shown: str,
