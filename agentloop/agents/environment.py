@@ -15,10 +15,15 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-# Set by a Claude Code session for what it starts (and by the IDE extensions that start it).
+# Set by a Claude Code session for the commands it runs (measured: tests/test_agent_environment
+# dumps them from the real CLI and holds this list to them), and CLAUDE_CODE_SSE_PORT by the IDE
+# extensions that start it.
 CLAUDE_SESSION = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT",
                   "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_CHILD_SESSION",
-                  "CLAUDE_CODE_LAUNCHED_BY_SESSION_IDS")
+                  "CLAUDE_CODE_LAUNCHED_BY_SESSION_IDS", "CLAUDE_CODE_SESSION_ATTENDED",
+                  "CLAUDE_CODE_CHILD_NOTES_DIR", "CLAUDE_CODE_MESSAGING_SOCKET",
+                  "CLAUDE_CODE_MESSAGING_TOKEN", "CLAUDE_CODE_EXECPATH", "CLAUDE_PID",
+                  "CLAUDE_EFFORT")
 # Set by a Codex session for the shell commands it runs (its sandbox, its thread).
 CODEX_SESSION = ("CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED", "CODEX_THREAD_ID",
                  "CODEX_SESSION_ID", "CODEX_CI")
