@@ -10,7 +10,8 @@ from typing import Iterator
 from agentloop.errors import StateError, TaskFileError
 from agentloop.options import RunOptions, check_usage
 from agentloop.plan import parse
-from agentloop.run.events import Emit, Event, EventLog, RunFinished, fan_out
+from agentloop.run.eventlog import EventLog
+from agentloop.run.events import Emit, Event, RunFinished, fan_out
 from agentloop.run.hooks import Hooks
 from agentloop.run.selection import PlanRow, plan_rows
 from agentloop.run.verify import task_checks

@@ -132,7 +132,7 @@ class Console:
             return None
         if isinstance(event, RunFinished):
             return summary_text(event, self.cwd)
-        if isinstance(event, HookFinished) and not event.ok:
+        if isinstance(event, HookFinished) and (event.exit_code != 0 or event.timed_out):
             how = (f"timed out after {duration(event.seconds)}" if event.timed_out else
                    f"failed (exit {event.exit_code})" if event.exit_code is not None else
                    "could not start")

@@ -8,8 +8,7 @@ from __future__ import annotations
 import os
 from functools import partial
 
-from agentloop.agents import AGENTS, make_agent
-from agentloop.agents.environment import child_env
+from agentloop.agents import AGENTS, child_env, make_agent
 from agentloop.errors import StateError
 from agentloop.options import EVENT_PREFIX, RunOptions
 from agentloop.run import distill, retry
