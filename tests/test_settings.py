@@ -149,7 +149,7 @@ def refused(done: subprocess.CompletedProcess[str], *words: str) -> None:
     ("dry-run = true\n", ["unknown setting 'dry-run'"]),
     ("review = \"yes\"\n", ["agent-loop.toml:1", "review takes true or false"]),
     ("max-attempts = 9\n", ["agent-loop.toml:1", "9 is not in the range 1<=x<=5"]),
-    ("max-attempts = 2.5\n", ["max-attempts", "a number, 1<=x<=5"]),
+    ("max-attempts = 2.5\n", ["max-attempts", "a whole number, 1<=x<=5"]),
     ("vcs = \"svn\"\n", ["'svn' is not one of", "'git'"]),
     ("check = [1]\n", ["check takes a list of strings"]),
     ('[plans."tasks.md"]\nretry-modle = "x"\n', ["agent-loop.toml:2", "did you mean "
@@ -216,3 +216,11 @@ def test_the_example_settings_file_is_valid(tmp_path: Path) -> None:
     (root / "agent-loop.toml").write_text(example.read_text())
     rows = shown(root)
     assert rows["check"]["origin"]["kind"] == "file"
+
+
+def test_shell_completion_is_clicks(repo: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "agentloop"], cwd=repo, capture_output=True,
+                          text=True, timeout=60,
+                          env={**os.environ, "_AGENT_LOOP_COMPLETE": "bash_complete",
+                               "COMP_WORDS": "agent-loop tasks.md --vcs ", "COMP_CWORD": "3"})
+    assert done.stdout.split() == ["plain,auto", "plain,jj", "plain,git", "plain,none"], done

@@ -65,8 +65,10 @@ class Spec:
             return 'a list of strings, e.g. ["pytest -q"]'
         if isinstance(self.type, click.Choice):
             return "one of " + ", ".join(repr(c) for c in self.type.choices)
-        if isinstance(self.type, (click.IntRange, click.FloatRange)):
-            return f"a number, {self.type._describe_range()}"  # click's own wording
+        if isinstance(self.type, click.IntRange):
+            return f"a whole number, {self.type._describe_range()}"  # click's own wording
+        if isinstance(self.type, click.FloatRange):
+            return f"a number, {self.type._describe_range()}"
         if isinstance(self.type, click.types.IntParamType):
             return "a whole number"
         if isinstance(self.type, click.types.FloatParamType):
