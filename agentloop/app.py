@@ -103,15 +103,16 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
         raise TaskFileError(f"the task file {tasks_md} is a symlink: point agent-loop at the "
                             f"file itself ({given.resolve()})")
     project = open_project(tasks_md, cwd)
-    # Read and parsed before anything is touched: a missing or empty task file leaves no trace,
-    # and --reset archives nothing for a file it could not run.
-    parse.load(project.task_file)
+    # Read and parsed once, before anything is touched: a missing or empty task file leaves no
+    # trace, and --reset archives nothing for a file it could not run.
+    plan = parse.load(project.task_file)
     events = EventLog(project.store.events, now)
     hooks = Hooks(project, options, fan_out(events, emit))
     try:
         try:
             with project.store.lock():
-                state, summary = start_run(project, options, fan_out(events, emit, hooks))
+                state, summary = start_run(project, plan, options,
+                                           fan_out(events, emit, hooks))
         except BaseException as exc:
             # After the lock is let go: a hook may start agent-loop again.
             hooks.finished(None, exc)

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
+
+# Started from a background job (`nohup pytest … &` in a script), the shell leaves SIGINT
+# ignored, and an ignored signal stays ignored across exec: every agent-loop a test starts would
+# shrug off the Ctrl+C the test sends it. A handler (unlike SIG_IGN) is reset to the default in
+# a child, so the children start as they would from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 pytest_plugins = ["tests.claude_cli", "tests.codex_cli"]
 

@@ -17,6 +17,7 @@ from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
 from agentloop.run.selection import exhausted
 from agentloop.state.learnings import Learnings
+from agentloop.plan.parse import TaskFile
 from agentloop.state.project import Project, load_plan
 from agentloop.state.schema import State, TaskState, now
 from agentloop.vcs import Change
@@ -26,8 +27,9 @@ from agentloop.vcs.preflight import preflight
 DEFAULT_AGENT = "claude"
 
 
-def start_run(project: Project, options: RunOptions, emit: Emit) -> tuple[State, RunFinished]:
-    """Everything a run does while it holds the lock."""
+def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
+              ) -> tuple[State, RunFinished]:
+    """Everything a run does while it holds the lock; `plan`: the task file, read once."""
     notes, leftovers = [], []
     if options.reset:
         leftovers = _open_changes(project)
@@ -35,7 +37,7 @@ def start_run(project: Project, options: RunOptions, emit: Emit) -> tuple[State,
         if archived is not None:
             shown = project.store.relative(archived)
             notes.append(f"reset: the old state and logs are in {shown}")
-    state, saved, changes = load_plan(project)
+    state, saved, changes = load_plan(project, plan)
     if changes is not None:
         notes.append(f"{project.task_file_name} changed: {changes.summary()}")
         if changes.removed:

@@ -77,17 +77,23 @@ def load_state(project: Project) -> tuple[State, bool]:
     return state, saved
 
 
-def load_plan(project: Project) -> tuple[State, bool, Reconciled | None]:
+def load_plan(project: Project, plan: parse.TaskFile | None = None,
+              ) -> tuple[State, bool, Reconciled | None]:
     """The state, whether it was saved before, and what changed in the task file since (None
-    when nothing did): a changed file is reconciled with the saved records, in memory."""
-    data = parse.read_bytes(project.task_file)
-    digest = parse.file_hash(data)
+    when nothing did): a changed file is reconciled with the saved records, in memory. `plan`:
+    the task file as the caller already read it (a run reads it once); else it is read here,
+    and parsed only when the state does not already hold this version of it."""
+    if plan is None:
+        data = parse.read_bytes(project.task_file)
+        digest = parse.file_hash(data)
+    else:
+        data, digest = b"", plan.sha256
     saved = project.store.load()
-    if saved is None:
-        return state_from(project, parse.from_bytes(project.task_file, data)), False, None
-    if saved.task_file_hash == digest:
+    if saved is not None and saved.task_file_hash == digest:
         return saved, True, None
-    parsed = parse.from_bytes(project.task_file, data)
+    parsed = plan or parse.from_bytes(project.task_file, data)
+    if saved is None:
+        return state_from(project, parsed), False, None
     changes = reconcile(saved.tasks, parsed)
     fresh = state_from(project, parsed)
     saved.tasks, saved.task_file_hash = changes.tasks, parsed.sha256
