@@ -111,6 +111,10 @@ def test_flags_turn_a_files_boolean_off_and_replace_its_list(repo: Path) -> None
     assert listed["check"]["value"] == ["pytest -q", "ruff check ."]
     assert listed["review"]["value"] is False
     assert listed["env"]["value"] == {"A": "1", "B": "two words"}
+    (repo / "agent-loop.toml").write_text('model = "opus"\ncheck = ["make test"]\n')
+    emptied = shown(repo, env={"AGENT_LOOP_MODEL": "", "AGENT_LOOP_CHECK": ""})
+    assert emptied["model"]["value"] == "opus"   # an empty variable sets nothing…
+    assert emptied["check"]["value"] == []       # …but a list, which it empties
 
 
 def test_the_old_no_distill_flag_still_works(repo: Path) -> None:

@@ -88,9 +88,12 @@ def env_layer(environ: Mapping[str, str], specs: dict[str, Spec]) -> Layer:
     layer: Layer = {}
     for key in KEYS:
         name = env_name(key)
-        if name in environ and name not in NOT_SETTINGS and not name.startswith(HOOK_PREFIX):
-            where = f"environment {name}"
-            layer[key] = (from_text(specs[key], environ[name], where), Origin("env", name))
+        if name in NOT_SETTINGS or name.startswith(HOOK_PREFIX) or name not in environ:
+            continue
+        if not environ[name] and specs[key].kind not in ("list", "table"):
+            continue  # `AGENT_LOOP_MODEL= agent-loop …` unsets; only a list can be empty
+        value = from_text(specs[key], environ[name], f"environment {name}")
+        layer[key] = (value, Origin("env", name))
     return layer
 
 
