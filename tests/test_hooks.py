@@ -152,9 +152,11 @@ def test_ctrl_c_during_a_hook_stops_it_at_once(tmp_path: Path, fake_claude: Fake
 def test_a_failing_and_a_hanging_hook_change_nothing(tmp_path: Path,
                                                      fake_claude: FakeClaude) -> None:
     work = git_project(tmp_path, "- one\n- two\n")
+    late = tmp_path / "late"
     began = time.monotonic()
-    done = agent_loop(work, "--vcs", "none", "--on-task", "sleep 30", "--hook-timeout", "1",
-                      "--on-finish", "echo broken >&2; exit 3")
+    # The hook's own child must go with it: it is stopped with everything it started.
+    done = agent_loop(work, "--vcs", "none", "--on-task", f"(sleep 2; touch {late}) & sleep 30",
+                      "--hook-timeout", "1", "--on-finish", "echo broken >&2; exit 3")
     assert time.monotonic() - began < 20
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
@@ -165,6 +167,8 @@ def test_a_failing_and_a_hanging_hook_change_nothing(tmp_path: Path,
     assert "broken" in log and "== exit 3" in log and "timed out after 1s" in log
     state = json.loads((work / ".agent-loop" / "state.json").read_text())
     assert [t["status"] for t in state["tasks"]] == ["completed", "completed"]
+    time.sleep(2.5)
+    assert not late.exists()
 
 
 def test_agent_loop_started_by_a_hook_reads_no_hook_variable_as_a_setting(
