@@ -63,7 +63,8 @@ def test_done_runs_on_task_per_task_and_on_finish_once(tmp_path: Path,
     first, second, finish = records(out)
     assert {r["cwd"] for r in (first, second, finish)} == {str(work)}
     assert first["stdin"]["hook"] == "on-task" and first["stdin"]["task"]["index"] == 1
-    assert first["stdin"]["task"]["summary"] == "first" and first["stdin"]["task"]["group"] == "Build"
+    assert (first["stdin"]["task"]["summary"], first["stdin"]["task"]["group"]) == (
+        "first", "Build")
     assert first["stdin"]["task"]["change_id"] and first["stdin"]["task"]["cost_usd"] > 0
     assert first["env"]["AGENT_LOOP_EVENT_TASK"] == "1"
     assert second["env"]["AGENT_LOOP_EVENT_RESULT"] == "completed"
