@@ -182,3 +182,14 @@ def test_agent_loop_started_by_a_hook_reads_no_hook_variable_as_a_setting(
     assert done.returncode == 0, done.stdout + done.stderr
     rows = json.loads(seen.read_text())["settings"]
     assert all(r["origin"]["kind"] == "default" for r in rows), rows
+
+
+def test_a_run_that_cannot_start_is_failed(tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = git_project(tmp_path, "- one\n")
+    hook, out = recorder(tmp_path)
+    done = agent_loop(work, "--vcs", "none", "--on-finish", hook,
+                      env={"AGENT_LOOP_CLAUDE": str(tmp_path / "no-such-claude")})
+    assert done.returncode == 1, done.stdout + done.stderr
+    (finish,) = records(out)
+    assert (finish["stdin"]["result"], finish["stdin"]["exit_code"]) == ("failed", 1)
+    assert "no-such-claude" in finish["stdin"]["reason"]

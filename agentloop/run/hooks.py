@@ -73,18 +73,17 @@ class Hooks:
         """The run ended (with `summary`, or by `error`): run on-finish, if there is one."""
         if not self.options.on_finish:
             return
-        summary = summary or self.summary
+        # A run stopped by an error emitted its summary before the error came up to us.
+        summary = summary or self.summary or RunFinished((), 0.0, 0.0,
+                                                         str(self.project.store.logs))
         result, code = outcome(summary, error)
-        counts = dict(summary.counts) if summary else {}
-        data = {"result": result, "exit_code": code,
-                "reason": (summary.stopped if summary else None) or (str(error) or None
-                                                                     if error else None),
-                "counts": counts, "cost_usd": summary.cost_usd if summary else 0.0,
-                "seconds": summary.seconds if summary else 0.0,
-                "unfinished": list(summary.unfinished) if summary else [],
-                "logs": summary.logs if summary else str(self.project.store.logs)}
-        names = {"RESULT": result, "EXIT_CODE": str(code), "REASON": str(data["reason"] or ""),
-                 "COST_USD": f"{data['cost_usd']:.4f}"}
+        reason = summary.stopped or (str(error) if error is not None else "") or None
+        counts = dict(summary.counts)
+        data = {"result": result, "exit_code": code, "reason": reason, "counts": counts,
+                "cost_usd": summary.cost_usd, "seconds": summary.seconds,
+                "unfinished": list(summary.unfinished), "logs": summary.logs}
+        names = {"RESULT": result, "EXIT_CODE": str(code), "REASON": reason or "",
+                 "COST_USD": f"{summary.cost_usd:.4f}"}
         names.update((s.upper(), str(counts.get(s, 0))) for s in STATUSES)
         self._run("on-finish", self.options.on_finish, data, names, 0)
 
@@ -98,7 +97,7 @@ class Hooks:
                              self.options.hook_timeout, index))
 
 
-def outcome(summary: RunFinished | None, error: BaseException | None) -> tuple[str, int]:
+def outcome(summary: RunFinished, error: BaseException | None) -> tuple[str, int]:
     """How a run ended, in a word, and the exit code agent-loop ends with."""
     if isinstance(error, (KeyboardInterrupt, Interrupted)):
         return "interrupted", 130
@@ -108,7 +107,7 @@ def outcome(summary: RunFinished | None, error: BaseException | None) -> tuple[s
         return "failed", error.exit_code
     if error is not None:
         return "failed", INTERNAL_EXIT
-    code = exit_code(summary) if summary is not None else 0
+    code = exit_code(summary)
     return ("done" if code == 0 else "failed"), code
 
 
