@@ -184,12 +184,12 @@ def command(tasks_md: Path, **params: Any) -> None:
 
 def _settings(tasks_md: Path, params: dict[str, Any]) -> Any:
     """The settings from every source, the command line's own first (agentloop.settings)."""
-    from agentloop import settings
+    from agentloop.settings.merge import resolve
 
     ctx = click.get_current_context()
     given = {name for name in params
              if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE}
-    return settings.resolve(ctx.command.params, params, given, tasks_md, Path.cwd())
+    return resolve(ctx.command.params, params, given, tasks_md, Path.cwd())
 
 
 def _show_settings(effective: Any, as_json: bool) -> None:

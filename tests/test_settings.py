@@ -15,8 +15,7 @@ import pytest
 
 from agentloop.cli import command
 from agentloop.options import EVENT_PREFIX
-from agentloop.settings import KEYS
-from agentloop.settings.keys import env_name, param
+from agentloop.settings.keys import KEYS, env_name, param
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentloop.settings import Settings
+from agentloop.settings.merge import Settings
 from agentloop.settings.schema import show
 
 
