@@ -68,7 +68,10 @@ class _Command(click.Command):
         return super().parse_args(ctx, args)
 
 
-@click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]},
+               epilog="The options that shape a run are settings too: agent-loop.toml or "
+                      "[tool.agent-loop] in pyproject.toml, ~/.config/agent-loop/config.toml, "
+                      "AGENT_LOOP_<OPTION> variables; --show-settings shows what applies.")
 @click.argument("tasks_md", type=click.Path(path_type=Path))
 @click.option("--agent", type=click.Choice(sorted(AGENTS)), default="claude", show_default=True,
               help="The coding agent that does the tasks (a run goes on with the one it began "
