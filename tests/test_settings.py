@@ -70,6 +70,7 @@ def test_each_source_wins_over_the_ones_below_it(repo: Path) -> None:
         33, ("env", "AGENT_LOOP_BACKOFF", None))
     assert origin(rows["model"]) == ("file", user, 1)
     assert origin(rows["vcs"]) == ("default", None, None) and rows["vcs"]["value"] == "auto"
+    assert (rows["env"]["value"], rows["check"]["value"]) == ({}, [])
     # agent-loop.toml wins over pyproject.toml key by key
     del_env = shown(repo)
     assert (del_env["backoff"]["value"], origin(del_env["backoff"])) == (

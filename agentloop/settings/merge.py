@@ -30,6 +30,7 @@ class Row:
     key: str
     value: Any
     origin: Origin
+    kind: str = "value"     # flag | list | table | value (schema.Spec)
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ def resolve(params: Iterable[click.Parameter], values: Mapping[str, Any], given:
     merged: dict[str, tuple[Any, Origin]] = {}
     for layer in layers:
         merged.update(layer)
-    rows = tuple(Row(k, *merged[k]) for k in KEYS)
+    rows = tuple(Row(k, *merged[k], spec[k].kind) for k in KEYS)
     return Settings({param(r.key): r.value for r in rows}, rows, tuple(files), plan)
 
 

@@ -21,7 +21,7 @@ def text(settings: Settings) -> str:
 def as_json(settings: Settings) -> dict[str, Any]:
     """The same, as data: {"settings": [{key, value, origin: {kind, name, line}}], ...}."""
     return {
-        "settings": [{"key": r.key, "value": _plain(r.value),
+        "settings": [{"key": r.key, "value": _plain(r.value, r.kind),
                       "origin": {"kind": r.origin.kind, "name": r.origin.name or None,
                                  "line": r.origin.line}}
                      for r in settings.rows],
@@ -30,8 +30,8 @@ def as_json(settings: Settings) -> dict[str, Any]:
     }
 
 
-def _plain(value: Any) -> Any:
-    """A value as JSON: the env table as an object, lists as lists."""
-    if isinstance(value, tuple) and value and all(isinstance(v, tuple) for v in value):
+def _plain(value: Any, kind: str) -> Any:
+    """A value as JSON: a table as an object, a list as a list."""
+    if kind == "table":
         return dict(value)
-    return list(value) if isinstance(value, tuple) else value
+    return list(value) if kind == "list" else value
