@@ -56,6 +56,8 @@ def resolve(params: Iterable[click.Parameter], values: Mapping[str, Any], given:
     files = []
     for file, table in ((user_file(environ), ()), (root / PYPROJECT, PYPROJECT_TABLE),
                         (root / PROJECT_FILE, ())):
+        if file is None:
+            continue
         read = file_layers(file, table, plan, spec, _shown(file, cwd))
         if read:
             files.append(_shown(file, cwd))

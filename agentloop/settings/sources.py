@@ -45,10 +45,14 @@ class Origin:
 Layer = dict[str, tuple[Any, Origin]]
 
 
-def user_file(environ: Mapping[str, str]) -> Path:
-    """$XDG_CONFIG_HOME/agent-loop/config.toml; ~/.config when unset (or not absolute)."""
+def user_file(environ: Mapping[str, str]) -> Path | None:
+    """$XDG_CONFIG_HOME/agent-loop/config.toml; ~/.config when unset (or not absolute); None
+    without a home folder."""
     base = environ.get("XDG_CONFIG_HOME", "")
-    folder = Path(base) if os.path.isabs(base) else Path.home() / ".config"
+    try:
+        folder = Path(base) if os.path.isabs(base) else Path.home() / ".config"
+    except RuntimeError:  # no HOME, and no home in the password database
+        return None
     return folder / "agent-loop" / "config.toml"
 
 
@@ -64,8 +68,10 @@ def file_layers(path: Path, table: tuple[str, ...], plan: str | None,
     data = _parse(text, shown)
     for part in table:
         data = data.get(part, {}) if isinstance(data, dict) else {}
-    if not isinstance(data, dict) or not data and table:
-        return []
+    if not isinstance(data, dict):
+        raise SettingsError(f"{shown}: [{'.'.join(table)}] must be a table of settings")
+    if not data and table:
+        return []  # a pyproject.toml without agent-loop's table
     lines = _Lines(text)
     top = _layer(data, table, specs, shown, lines, plans=True)
     plans = data.get(PLANS, {})
@@ -73,11 +79,10 @@ def file_layers(path: Path, table: tuple[str, ...], plan: str | None,
         at = lines.find(table, PLANS)
         raise SettingsError(f"{shown}{f':{at}' if at else ''}: {PLANS} holds one table per plan, "
                             'e.g. [plans."docs/tasks.md"]')
-    mine = {_plan_key(k): (k, v) for k, v in plans.items()}
     layers = [top]
-    for name, (written, values) in mine.items():
+    for written, values in plans.items():  # every plan's table is checked, this plan's used
         layer = _layer(values, (*table, PLANS, written), specs, shown, lines, plans=False)
-        if name == plan:
+        if _plan_key(written) == plan:
             layers.append(layer)
     return layers
 
