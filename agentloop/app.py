@@ -10,7 +10,9 @@ from typing import Iterator
 from agentloop.errors import StateError, TaskFileError
 from agentloop.options import RunOptions, check_usage
 from agentloop.plan import parse
-from agentloop.run.events import Emit, Event, EventLog, RunFinished, fan_out
+from agentloop.run.eventlog import EventLog
+from agentloop.run.events import Emit, Event, RunFinished, fan_out
+from agentloop.run.hooks import Hooks
 from agentloop.run.selection import PlanRow, plan_rows
 from agentloop.run.verify import task_checks
 from agentloop.state.project import Project, load_plan, load_state, open_project, state_from
@@ -109,9 +111,17 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     # trace, and --reset archives nothing for a file it could not run.
     plan = parse.load(project.task_file)
     events = EventLog(project.store.events, now)
+    hooks = Hooks(project, options, fan_out(events, emit))
     try:
-        with project.store.lock():
-            state, summary = start_run(project, plan, options, fan_out(events, emit))
+        try:
+            with project.store.lock():
+                state, summary = start_run(project, plan, options,
+                                           fan_out(events, emit, hooks))
+        except BaseException as exc:
+            # After the lock is let go: a hook may start agent-loop again.
+            hooks.finished(None, exc)
+            raise
+        hooks.finished(summary, None)
     finally:
         events.close()
     return RunResult(project, state, summary)

@@ -21,9 +21,11 @@ from agentloop.errors import (
     BudgetReached,
     Interrupted,
     RunStopped,
+    SettingsError,
     UsageError,
 )
 from agentloop.files import jsonbytes
+from agentloop.settings.schema import Assignment, VariableName
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -77,7 +79,10 @@ class _AgentChoice(click.Choice):
 
 
 # --help's sections: an option added here needs its word in console.help.SECTIONS too.
-@click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]},
+               epilog="The options that shape a run are settings too: agent-loop.toml or "
+                      "[tool.agent-loop] in pyproject.toml, ~/.config/agent-loop/config.toml, "
+                      "AGENT_LOOP_<OPTION> variables; --show-settings shows what applies.")
 @click.argument("tasks_md", type=click.Path(path_type=Path))
 @click.option("--agent", type=_AgentChoice(sorted(a for a in AGENTS if a != "rehearse")),
               default="claude", show_default=True,
@@ -100,7 +105,7 @@ class _AgentChoice(click.Choice):
 @click.option("--reset", is_flag=True, help="Archive the old state and logs, then start fresh.")
 @click.option("--vcs", type=click.Choice(["auto", "jj", "git", "none"]), default="auto",
               show_default=True, help="Where each task's change goes.")
-@click.option("--allow-dirty", is_flag=True,
+@click.option("--allow-dirty/--no-allow-dirty", default=False,
               help="git: run even with uncommitted changes (they stay out of task commits).")
 @click.option("--task-timeout", metavar="SECONDS", type=click.FloatRange(min=1),
               default=7200, show_default=True,
@@ -128,7 +133,7 @@ class _AgentChoice(click.Choice):
 @click.option("--again", is_flag=True,
               help="With --task N: run a completed, failed or blocked task once more, in a new "
                    "change.")
-@click.option("--include-optional", is_flag=True,
+@click.option("--include-optional/--no-include-optional", default=False,
               help="Also run the tasks a plan marks optional (Kiro's box with a star: "
                    "`- [ ]*`).")
 @click.option("--sleep", metavar="SECONDS", type=click.FloatRange(min=0),
@@ -138,12 +143,13 @@ class _AgentChoice(click.Choice):
               help="USD: start no task once this much has been spent on this task file.")
 @click.option("--task-budget", metavar="USD", type=click.FloatRange(min=0), default=None,
               help="USD: the cap on one agent run (the agent's own limit, where it has one).")
-@click.option("--no-distill", is_flag=True,
-              help="Keep the plain commit message; skip the small-model summary.")
+@click.option("--distill/--no-distill", default=True,
+              help="A small model writes each change's commit message (--no-distill: keep the "
+                   "plain one).")
 @click.option("--distill-model", metavar="NAME", default=None,
               help="Model that writes each change's commit message [default: the agent's small "
                    "model].")
-@click.option("--review", is_flag=True,
+@click.option("--review/--no-review", default=False,
               help="A fresh, read-only reviewer checks each task's diff; its feedback goes back "
                    "to the developer until it approves.")
 @click.option("--review-model", metavar="NAME", default=None,
@@ -162,8 +168,22 @@ class _AgentChoice(click.Choice):
               default=2, show_default=True,
               help="Fix runs of a task in the same session while a check fails, before its "
                    "attempt fails.")
-@click.option("--require-changes", is_flag=True,
+@click.option("--require-changes/--no-require-changes", default=False,
               help="A task that changes no files is a failed attempt.")
+# -- settings, hooks and the agent's environment (README "Settings", "Hooks") --
+@click.option("--env", "env", multiple=True, type=Assignment(),
+              help="Set a variable for the agent: NAME=VALUE; repeatable.")
+@click.option("--env-exclude", multiple=True, type=VariableName(),
+              help="Remove a variable from the agent's environment; repeatable.")
+@click.option("--on-finish", default=None, metavar="CMD",
+              help="A command line your shell runs when the run ends, however it ends.")
+@click.option("--on-task", default=None, metavar="CMD",
+              help="A command line your shell runs after each completed task.")
+@click.option("--hook-timeout", metavar="SECONDS", type=click.FloatRange(min=1), default=60,
+              show_default=True,
+              help="Seconds before a hook is stopped (with everything it started).")
+@click.option("--show-settings", is_flag=True,
+              help="Print every setting and where it came from (with --json: as JSON).")
 @click.version_option(__version__, "--version", prog_name="agent-loop")
 def command(tasks_md: Path, **params: Any) -> None:
     """Let a coding agent work through TASKS_MD: one task, one agent run, one change."""
@@ -171,9 +191,13 @@ def command(tasks_md: Path, **params: Any) -> None:
     from agentloop.options import RunOptions, check_usage
 
     args = click.get_current_context().meta["argv"]
-    options = RunOptions.from_params(params)
     try:
+        effective = _settings(tasks_md, params)
+        options = RunOptions.from_params({**params, **effective.values})
         check_usage(options)
+        if options.show_settings:
+            _show_settings(effective, options.as_json)
+            sys.exit(0)
         code = _dispatch(tasks_md, Path.cwd(), options)
     except (KeyboardInterrupt, AgentLoopError) as exc:
         code = _report(exc, args)
@@ -182,6 +206,22 @@ def command(tasks_md: Path, **params: Any) -> None:
             raise
         code = _report(KeyboardInterrupt(), args)
     sys.exit(code)
+
+
+def _settings(tasks_md: Path, params: dict[str, Any]) -> Any:
+    """The settings from every source, the command line's own first (agentloop.settings)."""
+    from agentloop.settings.merge import resolve
+
+    ctx = click.get_current_context()
+    given = {name for name in params
+             if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE}
+    return resolve(ctx.command.params, params, given, tasks_md, Path.cwd())
+
+
+def _show_settings(effective: Any, as_json: bool) -> None:
+    from agentloop.settings import show
+
+    _print(show.as_json(effective) if as_json else show.text(effective))
 
 
 def _from_a_stop(exc: BaseException) -> bool:
@@ -233,7 +273,9 @@ def _report(exc: BaseException, args: list[str]) -> int:
         click.echo(f"\nagent-loop: interrupted; state saved. Resume with: {again}", err=True)
         return 130
     assert isinstance(exc, AgentLoopError)
-    if isinstance(exc, UsageError):
+    if isinstance(exc, SettingsError):
+        click.echo(f"agent-loop: settings: {exc}", err=True)
+    elif isinstance(exc, UsageError):
         click.echo(f"agent-loop: usage: {exc}", err=True)
     elif isinstance(exc, BudgetReached):
         more = resume_command(_with_budget(args, 2 * max(exc.spent, exc.budget)))

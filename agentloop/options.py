@@ -13,6 +13,9 @@ from typing import Any
 from agentloop.errors import UsageError
 
 MAX_ATTEMPTS = 5  # the hard cap per task, whatever the advice
+# The variables a hook is given (run/hooks.py). Settings never read them (agentloop.settings), and
+# no agent is handed them: a hook that starts agent-loop again starts it clean.
+EVENT_PREFIX = "AGENT_LOOP_EVENT_"
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,7 @@ class RunOptions:
     sleep: float = 0.0
     budget: float | None = None
     task_budget: float | None = None
-    no_distill: bool = False
+    distill: bool = True              # a small model writes the commit messages
     distill_model: str | None = None
     review: bool = False
     review_model: str | None = None
@@ -53,6 +56,12 @@ class RunOptions:
     check_timeout: float = 600.0
     check_rounds: int = 2             # fix runs after a failing check before the attempt fails
     require_changes: bool = False
+    env: tuple[tuple[str, str], ...] = ()    # variables set for the agent, --env NAME=VALUE
+    env_exclude: tuple[str, ...] = ()        # variables removed for the agent
+    on_finish: str | None = None             # hooks: the user's shell lines (run/hooks.py)
+    on_task: str | None = None
+    hook_timeout: float = 60.0
+    show_settings: bool = False
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> "RunOptions":
@@ -65,14 +74,9 @@ class RunOptions:
         """The agent this run drives: a rehearsal stands in for the real one."""
         return "rehearse" if self.rehearse else self.agent
 
-    @property
-    def distill(self) -> bool:
-        """Whether a small model writes the commit messages."""
-        return not self.no_distill
-
 
 # (what is given, what it needs): a flag that only means something beside another one.
-_NEEDS = (("as_json", "status", "dry_run"), ("follow", "status"), ("again", "only"))
+_NEEDS = (("as_json", "status", "dry_run", "show_settings"), ("follow", "status"), ("again", "only"))
 
 
 def usage_problem(options: RunOptions) -> str | None:
@@ -82,7 +86,7 @@ def usage_problem(options: RunOptions) -> str | None:
         if flag in given and not any(p in given for p in partners):
             wanted = " or ".join(_flag(p) for p in partners)
             return f"{_flag(flag)} goes with {wanted}"
-    modes = [m for m in ("status", "dry_run", "init") if m in given]
+    modes = [m for m in ("status", "dry_run", "init", "show_settings") if m in given]
     if len(modes) > 1:
         return f"{' and '.join(_flag(m) for m in modes)} cannot be combined"
     if options.follow and options.as_json:

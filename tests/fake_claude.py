@@ -2,7 +2,7 @@
 """A fake `claude` executable for fast tests and fault injection (stdlib only).
 
 It accepts exactly the arguments agent-loop passes and refuses anything else (exit 97), records
-each call's argv to $FAKE_CLAUDE_LOG, and does what `FAKE:` lines in the prompt tell it:
+each call's argv (and environment) to $FAKE_CLAUDE_LOG, and does what `FAKE:` lines in the prompt tell it:
 
     FAKE: write PATH TEXT      write TEXT to PATH (relative to the cwd), as a Write tool call
     FAKE: say TEXT             the final message (default: "done: <first prompt line>")
@@ -138,7 +138,8 @@ def main() -> None:
     log = os.environ.get("FAKE_CLAUDE_LOG")
     if log:
         with open(log, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"argv": argv, "cwd": os.getcwd(), "stdin": stdin}) + "\n")
+            out.write(json.dumps({"argv": argv, "cwd": os.getcwd(), "stdin": stdin,
+                                  "env": dict(os.environ)}) + "\n")
     head = argv
     if "--output-format" in head and head[head.index("--output-format") + 1:][:1] == ["json"]:
         advisor(argv, stdin, state)

@@ -14,6 +14,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Mapping, Protocol
 
+# The agent's environment is the package's to decide: run/start.py asks for it here.
+from agentloop.agents.environment import SESSION_VARIABLES, child_env  # noqa: F401
+
 # The loop's error classes for a failed run. limit: wait for the reset, not an attempt;
 # transient: retried after a backoff; blocking: every later run would fail the same way, the
 # run stops; budget: cut short by its own --task-budget; other: the retry advisor judges.

@@ -21,12 +21,14 @@ SECTIONS = (
     ("Modes (without one: run the tasks)", ("dry_run", "status", "init", "rehearse", "reset")),
     ("Which tasks", ("only", "again", "include_optional")),
     ("Agent", ("agent", "agent_program", "model", "iterations", "retry_model", "distill_model",
-               "no_distill")),
+               "distill")),
     ("Version control", ("vcs", "allow_dirty")),
     ("Checks and review", ("check", "check_timeout", "check_rounds", "require_changes", "review",
                            "review_model", "max_review_rounds")),
     ("Limits and budget", ("budget", "task_budget", "task_timeout", "max_attempts",
                            "max_failures", "max_limit_waits", "backoff", "sleep")),
+    ("Settings, hooks and the agent's environment", ("show_settings", "on_finish", "on_task",
+                                                     "hook_timeout", "env", "env_exclude")),
     ("Output", ("as_json", "follow", "version", "help")),
 )
 
@@ -74,6 +76,9 @@ class SectionedCommand(click.Command):
                 with formatter.indentation():
                     formatter.write(f"{' ' * formatter.current_indent}{command}\n")
         formatter.write_paragraph()
+        if self.epilog:
+            formatter.write_text(self.epilog)
+            formatter.write_paragraph()
         formatter.write_text("The README has the whole manual, a quick start first.")
 
 

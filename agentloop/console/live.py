@@ -22,6 +22,7 @@ from agentloop.run.events import (
     ChecksDone,
     CheckStarted,
     Event,
+    HookFinished,
     LimitWait,
     LimitWaitOver,
     MessageDistilled,
@@ -148,6 +149,11 @@ class Console:
             return None
         if isinstance(event, RunFinished):
             return summary_text(event, self.cwd)
+        if isinstance(event, HookFinished) and (event.exit_code != 0 or event.timed_out):
+            how = (f"timed out after {duration(event.seconds)}" if event.timed_out else
+                   f"failed (exit {event.exit_code})" if event.exit_code is not None else
+                   "could not start")
+            return f"  hook {event.hook} {how}: {event.command} (see {self._path(event.log)})"
         return None
 
     def _path(self, log: str) -> str:

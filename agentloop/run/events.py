@@ -4,13 +4,12 @@ An event's `lane` names the worker it is about ("": a run's one lane), for a con
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from pathlib import Path
-from typing import IO, Callable, Union, get_args
+from typing import Callable, Union, get_args
 
 import orjson
 
 from agentloop.agents import AgentResult, Totals
-from agentloop.files import held_open, jsonbytes
+from agentloop.files import jsonbytes
 
 
 @dataclass(frozen=True)
@@ -199,6 +198,19 @@ class TaskFinished:
 
 
 @dataclass(frozen=True)
+class HookFinished:
+    """A hook ended (exit_code None: it could not start, or was stopped at its timeout)."""
+
+    hook: str                # on-finish | on-task
+    command: str
+    exit_code: int | None
+    seconds: float
+    timed_out: bool
+    log: str                 # hooks.log, which holds its output
+    index: int = 0           # on-task: the task
+
+
+@dataclass(frozen=True)
 class RunFinished:
     """The run ended (all done, or stopped); counts by status, cost and time."""
 
@@ -216,7 +228,7 @@ class RunFinished:
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,
               ChangeAbandoned, RetryDecided, LimitWait, LimitWaitOver, MessageDistilled,
               TaskFinished, RunFinished, ReviewStarted, ReviewVerdict, CheckStarted,
-              CheckFinished, ChecksDone]
+              CheckFinished, ChecksDone, HookFinished]
 Emit = Callable[[Event], None]
 
 # events.jsonl: every event is one JSON object a line: {"v": SCHEMA_VERSION, "type": <class name>,
@@ -261,35 +273,6 @@ def from_json(line: bytes) -> Event | None:
         if isinstance(value, list):
             values[name] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
     return cls(**values)  # type: ignore[no-any-return]
-
-
-class EventLog:
-    """Appends every event to `.agent-loop/events.jsonl`; a reader elsewhere follows the file,
-    so no consumer of the log can slow the loop down."""
-
-    def __init__(self, path: Path, clock: Callable[[], str]) -> None:
-        self.path = path
-        self.clock = clock
-        self._out: IO[bytes] | None = None
-
-    def __call__(self, event: Event) -> None:
-        """Append one event; held open for the run, so that a file an agent deleted comes
-        back whole, earlier runs' events included."""
-        if self._out is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._out = open(self.path, "a+b")  # readable too: see held_open.put_back
-        else:
-            fresh = held_open.put_back(self.path, self._out)
-            if fresh is not None:
-                self._out.close()
-                self._out = fresh
-        self._out.write(to_json(event, self.clock()))
-        self._out.flush()  # a reader follows the file as it grows
-
-    def close(self) -> None:
-        if self._out is not None:
-            self._out.close()
-            self._out = None
 
 
 def fan_out(*consumers: Emit) -> Emit:

@@ -5,11 +5,12 @@ The one place besides agents/ that turns names (`--agent`, `--vcs`) into program
 
 from __future__ import annotations
 
+import os
 from functools import partial
 
-from agentloop.agents import AGENTS, make_agent
+from agentloop.agents import AGENTS, child_env, make_agent
 from agentloop.errors import StateError
-from agentloop.options import RunOptions
+from agentloop.options import EVENT_PREFIX, RunOptions
 from agentloop.run import distill, retry
 from agentloop.run.context import Run
 from agentloop.run.events import Emit, RunFinished
@@ -43,7 +44,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
             kept = project.store.keep_removed(list(changes.removed), now())
             notes.append(f"removed tasks' records are kept in {project.store.relative(kept)}")
     name = choose_agent(options, state if saved else None)
-    agent = make_agent(name, options.agent_program)
+    agent = make_agent(name, options.agent_program, agent_env(options))
     if options.only is not None:
         check_single(state, options.only, options.max_attempts, options.again)
     agent.check()
@@ -65,6 +66,11 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
                                 options.distill_model or agent.models.helper, cwd=root)
               if options.distill else None)
     return state, run_tasks(run, options.only, tuple(notes))
+
+
+def agent_env(options: RunOptions) -> dict[str, str]:
+    """The agent's environment: ours, sealed (agents.environment), with the settings' env."""
+    return child_env(os.environ, options.env, options.env_exclude, (EVENT_PREFIX,))
 
 
 def choose_agent(options: RunOptions, state: State | None) -> str:
