@@ -116,7 +116,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     """The plan: every task as it would run, which are done, where fresh sessions start.
     Refuses what the real run would refuse before it starts (run.start.admit), with the same
     message and exit code."""
-    from agentloop.run.start import admit
+    from agentloop.run.start import admit, tree_warning
 
     check_usage(options)
     _not_a_link(tasks_md, cwd)
@@ -130,8 +130,10 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
                     for i in state.ignored)
     folded = tuple((int(f.get("line", 0)), str(f.get("text", "")), int(f.get("into", 0)))
                    for f in state.folded)
-    return PlanView(project, tuple(rows), ignored, tuple(state.warnings), state.context or "",
-                    folded, ran=admitted.saved)
+    tree = tree_warning(project, admitted) if any(r.runs for r in rows) else None
+    warnings = (*state.warnings, *([f"the run would stop here: {tree}"] if tree else []))
+    return PlanView(project, tuple(rows), ignored, warnings, state.context or "", folded,
+                    ran=admitted.saved)
 
 
 def _not_a_link(tasks_md: Path, cwd: Path) -> None:
