@@ -75,34 +75,14 @@ class Console:
         if isinstance(event, RunStarted):
             return run_started_line(event)
         if isinstance(event, TaskStarted):
-            if event.iteration > 1:
-                return f"  iteration {event.iteration}: continuing in the same session"
-            again = f" (attempt {event.attempt})" if event.attempt > 1 else ""
-            if not event.count:  # an events.jsonl of an older version
-                return f"\n[{event.index}/{event.total}] {event.group} > {event.summary}{again}"
-            return (f"\n[{event.position}/{event.count}] task {event.index}: {event.group} > "
-                    f"{event.summary}{again}")
+            return task_line(event)
         if isinstance(event, ChangeCreated):
             return f"  {event.vcs}: created change {event.change_id[:12]}"
         if isinstance(event, ReviewStarted):
             self._review = event  # its line comes with the reviewer's run, the next event
             return None
-        if isinstance(event, AgentStarted):
-            how = f"resuming session {short(event.resume)}, " if event.resume else ""
-            if event.role == "reviewer" and self._review is not None:
-                return (f"  review {self._review.round}/{self._review.rounds}: reviewer "
-                        f"checking… (output -> {self._path(event.log)})")
-            who = "reviewer" if event.role == "reviewer" else (event.agent or "agent")
-            return f"  {who}: running… ({how}output -> {self._path(event.log)})"
-        if isinstance(event, AgentFinished):
-            r = event.result
-            spent = f"{money(event.cost_usd)}, {duration(event.seconds)}"
-            if r.ok and event.role == "reviewer":
-                self._reviewed = spent  # said with the verdict, the next line
-                return None
-            if r.ok:  # whether the task is done, blocked or needs review is said next
-                return f"  ran in session {short(r.session_id)} ({spent})"
-            return f"  run ended without success: {r.error} ({duration(event.seconds)})"
+        if isinstance(event, (AgentStarted, AgentFinished)):
+            return self._agent_line(event)
         if isinstance(event, ChangeAbandoned):
             return f"  {event.vcs}: abandoned change {event.change_id[:12]}"
         if isinstance(event, RetryDecided):
@@ -144,6 +124,24 @@ class Console:
         if isinstance(event, RunFinished):
             return summary_text(event, self.cwd)
         return None
+
+    def _agent_line(self, event: AgentStarted | AgentFinished) -> str | None:
+        """An agent run starts or ends; a reviewer's end is said with its verdict."""
+        if isinstance(event, AgentStarted):
+            how = f"resuming session {short(event.resume)}, " if event.resume else ""
+            if event.role == "reviewer" and self._review is not None:
+                return (f"  review {self._review.round}/{self._review.rounds}: reviewer "
+                        f"checking… (output -> {self._path(event.log)})")
+            who = "reviewer" if event.role == "reviewer" else (event.agent or "agent")
+            return f"  {who}: running… ({how}output -> {self._path(event.log)})"
+        r = event.result
+        spent = f"{money(event.cost_usd)}, {duration(event.seconds)}"
+        if r.ok and event.role == "reviewer":
+            self._reviewed = spent  # said with the verdict, the next line
+            return None
+        if r.ok:  # whether the task is done, blocked or needs review is said next
+            return f"  ran in session {short(r.session_id)} ({spent})"
+        return f"  run ended without success: {r.error} ({duration(event.seconds)})"
 
     def _path(self, log: str) -> str:
         """A log's path as the user can open it from where they stand."""
@@ -190,6 +188,18 @@ def run_started_line(event: RunStarted) -> str:
     waiting = f", {others} not run this time (--dry-run says why)" if others > 0 else ""
     return (f"{notes}agent-loop: {event.pending} of {event.total} task(s) to run{done}{waiting} "
             f"(vcs: {event.vcs}{agent}; the agent works in the repository root)")
+
+
+def task_line(event: TaskStarted) -> str:
+    """A task (attempt, iteration) starts: [2/3] counts this run's tasks, `task 4` is its
+    number in the plan."""
+    if event.iteration > 1:
+        return f"  iteration {event.iteration}: continuing in the same session"
+    again = f" (attempt {event.attempt})" if event.attempt > 1 else ""
+    if not event.count:  # an events.jsonl of an older version
+        return f"\n[{event.index}/{event.total}] {event.group} > {event.summary}{again}"
+    return (f"\n[{event.position}/{event.count}] task {event.index}: {event.group} > "
+            f"{event.summary}{again}")
 
 
 def short(session: str | None) -> str:
