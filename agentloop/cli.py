@@ -83,7 +83,7 @@ class _AgentChoice(click.Choice):
                epilog="The options that shape a run are settings too: agent-loop.toml or "
                       "[tool.agent-loop] in pyproject.toml, ~/.config/agent-loop/config.toml, "
                       "AGENT_LOOP_<OPTION> variables; --show-settings shows what applies.")
-@click.argument("tasks_md", type=click.Path(path_type=Path))
+@click.argument("tasks_md", type=click.Path(path_type=Path), required=False)
 @click.option("--agent", type=_AgentChoice(sorted(a for a in AGENTS if a != "rehearse")),
               default="claude", show_default=True,
               help="The coding agent that does the tasks (a run goes on with the one it began "
@@ -128,11 +128,15 @@ class _AgentChoice(click.Choice):
                    "reset time; doubles each time.")
 @click.option("--iterations", metavar="N", type=click.IntRange(1, 50), default=1, show_default=True,
               help="Runs of one task in its session until the agent says TASK_COMPLETE.")
-@click.option("--task", "only", metavar="N", type=click.IntRange(min=1), default=None,
-              help="Run only task N (as numbered by --dry-run), leaving the others as they are.")
+@click.option("--task", multiple=True, metavar="N",
+              help="Run only these tasks (as numbered by --dry-run), leaving the others as they "
+                   "are: a number, a range or a list (--task 6, --task 3-5,8); repeatable.")
+@click.option("--group", default=None, metavar="G",
+              help="Run only the tasks of one group: its number in --dry-run or its heading "
+                   "(any case).")
 @click.option("--again", is_flag=True,
-              help="With --task N: run a completed, failed or blocked task once more, in a new "
-                   "change.")
+              help="With --task or --group: run completed, failed or blocked tasks once more, "
+                   "each in a new change.")
 @click.option("--include-optional/--no-include-optional", default=False,
               help="Also run the tasks a plan marks optional (Kiro's box with a star: "
                    "`- [ ]*`).")
@@ -185,26 +189,34 @@ class _AgentChoice(click.Choice):
 @click.option("--show-settings", is_flag=True,
               help="Print every setting and where it came from (with --json: as JSON).")
 @click.version_option(__version__, "--version", prog_name="agent-loop")
-def command(tasks_md: Path, **params: Any) -> None:
-    """Let a coding agent work through TASKS_MD: one task, one agent run, one change."""
+def command(tasks_md: Path | None, **params: Any) -> None:
+    """Let a coding agent work through TASKS_MD: one task, one agent run, one change.
+    `agent-loop --status` alone lists every plan of the repository."""
     # Imported after parsing, so --help and --version stay fast.
     from agentloop.options import RunOptions, check_usage
 
-    args = click.get_current_context().meta["argv"]
+    ctx = click.get_current_context()
+    args = ctx.meta["argv"]
+    if tasks_md is None and not (params["status"] and not params["follow"]):
+        raise click.UsageError("Missing argument 'TASKS_MD' (only --status works without one).",
+                               ctx)
+    options = RunOptions.from_params(params)
     try:
-        effective = _settings(tasks_md, params)
-        options = RunOptions.from_params({**params, **effective.values})
+        # Settings belong to a plan; `--status` alone (every plan) reads none.
+        effective = _settings(tasks_md, params) if tasks_md is not None else None
+        if effective is not None:
+            options = RunOptions.from_params({**params, **effective.values})
         check_usage(options)
-        if options.show_settings:
+        if options.show_settings and effective is not None:
             _show_settings(effective, options.as_json)
             sys.exit(0)
         code = _dispatch(tasks_md, Path.cwd(), options)
     except (KeyboardInterrupt, AgentLoopError) as exc:
-        code = _report(exc, args)
+        code = _report(exc, args, options.as_json)
     except Exception as exc:
         if not _from_a_stop(exc):
             raise
-        code = _report(KeyboardInterrupt(), args)
+        code = _report(KeyboardInterrupt(), args, options.as_json)
     sys.exit(code)
 
 
@@ -238,12 +250,17 @@ def _from_a_stop(exc: BaseException) -> bool:
     return False
 
 
-def _dispatch(tasks_md: Path, cwd: Path, options: Any) -> int:
+def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
     """Run the one operation the options ask for, print what it returns; the exit code."""
     from agentloop import app
     from agentloop.console import render
     from agentloop.console.live import Console
 
+    if tasks_md is None:  # --status alone: every plan of the repository
+        root, plans = app.overview(cwd)
+        _print(render.overview_json(root, plans) if options.as_json
+               else render.overview_text(root, plans, cwd))
+        return 0
     if options.status and options.follow:
         console = Console(live=False, cwd=cwd)
         for event in app.follow(tasks_md, cwd):
@@ -266,8 +283,23 @@ def _dispatch(tasks_md: Path, cwd: Path, options: Any) -> int:
     return 0
 
 
-def _report(exc: BaseException, args: list[str]) -> int:
-    """One line on stderr for a stop or an error; its exit code."""
+def _report(exc: BaseException, args: list[str], as_json: bool = False) -> int:
+    """One line on stderr for a stop or an error (with --json, also a JSON document on
+    stdout); its exit code."""
+    code = _report_line(exc, args)
+    if as_json:
+        _print(json_error(str(exc) or "interrupted", code))
+    return code
+
+
+def json_error(message: str, code: int) -> dict[str, Any]:
+    """An error as a --json consumer reads it, on stdout (schema as every JSON we print)."""
+    from agentloop.console.render import SCHEMA
+
+    return {"schema": SCHEMA, "error": message, "exit_code": code}
+
+
+def _report_line(exc: BaseException, args: list[str]) -> int:
     again = resume_command(args)
     if isinstance(exc, (KeyboardInterrupt, Interrupted)):
         click.echo(f"\nagent-loop: interrupted; state saved. Resume with: {again}", err=True)
@@ -309,6 +341,8 @@ def main() -> None:
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
+        if "--json" in sys.argv[1:]:
+            _print(json_error(exc.format_message(), exc.exit_code))
         sys.exit(exc.exit_code)
     except SystemExit:
         raise

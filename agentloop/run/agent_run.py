@@ -54,7 +54,7 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
         AgentActivity(now.text, now.tool, now.tool_calls, now.turns)))
     ledger.record_result(task, attempt, result)
     run.save(task)
-    run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd))
+    run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, role))
     return attempt, result
 
 
