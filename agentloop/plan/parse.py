@@ -27,6 +27,10 @@ TASK_SLUG_LIMIT = 40
 MAX_TASK_BYTES = 1024 * 1024
 
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
+# The reading's version: one more whenever the same file reads differently (2: legends are
+# notes, numbered sub-tasks fold). A state saved by an earlier reader is matched to the new
+# reading (agentloop.state.project), as if the file had changed.
+READER = 2
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,9 @@ class Task:
     checked: bool       # written as `- [x]`: already done by the author's word, skipped
     checks: tuple[str, ...] = ()   # the plan's check commands for it: the file's, its group's
     optional: bool = False         # Kiro's `- [ ]*`: run only when asked (--include-optional)
+    # Sub-tasks folded in by their numbers: its own text, then each sub-task's as it reads on
+    # its own (so records saved before the folding find their task again); () if none.
+    parts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,8 @@ class TaskFile:
     ignored: tuple[tuple[int, str, str], ...] = ()   # (line, text, why) read but never run
     warnings: tuple[str, ...] = ()
     context: str = ""           # the text before the first task's group: every fresh session's
+    folded: tuple[tuple[int, str, int], ...] = ()   # (line, text, line of the task it joined)
+    title: str = ""             # the plan's `#` heading
     depends: tuple[tuple[str, tuple[str, ...]], ...] = ()   # group -> the groups it waits for
 
 
@@ -75,7 +84,7 @@ def read_text(text: str) -> tuple[tuple[Task, ...], Reading]:
     checks = reading.checks
     names = numbered(item.group for item in reading.items)
     tasks = tuple(replace(_task(index, name, item.line, item.text, item.marker in DONE),
-                          optional=item.optional,
+                          optional=item.optional, parts=tuple(item.parts),
                           checks=tuple(dict.fromkeys(checks.get(None, []) +
                                                      checks.get(item.group, []))))
                   for index, (item, name) in enumerate(zip(reading.items, names), 1))
@@ -119,20 +128,9 @@ def load(path: Path) -> TaskFile:
 
 def from_bytes(path: Path, data: bytes) -> TaskFile:
     """Hash and parse the task file's bytes, already read; TaskFileError if it is unusable."""
-    global _parsed
     digest = file_hash(data)
-    # A run checks the file before it takes the lock, then reads it for its state: the same
-    # bytes are parsed once (the parse is most of a run's start-up on a long plan).
-    if _parsed is None or (_parsed.path, _parsed.sha256) != (path, digest):
-        _parsed = _parse(path, data, digest)
-    return _parsed
-
-
-_parsed: TaskFile | None = None   # the last file parsed (a TaskFile is frozen: safe to share)
-
-
-def _parse(path: Path, data: bytes, digest: str) -> TaskFile:
-    tasks, reading = read_text(_decode(path, data))
+    text = _decode(path, data)
+    tasks, reading = read_text(text)
     if not tasks:
         raise TaskFileError(f"task file {_shown(path)} has no tasks: "
                             "write each task as a list item, like `- fix the login bug`")
@@ -142,10 +140,12 @@ def _parse(path: Path, data: bytes, digest: str) -> TaskFile:
             raise TaskFileError(f"task {task.index} (line {task.line}) of {_shown(path)} is "
                                 f"{size:,} bytes; a task can be at most {MAX_TASK_BYTES // 1024} "
                                 "KiB: put the long part in a file and name that file in the task")
-    depends = resolve([t.group for t in tasks], reading.depends)
+    depends = resolve([(t.line, t.group) for t in tasks],
+                      text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n"))
     return TaskFile(path=path, sha256=digest, tasks=tasks,
                     ignored=tuple(reading.ignored), warnings=tuple(reading.warnings),
-                    context=reading.context, depends=tuple(depends.items()))
+                    context=reading.context, folded=tuple(reading.folded),
+                    title=reading.title, depends=tuple(depends.items()))
 
 
 def read_bytes(path: Path) -> bytes:

@@ -137,9 +137,15 @@ class State:
     agent: str | None = None
     # The plan's own context: the text before its first group (goal, architecture, ...).
     context: str | None = None
+    # The plan's `#` title: what its tasks outside any `##` group are filed under in history.
+    title: str | None = None
     # What the plan holds that is never run ({"line", "text", "why"}), and warnings about it.
     ignored: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # The plan reader that read the file (agentloop.plan.parse.READER; 0: before it had one).
+    reader: int = 0
+    # Sub-tasks folded into the task before them by their numbers ({"line", "text", "into"}).
+    folded: list[dict[str, Any]] = field(default_factory=list)
     # Which groups wait for which (`Depends on:` lines): group -> the groups it waits for.
     depends: dict[str, list[str]] = field(default_factory=dict)
     # The journal whose lines go on top of this snapshot (agentloop.journal); None: none.
