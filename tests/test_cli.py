@@ -87,7 +87,8 @@ def test_a_changed_task_file_is_reconciled_and_reset_still_starts_over(
     assert runs[-2:] == ["compile it well", "new one"]
     code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset")
     assert code == 0 and "reset: the old state and logs are in .agent-loop/archive/" in out
-    archived = list((work / ".agent-loop" / "archive").iterdir())
+    # Beside the reset's folder: the reworded task's old record (removed-<stamp>.json).
+    archived = [p for p in (work / ".agent-loop" / "archive").iterdir() if p.is_dir()]
     assert len(archived) == 1 and (archived[0] / "state.json").read_bytes() != before
     assert (archived[0] / "logs").is_dir()
 

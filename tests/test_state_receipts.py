@@ -146,3 +146,29 @@ def test_task_budget_with_the_real_cli(tmp_path: Path, fake_api: FakeApi,
     assert done.returncode == 4, done.stderr
     first = tasks(work)[0]
     assert first["status"] == "failed" and "cut short by its own budget" in first["error"]
+
+
+def test_runs_of_edited_removed_and_again_tasks_stay_in_the_receipts_and_the_budget(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 23 bug 3: a task reworded (or removed) after its run took that run's cost out of
+    # --status and --budget, so a budget could overspend.
+    monkeypatch.chdir(tmp_path)
+    # Groups of their own: a session's running total does not hide what is lost.
+    (tmp_path / "tasks.md").write_text("## A\n- one\n## B\n- two\n## C\n- three\n")
+    assert invoke()[0] == 0
+    (tmp_path / "tasks.md").write_text("## A\n- one\n## B\n- two, better worded\n")
+    code, out, err = invoke()
+    assert code == 0, err
+    assert "1 edited, 1 removed" in out
+    assert "cost $0.0400" in out  # the summary: 3 first runs and the reworded task's
+    code, out, _ = invoke("--status")
+    assert "cost $0.0400" in out
+    assert "edited or removed tasks: $0.0200" in out
+    data = orjson.loads(invoke("--status", "--json")[1])
+    assert data["cost_usd"] == pytest.approx(0.04)
+    assert invoke("--task", "1", "--again")[0] == 0
+    data = orjson.loads(invoke("--status", "--json")[1])
+    assert data["cost_usd"] == pytest.approx(0.05)
+    (tmp_path / "tasks.md").write_text("## A\n- one\n## B\n- two, better worded\n- four\n")
+    code, _, err = invoke("--budget", "0.05")
+    assert code == 1 and "spent $0.0500 of $0.0500" in err

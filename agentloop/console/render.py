@@ -46,7 +46,7 @@ def status_text(view: StatusView, cwd: Path) -> str:
     """--status: counts by status, then one line per task, then receipts."""
     state, root = view.state, view.project.root
     counts = dict(Counter(t.status for t in state.tasks))
-    total = receipts.total(state.tasks)
+    total = receipts.of_state(state)
     lines = [view.note] if view.note else []
     lines.append(f"{state.task_file}: {len(state.tasks)} task(s): "
                  + ", ".join(f"{n} {s}" for s, n in counts.items())
@@ -70,6 +70,8 @@ def status_text(view: StatusView, cwd: Path) -> str:
     lines.append("receipts:")
     for group, receipt in receipts.by_group(state).items():
         lines.append(f"  {group}: {receipt.line()}")
+    if state.retired:
+        lines.append(f"  edited or removed tasks: {receipts.of_runs(state.retired).line()}")
     lines.append(f"  total: {total.line()}")
     return "\n".join(lines)
 
@@ -96,13 +98,14 @@ def _empty(task: TaskState) -> bool:
 def status_json(view: StatusView) -> dict[str, Any]:
     """--status --json: the same facts for scripts."""
     state = view.state
-    total = receipts.total(state.tasks)
+    total = receipts.of_state(state)
     return {"task_file": state.task_file, "task_file_hash": state.task_file_hash,
             "vcs": state.vcs, "agent": state.agent, "note": view.note, "lost": list(view.lost),
             "counts": dict(Counter(t.status for t in state.tasks)),
             "cost_usd": total.cost_usd, "cost_known": total.cost_known,
             "receipts": {"total": total.to_json(),
-                         "groups": {g: r.to_json() for g, r in receipts.by_group(state).items()}},
+                         "groups": {g: r.to_json() for g, r in receipts.by_group(state).items()},
+                         "retired": receipts.of_runs(state.retired).to_json()},
             "tasks": [_task_json(t) for t in state.tasks]}
 
 

@@ -225,11 +225,12 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
 
 
 def _check_budget(run: Run, task: TaskState) -> None:
-    """Start no attempt once everything spent on this task file has reached --budget."""
+    """Start no attempt once everything spent on this plan since its last --reset has
+    reached --budget."""
     budget = run.options.budget
     if budget is None:
         return
-    total = spent(run.state.tasks)
+    total = spent(run.state)
     if total >= budget:
         raise BudgetReached(f"budget reached before task {task.index}: spent "
                             f"{money(total)} of {money(budget)}", total, budget)

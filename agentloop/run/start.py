@@ -37,9 +37,10 @@ def start_run(project: Project, options: RunOptions, emit: Emit) -> tuple[State,
     state, saved, changes = load_plan(project)
     if changes is not None:
         notes.append(f"{project.task_file_name} changed: {changes.summary()}")
-        if changes.removed:
-            kept = project.store.keep_removed(list(changes.removed), now())
-            notes.append(f"removed tasks' records are kept in {project.store.relative(kept)}")
+        if changes.dropped:
+            kept = project.store.keep_removed(list(changes.dropped), now())
+            notes.append(f"the records of removed and reworded tasks are kept in "
+                         f"{project.store.relative(kept)}; their cost still counts")
     name = choose_agent(options, state if saved else None)
     agent = make_agent(name, options.agent_program)
     if options.only is not None:

@@ -92,6 +92,7 @@ def load_plan(project: Project) -> tuple[State, bool, Reconciled | None]:
     fresh = state_from(project, parsed)
     saved.tasks, saved.task_file_hash = changes.tasks, parsed.sha256
     saved.context, saved.ignored, saved.warnings = fresh.context, fresh.ignored, fresh.warnings
+    saved.retired += [run for record in changes.dropped for run in record.history]
     return saved, True, changes
 
 

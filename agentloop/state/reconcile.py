@@ -32,6 +32,12 @@ class Reconciled:
     removed: tuple[TaskState, ...] = ()
     ticked: tuple[int, ...] = ()
     kept_done: int = 0
+    replaced: tuple[TaskState, ...] = ()           # the old records of the edited tasks
+
+    @property
+    def dropped(self) -> tuple[TaskState, ...]:
+        """The old records the new file has no place for: removed and edited tasks'."""
+        return self.removed + self.replaced
 
     def summary(self) -> str:
         """`1 task added, 1 edited, 1 removed; 5 completed tasks kept`, and the old changes."""
@@ -81,13 +87,14 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
     by_group: dict[str, deque[TaskState]] = defaultdict(deque)
     for record in sorted(leftover, key=lambda r: r.index):
         by_group[record.group].append(record)
-    added, edited = [], []
+    added, edited, replaced = [], [], []
     taken = {r.log_name for r in result if r is not None}
     for i, record in enumerate(fresh):
         if result[i] is not None:
             continue
         if by_group[record.group]:
-            edited.append((record.index, by_group[record.group].popleft().change_id or ""))
+            replaced.append(by_group[record.group].popleft())
+            edited.append((record.index, replaced[-1].change_id or ""))
         else:
             added.append(record.index)
         name, n = record.log_name, 1
@@ -99,4 +106,5 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
     removed = tuple(r for queue in by_group.values() for r in queue)
     tasks = [r for r in result if r is not None]
     kept_done = sum(1 for r in tasks if r.status == "completed")
-    return Reconciled(tasks, tuple(added), tuple(edited), removed, tuple(ticked), kept_done)
+    return Reconciled(tasks, tuple(added), tuple(edited), removed, tuple(ticked), kept_done,
+                      tuple(replaced))
