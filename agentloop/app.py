@@ -90,6 +90,15 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     return PlanView(project, tuple(rows), ignored, tuple(state.warnings), state.context or "")
 
 
+def redone_by_reset(tasks_md: Path, cwd: Path) -> int:
+    """How many tasks the saved state has done that --reset would have the agent do again."""
+    try:
+        saved = open_project(tasks_md, cwd).store.load()
+    except StateError:
+        return 0  # a damaged state: --reset is how the user gets past it
+    return sum(1 for t in saved.tasks if t.status in ("completed", "unapproved")) if saved else 0
+
+
 def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult:
     """Run the unfinished tasks; return the summary."""
     from agentloop.run.start import start_run

@@ -31,8 +31,13 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def resume_command(args: list[str]) -> str:
-    """The command that continues this run: the same one, without --reset."""
-    return shlex.join(["agent-loop", *[a for a in args if a != "--reset"]])
+    """The command that continues this run: the same one, without --reset (and its --yes)."""
+    return shlex.join(["agent-loop", *[a for a in args if a not in ("--reset", "--yes")]])
+
+
+def _interactive() -> bool:
+    """Whether a person can answer a question: stdin is a terminal (CI's is not)."""
+    return sys.stdin.isatty()
 
 
 def _with_budget(args: list[str], budget: float) -> list[str]:
@@ -85,7 +90,11 @@ class _Command(click.Command):
 @click.option("--rehearse", is_flag=True,
               help="Run the whole loop offline with a stand-in agent: each task makes a small "
                    "visible edit, and its log says what a real run would send. Costs nothing.")
-@click.option("--reset", is_flag=True, help="Archive the old state and logs, then start fresh.")
+@click.option("--reset", is_flag=True,
+              help="Archive the state and logs, then run the whole plan again from its first "
+                   "task: done tasks are done again, and paid for again. In a terminal it asks "
+                   "first; with --dry-run it shows what would run.")
+@click.option("--yes", is_flag=True, help="With --reset: do not ask before redoing done tasks.")
 @click.option("--vcs", type=click.Choice(["auto", "jj", "git", "none"]), default="auto",
               show_default=True, help="Where each task's change goes.")
 @click.option("--allow-dirty", is_flag=True,
@@ -197,11 +206,27 @@ def _dispatch(tasks_md: Path, cwd: Path, options: Any) -> int:
     else:
         from agentloop.run.summary import exit_code
 
+        if options.reset and not options.yes and _interactive() and \
+                not _reset_confirmed(app.redone_by_reset(tasks_md, cwd)):
+            click.echo("agent-loop: nothing was changed (no --reset)", err=True)
+            return 1
         result = app.run(tasks_md, cwd, options, Console(cwd=cwd))
         for line in render.closing_lines(result, cwd):
             click.echo(line)
         return exit_code(result.summary)
     return 0
+
+
+def _reset_confirmed(redone: int) -> bool:
+    """Ask before a --reset has the agent do (and bill) finished tasks again."""
+    if not redone:
+        return True
+    try:
+        return click.confirm(f"--reset archives the state and runs the plan again: {redone} "
+                             f"done task(s) will be done again by the agent, and paid for "
+                             f"again. Go on?", default=False, err=True)
+    except click.exceptions.Abort:  # Ctrl+C or end of input at the question: a no
+        return False
 
 
 def _report(exc: BaseException, args: list[str]) -> int:

@@ -25,6 +25,7 @@ class RunOptions:
     as_json: bool = False
     follow: bool = False
     reset: bool = False
+    yes: bool = False                 # --reset without asking first in a terminal
     init: bool = False
     vcs: str = "auto"
     allow_dirty: bool = False
@@ -72,7 +73,8 @@ class RunOptions:
 
 
 # (what is given, what it needs): a flag that only means something beside another one.
-_NEEDS = (("as_json", "status", "dry_run"), ("follow", "status"), ("again", "only"))
+_NEEDS = (("as_json", "status", "dry_run"), ("follow", "status"), ("again", "only"),
+          ("yes", "reset"))
 
 
 def usage_problem(options: RunOptions) -> str | None:

@@ -228,3 +228,35 @@ def test_a_stop_python_wrapped_in_another_error_still_ends_as_a_stop(
     done = CliRunner().invoke(command, ["tasks.md"])
     assert done.exit_code == 130
     assert "interrupted; state saved. Resume with: agent-loop tasks.md" in done.output
+
+
+def test_reset_in_a_terminal_asks_before_it_redoes_done_tasks(
+        work: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 23 bug 2: --reset read as "clear the state" and at once paid for every task again.
+    assert invoke("tasks.md", "--vcs", "none")[0] == 0
+    state = (work / ".agent-loop" / "state.json").read_bytes()
+    code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset", "--dry-run")
+    assert code == 0 and out.count("starts a fresh session") == 2
+    assert "[1/4] (ungrouped) > early task  (starts a fresh session)" in out
+    assert (work / ".agent-loop" / "state.json").read_bytes() == state
+    monkeypatch.setattr("agentloop.cli._interactive", lambda: True)
+    result = CliRunner().invoke(command, ["tasks.md", "--vcs", "none", "--reset"], input="\n")
+    assert "3 done task(s) will be done again by the agent, and paid for again. Go on? [y/N]" \
+        in result.stderr
+    assert result.exit_code == 1 and "nothing was changed" in result.stderr
+    assert (work / ".agent-loop" / "state.json").read_bytes() == state
+    assert not (work / ".agent-loop" / "archive").exists() and len(fake_claude.calls()) == 3
+    result = CliRunner().invoke(command, ["tasks.md", "--vcs", "none", "--reset"], input="y\n")
+    assert result.exit_code == 0 and len(fake_claude.calls()) == 6
+    code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset", "--yes")
+    assert code == 0 and len(fake_claude.calls()) == 9
+    monkeypatch.setattr("agentloop.cli._interactive", lambda: False)  # CI: no one to ask
+    code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset")
+    assert code == 0 and len(fake_claude.calls()) == 12
+
+
+def test_reset_says_plainly_that_it_runs_the_plan_again() -> None:
+    out = CliRunner().invoke(command, ["--help"]).stdout
+    assert "run the whole plan again" in " ".join(out.split())
+    code, _, err = invoke("tasks.md", "--yes")
+    assert code == 2 and "--yes goes with --reset" in err
