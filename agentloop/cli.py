@@ -32,7 +32,9 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 def resume_command(args: list[str]) -> str:
     """The command that continues this run: the same one, without --reset (and its --yes)."""
-    return shlex.join(["agent-loop", *[a for a in args if a not in ("--reset", "--yes")]])
+    from agentloop.options import continue_args
+
+    return shlex.join(["agent-loop", *continue_args(args)])
 
 
 def _interactive() -> bool:
@@ -125,7 +127,8 @@ class _Command(click.Command):
 @click.option("--sleep", type=click.FloatRange(min=0), default=0, show_default=True,
               help="Seconds to wait between tasks (Ctrl+C ends the wait at once).")
 @click.option("--budget", type=click.FloatRange(min=0), default=None,
-              help="USD: start no task once this much has been spent on this task file.")
+              help="USD: the most this plan may cost since its last --reset; no task starts "
+                   "once that much is spent. A re-run without --budget keeps the last one.")
 @click.option("--task-budget", type=click.FloatRange(min=0), default=None,
               help="USD: the cap on one agent run (the agent's own limit, where it has one).")
 @click.option("--no-distill", is_flag=True,
@@ -158,7 +161,7 @@ def command(tasks_md: Path, **params: Any) -> None:
     from agentloop.options import RunOptions, check_usage
 
     args = click.get_current_context().meta["argv"]
-    options = RunOptions.from_params(params)
+    options = RunOptions.from_params({**params, "command": tuple(args)})
     try:
         check_usage(options)
         code = _dispatch(tasks_md, Path.cwd(), options)

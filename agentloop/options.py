@@ -54,6 +54,8 @@ class RunOptions:
     check_timeout: float = 600.0
     check_rounds: int = 2             # fix runs after a failing check before the attempt fails
     require_changes: bool = False
+    # The arguments as given, after `agent-loop`, for lines that repeat the command.
+    command: tuple[str, ...] = ()
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> "RunOptions":
@@ -70,6 +72,11 @@ class RunOptions:
     def distill(self) -> bool:
         """Whether a small model writes the commit messages."""
         return not self.no_distill
+
+
+def continue_args(args: tuple[str, ...] | list[str]) -> list[str]:
+    """A command's arguments as they continue its run: without --reset (and its --yes)."""
+    return [a for a in args if a not in ("--reset", "--yes")]
 
 
 # (what is given, what it needs): a flag that only means something beside another one.

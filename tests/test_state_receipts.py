@@ -172,3 +172,27 @@ def test_runs_of_edited_removed_and_again_tasks_stay_in_the_receipts_and_the_bud
     (tmp_path / "tasks.md").write_text("## A\n- one\n## B\n- two, better worded\n- four\n")
     code, _, err = invoke("--budget", "0.05")
     assert code == 1 and "spent $0.0500 of $0.0500" in err
+
+
+def test_a_plain_rerun_keeps_the_budget_and_names_what_it_drops(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 23 bug 4: a plain re-run dropped the budget, review and checks without a word.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.md").write_text("## A\n- one\n## B\n- two\n## C\n- three\n")
+    code, out, err = invoke("--budget", "0.015", "--check", "true", "--model", "opus-x")
+    assert code == 1 and "budget reached before task 3" in err
+    code, out, _ = invoke("--status")
+    assert "budget: $0.0150, the most this plan may cost since its last --reset; $0.0200 " \
+        "spent" in out
+    assert orjson.loads(invoke("--status", "--json")[1])["budget"] == 0.015
+    code, out, err = invoke()  # a plain re-run: still held to its budget
+    assert code == 1 and "budget reached before task 3: spent $0.0200 of $0.0150" in err
+    assert ("the last run of this plan had --check true --model opus-x, which this run goes "
+            "without; to keep them: agent-loop tasks.md --vcs none --check true --model "
+            "opus-x") in out
+    code, out, err = invoke("--budget", "1")  # a new budget is the promise from now on
+    assert code == 0, err
+    assert "the last run of this plan had" not in out  # the plain run before dropped them
+    assert orjson.loads(invoke("--status", "--json")[1])["budget"] == 1
+    assert invoke("--reset", "--yes")[0] == 0
+    assert orjson.loads(invoke("--status", "--json")[1])["budget"] is None

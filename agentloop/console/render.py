@@ -52,6 +52,10 @@ def status_text(view: StatusView, cwd: Path) -> str:
                  + ", ".join(f"{n} {s}" for s, n in counts.items())
                  + f"; cost {money(total.cost_usd, total.cost_known)}; vcs {state.vcs or '-'}"
                  + f"; agent {state.agent or '-'}")
+    budget = state.remembered.get("budget")
+    if budget is not None:
+        lines.append(f"budget: {money(budget)}, the most this plan may cost since its last "
+                     f"--reset; {money(receipts.spent(state))} spent")
     for t in state.tasks:
         change = (t.change_id or ("(empty)" if _empty(t) else "-"))[:12]
         runs = sum(1 for a in t.history if a.role == "developer" and a.iteration == 1)
@@ -101,6 +105,7 @@ def status_json(view: StatusView) -> dict[str, Any]:
     total = receipts.of_state(state)
     return {"task_file": state.task_file, "task_file_hash": state.task_file_hash,
             "vcs": state.vcs, "agent": state.agent, "note": view.note, "lost": list(view.lost),
+            "budget": state.remembered.get("budget"),
             "counts": dict(Counter(t.status for t in state.tasks)),
             "cost_usd": total.cost_usd, "cost_known": total.cost_known,
             "receipts": {"total": total.to_json(),

@@ -10,7 +10,7 @@ from functools import partial
 from agentloop.agents import AGENTS, make_agent
 from agentloop.errors import StateError
 from agentloop.options import RunOptions
-from agentloop.run import distill, retry
+from agentloop.run import distill, remembered, retry
 from agentloop.run.context import Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
@@ -35,6 +35,10 @@ def start_run(project: Project, options: RunOptions, emit: Emit) -> tuple[State,
             shown = project.store.relative(archived)
             notes.append(f"reset: the old state and logs are in {shown}")
     state, saved, changes = load_plan(project)
+    options, dropped = remembered.recall(options, state.remembered)
+    if dropped:
+        notes.append(dropped)
+    state.remembered = remembered.remember(options)
     if changes is not None:
         notes.append(f"{project.task_file_name} changed: {changes.summary()}")
         if changes.dropped:

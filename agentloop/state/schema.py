@@ -143,6 +143,8 @@ class State:
     # The agent runs of tasks the plan no longer has (reworded or removed): money spent stays
     # spent, so receipts and --budget count them, and a session they ran in keeps its totals.
     retired: list[Attempt] = field(default_factory=list)
+    # The options of the plan's last run that a re-run keeps or names (agentloop.run.remembered).
+    remembered: dict[str, Any] = field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
         """Serialize, checking first that what we write is something we can read back."""
