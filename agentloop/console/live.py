@@ -91,6 +91,8 @@ class Console:
             if r.ok:
                 return (f"  completed in session {r.session_id} "
                         f"({money(event.cost_usd)}, {duration(event.seconds)})")
+            if event.limited:
+                return None  # the wait's line says it, once
             return f"  run ended without success: {r.error} ({duration(event.seconds)})"
         if isinstance(event, ChangeAbandoned):
             return f"  {event.vcs}: abandoned change {event.change_id[:12]}"

@@ -67,6 +67,7 @@ class AgentFinished:
     result: AgentResult
     seconds: float
     cost_usd: float     # this run's own cost (the CLI's total adds up over a resumed session)
+    limited: bool = False   # a usage limit ended it: the wait that follows says so, once
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,8 @@ def _run_task(run: Run, task: TaskState) -> None:
         decision = _decide(run, task, outcome, transient, previous_error)
         if decision is None:
             return
+        if outcome.attempt.outcome == "limited":
+            continue  # no attempt: run it again as it was, in the group's session, same hint
         hint, transient, previous_error = decision
         fresh = True
 
