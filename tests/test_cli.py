@@ -260,3 +260,48 @@ def test_reset_says_plainly_that_it_runs_the_plan_again() -> None:
     assert "run the whole plan again" in " ".join(out.split())
     code, _, err = invoke("tasks.md", "--yes")
     assert code == 2 and "--yes goes with --reset" in err
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid` (from /proc), children first."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, queue = [], [pid]
+    while queue:
+        for child in parents.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def test_a_run_stopped_longer_than_the_task_timeout_goes_on(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # Issue 23: a laptop that sleeps. The whole run (agent-loop, its agent, the agent's group)
+    # is stopped for longer than --task-timeout, then continued: the pause is nobody's work,
+    # so the agent is not timed out and no attempt is burned.
+    (work / "tasks.md").write_text("- slow one\n  FAKE: sleep 2.5\n")
+    env = {**os.environ, "NO_COLOR": "1"}
+    tool = subprocess.Popen([installed(), "tasks.md", "--vcs", "none", "--task-timeout", "2",
+                             "--max-attempts", "1"], cwd=work, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not fake_claude.calls() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert fake_claude.calls(), "the agent never started"
+    group = [tool.pid, *_descendants(tool.pid)]
+    for pid in group:
+        os.kill(pid, signal.SIGSTOP)
+    time.sleep(2.5)
+    for pid in reversed(group):
+        os.kill(pid, signal.SIGCONT)
+    out, err = tool.communicate(timeout=60)
+    assert tool.returncode == 0, out + err
+    assert "1 completed" in out and "timed out" not in out
+    state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
+    assert state["tasks"][0]["attempts"] == 1

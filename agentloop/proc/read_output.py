@@ -18,6 +18,10 @@ STDERR_TAIL_BYTES = 64 * 1024
 # After the agent exited, how long its stdout is read for what is left; and how often we look.
 EXIT_GRACE_SECONDS = 2.0
 POLL_SECONDS = 0.25
+# A wait that took this much longer than asked means we were not running: the whole run was
+# stopped (SIGSTOP, Ctrl+Z, a laptop that slept with a clock that counts it). That time is
+# nobody's work, so it does not count against the deadline.
+STOPPED_SECONDS = 2.0
 
 
 class Expired(Exception):
@@ -40,8 +44,12 @@ def lines(fd: int, deadline: float | None,
         if grace_end is None and exited():
             grace_end = now + EXIT_GRACE_SECONDS
         ends = [t for t in (deadline, grace_end) if t is not None]
-        wait = min([t - now for t in ends] + [POLL_SECONDS])
-        if not poller.poll(max(0.0, wait) * 1000):
+        wait = max(0.0, min([t - now for t in ends] + [POLL_SECONDS]))
+        ready = poller.poll(wait * 1000)
+        stopped = time.monotonic() - now - wait
+        if deadline is not None and stopped > STOPPED_SECONDS:
+            deadline += stopped
+        if not ready:
             if deadline is not None and time.monotonic() >= deadline:
                 raise Expired
             if grace_end is not None and time.monotonic() >= grace_end:
