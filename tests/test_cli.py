@@ -305,3 +305,30 @@ def test_a_run_stopped_longer_than_the_task_timeout_goes_on(
     assert "1 completed" in out and "timed out" not in out
     state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
     assert state["tasks"][0]["attempts"] == 1
+
+
+def test_a_failure_after_the_run_was_stopped_is_no_attempt(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # What a long pause breaks (a dropped connection, here a failed run) is not the task's
+    # fault: the run goes on and the task keeps its one attempt.
+    (work / "tasks.md").write_text("- flaky after a nap\n  FAKE: sleep 1\n  FAKE: fail 1\n")
+    env = {**os.environ, "NO_COLOR": "1"}
+    tool = subprocess.Popen([installed(), "tasks.md", "--vcs", "none", "--max-attempts", "1"],
+                            cwd=work, env=env, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not fake_claude.calls() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    group = [tool.pid, *_descendants(tool.pid)]
+    for pid in group:
+        os.kill(pid, signal.SIGSTOP)
+    time.sleep(3)
+    for pid in reversed(group):
+        os.kill(pid, signal.SIGCONT)
+    out, err = tool.communicate(timeout=60)
+    assert tool.returncode == 0, out + err
+    assert "while the agent worked, and the run failed after it" in out
+    task = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())["tasks"][0]
+    assert task["status"] == "completed" and task["attempts"] == 1
+    assert [a["outcome"] for a in task["history"]] == ["paused", "completed"]

@@ -99,6 +99,8 @@ class Console:
         if isinstance(event, RetryDecided):
             if event.kind == "transient":
                 return f"  transient failure: trying again in {duration(event.wait_seconds)}"
+            if event.kind == "paused":
+                return f"  {event.reason}; running it again"
             verdict = "retry" if event.retry else "give up"
             hint = f"; hint: {event.hint}" if event.retry and event.hint else ""
             source = "" if event.source == "advisor" else f" ({event.source})"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import select
 import time
+from dataclasses import dataclass
 from typing import IO, Callable, Iterator
 
 # A line longer than this is cut into pieces of about this size, so one endless line cannot fill
@@ -28,7 +29,16 @@ class Expired(Exception):
     """The deadline of a streamed command passed."""
 
 
-def lines(fd: int, deadline: float | None,
+@dataclass
+class Deadline:
+    """When a streamed command's time is up (None: never), and how long the whole run was
+    stopped while it ran; each stop moves `at` on by its length."""
+
+    at: float | None
+    paused: float = 0.0
+
+
+def lines(fd: int, deadline: Deadline,
            exited: Callable[[], bool] = lambda: False) -> Iterator[bytes]:
     """The lines read from `fd` as they come; one longer than MAX_LINE_BYTES comes in pieces.
 
@@ -43,14 +53,16 @@ def lines(fd: int, deadline: float | None,
         now = time.monotonic()
         if grace_end is None and exited():
             grace_end = now + EXIT_GRACE_SECONDS
-        ends = [t for t in (deadline, grace_end) if t is not None]
+        ends = [t for t in (deadline.at, grace_end) if t is not None]
         wait = max(0.0, min([t - now for t in ends] + [POLL_SECONDS]))
         ready = poller.poll(wait * 1000)
         stopped = time.monotonic() - now - wait
-        if deadline is not None and stopped > STOPPED_SECONDS:
-            deadline += stopped
+        if stopped > STOPPED_SECONDS:
+            deadline.paused += stopped
+            if deadline.at is not None:
+                deadline.at += stopped
         if not ready:
-            if deadline is not None and time.monotonic() >= deadline:
+            if deadline.at is not None and time.monotonic() >= deadline.at:
                 raise Expired
             if grace_end is not None and time.monotonic() >= grace_end:
                 if pending:

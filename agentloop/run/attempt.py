@@ -84,10 +84,11 @@ def first_prompt(run: Run, task: TaskState, hint: str, resume: str | None) -> st
 
 
 def _next_number(task: TaskState) -> int:
-    """The attempt's number: one more than the runs before, except after a usage limit, which
-    was no attempt: its rerun keeps the limited one's number (its log is `…-run2.log`)."""
+    """The attempt's number: one more than the runs before, except after a usage limit (or a
+    failure after the whole run was stopped), which was no attempt: its rerun keeps that one's
+    number (its log is `…-run2.log`)."""
     firsts = [a for a in task.history if a.iteration == 1 and not a.round]
-    if firsts and firsts[-1].outcome == "limited":
+    if firsts and firsts[-1].outcome in ("limited", "paused"):
         return firsts[-1].number
     return len(firsts) + 1
 

@@ -45,7 +45,8 @@ class Attempt:
     started_at: str
     finished_at: str | None = None
     # running | completed | failed | interrupted | limited | blocked | continued (an iteration
-    # that went on) | stopped (the agent reported a fatal error)
+    # that went on) | stopped (the agent reported a fatal error) | paused (failed after the
+    # whole run was stopped, a machine asleep: no attempt)
     outcome: str = "running"
     iteration: int = 1
     reason: str | None = None
