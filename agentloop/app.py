@@ -13,7 +13,14 @@ from agentloop.plan import parse
 from agentloop.run.events import Emit, Event, EventLog, RunFinished, fan_out
 from agentloop.run.selection import PlanRow, plan_rows
 from agentloop.run.verify import task_checks
-from agentloop.state.project import Project, load_plan, load_state, open_project, state_from
+from agentloop.state.project import (
+    Project,
+    load_plan,
+    load_state,
+    open_project,
+    rehearsal_of,
+    state_from,
+)
 from agentloop.state.schema import State, now
 
 
@@ -47,9 +54,12 @@ class RunResult:
     summary: RunFinished
 
 
-def status(tasks_md: Path, cwd: Path) -> StatusView:
-    """Where each task stands; reads the state without the run lock (writes are atomic)."""
+def status(tasks_md: Path, cwd: Path, rehearsal: bool = False) -> StatusView:
+    """Where each task stands (in the last rehearsal, with `rehearsal`); reads the state without
+    the run lock (writes are atomic)."""
     project = open_project(tasks_md, cwd)
+    if rehearsal:
+        project = rehearsal_of(project)
     try:
         state, saved, changes = load_plan(project)
         note = ("no run yet" if not saved else
@@ -78,7 +88,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     """The plan: every task as it would run, which are done, where fresh sessions start."""
     check_usage(options)
     project = open_project(tasks_md, cwd)
-    if options.reset:
+    if options.reset or options.rehearse:  # a rehearsal starts afresh, apart from real progress
         state = state_from(project, parse.load(project.task_file))
     else:
         state, _ = load_state(project)
@@ -110,6 +120,11 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
         raise TaskFileError(f"the task file {tasks_md} is a symlink: point agent-loop at the "
                             f"file itself ({given.resolve()})")
     project = open_project(tasks_md, cwd)
+    if options.rehearse:
+        from agentloop.vcs.lanes import kind_of
+
+        kind_of(project.root, options.vcs)  # no repository: say so before anything is made
+        project = rehearsal_of(project)
     # Read and parsed before anything is touched: a missing or empty task file leaves no trace,
     # and --reset archives nothing for a file it could not run.
     parse.load(project.task_file)

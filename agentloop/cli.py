@@ -91,7 +91,10 @@ class _Command(click.Command):
 @click.option("--init", is_flag=True, help="Write a commented example plan to TASKS_MD.")
 @click.option("--rehearse", is_flag=True,
               help="Run the whole loop offline with a stand-in agent: each task makes a small "
-                   "visible edit, and its log says what a real run would send. Costs nothing.")
+                   "visible edit, and its log says what a real run would send. Costs nothing, "
+                   "needs a git or jj repository, and works in a copy and a state of its own: "
+                   "your branch, files and progress stay as they are. With --status: the last "
+                   "rehearsal's.")
 @click.option("--reset", is_flag=True,
               help="Archive the state and logs, then run the whole plan again from its first "
                    "task: done tasks are done again, and paid for again. In a terminal it asks "
@@ -199,7 +202,7 @@ def _dispatch(tasks_md: Path, cwd: Path, options: Any) -> int:
         for event in app.follow(tasks_md, cwd):
             console(event)
     elif options.status:
-        view = app.status(tasks_md, cwd)
+        view = app.status(tasks_md, cwd, options.rehearse)
         _print(render.status_json(view) if options.as_json else render.status_text(view, cwd))
     elif options.dry_run:
         plan = app.dry_run(tasks_md, cwd, options)

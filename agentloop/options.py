@@ -104,6 +104,9 @@ def usage_problem(options: RunOptions) -> str | None:
     if options.require_changes and options.vcs == "none" and not modes:
         return ("--require-changes needs version control to see a task's changes; use "
                 "--vcs auto, jj or git")
+    if options.rehearse and options.vcs == "none":
+        return ("--rehearse works in a working copy of its own, apart from your files, and "
+                "needs version control for that; drop --vcs none")
     if options.rehearse and options.agent != "claude":
         return "--rehearse stands in for the agent; it cannot be combined with --agent"
     return None

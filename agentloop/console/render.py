@@ -184,8 +184,24 @@ def closing_lines(result: RunResult, cwd: Path) -> list[str]:
         listed = ", ".join(str(i) for i in result.summary.unfinished)
         lines.append(f"not completed: task(s) {listed}; "
                      f"`{shlex.join(['agent-loop', task_file, '--status'])}` says why")
+    if state.agent == "rehearse":
+        return lines + rehearsal_lines(result, task_file, cwd)
     lines += undo_lines(state, task_file)
     return lines
+
+
+def rehearsal_lines(result: RunResult, task_file: str, cwd: Path) -> list[str]:
+    """Where a rehearsal's changes are, and that nothing of the user's moved."""
+    from agentloop.run.rehearsal import lane_name
+    from agentloop.vcs.workspaces import BRANCH_PREFIX, JJ_PREFIX, lanes_dir
+
+    copy = lanes_dir(result.project.root) / lane_name(result.project)
+    where = (f"branch {BRANCH_PREFIX}{copy.name}" if result.state.vcs == "git"
+             else f"jj workspace {JJ_PREFIX}{copy.name}")
+    status = shlex.join(["agent-loop", task_file, "--status", "--rehearse"])
+    return [f"rehearsal: its changes are on {where}, in {shown(copy, Path('/'), cwd)}; your "
+            f"branch and files are as they were. Its state is its own (`{status}`); the real "
+            f"run starts from the plan itself: `{shlex.join(['agent-loop', task_file])}`"]
 
 
 def undo_lines(state: State, task_file: str) -> list[str]:

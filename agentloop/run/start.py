@@ -10,7 +10,7 @@ from functools import partial
 from agentloop.agents import AGENTS, make_agent
 from agentloop.errors import StateError
 from agentloop.options import RunOptions
-from agentloop.run import distill, remembered, retry
+from agentloop.run import distill, rehearsal, remembered, retry
 from agentloop.run.context import Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
@@ -26,8 +26,12 @@ DEFAULT_AGENT = "claude"
 
 
 def start_run(project: Project, options: RunOptions, emit: Emit) -> tuple[State, RunFinished]:
-    """Everything a run does while it holds the lock."""
-    notes, leftovers = [], []
+    """Everything a run does while it holds the lock (a rehearsal's: `project` is its own)."""
+    notes: list[str] = []
+    leftovers: list[Change] = []
+    kind, task_file = None, project.task_file
+    if options.rehearse:
+        project, kind, task_file, notes = rehearsal.prepare(project, options.vcs)
     if options.reset:
         leftovers = _open_changes(project)
         archived = project.store.archive(now())
@@ -35,6 +39,8 @@ def start_run(project: Project, options: RunOptions, emit: Emit) -> tuple[State,
             shown = project.store.relative(archived)
             notes.append(f"reset: the old state and logs are in {shown}")
     state, saved, changes = load_plan(project)
+    if not options.rehearse:
+        notes += rehearsal.check_real_run(project, state, saved)
     options, dropped = remembered.recall(options, state.remembered)
     if dropped:
         notes.append(dropped)
@@ -50,9 +56,9 @@ def start_run(project: Project, options: RunOptions, emit: Emit) -> tuple[State,
     if options.only is not None:
         check_single(state, options.only, options.max_attempts, options.again)
     agent.check()
-    kind = vcs_kind(options.vcs, state if saved else None)
-    notes += preflight(kind, project.root, project.task_file)
-    vcs = open_vcs(kind, project.root, project.task_file, options.allow_dirty)
+    kind = kind or vcs_kind(options.vcs, state if saved else None)
+    notes += preflight(kind, project.root, task_file)
+    vcs = open_vcs(kind, project.root, task_file, options.allow_dirty)
     notes += vcs.prepare()
     project.store.hold_vcs_lock()  # the repository prepare() may just have made
     for change in leftovers:  # an interrupted attempt of the old state's: history drops it
@@ -76,7 +82,8 @@ def choose_agent(options: RunOptions, state: State | None) -> str:
     if asked not in AGENTS:
         raise StateError(f"unknown agent {asked!r}: choose one of {', '.join(sorted(AGENTS))}")
     began = state.agent if state is not None else None
-    if began is None or began == asked or options.rehearse or began == "rehearse":
+    # A rehearsal's state is its own (agentloop.run.rehearsal): neither passes for the other.
+    if began is None or began == asked or options.rehearse:
         return asked
     if options.agent == DEFAULT_AGENT:
         return began

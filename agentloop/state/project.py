@@ -46,6 +46,12 @@ def open_project(task_file: Path, cwd: Path) -> Project:
     return Project(path, root, Store(root, plan_folder(root, path)))
 
 
+def rehearsal_of(project: Project) -> Project:
+    """The same plan's rehearsal: its state in `<plan folder>/rehearsal/`, never the plan's."""
+    return Project(project.task_file, project.root,
+                   Store(project.root, project.store.dir / "rehearsal"))
+
+
 def plan_folder(root: Path, task_file: Path) -> Path:
     """Where this plan's state, logs and learnings live (see the module doc)."""
     try:
