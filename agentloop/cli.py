@@ -14,15 +14,18 @@ import click
 
 from agentloop import __version__
 from agentloop.agents import AGENTS
+from agentloop.console.help import SectionedCommand
 from agentloop.errors import (
     AgentBlocked,
     AgentLoopError,
     BudgetReached,
     Interrupted,
     RunStopped,
+    SettingsError,
     UsageError,
 )
 from agentloop.files import jsonbytes
+from agentloop.settings.schema import Assignment, VariableName
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -36,10 +39,6 @@ def resume_command(args: list[str]) -> str:
 
     return shlex.join(["agent-loop", *continue_args(args)])
 
-
-def _interactive() -> bool:
-    """Whether a person can answer a question: stdin is a terminal (CI's is not)."""
-    return sys.stdin.isatty()
 
 
 def _with_budget(args: list[str], budget: float) -> list[str]:
@@ -65,7 +64,7 @@ def _crash(exc: BaseException) -> None:
     click.echo(f"agent-loop: internal error: {exc!r}{where}", err=True)
 
 
-class _Command(click.Command):
+class _Command(SectionedCommand):
     """Keeps the arguments as given, for the exact command that resumes a run."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -73,15 +72,29 @@ class _Command(click.Command):
         return super().parse_args(ctx, args)
 
 
-@click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("tasks_md", type=click.Path(path_type=Path))
-@click.option("--agent", type=click.Choice(sorted(AGENTS)), default="claude", show_default=True,
+class _AgentChoice(click.Choice):
+    """The agents a user picks; the offline stand-in is a mode (--rehearse), not one of them."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "rehearse":
+            self.fail("a rehearsal is a mode, not an agent: use --rehearse", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+# --help's sections: an option added here needs its word in console.help.SECTIONS too.
+@click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]},
+               epilog="The options that shape a run are settings too: agent-loop.toml or "
+                      "[tool.agent-loop] in pyproject.toml, ~/.config/agent-loop/config.toml, "
+                      "AGENT_LOOP_<OPTION> variables; --show-settings shows what applies.")
+@click.argument("tasks_md", type=click.Path(path_type=Path), required=False)
+@click.option("--agent", type=_AgentChoice(sorted(a for a in AGENTS if a != "rehearse")),
+              default="claude", show_default=True,
               help="The coding agent that does the tasks (a run goes on with the one it began "
                    "with unless --reset).")
-@click.option("--agent-program", "--claude", "agent_program", default=None,
+@click.option("--agent-program", "--claude", "agent_program", metavar="PATH", default=None,
               help="The agent's program [default: claude or codex on PATH; env "
                    "AGENT_LOOP_CLAUDE / AGENT_LOOP_CODEX].")
-@click.option("--model", default=None,
+@click.option("--model", metavar="NAME", default=None,
               help="Model for the tasks [default: the agent's; claude: opus].")
 @click.option("--dry-run", is_flag=True, help="Show what would run; run and write nothing.")
 @click.option("--status", is_flag=True, help="Show where each task stands.")
@@ -102,79 +115,137 @@ class _Command(click.Command):
 @click.option("--yes", is_flag=True, help="With --reset: do not ask before redoing done tasks.")
 @click.option("--vcs", type=click.Choice(["auto", "jj", "git", "none"]), default="auto",
               show_default=True, help="Where each task's change goes.")
-@click.option("--allow-dirty", is_flag=True,
+@click.option("--allow-dirty/--no-allow-dirty", default=False,
               help="git: run even with uncommitted changes (they stay out of task commits).")
-@click.option("--task-timeout", type=click.FloatRange(min=1), default=7200, show_default=True,
+@click.option("--task-timeout", metavar="SECONDS", type=click.FloatRange(min=1),
+              default=7200, show_default=True,
               help="Stop an agent run after this many seconds (counts as a transient failure).")
-@click.option("--max-attempts", type=click.IntRange(1, 5), default=5, show_default=True,
+@click.option("--max-attempts", metavar="N", type=click.IntRange(1, 5),
+              default=5, show_default=True,
               help="Attempts per task in all; 5 is the hard cap.")
-@click.option("--retry-model", default=None,
+@click.option("--retry-model", metavar="NAME", default=None,
               help="Model of the advisor that judges a failed attempt [default: the agent's "
                    "small model; claude: haiku].")
-@click.option("--max-limit-waits", type=click.IntRange(min=0), default=5, show_default=True,
+@click.option("--max-limit-waits", metavar="N", type=click.IntRange(min=0),
+              default=5, show_default=True,
               help="Usage-limit waits before the run stops.")
-@click.option("--max-failures", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--max-failures", metavar="N", type=click.IntRange(min=1),
+              default=3, show_default=True,
               help="Failed tasks in a row before the run stops as stuck.")
-@click.option("--backoff", type=click.FloatRange(min=0), default=30, show_default=True,
+@click.option("--backoff", metavar="SECONDS", type=click.FloatRange(min=0),
+              default=30, show_default=True,
               help="First wait in seconds after a transient failure or a limit without a "
                    "reset time; doubles each time.")
-@click.option("--iterations", type=click.IntRange(1, 50), default=1, show_default=True,
+@click.option("--iterations", metavar="N", type=click.IntRange(1, 50), default=1, show_default=True,
               help="Runs of one task in its session until the agent says TASK_COMPLETE.")
-@click.option("--task", "only", type=click.IntRange(min=1), default=None,
-              help="Run only task N (as numbered by --dry-run), leaving the others as they are.")
+@click.option("--task", multiple=True, metavar="N",
+              help="Run only these tasks (as numbered by --dry-run), leaving the others as they "
+                   "are: a number, a range or a list (--task 6, --task 3-5,8); repeatable.")
+@click.option("--group", default=None, metavar="G",
+              help="Run only the tasks of one group: its number in --dry-run or its heading "
+                   "(any case).")
 @click.option("--again", is_flag=True,
-              help="With --task N: run a completed, failed or blocked task once more, in a new "
-                   "change.")
-@click.option("--include-optional", is_flag=True,
-              help="Also run tasks the plan marks optional (`- [ ]*`).")
-@click.option("--sleep", type=click.FloatRange(min=0), default=0, show_default=True,
+              help="With --task or --group: run completed, failed or blocked tasks once more, "
+                   "each in a new change.")
+@click.option("--include-optional/--no-include-optional", default=False,
+              help="Also run the tasks a plan marks optional (Kiro's box with a star: "
+                   "`- [ ]*`).")
+@click.option("--sleep", metavar="SECONDS", type=click.FloatRange(min=0),
+              default=0, show_default=True,
               help="Seconds to wait between tasks (Ctrl+C ends the wait at once).")
-@click.option("--budget", type=click.FloatRange(min=0), default=None,
+@click.option("--budget", metavar="USD", type=click.FloatRange(min=0), default=None,
               help="USD: the most this plan may cost since its last --reset; no task starts "
                    "once that much is spent. A re-run without --budget keeps the last one.")
-@click.option("--task-budget", type=click.FloatRange(min=0), default=None,
+@click.option("--task-budget", metavar="USD", type=click.FloatRange(min=0), default=None,
               help="USD: the cap on one agent run (the agent's own limit, where it has one).")
-@click.option("--no-distill", is_flag=True,
-              help="Keep the plain commit message; skip the small-model summary.")
-@click.option("--distill-model", default=None,
+@click.option("--distill/--no-distill", default=True,
+              help="A small model writes each change's commit message (--no-distill: keep the "
+                   "plain one).")
+@click.option("--distill-model", metavar="NAME", default=None,
               help="Model that writes each change's commit message [default: the agent's small "
                    "model].")
-@click.option("--review", is_flag=True,
+@click.option("--review/--no-review", default=False,
               help="A fresh, read-only reviewer checks each task's diff; its feedback goes back "
                    "to the developer until it approves.")
-@click.option("--review-model", default=None,
+@click.option("--review-model", metavar="NAME", default=None,
               help="Model of the reviewer [default: the agent's; claude: sonnet].")
-@click.option("--max-review-rounds", type=click.IntRange(1, 10), default=3, show_default=True,
+@click.option("--max-review-rounds", metavar="N", type=click.IntRange(1, 10),
+              default=3, show_default=True,
               help="Reviews of one task before it is left unapproved (its change kept).")
 @click.option("--check", multiple=True, metavar="CMD",
               help="A command line that must pass (exit 0) after each task, run by your shell in "
                    "the repository root; repeatable. It runs once before the first task too "
                    "(baseline), and a failure goes back to the agent to fix.")
-@click.option("--check-timeout", type=click.FloatRange(min=1), default=600, show_default=True,
+@click.option("--check-timeout", metavar="SECONDS", type=click.FloatRange(min=1),
+              default=600, show_default=True,
               help="Seconds before a check is stopped (with everything it started) and failed.")
-@click.option("--check-rounds", type=click.IntRange(0, 10), default=2, show_default=True,
+@click.option("--check-rounds", metavar="N", type=click.IntRange(0, 10),
+              default=2, show_default=True,
               help="Fix runs of a task in the same session while a check fails, before its "
                    "attempt fails.")
-@click.option("--require-changes", is_flag=True,
+@click.option("--require-changes/--no-require-changes", default=False,
               help="A task that changes no files is a failed attempt.")
+# -- settings, hooks and the agent's environment (README "Settings", "Hooks") --
+@click.option("--env", "env", multiple=True, type=Assignment(),
+              help="Set a variable for the agent: NAME=VALUE; repeatable.")
+@click.option("--env-exclude", multiple=True, type=VariableName(),
+              help="Remove a variable from the agent's environment; repeatable.")
+@click.option("--on-finish", default=None, metavar="CMD",
+              help="A command line your shell runs when the run ends, however it ends.")
+@click.option("--on-task", default=None, metavar="CMD",
+              help="A command line your shell runs after each completed task.")
+@click.option("--hook-timeout", metavar="SECONDS", type=click.FloatRange(min=1), default=60,
+              show_default=True,
+              help="Seconds before a hook is stopped (with everything it started).")
+@click.option("--show-settings", is_flag=True,
+              help="Print every setting and where it came from (with --json: as JSON).")
 @click.version_option(__version__, "--version", prog_name="agent-loop")
-def command(tasks_md: Path, **params: Any) -> None:
-    """Let a coding agent work through TASKS_MD: one task, one agent run, one change."""
+def command(tasks_md: Path | None, **params: Any) -> None:
+    """Let a coding agent work through TASKS_MD: one task, one agent run, one change.
+    `agent-loop --status` alone lists every plan of the repository."""
     # Imported after parsing, so --help and --version stay fast.
     from agentloop.options import RunOptions, check_usage
 
-    args = click.get_current_context().meta["argv"]
-    options = RunOptions.from_params({**params, "command": tuple(args)})
+    ctx = click.get_current_context()
+    args = ctx.meta["argv"]
+    if tasks_md is None and not (params["status"] and not params["follow"]):
+        raise click.UsageError("Missing argument 'TASKS_MD' (only --status works without one).",
+                               ctx)
+    params = {**params, "command": tuple(args)}
+    options = RunOptions.from_params(params)
     try:
+        # Settings belong to a plan; `--status` alone (every plan) reads none.
+        effective = _settings(tasks_md, params) if tasks_md is not None else None
+        if effective is not None:
+            options = RunOptions.from_params({**params, **effective.values})
         check_usage(options)
+        if options.show_settings and effective is not None:
+            _show_settings(effective, options.as_json)
+            sys.exit(0)
         code = _dispatch(tasks_md, Path.cwd(), options)
     except (KeyboardInterrupt, AgentLoopError) as exc:
-        code = _report(exc, args)
+        code = _report(exc, args, options.as_json)
     except Exception as exc:
         if not _from_a_stop(exc):
             raise
-        code = _report(KeyboardInterrupt(), args)
+        code = _report(KeyboardInterrupt(), args, options.as_json)
     sys.exit(code)
+
+
+def _settings(tasks_md: Path, params: dict[str, Any]) -> Any:
+    """The settings from every source, the command line's own first (agentloop.settings)."""
+    from agentloop.settings.merge import resolve
+
+    ctx = click.get_current_context()
+    given = {name for name in params
+             if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE}
+    return resolve(ctx.command.params, params, given, tasks_md, Path.cwd())
+
+
+def _show_settings(effective: Any, as_json: bool) -> None:
+    from agentloop.settings import show
+
+    _print(show.as_json(effective) if as_json else show.text(effective))
 
 
 def _from_a_stop(exc: BaseException) -> bool:
@@ -191,12 +262,17 @@ def _from_a_stop(exc: BaseException) -> bool:
     return False
 
 
-def _dispatch(tasks_md: Path, cwd: Path, options: Any) -> int:
+def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
     """Run the one operation the options ask for, print what it returns; the exit code."""
     from agentloop import app
     from agentloop.console import render
     from agentloop.console.live import Console
 
+    if tasks_md is None:  # --status alone: every plan of the repository
+        root, plans = app.overview(cwd)
+        _print(render.overview_json(root, plans) if options.as_json
+               else render.overview_text(root, plans, cwd))
+        return 0
     if options.status and options.follow:
         console = Console(live=False, cwd=cwd)
         for event in app.follow(tasks_md, cwd):
@@ -212,8 +288,10 @@ def _dispatch(tasks_md: Path, cwd: Path, options: Any) -> int:
     else:
         from agentloop.run.summary import exit_code
 
-        if options.reset and not options.yes and _interactive() and \
-                not _reset_confirmed(app.redone_by_reset(tasks_md, cwd)):
+        from agentloop.console.confirm import reset_allowed
+
+        if options.reset and not options.yes and \
+                not reset_allowed(lambda: app.redone_by_reset(tasks_md, cwd)):
             click.echo("agent-loop: nothing was changed (no --reset)", err=True)
             return 1
         result = app.run(tasks_md, cwd, options, Console(cwd=cwd))
@@ -223,26 +301,31 @@ def _dispatch(tasks_md: Path, cwd: Path, options: Any) -> int:
     return 0
 
 
-def _reset_confirmed(redone: int) -> bool:
-    """Ask before a --reset has the agent do (and bill) finished tasks again."""
-    if not redone:
-        return True
-    try:
-        return click.confirm(f"--reset archives the state and runs the plan again: {redone} "
-                             f"done task(s) will be done again by the agent, and paid for "
-                             f"again. Go on?", default=False, err=True)
-    except click.exceptions.Abort:  # Ctrl+C or end of input at the question: a no
-        return False
+def _report(exc: BaseException, args: list[str], as_json: bool = False) -> int:
+    """One line on stderr for a stop or an error (with --json, also a JSON document on
+    stdout); its exit code."""
+    code = _report_line(exc, args)
+    if as_json:
+        _print(json_error(str(exc) or "interrupted", code))
+    return code
 
 
-def _report(exc: BaseException, args: list[str]) -> int:
-    """One line on stderr for a stop or an error; its exit code."""
+def json_error(message: str, code: int) -> dict[str, Any]:
+    """An error as a --json consumer reads it, on stdout (schema as every JSON we print)."""
+    from agentloop.console.render import SCHEMA
+
+    return {"schema": SCHEMA, "error": message, "exit_code": code}
+
+
+def _report_line(exc: BaseException, args: list[str]) -> int:
     again = resume_command(args)
     if isinstance(exc, (KeyboardInterrupt, Interrupted)):
         click.echo(f"\nagent-loop: interrupted; state saved. Resume with: {again}", err=True)
         return 130
     assert isinstance(exc, AgentLoopError)
-    if isinstance(exc, UsageError):
+    if isinstance(exc, SettingsError):
+        click.echo(f"agent-loop: settings: {exc}", err=True)
+    elif isinstance(exc, UsageError):
         click.echo(f"agent-loop: usage: {exc}", err=True)
     elif isinstance(exc, BudgetReached):
         more = resume_command(_with_budget(args, 2 * max(exc.spent, exc.budget)))
@@ -276,6 +359,8 @@ def main() -> None:
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
+        if "--json" in sys.argv[1:]:
+            _print(json_error(exc.format_message(), exc.exit_code))
         sys.exit(exc.exit_code)
     except SystemExit:
         raise

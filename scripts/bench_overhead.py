@@ -1,13 +1,17 @@
 """What agent-loop costs on top of the agent: measured side by side with a bare shell loop.
 
-Run: .venv/bin/python scripts/bench_overhead.py [--sizes 10,100,1000] [--backends git,jj]
-                                               [--flood-lines 500000] [--profile]
+Run: .venv/bin/python scripts/bench_overhead.py [--sizes 10,200] [--backends git,jj]
+                                               [--flood-lines 500000] [--before DIR]
 
 * Per-task overhead: agent-loop runs N tasks with scripts/instant_claude (an agent that writes
   one file and prints its stream-json init and result lines at once), and a bash loop runs the
   same agent and the very VCS commands the backend runs per task (traced from the tool itself
   and printed below), nothing else. "per task" leaves out agent-loop's fixed start-up (a run
   with nothing left to do); "whole run" keeps it.
+* Against the loop a person writes (the agent, then `git add -A && git commit`), whole runs
+  start-up included: the cost per task as the slope from the smallest size to the largest, and
+  the whole run at the smallest size. `--before DIR` measures an older checkout in the same
+  rounds (`git worktree add ../before <rev>`), so before and after come from one run.
 * Growth: the per-task cost at the largest size over the one at the smallest.
 * Peak RSS of agent-loop (and the agent; os.wait4) while the agent prints ~1 KB lines
   (500,000 of them: 500 MB).
@@ -15,7 +19,8 @@ Run: .venv/bin/python scripts/bench_overhead.py [--sizes 10,100,1000] [--backend
 * Checks: the per-task cost of `--check true` (a check that takes no time) over a run without
   it, against the cost of starting that one check process (goal: at most 1.5x it).
 
-Goals: per task <= 1.15x the bare loop; growth <= 1.2x; RSS < 80 MB. Exits 0 either way: the
+Goals: per task <= 1.15x the bare loop and the person's loop; the smallest run <= 1.5x the
+person's loop; growth <= 1.2x; RSS < 80 MB. Exits 0 either way: the
 figures are for reading. Runs without a commit-message call per task (`--no-distill`): that is
 one more agent call, the product's choice, not orchestration.
 """
@@ -35,7 +40,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 AGENT = REPO / "scripts" / "instant_claude"
-GOALS = {"per task": 1.15, "growth": 1.2, "rss_mb": 80.0, "checks": 1.5}
+GOALS = {"per task": 1.15, "small run": 1.5, "growth": 1.2, "rss_mb": 80.0, "checks": 1.5}
 PER_GROUP = 10
 SYSTEM_PROMPT = "(agent-loop's rules; the bare loop passes a placeholder)"
 
@@ -124,8 +129,11 @@ def new_repo(folder: Path, backend: str, tasks: int, env: dict[str, str]) -> Pat
     return work
 
 
-def tool(work: Path, backend: str, env: dict[str, str], *extra: str) -> float:
-    """Wall seconds of one `agent-loop tasks.md` run."""
+def tool(work: Path, backend: str, env: dict[str, str], *extra: str,
+         source: Path | None = None) -> float:
+    """Wall seconds of one `agent-loop tasks.md` run (`source`: of that checkout's agentloop)."""
+    if source is not None:
+        env = {**env, "PYTHONPATH": str(source)}
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", backend,
                            "--no-distill", *extra], cwd=work, env=env,
@@ -182,7 +190,8 @@ def trace(folder: Path, backend: str, env: dict[str, str]) -> list[str]:
     return calls[last[1] + 1: last[2] + 1]
 
 
-def measure(folder: Path, backend: str, sizes: list[int], env: dict[str, str]) -> dict[int, dict[str, float]]:
+def measure(folder: Path, backend: str, sizes: list[int], env: dict[str, str],
+            before: Path | None = None) -> dict[int, dict[str, float]]:
     """For each size, in seconds: agent-loop's run and its start-up (a run with nothing left
     to do), the bare loop, and the person's loop; each the median of several rounds that run
     all of them in turn, so a slow moment of the machine weighs on every side alike (7 rounds
@@ -191,11 +200,15 @@ def measure(folder: Path, backend: str, sizes: list[int], env: dict[str, str]) -
     results = {}
     for size in sizes:
         rounds = 7 if size <= 100 else 3
-        seen: dict[str, list[float]] = {"tool": [], "idle": [], "bare": [], "plain": []}
+        seen: dict[str, list[float]] = {"tool": [], "idle": [], "bare": [], "plain": [],
+                                        "before": []}
         for r in range(rounds):
             work = new_repo(folder / f"{backend}-{size}-{r}-tool", backend, size, env)
             seen["tool"].append(tool(work, backend, env))
             seen["idle"].append(tool(work, backend, env))  # nothing left to do
+            if before is not None:
+                old = new_repo(folder / f"{backend}-{size}-{r}-before", backend, size, env)
+                seen["before"].append(tool(old, backend, env, source=before))
             plain = new_repo(folder / f"{backend}-{size}-{r}-bare", backend, size, env)
             seen["bare"].append(bare(plain, backend, size, env))
             if backend == "git":
@@ -207,6 +220,7 @@ def measure(folder: Path, backend: str, sizes: list[int], env: dict[str, str]) -
         mid["tool"] = mid["idle"] + work_part
         results[size] = mid
         person = f", agent + git add/commit {mid['plain']:7.2f}s" if seen["plain"] else ""
+        person += f", before {mid['before']:7.2f}s" if seen["before"] else ""
         print(f"  {backend} {size:>5} tasks ({rounds} round{'s' * (rounds > 1)}, medians): "
               f"agent-loop {mid['tool']:7.2f}s (start-up {mid['idle']:.2f}s), bare loop "
               f"{mid['bare']:7.2f}s{person}", flush=True)
@@ -231,6 +245,7 @@ def report(backend: str, results: dict[int, dict[str, float]]) -> None:
                   f"({floor * 1000:.1f} ms/task): {tool_task / floor:5.2f}x "
                   f"({verdict(tool_task / floor, GOALS['per task'])})")
     small, large = min(per_task), max(per_task)
+    floors(results, small, large)
     if small != large:
         growth = per_task[large][0] / per_task[small][0]
         bare_growth = per_task[large][1] / per_task[small][1]
@@ -239,6 +254,28 @@ def report(backend: str, results: dict[int, dict[str, float]]) -> None:
               f"so agent-loop's part grew {growth / bare_growth:.2f}x "
               f"({(per_task[small][0] - per_task[small][1]) * 1000:.1f} -> "
               f"{(per_task[large][0] - per_task[large][1]) * 1000:.1f} ms/task)")
+
+
+def floors(results: dict[int, dict[str, float]], small: int, large: int) -> None:
+    """The figures against the loop a person writes (agent, then `git add -A && git commit`),
+    whole runs from the command line, start-up included: the slope per task from the smallest
+    size to the largest, and the whole run at the smallest size; for this checkout and, with
+    --before, for an older one measured in the same rounds."""
+    s, b = results[small], results[large]
+    if s["plain"] == float("inf"):
+        return
+    plain_slope = (b["plain"] - s["plain"]) / (large - small) if large != small else None
+    for name, key in (("agent-loop", "tool"), ("before", "before")):
+        if s[key] == float("inf"):
+            continue
+        line = (f"  {name:>10}: {small}-task run {s[key]:.3f}s against {s['plain']:.3f}s: "
+                f"{s[key] / s['plain']:5.2f}x ({verdict(s[key] / s['plain'], GOALS['small run'])})")
+        if plain_slope:
+            slope = (b[key] - s[key]) / (large - small)
+            line += (f"; per task {small}->{large}: {slope * 1000:.1f} ms against "
+                     f"{plain_slope * 1000:.1f} ms: {slope / plain_slope:5.2f}x "
+                     f"({verdict(slope / plain_slope, GOALS['per task'])})")
+        print(line)
 
 
 def verdict(value: float, goal: float) -> str:
@@ -306,6 +343,9 @@ def main() -> int:
     parser.add_argument("--check-tasks", type=int, default=100,
                         help="tasks of the --check true measurement (0: skip it)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="a checkout of an older agent-loop (e.g. `git worktree add "
+                             "../before <rev>`), measured in the same rounds")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     folder = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
@@ -316,7 +356,7 @@ def main() -> int:
             per_task = trace(folder / f"{backend}-trace", backend, env)
             print(f"\n{backend}: {len(per_task)} {backend} commands per task, traced from "
                   f"agent-loop and replayed by the bare loop: {', '.join(per_task)}")
-            report(backend, measure(folder, backend, sizes, env))
+            report(backend, measure(folder, backend, sizes, env, args.before))
         largest = folder / f"{args.backends.split(',')[0]}-{max(sizes)}-0-tool"
         print()
         commands(largest, env, max(sizes))

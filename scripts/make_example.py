@@ -65,9 +65,14 @@ def main() -> None:
         (work / "tasks.md").write_text(TASKS)
         subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
                         "--check", CHECK], cwd=work, env={**env, "SHELL": "/bin/sh"}, check=True)
+        # The example settings file is written by hand, not by a run: it stays.
+        settings = TARGET / "agent-loop.toml"
+        kept = settings.read_text(encoding="utf-8") if settings.exists() else None
         if TARGET.exists():
             shutil.rmtree(TARGET)
         TARGET.mkdir()
+        if kept is not None:
+            settings.write_text(kept, encoding="utf-8")
         shutil.copy(work / "tasks.md", TARGET / "tasks.md")
         shutil.copy(work / ".agent-loop" / "state.json", TARGET / "state.json")
         shutil.copytree(work / ".agent-loop" / "logs", TARGET / "logs")

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
+
+# Started from a background job (`nohup pytest … &` in a script), the shell leaves SIGINT
+# ignored, and an ignored signal stays ignored across exec: every agent-loop a test starts would
+# shrug off the Ctrl+C the test sends it. A handler (unlike SIG_IGN) is reset to the default in
+# a child, so the children start as they would from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 pytest_plugins = ["tests.claude_cli", "tests.codex_cli"]
 
@@ -60,6 +68,11 @@ def hermetic_seal(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
                 "AGENT_LOOP_CLAUDE", "NO_COLOR", "OPENAI_API_KEY", "OPENAI_BASE_URL",
                 "CODEX_HOME", "AGENT_LOOP_CODEX"):
         monkeypatch.delenv(var, raising=False)
+    # Nor may the developer's own settings variables (AGENT_LOOP_MODEL, …) reach a run.
+    from agentloop.settings.keys import KEYS, env_name
+
+    for key in KEYS:
+        monkeypatch.delenv(env_name(key), raising=False)
     # Tests run as root here (and in CI); the real CLI then wants IS_SANDBOX=1, and so does
     # agent-loop's own check. Tests of the refusal remove it.
     monkeypatch.setenv("IS_SANDBOX", "1")

@@ -69,9 +69,13 @@ def test_status_before_and_after_a_run(work: Path, fake_claude: FakeClaude) -> N
 def test_plain_run_then_rerun_runs_nothing_twice(work: Path, fake_claude: FakeClaude) -> None:
     code, out, _ = invoke("tasks.md", "--vcs", "none")
     assert code == 0
-    assert "[1/4] (ungrouped) > early task" in out and "3 completed, 1 skipped" in out
+    # The counter counts what this run takes (3 of the plan's 4), the task's number beside it.
+    assert "agent-loop: 3 of 4 task(s) to run, 1 done already (vcs: none" in out
+    assert "\n[1/3] task 1: (ungrouped) > early task\n" in out
+    assert "\n[3/3] task 4: Build > numbered one\n" in out and "/4]" not in out
+    assert "3 completed, 1 skipped" in out
     code, out, _ = invoke("tasks.md", "--vcs", "none")
-    assert code == 0 and "0 of 4 task(s) to run" in out
+    assert code == 0 and "0 of 4 task(s) to run, 4 done already (vcs" in out
     assert len(fake_claude.calls()) == 3
 
 
@@ -239,7 +243,7 @@ def test_reset_in_a_terminal_asks_before_it_redoes_done_tasks(
     assert code == 0 and out.count("starts a fresh session") == 2
     assert "[1/4] (ungrouped) > early task  (starts a fresh session)" in out
     assert (work / ".agent-loop" / "state.json").read_bytes() == state
-    monkeypatch.setattr("agentloop.cli._interactive", lambda: True)
+    monkeypatch.setattr("agentloop.console.confirm.interactive", lambda: True)
     result = CliRunner().invoke(command, ["tasks.md", "--vcs", "none", "--reset"], input="\n")
     assert "3 done task(s) will be done again by the agent, and paid for again. Go on? [y/N]" \
         in result.stderr
@@ -250,7 +254,7 @@ def test_reset_in_a_terminal_asks_before_it_redoes_done_tasks(
     assert result.exit_code == 0 and len(fake_claude.calls()) == 6
     code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset", "--yes")
     assert code == 0 and len(fake_claude.calls()) == 9
-    monkeypatch.setattr("agentloop.cli._interactive", lambda: False)  # CI: no one to ask
+    monkeypatch.setattr("agentloop.console.confirm.interactive", lambda: False)  # CI: no one to ask
     code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset")
     assert code == 0 and len(fake_claude.calls()) == 12
 

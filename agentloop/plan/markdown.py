@@ -4,6 +4,10 @@ context or check commands. General rules (README, "The task file"), no per-tool 
 - A file with at least one open checkbox (`[ ]`, `[-]`, `[~]`, `[/]`) is a checklist: its
   checkbox items are the tasks, its plain bullets are notes, never run. Otherwise every
   top-level item is a task.
+- A bullet that explains a bracket (`- [P] tasks = …`) or opens with one in a section about the
+  file (Notes, Legend, Format) is a note (agentloop.plan.legend).
+- An item numbered under the task before it (`1.1` after `1.`) is part of that task, as if it
+  were indented under it (agentloop.plan.numbering).
 - A heading `Task N…` (level 2 or deeper) starts a task section: one task, the heading and
   everything under it up to the next heading of the same or a higher level.
 - In a checklist, paragraphs and fences after a task item, before the next item or heading,
@@ -21,7 +25,9 @@ from marko import block
 from marko.parser import Parser
 from marko.source import Source
 
+from agentloop.plan import numbering
 from agentloop.plan.items import CHECKS_FENCE, check_lines, item_text, plain
+from agentloop.plan.legend import why_note
 
 UNGROUPED = "(ungrouped)"
 OPEN = (" ", "-", "~", "/")      # to do; the last three say "in progress"
@@ -41,6 +47,8 @@ class Item:
     marker: str | None      # None: no checkbox; else the box's character
     optional: bool = False  # Kiro's `[ ]*`
     steps: list[str] = field(default_factory=list)   # a task section's step markers
+    parts: list[str] = field(default_factory=list)   # when sub-tasks were folded in: its own
+    # text, then each sub-task's, as each reads on its own
 
 
 @dataclass
@@ -50,8 +58,10 @@ class Reading:
     items: list[Item] = field(default_factory=list)
     ignored: list[tuple[int, str, str]] = field(default_factory=list)   # (line, text, why)
     warnings: list[str] = field(default_factory=list)
+    folded: list[tuple[int, str, int]] = field(default_factory=list)   # (line, text, into line)
     checks: dict[str | None, list[str]] = field(default_factory=dict)
     context: str = ""
+    title: str = ""                 # the plan's `#` heading, if it has one
 
 
 class _SpannedListItem(block.ListItem):
@@ -105,14 +115,31 @@ class _Lines:
 def read(text: str) -> Reading:
     """The plan in `text` (LF line ends, no BOM)."""
     nodes = cast("list[block.BlockElement]", list(_Parser().parse(text).children))
-    checklist = any(body and box in OPEN for body, box, _ in
-                    (item_text(text[s:e]) for s, e in _item_spans(nodes)))
-    return _Walk(text, checklist).run(nodes)
+    return _Walk(text, _checklist(text, nodes)).run(nodes)
 
 
-def _item_spans(nodes: list[block.BlockElement]) -> list[tuple[int, int]]:
-    return [cast(_SpannedListItem, i).span for n in nodes if isinstance(n, block.List)
-            for i in n.children]
+def _checklist(text: str, nodes: list[block.BlockElement]) -> bool:
+    """Whether any top-level item has an open box, legends aside (`- [ ] = not started`)."""
+    headings: list[tuple[int, str]] = []
+    for node in nodes:
+        if isinstance(node, (block.Heading, block.SetextHeading)):
+            _under(headings, node)
+        elif isinstance(node, block.List):
+            for item in node.children:
+                start, end = cast(_SpannedListItem, item).span
+                body, box, _ = item_text(text[start:end])
+                if body and box in OPEN and why_note(body, box, [w for _, w in headings]) is None:
+                    return True
+    return False
+
+
+def _under(headings: list[tuple[int, str]], node: block.BlockElement) -> tuple[int, str]:
+    """`node`, a heading, as (level, plain words), put on the stack of the headings above."""
+    level = cast(int, getattr(node, "level", 1))
+    while headings and headings[-1][0] >= level:
+        headings.pop()
+    headings.append((level, " ".join(plain(node.children).split())))
+    return headings[-1]
 
 
 class _Walk:
@@ -126,6 +153,8 @@ class _Walk:
         self.section: tuple[int, int, Item] | None = None   # (level, start, item)
         self.pieces: list[str] = []      # the open section's text
         self.last: Item | None = None    # the task item a left-margin body joins
+        self.unit: tuple[str | None, Item] | None = None   # the last task, by its number
+        self.headings: list[tuple[int, str]] = []          # the headings above, outermost first
         self.context_end: int | None = None
         self.cut: list[tuple[int, int]] = []   # check blocks: never context, never task text
 
@@ -138,6 +167,7 @@ class _Walk:
                 self._node(node, start, end)
         self._close()
         self._context()
+        self.out.title = self.title
         return self.out
 
     def _in_section(self, node: block.BlockElement, start: int, end: int) -> bool:
@@ -173,12 +203,11 @@ class _Walk:
         elif isinstance(node, _BODY) and self.last is not None:
             self._body(node, start, end)
         elif isinstance(node, block.ThematicBreak):
-            self.last = None
+            self.last = self.unit = None
 
     def _heading(self, node: block.BlockElement, start: int, end: int) -> None:
-        self.last = None
-        words = " ".join(plain(node.children).split())
-        level = cast(int, getattr(node, "level", 1))
+        self.last = self.unit = None
+        level, words = _under(self.headings, node)
         if level >= 2 and _TASK_HEADING.match(words):
             group = self.group if self.grouped else (self.title or UNGROUPED)
             item = Item(group, self.lines.of(start), "", None)
@@ -205,15 +234,38 @@ class _Walk:
             if not body:
                 continue
             line = self.lines.of(start)
-            if self.checklist and marker is None:
-                self.out.ignored.append((line, _first(body), "a plain bullet in a checklist: "
-                                         "a note, not a task"))
+            if self._note(line, body, marker) or self._fold(line, body, start, end):
                 continue
             if marker is not None and marker not in OPEN + DONE:
                 self.out.warnings.append(f"line {line}: unknown box [{marker}]; read as to do")
             self._first_task(self.group_start if self.grouped else start)
             self.last = Item(self.group, line, body, marker, optional)
             self.out.items.append(self.last)
+            self.unit = (numbering.number(body), self.last)
+
+    def _note(self, line: int, body: str, marker: str | None) -> bool:
+        why = why_note(body, marker, [words for _, words in self.headings])
+        if why is None and self.checklist and marker is None:
+            why = "a plain bullet in a checklist: a note, not a task"
+        if why is not None:
+            self.out.ignored.append((line, _first(body if marker is None else
+                                                  f"[{marker}] {body}"), why))
+        return why is not None
+
+    def _fold(self, line: int, body: str, start: int, end: int) -> bool:
+        """A sub-task numbered under the task before it joins that task's text, written as it
+        would be indented under it."""
+        own, parent = numbering.number(body), self.unit[0] if self.unit else None
+        if self.unit is None or own is None or parent is None or not numbering.under(own, parent):
+            return False
+        item = self.unit[1]
+        item.parts = item.parts or [item.text]
+        blank = self.text[max(0, start - 80):start].rstrip(" \t").endswith("\n\n")
+        item.text += ("\n\n" if blank else "\n") + self.text[start:end].rstrip()
+        item.parts.append(body)
+        self.out.folded.append((line, _first(body), item.line))
+        self.last = item
+        return True
 
     def _body(self, node: block.BlockElement, start: int, end: int) -> None:
         source = self.text[start:end].rstrip()

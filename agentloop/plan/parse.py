@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agentloop.errors import TaskFileError
+from agentloop.plan.groups import numbered
 from agentloop.plan.items import CHECKS_FENCE  # noqa: F401  (re-exported for readers of plans)
 from agentloop.plan.markdown import DONE, UNGROUPED, Reading, _Parser, _SpannedListItem, read  # noqa: F401
 
@@ -25,6 +26,10 @@ TASK_SLUG_LIMIT = 40
 MAX_TASK_BYTES = 1024 * 1024
 
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
+# The reading's version: one more whenever the same file reads differently (2: legends are
+# notes, numbered sub-tasks fold). A state saved by an earlier reader is matched to the new
+# reading (agentloop.state.project), as if the file had changed.
+READER = 2
 
 
 @dataclass(frozen=True)
@@ -32,7 +37,7 @@ class Task:
     """One task: a list item under a `##` heading."""
 
     index: int          # 1-based over the whole file
-    group: str          # the `##` heading's text, or UNGROUPED for tasks before the first heading
+    group: str          # its group's name (agentloop.plan.groups): the `##` heading, suffixed if it repeats
     text: str           # the item's markdown source as written, list marker (and [ ]/[x]) removed
     line: int           # 1-based source line of the list item
     summary: str        # first line of text, whitespace folded, cut to about 60 characters
@@ -40,6 +45,9 @@ class Task:
     checked: bool       # written as `- [x]`: already done by the author's word, skipped
     checks: tuple[str, ...] = ()   # the plan's check commands for it: the file's, its group's
     optional: bool = False         # Kiro's `- [ ]*`: run only when asked (--include-optional)
+    # Sub-tasks folded in by their numbers: its own text, then each sub-task's as it reads on
+    # its own (so records saved before the folding find their task again); () if none.
+    parts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,8 @@ class TaskFile:
     ignored: tuple[tuple[int, str, str], ...] = ()   # (line, text, why) read but never run
     warnings: tuple[str, ...] = ()
     context: str = ""           # the text before the first task's group: every fresh session's
+    folded: tuple[tuple[int, str, int], ...] = ()   # (line, text, line of the task it joined)
+    title: str = ""             # the plan's `#` heading
 
 
 def file_hash(data: bytes) -> str:
@@ -70,12 +80,12 @@ def read_text(text: str) -> tuple[tuple[Task, ...], Reading]:
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     reading = read(text)
     checks = reading.checks
-    tasks = tuple(replace(_task(index, item.group, item.line, item.text,
-                                item.marker in DONE),
-                          optional=item.optional,
+    names = numbered(item.group for item in reading.items)
+    tasks = tuple(replace(_task(index, name, item.line, item.text, item.marker in DONE),
+                          optional=item.optional, parts=tuple(item.parts),
                           checks=tuple(dict.fromkeys(checks.get(None, []) +
                                                      checks.get(item.group, []))))
-                  for index, item in enumerate(reading.items, 1))
+                  for index, (item, name) in enumerate(zip(reading.items, names), 1))
     return tasks, reading
 
 
@@ -116,19 +126,7 @@ def load(path: Path) -> TaskFile:
 
 def from_bytes(path: Path, data: bytes) -> TaskFile:
     """Hash and parse the task file's bytes, already read; TaskFileError if it is unusable."""
-    global _parsed
     digest = file_hash(data)
-    # A run checks the file before it takes the lock, then reads it for its state: the same
-    # bytes are parsed once (the parse is most of a run's start-up on a long plan).
-    if _parsed is None or (_parsed.path, _parsed.sha256) != (path, digest):
-        _parsed = _parse(path, data, digest)
-    return _parsed
-
-
-_parsed: TaskFile | None = None   # the last file parsed (a TaskFile is frozen: safe to share)
-
-
-def _parse(path: Path, data: bytes, digest: str) -> TaskFile:
     tasks, reading = read_text(_decode(path, data))
     if not tasks:
         raise TaskFileError(f"task file {_shown(path)} has no tasks: "
@@ -141,7 +139,8 @@ def _parse(path: Path, data: bytes, digest: str) -> TaskFile:
                                 "KiB: put the long part in a file and name that file in the task")
     return TaskFile(path=path, sha256=digest, tasks=tasks,
                     ignored=tuple(reading.ignored), warnings=tuple(reading.warnings),
-                    context=reading.context)
+                    context=reading.context, folded=tuple(reading.folded),
+                    title=reading.title)
 
 
 def read_bytes(path: Path) -> bytes:

@@ -52,11 +52,13 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
                        read_only=role == "reviewer",
                        before=ledger.session_totals(run.state, resume, task))
     began = run.clock.monotonic()
-    result = run.agent.run(request, lambda text: run.emit(AgentActivity(text)))
+    result = run.agent.run(request, lambda now: run.emit(
+        AgentActivity(now.text, now.tool, now.tool_calls, now.turns)))
     ledger.record_result(task, attempt, result)
     run.save(task)
     limited = not result.ok and classify(run, result).kind == LIMIT
-    run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, limited))
+    run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, role,
+                           limited=limited))
     return attempt, result
 
 

@@ -1,15 +1,15 @@
-"""Typed events the runner emits; the console (and later other consumers) subscribe to them."""
+"""Typed events the runner emits; the console (and later other consumers) subscribe to them.
+An event's `lane` names the worker it is about ("": a run's one lane), for a console of several."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from pathlib import Path
-from typing import IO, Callable, Union, get_args
+from typing import Callable, Union, get_args
 
 import orjson
 
 from agentloop.agents import AgentResult, Totals
-from agentloop.files import held_open, jsonbytes
+from agentloop.files import jsonbytes
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,7 @@ class RunStarted:
     vcs: str
     notes: tuple[str, ...] = ()
     agent: str = ""
+    done: int = 0              # tasks done already (completed or checked off)
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,9 @@ class TaskStarted:
     summary: str
     attempt: int
     iteration: int = 1
+    position: int = 0          # its place among the tasks this run takes (0: not known)
+    count: int = 0             # how many tasks this run takes
+    lane: str = ""
 
 
 @dataclass(frozen=True)
@@ -51,13 +55,18 @@ class AgentStarted:
     resume: str | None
     agent: str = ""
     role: str = "developer"    # developer | reviewer
+    lane: str = ""
 
 
 @dataclass(frozen=True)
 class AgentActivity:
-    """A short line about what the agent is doing now."""
+    """What the agent is doing now: a short line, its last tool call, its counts so far."""
 
     text: str
+    tool: str = ""
+    tool_calls: int = 0
+    turns: int = 0          # 0: the agent does not say
+    lane: str = ""
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,8 @@ class AgentFinished:
     result: AgentResult
     seconds: float
     cost_usd: float     # this run's own cost (the CLI's total adds up over a resumed session)
+    role: str = "developer"    # developer | reviewer
+    lane: str = ""
     limited: bool = False   # a usage limit ended it: the wait that follows says so, once
 
 
@@ -150,6 +161,7 @@ class CheckStarted:
     command: str
     round: int
     log: str
+    lane: str = ""
 
 
 @dataclass(frozen=True)
@@ -191,6 +203,19 @@ class TaskFinished:
 
 
 @dataclass(frozen=True)
+class HookFinished:
+    """A hook ended (exit_code None: it could not start, or was stopped at its timeout)."""
+
+    hook: str                # on-finish | on-task
+    command: str
+    exit_code: int | None
+    seconds: float
+    timed_out: bool
+    log: str                 # hooks.log, which holds its output
+    index: int = 0           # on-task: the task
+
+
+@dataclass(frozen=True)
 class RunFinished:
     """The run ended (all done, or stopped); counts by status, cost and time."""
 
@@ -202,18 +227,17 @@ class RunFinished:
     notes: tuple[str, ...] = ()  # things the user should look at (tasks that keep stalling)
     tokens: tuple[tuple[str, int], ...] = ()   # token totals of the task file's runs so far
     unfinished: tuple[int, ...] = ()  # tasks this run set out to run that did not complete
+    completed: tuple[int, ...] = ()   # tasks this run completed with a change
     cost_known: bool = True      # False: some runs reported tokens but no dollars
 
 
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,
               ChangeAbandoned, RetryDecided, LimitWait, LimitWaitOver, MessageDistilled,
               TaskFinished, RunFinished, ReviewStarted, ReviewVerdict, CheckStarted,
-              CheckFinished, ChecksDone]
+              CheckFinished, ChecksDone, HookFinished]
 Emit = Callable[[Event], None]
 
-
-# -- events.jsonl --------------------------------------------------------------------------------
-# Every event is one JSON object a line: {"v": SCHEMA_VERSION, "type": <class name>,
+# events.jsonl: every event is one JSON object a line: {"v": SCHEMA_VERSION, "type": <class name>,
 # "time": <UTC ISO 8601>, <the event's fields>}. AgentFinished's `result` is an object with
 # AgentResult's fields. A new field or event type is a compatible change; renaming or removing
 # one raises SCHEMA_VERSION.
@@ -255,35 +279,6 @@ def from_json(line: bytes) -> Event | None:
         if isinstance(value, list):
             values[name] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
     return cls(**values)  # type: ignore[no-any-return]
-
-
-class EventLog:
-    """Appends every event to `.agent-loop/events.jsonl`; a reader elsewhere follows the file,
-    so no consumer of the log can slow the loop down."""
-
-    def __init__(self, path: Path, clock: Callable[[], str]) -> None:
-        self.path = path
-        self.clock = clock
-        self._out: IO[bytes] | None = None
-
-    def __call__(self, event: Event) -> None:
-        """Append one event; held open for the run, so that a file an agent deleted comes
-        back whole, earlier runs' events included."""
-        if self._out is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._out = open(self.path, "a+b")  # readable too: see held_open.put_back
-        else:
-            fresh = held_open.put_back(self.path, self._out)
-            if fresh is not None:
-                self._out.close()
-                self._out = fresh
-        self._out.write(to_json(event, self.clock()))
-        self._out.flush()  # a reader follows the file as it grows
-
-    def close(self) -> None:
-        if self._out is not None:
-            self._out.close()
-            self._out = None
 
 
 def fan_out(*consumers: Emit) -> Emit:

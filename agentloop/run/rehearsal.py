@@ -10,7 +10,6 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from agentloop.errors import StateError
 from agentloop.plan import parse
 from agentloop.state.project import Project, rehearsal_of
 from agentloop.state.schema import State
@@ -29,7 +28,7 @@ def prepare(project: Project, asked_vcs: str) -> tuple[Project, str, Path, list[
     # Its own folder, whatever the last rehearsal left there: a rehearsal is cheap to redo.
     shutil.rmtree(project.store.dir, ignore_errors=True)
     lane = lanes.open_lane(project.root, lane_name(project), kind)
-    where = project.store.relative(lane.path)
+    where = project.shown(lane.path)
     copy = replace(project, root=lane.path)
     rel = relative_to(project.task_file, project.root)
     task_file = lane.path / rel if rel else project.task_file
@@ -40,14 +39,10 @@ def prepare(project: Project, asked_vcs: str) -> tuple[Project, str, Path, list[
 
 
 def check_real_run(project: Project, state: State, saved: bool) -> list[str]:
-    """A real run after a rehearsal: the rehearsal's progress never counts (and an older
-    agent-loop's rehearsal, kept in the real state, must not pass for real work)."""
-    if saved and state.agent == "rehearse":
-        raise StateError("this plan's state was left by a rehearsal (an older agent-loop kept it "
-                         "with the real one), so no agent did its tasks: start the real run "
-                         "with --reset")
+    """A real run after a rehearsal says the rehearsal's progress is apart (an older
+    agent-loop's rehearsal, kept in the real state, is refused by run.start.choose_agent)."""
     rehearsed = rehearsal_of(project).store.state_path
     if not saved and rehearsed.exists():
-        return [f"the rehearsal's state ({project.store.relative(rehearsed.parent)}) is "
+        return [f"the rehearsal's state ({project.shown(rehearsed.parent)}) is "
                 "separate: this real run starts from the plan itself"]
     return []

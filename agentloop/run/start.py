@@ -5,75 +5,136 @@ The one place besides agents/ that turns names (`--agent`, `--vcs`) into program
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass, replace
 from functools import partial
 
-from agentloop.agents import AGENTS, make_agent
-from agentloop.errors import StateError
-from agentloop.options import RunOptions
+from agentloop.agents import AGENTS, child_env, make_agent
+from agentloop.errors import AgentLoopError, StateError
+from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
+from agentloop.plan import parse
 from agentloop.run import distill, rehearsal, remembered, retry
 from agentloop.run.context import Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
-from agentloop.run.selection import exhausted
+from agentloop.run.selection import select
 from agentloop.state.learnings import Learnings
-from agentloop.state.project import Project, load_plan
+from agentloop.plan.parse import TaskFile
+from agentloop.state.project import Project, load_plan, state_from
+from agentloop.state.reconcile import Reconciled
 from agentloop.state.schema import State, TaskState, now
 from agentloop.vcs import Change
 from agentloop.vcs.choose import open_vcs
+from agentloop.vcs.lanes import kind_of
 from agentloop.vcs.preflight import preflight
 
 DEFAULT_AGENT = "claude"
+# The stand-in agent has no helper model: its tasks keep the plain commit message, and the
+# console does not report a failed summary for every one of them.
+REHEARSAL = "rehearse"
 
 
-def start_run(project: Project, options: RunOptions, emit: Emit) -> tuple[State, RunFinished]:
-    """Everything a run does while it holds the lock (a rehearsal's: `project` is its own)."""
+@dataclass(frozen=True)
+class Admitted:
+    """A run that passed every check made before anything is touched."""
+
+    state: State
+    saved: bool                     # whether the state was saved before
+    changes: Reconciled | None      # what changed in the task file since (None: nothing)
+    options: RunOptions             # with the selection resolved (`only`)
+    agent: str
+    vcs: str                        # the backend's kind, before auto is resolved
+
+
+def admit(project: Project, options: RunOptions, plan: TaskFile | None = None) -> Admitted:
+    """What a run refuses before it touches anything, the same for --dry-run (which calls it
+    too): the options together, the plan and its state, the selection, the agent and the VCS
+    as named against those the plan began with. Not the agent's program or the working tree:
+    a dry run needs neither to be ready. `plan`: the task file as the caller read it."""
+    check_usage(options)
+    if options.rehearse:  # no repository, no rehearsal: said before anything is made
+        kind_of(project.root, options.vcs)
+    if options.reset or options.rehearse:  # the state a reset (or a rehearsal, always afresh)
+        # starts from, judged before the old one is archived
+        fresh = plan or parse.load(project.task_file)
+        state, saved, changes = state_from(project, fresh), False, None
+    else:
+        state, saved, changes = load_plan(project, plan)
+    earlier = state if saved else None
+    name = choose_agent(options, earlier)
+    kind = vcs_kind(options.vcs, earlier)
+    chosen = replace(options, only=select(state, options))
+    return Admitted(state, saved, changes, chosen, name, kind)
+
+
+def tree_warning(project: Project, admitted: Admitted) -> str | None:
+    """--dry-run: what the run would refuse in the working tree as it is now (uncommitted files
+    under git), as a warning: the tree may well be clean by the time the run starts."""
+    try:
+        vcs = open_vcs(admitted.vcs, project.root, project.task_file,
+                       admitted.options.allow_dirty)
+        uncommitted = getattr(vcs, "uncommitted", None)  # only git refuses a dirty tree
+        return uncommitted() if uncommitted is not None else None
+    except AgentLoopError as exc:
+        return str(exc)
+
+
+def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
+              ) -> tuple[State, RunFinished]:
+    """Everything a run does while it holds the lock; `plan`: the task file, read once."""
     notes: list[str] = []
     leftovers: list[Change] = []
     kind, task_file = None, project.task_file
-    if options.rehearse:
+    if options.rehearse:  # its own state, its own working copy (agentloop.run.rehearsal)
         project, kind, task_file, notes = rehearsal.prepare(project, options.vcs)
+    admitted = admit(project, options, plan)
+    state, options = admitted.state, admitted.options
+    if not options.rehearse:
+        notes += rehearsal.check_real_run(project, state, admitted.saved)
+    options, dropped = remembered.recall(options, state.remembered)
+    notes += [dropped] if dropped else []
+    state.remembered = remembered.remember(options)
     if options.reset:
         leftovers = _open_changes(project)
         archived = project.store.archive(now())
         if archived is not None:
-            shown = project.store.relative(archived)
+            shown = project.shown(archived)
             notes.append(f"reset: the old state and logs are in {shown}")
-    state, saved, changes = load_plan(project)
-    if not options.rehearse:
-        notes += rehearsal.check_real_run(project, state, saved)
-    options, dropped = remembered.recall(options, state.remembered)
-    if dropped:
-        notes.append(dropped)
-    state.remembered = remembered.remember(options)
-    if changes is not None:
-        notes.append(f"{project.task_file_name} changed: {changes.summary()}")
+    if admitted.changes is not None:
+        changes = admitted.changes
+        notes.append(changes.note(project.shown(project.task_file)))
         if changes.dropped:
             kept = project.store.keep_removed(list(changes.dropped), now())
             notes.append(f"the records of removed and reworded tasks are kept in "
-                         f"{project.store.relative(kept)}; their cost still counts")
-    name = choose_agent(options, state if saved else None)
-    agent = make_agent(name, options.agent_program)
-    if options.only is not None:
-        check_single(state, options.only, options.max_attempts, options.again)
+                         f"{project.shown(kept)}; their cost still counts")
+    agent = make_agent(admitted.agent, options.agent_program, agent_env(options))
     agent.check()
-    kind = kind or vcs_kind(options.vcs, state if saved else None)
+    kind = kind or admitted.vcs
     notes += preflight(kind, project.root, task_file)
     vcs = open_vcs(kind, project.root, task_file, options.allow_dirty)
     notes += vcs.prepare()
     project.store.hold_vcs_lock()  # the repository prepare() may just have made
     for change in leftovers:  # an interrupted attempt of the old state's: history drops it
         vcs.abandon(change)
-    state.agent = name
-    if options.only is not None and options.again:
-        again(state.tasks[options.only - 1])
+    state.agent = admitted.agent
+    if options.again:
+        for index in options.only:
+            if state.tasks[index - 1].status not in ("pending", "running", "interrupted"):
+                again(state.tasks[index - 1])
     root = project.root
-    run = Run(project, state, agent, vcs, options, emit, Learnings(project.store.dir),
+    learnings = Learnings(project.store.dir, project.task_file_name)
+    run = Run(project, state, agent, vcs, options, emit, learnings,
               advisor=partial(retry.advise, agent, options.retry_model or agent.models.helper,
                               cwd=root),
               distiller=partial(distill.distill, agent,
                                 options.distill_model or agent.models.helper, cwd=root)
-              if options.distill else None)
+              if options.distill and admitted.agent != REHEARSAL else None)
     return state, run_tasks(run, options.only, tuple(notes))
+
+
+def agent_env(options: RunOptions) -> dict[str, str]:
+    """The agent's environment: ours, sealed (agents.environment), with the settings' env."""
+    return child_env(os.environ, options.env, options.env_exclude, (EVENT_PREFIX,))
 
 
 def choose_agent(options: RunOptions, state: State | None) -> str:
@@ -85,28 +146,14 @@ def choose_agent(options: RunOptions, state: State | None) -> str:
     # A rehearsal's state is its own (agentloop.run.rehearsal): neither passes for the other.
     if began is None or began == asked or options.rehearse:
         return asked
+    if began == REHEARSAL:
+        raise StateError("this plan's state was left by a rehearsal (an older agent-loop kept it "
+                         "with the real one), so no agent did its tasks: start the real run "
+                         "with --reset")
     if options.agent == DEFAULT_AGENT:
         return began
     raise StateError(f"this run began with --agent {began}; go on with it, or start over with "
                      f"--reset --agent {asked}")
-
-
-def check_single(state: State, index: int, max_attempts: int, again_: bool) -> None:
-    """--task N: N must exist and still be runnable (or be asked for --again)."""
-    if index > len(state.tasks):
-        raise StateError(f"there is no task {index}: the task file has {len(state.tasks)}")
-    task = state.tasks[index - 1]
-    if again_:
-        if task.status in ("running", "interrupted", "pending"):
-            raise StateError(f"task {index} is {task.status}; run it with --task {index} "
-                             "(without --again)")
-        return
-    if task.status in ("completed", "skipped"):
-        raise StateError(f"task {index} is {task.status} already; --task {index} --again runs "
-                         "it once more in a new change")
-    if exhausted(task, max_attempts):
-        raise StateError(f"task {index} used all its {task.attempts} attempts; "
-                         f"--task {index} --again gives it new ones")
 
 
 def again(task: TaskState) -> None:

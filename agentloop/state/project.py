@@ -12,7 +12,9 @@ plan gets `.agent-loop/plans/<name>-<hash>/`. One run at a time per repository s
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,24 +34,33 @@ class Project:
     task_file: Path
     root: Path
     store: Store
+    here: Path | None = None    # where the user stands: what a path shown to them is from
 
     @property
     def task_file_name(self) -> str:
         """The task file as recorded in the state: relative to the root where possible."""
         return self.store.relative(self.task_file)
 
+    def shown(self, path: str | Path) -> str:
+        """A path (absolute, or relative to the root as the state keeps them) as the user can
+        type it from where they stand."""
+        full = self.root / path
+        if self.here is None:
+            return self.store.relative(full)
+        return os.path.relpath(full, self.here)
+
 
 def open_project(task_file: Path, cwd: Path) -> Project:
     """Locate the root: the repository around `cwd`, else the task file's folder."""
     path = (cwd / task_file).resolve() if not task_file.is_absolute() else task_file.resolve()
     root = find_root(cwd.resolve()) or path.parent
-    return Project(path, root, Store(root, plan_folder(root, path)))
+    return Project(path, root, Store(root, plan_folder(root, path)), cwd.resolve())
 
 
 def rehearsal_of(project: Project) -> Project:
     """The same plan's rehearsal: its state in `<plan folder>/rehearsal/`, never the plan's."""
-    return Project(project.task_file, project.root,
-                   Store(project.root, project.store.dir / "rehearsal"))
+    return dataclasses.replace(project, store=Store(project.root,
+                                                    project.store.dir / "rehearsal"))
 
 
 def plan_folder(root: Path, task_file: Path) -> Path:
@@ -83,22 +94,33 @@ def load_state(project: Project) -> tuple[State, bool]:
     return state, saved
 
 
-def load_plan(project: Project) -> tuple[State, bool, Reconciled | None]:
+def load_plan(project: Project, plan: parse.TaskFile | None = None,
+              ) -> tuple[State, bool, Reconciled | None]:
     """The state, whether it was saved before, and what changed in the task file since (None
-    when nothing did): a changed file is reconciled with the saved records, in memory."""
-    data = parse.read_bytes(project.task_file)
-    digest = parse.file_hash(data)
+    when nothing did): a changed file is reconciled with the saved records, in memory; so is
+    one an earlier version of the reader read (parse.READER). `plan`: the task file as the
+    caller already read it (a run reads it once); else it is read here, and parsed only when
+    the state does not already hold this version of it, read by this reader."""
+    if plan is None:
+        data = parse.read_bytes(project.task_file)
+        digest = parse.file_hash(data)
+    else:
+        data, digest = b"", plan.sha256
     saved = project.store.load()
-    if saved is None:
-        return state_from(project, parse.from_bytes(project.task_file, data)), False, None
-    if saved.task_file_hash == digest:
+    if saved is not None and saved.task_file_hash == digest and saved.reader == parse.READER:
         return saved, True, None
-    parsed = parse.from_bytes(project.task_file, data)
+    parsed = plan or parse.from_bytes(project.task_file, data)
+    if saved is None:
+        return state_from(project, parsed), False, None
     changes = reconcile(saved.tasks, parsed)
+    reread = saved.task_file_hash == digest   # the same file, read anew by a newer reader
     fresh = state_from(project, parsed)
     saved.tasks, saved.task_file_hash = changes.tasks, parsed.sha256
     saved.context, saved.ignored, saved.warnings = fresh.context, fresh.ignored, fresh.warnings
+    saved.folded, saved.reader, saved.title = fresh.folded, fresh.reader, fresh.title
     saved.retired += [run for record in changes.dropped for run in record.history]
+    if reread:   # news only if it reads differently
+        return saved, True, dataclasses.replace(changes, reread=True) if changes.news() else None
     return saved, True, changes
 
 
@@ -106,7 +128,18 @@ def state_from(project: Project, parsed: parse.TaskFile) -> State:
     """A state with every task of the parsed file pending (checked-off ones skipped), and what
     the file holds besides tasks, so --dry-run on an unchanged file needs no parse."""
     return State(task_file=project.task_file_name, task_file_hash=parsed.sha256,
+                 reader=parse.READER,
                  tasks=[TaskState.from_task(t) for t in parsed.tasks],
-                 context=parsed.context or None,
+                 context=parsed.context or None, title=parsed.title or None,
                  ignored=[{"line": n, "text": t, "why": w} for n, t, w in parsed.ignored],
-                 warnings=list(parsed.warnings))
+                 warnings=list(parsed.warnings),
+                 folded=[{"line": n, "text": t, "into": i} for n, t, i in parsed.folded])
+
+
+def plan_stores(cwd: Path) -> tuple[Path, list[Store]]:
+    """The root around `cwd` and the store of every plan that has run there: the first plan's
+    in `.agent-loop/`, the others' in `.agent-loop/plans/<name>-<hash>/`."""
+    root = find_root(cwd.resolve()) or cwd.resolve()
+    base = root / DIRNAME
+    folders = [base, *sorted(p for p in (base / "plans").glob("*") if p.is_dir())]
+    return root, [Store(root, f) for f in folders if (f / "state.json").is_file()]

@@ -10,6 +10,9 @@ of refusing to go on.
 - Other new tasks are added, pending; other old ones are removed (their records returned, for
   the archive).
 - A task newly ticked `[x]` in the file is skipped; a completed one stays completed.
+- A task the file now reads as folded (Kiro sub-tasks numbered under it, once read as tasks of
+  their own) takes over the records of its parts (agentloop.state.folding): their runs, costs
+  and sessions stay counted, and it is done when every part was.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 
 from agentloop.plan.parse import TaskFile
+from agentloop.state.folding import carry
 from agentloop.state.schema import TaskState
 
 
@@ -32,6 +36,8 @@ class Reconciled:
     removed: tuple[TaskState, ...] = ()
     ticked: tuple[int, ...] = ()
     kept_done: int = 0
+    folded: tuple[tuple[int, int], ...] = ()      # (new index, records carried onto it)
+    reread: bool = False    # the same file, read by a newer reader (agentloop.plan.parse.READER)
     replaced: tuple[TaskState, ...] = ()           # the old records of the edited tasks
 
     @property
@@ -39,12 +45,25 @@ class Reconciled:
         """The old records the new file has no place for: removed and edited tasks'."""
         return self.removed + self.replaced
 
+    def news(self) -> bool:
+        """Whether any task was added, edited, removed, ticked off or folded."""
+        return bool(self.added or self.edited or self.removed or self.ticked or self.folded)
+
+    def note(self, name: str, since: str = "") -> str:
+        """`tasks.md changed: 1 task added, …`; a re-read says so instead."""
+        what = "reads differently with this agent-loop" if self.reread else "changed" + since
+        return f"{name} {what}: {self.summary()}"
+
     def summary(self) -> str:
         """`1 task added, 1 edited, 1 removed; 5 completed tasks kept`, and the old changes."""
         parts = [f"{len(self.added)} task{'s' * (len(self.added) != 1)} added",
                  f"{len(self.edited)} edited", f"{len(self.removed)} removed"]
         if self.ticked:
             parts.append(f"{len(self.ticked)} ticked off")
+        if self.folded:
+            records = sum(n for _, n in self.folded)
+            parts.append(f"{records} records folded into {len(self.folded)} "
+                         f"task{'s' * (len(self.folded) != 1)}")
         text = ", ".join(parts) + f"; {self.kept_done} completed task" \
             f"{'s' * (self.kept_done != 1)} kept"
         old = [f"task {i}'s earlier change {c[:12]} stays in history" for i, c in self.edited
@@ -76,29 +95,42 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
             kept.status = "skipped"
             ticked.append(task.index)
         result.append(kept)
+    folded, renamed = [], set()
+    for i, task in enumerate(new.tasks):
+        # After every whole match: a part never takes a record a task of its own wants.
+        parts = [saved[identity(task.group, p)].popleft() for p in task.parts
+                 if result[i] is None and saved.get(identity(task.group, p))]
+        if parts:
+            carried = result[i] = carry(parts, task, fresh[i])
+            folded.append((task.index, len(parts)))
+            if carried.status != "completed":   # a new log name: see agentloop.state.folding
+                renamed.add(i)
     leftover = [r for queue in saved.values() for r in queue]
-    return _fill(result, fresh, leftover, ticked)
+    return dataclasses.replace(_fill(result, fresh, leftover, ticked, renamed),
+                               folded=tuple(folded))
 
 
 def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list[TaskState],
-          ticked: list[int]) -> Reconciled:
+          ticked: list[int], renamed: set[int]) -> Reconciled:
     """New records where nothing matched: an edit of an unmatched old task of the same group
     (in order), else an addition; the old ones nothing matched are removed."""
     by_group: dict[str, deque[TaskState]] = defaultdict(deque)
     for record in sorted(leftover, key=lambda r: r.index):
         by_group[record.group].append(record)
     added, edited, replaced = [], [], []
-    taken = {r.log_name for r in result if r is not None}
-    for i, record in enumerate(fresh):
-        if result[i] is not None:
-            continue
-        if by_group[record.group]:
+    # An old task kept its log name; a new one never shares it (a folded one that is still to
+    # do has a new one: see agentloop.state.folding).
+    new = [i for i, r in enumerate(result) if r is None or i in renamed]
+    taken = {r.log_name for i, r in enumerate(result) if r is not None and i not in new}
+    for i in new:
+        record = result[i] or fresh[i]
+        if result[i] is None and by_group[record.group]:
             replaced.append(by_group[record.group].popleft())
             edited.append((record.index, replaced[-1].change_id or ""))
-        else:
+        elif result[i] is None:
             added.append(record.index)
         name, n = record.log_name, 1
-        while name in taken:  # an old task kept its log name; a new one never shares it
+        while name in taken:
             n += 1
             name = f"{record.log_name}-{n}"
         taken.add(name)
@@ -107,4 +139,4 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
     tasks = [r for r in result if r is not None]
     kept_done = sum(1 for r in tasks if r.status == "completed")
     return Reconciled(tasks, tuple(added), tuple(edited), removed, tuple(ticked), kept_done,
-                      tuple(replaced))
+                      replaced=tuple(replaced))

@@ -136,9 +136,15 @@ class State:
     agent: str | None = None
     # The plan's own context: the text before its first group (goal, architecture, ...).
     context: str | None = None
+    # The plan's `#` title: what its tasks outside any `##` group are filed under in history.
+    title: str | None = None
     # What the plan holds that is never run ({"line", "text", "why"}), and warnings about it.
     ignored: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # The plan reader that read the file (agentloop.plan.parse.READER; 0: before it had one).
+    reader: int = 0
+    # Sub-tasks folded into the task before them by their numbers ({"line", "text", "into"}).
+    folded: list[dict[str, Any]] = field(default_factory=list)
     # The journal whose lines go on top of this snapshot (agentloop.journal); None: none.
     journal_id: str | None = None
     # The agent runs of tasks the plan no longer has (reworded or removed): money spent stays
