@@ -49,6 +49,7 @@ def test_the_readme_demo_in_a_repository_with_no_commit(repo: Path,
     code, out, err = invoke("--rehearse")
     assert code == 0, err
     assert snapshot(repo) == before  # no commit on the user's (unborn) branch, no file touched
+    assert "the stand-in works in the rehearsal's own copy" in out
     assert "its changes are on branch agent-loop/rehearsal-tasks-md, in " \
         ".agent-loop/lanes/rehearsal-tasks-md; your branch and files are as they were" in out
     log = git(repo, "log", "--format=%s", "agent-loop/rehearsal-tasks-md")

@@ -190,8 +190,10 @@ def run_started_line(event: RunStarted) -> str:
     others = event.total - event.pending - event.done
     done = f", {event.done} done already" if event.done else ""
     waiting = f", {others} not run this time (--dry-run says why)" if others > 0 else ""
+    where = ("the stand-in works in the rehearsal's own copy" if event.agent == "rehearse"
+             else "the agent works in the repository root")
     return (f"{notes}agent-loop: {event.pending} of {event.total} task(s) to run{done}{waiting} "
-            f"(vcs: {event.vcs}{agent}; the agent works in the repository root)")
+            f"(vcs: {event.vcs}{agent}; {where})")
 
 
 def task_line(event: TaskStarted) -> str:
