@@ -336,3 +336,21 @@ def test_a_failure_after_the_run_was_stopped_is_no_attempt(
     task = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())["tasks"][0]
     assert task["status"] == "completed" and task["attempts"] == 1
     assert [a["outcome"] for a in task["history"]] == ["paused", "completed"]
+
+
+def test_reset_asks_on_a_real_terminal(work: Path, fake_claude: FakeClaude) -> None:
+    # The question needs stdin to be a terminal: a pseudo-terminal, answered with Enter (no).
+    assert invoke("tasks.md", "--vcs", "none")[0] == 0
+    main, terminal = os.openpty()
+    try:
+        tool = subprocess.Popen([installed(), "tasks.md", "--vcs", "none", "--reset"], cwd=work,
+                                stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env={**os.environ, "NO_COLOR": "1"})
+        os.write(main, b"\n")
+        out, err = tool.communicate(timeout=60)
+    finally:
+        os.close(main)
+        os.close(terminal)
+    assert tool.returncode == 1, out + err
+    assert "Go on? [y/N]" in err and "nothing was changed" in err
+    assert len(fake_claude.calls()) == 3
