@@ -34,8 +34,11 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def resume_command(args: list[str]) -> str:
-    """The command that continues this run: the same one, without --reset."""
-    return shlex.join(["agent-loop", *[a for a in args if a != "--reset"]])
+    """The command that continues this run: the same one, without --reset (and its --yes)."""
+    from agentloop.options import continue_args
+
+    return shlex.join(["agent-loop", *continue_args(args)])
+
 
 
 def _with_budget(args: list[str], budget: float) -> list[str]:
@@ -101,8 +104,15 @@ class _AgentChoice(click.Choice):
 @click.option("--init", is_flag=True, help="Write a commented example plan to TASKS_MD.")
 @click.option("--rehearse", is_flag=True,
               help="Run the whole loop offline with a stand-in agent: each task makes a small "
-                   "visible edit, and its log says what a real run would send. Costs nothing.")
-@click.option("--reset", is_flag=True, help="Archive the old state and logs, then start fresh.")
+                   "visible edit, and its log says what a real run would send. Costs nothing, "
+                   "needs a git or jj repository, and works in a copy and a state of its own: "
+                   "your branch, files and progress stay as they are. With --status: the last "
+                   "rehearsal's.")
+@click.option("--reset", is_flag=True,
+              help="Archive the state and logs, then run the whole plan again from its first "
+                   "task: done tasks are done again, and paid for again. In a terminal it asks "
+                   "first; with --dry-run it shows what would run.")
+@click.option("--yes", is_flag=True, help="With --reset: do not ask before redoing done tasks.")
 @click.option("--vcs", type=click.Choice(["auto", "jj", "git", "none"]), default="auto",
               show_default=True, help="Where each task's change goes.")
 @click.option("--allow-dirty/--no-allow-dirty", default=False,
@@ -144,7 +154,8 @@ class _AgentChoice(click.Choice):
               default=0, show_default=True,
               help="Seconds to wait between tasks (Ctrl+C ends the wait at once).")
 @click.option("--budget", metavar="USD", type=click.FloatRange(min=0), default=None,
-              help="USD: start no task once this much has been spent on this task file.")
+              help="USD: the most this plan may cost since its last --reset; no task starts "
+                   "once that much is spent. A re-run without --budget keeps the last one.")
 @click.option("--task-budget", metavar="USD", type=click.FloatRange(min=0), default=None,
               help="USD: the cap on one agent run (the agent's own limit, where it has one).")
 @click.option("--distill/--no-distill", default=True,
@@ -200,6 +211,7 @@ def command(tasks_md: Path | None, **params: Any) -> None:
     if tasks_md is None and not (params["status"] and not params["follow"]):
         raise click.UsageError("Missing argument 'TASKS_MD' (only --status works without one).",
                                ctx)
+    params = {**params, "command": tuple(args)}
     options = RunOptions.from_params(params)
     try:
         # Settings belong to a plan; `--status` alone (every plan) reads none.
@@ -266,7 +278,7 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
         for event in app.follow(tasks_md, cwd):
             console(event)
     elif options.status:
-        view = app.status(tasks_md, cwd)
+        view = app.status(tasks_md, cwd, options.rehearse)
         _print(render.status_json(view) if options.as_json else render.status_text(view, cwd))
     elif options.dry_run:
         plan = app.dry_run(tasks_md, cwd, options)
@@ -276,6 +288,12 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
     else:
         from agentloop.run.summary import exit_code
 
+        from agentloop.console.confirm import reset_allowed
+
+        if options.reset and not options.yes and \
+                not reset_allowed(lambda: app.redone_by_reset(tasks_md, cwd)):
+            click.echo("agent-loop: nothing was changed (no --reset)", err=True)
+            return 1
         result = app.run(tasks_md, cwd, options, Console(cwd=cwd))
         for line in render.closing_lines(result, cwd):
             click.echo(line)

@@ -54,12 +54,16 @@ def status_text(view: StatusView, cwd: Path) -> str:
     """--status: counts by status, then one line per task, then receipts."""
     state, root = view.state, view.project.root
     counts = dict(Counter(t.status for t in state.tasks))
-    total = receipts.total(state.tasks)
+    total = receipts.of_state(state)
     lines = [view.note] if view.note else []
     lines.append(f"{state.task_file}: {len(state.tasks)} task(s): "
                  + ", ".join(f"{n} {s}" for s, n in counts.items())
                  + f"; cost {money(total.cost_usd, total.cost_known)}; vcs {state.vcs or '-'}"
                  + f"; agent {state.agent or '-'}")
+    budget = state.remembered.get("budget")
+    if budget is not None:
+        lines.append(f"budget: {money(budget)}, the most this plan may cost since its last "
+                     f"--reset; {money(receipts.spent(state))} spent")
     for t in state.tasks:
         change = (t.change_id or ("(empty)" if _empty(t) else "-"))[:12]
         runs = sum(1 for a in t.history if a.role == "developer" and a.iteration == 1)
@@ -78,6 +82,8 @@ def status_text(view: StatusView, cwd: Path) -> str:
     lines.append("receipts:")
     for group, receipt in receipts.by_group(state).items():
         lines.append(f"  {group}: {receipt.line()}")
+    if state.retired:
+        lines.append(f"  edited or removed tasks: {receipts.of_runs(state.retired).line()}")
     lines.append(f"  total: {total.line()}")
     return "\n".join(lines)
 
@@ -134,13 +140,15 @@ def _empty(task: TaskState) -> bool:
 def status_json(view: StatusView) -> dict[str, Any]:
     """--status --json: the same facts for scripts."""
     state = view.state
-    total = receipts.total(state.tasks)
+    total = receipts.of_state(state)
     return {"schema": SCHEMA, "task_file": state.task_file, "task_file_hash": state.task_file_hash,
             "vcs": state.vcs, "agent": state.agent, "note": view.note, "lost": list(view.lost),
+            "budget": state.remembered.get("budget"),
             "counts": dict(Counter(t.status for t in state.tasks)),
             "cost_usd": total.cost_usd, "cost_known": total.cost_known,
             "receipts": {"total": total.to_json(),
-                         "groups": {g: r.to_json() for g, r in receipts.by_group(state).items()}},
+                         "groups": {g: r.to_json() for g, r in receipts.by_group(state).items()},
+                         "retired": receipts.of_runs(state.retired).to_json()},
             "tasks": [_task_json(t) for t in state.tasks]}
 
 
@@ -231,8 +239,24 @@ def closing_lines(result: RunResult, cwd: Path) -> list[str]:
         listed = ", ".join(str(i) for i in result.summary.unfinished)
         lines.append(f"not completed: task(s) {listed}; "
                      f"`{shlex.join(['agent-loop', task_file, '--status'])}` says why")
+    if state.agent == "rehearse":
+        return lines + rehearsal_lines(result, task_file, cwd)
     lines += undo_lines(state, task_file, result.summary.completed)
     return lines
+
+
+def rehearsal_lines(result: RunResult, task_file: str, cwd: Path) -> list[str]:
+    """Where a rehearsal's changes are, and that nothing of the user's moved."""
+    from agentloop.run.rehearsal import lane_name
+    from agentloop.vcs.workspaces import BRANCH_PREFIX, JJ_PREFIX, lanes_dir
+
+    copy = lanes_dir(result.project.root) / lane_name(result.project)
+    where = (f"branch {BRANCH_PREFIX}{copy.name}" if result.state.vcs == "git"
+             else f"jj workspace {JJ_PREFIX}{copy.name}")
+    status = shlex.join(["agent-loop", task_file, "--status", "--rehearse"])
+    return [f"rehearsal: its changes are on {where}, in {shown(copy, Path('/'), cwd)}; your "
+            f"branch and files are as they were. Its state is its own (`{status}`); the real "
+            f"run starts from the plan itself: `{shlex.join(['agent-loop', task_file])}`"]
 
 
 def undo_lines(state: State, task_file: str, completed: tuple[int, ...]) -> list[str]:

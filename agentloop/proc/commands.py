@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
 from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
-from agentloop.proc.read_output import MAX_LINE_BYTES, Expired, lines  # noqa: F401
+from agentloop.proc.read_output import MAX_LINE_BYTES, Deadline, Expired, lines  # noqa: F401
 from agentloop.proc.read_output import tail as read_tail
 from agentloop.proc.reaper import adopt_orphans, children, end_adopted
 from agentloop.proc.spawn import Spawned, Streaming, prompt_input, usable
@@ -63,6 +63,7 @@ class Streamed:
     returncode: int
     stderr_tail: str
     timed_out: bool
+    paused: float = 0.0    # seconds the whole run was stopped while it ran (a machine asleep)
 
 
 def _cannot_run(argv: list[str], exc: OSError | ValueError) -> str:
@@ -260,7 +261,7 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
             os.close(given)  # the child has its own copy of the descriptor
     assert proc.stdout is not None
     watchdog.tell("start", proc.pid)
-    deadline = None if timeout is None else time.monotonic() + timeout
+    deadline = Deadline(None if timeout is None else time.monotonic() + timeout)
     timed_out = False
     exited = lambda: proc.poll() is not None  # noqa: E731
     try:
@@ -273,7 +274,7 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
             timed_out = True
             stop_group(proc)
             # What it wrote before it stopped.
-            for line in lines(proc.stdout.fileno(), None, exited):
+            for line in lines(proc.stdout.fileno(), Deadline(None), exited):
                 on_line(line)
         proc.wait()
         # The agent is done: what it left running in its group, or outside it, goes too.
@@ -290,4 +291,4 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         proc.stdout.close()
         tail = read_tail(errors)
         errors.close()
-    return Streamed(argv, proc.wait(), tail, timed_out)
+    return Streamed(argv, proc.wait(), tail, timed_out, deadline.paused)

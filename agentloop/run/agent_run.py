@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentloop.agents import AgentResult, AgentRun, clean
+from agentloop.agents import LIMIT, AgentResult, AgentRun, clean
 from agentloop.run import ledger
 from agentloop.run.context import Run
 from agentloop.run.events import AgentActivity, AgentFinished, AgentStarted
+from agentloop.run.waits import classify
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.vcs import Change
 
@@ -21,12 +22,13 @@ def log_path(run: Run, task: TaskState, number: int, role: str = "developer", ro
              iteration: int = 1, kind: str = "review") -> Path:
     """The run's log: NNN-task.log, -attempt2.log, -attempt2-iter3.log; a review round's
     `…-review1.log` and fix `…-fix1.log`, a check's fix `…-checkfix1.log`, and `-run2` for a
-    second run in the same round."""
+    second run in the same round, or of the same attempt (after a usage limit)."""
     store = run.project.store
-    if not round_:
-        return store.log_path(task.log_name, number, iteration)
-    before = sum(1 for a in task.history
-                 if a.number == number and a.role == role and a.round == round_)
+    before = sum(1 for a in task.history if a.number == number and a.role == role
+                 and a.round == round_ and (round_ or a.iteration == iteration))
+    if not round_:  # a run again after a usage limit: the same attempt, a second run
+        path = store.log_path(task.log_name, number, iteration)
+        return path.with_name(f"{path.stem}-run{before + 1}.log") if before else path
     base = store.log_path(task.log_name, number)
     fix = "checkfix" if kind == "checks" else "fix"
     name = f"{base.stem}-{'review' if role == 'reviewer' else fix}{round_}"
@@ -54,7 +56,9 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
         AgentActivity(now.text, now.tool, now.tool_calls, now.turns)))
     ledger.record_result(task, attempt, result)
     run.save(task)
-    run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, role))
+    limited = not result.ok and classify(run, result).kind == LIMIT
+    run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, role,
+                           limited=limited))
     return attempt, result
 
 
