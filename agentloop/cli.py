@@ -1,11 +1,12 @@
-"""The command line: parse options, call one core function, print its result. Decides nothing."""
+"""The command line: parse options, call one core function, print its result. Decides nothing.
+
+How a stop or an error is said lives in agentloop.console.stops; --help's sections in
+agentloop.console.help."""
 
 from __future__ import annotations
 
-import shlex
 import signal
 import sys
-import traceback
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -15,53 +16,14 @@ import click
 from agentloop import __version__
 from agentloop.agents import AGENTS
 from agentloop.console.help import SectionedCommand
-from agentloop.errors import (
-    AgentBlocked,
-    AgentLoopError,
-    BudgetReached,
-    Interrupted,
-    RunStopped,
-    SettingsError,
-    UsageError,
-)
-from agentloop.files import jsonbytes
+from agentloop.console.stops import crash, from_a_stop, json_error, report, write
+from agentloop.errors import AgentLoopError
 from agentloop.settings.schema import Assignment, VariableName
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     # SIGTERM and SIGHUP take the same careful path as Ctrl+C: stop the agent, save, exit 130.
     raise KeyboardInterrupt
-
-
-def resume_command(args: list[str]) -> str:
-    """The command that continues this run: the same one, without --reset (and its --yes)."""
-    from agentloop.options import continue_args
-
-    return shlex.join(["agent-loop", *continue_args(args)])
-
-
-
-def _with_budget(args: list[str], budget: float) -> list[str]:
-    """The same arguments with --budget set to `budget`."""
-    out, skip = [], False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg == "--budget":
-            skip = True
-        elif not arg.startswith("--budget="):
-            out.append(arg)
-    return out + ["--budget", f"{budget:.2f}"]
-
-
-def _crash(exc: BaseException) -> None:
-    log = Path.home() / ".agent-loop-crash.log"
-    try:
-        log.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
-        where = f"; the traceback is in {log}"
-    except OSError:
-        where = ""
-    click.echo(f"agent-loop: internal error: {exc!r}{where}", err=True)
 
 
 class _Command(SectionedCommand):
@@ -224,11 +186,11 @@ def command(tasks_md: Path | None, **params: Any) -> None:
             sys.exit(0)
         code = _dispatch(tasks_md, Path.cwd(), options)
     except (KeyboardInterrupt, AgentLoopError) as exc:
-        code = _report(exc, args, options.as_json)
+        code = report(exc, args, options.as_json)
     except Exception as exc:
-        if not _from_a_stop(exc):
+        if not from_a_stop(exc):
             raise
-        code = _report(KeyboardInterrupt(), args, options.as_json)
+        code = report(KeyboardInterrupt(), args, options.as_json)
     sys.exit(code)
 
 
@@ -245,21 +207,7 @@ def _settings(tasks_md: Path, params: dict[str, Any]) -> Any:
 def _show_settings(effective: Any, as_json: bool) -> None:
     from agentloop.settings import show
 
-    _print(show.as_json(effective) if as_json else show.text(effective))
-
-
-def _from_a_stop(exc: BaseException) -> bool:
-    """Whether a Ctrl+C (or SIGTERM, SIGHUP) is what this error came from: Python wraps one
-    that lands in a class being built (a dataclass of a module imported late, `__set_name__`)
-    in a RuntimeError, and it must end as the stop it was, not as an internal error."""
-    seen: BaseException | None = exc
-    for _ in range(16):  # a chain is short; a cycle in one must not hang the exit
-        if seen is None:
-            break
-        if isinstance(seen, (KeyboardInterrupt, Interrupted)):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
+    write(show.as_json(effective) if as_json else show.text(effective))
 
 
 def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
@@ -270,7 +218,7 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
 
     if tasks_md is None:  # --status alone: every plan of the repository
         root, plans = app.overview(cwd)
-        _print(render.overview_json(root, plans) if options.as_json
+        write(render.overview_json(root, plans) if options.as_json
                else render.overview_text(root, plans, cwd))
         return 0
     if options.status and options.follow:
@@ -279,16 +227,15 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
             console(event)
     elif options.status:
         view = app.status(tasks_md, cwd, options.rehearse)
-        _print(render.status_json(view) if options.as_json else render.status_text(view, cwd))
+        write(render.status_json(view) if options.as_json else render.status_text(view, cwd))
     elif options.dry_run:
         plan = app.dry_run(tasks_md, cwd, options)
-        _print(render.plan_json(plan) if options.as_json else render.plan_text(plan))
+        write(render.plan_json(plan) if options.as_json else render.plan_text(plan))
     elif options.init:
         click.echo(app.init(tasks_md, cwd))
     else:
-        from agentloop.run.summary import exit_code
-
         from agentloop.console.confirm import reset_allowed
+        from agentloop.run.summary import exit_code
 
         if options.reset and not options.yes and \
                 not reset_allowed(lambda: app.redone_by_reset(tasks_md, cwd)):
@@ -299,52 +246,6 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
             click.echo(line)
         return exit_code(result.summary)
     return 0
-
-
-def _report(exc: BaseException, args: list[str], as_json: bool = False) -> int:
-    """One line on stderr for a stop or an error (with --json, also a JSON document on
-    stdout); its exit code."""
-    code = _report_line(exc, args)
-    if as_json:
-        _print(json_error(str(exc) or "interrupted", code))
-    return code
-
-
-def json_error(message: str, code: int) -> dict[str, Any]:
-    """An error as a --json consumer reads it, on stdout (schema as every JSON we print)."""
-    from agentloop.console.render import SCHEMA
-
-    return {"schema": SCHEMA, "error": message, "exit_code": code}
-
-
-def _report_line(exc: BaseException, args: list[str]) -> int:
-    again = resume_command(args)
-    if isinstance(exc, (KeyboardInterrupt, Interrupted)):
-        click.echo(f"\nagent-loop: interrupted; state saved. Resume with: {again}", err=True)
-        return 130
-    assert isinstance(exc, AgentLoopError)
-    if isinstance(exc, SettingsError):
-        click.echo(f"agent-loop: settings: {exc}", err=True)
-    elif isinstance(exc, UsageError):
-        click.echo(f"agent-loop: usage: {exc}", err=True)
-    elif isinstance(exc, BudgetReached):
-        more = resume_command(_with_budget(args, 2 * max(exc.spent, exc.budget)))
-        click.echo(f"agent-loop: stopped: {exc}. Continue with a higher budget: {more}", err=True)
-    elif isinstance(exc, RunStopped):
-        click.echo(f"agent-loop: stopped: {exc}. Continue with: {again}", err=True)
-    elif isinstance(exc, AgentBlocked):
-        click.echo(f"agent-loop: stopped: {exc}. Fix that, then continue with: {again}", err=True)
-    else:
-        click.echo(f"agent-loop: error: {exc}", err=True)
-    return exc.exit_code
-
-
-def _print(data: str | dict[str, Any]) -> None:
-    if isinstance(data, dict):
-        import orjson
-
-        data = jsonbytes.dumps(data, option=orjson.OPT_INDENT_2).decode()
-    click.echo(data)
 
 
 def main() -> None:
@@ -360,10 +261,10 @@ def main() -> None:
     except click.ClickException as exc:
         exc.show()
         if "--json" in sys.argv[1:]:
-            _print(json_error(exc.format_message(), exc.exit_code))
+            write(json_error(exc.format_message(), exc.exit_code))
         sys.exit(exc.exit_code)
     except SystemExit:
         raise
     except BaseException as exc:  # noqa: BLE001 - the last line of defence
-        _crash(exc)
+        crash(exc)
         sys.exit(3)
