@@ -18,7 +18,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import IO, Callable, Iterator, Mapping
 
 from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
 from agentloop.proc.read_output import MAX_LINE_BYTES, Deadline, Expired, lines  # noqa: F401
@@ -223,6 +223,30 @@ def _escalate(proc: subprocess.Popen[bytes] | Streaming, grace: float) -> None:
     proc.wait()
 
 
+def _start_streaming(argv: list[str], cwd: Path | str | None, env: Mapping[str, str] | None,
+                     stdin: bytes | None, errors: IO[bytes],
+                     watched: bool) -> subprocess.Popen[bytes] | Streaming:
+    """The streamed child, started in a session of its own, its stderr into `errors` (closed
+    here if it cannot start)."""
+    given = None if stdin is None else prompt_input(stdin)
+    try:
+        if watched and usable(cwd):  # no pre-exec hook wanted: the quick way
+            return Streaming(argv, env, given, errors.fileno())
+        return subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
+                                stdin=given if given is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=errors, start_new_session=True,
+                                preexec_fn=None if watched else die_with_parent())
+    except FileNotFoundError as exc:
+        errors.close()
+        raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
+    except OSError as exc:
+        errors.close()
+        raise ProcessError(_cannot_run(argv, exc), argv) from exc
+    finally:
+        if given is not None:
+            os.close(given)  # the child has its own copy of the descriptor
+
+
 def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | None = None,
            env: Mapping[str, str] | None = None, timeout: float | None = None,
            stdin: bytes | None = None, started: Callable[[], None] | None = None) -> Streamed:
@@ -239,26 +263,7 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     # Only a subreaper has orphans to end; elsewhere there is nothing to look for.
     before = children() if adopt_orphans() else set()
     errors = tempfile.TemporaryFile()
-    given = None if stdin is None else prompt_input(stdin)
-    proc: subprocess.Popen[bytes] | Streaming
-    try:
-        if watched and usable(cwd):  # no pre-exec hook wanted: the quick way
-            proc = Streaming(argv, env, given, errors.fileno())
-        else:
-            proc = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
-                                    stdin=given if given is not None else subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=errors,
-                                    start_new_session=True,
-                                    preexec_fn=None if watched else die_with_parent())
-    except FileNotFoundError as exc:
-        errors.close()
-        raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
-    except OSError as exc:
-        errors.close()
-        raise ProcessError(_cannot_run(argv, exc), argv) from exc
-    finally:
-        if given is not None:
-            os.close(given)  # the child has its own copy of the descriptor
+    proc = _start_streaming(argv, cwd, env, stdin, errors, watched)
     assert proc.stdout is not None
     watchdog.tell("start", proc.pid)
     deadline = Deadline(None if timeout is None else time.monotonic() + timeout)
