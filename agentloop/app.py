@@ -16,7 +16,7 @@ from agentloop.run.events import Emit, Event, RunFinished, fan_out
 from agentloop.run.hooks import Hooks
 from agentloop.run.selection import PlanRow, plan_rows
 from agentloop.run.verify import task_checks
-from agentloop.state.project import Project, load_plan, open_project
+from agentloop.state.project import Project, load_plan, open_project, rehearsal_of
 from agentloop.state.schema import State, now
 
 
@@ -55,9 +55,12 @@ class RunResult:
     summary: RunFinished
 
 
-def status(tasks_md: Path, cwd: Path) -> StatusView:
-    """Where each task stands; reads the state without the run lock (writes are atomic)."""
+def status(tasks_md: Path, cwd: Path, rehearsal: bool = False) -> StatusView:
+    """Where each task stands (in the last rehearsal, with `rehearsal`); reads the state without
+    the run lock (writes are atomic)."""
     project = open_project(tasks_md, cwd)
+    if rehearsal:
+        project = rehearsal_of(project)
     try:
         state, saved, changes = load_plan(project)
         note = ("no run yet" if not saved else
@@ -101,7 +104,7 @@ def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
             continue
         if state is None:
             continue
-        total = receipts.total(state.tasks)
+        total = receipts.of_state(state)
         lines.append(PlanLine(state.task_file, store.dir,
                               dict(Counter(t.status for t in state.tasks)),
                               total.cost_usd, total.cost_known))
@@ -136,7 +139,9 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
                     for i in state.ignored)
     folded = tuple((int(f.get("line", 0)), str(f.get("text", "")), int(f.get("into", 0)))
                    for f in state.folded)
-    tree = tree_warning(project, admitted) if any(r.runs for r in rows) else None
+    # A rehearsal works in a copy of its own: the user's tree is no business of it.
+    tree = tree_warning(project, admitted) if any(r.runs for r in rows) and \
+        not options.rehearse else None
     warnings = (*state.warnings, *([f"the run would stop here: {tree}"] if tree else []))
     running = [r.group for r in rows if r.runs]
     schedule = tuple((n, g, tuple(state.depends.get(g, ())))
@@ -153,6 +158,15 @@ def _not_a_link(tasks_md: Path, cwd: Path) -> None:
                             f"file itself ({given.resolve()})")
 
 
+def redone_by_reset(tasks_md: Path, cwd: Path) -> int:
+    """How many tasks the saved state has done that --reset would have the agent do again."""
+    try:
+        saved = open_project(tasks_md, cwd).store.load()
+    except StateError:
+        return 0  # a damaged state: --reset is how the user gets past it
+    return sum(1 for t in saved.tasks if t.status in ("completed", "unapproved")) if saved else 0
+
+
 def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult:
     """Run the unfinished tasks; return the summary."""
     from agentloop.run.start import start_run
@@ -160,6 +174,11 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     check_usage(options)
     _not_a_link(tasks_md, cwd)
     project = open_project(tasks_md, cwd)
+    if options.rehearse:
+        from agentloop.vcs.lanes import kind_of
+
+        kind_of(project.root, options.vcs)  # no repository: said before anything is made
+        project = rehearsal_of(project)
     # Read and parsed once, before anything is touched: a missing or empty task file leaves no
     # trace, and --reset archives nothing for a file it could not run.
     plan = parse.load(project.task_file)

@@ -1,11 +1,12 @@
-"""The command line: parse options, call one core function, print its result. Decides nothing."""
+"""The command line: parse options, call one core function, print its result. Decides nothing.
+
+How a stop or an error is said lives in agentloop.console.stops; --help's sections in
+agentloop.console.help."""
 
 from __future__ import annotations
 
-import shlex
 import signal
 import sys
-import traceback
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -15,50 +16,14 @@ import click
 from agentloop import __version__
 from agentloop.agents import AGENTS
 from agentloop.console.help import SectionedCommand
-from agentloop.errors import (
-    AgentBlocked,
-    AgentLoopError,
-    BudgetReached,
-    Interrupted,
-    RunStopped,
-    SettingsError,
-    UsageError,
-)
-from agentloop.files import jsonbytes
+from agentloop.console.stops import crash, from_a_stop, json_error, report, write
+from agentloop.errors import AgentLoopError
 from agentloop.settings.schema import Assignment, VariableName
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     # SIGTERM and SIGHUP take the same careful path as Ctrl+C: stop the agent, save, exit 130.
     raise KeyboardInterrupt
-
-
-def resume_command(args: list[str]) -> str:
-    """The command that continues this run: the same one, without --reset."""
-    return shlex.join(["agent-loop", *[a for a in args if a != "--reset"]])
-
-
-def _with_budget(args: list[str], budget: float) -> list[str]:
-    """The same arguments with --budget set to `budget`."""
-    out, skip = [], False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg == "--budget":
-            skip = True
-        elif not arg.startswith("--budget="):
-            out.append(arg)
-    return out + ["--budget", f"{budget:.2f}"]
-
-
-def _crash(exc: BaseException) -> None:
-    log = Path.home() / ".agent-loop-crash.log"
-    try:
-        log.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
-        where = f"; the traceback is in {log}"
-    except OSError:
-        where = ""
-    click.echo(f"agent-loop: internal error: {exc!r}{where}", err=True)
 
 
 class _Command(SectionedCommand):
@@ -101,8 +66,15 @@ class _AgentChoice(click.Choice):
 @click.option("--init", is_flag=True, help="Write a commented example plan to TASKS_MD.")
 @click.option("--rehearse", is_flag=True,
               help="Run the whole loop offline with a stand-in agent: each task makes a small "
-                   "visible edit, and its log says what a real run would send. Costs nothing.")
-@click.option("--reset", is_flag=True, help="Archive the old state and logs, then start fresh.")
+                   "visible edit, and its log says what a real run would send. Costs nothing, "
+                   "needs a git or jj repository, and works in a copy and a state of its own: "
+                   "your branch, files and progress stay as they are. With --status: the last "
+                   "rehearsal's.")
+@click.option("--reset", is_flag=True,
+              help="Archive the state and logs, then run the whole plan again from its first "
+                   "task: done tasks are done again, and paid for again. In a terminal it asks "
+                   "first; with --dry-run it shows what would run.")
+@click.option("--yes", is_flag=True, help="With --reset: do not ask before redoing done tasks.")
 @click.option("--vcs", type=click.Choice(["auto", "jj", "git", "none"]), default="auto",
               show_default=True, help="Where each task's change goes.")
 @click.option("--allow-dirty/--no-allow-dirty", default=False,
@@ -144,7 +116,8 @@ class _AgentChoice(click.Choice):
               default=0, show_default=True,
               help="Seconds to wait between tasks (Ctrl+C ends the wait at once).")
 @click.option("--budget", metavar="USD", type=click.FloatRange(min=0), default=None,
-              help="USD: start no task once this much has been spent on this task file.")
+              help="USD: the most this plan may cost since its last --reset; no task starts "
+                   "once that much is spent. A re-run without --budget keeps the last one.")
 @click.option("--task-budget", metavar="USD", type=click.FloatRange(min=0), default=None,
               help="USD: the cap on one agent run (the agent's own limit, where it has one).")
 @click.option("--distill/--no-distill", default=True,
@@ -204,6 +177,7 @@ def command(tasks_md: Path | None, **params: Any) -> None:
     if tasks_md is None and not (params["status"] and not params["follow"]):
         raise click.UsageError("Missing argument 'TASKS_MD' (only --status works without one).",
                                ctx)
+    params = {**params, "command": tuple(args)}
     options = RunOptions.from_params(params)
     try:
         # Settings belong to a plan; `--status` alone (every plan) reads none.
@@ -216,11 +190,11 @@ def command(tasks_md: Path | None, **params: Any) -> None:
             sys.exit(0)
         code = _dispatch(tasks_md, Path.cwd(), options)
     except (KeyboardInterrupt, AgentLoopError) as exc:
-        code = _report(exc, args, options.as_json)
+        code = report(exc, args, options.as_json)
     except Exception as exc:
-        if not _from_a_stop(exc):
+        if not from_a_stop(exc):
             raise
-        code = _report(KeyboardInterrupt(), args, options.as_json)
+        code = report(KeyboardInterrupt(), args, options.as_json)
     sys.exit(code)
 
 
@@ -237,21 +211,7 @@ def _settings(tasks_md: Path, params: dict[str, Any]) -> Any:
 def _show_settings(effective: Any, as_json: bool) -> None:
     from agentloop.settings import show
 
-    _print(show.as_json(effective) if as_json else show.text(effective))
-
-
-def _from_a_stop(exc: BaseException) -> bool:
-    """Whether a Ctrl+C (or SIGTERM, SIGHUP) is what this error came from: Python wraps one
-    that lands in a class being built (a dataclass of a module imported late, `__set_name__`)
-    in a RuntimeError, and it must end as the stop it was, not as an internal error."""
-    seen: BaseException | None = exc
-    for _ in range(16):  # a chain is short; a cycle in one must not hang the exit
-        if seen is None:
-            break
-        if isinstance(seen, (KeyboardInterrupt, Interrupted)):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
+    write(show.as_json(effective) if as_json else show.text(effective))
 
 
 def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
@@ -262,7 +222,7 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
 
     if tasks_md is None:  # --status alone: every plan of the repository
         root, plans = app.overview(cwd)
-        _print(render.overview_json(root, plans) if options.as_json
+        write(render.overview_json(root, plans) if options.as_json
                else render.overview_text(root, plans, cwd))
         return 0
     if options.status and options.follow:
@@ -270,69 +230,28 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
         for event in app.follow(tasks_md, cwd):
             console(event)
     elif options.status:
-        view = app.status(tasks_md, cwd)
-        _print(render.status_json(view) if options.as_json else render.status_text(view, cwd))
+        view = app.status(tasks_md, cwd, options.rehearse)
+        write(render.status_json(view) if options.as_json else render.status_text(view, cwd))
     elif options.dry_run:
         plan = app.dry_run(tasks_md, cwd, options)
-        _print(render.plan_json(plan) if options.as_json else render.plan_text(plan))
+        write(render.plan_json(plan) if options.as_json else render.plan_text(plan))
     elif options.init:
         click.echo(app.init(tasks_md, cwd))
     elif options.stop_after_running:
         click.echo(app.ask_to_stop(tasks_md, cwd))
     else:
+        from agentloop.console.confirm import reset_allowed
         from agentloop.run.summary import exit_code
 
+        if options.reset and not options.yes and \
+                not reset_allowed(lambda: app.redone_by_reset(tasks_md, cwd)):
+            click.echo("agent-loop: nothing was changed (no --reset)", err=True)
+            return 1
         result = app.run(tasks_md, cwd, options, Console(cwd=cwd))
         for line in render.closing_lines(result, cwd):
             click.echo(line)
         return exit_code(result.summary)
     return 0
-
-
-def _report(exc: BaseException, args: list[str], as_json: bool = False) -> int:
-    """One line on stderr for a stop or an error (with --json, also a JSON document on
-    stdout); its exit code."""
-    code = _report_line(exc, args)
-    if as_json:
-        _print(json_error(str(exc) or "interrupted", code))
-    return code
-
-
-def json_error(message: str, code: int) -> dict[str, Any]:
-    """An error as a --json consumer reads it, on stdout (schema as every JSON we print)."""
-    from agentloop.console.render import SCHEMA
-
-    return {"schema": SCHEMA, "error": message, "exit_code": code}
-
-
-def _report_line(exc: BaseException, args: list[str]) -> int:
-    again = resume_command(args)
-    if isinstance(exc, (KeyboardInterrupt, Interrupted)):
-        click.echo(f"\nagent-loop: interrupted; state saved. Resume with: {again}", err=True)
-        return 130
-    assert isinstance(exc, AgentLoopError)
-    if isinstance(exc, SettingsError):
-        click.echo(f"agent-loop: settings: {exc}", err=True)
-    elif isinstance(exc, UsageError):
-        click.echo(f"agent-loop: usage: {exc}", err=True)
-    elif isinstance(exc, BudgetReached):
-        more = resume_command(_with_budget(args, 2 * max(exc.spent, exc.budget)))
-        click.echo(f"agent-loop: stopped: {exc}. Continue with a higher budget: {more}", err=True)
-    elif isinstance(exc, RunStopped):
-        click.echo(f"agent-loop: stopped: {exc}. Continue with: {again}", err=True)
-    elif isinstance(exc, AgentBlocked):
-        click.echo(f"agent-loop: stopped: {exc}. Fix that, then continue with: {again}", err=True)
-    else:
-        click.echo(f"agent-loop: error: {exc}", err=True)
-    return exc.exit_code
-
-
-def _print(data: str | dict[str, Any]) -> None:
-    if isinstance(data, dict):
-        import orjson
-
-        data = jsonbytes.dumps(data, option=orjson.OPT_INDENT_2).decode()
-    click.echo(data)
 
 
 def main() -> None:
@@ -348,10 +267,10 @@ def main() -> None:
     except click.ClickException as exc:
         exc.show()
         if "--json" in sys.argv[1:]:
-            _print(json_error(exc.format_message(), exc.exit_code))
+            write(json_error(exc.format_message(), exc.exit_code))
         sys.exit(exc.exit_code)
     except SystemExit:
         raise
     except BaseException as exc:  # noqa: BLE001 - the last line of defence
-        _crash(exc)
+        crash(exc)
         sys.exit(3)

@@ -29,6 +29,7 @@ class RunOptions:
     as_json: bool = False
     follow: bool = False
     reset: bool = False
+    yes: bool = False                 # --reset without asking first in a terminal
     init: bool = False
     vcs: str = "auto"
     allow_dirty: bool = False
@@ -65,6 +66,8 @@ class RunOptions:
     on_task: str | None = None
     hook_timeout: float = 60.0
     show_settings: bool = False
+    # The arguments as given, after `agent-loop`, for lines that repeat the command.
+    command: tuple[str, ...] = ()
     parallel: int = 1                 # groups at once, each in a working copy of its own
     stop_after_running: bool = False  # ask a parallel run going on to wind down
 
@@ -80,9 +83,14 @@ class RunOptions:
         return "rehearse" if self.rehearse else self.agent
 
 
+def continue_args(args: tuple[str, ...] | list[str]) -> list[str]:
+    """A command's arguments as they continue its run: without --reset (and its --yes)."""
+    return [a for a in args if a not in ("--reset", "--yes")]
+
+
 # (what is given, what it needs): a flag that only means something beside another one.
 _NEEDS = (("as_json", "status", "dry_run", "show_settings"), ("follow", "status"),
-          ("again", "task", "group", "only"))
+          ("again", "task", "group", "only"), ("yes", "reset"))
 
 
 def usage_problem(options: RunOptions) -> str | None:
@@ -109,6 +117,9 @@ def usage_problem(options: RunOptions) -> str | None:
     if options.require_changes and options.vcs == "none" and not reads:
         return ("--require-changes needs version control to see a task's changes; use "
                 "--vcs auto, jj or git")
+    if options.rehearse and options.vcs == "none":
+        return ("--rehearse works in a working copy of its own, apart from your files, and "
+                "needs version control for that; drop --vcs none")
     if options.task and options.group is not None:
         return "--task and --group cannot be combined: choose tasks or one group"
     try:

@@ -38,7 +38,8 @@ cat <<EOF
 == what next
 cd $demo
 export PATH="$venv/bin:\$PATH"    # so that \`agent-loop\` is found
-agent-loop tasks.md --status    # each task, its change and its log
+agent-loop tasks.md --status --rehearse    # the rehearsal's tasks, changes and logs
+git log agent-loop/rehearsal-tasks-md      # its commits, on a branch of its own
 agent-loop --help               # every option, in sections, with examples
 The README's quick start goes on from here.
 EOF

@@ -91,7 +91,8 @@ def test_a_changed_task_file_is_reconciled_and_reset_still_starts_over(
     assert runs[-2:] == ["compile it well", "new one"]
     code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset")
     assert code == 0 and "reset: the old state and logs are in .agent-loop/archive/" in out
-    archived = list((work / ".agent-loop" / "archive").iterdir())
+    # Beside the reset's folder: the reworded task's old record (removed-<stamp>.json).
+    archived = [p for p in (work / ".agent-loop" / "archive").iterdir() if p.is_dir()]
     assert len(archived) == 1 and (archived[0] / "state.json").read_bytes() != before
     assert (archived[0] / "logs").is_dir()
 
@@ -231,3 +232,125 @@ def test_a_stop_python_wrapped_in_another_error_still_ends_as_a_stop(
     done = CliRunner().invoke(command, ["tasks.md"])
     assert done.exit_code == 130
     assert "interrupted; state saved. Resume with: agent-loop tasks.md" in done.output
+
+
+def test_reset_in_a_terminal_asks_before_it_redoes_done_tasks(
+        work: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 23 bug 2: --reset read as "clear the state" and at once paid for every task again.
+    assert invoke("tasks.md", "--vcs", "none")[0] == 0
+    state = (work / ".agent-loop" / "state.json").read_bytes()
+    code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset", "--dry-run")
+    assert code == 0 and out.count("starts a fresh session") == 2
+    assert "[1/4] (ungrouped) > early task  (starts a fresh session)" in out
+    assert (work / ".agent-loop" / "state.json").read_bytes() == state
+    monkeypatch.setattr("agentloop.console.confirm.interactive", lambda: True)
+    result = CliRunner().invoke(command, ["tasks.md", "--vcs", "none", "--reset"], input="\n")
+    assert "3 done task(s) will be done again by the agent, and paid for again. Go on? [y/N]" \
+        in result.stderr
+    assert result.exit_code == 1 and "nothing was changed" in result.stderr
+    assert (work / ".agent-loop" / "state.json").read_bytes() == state
+    assert not (work / ".agent-loop" / "archive").exists() and len(fake_claude.calls()) == 3
+    result = CliRunner().invoke(command, ["tasks.md", "--vcs", "none", "--reset"], input="y\n")
+    assert result.exit_code == 0 and len(fake_claude.calls()) == 6
+    code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset", "--yes")
+    assert code == 0 and len(fake_claude.calls()) == 9
+    monkeypatch.setattr("agentloop.console.confirm.interactive", lambda: False)  # CI: no one to ask
+    code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset")
+    assert code == 0 and len(fake_claude.calls()) == 12
+
+
+def test_reset_says_plainly_that_it_runs_the_plan_again() -> None:
+    out = CliRunner().invoke(command, ["--help"]).stdout
+    assert "run the whole plan again" in " ".join(out.split())
+    code, _, err = invoke("tasks.md", "--yes")
+    assert code == 2 and "--yes goes with --reset" in err
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid` (from /proc), children first."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, queue = [], [pid]
+    while queue:
+        for child in parents.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def test_a_run_stopped_longer_than_the_task_timeout_goes_on(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # Issue 23: a laptop that sleeps. The whole run (agent-loop, its agent, the agent's group)
+    # is stopped for longer than --task-timeout, then continued: the pause is nobody's work,
+    # so the agent is not timed out and no attempt is burned.
+    (work / "tasks.md").write_text("- slow one\n  FAKE: sleep 2.5\n")
+    env = {**os.environ, "NO_COLOR": "1"}
+    tool = subprocess.Popen([installed(), "tasks.md", "--vcs", "none", "--task-timeout", "2",
+                             "--max-attempts", "1"], cwd=work, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not fake_claude.calls() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert fake_claude.calls(), "the agent never started"
+    group = [tool.pid, *_descendants(tool.pid)]
+    for pid in group:
+        os.kill(pid, signal.SIGSTOP)
+    time.sleep(2.5)
+    for pid in reversed(group):
+        os.kill(pid, signal.SIGCONT)
+    out, err = tool.communicate(timeout=60)
+    assert tool.returncode == 0, out + err
+    assert "1 completed" in out and "timed out" not in out
+    state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
+    assert state["tasks"][0]["attempts"] == 1
+
+
+def test_a_failure_after_the_run_was_stopped_is_no_attempt(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # What a long pause breaks (a dropped connection, here a failed run) is not the task's
+    # fault: the run goes on and the task keeps its one attempt.
+    (work / "tasks.md").write_text("- flaky after a nap\n  FAKE: sleep 1\n  FAKE: fail 1\n")
+    env = {**os.environ, "NO_COLOR": "1"}
+    tool = subprocess.Popen([installed(), "tasks.md", "--vcs", "none", "--max-attempts", "1"],
+                            cwd=work, env=env, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not fake_claude.calls() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    group = [tool.pid, *_descendants(tool.pid)]
+    for pid in group:
+        os.kill(pid, signal.SIGSTOP)
+    time.sleep(3)
+    for pid in reversed(group):
+        os.kill(pid, signal.SIGCONT)
+    out, err = tool.communicate(timeout=60)
+    assert tool.returncode == 0, out + err
+    assert "while the agent worked, and the run failed after it" in out
+    task = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())["tasks"][0]
+    assert task["status"] == "completed" and task["attempts"] == 1
+    assert [a["outcome"] for a in task["history"]] == ["paused", "completed"]
+
+
+def test_reset_asks_on_a_real_terminal(work: Path, fake_claude: FakeClaude) -> None:
+    # The question needs stdin to be a terminal: a pseudo-terminal, answered with Enter (no).
+    assert invoke("tasks.md", "--vcs", "none")[0] == 0
+    main, terminal = os.openpty()
+    try:
+        tool = subprocess.Popen([installed(), "tasks.md", "--vcs", "none", "--reset"], cwd=work,
+                                stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env={**os.environ, "NO_COLOR": "1"})
+        os.write(main, b"\n")
+        out, err = tool.communicate(timeout=60)
+    finally:
+        os.close(main)
+        os.close(terminal)
+    assert tool.returncode == 1, out + err
+    assert "Go on? [y/N]" in err and "nothing was changed" in err
+    assert len(fake_claude.calls()) == 3

@@ -128,7 +128,7 @@ def feed(lines: list[bytes]) -> tuple[CodexLog, str, list[str]]:
 
 def test_the_log_and_the_result(tmp_path: Path) -> None:
     log, text, seen = feed([json.dumps(e).encode() + b"\n" for e in EVENTS] + [b"garbage\n"])
-    assert seen == ["$ ls -la", "patch update /w/a.py", "all done"]
+    assert [a.text for a in seen] == ["$ ls -la", "patch update /w/a.py", "all done"]
     assert "→ $ ls -la" in text and "✗ exit 2: x" in text and "[not JSON] garbage" in text
     request = AgentRun("p", "m", tmp_path, tmp_path / "l", tmp_path / "r", resume="t-1",
                        before=Totals(0.0, {"input_tokens": 150, "cache_read_input_tokens": 100,

@@ -149,3 +149,30 @@ def test_persistent_server_errors_pause_the_run(tmp_path: Path, fake_api: FakeAp
     assert again.returncode == 0, again.stderr
     assert [t["status"] for t in tasks(work)] == ["completed", "completed"]
 
+
+
+def test_a_usage_limit_on_a_groups_second_task_resumes_the_groups_session(
+        tmp_path: Path, fake_api: FakeApi, claude_bin: Path) -> None:
+    # Issue 23 bug 5: after the wait the task started a new session, its log was named
+    # `attempt2` though a limit is no attempt, and the limit was printed twice in two clocks.
+    from tests.fakeapi import Directed
+
+    work, env = setup(tmp_path, fake_api, claude_bin)
+    resets = int(time.time()) + 2
+    fake_api.script(Directed(), Directed(), usage_limit(resets))
+    done = run(work, oauth_login(env))
+    assert done.returncode == 0, done.stderr
+    first, second = tasks(work)
+    assert second["status"] == "completed" and second["attempts"] == 1
+    limited, rerun = second["history"]
+    assert [limited["outcome"], rerun["outcome"]] == ["limited", "completed"]
+    assert rerun["resumed"] and rerun["session_id"] == first["session_id"]
+    assert Path(limited["log"]).name == "002-g--write-two-txt-two.log"
+    assert Path(rerun["log"]).name == "002-g--write-two-txt-two-run2.log"
+    assert "attempt2" not in done.stdout
+    log = (work / rerun["log"]).read_text()
+    assert "session: new" not in log
+    said = done.stdout + done.stderr
+    # One message about the limit, in agent-loop's clock only (the CLI's said `12:46am`).
+    assert said.count("5-hour limit") == 1 and "waiting until" in said, said
+    assert "resets" not in said and "run ended without success" not in said, said

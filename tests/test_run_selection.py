@@ -11,7 +11,8 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from agentloop.cli import command, resume_command
+from agentloop.cli import command
+from agentloop.console.stops import resume_command
 from tests.conftest import FakeClaude
 
 PLAN = "# Shop\n\n## Setup\n- one\n- two\n## Backend API\n- three\n- four\n## Setup\n- five\n"

@@ -146,3 +146,53 @@ def test_task_budget_with_the_real_cli(tmp_path: Path, fake_api: FakeApi,
     assert done.returncode == 4, done.stderr
     first = tasks(work)[0]
     assert first["status"] == "failed" and "cut short by its own budget" in first["error"]
+
+
+def test_runs_of_edited_removed_and_again_tasks_stay_in_the_receipts_and_the_budget(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 23 bug 3: a task reworded (or removed) after its run took that run's cost out of
+    # --status and --budget, so a budget could overspend.
+    monkeypatch.chdir(tmp_path)
+    # Groups of their own: a session's running total does not hide what is lost.
+    (tmp_path / "tasks.md").write_text("## A\n- one\n## B\n- two\n## C\n- three\n")
+    assert invoke()[0] == 0
+    (tmp_path / "tasks.md").write_text("## A\n- one\n## B\n- two, better worded\n")
+    code, out, err = invoke()
+    assert code == 0, err
+    assert "1 edited, 1 removed" in out
+    assert "cost $0.0400" in out  # the summary: 3 first runs and the reworded task's
+    code, out, _ = invoke("--status")
+    assert "cost $0.0400" in out
+    assert "edited or removed tasks: $0.0200" in out
+    data = orjson.loads(invoke("--status", "--json")[1])
+    assert data["cost_usd"] == pytest.approx(0.04)
+    assert invoke("--task", "1", "--again")[0] == 0
+    data = orjson.loads(invoke("--status", "--json")[1])
+    assert data["cost_usd"] == pytest.approx(0.05)
+    (tmp_path / "tasks.md").write_text("## A\n- one\n## B\n- two, better worded\n- four\n")
+    code, _, err = invoke("--budget", "0.05")
+    assert code == 1 and "spent $0.0500 of $0.0500" in err
+
+
+def test_a_plain_rerun_keeps_the_budget_and_names_what_it_drops(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 23 bug 4: a plain re-run dropped the budget, review and checks without a word.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.md").write_text("## A\n- one\n## B\n- two\n## C\n- three\n")
+    code, out, err = invoke("--budget", "0.015", "--check", "true", "--model", "opus-x")
+    assert code == 1 and "budget reached before task 3" in err
+    code, out, _ = invoke("--status")
+    assert "budget: $0.0150, the most this plan may cost since its last --reset; $0.0200 " \
+        "spent" in out
+    assert orjson.loads(invoke("--status", "--json")[1])["budget"] == 0.015
+    code, out, err = invoke()  # a plain re-run: still held to its budget
+    assert code == 1 and "budget reached before task 3: spent $0.0200 of $0.0150" in err
+    assert ("the last run of this plan had --check true --model opus-x, which this run goes "
+            "without; to keep them: agent-loop tasks.md --vcs none --check true --model "
+            "opus-x") in out
+    code, out, err = invoke("--budget", "1")  # a new budget is the promise from now on
+    assert code == 0, err
+    assert "the last run of this plan had" not in out  # the plain run before dropped them
+    assert orjson.loads(invoke("--status", "--json")[1])["budget"] == 1
+    assert invoke("--reset", "--yes")[0] == 0
+    assert orjson.loads(invoke("--status", "--json")[1])["budget"] is None

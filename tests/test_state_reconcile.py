@@ -59,6 +59,9 @@ def test_an_edited_done_task_names_its_old_change_and_removed_ones_are_returned(
                                                           ("two", "completed")]
     assert changed.edited == ((1, "change1"),)
     assert [r.task for r in changed.removed] == ["three"]
+    # The edited task's old record is returned too: its runs cost money (issue 23).
+    assert [r.task for r in changed.replaced] == ["one"]
+    assert [r.task for r in changed.dropped] == ["three", "one"]
     assert "task 1's earlier change change1 stays in history" in changed.summary()
 
 

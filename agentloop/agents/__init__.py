@@ -94,6 +94,7 @@ class AgentResult:
     model: str | None = None              # the model the agent ran
     subtype: str | None = None            # the agent's own name for how the run ended
     cost_known: bool = True               # False: the agent reports tokens, not dollars
+    paused: float = 0.0                   # seconds the whole run was stopped (a machine asleep)
     totals: Totals = Totals()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Mapping
@@ -157,7 +158,8 @@ class ClaudeAgent:
             if ROOT_REFUSAL in done.stderr_tail:
                 log.write(f"\n== refused: {done.stderr_tail.strip()} ==")
                 raise AgentBlocked(ROOT_ADVICE)
-            result = judge(done.returncode, done.timed_out, log, done.stderr_tail, request)
+            result = replace(judge(done.returncode, done.timed_out, log, done.stderr_tail,
+                                   request), paused=done.paused)
             log.write(self._footer(result, done.stderr_tail, request.resume is not None))
         return result
 

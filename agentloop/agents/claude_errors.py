@@ -100,7 +100,11 @@ def classify(result: AgentResult, now: datetime | None = None) -> Failure:
         if resets is None:
             moment = now or datetime.now(timezone.utc)
             resets = next((r for r in (parse_reset(t, moment) for t in texts) if r), None)
-        return Failure(LIMIT, f"{label}: {detail}", resets)
+        # The wait names the reset in agent-loop's own clock: the CLI's (`· resets 3pm`) goes,
+        # so a limit is said once, in one format.
+        said = detail if resets is None else \
+            RESET.sub("", detail).strip().rstrip("·").strip() or detail
+        return Failure(LIMIT, f"{label}: {said}", resets)
 
     if result.subtype == BUDGET_CUT:
         return Failure(BUDGET, f"cut short by its own budget: {detail}")

@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import time
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -136,8 +137,8 @@ class CodexAgent:
             except BaseException:
                 log.stopped()
                 raise
-            result = judge(done.returncode, done.timed_out, log, done.stderr_tail, request,
-                           time.monotonic() - start)
+            result = replace(judge(done.returncode, done.timed_out, log, done.stderr_tail,
+                                   request, time.monotonic() - start), paused=done.paused)
             log.write(self._footer(result, done.stderr_tail))
         return result
 

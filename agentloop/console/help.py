@@ -19,7 +19,7 @@ COLUMN = 30  # the widest first column; a longer option's help starts on the nex
 # to cli.py needs one word here too (tests/test_cli_help.py fails until it has its section).
 SECTIONS = (
     ("Modes (without one: run the tasks)", ("dry_run", "status", "init", "rehearse", "reset",
-                                            "stop_after_running")),
+                                             "yes", "stop_after_running")),
     ("Which tasks", ("task", "group", "again", "include_optional")),
     ("Agent", ("agent", "agent_program", "model", "iterations", "retry_model", "distill_model",
                "distill")),

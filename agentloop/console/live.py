@@ -112,6 +112,8 @@ class Console:
         if isinstance(event, RetryDecided):
             if event.kind == "transient":
                 return f"  transient failure: trying again in {duration(event.wait_seconds)}"
+            if event.kind == "paused":
+                return f"  {event.reason}; running it again"
             verdict = "retry" if event.retry else "give up"
             hint = f"; hint: {event.hint}" if event.retry and event.hint else ""
             source = "" if event.source == "advisor" else f" ({event.source})"
@@ -172,6 +174,8 @@ class Console:
             return None
         if r.ok:  # whether the task is done, blocked or needs review is said next
             return f"  ran in session {short(r.session_id)} ({spent})"
+        if event.limited:
+            return None  # the wait's line says it, once
         return f"  run ended without success: {r.error} ({duration(event.seconds)})"
 
     def _path(self, log: str) -> str:
@@ -194,7 +198,8 @@ def run_started_line(event: RunStarted) -> str:
     others = event.total - event.pending - event.done
     done = f", {event.done} done already" if event.done else ""
     waiting = f", {others} not run this time (--dry-run says why)" if others > 0 else ""
-    where = ("the agent works in the repository root" if event.parallel < 2 else
+    where = ("the stand-in works in the rehearsal's own copy" if event.agent == "rehearse"
+             else "the agent works in the repository root" if event.parallel < 2 else
              f"up to {event.parallel} groups at once, each in a working copy of its own "
              "under .agent-loop/lanes/")
     return (f"{notes}agent-loop: {event.pending} of {event.total} task(s) to run{done}{waiting} "

@@ -17,6 +17,7 @@ from agentloop.run.selection import PlanRow
 from agentloop.run.events import RunFinished
 from agentloop.state import receipts
 from agentloop.state.receipts import money
+from agentloop.console.schedule import lane_lines, schedule_lines
 from agentloop.state.schema import State, TaskState
 from agentloop.state.store import DIRNAME
 
@@ -54,12 +55,16 @@ def status_text(view: StatusView, cwd: Path) -> str:
     """--status: counts by status, then one line per task, then receipts."""
     state, root = view.state, view.project.root
     counts = dict(Counter(t.status for t in state.tasks))
-    total = receipts.total(state.tasks)
+    total = receipts.of_state(state)
     lines = [view.note] if view.note else []
     lines.append(f"{state.task_file}: {len(state.tasks)} task(s): "
                  + ", ".join(f"{n} {s}" for s, n in counts.items())
                  + f"; cost {money(total.cost_usd, total.cost_known)}; vcs {state.vcs or '-'}"
                  + f"; agent {state.agent or '-'}")
+    budget = state.remembered.get("budget")
+    if budget is not None:
+        lines.append(f"budget: {money(budget)}, the most this plan may cost since its last "
+                     f"--reset; {money(receipts.spent(state))} spent")
     for t in state.tasks:
         change = (t.change_id or ("(empty)" if _empty(t) else "-"))[:12]
         runs = sum(1 for a in t.history if a.role == "developer" and a.iteration == 1)
@@ -79,20 +84,10 @@ def status_text(view: StatusView, cwd: Path) -> str:
     lines.append("receipts:")
     for group, receipt in receipts.by_group(state).items():
         lines.append(f"  {group}: {receipt.line()}")
+    if state.retired:
+        lines.append(f"  edited or removed tasks: {receipts.of_runs(state.retired).line()}")
     lines.append(f"  total: {total.line()}")
     return "\n".join(lines)
-
-
-def lane_lines(state: State) -> list[str]:
-    """Which groups work now (a parallel run), and what each group that waits waits for."""
-    working = list(dict.fromkeys(t.group for t in state.tasks if t.status == "running"))
-    lines = [f"working: {', '.join(working)}"] if len(working) > 1 else []
-    for group, needs in state.depends.items():
-        left = [g for g in needs if any(t.group == g and t.status not in ("completed", "skipped")
-                                        for t in state.tasks)]
-        if left and group not in working:
-            lines.append(f"waiting: {group} waits for {', '.join(left)}")
-    return lines
 
 
 def overview_text(root: Path, plans: list[PlanLine], cwd: Path) -> str:
@@ -147,13 +142,15 @@ def _empty(task: TaskState) -> bool:
 def status_json(view: StatusView) -> dict[str, Any]:
     """--status --json: the same facts for scripts."""
     state = view.state
-    total = receipts.total(state.tasks)
+    total = receipts.of_state(state)
     return {"schema": SCHEMA, "task_file": state.task_file, "task_file_hash": state.task_file_hash,
             "vcs": state.vcs, "agent": state.agent, "note": view.note, "lost": list(view.lost),
+            "budget": state.remembered.get("budget"),
             "counts": dict(Counter(t.status for t in state.tasks)),
             "cost_usd": total.cost_usd, "cost_known": total.cost_known,
             "receipts": {"total": total.to_json(),
-                         "groups": {g: r.to_json() for g, r in receipts.by_group(state).items()}},
+                         "groups": {g: r.to_json() for g, r in receipts.by_group(state).items()},
+                         "retired": receipts.of_runs(state.retired).to_json()},
             "tasks": [_task_json(t) for t in state.tasks]}
 
 
@@ -226,17 +223,6 @@ def plan_json(view: PlanView) -> dict[str, Any]:
                          for n, g, w in view.schedule]}
 
 
-def schedule_lines(view: PlanView) -> list[str]:
-    """Which groups can start at once (--parallel), and what each waits for."""
-    if view.parallel < 2 and not any(w for _, _, w in view.schedule):
-        return []
-    lines = [f"schedule (--parallel {view.parallel}): groups of one wave can run at once"]
-    for n, group, waits in view.schedule:
-        after = f" (waits for {', '.join(waits)})" if waits else ""
-        lines.append(f"  wave {n}: {group}{after}")
-    return lines
-
-
 def summary_text(event: RunFinished, cwd: Path | None = None) -> str:
     """The closing lines of a run."""
     counts = ", ".join(f"{n} {status}" for status, n in event.counts)
@@ -258,8 +244,24 @@ def closing_lines(result: RunResult, cwd: Path) -> list[str]:
         listed = ", ".join(str(i) for i in result.summary.unfinished)
         lines.append(f"not completed: task(s) {listed}; "
                      f"`{shlex.join(['agent-loop', task_file, '--status'])}` says why")
+    if state.agent == "rehearse":
+        return lines + rehearsal_lines(result, task_file, cwd)
     lines += undo_lines(state, task_file, result.summary.completed)
     return lines
+
+
+def rehearsal_lines(result: RunResult, task_file: str, cwd: Path) -> list[str]:
+    """Where a rehearsal's changes are, and that nothing of the user's moved."""
+    from agentloop.run.rehearsal import lane_name
+    from agentloop.vcs.workspaces import BRANCH_PREFIX, JJ_PREFIX, lanes_dir
+
+    copy = lanes_dir(result.project.root) / lane_name(result.project)
+    where = (f"branch {BRANCH_PREFIX}{copy.name}" if result.state.vcs == "git"
+             else f"jj workspace {JJ_PREFIX}{copy.name}")
+    status = shlex.join(["agent-loop", task_file, "--status", "--rehearse"])
+    return [f"rehearsal: its changes are on {where}, in {shown(copy, Path('/'), cwd)}; your "
+            f"branch and files are as they were. Its state is its own (`{status}`); the real "
+            f"run starts from the plan itself: `{shlex.join(['agent-loop', task_file])}`"]
 
 
 def undo_lines(state: State, task_file: str, completed: tuple[int, ...]) -> list[str]:

@@ -18,13 +18,12 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import IO, Callable, Iterator, Mapping
 
 from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
-from agentloop.proc.read_output import MAX_LINE_BYTES, Expired, lines  # noqa: F401
+from agentloop.proc.read_output import MAX_LINE_BYTES, Deadline, Expired, lines  # noqa: F401
 from agentloop.proc.read_output import tail as read_tail
-import agentloop.proc.running as running
-from agentloop.proc.reaper import adopt_orphans, children, end_adopted, reaped, spawn
+from agentloop.proc.reaper import adopt_orphans, children, end_adopted, spawn
 from agentloop.proc.spawn import Spawned, Streaming, prompt_input, usable
 from agentloop.proc.watchdog import die_with_parent, watchdog
 
@@ -64,6 +63,7 @@ class Streamed:
     returncode: int
     stderr_tail: str
     timed_out: bool
+    paused: float = 0.0    # seconds the whole run was stopped while it ran (a machine asleep)
 
 
 def _cannot_run(argv: list[str], exc: OSError | ValueError) -> str:
@@ -124,7 +124,6 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
             watchdog.tell("end", group)
     stdout, stderr = (b.decode("utf-8", "surrogateescape") for b in (out, err))
     code = child.wait()
-    reaped(child.pid)
     result = Completed(argv, code, stdout, stderr)
     if check and code != 0:
         output = (stderr or stdout).strip()
@@ -224,6 +223,30 @@ def _escalate(proc: subprocess.Popen[bytes] | Streaming, grace: float) -> None:
     proc.wait()
 
 
+def _start_streaming(argv: list[str], cwd: Path | str | None, env: Mapping[str, str] | None,
+                     stdin: bytes | None, errors: IO[bytes],
+                     watched: bool) -> subprocess.Popen[bytes] | Streaming:
+    """The streamed child, started in a session of its own, its stderr into `errors` (closed
+    here if it cannot start)."""
+    given = None if stdin is None else prompt_input(stdin)
+    try:
+        if watched and usable(cwd):  # no pre-exec hook wanted: the quick way
+            return spawn(lambda: Streaming(argv, env, given, errors.fileno()))
+        return spawn(lambda: subprocess.Popen(
+            argv, cwd=cwd, env=dict(env) if env is not None else None, stdout=subprocess.PIPE,
+            stdin=given if given is not None else subprocess.DEVNULL, stderr=errors,
+            start_new_session=True, preexec_fn=None if watched else die_with_parent()))
+    except FileNotFoundError as exc:
+        errors.close()
+        raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
+    except OSError as exc:
+        errors.close()
+        raise ProcessError(_cannot_run(argv, exc), argv) from exc
+    finally:
+        if given is not None:
+            os.close(given)  # the child has its own copy of the descriptor
+
+
 def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | None = None,
            env: Mapping[str, str] | None = None, timeout: float | None = None,
            stdin: bytes | None = None, started: Callable[[], None] | None = None) -> Streamed:
@@ -240,30 +263,10 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     # Only a subreaper has orphans to end; elsewhere there is nothing to look for.
     before = children() if adopt_orphans() else set()
     errors = tempfile.TemporaryFile()
-    given = None if stdin is None else prompt_input(stdin)
-    proc: subprocess.Popen[bytes] | Streaming
-    try:
-        if watched and usable(cwd):  # no pre-exec hook wanted: the quick way
-            proc = spawn(lambda: Streaming(argv, env, given, errors.fileno()))
-        else:
-            proc = spawn(lambda: subprocess.Popen(
-                argv, cwd=cwd, env=dict(env) if env is not None else None,
-                stdin=given if given is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=errors, start_new_session=True,
-                preexec_fn=None if watched else die_with_parent()))
-    except FileNotFoundError as exc:
-        errors.close()
-        raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
-    except OSError as exc:
-        errors.close()
-        raise ProcessError(_cannot_run(argv, exc), argv) from exc
-    finally:
-        if given is not None:
-            os.close(given)  # the child has its own copy of the descriptor
+    proc = _start_streaming(argv, cwd, env, stdin, errors, watched)
     assert proc.stdout is not None
     watchdog.tell("start", proc.pid)
-    running.add(proc)
-    deadline = None if timeout is None else time.monotonic() + timeout
+    deadline = Deadline(None if timeout is None else time.monotonic() + timeout)
     timed_out = False
     exited = lambda: proc.poll() is not None  # noqa: E731
     try:
@@ -276,13 +279,11 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
             timed_out = True
             stop_group(proc)
             # What it wrote before it stopped.
-            for line in lines(proc.stdout.fileno(), None, exited):
+            for line in lines(proc.stdout.fileno(), Deadline(None), exited):
                 on_line(line)
         proc.wait()
         # The agent is done: what it left running in its group, or outside it, goes too.
         stop_group(proc)
-        if running.stopping():  # a parallel run's Ctrl+C stopped it from the main thread
-            raise Interrupted("interrupted")
     except KeyboardInterrupt:
         stop_group(proc)
         raise Interrupted("interrupted") from None
@@ -290,11 +291,9 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         stop_group(proc)
         raise
     finally:
-        running.remove(proc)
-        reaped(proc.pid)
         end_adopted(before)
         watchdog.tell("end", proc.pid)
         proc.stdout.close()
         tail = read_tail(errors)
         errors.close()
-    return Streamed(argv, proc.wait(), tail, timed_out)
+    return Streamed(argv, proc.wait(), tail, timed_out, deadline.paused)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import select
 import time
+from dataclasses import dataclass
 from typing import IO, Callable, Iterator
 
 # A line longer than this is cut into pieces of about this size, so one endless line cannot fill
@@ -18,13 +19,26 @@ STDERR_TAIL_BYTES = 64 * 1024
 # After the agent exited, how long its stdout is read for what is left; and how often we look.
 EXIT_GRACE_SECONDS = 2.0
 POLL_SECONDS = 0.25
+# A wait that took this much longer than asked means we were not running: the whole run was
+# stopped (SIGSTOP, Ctrl+Z, a laptop that slept with a clock that counts it). That time is
+# nobody's work, so it does not count against the deadline.
+STOPPED_SECONDS = 2.0
 
 
 class Expired(Exception):
     """The deadline of a streamed command passed."""
 
 
-def lines(fd: int, deadline: float | None,
+@dataclass
+class Deadline:
+    """When a streamed command's time is up (None: never), and how long the whole run was
+    stopped while it ran; each stop moves `at` on by its length."""
+
+    at: float | None
+    paused: float = 0.0
+
+
+def lines(fd: int, deadline: Deadline,
            exited: Callable[[], bool] = lambda: False) -> Iterator[bytes]:
     """The lines read from `fd` as they come; one longer than MAX_LINE_BYTES comes in pieces.
 
@@ -39,10 +53,16 @@ def lines(fd: int, deadline: float | None,
         now = time.monotonic()
         if grace_end is None and exited():
             grace_end = now + EXIT_GRACE_SECONDS
-        ends = [t for t in (deadline, grace_end) if t is not None]
-        wait = min([t - now for t in ends] + [POLL_SECONDS])
-        if not poller.poll(max(0.0, wait) * 1000):
-            if deadline is not None and time.monotonic() >= deadline:
+        ends = [t for t in (deadline.at, grace_end) if t is not None]
+        wait = max(0.0, min([t - now for t in ends] + [POLL_SECONDS]))
+        ready = poller.poll(wait * 1000)
+        stopped = time.monotonic() - now - wait
+        if stopped > STOPPED_SECONDS:
+            deadline.paused += stopped
+            if deadline.at is not None:
+                deadline.at += stopped
+        if not ready:
+            if deadline.at is not None and time.monotonic() >= deadline.at:
                 raise Expired
             if grace_end is not None and time.monotonic() >= grace_end:
                 if pending:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentloop.agents import AgentResult, AgentRun, clean
+from agentloop.agents import LIMIT, AgentResult, AgentRun, clean
+from agentloop.errors import Interrupted
+from agentloop.proc import running
 from agentloop.run import ledger
 from agentloop.run.context import Run
 from agentloop.run.events import AgentActivity, AgentFinished, AgentStarted
-from agentloop.run.waits import hold
+from agentloop.run.waits import classify, hold
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.vcs import Change
 
@@ -22,12 +24,13 @@ def log_path(run: Run, task: TaskState, number: int, role: str = "developer", ro
              iteration: int = 1, kind: str = "review") -> Path:
     """The run's log: NNN-task.log, -attempt2.log, -attempt2-iter3.log; a review round's
     `…-review1.log` and fix `…-fix1.log`, a check's fix `…-checkfix1.log`, and `-run2` for a
-    second run in the same round."""
+    second run in the same round, or of the same attempt (after a usage limit)."""
     store = run.project.store
-    if not round_:
-        return store.log_path(task.log_name, number, iteration)
-    before = sum(1 for a in task.history
-                 if a.number == number and a.role == role and a.round == round_)
+    before = sum(1 for a in task.history if a.number == number and a.role == role
+                 and a.round == round_ and (round_ or a.iteration == iteration))
+    if not round_:  # a run again after a usage limit: the same attempt, a second run
+        path = store.log_path(task.log_name, number, iteration)
+        return path.with_name(f"{path.stem}-run{before + 1}.log") if before else path
     base = store.log_path(task.log_name, number)
     fix = {"checks": "checkfix", "conflict": "conflict"}.get(kind, "fix")
     name = f"{base.stem}-{'review' if role == 'reviewer' else fix}{round_}"
@@ -52,12 +55,18 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
                        before=ledger.session_totals(run.state, resume, task))
     if run.lane:  # a limit another lane met holds every lane's next request
         hold(run)
+    if running.stopping():  # a parallel run's Ctrl+C, heard by its main thread
+        raise Interrupted("interrupted")
     began = run.clock.monotonic()
     result = run.agent.run(request, lambda now: run.emit(
         AgentActivity(now.text, now.tool, now.tool_calls, now.turns)))
+    if running.stopping():  # stopped from the main thread: like Ctrl+C in this one
+        raise Interrupted("interrupted")
     ledger.record_result(task, attempt, result)
     run.save(task)
-    run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, role))
+    limited = not result.ok and classify(run, result).kind == LIMIT
+    run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, role,
+                           limited=limited))
     return attempt, result
 
 

@@ -91,7 +91,13 @@ def first_prompt(run: Run, task: TaskState, hint: str, resume: str | None) -> st
 
 
 def _next_number(task: TaskState) -> int:
-    return sum(1 for a in task.history if a.iteration == 1 and not a.round) + 1
+    """The attempt's number: one more than the runs before, except after a usage limit (or a
+    failure after the whole run was stopped), which was no attempt: its rerun keeps that one's
+    number (its log is `…-run2.log`)."""
+    firsts = [a for a in task.history if a.iteration == 1 and not a.round]
+    if firsts and firsts[-1].outcome in ("limited", "paused"):
+        return firsts[-1].number
+    return len(firsts) + 1
 
 
 def _develop(run: Run, task: TaskState, change: Change, prompt: str, resume: str | None,

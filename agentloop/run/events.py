@@ -80,6 +80,7 @@ class AgentFinished:
     cost_usd: float     # this run's own cost (the CLI's total adds up over a resumed session)
     role: str = "developer"    # developer | reviewer
     lane: str = ""
+    limited: bool = False   # a usage limit ended it: the wait that follows says so, once
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from agentloop.run.fixes import Outcome
 from agentloop.run.retry import Advice
 from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline
-from agentloop.run.waits import classify, wait_for_limit
+from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
 from agentloop.state.receipts import money, spent
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.vcs import Change
@@ -100,6 +100,8 @@ def _run_task(run: Run, task: TaskState) -> None:
         decision = _decide(run, task, outcome, transient, previous_error)
         if decision is None:
             return
+        if outcome.attempt.outcome in ("limited", "paused"):
+            continue  # no attempt: run it again as it was, in the group's session, same hint
         hint, transient, previous_error = decision
         fresh = True
 
@@ -138,6 +140,15 @@ def _decide(run: Run, task: TaskState, outcome: Outcome, transient: int,
                           f"{run.options.task_budget:g} USD)")
         _fail(run, task, attempt.reason)
         return None
+    if excused_by_a_pause(run, result, failure):
+        ledger.uncount(task, attempt.number, "paused", "pending", failure.reason)
+        attempt.outcome = "paused"
+        run.save(task)
+        run.emit(RetryDecided(task.index, task.attempts, True, "paused",
+                              f"the whole run was stopped for {result.paused:.0f}s while the "
+                              f"agent worked, and the run failed after it ({failure.reason}): "
+                              "no attempt", "", "pause", 0.0))
+        return "", transient, previous_error
     if failure.kind in (LIMIT, BLOCKING):
         # Not the task's fault: not an attempt, and the task waits its turn again.
         ledger.uncount(task, attempt.number, "limited" if failure.kind == LIMIT else "blocked",
@@ -216,11 +227,12 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
 
 
 def _check_budget(run: Run, task: TaskState) -> None:
-    """Start no attempt once everything spent on this task file has reached --budget."""
+    """Start no attempt once everything spent on this plan since its last --reset has
+    reached --budget."""
     budget = run.options.budget
     if budget is None:
         return
-    total = spent(run.state.tasks)
+    total = spent(run.state)
     if total >= budget:
         raise BudgetReached(f"budget reached before task {task.index}: spent "
                             f"{money(total)} of {money(budget)}", total, budget)

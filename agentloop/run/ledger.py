@@ -64,7 +64,9 @@ def session_totals(state: State, session_id: str | None, task: TaskState) -> Tot
     """A session's running totals after its newest recorded run (nothing for a fresh one)."""
     if not session_id:
         return Totals()
-    runs = [a for t in _group_of(state, task) for a in t.history if a.session_id == session_id]
+    # A reworded task's runs are retired, not gone: the session they ran in still holds them.
+    runs = [a for a in state.retired if a.session_id == session_id] + \
+        [a for t in _group_of(state, task) for a in t.history if a.session_id == session_id]
     if not runs:
         return Totals()
     last = max(runs, key=lambda a: a.session_cost_usd)

@@ -55,12 +55,12 @@ def run_parallel(run: Run, pending: list[TaskState], begun: list[TaskState]) -> 
         baseline(run, pending)  # the user's checks, once, in the main checkout
     keep = {names[g] for g in groups}
     if run.vcs.name == "git":
-        workspaces.sweep_git(run.project.root, keep)
+        workspaces.sweep_git(run.project.root, keep, known=set(names.values()))
         # Lanes of groups with nothing left to run (a run killed before it cleaned up): every
         # task of theirs that finished is on the main line, so their branches hold nothing else.
         workspaces.drop_branches(run.project.root, set(names.values()) - keep)
     else:
-        workspaces.sweep_jj(run.project.root, keep)
+        workspaces.sweep_jj(run.project.root, keep, known=set(names.values()))
     _control(run, main, groups, names, begun)
     if not any(t.status in ("running", "interrupted", "conflicted") for t in run.state.tasks):
         main.forget_all()
@@ -102,8 +102,7 @@ def _control(run: Run, main: MainLine, groups: dict[str, list[TaskState]],
         # lane's agent, wait for each lane to drop its interrupted attempt and save, then stop.
         run.shared.halt()
         with commands.shielded():
-            for agent in running.stop_all():
-                commands.stop_group(agent)
+            running.stop_all()
             for worker in lanes.values():
                 worker.join()
         running.clear()  # every lane has stopped: a later run in this process starts afresh

@@ -13,7 +13,7 @@ from agentloop.agents import AGENTS, child_env, make_agent
 from agentloop.errors import AgentLoopError, StateError
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
-from agentloop.run import distill, retry
+from agentloop.run import distill, rehearsal, remembered, retry
 from agentloop.run.context import Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
@@ -25,6 +25,7 @@ from agentloop.state.reconcile import Reconciled
 from agentloop.state.schema import State, TaskState, now
 from agentloop.vcs import Change
 from agentloop.vcs.choose import open_vcs
+from agentloop.vcs.lanes import kind_of
 from agentloop.vcs.preflight import preflight
 
 DEFAULT_AGENT = "claude"
@@ -51,7 +52,10 @@ def admit(project: Project, options: RunOptions, plan: TaskFile | None = None) -
     as named against those the plan began with. Not the agent's program or the working tree:
     a dry run needs neither to be ready. `plan`: the task file as the caller read it."""
     check_usage(options)
-    if options.reset:  # the state a reset starts from, judged before the old one is archived
+    if options.rehearse:  # no repository, no rehearsal: said before anything is made
+        kind_of(project.root, options.vcs)
+    if options.reset or options.rehearse:  # the state a reset (or a rehearsal, always afresh)
+        # starts from, judged before the old one is archived
         fresh = plan or parse.load(project.task_file)
         state, saved, changes = state_from(project, fresh), False, None
     else:
@@ -78,9 +82,18 @@ def tree_warning(project: Project, admitted: Admitted) -> str | None:
 def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
               ) -> tuple[State, RunFinished]:
     """Everything a run does while it holds the lock; `plan`: the task file, read once."""
-    notes, leftovers = [], []
+    notes: list[str] = []
+    leftovers: list[Change] = []
+    kind, task_file = None, project.task_file
+    if options.rehearse:  # its own state, its own working copy (agentloop.run.rehearsal)
+        project, kind, task_file, notes = rehearsal.prepare(project, options.vcs)
     admitted = admit(project, options, plan)
     state, options = admitted.state, admitted.options
+    if not options.rehearse:
+        notes += rehearsal.check_real_run(project, state, admitted.saved)
+    options, dropped = remembered.recall(options, state.remembered)
+    notes += [dropped] if dropped else []
+    state.remembered = remembered.remember(options)
     if options.reset:
         leftovers = _open_changes(project)
         archived = project.store.archive(now())
@@ -90,13 +103,15 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
     if admitted.changes is not None:
         changes = admitted.changes
         notes.append(changes.note(project.shown(project.task_file)))
-        if changes.removed:
-            kept = project.store.keep_removed(list(changes.removed), now())
-            notes.append(f"removed tasks' records are kept in {project.shown(kept)}")
+        if changes.dropped:
+            kept = project.store.keep_removed(list(changes.dropped), now())
+            notes.append(f"the records of removed and reworded tasks are kept in "
+                         f"{project.shown(kept)}; their cost still counts")
     agent = make_agent(admitted.agent, options.agent_program, agent_env(options))
     agent.check()
-    notes += preflight(admitted.vcs, project.root, project.task_file)
-    vcs = open_vcs(admitted.vcs, project.root, project.task_file, options.allow_dirty)
+    kind = kind or admitted.vcs
+    notes += preflight(kind, project.root, task_file)
+    vcs = open_vcs(kind, project.root, task_file, options.allow_dirty)
     notes += vcs.prepare()
     project.store.hold_vcs_lock()  # the repository prepare() may just have made
     for change in leftovers:  # an interrupted attempt of the old state's: history drops it
@@ -128,8 +143,13 @@ def choose_agent(options: RunOptions, state: State | None) -> str:
     if asked not in AGENTS:
         raise StateError(f"unknown agent {asked!r}: choose one of {', '.join(sorted(AGENTS))}")
     began = state.agent if state is not None else None
-    if began is None or began == asked or options.rehearse or began == "rehearse":
+    # A rehearsal's state is its own (agentloop.run.rehearsal): neither passes for the other.
+    if began is None or began == asked or options.rehearse:
         return asked
+    if began == REHEARSAL:
+        raise StateError("this plan's state was left by a rehearsal (an older agent-loop kept it "
+                         "with the real one), so no agent did its tasks: start the real run "
+                         "with --reset")
     if options.agent == DEFAULT_AGENT:
         return began
     raise StateError(f"this run began with --agent {began}; go on with it, or start over with "

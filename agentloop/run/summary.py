@@ -41,7 +41,7 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
 
     tasks = run.state.tasks
     counts = Counter(t.status for t in tasks)
-    total = receipts.total(tasks)
+    total = receipts.of_state(run.state)
     unfinished = tuple(i for i in planned if tasks[i - 1].status not in FINE)
     return RunFinished(counts=tuple(sorted(counts.items())),
                        tokens=tuple((k, getattr(total, k)) for k in receipts.TOKENS),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from agentloop.agents import AgentResult, Failure
+from agentloop.agents import OTHER, TRANSIENT, AgentResult, Failure
 from agentloop.errors import Interrupted, RunStopped
 from agentloop.proc import running
 from agentloop.run.context import Run
@@ -68,3 +68,14 @@ def hold(run: Run) -> None:
         if running.stopping():  # Ctrl+C: the main thread stops every lane
             raise Interrupted("interrupted")
         run.clock.sleep(min(left, 1.0))
+
+
+def excused_by_a_pause(run: Run, result: AgentResult, failure: Failure) -> bool:
+    """Whether a failed run is not the task's fault because the whole run was stopped while it
+    worked (a machine asleep, Ctrl+Z): what broke then, a connection or a timeout, is handled
+    like a limit, no attempt, and counts among the run's limit waits so it cannot go on for
+    ever."""
+    if not result.paused or failure.kind not in (TRANSIENT, OTHER):
+        return False
+    run.tally.limit_waits += 1
+    return run.tally.limit_waits <= run.options.max_limit_waits

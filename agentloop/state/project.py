@@ -57,6 +57,12 @@ def open_project(task_file: Path, cwd: Path) -> Project:
     return Project(path, root, Store(root, plan_folder(root, path)), cwd.resolve())
 
 
+def rehearsal_of(project: Project) -> Project:
+    """The same plan's rehearsal: its state in `<plan folder>/rehearsal/`, never the plan's."""
+    return dataclasses.replace(project, store=Store(project.root,
+                                                    project.store.dir / "rehearsal"))
+
+
 def plan_folder(root: Path, task_file: Path) -> Path:
     """Where this plan's state, logs and learnings live (see the module doc)."""
     try:
@@ -113,6 +119,7 @@ def load_plan(project: Project, plan: parse.TaskFile | None = None,
     saved.context, saved.ignored, saved.warnings = fresh.context, fresh.ignored, fresh.warnings
     saved.depends = fresh.depends
     saved.folded, saved.reader, saved.title = fresh.folded, fresh.reader, fresh.title
+    saved.retired += [run for record in changes.dropped for run in record.history]
     if reread:   # news only if it reads differently
         return saved, True, dataclasses.replace(changes, reread=True) if changes.news() else None
     return saved, True, changes

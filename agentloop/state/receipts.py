@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
-from agentloop.state.schema import State, TaskState
+from agentloop.state.schema import Attempt, State, TaskState
 
 TOKENS = ("input_tokens", "output_tokens", "cache_read_input_tokens",
           "cache_creation_input_tokens")
@@ -64,15 +64,22 @@ def money(amount: float, known: bool = True) -> str:
     return f"${amount:.4f}" if known else "cost unknown (tokens only)"
 
 
-def spent(tasks: Iterable[TaskState]) -> float:
-    """Everything spent on these tasks, helper calls included."""
-    return usd(sum(t.cost_usd for t in tasks))
+def spent(state: State) -> float:
+    """Everything spent on this plan since its last --reset, helper calls included: its
+    tasks' and the runs of tasks it no longer has (reworded, removed)."""
+    return usd(sum(t.cost_usd for t in state.tasks)
+               + sum(a.cost_usd + a.helper_cost_usd for a in state.retired))
 
 
 def of_task(task: TaskState) -> Receipt:
     """Every run of one task, its helper calls' cost included."""
+    return of_runs(task.history)
+
+
+def of_runs(runs: Iterable[Attempt]) -> Receipt:
+    """The sum over these agent runs, their helper calls' cost included."""
     total = Receipt()
-    for a in task.history:
+    for a in runs:
         total += Receipt(cost_usd=usd(a.cost_usd + a.helper_cost_usd),
                          cost_known=a.cost_known,
                          turns=a.num_turns or 0, duration_ms=a.duration_ms or 0,
@@ -88,6 +95,11 @@ def total(tasks: Iterable[TaskState]) -> Receipt:
     for task in tasks:
         out += of_task(task)
     return out
+
+
+def of_state(state: State) -> Receipt:
+    """Every run of this plan since its last --reset, the retired tasks' included."""
+    return total(state.tasks) + of_runs(state.retired)
 
 
 def by_group(state: State) -> dict[str, Receipt]:

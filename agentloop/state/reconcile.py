@@ -38,6 +38,12 @@ class Reconciled:
     kept_done: int = 0
     folded: tuple[tuple[int, int], ...] = ()      # (new index, records carried onto it)
     reread: bool = False    # the same file, read by a newer reader (agentloop.plan.parse.READER)
+    replaced: tuple[TaskState, ...] = ()           # the old records of the edited tasks
+
+    @property
+    def dropped(self) -> tuple[TaskState, ...]:
+        """The old records the new file has no place for: removed and edited tasks'."""
+        return self.removed + self.replaced
 
     def news(self) -> bool:
         """Whether any task was added, edited, removed, ticked off or folded."""
@@ -111,7 +117,7 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
     by_group: dict[str, deque[TaskState]] = defaultdict(deque)
     for record in sorted(leftover, key=lambda r: r.index):
         by_group[record.group].append(record)
-    added, edited = [], []
+    added, edited, replaced = [], [], []
     # An old task kept its log name; a new one never shares it (a folded one that is still to
     # do has a new one: see agentloop.state.folding).
     new = [i for i, r in enumerate(result) if r is None or i in renamed]
@@ -119,7 +125,8 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
     for i in new:
         record = result[i] or fresh[i]
         if result[i] is None and by_group[record.group]:
-            edited.append((record.index, by_group[record.group].popleft().change_id or ""))
+            replaced.append(by_group[record.group].popleft())
+            edited.append((record.index, replaced[-1].change_id or ""))
         elif result[i] is None:
             added.append(record.index)
         name, n = record.log_name, 1
@@ -131,4 +138,5 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
     removed = tuple(r for queue in by_group.values() for r in queue)
     tasks = [r for r in result if r is not None]
     kept_done = sum(1 for r in tasks if r.status == "completed")
-    return Reconciled(tasks, tuple(added), tuple(edited), removed, tuple(ticked), kept_done)
+    return Reconciled(tasks, tuple(added), tuple(edited), removed, tuple(ticked), kept_done,
+                      replaced=tuple(replaced))

@@ -47,7 +47,8 @@ class Attempt:
     started_at: str
     finished_at: str | None = None
     # running | completed | failed | interrupted | limited | blocked | continued (an iteration
-    # that went on) | stopped (the agent reported a fatal error)
+    # that went on) | stopped (the agent reported a fatal error) | paused (failed after the
+    # whole run was stopped, a machine asleep: no attempt)
     outcome: str = "running"
     iteration: int = 1
     reason: str | None = None
@@ -150,6 +151,11 @@ class State:
     depends: dict[str, list[str]] = field(default_factory=dict)
     # The journal whose lines go on top of this snapshot (agentloop.journal); None: none.
     journal_id: str | None = None
+    # The agent runs of tasks the plan no longer has (reworded or removed): money spent stays
+    # spent, so receipts and --budget count them, and a session they ran in keeps its totals.
+    retired: list[Attempt] = field(default_factory=list)
+    # The options of the plan's last run that a re-run keeps or names (agentloop.run.remembered).
+    remembered: dict[str, Any] = field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
         """Serialize, checking first that what we write is something we can read back."""
@@ -246,7 +252,10 @@ def task_from_dict(data: Any) -> TaskState:
 
 def top_from_dict(data: Any) -> dict[str, Any]:
     """The state's fields besides its tasks, each checked for its type."""
-    return {k: v for k, v in _known(State, data).items() if k != "tasks"}
+    top = {k: v for k, v in _known(State, data).items() if k != "tasks"}
+    if "retired" in top:
+        top["retired"] = [Attempt(**_known(Attempt, a)) for a in top["retired"]]
+    return top
 
 
 def from_bytes(raw: bytes, where: Path) -> State:
@@ -271,7 +280,7 @@ def from_bytes(raw: bytes, where: Path) -> State:
         version = data["schema_version"]
     try:
         tasks = [task_from_dict(t) for t in _known(State, data)["tasks"]]
-        state = State(**{**_known(State, data), "tasks": tasks})
+        state = State(**{**top_from_dict(data), "tasks": tasks})
     except (KeyError, TypeError) as exc:
         raise StateError(f"{where} is damaged ({exc}); move it aside or run with --reset") from None
     problem = _problem(state)

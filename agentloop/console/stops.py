@@ -1,0 +1,116 @@
+"""How a stop or an error is said: one line on stderr, with the command that continues the run
+where there is one; with --json the same as a JSON document on stdout; an internal error's
+traceback in a log file, never on the screen."""
+
+from __future__ import annotations
+
+import shlex
+import traceback
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agentloop.errors import (
+    AgentBlocked,
+    AgentLoopError,
+    BudgetReached,
+    Interrupted,
+    RunStopped,
+    SettingsError,
+    UsageError,
+)
+from agentloop.files import jsonbytes
+
+
+def resume_command(args: list[str]) -> str:
+    """The command that continues this run: the same one, without --reset (and its --yes)."""
+    from agentloop.options import continue_args
+
+    return shlex.join(["agent-loop", *continue_args(args)])
+
+
+
+def _with_budget(args: list[str], budget: float) -> list[str]:
+    """The same arguments with --budget set to `budget`."""
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--budget":
+            skip = True
+        elif not arg.startswith("--budget="):
+            out.append(arg)
+    return out + ["--budget", f"{budget:.2f}"]
+
+
+def crash(exc: BaseException) -> None:
+    """Write the traceback to ~/.agent-loop-crash.log and say where, in one line."""
+    log = Path.home() / ".agent-loop-crash.log"
+    try:
+        log.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+        where = f"; the traceback is in {log}"
+    except OSError:
+        where = ""
+    click.echo(f"agent-loop: internal error: {exc!r}{where}", err=True)
+
+
+def from_a_stop(exc: BaseException) -> bool:
+    """Whether a Ctrl+C (or SIGTERM, SIGHUP) is what this error came from: Python wraps one
+    that lands in a class being built (a dataclass of a module imported late, `__set_name__`)
+    in a RuntimeError, and it must end as the stop it was, not as an internal error."""
+    seen: BaseException | None = exc
+    for _ in range(16):  # a chain is short; a cycle in one must not hang the exit
+        if seen is None:
+            break
+        if isinstance(seen, (KeyboardInterrupt, Interrupted)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def report(exc: BaseException, args: list[str], as_json: bool = False) -> int:
+    """One line on stderr for a stop or an error (with --json, also a JSON document on
+    stdout); its exit code."""
+    code = _report_line(exc, args)
+    if as_json:
+        write(json_error(str(exc) or "interrupted", code))
+    return code
+
+
+def json_error(message: str, code: int) -> dict[str, Any]:
+    """An error as a --json consumer reads it, on stdout (schema as every JSON we print)."""
+    from agentloop.console.render import SCHEMA
+
+    return {"schema": SCHEMA, "error": message, "exit_code": code}
+
+
+def _report_line(exc: BaseException, args: list[str]) -> int:
+    again = resume_command(args)
+    if isinstance(exc, (KeyboardInterrupt, Interrupted)):
+        click.echo(f"\nagent-loop: interrupted; state saved. Resume with: {again}", err=True)
+        return 130
+    assert isinstance(exc, AgentLoopError)
+    if isinstance(exc, SettingsError):
+        click.echo(f"agent-loop: settings: {exc}", err=True)
+    elif isinstance(exc, UsageError):
+        click.echo(f"agent-loop: usage: {exc}", err=True)
+    elif isinstance(exc, BudgetReached):
+        more = resume_command(_with_budget(args, 2 * max(exc.spent, exc.budget)))
+        click.echo(f"agent-loop: stopped: {exc}. Continue with a higher budget: {more}", err=True)
+    elif isinstance(exc, RunStopped):
+        click.echo(f"agent-loop: stopped: {exc}. Continue with: {again}", err=True)
+    elif isinstance(exc, AgentBlocked):
+        click.echo(f"agent-loop: stopped: {exc}. Fix that, then continue with: {again}", err=True)
+    else:
+        click.echo(f"agent-loop: error: {exc}", err=True)
+    return exc.exit_code
+
+
+def write(data: str | dict[str, Any]) -> None:
+    """Print a line, or a JSON document as every --json output is printed."""
+    if isinstance(data, dict):
+        import orjson
+
+        data = jsonbytes.dumps(data, option=orjson.OPT_INDENT_2).decode()
+    click.echo(data)

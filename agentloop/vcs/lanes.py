@@ -1,0 +1,63 @@
+"""A working copy apart from the user's, for a run that must not touch their branch or files (a
+rehearsal): the repository's kind decides git worktree or jj workspace (agentloop.vcs.workspaces),
+and the start is what the user has now, even in a repository with no commit yet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentloop import proc
+from agentloop.errors import VcsError
+from agentloop.vcs import workspaces
+from agentloop.vcs.workspaces import Workspace
+
+EMPTY_START = "agent-loop: an empty start (the repository had no commit yet)"
+
+
+def kind_of(root: Path, asked: str) -> str:
+    """`jj` or `git`: the kind of the repository at `root` a lane can be made in, as `--vcs`
+    allows; VcsError says what is missing."""
+    jj, git = (root / ".jj").is_dir(), (root / ".git").exists()
+    if jj and asked in ("auto", "jj"):
+        return "jj"
+    if git and asked in ("auto", "git"):
+        return "git"
+    if asked in ("jj", "git") and (jj or git):
+        raise VcsError(f"{root} is no {asked} repository: drop --vcs {asked}")
+    raise VcsError(f"{root} is not a git or jj repository, which this run needs: it works in "
+                   "a copy of its own, apart from your files. `git init` (or `jj git init`) "
+                   "there makes one; agent-loop does not make it for you")
+
+
+def open_lane(root: Path, name: str, kind: str) -> Workspace:
+    """Lane `name` started afresh from what the user has now: git's HEAD (or an empty commit
+    when there is none yet), jj's working-copy change."""
+    if kind == "jj":
+        return workspaces.open_jj(root, name, "@", fresh=True)
+    return workspaces.open_git(root, name, _git_start(root), fresh=True)
+
+
+def remove_lane(root: Path, lane: Workspace, kind: str) -> None:
+    """The lane's working copy goes; its branch (git) stays."""
+    if kind == "jj":
+        workspaces.remove_jj(root, lane)
+    else:
+        workspaces.remove_git(root, lane)
+
+
+def _git_start(root: Path) -> str:
+    head = _git(root, "rev-parse", "--verify", "-q", "HEAD", codes=(0, 1))
+    if head:
+        return head
+    # No commit yet (a repository just made with `git init`): the lane starts from an empty
+    # commit of its own, which no branch of the user's points at.
+    tree = _git(root, "hash-object", "-t", "tree", "-w", "/dev/null")
+    return _git(root, "commit-tree", tree, "-m", EMPTY_START)
+
+
+def _git(root: Path, *args: str, codes: tuple[int, ...] = (0,)) -> str:
+    done = proc.run(["git", *args], cwd=root, check=False, timeout=120)
+    if done.returncode not in codes:
+        raise VcsError(f"`git {' '.join(args[:2])}` failed: {(done.stderr or '').strip()}")
+    return (done.stdout or "").strip()
