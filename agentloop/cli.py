@@ -142,6 +142,9 @@ class _Command(click.Command):
                    "attempt fails.")
 @click.option("--require-changes", is_flag=True,
               help="A task that changes no files is a failed attempt.")
+@click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
+              metavar="K", help="Run up to K groups at once, each in a git worktree of its own; "
+                                "their tasks land on the current branch one commit each.")
 @click.version_option(__version__, "--version", prog_name="agent-loop")
 def command(tasks_md: Path, **params: Any) -> None:
     """Let a coding agent work through TASKS_MD: one task, one agent run, one change."""

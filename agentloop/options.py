@@ -53,6 +53,7 @@ class RunOptions:
     check_timeout: float = 600.0
     check_rounds: int = 2             # fix runs after a failing check before the attempt fails
     require_changes: bool = False
+    parallel: int = 1                 # groups at once, each in a working copy of its own
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> "RunOptions":
@@ -95,6 +96,11 @@ def usage_problem(options: RunOptions) -> str | None:
     if options.require_changes and options.vcs == "none" and not modes:
         return ("--require-changes needs version control to see a task's changes; use "
                 "--vcs auto, jj or git")
+    if options.parallel > 1 and options.vcs == "none" and not modes:
+        return ("--parallel needs version control: each group works in a worktree of its own; "
+                "use --vcs auto or git")
+    if options.parallel > 1 and options.only is not None:
+        return "--parallel runs groups side by side; --task runs one task: choose one"
     if options.rehearse and options.agent != "claude":
         return "--rehearse stands in for the agent; it cannot be combined with --agent"
     return None

@@ -32,6 +32,7 @@ from agentloop.run.events import (
     TaskFinished,
     TaskStarted,
 )
+from agentloop.run.lanes import LaneNote, lane
 from agentloop.state.receipts import money
 
 
@@ -62,8 +63,14 @@ class Console:
             return
         self._stop_live()
         line = self._line(event)
+        group = lane()
+        if line is not None and group:
+            # A parallel run: each line says whose it is, and is printed whole.
+            line = "\n".join(f"[{group}] {part.strip()}" for part in line.splitlines())
         if line is not None:
             self._print(line)
+        if group:
+            return  # one live line cannot show several lanes (the live view is elsewhere)
         if isinstance(event, (AgentStarted, CheckStarted)) and self.live:
             # A check says nothing until it ends: the live line shows which one runs.
             self._start_live(f"check: {event.command}" if isinstance(event, CheckStarted)
@@ -131,6 +138,8 @@ class Console:
             return None
         if isinstance(event, RunFinished):
             return summary_text(event, self.cwd)
+        if isinstance(event, LaneNote):
+            return f"  {event.text}"
         return None
 
     def _path(self, log: str) -> str:

@@ -23,7 +23,8 @@ from typing import Callable, Iterator, Mapping
 from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
 from agentloop.proc.read_output import MAX_LINE_BYTES, Expired, lines  # noqa: F401
 from agentloop.proc.read_output import tail as read_tail
-from agentloop.proc.reaper import adopt_orphans, children, end_adopted
+import agentloop.proc.running as running
+from agentloop.proc.reaper import adopt_orphans, children, end_adopted, reaped, spawn
 from agentloop.proc.spawn import Spawned, Streaming, prompt_input, usable
 from agentloop.proc.watchdog import die_with_parent, watchdog
 
@@ -99,12 +100,12 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
     child: subprocess.Popen[bytes] | Spawned
     try:
         if usable(cwd):
-            child = Spawned(argv, env, data is not None)
+            child = spawn(lambda: Spawned(argv, env, data is not None))
         else:
-            child = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
-                                     stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     start_new_session=True)
+            child = spawn(lambda: subprocess.Popen(
+                argv, cwd=cwd, env=dict(env) if env is not None else None,
+                stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True))
     except FileNotFoundError as exc:
         raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
@@ -123,6 +124,7 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
             watchdog.tell("end", group)
     stdout, stderr = (b.decode("utf-8", "surrogateescape") for b in (out, err))
     code = child.wait()
+    reaped(child.pid)
     result = Completed(argv, code, stdout, stderr)
     if check and code != 0:
         output = (stderr or stdout).strip()
@@ -242,13 +244,13 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     proc: subprocess.Popen[bytes] | Streaming
     try:
         if watched and usable(cwd):  # no pre-exec hook wanted: the quick way
-            proc = Streaming(argv, env, given, errors.fileno())
+            proc = spawn(lambda: Streaming(argv, env, given, errors.fileno()))
         else:
-            proc = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None,
-                                    stdin=given if given is not None else subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=errors,
-                                    start_new_session=True,
-                                    preexec_fn=None if watched else die_with_parent())
+            proc = spawn(lambda: subprocess.Popen(
+                argv, cwd=cwd, env=dict(env) if env is not None else None,
+                stdin=given if given is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=errors, start_new_session=True,
+                preexec_fn=None if watched else die_with_parent()))
     except FileNotFoundError as exc:
         errors.close()
         raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
@@ -260,6 +262,7 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
             os.close(given)  # the child has its own copy of the descriptor
     assert proc.stdout is not None
     watchdog.tell("start", proc.pid)
+    running.add(proc)
     deadline = None if timeout is None else time.monotonic() + timeout
     timed_out = False
     exited = lambda: proc.poll() is not None  # noqa: E731
@@ -278,6 +281,8 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         proc.wait()
         # The agent is done: what it left running in its group, or outside it, goes too.
         stop_group(proc)
+        if running.stopping():  # a parallel run's Ctrl+C stopped it from the main thread
+            raise Interrupted("interrupted")
     except KeyboardInterrupt:
         stop_group(proc)
         raise Interrupted("interrupted") from None
@@ -285,6 +290,8 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         stop_group(proc)
         raise
     finally:
+        running.remove(proc)
+        reaped(proc.pid)
         end_adopted(before)
         watchdog.tell("end", proc.pid)
         proc.stdout.close()

@@ -10,6 +10,7 @@ import orjson
 
 from agentloop.agents import AgentResult, Totals
 from agentloop.files import held_open, jsonbytes
+from agentloop.run.lanes import LaneNote, lane
 
 
 @dataclass(frozen=True)
@@ -207,7 +208,7 @@ class RunFinished:
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,
               ChangeAbandoned, RetryDecided, LimitWait, LimitWaitOver, MessageDistilled,
               TaskFinished, RunFinished, ReviewStarted, ReviewVerdict, CheckStarted,
-              CheckFinished, ChecksDone]
+              CheckFinished, ChecksDone, LaneNote]
 Emit = Callable[[Event], None]
 
 
@@ -227,6 +228,8 @@ def event_types() -> dict[str, type]:
 def to_json(event: Event, time: str) -> bytes:
     """One line of events.jsonl."""
     body = {"v": SCHEMA_VERSION, "type": type(event).__name__, "time": time}
+    if lane():
+        body["lane"] = lane()
     # Field by field, the nested records (AgentResult) left to orjson, which writes a dataclass
     # as dataclasses.asdict would, without its deep copy: a tenth of the time.
     body.update((f.name, getattr(event, f.name)) for f in fields(event))

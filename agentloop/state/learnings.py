@@ -7,6 +7,7 @@ version the agent reported, with its task, iteration and time.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from agentloop.files import jsonbytes
@@ -22,6 +23,9 @@ class Learnings:
         self.path = folder / "learnings.md"
         self.history = folder / "learnings.jsonl"
         self._written: str | None = None  # what this run last wrote to learnings.md
+        # A parallel run's lanes record from threads of their own: one at a time, each adding
+        # to the file as the one before left it, so none overwrites another's.
+        self._lock = threading.Lock()
 
     def current(self) -> str:
         """The learnings as they are now (the user's edits included), or ""."""
@@ -46,6 +50,12 @@ class Learnings:
                 f"{text}\n\n---\n\n")
 
     def record(self, task: int, iteration: int, time: str, progress: str, learnings: str) -> None:
+        """Keep one version; new learnings are added to learnings.md under their task."""
+        with self._lock:
+            self._record(task, iteration, time, progress, learnings)
+
+    def _record(self, task: int, iteration: int, time: str, progress: str,
+                learnings: str) -> None:
         """Keep one version; new learnings are added to learnings.md under their task.
 
         Learnings of "none" (as the system prompt tells the agent to write) are no learnings.
