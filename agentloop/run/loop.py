@@ -35,12 +35,12 @@ from agentloop.vcs import Change
 TRANSIENT_PAUSE = 3
 
 
-def run_tasks(run: Run, only: int | None = None, notes: tuple[str, ...] = ()) -> RunFinished:
-    """Run every unfinished task in order (or only task `only`); return the summary."""
+def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ()) -> RunFinished:
+    """Run every unfinished task in order (or only the tasks `only`); return the summary."""
     started = run.clock.monotonic()
     run.state.vcs = run.vcs.name
-    if only is not None:
-        pending = [run.state.tasks[only - 1]]
+    if only:
+        pending = [run.state.tasks[i - 1] for i in only]
     else:
         pending = [t for t in run.state.tasks
                    if runnable(t, run.options.max_attempts, run.options.include_optional)]

@@ -103,3 +103,12 @@ def state_from(project: Project, parsed: parse.TaskFile) -> State:
                  context=parsed.context or None,
                  ignored=[{"line": n, "text": t, "why": w} for n, t, w in parsed.ignored],
                  warnings=list(parsed.warnings))
+
+
+def plan_stores(cwd: Path) -> tuple[Path, list[Store]]:
+    """The root around `cwd` and the store of every plan that has run there: the first plan's
+    in `.agent-loop/`, the others' in `.agent-loop/plans/<name>-<hash>/`."""
+    root = find_root(cwd.resolve()) or cwd.resolve()
+    base = root / DIRNAME
+    folders = [base, *sorted(p for p in (base / "plans").glob("*") if p.is_dir())]
+    return root, [Store(root, f) for f in folders if (f / "state.json").is_file()]
