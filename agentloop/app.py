@@ -115,7 +115,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     """The plan: every task as it would run, which are done, where fresh sessions start.
     Refuses what the real run would refuse before it starts (run.start.admit), with the same
     message and exit code."""
-    from agentloop.run.start import admit
+    from agentloop.run.start import admit, tree_warning
 
     check_usage(options)
     _not_a_link(tasks_md, cwd)
@@ -127,7 +127,9 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     rows = [replace(r, checks=task_checks(options, state.tasks[r.index - 1])) for r in rows]
     ignored = tuple((int(i.get("line", 0)), str(i.get("text", "")), str(i.get("why", "")))
                     for i in state.ignored)
-    return PlanView(project, tuple(rows), ignored, tuple(state.warnings), state.context or "",
+    tree = tree_warning(project, admitted) if any(r.runs for r in rows) else None
+    warnings = (*state.warnings, *([f"the run would stop here: {tree}"] if tree else []))
+    return PlanView(project, tuple(rows), ignored, warnings, state.context or "",
                     ran=admitted.saved)
 
 

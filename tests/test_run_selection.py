@@ -165,3 +165,21 @@ def test_with_json_an_error_is_json_on_stdout_too(work: Path, fake_claude: FakeC
     assert code == 2 and orjson.loads(out)["error"] == "--json goes with --status or --dry-run"
     code, out, _ = agent_loop("tasks.md", "--dry-run", "--json")
     assert orjson.loads(out)["schema"] == 1
+
+
+def test_dry_run_warns_of_a_dirty_tree_the_run_refuses(work: Path,
+                                                       fake_claude: FakeClaude) -> None:
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    subprocess.run([*git, "add", "tasks.md"], cwd=work, check=True)
+    subprocess.run([*git, "commit", "-qm", "plan"], cwd=work, check=True)
+    (work / "notes.txt").write_text("mine\n")
+    code, out, _ = agent_loop("tasks.md", "--dry-run", "--vcs", "git")
+    real = agent_loop("tasks.md", "--vcs", "git")
+    assert code == 0 and real[0] == 1
+    refusal = real[2].strip().removeprefix("agent-loop: error: ")
+    assert f"warning: the run would stop here: {refusal}\n" in out
+    assert "notes.txt" in out
+    assert "the run would stop" not in agent_loop("tasks.md", "--dry-run", "--vcs", "git",
+                                                  "--allow-dirty")[1]
+    assert not (work / ".agent-loop" / "state.json").exists()

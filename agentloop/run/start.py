@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from agentloop.agents import AGENTS, make_agent
-from agentloop.errors import StateError
+from agentloop.errors import AgentLoopError, StateError
 from agentloop.options import RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.run import distill, retry
@@ -55,6 +55,18 @@ def admit(project: Project, options: RunOptions) -> Admitted:
     kind = vcs_kind(options.vcs, earlier)
     chosen = replace(options, only=select(state, options))
     return Admitted(state, saved, changes, chosen, name, kind)
+
+
+def tree_warning(project: Project, admitted: Admitted) -> str | None:
+    """--dry-run: what the run would refuse in the working tree as it is now (uncommitted files
+    under git), as a warning: the tree may well be clean by the time the run starts."""
+    try:
+        vcs = open_vcs(admitted.vcs, project.root, project.task_file,
+                       admitted.options.allow_dirty)
+        uncommitted = getattr(vcs, "uncommitted", None)  # only git refuses a dirty tree
+        return uncommitted() if uncommitted is not None else None
+    except AgentLoopError as exc:
+        return str(exc)
 
 
 def start_run(project: Project, options: RunOptions, emit: Emit) -> tuple[State, RunFinished]:
