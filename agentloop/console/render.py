@@ -225,13 +225,14 @@ def closing_lines(result: RunResult, cwd: Path) -> list[str]:
         listed = ", ".join(str(i) for i in result.summary.unfinished)
         lines.append(f"not completed: task(s) {listed}; "
                      f"`{shlex.join(['agent-loop', task_file, '--status'])}` says why")
-    lines += undo_lines(state, task_file)
+    lines += undo_lines(state, task_file, result.summary.completed)
     return lines
 
 
-def undo_lines(state: State, task_file: str) -> list[str]:
-    """How to take back one task's change, for the VCS this run used."""
-    done = [t for t in state.tasks if t.status == "completed" and t.change_id]
+def undo_lines(state: State, task_file: str, completed: tuple[int, ...]) -> list[str]:
+    """How to take back one task's change this run made, for the VCS it used."""
+    done = [state.tasks[i - 1] for i in completed
+            if i <= len(state.tasks) and state.tasks[i - 1].change_id]
     if not done:
         return []
     example = done[-1].change_id or ""

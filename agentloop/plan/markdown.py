@@ -52,6 +52,7 @@ class Reading:
     warnings: list[str] = field(default_factory=list)
     checks: dict[str | None, list[str]] = field(default_factory=dict)
     context: str = ""
+    title: str = ""                 # the plan's `#` heading, if it has one
 
 
 class _SpannedListItem(block.ListItem):
@@ -138,6 +139,7 @@ class _Walk:
                 self._node(node, start, end)
         self._close()
         self._context()
+        self.out.title = self.title
         return self.out
 
     def _in_section(self, node: block.BlockElement, start: int, end: int) -> bool:

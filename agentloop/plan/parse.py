@@ -53,6 +53,7 @@ class TaskFile:
     ignored: tuple[tuple[int, str, str], ...] = ()   # (line, text, why) read but never run
     warnings: tuple[str, ...] = ()
     context: str = ""           # the text before the first task's group: every fresh session's
+    title: str = ""             # the plan's `#` heading
 
 
 def file_hash(data: bytes) -> str:
@@ -142,7 +143,7 @@ def _parse(path: Path, data: bytes, digest: str) -> TaskFile:
                                 "KiB: put the long part in a file and name that file in the task")
     return TaskFile(path=path, sha256=digest, tasks=tasks,
                     ignored=tuple(reading.ignored), warnings=tuple(reading.warnings),
-                    context=reading.context)
+                    context=reading.context, title=reading.title)
 
 
 def read_bytes(path: Path) -> bytes:

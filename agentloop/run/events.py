@@ -21,6 +21,7 @@ class RunStarted:
     vcs: str
     notes: tuple[str, ...] = ()
     agent: str = ""
+    done: int = 0              # tasks done already (completed or checked off)
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class TaskStarted:
     summary: str
     attempt: int
     iteration: int = 1
+    position: int = 0          # its place among the tasks this run takes (0: not known)
+    count: int = 0             # how many tasks this run takes
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class AgentFinished:
     result: AgentResult
     seconds: float
     cost_usd: float     # this run's own cost (the CLI's total adds up over a resumed session)
+    role: str = "developer"    # developer | reviewer
 
 
 @dataclass(frozen=True)
@@ -201,6 +205,7 @@ class RunFinished:
     notes: tuple[str, ...] = ()  # things the user should look at (tasks that keep stalling)
     tokens: tuple[tuple[str, int], ...] = ()   # token totals of the task file's runs so far
     unfinished: tuple[int, ...] = ()  # tasks this run set out to run that did not complete
+    completed: tuple[int, ...] = ()   # tasks this run completed with a change
     cost_known: bool = True      # False: some runs reported tokens but no dollars
 
 

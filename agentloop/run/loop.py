@@ -23,7 +23,7 @@ from agentloop.run.events import MessageDistilled, RetryDecided, RunFinished, Ru
 from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome
 from agentloop.run.retry import Advice
-from agentloop.run.selection import commit_message, runnable
+from agentloop.run.selection import DONE, commit_message, filed_under, runnable
 from agentloop.run.summary import count_stalls, summarize
 from agentloop.run.verify import baseline
 from agentloop.run.waits import classify, wait_for_limit
@@ -44,8 +44,11 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
     else:
         pending = [t for t in run.state.tasks
                    if runnable(t, run.options.max_attempts, run.options.include_optional)]
+    run.tally.planned = tuple(t.index for t in pending)
+    done = sum(1 for t in run.state.tasks
+               if t.status in DONE and t.index not in run.tally.planned)
     run.emit(RunStarted(len(pending), len(run.state.tasks), run.vcs.name, notes,
-                        run.agent.name))
+                        run.agent.name, done))
     run.save()
     stopped, begun = None, list[TaskState]()
     try:
@@ -205,9 +208,10 @@ def _announce(run: Run, task: TaskState, attempt: Attempt, advice: Advice, kind:
 
 
 def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
-    message = commit_message(task)
+    message = commit_message(task, run.state.title)
     if run.distiller is not None and run.vcs.name != "none":
-        distilled = run.distiller(plain=message, group=task.group, task=task.task,
+        distilled = run.distiller(plain=message, group=filed_under(task, run.state.title),
+                                  task=task.task,
                                   final=outcome.result.text, diff=run.vcs.diff(outcome.change))
         ledger.add_helper_cost(task, outcome.attempt, distilled.cost_usd)
         message = distilled.text

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from agentloop.errors import StateError
 from agentloop.options import RunOptions, task_numbers
 from agentloop.plan import groups
+from agentloop.plan.markdown import UNGROUPED
 from agentloop.state.schema import State, TaskState
 
 DONE = ("completed", "skipped")
@@ -106,15 +107,15 @@ def plan_rows(state: State, max_attempts: int, only: tuple[int, ...] = (),
         if only and task.index not in only:
             rows.append(_row(task, False, "not selected"))
             continue
-        why = None if (only and (again or runnable(task, max_attempts, True))) \
-            else _why_not(task, max_attempts, include_optional)
+        # A selected task runs: select() refused any that cannot (as the run does).
+        why = None if only else _why_not(task, max_attempts, include_optional)
         if why is not None:
             rows.append(_row(task, False, why))
             continue
         session = resume_session(state, task)
         previous = previous_in_group(state, task)
         if session and not (again and only):
-            how = f"resumes session {session}"
+            how = f"resumes session {session[:8]}"
         elif previous is not None and previous.index in will_run:
             how = "continues the group's session"
         else:
@@ -160,6 +161,13 @@ def runnable(task: TaskState, max_attempts: int, include_optional: bool = False)
             and (include_optional or not task.optional))
 
 
-def commit_message(task: TaskState) -> str:
-    """The description of a task's change."""
-    return f"agent-loop: {task.group} / {task.summary}"
+def commit_message(task: TaskState, title: str | None = None) -> str:
+    """The description of a task's change: filed under its group, or the plan's title when
+    it is in none."""
+    return f"agent-loop: {filed_under(task, title)} / {task.summary}"
+
+
+def filed_under(task: TaskState, title: str | None) -> str:
+    """The task's group as history names it: a task outside any group goes by the plan's
+    `#` title, where it has one."""
+    return title if task.group == UNGROUPED and title else task.group

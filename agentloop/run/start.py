@@ -26,6 +26,9 @@ from agentloop.vcs.choose import open_vcs
 from agentloop.vcs.preflight import preflight
 
 DEFAULT_AGENT = "claude"
+# The stand-in agent has no helper model: its tasks keep the plain commit message, and the
+# console does not report a failed summary for every one of them.
+REHEARSAL = "rehearse"
 
 
 @dataclass(frozen=True)
@@ -78,14 +81,14 @@ def start_run(project: Project, options: RunOptions, emit: Emit) -> tuple[State,
         leftovers = _open_changes(project)
         archived = project.store.archive(now())
         if archived is not None:
-            shown = project.store.relative(archived)
+            shown = project.shown(archived)
             notes.append(f"reset: the old state and logs are in {shown}")
     if admitted.changes is not None:
         changes = admitted.changes
-        notes.append(f"{project.task_file_name} changed: {changes.summary()}")
+        notes.append(f"{project.shown(project.task_file)} changed: {changes.summary()}")
         if changes.removed:
             kept = project.store.keep_removed(list(changes.removed), now())
-            notes.append(f"removed tasks' records are kept in {project.store.relative(kept)}")
+            notes.append(f"removed tasks' records are kept in {project.shown(kept)}")
     agent = make_agent(admitted.agent, options.agent_program)
     agent.check()
     notes += preflight(admitted.vcs, project.root, project.task_file)
@@ -100,12 +103,13 @@ def start_run(project: Project, options: RunOptions, emit: Emit) -> tuple[State,
             if state.tasks[index - 1].status not in ("pending", "running", "interrupted"):
                 again(state.tasks[index - 1])
     root = project.root
-    run = Run(project, state, agent, vcs, options, emit, Learnings(project.store.dir),
+    learnings = Learnings(project.store.dir, project.task_file_name)
+    run = Run(project, state, agent, vcs, options, emit, learnings,
               advisor=partial(retry.advise, agent, options.retry_model or agent.models.helper,
                               cwd=root),
               distiller=partial(distill.distill, agent,
                                 options.distill_model or agent.models.helper, cwd=root)
-              if options.distill else None)
+              if options.distill and admitted.agent != REHEARSAL else None)
     return state, run_tasks(run, options.only, tuple(notes))
 
 

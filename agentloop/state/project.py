@@ -13,6 +13,7 @@ plan gets `.agent-loop/plans/<name>-<hash>/`. One run at a time per repository s
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,18 +33,27 @@ class Project:
     task_file: Path
     root: Path
     store: Store
+    here: Path | None = None    # where the user stands: what a path shown to them is from
 
     @property
     def task_file_name(self) -> str:
         """The task file as recorded in the state: relative to the root where possible."""
         return self.store.relative(self.task_file)
 
+    def shown(self, path: str | Path) -> str:
+        """A path (absolute, or relative to the root as the state keeps them) as the user can
+        type it from where they stand."""
+        full = self.root / path
+        if self.here is None:
+            return self.store.relative(full)
+        return os.path.relpath(full, self.here)
+
 
 def open_project(task_file: Path, cwd: Path) -> Project:
     """Locate the root: the repository around `cwd`, else the task file's folder."""
     path = (cwd / task_file).resolve() if not task_file.is_absolute() else task_file.resolve()
     root = find_root(cwd.resolve()) or path.parent
-    return Project(path, root, Store(root, plan_folder(root, path)))
+    return Project(path, root, Store(root, plan_folder(root, path)), cwd.resolve())
 
 
 def plan_folder(root: Path, task_file: Path) -> Path:
@@ -92,6 +102,7 @@ def load_plan(project: Project) -> tuple[State, bool, Reconciled | None]:
     fresh = state_from(project, parsed)
     saved.tasks, saved.task_file_hash = changes.tasks, parsed.sha256
     saved.context, saved.ignored, saved.warnings = fresh.context, fresh.ignored, fresh.warnings
+    saved.title = fresh.title
     return saved, True, changes
 
 
@@ -100,7 +111,7 @@ def state_from(project: Project, parsed: parse.TaskFile) -> State:
     the file holds besides tasks, so --dry-run on an unchanged file needs no parse."""
     return State(task_file=project.task_file_name, task_file_hash=parsed.sha256,
                  tasks=[TaskState.from_task(t) for t in parsed.tasks],
-                 context=parsed.context or None,
+                 context=parsed.context or None, title=parsed.title or None,
                  ignored=[{"line": n, "text": t, "why": w} for n, t, w in parsed.ignored],
                  warnings=list(parsed.warnings))
 
