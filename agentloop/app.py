@@ -13,7 +13,7 @@ from agentloop.plan import parse
 from agentloop.run.events import Emit, Event, EventLog, RunFinished, fan_out
 from agentloop.run.selection import PlanRow, plan_rows
 from agentloop.run.verify import task_checks
-from agentloop.state.project import Project, load_plan, load_state, open_project, state_from
+from agentloop.state.project import Project, load_plan, open_project
 from agentloop.state.schema import State, now
 
 
@@ -37,6 +37,7 @@ class PlanView:
     warnings: tuple[str, ...] = ()
     context: str = ""
     folded: tuple[tuple[int, str, int], ...] = ()     # (line, text, line of its task)
+    ran: bool = False       # whether this plan has run before (its state was saved)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,42 @@ def status(tasks_md: Path, cwd: Path) -> StatusView:
     return StatusView(project, state, note, _lost(project, state))
 
 
+@dataclass(frozen=True)
+class PlanLine:
+    """--status without a task file: one plan of the repository, in brief."""
+
+    task_file: str          # as recorded, relative to the root
+    folder: Path            # where its state lives
+    counts: dict[str, int]
+    cost_usd: float
+    cost_known: bool
+    error: str | None = None    # why its state could not be read
+
+
+def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
+    """Every plan that has run in the repository around `cwd`: the root, and one line each."""
+    from collections import Counter
+
+    from agentloop.state import receipts
+    from agentloop.state.project import plan_stores
+
+    root, stores = plan_stores(cwd)
+    lines = []
+    for store in stores:
+        try:
+            state = store.load()
+        except StateError as exc:
+            lines.append(PlanLine("?", store.dir, {}, 0.0, False, str(exc)))
+            continue
+        if state is None:
+            continue
+        total = receipts.total(state.tasks)
+        lines.append(PlanLine(state.task_file, store.dir,
+                              dict(Counter(t.status for t in state.tasks)),
+                              total.cost_usd, total.cost_known))
+    return root, lines
+
+
 def _lost(project: Project, state: State) -> tuple[int, ...]:
     """Tasks recorded as done whose change was abandoned, or left the branch's history."""
     from agentloop.vcs.history import missing
@@ -76,13 +113,16 @@ def _lost(project: Project, state: State) -> tuple[int, ...]:
 
 
 def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
-    """The plan: every task as it would run, which are done, where fresh sessions start."""
+    """The plan: every task as it would run, which are done, where fresh sessions start.
+    Refuses what the real run would refuse before it starts (run.start.admit), with the same
+    message and exit code."""
+    from agentloop.run.start import admit, tree_warning
+
     check_usage(options)
+    _not_a_link(tasks_md, cwd)
     project = open_project(tasks_md, cwd)
-    if options.reset:
-        state = state_from(project, parse.load(project.task_file))
-    else:
-        state, _ = load_state(project)
+    admitted = admit(project, options)
+    state, options = admitted.state, admitted.options
     rows = plan_rows(state, options.max_attempts, options.only, options.again,
                      options.include_optional)
     rows = [replace(r, checks=task_checks(options, state.tasks[r.index - 1])) for r in rows]
@@ -90,8 +130,18 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
                     for i in state.ignored)
     folded = tuple((int(f.get("line", 0)), str(f.get("text", "")), int(f.get("into", 0)))
                    for f in state.folded)
-    return PlanView(project, tuple(rows), ignored, tuple(state.warnings), state.context or "",
-                    folded)
+    tree = tree_warning(project, admitted) if any(r.runs for r in rows) else None
+    warnings = (*state.warnings, *([f"the run would stop here: {tree}"] if tree else []))
+    return PlanView(project, tuple(rows), ignored, warnings, state.context or "",
+                    folded, ran=admitted.saved)
+
+
+def _not_a_link(tasks_md: Path, cwd: Path) -> None:
+    given = tasks_md if tasks_md.is_absolute() else cwd / tasks_md
+    if given.is_symlink():
+        # Kept out of every task's change by its path: a link would let its target in.
+        raise TaskFileError(f"the task file {tasks_md} is a symlink: point agent-loop at the "
+                            f"file itself ({given.resolve()})")
 
 
 def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult:
@@ -99,11 +149,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     from agentloop.run.start import start_run
 
     check_usage(options)
-    given = tasks_md if tasks_md.is_absolute() else cwd / tasks_md
-    if given.is_symlink():
-        # Kept out of every task's change by its path: a link would let its target in.
-        raise TaskFileError(f"the task file {tasks_md} is a symlink: point agent-loop at the "
-                            f"file itself ({given.resolve()})")
+    _not_a_link(tasks_md, cwd)
     project = open_project(tasks_md, cwd)
     # Read and parsed once, before anything is touched: a missing or empty task file leaves no
     # trace, and --reset archives nothing for a file it could not run.

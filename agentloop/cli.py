@@ -67,7 +67,7 @@ class _Command(click.Command):
 
 
 @click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("tasks_md", type=click.Path(path_type=Path))
+@click.argument("tasks_md", type=click.Path(path_type=Path), required=False)
 @click.option("--agent", type=click.Choice(sorted(AGENTS)), default="claude", show_default=True,
               help="The coding agent that does the tasks (a run goes on with the one it began "
                    "with unless --reset).")
@@ -106,11 +106,15 @@ class _Command(click.Command):
                    "reset time; doubles each time.")
 @click.option("--iterations", type=click.IntRange(1, 50), default=1, show_default=True,
               help="Runs of one task in its session until the agent says TASK_COMPLETE.")
-@click.option("--task", "only", type=click.IntRange(min=1), default=None,
-              help="Run only task N (as numbered by --dry-run), leaving the others as they are.")
+@click.option("--task", multiple=True, metavar="N",
+              help="Run only these tasks (as numbered by --dry-run), leaving the others as they "
+                   "are: a number, a range or a list (--task 6, --task 3-5,8); repeatable.")
+@click.option("--group", default=None, metavar="G",
+              help="Run only the tasks of one group: its number in --dry-run or its heading "
+                   "(any case).")
 @click.option("--again", is_flag=True,
-              help="With --task N: run a completed, failed or blocked task once more, in a new "
-                   "change.")
+              help="With --task or --group: run completed, failed or blocked tasks once more, "
+                   "each in a new change.")
 @click.option("--include-optional", is_flag=True,
               help="Also run tasks the plan marks optional (`- [ ]*`).")
 @click.option("--sleep", type=click.FloatRange(min=0), default=0, show_default=True,
@@ -146,22 +150,27 @@ class _Command(click.Command):
               metavar="K", help="Run up to K groups at once, each in a git worktree of its own; "
                                 "their tasks land on the current branch one commit each.")
 @click.version_option(__version__, "--version", prog_name="agent-loop")
-def command(tasks_md: Path, **params: Any) -> None:
-    """Let a coding agent work through TASKS_MD: one task, one agent run, one change."""
+def command(tasks_md: Path | None, **params: Any) -> None:
+    """Let a coding agent work through TASKS_MD: one task, one agent run, one change.
+    `agent-loop --status` alone lists every plan of the repository."""
     # Imported after parsing, so --help and --version stay fast.
     from agentloop.options import RunOptions, check_usage
 
-    args = click.get_current_context().meta["argv"]
+    ctx = click.get_current_context()
+    args = ctx.meta["argv"]
+    if tasks_md is None and not (params["status"] and not params["follow"]):
+        raise click.UsageError("Missing argument 'TASKS_MD' (only --status works without one).",
+                               ctx)
     options = RunOptions.from_params(params)
     try:
         check_usage(options)
         code = _dispatch(tasks_md, Path.cwd(), options)
     except (KeyboardInterrupt, AgentLoopError) as exc:
-        code = _report(exc, args)
+        code = _report(exc, args, options.as_json)
     except Exception as exc:
         if not _from_a_stop(exc):
             raise
-        code = _report(KeyboardInterrupt(), args)
+        code = _report(KeyboardInterrupt(), args, options.as_json)
     sys.exit(code)
 
 
@@ -179,12 +188,17 @@ def _from_a_stop(exc: BaseException) -> bool:
     return False
 
 
-def _dispatch(tasks_md: Path, cwd: Path, options: Any) -> int:
+def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
     """Run the one operation the options ask for, print what it returns; the exit code."""
     from agentloop import app
     from agentloop.console import render
     from agentloop.console.live import Console
 
+    if tasks_md is None:  # --status alone: every plan of the repository
+        root, plans = app.overview(cwd)
+        _print(render.overview_json(root, plans) if options.as_json
+               else render.overview_text(root, plans, cwd))
+        return 0
     if options.status and options.follow:
         console = Console(live=False, cwd=cwd)
         for event in app.follow(tasks_md, cwd):
@@ -207,8 +221,23 @@ def _dispatch(tasks_md: Path, cwd: Path, options: Any) -> int:
     return 0
 
 
-def _report(exc: BaseException, args: list[str]) -> int:
-    """One line on stderr for a stop or an error; its exit code."""
+def _report(exc: BaseException, args: list[str], as_json: bool = False) -> int:
+    """One line on stderr for a stop or an error (with --json, also a JSON document on
+    stdout); its exit code."""
+    code = _report_line(exc, args)
+    if as_json:
+        _print(json_error(str(exc) or "interrupted", code))
+    return code
+
+
+def json_error(message: str, code: int) -> dict[str, Any]:
+    """An error as a --json consumer reads it, on stdout (schema as every JSON we print)."""
+    from agentloop.console.render import SCHEMA
+
+    return {"schema": SCHEMA, "error": message, "exit_code": code}
+
+
+def _report_line(exc: BaseException, args: list[str]) -> int:
     again = resume_command(args)
     if isinstance(exc, (KeyboardInterrupt, Interrupted)):
         click.echo(f"\nagent-loop: interrupted; state saved. Resume with: {again}", err=True)
@@ -248,6 +277,8 @@ def main() -> None:
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
+        if "--json" in sys.argv[1:]:
+            _print(json_error(exc.format_message(), exc.exit_code))
         sys.exit(exc.exit_code)
     except SystemExit:
         raise

@@ -13,6 +13,7 @@ from typing import Any
 from agentloop.errors import UsageError
 
 MAX_ATTEMPTS = 5  # the hard cap per task, whatever the advice
+MAX_SELECTED = 100_000  # a range wider than any plan is a typo, not a selection
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,9 @@ class RunOptions:
     max_failures: int = 3
     backoff: float = 30.0
     iterations: int = 1
-    only: int | None = None
+    task: tuple[str, ...] = ()        # --task as given: numbers, ranges, lists (`3-5,8`)
+    group: str | None = None          # --group as given: a number or a heading
+    only: tuple[int, ...] = ()        # the tasks selected, resolved once the plan is read
     again: bool = False
     include_optional: bool = False
     sleep: float = 0.0
@@ -73,37 +76,69 @@ class RunOptions:
 
 
 # (what is given, what it needs): a flag that only means something beside another one.
-_NEEDS = (("as_json", "status", "dry_run"), ("follow", "status"), ("again", "only"))
+_NEEDS = (("as_json", "status", "dry_run"), ("follow", "status"),
+          ("again", "task", "group", "only"))
 
 
 def usage_problem(options: RunOptions) -> str | None:
     """Why these options cannot work together, or None."""
-    given = {f.name for f in fields(options) if getattr(options, f.name) not in (None, False)}
+    given = {f.name for f in fields(options)
+             if getattr(options, f.name) not in (None, False, ())}
     for flag, *partners in _NEEDS:
         if flag in given and not any(p in given for p in partners):
-            wanted = " or ".join(_flag(p) for p in partners)
+            wanted = " or ".join(dict.fromkeys(_flag(p) for p in partners))
             return f"{_flag(flag)} goes with {wanted}"
     modes = [m for m in ("status", "dry_run", "init") if m in given]
     if len(modes) > 1:
         return f"{' and '.join(_flag(m) for m in modes)} cannot be combined"
     if options.follow and options.as_json:
         return "--follow prints events as lines; it cannot be combined with --json"
-    if options.review and options.vcs == "none" and not modes:
+    # --dry-run is held to what the real run is held to; --status and --init run no task.
+    reads = options.status or options.init
+    if options.review and options.vcs == "none" and not reads:
         return ("--review needs version control: the reviewer judges the task's diff, and "
                 "--vcs none has none; use --vcs auto, jj or git")
     if any(not c.strip() for c in options.check):
         return "--check needs a command line, e.g. --check \"pytest -q\""
-    if options.require_changes and options.vcs == "none" and not modes:
+    if options.require_changes and options.vcs == "none" and not reads:
         return ("--require-changes needs version control to see a task's changes; use "
                 "--vcs auto, jj or git")
-    if options.parallel > 1 and options.vcs == "none" and not modes:
+    if options.parallel > 1 and options.vcs == "none" and not reads:
         return ("--parallel needs version control: each group works in a worktree of its own; "
                 "use --vcs auto or git")
-    if options.parallel > 1 and options.only is not None:
-        return "--parallel runs groups side by side; --task runs one task: choose one"
+    if options.parallel > 1 and (options.task or options.only):
+        return "--parallel runs groups side by side; --task runs chosen tasks: choose one"
+    if options.task and options.group is not None:
+        return "--task and --group cannot be combined: choose tasks or one group"
+    try:
+        task_numbers(options.task)
+    except ValueError as exc:
+        return str(exc)
     if options.rehearse and options.agent != "claude":
         return "--rehearse stands in for the agent; it cannot be combined with --agent"
     return None
+
+
+def task_numbers(specs: tuple[str, ...]) -> tuple[int, ...]:
+    """The task numbers `--task` names, in plan order: each value a number (`6`), a range
+    (`3-5`) or a comma-separated list of both (`3-5,8`); ValueError for one that is neither."""
+    numbers: set[int] = set()
+    for spec in specs:
+        for part in spec.split(","):
+            low, dash, high = part.strip().partition("-")
+            if not (low.strip().isdigit() and (not dash or high.strip().isdigit())):
+                raise ValueError(f"--task {spec!r}: not a task number, range or list "
+                                 "(e.g. 6, 3-5 or 3-5,8)")
+            first, last = int(low), int(high) if dash else int(low)
+            if first < 1:
+                raise ValueError(f"--task {spec!r}: tasks are numbered from 1")
+            if last < first:
+                raise ValueError(f"--task {spec!r}: the range {part.strip()} is empty; "
+                                 f"write it low to high ({last}-{first})")
+            if last - first >= MAX_SELECTED:
+                raise ValueError(f"--task {spec!r}: more than {MAX_SELECTED} tasks")
+            numbers.update(range(first, last + 1))
+    return tuple(sorted(numbers))
 
 
 def check_usage(options: RunOptions) -> None:
@@ -114,5 +149,6 @@ def check_usage(options: RunOptions) -> None:
 
 
 def _flag(name: str) -> str:
-    return {"as_json": "--json", "only": "--task", "dry_run": "--dry-run"}.get(
+    return {"as_json": "--json", "only": "--task", "dry_run": "--dry-run",
+             "task": "--task"}.get(
         name, "--" + name.replace("_", "-"))

@@ -42,7 +42,7 @@ class Harness:
     def vcs(self, value: Any) -> None:
         self.ctx = dataclasses.replace(self.ctx, vcs=value)
 
-    def run(self, notes: tuple[str, ...] = (), only: int | None = None) -> RunFinished:
+    def run(self, notes: tuple[str, ...] = (), only: tuple[int, ...] = ()) -> RunFinished:
         return run_tasks(self.ctx, only, notes)
 
 

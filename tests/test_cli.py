@@ -69,9 +69,13 @@ def test_status_before_and_after_a_run(work: Path, fake_claude: FakeClaude) -> N
 def test_plain_run_then_rerun_runs_nothing_twice(work: Path, fake_claude: FakeClaude) -> None:
     code, out, _ = invoke("tasks.md", "--vcs", "none")
     assert code == 0
-    assert "[1/4] (ungrouped) > early task" in out and "3 completed, 1 skipped" in out
+    # The counter counts what this run takes (3 of the plan's 4), the task's number beside it.
+    assert "agent-loop: 3 of 4 task(s) to run, 1 done already (vcs: none" in out
+    assert "\n[1/3] task 1: (ungrouped) > early task\n" in out
+    assert "\n[3/3] task 4: Build > numbered one\n" in out and "/4]" not in out
+    assert "3 completed, 1 skipped" in out
     code, out, _ = invoke("tasks.md", "--vcs", "none")
-    assert code == 0 and "0 of 4 task(s) to run" in out
+    assert code == 0 and "0 of 4 task(s) to run, 4 done already (vcs" in out
     assert len(fake_claude.calls()) == 3
 
 

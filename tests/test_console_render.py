@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import orjson
@@ -48,3 +49,68 @@ def test_status_text_and_json_say_the_same(tmp_path: Path, monkeypatch: pytest.M
     code, text = invoke("--status")
     assert "2 task(s): 1 completed, 1 failed" in text and "error: no" in text
     assert f"cost ${data['cost_usd']:.4f}" in text
+
+
+def git_work(tmp_path: Path, text: str) -> Path:
+    """A git repository holding the plan `text` as tasks.md, committed."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "tasks.md").write_text(text)
+    subprocess.run([*git, "add", "tasks.md"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "plan"], cwd=tmp_path, check=True)
+    return tmp_path
+
+
+def subjects(work: Path) -> list[str]:
+    return subprocess.run(["git", "log", "--format=%s"], cwd=work, capture_output=True,
+                          text=True, check=True).stdout.splitlines()
+
+
+def test_a_run_says_each_thing_once_and_true(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             fake_claude: FakeClaude) -> None:
+    work = git_work(tmp_path, "# Shop\n\n- one\n  FAKE: write one.txt 1\n"
+                              "- two\n  FAKE: say TASK_BLOCKED: need a key\n")
+    monkeypatch.chdir(work)
+    code, out = invoke("--vcs", "git", "--no-distill")
+    assert code == 4, out
+    # Session ids are shortened where shown; the log and --status --json keep them whole.
+    assert "ran in session 00000000 ($0.0100" in out and "00000000-0000" not in out
+    assert "resuming session 00000000, output -> " in out
+    # A blocked task: one line says so, none says it completed.
+    assert "completed" not in out.split("[2/2] task 2")[1].split("agent-loop done")[0]
+    assert "  task 2 blocked: need a key\n" in out
+    # The plan's title files the task outside any group.
+    assert subjects(work)[0] == "agent-loop: Shop / one"
+    assert "To undo one task, e.g. task 1: git revert " in out
+    # A run that completes nothing names no task to undo.
+    code, out = invoke("--vcs", "git", "--no-distill", "--task", "2")
+    assert code == 4 and "To undo" not in out, out
+    code, out = invoke("--vcs", "git", "--no-distill")
+    assert code == 0 and "0 of 2 task(s) to run, 1 done already, 1 not run this time" in out
+    assert "To undo" not in out
+    code, out = invoke("--dry-run", "--task", "2")
+    assert "(resumes session 00000000)" in out
+
+
+def test_a_rehearsal_tries_no_helper_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           fake_claude: FakeClaude) -> None:
+    work = git_work(tmp_path, "- one\n- two\n")
+    monkeypatch.chdir(work)
+    code, out = invoke("--rehearse", "--vcs", "git")
+    assert code == 0, out
+    assert "distiller" not in out and "message:" not in out
+    assert fake_claude.calls() == []
+
+
+def test_from_a_subfolder_every_path_is_from_there(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   fake_claude: FakeClaude) -> None:
+    work = git_work(tmp_path, "- one\n- two\n")
+    (work / "sub").mkdir()
+    monkeypatch.chdir(work / "sub")
+    result = CliRunner().invoke(command, ["../tasks.md", "--vcs", "git", "--no-distill"])
+    out = result.output
+    assert result.exit_code == 0, out
+    assert "read ../.agent-loop/logs/001-ungrouped--one.log" in out
+    assert "logs in ../.agent-loop/logs/" in out
+    assert " .agent-loop/" not in out, out

@@ -9,12 +9,13 @@ import pytest
 from click.testing import CliRunner
 
 from agentloop.cli import command
-from agentloop.options import RunOptions, usage_problem
+from agentloop.options import RunOptions, task_numbers, usage_problem
 
 
 def test_every_option_is_a_click_parameter_of_the_same_name() -> None:
     params = {p.name for p in command.params} - {"tasks_md", "version"}
-    assert params == {f.name for f in fields(RunOptions)}
+    # `only` is no option: the tasks --task or --group select, resolved once the plan is read.
+    assert params == {f.name for f in fields(RunOptions)} - {"only"}
 
 
 def test_defaults_agree_with_click() -> None:
@@ -29,6 +30,13 @@ def test_defaults_agree_with_click() -> None:
     (["--status", "--dry-run"], "cannot be combined"),
     (["--status", "--follow", "--json"], "cannot be combined with --json"),
     (["--review", "--vcs", "none"], "--review needs version control"),
+    (["--review", "--vcs", "none", "--dry-run"], "--review needs version control"),
+    (["--require-changes", "--vcs", "none", "--dry-run"], "--require-changes needs version"),
+    (["--task", "5-3"], "the range 5-3 is empty; write it low to high (3-5)"),
+    (["--task", "6-"], "not a task number, range or list"),
+    (["--task", "0", "--dry-run"], "tasks are numbered from 1"),
+    (["--task", "1", "--group", "A"], "--task and --group cannot be combined"),
+    (["--again", "--dry-run"], "--again goes with --task or --group"),
     (["--rehearse", "--agent", "rehearse"], "cannot be combined with --agent"),
 ])
 def test_what_cannot_work_is_exit_2_before_anything_is_touched(
@@ -37,12 +45,21 @@ def test_what_cannot_work_is_exit_2_before_anything_is_touched(
     (tmp_path / "tasks.md").write_text("- one\n")
     result = CliRunner().invoke(command, ["tasks.md", *args])
     assert result.exit_code == 2, result.output
-    assert words in result.output and result.output.count("\n") == 1
+    assert words in result.stderr and result.stderr.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tasks.md"]
 
 
 def test_combinations_that_work_pass() -> None:
     for options in (RunOptions(status=True, as_json=True), RunOptions(dry_run=True, as_json=True),
-                    RunOptions(only=2, again=True), RunOptions(review=True, vcs="git"),
-                    RunOptions(review=True, vcs="none", dry_run=True)):
+                    RunOptions(task=("2",), again=True), RunOptions(group="2", again=True),
+                    RunOptions(review=True, vcs="git"),
+                    RunOptions(review=True, vcs="none", status=True)):
         assert usage_problem(options) is None, options
+
+
+@pytest.mark.parametrize("specs, numbers", [
+    (("6", "7"), (6, 7)), (("3-5,8",), (3, 4, 5, 8)), (("6-7",), (6, 7)),
+    (("8", "3-5", " 4 , 2"), (2, 3, 4, 5, 8)), ((), ())])
+def test_task_numbers_read_numbers_ranges_and_lists(specs: tuple[str, ...],
+                                                    numbers: tuple[int, ...]) -> None:
+    assert task_numbers(specs) == numbers

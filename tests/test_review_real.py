@@ -119,8 +119,8 @@ def test_feedback_then_approval_two_developer_runs_one_session_one_commit(
     commits = git_commits(work)
     assert [(s, f) for _, s, f in commits] == [
         ("agent-loop: Greeter / WRITE hello.py: print('hello')", ["hello.py", "test_hello.py"])]
-    for line in ("  review 1/3: reviewer checking…", "  feedback: add a test.",
-                 "  review 2/3: reviewer checking…", "  approved in round 2"):
+    for line in ("  review 1/3: reviewer checking…", "  review 1/3: feedback: add a test.",
+                 "  review 2/3: reviewer checking…", "  review 2/3: approved ("):
         assert line in done.stdout, line
 
 
@@ -152,7 +152,7 @@ def test_not_approved_yet_is_feedback(tmp_path: Path, fake_api: FakeApi,
     developer = [r for r in fake_api.requests_for_messages() if r.model == "claude-opus-5-5"]
     assert ["This is not APPROVED yet: a.txt should say two." in last_user_text(r.body)
             for r in developer] == [False, False, True]  # the run with its Write, then the fix
-    assert "  feedback: This is not APPROVED yet: a.txt should say two." in done.stdout
+    assert ": feedback: This is not APPROVED yet: a.txt should say two. ($" in done.stdout
 
 
 def test_three_rounds_of_feedback_leave_the_task_unapproved_and_the_run_goes_on(

@@ -105,6 +105,6 @@ def test_status_follow_prints_a_run_live(tmp_path: Path, fake_claude: FakeClaude
     finally:
         run.wait(timeout=60)
     assert follow.returncode == 0, follow.stderr
-    assert "[1/2] (ungrouped) > one" in follow.stdout
-    assert "[2/2] (ungrouped) > two" in follow.stdout
+    assert "[1/2] task 1: (ungrouped) > one" in follow.stdout
+    assert "[2/2] task 2: (ungrouped) > two" in follow.stdout
     assert "agent-loop done: 2 completed" in follow.stdout

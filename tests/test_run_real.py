@@ -87,7 +87,7 @@ def test_two_groups_share_sessions_inside_a_group_only(tmp_path: Path, fake_api:
     # total_cost_usd adds up over a resumed session; each task is charged its own part:
     # two requests of 100 input and 20 output tokens on opus ($4 / $20 per million) = $0.0016.
     assert [t["cost_usd"] for t in tasks] == [0.0016, 0.0016, 0.0016, 0.0008]
-    assert "[1/4] Backend > WRITE api.txt: the api" in done.stdout
+    assert "[1/4] task 1: Backend > WRITE api.txt: the api" in done.stdout
     assert "4 completed" in done.stdout
 
 

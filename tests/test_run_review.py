@@ -314,8 +314,12 @@ def test_approved_at_once_completes_the_task(tmp_path: Path) -> None:
     assert task.session_id == "s-dev"  # never the reviewer's
     assert task.cost_usd == pytest.approx(0.012)
     assert vcs.calls == ["begin 1", "finish change1: agent-loop: G / add a"]
-    assert "  review 1/3: reviewer checking…" in lines(events)
-    assert "  approved in round 1" in lines(events)
+    # Two lines a review: it starts (with its log), and its verdict (with its cost); never a
+    # `completed` that is the reviewer's run, not the task.
+    review = [line for line in lines(events) if "review" in line]
+    assert review == ["  review 1/3: reviewer checking… (output -> "
+                      f"{runner.project.store.logs}/001-g--add-a-review1.log)",
+                      "  review 1/3: approved ($0.0020, 0.0s)"], review
 
 
 def test_feedback_then_approval_resumes_the_developer_in_the_same_change(tmp_path: Path) -> None:
@@ -347,8 +351,9 @@ def test_feedback_then_approval_resumes_the_developer_in_the_same_change(tmp_pat
     assert all(a.change_id == "change1" for a in task.history)
     assert following.history[0].resumed and agents.requests[-2].resume == "s-dev"
     shown = lines(events)
-    assert "  feedback: add b.txt as well" in shown and "  approved in round 2" in shown
-    assert shown.index("  feedback: add b.txt as well") < shown.index("  approved in round 2")
+    feedback = "  review 1/3: feedback: add b.txt as well ($0.0020, 0.0s)"
+    assert feedback in shown and "  review 2/3: approved ($0.0020, 0.0s)" in shown
+    assert shown.index(feedback) < shown.index("  review 2/3: approved ($0.0020, 0.0s)")
 
 
 def test_not_approved_yet_is_feedback(tmp_path: Path) -> None:
@@ -542,8 +547,8 @@ def test_review_end_to_end_with_the_fake_claude(tmp_path: Path, fake_claude: Fak
     done = agent_loop(work, "--vcs", "git", "--review", "--no-distill", "--max-review-rounds", "2")
     assert done.returncode == 4, done.stderr  # task 2 is unapproved
     out = done.stdout
-    for line in ("  review 1/2: reviewer checking…", "  feedback: add b too",
-                 "  approved in round 2", "  feedback: still wrong",
+    for line in ("  review 1/2: reviewer checking…", "  review 1/2: feedback: add b too",
+                 "  review 2/2: approved", "  review 2/2: feedback: still wrong",
                  "  task 2 unapproved: not approved after 2 review rounds; its change"):
         assert line in out, line
     assert "look at: task 2 is unapproved" in out

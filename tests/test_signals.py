@@ -149,8 +149,8 @@ def test_learnings_cross_groups_and_user_edits_are_respected(tmp_path: Path) -> 
 def test_single_task_resumes_its_groups_session(tmp_path: Path) -> None:
     agent = ScriptedAgent([said("ok", "s-one")])
     runner, _, _ = make(tmp_path, "## G\n- one\n- two\n- three\n", agent, ScriptedAdvisor(STOP))
-    runner.run(only=1)
-    runner.run(only=3)
+    runner.run(only=(1,))
+    runner.run(only=(3,))
     assert [t.status for t in runner.state.tasks] == ["completed", "pending", "completed"]
     assert agent.requests[1].resume == "s-one"
 

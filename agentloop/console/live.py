@@ -54,6 +54,8 @@ class Console:
         self._ticker: threading.Thread | None = None
         self._running = False
         self._lock = threading.Lock()
+        self._review: ReviewStarted | None = None   # the review round under way
+        self._reviewed = ""                          # its reviewer run's cost and time
 
     def __call__(self, event: Event) -> None:
         """Render one event."""
@@ -78,26 +80,35 @@ class Console:
 
     def _line(self, event: Event) -> str | None:
         if isinstance(event, RunStarted):
-            notes = "".join(f"{n}\n" for n in event.notes)
-            agent = f", agent: {event.agent}" if event.agent else ""
-            return (f"{notes}agent-loop: {event.pending} of {event.total} task(s) to run "
-                    f"(vcs: {event.vcs}{agent}; the agent works in the repository root)")
+            return run_started_line(event)
         if isinstance(event, TaskStarted):
             if event.iteration > 1:
                 return f"  iteration {event.iteration}: continuing in the same session"
             again = f" (attempt {event.attempt})" if event.attempt > 1 else ""
-            return f"\n[{event.index}/{event.total}] {event.group} > {event.summary}{again}"
+            if not event.count:  # an events.jsonl of an older version
+                return f"\n[{event.index}/{event.total}] {event.group} > {event.summary}{again}"
+            return (f"\n[{event.position}/{event.count}] task {event.index}: {event.group} > "
+                    f"{event.summary}{again}")
         if isinstance(event, ChangeCreated):
             return f"  {event.vcs}: created change {event.change_id[:12]}"
+        if isinstance(event, ReviewStarted):
+            self._review = event  # its line comes with the reviewer's run, the next event
+            return None
         if isinstance(event, AgentStarted):
-            how = f"resuming session {event.resume}, " if event.resume else ""
+            how = f"resuming session {short(event.resume)}, " if event.resume else ""
+            if event.role == "reviewer" and self._review is not None:
+                return (f"  review {self._review.round}/{self._review.rounds}: reviewer "
+                        f"checking… (output -> {self._path(event.log)})")
             who = "reviewer" if event.role == "reviewer" else (event.agent or "agent")
             return f"  {who}: running… ({how}output -> {self._path(event.log)})"
         if isinstance(event, AgentFinished):
             r = event.result
-            if r.ok:
-                return (f"  completed in session {r.session_id} "
-                        f"({money(event.cost_usd)}, {duration(event.seconds)})")
+            spent = f"{money(event.cost_usd)}, {duration(event.seconds)}"
+            if r.ok and event.role == "reviewer":
+                self._reviewed = spent  # said with the verdict, the next line
+                return None
+            if r.ok:  # whether the task is done, blocked or needs review is said next
+                return f"  ran in session {short(r.session_id)} ({spent})"
             return f"  run ended without success: {r.error} ({duration(event.seconds)})"
         if isinstance(event, ChangeAbandoned):
             return f"  {event.vcs}: abandoned change {event.change_id[:12]}"
@@ -118,8 +129,9 @@ class Console:
             if event.distilled:
                 return f"  message: {event.subject}"
             return f"  message: kept the plain one ({event.note})"
-        if isinstance(event, (ReviewStarted, ReviewVerdict)):
-            return review_line(event)
+        if isinstance(event, ReviewVerdict):
+            line, self._reviewed = review_line(event, self._reviewed), ""
+            return line
         if isinstance(event, CheckStarted):
             return f"  check: {event.command} … (output -> {self._path(event.log)})"
         if isinstance(event, ChecksDone):
@@ -178,15 +190,32 @@ class Console:
                 self.out.write("\r\x1b[K")
 
 
-def review_line(event: ReviewStarted | ReviewVerdict) -> str:
+def run_started_line(event: RunStarted) -> str:
+    """How many tasks this run takes, of how many, and what happens to the others."""
+    notes = "".join(f"{n}\n" for n in event.notes)
+    agent = f", agent: {event.agent}" if event.agent else ""
+    others = event.total - event.pending - event.done
+    done = f", {event.done} done already" if event.done else ""
+    waiting = f", {others} not run this time (--dry-run says why)" if others > 0 else ""
+    return (f"{notes}agent-loop: {event.pending} of {event.total} task(s) to run{done}{waiting} "
+            f"(vcs: {event.vcs}{agent}; the agent works in the repository root)")
+
+
+def short(session: str | None) -> str:
+    """A session id as shown: its first 8 characters (logs and --status --json keep it whole)."""
+    return (session or "-")[:8]
+
+
+def review_line(event: ReviewStarted | ReviewVerdict, spent: str = "") -> str:
     """A reviewer round's line: it starts, approves, sends feedback, or fails."""
     if isinstance(event, ReviewStarted):
         return f"  review {event.round}/{event.rounds}: reviewer checking…"
+    cost = f" ({spent})" if spent else ""
     if event.verdict == "approved":
-        return f"  approved in round {event.round}"
+        return f"  review {event.round}/{event.rounds}: approved{cost}"
     if event.verdict == "feedback":
         first = next((x.strip() for x in event.text.splitlines() if x.strip()), "")
-        return f"  feedback: {first[:200]}"
+        return f"  review {event.round}/{event.rounds}: feedback: {first[:200]}{cost}"
     then = ((f"running it again in {duration(event.wait_seconds)}" if event.wait_seconds
              else "running it again") if event.again else "not approved")
     return f"  reviewer failed: {event.text}; {then}"

@@ -11,11 +11,18 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from agentloop.app import PlanView, RunResult, StatusView
+from agentloop.app import PlanLine, PlanView, RunResult, StatusView
+from agentloop.plan import groups
+from agentloop.run.selection import PlanRow
 from agentloop.run.events import RunFinished
 from agentloop.state import receipts
 from agentloop.state.receipts import money
 from agentloop.state.schema import State, TaskState
+from agentloop.state.store import DIRNAME
+
+# The version of every JSON document agent-loop prints (--status, --dry-run, errors): a
+# consumer checks it; it goes up when a field changes meaning or goes away, not when one is added.
+SCHEMA = 1
 
 RULES = ("rules: `## Heading` starts a group; in a file with open checkboxes only checkbox "
          "items are tasks (plain bullets are notes); otherwise every top-level item is; a "
@@ -75,6 +82,36 @@ def status_text(view: StatusView, cwd: Path) -> str:
     return "\n".join(lines)
 
 
+def overview_text(root: Path, plans: list[PlanLine], cwd: Path) -> str:
+    """--status without a task file: one line per plan of the repository."""
+    if not plans:
+        return f"no plan has run in {shown('.', root, cwd)} yet (agent-loop keeps its state in " \
+               f"{shown(DIRNAME, root, cwd)}/)"
+    lines = []
+    for plan in plans:
+        where = shown(plan.folder, root, cwd) + "/"
+        if plan.error is not None:
+            lines.append(f"{where}: cannot read: {plan.error}")
+            continue
+        c = plan.counts
+        done = c.get("completed", 0) + c.get("skipped", 0)
+        pending = sum(c.get(s, 0) for s in ("pending", "running", "interrupted"))
+        others = "".join(f", {n} {s}" for s, n in c.items() if s in ("blocked", "unapproved"))
+        lines.append(f"{shown(plan.task_file, root, cwd)}: {sum(c.values())} task(s), {done} "
+                     f"done, {c.get('failed', 0)} failed, {pending} pending{others}; cost "
+                     f"{money(plan.cost_usd, plan.cost_known)}; state in {where}")
+    return "\n".join(lines)
+
+
+def overview_json(root: Path, plans: list[PlanLine]) -> dict[str, Any]:
+    """--status --json without a task file: every plan, for scripts (paths from the root)."""
+    return {"schema": SCHEMA, "root": str(root),
+            "plans": [{"task_file": p.task_file if p.error is None else None,
+                       "state_dir": os.path.relpath(p.folder, root), "counts": p.counts,
+                       "cost_usd": p.cost_usd, "cost_known": p.cost_known, "error": p.error}
+                      for p in plans]}
+
+
 def _checks_line(task: TaskState) -> str:
     """The last round of checks of the task's newest attempt that ran any."""
     ran = next((a.checks for a in reversed(task.history) if a.checks), [])
@@ -98,7 +135,7 @@ def status_json(view: StatusView) -> dict[str, Any]:
     """--status --json: the same facts for scripts."""
     state = view.state
     total = receipts.total(state.tasks)
-    return {"task_file": state.task_file, "task_file_hash": state.task_file_hash,
+    return {"schema": SCHEMA, "task_file": state.task_file, "task_file_hash": state.task_file_hash,
             "vcs": state.vcs, "agent": state.agent, "note": view.note, "lost": list(view.lost),
             "counts": dict(Counter(t.status for t in state.tasks)),
             "cost_usd": total.cost_usd, "cost_known": total.cost_known,
@@ -124,7 +161,7 @@ def _task_json(t: TaskState) -> dict[str, Any]:
 
 
 def plan_text(view: PlanView) -> str:
-    """--dry-run as lines."""
+    """--dry-run as lines: each group's number (what --group takes) above its tasks."""
     rows = view.rows
     total = len(rows)
     lines = [f"dry run: {view.project.task_file_name}, {total} task(s), "
@@ -132,7 +169,10 @@ def plan_text(view: PlanView) -> str:
     if view.context:
         lines.append(f"context: every fresh session gets the plan's preamble "
                      f"({len(view.context)} characters)")
+    numbers = group_numbers(rows)
     for r in rows:
+        if r.index == 1 or rows[r.index - 2].group != r.group:
+            lines.append(f"group {numbers[r.group]}: {r.group}")
         how = r.how if r.runs else f"not run: {r.how}"
         lines.append(f"[{r.index}/{total}] {r.group} > {r.summary}  ({how})")
         if r.runs and r.checks:
@@ -143,16 +183,25 @@ def plan_text(view: PlanView) -> str:
     for line, text, why in view.ignored:
         lines.append(f"ignored: line {line}: {text} ({why})")
     lines += [f"warning: {w}" for w in view.warnings]
-    lines.append(RULES)
+    if not view.ran:  # the format's reminder, for a plan not run yet: once is enough
+        lines.append(RULES)
     return "\n".join(lines)
+
+
+def group_numbers(rows: tuple[PlanRow, ...]) -> dict[str, int]:
+    """Each group's number, as --group takes it (agentloop.plan.groups)."""
+    return {name: n for n, name in enumerate(groups.in_order([r.group for r in rows]), 1)}
 
 
 def plan_json(view: PlanView) -> dict[str, Any]:
     """--dry-run --json: the plan for scripts."""
-    return {"task_file": view.project.task_file_name, "context": view.context,
-            "tasks": [{"index": r.index, "group": r.group, "summary": r.summary,
-                       "text": r.text, "status": r.status, "runs": r.runs,
-                       "checks": list(r.checks),
+    numbers = group_numbers(view.rows)
+    return {"schema": SCHEMA, "task_file": view.project.task_file_name,
+            "context": view.context,
+            "groups": [{"number": n, "name": name} for name, n in numbers.items()],
+            "tasks": [{"index": r.index, "group": r.group, "group_number": numbers[r.group],
+                       "summary": r.summary, "text": r.text, "status": r.status,
+                       "runs": r.runs, "checks": list(r.checks),
                        ("how" if r.runs else "why_not"): r.how} for r in view.rows],
             "ignored": [{"line": line, "text": text, "why": why}
                         for line, text, why in view.ignored],
@@ -182,13 +231,14 @@ def closing_lines(result: RunResult, cwd: Path) -> list[str]:
         listed = ", ".join(str(i) for i in result.summary.unfinished)
         lines.append(f"not completed: task(s) {listed}; "
                      f"`{shlex.join(['agent-loop', task_file, '--status'])}` says why")
-    lines += undo_lines(state, task_file)
+    lines += undo_lines(state, task_file, result.summary.completed)
     return lines
 
 
-def undo_lines(state: State, task_file: str) -> list[str]:
-    """How to take back one task's change, for the VCS this run used."""
-    done = [t for t in state.tasks if t.status == "completed" and t.change_id]
+def undo_lines(state: State, task_file: str, completed: tuple[int, ...]) -> list[str]:
+    """How to take back one task's change this run made, for the VCS it used."""
+    done = [state.tasks[i - 1] for i in completed
+            if i <= len(state.tasks) and state.tasks[i - 1].change_id]
     if not done:
         return []
     example = done[-1].change_id or ""

@@ -61,6 +61,7 @@ class Reading:
     folded: list[tuple[int, str, int]] = field(default_factory=list)   # (line, text, into line)
     checks: dict[str | None, list[str]] = field(default_factory=dict)
     context: str = ""
+    title: str = ""                 # the plan's `#` heading, if it has one
 
 
 class _SpannedListItem(block.ListItem):
@@ -166,6 +167,7 @@ class _Walk:
                 self._node(node, start, end)
         self._close()
         self._context()
+        self.out.title = self.title
         return self.out
 
     def _in_section(self, node: block.BlockElement, start: int, end: int) -> bool:

@@ -61,6 +61,7 @@ class TaskFile:
     warnings: tuple[str, ...] = ()
     context: str = ""           # the text before the first task's group: every fresh session's
     folded: tuple[tuple[int, str, int], ...] = ()   # (line, text, line of the task it joined)
+    title: str = ""             # the plan's `#` heading
 
 
 def file_hash(data: bytes) -> str:
@@ -138,7 +139,8 @@ def from_bytes(path: Path, data: bytes) -> TaskFile:
                                 "KiB: put the long part in a file and name that file in the task")
     return TaskFile(path=path, sha256=digest, tasks=tasks,
                     ignored=tuple(reading.ignored), warnings=tuple(reading.warnings),
-                    context=reading.context, folded=tuple(reading.folded))
+                    context=reading.context, folded=tuple(reading.folded),
+                    title=reading.title)
 
 
 def read_bytes(path: Path) -> bytes:

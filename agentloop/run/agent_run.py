@@ -56,7 +56,7 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
     result = run.agent.run(request, lambda text: run.emit(AgentActivity(text)))
     ledger.record_result(task, attempt, result)
     run.save(task)
-    run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd))
+    run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, role))
     return attempt, result
 
 

@@ -35,15 +35,22 @@ CONTINUE_PROMPT = ("Continue with the same task. Your progress so far:\n{progres
 PLAN_CONTEXT_LIMIT = 8000
 
 
+def task_started(run: Run, task: TaskState, attempt: int, iteration: int = 1) -> TaskStarted:
+    """The event, counting the tasks this run takes (not the plan's): [2/3], not [3/4]."""
+    planned = run.tally.planned
+    position = planned.index(task.index) + 1 if task.index in planned else 0
+    return TaskStarted(task.index, len(run.state.tasks), task.group, task.summary, attempt,
+                       iteration, position, len(planned))
+
+
 def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
     """One attempt: a change, the developer's run(s), the review."""
-    run.emit(TaskStarted(task.index, len(run.state.tasks), task.group, task.summary,
-                         task.attempts + 1))
+    run.emit(task_started(run, task, task.attempts + 1))
     # Retries run in a fresh session: the failed attempt's edits are gone, and its
     # conversation would tell the agent otherwise.
     resume = None if fresh else resume_session(run.state, task)
     prompt = first_prompt(run, task, hint, resume)
-    change = run.vcs.begin(commit_message(task))
+    change = run.vcs.begin(commit_message(task, run.state.title))
     ledger.open_attempt(task, change)
     number = _next_number(task)
     if change.change_id:
@@ -93,14 +100,13 @@ def _develop(run: Run, task: TaskState, change: Change, prompt: str, resume: str
     iterations = run.options.iterations
     for iteration in range(1, iterations + 1):
         if iteration > 1:
-            run.emit(TaskStarted(task.index, len(run.state.tasks), task.group, task.summary,
-                                 task.attempts, iteration))
+            run.emit(task_started(run, task, task.attempts, iteration))
         attempt, result = run_agent(run, task, change, prompt, number, resume,
                                     iteration=iteration)
         report = parse_report(result.text) if result.ok else Report()
         if result.ok:
             run.learnings.record(task.index, iteration, now(), report.progress,
-                                 report.learnings)
+                                 report.learnings, task.summary)
         if not result.ok or report.signal is not None or iterations == 1:
             return Outcome(attempt, change, result, report)
         if iteration == iterations:

@@ -27,6 +27,7 @@ class Tally:
 
     limit_waits: int = 0
     failed_in_row: list[int] = field(default_factory=list)
+    planned: tuple[int, ...] = ()     # the tasks this run takes, in order
 
 
 class Shared:

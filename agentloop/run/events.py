@@ -22,6 +22,7 @@ class RunStarted:
     vcs: str
     notes: tuple[str, ...] = ()
     agent: str = ""
+    done: int = 0              # tasks done already (completed or checked off)
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class TaskStarted:
     summary: str
     attempt: int
     iteration: int = 1
+    position: int = 0          # its place among the tasks this run takes (0: not known)
+    count: int = 0             # how many tasks this run takes
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class AgentFinished:
     result: AgentResult
     seconds: float
     cost_usd: float     # this run's own cost (the CLI's total adds up over a resumed session)
+    role: str = "developer"    # developer | reviewer
 
 
 @dataclass(frozen=True)
@@ -202,6 +206,7 @@ class RunFinished:
     notes: tuple[str, ...] = ()  # things the user should look at (tasks that keep stalling)
     tokens: tuple[tuple[str, int], ...] = ()   # token totals of the task file's runs so far
     unfinished: tuple[int, ...] = ()  # tasks this run set out to run that did not complete
+    completed: tuple[int, ...] = ()   # tasks this run completed with a change
     cost_known: bool = True      # False: some runs reported tokens but no dollars
 
 

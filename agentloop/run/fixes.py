@@ -49,7 +49,8 @@ def fix_run(run: Run, task: TaskState, outcome: Outcome, prompt: str, round_: in
                                    resume, round_=round_, kind=kind)
         if result.ok:
             report = parse_report(result.text)
-            run.learnings.record(task.index, 1, now(), report.progress, report.learnings)
+            run.learnings.record(task.index, 1, now(), report.progress, report.learnings,
+                                 task.summary)
             return replace(outcome, attempt=record, result=result, report=report)
         failure = classify(run, result)
         if failure.kind != LIMIT:

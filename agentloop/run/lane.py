@@ -24,7 +24,7 @@ from agentloop.run.events import MessageDistilled, RetryDecided
 from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome
 from agentloop.run.retry import Advice
-from agentloop.run.selection import commit_message
+from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline
 from agentloop.run.waits import classify, wait_for_limit
 from agentloop.state.receipts import money, spent
@@ -188,9 +188,10 @@ def _announce(run: Run, task: TaskState, attempt: Attempt, advice: Advice, kind:
 
 
 def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
-    message = commit_message(task)
+    message = commit_message(task, run.state.title)
     if run.distiller is not None and run.vcs.name != "none":
-        distilled = run.distiller(plain=message, group=task.group, task=task.task,
+        distilled = run.distiller(plain=message, group=filed_under(task, run.state.title),
+                                  task=task.task,
                                   final=outcome.result.text, diff=run.vcs.diff(outcome.change))
         ledger.add_helper_cost(task, outcome.attempt, distilled.cost_usd)
         message = distilled.text

@@ -8,26 +8,29 @@ from agentloop.proc.commands import shielded
 from agentloop.run.context import Run
 from agentloop.run.events import RunFinished, RunStarted
 from agentloop.run.lane import run_lane
-from agentloop.run.selection import runnable
+from agentloop.run.selection import DONE, runnable
 from agentloop.run.summary import count_stalls, summarize
 from agentloop.state.schema import TaskState
 
 
-def run_tasks(run: Run, only: int | None = None, notes: tuple[str, ...] = ()) -> RunFinished:
-    """Run every unfinished task in order (or only task `only`); return the summary."""
+def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ()) -> RunFinished:
+    """Run every unfinished task in order (or only the tasks `only`); return the summary."""
     started = run.clock.monotonic()
     run.state.vcs = run.vcs.name
-    if only is not None:
-        pending = [run.state.tasks[only - 1]]
+    if only:
+        pending = [run.state.tasks[i - 1] for i in only]
     else:
         pending = [t for t in run.state.tasks
                    if runnable(t, run.options.max_attempts, run.options.include_optional)]
+    run.tally.planned = tuple(t.index for t in pending)
+    done = sum(1 for t in run.state.tasks
+               if t.status in DONE and t.index not in run.tally.planned)
     run.emit(RunStarted(len(pending), len(run.state.tasks), run.vcs.name, notes,
-                        run.agent.name))
+                        run.agent.name, done))
     run.save()
     stopped, begun = None, list[TaskState]()
     try:
-        if run.options.parallel > 1 and only is None:
+        if run.options.parallel > 1 and not only:
             from agentloop.run.scheduler import run_parallel
             run_parallel(run, pending, begun)
         else:

@@ -1,9 +1,14 @@
-"""Which session a task continues, and the plan --dry-run shows. Pure functions over the state."""
+"""Which tasks a run takes (--task, --group), which session a task continues, and the plan
+--dry-run shows. Pure functions over the state."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agentloop.errors import StateError
+from agentloop.options import RunOptions, task_numbers
+from agentloop.plan import groups
+from agentloop.plan.markdown import UNGROUPED
 from agentloop.state.schema import State, TaskState
 
 DONE = ("completed", "skipped")
@@ -47,24 +52,70 @@ class PlanRow:
     checks: tuple[str, ...] = ()   # the checks that decide whether it is done
 
 
-def plan_rows(state: State, max_attempts: int, only: int | None = None,
+def select(state: State, options: RunOptions) -> tuple[int, ...]:
+    """The tasks --task or --group name (checked: each exists and can run, or is asked to run
+    --again), or () for a plain run of every runnable task. The same for --dry-run."""
+    if options.group is not None:
+        return _group(state, options)
+    chosen = task_numbers(options.task)
+    for index in chosen:
+        check_single(state, index, options.max_attempts, options.again)
+    return chosen
+
+
+def _group(state: State, options: RunOptions) -> tuple[int, ...]:
+    """--group G: its tasks a plain run would take; with --again, every one not checked off."""
+    name = groups.find([t.group for t in state.tasks], options.group or "")
+    number = groups.in_order([t.group for t in state.tasks]).index(name) + 1
+    members = [t for t in state.tasks if t.group == name]
+    if options.again:
+        chosen = [t for t in members if t.status != "skipped"
+                  and (options.include_optional or not t.optional)]
+    else:
+        chosen = [t for t in members
+                  if runnable(t, options.max_attempts, options.include_optional)]
+    if not chosen:
+        raise StateError(f"group {number} ({name}) has no task left to run; --group {number} "
+                         "--again runs its tasks once more")
+    return tuple(t.index for t in chosen)
+
+
+def check_single(state: State, index: int, max_attempts: int, again_: bool) -> None:
+    """--task N: N must exist and still be runnable (or be asked for --again)."""
+    if index > len(state.tasks):
+        raise StateError(f"there is no task {index}: the task file has {len(state.tasks)}")
+    task = state.tasks[index - 1]
+    if again_:
+        if task.status in ("running", "interrupted", "pending"):
+            raise StateError(f"task {index} is {task.status}; run it with --task {index} "
+                             "(without --again)")
+        return
+    if task.status in ("completed", "skipped"):
+        raise StateError(f"task {index} is {task.status} already; --task {index} --again runs "
+                         "it once more in a new change")
+    if exhausted(task, max_attempts):
+        raise StateError(f"task {index} used all its {task.attempts} attempts; "
+                         f"--task {index} --again gives it new ones")
+
+
+def plan_rows(state: State, max_attempts: int, only: tuple[int, ...] = (),
               again: bool = False, include_optional: bool = False) -> list[PlanRow]:
     """For --dry-run: each task with how it would run (done, new or continued session)."""
     rows = []
     will_run: set[int] = set()
     for task in state.tasks:
-        if only is not None and task.index != only:
-            rows.append(_row(task, False, f"not asked for (--task {only})"))
+        if only and task.index not in only:
+            rows.append(_row(task, False, "not selected"))
             continue
-        why = None if (only is not None and (again or runnable(task, max_attempts, True))) \
-            else _why_not(task, max_attempts, include_optional)
+        # A selected task runs: select() refused any that cannot (as the run does).
+        why = None if only else _why_not(task, max_attempts, include_optional)
         if why is not None:
             rows.append(_row(task, False, why))
             continue
         session = resume_session(state, task)
         previous = previous_in_group(state, task)
-        if session and not (again and only is not None):
-            how = f"resumes session {session}"
+        if session and not (again and only):
+            how = f"resumes session {session[:8]}"
         elif previous is not None and previous.index in will_run:
             how = "continues the group's session"
         else:
@@ -110,6 +161,13 @@ def runnable(task: TaskState, max_attempts: int, include_optional: bool = False)
             and (include_optional or not task.optional))
 
 
-def commit_message(task: TaskState) -> str:
-    """The description of a task's change."""
-    return f"agent-loop: {task.group} / {task.summary}"
+def commit_message(task: TaskState, title: str | None = None) -> str:
+    """The description of a task's change: filed under its group, or the plan's title when
+    it is in none."""
+    return f"agent-loop: {filed_under(task, title)} / {task.summary}"
+
+
+def filed_under(task: TaskState, title: str | None) -> str:
+    """The task's group as history names it: a task outside any group goes by the plan's
+    `#` title, where it has one."""
+    return title if task.group == UNGROUPED and title else task.group

@@ -5,65 +5,114 @@ The one place besides agents/ that turns names (`--agent`, `--vcs`) into program
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from functools import partial
 
 from agentloop.agents import AGENTS, make_agent
-from agentloop.errors import StateError
-from agentloop.options import RunOptions
+from agentloop.errors import AgentLoopError, StateError
+from agentloop.options import RunOptions, check_usage
+from agentloop.plan import parse
 from agentloop.run import distill, retry
 from agentloop.run.context import Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
-from agentloop.run.selection import exhausted
+from agentloop.run.selection import select
 from agentloop.state.learnings import Learnings
 from agentloop.plan.parse import TaskFile
-from agentloop.state.project import Project, load_plan
+from agentloop.state.project import Project, load_plan, state_from
+from agentloop.state.reconcile import Reconciled
 from agentloop.state.schema import State, TaskState, now
 from agentloop.vcs import Change
 from agentloop.vcs.choose import open_vcs
 from agentloop.vcs.preflight import preflight
 
 DEFAULT_AGENT = "claude"
+# The stand-in agent has no helper model: its tasks keep the plain commit message, and the
+# console does not report a failed summary for every one of them.
+REHEARSAL = "rehearse"
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A run that passed every check made before anything is touched."""
+
+    state: State
+    saved: bool                     # whether the state was saved before
+    changes: Reconciled | None      # what changed in the task file since (None: nothing)
+    options: RunOptions             # with the selection resolved (`only`)
+    agent: str
+    vcs: str                        # the backend's kind, before auto is resolved
+
+
+def admit(project: Project, options: RunOptions, plan: TaskFile | None = None) -> Admitted:
+    """What a run refuses before it touches anything, the same for --dry-run (which calls it
+    too): the options together, the plan and its state, the selection, the agent and the VCS
+    as named against those the plan began with. Not the agent's program or the working tree:
+    a dry run needs neither to be ready. `plan`: the task file when the caller read it."""
+    check_usage(options)
+    if options.reset:  # the state a reset starts from, judged before the old one is archived
+        state = state_from(project, plan or parse.load(project.task_file))
+        saved, changes = False, None
+    else:
+        state, saved, changes = load_plan(project, plan)
+    earlier = state if saved else None
+    name = choose_agent(options, earlier)
+    kind = vcs_kind(options.vcs, earlier)
+    chosen = replace(options, only=select(state, options))
+    return Admitted(state, saved, changes, chosen, name, kind)
+
+
+def tree_warning(project: Project, admitted: Admitted) -> str | None:
+    """--dry-run: what the run would refuse in the working tree as it is now (uncommitted files
+    under git), as a warning: the tree may well be clean by the time the run starts."""
+    try:
+        vcs = open_vcs(admitted.vcs, project.root, project.task_file,
+                       admitted.options.allow_dirty)
+        uncommitted = getattr(vcs, "uncommitted", None)  # only git refuses a dirty tree
+        return uncommitted() if uncommitted is not None else None
+    except AgentLoopError as exc:
+        return str(exc)
 
 
 def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
               ) -> tuple[State, RunFinished]:
     """Everything a run does while it holds the lock; `plan`: the task file, read once."""
     notes, leftovers = [], []
+    admitted = admit(project, options, plan)
+    state, options = admitted.state, admitted.options
     if options.reset:
         leftovers = _open_changes(project)
         archived = project.store.archive(now())
         if archived is not None:
-            shown = project.store.relative(archived)
+            shown = project.shown(archived)
             notes.append(f"reset: the old state and logs are in {shown}")
-    state, saved, changes = load_plan(project, plan)
-    if changes is not None:
-        notes.append(changes.note(project.task_file_name))
+    if admitted.changes is not None:
+        changes = admitted.changes
+        notes.append(changes.note(project.shown(project.task_file)))
         if changes.removed:
             kept = project.store.keep_removed(list(changes.removed), now())
-            notes.append(f"removed tasks' records are kept in {project.store.relative(kept)}")
-    name = choose_agent(options, state if saved else None)
-    agent = make_agent(name, options.agent_program)
-    if options.only is not None:
-        check_single(state, options.only, options.max_attempts, options.again)
+            notes.append(f"removed tasks' records are kept in {project.shown(kept)}")
+    agent = make_agent(admitted.agent, options.agent_program)
     agent.check()
-    kind = vcs_kind(options.vcs, state if saved else None)
-    notes += preflight(kind, project.root, project.task_file)
-    vcs = open_vcs(kind, project.root, project.task_file, options.allow_dirty)
+    notes += preflight(admitted.vcs, project.root, project.task_file)
+    vcs = open_vcs(admitted.vcs, project.root, project.task_file, options.allow_dirty)
     notes += vcs.prepare()
     project.store.hold_vcs_lock()  # the repository prepare() may just have made
     for change in leftovers:  # an interrupted attempt of the old state's: history drops it
         vcs.abandon(change)
-    state.agent = name
-    if options.only is not None and options.again:
-        again(state.tasks[options.only - 1])
+    state.agent = admitted.agent
+    if options.again:
+        for index in options.only:
+            if state.tasks[index - 1].status not in ("pending", "running", "interrupted"):
+                again(state.tasks[index - 1])
     root = project.root
-    run = Run(project, state, agent, vcs, options, emit, Learnings(project.store.dir),
+    learnings = Learnings(project.store.dir, project.task_file_name)
+    run = Run(project, state, agent, vcs, options, emit, learnings,
               advisor=partial(retry.advise, agent, options.retry_model or agent.models.helper,
                               cwd=root),
               distiller=partial(distill.distill, agent,
                                 options.distill_model or agent.models.helper, cwd=root)
-              if options.distill else None)
+              if options.distill and admitted.agent != REHEARSAL else None)
     return state, run_tasks(run, options.only, tuple(notes))
 
 
@@ -79,24 +128,6 @@ def choose_agent(options: RunOptions, state: State | None) -> str:
         return began
     raise StateError(f"this run began with --agent {began}; go on with it, or start over with "
                      f"--reset --agent {asked}")
-
-
-def check_single(state: State, index: int, max_attempts: int, again_: bool) -> None:
-    """--task N: N must exist and still be runnable (or be asked for --again)."""
-    if index > len(state.tasks):
-        raise StateError(f"there is no task {index}: the task file has {len(state.tasks)}")
-    task = state.tasks[index - 1]
-    if again_:
-        if task.status in ("running", "interrupted", "pending"):
-            raise StateError(f"task {index} is {task.status}; run it with --task {index} "
-                             "(without --again)")
-        return
-    if task.status in ("completed", "skipped"):
-        raise StateError(f"task {index} is {task.status} already; --task {index} --again runs "
-                         "it once more in a new change")
-    if exhausted(task, max_attempts):
-        raise StateError(f"task {index} used all its {task.attempts} attempts; "
-                         f"--task {index} --again gives it new ones")
 
 
 def again(task: TaskState) -> None:

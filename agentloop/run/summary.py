@@ -28,7 +28,8 @@ def count_stalls(run: Run, begun: list[TaskState]) -> tuple[str, ...]:
         pass
     return tuple(
         f"task {t.index} has started in {t.stalled_runs} runs in a row without completing "
-        f"({t.status}: {t.error or 'no reason recorded'}); read {t.log} and consider "
+        f"({t.status}: {t.error or 'no reason recorded'}); read "
+        f"{run.project.shown(t.log or '')} and consider "
         "rewording or splitting it"
         for t in run.state.tasks if t.stalled_runs >= STALL_RUNS)
 
@@ -49,14 +50,18 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
                        logs=str(run.project.store.logs),
                        stopped=stopped,
                        notes=notes + unapproved_notes(run.state)
-                       + (_empty_notes(tasks, planned) if run.vcs.name != "none" else ())
+                       + (_empty_notes(run, planned) if run.vcs.name != "none" else ())
                        + _grown_notes(run),
-                       unfinished=unfinished, cost_known=total.cost_known)
+                       unfinished=unfinished, cost_known=total.cost_known,
+                       completed=tuple(i for i in planned if tasks[i - 1].status == "completed"
+                                       and tasks[i - 1].change_id))
 
 
-def _empty_notes(tasks: list[TaskState], planned: list[int]) -> tuple[str, ...]:
+def _empty_notes(run: Run, planned: list[int]) -> tuple[str, ...]:
     """Tasks this run completed without changing a file: done, or only said to be?"""
-    return tuple(f"task {i} completed but changed no files; read {tasks[i - 1].log} "
+    tasks = run.state.tasks
+    return tuple(f"task {i} completed but changed no files; read "
+                 f"{run.project.shown(tasks[i - 1].log or '')} "
                  "(--require-changes fails such a task)"
                  for i in planned if tasks[i - 1].status == "completed"
                  and not tasks[i - 1].files and not tasks[i - 1].change_id)
@@ -72,13 +77,15 @@ def _grown_notes(run: Run) -> tuple[str, ...]:
             return ()
         changes = reconcile(run.state.tasks, parse.from_bytes(path, data))
     except AgentLoopError as exc:
-        return (f"{run.state.task_file} changed while this run worked and cannot be read now: "
+        return (f"{run.project.shown(run.state.task_file)} changed while this run worked and "
+                "cannot be read now: "
                 f"{exc}",)
     new = [*changes.added, *(i for i, _ in changes.edited)]
     # A line the agent reworded as it ticked it off is done, not new work.
     if all(changes.tasks[i - 1].status != "pending" for i in new):
         return ()
-    return (f"{run.state.task_file} changed while this run worked ({changes.summary()}); run "
+    return (f"{run.project.shown(run.state.task_file)} changed while this run worked "
+            f"({changes.summary()}); run "
             "agent-loop again to run what is new",)
 
 

@@ -19,7 +19,8 @@ PROMPT_LIMIT = 8000
 class Learnings:
     """The learnings files of one project."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, plan: str = "") -> None:
+        self.plan = plan                       # the task file, as its entries name it
         self.path = folder / "learnings.md"
         self.history = folder / "learnings.jsonl"
         self._written: str | None = None  # what this run last wrote to learnings.md
@@ -49,14 +50,16 @@ class Learnings:
         return ("Learnings from earlier tasks of this task list (from .agent-loop/learnings.md):\n"
                 f"{text}\n\n---\n\n")
 
-    def record(self, task: int, iteration: int, time: str, progress: str, learnings: str) -> None:
-        """Keep one version; new learnings are added to learnings.md under their task."""
+    def record(self, task: int, iteration: int, time: str, progress: str, learnings: str,
+               summary: str = "") -> None:
+        """Keep one version (one lane at a time: see _lock)."""
         with self._lock:
-            self._record(task, iteration, time, progress, learnings)
+            self._record(task, iteration, time, progress, learnings, summary)
 
-    def _record(self, task: int, iteration: int, time: str, progress: str,
-                learnings: str) -> None:
-        """Keep one version; new learnings are added to learnings.md under their task.
+    def _record(self, task: int, iteration: int, time: str, progress: str, learnings: str,
+                summary: str = "") -> None:
+        """Keep one version; new learnings go into learnings.md under their task, replacing
+        that task's entry from an earlier run of it (a redo learns anew, it does not repeat).
 
         Learnings of "none" (as the system prompt tells the agent to write) are no learnings.
         """
@@ -70,9 +73,26 @@ class Learnings:
         with open(self.history, "ab") as out:
             out.write(jsonbytes.dumps(entry) + b"\n")
         if learnings:
-            # Appended to the file as it is now, so the user's edits stay.
-            before = self.current()
-            heading = f"## Task {task}" + (f", iteration {iteration}" if iteration > 1 else "")
-            text = (before + "\n\n" if before else "") + f"{heading} ({time})\n{learnings}\n"
+            # Written into the file as it is now, so the user's edits stay.
+            key = f"## Task {task}" + (f", iteration {iteration}" if iteration > 1 else "")
+            about = f": {summary}" if summary else ""
+            plan = f"{self.plan}, " if self.plan else ""
+            text = replace_entry(self.current(), key,
+                                 f"{key}{about} ({plan}{time})\n{learnings.strip()}\n")
             self.path.write_text(text, encoding="utf-8")
             self._written = text
+
+
+def replace_entry(text: str, key: str, entry: str) -> str:
+    """`text` with the entry headed `key` (`## Task 3`, then `:` or ` (`) replaced by `entry`,
+    or `entry` added at the end; everything else as it was."""
+    lines = text.split("\n") if text else []
+    start = next((i for i, line in enumerate(lines)
+                  if line.startswith((key + ":", key + " ("))), None)
+    if start is None:
+        return (text.rstrip("\n") + "\n\n" if text.strip() else "") + entry
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
+               len(lines))
+    before = "\n".join(lines[:start]).rstrip("\n")
+    after = "\n".join(lines[end:]).strip("\n")
+    return "\n\n".join(part for part in (before, entry.rstrip("\n"), after) if part) + "\n"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,18 +34,27 @@ class Project:
     task_file: Path
     root: Path
     store: Store
+    here: Path | None = None    # where the user stands: what a path shown to them is from
 
     @property
     def task_file_name(self) -> str:
         """The task file as recorded in the state: relative to the root where possible."""
         return self.store.relative(self.task_file)
 
+    def shown(self, path: str | Path) -> str:
+        """A path (absolute, or relative to the root as the state keeps them) as the user can
+        type it from where they stand."""
+        full = self.root / path
+        if self.here is None:
+            return self.store.relative(full)
+        return os.path.relpath(full, self.here)
+
 
 def open_project(task_file: Path, cwd: Path) -> Project:
     """Locate the root: the repository around `cwd`, else the task file's folder."""
     path = (cwd / task_file).resolve() if not task_file.is_absolute() else task_file.resolve()
     root = find_root(cwd.resolve()) or path.parent
-    return Project(path, root, Store(root, plan_folder(root, path)))
+    return Project(path, root, Store(root, plan_folder(root, path)), cwd.resolve())
 
 
 def plan_folder(root: Path, task_file: Path) -> Path:
@@ -102,6 +112,7 @@ def load_plan(project: Project, plan: parse.TaskFile | None = None,
     saved.tasks, saved.task_file_hash = changes.tasks, parsed.sha256
     saved.context, saved.ignored, saved.warnings = fresh.context, fresh.ignored, fresh.warnings
     saved.folded, saved.reader = fresh.folded, fresh.reader
+    saved.title = fresh.title
     if reread:   # news only if it reads differently
         return saved, True, dataclasses.replace(changes, reread=True) if changes.news() else None
     return saved, True, changes
@@ -113,7 +124,16 @@ def state_from(project: Project, parsed: parse.TaskFile) -> State:
     return State(task_file=project.task_file_name, task_file_hash=parsed.sha256,
                  reader=parse.READER,
                  tasks=[TaskState.from_task(t) for t in parsed.tasks],
-                 context=parsed.context or None,
+                 context=parsed.context or None, title=parsed.title or None,
                  ignored=[{"line": n, "text": t, "why": w} for n, t, w in parsed.ignored],
                  warnings=list(parsed.warnings),
                  folded=[{"line": n, "text": t, "into": i} for n, t, i in parsed.folded])
+
+
+def plan_stores(cwd: Path) -> tuple[Path, list[Store]]:
+    """The root around `cwd` and the store of every plan that has run there: the first plan's
+    in `.agent-loop/`, the others' in `.agent-loop/plans/<name>-<hash>/`."""
+    root = find_root(cwd.resolve()) or cwd.resolve()
+    base = root / DIRNAME
+    folders = [base, *sorted(p for p in (base / "plans").glob("*") if p.is_dir())]
+    return root, [Store(root, f) for f in folders if (f / "state.json").is_file()]

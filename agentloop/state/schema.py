@@ -137,6 +137,8 @@ class State:
     agent: str | None = None
     # The plan's own context: the text before its first group (goal, architecture, ...).
     context: str | None = None
+    # The plan's `#` title: what its tasks outside any `##` group are filed under in history.
+    title: str | None = None
     # What the plan holds that is never run ({"line", "text", "why"}), and warnings about it.
     ignored: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

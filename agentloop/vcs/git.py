@@ -63,8 +63,7 @@ class GitVcs(GitQuick):
         self._plans = plan_files(self.root)
         notes += self._roll_back_leftover()
         head = self._head()
-        dirty = sorted(p for p in self._candidates(head)
-                       if not (p == ".gitignore" and self._only_own_ignore_lines(head)))
+        dirty = self._dirty(head)
         if created and head is None and dirty:
             # A folder we just put under git: its files become the base, so reverting a task
             # never deletes a file that was there before agent-loop came.
@@ -75,15 +74,36 @@ class GitVcs(GitQuick):
             self._reset_index(sha or EMPTY_TREE, set(dirty))
             notes.append(f"committed the {len(dirty)} files already there as the starting point")
         elif dirty and not self.allow_dirty:
-            raise VcsError(f"{len(dirty)} uncommitted file(s) in {self.root} (e.g. {dirty[0]}): "
-                           "commit or stash them, or pass --allow-dirty to leave them out of "
-                           "task commits")
+            raise VcsError(self._dirty_message(dirty))
         elif dirty:
             # The limit of allow_dirty: a dirty file the task edits further is committed whole,
             # the user's edit with it (an untracked one as a new file, which a revert deletes).
             notes.append(f"{len(dirty)} uncommitted file(s) stay out of task commits unless a "
                          "task edits them")
         return notes
+
+    def uncommitted(self) -> str | None:
+        """prepare()'s refusal of a dirty tree, found without changing anything (for
+        --dry-run): its message, or None when the run would not refuse."""
+        try:
+            self._repo = _open(self.root)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            return None  # the run makes the repository; nothing of the user's is in the way
+        if self.repo.working_tree_dir is None or self.allow_dirty:
+            return None
+        self.root = Path(self.repo.working_tree_dir).resolve()
+        self._task_rel = relative_to(self.task_file, self.root)
+        self._plans = plan_files(self.root)
+        dirty = self._dirty(self._head())
+        return self._dirty_message(dirty) if dirty else None
+
+    def _dirty(self, head: str | None) -> list[str]:
+        return sorted(p for p in self._candidates(head)
+                      if not (p == ".gitignore" and self._only_own_ignore_lines(head)))
+
+    def _dirty_message(self, dirty: list[str]) -> str:
+        return (f"{len(dirty)} uncommitted file(s) in {self.root} (e.g. {dirty[0]}): commit or "
+                "stash them, or pass --allow-dirty to leave them out of task commits")
 
     def _only_own_ignore_lines(self, head: str | None) -> bool:
         def strip(text: str) -> list[str]:
