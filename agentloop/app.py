@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-from agentloop.errors import StateError, TaskFileError
+from agentloop.errors import AgentLoopError, StateError, TaskFileError
 from agentloop.options import RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.run.events import Emit, Event, EventLog, RunFinished, fan_out
@@ -15,6 +15,9 @@ from agentloop.run.selection import PlanRow, plan_rows
 from agentloop.run.verify import task_checks
 from agentloop.state.project import Project, load_plan, open_project
 from agentloop.state.schema import State, now
+
+if TYPE_CHECKING:
+    from agentloop.run.integrate import Integrated
 
 
 @dataclass(frozen=True)
@@ -157,10 +160,55 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     events = EventLog(project.store.events, now)
     try:
         with project.store.lock():
+            if options.push is not None:
+                return _job(project, plan, options, fan_out(events, emit))
             state, summary = start_run(project, plan, options, fan_out(events, emit))
     finally:
         events.close()
     return RunResult(project, state, summary)
+
+
+def _job(project: Project, plan: parse.TaskFile, options: RunOptions, emit: Emit) -> RunResult:
+    """--group G --push REMOTE: the group's run in this clone, its branch and state pushed
+    after every task and once more at the end, however it ends (agentloop.run.fleet)."""
+    from agentloop.proc.commands import shielded
+    from agentloop.run import fleet
+    from agentloop.run.start import start_run
+
+    job = fleet.open_job(project, plan, options)
+    state, _, _ = load_plan(project, plan)
+    if job.nothing_left(state, options):
+        job.push(state)
+        return RunResult(project, state, fleet.finished(job, state))
+    try:
+        state, summary = start_run(project, plan, options, emit, after_task=job.push,
+                                   first_notes=tuple(job.notes))
+    except BaseException:
+        with shielded():
+            try:  # what the state says now travels too; the error that stopped the run wins
+                job.push(project.store.load())
+            except AgentLoopError:
+                pass
+        raise
+    job.push(state)
+    return RunResult(project, state, summary)
+
+
+def integrate(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> "Integrated":
+    """--integrate --from REMOTE: every finished group's job on the current branch, the states
+    merged (agentloop.run.integrate)."""
+    from agentloop.run.integrate import integrate as bring_in
+
+    check_usage(options)
+    _not_a_link(tasks_md, cwd)
+    project = open_project(tasks_md, cwd)
+    plan = parse.load(project.task_file)
+    events = EventLog(project.store.events, now)
+    try:
+        with project.store.lock():
+            return bring_in(project, plan, options, fan_out(events, emit))
+    finally:
+        events.close()
 
 
 def follow(tasks_md: Path, cwd: Path, poll: float = 0.2) -> Iterator[Event]:

@@ -57,6 +57,9 @@ class RunOptions:
     check_rounds: int = 2             # fix runs after a failing check before the attempt fails
     require_changes: bool = False
     parallel: int = 1                 # groups at once, each in a working copy of its own
+    push: str | None = None           # --group G --push REMOTE: a fleet job (agentloop.run.fleet)
+    integrate: bool = False           # --integrate --from REMOTE: the jobs' groups brought in
+    from_remote: str | None = None
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> "RunOptions":
@@ -76,8 +79,9 @@ class RunOptions:
 
 
 # (what is given, what it needs): a flag that only means something beside another one.
-_NEEDS = (("as_json", "status", "dry_run"), ("follow", "status"),
-          ("again", "task", "group", "only"))
+_NEEDS = (("as_json", "status", "dry_run", "integrate"), ("follow", "status"),
+          ("again", "task", "group", "only"), ("push", "group"), ("integrate", "from_remote"),
+          ("from_remote", "integrate"))
 
 
 def usage_problem(options: RunOptions) -> str | None:
@@ -88,7 +92,7 @@ def usage_problem(options: RunOptions) -> str | None:
         if flag in given and not any(p in given for p in partners):
             wanted = " or ".join(dict.fromkeys(_flag(p) for p in partners))
             return f"{_flag(flag)} goes with {wanted}"
-    modes = [m for m in ("status", "dry_run", "init") if m in given]
+    modes = [m for m in ("status", "dry_run", "init", "integrate") if m in given]
     if len(modes) > 1:
         return f"{' and '.join(_flag(m) for m in modes)} cannot be combined"
     if options.follow and options.as_json:
@@ -114,8 +118,20 @@ def usage_problem(options: RunOptions) -> str | None:
         task_numbers(options.task)
     except ValueError as exc:
         return str(exc)
+    if problem := _fleet_problem(options):
+        return problem
     if options.rehearse and options.agent != "claude":
         return "--rehearse stands in for the agent; it cannot be combined with --agent"
+    return None
+
+
+def _fleet_problem(options: RunOptions) -> str | None:
+    if options.push is not None and options.vcs == "none":
+        return "--push needs version control: each task is a commit on the group's branch"
+    if options.push is not None and (options.parallel > 1 or options.task):
+        return "--push runs one group, its tasks in order: leave out --parallel and --task"
+    if options.integrate and (options.group is not None or options.task or options.push):
+        return "--integrate brings in every finished group: leave out --group, --task, --push"
     return None
 
 
@@ -150,5 +166,5 @@ def check_usage(options: RunOptions) -> None:
 
 def _flag(name: str) -> str:
     return {"as_json": "--json", "only": "--task", "dry_run": "--dry-run",
-             "task": "--task"}.get(
+             "task": "--task", "from_remote": "--from"}.get(
         name, "--" + name.replace("_", "-"))

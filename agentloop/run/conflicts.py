@@ -41,9 +41,10 @@ class GroupConflicted(RunStopped):
 
 
 def resolve(run: Run, task: TaskState, change: Change, session: str | None,
-            conflict: IntegrationConflict, attempt: Attempt) -> Change:
+            conflict: IntegrationConflict, attempt: Attempt, intro: str = "") -> Change:
     """Rounds of the group's session resolving `conflict`; the landed change, or
-    GroupConflicted with the task marked `conflicted`."""
+    GroupConflicted with the task marked `conflicted`. `intro`: what a fresh session (None)
+    is told first, since it never saw the task (run.replay: a fleet job's task)."""
     vcs = run.vcs
     assert isinstance(vcs, LaneGit)
     number = attempt.number
@@ -55,6 +56,8 @@ def resolve(run: Run, task: TaskState, change: Change, session: str | None,
                           f"(round {round_} of {ROUNDS})"))
         prompt = PROMPT.format(files="\n".join(f"- {f}" for f in files),
                                others=_others(run, vcs, conflict, files))
+        if intro and session is None:
+            prompt = intro + prompt
         fixing, result = run_agent(run, task, change, prompt, number, session,
                                    round_=round_, kind="conflict")
         session = result.session_id or session

@@ -68,6 +68,8 @@ class Run:
     shared: Shared = field(default_factory=Shared)
     workdir: Path | None = None     # a lane's own working copy; None: the project's root
     lane: str = ""                  # the group a parallel run's lane works on
+    # Called with the state after each task is settled (a fleet job pushes it: run.fleet).
+    after_task: Callable[[State], None] | None = None
 
     @property
     def cwd(self) -> Path:

@@ -269,8 +269,7 @@ class EventLog:
     so no consumer of the log can slow the loop down."""
 
     def __init__(self, path: Path, clock: Callable[[], str]) -> None:
-        self.path = path
-        self.clock = clock
+        self.path, self.clock = path, clock
         self._out: IO[bytes] | None = None
 
     def __call__(self, event: Event) -> None:

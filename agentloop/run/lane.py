@@ -48,13 +48,20 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
         if run.shared.halted():
             return  # winding down: no new task starts
         if recover(run, task):
+            _settled_one(run)
             continue
         if not begun and checks_first:  # before the first agent runs, on the tree as left
             baseline(run, tasks[position:])
         begun.append(task)
         _run_task(run, task)
+        _settled_one(run)
         _check_history(run)
         _check_stuck(run)
+
+
+def _settled_one(run: Run) -> None:
+    if run.after_task is not None:
+        run.after_task(run.state)
 
 
 def recover(run: Run, task: TaskState) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import Callable
 
 from agentloop.agents import AGENTS, make_agent
 from agentloop.errors import AgentLoopError, StateError
@@ -75,9 +76,10 @@ def tree_warning(project: Project, admitted: Admitted) -> str | None:
 
 
 def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
-              ) -> tuple[State, RunFinished]:
+              after_task: Callable[[State], None] | None = None,
+              first_notes: tuple[str, ...] = ()) -> tuple[State, RunFinished]:
     """Everything a run does while it holds the lock; `plan`: the task file, read once."""
-    notes, leftovers = [], []
+    notes, leftovers = list(first_notes), []
     admitted = admit(project, options, plan)
     state, options = admitted.state, admitted.options
     if options.reset:
@@ -112,7 +114,8 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
                               cwd=root),
               distiller=partial(distill.distill, agent,
                                 options.distill_model or agent.models.helper, cwd=root)
-              if options.distill and admitted.agent != REHEARSAL else None)
+              if options.distill and admitted.agent != REHEARSAL else None,
+              after_task=after_task)
     return state, run_tasks(run, options.only, tuple(notes))
 
 

@@ -1,0 +1,181 @@
+"""A CI matrix played on one machine: a bare repository as the remote, one clone per group
+running `--group N --push origin` as separate processes at once, then a fresh clone running
+`--integrate --from origin` (agentloop.run.fleet, agentloop.run.integrate), in git and in jj."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FakeClaude
+from tests.test_run_vcs import git, jj
+
+PLAN = """\
+# Fleet
+
+## Alpha
+- alpha one
+  FAKE: write a1.txt a1
+- alpha two
+  FAKE: sleep 3
+  FAKE: write a2.txt a2
+
+## Beta
+- beta one
+  FAKE: write b1.txt b1
+- beta two
+  FAKE: write b2.txt b2
+"""
+
+CONFLICT_PLAN = """\
+# Clash
+
+## Left
+- left edit
+  FAKE: write shared.txt left
+
+## Right
+- right edit
+  FAKE: write shared.txt right
+"""
+
+
+def remote(tmp_path: Path, plan: str) -> Path:
+    """origin.git, a bare repository whose main holds a README, shared.txt and the plan."""
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
+    seed = tmp_path / "seed"
+    seed.mkdir()
+    (seed / "README.md").write_text("hello\n")
+    (seed / "shared.txt").write_text("base\n")
+    (seed / "tasks.md").write_text(plan)
+    git(seed, "init", "-q", "-b", "main")
+    git(seed, "add", "-A")
+    git(seed, "commit", "-qm", "initial")
+    git(seed, "push", "-q", str(origin), "main")
+    return origin
+
+
+def clone(tmp_path: Path, origin: Path, name: str, kind: str) -> Path:
+    """A clone of origin, as a CI job checks one out (with full history); jj colocated."""
+    dest = tmp_path / name
+    git(tmp_path, "clone", "-q", str(origin), str(dest))
+    if kind == "jj":
+        jj(dest, "git", "init", "--colocate")
+    return dest
+
+
+def start(work: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", *args], cwd=work,
+                            env={**os.environ, "NO_COLOR": "1"}, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def finish(child: subprocess.Popen[str]) -> tuple[int, str]:
+    out, _ = child.communicate(timeout=120)
+    return child.returncode, out
+
+
+def job(work: Path, group: str, kind: str) -> subprocess.Popen[str]:
+    return start(work, "--group", group, "--push", "origin", "--vcs", kind, "--no-distill")
+
+
+def integrate(work: Path, *more: str) -> tuple[int, str]:
+    return finish(start(work, "--integrate", "--from", "origin", "--no-distill", *more))
+
+
+def main_subjects(work: Path) -> list[str]:
+    out = git(work, "log", "--reverse", "--format=%s", "refs/heads/main")
+    return [s for s in out.splitlines() if s.startswith("agent-loop:")]
+
+
+def developer_prompts(fake: FakeClaude, text: str) -> int:
+    return sum(1 for c in fake.calls() if "stream-json" in c["argv"] and text in c["stdin"])
+
+
+def wait_for(origin: Path, ref: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if git(origin, "for-each-ref", ref).strip():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{ref} never reached the remote")
+
+
+@pytest.mark.parametrize("kind", ["git", "jj"])
+def test_a_matrix_of_group_jobs_then_one_integration(tmp_path: Path, fake_claude: FakeClaude,
+                                                     kind: str) -> None:
+    origin = remote(tmp_path, PLAN)
+    alpha = job(clone(tmp_path, origin, "alpha", kind), "1", kind)
+    beta = job(clone(tmp_path, origin, "beta", kind), "beta", kind)
+    # Alpha's job dies in its second task, after its first was pushed.
+    wait_for(origin, "refs/heads/agent-loop/state/tasks/1-alpha")
+    os.killpg(alpha.pid, signal.SIGKILL)
+    alpha.wait()
+    code, out = finish(beta)
+    assert code == 0, out
+    branches = git(origin, "for-each-ref", "--format=%(refname:short)").split()
+    assert {"agent-loop/tasks/1-alpha", "agent-loop/tasks/2-beta",
+            "agent-loop/state/tasks/1-alpha", "agent-loop/state/tasks/2-beta"} <= set(branches)
+    # Re-run, as CI re-runs a job: in a fresh clone, it resumes from what was pushed.
+    code, out = finish(job(clone(tmp_path, origin, "alpha-again", kind), "1", kind))
+    assert code == 0, out
+    assert "resumed group 1 (Alpha)" in out
+    assert developer_prompts(fake_claude, "alpha one") == 1
+    assert git(origin, "log", "--format=%s", "agent-loop/tasks/1-alpha").count("alpha one") == 1
+
+    here = clone(tmp_path, origin, "integration", kind)
+    code, out = integrate(here)
+    assert code == 0, out
+    assert main_subjects(here) == ["agent-loop: Alpha / alpha one", "agent-loop: Alpha / alpha two",
+                                   "agent-loop: Beta / beta one", "agent-loop: Beta / beta two"]
+    for name in ("a1", "a2", "b1", "b2"):
+        assert git(here, "show", f"main:{name}.txt") == f"{name}\n"
+    status = json.loads(finish(start(here, "--status", "--json"))[1])
+    assert [t["status"] for t in status["tasks"]] == ["completed"] * 4
+    assert all(t["cost_usd"] > 0 for t in status["tasks"])
+    # Four runs at $0.01 each: the killed one never reported a cost.
+    assert "total cost of the groups' jobs: $0.0400" in out
+    # Twice changes nothing; nor does a clone of the result (a later stage integrates again).
+    tip = git(here, "rev-parse", "main")
+    code, again = integrate(here)
+    assert code == 0, again
+    assert git(here, "rev-parse", "main") == tip
+    assert "0 task(s) landed, 2 already there" in again
+    assert git(origin, "for-each-ref", "refs/heads/main", "--format=%(objectname)").strip() \
+        != tip.strip()   # it pushed nothing
+
+
+@pytest.mark.parametrize("kind", ["git", "jj"])
+def test_a_conflict_the_agent_does_not_resolve_stays_on_its_branch(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch,
+        kind: str) -> None:
+    origin = remote(tmp_path, CONFLICT_PLAN)
+    left = job(clone(tmp_path, origin, "left", kind), "1", kind)
+    right = job(clone(tmp_path, origin, "right", kind), "2", kind)
+    assert finish(left)[0] == 0 and finish(right)[0] == 0
+    # The fresh session that gets the conflict leaves a marker in the file: not resolved.
+    first = ("Another session did the task below on another machine, in group Right of this "
+             "plan; it is done, and its change must now join the main line, where other groups' "
+             "work landed first.")
+    directives = tmp_path / "directives.json"
+    directives.write_text(json.dumps({first: ["FAKE: write shared.txt <<<<<<< still"]}))
+    monkeypatch.setenv("FAKE_CLAUDE_DIRECTIVES", str(directives))
+    here = clone(tmp_path, origin, "integration", kind)
+    code, out = integrate(here)
+    assert code == 4, out
+    assert git(here, "show", "main:shared.txt") == "left\n"
+    assert git(here, "show", "agent-loop/2-right:shared.txt") == "right\n"
+    assert "git log -p main..agent-loop/2-right" in out
+    assert "--integrate --from origin` again" in out
+    status = json.loads(finish(start(here, "--status", "--json"))[1])
+    assert [t["status"] for t in status["tasks"]] == ["completed", "conflicted"]
+    assert main_subjects(here) == ["agent-loop: Left / left edit"]
