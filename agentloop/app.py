@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Iterator
 from agentloop.errors import AgentLoopError, StateError, TaskFileError
 from agentloop.options import RunOptions, check_usage
 from agentloop.plan import parse
+from agentloop.plan.depends import waves
 from agentloop.run.events import Emit, Event, EventLog, RunFinished, fan_out
 from agentloop.run.selection import PlanRow, plan_rows
 from agentloop.run.verify import task_checks
@@ -41,6 +42,9 @@ class PlanView:
     context: str = ""
     folded: tuple[tuple[int, str, int], ...] = ()     # (line, text, line of its task)
     ran: bool = False       # whether this plan has run before (its state was saved)
+    # The groups that would run, in waves that can start at once: (wave, group, waits for).
+    schedule: tuple[tuple[int, str, tuple[str, ...]], ...] = ()
+    parallel: int = 1
 
 
 @dataclass(frozen=True)
@@ -135,8 +139,11 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
                    for f in state.folded)
     tree = tree_warning(project, admitted) if any(r.runs for r in rows) else None
     warnings = (*state.warnings, *([f"the run would stop here: {tree}"] if tree else []))
+    running = [r.group for r in rows if r.runs]
+    schedule = tuple((n, g, tuple(state.depends.get(g, ())))
+                     for n, wave in enumerate(waves(running, state.depends), 1) for g in wave)
     return PlanView(project, tuple(rows), ignored, warnings, state.context or "",
-                    folded, ran=admitted.saved)
+                    folded, ran=admitted.saved, schedule=schedule, parallel=options.parallel)
 
 
 def _not_a_link(tasks_md: Path, cwd: Path) -> None:
@@ -259,3 +266,30 @@ def init(tasks_md: Path, cwd: Path) -> str:
         raise TaskFileError(f"cannot write {tasks_md}: {exc.strerror or exc}") from None
     return (f"wrote {tasks_md}: an example plan. Try it offline, for free: "
             f"agent-loop {tasks_md} --rehearse")
+
+
+def ask_to_stop(tasks_md: Path, cwd: Path) -> str:
+    """--stop-after-running: leave the request a parallel run looks for between its lanes'
+    reports (agentloop.run.scheduler); a run that starts later clears it."""
+    from agentloop.run.scheduler import stop_flag
+
+    project = open_project(tasks_md, cwd)
+    pid = _running_pid(project.store.base / "run.pid")
+    if pid is None:
+        raise StateError(f"no run of {project.task_file_name} is going on here")
+    flag = stop_flag(project.store.dir)
+    flag.write_text(f"{pid}\n")
+    return (f"asked the run of {project.task_file_name} (pid {pid}) to stop after its running "
+            "tasks: no new task starts, the running ones finish and land")
+
+
+def _running_pid(pid_file: Path) -> int | None:
+    """The pid the run lock's holder wrote, while that process lives."""
+    import os
+
+    try:
+        pid = int(pid_file.read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    return pid

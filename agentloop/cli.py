@@ -149,13 +149,14 @@ class _Command(click.Command):
 @click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
               metavar="K", help="Run up to K groups at once, each in a git worktree of its own; "
                                 "their tasks land on the current branch one commit each.")
-@click.option("--push", default=None, metavar="REMOTE",
-              help="With --group: a CI job; each task a commit on agent-loop/<plan>/<group>, "
-                   "pushed with the group's state after every task; a re-run resumes.")
-@click.option("--integrate", is_flag=True, help="With --from REMOTE: every finished group's "
-              "tasks onto the current branch in plan order, states merged; pushes nothing.")
-@click.option("--from", "from_remote", default=None, metavar="REMOTE",
-              help="With --integrate: the remote the groups' jobs pushed to.")
+@click.option("--push", metavar="REMOTE", help="With --group: a CI job; its branch and state "
+              "go to REMOTE after every task, and a re-run resumes.")
+@click.option("--integrate", is_flag=True, help="With --from: every finished group's tasks onto "
+              "the current branch, states merged.")
+@click.option("--from", "from_remote", metavar="REMOTE", help="With --integrate: the jobs' remote.")
+@click.option("--stop-after-running", is_flag=True,
+              help="Ask the parallel run going on for TASKS_MD to start no new task, let the "
+                   "running ones finish and land, then stop.")
 @click.version_option(__version__, "--version", prog_name="agent-loop")
 def command(tasks_md: Path | None, **params: Any) -> None:
     """Let a coding agent work through TASKS_MD: one task, one agent run, one change.
@@ -219,11 +220,10 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
     elif options.init:
         click.echo(app.init(tasks_md, cwd))
     elif options.integrate:
-        from agentloop.console import fleet
-
-        done = app.integrate(tasks_md, cwd, options, Console(cwd=cwd))
-        _print(fleet.integrate_json(done) if options.as_json else fleet.integrate_text(done))
-        return fleet.exit_code(done)
+        from agentloop.console.fleet import integrate
+        return integrate(tasks_md, cwd, options, _print)
+    elif options.stop_after_running:
+        click.echo(app.ask_to_stop(tasks_md, cwd))
     else:
         from agentloop.run.summary import exit_code
 
@@ -273,7 +273,6 @@ def _report_line(exc: BaseException, args: list[str]) -> int:
 def _print(data: str | dict[str, Any]) -> None:
     if isinstance(data, dict):
         import orjson
-
         data = jsonbytes.dumps(data, option=orjson.OPT_INDENT_2).decode()
     click.echo(data)
 

@@ -60,6 +60,7 @@ class RunOptions:
     push: str | None = None           # --group G --push REMOTE: a fleet job (agentloop.run.fleet)
     integrate: bool = False           # --integrate --from REMOTE: the jobs' groups brought in
     from_remote: str | None = None
+    stop_after_running: bool = False  # ask a parallel run going on to wind down
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> "RunOptions":
@@ -92,7 +93,8 @@ def usage_problem(options: RunOptions) -> str | None:
         if flag in given and not any(p in given for p in partners):
             wanted = " or ".join(dict.fromkeys(_flag(p) for p in partners))
             return f"{_flag(flag)} goes with {wanted}"
-    modes = [m for m in ("status", "dry_run", "init", "integrate") if m in given]
+    modes = [m for m in ("status", "dry_run", "init", "stop_after_running", "integrate")
+             if m in given]
     if len(modes) > 1:
         return f"{' and '.join(_flag(m) for m in modes)} cannot be combined"
     if options.follow and options.as_json:

@@ -136,7 +136,8 @@ def main() -> None:
     log = os.environ.get("FAKE_CLAUDE_LOG")
     if log:
         with open(log, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"argv": argv, "cwd": os.getcwd(), "stdin": stdin}) + "\n")
+            out.write(json.dumps({"argv": argv, "cwd": os.getcwd(), "stdin": stdin,
+                                "time": time.time()}) + "\n")
     head = argv
     if "--output-format" in head and head[head.index("--output-format") + 1:][:1] == ["json"]:
         advisor(argv, stdin, state)

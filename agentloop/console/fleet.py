@@ -3,13 +3,26 @@ total cost of every job against the plan's budget (text, or JSON with --json).""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
+
+from agentloop import app
+from agentloop.console.live import Console
+from agentloop.options import RunOptions
 
 from agentloop.errors import UNFINISHED_EXIT
 from agentloop.run.integrate import Integrated
 from agentloop.state.receipts import money
 
 SCHEMA = 1
+
+
+def integrate(tasks_md: Path, cwd: Path, options: RunOptions,
+              show: Callable[[str | dict[str, Any]], None]) -> int:
+    """--integrate: run it, show what it did; the exit code."""
+    done = app.integrate(tasks_md, cwd, options, Console(cwd=cwd))
+    show(integrate_json(done) if options.as_json else integrate_text(done))
+    return exit_code(done)
 
 
 def integrate_text(result: Integrated) -> str:

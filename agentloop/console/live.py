@@ -68,7 +68,8 @@ class Console:
         group = lane()
         if line is not None and group:
             # A parallel run: each line says whose it is, and is printed whole.
-            line = "\n".join(f"[{group}] {part.strip()}" for part in line.splitlines())
+            line = "\n".join(f"[{group}] {part.strip()}" if part.strip() else ""
+                             for part in line.splitlines())
         if line is not None:
             self._print(line)
         if group:
@@ -197,8 +198,11 @@ def run_started_line(event: RunStarted) -> str:
     others = event.total - event.pending - event.done
     done = f", {event.done} done already" if event.done else ""
     waiting = f", {others} not run this time (--dry-run says why)" if others > 0 else ""
+    where = ("the agent works in the repository root" if event.parallel < 2 else
+             f"up to {event.parallel} groups at once, each in a worktree of its own "
+             "under .agent-loop/lanes/")
     return (f"{notes}agent-loop: {event.pending} of {event.total} task(s) to run{done}{waiting} "
-            f"(vcs: {event.vcs}{agent}; the agent works in the repository root)")
+            f"(vcs: {event.vcs}{agent}; {where})")
 
 
 def short(session: str | None) -> str:

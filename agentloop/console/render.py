@@ -180,6 +180,7 @@ def plan_text(view: PlanView) -> str:
     for line, text, into in view.folded:
         lines.append(f"folded: line {line}: {text} (numbered under the task on line {into}: "
                      "part of that task)")
+    lines += schedule_lines(view)
     for line, text, why in view.ignored:
         lines.append(f"ignored: line {line}: {text} ({why})")
     lines += [f"warning: {w}" for w in view.warnings]
@@ -207,7 +208,20 @@ def plan_json(view: PlanView) -> dict[str, Any]:
                         for line, text, why in view.ignored],
             "folded": [{"line": line, "text": text, "into_line": into}
                        for line, text, into in view.folded],
-            "warnings": list(view.warnings)}
+            "warnings": list(view.warnings), "parallel": view.parallel,
+            "schedule": [{"wave": n, "group": g, "waits_for": list(w)}
+                         for n, g, w in view.schedule]}
+
+
+def schedule_lines(view: PlanView) -> list[str]:
+    """Which groups can start at once (--parallel), and what each waits for."""
+    if view.parallel < 2 and not any(w for _, _, w in view.schedule):
+        return []
+    lines = [f"schedule (--parallel {view.parallel}): groups of one wave can run at once"]
+    for n, group, waits in view.schedule:
+        after = f" (waits for {', '.join(waits)})" if waits else ""
+        lines.append(f"  wave {n}: {group}{after}")
+    return lines
 
 
 def summary_text(event: RunFinished, cwd: Path | None = None) -> str:

@@ -9,6 +9,9 @@ and how to go on after resolving it by hand. The next run tries to land it again
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Iterable, Protocol
+
 from agentloop.errors import RunStopped
 from agentloop.run import ledger
 from agentloop.run.agent_run import run_agent
@@ -18,7 +21,6 @@ from agentloop.run.lanes import LaneNote
 from agentloop.run.verify import check_log, task_checks
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.vcs import Change
-from agentloop.vcs.gitlane import LaneGit
 from agentloop.vcs.mainline import IntegrationConflict
 
 ROUNDS = 2
@@ -36,6 +38,25 @@ remove every marker. Do not commit, and run no git command that moves HEAD. End 
 summary of how you resolved it."""
 
 
+class LaneVcs(Protocol):
+    """What a lane's VCS (agentloop.vcs.gitlane, agentloop.vcs.jjlane) offers for conflicts."""
+
+    root: Path
+
+    def open_conflict(self, conflict: IntegrationConflict) -> list[str]: ...
+    def markers_left(self, files: Iterable[str]) -> list[str]: ...
+    def close_conflict(self, conflict: IntegrationConflict) -> Change: ...
+    def drop_conflict(self, conflict: IntegrationConflict) -> None: ...
+    def kept(self, change_id: str) -> str: ...
+    def land_again(self, commit: str) -> Change: ...
+    def help_lines(self, where: str) -> str: ...
+    def main_commits_touching(self, commit: str, onto: str, files: list[str]) -> list[str]: ...
+
+
+def _lane_vcs(run: Run) -> LaneVcs | None:
+    return run.vcs if hasattr(run.vcs, "open_conflict") else None  # type: ignore[return-value]
+
+
 class GroupConflicted(RunStopped):
     """A group's task could not be put on the main line: the group stops, the others go on."""
 
@@ -45,8 +66,8 @@ def resolve(run: Run, task: TaskState, change: Change, session: str | None,
     """Rounds of the group's session resolving `conflict`; the landed change, or
     GroupConflicted with the task marked `conflicted`. `intro`: what a fresh session (None)
     is told first, since it never saw the task (run.replay: a fleet job's task)."""
-    vcs = run.vcs
-    assert isinstance(vcs, LaneGit)
+    vcs = _lane_vcs(run)
+    assert vcs is not None, "a conflict outside a parallel run's lane"
     number = attempt.number
     first = conflict.commit  # the task's own commit: kept on the lane's branch whatever happens
     for round_ in range(1, ROUNDS + 1):
@@ -78,29 +99,25 @@ def resolve(run: Run, task: TaskState, change: Change, session: str | None,
 def land_kept(run: Run, task: TaskState) -> Change:
     """A task an earlier run left `conflicted`: its lane's commit (or a person's resolution of
     it there) landed now, with the group's session resolving what still conflicts."""
-    vcs = run.vcs
-    if not isinstance(vcs, LaneGit) or not task.history:
+    vcs = _lane_vcs(run)
+    if vcs is None or not task.history:
         raise RunStopped(f"task {task.index} is conflicted: {task.error}")
     try:
-        return vcs.land_again(vcs.head())
+        return vcs.land_again(vcs.kept(task.change_id or ""))
     except IntegrationConflict as conflict:
         last = task.history[-1]
         return resolve(run, task, Change(change_id=conflict.commit), task.session_id, conflict,
                        last)
 
 
-def stuck_message(run: Run, vcs: LaneGit, task: TaskState, files: tuple[str, ...]) -> str:
+def stuck_message(run: Run, vcs: LaneVcs, task: TaskState, files: tuple[str, ...]) -> str:
     """What a person does with a conflicted task: where it is, how to look, how to go on."""
-    branch = vcs.lane_branch()
     where = run.project.store.relative(vcs.root)
-    main = vcs.main.ref.removeprefix("refs/heads/")
-    return (f"conflicts with {main} in {', '.join(files) or 'some files'}; its work is on branch "
-            f"{branch} (worktree {where}): `git log -p {main}..{branch}` shows it; resolve it "
-            f"there (`cd {where} && git rebase {main}`, fix, `git rebase --continue`), then run "
-            f"agent-loop again with --parallel to land it and go on")
+    return f"conflicts with the main line in {', '.join(files) or 'some files'}; " + \
+        vcs.help_lines(where)
 
 
-def _others(run: Run, vcs: LaneGit, conflict: IntegrationConflict, files: list[str]) -> str:
+def _others(run: Run, vcs: LaneVcs, conflict: IntegrationConflict, files: list[str]) -> str:
     """The other groups' tasks that changed these files on the main line."""
     shas = set(vcs.main_commits_touching(conflict.commit, conflict.onto, files))
     lines = [f"- task {t.index} ({t.group}): {t.summary}" for t in run.state.tasks

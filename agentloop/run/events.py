@@ -23,6 +23,7 @@ class RunStarted:
     notes: tuple[str, ...] = ()
     agent: str = ""
     done: int = 0              # tasks done already (completed or checked off)
+    parallel: int = 1    # groups at once, each in a working copy of its own
 
 
 @dataclass(frozen=True)
@@ -250,8 +251,7 @@ def from_json(line: bytes) -> Event | None:
     cls = event_types().get(str(data.get("type"))) if isinstance(data, dict) else None
     if cls is None:
         return None
-    names = {f.name for f in fields(cls)}
-    values = {k: v for k, v in data.items() if k in names}
+    values = {k: v for k, v in data.items() if k in {f.name for f in fields(cls)}}
     if cls is AgentFinished:
         known = {f.name for f in fields(AgentResult)}
         result = {k: v for k, v in values["result"].items() if k in known}

@@ -4,6 +4,7 @@ groups at once (agentloop.run.scheduler); the summary at the end, however it end
 from __future__ import annotations
 
 from agentloop.errors import AgentLoopError, Interrupted
+from agentloop.plan.depends import waves
 from agentloop.proc.commands import shielded
 from agentloop.run.context import Run
 from agentloop.run.events import RunFinished, RunStarted
@@ -22,15 +23,20 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
     else:
         pending = [t for t in run.state.tasks
                    if runnable(t, run.options.max_attempts, run.options.include_optional)]
+    if run.state.depends:  # a group that waits for others comes after them
+        order = [g for wave in waves([t.group for t in pending], run.state.depends)
+                 for g in wave]
+        pending.sort(key=lambda t: order.index(t.group))
     run.tally.planned = tuple(t.index for t in pending)
     done = sum(1 for t in run.state.tasks
                if t.status in DONE and t.index not in run.tally.planned)
+    lanes = run.options.parallel if not only else 1
     run.emit(RunStarted(len(pending), len(run.state.tasks), run.vcs.name, notes,
-                        run.agent.name, done))
+                        run.agent.name, done, lanes))
     run.save()
     stopped, begun = None, list[TaskState]()
     try:
-        if run.options.parallel > 1 and not only:
+        if lanes > 1:
             from agentloop.run.scheduler import run_parallel
             run_parallel(run, pending, begun)
         else:

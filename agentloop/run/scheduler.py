@@ -12,6 +12,7 @@ import dataclasses
 import queue
 import threading
 from pathlib import Path
+from typing import Callable, Union
 
 from agentloop.errors import Interrupted, VcsError
 from agentloop.proc import commands, running
@@ -24,7 +25,10 @@ from agentloop.run.verify import baseline
 from agentloop.state.schema import TaskState
 from agentloop.vcs import relative_to, workspaces
 from agentloop.vcs.gitlane import LaneGit
+from agentloop.vcs.jjlane import JjMainLine, LaneJj
 from agentloop.vcs.mainline import GitMainLine
+
+MainLine = Union[GitMainLine, JjMainLine]
 
 # A file the controller looks for between reports: start no new task, let running ones finish.
 STOP_FILE = "stop-after-running"
@@ -34,30 +38,35 @@ DONE = ("completed", "skipped")
 
 def run_parallel(run: Run, pending: list[TaskState], begun: list[TaskState]) -> None:
     """Run the pending tasks' groups, up to --parallel at once, in file order."""
-    if run.vcs.name != "git":
-        raise VcsError(f"--parallel works with git for now, not {run.vcs.name}: use --vcs git "
-                       "or --parallel 1")
+    if run.vcs.name not in ("git", "jj"):
+        raise VcsError(f"--parallel needs git or jj, not {run.vcs.name}")
     running.clear()
+    stop_flag(run.project.store.dir).unlink(missing_ok=True)  # a request older than this run
     emit = _serialised(run.emit, run.shared.lock)
     run = dataclasses.replace(run, emit=emit)
     groups = _groups(pending)
     names = _lane_names(run)
-    main = GitMainLine.current(run.project.root,
-                               on_wait=lambda text: emit(LaneNote(text)),
-                               stopping=running.stopping)
+    said: Callable[[str], None] = lambda text: emit(LaneNote(text))
+    main: MainLine = (GitMainLine.current(run.project.root, on_wait=said,
+                                          stopping=running.stopping)
+                      if run.vcs.name == "git" else
+                      JjMainLine(run.project.root, on_wait=said, stopping=running.stopping))
     if groups:
         baseline(run, pending)  # the user's checks, once, in the main checkout
     keep = {names[g] for g in groups}
-    workspaces.sweep_git(run.project.root, keep)
-    # Lanes of groups with nothing left to run (a run killed before it cleaned up): every task
-    # of theirs that finished is on the main line, so their branches hold nothing else.
-    workspaces.drop_branches(run.project.root, set(names.values()) - keep)
+    if run.vcs.name == "git":
+        workspaces.sweep_git(run.project.root, keep)
+        # Lanes of groups with nothing left to run (a run killed before it cleaned up): every
+        # task of theirs that finished is on the main line, so their branches hold nothing else.
+        workspaces.drop_branches(run.project.root, set(names.values()) - keep)
+    else:
+        workspaces.sweep_jj(run.project.root, keep)
     _control(run, main, groups, names, begun)
     if not any(t.status in ("running", "interrupted", "conflicted") for t in run.state.tasks):
         main.forget_all()
 
 
-def _control(run: Run, main: GitMainLine, groups: dict[str, list[TaskState]],
+def _control(run: Run, main: MainLine, groups: dict[str, list[TaskState]],
              names: dict[str, str], begun: list[TaskState]) -> None:
     """The controller's loop: start lanes while there is room, collect their reports."""
     reports: queue.Queue[tuple[str, BaseException | None]] = queue.Queue()
@@ -65,13 +74,17 @@ def _control(run: Run, main: GitMainLine, groups: dict[str, list[TaskState]],
     todo, first_error = list(groups), None
     try:
         while todo or lanes:
-            while todo and len(lanes) < run.options.parallel and not run.shared.halted():
-                group = todo.pop(0)
+            while len(lanes) < run.options.parallel and not run.shared.halted():
+                group = next((g for g in todo if _ready(run, g)), None)
+                if group is None:
+                    break
+                todo.remove(group)
                 lanes[group] = threading.Thread(
                     target=_lane, name=f"lane {group}", daemon=True,
                     args=(run, main, group, names[group], groups[group], begun, reports))
                 lanes[group].start()
             if not lanes:
+                _say_waiting(run, todo)
                 break
             try:
                 group, error = reports.get(timeout=POLL_SECONDS)
@@ -98,7 +111,7 @@ def _control(run: Run, main: GitMainLine, groups: dict[str, list[TaskState]],
         raise first_error
 
 
-def _lane(run: Run, main: GitMainLine, group: str, name: str, tasks: list[TaskState],
+def _lane(run: Run, main: MainLine, group: str, name: str, tasks: list[TaskState],
           begun: list[TaskState], reports: queue.Queue[tuple[str, BaseException | None]]) -> None:
     """One lane's thread: its working copy, its tasks in order, then its report."""
     set_lane(group)
@@ -106,9 +119,7 @@ def _lane(run: Run, main: GitMainLine, group: str, name: str, tasks: list[TaskSt
         # A group with an attempt still open (a killed run) goes on in the working copy it
         # left, where that attempt's record is; any other starts from the main line as it is.
         fresh = not any(t.status in ("running", "interrupted", "conflicted") for t in tasks)
-        space = workspaces.open_git(run.project.root, name, main.tip(), fresh)
-        rel = relative_to(run.project.task_file, run.project.root) or run.project.task_file.name
-        vcs = LaneGit(space.path, space.path / rel, main)
+        space, vcs = _open_lane(run, main, name, fresh)
         vcs.prepare()
         lane = dataclasses.replace(run, vcs=vcs, workdir=space.path, lane=group,
                                    tally=Tally())
@@ -121,10 +132,40 @@ def _lane(run: Run, main: GitMainLine, group: str, name: str, tasks: list[TaskSt
             vcs.close()
         # Every finished task is on the main line and saved: the lane has nothing left.
         main.forget(vcs.lane_commits)
-        workspaces.remove_git(run.project.root, space, drop_branch=True)
+        if isinstance(vcs, LaneGit):
+            workspaces.remove_git(run.project.root, space, drop_branch=True)
+        else:
+            workspaces.remove_jj(run.project.root, space)
         reports.put((group, None))
     except BaseException as exc:
         reports.put((group, exc))
+
+
+def _ready(run: Run, group: str) -> bool:
+    """Whether every group `group` waits for has all its tasks on the main line."""
+    needs = set(run.state.depends.get(group, ()))
+    return all(t.status in DONE for t in run.state.tasks if t.group in needs)
+
+
+def _say_waiting(run: Run, todo: list[str]) -> None:
+    for group in todo:
+        waits = [g for g in run.state.depends.get(group, ())
+                 if any(t.group == g and t.status not in DONE for t in run.state.tasks)]
+        if waits:
+            run.emit(LaneNote(f"{group} did not start: it waits for {', '.join(waits)}, "
+                              "which did not finish"))
+
+
+def _open_lane(run: Run, main: MainLine, name: str, fresh: bool
+               ) -> tuple[workspaces.Workspace, LaneGit | LaneJj]:
+    """The lane's working copy and its VCS: a git worktree or a jj workspace."""
+    root = run.project.root
+    rel = relative_to(run.project.task_file, root) or run.project.task_file.name
+    if isinstance(main, GitMainLine):
+        space = workspaces.open_git(root, name, main.tip(), fresh)
+        return space, LaneGit(space.path, space.path / rel, main)
+    space = workspaces.open_jj(root, name, main.tip(), fresh)
+    return space, LaneJj(space.path, space.path / rel, main, space.branch)
 
 
 def _groups(pending: list[TaskState]) -> dict[str, list[TaskState]]:

@@ -112,7 +112,7 @@ def load_plan(project: Project, plan: parse.TaskFile | None = None,
     saved.tasks, saved.task_file_hash = changes.tasks, parsed.sha256
     saved.context, saved.ignored, saved.warnings = fresh.context, fresh.ignored, fresh.warnings
     saved.folded, saved.reader = fresh.folded, fresh.reader
-    saved.title = fresh.title
+    saved.title, saved.depends = fresh.title, fresh.depends
     if reread:   # news only if it reads differently
         return saved, True, dataclasses.replace(changes, reread=True) if changes.news() else None
     return saved, True, changes
@@ -125,6 +125,7 @@ def state_from(project: Project, parsed: parse.TaskFile) -> State:
                  reader=parse.READER,
                  tasks=[TaskState.from_task(t) for t in parsed.tasks],
                  context=parsed.context or None, title=parsed.title or None,
+                 depends={g: list(d) for g, d in parsed.depends},
                  ignored=[{"line": n, "text": t, "why": w} for n, t, w in parsed.ignored],
                  warnings=list(parsed.warnings),
                  folded=[{"line": n, "text": t, "into": i} for n, t, i in parsed.folded])

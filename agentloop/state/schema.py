@@ -146,6 +146,8 @@ class State:
     reader: int = 0
     # Sub-tasks folded into the task before them by their numbers ({"line", "text", "into"}).
     folded: list[dict[str, Any]] = field(default_factory=list)
+    # Which groups wait for which (`Depends on:` lines): group -> the groups it waits for.
+    depends: dict[str, list[str]] = field(default_factory=dict)
     # The journal whose lines go on top of this snapshot (agentloop.journal); None: none.
     journal_id: str | None = None
 

@@ -111,3 +111,16 @@ class LaneGit(GitVcs):
         """The main line's commits since `commit` branched off that changed `files`."""
         base = self._git("merge-base", commit, onto).strip()
         return self._git("log", "--format=%H", f"{base}..{onto}", "--", *files).split()
+
+    def kept(self, change_id: str) -> str:
+        """What a conflicted task lands as on a later run: the lane's commit now (a person's
+        resolution of it, made in the worktree, included)."""
+        return self.head()
+
+    def help_lines(self, where: str) -> str:
+        """How a person looks at a conflicted task's commit and goes on."""
+        branch, main = self.lane_branch(), self.main.ref.removeprefix("refs/heads/")
+        return (f"its work is on branch {branch} (worktree {where}): `git log -p "
+                f"{main}..{branch}` shows it; resolve it there (`cd {where} && git rebase "
+                f"{main}`, fix, `git rebase --continue`), then run agent-loop again with "
+                "--parallel to land it and go on")
