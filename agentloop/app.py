@@ -186,7 +186,9 @@ def _job(project: Project, plan: parse.TaskFile, options: RunOptions, emit: Emit
     state, _, _ = load_plan(project, plan)
     if job.nothing_left(state, options):
         job.push(state)
-        return RunResult(project, state, fleet.finished(job, state))
+        summary = fleet.finished(job, state)
+        emit(summary)
+        return RunResult(project, state, summary)
     try:
         state, summary = start_run(project, plan, options, emit, after_task=job.push,
                                    first_notes=tuple(job.notes))

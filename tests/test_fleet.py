@@ -132,6 +132,13 @@ def test_a_matrix_of_group_jobs_then_one_integration(tmp_path: Path, fake_claude
     assert developer_prompts(fake_claude, "alpha one") == 1
     assert git(origin, "log", "--format=%s", "agent-loop/tasks/1-alpha").count("alpha one") == 1
 
+    # A job re-run after its group finished pushes what it has and runs nothing.
+    calls = len(fake_claude.calls())
+    code, out = finish(job(clone(tmp_path, origin, "beta-again", kind), "2", kind))
+    assert code == 0, out
+    assert "group 2 (Beta) has nothing left to run" in out
+    assert len(fake_claude.calls()) == calls
+
     here = clone(tmp_path, origin, "integration", kind)
     code, out = integrate(here)
     assert code == 0, out
@@ -179,3 +186,61 @@ def test_a_conflict_the_agent_does_not_resolve_stays_on_its_branch(
     status = json.loads(finish(start(here, "--status", "--json"))[1])
     assert [t["status"] for t in status["tasks"]] == ["completed", "conflicted"]
     assert main_subjects(here) == ["agent-loop: Left / left edit"]
+
+
+STAGED_PLAN = """\
+## Backend
+- the api
+  FAKE: write api.txt api
+
+## Docs
+- the guide
+  FAKE: write guide.txt guide
+
+## Frontend
+Depends on: Backend
+
+- the page
+  FAKE: write page.txt page
+"""
+
+
+def test_dry_run_json_gives_the_stages_a_matrix_needs(tmp_path: Path) -> None:
+    origin = remote(tmp_path, STAGED_PLAN)
+    here = clone(tmp_path, origin, "plan", "git")
+    code, out = finish(start(here, "--dry-run", "--json"))
+    assert code == 0, out
+    assert json.loads(out)["stages"] == [[1, 2], [3]]
+
+
+def test_a_shallow_checkout_is_named_before_anything_runs(tmp_path: Path,
+                                                          fake_claude: FakeClaude) -> None:
+    origin = remote(tmp_path, PLAN)
+    seed = tmp_path / "seed"
+    (seed / "more.txt").write_text("more\n")
+    git(seed, "add", "more.txt")
+    git(seed, "commit", "-qm", "more")
+    git(seed, "push", "-q", str(origin), "main")
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(shallow))
+    code, out = finish(job(shallow, "1", "git"))
+    assert code == 1, out
+    assert "is a shallow clone" in out and "fetch-depth: 0" in out
+    assert fake_claude.calls() == []
+    code, out = integrate(shallow)
+    assert code == 1 and "is a shallow clone" in out, out
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--push", "origin"), "--push goes with --group"),
+    (("--integrate",), "--integrate goes with --from"),
+    (("--from", "origin"), "--from goes with --integrate"),
+    (("--group", "1", "--push", "origin", "--parallel", "2"), "--push runs one group"),
+    (("--integrate", "--from", "origin", "--group", "1"), "--integrate brings in every"),
+    (("--integrate", "--from", "origin", "--dry-run"), "cannot be combined"),
+])
+def test_fleet_options_that_do_not_go_together(tmp_path: Path, args: tuple[str, ...],
+                                               message: str) -> None:
+    (tmp_path / "tasks.md").write_text(PLAN)
+    code, out = finish(start(tmp_path, *args))
+    assert code == 2 and message in out, out

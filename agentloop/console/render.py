@@ -210,7 +210,20 @@ def plan_json(view: PlanView) -> dict[str, Any]:
                        for line, text, into in view.folded],
             "warnings": list(view.warnings), "parallel": view.parallel,
             "schedule": [{"wave": n, "group": g, "waits_for": list(w)}
-                         for n, g, w in view.schedule]}
+                         for n, g, w in view.schedule],
+            "stages": stages(view.schedule, numbers)}
+
+
+def stages(schedule: tuple[tuple[int, str, tuple[str, ...]], ...],
+           numbers: dict[str, int]) -> list[list[int]]:
+    """The waves as a CI matrix takes them: each stage's group numbers (what --group takes),
+    stage by stage; a stage's groups run at once, after every earlier stage is integrated."""
+    out: list[list[int]] = []
+    for wave, group, _ in schedule:
+        while len(out) < wave:
+            out.append([])
+        out[wave - 1].append(numbers[group])
+    return out
 
 
 def schedule_lines(view: PlanView) -> list[str]:
