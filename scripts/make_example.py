@@ -46,7 +46,8 @@ CHECK = "test ! -e hello.py || python3 hello.py Ann"
 
 
 def main() -> None:
-    """Run the example and copy what it left into .agent-loop.example/."""
+    """Run the example and copy what it left into .agent-loop.example/ (ci/ is kept: it is
+    written by hand)."""
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "project"
         work.mkdir()
@@ -65,9 +66,10 @@ def main() -> None:
         (work / "tasks.md").write_text(TASKS)
         subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
                         "--check", CHECK], cwd=work, env={**env, "SHELL": "/bin/sh"}, check=True)
-        if TARGET.exists():
-            shutil.rmtree(TARGET)
-        TARGET.mkdir()
+        TARGET.mkdir(exist_ok=True)
+        for old in TARGET.iterdir():
+            if old.name != "ci":
+                shutil.rmtree(old) if old.is_dir() else old.unlink()
         shutil.copy(work / "tasks.md", TARGET / "tasks.md")
         shutil.copy(work / ".agent-loop" / "state.json", TARGET / "state.json")
         shutil.copytree(work / ".agent-loop" / "logs", TARGET / "logs")
