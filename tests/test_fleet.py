@@ -44,6 +44,8 @@ CONFLICT_PLAN = """\
 ## Right
 - right edit
   FAKE: write shared.txt right
+- right follow-up
+  FAKE: write after.txt after
 """
 
 
@@ -184,8 +186,25 @@ def test_a_conflict_the_agent_does_not_resolve_stays_on_its_branch(
     assert "git log -p main..agent-loop/2-right" in out
     assert "--integrate --from origin` again" in out
     status = json.loads(finish(start(here, "--status", "--json"))[1])
-    assert [t["status"] for t in status["tasks"]] == ["completed", "conflicted"]
+    assert [t["status"] for t in status["tasks"]] == ["completed", "conflicted", "pending"]
+    assert status["tasks"][2]["cost_usd"] > 0   # done by its job: its cost is counted
     assert main_subjects(here) == ["agent-loop: Left / left edit"]
+    # Resolved by hand on that branch as the message says, the same command lands it and the
+    # rest of the group.
+    lane = here / ".agent-loop" / "lanes" / "2-right"
+    (lane / "shared.txt").write_text("left and right\n")
+    git(lane, "commit", "-qam", "by hand")
+    git(lane, "rebase", "-q", "-X", "theirs", "main")
+    code, out = integrate(here)
+    assert code == 0, out
+    assert main_subjects(here) == ["agent-loop: Left / left edit",
+                                   "agent-loop: Right / right edit",
+                                   "agent-loop: Right / right follow-up"]
+    assert git(here, "show", "main:shared.txt") == "left and right\n"
+    assert git(here, "show", "main:after.txt") == "after\n"
+    status = json.loads(finish(start(here, "--status", "--json"))[1])
+    assert [t["status"] for t in status["tasks"]] == ["completed"] * 3
+    assert "agent-loop/2-right" not in git(here, "branch", "--list")
 
 
 STAGED_PLAN = """\

@@ -138,10 +138,8 @@ def _group(replay: GroupReplay, number: int, branch: str, tasks: list[TaskState]
     finished = all(t.status in DONE or (t.optional and t.status == "pending") for t in tasks)
     here = {t.index: state.tasks[t.index - 1] for t in tasks}
     if not finished:
-        for t in tasks:  # shown in --status, with their costs; their work is not here yet
-            record = copy.deepcopy(t)
-            record.change_id = record.commit_id = None
-            state.tasks[t.index - 1] = record
+        for t in tasks:
+            _not_here(state, t, "done by its job, but its group is not finished")
         left = sum(1 for t in tasks if t.status not in DONE)
         return GroupReport(number, name, branch, "unfinished",
                            detail=f"{left} of {len(tasks)} tasks not done: re-run its job")
@@ -164,6 +162,8 @@ def _group(replay: GroupReplay, number: int, branch: str, tasks: list[TaskState]
             record.history = kept.history
         sha = replay.land(record, source, kept is not None)
         if sha is None:
+            for later in tasks[tasks.index(t) + 1:]:
+                _not_here(state, later, f"waits for task {t.index} to land (conflicted)")
             replay.close(keep=True)
             return GroupReport(number, name, branch, "conflicted", count, already,
                                record.error or "")
@@ -174,6 +174,16 @@ def _group(replay: GroupReplay, number: int, branch: str, tasks: list[TaskState]
         replay.save(record)
     replay.close(keep=False)
     return GroupReport(number, name, branch, "landed", count, already)
+
+
+def _not_here(state: State, task: TaskState, why: str) -> None:
+    """A job's record whose work is not on the main line: in --status with its attempts and
+    costs, done work shown as pending (with why) until it lands."""
+    record = copy.deepcopy(task)
+    record.change_id = record.commit_id = None
+    if record.status in LANDS:
+        record.status, record.error = "pending", why
+    state.tasks[task.index - 1] = record
 
 
 def _jj_follow(repo: carry.Repo, bookmark: str, state: State) -> None:

@@ -56,11 +56,11 @@ class GroupReplay:
             f"Agent-Loop-Plan: {self.plan}", f"Agent-Loop-Task: {task.index}",
             f"{carry.TRAILER}: {source}"])
         vcs = self._open(fresh=not kept)
-        if kept:  # a person may have resolved it on the group's branch: their tree, our message
-            head = vcs.head()
-            if head != prepared and carry.is_ancestor(self.repo, self.main.tip(), head):
-                prepared = _retree(self.repo, prepared, head)
         tip = self.main.tip()
+        if kept:  # a person resolved it on the group's branch, on the main line: their tree
+            head = vcs.head()
+            if head != prepared and carry.is_ancestor(self.repo, tip, head):
+                prepared = _retree(self.repo, prepared, head, tip)
         files = vcs.open_conflict(IntegrationConflict(prepared, (), tip))
         conflict = IntegrationConflict(prepared, tuple(files), tip)
         if not files:
@@ -131,10 +131,10 @@ class GroupReplay:
                 f"--from {self.options.from_remote}` again")
 
 
-def _retree(repo: carry.Repo, prepared: str, head: str) -> str:
-    """`prepared`'s message and author on `head`'s tree and parent."""
+def _retree(repo: carry.Repo, prepared: str, head: str, parent: str) -> str:
+    """`prepared`'s message and author on `head`'s tree, on `parent` (the main line): what
+    lands is the tree the person left, whatever commits they made to get there."""
     tree = repo.git("rev-parse", f"{head}^{{tree}}")[1].strip()
-    parent = repo.git("rev-parse", f"{head}^")[1].strip()
     message = repo.git("log", "-1", "--format=%B", prepared)[1]
     who = repo.git("log", "-1", "--format=%an%x00%ae%x00%ad", "--date=raw", prepared)[1]
     name, email, when = who.strip("\n").split("\0")
