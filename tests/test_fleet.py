@@ -263,3 +263,61 @@ def test_fleet_options_that_do_not_go_together(tmp_path: Path, args: tuple[str, 
     (tmp_path / "tasks.md").write_text(PLAN)
     code, out = finish(start(tmp_path, *args))
     assert code == 2 and message in out, out
+
+
+def test_a_later_stage_starts_from_the_earlier_ones_integration(tmp_path: Path,
+                                                                fake_claude: FakeClaude) -> None:
+    origin = remote(tmp_path, STAGED_PLAN)
+    first = [job(clone(tmp_path, origin, f"stage1-{g}", "git"), g, "git") for g in ("1", "2")]
+    assert [finish(j)[0] for j in first] == [0, 0]
+    one = clone(tmp_path, origin, "integration1", "git")
+    code, out = integrate(one)
+    assert code == 0, out
+    assert "group 3 (Frontend): not run yet" in out
+    git(one, "push", "-q", "origin", "HEAD:refs/heads/agent-loop-integration/tasks")
+    # Stage 2's job starts from the integration branch: it sees stage 1's work.
+    later = tmp_path / "stage2-3"
+    git(tmp_path, "clone", "-q", "-b", "agent-loop-integration/tasks", str(origin), str(later))
+    code, out = finish(job(later, "3", "git"))
+    assert code == 0, out
+    assert git(origin, "show", "agent-loop/tasks/3-frontend:api.txt") == "api\n"
+    # The next integration, in a fresh clone of the integration branch, lands only stage 2.
+    two = tmp_path / "integration2"
+    git(tmp_path, "clone", "-q", "-b", "agent-loop-integration/tasks", str(origin), str(two))
+    code, out = integrate(two, "--budget", "0.02")
+    assert code == 0, out
+    assert "total cost of the groups' jobs: $0.0300 of the plan's budget $0.0200 (over it)" \
+        in out
+    assert "group 1 (Backend): 0 task(s) landed, 1 already there" in out
+    assert "group 3 (Frontend): 1 task(s) landed" in out
+    subjects = git(two, "log", "--reverse", "--format=%s").splitlines()
+    assert [s for s in subjects if s.startswith("agent-loop:")] == [
+        "agent-loop: Backend / the api", "agent-loop: Docs / the guide",
+        "agent-loop: Frontend / the page"]
+    status = json.loads(finish(start(two, "--status", "--json"))[1])
+    assert [t["status"] for t in status["tasks"]] == ["completed"] * 3
+
+
+def test_a_conflict_goes_to_a_fresh_session_given_the_task_and_both_diffs(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    origin = remote(tmp_path, CONFLICT_PLAN)
+    jobs = [job(clone(tmp_path, origin, name, "git"), g, "git")
+            for name, g in (("left", "1"), ("right", "2"))]
+    assert [finish(j)[0] for j in jobs] == [0, 0]
+    first = ("Another session did the task below on another machine, in group Right of this "
+             "plan; it is done, and its change must now join the main line, where other groups' "
+             "work landed first.")
+    directives = tmp_path / "directives.json"
+    directives.write_text(json.dumps({first: ["FAKE: write shared.txt left right"]}))
+    monkeypatch.setenv("FAKE_CLAUDE_DIRECTIVES", str(directives))
+    here = clone(tmp_path, origin, "integration", "git")
+    code, out = integrate(here)
+    assert code == 0, out
+    assert git(here, "show", "main:shared.txt") == "left right\n"
+    assert main_subjects(here) == ["agent-loop: Left / left edit",
+                                   "agent-loop: Right / right edit",
+                                   "agent-loop: Right / right follow-up"]
+    prompt = next(c for c in fake_claude.calls() if c["stdin"].startswith("Another session"))
+    assert "--resume" not in prompt["argv"]
+    for part in ("right edit", "+right", "+left", "- task 1 (Left): left edit"):
+        assert part in prompt["stdin"]
