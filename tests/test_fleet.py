@@ -321,3 +321,22 @@ def test_a_conflict_goes_to_a_fresh_session_given_the_task_and_both_diffs(
     assert "--resume" not in prompt["argv"]
     for part in ("right edit", "+right", "+left", "- task 1 (Left): left edit"):
         assert part in prompt["stdin"]
+
+
+@pytest.mark.parametrize("kind", ["git", "jj"])
+def test_a_job_stopped_by_a_signal_pushes_its_state_and_a_rerun_goes_on(
+        tmp_path: Path, fake_claude: FakeClaude, kind: str) -> None:
+    origin = remote(tmp_path, PLAN)
+    alpha = job(clone(tmp_path, origin, "alpha", kind), "1", kind)
+    wait_for(origin, "refs/heads/agent-loop/state/tasks/1-alpha")
+    time.sleep(0.5)  # into the second task's agent run
+    os.killpg(alpha.pid, signal.SIGTERM)
+    code, out = finish(alpha)
+    assert code == 130, out
+    pushed = json.loads(git(origin, "show", "agent-loop/state/tasks/1-alpha:state.json"))
+    assert [t["status"] for t in pushed["tasks"][:2]] == ["completed", "interrupted"]
+    code, out = finish(job(clone(tmp_path, origin, "alpha-again", kind), "1", kind))
+    assert code == 0, out
+    assert developer_prompts(fake_claude, "alpha one") == 1
+    pushed = json.loads(git(origin, "show", "agent-loop/state/tasks/1-alpha:state.json"))
+    assert [t["status"] for t in pushed["tasks"][:2]] == ["completed", "completed"]
