@@ -191,7 +191,7 @@ def _job(project: Project, plan: parse.TaskFile, options: RunOptions, emit: Emit
         return RunResult(project, state, summary)
     try:
         state, summary = start_run(project, plan, options, emit, after_task=job.push,
-                                   first_notes=tuple(job.notes))
+                                   first_notes=tuple(job.notes), elsewhere=job.elsewhere)
     except BaseException:
         with shielded():
             try:  # what the state says now travels too; the error that stopped the run wins

@@ -132,6 +132,12 @@ def test_a_matrix_of_group_jobs_then_one_integration(tmp_path: Path, fake_claude
     assert code == 0, out
     assert "resumed group 1 (Alpha)" in out
     assert developer_prompts(fake_claude, "alpha one") == 1
+    # Its session stayed with the dead job: the next task starts a fresh one; beta's, on one
+    # machine, resumed its first task's session.
+    def resumed(text: str) -> list[bool]:
+        return ["--resume" in c["argv"] for c in fake_claude.calls()
+                if "stream-json" in c["argv"] and text in c["stdin"]]
+    assert resumed("alpha two")[-1] is False and resumed("beta two") == [True]
     assert git(origin, "log", "--format=%s", "agent-loop/tasks/1-alpha").count("alpha one") == 1
 
     # A job re-run after its group finished pushes what it has and runs nothing.

@@ -49,6 +49,8 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
     # Retries run in a fresh session: the failed attempt's edits are gone, and its
     # conversation would tell the agent otherwise.
     resume = None if fresh else resume_session(run.state, task)
+    if resume in run.elsewhere:  # a fleet job's session stayed on the machine that ran it
+        resume = None
     prompt = first_prompt(run, task, hint, resume)
     change = run.vcs.begin(commit_message(task, run.state.title))
     ledger.open_attempt(task, change)

@@ -70,6 +70,7 @@ class Run:
     lane: str = ""                  # the group a parallel run's lane works on
     # Called with the state after each task is settled (a fleet job pushes it: run.fleet).
     after_task: Callable[[State], None] | None = None
+    elsewhere: frozenset[str] = frozenset()   # sessions kept on another machine: not resumed
 
     @property
     def cwd(self) -> Path:

@@ -38,6 +38,10 @@ class Job:
     work: str           # the group's branch
     state_ref: str      # the branch its state.json travels on
     notes: list[str] = field(default_factory=list)
+    # Sessions of a job that ran elsewhere (resumed from the remote): Claude Code keeps a
+    # session as files under the home of the machine that ran it, so the next task starts a
+    # fresh one, given the plan's preamble and the learnings that travel with the state.
+    elsewhere: frozenset[str] = frozenset()
 
     def push(self, state: State | None) -> None:
         """The group's branch and its state, to the remote, together."""
@@ -50,7 +54,8 @@ class Job:
         parent = local or carry.tip(self.repo, f"refs/remotes/{self.remote}/{self.state_ref}")
         if parent is None or carry.read_file(self.repo, parent, carry.STATE_FILE) != text:
             done = sum(1 for t in state.tasks if t.group == self.group and t.status in DONE)
-            carry.record(self.repo, self.state_ref, {carry.STATE_FILE: text},
+            files = {carry.STATE_FILE: text, **self._learned()}
+            carry.record(self.repo, self.state_ref, files,
                          f"agent-loop state: {self.group} ({done} done)", parent)
         branches = [self.state_ref]
         if self.repo.kind == "jj":
@@ -63,6 +68,10 @@ class Job:
             branches.insert(0, self.work)
         carry.push(self.repo, self.remote, branches)
 
+    def _learned(self) -> dict[str, str]:
+        path = self.project.store.dir / LEARNINGS
+        return {LEARNINGS: path.read_text(encoding="utf-8")} if path.is_file() else {}
+
     def nothing_left(self, state: State, options: RunOptions) -> bool:
         """Whether the group has no task left that a plain run would take."""
         return not any(runnable(t, options.max_attempts, options.include_optional)
@@ -70,6 +79,7 @@ class Job:
 
 
 DONE = ("completed", "skipped")
+LEARNINGS = "learnings.md"   # the agent's notes for later tasks: a fresh session reads them
 LANDS = ("completed", "unapproved")   # tasks whose change is kept
 
 
@@ -131,7 +141,12 @@ def _restore_state(job: Job) -> None:
         raise StateError(f"{job.state_ref} on {job.remote} holds the state of "
                          f"{state.task_file}, not {job.project.task_file_name}")
     store.save(state)
+    learned = carry.read_file(job.repo, found or "", LEARNINGS)
+    if learned is not None:
+        (store.dir / LEARNINGS).write_text(learned, encoding="utf-8")
     job.repo.git("update-ref", f"refs/heads/{job.state_ref}", found or "")
+    job.elsewhere = frozenset(t.session_id for t in state.tasks
+                              if t.group == job.group and t.session_id)
 
 
 def _current_commits(repo: carry.Repo, tasks: list[TaskState]) -> None:

@@ -77,7 +77,8 @@ def tree_warning(project: Project, admitted: Admitted) -> str | None:
 
 def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
               after_task: Callable[[State], None] | None = None,
-              first_notes: tuple[str, ...] = ()) -> tuple[State, RunFinished]:
+              first_notes: tuple[str, ...] = (), elsewhere: frozenset[str] = frozenset(),
+              ) -> tuple[State, RunFinished]:
     """Everything a run does while it holds the lock; `plan`: the task file, read once."""
     notes, leftovers = list(first_notes), []
     admitted = admit(project, options, plan)
@@ -115,7 +116,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
               distiller=partial(distill.distill, agent,
                                 options.distill_model or agent.models.helper, cwd=root)
               if options.distill and admitted.agent != REHEARSAL else None,
-              after_task=after_task)
+              after_task=after_task, elsewhere=elsewhere)
     return state, run_tasks(run, options.only, tuple(notes))
 
 
