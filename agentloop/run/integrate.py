@@ -102,6 +102,9 @@ def integrate(project: Project, plan: TaskFile, options: RunOptions, emit: Emit)
 def onto_ref(repo: carry.Repo) -> str:
     """The branch the groups land on: git's current branch; jj's one bookmark on `@-`."""
     if repo.kind == "jj":
+        if not (repo.root / ".git").exists():
+            raise VcsError("--integrate lands with git beside jj: run it in a colocated jj "
+                           "repository (`jj git init --colocate`), or a git clone")
         out = repo.jj("log", "--no-graph", "-r", "@-", "-T",
                       'local_bookmarks.map(|b| b.name()).join("\\n")')[1]
         names = [n for n in out.split() if n]
