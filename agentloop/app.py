@@ -7,11 +7,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from agentloop.errors import AgentLoopError, StateError, TaskFileError
+from agentloop.errors import StateError, TaskFileError
 from agentloop.options import RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.plan.depends import waves
-from agentloop.run.events import Emit, Event, EventLog, RunFinished, fan_out
+from agentloop.run.eventlog import EventLog
+from agentloop.run.events import Emit, Event, RunFinished, fan_out
+from agentloop.run.hooks import Hooks
 from agentloop.run.selection import PlanRow, plan_rows
 from agentloop.run.verify import task_checks
 from agentloop.state.project import Project, load_plan, open_project
@@ -142,8 +144,8 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     running = [r.group for r in rows if r.runs]
     schedule = tuple((n, g, tuple(state.depends.get(g, ())))
                      for n, wave in enumerate(waves(running, state.depends), 1) for g in wave)
-    return PlanView(project, tuple(rows), ignored, warnings, state.context or "",
-                    folded, ran=admitted.saved, schedule=schedule, parallel=options.parallel)
+    return PlanView(project, tuple(rows), ignored, warnings, state.context or "", folded,
+                    ran=admitted.saved, schedule=schedule, parallel=options.parallel)
 
 
 def _not_a_link(tasks_md: Path, cwd: Path) -> None:
@@ -165,41 +167,24 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     # trace, and --reset archives nothing for a file it could not run.
     plan = parse.load(project.task_file)
     events = EventLog(project.store.events, now)
+    hooks = Hooks(project, options, fan_out(events, emit))
     try:
-        with project.store.lock():
-            if options.push is not None:
-                return _job(project, plan, options, fan_out(events, emit))
-            state, summary = start_run(project, plan, options, fan_out(events, emit))
+        try:
+            with project.store.lock():
+                if options.push is not None:  # a fleet job
+                    from agentloop.run.fleet import run_job
+                    state, summary = run_job(project, plan, options,
+                                             fan_out(events, emit, hooks))
+                else:
+                    state, summary = start_run(project, plan, options,
+                                               fan_out(events, emit, hooks))
+        except BaseException as exc:
+            # After the lock is let go: a hook may start agent-loop again.
+            hooks.finished(None, exc)
+            raise
+        hooks.finished(summary, None)
     finally:
         events.close()
-    return RunResult(project, state, summary)
-
-
-def _job(project: Project, plan: parse.TaskFile, options: RunOptions, emit: Emit) -> RunResult:
-    """--group G --push REMOTE: the group's run in this clone, its branch and state pushed
-    after every task and once more at the end, however it ends (agentloop.run.fleet)."""
-    from agentloop.proc.commands import shielded
-    from agentloop.run import fleet
-    from agentloop.run.start import start_run
-
-    job = fleet.open_job(project, plan, options)
-    state, _, _ = load_plan(project, plan)
-    if job.nothing_left(state, options):
-        job.push(state)
-        summary = fleet.finished(job, state)
-        emit(summary)
-        return RunResult(project, state, summary)
-    try:
-        state, summary = start_run(project, plan, options, emit, after_task=job.push,
-                                   first_notes=tuple(job.notes), elsewhere=job.elsewhere)
-    except BaseException:
-        with shielded():
-            try:  # what the state says now travels too; the error that stopped the run wins
-                job.push(project.store.load())
-            except AgentLoopError:
-                pass
-        raise
-    job.push(state)
     return RunResult(project, state, summary)
 
 

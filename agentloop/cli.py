@@ -14,15 +14,18 @@ import click
 
 from agentloop import __version__
 from agentloop.agents import AGENTS
+from agentloop.console.help import SectionedCommand
 from agentloop.errors import (
     AgentBlocked,
     AgentLoopError,
     BudgetReached,
     Interrupted,
     RunStopped,
+    SettingsError,
     UsageError,
 )
 from agentloop.files import jsonbytes
+from agentloop.settings.schema import Assignment, VariableName
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -58,7 +61,7 @@ def _crash(exc: BaseException) -> None:
     click.echo(f"agent-loop: internal error: {exc!r}{where}", err=True)
 
 
-class _Command(click.Command):
+class _Command(SectionedCommand):
     """Keeps the arguments as given, for the exact command that resumes a run."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -66,15 +69,29 @@ class _Command(click.Command):
         return super().parse_args(ctx, args)
 
 
-@click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})
+class _AgentChoice(click.Choice):
+    """The agents a user picks; the offline stand-in is a mode (--rehearse), not one of them."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "rehearse":
+            self.fail("a rehearsal is a mode, not an agent: use --rehearse", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+# --help's sections: an option added here needs its word in console.help.SECTIONS too.
+@click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]},
+               epilog="The options that shape a run are settings too: agent-loop.toml or "
+                      "[tool.agent-loop] in pyproject.toml, ~/.config/agent-loop/config.toml, "
+                      "AGENT_LOOP_<OPTION> variables; --show-settings shows what applies.")
 @click.argument("tasks_md", type=click.Path(path_type=Path), required=False)
-@click.option("--agent", type=click.Choice(sorted(AGENTS)), default="claude", show_default=True,
+@click.option("--agent", type=_AgentChoice(sorted(a for a in AGENTS if a != "rehearse")),
+              default="claude", show_default=True,
               help="The coding agent that does the tasks (a run goes on with the one it began "
                    "with unless --reset).")
-@click.option("--agent-program", "--claude", "agent_program", default=None,
+@click.option("--agent-program", "--claude", "agent_program", metavar="PATH", default=None,
               help="The agent's program [default: claude or codex on PATH; env "
                    "AGENT_LOOP_CLAUDE / AGENT_LOOP_CODEX].")
-@click.option("--model", default=None,
+@click.option("--model", metavar="NAME", default=None,
               help="Model for the tasks [default: the agent's; claude: opus].")
 @click.option("--dry-run", is_flag=True, help="Show what would run; run and write nothing.")
 @click.option("--status", is_flag=True, help="Show where each task stands.")
@@ -88,23 +105,28 @@ class _Command(click.Command):
 @click.option("--reset", is_flag=True, help="Archive the old state and logs, then start fresh.")
 @click.option("--vcs", type=click.Choice(["auto", "jj", "git", "none"]), default="auto",
               show_default=True, help="Where each task's change goes.")
-@click.option("--allow-dirty", is_flag=True,
+@click.option("--allow-dirty/--no-allow-dirty", default=False,
               help="git: run even with uncommitted changes (they stay out of task commits).")
-@click.option("--task-timeout", type=click.FloatRange(min=1), default=7200, show_default=True,
+@click.option("--task-timeout", metavar="SECONDS", type=click.FloatRange(min=1),
+              default=7200, show_default=True,
               help="Stop an agent run after this many seconds (counts as a transient failure).")
-@click.option("--max-attempts", type=click.IntRange(1, 5), default=5, show_default=True,
+@click.option("--max-attempts", metavar="N", type=click.IntRange(1, 5),
+              default=5, show_default=True,
               help="Attempts per task in all; 5 is the hard cap.")
-@click.option("--retry-model", default=None,
+@click.option("--retry-model", metavar="NAME", default=None,
               help="Model of the advisor that judges a failed attempt [default: the agent's "
                    "small model; claude: haiku].")
-@click.option("--max-limit-waits", type=click.IntRange(min=0), default=5, show_default=True,
+@click.option("--max-limit-waits", metavar="N", type=click.IntRange(min=0),
+              default=5, show_default=True,
               help="Usage-limit waits before the run stops.")
-@click.option("--max-failures", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--max-failures", metavar="N", type=click.IntRange(min=1),
+              default=3, show_default=True,
               help="Failed tasks in a row before the run stops as stuck.")
-@click.option("--backoff", type=click.FloatRange(min=0), default=30, show_default=True,
+@click.option("--backoff", metavar="SECONDS", type=click.FloatRange(min=0),
+              default=30, show_default=True,
               help="First wait in seconds after a transient failure or a limit without a "
                    "reset time; doubles each time.")
-@click.option("--iterations", type=click.IntRange(1, 50), default=1, show_default=True,
+@click.option("--iterations", metavar="N", type=click.IntRange(1, 50), default=1, show_default=True,
               help="Runs of one task in its session until the agent says TASK_COMPLETE.")
 @click.option("--task", multiple=True, metavar="N",
               help="Run only these tasks (as numbered by --dry-run), leaving the others as they "
@@ -115,48 +137,66 @@ class _Command(click.Command):
 @click.option("--again", is_flag=True,
               help="With --task or --group: run completed, failed or blocked tasks once more, "
                    "each in a new change.")
-@click.option("--include-optional", is_flag=True,
-              help="Also run tasks the plan marks optional (`- [ ]*`).")
-@click.option("--sleep", type=click.FloatRange(min=0), default=0, show_default=True,
+@click.option("--include-optional/--no-include-optional", default=False,
+              help="Also run the tasks a plan marks optional (Kiro's box with a star: "
+                   "`- [ ]*`).")
+@click.option("--sleep", metavar="SECONDS", type=click.FloatRange(min=0),
+              default=0, show_default=True,
               help="Seconds to wait between tasks (Ctrl+C ends the wait at once).")
-@click.option("--budget", type=click.FloatRange(min=0), default=None,
+@click.option("--budget", metavar="USD", type=click.FloatRange(min=0), default=None,
               help="USD: start no task once this much has been spent on this task file.")
-@click.option("--task-budget", type=click.FloatRange(min=0), default=None,
+@click.option("--task-budget", metavar="USD", type=click.FloatRange(min=0), default=None,
               help="USD: the cap on one agent run (the agent's own limit, where it has one).")
-@click.option("--no-distill", is_flag=True,
-              help="Keep the plain commit message; skip the small-model summary.")
-@click.option("--distill-model", default=None,
+@click.option("--distill/--no-distill", default=True,
+              help="A small model writes each change's commit message (--no-distill: keep the "
+                   "plain one).")
+@click.option("--distill-model", metavar="NAME", default=None,
               help="Model that writes each change's commit message [default: the agent's small "
                    "model].")
-@click.option("--review", is_flag=True,
+@click.option("--review/--no-review", default=False,
               help="A fresh, read-only reviewer checks each task's diff; its feedback goes back "
                    "to the developer until it approves.")
-@click.option("--review-model", default=None,
+@click.option("--review-model", metavar="NAME", default=None,
               help="Model of the reviewer [default: the agent's; claude: sonnet].")
-@click.option("--max-review-rounds", type=click.IntRange(1, 10), default=3, show_default=True,
+@click.option("--max-review-rounds", metavar="N", type=click.IntRange(1, 10),
+              default=3, show_default=True,
               help="Reviews of one task before it is left unapproved (its change kept).")
 @click.option("--check", multiple=True, metavar="CMD",
               help="A command line that must pass (exit 0) after each task, run by your shell in "
                    "the repository root; repeatable. It runs once before the first task too "
                    "(baseline), and a failure goes back to the agent to fix.")
-@click.option("--check-timeout", type=click.FloatRange(min=1), default=600, show_default=True,
+@click.option("--check-timeout", metavar="SECONDS", type=click.FloatRange(min=1),
+              default=600, show_default=True,
               help="Seconds before a check is stopped (with everything it started) and failed.")
-@click.option("--check-rounds", type=click.IntRange(0, 10), default=2, show_default=True,
+@click.option("--check-rounds", metavar="N", type=click.IntRange(0, 10),
+              default=2, show_default=True,
               help="Fix runs of a task in the same session while a check fails, before its "
                    "attempt fails.")
-@click.option("--require-changes", is_flag=True,
+@click.option("--require-changes/--no-require-changes", default=False,
               help="A task that changes no files is a failed attempt.")
-@click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
-              metavar="K", help="Run up to K groups at once, each in a git worktree of its own; "
-                                "their tasks land on the current branch one commit each.")
+# -- settings, hooks and the agent's environment (README "Settings", "Hooks") --
+@click.option("--env", "env", multiple=True, type=Assignment(),
+              help="Set a variable for the agent: NAME=VALUE; repeatable.")
+@click.option("--env-exclude", multiple=True, type=VariableName(),
+              help="Remove a variable from the agent's environment; repeatable.")
+@click.option("--on-finish", default=None, metavar="CMD",
+              help="A command line your shell runs when the run ends, however it ends.")
+@click.option("--on-task", default=None, metavar="CMD",
+              help="A command line your shell runs after each completed task.")
+@click.option("--hook-timeout", metavar="SECONDS", type=click.FloatRange(min=1), default=60,
+              show_default=True,
+              help="Seconds before a hook is stopped (with everything it started).")
+@click.option("--show-settings", is_flag=True,
+              help="Print every setting and where it came from (with --json: as JSON).")
+@click.option("--parallel", type=click.IntRange(min=1), default=1, metavar="K",
+              help="Run up to K groups at once, each in a working copy of its own.")
+@click.option("--stop-after-running", is_flag=True,
+              help="Ask the parallel run going on to start no new task, then stop.")
 @click.option("--push", metavar="REMOTE", help="With --group: a CI job; its branch and state "
               "go to REMOTE after every task, and a re-run resumes.")
 @click.option("--integrate", is_flag=True, help="With --from: every finished group's tasks onto "
               "the current branch, states merged.")
 @click.option("--from", "from_remote", metavar="REMOTE", help="With --integrate: the jobs' remote.")
-@click.option("--stop-after-running", is_flag=True,
-              help="Ask the parallel run going on for TASKS_MD to start no new task, let the "
-                   "running ones finish and land, then stop.")
 @click.version_option(__version__, "--version", prog_name="agent-loop")
 def command(tasks_md: Path | None, **params: Any) -> None:
     """Let a coding agent work through TASKS_MD: one task, one agent run, one change.
@@ -171,7 +211,14 @@ def command(tasks_md: Path | None, **params: Any) -> None:
                                ctx)
     options = RunOptions.from_params(params)
     try:
+        # Settings belong to a plan; `--status` alone (every plan) reads none.
+        effective = _settings(tasks_md, params) if tasks_md is not None else None
+        if effective is not None:
+            options = RunOptions.from_params({**params, **effective.values})
         check_usage(options)
+        if options.show_settings and effective is not None:
+            _show_settings(effective, options.as_json)
+            sys.exit(0)
         code = _dispatch(tasks_md, Path.cwd(), options)
     except (KeyboardInterrupt, AgentLoopError) as exc:
         code = _report(exc, args, options.as_json)
@@ -180,6 +227,22 @@ def command(tasks_md: Path | None, **params: Any) -> None:
             raise
         code = _report(KeyboardInterrupt(), args, options.as_json)
     sys.exit(code)
+
+
+def _settings(tasks_md: Path, params: dict[str, Any]) -> Any:
+    """The settings from every source, the command line's own first (agentloop.settings)."""
+    from agentloop.settings.merge import resolve
+
+    ctx = click.get_current_context()
+    given = {name for name in params
+             if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE}
+    return resolve(ctx.command.params, params, given, tasks_md, Path.cwd())
+
+
+def _show_settings(effective: Any, as_json: bool) -> None:
+    from agentloop.settings import show
+
+    _print(show.as_json(effective) if as_json else show.text(effective))
 
 
 def _from_a_stop(exc: BaseException) -> bool:
@@ -219,11 +282,11 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
         _print(render.plan_json(plan) if options.as_json else render.plan_text(plan))
     elif options.init:
         click.echo(app.init(tasks_md, cwd))
+    elif options.stop_after_running:
+        click.echo(app.ask_to_stop(tasks_md, cwd))
     elif options.integrate:
         from agentloop.console.fleet import integrate
         return integrate(tasks_md, cwd, options, _print)
-    elif options.stop_after_running:
-        click.echo(app.ask_to_stop(tasks_md, cwd))
     else:
         from agentloop.run.summary import exit_code
 
@@ -256,7 +319,9 @@ def _report_line(exc: BaseException, args: list[str]) -> int:
         click.echo(f"\nagent-loop: interrupted; state saved. Resume with: {again}", err=True)
         return 130
     assert isinstance(exc, AgentLoopError)
-    if isinstance(exc, UsageError):
+    if isinstance(exc, SettingsError):
+        click.echo(f"agent-loop: settings: {exc}", err=True)
+    elif isinstance(exc, UsageError):
         click.echo(f"agent-loop: usage: {exc}", err=True)
     elif isinstance(exc, BudgetReached):
         more = resume_command(_with_budget(args, 2 * max(exc.spent, exc.budget)))
@@ -273,6 +338,7 @@ def _report_line(exc: BaseException, args: list[str]) -> int:
 def _print(data: str | dict[str, Any]) -> None:
     if isinstance(data, dict):
         import orjson
+
         data = jsonbytes.dumps(data, option=orjson.OPT_INDENT_2).decode()
     click.echo(data)
 

@@ -18,6 +18,10 @@ class UsageError(AgentLoopError):
     exit_code = 2
 
 
+class SettingsError(UsageError):
+    """A settings file or variable that cannot be used: said with where it was written."""
+
+
 class TaskFileError(AgentLoopError):
     """The task file is missing, unreadable, not UTF-8 or holds no tasks."""
 

@@ -13,6 +13,9 @@ from typing import Any
 from agentloop.errors import UsageError
 
 MAX_ATTEMPTS = 5  # the hard cap per task, whatever the advice
+# The variables a hook is given (run/hooks.py). Settings never read them (agentloop.settings), and
+# no agent is handed them: a hook that starts agent-loop again starts it clean.
+EVENT_PREFIX = "AGENT_LOOP_EVENT_"
 MAX_SELECTED = 100_000  # a range wider than any plan is a typo, not a selection
 
 
@@ -47,7 +50,7 @@ class RunOptions:
     sleep: float = 0.0
     budget: float | None = None
     task_budget: float | None = None
-    no_distill: bool = False
+    distill: bool = True              # a small model writes the commit messages
     distill_model: str | None = None
     review: bool = False
     review_model: str | None = None
@@ -56,11 +59,17 @@ class RunOptions:
     check_timeout: float = 600.0
     check_rounds: int = 2             # fix runs after a failing check before the attempt fails
     require_changes: bool = False
+    env: tuple[tuple[str, str], ...] = ()    # variables set for the agent, --env NAME=VALUE
+    env_exclude: tuple[str, ...] = ()        # variables removed for the agent
+    on_finish: str | None = None             # hooks: the user's shell lines (run/hooks.py)
+    on_task: str | None = None
+    hook_timeout: float = 60.0
+    show_settings: bool = False
     parallel: int = 1                 # groups at once, each in a working copy of its own
+    stop_after_running: bool = False  # ask a parallel run going on to wind down
     push: str | None = None           # --group G --push REMOTE: a fleet job (agentloop.run.fleet)
     integrate: bool = False           # --integrate --from REMOTE: the jobs' groups brought in
     from_remote: str | None = None
-    stop_after_running: bool = False  # ask a parallel run going on to wind down
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> "RunOptions":
@@ -73,14 +82,9 @@ class RunOptions:
         """The agent this run drives: a rehearsal stands in for the real one."""
         return "rehearse" if self.rehearse else self.agent
 
-    @property
-    def distill(self) -> bool:
-        """Whether a small model writes the commit messages."""
-        return not self.no_distill
-
 
 # (what is given, what it needs): a flag that only means something beside another one.
-_NEEDS = (("as_json", "status", "dry_run", "integrate"), ("follow", "status"),
+_NEEDS = (("as_json", "status", "dry_run", "show_settings", "integrate"), ("follow", "status"),
           ("again", "task", "group", "only"), ("push", "group"), ("integrate", "from_remote"),
           ("from_remote", "integrate"))
 
@@ -93,8 +97,8 @@ def usage_problem(options: RunOptions) -> str | None:
         if flag in given and not any(p in given for p in partners):
             wanted = " or ".join(dict.fromkeys(_flag(p) for p in partners))
             return f"{_flag(flag)} goes with {wanted}"
-    modes = [m for m in ("status", "dry_run", "init", "stop_after_running", "integrate")
-             if m in given]
+    modes = [m for m in ("status", "dry_run", "init", "show_settings", "stop_after_running",
+                         "integrate") if m in given]
     if len(modes) > 1:
         return f"{' and '.join(_flag(m) for m in modes)} cannot be combined"
     if options.follow and options.as_json:
@@ -109,17 +113,17 @@ def usage_problem(options: RunOptions) -> str | None:
     if options.require_changes and options.vcs == "none" and not reads:
         return ("--require-changes needs version control to see a task's changes; use "
                 "--vcs auto, jj or git")
-    if options.parallel > 1 and options.vcs == "none" and not reads:
-        return ("--parallel needs version control: each group works in a worktree of its own; "
-                "use --vcs auto or git")
-    if options.parallel > 1 and (options.task or options.only):
-        return "--parallel runs groups side by side; --task runs chosen tasks: choose one"
     if options.task and options.group is not None:
         return "--task and --group cannot be combined: choose tasks or one group"
     try:
         task_numbers(options.task)
     except ValueError as exc:
         return str(exc)
+    if options.parallel > 1 and options.vcs == "none" and not modes:
+        return ("--parallel needs version control: each group works in a working copy of its "
+                "own; use --vcs auto, jj or git")
+    if options.parallel > 1 and options.task:
+        return "--parallel runs groups side by side; --task runs the tasks named: choose one"
     if problem := _fleet_problem(options):
         return problem
     if options.rehearse and options.agent != "claude":

@@ -66,9 +66,10 @@ def main() -> None:
         (work / "tasks.md").write_text(TASKS)
         subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
                         "--check", CHECK], cwd=work, env={**env, "SHELL": "/bin/sh"}, check=True)
+        # Written by hand, not by a run, they stay: the example settings file, and ci/.
         TARGET.mkdir(exist_ok=True)
         for old in TARGET.iterdir():
-            if old.name != "ci":
+            if old.name not in ("agent-loop.toml", "ci"):
                 shutil.rmtree(old) if old.is_dir() else old.unlink()
         shutil.copy(work / "tasks.md", TARGET / "tasks.md")
         shutil.copy(work / ".agent-loop" / "state.json", TARGET / "state.json")

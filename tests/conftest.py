@@ -68,6 +68,11 @@ def hermetic_seal(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
                 "AGENT_LOOP_CLAUDE", "NO_COLOR", "OPENAI_API_KEY", "OPENAI_BASE_URL",
                 "CODEX_HOME", "AGENT_LOOP_CODEX"):
         monkeypatch.delenv(var, raising=False)
+    # Nor may the developer's own settings variables (AGENT_LOOP_MODEL, …) reach a run.
+    from agentloop.settings.keys import KEYS, env_name
+
+    for key in KEYS:
+        monkeypatch.delenv(env_name(key), raising=False)
     # Tests run as root here (and in CI); the real CLI then wants IS_SANDBOX=1, and so does
     # agent-loop's own check. Tests of the refusal remove it.
     monkeypatch.setenv("IS_SANDBOX", "1")

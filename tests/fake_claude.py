@@ -2,7 +2,7 @@
 """A fake `claude` executable for fast tests and fault injection (stdlib only).
 
 It accepts exactly the arguments agent-loop passes and refuses anything else (exit 97), records
-each call's argv to $FAKE_CLAUDE_LOG, and does what `FAKE:` lines in the prompt tell it:
+each call's argv (and environment) to $FAKE_CLAUDE_LOG, and does what `FAKE:` lines in the prompt tell it:
 
     FAKE: write PATH TEXT      write TEXT to PATH (relative to the cwd), as a Write tool call
     FAKE: say TEXT             the final message (default: "done: <first prompt line>")
@@ -11,6 +11,8 @@ each call's argv to $FAKE_CLAUDE_LOG, and does what `FAKE:` lines in the prompt 
     FAKE: status HTTP          a failing run's api_error_status (e.g. 529: a transient failure)
     FAKE: over-budget          end like a run cut short by --max-budget-usd
     FAKE: sleep SECONDS        wait before answering (after the init line)
+    FAKE: pause SECONDS        wait here, in order among the write/bash/commit lines (an agent
+                               at work after a tool call: the console's sign of life)
     FAKE: hang                 never answer; also starts a child that hangs (process-group tests)
     FAKE: garbage | silent | cut | crash    non-JSON output / nothing / a result cut in half /
                                             SIGKILL itself after the init line
@@ -137,7 +139,7 @@ def main() -> None:
     if log:
         with open(log, "a", encoding="utf-8") as out:
             out.write(json.dumps({"argv": argv, "cwd": os.getcwd(), "stdin": stdin,
-                                "time": time.time()}) + "\n")
+                                  "env": dict(os.environ), "time": time.time()}) + "\n")
     head = argv
     if "--output-format" in head and head[head.index("--output-format") + 1:][:1] == ["json"]:
         advisor(argv, stdin, state)
@@ -197,6 +199,8 @@ def main() -> None:
             target.write_text(content + "\n", encoding="utf-8")
             emit({"type": "user", "session_id": session, "message": {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": "t1", "content": f"wrote {path}"}]}})
+        elif word == "pause":
+            time.sleep(float(rest))
         elif word == "bash":  # what a real agent's Bash tool may do, hostile or not
             subprocess.run(["bash", "-c", rest], check=False, stdin=subprocess.DEVNULL)
         elif word == "commit":

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 from pathlib import Path
 
 import pytest
 
-from agentloop.agents import AgentRun
+from agentloop.agents import Activity, AgentRun
 from agentloop.agents.claude import ClaudeAgent
 from agentloop.agents.claude_stream import StreamLog, judge
 from agentloop.agents.common import LogFiles
@@ -20,12 +21,27 @@ SAMPLES = Path(__file__).resolve().parent / "claude-cli" / "samples"
 
 def feed(lines: list[bytes]) -> tuple[StreamLog, str]:
     readable, raw = io.StringIO(), io.BytesIO()
-    activity: list[str] = []
+    activity: list[Activity] = []
     log = StreamLog(LogFiles.held(readable, raw), activity.append)
     for line in lines:
         log.feed(line)
     assert raw.getvalue().count(b"\n") == len(lines)
     return log, readable.getvalue()
+
+
+def test_activity_counts_turns_by_message_and_keeps_the_last_tool_call() -> None:
+    def assistant(ident: str, block: dict) -> bytes:
+        return json.dumps({"type": "assistant", "message": {"id": ident, "content": [block]}}
+                          ).encode() + b"\n"
+    seen: list[Activity] = []
+    log = StreamLog(LogFiles.held(io.StringIO(), io.BytesIO()), seen.append)
+    # the CLI sends each content block of one message as an event of its own, with its id
+    log.feed(assistant("m1", {"type": "text", "text": "Let me look."}))
+    log.feed(assistant("m1", {"type": "tool_use", "name": "Read", "input": {"file_path": "a"}}))
+    log.feed(assistant("m2", {"type": "text", "text": "Now I edit it."}))
+    assert [(a.text, a.tool, a.tool_calls, a.turns) for a in seen] == [
+        ("Let me look.", "", 0, 1), ("Read a", "Read a", 1, 1),
+        ("Now I edit it.", "Read a", 1, 2)]
 
 
 def sample(name: str) -> list[bytes]:
@@ -111,12 +127,12 @@ def test_a_prompt_of_any_size_reaches_the_agent_byte_for_byte(fake_claude: FakeC
 
 def test_run_with_fake_writes_logs(fake_claude: FakeClaude, tmp_path: Path) -> None:
     req = request(tmp_path, "FAKE: write a.txt hi")
-    seen: list[str] = []
+    seen: list[Activity] = []
     result = ClaudeAgent().run(req, seen.append)
     assert result.ok and result.session_id
     text = req.log.read_text()
     assert "-- prompt --" in text and "== finished at" in text and "success" in text
-    assert "\u2192 Write" in text and any("Write" in s for s in seen)
+    assert "\u2192 Write" in text and any(a.tool.startswith("Write ") for a in seen)
     assert req.raw_log.read_text().count("\n") >= 3
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from agentloop.agents import (
+    Activity,
     BLOCKING,
     LIMIT,
     LOOP_RULES,
@@ -63,8 +64,10 @@ def request(work: Path, prompt: str, name: str = "run", **kw: Any) -> AgentRun:
 
 
 def run(agent: CodexAgent, req: AgentRun) -> tuple[AgentResult, list[str]]:
-    seen: list[str] = []
-    return agent.run(req, seen.append), seen
+    seen: list[Activity] = []
+    result = agent.run(req, seen.append)
+    assert [a.tool_calls for a in seen] == sorted(a.tool_calls for a in seen)
+    return result, [a.text for a in seen]
 
 
 def test_a_plain_answer(setup: Any, fake_openai: FakeOpenAI) -> None:

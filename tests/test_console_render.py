@@ -66,21 +66,43 @@ def subjects(work: Path) -> list[str]:
                           text=True, check=True).stdout.splitlines()
 
 
-def test_a_run_says_each_thing_once_and_true(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                             fake_claude: FakeClaude) -> None:
-    work = git_work(tmp_path, "# Shop\n\n- one\n  FAKE: write one.txt 1\n"
-                              "- two\n  FAKE: say TASK_BLOCKED: need a key\n")
-    monkeypatch.chdir(work)
+PLAN = "# Shop\n\n- one\n  FAKE: write one.txt 1\n- two\n  FAKE: say TASK_BLOCKED: need a key\n"
+
+
+def test_session_ids_are_shown_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     fake_claude: FakeClaude) -> None:
+    monkeypatch.chdir(git_work(tmp_path, PLAN))
     code, out = invoke("--vcs", "git", "--no-distill")
     assert code == 4, out
-    # Session ids are shortened where shown; the log and --status --json keep them whole.
+    # The log and --status --json keep them whole.
     assert "ran in session 00000000 ($0.0100" in out and "00000000-0000" not in out
     assert "resuming session 00000000, output -> " in out
-    # A blocked task: one line says so, none says it completed.
-    assert "completed" not in out.split("[2/2] task 2")[1].split("agent-loop done")[0]
-    assert "  task 2 blocked: need a key\n" in out
-    # The plan's title files the task outside any group.
+    code, out = invoke("--dry-run", "--task", "2")
+    assert "(resumes session 00000000)" in out
+
+
+def test_a_blocked_task_says_so_once_and_never_completed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_claude: FakeClaude) -> None:
+    monkeypatch.chdir(git_work(tmp_path, PLAN))
+    code, out = invoke("--vcs", "git", "--no-distill")
+    task_two = out.split("[2/2] task 2")[1].split("agent-loop done")[0]
+    assert code == 4 and "completed" not in task_two, out
+    assert [line for line in task_two.splitlines() if "blocked" in line] == [
+        "  task 2 blocked: need a key"]
+
+
+def test_a_commit_outside_any_group_goes_by_the_plan_title(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_claude: FakeClaude) -> None:
+    work = git_work(tmp_path, PLAN)
+    monkeypatch.chdir(work)
+    invoke("--vcs", "git", "--no-distill")
     assert subjects(work)[0] == "agent-loop: Shop / one"
+
+
+def test_the_undo_hint_names_only_a_task_this_run_completed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_claude: FakeClaude) -> None:
+    monkeypatch.chdir(git_work(tmp_path, PLAN))
+    code, out = invoke("--vcs", "git", "--no-distill")
     assert "To undo one task, e.g. task 1: git revert " in out
     # A run that completes nothing names no task to undo.
     code, out = invoke("--vcs", "git", "--no-distill", "--task", "2")
@@ -88,8 +110,6 @@ def test_a_run_says_each_thing_once_and_true(tmp_path: Path, monkeypatch: pytest
     code, out = invoke("--vcs", "git", "--no-distill")
     assert code == 0 and "0 of 2 task(s) to run, 1 done already, 1 not run this time" in out
     assert "To undo" not in out
-    code, out = invoke("--dry-run", "--task", "2")
-    assert "(resumes session 00000000)" in out
 
 
 def test_a_rehearsal_tries_no_helper_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

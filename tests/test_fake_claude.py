@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 from tests.conftest import FakeClaude
@@ -196,3 +197,18 @@ def test_reviewer_mode_refuses_other_arguments(fake_claude: FakeClaude, tmp_path
         assert "reviewer mode needs exactly" in done.stderr
     budget = review_call(fake_claude, "x", tmp_path, [*REVIEWER, "--max-budget-usd", "2"])
     assert budget.returncode == 0, budget.stderr
+
+
+def test_pause_waits_in_order_after_a_tool_call(fake_claude: FakeClaude, tmp_path: Path) -> None:
+    child = subprocess.Popen([str(fake_claude.bin), *BASE], cwd=tmp_path, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.write("FAKE: write a.txt hi\nFAKE: pause 1\n")
+    child.stdin.close()
+    began = time.monotonic()
+    seen = [json.loads(child.stdout.readline()) for _ in range(3)]  # init, tool call, result
+    tool_at = time.monotonic() - began
+    assert [e["type"] for e in seen] == ["system", "assistant", "user"]
+    rest = lines(child.stdout.read())
+    assert child.wait(timeout=30) == 0 and rest[-1]["type"] == "result"
+    assert time.monotonic() - began >= 1 > tool_at

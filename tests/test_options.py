@@ -37,7 +37,7 @@ def test_defaults_agree_with_click() -> None:
     (["--task", "0", "--dry-run"], "tasks are numbered from 1"),
     (["--task", "1", "--group", "A"], "--task and --group cannot be combined"),
     (["--again", "--dry-run"], "--again goes with --task or --group"),
-    (["--rehearse", "--agent", "rehearse"], "cannot be combined with --agent"),
+    (["--rehearse", "--agent", "codex"], "cannot be combined with --agent"),
 ])
 def test_what_cannot_work_is_exit_2_before_anything_is_touched(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], words: str) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from agentloop.agents import (
+    Activity,
     OTHER,
     TRANSIENT,
     AgentResult,
@@ -52,7 +53,7 @@ class NotesAgent:
     def check(self) -> None:
         pass
 
-    def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
+    def run(self, request: AgentRun, on_activity: Callable[[Activity], None]) -> AgentResult:
         self.requests.append(request)
         request.log.parent.mkdir(parents=True, exist_ok=True)
         request.log.write_text(request.prompt)

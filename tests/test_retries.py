@@ -12,7 +12,7 @@ from typing import Any, Callable
 import pytest
 from freezegun import freeze_time
 
-from agentloop.agents import AgentResult, AgentRun, Answer, Failure, Models
+from agentloop.agents import Activity, AgentResult, AgentRun, Answer, Failure, Models
 from agentloop.agents.claude_errors import classify
 from agentloop.errors import AgentBlocked, RunStopped
 from agentloop.run.events import Event, LimitWait, RetryDecided
@@ -69,7 +69,7 @@ class ScriptedAgent:
     def ask(self, prompt: str, model: str, cwd: Path, timeout: float = 180) -> Answer:
         return Answer("", error="no helper here")
 
-    def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
+    def run(self, request: AgentRun, on_activity: Callable[[Activity], None]) -> AgentResult:
         self.requests.append(request)
         request.log.parent.mkdir(parents=True, exist_ok=True)
         request.log.write_text(f"log of attempt {len(self.requests)}\n")

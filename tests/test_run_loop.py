@@ -115,13 +115,14 @@ def test_console_live_line_only_on_request() -> None:
     console = Console(plain)
     console(AgentStarted("log", None))
     console(AgentActivity("Write a.py"))
+    console.close()
     assert "\r" not in plain.getvalue() and "Write a.py" not in plain.getvalue()
     live = io.StringIO()
     console = Console(live, live=True)
     console(AgentStarted("log", None))
-    console(AgentActivity("Write a.py"))
-    console._stop_live()
-    assert "\r\x1b[K  … " in live.getvalue() and "Write a.py" in live.getvalue()
+    console(AgentActivity("Write a.py", "Write a.py", 1, 1))
+    console.close()
+    assert "\x1b[2K  … " in live.getvalue() and "Write a.py" in live.getvalue()
 
 
 def test_a_failed_task_run_again_later_starts_fresh_with_the_last_hint(

@@ -103,7 +103,7 @@ def conflict_project(work: Path, tmp_path: Path, monkeypatch, resolution: list[s
     (work / "shared.txt").write_text("base\n")
     git(work, "add", "shared.txt")
     git(work, "commit", "-qm", "shared")
-    (work / "tasks.md").write_text(CONFLICT_PLAN.format(left=0, right=1))
+    (work / "tasks.md").write_text(CONFLICT_PLAN.format(left=0, right=2))
     directives = tmp_path / "directives.json"
     directives.write_text(json.dumps({CONFLICT_FIRST_LINE: resolution}))
     monkeypatch.setenv("FAKE_CLAUDE_DIRECTIVES", str(directives))
@@ -251,6 +251,7 @@ def test_a_group_that_waits_starts_from_the_main_line_after_its_dependency(
         work: Path, fake_claude: FakeClaude) -> None:
     init_repo(work, "git")
     (work / "tasks.md").write_text(DEPENDS_PLAN)
+    assert "waiting: Api waits for Setup" in agent_loop(work, "--status").stdout
     dry = agent_loop(work, "--vcs", "git", "--parallel", "3", "--dry-run")
     assert "wave 1: Setup" in dry.stdout and "wave 1: Docs" in dry.stdout
     assert "wave 2: Api (waits for Setup)" in dry.stdout
@@ -364,7 +365,7 @@ def jj_conflict_project(work: Path, tmp_path: Path, monkeypatch, resolution: lis
     jj(work, "git", "init")
     (work / "shared.txt").write_text("base\n")
     jj(work, "commit", "-m", "shared")
-    (work / "tasks.md").write_text(CONFLICT_PLAN.format(left=0, right=1))
+    (work / "tasks.md").write_text(CONFLICT_PLAN.format(left=0, right=2))
     directives = tmp_path / "directives.json"
     directives.write_text(json.dumps({CONFLICT_FIRST_LINE: resolution}))
     monkeypatch.setenv("FAKE_CLAUDE_DIRECTIVES", str(directives))
@@ -410,3 +411,36 @@ def test_jj_an_unresolved_conflict_stays_under_a_bookmark_and_exits_4(
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
     assert (work / "shared.txt").read_text() == "left and right\n"
     assert (work / "after.txt").exists()
+
+
+def test_the_budget_counts_the_whole_plan_across_lanes(work: Path,
+                                                       fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(plan(2, extra="\n  FAKE: sleep 1.5"))
+    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill",
+                      "--budget", "0.005")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "budget reached" in done.stdout + done.stderr
+    # Each lane's first task started with nothing spent and finished; then, with 0.02 spent
+    # of 0.005, no lane started another.
+    assert [t["status"] for t in state_of(work)["tasks"]] == [
+        "completed", "pending", "completed", "pending"]
+    assert len(git_commits(work)) == 2
+
+
+@pytest.mark.parametrize("vcs", ["git", "jj"])
+def test_codex_two_groups_at_once(tmp_path: Path, fake_openai, jj_bin: str, vcs: str) -> None:
+    from tests.test_codex_e2e import TASKS, project, tasks_of
+    from tests.test_codex_e2e import agent_loop as codex_loop
+    from tests.test_run_vcs import jj_changes
+
+    work, env = project(tmp_path, fake_openai, vcs=vcs)
+    done = codex_loop(work, env, "--no-distill", "--parallel", "2", vcs=vcs)
+    assert done.returncode == 0, done.stdout + done.stderr
+    tasks = tasks_of(work)
+    assert [t["status"] for t in tasks] == ["completed"] * 3
+    assert tasks[0]["session_id"] == tasks[1]["session_id"] != tasks[2]["session_id"]
+    changes = git_commits(work) if vcs == "git" else jj_changes(work)
+    assert sorted(f for _, _, files in changes for f in files) == [
+        "api-test.txt", "api.txt", "readme.txt"]
+    assert (work / "api.txt").read_text() == "the api\n" and TASKS

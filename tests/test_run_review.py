@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable
 import orjson
 import pytest
 
-from agentloop.agents import AgentResult, AgentRun, Answer, Failure, Models
+from agentloop.agents import Activity, AgentResult, AgentRun, Answer, Failure, Models
 from agentloop.agents.claude_errors import classify
 from agentloop.app import StatusView
 from agentloop.console.live import Console
@@ -253,7 +253,7 @@ class Agents:
     def ask(self, prompt: str, model: str, cwd: Path, timeout: float = 180) -> Answer:
         return Answer("", error="no helper here")
 
-    def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
+    def run(self, request: AgentRun, on_activity: Callable[[Activity], None]) -> AgentResult:
         self.requests.append(request)
         request.log.parent.mkdir(parents=True, exist_ok=True)
         request.log.write_text(f"log of run {len(self.requests)}\n")

@@ -14,6 +14,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Mapping, Protocol
 
+# The agent's environment is the package's to decide: run/start.py asks for it here.
+from agentloop.agents.environment import SESSION_VARIABLES, child_env  # noqa: F401
+
 # The loop's error classes for a failed run. limit: wait for the reset, not an attempt;
 # transient: retried after a backoff; blocking: every later run would fail the same way, the
 # run stops; budget: cut short by its own --task-budget; other: the retry advisor judges.
@@ -27,6 +30,16 @@ class Failure:
     kind: str                       # LIMIT | TRANSIENT | BLOCKING | BUDGET | OTHER
     reason: str                     # one line for the user
     resets_at: float | None = None  # unix seconds when a limit resets, if known
+
+
+@dataclass(frozen=True)
+class Activity:
+    """What an agent is doing now, as far as its output tells, for the console's live line."""
+
+    text: str             # the last thing it did or said, one short line
+    tool: str = ""        # its last tool call ("Edit src/app.py"); "" before the first
+    tool_calls: int = 0   # tool calls so far in this run
+    turns: int = 0        # model turns so far in this run; 0 where the agent does not say
 
 
 @dataclass(frozen=True)
@@ -111,8 +124,8 @@ class Agent(Protocol):
     def check(self) -> None:
         """Raise AgentBlocked (ProgramNotFound included) when the agent cannot run at all."""
 
-    def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
-        """Run the agent; `on_activity` gets a short line for each thing it does."""
+    def run(self, request: AgentRun, on_activity: Callable[[Activity], None]) -> AgentResult:
+        """Run the agent; `on_activity` hears of each thing it does."""
 
     def classify(self, result: AgentResult, now: datetime) -> Failure:
         """Sort a failed result into the loop's error classes (`now` reads reset times)."""

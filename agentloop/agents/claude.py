@@ -20,6 +20,7 @@ from agentloop import proc
 from agentloop.agents import (
     LOOP_RULES,
     REVIEW_RULES,
+    Activity,
     AgentResult,
     AgentRun,
     Answer,
@@ -140,7 +141,7 @@ class ClaudeAgent:
             argv += ["--max-budget-usd", f"{request.budget_usd:g}"]
         return argv
 
-    def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
+    def run(self, request: AgentRun, on_activity: Callable[[Activity], None]) -> AgentResult:
         """Run once, streaming into the logs, and judge the result."""
         argv = self.argv(request)
         with LogFiles(request.log, request.raw_log) as files:

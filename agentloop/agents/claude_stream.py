@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from agentloop.agents import AgentResult, AgentRun, Totals
+from agentloop.agents import Activity, AgentResult, AgentRun, Totals
 from agentloop.agents.common import JsonLog, LogFiles, display
 
 
@@ -26,9 +26,10 @@ def describe_tool(name: str, args: dict[str, Any]) -> str:
 class StreamLog(JsonLog):
     """Turns stream-json lines into a readable log and remembers what matters for the result."""
 
-    def __init__(self, files: LogFiles, on_activity: Callable[[str], None],
+    def __init__(self, files: LogFiles, on_activity: Callable[[Activity], None],
                  header: str | None = None) -> None:
         super().__init__(files, on_activity, header)
+        self._messages: set[str] = set()
         self.session_id: str | None = None
         self.result: dict[str, Any] | None = None
         self.rate_limit: dict[str, Any] | None = None
@@ -56,6 +57,12 @@ class StreamLog(JsonLog):
             self.session_id = _str(event.get("session_id")) or self.session_id
 
     def _assistant(self, message: dict[str, Any]) -> None:
+        # A turn is one model message; the CLI sends each of its content blocks as an event of
+        # its own with the same message id (measured), so ids are counted, not events.
+        ident = _str(message.get("id")) or f"#{len(self._messages)}"
+        if ident not in self._messages:
+            self._messages.add(ident)
+            self.turns += 1
         content = message.get("content")
         for block in content if isinstance(content, list) else []:
             if not isinstance(block, dict):
@@ -63,11 +70,11 @@ class StreamLog(JsonLog):
             text = block.get("text")
             if block.get("type") == "text" and isinstance(text, str) and text.strip():
                 self.write(text)
-                self.on_activity(display(text, 80))
+                self.said(text)
             elif block.get("type") == "tool_use":
                 line = describe_tool(str(block.get("name")), _dict(block.get("input")))
                 self.write(f"→ {line}")
-                self.on_activity(line)
+                self.called(line)
 
     def _tool_results(self, message: dict[str, Any]) -> None:
         content = message.get("content")

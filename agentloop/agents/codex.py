@@ -30,6 +30,7 @@ from agentloop import proc
 from agentloop.agents import (
     LOOP_RULES,
     REVIEW_RULES,
+    Activity,
     AgentResult,
     AgentRun,
     Answer,
@@ -121,7 +122,7 @@ class CodexAgent:
                     *rules, "--", request.resume, "-"]
         return [self.program, "exec", *COMMON, *FULL_ACCESS, "-m", request.model, *rules, "-"]
 
-    def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
+    def run(self, request: AgentRun, on_activity: Callable[[Activity], None]) -> AgentResult:
         """Run once, streaming into the logs, and judge the result."""
         argv = self.argv(request)
         with LogFiles(request.log, request.raw_log) as files:

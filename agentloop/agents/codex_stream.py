@@ -15,7 +15,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from agentloop.agents import AgentResult, AgentRun, Totals
+from agentloop.agents import Activity, AgentResult, AgentRun, Totals
 from agentloop.agents.codex_errors import LIMIT_TEXT, http_status, parse_reset
 from agentloop.agents.common import JsonLog, LogFiles, display
 
@@ -63,7 +63,7 @@ def _command(item: dict[str, Any]) -> str:
 class CodexLog(JsonLog):
     """Turns JSONL events into a readable log and remembers what matters for the result."""
 
-    def __init__(self, files: LogFiles, on_activity: Callable[[str], None],
+    def __init__(self, files: LogFiles, on_activity: Callable[[Activity], None],
                  header: str | None = None) -> None:
         super().__init__(files, on_activity, header)
         self.thread_id: str | None = None
@@ -72,7 +72,6 @@ class CodexLog(JsonLog):
         self.failed: str | None = None       # turn.failed's message
         self.errors: list[str] = []          # top-level error events, in order
         self.completed = False
-        self.tool_calls = 0
 
     def event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -91,15 +90,14 @@ class CodexLog(JsonLog):
             message = display(event.get("message") or "error", 600)
             self.errors.append(message)
             self.write(f"! {message}")
-            self.on_activity(display(message, 80))
+            self.said(message)
 
     def _item(self, item: dict[str, Any], done: bool) -> None:
         kind = item.get("type")
         if kind in _TOOL_ITEMS and not done:
-            self.tool_calls += 1
             line = self._describe(item)
             self.write(f"→ {line}")
-            self.on_activity(line)
+            self.called(line)
         elif kind == "command_execution":
             code = item.get("exit_code")
             mark = "←" if code == 0 else "✗"
@@ -111,7 +109,7 @@ class CodexLog(JsonLog):
             if isinstance(text, str) and text.strip():
                 self.text = text
                 self.write(text)
-                self.on_activity(display(text, 80))
+                self.said(text)
         elif kind == "reasoning" and done:
             self.write(f"(thinking) {display(item.get('text') or '', 200)}")
         elif kind == "todo_list" and done:

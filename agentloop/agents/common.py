@@ -13,7 +13,7 @@ from typing import IO, Any, Callable, Mapping, Sequence
 import orjson
 
 from agentloop import proc
-from agentloop.agents import AgentResult, AgentRun, Answer
+from agentloop.agents import Activity, AgentResult, AgentRun, Answer
 from agentloop.errors import ProcessError, ProgramNotFound
 from agentloop.files import held_open
 
@@ -138,12 +138,25 @@ class JsonLog:
     """Turns an agent's JSON lines into a readable log as they come; subclasses read events.
     `header` opens the readable log, written by `start` (or the first write)."""
 
-    def __init__(self, files: LogFiles, on_activity: Callable[[str], None],
+    def __init__(self, files: LogFiles, on_activity: Callable[[Activity], None],
                  header: str | None = None) -> None:
         self.files = files
         self.on_activity = on_activity
         self.garbage = 0
+        self.tool_calls = 0
+        self.turns = 0      # the subclass counts them where its agent's stream shows them
+        self._tool = ""
         self._header = header
+
+    def said(self, text: str) -> None:
+        """The agent said something (or reported an error): the live line shows it."""
+        self.on_activity(Activity(display(text, 80), self._tool, self.tool_calls, self.turns))
+
+    def called(self, line: str) -> None:
+        """The agent called a tool (`line` says which, on what)."""
+        self.tool_calls += 1
+        self._tool = line
+        self.on_activity(Activity(line, line, self.tool_calls, self.turns))
 
     def start(self) -> None:
         """The agent has started: its log gets its header, and so its files, now."""

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Mapping
 
-from agentloop.agents import OTHER, AgentResult, AgentRun, Answer, Failure, Models
+from agentloop.agents import OTHER, Activity, AgentResult, AgentRun, Answer, Failure, Models
 
 NOTES = "agent-loop-rehearsal.md"
 
@@ -30,7 +30,7 @@ class RehearsalAgent:
     def check(self) -> None:
         """Always ready: nothing to install, nobody to log in."""
 
-    def run(self, request: AgentRun, on_activity: Callable[[str], None]) -> AgentResult:
+    def run(self, request: AgentRun, on_activity: Callable[[Activity], None]) -> AgentResult:
         """Write the log a real run would start with, make the task's small edit, answer."""
         session = request.resume or str(uuid.uuid4())
         task = dict(request.header).get("task", "a task")
@@ -48,7 +48,7 @@ class RehearsalAgent:
             notes = request.cwd / NOTES
             with open(notes, "a", encoding="utf-8") as out:
                 out.write(f"- rehearsed task {task}\n")
-            on_activity(f"Write {NOTES}")
+            on_activity(Activity(f"Write {NOTES}", f"Write {NOTES}", 1, 1))
             lines.append(f"→ Write {notes}")
             text = (f"Rehearsal: added a line for task {task} to {NOTES}.\n"
                     "Progress: done (rehearsal).\nLearnings: none")

@@ -1,5 +1,5 @@
-"""What the user reads while a run goes on: its events as console lines, and on a terminal one
-live line with the elapsed time and what the agent is doing."""
+"""What the user reads while a run goes on: its events as console lines, and a sign of life while
+an agent works (console.lanes): on a terminal a live line, elsewhere a plain line now and then."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Callable, Protocol
 
+from agentloop.console.lanes import Heartbeat, Lanes
 from agentloop.console.render import duration, summary_text
 from agentloop.run.checks import round_line
 from agentloop.run.events import (
@@ -21,6 +22,7 @@ from agentloop.run.events import (
     ChecksDone,
     CheckStarted,
     Event,
+    HookFinished,
     LimitWait,
     LimitWaitOver,
     MessageDistilled,
@@ -41,76 +43,70 @@ def live_allowed(out: IO[str]) -> bool:
     return out.isatty() and not os.environ.get("CI") and "NO_COLOR" not in os.environ
 
 
+HEARTBEAT_SECONDS = 60.0  # off a terminal, how often a working agent's line is printed
+
+
+class _View(Protocol):
+    def changed(self) -> None: ...
+    def close(self) -> None: ...
+
+
 class Console:
-    """Prints run events; on a terminal also keeps one live line with elapsed time and activity."""
+    """Prints run events, and shows what each working agent is doing: on a terminal one live
+    line per lane (`live`), elsewhere the same line every `heartbeat` seconds (None: never)."""
 
     def __init__(self, out: IO[str] | None = None, live: bool | None = None,
-                 cwd: Path | None = None) -> None:
+                 cwd: Path | None = None, heartbeat: float | None = HEARTBEAT_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.out = out or sys.stdout
         self.cwd = cwd
-        self.live = live_allowed(self.out) if live is None else live
-        self._activity = ""
-        self._since = 0.0
-        self._ticker: threading.Thread | None = None
-        self._running = False
+        self.clock = clock
+        self.lanes = Lanes(cwd)
         self._lock = threading.Lock()
         self._review: ReviewStarted | None = None   # the review round under way
         self._reviewed = ""                          # its reviewer run's cost and time
+        self._terminal = None
+        self._view: _View | None = None
+        if live_allowed(self.out) if live is None else live:
+            from agentloop.console.terminal import TerminalView
+
+            self._terminal = self._view = TerminalView(self.out, self.lanes, clock)
+        elif live is None and heartbeat:
+            # Only where nobody chose: `--status --follow` (live=False) replays past events.
+            self._view = Heartbeat(self.lanes, self._print, heartbeat, clock)
 
     def __call__(self, event: Event) -> None:
         """Render one event."""
-        if isinstance(event, AgentActivity):
-            self._activity = event.text
-            self._draw()
-            return
-        self._stop_live()
-        line = self._line(event)
-        group = lane()
-        if line is not None and group:
-            # A parallel run: each line says whose it is, and is printed whole.
-            line = "\n".join(f"[{group}] {part.strip()}" if part.strip() else ""
-                             for part in line.splitlines())
-        if line is not None:
-            self._print(line)
-        if group:
-            return  # one live line cannot show several lanes (the live view is elsewhere)
-        if isinstance(event, (AgentStarted, CheckStarted)) and self.live:
-            # A check says nothing until it ends: the live line shows which one runs.
-            self._start_live(f"check: {event.command}" if isinstance(event, CheckStarted)
-                             else "starting")
+        self.lanes.update(event, self.clock())
+        if self._view is not None:
+            self._view.changed()  # before the line: an ended run's live line goes first
+        if not isinstance(event, AgentActivity):
+            line = self._line(event)
+            group = getattr(event, "lane", "") or lane()
+            if line is not None and group:
+                # A parallel run: each line says whose it is, and is printed whole.
+                line = "\n".join(f"[{group}] {part.strip()}" if part.strip() else ""
+                                 for part in line.splitlines())
+            if line is not None:
+                self._print(line)
+
+    def close(self) -> None:
+        """Stop the live line or the heartbeat."""
+        if self._view is not None:
+            self._view.close()
 
     def _line(self, event: Event) -> str | None:
         if isinstance(event, RunStarted):
             return run_started_line(event)
         if isinstance(event, TaskStarted):
-            if event.iteration > 1:
-                return f"  iteration {event.iteration}: continuing in the same session"
-            again = f" (attempt {event.attempt})" if event.attempt > 1 else ""
-            if not event.count:  # an events.jsonl of an older version
-                return f"\n[{event.index}/{event.total}] {event.group} > {event.summary}{again}"
-            return (f"\n[{event.position}/{event.count}] task {event.index}: {event.group} > "
-                    f"{event.summary}{again}")
+            return task_line(event)
         if isinstance(event, ChangeCreated):
             return f"  {event.vcs}: created change {event.change_id[:12]}"
         if isinstance(event, ReviewStarted):
             self._review = event  # its line comes with the reviewer's run, the next event
             return None
-        if isinstance(event, AgentStarted):
-            how = f"resuming session {short(event.resume)}, " if event.resume else ""
-            if event.role == "reviewer" and self._review is not None:
-                return (f"  review {self._review.round}/{self._review.rounds}: reviewer "
-                        f"checking… (output -> {self._path(event.log)})")
-            who = "reviewer" if event.role == "reviewer" else (event.agent or "agent")
-            return f"  {who}: running… ({how}output -> {self._path(event.log)})"
-        if isinstance(event, AgentFinished):
-            r = event.result
-            spent = f"{money(event.cost_usd)}, {duration(event.seconds)}"
-            if r.ok and event.role == "reviewer":
-                self._reviewed = spent  # said with the verdict, the next line
-                return None
-            if r.ok:  # whether the task is done, blocked or needs review is said next
-                return f"  ran in session {short(r.session_id)} ({spent})"
-            return f"  run ended without success: {r.error} ({duration(event.seconds)})"
+        if isinstance(event, (AgentStarted, AgentFinished)):
+            return self._agent_line(event)
         if isinstance(event, ChangeAbandoned):
             return f"  {event.vcs}: abandoned change {event.change_id[:12]}"
         if isinstance(event, RetryDecided):
@@ -153,42 +149,42 @@ class Console:
             return summary_text(event, self.cwd)
         if isinstance(event, LaneNote):
             return f"  {event.text}"
+        if isinstance(event, HookFinished) and (event.exit_code != 0 or event.timed_out):
+            how = (f"timed out after {duration(event.seconds)}" if event.timed_out else
+                   f"failed (exit {event.exit_code})" if event.exit_code is not None else
+                   "could not start")
+            return f"  hook {event.hook} {how}: {event.command} (see {self._path(event.log)})"
         return None
+
+    def _agent_line(self, event: AgentStarted | AgentFinished) -> str | None:
+        """An agent run starts or ends; a reviewer's end is said with its verdict."""
+        if isinstance(event, AgentStarted):
+            how = f"resuming session {short(event.resume)}, " if event.resume else ""
+            if event.role == "reviewer" and self._review is not None:
+                return (f"  review {self._review.round}/{self._review.rounds}: reviewer "
+                        f"checking… (output -> {self._path(event.log)})")
+            who = "reviewer" if event.role == "reviewer" else (event.agent or "agent")
+            return f"  {who}: running… ({how}output -> {self._path(event.log)})"
+        r = event.result
+        spent = f"{money(event.cost_usd)}, {duration(event.seconds)}"
+        if r.ok and event.role == "reviewer":
+            self._reviewed = spent  # said with the verdict, the next line
+            return None
+        if r.ok:  # whether the task is done, blocked or needs review is said next
+            return f"  ran in session {short(r.session_id)} ({spent})"
+        return f"  run ended without success: {r.error} ({duration(event.seconds)})"
 
     def _path(self, log: str) -> str:
         """A log's path as the user can open it from where they stand."""
         return os.path.relpath(log, self.cwd) if self.cwd and os.path.isabs(log) else log
 
     def _print(self, text: str) -> None:
+        if self._terminal is not None:
+            self._terminal.print(text)
+            return
         with self._lock:
             self.out.write(text + "\n")
             self.out.flush()
-
-    def _draw(self) -> None:
-        if not self.live or not self._running:
-            return
-        elapsed = duration(time.monotonic() - self._since)
-        text = f"  … {elapsed} · {self._activity}"[:120]
-        with self._lock:
-            self.out.write("\r\x1b[K" + text)
-            self.out.flush()
-
-    def _start_live(self, activity: str) -> None:
-        self._since, self._activity, self._running = time.monotonic(), activity, True
-
-        def tick() -> None:
-            while self._running:
-                self._draw()
-                time.sleep(1)
-
-        self._ticker = threading.Thread(target=tick, daemon=True)
-        self._ticker.start()
-
-    def _stop_live(self) -> None:
-        if self._running:
-            self._running = False
-            with self._lock:
-                self.out.write("\r\x1b[K")
 
 
 def run_started_line(event: RunStarted) -> str:
@@ -199,10 +195,22 @@ def run_started_line(event: RunStarted) -> str:
     done = f", {event.done} done already" if event.done else ""
     waiting = f", {others} not run this time (--dry-run says why)" if others > 0 else ""
     where = ("the agent works in the repository root" if event.parallel < 2 else
-             f"up to {event.parallel} groups at once, each in a worktree of its own "
+             f"up to {event.parallel} groups at once, each in a working copy of its own "
              "under .agent-loop/lanes/")
     return (f"{notes}agent-loop: {event.pending} of {event.total} task(s) to run{done}{waiting} "
             f"(vcs: {event.vcs}{agent}; {where})")
+
+
+def task_line(event: TaskStarted) -> str:
+    """A task (attempt, iteration) starts: [2/3] counts this run's tasks, `task 4` is its
+    number in the plan."""
+    if event.iteration > 1:
+        return f"  iteration {event.iteration}: continuing in the same session"
+    again = f" (attempt {event.attempt})" if event.attempt > 1 else ""
+    if not event.count:  # an events.jsonl of an older version
+        return f"\n[{event.index}/{event.total}] {event.group} > {event.summary}{again}"
+    return (f"\n[{event.position}/{event.count}] task {event.index}: {event.group} > "
+            f"{event.summary}{again}")
 
 
 def short(session: str | None) -> str:

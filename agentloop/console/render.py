@@ -71,6 +71,7 @@ def status_text(view: StatusView, cwd: Path) -> str:
                      + ("\n       feedback: " + t.feedback.replace("\n", "\n         ")
                         if t.feedback and t.status == "unapproved" else "")
                      + _checks_line(t))
+    lines += lane_lines(state)
     for index in view.lost:
         lines.append(f"task {index}'s change is no longer in the history (abandoned, or not on "
                      f"this branch); `agent-loop {state.task_file} --task {index} --again` "
@@ -80,6 +81,18 @@ def status_text(view: StatusView, cwd: Path) -> str:
         lines.append(f"  {group}: {receipt.line()}")
     lines.append(f"  total: {total.line()}")
     return "\n".join(lines)
+
+
+def lane_lines(state: State) -> list[str]:
+    """Which groups work now (a parallel run), and what each group that waits waits for."""
+    working = list(dict.fromkeys(t.group for t in state.tasks if t.status == "running"))
+    lines = [f"working: {', '.join(working)}"] if len(working) > 1 else []
+    for group, needs in state.depends.items():
+        left = [g for g in needs if any(t.group == g and t.status not in ("completed", "skipped")
+                                        for t in state.tasks)]
+        if left and group not in working:
+            lines.append(f"waiting: {group} waits for {', '.join(left)}")
+    return lines
 
 
 def overview_text(root: Path, plans: list[PlanLine], cwd: Path) -> str:

@@ -6,22 +6,53 @@ that does not exist, or a circle, is an error before anything runs.
 
 from __future__ import annotations
 
+import re
 from typing import Mapping, Sequence
 
 from agentloop.errors import TaskFileError
 from agentloop.plan.groups import find, in_order
 
+_HEADING = re.compile(r" {0,3}## .*|#{2}")     # a level-2 ATX heading
+_DEPENDS = re.compile(r"Depends on:[ \t]*(\S.*)")
 
-def resolve(names: Sequence[str], found: Mapping[int, tuple[int, str]]
-            ) -> dict[str, tuple[str, ...]]:
-    """Each group's dependencies by name, from the lines read (task index -> (line, text))."""
-    out: dict[str, tuple[str, ...]] = {}
-    for index, (line, text) in sorted(found.items()):
-        group = names[index]
-        if group in out:
+
+def found(text: str) -> list[tuple[int, int, str]]:
+    """Every `Depends on:` line right under a `##` heading (blank lines between allowed), as
+    (heading's line, its line, the names as written); fenced code is passed over."""
+    out: list[tuple[int, int, str]] = []
+    heading: int | None = None
+    fence = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith(("```", "~~~")):
+            fence, heading = not fence, None
+        elif fence:
             continue
+        elif _HEADING.fullmatch(line):
+            heading = number
+        elif heading is not None and not line.strip():
+            continue
+        else:
+            match = _DEPENDS.fullmatch(line.strip())
+            if heading is not None and match is not None:
+                out.append((heading, number, match[1]))
+            heading = None
+    return out
+
+
+def resolve(tasks: Sequence[tuple[int, str]], text: str) -> dict[str, tuple[str, ...]]:
+    """Each group's dependencies by name: `tasks` are (line, group) in file order, `text` the
+    plan. A Depends on line belongs to the group of the first task after it, when no other
+    `##` heading comes between."""
+    names = [group for _, group in tasks]
+    headings = [n for n, line in enumerate(text.splitlines(), 1) if _HEADING.fullmatch(line)]
+    out: dict[str, tuple[str, ...]] = {}
+    for heading, line, written in found(text):
+        first = next(((at, group) for at, group in tasks if at > line), None)
+        if first is None or any(heading < h < first[0] for h in headings) or first[1] in out:
+            continue
+        group = first[1]
         wanted = []
-        for spec in (s.strip() for s in text.split(",")):
+        for spec in (s.strip() for s in written.split(",")):
             if not spec:
                 continue
             try:

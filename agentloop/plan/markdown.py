@@ -33,8 +33,6 @@ UNGROUPED = "(ungrouped)"
 OPEN = (" ", "-", "~", "/")      # to do; the last three say "in progress"
 DONE = ("x", "X")
 _TASK_HEADING = re.compile(r"task\s+\d+(?:\.\d+)*\b", re.IGNORECASE)
-# A group's dependencies, in one strict form: a paragraph of one line right under its `##`.
-_DEPENDS = re.compile(r"Depends on:[ \t]*(\S[^\n]*)")
 _LABEL = re.compile(r"\*\*[^*\n]+\*\*\s*:|\*\*[^*\n]+:\*\*")
 _BODY = (block.Paragraph, block.FencedCode, block.CodeBlock, block.Quote, block.HTMLBlock)
 
@@ -64,7 +62,6 @@ class Reading:
     checks: dict[str | None, list[str]] = field(default_factory=dict)
     context: str = ""
     title: str = ""                 # the plan's `#` heading, if it has one
-    depends: dict[int, tuple[int, str]] = field(default_factory=dict)  # item -> (line, names)
 
 
 class _SpannedListItem(block.ListItem):
@@ -160,8 +157,6 @@ class _Walk:
         self.headings: list[tuple[int, str]] = []          # the headings above, outermost first
         self.context_end: int | None = None
         self.cut: list[tuple[int, int]] = []   # check blocks: never context, never task text
-        self.headed = False                    # right under a `##`: a Depends on line may come
-        self.needs: tuple[int, str] | None = None   # the current group's (line, names)
 
     def run(self, nodes: list[block.BlockElement]) -> Reading:
         for node in nodes:
@@ -195,15 +190,10 @@ class _Walk:
         marks = [m for m in item.steps if m]
         if marks and all(m in DONE for m in marks):
             item.marker = "x"   # every step ticked: the section is done
-        self._append(item)
+        self.out.items.append(item)
         self.section, self.pieces = None, []
 
     def _node(self, node: block.BlockElement, start: int, end: int) -> None:
-        headed, self.headed = self.headed, False
-        found = _DEPENDS.fullmatch(self.text[start:end].strip())
-        if headed and isinstance(node, block.Paragraph) and found:
-            self.needs = (self.lines.of(start), found[1])  # the group's, never a task's text
-            return
         if isinstance(node, (block.Heading, block.SetextHeading)):
             self._heading(node, start, end)
         elif self._check_block(node, start, end):
@@ -227,7 +217,6 @@ class _Walk:
             self.title = self.title or words
         elif level == 2:
             self.group, self.grouped, self.group_start = words or UNGROUPED, True, start
-            self.headed, self.needs = True, None
 
     def _check_block(self, node: block.BlockElement, start: int, end: int) -> bool:
         if not (isinstance(node, block.FencedCode) and node.lang == CHECKS_FENCE):
@@ -251,7 +240,7 @@ class _Walk:
                 self.out.warnings.append(f"line {line}: unknown box [{marker}]; read as to do")
             self._first_task(self.group_start if self.grouped else start)
             self.last = Item(self.group, line, body, marker, optional)
-            self._append(self.last)
+            self.out.items.append(self.last)
             self.unit = (numbering.number(body), self.last)
 
     def _note(self, line: int, body: str, marker: str | None) -> bool:
@@ -287,11 +276,6 @@ class _Walk:
                                      "a labelled note after a checklist"))
             return
         self.last.text += "\n\n" + source
-
-    def _append(self, item: Item) -> None:
-        if self.needs is not None and self.grouped:
-            self.out.depends[len(self.out.items)] = self.needs
-        self.out.items.append(item)
 
     def _first_task(self, boundary: int) -> None:
         if self.context_end is None:

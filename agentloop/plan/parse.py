@@ -129,7 +129,8 @@ def load(path: Path) -> TaskFile:
 def from_bytes(path: Path, data: bytes) -> TaskFile:
     """Hash and parse the task file's bytes, already read; TaskFileError if it is unusable."""
     digest = file_hash(data)
-    tasks, reading = read_text(_decode(path, data))
+    text = _decode(path, data)
+    tasks, reading = read_text(text)
     if not tasks:
         raise TaskFileError(f"task file {_shown(path)} has no tasks: "
                             "write each task as a list item, like `- fix the login bug`")
@@ -139,7 +140,8 @@ def from_bytes(path: Path, data: bytes) -> TaskFile:
             raise TaskFileError(f"task {task.index} (line {task.line}) of {_shown(path)} is "
                                 f"{size:,} bytes; a task can be at most {MAX_TASK_BYTES // 1024} "
                                 "KiB: put the long part in a file and name that file in the task")
-    depends = resolve([t.group for t in tasks], reading.depends)
+    depends = resolve([(t.line, t.group) for t in tasks],
+                      text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n"))
     return TaskFile(path=path, sha256=digest, tasks=tasks,
                     ignored=tuple(reading.ignored), warnings=tuple(reading.warnings),
                     context=reading.context, folded=tuple(reading.folded),

@@ -53,7 +53,8 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
     if run.lane:  # a limit another lane met holds every lane's next request
         hold(run)
     began = run.clock.monotonic()
-    result = run.agent.run(request, lambda text: run.emit(AgentActivity(text)))
+    result = run.agent.run(request, lambda now: run.emit(
+        AgentActivity(now.text, now.tool, now.tool_calls, now.turns)))
     ledger.record_result(task, attempt, result)
     run.save(task)
     run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, role))

@@ -40,7 +40,7 @@ def task_started(run: Run, task: TaskState, attempt: int, iteration: int = 1) ->
     planned = run.tally.planned
     position = planned.index(task.index) + 1 if task.index in planned else 0
     return TaskStarted(task.index, len(run.state.tasks), task.group, task.summary, attempt,
-                       iteration, position, len(planned))
+                       iteration, position=position, count=len(planned))
 
 
 def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:

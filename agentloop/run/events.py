@@ -1,15 +1,15 @@
-"""Typed events the runner emits; the console (and later other consumers) subscribe to them."""
+"""Typed events the runner emits; the console (and later other consumers) subscribe to them.
+An event's `lane` names the worker it is about ("": a run's one lane), for a console of several."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from pathlib import Path
-from typing import IO, Callable, Union, get_args
+from typing import Callable, Union, get_args
 
 import orjson
 
 from agentloop.agents import AgentResult, Totals
-from agentloop.files import held_open, jsonbytes
+from agentloop.files import jsonbytes
 from agentloop.run.lanes import LaneNote, lane
 
 
@@ -23,7 +23,7 @@ class RunStarted:
     notes: tuple[str, ...] = ()
     agent: str = ""
     done: int = 0              # tasks done already (completed or checked off)
-    parallel: int = 1    # groups at once, each in a working copy of its own
+    parallel: int = 1          # groups at once, each in a working copy of its own
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class TaskStarted:
     iteration: int = 1
     position: int = 0          # its place among the tasks this run takes (0: not known)
     count: int = 0             # how many tasks this run takes
+    lane: str = ""
 
 
 @dataclass(frozen=True)
@@ -56,13 +57,18 @@ class AgentStarted:
     resume: str | None
     agent: str = ""
     role: str = "developer"    # developer | reviewer
+    lane: str = ""
 
 
 @dataclass(frozen=True)
 class AgentActivity:
-    """A short line about what the agent is doing now."""
+    """What the agent is doing now: a short line, its last tool call, its counts so far."""
 
     text: str
+    tool: str = ""
+    tool_calls: int = 0
+    turns: int = 0          # 0: the agent does not say
+    lane: str = ""
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,7 @@ class AgentFinished:
     seconds: float
     cost_usd: float     # this run's own cost (the CLI's total adds up over a resumed session)
     role: str = "developer"    # developer | reviewer
+    lane: str = ""
 
 
 @dataclass(frozen=True)
@@ -155,6 +162,7 @@ class CheckStarted:
     command: str
     round: int
     log: str
+    lane: str = ""
 
 
 @dataclass(frozen=True)
@@ -196,6 +204,19 @@ class TaskFinished:
 
 
 @dataclass(frozen=True)
+class HookFinished:
+    """A hook ended (exit_code None: it could not start, or was stopped at its timeout)."""
+
+    hook: str                # on-finish | on-task
+    command: str
+    exit_code: int | None
+    seconds: float
+    timed_out: bool
+    log: str                 # hooks.log, which holds its output
+    index: int = 0           # on-task: the task
+
+
+@dataclass(frozen=True)
 class RunFinished:
     """The run ended (all done, or stopped); counts by status, cost and time."""
 
@@ -214,12 +235,10 @@ class RunFinished:
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,
               ChangeAbandoned, RetryDecided, LimitWait, LimitWaitOver, MessageDistilled,
               TaskFinished, RunFinished, ReviewStarted, ReviewVerdict, CheckStarted,
-              CheckFinished, ChecksDone, LaneNote]
+              CheckFinished, ChecksDone, HookFinished, LaneNote]
 Emit = Callable[[Event], None]
 
-
-# -- events.jsonl --------------------------------------------------------------------------------
-# Every event is one JSON object a line: {"v": SCHEMA_VERSION, "type": <class name>,
+# events.jsonl: every event is one JSON object a line: {"v": SCHEMA_VERSION, "type": <class name>,
 # "time": <UTC ISO 8601>, <the event's fields>}. AgentFinished's `result` is an object with
 # AgentResult's fields. A new field or event type is a compatible change; renaming or removing
 # one raises SCHEMA_VERSION.
@@ -234,11 +253,11 @@ def event_types() -> dict[str, type]:
 def to_json(event: Event, time: str) -> bytes:
     """One line of events.jsonl."""
     body = {"v": SCHEMA_VERSION, "type": type(event).__name__, "time": time}
-    if lane():
-        body["lane"] = lane()
     # Field by field, the nested records (AgentResult) left to orjson, which writes a dataclass
     # as dataclasses.asdict would, without its deep copy: a tenth of the time.
     body.update((f.name, getattr(event, f.name)) for f in fields(event))
+    if lane() and not body.get("lane"):  # a parallel run's lane, for events without the field
+        body["lane"] = lane()
     return jsonbytes.dumps(body) + b"\n"
 
 
@@ -251,7 +270,8 @@ def from_json(line: bytes) -> Event | None:
     cls = event_types().get(str(data.get("type"))) if isinstance(data, dict) else None
     if cls is None:
         return None
-    values = {k: v for k, v in data.items() if k in {f.name for f in fields(cls)}}
+    names = {f.name for f in fields(cls)}
+    values = {k: v for k, v in data.items() if k in names}
     if cls is AgentFinished:
         known = {f.name for f in fields(AgentResult)}
         result = {k: v for k, v in values["result"].items() if k in known}
@@ -262,34 +282,6 @@ def from_json(line: bytes) -> Event | None:
         if isinstance(value, list):
             values[name] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
     return cls(**values)  # type: ignore[no-any-return]
-
-
-class EventLog:
-    """Appends every event to `.agent-loop/events.jsonl`; a reader elsewhere follows the file,
-    so no consumer of the log can slow the loop down."""
-
-    def __init__(self, path: Path, clock: Callable[[], str]) -> None:
-        self.path, self.clock = path, clock
-        self._out: IO[bytes] | None = None
-
-    def __call__(self, event: Event) -> None:
-        """Append one event; held open for the run, so that a file an agent deleted comes
-        back whole, earlier runs' events included."""
-        if self._out is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._out = open(self.path, "a+b")  # readable too: see held_open.put_back
-        else:
-            fresh = held_open.put_back(self.path, self._out)
-            if fresh is not None:
-                self._out.close()
-                self._out = fresh
-        self._out.write(to_json(event, self.clock()))
-        self._out.flush()  # a reader follows the file as it grows
-
-    def close(self) -> None:
-        if self._out is not None:
-            self._out.close()
-            self._out = None
 
 
 def fan_out(*consumers: Emit) -> Emit:

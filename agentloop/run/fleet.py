@@ -13,14 +13,16 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from agentloop.errors import StateError, VcsError
+from agentloop.errors import AgentLoopError, StateError, VcsError
 from agentloop.options import RunOptions
 from agentloop.plan import groups
 from agentloop.plan.parse import TaskFile
-from agentloop.run.events import RunFinished
+from agentloop.proc.commands import shielded
+from agentloop.run.events import Emit, RunFinished
 from agentloop.run.selection import runnable
+from agentloop.run.start import start_run
 from agentloop.state import receipts
-from agentloop.state.project import Project
+from agentloop.state.project import Project, load_plan
 from agentloop.state.schema import State, TaskState, from_bytes
 from agentloop.vcs import carry
 from agentloop.vcs.workspaces import lane_name
@@ -81,6 +83,31 @@ class Job:
 DONE = ("completed", "skipped")
 LEARNINGS = "learnings.md"   # the agent's notes for later tasks: a fresh session reads them
 LANDS = ("completed", "unapproved")   # tasks whose change is kept
+
+
+def run_job(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
+            ) -> tuple[State, RunFinished]:
+    """--group G --push REMOTE: the group's run in this clone, its branch and state pushed
+    after every task and once more at the end, however it ends."""
+    job = open_job(project, plan, options)
+    state, _, _ = load_plan(project, plan)
+    if job.nothing_left(state, options):
+        job.push(state)
+        summary = finished(job, state)
+        emit(summary)
+        return state, summary
+    try:
+        state, summary = start_run(project, plan, options, emit, after_task=job.push,
+                                   first_notes=tuple(job.notes), elsewhere=job.elsewhere)
+    except BaseException:
+        with shielded():
+            try:  # what the state says now travels too; the error that stopped the run wins
+                job.push(project.store.load())
+            except AgentLoopError:
+                pass
+        raise
+    job.push(state)
+    return state, summary
 
 
 def open_job(project: Project, plan: TaskFile, options: RunOptions) -> Job:

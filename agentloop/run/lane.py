@@ -72,6 +72,9 @@ def recover(run: Run, task: TaskState) -> bool:
     if task.status not in ("running", "interrupted"):
         return False
     done = run.vcs.recovered() if task.status == "running" else None
+    settled = getattr(run.vcs, "settled", None)  # a parallel run's jj lane
+    if done is None and settled is not None and task.status == "running":
+        done = settled(task.change_id or "")
     if done is not None and task.history:
         # The earlier run committed this task and was killed before saving it as done.
         ledger.complete(run, task, task.history[-1], done)

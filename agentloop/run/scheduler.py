@@ -20,7 +20,7 @@ from agentloop.run.conflicts import GroupConflicted
 from agentloop.run.context import Run, Tally
 from agentloop.run.events import Emit, Event
 from agentloop.run.lane import run_lane
-from agentloop.run.lanes import LaneNote, set_lane
+from agentloop.run.lanes import LaneNote, lane, set_lane
 from agentloop.run.verify import baseline
 from agentloop.state.schema import TaskState
 from agentloop.vcs import relative_to, workspaces
@@ -97,16 +97,18 @@ def _control(run: Run, main: MainLine, groups: dict[str, list[TaskState]],
             if error is not None:
                 first_error = first_error or error
                 run.shared.halt()  # no new task anywhere; running ones finish
-    except BaseException:
-        # Ctrl+C (only this thread hears it): stop every lane's agent, wait for each lane to
-        # drop its interrupted attempt and save, then stop.
+    except BaseException as exc:
+        # Ctrl+C (only this thread hears it), or a fault of the controller's own: stop every
+        # lane's agent, wait for each lane to drop its interrupted attempt and save, then stop.
         run.shared.halt()
         with commands.shielded():
             for agent in running.stop_all():
                 commands.stop_group(agent)
-            for lane in lanes.values():
-                lane.join()
-        raise Interrupted("interrupted") from None
+            for worker in lanes.values():
+                worker.join()
+        if isinstance(exc, (KeyboardInterrupt, Interrupted)):
+            raise Interrupted("interrupted") from None
+        raise
     if first_error is not None:
         raise first_error
 
@@ -121,11 +123,11 @@ def _lane(run: Run, main: MainLine, group: str, name: str, tasks: list[TaskState
         fresh = not any(t.status in ("running", "interrupted", "conflicted") for t in tasks)
         space, vcs = _open_lane(run, main, name, fresh)
         vcs.prepare()
-        lane = dataclasses.replace(run, vcs=vcs, workdir=space.path, lane=group,
-                                   tally=Tally())
+        own = dataclasses.replace(run, vcs=vcs, workdir=space.path, lane=group,
+                                  tally=Tally(planned=run.tally.planned))
         mine: list[TaskState] = []
         try:
-            run_lane(lane, tasks, mine, checks_first=False)
+            run_lane(own, tasks, mine, checks_first=False)
         finally:
             with run.shared.lock:
                 begun.extend(mine)
@@ -197,7 +199,11 @@ def stop_flag(store_dir: Path) -> Path:
 
 
 def _serialised(emit: Emit, lock: threading.RLock) -> Emit:
+    """One event at a time, whichever lane emits it; a lane's event names its lane."""
     def locked(event: Event) -> None:
+        group = lane()
+        if group and getattr(event, "lane", None) == "":
+            event = dataclasses.replace(event, lane=group)  # type: ignore[arg-type]
         with lock:
             emit(event)
     return locked

@@ -5,13 +5,14 @@ The one place besides agents/ that turns names (`--agent`, `--vcs`) into program
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Callable
 
-from agentloop.agents import AGENTS, make_agent
+from agentloop.agents import AGENTS, child_env, make_agent
 from agentloop.errors import AgentLoopError, StateError
-from agentloop.options import RunOptions, check_usage
+from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.run import distill, retry
 from agentloop.run.context import Run
@@ -49,11 +50,11 @@ def admit(project: Project, options: RunOptions, plan: TaskFile | None = None) -
     """What a run refuses before it touches anything, the same for --dry-run (which calls it
     too): the options together, the plan and its state, the selection, the agent and the VCS
     as named against those the plan began with. Not the agent's program or the working tree:
-    a dry run needs neither to be ready. `plan`: the task file when the caller read it."""
+    a dry run needs neither to be ready. `plan`: the task file as the caller read it."""
     check_usage(options)
     if options.reset:  # the state a reset starts from, judged before the old one is archived
-        state = state_from(project, plan or parse.load(project.task_file))
-        saved, changes = False, None
+        fresh = plan or parse.load(project.task_file)
+        state, saved, changes = state_from(project, fresh), False, None
     else:
         state, saved, changes = load_plan(project, plan)
     earlier = state if saved else None
@@ -79,7 +80,9 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
               after_task: Callable[[State], None] | None = None,
               first_notes: tuple[str, ...] = (), elsewhere: frozenset[str] = frozenset(),
               ) -> tuple[State, RunFinished]:
-    """Everything a run does while it holds the lock; `plan`: the task file, read once."""
+    """Everything a run does while it holds the lock; `plan`: the task file, read once. A fleet
+    job (agentloop.run.fleet) passes what it does after each task, its notes, and the sessions
+    it cannot resume."""
     notes, leftovers = list(first_notes), []
     admitted = admit(project, options, plan)
     state, options = admitted.state, admitted.options
@@ -95,7 +98,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
         if changes.removed:
             kept = project.store.keep_removed(list(changes.removed), now())
             notes.append(f"removed tasks' records are kept in {project.shown(kept)}")
-    agent = make_agent(admitted.agent, options.agent_program)
+    agent = make_agent(admitted.agent, options.agent_program, agent_env(options))
     agent.check()
     notes += preflight(admitted.vcs, project.root, project.task_file)
     vcs = open_vcs(admitted.vcs, project.root, project.task_file, options.allow_dirty)
@@ -118,6 +121,11 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
               if options.distill and admitted.agent != REHEARSAL else None,
               after_task=after_task, elsewhere=elsewhere)
     return state, run_tasks(run, options.only, tuple(notes))
+
+
+def agent_env(options: RunOptions) -> dict[str, str]:
+    """The agent's environment: ours, sealed (agents.environment), with the settings' env."""
+    return child_env(os.environ, options.env, options.env_exclude, (EVENT_PREFIX,))
 
 
 def choose_agent(options: RunOptions, state: State | None) -> str:

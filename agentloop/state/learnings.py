@@ -52,14 +52,14 @@ class Learnings:
 
     def record(self, task: int, iteration: int, time: str, progress: str, learnings: str,
                summary: str = "") -> None:
-        """Keep one version (one lane at a time: see _lock)."""
+        """Keep one version; new learnings go into learnings.md under their task, replacing
+        that task's entry from an earlier run of it (a redo learns anew, it does not repeat)."""
         with self._lock:
             self._record(task, iteration, time, progress, learnings, summary)
 
     def _record(self, task: int, iteration: int, time: str, progress: str, learnings: str,
-                summary: str = "") -> None:
-        """Keep one version; new learnings go into learnings.md under their task, replacing
-        that task's entry from an earlier run of it (a redo learns anew, it does not repeat).
+                summary: str) -> None:
+        """One at a time (a parallel run's lanes record from threads of their own).
 
         Learnings of "none" (as the system prompt tells the agent to write) are no learnings.
         """

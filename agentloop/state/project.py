@@ -111,8 +111,8 @@ def load_plan(project: Project, plan: parse.TaskFile | None = None,
     fresh = state_from(project, parsed)
     saved.tasks, saved.task_file_hash = changes.tasks, parsed.sha256
     saved.context, saved.ignored, saved.warnings = fresh.context, fresh.ignored, fresh.warnings
-    saved.folded, saved.reader = fresh.folded, fresh.reader
-    saved.title, saved.depends = fresh.title, fresh.depends
+    saved.depends = fresh.depends
+    saved.folded, saved.reader, saved.title = fresh.folded, fresh.reader, fresh.title
     if reread:   # news only if it reads differently
         return saved, True, dataclasses.replace(changes, reread=True) if changes.news() else None
     return saved, True, changes

@@ -115,6 +115,15 @@ class LaneJj(JjVcs):
         """Finished tasks' changes no longer on the main line."""
         return missing("jj", self.main.root, change_ids)
 
+    def settled(self, change_id: str) -> Change | None:
+        """A task's change an earlier run landed and was killed before recording: on the main
+        line already, so it is the task's, not an attempt to drop and run again."""
+        if not change_id or not _ids(self.main.root, f"present({change_id}) & ::@- & ~empty()"):
+            return None
+        commit = _ids(self.main.root, change_id, "commit_id")[0]
+        return Change(change_id=change_id, commit_id=commit,
+                      files=tuple(sorted(_files(self.main.root, change_id))))
+
     def _landed(self, done: Change) -> Change:
         if done.empty or not done.change_id:
             return done

@@ -1,0 +1,143 @@
+"""Hooks: the user's own command lines, run when the run ends (`on-finish`) and after each
+completed task (`on-task`), in the user's shell, in the repository root.
+
+A hook is told what happened twice: as JSON on stdin, and in AGENT_LOOP_EVENT_* variables
+(options.EVENT_PREFIX), which settings never read, so a hook that starts agent-loop again does
+not hand them back as settings. Its output goes to hooks.log in the plan's folder. A hook that
+fails, cannot start or outlives --hook-timeout (stopped with everything it started) is said in
+one HookFinished event and changes nothing else: not the run's result, not its exit code.
+A Ctrl+C while a hook runs stops the hook at once and then agent-loop, as anywhere else.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentloop import proc
+from agentloop.errors import AgentBlocked, AgentLoopError, Interrupted, ProcessError, RunStopped
+from agentloop.files import jsonbytes
+from agentloop.options import EVENT_PREFIX, RunOptions
+from agentloop.run.checks import argv
+from agentloop.run.events import (
+    AgentFinished,
+    Emit,
+    Event,
+    HookFinished,
+    RunFinished,
+    TaskFinished,
+    TaskStarted,
+)
+from agentloop.run.summary import exit_code
+from agentloop.state.project import Project
+from agentloop.state.schema import STATUSES, now
+
+INTERNAL_EXIT = 3  # what the CLI exits with for an error of our own (a bug)
+
+
+@dataclass
+class Hooks:
+    """Watches a run's events: runs on-task after each completed task, keeps the run's last
+    summary for on-finish. `report` takes the HookFinished events."""
+
+    project: Project
+    options: RunOptions
+    report: Emit
+    summary: RunFinished | None = None
+    _task: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RunFinished):
+            self.summary = event
+        elif isinstance(event, TaskStarted) and event.index != self._task.get("index"):
+            self._task = {"index": event.index, "group": event.group, "summary": event.summary,
+                          "cost_usd": 0.0}
+        elif isinstance(event, AgentFinished) and self._task:
+            self._task["cost_usd"] += event.cost_usd
+        elif (isinstance(event, TaskFinished) and event.status in ("completed", "unapproved")
+              and self.options.on_task):
+            task = {**self._task, "index": event.index, "status": event.status,
+                    "change_id": event.change_id or None, "files": event.files,
+                    "error": event.error}
+            self._task = {}
+            self._run("on-task", self.options.on_task, {"task": task}, {
+                "RESULT": event.status, "TASK": str(event.index),
+                "TASK_SUMMARY": str(task.get("summary", "")), "CHANGE": event.change_id or "",
+                "COST_USD": f"{task.get('cost_usd', 0.0):.4f}"}, event.index)
+
+    def finished(self, summary: RunFinished | None, error: BaseException | None) -> None:
+        """The run ended (with `summary`, or by `error`): run on-finish, if there is one."""
+        if not self.options.on_finish:
+            return
+        # A run stopped by an error emitted its summary before the error came up to us.
+        summary = summary or self.summary or RunFinished((), 0.0, 0.0,
+                                                         str(self.project.store.logs))
+        result, code = outcome(summary, error)
+        reason = summary.stopped or (str(error) if error is not None else "") or None
+        counts = dict(summary.counts)
+        data = {"result": result, "exit_code": code, "reason": reason, "counts": counts,
+                "cost_usd": summary.cost_usd, "seconds": summary.seconds,
+                "unfinished": list(summary.unfinished), "logs": summary.logs}
+        names = {"RESULT": result, "EXIT_CODE": str(code), "REASON": reason or "",
+                 "COST_USD": f"{summary.cost_usd:.4f}"}
+        names.update((s.upper(), str(counts.get(s, 0))) for s in STATUSES)
+        self._run("on-finish", self.options.on_finish, data, names, 0)
+
+    def _run(self, hook: str, command: str, data: dict[str, Any], names: dict[str, str],
+             index: int) -> None:
+        plan = str(self.project.task_file)
+        payload = {"hook": hook, "plan": plan, "root": str(self.project.root), **data}
+        env = {**os.environ, **{EVENT_PREFIX + k: v for k, v in
+                                {"HOOK": hook, "PLAN": plan, **names}.items()}}
+        self.report(run_hook(hook, command, payload, env, self.project,
+                             self.options.hook_timeout, index))
+
+
+def outcome(summary: RunFinished, error: BaseException | None) -> tuple[str, int]:
+    """How a run ended, in a word, and the exit code agent-loop ends with."""
+    if isinstance(error, (KeyboardInterrupt, Interrupted)):
+        return "interrupted", 130
+    if isinstance(error, (RunStopped, AgentBlocked)):
+        return "stopped", error.exit_code
+    if isinstance(error, AgentLoopError):
+        return "failed", error.exit_code
+    if error is not None:
+        return "failed", INTERNAL_EXIT
+    code = exit_code(summary)
+    return ("done" if code == 0 else "failed"), code
+
+
+def run_hook(hook: str, command: str, payload: dict[str, Any], env: dict[str, str],
+             project: Project, timeout: float, index: int = 0) -> HookFinished:
+    """Run one hook to its end (or its timeout); its output goes to hooks.log."""
+    log = project.store.dir / "hooks.log"
+    started = time.monotonic()
+    code, output, timed_out = None, "", False
+    try:
+        done = proc.run(argv(command), cwd=project.root, env=env, check=False, timeout=timeout,
+                        input=jsonbytes.dumps(payload), guarded=True)
+        code, output = done.returncode, done.stdout
+    except ProcessError as exc:
+        timed_out = isinstance(exc.__cause__, subprocess.TimeoutExpired)
+        output = "" if timed_out else str(exc)
+    seconds = time.monotonic() - started
+    ended = (f"timed out after {timeout:g}s" if timed_out else
+             f"exit {code}" if code is not None else "could not start")
+    _append(log, f"== {now()} {hook}: {command}\n{output.rstrip()}\n== {ended} "
+                 f"({seconds:.1f}s)\n")
+    return HookFinished(hook, command, code, seconds, timed_out, project.store.relative(log),
+                        index)
+
+
+def _append(log: Path, text: str) -> None:
+    """A hook's record in hooks.log; a log that cannot be written loses the record only."""
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a", encoding="utf-8", errors="replace") as out:
+            out.write(text)
+    except OSError:
+        pass

@@ -1,0 +1,86 @@
+"""The merge: every key's value from the first source that sets it, and where that was."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import click
+
+from agentloop.settings.keys import KEYS, param
+from agentloop.settings.schema import specs
+from agentloop.settings.sources import (
+    PROJECT_FILE,
+    PYPROJECT,
+    PYPROJECT_TABLE,
+    Layer,
+    Origin,
+    env_layer,
+    file_layers,
+    user_file,
+)
+from agentloop.vcs import find_root, relative_to
+
+@dataclass(frozen=True)
+class Row:
+    """One effective setting: its key, value and where that came from."""
+
+    key: str
+    value: Any
+    origin: Origin
+    kind: str = "value"     # flag | list | table | value (schema.Spec)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every key's effective value, by option parameter name, and the rows that show why."""
+
+    values: dict[str, Any]
+    rows: tuple[Row, ...]
+    files: tuple[str, ...]      # the settings files read, lowest precedence first
+    plan: str                   # the plan's name in [plans."…"] tables
+
+
+def resolve(params: Iterable[click.Parameter], values: Mapping[str, Any], given: set[str],
+            task_file: Path, cwd: Path, environ: Mapping[str, str] | None = None) -> Settings:
+    """Merge the sources; `values` are click's, `given` the parameters set on the command line."""
+    environ = os.environ if environ is None else environ
+    spec = specs(params)
+    path = task_file if task_file.is_absolute() else cwd / task_file
+    root = find_root(cwd) or path.resolve().parent
+    plan = relative_to(path, root) or str(path)
+    # click's values of options not given are their defaults, converted (() for a list)
+    layers: list[Layer] = [{k: (values[param(k)], Origin("default")) for k in KEYS}]
+    files = []
+    for file, table in ((user_file(environ), ()), (root / PYPROJECT, PYPROJECT_TABLE),
+                        (root / PROJECT_FILE, ())):
+        if file is None:
+            continue
+        read = file_layers(file, table, plan, spec, _shown(file, cwd))
+        if read:
+            files.append(_shown(file, cwd))
+        layers += read
+    layers.append(env_layer(environ, spec))
+    layers.append({k: (values[param(k)], Origin("flag", _flag(k, values[param(k)])))
+                   for k in KEYS if param(k) in given})
+    merged: dict[str, tuple[Any, Origin]] = {}
+    for layer in layers:
+        merged.update(layer)
+    rows = tuple(Row(k, *merged[k], spec[k].kind) for k in KEYS)
+    return Settings({param(r.key): r.value for r in rows}, rows, tuple(files), plan)
+
+
+def _flag(key: str, value: Any) -> str:
+    """The flag as given: --review, or --no-review for a flag's False."""
+    return f"--no-{key}" if value is False else f"--{key}"
+
+
+def _shown(path: Path, cwd: Path) -> str:
+    """A file as the user can open it from where they stand."""
+    try:
+        shown = os.path.relpath(path, cwd)
+    except ValueError:
+        return str(path)
+    return str(path) if shown.startswith("..") else shown

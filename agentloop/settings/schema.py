@@ -1,0 +1,166 @@
+"""A setting's value checked and converted by its option's own click type: a file's `budget = -1`
+fails as `--budget -1` would, with the key, where it was written, and what is allowed."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import click
+
+from agentloop.errors import SettingsError
+from agentloop.settings.keys import KEYS, param
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class Assignment(click.ParamType):
+    """NAME=VALUE, as `--env` takes it: a pair (name, value)."""
+
+    name = "NAME=VALUE"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> tuple[str, str]:
+        if isinstance(value, tuple):  # from a table: (name, value)
+            name, text = value
+            if not _NAME.match(name):
+                self.fail(f"{name!r} is not a variable name", param, ctx)
+            return name, text
+        name, eq, text = str(value).partition("=")
+        if not eq or not _NAME.match(name):
+            self.fail(f"{value!r} is not NAME=VALUE (a variable name, then =)", param, ctx)
+        return name, text
+
+
+class VariableName(click.ParamType):
+    """An environment variable's name, as `--env-exclude` takes it."""
+
+    name = "NAME"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        if not isinstance(value, str) or not _NAME.match(value):
+            self.fail(f"{value!r} is not a variable name", param, ctx)
+        return value
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One key: how its values are written (flag, list, table or one value) and checked."""
+
+    key: str
+    kind: str                 # flag | list | table | value
+    type: click.ParamType
+
+    @property
+    def expected(self) -> str:
+        """What a value of this key looks like, for an error."""
+        if self.kind == "flag":
+            return "true or false"
+        if self.kind == "table":
+            return 'a table of variables, e.g. env = { NAME = "value" }'
+        if self.kind == "list":
+            return 'a list of strings, e.g. ["pytest -q"]'
+        if isinstance(self.type, click.Choice):
+            return "one of " + ", ".join(repr(c) for c in self.type.choices)
+        if isinstance(self.type, click.IntRange):
+            return f"a whole number, {self.type._describe_range()}"  # click's own wording
+        if isinstance(self.type, click.FloatRange):
+            return f"a number, {self.type._describe_range()}"
+        if isinstance(self.type, click.types.IntParamType):
+            return "a whole number"
+        if isinstance(self.type, click.types.FloatParamType):
+            return "a number"
+        return "a string"
+
+
+def specs(params: Iterable[click.Parameter]) -> dict[str, Spec]:
+    """Every key's spec, from the command's options; a key without its option is a bug."""
+    by_name = {p.name: p for p in params if isinstance(p, click.Option)}
+    out = {}
+    for key in KEYS:
+        option = by_name[param(key)]
+        kind = ("table" if option.multiple and isinstance(option.type, Assignment) else
+                "list" if option.multiple else "flag" if option.is_flag else "value")
+        out[key] = Spec(key, kind, option.type)
+    return out
+
+
+def from_file(spec: Spec, value: Any, where: str) -> Any:
+    """A value as TOML gave it, checked and converted; SettingsError names `where`."""
+    if spec.kind == "flag":
+        if not isinstance(value, bool):
+            _bad(spec, value, where)
+        return value
+    if spec.kind == "table":
+        if not isinstance(value, dict) or not all(_scalar(v) for v in value.values()):
+            _bad(spec, value, where)
+        return tuple(_convert(spec, (str(k), _text(v)), where) for k, v in value.items())
+    if spec.kind == "list":
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            _bad(spec, value, where)
+        return tuple(_convert(spec, i, where) for i in items)
+    numeric = isinstance(spec.type, (click.types.IntParamType, click.types.FloatParamType))
+    wrong = (isinstance(value, bool) or (numeric and not isinstance(value, (int, float))) or
+             (not numeric and not isinstance(value, str)))
+    if wrong or (isinstance(spec.type, click.types.IntParamType) and isinstance(value, float)):
+        _bad(spec, value, where)
+    return _convert(spec, value, where)
+
+
+def from_text(spec: Spec, text: str, where: str) -> Any:
+    """A value as an environment variable gives it: a list is one shell-like line."""
+    if spec.kind == "flag":
+        return _convert(spec, text, where, click.BOOL)
+    if spec.kind in ("list", "table"):
+        try:
+            items = shlex.split(text)
+        except ValueError as exc:
+            raise SettingsError(f"{where}: {exc} (a list is written as one shell-like line, "
+                                "e.g. \"pytest -q\" \"ruff check .\")") from None
+        return tuple(_convert(spec, i, where) for i in items)
+    return _convert(spec, text, where)
+
+
+def _convert(spec: Spec, value: Any, where: str, type_: click.ParamType | None = None) -> Any:
+    try:
+        return (type_ or spec.type).convert(value, None, None)
+    except click.BadParameter as exc:
+        raise SettingsError(f"{where}: {exc.message.rstrip('.')}; "
+                            f"{spec.key} takes {spec.expected}") from None
+
+
+def _bad(spec: Spec, value: Any, where: str) -> None:
+    raise SettingsError(f"{where}: {spec.key} = {show(value)}: {spec.key} takes {spec.expected}")
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool))
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def show(value: Any) -> str:
+    """A value as TOML writes it, for --show-settings and errors."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    if value is None:
+        return "(none)"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {show(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, (list, tuple)):
+        if all(isinstance(v, tuple) and len(v) == 2 for v in value) and value:
+            return show({k: v for k, v in value})
+        return "[" + ", ".join(show(v) for v in value) + "]"
+    return str(value)
