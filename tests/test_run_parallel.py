@@ -444,3 +444,19 @@ def test_codex_two_groups_at_once(tmp_path: Path, fake_openai, jj_bin: str, vcs:
     assert sorted(f for _, _, files in changes for f in files) == [
         "api-test.txt", "api.txt", "readme.txt"]
     assert (work / "api.txt").read_text() == "the api\n" and TASKS
+
+
+@pytest.mark.parametrize("kind", ["git", "jj"])
+def test_a_rehearsal_runs_in_parallel_and_resolves_its_own_conflicts(work: Path, jj_bin: str,
+                                                                     kind: str) -> None:
+    from tests.test_run_vcs import jj
+    if kind == "git":
+        init_repo(work, "git")
+    else:
+        jj(work, "git", "init")
+    (work / "tasks.md").write_text("## A\n- one\n- two\n\n## B\n- three\n")
+    done = agent_loop(work, "--rehearse", "--parallel", "2", "--vcs", kind)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = (work / "agent-loop-rehearsal.md").read_text().splitlines()
+    assert sorted(lines) == ["- rehearsed task 1/3 one", "- rehearsed task 2/3 two",
+                             "- rehearsed task 3/3 three"]

@@ -106,6 +106,7 @@ def _control(run: Run, main: MainLine, groups: dict[str, list[TaskState]],
                 commands.stop_group(agent)
             for worker in lanes.values():
                 worker.join()
+        running.clear()  # every lane has stopped: a later run in this process starts afresh
         if isinstance(exc, (KeyboardInterrupt, Interrupted)):
             raise Interrupted("interrupted") from None
         raise

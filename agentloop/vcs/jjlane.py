@@ -107,6 +107,12 @@ class LaneJj(JjVcs):
         self.workspace = name
         self.lane_commits: list[str] = []
 
+    def prepare(self) -> list[str]:
+        """As any jj working copy, with git's conflict markers: the ones agents know best."""
+        notes = super().prepare()
+        self._config += ["--config", "ui.conflict-marker-style=git"]
+        return notes
+
     def finish(self, change: Change, message: str) -> Change:
         """Seal the change in the lane, then land it on the main line."""
         return self._landed(super().finish(change, message))
