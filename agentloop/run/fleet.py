@@ -155,6 +155,8 @@ def _resume(job: Job) -> None:
         _restore_state(job)
         job.notes.append(f"resumed group {job.number} ({job.group}) from {remote}'s "
                          f"{job.work}")
+    job.notes.append(f"each task a commit on {job.work}, pushed to {remote} with the group's "
+                     f"state ({job.state_ref}) after every task")
 
 
 def _restore_state(job: Job) -> None:

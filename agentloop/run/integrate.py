@@ -87,6 +87,7 @@ def integrate(project: Project, plan: TaskFile, options: RunOptions, emit: Emit)
             reports.append(GroupReport(number, name, branch, "other plan" if job else "not run",
                                        detail=job or ""))
             continue
+        state.agent = state.agent or job.agent
         mine = [t for t in job.tasks if t.group == name]
         spent += mine
         replay = GroupReplay(project, state, options, emit, main, repo, lane, name, slug)
