@@ -154,6 +154,12 @@ def test_a_matrix_of_group_jobs_then_one_integration(tmp_path: Path, fake_claude
                                    "agent-loop: Beta / beta one", "agent-loop: Beta / beta two"]
     for name in ("a1", "a2", "b1", "b2"):
         assert git(here, "show", f"main:{name}.txt") == f"{name}\n"
+    # Each commit names its plan and task in trailers; on the main line, its job's commit too.
+    job_tip = git(origin, "rev-parse", "agent-loop/tasks/2-beta").strip()
+    assert git(origin, "log", "-1", "--format=%(trailers)", job_tip) == \
+        "Agent-Loop-Plan: tasks\nAgent-Loop-Task: 4\n\n"
+    assert git(here, "log", "-1", "--format=%(trailers)", "main") == \
+        f"Agent-Loop-Plan: tasks\nAgent-Loop-Task: 4\nAgent-Loop-Source: {job_tip}\n\n"
     status = json.loads(finish(start(here, "--status", "--json"))[1])
     assert [t["status"] for t in status["tasks"]] == ["completed"] * 4
     assert all(t["cost_usd"] > 0 for t in status["tasks"])

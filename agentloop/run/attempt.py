@@ -49,7 +49,7 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
     # Retries run in a fresh session: the failed attempt's edits are gone, and its
     # conversation would tell the agent otherwise.
     resume = None if fresh else resume_session(run.state, task)
-    if resume in run.elsewhere:  # a fleet job's session stayed on the machine that ran it
+    if run.job is not None and resume in run.job.elsewhere:  # it stayed on another machine
         resume = None
     prompt = first_prompt(run, task, hint, resume)
     change = run.vcs.begin(commit_message(task, run.state.title))

@@ -38,6 +38,7 @@ class Job:
     group: str
     number: int
     work: str           # the group's branch
+    plan: str           # the plan's part of branch names (carry.plan_slug)
     state_ref: str      # the branch its state.json travels on
     notes: list[str] = field(default_factory=list)
     # Sessions of a job that ran elsewhere (resumed from the remote): Claude Code keeps a
@@ -74,6 +75,11 @@ class Job:
         path = self.project.store.dir / LEARNINGS
         return {LEARNINGS: path.read_text(encoding="utf-8")} if path.is_file() else {}
 
+    def trailers(self, task: TaskState) -> str:
+        """`Agent-Loop-Plan` and `Agent-Loop-Task` lines: every commit on the group's branch
+        names its task, whatever the state says."""
+        return carry.task_trailers(self.plan, task.index)
+
     def nothing_left(self, state: State, options: RunOptions) -> bool:
         """Whether the group has no task left that a plain run would take."""
         return not any(runnable(t, options.max_attempts, options.include_optional)
@@ -97,8 +103,8 @@ def run_job(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
         emit(summary)
         return state, summary
     try:
-        state, summary = start_run(project, plan, options, emit, after_task=job.push,
-                                   first_notes=tuple(job.notes), elsewhere=job.elsewhere)
+        state, summary = start_run(project, plan, options, emit, job=job,
+                                   first_notes=tuple(job.notes))
     except BaseException:
         with shielded():
             try:  # what the state says now travels too; the error that stopped the run wins
@@ -121,7 +127,7 @@ def open_job(project: Project, plan: TaskFile, options: RunOptions) -> Job:
     name = groups.find([t.group for t in plan.tasks], options.group or "")
     number = names.index(name) + 1
     slug, lane = carry.plan_slug(project.task_file_name), lane_name(number, name)
-    job = Job(project, repo, remote, name, number, carry.work_branch(slug, lane),
+    job = Job(project, repo, remote, name, number, carry.work_branch(slug, lane), slug,
               carry.state_branch(slug, lane))
     carry.fetch(repo, remote)
     _resume(job)

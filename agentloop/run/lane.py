@@ -60,8 +60,8 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
 
 
 def _settled_one(run: Run) -> None:
-    if run.after_task is not None:
-        run.after_task(run.state)
+    if run.job is not None:
+        run.job.push(run.state)
 
 
 def recover(run: Run, task: TaskState) -> bool:
@@ -211,6 +211,8 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
         message += "\n\n" + commit_line([c.command for c in outcome.checks])
     if outcome.note:  # kept for the user to judge: the history says so too
         message += f"\n\n{outcome.status}: {outcome.note}"
+    if run.job is not None:  # a fleet job's commits name their plan and task
+        message += "\n\n" + run.job.trailers(task)
     try:
         done = run.vcs.finish(outcome.change, message)
     except IntegrationConflict as conflict:  # a parallel run's lane: another group came first

@@ -53,7 +53,7 @@ class GroupReplay:
         """Task `task`'s job commit `source` on the main line: the main line's new commit, or
         None when it conflicts and stays so (the task is then `conflicted`)."""
         prepared = carry.with_trailer(self.repo, source, [
-            f"Agent-Loop-Plan: {self.plan}", f"Agent-Loop-Task: {task.index}",
+            *carry.task_trailers(self.plan, task.index).splitlines(),
             f"{carry.TRAILER}: {source}"])
         vcs = self._open(fresh=not kept)
         tip = self.main.tip()

@@ -8,14 +8,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Callable
 
 from agentloop.agents import AGENTS, child_env, make_agent
 from agentloop.errors import AgentLoopError, StateError
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.run import distill, retry
-from agentloop.run.context import Run
+from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
 from agentloop.run.selection import select
@@ -77,12 +76,10 @@ def tree_warning(project: Project, admitted: Admitted) -> str | None:
 
 
 def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
-              after_task: Callable[[State], None] | None = None,
-              first_notes: tuple[str, ...] = (), elsewhere: frozenset[str] = frozenset(),
+              job: FleetJob | None = None, first_notes: tuple[str, ...] = (),
               ) -> tuple[State, RunFinished]:
-    """Everything a run does while it holds the lock; `plan`: the task file, read once. A fleet
-    job (agentloop.run.fleet) passes what it does after each task, its notes, and the sessions
-    it cannot resume."""
+    """Everything a run does while it holds the lock; `plan`: the task file, read once; `job`:
+    a fleet job's part (agentloop.run.fleet), with its notes first."""
     notes, leftovers = list(first_notes), []
     admitted = admit(project, options, plan)
     state, options = admitted.state, admitted.options
@@ -119,7 +116,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
               distiller=partial(distill.distill, agent,
                                 options.distill_model or agent.models.helper, cwd=root)
               if options.distill and admitted.agent != REHEARSAL else None,
-              after_task=after_task, elsewhere=elsewhere)
+              job=job)
     return state, run_tasks(run, options.only, tuple(notes))
 
 

@@ -176,6 +176,11 @@ def push(repo: Repo, remote: str, branches: list[str]) -> None:
 TRAILER = "Agent-Loop-Source"
 
 
+def task_trailers(plan: str, index: int) -> str:
+    """The trailers that name a task on a job's commit: its plan and its number."""
+    return f"Agent-Loop-Plan: {plan}\nAgent-Loop-Task: {index}"
+
+
 def with_trailer(repo: Repo, commit: str, lines: list[str]) -> str:
     """`commit` again (same tree, parent, author and date) with `lines` as trailers at the end of
     its message: what `--integrate` lands, so the main line says which job commit each is."""
@@ -189,7 +194,12 @@ def with_trailer(repo: Repo, commit: str, lines: list[str]) -> str:
     name, _, email = who.partition(" <")
     env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": when,
            "GIT_COMMITTER_DATE": when}
-    text = message.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
+    body = message.rstrip("\n")
+    last = body.rsplit("\n\n", 1)[-1]
+    # Trailers the job's commit has already are kept, and the new ones join their block.
+    lines = [line for line in lines if line not in last.splitlines()]
+    joined = "\n" if last.startswith("Agent-Loop-") else "\n\n"
+    text = body + joined + "\n".join(lines) + "\n"
     argv = ["commit-tree", tree, *(a for p in parents for a in ("-p", p))]
     return repo.git(*argv, input=text, env=env)[1].strip()
 
