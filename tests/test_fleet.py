@@ -150,8 +150,9 @@ def test_a_matrix_of_group_jobs_then_one_integration(tmp_path: Path, fake_claude
     here = clone(tmp_path, origin, "integration", kind)
     code, out = integrate(here)
     assert code == 0, out
-    assert main_subjects(here) == ["agent-loop: Alpha / alpha one", "agent-loop: Alpha / alpha two",
-                                   "agent-loop: Beta / beta one", "agent-loop: Beta / beta two"]
+    assert main_subjects(here) == [
+        "agent-loop: Alpha / alpha one", "agent-loop: Alpha / alpha two",
+        "agent-loop: Beta / beta one", "agent-loop: Beta / beta two"]
     for name in ("a1", "a2", "b1", "b2"):
         assert git(here, "show", f"main:{name}.txt") == f"{name}\n"
     # Each commit names its plan and task in trailers; on the main line, its job's commit too.

@@ -3,9 +3,9 @@ fetches (`agent-loop --group G --push REMOTE`, `agent-loop --integrate --from RE
 
 A group's work is on branch `agent-loop/<plan>/<lane>`, each task a commit (or jj change) of its
 own. Its state travels beside it on branch `agent-loop/state/<plan>/<lane>`: commits holding
-`state.json` (and the agent's learnings), one per push, each on the one before. Branches, not notes or side refs,
-because `jj git push` pushes bookmarks only: a branch of its own works in both, and a plain
-fetch brings both back. Logs and agent transcripts stay out: they hold whatever the agent read.
+`state.json` (and the agent's learnings), one per push, each on the one before. Branches, not
+notes or side refs, because `jj git push` pushes bookmarks only: a branch of its own works in
+both, and a plain fetch brings both back. Logs and agent transcripts stay out: they hold whatever the agent read.
 
 Fetching goes through git in both modes (a jj repository is colocated, or has its git store):
 jj's own fetch needs git 2.41, and git's fetch followed by `jj git import` is the same.
