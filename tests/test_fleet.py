@@ -353,3 +353,19 @@ def test_a_job_stopped_by_a_signal_pushes_its_state_and_a_rerun_goes_on(
     assert developer_prompts(fake_claude, "alpha one") == 1
     pushed = json.loads(git(origin, "show", "agent-loop/state/tasks/1-alpha:state.json"))
     assert [t["status"] for t in pushed["tasks"][:2]] == ["completed", "completed"]
+
+
+def test_your_own_edits_on_a_tasks_file_stop_the_integration_and_it_goes_on_after(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    origin = remote(tmp_path, CONFLICT_PLAN)
+    assert finish(job(clone(tmp_path, origin, "left", "git"), "1", "git"))[0] == 0
+    here = clone(tmp_path, origin, "integration", "git")
+    (here / "shared.txt").write_text("mine, not committed\n")
+    code, out = integrate(here)
+    assert code == 1, out
+    assert "your uncommitted edits to shared.txt" in out
+    assert main_subjects(here) == []
+    git(here, "checkout", "shared.txt")
+    code, out = integrate(here)
+    assert code == 0, out
+    assert main_subjects(here) == ["agent-loop: Left / left edit"]

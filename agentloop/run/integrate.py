@@ -22,6 +22,7 @@ from agentloop.options import RunOptions
 from agentloop.plan import groups
 from agentloop.plan.parse import TaskFile
 from agentloop.run.events import Emit
+from agentloop.run.lanes import LaneNote
 from agentloop.run.replay import GroupReplay
 from agentloop.state import receipts
 from agentloop.state.project import Project, load_plan
@@ -74,7 +75,10 @@ def integrate(project: Project, plan: TaskFile, options: RunOptions, emit: Emit)
     carry.fetch(repo, remote)
     state, _, _ = load_plan(project, plan)
     state.vcs = state.vcs or repo.kind
-    main = GitMainLine(project.root, onto_ref(repo))
+    # Your own edits on a file a task changes would make a landing wait; here that stops the
+    # integration instead (saying which files), since nobody may be there to commit them.
+    main = GitMainLine(project.root, onto_ref(repo), on_wait=lambda text: emit(LaneNote(text)),
+                       stopping=lambda: True)
     names = groups.in_order([t.group for t in plan.tasks])
     slug = carry.plan_slug(project.task_file_name)
     landed = carry.sources(repo, main.ref)
