@@ -369,3 +369,20 @@ def test_your_own_edits_on_a_tasks_file_stop_the_integration_and_it_goes_on_afte
     code, out = integrate(here)
     assert code == 0, out
     assert main_subjects(here) == ["agent-loop: Left / left edit"]
+
+
+def test_a_group_its_job_did_not_finish_is_left_out_and_named(tmp_path: Path,
+                                                              fake_claude: FakeClaude) -> None:
+    origin = remote(tmp_path, CONFLICT_PLAN.replace("FAKE: write after.txt after",
+                                                    "FAKE: fail 9"))
+    runs = [finish(start(clone(tmp_path, origin, f"g{g}", "git"), "--group", g, "--push",
+                         "origin", "--vcs", "git", "--no-distill", "--max-attempts", "1"))
+            for g in ("1", "2")]
+    assert [code for code, _ in runs] == [0, 4], runs
+    here = clone(tmp_path, origin, "integration", "git")
+    code, out = integrate(here)
+    assert code == 4, out
+    assert "group 2 (Right): unfinished: 1 of 2 tasks not done: re-run its job" in out
+    assert main_subjects(here) == ["agent-loop: Left / left edit"]
+    status = json.loads(finish(start(here, "--status", "--json"))[1])
+    assert [t["status"] for t in status["tasks"]] == ["completed", "pending", "failed"]
