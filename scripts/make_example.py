@@ -46,8 +46,8 @@ CHECK = "test ! -e hello.py || python3 hello.py Ann"
 
 
 def main() -> None:
-    """Run the example and copy what it left into .agent-loop.example/ (ci/ is kept: it is
-    written by hand)."""
+    """Run the example and copy what it left into .agent-loop.example/ (agent-loop.toml and
+    ci/ are written by hand and stay)."""
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "project"
         work.mkdir()
