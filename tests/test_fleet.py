@@ -342,7 +342,10 @@ def test_a_job_stopped_by_a_signal_pushes_its_state_and_a_rerun_goes_on(
     origin = remote(tmp_path, PLAN)
     alpha = job(clone(tmp_path, origin, "alpha", kind), "1", kind)
     wait_for(origin, "refs/heads/agent-loop/state/tasks/1-alpha")
-    time.sleep(0.5)  # into the second task's agent run
+    deadline = time.monotonic() + 60
+    while "alpha two" not in (fake_claude.log.read_text() if fake_claude.log.exists() else ""):
+        assert time.monotonic() < deadline, "the second task's agent never started"
+        time.sleep(0.05)
     os.killpg(alpha.pid, signal.SIGTERM)
     code, out = finish(alpha)
     assert code == 130, out
