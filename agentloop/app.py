@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from agentloop.errors import StateError, TaskFileError
 from agentloop.options import RunOptions, check_usage
 from agentloop.plan import parse
+from agentloop.plan.depends import waves
 from agentloop.run.eventlog import EventLog
 from agentloop.run.events import Emit, Event, RunFinished, fan_out
 from agentloop.run.hooks import Hooks
@@ -17,6 +18,9 @@ from agentloop.run.selection import PlanRow, plan_rows
 from agentloop.run.verify import task_checks
 from agentloop.state.project import Project, load_plan, open_project, rehearsal_of
 from agentloop.state.schema import State, now
+
+if TYPE_CHECKING:
+    from agentloop.run.integrate import Integrated
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,9 @@ class PlanView:
     context: str = ""
     folded: tuple[tuple[int, str, int], ...] = ()     # (line, text, line of its task)
     ran: bool = False       # whether this plan has run before (its state was saved)
+    # The groups that would run, in waves that can start at once: (wave, group, waits for).
+    schedule: tuple[tuple[int, str, tuple[str, ...]], ...] = ()
+    parallel: int = 1
 
 
 @dataclass(frozen=True)
@@ -139,8 +146,11 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     tree = tree_warning(project, admitted) if any(r.runs for r in rows) and \
         not options.rehearse else None
     warnings = (*state.warnings, *([f"the run would stop here: {tree}"] if tree else []))
+    running = [r.group for r in rows if r.runs]
+    schedule = tuple((n, g, tuple(state.depends.get(g, ())))
+                     for n, wave in enumerate(waves(running, state.depends), 1) for g in wave)
     return PlanView(project, tuple(rows), ignored, warnings, state.context or "", folded,
-                    ran=admitted.saved)
+                    ran=admitted.saved, schedule=schedule, parallel=options.parallel)
 
 
 def _not_a_link(tasks_md: Path, cwd: Path) -> None:
@@ -180,8 +190,13 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     try:
         try:
             with project.store.lock():
-                state, summary = start_run(project, plan, options,
-                                           fan_out(events, emit, hooks))
+                if options.push is not None:  # a fleet job
+                    from agentloop.run.fleet import run_job
+                    state, summary = run_job(project, plan, options,
+                                             fan_out(events, emit, hooks))
+                else:
+                    state, summary = start_run(project, plan, options,
+                                               fan_out(events, emit, hooks))
         except BaseException as exc:
             # After the lock is let go: a hook may start agent-loop again.
             hooks.finished(None, exc)
@@ -192,39 +207,29 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     return RunResult(project, state, summary)
 
 
+def integrate(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> "Integrated":
+    """--integrate --from REMOTE: every finished group's job on the current branch, the states
+    merged (agentloop.run.integrate)."""
+    from agentloop.run.integrate import integrate as bring_in
+
+    check_usage(options)
+    _not_a_link(tasks_md, cwd)
+    project = open_project(tasks_md, cwd)
+    plan = parse.load(project.task_file)
+    events = EventLog(project.store.events, now)
+    try:
+        with project.store.lock():
+            return bring_in(project, plan, options, fan_out(events, emit))
+    finally:
+        events.close()
+
+
 def follow(tasks_md: Path, cwd: Path, poll: float = 0.2) -> Iterator[Event]:
     """--status --follow: the events of the newest run, then new ones as they come, until that
     run finishes (or Ctrl+C). Reads events.jsonl only: the running loop never waits for us."""
-    import time
+    from agentloop.run.eventlog import follow as follow_log
 
-    from agentloop.run.events import from_json
-
-    path = open_project(tasks_md, cwd).store.events
-    while not path.exists():
-        time.sleep(poll)
-    with open(path, "rb") as log:
-        # Start at the newest run: find the last RunStarted.
-        starts, offset = [0], 0
-        for line in log:
-            if b'"type":"RunStarted"' in line:
-                starts.append(offset)
-            offset += len(line)
-        log.seek(starts[-1])
-        pending = b""
-        while True:
-            chunk = log.readline()
-            if not chunk:
-                time.sleep(poll)
-                continue
-            pending += chunk
-            if not pending.endswith(b"\n"):
-                continue  # the writer is mid-line
-            event, pending = from_json(pending), b""
-            if event is None:
-                continue
-            yield event
-            if isinstance(event, RunFinished):
-                return
+    return follow_log(open_project(tasks_md, cwd).store.events, poll)
 
 
 def init(tasks_md: Path, cwd: Path) -> str:
@@ -240,3 +245,30 @@ def init(tasks_md: Path, cwd: Path) -> str:
         raise TaskFileError(f"cannot write {tasks_md}: {exc.strerror or exc}") from None
     return (f"wrote {tasks_md}: an example plan. Try it offline, for free: "
             f"agent-loop {tasks_md} --rehearse")
+
+
+def ask_to_stop(tasks_md: Path, cwd: Path) -> str:
+    """--stop-after-running: leave the request a parallel run looks for between its lanes'
+    reports (agentloop.run.scheduler); a run that starts later clears it."""
+    from agentloop.run.scheduler import stop_flag
+
+    project = open_project(tasks_md, cwd)
+    pid = _running_pid(project.store.base / "run.pid")
+    if pid is None:
+        raise StateError(f"no run of {project.task_file_name} is going on here")
+    flag = stop_flag(project.store.dir)
+    flag.write_text(f"{pid}\n")
+    return (f"asked the run of {project.task_file_name} (pid {pid}) to stop after its running "
+            "tasks: no new task starts, the running ones finish and land")
+
+
+def _running_pid(pid_file: Path) -> int | None:
+    """The pid the run lock's holder wrote, while that process lives."""
+    import os
+
+    try:
+        pid = int(pid_file.read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    return pid

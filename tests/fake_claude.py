@@ -139,7 +139,7 @@ def main() -> None:
     if log:
         with open(log, "a", encoding="utf-8") as out:
             out.write(json.dumps({"argv": argv, "cwd": os.getcwd(), "stdin": stdin,
-                                  "env": dict(os.environ)}) + "\n")
+                                  "env": dict(os.environ), "time": time.time()}) + "\n")
     head = argv
     if "--output-format" in head and head[head.index("--output-format") + 1:][:1] == ["json"]:
         advisor(argv, stdin, state)

@@ -46,8 +46,9 @@ class RehearsalAgent:
             text = "The rehearsal reviewer looked at the change.\nAPPROVED"
         else:
             notes = request.cwd / NOTES
-            with open(notes, "a", encoding="utf-8") as out:
-                out.write(f"- rehearsed task {task}\n")
+            if not _resolved(notes):  # a parallel run's conflict: both sides kept, that is all
+                with open(notes, "a", encoding="utf-8") as out:
+                    out.write(f"- rehearsed task {task}\n")
             on_activity(Activity(f"Write {NOTES}", f"Write {NOTES}", 1, 1))
             lines.append(f"→ Write {notes}")
             text = (f"Rehearsal: added a line for task {task} to {NOTES}.\n"
@@ -64,3 +65,24 @@ class RehearsalAgent:
     def ask(self, prompt: str, model: str, cwd: Path, timeout: float = 180) -> Answer:
         """No helper model in a rehearsal: the loop's fallbacks take over."""
         return Answer("", error="rehearsal: no helper model")
+
+
+def _resolved(notes: Path) -> bool:
+    """Resolve a conflict in the notes file (a parallel run's groups each added a line there)
+    by keeping both sides' lines; whether there was one."""
+    try:
+        lines = notes.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return False
+    if not any(line.startswith("<<<<<<< ") for line in lines):
+        return False
+    kept, base = [], False
+    for line in lines:
+        if line.startswith("||||||| "):
+            base = True
+        elif line.startswith("=======") and line.strip("=") == "":
+            base = False
+        elif not line.startswith(("<<<<<<< ", ">>>>>>> ")) and not base:
+            kept.append(line)
+    notes.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    return True

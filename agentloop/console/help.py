@@ -19,11 +19,12 @@ COLUMN = 30  # the widest first column; a longer option's help starts on the nex
 # to cli.py needs one word here too (tests/test_cli_help.py fails until it has its section).
 SECTIONS = (
     ("Modes (without one: run the tasks)", ("dry_run", "status", "init", "rehearse", "reset",
-                                             "yes")),
+                                             "yes", "stop_after_running")),
     ("Which tasks", ("task", "group", "again", "include_optional")),
     ("Agent", ("agent", "agent_program", "model", "iterations", "retry_model", "distill_model",
                "distill")),
-    ("Version control", ("vcs", "allow_dirty")),
+    ("Version control", ("vcs", "allow_dirty", "parallel")),
+    ("Running in CI (one group a job, integrated after)", ("push", "integrate", "from_remote")),
     ("Checks and review", ("check", "check_timeout", "check_rounds", "require_changes", "review",
                            "review_model", "max_review_rounds")),
     ("Limits and budget", ("budget", "task_budget", "task_timeout", "max_attempts",

@@ -34,6 +34,7 @@ from agentloop.run.events import (
     TaskFinished,
     TaskStarted,
 )
+from agentloop.run.lanes import LaneNote, lane
 from agentloop.state.receipts import money
 
 
@@ -81,6 +82,11 @@ class Console:
             self._view.changed()  # before the line: an ended run's live line goes first
         if not isinstance(event, AgentActivity):
             line = self._line(event)
+            group = getattr(event, "lane", "") or lane()
+            if line is not None and group:
+                # A parallel run: each line says whose it is, and is printed whole.
+                line = "\n".join(f"[{group}] {part.strip()}" if part.strip() else ""
+                                 for part in line.splitlines())
             if line is not None:
                 self._print(line)
 
@@ -104,14 +110,7 @@ class Console:
         if isinstance(event, ChangeAbandoned):
             return f"  {event.vcs}: abandoned change {event.change_id[:12]}"
         if isinstance(event, RetryDecided):
-            if event.kind == "transient":
-                return f"  transient failure: trying again in {duration(event.wait_seconds)}"
-            if event.kind == "paused":
-                return f"  {event.reason}; running it again"
-            verdict = "retry" if event.retry else "give up"
-            hint = f"; hint: {event.hint}" if event.retry and event.hint else ""
-            source = "" if event.source == "advisor" else f" ({event.source})"
-            return f"  advisor{source}: {verdict}: {event.reason}{hint}"
+            return retry_line(event)
         if isinstance(event, LimitWait):
             until = time.strftime("%H:%M:%S", time.localtime(event.until))
             return (f"  {event.reason}: waiting until {until} ({duration(event.seconds)}, "
@@ -131,18 +130,11 @@ class Console:
             return "  " + round_line(event.total, event.seconds, event.failed, event.round,
                                      event.rounds, baseline=event.index == 0)
         if isinstance(event, TaskFinished):
-            if event.status == "unapproved":
-                kept = f"; its change {event.change_id[:12]} is kept" if event.change_id else ""
-                return f"  task {event.index} unapproved: {event.error}{kept}"
-            if event.status in ("failed", "blocked"):
-                return f"  task {event.index} {event.status}: {event.error}"
-            if event.status == "completed" and event.change_id:
-                return f"  change {event.change_id[:12]}: {event.files} file(s) changed"
-            if event.status == "completed" and event.empty:
-                return "  completed, but the task changed no files (no change recorded)"
-            return None
+            return finished_line(event)
         if isinstance(event, RunFinished):
             return summary_text(event, self.cwd)
+        if isinstance(event, LaneNote):
+            return f"  {event.text}"
         if isinstance(event, HookFinished) and (event.exit_code != 0 or event.timed_out):
             how = (f"timed out after {duration(event.seconds)}" if event.timed_out else
                    f"failed (exit {event.exit_code})" if event.exit_code is not None else
@@ -183,6 +175,32 @@ class Console:
             self.out.flush()
 
 
+def retry_line(event: RetryDecided) -> str:
+    """What comes after a failed attempt: a backoff, a pause excused, or the advisor's word."""
+    if event.kind == "transient":
+        return f"  transient failure: trying again in {duration(event.wait_seconds)}"
+    if event.kind == "paused":
+        return f"  {event.reason}; running it again"
+    verdict = "retry" if event.retry else "give up"
+    hint = f"; hint: {event.hint}" if event.retry and event.hint else ""
+    source = "" if event.source == "advisor" else f" ({event.source})"
+    return f"  advisor{source}: {verdict}: {event.reason}{hint}"
+
+
+def finished_line(event: TaskFinished) -> str | None:
+    """How a task ended, where a line says more than the lines before it."""
+    if event.status == "unapproved":
+        kept = f"; its change {event.change_id[:12]} is kept" if event.change_id else ""
+        return f"  task {event.index} unapproved: {event.error}{kept}"
+    if event.status in ("failed", "blocked"):
+        return f"  task {event.index} {event.status}: {event.error}"
+    if event.status == "completed" and event.change_id:
+        return f"  change {event.change_id[:12]}: {event.files} file(s) changed"
+    if event.status == "completed" and event.empty:
+        return "  completed, but the task changed no files (no change recorded)"
+    return None
+
+
 def run_started_line(event: RunStarted) -> str:
     """How many tasks this run takes, of how many, and what happens to the others."""
     notes = "".join(f"{n}\n" for n in event.notes)
@@ -191,7 +209,9 @@ def run_started_line(event: RunStarted) -> str:
     done = f", {event.done} done already" if event.done else ""
     waiting = f", {others} not run this time (--dry-run says why)" if others > 0 else ""
     where = ("the stand-in works in the rehearsal's own copy" if event.agent == "rehearse"
-             else "the agent works in the repository root")
+             else "the agent works in the repository root" if event.parallel < 2 else
+             f"up to {event.parallel} groups at once, each in a working copy of its own "
+             "under .agent-loop/lanes/")
     return (f"{notes}agent-loop: {event.pending} of {event.total} task(s) to run{done}{waiting} "
             f"(vcs: {event.vcs}{agent}; {where})")
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agentloop.errors import TaskFileError
+from agentloop.plan.depends import resolve
 from agentloop.plan.groups import numbered
 from agentloop.plan.items import CHECKS_FENCE  # noqa: F401  (re-exported for readers of plans)
 from agentloop.plan.markdown import DONE, UNGROUPED, Reading, _Parser, _SpannedListItem, read  # noqa: F401
@@ -62,6 +63,7 @@ class TaskFile:
     context: str = ""           # the text before the first task's group: every fresh session's
     folded: tuple[tuple[int, str, int], ...] = ()   # (line, text, line of the task it joined)
     title: str = ""             # the plan's `#` heading
+    depends: tuple[tuple[str, tuple[str, ...]], ...] = ()   # group -> the groups it waits for
 
 
 def file_hash(data: bytes) -> str:
@@ -127,7 +129,8 @@ def load(path: Path) -> TaskFile:
 def from_bytes(path: Path, data: bytes) -> TaskFile:
     """Hash and parse the task file's bytes, already read; TaskFileError if it is unusable."""
     digest = file_hash(data)
-    tasks, reading = read_text(_decode(path, data))
+    text = _decode(path, data)
+    tasks, reading = read_text(text)
     if not tasks:
         raise TaskFileError(f"task file {_shown(path)} has no tasks: "
                             "write each task as a list item, like `- fix the login bug`")
@@ -137,10 +140,12 @@ def from_bytes(path: Path, data: bytes) -> TaskFile:
             raise TaskFileError(f"task {task.index} (line {task.line}) of {_shown(path)} is "
                                 f"{size:,} bytes; a task can be at most {MAX_TASK_BYTES // 1024} "
                                 "KiB: put the long part in a file and name that file in the task")
+    depends = resolve([(t.line, t.group) for t in tasks],
+                      text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n"))
     return TaskFile(path=path, sha256=digest, tasks=tasks,
                     ignored=tuple(reading.ignored), warnings=tuple(reading.warnings),
                     context=reading.context, folded=tuple(reading.folded),
-                    title=reading.title)
+                    title=reading.title, depends=tuple(depends.items()))
 
 
 def read_bytes(path: Path) -> bytes:

@@ -11,10 +11,32 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from pathlib import Path
+from typing import Callable, TypeVar
 
 PR_SET_CHILD_SUBREAPER = 36
 _enabled = False
+# The children we started ourselves and have not reaped yet: never orphans, whichever thread
+# started them (a parallel run's lanes start agents and git at the same time as another lane
+# ends its agent's orphans). Started and noted under the lock, so none is seen unnoted.
+_lock = threading.Lock()
+_ours: set[int] = set()
+Child = TypeVar("Child")
+
+
+def spawn(start: Callable[[], Child]) -> Child:
+    """Start a child (`start()` returns it, with its pid) and note it as ours."""
+    with _lock:
+        child = start()
+        _ours.add(child.pid)  # type: ignore[attr-defined]
+    return child
+
+
+def reaped(pid: int) -> None:
+    """A child of ours ended and was waited for."""
+    with _lock:
+        _ours.discard(pid)
 
 
 def adopt_orphans() -> bool:
@@ -72,14 +94,15 @@ def end_adopted(before: set[int], rounds: int = 10) -> int:
         return 0
     ended = 0
     for _ in range(rounds):
-        orphans = children() - before
-        if not orphans:
-            break
-        for pid in orphans:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                ended += 1
-            except (ProcessLookupError, ChildProcessError):
-                pass
+        with _lock:
+            orphans = children() - before - _ours
+            if not orphans:
+                break
+            for pid in orphans:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    ended += 1
+                except (ProcessLookupError, ChildProcessError):
+                    pass
     return ended

@@ -10,6 +10,8 @@ import subprocess
 import threading
 from typing import Callable
 
+from agentloop.proc.reaper import spawn
+
 
 def die_with_parent() -> Callable[[], None] | None:
     """A pre-exec hook that makes the kernel kill the agent if agent-loop itself is SIGKILLed.
@@ -82,9 +84,9 @@ class _Watchdog:
     def _start(self) -> bool:
         read_end, write_end = os.pipe()  # not inheritable: no other child holds our end
         try:
-            self._process = subprocess.Popen(
+            self._process = spawn(lambda: subprocess.Popen(
                 ["/bin/sh", "-c", WATCHDOG], stdin=read_end, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, start_new_session=True)
+                stderr=subprocess.DEVNULL, start_new_session=True))
         except OSError:
             os.close(write_end)
             return False

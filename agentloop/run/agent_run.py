@@ -13,7 +13,7 @@ from agentloop.agents import LIMIT, AgentResult, AgentRun, clean
 from agentloop.run import ledger
 from agentloop.run.context import Run
 from agentloop.run.events import AgentActivity, AgentFinished, AgentStarted
-from agentloop.run.waits import classify
+from agentloop.run.waits import classify, hold
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.vcs import Change
 
@@ -30,7 +30,7 @@ def log_path(run: Run, task: TaskState, number: int, role: str = "developer", ro
         path = store.log_path(task.log_name, number, iteration)
         return path.with_name(f"{path.stem}-run{before + 1}.log") if before else path
     base = store.log_path(task.log_name, number)
-    fix = "checkfix" if kind == "checks" else "fix"
+    fix = {"checks": "checkfix", "conflict": "conflict"}.get(kind, "fix")
     name = f"{base.stem}-{'review' if role == 'reviewer' else fix}{round_}"
     return base.with_name(name + (f"-run{before + 1}" if before else "") + ".log")
 
@@ -45,12 +45,14 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
                              resume is not None, iteration, role, round_)
     run.save(task)
     run.emit(AgentStarted(str(log), resume, run.agent.name, role))
-    request = AgentRun(prompt=clean(prompt), model=run.model(role), cwd=run.project.root,
+    request = AgentRun(prompt=clean(prompt), model=run.model(role), cwd=run.cwd,
                        log=log, raw_log=log.with_suffix(".jsonl"), resume=resume,
                        header=_header(run, task, role, round_, iteration, kind),
                        timeout=run.options.task_timeout, budget_usd=run.options.task_budget,
                        read_only=role == "reviewer",
                        before=ledger.session_totals(run.state, resume, task))
+    if run.lane:  # a limit another lane met holds every lane's next request
+        hold(run)
     began = run.clock.monotonic()
     result = run.agent.run(request, lambda now: run.emit(
         AgentActivity(now.text, now.tool, now.tool_calls, now.turns)))

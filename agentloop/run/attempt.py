@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from agentloop.errors import AgentBlocked, Interrupted
-from agentloop.proc.commands import shielded
+from agentloop.proc.signals import shielded
 from agentloop.run import ledger
 from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import checks_note
@@ -49,6 +49,8 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
     # Retries run in a fresh session: the failed attempt's edits are gone, and its
     # conversation would tell the agent otherwise.
     resume = None if fresh else resume_session(run.state, task)
+    if run.job is not None and resume in run.job.elsewhere:  # it stayed on another machine
+        resume = None
     prompt = first_prompt(run, task, hint, resume)
     change = run.vcs.begin(commit_message(task, run.state.title))
     ledger.open_attempt(task, change)

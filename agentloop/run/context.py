@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Protocol
 
 from agentloop.agents import Agent
 from agentloop.options import RunOptions
@@ -28,6 +30,39 @@ class Tally:
     planned: tuple[int, ...] = ()     # the tasks this run takes, in order
 
 
+class Shared:
+    """What every lane of one run shares: one lock over the state and the events (one owner
+    writes, whichever lane reports), the wind-down flag (no new task starts), and the usage-limit
+    gate (no agent starts anywhere before a limit seen by one lane resets)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self._halt = threading.Event()
+        self.paused_until = 0.0     # clock.time() before which no agent run starts
+        self.limit_waits = 0        # usage-limit waits of the whole run, across lanes
+
+    def halt(self) -> None:
+        """Start no new task anywhere; running ones finish."""
+        self._halt.set()
+
+    def halted(self) -> bool:
+        """Whether the run is winding down."""
+        return self._halt.is_set()
+
+
+class FleetJob(Protocol):
+    """A CI job's part in its group's run (agentloop.run.fleet.Job)."""
+
+    # Sessions kept on another machine (a job resumed elsewhere): never resumed here.
+    elsewhere: frozenset[str]
+
+    def push(self, state: State) -> None:
+        """After each task is settled: the group's branch and state, to the remote."""
+
+    def trailers(self, task: TaskState) -> str:
+        """The lines that end each task's commit message, naming the plan and the task."""
+
+
 @dataclass(frozen=True)
 class Run:
     """The shared parts of one run: project and state, agent, VCS, options, events, clock."""
@@ -43,11 +78,21 @@ class Run:
     distiller: Distiller | None = None
     clock: Clock = SystemClock()
     tally: Tally = field(default_factory=Tally)
+    shared: Shared = field(default_factory=Shared)
+    workdir: Path | None = None     # a lane's own working copy; None: the project's root
+    lane: str = ""                  # the group a parallel run's lane works on
+    job: FleetJob | None = None     # a fleet job's part (agentloop.run.fleet), or None
+
+    @property
+    def cwd(self) -> Path:
+        """Where the agent and the user's checks run: the lane's working copy, or the root."""
+        return self.workdir or self.project.root
 
     def save(self, task: TaskState | None = None) -> None:
         """Persist the state now; `task`: only that task's record (and top-level fields)
         changed since the last save, so a journal line can say it all."""
-        self.project.store.save(self.state, task)
+        with self.shared.lock:
+            self.project.store.save(self.state, task)
 
     def model(self, role: str) -> str:
         """The model for a developer's or a reviewer's run: the option, else the agent's own."""

@@ -10,6 +10,7 @@ import orjson
 
 from agentloop.agents import AgentResult, Totals
 from agentloop.files import jsonbytes
+from agentloop.run.lanes import LaneNote, lane
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class RunStarted:
     notes: tuple[str, ...] = ()
     agent: str = ""
     done: int = 0              # tasks done already (completed or checked off)
+    parallel: int = 1          # groups at once, each in a working copy of its own
 
 
 @dataclass(frozen=True)
@@ -234,7 +236,7 @@ class RunFinished:
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,
               ChangeAbandoned, RetryDecided, LimitWait, LimitWaitOver, MessageDistilled,
               TaskFinished, RunFinished, ReviewStarted, ReviewVerdict, CheckStarted,
-              CheckFinished, ChecksDone, HookFinished]
+              CheckFinished, ChecksDone, HookFinished, LaneNote]
 Emit = Callable[[Event], None]
 
 # events.jsonl: every event is one JSON object a line: {"v": SCHEMA_VERSION, "type": <class name>,
@@ -255,6 +257,8 @@ def to_json(event: Event, time: str) -> bytes:
     # Field by field, the nested records (AgentResult) left to orjson, which writes a dataclass
     # as dataclasses.asdict would, without its deep copy: a tenth of the time.
     body.update((f.name, getattr(event, f.name)) for f in fields(event))
+    if lane() and not body.get("lane"):  # a parallel run's lane, for events without the field
+        body["lane"] = lane()
     return jsonbytes.dumps(body) + b"\n"
 
 

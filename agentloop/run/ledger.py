@@ -157,6 +157,19 @@ def blocked(run: Run, task: TaskState, attempt: Attempt, reason: str,
     run.emit(TaskFinished(task.index, task.status, None, 0, task.error))
 
 
+def conflicted(run: Run, task: TaskState, attempt: Attempt, commit: str, reason: str,
+               session: str | None) -> None:
+    """A parallel run's task whose change does not fit the main line: kept (on its lane's
+    branch) for a person, neither done nor failed; the next run tries to land it again."""
+    task.status = attempt.outcome = "conflicted"
+    task.change_id = task.commit_id = attempt.change_id = attempt.commit_id = commit
+    task.error = attempt.reason = reason
+    task.session_id = session
+    task.finished_at = attempt.finished_at = now()
+    run.save(task)
+    run.emit(TaskFinished(task.index, task.status, commit, 0, reason))
+
+
 def stopped(task: TaskState, attempt: Attempt, reason: str) -> None:
     """The agent reported an error so grave that the run stops; the task waits its turn."""
     attempt.outcome, task.status = "stopped", "pending"

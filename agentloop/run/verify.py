@@ -104,7 +104,7 @@ def _round(run: Run, index: int, commands: tuple[str, ...], log: Path,
     runs = []
     for command in commands:
         run.emit(CheckStarted(index, command, round_, str(log)))
-        done = checks.run_checks((command,), run.project.root, log, run.options.check_timeout,
+        done = checks.run_checks((command,), run.cwd, log, run.options.check_timeout,
                                  round_, store.relative(log))[0]
         run.emit(CheckFinished(index, command, done.exit_code, done.seconds, str(log), round_,
                                done.timed_out))

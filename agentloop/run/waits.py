@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from agentloop.agents import OTHER, TRANSIENT, AgentResult, Failure
-from agentloop.errors import RunStopped
+from agentloop.errors import Interrupted, RunStopped
+from agentloop.proc import running
 from agentloop.run.context import Run
 from agentloop.run.events import LimitWait, LimitWaitOver
 
@@ -22,6 +23,9 @@ def classify(run: Run, result: AgentResult) -> Failure:
 
 def wait_for_limit(run: Run, failure: Failure) -> None:
     """Sleep until the limit resets (or a doubling backoff); stop once out of waits."""
+    if run.lane:
+        _wait_together(run, failure)
+        return
     run.tally.limit_waits += 1
     waits, most = run.tally.limit_waits, run.options.max_limit_waits
     if waits > most:
@@ -44,3 +48,34 @@ def excused_by_a_pause(run: Run, result: AgentResult, failure: Failure) -> bool:
         return False
     run.tally.limit_waits += 1
     return run.tally.limit_waits <= run.options.max_limit_waits
+
+
+def _wait_together(run: Run, failure: Failure) -> None:
+    """A parallel run's lane met a limit: every lane waits for the same reset, and only the
+    first to meet it says so (one wait, one line), however many lanes meet it meanwhile."""
+    shared, wait = run.shared, 0
+    with shared.lock:
+        now = run.clock.time()
+        until = shared.paused_until
+        if until <= now:
+            shared.limit_waits += 1
+            wait, most = shared.limit_waits, run.options.max_limit_waits
+            if wait > most:
+                raise RunStopped(f"usage limit: waited {most} times already ({failure.reason})")
+            if failure.resets_at is not None:
+                seconds = max(0.0, failure.resets_at - now) + RESET_MARGIN
+            else:
+                seconds = min(MAX_BACKOFF, run.options.backoff * 2 ** (wait - 1))
+            until = shared.paused_until = now + seconds
+            run.emit(LimitWait(failure.reason, seconds, until, wait, most))
+    hold(run)
+    if wait:
+        run.emit(LimitWaitOver(wait))
+
+
+def hold(run: Run) -> None:
+    """Before any agent run of a parallel run's lane: wait out a limit another lane met."""
+    while (left := run.shared.paused_until - run.clock.time()) > 0:
+        if running.stopping():  # Ctrl+C: the main thread stops every lane
+            raise Interrupted("interrupted")
+        run.clock.sleep(min(left, 1.0))

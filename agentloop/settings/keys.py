@@ -2,9 +2,10 @@
 
 A key is an option's long name (`check-timeout`); a file may spell it with underscores too
 (`check_timeout`), and the environment as `AGENT_LOOP_CHECK_TIMEOUT`. The modes (--status,
---dry-run, --init, --rehearse, --reset, --again, --task, --json, --follow, --show-settings) are
-never settings: they say what one call does, not how runs go. An option that shapes a run becomes
-a key by one line below; its type, default and allowed values are the option's own.
+--dry-run, --init, --rehearse, --reset, --again, --task, --json, --follow, --show-settings,
+--stop-after-running) are never settings: they say what one call does, not how runs go. An
+option that shapes a run becomes a key by one line below; its type, default and allowed values
+are the option's own.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ KEYS = (
     "max-failures",
     "backoff",
     "iterations",
+    "parallel",
     "include-optional",
     "sleep",
     "distill",

@@ -7,6 +7,7 @@ version the agent reported, with its task, iteration and time.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from agentloop.files import jsonbytes
@@ -23,6 +24,9 @@ class Learnings:
         self.path = folder / "learnings.md"
         self.history = folder / "learnings.jsonl"
         self._written: str | None = None  # what this run last wrote to learnings.md
+        # A parallel run's lanes record from threads of their own: one at a time, each adding
+        # to the file as the one before left it, so none overwrites another's.
+        self._lock = threading.Lock()
 
     def current(self) -> str:
         """The learnings as they are now (the user's edits included), or ""."""
@@ -49,7 +53,13 @@ class Learnings:
     def record(self, task: int, iteration: int, time: str, progress: str, learnings: str,
                summary: str = "") -> None:
         """Keep one version; new learnings go into learnings.md under their task, replacing
-        that task's entry from an earlier run of it (a redo learns anew, it does not repeat).
+        that task's entry from an earlier run of it (a redo learns anew, it does not repeat)."""
+        with self._lock:
+            self._record(task, iteration, time, progress, learnings, summary)
+
+    def _record(self, task: int, iteration: int, time: str, progress: str, learnings: str,
+                summary: str) -> None:
+        """One at a time (a parallel run's lanes record from threads of their own).
 
         Learnings of "none" (as the system prompt tells the agent to write) are no learnings.
         """

@@ -117,6 +117,7 @@ def load_plan(project: Project, plan: parse.TaskFile | None = None,
     fresh = state_from(project, parsed)
     saved.tasks, saved.task_file_hash = changes.tasks, parsed.sha256
     saved.context, saved.ignored, saved.warnings = fresh.context, fresh.ignored, fresh.warnings
+    saved.depends = fresh.depends
     saved.folded, saved.reader, saved.title = fresh.folded, fresh.reader, fresh.title
     saved.retired += [run for record in changes.dropped for run in record.history]
     if reread:   # news only if it reads differently
@@ -131,6 +132,7 @@ def state_from(project: Project, parsed: parse.TaskFile) -> State:
                  reader=parse.READER,
                  tasks=[TaskState.from_task(t) for t in parsed.tasks],
                  context=parsed.context or None, title=parsed.title or None,
+                 depends={g: list(d) for g, d in parsed.depends},
                  ignored=[{"line": n, "text": t, "why": w} for n, t, w in parsed.ignored],
                  warnings=list(parsed.warnings),
                  folded=[{"line": n, "text": t, "into": i} for n, t, i in parsed.folded])

@@ -19,9 +19,11 @@ from agentloop.plan.parse import Task
 
 # 2: state.json may come with a journal (journal_id); an agent-loop that reads only 1 would
 # read the snapshot without it and run finished tasks again, so it must refuse the file.
-SCHEMA_VERSION = 2
+# 3: a task may be `conflicted` (a parallel run's group whose change does not fit the main line);
+# an agent-loop that reads only 2 would call such a state damaged, so it must refuse it as newer.
+SCHEMA_VERSION = 3
 STATUSES = ("pending", "running", "completed", "failed", "interrupted", "skipped", "blocked",
-            "unapproved")
+            "unapproved", "conflicted")
 
 
 def now() -> str:
@@ -145,6 +147,8 @@ class State:
     reader: int = 0
     # Sub-tasks folded into the task before them by their numbers ({"line", "text", "into"}).
     folded: list[dict[str, Any]] = field(default_factory=list)
+    # Which groups wait for which (`Depends on:` lines): group -> the groups it waits for.
+    depends: dict[str, list[str]] = field(default_factory=dict)
     # The journal whose lines go on top of this snapshot (agentloop.journal); None: none.
     journal_id: str | None = None
     # The agent runs of tasks the plan no longer has (reworded or removed): money spent stays
@@ -235,7 +239,8 @@ def _one_to_two(data: dict[str, Any]) -> dict[str, Any]:
 
 # Each entry upgrades a state dict from version N to N+1. Version 1 is the first; the chain
 # grows here as the schema changes, so old state files keep loading.
-UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _one_to_two}
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    1: _one_to_two, 2: lambda data: {**data, "schema_version": 3}}  # 3 only adds a status
 
 
 def task_from_dict(data: Any) -> TaskState:

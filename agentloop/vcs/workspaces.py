@@ -160,6 +160,12 @@ def sweep_git(root: Path, keep: set[str]) -> list[str]:
     return gone
 
 
+def drop_branches(root: Path, names: set[str]) -> None:
+    """Delete the lane branches of these lanes, where they exist."""
+    for name in sorted(names):
+        _git(root, "branch", "-q", "-D", BRANCH_PREFIX + name, codes=(0, 1))
+
+
 # -- jj -------------------------------------------------------------------------------------------
 
 JJ = ["jj", "--no-pager", "--color=never"]

@@ -1,0 +1,135 @@
+"""A parallel run's finished task whose change does not fit the main line (another group changed
+the same lines first): the group's own session, which knows the change best, resolves it in the
+group's worktree, and the user's checks run again; at most ROUNDS rounds.
+
+Unresolved, nothing is lost: the task is `conflicted` (not completed, not failed), its change
+stays on the lane's branch, the group's later tasks wait, and the message says how to look at it
+and how to go on after resolving it by hand. The next run tries to land it again first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Protocol
+
+from agentloop.errors import RunStopped
+from agentloop.run import ledger
+from agentloop.run.agent_run import run_agent
+from agentloop.run.checks import run_checks
+from agentloop.run.context import Run
+from agentloop.run.lanes import LaneNote
+from agentloop.run.verify import check_log, task_checks
+from agentloop.state.schema import Attempt, TaskState
+from agentloop.vcs import Change
+from agentloop.vcs.mainline import IntegrationConflict
+
+ROUNDS = 2
+PROMPT = """\
+Your change for the task above does not fit the main line: other groups changed the same \
+lines and their work landed first. Your working copy now holds the main line as it is, with \
+your change applied on top; git marked each conflict (<<<<<<< / ======= / >>>>>>>) in:
+{files}
+
+What landed on the main line from the other groups meanwhile:
+{others}
+
+Resolve every conflict so that both your change and theirs keep working: edit the files and \
+remove every marker. Do not commit, and run no git command that moves HEAD. End with a short \
+summary of how you resolved it."""
+
+
+class LaneVcs(Protocol):
+    """What a lane's VCS (agentloop.vcs.gitlane, agentloop.vcs.jjlane) offers for conflicts."""
+
+    root: Path
+
+    def open_conflict(self, conflict: IntegrationConflict) -> list[str]: ...
+    def markers_left(self, files: Iterable[str]) -> list[str]: ...
+    def close_conflict(self, conflict: IntegrationConflict) -> Change: ...
+    def drop_conflict(self, conflict: IntegrationConflict) -> None: ...
+    def kept(self, change_id: str) -> str: ...
+    def land_again(self, commit: str) -> Change: ...
+    def help_lines(self, where: str) -> str: ...
+    def main_commits_touching(self, commit: str, onto: str, files: list[str]) -> list[str]: ...
+
+
+def _lane_vcs(run: Run) -> LaneVcs | None:
+    return run.vcs if hasattr(run.vcs, "open_conflict") else None  # type: ignore[return-value]
+
+
+class GroupConflicted(RunStopped):
+    """A group's task could not be put on the main line: the group stops, the others go on."""
+
+
+def resolve(run: Run, task: TaskState, change: Change, session: str | None,
+            conflict: IntegrationConflict, attempt: Attempt, intro: str = "") -> Change:
+    """Rounds of the group's session resolving `conflict`; the landed change, or
+    GroupConflicted with the task marked `conflicted`. `intro`: what a fresh session (None)
+    is told first, since it never saw the task (run.replay: a fleet job's task)."""
+    vcs = _lane_vcs(run)
+    assert vcs is not None, "a conflict outside a parallel run's lane"
+    number = attempt.number
+    first = conflict.commit  # the task's own commit: kept on the lane's branch whatever happens
+    for round_ in range(1, ROUNDS + 1):
+        files = vcs.open_conflict(conflict)
+        run.emit(LaneNote(f"task {task.index} conflicts with the main line in "
+                          f"{', '.join(files)}: the group's session resolves it "
+                          f"(round {round_} of {ROUNDS})"))
+        prompt = PROMPT.format(files="\n".join(f"- {f}" for f in files),
+                               others=_others(run, vcs, conflict, files))
+        if intro and session is None:
+            prompt = intro + prompt
+        fixing, result = run_agent(run, task, change, prompt, number, session,
+                                   round_=round_, kind="conflict")
+        session = result.session_id or session
+        fixing.outcome = "resolved" if result.ok else "failed"
+        if not result.ok or vcs.markers_left(files) or not _checks_pass(run, task, number,
+                                                                         round_):
+            continue
+        try:
+            return vcs.close_conflict(conflict)
+        except IntegrationConflict as again:  # the main line moved on meanwhile
+            conflict = again
+    vcs.drop_conflict(IntegrationConflict(first, conflict.files, conflict.onto))
+    reason = stuck_message(run, vcs, task, conflict.files)
+    ledger.conflicted(run, task, attempt, first, reason, session)
+    raise GroupConflicted(f"task {task.index} ({task.group}) conflicts with the main line")
+
+
+def land_kept(run: Run, task: TaskState) -> Change:
+    """A task an earlier run left `conflicted`: its lane's commit (or a person's resolution of
+    it there) landed now, with the group's session resolving what still conflicts."""
+    vcs = _lane_vcs(run)
+    if vcs is None or not task.history:
+        raise RunStopped(f"task {task.index} is conflicted: {task.error}")
+    try:
+        return vcs.land_again(vcs.kept(task.change_id or ""))
+    except IntegrationConflict as conflict:
+        last = task.history[-1]
+        return resolve(run, task, Change(change_id=conflict.commit), task.session_id, conflict,
+                       last)
+
+
+def stuck_message(run: Run, vcs: LaneVcs, task: TaskState, files: tuple[str, ...]) -> str:
+    """What a person does with a conflicted task: where it is, how to look, how to go on."""
+    where = run.project.store.relative(vcs.root)
+    return f"conflicts with the main line in {', '.join(files) or 'some files'}; " + \
+        vcs.help_lines(where)
+
+
+def _others(run: Run, vcs: LaneVcs, conflict: IntegrationConflict, files: list[str]) -> str:
+    """The other groups' tasks that changed these files on the main line."""
+    shas = set(vcs.main_commits_touching(conflict.commit, conflict.onto, files))
+    lines = [f"- task {t.index} ({t.group}): {t.summary}" for t in run.state.tasks
+             if t.change_id in shas and t.group != run.lane]
+    return "\n".join(lines) or "- (changes made outside this run)"
+
+
+def _checks_pass(run: Run, task: TaskState, number: int, round_: int) -> bool:
+    commands = task_checks(run.options, task)
+    if not commands:
+        return True
+    log = check_log(run, task, number)
+    runs = run_checks(commands, run.cwd, log, run.options.check_timeout, round_,
+                      run.project.store.relative(log))
+    return all(r.passed for r in runs)

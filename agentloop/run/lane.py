@@ -1,0 +1,277 @@
+"""One lane: a list of tasks run in order in one working copy, and the one decision after each
+attempt: done, retry, wait, or stop. A sequential run is one lane holding every pending task; a
+parallel run (agentloop.run.scheduler) gives each group a lane of its own.
+
+Every status change is saved before the next step starts, so a kill at any moment leaves a state
+from which a re-run resumes: `running` or `interrupted` tasks run again, completed ones never do.
+
+A failed attempt is classified by the agent: a usage limit waits and is no attempt, a blocking
+error stops the run, a transient one is retried after a backoff, anything else goes to the retry
+advisor. A task gets at most `max_attempts` attempts in all, whatever the advice.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
+from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
+from agentloop.run import conflicts, ledger
+from agentloop.run.attempt import run_attempt
+from agentloop.run.checks import commit_line
+from agentloop.run.context import Run
+from agentloop.run.events import MessageDistilled, RetryDecided
+from agentloop.run.final_message import BLOCKED, FATAL
+from agentloop.run.fixes import Outcome
+from agentloop.run.retry import Advice
+from agentloop.run.selection import commit_message, filed_under
+from agentloop.run.verify import baseline
+from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
+from agentloop.state.receipts import money, spent
+from agentloop.state.schema import Attempt, TaskState
+from agentloop.vcs import Change
+from agentloop.vcs.mainline import IntegrationConflict
+
+# Transient failures of one task in a row before the run pauses instead of burning attempts.
+TRANSIENT_PAUSE = 3
+
+
+def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
+             checks_first: bool = True) -> None:
+    """Run `tasks` in order in this lane's working copy: one group's tasks in a parallel run,
+    every pending task of the plan in a sequential one. `begun` gets each task it starts;
+    `checks_first`: the user's checks run once before the first agent (a parallel run does that
+    once in the main checkout, before any lane starts)."""
+    for position, task in enumerate(tasks):
+        if position and run.options.sleep:
+            run.clock.sleep(run.options.sleep)  # pacing; Ctrl+C ends it at once
+        if run.shared.halted():
+            return  # winding down: no new task starts
+        if recover(run, task):
+            _settled_one(run)
+            continue
+        if not begun and checks_first:  # before the first agent runs, on the tree as left
+            baseline(run, tasks[position:])
+        begun.append(task)
+        _run_task(run, task)
+        _settled_one(run)
+        _check_history(run)
+        _check_stuck(run)
+
+
+def _settled_one(run: Run) -> None:
+    if run.job is not None:
+        run.job.push(run.state)
+
+
+def recover(run: Run, task: TaskState) -> bool:
+    """Settle what an earlier run left of this task; True when that finished it."""
+    if task.status == "conflicted":  # kept by an earlier parallel run: landed first, now
+        ledger.complete(run, task, task.history[-1], conflicts.land_kept(run, task))
+        return True
+    if task.status not in ("running", "interrupted"):
+        return False
+    done = run.vcs.recovered() if task.status == "running" else None
+    settled = getattr(run.vcs, "settled", None)  # a parallel run's jj lane
+    if done is None and settled is not None and task.status == "running":
+        done = settled(task.change_id or "")
+    if done is not None and task.history:
+        # The earlier run committed this task and was killed before saving it as done.
+        ledger.complete(run, task, task.history[-1], done)
+        return True
+    last = task.history[-1] if task.history else None
+    if task.status == "running" and last is not None and last.outcome == "running":
+        # Killed inside the agent: like Ctrl+C, that attempt does not count.
+        ledger.uncount(task, last.number, "interrupted", "interrupted", task.error or
+                       "the run was killed")
+    # A task left running or interrupted has a change holding a partial attempt; drop it
+    # so history keeps only attempts that counted.
+    if task.change_id is not None:
+        ledger.drop(run, task, Change(change_id=task.change_id, commit_id=task.commit_id or ""))
+        run.save(task)
+    return False
+
+
+def _run_task(run: Run, task: TaskState) -> None:
+    hint, fresh = "", False
+    last = next((a for a in reversed(task.history) if a.role == "developer"), None)
+    if task.status == "failed" and last is not None:
+        # A failed task run again on a later run: a fresh session, with the last advice.
+        hint, fresh = last.hint or "", True
+    transient, previous_error = 0, None
+    while True:
+        _check_budget(run, task)
+        outcome = run_attempt(run, task, hint, fresh)
+        if _settled(run, task, outcome):
+            return
+        decision = _decide(run, task, outcome, transient, previous_error)
+        if decision is None:
+            return
+        if outcome.attempt.outcome in ("limited", "paused"):
+            continue  # no attempt: run it again as it was, in the group's session, same hint
+        hint, transient, previous_error = decision
+        fresh = True
+
+
+def _settled(run: Run, task: TaskState, outcome: Outcome) -> bool:
+    """Finish a successful attempt (done, blocked, or a fatal stop); False: it failed."""
+    result, report, attempt = outcome.result, outcome.report, outcome.attempt
+    if result.ok and report.signal == FATAL:
+        ledger.drop(run, task, outcome.change)
+        ledger.stopped(task, attempt, f"{FATAL}: {report.reason}")
+        run.save(task)
+        raise RunStopped(f"the agent reported a fatal error on task {task.index}: "
+                         f"{report.reason or 'no reason given'}")
+    if result.ok and report.signal == BLOCKED:
+        ledger.drop(run, task, outcome.change)
+        ledger.blocked(run, task, attempt, report.reason or "blocked, no reason given",
+                       result.session_id)
+        return True
+    if result.ok:
+        _complete(run, task, outcome)
+        return True
+    ledger.drop(run, task, outcome.change)
+    return False
+
+
+def _decide(run: Run, task: TaskState, outcome: Outcome, transient: int,
+            previous_error: str | None) -> tuple[str, int, str | None] | None:
+    """After a failed attempt: (hint, transient failures in a row, error) to try again, or
+    None when the task is settled as failed. Waits and stops raise or sleep here."""
+    attempt, result = outcome.attempt, outcome.result
+    failure = outcome.failure or classify(run, result)
+    attempt.reason = failure.reason
+    if failure.kind == BUDGET:
+        attempt.outcome = "budget"
+        attempt.reason = (f"cut short by its own budget (--task-budget "
+                          f"{run.options.task_budget:g} USD)")
+        _fail(run, task, attempt.reason)
+        return None
+    if excused_by_a_pause(run, result, failure):
+        ledger.uncount(task, attempt.number, "paused", "pending", failure.reason)
+        attempt.outcome = "paused"
+        run.save(task)
+        run.emit(RetryDecided(task.index, task.attempts, True, "paused",
+                              f"the whole run was stopped for {result.paused:.0f}s while the "
+                              f"agent worked, and the run failed after it ({failure.reason}): "
+                              "no attempt", "", "pause", 0.0))
+        return "", transient, previous_error
+    if failure.kind in (LIMIT, BLOCKING):
+        # Not the task's fault: not an attempt, and the task waits its turn again.
+        ledger.uncount(task, attempt.number, "limited" if failure.kind == LIMIT else "blocked",
+                       "pending", failure.reason)
+        attempt.outcome = "limited" if failure.kind == LIMIT else "blocked"
+        run.save(task)
+        if failure.kind == BLOCKING:
+            raise AgentBlocked(failure.reason)
+        wait_for_limit(run, failure)
+        return "", 0, previous_error
+    attempt.outcome, task.error = "failed", failure.reason
+    if task.attempts >= run.options.max_attempts:
+        _fail(run, task, f"{failure.reason} (gave up after {task.attempts} attempts)")
+        return None
+    if failure.kind == TRANSIENT:
+        transient += 1
+        if transient >= TRANSIENT_PAUSE:
+            task.status = "pending"
+            run.save(task)
+            raise RunStopped(f"paused: {transient} transient failures in a row on task "
+                             f"{task.index} ({failure.reason})")
+        wait = run.options.backoff * 2 ** (transient - 1)
+        _announce(run, task, attempt, Advice(True, failure.reason, "", "backoff"), "transient",
+                  wait)
+        run.clock.sleep(wait)
+        return "", transient, previous_error
+    advice = run.advisor(task=task.task, attempt=task.attempts,
+                         max_attempts=run.options.max_attempts, error=failure.reason,
+                         exit_code=result.exit_code, log_tail=_tail(run.project.root / (attempt.log or "")),
+                         previous_error=previous_error)
+    ledger.add_helper_cost(task, attempt, advice.cost_usd)
+    attempt.reason = f"{attempt.reason} | advice ({advice.source}): {advice.reason}"
+    _announce(run, task, attempt, advice, "other", 0.0)
+    if not advice.retry:
+        _fail(run, task, advice.reason or failure.reason)
+        return None
+    return advice.hint, 0, failure.reason
+
+
+def _fail(run: Run, task: TaskState, reason: str) -> None:
+    ledger.fail(run, task, reason)
+    run.tally.failed_in_row.append(task.index)
+
+
+def _announce(run: Run, task: TaskState, attempt: Attempt, advice: Advice, kind: str,
+              wait: float) -> None:
+    ledger.decided(attempt, advice.hint)
+    run.save(task)
+    run.emit(RetryDecided(task.index, task.attempts, advice.retry, kind, advice.reason,
+                          advice.hint, advice.source, wait))
+
+
+def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
+    message = commit_message(task, run.state.title)
+    if run.distiller is not None and run.vcs.name != "none":
+        distilled = run.distiller(plain=message, group=filed_under(task, run.state.title),
+                                  task=task.task,
+                                  final=outcome.result.text, diff=run.vcs.diff(outcome.change))
+        ledger.add_helper_cost(task, outcome.attempt, distilled.cost_usd)
+        message = distilled.text
+        run.emit(MessageDistilled(task.index, distilled.distilled, message.splitlines()[0],
+                                  distilled.note))
+    if outcome.checks:  # only a round that passed reaches here
+        message += "\n\n" + commit_line([c.command for c in outcome.checks])
+    if outcome.note:  # kept for the user to judge: the history says so too
+        message += f"\n\n{outcome.status}: {outcome.note}"
+    if run.job is not None:  # a fleet job's commits name their plan and task
+        message += "\n\n" + run.job.trailers(task)
+    try:
+        done = run.vcs.finish(outcome.change, message)
+    except IntegrationConflict as conflict:  # a parallel run's lane: another group came first
+        done = conflicts.resolve(run, task, outcome.change, outcome.result.session_id,
+                                 conflict, outcome.attempt)
+    if done.empty:  # nothing changed: no change to record (backends drop an empty one)
+        done = Change(change_id="", empty=True)
+    run.tally.failed_in_row.clear()
+    ledger.complete(run, task, outcome.attempt, done, outcome.status, outcome.note)
+
+
+def _check_budget(run: Run, task: TaskState) -> None:
+    """Start no attempt once everything spent on this plan since its last --reset has
+    reached --budget."""
+    budget = run.options.budget
+    if budget is None:
+        return
+    total = spent(run.state)
+    if total >= budget:
+        raise BudgetReached(f"budget reached before task {task.index}: spent "
+                            f"{money(total)} of {money(budget)}", total, budget)
+
+
+def _check_history(run: Run) -> None:
+    """Every finished task's change must still be where it was: an agent that reset the branch,
+    switched it or abandoned a change stops the run before the next task is built on that."""
+    # A generator: the git backend reads it only when HEAD moved behind its back.
+    lost = run.vcs.missing(t.change_id for t in run.state.tasks
+                           if t.status in ("completed", "unapproved") and t.change_id)
+    if lost:
+        named = ", ".join(f"task {t.index} ({(t.change_id or '')[:12]})"
+                          for t in run.state.tasks if t.change_id in lost)
+        raise RunStopped(f"the change of {named} is no longer in the history this run builds "
+                         f"on; {run.vcs.lost_hint}")
+
+
+def _check_stuck(run: Run) -> None:
+    failed = run.tally.failed_in_row
+    if len(failed) >= run.options.max_failures:
+        tasks = ", ".join(str(i) for i in failed)
+        raise RunStopped(f"the agent seems stuck: {len(failed)} tasks failed in a row "
+                         f"(tasks {tasks}); read their logs (agent-loop --status lists them) "
+                         "and fix the cause")
+
+
+def _tail(log: Path, limit: int = 4000) -> str:
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return text[-limit:]

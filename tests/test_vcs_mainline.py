@@ -1,0 +1,120 @@
+"""Landing a lane's commit on the main line: one commit each, author, date and message kept, a
+compare-and-swap on the branch, idempotent after a kill, and the user's checkout followed without
+sweeping in or overwriting anything of the user's."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from agentloop import proc
+from agentloop.vcs import mainline
+from agentloop.vcs.mainline import GitMainLine, IntegrationConflict
+
+
+def git(repo: Path, *args: str, **env: str) -> str:
+    import os
+    return proc.run(["git", *args], cwd=repo, env={**os.environ, **env}).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "f.txt").write_text("one\n")
+    git(root, "add", "f.txt")
+    git(root, "commit", "-qm", "base")
+    return root
+
+
+def lane_commit(repo: Path, name: str, files: dict[str, str], message: str) -> str:
+    """A commit on branch `name` (made in a worktree), as a lane would make it."""
+    wt = repo.parent / name
+    if not wt.exists():
+        git(repo, "worktree", "add", "-q", "-b", name, str(wt), "main")
+    for path, text in files.items():
+        (wt / path).write_text(text)
+    git(wt, "add", "-A")
+    git(wt, "commit", "-qm", message, GIT_AUTHOR_NAME="Lane Agent",
+        GIT_AUTHOR_DATE="2026-02-03T04:05:06+01:00")
+    return git(wt, "rev-parse", "HEAD")
+
+
+def test_a_commit_lands_once_with_its_author_and_message(repo: Path) -> None:
+    main = GitMainLine.current(repo)
+    first = lane_commit(repo, "a", {"a.txt": "a\n"}, "task a\n\nbody")
+    landed = main.land(first)
+    assert git(repo, "log", "-1", "--format=%an|%ad|%B", "--date=iso", landed) == \
+        "Lane Agent|2026-02-03 04:05:06 +0100|task a\n\nbody"
+    assert git(repo, "rev-parse", "main") == landed
+    assert (repo / "a.txt").read_text() == "a\n"  # the checkout followed
+    assert git(repo, "status", "--porcelain") == ""
+    assert main.land(first) == landed  # a second landing (a re-run after a kill) is the same
+    assert git(repo, "rev-list", "--count", "main") == "2"
+    main.forget([first])
+    assert git(repo, "for-each-ref", mainline.LANDED) == ""
+
+
+def test_conflicts_are_reported_and_change_nothing(repo: Path) -> None:
+    main = GitMainLine.current(repo)
+    left = lane_commit(repo, "left", {"f.txt": "left\n"}, "left")
+    right = lane_commit(repo, "right", {"f.txt": "right\n"}, "right")
+    main.land(left)
+    tip = main.tip()
+    with pytest.raises(IntegrationConflict) as caught:
+        main.land(right)
+    assert caught.value.files == ("f.txt",) and caught.value.onto == tip
+    assert main.tip() == tip and (repo / "f.txt").read_text() == "left\n"
+
+
+def test_the_users_edits_on_the_same_file_make_it_wait(repo: Path) -> None:
+    said: list[str] = []
+    main = GitMainLine(repo, "refs/heads/main", on_wait=said.append)
+    commit = lane_commit(repo, "a", {"f.txt": "from the task\n"}, "task")
+    (repo / "f.txt").write_text("the user's edit\n")
+    before = main.tip()
+    done: list[str] = []
+    landing = threading.Thread(target=lambda: done.append(main.land(commit)))
+    landing.start()
+    landing.join(2.5)
+    assert not done and main.tip() == before  # the branch waits; the user's file is untouched
+    assert (repo / "f.txt").read_text() == "the user's edit\n"
+    assert len(said) == 1 and "f.txt" in said[0]
+    git(repo, "stash", "-q")
+    landing.join(10)
+    assert done and (repo / "f.txt").read_text() == "from the task\n"
+    assert "the user's edit" in git(repo, "stash", "show", "-p")
+
+
+def test_unrelated_staged_and_unstaged_work_stays_as_it_is(repo: Path) -> None:
+    (repo / "g.txt").write_text("g\n")
+    git(repo, "add", "g.txt")
+    git(repo, "commit", "-qm", "g")
+    main = GitMainLine.current(repo)
+    commit = lane_commit(repo, "a", {"a.txt": "a\n"}, "task")
+    (repo / "g.txt").write_text("staged\n")
+    git(repo, "add", "g.txt")
+    (repo / "f.txt").write_text("unstaged\n")
+    main.land(commit)
+    assert proc.run(["git", "status", "--porcelain"], cwd=repo).stdout.splitlines() == [
+        " M f.txt", "M  g.txt"]
+    assert git(repo, "show", "--name-only", "--format=", "main") == "a.txt"
+
+
+def test_a_branch_moved_meanwhile_is_read_again(repo: Path) -> None:
+    main = GitMainLine.current(repo)
+    commit = lane_commit(repo, "a", {"a.txt": "a\n"}, "task")
+    old = main.tip()
+    (repo / "h.txt").write_text("h\n")
+    git(repo, "add", "h.txt")
+    git(repo, "commit", "-qm", "the user's own commit")
+    landed = main.land(commit)
+    assert git(repo, "rev-parse", f"{landed}~1") != old  # on top of the user's commit
+    assert git(repo, "log", "--format=%s", "main").splitlines()[:2] == [
+        "task", "the user's own commit"]
+    # The swap itself refuses a branch that is no longer where it was read.
+    other = lane_commit(repo, "b", {"b.txt": "b\n"}, "task b")
+    assert not main._swap(old, other, other) and main.tip() == landed
