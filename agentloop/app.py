@@ -20,7 +20,7 @@ from agentloop.state.project import Project, load_plan, open_project, rehearsal_
 from agentloop.state.schema import State, now
 
 if TYPE_CHECKING:
-    from agentloop.run.integrate import Integrated
+    from agentloop.fleet.integrate import Integrated
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     _not_a_link(tasks_md, cwd)
     project = open_project(tasks_md, cwd)
     if options.rehearse:
-        from agentloop.vcs.lanes import kind_of
+        from agentloop.vcs.private_copy import kind_of
 
         kind_of(project.root, options.vcs)  # no repository: said before anything is made
         project = rehearsal_of(project)
@@ -191,7 +191,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
         try:
             with project.store.lock():
                 if options.push is not None:  # a fleet job
-                    from agentloop.run.fleet import run_job
+                    from agentloop.fleet.job import run_job
                     state, summary = run_job(project, plan, options,
                                              fan_out(events, emit, hooks))
                 else:
@@ -209,8 +209,8 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
 
 def integrate(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> "Integrated":
     """--integrate --from REMOTE: every finished group's job on the current branch, the states
-    merged (agentloop.run.integrate)."""
-    from agentloop.run.integrate import integrate as bring_in
+    merged (agentloop.fleet.integrate)."""
+    from agentloop.fleet.integrate import integrate as bring_in
 
     check_usage(options)
     _not_a_link(tasks_md, cwd)

@@ -70,7 +70,7 @@ class RunOptions:
     command: tuple[str, ...] = ()
     parallel: int = 1                 # groups at once, each in a working copy of its own
     stop_after_running: bool = False  # ask a parallel run going on to wind down
-    push: str | None = None           # --group G --push REMOTE: a fleet job (agentloop.run.fleet)
+    push: str | None = None           # --group G --push REMOTE: a fleet job (agentloop.fleet.job)
     integrate: bool = False           # --integrate --from REMOTE: the jobs' groups brought in
     from_remote: str | None = None
 

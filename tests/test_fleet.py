@@ -1,6 +1,6 @@
 """A CI matrix played on one machine: a bare repository as the remote, one clone per group
 running `--group N --push origin` as separate processes at once, then a fresh clone running
-`--integrate --from origin` (agentloop.run.fleet, agentloop.run.integrate), in git and in jj."""
+`--integrate --from origin` (agentloop.fleet.job, agentloop.fleet.integrate), in git and in jj."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from agentloop.console.live import Console
 from agentloop.options import RunOptions
 
 from agentloop.errors import UNFINISHED_EXIT
-from agentloop.run.integrate import Integrated
+from agentloop.fleet.integrate import Integrated
 from agentloop.state.receipts import money
 
 SCHEMA = 1

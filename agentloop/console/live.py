@@ -34,7 +34,7 @@ from agentloop.run.events import (
     TaskFinished,
     TaskStarted,
 )
-from agentloop.run.lanes import LaneNote, lane
+from agentloop.run.lane_tag import LaneNote, lane
 from agentloop.state.receipts import money
 
 

@@ -17,7 +17,7 @@ from agentloop.run import ledger
 from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import run_checks
 from agentloop.run.context import Run
-from agentloop.run.lanes import LaneNote
+from agentloop.run.lane_tag import LaneNote
 from agentloop.run.verify import check_log, task_checks
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.vcs import Change

@@ -51,7 +51,7 @@ class Shared:
 
 
 class FleetJob(Protocol):
-    """A CI job's part in its group's run (agentloop.run.fleet.Job)."""
+    """A CI job's part in its group's run (agentloop.fleet.job.Job)."""
 
     # Sessions kept on another machine (a job resumed elsewhere): never resumed here.
     elsewhere: frozenset[str]
@@ -81,7 +81,7 @@ class Run:
     shared: Shared = field(default_factory=Shared)
     workdir: Path | None = None     # a lane's own working copy; None: the project's root
     lane: str = ""                  # the group a parallel run's lane works on
-    job: FleetJob | None = None     # a fleet job's part (agentloop.run.fleet), or None
+    job: FleetJob | None = None     # a fleet job's part (agentloop.fleet.job), or None
 
     @property
     def cwd(self) -> Path:

@@ -21,7 +21,7 @@ from agentloop.run.conflicts import GroupConflicted
 from agentloop.run.context import Run, Tally
 from agentloop.run.events import Emit, Event
 from agentloop.run.lane import run_lane
-from agentloop.run.lanes import LaneNote, lane, set_lane
+from agentloop.run.lane_tag import LaneNote, lane, set_lane
 from agentloop.run.verify import baseline
 from agentloop.state.schema import TaskState
 from agentloop.vcs import relative_to, workspaces

@@ -25,7 +25,7 @@ from agentloop.state.reconcile import Reconciled
 from agentloop.state.schema import State, TaskState, now
 from agentloop.vcs import Change
 from agentloop.vcs.choose import open_vcs
-from agentloop.vcs.lanes import kind_of
+from agentloop.vcs.private_copy import kind_of
 from agentloop.vcs.preflight import preflight
 
 DEFAULT_AGENT = "claude"
@@ -83,7 +83,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
               job: FleetJob | None = None, first_notes: tuple[str, ...] = (),
               ) -> tuple[State, RunFinished]:
     """Everything a run does while it holds the lock; `plan`: the task file, read once; `job`:
-    a fleet job's part (agentloop.run.fleet), with its notes first."""
+    a fleet job's part (agentloop.fleet.job), with its notes first."""
     notes: list[str] = list(first_notes)
     leftovers: list[Change] = []
     kind, task_file = None, project.task_file

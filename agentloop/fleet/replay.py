@@ -1,5 +1,5 @@
 """One group's task commits, made by a fleet job elsewhere, replayed onto the main line by
-`--integrate` (agentloop.run.integrate): each one cherry-picked in the group's worktree onto the
+`--integrate` (agentloop.fleet.integrate): each one cherry-picked in the group's worktree onto the
 main line as it is, committed as the job committed it (plus trailers naming the job's commit),
 and landed (agentloop.vcs.mainline). Where it does not fit, the conflict handling of a local
 parallel run (agentloop.run.conflicts) takes over, in a fresh session: the job's session is on
