@@ -192,7 +192,9 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
             with project.store.lock():
                 if options.push is not None:  # a fleet job
                     from agentloop.fleet.job import run_job
-                    state, summary = run_job(project, plan, options,
+
+                    # One group is one lane: a settings file's `parallel` is for local runs.
+                    state, summary = run_job(project, plan, replace(options, parallel=1),
                                              fan_out(events, emit, hooks))
                 else:
                     state, summary = start_run(project, plan, options,

@@ -145,8 +145,6 @@ def usage_problem(options: RunOptions) -> str | None:
 def _fleet_problem(options: RunOptions) -> str | None:
     if options.push is not None and options.vcs == "none":
         return "--push needs version control: each task is a commit on the group's branch"
-    if options.push is not None and (options.parallel > 1 or options.task):
-        return "--push runs one group, its tasks in order: leave out --parallel and --task"
     if options.integrate and (options.group is not None or options.task or options.push):
         return "--integrate brings in every finished group: leave out --group, --task, --push"
     return None

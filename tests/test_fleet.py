@@ -267,7 +267,6 @@ def test_a_shallow_checkout_is_named_before_anything_runs(tmp_path: Path,
     (("--push", "origin"), "--push goes with --group"),
     (("--integrate",), "--integrate goes with --from"),
     (("--from", "origin"), "--from goes with --integrate"),
-    (("--group", "1", "--push", "origin", "--parallel", "2"), "--push runs one group"),
     (("--integrate", "--from", "origin", "--group", "1"), "--integrate brings in every"),
     (("--integrate", "--from", "origin", "--dry-run"), "cannot be combined"),
 ])
@@ -276,6 +275,19 @@ def test_fleet_options_that_do_not_go_together(tmp_path: Path, args: tuple[str, 
     (tmp_path / "tasks.md").write_text(PLAN)
     code, out = finish(start(tmp_path, *args))
     assert code == 2 and message in out, out
+
+
+def test_a_settings_files_parallel_does_not_stop_a_job(tmp_path: Path,
+                                                      fake_claude: FakeClaude) -> None:
+    # A project that runs `parallel = 4` locally keeps it in agent-loop.toml; its CI jobs run
+    # one group each, and the setting must not turn them away.
+    origin = remote(tmp_path, STAGED_PLAN)
+    work = clone(tmp_path, origin, "job", "git")
+    (work / ".git" / "info" / "exclude").write_text("agent-loop.toml\n")
+    (work / "agent-loop.toml").write_text("parallel = 4\n")
+    code, out = finish(job(work, "2", "git"))
+    assert code == 0, out
+    assert git(work, "ls-remote", "origin").count("agent-loop/") >= 2
 
 
 def test_a_later_stage_starts_from_the_earlier_ones_integration(tmp_path: Path,
