@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from agentloop.errors import StateError, TaskFileError
 from agentloop.options import RunOptions, check_usage
@@ -18,6 +18,9 @@ from agentloop.run.selection import PlanRow, plan_rows
 from agentloop.run.verify import task_checks
 from agentloop.state.project import Project, load_plan, open_project, rehearsal_of
 from agentloop.state.schema import State, now
+
+if TYPE_CHECKING:
+    from agentloop.fleet.integrate import Integrated
 
 
 @dataclass(frozen=True)
@@ -175,7 +178,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     _not_a_link(tasks_md, cwd)
     project = open_project(tasks_md, cwd)
     if options.rehearse:
-        from agentloop.vcs.lanes import kind_of
+        from agentloop.vcs.private_copy import kind_of
 
         kind_of(project.root, options.vcs)  # no repository: said before anything is made
         project = rehearsal_of(project)
@@ -187,8 +190,15 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     try:
         try:
             with project.store.lock():
-                state, summary = start_run(project, plan, options,
-                                           fan_out(events, emit, hooks))
+                if options.push is not None:  # a fleet job
+                    from agentloop.fleet.job import run_job
+
+                    # One group is one lane: a settings file's `parallel` is for local runs.
+                    state, summary = run_job(project, plan, replace(options, parallel=1),
+                                             fan_out(events, emit, hooks))
+                else:
+                    state, summary = start_run(project, plan, options,
+                                               fan_out(events, emit, hooks))
         except BaseException as exc:
             # After the lock is let go: a hook may start agent-loop again.
             hooks.finished(None, exc)
@@ -199,39 +209,29 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     return RunResult(project, state, summary)
 
 
+def integrate(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> "Integrated":
+    """--integrate --from REMOTE: every finished group's job on the current branch, the states
+    merged (agentloop.fleet.integrate)."""
+    from agentloop.fleet.integrate import integrate as bring_in
+
+    check_usage(options)
+    _not_a_link(tasks_md, cwd)
+    project = open_project(tasks_md, cwd)
+    plan = parse.load(project.task_file)
+    events = EventLog(project.store.events, now)
+    try:
+        with project.store.lock():
+            return bring_in(project, plan, options, fan_out(events, emit))
+    finally:
+        events.close()
+
+
 def follow(tasks_md: Path, cwd: Path, poll: float = 0.2) -> Iterator[Event]:
     """--status --follow: the events of the newest run, then new ones as they come, until that
     run finishes (or Ctrl+C). Reads events.jsonl only: the running loop never waits for us."""
-    import time
+    from agentloop.run.eventlog import follow as follow_log
 
-    from agentloop.run.events import from_json
-
-    path = open_project(tasks_md, cwd).store.events
-    while not path.exists():
-        time.sleep(poll)
-    with open(path, "rb") as log:
-        # Start at the newest run: find the last RunStarted.
-        starts, offset = [0], 0
-        for line in log:
-            if b'"type":"RunStarted"' in line:
-                starts.append(offset)
-            offset += len(line)
-        log.seek(starts[-1])
-        pending = b""
-        while True:
-            chunk = log.readline()
-            if not chunk:
-                time.sleep(poll)
-                continue
-            pending += chunk
-            if not pending.endswith(b"\n"):
-                continue  # the writer is mid-line
-            event, pending = from_json(pending), b""
-            if event is None:
-                continue
-            yield event
-            if isinstance(event, RunFinished):
-                return
+    return follow_log(open_project(tasks_md, cwd).store.events, poll)
 
 
 def init(tasks_md: Path, cwd: Path) -> str:

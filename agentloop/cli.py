@@ -165,6 +165,11 @@ class _AgentChoice(click.Choice):
               help="Run up to K groups at once, each in a working copy of its own.")
 @click.option("--stop-after-running", is_flag=True,
               help="Ask the parallel run going on to start no new task, then stop.")
+@click.option("--push", metavar="REMOTE", help="With --group: a CI job; its branch and state "
+              "go to REMOTE after every task, and a re-run resumes.")
+@click.option("--integrate", is_flag=True, help="With --from: every finished group's tasks onto "
+              "the current branch, states merged.")
+@click.option("--from", "from_remote", metavar="REMOTE", help="With --integrate: the jobs' remote.")
 @click.version_option(__version__, "--version", prog_name="agent-loop")
 def command(tasks_md: Path | None, **params: Any) -> None:
     """Let a coding agent work through TASKS_MD: one task, one agent run, one change.
@@ -217,7 +222,7 @@ def _show_settings(effective: Any, as_json: bool) -> None:
 def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
     """Run the one operation the options ask for, print what it returns; the exit code."""
     from agentloop import app
-    from agentloop.console import render
+    from agentloop.console import dry_run, render
     from agentloop.console.live import Console
 
     if tasks_md is None:  # --status alone: every plan of the repository
@@ -234,11 +239,15 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
         write(render.status_json(view) if options.as_json else render.status_text(view, cwd))
     elif options.dry_run:
         plan = app.dry_run(tasks_md, cwd, options)
-        write(render.plan_json(plan) if options.as_json else render.plan_text(plan))
+        write(dry_run.plan_json(plan) if options.as_json else dry_run.plan_text(plan))
     elif options.init:
         click.echo(app.init(tasks_md, cwd))
     elif options.stop_after_running:
         click.echo(app.ask_to_stop(tasks_md, cwd))
+    elif options.integrate:
+        from agentloop.console.fleet import integrate
+
+        return integrate(tasks_md, cwd, options, write)
     else:
         from agentloop.console.confirm import reset_allowed
         from agentloop.run.summary import exit_code

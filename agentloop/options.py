@@ -70,6 +70,9 @@ class RunOptions:
     command: tuple[str, ...] = ()
     parallel: int = 1                 # groups at once, each in a working copy of its own
     stop_after_running: bool = False  # ask a parallel run going on to wind down
+    push: str | None = None           # --group G --push REMOTE: a fleet job (agentloop.fleet.job)
+    integrate: bool = False           # --integrate --from REMOTE: the jobs' groups brought in
+    from_remote: str | None = None
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> "RunOptions":
@@ -89,8 +92,9 @@ def continue_args(args: tuple[str, ...] | list[str]) -> list[str]:
 
 
 # (what is given, what it needs): a flag that only means something beside another one.
-_NEEDS = (("as_json", "status", "dry_run", "show_settings"), ("follow", "status"),
-          ("again", "task", "group", "only"), ("yes", "reset"))
+_NEEDS = (("as_json", "status", "dry_run", "show_settings", "integrate"), ("follow", "status"),
+          ("again", "task", "group", "only"), ("yes", "reset"), ("push", "group"),
+          ("integrate", "from_remote"), ("from_remote", "integrate"))
 
 
 def usage_problem(options: RunOptions) -> str | None:
@@ -101,8 +105,8 @@ def usage_problem(options: RunOptions) -> str | None:
         if flag in given and not any(p in given for p in partners):
             wanted = " or ".join(dict.fromkeys(_flag(p) for p in partners))
             return f"{_flag(flag)} goes with {wanted}"
-    modes = [m for m in ("status", "dry_run", "init", "show_settings", "stop_after_running")
-             if m in given]
+    modes = [m for m in ("status", "dry_run", "init", "show_settings", "stop_after_running",
+                         "integrate") if m in given]
     if len(modes) > 1:
         return f"{' and '.join(_flag(m) for m in modes)} cannot be combined"
     if options.follow and options.as_json:
@@ -131,8 +135,18 @@ def usage_problem(options: RunOptions) -> str | None:
                 "own; use --vcs auto, jj or git")
     if options.parallel > 1 and options.task:
         return "--parallel runs groups side by side; --task runs the tasks named: choose one"
+    if problem := _fleet_problem(options):
+        return problem
     if options.rehearse and options.agent != "claude":
         return "--rehearse stands in for the agent; it cannot be combined with --agent"
+    return None
+
+
+def _fleet_problem(options: RunOptions) -> str | None:
+    if options.push is not None and options.vcs == "none":
+        return "--push needs version control: each task is a commit on the group's branch"
+    if options.integrate and (options.group is not None or options.task or options.push):
+        return "--integrate brings in every finished group: leave out --group, --task, --push"
     return None
 
 
@@ -167,5 +181,5 @@ def check_usage(options: RunOptions) -> None:
 
 def _flag(name: str) -> str:
     return {"as_json": "--json", "only": "--task", "dry_run": "--dry-run",
-             "task": "--task"}.get(
+             "task": "--task", "from_remote": "--from"}.get(
         name, "--" + name.replace("_", "-"))

@@ -46,7 +46,8 @@ CHECK = "test ! -e hello.py || python3 hello.py Ann"
 
 
 def main() -> None:
-    """Run the example and copy what it left into .agent-loop.example/."""
+    """Run the example and copy what it left into .agent-loop.example/ (agent-loop.toml and
+    ci/ are written by hand and stay)."""
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "project"
         work.mkdir()
@@ -65,14 +66,11 @@ def main() -> None:
         (work / "tasks.md").write_text(TASKS)
         subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
                         "--check", CHECK], cwd=work, env={**env, "SHELL": "/bin/sh"}, check=True)
-        # The example settings file is written by hand, not by a run: it stays.
-        settings = TARGET / "agent-loop.toml"
-        kept = settings.read_text(encoding="utf-8") if settings.exists() else None
-        if TARGET.exists():
-            shutil.rmtree(TARGET)
-        TARGET.mkdir()
-        if kept is not None:
-            settings.write_text(kept, encoding="utf-8")
+        # Written by hand, not by a run, they stay: the example settings file, and ci/.
+        TARGET.mkdir(exist_ok=True)
+        for old in TARGET.iterdir():
+            if old.name not in ("agent-loop.toml", "ci"):
+                shutil.rmtree(old) if old.is_dir() else old.unlink()
         shutil.copy(work / "tasks.md", TARGET / "tasks.md")
         shutil.copy(work / ".agent-loop" / "state.json", TARGET / "state.json")
         shutil.copytree(work / ".agent-loop" / "logs", TARGET / "logs")

@@ -31,7 +31,7 @@ from agentloop import app, proc
 from agentloop.agents.claude_stream import StreamLog, judge
 from agentloop.agents.common import LogFiles
 from agentloop.cli import command
-from agentloop.console import render
+from agentloop.console import dry_run, render
 from agentloop.errors import AgentLoopError, ProcessError, TaskFileError
 from agentloop.options import RunOptions
 from agentloop.plan import parse as taskfile
@@ -420,7 +420,7 @@ def test_a_parseable_but_damaged_state_is_refused_never_a_crash(spot: tuple, val
         for look in (lambda: render.status_text(app.status(Path("tasks.md"), root), root),
                      lambda: orjson.dumps(render.status_json(app.status(Path("tasks.md"),
                                                                          root))).decode(),
-                     lambda: render.plan_text(app.dry_run(Path("tasks.md"), root,
+                     lambda: dry_run.plan_text(app.dry_run(Path("tasks.md"), root,
                                                           RunOptions()))):
             try:
                 assert isinstance(look(), str)

@@ -25,6 +25,7 @@ from agentloop.run.events import (
     AgentFinished,
     AgentStarted,
     CheckStarted,
+    RunFinished,
     TaskFinished,
     TaskStarted,
 )
@@ -66,6 +67,19 @@ def test_several_lanes_get_a_line_each_led_by_their_name_and_task() -> None:
     assert lanes.lines(10.0) == [
         "  … Backend [1/4]: 3s · $0.5000 so far · starting",
         "  … Frontend [3/4]: 10s · 2 turns, 3 tool calls · Bash npm test"]
+
+
+def test_a_stopped_run_leaves_no_lane_working() -> None:
+    # Ctrl+C in a parallel run: the interrupted lanes never report their agent's end, and the
+    # run's closing lines must not be followed by a live line that outlived it.
+    lanes = Lanes()
+    for lane in ("Backend", "Frontend"):
+        lanes.update(TaskStarted(1, 2, lane, "x", 1, lane=lane), 0.0)
+        lanes.update(AgentStarted("log", None, lane=lane), 0.0)
+    assert lanes.busy()
+    lanes.update(RunFinished(counts=(("interrupted", 2),), cost_usd=0.0, seconds=1.0,
+                             logs="l"), 2.0)
+    assert not lanes.busy() and lanes.lines(3.0) == []
 
 
 def test_the_heartbeat_is_due_once_an_interval_after_the_run_began_and_then_each_interval() -> None:

@@ -193,3 +193,17 @@ def test_a_run_that_cannot_start_is_failed(tmp_path: Path, fake_claude: FakeClau
     (finish,) = records(out)
     assert (finish["stdin"]["result"], finish["stdin"]["exit_code"]) == ("failed", 1)
     assert "no-such-claude" in finish["stdin"]["reason"]
+
+
+def test_a_run_that_leaves_a_conflict_is_conflicted(work: Path, tmp_path: Path,
+                                                    fake_claude: FakeClaude, monkeypatch) -> None:
+    from tests.test_run_parallel import conflict_project
+
+    conflict_project(work, tmp_path, monkeypatch, ["FAKE: say I could not"])
+    hook, out = recorder(tmp_path)
+    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--on-finish", hook)
+    assert done.returncode == 4, done.stdout + done.stderr
+    finish = records(out)[-1]
+    assert finish["env"]["AGENT_LOOP_EVENT_RESULT"] == "conflicted"
+    assert finish["stdin"]["result"] == "conflicted" and finish["stdin"]["exit_code"] == 4
+

@@ -164,7 +164,7 @@ def test_with_json_an_error_is_json_on_stdout_too(work: Path, fake_claude: FakeC
                                  "error": "there is no task 9: the task file has 5"}
     code, out, _ = agent_loop("tasks.md", "--json")
     assert code == 2 and orjson.loads(out)["error"] == ("--json goes with --status or --dry-run or "
-                                                       "--show-settings")
+                                                       "--show-settings or --integrate")
     code, out, _ = agent_loop("tasks.md", "--dry-run", "--json")
     assert orjson.loads(out)["schema"] == 1
 

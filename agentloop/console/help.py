@@ -24,6 +24,7 @@ SECTIONS = (
     ("Agent", ("agent", "agent_program", "model", "iterations", "retry_model", "distill_model",
                "distill")),
     ("Version control", ("vcs", "allow_dirty", "parallel")),
+    ("Running in CI (one group a job, integrated after)", ("push", "integrate", "from_remote")),
     ("Checks and review", ("check", "check_timeout", "check_rounds", "require_changes", "review",
                            "review_model", "max_review_rounds")),
     ("Limits and budget", ("budget", "task_budget", "task_timeout", "max_attempts",

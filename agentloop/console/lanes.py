@@ -17,6 +17,7 @@ from agentloop.run.events import (
     AgentStarted,
     CheckStarted,
     Event,
+    RunFinished,
     TaskStarted,
 )
 from agentloop.state.receipts import money
@@ -49,6 +50,10 @@ class Lanes:
         """Follow one event: a run or check starts or reports, or something else ends it."""
         key = getattr(event, "lane", "")
         with self._lock:
+            if isinstance(event, RunFinished):  # whatever a stop left running is over
+                for ended in self._lanes.values():
+                    ended.since = None
+                return
             lane = self._lanes.setdefault(key, Lane())
             if isinstance(event, TaskStarted):
                 if event.index != lane.index:

@@ -34,7 +34,7 @@ from agentloop.run.events import (
     TaskFinished,
     TaskStarted,
 )
-from agentloop.run.lanes import LaneNote, lane
+from agentloop.run.lane_tag import LaneNote, lane
 from agentloop.state.receipts import money
 
 
@@ -110,14 +110,7 @@ class Console:
         if isinstance(event, ChangeAbandoned):
             return f"  {event.vcs}: abandoned change {event.change_id[:12]}"
         if isinstance(event, RetryDecided):
-            if event.kind == "transient":
-                return f"  transient failure: trying again in {duration(event.wait_seconds)}"
-            if event.kind == "paused":
-                return f"  {event.reason}; running it again"
-            verdict = "retry" if event.retry else "give up"
-            hint = f"; hint: {event.hint}" if event.retry and event.hint else ""
-            source = "" if event.source == "advisor" else f" ({event.source})"
-            return f"  advisor{source}: {verdict}: {event.reason}{hint}"
+            return retry_line(event)
         if isinstance(event, LimitWait):
             until = time.strftime("%H:%M:%S", time.localtime(event.until))
             return (f"  {event.reason}: waiting until {until} ({duration(event.seconds)}, "
@@ -137,16 +130,7 @@ class Console:
             return "  " + round_line(event.total, event.seconds, event.failed, event.round,
                                      event.rounds, baseline=event.index == 0)
         if isinstance(event, TaskFinished):
-            if event.status == "unapproved":
-                kept = f"; its change {event.change_id[:12]} is kept" if event.change_id else ""
-                return f"  task {event.index} unapproved: {event.error}{kept}"
-            if event.status in ("failed", "blocked"):
-                return f"  task {event.index} {event.status}: {event.error}"
-            if event.status == "completed" and event.change_id:
-                return f"  change {event.change_id[:12]}: {event.files} file(s) changed"
-            if event.status == "completed" and event.empty:
-                return "  completed, but the task changed no files (no change recorded)"
-            return None
+            return finished_line(event)
         if isinstance(event, RunFinished):
             return summary_text(event, self.cwd)
         if isinstance(event, LaneNote):
@@ -189,6 +173,32 @@ class Console:
         with self._lock:
             self.out.write(text + "\n")
             self.out.flush()
+
+
+def retry_line(event: RetryDecided) -> str:
+    """What comes after a failed attempt: a backoff, a pause excused, or the advisor's word."""
+    if event.kind == "transient":
+        return f"  transient failure: trying again in {duration(event.wait_seconds)}"
+    if event.kind == "paused":
+        return f"  {event.reason}; running it again"
+    verdict = "retry" if event.retry else "give up"
+    hint = f"; hint: {event.hint}" if event.retry and event.hint else ""
+    source = "" if event.source == "advisor" else f" ({event.source})"
+    return f"  advisor{source}: {verdict}: {event.reason}{hint}"
+
+
+def finished_line(event: TaskFinished) -> str | None:
+    """How a task ended, where a line says more than the lines before it."""
+    if event.status == "unapproved":
+        kept = f"; its change {event.change_id[:12]} is kept" if event.change_id else ""
+        return f"  task {event.index} unapproved: {event.error}{kept}"
+    if event.status in ("failed", "blocked"):
+        return f"  task {event.index} {event.status}: {event.error}"
+    if event.status == "completed" and event.change_id:
+        return f"  change {event.change_id[:12]}: {event.files} file(s) changed"
+    if event.status == "completed" and event.empty:
+        return "  completed, but the task changed no files (no change recorded)"
+    return None
 
 
 def run_started_line(event: RunStarted) -> str:

@@ -11,25 +11,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from agentloop.app import PlanLine, PlanView, RunResult, StatusView
-from agentloop.plan import groups
-from agentloop.run.selection import PlanRow
+from agentloop.app import PlanLine, RunResult, StatusView
 from agentloop.run.events import RunFinished
 from agentloop.state import receipts
 from agentloop.state.receipts import money
-from agentloop.console.schedule import lane_lines, schedule_lines
 from agentloop.state.schema import State, TaskState
 from agentloop.state.store import DIRNAME
 
 # The version of every JSON document agent-loop prints (--status, --dry-run, errors): a
 # consumer checks it; it goes up when a field changes meaning or goes away, not when one is added.
 SCHEMA = 1
-
-RULES = ("rules: `## Heading` starts a group; in a file with open checkboxes only checkbox "
-         "items are tasks (plain bullets are notes); otherwise every top-level item is; a "
-         "`### Task N: …` section is one task with everything under it; `1.1` items fold into the "
-         "`1.` above them; a legend (`- [P] tasks = …`) is a note; `[x]` is done, `[ ]*` "
-         "optional; `agent-loop-checks` blocks are checks; README \"The task file\" has the rest.")
 
 
 def shown(path: str | Path, root: Path, cwd: Path) -> str:
@@ -88,6 +79,18 @@ def status_text(view: StatusView, cwd: Path) -> str:
         lines.append(f"  edited or removed tasks: {receipts.of_runs(state.retired).line()}")
     lines.append(f"  total: {total.line()}")
     return "\n".join(lines)
+
+
+def lane_lines(state: State) -> list[str]:
+    """Which groups work now (a parallel run), and what each group that waits waits for."""
+    working = list(dict.fromkeys(t.group for t in state.tasks if t.status == "running"))
+    lines = [f"working: {', '.join(working)}"] if len(working) > 1 else []
+    for group, needs in state.depends.items():
+        left = [g for g in needs if any(t.group == g and t.status not in ("completed", "skipped")
+                                        for t in state.tasks)]
+        if left and group not in working:
+            lines.append(f"waiting: {group} waits for {', '.join(left)}")
+    return lines
 
 
 def overview_text(root: Path, plans: list[PlanLine], cwd: Path) -> str:
@@ -168,59 +171,6 @@ def _task_json(t: TaskState) -> dict[str, Any]:
                          "role": a.role, "round": a.round, "verdict": a.verdict,
                          "change_id": a.change_id, "checks": a.checks}
                         for a in t.history]}
-
-
-def plan_text(view: PlanView) -> str:
-    """--dry-run as lines: each group's number (what --group takes) above its tasks."""
-    rows = view.rows
-    total = len(rows)
-    lines = [f"dry run: {view.project.task_file_name}, {total} task(s), "
-             f"{sum(r.runs for r in rows)} to run; nothing will run or be written"]
-    if view.context:
-        lines.append(f"context: every fresh session gets the plan's preamble "
-                     f"({len(view.context)} characters)")
-    numbers = group_numbers(rows)
-    for r in rows:
-        if r.index == 1 or rows[r.index - 2].group != r.group:
-            lines.append(f"group {numbers[r.group]}: {r.group}")
-        how = r.how if r.runs else f"not run: {r.how}"
-        lines.append(f"[{r.index}/{total}] {r.group} > {r.summary}  ({how})")
-        if r.runs and r.checks:
-            lines.append("    checks: " + ", ".join(r.checks))
-    for line, text, into in view.folded:
-        lines.append(f"folded: line {line}: {text} (numbered under the task on line {into}: "
-                     "part of that task)")
-    lines += schedule_lines(view)
-    for line, text, why in view.ignored:
-        lines.append(f"ignored: line {line}: {text} ({why})")
-    lines += [f"warning: {w}" for w in view.warnings]
-    if not view.ran:  # the format's reminder, for a plan not run yet: once is enough
-        lines.append(RULES)
-    return "\n".join(lines)
-
-
-def group_numbers(rows: tuple[PlanRow, ...]) -> dict[str, int]:
-    """Each group's number, as --group takes it (agentloop.plan.groups)."""
-    return {name: n for n, name in enumerate(groups.in_order([r.group for r in rows]), 1)}
-
-
-def plan_json(view: PlanView) -> dict[str, Any]:
-    """--dry-run --json: the plan for scripts."""
-    numbers = group_numbers(view.rows)
-    return {"schema": SCHEMA, "task_file": view.project.task_file_name,
-            "context": view.context,
-            "groups": [{"number": n, "name": name} for name, n in numbers.items()],
-            "tasks": [{"index": r.index, "group": r.group, "group_number": numbers[r.group],
-                       "summary": r.summary, "text": r.text, "status": r.status,
-                       "runs": r.runs, "checks": list(r.checks),
-                       ("how" if r.runs else "why_not"): r.how} for r in view.rows],
-            "ignored": [{"line": line, "text": text, "why": why}
-                        for line, text, why in view.ignored],
-            "folded": [{"line": line, "text": text, "into_line": into}
-                       for line, text, into in view.folded],
-            "warnings": list(view.warnings), "parallel": view.parallel,
-            "schedule": [{"wave": n, "group": g, "waits_for": list(w)}
-                         for n, g, w in view.schedule]}
 
 
 def summary_text(event: RunFinished, cwd: Path | None = None) -> str:

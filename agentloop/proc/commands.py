@@ -13,18 +13,18 @@ import os
 import signal
 import subprocess
 import tempfile
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable, Iterator, Mapping
+from typing import IO, Callable, Mapping
 
+import agentloop.proc.running as running
 from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
 from agentloop.proc.read_output import MAX_LINE_BYTES, Deadline, Expired, lines  # noqa: F401
 from agentloop.proc.read_output import tail as read_tail
-from agentloop.proc.reaper import adopt_orphans, children, end_adopted, spawn
+from agentloop.proc.reaper import adopt_orphans, children, end_adopted, reaped, spawn
 from agentloop.proc.spawn import Spawned, Streaming, prompt_input, usable
+from agentloop.proc.signals import shielded
 from agentloop.proc.watchdog import die_with_parent, watchdog
 
 # Grace between the signals of an escalating stop (SIGINT -> SIGTERM -> SIGKILL).
@@ -124,6 +124,7 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
             watchdog.tell("end", group)
     stdout, stderr = (b.decode("utf-8", "surrogateescape") for b in (out, err))
     code = child.wait()
+    reaped(child.pid)
     result = Completed(argv, code, stdout, stderr)
     if check and code != 0:
         output = (stderr or stdout).strip()
@@ -154,42 +155,6 @@ def _kill(child: subprocess.Popen[bytes] | Spawned, group: int | None) -> None:
             child.kill()
     except ProcessLookupError:
         pass
-
-
-@contextmanager
-def shielded() -> Iterator[None]:
-    """Ignore Ctrl+C, SIGTERM and SIGHUP while cleanup that must finish runs (main thread only).
-
-    A second Ctrl+C during a stop would otherwise cut the SIGINT -> SIGKILL escalation short,
-    or leave a change half abandoned.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in stops}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-@contextmanager
-def deferred() -> Iterator[None]:
-    """Hold Ctrl+C, SIGTERM and SIGHUP back until the block is done, then let them in (main
-    thread only): for work an exception must not cut in half, such as a library building an
-    object whose destructor then fails loudly. Start no process inside: it would inherit the
-    blocked signals."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def stop_group(proc: subprocess.Popen[bytes] | Streaming,
@@ -233,9 +198,10 @@ def _start_streaming(argv: list[str], cwd: Path | str | None, env: Mapping[str, 
         if watched and usable(cwd):  # no pre-exec hook wanted: the quick way
             return spawn(lambda: Streaming(argv, env, given, errors.fileno()))
         return spawn(lambda: subprocess.Popen(
-            argv, cwd=cwd, env=dict(env) if env is not None else None, stdout=subprocess.PIPE,
-            stdin=given if given is not None else subprocess.DEVNULL, stderr=errors,
-            start_new_session=True, preexec_fn=None if watched else die_with_parent()))
+            argv, cwd=cwd, env=dict(env) if env is not None else None,
+            stdin=given if given is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=errors, start_new_session=True,
+            preexec_fn=None if watched else die_with_parent()))
     except FileNotFoundError as exc:
         errors.close()
         raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
@@ -266,6 +232,7 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     proc = _start_streaming(argv, cwd, env, stdin, errors, watched)
     assert proc.stdout is not None
     watchdog.tell("start", proc.pid)
+    running.add(proc)
     deadline = Deadline(None if timeout is None else time.monotonic() + timeout)
     timed_out = False
     exited = lambda: proc.poll() is not None  # noqa: E731
@@ -284,6 +251,8 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         proc.wait()
         # The agent is done: what it left running in its group, or outside it, goes too.
         stop_group(proc)
+        if running.stopping():  # a parallel run's Ctrl+C stopped it from the main thread
+            raise Interrupted("interrupted")
     except KeyboardInterrupt:
         stop_group(proc)
         raise Interrupted("interrupted") from None
@@ -291,6 +260,8 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         stop_group(proc)
         raise
     finally:
+        running.remove(proc)
+        reaped(proc.pid)
         end_adopted(before)
         watchdog.tell("end", proc.pid)
         proc.stdout.close()

@@ -17,9 +17,9 @@ from typing import Callable, TypeVar
 
 PR_SET_CHILD_SUBREAPER = 36
 _enabled = False
-# The children we started ourselves: never orphans, whichever thread started them (a parallel
-# run's lanes start agents and git while another lane ends its agent's orphans). Started and
-# noted under the lock, so none is seen unnoted; forgotten once no longer our children.
+# The children we started ourselves and have not reaped yet: never orphans, whichever thread
+# started them (a parallel run's lanes start agents and git at the same time as another lane
+# ends its agent's orphans). Started and noted under the lock, so none is seen unnoted.
 _lock = threading.Lock()
 _ours: set[int] = set()
 Child = TypeVar("Child")
@@ -31,6 +31,12 @@ def spawn(start: Callable[[], Child]) -> Child:
         child = start()
         _ours.add(child.pid)  # type: ignore[attr-defined]
     return child
+
+
+def reaped(pid: int) -> None:
+    """A child of ours ended and was waited for."""
+    with _lock:
+        _ours.discard(pid)
 
 
 def adopt_orphans() -> bool:
@@ -89,9 +95,7 @@ def end_adopted(before: set[int], rounds: int = 10) -> int:
     ended = 0
     for _ in range(rounds):
         with _lock:
-            now = children()
-            _ours.intersection_update(now)  # those reaped since are ours no more
-            orphans = now - before - _ours
+            orphans = children() - before - _ours
             if not orphans:
                 break
             for pid in orphans:

@@ -10,7 +10,6 @@ import subprocess
 import threading
 from typing import Callable
 
-import agentloop.proc.running as running
 from agentloop.proc.reaper import spawn
 
 
@@ -70,7 +69,6 @@ class _Watchdog:
 
     def tell(self, word: str, group: int) -> None:
         """"start" or "end" of the agent in process group `group`."""
-        (running.add if word == "start" else running.remove)(group)
         with self._lock:
             for _ in range(2):  # a watchdog that died is replaced once
                 if self._pipe is None and not self._start():

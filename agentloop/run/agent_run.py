@@ -10,8 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentloop.agents import LIMIT, AgentResult, AgentRun, clean
-from agentloop.errors import Interrupted
-from agentloop.proc import running
 from agentloop.run import ledger
 from agentloop.run.context import Run
 from agentloop.run.events import AgentActivity, AgentFinished, AgentStarted
@@ -55,13 +53,9 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
                        before=ledger.session_totals(run.state, resume, task))
     if run.lane:  # a limit another lane met holds every lane's next request
         hold(run)
-    if running.stopping():  # a parallel run's Ctrl+C, heard by its main thread
-        raise Interrupted("interrupted")
     began = run.clock.monotonic()
     result = run.agent.run(request, lambda now: run.emit(
         AgentActivity(now.text, now.tool, now.tool_calls, now.turns)))
-    if running.stopping():  # stopped from the main thread: like Ctrl+C in this one
-        raise Interrupted("interrupted")
     ledger.record_result(task, attempt, result)
     run.save(task)
     limited = not result.ok and classify(run, result).kind == LIMIT

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from agentloop.errors import AgentBlocked, Interrupted
-from agentloop.proc.commands import shielded
-from agentloop.run import ledger
+from agentloop.proc.signals import shielded
+from agentloop.run import ledger, review
 from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import checks_note
 from agentloop.run.context import Run
@@ -19,7 +19,6 @@ from agentloop.run.events import ChangeCreated, TaskStarted
 from agentloop.run.final_message import BLOCKED, FATAL, Report
 from agentloop.run.final_message import parse as parse_report
 from agentloop.run.fixes import Outcome
-from agentloop.run.review import review
 from agentloop.run.selection import commit_message, resume_session
 from agentloop.run.verify import task_checks, verify
 from agentloop.state.schema import TaskState, now
@@ -49,6 +48,8 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
     # Retries run in a fresh session: the failed attempt's edits are gone, and its
     # conversation would tell the agent otherwise.
     resume = None if fresh else resume_session(run.state, task)
+    if run.job is not None and resume in run.job.elsewhere:  # it stayed on another machine
+        resume = None
     prompt = first_prompt(run, task, hint, resume)
     change = run.vcs.begin(commit_message(task, run.state.title))
     ledger.open_attempt(task, change)
@@ -61,12 +62,40 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
             outcome = verify(run, task, outcome)  # the user's checks, with fix runs
         if run.options.review and outcome.result.ok and \
                 outcome.report.signal not in (FATAL, BLOCKED):
-            outcome = review(run, task, outcome)
+            outcome = _review_rounds(run, task, outcome)
         return outcome
     except BaseException as exc:
         with shielded():
             _abandon(run, task, change, number, exc)
         raise
+
+
+def _review_rounds(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
+    """Review the change until approved or out of rounds (agentloop.run.review); each fix is
+    held to the checks again; a failed fix run comes back as the attempt's result, for the
+    lane's rules."""
+    rounds = run.options.max_review_rounds
+    task.feedback, feedback = None, None
+    for round_ in range(1, rounds + 1):
+        verdict = review.judge(run, task, outcome, round_, feedback)
+        if isinstance(verdict, str):
+            task.feedback = feedback
+            return replace(outcome, status="unapproved",
+                           note=f"the reviewer failed twice in round {round_}: {verdict}")
+        if verdict.approved:
+            return outcome
+        outcome.attempt.outcome, feedback = "feedback", verdict.feedback
+        run.save(task)
+        if round_ == rounds:
+            task.feedback = feedback
+            return replace(outcome, status="unapproved",
+                           note=f"not approved after {rounds} review round{'s' * (rounds > 1)}")
+        outcome = review.fix(run, task, outcome, round_, feedback)
+        if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
+            outcome = verify(run, task, outcome)  # the fix is held to the checks too
+        if not outcome.result.ok or outcome.report.signal in (FATAL, BLOCKED):
+            return outcome  # the lane's rules take over
+    raise AssertionError("unreachable")
 
 
 def first_prompt(run: Run, task: TaskState, hint: str, resume: str | None) -> str:

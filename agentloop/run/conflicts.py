@@ -17,7 +17,7 @@ from agentloop.run import ledger
 from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import run_checks
 from agentloop.run.context import Run
-from agentloop.run.lanes import LaneNote
+from agentloop.run.lane_tag import LaneNote
 from agentloop.run.verify import check_log, task_checks
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.vcs import Change
@@ -62,9 +62,10 @@ class GroupConflicted(RunStopped):
 
 
 def resolve(run: Run, task: TaskState, change: Change, session: str | None,
-            conflict: IntegrationConflict, attempt: Attempt) -> Change:
+            conflict: IntegrationConflict, attempt: Attempt, intro: str = "") -> Change:
     """Rounds of the group's session resolving `conflict`; the landed change, or
-    GroupConflicted with the task marked `conflicted`."""
+    GroupConflicted with the task marked `conflicted`. `intro`: what a fresh session (None)
+    is told first, since it never saw the task (run.replay: a fleet job's task)."""
     vcs = _lane_vcs(run)
     assert vcs is not None, "a conflict outside a parallel run's lane"
     number = attempt.number
@@ -76,6 +77,8 @@ def resolve(run: Run, task: TaskState, change: Change, session: str | None,
                           f"(round {round_} of {ROUNDS})"))
         prompt = PROMPT.format(files="\n".join(f"- {f}" for f in files),
                                others=_others(run, vcs, conflict, files))
+        if intro and session is None:
+            prompt = intro + prompt
         fixing, result = run_agent(run, task, change, prompt, number, session,
                                    round_=round_, kind="conflict")
         session = result.session_id or session

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from agentloop.agents import Agent
 from agentloop.options import RunOptions
@@ -50,6 +50,19 @@ class Shared:
         return self._halt.is_set()
 
 
+class FleetJob(Protocol):
+    """A CI job's part in its group's run (agentloop.fleet.job.Job)."""
+
+    # Sessions kept on another machine (a job resumed elsewhere): never resumed here.
+    elsewhere: frozenset[str]
+
+    def push(self, state: State) -> None:
+        """After each task is settled: the group's branch and state, to the remote."""
+
+    def trailers(self, task: TaskState) -> str:
+        """The lines that end each task's commit message, naming the plan and the task."""
+
+
 @dataclass(frozen=True)
 class Run:
     """The shared parts of one run: project and state, agent, VCS, options, events, clock."""
@@ -68,6 +81,7 @@ class Run:
     shared: Shared = field(default_factory=Shared)
     workdir: Path | None = None     # a lane's own working copy; None: the project's root
     lane: str = ""                  # the group a parallel run's lane works on
+    job: FleetJob | None = None     # a fleet job's part (agentloop.fleet.job), or None
 
     @property
     def cwd(self) -> Path:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import IO, Callable
+from typing import IO, Callable, Iterator
 
 from agentloop.files import held_open
-from agentloop.run.events import Event, to_json
+from agentloop.run.events import Event, RunFinished, from_json, to_json
 
 
 class EventLog:
@@ -36,3 +36,35 @@ class EventLog:
         if self._out is not None:
             self._out.close()
             self._out = None
+
+
+def follow(path: Path, poll: float = 0.2) -> Iterator[Event]:
+    """The newest run's events in `path`, then new ones as they are written, until that run
+    finishes: lines the writer is still in the middle of wait for their end."""
+    import time
+
+    while not path.exists():
+        time.sleep(poll)
+    with open(path, "rb") as log:
+        # Start at the newest run: find the last RunStarted.
+        starts, offset = [0], 0
+        for line in log:
+            if b'"type":"RunStarted"' in line:
+                starts.append(offset)
+            offset += len(line)
+        log.seek(starts[-1])
+        pending = b""
+        while True:
+            chunk = log.readline()
+            if not chunk:
+                time.sleep(poll)
+                continue
+            pending += chunk
+            if not pending.endswith(b"\n"):
+                continue  # the writer is mid-line
+            event, pending = from_json(pending), b""
+            if event is None:
+                continue
+            yield event
+            if isinstance(event, RunFinished):
+                return

@@ -10,7 +10,7 @@ import orjson
 
 from agentloop.agents import AgentResult, Totals
 from agentloop.files import jsonbytes
-from agentloop.run.lanes import LaneNote, lane
+from agentloop.run.lane_tag import LaneNote, lane
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,8 @@ def outcome(summary: RunFinished, error: BaseException | None) -> tuple[str, int
     if error is not None:
         return "failed", INTERNAL_EXIT
     code = exit_code(summary)
+    if code and dict(summary.counts).get("conflicted"):  # kept on its branch, for a person
+        return "conflicted", code
     return ("done" if code == 0 else "failed"), code
 
 

@@ -48,13 +48,20 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
         if run.shared.halted():
             return  # winding down: no new task starts
         if recover(run, task):
+            _settled_one(run)
             continue
         if not begun and checks_first:  # before the first agent runs, on the tree as left
             baseline(run, tasks[position:])
         begun.append(task)
         _run_task(run, task)
+        _settled_one(run)
         _check_history(run)
         _check_stuck(run)
+
+
+def _settled_one(run: Run) -> None:
+    if run.job is not None:
+        run.job.push(run.state)
 
 
 def recover(run: Run, task: TaskState) -> bool:
@@ -215,6 +222,8 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
         message += "\n\n" + commit_line([c.command for c in outcome.checks])
     if outcome.note:  # kept for the user to judge: the history says so too
         message += f"\n\n{outcome.status}: {outcome.note}"
+    if run.job is not None:  # a fleet job's commits name their plan and task
+        message += "\n\n" + run.job.trailers(task)
     try:
         done = run.vcs.finish(outcome.change, message)
     except IntegrationConflict as conflict:  # a parallel run's lane: another group came first

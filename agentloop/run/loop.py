@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from agentloop.errors import AgentLoopError, Interrupted
 from agentloop.plan.depends import waves
-from agentloop.proc.commands import shielded
+from agentloop.proc.signals import shielded
 from agentloop.run.context import Run
 from agentloop.run.events import RunFinished, RunStarted
 from agentloop.run.lane import run_lane

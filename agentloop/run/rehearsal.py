@@ -1,6 +1,6 @@
 """A rehearsal stays a rehearsal: its state is its own (`<plan folder>/rehearsal/`, started afresh
 each time), and its changes go to a working copy of its own (a git worktree on branch
-`agent-loop/rehearsal-…`, or a jj workspace; agentloop.vcs.lanes), so the user's branch, working
+`agent-loop/rehearsal-…`, or a jj workspace; agentloop.vcs.private_copy), so the user's branch, working
 tree and the plan's real progress are left exactly as they were.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from agentloop.plan import parse
 from agentloop.state.project import Project, rehearsal_of
 from agentloop.state.schema import State
-from agentloop.vcs import lanes, relative_to
+from agentloop.vcs import private_copy, relative_to
 
 
 def lane_name(project: Project) -> str:
@@ -24,10 +24,10 @@ def lane_name(project: Project) -> str:
 def prepare(project: Project, asked_vcs: str) -> tuple[Project, str, Path, list[str]]:
     """Start the rehearsal afresh: the project it works in (its root the new working copy, its
     store the rehearsal's), the VCS kind, the task file as that copy has it, and notes."""
-    kind = lanes.kind_of(project.root, asked_vcs)
+    kind = private_copy.kind_of(project.root, asked_vcs)
     # Its own folder, whatever the last rehearsal left there: a rehearsal is cheap to redo.
     shutil.rmtree(project.store.dir, ignore_errors=True)
-    lane = lanes.open_lane(project.root, lane_name(project), kind)
+    lane = private_copy.open_lane(project.root, lane_name(project), kind)
     where = project.shown(lane.path)
     copy = replace(project, root=lane.path)
     rel = relative_to(project.task_file, project.root)

@@ -1,6 +1,8 @@
 """The reviewer (--review): after the developer's run, a fresh, read-only session reads the task
 and the real diff of its change and answers APPROVED or FEEDBACK; feedback goes back to the
 developer's session, into the same change, until the reviewer approves or the rounds run out.
+This module is one round (`judge`, then `fix`); the rounds, with the checks again after each
+fix, are the attempt's (agentloop.run.attempt), so review and checks sit side by side.
 
 - Every reviewer round is a fresh session on the review model that may read files but not change
   them (the agent's read-only mode). It knows earlier rounds only from the feedback it is shown
@@ -20,18 +22,15 @@ developer's session, into the same change, until the reviewer approves or the ro
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from agentloop.agents import BLOCKING, LIMIT, TRANSIENT
 from agentloop.errors import AgentBlocked
 from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import review_note
 from agentloop.run.context import Run
 from agentloop.run.events import ReviewStarted, ReviewVerdict
-from agentloop.run.final_message import BLOCKED, FATAL, first_line
+from agentloop.run.final_message import first_line
 from agentloop.run.fixes import Outcome, fix_run
 from agentloop.run.review_prompt import Verdict, cut_diff, fix_prompt, parse_verdict, review_prompt
-from agentloop.run.verify import verify
 from agentloop.run.waits import classify, wait_for_limit
 from agentloop.state.schema import State, TaskState
 
@@ -54,34 +53,7 @@ def unapproved_notes(state: State) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def review(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
-    """Review the change until approved or out of rounds; a failed fix run comes back as the
-    attempt's result, for the runner's rules."""
-    rounds = run.options.max_review_rounds
-    task.feedback, feedback = None, None
-    for round_ in range(1, rounds + 1):
-        verdict = _review(run, task, outcome, round_, feedback)
-        if isinstance(verdict, str):
-            task.feedback = feedback
-            return replace(outcome, status="unapproved",
-                           note=f"the reviewer failed twice in round {round_}: {verdict}")
-        if verdict.approved:
-            return outcome
-        outcome.attempt.outcome, feedback = "feedback", verdict.feedback
-        run.save(task)
-        if round_ == rounds:
-            task.feedback = feedback
-            return replace(outcome, status="unapproved",
-                           note=f"not approved after {rounds} review round{'s' * (rounds > 1)}")
-        outcome = _fix(run, task, outcome, round_, feedback)
-        if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
-            outcome = verify(run, task, outcome)  # the fix is held to the checks too
-        if not outcome.result.ok or outcome.report.signal in (FATAL, BLOCKED):
-            return outcome  # the runner's rules take over
-    raise AssertionError("unreachable")
-
-
-def _review(run: Run, task: TaskState, outcome: Outcome, round_: int,
+def judge(run: Run, task: TaskState, outcome: Outcome, round_: int,
             feedback: str | None) -> Verdict | str:
     """One reviewer round, run again after a limit or one failure; a str: why it failed."""
     rounds, failures = run.options.max_review_rounds, 0
@@ -121,7 +93,7 @@ def _review(run: Run, task: TaskState, outcome: Outcome, round_: int,
             run.clock.sleep(wait)
 
 
-def _fix(run: Run, task: TaskState, outcome: Outcome, round_: int, feedback: str) -> Outcome:
+def fix(run: Run, task: TaskState, outcome: Outcome, round_: int, feedback: str) -> Outcome:
     """The developer's session, resumed with the feedback; a limit waits and runs it again."""
     return fix_run(run, task, outcome, fix_prompt(feedback, round_, run.options.max_review_rounds),
                    round_)

@@ -16,11 +16,12 @@ from typing import Callable, Union
 
 from agentloop.errors import Interrupted, VcsError
 from agentloop.proc import commands, running
+from agentloop.proc.signals import shielded
 from agentloop.run.conflicts import GroupConflicted
 from agentloop.run.context import Run, Tally
 from agentloop.run.events import Emit, Event
 from agentloop.run.lane import run_lane
-from agentloop.run.lanes import LaneNote, lane, set_lane
+from agentloop.run.lane_tag import LaneNote, lane, set_lane
 from agentloop.run.verify import baseline
 from agentloop.state.schema import TaskState
 from agentloop.vcs import relative_to, workspaces
@@ -55,12 +56,12 @@ def run_parallel(run: Run, pending: list[TaskState], begun: list[TaskState]) -> 
         baseline(run, pending)  # the user's checks, once, in the main checkout
     keep = {names[g] for g in groups}
     if run.vcs.name == "git":
-        workspaces.sweep_git(run.project.root, keep, known=set(names.values()))
+        workspaces.sweep_git(run.project.root, keep)
         # Lanes of groups with nothing left to run (a run killed before it cleaned up): every
         # task of theirs that finished is on the main line, so their branches hold nothing else.
         workspaces.drop_branches(run.project.root, set(names.values()) - keep)
     else:
-        workspaces.sweep_jj(run.project.root, keep, known=set(names.values()))
+        workspaces.sweep_jj(run.project.root, keep)
     _control(run, main, groups, names, begun)
     if not any(t.status in ("running", "interrupted", "conflicted") for t in run.state.tasks):
         main.forget_all()
@@ -101,8 +102,9 @@ def _control(run: Run, main: MainLine, groups: dict[str, list[TaskState]],
         # Ctrl+C (only this thread hears it), or a fault of the controller's own: stop every
         # lane's agent, wait for each lane to drop its interrupted attempt and save, then stop.
         run.shared.halt()
-        with commands.shielded():
-            running.stop_all()
+        with shielded():
+            for agent in running.stop_all():
+                commands.stop_group(agent)
             for worker in lanes.values():
                 worker.join()
         running.clear()  # every lane has stopped: a later run in this process starts afresh

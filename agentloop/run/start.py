@@ -14,7 +14,7 @@ from agentloop.errors import AgentLoopError, StateError
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.run import distill, rehearsal, remembered, retry
-from agentloop.run.context import Run
+from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
 from agentloop.run.selection import select
@@ -25,7 +25,7 @@ from agentloop.state.reconcile import Reconciled
 from agentloop.state.schema import State, TaskState, now
 from agentloop.vcs import Change
 from agentloop.vcs.choose import open_vcs
-from agentloop.vcs.lanes import kind_of
+from agentloop.vcs.private_copy import kind_of
 from agentloop.vcs.preflight import preflight
 
 DEFAULT_AGENT = "claude"
@@ -80,13 +80,16 @@ def tree_warning(project: Project, admitted: Admitted) -> str | None:
 
 
 def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
+              job: FleetJob | None = None, first_notes: tuple[str, ...] = (),
               ) -> tuple[State, RunFinished]:
-    """Everything a run does while it holds the lock; `plan`: the task file, read once."""
-    notes: list[str] = []
+    """Everything a run does while it holds the lock; `plan`: the task file, read once; `job`:
+    a fleet job's part (agentloop.fleet.job), with its notes first."""
+    notes: list[str] = list(first_notes)
     leftovers: list[Change] = []
     kind, task_file = None, project.task_file
     if options.rehearse:  # its own state, its own working copy (agentloop.run.rehearsal)
-        project, kind, task_file, notes = rehearsal.prepare(project, options.vcs)
+        project, kind, task_file, rehearsed = rehearsal.prepare(project, options.vcs)
+        notes += rehearsed
     admitted = admit(project, options, plan)
     state, options = admitted.state, admitted.options
     if not options.rehearse:
@@ -128,7 +131,8 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
                               cwd=root),
               distiller=partial(distill.distill, agent,
                                 options.distill_model or agent.models.helper, cwd=root)
-              if options.distill and admitted.agent != REHEARSAL else None)
+              if options.distill and admitted.agent != REHEARSAL else None,
+              job=job)
     return state, run_tasks(run, options.only, tuple(notes))
 
 

@@ -39,6 +39,17 @@ def wait_for_limit(run: Run, failure: Failure) -> None:
     run.emit(LimitWaitOver(waits))
 
 
+def excused_by_a_pause(run: Run, result: AgentResult, failure: Failure) -> bool:
+    """Whether a failed run is not the task's fault because the whole run was stopped while it
+    worked (a machine asleep, Ctrl+Z): what broke then, a connection or a timeout, is handled
+    like a limit, no attempt, and counts among the run's limit waits so it cannot go on for
+    ever."""
+    if not result.paused or failure.kind not in (TRANSIENT, OTHER):
+        return False
+    run.tally.limit_waits += 1
+    return run.tally.limit_waits <= run.options.max_limit_waits
+
+
 def _wait_together(run: Run, failure: Failure) -> None:
     """A parallel run's lane met a limit: every lane waits for the same reset, and only the
     first to meet it says so (one wait, one line), however many lanes meet it meanwhile."""
@@ -68,14 +79,3 @@ def hold(run: Run) -> None:
         if running.stopping():  # Ctrl+C: the main thread stops every lane
             raise Interrupted("interrupted")
         run.clock.sleep(min(left, 1.0))
-
-
-def excused_by_a_pause(run: Run, result: AgentResult, failure: Failure) -> bool:
-    """Whether a failed run is not the task's fault because the whole run was stopped while it
-    worked (a machine asleep, Ctrl+Z): what broke then, a connection or a timeout, is handled
-    like a limit, no attempt, and counts among the run's limit waits so it cannot go on for
-    ever."""
-    if not result.paused or failure.kind not in (TRANSIENT, OTHER):
-        return False
-    run.tally.limit_waits += 1
-    return run.tally.limit_waits <= run.options.max_limit_waits

@@ -1,0 +1,65 @@
+"""What `--integrate` prints: each group's outcome, what to do about the ones left out, and the
+total cost of every job against the plan's budget (text, or JSON with --json)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from agentloop import app
+from agentloop.console.live import Console
+from agentloop.options import RunOptions
+
+from agentloop.errors import UNFINISHED_EXIT
+from agentloop.fleet.integrate import Integrated
+from agentloop.state.receipts import money
+
+SCHEMA = 1
+
+
+def integrate(tasks_md: Path, cwd: Path, options: RunOptions,
+              show: Callable[[str | dict[str, Any]], None]) -> int:
+    """--integrate: run it, show what it did; the exit code."""
+    done = app.integrate(tasks_md, cwd, options, Console(cwd=cwd))
+    show(integrate_json(done) if options.as_json else integrate_text(done))
+    return exit_code(done)
+
+
+def integrate_text(result: Integrated) -> str:
+    """The lines an integration ends with."""
+    lines = [f"integrated {result.project.task_file_name} onto {result.onto}:"]
+    for g in result.groups:
+        head = f"group {g.number} ({g.name})"
+        if g.outcome == "landed":
+            told = f"{g.landed} task(s) landed" + (f", {g.already} already there"
+                                                   if g.already else "")
+            lines.append(f"  {head}: {told}")
+        elif g.outcome == "not run":
+            lines.append(f"  {head}: not run yet (no {g.branch} on the remote)")
+        else:
+            lines.append(f"  {head}: {g.outcome}: {g.detail}")
+    cost = money(result.cost_usd, result.cost_known)
+    if result.budget is not None:
+        over = " (over it)" if result.cost_usd > result.budget else ""
+        lines.append(f"total cost of the groups' jobs: {cost} of the plan's budget "
+                     f"{money(result.budget)}{over}")
+    else:
+        lines.append(f"total cost of the groups' jobs: {cost}")
+    lines.append(f"nothing was pushed; `agent-loop {result.project.task_file_name} --status` "
+                 "shows every task")
+    return "\n".join(lines)
+
+
+def integrate_json(result: Integrated) -> dict[str, Any]:
+    """--integrate --json."""
+    return {"schema": SCHEMA, "task_file": result.project.task_file_name, "onto": result.onto,
+            "groups": [{"number": g.number, "name": g.name, "branch": g.branch,
+                        "outcome": g.outcome, "landed": g.landed, "already": g.already,
+                        "detail": g.detail} for g in result.groups],
+            "cost_usd": result.cost_usd, "cost_known": result.cost_known,
+            "budget": result.budget}
+
+
+def exit_code(result: Integrated) -> int:
+    """4 when some group's work is not on the main line for a reason a person must see."""
+    return UNFINISHED_EXIT if result.unfinished else 0

@@ -1,0 +1,74 @@
+"""The example GitHub Actions workflow (.agent-loop.example/ci/github-workflow.yml) is valid YAML
+that SchemaStore's GitHub workflow schema accepts (kept in tests/fixtures with its license, from
+the check-jsonschema package, so no test reaches the network), and it runs agent-loop the way
+the README's "Running in CI" says: a matrix per stage from --dry-run --json, one job per group
+with --group N --push origin on a full-history checkout, and an integration per stage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+WORKFLOW = REPO / ".agent-loop.example" / "ci" / "github-workflow.yml"
+SCHEMA = Path(__file__).resolve().parent / "fixtures" / "github-workflow.schema.json"
+
+
+def load(text: str) -> dict[str, Any]:
+    data = yaml.safe_load(text)
+    # YAML 1.1 reads the key `on` as true; GitHub reads it as the key "on".
+    if True in data:
+        data["on"] = data.pop(True)
+    return data
+
+
+def problems(data: dict[str, Any]) -> list[str]:
+    schema = json.loads(SCHEMA.read_text())
+    validator = jsonschema.Draft7Validator(schema)
+    return [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(data)]
+
+
+def test_the_workflow_is_valid_for_the_github_workflow_schema() -> None:
+    assert problems(load(WORKFLOW.read_text())) == []
+
+
+def test_the_schema_check_can_fail() -> None:
+    data = load(WORKFLOW.read_text())
+    del data["jobs"]["plan"]["runs-on"]
+    data["jobs"]["stage1"]["strategy"]["matrix"] = "not a matrix"
+    assert len(problems(data)) >= 1
+
+
+def steps(job: dict[str, Any]) -> str:
+    return "\n".join(str(s.get("run", "")) for s in job["steps"])
+
+
+@pytest.mark.parametrize("stage", [1, 2, 3])
+def test_each_stage_is_a_matrix_of_group_jobs_then_one_integration(stage: int) -> None:
+    jobs = load(WORKFLOW.read_text())["jobs"]
+    group = jobs[f"stage{stage}"]
+    assert group["strategy"]["matrix"]["group"] == \
+        f"${{{{ fromJSON(needs.plan.outputs.stage{stage}) }}}}"
+    assert group["strategy"]["fail-fast"] is False
+    assert '--group "${{ matrix.group }}" --push origin' in steps(group)
+    assert "ANTHROPIC_API_KEY" in json.dumps(group)
+    integrate = jobs[f"integrate{stage}"]
+    assert f"stage{stage}" in integrate["needs"]
+    assert "--integrate --from origin" in steps(integrate)
+    if stage > 1:  # a later stage starts from the earlier stages' integration
+        assert f"integrate{stage - 1}" in group["needs"]
+
+
+def test_every_checkout_has_the_full_history_and_the_plan_job_reads_the_stages() -> None:
+    jobs = load(WORKFLOW.read_text())["jobs"]
+    checkouts = [s for job in jobs.values() for s in job["steps"]
+                 if str(s.get("uses", "")).startswith("actions/checkout@")]
+    assert len(checkouts) == len(jobs)
+    assert all(s["with"]["fetch-depth"] == 0 for s in checkouts)
+    assert '--dry-run --json' in steps(jobs["plan"]) and ".stages" in steps(jobs["plan"])
+    assert "gh pr create" in steps(jobs["pull-request"])
