@@ -118,3 +118,19 @@ def test_a_branch_moved_meanwhile_is_read_again(repo: Path) -> None:
     # The swap itself refuses a branch that is no longer where it was read.
     other = lane_commit(repo, "b", {"b.txt": "b\n"}, "task b")
     assert not main._swap(old, other, other) and main.tip() == landed
+
+
+def test_a_lock_left_by_a_kill_is_an_error_not_a_loop(repo: Path) -> None:
+    from agentloop.errors import VcsError
+    from agentloop.vcs.preflight import preflight
+
+    main = GitMainLine.current(repo)
+    commit = lane_commit(repo, "a", {"a.txt": "a\n"}, "task")
+    lock = repo / ".git" / "refs" / "agent-loop" / "landed" / f"{commit}.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")  # a landing killed inside its transaction
+    with pytest.raises(VcsError, match="update-ref"):
+        main.land(commit)
+    preflight("git", repo, repo / "tasks.md")  # the next run's first step clears it
+    assert not lock.exists()
+    assert main.land(commit) == main.tip()

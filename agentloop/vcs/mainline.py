@@ -137,11 +137,17 @@ class GitMainLine:
         return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
 
     def _swap(self, old: str, new: str, commit: str) -> bool:
+        """Move the branch from `old` to `new`; False when it is no longer at `old`."""
         script = (f"start\nupdate {self.ref} {new} {old}\ncreate {LANDED}{commit} {new}\n"
                   "prepare\ncommit\n")
-        code, _ = git(self.root, "update-ref", "--stdin", "-m",
-                      f"agent-loop: landed {commit[:12]}", input=script, codes=(0, 128))
-        return code == 0
+        args = ("update-ref", "--stdin", "-m", f"agent-loop: landed {commit[:12]}")
+        code, _ = git(self.root, *args, input=script, codes=(0, 128))
+        if code == 0:
+            return True
+        if self.tip() != old:
+            return False  # moved meanwhile: read it again
+        git(self.root, *args, input=script)  # not moved: a lock, say; its error, never a loop
+        return True
 
     def _checked_out(self) -> bool:
         code, out = git(self.root, "symbolic-ref", "-q", "HEAD", codes=(0, 1))

@@ -48,7 +48,9 @@ def _stale_locks(git_dir: Path) -> list[str]:
     one that is held stops the run, naming it."""
     notes = []
     for lock in [git_dir / "index.lock", git_dir / "HEAD.lock",
-                 *(git_dir / "refs" / "heads").rglob("*.lock")]:
+                 *(git_dir / "refs" / "heads").rglob("*.lock"),
+                 *(git_dir / "refs" / "agent-loop").rglob("*.lock"),  # a parallel run's
+                 *(git_dir / "worktrees").glob("*/index.lock")]:
         if not lock.is_file():
             continue
         if _held(lock):
