@@ -457,6 +457,8 @@ def test_a_rehearsal_runs_in_parallel_and_resolves_its_own_conflicts(work: Path,
     (work / "tasks.md").write_text("## A\n- one\n- two\n\n## B\n- three\n")
     done = agent_loop(work, "--rehearse", "--parallel", "2", "--vcs", kind)
     assert done.returncode == 0, done.stdout + done.stderr
-    lines = (work / "agent-loop-rehearsal.md").read_text().splitlines()
+    # The rehearsal works in a copy of its own (agentloop.run.rehearsal), its lanes in there.
+    notes = work / ".agent-loop" / "lanes" / "rehearsal-tasks-md" / "agent-loop-rehearsal.md"
+    lines = notes.read_text().splitlines()
     assert sorted(lines) == ["- rehearsed task 1/3 one", "- rehearsed task 2/3 two",
                              "- rehearsed task 3/3 three"]

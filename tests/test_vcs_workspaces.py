@@ -114,3 +114,11 @@ def test_jj_lane_workspace(tmp_path: Path, jj_bin: str) -> None:
     assert ws.sweep_jj(root, keep=set()) == ["1-setup"]
     assert ws.jj_workspaces(root) == {"default"}
     assert "lane work" in jj(root, "log", "-r", "all()", "-T", 'description ++ "\\n"')
+
+
+def test_a_sweep_leaves_other_copies_alone(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD")
+    rehearsal = ws.open_git(repo, "rehearsal-tasks-md", base, fresh=True)
+    old = ws.open_git(repo, "3-old", base, fresh=True)
+    assert ws.sweep_git(repo, keep=set(), known={"1-a", "3-old"}) == ["3-old"]
+    assert rehearsal.path.exists() and not old.path.exists()

@@ -56,12 +56,12 @@ def run_parallel(run: Run, pending: list[TaskState], begun: list[TaskState]) -> 
         baseline(run, pending)  # the user's checks, once, in the main checkout
     keep = {names[g] for g in groups}
     if run.vcs.name == "git":
-        workspaces.sweep_git(run.project.root, keep)
+        workspaces.sweep_git(run.project.root, keep, known=set(names.values()))
         # Lanes of groups with nothing left to run (a run killed before it cleaned up): every
         # task of theirs that finished is on the main line, so their branches hold nothing else.
         workspaces.drop_branches(run.project.root, set(names.values()) - keep)
     else:
-        workspaces.sweep_jj(run.project.root, keep)
+        workspaces.sweep_jj(run.project.root, keep, known=set(names.values()))
     _control(run, main, groups, names, begun)
     if not any(t.status in ("running", "interrupted", "conflicted") for t in run.state.tasks):
         main.forget_all()

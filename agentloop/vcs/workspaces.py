@@ -146,15 +146,16 @@ def remove_git(root: Path, workspace: Workspace, drop_branch: bool = False) -> N
         _git(root, "branch", "-q", "-D", workspace.branch, codes=(0, 1))
 
 
-def sweep_git(root: Path, keep: set[str]) -> list[str]:
-    """Remove lane worktrees whose names are not in `keep` (left by an earlier run); their
-    branches stay. Returns the names removed."""
+def sweep_git(root: Path, keep: set[str], known: set[str] | None = None) -> list[str]:
+    """Remove lane worktrees whose names are not in `keep` (left by an earlier run), among the
+    `known` names when given (another copy's, a rehearsal's, is left alone); their branches
+    stay. Returns the names removed."""
     gone = []
     folder = lanes_dir(root).resolve()
     registered = {p for p in git_worktrees(root) if p.parent == folder}
     on_disk = {p.resolve() for p in folder.iterdir()} if folder.is_dir() else set()
     for path in sorted(registered | on_disk):
-        if path.name not in keep:
+        if path.name not in keep and (known is None or path.name in known):
             clean_git(root, path)
             gone.append(path.name)
     return gone
@@ -209,12 +210,16 @@ def remove_jj(root: Path, workspace: Workspace) -> None:
     clean_jj(root, workspace.name)
 
 
-def sweep_jj(root: Path, keep: set[str]) -> list[str]:
-    """Forget and delete lane workspaces whose names are not in `keep`."""
+def sweep_jj(root: Path, keep: set[str], known: set[str] | None = None) -> list[str]:
+    """Forget and delete lane workspaces whose names are not in `keep`: registered ones and
+    folders in this root's lanes folder, among the `known` names when given (jj names
+    workspaces repository-wide: another copy's, a rehearsal's, is left alone)."""
     names = {w.removeprefix(JJ_PREFIX) for w in jj_workspaces(root) if w.startswith(JJ_PREFIX)}
     folder = lanes_dir(root)
     if folder.is_dir():
         names |= {p.name for p in folder.iterdir()}
+    if known is not None:
+        names &= known
     gone = sorted(n for n in names if n not in keep)
     for name in gone:
         clean_jj(root, name)
