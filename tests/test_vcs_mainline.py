@@ -134,3 +134,24 @@ def test_a_lock_left_by_a_kill_is_an_error_not_a_loop(repo: Path) -> None:
     preflight("git", repo, repo / "tasks.md")  # the next run's first step clears it
     assert not lock.exists()
     assert main.land(commit) == main.tip()
+
+
+@pytest.mark.parametrize("halfway", [False, True])
+def test_a_landing_killed_before_the_checkout_followed_is_mended(repo: Path,
+                                                                 halfway: bool) -> None:
+    from agentloop.vcs.preflight import preflight
+
+    main = GitMainLine.current(repo)
+    commit = lane_commit(repo, "a", {"a.txt": "a\n", "f.txt": "two\n"}, "task")
+    old = main.tip()
+    new, _ = main._replay(old, commit)
+    (repo / ".git" / mainline.RECORD).write_text(f"{old} {new}\n")
+    assert main._swap(old, new, commit)  # ... and killed here, before read-tree
+    if halfway:  # or inside it, one file written
+        (repo / "a.txt").write_text("a\n")
+    assert git(repo, "status", "--porcelain") != ""
+    notes = preflight("git", repo, repo / "tasks.md")
+    assert any("cut short" in n for n in notes)
+    assert git(repo, "status", "--porcelain") == ""
+    assert (repo / "a.txt").read_text() == "a\n" and (repo / "f.txt").read_text() == "two\n"
+    assert not (repo / ".git" / mainline.RECORD).exists()

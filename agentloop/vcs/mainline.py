@@ -26,6 +26,8 @@ from agentloop import proc
 from agentloop.errors import ProcessError, VcsError
 
 LANDED = "refs/agent-loop/landed/"
+# In the git dir while a landing's checkout has not followed the branch: "<old> <new>".
+RECORD = "agent-loop-landing"
 POLL_SECONDS = 1.0
 
 
@@ -95,9 +97,17 @@ class GitMainLine:
                 old = self.tip()
                 new, files = self._replay(old, commit)
                 busy = self._busy(files)
-                if not busy and self._swap(old, new, commit):
-                    self._refresh(old, new, files)
-                    return new
+                if not busy:
+                    # Noted until the checkout has followed: a kill in between leaves the
+                    # branch ahead of the checkout, which the next run's preflight mends.
+                    record = self._git_dir() / RECORD
+                    record.write_text(f"{old} {new}\n")
+                    swapped = self._swap(old, new, commit)
+                    if swapped:
+                        self._refresh(old, new, files)
+                    record.unlink(missing_ok=True)
+                    if swapped:
+                        return new
             if busy and not told:
                 told = True
                 self.on_wait(f"waiting: your uncommitted edits to {', '.join(busy[:5])} in "
@@ -149,6 +159,9 @@ class GitMainLine:
         git(self.root, *args, input=script)  # not moved: a lock, say; its error, never a loop
         return True
 
+    def _git_dir(self) -> Path:
+        return Path(git(self.root, "rev-parse", "--absolute-git-dir")[1].strip())
+
     def _checked_out(self) -> bool:
         code, out = git(self.root, "symbolic-ref", "-q", "HEAD", codes=(0, 1))
         return code == 0 and out.strip() == self.ref
@@ -178,3 +191,28 @@ def changed_files(root: Path, old: str, new: str) -> list[str]:
     """The paths that differ between two commits."""
     out = git(root, "diff-tree", "--no-commit-id", "--name-only", "-r", "-z", old, new)[1]
     return [f for f in out.split("\0") if f]
+
+
+def finish_landing(root: Path, git_dir: Path) -> str | None:
+    """A landing a kill cut short after the branch moved and before the checkout followed: the
+    checkout follows now (the files the commit changed, nothing else). A note, or None."""
+    record = git_dir / RECORD
+    try:
+        old, new = record.read_text().split()
+    except (OSError, ValueError):
+        return None
+    note = None
+    head = git(root, "rev-parse", "-q", "--verify", "HEAD", codes=(0, 1))[1].strip()
+    if head == new and git(root, "diff", "--cached", "--quiet", old, codes=(0, 1))[0] == 0:
+        code, _ = git(root, "read-tree", "-m", "-u", old, new, codes=(0, 128))
+        if code:  # cut short halfway through its files: they are the commit's, set them so
+            for path in changed_files(root, old, new):
+                there = git(root, "cat-file", "-e", f"{new}:{path}", codes=(0, 1, 128))[0] == 0
+                if there:
+                    git(root, "checkout", new, "--", path)
+                else:
+                    git(root, "rm", "-q", "-f", "--ignore-unmatch", "--", path)
+        note = (f"a landing was cut short before the checkout followed the branch; it follows "
+                f"now ({new[:12]})")
+    record.unlink(missing_ok=True)
+    return note

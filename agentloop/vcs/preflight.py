@@ -11,6 +11,7 @@ from pathlib import Path
 from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs import STATE_DIR
+from agentloop.vcs.mainline import finish_landing
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # Files git keeps while a multi-step command is under way, and the command that finishes it.
@@ -32,6 +33,8 @@ def preflight(kind: str, root: Path, task_file: Path) -> list[str]:
     git_dir = root / ".git"
     if git_dir.is_dir():
         warnings += _stale_locks(git_dir)
+        landing = finish_landing(root, git_dir)  # a parallel run's, cut short by a kill
+        warnings += [landing] if landing else []
     jj = kind in ("jj", "auto") and shutil.which("jj") is not None
     if kind in ("git", "auto") and git_dir.is_dir():
         _git_ready(root, git_dir, commits=not jj)
