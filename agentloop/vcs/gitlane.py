@@ -11,9 +11,13 @@ from typing import Iterable
 from agentloop import proc
 from agentloop.vcs import Change
 from agentloop.vcs.git import GitVcs
-from agentloop.vcs.mainline import GitMainLine, IntegrationConflict, changed_files, copy_commit
-
-MARKERS = ("<<<<<<< ", ">>>>>>> ")
+from agentloop.vcs.mainline import (
+    GitMainLine,
+    IntegrationConflict,
+    changed_files,
+    copy_commit,
+    markers_left,
+)
 
 
 class LaneGit(GitVcs):
@@ -66,15 +70,7 @@ class LaneGit(GitVcs):
 
     def markers_left(self, files: Iterable[str]) -> list[str]:
         """Which of `files` still hold a conflict marker at the start of a line."""
-        left = []
-        for name in files:
-            try:
-                text = (self.root / name).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            if any(line.startswith(MARKERS) for line in text.splitlines()):
-                left.append(name)
-        return left
+        return markers_left(self.root, files)
 
     def close_conflict(self, conflict: IntegrationConflict) -> Change:
         """The resolution committed on the main line's commit (the task commit's author, date and

@@ -24,9 +24,7 @@ from agentloop.vcs import Change
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj import JjVcs
 from agentloop.vcs.jjplumb import JJ, _env
-from agentloop.vcs.mainline import POLL_SECONDS, IntegrationConflict
-
-MARKERS = ("<<<<<<< ", ">>>>>>> ")
+from agentloop.vcs.mainline import POLL_SECONDS, IntegrationConflict, markers_left
 
 
 def jj(root: Path, *args: str) -> str:
@@ -150,15 +148,7 @@ class LaneJj(JjVcs):
 
     def markers_left(self, files: Iterable[str]) -> list[str]:
         """Which of `files` still hold a conflict marker at the start of a line."""
-        left = []
-        for name in files:
-            try:
-                text = (self.root / name).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            if any(line.startswith(MARKERS) for line in text.splitlines()):
-                left.append(name)
-        return left
+        return markers_left(self.root, files)
 
     def close_conflict(self, conflict: IntegrationConflict) -> Change:
         """The resolution squashed into the task's change, which then lands."""

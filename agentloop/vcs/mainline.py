@@ -20,7 +20,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from agentloop import proc
 from agentloop.errors import ProcessError, VcsError
@@ -216,3 +216,19 @@ def finish_landing(root: Path, git_dir: Path) -> str | None:
                 f"now ({new[:12]})")
     record.unlink(missing_ok=True)
     return note
+
+
+MARKERS = ("<<<<<<< ", ">>>>>>> ")  # git's and jj's alike, at the start of a line
+
+
+def markers_left(root: Path, files: Iterable[str]) -> list[str]:
+    """Which of `files` (relative to `root`) still hold a conflict marker at a line's start."""
+    left = []
+    for name in files:
+        try:
+            text = (root / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if any(line.startswith(MARKERS) for line in text.splitlines()):
+            left.append(name)
+    return left
