@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from agentloop.agents import (
-    Activity,
     BLOCKING,
     LIMIT,
     LOOP_RULES,
     OTHER,
     REVIEW_RULES,
     TRANSIENT,
+    Activity,
     AgentResult,
     AgentRun,
     make_agent,

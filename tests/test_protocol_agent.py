@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Callable
 
 from agentloop.agents import (
-    Activity,
     OTHER,
     TRANSIENT,
+    Activity,
     AgentResult,
     AgentRun,
     Answer,

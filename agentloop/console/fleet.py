@@ -8,10 +8,9 @@ from typing import Any, Callable
 
 from agentloop import app
 from agentloop.console.live import Console
-from agentloop.options import RunOptions
-
 from agentloop.errors import UNFINISHED_EXIT
 from agentloop.fleet.integrate import Integrated
+from agentloop.options import RunOptions
 from agentloop.state.receipts import money
 
 SCHEMA = 1

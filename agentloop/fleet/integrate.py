@@ -18,12 +18,12 @@ import copy
 from dataclasses import dataclass
 
 from agentloop.errors import VcsError
+from agentloop.fleet.replay import GroupReplay
 from agentloop.options import RunOptions
 from agentloop.plan import groups
 from agentloop.plan.parse import TaskFile
 from agentloop.run.events import Emit
 from agentloop.run.lane_tag import LaneNote
-from agentloop.fleet.replay import GroupReplay
 from agentloop.state import receipts
 from agentloop.state.project import Project, load_plan
 from agentloop.state.schema import State, TaskState, from_bytes

@@ -4,8 +4,15 @@ process-group stops behind Ctrl+C and timeouts, and what keeps children from out
 Owns: argv, cwd, env, timeouts, process groups. May import: errors.
 """
 
-from agentloop.proc.commands import (STOP_GRACE_SECONDS, Completed, Streamed, run, started,
-                                     stop_group, stream)
+from agentloop.proc.commands import (
+                                     STOP_GRACE_SECONDS,
+                                     Completed,
+                                     Streamed,
+                                     run,
+                                     started,
+                                     stop_group,
+                                     stream,
+)
 from agentloop.proc.signals import deferred, shielded
 
 __all__ = ["STOP_GRACE_SECONDS", "Completed", "Streamed", "deferred", "run", "shielded",

@@ -23,8 +23,8 @@ from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
 from agentloop.proc.read_output import MAX_LINE_BYTES, Deadline, Expired, lines  # noqa: F401
 from agentloop.proc.read_output import tail as read_tail
 from agentloop.proc.reaper import adopt_orphans, children, end_adopted, reaped, spawn
-from agentloop.proc.spawn import Spawned, Streaming, prompt_input, usable
 from agentloop.proc.signals import shielded
+from agentloop.proc.spawn import Spawned, Streaming, prompt_input, usable
 from agentloop.proc.watchdog import die_with_parent, watchdog
 
 # Grace between the signals of an escalating stop (SIGINT -> SIGTERM -> SIGKILL).

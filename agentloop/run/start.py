@@ -13,20 +13,20 @@ from agentloop.agents import AGENTS, child_env, make_agent
 from agentloop.errors import AgentLoopError, StateError
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
+from agentloop.plan.parse import TaskFile
 from agentloop.run import distill, rehearsal, remembered, retry
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
 from agentloop.run.selection import select
 from agentloop.state.learnings import Learnings
-from agentloop.plan.parse import TaskFile
 from agentloop.state.project import Project, load_plan, state_from
 from agentloop.state.reconcile import Reconciled
 from agentloop.state.schema import State, TaskState, now
 from agentloop.vcs import Change
 from agentloop.vcs.choose import open_vcs
-from agentloop.vcs.private_copy import kind_of
 from agentloop.vcs.preflight import preflight
+from agentloop.vcs.private_copy import kind_of
 
 DEFAULT_AGENT = "claude"
 # The stand-in agent has no helper model: its tasks keep the plain commit message, and the

@@ -23,6 +23,7 @@ from agentloop.settings.sources import (
 )
 from agentloop.vcs import find_root, relative_to
 
+
 @dataclass(frozen=True)
 class Row:
     """One effective setting: its key, value and where that came from."""
