@@ -222,7 +222,7 @@ def _show_settings(effective: Any, as_json: bool) -> None:
 def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
     """Run the one operation the options ask for, print what it returns; the exit code."""
     from agentloop import app
-    from agentloop.console import dry_run, render
+    from agentloop.console import render
     from agentloop.console.live import Console
 
     if tasks_md is None:  # --status alone: every plan of the repository
@@ -238,6 +238,8 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
         view = app.status(tasks_md, cwd, options.rehearse)
         write(render.status_json(view) if options.as_json else render.status_text(view, cwd))
     elif options.dry_run:
+        from agentloop.console import dry_run
+
         plan = app.dry_run(tasks_md, cwd, options)
         write(dry_run.plan_json(plan) if options.as_json else dry_run.plan_text(plan))
     elif options.init:

@@ -13,7 +13,7 @@ from pathlib import Path
 from agentloop.plan import parse
 from agentloop.state.project import Project, rehearsal_of
 from agentloop.state.schema import State
-from agentloop.vcs import private_copy, relative_to
+from agentloop.vcs import relative_to
 
 
 def lane_name(project: Project) -> str:
@@ -24,6 +24,8 @@ def lane_name(project: Project) -> str:
 def prepare(project: Project, asked_vcs: str) -> tuple[Project, str, Path, list[str]]:
     """Start the rehearsal afresh: the project it works in (its root the new working copy, its
     store the rehearsal's), the VCS kind, the task file as that copy has it, and notes."""
+    from agentloop.vcs import private_copy  # a rehearsal's only: real runs never load it
+
     kind = private_copy.kind_of(project.root, asked_vcs)
     # Its own folder, whatever the last rehearsal left there: a rehearsal is cheap to redo.
     shutil.rmtree(project.store.dir, ignore_errors=True)

@@ -26,7 +26,6 @@ from agentloop.state.schema import State, TaskState, now
 from agentloop.vcs import Change
 from agentloop.vcs.choose import open_vcs
 from agentloop.vcs.preflight import preflight
-from agentloop.vcs.private_copy import kind_of
 
 DEFAULT_AGENT = "claude"
 # The stand-in agent has no helper model: its tasks keep the plain commit message, and the
@@ -53,6 +52,8 @@ def admit(project: Project, options: RunOptions, plan: TaskFile | None = None) -
     a dry run needs neither to be ready. `plan`: the task file as the caller read it."""
     check_usage(options)
     if options.rehearse:  # no repository, no rehearsal: said before anything is made
+        from agentloop.vcs.private_copy import kind_of
+
         kind_of(project.root, options.vcs)
     if options.reset or options.rehearse:  # the state a reset (or a rehearsal, always afresh)
         # starts from, judged before the old one is archived

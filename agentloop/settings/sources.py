@@ -6,7 +6,6 @@ its `[plans."path/to/tasks.md"]` table wins over the file's own keys.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import sys
@@ -134,6 +133,8 @@ def _layer(data: dict[str, Any], table: tuple[str, ...], specs: dict[str, Spec],
 
 
 def _nearest(key: str) -> str:
+    import difflib  # for a mistyped key only
+
     close = difflib.get_close_matches(key, KEYS, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else " (agent-loop --show-settings lists them)"
 
