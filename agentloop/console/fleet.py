@@ -8,12 +8,12 @@ from typing import Any, Callable
 
 from agentloop import app
 from agentloop.console.live import Console
+from agentloop.console.render import SCHEMA
 from agentloop.errors import UNFINISHED_EXIT
 from agentloop.fleet.integrate import Integrated
 from agentloop.options import RunOptions
 from agentloop.state.receipts import money
 
-SCHEMA = 1
 
 
 def integrate(tasks_md: Path, cwd: Path, options: RunOptions,
