@@ -15,7 +15,6 @@ from agentloop.options import RunOptions
 from agentloop.state.receipts import money
 
 
-
 def integrate(tasks_md: Path, cwd: Path, options: RunOptions,
               show: Callable[[str | dict[str, Any]], None]) -> int:
     """--integrate: run it, show what it did; the exit code."""
