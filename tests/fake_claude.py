@@ -50,6 +50,8 @@ of the task embedded in its prompt (between `<task>` and `</task>`):
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -58,6 +60,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 ALLOWED_FLAGS = {"-p", "--verbose", "--dangerously-skip-permissions"}
 ALLOWED_VALUES = {"--output-format": {"stream-json"}, "--model": None,
@@ -115,9 +118,20 @@ def emit(obj: dict) -> None:
 def counter(state: Path, name: str) -> int:
     path = state / "counters" / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    n = int(path.read_text()) + 1 if path.exists() else 1
-    replace(path, str(n))
+    with locked(state):
+        n = int(path.read_text()) + 1 if path.exists() else 1
+        replace(path, str(n))
     return n
+
+
+@contextlib.contextmanager
+def locked(state: Path) -> Iterator[None]:
+    # Several fakes run at once in a parallel run or a fleet's jobs: two reading a counter at the
+    # same moment would hand out one session id twice, and mix their sessions' costs.
+    state.mkdir(parents=True, exist_ok=True)
+    with open(state / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def replace(path: Path, text: str) -> None:
@@ -300,8 +314,9 @@ def reviewer(argv: list[str], prompt: str, state: Path) -> None:
 def session_total(state: Path, session: str, cost: float) -> float:
     # Like the real CLI, total_cost_usd adds up over a resumed session.
     path = state / "sessions" / f"{session}.cost"
-    total = (float(path.read_text()) if path.exists() else 0.0) + cost
-    replace(path, repr(total))
+    with locked(state):
+        total = (float(path.read_text()) if path.exists() else 0.0) + cost
+        replace(path, repr(total))
     return round(total, 6)
 
 

@@ -212,3 +212,23 @@ def test_pause_waits_in_order_after_a_tool_call(fake_claude: FakeClaude, tmp_pat
     rest = lines(child.stdout.read())
     assert child.wait(timeout=30) == 0 and rest[-1]["type"] == "result"
     assert time.monotonic() - began >= 1 > tool_at
+
+
+def test_fakes_started_at_once_get_sessions_of_their_own(fake_claude: FakeClaude,
+                                                          tmp_path: Path) -> None:
+    # A parallel run's lanes and a fleet's jobs start fakes at the same moment: each new
+    # session must be its own, or their costs add up in one session's running total.
+    children = [subprocess.Popen([str(fake_claude.bin), *BASE], cwd=tmp_path,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                for _ in range(16)]
+    for child in children:
+        assert child.stdin is not None
+        child.stdin.write("hello")
+        child.stdin.close()
+    results = []
+    for child in children:
+        assert child.stdout is not None
+        results.append(lines(child.stdout.read())[-1])
+        child.wait(timeout=60)
+    assert len({r["session_id"] for r in results}) == 16
+    assert {r["total_cost_usd"] for r in results} == {0.01}
