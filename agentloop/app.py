@@ -255,22 +255,12 @@ def ask_to_stop(tasks_md: Path, cwd: Path) -> str:
     from agentloop.run.scheduler import stop_flag
 
     project = open_project(tasks_md, cwd)
-    pid = _running_pid(project.store.base / "run.pid")
+    from agentloop.files.pid_file import live_pid
+
+    pid = live_pid(project.store.base / "run.pid")
     if pid is None:
         raise StateError(f"no run of {project.task_file_name} is going on here")
     flag = stop_flag(project.store.dir)
     flag.write_text(f"{pid}\n")
     return (f"asked the run of {project.task_file_name} (pid {pid}) to stop after its running "
             "tasks: no new task starts, the running ones finish and land")
-
-
-def _running_pid(pid_file: Path) -> int | None:
-    """The pid the run lock's holder wrote, while that process lives."""
-    import os
-
-    try:
-        pid = int(pid_file.read_text().strip())
-        os.kill(pid, 0)
-    except (OSError, ValueError):
-        return None
-    return pid

@@ -20,22 +20,13 @@ from typing import Any, Iterator
 
 from agentloop.errors import StateError, StateLocked
 from agentloop.files import jsonbytes
+from agentloop.files.pid_file import live_pid
 from agentloop.state import journal
 from agentloop.state.schema import State, TaskState, from_bytes, now
 
 DIRNAME = ".agent-loop"
 # A run that loses the race for the lock waits this long at most for the winner's pid to show.
 HOLDER_WAIT_SECONDS = 2.0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process, alive
-    return True
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -225,12 +216,9 @@ class Store:
         """
         deadline = time.monotonic() + HOLDER_WAIT_SECONDS
         while True:
-            try:
-                text = pid_path.read_text().strip()
-            except OSError:
-                text = ""
-            if text.isdigit() and _alive(int(text)):
-                return text
+            pid = live_pid(pid_path)
+            if pid is not None:
+                return str(pid)
             if time.monotonic() > deadline:
                 return "unknown"
             time.sleep(0.01)
