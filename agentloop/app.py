@@ -193,8 +193,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
                 if options.push is not None:  # a fleet job
                     from agentloop.fleet.job import run_job
 
-                    # One group is one lane: a settings file's `parallel` is for local runs.
-                    state, summary = run_job(project, plan, replace(options, parallel=1),
+                    state, summary = run_job(project, plan, options,
                                              fan_out(events, emit, hooks))
                 else:
                     state, summary = start_run(project, plan, options,

@@ -11,7 +11,7 @@ carries holds only its group's costs, and `--integrate` adds the groups up.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from agentloop.errors import AgentLoopError, StateError, VcsError
 from agentloop.options import RunOptions
@@ -95,6 +95,8 @@ def run_job(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
             ) -> tuple[State, RunFinished]:
     """--group G --push REMOTE: the group's run in this clone, its branch and state pushed
     after every task and once more at the end, however it ends."""
+    # One group is one lane: a settings file's `parallel` is for local runs.
+    options = replace(options, parallel=1)
     job = open_job(project, plan, options)
     state, _, _ = load_plan(project, plan)
     if job.nothing_left(state, options):
