@@ -31,6 +31,8 @@ SECTIONS = (
                            "max_failures", "max_limit_waits", "backoff", "sleep")),
     ("Settings, hooks and the agent's environment", ("show_settings", "on_finish", "on_task",
                                                      "hook_timeout", "env", "env_exclude")),
+    ("Dashboard, report and notices", ("serve", "serve_port", "serve_host", "report",
+                                       "notify")),
     ("Output", ("as_json", "follow", "version", "help")),
 )
 
