@@ -38,6 +38,7 @@ class Hub:
         self.poll = poll
         self.plans: dict[str, _Followed] = {}
         self.clients: set[asyncio.Queue[Message | None]] = set()
+        self.loop: asyncio.AbstractEventLoop | None = None   # the server's, once it runs
 
     async def follow(self) -> None:
         """Read the files every `poll` seconds, forever (cancelled when the server stops)."""
@@ -102,12 +103,23 @@ class Hub:
             if event["type"] == "AgentActivity":
                 followed.activity[lane] = data
             else:
-                if event["type"] in ("AgentStarted", "AgentFinished"):
+                if event["type"] == "AgentStarted":   # a new agent: the last one's is old
                     followed.activity.pop(lane, None)
                 followed.history.append(data)
                 del followed.history[:-HISTORY]
             out.append(("event", data))
         return out
+
+    async def finish(self) -> None:
+        """The last read (the run's closing events), then every page's stream ends."""
+        for message in await asyncio.to_thread(self.read):
+            self.broadcast(message)
+        for queue in list(self.clients):
+            self.clients.discard(queue)
+            try:
+                queue.put_nowait(None)
+            except asyncio.QueueFull:
+                pass  # a page this far behind is dropped at the server's stop anyway
 
     def subscribe(self) -> tuple[list[Message], asyncio.Queue[Message | None]]:
         """The story so far (every plan's view and its run's events), and a queue of what comes

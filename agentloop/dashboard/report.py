@@ -16,8 +16,9 @@ from agentloop.state.project import Project
 MAX_EVENTS = 20_000   # the newest events kept: a report stays a file a browser opens at once
 
 
-def write(project: Project, target: Path) -> str:
-    """Write the report of `project`'s plan to `target`; the line that says so."""
+def write(project: Project, target: Path, shown: str) -> str:
+    """Write the report of `project`'s plan to `target` (`shown`: as the user named it); the
+    line that says so."""
     state = project.store.load()
     if state is None:
         raise AgentLoopError(f"{project.task_file_name} has not run yet: there is nothing to "
@@ -32,8 +33,8 @@ def write(project: Project, target: Path) -> str:
         os.replace(tmp, target)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        raise AgentLoopError(f"cannot write {target}: {exc.strerror or exc}") from None
-    return f"wrote {target}: {len(state.tasks)} tasks, {len(data['plans'][0]['events'])} events"
+        raise AgentLoopError(f"cannot write {shown}: {exc.strerror or exc}") from None
+    return f"wrote {shown}: {len(state.tasks)} tasks, {len(data['plans'][0]['events'])} events"
 
 
 def _events(path: Path) -> list[dict[str, Any]]:

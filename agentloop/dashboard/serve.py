@@ -3,6 +3,7 @@ fresh token printed once and written nowhere, and how long it stays after the ru
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import secrets
 import threading
@@ -28,9 +29,16 @@ class Served:
     url: str
     server: uvicorn.Server
     thread: threading.Thread
+    hub: Hub
 
     def stop(self) -> None:
-        """Stop serving; open pages see their stream end."""
+        """Stop serving, once open pages have the run's last events; their streams end."""
+        if self.hub.loop is not None and self.thread.is_alive():
+            done = asyncio.run_coroutine_threadsafe(self.hub.finish(), self.hub.loop)
+            try:
+                done.result(timeout=5)
+            except Exception:  # noqa: BLE001 - a server that cannot say goodbye still stops
+                pass
         self.server.should_exit = True
         self.thread.join(timeout=5)
 
@@ -61,7 +69,7 @@ def start(root: Path, host: str | None, port: int | None, warn: Callable[[str], 
     bound = server.servers[0].sockets[0].getsockname()[1]
     guard.hosts = _hosts(host, bound)
     shown = f"[{host}]" if ":" in host else host
-    return Served(f"http://{shown}:{bound}/?token={token}", server, thread)
+    return Served(f"http://{shown}:{bound}/?token={token}", server, thread, hub)
 
 
 def _loopback(host: str) -> bool:

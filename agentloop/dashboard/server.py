@@ -112,6 +112,7 @@ def build(root: Path, token: str, hosts: frozenset[str] | None, hub: Hub) -> Gua
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        hub.loop = asyncio.get_running_loop()
         follower = asyncio.create_task(hub.follow())
         try:
             yield

@@ -132,7 +132,9 @@ function draw() {
 }
 
 function header() {
-  const status = REPORT ? "report" : model.connected ? (model.ready ? "live" : "loading…") : "disconnected, retrying…";
+  const ended = model.order.length && model.order.every((k) => model.plans[k].finished);
+  const status = REPORT ? "report" : model.connected ? (model.ready ? "live" : "loading…")
+    : ended ? "the run has ended; the dashboard is no longer served" : "disconnected, retrying…";
   return el("header", {},
     el("h1", {}, "agent-loop"),
     el("nav", {}, model.order.map((key) => {
