@@ -101,6 +101,9 @@ def test_the_page_follows_a_parallel_run_and_a_late_page_sees_its_story(
                      has_text="completed").wait_for(timeout=30_000)
     code, output = served.finish()
     assert code == 0, output  # not on a terminal: it ends with the run, with the run's code
+    # The token is printed once, and written to no file an agent could read.
+    assert output.count(served.token) == 0   # (the first line, read above, held it)
+    assert not [p for p in work.rglob("*") if p.is_file() and served.token.encode() in p.read_bytes()]
     # The plan's and the agent's markup are shown as text and run nothing.
     assert IMG in page.locator('tr[data-task="1"] .task-summary').text_content()
     assert page.locator("#app img, #app script").count() == 0

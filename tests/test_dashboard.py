@@ -1,0 +1,135 @@
+"""The dashboard without a browser: notices reach a webhook, a failing one is one warning, logs
+are read a page at a time, a page that falls behind is dropped, and a plain run, --status and
+--help never load any of it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from agentloop.dashboard import hub, logs
+from tests.conftest import FakeClaude
+from tests.test_run_parallel import conflict_project
+from tests.test_run_vcs import agent_loop, init_repo
+
+WEB = ("agentloop.dashboard", "starlette", "uvicorn", "sse_starlette", "apprise")
+
+
+@pytest.fixture
+def webhook() -> Iterator[tuple[str, list[dict]]]:
+    """A local HTTP endpoint that keeps every JSON body posted to it."""
+    received: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the http.server's name
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            received.append(json.loads(body))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"json://127.0.0.1:{server.server_address[1]}/", received
+    server.shutdown()
+
+
+def test_a_conflict_and_the_runs_end_are_sent_to_the_webhook(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch,
+        webhook: tuple[str, list[dict]]) -> None:
+    url, received = webhook
+    conflict_project(work, tmp_path, monkeypatch, ["FAKE: say I could not"])
+    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill", "--notify", url)
+    assert done.returncode == 4, done.stdout + done.stderr
+    titles = [r["title"] for r in received]
+    assert titles == ["agent-loop: conflict needs a person", "agent-loop: run finished"], received
+    conflict = received[0]["message"]
+    assert conflict.startswith("tasks.md: task 2 conflicts with the main line in shared.txt")
+    assert "git log -p main..agent-loop/2-right" in conflict   # the exact commands
+    assert "1 completed, 1 conflicted, 1 pending" in received[1]["message"]
+    assert "warning" not in done.stderr
+
+
+def test_a_notice_that_cannot_be_sent_is_one_warning(work: Path,
+                                                     fake_claude: FakeClaude) -> None:
+    (work / "tasks.md").write_text("- one\n  FAKE: fail 1\n- two\n")
+    done = agent_loop(work, "--vcs", "none", "--max-attempts", "1", "--no-distill",
+                      "--notify", "json://127.0.0.1:9/", "--notify", "json://127.0.0.1:9/b")
+    assert done.returncode == 4, done.stdout + done.stderr   # a task failed: the run's own code
+    warnings = [line for line in done.stderr.splitlines() if "notification" in line]
+    assert warnings == ["warning: a notification could not be sent (no service accepted it); "
+                        "the run goes on"], done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_log_is_read_a_page_at_a_time_and_searched_through(tmp_path: Path) -> None:
+    log = tmp_path / "big.log"
+    with open(log, "w") as out:
+        for n in range(120_000):   # about 4 MB
+            out.write(f"line {n:06d} the agent said something\n")
+        out.write("→ Write needle.txt\n")
+    last = logs.page(log, -1)
+    assert last["lines"][-1] == "→ Write needle.txt" and last["after"] is None
+    assert len("\n".join(last["lines"])) <= logs.PAGE
+    first = logs.page(log, 0)
+    assert first["lines"][0] == "line 000000 the agent said something"
+    following = logs.page(log, first["after"])   # pages meet at whole lines
+    assert int(following["lines"][0].split()[1]) == int(first["lines"][-1].split()[1]) + 1
+    middle = logs.page(log, 1_000_003)            # any offset starts at a line's beginning
+    assert middle["lines"][0].startswith("line ") and middle["lines"][0].endswith("something")
+    found = logs.search(log, "NEEDLE")
+    assert [h["line"] for h in found["hits"]] == ["→ Write needle.txt"]
+    assert logs.page(log, found["hits"][0]["offset"])["lines"] == ["→ Write needle.txt"]
+    many = logs.search(log, "said")
+    assert len(many["hits"]) == logs.MAX_HITS and many["more"]
+
+
+def test_a_page_that_falls_behind_is_dropped_and_the_others_go_on(tmp_path: Path) -> None:
+    async def go() -> None:
+        followed = hub.Hub(tmp_path)
+        _, slow = followed.subscribe()
+        _, quick = followed.subscribe()
+        for n in range(hub.QUEUE + 1):
+            followed.broadcast(("event", str(n)))
+            if not quick.empty():
+                quick.get_nowait()   # this page keeps up
+        assert slow not in followed.clients and quick in followed.clients
+        assert slow.get_nowait() is None   # its stream ends; the browser reconnects afresh
+    asyncio.run(go())
+
+
+PROBE = """\
+import os, sys
+def loaded(code):
+    print("LOADED", sorted(m for m in sys.modules if m.split(".")[0] in {web!r}
+                           or m.startswith("agentloop.dashboard")), flush=True)
+    leave(code)
+leave, os._exit = os._exit, loaded   # agent-loop leaves by os._exit, after its last word
+sys.argv = ["agent-loop", *{args!r}]
+from agentloop.__main__ import main
+main()
+"""
+
+
+@pytest.mark.parametrize("args", [["tasks.md", "--vcs", "none", "--no-distill"],
+                                  ["--status"], ["tasks.md", "--status"], ["--help"]])
+def test_a_plain_run_status_and_help_load_no_web_library(work: Path, fake_claude: FakeClaude,
+                                                         args: list[str]) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- one\n  FAKE: write one.txt 1\n")
+    probe = PROBE.format(web=set(WEB[1:]), args=args)
+    done = subprocess.run([sys.executable, "-c", probe], cwd=work, capture_output=True,
+                          text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "LOADED []" in done.stdout, done.stdout
