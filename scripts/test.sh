@@ -4,6 +4,8 @@
 #   - the pinned Claude Code CLI in tests/claude-cli and Codex CLI in tests/codex-cli (npm ci,
 #     from their package-lock.json files)
 #   - jj, built once per machine from crates.io by scripts/install-jj.sh
+#   - Chromium for the dashboard's browser tests (Debian's `chromium`, driven by Playwright),
+#     installed with apt where this runs as root; elsewhere those tests say they are skipped
 # Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +14,11 @@ python3 -m venv .venv
 .venv/bin/python -m pip install --quiet -e '.[test]'
 npm ci --prefix tests/claude-cli --no-audit --no-fund --loglevel=error
 npm ci --prefix tests/codex-cli --no-audit --no-fund --loglevel=error
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null \
+        && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+        >/dev/null || echo "could not install chromium: the browser tests will be skipped" >&2
+fi
 jj_dir=$(bash scripts/install-jj.sh | tail -n 1)
 export PATH="$jj_dir:$PATH"
 jj --version

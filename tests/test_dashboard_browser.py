@@ -96,6 +96,8 @@ def test_the_page_follows_a_parallel_run_and_a_late_page_sees_its_story(
     # A lane at work shows its agent's last tool call; the rows turn completed without a reload.
     page.locator('[data-lane="Alpha"] .tool', has_text="a1.txt").wait_for(timeout=20_000)
     page.locator('[data-lane="Beta"]').wait_for()
+    if SCREENSHOT:
+        page.screenshot(path=SCREENSHOT)
     for task in (1, 2, 3, 4):
         page.locator(f'tr[data-task="{task}"] .status',
                      has_text="completed").wait_for(timeout=30_000)
@@ -125,8 +127,6 @@ def test_the_page_follows_a_parallel_run_and_a_late_page_sees_its_story(
     assert MARKUP in late.locator("#log").text_content()
     late.locator("#show-diff").click()
     late.locator("#diff summary", has_text="a1.txt").wait_for()
-    if SCREENSHOT:
-        late.screenshot(path=SCREENSHOT, full_page=True)
     assert late.evaluate("window.pwned") is None
     alone.child.send_signal(signal.SIGINT)
     assert alone.finish()[0] == 0

@@ -209,7 +209,7 @@ function lanes(p) {
     el("div", { class: "stats" }, `${l.turns} turns · ${l.calls} tool calls · ${money(l.cost)} · ` +
        (l.idle ? "done" : span(since(l.started)))),
     el("div", { class: "tool" }, l.tool ? "→ " + l.tool : ""),
-    el("div", { class: "said" }, l.text))));
+    el("div", { class: "said" }, l.text !== l.tool ? l.text : ""))));
 }
 
 function groups(p) {
