@@ -15,6 +15,7 @@ import click
 
 from agentloop import __version__
 from agentloop.agents import AGENTS
+from agentloop.console.dashboard_options import dashboard_options, warn, with_notices
 from agentloop.console.help import SectionedCommand
 from agentloop.console.stops import crash, from_a_stop, json_error, report, write
 from agentloop.errors import AgentLoopError
@@ -170,21 +171,7 @@ class _AgentChoice(click.Choice):
 @click.option("--integrate", is_flag=True, help="With --from: every finished group's tasks onto "
               "the current branch, states merged.")
 @click.option("--from", "from_remote", metavar="REMOTE", help="With --integrate: the jobs' remote.")
-@click.option("--serve", is_flag=True,
-              help="Follow the run in the browser: prints the dashboard's address (with its "
-                   "token). Without TASKS_MD: every plan of the repository, as runs started "
-                   "elsewhere go.")
-@click.option("--serve-port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
-              help="The dashboard's port [default: a free one].")
-@click.option("--serve-host", default=None, metavar="HOST",
-              help="The address the dashboard listens on [default: 127.0.0.1, this machine "
-                   "only].")
-@click.option("--report", metavar="FILE", default=None,
-              help="Write the plan's state and history as one standalone HTML file.")
-@click.option("--notify", multiple=True, metavar="URL",
-              help="Tell this service (an apprise URL: ntfy://, slack://, mailto://, json://...) "
-                   "when the run ends, a task fails, a conflict needs a person, a usage limit "
-                   "means a long wait or the budget stops the run; repeatable.")
+@dashboard_options
 @click.version_option(__version__, "--version", prog_name="agent-loop")
 def command(tasks_md: Path | None, **params: Any) -> None:
     """Let a coding agent work through TASKS_MD: one task, one agent run, one change.
@@ -194,8 +181,7 @@ def command(tasks_md: Path | None, **params: Any) -> None:
 
     ctx = click.get_current_context()
     args = ctx.meta["argv"]
-    if tasks_md is None and not (params["status"] and not params["follow"]) and \
-            not params["serve"]:
+    if tasks_md is None and not (params["status"] and not params["follow"] or params["serve"]):
         raise click.UsageError("Missing argument 'TASKS_MD' (only --status and --serve work "
                                "without one).", ctx)
     params = {**params, "command": tuple(args)}
@@ -241,11 +227,10 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
     from agentloop.console import render
     from agentloop.console.live import Console
 
-    if options.serve or options.report:  # the dashboard (agentloop.dashboard)
-        from agentloop.dashboard import commands as dashboard
+    if options.serve or options.report:  # the dashboard: agentloop.dashboard
+        from agentloop.dashboard import commands
 
-        return dashboard.dispatch(tasks_md, cwd, options, _run, click.echo,
-                                  lambda s: click.echo(s, err=True))
+        return commands.dispatch(tasks_md, cwd, options, _dispatch, click.echo, warn)
     if tasks_md is None:  # --status alone: every plan of the repository
         root, plans = app.overview(cwd)
         write(render.overview_json(root, plans) if options.as_json
@@ -272,37 +257,19 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
 
         return integrate(tasks_md, cwd, options, write)
     else:
-        return _run(tasks_md, cwd, options)
+        from agentloop.console.confirm import reset_allowed
+        from agentloop.run.summary import exit_code
+
+        if options.reset and not options.yes and \
+                not reset_allowed(lambda: app.redone_by_reset(tasks_md, cwd)):
+            click.echo("agent-loop: nothing was changed (no --reset)", err=True)
+            return 1
+        result = with_notices(options.notify, str(tasks_md), Console(cwd=cwd),
+                              lambda emit: app.run(tasks_md, cwd, options, emit))
+        for line in render.closing_lines(result, cwd):
+            click.echo(line)
+        return exit_code(result.summary)
     return 0
-
-
-def _run(tasks_md: Path, cwd: Path, options: Any) -> int:
-    """Run the plan with the console's lines (and notices, with `notify`); the exit code."""
-    from agentloop import app
-    from agentloop.console import render
-    from agentloop.console.confirm import reset_allowed
-    from agentloop.console.live import Console
-    from agentloop.run.summary import exit_code
-
-    if options.reset and not options.yes and \
-            not reset_allowed(lambda: app.redone_by_reset(tasks_md, cwd)):
-        click.echo("agent-loop: nothing was changed (no --reset)", err=True)
-        return 1
-    console = Console(cwd=cwd)
-    if not options.notify:
-        result = app.run(tasks_md, cwd, options, console)
-    else:
-        from agentloop.dashboard.notify import Notifier
-        from agentloop.run.events import fan_out
-
-        notifier = Notifier(options.notify, str(tasks_md), lambda s: click.echo(s, err=True))
-        try:
-            result = app.run(tasks_md, cwd, options, fan_out(console, notifier))
-        finally:
-            notifier.close()
-    for line in render.closing_lines(result, cwd):
-        click.echo(line)
-    return exit_code(result.summary)
 
 
 def main() -> None:

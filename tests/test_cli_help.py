@@ -56,11 +56,15 @@ def test_agent_rehearse_is_refused_with_the_mode_to_use() -> None:
 
 
 def readme_option_table() -> list[str]:
-    """The first cells of the README's option table (the rows under its "Options" heading)."""
+    """The first cells of the README's option table (the rows under its "Options" heading),
+    and of the docs pages' ("Options" in docs/how-to/dashboard.md: the dashboard's)."""
     text = README.read_text(encoding="utf-8")
     found = re.search(r"^#+ Options\n(.*?)(?=^#)", text, re.M | re.S)
     assert found, "the README has no Options heading"
-    return [re.split(r"(?<!\\)\|", line)[1] for line in found.group(1).splitlines()
+    tables = [found.group(1)]
+    for page in sorted(README.parent.glob("docs/**/*.md")):
+        tables += re.findall(r"^#+ Options\n(.*?)(?=^#|\Z)", page.read_text("utf-8"), re.M | re.S)
+    return [re.split(r"(?<!\\)\|", line)[1] for table in tables for line in table.splitlines()
             if line.startswith("| `-")]
 
 

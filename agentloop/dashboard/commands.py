@@ -4,6 +4,7 @@ the dashboard stays. The run itself is the CLI's (`run`), unchanged by being wat
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -16,8 +17,9 @@ Echo = Callable[[str], None]
 
 def dispatch(tasks_md: Path | None, cwd: Path, options: RunOptions,
              run: Callable[[Path, Path, RunOptions], int], echo: Echo, warn: Echo) -> int:
-    """--report: write the file. --serve: serve the dashboard, run the plan (if one is named)
-    and keep serving after it on a terminal, until Ctrl+C; the run's exit code."""
+    """--report: write the file. --serve: serve the dashboard, run the plan (if one is named:
+    `run` is the command line's own run, given the options without --serve) and keep serving
+    after it on a terminal, until Ctrl+C; the run's exit code."""
     if options.report:
         from agentloop.dashboard import report
 
@@ -34,7 +36,7 @@ def dispatch(tasks_md: Path | None, cwd: Path, options: RunOptions,
         if tasks_md is None:
             serve.wait_for_ctrl_c()
             return 0
-        code = run(tasks_md, cwd, options)
+        code = run(tasks_md, cwd, replace(options, serve=False))
         if sys.stdin.isatty() and sys.stdout.isatty():
             echo("the run has ended; the dashboard stays served until Ctrl+C")
             serve.wait_for_ctrl_c()

@@ -9,12 +9,26 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
-from agentloop.run.events import Event, LimitWait, RunFinished, TaskFinished
+from agentloop.run.events import Emit, Event, LimitWait, RunFinished, TaskFinished, fan_out
 
 LONG_WAIT = 15 * 60      # seconds: a usage-limit wait longer than this is worth a message
 FLUSH_SECONDS = 20.0     # how long the end of the run waits for the last messages to go
+
+
+T = TypeVar("T")
+
+
+def notifying(urls: tuple[str, ...], plan: str, warn: Callable[[str], None], emit: Emit,
+              run: Callable[[Emit], T]) -> T:
+    """`run` with its events going to `emit` and to a Notifier of `urls`, whose last messages
+    are sent (or given up) before this returns, however the run ends."""
+    notifier = Notifier(urls, plan, warn)
+    try:
+        return run(fan_out(emit, notifier))
+    finally:
+        notifier.close()
 
 
 class Notifier:
