@@ -133,3 +133,49 @@ def test_a_plain_run_status_and_help_load_no_web_library(work: Path, fake_claude
                           text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "LOADED []" in done.stdout, done.stdout
+
+
+def test_stop_now_is_a_ctrl_c(work: Path, fake_claude: FakeClaude) -> None:
+    import time
+    import urllib.request
+
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- long\n  FAKE: sleep 30\n- next\n")
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--serve", "--vcs",
+                              "git", "--no-distill"], cwd=work, text=True,
+                             env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    assert child.stdout is not None
+    url = child.stdout.readline().split(" ", 1)[1].strip()
+    base, token = url.split("/?token=")
+    deadline = time.monotonic() + 30
+    while not fake_claude.calls():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    asked = urllib.request.Request(f"{base}/api/stop", data=b'{"plan": ".", "now": true}',
+                                   headers={"X-Token": token, "Origin": base,
+                                            "Content-Type": "application/json"})
+    with urllib.request.urlopen(asked, timeout=10) as answer:
+        assert b"as Ctrl+C does" in answer.read()
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 130, out + err
+    assert "interrupted" in out + err
+    again = agent_loop(work, "--status")
+    assert "interrupted" in again.stdout or "pending" in again.stdout
+
+
+def test_a_report_reads_what_an_earlier_version_wrote(work: Path) -> None:
+    example = Path(__file__).resolve().parents[1] / ".agent-loop.example"
+    init_repo(work, "git")
+    (work / "tasks.md").write_bytes((example / "tasks.md").read_bytes())
+    store = work / ".agent-loop"
+    store.mkdir()
+    for name in ("state.json", "events.jsonl"):
+        (store / name).write_bytes((example / name).read_bytes())
+    done = agent_loop(work, "--report", "run.html")
+    assert done.returncode == 0, done.stderr
+    html = (work / "run.html").read_text()
+    state = json.loads((example / "state.json").read_text())
+    for task in state["tasks"]:
+        assert json.dumps(task["summary"])[1:-1].replace("<", "\\u003c") in html
+    assert "http://" not in html.split("<script", 1)[0] and "<link" not in html
