@@ -179,3 +179,37 @@ def test_a_report_reads_what_an_earlier_version_wrote(work: Path) -> None:
     for task in state["tasks"]:
         assert json.dumps(task["summary"])[1:-1].replace("<", "\\u003c") in html
     assert "http://" not in html.split("<script", 1)[0] and "<link" not in html
+
+
+def test_on_a_terminal_the_page_stays_until_ctrl_c_and_the_exit_code_is_the_runs(
+        work: Path, fake_claude: FakeClaude) -> None:
+    import pty
+    import re
+    import select
+    import signal
+    import time
+    import urllib.request
+
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- fails\n  FAKE: fail 1\n")
+    main, child_end = pty.openpty()
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--serve", "--vcs",
+                              "git", "--no-distill", "--max-attempts", "1"], cwd=work,
+                             env={**os.environ, "TERM": "xterm"}, stdin=child_end,
+                             stdout=child_end, stderr=child_end, start_new_session=True)
+    os.close(child_end)
+    seen, deadline = b"", time.monotonic() + 60
+    try:
+        while b"until Ctrl+C" not in seen:
+            assert time.monotonic() < deadline and child.poll() is None, seen.decode()
+            if select.select([main], [], [], 0.1)[0]:
+                seen += os.read(main, 65536)
+        url = re.search(rb"dashboard: (http://\S+)", seen).group(1).decode()  # type: ignore[union-attr]
+        with urllib.request.urlopen(url, timeout=5) as answer:   # the run is over; still served
+            assert answer.status == 200
+        os.killpg(child.pid, signal.SIGINT)
+        assert child.wait(timeout=15) == 4   # the run's code (a task failed), not Ctrl+C's 130
+    finally:
+        if child.poll() is None:
+            child.kill()
+        os.close(main)
