@@ -55,7 +55,7 @@ def start(root: Path, host: str | None, port: int | None, warn: Callable[[str], 
     # Any Host until the port is known: nobody has the token before the line is printed.
     guard = build(root, token, None, hub)
     config = uvicorn.Config(guard, host=host, port=port or 0,
-                            log_level="error", access_log=False, lifespan="on",
+                            log_level="critical", access_log=False, lifespan="on",
                             timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="dashboard", daemon=True)
