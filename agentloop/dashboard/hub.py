@@ -20,100 +20,121 @@ Message = tuple[str, str]   # (SSE event name, JSON data)
 
 
 @dataclass
-class _Followed:
-    """What the hub knows of one plan: where it read its files up to, and the run's events."""
+class _Reading:
+    """Where the reader thread got to in one plan's files."""
 
     events_at: tuple[int, int] = (-1, 0)        # (inode, offset read up to)
-    state_at: tuple[tuple[int, int, int], ...] = ()            # state.json and journal stamps
+    state_at: tuple[tuple[int, int, int], ...] = ()   # state.json and journal stamps
+    view: str = ""
+
+
+@dataclass
+class _Story:
+    """What a page that joins now is told of one plan (touched in the event loop only)."""
+
     view: str = ""
     history: list[str] = field(default_factory=list)
     activity: dict[str, str] = field(default_factory=dict)  # lane -> its newest activity
 
 
+Change = tuple[str, str, Any]   # (plan, "view" | "reset" | "events", what)
+
+
 class Hub:
-    """Follows the plans of `root`; `subscribe` gives a page the story so far and its queue."""
+    """Follows the plans of `root`; `subscribe` gives a page the story so far and its queue.
+    The files are read in a worker thread; what they say is applied and handed out in the
+    event loop, so a page never gets an event twice or misses one."""
 
     def __init__(self, root: Path, poll: float = 0.2) -> None:
         self.root = root
         self.poll = poll
-        self.plans: dict[str, _Followed] = {}
+        self.plans: dict[str, _Story] = {}
+        self._reading: dict[str, _Reading] = {}
         self.clients: set[asyncio.Queue[Message | None]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None   # the server's, once it runs
 
     async def follow(self) -> None:
         """Read the files every `poll` seconds, forever (cancelled when the server stops)."""
         while True:
-            for message in await asyncio.to_thread(self.read):
-                self.broadcast(message)
+            self.apply(await asyncio.to_thread(self.read))
             await asyncio.sleep(self.poll)
 
-    def read(self) -> list[Message]:
-        """What changed on disk since the last read, as messages (in a worker thread)."""
-        out: list[Message] = []
+    def read(self) -> list[Change]:
+        """What changed on disk since the last read (in a worker thread, one at a time)."""
+        out: list[Change] = []
         for plan in sources.plans(self.root):
-            followed = self.plans.setdefault(plan.key, _Followed())
-            out += self._state(plan, followed)
-            out += self._events(plan, followed)
+            reading = self._reading.setdefault(plan.key, _Reading())
+            out += self._state(plan, reading)
+            out += self._events(plan, reading)
         return out
 
-    def _state(self, plan: sources.Plan, followed: _Followed) -> list[Message]:
+    def _state(self, plan: sources.Plan, reading: _Reading) -> list[Change]:
         stamps = tuple(_stamp(p) for p in (plan.store.state_path, plan.store.journal.path))
-        if stamps == followed.state_at:
+        if stamps == reading.state_at:
             return []
-        followed.state_at = stamps
+        reading.state_at = stamps
         view = _json(sources.plan_view(plan))
-        if view == followed.view:
+        if view == reading.view:
             return []
-        followed.view = view
-        return [("plan", view)]
+        reading.view = view
+        return [(plan.key, "view", view)]
 
-    def _events(self, plan: sources.Plan, followed: _Followed) -> list[Message]:
+    def _events(self, plan: sources.Plan, reading: _Reading) -> list[Change]:
         path = plan.store.events
         try:
             status = os.stat(path)
         except OSError:
             return []
-        inode, offset = followed.events_at
+        inode, offset = reading.events_at
         if status.st_ino != inode or status.st_size < offset:   # new, or replaced (--reset)
             events, end = sources.newest_run(path)
-            followed.events_at = (status.st_ino, end)
-            return self._started(plan.key, followed) + self._add(plan.key, followed, events)
+            reading.events_at = (status.st_ino, end)
+            return [(plan.key, "reset", None), (plan.key, "events", events)]
         if status.st_size == offset:
             return []
         with open(path, "rb") as log:
             log.seek(offset)
             chunk = log.read(status.st_size - offset)
         whole = chunk[:chunk.rfind(b"\n") + 1]
-        followed.events_at = (inode, offset + len(whole))
-        return self._add(plan.key, followed, sources.events_in(whole))
+        reading.events_at = (inode, offset + len(whole))
+        return [(plan.key, "events", sources.events_in(whole))]
 
-    def _started(self, key: str, followed: _Followed) -> list[Message]:
-        followed.history.clear()
-        followed.activity.clear()
-        return [("reset", _json({"plan": key}))]
-
-    def _add(self, key: str, followed: _Followed, events: list[dict[str, Any]]) -> list[Message]:
-        out: list[Message] = []
-        for event in events:
-            if event["type"] == "RunStarted" and followed.history:
-                out += self._started(key, followed)
-            data = _json({"plan": key, "event": event})
-            lane = str(event.get("lane", ""))
-            # A lane's activity is superseded by its next: a late page needs only the newest.
-            if event["type"] == "AgentActivity":
-                followed.activity[lane] = data
+    def apply(self, changes: list[Change]) -> None:
+        """Add `changes` to the story and hand them to every page (in the event loop)."""
+        for key, kind, what in changes:
+            story = self.plans.setdefault(key, _Story())
+            if kind == "view":
+                story.view = what
+                self.broadcast(("plan", what))
+            elif kind == "reset":
+                self._started(key, story)
             else:
-                if event["type"] == "AgentStarted":   # a new agent: the last one's is old
-                    followed.activity.pop(lane, None)
-                followed.history.append(data)
-                del followed.history[:-HISTORY]
-            out.append(("event", data))
-        return out
+                for event in what:
+                    self._add(key, story, event)
+
+    def _started(self, key: str, story: _Story) -> None:
+        story.history.clear()
+        story.activity.clear()
+        self.broadcast(("reset", _json({"plan": key})))
+
+    def _add(self, key: str, story: _Story, event: dict[str, Any]) -> None:
+        if event["type"] == "RunStarted" and story.history:
+            self._started(key, story)
+        data = _json({"plan": key, "event": event})
+        lane = str(event.get("lane", ""))
+        # A lane's activity is superseded by its next: a late page needs only the newest.
+        if event["type"] == "AgentActivity":
+            story.activity[lane] = data
+        else:
+            if event["type"] == "AgentStarted":   # a new agent: the last one's is old
+                story.activity.pop(lane, None)
+            story.history.append(data)
+            del story.history[:-HISTORY]
+        self.broadcast(("event", data))
 
     async def finish(self) -> None:
         """The last read (the run's closing events), then every page's stream ends."""
-        for message in await asyncio.to_thread(self.read):
-            self.broadcast(message)
+        self.apply(await asyncio.to_thread(self.read))
         for queue in list(self.clients):
             self.clients.discard(queue)
             try:
@@ -125,12 +146,12 @@ class Hub:
         """The story so far (every plan's view and its run's events), and a queue of what comes
         next; call from the event loop, so no message falls between the two."""
         story: list[Message] = []
-        for key, followed in self.plans.items():
+        for key, told in self.plans.items():
             story.append(("reset", _json({"plan": key})))
-            if followed.view:
-                story.append(("plan", followed.view))
-            story += [("event", e) for e in followed.history]
-            story += [("event", e) for e in followed.activity.values()]
+            if told.view:
+                story.append(("plan", told.view))
+            story += [("event", e) for e in told.history]
+            story += [("event", e) for e in told.activity.values()]
         story.append(("ready", "{}"))
         queue: asyncio.Queue[Message | None] = asyncio.Queue(QUEUE)
         self.clients.add(queue)
