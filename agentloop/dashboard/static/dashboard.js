@@ -220,11 +220,16 @@ function groups(p) {
   return el("section", { class: "groups", id: "groups" }, [...byGroup].map(([name, tasks]) => {
     const id = p.key + "\u0000" + name;
     const done = tasks.filter((t) => ["completed", "skipped"].includes(p.live[t.index] || t.status)).length;
-    const box = el("details", { open: !model.openGroups.has("closed:" + id), "data-group": name },
+    // Many groups: the finished ones start folded, the ones at work or in trouble open.
+    const busy = tasks.some((t) => !["completed", "skipped", "pending"].includes(p.live[t.index] || t.status));
+    const open = model.openGroups.has("open:" + id) ||
+      (!model.openGroups.has("closed:" + id) && (byGroup.size <= 8 || busy));
+    const box = el("details", { open, "data-group": name },
       el("summary", {}, el("strong", {}, name || "(no group)"), ` ${done}/${tasks.length}`),
       el("table", {}, el("tbody", {}, tasks.map((t) => row(p, t)))));
     box.addEventListener("toggle", () => {
-      if (box.open) model.openGroups.delete("closed:" + id); else model.openGroups.add("closed:" + id);
+      model.openGroups.delete(box.open ? "closed:" + id : "open:" + id);
+      model.openGroups.add(box.open ? "open:" + id : "closed:" + id);
     });
     return box;
   }));
