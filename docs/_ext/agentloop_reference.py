@@ -9,10 +9,13 @@ pages against the code, and the example run's events against the schema."""
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
+import enum
 import inspect
 import json
 import re
+import types
 import typing
 from typing import Any, Iterator
 
@@ -140,17 +143,18 @@ def _subclasses(cls: type) -> Iterator[type]:
 
 
 def exit_codes() -> str:
-    """Each exit code, what it means, and the errors that end with it."""
+    """Each exit code and what it means, then each error a user can meet and its code."""
     from agentloop import errors
 
-    raised: dict[int, list[type]] = {}
+    out = ["| code | meaning |", "| --- | --- |"]
+    out += [f"| {code} | {_cell(meaning)} |" for code, meaning in errors.EXIT_CODES.items()]
+    out += ["", "## The errors behind them", "",
+            "Each error agent-loop reports is one of these (`agentloop/errors.py`); the message "
+            "says what happened and what to do.", "",
+            "| error | exit code | what it means |", "| --- | --- | --- |"]
     for cls in [errors.AgentLoopError, *_subclasses(errors.AgentLoopError)]:
-        raised.setdefault(int(getattr(cls, "exit_code")), []).append(cls)
-    out = ["| code | meaning | raised as |", "| --- | --- | --- |"]
-    for code, meaning in errors.EXIT_CODES.items():
-        kinds = "; ".join(f"`{c.__name__}`: {_cell(inspect.getdoc(c) or '')}"
-                          for c in raised.get(code, []))
-        out.append(f"| {code} | {_cell(meaning)} | {kinds} |")
+        out.append(f"| `{cls.__name__}` | {getattr(cls, 'exit_code')} | "
+                   f"{_cell(inspect.getdoc(cls) or '')} |")
     return "\n".join(out) + "\n"
 
 
@@ -170,36 +174,42 @@ def _field_notes(cls: type) -> dict[str, str]:
 
 
 def _hints(cls: type) -> dict[str, Any]:
+    """The fields' types; a field whose type cannot be resolved keeps its annotation's text."""
     module = inspect.getmodule(cls)
-    return typing.get_type_hints(cls, vars(module) if module else None)
+    try:
+        return typing.get_type_hints(cls, vars(module) if module else None)
+    except (NameError, TypeError):  # a name imported only for type checking
+        return {f.name: f.type for f in dataclasses.fields(cls)}
 
 
 def _schema_of(hint: Any) -> dict[str, Any]:
-    """A JSON Schema for a field's type, as orjson writes a value of it."""
+    """A JSON Schema for a field's type, as orjson writes a value of it; {} (anything) for a
+    type it cannot tell, so a new kind of field never stops the build."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is type(None):
         return {"type": "null"}
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if origin is typing.Union or isinstance(hint, types.UnionType):
         return {"anyOf": [_schema_of(a) for a in args]}
-    if hint is bool:
-        return {"type": "boolean"}
-    if hint is int:
-        return {"type": "integer"}
-    if hint is float:
-        return {"type": "number"}
-    if hint is str:
-        return {"type": "string"}
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return {"enum": [m.value for m in hint]}
+    simple = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    if hint in simple:
+        return {"type": simple[hint]}
+    if origin is typing.Literal:
+        return {"enum": list(args)}
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
             return {"type": "array", "items": _schema_of(args[0])}
         return {"type": "array", "prefixItems": [_schema_of(a) for a in args],
                 "minItems": len(args), "maxItems": len(args)}
-    if origin in (dict, typing.Mapping) or typing.get_origin(origin) is not None \
-            or (origin is not None and getattr(origin, "__name__", "") == "Mapping"):
-        return {"type": "object", "additionalProperties": _schema_of(args[1])}
+    if origin in (list, set, frozenset, collections.abc.Sequence):
+        return {"type": "array", "items": _schema_of(args[0]) if args else {}}
+    if origin in (dict, collections.abc.Mapping):
+        return {"type": "object",
+                "additionalProperties": _schema_of(args[1]) if len(args) == 2 else {}}
     if dataclasses.is_dataclass(hint):
         return _object(hint)
-    raise TypeError(f"no JSON Schema for {hint!r}: teach docs/_ext/agentloop_reference.py")
+    return {}
 
 
 def _object(cls: Any, envelope: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -265,6 +275,15 @@ def events() -> str:
 
 PAGES = {"options": options, "settings": settings, "exit-codes": exit_codes, "events": events}
 
+# The modules each page is read from: a page is written again when one of them changes, so an
+# incremental build (scripts/docs.sh run twice) never shows a page older than the code.
+SOURCES = {
+    "options": ("agentloop.cli", "agentloop.console.help", "agentloop.settings.keys"),
+    "settings": ("agentloop.cli", "agentloop.settings.keys", "agentloop.settings.schema"),
+    "exit-codes": ("agentloop.errors",),
+    "events": ("agentloop.run.events", "agentloop.run.lane_tag", "agentloop.agents"),
+}
+
 
 # --- the Sphinx directive -------------------------------------------------------------------
 
@@ -282,7 +301,13 @@ def setup(app: Any) -> dict[str, Any]:
             name = self.arguments[0]
             if name not in PAGES:
                 raise self.error(f"unknown reference {name!r}; one of {sorted(PAGES)}")
+            import importlib
+
             text = PAGES[name]()
+            self.env.note_dependency(__file__)
+            for module in SOURCES[name]:
+                self.env.note_dependency(str(inspect.getsourcefile(
+                    importlib.import_module(module))))
             # A section to parse into, so the generated headings become sections of the page
             # (with anchors and a place in its table of contents), not plain rubrics.
             box = nodes.section()
