@@ -81,8 +81,8 @@ class SectionedCommand(click.Command):
         if self.epilog:
             formatter.write_text(self.epilog)
             formatter.write_paragraph()
-        formatter.write_text("The manual is in agent-loop's repository: its README (a quick start), "
-                             "then docs/index.md.")
+        formatter.write_text("The manual is in agent-loop's repository: the README (a quick "
+                             "start), then docs/index.md.")
 
 
 def section_of(sections: Sections) -> dict[str, str]:

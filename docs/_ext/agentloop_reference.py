@@ -255,7 +255,8 @@ def events() -> str:
         nested = name in ("AgentResult", "Totals")
         out += [f"### `{name}`", "", _cell(inspect.getdoc(cls) or ""), ""]
         if nested:
-            out += [f"(the object in {'`AgentFinished.result`' if name == 'AgentResult' else '`AgentResult.totals`'})", ""]
+            where = "AgentFinished.result" if name == "AgentResult" else "AgentResult.totals"
+            out += [f"(the object in `{where}`)", ""]
         out += ["| field | type | default | note |", "| --- | --- | --- | --- |"]
         hints, notes = _hints(cls), _field_notes(cls)
         for f in dataclasses.fields(cls):
