@@ -22,6 +22,7 @@ from typing import Any, Iterator
 import pytest
 
 from tests.conftest import FakeClaude
+from tests.test_run_parallel import CONFLICT_PLAN, conflict_project
 from tests.test_run_vcs import agent_loop, git_commits, init_repo, state_of
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
@@ -157,23 +158,28 @@ def test_stop_after_the_running_tasks_stops_as_the_flag_does(browser: Any, work:
     page.close()
 
 
-def test_the_report_opens_with_the_network_off(browser: Any, work: Path,
-                                               fake_claude: FakeClaude) -> None:
-    init_repo(work, "git")
-    (work / "tasks.md").write_text(
-        f"## One\n- first {IMG}\n  FAKE: say {MARKUP}\n  FAKE: write one.txt 1\n"
-        "## Two\n- second\n  FAKE: fail 5\n- third\n  FAKE: write three.txt 3\n")
-    agent_loop(work, "--vcs", "git", "--no-distill", "--max-attempts", "1")
+def test_the_report_opens_with_the_network_off(browser: Any, work: Path, tmp_path: Path,
+                                               fake_claude: FakeClaude,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two groups whose changes conflict (the right one stays for a person), and a failure.
+    conflict_project(work, tmp_path, monkeypatch, ["FAKE: say I could not"])
+    (work / "tasks.md").write_text(CONFLICT_PLAN.format(left=0, right=2) +
+                                   f"\n## Other\n- other {IMG}\n  FAKE: say {MARKUP}\n"
+                                   "  FAKE: fail 5\n")
+    agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill", "--max-attempts", "1")
     made = agent_loop(work, "--report", "run.html")
-    assert made.returncode == 0 and "wrote run.html: 3 tasks" in made.stdout, made.stderr
+    assert made.returncode == 0 and "wrote run.html: 4 tasks" in made.stdout, made.stderr
     context = browser.new_context(offline=True)
     asked: list[str] = []
     context.on("request", lambda r: asked.append(r.url))
     page = context.new_page()
     page.goto((work / "run.html").as_uri())
-    for task, status in ((1, "completed"), (2, "failed"), (3, "completed")):
+    for task, status in enumerate(("completed", "conflicted", "pending", "failed"), 1):
         assert page.locator(f'tr[data-task="{task}"] .status').text_content() == status
-    assert IMG in page.locator('tr[data-task="1"] .task-summary').text_content()
+    assert IMG in page.locator('tr[data-task="4"] .task-summary').text_content()
+    conflicts = page.locator("#conflicts").text_content()
+    assert "task 2" in conflicts and "shared.txt" in conflicts
+    assert "git log -p main..agent-loop/2-right" in conflicts   # the exact commands
     assert "run finished" in page.locator("#feed").text_content()
     assert asked == [(work / "run.html").as_uri()]  # the file itself, nothing else
     assert page.evaluate("window.pwned") is None
