@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from tests.claude_cli import claude_env
+from tests.codex_cli import codex_env, require_codex
+from tests.fake_openai import FakeOpenAI
 from tests.fakeapi import FakeApi
 from tests.test_run_vcs import git, init_repo
 
@@ -155,5 +157,68 @@ def test_every_hostile_command_fails_inside_the_sandbox_and_succeeds_without(
     assert not (home / "pwned.txt").exists()
     assert not (work / "intruder.txt").exists()
     assert "intruder.txt" not in git(work, "ls-tree", "-r", "--name-only", "HEAD")
+    assert (work / ".agent-loop" / "state.json").exists()
+    assert not left_behind()
+
+
+def root_hostile(root: Path) -> str:
+    """What a one-group run's agent (working in the repository root) tries: the key, the home
+    folder, the run's state, the repository's git config (agent-loop's own git would read it),
+    a process left behind, agent-loop itself; noted in ~/.codex/report.txt."""
+    steps = [
+        ("ssh", "cat ~/.ssh/id_ed25519 > stolen.txt"),
+        ("home", "echo pwned > ~/pwned.txt"),
+        ("state", "rm .agent-loop/state.json"),
+        ("gitconfig", "git config core.fsmonitor 'touch owned' && grep -q fsmonitor .git/config"),
+        ("background", f"(setsid sleep {LEFT_BEHIND} >/dev/null 2>&1 &)"),
+        ("kill", f"kill -TERM $(cat {root}/.agent-loop/run.pid)"),
+    ]
+    return "; ".join(f"{cmd}; echo \"{name} $?\" >> ~/.codex/report.txt" for name, cmd in steps)
+
+
+@needs_bwrap
+def test_the_real_codex_cli_is_held_by_the_sandbox_too(tmp_path: Path,
+                                                        fake_openai: FakeOpenAI) -> None:
+    def codex_project(where: Path) -> tuple[Path, dict[str, str]]:
+        work = (where / "work").resolve()
+        work.mkdir(parents=True)
+        (work / "README.md").write_text("hello\n")
+        init_repo(work, "git")
+        (work / "tasks.md").write_text(f"# Codex\n\n- WRITE legit.txt: the legit edit\n"
+                                       f"  RUN {root_hostile(work)}\n")
+        git(work, "add", "tasks.md")
+        git(work, "commit", "-qm", "plan")
+        env = codex_env(where / "home", fake_openai)
+        env.update({"AGENT_LOOP_CODEX": str(require_codex()), "NO_COLOR": "1"})
+        (where / "home" / ".ssh").mkdir()
+        (where / "home" / ".ssh" / "id_ed25519").write_text(SECRET + "\n")
+        return work, env
+
+    def codex_run(work: Path, env: dict[str, str], flag: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--agent", "codex",
+                               "--vcs", "git", "--no-distill", flag], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=180,
+                              stdin=subprocess.DEVNULL)
+
+    work, env = codex_project(tmp_path / "open")
+    done = codex_run(work, env, "--no-sandbox")
+    assert done.returncode == 130, (done.returncode, done.stdout + done.stderr)
+    noted = report((Path(env["CODEX_HOME"]) / "report.txt").read_text())
+    noted.pop("kill", None)
+    # (the interrupted attempt's files, stolen.txt among them, went with it)
+    assert noted == {"ssh": 0, "home": 0, "state": 0, "gitconfig": 0, "background": 0}, noted
+    assert "fsmonitor" in (work / ".git" / "config").read_text()
+
+    work, env = codex_project(tmp_path / "boxed")
+    done = codex_run(work, env, "--sandbox")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Codex's own: off for tasks" in done.stdout + done.stderr
+    assert git(work, "show", "HEAD:legit.txt") == "the legit edit\n"
+    noted = report((Path(env["CODEX_HOME"]) / "report.txt").read_text())
+    assert noted.pop("background") == 0
+    assert all(code != 0 for code in noted.values()), noted
+    assert SECRET not in (work / "stolen.txt").read_text()
+    assert not (Path(env["HOME"]) / "pwned.txt").exists()
+    assert "fsmonitor" not in (work / ".git" / "config").read_text()
     assert (work / ".agent-loop" / "state.json").exists()
     assert not left_behind()
