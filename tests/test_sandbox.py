@@ -17,10 +17,16 @@ import pytest
 from agentloop import proc
 from agentloop.sandbox import Policy, Sandbox, SandboxUnavailable, tool_for
 from agentloop.sandbox.bubblewrap import Bubblewrap
-from agentloop.sandbox.policy import policy_for
 from tests.conftest import FakeClaude
 from tests.test_run_vcs import git, init_repo, jj
 from tests.test_sandbox_real import needs_bwrap
+
+
+def policy_for(box: Sandbox, workdir: Path, homes: list[Path], writes: bool) -> Policy:
+    """The policy the sandbox gives an agent run in `workdir`."""
+    from agentloop.sandbox.policy import policy_for as made
+
+    return made(box.root, box.state_dir, box.home, box.hide, workdir, homes, writes)
 
 
 def git_lane(tmp_path: Path) -> tuple[Path, Path, Sandbox]:

@@ -20,22 +20,14 @@ from pathlib import Path
 from typing import Mapping, Protocol, Sequence
 
 from agentloop.errors import AgentLoopError
+from agentloop.sandbox.policy import SECRETS, Policy, policy_for
+
+__all__ = ["SECRETS", "Policy", "Sandbox", "SandboxUnavailable", "Tool", "open_sandbox",
+           "tool_for"]
 
 
 class SandboxUnavailable(AgentLoopError):
     """--sandbox was asked for and this machine cannot give it: the run refuses to start."""
-
-
-@dataclass(frozen=True)
-class Policy:
-    """What one confined run may touch. Later entries win where paths nest: `writable` folders
-    are opened in a read-only system, `protected` ones closed again inside them, `hidden` ones
-    emptied last."""
-
-    workdir: Path
-    writable: tuple[Path, ...] = ()
-    protected: tuple[Path, ...] = ()
-    hidden: tuple[Path, ...] = ()
 
 
 class Tool(Protocol):
@@ -86,14 +78,11 @@ class Sandbox:
              writes: bool = True) -> list[str]:
         """`argv` confined to `workdir` (read-only when not `writes`: the reviewer, helper
         calls) and the agent's own `homes`."""
-        from agentloop.sandbox.policy import policy_for
-
-        return self.tool.wrap(argv, policy_for(self, workdir, homes, writes))
+        return self.tool.wrap(argv, policy_for(self.root, self.state_dir, self.home, self.hide,
+                                               workdir, homes, writes))
 
     def describe(self) -> tuple[str, ...]:
         """What an agent may do inside, one short line each, for --dry-run and the run's start."""
-        from agentloop.sandbox.policy import SECRETS
-
         hidden = [*SECRETS, ".env* outside the working copy", *self.hide]
         return (f"sandbox: {self.tool.name}: agents write only their working copy, its VCS "
                 f"data and their own home folder (~/.claude, ~/.codex) and a private /tmp",

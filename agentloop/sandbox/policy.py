@@ -9,10 +9,21 @@ that folder names the shared one in `commondir`; a jj workspace names its reposi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from agentloop.sandbox import Policy, Sandbox
+@dataclass(frozen=True)
+class Policy:
+    """What one confined run may touch. Later entries win where paths nest: `writable` folders
+    are opened in a read-only system, `protected` ones closed again inside them, `hidden` ones
+    emptied last."""
+
+    workdir: Path
+    writable: tuple[Path, ...] = ()
+    protected: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] = ()
+
 
 # Under the home folder: what an injected prompt would be after first.
 SECRETS = ("~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gh", "~/.netrc", "~/.docker/config.json",
@@ -89,13 +100,15 @@ def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def policy_for(box: Sandbox, workdir: Path, homes: Sequence[Path], writes: bool) -> Policy:
-    """The policy of one agent run in `workdir`."""
-    work, root, home = _real(workdir), _real(box.root), _real(box.home)
+def policy_for(repo: Path, state_dir: Path, home_dir: Path, hide: Sequence[str], workdir: Path,
+               homes: Sequence[Path], writes: bool) -> Policy:
+    """The policy of one agent run in `workdir`, in repository `repo` whose `state_dir` no agent
+    writes; `hide`: the user's extra hidden paths (~ for `home_dir`)."""
+    work, root, home = _real(workdir), _real(repo), _real(home_dir)
     writable: list[Path] = []
     # The repository and the home folder stay readable, even where the private /tmp would
     # cover them (a repository under /tmp): read-only, with the working copy open inside.
-    protected: list[Path] = [_real(box.state_dir), *(p for p in (root, home) if p != work)]
+    protected: list[Path] = [_real(state_dir), *(p for p in (root, home) if p != work)]
     if writes:
         git_writable, git_protected = git_needs(work)
         writable += [work, *git_writable, *jj_needs(work)]
@@ -105,7 +118,7 @@ def policy_for(box: Sandbox, workdir: Path, homes: Sequence[Path], writes: bool)
         folder.mkdir(parents=True, exist_ok=True)  # a first run makes it: made here, outside
         writable.append(folder)
     hidden = [Path(p.replace("~", str(home), 1)) if p.startswith("~") else Path(p)
-              for p in (*SECRETS, *box.hide)]
+              for p in (*SECRETS, *hide)]
     hidden += env_files({root, home}, work)
     return Policy(work, tuple(_exists(writable)), tuple(_exists(protected)),
                   tuple(_exists(_real(p) if p.is_absolute() else _real(root / p)
