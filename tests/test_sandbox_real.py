@@ -15,14 +15,17 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tests.claude_cli import claude_env
 from tests.codex_cli import codex_env, require_codex
 from tests.fake_openai import FakeOpenAI
-from tests.fakeapi import FakeApi
+from tests.fakeapi import Directed, FakeApi, Hang, last_user_text
+from tests.test_run_real import TASKS, _processes, state_of, tool_env
 from tests.test_run_vcs import git, init_repo
 
 
@@ -222,3 +225,38 @@ def test_the_real_codex_cli_is_held_by_the_sandbox_too(tmp_path: Path,
     assert "fsmonitor" not in (work / ".git" / "config").read_text()
     assert (work / ".agent-loop" / "state.json").exists()
     assert not left_behind()
+
+
+@needs_bwrap
+def test_ctrl_c_stops_a_sandboxed_agent_and_the_group_resumes_its_session(
+        tmp_path: Path, fake_api: FakeApi, claude_bin: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "tasks.md").write_text(TASKS)
+    env = tool_env(tmp_path, fake_api, claude_bin)
+    # Task 1 writes a file (a tool call, then its final text); task 2's first request hangs.
+    fake_api.script(Directed(), Directed(), Hang())
+    tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "none",
+                             "--sandbox", "--task", "1-2"], cwd=work, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while len(fake_api.requests_for_messages()) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(fake_api.requests_for_messages()) == 3, "task 2 never reached the API"
+    tool.send_signal(signal.SIGINT)
+    _, err = tool.communicate(timeout=60)
+    assert tool.returncode == 130, err
+    assert not any(str(claude_bin) in p for p in _processes())
+
+    again = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "none",
+                            "--sandbox", "--task", "2"], cwd=work, env=env,
+                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert again.returncode == 0, again.stderr
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks[:2]] == ["completed", "completed"]
+    # Inside the sandbox as outside: task 2 resumed task 1's session, its exchange carried.
+    assert tasks[1]["session_id"] == tasks[0]["session_id"]
+    rerun = [r for r in fake_api.requests_for_messages()[3:]
+             if "api-test.txt" in last_user_text(r.body)][0]
+    assert "WRITE api.txt: the api" in orjson.dumps(rerun.body["messages"]).decode()
