@@ -138,7 +138,7 @@ def test_dry_run_says_what_the_sandbox_allows(tmp_path: Path) -> None:
                            "--dry-run", "--sandbox", "--sandbox-hide", "~/private"], cwd=work,
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr
-    assert "sandbox: bubblewrap: agents write only their working copy" in done.stdout
+    assert "sandbox: on (bubblewrap): agents write only their working copy" in done.stdout
     assert "~/.ssh" in done.stdout and "~/private" in done.stdout
     assert "sandbox: the agent's own layers: Claude Code's own: off for tasks" in done.stdout
 

@@ -147,7 +147,7 @@ def test_every_hostile_command_fails_inside_the_sandbox_and_succeeds_without(
     done = run(work, env, "--sandbox")
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout + done.stderr
-    assert "sandbox: bubblewrap: agents write only their working copy" in out
+    assert "sandbox: on (bubblewrap): agents write only their working copy" in out
     assert "Claude Code's own: off for tasks" in out
     assert (work / "legit.txt").read_text() == "the legit edit\n"
     assert (work / "other.txt").read_text() == "the other edit\n"

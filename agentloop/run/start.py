@@ -120,7 +120,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
     agent = make_agent(admitted.agent, options.agent_program, agent_env(options), box)
     agent.check()
     if box is not None:  # the run's first lines say what its agents may do
-        notes[:0] = sandbox_notes(box, agent)
+        notes[:0] = sandbox_notes(box, agent, brief=True)
     kind = kind or admitted.vcs
     notes += preflight(kind, project.root, task_file)
     vcs = open_vcs(kind, project.root, task_file, options.allow_dirty)
@@ -155,9 +155,11 @@ def open_sandbox(project: Project, options: RunOptions) -> Sandbox | None:
                   agent_env(options))
 
 
-def sandbox_notes(box: Sandbox, agent: Agent) -> tuple[str, ...]:
-    """What the run's agents may do inside the sandbox, and the agent's own layers."""
-    return (*box.describe(), f"sandbox: the agent's own layers: {own_layers(agent)}")
+def sandbox_notes(box: Sandbox, agent: Agent, brief: bool = False) -> tuple[str, ...]:
+    """What the run's agents may do inside the sandbox (`brief`: in one line), and the agent's
+    own layers."""
+    said = (box.summary(),) if brief else box.describe()
+    return (*said, f"sandbox: the agent's own layers: {own_layers(agent)}")
 
 
 def sandbox_preview(project: Project, options: RunOptions,

@@ -81,15 +81,25 @@ class Sandbox:
         return self.tool.wrap(argv, policy_for(self.root, self.state_dir, self.home, self.hide,
                                                workdir, homes, writes))
 
+    def hidden(self) -> list[str]:
+        """What no agent sees, as the user would write it."""
+        return [*SECRETS, ".env* outside the working copy", *self.hide]
+
     def describe(self) -> tuple[str, ...]:
-        """What an agent may do inside, one short line each, for --dry-run and the run's start."""
-        hidden = [*SECRETS, ".env* outside the working copy", *self.hide]
-        return (f"sandbox: {self.tool.name}: agents write only their working copy, its VCS "
-                f"data and their own home folder (~/.claude, ~/.codex) and a private /tmp",
+        """What an agent may do inside, one short line each, for --dry-run."""
+        return (f"sandbox: on ({self.tool.name}): agents write only their working copy, its VCS "
+                f"data, their own home folder (~/.claude, ~/.codex) and a private /tmp",
                 "sandbox: read-only: the rest of the system and the home folder; .agent-loop/, "
                 ".git/config and .git/hooks",
-                "sandbox: hidden: " + ", ".join(hidden),
+                "sandbox: hidden: " + ", ".join(self.hidden()),
                 "sandbox: " + ", ".join(self.tool.traits()))
+
+    def summary(self) -> str:
+        """The same in one line, for the run's first line."""
+        hidden = self.hidden()
+        return (f"sandbox: on ({self.tool.name}): agents write only their working copy, its VCS "
+                f"data and their own home folder; {', '.join(hidden[:2])} and {len(hidden) - 2} "
+                f"more hidden; {', '.join(self.tool.traits())} (--dry-run lists it all)")
 
 
 def home_of(environ: Mapping[str, str] | None = None) -> Path:
