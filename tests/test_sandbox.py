@@ -71,7 +71,7 @@ def test_the_repository_root_is_the_working_copy_of_a_one_group_run(tmp_path: Pa
 
 
 def test_the_reviewer_and_helper_calls_write_only_their_own_home(tmp_path: Path) -> None:
-    root, lane, box = git_lane(tmp_path)
+    _, lane, box = git_lane(tmp_path)
     policy = policy_for(box, lane, [box.home / ".codex"], writes=False)
     assert policy.writable == (box.home.resolve() / ".codex",)
 
@@ -146,7 +146,7 @@ def test_dry_run_says_what_the_sandbox_allows(tmp_path: Path) -> None:
 @needs_bwrap
 def test_a_timeout_stops_everything_inside_the_sandbox_through_its_one_process(
         tmp_path: Path) -> None:
-    root, lane, box = git_lane(tmp_path)
+    _, lane, box = git_lane(tmp_path)
     # Deaf to SIGINT and SIGTERM, with a child of its own in a session of its own.
     script = "(setsid sleep 4242.7 &); trap '' INT TERM; sleep 4242.8"
     started = time.monotonic()
@@ -166,7 +166,7 @@ def sleepers(mark: str) -> list[int]:
 
 @needs_bwrap
 def test_whatever_kills_the_sandbox_process_kills_everything_inside(tmp_path: Path) -> None:
-    root, lane, box = git_lane(tmp_path)
+    _, lane, box = git_lane(tmp_path)
     # Started by plain subprocess: no process group stop, no subreaper, only the sandbox.
     outer = subprocess.Popen(box.wrap(["sh", "-c", "(setsid sleep 4242.9 &); sleep 4242.9"],
                                       lane), cwd=lane, stdin=subprocess.DEVNULL)

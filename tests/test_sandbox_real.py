@@ -28,7 +28,6 @@ from tests.fakeapi import Directed, FakeApi, Hang, last_user_text
 from tests.test_run_real import TASKS, _processes, state_of, tool_env
 from tests.test_run_vcs import git, init_repo
 
-
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- planted-by-the-test"
 # A sleep no other process on the machine runs: the process the agent leaves behind.
 LEFT_BEHIND = "424242.5"

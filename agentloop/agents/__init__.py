@@ -164,9 +164,9 @@ cannot change them, and you must not try. Judge the change you are shown and end
 verdict line your prompt asks for."""
 
 
-# name -> "module:factory"; a factory takes (program, env, sandbox) and returns an Agent: one
-# that starts every process it runs through `common.confined`, in the sandbox when given. Imported only
-# when chosen, so --status and --help never load an agent module.
+# name -> "module:factory"; a factory takes (program, env, sandbox) and returns an Agent that
+# starts every process it runs through `common.confined`, in the sandbox when given. Imported
+# only when chosen, so --status and --help never load an agent module.
 AGENTS: dict[str, str] = {
     "claude": "agentloop.agents.claude:ClaudeAgent",
     "codex": "agentloop.agents.codex:CodexAgent",

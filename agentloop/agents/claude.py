@@ -30,14 +30,7 @@ from agentloop.agents import (
 )
 from agentloop.agents.claude_errors import ROOT_REFUSAL, classify
 from agentloop.agents.claude_stream import StreamLog, judge
-from agentloop.agents.common import (
-    LogFiles,
-    confined,
-    display,
-    helper_call,
-    log_footer,
-    log_header,
-)
+from agentloop.agents.common import LogFiles, confined, display, helper_call, log_footer, log_header
 from agentloop.errors import AgentBlocked, ProgramNotFound
 from agentloop.sandbox import Sandbox, home_of
 

@@ -41,14 +41,7 @@ from agentloop.agents import (
 )
 from agentloop.agents.codex_errors import classify
 from agentloop.agents.codex_stream import CodexLog, error_line, judge
-from agentloop.agents.common import (
-    LogFiles,
-    confined,
-    display,
-    helper_call,
-    log_footer,
-    log_header,
-)
+from agentloop.agents.common import LogFiles, confined, display, helper_call, log_footer, log_header
 from agentloop.errors import ProgramNotFound
 from agentloop.sandbox import Sandbox, home_of
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+
 @dataclass(frozen=True)
 class Policy:
     """What one confined run may touch. Later entries win where paths nest: `writable` folders
