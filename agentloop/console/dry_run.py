@@ -15,7 +15,8 @@ RULES = ("rules: `## Heading` starts a group; in a file with open checkboxes onl
          "items are tasks (plain bullets are notes); otherwise every top-level item is; a "
          "`### Task N: …` section is one task with everything under it; `1.1` items fold into the "
          "`1.` above them; a legend (`- [P] tasks = …`) is a note; `[x]` is done, `[ ]*` "
-         "optional; `agent-loop-checks` blocks are checks; README \"The task file\" has the rest.")
+         "optional; `agent-loop-checks` blocks are checks; docs/reference/task-file.md has the "
+         "rest.")
 
 
 def plan_text(view: PlanView) -> str:

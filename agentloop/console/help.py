@@ -81,7 +81,8 @@ class SectionedCommand(click.Command):
         if self.epilog:
             formatter.write_text(self.epilog)
             formatter.write_paragraph()
-        formatter.write_text("The README has the whole manual, a quick start first.")
+        formatter.write_text("The manual is in agent-loop's repository: the README (a quick "
+                             "start), then docs/index.md.")
 
 
 def section_of(sections: Sections) -> dict[str, str]:
