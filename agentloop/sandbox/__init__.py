@@ -19,15 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Protocol, Sequence
 
-from agentloop.errors import AgentLoopError
+from agentloop.errors import SandboxUnavailable
 from agentloop.sandbox.policy import SECRETS, Policy, policy_for
 
 __all__ = ["SECRETS", "Policy", "Sandbox", "SandboxUnavailable", "Tool", "open_sandbox",
            "tool_for"]
-
-
-class SandboxUnavailable(AgentLoopError):
-    """--sandbox was asked for and this machine cannot give it: the run refuses to start."""
 
 
 class Tool(Protocol):

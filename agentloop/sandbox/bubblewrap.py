@@ -20,7 +20,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
-from agentloop.sandbox import Policy, SandboxUnavailable
+from agentloop.errors import SandboxUnavailable
+from agentloop.sandbox import Policy
 
 PROGRAM = "bwrap"
 PACKAGE = "bubblewrap"
