@@ -153,6 +153,12 @@ class _AgentChoice(click.Choice):
               help="Set a variable for the agent: NAME=VALUE; repeatable.")
 @click.option("--env-exclude", multiple=True, type=VariableName(),
               help="Remove a variable from the agent's environment; repeatable.")
+@click.option("--sandbox/--no-sandbox", default=False,
+              help="Run every agent inside an operating-system sandbox (Linux: bubblewrap): it "
+                   "writes only its working copy, sees no ~/.ssh, ~/.aws or other secrets.")
+@click.option("--sandbox-hide", multiple=True, metavar="PATH",
+              help="With --sandbox: one more path no agent may see (~ for the home folder); "
+                   "repeatable.")
 @click.option("--on-finish", default=None, metavar="CMD",
               help="A command line your shell runs when the run ends, however it ends.")
 @click.option("--on-task", default=None, metavar="CMD",

@@ -57,6 +57,10 @@ class AgentBlocked(AgentLoopError):
     """The agent cannot run at all (not logged in, refused as root, ...): the run stops."""
 
 
+class SandboxUnavailable(AgentLoopError):
+    """--sandbox was asked for and this machine cannot make one: the run refuses to start."""
+
+
 class RunStopped(AgentLoopError):
     """The run stopped early on purpose (limits, stuck agent, persistent API trouble)."""
 

@@ -40,6 +40,7 @@ def plan_text(view: PlanView) -> str:
         lines.append(f"folded: line {line}: {text} (numbered under the task on line {into}: "
                      "part of that task)")
     lines += schedule_lines(view)
+    lines += list(view.sandbox)
     for line, text, why in view.ignored:
         lines.append(f"ignored: line {line}: {text} ({why})")
     lines += [f"warning: {w}" for w in view.warnings]
@@ -68,6 +69,7 @@ def plan_json(view: PlanView) -> dict[str, Any]:
             "folded": [{"line": line, "text": text, "into_line": into}
                        for line, text, into in view.folded],
             "warnings": list(view.warnings), "parallel": view.parallel,
+            "sandbox": list(view.sandbox),
             "schedule": [{"wave": n, "group": g, "waits_for": list(w)}
                          for n, g, w in view.schedule],
             "stages": stages(view.schedule, numbers)}

@@ -22,7 +22,7 @@ SECTIONS = (
                                              "yes", "stop_after_running")),
     ("Which tasks", ("task", "group", "again", "include_optional")),
     ("Agent", ("agent", "agent_program", "model", "iterations", "retry_model", "distill_model",
-               "distill")),
+               "distill", "sandbox", "sandbox_hide")),
     ("Version control", ("vcs", "allow_dirty", "parallel")),
     ("Running in CI (one group a job, integrated after)", ("push", "integrate", "from_remote")),
     ("Checks and review", ("check", "check_timeout", "check_rounds", "require_changes", "review",
