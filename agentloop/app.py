@@ -18,6 +18,7 @@ from agentloop.run.selection import PlanRow, plan_rows
 from agentloop.run.verify import task_checks
 from agentloop.state.project import Project, load_plan, open_project, rehearsal_of
 from agentloop.state.schema import State, now
+from agentloop.state.status import TaskStatus as S
 
 if TYPE_CHECKING:
     from agentloop.fleet.integrate import Integrated
@@ -119,7 +120,7 @@ def _lost(project: Project, state: State) -> tuple[int, ...]:
     from agentloop.vcs.history import missing
 
     done = {t.change_id: t.index for t in state.tasks
-            if t.status in ("completed", "unapproved") and t.change_id}
+            if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id}
     gone = missing(state.vcs or "", project.root, list(done))
     return tuple(sorted(done[c] for c in gone))
 
@@ -167,7 +168,7 @@ def redone_by_reset(tasks_md: Path, cwd: Path) -> int:
         saved = open_project(tasks_md, cwd).store.load()
     except StateError:
         return 0  # a damaged state: --reset is how the user gets past it
-    return sum(1 for t in saved.tasks if t.status in ("completed", "unapproved")) if saved else 0
+    return sum(1 for t in saved.tasks if t.status in (S.COMPLETED, S.UNAPPROVED)) if saved else 0
 
 
 def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult:

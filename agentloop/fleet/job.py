@@ -24,6 +24,8 @@ from agentloop.run.start import start_run
 from agentloop.state import receipts
 from agentloop.state.project import Project, load_plan
 from agentloop.state.schema import State, TaskState, from_bytes
+from agentloop.state.status import FINISHED, KEPT
+from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import carry
 from agentloop.vcs.workspaces import lane_name
 
@@ -56,14 +58,14 @@ class Job:
         local = carry.tip(self.repo, f"refs/heads/{self.state_ref}")
         parent = local or carry.tip(self.repo, f"refs/remotes/{self.remote}/{self.state_ref}")
         if parent is None or carry.read_file(self.repo, parent, carry.STATE_FILE) != text:
-            done = sum(1 for t in state.tasks if t.group == self.group and t.status in DONE)
+            done = sum(1 for t in state.tasks if t.group == self.group and t.status in FINISHED)
             files = {carry.STATE_FILE: text, **self._learned()}
             carry.record(self.repo, self.state_ref, files,
                          f"agent-loop state: {self.group} ({done} done)", parent)
         branches = [self.state_ref]
         if self.repo.kind == "jj":
             last = [t.change_id for t in state.tasks
-                    if t.group == self.group and t.status in LANDS and t.change_id]
+                    if t.group == self.group and t.status in KEPT and t.change_id]
             if last:
                 self.repo.jj("bookmark", "set", self.work, "-r", last[-1], "--allow-backwards")
                 branches.insert(0, self.work)
@@ -86,9 +88,7 @@ class Job:
                        for t in state.tasks if t.group == self.group)
 
 
-DONE = ("completed", "skipped")
 LEARNINGS = "learnings.md"   # the agent's notes for later tasks: a fresh session reads them
-LANDS = ("completed", "unapproved")   # tasks whose change is kept
 
 
 def run_job(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
@@ -191,7 +191,7 @@ def _current_commits(repo: carry.Repo, tasks: list[TaskState]) -> None:
     (the run's end drops the empty base change under the first task), its commit does not,
     and `--integrate` reads the commits."""
     for task in tasks:
-        if task.status in LANDS and task.change_id:
+        if task.status in KEPT and task.change_id:
             code, out = repo.jj("log", "--no-graph", "-r", task.change_id, "-T", "commit_id",
                                 codes=(0, 1))
             if code == 0 and out.strip():

@@ -29,6 +29,8 @@ from agentloop.run.verify import baseline
 from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
 from agentloop.state.receipts import money, spent
 from agentloop.state.schema import Attempt, TaskState
+from agentloop.state.status import AttemptOutcome as O
+from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import Change
 from agentloop.vcs.mainline import IntegrationConflict
 
@@ -66,23 +68,23 @@ def _settled_one(run: Run) -> None:
 
 def recover(run: Run, task: TaskState) -> bool:
     """Settle what an earlier run left of this task; True when that finished it."""
-    if task.status == "conflicted":  # kept by an earlier parallel run: landed first, now
+    if task.status == S.CONFLICTED:  # kept by an earlier parallel run: landed first, now
         ledger.complete(run, task, task.history[-1], conflicts.land_kept(run, task))
         return True
-    if task.status not in ("running", "interrupted"):
+    if task.status not in (S.RUNNING, S.INTERRUPTED):
         return False
-    done = run.vcs.recovered() if task.status == "running" else None
+    done = run.vcs.recovered() if task.status == S.RUNNING else None
     settled = getattr(run.vcs, "settled", None)  # a parallel run's jj lane
-    if done is None and settled is not None and task.status == "running":
+    if done is None and settled is not None and task.status == S.RUNNING:
         done = settled(task.change_id or "")
     if done is not None and task.history:
         # The earlier run committed this task and was killed before saving it as done.
         ledger.complete(run, task, task.history[-1], done)
         return True
     last = task.history[-1] if task.history else None
-    if task.status == "running" and last is not None and last.outcome == "running":
+    if task.status == S.RUNNING and last is not None and last.outcome == S.RUNNING:
         # Killed inside the agent: like Ctrl+C, that attempt does not count.
-        ledger.uncount(task, last.number, "interrupted", "interrupted", task.error or
+        ledger.uncount(task, last.number, S.INTERRUPTED, S.INTERRUPTED, task.error or
                        "the run was killed")
     # A task left running or interrupted has a change holding a partial attempt; drop it
     # so history keeps only attempts that counted.
@@ -95,7 +97,7 @@ def recover(run: Run, task: TaskState) -> bool:
 def _run_task(run: Run, task: TaskState) -> None:
     hint, fresh = "", False
     last = next((a for a in reversed(task.history) if a.role == "developer"), None)
-    if task.status == "failed" and last is not None:
+    if task.status == S.FAILED and last is not None:
         # A failed task run again on a later run: a fresh session, with the last advice.
         hint, fresh = last.hint or "", True
     transient, previous_error = 0, None
@@ -107,7 +109,7 @@ def _run_task(run: Run, task: TaskState) -> None:
         decision = _decide(run, task, outcome, transient, previous_error)
         if decision is None:
             return
-        if outcome.attempt.outcome in ("limited", "paused"):
+        if outcome.attempt.outcome in (O.LIMITED, O.PAUSED):
             continue  # no attempt: run it again as it was, in the group's session, same hint
         hint, transient, previous_error = decision
         fresh = True
@@ -142,14 +144,14 @@ def _decide(run: Run, task: TaskState, outcome: Outcome, transient: int,
     failure = outcome.failure or classify(run, result)
     attempt.reason = failure.reason
     if failure.kind == BUDGET:
-        attempt.outcome = "budget"
+        attempt.outcome = O.BUDGET
         attempt.reason = (f"cut short by its own budget (--task-budget "
                           f"{run.options.task_budget:g} USD)")
         _fail(run, task, attempt.reason)
         return None
     if excused_by_a_pause(run, result, failure):
-        ledger.uncount(task, attempt.number, "paused", "pending", failure.reason)
-        attempt.outcome = "paused"
+        ledger.uncount(task, attempt.number, O.PAUSED, S.PENDING, failure.reason)
+        attempt.outcome = O.PAUSED
         run.save(task)
         run.emit(RetryDecided(task.index, task.attempts, True, "paused",
                               f"the whole run was stopped for {result.paused:.0f}s while the "
@@ -158,22 +160,22 @@ def _decide(run: Run, task: TaskState, outcome: Outcome, transient: int,
         return "", transient, previous_error
     if failure.kind in (LIMIT, BLOCKING):
         # Not the task's fault: not an attempt, and the task waits its turn again.
-        ledger.uncount(task, attempt.number, "limited" if failure.kind == LIMIT else "blocked",
-                       "pending", failure.reason)
-        attempt.outcome = "limited" if failure.kind == LIMIT else "blocked"
+        ledger.uncount(task, attempt.number, O.LIMITED if failure.kind == LIMIT else S.BLOCKED,
+                       S.PENDING, failure.reason)
+        attempt.outcome = O.LIMITED if failure.kind == LIMIT else O.BLOCKED
         run.save(task)
         if failure.kind == BLOCKING:
             raise AgentBlocked(failure.reason)
         wait_for_limit(run, failure)
         return "", 0, previous_error
-    attempt.outcome, task.error = "failed", failure.reason
+    attempt.outcome, task.error = O.FAILED, failure.reason
     if task.attempts >= run.options.max_attempts:
         _fail(run, task, f"{failure.reason} (gave up after {task.attempts} attempts)")
         return None
     if failure.kind == TRANSIENT:
         transient += 1
         if transient >= TRANSIENT_PAUSE:
-            task.status = "pending"
+            ledger.requeue(task)
             run.save(task)
             raise RunStopped(f"paused: {transient} transient failures in a row on task "
                              f"{task.index} ({failure.reason})")
@@ -252,7 +254,7 @@ def _check_history(run: Run) -> None:
     switched it or abandoned a change stops the run before the next task is built on that."""
     # A generator: the git backend reads it only when HEAD moved behind its back.
     lost = run.vcs.missing(t.change_id for t in run.state.tasks
-                           if t.status in ("completed", "unapproved") and t.change_id)
+                           if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id)
     if lost:
         named = ", ".join(f"task {t.index} ({(t.change_id or '')[:12]})"
                           for t in run.state.tasks if t.change_id in lost)

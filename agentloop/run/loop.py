@@ -9,9 +9,11 @@ from agentloop.proc.signals import shielded
 from agentloop.run.context import Run
 from agentloop.run.events import RunFinished, RunStarted
 from agentloop.run.lane import run_lane
-from agentloop.run.selection import DONE, runnable
+from agentloop.run.selection import runnable
 from agentloop.run.summary import count_stalls, summarize
 from agentloop.state.schema import TaskState
+from agentloop.state.status import FINISHED
+from agentloop.state.status import TaskStatus as S
 
 
 def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ()) -> RunFinished:
@@ -29,7 +31,7 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
         pending.sort(key=lambda t: order.index(t.group))
     run.tally.planned = tuple(t.index for t in pending)
     done = sum(1 for t in run.state.tasks
-               if t.status in DONE and t.index not in run.tally.planned)
+               if t.status in FINISHED and t.index not in run.tally.planned)
     lanes = run.options.parallel if not only else 1
     run.emit(RunStarted(len(pending), len(run.state.tasks), run.vcs.name, notes,
                         run.agent.name, done, lanes))
@@ -54,7 +56,7 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
                 stopped = stopped or str(exc)
             stalled = count_stalls(run, begun) + tuple(
                 f"task {t.index} is conflicted: it {t.error}" for t in run.state.tasks
-                if t.status == "conflicted")
+                if t.status == S.CONFLICTED)
         summary = summarize(run, started, stopped, stalled, [t.index for t in pending])
         run.emit(summary)
     return summary

@@ -24,6 +24,8 @@ from agentloop.run.lane import run_lane
 from agentloop.run.lane_tag import LaneNote, lane, set_lane
 from agentloop.run.verify import baseline
 from agentloop.state.schema import TaskState
+from agentloop.state.status import FINISHED
+from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import relative_to, workspaces
 from agentloop.vcs.gitlane import LaneGit
 from agentloop.vcs.jjlane import JjMainLine, LaneJj
@@ -34,7 +36,6 @@ MainLine = Union[GitMainLine, JjMainLine]
 # A file the controller looks for between reports: start no new task, let running ones finish.
 STOP_FILE = "stop-after-running"
 POLL_SECONDS = 0.5
-DONE = ("completed", "skipped")
 
 
 def run_parallel(run: Run, pending: list[TaskState], begun: list[TaskState]) -> None:
@@ -63,7 +64,7 @@ def run_parallel(run: Run, pending: list[TaskState], begun: list[TaskState]) -> 
     else:
         workspaces.sweep_jj(run.project.root, keep, known=set(names.values()))
     _control(run, main, groups, names, begun)
-    if not any(t.status in ("running", "interrupted", "conflicted") for t in run.state.tasks):
+    if not any(t.status in (S.RUNNING, S.INTERRUPTED, S.CONFLICTED) for t in run.state.tasks):
         main.forget_all()
 
 
@@ -122,7 +123,7 @@ def _lane(run: Run, main: MainLine, group: str, name: str, tasks: list[TaskState
     try:
         # A group with an attempt still open (a killed run) goes on in the working copy it
         # left, where that attempt's record is; any other starts from the main line as it is.
-        fresh = not any(t.status in ("running", "interrupted", "conflicted") for t in tasks)
+        fresh = not any(t.status in (S.RUNNING, S.INTERRUPTED, S.CONFLICTED) for t in tasks)
         space, vcs = _open_lane(run, main, name, fresh)
         vcs.prepare()
         own = dataclasses.replace(run, vcs=vcs, workdir=space.path, lane=group,
@@ -148,13 +149,13 @@ def _lane(run: Run, main: MainLine, group: str, name: str, tasks: list[TaskState
 def _ready(run: Run, group: str) -> bool:
     """Whether every group `group` waits for has all its tasks on the main line."""
     needs = set(run.state.depends.get(group, ()))
-    return all(t.status in DONE for t in run.state.tasks if t.group in needs)
+    return all(t.status in FINISHED for t in run.state.tasks if t.group in needs)
 
 
 def _say_waiting(run: Run, todo: list[str]) -> None:
     for group in todo:
         waits = [g for g in run.state.depends.get(group, ())
-                 if any(t.group == g and t.status not in DONE for t in run.state.tasks)]
+                 if any(t.group == g and t.status not in FINISHED for t in run.state.tasks)]
         if waits:
             run.emit(LaneNote(f"{group} did not start: it waits for {', '.join(waits)}, "
                               "which did not finish"))

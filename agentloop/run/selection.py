@@ -10,8 +10,8 @@ from agentloop.options import RunOptions, task_numbers
 from agentloop.plan import groups
 from agentloop.plan.markdown import UNGROUPED
 from agentloop.state.schema import State, TaskState
-
-DONE = ("completed", "skipped")
+from agentloop.state.status import FINISHED
+from agentloop.state.status import TaskStatus as S
 
 
 def previous_in_group(state: State, task: TaskState) -> TaskState | None:
@@ -19,7 +19,7 @@ def previous_in_group(state: State, task: TaskState) -> TaskState | None:
     for earlier in reversed(state.tasks[: task.index - 1]):
         if earlier.group != task.group:
             return None
-        if earlier.status != "skipped":
+        if earlier.status != S.SKIPPED:
             return earlier
     return None
 
@@ -31,9 +31,9 @@ def resume_session(state: State, task: TaskState) -> str | None:
     A failed task breaks the chain, so the next task starts fresh.
     """
     for earlier in reversed(state.tasks[: task.index - 1]):
-        if earlier.group != task.group or earlier.status == "failed":
+        if earlier.group != task.group or earlier.status == S.FAILED:
             return None
-        if earlier.status in ("completed", "blocked", "unapproved"):
+        if earlier.status in (S.COMPLETED, S.BLOCKED, S.UNAPPROVED):
             return earlier.session_id
     return None
 
@@ -69,7 +69,7 @@ def _group(state: State, options: RunOptions) -> tuple[int, ...]:
     number = groups.in_order([t.group for t in state.tasks]).index(name) + 1
     members = [t for t in state.tasks if t.group == name]
     if options.again:
-        chosen = [t for t in members if t.status != "skipped"
+        chosen = [t for t in members if t.status != S.SKIPPED
                   and (options.include_optional or not t.optional)]
     else:
         chosen = [t for t in members
@@ -86,11 +86,11 @@ def check_single(state: State, index: int, max_attempts: int, again_: bool) -> N
         raise StateError(f"there is no task {index}: the task file has {len(state.tasks)}")
     task = state.tasks[index - 1]
     if again_:
-        if task.status in ("running", "interrupted", "pending"):
+        if task.status in (S.RUNNING, S.INTERRUPTED, S.PENDING):
             raise StateError(f"task {index} is {task.status}; run it with --task {index} "
                              "(without --again)")
         return
-    if task.status in ("completed", "skipped"):
+    if task.status in (S.COMPLETED, S.SKIPPED):
         raise StateError(f"task {index} is {task.status} already; --task {index} --again runs "
                          "it once more in a new change")
     if exhausted(task, max_attempts):
@@ -131,17 +131,17 @@ def _row(task: TaskState, runs: bool, how: str) -> PlanRow:
 
 def _why_not(task: TaskState, max_attempts: int, include_optional: bool = False) -> str | None:
     """Why a plain run passes over this task, or None when it runs it."""
-    if task.status == "completed":
+    if task.status == S.COMPLETED:
         return "done"
-    if task.optional and not include_optional and task.status not in ("skipped",):
+    if task.optional and not include_optional and task.status not in (S.SKIPPED,):
         return "optional in the plan (`[ ]*`); --include-optional runs it"
-    if task.status == "skipped":
+    if task.status == S.SKIPPED:
         return "checked off in the task file"
     if exhausted(task, max_attempts):
         return f"failed after {task.attempts} attempts; --task {task.index} --again reruns it"
-    if task.status == "blocked":
+    if task.status == S.BLOCKED:
         return f"blocked ({task.error}); run it with --task {task.index}"
-    if task.status == "unapproved":
+    if task.status == S.UNAPPROVED:
         return (f"unapproved ({task.error}), its change kept; run it again with "
                 f"--task {task.index}")
     return None
@@ -149,14 +149,14 @@ def _why_not(task: TaskState, max_attempts: int, include_optional: bool = False)
 
 def exhausted(task: TaskState, max_attempts: int) -> bool:
     """A failed task that has used up its attempts is not run again (until --reset)."""
-    return task.status == "failed" and task.attempts >= max_attempts
+    return task.status == S.FAILED and task.attempts >= max_attempts
 
 
 def runnable(task: TaskState, max_attempts: int, include_optional: bool = False) -> bool:
     """Whether a plain run takes this task: not done, not used up, not reported blocked, not
     left unapproved by the reviewer (its change is kept for the user to judge), not optional
     unless asked for."""
-    return (task.status not in (*DONE, "blocked", "unapproved")
+    return (task.status not in (*FINISHED, S.BLOCKED, S.UNAPPROVED)
             and not exhausted(task, max_attempts)
             and (include_optional or not task.optional))
 

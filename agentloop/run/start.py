@@ -14,7 +14,7 @@ from agentloop.errors import AgentLoopError, StateError
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.plan.parse import TaskFile
-from agentloop.run import distill, rehearsal, remembered, retry
+from agentloop.run import distill, ledger, rehearsal, remembered, retry
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
@@ -23,6 +23,7 @@ from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project, load_plan, state_from
 from agentloop.state.reconcile import Reconciled
 from agentloop.state.schema import State, TaskState, now
+from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import Change
 from agentloop.vcs.choose import open_vcs
 from agentloop.vcs.preflight import preflight
@@ -123,8 +124,8 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
     state.agent = admitted.agent
     if options.again:
         for index in options.only:
-            if state.tasks[index - 1].status not in ("pending", "running", "interrupted"):
-                again(state.tasks[index - 1])
+            if state.tasks[index - 1].status not in (S.PENDING, S.RUNNING, S.INTERRUPTED):
+                ledger.again(state.tasks[index - 1])
     root = project.root
     learnings = Learnings(project.store.dir, project.task_file_name)
     run = Run(project, state, agent, vcs, options, emit, learnings,
@@ -161,14 +162,6 @@ def choose_agent(options: RunOptions, state: State | None) -> str:
                      f"--reset --agent {asked}")
 
 
-def again(task: TaskState) -> None:
-    """--again: the task runs once more, in a new change, with new attempts; its earlier
-    change stays in history (and in the task's records)."""
-    task.status, task.attempts, task.error, task.feedback = "pending", 0, None, None
-    task.change_id = task.commit_id = None
-    task.stalled_runs = 0
-
-
 def _open_changes(project: Project) -> list[Change]:
     """Changes of attempts an old state left open (running or interrupted), for --reset."""
     try:
@@ -177,7 +170,7 @@ def _open_changes(project: Project) -> list[Change]:
         return []
     return [Change(change_id=t.change_id, commit_id=t.commit_id or "")
             for t in (old.tasks if old else [])
-            if t.status in ("running", "interrupted") and t.change_id]
+            if t.status in (S.RUNNING, S.INTERRUPTED) and t.change_id]
 
 
 def vcs_kind(asked: str, state: State | None) -> str:
