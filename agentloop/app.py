@@ -250,9 +250,9 @@ def init(tasks_md: Path, cwd: Path) -> str:
 
 
 def ask_to_stop(tasks_md: Path, cwd: Path) -> str:
-    """--stop-after-running: leave the request a parallel run looks for between its lanes'
-    reports (agentloop.run.scheduler); a run that starts later clears it."""
-    from agentloop.run.scheduler import stop_flag
+    """--stop-after-running: leave the request the run's controller looks for before each task
+    (agentloop.run.controller), whatever --parallel is; a run that starts later clears it."""
+    from agentloop.run.controller import stop_flag
 
     project = open_project(tasks_md, cwd)
     from agentloop.files.pid_file import live_pid

@@ -30,7 +30,7 @@ from agentloop.state.schema import State, TaskState, from_bytes
 from agentloop.state.status import KEPT, SETTLED, check
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import carry
-from agentloop.vcs.mainline import GitMainLine
+from agentloop.vcs.choose import open_main_line
 from agentloop.vcs.workspaces import lane_name
 
 
@@ -76,8 +76,8 @@ def integrate(project: Project, plan: TaskFile, options: RunOptions, emit: Emit)
     state.vcs = state.vcs or repo.kind
     # Your own edits on a file a task changes would make a landing wait; here that stops the
     # integration instead (saying which files), since nobody may be there to commit them.
-    main = GitMainLine(project.root, onto_ref(repo), on_wait=lambda text: emit(LaneNote(text)),
-                       stopping=lambda: True)
+    main = open_main_line("git", project.root, on_wait=lambda text: emit(LaneNote(text)),
+                          stopping=lambda: True, ref=onto_ref(repo))
     names = groups.in_order([t.group for t in plan.tasks])
     slug = carry.plan_slug(project.task_file_name)
     landed = carry.sources(repo, main.ref)

@@ -25,7 +25,6 @@ from agentloop.state import receipts
 from agentloop.state.project import Project, load_plan
 from agentloop.state.schema import State, TaskState, from_bytes
 from agentloop.state.status import FINISHED, KEPT
-from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import carry
 from agentloop.vcs.workspaces import lane_name
 
@@ -47,6 +46,9 @@ class Job:
     # session as files under the home of the machine that ran it, so the next task starts a
     # fresh one, given the plan's preamble and the learnings that travel with the state.
     elsewhere: frozenset[str] = frozenset()
+    # This plan's tasks whose commits, with their trailers, the history holds: another job's
+    # group, integrated. What `Depends on:` asks of a group in this fresh clone.
+    landed: frozenset[int] = frozenset()
 
     def push(self, state: State | None) -> None:
         """The group's branch and its state, to the remote, together."""
@@ -133,7 +135,22 @@ def open_job(project: Project, plan: TaskFile, options: RunOptions) -> Job:
               carry.state_branch(slug, lane))
     carry.fetch(repo, remote)
     _resume(job)
+    job.landed = landed_tasks(repo, slug)
     return job
+
+
+def landed_tasks(repo: carry.Repo, plan: str) -> frozenset[int]:
+    """The numbers of the tasks of `plan` whose commits (named by their Agent-Loop-Plan and
+    Agent-Loop-Task trailers) are in the history HEAD holds."""
+    code, out = repo.git("log", "--format=%(trailers:key=Agent-Loop-Plan,valueonly)%x00"
+                         "%(trailers:key=Agent-Loop-Task,valueonly)%x02", "HEAD",
+                         codes=(0, 128))
+    found = set()
+    for entry in out.split("\x02") if code == 0 else ():
+        names, _, numbers = entry.strip("\n").partition("\x00")
+        if plan in names.split() and numbers.strip().isdigit():
+            found.add(int(numbers.strip()))
+    return frozenset(found)
 
 
 def _resume(job: Job) -> None:

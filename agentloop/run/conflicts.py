@@ -22,7 +22,7 @@ from agentloop.run.verify import check_log, task_checks
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.state.status import AttemptOutcome as O
 from agentloop.vcs import Change
-from agentloop.vcs.mainline import IntegrationConflict
+from agentloop.vcs.choose import IntegrationConflict
 
 ROUNDS = 2
 PROMPT = """\

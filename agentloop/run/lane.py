@@ -32,7 +32,7 @@ from agentloop.state.schema import Attempt, TaskState
 from agentloop.state.status import AttemptOutcome as O
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import Change
-from agentloop.vcs.mainline import IntegrationConflict
+from agentloop.vcs.choose import IntegrationConflict
 
 # Transient failures of one task in a row before the run pauses instead of burning attempts.
 TRANSIENT_PAUSE = 3
@@ -49,6 +49,8 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
             run.clock.sleep(run.options.sleep)  # pacing; Ctrl+C ends it at once
         if run.shared.halted():
             return  # winding down: no new task starts
+        if run.shared.may_start is not None and not run.shared.may_start(task):
+            continue  # the controller says no: the run winds down, or the plan dropped it
         if recover(run, task):
             _settled_one(run)
             continue

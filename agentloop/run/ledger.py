@@ -46,6 +46,16 @@ def again(task: TaskState) -> None:
     task.stalled_runs = 0
 
 
+def skip(task: TaskState) -> None:
+    """The user ticked the task in the plan while the run worked: it does not run."""
+    move(task, S.SKIPPED)
+
+
+def reword(task: TaskState, text: str, summary: str) -> None:
+    """The user reworded the task before it started: it runs as it reads now."""
+    task.task, task.summary = text, summary
+
+
 def open_attempt(task: TaskState, change: Change) -> None:
     """A new attempt of `task` begins in `change`: it counts from this instant."""
     task.attempts += 1

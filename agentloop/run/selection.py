@@ -52,11 +52,17 @@ class PlanRow:
     checks: tuple[str, ...] = ()   # the checks that decide whether it is done
 
 
-def select(state: State, options: RunOptions) -> tuple[int, ...]:
+def select(state: State, options: RunOptions, landed: frozenset[int] = frozenset()
+           ) -> tuple[int, ...]:
     """The tasks --task or --group name (checked: each exists and can run, or is asked to run
-    --again), or () for a plain run of every runnable task. The same for --dry-run."""
+    --again), or () for a plain run of every runnable task. The same for --dry-run. `landed`:
+    tasks whose commits the history holds though the state does not say so (a fleet job's
+    fresh clone, where other jobs did them)."""
     if options.group is not None:
-        return _group(state, options)
+        chosen = _group(state, options)
+        if not options.ignore_deps:
+            _refuse_unmet(state, state.tasks[chosen[0] - 1].group, landed)
+        return chosen
     chosen = task_numbers(options.task)
     for index in chosen:
         check_single(state, index, options.max_attempts, options.again)
@@ -78,6 +84,22 @@ def _group(state: State, options: RunOptions) -> tuple[int, ...]:
         raise StateError(f"group {number} ({name}) has no task left to run; --group {number} "
                          "--again runs its tasks once more")
     return tuple(t.index for t in chosen)
+
+
+def unmet(state: State, group: str, landed: frozenset[int] = frozenset()) -> list[str]:
+    """The groups `group` waits for (`Depends on:`) that are not done: some task of theirs is
+    neither finished in the state nor landed in the history."""
+    return [g for g in state.depends.get(group, ())
+            if any(t.group == g and t.status not in FINISHED and t.index not in landed
+                   for t in state.tasks)]
+
+
+def _refuse_unmet(state: State, group: str, landed: frozenset[int]) -> None:
+    waits = unmet(state, group, landed)
+    if waits:
+        raise StateError(f"group {group!r} waits for {', '.join(repr(g) for g in waits)}, "
+                         "which is not done yet (Depends on:); run that first, or add "
+                         "--ignore-deps to start it anyway")
 
 
 def check_single(state: State, index: int, max_attempts: int, again_: bool) -> None:

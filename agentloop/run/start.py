@@ -22,7 +22,7 @@ from agentloop.run.selection import select
 from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project, load_plan, state_from
 from agentloop.state.reconcile import Reconciled
-from agentloop.state.schema import State, TaskState, now
+from agentloop.state.schema import State, now
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import Change
 from agentloop.vcs.choose import open_vcs
@@ -46,7 +46,8 @@ class Admitted:
     vcs: str                        # the backend's kind, before auto is resolved
 
 
-def admit(project: Project, options: RunOptions, plan: TaskFile | None = None) -> Admitted:
+def admit(project: Project, options: RunOptions, plan: TaskFile | None = None,
+          landed: frozenset[int] = frozenset()) -> Admitted:
     """What a run refuses before it touches anything, the same for --dry-run (which calls it
     too): the options together, the plan and its state, the selection, the agent and the VCS
     as named against those the plan began with. Not the agent's program or the working tree:
@@ -65,7 +66,7 @@ def admit(project: Project, options: RunOptions, plan: TaskFile | None = None) -
     earlier = state if saved else None
     name = choose_agent(options, earlier)
     kind = vcs_kind(options.vcs, earlier)
-    chosen = replace(options, only=select(state, options))
+    chosen = replace(options, only=select(state, options, landed))
     return Admitted(state, saved, changes, chosen, name, kind)
 
 
@@ -92,7 +93,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
     if options.rehearse:  # its own state, its own working copy (agentloop.run.rehearsal)
         project, kind, task_file, rehearsed = rehearsal.prepare(project, options.vcs)
         notes += rehearsed
-    admitted = admit(project, options, plan)
+    admitted = admit(project, options, plan, job.landed if job is not None else frozenset())
     state, options = admitted.state, admitted.options
     if not options.rehearse:
         notes += rehearsal.check_real_run(project, state, admitted.saved)
