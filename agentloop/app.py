@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from agentloop.errors import StateError, TaskFileError
+from agentloop.files.pid_file import live_pid
 from agentloop.options import RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.plan.depends import waves
@@ -19,6 +20,7 @@ from agentloop.run.verify import task_checks
 from agentloop.state.project import Project, load_plan, open_project, rehearsal_of
 from agentloop.state.schema import State, now
 from agentloop.state.status import TaskStatus as S
+from agentloop.state.status import as_left_by_a_dead_run
 
 if TYPE_CHECKING:
     from agentloop.fleet.integrate import Integrated
@@ -76,6 +78,8 @@ def status(tasks_md: Path, cwd: Path, rehearsal: bool = False) -> StatusView:
         if recorded is None:
             raise
         state, note = recorded, f"warning: {exc}"
+    if live_pid(project.store.base / "run.pid") is None:
+        as_left_by_a_dead_run(state.tasks)
     return StatusView(project, state, note, _lost(project, state))
 
 
@@ -109,6 +113,8 @@ def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
         if state is None:
             continue
         total = receipts.of_state(state)
+        if live_pid(store.base / "run.pid") is None:
+            as_left_by_a_dead_run(state.tasks)
         lines.append(PlanLine(state.task_file, store.dir,
                               dict(Counter(t.status for t in state.tasks)),
                               total.cost_usd, total.cost_known))
@@ -255,8 +261,6 @@ def ask_to_stop(tasks_md: Path, cwd: Path) -> str:
     from agentloop.run.controller import stop_flag
 
     project = open_project(tasks_md, cwd)
-    from agentloop.files.pid_file import live_pid
-
     pid = live_pid(project.store.base / "run.pid")
     if pid is None:
         raise StateError(f"no run of {project.task_file_name} is going on here")

@@ -4,6 +4,7 @@ and real git."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -125,3 +126,50 @@ def test_a_task_removed_ticked_or_reworded_while_the_run_works(
     again = agent_loop(work, "--vcs", "git", "--no-distill")
     assert again.returncode == 0, again.stdout + again.stderr
     assert len(agent_calls(fake_claude)) == len(prompts)
+
+
+def test_status_after_kill_9_counts_no_task_as_running(work: Path,
+                                                       fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    # The agent kills agent-loop (its parent) with SIGKILL mid-task, then ends by itself.
+    (work / "tasks.md").write_text(
+        "- [ ] killed midway\n  FAKE: bash kill -9 $(ps -o ppid= -p $PPID)\n"
+        "- [ ] next\n  FAKE: write b.txt b\n")
+    killed = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert killed.returncode == -9
+    status = agent_loop(work, "--status")
+    assert status.returncode == 0, status.stderr
+    assert "running" not in status.stdout and "interrupted" in status.stdout
+    shown = json.loads(agent_loop(work, "--status", "--json").stdout)
+    assert [t["status"] for t in shown["tasks"]] == ["interrupted", "pending"]
+
+
+def test_a_held_lane_says_held_until_the_reset_not_running(work: Path,
+                                                           fake_claude: FakeClaude) -> None:
+    import time
+
+    from agentloop.console.lanes import Lanes
+    from agentloop.run.events import event_types
+    from tests.test_run_parallel import LIMIT_PLAN
+
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(LIMIT_PLAN)
+    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill", "--backoff", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    events = [json.loads(line) for line in
+              (work / ".agent-loop" / "events.jsonl").read_text().splitlines()]
+    wait = next(i for i, e in enumerate(events) if e["type"] == "LimitWait")
+    busy = [e for e in events[wait:] if e.get("lane") == "Busy"
+            and e["type"] in ("LaneHeld", "AgentStarted")]
+    # The busy lane's next agent run was held, and said so, before it started.
+    assert [e["type"] for e in busy[:2]] == ["LaneHeld", "AgentStarted"]
+    assert "claude: running…" not in done.stdout.split("waiting until")[1].split(
+        "the wait is over")[0]
+    # The live line of a held lane.
+    lanes, until = Lanes(), time.mktime((2026, 1, 1, 14, 5, 0, 0, 0, -1))
+    fields = {k: v for k, v in busy[0].items() if k not in ("type", "time", "v")}
+    lanes.update(event_types()["TaskStarted"](2, 3, "Busy", "after the limit", 1, lane="Busy"),
+                 0.0)
+    lanes.update(event_types()["LaneHeld"](**{**fields, "until": until}), 1.0)
+    [line] = lanes.lines(4.0)
+    assert line.endswith("held: usage limit until 14:05") and "starting" not in line

@@ -22,7 +22,7 @@ MADE = {
     ("blocked", "running"), ("blocked", "pending"), ("blocked", "skipped"),
     ("unapproved", "running"), ("unapproved", "pending"),
     ("conflicted", "completed"), ("conflicted", "running"), ("conflicted", "pending"),
-    ("completed", "pending"), ("skipped", "pending"),
+    ("completed", "pending"), ("completed", "conflicted"), ("skipped", "pending"),
 }
 
 

@@ -81,7 +81,7 @@ def integrate(project: Project, plan: TaskFile, options: RunOptions, emit: Emit)
     names = groups.in_order([t.group for t in plan.tasks])
     slug = carry.plan_slug(project.task_file_name)
     landed = carry.sources(repo, main.ref)
-    reports, spent = [], []
+    reports = []
     for number, name in enumerate(names, 1):
         lane = lane_name(number, name)
         job = _job_state(repo, remote, carry.state_branch(slug, lane), state)
@@ -92,13 +92,14 @@ def integrate(project: Project, plan: TaskFile, options: RunOptions, emit: Emit)
             continue
         state.agent = state.agent or job.agent
         mine = [t for t in job.tasks if t.group == name]
-        spent += mine
         replay = GroupReplay(project, state, options, emit, main, repo, lane, name, slug)
         reports.append(_group(replay, number, branch, mine, landed))
     if repo.kind == "jj":
         _jj_follow(repo, main.ref.removeprefix("refs/heads/"), state)
     project.store.save(state)
-    total = receipts.total(spent)
+    # The merged state's total, counted as --status counts it: the jobs' runs, this
+    # integration's conflict sessions, and whatever this clone's plan had spent before.
+    total = receipts.of_state(state)
     return Integrated(project, state, main.ref.removeprefix("refs/heads/"), tuple(reports),
                       total.cost_usd, total.cost_known, options.budget)
 

@@ -8,6 +8,7 @@ version holds, and such a file loads unchanged.
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any
 
 
 class _Word(str, Enum):
@@ -83,9 +84,18 @@ TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     S.BLOCKED: frozenset({S.RUNNING} | _BACK),
     S.UNAPPROVED: frozenset({S.RUNNING, S.PENDING}),
     S.CONFLICTED: frozenset({S.COMPLETED, S.RUNNING, S.PENDING}),
-    S.COMPLETED: frozenset({S.PENDING}),
+    # A fleet job's completed task whose change does not fit the main line at --integrate.
+    S.COMPLETED: frozenset({S.PENDING, S.CONFLICTED}),
     S.SKIPPED: frozenset({S.PENDING}),
 }
+
+
+def as_left_by_a_dead_run(tasks: list[Any]) -> None:
+    """No run lives (a kill left the records): a task it left running is interrupted, as the
+    next run will settle it. For what --status shows; the records on disk stay as they are."""
+    for task in tasks:
+        if task.status == S.RUNNING:
+            task.status = S.INTERRUPTED
 
 
 class BadTransition(RuntimeError):
@@ -101,7 +111,8 @@ def allowed(old: str, new: str) -> bool:
 def check(old: str, new: str, index: int = 0) -> TaskStatus:
     """`new` as a TaskStatus when the move from `old` is in the table; else BadTransition."""
     if old not in _WORDS or new not in _WORDS or not allowed(old, new):
-        raise BadTransition(f"internal error: task {index} cannot go from {old!r} to {new!r}")
+        raise BadTransition(f"internal error: task {index} cannot go from {str(old)!r} to "
+                            f"{str(new)!r}")
     return TaskStatus(new)
 
 
