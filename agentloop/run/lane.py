@@ -188,7 +188,8 @@ def _decide(run: Run, task: TaskState, outcome: Outcome, transient: int,
         return "", transient, previous_error
     advice = run.advisor(task=task.task, attempt=task.attempts,
                          max_attempts=run.options.max_attempts, error=failure.reason,
-                         exit_code=result.exit_code, log_tail=_tail(run.project.root / (attempt.log or "")),
+                         exit_code=result.exit_code,
+                         log_tail=_tail(run.project.root / (attempt.log or "")),
                          previous_error=previous_error)
     ledger.add_helper_cost(task, attempt, advice.cost_usd)
     attempt.reason = f"{attempt.reason} | advice ({advice.source}): {advice.reason}"

@@ -41,7 +41,8 @@ def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False) 
         if kind == "jj":
             raise VcsError("jj is not installed or not on PATH") from None
         if repo is not None and (repo / ".jj").is_dir() and not (repo / ".git").exists():
-            raise VcsError(f"{repo} is a jj repository, but jj is not installed or not on PATH")
+            raise VcsError(f"{repo} is a jj repository, but jj is not installed or not on "
+                           "PATH") from None
         from agentloop.vcs.git import GitVcs
         return GitVcs(root, task_file, allow_dirty)
     # With jj the user's uncommitted work stays in its own change, so allow_dirty is moot.
