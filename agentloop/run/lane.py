@@ -1,6 +1,7 @@
-"""One lane: a list of tasks run in order in one working copy, and the one decision after each
-attempt: done, retry, wait, or stop. A sequential run is one lane holding every pending task; a
-parallel run (agentloop.run.scheduler) gives each group a lane of its own.
+"""One lane: one group's tasks run in order in one working copy, and the one decision after each
+attempt: done, retry, wait, or stop. The controller (agentloop.run.controller) starts a lane per
+group, one at a time in the user's checkout or several at once in working copies of their own
+(agentloop.run.scheduler), and asks before each task whether it may start.
 
 Every status change is saved before the next step starts, so a kill at any moment leaves a state
 from which a re-run resumes: `running` or `interrupted` tasks run again, completed ones never do.

@@ -1,4 +1,7 @@
-"""Every change to a task's record and its attempts happens here, and nowhere else.
+"""A task's status changes here, and only here in a run, each through the table of allowed
+changes (agentloop.state.status): `move`, and the steps built on it. The attempt records of a
+task (outcomes, costs, verdicts) are still also written by the attempt's own steps (attempt,
+review, fixes, conflicts, lane), through the functions here where there is one.
 
 The rules that crash safety rests on live here once:
 - an attempt is counted when it opens (`open_attempt`), so a kill at any later instant leaves a
