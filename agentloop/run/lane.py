@@ -40,11 +40,11 @@ TRANSIENT_PAUSE = 3
 
 
 def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
-             checks_first: bool = True) -> None:
-    """Run `tasks` in order in this lane's working copy: one group's tasks in a parallel run,
-    every pending task of the plan in a sequential one. `begun` gets each task it starts;
-    `checks_first`: the user's checks run once before the first agent (a parallel run does that
-    once in the main checkout, before any lane starts)."""
+             checks_first: list[TaskState] | None = None) -> None:
+    """Run `tasks`, one group's, in order in this lane's working copy. `begun` gets each task
+    it starts (a run's first agent comes when it is empty); `checks_first`: the tasks whose
+    checks run once before the run's first agent, on the tree as left (a parallel run does that
+    once in the main checkout, before any lane starts: None)."""
     for position, task in enumerate(tasks):
         if position and run.options.sleep:
             run.clock.sleep(run.options.sleep)  # pacing; Ctrl+C ends it at once
@@ -55,8 +55,9 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
         if recover(run, task):
             _settled_one(run)
             continue
-        if not begun and checks_first:  # before the first agent runs, on the tree as left
-            baseline(run, tasks[position:])
+        if not begun and checks_first is not None:  # before the run's first agent
+            baseline(run, [t for t in checks_first if t.index >= task.index
+                           or t.group != task.group])
         begun.append(task)
         _run_task(run, task)
         _settled_one(run)

@@ -30,15 +30,17 @@ LEFT_OPEN = OPEN | {S.CONFLICTED}
 class Workplaces:
     """Where each group of one run works; `run_group` runs a group's tasks there."""
 
-    def __init__(self, run: Run, main: MainLine | None, names: dict[str, str]) -> None:
-        self.run, self.main, self.names = run, main, names
+    def __init__(self, run: Run, main: MainLine | None, names: dict[str, str],
+                 groups: dict[str, list[TaskState]]) -> None:
+        self.run, self.main, self.names, self.groups = run, main, names, groups
+        self.order = list(groups)
 
     @classmethod
     def open(cls, run: Run, groups: dict[str, list[TaskState]]) -> "Workplaces":
         """The run's workplaces: the checkout for K=1; for K > 1 the main line, the user's
         checks run once in the main checkout, and the lanes a killed run left swept."""
         if run.options.parallel == 1:
-            return cls(run, None, {})
+            return cls(run, None, {}, groups)
         if run.vcs.name not in ("git", "jj"):
             raise VcsError(f"--parallel needs git or jj, not {run.vcs.name}")
         said = lambda text: run.emit(LaneNote(text))  # noqa: E731
@@ -56,13 +58,15 @@ class Workplaces:
             workspaces.drop_branches(run.project.root, set(names.values()) - keep)
         else:
             workspaces.sweep_jj(run.project.root, keep, known=set(names.values()))
-        return cls(run, main, names)
+        return cls(run, main, names, groups)
 
     def run_group(self, group: str, tasks: list[TaskState], begun: list[TaskState]) -> None:
         """Run one group's tasks where it works; its working copy goes once they are done."""
         run = self.run
         if self.main is None:  # K=1: the checkout, the run's own VCS and tally
-            run_lane(run, tasks, begun)
+            # The checks of this group's tasks from here on and of every later group's.
+            later = self.order[self.order.index(group):]
+            run_lane(run, tasks, begun, [t for g in later for t in self.groups[g]])
             return
         set_lane(group)
         # A group with an attempt still open (a killed run) goes on in the working copy it
@@ -75,7 +79,7 @@ class Workplaces:
                                               dropped=run.tally.dropped))
         mine: list[TaskState] = []
         try:
-            run_lane(own, tasks, mine, checks_first=False)
+            run_lane(own, tasks, mine)
         finally:
             with run.shared.lock:
                 begun.extend(mine)
