@@ -21,15 +21,15 @@ from agentloop.run import conflicts, ledger
 from agentloop.run.attempt import run_attempt
 from agentloop.run.checks import commit_line
 from agentloop.run.context import Run
-from agentloop.run.events import MessageDistilled, RetryDecided
+from agentloop.run.decisions import Decision, Failed, Retry, Stop, WaitFor
+from agentloop.run.events import MessageDistilled
 from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome
-from agentloop.run.retry import Advice
 from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline
 from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
 from agentloop.state.receipts import money, spent
-from agentloop.state.schema import Attempt, TaskState
+from agentloop.state.schema import TaskState
 from agentloop.state.status import AttemptOutcome as O
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import Change
@@ -110,12 +110,14 @@ def _run_task(run: Run, task: TaskState) -> None:
         outcome = run_attempt(run, task, hint, fresh)
         if _settled(run, task, outcome):
             return
-        decision = _decide(run, task, outcome, transient, previous_error)
-        if decision is None:
+        decision = judge(run, task, outcome, transient, previous_error)
+        ledger.apply(run, task, outcome.attempt, decision)
+        if not _act(run, task, decision):
             return
-        if outcome.attempt.outcome in (O.LIMITED, O.PAUSED):
+        if isinstance(decision, WaitFor):
             continue  # no attempt: run it again as it was, in the group's session, same hint
-        hint, transient, previous_error = decision
+        assert isinstance(decision, Retry)
+        hint, transient, previous_error = decision.hint, decision.transient, decision.error
         fresh = True
 
 
@@ -140,79 +142,59 @@ def _settled(run: Run, task: TaskState, outcome: Outcome) -> bool:
     return False
 
 
-def _decide(run: Run, task: TaskState, outcome: Outcome, transient: int,
-            previous_error: str | None) -> tuple[str, int, str | None] | None:
-    """After a failed attempt: (hint, transient failures in a row, error) to try again, or
-    None when the task is settled as failed. Waits and stops raise or sleep here."""
+def judge(run: Run, task: TaskState, outcome: Outcome, transient: int,
+          previous_error: str | None) -> Decision:
+    """What a failed attempt comes to (agentloop.run.decisions); no record changes here. The
+    retry advisor is asked here, when the rules leave it to the advisor."""
     attempt, result = outcome.attempt, outcome.result
     failure = outcome.failure or classify(run, result)
-    attempt.reason = failure.reason
     if failure.kind == BUDGET:
-        attempt.outcome = O.BUDGET
-        attempt.reason = (f"cut short by its own budget (--task-budget "
-                          f"{run.options.task_budget:g} USD)")
-        _fail(run, task, attempt.reason)
-        return None
+        why = f"cut short by its own budget (--task-budget {run.options.task_budget:g} USD)"
+        return Failed(why, O.BUDGET, why)
     if excused_by_a_pause(run, result, failure):
-        ledger.uncount(task, attempt.number, O.PAUSED, S.PENDING, failure.reason)
-        attempt.outcome = O.PAUSED
-        run.save(task)
-        run.emit(RetryDecided(task.index, task.attempts, True, "paused",
-                              f"the whole run was stopped for {result.paused:.0f}s while the "
-                              f"agent worked, and the run failed after it ({failure.reason}): "
-                              "no attempt", "", "pause", 0.0))
-        return "", transient, previous_error
-    if failure.kind in (LIMIT, BLOCKING):
-        # Not the task's fault: not an attempt, and the task waits its turn again.
-        ledger.uncount(task, attempt.number, O.LIMITED if failure.kind == LIMIT else S.BLOCKED,
-                       S.PENDING, failure.reason)
-        attempt.outcome = O.LIMITED if failure.kind == LIMIT else O.BLOCKED
-        run.save(task)
-        if failure.kind == BLOCKING:
-            raise AgentBlocked(failure.reason)
-        wait_for_limit(run, failure)
-        return "", 0, previous_error
-    attempt.outcome, task.error = O.FAILED, failure.reason
+        return WaitFor(O.PAUSED, failure.reason, paused=result.paused)
+    if failure.kind == BLOCKING:
+        return Stop(failure.reason, blocked=True, counted=False)
+    if failure.kind == LIMIT:
+        return WaitFor(O.LIMITED, failure.reason, failure)
     if task.attempts >= run.options.max_attempts:
-        _fail(run, task, f"{failure.reason} (gave up after {task.attempts} attempts)")
-        return None
+        return Failed(f"{failure.reason} (gave up after {task.attempts} attempts)",
+                      attempt_reason=failure.reason)
     if failure.kind == TRANSIENT:
         transient += 1
         if transient >= TRANSIENT_PAUSE:
-            ledger.requeue(task)
-            run.save(task)
-            raise RunStopped(f"paused: {transient} transient failures in a row on task "
-                             f"{task.index} ({failure.reason})")
-        wait = run.options.backoff * 2 ** (transient - 1)
-        _announce(run, task, attempt, Advice(True, failure.reason, "", "backoff"), "transient",
-                  wait)
-        run.clock.sleep(wait)
-        return "", transient, previous_error
+            return Stop(f"paused: {transient} transient failures in a row on task "
+                        f"{task.index} ({failure.reason})", error=failure.reason)
+        return Retry(failure.reason, failure.reason, "", "transient", failure.reason, "backoff",
+                     wait=run.options.backoff * 2 ** (transient - 1), transient=transient,
+                     error=previous_error)
     advice = run.advisor(task=task.task, attempt=task.attempts,
                          max_attempts=run.options.max_attempts, error=failure.reason,
                          exit_code=result.exit_code,
                          log_tail=_tail(run.project.root / (attempt.log or "")),
                          previous_error=previous_error)
-    ledger.add_helper_cost(task, attempt, advice.cost_usd)
-    attempt.reason = f"{attempt.reason} | advice ({advice.source}): {advice.reason}"
-    _announce(run, task, attempt, advice, "other", 0.0)
+    said = Retry(f"{failure.reason} | advice ({advice.source}): {advice.reason}",
+                 failure.reason, advice.hint, "other", advice.reason, advice.source,
+                 error=failure.reason, helper_cost=advice.cost_usd)
     if not advice.retry:
-        _fail(run, task, advice.reason or failure.reason)
-        return None
-    return advice.hint, 0, failure.reason
+        return Failed(advice.reason or failure.reason, attempt_reason=said.reason,
+                      helper_cost=advice.cost_usd, advice=said)
+    return said
 
 
-def _fail(run: Run, task: TaskState, reason: str) -> None:
-    ledger.fail(run, task, reason)
-    run.tally.failed_in_row.append(task.index)
-
-
-def _announce(run: Run, task: TaskState, attempt: Attempt, advice: Advice, kind: str,
-              wait: float) -> None:
-    ledger.decided(attempt, advice.hint)
-    run.save(task)
-    run.emit(RetryDecided(task.index, task.attempts, advice.retry, kind, advice.reason,
-                          advice.hint, advice.source, wait))
+def _act(run: Run, task: TaskState, decision: Decision) -> bool:
+    """After the ledger applied a decision, what the lane does: wait, stop, or go on (True:
+    run the task again)."""
+    if isinstance(decision, Failed):
+        run.tally.failed_in_row.append(task.index)
+        return False
+    if isinstance(decision, Stop):
+        raise AgentBlocked(decision.reason) if decision.blocked else RunStopped(decision.reason)
+    if isinstance(decision, WaitFor) and decision.failure is not None:
+        wait_for_limit(run, decision.failure)
+    if isinstance(decision, Retry) and decision.wait:
+        run.clock.sleep(decision.wait)
+    return True
 
 
 def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:

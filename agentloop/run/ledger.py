@@ -20,7 +20,8 @@ from typing import Sequence
 from agentloop.agents import AgentResult, Totals
 from agentloop.run.checks import CheckRun, as_record
 from agentloop.run.context import Run
-from agentloop.run.events import ChangeAbandoned, TaskFinished
+from agentloop.run.decisions import Decision, Failed, Retry, Stop, WaitFor
+from agentloop.run.events import ChangeAbandoned, RetryDecided, TaskFinished
 from agentloop.state.receipts import usd
 from agentloop.state.schema import Attempt, State, TaskState, now
 from agentloop.state.status import AttemptOutcome as O
@@ -222,3 +223,45 @@ def decided(attempt: Attempt, hint: str, reason: str | None = None) -> None:
     attempt.hint = hint or None
     if reason is not None:
         attempt.reason = reason
+
+
+def apply(run: Run, task: TaskState, attempt: Attempt, decision: Decision) -> None:
+    """A failed attempt's decision (agentloop.run.decisions), applied to the task's records:
+    saved once, said once (what the lane then does, wait or stop, is the lane's)."""
+    if isinstance(decision, WaitFor) or (isinstance(decision, Stop) and not decision.counted):
+        # Not the task's fault: not an attempt, and the task waits its turn again.
+        outcome = decision.outcome if isinstance(decision, WaitFor) else O.BLOCKED
+        attempt.reason = decision.reason
+        uncount(task, attempt.number, outcome, S.PENDING, decision.reason)
+        attempt.outcome = outcome
+        run.save(task)
+        if isinstance(decision, WaitFor) and decision.outcome == O.PAUSED:
+            run.emit(RetryDecided(task.index, task.attempts, True, "paused",
+                                  f"the whole run was stopped for {decision.paused:.0f}s while "
+                                  "the agent worked, and the run failed after it "
+                                  f"({decision.reason}): no attempt", "", "pause", 0.0))
+        return
+    if isinstance(decision, Failed):
+        attempt.outcome = decision.outcome or O.FAILED
+        attempt.reason = decision.attempt_reason or decision.reason
+        add_helper_cost(task, attempt, decision.helper_cost)
+        if decision.advice is not None:  # the advisor's no, said before the task fails
+            _said(run, task, attempt, decision.advice, False)
+        fail(run, task, decision.reason)
+        return
+    if isinstance(decision, Stop):  # too many transient failures in a row: the run pauses
+        attempt.outcome, task.error = O.FAILED, decision.error
+        attempt.reason = decision.error
+        requeue(task)
+        run.save(task)
+        return
+    attempt.outcome, task.error, attempt.reason = O.FAILED, decision.failure, decision.reason
+    add_helper_cost(task, attempt, decision.helper_cost)
+    _said(run, task, attempt, decision, True)
+
+
+def _said(run: Run, task: TaskState, attempt: Attempt, advice: Retry, retry: bool) -> None:
+    decided(attempt, advice.hint)
+    run.save(task)
+    run.emit(RetryDecided(task.index, task.attempts, retry, advice.kind, advice.advice,
+                          advice.hint, advice.source, advice.wait))
