@@ -116,7 +116,7 @@ def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
         if live_pid(store.base / "run.pid") is None:
             as_left_by_a_dead_run(state.tasks)
         lines.append(PlanLine(state.task_file, store.dir,
-                              dict(Counter(t.status for t in state.tasks)),
+                              dict(Counter(str(t.status) for t in state.tasks)),
                               total.cost_usd, total.cost_known))
     return root, lines
 

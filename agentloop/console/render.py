@@ -46,7 +46,7 @@ def duration(seconds: float) -> str:
 def status_text(view: StatusView, cwd: Path) -> str:
     """--status: counts by status, then one line per task, then receipts."""
     state, root = view.state, view.project.root
-    counts = dict(Counter(t.status for t in state.tasks))
+    counts = dict(Counter(str(t.status) for t in state.tasks))
     total = receipts.of_state(state)
     lines = [view.note] if view.note else []
     lines.append(f"{state.task_file}: {len(state.tasks)} task(s): "
@@ -150,7 +150,7 @@ def status_json(view: StatusView) -> dict[str, Any]:
     return {"schema": SCHEMA, "task_file": state.task_file, "task_file_hash": state.task_file_hash,
             "vcs": state.vcs, "agent": state.agent, "note": view.note, "lost": list(view.lost),
             "budget": state.remembered.get("budget"),
-            "counts": dict(Counter(t.status for t in state.tasks)),
+            "counts": dict(Counter(str(t.status) for t in state.tasks)),
             "cost_usd": total.cost_usd, "cost_known": total.cost_known,
             "receipts": {"total": total.to_json(),
                          "groups": {g: r.to_json() for g, r in receipts.by_group(state).items()},

@@ -218,7 +218,7 @@ def _current_commits(repo: carry.Repo, tasks: list[TaskState]) -> None:
 def finished(job: Job, state: State) -> RunFinished:
     """The summary of a job whose group had nothing left to run (it only pushed)."""
     total = receipts.total([t for t in state.tasks if t.group == job.group])
-    counts = Counter(t.status for t in state.tasks if t.group == job.group)
+    counts = Counter(str(t.status) for t in state.tasks if t.group == job.group)
     return RunFinished(tuple(sorted(counts.items())), total.cost_usd, 0.0, "",
                        notes=(f"group {job.number} ({job.group}) has nothing left to run; its "
                               f"branch {job.work} and its state are on {job.remote}",),

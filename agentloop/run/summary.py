@@ -41,7 +41,7 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
     from agentloop.run.review import unapproved_notes
 
     tasks = run.state.tasks
-    counts = Counter(t.status for t in tasks)
+    counts = Counter(str(t.status) for t in tasks)
     total = receipts.of_state(run.state)
     unfinished = tuple(i for i in planned if tasks[i - 1].status not in FINISHED)
     return RunFinished(counts=tuple(sorted(counts.items())),
