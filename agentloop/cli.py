@@ -110,6 +110,8 @@ class _AgentChoice(click.Choice):
 @click.option("--again", is_flag=True,
               help="With --task or --group: run completed, failed or blocked tasks once more, "
                    "each in a new change.")
+@click.option("--ignore-deps", is_flag=True,
+              help="Start a group even when a group it waits for (`Depends on:`) is not done.")
 @click.option("--include-optional/--no-include-optional", default=False,
               help="Also run the tasks a plan marks optional (Kiro's box with a star: "
                    "`- [ ]*`).")

@@ -47,6 +47,7 @@ class RunOptions:
     group: str | None = None          # --group as given: a number or a heading
     only: tuple[int, ...] = ()        # the tasks selected, resolved once the plan is read
     again: bool = False
+    ignore_deps: bool = False         # start a group whose `Depends on:` groups are not done
     include_optional: bool = False
     sleep: float = 0.0
     budget: float | None = None

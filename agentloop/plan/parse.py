@@ -17,7 +17,7 @@ from agentloop.errors import TaskFileError
 from agentloop.plan.depends import resolve
 from agentloop.plan.groups import numbered
 from agentloop.plan.items import CHECKS_FENCE  # noqa: F401  (re-exported for readers of plans)
-from agentloop.plan.markdown import DONE, UNGROUPED, Reading, _Parser, _SpannedListItem, read  # noqa: F401
+from agentloop.plan.markdown import TICKED, UNGROUPED, Reading, _Parser, _SpannedListItem, read  # noqa: F401
 
 SUMMARY_LIMIT = 60
 GROUP_SLUG_LIMIT = 30
@@ -83,7 +83,7 @@ def read_text(text: str) -> tuple[tuple[Task, ...], Reading]:
     reading = read(text)
     checks = reading.checks
     names = numbered(item.group for item in reading.items)
-    tasks = tuple(replace(_task(index, name, item.line, item.text, item.marker in DONE),
+    tasks = tuple(replace(_task(index, name, item.line, item.text, item.marker in TICKED),
                           optional=item.optional, parts=tuple(item.parts),
                           checks=tuple(dict.fromkeys(checks.get(None, []) +
                                                      checks.get(item.group, []))))
