@@ -30,7 +30,13 @@ def test_git_reset_hard_by_the_agent_stops_the_run_and_loses_nothing(
     tasks = state_of(work)["tasks"]
     one = tasks[0]["change_id"]
     # Task 2 was not committed with task 1's file deleted; task 3 never ran on that history.
-    assert [t["status"] for t in tasks] == ["completed", "running", "pending"]
+    # The run is over: task 2's open attempt is interrupted, not `running`, and the closing
+    # line counts what --status counts.
+    assert [t["status"] for t in tasks] == ["completed", "interrupted", "pending"]
+    said = agent_loop(work, "--status")
+    assert "1 completed, 1 interrupted, 1 pending" in said.stdout, said.stdout
+    assert "1 completed, 1 interrupted, 1 pending" in done.stdout + done.stderr
+    assert "running" not in state_of(work)["tasks"][1]["status"]
     assert one in git(work, "reflog", "--format=%H")
     git(work, "reset", "-q", "--hard", one)
     # The user takes the hostile step out of the task and goes on.
@@ -48,7 +54,7 @@ def test_git_checkout_b_by_the_agent_stops_the_run(work: Path, fake_claude: Fake
                                    "  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
     done = agent_loop(work, "--vcs", "git")
     assert done.returncode == 1 and "switched HEAD" in done.stderr
-    assert [t["status"] for t in state_of(work)["tasks"]] == ["running", "pending"]
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["interrupted", "pending"]
 
 
 def test_jj_abandon_of_an_earlier_task_stops_the_run(work: Path, fake_claude: FakeClaude,

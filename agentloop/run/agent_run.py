@@ -1,5 +1,6 @@
 """One agent run, the same way for the developer, its fix runs and the reviewer: recorded in the
-task's history and its own log before it starts, its result recorded as soon as it ends.
+task's history and its own log before it starts, its result recorded as soon as it ends (both
+handed to the controller, which writes the records: agentloop.run.handover).
 
 What happens when it is stopped (Ctrl+C, a kill) is not decided here: the attempt around it
 (agentloop.attempt) drops the attempt's change and uncounts it, once, for every kind of run.
@@ -12,7 +13,9 @@ from pathlib import Path
 from agentloop.agents import LIMIT, AgentResult, AgentRun, clean
 from agentloop.run import ledger
 from agentloop.run.context import Run
+from agentloop.run.decisions import RunBegun, RunEnded
 from agentloop.run.events import AgentActivity, AgentFinished, AgentStarted
+from agentloop.run.handover import begin, hand
 from agentloop.run.waits import classify, hold
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.vcs import Change
@@ -41,9 +44,8 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
     """Run the agent once for `task`; return its record and result. `kind`: what a fix run
     (round_ > 0) answers, "review" feedback or failing "checks"."""
     log = log_path(run, task, number, role, round_, iteration, kind)
-    attempt = ledger.new_run(task, change, number, run.project.store.relative(log),
-                             resume is not None, iteration, role, round_)
-    run.save(task)
+    attempt = begin(run, task, RunBegun(change, number, run.project.store.relative(log),
+                                        resume is not None, iteration, role, round_))
     if run.lane:  # a limit another lane met holds every lane's next request: held, not started
         hold(run)
     run.emit(AgentStarted(str(log), resume, run.agent.name, role))
@@ -56,8 +58,7 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
     began = run.clock.monotonic()
     result = run.agent.run(request, lambda now: run.emit(
         AgentActivity(now.text, now.tool, now.tool_calls, now.turns)))
-    ledger.record_result(task, attempt, result)
-    run.save(task)
+    hand(run, task, RunEnded(attempt, result))
     limited = not result.ok and classify(run, result).kind == LIMIT
     run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, role,
                            limited=limited))

@@ -1,5 +1,6 @@
 """One attempt of a task: its change, its prompt, the developer's run (or several iterations in
-one session), and the review, ending in an Outcome the runner settles.
+one session), and the review, ending in an Outcome the lane settles. Each step hands what
+happened to the controller (agentloop.run.handover); none changes a record itself.
 
 A stop in the middle of any of it (Ctrl+C, SIGTERM, an agent that cannot run, a blocking
 reviewer error) is handled here, once: the attempt does not count, and its change is dropped.
@@ -11,14 +12,16 @@ from dataclasses import replace
 
 from agentloop.errors import AgentBlocked, Interrupted
 from agentloop.proc.signals import shielded
-from agentloop.run import ledger, review
+from agentloop.run import review
 from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import checks_note
 from agentloop.run.context import Run
-from agentloop.run.events import ChangeCreated, TaskStarted
+from agentloop.run.decisions import Marked, Opened, Uncounted
+from agentloop.run.events import TaskStarted
 from agentloop.run.final_message import BLOCKED, FATAL, Report
 from agentloop.run.final_message import parse as parse_report
 from agentloop.run.fixes import Outcome
+from agentloop.run.handover import drop, hand
 from agentloop.run.selection import commit_message, resume_session
 from agentloop.run.verify import task_checks, verify
 from agentloop.state.schema import TaskState, now
@@ -54,10 +57,8 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
         resume = None
     prompt = first_prompt(run, task, hint, resume)
     change = run.vcs.begin(commit_message(task, run.state.title))
-    ledger.open_attempt(task, change)
+    hand(run, task, Opened(change))
     number = _next_number(task)
-    if change.change_id:
-        run.emit(ChangeCreated(run.vcs.name, change.change_id))
     try:
         outcome = _develop(run, task, change, prompt, resume, number)
         if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
@@ -77,20 +78,18 @@ def _review_rounds(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
     held to the checks again; a failed fix run comes back as the attempt's result, for the
     lane's rules."""
     rounds = run.options.max_review_rounds
-    task.feedback, feedback = None, None
+    feedback = None
     for round_ in range(1, rounds + 1):
         verdict = review.judge(run, task, outcome, round_, feedback)
         if isinstance(verdict, str):
-            task.feedback = feedback
-            return replace(outcome, status=S.UNAPPROVED,
+            return replace(outcome, status=S.UNAPPROVED, feedback=feedback,
                            note=f"the reviewer failed twice in round {round_}: {verdict}")
         if verdict.approved:
             return outcome
-        outcome.attempt.outcome, feedback = O.FEEDBACK, verdict.feedback
-        run.save(task)
+        feedback = verdict.feedback
+        hand(run, task, Marked(outcome.attempt, O.FEEDBACK))
         if round_ == rounds:
-            task.feedback = feedback
-            return replace(outcome, status=S.UNAPPROVED,
+            return replace(outcome, status=S.UNAPPROVED, feedback=feedback,
                            note=f"not approved after {rounds} review round{'s' * (rounds > 1)}")
         outcome = review.fix(run, task, outcome, round_, feedback)
         if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
@@ -151,8 +150,7 @@ def _develop(run: Run, task: TaskState, change: Change, prompt: str, resume: str
             spent = replace(result, ok=False, error=f"not complete after {iterations} "
                             "iterations (no TASK_COMPLETE)")
             return Outcome(attempt, change, spent, report)
-        attempt.outcome = O.CONTINUED
-        run.save(task)
+        hand(run, task, Marked(attempt, O.CONTINUED))
         resume = result.session_id
         prompt = CONTINUE_PROMPT.format(progress=report.progress or "(none reported)")
     raise AssertionError("unreachable")
@@ -165,12 +163,6 @@ def _abandon(run: Run, task: TaskState, change: Change, number: int,
     interrupted = isinstance(exc, (Interrupted, KeyboardInterrupt))
     outcome = O.INTERRUPTED if interrupted else (
         S.BLOCKED if isinstance(exc, AgentBlocked) else O.STOPPED)
-    if not interrupted:
-        for done in task.history:  # runs that ended well were stopped by what came after
-            if done.number == number and done.outcome == O.RUNNING and done.exit_code is not None:
-                done.outcome = O.STOPPED
-    ledger.uncount(task, number, outcome, O.INTERRUPTED if interrupted else S.PENDING,
-                   str(exc) or "interrupted")
-    run.save(task)
-    ledger.drop(run, task, change, number)
-    run.save(task)
+    hand(run, task, Uncounted(number, outcome, O.INTERRUPTED if interrupted else S.PENDING,
+                              str(exc) or "interrupted", stopped=not interrupted))
+    drop(run, task, change, number)

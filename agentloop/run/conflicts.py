@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Iterable, Protocol
 
 from agentloop.errors import RunStopped
-from agentloop.run import ledger
 from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import run_checks
 from agentloop.run.context import Run
+from agentloop.run.decisions import Conflicted, Marked
+from agentloop.run.handover import hand
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.verify import check_log, task_checks
 from agentloop.state.schema import Attempt, TaskState
@@ -83,7 +84,7 @@ def resolve(run: Run, task: TaskState, change: Change, session: str | None,
         fixing, result = run_agent(run, task, change, prompt, number, session,
                                    round_=round_, kind="conflict")
         session = result.session_id or session
-        fixing.outcome = O.RESOLVED if result.ok else O.FAILED
+        hand(run, task, Marked(fixing, O.RESOLVED if result.ok else O.FAILED, save=False))
         if not result.ok or vcs.markers_left(files) or not _checks_pass(run, task, number,
                                                                          round_):
             continue
@@ -93,7 +94,7 @@ def resolve(run: Run, task: TaskState, change: Change, session: str | None,
             conflict = again
     vcs.drop_conflict(IntegrationConflict(first, conflict.files, conflict.onto))
     reason = stuck_message(run, vcs, task, conflict.files)
-    ledger.conflicted(run, task, attempt, first, reason, session)
+    hand(run, task, Conflicted(attempt, first, reason, session))
     raise GroupConflicted(f"task {task.index} ({task.group}) conflicts with the main line")
 
 

@@ -23,18 +23,20 @@ Distiller = Callable[..., Any]
 
 @dataclass
 class Tally:
-    """What a run counts as it goes: usage-limit waits, and the tasks that failed in a row."""
+    """What a run (or one lane of it) counts as it goes: its usage-limit waits, the tasks it
+    takes and those the user removed meanwhile. Tasks that failed in a row are the
+    controller's to count (agentloop.run.controller), across every lane."""
 
     limit_waits: int = 0
-    failed_in_row: list[int] = field(default_factory=list)
     planned: tuple[int, ...] = ()     # the tasks this run takes, in order
     # Tasks the user removed from the plan while the run worked: not started, not counted.
     dropped: set[int] = field(default_factory=set)
 
 
 class Shared:
-    """What every lane of one run shares: one lock over the state and the events (one owner
-    writes, whichever lane reports), the wind-down flag (no new task starts), and the usage-limit
+    """What every lane of one run shares: the controller's thread (the only one that changes
+    and saves records) and its door (`take`, where a lane hands a value over), one lock over
+    the events and the state file, the wind-down flag (no new task starts), and the usage-limit
     gate (no agent starts anywhere before a limit seen by one lane resets)."""
 
     def __init__(self) -> None:
@@ -44,6 +46,9 @@ class Shared:
         self.limit_waits = 0        # usage-limit waits of the whole run, across lanes
         # The controller's answer, asked by a lane before each task: may it start now?
         self.may_start: Callable[[TaskState], bool] | None = None
+        # The controller's thread and door (agentloop.run.handover); None: no controller.
+        self.owner: threading.Thread | None = None
+        self.take: Callable[[Run, TaskState, Any], Any] | None = None
 
     def halt(self) -> None:
         """Start no new task anywhere; running ones finish."""
@@ -93,12 +98,6 @@ class Run:
     def cwd(self) -> Path:
         """Where the agent and the user's checks run: the lane's working copy, or the root."""
         return self.workdir or self.project.root
-
-    def save(self, task: TaskState | None = None) -> None:
-        """Persist the state now; `task`: only that task's record (and top-level fields)
-        changed since the last save, so a journal line can say it all."""
-        with self.shared.lock:
-            self.project.store.save(self.state, task)
 
     def model(self, role: str) -> str:
         """The model for a developer's or a reviewer's run: the option, else the agent's own."""

@@ -3,10 +3,14 @@ order, a group only once every group it waits for is done), how many at once, wh
 down, and what the plan says now.
 
 pytest-xdist's model: a lane runs one group's tasks and reports; the controller owns what runs
-next and hears Ctrl+C. A lane hands its result to the controller as one value (LaneEnded) on a
-queue. With K=1 the lane runs in the controller's own thread, in the user's checkout; with more,
-each lane runs in a thread of its own, in a working copy of its own (agentloop.run.scheduler
-decides where a group works). The road is the same: start while there is room, take reports.
+next, every task record, and Ctrl+C. A lane hands each step and decision to the controller as a
+value (agentloop.run.decisions) on its queue, and waits for the answer; the controller applies
+it through the ledger in its own thread (one save, one event), and counts what the whole run
+counts (--max-failures, across lanes). At its end a lane reports LaneEnded. With K=1 the lane
+runs in the controller's own thread, in the user's checkout, and its values are applied at once
+by the same function; with more, each lane runs in a thread of its own, in a working copy of its
+own (agentloop.run.scheduler decides where a group works). The road is the same: start while
+there is room, take what the lanes hand over.
 
 Between tasks a lane asks the controller whether its next task may start (`may_start`): not once
 the run winds down (--stop-after-running, an error elsewhere, --max-failures), and not a task
@@ -20,14 +24,16 @@ import queue
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from agentloop.errors import AgentLoopError, Interrupted
+from agentloop.errors import AgentLoopError, Interrupted, RunStopped
 from agentloop.plan import parse
 from agentloop.proc import commands, running
-from agentloop.proc.signals import shielded
+from agentloop.proc.signals import deferred, shielded
 from agentloop.run import ledger
 from agentloop.run.conflicts import GroupConflicted
 from agentloop.run.context import Run
+from agentloop.run.decisions import Completed, Failed, Judged, MayStart, Step
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.scheduler import Workplaces, serialised
 from agentloop.run.selection import unmet
@@ -42,10 +48,23 @@ POLL_SECONDS = 0.5
 
 @dataclass(frozen=True)
 class LaneEnded:
-    """A lane's report to the controller: its group ran out of tasks, or stopped on `error`."""
+    """A lane's report to the controller: its group ran out of tasks, or stopped on `error`;
+    `begun`: the tasks it started (a lane of its own thread keeps its own list)."""
 
     group: str
     error: BaseException | None = None
+    begun: tuple[TaskState, ...] = ()
+
+
+@dataclass(frozen=True)
+class Handed:
+    """A value a lane hands over from its own thread (agentloop.run.decisions), with the one
+    place its answer goes: the lane waits there until the controller has applied it."""
+
+    run: Run
+    task: TaskState
+    step: Step | MayStart
+    reply: queue.Queue[tuple[Any, BaseException | None]]
 
 
 @dataclass
@@ -74,8 +93,14 @@ class Controller:
         self.groups: dict[str, list[TaskState]] = {}
         for task in pending:  # groups by heading, in the order the run takes them
             self.groups.setdefault(task.group, []).append(task)
-        self.reports: queue.Queue[LaneEnded] = queue.Queue()
+        self.reports: queue.Queue[LaneEnded | Handed] = queue.Queue()
         self.news = PlanNews()
+        # Tasks that failed for good in a row, in the order the controller heard it from any
+        # lane (--max-failures counts the whole run), and the stop that count came to.
+        self.failed_in_row: list[int] = []
+        self.stuck: RunStopped | None = None
+        self.thread = threading.current_thread()
+        run.shared.owner = self.thread  # the one thread that changes and saves records
         self._plan_hash = run.state.task_file_hash
         self._landed = run.job.landed if run.job is not None else frozenset()
 
@@ -87,6 +112,7 @@ class Controller:
         stop_flag(run.project.store.dir).unlink(missing_ok=True)  # a request older than this run
         places = Workplaces.open(run, self.groups)
         run.shared.may_start = self.may_start
+        run.shared.take = self.take
         lanes: dict[str, threading.Thread | None] = {}
         todo, first_error = list(self.groups), None
         try:
@@ -106,6 +132,10 @@ class Controller:
                 except queue.Empty:
                     self._look_for_stop()
                     continue
+                if isinstance(report, Handed):
+                    self._serve(report)
+                    continue
+                self.begun.extend(report.begun)
                 worker = lanes.pop(report.group)
                 if worker is not None:
                     worker.join()
@@ -123,16 +153,72 @@ class Controller:
                     commands.stop_group(agent)
                 for worker in lanes.values():
                     if worker is not None:
-                        worker.join()
+                        self._join(worker)
             running.clear()  # every lane has stopped: a later run in this process starts afresh
             if isinstance(exc, KeyboardInterrupt):
                 raise Interrupted("interrupted") from None
             raise
         finally:
-            run.shared.may_start = None
+            run.shared.may_start = run.shared.take = None
         places.close()
+        first_error = first_error or self.stuck
         if first_error is not None:
             raise first_error
+
+    def take(self, run: Run, task: TaskState, step: Step | MayStart) -> Any:
+        """A lane hands `step` over: applied at once when the lane runs in this thread (K=1),
+        else put on the queue for this thread, the lane waiting for the answer."""
+        if threading.current_thread() is self.thread:
+            return self._apply(run, task, step)
+        reply: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(maxsize=1)
+        self.reports.put(Handed(run, task, step, reply))
+        answer, error = reply.get()
+        if error is not None:
+            raise error
+        return answer
+
+    def _serve(self, handed: Handed) -> None:
+        """Apply a lane's value in this thread and answer it, whatever happens: the lane
+        waits. Ctrl+C is held back until the records are saved."""
+        with deferred():
+            try:
+                answer = self._apply(handed.run, handed.task, handed.step)
+            except BaseException as exc:  # noqa: BLE001 - the lane raises it where it waits
+                handed.reply.put((None, exc))
+                return
+            handed.reply.put((answer, None))
+
+    def _join(self, worker: threading.Thread) -> None:
+        """Wait for a stopping lane, answering what it hands over as it drops its attempt."""
+        while worker.is_alive():
+            try:
+                report = self.reports.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            if isinstance(report, Handed):
+                self._serve(report)
+            else:
+                self.begun.extend(report.begun)
+        worker.join()
+
+    def _apply(self, run: Run, task: TaskState, step: Step | MayStart) -> Any:
+        """One value, in this thread: through the ledger (records, one save, one event), then
+        what it means for the whole run (--max-failures, across every lane)."""
+        if isinstance(step, MayStart):
+            return self._may_start(task)
+        answer = ledger.apply(run, task, step)
+        if isinstance(step, Judged) and isinstance(step.decision, Failed):
+            self.failed_in_row.append(task.index)
+        elif isinstance(step, Completed):
+            self.failed_in_row.clear()
+        failed = self.failed_in_row
+        if len(failed) >= run.options.max_failures and self.stuck is None:
+            tasks = ", ".join(str(i) for i in failed)
+            self.stuck = RunStopped(f"the agent seems stuck: {len(failed)} tasks failed in a "
+                                    f"row (tasks {tasks}); read their logs (agent-loop --status "
+                                    "lists them) and fix the cause")
+            self.run.shared.halt()  # no new task anywhere; running ones finish
+        return answer
 
     def _start(self, places: Workplaces, group: str) -> threading.Thread | None:
         """A lane for `group`: in this thread with one lane at a time, else a thread of its own."""
@@ -147,44 +233,50 @@ class Controller:
     def _lane(self, places: Workplaces, group: str) -> None:
         """One lane: its group's tasks in its working copy; its report, whatever happened.
         Ctrl+C is the controller's to handle, so it goes past (K=1 runs this in its thread)."""
+        own = self.run.options.parallel > 1
+        mine = [] if own else self.begun  # a lane's own thread touches no list of ours
         try:
-            places.run_group(group, self.groups[group], self.begun)
-            self.reports.put(LaneEnded(group))
+            places.run_group(group, self.groups[group], mine)
+            self.reports.put(LaneEnded(group, None, tuple(mine) if own else ()))
         except Exception as exc:  # noqa: BLE001 - every error is the lane's report
-            self.reports.put(LaneEnded(group, exc))
+            self.reports.put(LaneEnded(group, exc, tuple(mine) if own else ()))
         except BaseException as exc:
-            if self.run.options.parallel > 1:
-                self.reports.put(LaneEnded(group, exc))
+            if own:
+                self.reports.put(LaneEnded(group, exc, tuple(mine)))
             else:
                 raise
 
     def may_start(self, task: TaskState) -> bool:
-        """Asked by a lane before each task: whether it may start now. Reads the stop request
-        and the plan (parsed again only when its SHA-256 changed)."""
+        """Asked by a lane before each task: whether it may start now (answered in the
+        controller's thread)."""
+        return bool(self.take(self.run, task, MayStart()))
+
+    def _may_start(self, task: TaskState) -> bool:
+        """Whether `task` may start now: reads the stop request and the plan (parsed again only
+        when its SHA-256 changed)."""
         run = self.run
-        with run.shared.lock:
-            self._look_for_stop()
-            if run.shared.halted():
-                return False
-            self._read_plan()
-            if task.log_name in self.news.removed:
-                self._skipped(task, f"task {task.index} ({task.summary}) was removed from the "
-                                    "plan while this run worked: not started")
-                run.tally.dropped.add(task.index)
-                return False
-            if task.log_name in self.news.ticked and task.status != S.SKIPPED:
-                ledger.skip(task)
-                run.save(task)
-                self._skipped(task, f"task {task.index} ({task.summary}) was ticked in the plan "
-                                    "while this run worked: skipped")
-                return False
-            wording = self.news.reworded.pop(task.log_name, None)
-            if wording is not None:
-                ledger.reword(task, *wording)
-                run.save(task)
-                self._skipped(task, f"task {task.index} was reworded while this run worked: it "
-                                    f"runs as it reads now ({task.summary})")
-            return True
+        self._look_for_stop()
+        if run.shared.halted():
+            return False
+        self._read_plan()
+        if task.log_name in self.news.removed:
+            self._skipped(task, f"task {task.index} ({task.summary}) was removed from the "
+                                "plan while this run worked: not started")
+            run.tally.dropped.add(task.index)
+            return False
+        if task.log_name in self.news.ticked and task.status != S.SKIPPED:
+            ledger.skip(task)
+            ledger.save(run, task)
+            self._skipped(task, f"task {task.index} ({task.summary}) was ticked in the plan "
+                                "while this run worked: skipped")
+            return False
+        wording = self.news.reworded.pop(task.log_name, None)
+        if wording is not None:
+            ledger.reword(task, *wording)
+            ledger.save(run, task)
+            self._skipped(task, f"task {task.index} was reworded while this run worked: it "
+                                f"runs as it reads now ({task.summary})")
+        return True
 
     def _skipped(self, task: TaskState, text: str) -> None:
         self.news.notes.append(text)

@@ -1,14 +1,28 @@
-"""What a failed attempt comes to, as a value: the lane judges (agentloop.run.lane.judge) and
-the ledger applies it (agentloop.run.ledger.apply), changing the records, saving once and
-emitting once. Judging changes no record.
+"""What happened in a lane, as values: each step of an attempt (attempt, review, fixes,
+conflicts, the lane) returns or hands one of these, with the facts its record needs, and changes
+no record itself. The lane hands each to the controller (agentloop.run.handover); the controller
+applies it through the one owner of task records (agentloop.run.ledger.apply), in its own
+thread, saving once and emitting once.
+
+Two kinds:
+- the steps of an attempt as they happen, saved before the next begins so that a kill at any
+  instant leaves records a re-run can settle: `Opened`, `RunBegun`, `RunEnded`, `Marked`,
+  `ChecksRan`, `Dropped`, `Uncounted`;
+- how a task's turn ends: `Completed`, `Blocked`, `Conflicted`, `Fatal`, and what a failed
+  attempt comes to (`Judged`: `Retry`, `WaitFor`, `Failed`, `Stop`; the lane judges,
+  agentloop.run.lane.judge). What the lane then does (wait, sleep, stop) is the lane's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Sequence, Union
 
-from agentloop.agents import Failure
+from agentloop.agents import AgentResult, Failure
+from agentloop.run.checks import CheckRun
+from agentloop.run.events import Event
+from agentloop.state.schema import Attempt
+from agentloop.vcs import Change
 
 
 @dataclass(frozen=True)
@@ -62,3 +76,134 @@ class Stop:
 
 
 Decision = Union[Retry, WaitFor, Failed, Stop]
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A failed attempt (its last run's `record`) and what it comes to."""
+
+    record: Attempt
+    decision: Decision
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A new attempt of the task begins in `change`: it counts from this instant."""
+
+    change: Change
+
+
+@dataclass(frozen=True)
+class RunBegun:
+    """An agent run is about to start: its record (the answer) exists before the agent does."""
+
+    change: Change
+    number: int
+    log: str
+    resumed: bool
+    iteration: int = 1
+    role: str = "developer"
+    round: int = 0
+
+
+@dataclass(frozen=True)
+class RunEnded:
+    """An agent run ended with `result`: its session, cost and tokens go into `record`."""
+
+    record: Attempt
+    result: AgentResult
+
+
+@dataclass(frozen=True)
+class Marked:
+    """A run's record is given its outcome after it ended (continued, limited, a reviewer's
+    verdict or failure, a conflict resolved or not), and `said` is emitted once it is saved."""
+
+    record: Attempt
+    outcome: str
+    reason: str | None = None
+    verdict: str | None = None
+    said: Event | None = None
+    save: bool = True        # False: saved with the next step (no write of its own)
+
+
+@dataclass(frozen=True)
+class ChecksRan:
+    """The user's checks ran after this run: each part of its record (saved with the next
+    step's save, no write of its own)."""
+
+    record: Attempt
+    runs: Sequence[CheckRun]
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """The lane abandoned the change `change_id` (its VCS did it): no record names it now;
+    `number`: only that attempt's runs (None: every run of the task)."""
+
+    change_id: str
+    number: int | None = None
+
+
+@dataclass(frozen=True)
+class Uncounted:
+    """Attempt `number` does not count (Ctrl+C, a stop, a kill): its unfinished runs end as
+    `outcome`, the task waits its turn as `status`. `stopped`: runs that ended well were
+    stopped by what came after."""
+
+    number: int
+    outcome: str
+    status: str
+    reason: str
+    stopped: bool = False
+
+
+@dataclass(frozen=True)
+class Completed:
+    """The task is done (or unapproved, its change kept) in `done`; `helper_cost`: the commit
+    message's writer; `feedback`: the reviewer's last word on an unapproved task."""
+
+    record: Attempt
+    done: Change
+    status: str
+    note: str | None = None
+    feedback: str | None = None
+    helper_cost: float = 0.0
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """The agent said it cannot do this task without a person; the group goes on."""
+
+    record: Attempt
+    reason: str
+    session: str | None
+
+
+@dataclass(frozen=True)
+class Conflicted:
+    """A lane's task whose change does not fit the main line, kept on the lane's branch as
+    `commit` for a person; the group stops, the others go on."""
+
+    record: Attempt
+    commit: str
+    reason: str
+    session: str | None
+
+
+@dataclass(frozen=True)
+class Fatal:
+    """The agent reported an error so grave that the run stops; the task waits its turn."""
+
+    record: Attempt
+    reason: str
+
+
+@dataclass(frozen=True)
+class MayStart:
+    """A lane's question before each task: may it start now? (The controller reads the stop
+    request and the plan; a task the user ticked or reworded meanwhile changes its record.)"""
+
+
+Step = Union[Judged, Opened, RunBegun, RunEnded, Marked, ChecksRan, Dropped, Uncounted,
+             Completed, Blocked, Conflicted, Fatal]

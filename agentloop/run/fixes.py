@@ -10,8 +10,10 @@ from agentloop.agents import LIMIT, AgentResult, Failure
 from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import CheckRun
 from agentloop.run.context import Run
+from agentloop.run.decisions import Marked
 from agentloop.run.final_message import Report
 from agentloop.run.final_message import parse as parse_report
+from agentloop.run.handover import hand
 from agentloop.run.waits import classify, wait_for_limit
 from agentloop.state.schema import Attempt, TaskState, now
 from agentloop.state.status import AttemptOutcome as O
@@ -37,6 +39,7 @@ class Outcome:
     note: str | None = None
     checks: tuple[CheckRun, ...] = ()
     failure: Failure | None = None
+    feedback: str | None = None     # an unapproved task's last feedback from the reviewer
 
 
 def fix_run(run: Run, task: TaskState, outcome: Outcome, prompt: str, round_: int,
@@ -57,6 +60,5 @@ def fix_run(run: Run, task: TaskState, outcome: Outcome, prompt: str, round_: in
         failure = classify(run, result)
         if failure.kind != LIMIT:
             return replace(outcome, attempt=record, result=result, report=Report())
-        record.outcome, record.reason = O.LIMITED, failure.reason
-        run.save(task)
+        hand(run, task, Marked(record, O.LIMITED, failure.reason))
         wait_for_limit(run, failure)

@@ -3,8 +3,10 @@ attempt: done, retry, wait, or stop. The controller (agentloop.run.controller) s
 group, one at a time in the user's checkout or several at once in working copies of their own
 (agentloop.run.scheduler), and asks before each task whether it may start.
 
-Every status change is saved before the next step starts, so a kill at any moment leaves a state
-from which a re-run resumes: `running` or `interrupted` tasks run again, completed ones never do.
+A lane changes no record: it hands each step and each decision (agentloop.run.decisions) to the
+controller (agentloop.run.handover) and goes on once the controller has applied and saved it, so
+a kill at any moment leaves a state from which a re-run resumes: `running` or `interrupted`
+tasks run again, completed ones never do.
 
 A failed attempt is classified by the agent: a usage limit waits and is no attempt, a blocking
 error stops the run, a transient one is retried after a backoff, anything else goes to the retry
@@ -17,14 +19,26 @@ from pathlib import Path
 
 from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
 from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
-from agentloop.run import conflicts, ledger
+from agentloop.run import conflicts
 from agentloop.run.attempt import run_attempt
 from agentloop.run.checks import commit_line
 from agentloop.run.context import Run
-from agentloop.run.decisions import Decision, Failed, Retry, Stop, WaitFor
+from agentloop.run.decisions import (
+    Blocked,
+    Completed,
+    Decision,
+    Failed,
+    Fatal,
+    Judged,
+    Retry,
+    Stop,
+    Uncounted,
+    WaitFor,
+)
 from agentloop.run.events import MessageDistilled
 from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome
+from agentloop.run.handover import drop, hand
 from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline
 from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
@@ -62,7 +76,6 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
         _run_task(run, task)
         _settled_one(run)
         _check_history(run)
-        _check_stuck(run)
 
 
 def _settled_one(run: Run) -> None:
@@ -73,7 +86,7 @@ def _settled_one(run: Run) -> None:
 def recover(run: Run, task: TaskState) -> bool:
     """Settle what an earlier run left of this task; True when that finished it."""
     if task.status == S.CONFLICTED:  # kept by an earlier parallel run: landed first, now
-        ledger.complete(run, task, task.history[-1], conflicts.land_kept(run, task))
+        hand(run, task, Completed(task.history[-1], conflicts.land_kept(run, task), S.COMPLETED))
         return True
     if task.status not in (S.RUNNING, S.INTERRUPTED):
         return False
@@ -83,18 +96,17 @@ def recover(run: Run, task: TaskState) -> bool:
         done = settled(task.change_id or "")
     if done is not None and task.history:
         # The earlier run committed this task and was killed before saving it as done.
-        ledger.complete(run, task, task.history[-1], done)
+        hand(run, task, Completed(task.history[-1], done, S.COMPLETED))
         return True
     last = task.history[-1] if task.history else None
     if task.status == S.RUNNING and last is not None and last.outcome == S.RUNNING:
         # Killed inside the agent: like Ctrl+C, that attempt does not count.
-        ledger.uncount(task, last.number, S.INTERRUPTED, S.INTERRUPTED, task.error or
-                       "the run was killed")
+        hand(run, task, Uncounted(last.number, O.INTERRUPTED, S.INTERRUPTED,
+                                  task.error or "the run was killed"))
     # A task left running or interrupted has a change holding a partial attempt; drop it
     # so history keeps only attempts that counted.
     if task.change_id is not None:
-        ledger.drop(run, task, Change(change_id=task.change_id, commit_id=task.commit_id or ""))
-        run.save(task)
+        drop(run, task, Change(change_id=task.change_id, commit_id=task.commit_id or ""))
     return False
 
 
@@ -111,7 +123,7 @@ def _run_task(run: Run, task: TaskState) -> None:
         if _settled(run, task, outcome):
             return
         decision = judge(run, task, outcome, transient, previous_error)
-        ledger.apply(run, task, outcome.attempt, decision)
+        hand(run, task, Judged(outcome.attempt, decision))
         if not _act(run, task, decision):
             return
         if isinstance(decision, WaitFor):
@@ -125,20 +137,19 @@ def _settled(run: Run, task: TaskState, outcome: Outcome) -> bool:
     """Finish a successful attempt (done, blocked, or a fatal stop); False: it failed."""
     result, report, attempt = outcome.result, outcome.report, outcome.attempt
     if result.ok and report.signal == FATAL:
-        ledger.drop(run, task, outcome.change)
-        ledger.stopped(task, attempt, f"{FATAL}: {report.reason}")
-        run.save(task)
+        drop(run, task, outcome.change)
+        hand(run, task, Fatal(attempt, f"{FATAL}: {report.reason}"))
         raise RunStopped(f"the agent reported a fatal error on task {task.index}: "
                          f"{report.reason or 'no reason given'}")
     if result.ok and report.signal == BLOCKED:
-        ledger.drop(run, task, outcome.change)
-        ledger.blocked(run, task, attempt, report.reason or "blocked, no reason given",
-                       result.session_id)
+        drop(run, task, outcome.change)
+        hand(run, task, Blocked(attempt, report.reason or "blocked, no reason given",
+                                result.session_id))
         return True
     if result.ok:
         _complete(run, task, outcome)
         return True
-    ledger.drop(run, task, outcome.change)
+    drop(run, task, outcome.change)
     return False
 
 
@@ -183,10 +194,9 @@ def judge(run: Run, task: TaskState, outcome: Outcome, transient: int,
 
 
 def _act(run: Run, task: TaskState, decision: Decision) -> bool:
-    """After the ledger applied a decision, what the lane does: wait, stop, or go on (True:
-    run the task again)."""
+    """After the controller applied a decision, what the lane does: wait, stop, or go on
+    (True: run the task again)."""
     if isinstance(decision, Failed):
-        run.tally.failed_in_row.append(task.index)
         return False
     if isinstance(decision, Stop):
         raise AgentBlocked(decision.reason) if decision.blocked else RunStopped(decision.reason)
@@ -198,12 +208,12 @@ def _act(run: Run, task: TaskState, decision: Decision) -> bool:
 
 
 def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
-    message = commit_message(task, run.state.title)
+    message, helper_cost = commit_message(task, run.state.title), 0.0
     if run.distiller is not None and run.vcs.name != "none":
         distilled = run.distiller(plain=message, group=filed_under(task, run.state.title),
                                   task=task.task,
                                   final=outcome.result.text, diff=run.vcs.diff(outcome.change))
-        ledger.add_helper_cost(task, outcome.attempt, distilled.cost_usd)
+        helper_cost = distilled.cost_usd
         message = distilled.text
         run.emit(MessageDistilled(task.index, distilled.distilled, message.splitlines()[0],
                                   distilled.note))
@@ -220,8 +230,8 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
                                  conflict, outcome.attempt)
     if done.empty:  # nothing changed: no change to record (backends drop an empty one)
         done = Change(change_id="", empty=True)
-    run.tally.failed_in_row.clear()
-    ledger.complete(run, task, outcome.attempt, done, outcome.status, outcome.note)
+    hand(run, task, Completed(outcome.attempt, done, outcome.status, outcome.note,
+                              outcome.feedback, helper_cost))
 
 
 def _check_budget(run: Run, task: TaskState) -> None:
@@ -247,15 +257,6 @@ def _check_history(run: Run) -> None:
                           for t in run.state.tasks if t.change_id in lost)
         raise RunStopped(f"the change of {named} is no longer in the history this run builds "
                          f"on; {run.vcs.lost_hint}")
-
-
-def _check_stuck(run: Run) -> None:
-    failed = run.tally.failed_in_row
-    if len(failed) >= run.options.max_failures:
-        tasks = ", ".join(str(i) for i in failed)
-        raise RunStopped(f"the agent seems stuck: {len(failed)} tasks failed in a row "
-                         f"(tasks {tasks}); read their logs (agent-loop --status lists them) "
-                         "and fix the cause")
 
 
 def _tail(log: Path, limit: int = 4000) -> str:

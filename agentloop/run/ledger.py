@@ -1,27 +1,48 @@
-"""A task's status changes here, and only here in a run, each through the table of allowed
-changes (agentloop.state.status): `move`, and the steps built on it. The attempt records of a
-task (outcomes, costs, verdicts) are still also written by the attempt's own steps (attempt,
-review, fixes, conflicts, lane), through the functions here where there is one.
+"""The one owner of task records in a run: a task's status, its attempts' records, its costs
+and its change ids change here and nowhere else, each status through the table of allowed
+changes (agentloop.state.status). `apply` takes a value a lane handed over
+(agentloop.run.decisions), changes the records, saves once and emits once; it runs in the
+controller's thread, and `save` refuses (LaneWrote, a bug) to write from any other.
 
 The rules that crash safety rests on live here once:
 - an attempt is counted when it opens (`open_attempt`), so a kill at any later instant leaves a
   task that a re-run picks up;
 - an attempt that was not the task's fault (Ctrl+C, SIGTERM, a kill, a usage limit, an agent
-  that cannot run at all) does not count (`uncount`), and its change is dropped (`drop`), so
-  the history keeps only attempts that counted and the user's edits made before the re-run
-  stay theirs;
+  that cannot run at all) does not count (`uncount`), and its change is dropped (the lane's
+  VCS drops it, the records forget it: `Dropped`), so the history keeps only attempts that
+  counted and the user's edits made before the re-run stay theirs;
 - a change id is recorded only while that change exists.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Sequence
 
 from agentloop.agents import AgentResult, Totals
 from agentloop.run.checks import CheckRun, as_record
 from agentloop.run.context import Run
-from agentloop.run.decisions import Decision, Failed, Retry, Stop, WaitFor
-from agentloop.run.events import ChangeAbandoned, RetryDecided, TaskFinished
+from agentloop.run.decisions import (
+    Blocked,
+    ChecksRan,
+    Completed,
+    Conflicted,
+    Decision,
+    Dropped,
+    Failed,
+    Fatal,
+    Judged,
+    Marked,
+    Opened,
+    Retry,
+    RunBegun,
+    RunEnded,
+    Step,
+    Stop,
+    Uncounted,
+    WaitFor,
+)
+from agentloop.run.events import ChangeAbandoned, ChangeCreated, RetryDecided, TaskFinished
 from agentloop.state.receipts import usd
 from agentloop.state.schema import Attempt, State, TaskState, now
 from agentloop.state.status import AttemptOutcome as O
@@ -66,7 +87,7 @@ def open_attempt(task: TaskState, change: Change) -> None:
     move(task, S.RUNNING)
     task.started_at, task.finished_at = now(), None
     task.change_id, task.commit_id = change.change_id or None, change.commit_id or None
-    task.error = None
+    task.error = task.feedback = None
 
 
 def new_run(task: TaskState, change: Change, number: int, log: str, resumed: bool,
@@ -154,50 +175,34 @@ def forget_change(task: TaskState, number: int | None = None) -> None:
             record.change_id = record.commit_id = None
 
 
-def drop(run: Run, task: TaskState, change: Change, number: int | None = None) -> None:
-    """Abandon the attempt's change and every edit in it; the records forget it."""
-    run.vcs.abandon(change)
-    if change.change_id:
-        run.emit(ChangeAbandoned(run.vcs.name, change.change_id))
-    forget_change(task, number)
-
-
-def complete(run: Run, task: TaskState, attempt: Attempt, done: Change,
-             status: str = S.COMPLETED, note: str | None = None) -> None:
+def complete(task: TaskState, attempt: Attempt, done: Change, status: str = S.COMPLETED,
+             note: str | None = None) -> None:
     """The task is done (or unapproved, its change kept) in the change `done`."""
     attempt.outcome = move(task, status)
     task.change_id = attempt.change_id = done.change_id or None
     task.commit_id = attempt.commit_id = done.commit_id or None
     task.files, task.error = list(done.files), note
     attempt.finished_at = task.finished_at = now()
-    run.save(task)
-    run.emit(TaskFinished(task.index, task.status, task.change_id, len(task.files), note,
-                          empty=done.empty))
 
 
-def fail(run: Run, task: TaskState, reason: str) -> None:
+def fail(task: TaskState, reason: str) -> None:
     """The task failed for good in this run (out of attempts, or the advisor said stop)."""
     move(task, S.FAILED)
     task.error, task.files = reason, []
     if task.history:
         task.history[-1].finished_at = now()
     task.finished_at = now()
-    run.save(task)
-    run.emit(TaskFinished(task.index, task.status, None, 0, reason))
 
 
-def blocked(run: Run, task: TaskState, attempt: Attempt, reason: str,
-            session: str | None) -> None:
+def blocked(task: TaskState, attempt: Attempt, reason: str, session: str | None) -> None:
     """The agent said it cannot do this task without a person; the group's chain goes on."""
     attempt.outcome = move(task, S.BLOCKED)
     task.error = attempt.reason = reason
     task.session_id = session
     task.finished_at = now()
-    run.save(task)
-    run.emit(TaskFinished(task.index, task.status, None, 0, task.error))
 
 
-def conflicted(run: Run, task: TaskState, attempt: Attempt, commit: str, reason: str,
+def conflicted(task: TaskState, attempt: Attempt, commit: str, reason: str,
                session: str | None) -> None:
     """A parallel run's task whose change does not fit the main line: kept (on its lane's
     branch) for a person, neither done nor failed; the next run tries to land it again."""
@@ -206,8 +211,6 @@ def conflicted(run: Run, task: TaskState, attempt: Attempt, commit: str, reason:
     task.error = attempt.reason = reason
     task.session_id = session
     task.finished_at = attempt.finished_at = now()
-    run.save(task)
-    run.emit(TaskFinished(task.index, task.status, commit, 0, reason))
 
 
 def stopped(task: TaskState, attempt: Attempt, reason: str) -> None:
@@ -225,16 +228,104 @@ def decided(attempt: Attempt, hint: str, reason: str | None = None) -> None:
         attempt.reason = reason
 
 
-def apply(run: Run, task: TaskState, attempt: Attempt, decision: Decision) -> None:
-    """A failed attempt's decision (agentloop.run.decisions), applied to the task's records:
-    saved once, said once (what the lane then does, wait or stop, is the lane's)."""
+
+
+class LaneWrote(RuntimeError):
+    """A thread other than the controller's changed or saved a task record: a bug of ours
+    (lanes hand values to the controller, agentloop.run.handover), so not an AgentLoopError."""
+
+
+def _owner(run: Run) -> None:
+    owner = run.shared.owner
+    if owner is not None and threading.current_thread() is not owner:
+        raise LaneWrote(f"{threading.current_thread().name} changed the run's records; only the "
+                        "controller's thread may (hand a value to it instead)")
+
+
+def save(run: Run, task: TaskState | None = None) -> None:
+    """Persist the state now, in the controller's thread; `task`: only that task's record
+    (and top-level fields) changed since the last save, so a journal line can say it all."""
+    _owner(run)
+    with run.shared.lock:
+        run.project.store.save(run.state, task)
+
+
+def apply(run: Run, task: TaskState, step: Step) -> Attempt | None:
+    """One value a lane handed over (agentloop.run.decisions), applied to the task's records,
+    saved once and said once; a `RunBegun`'s answer is the run's new record."""
+    _owner(run)
+    if isinstance(step, RunBegun):
+        record = new_run(task, step.change, step.number, step.log, step.resumed, step.iteration,
+                         step.role, step.round)
+        save(run, task)
+        return record
+    if isinstance(step, Judged):
+        _judged(run, task, step.record, step.decision)
+        return None
+    if isinstance(step, ChecksRan):
+        checks_ran(step.record, step.runs)  # saved with the next step's save
+        return None
+    if isinstance(step, Opened):
+        open_attempt(task, step.change)
+    elif isinstance(step, RunEnded):
+        record_result(task, step.record, step.result)
+    elif isinstance(step, Marked):
+        step.record.outcome = step.outcome
+        if step.reason is not None:
+            step.record.reason = step.reason
+        if step.verdict is not None:
+            step.record.verdict = step.verdict
+        if not step.save:
+            return None
+    elif isinstance(step, Dropped):
+        forget_change(task, step.number)
+    elif isinstance(step, Uncounted):
+        if step.stopped:  # runs that ended well were stopped by what came after
+            for done in task.history:
+                if done.number == step.number and done.outcome == O.RUNNING and \
+                        done.exit_code is not None:
+                    done.outcome = O.STOPPED
+        uncount(task, step.number, step.outcome, step.status, step.reason)
+    elif isinstance(step, Completed):
+        add_helper_cost(task, step.record, step.helper_cost)
+        task.feedback = step.feedback or task.feedback  # an attempt's opening cleared it
+        complete(task, step.record, step.done, step.status, step.note)
+    elif isinstance(step, Blocked):
+        blocked(task, step.record, step.reason, step.session)
+    elif isinstance(step, Conflicted):
+        conflicted(task, step.record, step.commit, step.reason, step.session)
+    elif isinstance(step, Fatal):
+        stopped(task, step.record, step.reason)
+    save(run, task)
+    _say(run, task, step)
+    return None
+
+
+def _say(run: Run, task: TaskState, step: Step) -> None:
+    """The one event a saved step is said by."""
+    if isinstance(step, Opened) and step.change.change_id:
+        run.emit(ChangeCreated(run.vcs.name, step.change.change_id))
+    elif isinstance(step, Dropped) and step.change_id:
+        run.emit(ChangeAbandoned(run.vcs.name, step.change_id))
+    elif isinstance(step, Marked) and step.said is not None:
+        run.emit(step.said)
+    elif isinstance(step, Completed):
+        run.emit(TaskFinished(task.index, task.status, task.change_id, len(task.files),
+                              step.note, empty=step.done.empty))
+    elif isinstance(step, (Blocked, Conflicted)):
+        run.emit(TaskFinished(task.index, task.status, task.change_id
+                              if isinstance(step, Conflicted) else None, 0, task.error))
+
+
+def _judged(run: Run, task: TaskState, attempt: Attempt, decision: Decision) -> None:
+    """A failed attempt's decision applied to the task's records: saved once, said once."""
     if isinstance(decision, WaitFor) or (isinstance(decision, Stop) and not decision.counted):
         # Not the task's fault: not an attempt, and the task waits its turn again.
         outcome = decision.outcome if isinstance(decision, WaitFor) else O.BLOCKED
         attempt.reason = decision.reason
         uncount(task, attempt.number, outcome, S.PENDING, decision.reason)
         attempt.outcome = outcome
-        run.save(task)
+        save(run, task)
         if isinstance(decision, WaitFor) and decision.outcome == O.PAUSED:
             run.emit(RetryDecided(task.index, task.attempts, True, "paused",
                                   f"the whole run was stopped for {decision.paused:.0f}s while "
@@ -247,13 +338,15 @@ def apply(run: Run, task: TaskState, attempt: Attempt, decision: Decision) -> No
         add_helper_cost(task, attempt, decision.helper_cost)
         if decision.advice is not None:  # the advisor's no, said before the task fails
             _said(run, task, attempt, decision.advice, False)
-        fail(run, task, decision.reason)
+        fail(task, decision.reason)
+        save(run, task)
+        run.emit(TaskFinished(task.index, task.status, None, 0, decision.reason))
         return
     if isinstance(decision, Stop):  # too many transient failures in a row: the run pauses
         attempt.outcome, task.error = O.FAILED, decision.error
         attempt.reason = decision.error
         requeue(task)
-        run.save(task)
+        save(run, task)
         return
     attempt.outcome, task.error, attempt.reason = O.FAILED, decision.failure, decision.reason
     add_helper_cost(task, attempt, decision.helper_cost)
@@ -262,6 +355,28 @@ def apply(run: Run, task: TaskState, attempt: Attempt, decision: Decision) -> No
 
 def _said(run: Run, task: TaskState, attempt: Attempt, advice: Retry, retry: bool) -> None:
     decided(attempt, advice.hint)
-    run.save(task)
+    save(run, task)
     run.emit(RetryDecided(task.index, task.attempts, retry, advice.kind, advice.advice,
                           advice.hint, advice.source, advice.wait))
+
+
+def left_open(run: Run, reason: str) -> list[TaskState]:
+    """After every lane ended: a task still `running` (a lane stopped by an error between its
+    agent and its record, such as the history guard) is interrupted, its attempt uncounted and
+    its change left for the next run to drop, so no total says `running` once the run is
+    over."""
+    settled = []
+    for task in run.state.tasks:
+        if task.status == S.RUNNING:
+            number = task.history[-1].number if task.history else 0
+            uncount(task, number, O.INTERRUPTED, S.INTERRUPTED, task.error or reason)
+            settled.append(task)
+    if settled:
+        save(run)
+    return settled
+
+
+def stalls(run: Run, begun: Sequence[TaskState]) -> None:
+    """Count the runs in a row each task this run started has gone without completing."""
+    for task in begun:
+        task.stalled_runs = 0 if task.status == S.COMPLETED else task.stalled_runs + 1

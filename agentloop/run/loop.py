@@ -8,6 +8,7 @@ import dataclasses
 from agentloop.errors import AgentLoopError, Interrupted
 from agentloop.plan.depends import waves
 from agentloop.proc.signals import shielded
+from agentloop.run import ledger
 from agentloop.run.context import Run
 from agentloop.run.controller import Controller
 from agentloop.run.events import RunFinished, RunStarted
@@ -39,7 +40,7 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
         run = dataclasses.replace(run, options=dataclasses.replace(run.options, parallel=lanes))
     run.emit(RunStarted(len(pending), len(run.state.tasks), run.vcs.name, notes,
                         run.agent.name, done, lanes))
-    run.save()
+    ledger.save(run)
     stopped, begun = None, list[TaskState]()
     controller = Controller(run, pending, begun)
     try:
@@ -55,6 +56,9 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
                 run.vcs.close()
             except AgentLoopError as exc:
                 stopped = stopped or str(exc)
+            # A task an error left `running` between its agent and its record is interrupted:
+            # no total says `running` once the run is over.
+            ledger.left_open(run, stopped or "the run stopped")
             stalled = count_stalls(run, begun) + tuple(
                 f"task {t.index} is conflicted: it {t.error}" for t in run.state.tasks
                 if t.status == S.CONFLICTED)

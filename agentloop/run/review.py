@@ -27,9 +27,11 @@ from agentloop.errors import AgentBlocked
 from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import review_note
 from agentloop.run.context import Run
+from agentloop.run.decisions import Marked
 from agentloop.run.events import ReviewStarted, ReviewVerdict
 from agentloop.run.final_message import first_line
 from agentloop.run.fixes import Outcome, fix_run
+from agentloop.run.handover import hand
 from agentloop.run.review_prompt import Verdict, cut_diff, fix_prompt, parse_verdict, review_prompt
 from agentloop.run.waits import classify, wait_for_limit
 from agentloop.state.schema import State, TaskState
@@ -69,16 +71,14 @@ def judge(run: Run, task: TaskState, outcome: Outcome, round_: int,
                                    role="reviewer", round_=round_)
         if result.ok:
             verdict = parse_verdict(result.text)
-            record.verdict = record.outcome = O.APPROVED if verdict.approved else O.FEEDBACK
-            record.reason = None if verdict.approved else verdict.feedback
-            run.save(task)
-            run.emit(ReviewVerdict(task.index, round_, rounds, record.verdict,
-                                   record.reason or ""))
+            word = O.APPROVED if verdict.approved else O.FEEDBACK
+            reason = None if verdict.approved else verdict.feedback
+            hand(run, task, Marked(record, word, reason, word, ReviewVerdict(
+                task.index, round_, rounds, word, reason or "")))
             return verdict
         failure = classify(run, result)
-        record.reason = failure.reason
-        record.outcome = {LIMIT: O.LIMITED, BLOCKING: O.BLOCKED}.get(failure.kind, O.FAILED)
-        run.save(task)
+        hand(run, task, Marked(record, {LIMIT: O.LIMITED, BLOCKING: O.BLOCKED}.get(
+            failure.kind, O.FAILED), failure.reason))
         if failure.kind == LIMIT:
             wait_for_limit(run, failure)
             continue

@@ -77,12 +77,9 @@ class Workplaces:
         own = dataclasses.replace(run, vcs=vcs, workdir=space.path, lane=group,
                                   tally=Tally(planned=run.tally.planned,
                                               dropped=run.tally.dropped))
-        mine: list[TaskState] = []
         try:
-            run_lane(own, tasks, mine)
+            run_lane(own, tasks, begun)  # the lane's own list: the controller takes it after
         finally:
-            with run.shared.lock:
-                begun.extend(mine)
             vcs.close()
         # Every finished task is on the main line and saved: the lane has nothing left.
         self.main.forget(getattr(vcs, "lane_commits", []))

@@ -6,6 +6,7 @@ from collections import Counter
 
 from agentloop.errors import UNFINISHED_EXIT, AgentLoopError
 from agentloop.plan import parse
+from agentloop.run import ledger
 from agentloop.run.context import Run
 from agentloop.run.events import RunFinished
 from agentloop.state import receipts
@@ -21,10 +22,9 @@ STALL_RUNS = 3
 
 def count_stalls(run: Run, begun: list[TaskState]) -> tuple[str, ...]:
     """Count the runs each started task has gone without completing; report the stuck ones."""
-    for task in begun:
-        task.stalled_runs = 0 if task.status == S.COMPLETED else task.stalled_runs + 1
+    ledger.stalls(run, begun)
     try:
-        run.save()
+        ledger.save(run)
     except AgentLoopError:
         pass
     return tuple(

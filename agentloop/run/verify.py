@@ -21,12 +21,14 @@ from pathlib import Path
 from agentloop.agents import OTHER, Failure
 from agentloop.errors import CheckFailed
 from agentloop.options import RunOptions
-from agentloop.run import checks, ledger
+from agentloop.run import checks
 from agentloop.run.checks import CheckRun
 from agentloop.run.context import Run
+from agentloop.run.decisions import ChecksRan
 from agentloop.run.events import CheckFinished, ChecksDone, CheckStarted
 from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome, fix_run
+from agentloop.run.handover import hand
 from agentloop.state.schema import TaskState
 
 NO_CHANGES = "the task changed no files (--require-changes)"
@@ -82,7 +84,7 @@ def verify(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
     for round_ in range(rounds + 1):
         runs = _round(run, task.index, commands, log, round_)
         # Saved with the next step's save (a fix run's record, the task's end): no extra write.
-        ledger.checks_ran(outcome.attempt, runs)
+        hand(run, task, ChecksRan(outcome.attempt, runs))
         failed = [r for r in runs if not r.passed]
         run.emit(ChecksDone(task.index, round_, rounds, len(runs), sum(r.seconds for r in runs),
                             tuple(checks.describe(r) for r in failed)))
