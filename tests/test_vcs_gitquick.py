@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from agentloop import proc
-from agentloop.vcs import gitrecord
-from agentloop.vcs.git import GitVcs
-from agentloop.vcs.gitquick import staged_paths
+from agentloop.vcs.git import backend as gitrecord
+from agentloop.vcs.git.backend import GitVcs
+from agentloop.vcs.git.quick import staged_paths
 from tests.test_vcs_git import Killed, commit_files, git, kill_at, make, repo, subjects
 
 __all__ = ["repo"]  # the fixture, shared

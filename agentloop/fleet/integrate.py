@@ -3,7 +3,7 @@ current branch, in the plan's order, one commit (or jj change) per task, and the
 merged into this clone's, so `--status` shows every task and the total cost.
 
 Each task's commit is replayed onto the main line as a local parallel run lands its tasks
-(agentloop.vcs.mainline, run.conflicts): a cherry-pick in the group's worktree, committed with
+(agentloop.vcs.git.mainline, run.conflicts): a cherry-pick in the group's worktree, committed with
 the task commit's author, date and message plus trailers naming the job's commit, then landed by
 compare-and-swap. Those trailers make a second run a no-op, in this clone or in a clone of the
 branch this one pushed later (a later stage integrates again). A conflict goes to a fresh agent
@@ -28,8 +28,8 @@ from agentloop.state import receipts
 from agentloop.state.project import Project, load_plan
 from agentloop.state.schema import State, TaskState, from_bytes
 from agentloop.vcs import carry
-from agentloop.vcs.mainline import GitMainLine
-from agentloop.vcs.workspaces import lane_name
+from agentloop.vcs.git.mainline import GitMainLine
+from agentloop.vcs.lanes import lane_name
 
 DONE = ("completed", "skipped", "unapproved")
 LANDS = ("completed", "unapproved")

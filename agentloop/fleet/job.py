@@ -25,7 +25,7 @@ from agentloop.state import receipts
 from agentloop.state.project import Project, load_plan
 from agentloop.state.schema import State, TaskState, from_bytes
 from agentloop.vcs import carry
-from agentloop.vcs.workspaces import lane_name
+from agentloop.vcs.lanes import lane_name
 
 
 @dataclass

@@ -21,7 +21,7 @@ from agentloop.run.lane_tag import LaneNote
 from agentloop.run.verify import check_log, task_checks
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.vcs import Change
-from agentloop.vcs.mainline import IntegrationConflict
+from agentloop.vcs.landing import IntegrationConflict
 
 ROUNDS = 2
 PROMPT = """\
@@ -39,7 +39,7 @@ summary of how you resolved it."""
 
 
 class LaneVcs(Protocol):
-    """What a lane's VCS (agentloop.vcs.gitlane, agentloop.vcs.jjlane) offers for conflicts."""
+    """What a lane's VCS (agentloop.vcs.git.lane, agentloop.vcs.jj.lane) offers for conflicts."""
 
     root: Path
 

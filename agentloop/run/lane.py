@@ -30,7 +30,7 @@ from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
 from agentloop.state.receipts import money, spent
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.vcs import Change
-from agentloop.vcs.mainline import IntegrationConflict
+from agentloop.vcs.landing import IntegrationConflict
 
 # Transient failures of one task in a row before the run pauses instead of burning attempts.
 TRANSIENT_PAUSE = 3

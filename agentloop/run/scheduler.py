@@ -1,5 +1,5 @@
 """Which groups run now: up to --parallel K lanes at once, one per group, each in a working copy
-of its own (agentloop.vcs.workspaces), its tasks landing on the main line as they finish.
+of its own (agentloop.vcs.lanes), its tasks landing on the main line as they finish.
 
 pytest-xdist's model: lanes run in threads and only report (their events, and one message when
 they end); this loop, in the main thread, owns what runs next, and it alone hears Ctrl+C. State
@@ -24,10 +24,13 @@ from agentloop.run.lane import run_lane
 from agentloop.run.lane_tag import LaneNote, lane, set_lane
 from agentloop.run.verify import baseline
 from agentloop.state.schema import TaskState
-from agentloop.vcs import relative_to, workspaces
-from agentloop.vcs.gitlane import LaneGit
-from agentloop.vcs.jjlane import JjMainLine, LaneJj
-from agentloop.vcs.mainline import GitMainLine
+from agentloop.vcs import lanes, relative_to
+from agentloop.vcs.git import worktrees
+from agentloop.vcs.git.lane import LaneGit
+from agentloop.vcs.git.mainline import GitMainLine
+from agentloop.vcs.jj import workspaces
+from agentloop.vcs.jj.lane import LaneJj
+from agentloop.vcs.jj.mainline import JjMainLine
 
 MainLine = Union[GitMainLine, JjMainLine]
 
@@ -56,10 +59,12 @@ def run_parallel(run: Run, pending: list[TaskState], begun: list[TaskState]) -> 
         baseline(run, pending)  # the user's checks, once, in the main checkout
     keep = {names[g] for g in groups}
     if run.vcs.name == "git":
-        workspaces.sweep_git(run.project.root, keep, known=set(names.values()))
+        worktrees.sweep_git(run.project.root, keep, known=set(names.values()))
         # Lanes of groups with nothing left to run (a run killed before it cleaned up): every
-        # task of theirs that finished is on the main line, so their branches hold nothing else.
-        workspaces.drop_branches(run.project.root, set(names.values()) - keep)
+        # task of theirs that finished is on the main line; anything else is kept, and said.
+        for note in worktrees.drop_branches(run.project.root, set(names.values()) - keep,
+                                            getattr(main, "ref", "HEAD")):
+            emit(LaneNote(note))
     else:
         workspaces.sweep_jj(run.project.root, keep, known=set(names.values()))
     _control(run, main, groups, names, begun)
@@ -137,7 +142,9 @@ def _lane(run: Run, main: MainLine, group: str, name: str, tasks: list[TaskState
         # Every finished task is on the main line and saved: the lane has nothing left.
         main.forget(vcs.lane_commits)
         if isinstance(vcs, LaneGit):
-            workspaces.remove_git(run.project.root, space, drop_branch=True)
+            for note in worktrees.remove_git(run.project.root, space, drop_branch=True,
+                                             main=getattr(main, "ref", "HEAD")):
+                run.emit(LaneNote(note))
         else:
             workspaces.remove_jj(run.project.root, space)
         reports.put((group, None))
@@ -161,12 +168,12 @@ def _say_waiting(run: Run, todo: list[str]) -> None:
 
 
 def _open_lane(run: Run, main: MainLine, name: str, fresh: bool
-               ) -> tuple[workspaces.Workspace, LaneGit | LaneJj]:
+               ) -> tuple[lanes.Workspace, LaneGit | LaneJj]:
     """The lane's working copy and its VCS: a git worktree or a jj workspace."""
     root = run.project.root
     rel = relative_to(run.project.task_file, root) or run.project.task_file.name
     if isinstance(main, GitMainLine):
-        space = workspaces.open_git(root, name, main.tip(), fresh)
+        space = worktrees.open_git(root, name, main.tip(), fresh)
         return space, LaneGit(space.path, space.path / rel, main)
     space = workspaces.open_jj(root, name, main.tip(), fresh)
     return space, LaneJj(space.path, space.path / rel, main, space.branch)
@@ -181,7 +188,7 @@ def _groups(pending: list[TaskState]) -> dict[str, list[TaskState]]:
 
 def _lane_names(run: Run) -> dict[str, str]:
     order = list(dict.fromkeys(t.group for t in run.state.tasks))
-    return {g: workspaces.lane_name(n, g) for n, g in enumerate(order, 1)}
+    return {g: lanes.lane_name(n, g) for n, g in enumerate(order, 1)}
 
 
 def _look_for_stop(run: Run) -> None:

@@ -16,7 +16,7 @@ def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False) 
         from agentloop.vcs.none import NoneVcs
         return NoneVcs()
     if kind == "git":
-        from agentloop.vcs.git import GitVcs
+        from agentloop.vcs.git.backend import GitVcs
         return GitVcs(root, task_file, allow_dirty)
     if kind not in ("jj", "auto"):
         raise VcsError(f"unknown version control {kind!r}: choose one of {', '.join(KINDS)}")
@@ -26,10 +26,11 @@ def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False) 
         if kind == "jj":
             raise VcsError(f"{repo} is a git worktree, where jj cannot colocate: run in the "
                            "main repository, or use --vcs git")
-        from agentloop.vcs.git import GitVcs
+        from agentloop.vcs.git.backend import GitVcs
         return GitVcs(root, task_file, allow_dirty,
                       note=f"{repo} is a git worktree, where jj cannot colocate: using git")
-    from agentloop.vcs.jj import JjVcs, jj_root
+    from agentloop.vcs.jj.backend import JjVcs
+    from agentloop.vcs.jj.run import jj_root
     try:
         found = jj_root(root)
     except ProgramNotFound:
@@ -37,7 +38,7 @@ def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False) 
             raise VcsError("jj is not installed or not on PATH") from None
         if repo is not None and (repo / ".jj").is_dir() and not (repo / ".git").exists():
             raise VcsError(f"{repo} is a jj repository, but jj is not installed or not on PATH")
-        from agentloop.vcs.git import GitVcs
+        from agentloop.vcs.git.backend import GitVcs
         return GitVcs(root, task_file, allow_dirty)
     # With jj the user's uncommitted work stays in its own change, so allow_dirty is moot.
     return JjVcs(found or root, task_file, initialized=found is not None)

@@ -19,27 +19,71 @@ anything.
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 from typing import Iterable
 
 import git
 
+from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs import Change, plan_files, relative_to
-from agentloop.vcs.gitfiles import MISSING, put_back, state_of
-from agentloop.vcs.gitplumb import EMPTY_TREE, OWN_IGNORE_LINES, _open, _split, _Start, index_seen
-from agentloop.vcs.gitquick import GitQuick
+from agentloop.vcs.git import quick, recover
+from agentloop.vcs.git.files import MISSING, put_back, state_of
+from agentloop.vcs.git.record import AttemptRecord, Start
+from agentloop.vcs.git.repo import OWN_IGNORE_LINES, GitRepo, index_seen, open_repo, split
+from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.history import missing
 
+# How long after a task's commit the next task may begin without looking at the tree again.
+CARRY_SECONDS = 0.5
 
-class GitVcs(GitQuick):
-    """Tasks as commits on the current branch, through GitPython and the git it drives."""
+
+class GitVcs:
+    """Tasks as commits on the current branch, through GitPython and the git it drives: the one
+    git runner, the repository view built on it, and the open-attempt record, held here."""
 
     name = "git"
     lost_hint = ("`git reflog` shows where the branch was; `git reset --hard <that sha>` (or "
                  "`git cherry-pick <sha>`) brings the commit back")
 
-    # -- plumbing -------------------------------------------------------------------------------
+    def __init__(self, root: Path, task_file: Path, allow_dirty: bool = False,
+                 note: str = "", lane: bool = False) -> None:
+        self.git = Git(root.resolve())
+        self.tree = GitRepo(self.git)
+        self.task_file = task_file
+        self.allow_dirty = allow_dirty
+        self.note = note  # why git was chosen, when `auto` fell back to it
+        # A lane's worktree: only agents work there, so commits on its branch since an
+        # attempt began are that attempt's (agentloop.vcs.git.recover).
+        self.lane = lane
+        self._record: AttemptRecord | None = None
+        self._start: Start | None = None
+        self._recovered: Change | None = None
+        # (branch, HEAD) at which every finished task's commit was last seen in the history.
+        self._sound: tuple[str | None, str | None] | None = None
+        # What the next begin would find, known at the end of finish; trusted while no
+        # process has been started since, for a moment (see _carried).
+        self._next: tuple[int, float, Start] | None = None
+        # Who the index file was when it last held HEAD's tree and nothing else was dirty
+        # (agentloop.vcs.git.quick): unchanged at finish, `git add -A` finds only the task's.
+        self._index_seen: tuple[int, ...] | None = None
+
+    @property
+    def root(self) -> Path:
+        """The working tree (the repository's top, once prepared)."""
+        return self.git.root
+
+    @property
+    def repo(self) -> git.Repo:
+        """GitPython's repository, once prepared."""
+        return self.tree.repo
+
+    def _open(self) -> None:
+        self.tree.open(open_repo(self.root))
+        self._record = AttemptRecord(Path(self.repo.git_dir))
+        self.tree.task_rel = relative_to(self.task_file, self.root)
+        self.tree.plans = plan_files(self.root)
 
     # -- the protocol ---------------------------------------------------------------------------
 
@@ -48,30 +92,27 @@ class GitVcs(GitQuick):
         notes: list[str] = [self.note] if self.note else []
         created = False
         try:
-            self._repo = _open(self.root)
+            self._open()
         except git.InvalidGitRepositoryError:
-            self._git("init", "-q")
-            self._repo = _open(self.root)
+            self.git.out("init", "-q")
+            self._open()
             created = True
             notes.append(f"initialized a git repository in {self.root}")
         except git.NoSuchPathError as exc:
             raise VcsError(f"{self.root} does not exist") from exc
         if self.repo.working_tree_dir is None:
             raise VcsError(f"{self.repo.git_dir} is a bare repository: there is no working tree")
-        self.root = Path(self.repo.working_tree_dir).resolve()
-        self._task_rel = relative_to(self.task_file, self.root)
-        self._plans = plan_files(self.root)
         notes += self._roll_back_leftover()
-        head = self._head()
+        head = self.tree.head()
         dirty = self._dirty(head)
         if created and head is None and dirty:
             # A folder we just put under git: its files become the base, so reverting a task
             # never deletes a file that was there before agent-loop came.
             message = "Files present before agent-loop's first task"
-            sha = self._commit(None, set(dirty), message)
+            sha = self.tree.commit(None, set(dirty), message)
             if sha is not None:
-                self._land(None, sha, message)
-            self._reset_index(sha or EMPTY_TREE, set(dirty))
+                self.tree.land(None, sha, message)
+            self.tree.reset_index(sha or EMPTY_TREE, set(dirty))
             notes.append(f"committed the {len(dirty)} files already there as the starting point")
         elif dirty and not self.allow_dirty:
             raise VcsError(self._dirty_message(dirty))
@@ -86,19 +127,16 @@ class GitVcs(GitQuick):
         """prepare()'s refusal of a dirty tree, found without changing anything (for
         --dry-run): its message, or None when the run would not refuse."""
         try:
-            self._repo = _open(self.root)
+            self._open()
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             return None  # the run makes the repository; nothing of the user's is in the way
         if self.repo.working_tree_dir is None or self.allow_dirty:
             return None
-        self.root = Path(self.repo.working_tree_dir).resolve()
-        self._task_rel = relative_to(self.task_file, self.root)
-        self._plans = plan_files(self.root)
-        dirty = self._dirty(self._head())
+        dirty = self._dirty(self.tree.head())
         return self._dirty_message(dirty) if dirty else None
 
     def _dirty(self, head: str | None) -> list[str]:
-        return sorted(p for p in self._candidates(head)
+        return sorted(p for p in self.tree.candidates(head)
                       if not (p == ".gitignore" and self._only_own_ignore_lines(head)))
 
     def _dirty_message(self, dirty: list[str]) -> str:
@@ -125,19 +163,19 @@ class GitVcs(GitQuick):
         if start is not None:
             self._remember(dataclasses.replace(start, message=message), fresh=True)
             return Change(change_id="", base=start.head or "")
-        head = self._head()
-        status = self._status()
+        head = self.tree.head()
+        status = self.tree.status()
         if not status.staged:
-            index_tree = self._tree(head)
+            index_tree = self.tree.tree(head)
         else:
             try:
-                index_tree = self._git("write-tree").strip()
+                index_tree = self.git.out("write-tree").strip()
             except VcsError:
                 index_tree = head or EMPTY_TREE  # unmerged entries: the best we can put back
         states = {p: state_of(self.root, p, self.repo.odb)
-                  for p in self._candidates(head, status)}
+                  for p in self.tree.candidates(head, status)}
         self._index_seen = None if status.staged or states else index_seen(self.repo.git_dir)
-        self._remember(_Start(head, self._ref(), index_tree, states, self._task_rel, message),
+        self._remember(Start(head, self.tree.ref(), index_tree, states, self.tree.task_rel, message),
                        fresh=True)
         return Change(change_id="", base=head or "")
 
@@ -153,12 +191,12 @@ class GitVcs(GitQuick):
             return quick
         self._refuse_rewound(start)
         agent_subjects = ""
-        if self._head() != start.head:
-            agent_subjects = self._git("log", "--reverse", "--format=- %s",
+        if self.tree.head() != start.head:
+            agent_subjects = self.git.out("log", "--reverse", "--format=- %s",
                                        f"{start.head}..HEAD" if start.head else "HEAD").strip()
-        touched = self._move_head_back(start)
-        status = self._status()
-        changed = self._changed(start, status)
+        touched = self.tree.move_head_back(start)
+        status = self.tree.status()
+        changed = self.tree.changed(start, status)
         if agent_subjects:
             message += "\n\nIncludes the commits the agent made itself:\n" + agent_subjects
         # Recorded before HEAD moves, forgotten only once the index is settled: a run killed
@@ -170,35 +208,35 @@ class GitVcs(GitQuick):
         sha, new = None, set(status.untracked) & changed
         if changed:
             self._remember(start)
-            sha = self._commit_here(changed, new, message)
+            sha = self.tree.commit_here(changed, new, message)
         if sha is not None:
-            self._reset_index(start.index_tree, set(start.touched))
+            self.tree.reset_index(start.index_tree, set(start.touched))
             self._carry(start, sha, status.staged_paths)
         else:
-            sha = self._commit(start.head, changed, message) if changed else None
+            sha = self.tree.commit(start.head, changed, message) if changed else None
             if sha is None:
                 # What add --intent-to-add left in the index goes with the rest.
-                self._reset_index(start.index_tree, touched | new)
+                self.tree.reset_index(start.index_tree, touched | new)
                 self._forget()
                 return Change(change_id="", base=start.head or "", empty=True)
             start = dataclasses.replace(start, commit=sha)
             self._remember(start)
-            self._land(start.head, sha, message)
-            self._settle(start)
+            self.tree.land(start.head, sha, message)
+            recover.settle(self.tree, start)
         return self._committed(start, sha, changed)
 
-    def _refuse_rewound(self, start: _Start) -> None:
+    def _refuse_rewound(self, start: Start) -> None:
         """The agent moved the branch back (`git reset --hard HEAD~1`): committing now would
         record the earlier tasks' files as deleted. Nothing is committed; the run stops."""
-        if self._ref() != start.ref:
+        if self.tree.ref() != start.ref:
             raise VcsError(f"the agent switched HEAD from {start.ref or 'a detached HEAD'} to "
-                           f"{self._ref() or 'a detached HEAD'}; nothing was committed for this "
+                           f"{self.tree.ref() or 'a detached HEAD'}; nothing was committed for this "
                            f"task: switch back (`git switch {(start.ref or '').split('/')[-1]}`) "
                            "and run agent-loop again")
-        head = self._head()
+        head = self.tree.head()
         if start.head is None or head in (None, start.head):
             return
-        if head is not None and self._ancestor(head, start.head):
+        if head is not None and self.tree.ancestor(head, start.head):
             raise VcsError(f"the agent moved the branch back to {head[:12]}, so earlier "
                            f"tasks' commits (up to {start.head[:12]}) are no longer on it; "
                            "nothing was committed for this task. Get them back with "
@@ -209,7 +247,7 @@ class GitVcs(GitQuick):
         """Which of these task commits are no longer in the current branch's history. Once
         known whole, the history stays so while HEAD is where this run last put it: the check
         costs a process only when something else moved the branch."""
-        now = self._where()
+        now = self.tree.where()
         if now == self._sound:
             return set()
         lost = missing("git", self.root, change_ids)
@@ -230,22 +268,22 @@ class GitVcs(GitQuick):
         start = self._start
         if start is None:
             return
-        if self._missing(start):
+        if recover.missing_objects(self.tree, start):
             self._forget()  # nothing left to put the files back from: they stay as they are
             return
-        touched = self._move_head_back(start)
-        changed = self._changed(start)
+        touched = self.tree.move_head_back(start)
+        changed = self.tree.changed(start)
         from_head: set[str] = set()
         back: dict[str, str] = {}
         for rel in changed:
             if rel in start.states:
                 back[rel] = start.states[rel]
-            elif start.head is not None and self._in_tree(start.head, rel):
+            elif start.head is not None and self.tree.in_tree(start.head, rel):
                 from_head.add(rel)
             else:
                 back[rel] = MISSING
         # An ignored file is never the attempt's to delete, even one it force-added.
-        for rel in self._ignored({r for r, state in back.items() if state == MISSING}):
+        for rel in self.tree.ignored({r for r, state in back.items() if state == MISSING}):
             del back[rel]
         # Deletions first, deepest first: a folder that took a file's place is emptied before
         # the file returns, a symlink that took a folder's place is gone before its files do.
@@ -254,30 +292,115 @@ class GitVcs(GitQuick):
         for rel in sorted(r for r, state in back.items() if state != MISSING):
             put_back(self.root, rel, back[rel], self.repo.odb)
         if from_head:
-            self._git("restore", f"--source={start.head}", "--worktree",
+            self.git.out("restore", f"--source={start.head}", "--worktree",
                       "--pathspec-from-file=-", "--pathspec-file-nul", paths=sorted(from_head))
-        staged = _split(self._git("diff-index", "--cached", "--name-only", "-z",
+        staged = split(self.git.out("diff-index", "--cached", "--name-only", "-z",
                                   start.index_tree))
-        self._reset_index(start.index_tree, {p for p in changed | touched | staged
-                                             if not self._kept_out(p)})
+        self.tree.reset_index(start.index_tree, {p for p in changed | touched | staged
+                                             if not self.tree.kept_out(p)})
         self._forget()
 
     def diff(self, change: Change) -> str:
         """The task commit's patch; before finish, what the task would commit now."""
         if change.change_id:
-            return self._git("show", "--format=", "--patch", "--no-color", "--no-ext-diff",
+            return self.git.out("show", "--format=", "--patch", "--no-color", "--no-ext-diff",
                              change.change_id)
         start = self._started()
-        tree = self._build_tree(start.head, self._changed(start))
-        return self._git("diff-tree", "--patch", "--no-color", start.head or EMPTY_TREE, tree)
+        tree = self.tree.build_tree(start.head, self.tree.changed(start))
+        return self.git.out("diff-tree", "--patch", "--no-color", start.head or EMPTY_TREE, tree)
 
     def close(self) -> None:
         """Nothing to leave: the next edits are uncommitted, in no task's commit. The record of
         an attempt that is still open (the run stopped on an error inside it) stays: the next
         run needs it to roll that attempt back."""
-        if self._start is None and self._repo is not None:
+        if self._start is None and self._record is not None:
             self._forget()
-        if self._repo is not None:
-            self._repo.close()
+        self.tree.close()
 
-    # -- helpers --------------------------------------------------------------------------------
+    # -- the open attempt -------------------------------------------------------------------------
+
+    def _remember(self, start: Start, fresh: bool = False) -> None:
+        self._start = start
+        assert self._record is not None
+        self._record.write(start, fresh)
+
+    def _forget(self) -> None:
+        self._start = None
+        if self._record is not None:
+            self._record.forget()
+
+    def _started(self) -> Start:
+        if self._start is None:
+            raise VcsError("no task change is open: begin() was not called")
+        return self._start
+
+    def _roll_back_leftover(self) -> list[str]:
+        """An earlier run died inside a task: keep the commit it made, else undo its edits."""
+        assert self._record is not None
+        found = recover.examine(self.tree, self._record, lane=self.lane)
+        self._recovered = found.recovered
+        if found.undo is not None:
+            self._start = found.undo
+            self.abandon(Change(change_id=""))
+        return found.notes
+
+    def _quick_finish(self, start: Start, message: str) -> Change | None:
+        """Commit the task the short way (agentloop.vcs.git.quick); None when it may not be
+        taken (nothing done then)."""
+        seen, self._index_seen = self._index_seen, None
+        if start.states or seen is None or seen != index_seen(self.repo.git_dir) or \
+                self.tree.where() != (start.ref, start.head):
+            return None
+        paths = quick.stage_all(self.tree, start)
+        if paths is None:
+            return None
+        if not paths:
+            self._forget()
+            return Change(change_id="", base=start.head or "", empty=True)
+        # Recorded before HEAD moves (begin did, unless the message changed since): a run
+        # killed in between finds the commit by its message.
+        if message != start.message:
+            start = dataclasses.replace(start, message=message)
+            self._remember(start)
+        if not quick.commit_index(self.tree, message):
+            return None
+        sha = self.tree.head()
+        assert sha is not None
+        self._carry(start, sha, frozenset())  # the index is the commit's tree: nothing staged
+        return self._committed(start, sha, paths)
+
+    def _carry(self, start: Start, sha: str, staged: frozenset[str]) -> None:
+        """After a clean commit (only the task's paths were `staged`, the agent made no commits
+        of its own) the next task's begin is known already: HEAD is the commit, the index its
+        tree, and the paths the task left alone hold what they held at this begin."""
+        if start.touched or not staged <= set(start.files):
+            return
+        states = {p: state for p, state in start.states.items() if p not in start.files}
+        tree = self.tree.tree(sha)
+        self._next = (proc.started(), time.monotonic(),
+                      Start(sha, start.ref, tree, states, start.task))
+        if not states:
+            self._index_seen = index_seen(self.repo.git_dir)
+
+    def _committed(self, start: Start, sha: str, files: set[str]) -> Change:
+        """The end of a finish that made commit `sha` of `files` for `start`, either way."""
+        if self._sound == (start.ref, start.head):
+            self._sound = (start.ref, sha)  # built on a history known whole: still whole
+        # The record stays on disk until the next begin or close: a run killed before the
+        # runner saved the task as done finds it there, and recovered() hands the commit over.
+        self._start = None
+        return Change(change_id=sha, commit_id=sha, base=start.head or "",
+                      files=tuple(sorted(files)))
+
+    def _carried(self) -> Start | None:
+        """The begin _carry foresaw, if nothing but agent-loop's own code ran since, and only
+        for a moment: every agent, check and helper is a process, and a git command may have
+        moved anything; a pause between tasks (--sleep) leaves the user time to edit. (Their
+        edits in those few milliseconds count as the task's, as edits made while its agent
+        works do.)"""
+        carried, self._next = self._next, None
+        if carried is None or carried[0] != proc.started() or \
+                time.monotonic() - carried[1] > CARRY_SECONDS:
+            return None
+        start = carried[2]
+        return start if self.tree.where() == (start.ref, start.head) else None
