@@ -25,6 +25,7 @@ from agentloop.run.lane_tag import LaneNote, lane, set_lane
 from agentloop.run.verify import baseline
 from agentloop.state.schema import TaskState
 from agentloop.vcs import lanes, relative_to
+from agentloop.vcs.check import LaneBreach
 from agentloop.vcs.git import worktrees
 from agentloop.vcs.git.lane import LaneGit
 from agentloop.vcs.git.mainline import GitMainLine
@@ -78,6 +79,7 @@ def _control(run: Run, main: MainLine, groups: dict[str, list[TaskState]],
     reports: queue.Queue[tuple[str, BaseException | None]] = queue.Queue()
     lanes: dict[str, threading.Thread] = {}
     todo, first_error = list(groups), None
+    breach: LaneBreach | None = None
     try:
         while todo or lanes:
             while len(lanes) < run.options.parallel and not run.shared.halted():
@@ -100,6 +102,12 @@ def _control(run: Run, main: MainLine, groups: dict[str, list[TaskState]],
             lanes.pop(group).join()
             if isinstance(error, GroupConflicted):
                 continue  # that group stops, its work kept; the others go on
+            if isinstance(error, LaneBreach):
+                # The agent did something outside its task: that group stops, nothing of the
+                # step landed, the others go on; the run ends with the line that says so.
+                run.emit(LaneNote(f"{group} stopped: {error}"))
+                breach = breach or error
+                continue
             if error is not None:
                 first_error = first_error or error
                 run.shared.halt()  # no new task anywhere; running ones finish
@@ -118,6 +126,8 @@ def _control(run: Run, main: MainLine, groups: dict[str, list[TaskState]],
         raise
     if first_error is not None:
         raise first_error
+    if breach is not None:
+        raise breach
 
 
 def _lane(run: Run, main: MainLine, group: str, name: str, tasks: list[TaskState],

@@ -11,10 +11,12 @@ from typing import Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs import Change
+from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.landing import IntegrationConflict, markers_left
+from agentloop.vcs.lanes import BRANCH_PREFIX
 
 
 class LaneGit:
@@ -29,6 +31,10 @@ class LaneGit:
         self.work = GitVcs(worktree, task_file, allow_dirty=True, lane=True)
         self.main = main
         self.lane_commits: list[str] = []   # what landed, for the lane's records to be dropped
+        self.landed: list[str] = []         # the main line's copies of them
+        # What the lane looked like when its step began (agentloop.vcs.check).
+        self.record: GitLaneRecord | None = None
+        self.branch = f"refs/heads/{BRANCH_PREFIX}{worktree.name}"
 
     @property
     def root(self) -> Path:
@@ -41,12 +47,28 @@ class LaneGit:
         return self.work.git
 
     def prepare(self) -> list[str]:
-        """The worktree opened, an attempt a killed run left in it dealt with."""
+        """The worktree opened, an attempt a killed run left in it dealt with; LaneBreach when
+        an agent left it off its branch (before anything in it is rolled back or committed)."""
+        self.check(GitLaneRecord(self.root, self.branch, None, self.main.root, self.main.ref))
         return self.work.prepare()
 
     def begin(self, message: str) -> Change:
-        """Start a task's change in the worktree."""
-        return self.work.begin(message)
+        """Start a task's change in the worktree, and note what the lane looks like."""
+        change = self.work.begin(message)
+        self.record = GitLaneRecord(self.root, self.branch, self.work.tree.head(),
+                                    self.main.root, self.main.ref, tuple(self.landed),
+                                    self.main.stamps())
+        return change
+
+    def check(self, record: GitLaneRecord | None = None) -> None:
+        """Trust nothing the agent could touch: LaneBreach when it did something outside its
+        task that stops the group; what only needs saying is said."""
+        record = record or self.record
+        breach = check_git_lane(record) if record is not None else None
+        if breach is not None and breach.stops:
+            raise LaneBreach(breach)
+        if breach is not None:
+            self.main.on_wait(breach.text())
 
     def abandon(self, change: Change) -> None:
         """Drop the attempt's edits in the worktree."""
@@ -61,7 +83,8 @@ class LaneGit:
         self.work.close()
 
     def finish(self, change: Change, message: str) -> Change:
-        """Commit in the lane, then land that commit on the main line."""
+        """Check the lane, commit in it, then land that commit on the main line."""
+        self.check()
         return self._landed(self.work.finish(change, message))
 
     def recovered(self) -> Change | None:
@@ -85,6 +108,7 @@ class LaneGit:
             return done
         sha = self.main.land(done.change_id, whole)
         self.lane_commits.append(done.change_id)
+        self.landed.append(sha)
         return dataclasses.replace(done, change_id=sha, commit_id=sha)
 
     # -- conflicts: the lane's worktree is where a person or the group's agent resolves one ------

@@ -16,13 +16,13 @@ would leave the checkout showing the task's change reversed, one commit away fro
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from pathlib import Path
 from typing import Callable, Iterable
 
 from agentloop.errors import VcsError
+from agentloop.vcs.check import dirty, stamp
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.landing import POLL_SECONDS, WAIT_LIMIT, IntegrationConflict, Waiting
 
@@ -46,12 +46,10 @@ class GitMainLine:
         self._lock = threading.Lock()
         # The user's uncommitted paths as the run found them: a path that differs from this
         # later was written during the run.
-        self.before = {p: _stamp(root / p) for p in self._dirty()}
+        self.before = self.stamps()
 
     def _dirty(self) -> list[str]:
-        out = self.git.code("status", "--porcelain", "-z", "--untracked-files=all",
-                            "--ignored=no")[1]
-        return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
+        return dirty(self.git)
 
     @classmethod
     def current(cls, root: Path, **kwargs: Callable[..., object]) -> "GitMainLine":
@@ -104,10 +102,14 @@ class GitMainLine:
                 raise VcsError(f"stopped before commit {commit[:12]} reached {self.ref}")
             time.sleep(POLL_SECONDS if busy else 0)
 
+    def stamps(self) -> dict[str, tuple[int, int, int] | None]:
+        """The user's uncommitted paths now, each with its stamp."""
+        return {p: stamp(self.root / p) for p in self._dirty()}
+
     def written_since(self, paths: list[str]) -> list[str]:
         """Which of `paths` in the checkout changed after this run began (not an edit of the
         user's from before it: an agent writing outside its lane, or the user meanwhile)."""
-        return [p for p in paths if _stamp(self.root / p) != self.before.get(p)]
+        return [p for p in paths if stamp(self.root / p) != self.before.get(p)]
 
     def forget(self, commits: list[str]) -> None:
         """Drop the landed records of these lane commits (their tasks are saved as done)."""
@@ -196,16 +198,6 @@ class GitMainLine:
             self.on_wait(f"{self.ref} moved to {new[:12]}, but the checkout could not follow "
                          f"(a file of {', '.join(files[:5])} changed meanwhile); your files are "
                          "as you left them: `git status` shows the difference")
-
-
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    """Who a file is now (inode, size, change time), None when missing: cheap, and any write
-    changes it."""
-    try:
-        found = os.lstat(path)
-    except OSError:
-        return None
-    return found.st_ino, found.st_size, found.st_ctime_ns
 
 
 def copy_commit(root: Path, commit: str, tree: str, parent: str) -> str:

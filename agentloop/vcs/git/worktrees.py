@@ -13,6 +13,7 @@ from agentloop.vcs.lanes import BRANCH_PREFIX, PREVIOUS, Workspace, bookkeeping,
 
 # Where a lane's work that is not on the main line is kept when its branch or worktree goes.
 KEPT = "refs/agent-loop/kept/"
+KEPT_FILES = "refs/agent-loop/kept-files/"
 
 
 def _git(root: Path, *args: str, codes: tuple[int, ...] = (0,)) -> str:
@@ -83,7 +84,7 @@ def _keep_previous(root: Path, branch: str, base: str) -> None:
 
 def clean_git(root: Path, path: Path) -> list[str]:
     """Whatever is registered or left on disk at `path`: unregistered and deleted (branches
-    stay; files nobody committed are kept first, under refs/agent-loop/kept/). Notes naming
+    stay; files nobody committed are kept first, under refs/agent-loop/kept-files/). Notes naming
     what was kept."""
     path = path.resolve()
     notes = []
@@ -92,7 +93,7 @@ def clean_git(root: Path, path: Path) -> list[str]:
         kept = _keep_files(root, path, path.name)
         if kept:
             notes.append(f"the uncommitted files of lane {path.name} are kept in commit "
-                         f"{kept[:12]} (`git show {KEPT}{path.name}`)")
+                         f"{kept[:12]} (`git show {KEPT_FILES}{path.name}`)")
     if path in worktrees:
         _git(root, "worktree", "unlock", str(path), codes=(0, 128))
         _git(root, "worktree", "remove", "-f", "-f", str(path), codes=(0, 128))
@@ -104,7 +105,7 @@ def clean_git(root: Path, path: Path) -> list[str]:
 
 def _keep_files(root: Path, path: Path, name: str) -> str | None:
     """What the worktree at `path` holds beyond its HEAD commit, committed on it under
-    refs/agent-loop/kept/<name>; its sha, or None when it holds nothing more."""
+    refs/agent-loop/kept-files/<name>; its sha, or None when it holds nothing more."""
     git = Git(path)
     head = git.sha("HEAD")
     if head is None:
@@ -119,7 +120,8 @@ def _keep_files(root: Path, path: Path, name: str) -> str | None:
         return None
     sha = git.out("commit-tree", tree, "-p", head, input="agent-loop: files left in lane "
                   f"{name}, kept before it was removed\n").strip()
-    Git(root).out("update-ref", "--create-reflog", "-m", "agent-loop: kept", KEPT + name, sha)
+    Git(root).out("update-ref", "--create-reflog", "-m", "agent-loop: kept", KEPT_FILES + name,
+                  sha)
     return sha
 
 
