@@ -30,8 +30,10 @@ def files_of(repo: Path, commit: str) -> list[str]:
 
 def test_a_users_revert_of_a_landed_task_stays_reverted(repo: Path) -> None:
     main = GitMainLine.current(repo)
+    task = lane_commit(repo, "g1", {"g1t1.txt": "1.1\n"}, "task 1.1")
     main.land(lane_commit(repo, "g2", {"g2.txt": "2\n"}, "group 2's task"))
-    first = main.land(lane_commit(repo, "g1", {"g1t1.txt": "1.1\n"}, "task 1.1"))
+    first = main.land(task)  # another group landed first: it lands as a copy
+    assert first != task
     git(repo, "revert", "--no-edit", first)  # as the README suggests
     second = main.land(lane_commit(repo, "g1", {"g1t2.txt": "1.2\n"}, "task 1.2"))
     assert not (repo / "g1t1.txt").exists()
@@ -40,7 +42,9 @@ def test_a_users_revert_of_a_landed_task_stays_reverted(repo: Path) -> None:
 
 def test_other_groups_later_edits_never_conflict_with_a_groups_earlier_tasks(repo: Path) -> None:
     main = GitMainLine.current(repo)
-    main.land(lane_commit(repo, "g1", {"shared.txt": "from group 1\n"}, "task 1.1"))
+    task = lane_commit(repo, "g1", {"shared.txt": "from group 1\n"}, "task 1.1")
+    main.land(lane_commit(repo, "g3", {"g3.txt": "3\n"}, "group 3's task"))
+    main.land(task)  # as a copy
     main.land(lane_commit(repo, "g2", {"shared.txt": "group 2 rewrote it\n"}, "task 2.1"))
     landed = main.land(lane_commit(repo, "g1", {"own.txt": "1.2\n"}, "task 1.2"))
     assert files_of(repo, landed) == ["own.txt"]

@@ -58,7 +58,8 @@ def _open_git(root: Path, name: str, base: str, fresh: bool) -> Workspace:
         _keep_previous(root, branch, base)
         _git(path, "reset", "-q", "--hard", base)
         return Workspace(name, path, branch)
-    clean_git(root, path)
+    if known is not None or path.exists():
+        clean_git(root, path)
     exists = _git(root, "branch", "--list", branch) != ""
     path.parent.mkdir(parents=True, exist_ok=True)
     if exists and not fresh:
