@@ -26,6 +26,7 @@ from agentloop.run.verify import baseline
 from agentloop.state.schema import TaskState
 from agentloop.vcs import lanes, relative_to
 from agentloop.vcs.check import LaneBreach
+from agentloop.vcs.landing import LandingHeld
 from agentloop.vcs.git import worktrees
 from agentloop.vcs.git.lane import LaneGit
 from agentloop.vcs.git.mainline import GitMainLine
@@ -79,7 +80,7 @@ def _control(run: Run, main: MainLine, groups: dict[str, list[TaskState]],
     reports: queue.Queue[tuple[str, BaseException | None]] = queue.Queue()
     lanes: dict[str, threading.Thread] = {}
     todo, first_error = list(groups), None
-    breach: LaneBreach | None = None
+    breach: LaneBreach | LandingHeld | None = None
     try:
         while todo or lanes:
             while len(lanes) < run.options.parallel and not run.shared.halted():
@@ -102,9 +103,10 @@ def _control(run: Run, main: MainLine, groups: dict[str, list[TaskState]],
             lanes.pop(group).join()
             if isinstance(error, GroupConflicted):
                 continue  # that group stops, its work kept; the others go on
-            if isinstance(error, LaneBreach):
-                # The agent did something outside its task: that group stops, nothing of the
-                # step landed, the others go on; the run ends with the line that says so.
+            if isinstance(error, (LaneBreach, LandingHeld)):
+                # The agent did something outside its task, or a landing waited past
+                # --lane-wait: that group stops, nothing of the step landed, its work kept on
+                # its lane; the others go on; the run ends with the line that says so.
                 run.emit(LaneNote(f"{group} stopped: {error}"))
                 breach = breach or error
                 continue

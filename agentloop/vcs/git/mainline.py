@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs.check import dirty, stamp
@@ -52,13 +52,13 @@ class GitMainLine:
         return dirty(self.git)
 
     @classmethod
-    def current(cls, root: Path, **kwargs: Callable[..., object]) -> "GitMainLine":
+    def current(cls, root: Path, **kwargs: Any) -> "GitMainLine":
         """The branch the main checkout is on now."""
         code, out = Git(root).code("symbolic-ref", "-q", "HEAD", codes=(0, 1))
         if code:
             raise VcsError("--parallel needs the main checkout on a branch (HEAD is detached): "
                            "`git switch <branch>` first")
-        return cls(root, out.strip(), **kwargs)  # type: ignore[arg-type]
+        return cls(root, out.strip(), **kwargs)
 
     def tip(self) -> str:
         """The main line's commit now."""
