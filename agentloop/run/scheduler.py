@@ -185,7 +185,10 @@ def _open_lane(run: Run, main: MainLine, name: str, fresh: bool
     root = run.project.root
     rel = relative_to(run.project.task_file, root) or run.project.task_file.name
     if isinstance(main, GitMainLine):
-        space = worktrees.open_git(root, name, main.tip(), fresh)
+        # A lane an older version left under the bare name (a conflicted task's work) is
+        # adopted, never dropped.
+        old = name.removeprefix(lanes.plan_key(rel) + "-")
+        space = worktrees.open_git(root, name, main.tip(), fresh, adopt=old)
         return space, LaneGit(space.path, space.path / rel, main)
     space = workspaces.open_jj(root, name, main.tip(), fresh)
     return space, LaneJj(space.path, space.path / rel, main, space.branch)
@@ -200,7 +203,10 @@ def _groups(pending: list[TaskState]) -> dict[str, list[TaskState]]:
 
 def _lane_names(run: Run) -> dict[str, str]:
     order = list(dict.fromkeys(t.group for t in run.state.tasks))
-    return {g: lanes.lane_name(n, g) for n, g in enumerate(order, 1)}
+    # Every plan's lanes carry its key: another plan's run never resets or deletes them.
+    key = lanes.plan_key(relative_to(run.project.task_file, run.project.root)
+                         or run.project.task_file.name)
+    return {g: lanes.plan_lane(key, n, g) for n, g in enumerate(order, 1)}
 
 
 def _look_for_stop(run: Run) -> None:

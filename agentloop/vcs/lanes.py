@@ -5,7 +5,11 @@ the main line as it stands: what both kinds share.
 Where they live: `.agent-loop/lanes/<name>/` in the repository. `.agent-loop/` is ignored by git
 and jj from its first instant (its own .gitignore holds `*`), so the main checkout never sees a
 lane's files, and a lane is found again by the next run wherever it was left. Branches are
-`agent-loop/<name>` (git); jj workspaces are named `agent-loop-<name>`.
+`agent-loop/<name>` (git); jj workspaces are named `agent-loop-<name>`. A parallel run's lane
+names carry its plan's key (`tasks.3f2a1b-2-backend`), so two plans with a group of the same name
+never share a lane, and the dot keeps them apart from a CI fleet's `agent-loop/<plan>/<lane>`
+branches (a plan's part there never holds one). A lane an older version left under the bare name
+(`2-backend`) is adopted by its plan's next run (agentloop.vcs.git.worktrees.open_git).
 
 A crash (SIGKILL, power loss) may leave a lane behind in any state: registered but its folder gone,
 locked mid-`worktree add` ("initializing"), or whole with commits not yet on the main line. None of
@@ -21,6 +25,7 @@ of one run and by two runs at once.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -56,6 +61,19 @@ def lane_name(number: int, group: str) -> str:
     """A name for group `number` (1-based) that is a safe folder and branch name."""
     slug = re.sub(r"[^a-z0-9]+", "-", group.casefold()).strip("-")[:30].strip("-")
     return f"{number}-{slug}" if slug else str(number)
+
+
+def plan_key(task_file: str) -> str:
+    """The key of the plan whose task file is `task_file` (relative to the repository, slash-
+    separated): readable, and unique per path (`docs/tasks.md` -> `docs-tasks.1a2b3c`)."""
+    stem = task_file[:-3] if task_file.lower().endswith(".md") else task_file
+    slug = re.sub(r"[^a-z0-9]+", "-", stem.casefold()).strip("-")[:24].strip("-") or "plan"
+    return f"{slug}.{hashlib.sha1(task_file.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
+
+
+def plan_lane(key: str, number: int, group: str) -> str:
+    """The lane of group `number` of the plan with `key`."""
+    return f"{key}-{lane_name(number, group)}"
 
 
 @contextmanager

@@ -36,12 +36,28 @@ def git_worktrees(root: Path) -> dict[Path, dict[str, str]]:
     return found
 
 
-def open_git(root: Path, name: str, base: str, fresh: bool) -> Workspace:
+def open_git(root: Path, name: str, base: str, fresh: bool, adopt: str = "") -> Workspace:
     """The worktree of lane `name` on branch agent-loop/<name>: reused when a healthy one is
     there and `fresh` is False, else (re)made. `fresh`: the branch starts at `base` (its old tip
-    kept under refs/agent-loop/previous/); otherwise a branch that exists keeps its commits."""
+    kept under refs/agent-loop/previous/); otherwise a branch that exists keeps its commits.
+    `adopt`: the name an older version gave this lane; its branch and worktree become this
+    lane's when this one has none yet, so nothing they hold is dropped."""
     with bookkeeping(root):
+        if adopt and not fresh:
+            _adopt(root, adopt, name)
         return _open_git(root, name, base, fresh)
+
+
+def _adopt(root: Path, old: str, new: str) -> None:
+    git = Git(root)
+    old_branch, new_branch = BRANCH_PREFIX + old, BRANCH_PREFIX + new
+    if git.sha(f"refs/heads/{old_branch}") is None or \
+            git.sha(f"refs/heads/{new_branch}") is not None:
+        return
+    old_path = (lanes_dir(root) / old).resolve()
+    if old_path in git_worktrees(root) and old_path.is_dir():
+        git.out("worktree", "move", str(old_path), str((lanes_dir(root) / new).resolve()))
+    git.out("branch", "-m", old_branch, new_branch)
 
 
 def _open_git(root: Path, name: str, base: str, fresh: bool) -> Workspace:
