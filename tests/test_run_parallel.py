@@ -523,3 +523,34 @@ def test_a_rehearsal_runs_in_parallel_and_resolves_its_own_conflicts(work: Path,
     lines = notes.read_text().splitlines()
     assert sorted(lines) == ["- rehearsed task 1/3 one", "- rehearsed task 2/3 two",
                              "- rehearsed task 3/3 three"]
+
+
+HOSTILE_PLAN = """\
+## Group 1
+- check out the user's branch
+  FAKE: write g1.txt 1
+  FAKE: bash git checkout -q --ignore-other-worktrees main
+
+## Group 2
+- an honest task
+  FAKE: write g2.txt 2
+"""
+
+
+def test_an_agent_that_checks_out_your_branch_stops_its_group_and_nothing_else(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(HOSTILE_PLAN)
+    main = git(work, "rev-parse", "main").strip()
+    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill")
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    lane = lanes.plan_lane(lanes.plan_key("tasks.md"), 1, "Group 1")
+    assert "the agent checked out your branch main in its lane" in out
+    assert f"switch agent-loop/{lane}" in out
+    assert "Traceback" not in out and "uncommitted edits" not in out
+    # The other group went on; nothing of group 1's step reached main; its file is kept.
+    assert (work / "g2.txt").exists() and not (work / "g1.txt").exists()
+    assert git(work, "log", "--format=%s", f"{main}..main").strip() == \
+        "agent-loop: Group 2 / an honest task"
+    assert (work / ".agent-loop" / "lanes" / lane / "g1.txt").exists()

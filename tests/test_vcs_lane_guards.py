@@ -197,3 +197,26 @@ def test_a_clean_step_passes_and_a_checkout_write_is_said_not_stopped(repo: Path
     done = lane.finish(change, "task 2")
     assert files_of(repo, done.change_id) == ["two.txt"]
     assert said and "stray.txt" in said[0] and "while this lane's agent ran" in said[0]
+
+
+# -- an agent's own commits belong to its task, also across a kill ---------------------------
+
+def test_an_agents_commit_before_a_kill_goes_back_into_its_attempt_and_is_kept(
+        repo: Path, lane: LaneGit) -> None:
+    change = lane.begin("task 2")
+    assert change is not None and lane.record is not None
+    began = lane.record.head
+    _write(lane.root, "two.txt")
+    git(lane.root, "add", "two.txt")
+    git(lane.root, "commit", "-qm", "the agent's own commit")
+    # Killed here, before finish. The next run opens the same lane:
+    again = LaneGit(lane.root, lane.root / "tasks.md", GitMainLine.current(repo))
+    notes = again.prepare()
+    assert any("refs/agent-loop/rolled-back" in n for n in notes), notes
+    assert git(lane.root, "rev-parse", "HEAD") == began  # not left as if it were the user's
+    assert git(repo, "show", "refs/agent-loop/rolled-back:two.txt") == "two.txt"
+    # The task runs again, and its commit holds its file: no "completed, no files changed".
+    redo = again.begin("task 2")
+    _write(lane.root, "two.txt")
+    done = again.finish(redo, "task 2")
+    assert files_of(repo, done.change_id) == ["two.txt"]
