@@ -8,6 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.lanes import BRANCH_PREFIX, PREVIOUS, Workspace, bookkeeping, lanes_dir
 
@@ -64,6 +65,14 @@ def _open_git(root: Path, name: str, base: str, fresh: bool) -> Workspace:
     path = (lanes_dir(root) / name).resolve()
     branch = BRANCH_PREFIX + name
     known = git_worktrees(root).get(path)
+    if known is not None and _healthy(path, known) and known.get("branch") not in \
+            (None, f"refs/heads/{branch}"):
+        # An agent checked out another branch (yours?) in the lane: remaking the lane would
+        # hide that, and whatever it committed there, for good.
+        yours = Git(root).out("symbolic-ref", "-q", "HEAD", codes=(0, 1)).strip()
+        found = check_git_lane(GitLaneRecord(path, f"refs/heads/{branch}", None, root, yours))
+        if found is not None:
+            raise LaneBreach(found)
     if known is not None and _healthy(path, known) and known.get("branch") == \
             f"refs/heads/{branch}":
         if not fresh:
