@@ -557,4 +557,5 @@ def test_an_agent_that_checks_out_your_branch_stops_its_group_and_nothing_else(
     # A plain re-run says so again, and touches nothing, until it is repaired.
     again = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill")
     assert again.returncode != 0 and "checked out your branch main" in again.stdout + again.stderr
+    assert "[Group 1] claude: running" not in again.stdout  # no agent paid to do it again
     assert (work / ".agent-loop" / "lanes" / lane / "g1.txt").exists()
