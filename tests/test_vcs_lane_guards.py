@@ -220,3 +220,40 @@ def test_an_agents_commit_before_a_kill_goes_back_into_its_attempt_and_is_kept(
     _write(lane.root, "two.txt")
     done = again.finish(redo, "task 2")
     assert files_of(repo, done.change_id) == ["two.txt"]
+
+
+# -- jj: one operation log for every lane -----------------------------------------------------
+
+def test_jj_undo_in_one_lane_stops_that_lanes_step(tmp_path: Path, jj_bin: str) -> None:
+    from agentloop.vcs.jj import workspaces
+    from agentloop.vcs.jj.lane import LaneJj
+    from agentloop.vcs.jj.mainline import JjMainLine
+    from tests.test_vcs_jjlane import jj, one
+
+    root = tmp_path / "jjrepo"
+    root.mkdir()
+    jj(root, "git", "init")
+    (root / ".agent-loop").mkdir()
+    (root / ".agent-loop" / ".gitignore").write_text("*\n")
+    (root / "f.txt").write_text("base\n")
+    jj(root, "commit", "-m", "base")
+    main = JjMainLine(root)
+
+    def lane_of(name: str) -> LaneJj:
+        space = workspaces.open_jj(root, name, one(root, "@-"), fresh=True)
+        vcs = LaneJj(space.path, space.path / "tasks.md", main, space.branch)
+        vcs.prepare()
+        return vcs
+
+    first, second = lane_of("1-a"), lane_of("2-b")
+    later = second.begin("agent-loop: task b")
+    landing = first.begin("agent-loop: task a")
+    _write(first.root, "a.txt")
+    first.finish(landing, "agent-loop: task a")
+    _write(second.root, "b.txt")
+    jj(second.root, "undo")  # the agent's: it acts on the repository's last operation
+    with pytest.raises(LaneBreach) as caught:
+        second.finish(later, "agent-loop: task b")
+    assert caught.value.breach.kind is Kind.OPERATION_UNDONE
+    assert "jj op log" in caught.value.breach.text()
+    assert not (root / "b.txt").exists()  # nothing of that step landed

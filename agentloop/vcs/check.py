@@ -155,7 +155,9 @@ class JjLaneRecord:
     landed: tuple[str, ...] = ()  # change ids this lane landed
 
 
-UNDOING = ("undo operation", "restore to operation", "revert operation")
+# How jj describes an operation that undid others (`jj undo`, `jj op restore`, `jj op revert`,
+# across the versions that named them so).
+UNDOING = ("undo", "restore to operation", "revert operation")
 
 
 def check_jj_lane(record: JjLaneRecord) -> Breach | None:

@@ -18,6 +18,7 @@ from typing import Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs import Change
+from agentloop.vcs.check import JjLaneRecord, LaneBreach, check_jj_lane, operation
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj.backend import JjVcs
 from agentloop.vcs.jj.mainline import JjMainLine
@@ -36,6 +37,9 @@ class LaneJj:
         self.main = main
         self.workspace = name
         self.lane_commits: list[str] = []
+        self.landed: list[str] = []         # the change ids this lane landed
+        # The repository's operation when the lane's step began (agentloop.vcs.check).
+        self.record: JjLaneRecord | None = None
 
     @property
     def root(self) -> Path:
@@ -54,8 +58,26 @@ class LaneJj:
         return notes
 
     def begin(self, message: str) -> Change:
-        """Start a task's change in the workspace."""
-        return self.work.begin(message)
+        """Start a task's change in the workspace, and note the operation jj is at."""
+        change = self.work.begin(message)
+        try:
+            self.record = JjLaneRecord(self.root, self.main.root, operation(self.main.jj),
+                                       tuple(self.landed))
+        except VcsError:
+            self.record = None  # no record, no check: the step itself says what broke
+        return change
+
+    def check(self) -> None:
+        """Trust nothing the agent could touch: LaneBreach when it undid an operation or a
+        change this lane landed went from the main line."""
+        if self.record is None:
+            return
+        try:
+            breach = check_jj_lane(self.record)
+        except VcsError:
+            return
+        if breach is not None and breach.stops:
+            raise LaneBreach(breach)
 
     def abandon(self, change: Change) -> None:
         """Drop the attempt's change."""
@@ -74,7 +96,8 @@ class LaneJj:
         return None
 
     def finish(self, change: Change, message: str) -> Change:
-        """Seal the change in the lane, then land it on the main line."""
+        """Check the lane, seal the change in it, then land it on the main line."""
+        self.check()
         return self._landed(self.work.finish(change, message))
 
     def missing(self, change_ids: Iterable[str]) -> set[str]:
@@ -94,6 +117,7 @@ class LaneJj:
         if done.empty or not done.change_id:
             return done
         commit = self.main.land(done.change_id, f"{self.workspace}@")
+        self.landed.append(done.change_id)
         self.jj.run("workspace", "update-stale")  # the lane's @ moved under it
         return dataclasses.replace(done, commit_id=commit)
 
