@@ -175,7 +175,8 @@ class GitVcs:
         states = {p: state_of(self.root, p, self.repo.odb)
                   for p in self.tree.candidates(head, status)}
         self._index_seen = None if status.staged or states else index_seen(self.repo.git_dir)
-        self._remember(Start(head, self.tree.ref(), index_tree, states, self.tree.task_rel, message),
+        self._remember(Start(head, self.tree.ref(), index_tree, states, self.tree.task_rel,
+                             message),
                        fresh=True)
         return Change(change_id="", base=head or "")
 
@@ -229,10 +230,11 @@ class GitVcs:
         """The agent moved the branch back (`git reset --hard HEAD~1`): committing now would
         record the earlier tasks' files as deleted. Nothing is committed; the run stops."""
         if self.tree.ref() != start.ref:
+            branch = (start.ref or "").removeprefix("refs/heads/")
             raise VcsError(f"the agent switched HEAD from {start.ref or 'a detached HEAD'} to "
-                           f"{self.tree.ref() or 'a detached HEAD'}; nothing was committed for this "
-                           f"task: switch back (`git switch {(start.ref or '').split('/')[-1]}`) "
-                           "and run agent-loop again")
+                           f"{self.tree.ref() or 'a detached HEAD'}; nothing was committed for "
+                           f"this task: switch back (`git -C {self.root} switch {branch}`) and "
+                           "run agent-loop again")
         head = self.tree.head()
         if start.head is None or head in (None, start.head):
             return
