@@ -5,38 +5,26 @@ path that already differed from HEAD: the user's dirty and untracked files, stor
 `abandon` can put them back byte for byte. A path belongs to the task when its state differs from
 that record. The commit is git's own `commit --only` of exactly those paths (or, where git
 declines, one built in a temporary index), so nothing the user staged is swept in and no hooks
-run; the task file and `.agent-loop/` are never candidates.
-
-The record is also written to the git dir (OPEN_ATTEMPT) until the task has ended, so the next run
-can deal with an attempt whose run died (SIGKILL, power loss): `finish` adds the commit's message
-(or, building the commit by hand, its sha) to it before HEAD moves, and it stays until the next
-task begins. The next `prepare` then keeps a commit that landed (nothing is committed twice,
-nothing finished is lost), and rolls back an attempt that never got that far, after saving its
-files in a commit under SAVED_REF: a roll-back nobody asked for must not be the only copy of
-anything.
+run; the task file and `.agent-loop/` are never candidates. An attempt whose run died is dealt
+with by the next run through the open-attempt record (agentloop.vcs.git.record and .recover).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
 from pathlib import Path
 from typing import Iterable
 
 import git
 
-from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs import Change, plan_files, relative_to
 from agentloop.vcs.git import quick, recover
-from agentloop.vcs.git.files import MISSING, put_back, state_of
+from agentloop.vcs.git.files import state_of
 from agentloop.vcs.git.record import AttemptRecord, Start
-from agentloop.vcs.git.repo import OWN_IGNORE_LINES, GitRepo, index_seen, open_repo, split
+from agentloop.vcs.git.repo import GitRepo, dirty_message, index_seen, open_repo
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.history import missing
-
-# How long after a task's commit the next task may begin without looking at the tree again.
-CARRY_SECONDS = 0.5
 
 
 class GitVcs:
@@ -63,8 +51,8 @@ class GitVcs:
         # (branch, HEAD) at which every finished task's commit was last seen in the history.
         self._sound: tuple[str | None, str | None] | None = None
         # What the next begin would find, known at the end of finish; trusted while no
-        # process has been started since, for a moment (see _carried).
-        self._next: tuple[int, float, Start] | None = None
+        # process has been started since, for a moment (agentloop.vcs.git.quick.NextBegin).
+        self._next = quick.NextBegin()
         # Who the index file was when it last held HEAD's tree and nothing else was dirty
         # (agentloop.vcs.git.quick): unchanged at finish, `git add -A` finds only the task's.
         self._index_seen: tuple[int, ...] | None = None
@@ -85,8 +73,6 @@ class GitVcs:
         self.tree.task_rel = relative_to(self.task_file, self.root)
         self.tree.plans = plan_files(self.root)
 
-    # -- the protocol ---------------------------------------------------------------------------
-
     def prepare(self) -> list[str]:
         """Open (or `git init`) the repository; refuse a dirty tree unless allowed."""
         notes: list[str] = [self.note] if self.note else []
@@ -102,9 +88,16 @@ class GitVcs:
             raise VcsError(f"{self.root} does not exist") from exc
         if self.repo.working_tree_dir is None:
             raise VcsError(f"{self.repo.git_dir} is a bare repository: there is no working tree")
-        notes += self._roll_back_leftover()
+        # An earlier run died inside a task: keep the commit it made, else undo its edits.
+        assert self._record is not None  # made by _open
+        found = recover.examine(self.tree, self._record, lane=self.lane)
+        self._recovered = found.recovered
+        if found.undo is not None:
+            self._start = found.undo
+            self.abandon(Change(change_id=""))
+        notes += found.notes
         head = self.tree.head()
-        dirty = self._dirty(head)
+        dirty = self.tree.dirty(head)
         if created and head is None and dirty:
             # A folder we just put under git: its files become the base, so reverting a task
             # never deletes a file that was there before agent-loop came.
@@ -115,7 +108,7 @@ class GitVcs:
             self.tree.reset_index(sha or EMPTY_TREE, set(dirty))
             notes.append(f"committed the {len(dirty)} files already there as the starting point")
         elif dirty and not self.allow_dirty:
-            raise VcsError(self._dirty_message(dirty))
+            raise VcsError(dirty_message(self.root, dirty))
         elif dirty:
             # The limit of allow_dirty: a dirty file the task edits further is committed whole,
             # the user's edit with it (an untracked one as a new file, which a revert deletes).
@@ -132,34 +125,12 @@ class GitVcs:
             return None  # the run makes the repository; nothing of the user's is in the way
         if self.repo.working_tree_dir is None or self.allow_dirty:
             return None
-        dirty = self._dirty(self.tree.head())
-        return self._dirty_message(dirty) if dirty else None
-
-    def _dirty(self, head: str | None) -> list[str]:
-        return sorted(p for p in self.tree.candidates(head)
-                      if not (p == ".gitignore" and self._only_own_ignore_lines(head)))
-
-    def _dirty_message(self, dirty: list[str]) -> str:
-        return (f"{len(dirty)} uncommitted file(s) in {self.root} (e.g. {dirty[0]}): commit or "
-                "stash them, or pass --allow-dirty to leave them out of task commits")
-
-    def _only_own_ignore_lines(self, head: str | None) -> bool:
-        def strip(text: str) -> list[str]:
-            return [line for line in text.splitlines() if line.strip() not in OWN_IGNORE_LINES]
-        try:
-            now = (self.root / ".gitignore").read_text()
-        except (FileNotFoundError, UnicodeDecodeError):
-            return False
-        try:
-            assert head is not None
-            before = (self.repo.commit(head).tree / ".gitignore").data_stream.read().decode()
-        except (AssertionError, KeyError, UnicodeDecodeError):
-            before = ""
-        return strip(now) == strip(before)
+        dirty = self.tree.dirty(self.tree.head())
+        return dirty_message(self.root, dirty) if dirty else None
 
     def begin(self, message: str) -> Change:
         """Record HEAD, the index and the state of every already-dirty path."""
-        start = self._carried()
+        start = self._next.take(self.tree)
         if start is not None:
             self._remember(dataclasses.replace(start, message=message), fresh=True)
             return Change(change_id="", base=start.head or "")
@@ -187,14 +158,14 @@ class GitVcs:
         same filters to the agent's commits (a `git commit -a` would have taken the task file).
         """
         start = self._started()
-        quick = self._quick_finish(start, message)
-        if quick is not None:
-            return quick
-        self._refuse_rewound(start)
+        done = self._quick_finish(start, message)
+        if done is not None:
+            return done
+        self.tree.refuse_rewound(start)
         agent_subjects = ""
         if self.tree.head() != start.head:
             agent_subjects = self.git.out("log", "--reverse", "--format=- %s",
-                                       f"{start.head}..HEAD" if start.head else "HEAD").strip()
+                                          f"{start.head}..HEAD" if start.head else "HEAD").strip()
         touched = self.tree.move_head_back(start)
         status = self.tree.status()
         changed = self.tree.changed(start, status)
@@ -212,7 +183,8 @@ class GitVcs:
             sha = self.tree.commit_here(changed, new, message)
         if sha is not None:
             self.tree.reset_index(start.index_tree, set(start.touched))
-            self._carry(start, sha, status.staged_paths)
+            if self._next.foresee(self.tree, start, sha, status.staged_paths):
+                self._index_seen = index_seen(self.repo.git_dir)
         else:
             sha = self.tree.commit(start.head, changed, message) if changed else None
             if sha is None:
@@ -225,25 +197,6 @@ class GitVcs:
             self.tree.land(start.head, sha, message)
             recover.settle(self.tree, start)
         return self._committed(start, sha, changed)
-
-    def _refuse_rewound(self, start: Start) -> None:
-        """The agent moved the branch back (`git reset --hard HEAD~1`): committing now would
-        record the earlier tasks' files as deleted. Nothing is committed; the run stops."""
-        if self.tree.ref() != start.ref:
-            branch = (start.ref or "").removeprefix("refs/heads/")
-            raise VcsError(f"the agent switched HEAD from {start.ref or 'a detached HEAD'} to "
-                           f"{self.tree.ref() or 'a detached HEAD'}; nothing was committed for "
-                           f"this task: switch back (`git -C {self.root} switch {branch}`) and "
-                           "run agent-loop again")
-        head = self.tree.head()
-        if start.head is None or head in (None, start.head):
-            return
-        if head is not None and self.tree.ancestor(head, start.head):
-            raise VcsError(f"the agent moved the branch back to {head[:12]}, so earlier "
-                           f"tasks' commits (up to {start.head[:12]}) are no longer on it; "
-                           "nothing was committed for this task. Get them back with "
-                           f"`git reset --hard {start.head[:12]}` (`git reflog` lists every "
-                           "position), then run agent-loop again")
 
     def missing(self, change_ids: Iterable[str]) -> set[str]:
         """Which of these task commits are no longer in the current branch's history. Once
@@ -273,33 +226,7 @@ class GitVcs:
         if recover.missing_objects(self.tree, start):
             self._forget()  # nothing left to put the files back from: they stay as they are
             return
-        touched = self.tree.move_head_back(start)
-        changed = self.tree.changed(start)
-        from_head: set[str] = set()
-        back: dict[str, str] = {}
-        for rel in changed:
-            if rel in start.states:
-                back[rel] = start.states[rel]
-            elif start.head is not None and self.tree.in_tree(start.head, rel):
-                from_head.add(rel)
-            else:
-                back[rel] = MISSING
-        # An ignored file is never the attempt's to delete, even one it force-added.
-        for rel in self.tree.ignored({r for r, state in back.items() if state == MISSING}):
-            del back[rel]
-        # Deletions first, deepest first: a folder that took a file's place is emptied before
-        # the file returns, a symlink that took a folder's place is gone before its files do.
-        for rel in sorted((r for r, state in back.items() if state == MISSING), reverse=True):
-            put_back(self.root, rel, MISSING, self.repo.odb)
-        for rel in sorted(r for r, state in back.items() if state != MISSING):
-            put_back(self.root, rel, back[rel], self.repo.odb)
-        if from_head:
-            self.git.out("restore", f"--source={start.head}", "--worktree",
-                      "--pathspec-from-file=-", "--pathspec-file-nul", paths=sorted(from_head))
-        staged = split(self.git.out("diff-index", "--cached", "--name-only", "-z",
-                                  start.index_tree))
-        self.tree.reset_index(start.index_tree, {p for p in changed | touched | staged
-                                             if not self.tree.kept_out(p)})
+        recover.roll_back(self.tree, start)
         self._forget()
 
     def diff(self, change: Change) -> str:
@@ -336,16 +263,6 @@ class GitVcs:
             raise VcsError("no task change is open: begin() was not called")
         return self._start
 
-    def _roll_back_leftover(self) -> list[str]:
-        """An earlier run died inside a task: keep the commit it made, else undo its edits."""
-        assert self._record is not None
-        found = recover.examine(self.tree, self._record, lane=self.lane)
-        self._recovered = found.recovered
-        if found.undo is not None:
-            self._start = found.undo
-            self.abandon(Change(change_id=""))
-        return found.notes
-
     def _quick_finish(self, start: Start, message: str) -> Change | None:
         """Commit the task the short way (agentloop.vcs.git.quick); None when it may not be
         taken (nothing done then)."""
@@ -368,21 +285,9 @@ class GitVcs:
             return None
         sha = self.tree.head()
         assert sha is not None
-        self._carry(start, sha, frozenset())  # the index is the commit's tree: nothing staged
-        return self._committed(start, sha, paths)
-
-    def _carry(self, start: Start, sha: str, staged: frozenset[str]) -> None:
-        """After a clean commit (only the task's paths were `staged`, the agent made no commits
-        of its own) the next task's begin is known already: HEAD is the commit, the index its
-        tree, and the paths the task left alone hold what they held at this begin."""
-        if start.touched or not staged <= set(start.files):
-            return
-        states = {p: state for p, state in start.states.items() if p not in start.files}
-        tree = self.tree.tree(sha)
-        self._next = (proc.started(), time.monotonic(),
-                      Start(sha, start.ref, tree, states, start.task))
-        if not states:
+        if self._next.foresee(self.tree, start, sha, frozenset()):  # the index: the commit's tree
             self._index_seen = index_seen(self.repo.git_dir)
+        return self._committed(start, sha, paths)
 
     def _committed(self, start: Start, sha: str, files: set[str]) -> Change:
         """The end of a finish that made commit `sha` of `files` for `start`, either way."""
@@ -393,16 +298,3 @@ class GitVcs:
         self._start = None
         return Change(change_id=sha, commit_id=sha, base=start.head or "",
                       files=tuple(sorted(files)))
-
-    def _carried(self) -> Start | None:
-        """The begin _carry foresaw, if nothing but agent-loop's own code ran since, and only
-        for a moment: every agent, check and helper is a process, and a git command may have
-        moved anything; a pause between tasks (--sleep) leaves the user time to edit. (Their
-        edits in those few milliseconds count as the task's, as edits made while its agent
-        works do.)"""
-        carried, self._next = self._next, None
-        if carried is None or carried[0] != proc.started() or \
-                time.monotonic() - carried[1] > CARRY_SECONDS:
-            return None
-        start = carried[2]
-        return start if self.tree.where() == (start.ref, start.head) else None

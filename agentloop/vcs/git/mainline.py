@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from agentloop.errors import VcsError
 from agentloop.vcs.check import dirty, stamp

@@ -12,7 +12,10 @@ task commit never holds (a nested repository), the index is put back and the car
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
+
+from agentloop import proc
 
 from agentloop.errors import VcsError
 from agentloop.vcs import STATE_DIR
@@ -20,6 +23,8 @@ from agentloop.vcs.git.files import plain
 from agentloop.vcs.git.record import Start
 from agentloop.vcs.git.repo import COMMIT_ARGS, GitRepo
 
+# How long after a task's commit the next task may begin without looking at the tree again.
+CARRY_SECONDS = 0.5
 # How git's own `add --verbose` names what it staged (LC_ALL=C: never translated).
 ADDED, REMOVED = "add '", "remove '"
 
@@ -70,3 +75,35 @@ def commit_index(repo: GitRepo, message: str) -> bool:
         repo.git.out("reset", "-q")
         return False
     return True
+
+
+class NextBegin:
+    """After a clean commit (only the task's paths were staged, the agent made no commits of
+    its own) the next task's begin is known already: HEAD is the commit, the index its tree,
+    and the paths the task left alone hold what they held at this begin."""
+
+    def __init__(self) -> None:
+        self._next: tuple[int, float, Start] | None = None
+
+    def foresee(self, repo: GitRepo, start: Start, sha: str, staged: frozenset[str]) -> bool:
+        """Note the next begin after commit `sha` of `start`; True when nothing else is dirty
+        (the index file can be watched from here)."""
+        if start.touched or not staged <= set(start.files):
+            return False
+        states = {p: state for p, state in start.states.items() if p not in start.files}
+        self._next = (proc.started(), time.monotonic(),
+                      Start(sha, start.ref, repo.tree(sha), states, start.task))
+        return not states
+
+    def take(self, repo: GitRepo) -> Start | None:
+        """The begin foreseen, if nothing but agent-loop's own code ran since, and only for a
+        moment: every agent, check and helper is a process, and a git command may have moved
+        anything; a pause between tasks (--sleep) leaves the user time to edit. (Their edits
+        in those few milliseconds count as the task's, as edits made while its agent works
+        do.)"""
+        carried, self._next = self._next, None
+        if carried is None or carried[0] != proc.started() or \
+                time.monotonic() - carried[1] > CARRY_SECONDS:
+            return None
+        start = carried[2]
+        return start if repo.where() == (start.ref, start.head) else None

@@ -1,7 +1,10 @@
-"""The git backend's open-attempt record: written to the git dir while a task is open, so the
-next run can tell what became of an attempt whose run died (committed: keep the commit; not:
-roll it back, keeping a copy; agentloop.vcs.git.recover), and carried from one task's finish to
-the next task's begin."""
+"""The git backend's open-attempt record, written to the git dir (OPEN_ATTEMPT) until the task
+has ended, so the next run can deal with an attempt whose run died (SIGKILL, power loss): `finish`
+adds the commit's message (or, building the commit by hand, its sha) to it before HEAD moves, and
+it stays until the next task begins. The next `prepare` then keeps a commit that landed (nothing
+is committed twice, nothing finished is lost), and rolls back an attempt that never got that far,
+after saving its files in a commit under SAVED_REF (agentloop.vcs.git.recover): a roll-back nobody
+asked for must not be the only copy of anything."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from gitdb.util import hex_to_bin
 from agentloop.errors import VcsError
 from agentloop.vcs import Change
 from agentloop.vcs.git.record import AttemptRecord, Start
+from agentloop.vcs.git.files import MISSING, put_back
 from agentloop.vcs.git.repo import GitRepo, split
 from agentloop.vcs.git.run import EMPTY_TREE
 
@@ -140,3 +141,34 @@ def _save_aside(repo: GitRepo, start: Start) -> str | None:
         repo.git.out("update-ref", "--create-reflog", "-m", "agent-loop: rolled back",
                      SAVED_REF, sha)
     return sha
+
+
+def roll_back(repo: GitRepo, start: Start) -> None:
+    """Put every path the attempt `start` began changed back as it was, commits included."""
+    touched = repo.move_head_back(start)
+    changed = repo.changed(start)
+    from_head: set[str] = set()
+    back: dict[str, str] = {}
+    for rel in changed:
+        if rel in start.states:
+            back[rel] = start.states[rel]
+        elif start.head is not None and repo.in_tree(start.head, rel):
+            from_head.add(rel)
+        else:
+            back[rel] = MISSING
+    # An ignored file is never the attempt's to delete, even one it force-added.
+    for rel in repo.ignored({r for r, state in back.items() if state == MISSING}):
+        del back[rel]
+    # Deletions first, deepest first: a folder that took a file's place is emptied before
+    # the file returns, a symlink that took a folder's place is gone before its files do.
+    for rel in sorted((r for r, state in back.items() if state == MISSING), reverse=True):
+        put_back(repo.root, rel, MISSING, repo.repo.odb)
+    for rel in sorted(r for r, state in back.items() if state != MISSING):
+        put_back(repo.root, rel, back[rel], repo.repo.odb)
+    if from_head:
+        repo.git.out("restore", f"--source={start.head}", "--worktree",
+                     "--pathspec-from-file=-", "--pathspec-file-nul", paths=sorted(from_head))
+    staged = split(repo.git.out("diff-index", "--cached", "--name-only", "-z",
+                                start.index_tree))
+    repo.reset_index(start.index_tree, {p for p in changed | touched | staged
+                                        if not repo.kept_out(p)})

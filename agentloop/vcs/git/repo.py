@@ -1,6 +1,5 @@
 """A repository as the git backend sees it: where HEAD is, the paths an attempt changed, and
-commits of exactly those paths. The open-attempt record (agentloop.vcs.git.record) and the
-protocol (agentloop.vcs.git.backend) are built on it."""
+commits of exactly those paths; the protocol (agentloop.vcs.git.backend) is built on it."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ import os
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Iterable
 
 import git
 
@@ -29,6 +27,12 @@ OWN_IGNORE_LINES = {".agent-loop", ".agent-loop/", "/.agent-loop", "/.agent-loop
 # message kept byte for byte.
 COMMIT_ARGS = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
                "commit", "--quiet", "--no-verify", "--cleanup=verbatim")
+
+
+def dirty_message(root: Path, dirty: list[str]) -> str:
+    """A run's refusal of a dirty tree."""
+    return (f"{len(dirty)} uncommitted file(s) in {root} (e.g. {dirty[0]}): commit or "
+            "stash them, or pass --allow-dirty to leave them out of task commits")
 
 
 def split(out: str) -> set[str]:
@@ -256,3 +260,41 @@ class GitRepo:
         except VcsError:
             return False
         return True
+
+    def dirty(self, head: str | None) -> list[str]:
+        """The paths that make the tree dirty (not a .gitignore with only our lines added)."""
+        return sorted(p for p in self.candidates(head)
+                      if not (p == ".gitignore" and self._only_own_ignore_lines(head)))
+
+    def _only_own_ignore_lines(self, head: str | None) -> bool:
+        def strip(text: str) -> list[str]:
+            return [line for line in text.splitlines() if line.strip() not in OWN_IGNORE_LINES]
+        try:
+            now = (self.root / ".gitignore").read_text()
+        except (FileNotFoundError, UnicodeDecodeError):
+            return False
+        try:
+            assert head is not None
+            before = (self.repo.commit(head).tree / ".gitignore").data_stream.read().decode()
+        except (AssertionError, KeyError, UnicodeDecodeError):
+            before = ""
+        return strip(now) == strip(before)
+
+    def refuse_rewound(self, start: Start) -> None:
+        """The agent moved the branch back (`git reset --hard HEAD~1`): committing now would
+        record the earlier tasks' files as deleted. Nothing is committed; the run stops."""
+        if self.ref() != start.ref:
+            branch = (start.ref or "").removeprefix("refs/heads/")
+            raise VcsError(f"the agent switched HEAD from {start.ref or 'a detached HEAD'} to "
+                           f"{self.ref() or 'a detached HEAD'}; nothing was committed for "
+                           f"this task: switch back (`git -C {self.root} switch {branch}`) and "
+                           "run agent-loop again")
+        head = self.head()
+        if start.head is None or head in (None, start.head):
+            return
+        if head is not None and self.ancestor(head, start.head):
+            raise VcsError(f"the agent moved the branch back to {head[:12]}, so earlier "
+                           f"tasks' commits (up to {start.head[:12]}) are no longer on it; "
+                           "nothing was committed for this task. Get them back with "
+                           f"`git reset --hard {start.head[:12]}` (`git reflog` lists every "
+                           "position), then run agent-loop again")
