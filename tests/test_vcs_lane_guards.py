@@ -5,6 +5,7 @@ cause, and after every step the lane is checked against what agent-loop recorded
 
 from __future__ import annotations
 
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -257,3 +258,19 @@ def test_jj_undo_in_one_lane_stops_that_lanes_step(tmp_path: Path, jj_bin: str) 
     assert caught.value.breach.kind is Kind.OPERATION_UNDONE
     assert "jj op log" in caught.value.breach.text()
     assert not (root / "b.txt").exists()  # nothing of that step landed
+
+
+def test_a_jj_lane_whose_repository_was_removed_is_named(tmp_path: Path, jj_bin: str) -> None:
+    from agentloop.vcs.jj.run import Jj
+    from tests.test_vcs_jjlane import jj
+
+    root = tmp_path / "jjrepo"
+    root.mkdir()
+    jj(root, "git", "init")
+    jj(root, "workspace", "add", "--name", "lane", str(tmp_path / "lane"))
+    shutil.rmtree(root / ".jj")  # an agent's `rm -rf` of the repository's store
+    with pytest.raises(VcsError, match="lost its repository \\(removed or moved from outside"):
+        Jj(tmp_path / "lane").out("log")
+    shutil.rmtree(tmp_path / "lane")
+    with pytest.raises(VcsError, match="is gone \\(removed from outside"):
+        Jj(tmp_path / "lane").out("log")

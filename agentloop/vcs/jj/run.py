@@ -51,10 +51,22 @@ def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
     if not root.is_dir():
         return VcsError(f"{root} is gone (removed from outside while agent-loop was using it); "
                         "run agent-loop again to set it up afresh")
-    if any(sign in detail for sign in GONE) and not (root / ".jj" / "repo").exists():
-        return VcsError(f"the jj workspace in {root} lost its repository (its .jj was removed "
-                        "or moved from outside); run agent-loop again to set it up afresh")
+    if any(sign in detail for sign in GONE) and _repo_gone(root):
+        return VcsError(f"the jj workspace in {root} lost its repository (removed or moved from "
+                        "outside); run agent-loop again to set it up afresh")
     return VcsError(f"`jj {args[0] if args else ''}` failed: {detail}")
+
+
+def _repo_gone(root: Path) -> bool:
+    """Whether the repository a workspace at `root` points to (.jj/repo, a folder, or in a
+    workspace of its own a file naming one) is missing."""
+    link = root / ".jj" / "repo"
+    try:
+        if link.is_file():
+            return not (link.parent / link.read_text().strip()).is_dir()
+    except OSError:
+        return True
+    return not link.is_dir()
 
 
 class Jj:
