@@ -7,9 +7,9 @@ Each task's commit is replayed onto the main line as a local parallel run lands 
 the task commit's author, date and message plus trailers naming the job's commit, then landed by
 compare-and-swap. Those trailers make a second run a no-op, in this clone or in a clone of the
 branch this one pushed later (a later stage integrates again). A conflict goes to a fresh agent
-session given the task, its diff and the other groups' changes (the job's own session stayed on
-the job's machine); unresolved, the task is `conflicted` and its work stays on the group's
-branch, with the commands to go on. Nothing is pushed: the workflow decides what to do.
+session given the task, its diff and the other groups' changes (the job's own session stayed on the
+job's machine); unresolved, the task is `conflicted` and its work stays on the group's branch, with
+the commands to go on. Nothing is pushed: the workflow decides what to do.
 """
 
 from __future__ import annotations

@@ -26,13 +26,13 @@ from agentloop.run.verify import baseline
 from agentloop.state.schema import TaskState
 from agentloop.vcs import lanes, relative_to
 from agentloop.vcs.check import LaneBreach
-from agentloop.vcs.landing import LandingHeld
 from agentloop.vcs.git import worktrees
 from agentloop.vcs.git.lane import LaneGit
 from agentloop.vcs.git.mainline import GitMainLine
 from agentloop.vcs.jj import workspaces
 from agentloop.vcs.jj.lane import LaneJj
 from agentloop.vcs.jj.mainline import JjMainLine
+from agentloop.vcs.landing import LandingHeld
 
 MainLine = Union[GitMainLine, JjMainLine]
 
@@ -104,8 +104,8 @@ def _control(run: Run, main: MainLine, groups: dict[str, list[TaskState]],
             if isinstance(error, GroupConflicted):
                 continue  # that group stops, its work kept; the others go on
             if isinstance(error, (LaneBreach, LandingHeld)):
-                # The agent did something outside its task, or a landing waited past
-                # --lane-wait: that group stops, nothing of the step landed, its work kept on
+                # The agent did something outside its task, or a landing waited past the
+                # lane wait: that group stops, nothing of the step landed, its work kept on
                 # its lane; the others go on; the run ends with the line that says so.
                 run.emit(LaneNote(f"{group} stopped: {error}"))
                 breach = breach or error
