@@ -11,8 +11,8 @@ from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs import find_root
 from agentloop.vcs.choose import open_vcs
-from agentloop.vcs.git import GitVcs
-from agentloop.vcs.jj import JjVcs
+from agentloop.vcs.git.backend import GitVcs
+from agentloop.vcs.jj.backend import JjVcs
 from agentloop.vcs.none import NoneVcs
 
 

@@ -8,10 +8,11 @@ import shutil
 from functools import lru_cache
 from pathlib import Path
 
-from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs import STATE_DIR
-from agentloop.vcs.mainline import finish_landing
+from agentloop.vcs.git.mainline import finish_landing
+from agentloop.vcs.git.run import Git
+from agentloop.vcs.jj.run import Jj
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # Files git keeps while a multi-step command is under way, and the command that finishes it.
@@ -116,16 +117,13 @@ def signs(root: Path) -> bool:
 
 def _git(root: Path, *args: str) -> str | None:
     try:
-        done = proc.run(["git", *args], cwd=root, check=False, timeout=60,
-                        env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
-    except VcsError:
+        return Git(root).out(*args, timeout=60)  # a probe: gpg waiting for a passphrase
+    except VcsError:  # a git that cannot start is the backend's to report
         return None
-    except Exception:  # noqa: BLE001 - a git that cannot start is the backend's to report
-        return None
-    return done.stdout if done.returncode == 0 else None
 
 
 def _jj_identity(root: Path) -> bool:
-    done = proc.run(["jj", "--no-pager", "--ignore-working-copy", "config", "get",
-                     "user.email"], cwd=root, check=False, timeout=30)
-    return done.returncode == 0 and bool(done.stdout.strip())
+    try:
+        return bool(Jj(root).out("--ignore-working-copy", "config", "get", "user.email").strip())
+    except VcsError:
+        return False
