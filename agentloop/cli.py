@@ -267,6 +267,9 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
 
 def main() -> None:
     """Console entry point."""
+    from agentloop.console.gone import steady
+
+    sys.stdout, sys.stderr = steady(sys.stdout), steady(sys.stderr)  # a reader may go away
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGHUP, _on_sigterm)  # a closed terminal or a dropped ssh
     try:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
 from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
+from agentloop.proc.signals import hangup_settles_the_task
 from agentloop.run import conflicts, ledger
 from agentloop.run.attempt import run_attempt
 from agentloop.run.checks import commit_line
@@ -101,9 +102,10 @@ def _run_task(run: Run, task: TaskState) -> None:
     transient, previous_error = 0, None
     while True:
         _check_budget(run, task)
-        outcome = run_attempt(run, task, hint, fresh)
-        if _settled(run, task, outcome):
-            return
+        with hangup_settles_the_task():
+            outcome = run_attempt(run, task, hint, fresh)
+            if _settled(run, task, outcome):
+                return
         decision = _decide(run, task, outcome, transient, previous_error)
         if decision is None:
             return
