@@ -18,7 +18,7 @@ from agentloop.agents import AGENTS
 from agentloop.console.help import SectionedCommand
 from agentloop.console.stops import crash, from_a_stop, json_error, report, write
 from agentloop.errors import AgentLoopError
-from agentloop.settings.schema import Assignment, VariableName
+from agentloop.settings.schema import Assignment, ModelRates, VariableName
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -118,6 +118,10 @@ class _AgentChoice(click.Choice):
 @click.option("--budget", metavar="USD", type=click.FloatRange(min=0), default=None,
               help="USD: the most this plan may cost since its last --reset; no task starts "
                    "once that much is spent. A re-run without --budget keeps the last one.")
+@click.option("--price", "prices", multiple=True, type=ModelRates(),
+              help="What a model's tokens cost, for an agent that reports tokens but no "
+                   "dollars (Codex): MODEL=IN/CACHED/OUT in USD per million tokens; repeatable. "
+                   "Known models are priced already (docs/how-to/costs.md).")
 @click.option("--task-budget", metavar="USD", type=click.FloatRange(min=0), default=None,
               help="USD: the cap on one agent run (the agent's own limit, where it has one).")
 @click.option("--distill/--no-distill", default=True,

@@ -62,6 +62,7 @@ class RunOptions:
     require_changes: bool = False
     env: tuple[tuple[str, str], ...] = ()    # variables set for the agent, --env NAME=VALUE
     env_exclude: tuple[str, ...] = ()        # variables removed for the agent
+    prices: tuple[tuple[str, str], ...] = ()  # MODEL -> "IN/CACHED/OUT", USD per 1M tokens
     on_finish: str | None = None             # hooks: the user's shell lines (run/hooks.py)
     on_task: str | None = None
     hook_timeout: float = 60.0

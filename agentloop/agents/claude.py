@@ -93,6 +93,7 @@ class ClaudeAgent:
 
     name = "claude"
     models = MODELS
+    reports_cost = True
 
     def __init__(self, program: str | None = None, env: Mapping[str, str] | None = None) -> None:
         given = program or os.environ.get(ENV_VAR) or "claude"

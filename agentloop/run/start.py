@@ -9,8 +9,8 @@ import os
 from dataclasses import dataclass, replace
 from functools import partial
 
-from agentloop.agents import AGENTS, child_env, make_agent
-from agentloop.errors import AgentLoopError, StateError
+from agentloop.agents import AGENTS, Agent, child_env, make_agent, unpriced
+from agentloop.errors import AgentLoopError, StateError, UsageError
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.plan.parse import TaskFile
@@ -112,6 +112,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
             notes.append(f"the records of removed and reworded tasks are kept in "
                          f"{project.shown(kept)}; their cost still counts")
     agent = make_agent(admitted.agent, options.agent_program, agent_env(options))
+    refuse_unpriced_budget(agent, options)
     agent.check()
     kind = kind or admitted.vcs
     notes += preflight(kind, project.root, task_file)
@@ -135,6 +136,23 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
               if options.distill and admitted.agent != REHEARSAL else None,
               job=job)
     return state, run_tasks(run, options.only, tuple(notes))
+
+
+def refuse_unpriced_budget(agent: Agent, options: RunOptions) -> None:
+    """A budget that could not be kept, refused before any agent runs: the agent reports
+    tokens only and a model it would run has no known price."""
+    if options.budget is None and options.task_budget is None:
+        return
+    models = [options.model or agent.models.task]
+    if options.review:
+        models.append(options.review_model or agent.models.review)
+    unknown = unpriced(agent.reports_cost, models, options.prices)
+    if unknown:
+        flag = "--budget" if options.budget is not None else "--task-budget"
+        raise UsageError(f"{flag} cannot be kept: {agent.name} reports tokens, not dollars, and "
+                         f"agent-loop knows no price for {', '.join(unknown)}; give one with "
+                         f"--price {unknown[0]}=IN/CACHED/OUT (USD per million tokens, or the "
+                         f"`prices` setting), or run without {flag}")
 
 
 def agent_env(options: RunOptions) -> dict[str, str]:

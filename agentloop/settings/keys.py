@@ -28,6 +28,7 @@ KEYS = (
     "max-review-rounds",
     "budget",
     "task-budget",
+    "prices",
     "task-timeout",
     "max-attempts",
     "retry-model",
