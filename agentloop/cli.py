@@ -151,6 +151,9 @@ class _AgentChoice(click.Choice):
                    "attempt fails.")
 @click.option("--require-changes/--no-require-changes", default=False,
               help="A task that changes no files is a failed attempt.")
+@click.option("--git-hooks/--no-git-hooks", default=False,
+              help="Run the repository's pre-commit and commit-msg hooks on each task's change "
+                   "(git only), as checks: a failing hook goes back to the agent to fix.")
 # -- settings, hooks and the agent's environment (README "Settings", "Hooks") --
 @click.option("--env", "env", multiple=True, type=Assignment(),
               help="Set a variable for the agent: NAME=VALUE; repeatable.")

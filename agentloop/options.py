@@ -60,6 +60,7 @@ class RunOptions:
     check_timeout: float = 600.0
     check_rounds: int = 2             # fix runs after a failing check before the attempt fails
     require_changes: bool = False
+    git_hooks: bool = False           # the repository's pre-commit and commit-msg, as checks
     env: tuple[tuple[str, str], ...] = ()    # variables set for the agent, --env NAME=VALUE
     env_exclude: tuple[str, ...] = ()        # variables removed for the agent
     prices: tuple[tuple[str, str], ...] = ()  # MODEL -> "IN/CACHED/OUT", USD per 1M tokens

@@ -18,6 +18,7 @@ from agentloop.run import distill, rehearsal, remembered, retry
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
+from agentloop.run.repo_hooks import start_notes
 from agentloop.run.selection import select
 from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project, load_plan, state_from
@@ -118,6 +119,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
     notes += preflight(kind, project.root, task_file)
     vcs = open_vcs(kind, project.root, task_file, options.allow_dirty)
     notes += vcs.prepare()
+    notes += start_notes(vcs.name, project.root, options.git_hooks)
     project.store.hold_vcs_lock()  # the repository prepare() may just have made
     for change in leftovers:  # an interrupted attempt of the old state's: history drops it
         vcs.abandon(change)

@@ -23,6 +23,7 @@ KEYS = (
     "check-timeout",
     "check-rounds",
     "require-changes",
+    "git-hooks",
     "review",
     "review-model",
     "max-review-rounds",
