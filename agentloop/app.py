@@ -145,7 +145,8 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     # A rehearsal works in a copy of its own: the user's tree is no business of it.
     tree = tree_warning(project, admitted) if any(r.runs for r in rows) and \
         not options.rehearse else None
-    warnings = (*state.warnings, *([f"the run would stop here: {tree}"] if tree else []))
+    warnings = (*state.warnings, *([admitted.rebuilt] if admitted.rebuilt else []),
+                *([f"the run would stop here: {tree}"] if tree else []))
     running = [r.group for r in rows if r.runs]
     schedule = tuple((n, g, tuple(state.depends.get(g, ())))
                      for n, wave in enumerate(waves(running, state.depends), 1) for g in wave)

@@ -24,6 +24,7 @@ from agentloop.run.context import Run
 from agentloop.run.events import MessageDistilled, RetryDecided
 from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome
+from agentloop.run.rebuilt import task_trailers
 from agentloop.run.retry import Advice
 from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline
@@ -224,8 +225,9 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
         message += "\n\n" + commit_line([c.command for c in outcome.checks])
     if outcome.note:  # kept for the user to judge: the history says so too
         message += f"\n\n{outcome.status}: {outcome.note}"
-    if run.job is not None:  # a fleet job's commits name their plan and task
-        message += "\n\n" + run.job.trailers(task)
+    # Every commit names its plan and task: what is done survives the loss of .agent-loop/.
+    message += "\n\n" + (run.job.trailers(task) if run.job is not None else
+                         task_trailers(run.project, task))
     try:
         done = run.vcs.finish(outcome.change, message)
     except IntegrationConflict as conflict:  # a parallel run's lane: another group came first

@@ -18,6 +18,7 @@ from agentloop.run import distill, rehearsal, remembered, retry
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
+from agentloop.run.rebuilt import from_history
 from agentloop.run.repo_hooks import start_notes
 from agentloop.run.selection import select
 from agentloop.state.learnings import Learnings
@@ -44,6 +45,7 @@ class Admitted:
     options: RunOptions             # with the selection resolved (`only`)
     agent: str
     vcs: str                        # the backend's kind, before auto is resolved
+    rebuilt: str | None = None      # no state: the tasks history says are done, in one line
 
 
 def admit(project: Project, options: RunOptions, plan: TaskFile | None = None) -> Admitted:
@@ -62,11 +64,14 @@ def admit(project: Project, options: RunOptions, plan: TaskFile | None = None) -
         state, saved, changes = state_from(project, fresh), False, None
     else:
         state, saved, changes = load_plan(project, plan)
+    # No state (`.agent-loop/` cleaned away, a second clone): what history says is done.
+    rebuilt = from_history(project, state, options.vcs) if not saved and not (
+        options.reset or options.rehearse) and options.vcs != "none" else None
     earlier = state if saved else None
     name = choose_agent(options, earlier)
     kind = vcs_kind(options.vcs, earlier)
     chosen = replace(options, only=select(state, options))
-    return Admitted(state, saved, changes, chosen, name, kind)
+    return Admitted(state, saved, changes, chosen, name, kind, rebuilt)
 
 
 def tree_warning(project: Project, admitted: Admitted) -> str | None:
@@ -105,6 +110,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
         if archived is not None:
             shown = project.shown(archived)
             notes.append(f"reset: the old state and logs are in {shown}")
+    notes += [admitted.rebuilt] if admitted.rebuilt else []
     if admitted.changes is not None:
         changes = admitted.changes
         notes.append(changes.note(project.shown(project.task_file)))
