@@ -129,6 +129,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     Refuses what the real run would refuse before it starts (run.start.admit), with the same
     message and exit code."""
     from agentloop.run.start import admit, tree_warning
+    from agentloop.vcs.stays_git import vcs_notes
 
     check_usage(options)
     _not_a_link(tasks_md, cwd)
@@ -145,7 +146,8 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     # A rehearsal works in a copy of its own: the user's tree is no business of it.
     tree = tree_warning(project, admitted) if any(r.runs for r in rows) and \
         not options.rehearse else None
-    warnings = (*state.warnings, *([admitted.rebuilt] if admitted.rebuilt else []),
+    warnings = (*state.warnings, *vcs_notes(options.vcs, project.root),
+                *([admitted.rebuilt] if admitted.rebuilt else []),
                 *([f"the run would stop here: {tree}"] if tree else []))
     running = [r.group for r in rows if r.runs]
     schedule = tuple((n, g, tuple(state.depends.get(g, ())))

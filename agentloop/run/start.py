@@ -28,6 +28,7 @@ from agentloop.state.schema import State, TaskState, now
 from agentloop.vcs import Change
 from agentloop.vcs.choose import open_vcs
 from agentloop.vcs.preflight import preflight
+from agentloop.vcs.stays_git import vcs_notes
 
 DEFAULT_AGENT = "claude"
 # The stand-in agent has no helper model: its tasks keep the plain commit message, and the
@@ -91,7 +92,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
               ) -> tuple[State, RunFinished]:
     """Everything a run does while it holds the lock; `plan`: the task file, read once; `job`:
     a fleet job's part (agentloop.fleet.job), with its notes first."""
-    notes: list[str] = list(first_notes)
+    notes: list[str] = list(first_notes) + vcs_notes(options.vcs, project.root)
     leftovers: list[Change] = []
     kind, task_file = None, project.task_file
     if options.rehearse:  # its own state, its own working copy (agentloop.run.rehearsal)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentloop.vcs import KINDS, Vcs, find_root
+from agentloop.vcs.stays_git import git_only
 
 
 def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False) -> Vcs:
@@ -21,6 +22,10 @@ def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False) 
     if kind not in ("jj", "auto"):
         raise VcsError(f"unknown version control {kind!r}: choose one of {', '.join(KINDS)}")
     repo = find_root(root)
+    if kind == "auto" and repo is not None and git_only(repo):
+        # A git user's repository stays one (agentloop.vcs.stays_git says why).
+        from agentloop.vcs.git import GitVcs
+        return GitVcs(root, task_file, allow_dirty)
     if repo is not None and (repo / ".git").is_file() and not (repo / ".jj").is_dir():
         # A git worktree (or submodule): its .git is a file, and jj cannot colocate there.
         if kind == "jj":

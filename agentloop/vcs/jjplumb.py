@@ -3,6 +3,7 @@ exact-path filesets, and where the repository is."""
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,15 @@ class _Rev:
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "JJ_EDITOR": "false"}
+    base = {**os.environ, "JJ_EDITOR": "false"}
+    return {**base, **_identity(tuple(sorted(base.items())))}
+
+
+@functools.lru_cache(maxsize=4)
+def _identity(environ: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    # Asked once per environment: jj's identity, else git's (agentloop.vcs.stays_git).
+    from agentloop.vcs.stays_git import identity
+    return identity(dict(environ))
 
 
 def jj_root(folder: Path) -> Path | None:
