@@ -76,3 +76,12 @@ def test_a_commit_msg_hook_that_refuses_fails_the_task(work: Path,
             "(exit 1): commit-msg: no ticket number") in done.stdout
     assert git_commits(work) == []  # no commit of the task
     assert git(work, "status", "--porcelain") == ""  # its change dropped, the tree as before
+
+
+def test_with_jj_the_run_says_the_hooks_are_not_available(work: Path, jj_bin: str,
+                                                          fake_claude: FakeClaude) -> None:
+    hooked_repo(work)
+    done = agent_loop(work, "--vcs", "jj", "--no-distill", "--git-hooks")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "git-hooks: not available with jj (its changes are no git commits)" in done.stdout
+    assert "check:" not in done.stdout  # no hook ran

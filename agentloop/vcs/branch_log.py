@@ -11,16 +11,21 @@ from agentloop import proc
 from agentloop.errors import ProcessError
 
 _FIELD, _END = "\x00", "\x01"
+# Every description that can name a task holds it (its subject, its trailers, a revert's quote
+# of either): the rest of a long history is never read.
+MARK = "agent-loop"
 
 
 def branch_history(kind: str, root: Path) -> list[tuple[str, str, str]]:
-    """(commit id, change id, description) of every commit, oldest first; git's change id is
-    its commit id. Empty when there is no history (an unborn branch) or it cannot be read."""
+    """(commit id, change id, description) of every commit whose description mentions
+    agent-loop, oldest first; git's change id is its commit id. Empty when there is no history
+    (an unborn branch) or it cannot be read."""
     if kind == "git":
-        argv = ["git", "log", "--reverse", f"--format=%H%x00%H%x00%B%x01", "HEAD"]
+        argv = ["git", "log", "--reverse", "--regexp-ignore-case", f"--grep={MARK}",
+                "--format=%H%x00%H%x00%B%x01", "HEAD"]
     elif kind == "jj":
         argv = ["jj", "--no-pager", "--color=never", "--ignore-working-copy", "log", "--no-graph",
-                "--reversed", "-r", "::@ ~ root()", "-T",
+                "--reversed", "-r", f'::@ & description(glob-i:"*{MARK}*")', "-T",
                 'commit_id ++ "\\x00" ++ change_id ++ "\\x00" ++ description ++ "\\x01"']
     else:
         return []
