@@ -13,7 +13,7 @@ import orjson
 
 from agentloop.state.landed import Commit, PlannedTask, done_tasks, task_hash, trailers
 from tests.conftest import FakeClaude
-from tests.test_run_vcs import git, git_project
+from tests.test_run_vcs import git, git_project, init_repo, jj
 
 TASKS = [PlannedTask(1, "write a", "agent-loop: G / write a"),
          PlannedTask(2, "write b\n  carefully", "agent-loop: G / write b"),
@@ -92,3 +92,22 @@ def test_a_lost_state_is_rebuilt_from_the_branch(tmp_path: Path, fake_claude: Fa
     assert len(fake_claude.calls()) == 3  # task 1 was never paid for again
     state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
     assert [t["status"] for t in state["tasks"]] == ["completed", "completed"]
+
+
+def test_a_lost_state_is_rebuilt_from_jjs_history(tmp_path: Path, jj_bin: str,
+                                                  fake_claude: FakeClaude) -> None:
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "README.md").write_text("hello\n")
+    init_repo(work, "jj")
+    (work / "tasks.md").write_text("## G\n- write a\n  FAKE: write a.txt A\n"
+                                   "- write b\n  FAKE: write b.txt B\n")
+    run = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "jj",
+                          "--no-distill"], cwd=work, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    described = jj(work, "log", "--no-graph", "-r", "::@ & description(glob:'agent-loop:*')",
+                   "-T", 'description ++ "\\x1e"').split("\x1e")
+    assert any(d.rstrip().endswith(f"Agent-Loop-Task: 1 {task_hash('write a FAKE: write a.txt A')}")
+               for d in described), described
+    shutil.rmtree(work / ".agent-loop")
+    assert "2 task(s), 0 to run" in dry_run(work)
