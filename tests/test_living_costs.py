@@ -79,3 +79,15 @@ def test_rates() -> None:
         with pytest.raises(ValueError):
             parse_rates(bad)
     assert money(0.0, known=False) == "unknown (tokens only)"
+
+
+def test_dry_run_refuses_the_same_budget(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "tasks.md").write_text("- WRITE a.txt: a\n")
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--agent", "codex",
+                           "--vcs", "none", "--model", "house-model", "--budget", "1",
+                           "--dry-run"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "--price house-model=IN/CACHED/OUT" in done.stderr

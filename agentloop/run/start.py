@@ -70,6 +70,8 @@ def admit(project: Project, options: RunOptions, plan: TaskFile | None = None) -
         options.reset or options.rehearse) and options.vcs != "none" else None
     earlier = state if saved else None
     name = choose_agent(options, earlier)
+    # Building an agent starts nothing: its class says whether it reports dollars.
+    refuse_unpriced_budget(make_agent(name, options.agent_program), options)
     kind = vcs_kind(options.vcs, earlier)
     chosen = replace(options, only=select(state, options))
     return Admitted(state, saved, changes, chosen, name, kind, rebuilt)
@@ -120,7 +122,6 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
             notes.append(f"the records of removed and reworded tasks are kept in "
                          f"{project.shown(kept)}; their cost still counts")
     agent = make_agent(admitted.agent, options.agent_program, agent_env(options))
-    refuse_unpriced_budget(agent, options)
     agent.check()
     kind = kind or admitted.vcs
     notes += preflight(kind, project.root, task_file)
