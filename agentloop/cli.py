@@ -223,7 +223,6 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
     """Run the one operation the options ask for, print what it returns; the exit code."""
     from agentloop import app
     from agentloop.console import render
-    from agentloop.console.live import Console
 
     if tasks_md is None:  # --status alone: every plan of the repository
         root, plans = app.overview(cwd)
@@ -231,6 +230,8 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
                else render.overview_text(root, plans, cwd))
         return 0
     if options.status and options.follow:
+        from agentloop.console.live import Console
+
         console = Console(live=False, cwd=cwd)
         for event in app.follow(tasks_md, cwd):
             console(event)
@@ -252,6 +253,7 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
         return integrate(tasks_md, cwd, options, write)
     else:
         from agentloop.console.confirm import reset_allowed
+        from agentloop.console.live import Console
         from agentloop.run.summary import exit_code
 
         if options.reset and not options.yes and \
