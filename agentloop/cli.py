@@ -185,8 +185,11 @@ def command(tasks_md: Path | None, **params: Any) -> None:
     params = {**params, "command": tuple(args)}
     options = RunOptions.from_params(params)
     try:
-        # Settings belong to a plan; `--status` alone (every plan) reads none.
-        effective = _settings(tasks_md, params) if tasks_md is not None else None
+        # Settings shape runs; --status runs nothing and reads the state alone (a settings
+        # file that cannot be read does not hide where the tasks stand).
+        reads_settings = tasks_md is not None and not (params["status"] and
+                                                        not params["show_settings"])
+        effective = _settings(tasks_md, params) if reads_settings else None
         if effective is not None:
             options = RunOptions.from_params({**params, **effective.values})
         check_usage(options)
