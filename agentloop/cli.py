@@ -187,9 +187,9 @@ def command(tasks_md: Path | None, **params: Any) -> None:
     try:
         # Settings shape runs; --status runs nothing and reads the state alone (a settings
         # file that cannot be read does not hide where the tasks stand).
-        reads_settings = tasks_md is not None and not (params["status"] and
-                                                        not params["show_settings"])
-        effective = _settings(tasks_md, params) if reads_settings else None
+        reads_settings = not (params["status"] and not params["show_settings"])
+        effective = _settings(tasks_md, params) if tasks_md is not None and reads_settings \
+            else None
         if effective is not None:
             options = RunOptions.from_params({**params, **effective.values})
         check_usage(options)
