@@ -14,7 +14,6 @@ from typing import Any
 import click
 
 from agentloop import __version__
-from agentloop.agents import AGENTS
 from agentloop.console.help import SectionedCommand
 from agentloop.console.stops import crash, from_a_stop, json_error, report, write
 from agentloop.errors import AgentLoopError
@@ -35,11 +34,28 @@ class _Command(SectionedCommand):
 
 
 class _AgentChoice(click.Choice):
-    """The agents a user picks; the offline stand-in is a mode (--rehearse), not one of them."""
+    """The agents a user picks; the offline stand-in is a mode (--rehearse), not one of them.
+    Their table (agentloop.agents) is read when a value given must be checked, or --help lists
+    them: the default needs no check, so --status never imports the agents' package."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        from agentloop.agents import AGENTS
+
+        return tuple(sorted(a for a in AGENTS if a != "rehearse"))
+
+    @choices.setter
+    def choices(self, value: Any) -> None:
+        pass  # click.Choice sets them; ours come from the table
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if value == "rehearse":
             self.fail("a rehearsal is a mode, not an agent: use --rehearse", param, ctx)
+        if param is not None and value == param.default:
+            return value
         return super().convert(value, param, ctx)
 
 
@@ -49,7 +65,7 @@ class _AgentChoice(click.Choice):
                       "[tool.agent-loop] in pyproject.toml, ~/.config/agent-loop/config.toml, "
                       "AGENT_LOOP_<OPTION> variables; --show-settings shows what applies.")
 @click.argument("tasks_md", type=click.Path(path_type=Path), required=False)
-@click.option("--agent", type=_AgentChoice(sorted(a for a in AGENTS if a != "rehearse")),
+@click.option("--agent", type=_AgentChoice(),
               default="claude", show_default=True,
               help="The coding agent that does the tasks (a run goes on with the one it began "
                    "with unless --reset).")

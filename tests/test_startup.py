@@ -16,10 +16,11 @@ from agentloop.state.project import load_plan, open_project
 # Ours that each may import, as names or as folders (a trailing dot); anything else fails.
 PARSING = ("agentloop", "agentloop.cli", "agentloop.errors", "agentloop.options",
            "agentloop.console", "agentloop.console.help", "agentloop.console.stops",
-           # the --agent choice (the package's table only, never an agent's module) and the
-           # click types of --env and --env-exclude
-           "agentloop.agents", "agentloop.agents.environment",
+           # the click types of --env and --env-exclude
            "agentloop.settings", "agentloop.settings.keys", "agentloop.settings.schema")
+# --help lists the agents (their package's table only, never an agent's module); the default
+# agent needs no look-up, so --status reads no table.
+HELP = (*PARSING, "agentloop.agents", "agentloop.agents.environment")
 STATUS = (*PARSING, "agentloop.app", "agentloop.console.render",
           # the state file, and the plan's hash (never its markdown reader)
           "agentloop.state", "agentloop.state.project", "agentloop.state.store",
@@ -27,7 +28,7 @@ STATUS = (*PARSING, "agentloop.app", "agentloop.console.render",
           "agentloop.plan", "agentloop.plan.parse", "agentloop.files.",
           # the one question to the VCS: are the done tasks' changes still in the history
           "agentloop.vcs", "agentloop.vcs.history", "agentloop.proc.")
-OURS = {"--version": ("agentloop",), "--help": PARSING, "--status": STATUS}
+OURS = {"--version": ("agentloop",), "--help": HELP, "--status": STATUS}
 THIRD_PARTY = {"--version": set(), "--help": {"click"}, "--status": {"click", "orjson"}}
 
 
