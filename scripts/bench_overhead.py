@@ -4,8 +4,8 @@ Run: .venv/bin/python scripts/bench_overhead.py [--sizes 10,200] [--backends git
                                                [--flood-lines 500000] [--before DIR]
 
 * The figures (the ones the goals are for): against the loop a person writes (the agent, then
-  `git add -A && git commit`), the floor ../shared-style peer benchmarks count too, whole runs
-  from the command line, start-up included: the cost per task as the slope from the smallest
+  `git add -A && git commit`), the floor a side-by-side benchmark against ralphex counts too,
+  whole runs from the command line, start-up included: the cost per task as the slope from the smallest
   size to the largest, and the whole run at the smallest size. The repositories are set up as a
   user's: the plan committed, `.agent-loop/` in .gitignore. `--before DIR` measures an older
   checkout in the same rounds (`git worktree add ../before <rev>`), so before and after come
