@@ -44,6 +44,7 @@ class PlanView:
     # The groups that would run, in waves that can start at once: (wave, group, waits for).
     schedule: tuple[tuple[int, str, tuple[str, ...]], ...] = ()
     parallel: int = 1
+    sandbox: tuple[str, ...] = ()    # what the agents may do inside --sandbox
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     message and exit code."""
     from agentloop.plan.depends import waves
     from agentloop.run.selection import plan_rows
-    from agentloop.run.start import admit, tree_warning
+    from agentloop.run.start import admit, sandbox_preview, tree_warning
     from agentloop.run.verify import task_checks
 
     check_usage(options)
@@ -146,11 +147,14 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     tree = tree_warning(project, admitted) if any(r.runs for r in rows) and \
         not options.rehearse else None
     warnings = (*state.warnings, *([f"the run would stop here: {tree}"] if tree else []))
+    boxed, refused = sandbox_preview(project, options, admitted.agent)
+    warnings += (f"the run would stop here: {refused}",) if refused else ()
     running = [r.group for r in rows if r.runs]
     schedule = tuple((n, g, tuple(state.depends.get(g, ())))
                      for n, wave in enumerate(waves(running, state.depends), 1) for g in wave)
     return PlanView(project, tuple(rows), ignored, warnings, state.context or "", folded,
-                    ran=admitted.saved, schedule=schedule, parallel=options.parallel)
+                    ran=admitted.saved, schedule=schedule, parallel=options.parallel,
+                    sandbox=boxed)
 
 
 def _not_a_link(tasks_md: Path, cwd: Path) -> None:

@@ -16,7 +16,7 @@ import click
 from agentloop import __version__
 from agentloop.console.help import SectionedCommand
 from agentloop.console.stops import crash, from_a_stop, json_error, report, write
-from agentloop.errors import AgentLoopError
+from agentloop.errors import INTERNAL_EXIT, AgentLoopError
 from agentloop.settings.schema import Assignment, VariableName
 
 
@@ -163,11 +163,17 @@ class _AgentChoice(click.Choice):
                    "attempt fails.")
 @click.option("--require-changes/--no-require-changes", default=False,
               help="A task that changes no files is a failed attempt.")
-# -- settings, hooks and the agent's environment (README "Settings", "Hooks") --
+# -- settings, hooks, the agent's environment (docs/reference/settings.md, docs/how-to/hooks.md)
 @click.option("--env", "env", multiple=True, type=Assignment(),
               help="Set a variable for the agent: NAME=VALUE; repeatable.")
 @click.option("--env-exclude", multiple=True, type=VariableName(),
               help="Remove a variable from the agent's environment; repeatable.")
+@click.option("--sandbox/--no-sandbox", default=False,
+              help="Run every agent inside an operating-system sandbox (Linux: bubblewrap): it "
+                   "writes only its working copy, sees no ~/.ssh, ~/.aws or other secrets.")
+@click.option("--sandbox-hide", multiple=True, metavar="PATH",
+              help="With --sandbox: one more path no agent may see (~ for the home folder); "
+                   "repeatable.")
 @click.option("--on-finish", default=None, metavar="CMD",
               help="A command line your shell runs when the run ends, however it ends.")
 @click.option("--on-task", default=None, metavar="CMD",
@@ -305,4 +311,4 @@ def main() -> None:
         raise
     except BaseException as exc:  # noqa: BLE001 - the last line of defence
         crash(exc)
-        sys.exit(3)
+        sys.exit(INTERNAL_EXIT)

@@ -57,6 +57,10 @@ class AgentBlocked(AgentLoopError):
     """The agent cannot run at all (not logged in, refused as root, ...): the run stops."""
 
 
+class SandboxUnavailable(AgentLoopError):
+    """--sandbox was asked for and this machine cannot make one: the run refuses to start."""
+
+
 class RunStopped(AgentLoopError):
     """The run stopped early on purpose (limits, stuck agent, persistent API trouble)."""
 
@@ -82,3 +86,21 @@ class Interrupted(AgentLoopError):
 
 # A run that went to its end, but left tasks it set out to run failed, blocked or unapproved.
 UNFINISHED_EXIT = 4
+# An error of agent-loop's own (a bug): its traceback goes to a crash log.
+INTERNAL_EXIT = 3
+
+# Every exit code and what it tells a script; the reference page of exit codes is read off this
+# table and the exceptions above (docs/reference/exit-codes.md), so it is the one place to change.
+EXIT_CODES = {
+    0: "every task the run set out to run ended completed (or skipped as asked)",
+    1: "a problem you can fix, or a run that stopped early (limits, stuck, budget, a blocking "
+       "agent error): the message says what and how to go on",
+    2: "a usage error: options that cannot work together, a malformed option value (--task 5-3) "
+       "or a bad setting, found before anything is touched",
+    INTERNAL_EXIT: "an internal error: the traceback goes to ~/.agent-loop-crash.log",
+    UNFINISHED_EXIT: "the run went to its end, but some task it set out to run ended failed, "
+                     "blocked, unapproved or conflicted (the last lines name them); --integrate: "
+                     "some group is conflicted or not finished",
+    Interrupted.exit_code: "interrupted (Ctrl+C, SIGTERM, SIGHUP): the state is saved and the "
+                           "same command resumes",
+}

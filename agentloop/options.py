@@ -62,6 +62,8 @@ class RunOptions:
     require_changes: bool = False
     env: tuple[tuple[str, str], ...] = ()    # variables set for the agent, --env NAME=VALUE
     env_exclude: tuple[str, ...] = ()        # variables removed for the agent
+    sandbox: bool = False                    # every agent run inside an OS sandbox (sandbox/)
+    sandbox_hide: tuple[str, ...] = ()       # more paths no agent sees, with --sandbox
     on_finish: str | None = None             # hooks: the user's shell lines (run/hooks.py)
     on_task: str | None = None
     hook_timeout: float = 60.0

@@ -147,35 +147,44 @@ def working_directory(body: dict[str, Any]) -> str:
     return found.group(1)
 
 
-def _require_write_tool(body: dict[str, Any]) -> None:
-    """Refuse loudly when the CLI's file-writing tool is not the one this fake knows."""
+def _require_write_tool(body: dict[str, Any], name: str = "Write",
+                        fields: frozenset[str] = frozenset({"file_path", "content"})) -> None:
+    """Refuse loudly when the CLI's file-writing tool (or `name`) is not the one this fake
+    knows."""
     for tool in body.get("tools", []):
-        if tool.get("name") == "Write":
-            if {"file_path", "content"} <= set(tool.get("input_schema", {}).get("properties", {})):
+        if tool.get("name") == name:
+            if fields <= set(tool.get("input_schema", {}).get("properties", {})):
                 return
-            raise ValueError(f"the Write tool changed its input schema: {tool['input_schema']}")
+            raise ValueError(f"the {name} tool changed its input schema: {tool['input_schema']}")
     names = [tool.get("name") for tool in body.get("tools", [])]
-    raise ValueError(f"the CLI offered no Write tool, only {names}")
+    raise ValueError(f"the CLI offered no {name} tool, only {names}")
 
 
 WRITE = re.compile(r"^WRITE (.+?): ?(.*)$", re.MULTILINE)
+# `RUN <command line>`: one call of the CLI's Bash tool, in its place among the WRITE lines.
+STEP = re.compile(r"^(?:WRITE (.+?): ?(.*)|RUN (.+))$", re.MULTILINE)
 SAY = re.compile(r"^SAY (.*)$", re.MULTILINE)
 
 
 def directive_reply(body: dict[str, Any], final_text: str | None = None) -> Text | ToolUse:
-    """Answer from lines in the task text: `WRITE <path>: <content>` and `SAY <text>`.
+    """Answer from lines in the task text: `WRITE <path>: <content>`, `RUN <command>` and
+    `SAY <text>`.
 
-    Each WRITE becomes one call of the CLI's `Write` tool, in order, one per request; then the
-    final text is the SAY lines, else `final_text`, else `done: <first line of the task>`.
-    The count of calls already made is read from the conversation, so the fake holds no state.
+    Each WRITE becomes one call of the CLI's `Write` tool and each RUN one of its `Bash` tool, in
+    order, one per request; then the final text is the SAY lines, else `final_text`, else
+    `done: <first line of the task>`. The count of calls already made is read from the
+    conversation, so the fake holds no state.
     """
     prompt = last_user_text(body)
-    writes = WRITE.findall(prompt)
+    steps = STEP.findall(prompt)
     made = sum(1 for m in body.get("messages", [])[_prompt_index(body) + 1:]
                if m.get("role") == "assistant" and isinstance(m.get("content"), list)
                for b in m["content"] if b.get("type") == "tool_use")
-    if made < len(writes):
-        path, content = writes[made]
+    if made < len(steps):
+        path, content, command = steps[made]
+        if command:
+            _require_write_tool(body, "Bash", frozenset({"command"}))
+            return ToolUse("Bash", {"command": command, "description": "run a command"})
         _require_write_tool(body)
         absolute = path if path.startswith("/") else f"{working_directory(body)}/{path}"
         # Content is one line in the directive; a file conventionally ends with a newline.

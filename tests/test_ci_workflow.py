@@ -1,8 +1,10 @@
 """The example GitHub Actions workflow (.agent-loop.example/ci/github-workflow.yml) is valid YAML
 that SchemaStore's GitHub workflow schema accepts (kept in tests/fixtures with its license, from
 the check-jsonschema package, so no test reaches the network), and it runs agent-loop the way
-the README's "Running in CI" says: a matrix per stage from --dry-run --json, one job per group
-with --group N --push origin on a full-history checkout, and an integration per stage."""
+docs/how-to/run-in-ci.md says: a matrix per stage from --dry-run --json, one job per group
+with --group N --push origin on a full-history checkout, and an integration per stage. The docs
+workflow (.agent-loop.example/ci/docs-workflow.yml) builds the site as a contributor does and
+publishes it to GitHub Pages."""
 
 from __future__ import annotations
 
@@ -72,3 +74,20 @@ def test_every_checkout_has_the_full_history_and_the_plan_job_reads_the_stages()
     assert all(s["with"]["fetch-depth"] == 0 for s in checkouts)
     assert '--dry-run --json' in steps(jobs["plan"]) and ".stages" in steps(jobs["plan"])
     assert "gh pr create" in steps(jobs["pull-request"])
+
+
+DOCS_WORKFLOW = REPO / ".agent-loop.example" / "ci" / "docs-workflow.yml"
+
+
+def test_the_docs_workflow_is_valid_and_builds_as_a_contributor_does() -> None:
+    data = load(DOCS_WORKFLOW.read_text())
+    assert problems(data) == []
+    build, publish = data["jobs"]["build"], data["jobs"]["publish"]
+    assert "bash scripts/docs.sh" in steps(build)  # the one command, warnings as errors
+    assert "-W" in (REPO / "scripts" / "docs.sh").read_text()
+    uploads = [s for s in build["steps"] if "upload-pages-artifact" in str(s.get("uses", ""))]
+    assert uploads and uploads[0]["with"]["path"] == "docs/_build/html"
+    assert publish["needs"] == "build"
+    assert any("deploy-pages" in str(s.get("uses", "")) for s in publish["steps"])
+    assert publish["permissions"] == {"pages": "write", "id-token": "write"}
+    assert "pull_request" in publish["if"]

@@ -1,8 +1,10 @@
-"""`--help` in sections with examples, every option in the README's table, and a help that stays
-fast (nothing heavy imported before parsing)."""
+"""`--help` in sections with examples, every option in the options reference
+(docs/reference/options.md, its table written from the code), and a help that stays fast (nothing
+heavy imported before parsing)."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
@@ -14,7 +16,7 @@ from click.testing import CliRunner
 from agentloop.cli import command
 from agentloop.console.help import SECTIONS, UNSORTED
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+GENERATOR = Path(__file__).resolve().parent.parent / "docs" / "_ext" / "agentloop_reference.py"
 
 
 def options() -> dict[str, click.Parameter]:
@@ -43,7 +45,7 @@ def test_help_shows_its_sections_and_examples_in_order() -> None:
     modes = out[places[0]:places[1]]
     assert "--dry-run" in modes and "--rehearse" in modes and "--budget" not in modes
     assert "agent-loop tasks.md --rehearse" in out
-    # the metavars name what a value is, as the README does
+    # the metavars name what a value is, as the options reference does
     assert "--budget USD" in out and "--task-timeout SECONDS" in out and "RANGE" not in out
 
 
@@ -55,25 +57,26 @@ def test_agent_rehearse_is_refused_with_the_mode_to_use() -> None:
     assert "[claude|codex]" in shown and "rehearse]" not in shown
 
 
-def readme_option_table() -> list[str]:
-    """The first cells of the README's option table (the rows under its "Options" heading)."""
-    text = README.read_text(encoding="utf-8")
-    found = re.search(r"^#+ Options\n(.*?)(?=^#)", text, re.M | re.S)
-    assert found, "the README has no Options heading"
-    return [re.split(r"(?<!\\)\|", line)[1] for line in found.group(1).splitlines()
+def reference_option_table() -> list[str]:
+    """The first cells of the options reference's tables, as the docs build writes them."""
+    spec = importlib.util.spec_from_file_location("agentloop_reference", GENERATOR)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return [re.split(r"(?<!\\)\|", line)[1] for line in module.options().splitlines()
             if line.startswith("| `-")]
 
 
-def test_the_readme_option_table_lists_every_option_and_no_other() -> None:
-    cells = readme_option_table()
+def test_the_options_reference_lists_every_option_and_no_other() -> None:
+    cells = reference_option_table()
     spans = [span for cell in cells for span in re.findall(r"`([^`]+)`", cell)]
     named = {flag for span in spans for flag in re.findall(r"(?<![\w-])-{1,2}[a-z][-a-z]*", span)}
     for name, param in options().items():
         assert isinstance(param, click.Option)
         longest = max(param.opts, key=len)
-        assert longest in named, f"the README's option table has no row for {longest}"
+        assert longest in named, f"the options reference has no row for {longest}"
     real = {flag for p in options().values() for flag in p.opts + p.secondary_opts}
-    assert named <= real, f"the README's option table names options that do not exist: " \
+    assert named <= real, f"the options reference names options that do not exist: " \
                           f"{sorted(named - real)}"
 
 

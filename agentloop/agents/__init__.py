@@ -12,10 +12,13 @@ import importlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol
 
 # The agent's environment is the package's to decide: run/start.py asks for it here.
 from agentloop.agents.environment import SESSION_VARIABLES, child_env  # noqa: F401
+
+if TYPE_CHECKING:
+    from agentloop.sandbox import Sandbox
 
 # The loop's error classes for a failed run. limit: wait for the reset, not an attempt;
 # transient: retried after a backoff; blocking: every later run would fail the same way, the
@@ -161,8 +164,9 @@ cannot change them, and you must not try. Judge the change you are shown and end
 verdict line your prompt asks for."""
 
 
-# name -> "module:factory"; a factory takes (program, env) and returns an Agent. Imported only
-# when chosen, so --status and --help never load an agent module.
+# name -> "module:factory"; a factory takes (program, env, sandbox) and returns an Agent that
+# starts every process it runs through `common.confined`, in the sandbox when given. Imported
+# only when chosen, so --status and --help never load an agent module.
 AGENTS: dict[str, str] = {
     "claude": "agentloop.agents.claude:ClaudeAgent",
     "codex": "agentloop.agents.codex:CodexAgent",
@@ -170,12 +174,19 @@ AGENTS: dict[str, str] = {
 }
 
 
-def make_agent(name: str, program: str | None = None,
-               env: Mapping[str, str] | None = None) -> Agent:
-    """The agent called `name`, running `program` (None: its own default or env variable)."""
+def make_agent(name: str, program: str | None = None, env: Mapping[str, str] | None = None,
+               sandbox: Sandbox | None = None) -> Agent:
+    """The agent called `name`, running `program` (None: its own default or env variable),
+    inside `sandbox` when given (--sandbox)."""
     module, factory = AGENTS[name].split(":")
-    agent: Agent = getattr(importlib.import_module(module), factory)(program, env)
+    agent: Agent = getattr(importlib.import_module(module), factory)(program, env, sandbox)
     return agent
+
+
+def own_layers(agent: Agent) -> str:
+    """Which of the agent program's own sandboxes are on, in its adapter's words."""
+    said = getattr(agent, "own_sandbox", "")
+    return said if isinstance(said, str) and said else "none"
 
 
 def clean(text: str) -> str:

@@ -30,8 +30,9 @@ from agentloop.agents import (
 )
 from agentloop.agents.claude_errors import ROOT_REFUSAL, classify
 from agentloop.agents.claude_stream import StreamLog, judge
-from agentloop.agents.common import LogFiles, display, helper_call, log_footer, log_header
+from agentloop.agents.common import LogFiles, confined, display, helper_call, log_footer, log_header
 from agentloop.errors import AgentBlocked, ProgramNotFound
+from agentloop.sandbox import Sandbox, home_of
 
 ENV_VAR = "AGENT_LOOP_CLAUDE"
 MODELS = Models(task="opus", review="sonnet", helper="haiku")
@@ -61,15 +62,27 @@ ROOT_ADVICE = ("claude refuses --dangerously-skip-permissions when run as root; 
                "a normal user, or set IS_SANDBOX=1 if this machine is a disposable sandbox")
 
 
+def homes(env: Mapping[str, str] | None) -> tuple[Path, ...]:
+    """The folders the CLI writes besides the working copy: its configuration folder (where
+    CLAUDE_CONFIG_DIR points, else ~/.claude: sessions, credentials, settings) and its temp
+    folder when CLAUDE_CODE_TMPDIR moves it."""
+    environ = dict(os.environ if env is None else env)
+    found = [Path(environ.get("CLAUDE_CONFIG_DIR") or home_of(environ) / ".claude")]
+    if environ.get("CLAUDE_CODE_TMPDIR"):
+        found.append(Path(environ["CLAUDE_CODE_TMPDIR"]))
+    return tuple(found)
+
+
 def ask(program: str, model: str, prompt: str, cwd: Path, env: Mapping[str, str] | None = None,
-        timeout: float = 180) -> Answer:
+        timeout: float = 180, sandbox: Sandbox | None = None) -> Answer:
     """A fresh, lightweight Claude call: no tools, no resume, no session kept; JSON output.
 
     Never raises for the call's own problems (they are in `error`); Ctrl+C goes through.
     """
     argv = [program, "-p", "--output-format", "json", "--model", model, "--tools", "",
             "--no-session-persistence"]
-    done = helper_call(argv, prompt, cwd, env, timeout)
+    done = helper_call(confined(sandbox, argv, cwd, homes(env), writes=False), prompt, cwd,
+                       env, timeout)
     if isinstance(done, Answer):
         return done
     try:
@@ -93,12 +106,18 @@ class ClaudeAgent:
 
     name = "claude"
     models = MODELS
+    # Claude Code's own sandbox wraps its Bash tool only, and --dangerously-skip-permissions
+    # turns it off; the reviewer's guard is its tool list (READ_ONLY_FLAGS).
+    own_sandbox = ("Claude Code's own: off for tasks (--dangerously-skip-permissions), the "
+                   "reviewer held to Read, Grep and Glob, helper calls to no tools")
 
-    def __init__(self, program: str | None = None, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, program: str | None = None, env: Mapping[str, str] | None = None,
+                 sandbox: Sandbox | None = None) -> None:
         given = program or os.environ.get(ENV_VAR) or "claude"
         # Resolved now, against the user's cwd: the agent itself runs from the project root.
         self.program = shutil.which(given) or given
         self.env = env
+        self.sandbox = sandbox
 
     def check(self) -> None:
         """Fail early, in one line, when the claude program is missing or will refuse to run."""
@@ -116,7 +135,7 @@ class ClaudeAgent:
 
     def ask(self, prompt: str, model: str, cwd: Path, timeout: float = 180) -> Answer:
         """A tool-less call that keeps no session (the retry advisor, commit messages)."""
-        return ask(self.program, model, prompt, cwd, self.env, timeout)
+        return ask(self.program, model, prompt, cwd, self.env, timeout, self.sandbox)
 
     def argv(self, request: AgentRun) -> list[str]:
         """The command line for one run; the prompt goes on standard input."""
@@ -147,8 +166,10 @@ class ClaudeAgent:
         argv = self.argv(request)
         with LogFiles(request.log, request.raw_log) as files:
             log = StreamLog(files, on_activity, self._header(request, argv))
+            started = confined(self.sandbox, argv, request.cwd, homes(self.env),
+                               writes=not request.read_only)
             try:
-                done = proc.stream(argv, log.feed, cwd=request.cwd, env=self.env,
+                done = proc.stream(started, log.feed, cwd=request.cwd, env=self.env,
                                    timeout=request.timeout,
                                    stdin=request.prompt.encode("utf-8", "replace"),
                                    started=log.start)

@@ -41,8 +41,9 @@ from agentloop.agents import (
 )
 from agentloop.agents.codex_errors import classify
 from agentloop.agents.codex_stream import CodexLog, error_line, judge
-from agentloop.agents.common import LogFiles, display, helper_call, log_footer, log_header
+from agentloop.agents.common import LogFiles, confined, display, helper_call, log_footer, log_header
 from agentloop.errors import ProgramNotFound
+from agentloop.sandbox import Sandbox, home_of
 
 ENV_VAR = "AGENT_LOOP_CODEX"
 # Codex 0.169.0's own default model for coding (its catalogue: "Latest workhorse model for
@@ -87,17 +88,28 @@ def _answer_from(stdout: str) -> tuple[str, str | None]:
     return text, failure
 
 
+def homes(env: Mapping[str, str] | None) -> tuple[Path, ...]:
+    """The folder the CLI writes besides the working copy: CODEX_HOME, else ~/.codex
+    (configuration, sessions, logs)."""
+    environ = dict(os.environ if env is None else env)
+    return (Path(environ.get("CODEX_HOME") or home_of(environ) / ".codex"),)
+
+
 class CodexAgent:
     """Runs `codex exec --json`, one process per run."""
 
     name = "codex"
     models = MODELS
+    own_sandbox = ("Codex's own: off for tasks (--dangerously-bypass-approvals-and-sandbox), "
+                   "read-only for the reviewer and helper calls")
 
-    def __init__(self, program: str | None = None, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, program: str | None = None, env: Mapping[str, str] | None = None,
+                 sandbox: Sandbox | None = None) -> None:
         given = program or (env or os.environ).get(ENV_VAR) or "codex"
         # Resolved now, against the user's cwd: the agent itself runs from the project root.
         self.program = shutil.which(given) or given
         self.env = env
+        self.sandbox = sandbox
 
     def check(self) -> None:
         """Fail early, in one line, when the codex program is missing."""
@@ -129,8 +141,10 @@ class CodexAgent:
         with LogFiles(request.log, request.raw_log) as files:
             log = CodexLog(files, on_activity, self._header(request, argv))
             start = time.monotonic()
+            started = confined(self.sandbox, argv, request.cwd, homes(self.env),
+                               writes=not request.read_only)
             try:
-                done = proc.stream(argv, log.feed, cwd=request.cwd, env=self.env,
+                done = proc.stream(started, log.feed, cwd=request.cwd, env=self.env,
                                    timeout=request.timeout,
                                    stdin=clean(request.prompt).encode("utf-8"),
                                    started=log.start)
@@ -146,7 +160,8 @@ class CodexAgent:
         """A fresh read-only call that keeps no session (`--ephemeral`): the retry advisor,
         commit messages. Never raises for its own problems; Ctrl+C goes through."""
         argv = [self.program, "exec", *COMMON, "--ephemeral", *READ_ONLY, "-m", model, "-"]
-        done = helper_call(argv, clean(prompt), cwd, self.env, timeout)
+        done = helper_call(confined(self.sandbox, argv, cwd, homes(self.env), writes=False),
+                           clean(prompt), cwd, self.env, timeout)
         if isinstance(done, Answer):
             return done
         text, failure = _answer_from(done.stdout)

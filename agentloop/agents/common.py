@@ -16,6 +16,7 @@ from agentloop import proc
 from agentloop.agents import Activity, AgentResult, AgentRun, Answer
 from agentloop.errors import ProcessError, ProgramNotFound
 from agentloop.files import held_open
+from agentloop.sandbox import Sandbox
 
 _OBJECT_START = re.compile(rb"[ \t]*\{")
 
@@ -49,6 +50,14 @@ def read_event(line: bytes, raw: IO[bytes]) -> tuple[bool, dict[str, Any] | None
 def not_json(line: bytes) -> str:
     """The log line for output that is no JSON object: only its start, a line can be megabytes."""
     return f"[not JSON] {display(line[:1200].decode('utf-8', 'replace'), 300)}"
+
+
+def confined(box: Sandbox | None, argv: list[str], cwd: Path, homes: Sequence[Path],
+             writes: bool = True) -> list[str]:
+    """The argv every agent process starts with: `argv` itself, or `argv` inside the run's
+    sandbox (--sandbox), writing in `cwd` only when `writes` (never the reviewer or a helper
+    call), and in the agent's own `homes`. Each adapter passes every argv it runs through here."""
+    return list(argv) if box is None else box.wrap(argv, cwd, homes, writes)
 
 
 def helper_call(argv: list[str], prompt: str, cwd: Path, env: Mapping[str, str] | None,

@@ -24,8 +24,9 @@ class RehearsalAgent:
     name = "rehearse"
     models = Models(task="rehearsal", review="rehearsal", helper="rehearsal")
 
-    def __init__(self, program: str | None = None, env: Mapping[str, str] | None = None) -> None:
-        self.program = program
+    def __init__(self, program: str | None = None, env: Mapping[str, str] | None = None,
+                 sandbox: object = None) -> None:
+        self.program = program  # no process, so nothing for a sandbox to confine
 
     def check(self) -> None:
         """Always ready: nothing to install, nobody to log in."""

@@ -15,7 +15,8 @@ RULES = ("rules: `## Heading` starts a group; in a file with open checkboxes onl
          "items are tasks (plain bullets are notes); otherwise every top-level item is; a "
          "`### Task N: …` section is one task with everything under it; `1.1` items fold into the "
          "`1.` above them; a legend (`- [P] tasks = …`) is a note; `[x]` is done, `[ ]*` "
-         "optional; `agent-loop-checks` blocks are checks; README \"The task file\" has the rest.")
+         "optional; `agent-loop-checks` blocks are checks; docs/reference/task-file.md has the "
+         "rest.")
 
 
 def plan_text(view: PlanView) -> str:
@@ -39,6 +40,7 @@ def plan_text(view: PlanView) -> str:
         lines.append(f"folded: line {line}: {text} (numbered under the task on line {into}: "
                      "part of that task)")
     lines += schedule_lines(view)
+    lines += list(view.sandbox)
     for line, text, why in view.ignored:
         lines.append(f"ignored: line {line}: {text} ({why})")
     lines += [f"warning: {w}" for w in view.warnings]
@@ -67,6 +69,7 @@ def plan_json(view: PlanView) -> dict[str, Any]:
             "folded": [{"line": line, "text": text, "into_line": into}
                        for line, text, into in view.folded],
             "warnings": list(view.warnings), "parallel": view.parallel,
+            "sandbox": list(view.sandbox),
             "schedule": [{"wave": n, "group": g, "waits_for": list(w)}
                          for n, g, w in view.schedule],
             "stages": stages(view.schedule, numbers)}

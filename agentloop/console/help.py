@@ -22,7 +22,7 @@ SECTIONS = (
                                              "yes", "stop_after_running")),
     ("Which tasks", ("task", "group", "again", "include_optional")),
     ("Agent", ("agent", "agent_program", "model", "iterations", "retry_model", "distill_model",
-               "distill")),
+               "distill", "sandbox", "sandbox_hide")),
     ("Version control", ("vcs", "allow_dirty", "parallel")),
     ("Running in CI (one group a job, integrated after)", ("push", "integrate", "from_remote")),
     ("Checks and review", ("check", "check_timeout", "check_rounds", "require_changes", "review",
@@ -81,7 +81,8 @@ class SectionedCommand(click.Command):
         if self.epilog:
             formatter.write_text(self.epilog)
             formatter.write_paragraph()
-        formatter.write_text("The README has the whole manual, a quick start first.")
+        formatter.write_text("The manual is in agent-loop's repository: the README (a quick "
+                             "start), then docs/index.md.")
 
 
 def section_of(sections: Sections) -> dict[str, str]:

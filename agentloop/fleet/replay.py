@@ -12,7 +12,7 @@ from agentloop.options import RunOptions
 from agentloop.run import conflicts
 from agentloop.run.context import Run
 from agentloop.run.events import Emit
-from agentloop.run.start import choose_agent
+from agentloop.run.start import choose_agent, open_sandbox
 from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project
 from agentloop.state.schema import State, TaskState
@@ -106,7 +106,8 @@ class GroupReplay:
 
     def _run(self, vcs: LaneGit) -> Run:
         name = choose_agent(self.options, None)
-        agent = make_agent(name, self.options.agent_program)
+        agent = make_agent(name, self.options.agent_program,
+                           sandbox=open_sandbox(self.project, self.options))
         agent.check()
         return Run(self.project, self.state, agent, vcs, self.options, self.emit,
                    Learnings(self.project.store.dir, self.project.task_file_name),

@@ -1,5 +1,5 @@
 """Reading a plan's markdown as its author means it: which parts are tasks, which are notes,
-context or check commands. General rules (README, "The task file"), no per-tool tricks:
+context or check commands. General rules (docs/reference/task-file.md), no per-tool tricks:
 
 - A file with at least one open checkbox (`[ ]`, `[-]`, `[~]`, `[/]`) is a checklist: its
   checkbox items are the tasks, its plain bullets are notes, never run. Otherwise every

@@ -1,6 +1,6 @@
 """Task files: markdown -> frozen Task records, parsed with marko's syntax tree.
 
-The rules as a user reads them are in README.md, "The task file"; `--dry-run` applies them.
+The rules as a user reads them are in docs/reference/task-file.md; `--dry-run` applies them.
 Check blocks (a fence whose info string is `agent-loop-checks`) are never tasks: one before the
 first `##` applies to every task, one under a `##` to that group's tasks (agentloop.verify).
 """

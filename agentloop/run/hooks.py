@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from agentloop import proc
-from agentloop.errors import AgentBlocked, AgentLoopError, Interrupted, ProcessError, RunStopped
+from agentloop.errors import (
+    INTERNAL_EXIT,
+    AgentBlocked,
+    AgentLoopError,
+    Interrupted,
+    ProcessError,
+    RunStopped,
+)
 from agentloop.files import jsonbytes
 from agentloop.options import EVENT_PREFIX, RunOptions
 from agentloop.run.checks import argv
@@ -35,8 +42,6 @@ from agentloop.run.events import (
 from agentloop.run.summary import exit_code
 from agentloop.state.project import Project
 from agentloop.state.schema import STATUSES, now
-
-INTERNAL_EXIT = 3  # what the CLI exits with for an error of our own (a bug)
 
 
 @dataclass

@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import TYPE_CHECKING
 
-from agentloop.agents import AGENTS, child_env, make_agent
+from agentloop.agents import AGENTS, child_env, make_agent, own_layers
 from agentloop.errors import AgentLoopError, StateError
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
@@ -23,9 +24,13 @@ from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project, load_plan, state_from
 from agentloop.state.reconcile import Reconciled
 from agentloop.state.schema import State, TaskState, now
-from agentloop.vcs import Change
+from agentloop.vcs import STATE_DIR, Change
 from agentloop.vcs.choose import open_vcs
 from agentloop.vcs.preflight import preflight
+
+if TYPE_CHECKING:
+    from agentloop.agents import Agent
+    from agentloop.sandbox import Sandbox
 
 DEFAULT_AGENT = "claude"
 # The stand-in agent has no helper model: its tasks keep the plain commit message, and the
@@ -93,6 +98,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
         notes += rehearsed
     admitted = admit(project, options, plan)
     state, options = admitted.state, admitted.options
+    box = open_sandbox(project, options)  # refuses here, before anything is changed
     if not options.rehearse:
         notes += rehearsal.check_real_run(project, state, admitted.saved)
     options, dropped = remembered.recall(options, state.remembered)
@@ -111,8 +117,10 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
             kept = project.store.keep_removed(list(changes.dropped), now())
             notes.append(f"the records of removed and reworded tasks are kept in "
                          f"{project.shown(kept)}; their cost still counts")
-    agent = make_agent(admitted.agent, options.agent_program, agent_env(options))
+    agent = make_agent(admitted.agent, options.agent_program, agent_env(options), box)
     agent.check()
+    if box is not None:  # the run's first lines say what its agents may do
+        notes[:0] = sandbox_notes(box, agent, brief=True)
     kind = kind or admitted.vcs
     notes += preflight(kind, project.root, task_file)
     vcs = open_vcs(kind, project.root, task_file, options.allow_dirty)
@@ -135,6 +143,35 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
               if options.distill and admitted.agent != REHEARSAL else None,
               job=job)
     return state, run_tasks(run, options.only, tuple(notes))
+
+
+def open_sandbox(project: Project, options: RunOptions) -> Sandbox | None:
+    """The run's sandbox with --sandbox (checked: SandboxUnavailable where there is none)."""
+    if not options.sandbox:
+        return None
+    from agentloop.sandbox import open_sandbox as opened
+
+    return opened(project.root, project.root / STATE_DIR, options.sandbox_hide,
+                  agent_env(options))
+
+
+def sandbox_notes(box: Sandbox, agent: Agent, brief: bool = False) -> tuple[str, ...]:
+    """What the run's agents may do inside the sandbox (`brief`: in one line), and the agent's
+    own layers."""
+    said = (box.summary(),) if brief else box.describe()
+    return (*said, f"sandbox: the agent's own layers: {own_layers(agent)}")
+
+
+def sandbox_preview(project: Project, options: RunOptions,
+                    agent: str) -> tuple[tuple[str, ...], str | None]:
+    """--dry-run: (what the sandbox allows, why the run would refuse it or None)."""
+    try:
+        box = open_sandbox(project, options)
+    except AgentLoopError as exc:
+        return (), str(exc)
+    if box is None:
+        return (), None
+    return sandbox_notes(box, make_agent(agent, options.agent_program, agent_env(options))), None
 
 
 def agent_env(options: RunOptions) -> dict[str, str]:

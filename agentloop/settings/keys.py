@@ -42,6 +42,8 @@ KEYS = (
     "distill-model",
     "env",
     "env-exclude",
+    "sandbox",
+    "sandbox-hide",
     "on-finish",
     "on-task",
     "hook-timeout",

@@ -1,0 +1,134 @@
+"""One agent run's policy, read from the files themselves: the working copy, what its VCS
+writes for it, the agent's home folders, and the secrets no agent sees.
+
+No VCS program is run to find these: a git worktree names its git folder in its `.git` file,
+that folder names the shared one in `commondir`; a jj workspace names its repository in
+`.jj/repo` (a file in a secondary workspace), and a repository kept in git names that folder in
+`store/git_target`. Reading them costs microseconds; a `git rev-parse` per agent run would not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What one confined run may touch. Later entries win where paths nest: `writable` folders
+    are opened in a read-only system, `protected` ones closed again inside them, `hidden` ones
+    emptied last."""
+
+    workdir: Path
+    writable: tuple[Path, ...] = ()
+    protected: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] = ()
+
+
+# Under the home folder: what an injected prompt would be after first.
+SECRETS = ("~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gh", "~/.netrc", "~/.docker/config.json",
+           "~/.kube", "~/.git-credentials", "~/.config/gcloud", "~/.azure", "~/.pypirc",
+           "~/.npmrc")
+# What git writes for a commit, a ref or a reflog. Never config or hooks: agent-loop's own git,
+# outside the sandbox, would read and run them.
+GIT_WRITES = ("objects", "refs", "logs")
+
+
+def _real(path: Path) -> Path:
+    return Path(path).expanduser().resolve()
+
+
+def _read_link_file(path: Path, prefix: str = "") -> Path | None:
+    """The folder a one-line pointer file names (relative to the file's folder), or None."""
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if prefix:
+        if not text.startswith(prefix):
+            return None
+        text = text[len(prefix):].strip()
+    target = Path(text)
+    return _real(target if target.is_absolute() else path.parent / target)
+
+
+def git_needs(workdir: Path) -> tuple[list[Path], list[Path]]:
+    """(writable, protected) for a git working copy: a worktree's own git folder and the shared
+    objects, refs and logs; a main checkout's `.git` comes with it, less config and hooks."""
+    dot = workdir / ".git"
+    if dot.is_dir():
+        return [], [dot / "config", dot / "hooks"]
+    own = _read_link_file(dot, "gitdir:") if dot.is_file() else None
+    if own is None:
+        return [], []
+    common = _read_link_file(own / "commondir") or own
+    return [own, *(common / name for name in GIT_WRITES)], [common / "config",
+                                                               common / "hooks"]
+
+
+def jj_needs(workdir: Path) -> list[Path]:
+    """What jj writes for a workspace: the repository (store, operation log, index) and the git
+    objects and refs of a repository kept in git."""
+    repo = workdir / ".jj" / "repo"
+    if repo.is_file():
+        found = _read_link_file(repo)
+        if found is None:
+            return []
+        repo = found
+    if not repo.is_dir():
+        return []
+    needs = [_real(repo)]
+    git = _read_link_file(repo / "store" / "git_target")
+    if git is not None and git.is_dir():
+        needs += [git / name for name in GIT_WRITES]
+    return needs
+
+
+def env_files(folders: Iterable[Path], inside: Path) -> list[Path]:
+    """The `.env*` files at the top of these folders, but for those in the working copy."""
+    found = []
+    for folder in folders:
+        try:
+            entries = list(folder.glob(".env*"))
+        except OSError:
+            continue
+        found += [p for p in entries if not _within(_real(p), inside)]
+    return found
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def policy_for(repo: Path, state_dir: Path, home_dir: Path, hide: Sequence[str], workdir: Path,
+               homes: Sequence[Path], writes: bool) -> Policy:
+    """The policy of one agent run in `workdir`, in repository `repo` whose `state_dir` no agent
+    writes; `hide`: the user's extra hidden paths (~ for `home_dir`)."""
+    work, root, home = _real(workdir), _real(repo), _real(home_dir)
+    writable: list[Path] = []
+    # The repository and the home folder stay readable, even where the private /tmp would
+    # cover them (a repository under /tmp): read-only, with the working copy open inside.
+    protected: list[Path] = [_real(state_dir), *(p for p in (root, home) if p != work)]
+    if writes:
+        git_writable, git_protected = git_needs(work)
+        writable += [work, *git_writable, *jj_needs(work)]
+        protected += git_protected
+    for folder in homes:
+        folder = _real(folder)
+        folder.mkdir(parents=True, exist_ok=True)  # a first run makes it: made here, outside
+        writable.append(folder)
+    hidden = [Path(p.replace("~", str(home), 1)) if p.startswith("~") else Path(p)
+              for p in (*SECRETS, *hide)]
+    hidden += env_files({root, home}, work)
+    return Policy(work, tuple(_exists(writable)), tuple(_exists(protected)),
+                  tuple(_exists(_real(p) if p.is_absolute() else _real(root / p)
+                                for p in hidden)))
+
+
+def _exists(paths: Iterable[Path]) -> list[Path]:
+    seen: list[Path] = []
+    for path in paths:
+        if path not in seen and (path.exists() or path.is_symlink()):
+            seen.append(path)
+    return seen
