@@ -17,7 +17,7 @@ from agentloop import __version__
 from agentloop.console.help import SectionedCommand
 from agentloop.console.stops import crash, from_a_stop, json_error, report, write
 from agentloop.errors import INTERNAL_EXIT, AgentLoopError
-from agentloop.settings.schema import Assignment, VariableName
+from agentloop.settings.schema import AgentChoice, Assignment, VariableName
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -33,39 +33,13 @@ class _Command(SectionedCommand):
         return super().parse_args(ctx, args)
 
 
-class _AgentChoice(click.Choice):
-    """The agents a user picks; the offline stand-in is a mode (--rehearse), not one of them.
-    Their table (agentloop.agents) is read when a value given must be checked, or --help lists
-    them: the default needs no check, so --status never imports the agents' package."""
-
-    def __init__(self) -> None:
-        super().__init__(())
-
-    @property  # type: ignore[override]
-    def choices(self) -> tuple[str, ...]:
-        from agentloop.agents import AGENTS
-
-        return tuple(sorted(a for a in AGENTS if a != "rehearse"))
-
-    @choices.setter
-    def choices(self, value: Any) -> None:
-        pass  # click.Choice sets them; ours come from the table
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if value == "rehearse":
-            self.fail("a rehearsal is a mode, not an agent: use --rehearse", param, ctx)
-        if param is not None and value == param.default:
-            return value
-        return super().convert(value, param, ctx)
-
-
 # --help's sections: an option added here needs its word in console.help.SECTIONS too.
 @click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]},
                epilog="The options that shape a run are settings too: agent-loop.toml or "
                       "[tool.agent-loop] in pyproject.toml, ~/.config/agent-loop/config.toml, "
                       "AGENT_LOOP_<OPTION> variables; --show-settings shows what applies.")
 @click.argument("tasks_md", type=click.Path(path_type=Path), required=False)
-@click.option("--agent", type=_AgentChoice(),
+@click.option("--agent", type=AgentChoice(),
               default="claude", show_default=True,
               help="The coding agent that does the tasks (a run goes on with the one it began "
                    "with unless --reset).")
