@@ -8,9 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from agentloop.errors import StateError, TaskFileError
+from agentloop.files.pid_file import live_pid
 from agentloop.options import RunOptions, check_usage
 from agentloop.state.project import Project, load_plan, open_project, rehearsal_of
 from agentloop.state.schema import State
+from agentloop.state.status import TaskStatus as S
+from agentloop.state.status import as_left_by_a_dead_run
 
 # Each operation imports what it needs when it runs: --status reads the state file and needs
 # none of the run's modules (events, hooks, processes, agents) nor the plan's parser.
@@ -73,6 +76,8 @@ def status(tasks_md: Path, cwd: Path, rehearsal: bool = False) -> StatusView:
         if recorded is None:
             raise
         state, note = recorded, f"warning: {exc}"
+    if live_pid(project.store.base / "run.pid") is None:
+        as_left_by_a_dead_run(state.tasks)
     return StatusView(project, state, note, _lost(project, state))
 
 
@@ -106,8 +111,10 @@ def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
         if state is None:
             continue
         total = receipts.of_state(state)
+        if live_pid(store.base / "run.pid") is None:
+            as_left_by_a_dead_run(state.tasks)
         lines.append(PlanLine(state.task_file, store.dir,
-                              dict(Counter(t.status for t in state.tasks)),
+                              dict(Counter(str(t.status) for t in state.tasks)),
                               total.cost_usd, total.cost_known))
     return root, lines
 
@@ -117,7 +124,7 @@ def _lost(project: Project, state: State) -> tuple[int, ...]:
     from agentloop.vcs.history import missing
 
     done = {t.change_id: t.index for t in state.tasks
-            if t.status in ("completed", "unapproved") and t.change_id}
+            if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id}
     gone = missing(state.vcs or "", project.root, list(done))
     return tuple(sorted(done[c] for c in gone))
 
@@ -171,7 +178,7 @@ def redone_by_reset(tasks_md: Path, cwd: Path) -> int:
         saved = open_project(tasks_md, cwd).store.load()
     except StateError:
         return 0  # a damaged state: --reset is how the user gets past it
-    return sum(1 for t in saved.tasks if t.status in ("completed", "unapproved")) if saved else 0
+    return sum(1 for t in saved.tasks if t.status in (S.COMPLETED, S.UNAPPROVED)) if saved else 0
 
 
 def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult:
@@ -262,13 +269,11 @@ def init(tasks_md: Path, cwd: Path) -> str:
 
 
 def ask_to_stop(tasks_md: Path, cwd: Path) -> str:
-    """--stop-after-running: leave the request a parallel run looks for between its lanes'
-    reports (agentloop.run.scheduler); a run that starts later clears it."""
-    from agentloop.run.scheduler import stop_flag
+    """--stop-after-running: leave the request the run's controller looks for before each task
+    (agentloop.run.controller), whatever --parallel is; a run that starts later clears it."""
+    from agentloop.run.controller import stop_flag
 
     project = open_project(tasks_md, cwd)
-    from agentloop.files.pid_file import live_pid
-
     pid = live_pid(project.store.base / "run.pid")
     if pid is None:
         raise StateError(f"no run of {project.task_file_name} is going on here")

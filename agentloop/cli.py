@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from agentloop import __version__
+from agentloop.console.dashboard_options import dashboard_options, warn, with_notices
 from agentloop.console.help import SectionedCommand
 from agentloop.console.stops import crash, from_a_stop, json_error, report, write
 from agentloop.errors import INTERNAL_EXIT, AgentLoopError
@@ -99,6 +100,8 @@ class _Command(SectionedCommand):
 @click.option("--again", is_flag=True,
               help="With --task or --group: run completed, failed or blocked tasks once more, "
                    "each in a new change.")
+@click.option("--ignore-deps", is_flag=True,
+              help="Start a group even when a group it waits for (`Depends on:`) is not done.")
 @click.option("--include-optional/--no-include-optional", default=False,
               help="Also run the tasks a plan marks optional (Kiro's box with a star: "
                    "`- [ ]*`).")
@@ -166,6 +169,7 @@ class _Command(SectionedCommand):
 @click.option("--integrate", is_flag=True, help="With --from: every finished group's tasks onto "
               "the current branch, states merged.")
 @click.option("--from", "from_remote", metavar="REMOTE", help="With --integrate: the jobs' remote.")
+@dashboard_options
 @click.version_option(__version__, "--version", prog_name="agent-loop")
 def command(tasks_md: Path | None, **params: Any) -> None:
     """Let a coding agent work through TASKS_MD: one task, one agent run, one change.
@@ -175,9 +179,9 @@ def command(tasks_md: Path | None, **params: Any) -> None:
 
     ctx = click.get_current_context()
     args = ctx.meta["argv"]
-    if tasks_md is None and not (params["status"] and not params["follow"]):
-        raise click.UsageError("Missing argument 'TASKS_MD' (only --status works without one).",
-                               ctx)
+    if tasks_md is None and not (params["status"] and not params["follow"] or params["serve"]):
+        raise click.UsageError("Missing argument 'TASKS_MD' (only --status and --serve work "
+                               "without one).", ctx)
     params = {**params, "command": tuple(args)}
     options = RunOptions.from_params(params)
     try:
@@ -223,6 +227,10 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
     from agentloop import app
     from agentloop.console import render
 
+    if options.serve or options.report:  # the dashboard: agentloop.dashboard
+        from agentloop.dashboard import commands
+
+        return commands.dispatch(tasks_md, cwd, options, _dispatch, click.echo, warn)
     if tasks_md is None:  # --status alone: every plan of the repository
         root, plans = app.overview(cwd)
         write(render.overview_json(root, plans) if options.as_json
@@ -259,7 +267,8 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
                 not reset_allowed(lambda: app.redone_by_reset(tasks_md, cwd)):
             click.echo("agent-loop: nothing was changed (no --reset)", err=True)
             return 1
-        result = app.run(tasks_md, cwd, options, Console(cwd=cwd))
+        result = with_notices(options.notify, str(tasks_md), Console(cwd=cwd),
+                              lambda emit: app.run(tasks_md, cwd, options, emit))
         for line in render.closing_lines(result, cwd):
             click.echo(line)
         return exit_code(result.summary)

@@ -47,6 +47,7 @@ class RunOptions:
     group: str | None = None          # --group as given: a number or a heading
     only: tuple[int, ...] = ()        # the tasks selected, resolved once the plan is read
     again: bool = False
+    ignore_deps: bool = False         # start a group whose `Depends on:` groups are not done
     include_optional: bool = False
     sleep: float = 0.0
     budget: float | None = None
@@ -75,6 +76,11 @@ class RunOptions:
     push: str | None = None           # --group G --push REMOTE: a fleet job (agentloop.fleet.job)
     integrate: bool = False           # --integrate --from REMOTE: the jobs' groups brought in
     from_remote: str | None = None
+    serve: bool = False               # the dashboard (agentloop.dashboard), beside the run
+    serve_port: int | None = None
+    serve_host: str | None = None     # None: 127.0.0.1
+    report: str | None = None         # --report FILE: the plan as one standalone HTML file
+    notify: tuple[str, ...] = ()      # apprise URLs told when the run needs a person
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> "RunOptions":
@@ -108,7 +114,7 @@ def usage_problem(options: RunOptions) -> str | None:
             wanted = " or ".join(dict.fromkeys(_flag(p) for p in partners))
             return f"{_flag(flag)} goes with {wanted}"
     modes = [m for m in ("status", "dry_run", "init", "show_settings", "stop_after_running",
-                         "integrate") if m in given]
+                         "integrate", "report", "serve") if m in given]
     if len(modes) > 1:
         return f"{' and '.join(_flag(m) for m in modes)} cannot be combined"
     if options.follow and options.as_json:

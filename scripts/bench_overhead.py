@@ -5,11 +5,11 @@ Run: .venv/bin/python scripts/bench_overhead.py [--sizes 10,200] [--backends git
 
 * The figures (the ones the goals are for): against the loop a person writes (the agent, then
   `git add -A && git commit`), the floor a side-by-side benchmark against ralphex counts too,
-  whole runs from the command line, start-up included: the cost per task as the slope from the smallest
-  size to the largest, and the whole run at the smallest size. The repositories are set up as a
-  user's: the plan committed, `.agent-loop/` in .gitignore. `--before DIR` measures an older
-  checkout in the same rounds (`git worktree add ../before <rev>`), so before and after come
-  from one run.
+  whole runs from the command line, start-up included: the cost per task as the slope from the
+  smallest size to the largest, and the whole run at the smallest size. The repositories are
+  set up as a user's: the plan committed, `.agent-loop/` in .gitignore. `--before DIR`
+  measures an older checkout in the same rounds (`git worktree add ../before <rev>`), so
+  before and after come from one run.
 * Processes per task: the git or jj commands agent-loop ran for one task in steady state
   (traced from the tool itself), next to the person's loop's two.
 * A diagnostic, not a cost: agent-loop's own Python per task, over a bash loop that runs the
@@ -273,8 +273,7 @@ def report(backend: str, results: dict[int, dict[str, float]]) -> None:
     print("  diagnostic (not a cost: it leaves out the VCS commands agent-loop chose beyond "
           "the short way's, and its start-up): its own Python per task over a loop replaying "
           "the short way's commands")
-    for size, r in results.items():
-        tool_task, bare_task = per_task[size]
+    for size, (tool_task, bare_task) in per_task.items():
         print(f"  {size:>5} tasks: agent-loop {tool_task * 1000:7.1f} ms/task, replay "
               f"{bare_task * 1000:7.1f} ms/task: {tool_task / bare_task:5.2f}x")
 

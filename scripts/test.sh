@@ -7,6 +7,8 @@
 #   - jj, built once per machine from crates.io by scripts/install-jj.sh
 #   - bubblewrap for the --sandbox tests, from the system's packages when we are root on a
 #     Debian-like system (CI); elsewhere those tests skip and say why
+#   - Chromium for the dashboard's browser tests (Debian's `chromium`, driven by Playwright),
+#     installed with apt where this runs as root; elsewhere those tests say they are skipped
 # Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,5 +24,11 @@ if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-ge
 then
     apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null \
         || echo "could not install bubblewrap: the --sandbox tests will skip" >&2
+fi
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 \
+        && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1
+then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+        >/dev/null || echo "could not install chromium: the browser tests will skip" >&2
 fi
 .venv/bin/python -m pytest "$@"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -165,7 +166,7 @@ def test_a_matrix_of_group_jobs_then_one_integration(tmp_path: Path, fake_claude
     assert [t["status"] for t in status["tasks"]] == ["completed"] * 4
     assert all(t["cost_usd"] > 0 for t in status["tasks"])
     # Four runs at $0.01 each: the killed one never reported a cost.
-    assert "total cost of the groups' jobs: $0.0400" in out
+    assert "total cost of the groups' jobs and this integration: $0.0400" in out
     # Twice changes nothing; nor does a clone of the result (a later stage integrates again).
     tip = git(here, "rev-parse", "main")
     code, again = integrate(here)
@@ -311,8 +312,8 @@ def test_a_later_stage_starts_from_the_earlier_ones_integration(tmp_path: Path,
     git(tmp_path, "clone", "-q", "-b", "agent-loop-integration/tasks", str(origin), str(two))
     code, out = integrate(two, "--budget", "0.02")
     assert code == 0, out
-    assert "total cost of the groups' jobs: $0.0300 of the plan's budget $0.0200 (over it)" \
-        in out
+    assert "total cost of the groups' jobs and this integration: $0.0300 of the plan's budget " \
+        "$0.0200 (over it)" in out
     assert "group 1 (Backend): 0 task(s) landed, 1 already there" in out
     assert "group 3 (Frontend): 1 task(s) landed" in out
     subjects = git(two, "log", "--reverse", "--format=%s").splitlines()
@@ -346,6 +347,12 @@ def test_a_conflict_goes_to_a_fresh_session_given_the_task_and_both_diffs(
     assert "--resume" not in prompt["argv"]
     for part in ("right edit", "+right", "+left", "- task 1 (Left): left edit"):
         assert part in prompt["stdin"]
+    # The integration's own session costs too: its total is the one --status gives.
+    status = finish(start(here, "--status"))[1]
+    total = re.search(r"total: (\$[0-9.]+)", status)
+    assert total is not None, status
+    assert f"total cost of the groups' jobs and this integration: {total[1]}" in out
+    assert total[1] == "$0.0400"   # three tasks and the conflict's session, at $0.01 each
 
 
 @pytest.mark.parametrize("kind", ["git", "jj"])

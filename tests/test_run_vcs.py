@@ -178,15 +178,17 @@ def test_interrupt_drops_the_attempt_and_keeps_later_user_edits(work: Path, jj_b
     init_repo(work, kind)
     (work / "tasks.md").write_text("## G\n- one\n  FAKE: write one.txt 1\n"
                                    "- slow\n  FAKE: write slow.txt x\n")
-    # Only the first run's agent dawdles on "slow" (long enough to be interrupted).
+    # Only the first run's agent dawdles on "slow", after it wrote slow.txt (a pause among its
+    # tool calls, not a sleep before them): interrupted with the attempt's edit in the tree.
     directives = work.parent / "directives.json"
-    directives.write_text('{"slow": ["FAKE: sleep 60"]}')
+    directives.write_text('{"slow": ["FAKE: pause 60"]}')
     tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", kind],
                             cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "FAKE_CLAUDE_DIRECTIVES": str(directives)})
     deadline = time.monotonic() + 30
     while not (work / "slow.txt").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert (work / "slow.txt").exists(), "the slow task never wrote its file"
     tool.send_signal(signal.SIGINT)
     _, err = tool.communicate(timeout=30)
     assert tool.returncode == 130, err

@@ -16,6 +16,7 @@ from agentloop.state.project import load_plan, open_project
 # Ours that each may import, as names or as folders (a trailing dot); anything else fails.
 PARSING = ("agentloop", "agentloop.cli", "agentloop.errors", "agentloop.options",
            "agentloop.console", "agentloop.console.help", "agentloop.console.stops",
+           "agentloop.console.dashboard_options",   # the dashboard's options, not the dashboard
            # the click types of --env and --env-exclude
            "agentloop.settings", "agentloop.settings.keys", "agentloop.settings.schema")
 # --help lists the agents (their package's table only, never an agent's module); the default
@@ -24,6 +25,7 @@ HELP = (*PARSING, "agentloop.agents", "agentloop.agents.environment")
 STATUS = (*PARSING, "agentloop.app", "agentloop.console.render",
           # the state file, and the plan's hash (never its markdown reader)
           "agentloop.state", "agentloop.state.project", "agentloop.state.store",
+          "agentloop.state.status",
           "agentloop.state.schema", "agentloop.state.journal", "agentloop.state.receipts",
           "agentloop.plan", "agentloop.plan.parse", "agentloop.files.",
           # the one question to the VCS: are the done tasks' changes still in the history

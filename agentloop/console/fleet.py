@@ -39,10 +39,10 @@ def integrate_text(result: Integrated) -> str:
     cost = money(result.cost_usd, result.cost_known)
     if result.budget is not None:
         over = " (over it)" if result.cost_usd > result.budget else ""
-        lines.append(f"total cost of the groups' jobs: {cost} of the plan's budget "
-                     f"{money(result.budget)}{over}")
+        lines.append(f"total cost of the groups' jobs and this integration: {cost} of the "
+                     f"plan's budget {money(result.budget)}{over}")
     else:
-        lines.append(f"total cost of the groups' jobs: {cost}")
+        lines.append(f"total cost of the groups' jobs and this integration: {cost}")
     lines.append(f"nothing was pushed; `agent-loop {result.project.task_file_name} --status` "
                  "shows every task")
     return "\n".join(lines)

@@ -20,7 +20,7 @@ COLUMN = 30  # the widest first column; a longer option's help starts on the nex
 SECTIONS = (
     ("Modes (without one: run the tasks)", ("dry_run", "status", "init", "rehearse", "reset",
                                              "yes", "stop_after_running")),
-    ("Which tasks", ("task", "group", "again", "include_optional")),
+    ("Which tasks", ("task", "group", "again", "ignore_deps", "include_optional")),
     ("Agent", ("agent", "agent_program", "model", "iterations", "retry_model", "distill_model",
                "distill", "sandbox", "sandbox_hide")),
     ("Version control", ("vcs", "allow_dirty", "parallel")),
@@ -31,6 +31,8 @@ SECTIONS = (
                            "max_failures", "max_limit_waits", "backoff", "sleep")),
     ("Settings, hooks and the agent's environment", ("show_settings", "on_finish", "on_task",
                                                      "hook_timeout", "env", "env_exclude")),
+    ("Dashboard, report and notices", ("serve", "serve_port", "serve_host", "report",
+                                       "notify")),
     ("Output", ("as_json", "follow", "version", "help")),
 )
 

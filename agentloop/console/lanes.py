@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -17,6 +18,7 @@ from agentloop.run.events import (
     AgentStarted,
     CheckStarted,
     Event,
+    LaneHeld,
     RunFinished,
     TaskStarted,
 )
@@ -64,6 +66,10 @@ class Lanes:
                 lane.tool_calls = lane.turns = 0
                 lane.doing = (f"check: {event.command}" if isinstance(event, CheckStarted)
                               else "reviewer starting" if event.role == "reviewer" else "starting")
+            elif isinstance(event, LaneHeld):
+                until = time.strftime("%H:%M", time.localtime(event.until))
+                lane.since, lane.beat_at, lane.doing = now, 0.0, f"held: usage limit until {until}"
+                lane.tool_calls = lane.turns = 0
             elif isinstance(event, AgentActivity):
                 lane.doing = event.tool or event.text
                 if self._here:

@@ -36,6 +36,8 @@ from agentloop.run.events import (
 )
 from agentloop.run.lane_tag import LaneNote, lane
 from agentloop.state.receipts import money
+from agentloop.state.status import AttemptOutcome as O
+from agentloop.state.status import TaskStatus as S
 
 
 def live_allowed(out: IO[str]) -> bool:
@@ -189,14 +191,14 @@ def retry_line(event: RetryDecided) -> str:
 
 def finished_line(event: TaskFinished) -> str | None:
     """How a task ended, where a line says more than the lines before it."""
-    if event.status == "unapproved":
+    if event.status == S.UNAPPROVED:
         kept = f"; its change {event.change_id[:12]} is kept" if event.change_id else ""
         return f"  task {event.index} unapproved: {event.error}{kept}"
-    if event.status in ("failed", "blocked"):
+    if event.status in (S.FAILED, S.BLOCKED):
         return f"  task {event.index} {event.status}: {event.error}"
-    if event.status == "completed" and event.change_id:
+    if event.status == S.COMPLETED and event.change_id:
         return f"  change {event.change_id[:12]}: {event.files} file(s) changed"
-    if event.status == "completed" and event.empty:
+    if event.status == S.COMPLETED and event.empty:
         return "  completed, but the task changed no files (no change recorded)"
     return None
 
@@ -238,9 +240,9 @@ def review_line(event: ReviewStarted | ReviewVerdict, spent: str = "") -> str:
     if isinstance(event, ReviewStarted):
         return f"  review {event.round}/{event.rounds}: reviewer checking…"
     cost = f" ({spent})" if spent else ""
-    if event.verdict == "approved":
+    if event.verdict == O.APPROVED:
         return f"  review {event.round}/{event.rounds}: approved{cost}"
-    if event.verdict == "feedback":
+    if event.verdict == O.FEEDBACK:
         first = next((x.strip() for x in event.text.splitlines() if x.strip()), "")
         return f"  review {event.round}/{event.rounds}: feedback: {first[:200]}{cost}"
     then = ((f"running it again in {duration(event.wait_seconds)}" if event.wait_seconds

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from agentloop.state import receipts
 from agentloop.state.receipts import money
 from agentloop.state.schema import State, TaskState
+from agentloop.state.status import TaskStatus as S
 from agentloop.state.store import DIRNAME
 
 if TYPE_CHECKING:  # for the types only: --status imports none of the run's modules
@@ -58,7 +59,7 @@ def status_text(view: StatusView, cwd: Path) -> str:
     """--status: counts by status, then one line per task, then receipts."""
     state, root = view.state, view.project.root
     show = _shower(root, cwd)
-    counts = dict(Counter(t.status for t in state.tasks))
+    counts = dict(Counter(str(t.status) for t in state.tasks))
     total = receipts.of_state(state)
     lines = [view.note] if view.note else []
     lines.append(f"{state.task_file}: {len(state.tasks)} task(s): "
@@ -75,10 +76,10 @@ def status_text(view: StatusView, cwd: Path) -> str:
         lines.append(f"{t.index:>4} {t.status:<11} {runs} run(s)  {change:<12} "
                      f"{money(t.cost_usd):>9}  {t.group} > {t.summary}"
                      + (f"\n       log: {show(t.log)}" if t.log else "")
-                     + (f"\n       error: {t.error}" if t.error and t.status != "completed"
+                     + (f"\n       error: {t.error}" if t.error and t.status != S.COMPLETED
                         else "")
                      + ("\n       feedback: " + t.feedback.replace("\n", "\n         ")
-                        if t.feedback and t.status == "unapproved" else "")
+                        if t.feedback and t.status == S.UNAPPROVED else "")
                      + _checks_line(t))
     lines += lane_lines(state)
     for index in view.lost:
@@ -96,10 +97,10 @@ def status_text(view: StatusView, cwd: Path) -> str:
 
 def lane_lines(state: State) -> list[str]:
     """Which groups work now (a parallel run), and what each group that waits waits for."""
-    working = list(dict.fromkeys(t.group for t in state.tasks if t.status == "running"))
+    working = list(dict.fromkeys(t.group for t in state.tasks if t.status == S.RUNNING))
     lines = [f"working: {', '.join(working)}"] if len(working) > 1 else []
     for group, needs in state.depends.items():
-        left = [g for g in needs if any(t.group == g and t.status not in ("completed", "skipped")
+        left = [g for g in needs if any(t.group == g and t.status not in (S.COMPLETED, S.SKIPPED)
                                         for t in state.tasks)]
         if left and group not in working:
             lines.append(f"waiting: {group} waits for {', '.join(left)}")
@@ -118,9 +119,9 @@ def overview_text(root: Path, plans: list[PlanLine], cwd: Path) -> str:
             lines.append(f"{where}: cannot read: {plan.error}")
             continue
         c = plan.counts
-        done = c.get("completed", 0) + c.get("skipped", 0)
-        pending = sum(c.get(s, 0) for s in ("pending", "running", "interrupted"))
-        others = "".join(f", {n} {s}" for s, n in c.items() if s in ("blocked", "unapproved"))
+        done = c.get(S.COMPLETED, 0) + c.get(S.SKIPPED, 0)
+        pending = sum(c.get(s, 0) for s in (S.PENDING, S.RUNNING, S.INTERRUPTED))
+        others = "".join(f", {n} {s}" for s, n in c.items() if s in (S.BLOCKED, S.UNAPPROVED))
         lines.append(f"{shown(plan.task_file, root, cwd)}: {sum(c.values())} task(s), {done} "
                      f"done, {c.get('failed', 0)} failed, {pending} pending{others}; cost "
                      f"{money(plan.cost_usd, plan.cost_known)}; state in {where}")
@@ -152,7 +153,7 @@ def _checks_line(task: TaskState) -> str:
 
 
 def _empty(task: TaskState) -> bool:
-    return task.status == "completed" and not task.files and not task.change_id
+    return task.status == S.COMPLETED and not task.files and not task.change_id
 
 
 def status_json(view: StatusView) -> dict[str, Any]:
@@ -162,7 +163,7 @@ def status_json(view: StatusView) -> dict[str, Any]:
     return {"schema": SCHEMA, "task_file": state.task_file, "task_file_hash": state.task_file_hash,
             "vcs": state.vcs, "agent": state.agent, "note": view.note, "lost": list(view.lost),
             "budget": state.remembered.get("budget"),
-            "counts": dict(Counter(t.status for t in state.tasks)),
+            "counts": dict(Counter(str(t.status) for t in state.tasks)),
             "cost_usd": total.cost_usd, "cost_known": total.cost_known,
             "receipts": {"total": total.to_json(),
                          "groups": {g: r.to_json() for g, r in receipts.by_group(state).items()},

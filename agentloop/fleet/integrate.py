@@ -27,12 +27,11 @@ from agentloop.run.lane_tag import LaneNote
 from agentloop.state import receipts
 from agentloop.state.project import Project, load_plan
 from agentloop.state.schema import State, TaskState, from_bytes
+from agentloop.state.status import KEPT, SETTLED, check
+from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import carry
-from agentloop.vcs.mainline import GitMainLine
+from agentloop.vcs.choose import open_main_line
 from agentloop.vcs.workspaces import lane_name
-
-DONE = ("completed", "skipped", "unapproved")
-LANDS = ("completed", "unapproved")
 
 
 @dataclass(frozen=True)
@@ -77,12 +76,12 @@ def integrate(project: Project, plan: TaskFile, options: RunOptions, emit: Emit)
     state.vcs = state.vcs or repo.kind
     # Your own edits on a file a task changes would make a landing wait; here that stops the
     # integration instead (saying which files), since nobody may be there to commit them.
-    main = GitMainLine(project.root, onto_ref(repo), on_wait=lambda text: emit(LaneNote(text)),
-                       stopping=lambda: True)
+    main = open_main_line("git", project.root, on_wait=lambda text: emit(LaneNote(text)),
+                          stopping=lambda: True, ref=onto_ref(repo))
     names = groups.in_order([t.group for t in plan.tasks])
     slug = carry.plan_slug(project.task_file_name)
     landed = carry.sources(repo, main.ref)
-    reports, spent = [], []
+    reports = []
     for number, name in enumerate(names, 1):
         lane = lane_name(number, name)
         job = _job_state(repo, remote, carry.state_branch(slug, lane), state)
@@ -93,13 +92,14 @@ def integrate(project: Project, plan: TaskFile, options: RunOptions, emit: Emit)
             continue
         state.agent = state.agent or job.agent
         mine = [t for t in job.tasks if t.group == name]
-        spent += mine
         replay = GroupReplay(project, state, options, emit, main, repo, lane, name, slug)
         reports.append(_group(replay, number, branch, mine, landed))
     if repo.kind == "jj":
         _jj_follow(repo, main.ref.removeprefix("refs/heads/"), state)
     project.store.save(state)
-    total = receipts.total(spent)
+    # The merged state's total, counted as --status counts it: the jobs' runs, this
+    # integration's conflict sessions, and whatever this clone's plan had spent before.
+    total = receipts.of_state(state)
     return Integrated(project, state, main.ref.removeprefix("refs/heads/"), tuple(reports),
                       total.cost_usd, total.cost_known, options.budget)
 
@@ -143,18 +143,18 @@ def _group(replay: GroupReplay, number: int, branch: str, tasks: list[TaskState]
            landed: dict[str, str]) -> GroupReport:
     """Merge a group's records; land its tasks when the group is finished."""
     name, state = replay.name, replay.state
-    finished = all(t.status in DONE or (t.optional and t.status == "pending") for t in tasks)
+    finished = all(t.status in SETTLED or (t.optional and t.status == S.PENDING) for t in tasks)
     here = {t.index: state.tasks[t.index - 1] for t in tasks}
     if not finished:
         for t in tasks:
             _not_here(state, t, "done by its job, but its group is not finished")
-        left = sum(1 for t in tasks if t.status not in DONE)
+        left = sum(1 for t in tasks if t.status not in SETTLED)
         return GroupReport(number, name, branch, "unfinished",
                            detail=f"{left} of {len(tasks)} tasks not done: re-run its job")
     count, already = 0, 0
     for t in tasks:
         source = t.commit_id or t.change_id
-        if t.status not in LANDS or not source:
+        if t.status not in KEPT or not source:
             state.tasks[t.index - 1] = copy.deepcopy(t)
             continue
         if source in landed:
@@ -163,7 +163,7 @@ def _group(replay: GroupReplay, number: int, branch: str, tasks: list[TaskState]
             state.tasks[t.index - 1] = record
             already += 1
             continue
-        kept = here[t.index] if here[t.index].status == "conflicted" else None
+        kept = here[t.index] if here[t.index].status == S.CONFLICTED else None
         record = copy.deepcopy(t)
         state.tasks[t.index - 1] = record
         if kept is not None:  # an earlier integration left it for a person
@@ -189,8 +189,8 @@ def _not_here(state: State, task: TaskState, why: str) -> None:
     costs, done work shown as pending (with why) until it lands."""
     record = copy.deepcopy(task)
     record.change_id = record.commit_id = None
-    if record.status in LANDS:
-        record.status, record.error = "pending", why
+    if record.status in KEPT:
+        record.status, record.error = check(record.status, S.PENDING, record.index), why
     state.tasks[task.index - 1] = record
 
 
@@ -200,7 +200,7 @@ def _jj_follow(repo: carry.Repo, bookmark: str, state: State) -> None:
     repo.jj("git", "import")
     repo.jj("rebase", "-s", "@", "-d", bookmark)
     for task in state.tasks:
-        if task.status in LANDS and task.commit_id:
+        if task.status in KEPT and task.commit_id:
             code, out = repo.jj("log", "--no-graph", "-r", task.commit_id, "-T", "change_id",
                                 codes=(0, 1))
             if code == 0 and out.strip():

@@ -24,6 +24,7 @@ from agentloop.run.start import start_run
 from agentloop.state import receipts
 from agentloop.state.project import Project, load_plan
 from agentloop.state.schema import State, TaskState, from_bytes
+from agentloop.state.status import FINISHED, KEPT
 from agentloop.vcs import carry
 from agentloop.vcs.workspaces import lane_name
 
@@ -45,6 +46,9 @@ class Job:
     # session as files under the home of the machine that ran it, so the next task starts a
     # fresh one, given the plan's preamble and the learnings that travel with the state.
     elsewhere: frozenset[str] = frozenset()
+    # This plan's tasks whose commits, with their trailers, the history holds: another job's
+    # group, integrated. What `Depends on:` asks of a group in this fresh clone.
+    landed: frozenset[int] = frozenset()
 
     def push(self, state: State | None) -> None:
         """The group's branch and its state, to the remote, together."""
@@ -56,14 +60,14 @@ class Job:
         local = carry.tip(self.repo, f"refs/heads/{self.state_ref}")
         parent = local or carry.tip(self.repo, f"refs/remotes/{self.remote}/{self.state_ref}")
         if parent is None or carry.read_file(self.repo, parent, carry.STATE_FILE) != text:
-            done = sum(1 for t in state.tasks if t.group == self.group and t.status in DONE)
+            done = sum(1 for t in state.tasks if t.group == self.group and t.status in FINISHED)
             files = {carry.STATE_FILE: text, **self._learned()}
             carry.record(self.repo, self.state_ref, files,
                          f"agent-loop state: {self.group} ({done} done)", parent)
         branches = [self.state_ref]
         if self.repo.kind == "jj":
             last = [t.change_id for t in state.tasks
-                    if t.group == self.group and t.status in LANDS and t.change_id]
+                    if t.group == self.group and t.status in KEPT and t.change_id]
             if last:
                 self.repo.jj("bookmark", "set", self.work, "-r", last[-1], "--allow-backwards")
                 branches.insert(0, self.work)
@@ -86,9 +90,7 @@ class Job:
                        for t in state.tasks if t.group == self.group)
 
 
-DONE = ("completed", "skipped")
 LEARNINGS = "learnings.md"   # the agent's notes for later tasks: a fresh session reads them
-LANDS = ("completed", "unapproved")   # tasks whose change is kept
 
 
 def run_job(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
@@ -133,7 +135,22 @@ def open_job(project: Project, plan: TaskFile, options: RunOptions) -> Job:
               carry.state_branch(slug, lane))
     carry.fetch(repo, remote)
     _resume(job)
+    job.landed = landed_tasks(repo, slug)
     return job
+
+
+def landed_tasks(repo: carry.Repo, plan: str) -> frozenset[int]:
+    """The numbers of the tasks of `plan` whose commits (named by their Agent-Loop-Plan and
+    Agent-Loop-Task trailers) are in the history HEAD holds."""
+    code, out = repo.git("log", "--format=%(trailers:key=Agent-Loop-Plan,valueonly)%x00"
+                         "%(trailers:key=Agent-Loop-Task,valueonly)%x02", "HEAD",
+                         codes=(0, 128))
+    found = set()
+    for entry in out.split("\x02") if code == 0 else ():
+        names, _, numbers = entry.strip("\n").partition("\x00")
+        if plan in names.split() and numbers.strip().isdigit():
+            found.add(int(numbers.strip()))
+    return frozenset(found)
 
 
 def _resume(job: Job) -> None:
@@ -191,7 +208,7 @@ def _current_commits(repo: carry.Repo, tasks: list[TaskState]) -> None:
     (the run's end drops the empty base change under the first task), its commit does not,
     and `--integrate` reads the commits."""
     for task in tasks:
-        if task.status in LANDS and task.change_id:
+        if task.status in KEPT and task.change_id:
             code, out = repo.jj("log", "--no-graph", "-r", task.change_id, "-T", "commit_id",
                                 codes=(0, 1))
             if code == 0 and out.strip():
@@ -201,7 +218,7 @@ def _current_commits(repo: carry.Repo, tasks: list[TaskState]) -> None:
 def finished(job: Job, state: State) -> RunFinished:
     """The summary of a job whose group had nothing left to run (it only pushed)."""
     total = receipts.total([t for t in state.tasks if t.group == job.group])
-    counts = Counter(t.status for t in state.tasks if t.group == job.group)
+    counts = Counter(str(t.status) for t in state.tasks if t.group == job.group)
     return RunFinished(tuple(sorted(counts.items())), total.cost_usd, 0.0, "",
                        notes=(f"group {job.number} ({job.group}) has nothing left to run; its "
                               f"branch {job.work} and its state are on {job.remote}",),

@@ -7,6 +7,8 @@ the job's machine."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from agentloop.agents import make_agent
 from agentloop.options import RunOptions
 from agentloop.run import conflicts
@@ -17,8 +19,7 @@ from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project
 from agentloop.state.schema import State, TaskState
 from agentloop.vcs import Change, carry, relative_to, workspaces
-from agentloop.vcs.gitlane import LaneGit
-from agentloop.vcs.mainline import GitMainLine, IntegrationConflict
+from agentloop.vcs.choose import IntegrationConflict, MainLine, open_lane
 
 DIFF_LIMIT = 20_000   # characters of each diff a conflict session is shown
 INTRO = """\
@@ -43,11 +44,11 @@ class GroupReplay:
     """One group's replay: its worktree (made when first needed) and, for a conflict, a run."""
 
     def __init__(self, project: Project, state: State, options: RunOptions, emit: Emit,
-                 main: GitMainLine, repo: carry.Repo, lane: str, name: str, plan: str) -> None:
+                 main: MainLine, repo: carry.Repo, lane: str, name: str, plan: str) -> None:
         self.project, self.state, self.options, self.emit = project, state, options, emit
         self.main, self.repo, self.lane, self.name, self.plan = main, repo, lane, name, plan
         self.space: workspaces.Workspace | None = None
-        self.vcs: LaneGit | None = None
+        self.vcs: Any = None   # the group's git lane (agentloop.vcs.choose.open_lane)
 
     def land(self, task: TaskState, source: str, kept: bool) -> str | None:
         """Task `task`'s job commit `source` on the main line: the main line's new commit, or
@@ -94,17 +95,17 @@ class GroupReplay:
         if self.space is not None and not keep:
             workspaces.remove_git(self.project.root, self.space, drop_branch=True)
 
-    def _open(self, fresh: bool) -> LaneGit:
+    def _open(self, fresh: bool) -> Any:
         if self.vcs is None:
             self.space = workspaces.open_git(self.project.root, self.lane, self.main.tip(),
                                              fresh)
             rel = relative_to(self.project.task_file, self.project.root) or \
                 self.project.task_file.name
-            self.vcs = LaneGit(self.space.path, self.space.path / rel, self.main)
+            self.vcs = open_lane("git", self.main, self.space.path, self.space.path / rel)
             self.vcs.prepare()
         return self.vcs
 
-    def _run(self, vcs: LaneGit) -> Run:
+    def _run(self, vcs: Any) -> Run:
         name = choose_agent(self.options, None)
         agent = make_agent(name, self.options.agent_program,
                            sandbox=open_sandbox(self.project, self.options))

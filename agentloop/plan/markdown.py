@@ -31,7 +31,7 @@ from agentloop.plan.legend import why_note
 
 UNGROUPED = "(ungrouped)"
 OPEN = (" ", "-", "~", "/")      # to do; the last three say "in progress"
-DONE = ("x", "X")
+TICKED = ("x", "X")
 _TASK_HEADING = re.compile(r"task\s+\d+(?:\.\d+)*\b", re.IGNORECASE)
 _LABEL = re.compile(r"\*\*[^*\n]+\*\*\s*:|\*\*[^*\n]+:\*\*")
 _BODY = (block.Paragraph, block.FencedCode, block.CodeBlock, block.Quote, block.HTMLBlock)
@@ -188,7 +188,7 @@ class _Walk:
         item = self.section[2]
         item.text = "".join(self.pieces).strip("\n").rstrip()
         marks = [m for m in item.steps if m]
-        if marks and all(m in DONE for m in marks):
+        if marks and all(m in TICKED for m in marks):
             item.marker = "x"   # every step ticked: the section is done
         self.out.items.append(item)
         self.section, self.pieces = None, []
@@ -236,7 +236,7 @@ class _Walk:
             line = self.lines.of(start)
             if self._note(line, body, marker) or self._fold(line, body, start, end):
                 continue
-            if marker is not None and marker not in OPEN + DONE:
+            if marker is not None and marker not in OPEN + TICKED:
                 self.out.warnings.append(f"line {line}: unknown box [{marker}]; read as to do")
             self._first_task(self.group_start if self.grouped else start)
             self.last = Item(self.group, line, body, marker, optional)

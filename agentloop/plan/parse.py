@@ -12,7 +12,6 @@ import re
 import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
-
 from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import TaskFileError
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
 # The markdown reader (marko) is imported when a file is parsed, not with this module: a plan
 # whose hash the state already holds is never parsed (agentloop.state.project), and --status
 # of it should not pay for marko. Names readers of plans take from here come on first use.
-_FROM_MARKDOWN = ("DONE", "UNGROUPED", "Reading", "_Parser", "_SpannedListItem", "read")
+_FROM_MARKDOWN = ("TICKED", "UNGROUPED", "Reading", "_Parser", "_SpannedListItem", "read")
 
 SUMMARY_LIMIT = 60
 GROUP_SLUG_LIMIT = 30
@@ -86,13 +85,13 @@ def read_text(text: str) -> tuple[tuple[Task, ...], Reading]:
     """The tasks, and the rest of the reading (notes, warnings, checks, context)."""
     # marko also turns CRLF and CR into LF; doing it first keeps its offsets equal to ours.
     from agentloop.plan.groups import numbered
-    from agentloop.plan.markdown import DONE, read
+    from agentloop.plan.markdown import TICKED, read
 
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     reading = read(text)
     checks = reading.checks
     names = numbered(item.group for item in reading.items)
-    tasks = tuple(replace(_task(index, name, item.line, item.text, item.marker in DONE),
+    tasks = tuple(replace(_task(index, name, item.line, item.text, item.marker in TICKED),
                           optional=item.optional, parts=tuple(item.parts),
                           checks=tuple(dict.fromkeys(checks.get(None, []) +
                                                      checks.get(item.group, []))))

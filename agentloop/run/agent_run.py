@@ -44,6 +44,8 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
     attempt = ledger.new_run(task, change, number, run.project.store.relative(log),
                              resume is not None, iteration, role, round_)
     run.save(task)
+    if run.lane:  # a limit another lane met holds every lane's next request: held, not started
+        hold(run)
     run.emit(AgentStarted(str(log), resume, run.agent.name, role))
     request = AgentRun(prompt=clean(prompt), model=run.model(role), cwd=run.cwd,
                        log=log, raw_log=log.with_suffix(".jsonl"), resume=resume,
@@ -51,8 +53,6 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
                        timeout=run.options.task_timeout, budget_usd=run.options.task_budget,
                        read_only=role == "reviewer",
                        before=ledger.session_totals(run.state, resume, task))
-    if run.lane:  # a limit another lane met holds every lane's next request
-        hold(run)
     began = run.clock.monotonic()
     result = run.agent.run(request, lambda now: run.emit(
         AgentActivity(now.text, now.tool, now.tool_calls, now.turns)))

@@ -22,6 +22,8 @@ from agentloop.run.fixes import Outcome
 from agentloop.run.selection import commit_message, resume_session
 from agentloop.run.verify import task_checks, verify
 from agentloop.state.schema import TaskState, now
+from agentloop.state.status import AttemptOutcome as O
+from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import Change
 
 RETRY_NOTE = ("Note: an earlier attempt at this task was stopped before it finished, and its "
@@ -80,15 +82,15 @@ def _review_rounds(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
         verdict = review.judge(run, task, outcome, round_, feedback)
         if isinstance(verdict, str):
             task.feedback = feedback
-            return replace(outcome, status="unapproved",
+            return replace(outcome, status=S.UNAPPROVED,
                            note=f"the reviewer failed twice in round {round_}: {verdict}")
         if verdict.approved:
             return outcome
-        outcome.attempt.outcome, feedback = "feedback", verdict.feedback
+        outcome.attempt.outcome, feedback = O.FEEDBACK, verdict.feedback
         run.save(task)
         if round_ == rounds:
             task.feedback = feedback
-            return replace(outcome, status="unapproved",
+            return replace(outcome, status=S.UNAPPROVED,
                            note=f"not approved after {rounds} review round{'s' * (rounds > 1)}")
         outcome = review.fix(run, task, outcome, round_, feedback)
         if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
@@ -102,7 +104,7 @@ def first_prompt(run: Run, task: TaskState, hint: str, resume: str | None) -> st
     """The attempt's prompt: the task, notes about earlier attempts, and for a fresh session
     the plan's context and the learnings so far."""
     prompt = task.task
-    if task.history and task.history[-1].outcome in ("interrupted", "running"):
+    if task.history and task.history[-1].outcome in (O.INTERRUPTED, O.RUNNING):
         prompt = RETRY_NOTE + prompt
     if hint:
         prompt += (f"\n\nAn earlier attempt at this task failed ({task.error}). "
@@ -124,7 +126,7 @@ def _next_number(task: TaskState) -> int:
     failure after the whole run was stopped), which was no attempt: its rerun keeps that one's
     number (its log is `…-run2.log`)."""
     firsts = [a for a in task.history if a.iteration == 1 and not a.round]
-    if firsts and firsts[-1].outcome in ("limited", "paused"):
+    if firsts and firsts[-1].outcome in (O.LIMITED, O.PAUSED):
         return firsts[-1].number
     return len(firsts) + 1
 
@@ -149,7 +151,7 @@ def _develop(run: Run, task: TaskState, change: Change, prompt: str, resume: str
             spent = replace(result, ok=False, error=f"not complete after {iterations} "
                             "iterations (no TASK_COMPLETE)")
             return Outcome(attempt, change, spent, report)
-        attempt.outcome = "continued"
+        attempt.outcome = O.CONTINUED
         run.save(task)
         resume = result.session_id
         prompt = CONTINUE_PROMPT.format(progress=report.progress or "(none reported)")
@@ -161,13 +163,13 @@ def _abandon(run: Run, task: TaskState, change: Change, number: int,
     """Stopped midway: not the task's attempt. Its change goes now, so edits the user makes
     before the next run stay theirs."""
     interrupted = isinstance(exc, (Interrupted, KeyboardInterrupt))
-    outcome = "interrupted" if interrupted else (
-        "blocked" if isinstance(exc, AgentBlocked) else "stopped")
+    outcome = O.INTERRUPTED if interrupted else (
+        S.BLOCKED if isinstance(exc, AgentBlocked) else O.STOPPED)
     if not interrupted:
         for done in task.history:  # runs that ended well were stopped by what came after
-            if done.number == number and done.outcome == "running" and done.exit_code is not None:
-                done.outcome = "stopped"
-    ledger.uncount(task, number, outcome, "interrupted" if interrupted else "pending",
+            if done.number == number and done.outcome == O.RUNNING and done.exit_code is not None:
+                done.outcome = O.STOPPED
+    ledger.uncount(task, number, outcome, O.INTERRUPTED if interrupted else S.PENDING,
                    str(exc) or "interrupted")
     run.save(task)
     ledger.drop(run, task, change, number)

@@ -20,8 +20,9 @@ from agentloop.run.context import Run
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.verify import check_log, task_checks
 from agentloop.state.schema import Attempt, TaskState
+from agentloop.state.status import AttemptOutcome as O
 from agentloop.vcs import Change
-from agentloop.vcs.mainline import IntegrationConflict
+from agentloop.vcs.choose import IntegrationConflict
 
 ROUNDS = 2
 PROMPT = """\
@@ -82,7 +83,7 @@ def resolve(run: Run, task: TaskState, change: Change, session: str | None,
         fixing, result = run_agent(run, task, change, prompt, number, session,
                                    round_=round_, kind="conflict")
         session = result.session_id or session
-        fixing.outcome = "resolved" if result.ok else "failed"
+        fixing.outcome = O.RESOLVED if result.ok else O.FAILED
         if not result.ok or vcs.markers_left(files) or not _checks_pass(run, task, number,
                                                                          round_):
             continue

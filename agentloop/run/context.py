@@ -28,6 +28,8 @@ class Tally:
     limit_waits: int = 0
     failed_in_row: list[int] = field(default_factory=list)
     planned: tuple[int, ...] = ()     # the tasks this run takes, in order
+    # Tasks the user removed from the plan while the run worked: not started, not counted.
+    dropped: set[int] = field(default_factory=set)
 
 
 class Shared:
@@ -40,6 +42,8 @@ class Shared:
         self._halt = threading.Event()
         self.paused_until = 0.0     # clock.time() before which no agent run starts
         self.limit_waits = 0        # usage-limit waits of the whole run, across lanes
+        # The controller's answer, asked by a lane before each task: may it start now?
+        self.may_start: Callable[[TaskState], bool] | None = None
 
     def halt(self) -> None:
         """Start no new task anywhere; running ones finish."""
@@ -55,6 +59,8 @@ class FleetJob(Protocol):
 
     # Sessions kept on another machine (a job resumed elsewhere): never resumed here.
     elsewhere: frozenset[str]
+    # Tasks of this plan whose commits the history holds (`Depends on:` in a fresh clone).
+    landed: frozenset[int]
 
     def push(self, state: State) -> None:
         """After each task is settled: the group's branch and state, to the remote."""

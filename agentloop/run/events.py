@@ -117,6 +117,15 @@ class LimitWait:
 
 
 @dataclass(frozen=True)
+class LaneHeld:
+    """A parallel run's lane waits, before its next agent run, for a usage limit that another
+    lane met (or it met itself) to reset: held, not running."""
+
+    until: float         # unix seconds
+    lane: str = ""
+
+
+@dataclass(frozen=True)
 class LimitWaitOver:
     """The wait for a usage limit ended; the run goes on."""
 
@@ -236,7 +245,7 @@ class RunFinished:
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,
               ChangeAbandoned, RetryDecided, LimitWait, LimitWaitOver, MessageDistilled,
               TaskFinished, RunFinished, ReviewStarted, ReviewVerdict, CheckStarted,
-              CheckFinished, ChecksDone, HookFinished, LaneNote]
+              CheckFinished, ChecksDone, HookFinished, LaneNote, LaneHeld]
 Emit = Callable[[Event], None]
 
 # events.jsonl: every event is one JSON object a line: {"v": SCHEMA_VERSION, "type": <class name>,

@@ -14,6 +14,8 @@ from agentloop.run.final_message import Report
 from agentloop.run.final_message import parse as parse_report
 from agentloop.run.waits import classify, wait_for_limit
 from agentloop.state.schema import Attempt, TaskState, now
+from agentloop.state.status import AttemptOutcome as O
+from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import Change
 
 
@@ -31,7 +33,7 @@ class Outcome:
     change: Change
     result: AgentResult
     report: Report
-    status: str = "completed"
+    status: str = S.COMPLETED
     note: str | None = None
     checks: tuple[CheckRun, ...] = ()
     failure: Failure | None = None
@@ -55,6 +57,6 @@ def fix_run(run: Run, task: TaskState, outcome: Outcome, prompt: str, round_: in
         failure = classify(run, result)
         if failure.kind != LIMIT:
             return replace(outcome, attempt=record, result=result, report=Report())
-        record.outcome, record.reason = "limited", failure.reason
+        record.outcome, record.reason = O.LIMITED, failure.reason
         run.save(task)
         wait_for_limit(run, failure)

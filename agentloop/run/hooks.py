@@ -42,6 +42,7 @@ from agentloop.run.events import (
 from agentloop.run.summary import exit_code
 from agentloop.state.project import Project
 from agentloop.state.schema import STATUSES, now
+from agentloop.state.status import KEPT
 
 
 @dataclass
@@ -63,7 +64,7 @@ class Hooks:
                           "cost_usd": 0.0}
         elif isinstance(event, AgentFinished) and self._task:
             self._task["cost_usd"] += event.cost_usd
-        elif (isinstance(event, TaskFinished) and event.status in ("completed", "unapproved")
+        elif (isinstance(event, TaskFinished) and event.status in KEPT
               and self.options.on_task):
             task = {**self._task, "index": event.index, "status": event.status,
                     "change_id": event.change_id or None, "files": event.files,

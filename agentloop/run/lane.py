@@ -1,6 +1,7 @@
-"""One lane: a list of tasks run in order in one working copy, and the one decision after each
-attempt: done, retry, wait, or stop. A sequential run is one lane holding every pending task; a
-parallel run (agentloop.run.scheduler) gives each group a lane of its own.
+"""One lane: one group's tasks run in order in one working copy, and the one decision after each
+attempt: done, retry, wait, or stop. The controller (agentloop.run.controller) starts a lane per
+group, one at a time in the user's checkout or several at once in working copies of their own
+(agentloop.run.scheduler), and asks before each task whether it may start.
 
 Every status change is saved before the next step starts, so a kill at any moment leaves a state
 from which a re-run resumes: `running` or `interrupted` tasks run again, completed ones never do.
@@ -20,38 +21,43 @@ from agentloop.run import conflicts, ledger
 from agentloop.run.attempt import run_attempt
 from agentloop.run.checks import commit_line
 from agentloop.run.context import Run
-from agentloop.run.events import MessageDistilled, RetryDecided
+from agentloop.run.decisions import Decision, Failed, Retry, Stop, WaitFor
+from agentloop.run.events import MessageDistilled
 from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome
-from agentloop.run.retry import Advice
 from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline
 from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
 from agentloop.state.receipts import money, spent
-from agentloop.state.schema import Attempt, TaskState
+from agentloop.state.schema import TaskState
+from agentloop.state.status import AttemptOutcome as O
+from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import Change
-from agentloop.vcs.mainline import IntegrationConflict
+from agentloop.vcs.choose import IntegrationConflict
 
 # Transient failures of one task in a row before the run pauses instead of burning attempts.
 TRANSIENT_PAUSE = 3
 
 
 def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
-             checks_first: bool = True) -> None:
-    """Run `tasks` in order in this lane's working copy: one group's tasks in a parallel run,
-    every pending task of the plan in a sequential one. `begun` gets each task it starts;
-    `checks_first`: the user's checks run once before the first agent (a parallel run does that
-    once in the main checkout, before any lane starts)."""
+             checks_first: list[TaskState] | None = None) -> None:
+    """Run `tasks`, one group's, in order in this lane's working copy. `begun` gets each task
+    it starts (a run's first agent comes when it is empty); `checks_first`: the tasks whose
+    checks run once before the run's first agent, on the tree as left (a parallel run does that
+    once in the main checkout, before any lane starts: None)."""
     for position, task in enumerate(tasks):
         if position and run.options.sleep:
             run.clock.sleep(run.options.sleep)  # pacing; Ctrl+C ends it at once
         if run.shared.halted():
             return  # winding down: no new task starts
+        if run.shared.may_start is not None and not run.shared.may_start(task):
+            continue  # the controller says no: the run winds down, or the plan dropped it
         if recover(run, task):
             _settled_one(run)
             continue
-        if not begun and checks_first:  # before the first agent runs, on the tree as left
-            baseline(run, tasks[position:])
+        if not begun and checks_first is not None:  # before the run's first agent
+            baseline(run, [t for t in checks_first if t.index >= task.index
+                           or t.group != task.group])
         begun.append(task)
         _run_task(run, task)
         _settled_one(run)
@@ -66,23 +72,23 @@ def _settled_one(run: Run) -> None:
 
 def recover(run: Run, task: TaskState) -> bool:
     """Settle what an earlier run left of this task; True when that finished it."""
-    if task.status == "conflicted":  # kept by an earlier parallel run: landed first, now
+    if task.status == S.CONFLICTED:  # kept by an earlier parallel run: landed first, now
         ledger.complete(run, task, task.history[-1], conflicts.land_kept(run, task))
         return True
-    if task.status not in ("running", "interrupted"):
+    if task.status not in (S.RUNNING, S.INTERRUPTED):
         return False
-    done = run.vcs.recovered() if task.status == "running" else None
+    done = run.vcs.recovered() if task.status == S.RUNNING else None
     settled = getattr(run.vcs, "settled", None)  # a parallel run's jj lane
-    if done is None and settled is not None and task.status == "running":
+    if done is None and settled is not None and task.status == S.RUNNING:
         done = settled(task.change_id or "")
     if done is not None and task.history:
         # The earlier run committed this task and was killed before saving it as done.
         ledger.complete(run, task, task.history[-1], done)
         return True
     last = task.history[-1] if task.history else None
-    if task.status == "running" and last is not None and last.outcome == "running":
+    if task.status == S.RUNNING and last is not None and last.outcome == S.RUNNING:
         # Killed inside the agent: like Ctrl+C, that attempt does not count.
-        ledger.uncount(task, last.number, "interrupted", "interrupted", task.error or
+        ledger.uncount(task, last.number, S.INTERRUPTED, S.INTERRUPTED, task.error or
                        "the run was killed")
     # A task left running or interrupted has a change holding a partial attempt; drop it
     # so history keeps only attempts that counted.
@@ -95,7 +101,7 @@ def recover(run: Run, task: TaskState) -> bool:
 def _run_task(run: Run, task: TaskState) -> None:
     hint, fresh = "", False
     last = next((a for a in reversed(task.history) if a.role == "developer"), None)
-    if task.status == "failed" and last is not None:
+    if task.status == S.FAILED and last is not None:
         # A failed task run again on a later run: a fresh session, with the last advice.
         hint, fresh = last.hint or "", True
     transient, previous_error = 0, None
@@ -104,12 +110,14 @@ def _run_task(run: Run, task: TaskState) -> None:
         outcome = run_attempt(run, task, hint, fresh)
         if _settled(run, task, outcome):
             return
-        decision = _decide(run, task, outcome, transient, previous_error)
-        if decision is None:
+        decision = judge(run, task, outcome, transient, previous_error)
+        ledger.apply(run, task, outcome.attempt, decision)
+        if not _act(run, task, decision):
             return
-        if outcome.attempt.outcome in ("limited", "paused"):
+        if isinstance(decision, WaitFor):
             continue  # no attempt: run it again as it was, in the group's session, same hint
-        hint, transient, previous_error = decision
+        assert isinstance(decision, Retry)
+        hint, transient, previous_error = decision.hint, decision.transient, decision.error
         fresh = True
 
 
@@ -134,78 +142,59 @@ def _settled(run: Run, task: TaskState, outcome: Outcome) -> bool:
     return False
 
 
-def _decide(run: Run, task: TaskState, outcome: Outcome, transient: int,
-            previous_error: str | None) -> tuple[str, int, str | None] | None:
-    """After a failed attempt: (hint, transient failures in a row, error) to try again, or
-    None when the task is settled as failed. Waits and stops raise or sleep here."""
+def judge(run: Run, task: TaskState, outcome: Outcome, transient: int,
+          previous_error: str | None) -> Decision:
+    """What a failed attempt comes to (agentloop.run.decisions); no record changes here. The
+    retry advisor is asked here, when the rules leave it to the advisor."""
     attempt, result = outcome.attempt, outcome.result
     failure = outcome.failure or classify(run, result)
-    attempt.reason = failure.reason
     if failure.kind == BUDGET:
-        attempt.outcome = "budget"
-        attempt.reason = (f"cut short by its own budget (--task-budget "
-                          f"{run.options.task_budget:g} USD)")
-        _fail(run, task, attempt.reason)
-        return None
+        why = f"cut short by its own budget (--task-budget {run.options.task_budget:g} USD)"
+        return Failed(why, O.BUDGET, why)
     if excused_by_a_pause(run, result, failure):
-        ledger.uncount(task, attempt.number, "paused", "pending", failure.reason)
-        attempt.outcome = "paused"
-        run.save(task)
-        run.emit(RetryDecided(task.index, task.attempts, True, "paused",
-                              f"the whole run was stopped for {result.paused:.0f}s while the "
-                              f"agent worked, and the run failed after it ({failure.reason}): "
-                              "no attempt", "", "pause", 0.0))
-        return "", transient, previous_error
-    if failure.kind in (LIMIT, BLOCKING):
-        # Not the task's fault: not an attempt, and the task waits its turn again.
-        ledger.uncount(task, attempt.number, "limited" if failure.kind == LIMIT else "blocked",
-                       "pending", failure.reason)
-        attempt.outcome = "limited" if failure.kind == LIMIT else "blocked"
-        run.save(task)
-        if failure.kind == BLOCKING:
-            raise AgentBlocked(failure.reason)
-        wait_for_limit(run, failure)
-        return "", 0, previous_error
-    attempt.outcome, task.error = "failed", failure.reason
+        return WaitFor(O.PAUSED, failure.reason, paused=result.paused)
+    if failure.kind == BLOCKING:
+        return Stop(failure.reason, blocked=True, counted=False)
+    if failure.kind == LIMIT:
+        return WaitFor(O.LIMITED, failure.reason, failure)
     if task.attempts >= run.options.max_attempts:
-        _fail(run, task, f"{failure.reason} (gave up after {task.attempts} attempts)")
-        return None
+        return Failed(f"{failure.reason} (gave up after {task.attempts} attempts)",
+                      attempt_reason=failure.reason)
     if failure.kind == TRANSIENT:
         transient += 1
         if transient >= TRANSIENT_PAUSE:
-            task.status = "pending"
-            run.save(task)
-            raise RunStopped(f"paused: {transient} transient failures in a row on task "
-                             f"{task.index} ({failure.reason})")
-        wait = run.options.backoff * 2 ** (transient - 1)
-        _announce(run, task, attempt, Advice(True, failure.reason, "", "backoff"), "transient",
-                  wait)
-        run.clock.sleep(wait)
-        return "", transient, previous_error
+            return Stop(f"paused: {transient} transient failures in a row on task "
+                        f"{task.index} ({failure.reason})", error=failure.reason)
+        return Retry(failure.reason, failure.reason, "", "transient", failure.reason, "backoff",
+                     wait=run.options.backoff * 2 ** (transient - 1), transient=transient,
+                     error=previous_error)
     advice = run.advisor(task=task.task, attempt=task.attempts,
                          max_attempts=run.options.max_attempts, error=failure.reason,
-                         exit_code=result.exit_code, log_tail=_tail(run.project.root / (attempt.log or "")),
+                         exit_code=result.exit_code,
+                         log_tail=_tail(run.project.root / (attempt.log or "")),
                          previous_error=previous_error)
-    ledger.add_helper_cost(task, attempt, advice.cost_usd)
-    attempt.reason = f"{attempt.reason} | advice ({advice.source}): {advice.reason}"
-    _announce(run, task, attempt, advice, "other", 0.0)
+    said = Retry(f"{failure.reason} | advice ({advice.source}): {advice.reason}",
+                 failure.reason, advice.hint, "other", advice.reason, advice.source,
+                 error=failure.reason, helper_cost=advice.cost_usd)
     if not advice.retry:
-        _fail(run, task, advice.reason or failure.reason)
-        return None
-    return advice.hint, 0, failure.reason
+        return Failed(advice.reason or failure.reason, attempt_reason=said.reason,
+                      helper_cost=advice.cost_usd, advice=said)
+    return said
 
 
-def _fail(run: Run, task: TaskState, reason: str) -> None:
-    ledger.fail(run, task, reason)
-    run.tally.failed_in_row.append(task.index)
-
-
-def _announce(run: Run, task: TaskState, attempt: Attempt, advice: Advice, kind: str,
-              wait: float) -> None:
-    ledger.decided(attempt, advice.hint)
-    run.save(task)
-    run.emit(RetryDecided(task.index, task.attempts, advice.retry, kind, advice.reason,
-                          advice.hint, advice.source, wait))
+def _act(run: Run, task: TaskState, decision: Decision) -> bool:
+    """After the ledger applied a decision, what the lane does: wait, stop, or go on (True:
+    run the task again)."""
+    if isinstance(decision, Failed):
+        run.tally.failed_in_row.append(task.index)
+        return False
+    if isinstance(decision, Stop):
+        raise AgentBlocked(decision.reason) if decision.blocked else RunStopped(decision.reason)
+    if isinstance(decision, WaitFor) and decision.failure is not None:
+        wait_for_limit(run, decision.failure)
+    if isinstance(decision, Retry) and decision.wait:
+        run.clock.sleep(decision.wait)
+    return True
 
 
 def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
@@ -252,7 +241,7 @@ def _check_history(run: Run) -> None:
     switched it or abandoned a change stops the run before the next task is built on that."""
     # A generator: the git backend reads it only when HEAD moved behind its back.
     lost = run.vcs.missing(t.change_id for t in run.state.tasks
-                           if t.status in ("completed", "unapproved") and t.change_id)
+                           if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id)
     if lost:
         named = ", ".join(f"task {t.index} ({(t.change_id or '')[:12]})"
                           for t in run.state.tasks if t.change_id in lost)

@@ -1,4 +1,7 @@
-"""Every change to a task's record and its attempts happens here, and nowhere else.
+"""A task's status changes here, and only here in a run, each through the table of allowed
+changes (agentloop.state.status): `move`, and the steps built on it. The attempt records of a
+task (outcomes, costs, verdicts) are still also written by the attempt's own steps (attempt,
+review, fixes, conflicts, lane), through the functions here where there is one.
 
 The rules that crash safety rests on live here once:
 - an attempt is counted when it opens (`open_attempt`), so a kill at any later instant leaves a
@@ -17,16 +20,51 @@ from typing import Sequence
 from agentloop.agents import AgentResult, Totals
 from agentloop.run.checks import CheckRun, as_record
 from agentloop.run.context import Run
-from agentloop.run.events import ChangeAbandoned, TaskFinished
+from agentloop.run.decisions import Decision, Failed, Retry, Stop, WaitFor
+from agentloop.run.events import ChangeAbandoned, RetryDecided, TaskFinished
 from agentloop.state.receipts import usd
 from agentloop.state.schema import Attempt, State, TaskState, now
+from agentloop.state.status import AttemptOutcome as O
+from agentloop.state.status import TaskStatus, check
+from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import Change
+
+
+def move(task: TaskState, status: str) -> TaskStatus:
+    """Set the task's status, refusing (as a bug) a change the table in state.status forbids."""
+    task.status = check(task.status, status, task.index)
+    return task.status
+
+
+def requeue(task: TaskState) -> None:
+    """The task waits its turn again (a pause of the whole run), its open attempt closed."""
+    move(task, S.PENDING)
+
+
+def again(task: TaskState) -> None:
+    """--again: the task runs once more, in a new change, with new attempts; its earlier
+    change stays in history (and in the task's records)."""
+    move(task, S.PENDING)
+    task.attempts, task.error, task.feedback = 0, None, None
+    task.change_id = task.commit_id = None
+    task.stalled_runs = 0
+
+
+def skip(task: TaskState) -> None:
+    """The user ticked the task in the plan while the run worked: it does not run."""
+    move(task, S.SKIPPED)
+
+
+def reword(task: TaskState, text: str, summary: str) -> None:
+    """The user reworded the task before it started: it runs as it reads now."""
+    task.task, task.summary = text, summary
 
 
 def open_attempt(task: TaskState, change: Change) -> None:
     """A new attempt of `task` begins in `change`: it counts from this instant."""
     task.attempts += 1
-    task.status, task.started_at, task.finished_at = "running", now(), None
+    move(task, S.RUNNING)
+    task.started_at, task.finished_at = now(), None
     task.change_id, task.commit_id = change.change_id or None, change.commit_id or None
     task.error = None
 
@@ -100,10 +138,11 @@ def uncount(task: TaskState, number: int, outcome: str, status: str, reason: str
     """Attempt `number` does not count: its unfinished runs end as `outcome`, the task waits
     its turn again as `status` (interrupted or pending)."""
     for record in task.history:
-        if record.number == number and record.outcome == "running":
+        if record.number == number and record.outcome == O.RUNNING:
             record.outcome = outcome
             record.finished_at = record.finished_at or now()
-    task.status, task.error = status, reason
+    move(task, status)
+    task.error = reason
     task.attempts = max(0, task.attempts - 1)
 
 
@@ -124,9 +163,9 @@ def drop(run: Run, task: TaskState, change: Change, number: int | None = None) -
 
 
 def complete(run: Run, task: TaskState, attempt: Attempt, done: Change,
-             status: str = "completed", note: str | None = None) -> None:
+             status: str = S.COMPLETED, note: str | None = None) -> None:
     """The task is done (or unapproved, its change kept) in the change `done`."""
-    task.status = attempt.outcome = status
+    attempt.outcome = move(task, status)
     task.change_id = attempt.change_id = done.change_id or None
     task.commit_id = attempt.commit_id = done.commit_id or None
     task.files, task.error = list(done.files), note
@@ -138,7 +177,8 @@ def complete(run: Run, task: TaskState, attempt: Attempt, done: Change,
 
 def fail(run: Run, task: TaskState, reason: str) -> None:
     """The task failed for good in this run (out of attempts, or the advisor said stop)."""
-    task.status, task.error, task.files = "failed", reason, []
+    move(task, S.FAILED)
+    task.error, task.files = reason, []
     if task.history:
         task.history[-1].finished_at = now()
     task.finished_at = now()
@@ -149,7 +189,7 @@ def fail(run: Run, task: TaskState, reason: str) -> None:
 def blocked(run: Run, task: TaskState, attempt: Attempt, reason: str,
             session: str | None) -> None:
     """The agent said it cannot do this task without a person; the group's chain goes on."""
-    attempt.outcome = task.status = "blocked"
+    attempt.outcome = move(task, S.BLOCKED)
     task.error = attempt.reason = reason
     task.session_id = session
     task.finished_at = now()
@@ -161,7 +201,7 @@ def conflicted(run: Run, task: TaskState, attempt: Attempt, commit: str, reason:
                session: str | None) -> None:
     """A parallel run's task whose change does not fit the main line: kept (on its lane's
     branch) for a person, neither done nor failed; the next run tries to land it again."""
-    task.status = attempt.outcome = "conflicted"
+    attempt.outcome = move(task, S.CONFLICTED)
     task.change_id = task.commit_id = attempt.change_id = attempt.commit_id = commit
     task.error = attempt.reason = reason
     task.session_id = session
@@ -172,7 +212,8 @@ def conflicted(run: Run, task: TaskState, attempt: Attempt, commit: str, reason:
 
 def stopped(task: TaskState, attempt: Attempt, reason: str) -> None:
     """The agent reported an error so grave that the run stops; the task waits its turn."""
-    attempt.outcome, task.status = "stopped", "pending"
+    attempt.outcome = O.STOPPED
+    move(task, S.PENDING)
     task.error = attempt.reason = reason
 
 
@@ -182,3 +223,45 @@ def decided(attempt: Attempt, hint: str, reason: str | None = None) -> None:
     attempt.hint = hint or None
     if reason is not None:
         attempt.reason = reason
+
+
+def apply(run: Run, task: TaskState, attempt: Attempt, decision: Decision) -> None:
+    """A failed attempt's decision (agentloop.run.decisions), applied to the task's records:
+    saved once, said once (what the lane then does, wait or stop, is the lane's)."""
+    if isinstance(decision, WaitFor) or (isinstance(decision, Stop) and not decision.counted):
+        # Not the task's fault: not an attempt, and the task waits its turn again.
+        outcome = decision.outcome if isinstance(decision, WaitFor) else O.BLOCKED
+        attempt.reason = decision.reason
+        uncount(task, attempt.number, outcome, S.PENDING, decision.reason)
+        attempt.outcome = outcome
+        run.save(task)
+        if isinstance(decision, WaitFor) and decision.outcome == O.PAUSED:
+            run.emit(RetryDecided(task.index, task.attempts, True, "paused",
+                                  f"the whole run was stopped for {decision.paused:.0f}s while "
+                                  "the agent worked, and the run failed after it "
+                                  f"({decision.reason}): no attempt", "", "pause", 0.0))
+        return
+    if isinstance(decision, Failed):
+        attempt.outcome = decision.outcome or O.FAILED
+        attempt.reason = decision.attempt_reason or decision.reason
+        add_helper_cost(task, attempt, decision.helper_cost)
+        if decision.advice is not None:  # the advisor's no, said before the task fails
+            _said(run, task, attempt, decision.advice, False)
+        fail(run, task, decision.reason)
+        return
+    if isinstance(decision, Stop):  # too many transient failures in a row: the run pauses
+        attempt.outcome, task.error = O.FAILED, decision.error
+        attempt.reason = decision.error
+        requeue(task)
+        run.save(task)
+        return
+    attempt.outcome, task.error, attempt.reason = O.FAILED, decision.failure, decision.reason
+    add_helper_cost(task, attempt, decision.helper_cost)
+    _said(run, task, attempt, decision, True)
+
+
+def _said(run: Run, task: TaskState, attempt: Attempt, advice: Retry, retry: bool) -> None:
+    decided(attempt, advice.hint)
+    run.save(task)
+    run.emit(RetryDecided(task.index, task.attempts, retry, advice.kind, advice.advice,
+                          advice.hint, advice.source, advice.wait))

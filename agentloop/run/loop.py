@@ -1,17 +1,21 @@
-"""A run over the plan's pending tasks: one lane in order (the default), or up to --parallel K
-groups at once (agentloop.run.scheduler); the summary at the end, however it ended."""
+"""A run over the plan's pending tasks, driven by one controller (agentloop.run.controller)
+whatever --parallel K is; the summary at the end, however it ended."""
 
 from __future__ import annotations
+
+import dataclasses
 
 from agentloop.errors import AgentLoopError, Interrupted
 from agentloop.plan.depends import waves
 from agentloop.proc.signals import shielded
 from agentloop.run.context import Run
+from agentloop.run.controller import Controller
 from agentloop.run.events import RunFinished, RunStarted
-from agentloop.run.lane import run_lane
-from agentloop.run.selection import DONE, runnable
+from agentloop.run.selection import runnable
 from agentloop.run.summary import count_stalls, summarize
 from agentloop.state.schema import TaskState
+from agentloop.state.status import FINISHED
+from agentloop.state.status import TaskStatus as S
 
 
 def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ()) -> RunFinished:
@@ -29,18 +33,17 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
         pending.sort(key=lambda t: order.index(t.group))
     run.tally.planned = tuple(t.index for t in pending)
     done = sum(1 for t in run.state.tasks
-               if t.status in DONE and t.index not in run.tally.planned)
+               if t.status in FINISHED and t.index not in run.tally.planned)
     lanes = run.options.parallel if not only else 1
+    if lanes != run.options.parallel:
+        run = dataclasses.replace(run, options=dataclasses.replace(run.options, parallel=lanes))
     run.emit(RunStarted(len(pending), len(run.state.tasks), run.vcs.name, notes,
                         run.agent.name, done, lanes))
     run.save()
     stopped, begun = None, list[TaskState]()
+    controller = Controller(run, pending, begun)
     try:
-        if lanes > 1:
-            from agentloop.run.scheduler import run_parallel
-            run_parallel(run, pending, begun)
-        else:
-            run_lane(run, pending, begun)
+        controller.drive()
     except BaseException as exc:
         stopped = ("interrupted" if isinstance(exc, (Interrupted, KeyboardInterrupt))
                    else str(exc) or type(exc).__name__)
@@ -54,7 +57,9 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
                 stopped = stopped or str(exc)
             stalled = count_stalls(run, begun) + tuple(
                 f"task {t.index} is conflicted: it {t.error}" for t in run.state.tasks
-                if t.status == "conflicted")
-        summary = summarize(run, started, stopped, stalled, [t.index for t in pending])
+                if t.status == S.CONFLICTED)
+        planned = [t.index for t in pending if t.index not in run.tally.dropped]
+        summary = summarize(run, started, stopped, tuple(controller.news.notes) + stalled,
+                            planned)
         run.emit(summary)
     return summary

@@ -1,7 +1,7 @@
 """A rehearsal stays a rehearsal: its state is its own (`<plan folder>/rehearsal/`, started afresh
 each time), and its changes go to a working copy of its own (a git worktree on branch
-`agent-loop/rehearsal-…`, or a jj workspace; agentloop.vcs.private_copy), so the user's branch, working
-tree and the plan's real progress are left exactly as they were.
+`agent-loop/rehearsal-…`, or a jj workspace; agentloop.vcs.private_copy), so the user's branch,
+working tree and the plan's real progress are left exactly as they were.
 """
 
 from __future__ import annotations

@@ -33,6 +33,8 @@ from agentloop.run.fixes import Outcome, fix_run
 from agentloop.run.review_prompt import Verdict, cut_diff, fix_prompt, parse_verdict, review_prompt
 from agentloop.run.waits import classify, wait_for_limit
 from agentloop.state.schema import State, TaskState
+from agentloop.state.status import AttemptOutcome as O
+from agentloop.state.status import TaskStatus as S
 
 # Runs of a failing reviewer in one round, beyond the first, before the task is left unapproved
 # ("the reviewer failed twice").
@@ -43,7 +45,7 @@ def unapproved_notes(state: State) -> tuple[str, ...]:
     """For the run's summary: every unapproved task, its kept change and the last feedback."""
     notes = []
     for t in state.tasks:
-        if t.status != "unapproved":
+        if t.status != S.UNAPPROVED:
             continue
         change = (f"its change {t.change_id[:12]} is kept for you to judge" if t.change_id
                   else "it changed no files")
@@ -67,7 +69,7 @@ def judge(run: Run, task: TaskState, outcome: Outcome, round_: int,
                                    role="reviewer", round_=round_)
         if result.ok:
             verdict = parse_verdict(result.text)
-            record.verdict = record.outcome = "approved" if verdict.approved else "feedback"
+            record.verdict = record.outcome = O.APPROVED if verdict.approved else O.FEEDBACK
             record.reason = None if verdict.approved else verdict.feedback
             run.save(task)
             run.emit(ReviewVerdict(task.index, round_, rounds, record.verdict,
@@ -75,7 +77,7 @@ def judge(run: Run, task: TaskState, outcome: Outcome, round_: int,
             return verdict
         failure = classify(run, result)
         record.reason = failure.reason
-        record.outcome = {LIMIT: "limited", BLOCKING: "blocked"}.get(failure.kind, "failed")
+        record.outcome = {LIMIT: O.LIMITED, BLOCKING: O.BLOCKED}.get(failure.kind, O.FAILED)
         run.save(task)
         if failure.kind == LIMIT:
             wait_for_limit(run, failure)

@@ -10,8 +10,8 @@ from agentloop.options import RunOptions, task_numbers
 from agentloop.plan import groups
 from agentloop.plan.markdown import UNGROUPED
 from agentloop.state.schema import State, TaskState
-
-DONE = ("completed", "skipped")
+from agentloop.state.status import FINISHED
+from agentloop.state.status import TaskStatus as S
 
 
 def previous_in_group(state: State, task: TaskState) -> TaskState | None:
@@ -19,7 +19,7 @@ def previous_in_group(state: State, task: TaskState) -> TaskState | None:
     for earlier in reversed(state.tasks[: task.index - 1]):
         if earlier.group != task.group:
             return None
-        if earlier.status != "skipped":
+        if earlier.status != S.SKIPPED:
             return earlier
     return None
 
@@ -31,9 +31,9 @@ def resume_session(state: State, task: TaskState) -> str | None:
     A failed task breaks the chain, so the next task starts fresh.
     """
     for earlier in reversed(state.tasks[: task.index - 1]):
-        if earlier.group != task.group or earlier.status == "failed":
+        if earlier.group != task.group or earlier.status == S.FAILED:
             return None
-        if earlier.status in ("completed", "blocked", "unapproved"):
+        if earlier.status in (S.COMPLETED, S.BLOCKED, S.UNAPPROVED):
             return earlier.session_id
     return None
 
@@ -52,11 +52,17 @@ class PlanRow:
     checks: tuple[str, ...] = ()   # the checks that decide whether it is done
 
 
-def select(state: State, options: RunOptions) -> tuple[int, ...]:
+def select(state: State, options: RunOptions, landed: frozenset[int] = frozenset()
+           ) -> tuple[int, ...]:
     """The tasks --task or --group name (checked: each exists and can run, or is asked to run
-    --again), or () for a plain run of every runnable task. The same for --dry-run."""
+    --again), or () for a plain run of every runnable task. The same for --dry-run. `landed`:
+    tasks whose commits the history holds though the state does not say so (a fleet job's
+    fresh clone, where other jobs did them)."""
     if options.group is not None:
-        return _group(state, options)
+        chosen = _group(state, options)
+        if not options.ignore_deps:
+            _refuse_unmet(state, state.tasks[chosen[0] - 1].group, landed)
+        return chosen
     chosen = task_numbers(options.task)
     for index in chosen:
         check_single(state, index, options.max_attempts, options.again)
@@ -69,7 +75,7 @@ def _group(state: State, options: RunOptions) -> tuple[int, ...]:
     number = groups.in_order([t.group for t in state.tasks]).index(name) + 1
     members = [t for t in state.tasks if t.group == name]
     if options.again:
-        chosen = [t for t in members if t.status != "skipped"
+        chosen = [t for t in members if t.status != S.SKIPPED
                   and (options.include_optional or not t.optional)]
     else:
         chosen = [t for t in members
@@ -80,17 +86,33 @@ def _group(state: State, options: RunOptions) -> tuple[int, ...]:
     return tuple(t.index for t in chosen)
 
 
+def unmet(state: State, group: str, landed: frozenset[int] = frozenset()) -> list[str]:
+    """The groups `group` waits for (`Depends on:`) that are not done: some task of theirs is
+    neither finished in the state nor landed in the history."""
+    return [g for g in state.depends.get(group, ())
+            if any(t.group == g and t.status not in FINISHED and t.index not in landed
+                   for t in state.tasks)]
+
+
+def _refuse_unmet(state: State, group: str, landed: frozenset[int]) -> None:
+    waits = unmet(state, group, landed)
+    if waits:
+        raise StateError(f"group {group!r} waits for {', '.join(repr(g) for g in waits)}, "
+                         "which is not done yet (Depends on:); run that first, or add "
+                         "--ignore-deps to start it anyway")
+
+
 def check_single(state: State, index: int, max_attempts: int, again_: bool) -> None:
     """--task N: N must exist and still be runnable (or be asked for --again)."""
     if index > len(state.tasks):
         raise StateError(f"there is no task {index}: the task file has {len(state.tasks)}")
     task = state.tasks[index - 1]
     if again_:
-        if task.status in ("running", "interrupted", "pending"):
+        if task.status in (S.RUNNING, S.INTERRUPTED, S.PENDING):
             raise StateError(f"task {index} is {task.status}; run it with --task {index} "
                              "(without --again)")
         return
-    if task.status in ("completed", "skipped"):
+    if task.status in (S.COMPLETED, S.SKIPPED):
         raise StateError(f"task {index} is {task.status} already; --task {index} --again runs "
                          "it once more in a new change")
     if exhausted(task, max_attempts):
@@ -131,17 +153,17 @@ def _row(task: TaskState, runs: bool, how: str) -> PlanRow:
 
 def _why_not(task: TaskState, max_attempts: int, include_optional: bool = False) -> str | None:
     """Why a plain run passes over this task, or None when it runs it."""
-    if task.status == "completed":
+    if task.status == S.COMPLETED:
         return "done"
-    if task.optional and not include_optional and task.status not in ("skipped",):
+    if task.optional and not include_optional and task.status not in (S.SKIPPED,):
         return "optional in the plan (`[ ]*`); --include-optional runs it"
-    if task.status == "skipped":
+    if task.status == S.SKIPPED:
         return "checked off in the task file"
     if exhausted(task, max_attempts):
         return f"failed after {task.attempts} attempts; --task {task.index} --again reruns it"
-    if task.status == "blocked":
+    if task.status == S.BLOCKED:
         return f"blocked ({task.error}); run it with --task {task.index}"
-    if task.status == "unapproved":
+    if task.status == S.UNAPPROVED:
         return (f"unapproved ({task.error}), its change kept; run it again with "
                 f"--task {task.index}")
     return None
@@ -149,14 +171,14 @@ def _why_not(task: TaskState, max_attempts: int, include_optional: bool = False)
 
 def exhausted(task: TaskState, max_attempts: int) -> bool:
     """A failed task that has used up its attempts is not run again (until --reset)."""
-    return task.status == "failed" and task.attempts >= max_attempts
+    return task.status == S.FAILED and task.attempts >= max_attempts
 
 
 def runnable(task: TaskState, max_attempts: int, include_optional: bool = False) -> bool:
     """Whether a plain run takes this task: not done, not used up, not reported blocked, not
     left unapproved by the reviewer (its change is kept for the user to judge), not optional
     unless asked for."""
-    return (task.status not in (*DONE, "blocked", "unapproved")
+    return (task.status not in (*FINISHED, S.BLOCKED, S.UNAPPROVED)
             and not exhausted(task, max_attempts)
             and (include_optional or not task.optional))
 

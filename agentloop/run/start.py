@@ -15,7 +15,7 @@ from agentloop.errors import AgentLoopError, StateError
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.plan.parse import TaskFile
-from agentloop.run import distill, rehearsal, remembered, retry
+from agentloop.run import distill, ledger, rehearsal, remembered, retry
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
@@ -23,7 +23,8 @@ from agentloop.run.selection import select
 from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project, load_plan, state_from
 from agentloop.state.reconcile import Reconciled
-from agentloop.state.schema import State, TaskState, now
+from agentloop.state.schema import State, now
+from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import STATE_DIR, Change
 from agentloop.vcs.choose import open_vcs
 from agentloop.vcs.preflight import preflight
@@ -50,7 +51,8 @@ class Admitted:
     vcs: str                        # the backend's kind, before auto is resolved
 
 
-def admit(project: Project, options: RunOptions, plan: TaskFile | None = None) -> Admitted:
+def admit(project: Project, options: RunOptions, plan: TaskFile | None = None,
+          landed: frozenset[int] = frozenset()) -> Admitted:
     """What a run refuses before it touches anything, the same for --dry-run (which calls it
     too): the options together, the plan and its state, the selection, the agent and the VCS
     as named against those the plan began with. Not the agent's program or the working tree:
@@ -69,7 +71,7 @@ def admit(project: Project, options: RunOptions, plan: TaskFile | None = None) -
     earlier = state if saved else None
     name = choose_agent(options, earlier)
     kind = vcs_kind(options.vcs, earlier)
-    chosen = replace(options, only=select(state, options))
+    chosen = replace(options, only=select(state, options, landed))
     return Admitted(state, saved, changes, chosen, name, kind)
 
 
@@ -96,7 +98,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
     if options.rehearse:  # its own state, its own working copy (agentloop.run.rehearsal)
         project, kind, task_file, rehearsed = rehearsal.prepare(project, options.vcs)
         notes += rehearsed
-    admitted = admit(project, options, plan)
+    admitted = admit(project, options, plan, job.landed if job is not None else frozenset())
     state, options = admitted.state, admitted.options
     box = open_sandbox(project, options)  # refuses here, before anything is changed
     if not options.rehearse:
@@ -131,8 +133,8 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
     state.agent = admitted.agent
     if options.again:
         for index in options.only:
-            if state.tasks[index - 1].status not in ("pending", "running", "interrupted"):
-                again(state.tasks[index - 1])
+            if state.tasks[index - 1].status not in (S.PENDING, S.RUNNING, S.INTERRUPTED):
+                ledger.again(state.tasks[index - 1])
     root = project.root
     learnings = Learnings(project.store.dir, project.task_file_name)
     run = Run(project, state, agent, vcs, options, emit, learnings,
@@ -198,14 +200,6 @@ def choose_agent(options: RunOptions, state: State | None) -> str:
                      f"--reset --agent {asked}")
 
 
-def again(task: TaskState) -> None:
-    """--again: the task runs once more, in a new change, with new attempts; its earlier
-    change stays in history (and in the task's records)."""
-    task.status, task.attempts, task.error, task.feedback = "pending", 0, None, None
-    task.change_id = task.commit_id = None
-    task.stalled_runs = 0
-
-
 def _open_changes(project: Project) -> list[Change]:
     """Changes of attempts an old state left open (running or interrupted), for --reset."""
     try:
@@ -214,7 +208,7 @@ def _open_changes(project: Project) -> list[Change]:
         return []
     return [Change(change_id=t.change_id, commit_id=t.commit_id or "")
             for t in (old.tasks if old else [])
-            if t.status in ("running", "interrupted") and t.change_id]
+            if t.status in (S.RUNNING, S.INTERRUPTED) and t.change_id]
 
 
 def vcs_kind(asked: str, state: State | None) -> str:

@@ -11,17 +11,18 @@ from agentloop.run.events import RunFinished
 from agentloop.state import receipts
 from agentloop.state.reconcile import reconcile
 from agentloop.state.schema import TaskState
+from agentloop.state.status import FINISHED
+from agentloop.state.status import TaskStatus as S
 
 # Runs of the tool in a row a task may start without completing before the summary flags it.
 STALL_RUNS = 3
 # What a task the run set out to run may end as, for the run to count as a success.
-FINE = ("completed", "skipped")
 
 
 def count_stalls(run: Run, begun: list[TaskState]) -> tuple[str, ...]:
     """Count the runs each started task has gone without completing; report the stuck ones."""
     for task in begun:
-        task.stalled_runs = 0 if task.status == "completed" else task.stalled_runs + 1
+        task.stalled_runs = 0 if task.status == S.COMPLETED else task.stalled_runs + 1
     try:
         run.save()
     except AgentLoopError:
@@ -40,9 +41,9 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
     from agentloop.run.review import unapproved_notes
 
     tasks = run.state.tasks
-    counts = Counter(t.status for t in tasks)
+    counts = Counter(str(t.status) for t in tasks)
     total = receipts.of_state(run.state)
-    unfinished = tuple(i for i in planned if tasks[i - 1].status not in FINE)
+    unfinished = tuple(i for i in planned if tasks[i - 1].status not in FINISHED)
     return RunFinished(counts=tuple(sorted(counts.items())),
                        tokens=tuple((k, getattr(total, k)) for k in receipts.TOKENS),
                        cost_usd=total.cost_usd,
@@ -53,7 +54,7 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
                        + (_empty_notes(run, planned) if run.vcs.name != "none" else ())
                        + _grown_notes(run),
                        unfinished=unfinished, cost_known=total.cost_known,
-                       completed=tuple(i for i in planned if tasks[i - 1].status == "completed"
+                       completed=tuple(i for i in planned if tasks[i - 1].status == S.COMPLETED
                                        and tasks[i - 1].change_id))
 
 
@@ -63,7 +64,7 @@ def _empty_notes(run: Run, planned: list[int]) -> tuple[str, ...]:
     return tuple(f"task {i} completed but changed no files; read "
                  f"{run.project.shown(tasks[i - 1].log or '')} "
                  "(--require-changes fails such a task)"
-                 for i in planned if tasks[i - 1].status == "completed"
+                 for i in planned if tasks[i - 1].status == S.COMPLETED
                  and not tasks[i - 1].files and not tasks[i - 1].change_id)
 
 
@@ -82,7 +83,7 @@ def _grown_notes(run: Run) -> tuple[str, ...]:
                 f"{exc}",)
     new = [*changes.added, *(i for i, _ in changes.edited)]
     # A line the agent reworded as it ticked it off is done, not new work.
-    if all(changes.tasks[i - 1].status != "pending" for i in new):
+    if all(changes.tasks[i - 1].status != S.PENDING for i in new):
         return ()
     return (f"{run.project.shown(run.state.task_file)} changed while this run worked "
             f"({changes.summary()}); run "

@@ -8,7 +8,7 @@ from agentloop.agents import OTHER, TRANSIENT, AgentResult, Failure
 from agentloop.errors import Interrupted, RunStopped
 from agentloop.proc import running
 from agentloop.run.context import Run
-from agentloop.run.events import LimitWait, LimitWaitOver
+from agentloop.run.events import LaneHeld, LimitWait, LimitWaitOver
 
 # A limit wait without a reset time backs off from `backoff` seconds, doubling, up to this.
 MAX_BACKOFF = 3600.0
@@ -74,7 +74,10 @@ def _wait_together(run: Run, failure: Failure) -> None:
 
 
 def hold(run: Run) -> None:
-    """Before any agent run of a parallel run's lane: wait out a limit another lane met."""
+    """Before any agent run of a parallel run's lane: wait out a limit another lane met, said
+    once as the lane's state (held, until when)."""
+    if run.shared.paused_until > run.clock.time():
+        run.emit(LaneHeld(run.shared.paused_until))
     while (left := run.shared.paused_until - run.clock.time()) > 0:
         if running.stopping():  # Ctrl+C: the main thread stops every lane
             raise Interrupted("interrupted")

@@ -47,6 +47,9 @@ KEYS = (
     "on-finish",
     "on-task",
     "hook-timeout",
+    "notify",
+    "serve-port",
+    "serve-host",
 )
 
 ENV_PREFIX = "AGENT_LOOP_"

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from agentloop.plan.parse import TaskFile
 from agentloop.state.folding import carry
 from agentloop.state.schema import TaskState
+from agentloop.state.status import TaskStatus as S
+from agentloop.state.status import check
 
 
 @dataclass(frozen=True)
@@ -91,8 +93,8 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
             continue
         kept = dataclasses.replace(match.popleft(), index=task.index, line=task.line,
                                    checks=record.checks, optional=record.optional)
-        if task.checked and kept.status not in ("completed", "skipped"):
-            kept.status = "skipped"
+        if task.checked and kept.status not in (S.COMPLETED, S.SKIPPED):
+            kept.status = check(kept.status, S.SKIPPED, kept.index)
             ticked.append(task.index)
         result.append(kept)
     folded, renamed = [], set()
@@ -103,7 +105,7 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
         if parts:
             carried = result[i] = carry(parts, task, fresh[i])
             folded.append((task.index, len(parts)))
-            if carried.status != "completed":   # a new log name: see agentloop.state.folding
+            if carried.status != S.COMPLETED:   # a new log name: see agentloop.state.folding
                 renamed.add(i)
     leftover = [r for queue in saved.values() for r in queue]
     return dataclasses.replace(_fill(result, fresh, leftover, ticked, renamed),
@@ -137,6 +139,6 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
         result[i] = dataclasses.replace(record, log_name=name)
     removed = tuple(r for queue in by_group.values() for r in queue)
     tasks = [r for r in result if r is not None]
-    kept_done = sum(1 for r in tasks if r.status == "completed")
+    kept_done = sum(1 for r in tasks if r.status == S.COMPLETED)
     return Reconciled(tasks, tuple(added), tuple(edited), removed, tuple(ticked), kept_done,
                       replaced=tuple(replaced))

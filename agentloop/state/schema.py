@@ -16,14 +16,14 @@ import orjson
 from agentloop.errors import StateError
 from agentloop.files import jsonbytes
 from agentloop.plan.parse import Task
+from agentloop.state.status import AttemptOutcome, TaskStatus
 
 # 2: state.json may come with a journal (journal_id); an agent-loop that reads only 1 would
 # read the snapshot without it and run finished tasks again, so it must refuse the file.
 # 3: a task may be `conflicted` (a parallel run's group whose change does not fit the main line);
 # an agent-loop that reads only 2 would call such a state damaged, so it must refuse it as newer.
 SCHEMA_VERSION = 3
-STATUSES = ("pending", "running", "completed", "failed", "interrupted", "skipped", "blocked",
-            "unapproved", "conflicted")
+STATUSES = tuple(s.value for s in TaskStatus)
 
 
 def now() -> str:
@@ -49,7 +49,7 @@ class Attempt:
     # running | completed | failed | interrupted | limited | blocked | continued (an iteration
     # that went on) | stopped (the agent reported a fatal error) | paused (failed after the
     # whole run was stopped, a machine asleep: no attempt)
-    outcome: str = "running"
+    outcome: str = AttemptOutcome.RUNNING
     iteration: int = 1
     reason: str | None = None
     hint: str | None = None
@@ -92,7 +92,7 @@ class TaskState:
     line: int
     summary: str
     log_name: str
-    status: str = "pending"
+    status: str = TaskStatus.PENDING   # a TaskStatus; a str on disk
     session_id: str | None = None
     change_id: str | None = None
     commit_id: str | None = None
@@ -119,7 +119,7 @@ class TaskState:
         """A fresh, pending record for a parsed task (`[x]` items start as skipped)."""
         return cls(index=task.index, group=task.group, task=task.text, line=task.line,
                    summary=task.summary, log_name=task.log_name,
-                   status="skipped" if task.checked else "pending",
+                   status=TaskStatus.SKIPPED if task.checked else TaskStatus.PENDING,
                    checks=list(getattr(task, "checks", ())),
                    optional=bool(getattr(task, "optional", False)))  # when the plan format has them
 
@@ -247,6 +247,8 @@ def task_from_dict(data: Any) -> TaskState:
     """A task's record from its JSON; KeyError or TypeError names what is wrong."""
     record = _known(TaskState, data)
     history = [Attempt(**_known(Attempt, a)) for a in record.get("history", [])]
+    if record.get("status") in STATUSES:  # else left as read, for _problem to name
+        record["status"] = TaskStatus(record["status"])
     return TaskState(**{**record, "history": history})
 
 

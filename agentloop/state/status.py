@@ -1,0 +1,119 @@
+"""The closed sets of a task's record: its status, an attempt's outcome, and the status changes
+allowed (a table). A change not in the table is a bug of agent-loop's, raised where it happens.
+
+The members are `str`s, so the JSON on disk keeps the same words a state file of an earlier
+version holds, and such a file loads unchanged.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+
+class _Word(str, Enum):
+    """A member prints, formats and serialises as its word ("completed"), not as its name."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    # Enum hashes a member by its name: a dict keyed by the word must find the member too.
+    __hash__ = str.__hash__
+
+
+class TaskStatus(_Word):
+    """Where a task stands."""
+
+    PENDING = "pending"          # waits its turn
+    RUNNING = "running"          # an attempt is open (or a killed run left one open)
+    COMPLETED = "completed"      # done, its change in the history
+    FAILED = "failed"            # out of attempts, or the advisor said stop
+    INTERRUPTED = "interrupted"  # stopped midway (Ctrl+C, a kill): runs again, no attempt spent
+    SKIPPED = "skipped"          # ticked in the plan: never run
+    BLOCKED = "blocked"          # the agent said it needs a person
+    UNAPPROVED = "unapproved"    # the reviewer did not approve; its change kept for a person
+    CONFLICTED = "conflicted"    # a lane's change that does not fit the main line, kept
+
+
+class AttemptOutcome(_Word):
+    """How one agent run of a task (an Attempt record) ended."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    LIMITED = "limited"          # a usage limit: no attempt
+    BLOCKED = "blocked"
+    CONTINUED = "continued"      # an iteration that went on in the same session
+    STOPPED = "stopped"          # the agent reported a fatal error, or the run stopped
+    PAUSED = "paused"            # failed after the whole machine slept: no attempt
+    BUDGET = "budget"            # cut short by --task-budget
+    APPROVED = "approved"        # a reviewer's run that approved
+    FEEDBACK = "feedback"        # a reviewer's run that asked for changes
+    RESOLVED = "resolved"        # a conflict-fixing run that resolved the conflict
+    UNAPPROVED = "unapproved"
+    CONFLICTED = "conflicted"
+
+
+S = TaskStatus
+
+# Nothing left to do for the task: the groups that wait for its group may start.
+FINISHED = frozenset({S.COMPLETED, S.SKIPPED})
+# Its change stays in the history (done, or kept for a person to judge).
+KEPT = frozenset({S.COMPLETED, S.UNAPPROVED})
+# A fleet job settled it: it will not run again without a person.
+SETTLED = FINISHED | {S.UNAPPROVED}
+# An attempt was open when the run ended: its change may hold partial work.
+OPEN = frozenset({S.RUNNING, S.INTERRUPTED})
+# Still to run in a later run.
+TO_RUN = frozenset({S.PENDING, S.RUNNING, S.INTERRUPTED})
+
+# Every status a task may move to from each status. Staying is always allowed. Every status
+# may go back to pending (--again, a reworded task, an integration that could not land it) and
+# to skipped (its box ticked), except that a done task is never skipped after the fact.
+_BACK = {S.PENDING, S.SKIPPED}
+TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
+    S.PENDING: frozenset({S.RUNNING} | _BACK),
+    S.RUNNING: frozenset({S.COMPLETED, S.FAILED, S.INTERRUPTED, S.BLOCKED, S.UNAPPROVED,
+                          S.CONFLICTED} | _BACK),
+    S.INTERRUPTED: frozenset({S.RUNNING} | _BACK),
+    S.FAILED: frozenset({S.RUNNING} | _BACK),
+    S.BLOCKED: frozenset({S.RUNNING} | _BACK),
+    S.UNAPPROVED: frozenset({S.RUNNING, S.PENDING}),
+    S.CONFLICTED: frozenset({S.COMPLETED, S.RUNNING, S.PENDING}),
+    # A fleet job's completed task whose change does not fit the main line at --integrate.
+    S.COMPLETED: frozenset({S.PENDING, S.CONFLICTED}),
+    S.SKIPPED: frozenset({S.PENDING}),
+}
+
+
+def as_left_by_a_dead_run(tasks: list[Any]) -> None:
+    """No run lives (a kill left the records): a task it left running is interrupted, as the
+    next run will settle it. For what --status shows; the records on disk stay as they are."""
+    for task in tasks:
+        if task.status == S.RUNNING:
+            task.status = S.INTERRUPTED
+
+
+class BadTransition(RuntimeError):
+    """A task record was asked to change in a way the table does not allow: a bug of ours, so
+    not an AgentLoopError (the CLI treats it as a crash, with its traceback in a log)."""
+
+
+def allowed(old: str, new: str) -> bool:
+    """Whether a task may go from status `old` to `new`."""
+    return old == new or TaskStatus(new) in TRANSITIONS[TaskStatus(old)]
+
+
+def check(old: str, new: str, index: int = 0) -> TaskStatus:
+    """`new` as a TaskStatus when the move from `old` is in the table; else BadTransition."""
+    if old not in _WORDS or new not in _WORDS or not allowed(old, new):
+        raise BadTransition(f"internal error: task {index} cannot go from {str(old)!r} to "
+                            f"{str(new)!r}")
+    return TaskStatus(new)
+
+
+_WORDS = frozenset(s.value for s in TaskStatus)
