@@ -15,6 +15,7 @@ from agentloop.state.project import load_plan, open_project
 
 # Ours that each may import, as names or as folders (a trailing dot); anything else fails.
 PARSING = ("agentloop", "agentloop.cli", "agentloop.errors", "agentloop.options",
+           "agentloop.console.gone",   # a closed pipe must not stop any command
            "agentloop.console", "agentloop.console.help", "agentloop.console.stops",
            "agentloop.console.dashboard_options",   # the dashboard's options, not the dashboard
            # the click types of --env and --env-exclude
@@ -29,7 +30,9 @@ STATUS = (*PARSING, "agentloop.app", "agentloop.console.render",
           "agentloop.state.schema", "agentloop.state.journal", "agentloop.state.receipts",
           "agentloop.plan", "agentloop.plan.parse", "agentloop.files.",
           # the one question to the VCS: are the done tasks' changes still in the history
-          "agentloop.vcs", "agentloop.vcs.history", "agentloop.proc.")
+          "agentloop.vcs", "agentloop.vcs.history", "agentloop.proc.",
+          # through the backend's one door (its runner, never GitPython)
+          "agentloop.vcs.git", "agentloop.vcs.git.run", "agentloop.vcs.jj", "agentloop.vcs.jj.run")
 OURS = {"--version": ("agentloop",), "--help": HELP, "--status": STATUS}
 THIRD_PARTY = {"--version": set(), "--help": {"click"}, "--status": {"click", "orjson"}}
 
