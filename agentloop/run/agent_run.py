@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentloop.agents import LIMIT, AgentResult, AgentRun, clean
+from agentloop.agents import LIMIT, AgentResult, AgentRun, clean, priced
 from agentloop.run import ledger
 from agentloop.run.context import Run
 from agentloop.run.decisions import RunBegun, RunEnded
@@ -56,8 +56,8 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
                        read_only=role == "reviewer",
                        before=ledger.session_totals(run.state, resume, task))
     began = run.clock.monotonic()
-    result = run.agent.run(request, lambda now: run.emit(
-        AgentActivity(now.text, now.tool, now.tool_calls, now.turns)))
+    result = priced(run.agent.run(request, lambda now: run.emit(
+        AgentActivity(now.text, now.tool, now.tool_calls, now.turns))), run.options.prices)
     hand(run, task, RunEnded(attempt, result))
     limited = not result.ok and classify(run, result).kind == LIMIT
     run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, role,

@@ -40,6 +40,7 @@ from agentloop.run.selection import unmet
 from agentloop.state.reconcile import reconcile
 from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
+from agentloop.vcs.choose import LandingHeld, LaneBreach
 
 # A file the controller looks for between reports: start no new task, let running ones finish.
 STOP_FILE = "stop-after-running"
@@ -115,6 +116,7 @@ class Controller:
         run.shared.take = self.take
         lanes: dict[str, threading.Thread | None] = {}
         todo, first_error = list(self.groups), None
+        stopped: LaneBreach | LandingHeld | None = None
         try:
             while todo or lanes:
                 while len(lanes) < run.options.parallel and not run.shared.halted():
@@ -141,6 +143,13 @@ class Controller:
                     worker.join()
                 if isinstance(report.error, GroupConflicted):
                     continue  # that group stops, its work kept; the others go on
+                if isinstance(report.error, (LaneBreach, LandingHeld)):
+                    # The agent acted outside its task, or a landing waited past the lane wait:
+                    # that group stops, nothing of the step landed, its work kept on its lane;
+                    # the others go on; the run ends with the line that says so.
+                    run.emit(LaneNote(f"{report.group} stopped: {report.error}"))
+                    stopped = stopped or report.error
+                    continue
                 if report.error is not None:
                     first_error = first_error or report.error
                     run.shared.halt()  # no new task anywhere; running ones finish
@@ -164,6 +173,8 @@ class Controller:
         first_error = first_error or self.stuck
         if first_error is not None:
             raise first_error
+        if stopped is not None:
+            raise stopped
 
     def take(self, run: Run, task: TaskState, step: Step | MayStart) -> Any:
         """A lane hands `step` over: applied at once when the lane runs in this thread (K=1),

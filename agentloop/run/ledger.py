@@ -81,6 +81,13 @@ def reword(task: TaskState, text: str, summary: str) -> None:
     task.task, task.summary = text, summary
 
 
+def found_done(task: TaskState, change_id: str, commit_id: str) -> None:
+    """A fresh state's task whose commit the history already holds (agentloop.run.rebuilt):
+    built as completed before the run, as reconciling builds records, not a move the table
+    rules (a run never takes a pending task to completed without an attempt)."""
+    task.status, task.change_id, task.commit_id = S.COMPLETED, change_id, commit_id
+
+
 def open_attempt(task: TaskState, change: Change) -> None:
     """A new attempt of `task` begins in `change`: it counts from this instant."""
     task.attempts += 1
