@@ -23,6 +23,8 @@ MADE = {
     ("unapproved", "running"), ("unapproved", "pending"),
     ("conflicted", "completed"), ("conflicted", "running"), ("conflicted", "pending"),
     ("completed", "pending"), ("completed", "conflicted"), ("skipped", "pending"),
+    ("running", "held"), ("conflicted", "held"),
+    ("held", "completed"), ("held", "conflicted"), ("held", "running"), ("held", "pending"),
 }
 
 

@@ -63,6 +63,11 @@ class GroupConflicted(RunStopped):
     """A group's task could not be put on the main line: the group stops, the others go on."""
 
 
+class GroupHeld(RunStopped):
+    """A group's finished task waited too long to land on the user's edits: the group stops,
+    its work kept on its lane, the others go on."""
+
+
 def resolve(run: Run, task: TaskState, change: Change, session: str | None,
             conflict: IntegrationConflict, attempt: Attempt, intro: str = "") -> Change:
     """Rounds of the group's session resolving `conflict`; the landed change, or
@@ -103,7 +108,7 @@ def land_kept(run: Run, task: TaskState) -> Change:
     it there) landed now, with the group's session resolving what still conflicts."""
     vcs = _lane_vcs(run)
     if vcs is None or not task.history:
-        raise RunStopped(f"task {task.index} is conflicted: {task.error}")
+        raise RunStopped(f"task {task.index} is {task.status}: {task.error}")
     try:
         return vcs.land_again(vcs.kept(task.change_id or ""))
     except IntegrationConflict as conflict:

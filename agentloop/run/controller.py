@@ -31,7 +31,7 @@ from agentloop.plan import parse
 from agentloop.proc import commands, running
 from agentloop.proc.signals import deferred, shielded
 from agentloop.run import ledger
-from agentloop.run.conflicts import GroupConflicted
+from agentloop.run.conflicts import GroupConflicted, GroupHeld
 from agentloop.run.context import Run
 from agentloop.run.decisions import Completed, Failed, Judged, MayStart, Step
 from agentloop.run.lane_tag import LaneNote
@@ -143,6 +143,11 @@ class Controller:
                     worker.join()
                 if isinstance(report.error, GroupConflicted):
                     continue  # that group stops, its work kept; the others go on
+                if isinstance(report.error, GroupHeld):
+                    # Its task is `held` (a decision the ledger applied): the group stops, its
+                    # work kept on its lane, the others go on; the run ends unfinished (exit 4).
+                    run.emit(LaneNote(f"{report.group} stopped: {report.error}"))
+                    continue
                 if isinstance(report.error, (LaneBreach, LandingHeld)):
                     # The agent acted outside its task, or a landing waited past the lane wait:
                     # that group stops, nothing of the step landed, its work kept on its lane;

@@ -8,7 +8,8 @@ Two kinds:
 - the steps of an attempt as they happen, saved before the next begins so that a kill at any
   instant leaves records a re-run can settle: `Opened`, `RunBegun`, `RunEnded`, `Marked`,
   `ChecksRan`, `Dropped`, `Uncounted`;
-- how a task's turn ends: `Completed`, `Blocked`, `Conflicted`, `Fatal`, and what a failed
+- how a task's turn ends: `Completed`, `Blocked`, `Conflicted`, `Held`, `Breached`, `Fatal`,
+  and what a failed
   attempt comes to (`Judged`: `Retry`, `WaitFor`, `Failed`, `Stop`; the lane judges,
   agentloop.run.lane.judge). What the lane then does (wait, sleep, stop) is the lane's.
 """
@@ -192,6 +193,27 @@ class Conflicted:
 
 
 @dataclass(frozen=True)
+class Held:
+    """A lane's finished task whose landing waited past the lane wait on the user's edits in
+    their checkout: kept on the lane's branch as `commit`; the group stops, the others go on,
+    and the next run lands it first."""
+
+    record: Attempt
+    commit: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Breached:
+    """The agent acted outside its task (agentloop.vcs.check): nothing of the step landed, the
+    lane stays as it is, the attempt does not count; `line` says what happened and the commands
+    that show and repair it."""
+
+    record: Attempt
+    line: str
+
+
+@dataclass(frozen=True)
 class Fatal:
     """The agent reported an error so grave that the run stops; the task waits its turn."""
 
@@ -206,4 +228,4 @@ class MayStart:
 
 
 Step = Union[Judged, Opened, RunBegun, RunEnded, Marked, ChecksRan, Dropped, Uncounted,
-             Completed, Blocked, Conflicted, Fatal]
+             Completed, Blocked, Conflicted, Held, Breached, Fatal]

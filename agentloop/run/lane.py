@@ -15,7 +15,9 @@ advisor. A task gets at most `max_attempts` attempts in all, whatever the advice
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
 from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
@@ -23,13 +25,16 @@ from agentloop.proc.signals import hangup_settles_the_task
 from agentloop.run import conflicts
 from agentloop.run.attempt import run_attempt
 from agentloop.run.checks import commit_line
+from agentloop.run.conflicts import GroupHeld
 from agentloop.run.context import Run
 from agentloop.run.decisions import (
     Blocked,
+    Breached,
     Completed,
     Decision,
     Failed,
     Fatal,
+    Held,
     Judged,
     Retry,
     Stop,
@@ -45,11 +50,11 @@ from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline
 from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
 from agentloop.state.receipts import money, spent
-from agentloop.state.schema import TaskState
+from agentloop.state.schema import Attempt, TaskState
 from agentloop.state.status import AttemptOutcome as O
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import Change
-from agentloop.vcs.choose import IntegrationConflict
+from agentloop.vcs.choose import IntegrationConflict, LandingHeld, LaneBreach
 
 # Transient failures of one task in a row before the run pauses instead of burning attempts.
 TRANSIENT_PAUSE = 3
@@ -87,14 +92,19 @@ def _settled_one(run: Run) -> None:
 
 def recover(run: Run, task: TaskState) -> bool:
     """Settle what an earlier run left of this task; True when that finished it."""
-    if task.status == S.CONFLICTED:  # kept by an earlier parallel run: landed first, now
-        hand(run, task, Completed(task.history[-1], conflicts.land_kept(run, task), S.COMPLETED))
+    if task.status in (S.CONFLICTED, S.HELD):  # kept by an earlier parallel run: landed now
+        with _settling(run, task, task.history[-1]):
+            landed = conflicts.land_kept(run, task)
+        hand(run, task, Completed(task.history[-1], landed, S.COMPLETED))
         return True
     if task.status not in (S.RUNNING, S.INTERRUPTED):
         return False
-    done = run.vcs.recovered() if task.status == S.RUNNING else None
+    # Left running by a kill, or interrupted with its change still named (an error ended the
+    # run between the agent and the record: ledger.left_open): it may have been committed.
+    probe = task.status == S.RUNNING or task.change_id is not None
+    done = run.vcs.recovered() if probe else None
     settled = getattr(run.vcs, "settled", None)  # a parallel run's jj lane
-    if done is None and settled is not None and task.status == S.RUNNING:
+    if done is None and settled is not None and probe:
         done = settled(task.change_id or "")
     if done is not None and task.history:
         # The earlier run committed this task and was killed before saving it as done.
@@ -227,15 +237,32 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
     # Every commit names its plan and task: what is done survives the loss of .agent-loop/.
     message += "\n\n" + (run.job.trailers(task) if run.job is not None else
                          task_trailers(run.project, task))
-    try:
-        done = run.vcs.finish(outcome.change, message)
-    except IntegrationConflict as conflict:  # a parallel run's lane: another group came first
-        done = conflicts.resolve(run, task, outcome.change, outcome.result.session_id,
-                                 conflict, outcome.attempt)
+    with _settling(run, task, outcome.attempt):
+        try:
+            done = run.vcs.finish(outcome.change, message)
+        except IntegrationConflict as conflict:  # a parallel run's lane: another came first
+            done = conflicts.resolve(run, task, outcome.change, outcome.result.session_id,
+                                     conflict, outcome.attempt)
     if done.empty:  # nothing changed: no change to record (backends drop an empty one)
         done = Change(change_id="", empty=True)
     hand(run, task, Completed(outcome.attempt, done, outcome.status, outcome.note,
                               outcome.feedback, helper_cost))
+
+
+@contextmanager
+def _settling(run: Run, task: TaskState, record: Attempt) -> Iterator[None]:
+    """A lane's landing: what its VCS checks found comes to a decision. Held on the user's
+    edits past the lane wait: `Held`, and the group stops (GroupHeld). The agent acted outside
+    its task: `Breached`, and the group stops with the line that says what happened and how to
+    repair it (LaneBreach)."""
+    try:
+        yield
+    except LandingHeld as held:
+        hand(run, task, Held(record, held.commit, str(held)))
+        raise GroupHeld(f"task {task.index} ({task.group}) is {held}") from None
+    except LaneBreach as breach:
+        hand(run, task, Breached(record, str(breach)))
+        raise
 
 
 def _check_budget(run: Run, task: TaskState) -> None:

@@ -24,6 +24,7 @@ from agentloop.run.checks import CheckRun, as_record
 from agentloop.run.context import Run
 from agentloop.run.decisions import (
     Blocked,
+    Breached,
     ChecksRan,
     Completed,
     Conflicted,
@@ -31,6 +32,7 @@ from agentloop.run.decisions import (
     Dropped,
     Failed,
     Fatal,
+    Held,
     Judged,
     Marked,
     Opened,
@@ -220,6 +222,15 @@ def conflicted(task: TaskState, attempt: Attempt, commit: str, reason: str,
     task.finished_at = attempt.finished_at = now()
 
 
+def held(task: TaskState, attempt: Attempt, commit: str, reason: str) -> None:
+    """A lane's task whose landing waited too long on the user's edits: its commit kept on the
+    lane's branch, neither done nor failed; the next run lands it first."""
+    attempt.outcome = move(task, S.HELD)
+    task.change_id = task.commit_id = attempt.change_id = attempt.commit_id = commit
+    task.error = attempt.reason = reason
+    task.finished_at = attempt.finished_at = now()
+
+
 def stopped(task: TaskState, attempt: Attempt, reason: str) -> None:
     """The agent reported an error so grave that the run stops; the task waits its turn."""
     attempt.outcome = O.STOPPED
@@ -301,6 +312,11 @@ def apply(run: Run, task: TaskState, step: Step) -> Attempt | None:
         blocked(task, step.record, step.reason, step.session)
     elif isinstance(step, Conflicted):
         conflicted(task, step.record, step.commit, step.reason, step.session)
+    elif isinstance(step, Held):
+        held(task, step.record, step.commit, step.reason)
+    elif isinstance(step, Breached):  # not the task's attempt: its lane is left as it is
+        uncount(task, step.record.number, O.STOPPED, S.INTERRUPTED, step.line)
+        step.record.reason = step.line
     elif isinstance(step, Fatal):
         stopped(task, step.record, step.reason)
     save(run, task)
@@ -319,9 +335,9 @@ def _say(run: Run, task: TaskState, step: Step) -> None:
     elif isinstance(step, Completed):
         run.emit(TaskFinished(task.index, task.status, task.change_id, len(task.files),
                               step.note, empty=step.done.empty))
-    elif isinstance(step, (Blocked, Conflicted)):
-        run.emit(TaskFinished(task.index, task.status, task.change_id
-                              if isinstance(step, Conflicted) else None, 0, task.error))
+    elif isinstance(step, (Blocked, Conflicted, Held)):
+        run.emit(TaskFinished(task.index, task.status, None if isinstance(step, Blocked)
+                              else task.change_id, 0, task.error))
 
 
 def _judged(run: Run, task: TaskState, attempt: Attempt, decision: Decision) -> None:
@@ -370,8 +386,8 @@ def _said(run: Run, task: TaskState, attempt: Attempt, advice: Retry, retry: boo
 def left_open(run: Run, reason: str) -> list[TaskState]:
     """After every lane ended: a task still `running` (a lane stopped by an error between its
     agent and its record, such as the history guard) is interrupted, its attempt uncounted and
-    its change left for the next run to drop, so no total says `running` once the run is
-    over."""
+    its change still named, for the next run to land if it was committed or else drop
+    (agentloop.run.lane.recover), so no total says `running` once the run is over."""
     settled = []
     for task in run.state.tasks:
         if task.status == S.RUNNING:

@@ -61,7 +61,8 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
             ledger.left_open(run, stopped or "the run stopped")
             stalled = count_stalls(run, begun) + tuple(
                 f"task {t.index} is conflicted: it {t.error}" for t in run.state.tasks
-                if t.status == S.CONFLICTED)
+                if t.status == S.CONFLICTED) + tuple(
+                f"task {t.index} is {t.error}" for t in run.state.tasks if t.status == S.HELD)
         planned = [t.index for t in pending if t.index not in run.tally.dropped]
         summary = summarize(run, started, stopped, tuple(controller.news.notes) + stalled,
                             planned)

@@ -31,7 +31,7 @@ from agentloop.vcs.choose import (
 
 # Statuses of a group's task that keep its working copy (an attempt a killed run left open, a
 # change kept for a person): the next run goes on there.
-LEFT_OPEN = OPEN | {S.CONFLICTED}
+LEFT_OPEN = OPEN | {S.CONFLICTED, S.HELD}
 
 
 class Workplaces:

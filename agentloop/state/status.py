@@ -36,6 +36,7 @@ class TaskStatus(_Word):
     BLOCKED = "blocked"          # the agent said it needs a person
     UNAPPROVED = "unapproved"    # the reviewer did not approve; its change kept for a person
     CONFLICTED = "conflicted"    # a lane's change that does not fit the main line, kept
+    HELD = "held"                # a lane's change that waited too long on the user's edits, kept
 
 
 class AttemptOutcome(_Word):
@@ -56,6 +57,7 @@ class AttemptOutcome(_Word):
     RESOLVED = "resolved"        # a conflict-fixing run that resolved the conflict
     UNAPPROVED = "unapproved"
     CONFLICTED = "conflicted"
+    HELD = "held"
 
 
 S = TaskStatus
@@ -78,12 +80,14 @@ _BACK = {S.PENDING, S.SKIPPED}
 TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     S.PENDING: frozenset({S.RUNNING} | _BACK),
     S.RUNNING: frozenset({S.COMPLETED, S.FAILED, S.INTERRUPTED, S.BLOCKED, S.UNAPPROVED,
-                          S.CONFLICTED} | _BACK),
+                          S.CONFLICTED, S.HELD} | _BACK),
     S.INTERRUPTED: frozenset({S.RUNNING} | _BACK),
     S.FAILED: frozenset({S.RUNNING} | _BACK),
     S.BLOCKED: frozenset({S.RUNNING} | _BACK),
     S.UNAPPROVED: frozenset({S.RUNNING, S.PENDING}),
-    S.CONFLICTED: frozenset({S.COMPLETED, S.RUNNING, S.PENDING}),
+    S.CONFLICTED: frozenset({S.COMPLETED, S.RUNNING, S.PENDING, S.HELD}),
+    # Landed first on a later run, or found to conflict there, as a conflicted task is.
+    S.HELD: frozenset({S.COMPLETED, S.CONFLICTED, S.RUNNING, S.PENDING}),
     # A fleet job's completed task whose change does not fit the main line at --integrate.
     S.COMPLETED: frozenset({S.PENDING, S.CONFLICTED}),
     S.SKIPPED: frozenset({S.PENDING}),

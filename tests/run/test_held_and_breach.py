@@ -1,0 +1,98 @@
+"""What a lane's VCS checks find comes to a decision the controller applies: a landing that
+waits too long on the user's edits is `held` (its group stops, its work kept on its lane, the
+others go on, the run exits 4, the next run lands it), and an agent that acted outside its task
+stops its group with one line that says what happened and how to repair it. Real git worktrees,
+agent-loop as a process, the fake claude."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import FakeClaude
+from tests.test_run_vcs import agent_loop, git, init_repo, state_of
+
+# agent-loop itself, with the landing's wait on the user's edits cut from ten minutes to half a
+# second (the wait's own length is what the VCS tests hold; here it only has to end).
+SHORT_WAIT = """\
+import runpy, sys
+from agentloop.vcs import landing
+original = landing.Waiting.__init__
+def short(self, root, limit, say):
+    original(self, root, 0.5, say)
+landing.Waiting.__init__ = short
+sys.argv = ["agent-loop", *sys.argv[1:]]
+runpy.run_module("agentloop", run_name="__main__")
+"""
+
+PLAN = """\
+## Left
+- left one
+  FAKE: write f.txt from the task
+
+## Right
+- right one
+  FAKE: write r.txt right
+"""
+
+
+def test_a_landing_held_on_your_edit_stops_its_group_only_and_exits_4(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "f.txt").write_text("base\n")
+    git(work, "add", "f.txt")
+    git(work, "commit", "-qm", "f")
+    (work / "f.txt").write_text("your edit, not committed\n")
+    (work / "tasks.md").write_text(PLAN)
+    launcher = tmp_path / "short_wait.py"
+    launcher.write_text(SHORT_WAIT)
+    done = subprocess.run([sys.executable, str(launcher), "tasks.md", "--vcs", "git",
+                           "--parallel", "2", "--no-distill", "--allow-dirty"], cwd=work,
+                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    said = done.stdout + done.stderr
+    assert done.returncode == 4, said
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["held", "completed"], said
+    assert "Left stopped: task 1 (Left) is held: your uncommitted edits to f.txt" in said
+    assert "1 completed, 1 held" in said
+    assert "1 held, 1 completed" in agent_loop(work, "--status").stdout
+    # Nothing of the held task landed; its work is on its lane's branch, and your edit is yours.
+    assert (work / "f.txt").read_text() == "your edit, not committed\n"
+    assert git(work, "show", f"{tasks[0]['change_id']}:f.txt") == "from the task\n"
+    # You put your edit aside: a plain run lands the held task first, and pays no agent for it.
+    git(work, "checkout", "f.txt")
+    calls = len(fake_claude.calls())
+    again = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 2
+    assert (work / "f.txt").read_text() == "from the task\n"
+    assert len(fake_claude.calls()) == calls
+
+
+def test_an_agent_that_rewinds_its_lane_stops_its_group_with_the_repair_line(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "b.txt").write_text("before\n")
+    git(work, "add", "b.txt")
+    git(work, "commit", "-qm", "b")
+    (work / "tasks.md").write_text(
+        "## Left\n- left one\n  FAKE: bash git reset -q --hard HEAD~1\n  FAKE: write l.txt L\n"
+        "- left two\n  FAKE: write l2.txt L\n\n"
+        "## Right\n- right one\n  FAKE: write r.txt right\n")
+    tip = git(work, "rev-parse", "main").strip()
+    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill")
+    said = done.stdout + done.stderr
+    assert done.returncode == 1, said
+    # One line says what the agent did and the commands that show and repair it.
+    [line] = [s for s in done.stderr.splitlines() if "reset --hard" in s]
+    assert "see and repair it with" in line
+    tasks = state_of(work)["tasks"]
+    # Not the task's attempt and not landed; its group stopped, the other group went on.
+    assert [t["status"] for t in tasks] == ["interrupted", "pending", "completed"], said
+    assert tasks[0]["attempts"] == 0 and "reset --hard" in tasks[0]["error"]
+    last = tasks[0]["history"][-1]
+    assert last["outcome"] == "stopped" and "reset --hard" in last["reason"]
+    assert "Left stopped: " in said
+    assert "l.txt" not in git(work, "log", "--format=", "--name-only", "main")
+    assert git(work, "merge-base", "--is-ancestor", tip, "main") == ""
