@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 
 @contextmanager
@@ -83,3 +83,30 @@ def agent_finished() -> None:
     """The task's agent ended well: from now on, a hangup waits until the task is settled."""
     if threading.current_thread() is threading.main_thread():
         _Hangup.held = True
+
+
+@contextmanager
+def held_back() -> Iterator[None]:
+    """Let Ctrl+C, SIGTERM and SIGHUP that come during the block in only once it is done, each
+    as it came (main thread only). Unlike a signal mask, this holds while other threads run (a
+    signal may reach any thread, and Python raises it in the main thread at once): the
+    controller answers a lane that waits on it before it stops."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+
+    def keep(sig: int, _frame: object) -> None:
+        came.append(sig)
+
+    previous: dict[int, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is not None:  # None: set outside Python, left alone
+            previous[sig] = signal.signal(sig, keep)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(came):
+            signal.raise_signal(number)

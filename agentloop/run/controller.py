@@ -29,7 +29,7 @@ from typing import Any
 from agentloop.errors import AgentLoopError, Interrupted, RunStopped
 from agentloop.plan import parse
 from agentloop.proc import commands, running
-from agentloop.proc.signals import deferred, shielded
+from agentloop.proc.signals import held_back, shielded
 from agentloop.run import ledger
 from agentloop.run.conflicts import GroupConflicted, GroupHeld
 from agentloop.run.context import Run
@@ -57,7 +57,7 @@ class LaneEnded:
     begun: tuple[TaskState, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # each one is itself: a lane waits on its own reply
 class Handed:
     """A value a lane hands over from its own thread (agentloop.run.decisions), with the one
     place its answer goes: the lane waits there until the controller has applied it."""
@@ -101,6 +101,10 @@ class Controller:
         self.failed_in_row: list[int] = []
         self.stuck: RunStopped | None = None
         self.thread = threading.current_thread()
+        # Handed values not yet answered: a Ctrl+C between taking one off the queue and
+        # answering it must not leave its lane waiting for ever (`_join` answers these).
+        self._unanswered: list[Handed] = []
+        self._unanswered_lock = threading.Lock()
         run.shared.owner = self.thread  # the one thread that changes and saves records
         self._plan_hash = run.state.task_file_hash
         self._landed = run.job.landed if run.job is not None else frozenset()
@@ -187,7 +191,10 @@ class Controller:
         if threading.current_thread() is self.thread:
             return self._apply(run, task, step)
         reply: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(maxsize=1)
-        self.reports.put(Handed(run, task, step, reply))
+        handed = Handed(run, task, step, reply)
+        with self._unanswered_lock:
+            self._unanswered.append(handed)
+        self.reports.put(handed)
         answer, error = reply.get()
         if error is not None:
             raise error
@@ -196,7 +203,11 @@ class Controller:
     def _serve(self, handed: Handed) -> None:
         """Apply a lane's value in this thread and answer it, whatever happens: the lane
         waits. Ctrl+C is held back until the records are saved."""
-        with deferred():
+        with held_back():
+            with self._unanswered_lock:
+                if handed not in self._unanswered:
+                    return  # answered already (taken off the queue again after a Ctrl+C)
+                self._unanswered.remove(handed)
             try:
                 answer = self._apply(handed.run, handed.task, handed.step)
             except BaseException as exc:  # noqa: BLE001 - the lane raises it where it waits
@@ -207,6 +218,10 @@ class Controller:
     def _join(self, worker: threading.Thread) -> None:
         """Wait for a stopping lane, answering what it hands over as it drops its attempt."""
         while worker.is_alive():
+            with self._unanswered_lock:
+                left = list(self._unanswered)
+            for handed in left:
+                self._serve(handed)
             try:
                 report = self.reports.get(timeout=0.05)
             except queue.Empty:
