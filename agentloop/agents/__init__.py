@@ -120,7 +120,9 @@ class Models:
 
 
 class Agent(Protocol):
-    """A coding agent the loop can drive."""
+    """A coding agent the loop can drive. An agent that can hold one run to a spending cap
+    (AgentRun.budget_usd) says so with a class attribute `caps_spend = True` (read by
+    `caps_spend`); --budget then counts a running task at its cap."""
 
     name: str
     models: Models
@@ -192,3 +194,8 @@ def own_layers(agent: Agent) -> str:
 def clean(text: str) -> str:
     """Text safe to hand to a program as an argument or a prompt: no NUL bytes, valid UTF-8."""
     return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+
+
+def caps_spend(agent: Agent) -> bool:
+    """Whether the agent holds a run to AgentRun.budget_usd (an agent that does not say cannot)."""
+    return bool(getattr(agent, "caps_spend", False))
