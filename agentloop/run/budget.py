@@ -119,8 +119,8 @@ def bound(options: RunOptions, caps_spend: bool, checked: bool) -> str:
     beside = "" if lanes == 1 else (
         f"; with --parallel {lanes}, a task starts beside others only while what was spent plus "
         "the costliest task so far for each running one stays under it (one at a time until a "
-        "task has finished), so the budget is passed by at most one task's cost plus what each "
-        f"of up to {lanes - 1} others costs beyond the costliest before it")
+        "task has finished), so it is passed by at most one task's cost plus, for each other "
+        f"lane (up to {lanes - 1}), what its task costs beyond the costliest before it")
     return ("no task starts once it is spent; the last task can pass it by its own cost, which "
             f"nothing caps{beside}")
 
