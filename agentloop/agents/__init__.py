@@ -9,10 +9,10 @@ and one entry.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol
 
 # The agent's environment is the package's to decide: run/start.py asks for it here.
 from agentloop.agents.environment import SESSION_VARIABLES, child_env  # noqa: F401
@@ -120,12 +120,13 @@ class Models:
 
 
 class Agent(Protocol):
-    """A coding agent the loop can drive. An agent that can hold one run to a spending cap
-    (AgentRun.budget_usd) says so with a class attribute `caps_spend = True` (read by
-    `caps_spend`); --budget then counts a running task at its cap."""
+    """A coding agent the loop can drive."""
 
     name: str
     models: Models
+    reports_cost: bool   # False: it reports tokens only, and agents.prices prices them
+    # True: it holds a run to AgentRun.budget_usd, so --budget counts a running task at its cap.
+    caps_spend: bool
 
     def check(self) -> None:
         """Raise AgentBlocked (ProgramNotFound included) when the agent cannot run at all."""
@@ -196,6 +197,14 @@ def clean(text: str) -> str:
     return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
 
 
-def caps_spend(agent: Agent) -> bool:
-    """Whether the agent holds a run to AgentRun.budget_usd (an agent that does not say cannot)."""
-    return bool(getattr(agent, "caps_spend", False))
+def priced(result: AgentResult, given: Iterable[tuple[str, str]] = ()) -> AgentResult:
+    """A run that reported tokens but no dollars, priced from its model's rates (the user's
+    `prices`, then agents/prices.py's table) when known; otherwise as it was (cost unknown)."""
+    if result.cost_known:
+        return result
+    from agentloop.agents.prices import rates_for  # only a run of an agent that reports tokens
+
+    rates = rates_for(result.model, given)
+    if rates is None:
+        return result
+    return replace(result, cost_usd=round(rates.cost(result.usage), 6), cost_known=True)
