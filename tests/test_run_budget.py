@@ -93,6 +93,7 @@ def test_eight_lanes_spend_two_dollars_of_a_two_dollar_budget(work: Path,
     assert len(runs) == 2 and spent(work) == 2.0
     assert sorted(t["status"] for t in state_of(work)["tasks"]) == ["completed"] * 2 + \
         ["pending"] * 6
+    assert "waits: the running tasks may still spend what is left of the budget" in done.stdout
     # The stop line says what was really spent, and a budget that runs more.
     assert "spent $2.0000 of $2.0000" in done.stderr
     more = suggested(done.stderr)
@@ -151,7 +152,8 @@ def test_codex_cannot_cap_a_run_so_its_bound_is_said_in_words(work: Path) -> Non
         assert "budget" in done.stderr, done.stderr
         return
     line = next(x for x in done.stdout.splitlines() if x.startswith("budget: "))
-    assert "nothing caps" in line and "(up to 1)" in line, line
+    assert "nothing caps (this agent cannot hold a run to --task-budget)" in line, line
+    assert "(up to 1)" in line, line
 
 
 def test_the_real_claude_takes_the_cap(tmp_path: Path, fake_api, claude_bin: Path) -> None:

@@ -121,8 +121,10 @@ def bound(options: RunOptions, caps_spend: bool, checked: bool) -> str:
         "the costliest task so far for each running one stays under it (one at a time until a "
         "task has finished), so it is passed by at most one task's cost plus, for each other "
         f"lane (up to {lanes - 1}), what its task costs beyond the costliest before it")
+    uncapped = (" (this agent cannot hold a run to --task-budget)"
+                if options.task_budget is not None else "")
     return ("no task starts once it is spent; the last task can pass it by its own cost, which "
-            f"nothing caps{beside}")
+            f"nothing caps{uncapped}{beside}")
 
 
 class Purse:
@@ -134,9 +136,11 @@ class Purse:
         self._held: dict[str, Reservation] = {}
 
     def take(self, lane: str, budget: float | None, spent: Callable[[], float],
-             amount: Reservation, halted: Callable[[], bool]) -> Verdict:
-        """Wait while the running attempts may still reach the budget; GO (reserved), STOP, or
-        WAIT when the run began to wind down meanwhile (start nothing)."""
+             amount: Reservation, halted: Callable[[], bool],
+             waits: Callable[[], None] = lambda: None) -> Verdict:
+        """Wait while the running attempts may still reach the budget (`waits` is told once);
+        GO (reserved), STOP, or WAIT when the run began to wind down meanwhile (start nothing)."""
+        told = False
         with self._room:
             self._held.pop(lane, None)
             while True:
@@ -145,6 +149,9 @@ class Purse:
                     self._held[lane] = amount
                 if said is not Verdict.WAIT or halted():
                     return said
+                if not told:
+                    waits()
+                    told = True
                 self._room.wait(POLL_SECONDS)
 
     def give_back(self, lane: str) -> None:

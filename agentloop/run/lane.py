@@ -26,6 +26,7 @@ from agentloop.run.decisions import Decision, Failed, Retry, Stop, WaitFor
 from agentloop.run.events import MessageDistilled
 from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome
+from agentloop.run.lane_tag import LaneNote
 from agentloop.run.rebuilt import task_trailers
 from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline, task_checks
@@ -241,8 +242,10 @@ def _check_budget(run: Run, task: TaskState) -> bool:
         return True
     amount = budget.reservation(options, run.agent.caps_spend, bool(task_checks(options, task)),
                                 run.state)
-    said = run.shared.purse.take(task.group, options.budget, lambda: spent(run.state), amount,
-                                 run.shared.halted)
+    said = run.shared.purse.take(
+        task.group, options.budget, lambda: spent(run.state), amount, run.shared.halted,
+        lambda: run.emit(LaneNote(f"task {task.index} waits: the running tasks may still spend "
+                                  f"what is left of the budget ({money(options.budget or 0)})")))
     if said is budget.Verdict.STOP:
         total = spent(run.state)
         raise BudgetReached(f"budget reached before task {task.index}: spent "
