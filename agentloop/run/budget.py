@@ -3,7 +3,8 @@
 A sequential run starts a task while what the plan has spent is under --budget; the task that
 crosses it is the last. With K lanes that rule alone would let K tasks start on the same few
 cents. So a task starting beside others also counts what each running task may still spend, its
-reservation: K lanes pass the budget by no more than a sequential run does, one task's worth.
+reservation. With caps, K lanes pass the budget by no more than a sequential run does, one
+attempt's cap; without, by one task's cost plus what each running task costs beyond the estimate.
 
 A running task's reservation is its cap where there is one (the agent can cap a run's spend and
 --task-budget sets that cap: each of the attempt's agent runs may spend it), else the most a task
