@@ -104,6 +104,26 @@ def test_eight_lanes_spend_two_dollars_of_a_two_dollar_budget(work: Path,
     assert f"spent ${spent(work):.4f} of ${float(more):.4f}" in again.stderr
 
 
+def test_the_stop_line_counts_what_the_tasks_still_running_spent(work: Path,
+                                                                fake_claude: FakeClaude) -> None:
+    # Group 1 runs first ($1: the costliest task so far); then two of the other three start
+    # ($1 spent plus $1 reserved is under $3) and the third waits. Each costs $2, each at its
+    # own pace: when the faster of the two ends, $3 is spent and the waiting lane stops the run
+    # while the slower one still runs; it ends and is paid for.
+    init_repo(work, "git")
+    later = "".join(f"## Group {g}\nDepends on: Group 1\n- task {g}\n  FAKE: write g{g}.txt {g}\n"
+                    f"  FAKE: cost 2\n  FAKE: sleep {pace}\n\n"
+                    for g, pace in ((2, 0), (3, 1.5), (4, 3)))
+    (work / "tasks.md").write_text("## Group 1\n- task 1\n  FAKE: write g1.txt 1\n"
+                                   "  FAKE: cost 1\n\n" + later)
+    done = agent_loop(work, "--vcs", "git", "--parallel", "3", "--no-distill", "--budget", "3")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert spent(work) == 5.0
+    assert "budget reached: spent $5.0000 of $3.0000 ($2.0000 of it by the tasks that were " \
+        "still running)" in done.stderr
+    assert suggested(done.stderr) == "8.00"
+
+
 def test_a_sequential_run_keeps_its_rule(work: Path, fake_claude: FakeClaude) -> None:
     # One lane starts a task while anything is left: the task that crosses the budget is the
     # last, and the line names the task that did not start.
