@@ -177,9 +177,11 @@ def _budget_line(state: State, options: RunOptions, agent: str, rows: list[PlanR
     if options.budget is None:
         return ""
     checked = any(r.checks for r in rows if r.runs)
+    low = budget.cap_too_low(options, state)
     return (f"budget: {money(options.budget)} for this plan since its last --reset, "
             f"{money(spent(state))} spent so far; "
-            f"{budget.bound(options, make_agent(agent).caps_spend, checked)}")
+            f"{budget.bound(options, make_agent(agent).caps_spend, checked)}"
+            + (f"; warning: {low}" if low else ""))
 
 
 def _not_a_link(tasks_md: Path, cwd: Path) -> None:

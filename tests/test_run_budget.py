@@ -185,3 +185,17 @@ def test_the_real_claude_takes_the_cap(tmp_path: Path, fake_api, claude_bin: Pat
     assert [t["status"] for t in tasks(work)] == ["completed", "completed"]
     logs = sorted((work / ".agent-loop" / "logs").glob("*.log"))
     assert logs and all("--max-budget-usd 5" in log.read_text() for log in logs)
+
+
+def test_dry_run_warns_of_a_task_budget_below_what_a_run_has_cost(work: Path,
+                                                                  fake_claude: FakeClaude) -> None:
+    (work / "tasks.md").write_text(groups(2))
+    first = agent_loop(work, "--vcs", "none", "--no-distill", "--task", "1")
+    assert first.returncode == 0, first.stdout + first.stderr
+    done = agent_loop(work, "--vcs", "none", "--dry-run", "--budget", "5", "--task-budget", "0.5")
+    line = next(x for x in done.stdout.splitlines() if x.startswith("budget: "))
+    assert "$1.0000 spent so far" in line
+    assert "warning: --task-budget $0.5000 is below what one agent run of this plan has cost " \
+        "($1.0000)" in line, line
+    enough = agent_loop(work, "--vcs", "none", "--dry-run", "--budget", "5", "--task-budget", "1")
+    assert "warning" not in next(x for x in enough.stdout.splitlines() if x.startswith("budget: "))

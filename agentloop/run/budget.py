@@ -92,6 +92,17 @@ def reservation(options: RunOptions, caps_spend: bool, checked: bool,
     return cap if cap is not None else costliest(state)
 
 
+def cap_too_low(options: RunOptions, state: State) -> str:
+    """A warning when --task-budget is below what one agent run of this plan has already cost:
+    such a run is cut short, paid for, and paid again by its retry; "" otherwise."""
+    cap = options.task_budget
+    runs = [a.cost_usd for t in state.tasks for a in t.history if a.finished_at is not None]
+    if cap is None or not runs or max(runs) <= cap:
+        return ""
+    return (f"--task-budget {money(cap)} is below what one agent run of this plan has cost "
+            f"({money(max(runs))}): a run cut short by it is paid for, and again by its retry")
+
+
 def restated(reached: BudgetReached, total: float) -> BudgetReached:
     """The stop as it stands once every lane has ended: the tasks that were running when the
     budget was reached finished and were paid for, so the line says what was really spent."""
