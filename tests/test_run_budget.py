@@ -93,7 +93,8 @@ def test_eight_lanes_spend_two_dollars_of_a_two_dollar_budget(work: Path,
     assert len(runs) == 2 and spent(work) == 2.0
     assert sorted(t["status"] for t in state_of(work)["tasks"]) == ["completed"] * 2 + \
         ["pending"] * 6
-    assert "waits: the running tasks may still spend what is left of the budget" in done.stdout
+    assert "waits: what was spent and what the running tasks may still spend could reach " \
+        "--budget $2.0000" in done.stdout
     # The stop line says what was really spent, and a budget that runs more.
     assert "spent $2.0000 of $2.0000" in done.stderr
     more = suggested(done.stderr)

@@ -244,8 +244,9 @@ def _check_budget(run: Run, task: TaskState) -> bool:
                                 run.state)
     said = run.shared.purse.take(
         task.group, options.budget, lambda: spent(run.state), amount, run.shared.halted,
-        lambda: run.emit(LaneNote(f"task {task.index} waits: the running tasks may still spend "
-                                  f"what is left of the budget ({money(options.budget or 0)})")))
+        lambda: run.emit(LaneNote(f"task {task.index} waits: what was spent and what the running "
+                                  f"tasks may still spend could reach --budget "
+                                  f"{money(options.budget or 0)}")))
     if said is budget.Verdict.STOP:
         total = spent(run.state)
         raise BudgetReached(f"budget reached before task {task.index}: spent "
