@@ -26,17 +26,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentloop.errors import AgentLoopError, Interrupted, RunStopped
+from agentloop.errors import AgentLoopError, BudgetReached, Interrupted, RunStopped
 from agentloop.plan import parse
 from agentloop.proc import commands, running
 from agentloop.proc.signals import held_back, shielded
-from agentloop.run import ledger
+from agentloop.run import budget, ledger
 from agentloop.run.conflicts import GroupConflicted, GroupHeld
 from agentloop.run.context import Run
 from agentloop.run.decisions import Completed, Failed, Judged, MayStart, Step
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.scheduler import Workplaces, serialised
 from agentloop.run.selection import unmet
+from agentloop.state.receipts import spent
 from agentloop.state.reconcile import reconcile
 from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
@@ -180,6 +181,8 @@ class Controller:
             run.shared.may_start = run.shared.take = None
         places.close()
         first_error = first_error or self.stuck
+        if isinstance(first_error, BudgetReached):
+            first_error = budget.restated(first_error, spent(run.state))
         if first_error is not None:
             raise first_error
         if stopped is not None:
