@@ -16,7 +16,7 @@ import pytest
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-pytest_plugins = ["tests.claude_cli", "tests.codex_cli"]
+pytest_plugins = ["tests.support.claude_cli", "tests.support.codex_cli"]
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -97,7 +97,7 @@ class FakeClaude:
         self.log = folder / "calls.jsonl"
         self.bin = folder / "bin" / "claude"
         self.bin.parent.mkdir(parents=True)
-        source = (TESTS / "fake_claude.py").read_text()
+        source = (TESTS / "support" / "fake_claude.py").read_text()
         self.bin.write_text(f"#!{sys.executable}\n" + source.split("\n", 1)[1])
         self.bin.chmod(0o755)
 

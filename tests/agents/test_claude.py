@@ -16,7 +16,7 @@ from agentloop.agents.common import LogFiles
 from agentloop.errors import AgentBlocked, ProgramNotFound
 from tests.conftest import FakeClaude
 
-SAMPLES = Path(__file__).resolve().parent / "claude-cli" / "samples"
+SAMPLES = Path(__file__).resolve().parents[1] / "claude-cli" / "samples"
 
 
 def feed(lines: list[bytes]) -> tuple[StreamLog, str]:

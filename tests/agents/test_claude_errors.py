@@ -20,7 +20,7 @@ from agentloop.agents.claude_errors import RESET_GRACE_SECONDS, classify, parse_
 from agentloop.agents.claude_stream import StreamLog, judge
 from agentloop.agents.common import LogFiles
 
-SAMPLES = Path(__file__).resolve().parent / "claude-cli" / "samples"
+SAMPLES = Path(__file__).resolve().parents[1] / "claude-cli" / "samples"
 UTC = timezone.utc
 
 
@@ -88,7 +88,7 @@ def test_overloaded_is_transient_401_blocking_400_other() -> None:
     assert classify(sample("error-400-apikey.json")).kind == "other"
 
 
-# -- results measured on the real CLI 2.1.330 (tests/fakeapi.py, closed ports, no login) ---------
+# -- results measured on the real CLI 2.1.330 (tests/support/fakeapi.py, closed ports, no login) ---------
 
 MEASURED = [
     # nothing listening on the port (exit 1, stderr empty)

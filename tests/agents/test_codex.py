@@ -27,8 +27,8 @@ from agentloop.agents import (
 )
 from agentloop.agents.codex import MODELS, CodexAgent
 from agentloop.errors import Interrupted, ProgramNotFound
-from tests.codex_cli import codex_env, require_codex, session_files
-from tests.fake_openai import (
+from tests.support.codex_cli import codex_env, require_codex, session_files
+from tests.support.fake_openai import (
     FakeOpenAI,
     Hang,
     Message,
@@ -44,7 +44,7 @@ from tests.fake_openai import (
 )
 
 # The fixtures, imported rather than registered as a plugin (conftest.py registers only
-# tests.claude_cli).
+# tests.support.claude_cli).
 
 
 @pytest.fixture

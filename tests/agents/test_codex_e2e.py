@@ -1,5 +1,5 @@
 """agent-loop end to end with `--agent codex`: the REAL Codex CLI against the fake Responses API
-(tests/fake_openai.py), on real git and real jj.
+(tests/support/fake_openai.py), on real git and real jj.
 
 Issue 16's "done when": a three-task, two-group plan (the second task of a group resumes its
 thread, the other group starts fresh, each task's edits in their own change), a 500 retried as
@@ -22,8 +22,8 @@ import orjson
 import pytest
 
 from agentloop.agents.codex import MODELS
-from tests.codex_cli import codex_env, require_codex
-from tests.fake_openai import (
+from tests.support.codex_cli import codex_env, require_codex
+from tests.support.fake_openai import (
     Directed,
     FakeOpenAI,
     Hang,
@@ -35,7 +35,7 @@ from tests.fake_openai import (
     unauthorized,
     usage_limit,
 )
-from tests.test_run_vcs import git_commits, init_repo, jj_changes
+from tests.run.test_vcs import git_commits, init_repo, jj_changes
 
 # The fixtures, imported rather than registered as a plugin.
 

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 from agentloop.agents.environment import SESSION_VARIABLES, child_env
-from tests.claude_cli import claude_env
+from tests.support.claude_cli import claude_env
 from tests.conftest import FakeClaude
-from tests.fakeapi import FakeApi, ToolUse
-from tests.test_run_vcs import git_project
+from tests.support.fakeapi import FakeApi, ToolUse
+from tests.run.test_vcs import git_project
 
 # What a Claude Code or Codex session hands the commands it runs, and a hook's variable.
 CALLER = {"CLAUDECODE": "1", "CLAUDE_CODE_ENTRYPOINT": "cli", "CLAUDE_CODE_SSE_PORT": "43111",

@@ -4,7 +4,7 @@ Every user-caused error here is checked the way a user meets it, through the rea
 exit 1, one line on stderr, no traceback, and the state as it was. Property tests (bounded)
 feed arbitrary bytes to the task-file loader, arbitrary markdown to `--dry-run`, damaged but
 parseable state files to `--status` and `--dry-run`, and arbitrary stream-json to the agent
-adapter. tests/test_plan_parse.py holds the parser's own properties; tests/test_run_loop.py the
+adapter. tests/plan/test_parse.py holds the parser's own properties; tests/run/test_loop.py the
 agent that prints garbage, nothing, a cut result or crashes.
 """
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from agentloop.cli import command
 from agentloop.console.help import SECTIONS, UNSORTED
 
-GENERATOR = Path(__file__).resolve().parent.parent / "docs" / "_ext" / "agentloop_reference.py"
+GENERATOR = Path(__file__).resolve().parents[2] / "docs" / "_ext" / "agentloop_reference.py"
 
 
 def options() -> dict[str, click.Parameter]:

@@ -22,8 +22,8 @@ from typing import Any, Iterator
 import pytest
 
 from tests.conftest import FakeClaude
-from tests.test_run_parallel import CONFLICT_PLAN, conflict_project
-from tests.test_run_vcs import agent_loop, git_commits, init_repo, state_of
+from tests.run.test_parallel import CONFLICT_PLAN, conflict_project
+from tests.run.test_vcs import agent_loop, git_commits, init_repo, state_of
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser"))), None)

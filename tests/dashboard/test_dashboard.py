@@ -18,8 +18,8 @@ import pytest
 
 from agentloop.dashboard import hub, logs
 from tests.conftest import FakeClaude
-from tests.test_run_parallel import conflict_project
-from tests.test_run_vcs import agent_loop, init_repo
+from tests.run.test_parallel import conflict_project
+from tests.run.test_vcs import agent_loop, init_repo
 
 WEB = ("agentloop.dashboard", "starlette", "uvicorn", "sse_starlette", "apprise")
 
@@ -165,7 +165,7 @@ def test_stop_now_is_a_ctrl_c(work: Path, fake_claude: FakeClaude) -> None:
 
 
 def test_a_report_reads_what_an_earlier_version_wrote(work: Path) -> None:
-    example = Path(__file__).resolve().parents[1] / ".agent-loop.example"
+    example = Path(__file__).resolve().parents[2] / ".agent-loop.example"
     init_repo(work, "git")
     (work / "tasks.md").write_bytes((example / "tasks.md").read_bytes())
     store = work / ".agent-loop"

@@ -1,4 +1,4 @@
-"""The fake Responses API (tests/fake_openai.py) checked with the real Codex CLI, and what the CLI
+"""The fake Responses API (tests/support/fake_openai.py) checked with the real Codex CLI, and what the CLI
 sends and prints: the facts tests/codex-cli/NOTES.md records. Rerun after a version bump."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.codex_cli import CliRun, codex_env, require_codex, run_codex, session_files
-from tests.fake_openai import (
+from tests.support.codex_cli import CliRun, codex_env, require_codex, run_codex, session_files
+from tests.support.fake_openai import (
     PATCH_TOOL,
     SHELL_TOOL,
     FakeOpenAI,

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.claude_cli import ClaudeTimedOut, claude_argv, claude_env, oauth_login, run_claude
-from tests.fakeapi import (
+from tests.support.claude_cli import ClaudeTimedOut, claude_argv, claude_env, oauth_login, run_claude
+from tests.support.fakeapi import (
     FakeApi,
     Hang,
     Text,

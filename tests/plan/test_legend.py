@@ -1,6 +1,6 @@
 """Bracketed lines that are not tasks (a plan's legend, notes about the file) and Kiro sub-tasks
 written at the left margin, folded into their parent by their numbers (fixtures in
-tests/fixtures/plans/, written for these tests in each style of the plan formats)."""
+tests/support/fixtures/plans/, written for these tests in each style of the plan formats)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from agentloop.cli import command
 from agentloop.plan import parse as taskfile
 
-PLANS = Path(__file__).resolve().parent / "fixtures" / "plans"
+PLANS = Path(__file__).resolve().parents[1] / "support" / "fixtures" / "plans"
 NOTE = "a plain bullet in a checklist: a note, not a task"
 
 

@@ -1,4 +1,4 @@
-"""Real plan formats, read as their authors mean them (fixtures in tests/fixtures/plans/, written
+"""Real plan formats, read as their authors mean them (fixtures in tests/support/fixtures/plans/, written
 for these tests in each style)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from agentloop.cli import command
 from agentloop.plan import parse as taskfile
 
-PLANS = Path(__file__).resolve().parent / "fixtures" / "plans"
+PLANS = Path(__file__).resolve().parents[1] / "support" / "fixtures" / "plans"
 NOTE = "a plain bullet in a checklist: a note, not a task"
 
 

@@ -91,7 +91,7 @@ def test_nothing_but_the_three_streams_is_inherited(where: Path) -> None:
 def test_a_parent_that_ignores_sigchld(where: Path) -> None:
     """Found by review: children the kernel reaps itself have no status to wait for (no
     crash), and a child must not inherit the ignored SIGCHLD (agentloop.__main__ puts it
-    back for agent-loop itself, so exit codes count: tests/test_bad_input.py)."""
+    back for agent-loop itself, so exit codes count: tests/cli/test_bad_input.py)."""
     previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     try:
         assert run(where, "print('reaped by the kernel')").stdout == "reaped by the kernel\n"

@@ -1,5 +1,5 @@
 """The example GitHub Actions workflow (.agent-loop.example/ci/github-workflow.yml) is valid YAML
-that SchemaStore's GitHub workflow schema accepts (kept in tests/fixtures with its license, from
+that SchemaStore's GitHub workflow schema accepts (kept in tests/support/fixtures with its license, from
 the check-jsonschema package, so no test reaches the network), and it runs agent-loop the way
 docs/how-to/run-in-ci.md says: a matrix per stage from --dry-run --json, one job per group
 with --group N --push origin on a full-history checkout, and an integration per stage. The docs
@@ -16,9 +16,9 @@ import jsonschema
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 WORKFLOW = REPO / ".agent-loop.example" / "ci" / "github-workflow.yml"
-SCHEMA = Path(__file__).resolve().parent / "fixtures" / "github-workflow.schema.json"
+SCHEMA = REPO / "tests" / "support" / "fixtures" / "github-workflow.schema.json"
 
 
 def load(text: str) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from agentloop.cli import command
 from agentloop.run import events
 from agentloop.settings.keys import KEYS
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 
 

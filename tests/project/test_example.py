@@ -9,7 +9,7 @@ from agentloop.state import schema
 from agentloop.state import store as state_mod
 from agentloop.state.schema import TaskState
 
-EXAMPLE = Path(__file__).resolve().parent.parent / ".agent-loop.example"
+EXAMPLE = Path(__file__).resolve().parents[2] / ".agent-loop.example"
 
 
 def test_example_state_loads_with_the_current_schema() -> None:

@@ -8,7 +8,7 @@ import sys
 import warnings
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "agentloop"
+PACKAGE = Path(__file__).resolve().parents[2] / "agentloop"
 # The one place that turns option names into programs may name the agent table; nothing outside
 # agents/ may import an agent's own module.
 AGENT_MODULES = ("agentloop.agents.",)

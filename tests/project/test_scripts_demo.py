@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-CHECKOUT = Path(__file__).resolve().parent.parent
+CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 def demo(home: Path) -> subprocess.CompletedProcess[str]:

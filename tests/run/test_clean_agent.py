@@ -11,10 +11,10 @@ from pathlib import Path
 
 import orjson
 
-from tests.claude_cli import claude_env
+from tests.support.claude_cli import claude_env
 from tests.conftest import FakeClaude
-from tests.fakeapi import FakeApi, Text, ToolUse
-from tests.test_run_vcs import init_repo
+from tests.support.fakeapi import FakeApi, Text, ToolUse
+from tests.run.test_vcs import init_repo
 
 
 def start(work: Path, env: dict[str, str]) -> subprocess.Popen[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FakeClaude
-from tests.test_run_vcs import agent_loop, git_commits, init_repo, state_of
+from tests.run.test_vcs import agent_loop, git_commits, init_repo, state_of
 
 
 def agent_calls(fake_claude: FakeClaude) -> list[str]:
@@ -150,7 +150,7 @@ def test_a_held_lane_says_held_until_the_reset_not_running(work: Path,
 
     from agentloop.console.lanes import Lanes
     from agentloop.run.events import event_types
-    from tests.test_run_parallel import LIMIT_PLAN
+    from tests.run.test_parallel import LIMIT_PLAN
 
     init_repo(work, "git")
     (work / "tasks.md").write_text(LIMIT_PLAN)

@@ -15,7 +15,7 @@ completed exactly once; the history holds exactly one change (jj) or commit (git
 holding exactly that task's file; no other change holds a task's file; the state names them.
 
 Hunt with other seeds or more kills:
-    AGENT_LOOP_CRASH_SEED=7 AGENT_LOOP_CRASH_KILLS=300 pytest tests/test_crash.py -s -k random
+    AGENT_LOOP_CRASH_SEED=7 AGENT_LOOP_CRASH_KILLS=300 pytest tests/run/test_crash.py -s -k random
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import orjson
 
-from tests.claude_cli import claude_env, oauth_login
-from tests.fakeapi import (
+from tests.support.claude_cli import claude_env, oauth_login
+from tests.support.fakeapi import (
     FakeApi,
     Hang,
     HttpError,
@@ -155,7 +155,7 @@ def test_a_usage_limit_on_a_groups_second_task_resumes_the_groups_session(
         tmp_path: Path, fake_api: FakeApi, claude_bin: Path) -> None:
     # Issue 23 bug 5: after the wait the task started a new session, its log was named
     # `attempt2` though a limit is no attempt, and the limit was printed twice in two clocks.
-    from tests.fakeapi import Directed
+    from tests.support.fakeapi import Directed
 
     work, env = setup(tmp_path, fake_api, claude_bin)
     resets = int(time.time()) + 2

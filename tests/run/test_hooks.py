@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import FakeClaude
-from tests.test_run_vcs import git_project
+from tests.run.test_vcs import git_project
 
 # A hook that appends what it was given (stdin, its variables, where it ran) to a JSONL file.
 RECORD = """
@@ -197,7 +197,7 @@ def test_a_run_that_cannot_start_is_failed(tmp_path: Path, fake_claude: FakeClau
 
 def test_a_run_that_leaves_a_conflict_is_conflicted(work: Path, tmp_path: Path,
                                                     fake_claude: FakeClaude, monkeypatch) -> None:
-    from tests.test_run_parallel import conflict_project
+    from tests.run.test_parallel import conflict_project
 
     conflict_project(work, tmp_path, monkeypatch, ["FAKE: say I could not"])
     hook, out = recorder(tmp_path)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import orjson
 
-from tests.fakeapi import FakeApi, HttpError, Text, last_user_text
-from tests.test_run_real import agent_loop, tool_env
+from tests.support.fakeapi import FakeApi, HttpError, Text, last_user_text
+from tests.run.test_real import agent_loop, tool_env
 
 PLAN = """\
 # Greeter

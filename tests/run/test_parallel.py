@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FakeClaude
-from tests.test_run_vcs import agent_loop, git, git_commits, init_repo, state_of
+from tests.run.test_vcs import agent_loop, git, git_commits, init_repo, state_of
 
 
 def plan(groups: int, tasks: int = 2, extra: str = "") -> str:
@@ -273,7 +273,7 @@ def test_a_group_that_waits_starts_from_the_main_line_after_its_dependency(
 
 def test_four_groups_with_the_real_cli(work: Path, tmp_path: Path, fake_api,
                                        claude_bin: Path) -> None:
-    from tests.test_run_vcs import real_env
+    from tests.run.test_vcs import real_env
 
     init_repo(work, "git")
     text = "\n".join(f"## Group {g}\n- WRITE g{g}t1.txt: {g}.1\n- WRITE g{g}t2.txt: {g}.2\n"
@@ -325,7 +325,7 @@ def test_stop_after_running_lets_running_tasks_land_then_stops(work: Path,
 # -- jj ------------------------------------------------------------------------------------------
 
 def jj_task_changes(work: Path) -> list[tuple[str, str, list[str]]]:
-    from tests.test_run_vcs import jj_changes
+    from tests.run.test_vcs import jj_changes
     return jj_changes(work)
 
 
@@ -333,7 +333,7 @@ def jj_task_changes(work: Path) -> list[tuple[str, str, list[str]]]:
 def test_jj_four_groups_at_once_one_change_per_task(work: Path, jj_bin: str,
                                                     fake_claude: FakeClaude,
                                                     colocated: bool) -> None:
-    from tests.test_run_vcs import jj
+    from tests.run.test_vcs import jj
     if colocated:
         init_repo(work, "git")
         jj(work, "git", "init", "--colocate")
@@ -361,7 +361,7 @@ def test_jj_four_groups_at_once_one_change_per_task(work: Path, jj_bin: str,
 
 
 def jj_conflict_project(work: Path, tmp_path: Path, monkeypatch, resolution: list[str]) -> None:
-    from tests.test_run_vcs import jj
+    from tests.run.test_vcs import jj
     jj(work, "git", "init")
     (work / "shared.txt").write_text("base\n")
     jj(work, "commit", "-m", "shared")
@@ -373,7 +373,7 @@ def jj_conflict_project(work: Path, tmp_path: Path, monkeypatch, resolution: lis
 
 def test_jj_a_conflict_is_resolved_by_the_groups_own_session(
         work: Path, tmp_path: Path, jj_bin: str, fake_claude: FakeClaude, monkeypatch) -> None:
-    from tests.test_run_vcs import jj
+    from tests.run.test_vcs import jj
     jj_conflict_project(work, tmp_path, monkeypatch, ["FAKE: write shared.txt left right"])
     done = agent_loop(work, "--vcs", "jj", "--parallel", "2", "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -388,7 +388,7 @@ def test_jj_a_conflict_is_resolved_by_the_groups_own_session(
 
 def test_jj_an_unresolved_conflict_stays_under_a_bookmark_and_exits_4(
         work: Path, tmp_path: Path, jj_bin: str, fake_claude: FakeClaude, monkeypatch) -> None:
-    from tests.test_run_vcs import jj
+    from tests.run.test_vcs import jj
     jj_conflict_project(work, tmp_path, monkeypatch, ["FAKE: say I could not"])
     done = agent_loop(work, "--vcs", "jj", "--parallel", "2", "--no-distill")
     assert done.returncode == 4, done.stdout + done.stderr
@@ -430,9 +430,9 @@ def test_the_budget_counts_the_whole_plan_across_lanes(work: Path,
 
 @pytest.mark.parametrize("vcs", ["git", "jj"])
 def test_codex_two_groups_at_once(tmp_path: Path, fake_openai, jj_bin: str, vcs: str) -> None:
-    from tests.test_codex_e2e import TASKS, project, tasks_of
-    from tests.test_codex_e2e import agent_loop as codex_loop
-    from tests.test_run_vcs import jj_changes
+    from tests.agents.test_codex_e2e import TASKS, project, tasks_of
+    from tests.agents.test_codex_e2e import agent_loop as codex_loop
+    from tests.run.test_vcs import jj_changes
 
     work, env = project(tmp_path, fake_openai, vcs=vcs)
     done = codex_loop(work, env, "--no-distill", "--parallel", "2", vcs=vcs)
@@ -449,7 +449,7 @@ def test_codex_two_groups_at_once(tmp_path: Path, fake_openai, jj_bin: str, vcs:
 @pytest.mark.parametrize("kind", ["git", "jj"])
 def test_a_rehearsal_runs_in_parallel_and_resolves_its_own_conflicts(work: Path, jj_bin: str,
                                                                      kind: str) -> None:
-    from tests.test_run_vcs import jj
+    from tests.run.test_vcs import jj
     if kind == "git":
         init_repo(work, "git")
     else:

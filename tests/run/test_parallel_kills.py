@@ -3,7 +3,7 @@ worktree is made or removed), then plain re-runs: every task exactly once on the
 nothing lost, nothing left behind that blocks.
 
 A few kills by default; a long campaign on demand:
-    AGENT_LOOP_PARALLEL_KILLS=60 AGENT_LOOP_CRASH_SEED=7 pytest tests/test_parallel_kills.py -s
+    AGENT_LOOP_PARALLEL_KILLS=60 AGENT_LOOP_CRASH_SEED=7 pytest tests/run/test_parallel_kills.py -s
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FakeClaude
-from tests.test_run_parallel import plan
-from tests.test_run_vcs import agent_loop, git, git_commits, init_repo, jj, jj_changes, state_of
+from tests.run.test_parallel import plan
+from tests.run.test_vcs import agent_loop, git, git_commits, init_repo, jj, jj_changes, state_of
 
 KILLS = int(os.environ.get("AGENT_LOOP_PARALLEL_KILLS", "3"))
 SEED = int(os.environ.get("AGENT_LOOP_CRASH_SEED", "25"))

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import orjson
 
-from tests.claude_cli import claude_env
-from tests.fakeapi import Directed, FakeApi, Hang, Text, last_user_text
+from tests.support.claude_cli import claude_env
+from tests.support.fakeapi import Directed, FakeApi, Hang, Text, last_user_text
 
 TASKS = """\
 # Demo

@@ -18,7 +18,7 @@ from agentloop.errors import AgentBlocked, RunStopped
 from agentloop.run.events import Event, LimitWait, RetryDecided
 from agentloop.run.retry import Advice
 from agentloop.vcs.none import NoneVcs
-from tests.harness import Harness, make_run
+from tests.support.harness import Harness, make_run
 
 START = 1_800_000_000.0
 

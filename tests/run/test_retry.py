@@ -12,9 +12,9 @@ from agentloop import proc
 from agentloop.agents.claude import ClaudeAgent
 from agentloop.errors import Interrupted
 from agentloop.run.retry import MAX_ATTEMPTS, Advice, advise, build_prompt, fallback, parse_advice
-from tests.claude_cli import claude_env
+from tests.support.claude_cli import claude_env
 from tests.conftest import FakeClaude
-from tests.fakeapi import FakeApi, Text, last_user_text
+from tests.support.fakeapi import FakeApi, Text, last_user_text
 
 ADVISOR_ARGV = ["-p", "--output-format", "json", "--model", "haiku", "--tools", "",
                 "--no-session-persistence"]

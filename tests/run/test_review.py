@@ -1,7 +1,7 @@
 """The reviewer (--review): verdict parsing, the diff cut to fit, the review loop in the runner
 (a scripted agent, a recording VCS and a fake clock), and the whole tool with the fake claude.
 
-The real CLI against the fake API is in tests/test_review_real.py.
+The real CLI against the fake API is in tests/run/test_review_real.py.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from agentloop.run.review_prompt import (
 from agentloop.run.selection import runnable
 from agentloop.vcs import Change
 from tests.conftest import FakeClaude
-from tests.harness import Harness, make_run
-from tests.test_retries import RETRY, START, FakeClock, ScriptedAdvisor
+from tests.support.harness import Harness, make_run
+from tests.run.test_retries import RETRY, START, FakeClock, ScriptedAdvisor
 
 # -- the verdict -------------------------------------------------------------------------------
 

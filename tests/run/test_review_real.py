@@ -18,8 +18,8 @@ import orjson
 
 from agentloop.agents import AgentRun
 from agentloop.agents.claude import READ_ONLY_FLAGS, ClaudeAgent
-from tests.claude_cli import claude_env, oauth_login, run_claude
-from tests.fakeapi import (
+from tests.support.claude_cli import claude_env, oauth_login, run_claude
+from tests.support.fakeapi import (
     FakeApi,
     Request,
     Text,
@@ -29,7 +29,7 @@ from tests.fakeapi import (
     overloaded,
     usage_limit,
 )
-from tests.test_run_vcs import git_commits, jj_changes
+from tests.run.test_vcs import git_commits, jj_changes
 
 REVIEWER_MODEL = "claude-sonnet-5-5"
 

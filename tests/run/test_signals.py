@@ -1,6 +1,6 @@
 """Signals, iterations, learnings, single-task mode, pacing and stall reports (issue 8).
 
-Runner-level tests use a scripted agent and a fake clock (see tests/test_retries.py); the CLI
+Runner-level tests use a scripted agent and a fake clock (see tests/run/test_retries.py); the CLI
 tests use the fake claude.
 """
 
@@ -18,7 +18,7 @@ from agentloop.cli import command
 from agentloop.errors import RunStopped
 from agentloop.run.final_message import parse
 from tests.conftest import FakeClaude
-from tests.test_retries import OK, RETRY, STOP, ScriptedAdvisor, ScriptedAgent, make
+from tests.run.test_retries import OK, RETRY, STOP, ScriptedAdvisor, ScriptedAgent, make
 
 
 def said(text: str, session: str = "s1") -> AgentResult:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import orjson
 
-from tests.fakeapi import FakeApi, Text, all_text, last_user_text
-from tests.test_failures_real import run, setup, tasks
+from tests.support.fakeapi import FakeApi, Text, all_text, last_user_text
+from tests.run.test_failures_real import run, setup, tasks
 
 
 def test_learnings_of_group_one_reach_the_first_request_of_group_two(

@@ -17,9 +17,9 @@ import orjson
 import pytest
 
 from agentloop import proc
-from tests.claude_cli import claude_env
+from tests.support.claude_cli import claude_env
 from tests.conftest import FakeClaude
-from tests.fakeapi import FakeApi
+from tests.support.fakeapi import FakeApi
 
 FAKE_TASKS = """\
 ## Backend

@@ -14,10 +14,10 @@ import orjson
 import pytest
 
 from agentloop.options import RunOptions, usage_problem
-from tests.claude_cli import claude_env
+from tests.support.claude_cli import claude_env
 from tests.conftest import FakeClaude
-from tests.fakeapi import FakeApi
-from tests.test_run_vcs import git, git_commits, init_repo, jj, jj_changes, state_of
+from tests.support.fakeapi import FakeApi
+from tests.run.test_vcs import git, git_commits, init_repo, jj, jj_changes, state_of
 
 # Passes on the untouched tree; fails once the agent wrote "broken", and its output tells the
 # fake agent (in the fix run's prompt) how to fix it.
@@ -295,8 +295,8 @@ def test_plan_checks_apply_to_their_group_only(tmp_path: Path) -> None:
     from agentloop.run.events import CheckStarted, Event
     from agentloop.run.verify import task_checks
     from agentloop.vcs.none import NoneVcs
-    from tests.harness import make_run
-    from tests.test_retries import OK, RETRY, FakeClock, ScriptedAdvisor, ScriptedAgent
+    from tests.support.harness import make_run
+    from tests.run.test_retries import OK, RETRY, FakeClock, ScriptedAdvisor, ScriptedAgent
 
     seen: list[Event] = []
     runner = make_run(tmp_path, PLAN_WITH_CHECKS, ScriptedAgent([OK]), NoneVcs(),
@@ -324,8 +324,8 @@ def test_with_iterations_checks_run_after_task_complete_only(tmp_path: Path) -> 
     from agentloop.agents import AgentResult
     from agentloop.run.events import CheckStarted, Event, TaskStarted
     from agentloop.vcs.none import NoneVcs
-    from tests.harness import make_run
-    from tests.test_retries import RETRY, FakeClock, ScriptedAdvisor, ScriptedAgent
+    from tests.support.harness import make_run
+    from tests.run.test_retries import RETRY, FakeClock, ScriptedAdvisor, ScriptedAgent
 
     said = [AgentResult(ok=True, exit_code=0, session_id="s1", text="Progress: half"),
             AgentResult(ok=True, exit_code=0, session_id="s1", text="Progress: all\nTASK_COMPLETE")]

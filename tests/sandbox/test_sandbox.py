@@ -1,7 +1,7 @@
 """agentloop.sandbox: the policy read from real git and jj working copies, bubblewrap's mounts in
 their order, the refusal where there is no sandbox, and the stop of everything inside it.
 
-What the agents themselves can and cannot do inside is in tests/test_sandbox_real.py (the real
+What the agents themselves can and cannot do inside is in tests/sandbox/test_sandbox_real.py (the real
 CLIs against the fake APIs)."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from agentloop import proc
 from agentloop.sandbox import Policy, Sandbox, SandboxUnavailable, tool_for
 from agentloop.sandbox.bubblewrap import Bubblewrap
 from tests.conftest import FakeClaude
-from tests.test_run_vcs import git, init_repo, jj
-from tests.test_sandbox_real import needs_bwrap
+from tests.run.test_vcs import git, init_repo, jj
+from tests.sandbox.test_sandbox_real import needs_bwrap
 
 
 def policy_for(box: Sandbox, workdir: Path, homes: list[Path], writes: bool) -> Policy:

@@ -21,12 +21,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.claude_cli import claude_env
-from tests.codex_cli import codex_env, require_codex
-from tests.fake_openai import FakeOpenAI
-from tests.fakeapi import Directed, FakeApi, Hang, last_user_text
-from tests.test_run_real import TASKS, _processes, state_of, tool_env
-from tests.test_run_vcs import git, init_repo
+from tests.support.claude_cli import claude_env
+from tests.support.codex_cli import codex_env, require_codex
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fakeapi import Directed, FakeApi, Hang, last_user_text
+from tests.run.test_real import TASKS, _processes, state_of, tool_env
+from tests.run.test_vcs import git, init_repo
 
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- planted-by-the-test"
 # A sleep no other process on the machine runs: the process the agent leaves behind.

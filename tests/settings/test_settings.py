@@ -209,7 +209,7 @@ def test_every_key_is_an_option_and_no_mode_is_a_key() -> None:
 
 def test_the_settings_reference_publishes_every_key() -> None:
     # docs/reference/settings.md's table, as the docs build writes it from the code
-    generator = Path(__file__).resolve().parents[1] / "docs" / "_ext" / "agentloop_reference.py"
+    generator = Path(__file__).resolve().parents[2] / "docs" / "_ext" / "agentloop_reference.py"
     spec = importlib.util.spec_from_file_location("agentloop_reference", generator)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -220,7 +220,7 @@ def test_the_settings_reference_publishes_every_key() -> None:
 
 
 def test_the_example_settings_file_is_valid(tmp_path: Path) -> None:
-    example = Path(__file__).resolve().parents[1] / ".agent-loop.example" / "agent-loop.toml"
+    example = Path(__file__).resolve().parents[2] / ".agent-loop.example" / "agent-loop.toml"
     root = tmp_path / "repo"
     (root / ".git").mkdir(parents=True)
     (root / "tasks.md").write_text("- one\n")

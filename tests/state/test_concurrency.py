@@ -1,6 +1,6 @@
 """Two runs started together on one folder: exactly one works, the other names it and leaves.
 
-tests/test_cli.py starts the second run once the first is well under way; here both start at
+tests/cli/test_cli.py starts the second run once the first is well under way; here both start at
 the same instant, again and again, on a fresh folder (both race to create `.agent-loop/` and,
 with git, the repository) and on one a killed run left its stale `run.pid` in.
 """

@@ -10,7 +10,7 @@ import orjson
 
 from agentloop.state.schema import Attempt, State
 from agentloop.state.store import Store
-from tests.test_state_store import kill_a_writer, make_state
+from tests.state.test_store import kill_a_writer, make_state
 
 
 def saved(tmp_path: Path, tasks: int = 3) -> tuple[Store, State]:

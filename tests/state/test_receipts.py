@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from agentloop.cli import command
 from agentloop.run.distill import diff_stat, message, parse
 from tests.conftest import FakeClaude
-from tests.fakeapi import FakeApi, HttpError, Text
-from tests.test_failures_real import run, setup, tasks
+from tests.support.fakeapi import FakeApi, HttpError, Text
+from tests.run.test_failures_real import run, setup, tasks
 
 # List prices the CLI applies per million tokens (tests/claude-cli/NOTES.md).
 PRICES = {"claude-opus-5-5": (4.0, 20.0), "claude-haiku-5-5": (0.10, 0.50)}

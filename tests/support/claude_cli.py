@@ -1,6 +1,6 @@
-"""Run the real Claude Code CLI against the fake API (tests/fakeapi.py): fixtures and helpers.
+"""Run the real Claude Code CLI against the fake API (tests/support/fakeapi.py): fixtures and helpers.
 
-Register with `pytest_plugins = ["tests.claude_cli"]`. The CLI is the pinned npm package in
+Register with `pytest_plugins = ["tests.support.claude_cli"]`. The CLI is the pinned npm package in
 tests/claude-cli; nothing here skips when it is missing, the test fails and says how to install it.
 """
 
@@ -15,10 +15,10 @@ from typing import Any, Iterator, Sequence
 
 import pytest
 
-from tests import clirun
-from tests.fakeapi import FakeApi
+from tests.support import clirun
+from tests.support.fakeapi import FakeApi
 
-CLI_DIR = Path(__file__).resolve().parent / "claude-cli"
+CLI_DIR = Path(__file__).resolve().parents[1] / "claude-cli"
 CLAUDE = CLI_DIR / "node_modules" / ".bin" / "claude"
 CLAUDE_VERSION = json.loads((CLI_DIR / "package.json").read_text())[
     "dependencies"]["@anthropic-ai/claude-code"]

@@ -1,7 +1,7 @@
-"""Run the real Codex CLI against the fake Responses API (tests/fake_openai.py): fixtures and
+"""Run the real Codex CLI against the fake Responses API (tests/support/fake_openai.py): fixtures and
 helpers.
 
-Register with `pytest_plugins = ["tests.codex_cli"]`. The CLI is the pinned npm package in
+Register with `pytest_plugins = ["tests.support.codex_cli"]`. The CLI is the pinned npm package in
 tests/codex-cli. A missing install skips the test on a developer's machine but fails it in CI
 (`CI` set), so CI can never pass by skipping.
 """
@@ -17,10 +17,10 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests import clirun
-from tests.fake_openai import FakeOpenAI
+from tests.support import clirun
+from tests.support.fake_openai import FakeOpenAI
 
-CLI_DIR = Path(__file__).resolve().parent / "codex-cli"
+CLI_DIR = Path(__file__).resolve().parents[1] / "codex-cli"
 CODEX = CLI_DIR / "node_modules" / ".bin" / "codex"
 CODEX_VERSION = json.loads((CLI_DIR / "package.json").read_text())[
     "dependencies"]["@openai/codex"]

@@ -135,7 +135,7 @@ def locked(state: Path) -> Iterator[None]:
 
 
 def replace(path: Path, text: str) -> None:
-    # Atomic, so a fake killed mid-write (tests/test_crash.py kills hundreds) leaves no empty file.
+    # Atomic, so a fake killed mid-write (tests/run/test_crash.py kills hundreds) leaves no empty file.
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.write_text(text)
     os.replace(tmp, path)

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Union, cast
 
-from tests import loopback
-from tests.loopback import LoopbackServer
+from tests.support import loopback
+from tests.support.loopback import LoopbackServer
 
 # A hung request gives up after this long even if nobody stops the server, so no thread lives on.
 HANG_LIMIT_SECONDS = 600.0

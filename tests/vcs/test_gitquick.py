@@ -14,7 +14,7 @@ from agentloop import proc
 from agentloop.vcs import gitrecord
 from agentloop.vcs.git import GitVcs
 from agentloop.vcs.gitquick import staged_paths
-from tests.test_vcs_git import Killed, commit_files, git, kill_at, make, repo, subjects
+from tests.vcs.test_git import Killed, commit_files, git, kill_at, make, repo, subjects
 
 __all__ = ["repo"]  # the fixture, shared
 
