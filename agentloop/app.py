@@ -137,6 +137,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     Refuses what the real run would refuse before it starts (run.start.admit), with the same
     message and exit code."""
     from agentloop.run.start import admit, sandbox_preview, tree_warning
+    from agentloop.vcs.stays_git import vcs_notes
 
     check_usage(options)
     _not_a_link(tasks_md, cwd)
@@ -153,7 +154,9 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     # A rehearsal works in a copy of its own: the user's tree is no business of it.
     tree = tree_warning(project, admitted) if any(r.runs for r in rows) and \
         not options.rehearse else None
-    warnings = (*state.warnings, *([f"the run would stop here: {tree}"] if tree else []))
+    warnings = (*state.warnings, *vcs_notes(options.vcs, project.root),
+                *([admitted.rebuilt] if admitted.rebuilt else []),
+                *([f"the run would stop here: {tree}"] if tree else []))
     boxed, refused = sandbox_preview(project, options, admitted.agent)
     warnings += (f"the run would stop here: {refused}",) if refused else ()
     running = [r.group for r in rows if r.runs]

@@ -19,7 +19,7 @@ from agentloop.console.dashboard_options import dashboard_options, warn, with_no
 from agentloop.console.help import SectionedCommand
 from agentloop.console.stops import crash, from_a_stop, json_error, report, write
 from agentloop.errors import INTERNAL_EXIT, AgentLoopError
-from agentloop.settings.schema import Assignment, VariableName
+from agentloop.settings.schema import Assignment, ModelRates, VariableName
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -121,6 +121,10 @@ class _AgentChoice(click.Choice):
 @click.option("--budget", metavar="USD", type=click.FloatRange(min=0), default=None,
               help="USD: the most this plan may cost since its last --reset; no task starts "
                    "once that much is spent. A re-run without --budget keeps the last one.")
+@click.option("--price", "prices", multiple=True, type=ModelRates(),
+              help="What a model's tokens cost, for an agent that reports tokens but no "
+                   "dollars (Codex): MODEL=IN/CACHED/OUT in USD per million tokens; repeatable. "
+                   "Known models are priced already (docs/how-to/costs.md).")
 @click.option("--task-budget", metavar="USD", type=click.FloatRange(min=0), default=None,
               help="USD: the cap on one agent run (the agent's own limit, where it has one).")
 @click.option("--distill/--no-distill", default=True,
@@ -150,6 +154,9 @@ class _AgentChoice(click.Choice):
                    "attempt fails.")
 @click.option("--require-changes/--no-require-changes", default=False,
               help="A task that changes no files is a failed attempt.")
+@click.option("--git-hooks/--no-git-hooks", default=False,
+              help="Run the repository's pre-commit and commit-msg hooks on each task's change "
+                   "(git only), as checks: a failing hook goes back to the agent to fix.")
 # -- settings, hooks, the agent's environment (docs/reference/settings.md, docs/how-to/hooks.md)
 @click.option("--env", "env", multiple=True, type=Assignment(),
               help="Set a variable for the agent: NAME=VALUE; repeatable.")
@@ -282,6 +289,9 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
 
 def main() -> None:
     """Console entry point."""
+    from agentloop.console.gone import steady
+
+    sys.stdout, sys.stderr = steady(sys.stdout), steady(sys.stderr)  # a reader may go away
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGHUP, _on_sigterm)  # a closed terminal or a dropped ssh
     try:

@@ -146,7 +146,7 @@ def tool(work: Path, backend: str, env: dict[str, str], *extra: str,
 
 def bare(work: Path, backend: str, tasks: int, env: dict[str, str], plain: bool = False) -> float:
     """Wall seconds of the bash loop over the same tasks (`plain`: the loop a person writes)."""
-    from agentloop.vcs.jj import INFO
+    from agentloop.vcs.jj.run import INFO
 
     scratch = work.parent / f"{work.name}-scratch"
     (scratch / "logs").mkdir(parents=True)

@@ -204,7 +204,7 @@ def closing_lines(result: RunResult, cwd: Path) -> list[str]:
 def rehearsal_lines(result: RunResult, task_file: str, cwd: Path) -> list[str]:
     """Where a rehearsal's changes are, and that nothing of the user's moved."""
     from agentloop.run.rehearsal import lane_name
-    from agentloop.vcs.workspaces import BRANCH_PREFIX, JJ_PREFIX, lanes_dir
+    from agentloop.vcs.lanes import BRANCH_PREFIX, JJ_PREFIX, lanes_dir
 
     copy = lanes_dir(result.project.root) / lane_name(result.project)
     where = (f"branch {BRANCH_PREFIX}{copy.name}" if result.state.vcs == "git"

@@ -3,7 +3,7 @@ current branch, in the plan's order, one commit (or jj change) per task, and the
 merged into this clone's, so `--status` shows every task and the total cost.
 
 Each task's commit is replayed onto the main line as a local parallel run lands its tasks
-(agentloop.vcs.mainline, run.conflicts): a cherry-pick in the group's worktree, committed with
+(agentloop.vcs.git.mainline, run.conflicts): a cherry-pick in the group's worktree, committed with
 the task commit's author, date and message plus trailers naming the job's commit, then landed by
 compare-and-swap. Those trailers make a second run a no-op, in this clone or in a clone of the
 branch this one pushed later (a later stage integrates again). A conflict goes to a fresh agent
@@ -31,7 +31,7 @@ from agentloop.state.status import KEPT, SETTLED, check
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import carry
 from agentloop.vcs.choose import open_main_line
-from agentloop.vcs.workspaces import lane_name
+from agentloop.vcs.lanes import lane_name
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from agentloop.state.project import Project, load_plan
 from agentloop.state.schema import State, TaskState, from_bytes
 from agentloop.state.status import FINISHED, KEPT
 from agentloop.vcs import carry
-from agentloop.vcs.workspaces import lane_name
+from agentloop.vcs.lanes import lane_name
 
 
 @dataclass

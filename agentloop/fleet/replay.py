@@ -1,7 +1,7 @@
 """One group's task commits, made by a fleet job elsewhere, replayed onto the main line by
 `--integrate` (agentloop.fleet.integrate): each one cherry-picked in the group's worktree onto the
 main line as it is, committed as the job committed it (plus trailers naming the job's commit),
-and landed (agentloop.vcs.mainline). Where it does not fit, the conflict handling of a local
+and landed (agentloop.vcs.git.mainline). Where it does not fit, the conflict handling of a local
 parallel run (agentloop.run.conflicts) takes over, in a fresh session: the job's session is on
 the job's machine."""
 
@@ -18,8 +18,14 @@ from agentloop.run.start import choose_agent, open_sandbox
 from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project
 from agentloop.state.schema import State, TaskState
-from agentloop.vcs import Change, carry, relative_to, workspaces
-from agentloop.vcs.choose import IntegrationConflict, MainLine, open_lane
+from agentloop.vcs import Change, carry, lanes, relative_to
+from agentloop.vcs.choose import (
+    IntegrationConflict,
+    MainLine,
+    open_lane,
+    open_workspace,
+    remove_workspace,
+)
 
 DIFF_LIMIT = 20_000   # characters of each diff a conflict session is shown
 INTRO = """\
@@ -47,7 +53,7 @@ class GroupReplay:
                  main: MainLine, repo: carry.Repo, lane: str, name: str, plan: str) -> None:
         self.project, self.state, self.options, self.emit = project, state, options, emit
         self.main, self.repo, self.lane, self.name, self.plan = main, repo, lane, name, plan
-        self.space: workspaces.Workspace | None = None
+        self.space: lanes.Workspace | None = None
         self.vcs: Any = None   # the group's git lane (agentloop.vcs.choose.open_lane)
 
     def land(self, task: TaskState, source: str, kept: bool) -> str | None:
@@ -93,12 +99,12 @@ class GroupReplay:
             self.main.forget(self.vcs.lane_commits)
             self.vcs.close()
         if self.space is not None and not keep:
-            workspaces.remove_git(self.project.root, self.space, drop_branch=True)
+            remove_workspace("git", self.project.root, self.space)
 
     def _open(self, fresh: bool) -> Any:
         if self.vcs is None:
-            self.space = workspaces.open_git(self.project.root, self.lane, self.main.tip(),
-                                             fresh)
+            self.space = open_workspace("git", self.project.root, self.lane, self.main.tip(),
+                                            fresh)
             rel = relative_to(self.project.task_file, self.project.root) or \
                 self.project.task_file.name
             self.vcs = open_lane("git", self.main, self.space.path, self.space.path / rel)

@@ -40,7 +40,7 @@ summary of how you resolved it."""
 
 
 class LaneVcs(Protocol):
-    """What a lane's VCS (agentloop.vcs.gitlane, agentloop.vcs.jjlane) offers for conflicts."""
+    """What a lane's VCS (agentloop.vcs.git.lane, agentloop.vcs.jj.lane) offers for conflicts."""
 
     root: Path
 

@@ -34,6 +34,7 @@ from agentloop.run.selection import unmet
 from agentloop.state.reconcile import reconcile
 from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
+from agentloop.vcs.choose import LandingHeld, LaneBreach
 
 # A file the controller looks for between reports: start no new task, let running ones finish.
 STOP_FILE = "stop-after-running"
@@ -89,6 +90,7 @@ class Controller:
         run.shared.may_start = self.may_start
         lanes: dict[str, threading.Thread | None] = {}
         todo, first_error = list(self.groups), None
+        stopped: LaneBreach | LandingHeld | None = None
         try:
             while todo or lanes:
                 while len(lanes) < run.options.parallel and not run.shared.halted():
@@ -111,6 +113,13 @@ class Controller:
                     worker.join()
                 if isinstance(report.error, GroupConflicted):
                     continue  # that group stops, its work kept; the others go on
+                if isinstance(report.error, (LaneBreach, LandingHeld)):
+                    # The agent acted outside its task, or a landing waited past the lane wait:
+                    # that group stops, nothing of the step landed, its work kept on its lane;
+                    # the others go on; the run ends with the line that says so.
+                    run.emit(LaneNote(f"{report.group} stopped: {report.error}"))
+                    stopped = stopped or report.error
+                    continue
                 if report.error is not None:
                     first_error = first_error or report.error
                     run.shared.halt()  # no new task anywhere; running ones finish
@@ -133,6 +142,8 @@ class Controller:
         places.close()
         if first_error is not None:
             raise first_error
+        if stopped is not None:
+            raise stopped
 
     def _start(self, places: Workplaces, group: str) -> threading.Thread | None:
         """A lane for `group`: in this thread with one lane at a time, else a thread of its own."""

@@ -1,6 +1,6 @@
 """Where a group works, the one place that decides it: with one lane at a time (K=1), in the
 user's checkout, each task a change on the line the user is on; with --parallel K > 1, each
-group in a working copy of its own (agentloop.vcs.workspaces), its tasks landing on the main line
+group in a working copy of its own (agentloop.vcs.lanes), its tasks landing on the main line
 as they finish. The controller (agentloop.run.controller) decides when; this module, where.
 """
 
@@ -19,8 +19,15 @@ from agentloop.run.verify import baseline
 from agentloop.state.schema import TaskState
 from agentloop.state.status import OPEN
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs import Vcs, relative_to, workspaces
-from agentloop.vcs.choose import MainLine, open_lane, open_main_line
+from agentloop.vcs import Vcs, lanes, relative_to
+from agentloop.vcs.choose import (
+    MainLine,
+    open_lane,
+    open_main_line,
+    open_workspace,
+    remove_workspace,
+    sweep_workspaces,
+)
 
 # Statuses of a group's task that keep its working copy (an attempt a killed run left open, a
 # change kept for a person): the next run goes on there.
@@ -51,13 +58,11 @@ class Workplaces:
         if groups:
             baseline(run, pending)  # the user's checks, once, in the main checkout
         keep = {names[g] for g in groups}
-        if run.vcs.name == "git":
-            workspaces.sweep_git(run.project.root, keep, known=set(names.values()))
-            # Lanes of groups with nothing left to run (a run killed before it cleaned up): every
-            # task of theirs that finished is on the main line, so their branches hold nothing else.
-            workspaces.drop_branches(run.project.root, set(names.values()) - keep)
-        else:
-            workspaces.sweep_jj(run.project.root, keep, known=set(names.values()))
+        # Lanes of groups with nothing left to run (a run killed before it cleaned up): every
+        # task of theirs that finished is on the main line; anything else is kept, and said.
+        for note in sweep_workspaces(run.vcs.name, run.project.root, keep,
+                                     set(names.values()), getattr(main, "ref", "HEAD")):
+            run.emit(LaneNote(note))
         return cls(run, main, names, groups)
 
     def run_group(self, group: str, tasks: list[TaskState], begun: list[TaskState]) -> None:
@@ -86,10 +91,9 @@ class Workplaces:
             vcs.close()
         # Every finished task is on the main line and saved: the lane has nothing left.
         self.main.forget(getattr(vcs, "lane_commits", []))
-        if run.vcs.name == "git":
-            workspaces.remove_git(run.project.root, space, drop_branch=True)
-        else:
-            workspaces.remove_jj(run.project.root, space)
+        for note in remove_workspace(run.vcs.name, run.project.root, space,
+                                     getattr(self.main, "ref", "HEAD")):
+            run.emit(LaneNote(note))
 
     def close(self) -> None:
         """After the last lane: the main line forgets its lanes' commits unless one is kept."""
@@ -97,22 +101,25 @@ class Workplaces:
                                              for t in self.run.state.tasks):
             self.main.forget_all()
 
-    def _open_lane(self, name: str, fresh: bool) -> tuple[workspaces.Workspace, Vcs]:
+    def _open_lane(self, name: str, fresh: bool) -> tuple[lanes.Workspace, Vcs]:
         """The lane's working copy and its VCS: a git worktree or a jj workspace."""
         root, kind, main = self.run.project.root, self.run.vcs.name, self.main
         assert main is not None  # only K > 1 has lanes of their own
         task_file = self.run.project.task_file
         rel = relative_to(task_file, root) or task_file.name
-        if kind == "git":
-            space = workspaces.open_git(root, name, main.tip(), fresh)
-        else:
-            space = workspaces.open_jj(root, name, main.tip(), fresh)
+        # A lane an older version left under the bare name (a conflicted task's work) is
+        # adopted, never dropped.
+        old = name.removeprefix(lanes.plan_key(rel) + "-")
+        space = open_workspace(kind, root, name, main.tip(), fresh, adopt=old)
         return space, open_lane(kind, main, space.path, space.path / rel, space.branch)
 
 
 def _lane_names(run: Run) -> dict[str, str]:
     order = list(dict.fromkeys(t.group for t in run.state.tasks))
-    return {g: workspaces.lane_name(n, g) for n, g in enumerate(order, 1)}
+    # Every plan's lanes carry its key: another plan's run never resets or deletes them.
+    key = lanes.plan_key(relative_to(run.project.task_file, run.project.root)
+                         or run.project.task_file.name)
+    return {g: lanes.plan_lane(key, n, g) for n, g in enumerate(order, 1)}
 
 
 def serialised(emit: Emit, lock: threading.RLock) -> Emit:

@@ -34,6 +34,32 @@ class Assignment(click.ParamType):
         return name, text
 
 
+class ModelRates(Assignment):
+    """MODEL=IN/CACHED/OUT, as `--price` takes it (USD per million tokens): a pair (model,
+    rates); a table of them is the `prices` setting."""
+
+    name = "MODEL=IN/CACHED/OUT"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> tuple[str, str]:
+        if isinstance(value, tuple):  # from a table: (model, rates)
+            model, text, eq = str(value[0]), str(value[1]), "="
+        else:
+            model, eq, text = str(value).partition("=")
+        if not eq or not model or any(c.isspace() for c in model):
+            self.fail(f"{value!r} is not MODEL=IN/CACHED/OUT (e.g. my-model=2/0.1/10)", param, ctx)
+        parts = str(text).split("/")
+        try:
+            rates = [float(p) for p in parts]
+        except ValueError:
+            rates = []
+        if len(parts) not in (2, 3) or len(rates) != len(parts) or \
+                any(not r >= 0 for r in rates):
+            self.fail(f"{model}: {text!r} is not IN/CACHED/OUT, USD per million tokens, each "
+                      "a number of 0 or more (e.g. 2/0.1/10)", param, ctx)
+        return model, str(text)
+
+
 class VariableName(click.ParamType):
     """An environment variable's name, as `--env-exclude` takes it."""
 
@@ -60,7 +86,9 @@ class Spec:
         if self.kind == "flag":
             return "true or false"
         if self.kind == "table":
-            return 'a table of variables, e.g. env = { NAME = "value" }'
+            return ('a table of model rates, e.g. prices = { "my-model" = "2/0.1/10" }'
+                    if isinstance(self.type, ModelRates) else
+                    'a table of variables, e.g. env = { NAME = "value" }')
         if self.kind == "list":
             return 'a list of strings, e.g. ["pytest -q"]'
         if isinstance(self.type, click.Choice):

@@ -61,7 +61,7 @@ def usd(amount: float) -> float:
 def money(amount: float, known: bool = True) -> str:
     """Dollars as the user reads them, everywhere: four decimals ($0.0123); a cost the agent
     did not report is said to be unknown."""
-    return f"${amount:.4f}" if known else "cost unknown (tokens only)"
+    return f"${amount:.4f}" if known else "unknown (tokens only)"
 
 
 def spent(state: State) -> float:

@@ -13,13 +13,13 @@ jj's own fetch needs git 2.41, and git's fetch followed by `jj git import` is th
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentloop import proc
-from agentloop.errors import ProcessError, VcsError
+from agentloop.errors import VcsError
+from agentloop.vcs.git.run import Git
+from agentloop.vcs.jj.run import Jj
 
 STATE_FILE = "state.json"
 
@@ -35,38 +35,20 @@ class Repo:
     def git(self, *args: str, codes: tuple[int, ...] = (0,), input: str | None = None,
             env: dict[str, str] | None = None) -> tuple[int, str]:
         """(exit code, stdout) of one git command; VcsError for any other exit."""
-        full = {**os.environ, "GIT_DIR": str(self.git_dir), "GIT_LITERAL_PATHSPECS": "1",
-                **(env or {})}
-        return _checked(["git", *args], self.root, full, codes, input)
+        return Git(self.root, self.git_dir).code(*args, codes=codes, input=input, env=env)
 
     def jj(self, *args: str, codes: tuple[int, ...] = (0,)) -> tuple[int, str]:
         """(exit code, stdout) of one jj command."""
-        env = {**os.environ, "JJ_EDITOR": "false"}
-        return _checked(["jj", "--no-pager", "--color=never", *args], self.root, env, codes,
-                        None)
-
-
-def _checked(argv: list[str], cwd: Path, env: dict[str, str], codes: tuple[int, ...],
-             input: str | None) -> tuple[int, str]:
-    try:
-        done = proc.run(argv, cwd=cwd, env=env, check=False, input=input, timeout=600)
-    except ProcessError as exc:
-        raise VcsError(f"`{argv[0]} {argv[1]}` failed: {exc}") from None
-    if done.returncode not in codes:
-        detail = (done.stderr or done.stdout).strip().replace("\n", " ")
-        shown = " ".join(a for a in argv[:4] if not a.startswith("--"))
-        raise VcsError(f"`{shown}` failed: {detail}")
-    return done.returncode, done.stdout
+        done = Jj(self.root).run(*args, codes=codes)
+        return done.returncode, done.stdout
 
 
 def open_repo(root: Path) -> Repo:
     """The clone at `root`: jj when it has `.jj/`, else git; VcsError when it is neither."""
     if (root / ".jj").is_dir():
-        out = _checked(["jj", "--no-pager", "git", "root"], root, dict(os.environ), (0,),
-                       None)[1]
+        out = Jj(root).out("git", "root")
         return Repo(root, "jj", Path(out.strip()))
-    code, out = _checked(["git", "rev-parse", "--absolute-git-dir"], root, dict(os.environ),
-                         (0, 128), None)
+    code, out = Git(root).code("rev-parse", "--absolute-git-dir", codes=(0, 128))
     if code:
         raise VcsError(f"{root} is not a git or jj repository: run in a clone of the project")
     return Repo(root, "git", Path(out.strip()))

@@ -7,9 +7,14 @@ from typing import Any, Callable
 
 from agentloop.vcs import KINDS, Vcs, find_root
 
-# What a lane's landing raises when its change does not fit the main line; named here so that the
-# run core catches it without importing a backend (the module is small: no git library).
-from agentloop.vcs.mainline import IntegrationConflict as IntegrationConflict
+# What a lane's step raises when its change does not fit the main line, when its landing waited
+# too long for the user's edits, or when the agent acted outside its task; named here so that the
+# run core catches them without importing a backend (the modules are small: no git library).
+from agentloop.vcs.check import LaneBreach as LaneBreach
+from agentloop.vcs.landing import IntegrationConflict as IntegrationConflict
+from agentloop.vcs.landing import LandingHeld as LandingHeld
+from agentloop.vcs.lanes import Workspace
+from agentloop.vcs.stays_git import git_only
 
 
 def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False) -> Vcs:
@@ -21,20 +26,25 @@ def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False) 
         from agentloop.vcs.none import NoneVcs
         return NoneVcs()
     if kind == "git":
-        from agentloop.vcs.git import GitVcs
+        from agentloop.vcs.git.backend import GitVcs
         return GitVcs(root, task_file, allow_dirty)
     if kind not in ("jj", "auto"):
         raise VcsError(f"unknown version control {kind!r}: choose one of {', '.join(KINDS)}")
     repo = find_root(root)
+    if kind == "auto" and repo is not None and git_only(repo):
+        # A git user's repository stays one (agentloop.vcs.stays_git says why).
+        from agentloop.vcs.git.backend import GitVcs
+        return GitVcs(root, task_file, allow_dirty)
     if repo is not None and (repo / ".git").is_file() and not (repo / ".jj").is_dir():
         # A git worktree (or submodule): its .git is a file, and jj cannot colocate there.
         if kind == "jj":
             raise VcsError(f"{repo} is a git worktree, where jj cannot colocate: run in the "
                            "main repository, or use --vcs git")
-        from agentloop.vcs.git import GitVcs
+        from agentloop.vcs.git.backend import GitVcs
         return GitVcs(root, task_file, allow_dirty,
                       note=f"{repo} is a git worktree, where jj cannot colocate: using git")
-    from agentloop.vcs.jj import JjVcs, jj_root
+    from agentloop.vcs.jj.backend import JjVcs
+    from agentloop.vcs.jj.run import jj_root
     try:
         found = jj_root(root)
     except ProgramNotFound:
@@ -43,7 +53,7 @@ def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False) 
         if repo is not None and (repo / ".jj").is_dir() and not (repo / ".git").exists():
             raise VcsError(f"{repo} is a jj repository, but jj is not installed or not on "
                            "PATH") from None
-        from agentloop.vcs.git import GitVcs
+        from agentloop.vcs.git.backend import GitVcs
         return GitVcs(root, task_file, allow_dirty)
     # With jj the user's uncommitted work stays in its own change, so allow_dirty is moot.
     return JjVcs(found or root, task_file, initialized=found is not None)
@@ -60,13 +70,13 @@ def open_main_line(kind: str, root: Path, on_wait: Callable[[str], None] | None 
     """The main line of a `kind` (git or jj) repository: for git the branch the main checkout
     is on (or `ref`), for jj the line of @."""
     if kind == "git":
-        from agentloop.vcs.mainline import GitMainLine
+        from agentloop.vcs.git.mainline import GitMainLine
         if ref is not None:
             return GitMainLine(root, ref, on_wait=on_wait, stopping=stopping)
         line = GitMainLine(root, "", on_wait=on_wait, stopping=stopping)
         line.ref = GitMainLine.current(root).ref
         return line
-    from agentloop.vcs.jjlane import JjMainLine
+    from agentloop.vcs.jj.mainline import JjMainLine
     return JjMainLine(root, on_wait=on_wait, stopping=stopping)
 
 
@@ -75,7 +85,43 @@ def open_lane(kind: str, main: MainLine, workspace: Path, task_file: Path, branc
     """The backend of one lane's working copy (a git worktree or a jj workspace), whose
     finished tasks land on `main`."""
     if kind == "git":
-        from agentloop.vcs.gitlane import LaneGit
+        from agentloop.vcs.git.lane import LaneGit
         return LaneGit(workspace, task_file, main)
-    from agentloop.vcs.jjlane import LaneJj
+    from agentloop.vcs.jj.lane import LaneJj
     return LaneJj(workspace, task_file, main, branch)
+
+
+def open_workspace(kind: str, root: Path, name: str, tip: str, fresh: bool, adopt: str = ""
+                   ) -> Workspace:
+    """Lane `name`'s working copy (a git worktree or a jj workspace) at `tip`, or the one a
+    killed run left when not `fresh`; git adopts a lane an older version left as `adopt`."""
+    if kind == "git":
+        from agentloop.vcs.git import worktrees
+        return worktrees.open_git(root, name, tip, fresh, adopt=adopt)
+    from agentloop.vcs.jj import workspaces
+    return workspaces.open_jj(root, name, tip, fresh)
+
+
+def remove_workspace(kind: str, root: Path, space: Workspace, main_ref: str = "HEAD"
+                     ) -> list[str]:
+    """A finished lane's working copy removed, with its branch (git); what was not on the main
+    line is kept first. Notes naming what was kept."""
+    if kind == "git":
+        from agentloop.vcs.git import worktrees
+        return worktrees.remove_git(root, space, drop_branch=True, main=main_ref)
+    from agentloop.vcs.jj import workspaces
+    workspaces.remove_jj(root, space)
+    return []
+
+
+def sweep_workspaces(kind: str, root: Path, keep: set[str], known: set[str],
+                     main_ref: str = "HEAD") -> list[str]:
+    """Working copies of `known` lanes not in `keep` (a killed run's) removed; for git their
+    branches too, what is not on the main line kept first. Notes naming what was kept."""
+    if kind == "git":
+        from agentloop.vcs.git import worktrees
+        worktrees.sweep_git(root, keep, known=known)
+        return worktrees.drop_branches(root, known - keep, main_ref)
+    from agentloop.vcs.jj import workspaces
+    workspaces.sweep_jj(root, keep, known=known)
+    return []

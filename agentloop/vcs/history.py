@@ -3,12 +3,10 @@ command for all of them, which changes nothing (jj: no snapshot of the working c
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Iterable
 
-from agentloop import proc
-from agentloop.errors import ProcessError
+from agentloop.errors import VcsError
 
 
 def missing(kind: str, root: Path, change_ids: Iterable[str]) -> set[str]:
@@ -17,15 +15,13 @@ def missing(kind: str, root: Path, change_ids: Iterable[str]) -> set[str]:
     change_ids = list(change_ids)
     if not change_ids or kind not in ("git", "jj"):
         return set()
-    argv = (["git", "rev-list", "HEAD"] if kind == "git" else
-            ["jj", "--no-pager", "--color=never", "--ignore-working-copy", "log", "--no-graph",
-             "-r", "::@", "-T", 'change_id ++ "\\n"'])
+    from agentloop.vcs.git.run import Git
+    from agentloop.vcs.jj.run import Jj
     try:
-        done = proc.run(argv, cwd=root, check=False, timeout=60,
-                        env={**os.environ, "JJ_EDITOR": "false"})
-    except ProcessError:
+        out = (Git(root).out("rev-list", "HEAD") if kind == "git" else
+               Jj(root).out("--ignore-working-copy", "log", "--no-graph", "-r", "::@", "-T",
+                            'change_id ++ "\\n"'))
+    except VcsError:
         return set()
-    if done.returncode != 0:
-        return set()
-    seen = set(done.stdout.split())
+    seen = set(out.split())
     return {c for c in change_ids if c not in seen}

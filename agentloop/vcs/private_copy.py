@@ -1,5 +1,5 @@
 """A working copy apart from the user's, for a run that must not touch their branch or files (a
-rehearsal): the repository's kind decides git worktree or jj workspace (agentloop.vcs.workspaces),
+rehearsal): the repository's kind decides git worktree or jj workspace (agentloop.vcs.lanes),
 and the start is what the user has now, even in a repository with no commit yet.
 """
 
@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.vcs import workspaces
-from agentloop.vcs.workspaces import Workspace
+from agentloop.vcs.git import worktrees
+from agentloop.vcs.git.run import Git
+from agentloop.vcs.jj import workspaces
+from agentloop.vcs.lanes import Workspace
 
 EMPTY_START = "agent-loop: an empty start (the repository had no commit yet)"
 
@@ -35,7 +36,7 @@ def open_lane(root: Path, name: str, kind: str) -> Workspace:
     when there is none yet), jj's working-copy change."""
     if kind == "jj":
         return workspaces.open_jj(root, name, "@", fresh=True)
-    return workspaces.open_git(root, name, _git_start(root), fresh=True)
+    return worktrees.open_git(root, name, _git_start(root), fresh=True)
 
 
 def remove_lane(root: Path, lane: Workspace, kind: str) -> None:
@@ -43,21 +44,15 @@ def remove_lane(root: Path, lane: Workspace, kind: str) -> None:
     if kind == "jj":
         workspaces.remove_jj(root, lane)
     else:
-        workspaces.remove_git(root, lane)
+        worktrees.remove_git(root, lane)
 
 
 def _git_start(root: Path) -> str:
-    head = _git(root, "rev-parse", "--verify", "-q", "HEAD", codes=(0, 1))
+    git = Git(root)
+    head = git.sha("HEAD")
     if head:
         return head
     # No commit yet (a repository just made with `git init`): the lane starts from an empty
     # commit of its own, which no branch of the user's points at.
-    tree = _git(root, "hash-object", "-t", "tree", "-w", "/dev/null")
-    return _git(root, "commit-tree", tree, "-m", EMPTY_START)
-
-
-def _git(root: Path, *args: str, codes: tuple[int, ...] = (0,)) -> str:
-    done = proc.run(["git", *args], cwd=root, check=False, timeout=120)
-    if done.returncode not in codes:
-        raise VcsError(f"`git {' '.join(args[:2])}` failed: {(done.stderr or '').strip()}")
-    return (done.stdout or "").strip()
+    tree = git.out("hash-object", "-t", "tree", "-w", "/dev/null").strip()
+    return git.out("commit-tree", tree, "-m", EMPTY_START).strip()

@@ -4,12 +4,19 @@ main line as one commit of its own, the user's checkout left as the user has it.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from agentloop.vcs import lanes
 from tests.conftest import FakeClaude
 from tests.run.test_vcs import agent_loop, git, git_commits, init_repo, state_of
+
+
+# The Right group's lane: its plan's key, then its number and name.
+RIGHT = lanes.plan_lane(lanes.plan_key("tasks.md"), 2, "Right")
 
 
 def plan(groups: int, tasks: int = 2, extra: str = "") -> str:
@@ -140,13 +147,13 @@ def test_an_unresolved_conflict_keeps_the_work_on_a_branch_and_exits_4(
     kept = state["tasks"][1]["change_id"]
     # Every line either agent wrote is reachable: left on main, right on the lane's branch.
     assert git(work, "show", "main:shared.txt") == "left\n"
-    assert git(work, "show", "agent-loop/2-right:shared.txt") == "right\n"
-    assert git(work, "rev-parse", "agent-loop/2-right").strip() == kept
-    assert "git log -p main..agent-loop/2-right" in done.stdout
+    assert git(work, "show", f"agent-loop/{RIGHT}:shared.txt") == "right\n"
+    assert git(work, "rev-parse", f"agent-loop/{RIGHT}").strip() == kept
+    assert f"git log -p main..agent-loop/{RIGHT}" in done.stdout
     status = agent_loop(work, "--status")
     assert "conflicted" in status.stdout
     # Resolved by hand in the lane's worktree, a plain re-run lands it and goes on.
-    lane = work / ".agent-loop" / "lanes" / "2-right"
+    lane = work / ".agent-loop" / "lanes" / RIGHT
     (lane / "shared.txt").write_text("left and right\n")
     git(lane, "commit", "-qam", "by hand")
     git(lane, "rebase", "-q", "-X", "theirs", "main")
@@ -155,6 +162,59 @@ def test_an_unresolved_conflict_keeps_the_work_on_a_branch_and_exits_4(
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
     assert (work / "shared.txt").read_text() == "left and right\n"
     assert (work / "after.txt").exists()
+
+
+OTHER_PLAN = """\
+## Left
+- other left
+  FAKE: write other-left.txt left
+
+## Right
+- other right
+  FAKE: write other-right.txt right
+"""
+
+
+def test_another_plan_with_the_same_group_never_touches_this_plans_lane(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude, monkeypatch) -> None:
+    conflict_project(work, tmp_path, monkeypatch, ["FAKE: say I could not"])
+    assert agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill").returncode == 4
+    kept = git(work, "rev-parse", f"agent-loop/{RIGHT}").strip()
+    (work / "other.md").write_text(OTHER_PLAN)
+    other = subprocess.run([sys.executable, "-m", "agentloop", "other.md", "--vcs", "git",
+                            "--parallel", "2", "--no-distill"], cwd=work, capture_output=True,
+                           text=True, timeout=180, stdin=subprocess.DEVNULL)
+    assert other.returncode == 0, other.stdout + other.stderr
+    # Its own lanes came and went; plan tasks.md's conflicted lane is as it was.
+    assert git(work, "rev-parse", f"agent-loop/{RIGHT}").strip() == kept
+    assert (work / ".agent-loop" / "lanes" / RIGHT).is_dir()
+    lane = work / ".agent-loop" / "lanes" / RIGHT
+    (lane / "shared.txt").write_text("left and right\n")
+    git(lane, "commit", "-qam", "by hand")
+    git(lane, "rebase", "-q", "-X", "theirs", "main")
+    again = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
+    assert (work / "shared.txt").read_text() == "left and right\n"
+
+
+def test_a_lane_an_older_version_left_is_adopted_by_its_plans_next_run(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude, monkeypatch) -> None:
+    conflict_project(work, tmp_path, monkeypatch, ["FAKE: say I could not"])
+    assert agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill").returncode == 4
+    # As the version before plan keys left it: branch agent-loop/2-right, lane 2-right.
+    lanes_dir = work / ".agent-loop" / "lanes"
+    git(work, "worktree", "move", str(lanes_dir / RIGHT), str(lanes_dir / "2-right"))
+    git(work, "branch", "-m", f"agent-loop/{RIGHT}", "agent-loop/2-right")
+    lane = lanes_dir / "2-right"
+    (lane / "shared.txt").write_text("left and right\n")
+    git(lane, "commit", "-qam", "by hand")
+    git(lane, "rebase", "-q", "-X", "theirs", "main")
+    again = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
+    assert (work / "shared.txt").read_text() == "left and right\n"
+    assert "agent-loop/" not in git(work, "branch", "--list")
 
 
 LIMIT_PLAN = """\
@@ -268,7 +328,8 @@ def test_a_group_that_waits_starts_from_the_main_line_after_its_dependency(
     assert git(work, "merge-base", "--is-ancestor",
                git_commits(work)[subjects.index("agent-loop: Setup / make the base")][0],
                git_commits(work)[subjects.index("agent-loop: Api / add the api")][0]) == ""
-    assert "/lanes/2-api" in api_call["cwd"]
+    api = lanes.plan_lane(lanes.plan_key("tasks.md"), 2, "Api")
+    assert api_call["cwd"].endswith("/lanes/" + api)
 
 
 def test_four_groups_with_the_real_cli(work: Path, tmp_path: Path, fake_api,
@@ -395,15 +456,15 @@ def test_jj_an_unresolved_conflict_stays_under_a_bookmark_and_exits_4(
     state = state_of(work)
     assert [t["status"] for t in state["tasks"]] == ["completed", "conflicted", "pending"]
     kept = state["tasks"][1]["change_id"]
-    assert jj(work, "log", "--no-graph", "-r", "agent-loop/2-right", "-T",
+    assert jj(work, "log", "--no-graph", "-r", f"agent-loop/{RIGHT}", "-T",
               "change_id").strip() == kept
     # Both sides are in the conflicted change; the main line holds the left side only.
-    both = jj(work, "file", "show", "-r", "agent-loop/2-right", "shared.txt")
+    both = jj(work, "file", "show", "-r", f"agent-loop/{RIGHT}", "shared.txt")
     assert "left" in both and "right" in both
     assert (work / "shared.txt").read_text() == "left\n"
-    assert "jj new agent-loop/2-right" in done.stdout
+    assert f"jj new agent-loop/{RIGHT}" in done.stdout
     # Resolved by hand, a plain re-run lands it and goes on.
-    lane = work / ".agent-loop" / "lanes" / "2-right"
+    lane = work / ".agent-loop" / "lanes" / RIGHT
     (lane / "shared.txt").write_text("left and right\n")
     jj(lane, "squash")
     again = agent_loop(work, "--vcs", "jj", "--parallel", "2", "--no-distill")
@@ -462,3 +523,39 @@ def test_a_rehearsal_runs_in_parallel_and_resolves_its_own_conflicts(work: Path,
     lines = notes.read_text().splitlines()
     assert sorted(lines) == ["- rehearsed task 1/3 one", "- rehearsed task 2/3 two",
                              "- rehearsed task 3/3 three"]
+
+
+HOSTILE_PLAN = """\
+## Group 1
+- check out the user's branch
+  FAKE: write g1.txt 1
+  FAKE: bash git checkout -q --ignore-other-worktrees main
+
+## Group 2
+- an honest task
+  FAKE: write g2.txt 2
+"""
+
+
+def test_an_agent_that_checks_out_your_branch_stops_its_group_and_nothing_else(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(HOSTILE_PLAN)
+    main = git(work, "rev-parse", "main").strip()
+    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill")
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    lane = lanes.plan_lane(lanes.plan_key("tasks.md"), 1, "Group 1")
+    assert "the agent checked out your branch main in its lane" in out
+    assert f"switch agent-loop/{lane}" in out
+    assert "Traceback" not in out and "uncommitted edits" not in out
+    # The other group went on; nothing of group 1's step reached main; its file is kept.
+    assert (work / "g2.txt").exists() and not (work / "g1.txt").exists()
+    assert git(work, "log", "--format=%s", f"{main}..main").strip() == \
+        "agent-loop: Group 2 / an honest task"
+    assert (work / ".agent-loop" / "lanes" / lane / "g1.txt").exists()
+    # A plain re-run says so again, and touches nothing, until it is repaired.
+    again = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill")
+    assert again.returncode != 0 and "checked out your branch main" in again.stdout + again.stderr
+    assert "[Group 1] claude: running" not in again.stdout  # no agent paid to do it again
+    assert (work / ".agent-loop" / "lanes" / lane / "g1.txt").exists()

@@ -13,8 +13,8 @@ import pytest
 
 from agentloop import proc
 from agentloop.vcs import Change, Vcs
-from agentloop.vcs.git import GitVcs
-from agentloop.vcs.jj import JjVcs
+from agentloop.vcs.git.backend import GitVcs
+from agentloop.vcs.jj.backend import JjVcs
 
 
 def sh(repo: Path, *argv: str) -> str:

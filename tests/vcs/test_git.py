@@ -12,7 +12,7 @@ from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs import Change
 from agentloop.vcs.choose import open_vcs
-from agentloop.vcs.git import GitVcs
+from agentloop.vcs.git.backend import GitVcs
 
 
 def git(repo: Path, *args: str) -> str:
@@ -42,7 +42,7 @@ def repo(tmp_path: Path) -> Path:
 
 @pytest.fixture(autouse=True, params=["quick", "careful"])
 def way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Each test twice: the short way to commit where it may be taken (agentloop.vcs.gitquick),
+    """Each test twice: the short way to commit where it may be taken (agentloop.vcs.git.quick),
     and the careful way always: what a task commit holds must not depend on which ran."""
     if request.param == "careful":
         careful(monkeypatch, GitVcs)
@@ -299,7 +299,7 @@ def kill_at(monkeypatch: pytest.MonkeyPatch, vcs: GitVcs, *git_args: str,
             after: bool = False) -> None:
     """Make `vcs` die when it runs git with `git_args` in its argv: before the command, or
     right `after` it did its work."""
-    real = vcs._git
+    real = vcs.git.out
 
     def dying(*args: str, **kwargs: object) -> str:
         hit = any(args[i:i + len(git_args)] == git_args for i in range(len(args)))
@@ -309,13 +309,13 @@ def kill_at(monkeypatch: pytest.MonkeyPatch, vcs: GitVcs, *git_args: str,
         if hit:
             raise Killed(" ".join(args))
         return out
-    monkeypatch.setattr(vcs, "_git", dying)
+    monkeypatch.setattr(vcs.git, "out", dying)
 
 
 def by_hand(monkeypatch: pytest.MonkeyPatch, vcs: GitVcs) -> None:
     """Make `vcs` build its commits by hand, as when git's own `commit` declines."""
     careful(monkeypatch, vcs)
-    monkeypatch.setattr(vcs, "_commit_here", lambda *args: None)
+    monkeypatch.setattr(vcs.tree, "commit_here", lambda *args: None)
 
 
 def careful(monkeypatch: pytest.MonkeyPatch, vcs: GitVcs | type[GitVcs]) -> None:
@@ -505,13 +505,13 @@ def test_no_roll_back_without_a_copy_of_what_it_undoes(repo: Path,
     make(repo).begin("task")
     (repo / "half.txt").write_text("half done, or the user's since\n")
     vcs = GitVcs(repo, repo / "tasks.md", allow_dirty=True)
-    real = vcs._git
+    real = vcs.git.out
 
     def no_commits(*args: str, **kwargs: object) -> str:
         if args[0] == "commit-tree":
             raise VcsError("`git commit-tree` failed: disk full")
         return real(*args, **kwargs)  # type: ignore[arg-type]
-    monkeypatch.setattr(vcs, "_git", no_commits)
+    monkeypatch.setattr(vcs.git, "out", no_commits)
     assert "keeping a copy of its files failed" in vcs.prepare()[0]
     assert (repo / "half.txt").exists()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import git
 import pytest
 
-from agentloop.vcs.gitfiles import MISSING, plain, put_back, state_of
+from agentloop.vcs.git.files import MISSING, plain, put_back, state_of
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from git import Repo
 
-from agentloop.vcs import gitfiles
+from agentloop.vcs.git import files as gitfiles
 
 
 def test_hash_matches_git_and_store_keeps_the_blob(tmp_path: Path) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from agentloop import proc
-from agentloop.vcs import gitrecord
-from agentloop.vcs.git import GitVcs
-from agentloop.vcs.gitquick import staged_paths
+from agentloop.vcs.git import quick
+from agentloop.vcs.git.backend import GitVcs
+from agentloop.vcs.git.quick import staged_paths
 from tests.vcs.test_git import Killed, commit_files, git, kill_at, make, repo, subjects
 
 __all__ = ["repo"]  # the fixture, shared
@@ -206,7 +206,7 @@ def test_edits_made_while_the_loop_pauses_are_not_the_next_tasks(
     vcs = GitVcs(repo, repo / "tasks.md", allow_dirty=True)
     vcs.prepare()
     counted(vcs, repo, "one", write("a.txt"))
-    monkeypatch.setattr(gitrecord, "CARRY_SECONDS", 0.0)  # the pause outlasted it
+    monkeypatch.setattr(quick, "CARRY_SECONDS", 0.0)  # the pause outlasted it
     (repo / "notes.txt").write_text("written by the user during --sleep\n")
     _, files = counted(vcs, repo, "two", write("b.txt"))
     assert files == ("b.txt",) and commit_files(repo, "HEAD") == ["b.txt"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentloop import proc
-from agentloop.vcs.gitrefs import tree_of, where
+from agentloop.vcs.git.refs import tree_of, where
 
 
 def git(repo: Path, *args: str) -> str:

@@ -10,7 +10,7 @@ import pytest
 from agentloop import proc
 from agentloop.errors import ProcessError, VcsError
 from agentloop.vcs import Change
-from agentloop.vcs.jj import JjVcs
+from agentloop.vcs.jj.backend import JjVcs
 
 
 @pytest.fixture(autouse=True)

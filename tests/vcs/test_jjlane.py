@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from agentloop import proc
-from agentloop.vcs import workspaces
-from agentloop.vcs.jjlane import JjMainLine
-from agentloop.vcs.mainline import IntegrationConflict
+from agentloop.vcs.jj import workspaces
+from agentloop.vcs.jj.mainline import JjMainLine
+from agentloop.vcs.landing import IntegrationConflict
 
 
 def jj(repo: Path, *args: str) -> str:

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from agentloop import proc
-from agentloop.vcs import mainline
-from agentloop.vcs.mainline import GitMainLine, IntegrationConflict
+from agentloop.vcs.git import mainline
+from agentloop.vcs.git.mainline import GitMainLine
+from agentloop.vcs.landing import IntegrationConflict
 
 
 def git(repo: Path, *args: str, **env: str) -> str:

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from agentloop import proc
-from agentloop.vcs import workspaces as ws
+from agentloop.vcs import lanes
+from agentloop.vcs.git import worktrees as wt
+from agentloop.vcs.jj import workspaces as jw
 
 
 def git(repo: Path, *args: str) -> str:
@@ -33,13 +35,13 @@ def repo(tmp_path: Path) -> Path:
 
 
 def test_lane_names_are_safe() -> None:
-    assert ws.lane_name(2, "Backend API / v2") == "2-backend-api-v2"
-    assert ws.lane_name(3, "???") == "3"
+    assert lanes.lane_name(2, "Backend API / v2") == "2-backend-api-v2"
+    assert lanes.lane_name(3, "???") == "3"
 
 
 def test_git_lane_from_main_line_on_its_own_branch(repo: Path) -> None:
     base = git(repo, "rev-parse", "HEAD")
-    lane = ws.open_git(repo, "1-setup", base, fresh=True)
+    lane = wt.open_git(repo, "1-setup", base, fresh=True)
     assert lane.path == (repo / ".agent-loop" / "lanes" / "1-setup").resolve()
     assert (lane.path / "a.txt").read_text() == "a\n"
     assert git(lane.path, "rev-parse", "--abbrev-ref", "HEAD") == "agent-loop/1-setup"
@@ -47,46 +49,46 @@ def test_git_lane_from_main_line_on_its_own_branch(repo: Path) -> None:
     (lane.path / "b.txt").write_text("b\n")
     git(lane.path, "add", "b.txt")
     git(lane.path, "commit", "-qm", "task")
-    again = ws.open_git(repo, "1-setup", base, fresh=False)
+    again = wt.open_git(repo, "1-setup", base, fresh=False)
     assert again.reused and (again.path / "b.txt").exists()
-    ws.remove_git(repo, again)
+    wt.remove_git(repo, again)
     assert not again.path.exists()
     assert git(repo, "branch", "--list", "agent-loop/1-setup")  # the branch stays
     # Made again from the branch: its commit is still there.
-    back = ws.open_git(repo, "1-setup", base, fresh=False)
+    back = wt.open_git(repo, "1-setup", base, fresh=False)
     assert (back.path / "b.txt").exists()
     # A fresh start moves the branch to base, keeping the old tip under a ref of its own.
     tip = git(repo, "rev-parse", "agent-loop/1-setup")
-    fresh = ws.open_git(repo, "1-setup", base, fresh=True)
+    fresh = wt.open_git(repo, "1-setup", base, fresh=True)
     assert not (fresh.path / "b.txt").exists()
     assert git(repo, "rev-parse", "refs/agent-loop/previous/1-setup") == tip
-    ws.remove_git(repo, fresh, drop_branch=True)
+    wt.remove_git(repo, fresh, drop_branch=True)
     assert not git(repo, "branch", "--list", "agent-loop/1-setup")
 
 
 def test_git_leftovers_of_a_crash_are_cleaned(repo: Path) -> None:
     base = git(repo, "rev-parse", "HEAD")
-    lane = ws.open_git(repo, "2-api", base, fresh=True)
+    lane = wt.open_git(repo, "2-api", base, fresh=True)
     (lane.path / "c.txt").write_text("c\n")
     git(lane.path, "add", "c.txt")
     git(lane.path, "commit", "-qm", "kept")
     # Folder deleted behind git's back: registered but prunable.
     import shutil
     shutil.rmtree(lane.path)
-    back = ws.open_git(repo, "2-api", base, fresh=False)
+    back = wt.open_git(repo, "2-api", base, fresh=False)
     assert (back.path / "c.txt").exists()
     # Locked mid-add ("initializing", as a kill inside `worktree add` leaves it).
     git(repo, "worktree", "lock", "--reason", "initializing", str(back.path))
-    again = ws.open_git(repo, "2-api", base, fresh=False)
+    again = wt.open_git(repo, "2-api", base, fresh=False)
     assert (again.path / "c.txt").exists()
-    assert "locked" not in ws.git_worktrees(repo)[again.path]
+    assert "locked" not in wt.git_worktrees(repo)[again.path]
     # A stray folder with no registration, and an old lane the plan no longer has.
-    stray = ws.lanes_dir(repo) / "9-old"
+    stray = lanes.lanes_dir(repo) / "9-old"
     stray.mkdir()
     (stray / "junk").write_text("x")
-    assert ws.sweep_git(repo, keep={"2-api"}) == ["9-old"]
+    assert wt.sweep_git(repo, keep={"2-api"}) == ["9-old"]
     assert again.path.exists() and not stray.exists()
-    assert ws.sweep_git(repo, keep=set()) == ["2-api"]
+    assert wt.sweep_git(repo, keep=set()) == ["2-api"]
     assert git(repo, "worktree", "list").count("\n") == 0  # only the main worktree
     assert git(repo, "log", "-1", "--format=%s", "agent-loop/2-api") == "kept"
 
@@ -99,26 +101,26 @@ def test_jj_lane_workspace(tmp_path: Path, jj_bin: str) -> None:
     (root / ".agent-loop" / ".gitignore").write_text("*\n")
     (root / "a.txt").write_text("a\n")
     jj(root, "commit", "-m", "base")
-    lane = ws.open_jj(root, "1-setup", "@-", fresh=True)
+    lane = jw.open_jj(root, "1-setup", "@-", fresh=True)
     assert lane.branch == "agent-loop-1-setup"
     assert (lane.path / "a.txt").exists()
     (lane.path / "b.txt").write_text("b\n")
     jj(lane.path, "commit", "-m", "lane work")
-    assert ws.open_jj(root, "1-setup", "@-", fresh=False).reused
+    assert jw.open_jj(root, "1-setup", "@-", fresh=False).reused
     # The folder deleted without forget: the name would stay taken; opening cleans it up.
     import shutil
     shutil.rmtree(lane.path)
-    back = ws.open_jj(root, "1-setup", "@-", fresh=False)
+    back = jw.open_jj(root, "1-setup", "@-", fresh=False)
     assert not back.reused and (back.path / "a.txt").exists()
     assert "lane work" in jj(root, "log", "-r", "all()", "-T", 'description ++ "\\n"')
-    assert ws.sweep_jj(root, keep=set()) == ["1-setup"]
-    assert ws.jj_workspaces(root) == {"default"}
+    assert jw.sweep_jj(root, keep=set()) == ["1-setup"]
+    assert jw.jj_workspaces(root) == {"default"}
     assert "lane work" in jj(root, "log", "-r", "all()", "-T", 'description ++ "\\n"')
 
 
 def test_a_sweep_leaves_other_copies_alone(repo: Path) -> None:
     base = git(repo, "rev-parse", "HEAD")
-    rehearsal = ws.open_git(repo, "rehearsal-tasks-md", base, fresh=True)
-    old = ws.open_git(repo, "3-old", base, fresh=True)
-    assert ws.sweep_git(repo, keep=set(), known={"1-a", "3-old"}) == ["3-old"]
+    rehearsal = wt.open_git(repo, "rehearsal-tasks-md", base, fresh=True)
+    old = wt.open_git(repo, "3-old", base, fresh=True)
+    assert wt.sweep_git(repo, keep=set(), known={"1-a", "3-old"}) == ["3-old"]
     assert rehearsal.path.exists() and not old.path.exists()

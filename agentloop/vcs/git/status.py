@@ -10,7 +10,7 @@ from dataclasses import dataclass
 # rename pairing (a rename is a deletion and an addition to us), no ignored files; and the
 # index left as it is (a status refreshes and rewrites it otherwise), so looking at a task's
 # changes before its commit (the commit-message writer's diff) keeps the short way to commit
-# open (agentloop.vcs.gitquick).
+# open (agentloop.vcs.git.quick).
 ARGS = ("--no-optional-locks", "status", "--porcelain=v2", "-z", "--untracked-files=all",
         "--no-renames", "--ignored=no")
 
@@ -29,7 +29,7 @@ class Status:
         return bool(self.staged_paths)
 
 
-def parse(out: str) -> Status:
+def parse_status(out: str) -> Status:
     """Read `git status --porcelain=v2 -z` output. Entries ending in "/" are nested
     repositories: never ours to commit or delete."""
     paths: set[str] = set()

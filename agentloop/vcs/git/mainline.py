@@ -16,86 +16,73 @@ would leave the checkout showing the task's change reversed, one commit away fro
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable
 
-from agentloop import proc
-from agentloop.errors import ProcessError, VcsError
+from agentloop.errors import VcsError
+from agentloop.vcs.check import dirty, stamp
+from agentloop.vcs.git.run import EMPTY_TREE, Git
+from agentloop.vcs.landing import POLL_SECONDS, WAIT_LIMIT, IntegrationConflict, Waiting
 
 LANDED = "refs/agent-loop/landed/"
 # In the git dir while a landing's checkout has not followed the branch: "<old> <new>".
 RECORD = "agent-loop-landing"
-POLL_SECONDS = 1.0
-
-
-class IntegrationConflict(VcsError):
-    """A lane's commit does not merge cleanly with the main line."""
-
-    def __init__(self, commit: str, files: tuple[str, ...], onto: str) -> None:
-        super().__init__(f"commit {commit[:12]} conflicts with the main line in "
-                         f"{', '.join(files) or 'some files'}")
-        self.commit = commit
-        self.files = files
-        self.onto = onto
-
-
-def git(root: Path, *args: str, codes: tuple[int, ...] = (0,), input: str | None = None,
-        env: dict[str, str] | None = None) -> tuple[int, str]:
-    """(exit code, stdout) of one git command in `root`; VcsError for any other exit."""
-    full = {**os.environ, "GIT_LITERAL_PATHSPECS": "1", **(env or {})}
-    try:
-        done = proc.run(["git", *args], cwd=root, env=full, check=False, input=input,
-                        timeout=600)
-    except ProcessError as exc:
-        raise VcsError(f"`git {args[0]}` failed: {exc}") from None
-    if done.returncode not in codes:
-        detail = (done.stderr or done.stdout).strip().replace("\n", " ")
-        raise VcsError(f"`git {' '.join(args[:3])}` failed: {detail}")
-    return done.returncode, done.stdout
 
 
 class GitMainLine:
     """The branch every lane's tasks land on, and the one lock their landings take in turn."""
 
     def __init__(self, root: Path, ref: str, on_wait: Callable[[str], None] | None = None,
-                 stopping: Callable[[], bool] | None = None) -> None:
+                 stopping: Callable[[], bool] | None = None,
+                 wait_limit: float = WAIT_LIMIT) -> None:
         self.root = root
+        self.git = Git(root)
         self.ref = ref
         self.on_wait = on_wait or (lambda text: None)
         self.stopping = stopping or (lambda: False)
+        self.wait_limit = wait_limit
         self._lock = threading.Lock()
+        # The user's uncommitted paths as the run found them: a path that differs from this
+        # later was written during the run.
+        self.before = self.stamps()
+
+    def _dirty(self) -> list[str]:
+        return dirty(self.git)
 
     @classmethod
-    def current(cls, root: Path, **kwargs: Callable[..., object]) -> "GitMainLine":
+    def current(cls, root: Path, **kwargs: Any) -> "GitMainLine":
         """The branch the main checkout is on now."""
-        code, out = git(root, "symbolic-ref", "-q", "HEAD", codes=(0, 1))
+        code, out = Git(root).code("symbolic-ref", "-q", "HEAD", codes=(0, 1))
         if code:
             raise VcsError("--parallel needs the main checkout on a branch (HEAD is detached): "
                            "`git switch <branch>` first")
-        return cls(root, out.strip(), **kwargs)  # type: ignore[arg-type]
+        return cls(root, out.strip(), **kwargs)
 
     def tip(self) -> str:
         """The main line's commit now."""
-        return git(self.root, "rev-parse", self.ref)[1].strip()
+        return self.git.code("rev-parse", self.ref)[1].strip()
 
     def landed(self, commit: str) -> str | None:
         """The main line's copy of lane commit `commit`, if it landed already."""
-        code, out = git(self.root, "rev-parse", "--verify", "-q", LANDED + commit, codes=(0, 1))
+        code, out = self.git.code("rev-parse", "--verify", "-q", LANDED + commit, codes=(0, 1))
         return out.strip() if code == 0 else None
 
-    def land(self, commit: str) -> str:
-        """Replay lane commit `commit` onto the main line; return the new commit's sha."""
+    def land(self, commit: str, whole: bool = False) -> str:
+        """Replay lane commit `commit` onto the main line; return the new commit's sha.
+        `whole`: everything `commit` holds that the main line lacks since their merge base (a
+        person's resolution of a conflicted task, made on a rebased lane), not just its own
+        change. LandingHeld when the user's checkout keeps it waiting longer than
+        `wait_limit`."""
         done = self.landed(commit)
         if done is not None:
             return done
-        told = False
+        waiting = Waiting(self.root, self.wait_limit, self.on_wait)
         while True:
             with self._lock:
                 old = self.tip()
-                new, files = self._replay(old, commit)
+                new, files = self._replay(old, commit, whole)
                 busy = self._busy(files)
                 if not busy:
                     # Noted until the checkout has followed: a kill in between leaves the
@@ -108,41 +95,78 @@ class GitMainLine:
                     record.unlink(missing_ok=True)
                     if swapped:
                         return new
-            if busy and not told:
-                told = True
-                self.on_wait(f"waiting: your uncommitted edits to {', '.join(busy[:5])} in "
-                             f"{self.root} overlap a finished task's change; commit or stash "
-                             "them and it lands on the branch")
+            if busy:
+                waiting.still(commit, busy, self.written_since(busy),
+                              "commit or stash them and it lands on the branch")
             if self.stopping():
                 raise VcsError(f"stopped before commit {commit[:12]} reached {self.ref}")
             time.sleep(POLL_SECONDS if busy else 0)
 
+    def stamps(self) -> dict[str, tuple[int, int, int] | None]:
+        """The user's uncommitted paths now, each with its stamp."""
+        return {p: stamp(self.root / p) for p in self._dirty()}
+
+    def written_since(self, paths: list[str]) -> list[str]:
+        """Which of `paths` in the checkout changed after this run began (not an edit of the
+        user's from before it: an agent writing outside its lane, or the user meanwhile)."""
+        return [p for p in paths if stamp(self.root / p) != self.before.get(p)]
+
     def forget(self, commits: list[str]) -> None:
         """Drop the landed records of these lane commits (their tasks are saved as done)."""
         for commit in commits:
-            git(self.root, "update-ref", "-d", LANDED + commit, codes=(0, 1))
+            self.git.code("update-ref", "-d", LANDED + commit, codes=(0, 1))
 
     def forget_all(self) -> None:
         """Drop every landed record (no task is left whose landing is in doubt)."""
-        out = git(self.root, "for-each-ref", "--format=%(refname)", LANDED)[1]
+        out = self.git.code("for-each-ref", "--format=%(refname)", LANDED)[1]
         for ref in out.split():
-            git(self.root, "update-ref", "-d", ref, codes=(0, 1))
+            self.git.code("update-ref", "-d", ref, codes=(0, 1))
 
-    def _replay(self, old: str, commit: str) -> tuple[str, list[str]]:
-        code, out = git(self.root, "merge-tree", "--write-tree", "--name-only", "--no-messages",
-                        old, commit, codes=(0, 1))
+    def _replay(self, old: str, commit: str, whole: bool = False) -> tuple[str, list[str]]:
+        """The main line's copy of `commit` on `old`: the change the task commit makes against
+        its own parent, three-way merged with the main line. Never the lane's history since it
+        branched off: that would replay the group's earlier tasks again, undoing a user's revert
+        of one of them and conflicting on lines other groups changed since."""
+        out = self.git.code("rev-parse", "--verify", "-q", f"{commit}^", codes=(0, 1))[1]
+        parent = out.strip() or None
+        if whole:
+            code, out = self.git.code("merge-tree", "--write-tree", "--name-only",
+                                      "--no-messages", old, commit, codes=(0, 1))
+            tree = self._merged(code, out, commit, old)
+        elif parent == old:
+            tree = self.git.code("rev-parse", f"{commit}^{{tree}}")[1].strip()
+        else:
+            tree = self._merge(old, commit, parent)
+        new = copy_commit(self.root, commit, tree, old)
+        return new, changed_files(self.root, old, new)
+
+    def _merge(self, old: str, commit: str, parent: str | None) -> str:
+        """The tree of `old` with `commit`'s own change merged in. git 2.39 has no `merge-tree
+        --merge-base`: the parent's tree becomes a root commit of its own, and the two sides
+        are made its children, so it is the one merge base `merge-tree --write-tree` finds."""
+        trees = self.git.code("rev-parse", f"{old}^{{tree}}", f"{commit}^{{tree}}",
+                              f"{parent}^{{tree}}" if parent else EMPTY_TREE)[1].split()
+        def made(tree: str, *parents: str) -> str:
+            argv = ["commit-tree", tree, *(a for p in parents for a in ("-p", p))]
+            return self.git.code(*argv, input="agent-loop: landing\n")[1].strip()
+        base = made(trees[2])
+        code, out = self.git.code("merge-tree", "--write-tree", "--name-only", "--no-messages",
+                                  made(trees[0], base), made(trees[1], base), codes=(0, 1))
+        return self._merged(code, out, commit, old)
+
+    def _merged(self, code: int, out: str, commit: str, old: str) -> str:
+        """The tree `merge-tree --write-tree` made; IntegrationConflict when it conflicted."""
         lines = out.splitlines()
         if code == 1:
-            raise IntegrationConflict(commit, tuple(dict.fromkeys(l for l in lines[1:] if l)),
+            raise IntegrationConflict(commit, tuple(dict.fromkeys(f for f in lines[1:] if f)),
                                       old)
-        new = copy_commit(self.root, commit, lines[0].strip(), old)
-        return new, changed_files(self.root, old, new)
+        return lines[0].strip()
 
     def _busy(self, files: list[str]) -> list[str]:
         """Which of `files` the user has edited, staged or left untracked in the checkout."""
         if not files or not self._checked_out():
             return []
-        out = git(self.root, "status", "--porcelain", "-z", "--untracked-files=all",
+        out = self.git.code("status", "--porcelain", "-z", "--untracked-files=all",
                   "--ignored=no", "--", *files)[1]
         return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
 
@@ -151,25 +175,25 @@ class GitMainLine:
         script = (f"start\nupdate {self.ref} {new} {old}\ncreate {LANDED}{commit} {new}\n"
                   "prepare\ncommit\n")
         args = ("update-ref", "--stdin", "-m", f"agent-loop: landed {commit[:12]}")
-        code, _ = git(self.root, *args, input=script, codes=(0, 128))
+        code, _ = self.git.code(*args, input=script, codes=(0, 128))
         if code == 0:
             return True
         if self.tip() != old:
             return False  # moved meanwhile: read it again
-        git(self.root, *args, input=script)  # not moved: a lock, say; its error, never a loop
+        self.git.code(*args, input=script)  # not moved: a lock, say; its error, never a loop
         return True
 
     def _git_dir(self) -> Path:
-        return Path(git(self.root, "rev-parse", "--absolute-git-dir")[1].strip())
+        return Path(self.git.code("rev-parse", "--absolute-git-dir")[1].strip())
 
     def _checked_out(self) -> bool:
-        code, out = git(self.root, "symbolic-ref", "-q", "HEAD", codes=(0, 1))
+        code, out = self.git.code("symbolic-ref", "-q", "HEAD", codes=(0, 1))
         return code == 0 and out.strip() == self.ref
 
     def _refresh(self, old: str, new: str, files: list[str]) -> None:
         if not self._checked_out():
             return  # the user switched branches: their checkout is theirs
-        code, _ = git(self.root, "read-tree", "-m", "-u", old, new, codes=(0, 128))
+        code, _ = self.git.code("read-tree", "-m", "-u", old, new, codes=(0, 128))
         if code:
             self.on_wait(f"{self.ref} moved to {new[:12]}, but the checkout could not follow "
                          f"(a file of {', '.join(files[:5])} changed meanwhile); your files are "
@@ -178,57 +202,45 @@ class GitMainLine:
 
 def copy_commit(root: Path, commit: str, tree: str, parent: str) -> str:
     """A commit of `tree` on `parent` with `commit`'s author, date and message, byte for byte."""
-    raw = git(root, "cat-file", "commit", commit)[1]
+    git = Git(root)
+    raw = git.code("cat-file", "commit", commit)[1]
     head, _, message = raw.partition("\n\n")
     author = next(line for line in head.splitlines() if line.startswith("author "))
     who, _, when = author[len("author "):].rpartition("> ")
     name, _, email = who.partition(" <")
     env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": when}
-    return git(root, "commit-tree", tree, "-p", parent, input=message, env=env)[1].strip()
+    return git.code("commit-tree", tree, "-p", parent, input=message, env=env)[1].strip()
 
 
 def changed_files(root: Path, old: str, new: str) -> list[str]:
     """The paths that differ between two commits."""
-    out = git(root, "diff-tree", "--no-commit-id", "--name-only", "-r", "-z", old, new)[1]
+    out = Git(root).code("diff-tree", "--no-commit-id", "--name-only", "-r", "-z", old, new)[1]
     return [f for f in out.split("\0") if f]
 
 
 def finish_landing(root: Path, git_dir: Path) -> str | None:
     """A landing a kill cut short after the branch moved and before the checkout followed: the
     checkout follows now (the files the commit changed, nothing else). A note, or None."""
+    git = Git(root)
     record = git_dir / RECORD
     try:
         old, new = record.read_text().split()
     except (OSError, ValueError):
         return None
     note = None
-    head = git(root, "rev-parse", "-q", "--verify", "HEAD", codes=(0, 1))[1].strip()
-    if head == new and git(root, "diff", "--cached", "--quiet", old, codes=(0, 1))[0] == 0:
-        code, _ = git(root, "read-tree", "-m", "-u", old, new, codes=(0, 128))
+    head = git.code("rev-parse", "-q", "--verify", "HEAD", codes=(0, 1))[1].strip()
+    if head == new and git.code("diff", "--cached", "--quiet", old, codes=(0, 1))[0] == 0:
+        code, _ = git.code("read-tree", "-m", "-u", old, new, codes=(0, 128))
         if code:  # cut short halfway through its files: they are the commit's, set them so
             for path in changed_files(root, old, new):
-                there = git(root, "cat-file", "-e", f"{new}:{path}", codes=(0, 1, 128))[0] == 0
+                there = git.code("cat-file", "-e", f"{new}:{path}", codes=(0, 1, 128))[0] == 0
                 if there:
-                    git(root, "checkout", new, "--", path)
+                    git.code("checkout", new, "--", path)
                 else:
-                    git(root, "rm", "-q", "-f", "--ignore-unmatch", "--", path)
+                    git.code("rm", "-q", "-f", "--ignore-unmatch", "--", path)
         note = (f"a landing was cut short before the checkout followed the branch; it follows "
                 f"now ({new[:12]})")
     record.unlink(missing_ok=True)
     return note
 
 
-MARKERS = ("<<<<<<< ", ">>>>>>> ")  # git's and jj's alike, at the start of a line
-
-
-def markers_left(root: Path, files: Iterable[str]) -> list[str]:
-    """Which of `files` (relative to `root`) still hold a conflict marker at a line's start."""
-    left = []
-    for name in files:
-        try:
-            text = (root / name).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        if any(line.startswith(MARKERS) for line in text.splitlines()):
-            left.append(name)
-    return left

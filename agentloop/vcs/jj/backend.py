@@ -20,11 +20,10 @@ import json
 from pathlib import Path
 from typing import Iterable
 
-from agentloop import proc
-from agentloop.errors import ProcessError, ProgramNotFound, VcsError
+from agentloop.errors import VcsError
 from agentloop.vcs import STATE_DIR, Change, find_root, plan_files, relative_to
 from agentloop.vcs.history import missing
-from agentloop.vcs.jjplumb import INFO, JJ, MAX_NEW_FILE, _env, _fileset, _Rev, jj_root  # noqa: F401
+from agentloop.vcs.jj.run import INFO, MAX_NEW_FILE, Jj, Rev, fileset
 
 # How jj refuses to work on a working copy that a killed command left behind its operation,
 # and how `jj workspace update-stale` says that files changed after it.
@@ -33,7 +32,7 @@ CONCURRENT = "Concurrent modification detected"
 
 
 class JjVcs:
-    """Tasks as jj changes; every jj call goes through `proc.run`."""
+    """Tasks as jj changes; every jj call goes through its runner (agentloop.vcs.jj.run)."""
     name = "jj"
     lost_hint = "`jj op log` lists what happened; `jj op restore <op>` undoes what dropped it"
 
@@ -46,19 +45,8 @@ class JjVcs:
         self._base = ""          # @ at the first begin: the user's change, takes the tool's edits
         self._fresh = False      # @ is an empty, undescribed change we made: describe, don't stack
         self._messages: dict[str, str] = {}
-        self._config: list[str] = []  # --config options for every call, set by prepare()
-
-    def _jj(self, *args: str, cwd: Path | None = None) -> str:
-        return self._run(*args, cwd=cwd).stdout
-
-    def _run(self, *args: str, cwd: Path | None = None) -> proc.Completed:
-        try:
-            return proc.run([*JJ, *self._config, *args], cwd=cwd or self.root, env=_env())
-        except ProgramNotFound as exc:
-            raise VcsError("jj is not installed or not on PATH") from exc
-        except ProcessError as exc:
-            # The argv holds long templates; jj's own message (with its hints) says enough.
-            raise VcsError(f"`jj {args[0]}` failed: {exc.output or exc}") from exc
+        # Its --config options for every call are set by prepare().
+        self.jj = Jj(self.root)
 
     def _update_stale(self) -> str:
         """Finish what a killed jj command left undone: its operation was recorded, the files
@@ -66,7 +54,7 @@ class JjVcs:
         are. Run before any agent. Files that differ from what jj last recorded (the killed
         command's own snapshot, or someone's edits since) are kept by jj in a change of their
         own, which the note names: jj cannot tell the two apart, and neither can we."""
-        done = self._run("workspace", "update-stale")  # what it did is said on stderr
+        done = self.jj.run("workspace", "update-stale")  # what it did is said on stderr
         note = ("brought the working copy up to date after a jj command that was killed "
                 "(`jj workspace update-stale`)")
         if CONCURRENT in done.stdout + done.stderr:
@@ -74,12 +62,12 @@ class JjVcs:
                      "their own (`jj log` shows it, `jj restore --from <it>` brings them back)")
         return note
 
-    def _info(self, revset: str) -> list[_Rev]:
-        out = self._jj("log", "--no-graph", "-r", revset, "-T", INFO)
+    def _info(self, revset: str) -> list[Rev]:
+        out = self.jj.out("log", "--no-graph", "-r", revset, "-T", INFO)
         revs = []
         for record in filter(None, out.split("\x1e")):
             change_id, commit_id, is_wc, empty, desc_len, parents, files = record.split("\t", 6)
-            revs.append(_Rev(change_id.strip(), commit_id, is_wc == "true", empty == "true",
+            revs.append(Rev(change_id.strip(), commit_id, is_wc == "true", empty == "true",
                              desc_len != "0", tuple(filter(None, parents.split(","))),
                              tuple(sorted(set(filter(None, files.split("\0")))))))
         return revs
@@ -88,27 +76,27 @@ class JjVcs:
         return (rel == self._task_rel or rel in self._plans or rel == STATE_DIR
                 or rel.startswith(STATE_DIR + "/"))
 
-    def _sweep(self, rev: _Rev) -> bool:
+    def _sweep(self, rev: Rev) -> bool:
         """Move the tool's own files out of `rev` into the base; True when anything moved."""
         ours = [f for f in rev.files if self._kept_out(f)]
         if not ours or not self._base:
             return False
         # --keep-emptied: a task that only touched the task file is sealed or abandoned by us,
         # not silently by squash (which would also drop the change id we handed out).
-        self._jj("squash", "--from", rev.change_id, "--into", self._base, "--keep-emptied",
-                 "--", _fileset(ours))
+        self.jj.out("squash", "--from", rev.change_id, "--into", self._base, "--keep-emptied",
+                 "--", fileset(ours))
         return True
 
-    def _one(self, change_id: str) -> tuple[_Rev | None, _Rev | None]:
+    def _one(self, change_id: str) -> tuple[Rev | None, Rev | None]:
         """The task's revision (None when gone) and the working copy's, when @ is not it."""
         revs = self._info(f"present({change_id}) | @")
         task = next((r for r in revs if r.change_id == change_id), None)
         wc = next((r for r in revs if r.is_wc and r is not task), None)
         return task, wc
 
-    def _wc_on_top(self, task: _Rev) -> bool:
+    def _wc_on_top(self, task: Rev) -> bool:
         """Whether @ descends from the task's change (the agent ran `jj new` or `jj commit`)."""
-        return bool(self._jj("log", "--no-graph", "-r", f"{task.change_id}:: & @",
+        return bool(self.jj.out("log", "--no-graph", "-r", f"{task.change_id}:: & @",
                              "-T", "change_id").strip())
 
     # -- the protocol ---------------------------------------------------------------------------
@@ -120,16 +108,17 @@ class JjVcs:
             found = find_root(self.root)
             if found is not None and (found / ".git").exists():
                 self.root = found
+                self.jj.root = found
         self._task_rel = relative_to(self.task_file, self.root)
         self._plans = plan_files(self.root)
-        self._config = self._leave_out_own_files()
+        self.jj.config = self._leave_out_own_files()
         if not self.initialized:
             if (self.root / ".git").exists():
-                self._jj("git", "init", "--colocate")
+                self.jj.out("git", "init", "--colocate")
                 notes.append(f"initialized a colocated jj repository in {self.root} "
                              "(git keeps working)")
             else:
-                self._jj("git", "init")
+                self.jj.out("git", "init")
                 notes.append(f"initialized a jj repository in {self.root}")
             self.initialized = True
         else:
@@ -151,21 +140,20 @@ class JjVcs:
         """
         strays = ('empty() & mutable() & ::@ & description(glob:"agent-loop:*") '
                   '& ~root()')
-        found = self._jj("log", "--no-graph", "-r", strays, "-T", 'change_id ++ "\n"').split()
+        found = self.jj.out("log", "--no-graph", "-r", strays, "-T", 'change_id ++ "\n"').split()
         if not found:
             return []
-        self._jj("abandon", strays)
+        self.jj.out("abandon", strays)
         return [f"dropped {len(found)} empty change(s) a killed run had begun"]
 
     def _leave_out_own_files(self) -> list[str]:
         """The user's snapshot.auto-track minus the task file and `.agent-loop/`."""
-        done = proc.run([*JJ, "config", "get", "snapshot.auto-track"], cwd=self.root,
-                        env=_env(), check=False)
+        done = Jj(self.root).run("config", "get", "snapshot.auto-track", codes=(0, 1, 2))
         users = done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "all()"
         ours = f'root:"{STATE_DIR}"'
         files = sorted(self._plans | ({self._task_rel} if self._task_rel else set()))
         if files:
-            ours += " | " + _fileset(files)
+            ours += " | " + fileset(files)
         # json.dumps makes a valid TOML string, so no file name can break the option. jj leaves
         # new files over 1 MiB out of a snapshot, silently: a task's change holds every file.
         return ["--config", "snapshot.auto-track=" + json.dumps(f"({users}) ~ ({ours})"),
@@ -185,9 +173,9 @@ class JjVcs:
             wc = self._info("@")[0]
             reuse = not wc.described and all(self._kept_out(f) for f in wc.files)
         if reuse:
-            self._jj("describe", "-m", message)
+            self.jj.out("describe", "-m", message)
         else:
-            self._jj("new", "-m", message)
+            self.jj.out("new", "-m", message)
         self._fresh = False
         rev = self._info("@")[0]
         self._messages[rev.change_id] = message
@@ -203,7 +191,7 @@ class JjVcs:
             task = self._fold(task, message)
         stale = self._sweep(task)
         if message != self._messages.pop(change.change_id, message):
-            self._jj("describe", "-r", task.change_id, "-m", message)
+            self.jj.out("describe", "-r", task.change_id, "-m", message)
             stale = True
         if stale:
             task = self._info(task.change_id)[0]
@@ -213,18 +201,18 @@ class JjVcs:
         if task.empty:
             # Like git making no commit: an empty change would only clutter the history. Its
             # ids go with it, so nothing records a change that no longer exists.
-            self._jj("abandon", task.change_id)
+            self.jj.out("abandon", task.change_id)
             return Change(change_id="", base=base, empty=True)
-        self._jj("new", task.change_id)
+        self.jj.out("new", task.change_id)
         return Change(change_id=task.change_id, commit_id=task.commit_id, base=base,
                       files=files)
 
-    def _fold(self, task: _Rev, message: str) -> _Rev:
+    def _fold(self, task: Rev, message: str) -> Rev:
         """The agent ran `jj new`/`jj commit` itself: squash its changes back into the task's."""
         if not self._wc_on_top(task):
             raise VcsError(f"the working copy moved off the task's change {task.change_id[:12]} "
                            "(did the agent run `jj edit`?); move it back and retry")
-        self._jj("squash", "--from", f"{task.change_id}..@", "--into", task.change_id,
+        self.jj.out("squash", "--from", f"{task.change_id}..@", "--into", task.change_id,
                  "-m", message)
         return self._info(task.change_id)[0]
 
@@ -245,7 +233,7 @@ class JjVcs:
             if self._kept_out(f) and (self.root / f).is_file()}
         self._sweep(task)
         wc_goes = wc is None or self._wc_on_top(task)
-        self._jj("abandon", f"{task.change_id} | ({task.change_id}:: & ::@)")
+        self.jj.out("abandon", f"{task.change_id} | ({task.change_id}:: & ::@)")
         for rel, data in saved.items():
             (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
             (self.root / rel).write_bytes(data)
@@ -256,7 +244,7 @@ class JjVcs:
         """`jj diff -r <change> --git`; nothing for the empty task, whose change is gone."""
         if not change.change_id:
             return ""
-        return self._jj("diff", "-r", change.change_id, "--git")
+        return self.jj.out("diff", "-r", change.change_id, "--git")
 
     def close(self) -> None:
         """`jj new`, unless @ is already an empty change without a description."""
@@ -264,7 +252,7 @@ class JjVcs:
         if self._fresh and self._sweep(wc):
             wc = self._info("@")[0]  # the tool's last tick went down into the base
         if not (wc.empty and not wc.described):
-            self._jj("new")
+            self.jj.out("new")
         self._fresh = True
         self._drop_unused_base()
 
@@ -276,11 +264,11 @@ class JjVcs:
         """
         if not self._base:
             return
-        verdict = self._jj("log", "--no-graph", "-r", f"present({self._base})", "-T",
+        verdict = self.jj.out("log", "--no-graph", "-r", f"present({self._base})", "-T",
                            'if(empty && !description && !local_bookmarks && !immutable'
                            ' && !current_working_copy && parents.len() == 1, "drop")')
         if verdict.strip() == "drop":
-            self._jj("abandon", self._base)
+            self.jj.out("abandon", self._base)
 
     def missing(self, change_ids: Iterable[str]) -> set[str]:
         """Which task changes are no longer below @ (abandoned, or undone by `jj op restore`)."""

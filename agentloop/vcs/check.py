@@ -1,0 +1,210 @@
+"""After every step of a lane, trust nothing the agent could touch: what agent-loop recorded (the
+lane's branch and commit, what it landed, the operation jj was at) against what the repository
+says now. A difference is a value, a Breach: what the agent did outside its task in one line, and
+the exact commands to see it and repair it. A breach that stops the group is never landed and
+never blamed on the user; the lane and everything in it stay as they are.
+
+What it does not catch (an agent can write anywhere its user can): a write into the user's
+checkout is told apart from the user's own edits only by its time, so it is said, never a stop;
+a write into another lane's folder shows up as that lane's task's change.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentloop.errors import VcsError
+from agentloop.vcs.git.run import Git
+from agentloop.vcs.jj.run import Jj
+
+
+class Kind(enum.Enum):
+    """What the agent did outside its task."""
+
+    LANE_GONE = "lane-gone"                  # the lane's folder was removed
+    CHECKED_OUT = "checked-out"              # the lane's HEAD is on another branch (yours?)
+    BRANCH_DELETED = "branch-deleted"        # the lane's branch is gone
+    BRANCH_REWOUND = "branch-rewound"        # the lane's branch no longer holds its commits
+    LANDED_LOST = "landed-lost"              # a change this lane landed left the main line
+    OPERATION_UNDONE = "operation-undone"    # jj: an operation was undone or restored
+    CHECKOUT_WRITTEN = "checkout-written"    # your checkout changed while the agent ran
+
+
+@dataclass(frozen=True)
+class Breach:
+    """One thing the agent did outside its task, and how to see and repair it."""
+
+    kind: Kind
+    line: str
+    commands: tuple[str, ...] = ()
+    stops: bool = True       # the group stops; False: said, and the lane goes on
+
+    def text(self) -> str:
+        """The one line a user reads: what happened, then the commands."""
+        if not self.commands:
+            return self.line
+        return self.line + "; see and repair it with " + ", then ".join(
+            f"`{c}`" for c in self.commands)
+
+
+class LaneBreach(VcsError):
+    """A lane step found a Breach that stops its group: nothing of that step lands."""
+
+    def __init__(self, breach: Breach) -> None:
+        super().__init__(breach.text())
+        self.breach = breach
+
+
+@dataclass(frozen=True)
+class GitLaneRecord:
+    """What agent-loop recorded about a git lane after its last step."""
+
+    lane: Path                   # the lane's worktree
+    branch: str                  # its branch, refs/heads/...
+    head: str | None             # the branch's commit then (None: not known yet)
+    main_root: Path              # the user's checkout
+    main_ref: str                # the main line's branch, refs/heads/...
+    landed: tuple[str, ...] = ()  # main-line commits this lane landed
+    checkout: dict[str, tuple[int, int, int] | None] = field(default_factory=dict)
+
+
+def check_git_lane(record: GitLaneRecord) -> Breach | None:
+    """The first thing the agent did outside its task, or None when the lane is as recorded."""
+    lane, short = record.lane, record.branch.removeprefix("refs/heads/")
+    main_short = record.main_ref.removeprefix("refs/heads/")
+    if not lane.is_dir() or not (lane / ".git").exists():
+        return Breach(Kind.LANE_GONE, f"the lane's worktree {lane} was removed from outside "
+                      f"(its branch {short} keeps what it had committed)",
+                      ("git worktree prune", f"git log --oneline {main_short}..{short}"))
+    git, main = Git(lane), Git(record.main_root)
+    code, out = git.code("symbolic-ref", "-q", "HEAD", codes=(0, 1, 128))
+    ref = out.strip() if code == 0 else None
+    if ref != record.branch:
+        where = ("your branch " + main_short if ref == record.main_ref else
+                 (ref or "a detached HEAD").removeprefix("refs/heads/"))
+        commands = [f"git -C {lane} status"]
+        if ref == record.main_ref:
+            commands.append(f"git log --oneline -5 {main_short}")
+        commands.append(f"git -C {lane} switch {short}")
+        return Breach(Kind.CHECKED_OUT, f"the agent checked out {where} in its lane {lane}, "
+                      f"which works on {short}; nothing of this step is landed", tuple(commands))
+    tip = main.sha(record.branch)
+    if tip is None:
+        repair = (f"git branch {short} {record.head}" if record.head else
+                  f"git -C {lane} switch -c {short}")
+        return Breach(Kind.BRANCH_DELETED, f"the agent deleted its lane's branch {short} "
+                      f"(worktree {lane}); nothing of this step is landed",
+                      (f"git -C {lane} status", repair))
+    if record.head and not _ancestor(main, record.head, tip):
+        return Breach(Kind.BRANCH_REWOUND, f"the agent moved its lane's branch {short} back to "
+                      f"{tip[:12]}, off the commit {record.head[:12]} it was at; nothing of "
+                      "this step is landed",
+                      (f"git log --oneline {tip[:12]}..{record.head[:12]}",
+                       f"git -C {lane} reset --hard {record.head[:12]}"))
+    if record.landed:
+        on_main = set(main.out("rev-list", record.main_ref).split())
+        lost = [c for c in record.landed if c not in on_main]
+        if lost:
+            return Breach(Kind.LANDED_LOST, f"commit {lost[0][:12]}, which this lane landed on "
+                          f"{main_short}, is no longer on it",
+                          (f"git reflog {main_short}", f"git cherry-pick {lost[0][:12]}"))
+    return written(record.main_root, record.checkout, dirty(main)) if record.head else None
+
+
+def dirty(git: Git) -> list[str]:
+    """The paths `git status` lists in a checkout: edited, staged or untracked."""
+    out = git.out("status", "--porcelain", "-z", "--untracked-files=all", "--ignored=no")
+    return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
+
+
+def written(root: Path, before: dict[str, tuple[int, int, int] | None],
+            now: list[str]) -> Breach | None:
+    """Files of the user's checkout `root` dirty `now` that were not, or differed, when the
+    step began (`before`): said, never a stop (the user may be editing too)."""
+    changed = sorted(p for p in now if p not in before or stamp(root / p) != before[p])
+    if not changed:
+        return None
+    return Breach(Kind.CHECKOUT_WRITTEN, f"{', '.join(changed[:5])} in {root} changed while "
+                  "this lane's agent ran (an agent writing outside its lane, or you)",
+                  (f"git -C {root} diff -- {' '.join(changed[:5])}",), stops=False)
+
+
+def stamp(path: Path) -> tuple[int, int, int] | None:
+    """Who a file is now (inode, size, change time), None when missing: any write changes it."""
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    return found.st_ino, found.st_size, found.st_ctime_ns
+
+
+def _ancestor(git: Git, older: str, newer: str) -> bool:
+    return git.code("merge-base", "--is-ancestor", older, newer, codes=(0, 1, 128))[0] == 0
+
+
+@dataclass(frozen=True)
+class JjLaneRecord:
+    """What agent-loop recorded about a jj lane after its last step."""
+
+    lane: Path                   # the lane's workspace
+    main_root: Path              # the user's workspace
+    operation: str               # the repository's operation then
+    landed: tuple[str, ...] = ()  # change ids this lane landed
+
+
+# How jj describes an operation that undid others (`jj undo`, `jj op restore`, `jj op revert`,
+# across the versions that named them so).
+UNDOING = ("undo", "restore to operation", "revert operation")
+
+
+def check_jj_lane(record: JjLaneRecord) -> Breach | None:
+    """The first thing the agent did outside its task (an undone or restored operation, a
+    landed change gone or stripped of its description), or None."""
+    lane = record.lane
+    if not lane.is_dir() or not (lane / ".jj").is_dir():
+        return Breach(Kind.LANE_GONE, f"the lane's workspace {lane} was removed from outside "
+                      "(its changes stay in the repository)",
+                      ("jj workspace list", "jj log"))
+    jj = Jj(record.main_root)
+    for op, description in operations_since(jj, record.operation):
+        if description.startswith(UNDOING):
+            return Breach(Kind.OPERATION_UNDONE, f"an agent ran `jj {description.split()[0]}` "
+                          f"(operation {op[:12]}: {description}); jj's operation log is the "
+                          "repository's, so it undid work of agent-loop's or another lane's; "
+                          "nothing of this step is landed",
+                          ("jj op log", f"jj op revert {op[:12]}"))
+    if record.landed:
+        out = jj.out("--ignore-working-copy", "log", "--no-graph", "-r",
+                     "::@- & (" + " | ".join(f"present({c})" for c in record.landed) + ")",
+                     "-T", 'change_id ++ "\\t" ++ description.first_line() ++ "\\n"')
+        found = dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+        for change in record.landed:
+            short = next((c for c in found if c.startswith(change) or change.startswith(c)), None)
+            if short is None or not found[short].strip():
+                what = "is no longer on the main line" if short is None else \
+                    "lost its description"
+                return Breach(Kind.LANDED_LOST, f"change {change[:12]}, which this lane landed, "
+                              f"{what}", ("jj op log", f"jj log -r {change[:12]}"))
+    return None
+
+
+def operations_since(jj: Jj, operation: str) -> list[tuple[str, str]]:
+    """(id, description) of the operations after `operation`, newest first."""
+    out = jj.out("--ignore-working-copy", "op", "log", "--no-graph", "-n", "200", "-T",
+                 'id ++ "\\t" ++ description ++ "\\n"')
+    found = []
+    for line in out.splitlines():
+        op, _, description = line.partition("\t")
+        if op.startswith(operation) or operation.startswith(op):
+            break
+        found.append((op, description))
+    return found
+
+
+def operation(jj: Jj) -> str:
+    """The repository's current operation id."""
+    return jj.out("--ignore-working-copy", "op", "log", "--no-graph", "-n", "1", "-T",
+                  'id ++ "\\n"').strip()

@@ -1,0 +1,4 @@
+"""The git backend, composed: one runner (run), a repository view on it (repo: where HEAD is, what
+an attempt changed, commits of exactly that), the open-attempt record (record, recover), the short
+way to commit (quick) and the protocol itself (backend.GitVcs); for parallel runs, the main line
+(mainline), a lane's backend (lane.LaneGit) and the lanes' worktrees (worktrees)."""

@@ -1,0 +1,300 @@
+"""git backend: one commit per task, holding exactly the paths the task changed.
+
+The working tree is the truth. `begin` records HEAD, the index (as a tree) and the state of every
+path that already differed from HEAD: the user's dirty and untracked files, stored as blobs so
+`abandon` can put them back byte for byte. A path belongs to the task when its state differs from
+that record. The commit is git's own `commit --only` of exactly those paths (or, where git
+declines, one built in a temporary index), so nothing the user staged is swept in and no hooks
+run; the task file and `.agent-loop/` are never candidates. An attempt whose run died is dealt
+with by the next run through the open-attempt record (agentloop.vcs.git.record and .recover).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Iterable
+
+import git
+
+from agentloop.errors import VcsError
+from agentloop.vcs import Change, plan_files, relative_to
+from agentloop.vcs.git import quick, recover
+from agentloop.vcs.git.files import state_of
+from agentloop.vcs.git.record import AttemptRecord, Start
+from agentloop.vcs.git.repo import GitRepo, dirty_message, index_seen, open_repo
+from agentloop.vcs.git.run import EMPTY_TREE, Git
+from agentloop.vcs.history import missing
+
+
+class GitVcs:
+    """Tasks as commits on the current branch, through GitPython and the git it drives: the one
+    git runner, the repository view built on it, and the open-attempt record, held here."""
+
+    name = "git"
+    lost_hint = ("`git reflog` shows where the branch was; `git reset --hard <that sha>` (or "
+                 "`git cherry-pick <sha>`) brings the commit back")
+
+    def __init__(self, root: Path, task_file: Path, allow_dirty: bool = False,
+                 note: str = "", lane: bool = False) -> None:
+        self.git = Git(root.resolve())
+        self.tree = GitRepo(self.git)
+        self.task_file = task_file
+        self.allow_dirty = allow_dirty
+        self.note = note  # why git was chosen, when `auto` fell back to it
+        # A lane's worktree: only agents work there, so commits on its branch since an
+        # attempt began are that attempt's (agentloop.vcs.git.recover).
+        self.lane = lane
+        self._record: AttemptRecord | None = None
+        self._start: Start | None = None
+        self._recovered: Change | None = None
+        # (branch, HEAD) at which every finished task's commit was last seen in the history.
+        self._sound: tuple[str | None, str | None] | None = None
+        # What the next begin would find, known at the end of finish; trusted while no
+        # process has been started since, for a moment (agentloop.vcs.git.quick.NextBegin).
+        self._next = quick.NextBegin()
+        # Who the index file was when it last held HEAD's tree and nothing else was dirty
+        # (agentloop.vcs.git.quick): unchanged at finish, `git add -A` finds only the task's.
+        self._index_seen: tuple[int, ...] | None = None
+
+    @property
+    def root(self) -> Path:
+        """The working tree (the repository's top, once prepared)."""
+        return self.git.root
+
+    @property
+    def repo(self) -> git.Repo:
+        """GitPython's repository, once prepared."""
+        return self.tree.repo
+
+    def _open(self) -> None:
+        self.tree.open(open_repo(self.root))
+        self._record = AttemptRecord(Path(self.repo.git_dir))
+        self.tree.task_rel = relative_to(self.task_file, self.root)
+        self.tree.plans = plan_files(self.root)
+
+    def prepare(self) -> list[str]:
+        """Open (or `git init`) the repository; refuse a dirty tree unless allowed."""
+        notes: list[str] = [self.note] if self.note else []
+        created = False
+        try:
+            self._open()
+        except git.InvalidGitRepositoryError:
+            self.git.out("init", "-q")
+            self._open()
+            created = True
+            notes.append(f"initialized a git repository in {self.root}")
+        except git.NoSuchPathError as exc:
+            raise VcsError(f"{self.root} does not exist") from exc
+        if self.repo.working_tree_dir is None:
+            raise VcsError(f"{self.repo.git_dir} is a bare repository: there is no working tree")
+        # An earlier run died inside a task: keep the commit it made, else undo its edits.
+        assert self._record is not None  # made by _open
+        found = recover.examine(self.tree, self._record, lane=self.lane)
+        self._recovered = found.recovered
+        if found.undo is not None:
+            self._start = found.undo
+            self.abandon(Change(change_id=""))
+        notes += found.notes
+        head = self.tree.head()
+        dirty = self.tree.dirty(head)
+        if created and head is None and dirty:
+            # A folder we just put under git: its files become the base, so reverting a task
+            # never deletes a file that was there before agent-loop came.
+            message = "Files present before agent-loop's first task"
+            sha = self.tree.commit(None, set(dirty), message)
+            if sha is not None:
+                self.tree.land(None, sha, message)
+            self.tree.reset_index(sha or EMPTY_TREE, set(dirty))
+            notes.append(f"committed the {len(dirty)} files already there as the starting point")
+        elif dirty and not self.allow_dirty:
+            raise VcsError(dirty_message(self.root, dirty))
+        elif dirty:
+            # The limit of allow_dirty: a dirty file the task edits further is committed whole,
+            # the user's edit with it (an untracked one as a new file, which a revert deletes).
+            notes.append(f"{len(dirty)} uncommitted file(s) stay out of task commits unless a "
+                         "task edits them")
+        return notes
+
+    def uncommitted(self) -> str | None:
+        """prepare()'s refusal of a dirty tree, found without changing anything (for
+        --dry-run): its message, or None when the run would not refuse."""
+        try:
+            self._open()
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            return None  # the run makes the repository; nothing of the user's is in the way
+        if self.repo.working_tree_dir is None or self.allow_dirty:
+            return None
+        dirty = self.tree.dirty(self.tree.head())
+        return dirty_message(self.root, dirty) if dirty else None
+
+    def begin(self, message: str) -> Change:
+        """Record HEAD, the index and the state of every already-dirty path."""
+        start = self._next.take(self.tree)
+        if start is not None:
+            self._remember(dataclasses.replace(start, message=message), fresh=True)
+            return Change(change_id="", base=start.head or "")
+        head = self.tree.head()
+        status = self.tree.status()
+        if not status.staged:
+            index_tree = self.tree.tree(head)
+        else:
+            try:
+                index_tree = self.git.out("write-tree").strip()
+            except VcsError:
+                index_tree = head or EMPTY_TREE  # unmerged entries: the best we can put back
+        states = {p: state_of(self.root, p, self.repo.odb)
+                  for p in self.tree.candidates(head, status)}
+        self._index_seen = None if status.staged or states else index_seen(self.repo.git_dir)
+        self._remember(Start(head, self.tree.ref(), index_tree, states, self.tree.task_rel,
+                             message),
+                       fresh=True)
+        return Change(change_id="", base=head or "")
+
+    def finish(self, change: Change, message: str) -> Change:
+        """Commit the task's paths; fold any commits the agent made itself into that one commit.
+
+        Folding keeps one commit per task, so one `git revert` undoes the task, and it applies the
+        same filters to the agent's commits (a `git commit -a` would have taken the task file).
+        """
+        start = self._started()
+        done = self._quick_finish(start, message)
+        if done is not None:
+            return done
+        self.tree.refuse_rewound(start)
+        agent_subjects = ""
+        if self.tree.head() != start.head:
+            agent_subjects = self.git.out("log", "--reverse", "--format=- %s",
+                                          f"{start.head}..HEAD" if start.head else "HEAD").strip()
+        touched = self.tree.move_head_back(start)
+        status = self.tree.status()
+        changed = self.tree.changed(start, status)
+        if agent_subjects:
+            message += "\n\nIncludes the commits the agent made itself:\n" + agent_subjects
+        # Recorded before HEAD moves, forgotten only once the index is settled: a run killed
+        # in between leaves a record naming the commit (or its message on HEAD's parent), and
+        # the next run keeps that commit instead of rolling it back or committing the task a
+        # second time.
+        start = dataclasses.replace(start, message=message, files=sorted(changed),
+                                    touched=sorted(touched - changed))
+        sha, new = None, set(status.untracked) & changed
+        if changed:
+            self._remember(start)
+            sha = self.tree.commit_here(changed, new, message)
+        if sha is not None:
+            self.tree.reset_index(start.index_tree, set(start.touched))
+            if self._next.foresee(self.tree, start, sha, status.staged_paths):
+                self._index_seen = index_seen(self.repo.git_dir)
+        else:
+            sha = self.tree.commit(start.head, changed, message) if changed else None
+            if sha is None:
+                # What add --intent-to-add left in the index goes with the rest.
+                self.tree.reset_index(start.index_tree, touched | new)
+                self._forget()
+                return Change(change_id="", base=start.head or "", empty=True)
+            start = dataclasses.replace(start, commit=sha)
+            self._remember(start)
+            self.tree.land(start.head, sha, message)
+            recover.settle(self.tree, start)
+        return self._committed(start, sha, changed)
+
+    def missing(self, change_ids: Iterable[str]) -> set[str]:
+        """Which of these task commits are no longer in the current branch's history. Once
+        known whole, the history stays so while HEAD is where this run last put it: the check
+        costs a process only when something else moved the branch."""
+        now = self.tree.where()
+        if now == self._sound:
+            return set()
+        lost = missing("git", self.root, change_ids)
+        if not lost:
+            self._sound = now
+        return lost
+
+    def recovered(self) -> Change | None:
+        """The commit an earlier run made for its last task and may not have recorded (once)."""
+        found, self._recovered = self._recovered, None
+        return found
+
+    def abandon(self, change: Change) -> None:
+        """Put every path the attempt changed back as it was at begin, commits included.
+
+        Without an open attempt (abandoned already, or never begun) there is nothing to do.
+        """
+        start = self._start
+        if start is None:
+            return
+        if recover.missing_objects(self.tree, start):
+            self._forget()  # nothing left to put the files back from: they stay as they are
+            return
+        recover.roll_back(self.tree, start)
+        self._forget()
+
+    def diff(self, change: Change) -> str:
+        """The task commit's patch; before finish, what the task would commit now."""
+        if change.change_id:
+            return self.git.out("show", "--format=", "--patch", "--no-color", "--no-ext-diff",
+                             change.change_id)
+        start = self._started()
+        tree = self.tree.build_tree(start.head, self.tree.changed(start))
+        return self.git.out("diff-tree", "--patch", "--no-color", start.head or EMPTY_TREE, tree)
+
+    def close(self) -> None:
+        """Nothing to leave: the next edits are uncommitted, in no task's commit. The record of
+        an attempt that is still open (the run stopped on an error inside it) stays: the next
+        run needs it to roll that attempt back."""
+        if self._start is None and self._record is not None:
+            self._forget()
+        self.tree.close()
+
+    # -- the open attempt -------------------------------------------------------------------------
+
+    def _remember(self, start: Start, fresh: bool = False) -> None:
+        self._start = start
+        assert self._record is not None
+        self._record.write(start, fresh)
+
+    def _forget(self) -> None:
+        self._start = None
+        if self._record is not None:
+            self._record.forget()
+
+    def _started(self) -> Start:
+        if self._start is None:
+            raise VcsError("no task change is open: begin() was not called")
+        return self._start
+
+    def _quick_finish(self, start: Start, message: str) -> Change | None:
+        """Commit the task the short way (agentloop.vcs.git.quick); None when it may not be
+        taken (nothing done then)."""
+        seen, self._index_seen = self._index_seen, None
+        if start.states or seen is None or seen != index_seen(self.repo.git_dir) or \
+                self.tree.where() != (start.ref, start.head):
+            return None
+        paths = quick.stage_all(self.tree, start)
+        if paths is None:
+            return None
+        if not paths:
+            self._forget()
+            return Change(change_id="", base=start.head or "", empty=True)
+        # Recorded before HEAD moves (begin did, unless the message changed since): a run
+        # killed in between finds the commit by its message.
+        if message != start.message:
+            start = dataclasses.replace(start, message=message)
+            self._remember(start)
+        if not quick.commit_index(self.tree, message):
+            return None
+        sha = self.tree.head()
+        assert sha is not None
+        if self._next.foresee(self.tree, start, sha, frozenset()):  # the index: the commit's tree
+            self._index_seen = index_seen(self.repo.git_dir)
+        return self._committed(start, sha, paths)
+
+    def _committed(self, start: Start, sha: str, files: set[str]) -> Change:
+        """The end of a finish that made commit `sha` of `files` for `start`, either way."""
+        if self._sound == (start.ref, start.head):
+            self._sound = (start.ref, sha)  # built on a history known whole: still whole
+        # The record stays on disk until the next begin or close: a run killed before the
+        # runner saved the task as done finds it there, and recovered() hands the commit over.
+        self._start = None
+        return Change(change_id=sha, commit_id=sha, base=start.head or "",
+                      files=tuple(sorted(files)))

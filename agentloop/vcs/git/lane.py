@@ -1,0 +1,175 @@
+"""git in a lane of a parallel run: the group's tasks are committed in its own worktree, as a
+sequential run commits them (agentloop.vcs.git.backend, held here), and each one lands on the main
+line as it finishes (agentloop.vcs.git.mainline): the task's change as the run records it is the
+main line's commit."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Iterable
+
+from agentloop.errors import VcsError
+from agentloop.vcs import Change
+from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane
+from agentloop.vcs.git.backend import GitVcs
+from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
+from agentloop.vcs.git.run import Git
+from agentloop.vcs.landing import IntegrationConflict, markers_left
+from agentloop.vcs.lanes import BRANCH_PREFIX
+
+
+class LaneGit:
+    """One group's worktree; finished tasks land on `main`."""
+
+    name = "git"
+    lost_hint = GitVcs.lost_hint
+
+    def __init__(self, worktree: Path, task_file: Path, main: GitMainLine) -> None:
+        # A lane left by a killed run may hold files of an attempt that never finished; the
+        # open-attempt record rolls them back, and anything else is no task's.
+        self.work = GitVcs(worktree, task_file, allow_dirty=True, lane=True)
+        self.main = main
+        self.lane_commits: list[str] = []   # what landed, for the lane's records to be dropped
+        self.landed: list[str] = []         # the main line's copies of them
+        # What the lane looked like when its step began (agentloop.vcs.check).
+        self.record: GitLaneRecord | None = None
+        self.branch = f"refs/heads/{BRANCH_PREFIX}{worktree.name}"
+
+    @property
+    def root(self) -> Path:
+        """The lane's worktree."""
+        return self.work.root
+
+    @property
+    def git(self) -> Git:
+        """The lane worktree's git runner."""
+        return self.work.git
+
+    def prepare(self) -> list[str]:
+        """The worktree opened, an attempt a killed run left in it dealt with; LaneBreach when
+        an agent left it off its branch (before anything in it is rolled back or committed)."""
+        self.check(GitLaneRecord(self.root, self.branch, None, self.main.root, self.main.ref))
+        return self.work.prepare()
+
+    def begin(self, message: str) -> Change:
+        """Start a task's change in the worktree, and note what the lane looks like."""
+        change = self.work.begin(message)
+        self.record = GitLaneRecord(self.root, self.branch, self.work.tree.head(),
+                                    self.main.root, self.main.ref, tuple(self.landed),
+                                    self.main.stamps())
+        return change
+
+    def check(self, record: GitLaneRecord | None = None) -> None:
+        """Trust nothing the agent could touch: LaneBreach when it did something outside its
+        task that stops the group; what only needs saying is said."""
+        record = record or self.record
+        breach = check_git_lane(record) if record is not None else None
+        if breach is not None and breach.stops:
+            raise LaneBreach(breach)
+        if breach is not None:
+            self.main.on_wait(breach.text())
+
+    def abandon(self, change: Change) -> None:
+        """Drop the attempt's edits in the worktree."""
+        self.work.abandon(change)
+
+    def diff(self, change: Change) -> str:
+        """The task's patch."""
+        return self.work.diff(change)
+
+    def close(self) -> None:
+        """Leave the worktree."""
+        self.work.close()
+
+    def finish(self, change: Change, message: str) -> Change:
+        """Check the lane, commit in it, then land that commit on the main line."""
+        self.check()
+        return self._landed(self.work.finish(change, message))
+
+    def recovered(self) -> Change | None:
+        """A commit an earlier run made in this lane and may not have landed: landed now."""
+        found = self.work.recovered()
+        return None if found is None else self._landed(found)
+
+    def missing(self, change_ids: Iterable[str]) -> set[str]:
+        """Finished tasks' commits no longer on the main line."""
+        ids = list(change_ids)
+        if not ids:
+            return set()
+        try:
+            seen = set(self.main.git.out("rev-list", self.main.ref).split())
+        except VcsError:
+            return set()
+        return {c for c in ids if c not in seen}
+
+    def _landed(self, done: Change, whole: bool = False) -> Change:
+        if done.empty or not done.change_id:
+            return done
+        sha = self.main.land(done.change_id, whole)
+        self.lane_commits.append(done.change_id)
+        self.landed.append(sha)
+        return dataclasses.replace(done, change_id=sha, commit_id=sha)
+
+    # -- conflicts: the lane's worktree is where a person or the group's agent resolves one ------
+
+    def open_conflict(self, conflict: IntegrationConflict) -> list[str]:
+        """The worktree as the main line is now, with the lane commit's change applied on top and
+        git's conflict markers where it does not fit; the conflicted files."""
+        self.git.out("reset", "-q", "--hard", conflict.onto)
+        self.git.out("cherry-pick", "--no-commit", conflict.commit, codes=(0, 1))
+        out = self.git.out("diff", "--name-only", "-z", "--diff-filter=U")
+        return [f for f in out.split("\0") if f] or list(conflict.files)
+
+    def markers_left(self, files: Iterable[str]) -> list[str]:
+        """Which of `files` still hold a conflict marker at the start of a line."""
+        return markers_left(self.root, files)
+
+    def close_conflict(self, conflict: IntegrationConflict) -> Change:
+        """The resolution committed on the main line's commit (the task commit's author, date and
+        message), the lane moved to it, and landed; IntegrationConflict if the main line moved
+        on meanwhile in a way that conflicts again."""
+        self.git.out("add", "-A")
+        tree = self.git.out("write-tree").strip()
+        new = copy_commit(self.root, conflict.commit, tree, conflict.onto)
+        self.git.out("cherry-pick", "--quit", codes=(0, 128))
+        self.git.out("reset", "-q", "--hard", new)
+        done = Change(change_id=new, commit_id=new,
+                      files=tuple(changed_files(self.root, conflict.onto, new)))
+        return self._landed(done)
+
+    def drop_conflict(self, conflict: IntegrationConflict) -> None:
+        """Unresolved: the worktree back on the lane's own commit, which its branch keeps."""
+        self.git.out("cherry-pick", "--quit", codes=(0, 128))
+        self.git.out("reset", "-q", "--hard", conflict.commit)
+
+    def head(self) -> str:
+        """The lane's commit now (after a person resolved a conflict in it, their commit)."""
+        return self.git.out("rev-parse", "HEAD").strip()
+
+    def land_again(self, commit: str) -> Change:
+        """A conflicted task's commit (or a person's resolution of it) tried on the main line
+        once more; IntegrationConflict when it still does not fit."""
+        return self._landed(Change(change_id=commit, commit_id=commit), whole=True)
+
+    def lane_branch(self) -> str:
+        """The branch this lane's worktree is on."""
+        return self.git.out("rev-parse", "--abbrev-ref", "HEAD").strip()
+
+    def main_commits_touching(self, commit: str, onto: str, files: list[str]) -> list[str]:
+        """The main line's commits since `commit` branched off that changed `files`."""
+        base = self.git.out("merge-base", commit, onto).strip()
+        return self.git.out("log", "--format=%H", f"{base}..{onto}", "--", *files).split()
+
+    def kept(self, change_id: str) -> str:
+        """What a conflicted task lands as on a later run: the lane's commit now (a person's
+        resolution of it, made in the worktree, included)."""
+        return self.head()
+
+    def help_lines(self, where: str) -> str:
+        """How a person looks at a conflicted task's commit and goes on."""
+        branch, main = self.lane_branch(), self.main.ref.removeprefix("refs/heads/")
+        return (f"its work is on branch {branch} (worktree {where}): `git log -p "
+                f"{main}..{branch}` shows it; resolve it there (`cd {where} && git rebase "
+                f"{main}`, fix, `git rebase --continue`), then run agent-loop again with "
+                "--parallel to land it and go on")

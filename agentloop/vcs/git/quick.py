@@ -1,0 +1,108 @@
+"""The git backend's short way to commit a task: `git add -A` and `git commit`, the two commands a
+person's own loop runs, when the careful way (`git status`, then `commit --only` of the paths it
+names) would commit the very same thing.
+
+That holds when the task began on a clean tree (nothing staged, nothing dirty but what agent-loop
+keeps out of commits) and nothing has touched the index since: not the agent's own `git add` or
+`git commit`, not even a `git status`, which rewrites it. Then every path `git add -A` reports is
+the task's, and the commit of the whole index holds nothing else. Where `git add -A` takes what a
+task commit never holds (a nested repository), the index is put back and the careful way runs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from agentloop import proc
+from agentloop.errors import VcsError
+from agentloop.vcs import STATE_DIR
+from agentloop.vcs.git.files import plain
+from agentloop.vcs.git.record import Start
+from agentloop.vcs.git.repo import COMMIT_ARGS, GitRepo
+
+# How long after a task's commit the next task may begin without looking at the tree again.
+CARRY_SECONDS = 0.5
+# How git's own `add --verbose` names what it staged (LC_ALL=C: never translated).
+ADDED, REMOVED = "add '", "remove '"
+
+
+def staged_paths(out: str, root: Path) -> set[str] | None:
+    """The paths `git add -A --verbose` staged; None when its report is not one we can trust
+    whole (a nested repository, a name with a newline in it, a path git should never give)."""
+    paths = set()
+    for line in out.splitlines():
+        if not line.endswith("'"):
+            return None
+        if line.startswith(ADDED):
+            rel, added = line[len(ADDED):-1], True
+        elif line.startswith(REMOVED):
+            rel, added = line[len(REMOVED):-1], False
+        else:
+            return None
+        # A name cut in two by a newline would name a file that is not there (or is).
+        if not plain(rel) or rel.endswith("/") or os.path.lexists(root / rel) != added:
+            return None
+        if added and (root / rel).is_dir() and not (root / rel).is_symlink():
+            return None  # a nested repository, taken as a gitlink
+        paths.add(rel)
+    return paths
+
+
+def stage_all(repo: GitRepo, start: Start) -> set[str] | None:
+    """`git add -A` of everything but what agent-loop keeps out; the paths it staged, or None
+    when the short way may not be taken (the index is HEAD's tree again then)."""
+    kept = sorted({STATE_DIR, *repo.plans, *(p for p in (repo.task_rel, start.task) if p)})
+    try:
+        out: str | None = repo.git.out("add", "--all", "--verbose", "--", ".",
+                                       *(f":(exclude,literal){p}" for p in kept),
+                                       env={"LC_ALL": "C", "GIT_LITERAL_PATHSPECS": "0"})
+    except VcsError:  # say, a nested repository with no commit yet: it may have staged some
+        out = None
+    paths = None if out is None else staged_paths(out, repo.root)
+    if paths is None:
+        repo.git.out("reset", "-q")  # the index was HEAD's tree: it is again
+    return paths
+
+
+def commit_index(repo: GitRepo, message: str) -> bool:
+    """`git commit` of the whole index; False (the index put back) when git declines."""
+    try:
+        repo.git.out(*COMMIT_ARGS, "-m", message)
+    except VcsError:
+        repo.git.out("reset", "-q")
+        return False
+    return True
+
+
+class NextBegin:
+    """After a clean commit (only the task's paths were staged, the agent made no commits of
+    its own) the next task's begin is known already: HEAD is the commit, the index its tree,
+    and the paths the task left alone hold what they held at this begin."""
+
+    def __init__(self) -> None:
+        self._next: tuple[int, float, Start] | None = None
+
+    def foresee(self, repo: GitRepo, start: Start, sha: str, staged: frozenset[str]) -> bool:
+        """Note the next begin after commit `sha` of `start`; True when nothing else is dirty
+        (the index file can be watched from here)."""
+        if start.touched or not staged <= set(start.files):
+            return False
+        states = {p: state for p, state in start.states.items() if p not in start.files}
+        self._next = (proc.started(), time.monotonic(),
+                      Start(sha, start.ref, repo.tree(sha), states, start.task))
+        return not states
+
+    def take(self, repo: GitRepo) -> Start | None:
+        """The begin foreseen, if nothing but agent-loop's own code ran since, and only for a
+        moment: every agent, check and helper is a process, and a git command may have moved
+        anything; a pause between tasks (--sleep) leaves the user time to edit. (Their edits
+        in those few milliseconds count as the task's, as edits made while its agent works
+        do.)"""
+        carried, self._next = self._next, None
+        if carried is None or carried[0] != proc.started() or \
+                time.monotonic() - carried[1] > CARRY_SECONDS:
+            return None
+        start = carried[2]
+        return start if repo.where() == (start.ref, start.head) else None

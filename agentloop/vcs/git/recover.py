@@ -1,0 +1,174 @@
+"""What a run makes of the open-attempt record an earlier run left (agentloop.vcs.git.record): the
+commit it finished is kept, an attempt it never finished is rolled back, after its files are
+saved in a commit under SAVED_REF: a roll-back nobody asked for must not be the only copy of
+anything."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from gitdb.exc import BadName, BadObject
+from gitdb.util import hex_to_bin
+
+from agentloop.errors import VcsError
+from agentloop.vcs import Change
+from agentloop.vcs.git.files import MISSING, put_back
+from agentloop.vcs.git.record import AttemptRecord, Start
+from agentloop.vcs.git.repo import GitRepo, split
+from agentloop.vcs.git.run import EMPTY_TREE
+
+# Where the next run keeps the files of an attempt it rolls back; the reflog keeps earlier ones.
+SAVED_REF = "refs/agent-loop/rolled-back"
+STOPPED = "an earlier run stopped inside a task"
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """What an earlier run's record calls for: notes to show, a finished commit to hand over,
+    or an attempt (`undo`) the caller rolls back, and the note to add once it has."""
+
+    notes: list[str] = field(default_factory=list)
+    recovered: Change | None = None
+    undo: Start | None = None
+
+
+def settle(repo: GitRepo, start: Start) -> None:
+    """The index after a task commit: its files as committed, the agent's others as before."""
+    assert start.commit is not None
+    repo.reset_index(start.commit, set(start.files))
+    repo.reset_index(start.index_tree, set(start.touched))
+
+
+def examine(repo: GitRepo, record: AttemptRecord, lane: bool = False) -> Leftover:
+    """An earlier run died inside a task: keep the commit it made, else have its edits undone.
+    In a `lane` (only agents work there) commits made on its branch since the attempt began
+    are the attempt's: they are undone with it, and kept aside like its files."""
+    try:
+        leftover = record.read()
+    except ValueError:
+        record.forget()
+        return Leftover([f"{STOPPED}, but its record could not be read; its files are left as "
+                         "they are"])
+    if leftover is None:
+        return Leftover()
+    head = repo.head()
+    if leftover.commit is None and _ours(repo, leftover, head):
+        leftover = dataclasses.replace(leftover, commit=head)  # died before noting the sha
+    if leftover.commit is not None and head == leftover.commit:
+        # It died after finish moved HEAD to the task's commit, before the runner saved the
+        # task as done. Rolling back would throw finished work away and committing again
+        # would make a second commit for the task: keep the commit and settle the index as
+        # finish would have. The runner begins the task again and finds its work done. The
+        # record stays until the next begin or close: killed again before the runner has saved
+        # the task, the run after still finds the commit.
+        settle(repo, leftover)
+        files = leftover.files or sorted(split(repo.git.out(
+            "diff-tree", "-r", "--root", "--name-only", "-z", "--no-renames",
+            "--no-commit-id", head)))  # committed the short way: no list kept
+        return Leftover([f"an earlier run stopped right after committing {head[:12]}; the "
+                         "commit is kept"],
+                        recovered=Change(change_id=head, commit_id=head,
+                                         base=leftover.head or "", files=tuple(files)))
+    if lane and head != leftover.head and _agent_commits(repo, leftover, head):
+        # HEAD goes back to where the attempt began, the files staying: the agent's commits
+        # become the attempt's edits, saved aside and rolled back with the rest of it.
+        assert leftover.head is not None and head is not None
+        repo.git.out("update-ref", "-m", "agent-loop: set aside a killed attempt's commits",
+                     "HEAD", leftover.head, head)
+        head = leftover.head
+    if head != leftover.head:
+        # Commits were made since; they may be the user's, so nothing is undone.
+        record.forget()
+        return Leftover([f"{STOPPED}; HEAD has moved since, so its files are left as they are"])
+    if missing_objects(repo, leftover):
+        record.forget()
+        return Leftover([f"{STOPPED}, but the copies kept to roll it back are gone (git gc?); "
+                         "its files are left as they are"])
+    # Whatever the attempt left may be all there is of it, and the user's own edits since
+    # the run died look just the same: no roll-back without a copy of what it undoes.
+    try:
+        saved = _save_aside(repo, leftover)
+    except VcsError as exc:
+        record.forget()
+        return Leftover([f"{STOPPED}, and keeping a copy of its files failed ({exc}); they are "
+                         "left as they are"])
+    note = "rolled back the unfinished task attempt an earlier run left behind"
+    if saved:
+        note += f"; its files are kept in commit {saved[:12]} (`git show {SAVED_REF}`)"
+    return Leftover([note], undo=leftover)
+
+
+def missing_objects(repo: GitRepo, start: Start) -> bool:
+    """Whether an object the roll-back needs is gone (say, `git gc` pruned a stored blob)."""
+    # git knows the empty tree without storing it.
+    shas = [*([start.index_tree] if start.index_tree != EMPTY_TREE else []),
+            *([start.head] if start.head else [])]
+    shas += [s.split(":", 1)[1] for s in start.states.values() if s.startswith("100")]
+    for sha in shas:
+        try:
+            repo.repo.odb.info(hex_to_bin(sha))
+        except (ValueError, BadName, BadObject):
+            return True
+    return False
+
+
+def _agent_commits(repo: GitRepo, start: Start, head: str | None) -> bool:
+    """Whether HEAD moved on from `start` along its own branch (commits on top, nothing lost)."""
+    return (head is not None and start.head is not None and repo.ref() == start.ref
+            and repo.ancestor(start.head, head))
+
+
+def _ours(repo: GitRepo, start: Start, head: str | None) -> bool:
+    """Whether `head` is the commit finish was making for `start` when its run died."""
+    if start.message is None or head is None or head == start.head:
+        return False
+    try:
+        commit = repo.repo.commit(head)
+        parents = [p.hexsha for p in commit.parents]
+    except (ValueError, BadName, BadObject):  # not a commit we can read: not ours to keep
+        return False
+    return (parents == ([start.head] if start.head else [])
+            and str(commit.message).rstrip("\n") == start.message.rstrip("\n"))
+
+
+def _save_aside(repo: GitRepo, start: Start) -> str | None:
+    """Commit what a roll-back would undo under SAVED_REF; None when there is nothing."""
+    changed = repo.changed(start)
+    sha = repo.commit(start.head, changed, "agent-loop: an unfinished task attempt, "
+                      "rolled back by the next run") if changed else None
+    if sha is not None:
+        repo.git.out("update-ref", "--create-reflog", "-m", "agent-loop: rolled back",
+                     SAVED_REF, sha)
+    return sha
+
+
+def roll_back(repo: GitRepo, start: Start) -> None:
+    """Put every path the attempt `start` began changed back as it was, commits included."""
+    touched = repo.move_head_back(start)
+    changed = repo.changed(start)
+    from_head: set[str] = set()
+    back: dict[str, str] = {}
+    for rel in changed:
+        if rel in start.states:
+            back[rel] = start.states[rel]
+        elif start.head is not None and repo.in_tree(start.head, rel):
+            from_head.add(rel)
+        else:
+            back[rel] = MISSING
+    # An ignored file is never the attempt's to delete, even one it force-added.
+    for rel in repo.ignored({r for r, state in back.items() if state == MISSING}):
+        del back[rel]
+    # Deletions first, deepest first: a folder that took a file's place is emptied before
+    # the file returns, a symlink that took a folder's place is gone before its files do.
+    for rel in sorted((r for r, state in back.items() if state == MISSING), reverse=True):
+        put_back(repo.root, rel, MISSING, repo.repo.odb)
+    for rel in sorted(r for r, state in back.items() if state != MISSING):
+        put_back(repo.root, rel, back[rel], repo.repo.odb)
+    if from_head:
+        repo.git.out("restore", f"--source={start.head}", "--worktree",
+                     "--pathspec-from-file=-", "--pathspec-file-nul", paths=sorted(from_head))
+    staged = split(repo.git.out("diff-index", "--cached", "--name-only", "-z",
+                                start.index_tree))
+    repo.reset_index(start.index_tree, {p for p in changed | touched | staged
+                                        if not repo.kept_out(p)})

@@ -1,0 +1,300 @@
+"""A repository as the git backend sees it: where HEAD is, the paths an attempt changed, and
+commits of exactly those paths; the protocol (agentloop.vcs.git.backend) is built on it."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+import git
+
+from agentloop import proc
+from agentloop.errors import VcsError
+from agentloop.vcs import STATE_DIR
+from agentloop.vcs.git import refs
+from agentloop.vcs.git.files import plain, state_of
+from agentloop.vcs.git.record import Start
+from agentloop.vcs.git.run import EMPTY_TREE, Git
+from agentloop.vcs.git.status import ARGS as STATUS_ARGS
+from agentloop.vcs.git.status import Status, parse_status
+from agentloop.vcs.preflight import signs
+
+# Lines the tool itself adds to .gitignore; a .gitignore changed only by them is not "dirty".
+OWN_IGNORE_LINES = {".agent-loop", ".agent-loop/", "/.agent-loop", "/.agent-loop/"}
+# A task commit: no hooks (as with commit-tree), no gc or maintenance started behind us, the
+# message kept byte for byte.
+COMMIT_ARGS = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
+               "commit", "--quiet", "--no-verify", "--cleanup=verbatim")
+
+
+def dirty_message(root: Path, dirty: list[str]) -> str:
+    """A run's refusal of a dirty tree."""
+    return (f"{len(dirty)} uncommitted file(s) in {root} (e.g. {dirty[0]}): commit or "
+            "stash them, or pass --allow-dirty to leave them out of task commits")
+
+
+def split(out: str) -> set[str]:
+    # Entries ending in "/" are nested repositories; they are never ours to commit or delete.
+    return {p for p in out.split("\0") if p and not p.endswith("/")}
+
+
+def open_repo(root: Path) -> git.Repo:
+    """The repository, with git's objects read and written in-process (GitDB): GitPython's
+    default keeps `git cat-file` processes in our process group, where a terminal's Ctrl+C
+    would kill them under us. (GitPython calls GitDB deprecated for speed on huge packs; we
+    read a few commits and trees a task.)"""
+    # A Ctrl+C inside GitPython's constructors leaves half-built config readers whose
+    # destructors print a traceback later: the signal waits until the repository is open.
+    with warnings.catch_warnings(), proc.deferred():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return git.Repo(root, search_parent_directories=True, odbt=git.GitDB)
+
+
+def index_seen(git_dir: str | os.PathLike[str]) -> tuple[int, ...] | None:
+    """Who the index file is now: git replaces it whole on every write (a new inode)."""
+    if "GIT_INDEX_FILE" in os.environ:
+        return None  # an index elsewhere: we would be watching the wrong file
+    try:
+        found = os.stat(Path(git_dir) / "index")
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns
+
+
+class GitRepo:
+    """One repository for the git backend: the git runner, GitPython's view of it, and which
+    paths are never any task's (the task file, other plans' task files, `.agent-loop/`)."""
+
+    def __init__(self, git_: Git) -> None:
+        self.git = git_
+        self._repo: git.Repo | None = None
+        self.task_rel: str | None = None
+        self.plans: set[str] = set()   # other plans' task files: never a task's either
+        self._dirs: tuple[str, str] | None = None   # the git dir and the common dir, as text
+
+    @property
+    def root(self) -> Path:
+        """The working tree."""
+        return self.git.root
+
+    @property
+    def repo(self) -> git.Repo:
+        """GitPython's repository, once opened."""
+        if self._repo is None:
+            raise VcsError("git backend used before prepare()")
+        return self._repo
+
+    def open(self, repo: git.Repo) -> None:
+        """Work on `repo` from now on (its working tree becomes the runner's folder)."""
+        self._repo = repo
+        self._dirs = None
+        if repo.working_tree_dir is not None:
+            self.git.root = Path(repo.working_tree_dir).resolve()
+
+    def close(self) -> None:
+        """Let GitPython go."""
+        if self._repo is not None:
+            self._repo.close()
+
+    def where(self) -> tuple[str | None, str | None]:
+        """(the branch HEAD names, None when detached; its commit, None when unborn). Read
+        afresh every time: the user may commit while the loop pauses between tasks."""
+        if self._dirs is None:
+            self._dirs = (str(self.repo.git_dir), str(self.repo.common_dir))
+        found = refs.where(*self._dirs)
+        if found is not None:
+            return found
+        ref = None if self.repo.head.is_detached else str(self.repo.head.reference.path)
+        try:
+            return ref, str(self.repo.head.commit.hexsha)
+        except ValueError:
+            return ref, None
+
+    def head(self) -> str | None:
+        """HEAD's commit, None on an unborn branch."""
+        return self.where()[1]
+
+    def tree(self, commit: str | None) -> str:
+        """The tree of `commit` (the empty tree for none): read straight from its loose object
+        when it is one, as a commit just made is, else through GitPython."""
+        if commit is None:
+            return EMPTY_TREE
+        if self._dirs is None:
+            self._dirs = (str(self.repo.git_dir), str(self.repo.common_dir))
+        return refs.tree_of(Path(self._dirs[1]), commit) or \
+            str(self.repo.commit(commit).tree.hexsha)
+
+    def ref(self) -> str | None:
+        """The branch HEAD names, None when detached."""
+        return self.where()[0]
+
+    def kept_out(self, rel: str) -> bool:
+        """Whether `rel` is never any task's: a task file, or agent-loop's own folder."""
+        return (rel == self.task_rel or rel in self.plans or rel == STATE_DIR
+                or rel.startswith(STATE_DIR + "/"))
+
+    def status(self) -> Status:
+        """What one `git status` says."""
+        return parse_status(self.git.out(*STATUS_ARGS))
+
+    def candidates(self, base: str | None, status: Status | None = None) -> set[str]:
+        """Paths that may differ from `base`: untracked, or tracked and different."""
+        if base == self.head():  # the common case: one `git status` says it all
+            return {p for p in (status or self.status()).paths if not self.kept_out(p)}
+        paths = split(self.git.out("ls-files", "-z", "--others", "--exclude-standard"))
+        if base is None:
+            paths |= split(self.git.out("ls-files", "-z", "--cached"))
+        else:
+            paths |= split(self.git.out("diff", "--name-only", "-z", "--no-renames", base))
+        return {p for p in paths if not self.kept_out(p)}
+
+    def changed(self, start: Start, status: Status | None = None) -> set[str]:
+        """Paths whose content differs from what they held at begin."""
+        changed = set()
+        for rel in self.candidates(start.head, status) | set(start.states):
+            if self.kept_out(rel) or rel == start.task or not plain(rel):
+                continue
+            if rel not in start.states:
+                changed.add(rel)  # clean at begin, and git now lists it: the attempt changed it
+            elif state_of(self.root, rel) != start.states[rel]:
+                changed.add(rel)  # already dirty at begin, and changed further since
+        return changed
+
+    def build_tree(self, base: str | None, paths: set[str]) -> str:
+        """The tree of `base` with `paths` taken from the working tree, via a scratch index."""
+        with tempfile.TemporaryDirectory(dir=self.repo.git_dir) as scratch:
+            env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+            self.git.out("read-tree", base or "--empty", env=env)
+            # A folder where a file was: its files are paths of their own, the file goes.
+            folders = {p for p in paths if (self.root / p).is_dir()
+                       and not (self.root / p).is_symlink()}
+            if folders:
+                self.git.out("update-index", "--force-remove", "-z", "--stdin",
+                          paths=sorted(folders), env=env)
+            self.git.out("update-index", "--add", "--remove", "-z", "--stdin",
+                      paths=sorted(paths - folders), env=env)
+            return self.git.out("write-tree", env=env).strip()
+
+    def commit(self, base: str | None, paths: set[str], message: str) -> str | None:
+        """A commit of `paths` on top of `base`, HEAD left alone; None when it changes nothing."""
+        tree = self.build_tree(base, paths)
+        if tree == self.tree(base):
+            return None  # e.g. the task undid the user's own uncommitted edit
+        parents = ["-p", base] if base else []
+        # commit-tree signs only when asked: the user's commit.gpgsign asks for every commit.
+        sign = ["-S"] if signs(self.root) else []
+        return self.git.out("commit-tree", *sign, tree, *parents, "-m", message).strip()
+
+    def commit_here(self, paths: set[str], untracked: set[str], message: str) -> str | None:
+        """Commit `paths` from the working tree onto HEAD with git's own `commit --only`: what
+        is staged for other paths stays out and staged, the index ends up holding the commit
+        for these, all in one process (new files are first made known to the index). None
+        when git declines (nothing to commit after all, a case it will not do): the caller
+        then builds the commit by hand."""
+        before = self.head()
+        try:
+            if untracked:
+                self.git.out("add", "--intent-to-add", "--pathspec-from-file=-",
+                          "--pathspec-file-nul", paths=sorted(untracked))
+            self.git.out(*COMMIT_ARGS, "--only", "-m", message, "--pathspec-from-file=-",
+                      "--pathspec-file-nul", paths=sorted(paths))
+        except VcsError:
+            return None
+        after = self.head()
+        return after if after != before else None
+
+    def land(self, base: str | None, sha: str, message: str) -> None:
+        """Move HEAD's branch from `base` to `sha`."""
+        # The old value guards against a concurrent change of the branch.
+        self.git.out("update-ref", "-m", f"agent-loop: {message.splitlines()[0]}", "HEAD", sha,
+                  base or "0" * 40)
+
+    def reset_index(self, tree: str, paths: set[str]) -> None:
+        """The index entries of `paths` as `tree` has them."""
+        if paths:
+            self.git.out("reset", "-q", tree, "--pathspec-from-file=-", "--pathspec-file-nul",
+                      paths=sorted(paths))
+
+    def move_head_back(self, start: Start) -> set[str]:
+        """Undo commits the agent made since begin; return the paths they touched."""
+        head = self.head()
+        if head == start.head:
+            return set()
+        if self.ref() != start.ref:
+            raise VcsError(f"the agent switched HEAD from {start.ref or 'a detached HEAD'} to "
+                           f"{self.ref() or 'a detached HEAD'}; switch back and retry")
+        assert head is not None
+        touched = split(self.git.out("diff", "--name-only", "-z", "--no-renames",
+                                   start.head or EMPTY_TREE, head))
+        if start.head is None:
+            self.git.out("update-ref", "-d", "HEAD", head)
+        else:
+            self.git.out("update-ref", "-m", "agent-loop: set aside the agent's commits", "HEAD",
+                      start.head, head)
+        return touched
+
+    def in_tree(self, commit: str, rel: str) -> bool:
+        """Whether `commit` holds `rel`."""
+        try:
+            self.repo.commit(commit).tree / rel
+        except KeyError:
+            return False
+        return True
+
+    def ignored(self, paths: set[str]) -> set[str]:
+        """The paths git's ignore rules match, tracked or not."""
+        if not paths:
+            return set()
+        # It takes paths, never patterns, and refuses the literal-pathspec switch; exit
+        # status 1 means none of them is ignored.
+        return split(self.git.out("check-ignore", "--no-index", "-z", "--stdin",
+                                paths=sorted(paths), env={"GIT_LITERAL_PATHSPECS": "0"},
+                                codes=(0, 1)))
+
+    def ancestor(self, older: str, newer: str) -> bool:
+        """Whether `older` is in `newer`'s history."""
+        try:
+            self.git.out("merge-base", "--is-ancestor", older, newer)
+        except VcsError:
+            return False
+        return True
+
+    def dirty(self, head: str | None) -> list[str]:
+        """The paths that make the tree dirty (not a .gitignore with only our lines added)."""
+        return sorted(p for p in self.candidates(head)
+                      if not (p == ".gitignore" and self._only_own_ignore_lines(head)))
+
+    def _only_own_ignore_lines(self, head: str | None) -> bool:
+        def strip(text: str) -> list[str]:
+            return [line for line in text.splitlines() if line.strip() not in OWN_IGNORE_LINES]
+        try:
+            now = (self.root / ".gitignore").read_text()
+        except (FileNotFoundError, UnicodeDecodeError):
+            return False
+        try:
+            assert head is not None
+            before = (self.repo.commit(head).tree / ".gitignore").data_stream.read().decode()
+        except (AssertionError, KeyError, UnicodeDecodeError):
+            before = ""
+        return strip(now) == strip(before)
+
+    def refuse_rewound(self, start: Start) -> None:
+        """The agent moved the branch back (`git reset --hard HEAD~1`): committing now would
+        record the earlier tasks' files as deleted. Nothing is committed; the run stops."""
+        if self.ref() != start.ref:
+            branch = (start.ref or "").removeprefix("refs/heads/")
+            raise VcsError(f"the agent switched HEAD from {start.ref or 'a detached HEAD'} to "
+                           f"{self.ref() or 'a detached HEAD'}; nothing was committed for "
+                           f"this task: switch back (`git -C {self.root} switch {branch}`) and "
+                           "run agent-loop again")
+        head = self.head()
+        if start.head is None or head in (None, start.head):
+            return
+        if head is not None and self.ancestor(head, start.head):
+            raise VcsError(f"the agent moved the branch back to {head[:12]}, so earlier "
+                           f"tasks' commits (up to {start.head[:12]}) are no longer on it; "
+                           "nothing was committed for this task. Get them back with "
+                           f"`git reset --hard {start.head[:12]}` (`git reflog` lists every "
+                           "position), then run agent-loop again")

@@ -1,0 +1,92 @@
+"""The one door agent-loop's git commands go through: one environment, one timeout, one error text.
+
+Every git command of the backend, the lanes, the main line and the fleet's branches runs here, so
+a missing git, a folder removed from outside and a command git refuses each read the same way
+wherever they happen.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from agentloop import proc
+from agentloop.errors import ProcessError, ProgramNotFound, VcsError
+
+# A git command that takes longer than this is stuck (a lock, a hook waiting for input).
+TIMEOUT = 600
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What every git command runs with: pathspecs are file names to us, never globs; git never
+    asks for a password on a terminal nobody watches."""
+    return {**os.environ, "GIT_LITERAL_PATHSPECS": "1", "GIT_TERMINAL_PROMPT": "0",
+            **(extra or {})}
+
+
+def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
+    """The one error text of a git command that failed, naming the real cause where it is one a
+    user can act on (a folder removed from outside, git missing)."""
+    if not root.is_dir():
+        return VcsError(f"{root} is gone (removed from outside while agent-loop was using it); "
+                        "run agent-loop again to set it up afresh")
+    shown = " ".join(a for a in args[:3] if "\n" not in a)
+    return VcsError(f"`git {shown}` failed in {root}: {detail}")
+
+
+class Git:
+    """git in one folder (a checkout, a lane's worktree, or a bare git dir with `git_dir`)."""
+
+    def __init__(self, root: Path, git_dir: Path | None = None) -> None:
+        self.root = root
+        self.git_dir = git_dir
+        self._env: dict[str, str] | None = None  # copied once: copying os.environ costs more
+                                                 # than reading HEAD
+
+    def run(self, *args: str, paths: Iterable[str] | None = None, input: str | None = None,
+            env: Mapping[str, str] | None = None, codes: tuple[int, ...] = (0,),
+            timeout: float = TIMEOUT) -> proc.Completed:
+        """Run one git command; VcsError for an exit code not in `codes`. `paths` go through
+        stdin NUL-separated, so no list is ever too long and no file name (not even one that
+        is not UTF-8) is mangled."""
+        data: str | bytes | None = input
+        if paths is not None:
+            data = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
+        if self._env is None:
+            self._env = environment({"GIT_DIR": str(self.git_dir)} if self.git_dir else None)
+        full = {**self._env, **env} if env else self._env
+        if not self.root.is_dir():
+            raise failure(self.root, args, "")
+        try:
+            done = proc.run(["git", *args], cwd=self.root, env=full, check=False, input=data,
+                            timeout=timeout)
+        except ProgramNotFound:
+            if not self.root.is_dir():
+                raise failure(self.root, args, "") from None
+            raise VcsError("git is not installed or not on PATH") from None
+        except ProcessError as exc:
+            raise failure(self.root, args, str(exc)) from None
+        if done.returncode not in codes:
+            detail = (done.stderr or done.stdout).strip().replace("\n", " ")
+            raise failure(self.root, args, detail)
+        return done
+
+    def out(self, *args: str, paths: Iterable[str] | None = None, input: str | None = None,
+            env: Mapping[str, str] | None = None, codes: tuple[int, ...] = (0,),
+            timeout: float = TIMEOUT) -> str:
+        """A git command's standard output."""
+        return self.run(*args, paths=paths, input=input, env=env, codes=codes,
+                        timeout=timeout).stdout
+
+    def code(self, *args: str, input: str | None = None, env: Mapping[str, str] | None = None,
+             codes: tuple[int, ...] = (0,)) -> tuple[int, str]:
+        """(exit code, standard output) of a git command whose exit code says something."""
+        done = self.run(*args, input=input, env=env, codes=codes)
+        return done.returncode, done.stdout
+
+    def sha(self, rev: str) -> str | None:
+        """The commit `rev` names, or None when there is none."""
+        code, out = self.code("rev-parse", "--verify", "-q", rev + "^{commit}", codes=(0, 1, 128))
+        return out.strip() if code == 0 else None

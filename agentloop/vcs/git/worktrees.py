@@ -1,0 +1,207 @@
+"""git worktrees for the lanes of a parallel run (agentloop.vcs.lanes): one per group, on branch
+`agent-loop/<name>`; a broken one (a kill mid-`worktree add`, a folder removed from outside) is
+cleaned with `worktree remove -f -f` and `prune` and made again on its branch."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane
+from agentloop.vcs.git.run import Git
+from agentloop.vcs.lanes import BRANCH_PREFIX, PREVIOUS, Workspace, bookkeeping, lanes_dir
+
+# Where a lane's work that is not on the main line is kept when its branch or worktree goes.
+KEPT = "refs/agent-loop/kept/"
+KEPT_FILES = "refs/agent-loop/kept-files/"
+
+
+def _git(root: Path, *args: str, codes: tuple[int, ...] = (0,)) -> str:
+    return Git(root).out(*args, codes=codes).strip()
+
+
+def git_worktrees(root: Path) -> dict[Path, dict[str, str]]:
+    """Registered worktrees by folder: their porcelain fields (branch, locked, prunable...)."""
+    out = _git(root, "worktree", "list", "--porcelain")
+    found: dict[Path, dict[str, str]] = {}
+    current: dict[str, str] = {}
+    for line in out.splitlines() + [""]:
+        if not line:
+            if "worktree" in current:
+                found[Path(current["worktree"]).resolve()] = current
+            current = {}
+            continue
+        key, _, value = line.partition(" ")
+        current[key] = value
+    return found
+
+
+def open_git(root: Path, name: str, base: str, fresh: bool, adopt: str = "") -> Workspace:
+    """The worktree of lane `name` on branch agent-loop/<name>: reused when a healthy one is
+    there and `fresh` is False, else (re)made. `fresh`: the branch starts at `base` (its old tip
+    kept under refs/agent-loop/previous/); otherwise a branch that exists keeps its commits.
+    `adopt`: the name an older version gave this lane; its branch and worktree become this
+    lane's when this one has none yet, so nothing they hold is dropped."""
+    with bookkeeping(root):
+        if adopt and not fresh:
+            _adopt(root, adopt, name)
+        return _open_git(root, name, base, fresh)
+
+
+def _adopt(root: Path, old: str, new: str) -> None:
+    git = Git(root)
+    old_branch, new_branch = BRANCH_PREFIX + old, BRANCH_PREFIX + new
+    if git.sha(f"refs/heads/{old_branch}") is None or \
+            git.sha(f"refs/heads/{new_branch}") is not None:
+        return
+    old_path = (lanes_dir(root) / old).resolve()
+    if old_path in git_worktrees(root) and old_path.is_dir():
+        git.out("worktree", "move", str(old_path), str((lanes_dir(root) / new).resolve()))
+    git.out("branch", "-m", old_branch, new_branch)
+
+
+def _open_git(root: Path, name: str, base: str, fresh: bool) -> Workspace:
+    path = (lanes_dir(root) / name).resolve()
+    branch = BRANCH_PREFIX + name
+    known = git_worktrees(root).get(path)
+    if known is not None and _healthy(path, known) and known.get("branch") not in \
+            (None, f"refs/heads/{branch}"):
+        # An agent checked out another branch (yours?) in the lane: remaking the lane would
+        # hide that, and whatever it committed there, for good.
+        yours = Git(root).out("symbolic-ref", "-q", "HEAD", codes=(0, 1)).strip()
+        found = check_git_lane(GitLaneRecord(path, f"refs/heads/{branch}", None, root, yours))
+        if found is not None:
+            raise LaneBreach(found)
+    if known is not None and _healthy(path, known) and known.get("branch") == \
+            f"refs/heads/{branch}":
+        if not fresh:
+            return Workspace(name, path, branch, reused=True)
+        _keep_files(root, path, name)
+        _git(path, "reset", "-q", "--hard")
+        _git(path, "clean", "-q", "-f", "-d")
+        _keep_previous(root, branch, base)
+        _git(path, "reset", "-q", "--hard", base)
+        return Workspace(name, path, branch)
+    if known is not None or path.exists():
+        clean_git(root, path)
+    exists = _git(root, "branch", "--list", branch) != ""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if exists and not fresh:
+        _git(root, "worktree", "add", "-q", str(path), branch)
+        return Workspace(name, path, branch, reused=True)
+    if exists:
+        _keep_previous(root, branch, base)
+    _git(root, "worktree", "add", "-q", "-B", branch, str(path), base)
+    return Workspace(name, path, branch)
+
+
+def _healthy(path: Path, fields: dict[str, str]) -> bool:
+    # A kill inside `worktree add` leaves it locked "initializing", with a half checkout.
+    return path.is_dir() and "prunable" not in fields and "locked" not in fields
+
+
+def _keep_previous(root: Path, branch: str, base: str) -> None:
+    tip = _git(root, "rev-parse", "--verify", "-q", f"refs/heads/{branch}", codes=(0, 1))
+    if tip and tip != _git(root, "rev-parse", base):
+        _git(root, "update-ref", "-m", "agent-loop: a lane started afresh",
+             PREVIOUS + branch.removeprefix(BRANCH_PREFIX), tip)
+
+
+def clean_git(root: Path, path: Path) -> list[str]:
+    """Whatever is registered or left on disk at `path`: unregistered and deleted (branches
+    stay; files nobody committed are kept first, under refs/agent-loop/kept-files/). Notes naming
+    what was kept."""
+    path = path.resolve()
+    notes = []
+    worktrees = git_worktrees(root)
+    if path in worktrees and _healthy(path, worktrees[path]):
+        kept = _keep_files(root, path, path.name)
+        if kept:
+            notes.append(f"the uncommitted files of lane {path.name} are kept in commit "
+                         f"{kept[:12]} (`git show {KEPT_FILES}{path.name}`)")
+    if path in worktrees:
+        _git(root, "worktree", "unlock", str(path), codes=(0, 128))
+        _git(root, "worktree", "remove", "-f", "-f", str(path), codes=(0, 128))
+    if path.exists():
+        shutil.rmtree(path)
+    _git(root, "worktree", "prune")
+    return notes
+
+
+def _keep_files(root: Path, path: Path, name: str) -> str | None:
+    """What the worktree at `path` holds beyond its HEAD commit, committed on it under
+    refs/agent-loop/kept-files/<name>; its sha, or None when it holds nothing more."""
+    git = Git(path)
+    head = git.sha("HEAD")
+    if head is None:
+        return None
+    with tempfile.TemporaryDirectory() as scratch:
+        env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        git.out("read-tree", head, env=env)
+        git.out("add", "-A", "--", ".", ":(exclude).agent-loop", env={
+            **env, "GIT_LITERAL_PATHSPECS": "0"})
+        tree = git.out("write-tree", env=env).strip()
+    if tree == git.out("rev-parse", f"{head}^{{tree}}").strip():
+        return None
+    sha = git.out("commit-tree", tree, "-p", head, input="agent-loop: files left in lane "
+                  f"{name}, kept before it was removed\n").strip()
+    Git(root).out("update-ref", "--create-reflog", "-m", "agent-loop: kept", KEPT_FILES + name,
+                  sha)
+    return sha
+
+
+def keep_unlanded(root: Path, branch: str, main: str) -> str | None:
+    """Before branch `branch` goes: any commit of it whose change is not on `main` (by `git
+    cherry`'s patch ids) keeps the branch's tip under refs/agent-loop/kept/; that ref, or None
+    when everything on it is on the main line."""
+    git = Git(root)
+    if git.sha(f"refs/heads/{branch}") is None:
+        return None
+    out = git.out("cherry", main, f"refs/heads/{branch}", codes=(0, 128))
+    if not any(line.startswith("+") for line in out.splitlines()):
+        return None
+    ref = KEPT + branch.removeprefix(BRANCH_PREFIX)
+    git.out("update-ref", "--create-reflog", "-m", "agent-loop: kept", ref,
+            f"refs/heads/{branch}")
+    return ref
+
+
+def remove_git(root: Path, workspace: Workspace, drop_branch: bool = False,
+               main: str = "HEAD") -> list[str]:
+    """The lane's worktree removed; its branch too when asked (its work is on the main line:
+    what is not is kept first). Notes naming what was kept."""
+    with bookkeeping(root):
+        notes = clean_git(root, workspace.path)
+        if drop_branch:
+            notes += drop_branches(root, {workspace.name}, main)
+    return notes
+
+
+def sweep_git(root: Path, keep: set[str], known: set[str] | None = None) -> list[str]:
+    """Remove lane worktrees whose names are not in `keep` (left by an earlier run), among the
+    `known` names when given (another copy's, a rehearsal's, is left alone); their branches
+    stay. Returns the names removed."""
+    gone = []
+    folder = lanes_dir(root).resolve()
+    with bookkeeping(root):
+        registered = {p for p in git_worktrees(root) if p.parent == folder}
+        on_disk = {p.resolve() for p in folder.iterdir()} if folder.is_dir() else set()
+        for path in sorted(registered | on_disk):
+            if path.name not in keep and (known is None or path.name in known):
+                clean_git(root, path)
+                gone.append(path.name)
+    return gone
+
+
+def drop_branches(root: Path, names: set[str], main: str = "HEAD") -> list[str]:
+    """Delete the lane branches of these lanes, where they exist; a branch holding a change
+    that is not on `main` is kept under refs/agent-loop/kept/ first. Notes naming those."""
+    notes = []
+    for name in sorted(names):
+        kept = keep_unlanded(root, BRANCH_PREFIX + name, main)
+        if kept:
+            notes.append(f"lane branch {BRANCH_PREFIX + name} held commits that are not on "
+                         f"the main line: kept as {kept} (`git log -p {main}..{kept}`)")
+        _git(root, "branch", "-q", "-D", BRANCH_PREFIX + name, codes=(0, 1))
+    return notes

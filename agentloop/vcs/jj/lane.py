@@ -1,0 +1,185 @@
+"""jj in a parallel run: each group works in a jj workspace of its own (agentloop.vcs.jj.workspaces)
+and each finished task's change goes onto the main line (the line of @ in the main checkout's
+workspace) by `jj rebase -r <task> --insert-before @`, run from the main checkout: the change
+keeps its change id, the main checkout's @ (the user's own edits, if any) sits on top of it, and
+the lane's @ follows it (`jj rebase -s <lane>@ -d <task>`), so the group's next task starts from
+the main line with every group's work so far. A rebase exits 0 on a conflict; `conflicts()`
+tells, and a conflicting change is put back where it was, the main line untouched.
+
+As with git, a change does not land while the user's own edits in @ touch a file it changes:
+the lane waits, saying so once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Iterable
+
+from agentloop.errors import VcsError
+from agentloop.vcs import Change
+from agentloop.vcs.check import JjLaneRecord, LaneBreach, check_jj_lane, operation
+from agentloop.vcs.history import missing
+from agentloop.vcs.jj.backend import JjVcs
+from agentloop.vcs.jj.mainline import JjMainLine
+from agentloop.vcs.jj.run import Jj
+from agentloop.vcs.landing import IntegrationConflict, markers_left
+
+
+class LaneJj:
+    """One group's jj workspace; finished tasks land on `main`."""
+
+    name = "jj"
+    lost_hint = JjVcs.lost_hint
+
+    def __init__(self, workspace: Path, task_file: Path, main: JjMainLine, name: str) -> None:
+        self.work = JjVcs(workspace, task_file, initialized=True)
+        self.main = main
+        self.workspace = name
+        self.lane_commits: list[str] = []
+        self.landed: list[str] = []         # the change ids this lane landed
+        # The repository's operation when the lane's step began (agentloop.vcs.check).
+        self.record: JjLaneRecord | None = None
+
+    @property
+    def root(self) -> Path:
+        """The lane's workspace."""
+        return self.work.root
+
+    @property
+    def jj(self) -> Jj:
+        """The workspace's jj runner."""
+        return self.work.jj
+
+    def prepare(self) -> list[str]:
+        """As any jj working copy, with git's conflict markers: the ones agents know best."""
+        notes = self.work.prepare()
+        self.jj.config += ["--config", "ui.conflict-marker-style=git"]
+        return notes
+
+    def begin(self, message: str) -> Change:
+        """Start a task's change in the workspace, and note the operation jj is at."""
+        change = self.work.begin(message)
+        try:
+            self.record = JjLaneRecord(self.root, self.main.root, operation(self.main.jj),
+                                       tuple(self.landed))
+        except VcsError:
+            self.record = None  # no record, no check: the step itself says what broke
+        return change
+
+    def check(self) -> None:
+        """Trust nothing the agent could touch: LaneBreach when it undid an operation or a
+        change this lane landed went from the main line."""
+        if self.record is None:
+            return
+        try:
+            breach = check_jj_lane(self.record)
+        except VcsError:
+            return
+        if breach is not None and breach.stops:
+            raise LaneBreach(breach)
+
+    def abandon(self, change: Change) -> None:
+        """Drop the attempt's change."""
+        self.work.abandon(change)
+
+    def diff(self, change: Change) -> str:
+        """The change's diff."""
+        return self.work.diff(change)
+
+    def close(self) -> None:
+        """Leave the workspace."""
+        self.work.close()
+
+    def recovered(self) -> Change | None:
+        """Never (see JjVcs.recovered; a landed change is found by `settled`)."""
+        return None
+
+    def finish(self, change: Change, message: str) -> Change:
+        """Check the lane, seal the change in it, then land it on the main line."""
+        self.check()
+        return self._landed(self.work.finish(change, message))
+
+    def missing(self, change_ids: Iterable[str]) -> set[str]:
+        """Finished tasks' changes no longer on the main line."""
+        return missing("jj", self.main.root, change_ids)
+
+    def settled(self, change_id: str) -> Change | None:
+        """A task's change an earlier run landed and was killed before recording: on the main
+        line already, so it is the task's, not an attempt to drop and run again."""
+        if not change_id or not self.main.jj.ids(f"present({change_id}) & ::@- & ~empty()"):
+            return None
+        commit = self.main.jj.ids(change_id, "commit_id")[0]
+        return Change(change_id=change_id, commit_id=commit,
+                      files=tuple(sorted(self.main.jj.files(change_id))))
+
+    def _landed(self, done: Change) -> Change:
+        if done.empty or not done.change_id:
+            return done
+        commit = self.main.land(done.change_id, f"{self.workspace}@")
+        self.landed.append(done.change_id)
+        self.jj.run("workspace", "update-stale")  # the lane's @ moved under it
+        return dataclasses.replace(done, commit_id=commit)
+
+    # -- conflicts --------------------------------------------------------------------------
+
+    def open_conflict(self, conflict: IntegrationConflict) -> list[str]:
+        """The task's change on the main line's tip in the lane, jj's conflict markers on disk
+        in a new @ on top of it; the conflicted files."""
+        self.jj.out("rebase", "-r", conflict.commit, "-d", conflict.onto)
+        self.jj.out("new", conflict.commit)
+        out = self.jj.out("resolve", "--list", "-r", conflict.commit)
+        return [line.split()[0] for line in out.splitlines() if line.strip()] or \
+            list(conflict.files)
+
+    def markers_left(self, files: Iterable[str]) -> list[str]:
+        """Which of `files` still hold a conflict marker at the start of a line."""
+        return markers_left(self.root, files)
+
+    def close_conflict(self, conflict: IntegrationConflict) -> Change:
+        """The resolution squashed into the task's change, which then lands."""
+        self.jj.out("squash", "--into", conflict.commit)
+        if self.jj.ids(f"conflicts() & {conflict.commit}"):
+            raise IntegrationConflict(conflict.commit, conflict.files, conflict.onto)
+        files = tuple(sorted(self.jj.files(conflict.commit)))
+        return self._landed(Change(change_id=conflict.commit, files=files))
+
+    def drop_conflict(self, conflict: IntegrationConflict) -> None:
+        """Unresolved: the change stays (jj keeps both sides in it), under a bookmark."""
+        self.jj.out("bookmark", "set", "--allow-backwards", self.lane_branch(), "-r",
+                 conflict.commit)
+        self.jj.out("new", conflict.commit)
+
+    def lane_branch(self) -> str:
+        """The bookmark a conflicted change of this lane is kept under."""
+        return "agent-loop/" + self.workspace.removeprefix("agent-loop-")
+
+    def kept(self, change_id: str) -> str:
+        """What a conflicted task lands as on a later run: its change (resolved by hand or not)."""
+        return change_id
+
+    def land_again(self, change: str) -> Change:
+        """A conflicted task's change tried on the main line once more."""
+        if self.jj.ids(f"conflicts() & {change}"):
+            raise IntegrationConflict(change, tuple(sorted(self.jj.files(change))),
+                                      self.main.tip())
+        return self._landed(Change(change_id=change))
+
+    def main_commits_touching(self, commit: str, onto: str, files: list[str]) -> list[str]:
+        """The main line's changes since `commit` branched off that changed `files`."""
+        revset = f"({commit}-)..{onto} & files({' | '.join(_quoted(f) for f in files)})"
+        try:
+            return self.jj.ids(revset)
+        except VcsError:
+            return []
+
+    def help_lines(self, where: str, main: str = "@-") -> str:
+        """How a person looks at a conflicted change and goes on."""
+        branch = self.lane_branch()
+        return (f"its change is kept under bookmark {branch}: `jj log -r {branch}` and "
+                f"`jj diff -r {branch}` show it; resolve it with `jj new {branch}`, fix the "
+                "files, `jj squash`, then run agent-loop again with --parallel to land it")
+
+
+def _quoted(path: str) -> str:
+    return 'root-file:"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -1,0 +1,74 @@
+"""jj in a parallel run: each group works in a jj workspace of its own (agentloop.vcs.jj.workspaces)
+and each finished task's change goes onto the main line (the line of @ in the main checkout's
+workspace) by `jj rebase -r <task> --insert-before @`, run from the main checkout: the change
+keeps its change id, the main checkout's @ (the user's own edits, if any) sits on top of it, and
+the lane's @ follows it (`jj rebase -s <lane>@ -d <task>`), so the group's next task starts from
+the main line with every group's work so far. A rebase exits 0 on a conflict; `conflicts()`
+tells, and a conflicting change is put back where it was, the main line untouched.
+
+As with git, a change does not land while the user's own edits in @ touch a file it changes:
+the lane waits, saying so once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from agentloop.errors import VcsError
+from agentloop.vcs.jj.run import Jj
+from agentloop.vcs.landing import POLL_SECONDS, WAIT_LIMIT, IntegrationConflict, Waiting
+
+
+class JjMainLine:
+    """The line of @ in the main checkout; landings take one lock in turn."""
+
+    def __init__(self, root: Path, on_wait: Callable[[str], None] | None = None,
+                 stopping: Callable[[], bool] | None = None,
+                 wait_limit: float = WAIT_LIMIT) -> None:
+        self.root = root
+        self.jj = Jj(root)
+        self.on_wait = on_wait or (lambda text: None)
+        self.stopping = stopping or (lambda: False)
+        self.wait_limit = wait_limit
+        self._lock = threading.Lock()
+
+    def tip(self) -> str:
+        """The main line's newest change: @'s parent in the main checkout."""
+        return self.jj.ids("@-")[0]
+
+    def forget(self, commits: list[str]) -> None:
+        """Nothing to forget: a jj change keeps its id wherever it lands."""
+
+    def forget_all(self) -> None:
+        """Nothing to forget (see forget)."""
+
+    def land(self, change: str, lane_wc: str) -> str:
+        """Put `change` under the main checkout's @; the lane's @ (`lane_wc`, a workspace's
+        `name@`) onto it. The change's new commit id; IntegrationConflict when it does not fit,
+        LandingHeld when the user's edits keep it waiting longer than `wait_limit`."""
+        waiting = Waiting(self.root, self.wait_limit, self.on_wait)
+        while True:
+            with self._lock:
+                busy = sorted(self.jj.files(change) & self.jj.files("@"))
+                if not busy:
+                    return self._insert(change, lane_wc)
+            waiting.still(change, busy, [], "commit them (`jj commit`) and it lands")
+            if self.stopping():
+                raise VcsError(f"stopped before change {change[:12]} reached the main line")
+            time.sleep(POLL_SECONDS)
+
+    def _insert(self, change: str, lane_wc: str) -> str:
+        before = self.jj.ids(f"{change}-")
+        onto = self.tip()
+        self.jj.out("rebase", "-r", change, "--insert-before", "@")
+        if self.jj.ids(f"conflicts() & {change}"):
+            files = tuple(sorted(self.jj.files(change)))
+            # Put it back: the main line (and the user's checkout) as it was.
+            self.jj.out("rebase", "-r", change, "-d", before[0])
+            self.jj.out("rebase", "-s", lane_wc, "-d", change)
+            raise IntegrationConflict(change, files, onto)
+        self.jj.out("rebase", "-s", lane_wc, "-d", change)
+        return self.jj.ids(change, "commit_id")[0]

@@ -1,0 +1,131 @@
+"""The one door agent-loop's jj commands go through (one environment, one timeout, one error
+text), and what the jj backend says to jj: the global options, the revision template and its
+record, exact-path filesets, and where the repository is."""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentloop import proc
+from agentloop.errors import ProcessError, ProgramNotFound, VcsError
+
+# No pager, no colour, no editor (descriptions come with -m; `false` fails at once instead).
+JJ = ["jj", "--no-pager", "--color=never"]
+MAX_NEW_FILE = 1 << 40  # bytes: no file a task writes is too big to be part of its change
+# One record per revision: fields split by \t, files by \0, records ended by \x1e.
+INFO = ('change_id ++ "\\t" ++ commit_id ++ "\\t" ++ current_working_copy ++ "\\t" ++ empty'
+        ' ++ "\\t" ++ description.len() ++ "\\t" ++ parents.map(|p| p.change_id()).join(",")'
+        ' ++ "\\t" ++ self.diff().files().map(|f| f.source().path() ++ "\\0" ++ f.path())'
+        '.join("\\0") ++ "\\x1e"')
+
+
+@dataclass(frozen=True)
+class Rev:
+    """What `INFO` says about one revision."""
+
+    change_id: str
+    commit_id: str
+    is_wc: bool
+    empty: bool
+    described: bool
+    parents: tuple[str, ...]
+    files: tuple[str, ...]
+
+
+# A jj command that takes longer than this is stuck.
+TIMEOUT = 600
+# What jj says when a workspace's link to its repository, or the repository, is gone.
+GONE = ("InvalidDBRoot", "no longer exists", "No such file or directory", "not a directory")
+
+
+def environment() -> dict[str, str]:
+    """What every jj command runs with: no editor (descriptions come with -m), and an author:
+    jj's own identity, else git's (a change jj makes is never authorless)."""
+    base = {**os.environ, "JJ_EDITOR": "false"}
+    return {**base, **_identity(tuple(sorted(base.items())))}
+
+
+@functools.lru_cache(maxsize=4)
+def _identity(environ: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    # Asked once per environment: jj's identity, else git's (agentloop.vcs.stays_git).
+    from agentloop.vcs.stays_git import identity
+    return identity(dict(environ))
+
+
+def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
+    """The one error text of a jj command that failed, naming the real cause where it is one a
+    user can act on (a workspace or its repository removed from outside)."""
+    if not root.is_dir():
+        return VcsError(f"{root} is gone (removed from outside while agent-loop was using it); "
+                        "run agent-loop again to set it up afresh")
+    if any(sign in detail for sign in GONE) and _repo_gone(root):
+        return VcsError(f"the jj workspace in {root} lost its repository (removed or moved from "
+                        "outside); run agent-loop again to set it up afresh")
+    return VcsError(f"`jj {args[0] if args else ''}` failed: {detail}")
+
+
+def _repo_gone(root: Path) -> bool:
+    """Whether the repository a workspace at `root` points to (.jj/repo, a folder, or in a
+    workspace of its own a file naming one) is missing."""
+    link = root / ".jj" / "repo"
+    try:
+        if link.is_file():
+            return not (link.parent / link.read_text().strip()).is_dir()
+    except OSError:
+        return True
+    return not link.is_dir()
+
+
+class Jj:
+    """jj in one folder, with the `--config` options a backend sets (`config`)."""
+
+    def __init__(self, root: Path, config: list[str] | None = None) -> None:
+        self.root = root
+        self.config = config or []
+
+    def run(self, *args: str, cwd: Path | None = None, codes: tuple[int, ...] = (0,)
+            ) -> proc.Completed:
+        """Run one jj command; VcsError for an exit code not in `codes`."""
+        where = cwd or self.root
+        if not where.is_dir():
+            raise failure(where, args, "")
+        try:
+            done = proc.run([*JJ, *self.config, *args], cwd=where, env=environment(),
+                            check=False, timeout=TIMEOUT)
+        except ProgramNotFound as exc:
+            raise VcsError("jj is not installed or not on PATH") from exc
+        except ProcessError as exc:
+            raise failure(where, args, str(exc)) from None
+        if done.returncode not in codes:
+            raise failure(where, args, (done.stderr or done.stdout).strip())
+        return done
+
+    def out(self, *args: str, cwd: Path | None = None, codes: tuple[int, ...] = (0,)) -> str:
+        """A jj command's standard output."""
+        return self.run(*args, cwd=cwd, codes=codes).stdout
+
+    def ids(self, revset: str, template: str = "change_id") -> list[str]:
+        """The change ids (or `template`) of the revisions in `revset`, newest first."""
+        out = self.out("log", "--no-graph", "-r", revset, "-T", template + ' ++ "\\n"')
+        return out.split()
+
+    def files(self, revset: str) -> set[str]:
+        """The paths the revisions in `revset` change."""
+        return set(self.out("diff", "-r", revset, "--name-only").split())
+
+
+def jj_root(folder: Path) -> Path | None:
+    """The jj repository holding `folder`, or None; raises ProgramNotFound without jj."""
+    done = proc.run([*JJ, "--ignore-working-copy", "root"], cwd=folder, env=environment(),
+                    check=False, timeout=TIMEOUT)
+    return Path(done.stdout.strip()) if done.returncode == 0 else None
+
+
+def fileset(paths: list[str]) -> str:
+    """Exact paths as a jj fileset, so no file name is read as a pattern."""
+    def quote(path: str) -> str:
+        return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return " | ".join(f"root-file:{quote(p)}" for p in paths)

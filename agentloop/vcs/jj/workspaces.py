@@ -1,0 +1,70 @@
+"""jj workspaces for the lanes of a parallel run (agentloop.vcs.lanes): one per group, named
+`agent-loop-<name>`. A forgotten workspace's changes stay in the repository: nothing is lost."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from agentloop.vcs.jj.run import Jj
+from agentloop.vcs.lanes import JJ_PREFIX, Workspace, bookkeeping, lanes_dir
+
+
+def jj_workspaces(root: Path) -> set[str]:
+    """The names of the repository's jj workspaces."""
+    out = Jj(root).out("--ignore-working-copy", "workspace", "list", "-T", 'name ++ "\\n"')
+    return {line.strip() for line in out.splitlines() if line.strip()}
+
+
+def open_jj(root: Path, name: str, base: str, fresh: bool) -> Workspace:
+    """Lane `name`'s jj workspace: reused (brought up to date if stale) when whole and not
+    `fresh`, else forgotten and added again with a new empty @ on `base`. A forgotten
+    workspace's changes stay in the repository: nothing is lost."""
+    with bookkeeping(root):
+        return _open_jj(root, name, base, fresh)
+
+
+def _open_jj(root: Path, name: str, base: str, fresh: bool) -> Workspace:
+    path = (lanes_dir(root) / name).resolve()
+    workspace = JJ_PREFIX + name
+    listed = workspace in jj_workspaces(root)
+    if listed and not fresh and (path / ".jj").is_dir():
+        Jj(path).out("workspace", "update-stale")
+        return Workspace(name, path, workspace, reused=True)
+    clean_jj(root, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Jj(root).out("workspace", "add", "--name", workspace, "-r", base, str(path))
+    return Workspace(name, path, workspace)
+
+
+def clean_jj(root: Path, name: str) -> None:
+    """Lane `name`'s workspace forgotten and its folder deleted."""
+    workspace = JJ_PREFIX + name
+    if workspace in jj_workspaces(root):
+        Jj(root).out("--ignore-working-copy", "workspace", "forget", workspace)
+    path = lanes_dir(root) / name
+    if path.exists():
+        shutil.rmtree(path)
+
+
+def remove_jj(root: Path, workspace: Workspace) -> None:
+    """The lane's workspace forgotten and its folder deleted."""
+    with bookkeeping(root):
+        clean_jj(root, workspace.name)
+
+
+def sweep_jj(root: Path, keep: set[str], known: set[str] | None = None) -> list[str]:
+    """Forget and delete lane workspaces whose names are not in `keep`: registered ones and
+    folders in this root's lanes folder, among the `known` names when given (jj names
+    workspaces repository-wide: another copy's, a rehearsal's, is left alone)."""
+    names = {w.removeprefix(JJ_PREFIX) for w in jj_workspaces(root) if w.startswith(JJ_PREFIX)}
+    folder = lanes_dir(root)
+    if folder.is_dir():
+        names |= {p.name for p in folder.iterdir()}
+    if known is not None:
+        names &= known
+    gone = sorted(n for n in names if n not in keep)
+    with bookkeeping(root):
+        for name in gone:
+            clean_jj(root, name)
+    return gone

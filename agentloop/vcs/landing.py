@@ -1,0 +1,90 @@
+"""What the git and jj main lines share: a lane's change that does not fit, the conflict markers
+left in a file, and how often a landing that waits looks again."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Callable, Iterable
+
+from agentloop.errors import VcsError
+
+POLL_SECONDS = 1.0
+# How long a landing waits on the user's uncommitted edits before its group is held (the
+# `lane-wait` setting), and how often the wait is said again meanwhile.
+WAIT_LIMIT = 600.0
+SAY_AGAIN = 180.0
+
+
+class IntegrationConflict(VcsError):
+    """A lane's commit does not merge cleanly with the main line."""
+
+    def __init__(self, commit: str, files: tuple[str, ...], onto: str) -> None:
+        super().__init__(f"commit {commit[:12]} conflicts with the main line in "
+                         f"{', '.join(files) or 'some files'}")
+        self.commit = commit
+        self.files = files
+        self.onto = onto
+
+
+class LandingHeld(VcsError):
+    """A finished task waited longer than the lane-wait setting for files in the user's
+    checkout: its group is held, its work kept on its lane."""
+
+    def __init__(self, commit: str, files: list[str], since: float, message: str) -> None:
+        super().__init__(message)
+        self.commit = commit
+        self.files = tuple(files)
+        self.since = since
+
+
+class Waiting:
+    """A landing waiting on files in the user's checkout: said when it starts, again at most
+    every SAY_AGAIN seconds, and given up after `limit` seconds (LandingHeld)."""
+
+    def __init__(self, root: Path, limit: float, say: Callable[[str], None]) -> None:
+        self.root = root
+        self.limit = limit
+        self.say = say
+        self.since = time.time()
+        self.started = time.monotonic()
+        self.said = -SAY_AGAIN
+
+    def still(self, commit: str, busy: list[str], during: list[str], how: str) -> None:
+        """One more look found `busy` in the way (`during`: written after the run began)."""
+        now = time.monotonic()
+        clock = datetime.fromtimestamp(self.since).strftime("%H:%M:%S")
+        names = ", ".join(busy[:5]) + (f" and {len(busy) - 5} more" if len(busy) > 5 else "")
+        if during:
+            what = (f"{', '.join(during[:5])} in {self.root} changed during this run, after it "
+                    "began (an agent writing outside its lane, or you meanwhile), and")
+            if len(during) < len(busy):
+                yours = ", ".join(p for p in busy if p not in during)
+                what += f" your uncommitted edits to {yours}"
+        else:
+            what = f"your uncommitted edits to {names} in {self.root}"
+        if now - self.started >= self.limit:
+            raise LandingHeld(commit, busy, self.since,
+                              f"held: {what} overlap task commit {commit[:12]}'s change since "
+                              f"{clock}; its work stays on its lane; {how}, then run agent-loop "
+                              "again")
+        if now - self.said >= SAY_AGAIN:
+            self.said = now
+            self.say(f"waiting since {clock}: {what} overlap a finished task's change; {how}")
+
+
+MARKERS = ("<<<<<<< ", ">>>>>>> ")  # git's and jj's alike, at the start of a line
+
+
+def markers_left(root: Path, files: Iterable[str]) -> list[str]:
+    """Which of `files` (relative to `root`) still hold a conflict marker at a line's start."""
+    left = []
+    for name in files:
+        try:
+            text = (root / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if any(line.startswith(MARKERS) for line in text.splitlines()):
+            left.append(name)
+    return left

@@ -1,0 +1,89 @@
+"""A working copy of its own for each group a parallel run works on (a git worktree on a branch of
+its own, agentloop.vcs.git.worktrees; or a jj workspace, agentloop.vcs.jj.workspaces), started from
+the main line as it stands: what both kinds share.
+
+Where they live: `.agent-loop/lanes/<name>/` in the repository. `.agent-loop/` is ignored by git
+and jj from its first instant (its own .gitignore holds `*`), so the main checkout never sees a
+lane's files, and a lane is found again by the next run wherever it was left. Branches are
+`agent-loop/<name>` (git); jj workspaces are named `agent-loop-<name>`. A parallel run's lane
+names carry its plan's key (`tasks.3f2a1b-2-backend`), so two plans with a group of the same name
+never share a lane, and the dot keeps them apart from a CI fleet's `agent-loop/<plan>/<lane>`
+branches (a plan's part there never holds one). A lane an older version left under the bare name
+(`2-backend`) is adopted by its plan's next run (agentloop.vcs.git.worktrees.open_git).
+
+A crash (SIGKILL, power loss) may leave a lane behind in any state: registered but its folder gone,
+locked mid-`worktree add` ("initializing"), or whole with commits not yet on the main line. None of
+that is a reason to refuse: a healthy lane is reused as it is (its branch keeps what it holds), a
+broken one is cleaned and made again on its branch, which is never deleted here unless asked for:
+nothing on it is lost.
+
+Adding, removing and pruning worktrees (and jj's workspace list) is bookkeeping in files the
+lanes share: one lane's `git worktree prune` while another's `git worktree add` is half done
+unregisters the new one. Every such step holds `bookkeeping()`, a lock taken in turn by the lanes
+of one run and by two runs at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from agentloop.vcs import STATE_DIR
+
+LANES = "lanes"
+BRANCH_PREFIX = "agent-loop/"
+JJ_PREFIX = "agent-loop-"
+# The tip a branch had before a fresh start moved it, kept so a fresh start never loses a commit.
+PREVIOUS = "refs/agent-loop/previous/"
+LOCK = "lanes.lock"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """One group's working copy: its name, folder, branch (git) or workspace name (jj)."""
+
+    name: str
+    path: Path
+    branch: str         # git: the branch's short name; jj: the workspace's name
+    reused: bool = False
+
+
+def lanes_dir(root: Path) -> Path:
+    """The folder every lane of this repository lives in."""
+    return root / STATE_DIR / LANES
+
+
+def lane_name(number: int, group: str) -> str:
+    """A name for group `number` (1-based) that is a safe folder and branch name."""
+    slug = re.sub(r"[^a-z0-9]+", "-", group.casefold()).strip("-")[:30].strip("-")
+    return f"{number}-{slug}" if slug else str(number)
+
+
+def plan_key(task_file: str) -> str:
+    """The key of the plan whose task file is `task_file` (relative to the repository, slash-
+    separated): readable, and unique per path (`docs/tasks.md` -> `docs-tasks.1a2b3c`)."""
+    stem = task_file[:-3] if task_file.lower().endswith(".md") else task_file
+    slug = re.sub(r"[^a-z0-9]+", "-", stem.casefold()).strip("-")[:24].strip("-") or "plan"
+    return f"{slug}.{hashlib.sha1(task_file.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
+
+
+def plan_lane(key: str, number: int, group: str) -> str:
+    """The lane of group `number` of the plan with `key`."""
+    return f"{key}-{lane_name(number, group)}"
+
+
+@contextmanager
+def bookkeeping(root: Path) -> Iterator[None]:
+    """Hold the lock every change to the repository's list of lanes takes."""
+    from filelock import FileLock  # only parallel runs need it
+
+    folder = root / STATE_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    # A lock object of its own per holder: the file lock then also keeps apart the threads of
+    # one process, which a shared (reentrant) one would let in together.
+    with FileLock(str(folder / LOCK), thread_local=False):
+        yield
