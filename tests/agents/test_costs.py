@@ -10,8 +10,8 @@ import pytest
 
 from agentloop.agents.prices import KNOWN, Rates, parse_rates, rates_for
 from agentloop.state.receipts import money
-from tests.fake_openai import FakeOpenAI
-from tests.test_codex_e2e import agent_loop, project, tasks_of
+from tests.support.fake_openai import FakeOpenAI
+from tests.agents.test_codex_e2e import agent_loop, project, tasks_of
 
 # Per request 1000 input tokens (400 of them from the cache) and 100 out; a WRITE task is two
 # requests (the patch, then the message).

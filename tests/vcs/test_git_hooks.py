@@ -8,8 +8,8 @@ import stat
 from pathlib import Path
 
 from tests.conftest import FakeClaude
-from tests.test_run_vcs import git, git_commits, init_repo
-from tests.test_run_verify import agent_loop
+from tests.run.test_vcs import git, git_commits, init_repo
+from tests.run.test_verify import agent_loop
 
 # Reads the change from the index git hands a hook (GIT_INDEX_FILE), as a real pre-commit does.
 PRE_COMMIT = """#!/bin/sh

@@ -20,7 +20,7 @@ from agentloop.vcs.git.lane import LaneGit
 from agentloop.vcs.git.mainline import GitMainLine
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.landing import LandingHeld
-from tests.test_vcs_mainline import git, lane_commit, repo  # noqa: F401 - the fixture
+from tests.vcs.test_mainline import git, lane_commit, repo  # noqa: F401 - the fixture
 
 
 def files_of(repo: Path, commit: str) -> list[str]:
@@ -229,7 +229,7 @@ def test_jj_undo_in_one_lane_stops_that_lanes_step(tmp_path: Path, jj_bin: str) 
     from agentloop.vcs.jj import workspaces
     from agentloop.vcs.jj.lane import LaneJj
     from agentloop.vcs.jj.mainline import JjMainLine
-    from tests.test_vcs_jjlane import jj, one
+    from tests.vcs.test_jjlane import jj, one
 
     root = tmp_path / "jjrepo"
     root.mkdir()
@@ -262,7 +262,7 @@ def test_jj_undo_in_one_lane_stops_that_lanes_step(tmp_path: Path, jj_bin: str) 
 
 def test_a_jj_lane_whose_repository_was_removed_is_named(tmp_path: Path, jj_bin: str) -> None:
     from agentloop.vcs.jj.run import Jj
-    from tests.test_vcs_jjlane import jj
+    from tests.vcs.test_jjlane import jj
 
     root = tmp_path / "jjrepo"
     root.mkdir()
