@@ -35,7 +35,7 @@ from tests.support.fake_openai import (
     unauthorized,
     usage_limit,
 )
-from tests.run.test_vcs import git_commits, init_repo, jj_changes
+from tests.support.repos import git_commits, init_repo, jj_changes
 
 # The fixtures, imported rather than registered as a plugin.
 

@@ -13,7 +13,7 @@ from agentloop.agents.environment import SESSION_VARIABLES, child_env
 from tests.support.claude_cli import claude_env
 from tests.conftest import FakeClaude
 from tests.support.fakeapi import FakeApi, ToolUse
-from tests.run.test_vcs import git_project
+from tests.support.repos import git_project
 
 # What a Claude Code or Codex session hands the commands it runs, and a hook's variable.
 CALLER = {"CLAUDECODE": "1", "CLAUDE_CODE_ENTRYPOINT": "cli", "CLAUDE_CODE_SSE_PORT": "43111",

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 
 from tests.conftest import FakeClaude
-from tests.run.test_vcs import git, git_project
+from tests.support.repos import git, git_project
 
 
 def statuses(work: Path) -> list[str]:

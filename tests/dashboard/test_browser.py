@@ -23,7 +23,8 @@ import pytest
 
 from tests.conftest import FakeClaude
 from tests.run.test_parallel import CONFLICT_PLAN, conflict_project
-from tests.run.test_vcs import agent_loop, git_commits, init_repo, state_of
+from tests.support.repos import git_commits, init_repo, state_of
+from tests.support.runner import agent_loop
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser"))), None)

@@ -19,7 +19,8 @@ import pytest
 from agentloop.dashboard import hub, logs
 from tests.conftest import FakeClaude
 from tests.run.test_parallel import conflict_project
-from tests.run.test_vcs import agent_loop, init_repo
+from tests.support.repos import init_repo
+from tests.support.runner import agent_loop
 
 WEB = ("agentloop.dashboard", "starlette", "uvicorn", "sse_starlette", "apprise")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FakeClaude
-from tests.run.test_vcs import git, jj
+from tests.support.repos import git, jj
 
 PLAN = """\
 # Fleet

@@ -14,7 +14,7 @@ import orjson
 from tests.support.claude_cli import claude_env
 from tests.conftest import FakeClaude
 from tests.support.fakeapi import FakeApi, Text, ToolUse
-from tests.run.test_vcs import init_repo
+from tests.support.repos import init_repo
 
 
 def start(work: Path, env: dict[str, str]) -> subprocess.Popen[str]:

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FakeClaude
-from tests.run.test_vcs import agent_loop, git_commits, init_repo, state_of
+from tests.support.repos import git_commits, init_repo, state_of
+from tests.support.runner import agent_loop
 
 
 def agent_calls(fake_claude: FakeClaude) -> list[str]:

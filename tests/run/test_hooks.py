@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import FakeClaude
-from tests.run.test_vcs import git_project
+from tests.support.repos import git_project
 
 # A hook that appends what it was given (stdin, its variables, where it ran) to a JSONL file.
 RECORD = """

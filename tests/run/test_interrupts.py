@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import FakeClaude
-from tests.run.test_vcs import git, git_project, state_of
+from tests.support.repos import git, git_project, state_of
 
 # Enough tasks, each long enough, that no round (signalled within 0.6 s) finishes the plan: at
 # most three tasks a round, so at least three rounds are interrupted however fast the tool is.

@@ -12,7 +12,8 @@ import pytest
 
 from agentloop.vcs import lanes
 from tests.conftest import FakeClaude
-from tests.run.test_vcs import agent_loop, git, git_commits, init_repo, state_of
+from tests.support.repos import git, git_commits, init_repo, state_of
+from tests.support.runner import agent_loop
 
 
 # The Right group's lane: its plan's key, then its number and name.
@@ -386,7 +387,7 @@ def test_stop_after_running_lets_running_tasks_land_then_stops(work: Path,
 # -- jj ------------------------------------------------------------------------------------------
 
 def jj_task_changes(work: Path) -> list[tuple[str, str, list[str]]]:
-    from tests.run.test_vcs import jj_changes
+    from tests.support.repos import jj_changes
     return jj_changes(work)
 
 
@@ -394,7 +395,7 @@ def jj_task_changes(work: Path) -> list[tuple[str, str, list[str]]]:
 def test_jj_four_groups_at_once_one_change_per_task(work: Path, jj_bin: str,
                                                     fake_claude: FakeClaude,
                                                     colocated: bool) -> None:
-    from tests.run.test_vcs import jj
+    from tests.support.repos import jj
     if colocated:
         init_repo(work, "git")
         jj(work, "git", "init", "--colocate")
@@ -422,7 +423,7 @@ def test_jj_four_groups_at_once_one_change_per_task(work: Path, jj_bin: str,
 
 
 def jj_conflict_project(work: Path, tmp_path: Path, monkeypatch, resolution: list[str]) -> None:
-    from tests.run.test_vcs import jj
+    from tests.support.repos import jj
     jj(work, "git", "init")
     (work / "shared.txt").write_text("base\n")
     jj(work, "commit", "-m", "shared")
@@ -434,7 +435,7 @@ def jj_conflict_project(work: Path, tmp_path: Path, monkeypatch, resolution: lis
 
 def test_jj_a_conflict_is_resolved_by_the_groups_own_session(
         work: Path, tmp_path: Path, jj_bin: str, fake_claude: FakeClaude, monkeypatch) -> None:
-    from tests.run.test_vcs import jj
+    from tests.support.repos import jj
     jj_conflict_project(work, tmp_path, monkeypatch, ["FAKE: write shared.txt left right"])
     done = agent_loop(work, "--vcs", "jj", "--parallel", "2", "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -449,7 +450,7 @@ def test_jj_a_conflict_is_resolved_by_the_groups_own_session(
 
 def test_jj_an_unresolved_conflict_stays_under_a_bookmark_and_exits_4(
         work: Path, tmp_path: Path, jj_bin: str, fake_claude: FakeClaude, monkeypatch) -> None:
-    from tests.run.test_vcs import jj
+    from tests.support.repos import jj
     jj_conflict_project(work, tmp_path, monkeypatch, ["FAKE: say I could not"])
     done = agent_loop(work, "--vcs", "jj", "--parallel", "2", "--no-distill")
     assert done.returncode == 4, done.stdout + done.stderr
@@ -493,7 +494,7 @@ def test_the_budget_counts_the_whole_plan_across_lanes(work: Path,
 def test_codex_two_groups_at_once(tmp_path: Path, fake_openai, jj_bin: str, vcs: str) -> None:
     from tests.agents.test_codex_e2e import TASKS, project, tasks_of
     from tests.agents.test_codex_e2e import agent_loop as codex_loop
-    from tests.run.test_vcs import jj_changes
+    from tests.support.repos import jj_changes
 
     work, env = project(tmp_path, fake_openai, vcs=vcs)
     done = codex_loop(work, env, "--no-distill", "--parallel", "2", vcs=vcs)
@@ -510,7 +511,7 @@ def test_codex_two_groups_at_once(tmp_path: Path, fake_openai, jj_bin: str, vcs:
 @pytest.mark.parametrize("kind", ["git", "jj"])
 def test_a_rehearsal_runs_in_parallel_and_resolves_its_own_conflicts(work: Path, jj_bin: str,
                                                                      kind: str) -> None:
-    from tests.run.test_vcs import jj
+    from tests.support.repos import jj
     if kind == "git":
         init_repo(work, "git")
     else:

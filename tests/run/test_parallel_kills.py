@@ -20,7 +20,8 @@ import pytest
 
 from tests.conftest import FakeClaude
 from tests.run.test_parallel import plan
-from tests.run.test_vcs import agent_loop, git, git_commits, init_repo, jj, jj_changes, state_of
+from tests.support.repos import git, git_commits, init_repo, jj, jj_changes, state_of
+from tests.support.runner import agent_loop
 
 KILLS = int(os.environ.get("AGENT_LOOP_PARALLEL_KILLS", "3"))
 SEED = int(os.environ.get("AGENT_LOOP_CRASH_SEED", "25"))

@@ -29,7 +29,7 @@ from tests.support.fakeapi import (
     overloaded,
     usage_limit,
 )
-from tests.run.test_vcs import git_commits, jj_changes
+from tests.support.repos import git_commits, jj_changes
 
 REVIEWER_MODEL = "claude-sonnet-5-5"
 

@@ -13,13 +13,15 @@ import sys
 import time
 from pathlib import Path
 
-import orjson
 import pytest
 
-from agentloop import proc
 from tests.support.claude_cli import claude_env
 from tests.conftest import FakeClaude
 from tests.support.fakeapi import FakeApi
+# git_project is no longer used here; it stays importable from here for tests that still do.
+from tests.support.repos import (git, git_commits, git_project, init_repo, jj,  # noqa: F401
+                                 jj_changes, state_of)
+from tests.support.runner import agent_loop
 
 FAKE_TASKS = """\
 ## Backend
@@ -48,65 +50,6 @@ REAL_TASKS = """\
 FILES = ["api.txt", "api_test.txt", "readme.txt", "changelog.txt"]
 DESCRIPTIONS = ["agent-loop: Backend / add the api", "agent-loop: Backend / add the api test",
                 "agent-loop: Docs / write the readme", "agent-loop: Docs / write the changelog"]
-
-
-def agent_loop(work: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", *args], cwd=work,
-                          env={**(env or os.environ), "NO_COLOR": "1"}, capture_output=True,
-                          text=True, timeout=180, stdin=subprocess.DEVNULL)
-    return done
-
-
-def state_of(work: Path) -> dict:
-    return orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
-
-
-def jj(work: Path, *args: str) -> str:
-    return proc.run(["jj", "--no-pager", "--color=never", *args], cwd=work).stdout
-
-
-def git(work: Path, *args: str) -> str:
-    return proc.run(["git", *args], cwd=work).stdout
-
-
-def jj_changes(work: Path) -> list[tuple[str, str, list[str]]]:
-    """(change id, description, files) of every described change, oldest first."""
-    out = jj(work, "log", "--no-graph", "-r", "::@ & description(glob:'agent-loop:*')", "-T",
-             'change_id ++ "\t" ++ description.first_line() ++ "\t" ++ '
-             'self.diff().files().map(|f| f.path()).join(",") ++ "\n"')
-    rows = [line.split("\t") for line in out.splitlines()]
-    return [(c, d, f.split(",") if f else []) for c, d, f in reversed(rows)]
-
-
-def git_commits(work: Path) -> list[tuple[str, str, list[str]]]:
-    out = git(work, "log", "--reverse", "--format=%H%x09%s")
-    rows = []
-    for line in out.splitlines():
-        sha, subject = line.split("\t")
-        if subject.startswith("agent-loop:"):
-            files = git(work, "show", "--name-only", "--format=", sha).split()
-            rows.append((sha, subject, files))
-    return rows
-
-
-def init_repo(work: Path, kind: str) -> None:
-    """A jj repository, or a git one with its README committed."""
-    if kind == "jj":
-        jj(work, "git", "init")
-    else:
-        git(work, "init", "-q")
-        git(work, "add", "README.md")
-        git(work, "commit", "-qm", "initial")
-
-
-def git_project(tmp_path: Path, plan: str) -> Path:
-    """tmp_path/project: a git repository with its README committed, and `plan` as tasks.md."""
-    work = tmp_path / "project"
-    work.mkdir()
-    (work / "README.md").write_text("hello\n")
-    init_repo(work, "git")
-    (work / "tasks.md").write_text(plan)
-    return work
 
 
 def check_jj_history(work: Path) -> None:

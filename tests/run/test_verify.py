@@ -17,7 +17,7 @@ from agentloop.options import RunOptions, usage_problem
 from tests.support.claude_cli import claude_env
 from tests.conftest import FakeClaude
 from tests.support.fakeapi import FakeApi
-from tests.run.test_vcs import git, git_commits, init_repo, jj, jj_changes, state_of
+from tests.support.repos import git, git_commits, init_repo, jj, jj_changes, state_of
 
 # Passes on the untouched tree; fails once the agent wrote "broken", and its output tells the
 # fake agent (in the fix run's prompt) how to fix it.

@@ -26,7 +26,7 @@ from tests.support.codex_cli import codex_env, require_codex
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fakeapi import Directed, FakeApi, Hang, last_user_text
 from tests.run.test_real import TASKS, _processes, state_of, tool_env
-from tests.run.test_vcs import git, init_repo
+from tests.support.repos import git, init_repo
 
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- planted-by-the-test"
 # A sleep no other process on the machine runs: the process the agent leaves behind.

@@ -13,7 +13,7 @@ import orjson
 
 from agentloop.state.landed import Commit, PlannedTask, done_tasks, task_hash, trailers
 from tests.conftest import FakeClaude
-from tests.run.test_vcs import git, git_project, init_repo, jj
+from tests.support.repos import git, git_project, init_repo, jj
 
 TASKS = [PlannedTask(1, "write a", "agent-loop: G / write a"),
          PlannedTask(2, "write b\n  carefully", "agent-loop: G / write b"),

@@ -18,7 +18,7 @@ from agentloop.plan import parse as taskfile
 from agentloop.state.reconcile import reconcile
 from agentloop.state.schema import Attempt, TaskState
 from tests.conftest import FakeClaude
-from tests.run.test_vcs import git_project, state_of
+from tests.support.repos import git_project, state_of
 
 
 def saved(tmp_path: Path, text: str, done: tuple[int, ...]) -> list[TaskState]:

@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 from tests.conftest import FakeClaude
-from tests.run.test_vcs import git, git_commits, init_repo
+from tests.support.repos import git, git_commits, init_repo
 from tests.run.test_verify import agent_loop
 
 # Reads the change from the index git hands a hook (GIT_INDEX_FILE), as a real pre-commit does.

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FakeClaude
-from tests.run.test_vcs import git, git_project
+from tests.support.repos import git, git_project
 
 PLAN = "- write a\n  FAKE: write a.txt A\n- write b\n  FAKE: write b.txt B\n"
 NOTE = "vcs: git, though jj is installed: this is a git repository and stays one"

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import FakeClaude
-from tests.run.test_vcs import git, init_repo, jj, state_of
+from tests.support.repos import git, init_repo, jj, state_of
 
 
 def agent_loop(work: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FakeClaude
-from tests.run.test_vcs import git, init_repo
+from tests.support.repos import git, init_repo
 
 
 def agent_loop(work: Path, *args: str, env: dict[str, str] | None = None,
