@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import FakeClaude
 from tests.support.repos import git, git_project
+from tests.support.runner import agent_loop
 
 PLAN = "- write a\n  FAKE: write a.txt A\n- write b\n  FAKE: write b.txt B\n"
 NOTE = "vcs: git, though jj is installed: this is a git repository and stays one"
@@ -31,20 +31,14 @@ def git_user(monkeypatch: pytest.MonkeyPatch, jj_bin: str) -> str:
     return "Gita User <gita@example.com>"
 
 
-def agent_loop(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill", *args],
-                          cwd=work, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "NO_COLOR": "1"})
-
-
 def test_a_git_repository_is_run_with_git_on_its_branch(tmp_path: Path, git_user: str,
                                                         fake_claude: FakeClaude) -> None:
     work = git_project(tmp_path, PLAN)
     git(work, "add", "tasks.md")
     git(work, "commit", "-qm", "plan")
-    dry = agent_loop(work, "--dry-run")
+    dry = agent_loop(work, "--no-distill", "--dry-run")
     assert NOTE in dry.stdout, dry.stdout
-    done = agent_loop(work)
+    done = agent_loop(work, "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith(NOTE), done.stdout
     assert "vcs: git" in done.stdout.splitlines()[1]
@@ -61,7 +55,7 @@ def test_a_git_repository_is_run_with_git_on_its_branch(tmp_path: Path, git_user
 def test_vcs_jj_takes_gits_identity_when_jj_has_none(tmp_path: Path, git_user: str,
                                                      fake_claude: FakeClaude) -> None:
     work = git_project(tmp_path, PLAN)
-    done = agent_loop(work, "--vcs", "jj")
+    done = agent_loop(work, "--no-distill", "--vcs", "jj")
     assert done.returncode == 0, done.stdout + done.stderr
     authors = subprocess.run(
         ["jj", "log", "--no-graph", "-r", "::@ & description(glob:'agent-loop:*')", "-T",
@@ -84,7 +78,7 @@ def test_a_repository_turned_into_jj_earlier_gets_the_way_back(tmp_path: Path, g
                    env=nobody, check=True, capture_output=True)
     head = git(work, "rev-parse", "HEAD").strip()
     before = git(work, "log", "--all", "--format=%H %an")
-    dry = agent_loop(work, "--dry-run")
+    dry = agent_loop(work, "--no-distill", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert f"git switch main && git merge --ff-only {head[:12]}" in dry.stdout, dry.stdout
     assert "jj bookmark set main -r @-" in dry.stdout

@@ -3,19 +3,11 @@ says how to get the lost work back. Real git and jj, agent-loop as a process, th
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.conftest import FakeClaude
 from tests.support.repos import git, init_repo, jj, state_of
-
-
-def agent_loop(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill", *args],
-                          cwd=work, env={**os.environ, "NO_COLOR": "1"}, capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+from tests.support.runner import agent_loop
 
 
 def test_git_reset_hard_by_the_agent_stops_the_run_and_loses_nothing(
@@ -24,7 +16,7 @@ def test_git_reset_hard_by_the_agent_stops_the_run_and_loses_nothing(
     (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n"
                                    "- two\n  FAKE: bash git reset -q --hard HEAD~1\n"
                                    "  FAKE: write b.txt B\n- three\n  FAKE: write c.txt C\n")
-    done = agent_loop(work, "--vcs", "git")
+    done = agent_loop(work, "--no-distill", "--vcs", "git")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "the agent moved the branch back" in done.stderr and "git reset --hard" in done.stderr
     tasks = state_of(work)["tasks"]
@@ -36,7 +28,7 @@ def test_git_reset_hard_by_the_agent_stops_the_run_and_loses_nothing(
     # The user takes the hostile step out of the task and goes on.
     (work / "tasks.md").write_text((work / "tasks.md").read_text().replace(
         "  FAKE: bash git reset -q --hard HEAD~1\n", ""))
-    again = agent_loop(work, "--vcs", "git")
+    again = agent_loop(work, "--no-distill", "--vcs", "git")
     assert again.returncode == 0, again.stdout + again.stderr
     assert git(work, "ls-files").split() == ["README.md", "a.txt", "b.txt", "c.txt"]
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
@@ -46,7 +38,7 @@ def test_git_checkout_b_by_the_agent_stops_the_run(work: Path, fake_claude: Fake
     init_repo(work, "git")
     (work / "tasks.md").write_text("- one\n  FAKE: bash git checkout -q -b elsewhere\n"
                                    "  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
-    done = agent_loop(work, "--vcs", "git")
+    done = agent_loop(work, "--no-distill", "--vcs", "git")
     assert done.returncode == 1 and "switched HEAD" in done.stderr
     assert [t["status"] for t in state_of(work)["tasks"]] == ["running", "pending"]
 
@@ -57,7 +49,7 @@ def test_jj_abandon_of_an_earlier_task_stops_the_run(work: Path, fake_claude: Fa
     (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n"
                                    "- two\n  FAKE: bash jj --no-pager abandon @-\n"
                                    "  FAKE: write b.txt B\n- three\n  FAKE: write c.txt C\n")
-    done = agent_loop(work, "--vcs", "jj")
+    done = agent_loop(work, "--no-distill", "--vcs", "jj")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "the change of task 1" in done.stderr and "jj op restore" in done.stderr
     assert [t["status"] for t in state_of(work)["tasks"]][2] == "pending"
@@ -68,14 +60,13 @@ def test_status_notices_an_abandoned_change_and_again_redoes_it(
         work: Path, fake_claude: FakeClaude, jj_bin: str) -> None:
     init_repo(work, "jj")
     (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
-    assert agent_loop(work, "--vcs", "jj").returncode == 0
+    assert agent_loop(work, "--no-distill", "--vcs", "jj").returncode == 0
     two = state_of(work)["tasks"][1]["change_id"]
     jj(work, "abandon", two)
-    status = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--status"],
-                            cwd=work, capture_output=True, text=True).stdout
+    status = agent_loop(work, "--status").stdout
     assert "task 2's change is no longer in the history" in status
     assert "--task 2 --again" in status
-    again = agent_loop(work, "--task", "2", "--again")
+    again = agent_loop(work, "--no-distill", "--task", "2", "--again")
     assert again.returncode == 0, again.stdout + again.stderr
     assert (work / "b.txt").read_text() == "B\n"
     assert state_of(work)["tasks"][1]["change_id"] != two
