@@ -7,9 +7,7 @@ The real CLI against the fake API is in tests/run/test_review_real.py.
 from __future__ import annotations
 
 import io
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -38,6 +36,7 @@ from agentloop.vcs import Change
 from tests.conftest import FakeClaude
 from tests.support.harness import Harness, make_run
 from tests.run.test_retries import RETRY, START, FakeClock, ScriptedAdvisor
+from tests.support.runner import agent_loop
 
 # -- the verdict -------------------------------------------------------------------------------
 
@@ -525,12 +524,6 @@ TASKS = """\
   FAKE: write c.txt c
   FAKE: review FEEDBACK: still wrong\\nsecond line
 """
-
-
-def agent_loop(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", *args], cwd=work,
-                          env={**os.environ, "NO_COLOR": "1"}, capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
 
 
 def git_work(tmp_path: Path, tasks: str) -> Path:

@@ -13,13 +13,7 @@ import pytest
 
 from tests.conftest import FakeClaude
 from tests.support.repos import git, init_repo
-
-
-def agent_loop(work: Path, *args: str, env: dict[str, str] | None = None,
-               task_file: str = "tasks.md") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentloop", task_file, "--no-distill", *args],
-                          cwd=work, env={**(env or os.environ), "NO_COLOR": "1"},
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+from tests.support.runner import agent_loop
 
 
 @pytest.fixture
@@ -47,7 +41,7 @@ def test_no_git_identity(work: Path, fake_claude: FakeClaude) -> None:
     env["EMAIL"] = ""
     # git falls back to user@host when the host has a domain; an empty config.email forbids it.
     git(work, "config", "user.useConfigOnly", "true")
-    refused(agent_loop(work, "--vcs", "git", env=env), fake_claude, "no identity",
+    refused(agent_loop(work, "--no-distill", "--vcs", "git", env=env), fake_claude, "no identity",
             "git config --global user.email")
 
 
@@ -55,7 +49,7 @@ def test_signing_that_cannot_work(work: Path, fake_claude: FakeClaude) -> None:
     init_repo(work, "git")
     git(work, "config", "commit.gpgsign", "true")
     git(work, "config", "gpg.program", "false")
-    refused(agent_loop(work, "--vcs", "git"), fake_claude, "commit.gpgsign",
+    refused(agent_loop(work, "--no-distill", "--vcs", "git"), fake_claude, "commit.gpgsign",
             "git config commit.gpgsign false")
 
 
@@ -70,14 +64,14 @@ def test_a_git_operation_in_progress(work: Path, fake_claude: FakeClaude, marker
         target.mkdir()
     else:
         target.write_text(git(work, "rev-parse", "HEAD"))
-    refused(agent_loop(work, "--vcs", "git"), fake_claude, "in progress", words)
+    refused(agent_loop(work, "--no-distill", "--vcs", "git"), fake_claude, "in progress", words)
 
 
 def test_a_bare_repository(tmp_path: Path, fake_claude: FakeClaude, jj_bin: str) -> None:
     bare = tmp_path / "bare.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
     (bare / "tasks.md").write_text("- one\n")
-    refused(agent_loop(bare), fake_claude, "bare git repository", "git clone")
+    refused(agent_loop(bare, "--no-distill"), fake_claude, "bare git repository", "git clone")
     assert not (bare / ".jj").exists()
 
 
@@ -87,11 +81,12 @@ def test_a_symlinked_state_folder_or_task_file(work: Path, tmp_path: Path,
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (work / ".agent-loop").symlink_to(elsewhere)
-    refused(agent_loop(work, "--vcs", "git"), fake_claude, ".agent-loop is a symlink")
+    refused(agent_loop(work, "--no-distill", "--vcs", "git"), fake_claude,
+            ".agent-loop is a symlink")
     (work / ".agent-loop").unlink()
     (elsewhere / "plan.md").write_text("- one\n")
     (work / "plan.md").symlink_to(elsewhere / "plan.md")
-    refused(agent_loop(work, "--vcs", "git", task_file="plan.md"), fake_claude,
+    refused(agent_loop(work, "--no-distill", "--vcs", "git", plan="plan.md"), fake_claude,
             "is a symlink", str(elsewhere / "plan.md"))
 
 
@@ -99,7 +94,7 @@ def test_jj_without_an_identity_is_a_warning(work: Path, fake_claude: FakeClaude
                                              jj_bin: str) -> None:
     init_repo(work, "jj")
     env = {k: v for k, v in os.environ.items() if k not in ("JJ_USER", "JJ_EMAIL")}
-    done = agent_loop(work, "--vcs", "jj", env=env)
+    done = agent_loop(work, "--no-distill", "--vcs", "jj", env=env)
     assert done.returncode == 0, done.stderr
     assert "jj has no user identity" in done.stdout
 
@@ -113,7 +108,7 @@ def test_stale_git_locks_a_killed_command_left_are_cleared(work: Path, fake_clau
                        capture_output=True)
     for name in ("index.lock", "HEAD.lock"):
         (work / ".git" / name).write_text("")
-    done = agent_loop(work, "--vcs", kind)
+    done = agent_loop(work, "--no-distill", "--vcs", kind)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "removed" in done.stdout and "index.lock" in done.stdout
     assert not (work / ".git" / "index.lock").exists()
@@ -129,7 +124,8 @@ def test_a_lock_a_live_process_holds_stops_the_run_naming_it(work: Path,
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
-        refused(agent_loop(work, "--vcs", "git"), fake_claude, "index.lock", "is held", "rm ")
+        refused(agent_loop(work, "--no-distill", "--vcs", "git"), fake_claude, "index.lock",
+                "is held", "rm ")
     finally:
         holder.kill()
         holder.wait()
