@@ -16,6 +16,7 @@ from typing import Any
 
 from tests.conftest import FakeClaude
 from tests.support.repos import git_project
+from tests.support.runner import agent_loop
 
 # A hook that appends what it was given (stdin, its variables, where it ran) to a JSONL file.
 RECORD = """
@@ -38,14 +39,6 @@ def records(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
 
 
-def agent_loop(work: Path, *args: str, cwd: Path | None = None,
-               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill",
-                           *args], cwd=cwd or work, env={**os.environ, "NO_COLOR": "1",
-                                                          **(env or {})},
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
-
-
 def test_done_runs_on_task_per_task_and_on_finish_once(tmp_path: Path,
                                                       fake_claude: FakeClaude) -> None:
     work = git_project(tmp_path, "# Plan\n\n## Build\n- first\n  FAKE: write a.txt A\n"
@@ -55,10 +48,8 @@ def test_done_runs_on_task_per_task_and_on_finish_once(tmp_path: Path,
     (work / "agent-loop.toml").write_text(f"on-task = {json.dumps(hook)}\n"
                                           f"on-finish = {json.dumps(hook)}\n")
     (work / "sub").mkdir()
-    done = subprocess.run([sys.executable, "-m", "agentloop", "../tasks.md", "--vcs", "git",
-                           "--no-distill", "--allow-dirty"], cwd=work / "sub",
-                          env={**os.environ, "NO_COLOR": "1"}, capture_output=True, text=True,
-                          timeout=120)
+    done = agent_loop(work / "sub", "--vcs", "git", "--no-distill", "--allow-dirty",
+                      plan="../tasks.md")
     assert done.returncode == 0, done.stdout + done.stderr
     first, second, finish = records(out)
     assert {r["cwd"] for r in (first, second, finish)} == {str(work)}
@@ -82,8 +73,8 @@ def test_a_run_with_a_failed_task_is_failed_with_its_exit_code(tmp_path: Path,
                                                              fake_claude: FakeClaude) -> None:
     work = git_project(tmp_path, "- broken\n  FAKE: fail 9\n- fine\n")
     hook, out = recorder(tmp_path)
-    done = agent_loop(work, "--vcs", "none", "--max-attempts", "1", "--on-finish", hook,
-                      "--on-task", hook)
+    done = agent_loop(work, "--no-distill", "--vcs", "none", "--max-attempts", "1",
+                      "--on-finish", hook, "--on-task", hook)
     assert done.returncode == 4, done.stdout + done.stderr
     task, finish = records(out)
     assert task["stdin"]["task"]["index"] == 2   # the failed task is no completed one
@@ -95,7 +86,7 @@ def test_a_run_with_a_failed_task_is_failed_with_its_exit_code(tmp_path: Path,
 def test_a_stopped_run_says_why(tmp_path: Path, fake_claude: FakeClaude) -> None:
     work = git_project(tmp_path, "- one\n")
     hook, out = recorder(tmp_path)
-    done = agent_loop(work, "--vcs", "none", "--budget", "0", "--on-finish", hook)
+    done = agent_loop(work, "--no-distill", "--vcs", "none", "--budget", "0", "--on-finish", hook)
     assert done.returncode == 1 and "budget reached" in done.stderr, done.stderr
     (finish,) = records(out)
     assert (finish["stdin"]["result"], finish["stdin"]["exit_code"]) == ("stopped", 1)
@@ -156,8 +147,9 @@ def test_a_failing_and_a_hanging_hook_change_nothing(tmp_path: Path,
     late = tmp_path / "late"
     began = time.monotonic()
     # The hook's own child must go with it: it is stopped with everything it started.
-    done = agent_loop(work, "--vcs", "none", "--on-task", f"(sleep 2; touch {late}) & sleep 30",
-                      "--hook-timeout", "1", "--on-finish", "echo broken >&2; exit 3")
+    done = agent_loop(work, "--no-distill", "--vcs", "none",
+                      "--on-task", f"(sleep 2; touch {late}) & sleep 30", "--hook-timeout", "1",
+                      "--on-finish", "echo broken >&2; exit 3")
     assert time.monotonic() - began < 20
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
@@ -178,7 +170,7 @@ def test_agent_loop_started_by_a_hook_reads_no_hook_variable_as_a_setting(
     seen = tmp_path / "seen.json"
     again = shlex.join([sys.executable, "-m", "agentloop", "tasks.md", "--show-settings",
                         "--json"])
-    done = agent_loop(work, "--vcs", "none", "--on-finish", f"{again} > {seen}")
+    done = agent_loop(work, "--no-distill", "--vcs", "none", "--on-finish", f"{again} > {seen}")
     assert done.returncode == 0, done.stdout + done.stderr
     rows = json.loads(seen.read_text())["settings"]
     assert all(r["origin"]["kind"] == "default" for r in rows), rows
@@ -187,8 +179,9 @@ def test_agent_loop_started_by_a_hook_reads_no_hook_variable_as_a_setting(
 def test_a_run_that_cannot_start_is_failed(tmp_path: Path, fake_claude: FakeClaude) -> None:
     work = git_project(tmp_path, "- one\n")
     hook, out = recorder(tmp_path)
-    done = agent_loop(work, "--vcs", "none", "--on-finish", hook,
-                      env={"AGENT_LOOP_CLAUDE": str(tmp_path / "no-such-claude")})
+    done = agent_loop(work, "--no-distill", "--vcs", "none", "--on-finish", hook,
+                      env={**os.environ,
+                           "AGENT_LOOP_CLAUDE": str(tmp_path / "no-such-claude")})
     assert done.returncode == 1, done.stdout + done.stderr
     (finish,) = records(out)
     assert (finish["stdin"]["result"], finish["stdin"]["exit_code"]) == ("failed", 1)
@@ -201,7 +194,7 @@ def test_a_run_that_leaves_a_conflict_is_conflicted(work: Path, tmp_path: Path,
 
     conflict_project(work, tmp_path, monkeypatch, ["FAKE: say I could not"])
     hook, out = recorder(tmp_path)
-    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--on-finish", hook)
+    done = agent_loop(work, "--no-distill", "--vcs", "git", "--parallel", "2", "--on-finish", hook)
     assert done.returncode == 4, done.stdout + done.stderr
     finish = records(out)[-1]
     assert finish["env"]["AGENT_LOOP_EVENT_RESULT"] == "conflicted"
