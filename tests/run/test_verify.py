@@ -18,20 +18,15 @@ from tests.support.claude_cli import claude_env
 from tests.conftest import FakeClaude
 from tests.support.fakeapi import FakeApi
 from tests.support.repos import git, git_commits, init_repo, jj, jj_changes, state_of
+from tests.support.runner import agent_loop, plain_shell  # noqa: F401 - the fixture
+
+pytestmark = pytest.mark.usefixtures("plain_shell")
 
 # Passes on the untouched tree; fails once the agent wrote "broken", and its output tells the
 # fake agent (in the fix run's prompt) how to fix it.
 FIXABLE = ('! grep -q broken a.txt 2>/dev/null || '
            '{ echo "a.txt is broken"; echo "FAKE: write a.txt fixed"; exit 1; }')
 FIX_TASK = "## G\n- write a\n  FAKE: write a.txt broken\n"
-
-
-def agent_loop(work: Path, *args: str, env: dict[str, str] | None = None,
-               timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", *args], cwd=work,
-                          env={**(env or os.environ), "NO_COLOR": "1", "SHELL": "/bin/sh"},
-                          capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
 
 
 def events(work: Path) -> list[dict]:

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import pytest
+
 
 def agent_loop(cwd: Path, *args: str, plan: str | None = "tasks.md",
                env: Mapping[str, str] | None = None, timeout: float = 180,
@@ -22,3 +24,11 @@ def agent_loop(cwd: Path, *args: str, plan: str | None = "tasks.md",
                                               "NO_COLOR": "1"},
                           capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def plain_shell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SHELL=/bin/sh, so the checks a run starts (through the user's $SHELL) do not depend on the
+    developer's own shell and its startup files. A module uses it with
+    `pytestmark = pytest.mark.usefixtures("plain_shell")` after importing it."""
+    monkeypatch.setenv("SHELL", "/bin/sh")

@@ -7,9 +7,13 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import FakeClaude
 from tests.support.repos import git, git_commits, init_repo
-from tests.run.test_verify import agent_loop
+from tests.support.runner import agent_loop, plain_shell  # noqa: F401 - the fixture
+
+pytestmark = pytest.mark.usefixtures("plain_shell")
 
 # Reads the change from the index git hands a hook (GIT_INDEX_FILE), as a real pre-commit does.
 PRE_COMMIT = """#!/bin/sh
