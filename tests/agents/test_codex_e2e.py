@@ -36,6 +36,7 @@ from tests.support.fake_openai import (
     usage_limit,
 )
 from tests.support.repos import git_commits, init_repo, jj_changes
+from tests.support.runner import agent_loop
 
 # The fixtures, imported rather than registered as a plugin.
 
@@ -64,13 +65,6 @@ def project(tmp_path: Path, api: FakeOpenAI, tasks: str = TASKS,
     return work, env
 
 
-def agent_loop(work: Path, env: dict[str, str], *args: str, vcs: str = "none",
-               timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--agent", "codex",
-                           "--vcs", vcs, *args], cwd=work, env=env, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-
-
 def tasks_of(work: Path) -> list[dict[str, Any]]:
     return list(orjson.loads((work / ".agent-loop" / "state.json").read_bytes())["tasks"])
 
@@ -84,7 +78,7 @@ def first_request(api: FakeOpenAI, prompt_line: str) -> Request:
 def test_two_groups_resume_inside_a_group_and_each_task_has_its_change(
         tmp_path: Path, fake_openai: FakeOpenAI, vcs: str) -> None:
     work, env = project(tmp_path, fake_openai, vcs=vcs)
-    done = agent_loop(work, env, "--no-distill", vcs=vcs)
+    done = agent_loop(work, "--agent", "codex", "--vcs", vcs, "--no-distill", env=env)
     assert done.returncode == 0, done.stderr
     tasks = tasks_of(work)
     assert [t["status"] for t in tasks] == ["completed"] * 3
@@ -109,7 +103,8 @@ def test_two_groups_resume_inside_a_group_and_each_task_has_its_change(
 def test_a_500_is_retried_as_transient(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     work, env = project(tmp_path, fake_openai)
     fake_openai.script(server_error())
-    done = agent_loop(work, env, "--no-distill", "--backoff", "0.2")
+    done = agent_loop(work, "--agent", "codex", "--vcs", "none", "--no-distill", "--backoff", "0.2",
+                      env=env)
     assert done.returncode == 0, done.stderr
     first = tasks_of(work)[0]
     assert first["status"] == "completed" and first["attempts"] == 2
@@ -120,7 +115,7 @@ def test_a_500_is_retried_as_transient(tmp_path: Path, fake_openai: FakeOpenAI) 
 def test_a_401_stops_the_run_with_a_clear_line(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     work, env = project(tmp_path, fake_openai)
     fake_openai.script(unauthorized())
-    done = agent_loop(work, env, "--no-distill")
+    done = agent_loop(work, "--agent", "codex", "--vcs", "none", "--no-distill", env=env)
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("agent-loop: stopped: codex cannot work until this is fixed")
@@ -133,7 +128,7 @@ def test_a_usage_limit_waits(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     work, env = project(tmp_path, fake_openai, "## G\n- WRITE one.txt: one\n")
     # Codex prints the reset to the minute: a reset 20 s away waits at most ~25 s.
     fake_openai.script(usage_limit(int(time.time()) + 20))
-    done = agent_loop(work, env, "--no-distill")
+    done = agent_loop(work, "--agent", "codex", "--vcs", "none", "--no-distill", env=env)
     assert done.returncode == 0, done.stderr
     first = tasks_of(work)[0]
     assert [a["outcome"] for a in first["history"]] == ["limited", "completed"]
@@ -148,7 +143,7 @@ def test_a_failed_task_goes_through_the_retry_advisor(tmp_path: Path,
                                        "message": "odd request (fake)"}), model=MODELS.task)
     fake_openai.script(Message('{"retry": true, "reason": "a fluke", '
                                '"hint": "write the file first"}'), model=MODELS.helper)
-    done = agent_loop(work, env, "--no-distill")
+    done = agent_loop(work, "--agent", "codex", "--vcs", "none", "--no-distill", env=env)
     assert done.returncode == 0, done.stderr
     (advisor,) = [r for r in fake_openai.responses_requests() if r.model == MODELS.helper]
     assert "odd request" in last_user_text(advisor.body)
@@ -167,8 +162,8 @@ def test_review_gives_feedback_then_approves(tmp_path: Path, fake_openai: FakeOp
     fake_openai.script(Message("Nothing tests it.\nFEEDBACK: add a test.\n"
                                "WRITE test_hello.py: import hello"),
                        Message("APPROVED"), model=REVIEWER)
-    done = agent_loop(work, env, "--no-distill", "--review", "--review-model", REVIEWER,
-                      vcs="git")
+    done = agent_loop(work, "--agent", "codex", "--vcs", "git", "--no-distill", "--review",
+                      "--review-model", REVIEWER, env=env)
     assert done.returncode == 0, done.stderr
     reviews = [r for r in fake_openai.responses_requests() if r.model == REVIEWER]
     assert len(reviews) == 2
@@ -206,7 +201,7 @@ def test_ctrl_c_exits_130_and_resumes_cleanly(tmp_path: Path, fake_openai: FakeO
     assert tool.returncode == 130, err
     assert "Resume with: agent-loop tasks.md --agent codex" in err
     assert [t["status"] for t in tasks_of(work)] == ["completed", "interrupted", "pending"]
-    again = agent_loop(work, env)
+    again = agent_loop(work, "--agent", "codex", "--vcs", "none", env=env)
     assert again.returncode == 0, again.stderr
     assert [t["status"] for t in tasks_of(work)] == ["completed"] * 3
 
@@ -216,7 +211,7 @@ def test_commit_messages_come_from_codex_small_model(tmp_path: Path,
     work, env = project(tmp_path, fake_openai, "## G\n- WRITE one.txt: one\n", vcs="git")
     fake_openai.script(Message('{"subject": "Add one.txt", "body": "The first file."}'),
                        model=MODELS.helper)
-    done = agent_loop(work, env, vcs="git")
+    done = agent_loop(work, "--agent", "codex", "--vcs", "git", env=env)
     assert done.returncode == 0, done.stderr
     ((_, subject, files),) = git_commits(work)
     assert subject == "agent-loop: G / Add one.txt" and files == ["one.txt"]

@@ -11,7 +11,8 @@ import pytest
 from agentloop.agents.prices import KNOWN, Rates, parse_rates, rates_for
 from agentloop.state.receipts import money
 from tests.support.fake_openai import FakeOpenAI
-from tests.agents.test_codex_e2e import agent_loop, project, tasks_of
+from tests.agents.test_codex_e2e import project, tasks_of
+from tests.support.runner import agent_loop
 
 # Per request 1000 input tokens (400 of them from the cache) and 100 out; a WRITE task is two
 # requests (the patch, then the message).
@@ -27,7 +28,8 @@ def api() -> FakeOpenAI:
 def test_codex_runs_are_priced_from_the_table_and_the_budget_holds(tmp_path: Path,
                                                                    api: FakeOpenAI) -> None:
     work, env = project(tmp_path, api)
-    done = agent_loop(work, env, "--no-distill", "--budget", "0.005")
+    done = agent_loop(work, "--agent", "codex", "--vcs", "none", "--no-distill", "--budget",
+                      "0.005", env=env)
     tasks = tasks_of(work)
     first = tasks[0]["history"][0]
     # gpt-6.1-sol: $2 in, $0.10 cached, $10 out per million: 0.0024 + 0.00008 + 0.002.
@@ -41,7 +43,8 @@ def test_codex_runs_are_priced_from_the_table_and_the_budget_holds(tmp_path: Pat
 def test_a_budget_for_a_model_without_a_price_is_refused_before_any_request(
         tmp_path: Path, api: FakeOpenAI) -> None:
     work, env = project(tmp_path, api)
-    done = agent_loop(work, env, "--no-distill", "--model", "house-model", "--budget", "0.01")
+    done = agent_loop(work, "--agent", "codex", "--vcs", "none", "--no-distill", "--model",
+                      "house-model", "--budget", "0.01", env=env)
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "--price house-model=IN/CACHED/OUT" in lines[0], done.stderr
@@ -55,7 +58,8 @@ def test_the_users_price_prices_a_model_the_table_does_not_know(tmp_path: Path,
                                                                 api: FakeOpenAI) -> None:
     work, env = project(tmp_path, api, tasks="- WRITE a.txt: a\n")
     (work / "agent-loop.toml").write_text('prices = { "house-model" = "1/0.5/4" }\n')
-    done = agent_loop(work, env, "--no-distill", "--model", "house-model", "--budget", "1")
+    done = agent_loop(work, "--agent", "codex", "--vcs", "none", "--no-distill", "--model",
+                      "house-model", "--budget", "1", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     first = tasks_of(work)[0]["history"][0]
     assert first["cost_usd"] == pytest.approx((1200 * 1 + 800 * 0.5 + 200 * 4) / 1e6)
@@ -64,7 +68,8 @@ def test_the_users_price_prices_a_model_the_table_does_not_know(tmp_path: Path,
 def test_an_unpriced_run_without_a_budget_says_unknown_once(tmp_path: Path,
                                                              api: FakeOpenAI) -> None:
     work, env = project(tmp_path, api, tasks="- WRITE a.txt: a\n")
-    done = agent_loop(work, env, "--no-distill", "--model", "house-model")
+    done = agent_loop(work, "--agent", "codex", "--vcs", "none", "--no-distill", "--model",
+                      "house-model", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "cost unknown (tokens only)" in done.stdout and "cost cost" not in done.stdout
     assert tasks_of(work)[0]["history"][0]["cost_known"] is False

@@ -493,11 +493,11 @@ def test_the_budget_counts_the_whole_plan_across_lanes(work: Path,
 @pytest.mark.parametrize("vcs", ["git", "jj"])
 def test_codex_two_groups_at_once(tmp_path: Path, fake_openai, jj_bin: str, vcs: str) -> None:
     from tests.agents.test_codex_e2e import TASKS, project, tasks_of
-    from tests.agents.test_codex_e2e import agent_loop as codex_loop
     from tests.support.repos import jj_changes
 
     work, env = project(tmp_path, fake_openai, vcs=vcs)
-    done = codex_loop(work, env, "--no-distill", "--parallel", "2", vcs=vcs)
+    done = agent_loop(work, "--agent", "codex", "--vcs", vcs, "--no-distill", "--parallel", "2",
+                      env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     tasks = tasks_of(work)
     assert [t["status"] for t in tasks] == ["completed"] * 3
