@@ -6,7 +6,6 @@ small-model call, and a hung agent is stopped by --task-timeout.
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,14 +23,9 @@ from tests.support.fakeapi import (
     unauthorized,
     usage_limit,
 )
+from tests.support.runner import agent_loop
 
 TASKS = "## G\n- WRITE one.txt: one\n- WRITE two.txt: two\n"
-
-
-def run(work: Path, env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "none", *args],
-                          cwd=work, env={**env, "NO_COLOR": "1"}, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 def setup(tmp_path: Path, api: FakeApi, claude_bin: Path) -> tuple[Path, dict[str, str]]:
@@ -53,7 +47,7 @@ def test_usage_limit_waits_for_the_reset_then_succeeds(tmp_path: Path, fake_api:
     resets = int(time.time()) + 2
     fake_api.script(usage_limit(resets))
     started = time.monotonic()
-    done = run(work, oauth_login(env))
+    done = agent_loop(work, "--vcs", "none", env=oauth_login(env))
     assert done.returncode == 0, done.stderr
     assert time.monotonic() - started >= 2  # it really waited for the reset
     first = tasks(work)[0]
@@ -67,7 +61,7 @@ def test_plain_429_backs_off_without_using_an_attempt(tmp_path: Path, fake_api: 
                                                       claude_bin: Path) -> None:
     work, env = setup(tmp_path, fake_api, claude_bin)
     fake_api.script(rate_limited())
-    done = run(work, env, "--backoff", "0.2")
+    done = agent_loop(work, "--vcs", "none", "--backoff", "0.2", env=env)
     assert done.returncode == 0, done.stderr
     assert tasks(work)[0]["attempts"] == 1
     assert tasks(work)[0]["history"][0]["outcome"] == "limited"
@@ -77,7 +71,7 @@ def test_overloaded_is_retried_as_transient(tmp_path: Path, fake_api: FakeApi,
                                             claude_bin: Path) -> None:
     work, env = setup(tmp_path, fake_api, claude_bin)
     fake_api.script(overloaded())
-    done = run(work, env, "--backoff", "0.2")
+    done = agent_loop(work, "--vcs", "none", "--backoff", "0.2", env=env)
     assert done.returncode == 0, done.stderr
     first = tasks(work)[0]
     assert first["status"] == "completed" and first["attempts"] == 2
@@ -90,7 +84,7 @@ def test_bad_key_stops_the_run_with_a_clear_message(tmp_path: Path, fake_api: Fa
                                                     claude_bin: Path) -> None:
     work, env = setup(tmp_path, fake_api, claude_bin)
     fake_api.script(unauthorized())
-    done = run(work, env)
+    done = agent_loop(work, "--vcs", "none", env=env)
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("agent-loop: stopped: not authorized")
@@ -109,7 +103,7 @@ def test_the_advisor_is_a_small_model_call_and_its_hint_is_used(tmp_path: Path, 
                     model="opus")
     fake_api.script(Text('Here you go: {"retry": true, "reason": "a fluke", '
                          '"hint": "write the file first"}'), model="haiku")
-    done = run(work, env)
+    done = agent_loop(work, "--vcs", "none", env=env)
     assert done.returncode == 0, done.stderr
     models = [r.model for r in fake_api.requests_for_messages()]
     advisor = [r for r in fake_api.requests_for_messages() if r.model == "claude-haiku-5-5"]
@@ -128,7 +122,7 @@ def test_a_hung_agent_is_stopped_by_the_task_timeout(tmp_path: Path, fake_api: F
                                                      claude_bin: Path) -> None:
     work, env = setup(tmp_path, fake_api, claude_bin)
     fake_api.script(Hang())
-    done = run(work, env, "--task-timeout", "3", "--backoff", "0")
+    done = agent_loop(work, "--vcs", "none", "--task-timeout", "3", "--backoff", "0", env=env)
     assert done.returncode == 0, done.stderr
     first = tasks(work)[0]
     assert first["history"][0]["reason"] == "timed out"
@@ -141,11 +135,11 @@ def test_persistent_server_errors_pause_the_run(tmp_path: Path, fake_api: FakeAp
                                                 claude_bin: Path) -> None:
     work, env = setup(tmp_path, fake_api, claude_bin)
     fake_api.script(server_error(), server_error(), server_error())
-    done = run(work, env, "--backoff", "0")
+    done = agent_loop(work, "--vcs", "none", "--backoff", "0", env=env)
     assert done.returncode == 1
     assert "paused: 3 transient failures in a row on task 1" in done.stderr
     assert "Continue with: agent-loop tasks.md --vcs none --backoff 0" in done.stderr
-    again = run(work, env, "--backoff", "0")
+    again = agent_loop(work, "--vcs", "none", "--backoff", "0", env=env)
     assert again.returncode == 0, again.stderr
     assert [t["status"] for t in tasks(work)] == ["completed", "completed"]
 
@@ -160,7 +154,7 @@ def test_a_usage_limit_on_a_groups_second_task_resumes_the_groups_session(
     work, env = setup(tmp_path, fake_api, claude_bin)
     resets = int(time.time()) + 2
     fake_api.script(Directed(), Directed(), usage_limit(resets))
-    done = run(work, oauth_login(env))
+    done = agent_loop(work, "--vcs", "none", env=oauth_login(env))
     assert done.returncode == 0, done.stderr
     first, second = tasks(work)
     assert second["status"] == "completed" and second["attempts"] == 1

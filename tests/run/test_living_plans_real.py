@@ -8,7 +8,8 @@ from pathlib import Path
 import orjson
 
 from tests.support.fakeapi import FakeApi, HttpError, Text, last_user_text
-from tests.run.test_real import agent_loop, tool_env
+from tests.run.test_real import tool_env
+from tests.support.runner import agent_loop
 
 PLAN = """\
 # Greeter
@@ -39,8 +40,8 @@ def test_a_living_plan_with_the_real_cli(tmp_path: Path, fake_api: FakeApi,
     git(work, "init", "-q")
     (work / "tasks.md").write_text(PLAN)
     env = tool_env(tmp_path, fake_api, claude_bin)
-    run = ["tasks.md", "--vcs", "git", "--no-distill"]
-    done = agent_loop(run, work, env)
+    run = ["--vcs", "git", "--no-distill"]
+    done = agent_loop(work, *run, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     first = state(work)["tasks"]
     assert [t["status"] for t in first] == ["completed", "completed"]
@@ -53,7 +54,7 @@ def test_a_living_plan_with_the_real_cli(tmp_path: Path, fake_api: FakeApi,
     (work / "tasks.md").write_text(PLAN.replace("- [ ] WRITE a.txt", "- [x] WRITE a.txt")
                                    + "- [ ] WRITE c.txt: C\n")
     before = len(fake_api.requests_for_messages())
-    done = agent_loop(run, work, env)
+    done = agent_loop(work, *run, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 task added, 0 edited, 0 removed" in done.stdout
     tasks = state(work)["tasks"]
@@ -67,7 +68,7 @@ def test_a_living_plan_with_the_real_cli(tmp_path: Path, fake_api: FakeApi,
     # plan's file is ever part of a task's commit (nor makes the tree "dirty" for the other).
     kept = (work / ".agent-loop" / "state.json").read_bytes()
     (work / "more.md").write_text("- [ ] WRITE d.txt: D\n")
-    done = agent_loop(["more.md", "--vcs", "git", "--no-distill"], work, env)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", plan="more.md", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (work / ".agent-loop" / "state.json").read_bytes() == kept
     (folder,) = (work / ".agent-loop" / "plans").iterdir()
@@ -76,7 +77,7 @@ def test_a_living_plan_with_the_real_cli(tmp_path: Path, fake_api: FakeApi,
 
     # --task 2 --again runs task 2 once more, in a new commit.
     commits = len(git(work, "log", "--format=%H").split())
-    done = agent_loop([*run, "--task", "2", "--again"], work, env)
+    done = agent_loop(work, *run, "--task", "2", "--again", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert len(git(work, "log", "--format=%H").split()) == commits  # b.txt unchanged: empty
     again = state(work)["tasks"][1]
@@ -89,7 +90,7 @@ def test_a_living_plan_with_the_real_cli(tmp_path: Path, fake_api: FakeApi,
                     model="opus")
     fake_api.script(Text('{"retry": false, "reason": "not worth it", "hint": ""}'),
                     model="haiku")
-    done = agent_loop(run, work, env)
+    done = agent_loop(work, *run, env=env)
     assert done.returncode == 4, done.stdout + done.stderr
     assert "not completed: task(s) 4" in done.stdout
     assert state(work)["tasks"][3]["status"] == "failed"

@@ -17,6 +17,7 @@ import orjson
 
 from tests.support.claude_cli import claude_env
 from tests.support.fakeapi import Directed, FakeApi, Hang, Text, last_user_text
+from tests.support.runner import agent_loop
 
 TASKS = """\
 # Demo
@@ -38,13 +39,6 @@ def tool_env(tmp_path: Path, api: FakeApi, claude_bin: Path) -> dict[str, str]:
     return env
 
 
-def agent_loop(args: list[str], cwd: Path, env: dict[str, str],
-               timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentloop", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
-
-
 def state_of(work: Path) -> dict:
     return orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
 
@@ -58,7 +52,7 @@ def test_two_groups_share_sessions_inside_a_group_only(tmp_path: Path, fake_api:
     work = tmp_path / "work"
     work.mkdir()
     (work / "tasks.md").write_text(TASKS)
-    done = agent_loop(["tasks.md", "--vcs", "none"], work, tool_env(tmp_path, fake_api, claude_bin))
+    done = agent_loop(work, "--vcs", "none", env=tool_env(tmp_path, fake_api, claude_bin))
     assert done.returncode == 0, done.stderr
     state = state_of(work)
     tasks = state["tasks"]
@@ -114,7 +108,7 @@ def test_interrupt_then_resume_with_real_signals(tmp_path: Path, fake_api: FakeA
     assert [t["status"] for t in state["tasks"]] == ["completed", "interrupted", "pending", "pending"]
     assert (work / state["tasks"][1]["log"]).read_text().count("interrupted") >= 1
 
-    again = agent_loop(["tasks.md", "--vcs", "none"], work, env)
+    again = agent_loop(work, "--vcs", "none", env=env)
     assert again.returncode == 0, again.stderr
     state = state_of(work)
     assert [t["status"] for t in state["tasks"]] == ["completed"] * 4
@@ -153,8 +147,8 @@ def test_a_prompt_over_the_argv_limit_reaches_the_real_cli_whole(tmp_path: Path,
     progress = "Progress: " + "p" * (200 * 1024)
     (work / "tasks.md").write_text("- SAY a long one\n")
     fake_api.script(Text(f"half way\n{progress}\nLearnings: none"), Text("done\nTASK_COMPLETE"))
-    done = agent_loop(["tasks.md", "--vcs", "none", "--iterations", "2", "--no-distill"], work,
-                      tool_env(tmp_path, fake_api, claude_bin))
+    done = agent_loop(work, "--vcs", "none", "--iterations", "2", "--no-distill",
+                      env=tool_env(tmp_path, fake_api, claude_bin))
     assert done.returncode == 0, done.stdout + done.stderr
     second = prompts(fake_api)[1]
     assert "p" * (200 * 1024) in second and len(second.encode()) > 128 * 1024

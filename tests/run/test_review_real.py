@@ -30,6 +30,7 @@ from tests.support.fakeapi import (
     usage_limit,
 )
 from tests.support.repos import git_commits, jj_changes
+from tests.support.runner import agent_loop
 
 REVIEWER_MODEL = "claude-sonnet-5-5"
 
@@ -47,13 +48,6 @@ def project(tmp_path: Path, api: FakeApi, claude_bin: Path, tasks: str,
     env["AGENT_LOOP_CLAUDE"] = str(claude_bin)
     env["NO_COLOR"] = "1"
     return work, env
-
-
-def agent_loop(work: Path, env: dict[str, str], *args: str,
-               vcs: str = "git") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", vcs,
-                           "--no-distill", "--review", *args], cwd=work, env=env,
-                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
 
 
 def reviews(api: FakeApi) -> list[Request]:
@@ -76,7 +70,7 @@ def test_feedback_then_approval_two_developer_runs_one_session_one_commit(
         Text("The script works, but nothing tests it.\n"
              "FEEDBACK: add a test.\nWRITE test_hello.py: import hello"),
         Text("The test is there now.\nAPPROVED"), model="sonnet")
-    done = agent_loop(work, env)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--review", env=env)
     assert done.returncode == 0, done.stderr
 
     first, second = reviews(fake_api)
@@ -129,7 +123,7 @@ def test_jj_keeps_both_rounds_in_one_change(tmp_path: Path, fake_api: FakeApi, c
     work, env = project(tmp_path, fake_api, claude_bin, "## G\n- WRITE a.txt: one\n", vcs="jj")
     fake_api.script(Text("FEEDBACK: b.txt is missing\nWRITE b.txt: two"), Text("APPROVED"),
                     model="sonnet")
-    done = agent_loop(work, env, vcs="jj")
+    done = agent_loop(work, "--vcs", "jj", "--no-distill", "--review", env=env)
     assert done.returncode == 0, done.stderr
     changes = jj_changes(work)
     assert [(d, sorted(f)) for _, d, f in changes] == [("agent-loop: G / WRITE a.txt: one",
@@ -144,7 +138,7 @@ def test_not_approved_yet_is_feedback(tmp_path: Path, fake_api: FakeApi,
     work, env = project(tmp_path, fake_api, claude_bin, "- WRITE a.txt: one\n")
     fake_api.script(Text("This is not APPROVED yet: a.txt should say two."),
                     Text("APPROVED"), model="sonnet")
-    done = agent_loop(work, env)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--review", env=env)
     assert done.returncode == 0, done.stderr
     task = tasks(work)[0]
     assert [a["verdict"] for a in task["history"] if a["role"] == "reviewer"] == [
@@ -162,7 +156,7 @@ def test_three_rounds_of_feedback_leave_the_task_unapproved_and_the_run_goes_on(
     fake_api.script(Text("FEEDBACK: not yet, round one"), Text("FEEDBACK: not yet, round two"),
                     Text("FEEDBACK: still not right\nthe name is wrong"), Text("APPROVED"),
                     model="sonnet")
-    done = agent_loop(work, env)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--review", env=env)
     assert done.returncode == 4, done.stderr  # unapproved
     first, second = tasks(work)
     assert first["status"] == "unapproved" and second["status"] == "completed"
@@ -193,7 +187,7 @@ def test_a_failing_reviewer_is_run_again_and_never_approves(tmp_path: Path, fake
                                                             claude_bin: Path) -> None:
     work, env = project(tmp_path, fake_api, claude_bin, "- WRITE a.txt: one\n- WRITE b.txt: two\n")
     fake_api.script(overloaded(), Text("APPROVED"), overloaded(), overloaded(), model="sonnet")
-    done = agent_loop(work, env, "--backoff", "0")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--review", "--backoff", "0", env=env)
     assert done.returncode == 4, done.stderr  # unapproved
     first, second = tasks(work)
     assert first["status"] == "completed"
@@ -209,7 +203,7 @@ def test_a_reviewer_usage_limit_waits_then_reviews_again(tmp_path: Path, fake_ap
     work, env = project(tmp_path, fake_api, claude_bin, "- WRITE a.txt: one\n")
     fake_api.script(usage_limit(int(time.time()) + 1), Text("APPROVED"), model="sonnet")
     started = time.monotonic()
-    done = agent_loop(work, oauth_login(env))
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--review", env=oauth_login(env))
     assert done.returncode == 0, done.stderr
     assert time.monotonic() - started >= 1
     task = tasks(work)[0]

@@ -27,6 +27,7 @@ from tests.support.fake_openai import FakeOpenAI
 from tests.support.fakeapi import Directed, FakeApi, Hang, last_user_text
 from tests.run.test_real import TASKS, _processes, state_of, tool_env
 from tests.support.repos import git, init_repo
+from tests.support.runner import agent_loop
 
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- planted-by-the-test"
 # A sleep no other process on the machine runs: the process the agent leaves behind.
@@ -117,19 +118,13 @@ def project(tmp_path: Path) -> tuple[Path, Path]:
     return work, home
 
 
-def run(work: Path, env: dict[str, str], *flags: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
-                           "--parallel", "2", *flags], cwd=work, env=env, capture_output=True,
-                          text=True, timeout=180, stdin=subprocess.DEVNULL)
-
-
 @needs_bwrap
 def test_every_hostile_command_fails_inside_the_sandbox_and_succeeds_without(
         tmp_path: Path, fake_api: FakeApi, claude_bin: Path) -> None:
     # Without the sandbox: every command does what it says, and agent-loop itself is killed.
     work, home = project(tmp_path / "open")
     env = {**claude_env(home, fake_api), "AGENT_LOOP_CLAUDE": str(claude_bin), "NO_COLOR": "1"}
-    done = run(work, env, "--no-sandbox")
+    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-sandbox", env=env)
     # The kill reached agent-loop: it stopped as it does on SIGTERM, with the agents.
     assert done.returncode == 130, (done.returncode, done.stdout + done.stderr)
     noted = report((home / ".claude" / "report.txt").read_text())
@@ -143,7 +138,7 @@ def test_every_hostile_command_fails_inside_the_sandbox_and_succeeds_without(
     # With it: every one fails, both tasks' edits land, the run ends well.
     work, home = project(tmp_path / "boxed")
     env = {**claude_env(home, fake_api), "AGENT_LOOP_CLAUDE": str(claude_bin), "NO_COLOR": "1"}
-    done = run(work, env, "--sandbox")
+    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--sandbox", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout + done.stderr
     assert "sandbox: on (bubblewrap): agents write only their working copy" in out
@@ -196,14 +191,9 @@ def test_the_real_codex_cli_is_held_by_the_sandbox_too(tmp_path: Path,
         (where / "home" / ".ssh" / "id_ed25519").write_text(SECRET + "\n")
         return work, env
 
-    def codex_run(work: Path, env: dict[str, str], flag: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--agent", "codex",
-                               "--vcs", "git", "--no-distill", flag], cwd=work, env=env,
-                              capture_output=True, text=True, timeout=180,
-                              stdin=subprocess.DEVNULL)
-
     work, env = codex_project(tmp_path / "open")
-    done = codex_run(work, env, "--no-sandbox")
+    done = agent_loop(work, "--agent", "codex", "--vcs", "git", "--no-distill", "--no-sandbox",
+                      env=env)
     assert done.returncode == 130, (done.returncode, done.stdout + done.stderr)
     noted = report((Path(env["CODEX_HOME"]) / "report.txt").read_text())
     noted.pop("kill", None)
@@ -212,7 +202,8 @@ def test_the_real_codex_cli_is_held_by_the_sandbox_too(tmp_path: Path,
     assert "fsmonitor" in (work / ".git" / "config").read_text()
 
     work, env = codex_project(tmp_path / "boxed")
-    done = codex_run(work, env, "--sandbox")
+    done = agent_loop(work, "--agent", "codex", "--vcs", "git", "--no-distill", "--sandbox",
+                      env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Codex's own: off for tasks" in done.stdout + done.stderr
     assert git(work, "show", "HEAD:legit.txt") == "the legit edit\n"
@@ -248,9 +239,7 @@ def test_ctrl_c_stops_a_sandboxed_agent_and_the_group_resumes_its_session(
     assert tool.returncode == 130, err
     assert not any(str(claude_bin) in p for p in _processes())
 
-    again = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "none",
-                            "--sandbox", "--task", "2"], cwd=work, env=env,
-                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    again = agent_loop(work, "--vcs", "none", "--sandbox", "--task", "2", env=env)
     assert again.returncode == 0, again.stderr
     tasks = state_of(work)["tasks"]
     assert [t["status"] for t in tasks[:2]] == ["completed", "completed"]

@@ -13,7 +13,8 @@ from agentloop.cli import command
 from agentloop.run.distill import diff_stat, message, parse
 from tests.conftest import FakeClaude
 from tests.support.fakeapi import FakeApi, HttpError, Text
-from tests.run.test_failures_real import run, setup, tasks
+from tests.run.test_failures_real import setup, tasks
+from tests.support.runner import agent_loop
 
 # List prices the CLI applies per million tokens (tests/claude-cli/NOTES.md).
 PRICES = {"claude-opus-5-5": (4.0, 20.0), "claude-haiku-5-5": (0.10, 0.50)}
@@ -111,7 +112,7 @@ def test_state_costs_equal_what_the_cli_billed_with_advisor_and_distiller(
                     Text('{"subject": "Add the first file", "body": "one.txt holds one."}'),
                     Text('{"subject": "Add the second file", "body": "two.txt holds two."}'),
                     model="haiku")
-    done = run(work, env, "--vcs", "git")
+    done = agent_loop(work, "--vcs", "git", env=env)
     assert done.returncode == 0, done.stderr
     state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
     spent = sum(t["cost_usd"] for t in state["tasks"])
@@ -130,7 +131,7 @@ def test_a_failing_distiller_keeps_the_plain_message(tmp_path: Path, fake_api: F
     subprocess.run([jj_bin, "git", "init"], cwd=work, check=True, capture_output=True)
     (work / "tasks.md").write_text("## G\n- WRITE one.txt: one\n")
     fake_api.script(HttpError(500, "api_error", "down (fake)"), model="haiku")
-    done = run(work, env, "--vcs", "jj")
+    done = agent_loop(work, "--vcs", "jj", env=env)
     assert done.returncode == 0, done.stderr
     assert "kept the plain one (distiller failed" in done.stdout
     described = subprocess.run([jj_bin, "log", "--no-graph", "-r", "all()", "-T",
@@ -142,7 +143,7 @@ def test_a_failing_distiller_keeps_the_plain_message(tmp_path: Path, fake_api: F
 def test_task_budget_with_the_real_cli(tmp_path: Path, fake_api: FakeApi,
                                        claude_bin: Path) -> None:
     work, env = setup(tmp_path, fake_api, claude_bin)
-    done = run(work, env, "--task-budget", "0.0001")
+    done = agent_loop(work, "--vcs", "none", "--task-budget", "0.0001", env=env)
     assert done.returncode == 4, done.stderr
     first = tasks(work)[0]
     assert first["status"] == "failed" and "cut short by its own budget" in first["error"]
