@@ -39,15 +39,9 @@ from agentloop.run.selection import commit_message
 from agentloop.state import journal
 from agentloop.state.schema import Attempt, State, TaskState
 from tests.conftest import FakeClaude
+from tests.support.runner import agent_loop
 
 SAFE_LOG = re.compile(r"\d{3,}-[a-z0-9-]+--[a-z0-9-]+(-attempt\d+)?(-iteration\d+)?\.(log|jsonl)")
-
-
-def agent_loop(work: Path, *args: str, env: dict[str, str] | None = None,
-               prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*prefix, sys.executable, "-m", "agentloop", "tasks.md", *args],
-                          cwd=work, env={**(env or os.environ), "NO_COLOR": "1"},
-                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
 
 
 def refused(done: subprocess.CompletedProcess[str], *words: str) -> None:

@@ -17,6 +17,7 @@ import pytest
 from agentloop.cli import command
 from agentloop.options import EVENT_PREFIX
 from agentloop.settings.keys import KEYS, env_name, param
+from tests.support.runner import agent_loop
 
 
 @pytest.fixture
@@ -28,17 +29,11 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def agent_loop(cwd: Path, *args: str, env: dict[str, str] | None = None,
-               plan: str = "tasks.md") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentloop", plan, *args], cwd=cwd,
-                          env={**os.environ, "NO_COLOR": "1", **(env or {})},
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-
-
 def shown(cwd: Path, *args: str, env: dict[str, str] | None = None,
           plan: str = "tasks.md") -> dict[str, dict[str, Any]]:
     """--show-settings --json, by key."""
-    done = agent_loop(cwd, "--show-settings", "--json", *args, env=env, plan=plan)
+    done = agent_loop(cwd, "--show-settings", "--json", *args,
+                      env={**os.environ, **(env or {})}, plan=plan)
     assert done.returncode == 0, done.stderr
     return {row["key"]: row for row in json.loads(done.stdout)["settings"]}
 
@@ -125,7 +120,7 @@ def test_the_old_no_distill_flag_still_works(repo: Path) -> None:
 def test_show_settings_as_text_names_every_origin(repo: Path) -> None:
     (repo / "agent-loop.toml").write_text("\nbudget = 20\n")
     done = agent_loop(repo, "--show-settings", "--model", "opus",
-                      env={"AGENT_LOOP_SLEEP": "2"})
+                      env={**os.environ, "AGENT_LOOP_SLEEP": "2"})
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert any(line.startswith("agent-loop.toml:2") and line.endswith("budget = 20")
@@ -183,7 +178,7 @@ def test_bad_pyproject_table_and_user_file_name_their_file(repo: Path) -> None:
     ("AGENT_LOOP_CHECK", "'unclosed", ["environment AGENT_LOOP_CHECK", "shell-like line"]),
 ])
 def test_a_bad_variable_is_one_line(repo: Path, name: str, value: str, words: list[str]) -> None:
-    refused(agent_loop(repo, env={name: value}), *words)
+    refused(agent_loop(repo, env={**os.environ, name: value}), *words)
 
 
 def test_other_agent_loop_variables_are_no_settings(repo: Path) -> None:
