@@ -5,8 +5,6 @@ removes; the user's own variables (credentials, PATH) stay."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 from agentloop.agents.environment import SESSION_VARIABLES, child_env
@@ -14,6 +12,7 @@ from tests.support.claude_cli import claude_env
 from tests.conftest import FakeClaude
 from tests.support.fakeapi import FakeApi, ToolUse
 from tests.support.repos import git_project
+from tests.support.runner import agent_loop
 
 # What a Claude Code or Codex session hands the commands it runs, and a hook's variable.
 CALLER = {"CLAUDECODE": "1", "CLAUDE_CODE_ENTRYPOINT": "cli", "CLAUDE_CODE_SSE_PORT": "43111",
@@ -22,11 +21,8 @@ CALLER = {"CLAUDECODE": "1", "CLAUDE_CODE_ENTRYPOINT": "cli", "CLAUDE_CODE_SSE_P
           "AGENT_LOOP_EVENT_RESULT": "done", "MY_SECRET": "s3", "MY_TOKEN": "keep-me"}
 
 
-def agent_loop(work: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "none",
-                           "--no-distill", "--env", "ADDED=yes", "--env-exclude", "MY_SECRET",
-                           *args], cwd=work, env={**env, **CALLER, "NO_COLOR": "1"},
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+# How these tests start agent-loop: the variables a user adds and removes for the agent.
+ENV_FLAGS = ("--vcs", "none", "--no-distill", "--env", "ADDED=yes", "--env-exclude", "MY_SECRET")
 
 
 def test_child_env_keeps_the_users_variables() -> None:
@@ -40,7 +36,7 @@ def test_child_env_keeps_the_users_variables() -> None:
 
 def test_the_fake_agent_starts_sealed(tmp_path: Path, fake_claude: FakeClaude) -> None:
     work = git_project(tmp_path, "- one\n")
-    done = agent_loop(work, dict(os.environ))
+    done = agent_loop(work, *ENV_FLAGS, env={**os.environ, **CALLER})
     assert done.returncode == 0, done.stdout + done.stderr
     (call,) = fake_claude.calls()
     seen = call["env"]
@@ -61,7 +57,7 @@ def test_the_real_cli_and_its_shell_start_sealed(tmp_path: Path, fake_api: FakeA
     env = {**claude_env(tmp_path / "home", fake_api), "AGENT_LOOP_CLAUDE": str(claude_bin)}
     fake_api.script(ToolUse("Bash", {"command": "env > env.txt", "description": "env"}),
                     model="opus")
-    done = agent_loop(work, env)
+    done = agent_loop(work, *ENV_FLAGS, env={**env, **CALLER})
     assert done.returncode == 0, done.stdout + done.stderr
     seen = dict(line.split("=", 1) for line in (work / "env.txt").read_text().splitlines()
                 if "=" in line)
