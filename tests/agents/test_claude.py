@@ -14,7 +14,7 @@ from agentloop.agents.claude import ClaudeAgent
 from agentloop.agents.claude_stream import StreamLog, judge
 from agentloop.agents.common import LogFiles
 from agentloop.errors import AgentBlocked, ProgramNotFound
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 
 SAMPLES = Path(__file__).resolve().parents[1] / "claude-cli" / "samples"
 

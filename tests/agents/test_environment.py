@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agentloop.agents.environment import SESSION_VARIABLES, child_env
 from tests.support.claude_cli import claude_env
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.support.fakeapi import FakeApi, ToolUse
 from tests.support.repos import git_project
 from tests.support.runner import agent_loop

@@ -38,7 +38,7 @@ from agentloop.plan import parse as taskfile
 from agentloop.run.selection import commit_message
 from agentloop.state import journal
 from agentloop.state.schema import Attempt, State, TaskState
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.support.runner import agent_loop
 
 SAFE_LOG = re.compile(r"\d{3,}-[a-z0-9-]+--[a-z0-9-]+(-attempt\d+)?(-iteration\d+)?\.(log|jsonl)")

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from agentloop.cli import command
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 
 TASKS = "# Plan\n\n- early task\n\n## Build\n- [x] done already\n- compile it\n1. numbered one\n"
 

@@ -29,7 +29,7 @@ from agentloop.run.events import (
     TaskFinished,
     TaskStarted,
 )
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 
 
 def finished(cost: float, lane: str = "") -> AgentFinished:

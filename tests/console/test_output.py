@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_project
 
 

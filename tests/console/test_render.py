@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from agentloop.cli import command
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 
 
 def invoke(*args: str) -> tuple[int, str]:

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.run.test_parallel import CONFLICT_PLAN, conflict_project
 from tests.support.repos import git_commits, init_repo, state_of
 from tests.support.runner import agent_loop

@@ -17,7 +17,7 @@ from typing import Iterator
 import pytest
 
 from agentloop.dashboard import hub, logs
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.run.test_parallel import conflict_project
 from tests.support.repos import init_repo
 from tests.support.runner import agent_loop

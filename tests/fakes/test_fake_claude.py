@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 
 BASE = ["-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions",
         "--model", "opus", "--append-system-prompt", "rules"]

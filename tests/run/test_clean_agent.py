@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 
 from tests.support.claude_cli import claude_env
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.support.fakeapi import FakeApi, Text, ToolUse
 from tests.support.repos import init_repo
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git_commits, init_repo, state_of
 from tests.support.runner import agent_loop
 

@@ -37,7 +37,7 @@ from agentloop import proc
 from agentloop.state import journal
 from agentloop.state.schema import from_bytes
 from agentloop.state.store import Store
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 
 KILLS = int(os.environ.get("AGENT_LOOP_CRASH_KILLS", "100"))
 SEEDS = {"git": 20260101, "jj": 20260102}

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from agentloop.agents import AgentResult, Totals
 from agentloop.cli import command
 from agentloop.run import events
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 
 JSON_TYPES = {str: str, int: int, float: (int, float), bool: bool, type(None): type(None)}
 

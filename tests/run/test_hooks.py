@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git_project
 from tests.support.runner import agent_loop
 

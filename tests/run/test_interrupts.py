@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_project, state_of
 
 # Enough tasks, each long enough, that no round (signalled within 0.6 s) finishes the plan: at

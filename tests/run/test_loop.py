@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from agentloop.cli import command
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 
 
 def run(work: Path, *args: str) -> tuple[int, str]:

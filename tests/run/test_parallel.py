@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentloop.vcs import lanes
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_commits, init_repo, state_of
 from tests.support.runner import agent_loop
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.run.test_parallel import plan
 from tests.support.repos import git, git_commits, init_repo, jj, jj_changes, state_of
 from tests.support.runner import agent_loop

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from agentloop.cli import command
 from agentloop.plan.example import starter_plan
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 
 
 def invoke(*args: str) -> tuple[int, str, str]:

@@ -13,7 +13,7 @@ from agentloop.agents.claude import ClaudeAgent
 from agentloop.errors import Interrupted
 from agentloop.run.retry import MAX_ATTEMPTS, Advice, advise, build_prompt, fallback, parse_advice
 from tests.support.claude_cli import claude_env
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.support.fakeapi import FakeApi, Text, last_user_text
 
 ADVISOR_ARGV = ["-p", "--output-format", "json", "--model", "haiku", "--tools", "",

@@ -33,7 +33,7 @@ from agentloop.run.review_prompt import (
 )
 from agentloop.run.selection import runnable
 from agentloop.vcs import Change
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.support.harness import Harness, make_run
 from tests.run.test_retries import RETRY, START, FakeClock, ScriptedAdvisor
 from tests.support.runner import agent_loop

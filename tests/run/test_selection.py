@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from agentloop.cli import command
 from agentloop.console.stops import resume_command
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 
 PLAN = "# Shop\n\n## Setup\n- one\n- two\n## Backend API\n- three\n- four\n## Setup\n- five\n"
 

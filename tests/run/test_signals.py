@@ -17,7 +17,7 @@ from agentloop.agents import AgentResult
 from agentloop.cli import command
 from agentloop.errors import RunStopped
 from agentloop.run.final_message import parse
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.run.test_retries import OK, RETRY, STOP, ScriptedAdvisor, ScriptedAgent, make
 
 

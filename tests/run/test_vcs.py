@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.claude_cli import claude_env
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.support.fakeapi import FakeApi
 # git_project is no longer used here; it stays importable from here for tests that still do.
 from tests.support.repos import (git, git_commits, git_project, init_repo, jj,  # noqa: F401

@@ -15,7 +15,7 @@ import pytest
 
 from agentloop.options import RunOptions, usage_problem
 from tests.support.claude_cli import claude_env
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.support.fakeapi import FakeApi
 from tests.support.repos import git, git_commits, init_repo, jj, jj_changes, state_of
 from tests.support.runner import agent_loop, plain_shell  # noqa: F401 - the fixture

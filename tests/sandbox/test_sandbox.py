@@ -17,7 +17,7 @@ import pytest
 from agentloop import proc
 from agentloop.sandbox import Policy, Sandbox, SandboxUnavailable, tool_for
 from agentloop.sandbox.bubblewrap import Bubblewrap
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, init_repo, jj
 from tests.sandbox.test_sandbox_real import needs_bwrap
 

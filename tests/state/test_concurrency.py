@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 
 REPEATS = 3
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 
 from agentloop.state.landed import Commit, PlannedTask, done_tasks, task_hash, trailers
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_project, init_repo, jj
 
 TASKS = [PlannedTask(1, "write a", "agent-loop: G / write a"),

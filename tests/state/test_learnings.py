@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from agentloop.cli import command
 from agentloop.state.learnings import Learnings
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 
 
 def test_an_entry_names_its_task_and_plan_and_a_redo_replaces_it(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from agentloop.cli import command
 from agentloop.run.distill import diff_stat, message, parse
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.support.fakeapi import FakeApi, HttpError, Text
 from tests.run.test_failures_real import setup, tasks
 from tests.support.runner import agent_loop

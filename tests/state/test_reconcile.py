@@ -17,7 +17,7 @@ from agentloop.plan import numbering
 from agentloop.plan import parse as taskfile
 from agentloop.state.reconcile import reconcile
 from agentloop.state.schema import Attempt, TaskState
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git_project, state_of
 
 

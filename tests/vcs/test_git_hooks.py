@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FakeClaude
+from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_commits, init_repo
 from tests.support.runner import agent_loop, plain_shell  # noqa: F401 - the fixture
 
