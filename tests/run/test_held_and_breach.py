@@ -10,8 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import FakeClaude
-from tests.test_run_vcs import agent_loop, git, init_repo, state_of
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, init_repo, state_of
+from tests.support.runner import agent_loop
 
 # agent-loop itself, with the landing's wait on the user's edits cut from ten minutes to half a
 # second (the wait's own length is what the VCS tests hold; here it only has to end).

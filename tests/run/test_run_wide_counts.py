@@ -7,8 +7,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tests.conftest import FakeClaude
-from tests.test_run_vcs import agent_loop, init_repo, state_of
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import init_repo, state_of
+from tests.support.runner import agent_loop
 
 # Waits until task N's record says `failed` (read as agent-loop reads it), so two lanes' failures
 # come in a known order; gives up after a minute rather than hang a broken run.
