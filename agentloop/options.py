@@ -72,6 +72,11 @@ class RunOptions:
     # The arguments as given, after `agent-loop`, for lines that repeat the command.
     command: tuple[str, ...] = ()
     parallel: int = 1                 # groups at once, each in a working copy of its own
+    workplace: str = "lane"           # lane: the agent in a working copy of its own; checkout
+    lane_copy: tuple[str, ...] = ()   # ignored paths copied into a new lane
+    lane_link: tuple[str, ...] = ()   # ignored paths a new lane links to
+    lane_setup: str | None = None     # the user's shell line, run once in a new lane
+    lane_wait: float = 600.0          # seconds a landing waits for the user's edits: then held
     stop_after_running: bool = False  # ask a parallel run going on to wind down
     push: str | None = None           # --group G --push REMOTE: a fleet job (agentloop.fleet.job)
     integrate: bool = False           # --integrate --from REMOTE: the jobs' groups brought in

@@ -65,6 +65,7 @@ def status_text(view: StatusView, cwd: Path) -> str:
                      + (f"\n       log: {shown(t.log, root, cwd)}" if t.log else "")
                      + (f"\n       error: {t.error}" if t.error and t.status != S.COMPLETED
                         else "")
+                     + (f"\n       waiting: {t.waiting}" if t.waiting else "")
                      + ("\n       feedback: " + t.feedback.replace("\n", "\n         ")
                         if t.feedback and t.status == S.UNAPPROVED else "")
                      + _checks_line(t))
@@ -163,6 +164,7 @@ def _task_json(t: TaskState) -> dict[str, Any]:
             "attempts": t.attempts, "change_id": t.change_id, "commit_id": t.commit_id,
             "empty": _empty(t), "session_id": t.session_id, "log": t.log,
             "cost_usd": t.cost_usd, "error": t.error, "feedback": t.feedback,
+            "waiting": t.waiting,
             "receipt": receipts.of_task(t).to_json(),
             "history": [{"number": a.number, "iteration": a.iteration, "outcome": a.outcome,
                          "reason": a.reason, "hint": a.hint, "log": a.log,

@@ -1,0 +1,99 @@
+"""The agent in a working copy of its own for every run (the `workplace` setting): your edits
+and new files made while a task runs are never the task's; `--workplace checkout` keeps the
+agent in your checkout; a new lane gets the ignored files you name (lane-copy, lane-link) and
+your setup command (lane-setup)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import FakeClaude
+from tests.test_run_vcs import agent_loop, git, git_commits, init_repo, jj, state_of
+
+# What the user does in their checkout while the agent works: acted out by the agent's own
+# Bash tool at that moment, so the test needs no clock (agent-loop cannot tell who wrote).
+USER_MEANWHILE = "echo 'my edit' >> {root}/README.md; echo mine > {root}/notes-mine.txt"
+
+
+def one_group(work: Path) -> None:
+    (work / "tasks.md").write_text(
+        "## Docs\n"
+        "- write the guide\n"
+        f"  FAKE: bash {USER_MEANWHILE.format(root=work)}\n"
+        "  FAKE: write guide.txt the guide\n"
+        "- write the index\n"
+        "  FAKE: write index.txt the index\n")
+
+
+def test_your_edits_while_a_task_runs_are_never_the_tasks(work: Path,
+                                                          fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    one_group(work)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--allow-dirty")
+    assert done.returncode == 0, done.stdout + done.stderr
+    commits = git_commits(work)
+    assert [files for _, _, files in commits[-2:]] in (
+        [["guide.txt"], ["index.txt"]], [["index.txt"], ["guide.txt"]])
+    # Your edit and your new file: untouched and uncommitted; the agent's files arrived.
+    assert (work / "README.md").read_text() == "hello\nmy edit\n"
+    assert (work / "notes-mine.txt").read_text() == "mine\n"
+    status = git(work, "status", "--porcelain").splitlines()
+    assert " M README.md" in status and "?? notes-mine.txt" in status
+    assert (work / "guide.txt").read_text() == "the guide\n"
+    assert (work / "index.txt").read_text() == "the index\n"
+    # The agent worked in a lane; it is gone once its tasks landed.
+    calls = [c for c in fake_claude.calls() if "--output-format" in c["argv"]]
+    assert calls and all("/.agent-loop/lanes/" in c["cwd"] for c in calls)
+    assert git(work, "worktree", "list").count("\n") == 1
+    assert {t["status"] for t in state_of(work)["tasks"]} == {"completed"}
+
+
+def test_in_checkout_the_agent_works_in_your_files_as_before(work: Path,
+                                                            fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    one_group(work)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--allow-dirty",
+                      "--workplace", "checkout")
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = [c for c in fake_claude.calls() if "--output-format" in c["argv"]]
+    assert calls and all(Path(c["cwd"]) == work for c in calls)
+    # The trade-off: what you changed while the task ran went into its commit.
+    first = next(files for _, _, files in git_commits(work) if "guide.txt" in files)
+    assert "notes-mine.txt" in first
+
+
+def test_jj_your_edits_stay_in_your_change(work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "jj")
+    one_group(work)
+    done = agent_loop(work, "--vcs", "jj", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    state = state_of(work)
+    for task in state["tasks"]:
+        files = jj(work, "diff", "--name-only", "-r", task["change_id"]).split()
+        assert files == [("guide.txt" if task["index"] == 1 else "index.txt")]
+    assert (work / "notes-mine.txt").read_text() == "mine\n"
+    assert "my edit" in (work / "README.md").read_text()
+    assert (work / "guide.txt").exists() and (work / "index.txt").exists()
+
+
+def test_a_new_lane_gets_your_ignored_files_and_setup(work: Path,
+                                                     fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / ".gitignore").write_text(".env\nnode_modules/\nsetup-ran.txt\n")
+    git(work, "add", ".gitignore")
+    git(work, "commit", "-qm", "ignore")
+    (work / ".env").write_text("TOKEN=1\n")
+    (work / "node_modules" / "left-pad").mkdir(parents=True)
+    (work / "node_modules" / "left-pad" / "index.js").write_text("pad\n")
+    (work / "tasks.md").write_text(
+        "## Build\n- use what is there\n"
+        "  FAKE: bash cat .env node_modules/left-pad/index.js setup-ran.txt > seen.txt\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--allow-dirty",
+                      "--lane-copy", ".env", "--lane-link", "node_modules",
+                      "--lane-setup", "echo ran > setup-ran.txt")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / "seen.txt").read_text() == "TOKEN=1\npad\nran\n"
+    # Only the agent's file is the task's: not the copy, the link (which `node_modules/` does
+    # not ignore) or what the setup made.
+    assert git_commits(work)[0][2] == ["seen.txt"]
+    assert "lane-setup `echo ran" in done.stdout
