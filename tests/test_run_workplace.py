@@ -5,7 +5,10 @@ your setup command (lane-setup)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import FakeClaude
 from tests.test_run_vcs import agent_loop, git, git_commits, init_repo, jj, state_of
@@ -29,7 +32,7 @@ def test_your_edits_while_a_task_runs_are_never_the_tasks(work: Path,
                                                           fake_claude: FakeClaude) -> None:
     init_repo(work, "git")
     one_group(work)
-    done = agent_loop(work, "--vcs", "git", "--no-distill", "--allow-dirty")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill", "--allow-dirty")
     assert done.returncode == 0, done.stdout + done.stderr
     commits = git_commits(work)
     assert [files for _, _, files in commits[-2:]] in (
@@ -65,7 +68,7 @@ def test_in_checkout_the_agent_works_in_your_files_as_before(work: Path,
 def test_jj_your_edits_stay_in_your_change(work: Path, fake_claude: FakeClaude) -> None:
     init_repo(work, "jj")
     one_group(work)
-    done = agent_loop(work, "--vcs", "jj", "--no-distill")
+    done = agent_loop(work, "--vcs", "jj", "--workplace", "lane", "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     state = state_of(work)
     for task in state["tasks"]:
@@ -88,7 +91,7 @@ def test_a_new_lane_gets_your_ignored_files_and_setup(work: Path,
     (work / "tasks.md").write_text(
         "## Build\n- use what is there\n"
         "  FAKE: bash cat .env node_modules/left-pad/index.js setup-ran.txt > seen.txt\n")
-    done = agent_loop(work, "--vcs", "git", "--no-distill", "--allow-dirty",
+    done = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill", "--allow-dirty",
                       "--lane-copy", ".env", "--lane-link", "node_modules",
                       "--lane-setup", "echo ran > setup-ran.txt")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -97,3 +100,46 @@ def test_a_new_lane_gets_your_ignored_files_and_setup(work: Path,
     # not ignore) or what the setup made.
     assert git_commits(work)[0][2] == ["seen.txt"]
     assert "lane-setup `echo ran" in done.stdout
+
+
+HELD_PLAN = """\
+## Docs
+- reword the readme
+  FAKE: write README.md the task's readme
+
+## Code
+- write the code
+  FAKE: write code.txt code
+"""
+
+
+@pytest.mark.parametrize("parallel", ["1", "2"])
+def test_a_lane_waiting_for_your_edits_is_held_after_the_lane_wait(
+        work: Path, fake_claude: FakeClaude, parallel: str) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(HELD_PLAN)
+    (work / "README.md").write_text("my edit, not committed\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill", "--allow-dirty",
+                      "--lane-wait", "1s", "--parallel", parallel)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "Docs held: held: your uncommitted edits to README.md" in done.stdout
+    assert "`agent-loop tasks.md" in done.stdout  # the command that finishes it
+    tasks = {t["group"]: t for t in state_of(work)["tasks"]}
+    assert tasks["Docs"]["status"] == "held" and tasks["Code"]["status"] == "completed"
+    assert (work / "README.md").read_text() == "my edit, not committed\n"
+    assert (work / "code.txt").exists()  # the other group went on
+    status = agent_loop(work, "--status").stdout
+    assert "held" in status and "README.md" in status
+    waits = [json.loads(line) for line in
+             (work / ".agent-loop" / "events.jsonl").read_text().splitlines()
+             if '"LandingWaits"' in line]
+    assert waits and waits[0]["files"] == ["README.md"]
+    # You stash your edit; the plain re-run lands the held task, paying no agent again.
+    git(work, "stash", "-q")
+    calls = len(fake_claude.calls())
+    again = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill", "--lane-wait", "1s",
+                       "--parallel", parallel)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake_claude.calls()) == calls, again.stdout
+    assert state_of(work)["tasks"][0]["status"] == "completed"
+    assert (work / "README.md").read_text() == "the task's readme\n"

@@ -177,9 +177,9 @@ class Controller:
             if run.options.command else "agent-loop"
         with run.shared.lock:
             for task in run.state.tasks:
-                if task.group == group and task.status == S.RUNNING:
+                if task.group == group and task.status in (S.RUNNING, S.HELD):
                     task.waiting = None
-                    ledger.held(run, task, f"{error}: `{again}`")
+                    ledger.held(run, task, error.commit, f"{error}: `{again}`")
         self.news.notes.append(f"{group} held: {error}: `{again}`")
         run.emit(LaneNote(f"{group} held: {error}: `{again}`"))
 

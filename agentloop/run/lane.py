@@ -72,23 +72,21 @@ def _settled_one(run: Run) -> None:
 
 def recover(run: Run, task: TaskState) -> bool:
     """Settle what an earlier run left of this task; True when that finished it."""
-    if task.status == S.CONFLICTED:  # kept by an earlier parallel run: landed first, now
+    if task.status in (S.CONFLICTED, S.HELD):  # kept on its lane by an earlier run: lands now
         ledger.complete(run, task, task.history[-1], conflicts.land_kept(run, task))
         return True
-    if task.status not in (S.RUNNING, S.INTERRUPTED, S.HELD):
+    if task.status not in (S.RUNNING, S.INTERRUPTED):
         return False
-    # A held task's commit waits in its lane, as a killed run's would: it lands now.
-    committed = task.status in (S.RUNNING, S.HELD)
-    done = run.vcs.recovered() if committed else None
-    settled = getattr(run.vcs, "settled", None)  # a lane's jj
-    if done is None and settled is not None and committed:
+    done = run.vcs.recovered() if task.status == S.RUNNING else None
+    settled = getattr(run.vcs, "settled", None)  # a parallel run's jj lane
+    if done is None and settled is not None and task.status == S.RUNNING:
         done = settled(task.change_id or "")
     if done is not None and task.history:
         # The earlier run committed this task and was killed before saving it as done.
         ledger.complete(run, task, task.history[-1], done)
         return True
     last = task.history[-1] if task.history else None
-    if committed and last is not None and last.outcome == S.RUNNING:
+    if task.status == S.RUNNING and last is not None and last.outcome == S.RUNNING:
         # Killed inside the agent: like Ctrl+C, that attempt does not count.
         ledger.uncount(task, last.number, S.INTERRUPTED, S.INTERRUPTED, task.error or
                        "the run was killed")

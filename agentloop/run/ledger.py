@@ -210,10 +210,11 @@ def conflicted(run: Run, task: TaskState, attempt: Attempt, commit: str, reason:
     run.emit(TaskFinished(task.index, task.status, commit, 0, reason))
 
 
-def held(run: Run, task: TaskState, reason: str) -> None:
+def held(run: Run, task: TaskState, commit: str, reason: str) -> None:
     """A task whose landing waited past the lane wait for the user's edits: its commit kept on
     its lane, neither done nor failed; the next run lands it."""
     move(task, S.HELD)
+    task.change_id = task.commit_id = commit
     task.error = reason
     task.finished_at = now()
     run.save(task)

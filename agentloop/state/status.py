@@ -86,8 +86,8 @@ TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     S.BLOCKED: frozenset({S.RUNNING} | _BACK),
     S.UNAPPROVED: frozenset({S.RUNNING, S.PENDING}),
     S.CONFLICTED: frozenset({S.COMPLETED, S.RUNNING, S.PENDING}),
-    # Landed (or its attempt dropped, as a killed run's) by the next run, in its lane.
-    S.HELD: frozenset({S.COMPLETED, S.INTERRUPTED, S.RUNNING} | _BACK),
+    # Landed by the next run from its lane (a conflict then resolved as a conflicted task's).
+    S.HELD: frozenset({S.COMPLETED, S.RUNNING} | _BACK),
     # A fleet job's completed task whose change does not fit the main line at --integrate.
     S.COMPLETED: frozenset({S.PENDING, S.CONFLICTED}),
     S.SKIPPED: frozenset({S.PENDING}),
