@@ -119,8 +119,8 @@ def test_a_lane_waiting_for_your_edits_is_held_after_the_lane_wait(
     init_repo(work, "git")
     (work / "tasks.md").write_text(HELD_PLAN)
     (work / "README.md").write_text("my edit, not committed\n")
-    done = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill", "--allow-dirty",
-                      "--lane-wait", "1s", "--parallel", parallel)
+    done = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill",
+                      "--allow-dirty", "--lane-wait", "1s", "--parallel", parallel)
     assert done.returncode == 4, done.stdout + done.stderr
     assert "Docs held: held: your uncommitted edits to README.md" in done.stdout
     assert "`agent-loop tasks.md" in done.stdout  # the command that finishes it
@@ -137,8 +137,8 @@ def test_a_lane_waiting_for_your_edits_is_held_after_the_lane_wait(
     # You stash your edit; the plain re-run lands the held task, paying no agent again.
     git(work, "stash", "-q")
     calls = len(fake_claude.calls())
-    again = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill", "--lane-wait", "1s",
-                       "--parallel", parallel)
+    again = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill",
+                       "--lane-wait", "1s", "--parallel", parallel)
     assert again.returncode == 0, again.stdout + again.stderr
     assert len(fake_claude.calls()) == calls, again.stdout
     assert state_of(work)["tasks"][0]["status"] == "completed"
