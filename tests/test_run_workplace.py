@@ -143,3 +143,41 @@ def test_a_lane_waiting_for_your_edits_is_held_after_the_lane_wait(
     assert len(fake_claude.calls()) == calls, again.stdout
     assert state_of(work)["tasks"][0]["status"] == "completed"
     assert (work / "README.md").read_text() == "the task's readme\n"
+
+
+def test_jj_a_new_lane_gets_your_ignored_files(work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "jj")
+    (work / ".gitignore").write_text(".env\nnode_modules/\n")
+    (work / ".env").write_text("TOKEN=1\n")
+    (work / "node_modules").mkdir()
+    (work / "node_modules" / "index.js").write_text("pad\n")
+    jj(work, "commit", "-m", "ignore")
+    (work / "tasks.md").write_text(
+        "## Build\n- use what is there\n"
+        "  FAKE: bash cat .env node_modules/index.js > seen.txt\n")
+    done = agent_loop(work, "--vcs", "jj", "--workplace", "lane", "--no-distill",
+                      "--lane-copy", ".env", "--lane-link", "node_modules")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / "seen.txt").read_text() == "TOKEN=1\npad\n"
+    change = state_of(work)["tasks"][0]["change_id"]
+    assert jj(work, "diff", "--name-only", "-r", change).split() == ["seen.txt"]
+    # Nor anywhere else on the main line, nor in your working copy's change.
+    assert "node_modules" not in jj(work, "file", "list", "-r", "@")
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "../secrets", ".agent-loop/state.json", ""])
+def test_a_lane_path_outside_the_repository_is_a_usage_error(work: Path, path: str) -> None:
+    (work / "tasks.md").write_text("- a task\n")
+    done = agent_loop(work, "--lane-copy", path, "--dry-run")
+    assert done.returncode == 2 and "--lane-copy" in done.stderr, done.stderr
+
+
+def test_lane_wait_takes_a_duration_from_a_settings_file(work: Path) -> None:
+    (work / "tasks.md").write_text("- a task\n")
+    (work / "agent-loop.toml").write_text('lane-wait = "2m"\nworkplace = "lane"\n')
+    shown = agent_loop(work, "--show-settings")
+    assert shown.returncode == 0, shown.stderr
+    assert "lane-wait = 120" in shown.stdout and 'workplace = "lane"' in shown.stdout
+    (work / "agent-loop.toml").write_text('lane-wait = "soon"\n')
+    bad = agent_loop(work, "--show-settings")
+    assert bad.returncode == 2 and "lane-wait" in bad.stderr and "10m" in bad.stderr

@@ -49,7 +49,7 @@ def furnish_lane(run: Run, space: Workspace) -> None:
     options = run.options
     if space.reused or not (options.lane_copy or options.lane_link or options.lane_setup):
         return
-    for note in furnish(run.vcs.name, run.project.root, space.path, options.lane_copy,
+    for note in furnish(run.project.root, space.path, options.lane_copy,
                         options.lane_link):
         run.emit(LaneNote(note))
     if not options.lane_setup:
