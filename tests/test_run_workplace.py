@@ -181,3 +181,19 @@ def test_lane_wait_takes_a_duration_from_a_settings_file(work: Path) -> None:
     (work / "agent-loop.toml").write_text('lane-wait = "soon"\n')
     bad = agent_loop(work, "--show-settings")
     assert bad.returncode == 2 and "lane-wait" in bad.stderr and "10m" in bad.stderr
+
+
+def test_a_repository_with_no_commit_yet_starts_in_the_checkout(work: Path,
+                                                               fake_claude: FakeClaude) -> None:
+    git(work, "init", "-q")
+    (work / "README.md").unlink()
+    (work / "tasks.md").write_text("- first\n  FAKE: write a.txt A\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the repository has no commit yet" in done.stdout
+    assert [files for _, _, files in git_commits(work)] == [["a.txt"]]
+    (work / "tasks.md").write_text("- first\n  FAKE: write a.txt A\n"
+                                   "- second\n  FAKE: write b.txt B\n")
+    again = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill")
+    assert again.returncode == 0 and "no commit yet" not in again.stdout, again.stdout
+    assert (work / "b.txt").exists() and "/.agent-loop/lanes/" in fake_claude.calls()[-1]["cwd"]

@@ -18,6 +18,7 @@ from agentloop.run.checks import argv
 from agentloop.run.context import Run
 from agentloop.run.lane_tag import LaneNote
 from agentloop.state.schema import now
+from agentloop.vcs.choose import has_commit
 from agentloop.vcs.furnish import furnish
 from agentloop.vcs.lanes import Workspace
 
@@ -30,16 +31,23 @@ def in_lanes(run: Run) -> bool:
     if options.parallel > 1:
         return True
     return options.workplace == "lane" and not options.rehearse and run.job is None and \
-        run.vcs.name in ("git", "jj")
+        run.vcs.name in ("git", "jj") and has_commit(run.vcs.name, run.project.root)
 
 
 def no_lane_note(run: Run) -> str | None:
-    """Why a lane asked for cannot be: no version control (said once, as the run starts)."""
-    if run.options.workplace == "lane" and run.vcs.name not in ("git", "jj") and \
-            not run.options.rehearse:
+    """Why a lane asked for cannot be: no version control, or no commit yet to start it from
+    (said once, as the run starts)."""
+    if run.options.workplace != "lane" or run.options.rehearse or run.job is not None or \
+            run.options.parallel > 1:
+        return None
+    if run.vcs.name not in ("git", "jj"):
         return ("the agent works in your checkout: without version control (--vcs none) it "
                 "has no working copy of its own, so what you change there while a task runs "
                 "may end up in that task")
+    if not has_commit(run.vcs.name, run.project.root):
+        return ("the agent works in your checkout this time: the repository has no commit yet "
+                "for a working copy of its own to start from; once the first task is "
+                "committed, the next run works in a lane")
     return None
 
 

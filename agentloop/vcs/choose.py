@@ -77,6 +77,15 @@ def open_main_line(kind: str, root: Path, on_wait: Callable[[str], None] | None 
     return JjMainLine(root, on_wait=on_wait, stopping=stopping, wait_limit=wait_limit)
 
 
+def has_commit(kind: str, root: Path) -> bool:
+    """Whether a lane can start from the repository's line: git's branch has a commit (jj
+    always has its root)."""
+    if kind != "git":
+        return True
+    from agentloop.vcs.git.run import Git
+    return Git(root).sha("HEAD") is not None
+
+
 def open_lane(kind: str, main: MainLine, workspace: Path, task_file: Path, branch: str = ""
               ) -> Vcs:
     """The backend of one lane's working copy (a git worktree or a jj workspace), whose
