@@ -62,10 +62,12 @@ class RunOptions:
     check_timeout: float = 600.0
     check_rounds: int = 2             # fix runs after a failing check before the attempt fails
     require_changes: bool = False
+    git_hooks: bool = False           # the repository's pre-commit and commit-msg, as checks
     env: tuple[tuple[str, str], ...] = ()    # variables set for the agent, --env NAME=VALUE
     env_exclude: tuple[str, ...] = ()        # variables removed for the agent
     sandbox: bool = False                    # every agent run inside an OS sandbox (sandbox/)
     sandbox_hide: tuple[str, ...] = ()       # more paths no agent sees, with --sandbox
+    prices: tuple[tuple[str, str], ...] = ()  # MODEL -> "IN/CACHED/OUT", USD per 1M tokens
     on_finish: str | None = None             # hooks: the user's shell lines (run/hooks.py)
     on_task: str | None = None
     hook_timeout: float = 60.0

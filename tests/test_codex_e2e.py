@@ -95,12 +95,12 @@ def test_two_groups_resume_inside_a_group_and_each_task_has_its_change(
     changes = git_commits(work) if vcs == "git" else jj_changes(work)
     assert [files for _, _, files in changes] == [["api.txt"], ["api-test.txt"], ["readme.txt"]]
     assert (work / "api.txt").read_text() == "the api\n"
-    # The task's own tokens (one patch call and one message: 2 requests), never a price.
+    # The task's own tokens (one patch call and one message: 2 requests), priced by agent-loop.
     first = tasks[0]["history"][0]
-    assert first["usage"]["input_tokens"] == 200 and first["cost_known"] is False
+    assert first["usage"]["input_tokens"] == 200 and first["cost_known"] is True  # priced
     assert tasks[1]["history"][0]["usage"]["input_tokens"] == 200  # not the thread's 400
     log = (work / tasks[0]["log"]).read_text()
-    assert "→ patch add " in log and "cost: unknown" in log
+    assert "→ patch add " in log and "cost: not reported" in log
     assert {r.model for r in fake_openai.responses_requests()} == {MODELS.task}
     state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
     assert state["agent"] == "codex"

@@ -215,7 +215,7 @@ def test_interrupt_drops_the_attempt_and_keeps_later_user_edits(work: Path, jj_b
 
 @pytest.mark.parametrize("setup, vcs_dirs", [
     ("plain", {".jj", ".git"}),
-    ("git", {".jj", ".git"}),
+    ("git", {".git"}),   # a git repository stays git (agentloop.vcs.stays_git)
     ("jj", {".jj", ".git"}),
 ])
 def test_auto_picks_jj_when_installed(work: Path, jj_bin: str, fake_claude: FakeClaude,
@@ -230,11 +230,13 @@ def test_auto_picks_jj_when_installed(work: Path, jj_bin: str, fake_claude: Fake
     done = agent_loop(work)
     assert done.returncode == 0, done.stderr
     assert {p.name for p in work.iterdir() if p.name in (".jj", ".git")} == vcs_dirs
+    if setup == "git":
+        assert state_of(work)["vcs"] == "git"
+        assert git(work, "log", "--format=%s", "-1") == "agent-loop: (ungrouped) / one\n"
+        assert git(work, "symbolic-ref", "HEAD") == "refs/heads/main\n"
+        return
     assert state_of(work)["vcs"] == "jj"
     assert [d for _, d, _ in jj_changes(work)] == ["agent-loop: (ungrouped) / one"]
-    if setup == "git":
-        assert "git status" not in done.stderr
-        assert git(work, "log", "--format=%s", "-1")  # the user's git still works
 
 
 def test_auto_falls_back_to_git_without_jj(work: Path, fake_claude: FakeClaude,

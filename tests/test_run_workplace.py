@@ -6,6 +6,9 @@ your setup command (lane-setup)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -197,3 +200,29 @@ def test_a_repository_with_no_commit_yet_starts_in_the_checkout(work: Path,
     again = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill")
     assert again.returncode == 0 and "no commit yet" not in again.stdout, again.stdout
     assert (work / "b.txt").exists() and "/.agent-loop/lanes/" in fake_claude.calls()[-1]["cwd"]
+
+
+def test_status_shows_what_a_landing_waits_for_and_it_lands_once_you_stash(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(HELD_PLAN.split("\n## Code")[0] + "\n")
+    (work / "README.md").write_text("my edit, not committed\n")
+    run = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                            "--workplace", "lane", "--no-distill", "--allow-dirty",
+                            "--lane-wait", "2m"], cwd=work, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    try:
+        deadline, status = time.monotonic() + 60, ""
+        while "waiting:" not in status and time.monotonic() < deadline and run.poll() is None:
+            time.sleep(0.2)
+            status = agent_loop(work, "--status").stdout
+        assert "waiting: waiting since" in status and "README.md" in status, status
+        git(work, "stash", "-q")  # what the line asks: the landing goes on by itself
+        out, _ = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 0, out
+    assert state_of(work)["tasks"][0]["status"] == "completed"
+    assert state_of(work)["tasks"][0].get("waiting") is None
+    assert "waiting:" not in agent_loop(work, "--status").stdout

@@ -86,10 +86,22 @@ def test_auto_in_a_plain_folder_inits_jj(tmp_path: Path, jj_bin: str) -> None:
     one_task(vcs, root)
 
 
-def test_auto_in_a_git_repo_colocates_jj_and_git_keeps_working(tmp_path: Path,
-                                                                jj_bin: str) -> None:
+def test_auto_in_a_git_repo_stays_git(tmp_path: Path, jj_bin: str) -> None:
+    # With jj installed too: jj would leave git detached, away from the user's branch.
     root = git_project(tmp_path)
     vcs = open_vcs("auto", root, root / "tasks.md")
+    assert isinstance(vcs, GitVcs)
+    vcs.prepare()
+    one_task(vcs, root)
+    assert not (root / ".jj").exists()
+    assert run(root, "git", "symbolic-ref", "HEAD") == "refs/heads/main\n"
+    assert run(root, "git", "log", "--format=%s").splitlines() == ["task", "initial"]
+
+
+def test_explicit_jj_in_a_git_repo_colocates_and_git_keeps_working(tmp_path: Path,
+                                                                    jj_bin: str) -> None:
+    root = git_project(tmp_path)
+    vcs = open_vcs("jj", root, root / "tasks.md")
     assert isinstance(vcs, JjVcs)
     notes = vcs.prepare()
     assert notes == [f"initialized a colocated jj repository in {root} (git keeps working)"]
@@ -100,11 +112,11 @@ def test_auto_in_a_git_repo_colocates_jj_and_git_keeps_working(tmp_path: Path,
     assert "?? tasks.md" in run(root, "git", "status", "--porcelain")
 
 
-def test_auto_from_a_subfolder_of_a_git_repo_colocates_at_its_top(tmp_path: Path,
-                                                                   jj_bin: str) -> None:
+def test_explicit_jj_from_a_subfolder_of_a_git_repo_colocates_at_its_top(tmp_path: Path,
+                                                                          jj_bin: str) -> None:
     root = git_project(tmp_path)
     (root / "sub").mkdir()
-    vcs = open_vcs("auto", root / "sub", root / "tasks.md")
+    vcs = open_vcs("jj", root / "sub", root / "tasks.md")
     assert vcs.prepare() == [f"initialized a colocated jj repository in {root} "
                              "(git keeps working)"]
     assert (root / ".jj").is_dir() and not (root / "sub" / ".jj").exists()

@@ -9,10 +9,10 @@ and one entry.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol
 
 # The agent's environment is the package's to decide: run/start.py asks for it here.
 from agentloop.agents.environment import SESSION_VARIABLES, child_env  # noqa: F401
@@ -124,6 +124,7 @@ class Agent(Protocol):
 
     name: str
     models: Models
+    reports_cost: bool   # False: it reports tokens only, and agents.prices prices them
 
     def check(self) -> None:
         """Raise AgentBlocked (ProgramNotFound included) when the agent cannot run at all."""
@@ -192,3 +193,16 @@ def own_layers(agent: Agent) -> str:
 def clean(text: str) -> str:
     """Text safe to hand to a program as an argument or a prompt: no NUL bytes, valid UTF-8."""
     return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+
+
+def priced(result: AgentResult, given: Iterable[tuple[str, str]] = ()) -> AgentResult:
+    """A run that reported tokens but no dollars, priced from its model's rates (the user's
+    `prices`, then agents/prices.py's table) when known; otherwise as it was (cost unknown)."""
+    if result.cost_known:
+        return result
+    from agentloop.agents.prices import rates_for  # only a run of an agent that reports tokens
+
+    rates = rates_for(result.model, given)
+    if rates is None:
+        return result
+    return replace(result, cost_usd=round(rates.cost(result.usage), 6), cost_known=True)

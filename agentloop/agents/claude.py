@@ -110,6 +110,7 @@ class ClaudeAgent:
     # turns it off; the reviewer's guard is its tool list (READ_ONLY_FLAGS).
     own_sandbox = ("Claude Code's own: off for tasks (--dangerously-skip-permissions), the "
                    "reviewer held to Read, Grep and Glob, helper calls to no tools")
+    reports_cost = True
 
     def __init__(self, program: str | None = None, env: Mapping[str, str] | None = None,
                  sandbox: Sandbox | None = None) -> None:

@@ -11,7 +11,8 @@ re-checked by the tests against a fake Responses API (tests/fake_openai.py):
   loop isolates every task's changes in their own change itself; `resume` takes no `-s`, so the
   same flag serves both. The reviewer: `-s read-only` with approvals `never`, always a fresh
   thread; a write is refused by the sandbox (tests/test_codex_agent.py proves it).
-- Codex reports tokens, never dollars: results say `cost_known=False` and cost 0.
+- Codex reports tokens, never dollars: results say `cost_known=False` and cost 0, and the run
+  prices them from agents.prices.
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ class CodexAgent:
     models = MODELS
     own_sandbox = ("Codex's own: off for tasks (--dangerously-bypass-approvals-and-sandbox), "
                    "read-only for the reviewer and helper calls")
+    reports_cost = False  # tokens only: agents.prices prices them
 
     def __init__(self, program: str | None = None, env: Mapping[str, str] | None = None,
                  sandbox: Sandbox | None = None) -> None:
@@ -173,9 +175,11 @@ class CodexAgent:
         return Answer(text, 0.0, None)
 
     def _header(self, request: AgentRun, argv: list[str]) -> str:
-        notes = (["budget: not enforced (codex has no spending cap and reports no cost)"]
+        notes = (["task budget: not enforced during the run (codex has no spending cap); its "
+                  "cost is priced from its tokens after it"]
                  if request.budget_usd is not None else [])
         return log_header(request, argv, notes)
 
     def _footer(self, r: AgentResult, stderr: str) -> str:
-        return log_footer(r, "unknown (codex reports tokens only)", stderr)
+        return log_footer(r, "not reported (codex reports tokens; agent-loop prices them)",
+                          stderr)

@@ -22,6 +22,7 @@ class RehearsalAgent:
     """Does every task by writing one line about it; never starts a process."""
 
     name = "rehearse"
+    reports_cost = True  # it spends nothing
     models = Models(task="rehearsal", review="rehearsal", helper="rehearsal")
 
     def __init__(self, program: str | None = None, env: Mapping[str, str] | None = None,

@@ -44,3 +44,42 @@ def deferred() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+class _Hangup:
+    """Where the terminal's hangup stands for the task under way (main thread only)."""
+
+    held = False   # the task's agent finished: a hangup waits for the task to be settled
+    came = False   # one came while held
+
+
+def _on_hangup(signum: int, frame: object) -> None:
+    if _Hangup.held:
+        _Hangup.came = True
+        return
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def hangup_settles_the_task() -> Iterator[None]:
+    """A task's attempt and its settling: a SIGHUP (the terminal closed) stops the run like
+    Ctrl+C, except once `agent_finished` was called: then the task is checked, recorded and
+    committed first, and the stop comes as the block ends. The agent's work is paid for; a
+    closed window is no reason to throw it away (Ctrl+C, a deliberate stop, still is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # a parallel run's lane: the scheduler, on the main thread, takes the signal
+        return
+    previous = signal.signal(signal.SIGHUP, _on_hangup)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+        came, _Hangup.held, _Hangup.came = _Hangup.came, False, False
+    if came:
+        raise KeyboardInterrupt
+
+
+def agent_finished() -> None:
+    """The task's agent ended well: from now on, a hangup waits until the task is settled."""
+    if threading.current_thread() is threading.main_thread():
+        _Hangup.held = True

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentloop.agents import LIMIT, AgentResult, AgentRun, clean
+from agentloop.agents import LIMIT, AgentResult, AgentRun, clean, priced
 from agentloop.run import ledger
 from agentloop.run.context import Run
 from agentloop.run.events import AgentActivity, AgentFinished, AgentStarted
@@ -54,8 +54,8 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
                        read_only=role == "reviewer",
                        before=ledger.session_totals(run.state, resume, task))
     began = run.clock.monotonic()
-    result = run.agent.run(request, lambda now: run.emit(
-        AgentActivity(now.text, now.tool, now.tool_calls, now.turns)))
+    result = priced(run.agent.run(request, lambda now: run.emit(
+        AgentActivity(now.text, now.tool, now.tool_calls, now.turns))), run.options.prices)
     ledger.record_result(task, attempt, result)
     run.save(task)
     limited = not result.ok and classify(run, result).kind == LIMIT

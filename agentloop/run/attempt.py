@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from agentloop.errors import AgentBlocked, Interrupted
-from agentloop.proc.signals import shielded
+from agentloop.proc.signals import agent_finished, shielded
 from agentloop.run import ledger, review
 from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import checks_note
@@ -60,6 +60,8 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
         run.emit(ChangeCreated(run.vcs.name, change.change_id))
     try:
         outcome = _develop(run, task, change, prompt, resume, number)
+        if outcome.result.ok:
+            agent_finished()  # a closed terminal now waits for the task to be committed
         if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
             outcome = verify(run, task, outcome)  # the user's checks, with fix runs
         if run.options.review and outcome.result.ok and \

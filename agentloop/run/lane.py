@@ -17,6 +17,7 @@ from pathlib import Path
 
 from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
 from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
+from agentloop.proc.signals import hangup_settles_the_task
 from agentloop.run import conflicts, ledger
 from agentloop.run.attempt import run_attempt
 from agentloop.run.checks import commit_line
@@ -25,6 +26,7 @@ from agentloop.run.decisions import Decision, Failed, Retry, Stop, WaitFor
 from agentloop.run.events import MessageDistilled
 from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome
+from agentloop.run.rebuilt import task_trailers
 from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline
 from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
@@ -107,9 +109,10 @@ def _run_task(run: Run, task: TaskState) -> None:
     transient, previous_error = 0, None
     while True:
         _check_budget(run, task)
-        outcome = run_attempt(run, task, hint, fresh)
-        if _settled(run, task, outcome):
-            return
+        with hangup_settles_the_task():
+            outcome = run_attempt(run, task, hint, fresh)
+            if _settled(run, task, outcome):
+                return
         decision = judge(run, task, outcome, transient, previous_error)
         ledger.apply(run, task, outcome.attempt, decision)
         if not _act(run, task, decision):
@@ -211,8 +214,9 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
         message += "\n\n" + commit_line([c.command for c in outcome.checks])
     if outcome.note:  # kept for the user to judge: the history says so too
         message += f"\n\n{outcome.status}: {outcome.note}"
-    if run.job is not None:  # a fleet job's commits name their plan and task
-        message += "\n\n" + run.job.trailers(task)
+    # Every commit names its plan and task: what is done survives the loss of .agent-loop/.
+    message += "\n\n" + (run.job.trailers(task) if run.job is not None else
+                         task_trailers(run.project, task))
     try:
         done = run.vcs.finish(outcome.change, message)
     except IntegrationConflict as conflict:  # a parallel run's lane: another group came first

@@ -11,7 +11,8 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from agentloop.agents import AGENTS, child_env, make_agent, own_layers
-from agentloop.errors import AgentLoopError, StateError
+from agentloop.agents.prices import unpriced
+from agentloop.errors import AgentLoopError, StateError, UsageError
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.plan.parse import TaskFile
@@ -19,6 +20,8 @@ from agentloop.run import distill, ledger, rehearsal, remembered, retry
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
+from agentloop.run.rebuilt import from_history
+from agentloop.run.repo_hooks import start_notes
 from agentloop.run.selection import select
 from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project, load_plan, state_from
@@ -28,6 +31,7 @@ from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import STATE_DIR, Change
 from agentloop.vcs.choose import open_vcs
 from agentloop.vcs.preflight import preflight
+from agentloop.vcs.stays_git import vcs_notes
 
 if TYPE_CHECKING:
     from agentloop.agents import Agent
@@ -49,6 +53,7 @@ class Admitted:
     options: RunOptions             # with the selection resolved (`only`)
     agent: str
     vcs: str                        # the backend's kind, before auto is resolved
+    rebuilt: str | None = None      # no state: the tasks history says are done, in one line
 
 
 def admit(project: Project, options: RunOptions, plan: TaskFile | None = None,
@@ -68,11 +73,16 @@ def admit(project: Project, options: RunOptions, plan: TaskFile | None = None,
         state, saved, changes = state_from(project, fresh), False, None
     else:
         state, saved, changes = load_plan(project, plan)
+    # No state (`.agent-loop/` cleaned away, a second clone): what history says is done.
+    rebuilt = from_history(project, state, options.vcs) if not saved and not (
+        options.reset or options.rehearse) and options.vcs != "none" else None
     earlier = state if saved else None
     name = choose_agent(options, earlier)
+    # Building an agent starts nothing: its class says whether it reports dollars.
+    refuse_unpriced_budget(make_agent(name, options.agent_program), options)
     kind = vcs_kind(options.vcs, earlier)
     chosen = replace(options, only=select(state, options, landed))
-    return Admitted(state, saved, changes, chosen, name, kind)
+    return Admitted(state, saved, changes, chosen, name, kind, rebuilt)
 
 
 def tree_warning(project: Project, admitted: Admitted) -> str | None:
@@ -92,7 +102,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
               ) -> tuple[State, RunFinished]:
     """Everything a run does while it holds the lock; `plan`: the task file, read once; `job`:
     a fleet job's part (agentloop.fleet.job), with its notes first."""
-    notes: list[str] = list(first_notes)
+    notes: list[str] = list(first_notes) + vcs_notes(options.vcs, project.root)
     leftovers: list[Change] = []
     kind, task_file = None, project.task_file
     if options.rehearse:  # its own state, its own working copy (agentloop.run.rehearsal)
@@ -112,6 +122,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
         if archived is not None:
             shown = project.shown(archived)
             notes.append(f"reset: the old state and logs are in {shown}")
+    notes += [admitted.rebuilt] if admitted.rebuilt else []
     if admitted.changes is not None:
         changes = admitted.changes
         notes.append(changes.note(project.shown(project.task_file)))
@@ -127,6 +138,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
     notes += preflight(kind, project.root, task_file)
     vcs = open_vcs(kind, project.root, task_file, options.allow_dirty)
     notes += vcs.prepare()
+    notes += start_notes(vcs.name, project.root, options.git_hooks)
     project.store.hold_vcs_lock()  # the repository prepare() may just have made
     for change in leftovers:  # an interrupted attempt of the old state's: history drops it
         vcs.abandon(change)
@@ -174,6 +186,23 @@ def sandbox_preview(project: Project, options: RunOptions,
     if box is None:
         return (), None
     return sandbox_notes(box, make_agent(agent, options.agent_program, agent_env(options))), None
+
+
+def refuse_unpriced_budget(agent: Agent, options: RunOptions) -> None:
+    """A budget that could not be kept, refused before any agent runs: the agent reports
+    tokens only and a model it would run has no known price."""
+    if options.budget is None and options.task_budget is None:
+        return
+    models = [options.model or agent.models.task]
+    if options.review:
+        models.append(options.review_model or agent.models.review)
+    unknown = unpriced(agent.reports_cost, models, options.prices)
+    if unknown:
+        flag = "--budget" if options.budget is not None else "--task-budget"
+        raise UsageError(f"{flag} cannot be kept: {agent.name} reports tokens, not dollars, and "
+                         f"agent-loop knows no price for {', '.join(unknown)}; give one with "
+                         f"--price {unknown[0]}=IN/CACHED/OUT (USD per million tokens, or the "
+                         f"`prices` setting), or run without {flag}")
 
 
 def agent_env(options: RunOptions) -> dict[str, str]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from agentloop.agents import OTHER, Failure
 from agentloop.errors import CheckFailed
 from agentloop.options import RunOptions
-from agentloop.run import checks, ledger
+from agentloop.run import checks, ledger, repo_hooks
 from agentloop.run.checks import CheckRun
 from agentloop.run.context import Run
 from agentloop.run.events import CheckFinished, ChecksDone, CheckStarted
@@ -75,12 +75,13 @@ def verify(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
     if run.options.require_changes and not run.vcs.diff(outcome.change).strip():
         return _failed(outcome, NO_CHANGES)
     commands = task_checks(run.options, task)
-    if not commands:
+    if not commands and not repo_hooks.wanted(run):
         return outcome
     rounds = run.options.check_rounds
     log = check_log(run, task, outcome.attempt.number)
     for round_ in range(rounds + 1):
-        runs = _round(run, task.index, commands, log, round_)
+        runs = _round(run, task.index, commands, log, round_) + \
+            repo_hooks.run_hooks(run, task, log, round_)
         # Saved with the next step's save (a fix run's record, the task's end): no extra write.
         ledger.checks_ran(outcome.attempt, runs)
         failed = [r for r in runs if not r.passed]

@@ -34,6 +34,32 @@ class Assignment(click.ParamType):
         return name, text
 
 
+class ModelRates(Assignment):
+    """MODEL=IN/CACHED/OUT, as `--price` takes it (USD per million tokens): a pair (model,
+    rates); a table of them is the `prices` setting."""
+
+    name = "MODEL=IN/CACHED/OUT"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> tuple[str, str]:
+        if isinstance(value, tuple):  # from a table: (model, rates)
+            model, text, eq = str(value[0]), str(value[1]), "="
+        else:
+            model, eq, text = str(value).partition("=")
+        if not eq or not model or any(c.isspace() for c in model):
+            self.fail(f"{value!r} is not MODEL=IN/CACHED/OUT (e.g. my-model=2/0.1/10)", param, ctx)
+        parts = str(text).split("/")
+        try:
+            rates = [float(p) for p in parts]
+        except ValueError:
+            rates = []
+        if len(parts) not in (2, 3) or len(rates) != len(parts) or \
+                any(not r >= 0 for r in rates):
+            self.fail(f"{model}: {text!r} is not IN/CACHED/OUT, USD per million tokens, each "
+                      "a number of 0 or more (e.g. 2/0.1/10)", param, ctx)
+        return model, str(text)
+
+
 class VariableName(click.ParamType):
     """An environment variable's name, as `--env-exclude` takes it."""
 
@@ -66,6 +92,32 @@ class Duration(click.ParamType):
         return float(found.group(1)) * _UNITS[found.group(2)]
 
 
+class AgentChoice(click.Choice):
+    """The agents a user picks; the offline stand-in is a mode (--rehearse), not one of them.
+    Their table (agentloop.agents) is read when a value given must be checked, or --help lists
+    them: the default needs no check, so --status never imports the agents' package."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        from agentloop.agents import AGENTS
+
+        return tuple(sorted(a for a in AGENTS if a != "rehearse"))
+
+    @choices.setter
+    def choices(self, value: Any) -> None:
+        pass  # click.Choice sets them; ours come from the table
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "rehearse":
+            self.fail("a rehearsal is a mode, not an agent: use --rehearse", param, ctx)
+        if param is not None and value == param.default:
+            return value
+        return super().convert(value, param, ctx)
+
+
 @dataclass(frozen=True)
 class Spec:
     """One key: how its values are written (flag, list, table or one value) and checked."""
@@ -80,7 +132,9 @@ class Spec:
         if self.kind == "flag":
             return "true or false"
         if self.kind == "table":
-            return 'a table of variables, e.g. env = { NAME = "value" }'
+            return ('a table of model rates, e.g. prices = { "my-model" = "2/0.1/10" }'
+                    if isinstance(self.type, ModelRates) else
+                    'a table of variables, e.g. env = { NAME = "value" }')
         if self.kind == "list":
             return 'a list of strings, e.g. ["pytest -q"]'
         if isinstance(self.type, Duration):

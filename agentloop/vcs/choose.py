@@ -15,6 +15,7 @@ from agentloop.vcs.landing import WAIT_LIMIT
 from agentloop.vcs.landing import IntegrationConflict as IntegrationConflict
 from agentloop.vcs.landing import LandingHeld as LandingHeld
 from agentloop.vcs.lanes import Workspace
+from agentloop.vcs.stays_git import git_only
 
 
 def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False) -> Vcs:
@@ -31,6 +32,10 @@ def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False) 
     if kind not in ("jj", "auto"):
         raise VcsError(f"unknown version control {kind!r}: choose one of {', '.join(KINDS)}")
     repo = find_root(root)
+    if kind == "auto" and repo is not None and git_only(repo):
+        # A git user's repository stays one (agentloop.vcs.stays_git says why).
+        from agentloop.vcs.git.backend import GitVcs
+        return GitVcs(root, task_file, allow_dirty)
     if repo is not None and (repo / ".git").is_file() and not (repo / ".jj").is_dir():
         # A git worktree (or submodule): its .git is a file, and jj cannot colocate there.
         if kind == "jj":

@@ -13,6 +13,7 @@ from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git.mainline import finish_landing
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.jj.run import Jj
+from agentloop.vcs.stays_git import git_only, identity
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # Files git keeps while a multi-step command is under way, and the command that finishes it.
@@ -36,10 +37,11 @@ def preflight(kind: str, root: Path, task_file: Path) -> list[str]:
         warnings += _stale_locks(git_dir)
         landing = finish_landing(root, git_dir)  # a parallel run's, cut short by a kill
         warnings += [landing] if landing else []
-    jj = kind in ("jj", "auto") and shutil.which("jj") is not None
+    jj = kind in ("jj", "auto") and shutil.which("jj") is not None and not (
+        kind == "auto" and git_only(root))  # a git repository stays git (vcs.stays_git)
     if kind in ("git", "auto") and git_dir.is_dir():
         _git_ready(root, git_dir, commits=not jj)
-    if jj and not _jj_identity(root):
+    if jj and not _jj_identity(root) and "JJ_EMAIL" not in identity(dict(os.environ), root):
         warnings.append("jj has no user identity: every change will say \"(no email set)\"; "
                         "set one with `jj config set --user user.name \"Your Name\"` and "
                         "`jj config set --user user.email you@example.com`")

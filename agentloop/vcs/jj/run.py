@@ -4,6 +4,7 @@ record, exact-path filesets, and where the repository is."""
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +42,17 @@ GONE = ("InvalidDBRoot", "no longer exists", "No such file or directory", "not a
 
 
 def environment() -> dict[str, str]:
-    """What every jj command runs with: no editor (descriptions come with -m)."""
-    return {**os.environ, "JJ_EDITOR": "false"}
+    """What every jj command runs with: no editor (descriptions come with -m), and an author:
+    jj's own identity, else git's (a change jj makes is never authorless)."""
+    base = {**os.environ, "JJ_EDITOR": "false"}
+    return {**base, **_identity(tuple(sorted(base.items())))}
+
+
+@functools.lru_cache(maxsize=4)
+def _identity(environ: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    # Asked once per environment: jj's identity, else git's (agentloop.vcs.stays_git).
+    from agentloop.vcs.stays_git import identity
+    return identity(dict(environ))
 
 
 def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:

@@ -1,0 +1,67 @@
+"""Output is not the run: stdout or stderr closed under a running loop (`| head -4` ended, `less`
+quit: EPIPE; the terminal closed: EIO) makes the run go on quietly, writing only its logs and
+events.jsonl, and end as it would have. A write that raised there would stop the task in the
+middle and drop its paid work."""
+
+from __future__ import annotations
+
+import errno
+import os
+from typing import IO, Any
+
+GONE = (errno.EPIPE, errno.EIO)
+
+
+class Steady:
+    """A text stream whose reader may go away: once a write or flush finds it gone, the stream
+    points at /dev/null and every later write is dropped without a word."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        """Write, or drop the text when the reader is gone."""
+        if not self.gone:
+            try:
+                self._stream.write(text)
+            except OSError as exc:
+                self._lost(exc)
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush, or drop what is buffered when the reader is gone."""
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except OSError as exc:
+                self._lost(exc)
+
+    def isatty(self) -> bool:
+        """A terminal, while it is there."""
+        return not self.gone and self._stream.isatty()
+
+    def __getattr__(self, name: str) -> Any:
+        # encoding, errors, fileno, buffer: click checks encoding and errors to decide that this
+        # stream can take text as it is (and so writes through it, not around it).
+        return getattr(self._stream, name)
+
+    def _lost(self, exc: OSError) -> None:
+        if exc.errno not in GONE:
+            raise exc
+        self.gone = True
+        # The descriptor itself goes to /dev/null: what the stream still buffers, and a writer
+        # that holds the descriptor (rich, the interpreter's last flush), then write nowhere.
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self._stream.fileno())
+            finally:
+                os.close(null)
+        except (OSError, ValueError):
+            pass
+
+
+def steady(stream: Any) -> Any:
+    """`stream` wrapped (once) so that a reader gone away never raises into the run."""
+    return stream if stream is None or isinstance(stream, Steady) else Steady(stream)

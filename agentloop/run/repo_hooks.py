@@ -1,0 +1,58 @@
+"""The repository's own git hooks on each task's change (the `git-hooks` setting): `pre-commit`
+and `commit-msg` run as checks after the developer's run, with the checks, and a hook that fails
+is a failed check the task's session is asked to fix (agentloop.run.verify). Off, the run says in
+one line at its start which hooks its commits skip; with jj there is no commit for git to hook,
+and the run says that instead."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentloop.run import checks
+from agentloop.run.checks import CheckRun
+from agentloop.run.context import Run
+from agentloop.run.events import CheckFinished, CheckStarted
+from agentloop.run.selection import commit_message
+from agentloop.state.schema import TaskState
+from agentloop.vcs.githooks import hooks, staged
+
+
+def start_notes(vcs: str, root: Path, enabled: bool) -> list[str]:
+    """The run's first lines about the repository's hooks: which its commits skip, or that
+    the setting cannot work with this VCS."""
+    if vcs == "none":
+        return []
+    if enabled and vcs != "git":
+        return [f"git-hooks: not available with {vcs} (its changes are no git commits); the "
+                "repository's hooks do not run on the tasks' changes"]
+    if enabled or vcs != "git":
+        return []
+    found = hooks(root)
+    if not found:
+        return []
+    names = " and ".join(h.name for h in found)
+    return [f"the repository's {names} hook{'s' * (len(found) > 1)} will not run on the tasks' "
+            "commits (git-hooks = true, or --git-hooks, runs them as checks)"]
+
+
+def wanted(run: Run) -> bool:
+    """Whether this run holds each task's change to the repository's hooks."""
+    return run.options.git_hooks and run.vcs.name == "git" and bool(hooks(run.cwd))
+
+
+def run_hooks(run: Run, task: TaskState, log: Path, round_: int) -> tuple[CheckRun, ...]:
+    """Each hook once on the task's change as it stands, logged with the task's checks."""
+    found = hooks(run.cwd) if wanted(run) else ()
+    if not found:
+        return ()
+    runs = []
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with staged(run.cwd, commit_message(task, run.state.title)) as env, open(log, "ab") as out:
+        for hook in found:
+            run.emit(CheckStarted(task.index, hook.command, round_, str(log)))
+            done = checks.run_check(hook.command, run.cwd, out, run.project.store.relative(log),
+                                    run.options.check_timeout, round_, env=env)
+            run.emit(CheckFinished(task.index, hook.command, done.exit_code, done.seconds,
+                                   str(log), round_, done.timed_out))
+            runs.append(done)
+    return tuple(runs)

@@ -1,0 +1,71 @@
+"""The repository's own git hooks, run on a task's change as git would run them on a commit.
+
+agent-loop's own commits skip the hooks (`core.hooksPath=/dev/null`, `--no-verify`: a hook that
+waits for input or edits the tree would break the one-commit-per-task bookkeeping). With the
+`git-hooks` setting the run core runs `pre-commit` and `commit-msg` itself, as checks, before the
+commit: a hook that fails is a failed check the task's session is asked to fix. What git gives a
+hook is given here too: the worktree's root as the cwd, an index holding the change
+(GIT_INDEX_FILE), and the message's file as commit-msg's argument.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from agentloop import proc
+
+HOOKS = ("pre-commit", "commit-msg")   # the hooks that judge a commit before it is made
+INDEX = "agent-loop-hooks.index"       # in the git dir: the change as the hooks see it
+MESSAGE = "AGENT_LOOP_COMMIT_MSG"      # in the git dir: the message commit-msg reads
+
+
+@dataclass(frozen=True)
+class Hook:
+    """One hook of the repository, as a check's command line and what it needs."""
+
+    name: str
+    path: Path        # the executable, where git would look (core.hooksPath honoured)
+    command: str      # the shell line that runs it, as the check's log and messages show it
+
+
+def _git_path(root: Path, name: str) -> Path:
+    out = proc.run(["git", "rev-parse", "--git-path", name], cwd=root).stdout.strip()
+    return (root / out) if not os.path.isabs(out) else Path(out)
+
+
+def hooks(root: Path) -> tuple[Hook, ...]:
+    """The repository's pre-commit and commit-msg hooks that git would run (executable files
+    in its hooks folder); none when it has none."""
+    found = []
+    for name in HOOKS:
+        path = _git_path(root, f"hooks/{name}")
+        if path.is_file() and os.access(path, os.X_OK):
+            shown = os.path.relpath(path, root) if path.is_relative_to(root) else str(path)
+            args = f" {shlex.quote(os.path.relpath(_git_path(root, MESSAGE), root))}" \
+                if name == "commit-msg" else ""
+            found.append(Hook(name, path, shlex.quote(shown) + args))
+    return tuple(found)
+
+
+@contextmanager
+def staged(root: Path, message: str) -> Iterator[dict[str, str]]:
+    """The environment a hook runs in while the block lasts: an index of its own holding the
+    working tree's changes (the user's index untouched), and the message's file written."""
+    index, note = _git_path(root, INDEX), _git_path(root, MESSAGE)
+    real = _git_path(root, "index")
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)}
+    try:
+        if real.exists():
+            shutil.copyfile(real, index)
+        proc.run(["git", "add", "--all", "--", "."], cwd=root, env=env)
+        note.write_text(message, encoding="utf-8")
+        yield env
+    finally:
+        for path in (index, note):
+            path.unlink(missing_ok=True)

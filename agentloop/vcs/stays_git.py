@@ -1,0 +1,95 @@
+"""A git user's repository stays a git user's repository.
+
+jj colocated with git keeps git's HEAD detached: after a run in a repository jj took over, `git
+status` says `HEAD detached`, the user's branch has not moved, and the tasks' commits are on no
+branch (measured with jj 0.45.1, tests/test_living_git_stays.py). So with `--vcs auto` (the
+default) a repository that is git only is run with git, even where jj is installed, and the run
+says so in its first line; `--vcs jj` still turns it into a colocated jj repository, as asked.
+
+A repository an earlier agent-loop already turned (a colocated jj repository, git detached) gets
+one warning with the commands that bring the user's branch to the tasks' commits; its history
+is never rewritten.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from agentloop import proc
+from agentloop.vcs import find_root
+
+
+def identity(env: dict[str, str], cwd: Path | None = None) -> dict[str, str]:
+    """JJ_USER and JJ_EMAIL from git's identity, for jj commands where jj has none of its own
+    (never an empty author on a task's commit); {} when jj's is set or git has none."""
+    found: dict[str, str] = {}
+    for jj_key, git_key, variable in (("user.name", "user.name", "JJ_USER"),
+                                      ("user.email", "user.email", "JJ_EMAIL")):
+        if env.get(variable):
+            continue
+        own = proc.run(["jj", "--ignore-working-copy", "config", "get", jj_key], cwd=cwd,
+                       check=False, env=env)
+        if own.returncode == 0 and own.stdout.strip():
+            continue
+        theirs = proc.run(["git", "config", "--get", git_key], cwd=cwd, check=False, env=env)
+        if theirs.returncode == 0 and theirs.stdout.strip():
+            found[variable] = theirs.stdout.strip()
+    return found
+
+
+def git_only(repo: Path) -> bool:
+    """A git repository (its own .git folder, not a worktree's link) that jj has not taken."""
+    return (repo / ".git").is_dir() and not (repo / ".jj").is_dir()
+
+
+def git_kept_note(asked: str, root: Path) -> str | None:
+    """Why `auto` runs git here although jj is installed, in one line; None otherwise."""
+    repo = find_root(root)
+    if asked != "auto" or repo is None or not git_only(repo) or shutil.which("jj") is None:
+        return None
+    return ("vcs: git, though jj is installed: this is a git repository and stays one (with jj, "
+            "git would be left on a detached HEAD, away from your branch); --vcs jj turns it "
+            "into a colocated jj repository")
+
+
+def _git(root: Path, *args: str) -> tuple[int, str]:
+    done = proc.run(["git", *args], cwd=root, check=False, timeout=60,
+                    env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+    return done.returncode, done.stdout.strip()
+
+
+def converted_warning(root: Path) -> str | None:
+    """For a colocated jj repository whose git HEAD is detached on top of a branch, with
+    commits that have no author (what an earlier agent-loop left in a git user's repository):
+    the commands that take the user back to their branch with the tasks' commits on it."""
+    repo = find_root(root)
+    if repo is None or not (repo / ".jj").is_dir() or not (repo / ".git").is_dir():
+        return None
+    code, _ = _git(repo, "symbolic-ref", "-q", "HEAD")
+    if code == 0:
+        return None  # git is on a branch: nothing was left behind
+    code, head = _git(repo, "rev-parse", "--verify", "-q", "HEAD")
+    _, merged = _git(repo, "branch", "--format=%(refname:short)", "--merged", "HEAD")
+    branches = [b for b in merged.splitlines() if b and not b.startswith("(")]
+    if code != 0 or not branches:
+        return None
+    branch = next((b for b in ("main", "master") if b in branches), branches[0])
+    _, empty = _git(repo, "log", "--format=%an", f"{branch}..HEAD")
+    nameless = sum(1 for name in empty.splitlines() if name in ("", "JJ_EMPTY_STRING"))
+    if not nameless:
+        return None  # a jj user's own colocated repository: detached is how jj works
+    authors = (f"; {nameless} of its commits have no author (`jj metaedit --update-author` "
+               "gives them yours, rewriting them)")
+    return (f"this repository was turned into a colocated jj repository (by jj, or an earlier "
+            f"agent-loop): git is on a detached HEAD ({head[:12]}) and your branch {branch} "
+            f"is behind it{authors}. With git: `git switch {branch} && git merge --ff-only "
+            f"{head[:12]}` brings the branch to that work; with jj: `jj bookmark set {branch} "
+            "-r @-`. agent-loop rewrites no history")
+
+
+def vcs_notes(asked: str, root: Path) -> list[str]:
+    """The lines a run (and --dry-run, --rehearse) starts with about what it does to the
+    repository's version control, before anything is done."""
+    return [n for n in (git_kept_note(asked, root), converted_warning(root)) if n]
