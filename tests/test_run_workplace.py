@@ -6,6 +6,8 @@ your setup command (lane-setup)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -226,3 +228,34 @@ def test_status_shows_what_a_landing_waits_for_and_it_lands_once_you_stash(
     assert state_of(work)["tasks"][0]["status"] == "completed"
     assert state_of(work)["tasks"][0].get("waiting") is None
     assert "waiting:" not in agent_loop(work, "--status").stdout
+
+
+@pytest.mark.parametrize("kind", ["git", "jj"])
+def test_ctrl_c_leaves_the_lane_and_the_same_command_goes_on_in_it(
+        work: Path, fake_claude: FakeClaude, kind: str) -> None:
+    init_repo(work, kind)
+    (work / "tasks.md").write_text("## G\n- one\n  FAKE: write one.txt 1\n"
+                                   "- slow\n  FAKE: write slow.txt x\n")
+    directives = work.parent / "directives.json"
+    directives.write_text('{"slow": ["FAKE: pause 60"]}')  # only the first run's agent dawdles
+    args = ["--vcs", kind, "--workplace", "lane", "--no-distill"]
+    tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", *args], cwd=work,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "FAKE_CLAUDE_DIRECTIVES": str(directives)})
+    deadline = time.monotonic() + 30
+    while not list(work.glob(".agent-loop/lanes/*/slow.txt")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    lane = next(iter(work.glob(".agent-loop/lanes/*/slow.txt"))).parent
+    tool.send_signal(signal.SIGINT)
+    _, err = tool.communicate(timeout=30)
+    assert tool.returncode == 130, err
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed", "interrupted"]
+    assert (work / "one.txt").exists() and not (work / "slow.txt").exists()
+    assert lane.is_dir()  # the lane is left where it was
+    (work / "README.md").write_text("edited after the interrupt\n")
+    done = agent_loop(work, *args, *(["--allow-dirty"] if kind == "git" else []))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert Path(fake_claude.calls()[-1]["cwd"]) == lane  # went on in it
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed", "completed"]
+    assert (work / "slow.txt").exists()
+    assert (work / "README.md").read_text() == "edited after the interrupt\n"
