@@ -180,8 +180,8 @@ class Controller:
                 if task.group == group and task.status in (S.RUNNING, S.HELD):
                     task.waiting = None
                     ledger.held(run, task, error.commit, f"{error}: `{again}`")
-        self.news.notes.append(f"{group} held: {error}: `{again}`")
-        run.emit(LaneNote(f"{group} held: {error}: `{again}`"))
+        self.news.notes.append(f"{group}: {error}: `{again}`")
+        run.emit(LaneNote(f"{group}: {error}: `{again}`"))
 
     def _start(self, places: Workplaces, group: str) -> threading.Thread | None:
         """A lane for `group`: in this thread with one lane at a time, else a thread of its own."""
