@@ -44,6 +44,9 @@ class Shared:
         self.limit_waits = 0        # usage-limit waits of the whole run, across lanes
         # The controller's answer, asked by a lane before each task: may it start now?
         self.may_start: Callable[[TaskState], bool] | None = None
+        # The plan's hash as the controller last read it; agent-loop's own edit of the plan (a
+        # ticked box, agentloop.run.tick_boxes) moves it too, so that edit is no news.
+        self.plan_hash = ""
 
     def halt(self) -> None:
         """Start no new task anywhere; running ones finish."""

@@ -39,6 +39,7 @@ KEYS = (
     "iterations",
     "parallel",
     "include-optional",
+    "tick-boxes",
     "sleep",
     "distill",
     "distill-model",
