@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import FakeClaude
 from tests.test_run_controller import agent_calls
-from tests.test_run_vcs import agent_loop, git, git_commits, init_repo, state_of
+from tests.test_run_vcs import agent_loop, git, git_commits, init_repo, jj, jj_changes, state_of
 
 
 def user_edit(tmp_path: Path, work: Path, old: str, new: str) -> str:
@@ -86,3 +86,17 @@ def test_without_the_setting_the_plan_is_not_touched(work: Path, fake_claude: Fa
     (work / "tasks.md").write_text(text)
     assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
     assert (work / "tasks.md").read_text() == text
+
+
+def test_with_jj_the_tick_stays_out_of_every_task_change(
+        work: Path, jj_bin: str, fake_claude: FakeClaude) -> None:
+    init_repo(work, "jj")
+    (work / "tasks.md").write_text(
+        "- [ ] first\n  FAKE: write a.txt a\n- [ ] second\n  FAKE: write b.txt b\n")
+    jj(work, "describe", "-m", "my plan")   # the plan is tracked, in the user's own change
+    jj(work, "new")
+    done = agent_loop(work, "--vcs", "jj", "--no-distill", "--tick-boxes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / "tasks.md").read_text().count("- [x] ") == 2
+    changes = jj_changes(work)
+    assert [files for _, _, files in changes] == [["a.txt"], ["b.txt"]]
