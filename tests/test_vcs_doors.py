@@ -49,3 +49,23 @@ def test_the_check_sees_the_ways_a_command_line_is_written() -> None:
         'proc.run(("git", "status"))\n'
         'if kind in ("git", "jj"):\n    pass\nGit(root).run("log")\nx = ["auto", "git"]\n'))
     assert seen == [1, 2, 3, 4]
+
+
+def test_the_dashboards_diff_reads_through_the_doors(tmp_path: Path, jj_bin: str) -> None:
+    from agentloop.dashboard.diffs import patch
+    from tests.test_run_vcs import git, jj
+
+    git(tmp_path, "init", "-q")
+    (tmp_path / "a.txt").write_text("one\n")
+    git(tmp_path, "add", "a.txt")
+    git(tmp_path, "commit", "-qm", "agent-loop: add a")
+    sha = git(tmp_path, "rev-parse", "HEAD").strip()
+    assert "+one" in patch(tmp_path, "git", sha, sha)
+    assert patch(tmp_path, "git", "0" * 40, "0" * 40).startswith("cannot show the change: ")
+    other = tmp_path / "jj"
+    other.mkdir()
+    jj(other, "git", "init")
+    (other / "b.txt").write_text("two\n")
+    jj(other, "commit", "-m", "agent-loop: add b")
+    change = jj(other, "log", "--no-graph", "-r", "@-", "-T", "change_id").strip()
+    assert "+two" in patch(other, "jj", change, None)
