@@ -20,7 +20,6 @@ from agentloop.errors import (
     SettingsError,
     UsageError,
 )
-from agentloop.files import jsonbytes
 
 
 def resume_command(args: list[str]) -> str:
@@ -110,7 +109,10 @@ def _report_line(exc: BaseException, args: list[str]) -> int:
 def write(data: str | dict[str, Any]) -> None:
     """Print a line, or a JSON document as every --json output is printed."""
     if isinstance(data, dict):
+        # Imported where JSON is printed: --help and --version load no orjson.
         import orjson
+
+        from agentloop.files import jsonbytes
 
         data = jsonbytes.dumps(data, option=orjson.OPT_INDENT_2).decode()
     click.echo(data)
