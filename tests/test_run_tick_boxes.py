@@ -34,7 +34,9 @@ def test_landed_tasks_are_ticked_and_the_users_edits_stay(
         "# Plan\n\nNotes: none yet\n\n"
         f"## One\n- [ ] first\n  FAKE: write a.txt a\n  {mine}\n"
         f"- [ ] second\n  FAKE: write b.txt b\n  {reword}\n\n"
-        "## Two\n- [ ] T003 [P] third, on\n  two lines\n  FAKE: write c.txt c\n"
+        # After One: a user's edit that reads the plan before a tick and writes it after
+        # would undo the tick (as an editor holding the old text does); none overlaps here.
+        "## Two\nDepends on: One\n- [ ] T003 [P] third, on\n  two lines\n  FAKE: write c.txt c\n"
         "- [ ] fourth\n  FAKE: write d.txt d\n- a note\n")
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes", "--parallel", lanes)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -100,3 +102,12 @@ def test_with_jj_the_tick_stays_out_of_every_task_change(
     assert (work / "tasks.md").read_text().count("- [x] ") == 2
     changes = jj_changes(work)
     assert [files for _, _, files in changes] == [["a.txt"], ["b.txt"]]
+
+
+def test_a_rehearsal_ticks_nothing(work: Path) -> None:
+    init_repo(work, "git")
+    text = "- [ ] first\n- [ ] second\n"
+    (work / "tasks.md").write_text(text)
+    done = agent_loop(work, "--rehearse", "--tick-boxes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / "tasks.md").read_text() == text

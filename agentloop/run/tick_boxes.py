@@ -22,8 +22,10 @@ from agentloop.state.status import TaskStatus as S
 
 def landed(run: Run, task: TaskState) -> None:
     """Tick `task`'s box in the plan if the setting asks for it and the task is done."""
-    # A fleet job's plan is a CI checkout's, and its state's hash names the plan it ran.
-    if not run.options.tick_boxes or task.status != S.COMPLETED or run.job is not None:
+    # A fleet job's plan is a CI checkout's, and its state's hash names the plan it ran; a
+    # rehearsal leaves the user's files as they are (its project still names their plan).
+    if (not run.options.tick_boxes or task.status != S.COMPLETED or run.job is not None
+            or run.options.rehearse):
         return
     with run.shared.lock:   # one writer of the plan and its hashes, whichever lane landed
         done = tick.tick(run.project.task_file, task.group, task.task, task.line)
