@@ -23,7 +23,7 @@ from pathlib import Path
 
 from agentloop.errors import AgentLoopError
 from agentloop.plan import parse
-from agentloop.plan.markdown import OPEN
+from agentloop.plan.markdown import OPEN, Reading
 
 # A list item's first line up to its box: the marker, the space after it, `[` and the box's
 # character (a BOM may open the file's first line).
@@ -54,9 +54,10 @@ def tick(path: Path, group: str, text: str, line: int) -> Ticked:
         return Ticked(note="the plan has other hard links, which a replaced file would not keep")
     try:
         source = data.decode("utf-8")
-        lines = _target_lines(source, group, text, line)
+        tasks, reading = parse.read_text(source)
+        lines = _target_lines(tasks, reading, group, text, line)
         new = _ticked(source, lines) if isinstance(lines, list) and lines else None
-        why = _differs(source, new) if new is not None else ""
+        why = _differs(tasks, new) if new is not None else ""
     except (UnicodeDecodeError, AgentLoopError):
         return Ticked(note="the plan cannot be read now (half saved?)")
     if isinstance(lines, str) or why:
@@ -70,10 +71,10 @@ def tick(path: Path, group: str, text: str, line: int) -> Ticked:
     return Ticked(parse.file_hash(data), parse.file_hash(out))
 
 
-def _target_lines(source: str, group: str, text: str, line: int) -> list[int] | str:
+def _target_lines(tasks: tuple[parse.Task, ...], reading: Reading, group: str, text: str,
+                  line: int) -> list[int] | str:
     """The 1-based lines whose open boxes tick the task ([] when none is open), or why the task
     cannot be ticked."""
-    tasks, reading = parse.read_text(source)
     wanted = " ".join(text.split())
     found = [i for i, task in enumerate(tasks)
              if task.group == group and " ".join(task.text.split()) == wanted]
@@ -87,12 +88,12 @@ def _target_lines(source: str, group: str, text: str, line: int) -> list[int] | 
     return [item.line] if item.marker in OPEN else []
 
 
-def _differs(source: str, new: str) -> str:
-    """Why `new` does not read as `source` with one task more ticked (and nothing else
-    changed), or ""."""
-    def read(text: str) -> list[tuple[str, str, bool]]:
-        return [(t.group, " ".join(t.text.split()), t.checked) for t in parse.read_text(text)[0]]
-    old, now = read(source), read(new)
+def _differs(tasks: tuple[parse.Task, ...], new: str) -> str:
+    """Why `new` does not read as the plan of `tasks` with one task more ticked (and nothing
+    else changed), or ""."""
+    def read(found: tuple[parse.Task, ...]) -> list[tuple[str, str, bool]]:
+        return [(t.group, " ".join(t.text.split()), t.checked) for t in found]
+    old, now = read(tasks), read(parse.read_text(new)[0])
     if len(old) == len(now) and all(a[:2] == b[:2] for a, b in zip(old, now)) \
             and sum(a != b for a, b in zip(old, now)) <= 1:
         return ""
