@@ -17,6 +17,7 @@ from tests.test_sandbox_real import needs_bwrap
 # A hook that reads the change as git hands it over (its own index), then tries to write where
 # no code the agent wrote may.
 PRE_COMMIT = """#!/bin/sh
+echo "hook saw: $(git show :a.txt 2>/dev/null)$(git show :b.txt 2>/dev/null)"
 git show :a.txt > "$(git rev-parse --git-dir)/hook-saw"
 echo pwned > "$HOME/pwned.txt" 2>/dev/null
 exit 0
@@ -43,9 +44,9 @@ def hooked(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return work, env
 
 
-def run(work: Path, env: dict[str, str], flag: str) -> subprocess.CompletedProcess[str]:
+def run(work: Path, env: dict[str, str], *flags: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
-                           "--no-distill", "--git-hooks", flag], cwd=work, env=env,
+                           "--no-distill", "--git-hooks", *flags], cwd=work, env=env,
                           capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
 
 
@@ -66,3 +67,18 @@ def test_a_hook_cannot_write_the_home_folder_under_the_sandbox(tmp_path: Path) -
     assert (work / ".git" / "hook-saw").read_text() == "a\n"
     assert [files for _, _, files in git_commits(work)] == [["a.txt"]]
     assert git(work, "status", "--porcelain", "--", "a.txt") == ""
+
+
+@needs_bwrap
+def test_in_a_lane_the_hook_is_confined_and_still_reads_its_index(tmp_path: Path) -> None:
+    work, env = hooked(tmp_path)
+    (work / "tasks.md").write_text("## A\n- write a\n  FAKE: write a.txt a\n\n"
+                                   "## B\n- write b\n  FAKE: write b.txt b\n")
+    done = run(work, env, "--sandbox", "--parallel", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (Path(env["HOME"]) / "pwned.txt").exists()
+    assert sorted(files for _, _, files in git_commits(work)) == [["a.txt"], ["b.txt"]]
+    # Each lane's hook read its own task's change (the check logs keep what it said).
+    logs = "".join(p.read_text(errors="replace") for p in (work / ".agent-loop").rglob("*")
+                   if p.is_file() and p.suffix == ".log")
+    assert "hook saw: a\n" in logs and "hook saw: b\n" in logs
