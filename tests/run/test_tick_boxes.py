@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FakeClaude
-from tests.test_run_controller import agent_calls
-from tests.test_run_vcs import agent_loop, git, git_commits, init_repo, jj, jj_changes, state_of
+from tests.run.test_controller import agent_calls
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, git_commits, init_repo, jj, jj_changes, state_of
+from tests.support.runner import agent_loop
 
 
 def user_edit(tmp_path: Path, work: Path, old: str, new: str) -> str:

@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import FakeClaude
-from tests.test_run_vcs import git, git_commits, init_repo
-from tests.test_sandbox_real import needs_bwrap
+from tests.sandbox.test_sandbox_real import needs_bwrap
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, git_commits, init_repo
 
 # A hook that reads the change as git hands it over (its own index), then tries to write where
 # no code the agent wrote may.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "agentloop"
+PACKAGE = Path(__file__).resolve().parents[2] / "agentloop"
 DOORS = (PACKAGE / "vcs" / "git", PACKAGE / "vcs" / "jj")
 PROGRAMS = ("git", "jj")
 
@@ -53,7 +53,7 @@ def test_the_check_sees_the_ways_a_command_line_is_written() -> None:
 
 def test_the_dashboards_diff_reads_through_the_doors(tmp_path: Path, jj_bin: str) -> None:
     from agentloop.dashboard.diffs import patch
-    from tests.test_run_vcs import git, jj
+    from tests.support.repos import git, jj
 
     git(tmp_path, "init", "-q")
     (tmp_path / "a.txt").write_text("one\n")
