@@ -107,7 +107,9 @@ class Controller:
         self._unanswered: list[Handed] = []
         self._unanswered_lock = threading.Lock()
         run.shared.owner = self.thread  # the one thread that changes and saves records
-        self._plan_hash = run.state.task_file_hash
+        # The plan as this controller last read it; a tick of agent-loop's moves it too
+        # (agentloop.run.tick_boxes), so that edit is no news.
+        run.shared.plan_hash = run.state.task_file_hash
         self._landed = run.job.landed if run.job is not None else frozenset()
 
     def drive(self) -> None:
@@ -152,6 +154,7 @@ class Controller:
                     # Its task is `held` (a decision the ledger applied): the group stops, its
                     # work kept on its lane, the others go on; the run ends unfinished (exit 4).
                     run.emit(LaneNote(f"{report.group} stopped: {report.error}"))
+                    self.news.notes.append(f"{report.group}: {self._held_line(report.group)}")
                     continue
                 if isinstance(report.error, (LaneBreach, LandingHeld)):
                     # The agent acted outside its task, or a landing waited past the lane wait:
@@ -254,6 +257,11 @@ class Controller:
             self.run.shared.halt()  # no new task anywhere; running ones finish
         return answer
 
+    def _held_line(self, group: str) -> str:
+        """What a held group's task waits for and the command that lands it (its record)."""
+        return next((t.error for t in self.run.state.tasks
+                     if t.group == group and t.status == S.HELD and t.error), "held")
+
     def _start(self, places: Workplaces, group: str) -> threading.Thread | None:
         """A lane for `group`: in this thread with one lane at a time, else a thread of its own."""
         if self.run.options.parallel == 1:
@@ -323,9 +331,9 @@ class Controller:
         try:
             data = parse.read_bytes(path)
             digest = parse.file_hash(data)
-            if digest == self._plan_hash:
+            if digest == self.run.shared.plan_hash:
                 return
-            self._plan_hash = digest
+            self.run.shared.plan_hash = digest
             changes = reconcile(self.run.state.tasks, parse.from_bytes(path, data))
         except AgentLoopError:
             return  # a plan half saved, or broken for a moment: the run goes on as it was

@@ -7,7 +7,7 @@ thread, saving once and emitting once.
 Two kinds:
 - the steps of an attempt as they happen, saved before the next begins so that a kill at any
   instant leaves records a re-run can settle: `Opened`, `RunBegun`, `RunEnded`, `Marked`,
-  `ChecksRan`, `Dropped`, `Uncounted`;
+  `ChecksRan`, `Dropped`, `Uncounted`, and `Waiting` (what a finished task's landing waits for);
 - how a task's turn ends: `Completed`, `Blocked`, `Conflicted`, `Held`, `Breached`, `Fatal`,
   and what a failed
   attempt comes to (`Judged`: `Retry`, `WaitFor`, `Failed`, `Stop`; the lane judges,
@@ -222,10 +222,18 @@ class Fatal:
 
 
 @dataclass(frozen=True)
+class Waiting:
+    """A finished task's landing waits on the user's edits in their checkout; `text` says for
+    what (--status shows it until the task's turn ends)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class MayStart:
     """A lane's question before each task: may it start now? (The controller reads the stop
     request and the plan; a task the user ticked or reworded meanwhile changes its record.)"""
 
 
 Step = Union[Judged, Opened, RunBegun, RunEnded, Marked, ChecksRan, Dropped, Uncounted,
-             Completed, Blocked, Conflicted, Held, Breached, Fatal]
+             Waiting, Completed, Blocked, Conflicted, Held, Breached, Fatal]

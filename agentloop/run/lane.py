@@ -21,6 +21,7 @@ from typing import Iterator
 
 from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
 from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
+from agentloop.options import continue_args
 from agentloop.proc.signals import hangup_settles_the_task
 from agentloop.run import budget, conflicts
 from agentloop.run.attempt import run_attempt
@@ -93,7 +94,7 @@ def _settled_one(run: Run) -> None:
 
 def recover(run: Run, task: TaskState) -> bool:
     """Settle what an earlier run left of this task; True when that finished it."""
-    if task.status in (S.CONFLICTED, S.HELD):  # kept by an earlier parallel run: landed now
+    if task.status in (S.CONFLICTED, S.HELD):  # kept on its lane by an earlier run: lands now
         with _settling(run, task, task.history[-1]):
             landed = conflicts.land_kept(run, task)
         hand(run, task, Completed(task.history[-1], landed, S.COMPLETED))
@@ -263,8 +264,12 @@ def _settling(run: Run, task: TaskState, record: Attempt) -> Iterator[None]:
     try:
         yield
     except LandingHeld as held:
-        hand(run, task, Held(record, held.commit, str(held)))
-        raise GroupHeld(f"task {task.index} ({task.group}) is {held}") from None
+        # The record says how to finish it: the next run lands it, paying no agent again.
+        again = " ".join(["agent-loop", *continue_args(run.options.command)]) \
+            if run.options.command else "agent-loop"
+        reason = f"{held}: `{again}`"
+        hand(run, task, Held(record, held.commit, reason))
+        raise GroupHeld(f"task {task.index} ({task.group}) is {reason}") from None
     except LaneBreach as breach:
         hand(run, task, Breached(record, str(breach)))
         raise

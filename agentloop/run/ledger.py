@@ -20,6 +20,7 @@ import threading
 from typing import Sequence
 
 from agentloop.agents import AgentResult, Totals
+from agentloop.run import tick_boxes
 from agentloop.run.checks import CheckRun, as_record
 from agentloop.run.context import Run
 from agentloop.run.decisions import (
@@ -43,6 +44,7 @@ from agentloop.run.decisions import (
     Stop,
     Uncounted,
     WaitFor,
+    Waiting,
 )
 from agentloop.run.events import ChangeAbandoned, ChangeCreated, RetryDecided, TaskFinished
 from agentloop.state.receipts import usd
@@ -272,6 +274,11 @@ def apply(run: Run, task: TaskState, step: Step) -> Attempt | None:
     """One value a lane handed over (agentloop.run.decisions), applied to the task's records,
     saved once and said once; a `RunBegun`'s answer is the run's new record."""
     _owner(run)
+    if isinstance(step, Waiting):
+        task.waiting = step.text
+        save(run, task)
+        return None
+    task.waiting = None  # whatever came next, the landing no longer waits
     if isinstance(step, RunBegun):
         record = new_run(task, step.change, step.number, step.log, step.resumed, step.iteration,
                          step.role, step.round)
@@ -321,6 +328,8 @@ def apply(run: Run, task: TaskState, step: Step) -> Attempt | None:
         stopped(task, step.record, step.reason)
     save(run, task)
     _say(run, task, step)
+    if isinstance(step, Completed) and tick_boxes.landed(run, task):
+        save(run, task)  # the state's hash of the plan moved to the ticked plan's
     return None
 
 

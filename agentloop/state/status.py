@@ -36,7 +36,8 @@ class TaskStatus(_Word):
     BLOCKED = "blocked"          # the agent said it needs a person
     UNAPPROVED = "unapproved"    # the reviewer did not approve; its change kept for a person
     CONFLICTED = "conflicted"    # a lane's change that does not fit the main line, kept
-    HELD = "held"                # a lane's change that waited too long on the user's edits, kept
+    HELD = "held"                # finished, but your edits kept it off the main line past the
+                                 # lane wait: kept on its lane, it lands on the next run
 
 
 class AttemptOutcome(_Word):
@@ -86,8 +87,9 @@ TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     S.BLOCKED: frozenset({S.RUNNING} | _BACK),
     S.UNAPPROVED: frozenset({S.RUNNING, S.PENDING}),
     S.CONFLICTED: frozenset({S.COMPLETED, S.RUNNING, S.PENDING, S.HELD}),
-    # Landed first on a later run, or found to conflict there, as a conflicted task is.
-    S.HELD: frozenset({S.COMPLETED, S.CONFLICTED, S.RUNNING, S.PENDING}),
+    # Landed first by a later run from its lane, or found to conflict there, as a conflicted
+    # task is.
+    S.HELD: frozenset({S.COMPLETED, S.CONFLICTED, S.RUNNING} | _BACK),
     # A fleet job's completed task whose change does not fit the main line at --integrate.
     S.COMPLETED: frozenset({S.PENDING, S.CONFLICTED}),
     S.SKIPPED: frozenset({S.PENDING}),

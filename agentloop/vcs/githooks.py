@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from agentloop import proc
+from agentloop.vcs.git.run import Git
 
 HOOKS = ("pre-commit", "commit-msg")   # the hooks that judge a commit before it is made
 INDEX = "agent-loop-hooks.index"       # in the git dir: the change as the hooks see it
@@ -35,7 +35,7 @@ class Hook:
 
 
 def _git_path(root: Path, name: str) -> Path:
-    out = proc.run(["git", "rev-parse", "--git-path", name], cwd=root).stdout.strip()
+    out = Git(root).out("rev-parse", "--git-path", name).strip()
     return (root / out) if not os.path.isabs(out) else Path(out)
 
 
@@ -63,7 +63,7 @@ def staged(root: Path, message: str) -> Iterator[dict[str, str]]:
     try:
         if real.exists():
             shutil.copyfile(real, index)
-        proc.run(["git", "add", "--all", "--", "."], cwd=root, env=env)
+        Git(root).run("add", "--all", "--", ".", env={"GIT_INDEX_FILE": str(index)})
         note.write_text(message, encoding="utf-8")
         yield env
     finally:

@@ -23,8 +23,11 @@ MADE = {
     ("unapproved", "running"), ("unapproved", "pending"),
     ("conflicted", "completed"), ("conflicted", "running"), ("conflicted", "pending"),
     ("completed", "pending"), ("completed", "conflicted"), ("skipped", "pending"),
+    # A landing held past the lane wait; the next run lands it, finds it conflicts, or it is
+    # run again.
     ("running", "held"), ("conflicted", "held"),
     ("held", "completed"), ("held", "conflicted"), ("held", "running"), ("held", "pending"),
+    ("held", "skipped"),
 }
 
 

@@ -1,13 +1,7 @@
-"""jj in a parallel run: each group works in a jj workspace of its own (agentloop.vcs.jj.workspaces)
-and each finished task's change goes onto the main line (the line of @ in the main checkout's
-workspace) by `jj rebase -r <task> --insert-before @`, run from the main checkout: the change
-keeps its change id, the main checkout's @ (the user's own edits, if any) sits on top of it, and
-the lane's @ follows it (`jj rebase -s <lane>@ -d <task>`), so the group's next task starts from
-the main line with every group's work so far. A rebase exits 0 on a conflict; `conflicts()`
-tells, and a conflicting change is put back where it was, the main line untouched.
-
-As with git, a change does not land while the user's own edits in @ touch a file it changes:
-the lane waits, saying so once.
+"""The main line of a parallel jj run: the line of @ in the main checkout's workspace, onto which
+each lane's finished change is rebased (`jj rebase -r <task> --insert-before @`), one landing at a
+time. agentloop.vcs.jj.lane says how a lane's change gets here and what happens on a conflict or
+while the user's own edits in @ touch a file it changes.
 """
 
 from __future__ import annotations
@@ -33,6 +27,8 @@ class JjMainLine:
         self.on_wait = on_wait or (lambda text: None)
         self.stopping = stopping or (lambda: False)
         self.wait_limit = wait_limit
+        # Told (files, since, line) while a landing waits: the run records it for --status.
+        self.on_waits: Callable[[list[str], float, str], None] | None = None
         self._lock = threading.Lock()
 
     def tip(self) -> str:
@@ -49,7 +45,7 @@ class JjMainLine:
         """Put `change` under the main checkout's @; the lane's @ (`lane_wc`, a workspace's
         `name@`) onto it. The change's new commit id; IntegrationConflict when it does not fit,
         LandingHeld when the user's edits keep it waiting longer than `wait_limit`."""
-        waiting = Waiting(self.root, self.wait_limit, self.on_wait)
+        waiting = Waiting(self.root, self.wait_limit, self.on_wait, self.on_waits)
         while True:
             with self._lock:
                 busy = sorted(self.jj.files(change) & self.jj.files("@"))
