@@ -6,26 +6,11 @@ agent-loop as a process, the fake claude."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, init_repo, state_of
 from tests.support.runner import agent_loop
-
-# agent-loop itself, with the landing's wait on the user's edits cut from ten minutes to half a
-# second (the wait's own length is what the VCS tests hold; here it only has to end).
-SHORT_WAIT = """\
-import runpy, sys
-from agentloop.vcs import landing
-original = landing.Waiting.__init__
-def short(self, root, limit, say):
-    original(self, root, 0.5, say)
-landing.Waiting.__init__ = short
-sys.argv = ["agent-loop", *sys.argv[1:]]
-runpy.run_module("agentloop", run_name="__main__")
-"""
 
 PLAN = """\
 ## Left
@@ -39,18 +24,16 @@ PLAN = """\
 
 
 def test_a_landing_held_on_your_edit_stops_its_group_only_and_exits_4(
-        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+        work: Path, fake_claude: FakeClaude) -> None:
     init_repo(work, "git")
     (work / "f.txt").write_text("base\n")
     git(work, "add", "f.txt")
     git(work, "commit", "-qm", "f")
     (work / "f.txt").write_text("your edit, not committed\n")
     (work / "tasks.md").write_text(PLAN)
-    launcher = tmp_path / "short_wait.py"
-    launcher.write_text(SHORT_WAIT)
-    done = subprocess.run([sys.executable, str(launcher), "tasks.md", "--vcs", "git",
-                           "--parallel", "2", "--no-distill", "--allow-dirty"], cwd=work,
-                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    # The lane wait cut from ten minutes to a second: here it only has to end.
+    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill",
+                      "--allow-dirty", "--lane-wait", "1s")
     said = done.stdout + done.stderr
     assert done.returncode == 4, said
     tasks = state_of(work)["tasks"]
