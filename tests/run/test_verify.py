@@ -290,8 +290,7 @@ def test_plan_checks_apply_to_their_group_only(tmp_path: Path) -> None:
     from agentloop.run.events import CheckStarted, Event
     from agentloop.run.verify import task_checks
     from agentloop.vcs.none import NoneVcs
-    from tests.support.harness import make_run
-    from tests.run.test_retries import OK, RETRY, FakeClock, ScriptedAdvisor, ScriptedAgent
+    from tests.support.harness import OK, RETRY, FakeClock, ScriptedAdvisor, ScriptedAgent, make_run
 
     seen: list[Event] = []
     runner = make_run(tmp_path, PLAN_WITH_CHECKS, ScriptedAgent([OK]), NoneVcs(),
@@ -319,8 +318,7 @@ def test_with_iterations_checks_run_after_task_complete_only(tmp_path: Path) -> 
     from agentloop.agents import AgentResult
     from agentloop.run.events import CheckStarted, Event, TaskStarted
     from agentloop.vcs.none import NoneVcs
-    from tests.support.harness import make_run
-    from tests.run.test_retries import RETRY, FakeClock, ScriptedAdvisor, ScriptedAgent
+    from tests.support.harness import RETRY, FakeClock, ScriptedAdvisor, ScriptedAgent, make_run
 
     said = [AgentResult(ok=True, exit_code=0, session_id="s1", text="Progress: half"),
             AgentResult(ok=True, exit_code=0, session_id="s1", text="Progress: all\nTASK_COMPLETE")]
