@@ -132,7 +132,10 @@ def test_a_failing_distiller_keeps_the_plain_message(tmp_path: Path, fake_api: F
     described = subprocess.run([jj_bin, "log", "--no-graph", "-r", "all()", "-T",
                                 'description ++ "\\x00"'], cwd=work, capture_output=True,
                                text=True, check=True).stdout
-    assert "agent-loop: G / WRITE one.txt: one\n" in described.split("\x00")
+    # The plain subject, then the task's trailers (which plan, which task).
+    plain = [d for d in described.split("\x00") if d.startswith("agent-loop: G / WRITE one.txt")]
+    assert plain and plain[0].splitlines()[0] == "agent-loop: G / WRITE one.txt: one", described
+    assert "Agent-Loop-Task: 1 " in plain[0]
 
 
 def test_task_budget_with_the_real_cli(tmp_path: Path, fake_api: FakeApi,
