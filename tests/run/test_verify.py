@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from agentloop.options import RunOptions, usage_problem
-from tests.support.claude_cli import claude_env
+from tests.support.claude_cli import agent_loop_env
 from tests.support.fake_agent import FakeClaude
 from tests.support.fakeapi import FakeApi
 from tests.support.repos import git, git_commits, init_repo, jj, jj_changes, state_of
@@ -249,8 +249,7 @@ def test_fixed_after_a_failing_check_with_the_real_cli(work: Path, tmp_path: Pat
     (work / "tasks.md").write_text("## G\n- WRITE a.txt: broken\n")
     check = ('! grep -q broken a.txt 2>/dev/null || '
              '{ echo "a.txt is broken"; echo "WRITE a.txt: fixed"; exit 1; }')
-    env = claude_env(tmp_path / "claude-home", fake_api)
-    env["AGENT_LOOP_CLAUDE"] = str(claude_bin)
+    env = agent_loop_env(tmp_path, fake_api, claude_bin)
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--check", check, env=env,
                       timeout=180)
     assert done.returncode == 0, done.stderr
