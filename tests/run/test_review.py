@@ -34,8 +34,7 @@ from agentloop.run.review_prompt import (
 from agentloop.run.selection import runnable
 from agentloop.vcs import Change
 from tests.support.fake_agent import FakeClaude
-from tests.support.harness import Harness, make_run
-from tests.run.test_retries import RETRY, START, FakeClock, ScriptedAdvisor
+from tests.support.harness import RETRY, START, FakeClock, Harness, ScriptedAdvisor, make_run
 from tests.support.runner import agent_loop
 
 # -- the verdict -------------------------------------------------------------------------------

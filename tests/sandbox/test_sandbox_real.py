@@ -21,11 +21,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.support.claude_cli import claude_env
+from tests.support.claude_cli import agent_loop_env, claude_env
 from tests.support.codex_cli import codex_env, require_codex
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fakeapi import Directed, FakeApi, Hang, last_user_text
-from tests.run.test_real import TASKS, _processes, state_of, tool_env
+from tests.run.test_real import TASKS, _processes, state_of
 from tests.support.repos import git, init_repo
 from tests.support.runner import agent_loop
 
@@ -223,7 +223,7 @@ def test_ctrl_c_stops_a_sandboxed_agent_and_the_group_resumes_its_session(
     work = tmp_path / "work"
     work.mkdir()
     (work / "tasks.md").write_text(TASKS)
-    env = tool_env(tmp_path, fake_api, claude_bin)
+    env = agent_loop_env(tmp_path, fake_api, claude_bin)
     # Task 1 writes a file (a tool call, then its final text); task 2's first request hangs.
     fake_api.script(Directed(), Directed(), Hang())
     tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "none",

@@ -13,6 +13,7 @@ from agentloop.errors import VcsError
 from agentloop.vcs import Change
 from agentloop.vcs.choose import open_vcs
 from agentloop.vcs.git.backend import GitVcs
+from tests.support.repos import make_repo
 
 
 def git(repo: Path, *args: str) -> str:
@@ -30,14 +31,7 @@ def subjects(repo: Path) -> list[str]:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A repository with one commit, a tracked README and an untracked tasks.md."""
-    root = tmp_path / "project"
-    root.mkdir()
-    git(root, "init", "-q")
-    (root / "README.md").write_text("hello\n")
-    git(root, "add", "README.md")
-    git(root, "commit", "-q", "-m", "initial")
-    (root / "tasks.md").write_text("## One\n- [ ] a\n")
-    return root
+    return make_repo(tmp_path / "project", "git", plan="## One\n- [ ] a\n")
 
 
 @pytest.fixture(autouse=True, params=["quick", "careful"])
