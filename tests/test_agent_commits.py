@@ -4,6 +4,7 @@ line, also across a kill of agent-loop and a re-run that resumes the group's ses
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from agentloop.run.attempt import KEPT_NOTE
 from tests.conftest import FakeClaude
 from tests.test_run_vcs import agent_loop, git, git_commits, init_repo, state_of
 
@@ -80,7 +82,8 @@ def test_agent_commits_fold_into_the_task(work: Path, fake_claude: FakeClaude,
 
 def work_lost(work: Path) -> list[str]:
     """What an unreachable commit holds that the main line's tip does not: `sha:path` for every
-    file such a commit changed to a content the main line does not have."""
+    file such a commit changed to a content neither the main line nor the checkout has (the
+    plan, untracked, which an agent's `git add -A` took, is never committed by agent-loop)."""
     lost = []
     for sha in unreachable_commits(work):
         parents = git(work, "rev-list", "--parents", "-n", "1", sha).split()[1:]
@@ -92,7 +95,9 @@ def work_lost(work: Path) -> list[str]:
                                   capture_output=True, text=True).stdout.strip()
             there = subprocess.run(["git", "rev-parse", f"main:{path}"], cwd=work,
                                    capture_output=True, text=True).stdout.strip()
-            if mine and mine != there:
+            here = subprocess.run(["git", "hash-object", path], cwd=work,
+                                  capture_output=True, text=True).stdout.strip()
+            if mine and mine not in (there, here):
                 lost.append(f"{sha[:12]}:{path}")
     return lost
 
@@ -130,12 +135,16 @@ def test_agent_commits_survive_a_kill_and_fold_into_the_task(work: Path, tmp_pat
     child.send_signal(signal.SIGKILL)
     child.wait()
     for pid in (flags / "pids").read_text().split():  # the agent, killed with its run
-        os.kill(int(pid), signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # gone with its process group
+            os.kill(int(pid), signal.SIGKILL)
     done = agent_loop(work, "--vcs", "git", "--parallel", parallel, "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "changed no files" not in done.stdout, done.stdout
-    # The work was done once, and counts: the task is not paid twice.
+    # The work was done once, and counts: the task is not paid twice, and the agent run again
+    # is told that its work is there (not that it was discarded).
     assert (flags / "work").read_text() == "once\n"
+    again = [p for p in fake_claude.prompts() if "task 1.1" in p][-1]
+    assert again.startswith(KEPT_NOTE), again
     subjects = git(work, "log", "--format=%s", "main").splitlines()
     assert not [s for s in subjects if s.startswith(("wip", "amended"))], subjects
     commits = {subject: files for _, subject, files in git_commits(work)}

@@ -280,14 +280,39 @@ def test_an_attempt_left_open_by_a_dead_run_is_rolled_back(repo: Path) -> None:
     assert make(repo).prepare() == []  # nothing left to roll back
 
 
-def test_a_dead_runs_attempt_is_left_alone_once_head_moved(repo: Path) -> None:
+def test_a_dead_runs_attempt_with_commits_goes_on_with_its_task(repo: Path) -> None:
+    # Commits on the branch since the attempt began are the attempt's, as finish takes them
+    # while the agent runs: its task begun again goes on from them and folds them in.
+    crashed = make(repo)
+    base = git(repo, "rev-parse", "HEAD").strip()
+    crashed.begin("task")
+    (repo / "half.txt").write_text("half done\n")
+    git(repo, "add", "half.txt")
+    git(repo, "commit", "-q", "-m", "committed by the agent")
+    (repo / "more.txt").write_text("uncommitted\n")
+    again = GitVcs(repo, repo / "tasks.md")
+    notes = again.prepare()  # the attempt's uncommitted file is no dirty tree of the user's
+    assert notes == ["an earlier run stopped inside a task after its agent made 1 commit(s); "
+                     "they and its files are kept, and the task goes on from them"]
+    change = again.begin("task")
+    assert change.kept and change.base == base
+    done = again.finish(change, "task")
+    assert sorted(done.files) == ["half.txt", "more.txt"]
+    assert git(repo, "rev-list", "--parents", "-n", "1", "HEAD").split()[1:] == [base]
+    assert "committed by the agent" in git(repo, "show", "-s", "--format=%B", "HEAD")
+
+
+def test_a_dead_runs_attempt_with_commits_is_left_alone_by_another_task(repo: Path) -> None:
     crashed = make(repo)
     crashed.begin("task")
     (repo / "half.txt").write_text("half done\n")
     git(repo, "add", "half.txt")
     git(repo, "commit", "-q", "-m", "the user kept it")
-    notes = GitVcs(repo, repo / "tasks.md").prepare()
-    assert "left as they are" in notes[0]
+    kept = git(repo, "rev-parse", "HEAD").strip()
+    again = GitVcs(repo, repo / "tasks.md")
+    again.prepare()
+    change = again.begin("another task")
+    assert not change.kept and change.base == kept
     assert (repo / "half.txt").exists()
 
 
