@@ -16,7 +16,7 @@ import pytest
 
 from agentloop.run.attempt import KEPT_NOTE
 from tests.conftest import FakeClaude
-from tests.test_run_vcs import agent_loop, git, git_commits, init_repo, state_of
+from tests.test_run_vcs import agent_loop, git, git_commits, init_repo, jj, jj_changes, state_of
 
 COMMITS = ("\n  FAKE: write a.txt a\n  FAKE: bash git add -A && git commit -qm wip"
            "\n  FAKE: write b.txt b\n  FAKE: bash git add -A && git commit -qm 'wip 2'"
@@ -112,8 +112,8 @@ def committing_then_killed(flags: Path) -> str:
             f" && mv {flags}/pids.tmp {flags}/pids && exec sleep 60; }}")
 
 
-def start(work: Path, parallel: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+def start(work: Path, parallel: str, kind: str = "git") -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", kind,
                              "--parallel", parallel, "--no-distill"], cwd=work,
                             env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
@@ -156,3 +156,60 @@ def test_agent_commits_survive_a_kill_and_fold_into_the_task(work: Path, tmp_pat
     assert {t["status"] for t in state["tasks"]} == {"completed"}
     assert git(work, "status", "--porcelain", "--untracked-files=no").strip() == ""
     assert work_lost(work) == []
+
+
+JJ_COMMITS = ("\n  FAKE: write a.txt a\n  FAKE: bash jj commit -m wip"
+              "\n  FAKE: write b.txt b\n  FAKE: bash jj new\n  FAKE: write c.txt c")
+
+
+@pytest.mark.parametrize("parallel", ["1", "2"])
+def test_agent_jj_commits_fold_into_the_task(work: Path, jj_bin: str, fake_claude: FakeClaude,
+                                             parallel: str) -> None:
+    init_repo(work, "jj")
+    (work / "tasks.md").write_text(two_groups(JJ_COMMITS))
+    done = agent_loop(work, "--vcs", "jj", "--parallel", parallel, "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    changes = {d: sorted(files) for _, d, files in jj_changes(work)}
+    assert changes == {"agent-loop: Group 1 / task 1.1": ["a.txt", "b.txt", "c.txt", "g1t1.txt"],
+                       "agent-loop: Group 1 / task 1.2": ["g1t2.txt"],
+                       "agent-loop: Group 2 / task 2.1": ["g2t1.txt"]}
+    described = jj(work, "log", "--no-graph", "-r", "::@", "-T", 'description.first_line() ++ "\\n"')
+    assert "wip" not in described.split("\n")
+    assert {t["status"] for t in state_of(work)["tasks"]} == {"completed"}
+
+
+def jj_committing_then_killed(flags: Path) -> str:
+    """As committing_then_killed, with `jj commit` and `jj new`."""
+    return (f"\n  FAKE: bash [ -e a.txt ] || {{ echo a > a.txt && jj commit -m wip"
+            " && echo b > b.txt && jj new && echo c > c.txt && jj status > /dev/null"
+            f" && echo once >> {flags}/work && echo $PPID $$ > {flags}/pids.tmp"
+            f" && mv {flags}/pids.tmp {flags}/pids && exec sleep 60; }}")
+
+
+@pytest.mark.parametrize("parallel", ["1", "2"])
+def test_agent_jj_commits_survive_a_kill_and_fold_into_the_task(work: Path, tmp_path: Path,
+                                                                jj_bin: str,
+                                                                fake_claude: FakeClaude,
+                                                                parallel: str) -> None:
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    init_repo(work, "jj")
+    (work / "tasks.md").write_text(two_groups(jj_committing_then_killed(flags)))
+    child = start(work, parallel, "jj")
+    deadline = time.monotonic() + 60
+    while not (flags / "pids").exists():
+        assert child.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    for pid in (flags / "pids").read_text().split():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
+    done = agent_loop(work, "--vcs", "jj", "--parallel", parallel, "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "changed no files" not in done.stdout, done.stdout
+    changes = {d: sorted(files) for _, d, files in jj_changes(work)}
+    assert changes == {"agent-loop: Group 1 / task 1.1": ["a.txt", "b.txt", "c.txt", "g1t1.txt"],
+                       "agent-loop: Group 1 / task 1.2": ["g1t2.txt"],
+                       "agent-loop: Group 2 / task 2.1": ["g2t1.txt"]}
+    assert (flags / "work").read_text() == "once\n"
