@@ -302,6 +302,31 @@ def test_a_dead_runs_attempt_with_commits_goes_on_with_its_task(repo: Path) -> N
     assert "committed by the agent" in git(repo, "show", "-s", "--format=%B", "HEAD")
 
 
+def test_a_kill_inside_finish_after_head_moved_back_keeps_the_agents_commits(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # finish moves HEAD back over the agent's commits before it commits the task: killed right
+    # then, the next run puts them back and the task goes on from them; none is left to a reflog.
+    crashed = make(repo)
+    base = git(repo, "rev-parse", "HEAD").strip()
+    change = crashed.begin("task")
+    (repo / "half.txt").write_text("half done\n")
+    git(repo, "add", "half.txt")
+    git(repo, "commit", "-q", "-m", "committed by the agent")
+    agents = git(repo, "rev-parse", "HEAD").strip()
+    kill_at(monkeypatch, crashed, "agent-loop: set aside the agent's commits", after=True)
+    with pytest.raises(Killed):
+        crashed.finish(change, "task")
+    assert git(repo, "rev-parse", "HEAD").strip() == base
+    again = GitVcs(repo, repo / "tasks.md")
+    again.prepare()
+    assert git(repo, "rev-parse", "HEAD").strip() == agents
+    redo = again.begin("task")
+    assert redo.kept
+    done = again.finish(redo, "task")
+    assert done.files == ("half.txt",)
+    assert "committed by the agent" in git(repo, "show", "-s", "--format=%B", "HEAD")
+
+
 def test_a_dead_runs_attempt_with_commits_is_left_alone_by_another_task(repo: Path) -> None:
     crashed = make(repo)
     crashed.begin("task")

@@ -171,10 +171,12 @@ class GitVcs:
         if done is not None:
             return done
         self.tree.refuse_rewound(start)
-        agent_subjects = ""
-        if self.tree.head() != start.head:
+        agent_subjects, head = "", self.tree.head()
+        if head != start.head:
             agent_subjects = self.git.out("log", "--reverse", "--format=- %s",
                                           f"{start.head}..HEAD" if start.head else "HEAD").strip()
+            start = dataclasses.replace(start, agent_head=head)
+            self._remember(start)
         touched = self.tree.move_head_back(start)
         status = self.tree.status()
         changed = self.tree.changed(start, status)

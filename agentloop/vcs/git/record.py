@@ -36,6 +36,10 @@ class Start:
     commit: str | None = None
     files: list[str] = field(default_factory=list)
     touched: list[str] = field(default_factory=list)
+    # Set by finish before it moves HEAD back over the commits the agent made itself: where
+    # they were, so a run killed before the task's commit exists puts them back, none left to
+    # a reflog.
+    agent_head: str | None = None
 
 
 class AttemptRecord:

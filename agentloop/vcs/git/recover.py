@@ -78,6 +78,14 @@ def examine(repo: GitRepo, record: AttemptRecord, lane: bool = False,
                          "commit is kept"],
                         recovered=Change(change_id=head, commit_id=head,
                                          base=leftover.head or "", files=tuple(files)))
+    if leftover.agent_head is not None and head == leftover.head and \
+            _agent_commits(repo, leftover, leftover.agent_head):
+        # Killed inside finish after HEAD moved back over the agent's commits, before the
+        # task's commit was on the branch: HEAD goes where they were (the files are as then).
+        assert head is not None
+        repo.git.out("update-ref", "-m", "agent-loop: the agent's commits back after a kill",
+                     "HEAD", leftover.agent_head, head)
+        head = leftover.agent_head
     if resume and head != leftover.head and _agent_commits(repo, leftover, head) and \
             not missing_objects(repo, leftover):
         # The agent committed, so it was at work and had not finished. Its commits and files
