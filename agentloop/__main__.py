@@ -27,6 +27,16 @@ def main() -> None:
     # The stops wait until the imports are done: a handler run inside an extension module's
     # initialisation (orjson's, measured: 1 start in 150 signalled at random) can crash the
     # interpreter with SIGSEGV instead of raising.
+    if sys.argv[1:] == ["--version"]:
+        # The one answer that needs nothing else: no click, none of our modules (click's own
+        # --version, for the option given with others, says the same).
+        from agentloop import __version__
+
+        try:
+            sys.stdout.write(f"agent-loop, version {__version__}\n")
+        except OSError:  # piped into a program that has gone (`| head -0`)
+            pass
+        _exit(0)
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
     try:
         from agentloop.cli import main as run_cli

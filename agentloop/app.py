@@ -10,20 +10,17 @@ from typing import TYPE_CHECKING, Iterator
 from agentloop.errors import StateError, TaskFileError
 from agentloop.files.pid_file import live_pid
 from agentloop.options import RunOptions, check_usage
-from agentloop.plan import parse
-from agentloop.plan.depends import waves
-from agentloop.run.eventlog import EventLog
-from agentloop.run.events import Emit, Event, RunFinished, fan_out
-from agentloop.run.hooks import Hooks
-from agentloop.run.selection import PlanRow, plan_rows
-from agentloop.run.verify import task_checks
 from agentloop.state.project import Project, load_plan, open_project, rehearsal_of
-from agentloop.state.schema import State, now
+from agentloop.state.schema import State
 from agentloop.state.status import TaskStatus as S
 from agentloop.state.status import as_left_by_a_dead_run
 
+# Each operation imports what it needs when it runs: --status reads the state file and needs
+# none of the run's modules (events, hooks, processes, agents) nor the plan's parser.
 if TYPE_CHECKING:
     from agentloop.fleet.integrate import Integrated
+    from agentloop.run.events import Emit, Event, RunFinished
+    from agentloop.run.selection import PlanRow
 
 
 @dataclass(frozen=True)
@@ -51,6 +48,7 @@ class PlanView:
     schedule: tuple[tuple[int, str, tuple[str, ...]], ...] = ()
     parallel: int = 1
     sandbox: tuple[str, ...] = ()    # what the agents may do inside --sandbox
+    budget: str = ""                 # --budget: what is spent and how far it can be passed
 
 
 @dataclass(frozen=True)
@@ -136,7 +134,10 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     """The plan: every task as it would run, which are done, where fresh sessions start.
     Refuses what the real run would refuse before it starts (run.start.admit), with the same
     message and exit code."""
+    from agentloop.plan.depends import waves
+    from agentloop.run.selection import plan_rows
     from agentloop.run.start import admit, sandbox_preview, tree_warning
+    from agentloop.run.verify import task_checks
     from agentloop.vcs.stays_git import vcs_notes
 
     check_usage(options)
@@ -164,7 +165,23 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
                      for n, wave in enumerate(waves(running, state.depends), 1) for g in wave)
     return PlanView(project, tuple(rows), ignored, warnings, state.context or "", folded,
                     ran=admitted.saved, schedule=schedule, parallel=options.parallel,
-                    sandbox=boxed)
+                    sandbox=boxed, budget=_budget_line(state, options, admitted.agent, rows))
+
+
+def _budget_line(state: State, options: RunOptions, agent: str, rows: list[PlanRow]) -> str:
+    """--dry-run's word on --budget: what is spent, and by how much at most it can be passed."""
+    from agentloop.agents import make_agent
+    from agentloop.run import budget
+    from agentloop.state.receipts import money, spent
+
+    if options.budget is None:
+        return ""
+    checked = any(r.checks for r in rows if r.runs)
+    low = budget.cap_too_low(options, state)
+    return (f"budget: {money(options.budget)} for this plan since its last --reset, "
+            f"{money(spent(state))} spent so far; "
+            f"{budget.bound(options, make_agent(agent).caps_spend, checked)}"
+            + (f"; warning: {low}" if low else ""))
 
 
 def _not_a_link(tasks_md: Path, cwd: Path) -> None:
@@ -186,7 +203,12 @@ def redone_by_reset(tasks_md: Path, cwd: Path) -> int:
 
 def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult:
     """Run the unfinished tasks; return the summary."""
+    from agentloop.plan import parse
+    from agentloop.run.eventlog import EventLog
+    from agentloop.run.events import fan_out
+    from agentloop.run.hooks import Hooks
     from agentloop.run.start import start_run
+    from agentloop.state.schema import now
 
     check_usage(options)
     _not_a_link(tasks_md, cwd)
@@ -226,6 +248,10 @@ def integrate(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> "In
     """--integrate --from REMOTE: every finished group's job on the current branch, the states
     merged (agentloop.fleet.integrate)."""
     from agentloop.fleet.integrate import integrate as bring_in
+    from agentloop.plan import parse
+    from agentloop.run.eventlog import EventLog
+    from agentloop.run.events import fan_out
+    from agentloop.state.schema import now
 
     check_usage(options)
     _not_a_link(tasks_md, cwd)

@@ -14,12 +14,11 @@ from typing import Any
 import click
 
 from agentloop import __version__
-from agentloop.agents import AGENTS
 from agentloop.console.dashboard_options import dashboard_options, warn, with_notices
 from agentloop.console.help import SectionedCommand
 from agentloop.console.stops import crash, from_a_stop, json_error, report, write
 from agentloop.errors import INTERNAL_EXIT, AgentLoopError
-from agentloop.settings.schema import Assignment, ModelRates, VariableName
+from agentloop.settings.schema import AgentChoice, Assignment, ModelRates, VariableName
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -35,22 +34,13 @@ class _Command(SectionedCommand):
         return super().parse_args(ctx, args)
 
 
-class _AgentChoice(click.Choice):
-    """The agents a user picks; the offline stand-in is a mode (--rehearse), not one of them."""
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if value == "rehearse":
-            self.fail("a rehearsal is a mode, not an agent: use --rehearse", param, ctx)
-        return super().convert(value, param, ctx)
-
-
 # --help's sections: an option added here needs its word in console.help.SECTIONS too.
 @click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]},
                epilog="The options that shape a run are settings too: agent-loop.toml or "
                       "[tool.agent-loop] in pyproject.toml, ~/.config/agent-loop/config.toml, "
                       "AGENT_LOOP_<OPTION> variables; --show-settings shows what applies.")
 @click.argument("tasks_md", type=click.Path(path_type=Path), required=False)
-@click.option("--agent", type=_AgentChoice(sorted(a for a in AGENTS if a != "rehearse")),
+@click.option("--agent", type=AgentChoice(),
               default="claude", show_default=True,
               help="The coding agent that does the tasks (a run goes on with the one it began "
                    "with unless --reset).")
@@ -202,8 +192,11 @@ def command(tasks_md: Path | None, **params: Any) -> None:
     params = {**params, "command": tuple(args)}
     options = RunOptions.from_params(params)
     try:
-        # Settings belong to a plan; `--status` alone (every plan) reads none.
-        effective = _settings(tasks_md, params) if tasks_md is not None else None
+        # Settings shape runs; --status runs nothing and reads the state alone (a settings
+        # file that cannot be read does not hide where the tasks stand).
+        reads_settings = not (params["status"] and not params["show_settings"])
+        effective = _settings(tasks_md, params) if tasks_md is not None and reads_settings \
+            else None
         if effective is not None:
             options = RunOptions.from_params({**params, **effective.values})
         check_usage(options)
@@ -240,7 +233,6 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
     """Run the one operation the options ask for, print what it returns; the exit code."""
     from agentloop import app
     from agentloop.console import render
-    from agentloop.console.live import Console
 
     if options.serve or options.report:  # the dashboard: agentloop.dashboard
         from agentloop.dashboard import commands
@@ -252,6 +244,8 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
                else render.overview_text(root, plans, cwd))
         return 0
     if options.status and options.follow:
+        from agentloop.console.live import Console
+
         console = Console(live=False, cwd=cwd)
         for event in app.follow(tasks_md, cwd):
             console(event)
@@ -273,6 +267,7 @@ def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
         return integrate(tasks_md, cwd, options, write)
     else:
         from agentloop.console.confirm import reset_allowed
+        from agentloop.console.live import Console
         from agentloop.run.summary import exit_code
 
         if options.reset and not options.yes and \

@@ -71,12 +71,6 @@ def test_the_options_reference_lists_every_option_and_no_other() -> None:
     cells = reference_option_table()
     spans = [span for cell in cells for span in re.findall(r"`([^`]+)`", cell)]
     named = {flag for span in spans for flag in re.findall(r"(?<![\w-])-{1,2}[a-z][-a-z]*", span)}
-    # Or a settings table of a page of the docs site the reference is moving to.
-    docs = "\n".join(line for page in README.parent.glob("docs/**/*.md")
-                      for line in page.read_text(encoding="utf-8").splitlines()
-                      if line.startswith("| `"))
-    named |= {flag for span in re.findall(r"`([^`]+)`", docs)
-              for flag in re.findall(r"(?<![\w-])--[a-z][-a-z]*", span)}
     for name, param in options().items():
         assert isinstance(param, click.Option)
         longest = max(param.opts, key=len)

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol
 
 # The agent's environment is the package's to decide: run/start.py asks for it here.
 from agentloop.agents.environment import SESSION_VARIABLES, child_env  # noqa: F401
-from agentloop.agents.prices import rates_for, unpriced  # noqa: F401
 
 if TYPE_CHECKING:
     from agentloop.sandbox import Sandbox
@@ -126,6 +125,8 @@ class Agent(Protocol):
     name: str
     models: Models
     reports_cost: bool   # False: it reports tokens only, and agents.prices prices them
+    # True: it holds a run to AgentRun.budget_usd, so --budget counts a running task at its cap.
+    caps_spend: bool
 
     def check(self) -> None:
         """Raise AgentBlocked (ProgramNotFound included) when the agent cannot run at all."""
@@ -196,12 +197,13 @@ def clean(text: str) -> str:
     return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
 
 
-
 def priced(result: AgentResult, given: Iterable[tuple[str, str]] = ()) -> AgentResult:
     """A run that reported tokens but no dollars, priced from its model's rates (the user's
     `prices`, then agents/prices.py's table) when known; otherwise as it was (cost unknown)."""
     if result.cost_known:
         return result
+    from agentloop.agents.prices import rates_for  # only a run of an agent that reports tokens
+
     rates = rates_for(result.model, given)
     if rates is None:
         return result

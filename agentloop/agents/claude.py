@@ -106,6 +106,7 @@ class ClaudeAgent:
 
     name = "claude"
     models = MODELS
+    caps_spend = True   # --max-budget-usd ends a run that reached it (error_max_budget_usd)
     # Claude Code's own sandbox wraps its Bash tool only, and --dangerously-skip-permissions
     # turns it off; the reviewer's guard is its tool list (READ_ONLY_FLAGS).
     own_sandbox = ("Claude Code's own: off for tasks (--dangerously-skip-permissions), the "

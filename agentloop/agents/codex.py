@@ -101,6 +101,7 @@ class CodexAgent:
 
     name = "codex"
     models = MODELS
+    caps_spend = False  # codex exec has no spending cap
     own_sandbox = ("Codex's own: off for tasks (--dangerously-bypass-approvals-and-sandbox), "
                    "read-only for the reviewer and helper calls")
     reports_cost = False  # tokens only: agents.prices prices them

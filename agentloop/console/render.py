@@ -9,15 +9,17 @@ import os
 import shlex
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from agentloop.app import PlanLine, RunResult, StatusView
-from agentloop.run.events import RunFinished
 from agentloop.state import receipts
 from agentloop.state.receipts import money
 from agentloop.state.schema import State, TaskState
 from agentloop.state.status import TaskStatus as S
 from agentloop.state.store import DIRNAME
+
+if TYPE_CHECKING:  # for the types only: --status imports none of the run's modules
+    from agentloop.app import PlanLine, RunResult, StatusView
+    from agentloop.run.events import RunFinished
 
 # The version of every JSON document agent-loop prints (--status, --dry-run, errors): a
 # consumer checks it; it goes up when a field changes meaning or goes away, not when one is added.
@@ -33,6 +35,16 @@ def shown(path: str | Path, root: Path, cwd: Path) -> str:
         return str(full)
 
 
+def _shower(root: Path, cwd: Path) -> Callable[[str | Path], str]:
+    """`shown` for many paths of one root: from the root itself (the usual place to stand), a
+    relative path only needs normalising; os.path.relpath for every task of a long plan was a
+    good part of --status's time."""
+    if shown(".", root, cwd) != ".":
+        return lambda path: shown(path, root, cwd)
+    return lambda path: os.path.normpath(path) if not os.path.isabs(path) else \
+        shown(path, root, cwd)
+
+
 def duration(seconds: float) -> str:
     """12s, 3m05s, 1h02m."""
     s = int(seconds)
@@ -46,6 +58,7 @@ def duration(seconds: float) -> str:
 def status_text(view: StatusView, cwd: Path) -> str:
     """--status: counts by status, then one line per task, then receipts."""
     state, root = view.state, view.project.root
+    show = _shower(root, cwd)
     counts = dict(Counter(str(t.status) for t in state.tasks))
     total = receipts.of_state(state)
     lines = [view.note] if view.note else []
@@ -62,7 +75,7 @@ def status_text(view: StatusView, cwd: Path) -> str:
         runs = sum(1 for a in t.history if a.role == "developer" and a.iteration == 1)
         lines.append(f"{t.index:>4} {t.status:<11} {runs} run(s)  {change:<12} "
                      f"{money(t.cost_usd):>9}  {t.group} > {t.summary}"
-                     + (f"\n       log: {shown(t.log, root, cwd)}" if t.log else "")
+                     + (f"\n       log: {show(t.log)}" if t.log else "")
                      + (f"\n       error: {t.error}" if t.error and t.status != S.COMPLETED
                         else "")
                      + ("\n       feedback: " + t.feedback.replace("\n", "\n         ")

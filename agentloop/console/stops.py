@@ -20,7 +20,7 @@ from agentloop.errors import (
     SettingsError,
     UsageError,
 )
-from agentloop.files import jsonbytes
+from agentloop.run.budget import suggestion
 
 
 def resume_command(args: list[str]) -> str:
@@ -96,7 +96,7 @@ def _report_line(exc: BaseException, args: list[str]) -> int:
     elif isinstance(exc, UsageError):
         click.echo(f"agent-loop: usage: {exc}", err=True)
     elif isinstance(exc, BudgetReached):
-        more = resume_command(_with_budget(args, 2 * max(exc.spent, exc.budget)))
+        more = resume_command(_with_budget(args, suggestion(exc.spent, exc.budget)))
         click.echo(f"agent-loop: stopped: {exc}. Continue with a higher budget: {more}", err=True)
     elif isinstance(exc, RunStopped):
         click.echo(f"agent-loop: stopped: {exc}. Continue with: {again}", err=True)
@@ -110,7 +110,10 @@ def _report_line(exc: BaseException, args: list[str]) -> int:
 def write(data: str | dict[str, Any]) -> None:
     """Print a line, or a JSON document as every --json output is printed."""
     if isinstance(data, dict):
+        # Imported where JSON is printed: --help and --version load no orjson.
         import orjson
+
+        from agentloop.files import jsonbytes
 
         data = jsonbytes.dumps(data, option=orjson.OPT_INDENT_2).decode()
     click.echo(data)

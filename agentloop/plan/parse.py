@@ -12,12 +12,17 @@ import re
 import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import TaskFileError
-from agentloop.plan.depends import resolve
-from agentloop.plan.groups import numbered
-from agentloop.plan.items import CHECKS_FENCE  # noqa: F401  (re-exported for readers of plans)
-from agentloop.plan.markdown import TICKED, UNGROUPED, Reading, _Parser, _SpannedListItem, read  # noqa: F401
+
+if TYPE_CHECKING:
+    from agentloop.plan.markdown import Reading
+
+# The markdown reader (marko) is imported when a file is parsed, not with this module: a plan
+# whose hash the state already holds is never parsed (agentloop.state.project), and --status
+# of it should not pay for marko. Names readers of plans take from here come on first use.
+_FROM_MARKDOWN = ("TICKED", "UNGROUPED", "Reading", "_Parser", "_SpannedListItem", "read")
 
 SUMMARY_LIMIT = 60
 GROUP_SLUG_LIMIT = 30
@@ -79,6 +84,9 @@ def parse(text: str) -> tuple[Task, ...]:
 def read_text(text: str) -> tuple[tuple[Task, ...], Reading]:
     """The tasks, and the rest of the reading (notes, warnings, checks, context)."""
     # marko also turns CRLF and CR into LF; doing it first keeps its offsets equal to ours.
+    from agentloop.plan.groups import numbered
+    from agentloop.plan.markdown import TICKED, read
+
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     reading = read(text)
     checks = reading.checks
@@ -128,6 +136,8 @@ def load(path: Path) -> TaskFile:
 
 def from_bytes(path: Path, data: bytes) -> TaskFile:
     """Hash and parse the task file's bytes, already read; TaskFileError if it is unusable."""
+    from agentloop.plan.depends import resolve
+
     digest = file_hash(data)
     text = _decode(path, data)
     tasks, reading = read_text(text)
@@ -178,3 +188,12 @@ def _decode(path: Path, data: bytes) -> str:
 def _shown(path: Path) -> str:
     """The path for an error message, quoted if it holds a newline or other control character."""
     return str(path) if str(path).isprintable() else repr(str(path))
+
+
+def __getattr__(name: str) -> Any:
+    """The markdown reader's names, imported on first use (see _FROM_MARKDOWN)."""
+    if name in _FROM_MARKDOWN:
+        from agentloop.plan import markdown
+
+        return getattr(markdown, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

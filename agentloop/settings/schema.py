@@ -72,6 +72,32 @@ class VariableName(click.ParamType):
         return value
 
 
+class AgentChoice(click.Choice):
+    """The agents a user picks; the offline stand-in is a mode (--rehearse), not one of them.
+    Their table (agentloop.agents) is read when a value given must be checked, or --help lists
+    them: the default needs no check, so --status never imports the agents' package."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        from agentloop.agents import AGENTS
+
+        return tuple(sorted(a for a in AGENTS if a != "rehearse"))
+
+    @choices.setter
+    def choices(self, value: Any) -> None:
+        pass  # click.Choice sets them; ours come from the table
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "rehearse":
+            self.fail("a rehearsal is a mode, not an agent: use --rehearse", param, ctx)
+        if param is not None and value == param.default:
+            return value
+        return super().convert(value, param, ctx)
+
+
 @dataclass(frozen=True)
 class Spec:
     """One key: how its values are written (flag, list, table or one value) and checked."""

@@ -17,11 +17,6 @@ from agentloop.errors import SettingsError
 from agentloop.settings.keys import HOOK_PREFIX, KEYS, NOT_SETTINGS, PLANS, env_name, key_of
 from agentloop.settings.schema import Spec, from_file, from_text
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10 has no tomllib; tomli is the same parser, published on its own
-    import tomli as tomllib
-
 PROJECT_FILE = "agent-loop.toml"
 PYPROJECT = "pyproject.toml"
 PYPROJECT_TABLE = ("tool", "agent-loop")
@@ -101,7 +96,17 @@ def env_layer(environ: Mapping[str, str], specs: dict[str, Spec]) -> Layer:
     return layer
 
 
+def _toml() -> Any:
+    """The TOML parser, imported when a settings file is there to read: most plans have none."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10 has no tomllib; tomli is the same parser, published on its own
+        import tomli as tomllib
+    return tomllib
+
+
 def _parse(text: str, shown: str) -> dict[str, Any]:
+    tomllib = _toml()
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -170,6 +175,7 @@ class _Lines:
 
 def _table_path(header: str) -> tuple[str, ...]:
     """[plans."docs/tasks.md"] -> ("plans", "docs/tasks.md"), read by the TOML parser itself."""
+    tomllib = _toml()
     try:
         data: Any = tomllib.loads(f"[{header}]")
     except tomllib.TOMLDecodeError:

@@ -17,14 +17,17 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
 from agentloop.plan import parse
-from agentloop.state.reconcile import Reconciled, reconcile
 from agentloop.state.schema import State, TaskState
 from agentloop.state.store import DIRNAME, Store
 from agentloop.vcs import find_root
+
+if TYPE_CHECKING:
+    from agentloop.state.reconcile import Reconciled
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,8 @@ def load_plan(project: Project, plan: parse.TaskFile | None = None,
     parsed = plan or parse.from_bytes(project.task_file, data)
     if saved is None:
         return state_from(project, parsed), False, None
+    from agentloop.state.reconcile import reconcile  # an edited plan only
+
     changes = reconcile(saved.tasks, parsed)
     reread = saved.task_file_hash == digest   # the same file, read anew by a newer reader
     fresh = state_from(project, parsed)

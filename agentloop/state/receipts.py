@@ -76,25 +76,46 @@ def of_task(task: TaskState) -> Receipt:
     return of_runs(task.history)
 
 
+# The sums below add up in one pass and build one Receipt at the end: --status of a plan of
+# hundreds of tasks adds thousands of receipts, and a frozen Receipt per step was most of its
+# time. The dollars are rounded after each step, as `Receipt.__add__` rounds them.
+_SUMMED = ("input_tokens", "output_tokens", "cache_read_input_tokens",
+           "cache_creation_input_tokens", "turns", "duration_ms", "runs")
+
+
 def of_runs(runs: Iterable[Attempt]) -> Receipt:
     """The sum over these agent runs, their helper calls' cost included."""
-    total = Receipt()
+    cost, known, models = 0.0, True, dict[str, None]()
+    sums = dict.fromkeys(_SUMMED, 0)
     for a in runs:
-        total += Receipt(cost_usd=usd(a.cost_usd + a.helper_cost_usd),
-                         cost_known=a.cost_known,
-                         turns=a.num_turns or 0, duration_ms=a.duration_ms or 0,
-                         runs=1 if a.exit_code is not None else 0,
-                         models=(a.model,) if a.model else (),
-                         **{k: int(a.usage.get(k, 0)) for k in TOKENS})
-    return total
+        cost = usd(cost + usd(a.cost_usd + a.helper_cost_usd))
+        known = known and a.cost_known
+        sums["turns"] += a.num_turns or 0
+        sums["duration_ms"] += a.duration_ms or 0
+        sums["runs"] += 1 if a.exit_code is not None else 0
+        for k in TOKENS:
+            sums[k] += int(a.usage.get(k, 0))
+        if a.model:
+            models[a.model] = None
+    return Receipt(cost_usd=cost, models=tuple(models), cost_known=known, **sums)
+
+
+def _sum(receipts: Iterable[Receipt]) -> Receipt:
+    """Receipts added up in order, as `+` adds them."""
+    cost, known, models = 0.0, True, dict[str, None]()
+    sums = dict.fromkeys(_SUMMED, 0)
+    for r in receipts:
+        cost = usd(cost + r.cost_usd)
+        known = known and r.cost_known
+        for k in _SUMMED:
+            sums[k] += getattr(r, k)
+        models.update(dict.fromkeys(r.models))
+    return Receipt(cost_usd=cost, models=tuple(models), cost_known=known, **sums)
 
 
 def total(tasks: Iterable[TaskState]) -> Receipt:
     """The sum over tasks."""
-    out = Receipt()
-    for task in tasks:
-        out += of_task(task)
-    return out
+    return _sum(of_task(task) for task in tasks)
 
 
 def of_state(state: State) -> Receipt:
@@ -104,7 +125,7 @@ def of_state(state: State) -> Receipt:
 
 def by_group(state: State) -> dict[str, Receipt]:
     """Totals per group, in the order the groups appear."""
-    groups: dict[str, Receipt] = {}
+    groups: dict[str, list[Receipt]] = {}
     for task in state.tasks:
-        groups[task.group] = groups.get(task.group, Receipt()) + of_task(task)
-    return groups
+        groups.setdefault(task.group, []).append(of_task(task))
+    return {group: _sum(parts) for group, parts in groups.items()}

@@ -15,12 +15,14 @@ def missing(kind: str, root: Path, change_ids: Iterable[str]) -> set[str]:
     change_ids = list(change_ids)
     if not change_ids or kind not in ("git", "jj"):
         return set()
-    from agentloop.vcs.git.run import Git
-    from agentloop.vcs.jj.run import Jj
     try:
-        out = (Git(root).out("rev-list", "HEAD") if kind == "git" else
-               Jj(root).out("--ignore-working-copy", "log", "--no-graph", "-r", "::@", "-T",
-                            'change_id ++ "\\n"'))
+        if kind == "git":
+            from agentloop.vcs.git.run import Git
+            out = Git(root).out("rev-list", "HEAD")
+        else:
+            from agentloop.vcs.jj.run import Jj
+            out = Jj(root).out("--ignore-working-copy", "log", "--no-graph", "-r", "::@", "-T",
+                               'change_id ++ "\\n"')
     except VcsError:
         return set()
     seen = set(out.split())

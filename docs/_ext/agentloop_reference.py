@@ -142,9 +142,25 @@ def _subclasses(cls: type) -> Iterator[type]:
         yield from _subclasses(sub)
 
 
+def _every_module() -> None:
+    """Import every module of agentloop: an error class defined beside the code that raises it
+    (vcs.mainline's IntegrationConflict) exists only once its module is imported, and the CLI
+    imports the run's modules only when a run needs them."""
+    import importlib
+    import pkgutil
+
+    import agentloop
+
+    for info in pkgutil.walk_packages(agentloop.__path__, "agentloop."):
+        if info.name != "agentloop.__main__":
+            importlib.import_module(info.name)
+
+
 def exit_codes() -> str:
     """Each exit code and what it means, then each error a user can meet and its code."""
     from agentloop import errors
+
+    _every_module()
 
     out = ["| code | meaning |", "| --- | --- |"]
     out += [f"| {code} | {_cell(meaning)} |" for code, meaning in errors.EXIT_CODES.items()]

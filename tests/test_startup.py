@@ -1,0 +1,103 @@
+"""Start-up by need: what `--version`, `--help` and `--status` import, read off the real
+program (`python -X importtime -m agentloop`), so a module that creeps into their start-up
+fails here, ours and third-party alike."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentloop.state.project import load_plan, open_project
+
+# Ours that each may import, as names or as folders (a trailing dot); anything else fails.
+PARSING = ("agentloop", "agentloop.cli", "agentloop.errors", "agentloop.options",
+           "agentloop.console.gone",   # a closed pipe must not stop any command
+           "agentloop.console", "agentloop.console.help", "agentloop.console.stops",
+           "agentloop.console.dashboard_options",   # the dashboard's options, not the dashboard
+           # the click types of --env and --env-exclude
+           "agentloop.settings", "agentloop.settings.keys", "agentloop.settings.schema")
+# --help lists the agents (their package's table only, never an agent's module); the default
+# agent needs no look-up, so --status reads no table.
+HELP = (*PARSING, "agentloop.agents", "agentloop.agents.environment")
+STATUS = (*PARSING, "agentloop.app", "agentloop.console.render",
+          # the state file, and the plan's hash (never its markdown reader)
+          "agentloop.state", "agentloop.state.project", "agentloop.state.store",
+          "agentloop.state.status",
+          "agentloop.state.schema", "agentloop.state.journal", "agentloop.state.receipts",
+          "agentloop.plan", "agentloop.plan.parse", "agentloop.files.",
+          # the one question to the VCS: are the done tasks' changes still in the history
+          "agentloop.vcs", "agentloop.vcs.history", "agentloop.proc.",
+          # through the backend's one door (its runner, never GitPython)
+          "agentloop.vcs.git", "agentloop.vcs.git.run", "agentloop.vcs.jj", "agentloop.vcs.jj.run")
+OURS = {"--version": ("agentloop",), "--help": HELP, "--status": STATUS}
+THIRD_PARTY = {"--version": set(), "--help": {"click"}, "--status": {"click", "orjson"}}
+
+
+def imported(args: list[str], cwd: Path) -> tuple[list[str], set[str]]:
+    """Our modules and the third-party packages `agent-loop ARGS` imports, beyond what a bare
+    interpreter of this environment imports (site's own start-up files)."""
+    def names(argv: list[str]) -> list[str]:
+        done = subprocess.run([sys.executable, "-X", "importtime", *argv], cwd=cwd,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return [line.split("|")[-1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:") and "|" in line]
+
+    bare = set(names(["-c", "pass"]))
+    seen = [n for n in names(["-m", "agentloop", *args]) if n not in bare]
+    ours = [n for n in seen if n.split(".")[0] == "agentloop"]
+    others = {n.split(".")[0] for n in seen if n.split(".")[0] != "agentloop"}
+    # A failed attempt is listed too (the stdlib's `copy` tries Jython's `org`): not a cost.
+    found = {n for n in others if importlib.util.find_spec(n) is not None}
+    return ours, found - set(sys.stdlib_module_names) - {"__main__"}
+
+
+def allowed(name: str, allowlist: tuple[str, ...]) -> bool:
+    """Whether `name` is one of `allowlist`'s modules or lies in one of its folders."""
+    return any(name in (a, a.rstrip(".")) or (a.endswith(".") and name.startswith(a))
+               for a in allowlist)
+
+
+@pytest.fixture
+def finished(tmp_path: Path) -> Path:
+    """A git repository with a three-task plan whose state is saved and matches the file, one
+    task done in the commit HEAD is (the --status a user runs after a run)."""
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "tasks.md").write_text("## One\n- first\n- second\n## Two\n- third\n")
+    subprocess.run(["git", "add", "tasks.md"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "commit", "-qm", "plan"], cwd=tmp_path, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    project = open_project(Path("tasks.md"), tmp_path)
+    state, _, _ = load_plan(project)
+    state.vcs = "git"
+    state.tasks[0].status, state.tasks[0].change_id = "completed", head
+    project.store.snapshot(state, final=True)
+    return tmp_path
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["tasks.md", "--status"],
+                                  ["tasks.md", "--status", "--json"]])
+def test_start_up_imports_only_what_the_command_needs(finished: Path, args: list[str]) -> None:
+    mode = next(a for a in args if a in OURS)
+    ours, others = imported(args, finished)
+    assert ours, "no module of ours seen: is -X importtime read right?"
+    extra = [n for n in ours if not allowed(n, OURS[mode])]
+    assert not extra, f"{' '.join(args)} imports {extra}: import them where they are needed"
+    assert others == THIRD_PARTY[mode], f"{' '.join(args)} imports {sorted(others)}"
+
+
+def test_status_of_an_unchanged_plan_asks_the_vcs_once(finished: Path) -> None:
+    # The done task's change is found in the history with one `git rev-list`, and the plan
+    # is not parsed: its hash is the state's.
+    ours, _ = imported(["tasks.md", "--status"], finished)
+    assert "agentloop.vcs.history" in ours
+    assert not any(n.startswith(("agentloop.plan.markdown", "agentloop.state.reconcile"))
+                   for n in ours)
+    (finished / "tasks.md").write_text("## One\n- first\n- second, reworded\n## Two\n- third\n")
+    ours, others = imported(["tasks.md", "--status"], finished)
+    assert "agentloop.plan.markdown" in ours and "marko" in others   # an edited plan is read
