@@ -173,7 +173,8 @@ def test_agent_jj_commits_fold_into_the_task(work: Path, jj_bin: str, fake_claud
     assert changes == {"agent-loop: Group 1 / task 1.1": ["a.txt", "b.txt", "c.txt", "g1t1.txt"],
                        "agent-loop: Group 1 / task 1.2": ["g1t2.txt"],
                        "agent-loop: Group 2 / task 2.1": ["g2t1.txt"]}
-    described = jj(work, "log", "--no-graph", "-r", "::@", "-T", 'description.first_line() ++ "\\n"')
+    described = jj(work, "log", "--no-graph", "-r", "::@", "-T",
+                   'description.first_line() ++ "\\n"')
     assert "wip" not in described.split("\n")
     assert {t["status"] for t in state_of(work)["tasks"]} == {"completed"}
 
