@@ -214,3 +214,5 @@ def test_agent_jj_commits_survive_a_kill_and_fold_into_the_task(work: Path, tmp_
                        "agent-loop: Group 1 / task 1.2": ["g1t2.txt"],
                        "agent-loop: Group 2 / task 2.1": ["g2t1.txt"]}
     assert (flags / "work").read_text() == "once\n"
+    again = [p for p in fake_claude.prompts() if "task 1.1" in p][-1]
+    assert again.startswith(KEPT_NOTE), again
