@@ -1,8 +1,8 @@
 """SIGKILL of a parallel run at random moments (inside a lane's agent, while a task lands, while a
 worktree is made or removed), then plain re-runs: every task exactly once on the main line,
-nothing lost, nothing left behind that blocks. In the `git-commits` campaign every agent commits
-in its lane (`git add -A && git commit`) and works on: its commits are folded into its task, and
-no commit that nothing but a reflog holds has work the main line lacks.
+nothing lost, nothing left behind that blocks. In the `-commits` campaigns every agent commits in
+its lane (`git add -A && git commit`, `jj commit`) and works on: its commits are folded into its
+task, and (git) no commit that nothing but a reflog holds has work the main line lacks.
 
 A few kills by default; a long campaign on demand:
     AGENT_LOOP_PARALLEL_KILLS=60 AGENT_LOOP_CRASH_SEED=7 pytest tests/test_parallel_kills.py -s
@@ -32,7 +32,8 @@ GROUPS, TASKS = 3, 2
 
 # What each task's agent does after writing its file: waits (a kill may come), or also commits.
 EXTRA = {"git": "\n  FAKE: sleep 0.3", "jj": "\n  FAKE: sleep 0.3",
-         "git-commits": "\n  FAKE: bash git add -A && git commit -qm wip\n  FAKE: pause 0.3"}
+         "git-commits": "\n  FAKE: bash git add -A && git commit -qm wip\n  FAKE: pause 0.3",
+         "jj-commits": "\n  FAKE: bash jj commit -m wip\n  FAKE: pause 0.3"}
 
 
 def start(work: Path, kind: str) -> subprocess.Popen[bytes]:
@@ -42,7 +43,7 @@ def start(work: Path, kind: str) -> subprocess.Popen[bytes]:
                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
 
 
-@pytest.mark.parametrize("campaign", ["git", "jj", "git-commits"])
+@pytest.mark.parametrize("campaign", ["git", "jj", "git-commits", "jj-commits"])
 def test_random_kills_lose_nothing_and_duplicate_nothing(tmp_path: Path, jj_bin: str,
                                                          fake_claude: FakeClaude,
                                                          campaign: str) -> None:
@@ -69,6 +70,10 @@ def test_random_kills_lose_nothing_and_duplicate_nothing(tmp_path: Path, jj_bin:
         if campaign == "git-commits":  # each task's commit holds its agent's, folded
             for sha, _, _ in git_commits(work):
                 assert "\n- wip" in git(work, "show", "-s", "--format=%B", sha)
+        if campaign == "jj-commits":  # no change of the agent's is left on the main line
+            described = jj(work, "log", "--no-graph", "-r", "::@", "-T",
+                           'description.first_line() ++ "\\n"').split("\n")
+            assert "wip" not in described
 
 
 def check(work: Path) -> None:
