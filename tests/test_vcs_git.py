@@ -302,8 +302,11 @@ def test_a_dead_runs_attempt_with_commits_goes_on_with_its_task(repo: Path) -> N
     assert "committed by the agent" in git(repo, "show", "-s", "--format=%B", "HEAD")
 
 
+# Where finish can die after HEAD moved back over the agent's commits: right then, before the
+# task's commit; or (built by hand) with the commit made but not yet on the branch.
+@pytest.mark.parametrize("dies_at", ["agent-loop: set aside the agent's commits", "update-ref"])
 def test_a_kill_inside_finish_after_head_moved_back_keeps_the_agents_commits(
-        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        repo: Path, monkeypatch: pytest.MonkeyPatch, dies_at: str) -> None:
     # finish moves HEAD back over the agent's commits before it commits the task: killed right
     # then, the next run puts them back and the task goes on from them; none is left to a reflog.
     crashed = make(repo)
@@ -313,9 +316,23 @@ def test_a_kill_inside_finish_after_head_moved_back_keeps_the_agents_commits(
     git(repo, "add", "half.txt")
     git(repo, "commit", "-q", "-m", "committed by the agent")
     agents = git(repo, "rev-parse", "HEAD").strip()
-    kill_at(monkeypatch, crashed, "agent-loop: set aside the agent's commits", after=True)
+    if dies_at == "update-ref":
+        by_hand(monkeypatch, crashed)
+        # The second update-ref: the first one moved HEAD back, this one would land the commit.
+        real = crashed.git.out
+        calls: list[str] = []
+
+        def counting(*args: str, **kwargs: object) -> str:
+            if args[:1] == ("update-ref",):
+                calls.append(args[0])
+                if len(calls) == 2:
+                    raise Killed("update-ref")
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+        monkeypatch.setattr(crashed.git, "out", counting)
+    else:
+        kill_at(monkeypatch, crashed, dies_at, after=True)
     with pytest.raises(Killed):
-        crashed.finish(change, "task")
+        crashed.finish(change, "task\n\nTask: 1")  # the full message: not begin's
     assert git(repo, "rev-parse", "HEAD").strip() == base
     again = GitVcs(repo, repo / "tasks.md")
     again.prepare()

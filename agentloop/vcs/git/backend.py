@@ -141,7 +141,8 @@ class GitVcs:
                 return resumed
         start = self._next.take(self.tree)
         if start is not None:
-            self._remember(dataclasses.replace(start, message=message), fresh=True)
+            self._remember(dataclasses.replace(start, message=message, begun_as=message),
+                           fresh=True)
             return Change(change_id="", base=start.head or "")
         head = self.tree.head()
         status = self.tree.status()
@@ -156,7 +157,7 @@ class GitVcs:
                   for p in self.tree.candidates(head, status)}
         self._index_seen = None if status.staged or states else index_seen(self.repo.git_dir)
         self._remember(Start(head, self.tree.ref(), index_tree, states, self.tree.task_rel,
-                             message),
+                             message, begun_as=message),
                        fresh=True)
         return Change(change_id="", base=head or "")
 
@@ -265,7 +266,8 @@ class GitVcs:
         (its files kept under recover.SAVED_REF) and say None: a new attempt begins."""
         resumed, self._resumable = self._resumable, None
         assert resumed is not None and self._record is not None
-        if resumed.message == message and recover.continues(self.tree, resumed):
+        if (resumed.begun_as or resumed.message) == message and \
+                recover.continues(self.tree, resumed):
             self._index_seen = None
             self._start = resumed  # the record on disk already says so
             return Change(change_id="", base=resumed.head or "", kept=True)

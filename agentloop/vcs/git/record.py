@@ -40,6 +40,9 @@ class Start:
     # they were, so a run killed before the task's commit exists puts them back, none left to
     # a reflog.
     agent_head: str | None = None
+    # begin's message, which names the task whatever finish later writes in `message`: a
+    # killed run's attempt goes on only when its own task begins again.
+    begun_as: str | None = None
 
 
 class AttemptRecord:

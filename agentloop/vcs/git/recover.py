@@ -85,9 +85,11 @@ def examine(repo: GitRepo, record: AttemptRecord, lane: bool = False,
         assert head is not None
         repo.git.out("update-ref", "-m", "agent-loop: the agent's commits back after a kill",
                      "HEAD", leftover.agent_head, head)
-        head = leftover.agent_head
-    if resume and head != leftover.head and _agent_commits(repo, leftover, head) and \
-            not missing_objects(repo, leftover):
+        # A task commit built but never put on the branch holds nothing more than they and
+        # the files do: the task goes on, and its finish folds them again.
+        head, leftover = leftover.agent_head, dataclasses.replace(leftover, commit=None)
+    if resume and leftover.commit is None and head != leftover.head and \
+            _agent_commits(repo, leftover, head) and not missing_objects(repo, leftover):
         # The agent committed, so it was at work and had not finished. Its commits and files
         # stay; the same task begun again takes them up, and finish folds the commits into
         # the task's one commit. In the user's checkout the commits since are taken as the
