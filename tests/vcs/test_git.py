@@ -337,9 +337,13 @@ def test_a_kill_inside_finish_after_head_moved_back_keeps_the_agents_commits(
     again = GitVcs(repo, repo / "tasks.md")
     again.prepare()
     assert git(repo, "rev-parse", "HEAD").strip() == agents
-    redo = again.begin("task")
+    assert again.begin("task").kept
+    # Killed again while the agent goes on: the run after that still goes on from them.
+    third = GitVcs(repo, repo / "tasks.md")
+    third.prepare()
+    redo = third.begin("task")
     assert redo.kept
-    done = again.finish(redo, "task")
+    done = third.finish(redo, "task")
     assert done.files == ("half.txt",)
     assert "committed by the agent" in git(repo, "show", "-s", "--format=%B", "HEAD")
 

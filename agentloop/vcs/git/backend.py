@@ -269,7 +269,7 @@ class GitVcs:
         if (resumed.begun_as or resumed.message) == message and \
                 recover.continues(self.tree, resumed):
             self._index_seen = None
-            self._start = resumed  # the record on disk already says so
+            self._remember(resumed)  # as examine read it (a commit never landed forgotten)
             return Change(change_id="", base=resumed.head or "", kept=True)
         found = recover.examine(self.tree, self._record, lane=self.lane, resume=False)
         if found.undo is not None:
