@@ -290,6 +290,8 @@ def test_a_dead_runs_attempt_with_commits_goes_on_with_its_task(repo: Path) -> N
     git(repo, "add", "half.txt")
     git(repo, "commit", "-q", "-m", "committed by the agent")
     (repo / "more.txt").write_text("uncommitted\n")
+    # --dry-run says what the run does: the attempt's file is no dirty tree to refuse.
+    assert GitVcs(repo, repo / "tasks.md").uncommitted() is None
     again = GitVcs(repo, repo / "tasks.md")
     notes = again.prepare()  # the attempt's uncommitted file is no dirty tree of the user's
     assert notes == ["an earlier run stopped inside a task after its agent made 1 commit(s); "

@@ -130,6 +130,10 @@ class GitVcs:
         if self.repo.working_tree_dir is None or self.allow_dirty:
             return None
         dirty = self.tree.dirty(self.tree.head())
+        assert self._record is not None  # made by _open
+        leftover = recover.resumable(self.tree, self._record)
+        if leftover is not None:  # the files of the attempt its task goes on from
+            dirty = sorted(set(dirty) - self.tree.changed(leftover))
         return dirty_message(self.root, dirty) if dirty else None
 
     def begin(self, message: str) -> Change:

@@ -141,6 +141,24 @@ def missing_objects(repo: GitRepo, start: Start) -> bool:
     return False
 
 
+def resumable(repo: GitRepo, record: AttemptRecord) -> Start | None:
+    """The attempt `examine` would have its task go on from, found without changing anything
+    (for --dry-run, whose refusal of a dirty tree must be the run's)."""
+    try:
+        leftover = record.read()
+    except ValueError:
+        return None
+    head = repo.head()
+    if leftover is None or leftover.commit is not None or _ours(repo, leftover, head):
+        return None
+    if leftover.agent_head is not None and head == leftover.head:
+        head = leftover.agent_head  # examine puts the agent's commits back first
+    if head != leftover.head and _agent_commits(repo, leftover, head) and \
+            not missing_objects(repo, leftover):
+        return leftover
+    return None
+
+
 def continues(repo: GitRepo, start: Start) -> bool:
     """Whether the attempt `start` can still go on: its branch moved on from where it began."""
     head = repo.head()
