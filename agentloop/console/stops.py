@@ -20,7 +20,6 @@ from agentloop.errors import (
     SettingsError,
     UsageError,
 )
-from agentloop.run.budget import suggestion
 
 
 def resume_command(args: list[str]) -> str:
@@ -96,6 +95,8 @@ def _report_line(exc: BaseException, args: list[str]) -> int:
     elif isinstance(exc, UsageError):
         click.echo(f"agent-loop: usage: {exc}", err=True)
     elif isinstance(exc, BudgetReached):
+        from agentloop.run.budget import suggestion  # only a run stopped by its budget
+
         more = resume_command(_with_budget(args, suggestion(exc.spent, exc.budget)))
         click.echo(f"agent-loop: stopped: {exc}. Continue with a higher budget: {more}", err=True)
     elif isinstance(exc, RunStopped):
