@@ -24,6 +24,12 @@ COMMITS = ("\n  FAKE: write a.txt a\n  FAKE: bash git add -A && git commit -qm w
            "\n  FAKE: write a.txt a2\n  FAKE: bash git add -A && git commit -q --amend -m amended")
 
 
+# Where the agents work: your checkout one group at a time, a lane of its own one group at a
+# time (`--workplace lane`), or two lanes at once.
+WHERE = {"checkout": ("--parallel", "1"), "one-lane": ("--parallel", "1", "--workplace", "lane"),
+         "lanes": ("--parallel", "2")}
+
+
 def two_groups(first: str) -> str:
     """Group 1: a task whose agent commits, then one that does not; group 2: one task."""
     return ("## Group 1\n"
@@ -65,12 +71,12 @@ def assert_folded(work: Path) -> None:
     assert git(work, "status", "--porcelain", "--untracked-files=no").strip() == ""
 
 
-@pytest.mark.parametrize("parallel", ["1", "2"])
+@pytest.mark.parametrize("where", WHERE)
 def test_agent_commits_fold_into_the_task(work: Path, fake_claude: FakeClaude,
-                                          parallel: str) -> None:
+                                          where: str) -> None:
     init_repo(work, "git")
     (work / "tasks.md").write_text(two_groups(COMMITS))
-    done = agent_loop(work, "--vcs", "git", "--parallel", parallel, "--no-distill")
+    done = agent_loop(work, "--vcs", "git", *WHERE[where], "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "changed no files" not in done.stdout
     assert_folded(work)
@@ -113,22 +119,22 @@ def committing_then_killed(flags: Path) -> str:
             f" && mv {flags}/pids.tmp {flags}/pids && exec sleep 60; }}")
 
 
-def start(work: Path, parallel: str, kind: str = "git") -> subprocess.Popen[bytes]:
+def start(work: Path, where: str, kind: str = "git") -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", kind,
-                             "--parallel", parallel, "--no-distill"], cwd=work,
+                             *WHERE[where], "--no-distill"], cwd=work,
                             env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
 
 
-@pytest.mark.parametrize("parallel", ["1", "2"])
+@pytest.mark.parametrize("where", WHERE)
 def test_agent_commits_survive_a_kill_and_fold_into_the_task(work: Path, tmp_path: Path,
                                                              fake_claude: FakeClaude,
-                                                             parallel: str) -> None:
+                                                             where: str) -> None:
     flags = tmp_path / "flags"
     flags.mkdir()
     init_repo(work, "git")
     (work / "tasks.md").write_text(two_groups(committing_then_killed(flags)))
-    child = start(work, parallel)
+    child = start(work, where)
     deadline = time.monotonic() + 60
     while not (flags / "pids").exists():  # the agent has committed, and goes on working
         assert child.poll() is None and time.monotonic() < deadline
@@ -138,7 +144,7 @@ def test_agent_commits_survive_a_kill_and_fold_into_the_task(work: Path, tmp_pat
     for pid in (flags / "pids").read_text().split():  # the agent, killed with its run
         with contextlib.suppress(ProcessLookupError):  # gone with its process group
             os.kill(int(pid), signal.SIGKILL)
-    done = agent_loop(work, "--vcs", "git", "--parallel", parallel, "--no-distill")
+    done = agent_loop(work, "--vcs", "git", *WHERE[where], "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "changed no files" not in done.stdout, done.stdout
     # The work was done once, and counts: the task is not paid twice, and the agent run again
@@ -163,12 +169,12 @@ JJ_COMMITS = ("\n  FAKE: write a.txt a\n  FAKE: bash jj commit -m wip"
               "\n  FAKE: write b.txt b\n  FAKE: bash jj new\n  FAKE: write c.txt c")
 
 
-@pytest.mark.parametrize("parallel", ["1", "2"])
+@pytest.mark.parametrize("where", ["checkout", "lanes"])
 def test_agent_jj_commits_fold_into_the_task(work: Path, jj_bin: str, fake_claude: FakeClaude,
-                                             parallel: str) -> None:
+                                             where: str) -> None:
     init_repo(work, "jj")
     (work / "tasks.md").write_text(two_groups(JJ_COMMITS))
-    done = agent_loop(work, "--vcs", "jj", "--parallel", parallel, "--no-distill")
+    done = agent_loop(work, "--vcs", "jj", *WHERE[where], "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     changes = {d: sorted(files) for _, d, files in jj_changes(work)}
     assert changes == {"agent-loop: Group 1 / task 1.1": ["a.txt", "b.txt", "c.txt", "g1t1.txt"],
@@ -188,16 +194,16 @@ def jj_committing_then_killed(flags: Path) -> str:
             f" && mv {flags}/pids.tmp {flags}/pids && exec sleep 60; }}")
 
 
-@pytest.mark.parametrize("parallel", ["1", "2"])
+@pytest.mark.parametrize("where", ["checkout", "lanes"])
 def test_agent_jj_commits_survive_a_kill_and_fold_into_the_task(work: Path, tmp_path: Path,
                                                                 jj_bin: str,
                                                                 fake_claude: FakeClaude,
-                                                                parallel: str) -> None:
+                                                                where: str) -> None:
     flags = tmp_path / "flags"
     flags.mkdir()
     init_repo(work, "jj")
     (work / "tasks.md").write_text(two_groups(jj_committing_then_killed(flags)))
-    child = start(work, parallel, "jj")
+    child = start(work, where, "jj")
     deadline = time.monotonic() + 60
     while not (flags / "pids").exists():
         assert child.poll() is None and time.monotonic() < deadline
@@ -207,7 +213,7 @@ def test_agent_jj_commits_survive_a_kill_and_fold_into_the_task(work: Path, tmp_
     for pid in (flags / "pids").read_text().split():
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(pid), signal.SIGKILL)
-    done = agent_loop(work, "--vcs", "jj", "--parallel", parallel, "--no-distill")
+    done = agent_loop(work, "--vcs", "jj", *WHERE[where], "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "changed no files" not in done.stdout, done.stdout
     changes = {d: sorted(files) for _, d, files in jj_changes(work)}
