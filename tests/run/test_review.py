@@ -194,7 +194,11 @@ class RecordingVcs:
         return Change(change_id=f"change{self.begun}", commit_id=f"commit{self.begun}")
 
     def finish(self, change: Change, message: str) -> Change:
-        self.calls.append(f"finish {change.change_id}: {message}")
+        # Every task's message ends with its trailers (which plan, which task); the review
+        # tests read what comes before them.
+        body, trailers = message.split("\n\nAgent-Loop-Plan: ", 1)
+        assert trailers.startswith("tasks\nAgent-Loop-Task: "), message
+        self.calls.append(f"finish {change.change_id}: {body}")
         return Change(change_id=change.change_id, commit_id=change.commit_id,
                       files=tuple(sorted(self.files)))
 
