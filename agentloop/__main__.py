@@ -40,6 +40,10 @@ def main() -> None:
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
     try:
         from agentloop.cli import main as run_cli
+        if not {"--help", "-h"} & set(sys.argv[1:]):
+            # Every other command reads or writes JSON; the modules load on first use, but a
+            # C extension's initialisation must happen while the stops wait (see above).
+            import orjson  # noqa: F401
     except KeyboardInterrupt:  # one that came before the block
         _started_interrupted()
     if signal.sigpending() & set(STOPS):
