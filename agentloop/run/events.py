@@ -129,7 +129,8 @@ class LaneHeld:
 @dataclass(frozen=True)
 class LandingWaits:
     """A finished task's landing waits for files in the user's checkout (their uncommitted
-    edits): which, since when, and the line said; the controller records it for --status."""
+    edits): which, since when, and the line said. The task's record gets it for --status from
+    a `Waiting` value the lane hands to the controller (agentloop.run.decisions)."""
 
     files: tuple[str, ...]
     since: float         # unix seconds
