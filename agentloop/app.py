@@ -48,6 +48,7 @@ class PlanView:
     schedule: tuple[tuple[int, str, tuple[str, ...]], ...] = ()
     parallel: int = 1
     sandbox: tuple[str, ...] = ()    # what the agents may do inside --sandbox
+    budget: str = ""                 # --budget: what is spent and how far it can be passed
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,23 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
                      for n, wave in enumerate(waves(running, state.depends), 1) for g in wave)
     return PlanView(project, tuple(rows), ignored, warnings, state.context or "", folded,
                     ran=admitted.saved, schedule=schedule, parallel=options.parallel,
-                    sandbox=boxed)
+                    sandbox=boxed, budget=_budget_line(state, options, admitted.agent, rows))
+
+
+def _budget_line(state: State, options: RunOptions, agent: str, rows: list[PlanRow]) -> str:
+    """--dry-run's word on --budget: what is spent, and by how much at most it can be passed."""
+    from agentloop.agents import make_agent
+    from agentloop.run import budget
+    from agentloop.state.receipts import money, spent
+
+    if options.budget is None:
+        return ""
+    checked = any(r.checks for r in rows if r.runs)
+    low = budget.cap_too_low(options, state)
+    return (f"budget: {money(options.budget)} for this plan since its last --reset, "
+            f"{money(spent(state))} spent so far; "
+            f"{budget.bound(options, make_agent(agent).caps_spend, checked)}"
+            + (f"; warning: {low}" if low else ""))
 
 
 def _not_a_link(tasks_md: Path, cwd: Path) -> None:

@@ -7,7 +7,7 @@ Run: .venv/bin/python scripts/bench_sandbox.py [--tasks 20] [--rounds 3] [--real
   agent that writes one file and answers at once), with and without --sandbox, in alternating
   rounds; the per-task time and the ratio (the median round of each).
 * The real agent: the pinned Claude Code CLI (tests/claude-cli) against the fake Messages API of
-  tests/fakeapi.py, --real tasks with and without --sandbox (0 leaves it out). This is the
+  tests/support/fakeapi.py, --real tasks with and without --sandbox (0 leaves it out). This is the
   figure a user sees: the sandbox's start against the agent's own.
 
 Exits 0 either way: the figures are for reading. Needs bubblewrap (apt-get install bubblewrap).
@@ -115,8 +115,8 @@ def main() -> None:
         side_by_side("instant agent (agent-loop's own cost)", base, env, args.tasks,
                      args.rounds, "FILE=t{i}.txt")
         if args.real and CLAUDE.exists():
-            from tests.claude_cli import claude_env
-            from tests.fakeapi import FakeApi
+            from tests.support.claude_cli import claude_env
+            from tests.support.fakeapi import FakeApi
 
             with FakeApi() as api:
                 real = {**claude_env(base / "claude-home", api), "NO_COLOR": "1",

@@ -28,7 +28,7 @@ TASKS = """\
 - Make hello.py greet the names given on its command line,
   or the world when there are none.
 """
-# What the stand-in agent does for each task (see tests/fake_claude.py).
+# What the stand-in agent does for each task (see tests/support/fake_claude.py).
 ACTIONS = {
     "Write hello.py that prints a greeting.": ['FAKE: write hello.py print("hello")',
                                                "FAKE: say I created hello.py; it prints hello."],

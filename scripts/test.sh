@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need, then runs them.
 #   - a virtual environment in .venv with agent-loop and its `test` and `docs` extras (the
-#     tests build the documentation site too, tests/test_docs.py)
+#     tests build the documentation site too, tests/project/test_docs.py)
 #   - the pinned Claude Code CLI in tests/claude-cli and Codex CLI in tests/codex-cli (npm ci,
 #     from their package-lock.json files)
 #   - jj, built once per machine from crates.io by scripts/install-jj.sh

@@ -16,10 +16,22 @@ import pytest
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-pytest_plugins = ["tests.claude_cli", "tests.codex_cli"]
+# The fake claude (tests/support/fake_agent.py) and the real CLIs against the fake APIs: their
+# fixtures, for every test.
+pytest_plugins = ["tests.support.fake_agent", "tests.support.claude_cli",
+                  "tests.support.codex_cli"]
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
+
+
+def __getattr__(name: str) -> object:
+    """`from tests.conftest import FakeClaude`, as tests written before it moved say."""
+    if name == "FakeClaude":
+        from tests.support.fake_agent import FakeClaude
+
+        return FakeClaude
+    raise AttributeError(name)
 
 
 def _jj_dir() -> str | None:
@@ -84,49 +96,6 @@ def jj_bin() -> str:
     if JJ_DIR is None:
         pytest.fail("jj is not installed: run scripts/install-jj.sh (scripts/test.sh does)")
     return str(Path(JJ_DIR) / "jj")
-
-
-class FakeClaude:
-    """The fake claude executable installed for one test, with what it recorded."""
-
-    def __init__(self, folder: Path) -> None:
-        import sys
-
-        self.folder = folder
-        self.state = folder / "state"
-        self.log = folder / "calls.jsonl"
-        self.bin = folder / "bin" / "claude"
-        self.bin.parent.mkdir(parents=True)
-        source = (TESTS / "fake_claude.py").read_text()
-        self.bin.write_text(f"#!{sys.executable}\n" + source.split("\n", 1)[1])
-        self.bin.chmod(0o755)
-
-    def calls(self) -> list[dict]:
-        """Every recorded call: argv and cwd."""
-        import json
-
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines()]
-
-    def prompts(self) -> list[str]:
-        """The prompt of each call (the argument after `--`)."""
-        return [c["stdin"] for c in self.calls()]
-
-    def session(self, session_id: str) -> list[str]:
-        """The prompts a session has seen, in order."""
-        text = (self.state / "sessions" / f"{session_id}.txt").read_text()
-        return [p.strip("\n") for p in text.split("\n\x1e\n") if p.strip()]
-
-
-@pytest.fixture
-def fake_claude(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> FakeClaude:
-    """A fake `claude` first on PATH (and in AGENT_LOOP_CLAUDE) for this test."""
-    fake = FakeClaude(tmp_path_factory.mktemp("fake-claude"))
-    monkeypatch.setenv("FAKE_CLAUDE_STATE", str(fake.state))
-    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(fake.log))
-    monkeypatch.setenv("PATH", str(fake.bin.parent) + os.pathsep + os.environ["PATH"])
-    return fake
 
 
 @pytest.fixture

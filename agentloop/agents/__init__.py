@@ -125,6 +125,8 @@ class Agent(Protocol):
     name: str
     models: Models
     reports_cost: bool   # False: it reports tokens only, and agents.prices prices them
+    # True: it holds a run to AgentRun.budget_usd, so --budget counts a running task at its cap.
+    caps_spend: bool
 
     def check(self) -> None:
         """Raise AgentBlocked (ProgramNotFound included) when the agent cannot run at all."""

@@ -1,7 +1,7 @@
 """The Claude Code CLI adapter: its argv, its runs and helper calls, its errors.
 
 Facts this relies on were measured on the real CLI 2.1.330 (tests/claude-cli/NOTES.md) and are
-re-checked by the tests against a fake Messages API (tests/fakeapi.py). The prompt goes on
+re-checked by the tests against a fake Messages API (tests/support/fakeapi.py). The prompt goes on
 standard input, never in argv: `claude -p` reads it from there when no prompt argument is given
 (measured: 300 KB arrived whole), so a prompt of any size reaches the agent byte for byte.
 """
@@ -48,9 +48,9 @@ REVIEW_SYSTEM_PROMPT = REVIEW_RULES
 # `--disallowedTools` denies the tools that write by name, whatever the project's settings say.
 # A permission mode alone is not enough: a trusted project whose .claude/settings.json allows
 # Write, Edit and Bash let them through under `--permission-mode dontAsk`
-# (tests/test_review_real.py shows both). Besides: nothing that is not pre-approved is ever asked
-# for (-p mode would deny it anyway), and no MCP servers from the project's .mcp.json (their tools
-# could write). No --dangerously-skip-permissions, so the reviewer also runs as root.
+# (tests/run/test_review_real.py shows both). Besides: nothing that is not pre-approved is ever
+# asked for (-p mode would deny it anyway), and no MCP servers from the project's .mcp.json (their
+# tools could write). No --dangerously-skip-permissions, so the reviewer also runs as root.
 READ_ONLY_FLAGS = ("--tools", "Read,Grep,Glob", "--disallowedTools",
                    "Write,Edit,NotebookEdit,Bash", "--permission-mode", "dontAsk",
                    "--strict-mcp-config")
@@ -106,6 +106,7 @@ class ClaudeAgent:
 
     name = "claude"
     models = MODELS
+    caps_spend = True   # --max-budget-usd ends a run that reached it (error_max_budget_usd)
     # Claude Code's own sandbox wraps its Bash tool only, and --dangerously-skip-permissions
     # turns it off; the reviewer's guard is its tool list (READ_ONLY_FLAGS).
     own_sandbox = ("Claude Code's own: off for tasks (--dangerously-skip-permissions), the "

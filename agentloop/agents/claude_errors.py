@@ -4,7 +4,7 @@ transient fault, a blocker, its own budget cut, or other.
 Decided from the CLI's structured fields first: its typed `api_error`, `api_error_status`,
 `api_error_type` and a rejected `rate_limit_event`; the result text only where the CLI gives
 nothing else (a credit balance, a missing login, a client-side request timeout). The wordings were
-measured on Claude Code 2.1.330 against tests/fakeapi.py and read from its binary:
+measured on Claude Code 2.1.330 against tests/support/fakeapi.py and read from its binary:
 
 - `api_error` is the CLI's own cause of an API failure ("new values are added over time, so treat
   an unknown value as absent"); the CLI itself groups the kinds into try_again, fix_setup,

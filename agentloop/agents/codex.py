@@ -1,7 +1,7 @@
 """The OpenAI Codex CLI adapter: `codex exec --json`, its runs and helper calls, its errors.
 
 Facts this relies on were measured on codex-cli 0.169.0 (tests/codex-cli/NOTES.md) and are
-re-checked by the tests against a fake Responses API (tests/fake_openai.py):
+re-checked by the tests against a fake Responses API (tests/support/fake_openai.py):
 
 - `codex exec` reads the prompt from standard input when the prompt argument is `-`;
   `codex exec resume <thread id> -` continues a thread in a new process.
@@ -10,7 +10,7 @@ re-checked by the tests against a fake Responses API (tests/fake_openai.py):
 - Developer runs: `--dangerously-bypass-approvals-and-sandbox` (no sandbox, never asks), since the
   loop isolates every task's changes in their own change itself; `resume` takes no `-s`, so the
   same flag serves both. The reviewer: `-s read-only` with approvals `never`, always a fresh
-  thread; a write is refused by the sandbox (tests/test_codex_agent.py proves it).
+  thread; a write is refused by the sandbox (tests/agents/test_codex.py proves it).
 - Codex reports tokens, never dollars: results say `cost_known=False` and cost 0, and the run
   prices them from agents.prices.
 """
@@ -101,6 +101,7 @@ class CodexAgent:
 
     name = "codex"
     models = MODELS
+    caps_spend = False  # codex exec has no spending cap
     own_sandbox = ("Codex's own: off for tasks (--dangerously-bypass-approvals-and-sandbox), "
                    "read-only for the reviewer and helper calls")
     reports_cost = False  # tokens only: agents.prices prices them

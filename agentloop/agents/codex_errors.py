@@ -2,8 +2,8 @@
 
 `codex exec --json` reports a failed turn only as text: an `error` event and then
 `turn.failed` with `error.message`, no status or type field. The wordings below were measured on
-codex-cli 0.169.0 against tests/fake_openai.py (tests/codex-cli/NOTES.md) and read from its source
-(codex-rs: `CodexErr`'s messages, `UsageLimitReachedError`):
+codex-cli 0.169.0 against tests/support/fake_openai.py (tests/codex-cli/NOTES.md) and read from
+its source (codex-rs: `CodexErr`'s messages, `UsageLimitReachedError`):
 
 - a usage limit (HTTP 429 with `error.type: usage_limit_reached`): `You’ve hit your usage limit.
   … try again at 6:34 AM.` (the reset today, in Codex's local time, minutes cut off), `… try

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-# Set by a Claude Code session for the commands it runs (measured: tests/test_agents_environment
+# Set by a Claude Code session for the commands it runs (measured: tests/agents/test_environment
 # dumps them from the real CLI and holds this list to them), and CLAUDE_CODE_SSE_PORT by the IDE
 # extensions that start it.
 CLAUDE_SESSION = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT",

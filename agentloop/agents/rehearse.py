@@ -24,6 +24,7 @@ class RehearsalAgent:
     name = "rehearse"
     reports_cost = True  # it spends nothing
     models = Models(task="rehearsal", review="rehearsal", helper="rehearsal")
+    caps_spend = True   # a rehearsal spends nothing, whatever the cap
 
     def __init__(self, program: str | None = None, env: Mapping[str, str] | None = None,
                  sandbox: object = None) -> None:

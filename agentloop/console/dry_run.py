@@ -41,6 +41,7 @@ def plan_text(view: PlanView) -> str:
                      "part of that task)")
     lines += schedule_lines(view)
     lines += list(view.sandbox)
+    lines += [view.budget] if view.budget else []
     for line, text, why in view.ignored:
         lines.append(f"ignored: line {line}: {text} ({why})")
     lines += [f"warning: {w}" for w in view.warnings]
@@ -70,6 +71,7 @@ def plan_json(view: PlanView) -> dict[str, Any]:
                        for line, text, into in view.folded],
             "warnings": list(view.warnings), "parallel": view.parallel,
             "sandbox": list(view.sandbox),
+            "budget": view.budget or None,
             "schedule": [{"wave": n, "group": g, "waits_for": list(w)}
                          for n, g, w in view.schedule],
             "stages": stages(view.schedule, numbers)}

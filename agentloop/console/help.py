@@ -11,12 +11,12 @@ import click
 Sections = Sequence[tuple[str, Sequence[str]]]  # (section title, the parameters' names in it)
 
 # A parameter missing from the table still shows, under this title, so a new option is never
-# hidden; tests/test_cli_help.py fails until it has a section of its own.
+# hidden; tests/cli/test_help.py fails until it has a section of its own.
 UNSORTED = "Other options"
 COLUMN = 30  # the widest first column; a longer option's help starts on the next line
 
 # Which --help section each option is in, by its parameter name: one place, so an option added
-# to cli.py needs one word here too (tests/test_cli_help.py fails until it has its section).
+# to cli.py needs one word here too (tests/cli/test_help.py fails until it has its section).
 SECTIONS = (
     ("Modes (without one: run the tasks)", ("dry_run", "status", "init", "rehearse", "reset",
                                              "yes", "stop_after_running")),

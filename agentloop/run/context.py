@@ -9,6 +9,7 @@ from typing import Any, Callable, Protocol
 
 from agentloop.agents import Agent
 from agentloop.options import RunOptions
+from agentloop.run.budget import Purse
 from agentloop.run.clock import Clock, SystemClock
 from agentloop.run.events import Emit
 from agentloop.state.learnings import Learnings
@@ -34,14 +35,16 @@ class Tally:
 
 class Shared:
     """What every lane of one run shares: one lock over the state and the events (one owner
-    writes, whichever lane reports), the wind-down flag (no new task starts), and the usage-limit
-    gate (no agent starts anywhere before a limit seen by one lane resets)."""
+    writes, whichever lane reports), the wind-down flag (no new task starts), the usage-limit
+    gate (no agent starts anywhere before a limit seen by one lane resets), and the purse (what
+    the running attempts may still spend, against --budget)."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self._halt = threading.Event()
         self.paused_until = 0.0     # clock.time() before which no agent run starts
         self.limit_waits = 0        # usage-limit waits of the whole run, across lanes
+        self.purse = Purse(self.lock)
         # The controller's answer, asked by a lane before each task: may it start now?
         self.may_start: Callable[[TaskState], bool] | None = None
 

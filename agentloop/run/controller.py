@@ -21,16 +21,17 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentloop.errors import AgentLoopError, Interrupted
+from agentloop.errors import AgentLoopError, BudgetReached, Interrupted
 from agentloop.plan import parse
 from agentloop.proc import commands, running
 from agentloop.proc.signals import shielded
-from agentloop.run import ledger
+from agentloop.run import budget, ledger
 from agentloop.run.conflicts import GroupConflicted
 from agentloop.run.context import Run
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.scheduler import Workplaces, serialised
 from agentloop.run.selection import unmet
+from agentloop.state.receipts import spent
 from agentloop.state.reconcile import reconcile
 from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
@@ -140,6 +141,8 @@ class Controller:
         finally:
             run.shared.may_start = None
         places.close()
+        if isinstance(first_error, BudgetReached):
+            first_error = budget.restated(first_error, spent(run.state))
         if first_error is not None:
             raise first_error
         if stopped is not None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
 from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
 from agentloop.proc.signals import hangup_settles_the_task
-from agentloop.run import conflicts, ledger
+from agentloop.run import budget, conflicts, ledger
 from agentloop.run.attempt import run_attempt
 from agentloop.run.checks import commit_line
 from agentloop.run.context import Run
@@ -26,9 +26,10 @@ from agentloop.run.decisions import Decision, Failed, Retry, Stop, WaitFor
 from agentloop.run.events import MessageDistilled
 from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome
+from agentloop.run.lane_tag import LaneNote
 from agentloop.run.rebuilt import task_trailers
 from agentloop.run.selection import commit_message, filed_under
-from agentloop.run.verify import baseline
+from agentloop.run.verify import baseline, task_checks
 from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
 from agentloop.state.receipts import money, spent
 from agentloop.state.schema import TaskState
@@ -108,9 +109,13 @@ def _run_task(run: Run, task: TaskState) -> None:
         hint, fresh = last.hint or "", True
     transient, previous_error = 0, None
     while True:
-        _check_budget(run, task)
+        if not _check_budget(run, task):
+            return  # the run began to wind down while this lane waited for room
         with hangup_settles_the_task():
-            outcome = run_attempt(run, task, hint, fresh)
+            try:
+                outcome = run_attempt(run, task, hint, fresh)
+            finally:
+                run.shared.purse.give_back(task.group)  # its cost is recorded: room again
             if _settled(run, task, outcome):
                 return
         decision = judge(run, task, outcome, transient, previous_error)
@@ -228,16 +233,25 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
     ledger.complete(run, task, outcome.attempt, done, outcome.status, outcome.note)
 
 
-def _check_budget(run: Run, task: TaskState) -> None:
+def _check_budget(run: Run, task: TaskState) -> bool:
     """Start no attempt once everything spent on this plan since its last --reset has
-    reached --budget."""
-    budget = run.options.budget
-    if budget is None:
-        return
-    total = spent(run.state)
-    if total >= budget:
+    reached --budget, nor while the attempts running in other lanes may still reach it
+    (agentloop.run.budget); False: the run winds down, start nothing."""
+    options = run.options
+    if options.budget is None:
+        return True
+    amount = budget.reservation(options, run.agent.caps_spend, bool(task_checks(options, task)),
+                                run.state)
+    said = run.shared.purse.take(
+        task.group, options.budget, lambda: spent(run.state), amount, run.shared.halted,
+        lambda: run.emit(LaneNote(f"task {task.index} waits: what was spent and what the running "
+                                  f"tasks may still spend could reach --budget "
+                                  f"{money(options.budget or 0)}")))
+    if said is budget.Verdict.STOP:
+        total = spent(run.state)
         raise BudgetReached(f"budget reached before task {task.index}: spent "
-                            f"{money(total)} of {money(budget)}", total, budget)
+                            f"{money(total)} of {money(options.budget)}", total, options.budget)
+    return said is budget.Verdict.GO
 
 
 def _check_history(run: Run) -> None:

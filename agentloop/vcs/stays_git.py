@@ -2,7 +2,7 @@
 
 jj colocated with git keeps git's HEAD detached: after a run in a repository jj took over, `git
 status` says `HEAD detached`, the user's branch has not moved, and the tasks' commits are on no
-branch (measured with jj 0.45.1, tests/test_living_git_stays.py). So with `--vcs auto` (the
+branch (measured with jj 0.45.1, tests/vcs/test_git_stays.py). So with `--vcs auto` (the
 default) a repository that is git only is run with git, even where jj is installed, and the run
 says so in its first line; `--vcs jj` still turns it into a colocated jj repository, as asked.
 

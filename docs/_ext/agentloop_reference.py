@@ -4,8 +4,8 @@ agentloop/settings), the exit codes (from agentloop/errors.py) and the events' J
 the dataclasses in agentloop/run/events.py).
 
 Each function returns MyST markdown; the Sphinx directive `agentloop-reference` puts it into a
-page at build time, so a page cannot drift from the code. tests/test_docs.py checks the built
-pages against the code, and the example run's events against the schema."""
+page at build time, so a page cannot drift from the code. tests/project/test_docs.py checks the
+built pages against the code, and the example run's events against the schema."""
 
 from __future__ import annotations
 

@@ -1,0 +1,173 @@
+"""The budget across K lanes: which task may start while others run, and what a stop suggests.
+
+A sequential run starts a task while what the plan has spent is under --budget; the task that
+crosses it is the last. With K lanes that rule alone would let K tasks start on the same few
+cents. So a task starting beside others also counts what each running task may still spend, its
+reservation. With caps, K lanes pass the budget by no more than a sequential run does, one
+attempt's cap; without, by one task's cost plus what each running task costs beyond the estimate.
+
+A running task's reservation is its cap where there is one (the agent can cap a run's spend and
+--task-budget sets that cap: each of the attempt's agent runs may spend it), else the most a task
+of this plan has cost so far. Before any task of the plan has finished there is no such figure:
+a reservation is unknown, and nothing else starts beside it (one task at a time until the first
+finishes, so K lanes never start blind). agent-loop never sets a cap of its own to squeeze a task
+into what is left: a run cut short is paid for, then paid again by the retry.
+
+Plain functions over numbers, and the purse that holds the running attempts' reservations under
+the run's shared lock; a lane takes one before each attempt (agentloop.run.lane).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from enum import Enum
+from typing import Callable, Iterable
+
+from agentloop.errors import BudgetReached
+from agentloop.options import RunOptions
+from agentloop.state.receipts import money, of_task
+from agentloop.state.schema import State
+
+# How often a lane waiting for room looks whether the run winds down meanwhile.
+POLL_SECONDS = 0.5
+
+# A reservation nobody can put a number on yet: no task of the plan has finished.
+Reservation = float | None
+
+
+class Verdict(str, Enum):
+    """What the budget says to a task about to start."""
+
+    GO = "go"        # start it
+    WAIT = "wait"    # the running tasks may still reach the budget: wait for one to finish
+    STOP = "stop"    # the budget is spent: no task starts any more
+
+
+def verdict(budget: float | None, spent: float, running: Iterable[Reservation]) -> Verdict:
+    """Whether a task may start when `spent` is spent and tasks with these reservations run."""
+    if budget is None:
+        return Verdict.GO
+    if spent >= budget:
+        return Verdict.STOP
+    held = list(running)
+    if not held:
+        return Verdict.GO  # alone, as a sequential run starts it
+    if any(r is None for r in held) or spent + sum(r or 0.0 for r in held) >= budget:
+        return Verdict.WAIT
+    return Verdict.GO
+
+
+def runs_per_attempt(options: RunOptions, checked: bool) -> int:
+    """The most agent runs one attempt makes: the developer's runs (one per iteration), a fix
+    run per round of failing checks after each (`checked`: the task has checks), and per review
+    round the reviewer and a fix (itself held to the checks)."""
+    fixes = options.check_rounds if checked else 0
+    runs = options.iterations * (1 + fixes)
+    if options.review:
+        runs += options.max_review_rounds * (2 + fixes)
+    return runs
+
+
+def cap_of(options: RunOptions, caps_spend: bool, checked: bool) -> float | None:
+    """The most one attempt can spend when the agent holds each run to --task-budget; None
+    where nothing caps it."""
+    if not caps_spend or options.task_budget is None:
+        return None
+    return options.task_budget * runs_per_attempt(options, checked)
+
+
+def costliest(state: State) -> float | None:
+    """The most a task of this plan has cost so far (all its runs, helpers included), counting
+    tasks with at least one finished agent run; None before the first run finished."""
+    costs = [of_task(t).cost_usd for t in state.tasks
+             if any(a.finished_at is not None for a in t.history)]
+    return max(costs) if costs else None
+
+
+def reservation(options: RunOptions, caps_spend: bool, checked: bool,
+                state: State) -> Reservation:
+    """What a task starting now may spend before it ends, as far as can be told."""
+    cap = cap_of(options, caps_spend, checked)
+    return cap if cap is not None else costliest(state)
+
+
+def cap_too_low(options: RunOptions, state: State) -> str:
+    """A warning when --task-budget is below what one agent run of this plan has already cost:
+    such a run is cut short, paid for, and paid again by its retry; "" otherwise."""
+    cap = options.task_budget
+    runs = [a.cost_usd for t in state.tasks for a in t.history if a.finished_at is not None]
+    if cap is None or not runs or max(runs) <= cap:
+        return ""
+    return (f"--task-budget {money(cap)} is below what one agent run of this plan has cost "
+            f"({money(max(runs))}): a run cut short by it is paid for, and again by its retry")
+
+
+def restated(reached: BudgetReached, total: float) -> BudgetReached:
+    """The stop as it stands once every lane has ended: the tasks that were running when the
+    budget was reached finished and were paid for, so the line says what was really spent."""
+    if total <= reached.spent:
+        return reached
+    return BudgetReached(f"budget reached: spent {money(total)} of {money(reached.budget)} "
+                         f"({money(total - reached.spent)} of it by the tasks that were still "
+                         "running)", total, reached.budget)
+
+
+def suggestion(spent: float, budget: float) -> float:
+    """A --budget that lets a stopped run go on: room for as much again as this one had, in
+    whole cents and always above what was spent (a suggestion that stops at once is none)."""
+    room = max(budget, 0.01)
+    return math.ceil((spent + room) * 100) / 100
+
+
+def bound(options: RunOptions, caps_spend: bool, checked: bool) -> str:
+    """How far --budget may be passed, in words, for --dry-run."""
+    cap = cap_of(options, caps_spend, checked)
+    if cap is not None:
+        return (f"no task starts once it is spent or while the running tasks' caps could reach "
+                f"it, so it is passed by at most {money(cap)}, one attempt's cap (--task-budget "
+                f"for each of its {runs_per_attempt(options, checked)} agent run(s) at most)")
+    lanes = options.parallel
+    beside = "" if lanes == 1 else (
+        f"; with --parallel {lanes}, a task starts beside others only while what was spent plus "
+        "the costliest task so far for each running one stays under it (one at a time until a "
+        "task has finished), so it is passed by at most one task's cost plus, for each other "
+        f"lane (up to {lanes - 1}), what its task costs beyond the costliest before it")
+    uncapped = (" (this agent cannot hold a run to --task-budget)"
+                if options.task_budget is not None else "")
+    return ("no task starts once it is spent; the last task can pass it by its own cost, which "
+            f"nothing caps{uncapped}{beside}")
+
+
+class Purse:
+    """The reservations of the attempts running now, one per lane (a lane runs one at a time),
+    guarded by the run's shared lock; a lane gives its own back when its attempt ends."""
+
+    def __init__(self, lock: threading.RLock) -> None:
+        self._room = threading.Condition(lock)
+        self._held: dict[str, Reservation] = {}
+
+    def take(self, lane: str, budget: float | None, spent: Callable[[], float],
+             amount: Reservation, halted: Callable[[], bool],
+             waits: Callable[[], None] = lambda: None) -> Verdict:
+        """Wait while the running attempts may still reach the budget (`waits` is told once);
+        GO (reserved), STOP, or WAIT when the run began to wind down meanwhile (start nothing)."""
+        told = False
+        with self._room:
+            self._held.pop(lane, None)
+            while True:
+                said = verdict(budget, spent(), self._held.values())
+                if said is Verdict.GO:
+                    self._held[lane] = amount
+                if said is not Verdict.WAIT or halted():
+                    return said
+                if not told:
+                    waits()
+                    told = True
+                self._room.wait(POLL_SECONDS)
+
+    def give_back(self, lane: str) -> None:
+        """The lane's attempt ended, its cost recorded: its reservation makes room again."""
+        with self._room:
+            self._held.pop(lane, None)
+            self._room.notify_all()

@@ -1,0 +1,74 @@
+"""The agent starts without the marks of an agent session around agent-loop (Claude Code's,
+Codex's), without a hook's variables, with what `env` adds and without what `env-exclude`
+removes; the user's own variables (credentials, PATH) stay."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from agentloop.agents.environment import SESSION_VARIABLES, child_env
+from tests.support.claude_cli import claude_env
+from tests.support.fake_agent import FakeClaude
+from tests.support.fakeapi import FakeApi, ToolUse
+from tests.support.repos import git_project
+from tests.support.runner import agent_loop
+
+# What a Claude Code or Codex session hands the commands it runs, and a hook's variable.
+CALLER = {"CLAUDECODE": "1", "CLAUDE_CODE_ENTRYPOINT": "cli", "CLAUDE_CODE_SSE_PORT": "43111",
+          "CLAUDE_CODE_SESSION_ID": "outer", "CODEX_SANDBOX": "seatbelt",
+          "CODEX_SANDBOX_NETWORK_DISABLED": "1", "CODEX_THREAD_ID": "thread-1",
+          "AGENT_LOOP_EVENT_RESULT": "done", "MY_SECRET": "s3", "MY_TOKEN": "keep-me"}
+
+
+# How these tests start agent-loop: the variables a user adds and removes for the agent.
+ENV_FLAGS = ("--vcs", "none", "--no-distill", "--env", "ADDED=yes", "--env-exclude", "MY_SECRET")
+
+
+def test_child_env_keeps_the_users_variables() -> None:
+    env = child_env({"PATH": "/bin", "HOME": "/h", "ANTHROPIC_API_KEY": "k", "CLAUDECODE": "1",
+                     "CODEX_HOME": "/c", "X": "1", "AGENT_LOOP_EVENT_HOOK": "on-task"},
+                    add=[("CLAUDECODE", "mine")], exclude=["X"], prefixes=["AGENT_LOOP_EVENT_"])
+    assert env == {"PATH": "/bin", "HOME": "/h", "ANTHROPIC_API_KEY": "k", "CODEX_HOME": "/c",
+                   "CLAUDECODE": "mine"}   # a variable the user adds on purpose is theirs
+    assert "CLAUDECODE" in SESSION_VARIABLES and "CODEX_SANDBOX" in SESSION_VARIABLES
+
+
+def test_the_fake_agent_starts_sealed(tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = git_project(tmp_path, "- one\n")
+    done = agent_loop(work, *ENV_FLAGS, env={**os.environ, **CALLER})
+    assert done.returncode == 0, done.stdout + done.stderr
+    (call,) = fake_claude.calls()
+    seen = call["env"]
+    for name in ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT",
+                 "CLAUDE_CODE_SESSION_ID", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED",
+                 "CODEX_THREAD_ID", "AGENT_LOOP_EVENT_RESULT", "MY_SECRET"):
+        assert name not in seen, name
+    assert seen["ADDED"] == "yes" and seen["MY_TOKEN"] == "keep-me"
+    assert seen["PATH"] == os.environ["PATH"] and seen["HOME"] == os.environ["HOME"]
+
+
+def test_the_real_cli_and_its_shell_start_sealed(tmp_path: Path, fake_api: FakeApi,
+                                                 claude_bin: Path) -> None:
+    """The real Claude CLI against the fake API runs `env` with its Bash tool: what the agent's
+    own commands see. (The CLI sets CLAUDECODE and CLAUDE_CODE_ENTRYPOINT itself for its
+    commands, so those two are read from what reached the CLI: not the caller's values.)"""
+    work = git_project(tmp_path, "- dump the environment\n")
+    env = {**claude_env(tmp_path / "home", fake_api), "AGENT_LOOP_CLAUDE": str(claude_bin)}
+    fake_api.script(ToolUse("Bash", {"command": "env > env.txt", "description": "env"}),
+                    model="opus")
+    done = agent_loop(work, *ENV_FLAGS, env={**env, **CALLER})
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = dict(line.split("=", 1) for line in (work / "env.txt").read_text().splitlines()
+                if "=" in line)
+    for name in ("CLAUDE_CODE_SSE_PORT", "CODEX_SANDBOX",
+                 "CODEX_SANDBOX_NETWORK_DISABLED", "CODEX_THREAD_ID", "AGENT_LOOP_EVENT_RESULT",
+                 "MY_SECRET"):
+        assert name not in seen, name
+    assert seen.get("CLAUDE_CODE_ENTRYPOINT") != "cli"
+    assert seen.get("CLAUDE_CODE_SESSION_ID") != "outer"
+    # Every variable the CLI sets for its own commands is one a nested agent-loop removes.
+    set_by_cli = {k for k in seen if k.startswith(("CLAUDE", "CODEX")) and k not in env}
+    assert set_by_cli <= set(SESSION_VARIABLES), set_by_cli - set(SESSION_VARIABLES)
+    assert seen["ADDED"] == "yes" and seen["MY_TOKEN"] == "keep-me"
+    assert seen["ANTHROPIC_API_KEY"] == "sk-ant-fake-key"

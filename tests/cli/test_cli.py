@@ -1,0 +1,356 @@
+"""Each CLI mode through click's CliRunner, user errors as one line, and the installed program."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from agentloop.cli import command
+from tests.support.fake_agent import FakeClaude
+
+TASKS = "# Plan\n\n- early task\n\n## Build\n- [x] done already\n- compile it\n1. numbered one\n"
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / "tasks.md").write_text(TASKS)
+    monkeypatch.chdir(folder)
+    return folder
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(command, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_dry_run_shows_every_decision_and_writes_nothing(work: Path) -> None:
+    code, out, _ = invoke("tasks.md", "--dry-run")
+    assert code == 0
+    assert "[1/4] (ungrouped) > early task  (starts a fresh session)" in out
+    assert "[2/4] Build > done already  (not run: checked off in the task file)" in out
+    assert "[3/4] Build > compile it  (starts a fresh session)" in out
+    assert "[4/4] Build > numbered one  (continues the group's session)" in out
+    assert "rules:" in out and "every top-level item is" in out
+    assert not (work / ".agent-loop").exists()
+
+
+def test_dry_run_after_a_run_marks_done_tasks(work: Path, fake_claude: FakeClaude) -> None:
+    invoke("tasks.md", "--vcs", "none")
+    code, out, _ = invoke("tasks.md", "--dry-run")
+    assert "[1/4] (ungrouped) > early task  (not run: done)" in out
+
+
+def test_status_before_and_after_a_run(work: Path, fake_claude: FakeClaude) -> None:
+    code, out, _ = invoke("tasks.md", "--status")
+    assert code == 0 and "no run yet" in out and "3 pending" in out
+    assert not (work / ".agent-loop").exists()
+    invoke("tasks.md", "--vcs", "none")
+    code, out, _ = invoke("tasks.md", "--status")
+    assert "3 completed, 1 skipped" in out
+    assert ".agent-loop/logs/001-ungrouped--early-task.log" in out
+    code, out, _ = invoke("tasks.md", "--status", "--json")
+    data = orjson.loads(out)
+    assert data["counts"] == {"completed": 3, "skipped": 1}
+    assert data["tasks"][0]["log"] == ".agent-loop/logs/001-ungrouped--early-task.log"
+    assert data["cost_usd"] == pytest.approx(0.03)
+
+
+def test_plain_run_then_rerun_runs_nothing_twice(work: Path, fake_claude: FakeClaude) -> None:
+    code, out, _ = invoke("tasks.md", "--vcs", "none")
+    assert code == 0
+    # The counter counts what this run takes (3 of the plan's 4), the task's number beside it.
+    assert "agent-loop: 3 of 4 task(s) to run, 1 done already (vcs: none" in out
+    assert "\n[1/3] task 1: (ungrouped) > early task\n" in out
+    assert "\n[3/3] task 4: Build > numbered one\n" in out and "/4]" not in out
+    assert "3 completed, 1 skipped" in out
+    code, out, _ = invoke("tasks.md", "--vcs", "none")
+    assert code == 0 and "0 of 4 task(s) to run, 4 done already (vcs" in out
+    assert len(fake_claude.calls()) == 3
+
+
+def test_a_changed_task_file_is_reconciled_and_reset_still_starts_over(
+        work: Path, fake_claude: FakeClaude) -> None:
+    invoke("tasks.md", "--vcs", "none")
+    before = (work / ".agent-loop" / "state.json").read_bytes()
+    (work / "tasks.md").write_text(TASKS.replace("compile it", "compile it well") + "- new one\n")
+    code, out, err = invoke("tasks.md", "--vcs", "none")
+    assert code == 0, err
+    assert "tasks.md changed: 1 task added, 1 edited, 0 removed; 2 completed tasks kept" in out
+    runs = [c["stdin"].splitlines()[-1] for c in fake_claude.calls() if "stream-json" in c["argv"]]
+    assert runs[-2:] == ["compile it well", "new one"]
+    code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset")
+    assert code == 0 and "reset: the old state and logs are in .agent-loop/archive/" in out
+    # Beside the reset's folder: the reworded task's old record (removed-<stamp>.json).
+    archived = [p for p in (work / ".agent-loop" / "archive").iterdir() if p.is_dir()]
+    assert len(archived) == 1 and (archived[0] / "state.json").read_bytes() != before
+    assert (archived[0] / "logs").is_dir()
+
+
+def test_a_second_plan_keeps_its_own_state(work: Path, fake_claude: FakeClaude) -> None:
+    invoke("tasks.md", "--vcs", "none")
+    first = (work / ".agent-loop" / "state.json").read_bytes()
+    (work / "other.md").write_text("- x\n")
+    code, out, err = invoke("other.md", "--vcs", "none")
+    assert code == 0, err
+    assert (work / ".agent-loop" / "state.json").read_bytes() == first
+    (folder,) = (work / ".agent-loop" / "plans").iterdir()
+    assert folder.name.startswith("other-md-") and (folder / "state.json").exists()
+    code, out, _ = invoke("other.md", "--status")
+    assert "other.md: 1 task(s): 1 completed" in out
+    code, out, _ = invoke("tasks.md", "--status")
+    assert "tasks.md: 4 task(s)" in out
+
+
+@pytest.mark.parametrize("setup, words", [
+    (lambda w: None, "does not exist"),
+    (lambda w: (w / "missing.md").mkdir(), "is a directory"),
+    (lambda w: (w / "missing.md").write_bytes(b"- caf\xe9\n"), "is not UTF-8"),
+    (lambda w: (w / "missing.md").write_text("# nothing here\n"), "has no tasks"),
+])
+def test_task_file_errors_are_one_line_exit_1(work: Path, setup, words: str) -> None:  # type: ignore[no-untyped-def]
+    setup(work)
+    for mode in ([], ["--dry-run"], ["--status"]):
+        code, out, err = invoke("missing.md", "--vcs", "none", *mode)
+        assert code == 1, (mode, out, err)
+        assert words in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_missing_claude_is_one_line(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    code, _, err = invoke("tasks.md", "--vcs", "none")
+    assert code == 1 and "claude not found" in err and err.count("\n") == 1
+
+
+def test_damaged_state_is_one_line_and_kept(work: Path, fake_claude: FakeClaude) -> None:
+    (work / ".agent-loop").mkdir()
+    (work / ".agent-loop" / "state.json").write_text("{not json")
+    for mode in ([], ["--status"], ["--dry-run"]):
+        code, _, err = invoke("tasks.md", "--vcs", "none", *mode)
+        assert code == 1 and "not valid JSON" in err and "--reset" in err
+    assert (work / ".agent-loop" / "state.json").read_text() == "{not json"
+
+
+def test_version_and_help() -> None:
+    assert "agent-loop, version" in invoke("--version")[1]
+    code, out, _ = invoke("--help")
+    assert code == 0 and "--dry-run" in out and "--status" in out and "--reset" in out
+
+
+def installed() -> str:
+    found = shutil.which("agent-loop", path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.fail("agent-loop is not installed beside this python: pip install -e .")
+    return found
+
+
+def test_installed_program_runs_as_a_real_process(work: Path, fake_claude: FakeClaude) -> None:
+    env = {**os.environ, "NO_COLOR": "1"}
+    done = subprocess.run([installed(), "tasks.md", "--vcs", "none"], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "3 completed, 1 skipped" in done.stdout
+    bad = subprocess.run([installed(), "nope.md"], cwd=work, capture_output=True, text=True)
+    assert bad.returncode == 1 and bad.stderr.startswith("agent-loop: error:")
+    usage = subprocess.run([installed(), "--bogus"], cwd=work, capture_output=True, text=True)
+    assert usage.returncode == 2
+
+
+def test_a_second_run_is_refused_while_one_runs(work: Path, fake_claude: FakeClaude) -> None:
+    (work / "tasks.md").write_text("- FAKE: sleep 30\n")
+    first = subprocess.Popen([installed(), "tasks.md", "--vcs", "none"], cwd=work,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not fake_claude.calls() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        second = subprocess.run([installed(), "tasks.md", "--vcs", "none"], cwd=work,
+                                capture_output=True, text=True, timeout=30)
+        assert second.returncode == 1
+        assert f"(pid {first.pid})" in second.stderr
+        status = subprocess.run([installed(), "tasks.md", "--status"], cwd=work,
+                                capture_output=True, text=True, timeout=30)
+        assert status.returncode == 0 and "1 running" in status.stdout
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=30)
+    assert first.returncode == 130
+    state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
+    assert state["tasks"][0]["status"] == "interrupted"
+
+
+def test_status_after_the_task_file_changed_warns_and_still_shows(work: Path,
+                                                                   fake_claude: FakeClaude) -> None:
+    invoke("tasks.md", "--vcs", "none")
+    (work / "tasks.md").write_text(TASKS + "- one more\n")
+    code, out, _ = invoke("tasks.md", "--status")
+    assert code == 0
+    assert out.startswith("tasks.md changed since the last run: 1 task added, 0 edited, "
+                          "0 removed; 3 completed tasks kept")
+    assert "3 completed, 1 skipped, 1 pending" in out
+
+
+def test_reset_with_an_unusable_task_file_archives_nothing(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          fake_claude: FakeClaude) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.md").write_text("- one\n")
+    assert invoke("tasks.md", "--vcs", "none")[0] == 0
+    before = (tmp_path / ".agent-loop" / "state.json").read_bytes()
+    (tmp_path / "tasks.md").write_text("no tasks here\n")
+    code, _, err = invoke("tasks.md", "--reset", "--vcs", "none")
+    assert code == 1 and "has no tasks" in err
+    assert (tmp_path / ".agent-loop" / "state.json").read_bytes() == before
+    assert not (tmp_path / ".agent-loop" / "archive").exists()
+
+
+def test_a_stop_python_wrapped_in_another_error_still_ends_as_a_stop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Measured in CI's signal campaign: a SIGHUP inside a dataclass built by a module imported
+    # late (marko's) became `RuntimeError: Error calling __set_name__ ...`, an internal error.
+    from agentloop import cli
+
+    def wrapped(*args: object) -> int:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from exc
+
+    monkeypatch.setattr(cli, "_dispatch", wrapped)
+    (tmp_path / "tasks.md").write_text("- a\n")
+    monkeypatch.chdir(tmp_path)
+    done = CliRunner().invoke(command, ["tasks.md"])
+    assert done.exit_code == 130
+    assert "interrupted; state saved. Resume with: agent-loop tasks.md" in done.output
+
+
+def test_reset_in_a_terminal_asks_before_it_redoes_done_tasks(
+        work: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 23 bug 2: --reset read as "clear the state" and at once paid for every task again.
+    assert invoke("tasks.md", "--vcs", "none")[0] == 0
+    state = (work / ".agent-loop" / "state.json").read_bytes()
+    code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset", "--dry-run")
+    assert code == 0 and out.count("starts a fresh session") == 2
+    assert "[1/4] (ungrouped) > early task  (starts a fresh session)" in out
+    assert (work / ".agent-loop" / "state.json").read_bytes() == state
+    monkeypatch.setattr("agentloop.console.confirm.interactive", lambda: True)
+    result = CliRunner().invoke(command, ["tasks.md", "--vcs", "none", "--reset"], input="\n")
+    assert "3 done task(s) will be done again by the agent, and paid for again. Go on? [y/N]" \
+        in result.stderr
+    assert result.exit_code == 1 and "nothing was changed" in result.stderr
+    assert (work / ".agent-loop" / "state.json").read_bytes() == state
+    assert not (work / ".agent-loop" / "archive").exists() and len(fake_claude.calls()) == 3
+    result = CliRunner().invoke(command, ["tasks.md", "--vcs", "none", "--reset"], input="y\n")
+    assert result.exit_code == 0 and len(fake_claude.calls()) == 6
+    code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset", "--yes")
+    assert code == 0 and len(fake_claude.calls()) == 9
+    monkeypatch.setattr("agentloop.console.confirm.interactive", lambda: False)  # CI: no one to ask
+    code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset")
+    assert code == 0 and len(fake_claude.calls()) == 12
+
+
+def test_reset_says_plainly_that_it_runs_the_plan_again() -> None:
+    out = CliRunner().invoke(command, ["--help"]).stdout
+    assert "run the whole plan again" in " ".join(out.split())
+    code, _, err = invoke("tasks.md", "--yes")
+    assert code == 2 and "--yes goes with --reset" in err
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid` (from /proc), children first."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, queue = [], [pid]
+    while queue:
+        for child in parents.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def test_a_run_stopped_longer_than_the_task_timeout_goes_on(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # Issue 23: a laptop that sleeps. The whole run (agent-loop, its agent, the agent's group)
+    # is stopped for longer than --task-timeout, then continued: the pause is nobody's work,
+    # so the agent is not timed out and no attempt is burned.
+    (work / "tasks.md").write_text("- slow one\n  FAKE: sleep 2.5\n")
+    env = {**os.environ, "NO_COLOR": "1"}
+    tool = subprocess.Popen([installed(), "tasks.md", "--vcs", "none", "--task-timeout", "2",
+                             "--max-attempts", "1"], cwd=work, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not fake_claude.calls() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert fake_claude.calls(), "the agent never started"
+    group = [tool.pid, *_descendants(tool.pid)]
+    for pid in group:
+        os.kill(pid, signal.SIGSTOP)
+    time.sleep(2.5)
+    for pid in reversed(group):
+        os.kill(pid, signal.SIGCONT)
+    out, err = tool.communicate(timeout=60)
+    assert tool.returncode == 0, out + err
+    assert "1 completed" in out and "timed out" not in out
+    state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
+    assert state["tasks"][0]["attempts"] == 1
+
+
+def test_a_failure_after_the_run_was_stopped_is_no_attempt(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # What a long pause breaks (a dropped connection, here a failed run) is not the task's
+    # fault: the run goes on and the task keeps its one attempt.
+    (work / "tasks.md").write_text("- flaky after a nap\n  FAKE: sleep 1\n  FAKE: fail 1\n")
+    env = {**os.environ, "NO_COLOR": "1"}
+    tool = subprocess.Popen([installed(), "tasks.md", "--vcs", "none", "--max-attempts", "1"],
+                            cwd=work, env=env, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not fake_claude.calls() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    group = [tool.pid, *_descendants(tool.pid)]
+    for pid in group:
+        os.kill(pid, signal.SIGSTOP)
+    time.sleep(3)
+    for pid in reversed(group):
+        os.kill(pid, signal.SIGCONT)
+    out, err = tool.communicate(timeout=60)
+    assert tool.returncode == 0, out + err
+    assert "while the agent worked, and the run failed after it" in out
+    task = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())["tasks"][0]
+    assert task["status"] == "completed" and task["attempts"] == 1
+    assert [a["outcome"] for a in task["history"]] == ["paused", "completed"]
+
+
+def test_reset_asks_on_a_real_terminal(work: Path, fake_claude: FakeClaude) -> None:
+    # The question needs stdin to be a terminal: a pseudo-terminal, answered with Enter (no).
+    assert invoke("tasks.md", "--vcs", "none")[0] == 0
+    main, terminal = os.openpty()
+    try:
+        tool = subprocess.Popen([installed(), "tasks.md", "--vcs", "none", "--reset"], cwd=work,
+                                stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env={**os.environ, "NO_COLOR": "1"})
+        os.write(main, b"\n")
+        out, err = tool.communicate(timeout=60)
+    finally:
+        os.close(main)
+        os.close(terminal)
+    assert tool.returncode == 1, out + err
+    assert "Go on? [y/N]" in err and "nothing was changed" in err
+    assert len(fake_claude.calls()) == 3

@@ -1,0 +1,64 @@
+"""Output is not the run: a reader that goes away (`| head -1`) or a terminal that closes
+(SIGHUP) never throws away a task whose agent finished."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, git_project
+
+
+def statuses(work: Path) -> list[str]:
+    state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
+    return [t["status"] for t in state["tasks"]]
+
+
+def subjects(work: Path) -> list[str]:
+    return git(work, "log", "--format=%s").splitlines()
+
+
+def test_a_pipe_closed_after_the_first_line_loses_nothing(tmp_path: Path,
+                                                          fake_claude: FakeClaude) -> None:
+    work = git_project(tmp_path, "- one\n  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
+    run = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                            "--no-distill"], cwd=work, env={**os.environ, "NO_COLOR": "1"},
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert run.stdout is not None and run.stderr is not None
+    first = run.stdout.readline()  # what `| head -1` reads, and then it is gone
+    run.stdout.close()
+    err = run.stderr.read()
+    assert run.wait(timeout=60) == 0, err
+    assert "task(s) to run" in first
+    assert err == ""  # nothing about the pipe, no traceback
+    assert statuses(work) == ["completed", "completed"]
+    assert (work / "a.txt").read_text() == "A\n" and (work / "b.txt").read_text() == "B\n"
+    assert len(subjects(work)) == 3  # the initial commit and one per task
+    events = (work / ".agent-loop" / "events.jsonl").read_bytes().splitlines()
+    assert orjson.loads(events[-1])["type"] == "RunFinished"
+
+
+def test_sighup_after_the_agent_finished_commits_the_task_then_stops(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # The check hangs the terminal up (SIGHUP to agent-loop, its parent) once the first task's
+    # agent has written its file: after the agent, before the commit.
+    work = git_project(tmp_path, "- one\n  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
+    check = "if test -f a.txt && ! test -f hung; then touch hung; kill -HUP $PPID; fi; true"
+    (work / ".gitignore").write_text("hung\n")
+    git(work, "add", ".gitignore", "tasks.md")
+    git(work, "commit", "-qm", "ignore")
+    run = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                          "--no-distill", "--check", check], cwd=work,
+                         env={**os.environ, "NO_COLOR": "1"}, capture_output=True, text=True,
+                         timeout=60)
+    assert (work / "hung").exists(), run.stdout + run.stderr
+    assert run.returncode == 130, run.stdout + run.stderr  # a clean stop, like Ctrl+C
+    assert statuses(work) == ["completed", "pending"], run.stdout + run.stderr
+    assert (work / "a.txt").read_text() == "A\n" and not (work / "b.txt").exists()
+    assert len(subjects(work)) == 3  # initial, ignore, and task 1
+    assert git(work, "status", "--porcelain") == ""

@@ -1,0 +1,136 @@
+"""Text and JSON are two renderings of the same data."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from agentloop.cli import command
+from tests.support.fake_agent import FakeClaude
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(command, ["tasks.md", *args])
+    return result.exit_code, result.output
+
+
+def test_dry_run_json_lists_every_task_with_its_full_text_and_why(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_claude: FakeClaude) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.md").write_text("## A\n- one\n  more of one\n- [x] two\n## B\n- three\n")
+    code, out = invoke("--dry-run", "--json")
+    assert code == 0, out
+    plan = orjson.loads(out)
+    assert [(t["index"], t["group"], t["text"], t["runs"]) for t in plan["tasks"]] == [
+        (1, "A", "one\nmore of one", True), (2, "A", "two", False), (3, "B", "three", True)]
+    assert plan["tasks"][1]["why_not"] == "checked off in the task file"
+    assert plan["tasks"][2]["how"] == "starts a fresh session"
+    code, text = invoke("--dry-run")
+    assert "[2/3] A > two  (not run: checked off in the task file)" in text
+    assert not (tmp_path / ".agent-loop").exists()
+    assert invoke("--vcs", "none")[0] == 0
+    code, out = invoke("--dry-run", "--json", "--task", "1", "--again")
+    assert [t["runs"] for t in orjson.loads(out)["tasks"]] == [True, False, False]
+
+
+def test_status_text_and_json_say_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           fake_claude: FakeClaude) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.md").write_text("- one\n- two\n  FAKE: exit 1\n"
+                                       '  FAKE: advise {"retry": false, "reason": "no"}\n')
+    assert invoke("--vcs", "none")[0] == 4
+    code, out = invoke("--status", "--json")
+    data = orjson.loads(out)
+    assert code == 0 and data["counts"] == {"completed": 1, "failed": 1}
+    code, text = invoke("--status")
+    assert "2 task(s): 1 completed, 1 failed" in text and "error: no" in text
+    assert f"cost ${data['cost_usd']:.4f}" in text
+
+
+def git_work(tmp_path: Path, text: str) -> Path:
+    """A git repository holding the plan `text` as tasks.md, committed."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "tasks.md").write_text(text)
+    subprocess.run([*git, "add", "tasks.md"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "plan"], cwd=tmp_path, check=True)
+    return tmp_path
+
+
+def subjects(work: Path) -> list[str]:
+    return subprocess.run(["git", "log", "--format=%s"], cwd=work, capture_output=True,
+                          text=True, check=True).stdout.splitlines()
+
+
+PLAN = "# Shop\n\n- one\n  FAKE: write one.txt 1\n- two\n  FAKE: say TASK_BLOCKED: need a key\n"
+
+
+def test_session_ids_are_shown_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     fake_claude: FakeClaude) -> None:
+    monkeypatch.chdir(git_work(tmp_path, PLAN))
+    code, out = invoke("--vcs", "git", "--no-distill")
+    assert code == 4, out
+    # The log and --status --json keep them whole.
+    assert "ran in session 00000000 ($0.0100" in out and "00000000-0000" not in out
+    assert "resuming session 00000000, output -> " in out
+    code, out = invoke("--dry-run", "--task", "2")
+    assert "(resumes session 00000000)" in out
+
+
+def test_a_blocked_task_says_so_once_and_never_completed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_claude: FakeClaude) -> None:
+    monkeypatch.chdir(git_work(tmp_path, PLAN))
+    code, out = invoke("--vcs", "git", "--no-distill")
+    task_two = out.split("[2/2] task 2")[1].split("agent-loop done")[0]
+    assert code == 4 and "completed" not in task_two, out
+    assert [line for line in task_two.splitlines() if "blocked" in line] == [
+        "  task 2 blocked: need a key"]
+
+
+def test_a_commit_outside_any_group_goes_by_the_plan_title(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_claude: FakeClaude) -> None:
+    work = git_work(tmp_path, PLAN)
+    monkeypatch.chdir(work)
+    invoke("--vcs", "git", "--no-distill")
+    assert subjects(work)[0] == "agent-loop: Shop / one"
+
+
+def test_the_undo_hint_names_only_a_task_this_run_completed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_claude: FakeClaude) -> None:
+    monkeypatch.chdir(git_work(tmp_path, PLAN))
+    code, out = invoke("--vcs", "git", "--no-distill")
+    assert "To undo one task, e.g. task 1: git revert " in out
+    # A run that completes nothing names no task to undo.
+    code, out = invoke("--vcs", "git", "--no-distill", "--task", "2")
+    assert code == 4 and "To undo" not in out, out
+    code, out = invoke("--vcs", "git", "--no-distill")
+    assert code == 0 and "0 of 2 task(s) to run, 1 done already, 1 not run this time" in out
+    assert "To undo" not in out
+
+
+def test_a_rehearsal_tries_no_helper_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           fake_claude: FakeClaude) -> None:
+    work = git_work(tmp_path, "- one\n- two\n")
+    monkeypatch.chdir(work)
+    code, out = invoke("--rehearse", "--vcs", "git")
+    assert code == 0, out
+    assert "distiller" not in out and "message:" not in out
+    assert fake_claude.calls() == []
+
+
+def test_from_a_subfolder_every_path_is_from_there(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   fake_claude: FakeClaude) -> None:
+    work = git_work(tmp_path, "- one\n- two\n")
+    (work / "sub").mkdir()
+    monkeypatch.chdir(work / "sub")
+    result = CliRunner().invoke(command, ["../tasks.md", "--vcs", "git", "--no-distill"])
+    out = result.output
+    assert result.exit_code == 0, out
+    assert "read ../.agent-loop/logs/001-ungrouped--one.log" in out
+    assert "logs in ../.agent-loop/logs/" in out
+    assert " .agent-loop/" not in out, out

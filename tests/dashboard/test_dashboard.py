@@ -1,0 +1,216 @@
+"""The dashboard without a browser: notices reach a webhook, a failing one is one warning, logs
+are read a page at a time, a page that falls behind is dropped, and a plain run, --status and
+--help never load any of it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from agentloop.dashboard import hub, logs
+from tests.support.fake_agent import FakeClaude
+from tests.run.test_parallel import conflict_project
+from tests.support.repos import init_repo
+from tests.support.runner import agent_loop
+
+WEB = ("agentloop.dashboard", "starlette", "uvicorn", "sse_starlette", "apprise")
+
+
+@pytest.fixture
+def webhook() -> Iterator[tuple[str, list[dict]]]:
+    """A local HTTP endpoint that keeps every JSON body posted to it."""
+    received: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the http.server's name
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            received.append(json.loads(body))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"json://127.0.0.1:{server.server_address[1]}/", received
+    server.shutdown()
+
+
+def test_a_conflict_and_the_runs_end_are_sent_to_the_webhook(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch,
+        webhook: tuple[str, list[dict]]) -> None:
+    url, received = webhook
+    conflict_project(work, tmp_path, monkeypatch, ["FAKE: say I could not"])
+    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill", "--notify", url)
+    assert done.returncode == 4, done.stdout + done.stderr
+    titles = [r["title"] for r in received]
+    assert titles == ["agent-loop: conflict needs a person", "agent-loop: run finished"], received
+    conflict = received[0]["message"]
+    assert conflict.startswith("tasks.md: task 2 conflicts with the main line in shared.txt")
+    assert "git log -p main..agent-loop/2-right" in conflict   # the exact commands
+    assert "1 completed, 1 conflicted, 1 pending" in received[1]["message"]
+    assert "warning" not in done.stderr
+
+
+def test_a_notice_that_cannot_be_sent_is_one_warning(work: Path,
+                                                     fake_claude: FakeClaude) -> None:
+    (work / "tasks.md").write_text("- one\n  FAKE: fail 1\n- two\n")
+    done = agent_loop(work, "--vcs", "none", "--max-attempts", "1", "--no-distill",
+                      "--notify", "json://127.0.0.1:9/", "--notify", "json://127.0.0.1:9/b")
+    assert done.returncode == 4, done.stdout + done.stderr   # a task failed: the run's own code
+    warnings = [line for line in done.stderr.splitlines() if "notification" in line]
+    assert warnings == ["warning: a notification could not be sent (no service accepted it); "
+                        "the run goes on"], done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_log_is_read_a_page_at_a_time_and_searched_through(tmp_path: Path) -> None:
+    log = tmp_path / "big.log"
+    with open(log, "w") as out:
+        for n in range(120_000):   # about 4 MB
+            out.write(f"line {n:06d} the agent said something\n")
+        out.write("→ Write needle.txt\n")
+    last = logs.page(log, -1)
+    assert last["lines"][-1] == "→ Write needle.txt" and last["after"] is None
+    assert len("\n".join(last["lines"])) <= logs.PAGE
+    first = logs.page(log, 0)
+    assert first["lines"][0] == "line 000000 the agent said something"
+    following = logs.page(log, first["after"])   # pages meet at whole lines
+    assert int(following["lines"][0].split()[1]) == int(first["lines"][-1].split()[1]) + 1
+    middle = logs.page(log, 1_000_003)            # any offset starts at a line's beginning
+    assert middle["lines"][0].startswith("line ") and middle["lines"][0].endswith("something")
+    found = logs.search(log, "NEEDLE")
+    assert [h["line"] for h in found["hits"]] == ["→ Write needle.txt"]
+    assert logs.page(log, found["hits"][0]["offset"])["lines"] == ["→ Write needle.txt"]
+    many = logs.search(log, "said")
+    assert len(many["hits"]) == logs.MAX_HITS and many["more"]
+
+
+def test_a_page_that_falls_behind_is_dropped_and_the_others_go_on(tmp_path: Path) -> None:
+    async def go() -> None:
+        followed = hub.Hub(tmp_path)
+        _, slow = followed.subscribe()
+        _, quick = followed.subscribe()
+        for n in range(hub.QUEUE + 1):
+            followed.broadcast(("event", str(n)))
+            if not quick.empty():
+                quick.get_nowait()   # this page keeps up
+        assert slow not in followed.clients and quick in followed.clients
+        assert slow.get_nowait() is None   # its stream ends; the browser reconnects afresh
+    asyncio.run(go())
+
+
+PROBE = """\
+import os, sys
+def loaded(code):
+    print("LOADED", sorted(m for m in sys.modules if m.split(".")[0] in {web!r}
+                           or m.startswith("agentloop.dashboard")), flush=True)
+    leave(code)
+leave, os._exit = os._exit, loaded   # agent-loop leaves by os._exit, after its last word
+sys.argv = ["agent-loop", *{args!r}]
+from agentloop.__main__ import main
+main()
+"""
+
+
+@pytest.mark.parametrize("args", [["tasks.md", "--vcs", "none", "--no-distill"],
+                                  ["--status"], ["tasks.md", "--status"], ["--help"]])
+def test_a_plain_run_status_and_help_load_no_web_library(work: Path, fake_claude: FakeClaude,
+                                                         args: list[str]) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- one\n  FAKE: write one.txt 1\n")
+    probe = PROBE.format(web=set(WEB[1:]), args=args)
+    done = subprocess.run([sys.executable, "-c", probe], cwd=work, capture_output=True,
+                          text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "LOADED []" in done.stdout, done.stdout
+
+
+def test_stop_now_is_a_ctrl_c(work: Path, fake_claude: FakeClaude) -> None:
+    import time
+    import urllib.request
+
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- long\n  FAKE: sleep 30\n- next\n")
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--serve", "--vcs",
+                              "git", "--no-distill"], cwd=work, text=True,
+                             env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    assert child.stdout is not None
+    url = child.stdout.readline().split(" ", 1)[1].strip()
+    base, token = url.split("/?token=")
+    deadline = time.monotonic() + 30
+    while not fake_claude.calls():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    asked = urllib.request.Request(f"{base}/api/stop", data=b'{"plan": ".", "now": true}',
+                                   headers={"X-Token": token, "Origin": base,
+                                            "Content-Type": "application/json"})
+    with urllib.request.urlopen(asked, timeout=10) as answer:
+        assert b"as Ctrl+C does" in answer.read()
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 130, out + err
+    assert "interrupted" in out + err
+    again = agent_loop(work, "--status")
+    assert "interrupted" in again.stdout or "pending" in again.stdout
+
+
+def test_a_report_reads_what_an_earlier_version_wrote(work: Path) -> None:
+    example = Path(__file__).resolve().parents[2] / ".agent-loop.example"
+    init_repo(work, "git")
+    (work / "tasks.md").write_bytes((example / "tasks.md").read_bytes())
+    store = work / ".agent-loop"
+    store.mkdir()
+    for name in ("state.json", "events.jsonl"):
+        (store / name).write_bytes((example / name).read_bytes())
+    done = agent_loop(work, "--report", "run.html")
+    assert done.returncode == 0, done.stderr
+    html = (work / "run.html").read_text()
+    state = json.loads((example / "state.json").read_text())
+    for task in state["tasks"]:
+        assert json.dumps(task["summary"])[1:-1].replace("<", "\\u003c") in html
+    assert "http://" not in html.split("<script", 1)[0] and "<link" not in html
+
+
+def test_on_a_terminal_the_page_stays_until_ctrl_c_and_the_exit_code_is_the_runs(
+        work: Path, fake_claude: FakeClaude) -> None:
+    import pty
+    import re
+    import select
+    import signal
+    import time
+    import urllib.request
+
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- fails\n  FAKE: fail 1\n")
+    main, child_end = pty.openpty()
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--serve", "--vcs",
+                              "git", "--no-distill", "--max-attempts", "1"], cwd=work,
+                             env={**os.environ, "TERM": "xterm"}, stdin=child_end,
+                             stdout=child_end, stderr=child_end, start_new_session=True)
+    os.close(child_end)
+    seen, deadline = b"", time.monotonic() + 60
+    try:
+        while b"until Ctrl+C" not in seen:
+            assert time.monotonic() < deadline and child.poll() is None, seen.decode()
+            if select.select([main], [], [], 0.1)[0]:
+                seen += os.read(main, 65536)
+        url = re.search(rb"dashboard: (http://\S+)", seen).group(1).decode()  # type: ignore[union-attr]
+        with urllib.request.urlopen(url, timeout=5) as answer:   # the run is over; still served
+            assert answer.status == 200
+        os.killpg(child.pid, signal.SIGINT)
+        assert child.wait(timeout=15) == 4   # the run's code (a task failed), not Ctrl+C's 130
+    finally:
+        if child.poll() is None:
+            child.kill()
+        os.close(main)

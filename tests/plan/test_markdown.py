@@ -1,0 +1,131 @@
+"""Real plan formats, read as their authors mean them (fixtures in tests/support/fixtures/plans/, written
+for these tests in each style)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from agentloop.cli import command
+from agentloop.plan import parse as taskfile
+
+PLANS = Path(__file__).resolve().parents[1] / "support" / "fixtures" / "plans"
+NOTE = "a plain bullet in a checklist: a note, not a task"
+
+
+def read(name: str) -> taskfile.TaskFile:
+    return taskfile.load(PLANS / name)
+
+
+def rows(plan: taskfile.TaskFile) -> list[tuple[str, str, bool]]:
+    """(group, first line, runs) of each task."""
+    return [(t.group, t.text.splitlines()[0], not (t.checked or t.optional)) for t in plan.tasks]
+
+
+def test_ralph_fix_plan_runs_open_boxes_and_keeps_notes_out() -> None:
+    plan = read("ralph_fix_plan.md")
+    assert rows(plan) == [
+        ("Urgent", "Make `sync` resume after a dropped connection", True),
+        ("Urgent", "Stop the log file from growing without bound", True),
+        ("Later", "A `--quiet` flag", True), ("Done", "Basic project layout", False)]
+    assert plan.ignored == ((10, "Keep each change small enough to review", NOTE),
+                            (11, "Update this file when a task is finished", NOTE))
+
+
+def test_ralphex_task_sections_are_one_task_each_with_all_their_steps() -> None:
+    plan = read("ralphex_plan.md")
+    assert [t.text for t in plan.tasks] == [
+        "### Task 1: command skeleton\n- [ ] add `src/commands/report.py` with its argument "
+        "parsing\n- [ ] tests for the arguments\n- [ ] run the tests; they must pass before "
+        "Task 2",
+        "### Task 2: the summary itself\n- [ ] group the entries by month\n- [ ] tests for an "
+        "empty month and a busy one"]
+    assert {t.group for t in plan.tasks} == {"Implementation Steps"}
+    assert [text for _, text, _ in plan.ignored] == [
+        "`src/commands/` holds one file per command", "unit tests sit beside the code",
+        "run it on a real account (costs credits)"]
+    assert plan.context.startswith("# Add a report command\n## Overview\nAdds `report`")
+    assert "## Context" in plan.context and "Implementation Steps" not in plan.context
+
+
+def test_superpowers_steps_keep_their_left_margin_bodies() -> None:
+    plan = read("superpowers_plan.md")
+    assert len(plan.tasks) == 2
+    one, two = (t.text for t in plan.tasks)
+    assert one.startswith("### Task 1: Generator and its test\n**Files:**\n- Create:")
+    assert "Create `tests/test_gen.py` that expects" in one
+    assert one.endswith("Run: `pytest tests/test_gen.py`\nExpected: FAIL")
+    assert two.endswith("```bash\ncomplete -F _app app\n```")
+    # No `##` above: the plan's title is the group.
+    assert {t.group for t in plan.tasks} == {"Shell completion plan"}
+    assert "**Goal:** tab completion" in plan.context
+
+
+def test_speckit_items_phases_and_tags() -> None:
+    plan = read("speckit_tasks.md")
+    assert rows(plan) == [
+        ("Phase 1: Setup", "T001 Create the folders for the API and the web app", True),
+        ("Phase 1: Setup", "T002 [P] Configure the formatter", True),
+        ("Phase 2: User Story 1 (P1)", "T010 [P] [US1] Recipe model in api/models/recipe.py",
+         True),
+        ("Phase 2: User Story 1 (P1)", "T011 [US1] Recipe list page in web/pages/recipes.tsx",
+         True)]
+    assert plan.ignored == ((6, "**Checkpoint**: both apps start",
+                             "a labelled note after a checklist"),
+                            (13, "Phase 2 depends on Phase 1", NOTE))
+
+
+def test_kiro_markers_nesting_and_optional() -> None:
+    plan = read("kiro_tasks.md")
+    assert [(t.text.splitlines()[0], t.checked, t.optional) for t in plan.tasks] == [
+        ("1. Set up storage", False, False), ("2. Build the HTTP handlers (in progress)", False,
+                                              False),
+        ("3. Write property-based tests (optional)", False, True),
+        ("4. Prototype done", True, False)]
+    assert "- [ ] 1.2 Write the notes repository" in plan.tasks[0].text  # sub-tasks fold in
+
+
+def test_a_prd_runs_requirements_not_acceptance_criteria() -> None:
+    plan = read("prd.md")
+    assert [t.text for t in plan.tasks] == ["Export the visible table as CSV",
+                                            "Keep the column order the user chose"]
+    assert [text for _, text, _ in plan.ignored] == ["Export works for 10,000 rows",
+                                                    "Feature deployed to staging environment"]
+    assert plan.context == "# PRD: Export to CSV\n\nUsers want their data in a spreadsheet."
+
+
+def test_a_plain_todo_without_boxes_runs_every_item() -> None:
+    plan = read("todo.md")
+    assert [(t.group, t.text) for t in plan.tasks] == [
+        ("Backend", "Add a health endpoint\nreturning the build version"),
+        ("Backend", "Rate-limit the login route"), ("Docs", "Describe the health endpoint")]
+    assert plan.ignored == () and plan.context == ""
+
+
+def test_unknown_boxes_warn_and_a_ticked_section_is_done() -> None:
+    tasks, reading = taskfile.read_text("## G\n- [?] odd\n- [ ] fine\n### Task 1: all done\n"
+                                        "- [x] a\n- [X] b\n")
+    assert [(t.text.splitlines()[0], t.checked) for t in tasks] == [
+        ("odd", False), ("fine", False), ("### Task 1: all done", True)]
+    assert reading.warnings == ["line 2: unknown box [?]; read as to do"]
+
+
+def test_dry_run_json_lists_tasks_ignored_and_optional(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.md").write_bytes((PLANS / "kiro_tasks.md").read_bytes() +
+                                        b"\nNotes:\n\n- [ ] 5. Last\n- a note\n")
+    result = CliRunner().invoke(command, ["tasks.md", "--dry-run", "--json"])
+    plan = orjson.loads(result.output)
+    assert [(t["index"], t["runs"]) for t in plan["tasks"]] == [
+        (1, True), (2, True), (3, False), (4, False), (5, True)]
+    assert "--include-optional" in plan["tasks"][2]["why_not"]
+    assert plan["ignored"] == [{"line": 13, "text": "a note", "why": NOTE}]
+    again = CliRunner().invoke(command, ["tasks.md", "--dry-run", "--json", "--include-optional"])
+    assert [t["runs"] for t in orjson.loads(again.output)["tasks"]] == [
+        True, True, True, False, True]
+    text = CliRunner().invoke(command, ["tasks.md", "--dry-run"]).output
+    assert f"ignored: line 13: a note ({NOTE})" in text

@@ -1,0 +1,131 @@
+"""spawn.py through proc.run: a command started with posix_spawn (in our own folder) behaves as
+one started with Popen (anywhere else), output, input, exits, errors and timeouts alike."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agentloop import proc
+from agentloop.errors import ProcessError, ProgramNotFound
+from agentloop.proc import spawn
+
+
+@pytest.fixture(params=["spawned", "popen"])
+def where(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The folder commands run in: ours (posix_spawn), or another one (Popen)."""
+    ours, other = tmp_path / "ours", tmp_path / "other"
+    ours.mkdir()
+    other.mkdir()
+    monkeypatch.chdir(ours)
+    assert spawn.usable(ours) and not spawn.usable(other)
+    return ours if request.param == "spawned" else other
+
+
+def run(where: Path, script: str, **kwargs: object) -> proc.Completed:
+    return proc.run([sys.executable, "-c", script], cwd=where, **kwargs)  # type: ignore[arg-type]
+
+
+def test_output_of_any_size_on_both_streams_without_a_deadlock(where: Path) -> None:
+    script = ("import sys\nfor i in range(2000):\n    sys.stdout.write('o' * 100 + '\\n')\n"
+              "    sys.stderr.write('e' * 100 + '\\n')\n")
+    done = run(where, script)
+    assert done.stdout == ("o" * 100 + "\n") * 2000 and done.stderr == ("e" * 100 + "\n") * 2000
+
+
+def test_input_of_any_size_while_it_writes(where: Path) -> None:
+    data = bytes(range(256)) * 8192  # 2 MiB, every byte value
+    script = ("import sys, hashlib\nd = sys.stdin.buffer.read()\n"
+              "sys.stdout.write('x' * 300000)\nprint(len(d), hashlib.sha256(d).hexdigest())")
+    done = run(where, script, input=data)
+    import hashlib
+    assert done.stdout.endswith(f"{len(data)} {hashlib.sha256(data).hexdigest()}\n")
+
+
+def test_input_it_does_not_read_is_no_error(where: Path) -> None:
+    done = run(where, "print('ignored my input')", input=b"y" * (1 << 20))
+    assert done.stdout == "ignored my input\n"
+
+
+def test_the_folder_exit_codes_and_bytes(where: Path) -> None:
+    assert run(where, "import os; print(os.getcwd())").stdout.strip() == str(where)
+    done = run(where, "import sys; sys.stdout.buffer.write(b'caf\\xe9'); sys.exit(3)",
+               check=False)
+    assert done.returncode == 3 and os.fsencode(done.stdout) == b"caf\xe9"
+    with pytest.raises(ProcessError, match=r"failed \(exit 4\): said so"):
+        run(where, "import sys; sys.stderr.write('said so'); sys.exit(4)")
+    done = run(where, "import os, signal; os.kill(os.getpid(), signal.SIGKILL)", check=False)
+    assert done.returncode == -signal.SIGKILL
+
+
+def test_a_session_of_its_own_and_sigpipe_as_a_shell_has_it(where: Path) -> None:
+    assert run(where, "import os; print(os.getsid(0) == os.getpid())").stdout == "True\n"
+    # Python ignores SIGPIPE; a child (here cat, reading its own status) must not inherit that.
+    status = proc.run(["cat", "/proc/self/status"], cwd=where).stdout
+    ignored = int(next(line for line in status.splitlines() if line.startswith("SigIgn:"))
+                  .split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1))
+
+
+def test_nothing_but_the_three_streams_is_inherited(where: Path) -> None:
+    """Found by review: posix_spawn handed on what we were started with (a shell's `9>lock`)."""
+    fd = os.open(os.devnull, os.O_RDONLY)
+    os.set_inheritable(fd, True)
+    try:
+        assert run(where, f"import os; os.fstat({fd})", check=False).returncode != 0
+        assert proc.run(["sh", "-c", f"test -e /proc/self/fd/{fd}"], cwd=where,
+                        check=False).returncode == 1
+        seen: list[bytes] = []
+        proc.stream(["sh", "-c", f"test -e /proc/self/fd/{fd} && echo leaked || echo closed"],
+                    seen.append, cwd=where, stdin=b"the prompt")
+        assert seen == [b"closed\n"]
+    finally:
+        os.close(fd)
+
+
+def test_a_parent_that_ignores_sigchld(where: Path) -> None:
+    """Found by review: children the kernel reaps itself have no status to wait for (no
+    crash), and a child must not inherit the ignored SIGCHLD (agentloop.__main__ puts it
+    back for agent-loop itself, so exit codes count: tests/cli/test_bad_input.py)."""
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        assert run(where, "print('reaped by the kernel')").stdout == "reaped by the kernel\n"
+        status = proc.run(["cat", "/proc/self/status"], cwd=where).stdout
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+    if where.name == "ours":  # Popen leaves it as it was
+        ignored = int(next(line for line in status.splitlines() if line.startswith("SigIgn:"))
+                      .split()[1], 16)
+        assert not ignored & (1 << (signal.SIGCHLD - 1))
+
+
+def test_a_missing_program_and_a_bad_argument_are_one_line_each(where: Path) -> None:
+    with pytest.raises(ProgramNotFound, match="no-such-program-here not found"):
+        proc.run(["no-such-program-here"], cwd=where)
+    with pytest.raises(ProcessError, match="in its command line"):
+        proc.run(["echo", "a\0b"], cwd=where)
+    assert proc.run(["echo", "found on PATH"], cwd=where).stdout == "found on PATH\n"
+
+
+def test_a_command_past_its_timeout_is_killed(where: Path) -> None:
+    started = time.monotonic()
+    with pytest.raises(ProcessError, match="timed out after 0.5s"):
+        run(where, "import time; time.sleep(30)", timeout=0.5)
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("size", [0, 10, 65536, 65537, 1 << 20])
+def test_a_prompt_of_any_size_reaches_the_agent_whole(where: Path, size: int) -> None:
+    """Small ones through a pipe, big ones through a file: byte for byte either way."""
+    prompt = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    got: list[bytes] = []
+    script = "import sys, hashlib; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())"
+    done = proc.stream([sys.executable, "-c", script], got.append, cwd=where, stdin=prompt)
+    import hashlib
+    assert done.returncode == 0
+    assert got == [hashlib.sha256(prompt).hexdigest().encode() + b"\n"]

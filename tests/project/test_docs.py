@@ -1,0 +1,153 @@
+"""The documentation site: it builds with warnings as errors (a broken link, a page in no table of
+contents, a missing page all fail), its reference pages list every option, settings key, exit
+code and event of the code, the example run's events fit the published schema, the README
+stays a short front door whose links lead somewhere, and the version is written once."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import click
+import jsonschema
+import pytest
+
+from agentloop import __version__, errors
+from agentloop.cli import command
+from agentloop.run import events
+from agentloop.settings.keys import KEYS
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = REPO / "docs"
+
+
+def reference() -> ModuleType:
+    """docs/_ext/agentloop_reference.py, the module that writes the reference pages."""
+    spec = importlib.util.spec_from_file_location("agentloop_reference",
+                                                  DOCS / "_ext" / "agentloop_reference.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def every_flag() -> set[str]:
+    """Every spelling of every option of the command, --no- forms included."""
+    ctx = command.make_context("agent-loop", ["tasks.md"])
+    return {flag for p in command.get_params(ctx) if isinstance(p, click.Option)
+            for flag in p.opts + p.secondary_opts}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site, built as scripts/docs.sh and CI build it: warnings are errors."""
+    out = tmp_path_factory.mktemp("site")
+    done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-q",
+                           "-b", "html", "-d", str(out / "doctrees"), str(DOCS),
+                           str(out / "html")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out / "html"
+
+
+def text_of(page: Path) -> str:
+    """A built page's words, without its markup."""
+    import html
+
+    return html.unescape(re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8")))
+
+
+def test_the_site_builds_and_has_a_page_of_each_kind(site: Path) -> None:
+    for kind in ("tutorials", "how-to", "reference", "explanation"):
+        assert (site / kind / "index.html").exists(), kind
+    assert (site / "how-to" / "undo.html").exists()
+
+
+def test_the_options_page_lists_every_option(site: Path) -> None:
+    page = text_of(site / "reference" / "options.html")
+    for flag in every_flag():
+        assert re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", page), flag
+
+
+def test_the_settings_page_lists_every_key_with_its_variable(site: Path) -> None:
+    page = text_of(site / "reference" / "settings.html")
+    for key in KEYS:
+        assert re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", page), key
+        assert "AGENT_LOOP_" + key.replace("-", "_").upper() in page, key
+
+
+def test_the_exit_codes_page_lists_every_code_and_every_error(site: Path) -> None:
+    page = text_of(site / "reference" / "exit-codes.html")
+    for code in errors.EXIT_CODES:
+        assert re.search(rf"^{code}$", page, re.M), code
+    for cls in [errors.AgentLoopError, *reference()._subclasses(errors.AgentLoopError)]:
+        assert cls.__name__ in page, cls
+
+
+def test_the_events_page_lists_every_event_and_field(site: Path) -> None:
+    from dataclasses import fields
+
+    page = text_of(site / "reference" / "events.html")
+    for name, cls in events.event_types().items():
+        assert name in page
+        for field in fields(cls):
+            assert field.name in page, (name, field.name)
+
+
+def test_every_exception_exits_with_a_code_the_table_explains() -> None:
+    classes = [errors.AgentLoopError, *reference()._subclasses(errors.AgentLoopError)]
+    assert {c.exit_code for c in classes} <= set(errors.EXIT_CODES)
+    assert {0, 1, 2, errors.INTERNAL_EXIT, errors.UNFINISHED_EXIT, 130} == set(errors.EXIT_CODES)
+
+
+def test_the_example_events_fit_the_published_schema() -> None:
+    schema = reference().event_schema()
+    validator = jsonschema.Draft202012Validator(schema)
+    lines = (REPO / ".agent-loop.example" / "events.jsonl").read_text().splitlines()
+    assert len(lines) > 10
+    for line in lines:
+        assert not list(validator.iter_errors(json.loads(line))), line
+    # and it can fail: a field of the wrong type, a type that does not exist
+    bad = json.loads(lines[0]) | {"pending": "two"}
+    assert list(validator.iter_errors(bad))
+    assert list(validator.iter_errors(json.loads(lines[0]) | {"type": "NoSuchEvent"}))
+
+
+def test_the_readme_is_a_short_front_door_whose_links_lead_somewhere() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 250
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme)
+    local = [link for link in links if "://" not in link]
+    assert local, "the README links into the docs"
+    for link in local:
+        assert (REPO / link).exists(), link
+    # A new reader's questions, each a click from the README (the page then answers it).
+    for page in ("docs/explanation/index.md", "docs/how-to/undo.md",
+                 "docs/how-to/keep-a-budget.md", "docs/explanation/what-a-run-does.md"):
+        assert page in local, page
+    explanation = (DOCS / "explanation" / "index.md").read_text(encoding="utf-8")
+    assert "git-only repository" in explanation and "Editing the plan" in explanation
+
+
+def test_the_version_is_written_once_and_the_program_says_it() -> None:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+    from importlib.metadata import version
+
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == \
+        {"attr": "agentloop.__version__"}
+    assert version("agent-loop") == __version__  # the installed metadata, read from there
+    done = subprocess.run([sys.executable, "-m", "agentloop", "--version"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.stdout.strip() == f"agent-loop, version {__version__}"
+    changelog = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert "## [Unreleased]" in changelog

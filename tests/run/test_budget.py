@@ -1,0 +1,203 @@
+"""--budget across K lanes (agentloop.run.budget): no task starts while what was spent plus what
+the running tasks may still spend could reach it; the stop line says what was really spent and
+suggests a budget that runs more tasks; a sequential run keeps its rule; the cap reaches the CLI."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentloop.errors import BudgetReached
+from agentloop.options import RunOptions
+from agentloop.run import budget
+from agentloop.run.budget import Verdict
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import init_repo, state_of
+from tests.support.runner import agent_loop
+
+
+def groups(count: int, extra: str = "") -> str:
+    """`count` groups of one task each, every run costing $1."""
+    return "\n".join(f"## Group {g}\n- task {g}\n  FAKE: write g{g}.txt {g}\n"
+                     f"  FAKE: cost 1{extra}\n" for g in range(1, count + 1))
+
+
+def spent(work: Path) -> float:
+    return round(sum(t.get("cost_usd", 0.0) for t in state_of(work)["tasks"]), 4)
+
+
+def suggested(stderr: str) -> str:
+    found = re.search(r"--budget (\d+\.\d\d)", stderr)
+    assert found, stderr
+    return found.group(1)
+
+
+# The rule itself, over plain numbers.
+
+def test_a_task_alone_starts_while_anything_is_left() -> None:
+    assert budget.verdict(2.0, 1.99, []) is Verdict.GO
+    assert budget.verdict(2.0, 2.0, []) is Verdict.STOP
+    assert budget.verdict(None, 100.0, [None]) is Verdict.GO
+
+
+def test_beside_running_tasks_it_counts_what_they_may_still_spend() -> None:
+    assert budget.verdict(2.0, 1.0, [1.0]) is Verdict.WAIT     # 1 + 1 could reach 2
+    assert budget.verdict(3.0, 1.0, [1.0]) is Verdict.GO
+    assert budget.verdict(3.0, 0.0, [1.0, 1.0, 1.0]) is Verdict.WAIT
+    # No task of the plan has a cost yet: nothing starts blind beside the first.
+    assert budget.verdict(100.0, 0.0, [None]) is Verdict.WAIT
+    assert budget.verdict(2.0, 2.5, [1.0]) is Verdict.STOP
+
+
+def test_a_cap_counts_every_agent_run_one_attempt_can_make() -> None:
+    plain = RunOptions(task_budget=0.5)
+    assert budget.cap_of(plain, True, False) == 0.5
+    assert budget.cap_of(plain, False, False) is None             # the agent cannot cap a run
+    assert budget.cap_of(RunOptions(), True, False) is None       # nothing set the cap
+    # Two fix rounds after failing checks; three review rounds of a reviewer and a fix each,
+    # every fix held to the checks again.
+    reviewed = RunOptions(task_budget=0.5, review=True, max_review_rounds=3, check_rounds=2)
+    assert budget.runs_per_attempt(reviewed, checked=True) == 3 + 3 * 4
+    assert budget.cap_of(reviewed, True, True) == 0.5 * 15
+
+
+def test_the_suggestion_always_leaves_room_above_what_was_spent() -> None:
+    assert budget.suggestion(2.0, 2.0) == 4.0
+    assert budget.suggestion(8.0, 2.0) == 10.0
+    assert budget.suggestion(0.0, 0.0) > 0.0
+    assert budget.suggestion(2.004, 0.001) > 2.004
+
+
+def test_the_stop_counts_what_the_running_tasks_spent_after_it() -> None:
+    first = BudgetReached("budget reached before task 3: spent $2.0000 of $2.0000", 2.0, 2.0)
+    assert budget.restated(first, 2.0) is first
+    later = budget.restated(first, 3.5)
+    assert (later.spent, later.budget) == (3.5, 2.0)
+    assert "spent $3.5000 of $2.0000" in str(later) and "$1.5000" in str(later)
+
+
+# Whole runs, with the fake claude.
+
+def test_eight_lanes_spend_two_dollars_of_a_two_dollar_budget(work: Path,
+                                                               fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(groups(8, "\n  FAKE: sleep 0.5"))
+    done = agent_loop(work, "--vcs", "git", "--parallel", "8", "--no-distill", "--budget", "2")
+    assert done.returncode == 1, done.stdout + done.stderr
+    # The first task ran alone (no cost known yet), the second beside nothing that could reach
+    # the budget; then $2 was spent and nothing else started.
+    runs = [c for c in fake_claude.calls() if "--output-format" in c["argv"]]
+    assert len(runs) == 2 and spent(work) == 2.0
+    assert sorted(t["status"] for t in state_of(work)["tasks"]) == ["completed"] * 2 + \
+        ["pending"] * 6
+    assert "waits: what was spent and what the running tasks may still spend could reach " \
+        "--budget $2.0000" in done.stdout
+    # The stop line says what was really spent, and a budget that runs more.
+    assert "spent $2.0000 of $2.0000" in done.stderr
+    more = suggested(done.stderr)
+    assert float(more) > spent(work)
+    again = agent_loop(work, "--vcs", "git", "--parallel", "8", "--no-distill", "--budget", more)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert sorted(t["status"] for t in state_of(work)["tasks"]).count("completed") == 4
+    assert f"spent ${spent(work):.4f} of ${float(more):.4f}" in again.stderr
+
+
+def test_the_stop_line_counts_what_the_tasks_still_running_spent(work: Path,
+                                                                fake_claude: FakeClaude) -> None:
+    # Group 1 runs first ($1: the costliest task so far); then two of the other three start
+    # ($1 spent plus $1 reserved is under $3) and the third waits. Each costs $2, each at its
+    # own pace: when the faster of the two ends, $3 is spent and the waiting lane stops the run
+    # while the slower one still runs; it ends and is paid for.
+    init_repo(work, "git")
+    later = "".join(f"## Group {g}\nDepends on: Group 1\n- task {g}\n  FAKE: write g{g}.txt {g}\n"
+                    f"  FAKE: cost 2\n  FAKE: sleep {pace}\n\n"
+                    for g, pace in ((2, 0), (3, 1.5), (4, 3)))
+    (work / "tasks.md").write_text("## Group 1\n- task 1\n  FAKE: write g1.txt 1\n"
+                                   "  FAKE: cost 1\n\n" + later)
+    done = agent_loop(work, "--vcs", "git", "--parallel", "3", "--no-distill", "--budget", "3")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert spent(work) == 5.0
+    assert "budget reached: spent $5.0000 of $3.0000 ($2.0000 of it by the tasks that were " \
+        "still running)" in done.stderr
+    assert suggested(done.stderr) == "8.00"
+
+
+def test_a_sequential_run_keeps_its_rule(work: Path, fake_claude: FakeClaude) -> None:
+    # One lane starts a task while anything is left: the task that crosses the budget is the
+    # last, and the line names the task that did not start.
+    (work / "tasks.md").write_text(groups(4))
+    done = agent_loop(work, "--vcs", "none", "--no-distill", "--budget", "1.5")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 2 + ["pending"] * 2
+    assert "budget reached before task 3: spent $2.0000 of $1.5000" in done.stderr
+    assert suggested(done.stderr) == "3.50"
+
+
+def test_the_task_budget_reaches_every_lanes_claude_as_its_cap(work: Path,
+                                                               fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(groups(3))
+    done = agent_loop(work, "--vcs", "git", "--parallel", "3", "--no-distill", "--budget", "10",
+                      "--task-budget", "1.25")
+    assert done.returncode == 0, done.stdout + done.stderr
+    runs = [c["argv"] for c in fake_claude.calls() if "--output-format" in c["argv"]]
+    assert len(runs) == 3
+    assert all(argv[argv.index("--max-budget-usd") + 1] == "1.25" for argv in runs)
+
+
+@pytest.mark.parametrize(("extra", "said"), [
+    ((), "passed by at most one task's cost plus, for each other lane (up to 3)"),
+    (("--task-budget", "0.5"), "it is passed by at most $0.5000"),
+])
+def test_dry_run_says_by_how_much_the_budget_can_be_passed(work: Path, fake_claude: FakeClaude,
+                                                           extra: tuple[str, ...],
+                                                           said: str) -> None:
+    (work / "tasks.md").write_text(groups(4))
+    done = agent_loop(work, "--vcs", "none", "--dry-run", "--parallel", "4", "--budget", "3",
+                      *extra)
+    assert done.returncode == 0, done.stdout + done.stderr
+    line = next(x for x in done.stdout.splitlines() if x.startswith("budget: "))
+    assert "$3.0000 for this plan" in line and said in line, line
+
+
+def test_codex_cannot_cap_a_run_so_its_bound_is_said_in_words(work: Path) -> None:
+    (work / "tasks.md").write_text(groups(2))
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "none",
+                           "--dry-run", "--agent", "codex", "--parallel", "2", "--budget", "3",
+                           "--task-budget", "0.5"], cwd=work, capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:  # an agent whose cost cannot be known may refuse --budget
+        assert "budget" in done.stderr, done.stderr
+        return
+    line = next(x for x in done.stdout.splitlines() if x.startswith("budget: "))
+    assert "nothing caps (this agent cannot hold a run to --task-budget)" in line, line
+    assert "(up to 1)" in line, line
+
+
+def test_the_real_claude_takes_the_cap(tmp_path: Path, fake_api, claude_bin: Path) -> None:
+    from tests.test_failures_real import run, setup, tasks
+
+    work, env = setup(tmp_path, fake_api, claude_bin)
+    done = run(work, env, "--budget", "50", "--task-budget", "5", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [t["status"] for t in tasks(work)] == ["completed", "completed"]
+    logs = sorted((work / ".agent-loop" / "logs").glob("*.log"))
+    assert logs and all("--max-budget-usd 5" in log.read_text() for log in logs)
+
+
+def test_dry_run_warns_of_a_task_budget_below_what_a_run_has_cost(work: Path,
+                                                                  fake_claude: FakeClaude) -> None:
+    (work / "tasks.md").write_text(groups(2))
+    first = agent_loop(work, "--vcs", "none", "--no-distill", "--task", "1")
+    assert first.returncode == 0, first.stdout + first.stderr
+    done = agent_loop(work, "--vcs", "none", "--dry-run", "--budget", "5", "--task-budget", "0.5")
+    line = next(x for x in done.stdout.splitlines() if x.startswith("budget: "))
+    assert "$1.0000 spent so far" in line
+    assert "warning: --task-budget $0.5000 is below what one agent run of this plan has cost " \
+        "($1.0000)" in line, line
+    enough = agent_loop(work, "--vcs", "none", "--dry-run", "--budget", "5", "--task-budget", "1")
+    assert "warning" not in next(x for x in enough.stdout.splitlines() if x.startswith("budget: "))

@@ -1,0 +1,174 @@
+"""One controller for every --parallel K: the same rules for a run of one lane and of several
+(--stop-after-running, `Depends on:`, a plan edited while the run works), with the fake claude
+and real git."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git_commits, init_repo, state_of
+from tests.support.runner import agent_loop
+
+
+def agent_calls(fake_claude: FakeClaude) -> list[str]:
+    """The prompts of the agent's runs (not the helpers')."""
+    return [c["stdin"] for c in fake_claude.calls() if "stream-json" in c["argv"]]
+
+
+def test_stop_after_running_stops_a_sequential_run_after_its_task(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    # The first task's agent asks, from another process, as a user in a second terminal would.
+    ask = f"cd {work} && {sys.executable} -m agentloop tasks.md --stop-after-running"
+    (work / "tasks.md").write_text(
+        "## Only\n"
+        f"- first\n  FAKE: write a.txt a\n  FAKE: bash {ask}\n"
+        "- second\n  FAKE: write b.txt b\n"
+        "- third\n  FAKE: write c.txt c\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 4, done.stdout + done.stderr   # stopped with tasks left
+    assert "no new task starts" in done.stdout
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed", "pending", "pending"]
+    assert len(agent_calls(fake_claude)) == 1
+    assert len(git_commits(work)) == 1
+
+
+DEPENDS_ON_A_FAILURE = """\
+## Base
+- make the base
+  FAKE: fail 9
+
+## Top
+Depends on: Base
+- build on the base
+  FAKE: write top.txt top
+
+## Aside
+- something else
+  FAKE: write aside.txt aside
+"""
+
+
+def test_a_sequential_run_does_not_start_a_group_whose_dependency_failed(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(DEPENDS_ON_A_FAILURE)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--max-attempts", "1")
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "Top did not start: it waits for Base, which did not finish" in done.stdout
+    assert not any("build on the base" in p for p in agent_calls(fake_claude))
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["failed", "pending", "completed"]
+
+
+def test_group_with_an_unmet_dependency_refuses_unless_told_to_ignore_it(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(DEPENDS_ON_A_FAILURE)
+    refused = agent_loop(work, "--vcs", "git", "--no-distill", "--group", "Top")
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        "agent-loop: error: group 'Top' waits for 'Base', which is not done yet (Depends on:); run "
+        "that first, or add --ignore-deps to start it anyway"]
+    assert agent_calls(fake_claude) == []
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--group", "2", "--ignore-deps")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["pending", "completed", "pending"]
+
+
+def edited_plan(work: Path, tmp_path: Path) -> str:
+    """A plan whose first task's agent edits the plan as a user would while the run works: it
+    rewords a task, removes one and ticks one, all in groups that start only after it."""
+    script = tmp_path / "edit_plan.py"
+    script.write_text(
+        "import pathlib, sys\n"
+        "p = pathlib.Path(sys.argv[1])\n"
+        "t = p.read_text()\n"
+        "t = t.replace('- [ ] old wording\\n', '- [ ] new wording\\n')\n"
+        "t = t.replace('- [ ] remove me\\n  FAKE: write gone.txt gone\\n', '')\n"
+        "t = t.replace('- [ ] tick me', '- [x] tick me')\n"
+        "p.write_text(t)\n")
+    return (
+        "## Editor\n"
+        f"- [ ] edit the plan\n  FAKE: bash {sys.executable} {script} {work / 'tasks.md'}\n"
+        "  FAKE: write editor.txt e\n\n"
+        "## Beside\n- [ ] beside\n  FAKE: write beside.txt b\n\n"
+        "## Words\nDepends on: Editor\n- [ ] old wording\n  FAKE: write words.txt w\n\n"
+        "## Later\nDepends on: Editor\n"
+        "- [ ] remove me\n  FAKE: write gone.txt gone\n"
+        "- [ ] tick me\n  FAKE: write ticked.txt t\n"
+        "- [ ] keep me\n  FAKE: write kept.txt k\n")
+
+
+@pytest.mark.parametrize("lanes", ["1", "2"])
+def test_a_task_removed_ticked_or_reworded_while_the_run_works(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude, lanes: str) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(edited_plan(work, tmp_path))
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", lanes)
+    assert done.returncode == 0, done.stdout + done.stderr
+    prompts = agent_calls(fake_claude)
+    assert not any("remove me" in p or "tick me" in p or "old wording" in p for p in prompts)
+    assert sum("new wording" in p for p in prompts) == 1
+    assert not (work / "gone.txt").exists() and not (work / "ticked.txt").exists()
+    assert (work / "kept.txt").exists() and (work / "words.txt").exists()
+    assert "task 4 (remove me) was removed from the plan while this run worked: not started" \
+        in done.stdout
+    assert "task 5 (tick me) was ticked in the plan while this run worked: skipped" in done.stdout
+    assert "task 3 was reworded while this run worked: it runs as it reads now (new wording)" \
+        in done.stdout
+    # The next run reads the plan as it is now: nothing left, nothing new.
+    status = agent_loop(work, "--status")
+    assert status.returncode == 0
+    again = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(agent_calls(fake_claude)) == len(prompts)
+
+
+def test_status_after_kill_9_counts_no_task_as_running(work: Path,
+                                                       fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    # The agent kills agent-loop (its parent) with SIGKILL mid-task, then ends by itself.
+    (work / "tasks.md").write_text(
+        "- [ ] killed midway\n  FAKE: bash kill -9 $(ps -o ppid= -p $PPID)\n"
+        "- [ ] next\n  FAKE: write b.txt b\n")
+    killed = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert killed.returncode == -9
+    status = agent_loop(work, "--status")
+    assert status.returncode == 0, status.stderr
+    assert "running" not in status.stdout and "interrupted" in status.stdout
+    shown = json.loads(agent_loop(work, "--status", "--json").stdout)
+    assert [t["status"] for t in shown["tasks"]] == ["interrupted", "pending"]
+
+
+def test_a_held_lane_says_held_until_the_reset_not_running(work: Path,
+                                                           fake_claude: FakeClaude) -> None:
+    import time
+
+    from agentloop.console.lanes import Lanes
+    from agentloop.run.events import event_types
+    from tests.run.test_parallel import LIMIT_PLAN
+
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(LIMIT_PLAN)
+    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill", "--backoff", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    events = [json.loads(line) for line in
+              (work / ".agent-loop" / "events.jsonl").read_text().splitlines()]
+    wait = next(i for i, e in enumerate(events) if e["type"] == "LimitWait")
+    busy = [e for e in events[wait:] if e.get("lane") == "Busy"
+            and e["type"] in ("LaneHeld", "AgentStarted")]
+    # The busy lane's next agent run was held, and said so, before it started.
+    assert [e["type"] for e in busy[:2]] == ["LaneHeld", "AgentStarted"]
+    # The live line of a held lane.
+    lanes, until = Lanes(), time.mktime((2026, 1, 1, 14, 5, 0, 0, 0, -1))
+    fields = {k: v for k, v in busy[0].items() if k not in ("type", "time", "v")}
+    lanes.update(event_types()["TaskStarted"](2, 3, "Busy", "after the limit", 1, lane="Busy"),
+                 0.0)
+    lanes.update(event_types()["LaneHeld"](**{**fields, "until": until}), 1.0)
+    [line] = lanes.lines(4.0)
+    assert line.endswith("held: usage limit until 14:05") and "starting" not in line

@@ -1,0 +1,113 @@
+"""What is done, read back from history (agentloop.state.landed): by the tasks' trailers, by
+subject before the trailers, and a task its user reverted is not done. End to end with real git:
+`.agent-loop/` removed, `--dry-run` has nothing left to run for a finished plan."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+from agentloop.state.landed import Commit, PlannedTask, done_tasks, task_hash, trailers
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, git_project, init_repo, jj
+
+TASKS = [PlannedTask(1, "write a", "agent-loop: G / write a"),
+         PlannedTask(2, "write b\n  carefully", "agent-loop: G / write b"),
+         PlannedTask(3, "write c", "agent-loop: G / write c")]
+
+
+def committed(sha: str, task: PlannedTask, plan: str = "tasks") -> Commit:
+    return Commit(sha, f"{task.subject}\n\nbody\n\n{trailers(plan, task.index, task.text)}\n")
+
+
+def test_trailers_name_the_plan_and_the_task_by_number_and_text() -> None:
+    assert trailers("tasks", 2, "write b\n  carefully") == (
+        f"Agent-Loop-Plan: tasks\nAgent-Loop-Task: 2 {task_hash('write b carefully')}")
+    assert len(task_hash("x")) == 12
+
+
+def test_done_by_trailers_even_after_the_plan_was_renumbered() -> None:
+    history = [committed("a1", TASKS[0]), committed("b2", TASKS[1])]
+    assert done_tasks("tasks", TASKS, history) == {1: "a1", 2: "b2"}
+    # A task inserted at the top: the same texts are tasks 2 and 3 now.
+    moved = [PlannedTask(1, "new first", "agent-loop: G / new first"),
+             *(PlannedTask(t.index + 1, t.text, t.subject) for t in TASKS)]
+    assert done_tasks("tasks", moved, history) == {2: "a1", 3: "b2"}
+    assert done_tasks("other-plan", TASKS, history) == {}  # another plan's commits
+
+
+def test_commits_from_before_the_trailers_match_by_subject() -> None:
+    history = [Commit("a1", "agent-loop: G / write a\n"), Commit("x", "a commit of the user")]
+    assert done_tasks("tasks", TASKS, history) == {1: "a1"}
+
+
+def test_a_reverted_task_is_not_done_and_a_reverted_revert_is() -> None:
+    a, b, r1, r2 = "a" * 40, "b" * 40, "c" * 40, "d" * 40
+    history = [committed(a, TASKS[0]), committed(b, TASKS[1]),
+               Commit(r1, f'Revert "agent-loop: G / write b"\n\nThis reverts commit {b}.\n')]
+    assert done_tasks("tasks", TASKS, history) == {1: a}
+    again = [*history, Commit(r2, 'Revert "Revert "agent-loop: G / write b""\n\n'
+                                  f"This reverts commit {r1}.\n")]
+    assert done_tasks("tasks", TASKS, again) == {1: a, 2: r2}
+    # jj's wording, with an id we do not know: by the subject it quotes.
+    jj = [committed(a, TASKS[0]),
+          Commit(r1, 'Back out "agent-loop: G / write a"\n\nThis backs out commit 0123456.\n')]
+    assert done_tasks("tasks", TASKS, jj) == {}
+
+
+def dry_run(work: Path) -> str:
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--dry-run"],
+                          cwd=work, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_lost_state_is_rebuilt_from_the_branch(tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = git_project(tmp_path, "## G\n- write a\n  FAKE: write a.txt A\n"
+                                 "- write b\n  FAKE: write b.txt B\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    run = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                          "--no-distill"], cwd=work, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    last = git(work, "log", "-1", "--format=%B")
+    assert last.rstrip().endswith(f"Agent-Loop-Plan: tasks\nAgent-Loop-Task: 2 "
+                                  f"{task_hash('write b FAKE: write b.txt B')}"), last
+    shutil.rmtree(work / ".agent-loop")
+    text = dry_run(work)
+    assert "2 task(s), 0 to run" in text, text
+    assert "no state for this plan: 2 task(s) found done in the history" in text
+    # The user reverts task 2: it is to run again, and only it.
+    git(work, "revert", "--no-edit", "HEAD")
+    shutil.rmtree(work / ".agent-loop", ignore_errors=True)
+    assert "2 task(s), 1 to run" in dry_run(work)
+    again = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                            "--no-distill"], cwd=work, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert "no state for this plan: 1 task(s) found done" in again.stdout
+    assert len(fake_claude.calls()) == 3  # task 1 was never paid for again
+    state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
+    assert [t["status"] for t in state["tasks"]] == ["completed", "completed"]
+
+
+def test_a_lost_state_is_rebuilt_from_jjs_history(tmp_path: Path, jj_bin: str,
+                                                  fake_claude: FakeClaude) -> None:
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "README.md").write_text("hello\n")
+    init_repo(work, "jj")
+    (work / "tasks.md").write_text("## G\n- write a\n  FAKE: write a.txt A\n"
+                                   "- write b\n  FAKE: write b.txt B\n")
+    run = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "jj",
+                          "--no-distill"], cwd=work, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    described = jj(work, "log", "--no-graph", "-r", "::@ & description(glob:'agent-loop:*')",
+                   "-T", 'description ++ "\\x1e"').split("\x1e")
+    assert any(d.rstrip().endswith(f"Agent-Loop-Task: 1 {task_hash('write a FAKE: write a.txt A')}")
+               for d in described), described
+    shutil.rmtree(work / ".agent-loop")
+    assert "2 task(s), 0 to run" in dry_run(work)

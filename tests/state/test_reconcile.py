@@ -1,0 +1,224 @@
+"""Living plans: the saved records matched to a changed task file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from agentloop.cli import command
+from agentloop.plan import numbering
+from agentloop.plan import parse as taskfile
+from agentloop.state.reconcile import reconcile
+from agentloop.state.schema import Attempt, TaskState
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git_project, state_of
+
+
+def saved(tmp_path: Path, text: str, done: tuple[int, ...]) -> list[TaskState]:
+    (tmp_path / "old.md").write_text(text)
+    records = [TaskState.from_task(t) for t in taskfile.load(tmp_path / "old.md").tasks]
+    for r in records:
+        if r.index in done:
+            r.status, r.change_id, r.session_id = "completed", f"change{r.index}", "s1"
+    return records
+
+
+def new(tmp_path: Path, text: str) -> taskfile.TaskFile:
+    (tmp_path / "new.md").write_text(text)
+    return taskfile.load(tmp_path / "new.md")
+
+
+def test_added_edited_removed_moved_and_ticked(tmp_path: Path) -> None:
+    old = saved(tmp_path, "## G\n- [ ] a\n- [ ] b\n- [ ] c\n- [ ] d\n## H\n- [ ] e\n", (1, 2, 5))
+    changed = reconcile(old, new(tmp_path, "## H\n- [ ] e\n## G\n- [ ]   b\n- [ ] a\n"
+                                           "- [ ] c, reworded\n- [x] d\n- [ ] f\n"))
+    tasks = changed.tasks
+    assert [(t.index, t.task, t.status) for t in tasks] == [
+        (1, "e", "completed"), (2, "b", "completed"), (3, "a", "completed"),
+        (4, "c, reworded", "pending"), (5, "d", "skipped"), (6, "f", "pending")]
+    # Kept records keep what they had, their log names included; they moved.
+    assert tasks[0].change_id == "change5" and tasks[0].log_name == old[4].log_name
+    assert changed.added == (6,) and changed.edited == ((4, ""),) and changed.ticked == (5,)
+    assert changed.removed == () and changed.kept_done == 3
+    assert changed.summary() == ("1 task added, 1 edited, 0 removed, 1 ticked off; "
+                                 "3 completed tasks kept")
+
+
+def test_an_edited_done_task_names_its_old_change_and_removed_ones_are_returned(
+        tmp_path: Path) -> None:
+    old = saved(tmp_path, "- one\n- two\n- three\n", (1, 2))
+    changed = reconcile(old, new(tmp_path, "- one, better\n- two\n"))
+    assert [(t.task, t.status) for t in changed.tasks] == [("one, better", "pending"),
+                                                          ("two", "completed")]
+    assert changed.edited == ((1, "change1"),)
+    assert [r.task for r in changed.removed] == ["three"]
+    # The edited task's old record is returned too: its runs cost money (issue 23).
+    assert [r.task for r in changed.replaced] == ["one"]
+    assert [r.task for r in changed.dropped] == ["three", "one"]
+    assert "task 1's earlier change change1 stays in history" in changed.summary()
+
+
+def test_duplicates_match_in_order_and_new_log_names_never_collide(tmp_path: Path) -> None:
+    old = saved(tmp_path, "- same\n- same\n", (1,))
+    changed = reconcile(old, new(tmp_path, "- same\n- same\n- same\n"))
+    assert [t.status for t in changed.tasks] == ["completed", "pending", "pending"]
+    names = [t.log_name for t in changed.tasks]
+    assert len(set(names)) == 3
+
+
+def test_a_task_added_while_a_run_works_is_named_at_its_end_and_run_by_the_next(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = git_project(tmp_path, "## One\n- [ ] first\n  FAKE: write a.txt A\n"
+                       "  FAKE: sleep 1.5\n")
+    argv = [sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git", "--no-distill"]
+    env = {**os.environ, "NO_COLOR": "1"}
+    tool = subprocess.Popen(argv, cwd=work, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    log = work / ".agent-loop" / "logs" / "001-one--first.log"
+    for _ in range(200):  # the agent of the first task is at work
+        if log.exists():
+            break
+        time.sleep(0.05)
+    with (work / "tasks.md").open("a") as plan:
+        plan.write("- [ ] second\n  FAKE: write b.txt B\n")
+    out, _ = tool.communicate(timeout=60)
+    assert tool.returncode == 0, out
+    assert ("tasks.md changed while this run worked (1 task added, 0 edited, 0 removed; 1 "
+            "completed task kept); run agent-loop again to run what is new") in out
+    again = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed", "completed"]
+    assert "changed while this run worked" not in again.stdout
+
+
+def test_boxes_the_agent_ticks_are_no_news_at_the_end(tmp_path: Path,
+                                                      fake_claude: FakeClaude) -> None:
+    work = git_project(tmp_path, "- [ ] tick me off\n")
+    said = tmp_path / "directives.json"  # the agent's doing, not in the task's own text
+    said.write_text('{"tick me off": ["FAKE: write tasks.md - [x] tick me off (done: see a.txt)"]}')
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                           "--no-distill"], cwd=work, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "NO_COLOR": "1", "FAKE_CLAUDE_DIRECTIVES": str(said)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / "tasks.md").read_text().startswith("- [x] tick me off (done")
+    assert "changed while this run worked" not in done.stdout + done.stderr
+
+
+FLAT = "## Editor\n- [ ] 1. Shell\n- [ ] 1.1 Component\n- [ ] 1.2 Store\n- [ ] 2. API\n" \
+       "- [ ] 2.1 Client\n"
+
+
+def spent(records: list[TaskState], done: tuple[int, ...]) -> list[TaskState]:
+    for r in records:
+        if r.index in done:
+            r.attempts, r.cost_usd, r.log = 1, 0.01 * r.index, f"logs/{r.log_name}.log"
+            r.history = [Attempt(number=1, started_at="t", cost_usd=r.cost_usd, log=r.log)]
+    return records
+
+
+def test_sub_tasks_folded_into_their_parent_carry_their_records(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(numbering, "under", lambda child, parent: False)  # the earlier reader
+    old = spent(saved(tmp_path, FLAT, (1, 2, 3, 4)), (1, 2, 3, 4))
+    monkeypatch.undo()
+    changed = reconcile(old, new(tmp_path, FLAT + "- [ ] 3. Docs\n"))
+    one, two, three = changed.tasks
+    # Every part of task 1 was done: it is done, with all their runs, costs and its newest change.
+    assert (one.status, one.attempts, one.cost_usd, one.change_id) == (
+        "completed", 3, 0.06, "change3")
+    assert [a.log for a in one.history] == [r.log for r in old[:3]]
+    assert one.log_name == old[0].log_name and one.task.startswith("1. Shell\n- [ ] 1.1")
+    # Task 2's part 2.1 never ran: still to do, its paid run counted, a log name of its own.
+    assert (two.status, two.attempts, two.cost_usd, two.change_id) == ("pending", 0, 0.04, None)
+    assert [a.log for a in two.history] == [old[3].log]
+    assert two.log_name not in {r.log_name for r in old}
+    assert (three.status, changed.added, changed.removed, changed.edited) == (
+        "pending", (3,), (), ())
+    assert changed.folded == ((1, 3), (2, 2))
+    assert changed.summary() == ("1 task added, 0 edited, 0 removed, 5 records folded into 2 "
+                                 "tasks; 1 completed task kept")
+
+
+def test_a_whole_match_wins_over_a_part() -> None:
+    tasks, _ = taskfile.read_text("- [ ] 1.1 B\n- [ ] 1. A\n- [ ] 1.1 B\n")
+    old = [TaskState.from_task(t) for t in taskfile.read_text("- [ ] 1.1 B\n- [ ] 1. A\n")[0]]
+    old[0].status = old[1].status = "completed"
+    changed = reconcile(old, taskfile.TaskFile(Path("t.md"), "sha256:x", tasks))
+    assert [(t.task.splitlines()[0], t.status) for t in changed.tasks] == [
+        ("1.1 B", "completed"), ("1. A", "pending")]
+    assert changed.folded == ((2, 1),)
+
+
+def test_a_plan_that_folds_runs_nothing_finished_again(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = ("# Implementation Plan\n\n## Editor\n"
+            "- [ ] 1. Set up the editor shell\n  FAKE: write shell.txt S\n"
+            "- [ ] 1.1 Create the component\n  FAKE: write component.txt C\n"
+            "- [ ] 1.2 Wire it to the store\n  FAKE: write store.txt W\n"
+            "- [ ] 2. Build the API layer\n  FAKE: write api.txt A\n"
+            "- [ ] 2.1 Write the client\n  FAKE: write client.txt K\n")
+    work = git_project(tmp_path, plan)
+    monkeypatch.chdir(work)
+
+    def cli(*args: str) -> str:
+        result = CliRunner().invoke(command, ["tasks.md", *args])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    # Read as the reader before numbering folded anything: five tasks; four of them run.
+    with monkeypatch.context() as earlier:
+        earlier.setattr(numbering, "under", lambda child, parent: False)
+        earlier.setattr(taskfile, "READER", 1)
+        for index in range(1, 5):
+            cli("--vcs", "git", "--no-distill", "--task", str(index))
+    before = state_of(work)
+    assert [t["status"] for t in before["tasks"]] == ["completed"] * 4 + ["pending"]
+    paid = sum(t["cost_usd"] for t in before["tasks"])
+    calls = len(fake_claude.calls())
+    # This reader reads the same file anew, and says so.
+    assert orjson.loads(cli("--status", "--json"))["note"] == (
+        "tasks.md reads differently with this agent-loop: 0 tasks added, 0 edited, 0 removed, "
+        "5 records folded into 2 tasks; 1 completed task kept")
+
+    (work / "tasks.md").write_text(plan + "- [ ] 3. Write the docs\n  FAKE: write docs.txt D\n")
+    status = orjson.loads(cli("--status", "--json"))
+    assert "5 records folded into 2 tasks" in status["note"]
+    assert status["counts"] == {"completed": 1, "pending": 2}
+    assert status["cost_usd"] == pytest.approx(paid)
+    plan_view = orjson.loads(cli("--dry-run", "--json"))
+    assert [(t["summary"], t["runs"]) for t in plan_view["tasks"]] == [
+        ("1. Set up the editor shell", False), ("2. Build the API layer", True),
+        ("3. Write the docs", True)]
+    assert [f["line"] for f in plan_view["folded"]] == [6, 8, 12]
+
+    out = cli("--vcs", "git", "--no-distill")
+    assert "5 records folded into 2 tasks" in out
+    new = [c["stdin"] for c in fake_claude.calls()[calls:]]
+    assert [p for p in new if "1. Set up the editor shell" in p] == []   # never again
+    assert len(new) == 2
+    after = state_of(work)["tasks"]
+    assert [t["status"] for t in after] == ["completed"] * 3
+    carried = {a["log"] for t in before["tasks"] for a in t["history"]}
+    assert carried <= {a["log"] for t in after for a in t["history"]}
+    fresh_cost = sum(a["cost_usd"] for t in after for a in t["history"]
+                     if a["log"] not in carried)
+    assert sum(t["cost_usd"] for t in after) == pytest.approx(paid + fresh_cost)
+    assert after[0]["change_id"] == before["tasks"][2]["change_id"]
+
+
+def test_a_state_an_earlier_reader_saved_is_no_news_when_it_reads_the_same(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    work = git_project(tmp_path, "- [ ] one\n- [ ] two\n")
+    monkeypatch.chdir(work)
+    assert CliRunner().invoke(command, ["tasks.md", "--vcs", "git", "--task", "1"]).exit_code == 0
+    state = work / ".agent-loop" / "state.json"
+    state.write_bytes(state.read_bytes().replace(b'"reader": 2', b'"reader": 1'))
+    status = orjson.loads(CliRunner().invoke(command, ["tasks.md", "--status", "--json"]).stdout)
+    assert status["note"] is None and status["counts"] == {"completed": 1, "pending": 1}

@@ -1,0 +1,53 @@
+"""The fake claude as a test installs it: the executable first on PATH, and what it recorded.
+
+The executable is tests/support/fake_claude.py (what its `FAKE:` lines do is written there);
+`fake_claude` is the fixture every test that runs an agent without paying for one asks for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+
+class FakeClaude:
+    """The fake claude executable installed for one test, with what it recorded."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.state = folder / "state"
+        self.log = folder / "calls.jsonl"
+        self.bin = folder / "bin" / "claude"
+        self.bin.parent.mkdir(parents=True)
+        source = (Path(__file__).parent / "fake_claude.py").read_text()
+        self.bin.write_text(f"#!{sys.executable}\n" + source.split("\n", 1)[1])
+        self.bin.chmod(0o755)
+
+    def calls(self) -> list[dict]:
+        """Every recorded call: argv and cwd."""
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    def prompts(self) -> list[str]:
+        """The prompt of each call (the argument after `--`)."""
+        return [c["stdin"] for c in self.calls()]
+
+    def session(self, session_id: str) -> list[str]:
+        """The prompts a session has seen, in order."""
+        text = (self.state / "sessions" / f"{session_id}.txt").read_text()
+        return [p.strip("\n") for p in text.split("\n\x1e\n") if p.strip()]
+
+
+@pytest.fixture
+def fake_claude(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> FakeClaude:
+    """A fake `claude` first on PATH (and in AGENT_LOOP_CLAUDE) for this test."""
+    fake = FakeClaude(tmp_path_factory.mktemp("fake-claude"))
+    monkeypatch.setenv("FAKE_CLAUDE_STATE", str(fake.state))
+    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(fake.log))
+    monkeypatch.setenv("PATH", str(fake.bin.parent) + os.pathsep + os.environ["PATH"])
+    return fake

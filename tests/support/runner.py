@@ -1,0 +1,34 @@
+"""agent-loop started the way a user starts it: a process of its own, for the tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+
+def agent_loop(cwd: Path, *args: str, plan: str | None = "tasks.md",
+               env: Mapping[str, str] | None = None, timeout: float = 180,
+               prefix: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+    """`agent-loop PLAN ARGS…` in `cwd`, its output captured, no standard input.
+
+    `env` is the whole environment (this process's by default); NO_COLOR=1 is added, so a test
+    reads plain lines. `plan=None` leaves the plan out (`--status` over every plan, `--init`).
+    `prefix` goes before the interpreter (`nohup`, a shell that ignores a signal)."""
+    argv = [*prefix, sys.executable, "-m", "agentloop", *([plan] if plan else []), *args]
+    return subprocess.run(argv, cwd=cwd, env={**(os.environ if env is None else env),
+                                              "NO_COLOR": "1"},
+                          capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def plain_shell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SHELL=/bin/sh, so the checks a run starts (through the user's $SHELL) do not depend on the
+    developer's own shell and its startup files. A module uses it with
+    `pytestmark = pytest.mark.usefixtures("plain_shell")` after importing it."""
+    monkeypatch.setenv("SHELL", "/bin/sh")

@@ -1,0 +1,91 @@
+"""The repository's own git hooks: skipped by agent-loop's commits, which the run's first lines
+say; with `git-hooks` on, `pre-commit` and `commit-msg` judge each task's change as checks, and
+a failing hook goes back to the agent like a failing --check."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, git_commits, init_repo
+from tests.support.runner import agent_loop, plain_shell  # noqa: F401 - the fixture
+
+pytestmark = pytest.mark.usefixtures("plain_shell")
+
+# Reads the change from the index git hands a hook (GIT_INDEX_FILE), as a real pre-commit does.
+PRE_COMMIT = """#!/bin/sh
+if git show :a.txt 2>/dev/null | grep -q broken; then
+  echo "pre-commit: a.txt is broken"
+  echo "FAKE: write a.txt fixed"
+  exit 1
+fi
+"""
+COMMIT_MSG = """#!/bin/sh
+head -n 1 "$1" >> .git/commit-msg-seen
+grep -q "write a" "$1"
+"""
+
+
+def hooked_repo(work: Path) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- write a\n  FAKE: write a.txt broken\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    for name, text in (("pre-commit", PRE_COMMIT), ("commit-msg", COMMIT_MSG)):
+        hook = work / ".git" / "hooks" / name
+        hook.write_text(text)
+        hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
+
+
+def test_a_failing_pre_commit_hook_is_fixed_by_the_agent(work: Path,
+                                                          fake_claude: FakeClaude) -> None:
+    hooked_repo(work)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "check failed: .git/hooks/pre-commit (exit 1) — fix round 1/2" in done.stdout
+    assert (work / "a.txt").read_text() == "fixed\n"
+    assert [files for _, _, files in git_commits(work)] == [["a.txt"]]
+    assert git(work, "show", "HEAD:a.txt") == "fixed\n"
+    # commit-msg read the task's message, in each round.
+    assert (work / ".git" / "commit-msg-seen").read_text().splitlines()[0].endswith("write a")
+    assert git(work, "status", "--porcelain") == ""
+    assert not list((work / ".git").glob("agent-loop-hooks*"))  # its index is gone
+    assert "will not run" not in done.stdout
+
+
+def test_without_the_setting_the_run_says_the_hooks_are_skipped(work: Path,
+                                                                 fake_claude: FakeClaude) -> None:
+    hooked_repo(work)
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ("the repository's pre-commit and commit-msg hooks will not run on the tasks' "
+            "commits (git-hooks = true, or --git-hooks, runs them as checks)") in done.stdout
+    assert git(work, "show", "HEAD:a.txt") == "broken\n"  # as today: the hook never ran
+    assert not (work / ".git" / "commit-msg-seen").exists()
+
+
+def test_a_commit_msg_hook_that_refuses_fails_the_task(work: Path,
+                                                       fake_claude: FakeClaude) -> None:
+    hooked_repo(work)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    hook = work / ".git" / "hooks" / "commit-msg"
+    hook.write_text("#!/bin/sh\necho 'commit-msg: no ticket number'\nexit 1\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks", "--max-attempts", "1",
+                      "--check-rounds", "0")
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert ("task 1 failed: check `.git/hooks/commit-msg .git/AGENT_LOOP_COMMIT_MSG` still fails "
+            "(exit 1): commit-msg: no ticket number") in done.stdout
+    assert git_commits(work) == []  # no commit of the task
+    assert git(work, "status", "--porcelain") == ""  # its change dropped, the tree as before
+
+
+def test_with_jj_the_run_says_the_hooks_are_not_available(work: Path, jj_bin: str,
+                                                          fake_claude: FakeClaude) -> None:
+    hooked_repo(work)
+    done = agent_loop(work, "--vcs", "jj", "--no-distill", "--git-hooks")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "git-hooks: not available with jj (its changes are no git commits)" in done.stdout
+    assert "check:" not in done.stdout  # no hook ran

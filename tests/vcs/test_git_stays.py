@@ -1,0 +1,85 @@
+"""A git user's repository stays a git user's repository: with jj on PATH, `--vcs auto` runs a
+git-only repository with git (its branch checked out, one commit per task authored by the user's
+git identity) and says so first; `--vcs jj` gives jj git's identity when jj has none; a
+repository an earlier version turned into jj gets one warning with the way back. Real git, real
+jj, a test HOME holding the user's identity in its git config."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, git_project
+from tests.support.runner import agent_loop
+
+PLAN = "- write a\n  FAKE: write a.txt A\n- write b\n  FAKE: write b.txt B\n"
+NOTE = "vcs: git, though jj is installed: this is a git repository and stays one"
+
+
+@pytest.fixture
+def git_user(monkeypatch: pytest.MonkeyPatch, jj_bin: str) -> str:
+    """A user known to git only (their ~/.gitconfig), with jj on PATH and no identity of its own."""
+    for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
+                "GIT_COMMITTER_EMAIL", "JJ_USER", "JJ_EMAIL"):
+        monkeypatch.delenv(var, raising=False)
+    config = Path(os.environ["GIT_CONFIG_GLOBAL"])
+    config.write_text(config.read_text() + "[user]\n\tname = Gita User\n\temail = gita@example.com\n")
+    return "Gita User <gita@example.com>"
+
+
+def test_a_git_repository_is_run_with_git_on_its_branch(tmp_path: Path, git_user: str,
+                                                        fake_claude: FakeClaude) -> None:
+    work = git_project(tmp_path, PLAN)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    dry = agent_loop(work, "--no-distill", "--dry-run")
+    assert NOTE in dry.stdout, dry.stdout
+    done = agent_loop(work, "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(NOTE), done.stdout
+    assert "vcs: git" in done.stdout.splitlines()[1]
+    assert not (work / ".jj").exists()
+    assert git(work, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
+    log = git(work, "log", "--format=%an <%ae>|%s", "main").splitlines()
+    assert [line.split("|")[1] for line in log[:2]] == ["agent-loop: (ungrouped) / write b",
+                                                        "agent-loop: (ungrouped) / write a"]
+    assert {line.split("|")[0] for line in log} == {git_user}
+    assert git(work, "status", "--porcelain") == ""
+    assert "git revert" in done.stdout
+
+
+def test_vcs_jj_takes_gits_identity_when_jj_has_none(tmp_path: Path, git_user: str,
+                                                     fake_claude: FakeClaude) -> None:
+    work = git_project(tmp_path, PLAN)
+    done = agent_loop(work, "--no-distill", "--vcs", "jj")
+    assert done.returncode == 0, done.stdout + done.stderr
+    authors = subprocess.run(
+        ["jj", "log", "--no-graph", "-r", "::@ & description(glob:'agent-loop:*')", "-T",
+         'author.name() ++ " <" ++ author.email() ++ ">\\n"'], cwd=work, capture_output=True,
+        text=True, check=True).stdout.splitlines()
+    assert authors == [git_user, git_user]
+
+
+def test_a_repository_turned_into_jj_earlier_gets_the_way_back(tmp_path: Path, git_user: str,
+                                                               fake_claude: FakeClaude) -> None:
+    work = git_project(tmp_path, PLAN)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    # What an earlier agent-loop left: colocated, a task's commit with no author, git detached.
+    nobody = {**os.environ, "JJ_USER": "", "JJ_EMAIL": ""}
+    for argv in (["git", "init", "--colocate"], ["new"], ["file", "track", "tasks.md"]):
+        subprocess.run(["jj", *argv], cwd=work, env=nobody, check=True, capture_output=True)
+    (work / "a.txt").write_text("A\n")
+    subprocess.run(["jj", "commit", "-m", "agent-loop: (ungrouped) / write a"], cwd=work,
+                   env=nobody, check=True, capture_output=True)
+    head = git(work, "rev-parse", "HEAD").strip()
+    before = git(work, "log", "--all", "--format=%H %an")
+    dry = agent_loop(work, "--no-distill", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert f"git switch main && git merge --ff-only {head[:12]}" in dry.stdout, dry.stdout
+    assert "jj bookmark set main -r @-" in dry.stdout
+    assert git(work, "log", "--all", "--format=%H %an") == before  # nothing rewritten

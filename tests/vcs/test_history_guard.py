@@ -1,0 +1,72 @@
+"""An agent that rewrites history: the run notices before it builds the next task on it, and
+says how to get the lost work back. Real git and jj, agent-loop as a process, the fake claude."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, init_repo, jj, state_of
+from tests.support.runner import agent_loop
+
+
+def test_git_reset_hard_by_the_agent_stops_the_run_and_loses_nothing(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n"
+                                   "- two\n  FAKE: bash git reset -q --hard HEAD~1\n"
+                                   "  FAKE: write b.txt B\n- three\n  FAKE: write c.txt C\n")
+    done = agent_loop(work, "--no-distill", "--vcs", "git")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the agent moved the branch back" in done.stderr and "git reset --hard" in done.stderr
+    tasks = state_of(work)["tasks"]
+    one = tasks[0]["change_id"]
+    # Task 2 was not committed with task 1's file deleted; task 3 never ran on that history.
+    assert [t["status"] for t in tasks] == ["completed", "running", "pending"]
+    assert one in git(work, "reflog", "--format=%H")
+    git(work, "reset", "-q", "--hard", one)
+    # The user takes the hostile step out of the task and goes on.
+    (work / "tasks.md").write_text((work / "tasks.md").read_text().replace(
+        "  FAKE: bash git reset -q --hard HEAD~1\n", ""))
+    again = agent_loop(work, "--no-distill", "--vcs", "git")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert git(work, "ls-files").split() == ["README.md", "a.txt", "b.txt", "c.txt"]
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
+
+
+def test_git_checkout_b_by_the_agent_stops_the_run(work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- one\n  FAKE: bash git checkout -q -b elsewhere\n"
+                                   "  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
+    done = agent_loop(work, "--no-distill", "--vcs", "git")
+    assert done.returncode == 1 and "switched HEAD" in done.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["running", "pending"]
+
+
+def test_jj_abandon_of_an_earlier_task_stops_the_run(work: Path, fake_claude: FakeClaude,
+                                                    jj_bin: str) -> None:
+    init_repo(work, "jj")
+    (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n"
+                                   "- two\n  FAKE: bash jj --no-pager abandon @-\n"
+                                   "  FAKE: write b.txt B\n- three\n  FAKE: write c.txt C\n")
+    done = agent_loop(work, "--no-distill", "--vcs", "jj")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the change of task 1" in done.stderr and "jj op restore" in done.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]][2] == "pending"
+    assert jj(work, "op", "log", "--no-graph", "-T", 'description ++ "\\n"')
+
+
+def test_status_notices_an_abandoned_change_and_again_redoes_it(
+        work: Path, fake_claude: FakeClaude, jj_bin: str) -> None:
+    init_repo(work, "jj")
+    (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
+    assert agent_loop(work, "--no-distill", "--vcs", "jj").returncode == 0
+    two = state_of(work)["tasks"][1]["change_id"]
+    jj(work, "abandon", two)
+    status = agent_loop(work, "--status").stdout
+    assert "task 2's change is no longer in the history" in status
+    assert "--task 2 --again" in status
+    again = agent_loop(work, "--no-distill", "--task", "2", "--again")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (work / "b.txt").read_text() == "B\n"
+    assert state_of(work)["tasks"][1]["change_id"] != two

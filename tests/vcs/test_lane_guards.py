@@ -1,0 +1,276 @@
+"""Parallel lanes against careless agents and a user who keeps working (issue 31, the VCS side):
+a landing lands exactly the task, nothing in a lane goes unless it is on the main line, lanes
+open side by side without racing, a landing that waits gives up as held, errors name the real
+cause, and after every step the lane is checked against what agent-loop recorded."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from agentloop.errors import VcsError
+from agentloop.vcs import lanes
+from agentloop.vcs.check import GitLaneRecord, Kind, LaneBreach, check_git_lane
+from agentloop.vcs.git import worktrees
+from agentloop.vcs.git.lane import LaneGit
+from agentloop.vcs.git.mainline import GitMainLine
+from agentloop.vcs.git.run import Git
+from agentloop.vcs.landing import LandingHeld
+from tests.vcs.test_mainline import git, lane_commit, repo  # noqa: F401 - the fixture
+
+
+def files_of(repo: Path, commit: str) -> list[str]:
+    return git(repo, "diff-tree", "--no-commit-id", "--name-only", "-r", commit).split()
+
+
+# -- a landing lands exactly the task ------------------------------------------------------------
+
+def test_a_users_revert_of_a_landed_task_stays_reverted(repo: Path) -> None:
+    main = GitMainLine.current(repo)
+    task = lane_commit(repo, "g1", {"g1t1.txt": "1.1\n"}, "task 1.1")
+    main.land(lane_commit(repo, "g2", {"g2.txt": "2\n"}, "group 2's task"))
+    first = main.land(task)  # another group landed first: it lands as a copy
+    assert first != task
+    git(repo, "revert", "--no-edit", first)  # as the README suggests
+    second = main.land(lane_commit(repo, "g1", {"g1t2.txt": "1.2\n"}, "task 1.2"))
+    assert not (repo / "g1t1.txt").exists()
+    assert files_of(repo, second) == ["g1t2.txt"]
+
+
+def test_other_groups_later_edits_never_conflict_with_a_groups_earlier_tasks(repo: Path) -> None:
+    main = GitMainLine.current(repo)
+    task = lane_commit(repo, "g1", {"shared.txt": "from group 1\n"}, "task 1.1")
+    main.land(lane_commit(repo, "g3", {"g3.txt": "3\n"}, "group 3's task"))
+    main.land(task)  # as a copy
+    main.land(lane_commit(repo, "g2", {"shared.txt": "group 2 rewrote it\n"}, "task 2.1"))
+    landed = main.land(lane_commit(repo, "g1", {"own.txt": "1.2\n"}, "task 1.2"))
+    assert files_of(repo, landed) == ["own.txt"]
+    assert (repo / "shared.txt").read_text() == "group 2 rewrote it\n"
+
+
+def test_a_landing_against_the_parent_costs_a_few_milliseconds(repo: Path) -> None:
+    main = GitMainLine.current(repo)
+    main.land(lane_commit(repo, "g2", {"g2.txt": "2\n"}, "other"))
+    commit = lane_commit(repo, "g1", {"g1.txt": "1\n"}, "task")
+    started = time.perf_counter()
+    for _ in range(5):
+        main._replay(main.tip(), commit)
+    assert (time.perf_counter() - started) / 5 < 0.5  # six git processes: well under a second
+
+
+# -- nothing in a lane goes unless it is on the main line ------------------------------------
+
+def test_a_lane_branch_with_work_not_on_the_main_line_is_kept_before_it_goes(repo: Path) -> None:
+    base = git(repo, "rev-parse", "main")
+    landed = worktrees.open_git(repo, "1-a", base, fresh=True)
+    (landed.path / "a.txt").write_text("a\n")
+    git(landed.path, "add", "a.txt")
+    git(landed.path, "commit", "-qm", "landed")
+    GitMainLine.current(repo).land(git(landed.path, "rev-parse", "HEAD"))
+    unlanded = worktrees.open_git(repo, "2-b", base, fresh=True)
+    (unlanded.path / "b.txt").write_text("b\n")
+    git(unlanded.path, "add", "b.txt")
+    git(unlanded.path, "commit", "-qm", "an agent's commit nobody landed")
+    (unlanded.path / "loose.txt").write_text("never committed\n")
+    notes = worktrees.remove_git(repo, landed, drop_branch=True, main="main")
+    notes += worktrees.remove_git(repo, unlanded, drop_branch=True, main="main")
+    assert git(repo, "branch", "--list", "agent-loop/*") == ""
+    kept = git(repo, "for-each-ref", "--format=%(refname)", "refs/agent-loop/kept/").split()
+    assert kept == ["refs/agent-loop/kept/2-b"]
+    assert git(repo, "show", "refs/agent-loop/kept/2-b:b.txt") == "b"
+    assert git(repo, "show", "refs/agent-loop/kept-files/2-b:loose.txt") == "never committed"
+    assert any("refs/agent-loop/kept/2-b" in n for n in notes) and len(notes) == 2
+
+
+# -- lanes open and close side by side -------------------------------------------------------
+
+def test_fifty_lanes_open_and_close_eight_at_once(repo: Path) -> None:
+    base = git(repo, "rev-parse", "main")
+    names = [lanes.lane_name(n, f"group {n}") for n in range(1, 51)]
+    with ThreadPoolExecutor(8) as pool:
+        opened = list(pool.map(lambda name: worktrees.open_git(repo, name, base, True), names))
+    registered = worktrees.git_worktrees(repo)
+    assert all(lane.path in registered and (lane.path / "f.txt").exists() for lane in opened)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda lane: worktrees.remove_git(repo, lane, drop_branch=True), opened))
+    assert list(worktrees.git_worktrees(repo)) == [repo.resolve()]
+
+
+# -- waits end -------------------------------------------------------------------------------
+
+def test_a_landing_waiting_on_the_users_edit_is_held_after_lane_wait(repo: Path) -> None:
+    (repo / "f.txt").write_text("the user's edit, from before the run\n")
+    said: list[str] = []
+    main = GitMainLine(repo, "refs/heads/main", on_wait=said.append, wait_limit=0.3)
+    commit = lane_commit(repo, "a", {"f.txt": "from the task\n"}, "task")
+    before = main.tip()
+    with pytest.raises(LandingHeld) as held:
+        main.land(commit)
+    assert held.value.files == ("f.txt",) and "since" in str(held.value)
+    assert "your uncommitted edits to f.txt" in str(held.value)
+    assert len(said) == 1 and "waiting since" in said[0]  # said once, not every second
+    assert main.tip() == before and git(repo, "rev-parse", "a") == commit  # the work is kept
+
+
+def test_a_write_into_the_checkout_during_the_run_is_not_blamed_on_the_user(repo: Path) -> None:
+    main = GitMainLine(repo, "refs/heads/main", wait_limit=0.2)
+    commit = lane_commit(repo, "a", {"README.md": "the task's\n"}, "task")
+    (repo / "README.md").write_text("an agent wrote this into your checkout\n")
+    with pytest.raises(LandingHeld) as held:
+        main.land(commit)
+    assert "changed during this run" in str(held.value)
+    assert "your uncommitted edits" not in str(held.value)
+
+
+# -- errors name the real cause --------------------------------------------------------------
+
+def test_a_lane_folder_removed_from_outside_is_named(repo: Path) -> None:
+    lane = worktrees.open_git(repo, "1-a", git(repo, "rev-parse", "main"), fresh=True)
+    git(repo, "worktree", "remove", "--force", str(lane.path))
+    with pytest.raises(VcsError, match="is gone \\(removed from outside"):
+        Git(lane.path).out("reset", "-q")
+    assert "git not found" not in str(check_git_lane(GitLaneRecord(
+        lane.path, "refs/heads/agent-loop/1-a", None, repo, "refs/heads/main")))
+
+
+# -- after every step, trust nothing the agent could touch -----------------------------------
+
+@pytest.fixture
+def lane(repo: Path) -> LaneGit:
+    space = worktrees.open_git(repo, "1-a", git(repo, "rev-parse", "main"), fresh=True)
+    vcs = LaneGit(space.path, space.path / "tasks.md", GitMainLine.current(repo))
+    vcs.prepare()
+    change = vcs.begin("task 1")
+    _write(space.path, "one.txt")
+    assert vcs.finish(change, "task 1").files == ("one.txt",)
+    return vcs
+
+
+def _write(folder: Path, name: str) -> bool:
+    (folder / name).write_text(name + "\n")
+    return True
+
+
+@pytest.mark.parametrize("hostile, kind, repair", [
+    (["checkout", "-q", "--ignore-other-worktrees", "main"], Kind.CHECKED_OUT,
+     "switch agent-loop/1-a"),
+    (["update-ref", "-d", "refs/heads/agent-loop/1-a"], Kind.BRANCH_DELETED,
+     "git branch agent-loop/1-a"),
+    (["reset", "-q", "--hard", "HEAD~1"], Kind.BRANCH_REWOUND, "reset --hard"),
+])
+def test_what_an_agent_does_outside_its_task_stops_the_step(
+        repo: Path, lane: LaneGit, hostile: list[str], kind: Kind, repair: str) -> None:
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    git(lane.root, *hostile)
+    if kind is Kind.CHECKED_OUT:  # and then commits on your branch
+        git(lane.root, "commit", "-qm", "the agent's own commit", "--allow-empty")
+    tip = git(repo, "rev-parse", "main")
+    with pytest.raises(LaneBreach) as caught:
+        lane.finish(change, "task 2")
+    breach = caught.value.breach
+    assert breach.kind is kind and breach.stops
+    assert repair in breach.text() and "\n" not in breach.text()
+    if kind is Kind.CHECKED_OUT:
+        assert "your branch main" in breach.line
+    assert git(repo, "rev-parse", "main") == tip  # nothing of the step landed
+    assert (lane.root / "two.txt").exists()      # and nothing of it is lost
+
+
+def test_a_lane_left_off_its_branch_says_so_on_every_plain_run(repo: Path, lane: LaneGit) -> None:
+    git(lane.root, "update-ref", "-d", "refs/heads/agent-loop/1-a")
+    again = LaneGit(lane.root, lane.root / "tasks.md", GitMainLine.current(repo))
+    with pytest.raises(LaneBreach, match="deleted its lane's branch agent-loop/1-a"):
+        again.prepare()
+
+
+def test_a_clean_step_passes_and_a_checkout_write_is_said_not_stopped(repo: Path,
+                                                                      lane: LaneGit) -> None:
+    said: list[str] = []
+    lane.main.on_wait = said.append
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    (repo / "stray.txt").write_text("an agent wrote into your checkout\n")
+    done = lane.finish(change, "task 2")
+    assert files_of(repo, done.change_id) == ["two.txt"]
+    assert said and "stray.txt" in said[0] and "while this lane's agent ran" in said[0]
+
+
+# -- an agent's own commits belong to its task, also across a kill ---------------------------
+
+def test_an_agents_commit_before_a_kill_goes_back_into_its_attempt_and_is_kept(
+        repo: Path, lane: LaneGit) -> None:
+    change = lane.begin("task 2")
+    assert change is not None and lane.record is not None
+    began = lane.record.head
+    _write(lane.root, "two.txt")
+    git(lane.root, "add", "two.txt")
+    git(lane.root, "commit", "-qm", "the agent's own commit")
+    # Killed here, before finish. The next run opens the same lane:
+    again = LaneGit(lane.root, lane.root / "tasks.md", GitMainLine.current(repo))
+    notes = again.prepare()
+    assert any("refs/agent-loop/rolled-back" in n for n in notes), notes
+    assert git(lane.root, "rev-parse", "HEAD") == began  # not left as if it were the user's
+    assert git(repo, "show", "refs/agent-loop/rolled-back:two.txt") == "two.txt"
+    # The task runs again, and its commit holds its file: no "completed, no files changed".
+    redo = again.begin("task 2")
+    _write(lane.root, "two.txt")
+    done = again.finish(redo, "task 2")
+    assert files_of(repo, done.change_id) == ["two.txt"]
+
+
+# -- jj: one operation log for every lane -----------------------------------------------------
+
+def test_jj_undo_in_one_lane_stops_that_lanes_step(tmp_path: Path, jj_bin: str) -> None:
+    from agentloop.vcs.jj import workspaces
+    from agentloop.vcs.jj.lane import LaneJj
+    from agentloop.vcs.jj.mainline import JjMainLine
+    from tests.vcs.test_jjlane import jj, one
+
+    root = tmp_path / "jjrepo"
+    root.mkdir()
+    jj(root, "git", "init")
+    (root / ".agent-loop").mkdir()
+    (root / ".agent-loop" / ".gitignore").write_text("*\n")
+    (root / "f.txt").write_text("base\n")
+    jj(root, "commit", "-m", "base")
+    main = JjMainLine(root)
+
+    def lane_of(name: str) -> LaneJj:
+        space = workspaces.open_jj(root, name, one(root, "@-"), fresh=True)
+        vcs = LaneJj(space.path, space.path / "tasks.md", main, space.branch)
+        vcs.prepare()
+        return vcs
+
+    first, second = lane_of("1-a"), lane_of("2-b")
+    later = second.begin("agent-loop: task b")
+    landing = first.begin("agent-loop: task a")
+    _write(first.root, "a.txt")
+    first.finish(landing, "agent-loop: task a")
+    _write(second.root, "b.txt")
+    jj(second.root, "undo")  # the agent's: it acts on the repository's last operation
+    with pytest.raises(LaneBreach) as caught:
+        second.finish(later, "agent-loop: task b")
+    assert caught.value.breach.kind is Kind.OPERATION_UNDONE
+    assert "jj op log" in caught.value.breach.text()
+    assert not (root / "b.txt").exists()  # nothing of that step landed
+
+
+def test_a_jj_lane_whose_repository_was_removed_is_named(tmp_path: Path, jj_bin: str) -> None:
+    from agentloop.vcs.jj.run import Jj
+    from tests.vcs.test_jjlane import jj
+
+    root = tmp_path / "jjrepo"
+    root.mkdir()
+    jj(root, "git", "init")
+    jj(root, "workspace", "add", "--name", "lane", str(tmp_path / "lane"))
+    shutil.rmtree(root / ".jj")  # an agent's `rm -rf` of the repository's store
+    with pytest.raises(VcsError, match="lost its repository \\(removed or moved from outside"):
+        Jj(tmp_path / "lane").out("log")
+    shutil.rmtree(tmp_path / "lane")
+    with pytest.raises(VcsError, match="is gone \\(removed from outside"):
+        Jj(tmp_path / "lane").out("log")

@@ -1,0 +1,131 @@
+"""Preflight: what would fail only after the agent was paid is refused before it runs, in one
+line with the fix. Real git and jj, agent-loop as a process, the fake claude (which must never
+be called)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, init_repo
+from tests.support.runner import agent_loop
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "README.md").write_text("hello\n")
+    (folder / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n")
+    return folder
+
+
+def refused(done: subprocess.CompletedProcess[str], fake: FakeClaude, *words: str) -> None:
+    assert done.returncode == 1, done.stdout + done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line, line
+    for word in words:
+        assert word in line, line
+    assert [c for c in fake.calls() if "stream-json" in c["argv"]] == []
+
+
+def test_no_git_identity(work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GIT_AUTHOR", "GIT_COMMITTER"))}
+    env["EMAIL"] = ""
+    # git falls back to user@host when the host has a domain; an empty config.email forbids it.
+    git(work, "config", "user.useConfigOnly", "true")
+    refused(agent_loop(work, "--no-distill", "--vcs", "git", env=env), fake_claude, "no identity",
+            "git config --global user.email")
+
+
+def test_signing_that_cannot_work(work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    git(work, "config", "commit.gpgsign", "true")
+    git(work, "config", "gpg.program", "false")
+    refused(agent_loop(work, "--no-distill", "--vcs", "git"), fake_claude, "commit.gpgsign",
+            "git config commit.gpgsign false")
+
+
+@pytest.mark.parametrize("marker, words", [
+    ("MERGE_HEAD", "git merge --abort"), ("rebase-merge", "git rebase --continue"),
+    ("CHERRY_PICK_HEAD", "git cherry-pick --abort"), ("REVERT_HEAD", "git revert --abort")])
+def test_a_git_operation_in_progress(work: Path, fake_claude: FakeClaude, marker: str,
+                                     words: str) -> None:
+    init_repo(work, "git")
+    target = work / ".git" / marker
+    if marker.startswith("rebase"):
+        target.mkdir()
+    else:
+        target.write_text(git(work, "rev-parse", "HEAD"))
+    refused(agent_loop(work, "--no-distill", "--vcs", "git"), fake_claude, "in progress", words)
+
+
+def test_a_bare_repository(tmp_path: Path, fake_claude: FakeClaude, jj_bin: str) -> None:
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    (bare / "tasks.md").write_text("- one\n")
+    refused(agent_loop(bare, "--no-distill"), fake_claude, "bare git repository", "git clone")
+    assert not (bare / ".jj").exists()
+
+
+def test_a_symlinked_state_folder_or_task_file(work: Path, tmp_path: Path,
+                                               fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (work / ".agent-loop").symlink_to(elsewhere)
+    refused(agent_loop(work, "--no-distill", "--vcs", "git"), fake_claude,
+            ".agent-loop is a symlink")
+    (work / ".agent-loop").unlink()
+    (elsewhere / "plan.md").write_text("- one\n")
+    (work / "plan.md").symlink_to(elsewhere / "plan.md")
+    refused(agent_loop(work, "--no-distill", "--vcs", "git", plan="plan.md"), fake_claude,
+            "is a symlink", str(elsewhere / "plan.md"))
+
+
+def test_jj_without_an_identity_is_a_warning(work: Path, fake_claude: FakeClaude,
+                                             jj_bin: str) -> None:
+    init_repo(work, "jj")
+    env = {k: v for k, v in os.environ.items() if k not in ("JJ_USER", "JJ_EMAIL")}
+    done = agent_loop(work, "--no-distill", "--vcs", "jj", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "jj has no user identity" in done.stdout
+
+
+@pytest.mark.parametrize("kind", ["git", "jj"])
+def test_stale_git_locks_a_killed_command_left_are_cleared(work: Path, fake_claude: FakeClaude,
+                                                          kind: str, jj_bin: str) -> None:
+    init_repo(work, "git")
+    if kind == "jj":
+        subprocess.run(["jj", "git", "init", "--colocate"], cwd=work, check=True,
+                       capture_output=True)
+    for name in ("index.lock", "HEAD.lock"):
+        (work / ".git" / name).write_text("")
+    done = agent_loop(work, "--no-distill", "--vcs", kind)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "removed" in done.stdout and "index.lock" in done.stdout
+    assert not (work / ".git" / "index.lock").exists()
+
+
+def test_a_lock_a_live_process_holds_stops_the_run_naming_it(work: Path,
+                                                            fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    lock = work / ".git" / "index.lock"
+    lock.write_text("")
+    holder = subprocess.Popen([sys.executable, "-c", "import sys,time; f=open(sys.argv[1]); "
+                               "print('ready', flush=True); time.sleep(60)", str(lock)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        refused(agent_loop(work, "--no-distill", "--vcs", "git"), fake_claude, "index.lock",
+                "is held", "rm ")
+    finally:
+        holder.kill()
+        holder.wait()
