@@ -17,6 +17,7 @@ from agentloop import __version__
 from agentloop.console.dashboard_options import dashboard_options, warn, with_notices
 from agentloop.console.help import SectionedCommand
 from agentloop.console.stops import crash, from_a_stop, json_error, report, write
+from agentloop.console.workplace_options import workplace_options
 from agentloop.errors import INTERNAL_EXIT, AgentLoopError
 from agentloop.settings.schema import AgentChoice, Assignment, ModelRates, VariableName
 
@@ -176,6 +177,7 @@ class _Command(SectionedCommand):
 @click.option("--integrate", is_flag=True, help="With --from: every finished group's tasks onto "
               "the current branch, states merged.")
 @click.option("--from", "from_remote", metavar="REMOTE", help="With --integrate: the jobs' remote.")
+@workplace_options
 @dashboard_options
 @click.version_option(__version__, "--version", prog_name="agent-loop")
 def command(tasks_md: Path | None, **params: Any) -> None:

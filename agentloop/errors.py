@@ -99,8 +99,8 @@ EXIT_CODES = {
        "or a bad setting, found before anything is touched",
     INTERNAL_EXIT: "an internal error: the traceback goes to ~/.agent-loop-crash.log",
     UNFINISHED_EXIT: "the run went to its end, but some task it set out to run ended failed, "
-                     "blocked, unapproved or conflicted (the last lines name them); --integrate: "
-                     "some group is conflicted or not finished",
+                     "blocked, unapproved, conflicted or held (the last lines name them); "
+                     "--integrate: some group is conflicted or not finished",
     Interrupted.exit_code: "interrupted (Ctrl+C, SIGTERM, SIGHUP): the state is saved and the "
                            "same command resumes",
 }

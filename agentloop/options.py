@@ -8,6 +8,7 @@ Combinations that cannot work are found here, before anything is touched (no loc
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from pathlib import PurePath
 from typing import Any
 
 from agentloop.errors import UsageError
@@ -74,6 +75,11 @@ class RunOptions:
     # The arguments as given, after `agent-loop`, for lines that repeat the command.
     command: tuple[str, ...] = ()
     parallel: int = 1                 # groups at once, each in a working copy of its own
+    workplace: str = "checkout"       # lane: the agent in a working copy of its own
+    lane_copy: tuple[str, ...] = ()   # ignored paths copied into a new lane
+    lane_link: tuple[str, ...] = ()   # ignored paths a new lane links to
+    lane_setup: str | None = None     # the user's shell line, run once in a new lane
+    lane_wait: float = 600.0          # seconds a landing waits for the user's edits: then held
     stop_after_running: bool = False  # ask a parallel run going on to wind down
     push: str | None = None           # --group G --push REMOTE: a fleet job (agentloop.fleet.job)
     integrate: bool = False           # --integrate --from REMOTE: the jobs' groups brought in
@@ -145,7 +151,7 @@ def usage_problem(options: RunOptions) -> str | None:
                 "own; use --vcs auto, jj or git")
     if options.parallel > 1 and options.task:
         return "--parallel runs groups side by side; --task runs the tasks named: choose one"
-    if problem := _fleet_problem(options):
+    if problem := _fleet_problem(options) or _lane_path_problem(options):
         return problem
     if options.rehearse and options.agent != "claude":
         return "--rehearse stands in for the agent; it cannot be combined with --agent"
@@ -157,6 +163,18 @@ def _fleet_problem(options: RunOptions) -> str | None:
         return "--push needs version control: each task is a commit on the group's branch"
     if options.integrate and (options.group is not None or options.task or options.push):
         return "--integrate brings in every finished group: leave out --group, --task, --push"
+    return None
+
+
+def _lane_path_problem(options: RunOptions) -> str | None:
+    """A lane-copy or lane-link path must name something inside the repository."""
+    for flag, paths in (("--lane-copy", options.lane_copy), ("--lane-link", options.lane_link)):
+        for path in paths:
+            parts = PurePath(path).parts
+            if not path.strip() or PurePath(path).is_absolute() or ".." in parts or \
+                    parts[:1] == (".agent-loop",):
+                return (f"{flag} {path!r}: a path inside the repository, relative to its root "
+                        "(.env, node_modules)")
     return None
 
 

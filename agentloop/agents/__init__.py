@@ -197,6 +197,15 @@ def clean(text: str) -> str:
     return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
 
 
+def unpriced(reports_cost: bool, models: Iterable[str], given: Iterable[tuple[str, str]] = ()
+             ) -> list[str]:
+    """The models a budget could not be kept for (agents/prices.py): none when the agent
+    reports dollars itself, else those without rates."""
+    from agentloop.agents import prices  # only a run with a budget asks
+
+    return prices.unpriced(reports_cost, models, given)
+
+
 def priced(result: AgentResult, given: Iterable[tuple[str, str]] = ()) -> AgentResult:
     """A run that reported tokens but no dollars, priced from its model's rates (the user's
     `prices`, then agents/prices.py's table) when known; otherwise as it was (cost unknown)."""

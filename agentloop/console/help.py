@@ -24,6 +24,8 @@ SECTIONS = (
     ("Agent", ("agent", "agent_program", "model", "iterations", "retry_model", "distill_model",
                "distill", "sandbox", "sandbox_hide")),
     ("Version control", ("vcs", "allow_dirty", "parallel")),
+    ("Where the agent works (your checkout, its lane)", ("workplace", "lane_copy", "lane_link",
+                                                         "lane_setup", "lane_wait")),
     ("Running in CI (one group a job, integrated after)", ("push", "integrate", "from_remote")),
     ("Checks and review", ("check", "check_timeout", "check_rounds", "require_changes",
                            "git_hooks", "review", "review_model", "max_review_rounds")),

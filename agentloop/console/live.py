@@ -211,6 +211,8 @@ def run_started_line(event: RunStarted) -> str:
     done = f", {event.done} done already" if event.done else ""
     waiting = f", {others} not run this time (--dry-run says why)" if others > 0 else ""
     where = ("the stand-in works in the rehearsal's own copy" if event.agent == "rehearse"
+             else "the agent works in a working copy of its own under .agent-loop/lanes/, each "
+                  "finished task landing on your branch" if event.parallel < 2 and event.in_lane
              else "the agent works in the repository root" if event.parallel < 2 else
              f"up to {event.parallel} groups at once, each in a working copy of its own "
              "under .agent-loop/lanes/")

@@ -78,6 +78,7 @@ def status_text(view: StatusView, cwd: Path) -> str:
                      + (f"\n       log: {show(t.log)}" if t.log else "")
                      + (f"\n       error: {t.error}" if t.error and t.status != S.COMPLETED
                         else "")
+                     + (f"\n       waiting: {t.waiting}" if t.waiting else "")
                      + ("\n       feedback: " + t.feedback.replace("\n", "\n         ")
                         if t.feedback and t.status == S.UNAPPROVED else "")
                      + _checks_line(t))
@@ -176,6 +177,7 @@ def _task_json(t: TaskState) -> dict[str, Any]:
             "attempts": t.attempts, "change_id": t.change_id, "commit_id": t.commit_id,
             "empty": _empty(t), "session_id": t.session_id, "log": t.log,
             "cost_usd": t.cost_usd, "error": t.error, "feedback": t.feedback,
+            "waiting": t.waiting,
             "receipt": receipts.of_task(t).to_json(),
             "history": [{"number": a.number, "iteration": a.iteration, "outcome": a.outcome,
                          "reason": a.reason, "hint": a.hint, "log": a.log,

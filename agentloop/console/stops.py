@@ -95,7 +95,7 @@ def _report_line(exc: BaseException, args: list[str]) -> int:
     elif isinstance(exc, UsageError):
         click.echo(f"agent-loop: usage: {exc}", err=True)
     elif isinstance(exc, BudgetReached):
-        from agentloop.run.budget import suggestion  # a run's module: not for --help's start-up
+        from agentloop.run.budget import suggestion  # only a run stopped by its budget
 
         more = resume_command(_with_budget(args, suggestion(exc.spent, exc.budget)))
         click.echo(f"agent-loop: stopped: {exc}. Continue with a higher budget: {more}", err=True)

@@ -22,12 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentloop.errors import AgentLoopError, BudgetReached, Interrupted
+from agentloop.options import continue_args
 from agentloop.plan import parse
 from agentloop.proc import commands, running
 from agentloop.proc.signals import shielded
 from agentloop.run import budget, ledger
 from agentloop.run.conflicts import GroupConflicted
 from agentloop.run.context import Run
+from agentloop.run.events import Emit, Event, LandingWaits, TaskFinished
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.scheduler import Workplaces, serialised
 from agentloop.run.selection import unmet
@@ -70,8 +72,9 @@ class Controller:
     before each task."""
 
     def __init__(self, run: Run, pending: list[TaskState], begun: list[TaskState]) -> None:
-        # One event at a time, whichever lane emits it.
-        self.run = dataclasses.replace(run, emit=serialised(run.emit, run.shared.lock))
+        # One event at a time, whichever lane emits it; what a landing waits for is recorded.
+        self.run = dataclasses.replace(run, emit=serialised(self._recording(run.emit),
+                                                            run.shared.lock))
         self.begun = begun
         self.groups: dict[str, list[TaskState]] = {}
         for task in pending:  # groups by heading, in the order the run takes them
@@ -91,7 +94,7 @@ class Controller:
         run.shared.may_start = self.may_start
         lanes: dict[str, threading.Thread | None] = {}
         todo, first_error = list(self.groups), None
-        stopped: LaneBreach | LandingHeld | None = None
+        stopped: LaneBreach | None = None
         try:
             while todo or lanes:
                 while len(lanes) < run.options.parallel and not run.shared.halted():
@@ -114,10 +117,13 @@ class Controller:
                     worker.join()
                 if isinstance(report.error, GroupConflicted):
                     continue  # that group stops, its work kept; the others go on
-                if isinstance(report.error, (LaneBreach, LandingHeld)):
-                    # The agent acted outside its task, or a landing waited past the lane wait:
-                    # that group stops, nothing of the step landed, its work kept on its lane;
-                    # the others go on; the run ends with the line that says so.
+                if isinstance(report.error, LandingHeld):
+                    self._held(report.group, report.error)
+                    continue  # that group is held, its work kept; the others go on
+                if isinstance(report.error, LaneBreach):
+                    # The agent acted outside its task: that group stops, nothing of the step
+                    # landed, its work kept on its lane; the others go on; the run ends with
+                    # the line that says so.
                     run.emit(LaneNote(f"{report.group} stopped: {report.error}"))
                     stopped = stopped or report.error
                     continue
@@ -147,6 +153,38 @@ class Controller:
             raise first_error
         if stopped is not None:
             raise stopped
+
+    def _recording(self, emit: Emit) -> Emit:
+        """`emit`, recording on the task's record what its landing waits for (--status shows
+        it), and clearing it once the task is finished."""
+        def record(event: Event) -> None:
+            state = self.run.state if hasattr(self, "run") else None
+            if state is not None and isinstance(event, LandingWaits):
+                for task in state.tasks:
+                    if task.status == S.RUNNING and task.group == (event.lane or task.group):
+                        task.waiting = event.text
+                        self.run.save(task)
+            elif state is not None and isinstance(event, TaskFinished):
+                task = state.tasks[event.index - 1]
+                if task.waiting is not None:
+                    task.waiting = None
+                    self.run.save(task)
+            emit(event)
+        return record
+
+    def _held(self, group: str, error: LandingHeld) -> None:
+        """A group whose landing waited past the lane wait: its task is `held`, its commit kept
+        on its lane; the line says how to finish it (the next run lands it)."""
+        run = self.run
+        again = " ".join(["agent-loop", *continue_args(run.options.command)]) \
+            if run.options.command else "agent-loop"
+        with run.shared.lock:
+            for task in run.state.tasks:
+                if task.group == group and task.status in (S.RUNNING, S.HELD):
+                    task.waiting = None
+                    ledger.held(run, task, error.commit, f"{error}: `{again}`")
+        self.news.notes.append(f"{group}: {error}: `{again}`")
+        run.emit(LaneNote(f"{group}: {error}: `{again}`"))
 
     def _start(self, places: Workplaces, group: str) -> threading.Thread | None:
         """A lane for `group`: in this thread with one lane at a time, else a thread of its own."""

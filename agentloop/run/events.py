@@ -24,6 +24,7 @@ class RunStarted:
     agent: str = ""
     done: int = 0              # tasks done already (completed or checked off)
     parallel: int = 1          # groups at once, each in a working copy of its own
+    in_lane: bool = False      # the agent works in a lane of its own, not the user's checkout
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,17 @@ class LaneHeld:
     lane met (or it met itself) to reset: held, not running."""
 
     until: float         # unix seconds
+    lane: str = ""
+
+
+@dataclass(frozen=True)
+class LandingWaits:
+    """A finished task's landing waits for files in the user's checkout (their uncommitted
+    edits): which, since when, and the line said; the controller records it for --status."""
+
+    files: tuple[str, ...]
+    since: float         # unix seconds
+    text: str
     lane: str = ""
 
 
@@ -245,7 +257,7 @@ class RunFinished:
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,
               ChangeAbandoned, RetryDecided, LimitWait, LimitWaitOver, MessageDistilled,
               TaskFinished, RunFinished, ReviewStarted, ReviewVerdict, CheckStarted,
-              CheckFinished, ChecksDone, HookFinished, LaneNote, LaneHeld]
+              CheckFinished, ChecksDone, HookFinished, LaneNote, LaneHeld, LandingWaits]
 Emit = Callable[[Event], None]
 
 # events.jsonl: every event is one JSON object a line: {"v": SCHEMA_VERSION, "type": <class name>,

@@ -75,7 +75,7 @@ def _settled_one(run: Run) -> None:
 
 def recover(run: Run, task: TaskState) -> bool:
     """Settle what an earlier run left of this task; True when that finished it."""
-    if task.status == S.CONFLICTED:  # kept by an earlier parallel run: landed first, now
+    if task.status in (S.CONFLICTED, S.HELD):  # kept on its lane by an earlier run: lands now
         ledger.complete(run, task, task.history[-1], conflicts.land_kept(run, task))
         return True
     if task.status not in (S.RUNNING, S.INTERRUPTED):

@@ -210,6 +210,17 @@ def conflicted(run: Run, task: TaskState, attempt: Attempt, commit: str, reason:
     run.emit(TaskFinished(task.index, task.status, commit, 0, reason))
 
 
+def held(run: Run, task: TaskState, commit: str, reason: str) -> None:
+    """A task whose landing waited past the lane wait for the user's edits: its commit kept on
+    its lane, neither done nor failed; the next run lands it."""
+    move(task, S.HELD)
+    task.change_id = task.commit_id = commit
+    task.error = reason
+    task.finished_at = now()
+    run.save(task)
+    run.emit(TaskFinished(task.index, task.status, task.change_id, 0, reason))
+
+
 def stopped(task: TaskState, attempt: Attempt, reason: str) -> None:
     """The agent reported an error so grave that the run stops; the task waits its turn."""
     attempt.outcome = O.STOPPED

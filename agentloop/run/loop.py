@@ -13,6 +13,7 @@ from agentloop.run.controller import Controller
 from agentloop.run.events import RunFinished, RunStarted
 from agentloop.run.selection import runnable
 from agentloop.run.summary import count_stalls, summarize
+from agentloop.run.workplace import in_lanes, no_lane_note
 from agentloop.state.schema import TaskState
 from agentloop.state.status import FINISHED
 from agentloop.state.status import TaskStatus as S
@@ -37,8 +38,10 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
     lanes = run.options.parallel if not only else 1
     if lanes != run.options.parallel:
         run = dataclasses.replace(run, options=dataclasses.replace(run.options, parallel=lanes))
+    missing = no_lane_note(run)
+    notes = notes + ((missing,) if missing else ())
     run.emit(RunStarted(len(pending), len(run.state.tasks), run.vcs.name, notes,
-                        run.agent.name, done, lanes))
+                        run.agent.name, done, lanes, in_lanes(run)))
     run.save()
     stopped, begun = None, list[TaskState]()
     controller = Controller(run, pending, begun)

@@ -1,7 +1,8 @@
-"""Where a group works, the one place that decides it: with one lane at a time (K=1), in the
-user's checkout, each task a change on the line the user is on; with --parallel K > 1, each
-group in a working copy of its own (agentloop.vcs.lanes), its tasks landing on the main line
-as they finish. The controller (agentloop.run.controller) decides when; this module, where.
+"""Where a group works, the one place that decides it: each group in a working copy of its own
+(agentloop.vcs.lanes), its tasks landing on the main line as they finish, whatever --parallel K
+is; or, with `workplace = "checkout"` (and where no lane can be: agentloop.run.workplace) and
+one lane at a time, in the user's checkout, each task a change on the line the user is on. The
+controller (agentloop.run.controller) decides when; this module, where.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import threading
 from agentloop.errors import VcsError
 from agentloop.proc import running
 from agentloop.run.context import Run, Tally
-from agentloop.run.events import Emit, Event
+from agentloop.run.events import Emit, Event, LandingWaits
 from agentloop.run.lane import run_lane
 from agentloop.run.lane_tag import LaneNote, lane, set_lane
 from agentloop.run.verify import baseline
+from agentloop.run.workplace import furnish_lane, in_lanes
 from agentloop.state.schema import TaskState
 from agentloop.state.status import OPEN
 from agentloop.state.status import TaskStatus as S
@@ -30,8 +32,8 @@ from agentloop.vcs.choose import (
 )
 
 # Statuses of a group's task that keep its working copy (an attempt a killed run left open, a
-# change kept for a person): the next run goes on there.
-LEFT_OPEN = OPEN | {S.CONFLICTED}
+# change kept for a person, one held by the user's edits): the next run goes on there.
+LEFT_OPEN = OPEN | {S.CONFLICTED, S.HELD}
 
 
 class Workplaces:
@@ -44,15 +46,18 @@ class Workplaces:
 
     @classmethod
     def open(cls, run: Run, groups: dict[str, list[TaskState]]) -> "Workplaces":
-        """The run's workplaces: the checkout for K=1; for K > 1 the main line, the user's
-        checks run once in the main checkout, and the lanes a killed run left swept."""
-        if run.options.parallel == 1:
+        """The run's workplaces: the checkout, or (lanes) the main line, the user's checks run
+        once in the main checkout, and the lanes a killed run left swept."""
+        if run.options.parallel == 1 and not in_lanes(run):
             return cls(run, None, {}, groups)
         if run.vcs.name not in ("git", "jj"):
             raise VcsError(f"--parallel needs git or jj, not {run.vcs.name}")
         said = lambda text: run.emit(LaneNote(text))  # noqa: E731
         main = open_main_line(run.vcs.name, run.project.root, on_wait=said,
-                              stopping=running.stopping)
+                              stopping=running.stopping, wait_limit=run.options.lane_wait)
+        # What a landing waits for goes into the task's record, for --status (the controller's).
+        main.on_waits = lambda files, since, line: run.emit(  # noqa: E731
+            LandingWaits(tuple(files), since, line))
         names = _lane_names(run)
         pending = [t for tasks in groups.values() for t in tasks]
         if groups:
@@ -68,20 +73,27 @@ class Workplaces:
     def run_group(self, group: str, tasks: list[TaskState], begun: list[TaskState]) -> None:
         """Run one group's tasks where it works; its working copy goes once they are done."""
         run = self.run
-        if self.main is None:  # K=1: the checkout, the run's own VCS and tally
+        if self.main is None:  # the checkout, the run's own VCS and tally
             # The checks of this group's tasks from here on and of every later group's.
             later = self.order[self.order.index(group):]
             run_lane(run, tasks, begun, [t for g in later for t in self.groups[g]])
             return
-        set_lane(group)
+        alone = run.options.parallel == 1
+        if not alone:
+            set_lane(group)
         # A group with an attempt still open (a killed run) goes on in the working copy it
         # left, where that attempt's record is; any other starts from the main line as it is.
         fresh = not any(t.status in LEFT_OPEN for t in tasks)
         space, vcs = self._open_lane(self.names[group], fresh)
         vcs.prepare()
-        own = dataclasses.replace(run, vcs=vcs, workdir=space.path, lane=group,
-                                  tally=Tally(planned=run.tally.planned,
-                                              dropped=run.tally.dropped))
+        furnish_lane(run, space)
+        # One lane at a time keeps the run's own tally and its lines unprefixed: its limit
+        # waits are the run's, as in the checkout.
+        own = dataclasses.replace(run, vcs=vcs, workdir=space.path, lane=group) if not alone \
+            else dataclasses.replace(run, vcs=vcs, workdir=space.path)
+        if not alone:
+            own = dataclasses.replace(own, tally=Tally(planned=run.tally.planned,
+                                                       dropped=run.tally.dropped))
         mine: list[TaskState] = []
         try:
             run_lane(own, tasks, mine)
@@ -104,7 +116,7 @@ class Workplaces:
     def _open_lane(self, name: str, fresh: bool) -> tuple[lanes.Workspace, Vcs]:
         """The lane's working copy and its VCS: a git worktree or a jj workspace."""
         root, kind, main = self.run.project.root, self.run.vcs.name, self.main
-        assert main is not None  # only K > 1 has lanes of their own
+        assert main is not None  # only a run in lanes opens one
         task_file = self.run.project.task_file
         rel = relative_to(task_file, root) or task_file.name
         # A lane an older version left under the bare name (a conflicted task's work) is

@@ -72,6 +72,26 @@ class VariableName(click.ParamType):
         return value
 
 
+_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*\Z")
+
+
+class Duration(click.ParamType):
+    """Seconds, as a number or with a unit: `90`, `90s`, `10m`, `1h`."""
+
+    name = "DURATION"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+            return float(value)
+        found = _DURATION.match(str(value))
+        if found is None:
+            self.fail(f"{value!r} is not a duration (seconds, or with a unit: 90s, 10m, 1h)",
+                      param, ctx)
+        return float(found.group(1)) * _UNITS[found.group(2)]
+
+
 class AgentChoice(click.Choice):
     """The agents a user picks; the offline stand-in is a mode (--rehearse), not one of them.
     Their table (agentloop.agents) is read when a value given must be checked, or --help lists
@@ -117,6 +137,8 @@ class Spec:
                     'a table of variables, e.g. env = { NAME = "value" }')
         if self.kind == "list":
             return 'a list of strings, e.g. ["pytest -q"]'
+        if isinstance(self.type, Duration):
+            return 'seconds, or a duration such as "10m"'
         if isinstance(self.type, click.Choice):
             return "one of " + ", ".join(repr(c) for c in self.type.choices)
         if isinstance(self.type, click.IntRange):
@@ -157,6 +179,9 @@ def from_file(spec: Spec, value: Any, where: str) -> Any:
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             _bad(spec, value, where)
         return tuple(_convert(spec, i, where) for i in items)
+    if isinstance(spec.type, Duration) and isinstance(value, (int, float, str)) \
+            and not isinstance(value, bool):
+        return _convert(spec, value, where)  # 600, or "10m"
     numeric = isinstance(spec.type, (click.types.IntParamType, click.types.FloatParamType))
     wrong = (isinstance(value, bool) or (numeric and not isinstance(value, (int, float))) or
              (not numeric and not isinstance(value, str)))

@@ -112,6 +112,8 @@ class TaskState:
     checks: list[str] = field(default_factory=list)
     # Marked optional by the plan (`- [ ]*`): run only with --include-optional.
     optional: bool = False
+    # What a finished task's landing waits for (the user's edits to its files), while it does.
+    waiting: str | None = None
     history: list[Attempt] = field(default_factory=list)
 
     @classmethod

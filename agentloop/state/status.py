@@ -36,6 +36,8 @@ class TaskStatus(_Word):
     BLOCKED = "blocked"          # the agent said it needs a person
     UNAPPROVED = "unapproved"    # the reviewer did not approve; its change kept for a person
     CONFLICTED = "conflicted"    # a lane's change that does not fit the main line, kept
+    HELD = "held"                # finished, but your edits kept it off the main line past the
+                                 # lane wait: kept on its lane, it lands on the next run
 
 
 class AttemptOutcome(_Word):
@@ -78,12 +80,14 @@ _BACK = {S.PENDING, S.SKIPPED}
 TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     S.PENDING: frozenset({S.RUNNING} | _BACK),
     S.RUNNING: frozenset({S.COMPLETED, S.FAILED, S.INTERRUPTED, S.BLOCKED, S.UNAPPROVED,
-                          S.CONFLICTED} | _BACK),
+                          S.CONFLICTED, S.HELD} | _BACK),
     S.INTERRUPTED: frozenset({S.RUNNING} | _BACK),
     S.FAILED: frozenset({S.RUNNING} | _BACK),
     S.BLOCKED: frozenset({S.RUNNING} | _BACK),
     S.UNAPPROVED: frozenset({S.RUNNING, S.PENDING}),
     S.CONFLICTED: frozenset({S.COMPLETED, S.RUNNING, S.PENDING}),
+    # Landed by the next run from its lane (a conflict then resolved as a conflicted task's).
+    S.HELD: frozenset({S.COMPLETED, S.RUNNING} | _BACK),
     # A fleet job's completed task whose change does not fit the main line at --integrate.
     S.COMPLETED: frozenset({S.PENDING, S.CONFLICTED}),
     S.SKIPPED: frozenset({S.PENDING}),

@@ -11,6 +11,7 @@ from agentloop.vcs import KINDS, Vcs, find_root
 # too long for the user's edits, or when the agent acted outside its task; named here so that the
 # run core catches them without importing a backend (the modules are small: no git library).
 from agentloop.vcs.check import LaneBreach as LaneBreach
+from agentloop.vcs.landing import WAIT_LIMIT
 from agentloop.vcs.landing import IntegrationConflict as IntegrationConflict
 from agentloop.vcs.landing import LandingHeld as LandingHeld
 from agentloop.vcs.lanes import Workspace
@@ -66,18 +67,28 @@ MainLine = Any   # GitMainLine | JjMainLine: tip(), land(...), forget(...), forg
 
 def open_main_line(kind: str, root: Path, on_wait: Callable[[str], None] | None = None,
                    stopping: Callable[[], bool] | None = None, ref: str | None = None,
-                   ) -> MainLine:
+                   wait_limit: float = WAIT_LIMIT) -> MainLine:
     """The main line of a `kind` (git or jj) repository: for git the branch the main checkout
-    is on (or `ref`), for jj the line of @."""
+    is on (or `ref`), for jj the line of @. `wait_limit`: the lane wait, in seconds."""
     if kind == "git":
         from agentloop.vcs.git.mainline import GitMainLine
         if ref is not None:
-            return GitMainLine(root, ref, on_wait=on_wait, stopping=stopping)
-        line = GitMainLine(root, "", on_wait=on_wait, stopping=stopping)
+            return GitMainLine(root, ref, on_wait=on_wait, stopping=stopping,
+                               wait_limit=wait_limit)
+        line = GitMainLine(root, "", on_wait=on_wait, stopping=stopping, wait_limit=wait_limit)
         line.ref = GitMainLine.current(root).ref
         return line
     from agentloop.vcs.jj.mainline import JjMainLine
-    return JjMainLine(root, on_wait=on_wait, stopping=stopping)
+    return JjMainLine(root, on_wait=on_wait, stopping=stopping, wait_limit=wait_limit)
+
+
+def has_commit(kind: str, root: Path) -> bool:
+    """Whether a lane can start from the repository's line: git's branch has a commit (jj
+    always has its root)."""
+    if kind != "git":
+        return True
+    from agentloop.vcs.git.run import Git
+    return Git(root).sha("HEAD") is not None
 
 
 def open_lane(kind: str, main: MainLine, workspace: Path, task_file: Path, branch: str = ""

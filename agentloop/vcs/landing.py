@@ -43,10 +43,12 @@ class Waiting:
     """A landing waiting on files in the user's checkout: said when it starts, again at most
     every SAY_AGAIN seconds, and given up after `limit` seconds (LandingHeld)."""
 
-    def __init__(self, root: Path, limit: float, say: Callable[[str], None]) -> None:
+    def __init__(self, root: Path, limit: float, say: Callable[[str], None],
+                 waits: Callable[[list[str], float, str], None] | None = None) -> None:
         self.root = root
         self.limit = limit
         self.say = say
+        self.waits = waits  # told (files, since, line) each time the wait is said
         self.since = time.time()
         self.started = time.monotonic()
         self.said = -SAY_AGAIN
@@ -71,7 +73,10 @@ class Waiting:
                               "again")
         if now - self.said >= SAY_AGAIN:
             self.said = now
-            self.say(f"waiting since {clock}: {what} overlap a finished task's change; {how}")
+            line = f"waiting since {clock}: {what} overlap a finished task's change; {how}"
+            self.say(line)
+            if self.waits is not None:
+                self.waits(busy, self.since, line)
 
 
 MARKERS = ("<<<<<<< ", ">>>>>>> ")  # git's and jj's alike, at the start of a line

@@ -21,6 +21,7 @@ PARSING = ("agentloop", "agentloop.cli", "agentloop.errors", "agentloop.options"
            "agentloop.console.gone",   # a closed pipe must not stop any command
            "agentloop.console", "agentloop.console.help", "agentloop.console.stops",
            "agentloop.console.dashboard_options",   # the dashboard's options, not the dashboard
+           "agentloop.console.workplace_options",   # the lane's options, not the lanes
            # the click types of --env and --env-exclude
            "agentloop.settings", "agentloop.settings.keys", "agentloop.settings.schema")
 # --help lists the agents (their package's table only, never an agent's module); the default

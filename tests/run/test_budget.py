@@ -179,7 +179,7 @@ def test_codex_cannot_cap_a_run_so_its_bound_is_said_in_words(work: Path) -> Non
 
 
 def test_the_real_claude_takes_the_cap(tmp_path: Path, fake_api, claude_bin: Path) -> None:
-    from tests.test_failures_real import run, setup, tasks
+    from tests.run.test_failures_real import run, setup, tasks
 
     work, env = setup(tmp_path, fake_api, claude_bin)
     done = run(work, env, "--budget", "50", "--task-budget", "5", "--no-distill")

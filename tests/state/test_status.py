@@ -23,6 +23,9 @@ MADE = {
     ("unapproved", "running"), ("unapproved", "pending"),
     ("conflicted", "completed"), ("conflicted", "running"), ("conflicted", "pending"),
     ("completed", "pending"), ("completed", "conflicted"), ("skipped", "pending"),
+    # A landing held past the lane wait; the next run lands it (or it is run again).
+    ("running", "held"), ("held", "completed"), ("held", "running"), ("held", "pending"),
+    ("held", "skipped"),
 }
 
 

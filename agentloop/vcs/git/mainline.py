@@ -43,6 +43,8 @@ class GitMainLine:
         self.on_wait = on_wait or (lambda text: None)
         self.stopping = stopping or (lambda: False)
         self.wait_limit = wait_limit
+        # Told (files, since, line) while a landing waits: the run records it for --status.
+        self.on_waits: Callable[[list[str], float, str], None] | None = None
         self._lock = threading.Lock()
         # The user's uncommitted paths as the run found them: a path that differs from this
         # later was written during the run.
@@ -78,7 +80,7 @@ class GitMainLine:
         done = self.landed(commit)
         if done is not None:
             return done
-        waiting = Waiting(self.root, self.wait_limit, self.on_wait)
+        waiting = Waiting(self.root, self.wait_limit, self.on_wait, self.on_waits)
         while True:
             with self._lock:
                 old = self.tip()

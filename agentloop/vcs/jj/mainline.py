@@ -33,6 +33,8 @@ class JjMainLine:
         self.on_wait = on_wait or (lambda text: None)
         self.stopping = stopping or (lambda: False)
         self.wait_limit = wait_limit
+        # Told (files, since, line) while a landing waits: the run records it for --status.
+        self.on_waits: Callable[[list[str], float, str], None] | None = None
         self._lock = threading.Lock()
 
     def tip(self) -> str:
@@ -49,7 +51,7 @@ class JjMainLine:
         """Put `change` under the main checkout's @; the lane's @ (`lane_wc`, a workspace's
         `name@`) onto it. The change's new commit id; IntegrationConflict when it does not fit,
         LandingHeld when the user's edits keep it waiting longer than `wait_limit`."""
-        waiting = Waiting(self.root, self.wait_limit, self.on_wait)
+        waiting = Waiting(self.root, self.wait_limit, self.on_wait, self.on_waits)
         while True:
             with self._lock:
                 busy = sorted(self.jj.files(change) & self.jj.files("@"))
