@@ -106,6 +106,9 @@ class _Command(SectionedCommand):
 @click.option("--include-optional/--no-include-optional", default=False,
               help="Also run the tasks a plan marks optional (Kiro's box with a star: "
                    "`- [ ]*`).")
+@click.option("--tick-boxes/--no-tick-boxes", default=False,
+              help="Tick a task's box in the plan (`- [ ]` to `- [x]`) when it lands; a line "
+                   "you changed meanwhile is left alone. The tick is not committed.")
 @click.option("--sleep", metavar="SECONDS", type=click.FloatRange(min=0),
               default=0, show_default=True,
               help="Seconds to wait between tasks (Ctrl+C ends the wait at once).")

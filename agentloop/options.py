@@ -63,6 +63,7 @@ class RunOptions:
     check_rounds: int = 2             # fix runs after a failing check before the attempt fails
     require_changes: bool = False
     git_hooks: bool = False           # the repository's pre-commit and commit-msg, as checks
+    tick_boxes: bool = False          # a landed task's box ticked in the plan (run/tick_boxes.py)
     env: tuple[tuple[str, str], ...] = ()    # variables set for the agent, --env NAME=VALUE
     env_exclude: tuple[str, ...] = ()        # variables removed for the agent
     sandbox: bool = False                    # every agent run inside an OS sandbox (sandbox/)

@@ -20,7 +20,8 @@ COLUMN = 30  # the widest first column; a longer option's help starts on the nex
 SECTIONS = (
     ("Modes (without one: run the tasks)", ("dry_run", "status", "init", "rehearse", "reset",
                                              "yes", "stop_after_running")),
-    ("Which tasks", ("task", "group", "again", "ignore_deps", "include_optional")),
+    ("Which tasks", ("task", "group", "again", "ignore_deps", "include_optional",
+                     "tick_boxes")),
     ("Agent", ("agent", "agent_program", "model", "iterations", "retry_model", "distill_model",
                "distill", "sandbox", "sandbox_hide")),
     ("Version control", ("vcs", "allow_dirty", "parallel")),

@@ -28,6 +28,9 @@ from agentloop.vcs import Change
 
 RETRY_NOTE = ("Note: an earlier attempt at this task was stopped before it finished, and its "
               "file changes were discarded. Start the task again from the current files.\n\n")
+KEPT_NOTE = ("Note: an earlier attempt at this task was stopped before it finished; its "
+             "commits and file changes are kept. Look at what is there and finish the task "
+             "from it.\n\n")
 COMPLETE_NOTE = ("This task may take several turns. When it is fully done, end your final "
                  "message with the line TASK_COMPLETE.")
 CONTINUE_PROMPT = ("Continue with the same task. Your progress so far:\n{progress}\n\n"
@@ -52,8 +55,8 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
     resume = None if fresh else resume_session(run.state, task)
     if run.job is not None and resume in run.job.elsewhere:  # it stayed on another machine
         resume = None
-    prompt = first_prompt(run, task, hint, resume)
     change = run.vcs.begin(commit_message(task, run.state.title))
+    prompt = first_prompt(run, task, hint, resume, change.kept)
     ledger.open_attempt(task, change)
     number = _next_number(task)
     if change.change_id:
@@ -102,11 +105,15 @@ def _review_rounds(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
     raise AssertionError("unreachable")
 
 
-def first_prompt(run: Run, task: TaskState, hint: str, resume: str | None) -> str:
-    """The attempt's prompt: the task, notes about earlier attempts, and for a fresh session
-    the plan's context and the learnings so far."""
+def first_prompt(run: Run, task: TaskState, hint: str, resume: str | None,
+                 kept: bool = False) -> str:
+    """The attempt's prompt: the task, notes about earlier attempts (`kept`: the stopped one's
+    work is there to go on from), and for a fresh session the plan's context and the learnings
+    so far."""
     prompt = task.task
-    if task.history and task.history[-1].outcome in (O.INTERRUPTED, O.RUNNING):
+    if kept:
+        prompt = KEPT_NOTE + prompt
+    elif task.history and task.history[-1].outcome in (O.INTERRUPTED, O.RUNNING):
         prompt = RETRY_NOTE + prompt
     if hint:
         prompt += (f"\n\nAn earlier attempt at this task failed ({task.error}). "

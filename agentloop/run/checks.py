@@ -16,7 +16,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Mapping, Sequence
+from typing import IO, Callable, Mapping, Sequence
 
 from agentloop import proc
 from agentloop.errors import CheckFailed
@@ -83,9 +83,11 @@ class _Tail:
 
 
 def run_check(command: str, cwd: Path, log: IO[bytes], log_name: str, timeout: float | None,
-              round_: int, env: Mapping[str, str] | None = None) -> CheckRun:
+              round_: int, env: Mapping[str, str] | None = None,
+              confine: Callable[[list[str]], list[str]] | None = None) -> CheckRun:
     """Run one check, appending its output to `log`; a timeout is a failed run. `env`: its
-    environment, when not ours (a git hook's index)."""
+    environment, when not ours (a git hook's index); `confine`: what wraps its argv (the run's
+    sandbox, for a repository's hook)."""
     tail = _Tail()
     log.write(f"$ {command}\n".encode("utf-8", "replace"))
     flushed = [time.monotonic()]
@@ -99,7 +101,8 @@ def run_check(command: str, cwd: Path, log: IO[bytes], log_name: str, timeout: f
             flushed[0] = time.monotonic()
 
     began = time.monotonic()
-    done = proc.stream(argv(command), on_line, cwd=cwd, env=env, timeout=timeout)
+    started = argv(command) if confine is None else confine(argv(command))
+    done = proc.stream(started, on_line, cwd=cwd, env=env, timeout=timeout)
     seconds = time.monotonic() - began
     if done.timed_out:
         note = timeout_message(command, timeout or 0)

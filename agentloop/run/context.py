@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from agentloop.agents import Agent
 from agentloop.options import RunOptions
@@ -16,6 +16,9 @@ from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project
 from agentloop.state.schema import State, TaskState
 from agentloop.vcs import Vcs
+
+if TYPE_CHECKING:
+    from agentloop.sandbox import Sandbox
 
 # The retry advisor and the commit-message writer, as the run calls them (agentloop.helpers).
 Advisor = Callable[..., Any]
@@ -47,6 +50,9 @@ class Shared:
         self.purse = Purse(self.lock)
         # The controller's answer, asked by a lane before each task: may it start now?
         self.may_start: Callable[[TaskState], bool] | None = None
+        # The plan's hash as the controller last read it; agent-loop's own edit of the plan (a
+        # ticked box, agentloop.run.tick_boxes) moves it too, so that edit is no news.
+        self.plan_hash = ""
 
     def halt(self) -> None:
         """Start no new task anywhere; running ones finish."""
@@ -91,6 +97,9 @@ class Run:
     workdir: Path | None = None     # a lane's own working copy; None: the project's root
     lane: str = ""                  # the group a parallel run's lane works on
     job: FleetJob | None = None     # a fleet job's part (agentloop.fleet.job), or None
+    # --sandbox: the run's sandbox, for what runs code the agent may have written besides the
+    # agent itself (the repository's hooks, agentloop.run.repo_hooks); None without it.
+    sandbox: Sandbox | None = None
 
     @property
     def cwd(self) -> Path:

@@ -81,7 +81,7 @@ class Controller:
             self.groups.setdefault(task.group, []).append(task)
         self.reports: queue.Queue[LaneEnded] = queue.Queue()
         self.news = PlanNews()
-        self._plan_hash = run.state.task_file_hash
+        self.run.shared.plan_hash = run.state.task_file_hash
         self._landed = run.job.landed if run.job is not None else frozenset()
 
     def drive(self) -> None:
@@ -249,9 +249,9 @@ class Controller:
         try:
             data = parse.read_bytes(path)
             digest = parse.file_hash(data)
-            if digest == self._plan_hash:
+            if digest == self.run.shared.plan_hash:
                 return
-            self._plan_hash = digest
+            self.run.shared.plan_hash = digest
             changes = reconcile(self.run.state.tasks, parse.from_bytes(path, data))
         except AgentLoopError:
             return  # a plan half saved, or broken for a moment: the run goes on as it was

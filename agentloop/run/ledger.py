@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from agentloop.agents import AgentResult, Totals
+from agentloop.run import tick_boxes
 from agentloop.run.checks import CheckRun, as_record
 from agentloop.run.context import Run
 from agentloop.run.decisions import Decision, Failed, Retry, Stop, WaitFor
@@ -173,6 +174,7 @@ def complete(run: Run, task: TaskState, attempt: Attempt, done: Change,
     run.save(task)
     run.emit(TaskFinished(task.index, task.status, task.change_id, len(task.files), note,
                           empty=done.empty))
+    tick_boxes.landed(run, task)
 
 
 def fail(run: Run, task: TaskState, reason: str) -> None:

@@ -2,10 +2,15 @@
 and `commit-msg` run as checks after the developer's run, with the checks, and a hook that fails
 is a failed check the task's session is asked to fix (agentloop.run.verify). Off, the run says in
 one line at its start which hooks its commits skip; with jj there is no commit for git to hook,
-and the run says that instead."""
+and the run says that instead.
+
+A hook runs code the agent may have written (a test it added, a formatter's configuration), so
+with --sandbox it runs inside the same sandbox as the agent: it writes the working copy and its
+VCS data only, and sees none of the user's secrets."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from agentloop.run import checks
@@ -47,11 +52,14 @@ def run_hooks(run: Run, task: TaskState, log: Path, round_: int) -> tuple[CheckR
         return ()
     runs = []
     log.parent.mkdir(parents=True, exist_ok=True)
+    box = run.sandbox
+    confine = None if box is None else partial(box.wrap, workdir=run.cwd)
     with staged(run.cwd, commit_message(task, run.state.title)) as env, open(log, "ab") as out:
         for hook in found:
             run.emit(CheckStarted(task.index, hook.command, round_, str(log)))
             done = checks.run_check(hook.command, run.cwd, out, run.project.store.relative(log),
-                                    run.options.check_timeout, round_, env=env)
+                                    run.options.check_timeout, round_, env=env,
+                                    confine=confine)
             run.emit(CheckFinished(task.index, hook.command, done.exit_code, done.seconds,
                                    str(log), round_, done.timed_out))
             runs.append(done)

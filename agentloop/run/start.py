@@ -154,7 +154,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
               distiller=partial(distill.distill, agent,
                                 options.distill_model or agent.models.helper, cwd=root)
               if options.distill and admitted.agent != REHEARSAL else None,
-              job=job)
+              job=job, sandbox=box)
     return state, run_tasks(run, options.only, tuple(notes))
 
 

@@ -44,6 +44,7 @@ KEYS = (
     "lane-setup",
     "lane-wait",
     "include-optional",
+    "tick-boxes",
     "sleep",
     "distill",
     "distill-model",

@@ -18,6 +18,9 @@ class Change:
     base: str = ""          # what the change started from (git: HEAD sha at begin; jj: parent)
     empty: bool = False     # set by finish: the task changed no files
     files: tuple[str, ...] = ()  # set by finish: the paths the task changed
+    # Set by begin: the attempt goes on from the work a killed run's attempt of this task left
+    # (its agent had committed), which stays and counts.
+    kept: bool = False
 
     @property
     def short(self) -> str:

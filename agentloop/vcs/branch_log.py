@@ -4,35 +4,37 @@ nothing. What the tasks' trailers say is read from it (agentloop.state.landed)."
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from agentloop import proc
-from agentloop.errors import ProcessError
+from agentloop.errors import VcsError
+from agentloop.vcs.git.run import Git
+from agentloop.vcs.jj.run import Jj
 
 _FIELD, _END = "\x00", "\x01"
 # Every description that can name a task holds it (its subject, its trailers, a revert's quote
 # of either): the rest of a long history is never read.
 MARK = "agent-loop"
+TIMEOUT = 120   # seconds: a history that takes longer to read is read as none
 
 
 def branch_history(kind: str, root: Path) -> list[tuple[str, str, str]]:
     """(commit id, change id, description) of every commit whose description mentions
     agent-loop, oldest first; git's change id is its commit id. Empty when there is no history
     (an unborn branch) or it cannot be read."""
-    if kind == "git":
-        argv = ["git", "log", "--reverse", "--regexp-ignore-case", f"--grep={MARK}",
-                "--format=%H%x00%H%x00%B%x01", "HEAD"]
-    elif kind == "jj":
-        argv = ["jj", "--no-pager", "--color=never", "--ignore-working-copy", "log", "--no-graph",
-                "--reversed", "-r", f'::@ & description(glob-i:"*{MARK}*")', "-T",
-                'commit_id ++ "\\x00" ++ change_id ++ "\\x00" ++ description ++ "\\x01"']
-    else:
-        return []
     try:
-        done = proc.run(argv, cwd=root, check=False, timeout=120,
-                        env={**os.environ, "JJ_EDITOR": "false"})
-    except ProcessError:
+        if kind == "git":
+            done = Git(root).run("log", "--reverse", "--regexp-ignore-case", f"--grep={MARK}",
+                                 "--format=%H%x00%H%x00%B%x01", "HEAD", codes=None,
+                                 timeout=TIMEOUT)
+        elif kind == "jj":
+            done = Jj(root).run(
+                "--ignore-working-copy", "log", "--no-graph", "--reversed", "-r",
+                f'::@ & description(glob-i:"*{MARK}*")', "-T",
+                'commit_id ++ "\\x00" ++ change_id ++ "\\x00" ++ description ++ "\\x01"',
+                codes=None, timeout=TIMEOUT)
+        else:
+            return []
+    except VcsError:
         return []
     if done.returncode != 0:
         return []

@@ -146,10 +146,8 @@ def push(repo: Repo, remote: str, branches: list[str]) -> None:
                 repo.jj("bookmark", "track", f"{branch}@{remote}", codes=(0, 1))
         # The run's base change (the clone's empty working copy, under the first task until
         # the run ends and drops it) is pushed as it is: no task's change is empty.
-        argv = ["git", "push", "--remote", remote, "--allow-empty-description"]
-        for branch in branches:
-            argv += ["--bookmark", f"exact:{branch}"]
-        repo.jj(*argv)
+        bookmarks = [arg for branch in branches for arg in ("--bookmark", f"exact:{branch}")]
+        repo.jj("git", "push", "--remote", remote, "--allow-empty-description", *bookmarks)
         return
     repo.git("push", "-q", "--atomic", remote,
              *(f"refs/heads/{b}:refs/heads/{b}" for b in branches))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from agentloop import proc
+from agentloop.vcs.git.run import Git
 
 HOOKS = ("pre-commit", "commit-msg")   # the hooks that judge a commit before it is made
 INDEX = "agent-loop-hooks.index"       # in the git dir: the change as the hooks see it
@@ -37,7 +37,7 @@ class Hook:
 def _git_paths(root: Path, *names: str) -> list[Path]:
     """Where git keeps each of `names` in its folder, asked in one process."""
     argv = [arg for name in names for arg in ("--git-path", name)]
-    out = proc.run(["git", "rev-parse", *argv], cwd=root).stdout.splitlines()
+    out = Git(root).out("rev-parse", *argv).splitlines()
     return [(root / line) if not os.path.isabs(line) else Path(line) for line in out]
 
 
@@ -69,7 +69,7 @@ def staged(root: Path, message: str) -> Iterator[dict[str, str]]:
     try:
         if real.exists():
             shutil.copyfile(real, index)
-        proc.run(["git", "add", "--all", "--", "."], cwd=root, env=env)
+        Git(root).run("add", "--all", "--", ".", env={"GIT_INDEX_FILE": str(index)})
         note.write_text(message, encoding="utf-8")
         yield env
     finally:

@@ -12,8 +12,8 @@ from agentloop.errors import VcsError
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git.mainline import finish_landing
 from agentloop.vcs.git.run import Git
-from agentloop.vcs.jj.run import Jj
-from agentloop.vcs.stays_git import git_only, identity
+from agentloop.vcs.jj.run import Jj, identity
+from agentloop.vcs.stays_git import git_only
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # Files git keeps while a multi-step command is under way, and the command that finishes it.

@@ -13,30 +13,11 @@ is never rewritten.
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
-from agentloop import proc
 from agentloop.vcs import find_root
-
-
-def identity(env: dict[str, str], cwd: Path | None = None) -> dict[str, str]:
-    """JJ_USER and JJ_EMAIL from git's identity, for jj commands where jj has none of its own
-    (never an empty author on a task's commit); {} when jj's is set or git has none."""
-    found: dict[str, str] = {}
-    for jj_key, git_key, variable in (("user.name", "user.name", "JJ_USER"),
-                                      ("user.email", "user.email", "JJ_EMAIL")):
-        if env.get(variable):
-            continue
-        own = proc.run(["jj", "--ignore-working-copy", "config", "get", jj_key], cwd=cwd,
-                       check=False, env=env)
-        if own.returncode == 0 and own.stdout.strip():
-            continue
-        theirs = proc.run(["git", "config", "--get", git_key], cwd=cwd, check=False, env=env)
-        if theirs.returncode == 0 and theirs.stdout.strip():
-            found[variable] = theirs.stdout.strip()
-    return found
+from agentloop.vcs.git.run import Git
 
 
 def git_only(repo: Path) -> bool:
@@ -55,8 +36,8 @@ def git_kept_note(asked: str, root: Path) -> str | None:
 
 
 def _git(root: Path, *args: str) -> tuple[int, str]:
-    done = proc.run(["git", *args], cwd=root, check=False, timeout=60,
-                    env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+    # A probe before the run: it takes no lock a user's own git would wait for.
+    done = Git(root).run(*args, codes=None, timeout=60, env={"GIT_OPTIONAL_LOCKS": "0"})
     return done.returncode, done.stdout.strip()
 
 

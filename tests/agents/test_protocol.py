@@ -26,8 +26,7 @@ from agentloop.agents import (
 from agentloop.run.events import Event
 from agentloop.run.retry import advise
 from agentloop.vcs.choose import open_vcs
-from tests.support.harness import make_run
-from tests.run.test_retries import FakeClock
+from tests.support.harness import FakeClock, make_run
 
 PLAN = """\
 ## Notes

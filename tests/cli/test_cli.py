@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from agentloop.cli import command
 from tests.support.fake_agent import FakeClaude
+from tests.support.runner import invoke
 
 TASKS = "# Plan\n\n- early task\n\n## Build\n- [x] done already\n- compile it\n1. numbered one\n"
 
@@ -27,11 +28,6 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (folder / "tasks.md").write_text(TASKS)
     monkeypatch.chdir(folder)
     return folder
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(command, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_dry_run_shows_every_decision_and_writes_nothing(work: Path) -> None:

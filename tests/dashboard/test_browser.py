@@ -9,6 +9,7 @@ where it runs as root with apt)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,8 +22,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.support.fake_agent import FakeClaude
 from tests.run.test_parallel import CONFLICT_PLAN, conflict_project
+from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git_commits, init_repo, state_of
 from tests.support.runner import agent_loop
 
@@ -180,7 +181,7 @@ def test_the_report_opens_with_the_network_off(browser: Any, work: Path, tmp_pat
     assert IMG in page.locator('tr[data-task="4"] .task-summary').text_content()
     conflicts = page.locator("#conflicts").text_content()
     assert "task 2" in conflicts and "shared.txt" in conflicts
-    assert "git log -p main..agent-loop/2-right" in conflicts   # the exact commands
+    assert re.search(r"git log -p main\.\.agent-loop/tasks\.[0-9a-f]+-2-right", conflicts)  # the exact commands
     assert "run finished" in page.locator("#feed").text_content()
     assert asked == [(work / "run.html").as_uri()]  # the file itself, nothing else
     assert page.evaluate("window.pwned") is None

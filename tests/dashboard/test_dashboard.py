@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -17,8 +18,8 @@ from typing import Iterator
 import pytest
 
 from agentloop.dashboard import hub, logs
-from tests.support.fake_agent import FakeClaude
 from tests.run.test_parallel import conflict_project
+from tests.support.fake_agent import FakeClaude
 from tests.support.repos import init_repo
 from tests.support.runner import agent_loop
 
@@ -57,7 +58,7 @@ def test_a_conflict_and_the_runs_end_are_sent_to_the_webhook(
     assert titles == ["agent-loop: conflict needs a person", "agent-loop: run finished"], received
     conflict = received[0]["message"]
     assert conflict.startswith("tasks.md: task 2 conflicts with the main line in shared.txt")
-    assert "git log -p main..agent-loop/2-right" in conflict   # the exact commands
+    assert re.search(r"git log -p main\.\.agent-loop/tasks\.[0-9a-f]+-2-right", conflict)  # the exact commands
     assert "1 completed, 1 conflicted, 1 pending" in received[1]["message"]
     assert "warning" not in done.stderr
 

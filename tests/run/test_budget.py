@@ -179,10 +179,11 @@ def test_codex_cannot_cap_a_run_so_its_bound_is_said_in_words(work: Path) -> Non
 
 
 def test_the_real_claude_takes_the_cap(tmp_path: Path, fake_api, claude_bin: Path) -> None:
-    from tests.run.test_failures_real import run, setup, tasks
+    from tests.run.test_failures_real import setup, tasks
 
     work, env = setup(tmp_path, fake_api, claude_bin)
-    done = run(work, env, "--budget", "50", "--task-budget", "5", "--no-distill")
+    done = agent_loop(work, "--vcs", "none", "--budget", "50", "--task-budget", "5", "--no-distill",
+                      env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert [t["status"] for t in tasks(work)] == ["completed", "completed"]
     logs = sorted((work / ".agent-loop" / "logs").glob("*.log"))

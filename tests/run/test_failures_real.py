@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from tests.support.claude_cli import claude_env, oauth_login
+from tests.support.claude_cli import agent_loop_env, oauth_login
 from tests.support.fakeapi import (
     FakeApi,
     Hang,
@@ -32,9 +32,7 @@ def setup(tmp_path: Path, api: FakeApi, claude_bin: Path) -> tuple[Path, dict[st
     work = tmp_path / "work"
     work.mkdir()
     (work / "tasks.md").write_text(TASKS)
-    env = claude_env(tmp_path / "claude-home", api)
-    env["AGENT_LOOP_CLAUDE"] = str(claude_bin)
-    return work, env
+    return work, agent_loop_env(tmp_path, api, claude_bin)
 
 
 def tasks(work: Path) -> list[dict]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 
 from tests.support.fakeapi import FakeApi, HttpError, Text, last_user_text
-from tests.run.test_real import tool_env
+from tests.support.claude_cli import agent_loop_env
 from tests.support.runner import agent_loop
 
 PLAN = """\
@@ -39,7 +39,7 @@ def test_a_living_plan_with_the_real_cli(tmp_path: Path, fake_api: FakeApi,
     work.mkdir()
     git(work, "init", "-q")
     (work / "tasks.md").write_text(PLAN)
-    env = tool_env(tmp_path, fake_api, claude_bin)
+    env = agent_loop_env(tmp_path, fake_api, claude_bin)
     run = ["--vcs", "git", "--no-distill"]
     done = agent_loop(work, *run, env=env)
     assert done.returncode == 0, done.stdout + done.stderr

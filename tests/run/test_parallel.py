@@ -335,13 +335,13 @@ def test_a_group_that_waits_starts_from_the_main_line_after_its_dependency(
 
 def test_four_groups_with_the_real_cli(work: Path, tmp_path: Path, fake_api,
                                        claude_bin: Path) -> None:
-    from tests.run.test_vcs import real_env
+    from tests.support.claude_cli import agent_loop_env
 
     init_repo(work, "git")
     text = "\n".join(f"## Group {g}\n- WRITE g{g}t1.txt: {g}.1\n- WRITE g{g}t2.txt: {g}.2\n"
                      for g in range(1, 5))
     (work / "tasks.md").write_text(text)
-    env = real_env(tmp_path, fake_api, claude_bin)
+    env = agent_loop_env(tmp_path, fake_api, claude_bin)
     done = agent_loop(work, "--vcs", "git", "--parallel", "4", "--no-distill", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     commits = git_commits(work)

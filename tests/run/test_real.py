@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from tests.support.claude_cli import claude_env
+from tests.support.claude_cli import agent_loop_env
 from tests.support.fakeapi import Directed, FakeApi, Hang, Text, last_user_text
 from tests.support.runner import agent_loop
 
@@ -32,13 +32,6 @@ TASKS = """\
 """
 
 
-def tool_env(tmp_path: Path, api: FakeApi, claude_bin: Path) -> dict[str, str]:
-    env = claude_env(tmp_path / "claude-home", api)
-    env["AGENT_LOOP_CLAUDE"] = str(claude_bin)
-    env["NO_COLOR"] = "1"
-    return env
-
-
 def state_of(work: Path) -> dict:
     return orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
 
@@ -52,7 +45,7 @@ def test_two_groups_share_sessions_inside_a_group_only(tmp_path: Path, fake_api:
     work = tmp_path / "work"
     work.mkdir()
     (work / "tasks.md").write_text(TASKS)
-    done = agent_loop(work, "--vcs", "none", env=tool_env(tmp_path, fake_api, claude_bin))
+    done = agent_loop(work, "--vcs", "none", env=agent_loop_env(tmp_path, fake_api, claude_bin))
     assert done.returncode == 0, done.stderr
     state = state_of(work)
     tasks = state["tasks"]
@@ -90,7 +83,7 @@ def test_interrupt_then_resume_with_real_signals(tmp_path: Path, fake_api: FakeA
     work = tmp_path / "work"
     work.mkdir()
     (work / "tasks.md").write_text(TASKS)
-    env = tool_env(tmp_path, fake_api, claude_bin)
+    env = agent_loop_env(tmp_path, fake_api, claude_bin)
     # Task 1 writes a file (tool call + final text), then task 2's first request hangs.
     fake_api.script(Directed(), Directed(), Hang())
     tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "none"],
@@ -148,7 +141,7 @@ def test_a_prompt_over_the_argv_limit_reaches_the_real_cli_whole(tmp_path: Path,
     (work / "tasks.md").write_text("- SAY a long one\n")
     fake_api.script(Text(f"half way\n{progress}\nLearnings: none"), Text("done\nTASK_COMPLETE"))
     done = agent_loop(work, "--vcs", "none", "--iterations", "2", "--no-distill",
-                      env=tool_env(tmp_path, fake_api, claude_bin))
+                      env=agent_loop_env(tmp_path, fake_api, claude_bin))
     assert done.returncode == 0, done.stdout + done.stderr
     second = prompts(fake_api)[1]
     assert "p" * (200 * 1024) in second and len(second.encode()) > 128 * 1024

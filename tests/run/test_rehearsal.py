@@ -8,16 +8,10 @@ from pathlib import Path
 
 import orjson
 import pytest
-from click.testing import CliRunner
 
-from agentloop.cli import command
 from agentloop.plan.example import starter_plan
 from tests.support.fake_agent import FakeClaude
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(command, ["tasks.md", *args], catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
+from tests.support.runner import invoke
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -44,9 +38,9 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_readme_demo_in_a_repository_with_no_commit(repo: Path,
                                                         fake_claude: FakeClaude) -> None:
     git(repo, "init", "-q")
-    assert invoke("--init")[0] == 0
+    assert invoke("tasks.md", "--init")[0] == 0
     before = snapshot(repo)
-    code, out, err = invoke("--rehearse")
+    code, out, err = invoke("tasks.md", "--rehearse")
     assert code == 0, err
     assert snapshot(repo) == before  # no commit on the user's (unborn) branch, no file touched
     assert "the stand-in works in the rehearsal's own copy" in out
@@ -54,11 +48,11 @@ def test_the_readme_demo_in_a_repository_with_no_commit(repo: Path,
         ".agent-loop/lanes/rehearsal-tasks-md; your branch and files are as they were" in out
     log = git(repo, "log", "--format=%s", "agent-loop/rehearsal-tasks-md")
     assert log.count("agent-loop: ") == 4 and "an empty start" in log
-    assert "3 completed" in invoke("--status", "--rehearse")[1]
-    code, out, _ = invoke("--status")
+    assert "3 completed" in invoke("tasks.md", "--status", "--rehearse")[1]
+    code, out, _ = invoke("tasks.md", "--status")
     assert "no run yet" in out and "3 pending" in out
     # The first real run runs every task, and says the rehearsal's state is apart.
-    code, out, err = invoke("--vcs", "git")
+    code, out, err = invoke("tasks.md", "--vcs", "git")
     assert code == 0, err
     assert "the rehearsal's state (.agent-loop/rehearsal) is separate" in out
     assert "3 of 4 task(s) to run" in out and "agent: claude" in out
@@ -78,7 +72,7 @@ def test_a_rehearsal_leaves_a_dirty_tree_and_its_branch_as_they_were(repo: Path)
     (repo / "notes.txt").write_text("mine\n")
     before = snapshot(repo)
     for _ in range(2):  # a second rehearsal starts afresh, in the same copy
-        code, out, err = invoke("--rehearse")
+        code, out, err = invoke("tasks.md", "--rehearse")
         assert code == 0, err
         assert snapshot(repo) == before
     assert git(repo, "log", "--format=%s", "agent-loop/rehearsal-tasks-md").count(
@@ -88,20 +82,20 @@ def test_a_rehearsal_leaves_a_dirty_tree_and_its_branch_as_they_were(repo: Path)
 
 def test_no_repository_says_what_it_needs_instead_of_making_one(repo: Path) -> None:
     (repo / "tasks.md").write_text("- a task\n")
-    code, _, err = invoke("--rehearse")
+    code, _, err = invoke("tasks.md", "--rehearse")
     assert code == 1 and "is not a git or jj repository" in err and "`git init`" in err
     assert sorted(p.name for p in repo.iterdir()) == ["tasks.md"]
-    code, _, err = invoke("--rehearse", "--vcs", "none")
+    code, _, err = invoke("tasks.md", "--rehearse", "--vcs", "none")
     assert code == 2 and "drop --vcs none" in err
 
 
 def test_a_state_an_older_rehearsal_left_is_not_taken_for_real_work(
         repo: Path, fake_claude: FakeClaude) -> None:
     (repo / "tasks.md").write_text("- a task\n")
-    assert invoke("--vcs", "none")[0] == 0
+    assert invoke("tasks.md", "--vcs", "none")[0] == 0
     path = repo / ".agent-loop" / "state.json"
     path.write_bytes(path.read_bytes().replace(b'"agent": "claude"', b'"agent": "rehearse"'))
-    code, _, err = invoke("--vcs", "none")
+    code, _, err = invoke("tasks.md", "--vcs", "none")
     assert code == 1 and "left by a rehearsal" in err and "--reset" in err
 
 
@@ -115,7 +109,7 @@ def test_in_a_jj_repository_the_rehearsal_has_a_workspace_of_its_own(repo: Path,
     (repo / "tasks.md").write_text(starter_plan())
     (repo / "mine.txt").write_text("mine\n")
     at = jj("log", "-r", "@", "--no-graph", "-T", "commit_id")
-    code, out, err = invoke("--rehearse")
+    code, out, err = invoke("tasks.md", "--rehearse")
     assert code == 0, err
     assert "its changes are on jj workspace agent-loop-rehearsal-tasks-md" in out
     assert jj("log", "-r", "@", "--no-graph", "-T", "commit_id") == at  # the user's @ as it was

@@ -7,98 +7,15 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Callable
 
 import pytest
 from freezegun import freeze_time
 
-from agentloop.agents import Activity, AgentResult, AgentRun, Answer, Failure, Models
-from agentloop.agents.claude_errors import classify
 from agentloop.errors import AgentBlocked, RunStopped
-from agentloop.run.events import Event, LimitWait, RetryDecided
-from agentloop.run.retry import Advice
+from agentloop.run.events import LimitWait, RetryDecided
 from agentloop.vcs.none import NoneVcs
-from tests.support.harness import Harness, make_run
-
-START = 1_800_000_000.0
-
-
-class FakeClock:
-    """Time that moves only when the runner sleeps."""
-
-    def __init__(self) -> None:
-        self.now = START
-        self.sleeps: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def time(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
-OK = AgentResult(ok=True, exit_code=0, session_id="s-ok", text="done", cost_usd=0.01)
-
-
-def failed(**fields: Any) -> AgentResult:
-    base: dict[str, Any] = dict(ok=False, exit_code=1, session_id="s-bad", error="it broke",
-                                text="it broke", cost_usd=0.01)
-    return AgentResult(**{**base, **fields})
-
-
-class ScriptedAgent:
-    """Answers each run with the next result; records what it was asked."""
-
-    name = "scripted"
-    models = Models("opus", "sonnet", "haiku")
-
-    def __init__(self, results: list[AgentResult] | Callable[[AgentRun], AgentResult]) -> None:
-        self.results = results
-        self.requests: list[AgentRun] = []
-
-    def check(self) -> None:
-        pass
-
-    def classify(self, result: AgentResult, now: Any) -> Failure:
-        return classify(result, now)  # results here read like Claude's
-
-    def ask(self, prompt: str, model: str, cwd: Path, timeout: float = 180) -> Answer:
-        return Answer("", error="no helper here")
-
-    def run(self, request: AgentRun, on_activity: Callable[[Activity], None]) -> AgentResult:
-        self.requests.append(request)
-        request.log.parent.mkdir(parents=True, exist_ok=True)
-        request.log.write_text(f"log of attempt {len(self.requests)}\n")
-        if callable(self.results):
-            return self.results(request)
-        return self.results.pop(0) if len(self.results) > 1 else self.results[0]
-
-
-class ScriptedAdvisor:
-    def __init__(self, *advice: Advice) -> None:
-        self.advice = list(advice)
-        self.calls: list[dict[str, Any]] = []
-
-    def __call__(self, **kwargs: Any) -> Advice:
-        self.calls.append(kwargs)
-        return self.advice.pop(0) if len(self.advice) > 1 else self.advice[0]
-
-
-RETRY = Advice(True, "worth another go", "check the imports first", "advisor", 0.002)
-STOP = Advice(False, "the task is impossible", "", "advisor", 0.002)
-
-
-def make(tmp_path: Path, text: str, agent: ScriptedAgent, advisor: ScriptedAdvisor,
-         **options: Any) -> tuple[Harness, FakeClock, list[Event]]:
-    clock = FakeClock()
-    events: list[Event] = []
-    runner = make_run(tmp_path, text, agent, NoneVcs(), advisor, clock, events, **options)
-    return runner, clock, events
-
+from tests.support.harness import (OK, RETRY, START, STOP, Harness, ScriptedAdvisor, ScriptedAgent,
+                                   failed, make)
 
 def test_ten_failures_get_exactly_five_attempts(tmp_path: Path) -> None:
     agent, advisor = ScriptedAgent([failed()]), ScriptedAdvisor(RETRY)

@@ -34,8 +34,7 @@ from agentloop.run.review_prompt import (
 from agentloop.run.selection import runnable
 from agentloop.vcs import Change
 from tests.support.fake_agent import FakeClaude
-from tests.support.harness import Harness, make_run
-from tests.run.test_retries import RETRY, START, FakeClock, ScriptedAdvisor
+from tests.support.harness import RETRY, START, FakeClock, Harness, ScriptedAdvisor, make_run
 from tests.support.runner import agent_loop
 
 # -- the verdict -------------------------------------------------------------------------------
@@ -195,7 +194,11 @@ class RecordingVcs:
         return Change(change_id=f"change{self.begun}", commit_id=f"commit{self.begun}")
 
     def finish(self, change: Change, message: str) -> Change:
-        self.calls.append(f"finish {change.change_id}: {message}")
+        # Every task's message ends with its trailers (which plan, which task); the review
+        # tests read what comes before them.
+        body, trailers = message.split("\n\nAgent-Loop-Plan: ", 1)
+        assert trailers.startswith("tasks\nAgent-Loop-Task: "), message
+        self.calls.append(f"finish {change.change_id}: {body}")
         return Change(change_id=change.change_id, commit_id=change.commit_id,
                       files=tuple(sorted(self.files)))
 

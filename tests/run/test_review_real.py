@@ -18,7 +18,7 @@ import orjson
 
 from agentloop.agents import AgentRun
 from agentloop.agents.claude import READ_ONLY_FLAGS, ClaudeAgent
-from tests.support.claude_cli import claude_env, oauth_login, run_claude
+from tests.support.claude_cli import agent_loop_env, claude_env, oauth_login, run_claude
 from tests.support.fakeapi import (
     FakeApi,
     Request,
@@ -44,8 +44,7 @@ def project(tmp_path: Path, api: FakeApi, claude_bin: Path, tasks: str,
         for argv in (["init", "-q"], ["add", "README.md"], ["commit", "-qm", "initial"]):
             subprocess.run(["git", *argv], cwd=work, check=True)
     (work / "tasks.md").write_text(tasks)
-    env = claude_env(tmp_path / "claude-home", api)
-    env["AGENT_LOOP_CLAUDE"] = str(claude_bin)
+    env = agent_loop_env(tmp_path, api, claude_bin)
     env["NO_COLOR"] = "1"
     return work, env
 

@@ -9,19 +9,12 @@ from pathlib import Path
 
 import orjson
 import pytest
-from click.testing import CliRunner
 
-from agentloop.cli import command
 from agentloop.console.stops import resume_command
 from tests.support.fake_agent import FakeClaude
+from tests.support.runner import invoke
 
 PLAN = "# Shop\n\n## Setup\n- one\n- two\n## Backend API\n- three\n- four\n## Setup\n- five\n"
-
-
-def agent_loop(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(command, list(args), catch_exceptions=False,
-                                env={"NO_COLOR": "1"})
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture
@@ -38,17 +31,17 @@ def prompts(fake: FakeClaude) -> list[str]:
 
 
 def test_repeated_task_options_run_every_task_named(work: Path, fake_claude: FakeClaude) -> None:
-    code, out, err = agent_loop("tasks.md", "--vcs", "none", "--task", "2", "--task", "4")
+    code, out, err = invoke("tasks.md", "--vcs", "none", "--task", "2", "--task", "4")
     assert code == 0, out + err
     assert prompts(fake_claude) == ["two", "four"]
     assert "2 of 5 task(s) to run" in out
 
 
 def test_ranges_and_lists_select_tasks_in_plan_order(work: Path, fake_claude: FakeClaude) -> None:
-    code, out, err = agent_loop("tasks.md", "--vcs", "none", "--task", "4-5,1")
+    code, out, err = invoke("tasks.md", "--vcs", "none", "--task", "4-5,1")
     assert code == 0, out + err
     assert prompts(fake_claude) == ["one", "four", "five"]
-    code, out, _ = agent_loop("tasks.md", "--dry-run", "--task", "2-3")
+    code, out, _ = invoke("tasks.md", "--dry-run", "--task", "2-3")
     assert "[2/5] Setup > two  (resumes session " in out
     assert "[3/5] Backend API > three  (starts a fresh session)" in out
     assert "[4/5] Backend API > four  (not run: not selected)" in out
@@ -56,21 +49,21 @@ def test_ranges_and_lists_select_tasks_in_plan_order(work: Path, fake_claude: Fa
 
 def test_dry_run_numbers_the_groups_and_group_runs_one(work: Path,
                                                        fake_claude: FakeClaude) -> None:
-    code, out, _ = agent_loop("tasks.md", "--dry-run")
+    code, out, _ = invoke("tasks.md", "--dry-run")
     assert code == 0
     assert [line for line in out.splitlines() if line.startswith("group ")] == [
         "group 1: Setup", "group 2: Backend API", "group 3: Setup (2)"]
-    code, out, err = agent_loop("tasks.md", "--vcs", "none", "--group", "2")
+    code, out, err = invoke("tasks.md", "--vcs", "none", "--group", "2")
     assert code == 0, out + err
     assert prompts(fake_claude) == ["three", "four"]
-    code, out, err = agent_loop("tasks.md", "--vcs", "none", "--group", "setup (2)")
+    code, out, err = invoke("tasks.md", "--vcs", "none", "--group", "setup (2)")
     assert code == 0, out + err
     assert prompts(fake_claude) == ["three", "four", "five"]
     # Done: the group has nothing left, unless --again.
-    code, _, err = agent_loop("tasks.md", "--vcs", "none", "--group", "backend api")
+    code, _, err = invoke("tasks.md", "--vcs", "none", "--group", "backend api")
     assert code == 1 and err.count("\n") == 1
     assert "group 2 (Backend API) has no task left to run; --group 2 --again" in err
-    code, out, err = agent_loop("tasks.md", "--vcs", "none", "--group", "2", "--again")
+    code, out, err = invoke("tasks.md", "--vcs", "none", "--group", "2", "--again")
     assert code == 0, out + err
     assert prompts(fake_claude)[-2:] == ["three", "four"]
 
@@ -87,7 +80,7 @@ def test_dry_run_numbers_the_groups_and_group_runs_one(work: Path,
 def test_what_cannot_be_selected_is_one_line_in_the_run_and_the_dry_run(
         work: Path, fake_claude: FakeClaude, args: list[str], code: int, words: str) -> None:
     for mode in (["--dry-run"], ["--vcs", "none"]):
-        got, out, err = agent_loop("tasks.md", *mode, *args)
+        got, out, err = invoke("tasks.md", *mode, *args)
         assert (got, err.count("\n")) == (code, 1), out + err
         assert words in err
     assert prompts(fake_claude) == []
@@ -103,38 +96,38 @@ def test_the_resume_line_repeats_the_selection() -> None:
 
 def test_dry_run_refuses_a_vcs_or_agent_switch_as_the_run_does(work: Path,
                                                                fake_claude: FakeClaude) -> None:
-    assert agent_loop("tasks.md", "--vcs", "none", "--task", "1")[0] == 0
+    assert invoke("tasks.md", "--vcs", "none", "--task", "1")[0] == 0
     for switch in (["--vcs", "git"], ["--agent", "codex"]):
-        real = agent_loop("tasks.md", *switch)
-        dry = agent_loop("tasks.md", *switch, "--dry-run")
+        real = invoke("tasks.md", *switch)
+        dry = invoke("tasks.md", *switch, "--dry-run")
         assert real[0] == dry[0] == 1 and real[2] == dry[2], (real, dry)
         assert "this run began with" in dry[2] and dry[1] == ""
 
 
 def test_dry_run_shows_the_format_rules_only_before_the_first_run(
         work: Path, fake_claude: FakeClaude) -> None:
-    assert "rules:" in agent_loop("tasks.md", "--dry-run")[1]
-    assert agent_loop("tasks.md", "--vcs", "none", "--task", "1")[0] == 0
-    assert "rules:" not in agent_loop("tasks.md", "--dry-run")[1]
+    assert "rules:" in invoke("tasks.md", "--dry-run")[1]
+    assert invoke("tasks.md", "--vcs", "none", "--task", "1")[0] == 0
+    assert "rules:" not in invoke("tasks.md", "--dry-run")[1]
 
 
 def test_status_without_a_file_lists_every_plan(work: Path, fake_claude: FakeClaude) -> None:
     subprocess.run(["git", "init", "-q"], cwd=work, check=True)  # one root for both plans
-    code, out, _ = agent_loop("--status")
+    code, out, _ = invoke("--status")
     assert code == 0 and out.startswith("no plan has run in . yet")
     (work / "docs").mkdir()
     (work / "docs" / "more.md").write_text("- alpha\n- beta\n  FAKE: exit 1\n"
                                            '  FAKE: advise {"retry": false, "reason": "no"}\n')
-    assert agent_loop("tasks.md", "--vcs", "none", "--task", "1-2")[0] == 0
-    assert agent_loop("docs/more.md", "--vcs", "none")[0] == 4
-    code, out, _ = agent_loop("--status")
+    assert invoke("tasks.md", "--vcs", "none", "--task", "1-2")[0] == 0
+    assert invoke("docs/more.md", "--vcs", "none")[0] == 4
+    code, out, _ = invoke("--status")
     lines = out.splitlines()
     assert code == 0 and len(lines) == 2, out
     assert lines[0].startswith("tasks.md: 5 task(s), 2 done, 0 failed, 3 pending; cost $")
     assert lines[0].endswith("; state in .agent-loop/")
     assert lines[1].startswith("docs/more.md: 2 task(s), 1 done, 1 failed, 0 pending; cost $")
     assert "; state in .agent-loop/plans/docs-more-md-" in lines[1]
-    code, out, _ = agent_loop("--status", "--json")
+    code, out, _ = invoke("--status", "--json")
     data = orjson.loads(out)
     assert data["schema"] == 1
     assert [(p["task_file"], p["counts"]) for p in data["plans"]] == [
@@ -142,7 +135,7 @@ def test_status_without_a_file_lists_every_plan(work: Path, fake_claude: FakeCla
         ("docs/more.md", {"completed": 1, "failed": 1})]
     # From a subfolder, paths are as the user types them there.
     os.chdir(work / "docs")
-    code, out, _ = agent_loop("--status")
+    code, out, _ = invoke("--status")
     assert out.splitlines()[0].startswith("../tasks.md: 5 task(s)")
     assert out.splitlines()[1].startswith("more.md: 2 task(s)")
     assert "; state in ../.agent-loop/plans/docs-more-md-" in out
@@ -150,22 +143,22 @@ def test_status_without_a_file_lists_every_plan(work: Path, fake_claude: FakeCla
 
 def test_every_other_mode_still_needs_the_task_file(work: Path) -> None:
     for args in ([], ["--dry-run"], ["--status", "--follow"]):
-        code, _, err = agent_loop(*args)
+        code, _, err = invoke(*args)
         assert code == 2 and "Missing argument 'TASKS_MD'" in err, args
 
 
 def test_with_json_an_error_is_json_on_stdout_too(work: Path, fake_claude: FakeClaude) -> None:
-    code, out, err = agent_loop("missing.md", "--status", "--json")
+    code, out, err = invoke("missing.md", "--status", "--json")
     assert code == 1 and "agent-loop: error:" in err
     data = orjson.loads(out)
     assert data["schema"] == 1 and data["exit_code"] == 1 and "missing.md" in data["error"]
-    code, out, _ = agent_loop("tasks.md", "--dry-run", "--json", "--task", "9")
+    code, out, _ = invoke("tasks.md", "--dry-run", "--json", "--task", "9")
     assert orjson.loads(out) == {"schema": 1, "exit_code": 1,
                                  "error": "there is no task 9: the task file has 5"}
-    code, out, _ = agent_loop("tasks.md", "--json")
+    code, out, _ = invoke("tasks.md", "--json")
     assert code == 2 and orjson.loads(out)["error"] == ("--json goes with --status or --dry-run or "
                                                        "--show-settings or --integrate")
-    code, out, _ = agent_loop("tasks.md", "--dry-run", "--json")
+    code, out, _ = invoke("tasks.md", "--dry-run", "--json")
     assert orjson.loads(out)["schema"] == 1
 
 
@@ -176,12 +169,12 @@ def test_dry_run_warns_of_a_dirty_tree_the_run_refuses(work: Path,
     subprocess.run([*git, "add", "tasks.md"], cwd=work, check=True)
     subprocess.run([*git, "commit", "-qm", "plan"], cwd=work, check=True)
     (work / "notes.txt").write_text("mine\n")
-    code, out, _ = agent_loop("tasks.md", "--dry-run", "--vcs", "git")
-    real = agent_loop("tasks.md", "--vcs", "git")
+    code, out, _ = invoke("tasks.md", "--dry-run", "--vcs", "git")
+    real = invoke("tasks.md", "--vcs", "git")
     assert code == 0 and real[0] == 1
     refusal = real[2].strip().removeprefix("agent-loop: error: ")
     assert f"warning: the run would stop here: {refusal}\n" in out
     assert "notes.txt" in out
-    assert "the run would stop" not in agent_loop("tasks.md", "--dry-run", "--vcs", "git",
-                                                  "--allow-dirty")[1]
+    assert "the run would stop" not in invoke("tasks.md", "--dry-run", "--vcs", "git",
+                                              "--allow-dirty")[1]
     assert not (work / ".agent-loop" / "state.json").exists()

@@ -18,7 +18,7 @@ from agentloop.cli import command
 from agentloop.errors import RunStopped
 from agentloop.run.final_message import parse
 from tests.support.fake_agent import FakeClaude
-from tests.run.test_retries import OK, RETRY, STOP, ScriptedAdvisor, ScriptedAgent, make
+from tests.support.harness import OK, RETRY, STOP, ScriptedAdvisor, ScriptedAgent, make
 
 
 def said(text: str, session: str = "s1") -> AgentResult:

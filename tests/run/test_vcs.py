@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.claude_cli import claude_env
+from tests.support.claude_cli import agent_loop_env
 from tests.support.fake_agent import FakeClaude
 from tests.support.fakeapi import FakeApi
 # git_project is no longer used here; it stays importable from here for tests that still do.
@@ -208,17 +208,11 @@ def test_dirty_git_tree_is_refused_in_one_line(work: Path, fake_claude: FakeClau
     assert (work / "README.md").read_text() == "edited by the user\n"
 
 
-def real_env(tmp_path: Path, api: FakeApi, claude_bin: Path) -> dict[str, str]:
-    env = claude_env(tmp_path / "claude-home", api)
-    env["AGENT_LOOP_CLAUDE"] = str(claude_bin)
-    return env
-
-
 def test_jj_with_the_real_cli(work: Path, tmp_path: Path, jj_bin: str, fake_api: FakeApi,
                               claude_bin: Path) -> None:
     jj(work, "git", "init")
     (work / "tasks.md").write_text(REAL_TASKS)
-    done = agent_loop(work, env=real_env(tmp_path, fake_api, claude_bin))
+    done = agent_loop(work, env=agent_loop_env(tmp_path, fake_api, claude_bin))
     assert done.returncode == 0, done.stderr
     changes = jj_changes(work)
     assert [f for _, _, f in changes] == [[name] for name in FILES]
@@ -233,7 +227,7 @@ def test_git_with_the_real_cli(work: Path, tmp_path: Path, fake_api: FakeApi,
                                claude_bin: Path) -> None:
     init_repo(work, "git")
     (work / "tasks.md").write_text(REAL_TASKS)
-    done = agent_loop(work, "--vcs", "git", env=real_env(tmp_path, fake_api, claude_bin))
+    done = agent_loop(work, "--vcs", "git", env=agent_loop_env(tmp_path, fake_api, claude_bin))
     assert done.returncode == 0, done.stderr
     commits = git_commits(work)
     assert [f for _, _, f in commits] == [[name] for name in FILES]

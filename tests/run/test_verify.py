@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from agentloop.options import RunOptions, usage_problem
-from tests.support.claude_cli import claude_env
+from tests.support.claude_cli import agent_loop_env
 from tests.support.fake_agent import FakeClaude
 from tests.support.fakeapi import FakeApi
 from tests.support.repos import git, git_commits, init_repo, jj, jj_changes, state_of
@@ -249,8 +249,7 @@ def test_fixed_after_a_failing_check_with_the_real_cli(work: Path, tmp_path: Pat
     (work / "tasks.md").write_text("## G\n- WRITE a.txt: broken\n")
     check = ('! grep -q broken a.txt 2>/dev/null || '
              '{ echo "a.txt is broken"; echo "WRITE a.txt: fixed"; exit 1; }')
-    env = claude_env(tmp_path / "claude-home", fake_api)
-    env["AGENT_LOOP_CLAUDE"] = str(claude_bin)
+    env = agent_loop_env(tmp_path, fake_api, claude_bin)
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--check", check, env=env,
                       timeout=180)
     assert done.returncode == 0, done.stderr
@@ -290,8 +289,7 @@ def test_plan_checks_apply_to_their_group_only(tmp_path: Path) -> None:
     from agentloop.run.events import CheckStarted, Event
     from agentloop.run.verify import task_checks
     from agentloop.vcs.none import NoneVcs
-    from tests.support.harness import make_run
-    from tests.run.test_retries import OK, RETRY, FakeClock, ScriptedAdvisor, ScriptedAgent
+    from tests.support.harness import OK, RETRY, FakeClock, ScriptedAdvisor, ScriptedAgent, make_run
 
     seen: list[Event] = []
     runner = make_run(tmp_path, PLAN_WITH_CHECKS, ScriptedAgent([OK]), NoneVcs(),
@@ -319,8 +317,7 @@ def test_with_iterations_checks_run_after_task_complete_only(tmp_path: Path) -> 
     from agentloop.agents import AgentResult
     from agentloop.run.events import CheckStarted, Event, TaskStarted
     from agentloop.vcs.none import NoneVcs
-    from tests.support.harness import make_run
-    from tests.run.test_retries import RETRY, FakeClock, ScriptedAdvisor, ScriptedAgent
+    from tests.support.harness import RETRY, FakeClock, ScriptedAdvisor, ScriptedAgent, make_run
 
     said = [AgentResult(ok=True, exit_code=0, session_id="s1", text="Progress: half"),
             AgentResult(ok=True, exit_code=0, session_id="s1", text="Progress: all\nTASK_COMPLETE")]

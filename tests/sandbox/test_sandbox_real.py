@@ -21,11 +21,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.support.claude_cli import claude_env
+from agentloop.vcs.lanes import plan_key, plan_lane
+from tests.run.test_real import TASKS, _processes, state_of
+from tests.support.claude_cli import agent_loop_env, claude_env
 from tests.support.codex_cli import codex_env, require_codex
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fakeapi import Directed, FakeApi, Hang, last_user_text
-from tests.run.test_real import TASKS, _processes, state_of, tool_env
 from tests.support.repos import git, init_repo
 from tests.support.runner import agent_loop
 
@@ -70,12 +71,13 @@ def hostile(root: Path, other: Path) -> str:
 
 def plan(root: Path) -> str:
     lanes = root / ".agent-loop" / "lanes"
+    key = plan_key("tasks.md")   # every plan's lanes carry its key
     # The other group's agent waits (bounded) until the intruder is done, so its lane is there
     # to be written into.
-    wait = (f"for i in $(seq 300); do [ -e {lanes}/1-intruder/hostile-done ] && break; "
+    wait = (f"for i in $(seq 300); do [ -e {lanes}/{plan_lane(key, 1, 'Intruder')}/hostile-done ] && break; "
             f"sleep 0.1; done")
     return (f"# Sandbox\n\n## Intruder\n- WRITE legit.txt: the legit edit\n"
-            f"  RUN {hostile(root, lanes / '2-other')}\n\n"
+            f"  RUN {hostile(root, lanes / plan_lane(key, 2, 'Other'))}\n\n"
             f"## Other\n- WRITE other.txt: the other edit\n  RUN {wait}\n")
 
 
@@ -223,7 +225,7 @@ def test_ctrl_c_stops_a_sandboxed_agent_and_the_group_resumes_its_session(
     work = tmp_path / "work"
     work.mkdir()
     (work / "tasks.md").write_text(TASKS)
-    env = tool_env(tmp_path, fake_api, claude_bin)
+    env = agent_loop_env(tmp_path, fake_api, claude_bin)
     # Task 1 writes a file (a tool call, then its final text); task 2's first request hangs.
     fake_api.script(Directed(), Directed(), Hang())
     tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "none",

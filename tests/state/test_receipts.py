@@ -14,7 +14,7 @@ from agentloop.run.distill import diff_stat, message, parse
 from tests.support.fake_agent import FakeClaude
 from tests.support.fakeapi import FakeApi, HttpError, Text
 from tests.run.test_failures_real import setup, tasks
-from tests.support.runner import agent_loop
+from tests.support.runner import agent_loop, invoke
 
 # List prices the CLI applies per million tokens (tests/claude-cli/NOTES.md).
 PRICES = {"claude-opus-5-5": (4.0, 20.0), "claude-haiku-5-5": (0.10, 0.50)}
@@ -46,25 +46,20 @@ def test_distilled_message_parts() -> None:
 
 # -- budget with the fake claude ---------------------------------------------------------------
 
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(command, ["tasks.md", "--vcs", "none", *args])
-    return result.exit_code, result.stdout, result.stderr
-
-
 def test_budget_stops_before_the_next_task_and_raising_it_continues(
         tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tasks.md").write_text("- one\n- two\n- three\n")
-    code, out, err = invoke("--budget", "0.005")
+    code, out, err = invoke("tasks.md", "--vcs", "none", "--budget", "0.005")
     assert code == 1
     assert "budget reached before task 2: spent $0.0100 of $0.0050" in err
     assert err.strip().endswith("Continue with a higher budget: agent-loop tasks.md --vcs none "
                                 "--budget 0.02")
     state = orjson.loads((tmp_path / ".agent-loop" / "state.json").read_bytes())
     assert [t["status"] for t in state["tasks"]] == ["completed", "pending", "pending"]
-    code, out, err = invoke("--budget", "0.015")
+    code, out, err = invoke("tasks.md", "--vcs", "none", "--budget", "0.015")
     assert code == 1 and "before task 3" in err
-    code, out, err = invoke("--budget", "1")
+    code, out, err = invoke("tasks.md", "--vcs", "none", "--budget", "1")
     assert code == 0, err
     assert "3 completed" in out
 
@@ -73,7 +68,7 @@ def test_a_task_cut_short_by_its_own_budget(tmp_path: Path, fake_claude: FakeCla
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tasks.md").write_text("- big\n  FAKE: over-budget\n- small\n")
-    code, out, err = invoke("--task-budget", "0.5")
+    code, out, err = invoke("tasks.md", "--vcs", "none", "--task-budget", "0.5")
     assert code == 4, err  # the big task failed
     big, small = orjson.loads((tmp_path / ".agent-loop" / "state.json").read_bytes())["tasks"]
     assert big["status"] == "failed" and big["attempts"] == 1
@@ -88,7 +83,7 @@ def test_status_shows_receipts_per_group_and_in_total(tmp_path: Path, fake_claud
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tasks.md").write_text("## A\n- one\n- two\n## B\n- three\n")
-    code, out, _ = invoke()
+    code, out, _ = invoke("tasks.md", "--vcs", "none")
     assert "cost $0.0300; tokens in 300 out 60" in out
     result = CliRunner().invoke(command, ["tasks.md", "--status"])
     assert "  A: $0.0200 · tokens in 200 out 40 cache read 0 write 0 · 2 turns" in result.stdout
@@ -159,22 +154,22 @@ def test_runs_of_edited_removed_and_again_tasks_stay_in_the_receipts_and_the_bud
     monkeypatch.chdir(tmp_path)
     # Groups of their own: a session's running total does not hide what is lost.
     (tmp_path / "tasks.md").write_text("## A\n- one\n## B\n- two\n## C\n- three\n")
-    assert invoke()[0] == 0
+    assert invoke("tasks.md", "--vcs", "none")[0] == 0
     (tmp_path / "tasks.md").write_text("## A\n- one\n## B\n- two, better worded\n")
-    code, out, err = invoke()
+    code, out, err = invoke("tasks.md", "--vcs", "none")
     assert code == 0, err
     assert "1 edited, 1 removed" in out
     assert "cost $0.0400" in out  # the summary: 3 first runs and the reworded task's
-    code, out, _ = invoke("--status")
+    code, out, _ = invoke("tasks.md", "--vcs", "none", "--status")
     assert "cost $0.0400" in out
     assert "edited or removed tasks: $0.0200" in out
-    data = orjson.loads(invoke("--status", "--json")[1])
+    data = orjson.loads(invoke("tasks.md", "--vcs", "none", "--status", "--json")[1])
     assert data["cost_usd"] == pytest.approx(0.04)
-    assert invoke("--task", "1", "--again")[0] == 0
-    data = orjson.loads(invoke("--status", "--json")[1])
+    assert invoke("tasks.md", "--vcs", "none", "--task", "1", "--again")[0] == 0
+    data = orjson.loads(invoke("tasks.md", "--vcs", "none", "--status", "--json")[1])
     assert data["cost_usd"] == pytest.approx(0.05)
     (tmp_path / "tasks.md").write_text("## A\n- one\n## B\n- two, better worded\n- four\n")
-    code, _, err = invoke("--budget", "0.05")
+    code, _, err = invoke("tasks.md", "--vcs", "none", "--budget", "0.05")
     assert code == 1 and "spent $0.0500 of $0.0500" in err
 
 
@@ -183,20 +178,24 @@ def test_a_plain_rerun_keeps_the_budget_and_names_what_it_drops(
     # Issue 23 bug 4: a plain re-run dropped the budget, review and checks without a word.
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tasks.md").write_text("## A\n- one\n## B\n- two\n## C\n- three\n")
-    code, out, err = invoke("--budget", "0.015", "--check", "true", "--model", "opus-x")
+    code, out, err = invoke("tasks.md", "--vcs", "none", "--budget", "0.015", "--check", "true",
+                            "--model", "opus-x")
     assert code == 1 and "budget reached before task 3" in err
-    code, out, _ = invoke("--status")
+    code, out, _ = invoke("tasks.md", "--vcs", "none", "--status")
     assert "budget: $0.0150, the most this plan may cost since its last --reset; $0.0200 " \
         "spent" in out
-    assert orjson.loads(invoke("--status", "--json")[1])["budget"] == 0.015
-    code, out, err = invoke()  # a plain re-run: still held to its budget
+    status = invoke("tasks.md", "--vcs", "none", "--status", "--json")[1]
+    assert orjson.loads(status)["budget"] == 0.015
+    code, out, err = invoke("tasks.md", "--vcs", "none")  # a plain re-run: still held to its budget
     assert code == 1 and "budget reached before task 3: spent $0.0200 of $0.0150" in err
     assert ("the last run of this plan had --check true --model opus-x, which this run goes "
             "without; to keep them: agent-loop tasks.md --vcs none --check true --model "
             "opus-x") in out
-    code, out, err = invoke("--budget", "1")  # a new budget is the promise from now on
+    # a new budget is the promise from now on
+    code, out, err = invoke("tasks.md", "--vcs", "none", "--budget", "1")
     assert code == 0, err
     assert "the last run of this plan had" not in out  # the plain run before dropped them
-    assert orjson.loads(invoke("--status", "--json")[1])["budget"] == 1
-    assert invoke("--reset", "--yes")[0] == 0
-    assert orjson.loads(invoke("--status", "--json")[1])["budget"] is None
+    assert orjson.loads(invoke("tasks.md", "--vcs", "none", "--status", "--json")[1])["budget"] == 1
+    assert invoke("tasks.md", "--vcs", "none", "--reset", "--yes")[0] == 0
+    status = invoke("tasks.md", "--vcs", "none", "--status", "--json")[1]
+    assert orjson.loads(status)["budget"] is None

@@ -84,6 +84,14 @@ def claude_env(home: Path, api: FakeApi) -> dict[str, str]:
     return env
 
 
+def agent_loop_env(tmp_path: Path, api: FakeApi, claude_bin: Path) -> dict[str, str]:
+    """claude_env with its HOME in tmp_path/claude-home, and agent-loop pointed at the pinned CLI
+    (AGENT_LOOP_CLAUDE): the environment of agent-loop runs that drive the real CLI."""
+    env = claude_env(tmp_path / "claude-home", api)
+    env["AGENT_LOOP_CLAUDE"] = str(claude_bin)
+    return env
+
+
 def oauth_login(env: dict[str, str]) -> dict[str, str]:
     """`env` logged in with a subscription token instead of an API key (usage limits need it)."""
     changed = {k: v for k, v in env.items() if k != "ANTHROPIC_API_KEY"}

@@ -42,19 +42,19 @@ def init_repo(work: Path, kind: str) -> None:
 
 
 def make_repo(root: Path, kind: str = "git", files: Mapping[str, str] | None = None,
-              plan: str | None = None) -> Path:
+              plan: str | None = None, message: str = "initial") -> Path:
     """`root` made (with `files`, a README by default) as a repository of `kind`, the files
-    committed; `plan`, if given, written as an untracked tasks.md afterwards."""
+    committed as `message` on main; `plan`, if given, written as an untracked tasks.md after."""
     root.mkdir(parents=True, exist_ok=True)
     for name, text in (files or {"README.md": "hello\n"}).items():
         (root / name).write_text(text)
     if kind == "jj":
         jj(root, "git", "init")
-        jj(root, "commit", "-m", "initial")
+        jj(root, "commit", "-m", message)
     else:
-        git(root, "init", "-q")
+        git(root, "init", "-q", "-b", "main")
         git(root, "add", "-A")
-        git(root, "commit", "-qm", "initial")
+        git(root, "commit", "-qm", message)
         if kind == "colocated":
             jj(root, "git", "init", "--colocate")
         elif kind != "git":

@@ -32,3 +32,17 @@ def plain_shell(monkeypatch: pytest.MonkeyPatch) -> None:
     developer's own shell and its startup files. A module uses it with
     `pytestmark = pytest.mark.usefixtures("plain_shell")` after importing it."""
     monkeypatch.setenv("SHELL", "/bin/sh")
+
+
+def invoke(*argv: str, input: str | None = None) -> tuple[int, str, str]:
+    """agent-loop's command run in this process (click's CliRunner): exit code, stdout, stderr.
+
+    Faster than a process, for what needs no signal or terminal; an exception is raised, not
+    turned into an exit code, so a crash shows its traceback. NO_COLOR=1 as in agent_loop."""
+    from click.testing import CliRunner
+
+    from agentloop.cli import command
+
+    result = CliRunner().invoke(command, list(argv), input=input, catch_exceptions=False,
+                                env={"NO_COLOR": "1"})
+    return result.exit_code, result.stdout, result.stderr

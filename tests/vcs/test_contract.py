@@ -15,6 +15,7 @@ from agentloop import proc
 from agentloop.vcs import Change, Vcs
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.jj.backend import JjVcs
+from tests.support.repos import make_repo
 
 
 def sh(repo: Path, *argv: str) -> str:
@@ -26,15 +27,7 @@ class Backend:
 
     def __init__(self, kind: str, root: Path) -> None:
         self.kind, self.root = kind, root
-        (root / "README.md").write_text("hello\n")
-        if kind == "git":
-            sh(root, "git", "init", "-q")
-            sh(root, "git", "add", "README.md")
-            sh(root, "git", "commit", "-q", "-m", "initial")
-        else:
-            sh(root, "jj", "git", "init")
-            sh(root, "jj", "--no-pager", "commit", "-m", "initial")
-        (root / "tasks.md").write_text("## One\n- [ ] a\n")
+        make_repo(root, kind, plan="## One\n- [ ] a\n")
 
     def open(self, task_file: str = "tasks.md") -> Vcs:
         vcs: Vcs = (GitVcs(self.root, self.root / task_file) if self.kind == "git"

@@ -13,6 +13,7 @@ from agentloop.errors import VcsError
 from agentloop.vcs import Change
 from agentloop.vcs.choose import open_vcs
 from agentloop.vcs.git.backend import GitVcs
+from tests.support.repos import make_repo
 
 
 def git(repo: Path, *args: str) -> str:
@@ -30,14 +31,7 @@ def subjects(repo: Path) -> list[str]:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A repository with one commit, a tracked README and an untracked tasks.md."""
-    root = tmp_path / "project"
-    root.mkdir()
-    git(root, "init", "-q")
-    (root / "README.md").write_text("hello\n")
-    git(root, "add", "README.md")
-    git(root, "commit", "-q", "-m", "initial")
-    (root / "tasks.md").write_text("## One\n- [ ] a\n")
-    return root
+    return make_repo(tmp_path / "project", "git", plan="## One\n- [ ] a\n")
 
 
 @pytest.fixture(autouse=True, params=["quick", "careful"])
@@ -280,14 +274,87 @@ def test_an_attempt_left_open_by_a_dead_run_is_rolled_back(repo: Path) -> None:
     assert make(repo).prepare() == []  # nothing left to roll back
 
 
-def test_a_dead_runs_attempt_is_left_alone_once_head_moved(repo: Path) -> None:
+def test_a_dead_runs_attempt_with_commits_goes_on_with_its_task(repo: Path) -> None:
+    # Commits on the branch since the attempt began are the attempt's, as finish takes them
+    # while the agent runs: its task begun again goes on from them and folds them in.
+    crashed = make(repo)
+    base = git(repo, "rev-parse", "HEAD").strip()
+    crashed.begin("task")
+    (repo / "half.txt").write_text("half done\n")
+    git(repo, "add", "half.txt")
+    git(repo, "commit", "-q", "-m", "committed by the agent")
+    (repo / "more.txt").write_text("uncommitted\n")
+    # --dry-run says what the run does: the attempt's file is no dirty tree to refuse.
+    assert GitVcs(repo, repo / "tasks.md").uncommitted() is None
+    again = GitVcs(repo, repo / "tasks.md")
+    notes = again.prepare()  # the attempt's uncommitted file is no dirty tree of the user's
+    assert notes == ["an earlier run stopped inside a task after its agent made 1 commit(s); "
+                     "they and its files are kept, and the task goes on from them"]
+    change = again.begin("task")
+    assert change.kept and change.base == base
+    done = again.finish(change, "task")
+    assert sorted(done.files) == ["half.txt", "more.txt"]
+    assert git(repo, "rev-list", "--parents", "-n", "1", "HEAD").split()[1:] == [base]
+    assert "committed by the agent" in git(repo, "show", "-s", "--format=%B", "HEAD")
+
+
+# Where finish can die after HEAD moved back over the agent's commits: right then, before the
+# task's commit; or (built by hand) with the commit made but not yet on the branch.
+@pytest.mark.parametrize("dies_at", ["agent-loop: set aside the agent's commits", "update-ref"])
+def test_a_kill_inside_finish_after_head_moved_back_keeps_the_agents_commits(
+        repo: Path, monkeypatch: pytest.MonkeyPatch, dies_at: str) -> None:
+    # finish moves HEAD back over the agent's commits before it commits the task: killed right
+    # then, the next run puts them back and the task goes on from them; none is left to a reflog.
+    crashed = make(repo)
+    base = git(repo, "rev-parse", "HEAD").strip()
+    change = crashed.begin("task")
+    (repo / "half.txt").write_text("half done\n")
+    git(repo, "add", "half.txt")
+    git(repo, "commit", "-q", "-m", "committed by the agent")
+    agents = git(repo, "rev-parse", "HEAD").strip()
+    if dies_at == "update-ref":
+        by_hand(monkeypatch, crashed)
+        # The second update-ref: the first one moved HEAD back, this one would land the commit.
+        real = crashed.git.out
+        calls: list[str] = []
+
+        def counting(*args: str, **kwargs: object) -> str:
+            if args[:1] == ("update-ref",):
+                calls.append(args[0])
+                if len(calls) == 2:
+                    raise Killed("update-ref")
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+        monkeypatch.setattr(crashed.git, "out", counting)
+    else:
+        kill_at(monkeypatch, crashed, dies_at, after=True)
+    with pytest.raises(Killed):
+        crashed.finish(change, "task\n\nTask: 1")  # the full message: not begin's
+    assert git(repo, "rev-parse", "HEAD").strip() == base
+    again = GitVcs(repo, repo / "tasks.md")
+    again.prepare()
+    assert git(repo, "rev-parse", "HEAD").strip() == agents
+    assert again.begin("task").kept
+    # Killed again while the agent goes on: the run after that still goes on from them.
+    third = GitVcs(repo, repo / "tasks.md")
+    third.prepare()
+    redo = third.begin("task")
+    assert redo.kept
+    done = third.finish(redo, "task")
+    assert done.files == ("half.txt",)
+    assert "committed by the agent" in git(repo, "show", "-s", "--format=%B", "HEAD")
+
+
+def test_a_dead_runs_attempt_with_commits_is_left_alone_by_another_task(repo: Path) -> None:
     crashed = make(repo)
     crashed.begin("task")
     (repo / "half.txt").write_text("half done\n")
     git(repo, "add", "half.txt")
     git(repo, "commit", "-q", "-m", "the user kept it")
-    notes = GitVcs(repo, repo / "tasks.md").prepare()
-    assert "left as they are" in notes[0]
+    kept = git(repo, "rev-parse", "HEAD").strip()
+    again = GitVcs(repo, repo / "tasks.md")
+    again.prepare()
+    change = again.begin("another task")
+    assert not change.kept and change.base == kept
     assert (repo / "half.txt").exists()
 
 

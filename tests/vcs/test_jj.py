@@ -13,6 +13,7 @@ from agentloop.errors import ProcessError, VcsError
 from agentloop.vcs import Change
 from agentloop.vcs.jj import backend
 from agentloop.vcs.jj.backend import JjVcs
+from tests.support.repos import make_repo
 
 
 @pytest.fixture(autouse=True)
@@ -45,13 +46,7 @@ def files_in(repo: Path, rev: str) -> list[str]:
 @pytest.fixture
 def repo(tmp_path: Path, jj_bin: str) -> Path:
     """A jj repository whose @ holds one committed README, plus an untracked-so-far tasks.md."""
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "README.md").write_text("hello\n")
-    jj(root, "git", "init")
-    jj(root, "commit", "-m", "initial")
-    (root / "tasks.md").write_text("## One\n- [ ] a\n")
-    return root
+    return make_repo(tmp_path / "project", "jj", plan="## One\n- [ ] a\n")
 
 
 def make(repo: Path) -> JjVcs:

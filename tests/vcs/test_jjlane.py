@@ -13,6 +13,7 @@ from agentloop import proc
 from agentloop.vcs.jj import workspaces
 from agentloop.vcs.jj.mainline import JjMainLine
 from agentloop.vcs.landing import IntegrationConflict
+from tests.support.repos import make_repo
 
 
 def jj(repo: Path, *args: str) -> str:
@@ -25,13 +26,9 @@ def one(repo: Path, revset: str, template: str = "change_id") -> str:
 
 @pytest.fixture
 def repo(tmp_path: Path, jj_bin: str) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    jj(root, "git", "init")
+    root = make_repo(tmp_path / "repo", "jj", {"f.txt": "base\n"}, message="base")
     (root / ".agent-loop").mkdir()
     (root / ".agent-loop" / ".gitignore").write_text("*\n")
-    (root / "f.txt").write_text("base\n")
-    jj(root, "commit", "-m", "base")
     return root
 
 

@@ -202,7 +202,7 @@ def test_a_clean_step_passes_and_a_checkout_write_is_said_not_stopped(repo: Path
 
 # -- an agent's own commits belong to its task, also across a kill ---------------------------
 
-def test_an_agents_commit_before_a_kill_goes_back_into_its_attempt_and_is_kept(
+def test_an_agents_commit_before_a_kill_stays_and_its_task_goes_on_from_it(
         repo: Path, lane: LaneGit) -> None:
     change = lane.begin("task 2")
     assert change is not None and lane.record is not None
@@ -210,17 +210,38 @@ def test_an_agents_commit_before_a_kill_goes_back_into_its_attempt_and_is_kept(
     _write(lane.root, "two.txt")
     git(lane.root, "add", "two.txt")
     git(lane.root, "commit", "-qm", "the agent's own commit")
+    _write(lane.root, "three.txt")  # and a file not yet committed
     # Killed here, before finish. The next run opens the same lane:
     again = LaneGit(lane.root, lane.root / "tasks.md", GitMainLine.current(repo))
     notes = again.prepare()
-    assert any("refs/agent-loop/rolled-back" in n for n in notes), notes
-    assert git(lane.root, "rev-parse", "HEAD") == began  # not left as if it were the user's
-    assert git(repo, "show", "refs/agent-loop/rolled-back:two.txt") == "two.txt"
-    # The task runs again, and its commit holds its file: no "completed, no files changed".
+    assert any("the task goes on from them" in n for n in notes), notes
+    assert git(lane.root, "rev-parse", "HEAD") != began  # the agent's commit is where it was
+    # The task begins again on the work it had done: no second payment for it, and its one
+    # commit holds the agent's committed and uncommitted files, folded.
     redo = again.begin("task 2")
-    _write(lane.root, "two.txt")
+    assert redo.kept
     done = again.finish(redo, "task 2")
-    assert files_of(repo, done.change_id) == ["two.txt"]
+    assert files_of(repo, done.change_id) == ["three.txt", "two.txt"]
+    assert "the agent's own commit" in git(repo, "show", "-s", "--format=%B", done.change_id)
+
+
+def test_an_agents_commit_before_a_kill_is_rolled_back_and_kept_when_another_task_begins(
+        repo: Path, lane: LaneGit) -> None:
+    change = lane.begin("task 2")
+    assert change is not None and lane.record is not None
+    began = lane.record.head
+    _write(lane.root, "two.txt")
+    git(lane.root, "add", "two.txt")
+    git(lane.root, "commit", "-qm", "the agent's own commit")
+    again = LaneGit(lane.root, lane.root / "tasks.md", GitMainLine.current(repo))
+    again.prepare()
+    # The plan changed meanwhile: another task begins here. The attempt is no one's to go on
+    # from: rolled back, its files kept aside, not left as if they were the user's.
+    other = again.begin("task 3")
+    assert not other.kept
+    assert git(lane.root, "rev-parse", "HEAD") == began
+    assert git(repo, "show", "refs/agent-loop/rolled-back:two.txt") == "two.txt"
+    assert not (lane.root / "two.txt").exists()
 
 
 # -- jj: one operation log for every lane -----------------------------------------------------

@@ -13,6 +13,7 @@ from agentloop import proc
 from agentloop.vcs.git import mainline
 from agentloop.vcs.git.mainline import GitMainLine
 from agentloop.vcs.landing import IntegrationConflict
+from tests.support.repos import make_repo
 
 
 def git(repo: Path, *args: str, **env: str) -> str:
@@ -22,13 +23,7 @@ def git(repo: Path, *args: str, **env: str) -> str:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "f.txt").write_text("one\n")
-    git(root, "add", "f.txt")
-    git(root, "commit", "-qm", "base")
-    return root
+    return make_repo(tmp_path / "repo", "git", {"f.txt": "one\n"}, message="base")
 
 
 def lane_commit(repo: Path, name: str, files: dict[str, str], message: str) -> str:

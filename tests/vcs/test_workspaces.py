@@ -11,6 +11,7 @@ from agentloop import proc
 from agentloop.vcs import lanes
 from agentloop.vcs.git import worktrees as wt
 from agentloop.vcs.jj import workspaces as jw
+from tests.support.repos import make_repo
 
 
 def git(repo: Path, *args: str) -> str:
@@ -23,14 +24,9 @@ def jj(repo: Path, *args: str) -> str:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "a.txt").write_text("a\n")
+    root = make_repo(tmp_path / "repo", "git", {"a.txt": "a\n"}, message="base")
     (root / ".agent-loop").mkdir()
     (root / ".agent-loop" / ".gitignore").write_text("*\n")
-    git(root, "add", "a.txt")
-    git(root, "commit", "-qm", "base")
     return root
 
 

@@ -48,6 +48,8 @@ class GitVcs:
         self._record: AttemptRecord | None = None
         self._start: Start | None = None
         self._recovered: Change | None = None
+        # An attempt a killed run left after its agent committed: its task goes on from it.
+        self._resumable: Start | None = None
         # (branch, HEAD) at which every finished task's commit was last seen in the history.
         self._sound: tuple[str | None, str | None] | None = None
         # What the next begin would find, known at the end of finish; trusted while no
@@ -91,13 +93,15 @@ class GitVcs:
         # An earlier run died inside a task: keep the commit it made, else undo its edits.
         assert self._record is not None  # made by _open
         found = recover.examine(self.tree, self._record, lane=self.lane)
-        self._recovered = found.recovered
+        self._recovered, self._resumable = found.recovered, found.resume
         if found.undo is not None:
             self._start = found.undo
             self.abandon(Change(change_id=""))
         notes += found.notes
         head = self.tree.head()
         dirty = self.tree.dirty(head)
+        if self._resumable is not None:  # the attempt's files are its task's, not the user's
+            dirty = sorted(set(dirty) - self.tree.changed(self._resumable))
         if created and head is None and dirty:
             # A folder we just put under git: its files become the base, so reverting a task
             # never deletes a file that was there before agent-loop came.
@@ -126,13 +130,23 @@ class GitVcs:
         if self.repo.working_tree_dir is None or self.allow_dirty:
             return None
         dirty = self.tree.dirty(self.tree.head())
+        assert self._record is not None  # made by _open
+        leftover = recover.resumable(self.tree, self._record)
+        if leftover is not None:  # the files of the attempt its task goes on from
+            dirty = sorted(set(dirty) - self.tree.changed(leftover))
         return dirty_message(self.root, dirty) if dirty else None
 
     def begin(self, message: str) -> Change:
-        """Record HEAD, the index and the state of every already-dirty path."""
+        """Record HEAD, the index and the state of every already-dirty path; or go on from
+        the attempt of this task that a killed run left after its agent committed."""
+        if self._resumable is not None:
+            resumed = self._resume(message)
+            if resumed is not None:
+                return resumed
         start = self._next.take(self.tree)
         if start is not None:
-            self._remember(dataclasses.replace(start, message=message), fresh=True)
+            self._remember(dataclasses.replace(start, message=message, begun_as=message),
+                           fresh=True)
             return Change(change_id="", base=start.head or "")
         head = self.tree.head()
         status = self.tree.status()
@@ -147,7 +161,7 @@ class GitVcs:
                   for p in self.tree.candidates(head, status)}
         self._index_seen = None if status.staged or states else index_seen(self.repo.git_dir)
         self._remember(Start(head, self.tree.ref(), index_tree, states, self.tree.task_rel,
-                             message),
+                             message, begun_as=message),
                        fresh=True)
         return Change(change_id="", base=head or "")
 
@@ -162,10 +176,12 @@ class GitVcs:
         if done is not None:
             return done
         self.tree.refuse_rewound(start)
-        agent_subjects = ""
-        if self.tree.head() != start.head:
+        agent_subjects, head = "", self.tree.head()
+        if head != start.head:
             agent_subjects = self.git.out("log", "--reverse", "--format=- %s",
                                           f"{start.head}..HEAD" if start.head else "HEAD").strip()
+            start = dataclasses.replace(start, agent_head=head)
+            self._remember(start)
         touched = self.tree.move_head_back(start)
         status = self.tree.status()
         changed = self.tree.changed(start, status)
@@ -240,13 +256,30 @@ class GitVcs:
 
     def close(self) -> None:
         """Nothing to leave: the next edits are uncommitted, in no task's commit. The record of
-        an attempt that is still open (the run stopped on an error inside it) stays: the next
-        run needs it to roll that attempt back."""
-        if self._start is None and self._record is not None:
+        an attempt that is still open (the run stopped on an error inside it, or a killed run's
+        attempt no task has taken up) stays: the next run needs it."""
+        if self._start is None and self._resumable is None and self._record is not None:
             self._forget()
         self.tree.close()
 
     # -- the open attempt -------------------------------------------------------------------------
+
+    def _resume(self, message: str) -> Change | None:
+        """Go on from the killed run's attempt when this begin is its task's, the agent's
+        commits still on top of where it began; else roll it back as any unfinished attempt
+        (its files kept under recover.SAVED_REF) and say None: a new attempt begins."""
+        resumed, self._resumable = self._resumable, None
+        assert resumed is not None and self._record is not None
+        if (resumed.begun_as or resumed.message) == message and \
+                recover.continues(self.tree, resumed):
+            self._index_seen = None
+            self._remember(resumed)  # as examine read it (a commit never landed forgotten)
+            return Change(change_id="", base=resumed.head or "", kept=True)
+        found = recover.examine(self.tree, self._record, lane=self.lane, resume=False)
+        if found.undo is not None:
+            self._start = found.undo
+            self.abandon(Change(change_id=""))
+        return None
 
     def _remember(self, start: Start, fresh: bool = False) -> None:
         self._start = start

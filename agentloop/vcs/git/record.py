@@ -36,6 +36,13 @@ class Start:
     commit: str | None = None
     files: list[str] = field(default_factory=list)
     touched: list[str] = field(default_factory=list)
+    # Set by finish before it moves HEAD back over the commits the agent made itself: where
+    # they were, so a run killed before the task's commit exists puts them back, none left to
+    # a reflog.
+    agent_head: str | None = None
+    # begin's message, which names the task whatever finish later writes in `message`: a
+    # killed run's attempt goes on only when its own task begins again.
+    begun_as: str | None = None
 
 
 class AttemptRecord:

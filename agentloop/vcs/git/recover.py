@@ -1,7 +1,9 @@
 """What a run makes of the open-attempt record an earlier run left (agentloop.vcs.git.record): the
-commit it finished is kept, an attempt it never finished is rolled back, after its files are
-saved in a commit under SAVED_REF: a roll-back nobody asked for must not be the only copy of
-anything."""
+commit it finished is kept; an attempt whose agent had committed goes on, its commits and files
+as they are, when its task begins again (its agent had not finished: rolling back would throw
+away work it recorded, and running the task again would pay for it twice); any other attempt it
+never finished is rolled back, after its files are saved in a commit under SAVED_REF: a
+roll-back nobody asked for must not be the only copy of anything."""
 
 from __future__ import annotations
 
@@ -31,6 +33,9 @@ class Leftover:
     notes: list[str] = field(default_factory=list)
     recovered: Change | None = None
     undo: Start | None = None
+    # An attempt whose agent committed: the next begin of its task goes on from it (the
+    # backend's begin), anything else rolls it back (examine again, with resume=False).
+    resume: Start | None = None
 
 
 def settle(repo: GitRepo, start: Start) -> None:
@@ -40,10 +45,13 @@ def settle(repo: GitRepo, start: Start) -> None:
     repo.reset_index(start.index_tree, set(start.touched))
 
 
-def examine(repo: GitRepo, record: AttemptRecord, lane: bool = False) -> Leftover:
-    """An earlier run died inside a task: keep the commit it made, else have its edits undone.
-    In a `lane` (only agents work there) commits made on its branch since the attempt began
-    are the attempt's: they are undone with it, and kept aside like its files."""
+def examine(repo: GitRepo, record: AttemptRecord, lane: bool = False,
+            resume: bool = True) -> Leftover:
+    """An earlier run died inside a task: keep the commit it made; an attempt whose agent
+    committed on its branch goes on (`resume`: the caller decides once it knows which task
+    begins); else have its edits undone. Without `resume`, in a `lane` (only agents work
+    there) commits made on its branch since the attempt began are the attempt's: they are
+    undone with it, and kept aside like its files."""
     try:
         leftover = record.read()
     except ValueError:
@@ -70,6 +78,26 @@ def examine(repo: GitRepo, record: AttemptRecord, lane: bool = False) -> Leftove
                          "commit is kept"],
                         recovered=Change(change_id=head, commit_id=head,
                                          base=leftover.head or "", files=tuple(files)))
+    if leftover.agent_head is not None and head == leftover.head and \
+            _agent_commits(repo, leftover, leftover.agent_head):
+        # Killed inside finish after HEAD moved back over the agent's commits, before the
+        # task's commit was on the branch: HEAD goes where they were (the files are as then).
+        assert head is not None
+        repo.git.out("update-ref", "-m", "agent-loop: the agent's commits back after a kill",
+                     "HEAD", leftover.agent_head, head)
+        # A task commit built but never put on the branch holds nothing more than they and
+        # the files do: the task goes on, and its finish folds them again.
+        head, leftover = leftover.agent_head, dataclasses.replace(leftover, commit=None)
+    if resume and leftover.commit is None and head != leftover.head and \
+            _agent_commits(repo, leftover, head) and not missing_objects(repo, leftover):
+        # The agent committed, so it was at work and had not finished. Its commits and files
+        # stay; the same task begun again takes them up, and finish folds the commits into
+        # the task's one commit. In the user's checkout the commits since are taken as the
+        # attempt's, as finish takes the ones made while the agent runs.
+        assert head is not None and leftover.head is not None
+        count = len(repo.git.out("rev-list", f"{leftover.head}..{head}").split())
+        return Leftover([f"{STOPPED} after its agent made {count} commit(s); they and its "
+                         "files are kept, and the task goes on from them"], resume=leftover)
     if lane and head != leftover.head and _agent_commits(repo, leftover, head):
         # HEAD goes back to where the attempt began, the files staying: the agent's commits
         # become the attempt's edits, saved aside and rolled back with the rest of it.
@@ -111,6 +139,30 @@ def missing_objects(repo: GitRepo, start: Start) -> bool:
         except (ValueError, BadName, BadObject):
             return True
     return False
+
+
+def resumable(repo: GitRepo, record: AttemptRecord) -> Start | None:
+    """The attempt `examine` would have its task go on from, found without changing anything
+    (for --dry-run, whose refusal of a dirty tree must be the run's)."""
+    try:
+        leftover = record.read()
+    except ValueError:
+        return None
+    head = repo.head()
+    if leftover is None or leftover.commit is not None or _ours(repo, leftover, head):
+        return None
+    if leftover.agent_head is not None and head == leftover.head:
+        head = leftover.agent_head  # examine puts the agent's commits back first
+    if head != leftover.head and _agent_commits(repo, leftover, head) and \
+            not missing_objects(repo, leftover):
+        return leftover
+    return None
+
+
+def continues(repo: GitRepo, start: Start) -> bool:
+    """Whether the attempt `start` can still go on: its branch moved on from where it began."""
+    head = repo.head()
+    return head != start.head and _agent_commits(repo, start, head)
 
 
 def _agent_commits(repo: GitRepo, start: Start, head: str | None) -> bool:

@@ -46,9 +46,10 @@ class Git:
                                                  # than reading HEAD
 
     def run(self, *args: str, paths: Iterable[str] | None = None, input: str | None = None,
-            env: Mapping[str, str] | None = None, codes: tuple[int, ...] = (0,),
+            env: Mapping[str, str] | None = None, codes: tuple[int, ...] | None = (0,),
             timeout: float = TIMEOUT) -> proc.Completed:
-        """Run one git command; VcsError for an exit code not in `codes`. `paths` go through
+        """Run one git command; VcsError for an exit code not in `codes` (None: any exit code
+        is an answer). `env`: variables set on top of the one environment. `paths` go through
         stdin NUL-separated, so no list is ever too long and no file name (not even one that
         is not UTF-8) is mangled."""
         data: str | bytes | None = input
@@ -68,13 +69,13 @@ class Git:
             raise VcsError("git is not installed or not on PATH") from None
         except ProcessError as exc:
             raise failure(self.root, args, str(exc)) from None
-        if done.returncode not in codes:
+        if codes is not None and done.returncode not in codes:
             detail = (done.stderr or done.stdout).strip().replace("\n", " ")
             raise failure(self.root, args, detail)
         return done
 
     def out(self, *args: str, paths: Iterable[str] | None = None, input: str | None = None,
-            env: Mapping[str, str] | None = None, codes: tuple[int, ...] = (0,),
+            env: Mapping[str, str] | None = None, codes: tuple[int, ...] | None = (0,),
             timeout: float = TIMEOUT) -> str:
         """A git command's standard output."""
         return self.run(*args, paths=paths, input=input, env=env, codes=codes,

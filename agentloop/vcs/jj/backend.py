@@ -62,6 +62,9 @@ class JjVcs:
         self._messages: dict[str, str] = {}
         # @ as finish's `jj new` left it, with proc.started(), the time and jj's operation then.
         self._carried: tuple[int, float, str | None, Rev] | None = None
+        # A killed run's task change whose agent ran `jj commit`/`jj new`: kept by abandon for
+        # the task's next begin, which goes on from it (as git does, agentloop.vcs.git.recover).
+        self._resumable = ""
         # Its --config options for every call are set by prepare().
         self.jj = Jj(self.root)
 
@@ -174,7 +177,12 @@ class JjVcs:
                 "--config", f"snapshot.max-new-file-size={MAX_NEW_FILE}"]
 
     def begin(self, message: str) -> Change:
-        """`jj new -m` on @, or describe the fresh @ that finish/abandon left when still unused."""
+        """`jj new -m` on @, or describe the fresh @ that finish/abandon left when still unused;
+        or go on in the change a killed run's attempt left after its agent committed."""
+        if self._resumable:
+            kept = self._resume(message)
+            if kept is not None:
+                return kept
         reuse = False
         carried, self._carried = self._carried, None
         if carried is not None and carried[0] == proc.started() and \
@@ -272,10 +280,16 @@ class JjVcs:
 
         A change that is gone already (abandoned by us before, or by the user by hand after an
         interrupted run) leaves nothing to do: that is no error, or no later run could start.
+        An earlier run's change whose agent ran `jj commit` or `jj new` stays, for its task's
+        next begin to go on from: that agent was at work and had not finished, and what it
+        recorded counts (dropping it would pay for the work twice).
         """
         self._messages.pop(change.change_id, None)
         task, wc = self._one(change.change_id) if change.change_id else (None, None)
         if task is None:
+            return
+        if not self._base and wc is not None and self._wc_on_top(task):
+            self._resumable = task.change_id
             return
         # Before the first begin (an earlier run's leftover) there is no base yet: the tool's
         # files are put back on disk instead, where the next snapshot takes them into @.
@@ -290,6 +304,27 @@ class JjVcs:
             (self.root / rel).write_bytes(data)
         # jj gives an abandoned working-copy commit a new, empty one on its parent.
         self._fresh = wc_goes
+
+    def _resume(self, message: str) -> Change | None:
+        """The kept change taken up by this begin, described as the task; None (the change
+        abandoned after all) when it is gone or @ no longer sits on it."""
+        change_id, self._resumable = self._resumable, ""
+        task, wc = self._one(change_id)
+        if task is None:
+            return None
+        if wc is None or not self._wc_on_top(task):
+            self.abandon(Change(change_id=change_id))
+            return None
+        # The base takes the tool's files that the agent's own `jj` call tracked (the task
+        # file): a new empty change right below the task's, never its parent, which may be a
+        # task's change (landed even); dropped at close if nothing went into it.
+        self.jj.out("new", "--no-edit", "--insert-before", change_id, "-m", "")
+        self._base = self._info(f"{change_id}-")[0].change_id
+        self.jj.out("describe", "-r", change_id, "-m", message)
+        self._messages[change_id] = message
+        task = self._info(change_id)[0]
+        return Change(change_id=change_id, commit_id=task.commit_id, base=",".join(task.parents),
+                      kept=True)
 
     def diff(self, change: Change) -> str:
         """`jj diff -r <change> --git`; nothing for the empty task, whose change is gone."""

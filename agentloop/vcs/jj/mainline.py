@@ -1,13 +1,7 @@
-"""jj in a parallel run: each group works in a jj workspace of its own (agentloop.vcs.jj.workspaces)
-and each finished task's change goes onto the main line (the line of @ in the main checkout's
-workspace) by `jj rebase -r <task> --insert-before @`, run from the main checkout: the change
-keeps its change id, the main checkout's @ (the user's own edits, if any) sits on top of it, and
-the lane's @ follows it (`jj rebase -s <lane>@ -d <task>`), so the group's next task starts from
-the main line with every group's work so far. A rebase exits 0 on a conflict; `conflicts()`
-tells, and a conflicting change is put back where it was, the main line untouched.
-
-As with git, a change does not land while the user's own edits in @ touch a file it changes:
-the lane waits, saying so once.
+"""The main line of a parallel jj run: the line of @ in the main checkout's workspace, onto which
+each lane's finished change is rebased (`jj rebase -r <task> --insert-before @`), one landing at a
+time. agentloop.vcs.jj.lane says how a lane's change gets here and what happens on a conflict or
+while the user's own edits in @ touch a file it changes.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from agentloop import proc
 from agentloop.errors import ProcessError, ProgramNotFound, VcsError
@@ -95,9 +96,31 @@ def environment() -> dict[str, str]:
 
 @functools.lru_cache(maxsize=4)
 def _identity(environ: tuple[tuple[str, str], ...]) -> dict[str, str]:
-    # Asked once per environment: jj's identity, else git's (agentloop.vcs.stays_git).
-    from agentloop.vcs.stays_git import identity
+    # Asked once per environment.
     return identity(dict(environ))
+
+
+def identity(env: dict[str, str], cwd: Path | None = None) -> dict[str, str]:
+    """JJ_USER and JJ_EMAIL from git's identity, for jj commands where jj has none of its own
+    (never an empty author on a task's commit); {} when jj's is set or git has none."""
+    from agentloop.vcs.git.run import Git
+
+    where = cwd or Path.cwd()
+    found: dict[str, str] = {}
+    for key, variable in (("user.name", "JJ_USER"), ("user.email", "JJ_EMAIL")):
+        if env.get(variable):
+            continue
+        # Through the door's own runner, not Jj: Jj's environment is what this works out.
+        own = _run(where, ("--ignore-working-copy", "config", "get", key), env, None, TIMEOUT)
+        if own.returncode == 0 and own.stdout.strip():
+            continue
+        try:
+            theirs = Git(where).run("config", "--get", key, env=env, codes=None)
+        except VcsError:
+            continue   # no git to ask: jj says "(no email set)", preflight warns of it
+        if theirs.returncode == 0 and theirs.stdout.strip():
+            found[variable] = theirs.stdout.strip()
+    return found
 
 
 def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
@@ -134,28 +157,20 @@ class Jj:
         # over each command of ours begun there: the history check is skipped while it holds.
         self.sound: str | None = None
 
-    def run(self, *args: str, cwd: Path | None = None, codes: tuple[int, ...] = (0,)
-            ) -> proc.Completed:
-        """Run one jj command; VcsError for an exit code not in `codes`."""
-        where = cwd or self.root
-        if not where.is_dir():
-            raise failure(where, args, "")
+    def run(self, *args: str, cwd: Path | None = None, codes: tuple[int, ...] | None = (0,),
+            env: Mapping[str, str] | None = None, timeout: float = TIMEOUT) -> proc.Completed:
+        """Run one jj command; VcsError for an exit code not in `codes` (None: any exit code
+        is an answer). `env`: variables set on top of the one environment."""
         ours = self.sound is not None and cwd is None and op_head(self.root) == self.sound
         self.sound = None  # a command that fails may have done part of its work
-        try:
-            done = proc.run([*JJ, *self.config, *args], cwd=where, env=environment(),
-                            check=False, timeout=TIMEOUT)
-        except ProgramNotFound as exc:
-            raise VcsError("jj is not installed or not on PATH") from exc
-        except ProcessError as exc:
-            raise failure(where, args, str(exc)) from None
-        if done.returncode not in codes:
-            raise failure(where, args, (done.stderr or done.stdout).strip())
+        full = {**environment(), **env} if env else environment()
+        done = _run(cwd or self.root, (*self.config, *args), full, codes, timeout)
         if ours:
             self.sound = op_head(self.root)
         return done
 
-    def out(self, *args: str, cwd: Path | None = None, codes: tuple[int, ...] = (0,)) -> str:
+    def out(self, *args: str, cwd: Path | None = None, codes: tuple[int, ...] | None = (0,)
+            ) -> str:
         """A jj command's standard output."""
         return self.run(*args, cwd=cwd, codes=codes).stdout
 
@@ -167,6 +182,22 @@ class Jj:
     def files(self, revset: str) -> set[str]:
         """The paths the revisions in `revset` change."""
         return set(self.out("diff", "-r", revset, "--name-only").split())
+
+
+def _run(where: Path, args: tuple[str, ...], env: Mapping[str, str],
+         codes: tuple[int, ...] | None, timeout: float) -> proc.Completed:
+    """The one place a jj command starts: one error text for every way it can fail."""
+    if not where.is_dir():
+        raise failure(where, args, "")
+    try:
+        done = proc.run([*JJ, *args], cwd=where, env=dict(env), check=False, timeout=timeout)
+    except ProgramNotFound as exc:
+        raise VcsError("jj is not installed or not on PATH") from exc
+    except ProcessError as exc:
+        raise failure(where, args, str(exc)) from None
+    if codes is not None and done.returncode not in codes:
+        raise failure(where, args, (done.stderr or done.stdout).strip())
+    return done
 
 
 def jj_root(folder: Path) -> Path | None:

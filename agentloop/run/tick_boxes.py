@@ -1,0 +1,41 @@
+"""The `tick-boxes` setting: a task that landed gets its box ticked in the plan (`- [ ]` becomes
+`- [x]`), as ralph-style loops keep their progress in the plan itself (agentloop.plan.tick
+writes it, carefully: the plan is the user's file).
+
+The tick is agent-loop's own edit, so it must not read as the user's: when the plan held what
+the run last read, the hashes the run keeps of it (the controller's, and the state's
+`task_file_hash`) move to the ticked file. An edit of the user's made before the tick keeps the
+old hashes, so it is still news to the controller and to the next run.
+
+The tick is never committed: the plan is never part of a task's change (agentloop.vcs
+.plan_files), and the user commits their plan when they choose to.
+"""
+
+from __future__ import annotations
+
+from agentloop.plan import tick
+from agentloop.run.context import Run
+from agentloop.run.lane_tag import LaneNote
+from agentloop.state.schema import TaskState
+from agentloop.state.status import TaskStatus as S
+
+
+def landed(run: Run, task: TaskState) -> None:
+    """Tick `task`'s box in the plan if the setting asks for it and the task is done."""
+    # A fleet job's plan is a CI checkout's, and its state's hash names the plan it ran; a
+    # rehearsal leaves the user's files as they are (its project still names their plan).
+    if (not run.options.tick_boxes or task.status != S.COMPLETED or run.job is not None
+            or run.options.rehearse):
+        return
+    with run.shared.lock:   # one writer of the plan and its hashes, whichever lane landed
+        done = tick.tick(run.project.task_file, task.group, task.task, task.line)
+        if done.note:
+            run.emit(LaneNote(f"tick-boxes: task {task.index}'s box was not ticked: {done.note}"))
+            return
+        if not done.after:
+            return
+        if run.shared.plan_hash == done.before:
+            run.shared.plan_hash = done.after
+        if run.state.task_file_hash == done.before:
+            run.state.task_file_hash = done.after
+            run.save(task)

@@ -1,0 +1,114 @@
+"""The `tick-boxes` setting with the fake claude and real git: a landed task's box is ticked in
+the plan, never committed; the user's own edits of the plan during the run stay; a line that
+reads differently is left alone; the next run (and one without `.agent-loop/`) pays for nothing
+it ticked."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.run.test_controller import agent_calls
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, git_commits, init_repo, jj, jj_changes, state_of
+from tests.support.runner import agent_loop
+
+
+def user_edit(tmp_path: Path, work: Path, old: str, new: str) -> str:
+    """A FAKE line that replaces `old` by `new` in the plan, as the user's editor would."""
+    script = tmp_path / f"edit{len(list(tmp_path.glob('edit*.py')))}.py"
+    script.write_text("import pathlib, sys\np = pathlib.Path(sys.argv[1])\n"
+                      f"p.write_text(p.read_text().replace({old!r}, {new!r}))\n")
+    return f"FAKE: bash {sys.executable} {script} {work / 'tasks.md'}"
+
+
+@pytest.mark.parametrize("lanes", ["1", "2"])
+def test_landed_tasks_are_ticked_and_the_users_edits_stay(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude, lanes: str) -> None:
+    init_repo(work, "git")
+    mine = user_edit(tmp_path, work, "Notes: none yet", "Notes: my own words")
+    reword = user_edit(tmp_path, work, "- [ ] second\n", "- [ ] second, reworded\n")
+    (work / "tasks.md").write_text(
+        "# Plan\n\nNotes: none yet\n\n"
+        f"## One\n- [ ] first\n  FAKE: write a.txt a\n  {mine}\n"
+        f"- [ ] second\n  FAKE: write b.txt b\n  {reword}\n\n"
+        # After One: a user's edit that reads the plan before a tick and writes it after
+        # would undo the tick (as an editor holding the old text does); none overlaps here.
+        "## Two\nDepends on: One\n- [ ] T003 [P] third, on\n  two lines\n  FAKE: write c.txt c\n"
+        "- [ ] fourth\n  FAKE: write d.txt d\n- a note\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes", "--parallel", lanes)
+    assert done.returncode == 0, done.stdout + done.stderr
+    plan = (work / "tasks.md").read_text()
+    assert "Notes: my own words" in plan                  # the user's edit is kept
+    assert "- [x] first\n" in plan and "- [x] T003 [P] third, on\n  two lines\n" in plan
+    # Reworded while it ran: not ticked, and the run says why.
+    assert "- [ ] second, reworded\n" in plan
+    assert "tick-boxes: task 2's box was not ticked: the plan no longer has it" in done.stdout
+    assert "- [x] fourth\n" in plan and "- a note\n" in plan
+    # Never committed: the plan is in no task's commit, and it is the user's change to make.
+    assert all("tasks.md" not in files for _, _, files in git_commits(work))
+    assert len(git_commits(work)) == 4
+    assert git(work, "status", "--porcelain", "--", "tasks.md").startswith("??")
+    calls = len(agent_calls(fake_claude))
+    assert calls == 4
+    # The next run reads the reword as a new task (the user's doing) and nothing else; its
+    # box is the plan's last open one, with a note below: left open, and the run says why.
+    again = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(agent_calls(fake_claude)) == calls + 1
+    assert "- [ ] second, reworded\n" in (work / "tasks.md").read_text()
+    assert "plain bullets would then be tasks" in again.stdout
+
+
+def test_a_tick_is_no_news_and_the_next_run_pays_for_nothing(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(
+        "## One\n- [ ] first\n  FAKE: write a.txt a\n- [ ] second\n  FAKE: write b.txt b\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "changed while this run worked" not in done.stdout   # the ticks are not the user's
+    assert "- [x] first\n" in (work / "tasks.md").read_text()
+    assert "- [x] second\n" in (work / "tasks.md").read_text()
+    assert state_of(work)["task_file_hash"] == \
+        "sha256:" + __import__("hashlib").sha256((work / "tasks.md").read_bytes()).hexdigest()
+    assert len(agent_calls(fake_claude)) == 2
+    assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
+    # Without .agent-loop/ (a fresh clone with the plan copied over): ticked is done.
+    shutil.rmtree(work / ".agent-loop")
+    assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
+    assert len(agent_calls(fake_claude)) == 2
+
+
+def test_without_the_setting_the_plan_is_not_touched(work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    text = "- [ ] first\n  FAKE: write a.txt a\n- [ ] second\n  FAKE: write b.txt b\n"
+    (work / "tasks.md").write_text(text)
+    assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
+    assert (work / "tasks.md").read_text() == text
+
+
+def test_with_jj_the_tick_stays_out_of_every_task_change(
+        work: Path, jj_bin: str, fake_claude: FakeClaude) -> None:
+    init_repo(work, "jj")
+    (work / "tasks.md").write_text(
+        "- [ ] first\n  FAKE: write a.txt a\n- [ ] second\n  FAKE: write b.txt b\n")
+    jj(work, "describe", "-m", "my plan")   # the plan is tracked, in the user's own change
+    jj(work, "new")
+    done = agent_loop(work, "--vcs", "jj", "--no-distill", "--tick-boxes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / "tasks.md").read_text().count("- [x] ") == 2
+    changes = jj_changes(work)
+    assert [files for _, _, files in changes] == [["a.txt"], ["b.txt"]]
+
+
+def test_a_rehearsal_ticks_nothing(work: Path) -> None:
+    init_repo(work, "git")
+    text = "- [ ] first\n- [ ] second\n"
+    (work / "tasks.md").write_text(text)
+    done = agent_loop(work, "--rehearse", "--tick-boxes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / "tasks.md").read_text() == text
