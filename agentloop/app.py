@@ -122,10 +122,12 @@ def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
 
 def _lost(project: Project, state: State) -> tuple[int, ...]:
     """Tasks recorded as done whose change was abandoned, or left the branch's history."""
-    from agentloop.vcs.history import missing
+    from agentloop.vcs.history import missing, unmoved
 
     done = {t.change_id: t.index for t in state.tasks
             if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id}
+    if unmoved(state.vcs or "", project.root, state.history_mark, done):
+        return ()  # the run found them all where the history still stands
     gone = missing(state.vcs or "", project.root, list(done))
     return tuple(sorted(done[c] for c in gone))
 

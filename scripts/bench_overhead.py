@@ -189,14 +189,15 @@ def trace(folder: Path, backend: str, env: dict[str, str]) -> list[str]:
     shim.mkdir(parents=True)
     log = folder / "trace.log"
     real = shutil.which(backend, path=env["PATH"])
-    (shim / backend).write_text(f'#!/bin/sh\n{{ printf "%s\\t" "$@"; echo; }} >> {log}\n'
+    # One record a call, opened by a record separator: a commit message has lines of its own.
+    (shim / backend).write_text(f'#!/bin/sh\n{{ printf "\\036"; printf "%s\\t" "$@"; }} >> {log}\n'
                                 f'exec {real} "$@"\n')
     (shim / backend).chmod(0o755)
     work = new_repo(folder / "trace", backend, 3, env)
     log.write_text("")
     tool(work, backend, {**env, "PATH": f"{shim}{os.pathsep}{env['PATH']}"})
     calls = []
-    for call in log.read_text().splitlines():
+    for call in log.read_text().split("\x1e")[1:]:
         words = call.rstrip("\t").split("\t")
         while "--config" in words:  # jj: leave out the global options and the config values
             words = words[words.index("--config") + 2:]

@@ -55,7 +55,7 @@ from agentloop.state.receipts import money, spent
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.state.status import AttemptOutcome as O
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs import Change
+from agentloop.vcs import Change, history
 from agentloop.vcs.choose import IntegrationConflict, LandingHeld, LaneBreach
 
 # Transient failures of one task in a row before the run pauses instead of burning attempts.
@@ -299,9 +299,14 @@ def _check_budget(run: Run, task: TaskState) -> bool:
 def _check_history(run: Run) -> None:
     """Every finished task's change must still be where it was: an agent that reset the branch,
     switched it or abandoned a change stops the run before the next task is built on that."""
+    done = [t.change_id for t in run.state.tasks
+            if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id]
+    root = getattr(run.vcs, "root", None)  # before the check, which may outlast where it was
+    at = history.where(run.vcs.name, root) if isinstance(root, Path) else None
     # A generator: the git backend reads it only when HEAD moved behind its back.
-    lost = run.vcs.missing(t.change_id for t in run.state.tasks
-                           if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id)
+    lost = run.vcs.missing(c for c in done)
+    if not lost and at is not None:
+        run.state.history_mark = history.mark(at, done)  # saved with the task's next save
     if lost:
         named = ", ".join(f"task {t.index} ({(t.change_id or '')[:12]})"
                           for t in run.state.tasks if t.change_id in lost)

@@ -158,6 +158,9 @@ class State:
     retired: list[Attempt] = field(default_factory=list)
     # The options of the plan's last run that a re-run keeps or names (agentloop.run.remembered).
     remembered: dict[str, Any] = field(default_factory=dict)
+    # Where the history stood when the run last found every finished task's change in it, with
+    # the changes it found (agentloop.vcs.history.mark): --status asks the VCS only past it.
+    history_mark: str | None = None
 
     def to_bytes(self) -> bytes:
         """Serialize, checking first that what we write is something we can read back."""

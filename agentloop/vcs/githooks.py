@@ -34,20 +34,26 @@ class Hook:
     command: str      # the shell line that runs it, as the check's log and messages show it
 
 
+def _git_paths(root: Path, *names: str) -> list[Path]:
+    """Where git keeps each of `names` in its folder, asked in one process."""
+    argv = [arg for name in names for arg in ("--git-path", name)]
+    out = Git(root).out("rev-parse", *argv).splitlines()
+    return [(root / line) if not os.path.isabs(line) else Path(line) for line in out]
+
+
 def _git_path(root: Path, name: str) -> Path:
-    out = Git(root).out("rev-parse", "--git-path", name).strip()
-    return (root / out) if not os.path.isabs(out) else Path(out)
+    return _git_paths(root, name)[0]
 
 
 def hooks(root: Path) -> tuple[Hook, ...]:
     """The repository's pre-commit and commit-msg hooks that git would run (executable files
     in its hooks folder); none when it has none."""
     found = []
-    for name in HOOKS:
-        path = _git_path(root, f"hooks/{name}")
+    *paths, message = _git_paths(root, *(f"hooks/{name}" for name in HOOKS), MESSAGE)
+    for name, path in zip(HOOKS, paths):
         if path.is_file() and os.access(path, os.X_OK):
             shown = os.path.relpath(path, root) if path.is_relative_to(root) else str(path)
-            args = f" {shlex.quote(os.path.relpath(_git_path(root, MESSAGE), root))}" \
+            args = f" {shlex.quote(os.path.relpath(message, root))}" \
                 if name == "commit-msg" else ""
             found.append(Hook(name, path, shlex.quote(shown) + args))
     return tuple(found)

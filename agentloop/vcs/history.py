@@ -1,12 +1,55 @@
 """Whether finished tasks' changes are still in the history being built on: one git or jj
-command for all of them, which changes nothing (jj: no snapshot of the working copy)."""
+command for all of them, which changes nothing (jj: no snapshot of the working copy); and the
+mark a run leaves in its state once it knows, so `--status` asks again only when the history
+moved since.
+
+A mark is where the history stood (git: the branch and its commit; jj: the operation) with a
+digest of the changes found in it. A commit's ancestors never change, nor does what an
+operation saw below @: while the history stands at the mark, every change it covered is still
+there, and no process needs to say so."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Iterable
 
 from agentloop.errors import VcsError
+
+
+def where(kind: str, root: Path) -> str | None:
+    """Where the history of the repository at `root` stands, read off its files (no process);
+    None when that cannot be told so."""
+    if kind == "jj":
+        from agentloop.vcs.jj.run import op_head
+        return op_head(root)
+    if kind != "git":
+        return None
+    from agentloop.vcs.git import refs
+    git_dir = root / ".git"
+    try:
+        if git_dir.is_file():  # a worktree: `gitdir: <its folder>`
+            git_dir = root / git_dir.read_text().partition("gitdir:")[2].strip()
+        common = git_dir / "commondir"
+        common_dir = git_dir / common.read_text().strip() if common.is_file() else git_dir
+    except OSError:
+        return None
+    found = refs.where(git_dir, common_dir)
+    return None if found is None or found[1] is None else f"{found[0]} {found[1]}"
+
+
+def mark(at: str, change_ids: Iterable[str]) -> str:
+    """The mark of `change_ids` known to be in the history standing `at`."""
+    return at + " " + hashlib.sha256("\n".join(sorted(change_ids)).encode()).hexdigest()[:16]
+
+
+def unmoved(kind: str, root: Path, recorded: str | None, change_ids: Iterable[str]) -> bool:
+    """Whether the history still stands where `recorded` (a mark) says every one of
+    `change_ids` was found: then none of them can be missing."""
+    if not recorded:
+        return False
+    at = where(kind, root)
+    return at is not None and mark(at, change_ids) == recorded
 
 
 def missing(kind: str, root: Path, change_ids: Iterable[str]) -> set[str]:

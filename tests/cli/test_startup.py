@@ -5,13 +5,16 @@ fails here, ours and third-party alike."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agentloop.state.project import load_plan, open_project
+from agentloop.vcs import history
 
 # Ours that each may import, as names or as folders (a trailing dot); anything else fails.
 PARSING = ("agentloop", "agentloop.cli", "agentloop.errors", "agentloop.options",
@@ -30,10 +33,9 @@ STATUS = (*PARSING, "agentloop.app", "agentloop.console.render",
           "agentloop.state.status",
           "agentloop.state.schema", "agentloop.state.journal", "agentloop.state.receipts",
           "agentloop.plan", "agentloop.plan.parse", "agentloop.files.",
-          # the one question to the VCS: are the done tasks' changes still in the history
-          "agentloop.vcs", "agentloop.vcs.history", "agentloop.proc.",
-          # through the backend's one door (its runner, never GitPython)
-          "agentloop.vcs.git", "agentloop.vcs.git.run", "agentloop.vcs.jj", "agentloop.vcs.jj.run")
+          # are the done tasks' changes still in the history: yes while it stands where the run
+          # last found them (read off git's files: no process, so no process layer either)
+          "agentloop.vcs", "agentloop.vcs.history", "agentloop.vcs.git", "agentloop.vcs.git.refs")
 OURS = {"--version": ("agentloop",), "--help": HELP, "--status": STATUS}
 THIRD_PARTY = {"--version": set(), "--help": {"click"}, "--status": {"click", "orjson"}}
 
@@ -77,6 +79,10 @@ def finished(tmp_path: Path) -> Path:
     state, _, _ = load_plan(project)
     state.vcs = "git"
     state.tasks[0].status, state.tasks[0].change_id = "completed", head
+    # What the run's last look at the history leaves (agentloop.run.lane._check_history).
+    at = history.where("git", tmp_path)
+    assert at is not None
+    state.history_mark = history.mark(at, [head])
     project.store.snapshot(state, final=True)
     return tmp_path
 
@@ -92,9 +98,33 @@ def test_start_up_imports_only_what_the_command_needs(finished: Path, args: list
     assert others == THIRD_PARTY[mode], f"{' '.join(args)} imports {sorted(others)}"
 
 
+def status_json(work: Path) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--status", "--json"],
+                          cwd=work, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+def test_status_asks_the_vcs_only_when_the_history_moved(finished: Path) -> None:
+    # Where the run left it: no process at all (every process goes through agentloop.proc).
+    ours, _ = imported(["tasks.md", "--status"], finished)
+    assert "agentloop.vcs.history" in ours and "agentloop.proc" not in ours
+    # A commit on top: one `git rev-list` finds the task's change still there.
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "user"], cwd=finished,
+                   check=True)
+    ours, _ = imported(["tasks.md", "--status"], finished)
+    assert "agentloop.proc" in ours
+    assert status_json(finished)["lost"] == []
+    # Another history: the task's change is gone from it, and --status says so.
+    subprocess.run(["git", "checkout", "-q", "--orphan", "other"], cwd=finished, check=True)
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "elsewhere"], cwd=finished,
+                   check=True)
+    assert status_json(finished)["lost"] == [1]
+
+
 def test_status_of_an_unchanged_plan_asks_the_vcs_once(finished: Path) -> None:
-    # The done task's change is found in the history with one `git rev-list`, and the plan
-    # is not parsed: its hash is the state's.
+    # The plan is not parsed: its hash is the state's.
     ours, _ = imported(["tasks.md", "--status"], finished)
     assert "agentloop.vcs.history" in ours
     assert not any(n.startswith(("agentloop.plan.markdown", "agentloop.state.reconcile"))

@@ -366,9 +366,9 @@ def kill_at(monkeypatch: pytest.MonkeyPatch, vcs: GitVcs, *git_args: str,
             after: bool = False) -> None:
     """Make `vcs` die when it runs git with `git_args` in its argv: before the command, or
     right `after` it did its work."""
-    real = vcs.git.out
+    real = vcs.git.run  # `out` and `code` go through it too
 
-    def dying(*args: str, **kwargs: object) -> str:
+    def dying(*args: str, **kwargs: object) -> object:
         hit = any(args[i:i + len(git_args)] == git_args for i in range(len(args)))
         if hit and not after:
             raise Killed(" ".join(args))
@@ -376,7 +376,7 @@ def kill_at(monkeypatch: pytest.MonkeyPatch, vcs: GitVcs, *git_args: str,
         if hit:
             raise Killed(" ".join(args))
         return out
-    monkeypatch.setattr(vcs.git, "out", dying)
+    monkeypatch.setattr(vcs.git, "run", dying)
 
 
 def by_hand(monkeypatch: pytest.MonkeyPatch, vcs: GitVcs) -> None:

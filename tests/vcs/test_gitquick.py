@@ -13,7 +13,7 @@ import pytest
 from agentloop import proc
 from agentloop.vcs.git import quick
 from agentloop.vcs.git.backend import GitVcs
-from agentloop.vcs.git.quick import staged_paths
+from agentloop.vcs.git.quick import only_kept_ignored, staged_paths
 from tests.vcs.test_git import Killed, commit_files, git, kill_at, make, repo, subjects
 
 __all__ = ["repo"]  # the fixture, shared
@@ -222,3 +222,14 @@ def test_the_commit_message_writers_look_at_the_diff_keeps_the_short_way(repo: P
     before = proc.started()
     done = vcs.finish(change, "task")
     assert done.files == ("b.txt",) and proc.started() - before == 2
+
+
+def test_gits_complaint_of_an_ignored_state_folder_is_no_failure() -> None:
+    notice = ("The following paths are ignored by one of your .gitignore files:\n"
+              ".agent-loop\ntasks.md\nhint: Use -f if you really want to add them.\n")
+    assert only_kept_ignored(notice, [".agent-loop", "tasks.md"])
+    assert not only_kept_ignored(notice, [".agent-loop"])  # a path we never named
+    assert not only_kept_ignored("fatal: adding files failed\n", [".agent-loop"])
+    assert not only_kept_ignored(notice.replace("tasks.md\n", "tasks.md\nwarning: odd\n"),
+                                 [".agent-loop", "tasks.md"])
+    assert not only_kept_ignored("", [".agent-loop"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from agentloop import proc
 from agentloop.errors import ProcessError, VcsError
 from agentloop.vcs import Change
+from agentloop.vcs.jj import backend
 from agentloop.vcs.jj.backend import JjVcs
 from tests.support.repos import make_repo
 
@@ -193,14 +195,35 @@ def test_abandon_returns_to_the_users_uncommitted_work(repo: Path) -> None:
     assert (repo / "README.md").read_text() == "user edit\n"
 
 
-def test_user_edits_between_tasks_stay_out_of_the_next_task(repo: Path) -> None:
+def test_user_edits_between_tasks_stay_out_of_the_next_task(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     vcs = make(repo)
     first = run_task(vcs, repo, "first", {"a.txt": "a\n"})
+    # The pause between tasks outlasted the moment in which the next begin trusts what
+    # finish's `jj new` said @ was (edits in that moment are the task's, as with git).
+    monkeypatch.setattr(backend, "CARRY_SECONDS", 0.0)
     (repo / "user.txt").write_text("typed while the loop ran\n")
     second = run_task(vcs, repo, "second", {"b.txt": "b\n"})
     assert files_in(repo, second.change_id) == ["b.txt"]
     assert files_in(repo, second.base) == ["user.txt"]
     assert files_in(repo, f"{second.base}-") == files_in(repo, first.change_id) == ["a.txt"]
+
+
+def test_a_change_the_user_describes_between_tasks_stays_theirs(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    vcs = make(repo)
+    monkeypatch.setattr(backend, "CARRY_SECONDS", 60.0)  # however slow jj is here
+    run_task(vcs, repo, "first", {"a.txt": "a\n"})
+    (repo / "user.txt").write_text("mine\n")
+    # Not through proc: only jj's operation tells that anything happened.
+    subprocess.run(["jj", "describe", "-m", "user: my own work"], cwd=repo, check=True,
+                   capture_output=True)
+    second = run_task(vcs, repo, "second", {"b.txt": "b\n"})
+    assert files_in(repo, second.change_id) == ["b.txt"]
+    # (the user's own jj, without our narrowed auto-track, took the plan in too)
+    assert "user.txt" in files_in(repo, second.base)
+    assert jj(repo, "log", "--no-graph", "-r", f"{second.change_id}-", "-T",
+              "description").strip() == "user: my own work"
 
 
 def test_the_last_tick_goes_to_the_base_not_a_stray_change(repo: Path) -> None:

@@ -26,6 +26,8 @@ from agentloop.vcs.git.repo import COMMIT_ARGS, GitRepo
 CARRY_SECONDS = 0.5
 # How git's own `add --verbose` names what it staged (LC_ALL=C: never translated).
 ADDED, REMOVED = "add '", "remove '"
+# How `git add` opens its list of pathspecs that name ignored paths (LC_ALL=C).
+IGNORED = "The following paths are ignored by one of your .gitignore files:"
 
 
 def staged_paths(out: str, root: Path) -> set[str] | None:
@@ -50,16 +52,28 @@ def staged_paths(out: str, root: Path) -> set[str] | None:
     return paths
 
 
+def only_kept_ignored(stderr: str, kept: list[str]) -> bool:
+    """Whether `git add`'s complaint is only that some of the paths it was told to leave out are
+    ignored anyway (`.agent-loop/` in .gitignore, as many repositories have it): git staged
+    everything else and exits 1 all the same."""
+    lines = [line for line in stderr.splitlines() if not line.startswith("hint: ")]
+    return bool(lines) and lines[0] == IGNORED and len(lines) > 1 and \
+        set(lines[1:]) <= set(kept)
+
+
 def stage_all(repo: GitRepo, start: Start) -> set[str] | None:
     """`git add -A` of everything but what agent-loop keeps out; the paths it staged, or None
     when the short way may not be taken (the index is HEAD's tree again then)."""
     kept = sorted({STATE_DIR, *repo.plans, *(p for p in (repo.task_rel, start.task) if p)})
+    out: str | None = None
     try:
-        out: str | None = repo.git.out("add", "--all", "--verbose", "--", ".",
-                                       *(f":(exclude,literal){p}" for p in kept),
-                                       env={"LC_ALL": "C", "GIT_LITERAL_PATHSPECS": "0"})
+        done = repo.git.run("add", "--all", "--verbose", "--", ".",
+                            *(f":(exclude,literal){p}" for p in kept), codes=(0, 1),
+                            env={"LC_ALL": "C", "GIT_LITERAL_PATHSPECS": "0"})
+        if done.returncode == 0 or only_kept_ignored(done.stderr, kept):
+            out = done.stdout
     except VcsError:  # say, a nested repository with no commit yet: it may have staged some
-        out = None
+        pass
     paths = None if out is None else staged_paths(out, repo.root)
     if paths is None:
         repo.git.out("reset", "-q")  # the index was HEAD's tree: it is again

@@ -17,18 +17,33 @@ change by themselves. But:
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Iterable
 
+from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs import STATE_DIR, Change, find_root, plan_files, relative_to
 from agentloop.vcs.history import missing
-from agentloop.vcs.jj.run import INFO, MAX_NEW_FILE, Jj, Rev, fileset
+from agentloop.vcs.jj.run import (
+    INFO,
+    MAX_NEW_FILE,
+    SUMMARIES,
+    Jj,
+    Rev,
+    fileset,
+    op_head,
+    parse_info,
+    summaries,
+)
 
 # How jj refuses to work on a working copy that a killed command left behind its operation,
 # and how `jj workspace update-stale` says that files changed after it.
 STALE = "working copy is stale"
 CONCURRENT = "Concurrent modification detected"
+# How long after a task's `jj new` the next task may take that change as it was then, without
+# a `jj log` (as the git backend does: a pause between tasks leaves the user time to edit).
+CARRY_SECONDS = 0.5
 
 
 class JjVcs:
@@ -45,6 +60,8 @@ class JjVcs:
         self._base = ""          # @ at the first begin: the user's change, takes the tool's edits
         self._fresh = False      # @ is an empty, undescribed change we made: describe, don't stack
         self._messages: dict[str, str] = {}
+        # @ as finish's `jj new` left it, with proc.started(), the time and jj's operation then.
+        self._carried: tuple[int, float, str | None, Rev] | None = None
         # A killed run's task change whose agent ran `jj commit`/`jj new`: kept by abandon for
         # the task's next begin, which goes on from it (as git does, agentloop.vcs.git.recover).
         self._resumable = ""
@@ -66,14 +83,11 @@ class JjVcs:
         return note
 
     def _info(self, revset: str) -> list[Rev]:
-        out = self.jj.out("log", "--no-graph", "-r", revset, "-T", INFO)
-        revs = []
-        for record in filter(None, out.split("\x1e")):
-            change_id, commit_id, is_wc, empty, desc_len, parents, files = record.split("\t", 6)
-            revs.append(Rev(change_id.strip(), commit_id, is_wc == "true", empty == "true",
-                             desc_len != "0", tuple(filter(None, parents.split(","))),
-                             tuple(sorted(set(filter(None, files.split("\0")))))))
-        return revs
+        return parse_info(self.jj.out("log", "--no-graph", "-r", revset, "-T", INFO))
+
+    def _told(self, *args: str) -> list[Rev]:
+        """Run a jj command that rewrites or moves @; the revisions it said it left."""
+        return summaries(self.jj.run(*SUMMARIES, *args).stderr)
 
     def _kept_out(self, rel: str) -> bool:
         return (rel == self._task_rel or rel in self._plans or rel == STATE_DIR
@@ -170,7 +184,15 @@ class JjVcs:
             if kept is not None:
                 return kept
         reuse = False
-        if not self._base:
+        carried, self._carried = self._carried, None
+        if carried is not None and carried[0] == proc.started() and \
+                time.monotonic() - carried[1] <= CARRY_SECONDS and carried[2] is not None and \
+                carried[2] == op_head(self.root):
+            # Nothing but our own code ran since finish's `jj new` made @, and no jj command
+            # (the user's `jj commit`, say): @ is that empty change still. Files written in
+            # these few milliseconds count as the task's, as edits made while its agent works do.
+            reuse = True
+        elif not self._base:
             # The first task: the user's work is snapshotted into @ now, and @ stays theirs.
             # Taken here, not in prepare, so a runner that abandons an earlier run's leftover
             # change first gets the change jj puts in its place.
@@ -180,18 +202,18 @@ class JjVcs:
             # editing between tasks) stays in that change, and the task starts on top of it.
             wc = self._info("@")[0]
             reuse = not wc.described and all(self._kept_out(f) for f in wc.files)
-        if reuse:
-            self.jj.out("describe", "-m", message)
-        else:
-            self.jj.out("new", "-m", message)
+        told = self._told("describe" if reuse else "new", "-m", message)
         self._fresh = False
-        rev = self._info("@")[0]
+        rev = next((r for r in told if r.is_wc), None) or self._info("@")[0]
         self._messages[rev.change_id] = message
         return Change(change_id=rev.change_id, commit_id=rev.commit_id,
                       base=",".join(rev.parents))
 
     def finish(self, change: Change, message: str) -> Change:
         """Snapshot, sweep out the tool's files, describe; then leave it with `jj new`."""
+        done = self._quick_finish(change, message)
+        if done is not None:
+            return done
         task, wc = self._one(change.change_id)
         if task is None:
             raise VcsError(f"the task's change {change.short} is gone (abandoned by hand?)")
@@ -211,9 +233,38 @@ class JjVcs:
             # ids go with it, so nothing records a change that no longer exists.
             self.jj.out("abandon", task.change_id)
             return Change(change_id="", base=base, empty=True)
-        self.jj.out("new", task.change_id)
+        self._new_on(task)
         return Change(change_id=task.change_id, commit_id=task.commit_id, base=base,
                       files=files)
+
+    def _new_on(self, task: Rev) -> None:
+        """`jj new` on the finished task; what it says @ is now is kept for the next begin."""
+        fresh = next((r for r in self._told("new", task.change_id) if r.is_wc), None)
+        if fresh is not None and fresh.parents == (task.change_id,) and fresh.empty and \
+                not fresh.described:
+            self._carried = (proc.started(), time.monotonic(), op_head(self.root), fresh)
+
+    def _quick_finish(self, change: Change, message: str) -> Change | None:
+        """The common end of a task in two commands: `jj describe` of the task's change, which
+        snapshots the working copy and says what the change now holds, then `jj new`. None
+        when anything asks for the careful way (the agent moved @, the tool's own files or
+        nothing at all in the change, a description already given, a report we cannot read)."""
+        if message == self._messages.get(change.change_id):
+            return None
+        try:
+            told = self._told("describe", "-r", change.change_id, "-m", message)
+        except VcsError:
+            return None  # gone, or stale: the careful way says which
+        self._messages[change.change_id] = message
+        task = next((r for r in told if r.is_wc), None)
+        if task is None or task.change_id != change.change_id or task.empty or \
+                any(self._kept_out(f) for f in task.files):
+            return None
+        del self._messages[change.change_id]
+        self._fresh = True
+        self._new_on(task)
+        return Change(change_id=task.change_id, commit_id=task.commit_id,
+                      base=",".join(task.parents), files=task.files)
 
     def _fold(self, task: Rev, message: str) -> Rev:
         """The agent ran `jj new`/`jj commit` itself: squash its changes back into the task's."""
@@ -306,8 +357,17 @@ class JjVcs:
             self.jj.out("abandon", self._base)
 
     def missing(self, change_ids: Iterable[str]) -> set[str]:
-        """Which task changes are no longer below @ (abandoned, or undone by `jj op restore`)."""
-        return missing("jj", self.root, change_ids)
+        """Which task changes are no longer below @ (abandoned, or undone by `jj op restore`).
+        Once known whole, it stays so while jj's operation is the one our own last command
+        left (agentloop.vcs.jj.run.Jj.sound): the check costs a process only when something
+        else ran jj (or moved git's HEAD) since."""
+        now = op_head(self.root)
+        if now is not None and now == self.jj.sound:
+            return set()
+        lost = missing("jj", self.root, change_ids)
+        if not lost:
+            self.jj.sound = now
+        return lost
 
     def recovered(self) -> Change | None:
         """Never: a jj change a killed run finished is still its task's change, which the

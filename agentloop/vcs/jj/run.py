@@ -5,6 +5,7 @@ record, exact-path filesets, and where the repository is."""
 from __future__ import annotations
 
 import functools
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,13 @@ INFO = ('change_id ++ "\\t" ++ commit_id ++ "\\t" ++ current_working_copy ++ "\\
         '.join("\\0") ++ "\\x1e"')
 
 
+# A `--config` that makes jj name the revisions a command left ("Working copy (@) now at:",
+# "Parent commit (@-):") by `INFO` after a marker, so `describe` and `new` say what a `log` after
+# them would.
+SUMMARY = "\x1f"
+SUMMARIES = ["--config", "templates.commit_summary=" + json.dumps('"\\x1f" ++ ' + INFO)]
+
+
 @dataclass(frozen=True)
 class Rev:
     """What `INFO` says about one revision."""
@@ -34,6 +42,43 @@ class Rev:
     described: bool
     parents: tuple[str, ...]
     files: tuple[str, ...]
+
+
+def parse_info(out: str) -> list[Rev]:
+    """The revisions `INFO` records in `out`."""
+    revs = []
+    for record in filter(None, out.split("\x1e")):
+        change_id, commit_id, is_wc, empty, desc_len, parents, files = record.split("\t", 6)
+        revs.append(Rev(change_id.strip(), commit_id, is_wc == "true", empty == "true",
+                        desc_len != "0", tuple(filter(None, parents.split(","))),
+                        tuple(sorted(set(filter(None, files.split("\0")))))))
+    return revs
+
+
+def summaries(stderr: str) -> list[Rev]:
+    """The revisions a command run with `SUMMARIES` named; none when its report is not one we
+    can read whole (a user's settings may quiet it)."""
+    try:
+        return [parse_info(part.split("\x1e", 1)[0] + "\x1e")[0]
+                for part in stderr.split(SUMMARY)[1:]]
+    except (ValueError, IndexError):
+        return []
+
+
+def op_head(root: Path) -> str | None:
+    """Which operation the repository of the workspace at `root` is at, read off the one file
+    name in its op heads folder (no process); None when that is not one name. In a repository
+    colocated with git, git's HEAD is part of it: jj takes in what git did at its next command,
+    so a `git reset` is caught before that command is taken for one of ours."""
+    repo = root / ".jj" / "repo"
+    try:
+        if repo.is_file():
+            repo = repo.parent / repo.read_text().strip()
+        heads = os.listdir(repo / "op_heads" / "heads")
+        git_head = (root / ".git" / "HEAD").read_bytes() if (root / ".git").is_dir() else b""
+    except OSError:
+        return None
+    return f"{heads[0]} {git_head.strip().decode(errors='replace')}" if len(heads) == 1 else None
 
 
 # A jj command that takes longer than this is stuck.
@@ -108,13 +153,21 @@ class Jj:
     def __init__(self, root: Path, config: list[str] | None = None) -> None:
         self.root = root
         self.config = config or []
+        # The operation at which every finished task's change was last seen below @, carried
+        # over each command of ours begun there: the history check is skipped while it holds.
+        self.sound: str | None = None
 
     def run(self, *args: str, cwd: Path | None = None, codes: tuple[int, ...] | None = (0,),
             env: Mapping[str, str] | None = None, timeout: float = TIMEOUT) -> proc.Completed:
         """Run one jj command; VcsError for an exit code not in `codes` (None: any exit code
         is an answer). `env`: variables set on top of the one environment."""
+        ours = self.sound is not None and cwd is None and op_head(self.root) == self.sound
+        self.sound = None  # a command that fails may have done part of its work
         full = {**environment(), **env} if env else environment()
-        return _run(cwd or self.root, (*self.config, *args), full, codes, timeout)
+        done = _run(cwd or self.root, (*self.config, *args), full, codes, timeout)
+        if ours:
+            self.sound = op_head(self.root)
+        return done
 
     def out(self, *args: str, cwd: Path | None = None, codes: tuple[int, ...] | None = (0,)
             ) -> str:

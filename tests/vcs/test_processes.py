@@ -1,0 +1,87 @@
+"""How many git or jj processes a task starts, counted off a real run: a `git` and a `jj` first on
+PATH that note their arguments and hand over to the real program, in the same log where the fake
+agent notes each call, so what runs between two agents is one task's finish and the next one's
+begin. The count is what a task costs beyond its agent; one more process a task fails here."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, git_project, init_repo
+
+TASKS = 4
+# git: `add --all` and `commit`, the two a person's own loop runs. jj: `describe` of the task's
+# change (read back in the same command's log), `new` on top of it, and the one `log` that
+# reads where the next task begins.
+PER_TASK = {"git": 2, "jj": 3}
+
+
+def shims(tmp_path: Path, log: Path) -> dict[str, str]:
+    """An environment whose `git` and `jj` note every call in `log` before they run."""
+    bin_dir = tmp_path / "shims"
+    bin_dir.mkdir()
+    for name in ("git", "jj"):
+        real = shutil.which(name)
+        assert real is not None, name
+        shim = bin_dir / name
+        # One record a process, opened by a record separator (a commit message has lines).
+        shim.write_text(f'#!/bin/sh\nprintf "\\036%s\\n" "{name} $*" >> "$PROCESS_LOG"\n'
+                        f'exec "{real}" "$@"\n')
+        shim.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "PROCESS_LOG": str(log), "FAKE_CLAUDE_LOG": str(log), "NO_COLOR": "1"}
+
+
+def between_agents(log: Path) -> list[list[str]]:
+    """The git and jj commands run between one agent call and the next."""
+    gaps: list[list[str]] = []
+    for line in log.read_text().split("\n"):  # splitlines() would cut at the separator
+        if line.startswith("{"):
+            json.loads(line)  # the fake agent's own record of a call
+            gaps.append([])
+        elif line.startswith("\x1e") and gaps:
+            gaps[-1].append(line[1:])
+    # After the first agent: the first task's finish, the run's first look at the history and
+    # a begin that had nothing carried to it; after the last: the run's end.
+    return gaps[1:-1]
+
+
+def shown(command: str) -> str:
+    """A command as a failure shows it: its name and what follows jj's long options."""
+    return command[:40] + " … " + command.split("1099511627776")[-1][:100]
+
+
+@pytest.mark.parametrize("backend", ["git", "jj"])
+def test_a_task_starts_only_the_processes_it_needs(tmp_path: Path, backend: str,
+                                                   fake_claude: FakeClaude) -> None:
+    plan = "".join(f"- task {i}\n  FAKE: write t{i}.txt {i}\n" for i in range(TASKS))
+    if backend == "git":
+        work = git_project(tmp_path, plan)
+        # As many repositories have it: git's `add` then complains of the state folder it is
+        # told to leave out, and must not be taken at its word.
+        (work / ".gitignore").write_text(".agent-loop/\n")
+        git(work, "add", ".gitignore")
+        git(work, "commit", "-qm", "ignore the state")
+    else:
+        work = tmp_path / "project"
+        work.mkdir()
+        (work / "README.md").write_text("hello\n")
+        init_repo(work, "jj")
+        (work / "tasks.md").write_text(plan)
+    log = tmp_path / "processes.log"
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill",
+                           "--vcs", backend], cwd=work, capture_output=True, text=True,
+                          timeout=120, env=shims(tmp_path, log))
+    assert done.returncode == 0, done.stdout + done.stderr
+    gaps = between_agents(log)
+    assert len(gaps) == TASKS - 2, log.read_text()
+    assert [len(gap) for gap in gaps] == [PER_TASK[backend]] * len(gaps), \
+        "\n\n".join("\n".join(shown(c) for c in gap) for gap in gaps)
