@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 # The markdown reader (marko) is imported when a file is parsed, not with this module: a plan
 # whose hash the state already holds is never parsed (agentloop.state.project), and --status
 # of it should not pay for marko. Names readers of plans take from here come on first use.
-_FROM_MARKDOWN = ("TICKED", "UNGROUPED", "Reading", "_Parser", "_SpannedListItem", "read")
+_FROM_MARKDOWN = ("UNGROUPED", "Reading", "_Parser", "_SpannedListItem", "read")
 
 SUMMARY_LIMIT = 60
 GROUP_SLUG_LIMIT = 30
@@ -31,11 +31,19 @@ TASK_SLUG_LIMIT = 40
 # that belongs in a file of its own.
 MAX_TASK_BYTES = 1024 * 1024
 
+OPEN = (" ", "-", "~", "/")      # a box to do; the last three say "in progress"
+TICKED = ("x", "X")
+# A list item's first line up to its box, at any depth: the indentation and marker, the space
+# after it, `[`, and the box's character (a BOM may open the file's first line).
+_BOX = r"[ \t]*(?:\d{1,9}[.)]|[-+*])[ \t]+\[)([^\]\n\r])\](?=[ \t*]|$)"
+BOX_LINE = re.compile("(\ufeff?" + _BOX)
+_BOXES = re.compile("(?m)^(" + _BOX)
+
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 # The reading's version: one more whenever the same file reads differently (2: legends are
-# notes, numbered sub-tasks fold). A state saved by an earlier reader is matched to the new
+# notes, numbered sub-tasks fold; 3: a checklist with every box ticked is still a checklist). A state saved by an earlier reader is matched to the new
 # reading (agentloop.state.project), as if the file had changed.
-READER = 2
+READER = 3
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,15 @@ def file_hash(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def task_key(text: str) -> str:
+    """What a task's text says, whatever its line wrapping and the marks in the boxes of its
+    sub-items and steps: ticking those (the agent, or the tick-boxes setting, when it lands)
+    leaves the same task."""
+    opened = _BOXES.sub(lambda m: m.group(1) + (" " if m.group(2) in OPEN + TICKED
+                                                else m.group(2)) + "]", text)
+    return " ".join(opened.split())
+
+
 def parse(text: str) -> tuple[Task, ...]:
     """The tasks in a task file's text, in file order (empty if there are none)."""
     return read_text(text)[0]
@@ -85,7 +102,7 @@ def read_text(text: str) -> tuple[tuple[Task, ...], Reading]:
     """The tasks, and the rest of the reading (notes, warnings, checks, context)."""
     # marko also turns CRLF and CR into LF; doing it first keeps its offsets equal to ours.
     from agentloop.plan.groups import numbered
-    from agentloop.plan.markdown import TICKED, read
+    from agentloop.plan.markdown import read
 
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     reading = read(text)

@@ -55,12 +55,33 @@ def test_landed_tasks_are_ticked_and_the_users_edits_stay(
     calls = len(agent_calls(fake_claude))
     assert calls == 4
     # The next run reads the reword as a new task (the user's doing) and nothing else; its
-    # box is the plan's last open one, with a note below: left open, and the run says why.
+    # box is the plan's last open one, with a note below: ticked, and the note stays a note.
     again = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes")
     assert again.returncode == 0, again.stdout + again.stderr
     assert len(agent_calls(fake_claude)) == calls + 1
-    assert "- [ ] second, reworded\n" in (work / "tasks.md").read_text()
-    assert "plain bullets would then be tasks" in again.stdout
+    assert "- [x] second, reworded\n" in (work / "tasks.md").read_text()
+    assert "not ticked" not in again.stdout
+    assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
+    assert len(agent_calls(fake_claude)) == calls + 1
+
+
+def test_a_mixed_crlf_checklist_ends_with_every_box_ticked_and_nothing_else_changed(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    plan = ("# Plan\r\n\r\n- [ ] first\r\n  FAKE: write a.txt a\r\n  - [ ] its step\r\n"
+            "  - a detail\r\n- a note\r\n- [ ] second\r\n  FAKE: write b.txt b\r\n"
+            "- another note\r\n")
+    (work / "tasks.md").write_bytes(plan.encode())
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "not ticked" not in done.stdout
+    assert (work / "tasks.md").read_bytes() == plan.replace("[ ]", "[x]").encode()
+    # The next run: nothing to do (the notes are notes), both tasks still known as completed.
+    again = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(agent_calls(fake_claude)) == 2
+    status = agent_loop(work, "--status")
+    assert status.stdout.count("completed") >= 2, status.stdout
 
 
 def test_a_tick_is_no_news_and_the_next_run_pays_for_nothing(
