@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -31,16 +29,6 @@ _INHERITED_PREFIXES = ("OPENAI_", "CODEX_", "AGENT_LOOP_")
 _PROXIES = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
 
 
-@lru_cache(maxsize=1)
-def _installed_version() -> str:
-    try:
-        done = subprocess.run([str(CODEX), "--version"], capture_output=True, text=True,
-                              timeout=30, stdin=subprocess.DEVNULL)
-    except OSError as exc:
-        return f"not runnable: {exc}"
-    return done.stdout.strip() if done.returncode == 0 else f"exit {done.returncode}"
-
-
 def require_codex() -> Path:
     """The pinned real CLI; skipped when not installed (failed in CI), failed when broken."""
     install = "run `npm ci --prefix tests/codex-cli`"
@@ -49,7 +37,7 @@ def require_codex() -> Path:
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    version = _installed_version()
+    version = clirun.installed_version(CODEX)
     if version != f"codex-cli {CODEX_VERSION}":
         pytest.fail(f"{CODEX} --version gave {version!r}, want {CODEX_VERSION}: {install}")
     return CODEX
