@@ -56,7 +56,7 @@ def test_the_readme_demo_in_a_repository_with_no_commit(repo: Path,
     assert code == 0, err
     assert "the rehearsal's state (.agent-loop/rehearsal) is separate" in out
     assert "3 of 4 task(s) to run" in out and "agent: claude" in out
-    assert len([c for c in fake_claude.calls() if "stream-json" in c["argv"]]) == 3
+    assert len(fake_claude.task_runs()) == 3
     state = orjson.loads((repo / ".agent-loop" / "state.json").read_bytes())
     assert state["agent"] == "claude"
 
