@@ -36,6 +36,7 @@ from agentloop.plan.parse import BOX_LINE, OPEN, TICKED
 UNGROUPED = "(ungrouped)"
 _TASK_HEADING = re.compile(r"task\s+\d+(?:\.\d+)*\b", re.IGNORECASE)
 _LABEL = re.compile(r"\*\*[^*\n]+\*\*\s*:|\*\*[^*\n]+:\*\*")
+PLAIN_NOTE = "a plain bullet in a checklist: a note, not a task"
 _BODY = (block.Paragraph, block.FencedCode, block.CodeBlock, block.Quote, block.HTMLBlock)
 
 
@@ -117,13 +118,23 @@ class _Lines:
 def read(text: str) -> Reading:
     """The plan in `text` (LF line ends, no BOM)."""
     nodes = cast("list[block.BlockElement]", list(_Parser().parse(text).children))
-    return _Walk(text, _checklist(text, nodes)).run(nodes)
+    boxes = _top_boxes(text, nodes)
+    reading = _Walk(text, bool(boxes)).run(nodes)
+    notes = sum(1 for _, _, why in reading.ignored if why == PLAIN_NOTE)
+    if notes and not any(box in OPEN for box in boxes):
+        # Read as a checklist that is done, not as a plain list with tasks ticked by hand:
+        # the two look alike, and running notes would cost money, so it is said.
+        reading.warnings.append(
+            f"every box is ticked: read as a finished checklist, its {notes} plain bullet(s) "
+            "are notes; write `- [ ]` before one to run it")
+    return reading
 
 
-def _checklist(text: str, nodes: list[block.BlockElement]) -> bool:
-    """Whether any top-level item has a box, open or ticked, legends aside (`- [ ] = not
-    started`)."""
+def _top_boxes(text: str, nodes: list[block.BlockElement]) -> list[str]:
+    """The boxes, open or ticked, of the top-level items, legends aside (`- [ ] = not
+    started`): any makes the file a checklist."""
     headings: list[tuple[int, str]] = []
+    found = []
     for node in nodes:
         if isinstance(node, (block.Heading, block.SetextHeading)):
             _under(headings, node)
@@ -133,8 +144,8 @@ def _checklist(text: str, nodes: list[block.BlockElement]) -> bool:
                 body, box, _ = item_text(text[start:end])
                 if body and box in OPEN + TICKED and \
                         why_note(body, box, [w for _, w in headings]) is None:
-                    return True
-    return False
+                    found.append(box)
+    return found
 
 
 def _under(headings: list[tuple[int, str]], node: block.BlockElement) -> tuple[int, str]:
@@ -253,7 +264,7 @@ class _Walk:
     def _note(self, line: int, body: str, marker: str | None) -> bool:
         why = why_note(body, marker, [words for _, words in self.headings])
         if why is None and self.checklist and marker is None:
-            why = "a plain bullet in a checklist: a note, not a task"
+            why = PLAIN_NOTE
         if why is not None:
             self.out.ignored.append((line, _first(body if marker is None else
                                                   f"[{marker}] {body}"), why))

@@ -114,6 +114,10 @@ def test_a_checklist_with_every_box_ticked_keeps_its_notes_out() -> None:
         [(t.text.splitlines()[0], True) for t in plan.tasks]
     assert [(line, why) for line, _, why in reading.ignored] == \
         [(line, why) for line, _, why in plan.ignored]
+    # Said, since a plain list with a task ticked by hand looks the same.
+    assert reading.warnings == ["every box is ticked: read as a finished checklist, its 2 plain "
+                                "bullet(s) are notes; write `- [ ]` before one to run it"]
+    assert taskfile.read_text("- [x] a\n- [ ] b\n- note\n")[1].warnings == []
 
 
 def test_unknown_boxes_warn_and_a_ticked_section_is_done() -> None:
