@@ -29,9 +29,9 @@ from marko.parser import Parser
 from marko.source import Source
 
 from agentloop.plan import numbering
+from agentloop.plan.boxes import BOX_LINE, OPEN, TICKED
 from agentloop.plan.items import CHECKS_FENCE, check_lines, item_text, plain
 from agentloop.plan.legend import why_note
-from agentloop.plan.parse import BOX_LINE, OPEN, TICKED
 
 UNGROUPED = "(ungrouped)"
 _TASK_HEADING = re.compile(r"task\s+\d+(?:\.\d+)*\b", re.IGNORECASE)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import TaskFileError
+from agentloop.plan.boxes import TICKED
 
 if TYPE_CHECKING:
     from agentloop.plan.markdown import Reading
@@ -30,14 +31,6 @@ TASK_SLUG_LIMIT = 40
 # A task goes to the agent on stdin, so no argv limit applies; a megabyte of task text is a plan
 # that belongs in a file of its own.
 MAX_TASK_BYTES = 1024 * 1024
-
-OPEN = (" ", "-", "~", "/")      # a box to do; the last three say "in progress"
-TICKED = ("x", "X")
-# A list item's first line up to its box, at any depth: the indentation and marker, the space
-# after it, `[`, and the box's character (a BOM may open the file's first line).
-_BOX = r"[ \t]*(?:\d{1,9}[.)]|[-+*])[ \t]+\[)([^\]\n\r])\](?=[ \t*]|$)"
-BOX_LINE = re.compile("(\ufeff?" + _BOX)
-_BOXES = re.compile("(?m)^(" + _BOX)
 
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 # The reading's version: one more whenever the same file reads differently (2: legends are
@@ -82,15 +75,6 @@ class TaskFile:
 def file_hash(data: bytes) -> str:
     """The hash recorded in the state: "sha256:" and the hex digest of the file's bytes."""
     return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def task_key(text: str) -> str:
-    """What a task's text says, whatever its line wrapping and the marks in the boxes of its
-    sub-items and steps: ticking those (the agent, or the tick-boxes setting, when it lands)
-    leaves the same task."""
-    opened = _BOXES.sub(lambda m: m.group(1) + (" " if m.group(2) in OPEN + TICKED
-                                                else m.group(2)) + "]", text)
-    return " ".join(opened.split())
 
 
 def parse(text: str) -> tuple[Task, ...]:

@@ -1,7 +1,7 @@
 """Ticking a landed task's boxes in the plan (the `tick-boxes` setting): `- [ ]` becomes `- [x]`
 on the task's own line and on those of its sub-items (nested under it, numbered under it, a task
 section's steps), and not one other byte of the file changes. A box in a task's text is not what
-the task is (agentloop.plan.parse.task_key): the next run knows the ticked task as the same one.
+the task is (agentloop.plan.boxes.task_key): the next run knows the ticked task as the same one.
 
 The plan is the user's file and may be open in their editor, so the tick is careful:
 - the file is read and parsed again; the task is found as a new run would find it (its group
@@ -23,8 +23,8 @@ from pathlib import Path
 
 from agentloop.errors import AgentLoopError
 from agentloop.plan import parse
+from agentloop.plan.boxes import BOX_LINE, OPEN, task_key
 from agentloop.plan.markdown import Reading
-from agentloop.plan.parse import BOX_LINE, OPEN, task_key
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 

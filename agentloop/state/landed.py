@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from agentloop.plan.parse import task_key
+from agentloop.plan.boxes import task_key
 
 PLAN_KEY, TASK_KEY = "Agent-Loop-Plan", "Agent-Loop-Task"
 HASH_LENGTH = 12

@@ -22,7 +22,8 @@ import dataclasses
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
-from agentloop.plan.parse import TaskFile, task_key
+from agentloop.plan.boxes import task_key
+from agentloop.plan.parse import TaskFile
 from agentloop.state.folding import carry
 from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
@@ -76,7 +77,7 @@ class Reconciled:
 
 def identity(group: str, text: str) -> tuple[str, str]:
     """What a task is, whatever its position: its group and its text, whitespace folded and
-    the boxes of its sub-items read as open (agentloop.plan.parse.task_key)."""
+    the boxes of its sub-items read as open (agentloop.plan.boxes.task_key)."""
     return group, task_key(text)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from agentloop.plan import parse
+from agentloop.plan.boxes import task_key
 from agentloop.plan.tick import tick
 
 
@@ -55,8 +56,8 @@ def test_the_tasks_boxes_alone_are_ticked(tmp_path: Path, before: str, index: in
     assert path.read_text() == after
     # The next reading: the same tasks, this one done.
     again = parse.load(path).tasks
-    assert [(t.group, parse.task_key(t.text)) for t in again] == \
-        [(t.group, parse.task_key(t.text)) for t in parse.parse(before)]
+    assert [(t.group, task_key(t.text)) for t in again] == \
+        [(t.group, task_key(t.text)) for t in parse.parse(before)]
     assert again[index - 1].checked
 
 
