@@ -71,6 +71,20 @@ def claude_env(home: Path, api: FakeApi) -> dict[str, str]:
     return env
 
 
+# Two tasks in one group, each writing a file of its own.
+REAL_PLAN = "## G\n- WRITE one.txt: one\n- WRITE two.txt: two\n"
+
+
+def real_project(tmp_path: Path, api: FakeApi, claude_bin: Path,
+                 plan: str = REAL_PLAN) -> tuple[Path, dict[str, str]]:
+    """A folder tmp_path/work with the plan, and the environment in which agent-loop drives the
+    pinned Claude Code CLI against `api` (agent_loop_env)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "tasks.md").write_text(plan)
+    return work, agent_loop_env(tmp_path, api, claude_bin)
+
+
 def agent_loop_env(tmp_path: Path, api: FakeApi, claude_bin: Path) -> dict[str, str]:
     """claude_env with its HOME in tmp_path/claude-home, and agent-loop pointed at the pinned CLI
     (AGENT_LOOP_CLAUDE): the environment of agent-loop runs that drive the real CLI."""

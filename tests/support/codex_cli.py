@@ -17,6 +17,7 @@ import pytest
 
 from tests.support import clirun
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.repos import init_repo
 
 CLI_DIR = Path(__file__).resolve().parents[1] / "codex-cli"
 CODEX = CLI_DIR / "node_modules" / ".bin" / "codex"
@@ -109,3 +110,30 @@ def run_codex(argv: list[str], cwd: Path, env: dict[str, str], stdin: str | None
         pytest.fail(f"codex timed out after {timeout}s\nstdout: {run.stdout[-2000:]}\n"
                     f"stderr: {run.stderr}")
     return run
+
+
+# Three tasks in two groups, each writing a file of its own.
+CODEX_PLAN = """\
+## Backend
+- WRITE api.txt: the api
+- WRITE api-test.txt: the api test
+
+## Docs
+- WRITE readme.txt: the readme
+"""
+
+
+def codex_project(tmp_path: Path, api: FakeOpenAI, tasks: str = CODEX_PLAN,
+                  vcs: str = "none") -> tuple[Path, dict[str, str]]:
+    """A project in tmp_path/work with the plan `tasks` (under `vcs`), and the environment in
+    which agent-loop drives the pinned Codex CLI against `api`."""
+    codex = require_codex()
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "README.md").write_text("hello\n")
+    if vcs != "none":
+        init_repo(work, vcs)
+    (work / "tasks.md").write_text(tasks)
+    env = codex_env(tmp_path / "codex-home", api)
+    env.update({"AGENT_LOOP_CODEX": str(codex), "NO_COLOR": "1"})
+    return work, env
