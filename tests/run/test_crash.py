@@ -375,14 +375,15 @@ def test_random_kills_lose_nothing_and_duplicate_nothing(tmp_path: Path, jj_bin:
 
 WRAPPER = """#!/bin/sh
 # Counts its calls and kills its caller (the tool) before or after one of them: call number
-# $CRASH_AT, or the first whose arguments hold $CRASH_MATCH. "during": the command itself is
+# $CRASH_AT, or the first whose arguments hold $CRASH_MATCH (a shell pattern: `[k-z]` is a
+# letter of a jj change id, `*` anything). "during": the command itself is
 # killed with the tool, $CRASH_DELAY seconds in (an OOM kill, a power cut), leaving behind
 # whatever it had half done: lock files, half-written state.
 n=$(( $(cat "$CRASH_COUNTER" 2>/dev/null || echo 0) + 1 ))
 echo "$n" > "$CRASH_COUNTER"
 hit=
 if [ -n "$CRASH_MATCH" ]; then
-    case " $* " in *"$CRASH_MATCH"*) [ -e "$CRASH_COUNTER.fired" ] || hit=1 ;; esac
+    case " $* " in *$CRASH_MATCH*) [ -e "$CRASH_COUNTER.fired" ] || hit=1 ;; esac
 elif [ "$n" = "$CRASH_AT" ]; then
     hit=1
 fi
@@ -619,3 +620,35 @@ def test_a_killed_attempt_does_not_count(tmp_path: Path, fake_claude: FakeClaude
     task = from_bytes(path.read_bytes(), path).tasks[0]
     assert [a.outcome for a in task.history] == ["interrupted", "failed", "completed"]
     assert task.status == "completed" and task.attempts == 2
+
+
+def killed_at(work: Path, kind: str, env: dict[str, str], fake: FakeClaude, label: str,
+              *extra: str) -> None:
+    """One run with the crash wrapper, which must kill it."""
+    out = work.parent / f"{work.name}.out"
+    tool = start(work, kind, out, env, "--no-distill", *extra)
+    code = tool.wait(timeout=120)
+    settle(tool.pid, fake, label)
+    assert code == -9, f"{label}: the run was not killed (exit {code}): {out.read_text()[-2000:]}"
+    assert state_loads(work)
+
+
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+def test_jj_kill_in_the_recovery_that_keeps_a_finished_change(
+        tmp_path: Path, jj_bin: str, fake_claude: FakeClaude, workplace: str) -> None:
+    """Killed after finish's `jj new` on the task's change, before the state said the task was
+    done; the re-run's recovery keeps that change for the task's next begin to go on from, and
+    is killed in turn before that begin: the state used to forget the change there, so the run
+    after ran the task afresh on top of it, found nothing new and recorded the task as done
+    with no change while history held its work (found by seed 20260102)."""
+    work = tmp_path / "work"
+    new_repo(work, "jj", groups=1, per_group=2, pause=0)
+    where = ("--workplace", workplace)
+    killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=" new [k-z]"), fake_claude,
+              "after the task's change was sealed", *where)
+    killed_at(work, "jj", crash_env(tmp_path, "jj", "before", match="--insert-before [k-z]"),
+              fake_claude, "in the recovery, before the task began again", *where)
+    tool = start(work, "jj", tmp_path / "last.out", None, "--no-distill", *where)
+    assert tool.wait(timeout=120) == 0, (tmp_path / "last.out").read_text()[-2000:]
+    problems = check(work, "jj", "jj", per_group=2)
+    assert not problems, "\n".join(problems)
