@@ -646,7 +646,7 @@ def test_jj_kill_in_the_recovery_that_keeps_a_finished_change(
     where = ("--workplace", workplace)
     killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=" new [k-z]"), fake_claude,
               "after the task's change was sealed", *where)
-    killed_at(work, "jj", crash_env(tmp_path, "jj", "before", match="--insert-before [k-z]"),
+    killed_at(work, "jj", crash_env(tmp_path, "jj", "before", match=" describe -r [k-z]"),
               fake_claude, "in the recovery, before the task began again", *where)
     tool = start(work, "jj", tmp_path / "last.out", None, "--no-distill", *where)
     assert tool.wait(timeout=120) == 0, (tmp_path / "last.out").read_text()[-2000:]
