@@ -633,22 +633,24 @@ def killed_at(work: Path, kind: str, env: dict[str, str], fake: FakeClaude, labe
     assert state_loads(work)
 
 
-@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+@pytest.mark.parametrize("where", [("--workplace", "checkout"), ("--workplace", "lane"),
+                                   ("--parallel", "2")], ids=["checkout", "lane", "parallel"])
 def test_jj_kill_in_the_recovery_that_keeps_a_finished_change(
-        tmp_path: Path, jj_bin: str, fake_claude: FakeClaude, workplace: str) -> None:
+        tmp_path: Path, jj_bin: str, fake_claude: FakeClaude, where: tuple[str, str]) -> None:
     """Killed after finish's `jj new` on the task's change, before the state said the task was
     done; the re-run's recovery keeps that change for the task's next begin to go on from, and
     is killed in turn before that begin: the state used to forget the change there, so the run
     after ran the task afresh on top of it, found nothing new and recorded the task as done
-    with no change while history held its work (found by seed 20260102)."""
+    with no change while history held its work (found by seed 20260102); in a lane the
+    change never landed, and the task's file was lost."""
     work = tmp_path / "work"
-    new_repo(work, "jj", groups=1, per_group=2, pause=0)
-    where = ("--workplace", workplace)
+    groups, per_group = (2, 1) if where[0] == "--parallel" else (1, 2)
+    new_repo(work, "jj", groups=groups, per_group=per_group, pause=0)
     killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=" new [k-z]"), fake_claude,
               "after the task's change was sealed", *where)
     killed_at(work, "jj", crash_env(tmp_path, "jj", "before", match=" describe -r [k-z]"),
               fake_claude, "in the recovery, before the task began again", *where)
     tool = start(work, "jj", tmp_path / "last.out", None, "--no-distill", *where)
     assert tool.wait(timeout=120) == 0, (tmp_path / "last.out").read_text()[-2000:]
-    problems = check(work, "jj", "jj", per_group=2)
+    problems = check(work, "jj", "jj", per_group=per_group)
     assert not problems, "\n".join(problems)
