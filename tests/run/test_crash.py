@@ -8,7 +8,7 @@ Three kinds of test, each on git and on jj, all with the real tool as a process:
   the agent run, the state writes) and run again until a run ends by itself.
 * a sweep: a `git`/`jj` wrapper first on PATH kills the tool just before, or just after, the
   k-th VCS command of a small run, for every k.
-* one exact reproduction of each inconsistency they found (both fixed since).
+* one exact reproduction of each inconsistency they found (all fixed since).
 
 After every kill state.json loads and no agent outlives the tool. At the end every task is
 completed exactly once; the history holds exactly one change (jj) or commit (git) per task,
@@ -567,7 +567,7 @@ def _pgid(pid: str) -> int:
     return int(text[text.rindex(")") + 2:].split()[2])
 
 
-# -- the two inconsistencies these tests found (fixed in be9bd08), exactly ---------------------
+# -- the inconsistencies these tests found (fixed), exactly -------------------------------------
 
 def test_git_kill_after_the_task_commit_landed(tmp_path: Path, fake_claude: FakeClaude) -> None:
     """Killed after finish() moved HEAD to the task's commit, before the state said so: the
