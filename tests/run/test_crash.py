@@ -653,4 +653,7 @@ def test_jj_kill_in_the_recovery_that_keeps_a_finished_change(
     tool = start(work, "jj", tmp_path / "last.out", None, "--no-distill", *where)
     assert tool.wait(timeout=120) == 0, (tmp_path / "last.out").read_text()[-2000:]
     problems = check(work, "jj", "jj", per_group=per_group)
-    assert not problems, "\n".join(problems)
+    # The resume killed before its describe had put an empty base below the change: the next
+    # resume takes that one, and close drops it.
+    blank = [c for c, d, f in jj_history(work)[:-1] if not d and not f]
+    assert not problems and not blank, "\n".join(problems + [f"empty changes left: {blank}"])
