@@ -31,6 +31,8 @@ class StatusView:
     state: State
     note: str | None
     lost: tuple[int, ...] = ()    # finished tasks whose change is gone from the history
+    moved: tuple[tuple[int, str], ...] = ()     # (task, its change now): rebased, trailers kept
+    reverted: tuple[tuple[int, str], ...] = ()  # (task, the commit that reverts it)
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ def status(tasks_md: Path, cwd: Path, rehearsal: bool = False) -> StatusView:
         state, note = recorded, f"warning: {exc}"
     if live_pid(project.store.base / "run.pid") is None:
         as_left_by_a_dead_run(state.tasks)
-    return StatusView(project, state, note, _lost(project, state))
+    return StatusView(project, state, note, *_whereabouts(project, state))
 
 
 @dataclass(frozen=True)
@@ -120,16 +122,21 @@ def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
     return root, lines
 
 
-def _lost(project: Project, state: State) -> tuple[int, ...]:
-    """Tasks recorded as done whose change was abandoned, or left the branch's history."""
-    from agentloop.vcs.history import missing, unmoved
+def _whereabouts(project: Project, state: State
+                 ) -> tuple[tuple[int, ...], tuple[tuple[int, str], ...],
+                            tuple[tuple[int, str], ...]]:
+    """Finished tasks whose change left the branch's history (lost), is on it under another id
+    (moved), or was reverted since: nothing to ask while the history stands at the run's mark."""
+    from agentloop.vcs.history import unmoved
 
-    done = {t.change_id: t.index for t in state.tasks
-            if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id}
-    if unmoved(state.vcs or "", project.root, state.history_mark, done):
-        return ()  # the run found them all where the history still stands
-    gone = missing(state.vcs or "", project.root, list(done))
-    return tuple(sorted(done[c] for c in gone))
+    done = [t.change_id for t in state.tasks
+            if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id]
+    if not done or unmoved(state.vcs or "", project.root, state.history_mark, done):
+        return (), (), ()  # the run found them all where the history still stands
+    from agentloop.run.rebuilt import whereabouts
+
+    found = whereabouts(project, state)
+    return found.lost, found.moved, found.reverted
 
 
 def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:

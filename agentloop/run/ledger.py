@@ -92,6 +92,12 @@ def found_done(task: TaskState, change_id: str, commit_id: str) -> None:
     task.status, task.change_id, task.commit_id = S.COMPLETED, change_id, commit_id
 
 
+def moved(task: TaskState, change_id: str, commit_id: str) -> None:
+    """A finished task's change found elsewhere on the history by its trailers (the user
+    rebased it): its record follows it, its status stays."""
+    task.change_id, task.commit_id = change_id, commit_id
+
+
 def open_attempt(task: TaskState, change: Change) -> None:
     """A new attempt of `task` begins in `change`: it counts from this instant."""
     task.attempts += 1

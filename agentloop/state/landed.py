@@ -109,18 +109,32 @@ def last_word(plan: str, tasks: Sequence[PlannedTask], history: Iterable[Commit]
               ) -> dict[int, tuple[str, bool]]:
     """For each task `history` names: the last commit that did something to it, and whether the
     task is done after it (False: that commit reverts it)."""
+    said: dict[int, tuple[str, bool]] = {}
+    for commit_id, did in _walk(plan, tasks, history):
+        for index, done in did:
+            said[index] = (commit_id, done)
+    return dict(sorted(said.items()))
+
+
+def landings(plan: str, tasks: Sequence[PlannedTask], history: Iterable[Commit]
+             ) -> dict[int, str]:
+    """For each task `history` names: the last commit that landed it, reverted since or not."""
+    return {index: commit_id for commit_id, did in _walk(plan, tasks, history)
+            for index, done in did if done}
+
+
+def _walk(plan: str, tasks: Sequence[PlannedTask], history: Iterable[Commit]
+          ) -> Iterable[tuple[str, list[tuple[int, bool]]]]:
+    """Each commit that does something to the plan's tasks, with what it does, oldest first."""
     by_subject: dict[str, int] = {}
     for task in tasks:
         by_subject.setdefault(task.subject, task.index)
-    said: dict[int, tuple[str, bool]] = {}
     effect: dict[str, list[tuple[int, bool]]] = {}   # commit id -> [(task, done after it)]
     for commit in history:
         did = _effects(commit.description, plan, tasks, by_subject, effect)
         if did:
             effect[commit.commit_id] = did
-            for index, done in did:
-                said[index] = (commit.commit_id, done)
-    return dict(sorted(said.items()))
+            yield commit.commit_id, did
 
 
 def _effects(description: str, plan: str, tasks: Sequence[PlannedTask],
