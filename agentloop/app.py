@@ -147,6 +147,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     from agentloop.run.selection import plan_rows
     from agentloop.run.start import admit, sandbox_preview, tree_warning
     from agentloop.run.verify import task_checks
+    from agentloop.state.reconcile import reworded_lines
     from agentloop.vcs.stays_git import vcs_notes
 
     check_usage(options)
@@ -166,6 +167,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
         not options.rehearse else None
     warnings = (*state.warnings, *vcs_notes(options.vcs, project.root),
                 *([admitted.rebuilt] if admitted.rebuilt else []),
+                *reworded_lines(state.tasks, state.task_file),
                 *([f"the run would stop here: {tree}"] if tree else []))
     boxed, refused = sandbox_preview(project, options, admitted.agent)
     warnings += (f"the run would stop here: {refused}",) if refused else ()

@@ -87,6 +87,9 @@ def status_text(view: StatusView, cwd: Path) -> str:
         lines.append(f"task {index}'s change is no longer in the history (abandoned, or not on "
                      f"this branch); `agent-loop {state.task_file} --task {index} --again` "
                      "does it once more")
+    if any(t.done_as for t in state.tasks):
+        from agentloop.state.reconcile import reworded_lines
+        lines += reworded_lines(state.tasks, state.task_file)
     for index, change in view.moved:
         lines.append(f"task {index}'s change moved: it is {change[:12]} now (rebased or "
                      "cherry-picked; its trailers name the task), still done")
@@ -187,7 +190,7 @@ def _task_json(t: TaskState) -> dict[str, Any]:
             "attempts": t.attempts, "change_id": t.change_id, "commit_id": t.commit_id,
             "empty": _empty(t), "session_id": t.session_id, "log": t.log,
             "cost_usd": t.cost_usd, "error": t.error, "feedback": t.feedback,
-            "waiting": t.waiting,
+            "waiting": t.waiting, "done_as": t.done_as,
             "receipt": receipts.of_task(t).to_json(),
             "history": [{"number": a.number, "iteration": a.iteration, "outcome": a.outcome,
                          "reason": a.reason, "hint": a.hint, "log": a.log,

@@ -73,6 +73,7 @@ def again(task: TaskState) -> None:
     task.attempts, task.error, task.feedback = 0, None, None
     task.change_id = task.commit_id = None
     task.stalled_runs = 0
+    task.done_as = None  # the words it runs now are the plan's
 
 
 def skip(task: TaskState) -> None:

@@ -49,7 +49,9 @@ def from_history(project: Project, state: State, vcs: str) -> str | None:
 
 
 def _planned(state: State) -> list[PlannedTask]:
-    return [PlannedTask(t.index, t.task, commit_message(t, state.title)) for t in state.tasks]
+    # A task reworded after it was done: its commit names it by the words it was done as.
+    return [PlannedTask(t.index, t.done_as or t.task, commit_message(t, state.title))
+            for t in state.tasks]
 
 
 def _commits(history: list[tuple[str, str, str]]) -> list[Commit]:
