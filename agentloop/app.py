@@ -31,6 +31,8 @@ class StatusView:
     state: State
     note: str | None
     lost: tuple[int, ...] = ()    # finished tasks whose change is gone from the history
+    moved: tuple[tuple[int, str], ...] = ()     # (task, its change now): rebased, trailers kept
+    reverted: tuple[tuple[int, str], ...] = ()  # (task, the commit that reverts it)
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,8 @@ def status(tasks_md: Path, cwd: Path, rehearsal: bool = False) -> StatusView:
 
         history, where = where_changes_are(project, state.vcs or "")
         note = "\n".join(n for n in (note, where) if n)
-    return StatusView(project, state, note, _lost(history, state) if history else ())
+    found = _whereabouts(history, state) if history else ((), (), ())
+    return StatusView(project, state, note, *found)
 
 
 @dataclass(frozen=True)
@@ -126,16 +129,21 @@ def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
     return root, lines
 
 
-def _lost(project: Project, state: State) -> tuple[int, ...]:
-    """Tasks recorded as done whose change was abandoned, or left the branch's history."""
-    from agentloop.vcs.history import missing, unmoved
+def _whereabouts(project: Project, state: State
+                 ) -> tuple[tuple[int, ...], tuple[tuple[int, str], ...],
+                            tuple[tuple[int, str], ...]]:
+    """Finished tasks whose change left the branch's history (lost), is on it under another id
+    (moved), or was reverted since: nothing to ask while the history stands at the run's mark."""
+    from agentloop.vcs.history import unmoved
 
-    done = {t.change_id: t.index for t in state.tasks
-            if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id}
-    if unmoved(state.vcs or "", project.root, state.history_mark, done):
-        return ()  # the run found them all where the history still stands
-    gone = missing(state.vcs or "", project.root, list(done))
-    return tuple(sorted(done[c] for c in gone))
+    done = [t.change_id for t in state.tasks
+            if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id]
+    if not done or unmoved(state.vcs or "", project.root, state.history_mark, done):
+        return (), (), ()  # the run found them all where the history still stands
+    from agentloop.run.rebuilt import whereabouts
+
+    found = whereabouts(project, state)
+    return found.lost, found.moved, found.reverted
 
 
 def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
@@ -146,6 +154,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     from agentloop.run.selection import plan_rows
     from agentloop.run.start import admit, sandbox_preview, tree_warning
     from agentloop.run.verify import task_checks
+    from agentloop.state.reconcile import reworded_lines
     from agentloop.vcs.stays_git import vcs_notes
 
     check_usage(options)
@@ -165,6 +174,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
         not options.rehearse else None
     warnings = (*state.warnings, *vcs_notes(options.vcs, project.root),
                 *([admitted.rebuilt] if admitted.rebuilt else []),
+                *reworded_lines(state.tasks, state.task_file),
                 *([f"the run would stop here: {tree}"] if tree else []))
     boxed, refused = sandbox_preview(project, options, admitted.agent)
     warnings += (f"the run would stop here: {refused}",) if refused else ()

@@ -25,7 +25,8 @@ _OPTIONS = (
                  help="The address the dashboard listens on [default: 127.0.0.1, this machine "
                       "only]."),
     click.option("--report", metavar="FILE", default=None,
-                 help="Write the plan's state and history as one standalone HTML file."),
+                 help="Write the plan's state and history as one standalone HTML file (- for "
+                      "standard output)."),
     click.option("--notify", multiple=True, metavar="URL",
                  help="Tell this service (an apprise URL: ntfy://, slack://, mailto://, "
                       "json://...) when the run ends, a task fails, a conflict needs a person, "

@@ -91,6 +91,15 @@ def status_text(view: StatusView, cwd: Path) -> str:
         lines.append(f"task {index}'s change is no longer in the history (abandoned, or not on "
                      f"this branch); `agent-loop {state.task_file} --task {index} --again` "
                      "does it once more")
+    if any(t.done_as for t in state.tasks):
+        from agentloop.state.reconcile import reworded_lines
+        lines += reworded_lines(state.tasks, state.task_file)
+    for index, change in view.moved:
+        lines.append(f"task {index}'s change moved: it is {change[:12]} now (rebased or "
+                     "cherry-picked; its trailers name the task), still done")
+    for index, commit in view.reverted:
+        lines.append(f"task {index} was reverted by {commit[:12]}: a run leaves it done; "
+                     f"`agent-loop {state.task_file} --task {index} --again` does it once more")
     lines.append("receipts:")
     for group, receipt in receipts.by_group(state).items():
         lines.append(f"  {group}: {receipt.line()}")
@@ -125,8 +134,10 @@ def overview_text(root: Path, plans: list[PlanLine], cwd: Path) -> str:
             continue
         c = plan.counts
         done = c.get(S.COMPLETED, 0) + c.get(S.SKIPPED, 0)
-        pending = sum(c.get(s, 0) for s in (S.PENDING, S.RUNNING, S.INTERRUPTED))
-        others = "".join(f", {n} {s}" for s, n in c.items() if s in (S.BLOCKED, S.UNAPPROVED))
+        # A task that runs now is said as running, never as pending (nor left uncounted).
+        pending = sum(c.get(s, 0) for s in (S.PENDING, S.INTERRUPTED))
+        others = "".join(f", {n} {s}" for s, n in c.items()
+                         if s in (S.RUNNING, S.BLOCKED, S.UNAPPROVED, S.CONFLICTED, S.HELD))
         lines.append(f"{shown(plan.task_file, root, cwd)}: {sum(c.values())} task(s), {done} "
                      f"done, {c.get('failed', 0)} failed, {pending} pending{others}; cost "
                      f"{money(plan.cost_usd, plan.cost_known)}; state in {where}")
@@ -167,6 +178,8 @@ def status_json(view: StatusView) -> dict[str, Any]:
     total = receipts.of_state(state)
     return {"schema": SCHEMA, "task_file": state.task_file, "task_file_hash": state.task_file_hash,
             "vcs": state.vcs, "agent": state.agent, "note": view.note, "lost": list(view.lost),
+            "moved": {str(i): c for i, c in view.moved},
+            "reverted": {str(i): c for i, c in view.reverted},
             "budget": state.remembered.get("budget"),
             "counts": dict(Counter(str(t.status) for t in state.tasks)),
             "cost_usd": total.cost_usd, "cost_known": total.cost_known,
@@ -181,7 +194,7 @@ def _task_json(t: TaskState) -> dict[str, Any]:
             "attempts": t.attempts, "change_id": t.change_id, "commit_id": t.commit_id,
             "empty": _empty(t), "session_id": t.session_id, "log": t.log,
             "cost_usd": t.cost_usd, "error": t.error, "feedback": t.feedback,
-            "waiting": t.waiting,
+            "waiting": t.waiting, "done_as": t.done_as,
             "receipt": receipts.of_task(t).to_json(),
             "history": [{"number": a.number, "iteration": a.iteration, "outcome": a.outcome,
                          "reason": a.reason, "hint": a.hint, "log": a.log,

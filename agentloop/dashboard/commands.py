@@ -25,7 +25,11 @@ def dispatch(tasks_md: Path | None, cwd: Path, options: RunOptions,
 
         if tasks_md is None:
             raise UsageError("--report needs the plan: agent-loop TASKS_MD --report FILE")
-        echo(report.write(open_project(tasks_md, cwd), cwd / options.report, options.report))
+        if options.report == "-":  # the page itself, for a pipe
+            echo(report.html(open_project(tasks_md, cwd))[0])
+        else:
+            echo(report.write(open_project(tasks_md, cwd), cwd / options.report,
+                              options.report))
         return 0
     from agentloop.dashboard import serve
 

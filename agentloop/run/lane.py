@@ -23,7 +23,7 @@ from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
 from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
 from agentloop.options import continue_args
 from agentloop.proc.signals import hangup_settles_the_task
-from agentloop.run import budget, conflicts
+from agentloop.run import budget, conflicts, ledger
 from agentloop.run.attempt import run_attempt
 from agentloop.run.checks import commit_line
 from agentloop.run.conflicts import GroupHeld
@@ -47,7 +47,7 @@ from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome
 from agentloop.run.handover import drop, hand
 from agentloop.run.lane_tag import LaneNote
-from agentloop.run.rebuilt import task_trailers
+from agentloop.run.rebuilt import moved_on, task_trailers
 from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline, task_checks
 from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
@@ -305,6 +305,13 @@ def _check_history(run: Run) -> None:
     at = history.where(run.vcs.name, root) if isinstance(root, Path) else None
     # A generator: the git backend reads it only when HEAD moved behind its back.
     lost = run.vcs.missing(c for c in done)
+    if lost and isinstance(root, Path):  # rebased by the user: found again by its trailers
+        for task, change, commit in moved_on(run.project, run.state, run.vcs.name, root, lost):
+            ledger.moved(task, change, commit)
+            run.emit(LaneNote(f"task {task.index}'s change moved (a rebase kept its trailers): "
+                              f"it is {change[:12]} now, and its record follows it"))
+        lost = run.vcs.missing(t.change_id for t in run.state.tasks
+                               if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id)
     if not lost and at is not None:
         run.state.history_mark = history.mark(at, done)  # saved with the task's next save
     if lost:

@@ -73,6 +73,7 @@ def again(task: TaskState) -> None:
     task.attempts, task.error, task.feedback = 0, None, None
     task.change_id = task.commit_id = None
     task.stalled_runs = 0
+    task.done_as = None  # the words it runs now are the plan's
 
 
 def skip(task: TaskState) -> None:
@@ -90,6 +91,12 @@ def found_done(task: TaskState, change_id: str, commit_id: str) -> None:
     built as completed before the run, as reconciling builds records, not a move the table
     rules (a run never takes a pending task to completed without an attempt)."""
     task.status, task.change_id, task.commit_id = S.COMPLETED, change_id, commit_id
+
+
+def moved(task: TaskState, change_id: str, commit_id: str) -> None:
+    """A finished task's change found elsewhere on the history by its trailers (the user
+    rebased it): its record follows it, its status stays."""
+    task.change_id, task.commit_id = change_id, commit_id
 
 
 def open_attempt(task: TaskState, change: Change) -> None:

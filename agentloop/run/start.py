@@ -24,7 +24,7 @@ from agentloop.run.repo_hooks import start_notes
 from agentloop.run.selection import select
 from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project, load_plan, state_from
-from agentloop.state.reconcile import Reconciled
+from agentloop.state.reconcile import Reconciled, reworded_lines
 from agentloop.state.schema import State, now
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import STATE_DIR, Change
@@ -129,6 +129,7 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
             kept = project.store.keep_removed(list(changes.dropped), now())
             notes.append(f"the records of removed and reworded tasks are kept in "
                          f"{project.shown(kept)}; their cost still counts")
+    notes += reworded_lines(state.tasks, state.task_file)
     agent = make_agent(admitted.agent, options.agent_program, agent_env(options), box)
     agent.check()
     if box is not None:  # the run's first lines say what its agents may do

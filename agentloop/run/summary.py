@@ -76,7 +76,9 @@ def _grown_notes(run: Run) -> tuple[str, ...]:
         data = parse.read_bytes(path)
         if parse.file_hash(data) == run.state.task_file_hash:
             return ()
-        changes = reconcile(run.state.tasks, parse.from_bytes(path, data))
+        # Read as the next run will: written while this run worked, so a finished task
+        # reworded meanwhile runs its new words (agentloop.state.project._edited_since).
+        changes = reconcile(run.state.tasks, parse.from_bytes(path, data), keep_done=False)
     except AgentLoopError as exc:
         return (f"{run.project.shown(run.state.task_file)} changed while this run worked and "
                 "cannot be read now: "

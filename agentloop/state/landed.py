@@ -8,7 +8,9 @@ fleet's job commits use:
     Agent-Loop-Task: 3 5d41402abc4b
 
 the plan (its file's name as a slug) and the task: its number, then a short hash of its text, so
-a task is still known after the plan was edited and its number moved. A commit from before the
+a task is still known after the plan was edited and its number moved. Every such pair in a message
+counts: a squash merge (GitHub's "Squash and merge", `git merge --squash`) lists the messages of
+the commits it squashed, each with its trailers, in one commit. A commit from before the
 trailers is matched by its subject (`agent-loop: <group> / <summary>`). A revert of a task's
 commit (`git revert`: `This reverts commit <sha>.`; jj's `This backs out commit <id>.`) makes
 the task not done again, and a revert of that revert done again.
@@ -27,7 +29,7 @@ from agentloop.plan.boxes import task_key
 
 PLAN_KEY, TASK_KEY = "Agent-Loop-Plan", "Agent-Loop-Task"
 HASH_LENGTH = 12
-_REVERTS = re.compile(r"^This (?:reverts|backs out) commit ([0-9a-f]{7,64})\b", re.M)
+_REVERTS = re.compile(r"^This (?:reverts|backs out) commit ([0-9a-f]{7,64})\b")
 _REVERT_SUBJECT = re.compile(r'^(?:Revert|Back out) "(.*)"\s*$')
 
 
@@ -59,30 +61,39 @@ def trailers(plan: str, index: int, text: str) -> str:
     return f"{PLAN_KEY}: {plan}\n{TASK_KEY}: {index} {task_hash(text)}"
 
 
-def _trailer_values(description: str, key: str) -> list[str]:
-    """The values of `key` in the description's last paragraph (where trailers are)."""
-    last = description.strip().rsplit("\n\n", 1)[-1]
+def _paragraphs(description: str) -> list[list[str]]:
+    """The description's paragraphs, each line without its indentation (`git merge --squash`
+    indents the messages it quotes)."""
+    found: list[list[str]] = [[]]
+    for line in description.splitlines():
+        line = line.strip()
+        if line:
+            found[-1].append(line)
+        elif found[-1]:
+            found.append([])
+    return [p for p in found if p]
+
+
+def _values(lines: list[str], key: str) -> list[str]:
+    """The values of trailer `key` among `lines`."""
     prefix = key.casefold() + ":"
-    return [line.split(":", 1)[1].strip() for line in last.splitlines()
-            if line.casefold().startswith(prefix)]
+    return [line.split(":", 1)[1].strip() for line in lines if line.casefold().startswith(prefix)]
 
 
-def _named_task(description: str, plan: str, tasks: Sequence[PlannedTask]) -> int | None:
-    """The task a commit names by its trailers: by the hash of its text (numbers move when the
-    plan is edited), by its number where the trailer has no hash (the fleet's older commits)."""
-    if plan not in _trailer_values(description, PLAN_KEY):
-        return None
-    for value in _trailer_values(description, TASK_KEY):
+def _named(values: list[str], tasks: Sequence[PlannedTask]) -> list[int]:
+    """The tasks `Agent-Loop-Task` values name: by the hash of its text (numbers move when the
+    plan is edited), by its number where the value has no hash (the fleet's commits)."""
+    named = []
+    for value in values:
         number, _, digest = value.partition(" ")
         digest = digest.strip()
         if digest:
             same = [t.index for t in tasks if task_hash(t.text) == digest]
             if same:
-                return number_first(same, number)
-            continue
-        if number.isdigit() and any(t.index == int(number) for t in tasks):
-            return int(number)
-    return None
+                named.append(number_first(same, number))
+        elif number.isdigit() and any(t.index == int(number) for t in tasks):
+            named.append(int(number))
+    return named
 
 
 def number_first(indexes: list[int], number: str) -> int:
@@ -94,35 +105,74 @@ def done_tasks(plan: str, tasks: Sequence[PlannedTask], history: Iterable[Commit
                ) -> dict[int, str]:
     """The plan's tasks whose change is in `history` and was not reverted: {number: the id of
     the commit that landed it}."""
+    return {i: commit for i, (commit, done) in last_word(plan, tasks, history).items() if done}
+
+
+def last_word(plan: str, tasks: Sequence[PlannedTask], history: Iterable[Commit]
+              ) -> dict[int, tuple[str, bool]]:
+    """For each task `history` names: the last commit that did something to it, and whether the
+    task is done after it (False: that commit reverts it)."""
+    said: dict[int, tuple[str, bool]] = {}
+    for commit_id, did in _walk(plan, tasks, history):
+        for index, done in did:
+            said[index] = (commit_id, done)
+    return dict(sorted(said.items()))
+
+
+def landings(plan: str, tasks: Sequence[PlannedTask], history: Iterable[Commit]
+             ) -> dict[int, str]:
+    """For each task `history` names: the last commit that landed it, reverted since or not."""
+    return {index: commit_id for commit_id, did in _walk(plan, tasks, history)
+            for index, done in did if done}
+
+
+def _walk(plan: str, tasks: Sequence[PlannedTask], history: Iterable[Commit]
+          ) -> Iterable[tuple[str, list[tuple[int, bool]]]]:
+    """Each commit that does something to the plan's tasks, with what it does, oldest first."""
     by_subject: dict[str, int] = {}
     for task in tasks:
         by_subject.setdefault(task.subject, task.index)
-    done: dict[int, str | None] = {}          # task -> its landing commit; None: reverted
-    effect: dict[str, tuple[int, bool]] = {}   # commit id -> (task, done after it)
+    effect: dict[str, list[tuple[int, bool]]] = {}   # commit id -> [(task, done after it)]
     for commit in history:
-        subject = commit.description.split("\n", 1)[0].strip()
-        reverted = _REVERTS.search(commit.description)
-        if reverted is not None:
-            target = _effect_of(reverted.group(1), effect)
-            if target is None:  # an id we do not know: by the subject it quotes
-                quoted = _REVERT_SUBJECT.match(subject)
-                named = by_subject.get(quoted.group(1)) if quoted else None
-                target = (named, True) if named is not None else None
-            if target is not None:
-                effect[commit.commit_id] = (target[0], not target[1])
-                done[target[0]] = commit.commit_id if not target[1] else None
-            continue
-        index = _named_task(commit.description, plan, tasks)
-        if index is None and not _trailer_values(commit.description, PLAN_KEY):
-            index = by_subject.get(subject)  # from before the trailers (another plan's: never)
-        if index is not None:
-            effect[commit.commit_id] = (index, True)
-            done[index] = commit.commit_id
-    return {i: commit for i, commit in sorted(done.items()) if commit is not None}
+        did = _effects(commit.description, plan, tasks, by_subject, effect)
+        if did:
+            effect[commit.commit_id] = did
+            yield commit.commit_id, did
 
 
-def _effect_of(commit_id: str, effect: dict[str, tuple[int, bool]]) -> tuple[int, bool] | None:
-    """What the commit `commit_id` (maybe abbreviated) did to a task."""
+def _effects(description: str, plan: str, tasks: Sequence[PlannedTask],
+             by_subject: dict[str, int], effect: dict[str, list[tuple[int, bool]]]
+             ) -> list[tuple[int, bool]]:
+    """What one commit does to the plan's tasks, in the order its message says it: every
+    trailer block names a task it lands (a squash merge holds many, one per squashed commit),
+    every `This reverts commit` line undoes what that commit did."""
+    did: list[tuple[int, bool]] = []
+    quoted, trailed = None, False
+    for lines in _paragraphs(description):
+        plans = _values(lines, PLAN_KEY)
+        trailed = trailed or bool(plans)
+        if plan in plans:
+            did += [(index, True) for index in _named(_values(lines, TASK_KEY), tasks)]
+        for line in lines:
+            quote = _REVERT_SUBJECT.match(line.lstrip("*- "))
+            quoted = quote.group(1) if quote else quoted
+            reverted = _REVERTS.match(line)
+            if reverted is None:
+                continue
+            undone = _effect_of(reverted.group(1), effect)
+            if undone is None:  # an id we do not know: by the subject it quotes
+                named = by_subject.get(quoted) if quoted is not None else None
+                undone = [(named, True)] if named is not None else []
+            did += [(index, not done) for index, done in undone]
+    if not did and not trailed:  # from before the trailers (another plan's: never)
+        index = by_subject.get(description.split("\n", 1)[0].strip())
+        did = [(index, True)] if index is not None else []
+    return did
+
+
+def _effect_of(commit_id: str, effect: dict[str, list[tuple[int, bool]]]
+               ) -> list[tuple[int, bool]] | None:
+    """What the commit `commit_id` (maybe abbreviated) did to the plan's tasks."""
     if commit_id in effect:
         return effect[commit_id]
     return next((e for c, e in effect.items() if c.startswith(commit_id)), None)

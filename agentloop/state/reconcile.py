@@ -7,7 +7,10 @@ of refusing to go on.
   whose identity is in the new file keeps its whole record (status, change, session, costs,
   history, log name), even if it moved; duplicates match in file order.
 - A new task that stands where an unmatched old one of the same group stood is an edit: a new
-  pending task; the old one's change stays in history and is named.
+  pending task; the old one's change stays in history and is named. An edit of a completed
+  task keeps it done instead, with the new words (a typo fixed is no reason to pay for finished
+  work again): it remembers the words it was done with (`done_as`), and every run start,
+  --dry-run and --status say so in one line, with the `--again` that runs the new words.
 - Other new tasks are added, pending; other old ones are removed (their records returned, for
   the archive).
 - A task newly ticked `[x]` in the file is skipped; a completed one stays completed.
@@ -43,6 +46,7 @@ class Reconciled:
     folded: tuple[tuple[int, int], ...] = ()      # (new index, records carried onto it)
     reread: bool = False    # the same file, read by a newer reader (agentloop.plan.parse.READER)
     replaced: tuple[TaskState, ...] = ()           # the old records of the edited tasks
+    reworded_done: tuple[int, ...] = ()           # completed tasks reworded: kept done
 
     @property
     def dropped(self) -> tuple[TaskState, ...]:
@@ -51,7 +55,8 @@ class Reconciled:
 
     def news(self) -> bool:
         """Whether any task was added, edited, removed, ticked off or folded."""
-        return bool(self.added or self.edited or self.removed or self.ticked or self.folded)
+        return bool(self.added or self.edited or self.removed or self.ticked or self.folded
+                    or self.reworded_done)
 
     def note(self, name: str, since: str = "") -> str:
         """`tasks.md changed: 1 task added, …`; a re-read says so instead."""
@@ -62,6 +67,8 @@ class Reconciled:
         """`1 task added, 1 edited, 1 removed; 5 completed tasks kept`, and the old changes."""
         parts = [f"{len(self.added)} task{'s' * (len(self.added) != 1)} added",
                  f"{len(self.edited)} edited", f"{len(self.removed)} removed"]
+        if self.reworded_done:
+            parts.append(f"{len(self.reworded_done)} reworded after done")
         if self.ticked:
             parts.append(f"{len(self.ticked)} ticked off")
         if self.folded:
@@ -81,8 +88,10 @@ def identity(group: str, text: str) -> tuple[str, str]:
     return group, task_key(text)
 
 
-def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
-    """Match the saved records to the re-read file by the rules in the module doc."""
+def reconcile(old: list[TaskState], new: TaskFile, keep_done: bool = True) -> Reconciled:
+    """Match the saved records to the re-read file by the rules in the module doc.
+    `keep_done`: False when the file was written while the run that saved `old` worked: a
+    completed task reworded then ran its old words, and its new words run once (issue 30)."""
     saved: dict[tuple[str, str], deque[TaskState]] = defaultdict(deque)
     for record in old:
         saved[identity(record.group, record.task)].append(record)
@@ -111,25 +120,29 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
             if carried.status != S.COMPLETED:   # a new log name: see agentloop.state.folding
                 renamed.add(i)
     leftover = [r for queue in saved.values() for r in queue]
-    return dataclasses.replace(_fill(result, fresh, leftover, ticked, renamed),
+    return dataclasses.replace(_fill(result, fresh, leftover, ticked, renamed, keep_done),
                                folded=tuple(folded))
 
 
 def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list[TaskState],
-          ticked: list[int], renamed: set[int]) -> Reconciled:
+          ticked: list[int], renamed: set[int], keep_done: bool) -> Reconciled:
     """New records where nothing matched: an edit of an unmatched old task of the same group
     (in order), else an addition; the old ones nothing matched are removed."""
     by_group: dict[str, deque[TaskState]] = defaultdict(deque)
     for record in sorted(leftover, key=lambda r: r.index):
         by_group[record.group].append(record)
-    added, edited, replaced = [], [], []
+    added, edited, replaced, reworded = [], [], [], []
     # An old task kept its log name; a new one never shares it (a folded one that is still to
     # do has a new one: see agentloop.state.folding).
     new = [i for i, r in enumerate(result) if r is None or i in renamed]
     taken = {r.log_name for i, r in enumerate(result) if r is not None and i not in new}
     for i in new:
         record = result[i] or fresh[i]
-        if result[i] is None and by_group[record.group]:
+        if result[i] is None and by_group[record.group] and \
+                by_group[record.group][0].status == S.COMPLETED and keep_done:
+            record = _reworded(by_group[record.group].popleft(), record)
+            reworded.append(record.index)
+        elif result[i] is None and by_group[record.group]:
             replaced.append(by_group[record.group].popleft())
             edited.append((record.index, replaced[-1].change_id or ""))
         elif result[i] is None:
@@ -144,4 +157,21 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
     tasks = [r for r in result if r is not None]
     kept_done = sum(1 for r in tasks if r.status == S.COMPLETED)
     return Reconciled(tasks, tuple(added), tuple(edited), removed, tuple(ticked), kept_done,
-                      replaced=tuple(replaced))
+                      replaced=tuple(replaced), reworded_done=tuple(reworded))
+
+
+def _reworded(done: TaskState, new: TaskState) -> TaskState:
+    """A completed task's record, with the words the plan gives it now: still done, and what it
+    was done as remembered (forgotten when the words are those again)."""
+    was = done.done_as or done.task
+    return dataclasses.replace(done, index=new.index, line=new.line, task=new.task,
+                               summary=new.summary, checks=new.checks, optional=new.optional,
+                               done_as=None if identity("", was) == identity("", new.task)
+                               else was)
+
+
+def reworded_lines(tasks: list[TaskState], plan: str) -> list[str]:
+    """One line for each completed task the plan has reworded since it was done."""
+    return [f"task {t.index}'s words changed after it was done: it stays done (not paid for "
+            f"again); `agent-loop {plan} --task {t.index} --again` runs the new words"
+            for t in tasks if t.done_as is not None and t.status == S.COMPLETED]

@@ -114,6 +114,9 @@ class TaskState:
     optional: bool = False
     # What a finished task's landing waits for (the user's edits to its files), while it does.
     waiting: str | None = None
+    # The words a completed task was done with, when the plan has reworded it since: it stays
+    # done (its work is in history), and `--task N --again` runs the new words.
+    done_as: str | None = None
     history: list[Attempt] = field(default_factory=list)
 
     @classmethod

@@ -26,9 +26,9 @@ def kind_of(root: Path, asked: str) -> str:
         return "git"
     if asked in ("jj", "git") and (jj or git):
         raise VcsError(f"{root} is no {asked} repository: drop --vcs {asked}")
-    raise VcsError(f"{root} is not a git or jj repository, which this run needs: it works in "
-                   "a copy of its own, apart from your files. `git init` (or `jj git init`) "
-                   "there makes one; agent-loop does not make it for you")
+    raise VcsError(f"{root} is not a git or jj repository, which a rehearsal needs: it works "
+                   "in a copy of its own, apart from your files, and makes nothing in yours. "
+                   "`git init` (or `jj git init`) there makes one, as a real run would")
 
 
 def open_lane(root: Path, name: str, kind: str) -> Workspace:

@@ -70,7 +70,40 @@ def converted_warning(root: Path) -> str | None:
             "-r @-`. agent-loop rewrites no history")
 
 
+def new_repository_note(asked: str, root: Path) -> str | None:
+    """In a folder under no version control: the repository the run makes before its first
+    task, in one line (a rehearsal refuses instead: agentloop.vcs.private_copy)."""
+    if asked == "none" or find_root(root) is not None:
+        return None
+    making = "jj git init" if asked == "jj" or (
+        asked == "auto" and shutil.which("jj") is not None) else "git init"
+    return (f"{root} is no repository yet: the run makes one there (`{making}`) before its "
+            "first task, your files its first commit, so each task is a change you can "
+            "revert; --vcs none runs without one")
+
+
+def detached_note(asked: str, root: Path) -> str | None:
+    """A git repository whose HEAD is on no branch (git's own doing, not jj's): the tasks'
+    commits would go on no branch either, in one line with what to do. Read, no process."""
+    repo = find_root(root)
+    if asked in ("jj", "none") or repo is None or (repo / ".jj").is_dir():
+        return None
+    git_dir = repo / ".git"
+    try:
+        if git_dir.is_file():  # a worktree: `gitdir: <its folder>`
+            git_dir = repo / git_dir.read_text().partition("gitdir:")[2].strip()
+        head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not head or head.startswith("ref:"):
+        return None
+    return (f"git's HEAD is detached ({head[:12]}, on no branch): each task's commit would go "
+            "on no branch, easy to lose once you check out another; `git switch -c <name>` "
+            "(or `git switch <branch>`) first puts them on a branch")
+
+
 def vcs_notes(asked: str, root: Path) -> list[str]:
     """The lines a run (and --dry-run, --rehearse) starts with about what it does to the
     repository's version control, before anything is done."""
-    return [n for n in (git_kept_note(asked, root), converted_warning(root)) if n]
+    return [n for n in (new_repository_note(asked, root), git_kept_note(asked, root),
+                        detached_note(asked, root), converted_warning(root)) if n]

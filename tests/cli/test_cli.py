@@ -84,12 +84,13 @@ def test_a_changed_task_file_is_reconciled_and_reset_still_starts_over(
                                    + "- [ ] new one\n")
     code, out, err = invoke("tasks.md", "--vcs", "none")
     assert code == 0, err
-    assert "tasks.md changed: 1 task added, 1 edited, 0 removed; 2 completed tasks kept" in out
+    # The finished task reworded stays done (its words changed, its work did not go).
+    assert ("tasks.md changed: 1 task added, 0 edited, 0 removed, 1 reworded after done; 3 "
+            "completed tasks kept") in out
     runs = [p.splitlines()[-1] for p in fake_claude.task_prompts()]
-    assert runs[-2:] == ["compile it well", "new one"]
+    assert runs[-2:] == ["numbered one", "new one"]
     code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset")
     assert code == 0 and "reset: the old state and logs are in .agent-loop/archive/" in out
-    # Beside the reset's folder: the reworded task's old record (removed-<stamp>.json).
     archived = [p for p in (work / ".agent-loop" / "archive").iterdir() if p.is_dir()]
     assert len(archived) == 1 and (archived[0] / "state.json").read_bytes() != before
     assert (archived[0] / "logs").is_dir()

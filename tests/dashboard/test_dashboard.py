@@ -209,6 +209,40 @@ def test_a_report_reads_what_an_earlier_version_wrote(work: Path) -> None:
     assert "http://" not in html.split("<script", 1)[0] and "<link" not in html
 
 
+def test_a_report_writes_through_a_symlink_refuses_a_device_and_dash_is_stdout(
+        work: Path, tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[2] / ".agent-loop.example"
+    init_repo(work, "git")
+    (work / "tasks.md").write_bytes((example / "tasks.md").read_bytes())
+    (work / ".agent-loop").mkdir()
+    (work / ".agent-loop" / "state.json").write_bytes((example / "state.json").read_bytes())
+    real, link = tmp_path / "real.html", tmp_path / "link.html"
+    real.write_text("old\n")
+    link.symlink_to(real)
+    done = agent_loop(work, "--report", str(link))
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and "<html" in real.read_text()   # through the link, kept a link
+    # A link to what is no regular file (/dev/stdout is one) is never replaced by a file.
+    device = tmp_path / "device.html"
+    device.symlink_to("/dev/null")
+    done = agent_loop(work, "--report", str(device))
+    assert done.returncode == 1 and device.is_symlink(), done.stderr
+    assert "is no regular file" in done.stderr and "--report -" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    # `-`: the page on standard output, no file named `-`.
+    done = agent_loop(work, "--report", "-")
+    assert done.returncode == 0 and done.stdout.lstrip().startswith("<!"), done.stdout[:80]
+    assert not (work / "-").exists()
+    # Written under .agent-loop/ (as the docs show), it leaves the next run a clean tree.
+    assert agent_loop(work, "--report", ".agent-loop/report.html").returncode == 0
+    with (work / "tasks.md").open("a") as plan:
+        plan.write("- one more\n")   # something to run, so --dry-run judges the tree
+    dry = agent_loop(work, "--dry-run", "--vcs", "git")
+    assert dry.returncode == 0 and "uncommitted" not in dry.stdout, dry.stdout
+    assert agent_loop(work, "--report", "run.html").returncode == 0   # in the tree: it would
+    assert "1 uncommitted file(s)" in agent_loop(work, "--dry-run", "--vcs", "git").stdout
+
+
 def test_on_a_terminal_the_page_stays_until_ctrl_c_and_the_exit_code_is_the_runs(
         work: Path, fake_claude: FakeClaude) -> None:
     import pty

@@ -28,7 +28,7 @@ def under(label: str, heading: str) -> str:
 def dry_run(tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> dict:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tasks.md").write_bytes((PLANS / name).read_bytes())
-    result = CliRunner().invoke(command, ["tasks.md", "--dry-run", "--json"])
+    result = CliRunner().invoke(command, ["tasks.md", "--dry-run", "--json", "--vcs", "none"])
     assert result.exit_code == 0, result.output
     return orjson.loads(result.output)
 

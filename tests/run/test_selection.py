@@ -174,3 +174,17 @@ def test_dry_run_warns_of_a_dirty_tree_the_run_refuses(work: Path,
     assert "the run would stop" not in invoke("tasks.md", "--dry-run", "--vcs", "git",
                                               "--allow-dirty")[1]
     assert not (work / ".agent-loop" / "state.json").exists()
+
+
+def test_status_without_a_file_says_a_running_task_is_running(
+        work: Path, fake_claude: FakeClaude) -> None:
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    assert invoke("tasks.md", "--vcs", "none", "--task", "1")[0] == 0
+    # A run lives (this process stands for it) and its task 2 runs now.
+    state_file = work / ".agent-loop" / "state.json"
+    state = orjson.loads(state_file.read_bytes())
+    state["tasks"][1]["status"] = "running"
+    state_file.write_bytes(orjson.dumps(state))
+    (work / ".agent-loop" / "run.pid").write_text(f"{os.getpid()}\n")
+    line = invoke("--status")[1].splitlines()[0]
+    assert line.startswith("tasks.md: 5 task(s), 1 done, 0 failed, 3 pending, 1 running;"), line

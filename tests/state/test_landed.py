@@ -111,3 +111,47 @@ def test_a_lost_state_is_rebuilt_from_jjs_history(tmp_path: Path, jj_bin: str,
                for d in described), described
     shutil.rmtree(work / ".agent-loop")
     assert "2 task(s), 0 to run" in dry_run(work)
+
+
+def test_a_squash_merge_lands_every_task_it_names() -> None:
+    # GitHub's "Squash and merge": one commit, the squashed messages listed one after the other,
+    # each with its trailers; `git merge --squash` quotes them indented.
+    listed = "".join(f"* {t.subject}\n\n{trailers('tasks', t.index, t.text)}\n\n" for t in TASKS)
+    assert done_tasks("tasks", TASKS, [Commit("s1", f"Do the plan (#12)\n\n{listed}")]) == {
+        1: "s1", 2: "s1", 3: "s1"}
+    quoted = "Squashed commit of the following:\n\n" + "".join(
+        f"commit {t.index}\n\n    {t.subject}\n    \n    "
+        + trailers("tasks", t.index, t.text).replace("\n", "\n    ") + "\n\n" for t in TASKS)
+    assert done_tasks("tasks", TASKS, [Commit("s2", quoted)]) == {1: "s2", 2: "s2", 3: "s2"}
+    # A task reverted inside the squashed branch (its commit's id is gone): by the quote.
+    reverted = (f"{listed}* Revert \"{TASKS[1].subject}\"\n\nThis reverts commit "
+                f"{'e' * 40}.\n")
+    assert done_tasks("tasks", TASKS, [Commit("s3", f"Do it (#13)\n\n{reverted}")]) == {
+        1: "s3", 3: "s3"}
+    # Reverting the squash commit undoes every task it landed.
+    assert done_tasks("tasks", TASKS, [
+        Commit("51" * 20, f"Do the plan (#12)\n\n{listed}"),
+        Commit("r1", f"Revert \"Do the plan (#12)\"\n\nThis reverts commit {'51' * 20}.\n")
+    ]) == {}
+
+
+def test_a_fresh_clone_after_a_squash_merge_runs_nothing_again(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = git_project(tmp_path, "## A\n- write a\n  FAKE: write a.txt A\n"
+                                 "- write b\n  FAKE: write b.txt B\n"
+                                 "## B\n- write c\n  FAKE: write c.txt C\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    git(work, "checkout", "-qb", "feature")
+    run = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                          "--no-distill"], cwd=work, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    listed = git(work, "log", "--reverse", "--format=* %B", "main..feature")
+    git(work, "checkout", "-q", "main")
+    git(work, "merge", "-q", "--squash", "feature")
+    git(work, "commit", "-qm", f"Do the plan (#12)\n\n{listed}")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(work), str(clone)], check=True)
+    text = dry_run(clone)
+    assert "3 task(s), 0 to run" in text, text
+    assert "3 task(s) found done in the history" in text

@@ -154,8 +154,10 @@ def test_runs_of_edited_removed_and_again_tasks_stay_in_the_receipts_and_the_bud
     # --status and --budget, so a budget could overspend.
     monkeypatch.chdir(tmp_path)
     # Groups of their own: a session's running total does not hide what is lost.
-    (tmp_path / "tasks.md").write_text("## A\n- one\n## B\n- two\n## C\n- three\n")
-    assert invoke("tasks.md", "--vcs", "none")[0] == 0
+    (tmp_path / "tasks.md").write_text("## A\n- one\n## B\n- two\n  FAKE: exit 1\n"
+                                       "## C\n- three\n")
+    # Task two fails: reworded, it runs again (a finished one would stay done).
+    assert invoke("tasks.md", "--vcs", "none", "--max-attempts", "1")[0] == 4
     (tmp_path / "tasks.md").write_text("## A\n- one\n## B\n- two, better worded\n")
     code, out, err = invoke("tasks.md", "--vcs", "none")
     assert code == 0, err

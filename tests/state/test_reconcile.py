@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from agentloop.cli import command
 from agentloop.plan import numbering
 from agentloop.plan import parse as taskfile
-from agentloop.state.reconcile import reconcile
+from agentloop.state.reconcile import reconcile, reworded_lines
 from agentloop.state.schema import Attempt, TaskState
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git_project, state_of
@@ -60,14 +60,16 @@ def test_ticked_sub_items_and_steps_leave_the_same_task(tmp_path: Path) -> None:
     assert [(t.index, t.status) for t in changed.tasks] == [(1, "completed"), (2, "skipped")]
     assert changed.tasks[0].change_id == "change1"
     assert changed.edited == () and changed.added == () and changed.ticked == (2,)
-    # A word changed is still an edit.
+    # A word changed is still a change of words: the done task says so (and stays done).
     assert reconcile(old, new(tmp_path, "- [ ] a\n  - [ ] step, reworded\n  1. [~] more\n"
-                                        "### Task 2: b\n- [ ] s1\n- [ ] s2\n")).edited
+                                        "### Task 2: b\n- [ ] s1\n- [ ] s2\n")
+                     ).reworded_done == (1,)
 
 
-def test_an_edited_done_task_names_its_old_change_and_removed_ones_are_returned(
+def test_an_edited_task_names_its_old_change_and_removed_ones_are_returned(
         tmp_path: Path) -> None:
     old = saved(tmp_path, "- one\n- two\n- three\n", (1, 2))
+    old[0].status = "unapproved"  # its change kept for a person: reworded, it runs again
     changed = reconcile(old, new(tmp_path, "- one, better\n- two\n"))
     assert [(t.task, t.status) for t in changed.tasks] == [("one, better", "pending"),
                                                           ("two", "completed")]
@@ -236,3 +238,57 @@ def test_a_state_an_earlier_reader_saved_is_no_news_when_it_reads_the_same(
     state.write_bytes(state.read_bytes().replace(b'"reader": 2', b'"reader": 1'))
     status = orjson.loads(CliRunner().invoke(command, ["tasks.md", "--status", "--json"]).stdout)
     assert status["note"] is None and status["counts"] == {"completed": 1, "pending": 1}
+
+
+def test_a_completed_task_reworded_stays_done_and_says_so(tmp_path: Path) -> None:
+    old = saved(tmp_path, "## G\n- fix teh typo\n- two\n", (1,))
+    changed = reconcile(old, new(tmp_path, "## G\n- fix the typo\n- two, better\n"))
+    one, two = changed.tasks
+    # Its work is in history: it stays done, with the plan's words and its own record.
+    assert (one.status, one.task, one.change_id, one.done_as) == (
+        "completed", "fix the typo", "change1", "fix teh typo")
+    assert one.log_name == old[0].log_name and changed.replaced == (old[1],)
+    # A pending task reworded runs its new words once (issue 30): a new record.
+    assert (two.status, two.task) == ("pending", "two, better") and changed.edited == ((2, ""),)
+    assert changed.reworded_done == (1,) and changed.news()
+    assert "1 edited, 0 removed, 1 reworded after done; 1 completed task kept" in \
+        changed.summary()
+    assert reworded_lines(changed.tasks, "tasks.md") == [
+        "task 1's words changed after it was done: it stays done (not paid for again); "
+        "`agent-loop tasks.md --task 1 --again` runs the new words"]
+    # Reworded while the run that did it worked (the plan written before the state was last
+    # saved): it ran its old words, so its new words run once.
+    during = reconcile(old, new(tmp_path, "## G\n- fix the typo\n- two\n"), keep_done=False)
+    assert during.tasks[0].status == "pending" and during.edited == ((1, "change1"),)
+    # Reworded back: done as it reads, nothing to say.
+    back = reconcile(changed.tasks, new(tmp_path, "## G\n- fix teh typo\n- two, better\n"))
+    assert back.tasks[0].done_as is None and back.tasks[0].status == "completed"
+
+
+def test_a_typo_fixed_in_a_done_task_is_not_paid_for_again(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = git_project(tmp_path, "## G\n- wirte a\n  FAKE: write a.txt A\n"
+                                 "- write b\n  FAKE: write b.txt B\n")
+    argv = [sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git", "--no-distill"]
+
+    def agent_loop(*args: str) -> str:
+        done = subprocess.run([*argv, *args], cwd=work, capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout + done.stderr
+
+    agent_loop()
+    assert len(fake_claude.calls()) == 2
+    (work / "tasks.md").write_text((work / "tasks.md").read_text().replace("wirte", "write"))
+    line = ("task 1's words changed after it was done: it stays done (not paid for again); "
+            "`agent-loop tasks.md --task 1 --again` runs the new words")
+    dry = agent_loop("--dry-run")
+    assert "0 to run" in dry and line in dry, dry
+    assert line in agent_loop("--status")
+    ran = agent_loop()
+    assert line in ran and "0 of 2 task(s) to run" in ran, ran
+    assert len(fake_claude.calls()) == 2  # nothing was paid for again
+    assert line in agent_loop("--status")
+    agent_loop("--task", "1", "--again")
+    assert fake_claude.prompts()[-1].rstrip().endswith("write a\nFAKE: write a.txt A")
+    assert line not in agent_loop("--status")

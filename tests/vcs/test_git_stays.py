@@ -83,3 +83,40 @@ def test_a_repository_turned_into_jj_earlier_gets_the_way_back(tmp_path: Path, g
     assert f"git switch main && git merge --ff-only {head[:12]}" in dry.stdout, dry.stdout
     assert "jj bookmark set main -r @-" in dry.stdout
     assert git(work, "log", "--all", "--format=%H %an") == before  # nothing rewritten
+
+
+def test_a_detached_head_is_said_before_the_run_commits_there(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = git_project(tmp_path, "- one\n  FAKE: write a.txt A\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    git(work, "checkout", "-q", "--detach")
+    said = "git's HEAD is detached ("
+    dry = agent_loop(work, "--dry-run", "--vcs", "auto")
+    assert f"warning: {said}" in dry.stdout and "`git switch -c <name>`" in dry.stdout, dry.stdout
+    done = agent_loop(work, "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    first = (done.stdout + done.stderr).splitlines()
+    assert any(line.startswith(said) for line in first[:3]), first[:3]
+    # On a branch, not a word.
+    git(work, "switch", "-q", "-c", "work")
+    assert said not in agent_loop(work, "--dry-run").stdout
+
+
+def test_a_folder_under_no_version_control_is_told_what_the_run_makes(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = tmp_path / "plain"
+    work.mkdir()
+    (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n")
+    dry = agent_loop(work, "--dry-run", "--vcs", "git")
+    assert "is no repository yet: the run makes one there (`git init`) before its first task" \
+        in dry.stdout, dry.stdout
+    assert sorted(p.name for p in work.iterdir()) == ["tasks.md"]
+    rehearse = agent_loop(work, "--rehearse")
+    assert rehearse.returncode == 1 and "as a real run would" in rehearse.stderr
+    assert "does not make it for you" not in rehearse.stderr
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "is no repository yet: the run makes one there (`git init`)" in lines[0], lines[:3]
+    assert (work / ".git").is_dir()

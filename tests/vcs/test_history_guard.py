@@ -76,3 +76,44 @@ def test_status_notices_an_abandoned_change_and_again_redoes_it(
     assert again.returncode == 0, again.stdout + again.stderr
     assert (work / "b.txt").read_text() == "B\n"
     assert state_of(work)["tasks"][1]["change_id"] != two
+
+
+def test_a_rebased_task_is_found_by_its_trailers_and_a_reverted_one_is_said(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    base = git(work, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    git(work, "checkout", "-qb", "work")
+    assert agent_loop(work, "--no-distill", "--vcs", "git").returncode == 0
+    git(work, "checkout", "-q", base)
+    (work / "up.txt").write_text("upstream\n")
+    git(work, "add", "up.txt")
+    git(work, "commit", "-qm", "upstream")
+    git(work, "checkout", "-q", "work")
+    git(work, "rebase", "-q", base)
+    one, two = git(work, "log", "--format=%H", "-2").split()[::-1]
+    status = agent_loop(work, "--status").stdout
+    assert "no longer in the history" not in status and "--again" not in status, status
+    assert f"task 1's change moved: it is {one[:12]} now" in status, status
+    assert f"task 2's change moved: it is {two[:12]} now" in status, status
+    # The user reverts task 2: a run leaves it done, and --status says so.
+    git(work, "revert", "--no-edit", two)
+    revert = git(work, "rev-parse", "HEAD").strip()
+    status = agent_loop(work, "--status").stdout
+    assert f"task 2 was reverted by {revert[:12]}: a run leaves it done" in status, status
+    assert "--task 2 --again" in status
+    # A task appended: the run builds on the rebased history, finds the moved tasks by their
+    # trailers instead of stopping, and pays for the new task only.
+    with (work / "tasks.md").open("a") as plan:
+        plan.write("- three\n  FAKE: write c.txt C\n")
+    git(work, "commit", "-qam", "three")
+    before = len(fake_claude.calls())
+    done = agent_loop(work, "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "task 1's change moved" in done.stdout + done.stderr
+    assert len(fake_claude.calls()) == before + 1
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed"] * 3
+    assert tasks[0]["change_id"] == one
