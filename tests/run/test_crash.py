@@ -642,7 +642,10 @@ def test_jj_kill_in_the_recovery_that_keeps_a_finished_change(
     is killed in turn before that begin: the state used to forget the change there, so the run
     after ran the task afresh on top of it, found nothing new and recorded the task as done
     with no change while history held its work (found by seed 20260102); in a lane the
-    change never landed, and the task's file was lost."""
+    change never landed, and the task's file was lost. Since a sealed change is recorded by
+    the re-run (test_jj_kill_after_the_change_was_sealed_pays_no_agent_again), the second kill
+    comes in the next task's finish, and the last run finds below that task the empty change
+    the recovering run took as its base: it is dropped, no blank change stays in history."""
     work = tmp_path / "work"
     groups, per_group = (2, 1) if where[0] == "--parallel" else (1, 2)
     new_repo(work, "jj", groups=groups, per_group=per_group, pause=0)
