@@ -724,3 +724,27 @@ def test_jj_reset_after_a_kill_takes_up_no_old_change(tmp_path: Path, jj_bin: st
     if holding != [state.tasks[1].change_id]:
         problems.append(f"f02.txt is in changes {holding}")
     assert not problems, "\n".join(problems + [f"history: {history}"])
+
+
+def test_jj_kill_before_the_fold_of_an_agents_commit_is_no_seal(
+        tmp_path: Path, jj_bin: str, fake_claude: FakeClaude) -> None:
+    """The agent ran `jj commit` and wrote more after it; finish described the task's change
+    with its message (trailers and all) and was killed before it folded the agent's later
+    work in: that change is not sealed, and recording it would leave g01.txt out of the task.
+    The task goes on from the agent's work instead, and its change ends with both files."""
+    work = tmp_path / "work"
+    new_repo(work, "jj", groups=1, per_group=2, pause=0)
+    (work / "tasks.md").write_text(
+        "## Group 1\n\n- task 01\n  FAKE: write f01.txt content 1\n  FAKE: bash jj commit -m wip\n"
+        "  FAKE: write g01.txt more 1\n- task 02\n  FAKE: write f02.txt content 2\n")
+    killed_at(work, "jj", crash_env(tmp_path, "jj", "before", match=" squash --from [k-z]*..@ "),
+              fake_claude, "before finish folded the agent's commit", "--workplace", "checkout")
+    tool = start(work, "jj", tmp_path / "last.out", None, "--no-distill", "--workplace",
+                 "checkout")
+    assert tool.wait(timeout=120) == 0, (tmp_path / "last.out").read_text()[-2000:]
+    path = work / ".agent-loop" / "state.json"
+    state = from_bytes(path.read_bytes(), path)
+    history = {c: f for c, d, f in jj_history(work)}
+    assert [t.status for t in state.tasks] == ["completed", "completed"]
+    assert history.get(state.tasks[0].change_id or "") == ["f01.txt", "g01.txt"], history
+    assert task_runs(fake_claude) == ["task 01", "task 01", "task 02"]
