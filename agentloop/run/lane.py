@@ -105,9 +105,8 @@ def recover(run: Run, task: TaskState) -> bool:
     # run between the agent and the record: ledger.left_open): it may have been committed.
     probe = task.status == S.RUNNING or task.change_id is not None
     done = run.vcs.recovered() if probe else None
-    settled = getattr(run.vcs, "settled", None)  # a parallel run's jj lane
-    if done is None and settled is not None and probe:
-        done = settled(task.change_id or "")
+    if done is None and probe and task.history:
+        done = _sealed(run, task)
     if done is not None and task.history:
         # The earlier run committed this task and was killed before saving it as done.
         hand(run, task, Completed(task.history[-1], done, S.COMPLETED))
@@ -122,6 +121,27 @@ def recover(run: Run, task: TaskState) -> bool:
     if task.change_id is not None:
         drop(run, task, Change(change_id=task.change_id, commit_id=task.commit_id or ""))
     return False
+
+
+def _sealed(run: Run, task: TaskState) -> Change | None:
+    """jj: the task's change, when an earlier run sealed it (landing it in a lane now, as finish
+    would have) or landed it; None when there is no such change, or no such backend."""
+    settled = getattr(run.vcs, "settled", None)
+    if settled is None or not task.change_id:
+        return None
+    last = task.history[-1]
+    with _settling(run, task, last):
+        try:
+            found: Change | None = settled(task.change_id, _trailers(run, task))
+        except IntegrationConflict as conflict:  # another lane's work came first
+            found = conflicts.resolve(run, task, Change(change_id=conflict.commit),
+                                      task.session_id, conflict, last)
+    return found
+
+
+def _trailers(run: Run, task: TaskState) -> str:
+    """The lines that end the task's commit message, naming its plan and the task."""
+    return run.job.trailers(task) if run.job is not None else task_trailers(run.project, task)
 
 
 def _run_task(run: Run, task: TaskState) -> None:
@@ -241,8 +261,7 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
     if outcome.note:  # kept for the user to judge: the history says so too
         message += f"\n\n{outcome.status}: {outcome.note}"
     # Every commit names its plan and task: what is done survives the loss of .agent-loop/.
-    message += "\n\n" + (run.job.trailers(task) if run.job is not None else
-                         task_trailers(run.project, task))
+    message += "\n\n" + _trailers(run, task)
     with _settling(run, task, outcome.attempt):
         try:
             done = run.vcs.finish(outcome.change, message)

@@ -140,8 +140,11 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
     notes += vcs.prepare()
     notes += start_notes(vcs.name, project.root, options.git_hooks)
     project.store.hold_vcs_lock()  # the repository prepare() may just have made
-    for change in leftovers:  # an interrupted attempt of the old state's: history drops it
-        vcs.abandon(change)
+    # An interrupted attempt of the old state's: history drops it, for good (jj keeps a change
+    # for its task's next begin otherwise, and the reset's first task would take it up).
+    discard = getattr(vcs, "discard", vcs.abandon)
+    for change in leftovers:
+        discard(change)
     state.agent = admitted.agent
     if options.again:
         for index in options.only:

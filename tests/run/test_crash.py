@@ -642,7 +642,10 @@ def test_jj_kill_in_the_recovery_that_keeps_a_finished_change(
     is killed in turn before that begin: the state used to forget the change there, so the run
     after ran the task afresh on top of it, found nothing new and recorded the task as done
     with no change while history held its work (found by seed 20260102); in a lane the
-    change never landed, and the task's file was lost."""
+    change never landed, and the task's file was lost. Since a sealed change is recorded by
+    the re-run (test_jj_kill_after_the_change_was_sealed_pays_no_agent_again), the second kill
+    comes in the next task's finish, and the last run finds below that task the empty change
+    the recovering run took as its base: it is dropped, no blank change stays in history."""
     work = tmp_path / "work"
     groups, per_group = (2, 1) if where[0] == "--parallel" else (1, 2)
     new_repo(work, "jj", groups=groups, per_group=per_group, pause=0)
@@ -657,3 +660,91 @@ def test_jj_kill_in_the_recovery_that_keeps_a_finished_change(
     # resume takes that one, and close drops it.
     blank = [c for c, d, f in jj_history(work)[:-1] if not d and not f]
     assert not problems and not blank, "\n".join(problems + [f"empty changes left: {blank}"])
+
+
+def task_runs(fake: FakeClaude) -> list[str]:
+    """The first line of each task prompt the agent was paid to work on, in order."""
+    return [next((line for line in c["stdin"].splitlines() if line.startswith("task ")), "?")
+            for c in fake.calls() if "stream-json" in c["argv"]]
+
+
+@pytest.mark.parametrize("where", ["checkout", "lane"])
+def test_jj_kill_after_the_change_was_sealed_pays_no_agent_again(
+        tmp_path: Path, jj_bin: str, fake_claude: FakeClaude, where: str) -> None:
+    """Killed after finish's `jj new` on the task's change (its description the message finish
+    wrote, with the task's trailers), before the state said the task was done: the re-run
+    used to take the change up again and run its agent a second time, as git's recovery never
+    does; in a lane, before the change landed, the same. It records the task done with that
+    change (landed first, in a lane), and only the next task's agent runs."""
+    work = tmp_path / "work"
+    new_repo(work, "jj", groups=1, per_group=2, pause=0)
+    killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=" new [k-z]"), fake_claude,
+              "after the task's change was sealed", "--workplace", where)
+    assert task_runs(fake_claude) == ["task 01"]
+    tool = start(work, "jj", tmp_path / "last.out", None, "--no-distill", "--workplace", where)
+    assert tool.wait(timeout=120) == 0, (tmp_path / "last.out").read_text()[-2000:]
+    problems = check(work, "jj", "jj", per_group=2)
+    assert not problems, "\n".join(problems)
+    assert task_runs(fake_claude) == ["task 01", "task 02"], "an agent was paid twice"
+
+
+def test_jj_reset_after_a_kill_takes_up_no_old_change(tmp_path: Path, jj_bin: str,
+                                                      fake_claude: FakeClaude) -> None:
+    """--reset after a run killed once task 2's change was sealed: the old state's open change
+    was kept for the next begin, as the recovery keeps one, and the reset's first task (task
+    1) took it up: task 1 was recorded with task 2's change and file, task 2 as done with no
+    change. The reset drops it for good; each task ends with a change of its own."""
+    work = tmp_path / "work"
+    new_repo(work, "jj", groups=1, per_group=2, pause=0)
+    where = ("--no-distill", "--workplace", "checkout")
+    first = start(work, "jj", tmp_path / "first.out", None, *where, "--task", "1")
+    assert first.wait(timeout=120) == 0, (tmp_path / "first.out").read_text()[-2000:]
+    killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=" new [k-z]"), fake_claude,
+              "after task 2's change was sealed", "--workplace", "checkout")
+    tool = start(work, "jj", tmp_path / "last.out", None, *where, "--reset")
+    assert tool.wait(timeout=120) == 0, (tmp_path / "last.out").read_text()[-2000:]
+    path = work / ".agent-loop" / "state.json"
+    state = from_bytes(path.read_bytes(), path)
+    history = {c: (d, f) for c, d, f in jj_history(work)}
+    problems = []
+    for n, task in enumerate(state.tasks, 1):
+        mine = f"f{n:02d}.txt"
+        if task.status != "completed":
+            problems.append(f"task {n} is {task.status}")
+        # Task 1's change from before the reset holds its file already: done again, it may
+        # find nothing new. Task 2's old change is gone, so its file is made again.
+        if task.change_id is None and n == 1:
+            continue
+        if task.change_id not in history or history[task.change_id] != (subject(n, 2), [mine]):
+            problems.append(f"task {n} is recorded with change {task.change_id}: "
+                            f"{history.get(task.change_id)}")
+        if (work / mine).read_text() != f"content {n}\n":
+            problems.append(f"{mine} lost its content")
+    holding = [c for c, (d, f) in history.items() if "f02.txt" in f]
+    if holding != [state.tasks[1].change_id]:
+        problems.append(f"f02.txt is in changes {holding}")
+    assert not problems, "\n".join(problems + [f"history: {history}"])
+
+
+def test_jj_kill_before_the_fold_of_an_agents_commit_is_no_seal(
+        tmp_path: Path, jj_bin: str, fake_claude: FakeClaude) -> None:
+    """The agent ran `jj commit` and wrote more after it; finish described the task's change
+    with its message (trailers and all) and was killed before it folded the agent's later
+    work in: that change is not sealed, and recording it would leave g01.txt out of the task.
+    The task goes on from the agent's work instead, and its change ends with both files."""
+    work = tmp_path / "work"
+    new_repo(work, "jj", groups=1, per_group=2, pause=0)
+    (work / "tasks.md").write_text(
+        "## Group 1\n\n- task 01\n  FAKE: write f01.txt content 1\n  FAKE: bash jj commit -m wip\n"
+        "  FAKE: write g01.txt more 1\n- task 02\n  FAKE: write f02.txt content 2\n")
+    killed_at(work, "jj", crash_env(tmp_path, "jj", "before", match=" squash --from [k-z]*..@ "),
+              fake_claude, "before finish folded the agent's commit", "--workplace", "checkout")
+    tool = start(work, "jj", tmp_path / "last.out", None, "--no-distill", "--workplace",
+                 "checkout")
+    assert tool.wait(timeout=120) == 0, (tmp_path / "last.out").read_text()[-2000:]
+    path = work / ".agent-loop" / "state.json"
+    state = from_bytes(path.read_bytes(), path)
+    history = {c: f for c, d, f in jj_history(work)}
+    assert [t.status for t in state.tasks] == ["completed", "completed"]
+    assert history.get(state.tasks[0].change_id or "") == ["f01.txt", "g01.txt"], history
+    assert task_runs(fake_claude) == ["task 01", "task 01", "task 02"]

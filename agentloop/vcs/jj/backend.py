@@ -149,14 +149,18 @@ class JjVcs:
         return notes
 
     def _drop_strays(self) -> list[str]:
-        """Abandon empty changes an earlier run described and was killed before it used.
+        """Abandon empty changes an earlier run made and was killed before it used.
 
         A kill between `jj new -m` and the runner's state save leaves such a change; no task
         of ours ends empty (finish abandons an empty one), so an empty `agent-loop:` change
-        below @ that can still be rewritten is always a leftover.
+        below @ that can still be rewritten is always a leftover. So is an empty, undescribed
+        change right on a task's change with more above it: finish's fresh @, which a run that
+        recovered the sealed task below took as its base, killed before close dropped it
+        (jj itself drops such a change once it stops being @).
         """
-        strays = ('empty() & mutable() & ::@ & description(glob:"agent-loop:*") '
-                  '& ~root()')
+        strays = ('empty() & mutable() & ::@ & ~root() & (description(glob:"agent-loop:*") | '
+                  '(description(exact:"") & ~@ & ~bookmarks() & '
+                  'children(description(glob:"agent-loop:*"))))')
         found = self.jj.out("log", "--no-graph", "-r", strays, "-T", 'change_id ++ "\n"').split()
         if not found:
             return []
@@ -275,20 +279,20 @@ class JjVcs:
                  "-m", message)
         return self._info(task.change_id)[0]
 
-    def abandon(self, change: Change) -> None:
+    def abandon(self, change: Change, keep: bool = True) -> None:
         """Sweep out the tool's files, then `jj abandon` the change (and anything on top of it).
 
         A change that is gone already (abandoned by us before, or by the user by hand after an
         interrupted run) leaves nothing to do: that is no error, or no later run could start.
-        An earlier run's change whose agent ran `jj commit` or `jj new` stays, for its task's
-        next begin to go on from: that agent was at work and had not finished, and what it
-        recorded counts (dropping it would pay for the work twice).
+        An earlier run's change whose agent ran `jj commit` or `jj new` stays (unless not
+        `keep`), for its task's next begin to go on from: that agent was at work and had not
+        finished, and what it recorded counts (dropping it would pay for the work twice).
         """
         self._messages.pop(change.change_id, None)
         task, wc = self._one(change.change_id) if change.change_id else (None, None)
         if task is None:
             return
-        if not self._base and wc is not None and self._wc_on_top(task):
+        if keep and not self._base and wc is not None and self._wc_on_top(task):
             self._resumable = task.change_id
             return
         # Before the first begin (an earlier run's leftover) there is no base yet: the tool's
@@ -304,6 +308,12 @@ class JjVcs:
             (self.root / rel).write_bytes(data)
         # jj gives an abandoned working-copy commit a new, empty one on its parent.
         self._fresh = wc_goes
+
+    def discard(self, change: Change) -> None:
+        """Abandon the change for good, never kept for a next begin: --reset's drop of its old
+        state's open attempts, which belong to no task of the new state (kept, the reset's
+        first begin, whichever task's, went on from another task's work)."""
+        self.abandon(change, keep=False)
 
     def keeps(self, change_id: str) -> bool:
         """Whether `abandon` kept this change for its task's next begin to go on from: it is
@@ -382,6 +392,25 @@ class JjVcs:
         return lost
 
     def recovered(self) -> Change | None:
-        """Never: a jj change a killed run finished is still its task's change, which the
-        runner drops and redoes (the state did not record it as done)."""
+        """Never: a change is told sealed by its task (`settled`), not found for any task."""
         return None
+
+    def settled(self, change_id: str, trailers: str) -> Change | None:
+        """The task's change as finish sealed it, when a killed run did and the state never
+        recorded it done: the task's, not an attempt to drop and pay for again (git's recovery
+        keeps its commit so too, agentloop.vcs.git.recover). Sealed: described with the message
+        finish wrote, which ends in the task's `trailers`, and left by finish's `jj new`, whose
+        empty, undescribed @ sits right on it. Anything else is no proof: an agent's own
+        `jj new` after finish wrote the message and before it folded what the agent did since
+        leaves that work in @ (or in changes between), and its task goes on from there."""
+        if not change_id:
+            return None
+        task, wc = self._one(change_id)
+        if task is None or wc is None or task.empty or wc.parents != (change_id,) or \
+                wc.described or not all(self._kept_out(f) for f in wc.files):
+            return None
+        described = self.jj.out("log", "--no-graph", "-r", change_id, "-T", "description")
+        if trailers not in described:
+            return None
+        return Change(change_id=change_id, commit_id=task.commit_id, base=",".join(task.parents),
+                      files=tuple(f for f in task.files if not self._kept_out(f)))

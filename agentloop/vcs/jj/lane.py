@@ -96,7 +96,7 @@ class LaneJj:
         self.work.close()
 
     def recovered(self) -> Change | None:
-        """Never (see JjVcs.recovered; a landed change is found by `settled`)."""
+        """Never (see JjVcs.recovered; a finished change is found by `settled`)."""
         return None
 
     def finish(self, change: Change, message: str) -> Change:
@@ -108,11 +108,15 @@ class LaneJj:
         """Finished tasks' changes no longer on the main line."""
         return missing("jj", self.main.root, change_ids)
 
-    def settled(self, change_id: str) -> Change | None:
-        """A task's change an earlier run landed and was killed before recording: on the main
-        line already, so it is the task's, not an attempt to drop and run again."""
-        if not change_id or not self.main.jj.ids(f"present({change_id}) & ::@- & ~empty()"):
+    def settled(self, change_id: str, trailers: str) -> Change | None:
+        """A task's change an earlier run finished and was killed before recording: the task's,
+        not an attempt to drop and run again. On the main line already, or sealed in the lane
+        (JjVcs.settled) and landed now: IntegrationConflict or LandingHeld as in finish."""
+        if not change_id:
             return None
+        if not self.main.jj.ids(f"present({change_id}) & ::@- & ~empty()"):
+            sealed = self.work.settled(change_id, trailers)
+            return self._landed(sealed) if sealed is not None else None
         commit = self.main.jj.ids(change_id, "commit_id")[0]
         return Change(change_id=change_id, commit_id=commit,
                       files=tuple(sorted(self.main.jj.files(change_id))))
