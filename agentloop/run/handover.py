@@ -33,6 +33,7 @@ def begin(run: Run, task: TaskState, step: RunBegun) -> Attempt:
 
 def drop(run: Run, task: TaskState, change: Change, number: int | None = None) -> None:
     """Abandon the attempt's change and every edit in it (the lane's VCS, in the lane's
-    working copy); the records forget it (the controller)."""
-    run.vcs.abandon(change)
-    hand(run, task, Dropped(change.change_id, number))
+    working copy; kept aside first); the records forget it and the run says where its edits
+    are kept (the controller)."""
+    kept = run.vcs.abandon(change)
+    hand(run, task, Dropped(change.change_id, number, kept or ""))

@@ -140,7 +140,8 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
     notes += start_notes(vcs.name, project.root, options.git_hooks)
     project.store.hold_vcs_lock()  # the repository prepare() may just have made
     for change in leftovers:  # an interrupted attempt of the old state's: history drops it
-        vcs.abandon(change)
+        set_aside = vcs.abandon(change)
+        notes += [set_aside] if set_aside else []
     state.agent = admitted.agent
     if options.again:
         for index in options.only:

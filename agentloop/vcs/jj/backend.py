@@ -25,6 +25,7 @@ from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs import STATE_DIR, Change, find_root, plan_files, relative_to
 from agentloop.vcs.history import missing
+from agentloop.vcs.jj.aside import keep_aside
 from agentloop.vcs.jj.run import (
     INFO,
     MAX_NEW_FILE,
@@ -275,8 +276,9 @@ class JjVcs:
                  "-m", message)
         return self._info(task.change_id)[0]
 
-    def abandon(self, change: Change) -> None:
-        """Sweep out the tool's files, then `jj abandon` the change (and anything on top of it).
+    def abandon(self, change: Change) -> str | None:
+        """Sweep out the tool's files, keep a copy of what the change (and anything on top of it)
+        holds in a change off the line, then `jj abandon` them; the line that says so.
 
         A change that is gone already (abandoned by us before, or by the user by hand after an
         interrupted run) leaves nothing to do: that is no error, or no later run could start.
@@ -284,13 +286,13 @@ class JjVcs:
         next begin to go on from: that agent was at work and had not finished, and what it
         recorded counts (dropping it would pay for the work twice).
         """
-        self._messages.pop(change.change_id, None)
+        message = self._messages.pop(change.change_id, None)
         task, wc = self._one(change.change_id) if change.change_id else (None, None)
         if task is None:
-            return
+            return None
         if not self._base and wc is not None and self._wc_on_top(task):
             self._resumable = task.change_id
-            return
+            return None
         # Before the first begin (an earlier run's leftover) there is no base yet: the tool's
         # files are put back on disk instead, where the next snapshot takes them into @.
         saved = {} if self._base else {
@@ -298,12 +300,15 @@ class JjVcs:
             if self._kept_out(f) and (self.root / f).is_file()}
         self._sweep(task)
         wc_goes = wc is None or self._wc_on_top(task)
+        tip = wc.change_id if wc is not None and wc_goes else task.change_id
+        kept = keep_aside(self.jj, self._info(task.change_id)[0], tip, message)
         self.jj.out("abandon", f"{task.change_id} | ({task.change_id}:: & ::@)")
         for rel, data in saved.items():
             (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
             (self.root / rel).write_bytes(data)
         # jj gives an abandoned working-copy commit a new, empty one on its parent.
         self._fresh = wc_goes
+        return kept
 
     def _resume(self, message: str) -> Change | None:
         """The kept change taken up by this begin, described as the task; None (the change
