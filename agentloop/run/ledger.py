@@ -173,6 +173,10 @@ def uncount(task: TaskState, number: int, outcome: str, status: str, reason: str
         if record.number == number and record.outcome == O.RUNNING:
             record.outcome = outcome
             record.finished_at = record.finished_at or now()
+            if record.exit_code is None:
+                # Stopped before its agent reported a total: what it spent is not known, and
+                # 0.0 as if known would make every total read low without saying so.
+                record.cost_known = False
     move(task, status)
     task.error = reason
     task.attempts = max(0, task.attempts - 1)

@@ -103,6 +103,9 @@ def test_ctrl_c_keeps_the_agents_and_the_users_edits_aside(tmp_path: Path, kind:
     (work / "notes.txt").write_text("v1\nmy edit\n")
     out = ctrl_c(child)
     assert not (work / "a.txt").exists()  # rolled back, as before
+    # Stopped before its agent reported what it spent: not known, never a known $0.
+    last = state_of(work)["tasks"][0]["history"][-1]
+    assert last["outcome"] == "interrupted" and last["cost_known"] is False
     assert "rolled back" in out and "kept in" in out
     brought_back(work, out)
     assert (work / "notes.txt").read_text() == "v1\nmy edit\n"
