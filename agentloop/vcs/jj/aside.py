@@ -16,7 +16,9 @@ def keep_aside(jj: Jj, task: Rev, tip: str, message: str | None) -> str | None:
     parents, off the line; the line that says so, or None when they hold nothing."""
     if task.empty and tip == task.change_id:
         return None
-    subject = (message or "").split("\n", 1)[0].removeprefix("agent-loop:").strip()
+    if message is None:  # an earlier run's change: its description says which task
+        message = jj.out("log", "--no-graph", "-r", task.change_id, "-T", "description")
+    subject = message.split("\n", 1)[0].removeprefix("agent-loop:").strip()
     told = summaries(jj.run(*SUMMARIES, "new", "--no-edit", *task.parents, "-m",
                             f"{KEPT}: {subject or 'an attempt'}").stderr)
     if not told:  # a report we cannot read: the newest child of those parents is the one

@@ -25,6 +25,7 @@ from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs import STATE_DIR, Change, find_root, plan_files, relative_to
 from agentloop.vcs.history import missing
+from agentloop.vcs.jj import basemark
 from agentloop.vcs.jj.aside import keep_aside
 from agentloop.vcs.jj.run import (
     INFO,
@@ -147,6 +148,7 @@ class JjVcs:
                     raise
                 notes.append(self._update_stale())
                 notes += self._drop_strays()
+            notes += basemark.drop_left(self.jj, self.root)
         return notes
 
     def _drop_strays(self) -> list[str]:
@@ -198,6 +200,7 @@ class JjVcs:
             # Taken here, not in prepare, so a runner that abandons an earlier run's leftover
             # change first gets the change jj puts in its place.
             self._base = self._info("@")[0].change_id
+            basemark.note(self.root, self._base)
         elif self._fresh:
             # Only the tool's own files may have been written since; anything else (the user
             # editing between tasks) stays in that change, and the task starts on top of it.
@@ -337,6 +340,7 @@ class JjVcs:
             self.jj.out("new", "--no-edit", "--insert-before", change_id, "-m", "")
             below = self._info(f"{change_id}-")
         self._base = below[0].change_id
+        basemark.note(self.root, self._base)
         self.jj.out("describe", "-r", change_id, "-m", message)
         self._messages[change_id] = message
         task = self._info(change_id)[0]
@@ -367,11 +371,8 @@ class JjVcs:
         """
         if not self._base:
             return
-        verdict = self.jj.out("log", "--no-graph", "-r", f"present({self._base})", "-T",
-                           'if(empty && !description && !local_bookmarks && !immutable'
-                           ' && !current_working_copy && parents.len() == 1, "drop")')
-        if verdict.strip() == "drop":
-            self.jj.out("abandon", self._base)
+        basemark.drop_unused(self.jj, self._base)
+        basemark.forget(self.root)
 
     def missing(self, change_ids: Iterable[str]) -> set[str]:
         """Which task changes are no longer below @ (abandoned, or undone by `jj op restore`).
