@@ -10,6 +10,7 @@ undoes and `git diff --binary <sha>~ <sha> | git apply` puts it back on the roll
 from __future__ import annotations
 
 import tempfile
+import time
 from pathlib import Path
 
 from agentloop.errors import VcsError
@@ -42,6 +43,7 @@ def keep(repo: GitRepo, start: Start, why: str) -> tuple[str, list[str]] | None:
         except VcsError:
             if attempt == TRIES - 1:
                 raise
+            time.sleep(0.05 * (attempt + 1))  # the other lane holds the lock for milliseconds
     return sha, sorted(changed)
 
 

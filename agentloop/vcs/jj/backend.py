@@ -148,7 +148,7 @@ class JjVcs:
                     raise
                 notes.append(self._update_stale())
                 notes += self._drop_strays()
-            notes += basemark.drop_left(self.jj, self.root)
+            basemark.drop_left(self.jj, self.root)
         return notes
 
     def _drop_strays(self) -> list[str]:

@@ -34,17 +34,17 @@ def drop_unused(jj: Jj, change_id: str) -> bool:
     return True
 
 
-def drop_left(jj: Jj, root: Path) -> list[str]:
-    """Drop the base a killed run noted and left unused; the note that says so."""
+def drop_left(jj: Jj, root: Path) -> None:
+    """Drop the base a killed run noted and left unused, silently, as jj drops such a change
+    itself once @ leaves it."""
     mark = root / ".jj" / MARK
     try:
         change_id = mark.read_text().strip()
     except OSError:
-        return []
+        return
     mark.unlink(missing_ok=True)
-    if not change_id or not drop_unused(jj, change_id):
-        return []
-    return [f"dropped the empty change {change_id[:12]} a killed run had left below its tasks"]
+    if change_id:
+        drop_unused(jj, change_id)
 
 
 def forget(root: Path) -> None:
