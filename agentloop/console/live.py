@@ -110,6 +110,8 @@ class Console:
         if isinstance(event, (AgentStarted, AgentFinished)):
             return self._agent_line(event)
         if isinstance(event, ChangeAbandoned):
+            if event.kept:
+                return f"  {event.vcs}: {event.kept}"
             return f"  {event.vcs}: abandoned change {event.change_id[:12]}"
         if isinstance(event, RetryDecided):
             return retry_line(event)

@@ -58,6 +58,8 @@ class Shared:
         # The plan's hash as the controller last read it; agent-loop's own edit of the plan (a
         # ticked box, agentloop.run.tick_boxes) moves it too, so that edit is no news.
         self.plan_hash = ""
+        # The plan's bytes as last read (agentloop.run.plan_kept): put back should it vanish.
+        self.plan_bytes: bytes | None = None
 
     def halt(self) -> None:
         """Start no new task anywhere; running ones finish."""

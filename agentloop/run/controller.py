@@ -30,7 +30,7 @@ from agentloop.errors import AgentLoopError, BudgetReached, Interrupted, RunStop
 from agentloop.plan import parse
 from agentloop.proc import commands, running
 from agentloop.proc.signals import held_back, shielded
-from agentloop.run import budget, ledger
+from agentloop.run import budget, ledger, plan_kept
 from agentloop.run.conflicts import GroupConflicted, GroupHeld
 from agentloop.run.context import Run
 from agentloop.run.decisions import Completed, Failed, Judged, MayStart, Step
@@ -110,6 +110,7 @@ class Controller:
         # The plan as this controller last read it; a tick of agent-loop's moves it too
         # (agentloop.run.tick_boxes), so that edit is no news.
         run.shared.plan_hash = run.state.task_file_hash
+        self._read_plan()  # the plan's bytes, kept in case it vanishes (agentloop.run.plan_kept)
         self._landed = run.job.landed if run.job is not None else frozenset()
 
     def drive(self) -> None:
@@ -332,11 +333,18 @@ class Controller:
             data = parse.read_bytes(path)
             digest = parse.file_hash(data)
             if digest == self.run.shared.plan_hash:
+                plan_kept.keep(self.run, data)
                 return
             self.run.shared.plan_hash = digest
             changes = reconcile(self.run.state.tasks, parse.from_bytes(path, data))
         except AgentLoopError:
-            return  # a plan half saved, or broken for a moment: the run goes on as it was
+            # Gone (an agent's `jj undo`): put back. Else a plan half saved, or broken for a
+            # moment: the run goes on as it was.
+            restored = plan_kept.restore(self.run)
+            if restored is not None:
+                self.run.emit(LaneNote(restored))
+            return
+        plan_kept.keep(self.run, data)
         self.news.removed = {r.log_name for r in changes.removed}
         self.news.ticked = {changes.tasks[i - 1].log_name for i in changes.ticked}
         self.news.reworded = {

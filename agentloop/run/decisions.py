@@ -144,6 +144,7 @@ class Dropped:
 
     change_id: str
     number: int | None = None
+    kept: str = ""  # the VCS's line: where the dropped edits are kept, how to bring them back
 
 
 @dataclass(frozen=True)

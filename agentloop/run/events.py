@@ -86,10 +86,12 @@ class AgentFinished:
 
 @dataclass(frozen=True)
 class ChangeAbandoned:
-    """An attempt's change was dropped (a failed or interrupted attempt)."""
+    """An attempt's change was dropped (a failed or interrupted attempt); `kept`: where its
+    edits were set aside first and how to bring them back ("" when it had none)."""
 
     vcs: str
     change_id: str
+    kept: str = ""
 
 
 @dataclass(frozen=True)

@@ -180,6 +180,10 @@ def uncount(task: TaskState, number: int, outcome: str, status: str, reason: str
         if record.number == number and record.outcome == O.RUNNING:
             record.outcome = outcome
             record.finished_at = record.finished_at or now()
+            if record.exit_code is None:
+                # Stopped before its agent reported a total: what it spent is not known, and
+                # 0.0 as if known would make every total read low without saying so.
+                record.cost_known = False
     move(task, status)
     task.error = reason
     task.attempts = max(0, task.attempts - 1)
@@ -344,8 +348,8 @@ def _say(run: Run, task: TaskState, step: Step) -> None:
     """The one event a saved step is said by."""
     if isinstance(step, Opened) and step.change.change_id:
         run.emit(ChangeCreated(run.vcs.name, step.change.change_id))
-    elif isinstance(step, Dropped) and step.change_id:
-        run.emit(ChangeAbandoned(run.vcs.name, step.change_id))
+    elif isinstance(step, Dropped) and (step.change_id or step.kept):
+        run.emit(ChangeAbandoned(run.vcs.name, step.change_id, step.kept))
     elif isinstance(step, Marked) and step.said is not None:
         run.emit(step.said)
     elif isinstance(step, Completed):

@@ -8,7 +8,7 @@ import dataclasses
 from agentloop.errors import AgentLoopError, Interrupted
 from agentloop.plan.depends import waves
 from agentloop.proc.signals import shielded
-from agentloop.run import ledger
+from agentloop.run import ledger, plan_kept
 from agentloop.run.context import Run
 from agentloop.run.controller import Controller
 from agentloop.run.events import RunFinished, RunStarted
@@ -62,12 +62,14 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
             # A task an error left `running` between its agent and its record is interrupted:
             # no total says `running` once the run is over.
             ledger.left_open(run, stopped or "the run stopped")
+            # The last task's agent may have taken the plan away (`jj undo`): back it comes.
+            restored = plan_kept.restore(run)
             stalled = count_stalls(run, begun) + tuple(
                 f"task {t.index} is conflicted: it {t.error}" for t in run.state.tasks
                 if t.status == S.CONFLICTED) + tuple(
                 f"task {t.index} is {t.error}" for t in run.state.tasks if t.status == S.HELD)
         planned = [t.index for t in pending if t.index not in run.tally.dropped]
-        summary = summarize(run, started, stopped, tuple(controller.news.notes) + stalled,
-                            planned)
+        summary = summarize(run, started, stopped, tuple(controller.news.notes) + stalled
+                            + ((restored,) if restored else ()), planned)
         run.emit(summary)
     return summary

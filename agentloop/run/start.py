@@ -144,7 +144,8 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
     # for its task's next begin otherwise, and the reset's first task would take it up).
     discard = getattr(vcs, "discard", vcs.abandon)
     for change in leftovers:
-        discard(change)
+        set_aside = discard(change)
+        notes += [set_aside] if set_aside else []
     state.agent = admitted.agent
     if options.again:
         for index in options.only:

@@ -60,8 +60,12 @@ def usd(amount: float) -> float:
 
 def money(amount: float, known: bool = True) -> str:
     """Dollars as the user reads them, everywhere: four decimals ($0.0123); a cost the agent
-    did not report is said to be unknown."""
-    return f"${amount:.4f}" if known else "unknown (tokens only)"
+    did not report is said to be unknown, and a sum with such a cost in it a floor."""
+    if known:
+        return f"${amount:.4f}"
+    # Runs stopped before their agent reported a total, or priced by nobody, count nothing.
+    return f"${amount:.4f} or more (not every run's cost is known)" if amount else \
+        "unknown (tokens only)"
 
 
 def spent(state: State) -> float:

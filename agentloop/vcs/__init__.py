@@ -43,8 +43,9 @@ class Vcs(Protocol):
     def finish(self, change: Change, message: str) -> Change:
         """Seal the task's change; return it with final ids, `empty` and `files` filled in."""
 
-    def abandon(self, change: Change) -> None:
-        """Drop the change and every edit the attempt made, leaving all else as it was."""
+    def abandon(self, change: Change) -> str | None:
+        """Drop the change and every edit the attempt made, leaving all else as it was, once
+        they are kept aside; the one line that says where and how to bring them back."""
 
     def diff(self, change: Change) -> str:
         """The change's diff as text."""

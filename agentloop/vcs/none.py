@@ -25,8 +25,9 @@ class NoneVcs:
         """The same empty change: nothing knows which files the task touched."""
         return change
 
-    def abandon(self, change: Change) -> None:
+    def abandon(self, change: Change) -> str | None:
         """Nothing can be rolled back."""
+        return None
 
     def diff(self, change: Change) -> str:
         """No diff is known."""

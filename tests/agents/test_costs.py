@@ -85,6 +85,8 @@ def test_rates() -> None:
         with pytest.raises(ValueError):
             parse_rates(bad)
     assert money(0.0, known=False) == "unknown (tokens only)"
+    # Known runs and one whose cost nobody reported (a stopped run): a floor, never "unknown".
+    assert money(0.033, known=False) == "$0.0330 or more (not every run's cost is known)"
 
 
 def test_dry_run_refuses_the_same_budget(tmp_path: Path) -> None:

@@ -243,7 +243,9 @@ def test_unborn_branch_gets_a_root_commit(tmp_path: Path) -> None:
     git(tmp_path, "commit", "-q", "-m", "agent")
     vcs.abandon(failed)
     assert not (tmp_path / "a.txt").exists()
-    assert git(tmp_path, "rev-list", "--all") == ""
+    # No commit on any branch: only the copy of the rolled-back files, kept aside.
+    assert git(tmp_path, "rev-list", "--exclude=refs/agent-loop/*", "--all") == ""
+    assert git(tmp_path, "show", "refs/agent-loop/rolled-back:a.txt") == "a\n"
     done = run_task(vcs, tmp_path, "task", {"a.txt": "a\n"})
     assert subjects(tmp_path) == ["task"] and done.base == ""
     assert "a.txt" in vcs.diff(done)

@@ -19,7 +19,7 @@ import git
 
 from agentloop.errors import VcsError
 from agentloop.vcs import Change, plan_files, relative_to
-from agentloop.vcs.git import quick, recover
+from agentloop.vcs.git import aside, quick, recover
 from agentloop.vcs.git.files import state_of
 from agentloop.vcs.git.record import AttemptRecord, Start
 from agentloop.vcs.git.repo import GitRepo, dirty_message, index_seen, open_repo
@@ -94,9 +94,9 @@ class GitVcs:
         assert self._record is not None  # made by _open
         found = recover.examine(self.tree, self._record, lane=self.lane)
         self._recovered, self._resumable = found.recovered, found.resume
-        if found.undo is not None:
-            self._start = found.undo
-            self.abandon(Change(change_id=""))
+        if found.undo is not None:  # examine kept its copy
+            recover.roll_back(self.tree, found.undo)
+            self._forget()
         notes += found.notes
         head = self.tree.head()
         dirty = self.tree.dirty(head)
@@ -231,19 +231,28 @@ class GitVcs:
         found, self._recovered = self._recovered, None
         return found
 
-    def abandon(self, change: Change) -> None:
-        """Put every path the attempt changed back as it was at begin, commits included.
+    def abandon(self, change: Change) -> str | None:
+        """Put every path the attempt changed back as it was at begin, commits included, after
+        keeping them in a commit under aside.SAVED_REF; the line that says so, if anything was.
 
         Without an open attempt (abandoned already, or never begun) there is nothing to do.
         """
         start = self._start
         if start is None:
-            return
+            return None
         if recover.missing_objects(self.tree, start):
             self._forget()  # nothing left to put the files back from: they stay as they are
-            return
+            return None
+        # The user edits the same tree while the agent works: what is undone may be theirs.
+        try:
+            kept = aside.keep(self.tree, start, "an attempt's files, rolled back when it stopped")
+        except VcsError as exc:
+            self._forget()
+            return (f"keeping a copy of the stopped attempt's files failed ({exc}); they are "
+                    "left as they are, not rolled back")
         recover.roll_back(self.tree, start)
         self._forget()
+        return aside.said(kept) if kept is not None else None
 
     def diff(self, change: Change) -> str:
         """The task commit's patch; before finish, what the task would commit now."""
@@ -267,7 +276,7 @@ class GitVcs:
     def _resume(self, message: str) -> Change | None:
         """Go on from the killed run's attempt when this begin is its task's, the agent's
         commits still on top of where it began; else roll it back as any unfinished attempt
-        (its files kept under recover.SAVED_REF) and say None: a new attempt begins."""
+        (its files kept under aside.SAVED_REF) and say None: a new attempt begins."""
         resumed, self._resumable = self._resumable, None
         assert resumed is not None and self._record is not None
         if (resumed.begun_as or resumed.message) == message and \
@@ -276,9 +285,9 @@ class GitVcs:
             self._remember(resumed)  # as examine read it (a commit never landed forgotten)
             return Change(change_id="", base=resumed.head or "", kept=True)
         found = recover.examine(self.tree, self._record, lane=self.lane, resume=False)
-        if found.undo is not None:
-            self._start = found.undo
-            self.abandon(Change(change_id=""))
+        if found.undo is not None:  # examine kept its copy
+            recover.roll_back(self.tree, found.undo)
+            self._forget()
         return None
 
     def _remember(self, start: Start, fresh: bool = False) -> None:

@@ -70,9 +70,9 @@ class LaneGit:
         if breach is not None:
             self.main.on_wait(breach.text())
 
-    def abandon(self, change: Change) -> None:
-        """Drop the attempt's edits in the worktree."""
-        self.work.abandon(change)
+    def abandon(self, change: Change) -> str | None:
+        """Drop the attempt's edits in the worktree, kept aside first."""
+        return self.work.abandon(change)
 
     def diff(self, change: Change) -> str:
         """The task's patch."""

@@ -15,13 +15,13 @@ from gitdb.util import hex_to_bin
 
 from agentloop.errors import VcsError
 from agentloop.vcs import Change
+from agentloop.vcs.git import aside
+from agentloop.vcs.git.aside import SAVED_REF
 from agentloop.vcs.git.files import MISSING, put_back
 from agentloop.vcs.git.record import AttemptRecord, Start
 from agentloop.vcs.git.repo import GitRepo, split
 from agentloop.vcs.git.run import EMPTY_TREE
 
-# Where the next run keeps the files of an attempt it rolls back; the reflog keeps earlier ones.
-SAVED_REF = "refs/agent-loop/rolled-back"
 STOPPED = "an earlier run stopped inside a task"
 
 
@@ -212,13 +212,8 @@ def _ours(repo: GitRepo, start: Start, head: str | None) -> bool:
 
 def _save_aside(repo: GitRepo, start: Start) -> str | None:
     """Commit what a roll-back would undo under SAVED_REF; None when there is nothing."""
-    changed = repo.changed(start)
-    sha = repo.commit(start.head, changed, "agent-loop: an unfinished task attempt, "
-                      "rolled back by the next run") if changed else None
-    if sha is not None:
-        repo.git.out("update-ref", "--create-reflog", "-m", "agent-loop: rolled back",
-                     SAVED_REF, sha)
-    return sha
+    kept = aside.keep(repo, start, "an unfinished task attempt, rolled back by the next run")
+    return kept[0] if kept is not None else None
 
 
 def roll_back(repo: GitRepo, start: Start) -> None:

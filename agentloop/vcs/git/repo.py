@@ -167,14 +167,16 @@ class GitRepo:
         with tempfile.TemporaryDirectory(dir=self.repo.git_dir) as scratch:
             env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
             self.git.out("read-tree", base or "--empty", env=env)
-            # A folder where a file was: its files are paths of their own, the file goes.
+            # A folder where a file was: its files are paths of their own, the file goes. A
+            # file where a folder was: the folder's files go first, or git refuses the file.
             folders = {p for p in paths if (self.root / p).is_dir()
                        and not (self.root / p).is_symlink()}
-            if folders:
+            gone = {p for p in paths - folders if not os.path.lexists(self.root / p)}
+            if folders | gone:
                 self.git.out("update-index", "--force-remove", "-z", "--stdin",
-                          paths=sorted(folders), env=env)
+                          paths=sorted(folders | gone), env=env)
             self.git.out("update-index", "--add", "--remove", "-z", "--stdin",
-                      paths=sorted(paths - folders), env=env)
+                      paths=sorted(paths - folders - gone), env=env)
             return self.git.out("write-tree", env=env).strip()
 
     def commit(self, base: str | None, paths: set[str], message: str) -> str | None:

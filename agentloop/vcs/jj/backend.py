@@ -25,6 +25,8 @@ from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs import STATE_DIR, Change, find_root, plan_files, relative_to
 from agentloop.vcs.history import missing
+from agentloop.vcs.jj import basemark
+from agentloop.vcs.jj.aside import keep_aside
 from agentloop.vcs.jj.run import (
     INFO,
     MAX_NEW_FILE,
@@ -146,6 +148,7 @@ class JjVcs:
                     raise
                 notes.append(self._update_stale())
                 notes += self._drop_strays()
+            basemark.drop_left(self.jj, self.root)
         return notes
 
     def _drop_strays(self) -> list[str]:
@@ -201,6 +204,7 @@ class JjVcs:
             # Taken here, not in prepare, so a runner that abandons an earlier run's leftover
             # change first gets the change jj puts in its place.
             self._base = self._info("@")[0].change_id
+            basemark.note(self.root, self._base)
         elif self._fresh:
             # Only the tool's own files may have been written since; anything else (the user
             # editing between tasks) stays in that change, and the task starts on top of it.
@@ -279,8 +283,9 @@ class JjVcs:
                  "-m", message)
         return self._info(task.change_id)[0]
 
-    def abandon(self, change: Change, keep: bool = True) -> None:
-        """Sweep out the tool's files, then `jj abandon` the change (and anything on top of it).
+    def abandon(self, change: Change, keep: bool = True) -> str | None:
+        """Sweep out the tool's files, keep a copy of what the change (and anything on top of it)
+        holds in a change off the line, then `jj abandon` them; the line that says so.
 
         A change that is gone already (abandoned by us before, or by the user by hand after an
         interrupted run) leaves nothing to do: that is no error, or no later run could start.
@@ -288,13 +293,13 @@ class JjVcs:
         `keep`), for its task's next begin to go on from: that agent was at work and had not
         finished, and what it recorded counts (dropping it would pay for the work twice).
         """
-        self._messages.pop(change.change_id, None)
+        message = self._messages.pop(change.change_id, None)
         task, wc = self._one(change.change_id) if change.change_id else (None, None)
         if task is None:
-            return
+            return None
         if keep and not self._base and wc is not None and self._wc_on_top(task):
             self._resumable = task.change_id
-            return
+            return None
         # Before the first begin (an earlier run's leftover) there is no base yet: the tool's
         # files are put back on disk instead, where the next snapshot takes them into @.
         saved = {} if self._base else {
@@ -302,18 +307,21 @@ class JjVcs:
             if self._kept_out(f) and (self.root / f).is_file()}
         self._sweep(task)
         wc_goes = wc is None or self._wc_on_top(task)
+        tip = wc.change_id if wc is not None and wc_goes else task.change_id
+        kept = keep_aside(self.jj, self._info(task.change_id)[0], tip, message)
         self.jj.out("abandon", f"{task.change_id} | ({task.change_id}:: & ::@)")
         for rel, data in saved.items():
             (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
             (self.root / rel).write_bytes(data)
         # jj gives an abandoned working-copy commit a new, empty one on its parent.
         self._fresh = wc_goes
+        return kept
 
-    def discard(self, change: Change) -> None:
+    def discard(self, change: Change) -> str | None:
         """Abandon the change for good, never kept for a next begin: --reset's drop of its old
         state's open attempts, which belong to no task of the new state (kept, the reset's
         first begin, whichever task's, went on from another task's work)."""
-        self.abandon(change, keep=False)
+        return self.abandon(change, keep=False)
 
     def keeps(self, change_id: str) -> bool:
         """Whether `abandon` kept this change for its task's next begin to go on from: it is
@@ -342,6 +350,7 @@ class JjVcs:
             self.jj.out("new", "--no-edit", "--insert-before", change_id, "-m", "")
             below = self._info(f"{change_id}-")
         self._base = below[0].change_id
+        basemark.note(self.root, self._base)
         self.jj.out("describe", "-r", change_id, "-m", message)
         self._messages[change_id] = message
         task = self._info(change_id)[0]
@@ -372,11 +381,8 @@ class JjVcs:
         """
         if not self._base:
             return
-        verdict = self.jj.out("log", "--no-graph", "-r", f"present({self._base})", "-T",
-                           'if(empty && !description && !local_bookmarks && !immutable'
-                           ' && !current_working_copy && parents.len() == 1, "drop")')
-        if verdict.strip() == "drop":
-            self.jj.out("abandon", self._base)
+        basemark.drop_unused(self.jj, self._base)
+        basemark.forget(self.root)
 
     def missing(self, change_ids: Iterable[str]) -> set[str]:
         """Which task changes are no longer below @ (abandoned, or undone by `jj op restore`).

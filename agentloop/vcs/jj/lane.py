@@ -79,9 +79,9 @@ class LaneJj:
         if breach is not None and breach.stops:
             raise LaneBreach(breach)
 
-    def abandon(self, change: Change) -> None:
-        """Drop the attempt's change."""
-        self.work.abandon(change)
+    def abandon(self, change: Change) -> str | None:
+        """Drop the attempt's change, kept aside first."""
+        return self.work.abandon(change)
 
     def keeps(self, change_id: str) -> bool:
         """Whether `abandon` kept the change for its task's next begin (JjVcs.keeps)."""

@@ -1,0 +1,81 @@
+"""Keeping a copy before a roll-back: every edit an attempt's roll-back is about to undo (the
+agent's, and the user's own made while it worked, which look just the same) is first committed
+under SAVED_REF, one commit per roll-back, the ref's reflog keeping the earlier ones.
+
+The commit's parent holds the files as the attempt found them (HEAD, with the user's uncommitted
+edits of the paths concerned as they were at begin), so its diff is exactly what the roll-back
+undoes and `git diff --binary <sha>~ <sha> | git apply` puts it back on the rolled-back files.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from agentloop.errors import VcsError
+from agentloop.vcs.git.files import MISSING
+from agentloop.vcs.git.record import Start
+from agentloop.vcs.git.repo import GitRepo
+
+# Where the files of every rolled-back attempt are kept; the reflog keeps earlier ones.
+SAVED_REF = "refs/agent-loop/rolled-back"
+# Two lanes rolling back at once race for the ref's lock; the loser tries again.
+TRIES = 5
+NO_SHA = "0" * 40
+
+
+def keep(repo: GitRepo, start: Start, why: str) -> tuple[str, list[str]] | None:
+    """Commit what rolling back `start` would undo under SAVED_REF: (the commit, its paths),
+    or None when the roll-back would undo nothing. VcsError when no copy could be made."""
+    changed = repo.changed(start)
+    if not changed:
+        return None
+    base = _as_begun(repo, start, changed)
+    sha = repo.commit(base, changed, f"agent-loop: {why}")
+    if sha is None:
+        return None
+    for attempt in range(TRIES):
+        try:
+            repo.git.out("update-ref", "--create-reflog", "-m", f"agent-loop: {why}",
+                         SAVED_REF, sha)
+            break
+        except VcsError:
+            if attempt == TRIES - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))  # the other lane holds the lock for milliseconds
+    return sha, sorted(changed)
+
+
+def said(kept: tuple[str, list[str]]) -> str:
+    """The one line that says what was set aside and how to bring it back."""
+    sha, files = kept
+    shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    return (f"rolled back {len(files)} file(s) the attempt changed ({shown}); kept in "
+            f"commit {sha[:12]} ({SAVED_REF}), `git diff --binary {sha[:12]}~ {sha[:12]} | "
+            "git apply` brings them back")
+
+
+def _as_begun(repo: GitRepo, start: Start, paths: set[str]) -> str | None:
+    """A commit of the files as the attempt found them, where they differed from HEAD then
+    (the user's uncommitted edits); HEAD itself when none of `paths` did."""
+    lines = []
+    for rel in sorted(paths & set(start.states)):
+        state = start.states[rel]
+        if state == MISSING:
+            lines.append(f"0 {NO_SHA}\t{rel}")
+        elif state.startswith("100"):
+            mode, blob = state.split(":", 1)
+            lines.append(f"{mode} {blob}\t{rel}")
+        # a symlink or a folder at begin: kept as HEAD has it, the diff shows the difference
+    if not lines:
+        return start.head
+    with tempfile.TemporaryDirectory(dir=repo.repo.git_dir) as scratch:
+        env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        repo.git.out("read-tree", start.head or "--empty", env=env)
+        repo.git.out("update-index", "-z", "--index-info",
+                     input="".join(line + "\0" for line in lines), env=env)
+        tree = repo.git.out("write-tree", env=env).strip()
+    parents = ["-p", start.head] if start.head else []
+    return repo.git.out("commit-tree", tree, *parents, "-m",
+                        "agent-loop: the files as the rolled-back attempt found them").strip()

@@ -1,0 +1,45 @@
+"""Keeping a copy before a roll-back in jj: what an abandoned attempt's change holds (the agent's
+edits, and the user's own made while it worked, which jj snapshotted into it just the same) is
+first copied into a change of its own beside the line of history, never below @, so `jj log`
+shows it and one `jj squash` brings it back. `jj op log` alone is no place to leave paid work."""
+
+from __future__ import annotations
+
+from agentloop.vcs.jj.run import INFO, SUMMARIES, Jj, Rev, parse_info, summaries
+
+# How a kept change is described: never "agent-loop:", which names a task's change.
+KEPT = "rolled back by agent-loop"
+
+
+def keep_aside(jj: Jj, task: Rev, tip: str, message: str | None) -> str | None:
+    """Copy what `task` and the changes from it up to `tip` hold into a new change on `task`'s
+    parents, off the line; the line that says so, or None when they hold nothing."""
+    if task.empty and tip == task.change_id:
+        return None
+    if message is None:  # an earlier run's change: its description says which task
+        message = jj.out("log", "--no-graph", "-r", task.change_id, "-T", "description")
+    subject = message.split("\n", 1)[0].removeprefix("agent-loop:").strip()
+    told = summaries(jj.run(*SUMMARIES, "new", "--no-edit", *task.parents, "-m",
+                            f"{KEPT}: {subject or 'an attempt'}").stderr)
+    if not told:  # a report we cannot read: the newest child of those parents is the one
+        told = _newest(jj, task)
+    kept = told[0].change_id
+    jj.out("restore", "--from", tip, "--into", kept)
+    rev = _info(jj, kept)
+    if rev.empty:
+        jj.out("abandon", kept)
+        return None
+    return (f"rolled back the attempt's change {task.change_id[:12]} ({len(rev.files)} "
+            f"file(s)); kept in change {kept[:12]} beside the line, `jj squash "
+            f"--use-destination-message --from {kept[:12]} --into @` brings it back")
+
+
+def _info(jj: Jj, revset: str) -> Rev:
+    return parse_info(jj.out("log", "--no-graph", "-r", revset, "-T", INFO))[0]
+
+
+def _newest(jj: Jj, task: Rev) -> list[Rev]:
+    parents = " | ".join(task.parents) or "root()"
+    return parse_info(jj.out("log", "--no-graph", "-r",
+                             f'latest(children({parents}) & description(substring:"{KEPT}"))',
+                             "-T", INFO))

@@ -1,0 +1,135 @@
+"""Nothing a roll-back undoes is lost: an attempt that failed and is retried, or that Ctrl+C
+stopped (while the agent worked, or while the checks ran on its finished work), is kept aside
+before its files are put back (git: a commit under refs/agent-loop/rolled-back; jj: a change
+beside the line), and the run says in one line where and the command that brings it back."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, jj, make_repo, state_of
+from tests.support.runner import agent_loop, plain_shell
+
+pytestmark = pytest.mark.usefixtures("plain_shell")
+assert plain_shell  # the fixture, imported for the mark above
+
+SAVED = "refs/agent-loop/rolled-back"
+# What the user does in their checkout while the agent works: acted out by the agent's own Bash
+# tool, so the test needs no clock (agent-loop cannot tell who wrote).
+USER_MEANWHILE = "echo 'my edit' >> {root}/notes.txt; echo mine > {root}/draft.txt"
+
+
+def project(tmp_path: Path, kind: str, plan: str) -> Path:
+    work = make_repo(tmp_path / "project", kind, {"README.md": "hello\n", "notes.txt": "v1\n"})
+    (work / "tasks.md").write_text(plan)
+    if kind == "git":
+        git(work, "add", "tasks.md")
+        git(work, "commit", "-qm", "plan")
+    return work
+
+
+def brought_back(work: Path, out: str) -> None:
+    """Run the command the run's line names (as a user pastes it)."""
+    command = re.search(r"`((?:git|jj) [^`]+)` brings", out)
+    assert command is not None, out
+    subprocess.run(["sh", "-c", command.group(1)], cwd=work, check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("kind", ["git", "jj"])
+def test_a_failed_attempt_is_kept_aside_with_the_users_edits(tmp_path: Path, kind: str,
+                                                             fake_claude: FakeClaude) -> None:
+    work = project(tmp_path, kind, (
+        "- the task\n"
+        f"  FAKE: bash {USER_MEANWHILE.format(root=tmp_path / 'project')}\n"
+        "  FAKE: write a.txt a\n"
+        "  FAKE: fail 1\n"))
+    done = agent_loop(work, "--vcs", kind, "--workplace", "checkout", "--no-distill",
+                      "--backoff", "0")
+    assert done.returncode == 0, done.stdout + done.stderr
+    line = next(line for line in done.stdout.splitlines() if "rolled back" in line)
+    assert "kept in" in line and "brings" in line
+    if kind == "git":
+        assert sorted(git(work, "show", "--name-only", "--format=", SAVED).split()) == \
+            ["a.txt", "draft.txt", "notes.txt"]
+        assert git(work, "show", f"{SAVED}:notes.txt") == "v1\nmy edit\n"
+    else:
+        kept = jj(work, "log", "--no-graph", "-r", 'description(substring:"rolled back")',
+                  "-T", 'self.diff().files().map(|f| f.path()).join(",")')
+        assert sorted(kept.split(",")) == ["a.txt", "draft.txt", "notes.txt"]
+        # Beside the line: never below the tasks' changes.
+        assert not jj(work, "log", "--no-graph", "-r",
+                      '::@ & description(substring:"rolled back")', "-T", "change_id")
+
+
+def start(work: Path, *args: str) -> subprocess.Popen[str]:
+    # A session of its own, as a terminal gives its foreground job: Ctrl+C goes to the group.
+    return subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill",
+                             "--workplace", "checkout", *args], cwd=work,
+                            env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def wait_for(child: subprocess.Popen[str], sign: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not sign.exists():
+        assert child.poll() is None and time.monotonic() < deadline, child.communicate()
+        time.sleep(0.02)
+
+
+def ctrl_c(child: subprocess.Popen[str]) -> str:
+    os.killpg(child.pid, signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 130, out + err
+    return out + err
+
+
+@pytest.mark.parametrize("kind", ["git", "jj"])
+def test_ctrl_c_keeps_the_agents_and_the_users_edits_aside(tmp_path: Path, kind: str,
+                                                           fake_claude: FakeClaude) -> None:
+    work = project(tmp_path, kind, (
+        "- the task\n  FAKE: write a.txt a\n  FAKE: write started.txt now\n  FAKE: pause 30\n"))
+    child = start(work, "--vcs", kind)
+    wait_for(child, work / "started.txt")
+    # The user edits a file the agent never touches, then presses Ctrl+C.
+    (work / "notes.txt").write_text("v1\nmy edit\n")
+    out = ctrl_c(child)
+    assert not (work / "a.txt").exists()  # rolled back, as before
+    # Stopped before its agent reported what it spent: not known, never a known $0.
+    last = state_of(work)["tasks"][0]["history"][-1]
+    assert last["outcome"] == "interrupted" and last["cost_known"] is False
+    assert "rolled back" in out and "kept in" in out
+    brought_back(work, out)
+    assert (work / "notes.txt").read_text() == "v1\nmy edit\n"
+    assert (work / "a.txt").read_text() == "a\n"
+
+
+def test_ctrl_c_during_the_check_keeps_the_finished_work(tmp_path: Path,
+                                                         fake_claude: FakeClaude) -> None:
+    work = project(tmp_path, "git", "- the task\n  FAKE: write a.txt a\n")
+    # The check passes at once before the agent (the baseline), and hangs after it.
+    child = start(work, "--vcs", "git", "--check",
+                  "test -f a.txt || exit 0; touch checking; sleep 30")
+    wait_for(child, work / "checking")
+    out = ctrl_c(child)
+    assert git(work, "show", f"{SAVED}:a.txt") == "a\n", out
+    assert "rolled back" in out
+    assert state_of(work)["tasks"][0]["status"] == "interrupted"
+
+
+def test_a_lanes_failed_attempt_is_kept_aside_too(tmp_path: Path,
+                                                  fake_claude: FakeClaude) -> None:
+    work = project(tmp_path, "git", "## A\n- the task\n  FAKE: write a.txt a\n  FAKE: fail 1\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill",
+                      "--backoff", "0")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(work, "show", f"{SAVED}:a.txt") == "a\n"
+    assert "rolled back" in done.stdout
