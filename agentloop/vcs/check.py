@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentloop.errors import VcsError
+from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.jj.run import Jj
 
@@ -69,16 +70,21 @@ class GitLaneRecord:
     main_ref: str                # the main line's branch, refs/heads/...
     landed: tuple[str, ...] = ()  # main-line commits this lane landed
     checkout: dict[str, tuple[int, int, int] | None] = field(default_factory=dict)
+    # (the lane's git dir, the repository's common one): what a step left read from files.
+    dirs: tuple[Path, Path] | None = None
 
 
 def check_git_lane(record: GitLaneRecord) -> Breach | None:
-    """The first thing the agent did outside its task, or None when the lane is as recorded."""
+    """The first thing the agent did outside its task, or None when the lane is as recorded.
+    The user's checkout is not looked at here (see `written`)."""
     lane, short = record.lane, record.branch.removeprefix("refs/heads/")
     main_short = record.main_ref.removeprefix("refs/heads/")
     if not lane.is_dir() or not (lane / ".git").exists():
         return Breach(Kind.LANE_GONE, f"the lane's worktree {lane} was removed from outside "
                       f"(its branch {short} keeps what it had committed)",
                       ("git worktree prune", f"git log --oneline {main_short}..{short}"))
+    if record.dirs is not None and record.head and _as_left(record):
+        return None
     git, main = Git(lane), Git(record.main_root)
     code, out = git.code("symbolic-ref", "-q", "HEAD", codes=(0, 1, 128))
     ref = out.strip() if code == 0 else None
@@ -111,7 +117,18 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
             return Breach(Kind.LANDED_LOST, f"commit {lost[0][:12]}, which this lane landed on "
                           f"{main_short}, is no longer on it",
                           (f"git reflog {main_short}", f"git cherry-pick {lost[0][:12]}"))
-    return written(record.main_root, record.checkout, dirty(main)) if record.head else None
+    return None
+
+
+def _as_left(record: GitLaneRecord) -> bool:
+    """Whether the git dir's files say the lane is as the step began: on its branch, at the
+    commit recorded, and the main line at the last commit this lane landed (the others below
+    it). No process; False asks git."""
+    assert record.dirs is not None
+    lane_dir, common = record.dirs
+    if refs.where(lane_dir, common) != (record.branch, record.head):
+        return False
+    return not record.landed or refs.branch_tip(common, record.main_ref) == record.landed[-1]
 
 
 def dirty(git: Git) -> list[str]:
