@@ -12,14 +12,7 @@ from typing import Iterable
 from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs import Change
-from agentloop.vcs.check import (
-    GitLaneRecord,
-    LaneBreach,
-    check_git_lane,
-    dirty,
-    stamp,
-    written,
-)
+from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane, dirty, stamp, written
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
 from agentloop.vcs.git.run import Git
