@@ -19,7 +19,7 @@ from pathlib import Path
 from agentloop.errors import VcsError
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
-from agentloop.vcs.jj.run import Jj
+from agentloop.vcs.jj.run import Jj, op_head
 
 
 class Kind(enum.Enum):
@@ -170,6 +170,7 @@ class JjLaneRecord:
     main_root: Path              # the user's workspace
     operation: str               # the repository's operation then
     landed: tuple[str, ...] = ()  # change ids this lane landed
+    stamp: str | None = None     # its op heads then, read from files (agentloop.vcs.jj.run)
 
 
 # How jj describes an operation that undid others (`jj undo`, `jj op restore`, `jj op revert`,
@@ -185,6 +186,8 @@ def check_jj_lane(record: JjLaneRecord) -> Breach | None:
         return Breach(Kind.LANE_GONE, f"the lane's workspace {lane} was removed from outside "
                       "(its changes stay in the repository)",
                       ("jj workspace list", "jj log"))
+    if record.stamp is not None and op_head(record.main_root) == record.stamp:
+        return None  # no jj command ran since the step began: nothing was undone or lost
     jj = Jj(record.main_root)
     for op, description in operations_since(jj, record.operation):
         if description.startswith(UNDOING):
@@ -222,6 +225,9 @@ def operations_since(jj: Jj, operation: str) -> list[tuple[str, str]]:
 
 
 def operation(jj: Jj) -> str:
-    """The repository's current operation id."""
+    """The repository's current operation id (its op heads' one file name, when it is one)."""
+    head = op_head(jj.root)
+    if head is not None:
+        return head.split(" ", 1)[0]
     return jj.out("--ignore-working-copy", "op", "log", "--no-graph", "-n", "1", "-T",
                   'id ++ "\\n"').strip()

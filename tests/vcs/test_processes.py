@@ -26,7 +26,7 @@ PER_TASK = {"git": 2, "jj": 3}
 # anything write there while the agent ran?), the two in the lane, and the landing's one
 # `merge --ff-only` in your checkout. jj: the same three and the landing's two (what @ holds in
 # your checkout, then one `rebase` of it onto the task's change).
-PER_TASK_LANE = {"git": 4, "jj": 17}
+PER_TASK_LANE = {"git": 4, "jj": 5}
 
 
 def shims(tmp_path: Path, log: Path) -> dict[str, str]:
