@@ -341,7 +341,11 @@ class JjVcs:
         return self.jj.out("diff", "-r", change.change_id, "--git")
 
     def close(self) -> None:
-        """`jj new`, unless @ is already an empty change without a description."""
+        """`jj new`, unless @ is already an empty change without a description, or no task's
+        change was ever here: where the agent worked in a lane, @ is the user's own change,
+        which stays @."""
+        if not (self._base or self._fresh or self._resumable):
+            return
         wc = self._info("@")[0]
         if self._fresh and self._sweep(wc):
             wc = self._info("@")[0]  # the tool's last tick went down into the base

@@ -37,8 +37,10 @@ class JjMainLine:
         self._lock = threading.Lock()
 
     def tip(self) -> str:
-        """The main line's newest change: @'s parent in the main checkout."""
-        return self.jj.ids("@-")[0]
+        """The main line's newest change: @'s parent in the main checkout (read without a
+        snapshot of the checkout, which only a landing takes, with the lanes' settings)."""
+        return self.jj.out("--ignore-working-copy", "log", "--no-graph", "-r", "@-", "-T",
+                           'change_id ++ "\n"').split()[0]
 
     def forget(self, commits: list[str]) -> None:
         """Nothing to forget: a jj change keeps its id wherever it lands."""
