@@ -125,7 +125,10 @@ def test_interrupt_drops_the_attempt_and_keeps_later_user_edits(work: Path, jj_b
     # tool calls, not a sleep before them): interrupted with the attempt's edit in the tree.
     directives = work.parent / "directives.json"
     directives.write_text('{"slow": ["FAKE: pause 60"]}')
-    tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", kind],
+    # The agent in your checkout: in a lane (the default), tests/run/test_workplace.py's
+    # test_ctrl_c_leaves_the_lane_and_your_edits says what Ctrl+C leaves.
+    tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", kind,
+                             "--workplace", "checkout"],
                             cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "FAKE_CLAUDE_DIRECTIVES": str(directives)})
     deadline = time.monotonic() + 30
@@ -142,7 +145,7 @@ def test_interrupt_drops_the_attempt_and_keeps_later_user_edits(work: Path, jj_b
     # The user edits files before running again: those edits must survive the re-run.
     (work / "README.md").write_text("edited after the interrupt\n")
     (work / "notes.txt").write_text("mine\n")
-    args = ["--vcs", kind] + (["--allow-dirty"] if kind == "git" else [])
+    args = ["--vcs", kind, "--workplace", "checkout"] + (["--allow-dirty"] if kind == "git" else [])
     done = agent_loop(work, *args)
     assert done.returncode == 0, done.stderr
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed", "completed"]
