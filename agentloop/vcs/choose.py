@@ -73,13 +73,9 @@ def open_main_line(kind: str, root: Path, on_wait: Callable[[str], None] | None 
     `checkout`: the run's backend in the main checkout, whose jj options (what a snapshot of
     the checkout leaves out) the main line's own jj commands take too."""
     if kind == "git":
-        from agentloop.vcs.git.mainline import GitMainLine
-        if ref is not None:
-            return GitMainLine(root, ref, on_wait=on_wait, stopping=stopping,
-                               wait_limit=wait_limit)
-        line = GitMainLine(root, "", on_wait=on_wait, stopping=stopping, wait_limit=wait_limit)
-        line.ref = GitMainLine.current(root).ref
-        return line
+        from agentloop.vcs.git.mainline import GitMainLine, current_branch
+        return GitMainLine(root, ref if ref is not None else current_branch(root),
+                           on_wait=on_wait, stopping=stopping, wait_limit=wait_limit)
     from agentloop.vcs.jj.backend import JjVcs
     from agentloop.vcs.jj.mainline import JjMainLine
     jj_line = JjMainLine(root, on_wait=on_wait, stopping=stopping, wait_limit=wait_limit)
@@ -93,6 +89,11 @@ def has_commit(kind: str, root: Path) -> bool:
     always has its root)."""
     if kind != "git":
         return True
+    if (root / ".git").is_dir():  # HEAD and its branch read from files, where they tell
+        from agentloop.vcs.git import refs
+        found = refs.where(root / ".git", root / ".git")
+        if found is not None:
+            return found[1] is not None
     from agentloop.vcs.git.run import Git
     return Git(root).sha("HEAD") is not None
 

@@ -68,11 +68,7 @@ class GitMainLine:
     @classmethod
     def current(cls, root: Path, **kwargs: Any) -> "GitMainLine":
         """The branch the main checkout is on now."""
-        code, out = Git(root).code("symbolic-ref", "-q", "HEAD", codes=(0, 1))
-        if code:
-            raise VcsError("--parallel needs the main checkout on a branch (HEAD is detached): "
-                           "`git switch <branch>` first")
-        return cls(root, out.strip(), **kwargs)
+        return cls(root, current_branch(root), **kwargs)
 
     def tip(self) -> str:
         """The main line's commit now."""
@@ -243,6 +239,15 @@ class GitMainLine:
             self.on_wait(f"{self.ref} moved to {new[:12]}, but the checkout could not follow "
                          f"(a file of {', '.join(files[:5])} changed meanwhile); your files are "
                          "as you left them: `git status` shows the difference")
+
+
+def current_branch(root: Path) -> str:
+    """The branch (refs/heads/...) the checkout at `root` is on; VcsError when detached."""
+    code, out = Git(root).code("symbolic-ref", "-q", "HEAD", codes=(0, 1))
+    if code:
+        raise VcsError("--parallel needs the main checkout on a branch (HEAD is detached): "
+                       "`git switch <branch>` first")
+    return out.strip()
 
 
 def copy_commit(root: Path, commit: str, tree: str, parent: str) -> str:

@@ -120,12 +120,16 @@ def clean_git(root: Path, path: Path) -> list[str]:
         if kept:
             notes.append(f"the uncommitted files of lane {path.name} are kept in commit "
                          f"{kept[:12]} (`git show {KEPT_FILES}{path.name}`)")
+    removed = False
     if path in worktrees:
-        _git(root, "worktree", "unlock", str(path), codes=(0, 128))
-        _git(root, "worktree", "remove", "-f", "-f", str(path), codes=(0, 128))
+        if "locked" in worktrees[path]:
+            _git(root, "worktree", "unlock", str(path), codes=(0, 128))
+        removed = Git(root).code("worktree", "remove", "-f", "-f", str(path),
+                                 codes=(0, 128))[0] == 0
     if path.exists():
         shutil.rmtree(path)
-    _git(root, "worktree", "prune")
+    if not removed:  # what a kill or a folder removed from outside left registered
+        _git(root, "worktree", "prune")
     return notes
 
 
