@@ -38,7 +38,8 @@ class LaneGit:
         self.branch = f"refs/heads/{BRANCH_PREFIX}{worktree.name}"
         # The user's uncommitted paths as the last step's check saw them: the next step's
         # record, without a second look at the checkout.
-        self._seen: dict[str, tuple[int, int, int] | None] | None = None
+        # (The first step's: what the main line found as the run began, if no lane took it.)
+        self._seen: dict[str, tuple[int, int, int] | None] | None = main.take_before()
         # The main line's commit at which every finished task's commit was last known to be
         # on it (agentloop.vcs.git.backend.GitVcs.missing does the same in a checkout).
         self._sound: str | None = None

@@ -58,6 +58,7 @@ class GitMainLine:
         # The user's uncommitted paths as the run found them: a path that differs from this
         # later was written during the run.
         self.before = self.stamps()
+        self._fresh_before: dict[str, tuple[int, int, int] | None] | None = dict(self.before)
         dirs = self.git.out("rev-parse", "--absolute-git-dir", "--git-common-dir").split("\n")
         self.git_dir = Path(dirs[0])
         self.common_dir = (root / dirs[1]).resolve()
@@ -71,8 +72,8 @@ class GitMainLine:
         return cls(root, current_branch(root), **kwargs)
 
     def tip(self) -> str:
-        """The main line's commit now."""
-        return self.git.code("rev-parse", self.ref)[1].strip()
+        """The main line's commit now (read from the git dir's files where they tell)."""
+        return self.tip_now() or self.git.code("rev-parse", self.ref)[1].strip()
 
     def landed(self, commit: str) -> str | None:
         """The main line's copy of lane commit `commit`, if it landed already (as a copy, or
@@ -138,6 +139,12 @@ class GitMainLine:
         finally:
             record.unlink(missing_ok=True)
         return code == 0
+
+    def take_before(self) -> dict[str, tuple[int, int, int] | None] | None:
+        """The user's uncommitted paths as the run found them, for the first lane that asks (a
+        moment later: its first step's record); None after that."""
+        taken, self._fresh_before = self._fresh_before, None
+        return taken
 
     def stamps(self) -> dict[str, tuple[int, int, int] | None]:
         """The user's uncommitted paths now, each with its stamp."""
@@ -243,6 +250,9 @@ class GitMainLine:
 
 def current_branch(root: Path) -> str:
     """The branch (refs/heads/...) the checkout at `root` is on; VcsError when detached."""
+    found = refs.where(root / ".git", root / ".git") if (root / ".git").is_dir() else None
+    if found is not None and found[0] is not None:
+        return found[0]
     code, out = Git(root).code("symbolic-ref", "-q", "HEAD", codes=(0, 1))
     if code:
         raise VcsError("--parallel needs the main checkout on a branch (HEAD is detached): "
