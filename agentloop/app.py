@@ -76,10 +76,16 @@ def status(tasks_md: Path, cwd: Path, rehearsal: bool = False) -> StatusView:
         recorded = project.store.load()
         if recorded is None:
             raise
-        state, note = recorded, f"warning: {exc}"
+        state, note, saved = recorded, f"warning: {exc}", True
     if live_pid(project.store.base / "run.pid") is None:
         as_left_by_a_dead_run(state.tasks)
-    return StatusView(project, state, note, _lost(project, state))
+    history: Project | None = project
+    if rehearsal and saved:   # its changes are in its own copy's history, never the user's
+        from agentloop.run.rehearsal import where_changes_are
+
+        history, where = where_changes_are(project, state.vcs or "")
+        note = "\n".join(n for n in (note, where) if n)
+    return StatusView(project, state, note, _lost(history, state) if history else ())
 
 
 @dataclass(frozen=True)

@@ -199,9 +199,10 @@ def command(tasks_md: Path | None, **params: Any) -> None:
     try:
         # Settings shape runs; --status runs nothing and reads the state alone (a settings
         # file that cannot be read does not hide where the tasks stand).
+        # --serve without a plan reads the same files (no plan's table): its port and host.
         reads_settings = not (params["status"] and not params["show_settings"])
-        effective = _settings(tasks_md, params) if tasks_md is not None and reads_settings \
-            else None
+        effective = _settings(tasks_md, params) if reads_settings and \
+            (tasks_md is not None or params["serve"]) else None
         if effective is not None:
             options = RunOptions.from_params({**params, **effective.values})
         check_usage(options)
@@ -218,7 +219,7 @@ def command(tasks_md: Path | None, **params: Any) -> None:
     sys.exit(code)
 
 
-def _settings(tasks_md: Path, params: dict[str, Any]) -> Any:
+def _settings(tasks_md: Path | None, params: dict[str, Any]) -> Any:
     """The settings from every source, the command line's own first (agentloop.settings)."""
     from agentloop.settings.merge import resolve
 

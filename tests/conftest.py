@@ -25,15 +25,6 @@ TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 
 
-def __getattr__(name: str) -> object:
-    """`from tests.conftest import FakeClaude`, as tests written before it moved say."""
-    if name == "FakeClaude":
-        from tests.support.fake_agent import FakeClaude
-
-        return FakeClaude
-    raise AttributeError(name)
-
-
 def _jj_dir() -> str | None:
     """Where scripts/install-jj.sh put jj, so tests find it without a PATH edit."""
     found = shutil.which("jj")

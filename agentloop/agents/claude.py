@@ -17,7 +17,6 @@ from typing import Callable, Mapping
 
 import orjson
 
-from agentloop import proc
 from agentloop.agents import (
     LOOP_RULES,
     REVIEW_RULES,
@@ -30,7 +29,15 @@ from agentloop.agents import (
 )
 from agentloop.agents.claude_errors import ROOT_REFUSAL, classify
 from agentloop.agents.claude_stream import StreamLog, judge
-from agentloop.agents.common import LogFiles, confined, display, helper_call, log_footer, log_header
+from agentloop.agents.common import (
+    LogFiles,
+    confined,
+    display,
+    helper_call,
+    log_footer,
+    log_header,
+    stream_run,
+)
 from agentloop.errors import AgentBlocked, ProgramNotFound
 from agentloop.sandbox import Sandbox, home_of
 
@@ -168,16 +175,8 @@ class ClaudeAgent:
         argv = self.argv(request)
         with LogFiles(request.log, request.raw_log) as files:
             log = StreamLog(files, on_activity, self._header(request, argv))
-            started = confined(self.sandbox, argv, request.cwd, homes(self.env),
-                               writes=not request.read_only)
-            try:
-                done = proc.stream(started, log.feed, cwd=request.cwd, env=self.env,
-                                   timeout=request.timeout,
-                                   stdin=request.prompt.encode("utf-8", "replace"),
-                                   started=log.start)
-            except BaseException:
-                log.stopped()
-                raise
+            done = stream_run(log, self.sandbox, argv, request, self.env, homes(self.env),
+                              request.prompt.encode("utf-8", "replace"))
             if ROOT_REFUSAL in done.stderr_tail:
                 log.write(f"\n== refused: {done.stderr_tail.strip()} ==")
                 raise AgentBlocked(ROOT_ADVICE)

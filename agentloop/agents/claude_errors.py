@@ -21,11 +21,11 @@ measured on Claude Code 2.1.330 against tests/support/fakeapi.py and read from i
 from __future__ import annotations
 
 import re
-import time as _time
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import datetime, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
 from agentloop.agents import BLOCKING, BUDGET, LIMIT, OTHER, TRANSIENT, AgentResult, Failure
+from agentloop.agents.reset_time import next_reset
 
 ROOT_REFUSAL = "cannot be used with root/sudo privileges"
 # The result's subtype for a run cut short by --max-budget-usd (measured on 2.1.330).
@@ -79,9 +79,6 @@ RESET = re.compile(
     r"(?P<day>\d{1,2}),?\s+(?:(?P<year>\d{4}),?\s+)?(?:at\s+)?)?"
     r"(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*(?P<half>[ap])\.?m\b\.?"
     r"(?:\s*\((?P<zone>[^()]+)\))?", re.IGNORECASE)
-MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-# The text shows whole minutes, cut off: "2:49am" may mean 2:49:59, a little before `now`.
-RESET_GRACE_SECONDS = 120
 
 
 def _detail(result: AgentResult) -> str:
@@ -157,47 +154,8 @@ def _zone(name: str | None) -> tzinfo | None:
         return None
 
 
-def _stamp(year: int, month: int, day: int, hour: int, minute: int, zone: tzinfo | None) -> float:
-    if zone is None:
-        # mktime reads the system zone (DST included) and rolls day overflow into the month.
-        return _time.mktime((year, month, day, hour, minute, 0, 0, 0, -1))
-    moment = datetime(year, month, 1, hour, minute, tzinfo=zone) + timedelta(days=day - 1)
-    return moment.timestamp()
-
-
 def parse_reset(text: str, now: datetime) -> float | None:
     """Unix seconds of the reset a text like `… · resets 2:49am (UTC)` names: the next such
     time after `now` (naive: UTC), in the zone in parentheses, else local time; None if none."""
     found = RESET.search(text)
-    if not found:
-        return None
-    hour, minute = int(found["hour"]), int(found["minute"] or 0)
-    if not 1 <= hour <= 12 or minute > 59:
-        return None
-    hour = hour % 12 + (12 if found["half"].lower() == "p" else 0)
-    zone = _zone(found["zone"])
-    if now.tzinfo is None:
-        now = now.replace(tzinfo=timezone.utc)
-    earliest = now.timestamp() - RESET_GRACE_SECONDS
-    if zone is None:
-        today = _time.localtime(now.timestamp())
-        year, month, day = today.tm_year, today.tm_mon, today.tm_mday
-    else:
-        here = now.astimezone(zone)
-        year, month, day = here.year, here.month, here.day
-    if found["month"]:
-        month, day = MONTHS.index(found["month"][:3].lower()) + 1, int(found["day"])
-        try:
-            datetime(int(found["year"] or 2024), month, day)  # 2024: a leap year allows Feb 29
-        except ValueError:
-            return None
-        if found["year"]:
-            return _stamp(int(found["year"]), month, day, hour, minute, zone)
-        candidates = [(year, month, day), (year + 1, month, day)]
-    else:
-        candidates = [(year, month, day), (year, month, day + 1)]
-    for y, m, d in candidates:
-        stamp = _stamp(y, m, d, hour, minute, zone)
-        if stamp >= earliest:
-            return stamp
-    return None
+    return next_reset(found, now, _zone(found["zone"])) if found else None

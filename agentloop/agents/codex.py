@@ -28,7 +28,6 @@ from typing import Any, Callable, Mapping
 
 import orjson
 
-from agentloop import proc
 from agentloop.agents import (
     LOOP_RULES,
     REVIEW_RULES,
@@ -42,7 +41,15 @@ from agentloop.agents import (
 )
 from agentloop.agents.codex_errors import classify
 from agentloop.agents.codex_stream import CodexLog, error_line, judge
-from agentloop.agents.common import LogFiles, confined, display, helper_call, log_footer, log_header
+from agentloop.agents.common import (
+    LogFiles,
+    confined,
+    display,
+    helper_call,
+    log_footer,
+    log_header,
+    stream_run,
+)
 from agentloop.errors import ProgramNotFound
 from agentloop.sandbox import Sandbox, home_of
 
@@ -144,16 +151,8 @@ class CodexAgent:
         with LogFiles(request.log, request.raw_log) as files:
             log = CodexLog(files, on_activity, self._header(request, argv))
             start = time.monotonic()
-            started = confined(self.sandbox, argv, request.cwd, homes(self.env),
-                               writes=not request.read_only)
-            try:
-                done = proc.stream(started, log.feed, cwd=request.cwd, env=self.env,
-                                   timeout=request.timeout,
-                                   stdin=clean(request.prompt).encode("utf-8"),
-                                   started=log.start)
-            except BaseException:
-                log.stopped()
-                raise
+            done = stream_run(log, self.sandbox, argv, request, self.env, homes(self.env),
+                              clean(request.prompt).encode("utf-8"))
             result = replace(judge(done.returncode, done.timed_out, log, done.stderr_tail,
                                    request, time.monotonic() - start), paused=done.paused)
             log.write(self._footer(result, done.stderr_tail))

@@ -19,10 +19,10 @@ its source (codex-rs: `CodexErr`'s messages, `UsageLimitReachedError`):
 from __future__ import annotations
 
 import re
-import time as _time
-from datetime import datetime, timezone
+from datetime import datetime
 
 from agentloop.agents import BLOCKING, LIMIT, OTHER, TRANSIENT, AgentResult, Failure
+from agentloop.agents.reset_time import next_reset
 
 # Codex writes a typographic apostrophe (You’ve); both are accepted.
 LIMIT_TEXT = re.compile(r"You[’']ve hit your usage limit|Your workspace is out of credits"
@@ -44,9 +44,6 @@ RESET = re.compile(
     r"try again at (?:(?P<month>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+"
     r"(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+(?P<year>\d{4}),?\s+)?"
     r"(?P<hour>\d{1,2}):(?P<minute>\d{2})\s*(?P<half>[ap])\.?m\b", re.IGNORECASE)
-MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-# The text shows whole minutes, cut off: "6:34 AM" may mean 6:34:59, a little before `now`.
-RESET_GRACE_SECONDS = 120
 
 
 def http_status(message: str) -> int | None:
@@ -62,33 +59,7 @@ def parse_reset(text: str, now: datetime) -> float | None:
     A time without a date is the next such time after `now` (naive: UTC).
     """
     found = RESET.search(text)
-    if not found:
-        return None
-    hour, minute = int(found["hour"]), int(found["minute"])
-    if not 1 <= hour <= 12 or minute > 59:
-        return None
-    hour = hour % 12 + (12 if found["half"].lower() == "p" else 0)
-    if now.tzinfo is None:
-        now = now.replace(tzinfo=timezone.utc)
-    if found["month"]:
-        month = MONTHS.index(found["month"][:3].lower()) + 1
-        try:
-            datetime(int(found["year"]), month, int(found["day"]))
-        except ValueError:
-            return None
-        return _local(int(found["year"]), month, int(found["day"]), hour, minute)
-    today = _time.localtime(now.timestamp())
-    earliest = now.timestamp() - RESET_GRACE_SECONDS
-    for day in (today.tm_mday, today.tm_mday + 1):
-        stamp = _local(today.tm_year, today.tm_mon, day, hour, minute)
-        if stamp >= earliest:
-            return stamp
-    return None
-
-
-def _local(year: int, month: int, day: int, hour: int, minute: int) -> float:
-    # mktime reads the system zone (DST included) and rolls a day past the month's end over.
-    return _time.mktime((year, month, day, hour, minute, 0, 0, 0, -1))
+    return next_reset(found, now, None) if found else None
 
 
 def _detail(result: AgentResult) -> str:

@@ -1,5 +1,6 @@
-"""What every agent adapter does the same way: reading a JSON-lines stream into a raw log, one
-line for people, and a helper call whose launch problems become an Answer instead of an error."""
+"""What every agent adapter does the same way: running its program with the output streamed into
+a raw log and one line for people, and a helper call whose launch problems become an Answer
+instead of an error."""
 
 from __future__ import annotations
 
@@ -206,6 +207,20 @@ class JsonLog:
     def event(self, event: dict[str, Any]) -> None:
         """One JSON object from the agent."""
         raise NotImplementedError
+
+
+def stream_run(log: JsonLog, box: Sandbox | None, argv: list[str], request: AgentRun,
+               env: Mapping[str, str] | None, homes: Sequence[Path],
+               stdin: bytes) -> proc.Streamed:
+    """One run of the agent program (in the sandbox, with --sandbox), each line of its output
+    fed to `log`; a stop or a crash on the way is written to the log before it goes on up."""
+    started = confined(box, argv, request.cwd, homes, writes=not request.read_only)
+    try:
+        return proc.stream(started, log.feed, cwd=request.cwd, env=env, timeout=request.timeout,
+                           stdin=stdin, started=log.start)
+    except BaseException:
+        log.stopped()
+        raise
 
 
 def stamp() -> str:

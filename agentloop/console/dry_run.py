@@ -11,7 +11,7 @@ from agentloop.console.render import SCHEMA
 from agentloop.plan import groups
 from agentloop.run.selection import PlanRow
 
-RULES = ("rules: `## Heading` starts a group; in a file with open checkboxes only checkbox "
+RULES = ("rules: `## Heading` starts a group; in a file with checkboxes only checkbox "
          "items are tasks (plain bullets are notes); otherwise every top-level item is; a "
          "`### Task N: …` section is one task with everything under it; `1.1` items fold into the "
          "`1.` above them; a legend (`- [P] tasks = …`) is a note; `[x]` is done, `[ ]*` "

@@ -84,6 +84,10 @@ def status_text(view: StatusView, cwd: Path) -> str:
                      + _checks_line(t))
     lines += lane_lines(state)
     for index in view.lost:
+        if state.agent == "rehearse":
+            lines.append(f"task {index}'s change is no longer in the rehearsal's working copy; "
+                         f"`agent-loop {state.task_file} --rehearse` rehearses the plan again")
+            continue
         lines.append(f"task {index}'s change is no longer in the history (abandoned, or not on "
                      f"this branch); `agent-loop {state.task_file} --task {index} --again` "
                      "does it once more")

@@ -58,14 +58,30 @@ class Guard:
 
 def build(root: Path, token: str, hosts: frozenset[str] | None, hub: Hub) -> Guard:
     """The dashboard of the plans under `root`."""
+    views = _Views(root, hub)
+    routes = [Route("/", _index), Route("/events", views.stream),
+              Route("/api/log", views.log_page), Route("/api/diff", views.diff),
+              Route("/api/stop", views.stop, methods=["POST"])]
+    return Guard(Starlette(routes=routes, lifespan=views.lifespan), token, hosts)
 
-    async def index(request: Request) -> Response:
-        nonce = secrets.token_urlsafe(16)
-        return HTMLResponse(page.live(nonce), headers={
-            **HEADERS, "Content-Security-Policy": page.live_policy(nonce)})
 
-    async def stream(request: Request) -> Response:
-        story, queue = hub.subscribe()
+async def _index(request: Request) -> Response:
+    """The page, with a fresh nonce for its script."""
+    nonce = secrets.token_urlsafe(16)
+    return HTMLResponse(page.live(nonce), headers={
+        **HEADERS, "Content-Security-Policy": page.live_policy(nonce)})
+
+
+class _Views:
+    """What the page asks of the plans under `root`: their events (through the hub), a task's
+    log and diff, and a stop."""
+
+    def __init__(self, root: Path, hub: Hub) -> None:
+        self.root, self.hub = root, hub
+
+    async def stream(self, request: Request) -> Response:
+        """The story so far, then every event as it comes (server-sent events)."""
+        story, queue = self.hub.subscribe()
 
         async def messages() -> AsyncIterator[dict[str, str]]:
             try:
@@ -74,13 +90,14 @@ def build(root: Path, token: str, hosts: frozenset[str] | None, hub: Hub) -> Gua
                 while (message := await queue.get()) is not None:
                     yield {"event": message[0], "data": message[1]}
             finally:
-                hub.leave(queue)
+                self.hub.leave(queue)
 
         return EventSourceResponse(messages(), headers=HEADERS, ping=15,
                                    send_timeout=SEND_TIMEOUT)
 
-    def log_page(request: Request) -> Response:
-        path, problem = _log(root, request)
+    def log_page(self, request: Request) -> Response:
+        """A page of a task's log, or the lines that match a search (`q`)."""
+        path, problem = _log(self.root, request)
         if path is None:
             return _refused(problem)
         query = request.query_params.get("q")
@@ -91,17 +108,19 @@ def build(root: Path, token: str, hosts: frozenset[str] | None, hub: Hub) -> Gua
         except OSError as exc:
             return _refused(f"cannot read the log: {exc.strerror}")
 
-    def diff(request: Request) -> Response:
-        task, problem = _task(root, request)
+    def diff(self, request: Request) -> Response:
+        """A landed task's change as a patch."""
+        task, problem = _task(self.root, request)
         if task is None:
             return _refused(problem)
         state, record = task
-        text = diffs.patch(root, state.vcs or "", record.change_id, record.commit_id)
+        text = diffs.patch(self.root, state.vcs or "", record.change_id, record.commit_id)
         return PlainTextResponse(text, headers=HEADERS)
 
-    async def stop(request: Request) -> Response:
+    async def stop(self, request: Request) -> Response:
+        """One of the two stops, asked of a plan's run (agentloop.dashboard.controls)."""
         body = await request.json()
-        plan = sources.plan_at(root, str(body.get("plan", "")))
+        plan = sources.plan_at(self.root, str(body.get("plan", "")))
         if plan is None:
             return _refused("no such plan")
         try:
@@ -111,17 +130,14 @@ def build(root: Path, token: str, hosts: frozenset[str] | None, hub: Hub) -> Gua
         return JSONResponse({"ok": True, "message": said}, headers=HEADERS)
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        hub.loop = asyncio.get_running_loop()
-        follower = asyncio.create_task(hub.follow())
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        """While the server runs, the hub follows the plans' events on its loop."""
+        self.hub.loop = asyncio.get_running_loop()
+        follower = asyncio.create_task(self.hub.follow())
         try:
             yield
         finally:
             follower.cancel()
-
-    routes = [Route("/", index), Route("/events", stream), Route("/api/log", log_page),
-              Route("/api/diff", diff), Route("/api/stop", stop, methods=["POST"])]
-    return Guard(Starlette(routes=routes, lifespan=lifespan), token, hosts)
 
 
 def _task(root: Path, request: Request) -> tuple[Any, str]:

@@ -1,9 +1,10 @@
 """Reading a plan's markdown as its author means it: which parts are tasks, which are notes,
 context or check commands. General rules (docs/reference/task-file.md), no per-tool tricks:
 
-- A file with at least one open checkbox (`[ ]`, `[-]`, `[~]`, `[/]`) is a checklist: its
-  checkbox items are the tasks, its plain bullets are notes, never run. Otherwise every
-  top-level item is a task.
+- A file with at least one checkbox item, open or ticked, is a checklist: its checkbox items
+  are the tasks, its plain bullets are notes, never run. Otherwise every top-level item is a
+  task. (Ticked boxes count: a checklist whose last box was ticked still reads as a checklist,
+  and its notes never turn into work.)
 - A bullet that explains a bracket (`- [P] tasks = …`) or opens with one in a section about the
   file (Notes, Legend, Format) is a note (agentloop.plan.legend).
 - An item numbered under the task before it (`1.1` after `1.`) is part of that task, as if it
@@ -17,23 +18,25 @@ context or check commands. General rules (docs/reference/task-file.md), no per-t
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 from typing import cast
 
 from marko import block
+from marko.element import Element
 from marko.parser import Parser
 from marko.source import Source
 
 from agentloop.plan import numbering
+from agentloop.plan.boxes import BOX_LINE, OPEN, TICKED
 from agentloop.plan.items import CHECKS_FENCE, check_lines, item_text, plain
 from agentloop.plan.legend import why_note
 
 UNGROUPED = "(ungrouped)"
-OPEN = (" ", "-", "~", "/")      # to do; the last three say "in progress"
-TICKED = ("x", "X")
 _TASK_HEADING = re.compile(r"task\s+\d+(?:\.\d+)*\b", re.IGNORECASE)
 _LABEL = re.compile(r"\*\*[^*\n]+\*\*\s*:|\*\*[^*\n]+:\*\*")
+PLAIN_NOTE = "a plain bullet in a checklist: a note, not a task"
 _BODY = (block.Paragraph, block.FencedCode, block.CodeBlock, block.Quote, block.HTMLBlock)
 
 
@@ -49,6 +52,8 @@ class Item:
     steps: list[str] = field(default_factory=list)   # a task section's step markers
     parts: list[str] = field(default_factory=list)   # when sub-tasks were folded in: its own
     # text, then each sub-task's, as each reads on its own
+    boxes: list[int] = field(default_factory=list)   # the lines of every box that is part of
+    # it: its own, its nested items', its folded sub-tasks', a section's steps
 
 
 @dataclass
@@ -101,26 +106,35 @@ class _Parser(Parser):
 
 
 class _Lines:
-    """Line numbers of offsets that only grow, counted once: reading stays linear."""
+    """Line numbers of offsets, from the offsets of the line ends found once."""
 
     def __init__(self, text: str) -> None:
-        self.text, self.line, self.at = text, 1, 0
+        self.ends = [m.start() for m in re.finditer("\n", text)]
 
     def of(self, offset: int) -> int:
-        self.line += self.text.count("\n", self.at, offset)
-        self.at = offset
-        return self.line
+        return bisect.bisect_left(self.ends, offset) + 1
 
 
 def read(text: str) -> Reading:
     """The plan in `text` (LF line ends, no BOM)."""
     nodes = cast("list[block.BlockElement]", list(_Parser().parse(text).children))
-    return _Walk(text, _checklist(text, nodes)).run(nodes)
+    boxes = _top_boxes(text, nodes)
+    reading = _Walk(text, bool(boxes)).run(nodes)
+    notes = sum(1 for _, _, why in reading.ignored if why == PLAIN_NOTE)
+    if notes and not any(box in OPEN for box in boxes):
+        # Read as a checklist that is done, not as a plain list with tasks ticked by hand:
+        # the two look alike, and running notes would cost money, so it is said.
+        reading.warnings.append(
+            f"every box is ticked: read as a finished checklist, its {notes} plain bullet(s) "
+            "are notes; write `- [ ]` before one to run it")
+    return reading
 
 
-def _checklist(text: str, nodes: list[block.BlockElement]) -> bool:
-    """Whether any top-level item has an open box, legends aside (`- [ ] = not started`)."""
+def _top_boxes(text: str, nodes: list[block.BlockElement]) -> list[str]:
+    """The boxes, open or ticked, of the top-level items, legends aside (`- [ ] = not
+    started`): any makes the file a checklist."""
     headings: list[tuple[int, str]] = []
+    found = []
     for node in nodes:
         if isinstance(node, (block.Heading, block.SetextHeading)):
             _under(headings, node)
@@ -128,9 +142,10 @@ def _checklist(text: str, nodes: list[block.BlockElement]) -> bool:
             for item in node.children:
                 start, end = cast(_SpannedListItem, item).span
                 body, box, _ = item_text(text[start:end])
-                if body and box in OPEN and why_note(body, box, [w for _, w in headings]) is None:
-                    return True
-    return False
+                if body and box in OPEN + TICKED and \
+                        why_note(body, box, [w for _, w in headings]) is None:
+                    found.append(box)
+    return found
 
 
 def _under(headings: list[tuple[int, str]], node: block.BlockElement) -> tuple[int, str]:
@@ -178,8 +193,10 @@ class _Walk:
             return True
         self.pieces.append(self.text[start:end])
         if isinstance(node, block.List) and self.section is not None:
-            for s, e in (cast(_SpannedListItem, i).span for i in node.children):
+            for step in node.children:
+                s, e = cast(_SpannedListItem, step).span
                 self.section[2].steps.append(item_text(self.text[s:e])[1] or "")
+                self.section[2].boxes.extend(self._boxes(step))
         return True
 
     def _close(self) -> None:
@@ -234,27 +251,41 @@ class _Walk:
             if not body:
                 continue
             line = self.lines.of(start)
-            if self._note(line, body, marker) or self._fold(line, body, start, end):
+            if self._note(line, body, marker) or self._fold(line, body, child):
                 continue
             if marker is not None and marker not in OPEN + TICKED:
                 self.out.warnings.append(f"line {line}: unknown box [{marker}]; read as to do")
             self._first_task(self.group_start if self.grouped else start)
-            self.last = Item(self.group, line, body, marker, optional)
+            self.last = Item(self.group, line, body, marker, optional,
+                             boxes=self._boxes(child))
             self.out.items.append(self.last)
             self.unit = (numbering.number(body), self.last)
 
     def _note(self, line: int, body: str, marker: str | None) -> bool:
         why = why_note(body, marker, [words for _, words in self.headings])
         if why is None and self.checklist and marker is None:
-            why = "a plain bullet in a checklist: a note, not a task"
+            why = PLAIN_NOTE
         if why is not None:
             self.out.ignored.append((line, _first(body if marker is None else
                                                   f"[{marker}] {body}"), why))
         return why is not None
 
-    def _fold(self, line: int, body: str, start: int, end: int) -> bool:
+    def _boxes(self, item: Element) -> list[int]:
+        """The lines of the boxes of `item`, a list item, and of the items nested in its lists
+        (the ones that make it done when it lands)."""
+        spanned = cast(_SpannedListItem, item)
+        start, end = spanned.span
+        first = self.text[start:end].split("\n", 1)[0]
+        found = [self.lines.of(start)] if BOX_LINE.match(first) else []
+        for child in spanned.children:
+            if isinstance(child, block.List):
+                found += [n for sub in child.children for n in self._boxes(sub)]
+        return found
+
+    def _fold(self, line: int, body: str, child: Element) -> bool:
         """A sub-task numbered under the task before it joins that task's text, written as it
         would be indented under it."""
+        start, end = cast(_SpannedListItem, child).span
         own, parent = numbering.number(body), self.unit[0] if self.unit else None
         if self.unit is None or own is None or parent is None or not numbering.under(own, parent):
             return False
@@ -263,6 +294,7 @@ class _Walk:
         blank = self.text[max(0, start - 80):start].rstrip(" \t").endswith("\n\n")
         item.text += ("\n\n" if blank else "\n") + self.text[start:end].rstrip()
         item.parts.append(body)
+        item.boxes.extend(self._boxes(child))
         self.out.folded.append((line, _first(body), item.line))
         self.last = item
         return True

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import TaskFileError
+from agentloop.plan.boxes import TICKED
 
 if TYPE_CHECKING:
     from agentloop.plan.markdown import Reading
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 # The markdown reader (marko) is imported when a file is parsed, not with this module: a plan
 # whose hash the state already holds is never parsed (agentloop.state.project), and --status
 # of it should not pay for marko. Names readers of plans take from here come on first use.
-_FROM_MARKDOWN = ("TICKED", "UNGROUPED", "Reading", "_Parser", "_SpannedListItem", "read")
+_FROM_MARKDOWN = ("UNGROUPED", "Reading", "_Parser", "_SpannedListItem", "read")
 
 SUMMARY_LIMIT = 60
 GROUP_SLUG_LIMIT = 30
@@ -33,9 +34,9 @@ MAX_TASK_BYTES = 1024 * 1024
 
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 # The reading's version: one more whenever the same file reads differently (2: legends are
-# notes, numbered sub-tasks fold). A state saved by an earlier reader is matched to the new
+# notes, numbered sub-tasks fold; 3: a checklist with every box ticked is still a checklist). A state saved by an earlier reader is matched to the new
 # reading (agentloop.state.project), as if the file had changed.
-READER = 2
+READER = 3
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def read_text(text: str) -> tuple[tuple[Task, ...], Reading]:
     """The tasks, and the rest of the reading (notes, warnings, checks, context)."""
     # marko also turns CRLF and CR into LF; doing it first keeps its offsets equal to ours.
     from agentloop.plan.groups import numbered
-    from agentloop.plan.markdown import TICKED, read
+    from agentloop.plan.markdown import read
 
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     reading = read(text)

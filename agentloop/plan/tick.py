@@ -1,7 +1,7 @@
-"""Ticking a landed task's box in the plan (the `tick-boxes` setting): `- [ ]` becomes `- [x]` on
-the task's own line, and not one other byte of the file changes. Boxes inside the task's text
-(its sub-items, indented or numbered under it) stay as they are: they are part of what the task
-is, and a task whose text changed is another task to the next run (agentloop.state.reconcile).
+"""Ticking a landed task's boxes in the plan (the `tick-boxes` setting): `- [ ]` becomes `- [x]`
+on the task's own line and on those of its sub-items (nested under it, numbered under it, a task
+section's steps), and not one other byte of the file changes. A box in a task's text is not what
+the task is (agentloop.plan.boxes.task_key): the next run knows the ticked task as the same one.
 
 The plan is the user's file and may be open in their editor, so the tick is careful:
 - the file is read and parsed again; the task is found as a new run would find it (its group
@@ -23,11 +23,9 @@ from pathlib import Path
 
 from agentloop.errors import AgentLoopError
 from agentloop.plan import parse
-from agentloop.plan.markdown import OPEN, Reading
+from agentloop.plan.boxes import BOX_LINE, OPEN, task_key
+from agentloop.plan.markdown import Reading
 
-# A list item's first line up to its box: the marker, the space after it, `[` and the box's
-# character (a BOM may open the file's first line).
-_BOX = re.compile(r"(\ufeff?[ \t]{0,3}(?:\d{1,9}[.)]|[-+*])[ \t]+\[)([^\]\n\r])\]")
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
@@ -42,8 +40,8 @@ class Ticked:
 
 
 def tick(path: Path, group: str, text: str, line: int) -> Ticked:
-    """Tick the box of the task of `group` whose text is `text` (last seen at `line`) in the plan
-    at `path`; a task without a box, or already ticked, is left as it is."""
+    """Tick the boxes of the task of `group` whose text is `text` (last seen at `line`) in the
+    plan at `path`; a task without a box, or with every box ticked, is left as it is."""
     real = Path(os.path.realpath(path))   # a symlinked plan: its target is the file to write
     try:
         seen = os.stat(real)
@@ -56,14 +54,16 @@ def tick(path: Path, group: str, text: str, line: int) -> Ticked:
         source = data.decode("utf-8")
         tasks, reading = parse.read_text(source)
         lines = _target_lines(tasks, reading, group, text, line)
-        new = _ticked(source, lines) if isinstance(lines, list) and lines else None
-        why = _differs(tasks, new) if new is not None else ""
+        if isinstance(lines, str):
+            return Ticked(note=lines)
+        new = _ticked(source, lines)
+        if new == source:
+            return Ticked()
+        why = _differs(tasks, new)
     except (UnicodeDecodeError, AgentLoopError):
         return Ticked(note="the plan cannot be read now (half saved?)")
-    if isinstance(lines, str) or why:
-        return Ticked(note=why or str(lines))
-    if new is None:
-        return Ticked() if not lines else Ticked(note="its line has no box agent-loop can tick")
+    if why:
+        return Ticked(note=why)
     out = new.encode("utf-8")
     why = _replace(real, data, seen, out)
     if why:
@@ -73,45 +73,40 @@ def tick(path: Path, group: str, text: str, line: int) -> Ticked:
 
 def _target_lines(tasks: tuple[parse.Task, ...], reading: Reading, group: str, text: str,
                   line: int) -> list[int] | str:
-    """The 1-based lines whose open boxes tick the task ([] when none is open), or why the task
-    cannot be ticked."""
-    wanted = " ".join(text.split())
+    """The 1-based lines of the task's boxes ([] when it has none), or why the task cannot be
+    ticked."""
+    wanted = task_key(text)
     found = [i for i, task in enumerate(tasks)
-             if task.group == group and " ".join(task.text.split()) == wanted]
+             if task.group == group and task_key(task.text) == wanted]
     if not found:
         return "the plan no longer has it as it ran (reworded, moved to another group, removed)"
     if len(found) > 1:   # twins: the one still at the task's line, else no guess
         found = [i for i in found if tasks[i].line == line]
         if not found:
             return "the plan has it more than once, none at its line"
-    item = reading.items[found[0]]
-    return [item.line] if item.marker in OPEN else []
+    return reading.items[found[0]].boxes
 
 
 def _differs(tasks: tuple[parse.Task, ...], new: str) -> str:
     """Why `new` does not read as the plan of `tasks` with one task more ticked (and nothing
     else changed), or ""."""
     def read(found: tuple[parse.Task, ...]) -> list[tuple[str, str, bool]]:
-        return [(t.group, " ".join(t.text.split()), t.checked) for t in found]
+        return [(t.group, task_key(t.text), t.checked) for t in found]
     old, now = read(tasks), read(parse.read_text(new)[0])
     if len(old) == len(now) and all(a[:2] == b[:2] for a, b in zip(old, now)) \
             and sum(a != b for a, b in zip(old, now)) <= 1:
         return ""
-    # A checklist with no open box left reads its plain bullets as tasks (the plan's rules):
-    # ticking the last box would turn its notes into work for the next run.
-    return ("ticking it would change how the plan reads (its last open box: its plain bullets "
-            "would then be tasks)")
+    return "ticking it would change how the plan reads (its tasks would not be the same)"
 
 
-def _ticked(source: str, lines: list[int]) -> str | None:
-    """`source` with the box of each of `lines` ticked, or None when a line has no box."""
+def _ticked(source: str, lines: list[int]) -> str:
+    """`source` with the open box on each of `lines` ticked (`source` itself if none is)."""
     parts = _LINE_END.split(source)
     ends = _LINE_END.findall(source) + [""]
     for n in lines:
-        found = _BOX.match(parts[n - 1])
-        if found is None or found.group(2) not in OPEN:
-            return None
-        parts[n - 1] = found.group(1) + "x" + parts[n - 1][found.end(2):]
+        found = BOX_LINE.match(parts[n - 1])
+        if found is not None and found.group(2) in OPEN:
+            parts[n - 1] = found.group(1) + "x" + parts[n - 1][found.end(2):]
     return "".join(part + end for part, end in zip(parts, ends))
 
 

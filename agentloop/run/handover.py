@@ -33,6 +33,11 @@ def begin(run: Run, task: TaskState, step: RunBegun) -> Attempt:
 
 def drop(run: Run, task: TaskState, change: Change, number: int | None = None) -> None:
     """Abandon the attempt's change and every edit in it (the lane's VCS, in the lane's
-    working copy); the records forget it (the controller)."""
+    working copy); the records forget it (the controller). A change the VCS kept for the
+    task's next begin instead (a killed run's, jj: agentloop.vcs.jj.backend.JjVcs.keeps) is
+    still in history, and the records go on naming it until that begin takes it up."""
     run.vcs.abandon(change)
+    keeps = getattr(run.vcs, "keeps", None)
+    if keeps is not None and keeps(change.change_id):
+        return
     hand(run, task, Dropped(change.change_id, number))

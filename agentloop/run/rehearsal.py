@@ -21,6 +21,34 @@ def lane_name(project: Project) -> str:
     return "rehearsal-" + (parse.slug(project.task_file_name, 30) or "plan")
 
 
+def working_copy(project: Project) -> Path:
+    """Where the plan's rehearsal works: a git worktree or jj workspace of its own."""
+    from agentloop.vcs.lanes import lanes_dir
+
+    return lanes_dir(project.root) / lane_name(project)
+
+
+def copy_name(project: Project, kind: str) -> str:
+    """The rehearsal's working copy as its VCS names it: `branch …` (git), `jj workspace …`."""
+    from agentloop.vcs.lanes import BRANCH_PREFIX, JJ_PREFIX
+
+    name = lane_name(project)
+    return f"branch {BRANCH_PREFIX}{name}" if kind == "git" else f"jj workspace {JJ_PREFIX}{name}"
+
+
+def where_changes_are(project: Project, kind: str) -> tuple[Project | None, str]:
+    """For --status of a rehearsal: the project whose history holds its changes (None when its
+    working copy is gone), and a line that says where they are. They are never on the user's
+    branch: a rehearsal works in a copy of its own by design."""
+    copy = working_copy(project)
+    if not copy.is_dir():
+        return None, (f"rehearsal: its working copy {project.shown(copy)} is gone; its changes "
+                      f"were on {copy_name(project, kind)}, never on your branch")
+    return replace(project, root=copy), (
+        f"rehearsal: its changes are on {copy_name(project, kind)}, in {project.shown(copy)}, "
+        "not on your branch (a rehearsal never touches it)")
+
+
 def prepare(project: Project, asked_vcs: str) -> tuple[Project, str, Path, list[str]]:
     """Start the rehearsal afresh: the project it works in (its root the new working copy, its
     store the rehearsal's), the VCS kind, the task file as that copy has it, and notes."""

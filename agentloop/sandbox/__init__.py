@@ -75,7 +75,7 @@ class Sandbox:
         """`argv` confined to `workdir` (read-only when not `writes`: the reviewer, helper
         calls) and the agent's own `homes`."""
         return self.tool.wrap(argv, policy_for(self.root, self.state_dir, self.home, self.hide,
-                                               workdir, homes, writes))
+                                               workdir, homes, writes, argv[0] if argv else None))
 
     def hidden(self) -> list[str]:
         """What no agent sees, as the user would write it."""

@@ -9,6 +9,7 @@ that folder names the shared one in `commondir`; a jj workspace names its reposi
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -101,15 +102,70 @@ def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
+# The folders the sandbox replaces with empty private ones (bubblewrap's SYSTEM mounts).
+PRIVATE = (Path("/tmp"), Path("/var/tmp"))
+
+
+def program_needs(program: str, private: Sequence[Path] = PRIVATE) -> list[Path]:
+    """What must stay readable for `program` to start where the private /tmp would hide it: an
+    agent installed under /tmp (a checkout in a temporary folder, its node_modules), or a
+    script whose interpreter lives there (a virtual environment). Read-only, nothing else of
+    /tmp: the folder it was installed into (node_modules, a virtual environment), else its own
+    folder."""
+    found = shutil.which(program)
+    if found is None:
+        return []
+    paths = [Path(found)]
+    interpreter = _interpreter(Path(found))
+    if interpreter is not None:
+        paths.append(interpreter)
+    needs: list[Path] = []
+    for path in paths:
+        for candidate in (path.absolute(), _real(path)):
+            if any(_within(candidate, _real(folder)) or _within(candidate, folder)
+                   for folder in private):
+                folder = _installed_in(candidate)
+                if folder not in needs:
+                    needs.append(folder)
+    return needs
+
+
+def _interpreter(script: Path) -> Path | None:
+    """The program a `#!` line names (`env NAME` looked up on PATH), or None."""
+    try:
+        with script.open("rb") as handle:
+            head = handle.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if not words:
+        return None
+    if Path(words[0]).name == "env":
+        names = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        located = shutil.which(names[0]) if names else None
+        return Path(located) if located else None
+    return Path(words[0])
+
+
+def _installed_in(path: Path) -> Path:
+    for folder in path.parents:
+        if folder.name == "node_modules" or (folder / "pyvenv.cfg").is_file():
+            return folder
+    return path.parent
+
+
 def policy_for(repo: Path, state_dir: Path, home_dir: Path, hide: Sequence[str], workdir: Path,
-               homes: Sequence[Path], writes: bool) -> Policy:
-    """The policy of one agent run in `workdir`, in repository `repo` whose `state_dir` no agent
-    writes; `hide`: the user's extra hidden paths (~ for `home_dir`)."""
+               homes: Sequence[Path], writes: bool, program: str | None = None) -> Policy:
+    """The policy of one agent run of `program` in `workdir`, in repository `repo` whose
+    `state_dir` no agent writes; `hide`: the user's extra hidden paths (~ for `home_dir`)."""
     work, root, home = _real(workdir), _real(repo), _real(home_dir)
     writable: list[Path] = []
-    # The repository and the home folder stay readable, even where the private /tmp would
-    # cover them (a repository under /tmp): read-only, with the working copy open inside.
-    protected: list[Path] = [_real(state_dir), *(p for p in (root, home) if p != work)]
+    # The repository, the home folder and the program stay readable, even where the private
+    # /tmp would cover them (a repository under /tmp): read-only, the working copy open inside.
+    protected: list[Path] = [_real(state_dir), *(p for p in (root, home) if p != work),
+                             *(program_needs(program) if program else ())]
     if writes:
         git_writable, git_protected = git_needs(work)
         writable += [work, *git_writable, *jj_needs(work)]

@@ -45,13 +45,16 @@ class Settings:
 
 
 def resolve(params: Iterable[click.Parameter], values: Mapping[str, Any], given: set[str],
-            task_file: Path, cwd: Path, environ: Mapping[str, str] | None = None) -> Settings:
-    """Merge the sources; `values` are click's, `given` the parameters set on the command line."""
+            task_file: Path | None, cwd: Path,
+            environ: Mapping[str, str] | None = None) -> Settings:
+    """Merge the sources; `values` are click's, `given` the parameters set on the command line.
+    Without a `task_file` (--serve of every plan) no plan's table applies."""
     environ = os.environ if environ is None else environ
     spec = specs(params)
-    path = task_file if task_file.is_absolute() else cwd / task_file
-    root = find_root(cwd) or path.resolve().parent
-    plan = relative_to(path, root) or str(path)
+    path = None if task_file is None else task_file if task_file.is_absolute() \
+        else cwd / task_file
+    root = find_root(cwd) or (path.resolve().parent if path is not None else cwd)
+    plan = "" if path is None else relative_to(path, root) or str(path)
     # click's values of options not given are their defaults, converted (() for a list)
     layers: list[Layer] = [{k: (values[param(k)], Origin("default")) for k in KEYS}]
     files = []
@@ -59,7 +62,7 @@ def resolve(params: Iterable[click.Parameter], values: Mapping[str, Any], given:
                         (root / PROJECT_FILE, ())):
         if file is None:
             continue
-        read = file_layers(file, table, plan, spec, _shown(file, cwd))
+        read = file_layers(file, table, plan or None, spec, _shown(file, cwd))
         if read:
             files.append(_shown(file, cwd))
         layers += read

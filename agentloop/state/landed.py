@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from agentloop.plan.boxes import task_key
+
 PLAN_KEY, TASK_KEY = "Agent-Loop-Plan", "Agent-Loop-Task"
 HASH_LENGTH = 12
 _REVERTS = re.compile(r"^This (?:reverts|backs out) commit ([0-9a-f]{7,64})\b", re.M)
@@ -47,8 +49,9 @@ class Commit:
 
 
 def task_hash(text: str) -> str:
-    """A short hash of a task's text, blind to how its lines are wrapped or indented."""
-    return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()[:HASH_LENGTH]
+    """A short hash of a task's text, blind to how its lines are wrapped or indented and to the
+    marks in its sub-items' boxes."""
+    return hashlib.sha256(task_key(text).encode("utf-8")).hexdigest()[:HASH_LENGTH]
 
 
 def trailers(plan: str, index: int, text: str) -> str:

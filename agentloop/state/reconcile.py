@@ -2,7 +2,8 @@
 When the task file's hash changed, the saved records are matched to the new file's tasks instead
 of refusing to go on.
 
-- A task is known by its identity: its group and its text with whitespace folded. A saved task
+- A task is known by its identity: its group and its text with whitespace folded (and the
+  boxes of its sub-items read as open: ticking those is no edit). A saved task
   whose identity is in the new file keeps its whole record (status, change, session, costs,
   history, log name), even if it moved; duplicates match in file order.
 - A new task that stands where an unmatched old one of the same group stood is an edit: a new
@@ -21,6 +22,7 @@ import dataclasses
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
+from agentloop.plan.boxes import task_key
 from agentloop.plan.parse import TaskFile
 from agentloop.state.folding import carry
 from agentloop.state.schema import TaskState
@@ -74,8 +76,9 @@ class Reconciled:
 
 
 def identity(group: str, text: str) -> tuple[str, str]:
-    """What a task is, whatever its position: its group and its text, whitespace folded."""
-    return group, " ".join(text.split())
+    """What a task is, whatever its position: its group and its text, whitespace folded and
+    the boxes of its sub-items read as open (agentloop.plan.boxes.task_key)."""
+    return group, task_key(text)
 
 
 def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:

@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentloop.agents import AgentResult, Failure
-from agentloop.agents.claude_errors import RESET_GRACE_SECONDS, classify, parse_reset
+from agentloop.agents.claude_errors import classify, parse_reset
+from agentloop.agents.reset_time import RESET_GRACE_SECONDS
 from agentloop.agents.claude_stream import StreamLog, judge
 from agentloop.agents.common import LogFiles
 

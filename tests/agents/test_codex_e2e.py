@@ -16,13 +16,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 
 from agentloop.agents.codex import MODELS
-from tests.support.codex_cli import codex_env, require_codex
+from tests.support.codex_cli import codex_project
 from tests.support.fake_openai import (
     Directed,
     FakeOpenAI,
@@ -35,38 +34,12 @@ from tests.support.fake_openai import (
     unauthorized,
     usage_limit,
 )
-from tests.support.repos import git_commits, init_repo, jj_changes
+from tests.support.repos import git_commits, jj_changes, tasks_of
 from tests.support.runner import agent_loop
 
 # The fixtures, imported rather than registered as a plugin.
 
-TASKS = """\
-## Backend
-- WRITE api.txt: the api
-- WRITE api-test.txt: the api test
-
-## Docs
-- WRITE readme.txt: the readme
-"""
 REVIEWER = "gpt-6.1-terra"   # a model of its own, so the fake can tell the reviewer apart
-
-
-def project(tmp_path: Path, api: FakeOpenAI, tasks: str = TASKS,
-            vcs: str = "none") -> tuple[Path, dict[str, str]]:
-    codex = require_codex()
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "README.md").write_text("hello\n")
-    if vcs != "none":
-        init_repo(work, vcs)
-    (work / "tasks.md").write_text(tasks)
-    env = codex_env(tmp_path / "codex-home", api)
-    env.update({"AGENT_LOOP_CODEX": str(codex), "NO_COLOR": "1"})
-    return work, env
-
-
-def tasks_of(work: Path) -> list[dict[str, Any]]:
-    return list(orjson.loads((work / ".agent-loop" / "state.json").read_bytes())["tasks"])
 
 
 def first_request(api: FakeOpenAI, prompt_line: str) -> Request:
@@ -77,7 +50,7 @@ def first_request(api: FakeOpenAI, prompt_line: str) -> Request:
 @pytest.mark.parametrize("vcs", ["git", "jj"])
 def test_two_groups_resume_inside_a_group_and_each_task_has_its_change(
         tmp_path: Path, fake_openai: FakeOpenAI, vcs: str) -> None:
-    work, env = project(tmp_path, fake_openai, vcs=vcs)
+    work, env = codex_project(tmp_path, fake_openai, vcs=vcs)
     done = agent_loop(work, "--agent", "codex", "--vcs", vcs, "--no-distill", env=env)
     assert done.returncode == 0, done.stderr
     tasks = tasks_of(work)
@@ -101,7 +74,7 @@ def test_two_groups_resume_inside_a_group_and_each_task_has_its_change(
 
 
 def test_a_500_is_retried_as_transient(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
-    work, env = project(tmp_path, fake_openai)
+    work, env = codex_project(tmp_path, fake_openai)
     fake_openai.script(server_error())
     done = agent_loop(work, "--agent", "codex", "--vcs", "none", "--no-distill", "--backoff", "0.2",
                       env=env)
@@ -113,7 +86,7 @@ def test_a_500_is_retried_as_transient(tmp_path: Path, fake_openai: FakeOpenAI) 
 
 
 def test_a_401_stops_the_run_with_a_clear_line(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
-    work, env = project(tmp_path, fake_openai)
+    work, env = codex_project(tmp_path, fake_openai)
     fake_openai.script(unauthorized())
     done = agent_loop(work, "--agent", "codex", "--vcs", "none", "--no-distill", env=env)
     assert done.returncode == 1
@@ -125,7 +98,7 @@ def test_a_401_stops_the_run_with_a_clear_line(tmp_path: Path, fake_openai: Fake
 
 
 def test_a_usage_limit_waits(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
-    work, env = project(tmp_path, fake_openai, "## G\n- WRITE one.txt: one\n")
+    work, env = codex_project(tmp_path, fake_openai, "## G\n- WRITE one.txt: one\n")
     # Codex prints the reset to the minute: a reset 20 s away waits at most ~25 s.
     fake_openai.script(usage_limit(int(time.time()) + 20))
     done = agent_loop(work, "--agent", "codex", "--vcs", "none", "--no-distill", env=env)
@@ -138,7 +111,7 @@ def test_a_usage_limit_waits(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
 
 def test_a_failed_task_goes_through_the_retry_advisor(tmp_path: Path,
                                                        fake_openai: FakeOpenAI) -> None:
-    work, env = project(tmp_path, fake_openai, "## G\n- WRITE one.txt: one\n")
+    work, env = codex_project(tmp_path, fake_openai, "## G\n- WRITE one.txt: one\n")
     fake_openai.script(HttpError(400, {"type": "invalid_request_error",
                                        "message": "odd request (fake)"}), model=MODELS.task)
     fake_openai.script(Message('{"retry": true, "reason": "a fluke", '
@@ -157,7 +130,7 @@ def test_a_failed_task_goes_through_the_retry_advisor(tmp_path: Path,
 
 
 def test_review_gives_feedback_then_approves(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
-    work, env = project(tmp_path, fake_openai, "## Greeter\n- WRITE hello.py: print('hello')\n",
+    work, env = codex_project(tmp_path, fake_openai, "## Greeter\n- WRITE hello.py: print('hello')\n",
                         vcs="git")
     fake_openai.script(Message("Nothing tests it.\nFEEDBACK: add a test.\n"
                                "WRITE test_hello.py: import hello"),
@@ -185,7 +158,7 @@ def test_review_gives_feedback_then_approves(tmp_path: Path, fake_openai: FakeOp
 
 
 def test_ctrl_c_exits_130_and_resumes_cleanly(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
-    work, env = project(tmp_path, fake_openai)
+    work, env = codex_project(tmp_path, fake_openai)
     # Task 1: a patch call and a message; then task 2's first request hangs.
     fake_openai.script(Directed(), Directed(), Hang())
     tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--agent", "codex",
@@ -208,7 +181,7 @@ def test_ctrl_c_exits_130_and_resumes_cleanly(tmp_path: Path, fake_openai: FakeO
 
 def test_commit_messages_come_from_codex_small_model(tmp_path: Path,
                                                      fake_openai: FakeOpenAI) -> None:
-    work, env = project(tmp_path, fake_openai, "## G\n- WRITE one.txt: one\n", vcs="git")
+    work, env = codex_project(tmp_path, fake_openai, "## G\n- WRITE one.txt: one\n", vcs="git")
     fake_openai.script(Message('{"subject": "Add one.txt", "body": "The first file."}'),
                        model=MODELS.helper)
     done = agent_loop(work, "--agent", "codex", "--vcs", "git", env=env)

@@ -10,8 +10,9 @@ import pytest
 
 from agentloop.agents.prices import KNOWN, Rates, parse_rates, rates_for
 from agentloop.state.receipts import money
+from tests.support.codex_cli import codex_project
 from tests.support.fake_openai import FakeOpenAI
-from tests.agents.test_codex_e2e import project, tasks_of
+from tests.support.repos import tasks_of
 from tests.support.runner import agent_loop
 
 # Per request 1000 input tokens (400 of them from the cache) and 100 out; a WRITE task is two
@@ -27,7 +28,7 @@ def api() -> FakeOpenAI:
 
 def test_codex_runs_are_priced_from_the_table_and_the_budget_holds(tmp_path: Path,
                                                                    api: FakeOpenAI) -> None:
-    work, env = project(tmp_path, api)
+    work, env = codex_project(tmp_path, api)
     done = agent_loop(work, "--agent", "codex", "--vcs", "none", "--no-distill", "--budget",
                       "0.005", env=env)
     tasks = tasks_of(work)
@@ -42,7 +43,7 @@ def test_codex_runs_are_priced_from_the_table_and_the_budget_holds(tmp_path: Pat
 
 def test_a_budget_for_a_model_without_a_price_is_refused_before_any_request(
         tmp_path: Path, api: FakeOpenAI) -> None:
-    work, env = project(tmp_path, api)
+    work, env = codex_project(tmp_path, api)
     done = agent_loop(work, "--agent", "codex", "--vcs", "none", "--no-distill", "--model",
                       "house-model", "--budget", "0.01", env=env)
     assert done.returncode == 2, done.stdout + done.stderr
@@ -56,7 +57,7 @@ def test_a_budget_for_a_model_without_a_price_is_refused_before_any_request(
 
 def test_the_users_price_prices_a_model_the_table_does_not_know(tmp_path: Path,
                                                                 api: FakeOpenAI) -> None:
-    work, env = project(tmp_path, api, tasks="- WRITE a.txt: a\n")
+    work, env = codex_project(tmp_path, api, tasks="- WRITE a.txt: a\n")
     (work / "agent-loop.toml").write_text('prices = { "house-model" = "1/0.5/4" }\n')
     done = agent_loop(work, "--agent", "codex", "--vcs", "none", "--no-distill", "--model",
                       "house-model", "--budget", "1", env=env)
@@ -67,7 +68,7 @@ def test_the_users_price_prices_a_model_the_table_does_not_know(tmp_path: Path,
 
 def test_an_unpriced_run_without_a_budget_says_unknown_once(tmp_path: Path,
                                                              api: FakeOpenAI) -> None:
-    work, env = project(tmp_path, api, tasks="- WRITE a.txt: a\n")
+    work, env = codex_project(tmp_path, api, tasks="- WRITE a.txt: a\n")
     done = agent_loop(work, "--agent", "codex", "--vcs", "none", "--no-distill", "--model",
                       "house-model", env=env)
     assert done.returncode == 0, done.stdout + done.stderr

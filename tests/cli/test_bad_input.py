@@ -53,11 +53,6 @@ def refused(done: subprocess.CompletedProcess[str], *words: str) -> None:
         assert word in done.stderr, done.stderr
 
 
-def runs(fake: FakeClaude) -> list[dict]:
-    """The fake's task runs (not the small calls that advise or write commit messages)."""
-    return [c for c in fake.calls() if "stream-json" in c["argv"]]
-
-
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
     folder = tmp_path / "work"
@@ -106,7 +101,7 @@ def test_task_text_is_only_ever_text(work: Path, tmp_path: Path, jj_bin: str,
     tasks = taskfile.parse(NASTY)
     assert len(tasks) == 6
     # The agent got each task exactly as written; no shell ever saw one.
-    assert [c["stdin"] for c in runs(fake_claude)] == [t.text for t in tasks]
+    assert [c["stdin"] for c in fake_claude.task_runs()] == [t.text for t in tasks]
     made = [p for p in tmp_path.rglob("pwned*")] + list(Path.cwd().glob("pwned*"))
     assert not made, made  # (the logs' names hold the word; no shell made a file of it)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]  # nothing landed beside it
@@ -138,7 +133,7 @@ def test_a_task_over_the_size_limit_is_refused_at_once(work: Path,
     for mode in ([], ["--status"], ["--dry-run"]):
         refused(agent_loop(work, "--vcs", "none", *mode), "task 2 (line 2)", "2,000,000 bytes",
                 "1024 KiB")
-    assert runs(fake_claude) == []  # refused before the first task, not at the second
+    assert fake_claude.task_runs() == []  # refused before the first task, not at the second
     assert not (work / ".agent-loop" / "state.json").exists()
 
 
@@ -149,7 +144,7 @@ def test_a_megabyte_task_file_is_fine(work: Path, fake_claude: FakeClaude) -> No
     assert (work / "tasks.md").stat().st_size > 1_000_000
     done = agent_loop(work, "--vcs", "none")
     assert done.returncode == 0, done.stderr
-    first, second = (c["stdin"] for c in runs(fake_claude))
+    first, second = (c["stdin"] for c in fake_claude.task_runs())
     # The prose before the first group is the plan's context: a fresh session gets a bounded
     # part of it; the resumed one has it already.
     assert first.startswith("The plan this task belongs to says") and first.endswith("\none")
@@ -462,7 +457,7 @@ def test_a_read_only_state_folder_is_one_clear_line(work: Path, fake_claude: Fak
     finally:
         folder.chmod(0o755)
     assert (folder / "state.json").read_bytes() == before
-    assert len(runs(fake_claude)) == 2
+    assert len(fake_claude.task_runs()) == 2
 
 
 @pytest.mark.parametrize("fail_from", [1, 2, 3, 4])
@@ -568,4 +563,4 @@ def test_started_with_sigchld_ignored_exit_codes_still_count(work: Path,
     done = agent_loop(work, "--vcs", "none", "--no-distill", "--check", "exit 3",
                       prefix=ignoring)
     assert done.returncode == 1 and "exit 3" in done.stderr, done.stdout + done.stderr
-    assert not runs(fake_claude)  # stopped before anything was paid for
+    assert not fake_claude.task_runs()  # stopped before anything was paid for

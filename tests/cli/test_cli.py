@@ -18,7 +18,8 @@ from agentloop.cli import command
 from tests.support.fake_agent import FakeClaude
 from tests.support.runner import invoke
 
-TASKS = "# Plan\n\n- early task\n\n## Build\n- [x] done already\n- compile it\n1. numbered one\n"
+TASKS = ("# Plan\n\n- [ ] early task\n\n## Build\n- [x] done already\n- [ ] compile it\n"
+         "1. [ ] numbered one\n")
 
 
 @pytest.fixture
@@ -79,11 +80,12 @@ def test_a_changed_task_file_is_reconciled_and_reset_still_starts_over(
         work: Path, fake_claude: FakeClaude) -> None:
     invoke("tasks.md", "--vcs", "none")
     before = (work / ".agent-loop" / "state.json").read_bytes()
-    (work / "tasks.md").write_text(TASKS.replace("compile it", "compile it well") + "- new one\n")
+    (work / "tasks.md").write_text(TASKS.replace("compile it", "compile it well")
+                                   + "- [ ] new one\n")
     code, out, err = invoke("tasks.md", "--vcs", "none")
     assert code == 0, err
     assert "tasks.md changed: 1 task added, 1 edited, 0 removed; 2 completed tasks kept" in out
-    runs = [c["stdin"].splitlines()[-1] for c in fake_claude.calls() if "stream-json" in c["argv"]]
+    runs = [p.splitlines()[-1] for p in fake_claude.task_prompts()]
     assert runs[-2:] == ["compile it well", "new one"]
     code, out, _ = invoke("tasks.md", "--vcs", "none", "--reset")
     assert code == 0 and "reset: the old state and logs are in .agent-loop/archive/" in out
@@ -188,7 +190,7 @@ def test_a_second_run_is_refused_while_one_runs(work: Path, fake_claude: FakeCla
 def test_status_after_the_task_file_changed_warns_and_still_shows(work: Path,
                                                                    fake_claude: FakeClaude) -> None:
     invoke("tasks.md", "--vcs", "none")
-    (work / "tasks.md").write_text(TASKS + "- one more\n")
+    (work / "tasks.md").write_text(TASKS + "- [ ] one more\n")
     code, out, _ = invoke("tasks.md", "--status")
     assert code == 0
     assert out.startswith("tasks.md changed since the last run: 1 task added, 0 edited, "

@@ -21,7 +21,8 @@ def invoke(*args: str) -> tuple[int, str]:
 def test_dry_run_json_lists_every_task_with_its_full_text_and_why(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_claude: FakeClaude) -> None:
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "tasks.md").write_text("## A\n- one\n  more of one\n- [x] two\n## B\n- three\n")
+    (tmp_path / "tasks.md").write_text("## A\n- [ ] one\n  more of one\n- [x] two\n## B\n"
+                                       "- [ ] three\n")
     code, out = invoke("--dry-run", "--json")
     assert code == 0, out
     plan = orjson.loads(out)

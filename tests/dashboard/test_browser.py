@@ -146,7 +146,7 @@ def test_stop_after_the_running_tasks_stops_as_the_flag_does(browser: Any, work:
     page = browser.new_page()
     page.goto(served.url)
     deadline = time.monotonic() + 30
-    while len([c for c in fake_claude.calls() if "stream-json" in c["argv"]]) < 2:
+    while len(fake_claude.task_runs()) < 2:
         assert time.monotonic() < deadline
         time.sleep(0.1)
     page.locator("#stop-after:enabled").click()

@@ -166,6 +166,32 @@ def test_stop_now_is_a_ctrl_c(work: Path, fake_claude: FakeClaude) -> None:
     assert "interrupted" in again.stdout or "pending" in again.stdout
 
 
+def test_serve_without_a_plan_reads_the_projects_and_the_users_settings(work: Path) -> None:
+    import signal
+    import socket
+
+    init_repo(work, "git")
+    with socket.socket() as probe:   # a port nobody listens on now
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (work / "agent-loop.toml").write_text(f"serve-port = {port}\n")
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "--serve"], cwd=work, text=True,
+                             env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    assert child.stdout is not None
+    first = child.stdout.readline()
+    child.send_signal(signal.SIGINT)
+    child.communicate(timeout=30)
+    assert first.startswith(f"dashboard: http://127.0.0.1:{port}/?token="), first
+    # The user's file is read too: a broken one is the usual one line, before anything serves.
+    user = Path(os.environ["HOME"]) / ".config" / "agent-loop" / "config.toml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text('serve-host = "127.0.0.1"\nnotify = 3\n')
+    done = agent_loop(work, "--serve", plan=None)
+    assert done.returncode == 2 and "dashboard:" not in done.stdout
+    assert "config.toml:2: notify" in done.stderr, done.stderr
+
+
 def test_a_report_reads_what_an_earlier_version_wrote(work: Path) -> None:
     example = Path(__file__).resolve().parents[2] / ".agent-loop.example"
     init_repo(work, "git")

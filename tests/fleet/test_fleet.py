@@ -101,7 +101,7 @@ def main_subjects(work: Path) -> list[str]:
 
 
 def developer_prompts(fake: FakeClaude, text: str) -> int:
-    return sum(1 for c in fake.calls() if "stream-json" in c["argv"] and text in c["stdin"])
+    return sum(1 for prompt in fake.task_prompts() if text in prompt)
 
 
 def wait_for(origin: Path, ref: str, seconds: float = 60) -> None:
@@ -136,8 +136,7 @@ def test_a_matrix_of_group_jobs_then_one_integration(tmp_path: Path, fake_claude
     # Its session stayed with the dead job: the next task starts a fresh one; beta's, on one
     # machine, resumed its first task's session.
     def resumed(text: str) -> list[bool]:
-        return ["--resume" in c["argv"] for c in fake_claude.calls()
-                if "stream-json" in c["argv"] and text in c["stdin"]]
+        return ["--resume" in c["argv"] for c in fake_claude.task_runs() if text in c["stdin"]]
     assert resumed("alpha two")[-1] is False and resumed("beta two") == [True]
     assert git(origin, "log", "--format=%s", "agent-loop/tasks/1-alpha").count("alpha one") == 1
 

@@ -105,6 +105,21 @@ def test_a_plain_todo_without_boxes_runs_every_item() -> None:
     assert plan.ignored == () and plan.context == ""
 
 
+def test_a_checklist_with_every_box_ticked_keeps_its_notes_out() -> None:
+    # A finished ralph plan: its notes never turn into work.
+    plan = read("ralph_fix_plan.md")
+    text = (PLANS / "ralph_fix_plan.md").read_text().replace("- [ ]", "- [x]")
+    tasks, reading = taskfile.read_text(text)
+    assert [(t.text.splitlines()[0], t.checked) for t in tasks] == \
+        [(t.text.splitlines()[0], True) for t in plan.tasks]
+    assert [(line, why) for line, _, why in reading.ignored] == \
+        [(line, why) for line, _, why in plan.ignored]
+    # Said, since a plain list with a task ticked by hand looks the same.
+    assert reading.warnings == ["every box is ticked: read as a finished checklist, its 2 plain "
+                                "bullet(s) are notes; write `- [ ]` before one to run it"]
+    assert taskfile.read_text("- [x] a\n- [ ] b\n- note\n")[1].warnings == []
+
+
 def test_unknown_boxes_warn_and_a_ticked_section_is_done() -> None:
     tasks, reading = taskfile.read_text("## G\n- [?] odd\n- [ ] fine\n### Task 1: all done\n"
                                         "- [x] a\n- [X] b\n")

@@ -1,5 +1,6 @@
-"""Ticking a landed task's box in a real plan file (agentloop.plan.tick): the task's line only,
-every other byte kept, nothing written when the line changed or the file moved under us."""
+"""Ticking a landed task's boxes in a real plan file (agentloop.plan.tick): the task's line and
+its sub-items' only, every other byte kept, nothing written when the line changed or the file
+moved under us."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from agentloop.plan import parse
+from agentloop.plan.boxes import task_key
 from agentloop.plan.tick import tick
 
 
@@ -32,43 +34,56 @@ def ticked(path: Path, index: int) -> str:
     # spec-kit: ids, [P], a task spanning lines
     ("## Phase 1\n- [ ] T001 [P] make the model\n  in src/models.py\n- [ ] T002 tests\n", 1,
      "## Phase 1\n- [x] T001 [P] make the model\n  in src/models.py\n- [ ] T002 tests\n"),
-    # Kiro: optional star, numbered sub-items folded into their task (their boxes stay)
+    # Kiro: optional star, numbered sub-items folded into their task (ticked with it)
     ("# Tasks\n- [ ] 1. Set up\n- [ ] 1.1 the folder\n- [ ]* 2. Extra\n- [ ] 3. Last\n", 1,
-     "# Tasks\n- [x] 1. Set up\n- [ ] 1.1 the folder\n- [ ]* 2. Extra\n- [ ] 3. Last\n"),
+     "# Tasks\n- [x] 1. Set up\n- [x] 1.1 the folder\n- [ ]* 2. Extra\n- [ ] 3. Last\n"),
     ("- [ ]* 1. Extra\n- [ ] 2. Last\n", 1, "- [x]* 1. Extra\n- [ ] 2. Last\n"),
     # an ordered list, a tab after the marker, an in-progress box
     ("1. [ ] one\n2.\t[~] two\n", 2, "1. [ ] one\n2.\t[x] two\n"),
-    # nested boxes are the task's text: only its own line is ticked
-    ("- [ ] parent\n  - [ ] child\n- [ ] next\n", 1, "- [x] parent\n  - [ ] child\n- [ ] next\n"),
+    # nested boxes, at any depth, are ticked with their task; a plain bullet and a fence stay
+    ("- [ ] parent\n  - [ ] child\n    1. [~] deeper\n  - plain\n  ```\n  - [ ] code\n  ```\n"
+     "- [ ] next\n",
+     1, "- [x] parent\n  - [x] child\n    1. [x] deeper\n  - plain\n  ```\n  - [ ] code\n  ```\n"
+     "- [ ] next\n"),
+    # a task section: its steps are its boxes
+    ("## G\n### Task 1: one\n- [ ] step a\n- [x] step b\n### Task 2: two\n- [ ] step\n", 1,
+     "## G\n### Task 1: one\n- [x] step a\n- [x] step b\n### Task 2: two\n- [ ] step\n"),
 ])
-def test_the_tasks_line_alone_is_ticked(tmp_path: Path, before: str, index: int,
-                                        after: str) -> None:
+def test_the_tasks_boxes_alone_are_ticked(tmp_path: Path, before: str, index: int,
+                                          after: str) -> None:
     path = plan(tmp_path, before)
     assert ticked(path, index) == ""
     assert path.read_text() == after
     # The next reading: the same tasks, this one done.
     again = parse.load(path).tasks
-    assert [(t.group, t.text) for t in again] == \
-        [(t.group, t.text) for t in parse.parse(before)]
+    assert [(t.group, task_key(t.text)) for t in again] == \
+        [(t.group, task_key(t.text)) for t in parse.parse(before)]
     assert again[index - 1].checked
 
 
 def test_crlf_line_ends_and_a_bom_are_kept_byte_for_byte(tmp_path: Path) -> None:
-    path = plan(tmp_path, b"\xef\xbb\xbf- [ ] one\r\n- [ ] two\r\n\r\n- note\r\n")
+    path = plan(tmp_path, b"\xef\xbb\xbf- [ ] one\r\n  - [ ] sub\r\n- [ ] two\r\n\r\n- note\r\n")
     assert ticked(path, 1) == ""
-    assert path.read_bytes().startswith(b"\xef\xbb\xbf- [x] one\r\n- [ ] two\r\n")
-
-
-def test_the_last_open_box_of_a_plan_with_notes_is_left_open_with_a_reason(
-        tmp_path: Path) -> None:
-    # With no open box left, a plan's plain bullets read as tasks: ticking would make work.
-    path = plan(tmp_path, "- [x] one\n- [ ] two\n- a note\n")
-    assert "plain bullets would then be tasks" in ticked(path, 2)
-    assert path.read_text() == "- [x] one\n- [ ] two\n- a note\n"
-    # Without notes, the last box is ticked like any other.
-    path.write_text("- [x] one\n- [ ] two\n")
     assert ticked(path, 2) == ""
-    assert path.read_text() == "- [x] one\n- [x] two\n"
+    assert path.read_bytes() == \
+        b"\xef\xbb\xbf- [x] one\r\n  - [x] sub\r\n- [x] two\r\n\r\n- note\r\n"
+
+
+def test_every_box_of_a_mixed_checklist_is_ticked_and_its_notes_stay_notes(
+        tmp_path: Path) -> None:
+    # Boxed tasks, plain bullets (notes), nested items: every task lands in turn.
+    before = ("# Plan\n\n- [ ] one\n  - [ ] its step\n  - a detail\n- a note\n\n## Later\n"
+              "- [ ] two\n- another note\n")
+    path = plan(tmp_path, before)
+    tasks = parse.load(path).tasks
+    assert [t.summary for t in tasks] == ["one", "two"]
+    for task in tasks:
+        assert tick(path, task.group, task.text, task.line).note == ""
+    assert path.read_text() == before.replace("[ ]", "[x]")
+    # Every box ticked: the plain bullets are still notes, not work for the next run.
+    again = parse.load(path)
+    assert [(t.summary, t.checked) for t in again.tasks] == [("one", True), ("two", True)]
+    assert [text for _, text, _ in again.ignored] == ["a note", "another note"]
 
 
 def test_a_reworded_or_removed_task_is_not_ticked(tmp_path: Path) -> None:

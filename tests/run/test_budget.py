@@ -179,13 +179,14 @@ def test_codex_cannot_cap_a_run_so_its_bound_is_said_in_words(work: Path) -> Non
 
 
 def test_the_real_claude_takes_the_cap(tmp_path: Path, fake_api, claude_bin: Path) -> None:
-    from tests.run.test_failures_real import setup, tasks
+    from tests.support.claude_cli import real_project
+    from tests.support.repos import tasks_of
 
-    work, env = setup(tmp_path, fake_api, claude_bin)
+    work, env = real_project(tmp_path, fake_api, claude_bin)
     done = agent_loop(work, "--vcs", "none", "--budget", "50", "--task-budget", "5", "--no-distill",
                       env=env)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert [t["status"] for t in tasks(work)] == ["completed", "completed"]
+    assert [t["status"] for t in tasks_of(work)] == ["completed", "completed"]
     logs = sorted((work / ".agent-loop" / "logs").glob("*.log"))
     assert logs and all("--max-budget-usd 5" in log.read_text() for log in logs)
 

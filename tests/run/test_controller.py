@@ -15,11 +15,6 @@ from tests.support.repos import git_commits, init_repo, state_of
 from tests.support.runner import agent_loop
 
 
-def agent_calls(fake_claude: FakeClaude) -> list[str]:
-    """The prompts of the agent's runs (not the helpers')."""
-    return [c["stdin"] for c in fake_claude.calls() if "stream-json" in c["argv"]]
-
-
 def test_stop_after_running_stops_a_sequential_run_after_its_task(
         work: Path, fake_claude: FakeClaude) -> None:
     init_repo(work, "git")
@@ -34,7 +29,7 @@ def test_stop_after_running_stops_a_sequential_run_after_its_task(
     assert done.returncode == 4, done.stdout + done.stderr   # stopped with tasks left
     assert "no new task starts" in done.stdout
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed", "pending", "pending"]
-    assert len(agent_calls(fake_claude)) == 1
+    assert len(fake_claude.task_prompts()) == 1
     assert len(git_commits(work)) == 1
 
 
@@ -61,7 +56,7 @@ def test_a_sequential_run_does_not_start_a_group_whose_dependency_failed(
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--max-attempts", "1")
     assert done.returncode == 4, done.stdout + done.stderr
     assert "Top did not start: it waits for Base, which did not finish" in done.stdout
-    assert not any("build on the base" in p for p in agent_calls(fake_claude))
+    assert not any("build on the base" in p for p in fake_claude.task_prompts())
     assert [t["status"] for t in state_of(work)["tasks"]] == ["failed", "pending", "completed"]
 
 
@@ -74,7 +69,7 @@ def test_group_with_an_unmet_dependency_refuses_unless_told_to_ignore_it(
     assert refused.stderr.strip().splitlines() == [
         "agent-loop: error: group 'Top' waits for 'Base', which is not done yet (Depends on:); run "
         "that first, or add --ignore-deps to start it anyway"]
-    assert agent_calls(fake_claude) == []
+    assert fake_claude.task_prompts() == []
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--group", "2", "--ignore-deps")
     assert done.returncode == 0, done.stdout + done.stderr
     assert [t["status"] for t in state_of(work)["tasks"]] == ["pending", "completed", "pending"]
@@ -111,7 +106,7 @@ def test_a_task_removed_ticked_or_reworded_while_the_run_works(
     (work / "tasks.md").write_text(edited_plan(work, tmp_path))
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", lanes)
     assert done.returncode == 0, done.stdout + done.stderr
-    prompts = agent_calls(fake_claude)
+    prompts = fake_claude.task_prompts()
     assert not any("remove me" in p or "tick me" in p or "old wording" in p for p in prompts)
     assert sum("new wording" in p for p in prompts) == 1
     assert not (work / "gone.txt").exists() and not (work / "ticked.txt").exists()
@@ -126,7 +121,7 @@ def test_a_task_removed_ticked_or_reworded_while_the_run_works(
     assert status.returncode == 0
     again = agent_loop(work, "--vcs", "git", "--no-distill")
     assert again.returncode == 0, again.stdout + again.stderr
-    assert len(agent_calls(fake_claude)) == len(prompts)
+    assert len(fake_claude.task_prompts()) == len(prompts)
 
 
 def test_status_after_kill_9_counts_no_task_as_running(work: Path,

@@ -8,7 +8,7 @@ Three kinds of test, each on git and on jj, all with the real tool as a process:
   the agent run, the state writes) and run again until a run ends by itself.
 * a sweep: a `git`/`jj` wrapper first on PATH kills the tool just before, or just after, the
   k-th VCS command of a small run, for every k.
-* one exact reproduction of each inconsistency they found (both fixed since).
+* one exact reproduction of each inconsistency they found (all fixed since).
 
 After every kill state.json loads and no agent outlives the tool. At the end every task is
 completed exactly once; the history holds exactly one change (jj) or commit (git) per task,
@@ -375,14 +375,15 @@ def test_random_kills_lose_nothing_and_duplicate_nothing(tmp_path: Path, jj_bin:
 
 WRAPPER = """#!/bin/sh
 # Counts its calls and kills its caller (the tool) before or after one of them: call number
-# $CRASH_AT, or the first whose arguments hold $CRASH_MATCH. "during": the command itself is
+# $CRASH_AT, or the first whose arguments hold $CRASH_MATCH (a shell pattern: `[k-z]` is a
+# letter of a jj change id, `*` anything). "during": the command itself is
 # killed with the tool, $CRASH_DELAY seconds in (an OOM kill, a power cut), leaving behind
 # whatever it had half done: lock files, half-written state.
 n=$(( $(cat "$CRASH_COUNTER" 2>/dev/null || echo 0) + 1 ))
 echo "$n" > "$CRASH_COUNTER"
 hit=
 if [ -n "$CRASH_MATCH" ]; then
-    case " $* " in *"$CRASH_MATCH"*) [ -e "$CRASH_COUNTER.fired" ] || hit=1 ;; esac
+    case " $* " in *$CRASH_MATCH*) [ -e "$CRASH_COUNTER.fired" ] || hit=1 ;; esac
 elif [ "$n" = "$CRASH_AT" ]; then
     hit=1
 fi
@@ -566,7 +567,7 @@ def _pgid(pid: str) -> int:
     return int(text[text.rindex(")") + 2:].split()[2])
 
 
-# -- the two inconsistencies these tests found (fixed in be9bd08), exactly ---------------------
+# -- the inconsistencies these tests found (fixed), exactly -------------------------------------
 
 def test_git_kill_after_the_task_commit_landed(tmp_path: Path, fake_claude: FakeClaude) -> None:
     """Killed after finish() moved HEAD to the task's commit, before the state said so: the
@@ -619,3 +620,40 @@ def test_a_killed_attempt_does_not_count(tmp_path: Path, fake_claude: FakeClaude
     task = from_bytes(path.read_bytes(), path).tasks[0]
     assert [a.outcome for a in task.history] == ["interrupted", "failed", "completed"]
     assert task.status == "completed" and task.attempts == 2
+
+
+def killed_at(work: Path, kind: str, env: dict[str, str], fake: FakeClaude, label: str,
+              *extra: str) -> None:
+    """One run with the crash wrapper, which must kill it."""
+    out = work.parent / f"{work.name}.out"
+    tool = start(work, kind, out, env, "--no-distill", *extra)
+    code = tool.wait(timeout=120)
+    settle(tool.pid, fake, label)
+    assert code == -9, f"{label}: the run was not killed (exit {code}): {out.read_text()[-2000:]}"
+    assert state_loads(work)
+
+
+@pytest.mark.parametrize("where", [("--workplace", "checkout"), ("--workplace", "lane"),
+                                   ("--parallel", "2")], ids=["checkout", "lane", "parallel"])
+def test_jj_kill_in_the_recovery_that_keeps_a_finished_change(
+        tmp_path: Path, jj_bin: str, fake_claude: FakeClaude, where: tuple[str, str]) -> None:
+    """Killed after finish's `jj new` on the task's change, before the state said the task was
+    done; the re-run's recovery keeps that change for the task's next begin to go on from, and
+    is killed in turn before that begin: the state used to forget the change there, so the run
+    after ran the task afresh on top of it, found nothing new and recorded the task as done
+    with no change while history held its work (found by seed 20260102); in a lane the
+    change never landed, and the task's file was lost."""
+    work = tmp_path / "work"
+    groups, per_group = (2, 1) if where[0] == "--parallel" else (1, 2)
+    new_repo(work, "jj", groups=groups, per_group=per_group, pause=0)
+    killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=" new [k-z]"), fake_claude,
+              "after the task's change was sealed", *where)
+    killed_at(work, "jj", crash_env(tmp_path, "jj", "before", match=" describe -r [k-z]"),
+              fake_claude, "in the recovery, before the task began again", *where)
+    tool = start(work, "jj", tmp_path / "last.out", None, "--no-distill", *where)
+    assert tool.wait(timeout=120) == 0, (tmp_path / "last.out").read_text()[-2000:]
+    problems = check(work, "jj", "jj", per_group=per_group)
+    # The resume killed before its describe had put an empty base below the change: the next
+    # resume takes that one, and close drops it.
+    blank = [c for c, d, f in jj_history(work)[:-1] if not d and not f]
+    assert not problems and not blank, "\n".join(problems + [f"empty changes left: {blank}"])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from tests.support.claude_cli import agent_loop_env, oauth_login
+from tests.support.claude_cli import oauth_login, real_project
 from tests.support.fakeapi import (
     FakeApi,
     Hang,
@@ -23,32 +23,20 @@ from tests.support.fakeapi import (
     unauthorized,
     usage_limit,
 )
+from tests.support.repos import tasks_of
 from tests.support.runner import agent_loop
-
-TASKS = "## G\n- WRITE one.txt: one\n- WRITE two.txt: two\n"
-
-
-def setup(tmp_path: Path, api: FakeApi, claude_bin: Path) -> tuple[Path, dict[str, str]]:
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "tasks.md").write_text(TASKS)
-    return work, agent_loop_env(tmp_path, api, claude_bin)
-
-
-def tasks(work: Path) -> list[dict]:
-    return orjson.loads((work / ".agent-loop" / "state.json").read_bytes())["tasks"]
 
 
 def test_usage_limit_waits_for_the_reset_then_succeeds(tmp_path: Path, fake_api: FakeApi,
                                                        claude_bin: Path) -> None:
-    work, env = setup(tmp_path, fake_api, claude_bin)
+    work, env = real_project(tmp_path, fake_api, claude_bin)
     resets = int(time.time()) + 2
     fake_api.script(usage_limit(resets))
     started = time.monotonic()
     done = agent_loop(work, "--vcs", "none", env=oauth_login(env))
     assert done.returncode == 0, done.stderr
     assert time.monotonic() - started >= 2  # it really waited for the reset
-    first = tasks(work)[0]
+    first = tasks_of(work)[0]
     assert first["status"] == "completed" and first["attempts"] == 1
     assert [a["outcome"] for a in first["history"]] == ["limited", "completed"]
     assert "5-hour limit" in first["history"][0]["reason"]
@@ -57,21 +45,21 @@ def test_usage_limit_waits_for_the_reset_then_succeeds(tmp_path: Path, fake_api:
 
 def test_plain_429_backs_off_without_using_an_attempt(tmp_path: Path, fake_api: FakeApi,
                                                       claude_bin: Path) -> None:
-    work, env = setup(tmp_path, fake_api, claude_bin)
+    work, env = real_project(tmp_path, fake_api, claude_bin)
     fake_api.script(rate_limited())
     done = agent_loop(work, "--vcs", "none", "--backoff", "0.2", env=env)
     assert done.returncode == 0, done.stderr
-    assert tasks(work)[0]["attempts"] == 1
-    assert tasks(work)[0]["history"][0]["outcome"] == "limited"
+    assert tasks_of(work)[0]["attempts"] == 1
+    assert tasks_of(work)[0]["history"][0]["outcome"] == "limited"
 
 
 def test_overloaded_is_retried_as_transient(tmp_path: Path, fake_api: FakeApi,
                                             claude_bin: Path) -> None:
-    work, env = setup(tmp_path, fake_api, claude_bin)
+    work, env = real_project(tmp_path, fake_api, claude_bin)
     fake_api.script(overloaded())
     done = agent_loop(work, "--vcs", "none", "--backoff", "0.2", env=env)
     assert done.returncode == 0, done.stderr
-    first = tasks(work)[0]
+    first = tasks_of(work)[0]
     assert first["status"] == "completed" and first["attempts"] == 2
     assert "529" in first["history"][0]["reason"]
     assert "transient failure: trying again" in done.stdout
@@ -80,7 +68,7 @@ def test_overloaded_is_retried_as_transient(tmp_path: Path, fake_api: FakeApi,
 
 def test_bad_key_stops_the_run_with_a_clear_message(tmp_path: Path, fake_api: FakeApi,
                                                     claude_bin: Path) -> None:
-    work, env = setup(tmp_path, fake_api, claude_bin)
+    work, env = real_project(tmp_path, fake_api, claude_bin)
     fake_api.script(unauthorized())
     done = agent_loop(work, "--vcs", "none", env=env)
     assert done.returncode == 1
@@ -88,13 +76,13 @@ def test_bad_key_stops_the_run_with_a_clear_message(tmp_path: Path, fake_api: Fa
     assert last.startswith("agent-loop: stopped: not authorized")
     assert "Invalid API key" in last
     assert last.endswith("Fix that, then continue with: agent-loop tasks.md --vcs none")
-    assert [t["status"] for t in tasks(work)] == ["pending", "pending"]
+    assert [t["status"] for t in tasks_of(work)] == ["pending", "pending"]
     assert len(fake_api.requests_for_messages()) == 1
 
 
 def test_the_advisor_is_a_small_model_call_and_its_hint_is_used(tmp_path: Path, fake_api: FakeApi,
                                                                 claude_bin: Path) -> None:
-    work, env = setup(tmp_path, fake_api, claude_bin)
+    work, env = real_project(tmp_path, fake_api, claude_bin)
     # The developer's first run fails in a way no rule knows: an HTTP 400, which the CLI
     # quietly re-sends with features dropped, six requests in all (measured on 2.1.330).
     fake_api.script(*[HttpError(400, "invalid_request_error", "odd request (fake)")] * 6,
@@ -107,7 +95,7 @@ def test_the_advisor_is_a_small_model_call_and_its_hint_is_used(tmp_path: Path, 
     advisor = [r for r in fake_api.requests_for_messages() if r.model == "claude-haiku-5-5"]
     assert len(advisor) == 1 and advisor[0].body.get("tools") == []
     assert "odd request" in orjson.dumps(advisor[0].body["messages"]).decode()
-    first = tasks(work)[0]
+    first = tasks_of(work)[0]
     assert first["status"] == "completed" and first["attempts"] == 2
     assert first["history"][0]["hint"] == "write the file first"
     retry = [r for r in fake_api.requests_for_messages()
@@ -118,11 +106,11 @@ def test_the_advisor_is_a_small_model_call_and_its_hint_is_used(tmp_path: Path, 
 
 def test_a_hung_agent_is_stopped_by_the_task_timeout(tmp_path: Path, fake_api: FakeApi,
                                                      claude_bin: Path) -> None:
-    work, env = setup(tmp_path, fake_api, claude_bin)
+    work, env = real_project(tmp_path, fake_api, claude_bin)
     fake_api.script(Hang())
     done = agent_loop(work, "--vcs", "none", "--task-timeout", "3", "--backoff", "0", env=env)
     assert done.returncode == 0, done.stderr
-    first = tasks(work)[0]
+    first = tasks_of(work)[0]
     assert first["history"][0]["reason"] == "timed out"
     assert first["status"] == "completed" and first["attempts"] == 2
     leftover = subprocess.run(["pgrep", "-f", str(claude_bin)], capture_output=True, text=True)
@@ -131,7 +119,7 @@ def test_a_hung_agent_is_stopped_by_the_task_timeout(tmp_path: Path, fake_api: F
 
 def test_persistent_server_errors_pause_the_run(tmp_path: Path, fake_api: FakeApi,
                                                 claude_bin: Path) -> None:
-    work, env = setup(tmp_path, fake_api, claude_bin)
+    work, env = real_project(tmp_path, fake_api, claude_bin)
     fake_api.script(server_error(), server_error(), server_error())
     done = agent_loop(work, "--vcs", "none", "--backoff", "0", env=env)
     assert done.returncode == 1
@@ -139,7 +127,7 @@ def test_persistent_server_errors_pause_the_run(tmp_path: Path, fake_api: FakeAp
     assert "Continue with: agent-loop tasks.md --vcs none --backoff 0" in done.stderr
     again = agent_loop(work, "--vcs", "none", "--backoff", "0", env=env)
     assert again.returncode == 0, again.stderr
-    assert [t["status"] for t in tasks(work)] == ["completed", "completed"]
+    assert [t["status"] for t in tasks_of(work)] == ["completed", "completed"]
 
 
 
@@ -149,12 +137,12 @@ def test_a_usage_limit_on_a_groups_second_task_resumes_the_groups_session(
     # `attempt2` though a limit is no attempt, and the limit was printed twice in two clocks.
     from tests.support.fakeapi import Directed
 
-    work, env = setup(tmp_path, fake_api, claude_bin)
+    work, env = real_project(tmp_path, fake_api, claude_bin)
     resets = int(time.time()) + 2
     fake_api.script(Directed(), Directed(), usage_limit(resets))
     done = agent_loop(work, "--vcs", "none", env=oauth_login(env))
     assert done.returncode == 0, done.stderr
-    first, second = tasks(work)
+    first, second = tasks_of(work)
     assert second["status"] == "completed" and second["attempts"] == 1
     limited, rerun = second["history"]
     assert [limited["outcome"], rerun["outcome"]] == ["limited", "completed"]

@@ -53,7 +53,7 @@ def test_a_failed_task_breaks_the_chain_and_the_run_goes_on(work: Path,
     assert [t["status"] for t in tasks] == ["completed", "failed", "completed"]
     assert tasks[1]["error"] == "hopeless"
     assert "simulated failure" in tasks[1]["history"][0]["reason"]
-    calls = [c for c in fake_claude.calls() if "stream-json" in c["argv"]]
+    calls = fake_claude.task_runs()
     assert "--resume" in calls[1]["argv"] and "--resume" not in calls[2]["argv"]
     assert "run ended without success: simulated failure" in out
     assert "advisor: give up: hopeless" in out
@@ -77,7 +77,7 @@ def test_a_failing_agent_never_crashes_the_tool(work: Path, fake_claude: FakeCla
 
 
 def test_rerun_skips_completed_and_retries_failed(work: Path, fake_claude: FakeClaude) -> None:
-    (work / "tasks.md").write_text("- one\n- two\n  FAKE: fail 1\n"
+    (work / "tasks.md").write_text("- [ ] one\n- [ ] two\n  FAKE: fail 1\n"
                                    '  FAKE: advise {"retry": false}\n- [x] done by hand\n')
     run(work)
     assert [t["status"] for t in tasks_of(work)] == ["completed", "failed", "skipped"]
@@ -85,7 +85,7 @@ def test_rerun_skips_completed_and_retries_failed(work: Path, fake_claude: FakeC
     assert code == 0
     assert [t["status"] for t in tasks_of(work)] == ["completed", "completed", "skipped"]
     assert tasks_of(work)[1]["attempts"] == 2
-    runs = [c for c in fake_claude.calls() if "stream-json" in c["argv"]]
+    runs = fake_claude.task_runs()
     assert [c["stdin"].splitlines()[0] for c in runs] == ["one", "two", "two"]
     assert "1 of 3 task(s) to run" in out
 
@@ -134,7 +134,7 @@ def test_a_failed_task_run_again_later_starts_fresh_with_the_last_hint(
     assert code == 4 and [t["status"] for t in tasks_of(work)] == ["completed", "failed"]
     code, out = run(work)
     assert code == 0, out
-    runs = [c for c in fake_claude.calls() if "stream-json" in c["argv"]]
+    runs = fake_claude.task_runs()
     # The first try of task 2 continued the group's session; the later one starts fresh, with
     # the advisor's hint, as a retry does.
     assert "--resume" in runs[1]["argv"] and "--resume" not in runs[2]["argv"]
@@ -152,7 +152,7 @@ def test_again_runs_a_completed_task_once_more_in_a_new_change(work: Path,
     two = tasks_of(work)[1]
     assert two["status"] == "completed" and two["attempts"] == 1
     assert [a["outcome"] for a in two["history"]] == ["completed", "completed"]
-    runs = [c["stdin"] for c in fake_claude.calls() if "stream-json" in c["argv"]]
+    runs = fake_claude.task_prompts()
     assert runs == ["one", "two", "two"]
     code, out = run(work, "--again")
     assert code == 2 and "--again goes with --task" in out

@@ -15,7 +15,6 @@ from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_commits, init_repo, state_of
 from tests.support.runner import agent_loop
 
-
 # The Right group's lane: its plan's key, then its number and name.
 RIGHT = lanes.plan_lane(lanes.plan_key("tasks.md"), 2, "Right")
 
@@ -493,10 +492,10 @@ def test_the_budget_counts_the_whole_plan_across_lanes(work: Path,
 
 @pytest.mark.parametrize("vcs", ["git", "jj"])
 def test_codex_two_groups_at_once(tmp_path: Path, fake_openai, jj_bin: str, vcs: str) -> None:
-    from tests.agents.test_codex_e2e import TASKS, project, tasks_of
-    from tests.support.repos import jj_changes
+    from tests.support.codex_cli import CODEX_PLAN, codex_project
+    from tests.support.repos import jj_changes, tasks_of
 
-    work, env = project(tmp_path, fake_openai, vcs=vcs)
+    work, env = codex_project(tmp_path, fake_openai, vcs=vcs)
     done = agent_loop(work, "--agent", "codex", "--vcs", vcs, "--no-distill", "--parallel", "2",
                       env=env)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -506,7 +505,7 @@ def test_codex_two_groups_at_once(tmp_path: Path, fake_openai, jj_bin: str, vcs:
     changes = git_commits(work) if vcs == "git" else jj_changes(work)
     assert sorted(f for _, _, files in changes for f in files) == [
         "api-test.txt", "api.txt", "readme.txt"]
-    assert (work / "api.txt").read_text() == "the api\n" and TASKS
+    assert (work / "api.txt").read_text() == "the api\n" and CODEX_PLAN
 
 
 @pytest.mark.parametrize("kind", ["git", "jj"])

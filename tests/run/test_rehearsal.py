@@ -56,7 +56,7 @@ def test_the_readme_demo_in_a_repository_with_no_commit(repo: Path,
     assert code == 0, err
     assert "the rehearsal's state (.agent-loop/rehearsal) is separate" in out
     assert "3 of 4 task(s) to run" in out and "agent: claude" in out
-    assert len([c for c in fake_claude.calls() if "stream-json" in c["argv"]]) == 3
+    assert len(fake_claude.task_runs()) == 3
     state = orjson.loads((repo / ".agent-loop" / "state.json").read_bytes())
     assert state["agent"] == "claude"
 
@@ -78,6 +78,32 @@ def test_a_rehearsal_leaves_a_dirty_tree_and_its_branch_as_they_were(repo: Path)
     assert git(repo, "log", "--format=%s", "agent-loop/rehearsal-tasks-md").count(
         "agent-loop: ") == 3
     assert not (repo / "agent-loop-rehearsal.md").exists()
+
+
+def test_status_of_a_rehearsal_looks_for_its_changes_in_its_own_copy(repo: Path) -> None:
+    git(repo, "init", "-q")
+    (repo / "tasks.md").write_text("- one\n- two\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "start")
+    assert invoke("tasks.md", "--rehearse")[0] == 0
+    code, out, _ = invoke("tasks.md", "--status", "--rehearse")
+    assert code == 0 and "2 completed" in out
+    # Not on the user's branch by design: said so, and nothing is reported missing.
+    assert "rehearsal: its changes are on branch agent-loop/rehearsal-tasks-md, in " \
+        ".agent-loop/lanes/rehearsal-tasks-md, not on your branch" in out
+    assert "no longer in" not in out and "--again" not in out
+    # A change dropped from the rehearsal's own copy is missing from it, and a rehearsal (not a
+    # real run) is what does it again.
+    copy = repo / ".agent-loop" / "lanes" / "rehearsal-tasks-md"
+    git(copy, "reset", "-q", "--hard", "HEAD~1")
+    out = invoke("tasks.md", "--status", "--rehearse")[1]
+    assert "task 2's change is no longer in the rehearsal's working copy; " \
+        "`agent-loop tasks.md --rehearse` rehearses the plan again" in out
+    assert "task 1's" not in out
+    git(repo, "worktree", "remove", "--force", str(copy))
+    out = invoke("tasks.md", "--status", "--rehearse")[1]
+    assert "its working copy .agent-loop/lanes/rehearsal-tasks-md is gone; its changes were " \
+        "on branch agent-loop/rehearsal-tasks-md" in out and "no longer in" not in out
 
 
 def test_no_repository_says_what_it_needs_instead_of_making_one(repo: Path) -> None:
@@ -116,3 +142,6 @@ def test_in_a_jj_repository_the_rehearsal_has_a_workspace_of_its_own(repo: Path,
     assert sorted(p.name for p in repo.iterdir() if not p.name.startswith(".")) == \
         ["mine.txt", "tasks.md"]
     assert "agent-loop-rehearsal-tasks-md" in jj("workspace", "list")
+    out = invoke("tasks.md", "--status", "--rehearse")[1]
+    assert "its changes are on jj workspace agent-loop-rehearsal-tasks-md" in out
+    assert "no longer in" not in out

@@ -26,21 +26,17 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def prompts(fake: FakeClaude) -> list[str]:
-    return [c["stdin"] for c in fake.calls() if "stream-json" in c["argv"]]
-
-
 def test_repeated_task_options_run_every_task_named(work: Path, fake_claude: FakeClaude) -> None:
     code, out, err = invoke("tasks.md", "--vcs", "none", "--task", "2", "--task", "4")
     assert code == 0, out + err
-    assert prompts(fake_claude) == ["two", "four"]
+    assert fake_claude.task_prompts() == ["two", "four"]
     assert "2 of 5 task(s) to run" in out
 
 
 def test_ranges_and_lists_select_tasks_in_plan_order(work: Path, fake_claude: FakeClaude) -> None:
     code, out, err = invoke("tasks.md", "--vcs", "none", "--task", "4-5,1")
     assert code == 0, out + err
-    assert prompts(fake_claude) == ["one", "four", "five"]
+    assert fake_claude.task_prompts() == ["one", "four", "five"]
     code, out, _ = invoke("tasks.md", "--dry-run", "--task", "2-3")
     assert "[2/5] Setup > two  (resumes session " in out
     assert "[3/5] Backend API > three  (starts a fresh session)" in out
@@ -55,17 +51,17 @@ def test_dry_run_numbers_the_groups_and_group_runs_one(work: Path,
         "group 1: Setup", "group 2: Backend API", "group 3: Setup (2)"]
     code, out, err = invoke("tasks.md", "--vcs", "none", "--group", "2")
     assert code == 0, out + err
-    assert prompts(fake_claude) == ["three", "four"]
+    assert fake_claude.task_prompts() == ["three", "four"]
     code, out, err = invoke("tasks.md", "--vcs", "none", "--group", "setup (2)")
     assert code == 0, out + err
-    assert prompts(fake_claude) == ["three", "four", "five"]
+    assert fake_claude.task_prompts() == ["three", "four", "five"]
     # Done: the group has nothing left, unless --again.
     code, _, err = invoke("tasks.md", "--vcs", "none", "--group", "backend api")
     assert code == 1 and err.count("\n") == 1
     assert "group 2 (Backend API) has no task left to run; --group 2 --again" in err
     code, out, err = invoke("tasks.md", "--vcs", "none", "--group", "2", "--again")
     assert code == 0, out + err
-    assert prompts(fake_claude)[-2:] == ["three", "four"]
+    assert fake_claude.task_prompts()[-2:] == ["three", "four"]
 
 
 @pytest.mark.parametrize("args, code, words", [
@@ -83,7 +79,7 @@ def test_what_cannot_be_selected_is_one_line_in_the_run_and_the_dry_run(
         got, out, err = invoke("tasks.md", *mode, *args)
         assert (got, err.count("\n")) == (code, 1), out + err
         assert words in err
-    assert prompts(fake_claude) == []
+    assert fake_claude.task_prompts() == []
     assert not (work / ".agent-loop" / "state.json").exists()
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.run.test_controller import agent_calls
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_commits, init_repo, jj, jj_changes, state_of
 from tests.support.runner import agent_loop
@@ -52,15 +51,36 @@ def test_landed_tasks_are_ticked_and_the_users_edits_stay(
     assert all("tasks.md" not in files for _, _, files in git_commits(work))
     assert len(git_commits(work)) == 4
     assert git(work, "status", "--porcelain", "--", "tasks.md").startswith("??")
-    calls = len(agent_calls(fake_claude))
+    calls = len(fake_claude.task_prompts())
     assert calls == 4
     # The next run reads the reword as a new task (the user's doing) and nothing else; its
-    # box is the plan's last open one, with a note below: left open, and the run says why.
+    # box is the plan's last open one, with a note below: ticked, and the note stays a note.
     again = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes")
     assert again.returncode == 0, again.stdout + again.stderr
-    assert len(agent_calls(fake_claude)) == calls + 1
-    assert "- [ ] second, reworded\n" in (work / "tasks.md").read_text()
-    assert "plain bullets would then be tasks" in again.stdout
+    assert len(fake_claude.task_prompts()) == calls + 1
+    assert "- [x] second, reworded\n" in (work / "tasks.md").read_text()
+    assert "not ticked" not in again.stdout
+    assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
+    assert len(fake_claude.task_prompts()) == calls + 1
+
+
+def test_a_mixed_crlf_checklist_ends_with_every_box_ticked_and_nothing_else_changed(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    plan = ("# Plan\r\n\r\n- [ ] first\r\n  FAKE: write a.txt a\r\n  - [ ] its step\r\n"
+            "  - a detail\r\n- a note\r\n- [ ] second\r\n  FAKE: write b.txt b\r\n"
+            "- another note\r\n")
+    (work / "tasks.md").write_bytes(plan.encode())
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "not ticked" not in done.stdout
+    assert (work / "tasks.md").read_bytes() == plan.replace("[ ]", "[x]").encode()
+    # The next run: nothing to do (the notes are notes), both tasks still known as completed.
+    again = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake_claude.task_prompts()) == 2
+    status = agent_loop(work, "--status")
+    assert status.stdout.count("completed") >= 2, status.stdout
 
 
 def test_a_tick_is_no_news_and_the_next_run_pays_for_nothing(
@@ -75,12 +95,12 @@ def test_a_tick_is_no_news_and_the_next_run_pays_for_nothing(
     assert "- [x] second\n" in (work / "tasks.md").read_text()
     assert state_of(work)["task_file_hash"] == \
         "sha256:" + __import__("hashlib").sha256((work / "tasks.md").read_bytes()).hexdigest()
-    assert len(agent_calls(fake_claude)) == 2
+    assert len(fake_claude.task_prompts()) == 2
     assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
     # Without .agent-loop/ (a fresh clone with the plan copied over): ticked is done.
     shutil.rmtree(work / ".agent-loop")
     assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
-    assert len(agent_calls(fake_claude)) == 2
+    assert len(fake_claude.task_prompts()) == 2
 
 
 def test_without_the_setting_the_plan_is_not_touched(work: Path, fake_claude: FakeClaude) -> None:

@@ -18,9 +18,7 @@ import pytest
 from tests.support.claude_cli import agent_loop_env
 from tests.support.fake_agent import FakeClaude
 from tests.support.fakeapi import FakeApi
-# git_project is no longer used here; it stays importable from here for tests that still do.
-from tests.support.repos import (git, git_commits, git_project, init_repo, jj,  # noqa: F401
-                                 jj_changes, state_of)
+from tests.support.repos import git, git_commits, init_repo, jj, jj_changes, state_of
 from tests.support.runner import agent_loop
 
 FAKE_TASKS = """\

@@ -197,7 +197,7 @@ def test_an_empty_check_is_a_usage_error(work: Path) -> None:
 
 
 def test_dry_run_shows_the_checks_of_each_task(work: Path) -> None:
-    (work / "tasks.md").write_text("- one\n- [x] done already\n")
+    (work / "tasks.md").write_text("- [ ] one\n- [x] done already\n")
     plan = agent_loop(work, "--dry-run", "--check", "pytest -q", "--check", "ruff check .")
     assert plan.returncode == 0, plan.stderr
     assert "[1/2] (ungrouped) > one  (starts a fresh session)\n    checks: pytest -q, ruff " \

@@ -183,3 +183,57 @@ def test_whatever_kills_the_sandbox_process_kills_everything_inside(tmp_path: Pa
     for pid in left:
         os.kill(pid, 9)
     assert left == []
+
+
+def installed_under_tmp(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(tool, venv, node_modules): a script under tmp_path whose interpreter is a virtual
+    environment's python there, and an npm-style `.bin` link into a node_modules folder there,
+    as a checkout in a temporary folder has them (CI's copy of this repository does)."""
+    venv = tmp_path / "opt" / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {Path(sys.executable).resolve().parent}\n")
+    python = venv / "bin" / "python"
+    python.symlink_to(Path(sys.executable).resolve())
+    tool = venv / "bin" / "tool"
+    tool.write_text(f"#!{python}\nprint('tool ran')\n")
+    tool.chmod(0o755)
+    package = tmp_path / "opt" / "cli" / "node_modules" / "agent" / "bin" / "agent.sh"
+    package.parent.mkdir(parents=True)
+    package.write_text("#!/bin/sh\necho agent ran\n")
+    package.chmod(0o755)
+    dot_bin = tmp_path / "opt" / "cli" / "node_modules" / ".bin"
+    dot_bin.mkdir()
+    (dot_bin / "agent").symlink_to("../agent/bin/agent.sh")
+    return tool, venv, package.parents[2]
+
+
+def test_a_program_installed_under_tmp_stays_readable_and_nothing_else_there(
+        tmp_path: Path) -> None:
+    from agentloop.sandbox.policy import program_needs
+
+    tool, venv, modules = installed_under_tmp(tmp_path)
+    assert program_needs(str(tool), (tmp_path,)) == [venv]
+    assert set(program_needs(str(modules / ".bin" / "agent"), (tmp_path,))) == {modules}
+    # Outside the private folders nothing is added: the read-only system shows it already.
+    assert program_needs(str(tool), (tmp_path / "elsewhere",)) == []
+    assert program_needs("no-such-program-here") == []
+
+
+@needs_bwrap
+def test_an_agent_whose_interpreter_lives_under_tmp_starts_inside_the_sandbox(
+        tmp_path: Path) -> None:
+    _, lane, box = git_lane(tmp_path)
+    tool, _, modules = installed_under_tmp(tmp_path)
+    if not any(str(tmp_path.resolve()).startswith(f"{d}/") for d in ("/tmp", "/var/tmp")):
+        pytest.skip("the test's temporary folder is not under /tmp: nothing is hidden")
+    for program, said in ((str(tool), "tool ran"), (str(modules / ".bin" / "agent"),
+                                                     "agent ran")):
+        done = subprocess.run(box.wrap([program], lane), capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0 and done.stdout.strip() == said, done.stderr
+    # The rest of that temporary folder stays out of sight.
+    secret = tmp_path / "opt" / "secret.txt"
+    secret.write_text("x")
+    done = subprocess.run(box.wrap(["cat", str(secret)], lane), capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode != 0

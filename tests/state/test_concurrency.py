@@ -35,11 +35,6 @@ def dead_pid() -> int:
     return child.pid
 
 
-def agent_runs(fake: FakeClaude) -> list[dict]:
-    """The fake's task runs (not the small calls that write commit messages)."""
-    return [c for c in fake.calls() if "stream-json" in c["argv"]]
-
-
 def status(work: Path) -> dict:
     done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--status", "--json"],
                           cwd=work, capture_output=True, text=True, timeout=30)
@@ -59,7 +54,7 @@ def test_two_runs_started_together(tmp_path: Path, fake_claude: FakeClaude, vcs:
         if stale_pid:
             (work / ".agent-loop").mkdir()
             (work / ".agent-loop" / "run.pid").write_text(f"{dead_pid()}\n")
-        calls_before = len(agent_runs(fake_claude))
+        calls_before = len(fake_claude.task_runs())
         runs = [launch(work, "--vcs", vcs), launch(work, "--vcs", vcs)]
         try:
             deadline = time.monotonic() + 30
@@ -89,6 +84,6 @@ def test_two_runs_started_together(tmp_path: Path, fake_claude: FakeClaude, vcs:
                     r.communicate(timeout=30)
         assert winner.returncode == 0, err
         assert [t["status"] for t in status(work)["tasks"]] == ["completed"]
-        assert len(agent_runs(fake_claude)) == calls_before + 1  # the task ran once
+        assert len(fake_claude.task_runs()) == calls_before + 1  # the task ran once
         assert (work / "out.txt").read_text() == f"{n}\n"
         assert not (work / ".agent-loop" / "run.pid").exists()

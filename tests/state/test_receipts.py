@@ -11,9 +11,10 @@ from click.testing import CliRunner
 
 from agentloop.cli import command
 from agentloop.run.distill import diff_stat, message, parse
+from tests.support.claude_cli import real_project
 from tests.support.fake_agent import FakeClaude
 from tests.support.fakeapi import FakeApi, HttpError, Text
-from tests.run.test_failures_real import setup, tasks
+from tests.support.repos import tasks_of
 from tests.support.runner import agent_loop, invoke
 
 # List prices the CLI applies per million tokens (tests/claude-cli/NOTES.md).
@@ -98,7 +99,7 @@ def test_status_shows_receipts_per_group_and_in_total(tmp_path: Path, fake_claud
 
 def test_state_costs_equal_what_the_cli_billed_with_advisor_and_distiller(
         tmp_path: Path, fake_api: FakeApi, claude_bin: Path) -> None:
-    work, env = setup(tmp_path, fake_api, claude_bin)
+    work, env = real_project(tmp_path, fake_api, claude_bin)
     subprocess.run(["git", "init", "-q"], cwd=work, check=True)
     # Task 1's first run fails in a way only the advisor can judge (a 400, which the CLI
     # re-sends six times); the advisor says retry; each completed task gets a distilled message.
@@ -122,7 +123,7 @@ def test_state_costs_equal_what_the_cli_billed_with_advisor_and_distiller(
 
 def test_a_failing_distiller_keeps_the_plain_message(tmp_path: Path, fake_api: FakeApi,
                                                      claude_bin: Path, jj_bin: str) -> None:
-    work, env = setup(tmp_path, fake_api, claude_bin)
+    work, env = real_project(tmp_path, fake_api, claude_bin)
     subprocess.run([jj_bin, "git", "init"], cwd=work, check=True, capture_output=True)
     (work / "tasks.md").write_text("## G\n- WRITE one.txt: one\n")
     fake_api.script(HttpError(500, "api_error", "down (fake)"), model="haiku")
@@ -140,10 +141,10 @@ def test_a_failing_distiller_keeps_the_plain_message(tmp_path: Path, fake_api: F
 
 def test_task_budget_with_the_real_cli(tmp_path: Path, fake_api: FakeApi,
                                        claude_bin: Path) -> None:
-    work, env = setup(tmp_path, fake_api, claude_bin)
+    work, env = real_project(tmp_path, fake_api, claude_bin)
     done = agent_loop(work, "--vcs", "none", "--task-budget", "0.0001", env=env)
     assert done.returncode == 4, done.stderr
-    first = tasks(work)[0]
+    first = tasks_of(work)[0]
     assert first["status"] == "failed" and "cut short by its own budget" in first["error"]
 
 

@@ -51,6 +51,20 @@ def test_added_edited_removed_moved_and_ticked(tmp_path: Path) -> None:
                                  "3 completed tasks kept")
 
 
+def test_ticked_sub_items_and_steps_leave_the_same_task(tmp_path: Path) -> None:
+    # An agent (or the tick-boxes setting) ticks the boxes under a task: no edit, the same task.
+    old = saved(tmp_path, "- [ ] a\n  - [ ] step\n  1. [~] more\n### Task 2: b\n- [ ] s1\n"
+                          "- [ ] s2\n", (1,))
+    changed = reconcile(old, new(tmp_path, "- [x] a\n  - [x] step\n  1. [x] more\n"
+                                           "### Task 2: b\n- [x] s1\n- [X] s2\n"))
+    assert [(t.index, t.status) for t in changed.tasks] == [(1, "completed"), (2, "skipped")]
+    assert changed.tasks[0].change_id == "change1"
+    assert changed.edited == () and changed.added == () and changed.ticked == (2,)
+    # A word changed is still an edit.
+    assert reconcile(old, new(tmp_path, "- [ ] a\n  - [ ] step, reworded\n  1. [~] more\n"
+                                        "### Task 2: b\n- [ ] s1\n- [ ] s2\n")).edited
+
+
 def test_an_edited_done_task_names_its_old_change_and_removed_ones_are_returned(
         tmp_path: Path) -> None:
     old = saved(tmp_path, "- one\n- two\n- three\n", (1, 2))

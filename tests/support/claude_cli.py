@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -30,24 +28,13 @@ _INHERITED_PREFIXES = ("ANTHROPIC_", "CLAUDE_")
 _PROXIES = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
 
 
-@lru_cache(maxsize=1)
-def _installed_version() -> str:
-    """`claude --version`, once per session; a stub left by `npm ci --ignore-scripts` fails it."""
-    try:
-        done = subprocess.run([str(CLAUDE), "--version"], capture_output=True, text=True,
-                              timeout=30, stdin=subprocess.DEVNULL)
-    except OSError as exc:
-        return f"not runnable: {exc}"
-    return done.stdout.strip() if done.returncode == 0 else f"exit {done.returncode}"
-
-
 @pytest.fixture
 def claude_bin() -> Path:
     """The pinned real CLI. Missing or broken fails the test: nothing skips."""
     install = "run `npm ci --prefix tests/claude-cli`"
     if not CLAUDE.exists():
         pytest.fail(f"the Claude Code CLI is not installed at {CLAUDE}: {install}")
-    version = _installed_version()
+    version = clirun.installed_version(CLAUDE)
     if not version.startswith(CLAUDE_VERSION + " "):
         pytest.fail(f"{CLAUDE} --version gave {version!r}, want {CLAUDE_VERSION}: {install}")
     return CLAUDE
@@ -82,6 +69,20 @@ def claude_env(home: Path, api: FakeApi) -> dict[str, str]:
         "CLAUDE_CODE_MAX_RETRIES": MAX_RETRIES,
     })
     return env
+
+
+# Two tasks in one group, each writing a file of its own.
+REAL_PLAN = "## G\n- WRITE one.txt: one\n- WRITE two.txt: two\n"
+
+
+def real_project(tmp_path: Path, api: FakeApi, claude_bin: Path,
+                 plan: str = REAL_PLAN) -> tuple[Path, dict[str, str]]:
+    """A folder tmp_path/work with the plan, and the environment in which agent-loop drives the
+    pinned Claude Code CLI against `api` (agent_loop_env)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "tasks.md").write_text(plan)
+    return work, agent_loop_env(tmp_path, api, claude_bin)
 
 
 def agent_loop_env(tmp_path: Path, api: FakeApi, claude_bin: Path) -> dict[str, str]:

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,6 +36,18 @@ class CliRun:
         """The lines of one `type` (and `subtype`, when given)."""
         return [d for d in self.lines
                 if d.get("type") == type_ and (subtype is None or d.get("subtype") == subtype)]
+
+
+@lru_cache(maxsize=None)
+def installed_version(program: Path) -> str:
+    """`program --version`, once per session; a stub left by `npm ci --ignore-scripts` fails
+    it."""
+    try:
+        done = subprocess.run([str(program), "--version"], capture_output=True, text=True,
+                              timeout=30, stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        return f"not runnable: {exc}"
+    return done.stdout.strip() if done.returncode == 0 else f"exit {done.returncode}"
 
 
 Run = TypeVar("Run", bound=CliRun)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -19,6 +17,7 @@ import pytest
 
 from tests.support import clirun
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.repos import init_repo
 
 CLI_DIR = Path(__file__).resolve().parents[1] / "codex-cli"
 CODEX = CLI_DIR / "node_modules" / ".bin" / "codex"
@@ -31,16 +30,6 @@ _INHERITED_PREFIXES = ("OPENAI_", "CODEX_", "AGENT_LOOP_")
 _PROXIES = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
 
 
-@lru_cache(maxsize=1)
-def _installed_version() -> str:
-    try:
-        done = subprocess.run([str(CODEX), "--version"], capture_output=True, text=True,
-                              timeout=30, stdin=subprocess.DEVNULL)
-    except OSError as exc:
-        return f"not runnable: {exc}"
-    return done.stdout.strip() if done.returncode == 0 else f"exit {done.returncode}"
-
-
 def require_codex() -> Path:
     """The pinned real CLI; skipped when not installed (failed in CI), failed when broken."""
     install = "run `npm ci --prefix tests/codex-cli`"
@@ -49,7 +38,7 @@ def require_codex() -> Path:
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    version = _installed_version()
+    version = clirun.installed_version(CODEX)
     if version != f"codex-cli {CODEX_VERSION}":
         pytest.fail(f"{CODEX} --version gave {version!r}, want {CODEX_VERSION}: {install}")
     return CODEX
@@ -121,3 +110,30 @@ def run_codex(argv: list[str], cwd: Path, env: dict[str, str], stdin: str | None
         pytest.fail(f"codex timed out after {timeout}s\nstdout: {run.stdout[-2000:]}\n"
                     f"stderr: {run.stderr}")
     return run
+
+
+# Three tasks in two groups, each writing a file of its own.
+CODEX_PLAN = """\
+## Backend
+- WRITE api.txt: the api
+- WRITE api-test.txt: the api test
+
+## Docs
+- WRITE readme.txt: the readme
+"""
+
+
+def codex_project(tmp_path: Path, api: FakeOpenAI, tasks: str = CODEX_PLAN,
+                  vcs: str = "none") -> tuple[Path, dict[str, str]]:
+    """A project in tmp_path/work with the plan `tasks` (under `vcs`), and the environment in
+    which agent-loop drives the pinned Codex CLI against `api`."""
+    codex = require_codex()
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "README.md").write_text("hello\n")
+    if vcs != "none":
+        init_repo(work, vcs)
+    (work / "tasks.md").write_text(tasks)
+    env = codex_env(tmp_path / "codex-home", api)
+    env.update({"AGENT_LOOP_CODEX": str(codex), "NO_COLOR": "1"})
+    return work, env

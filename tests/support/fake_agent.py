@@ -37,6 +37,15 @@ class FakeClaude:
         """The prompt of each call (the argument after `--`)."""
         return [c["stdin"] for c in self.calls()]
 
+    def task_runs(self) -> list[dict]:
+        """The agent's runs of tasks (stream-json), not the small helper calls (the retry
+        advisor, commit messages)."""
+        return [c for c in self.calls() if "stream-json" in c["argv"]]
+
+    def task_prompts(self) -> list[str]:
+        """The prompt of each of the agent's runs of tasks."""
+        return [c["stdin"] for c in self.task_runs()]
+
     def session(self, session_id: str) -> list[str]:
         """The prompts a session has seen, in order."""
         text = (self.state / "sessions" / f"{session_id}.txt").read_text()

@@ -17,10 +17,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Union, cast
 
 from tests.support import loopback
-from tests.support.loopback import LoopbackServer
+from tests.support.loopback import Directed, Hang, LoopbackServer, RecordingHandler, sse
 
-# A hung request gives up after this long even if nobody stops the server, so no thread lives on.
-HANG_LIMIT_SECONDS = 600.0
 # The tool names Codex 0.169.0 declares (measured): a shell command and a patch.
 SHELL_TOOL = "exec_command"
 PATCH_TOOL = "apply_patch"
@@ -56,16 +54,6 @@ class HttpError:
     status: int
     error: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Hang:
-    """Accept the request and answer nothing until the server stops."""
-
-
-@dataclass(frozen=True)
-class Directed:
-    """Answer this request from the directives in the task text, as if nothing were scripted."""
 
 
 Reply = Union[Message, Shell, Patch, HttpError, Hang, Directed]
@@ -202,10 +190,6 @@ def directive_reply(body: dict[str, Any], final_text: str | None = None) -> Repl
     return Message("done: " + (prompt.strip().splitlines() or [""])[0])
 
 
-def _sse(events: list[dict[str, Any]]) -> bytes:
-    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
-
-
 def _items(reply: Message | Shell | Patch) -> list[dict[str, Any]]:
     """The output items of one response."""
     items: list[dict[str, Any]] = []
@@ -291,33 +275,12 @@ class FakeOpenAI(LoopbackServer):
 
 
 def _handler_for(api: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # the recording is the log
-
-        def _send(self, status: int, content_type: str, body: bytes,
-                  headers: dict[str, str] | None = None) -> None:
-            self.send_response(status)
-            self.send_header("content-type", content_type)
-            self.send_header("content-length", str(len(body)))
-            self.send_header("x-request-id", f"req_fake_{uuid.uuid4().hex[:20]}")
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(body)
+    class Handler(RecordingHandler):
+        request_id_header = "x-request-id"
 
         def _handle(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            try:
-                body = json.loads(raw) if raw else None
-            except ValueError:
-                body = raw.decode(errors="replace")
-            request = Request(self.command, self.path,
-                              {k.lower(): v for k, v in self.headers.items()}, body)
-            api._record(request)
+            request = self._received(api, Request)
+            body = request.body
             if not request.is_responses or not isinstance(body, dict):
                 error = {"type": "invalid_request_error",
                          "message": f"fake API: no {self.command} {self.path}"}
@@ -325,15 +288,14 @@ def _handler_for(api: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 return
             reply = api._reply_for(request)
             if isinstance(reply, Hang):
-                api._stopping.wait(HANG_LIMIT_SECONDS)
-                self.close_connection = True
+                self._hang(api)
             elif isinstance(reply, HttpError):
                 self._send(reply.status, "application/json",
                            json.dumps({"error": reply.error}).encode(), reply.headers)
             elif isinstance(reply, (Message, Shell, Patch)):
                 events = stream_events(reply, request.model or "gpt-fake", api.input_tokens,
                                        api.output_tokens, api.cached_tokens)
-                self._send(200, "text/event-stream", _sse(events), {"cache-control": "no-cache"})
+                self._send(200, "text/event-stream", sse(events), {"cache-control": "no-cache"})
 
         do_GET = do_POST = do_HEAD = do_PUT = do_DELETE = _handle
 

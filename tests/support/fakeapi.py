@@ -15,10 +15,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Union, cast
 
 from tests.support import loopback
-from tests.support.loopback import LoopbackServer
-
-# A hung request gives up after this long even if nobody stops the server, so no thread lives on.
-HANG_LIMIT_SECONDS = 600.0
+from tests.support.loopback import Directed, Hang, LoopbackServer, RecordingHandler, sse
 
 
 @dataclass(frozen=True)
@@ -45,16 +42,6 @@ class HttpError:
     error_type: str
     message: str
     headers: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Hang:
-    """Accept the request and answer nothing until the server stops."""
-
-
-@dataclass(frozen=True)
-class Directed:
-    """Answer this request from the directives in the task text, as if nothing were scripted."""
 
 
 Reply = Union[Text, ToolUse, HttpError, Hang, Directed]
@@ -197,10 +184,6 @@ def directive_reply(body: dict[str, Any], final_text: str | None = None) -> Text
     return Text("done: " + (prompt.strip().splitlines() or [""])[0])
 
 
-def _sse(events: list[dict[str, Any]]) -> bytes:
-    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
-
-
 def stream_events(reply: Text | ToolUse, model: str, input_tokens: int,
                   output_tokens: int) -> list[dict[str, Any]]:
     """The SSE events of one streamed message, as the real API sends them."""
@@ -272,39 +255,15 @@ def _is_count_tokens(request: Request) -> bool:
 
 
 def _handler_for(api: FakeApi) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        # HTTP/1.1 with a Content-Length on every answer, so the CLI may keep connections alive.
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # the recording is the log; stderr noise would only clutter pytest output
-
-        def _send(self, status: int, content_type: str, body: bytes,
-                  headers: dict[str, str] | None = None) -> None:
-            self.send_response(status)
-            self.send_header("content-type", content_type)
-            self.send_header("content-length", str(len(body)))
-            self.send_header("request-id", f"req_fake_{uuid.uuid4().hex[:20]}")
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(body)
-
+    class Handler(RecordingHandler):
         def _error(self, status: int, error_type: str, message: str,
                    headers: dict[str, str] | None = None) -> None:
             body = {"type": "error", "error": {"type": error_type, "message": message}}
             self._send(status, "application/json", json.dumps(body).encode(), headers)
 
         def _handle(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            try:
-                body = json.loads(raw) if raw else None
-            except ValueError:
-                body = raw.decode(errors="replace")
-            request = Request(self.command, self.path,
-                              {k.lower(): v for k, v in self.headers.items()}, body)
-            api._record(request)
+            request = self._received(api, Request)
+            body = request.body
             if _is_count_tokens(request):
                 self._send(200, "application/json",
                            json.dumps({"input_tokens": api.input_tokens}).encode())
@@ -321,14 +280,13 @@ def _handler_for(api: FakeApi) -> type[BaseHTTPRequestHandler]:
                             {"x-should-retry": "false"})
                 return
             if isinstance(reply, Hang):
-                api._stopping.wait(HANG_LIMIT_SECONDS)
-                self.close_connection = True
+                self._hang(api)
             elif isinstance(reply, HttpError):
                 self._error(reply.status, reply.error_type, reply.message, reply.headers)
             else:
                 events = stream_events(reply, request.model or "claude-fake", api.input_tokens,
                                        api.output_tokens)
-                self._send(200, "text/event-stream", _sse(events), {"cache-control": "no-cache"})
+                self._send(200, "text/event-stream", sse(events), {"cache-control": "no-cache"})
                 with api._lock:
                     api.billed.append(request)
 

@@ -1,12 +1,33 @@
 """What both fake model APIs share: a threaded HTTP server on 127.0.0.1, a queue of scripted
-replies by model, and the record of every request."""
+replies by model, the record of every request, the replies that are not the API's own (a hang,
+a directed answer), and the request handler's plumbing."""
 
 from __future__ import annotations
 
+import json
 import threading
+import uuid
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
+
+# A hung request gives up after this long even if nobody stops the server, so no thread lives on.
+HANG_LIMIT_SECONDS = 600.0
+
+
+@dataclass(frozen=True)
+class Hang:
+    """Accept the request and answer nothing until the server stops."""
+
+
+@dataclass(frozen=True)
+class Directed:
+    """Answer this request from the directives in the task text, as if nothing were scripted."""
+
+
+def sse(events: list[dict[str, Any]]) -> bytes:
+    """Server-sent events, each named by its `type`."""
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
 
 
 @dataclass(frozen=True)
@@ -90,3 +111,46 @@ class LoopbackServer:
                 if wanted is None or wanted in (model or ""):
                     return self._queue.pop(i)[1]
         return None
+
+
+R = TypeVar("R", bound=Request)
+
+
+class RecordingHandler(BaseHTTPRequestHandler):
+    """A fake's request handler: HTTP/1.1 with a Content-Length on every answer (so the CLI may
+    keep connections alive), no log lines (the record is the log), each request recorded."""
+
+    protocol_version = "HTTP/1.1"
+    request_id_header = "request-id"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # the recording is the log; stderr noise would only clutter pytest output
+
+    def _send(self, status: int, content_type: str, body: bytes,
+              headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(body)))
+        self.send_header(self.request_id_header, f"req_fake_{uuid.uuid4().hex[:20]}")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _received(self, server: LoopbackServer, kind: type[R]) -> R:
+        """The request, read (its body as JSON when it is JSON) and recorded."""
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode(errors="replace")
+        request = kind(self.command, self.path, {k.lower(): v for k, v in self.headers.items()},
+                       body)
+        server._record(request)
+        return request
+
+    def _hang(self, server: LoopbackServer) -> None:
+        """Answer nothing until the server stops (or HANG_LIMIT_SECONDS pass)."""
+        server._stopping.wait(HANG_LIMIT_SECONDS)
+        self.close_connection = True

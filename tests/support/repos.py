@@ -74,6 +74,11 @@ def state_of(work: Path) -> dict:
     return orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
 
 
+def tasks_of(work: Path) -> list[dict]:
+    """The plan's task records, as the saved state holds them."""
+    return list(state_of(work)["tasks"])
+
+
 def jj_changes(work: Path) -> list[tuple[str, str, list[str]]]:
     """(change id, description, files) of every described change, oldest first."""
     out = jj(work, "log", "--no-graph", "-r", "::@ & description(glob:'agent-loop:*')", "-T",

@@ -31,7 +31,7 @@ def refused(done: subprocess.CompletedProcess[str], fake: FakeClaude, *words: st
     assert "\n" not in line, line
     for word in words:
         assert word in line, line
-    assert [c for c in fake.calls() if "stream-json" in c["argv"]] == []
+    assert fake.task_runs() == []
 
 
 def test_no_git_identity(work: Path, fake_claude: FakeClaude) -> None:

@@ -64,47 +64,73 @@ def examine(repo: GitRepo, record: AttemptRecord, lane: bool = False,
     if leftover.commit is None and _ours(repo, leftover, head):
         leftover = dataclasses.replace(leftover, commit=head)  # died before noting the sha
     if leftover.commit is not None and head == leftover.commit:
-        # It died after finish moved HEAD to the task's commit, before the runner saved the
-        # task as done. Rolling back would throw finished work away and committing again
-        # would make a second commit for the task: keep the commit and settle the index as
-        # finish would have. The runner begins the task again and finds its work done. The
-        # record stays until the next begin or close: killed again before the runner has saved
-        # the task, the run after still finds the commit.
-        settle(repo, leftover)
-        files = leftover.files or sorted(split(repo.git.out(
-            "diff-tree", "-r", "--root", "--name-only", "-z", "--no-renames",
-            "--no-commit-id", head)))  # committed the short way: no list kept
-        return Leftover([f"an earlier run stopped right after committing {head[:12]}; the "
-                         "commit is kept"],
-                        recovered=Change(change_id=head, commit_id=head,
-                                         base=leftover.head or "", files=tuple(files)))
-    if leftover.agent_head is not None and head == leftover.head and \
-            _agent_commits(repo, leftover, leftover.agent_head):
-        # Killed inside finish after HEAD moved back over the agent's commits, before the
-        # task's commit was on the branch: HEAD goes where they were (the files are as then).
-        assert head is not None
-        repo.git.out("update-ref", "-m", "agent-loop: the agent's commits back after a kill",
-                     "HEAD", leftover.agent_head, head)
-        # A task commit built but never put on the branch holds nothing more than they and
-        # the files do: the task goes on, and its finish folds them again.
-        head, leftover = leftover.agent_head, dataclasses.replace(leftover, commit=None)
+        return _keep_the_commit(repo, leftover, head)
+    head, leftover = _agent_commits_back(repo, leftover, head)
     if resume and leftover.commit is None and head != leftover.head and \
             _agent_commits(repo, leftover, head) and not missing_objects(repo, leftover):
-        # The agent committed, so it was at work and had not finished. Its commits and files
-        # stay; the same task begun again takes them up, and finish folds the commits into
-        # the task's one commit. In the user's checkout the commits since are taken as the
-        # attempt's, as finish takes the ones made while the agent runs.
-        assert head is not None and leftover.head is not None
-        count = len(repo.git.out("rev-list", f"{leftover.head}..{head}").split())
-        return Leftover([f"{STOPPED} after its agent made {count} commit(s); they and its "
-                         "files are kept, and the task goes on from them"], resume=leftover)
+        return _go_on(repo, leftover, head)
     if lane and head != leftover.head and _agent_commits(repo, leftover, head):
-        # HEAD goes back to where the attempt began, the files staying: the agent's commits
-        # become the attempt's edits, saved aside and rolled back with the rest of it.
-        assert leftover.head is not None and head is not None
-        repo.git.out("update-ref", "-m", "agent-loop: set aside a killed attempt's commits",
-                     "HEAD", leftover.head, head)
-        head = leftover.head
+        head = _set_commits_aside(repo, leftover, head)
+    return _roll_back_or_leave(repo, record, leftover, head)
+
+
+def _keep_the_commit(repo: GitRepo, leftover: Start, head: str) -> Leftover:
+    """It died after finish moved HEAD to the task's commit, before the runner saved the task
+    as done. Rolling back would throw finished work away and committing again would make a
+    second commit for the task: keep the commit and settle the index as finish would have.
+    The runner begins the task again and finds its work done. The record stays until the next
+    begin or close: killed again before the runner has saved the task, the run after still
+    finds the commit."""
+    settle(repo, leftover)
+    files = leftover.files or sorted(split(repo.git.out(
+        "diff-tree", "-r", "--root", "--name-only", "-z", "--no-renames",
+        "--no-commit-id", head)))  # committed the short way: no list kept
+    return Leftover([f"an earlier run stopped right after committing {head[:12]}; the "
+                     "commit is kept"],
+                    recovered=Change(change_id=head, commit_id=head,
+                                     base=leftover.head or "", files=tuple(files)))
+
+
+def _agent_commits_back(repo: GitRepo, leftover: Start,
+                        head: str | None) -> tuple[str | None, Start]:
+    """Killed inside finish after HEAD moved back over the agent's commits, before the task's
+    commit was on the branch: HEAD goes where they were (the files are as then). The HEAD and
+    the attempt to go on with (unchanged when that is not what happened)."""
+    if leftover.agent_head is None or head != leftover.head or \
+            not _agent_commits(repo, leftover, leftover.agent_head):
+        return head, leftover
+    assert head is not None
+    repo.git.out("update-ref", "-m", "agent-loop: the agent's commits back after a kill",
+                 "HEAD", leftover.agent_head, head)
+    # A task commit built but never put on the branch holds nothing more than they and the
+    # files do: the task goes on, and its finish folds them again.
+    return leftover.agent_head, dataclasses.replace(leftover, commit=None)
+
+
+def _go_on(repo: GitRepo, leftover: Start, head: str | None) -> Leftover:
+    """The agent committed, so it was at work and had not finished. Its commits and files
+    stay; the same task begun again takes them up, and finish folds the commits into the
+    task's one commit. In the user's checkout the commits since are taken as the attempt's,
+    as finish takes the ones made while the agent runs."""
+    assert head is not None and leftover.head is not None
+    count = len(repo.git.out("rev-list", f"{leftover.head}..{head}").split())
+    return Leftover([f"{STOPPED} after its agent made {count} commit(s); they and its "
+                     "files are kept, and the task goes on from them"], resume=leftover)
+
+
+def _set_commits_aside(repo: GitRepo, leftover: Start, head: str | None) -> str:
+    """In a lane: HEAD goes back to where the attempt began, the files staying, so the agent's
+    commits become the attempt's edits, saved aside and rolled back with the rest of it."""
+    assert leftover.head is not None and head is not None
+    repo.git.out("update-ref", "-m", "agent-loop: set aside a killed attempt's commits",
+                 "HEAD", leftover.head, head)
+    return leftover.head
+
+
+def _roll_back_or_leave(repo: GitRepo, record: AttemptRecord, leftover: Start,
+                        head: str | None) -> Leftover:
+    """An unfinished attempt: have it rolled back once its files are saved aside, or, when
+    that cannot be done safely, leave its files as they are and say why."""
     if head != leftover.head:
         # Commits were made since; they may be the user's, so nothing is undone.
         record.forget()

@@ -313,6 +313,13 @@ class JjVcs:
         # jj gives an abandoned working-copy commit a new, empty one on its parent.
         self._fresh = wc_goes
 
+    def keeps(self, change_id: str) -> bool:
+        """Whether `abandon` kept this change for its task's next begin to go on from: it is
+        still in history, so the records go on naming it. Forgotten there, a kill before that
+        begin left the change to a run that knew nothing of it: the task began afresh on top,
+        found its work done already and was recorded done with no change at all."""
+        return bool(change_id) and change_id == self._resumable
+
     def _resume(self, message: str) -> Change | None:
         """The kept change taken up by this begin, described as the task; None (the change
         abandoned after all) when it is gone or @ no longer sits on it."""
@@ -325,9 +332,14 @@ class JjVcs:
             return None
         # The base takes the tool's files that the agent's own `jj` call tracked (the task
         # file): a new empty change right below the task's, never its parent, which may be a
-        # task's change (landed even); dropped at close if nothing went into it.
-        self.jj.out("new", "--no-edit", "--insert-before", change_id, "-m", "")
-        self._base = self._info(f"{change_id}-")[0].change_id
+        # task's change (landed even); dropped at close if nothing went into it. One an earlier
+        # resume of this change put there (and was killed before it was dropped) serves again:
+        # a kill at every re-run piles no empty changes up.
+        below = self._info(f"{change_id}- & mutable() & empty()")
+        if len(below) != 1 or below[0].described or len(task.parents) != 1:
+            self.jj.out("new", "--no-edit", "--insert-before", change_id, "-m", "")
+            below = self._info(f"{change_id}-")
+        self._base = below[0].change_id
         self.jj.out("describe", "-r", change_id, "-m", message)
         self._messages[change_id] = message
         task = self._info(change_id)[0]

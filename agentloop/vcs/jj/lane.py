@@ -91,6 +91,10 @@ class LaneJj:
         """Drop the attempt's change."""
         self.work.abandon(change)
 
+    def keeps(self, change_id: str) -> bool:
+        """Whether `abandon` kept the change for its task's next begin (JjVcs.keeps)."""
+        return self.work.keeps(change_id)
+
     def diff(self, change: Change) -> str:
         """The change's diff."""
         return self.work.diff(change)
