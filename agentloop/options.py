@@ -76,7 +76,7 @@ class RunOptions:
     # The arguments as given, after `agent-loop`, for lines that repeat the command.
     command: tuple[str, ...] = ()
     parallel: int = 1                 # groups at once, each in a working copy of its own
-    workplace: str = "checkout"       # lane: the agent in a working copy of its own
+    workplace: str = "lane"           # lane: the agent in a working copy of its own; checkout
     lane_copy: tuple[str, ...] = ()   # ignored paths copied into a new lane
     lane_link: tuple[str, ...] = ()   # ignored paths a new lane links to
     lane_setup: str | None = None     # the user's shell line, run once in a new lane

@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python scripts/bench_overhead.py [--sizes 10,200] [--backends git,jj]
                                                [--flood-lines 500000] [--before DIR]
+                                               [--workplace lane|checkout]
 
 * The figures (the ones the goals are for): against the loop a person writes (the agent, then
   `git add -A && git commit`), the floor a side-by-side benchmark against ralphex counts too,
@@ -149,9 +150,14 @@ def new_repo(folder: Path, backend: str, tasks: int, env: dict[str, str]) -> Pat
     return work
 
 
+# Extra arguments of every agent-loop run measured (`--workplace checkout`, say).
+EXTRA: list[str] = []
+
+
 def tool(work: Path, backend: str, env: dict[str, str], *extra: str,
          source: Path | None = None) -> float:
     """Wall seconds of one `agent-loop tasks.md` run (`source`: of that checkout's agentloop)."""
+    extra = (*EXTRA, *extra)
     if source is not None:
         env = {**env, "PYTHONPATH": str(source)}
     started = time.perf_counter()
@@ -369,7 +375,12 @@ def main() -> int:
     parser.add_argument("--before", type=Path, default=None,
                         help="a checkout of an older agent-loop (e.g. `git worktree add "
                              "../before <rev>`), measured in the same rounds")
+    parser.add_argument("--workplace", choices=("lane", "checkout"), default=None,
+                        help="where the agent works in every run measured (default: agent-loop's "
+                             "own default, a lane)")
     args = parser.parse_args()
+    if args.workplace:
+        EXTRA.extend(["--workplace", args.workplace])
     sizes = [int(s) for s in args.sizes.split(",")]
     folder = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
     env = env_for(folder)

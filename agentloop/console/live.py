@@ -99,7 +99,7 @@ class Console:
 
     def _line(self, event: Event) -> str | None:
         if isinstance(event, RunStarted):
-            return run_started_line(event)
+            return run_started_line(event, self.cwd)
         if isinstance(event, TaskStarted):
             return task_line(event)
         if isinstance(event, ChangeCreated):
@@ -205,19 +205,21 @@ def finished_line(event: TaskFinished) -> str | None:
     return None
 
 
-def run_started_line(event: RunStarted) -> str:
-    """How many tasks this run takes, of how many, and what happens to the others."""
+def run_started_line(event: RunStarted, cwd: Path | None = None) -> str:
+    """How many tasks this run takes, of how many, and what happens to the others (the lanes'
+    folder named from `cwd`, where the user stands)."""
+    folder = os.path.relpath(event.lanes, cwd) if cwd and event.lanes else ".agent-loop/lanes"
     notes = "".join(f"{n}\n" for n in event.notes)
     agent = f", agent: {event.agent}" if event.agent else ""
     others = event.total - event.pending - event.done
     done = f", {event.done} done already" if event.done else ""
     waiting = f", {others} not run this time (--dry-run says why)" if others > 0 else ""
     where = ("the stand-in works in the rehearsal's own copy" if event.agent == "rehearse"
-             else "the agent works in a working copy of its own under .agent-loop/lanes/, each "
+             else f"the agent works in a working copy of its own under {folder}/, each "
                   "finished task landing on your branch" if event.parallel < 2 and event.in_lane
              else "the agent works in the repository root" if event.parallel < 2 else
              f"up to {event.parallel} groups at once, each in a working copy of its own "
-             "under .agent-loop/lanes/")
+             f"under {folder}/")
     return (f"{notes}agent-loop: {event.pending} of {event.total} task(s) to run{done}{waiting} "
             f"(vcs: {event.vcs}{agent}; {where})")
 

@@ -17,7 +17,7 @@ LANE_WAIT = 600.0  # ten minutes: a user who steps away for coffee is not held
 
 
 _OPTIONS = (
-    click.option("--workplace", type=click.Choice(["lane", "checkout"]), default="checkout",
+    click.option("--workplace", type=click.Choice(["lane", "checkout"]), default="lane",
                  show_default=True,
                  help="Where the agent works: `lane`, a working copy of its own, each finished "
                       "task landing on your branch, so your own edits meanwhile are never taken "

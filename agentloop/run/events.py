@@ -25,6 +25,7 @@ class RunStarted:
     done: int = 0              # tasks done already (completed or checked off)
     parallel: int = 1          # groups at once, each in a working copy of its own
     in_lane: bool = False      # the agent works in a lane of its own, not the user's checkout
+    lanes: str = ""            # the folder lanes live in (absolute), when there are any
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from agentloop.run.workplace import in_lanes, no_lane_note
 from agentloop.state.schema import TaskState
 from agentloop.state.status import FINISHED
 from agentloop.state.status import TaskStatus as S
+from agentloop.vcs.lanes import lanes_dir
 
 
 def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ()) -> RunFinished:
@@ -41,8 +42,10 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
         run = dataclasses.replace(run, options=dataclasses.replace(run.options, parallel=lanes))
     missing = no_lane_note(run)
     notes = notes + ((missing,) if missing else ())
+    alone = in_lanes(run)
     run.emit(RunStarted(len(pending), len(run.state.tasks), run.vcs.name, notes,
-                        run.agent.name, done, lanes, in_lanes(run)))
+                        run.agent.name, done, lanes, alone,
+                        str(lanes_dir(run.project.root)) if alone or lanes > 1 else ""))
     ledger.save(run)
     stopped, begun = None, list[TaskState]()
     controller = Controller(run, pending, begun)

@@ -57,7 +57,8 @@ class Workplaces:
             raise VcsError(f"--parallel needs git or jj, not {run.vcs.name}")
         said = lambda text: run.emit(LaneNote(text))  # noqa: E731
         main = open_main_line(run.vcs.name, run.project.root, on_wait=said,
-                              stopping=running.stopping, wait_limit=run.options.lane_wait)
+                              stopping=running.stopping, wait_limit=run.options.lane_wait,
+                              checkout=run.vcs)
         main.on_waits = partial(_waits, run)
         names = _lane_names(run)
         pending = [t for tasks in groups.values() for t in tasks]
@@ -120,7 +121,7 @@ class Workplaces:
         # A lane an older version left under the bare name (a conflicted task's work) is
         # adopted, never dropped.
         old = name.removeprefix(lanes.plan_key(rel) + "-")
-        space = open_workspace(kind, root, name, main.tip(), fresh, adopt=old)
+        space = open_workspace(kind, root, name, main.tip(), fresh, adopt=old, main=main)
         return space, open_lane(kind, main, space.path, space.path / rel, space.branch)
 
 

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentloop.errors import VcsError
+from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
-from agentloop.vcs.jj.run import Jj
+from agentloop.vcs.jj.run import Jj, op_head
 
 
 class Kind(enum.Enum):
@@ -69,16 +70,21 @@ class GitLaneRecord:
     main_ref: str                # the main line's branch, refs/heads/...
     landed: tuple[str, ...] = ()  # main-line commits this lane landed
     checkout: dict[str, tuple[int, int, int] | None] = field(default_factory=dict)
+    # (the lane's git dir, the repository's common one): what a step left read from files.
+    dirs: tuple[Path, Path] | None = None
 
 
 def check_git_lane(record: GitLaneRecord) -> Breach | None:
-    """The first thing the agent did outside its task, or None when the lane is as recorded."""
+    """The first thing the agent did outside its task, or None when the lane is as recorded.
+    The user's checkout is not looked at here (see `written`)."""
     lane, short = record.lane, record.branch.removeprefix("refs/heads/")
     main_short = record.main_ref.removeprefix("refs/heads/")
     if not lane.is_dir() or not (lane / ".git").exists():
         return Breach(Kind.LANE_GONE, f"the lane's worktree {lane} was removed from outside "
                       f"(its branch {short} keeps what it had committed)",
                       ("git worktree prune", f"git log --oneline {main_short}..{short}"))
+    if record.dirs is not None and record.head and _as_left(record):
+        return None
     git, main = Git(lane), Git(record.main_root)
     code, out = git.code("symbolic-ref", "-q", "HEAD", codes=(0, 1, 128))
     ref = out.strip() if code == 0 else None
@@ -111,7 +117,18 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
             return Breach(Kind.LANDED_LOST, f"commit {lost[0][:12]}, which this lane landed on "
                           f"{main_short}, is no longer on it",
                           (f"git reflog {main_short}", f"git cherry-pick {lost[0][:12]}"))
-    return written(record.main_root, record.checkout, dirty(main)) if record.head else None
+    return None
+
+
+def _as_left(record: GitLaneRecord) -> bool:
+    """Whether the git dir's files say the lane is as the step began: on its branch, at the
+    commit recorded, and the main line at the last commit this lane landed (the others below
+    it). No process; False asks git."""
+    assert record.dirs is not None
+    lane_dir, common = record.dirs
+    if refs.where(lane_dir, common) != (record.branch, record.head):
+        return False
+    return not record.landed or refs.branch_tip(common, record.main_ref) == record.landed[-1]
 
 
 def dirty(git: Git) -> list[str]:
@@ -153,6 +170,7 @@ class JjLaneRecord:
     main_root: Path              # the user's workspace
     operation: str               # the repository's operation then
     landed: tuple[str, ...] = ()  # change ids this lane landed
+    stamp: str | None = None     # its op heads then, read from files (agentloop.vcs.jj.run)
 
 
 # How jj describes an operation that undid others (`jj undo`, `jj op restore`, `jj op revert`,
@@ -168,6 +186,8 @@ def check_jj_lane(record: JjLaneRecord) -> Breach | None:
         return Breach(Kind.LANE_GONE, f"the lane's workspace {lane} was removed from outside "
                       "(its changes stay in the repository)",
                       ("jj workspace list", "jj log"))
+    if record.stamp is not None and op_head(record.main_root) == record.stamp:
+        return None  # no jj command ran since the step began: nothing was undone or lost
     jj = Jj(record.main_root)
     for op, description in operations_since(jj, record.operation):
         if description.startswith(UNDOING):
@@ -205,6 +225,9 @@ def operations_since(jj: Jj, operation: str) -> list[tuple[str, str]]:
 
 
 def operation(jj: Jj) -> str:
-    """The repository's current operation id."""
+    """The repository's current operation id (its op heads' one file name, when it is one)."""
+    head = op_head(jj.root)
+    if head is not None:
+        return head.split(" ", 1)[0]
     return jj.out("--ignore-working-copy", "op", "log", "--no-graph", "-n", "1", "-T",
                   'id ++ "\\n"').strip()

@@ -67,19 +67,21 @@ MainLine = Any   # GitMainLine | JjMainLine: tip(), land(...), forget(...), forg
 
 def open_main_line(kind: str, root: Path, on_wait: Callable[[str], None] | None = None,
                    stopping: Callable[[], bool] | None = None, ref: str | None = None,
-                   wait_limit: float = WAIT_LIMIT) -> MainLine:
+                   wait_limit: float = WAIT_LIMIT, checkout: Vcs | None = None) -> MainLine:
     """The main line of a `kind` (git or jj) repository: for git the branch the main checkout
-    is on (or `ref`), for jj the line of @. `wait_limit`: the lane wait, in seconds."""
+    is on (or `ref`), for jj the line of @. `wait_limit`: the lane wait, in seconds.
+    `checkout`: the run's backend in the main checkout, whose jj options (what a snapshot of
+    the checkout leaves out) the main line's own jj commands take too."""
     if kind == "git":
-        from agentloop.vcs.git.mainline import GitMainLine
-        if ref is not None:
-            return GitMainLine(root, ref, on_wait=on_wait, stopping=stopping,
-                               wait_limit=wait_limit)
-        line = GitMainLine(root, "", on_wait=on_wait, stopping=stopping, wait_limit=wait_limit)
-        line.ref = GitMainLine.current(root).ref
-        return line
+        from agentloop.vcs.git.mainline import GitMainLine, current_branch
+        return GitMainLine(root, ref if ref is not None else current_branch(root),
+                           on_wait=on_wait, stopping=stopping, wait_limit=wait_limit)
+    from agentloop.vcs.jj.backend import JjVcs
     from agentloop.vcs.jj.mainline import JjMainLine
-    return JjMainLine(root, on_wait=on_wait, stopping=stopping, wait_limit=wait_limit)
+    jj_line = JjMainLine(root, on_wait=on_wait, stopping=stopping, wait_limit=wait_limit)
+    if isinstance(checkout, JjVcs):
+        jj_line.jj.config = list(checkout.jj.config)
+    return jj_line
 
 
 def has_commit(kind: str, root: Path) -> bool:
@@ -87,6 +89,11 @@ def has_commit(kind: str, root: Path) -> bool:
     always has its root)."""
     if kind != "git":
         return True
+    if (root / ".git").is_dir():  # HEAD and its branch read from files, where they tell
+        from agentloop.vcs.git import refs
+        found = refs.where(root / ".git", root / ".git")
+        if found is not None:
+            return found[1] is not None
     from agentloop.vcs.git.run import Git
     return Git(root).sha("HEAD") is not None
 
@@ -102,15 +109,18 @@ def open_lane(kind: str, main: MainLine, workspace: Path, task_file: Path, branc
     return LaneJj(workspace, task_file, main, branch)
 
 
-def open_workspace(kind: str, root: Path, name: str, tip: str, fresh: bool, adopt: str = ""
-                   ) -> Workspace:
+def open_workspace(kind: str, root: Path, name: str, tip: str, fresh: bool, adopt: str = "",
+                   main: MainLine | None = None) -> Workspace:
     """Lane `name`'s working copy (a git worktree or a jj workspace) at `tip`, or the one a
-    killed run left when not `fresh`; git adopts a lane an older version left as `adopt`."""
+    killed run left when not `fresh`; git adopts a lane an older version left as `adopt`.
+    `main`: the main line, whose jj options the user's checkout is snapshotted with."""
     if kind == "git":
         from agentloop.vcs.git import worktrees
         return worktrees.open_git(root, name, tip, fresh, adopt=adopt)
     from agentloop.vcs.jj import workspaces
-    return workspaces.open_jj(root, name, tip, fresh)
+    from agentloop.vcs.jj.mainline import JjMainLine
+    config = main.jj.config if isinstance(main, JjMainLine) else None
+    return workspaces.open_jj(root, name, tip, fresh, config)
 
 
 def remove_workspace(kind: str, root: Path, space: Workspace, main_ref: str = "HEAD"

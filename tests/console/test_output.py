@@ -48,7 +48,9 @@ def test_sighup_after_the_agent_finished_commits_the_task_then_stops(
     # The check hangs the terminal up (SIGHUP to agent-loop, its parent) once the first task's
     # agent has written its file: after the agent, before the commit.
     work = git_project(tmp_path, "- one\n  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
-    check = "if test -f a.txt && ! test -f hung; then touch hung; kill -HUP $PPID; fi; true"
+    # (`hung` named in full: the check runs where the agent worked, a lane by default.)
+    hung = work / "hung"
+    check = f"if test -f a.txt && ! test -f {hung}; then touch {hung}; kill -HUP $PPID; fi; true"
     (work / ".gitignore").write_text("hung\n")
     git(work, "add", ".gitignore", "tasks.md")
     git(work, "commit", "-qm", "ignore")

@@ -1,5 +1,6 @@
-"""An agent that runs `git clean -fdx` deletes `.agent-loop/` under a live run: the run lock
-(in `.git/`) still keeps a second run out, and the first run's state comes back."""
+"""An agent that runs `git clean -fdx` in your checkout (`--workplace checkout`) deletes
+`.agent-loop/` under a live run: the run lock (in `.git/`) still keeps a second run out, and the
+first run's state comes back. In a lane of its own (the default) it cleans only its lane."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from tests.support.repos import init_repo
 
 def start(work: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
-                             "--no-distill"], cwd=work, env={**env, "NO_COLOR": "1"},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--no-distill", "--workplace", "checkout"], cwd=work,
+                            env={**env, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def second_run_is_refused_while_the_first_lives(work: Path, env: dict[str, str],
@@ -62,6 +64,26 @@ def test_git_clean_by_the_fake_agent(tmp_path: Path, fake_claude: FakeClaude) ->
                                    "  FAKE: write b.txt B\n")
     first = start(work, dict(os.environ))
     second_run_is_refused_while_the_first_lives(work, dict(os.environ), first)
+
+
+def test_git_clean_by_the_agent_in_its_lane_leaves_the_run_whole(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "README.md").write_text("hi\n")
+    init_repo(work, "git")
+    (work / "notes.txt").write_text("yours, ignored by nobody\n")
+    (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n"
+                                   "- two\n  FAKE: bash git clean -qfdx\n  FAKE: write b.txt B\n")
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                           "--no-distill", "--allow-dirty"], cwd=work, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    tasks = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())["tasks"]
+    assert [t["status"] for t in tasks] == ["completed", "completed"]
+    # Your untracked file and the plan are where you left them; the tasks' files landed.
+    assert (work / "notes.txt").read_text() == "yours, ignored by nobody\n"
+    assert (work / "tasks.md").exists() and (work / "b.txt").read_text() == "B\n"
 
 
 def test_git_clean_by_the_real_cli(tmp_path: Path, fake_api: FakeApi, claude_bin: Path) -> None:

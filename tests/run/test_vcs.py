@@ -56,11 +56,13 @@ def check_jj_history(work: Path) -> None:
     assert [f for _, _, f in changes] == [[name] for name in FILES]
     state = state_of(work)
     assert [t["change_id"] for t in state["tasks"]] == [c for c, _, _ in changes]
-    # The working copy sits on a new change of no task's, so the user's next edits go nowhere
-    # old; our own plain `jj log` snapshots the untracked tasks.md into it, as the user's would.
+    # The working copy is a change of no task's, so the user's next edits go nowhere old: in a
+    # lane (the default) the user's own change as they left it (README.md, theirs from before
+    # the run), in the checkout a new one; our own plain `jj log` snapshots the untracked
+    # tasks.md into it, as the user's would.
     at = jj(work, "log", "--no-graph", "-r", "@", "-T",
             'description ++ "|" ++ self.diff().files().map(|f| f.path()).join(",")')
-    assert at.strip() in ("|", "|tasks.md")
+    assert at.strip() in ("|", "|tasks.md", "|README.md,tasks.md")
     jj(work, "abandon", changes[1][0])
     assert sorted(p.name for p in work.glob("*.txt")) == sorted(FILES[:1] + FILES[2:])
     assert [d for _, d, _ in jj_changes(work)] == DESCRIPTIONS[:1] + DESCRIPTIONS[2:]
@@ -123,7 +125,10 @@ def test_interrupt_drops_the_attempt_and_keeps_later_user_edits(work: Path, jj_b
     # tool calls, not a sleep before them): interrupted with the attempt's edit in the tree.
     directives = work.parent / "directives.json"
     directives.write_text('{"slow": ["FAKE: pause 60"]}')
-    tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", kind],
+    # The agent in your checkout: in a lane (the default), tests/run/test_workplace.py's
+    # test_ctrl_c_leaves_the_lane_and_your_edits says what Ctrl+C leaves.
+    tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", kind,
+                             "--workplace", "checkout"],
                             cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "FAKE_CLAUDE_DIRECTIVES": str(directives)})
     deadline = time.monotonic() + 30
@@ -140,7 +145,7 @@ def test_interrupt_drops_the_attempt_and_keeps_later_user_edits(work: Path, jj_b
     # The user edits files before running again: those edits must survive the re-run.
     (work / "README.md").write_text("edited after the interrupt\n")
     (work / "notes.txt").write_text("mine\n")
-    args = ["--vcs", kind] + (["--allow-dirty"] if kind == "git" else [])
+    args = ["--vcs", kind, "--workplace", "checkout"] + (["--allow-dirty"] if kind == "git" else [])
     done = agent_loop(work, *args)
     assert done.returncode == 0, done.stderr
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed", "completed"]

@@ -232,7 +232,7 @@ def test_status_shows_what_a_landing_waits_for_and_it_lands_once_you_stash(
 
 
 @pytest.mark.parametrize("kind", ["git", "jj"])
-def test_ctrl_c_leaves_the_lane_and_the_same_command_goes_on_in_it(
+def test_ctrl_c_leaves_the_lane_and_your_edits_and_the_same_command_goes_on_in_it(
         work: Path, fake_claude: FakeClaude, kind: str) -> None:
     init_repo(work, kind)
     (work / "tasks.md").write_text("## G\n- one\n  FAKE: write one.txt 1\n"
@@ -247,16 +247,35 @@ def test_ctrl_c_leaves_the_lane_and_the_same_command_goes_on_in_it(
     while not list(work.glob(".agent-loop/lanes/*/slow.txt")) and time.monotonic() < deadline:
         time.sleep(0.05)
     lane = next(iter(work.glob(".agent-loop/lanes/*/slow.txt"))).parent
+    # You edit a file and make one while the task runs; then Ctrl+C.
+    (work / "README.md").write_text("edited while the task ran\n")
+    (work / "notes.txt").write_text("mine\n")
     tool.send_signal(signal.SIGINT)
     _, err = tool.communicate(timeout=30)
     assert tool.returncode == 130, err
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed", "interrupted"]
     assert (work / "one.txt").exists() and not (work / "slow.txt").exists()
     assert lane.is_dir()  # the lane is left where it was
+    # Your checkout is as you left it: your edits there, uncommitted, nothing of the attempt.
+    assert (work / "README.md").read_text() == "edited while the task ran\n"
+    assert (work / "notes.txt").read_text() == "mine\n"
+    if kind == "git":
+        assert git(work, "status", "--porcelain").splitlines() == [
+            " M README.md", "?? notes.txt", "?? tasks.md"]
     (work / "README.md").write_text("edited after the interrupt\n")
     done = agent_loop(work, *args, *(["--allow-dirty"] if kind == "git" else []))
     assert done.returncode == 0, done.stdout + done.stderr
     assert Path(fake_claude.calls()[-1]["cwd"]) == lane  # went on in it
-    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed", "completed"]
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed", "completed"]
     assert (work / "slow.txt").exists()
     assert (work / "README.md").read_text() == "edited after the interrupt\n"
+    assert (work / "notes.txt").read_text() == "mine\n"
+    # Neither task's change holds your files.
+    for task, files in zip(tasks, (["one.txt"], ["slow.txt"])):
+        if kind == "git":
+            held = git(work, "diff-tree", "--no-commit-id", "--name-only", "-r",
+                       task["change_id"]).split()
+        else:
+            held = jj(work, "diff", "--name-only", "-r", task["change_id"]).split()
+        assert held == files, task

@@ -58,8 +58,10 @@ def test_a_hook_cannot_write_the_home_folder_under_the_sandbox(tmp_path: Path) -
     assert done.returncode == 0, done.stdout + done.stderr
     assert (Path(env["HOME"]) / "pwned.txt").exists()
 
+    # In your checkout, where the hook's git dir is the repository's own (a lane's hook is the
+    # next test's).
     work, env = hooked(tmp_path / "boxed")
-    done = run(work, env, "--sandbox")
+    done = run(work, env, "--sandbox", "--workplace", "checkout")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "sandbox: on (bubblewrap)" in done.stdout + done.stderr
     assert not (Path(env["HOME"]) / "pwned.txt").exists()

@@ -161,7 +161,7 @@ def test_every_hostile_command_fails_inside_the_sandbox_and_succeeds_without(
 
 
 def root_hostile(root: Path) -> str:
-    """What a one-group run's agent (working in the repository root) tries: the key, the home
+    """What an agent in the repository root (`--workplace checkout`) tries: the key, the home
     folder, the run's state, the repository's git config (agent-loop's own git would read it),
     a process left behind, agent-loop itself; noted in ~/.codex/report.txt."""
     steps = [
@@ -194,8 +194,10 @@ def test_the_real_codex_cli_is_held_by_the_sandbox_too(tmp_path: Path,
         return work, env
 
     work, env = codex_project(tmp_path / "open")
+    # The agent in your checkout, where the run's state and .git/config are at hand (in a lane,
+    # test_sandbox's lane tests say what an agent reaches).
     done = agent_loop(work, "--agent", "codex", "--vcs", "git", "--no-distill", "--no-sandbox",
-                      env=env)
+                      "--workplace", "checkout", env=env)
     assert done.returncode == 130, (done.returncode, done.stdout + done.stderr)
     noted = report((Path(env["CODEX_HOME"]) / "report.txt").read_text())
     noted.pop("kill", None)
@@ -205,7 +207,7 @@ def test_the_real_codex_cli_is_held_by_the_sandbox_too(tmp_path: Path,
 
     work, env = codex_project(tmp_path / "boxed")
     done = agent_loop(work, "--agent", "codex", "--vcs", "git", "--no-distill", "--sandbox",
-                      env=env)
+                      "--workplace", "checkout", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Codex's own: off for tasks" in done.stdout + done.stderr
     assert git(work, "show", "HEAD:legit.txt") == "the legit edit\n"

@@ -119,8 +119,11 @@ def test_boxes_the_agent_ticks_are_no_news_at_the_end(tmp_path: Path,
     work = git_project(tmp_path, "- [ ] tick me off\n")
     said = tmp_path / "directives.json"  # the agent's doing, not in the task's own text
     said.write_text('{"tick me off": ["FAKE: write tasks.md - [x] tick me off (done: see a.txt)"]}')
+    # The agent in your checkout, where its tasks.md is your plan (in a lane it is the lane's
+    # copy, and your plan is written only by --tick-boxes).
     done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
-                           "--no-distill"], cwd=work, capture_output=True, text=True, timeout=60,
+                           "--no-distill", "--workplace", "checkout"], cwd=work,
+                          capture_output=True, text=True, timeout=60,
                           env={**os.environ, "NO_COLOR": "1", "FAKE_CLAUDE_DIRECTIVES": str(said)})
     assert done.returncode == 0, done.stdout + done.stderr
     assert (work / "tasks.md").read_text().startswith("- [x] tick me off (done")

@@ -40,17 +40,28 @@ def hooked_repo(work: Path) -> None:
         hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
 
 
-def test_a_failing_pre_commit_hook_is_fixed_by_the_agent(work: Path,
-                                                          fake_claude: FakeClaude) -> None:
+# In a lane (the default) a hook runs in the lane's worktree, named by its full path; in your
+# checkout (`--workplace checkout`), by its path in the repository.
+HOOKS = {"checkout": ".git/hooks/", "lane": "/.git/hooks/"}
+
+
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+def test_a_failing_pre_commit_hook_is_fixed_by_the_agent(work: Path, fake_claude: FakeClaude,
+                                                         workplace: str) -> None:
     hooked_repo(work)
-    done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks",
+                      "--workplace", workplace)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "check failed: .git/hooks/pre-commit (exit 1) — fix round 1/2" in done.stdout
+    failed = [line for line in done.stdout.splitlines() if "check failed: " in line]
+    assert len(failed) == 1 and failed[0].endswith(
+        f"{HOOKS[workplace]}pre-commit (exit 1) — fix round 1/2"), done.stdout
     assert (work / "a.txt").read_text() == "fixed\n"
     assert [files for _, _, files in git_commits(work)] == [["a.txt"]]
     assert git(work, "show", "HEAD:a.txt") == "fixed\n"
-    # commit-msg read the task's message, in each round.
-    assert (work / ".git" / "commit-msg-seen").read_text().splitlines()[0].endswith("write a")
+    if workplace == "checkout":  # the hook writes beside the worktree's .git (a file in a lane)
+        # commit-msg read the task's message, in each round.
+        assert (work / ".git" / "commit-msg-seen").read_text().splitlines()[0].endswith(
+            "write a")
     assert git(work, "status", "--porcelain") == ""
     assert not list((work / ".git").glob("agent-loop-hooks*"))  # its index is gone
     assert "will not run" not in done.stdout
@@ -67,17 +78,20 @@ def test_without_the_setting_the_run_says_the_hooks_are_skipped(work: Path,
     assert not (work / ".git" / "commit-msg-seen").exists()
 
 
-def test_a_commit_msg_hook_that_refuses_fails_the_task(work: Path,
-                                                       fake_claude: FakeClaude) -> None:
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+def test_a_commit_msg_hook_that_refuses_fails_the_task(work: Path, fake_claude: FakeClaude,
+                                                       workplace: str) -> None:
     hooked_repo(work)
     (work / ".git" / "hooks" / "pre-commit").unlink()
     hook = work / ".git" / "hooks" / "commit-msg"
     hook.write_text("#!/bin/sh\necho 'commit-msg: no ticket number'\nexit 1\n")
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks", "--max-attempts", "1",
-                      "--check-rounds", "0")
+                      "--check-rounds", "0", "--workplace", workplace)
     assert done.returncode == 4, done.stdout + done.stderr
-    assert ("task 1 failed: check `.git/hooks/commit-msg .git/AGENT_LOOP_COMMIT_MSG` still fails "
-            "(exit 1): commit-msg: no ticket number") in done.stdout
+    failed = next(line for line in done.stdout.splitlines() if "task 1 failed: check `" in line)
+    assert f"{HOOKS[workplace]}commit-msg " in failed and \
+        "AGENT_LOOP_COMMIT_MSG` still fails (exit 1): commit-msg: no ticket number" in failed, \
+        failed
     assert git_commits(work) == []  # no commit of the task
     assert git(work, "status", "--porcelain") == ""  # its change dropped, the tree as before
 

@@ -1,9 +1,16 @@
 """An agent that rewrites history: the run notices before it builds the next task on it, and
-says how to get the lost work back. Real git and jj, agent-loop as a process, the fake claude."""
+says how to get the lost work back. Real git and jj, agent-loop as a process, the fake claude.
+
+In your checkout (`--workplace checkout`) the agent rewrites your branch, and the history check
+says so; in a lane of its own (the default) it rewrites its lane's branch, or jj's shared
+history, and the lane's guard (agentloop.vcs.check) stops the group with what to run: your
+branch and your checkout stay as they were in both."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, init_repo, jj, state_of
@@ -16,7 +23,7 @@ def test_git_reset_hard_by_the_agent_stops_the_run_and_loses_nothing(
     (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n"
                                    "- two\n  FAKE: bash git reset -q --hard HEAD~1\n"
                                    "  FAKE: write b.txt B\n- three\n  FAKE: write c.txt C\n")
-    done = agent_loop(work, "--no-distill", "--vcs", "git")
+    done = agent_loop(work, "--no-distill", "--vcs", "git", "--workplace", "checkout")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "the agent moved the branch back" in done.stderr and "git reset --hard" in done.stderr
     tasks = state_of(work)["tasks"]
@@ -34,19 +41,47 @@ def test_git_reset_hard_by_the_agent_stops_the_run_and_loses_nothing(
     # The user takes the hostile step out of the task and goes on.
     (work / "tasks.md").write_text((work / "tasks.md").read_text().replace(
         "  FAKE: bash git reset -q --hard HEAD~1\n", ""))
+    again = agent_loop(work, "--no-distill", "--vcs", "git", "--workplace", "checkout")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert git(work, "ls-files").split() == ["README.md", "a.txt", "b.txt", "c.txt"]
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
+
+
+def test_git_reset_hard_by_the_agent_in_its_lane_stops_the_run_and_leaves_your_branch(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n"
+                                   "- two\n  FAKE: bash git reset -q --hard HEAD~1\n"
+                                   "  FAKE: write b.txt B\n- three\n  FAKE: write c.txt C\n")
+    done = agent_loop(work, "--no-distill", "--vcs", "git")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the agent moved its lane's branch" in done.stderr and "reset --hard" in done.stderr
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed", "interrupted", "pending"]
+    # Your branch and checkout: task 1 on it, nothing of task 2, nothing uncommitted.
+    assert git(work, "log", "-1", "--format=%H") == tasks[0]["change_id"] + "\n"
+    assert git(work, "ls-files").split() == ["README.md", "a.txt"]
+    assert git(work, "status", "--porcelain", "--untracked-files=all") == "?? tasks.md\n"
+    (work / "tasks.md").write_text((work / "tasks.md").read_text().replace(
+        "  FAKE: bash git reset -q --hard HEAD~1\n", ""))
     again = agent_loop(work, "--no-distill", "--vcs", "git")
     assert again.returncode == 0, again.stdout + again.stderr
     assert git(work, "ls-files").split() == ["README.md", "a.txt", "b.txt", "c.txt"]
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
 
 
-def test_git_checkout_b_by_the_agent_stops_the_run(work: Path, fake_claude: FakeClaude) -> None:
+@pytest.mark.parametrize("workplace, said", [("checkout", "switched HEAD"),
+                                             ("lane", "the agent checked out elsewhere")])
+def test_git_checkout_b_by_the_agent_stops_the_run(work: Path, fake_claude: FakeClaude,
+                                                   workplace: str, said: str) -> None:
     init_repo(work, "git")
     (work / "tasks.md").write_text("- one\n  FAKE: bash git checkout -q -b elsewhere\n"
                                    "  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
-    done = agent_loop(work, "--no-distill", "--vcs", "git")
-    assert done.returncode == 1 and "switched HEAD" in done.stderr
+    done = agent_loop(work, "--no-distill", "--vcs", "git", "--workplace", workplace)
+    assert done.returncode == 1 and said in done.stderr, done.stderr
     assert [t["status"] for t in state_of(work)["tasks"]] == ["interrupted", "pending"]
+    if workplace == "lane":  # in your checkout, the agent's branch is what you are on now
+        assert git(work, "symbolic-ref", "HEAD") == "refs/heads/main\n"
 
 
 def test_jj_abandon_of_an_earlier_task_stops_the_run(work: Path, fake_claude: FakeClaude,
@@ -55,11 +90,28 @@ def test_jj_abandon_of_an_earlier_task_stops_the_run(work: Path, fake_claude: Fa
     (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n"
                                    "- two\n  FAKE: bash jj --no-pager abandon @-\n"
                                    "  FAKE: write b.txt B\n- three\n  FAKE: write c.txt C\n")
-    done = agent_loop(work, "--no-distill", "--vcs", "jj")
+    done = agent_loop(work, "--no-distill", "--vcs", "jj", "--workplace", "checkout")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "the change of task 1" in done.stderr and "jj op restore" in done.stderr
     assert [t["status"] for t in state_of(work)["tasks"]][2] == "pending"
     assert jj(work, "op", "log", "--no-graph", "-T", 'description ++ "\\n"')
+
+
+def test_jj_abandon_of_an_earlier_task_in_a_lane_stops_the_run(work: Path, fake_claude: FakeClaude,
+                                                              jj_bin: str) -> None:
+    init_repo(work, "jj")
+    (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n"
+                                   "- two\n  FAKE: bash jj --no-pager abandon @-\n"
+                                   "  FAKE: write b.txt B\n- three\n  FAKE: write c.txt C\n")
+    done = agent_loop(work, "--no-distill", "--vcs", "jj")
+    assert done.returncode == 1, done.stdout + done.stderr
+    one = state_of(work)["tasks"][0]["change_id"]
+    # jj's history is one for every workspace: the lane's guard names the change and the way
+    # back (the operation log), and nothing of task 2 lands.
+    assert f"change {one[:12]}, which this lane landed, is no longer on the main line" in \
+        done.stderr and "jj op log" in done.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]][1:] == ["interrupted", "pending"]
+    assert not (work / "b.txt").exists()
 
 
 def test_status_notices_an_abandoned_change_and_again_redoes_it(

@@ -22,6 +22,11 @@ TASKS = 4
 # change (read back in the same command's log), `new` on top of it, and the one `log` that
 # reads where the next task begins.
 PER_TASK = {"git": 2, "jj": 3}
+# In a lane of its own (the default workplace): git, one `status` of your checkout (did
+# anything write there while the agent ran?), the two in the lane, and the landing's one
+# `merge --ff-only` in your checkout. jj: the same three and the landing's two (what @ holds in
+# your checkout, then one `rebase` of it onto the task's change).
+PER_TASK_LANE = {"git": 4, "jj": 5}
 
 
 def shims(tmp_path: Path, log: Path) -> dict[str, str]:
@@ -59,8 +64,9 @@ def shown(command: str) -> str:
     return command[:40] + " … " + command.split("1099511627776")[-1][:100]
 
 
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
 @pytest.mark.parametrize("backend", ["git", "jj"])
-def test_a_task_starts_only_the_processes_it_needs(tmp_path: Path, backend: str,
+def test_a_task_starts_only_the_processes_it_needs(tmp_path: Path, backend: str, workplace: str,
                                                    fake_claude: FakeClaude) -> None:
     plan = "".join(f"- task {i}\n  FAKE: write t{i}.txt {i}\n" for i in range(TASKS))
     if backend == "git":
@@ -78,10 +84,11 @@ def test_a_task_starts_only_the_processes_it_needs(tmp_path: Path, backend: str,
         (work / "tasks.md").write_text(plan)
     log = tmp_path / "processes.log"
     done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill",
-                           "--vcs", backend], cwd=work, capture_output=True, text=True,
-                          timeout=120, env=shims(tmp_path, log))
+                           "--vcs", backend, "--workplace", workplace], cwd=work,
+                          capture_output=True, text=True, timeout=120, env=shims(tmp_path, log))
     assert done.returncode == 0, done.stdout + done.stderr
     gaps = between_agents(log)
     assert len(gaps) == TASKS - 2, log.read_text()
-    assert [len(gap) for gap in gaps] == [PER_TASK[backend]] * len(gaps), \
+    expected = (PER_TASK if workplace == "checkout" else PER_TASK_LANE)[backend]
+    assert [len(gap) for gap in gaps] == [expected] * len(gaps), \
         "\n\n".join("\n".join(shown(c) for c in gap) for gap in gaps)

@@ -226,6 +226,10 @@ class GitVcs:
             self._sound = now
         return lost
 
+    def carry(self, since: int) -> None:
+        """The processes started since `since` ran elsewhere (quick.NextBegin.carry)."""
+        self._next.carry(since)
+
     def recovered(self) -> Change | None:
         """The commit an earlier run made for its last task and may not have recorded (once)."""
         found, self._recovered = self._recovered, None

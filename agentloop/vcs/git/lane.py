@@ -9,9 +9,10 @@ import dataclasses
 from pathlib import Path
 from typing import Iterable
 
+from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs import Change
-from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane
+from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane, dirty, stamp, written
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
 from agentloop.vcs.git.run import Git
@@ -35,6 +36,13 @@ class LaneGit:
         # What the lane looked like when its step began (agentloop.vcs.check).
         self.record: GitLaneRecord | None = None
         self.branch = f"refs/heads/{BRANCH_PREFIX}{worktree.name}"
+        # The user's uncommitted paths as the last step's check saw them: the next step's
+        # record, without a second look at the checkout.
+        # (The first step's: what the main line found as the run began, if no lane took it.)
+        self._seen: dict[str, tuple[int, int, int] | None] | None = main.take_before()
+        # The main line's commit at which every finished task's commit was last known to be
+        # on it (agentloop.vcs.git.backend.GitVcs.missing does the same in a checkout).
+        self._sound: str | None = None
 
     @property
     def root(self) -> Path:
@@ -55,9 +63,11 @@ class LaneGit:
     def begin(self, message: str) -> Change:
         """Start a task's change in the worktree, and note what the lane looks like."""
         change = self.work.begin(message)
+        seen, self._seen = self._seen, None
         self.record = GitLaneRecord(self.root, self.branch, self.work.tree.head(),
                                     self.main.root, self.main.ref, tuple(self.landed),
-                                    self.main.stamps())
+                                    seen if seen is not None else self.main.stamps(),
+                                    self.work.tree.dirs())
         return change
 
     def check(self, record: GitLaneRecord | None = None) -> None:
@@ -67,6 +77,12 @@ class LaneGit:
         breach = check_git_lane(record) if record is not None else None
         if breach is not None and breach.stops:
             raise LaneBreach(breach)
+        if breach is None and record is not None and record.head:
+            # What the user has uncommitted now, one look for this step's check and the next
+            # step's record (the landing in between only writes paths nobody had dirty).
+            now = dirty(self.main.git)
+            self._seen = {p: stamp(self.main.root / p) for p in now}
+            breach = written(record.main_root, record.checkout, now)
         if breach is not None:
             self.main.on_wait(breach.text())
 
@@ -85,7 +101,7 @@ class LaneGit:
     def finish(self, change: Change, message: str) -> Change:
         """Check the lane, commit in it, then land that commit on the main line."""
         self.check()
-        return self._landed(self.work.finish(change, message))
+        return self._landed(self.work.finish(change, message), fresh=True)
 
     def recovered(self) -> Change | None:
         """A commit an earlier run made in this lane and may not have landed: landed now."""
@@ -97,17 +113,30 @@ class LaneGit:
         ids = list(change_ids)
         if not ids:
             return set()
+        tip = self.main.tip_now()
+        if tip is not None and tip == self._sound:
+            return set()
         try:
             seen = set(self.main.git.out("rev-list", self.main.ref).split())
         except VcsError:
             return set()
-        return {c for c in ids if c not in seen}
+        lost = {c for c in ids if c not in seen}
+        if not lost:
+            self._sound = tip
+        return lost
 
-    def _landed(self, done: Change, whole: bool = False) -> Change:
+    def _landed(self, done: Change, whole: bool = False, fresh: bool = False) -> Change:
+        """`done` on the main line; `fresh`: a commit finish just made on `done.base`."""
         if done.empty or not done.change_id:
             return done
-        sha = self.main.land(done.change_id, whole)
-        self.lane_commits.append(done.change_id)
+        before = proc.started()
+        sha = self.main.land(done.change_id, whole, done.base if fresh else None)
+        if sha != done.change_id:  # a copy, whose landed record goes once its task is saved
+            self.lane_commits.append(done.change_id)
+        if sha == done.change_id and self._sound is not None and self._sound == done.base:
+            self._sound = sha  # landed on a main line known whole: still whole
+        # The landing's git ran in the user's checkout, never in this worktree.
+        self.work.carry(before)
         self.landed.append(sha)
         return dataclasses.replace(done, change_id=sha, commit_id=sha)
 

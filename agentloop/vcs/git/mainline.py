@@ -12,6 +12,14 @@ the commit changed and keeps everything else the user has, staged or not. When t
 uncommitted edits (or untracked files) sit on a path the commit changes, the branch does not
 move: the lane waits, saying which files once, until the user commits or stashes them. Moving it
 would leave the checkout showing the task's change reversed, one commit away from undoing it.
+
+The common case takes one process: a lane commit made right on the main line's tip, with the
+main checkout on that branch (read from the git dir's files), lands as itself by `git merge
+--ff-only`, which moves the branch from the tip it read (compare-and-swap, as above) and the
+checkout with it, keeps every other edit of the user's, staged or not, and refuses, changing
+nothing, when one sits on a path the commit changes. A refusal, or anything unusual, takes the
+way above, which says what it waits for. A commit that landed as itself needs no landed record:
+it is on the branch.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from typing import Any, Callable
 
 from agentloop.errors import VcsError
 from agentloop.vcs.check import dirty, stamp
+from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.landing import POLL_SECONDS, WAIT_LIMIT, IntegrationConflict, Waiting
 
@@ -49,6 +58,10 @@ class GitMainLine:
         # The user's uncommitted paths as the run found them: a path that differs from this
         # later was written during the run.
         self.before = self.stamps()
+        self._fresh_before: dict[str, tuple[int, int, int] | None] | None = dict(self.before)
+        dirs = self.git.out("rev-parse", "--absolute-git-dir", "--git-common-dir").split("\n")
+        self.git_dir = Path(dirs[0])
+        self.common_dir = (root / dirs[1]).resolve()
 
     def _dirty(self) -> list[str]:
         return dirty(self.git)
@@ -56,30 +69,37 @@ class GitMainLine:
     @classmethod
     def current(cls, root: Path, **kwargs: Any) -> "GitMainLine":
         """The branch the main checkout is on now."""
-        code, out = Git(root).code("symbolic-ref", "-q", "HEAD", codes=(0, 1))
-        if code:
-            raise VcsError("--parallel needs the main checkout on a branch (HEAD is detached): "
-                           "`git switch <branch>` first")
-        return cls(root, out.strip(), **kwargs)
+        return cls(root, current_branch(root), **kwargs)
 
     def tip(self) -> str:
-        """The main line's commit now."""
-        return self.git.code("rev-parse", self.ref)[1].strip()
+        """The main line's commit now (read from the git dir's files where they tell)."""
+        return self.tip_now() or self.git.code("rev-parse", self.ref)[1].strip()
 
     def landed(self, commit: str) -> str | None:
-        """The main line's copy of lane commit `commit`, if it landed already."""
+        """The main line's copy of lane commit `commit`, if it landed already (as a copy, or
+        as itself)."""
         code, out = self.git.code("rev-parse", "--verify", "-q", LANDED + commit, codes=(0, 1))
-        return out.strip() if code == 0 else None
+        if code == 0:
+            return out.strip()
+        code, _ = self.git.code("merge-base", "--is-ancestor", commit, self.ref,
+                                codes=(0, 1, 128))
+        return commit if code == 0 else None
 
-    def land(self, commit: str, whole: bool = False) -> str:
+    def land(self, commit: str, whole: bool = False, parent: str | None = None) -> str:
         """Replay lane commit `commit` onto the main line; return the new commit's sha.
         `whole`: everything `commit` holds that the main line lacks since their merge base (a
         person's resolution of a conflicted task, made on a rebased lane), not just its own
-        change. LandingHeld when the user's checkout keeps it waiting longer than
-        `wait_limit`."""
-        done = self.landed(commit)
-        if done is not None:
-            return done
+        change. `parent`: `commit` was just made on that commit, so it cannot have landed yet
+        and lands as itself when that is still the tip. LandingHeld when the user's checkout
+        keeps it waiting longer than `wait_limit`."""
+        if parent is not None and not whole:
+            with self._lock:
+                if self._fast_forward(parent, commit):
+                    return commit
+        else:
+            done = self.landed(commit)
+            if done is not None:
+                return done
         waiting = Waiting(self.root, self.wait_limit, self.on_wait, self.on_waits)
         while True:
             with self._lock:
@@ -89,7 +109,7 @@ class GitMainLine:
                 if not busy:
                     # Noted until the checkout has followed: a kill in between leaves the
                     # branch ahead of the checkout, which the next run's preflight mends.
-                    record = self._git_dir() / RECORD
+                    record = self.git_dir / RECORD
                     record.write_text(f"{old} {new}\n")
                     swapped = self._swap(old, new, commit)
                     if swapped:
@@ -103,6 +123,28 @@ class GitMainLine:
             if self.stopping():
                 raise VcsError(f"stopped before commit {commit[:12]} reached {self.ref}")
             time.sleep(POLL_SECONDS if busy else 0)
+
+    def _fast_forward(self, old: str, new: str) -> bool:
+        """The branch and the main checkout moved from `old` to `new` in one `git merge
+        --ff-only`, when the checkout is on the branch at `old`; False (nothing changed) when
+        it is not, or git refused (the user's edits on a path `new` changes)."""
+        if refs.where(self.git_dir, self.common_dir) != (self.ref, old):
+            return False
+        record = self.git_dir / RECORD
+        record.write_text(f"{old} {new}\n")
+        try:
+            code, _ = self.git.code(
+                "-c", "core.hooksPath=/dev/null", "merge", "--ff-only", "-q", "--no-stat", new,
+                env={"GIT_REFLOG_ACTION": f"agent-loop: landed {new[:12]}"}, codes=(0, 1, 128))
+        finally:
+            record.unlink(missing_ok=True)
+        return code == 0
+
+    def take_before(self) -> dict[str, tuple[int, int, int] | None] | None:
+        """The user's uncommitted paths as the run found them, for the first lane that asks (a
+        moment later: its first step's record); None after that."""
+        taken, self._fresh_before = self._fresh_before, None
+        return taken
 
     def stamps(self) -> dict[str, tuple[int, int, int] | None]:
         """The user's uncommitted paths now, each with its stamp."""
@@ -185,12 +227,16 @@ class GitMainLine:
         self.git.code(*args, input=script)  # not moved: a lock, say; its error, never a loop
         return True
 
-    def _git_dir(self) -> Path:
-        return Path(self.git.code("rev-parse", "--absolute-git-dir")[1].strip())
-
     def _checked_out(self) -> bool:
+        found = refs.where(self.git_dir, self.common_dir)
+        if found is not None:
+            return found[0] == self.ref
         code, out = self.git.code("symbolic-ref", "-q", "HEAD", codes=(0, 1))
         return code == 0 and out.strip() == self.ref
+
+    def tip_now(self) -> str | None:
+        """The main line's commit, read from the git dir's files; None when they cannot tell."""
+        return refs.branch_tip(self.common_dir, self.ref) or None
 
     def _refresh(self, old: str, new: str, files: list[str]) -> None:
         if not self._checked_out():
@@ -200,6 +246,18 @@ class GitMainLine:
             self.on_wait(f"{self.ref} moved to {new[:12]}, but the checkout could not follow "
                          f"(a file of {', '.join(files[:5])} changed meanwhile); your files are "
                          "as you left them: `git status` shows the difference")
+
+
+def current_branch(root: Path) -> str:
+    """The branch (refs/heads/...) the checkout at `root` is on; VcsError when detached."""
+    found = refs.where(root / ".git", root / ".git") if (root / ".git").is_dir() else None
+    if found is not None and found[0] is not None:
+        return found[0]
+    code, out = Git(root).code("symbolic-ref", "-q", "HEAD", codes=(0, 1))
+    if code:
+        raise VcsError("--parallel needs the main checkout on a branch (HEAD is detached): "
+                       "`git switch <branch>` first")
+    return out.strip()
 
 
 def copy_commit(root: Path, commit: str, tree: str, parent: str) -> str:
@@ -222,7 +280,9 @@ def changed_files(root: Path, old: str, new: str) -> list[str]:
 
 def finish_landing(root: Path, git_dir: Path) -> str | None:
     """A landing a kill cut short after the branch moved and before the checkout followed: the
-    checkout follows now (the files the commit changed, nothing else). A note, or None."""
+    checkout follows now (the files the commit changed, nothing else); or (a fast-forward's)
+    after the checkout followed and before the branch moved: the branch moves now. A note, or
+    None."""
     git = Git(root)
     record = git_dir / RECORD
     try:
@@ -242,6 +302,11 @@ def finish_landing(root: Path, git_dir: Path) -> str | None:
                     git.code("rm", "-q", "-f", "--ignore-unmatch", "--", path)
         note = (f"a landing was cut short before the checkout followed the branch; it follows "
                 f"now ({new[:12]})")
+    elif head == old and git.code("diff", "--cached", "--quiet", new, codes=(0, 1))[0] == 0 \
+            and git.code("diff", "--cached", "--quiet", old, codes=(0, 1))[0] == 1:
+        git.code("update-ref", "-m", f"agent-loop: landed {new[:12]}", "HEAD", new, old)
+        note = (f"a landing was cut short after the checkout took the task's files; the branch "
+                f"follows now ({new[:12]})")
     record.unlink(missing_ok=True)
     return note
 

@@ -108,6 +108,12 @@ class NextBegin:
                       Start(sha, start.ref, repo.tree(sha), states, start.task))
         return not states
 
+    def carry(self, since: int) -> None:
+        """The processes started since `since` were agent-loop's own git commands in another
+        working copy (a lane's landing in the user's checkout): the begin foreseen holds."""
+        if self._next is not None and self._next[0] == since:
+            self._next = (proc.started(), *self._next[1:])
+
     def take(self, repo: GitRepo) -> Start | None:
         """The begin foreseen, if nothing but agent-loop's own code ran since, and only for a
         moment: every agent, check and helper is a process, and a git command may have moved

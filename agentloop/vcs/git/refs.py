@@ -26,9 +26,18 @@ def where(git_dir: str | os.PathLike[str],
     ref = head[len("ref: "):]
     if not ref.startswith("refs/heads/"):
         return None  # HEAD naming a symbolic ref of its own, or a remote's
+    found = branch_tip(common_dir, ref)
+    return None if found is None else (ref, found or None)
+
+
+def branch_tip(common_dir: str | os.PathLike[str], ref: str) -> str | None:
+    """The commit branch `ref` (refs/heads/...) is at; "" when it has none (unborn, or not
+    there); None when this cannot be told from the files (reftable, odd contents)."""
+    if os.path.isdir(os.path.join(common_dir, "reftable")):
+        return None
     try:
         sha = _read(os.path.join(common_dir, ref)).strip()
-        return (ref, sha) if _is_sha(sha) else None
+        return sha if _is_sha(sha) else None
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         pass  # not loose: packed, or an unborn branch
     except (OSError, UnicodeDecodeError):
@@ -36,14 +45,14 @@ def where(git_dir: str | os.PathLike[str],
     try:
         packed = _read(os.path.join(common_dir, "packed-refs"))
     except FileNotFoundError:
-        return ref, None
+        return ""
     except (OSError, UnicodeDecodeError):
         return None
     for line in packed.splitlines():
         sha, _, name = line.partition(" ")
         if name == ref and _is_sha(sha):
-            return ref, sha
-    return ref, None
+            return sha
+    return ""
 
 
 def _read(path: str) -> str:

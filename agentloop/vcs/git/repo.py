@@ -112,6 +112,12 @@ class GitRepo:
         except ValueError:
             return ref, None
 
+    def dirs(self) -> tuple[Path, Path]:
+        """(this working tree's git dir, the repository's common git dir)."""
+        if self._dirs is None:
+            self._dirs = (str(self.repo.git_dir), str(self.repo.common_dir))
+        return Path(self._dirs[0]), Path(self._dirs[1])
+
     def head(self) -> str | None:
         """HEAD's commit, None on an unborn branch."""
         return self.where()[1]

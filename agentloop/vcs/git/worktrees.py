@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane
+from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.lanes import BRANCH_PREFIX, PREVIOUS, Workspace, bookkeeping, lanes_dir
 
@@ -85,7 +86,7 @@ def _open_git(root: Path, name: str, base: str, fresh: bool) -> Workspace:
         return Workspace(name, path, branch)
     if known is not None or path.exists():
         clean_git(root, path)
-    exists = _git(root, "branch", "--list", branch) != ""
+    exists = _tip(root, branch) is not None
     path.parent.mkdir(parents=True, exist_ok=True)
     if exists and not fresh:
         _git(root, "worktree", "add", "-q", str(path), branch)
@@ -99,6 +100,16 @@ def _open_git(root: Path, name: str, base: str, fresh: bool) -> Workspace:
 def _healthy(path: Path, fields: dict[str, str]) -> bool:
     # A kill inside `worktree add` leaves it locked "initializing", with a half checkout.
     return path.is_dir() and "prunable" not in fields and "locked" not in fields
+
+
+def _tip(root: Path, branch: str) -> str | None:
+    """The commit of branch `branch` (short name), None when there is none: read from the
+    repository's files where they tell (the main checkout's .git a folder), else asked."""
+    if (root / ".git").is_dir():
+        found = refs.branch_tip(root / ".git", "refs/heads/" + branch)
+        if found is not None:
+            return found or None
+    return Git(root).sha(f"refs/heads/{branch}")
 
 
 def _keep_previous(root: Path, branch: str, base: str) -> None:
@@ -120,12 +131,16 @@ def clean_git(root: Path, path: Path) -> list[str]:
         if kept:
             notes.append(f"the uncommitted files of lane {path.name} are kept in commit "
                          f"{kept[:12]} (`git show {KEPT_FILES}{path.name}`)")
+    removed = False
     if path in worktrees:
-        _git(root, "worktree", "unlock", str(path), codes=(0, 128))
-        _git(root, "worktree", "remove", "-f", "-f", str(path), codes=(0, 128))
+        if "locked" in worktrees[path]:
+            _git(root, "worktree", "unlock", str(path), codes=(0, 128))
+        removed = Git(root).code("worktree", "remove", "-f", "-f", str(path),
+                                 codes=(0, 128))[0] == 0
     if path.exists():
         shutil.rmtree(path)
-    _git(root, "worktree", "prune")
+    if not removed:  # what a kill or a folder removed from outside left registered
+        _git(root, "worktree", "prune")
     return notes
 
 
@@ -133,6 +148,11 @@ def _keep_files(root: Path, path: Path, name: str) -> str | None:
     """What the worktree at `path` holds beyond its HEAD commit, committed on it under
     refs/agent-loop/kept-files/<name>; its sha, or None when it holds nothing more."""
     git = Git(path)
+    # What `add -A` below would take, asked once: mostly nothing, and then no more is needed.
+    out = git.out("status", "--porcelain", "-z", "--untracked-files=all", "--ignored=no",
+                  "--", ".", ":(exclude).agent-loop", env={"GIT_LITERAL_PATHSPECS": "0"})
+    if not out:
+        return None
     head = git.sha("HEAD")
     if head is None:
         return None
@@ -156,7 +176,7 @@ def keep_unlanded(root: Path, branch: str, main: str) -> str | None:
     cherry`'s patch ids) keeps the branch's tip under refs/agent-loop/kept/; that ref, or None
     when everything on it is on the main line."""
     git = Git(root)
-    if git.sha(f"refs/heads/{branch}") is None:
+    if _tip(root, branch) is None:
         return None
     out = git.out("cherry", main, f"refs/heads/{branch}", codes=(0, 128))
     if not any(line.startswith("+") for line in out.splitlines()):

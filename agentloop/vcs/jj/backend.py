@@ -252,6 +252,14 @@ class JjVcs:
                 not fresh.described:
             self._carried = (proc.started(), time.monotonic(), op_head(self.root), fresh)
 
+    def carry(self, since: int, op: str | None) -> None:
+        """The processes started since `since` were agent-loop's own jj commands in another
+        workspace that left this one's @ as it was (a lane's landing): the @ finish left, seen
+        at operation `op`, is still the next begin's."""
+        carried = self._carried
+        if carried is not None and carried[0] == since and carried[2] == op:
+            self._carried = (proc.started(), carried[1], op_head(self.root), carried[3])
+
     def _quick_finish(self, change: Change, message: str) -> Change | None:
         """The common end of a task in two commands: `jj describe` of the task's change, which
         snapshots the working copy and says what the change now holds, then `jj new`. None
@@ -364,7 +372,11 @@ class JjVcs:
         return self.jj.out("diff", "-r", change.change_id, "--git")
 
     def close(self) -> None:
-        """`jj new`, unless @ is already an empty change without a description."""
+        """`jj new`, unless @ is already an empty change without a description, or no task's
+        change was ever here: where the agent worked in a lane, @ is the user's own change,
+        which stays @."""
+        if not (self._base or self._fresh or self._resumable):
+            return
         wc = self._info("@")[0]
         if self._fresh and self._sweep(wc):
             wc = self._info("@")[0]  # the tool's last tick went down into the base

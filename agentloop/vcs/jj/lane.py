@@ -16,13 +16,14 @@ import dataclasses
 from pathlib import Path
 from typing import Iterable
 
+from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs import Change
 from agentloop.vcs.check import JjLaneRecord, LaneBreach, check_jj_lane, operation
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj.backend import JjVcs
 from agentloop.vcs.jj.mainline import JjMainLine
-from agentloop.vcs.jj.run import Jj
+from agentloop.vcs.jj.run import Jj, op_head
 from agentloop.vcs.landing import IntegrationConflict, markers_left
 
 
@@ -40,6 +41,9 @@ class LaneJj:
         self.landed: list[str] = []         # the change ids this lane landed
         # The repository's operation when the lane's step began (agentloop.vcs.check).
         self.record: JjLaneRecord | None = None
+        # The operation at which every finished task's change was last known below the main
+        # checkout's @, carried over the lane's own commands (JjVcs.missing does the same).
+        self._whole: str | None = None
 
     @property
     def root(self) -> Path:
@@ -59,10 +63,14 @@ class LaneJj:
 
     def begin(self, message: str) -> Change:
         """Start a task's change in the workspace, and note the operation jj is at."""
+        before = op_head(self.main.root)
         change = self.work.begin(message)
+        stamp = op_head(self.main.root)
+        if before is not None and before == self._whole:
+            self._whole = stamp
         try:
             self.record = JjLaneRecord(self.root, self.main.root, operation(self.main.jj),
-                                       tuple(self.landed))
+                                       tuple(self.landed), stamp)
         except VcsError:
             self.record = None  # no record, no check: the step itself says what broke
         return change
@@ -102,11 +110,22 @@ class LaneJj:
     def finish(self, change: Change, message: str) -> Change:
         """Check the lane, seal the change in it, then land it on the main line."""
         self.check()
-        return self._landed(self.work.finish(change, message))
+        before = op_head(self.main.root)
+        whole = before is not None and self.record is not None and \
+            self.record.stamp == before == self._whole  # no jj but ours since the begin
+        done = self._landed(self.work.finish(change, message), fresh=True)
+        self._whole = op_head(self.main.root) if whole else None
+        return done
 
     def missing(self, change_ids: Iterable[str]) -> set[str]:
-        """Finished tasks' changes no longer on the main line."""
-        return missing("jj", self.main.root, change_ids)
+        """Finished tasks' changes no longer on the main line (known without a look while no
+        jj command but the lane's own ran since the last look found them all)."""
+        now = op_head(self.main.root)
+        if now is not None and now == self._whole:
+            return set()
+        lost = missing("jj", self.main.root, change_ids)
+        self._whole = now if not lost else None
+        return lost
 
     def settled(self, change_id: str, trailers: str) -> Change | None:
         """A task's change an earlier run finished and was killed before recording: the task's,
@@ -121,12 +140,19 @@ class LaneJj:
         return Change(change_id=change_id, commit_id=commit,
                       files=tuple(sorted(self.main.jj.files(change_id))))
 
-    def _landed(self, done: Change) -> Change:
+    def _landed(self, done: Change, fresh: bool = False) -> Change:
+        """`done` on the main line; `fresh`: a change finish just made on `done.base`."""
         if done.empty or not done.change_id:
             return done
-        commit = self.main.land(done.change_id, f"{self.workspace}@")
+        made = (done.base, done.commit_id, frozenset(done.files)) \
+            if fresh and done.base and "," not in done.base and done.commit_id else None
+        before, op = proc.started(), op_head(self.root)
+        commit = self.main.land(done.change_id, f"{self.workspace}@", made)
         self.landed.append(done.change_id)
-        self.jj.run("workspace", "update-stale")  # the lane's @ moved under it
+        if made is not None and commit == done.commit_id:
+            self.work.carry(before, op)  # neither the change nor the lane's @ was rewritten
+        else:
+            self.jj.run("workspace", "update-stale")  # the lane's @ moved under it
         return dataclasses.replace(done, commit_id=commit)
 
     # -- conflicts --------------------------------------------------------------------------

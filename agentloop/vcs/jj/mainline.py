@@ -2,6 +2,11 @@
 each lane's finished change is rebased (`jj rebase -r <task> --insert-before @`), one landing at a
 time. agentloop.vcs.jj.lane says how a lane's change gets here and what happens on a conflict or
 while the user's own edits in @ touch a file it changes.
+
+The common case takes two commands: a change made right on the main line's tip, below an @ whose
+own edits touch none of its files (one `jj log` of @ says both), lands by `jj rebase -s @ -d
+<change>`: the user's @ moves onto it, its files appear in the checkout, and the change itself
+and the lane's @ on it are not rewritten, so nothing in the lane goes stale.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from agentloop.errors import VcsError
-from agentloop.vcs.jj.run import Jj
+from agentloop.vcs.jj.run import INFO, Jj, parse_info
 from agentloop.vcs.landing import POLL_SECONDS, WAIT_LIMIT, IntegrationConflict, Waiting
 
 
@@ -32,8 +37,10 @@ class JjMainLine:
         self._lock = threading.Lock()
 
     def tip(self) -> str:
-        """The main line's newest change: @'s parent in the main checkout."""
-        return self.jj.ids("@-")[0]
+        """The main line's newest change: @'s parent in the main checkout (read without a
+        snapshot of the checkout, which only a landing takes, with the lanes' settings)."""
+        return self.jj.out("--ignore-working-copy", "log", "--no-graph", "-r", "@-", "-T",
+                           'change_id ++ "\n"').split()[0]
 
     def forget(self, commits: list[str]) -> None:
         """Nothing to forget: a jj change keeps its id wherever it lands."""
@@ -41,10 +48,19 @@ class JjMainLine:
     def forget_all(self) -> None:
         """Nothing to forget (see forget)."""
 
-    def land(self, change: str, lane_wc: str) -> str:
+    def land(self, change: str, lane_wc: str, made: tuple[str, str, frozenset[str]] | None = None
+             ) -> str:
         """Put `change` under the main checkout's @; the lane's @ (`lane_wc`, a workspace's
-        `name@`) onto it. The change's new commit id; IntegrationConflict when it does not fit,
-        LandingHeld when the user's edits keep it waiting longer than `wait_limit`."""
+        `name@`) onto it. `made`: (the parent it was just made on, its commit id, its files),
+        for the short way. The change's new commit id; IntegrationConflict when it does not
+        fit, LandingHeld when the user's edits keep it waiting longer than `wait_limit`."""
+        if made is not None:
+            with self._lock:
+                wc = parse_info(self.jj.out("log", "--no-graph", "-r", "@", "-T", INFO))
+                if len(wc) == 1 and wc[0].parents == (made[0],) and \
+                        not made[2] & set(wc[0].files):
+                    self.jj.out("rebase", "-s", "@", "-d", change)
+                    return made[1]
         waiting = Waiting(self.root, self.wait_limit, self.on_wait, self.on_waits)
         while True:
             with self._lock:

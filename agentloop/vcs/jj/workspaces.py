@@ -16,15 +16,18 @@ def jj_workspaces(root: Path) -> set[str]:
     return {line.strip() for line in out.splitlines() if line.strip()}
 
 
-def open_jj(root: Path, name: str, base: str, fresh: bool) -> Workspace:
+def open_jj(root: Path, name: str, base: str, fresh: bool, config: list[str] | None = None
+            ) -> Workspace:
     """Lane `name`'s jj workspace: reused (brought up to date if stale) when whole and not
     `fresh`, else forgotten and added again with a new empty @ on `base`. A forgotten
-    workspace's changes stay in the repository: nothing is lost."""
+    workspace's changes stay in the repository: nothing is lost. `config`: the run's options
+    for jj in the user's checkout (what its snapshot leaves out), which `workspace add`
+    snapshots."""
     with bookkeeping(root):
-        return _open_jj(root, name, base, fresh)
+        return _open_jj(root, name, base, fresh, config or [])
 
 
-def _open_jj(root: Path, name: str, base: str, fresh: bool) -> Workspace:
+def _open_jj(root: Path, name: str, base: str, fresh: bool, config: list[str]) -> Workspace:
     path = (lanes_dir(root) / name).resolve()
     workspace = JJ_PREFIX + name
     listed = workspace in jj_workspaces(root)
@@ -33,7 +36,7 @@ def _open_jj(root: Path, name: str, base: str, fresh: bool) -> Workspace:
         return Workspace(name, path, workspace, reused=True)
     clean_jj(root, name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    Jj(root).out("workspace", "add", "--name", workspace, "-r", base, str(path))
+    Jj(root, list(config)).out("workspace", "add", "--name", workspace, "-r", base, str(path))
     return Workspace(name, path, workspace)
 
 
