@@ -9,14 +9,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from types import UnionType
-from typing import Any, Callable, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Callable, Union, get_args, get_origin, get_type_hints
 
 import orjson
 
 from agentloop.errors import StateError
 from agentloop.files import jsonbytes
-from agentloop.plan.parse import Task
 from agentloop.state.status import AttemptOutcome, TaskStatus
+
+if TYPE_CHECKING:
+    from agentloop.plan.parse import Task
 
 # 2: state.json may come with a journal (journal_id); an agent-loop that reads only 1 would
 # read the snapshot without it and run finished tasks again, so it must refuse the file.
@@ -184,7 +186,8 @@ def _problem(state: State) -> str | None:
     return None
 
 
-_CHECKS: dict[type, dict[str, Callable[[Any], bool]]] = {}
+# Per record class, per field: the JSON value types a scalar field takes, or a test of a value.
+_CHECKS: dict[type, dict[str, frozenset[type] | Callable[[Any], bool]]] = {}
 
 
 def _known(cls: type, data: Any) -> dict[str, Any]:
@@ -193,13 +196,15 @@ def _known(cls: type, data: Any) -> dict[str, Any]:
         raise TypeError(f"{cls.__name__.lower()} record is {type(data).__name__}, not an object")
     checks = _CHECKS.get(cls)
     if checks is None:
-        checks = _CHECKS[cls] = {name: _checker(hint) for name, hint in get_type_hints(cls).items()}
+        checks = _CHECKS[cls] = {name: _types(hint) or _checker(hint)
+                                 for name, hint in get_type_hints(cls).items()}
     known = {}
     # Unknown keys (from a newer minor writer, or hand edits) are dropped rather than fatal.
+    # Most fields are scalars, tested inline: --status reads thousands of them.
     for name, value in data.items():
         check = checks.get(name)
         if check is not None:
-            if not check(value):
+            if not (type(value) in check if isinstance(check, frozenset) else check(value)):
                 raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")
             known[name] = value
     return known

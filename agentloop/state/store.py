@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -143,6 +141,8 @@ class Store:
             raise self._cannot_write(self.journal.path, exc) from None
 
     def _write_snapshot(self, state: State) -> None:
+        import tempfile  # imported by the writes: --status only reads
+
         data = state.to_bytes()
         self.make_dir()
         try:
@@ -281,6 +281,8 @@ class Store:
         while target.exists():
             n += 1
             target = target.with_name(f"{stamp.replace(':', '')}-{n}")
+        import shutil
+
         try:
             target.mkdir(parents=True)
             for p in present:
