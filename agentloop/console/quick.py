@@ -42,7 +42,8 @@ def options_of(args: list[str]) -> tuple[Path | None, RunOptions] | None:
     from agentloop.options import RunOptions
 
     plan, flags = found
-    return plan, RunOptions(**flags, command=tuple(args))
+    return plan, RunOptions(status=flags["status"], as_json=flags["as_json"],
+                            rehearse=flags["rehearse"], command=tuple(args))
 
 
 def main(plan: Path | None, options: RunOptions) -> NoReturn:

@@ -26,10 +26,10 @@ from marko.parser import Parser
 from marko.source import Source
 
 from agentloop.plan import numbering
+from agentloop.plan.groups import UNGROUPED
 from agentloop.plan.items import CHECKS_FENCE, check_lines, item_text, plain
 from agentloop.plan.legend import why_note
 
-UNGROUPED = "(ungrouped)"
 OPEN = (" ", "-", "~", "/")      # to do; the last three say "in progress"
 TICKED = ("x", "X")
 _TASK_HEADING = re.compile(r"task\s+\d+(?:\.\d+)*\b", re.IGNORECASE)

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+import orjson
+
 from agentloop.errors import StateError, StateLocked
 from agentloop.files import jsonbytes
 from agentloop.files.pid_file import live_pid
@@ -94,6 +96,17 @@ class Store:
             except FileNotFoundError:
                 pass
         return state
+
+    def holds(self, digest: str, reader: int) -> bool:
+        """Whether the saved state was made from the task file whose hash is `digest`, read by
+        `reader`: a glance at the snapshot's top, so a run of an unchanged plan never parses
+        it (load() reads the state in full, and says what is wrong with a damaged one)."""
+        try:
+            data = orjson.loads(self.state_path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return False
+        return isinstance(data, dict) and data.get("task_file_hash") == digest and \
+            data.get("reader") == reader
 
     def save(self, state: State, task: TaskState | None = None) -> None:
         """Save the state: `task`'s record as a journal line when only it changed (besides
