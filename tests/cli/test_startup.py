@@ -15,6 +15,8 @@ import pytest
 
 from agentloop.state.project import load_plan, open_project
 from agentloop.vcs import history
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import make_repo
 
 # Ours that each may import, as names or as folders (a trailing dot); anything else fails.
 # `--status` is answered before click is imported (agentloop.console.quick): every command
@@ -137,3 +139,20 @@ def test_status_of_an_unchanged_plan_asks_the_vcs_once(finished: Path) -> None:
     (finished / "tasks.md").write_text("## One\n- first\n- second, reworded\n## Two\n- third\n")
     ours, others = imported(["tasks.md", "--status"], finished)
     assert "agentloop.plan.markdown" in ours and "marko" in others   # an edited plan is read
+
+
+@pytest.mark.parametrize("kind", ["git", "jj"])
+def test_a_run_loads_the_git_library_and_the_plan_reader_only_when_it_needs_them(
+        tmp_path: Path, kind: str, fake_claude: FakeClaude) -> None:
+    # GitPython is what the git backend falls back on (packed refs, a dirty tree's blobs): a
+    # task on a clean tree needs none of it, and jj never does.
+    plan = "## One\n- first\n  FAKE: write a.txt A\n- second\n  FAKE: write b.txt B\n"
+    work = make_repo(tmp_path / "project", kind, plan=plan)
+    args = ["tasks.md", "--vcs", kind, "--no-distill"]
+    ours, others = imported(args, work)
+    assert "agentloop.vcs.git.backend" in ours or kind == "jj"
+    assert not others & {"git", "gitdb"}, sorted(others)
+    assert "marko" in others   # the plan is new: parsed once
+    # Again, nothing left to do: the state holds this very plan, which is not read again.
+    ours, others = imported(args, work)
+    assert not others & {"git", "gitdb", "marko"}, sorted(others)
