@@ -5,11 +5,11 @@ schema version and upgrade chain, and reading them back (validated, never truste
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from types import UnionType
-from typing import TYPE_CHECKING, Any, Callable, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Callable, Union, get_args, get_origin
 
 import orjson
 
@@ -197,7 +197,7 @@ def _known(cls: type, data: Any) -> dict[str, Any]:
     checks = _CHECKS.get(cls)
     if checks is None:
         checks = _CHECKS[cls] = {name: _types(hint) or _checker(hint)
-                                 for name, hint in get_type_hints(cls).items()}
+                                 for name, hint in _hints(cls).items()}
     known = {}
     # Unknown keys (from a newer minor writer, or hand edits) are dropped rather than fatal.
     # Most fields are scalars, tested inline: --status reads thousands of them.
@@ -208,6 +208,22 @@ def _known(cls: type, data: Any) -> dict[str, Any]:
                 raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")
             known[name] = value
     return known
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """The declared type of each field of a record class (what typing.get_type_hints says),
+    each distinct annotation evaluated once: the three records repeat a dozen of them, and
+    evaluating one compiles it (--status reads the state's records before anything else)."""
+    evaluated: dict[str, Any] = {}
+    hints = {}
+    for f in fields(cls):
+        if isinstance(f.type, str):
+            if f.type not in evaluated:
+                evaluated[f.type] = eval(f.type, globals())  # noqa: S307 - our own annotations
+            hints[f.name] = evaluated[f.type]
+        else:
+            hints[f.name] = f.type
+    return hints
 
 
 def _checker(hint: Any) -> Callable[[Any], bool]:
