@@ -39,7 +39,13 @@ def main() -> None:
         _exit(0)
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
     try:
-        from agentloop.cli import main as run_cli
+        # `--status` is answered without click (agentloop.console.quick): it is most of what
+        # a user types while a plan runs, and click is most of its start-up.
+        from agentloop.console import quick
+
+        status = quick.options_of(sys.argv[1:])
+        if status is None:
+            from agentloop.cli import main as run_cli
         if not {"--help", "-h"} & set(sys.argv[1:]):
             # Every other command reads or writes JSON; the modules load on first use, but a
             # C extension's initialisation must happen while the stops wait (see above).
@@ -50,6 +56,8 @@ def main() -> None:
         _started_interrupted()
     signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     try:
+        if status is not None:
+            quick.main(*status)
         run_cli()
         code = 0
     except SystemExit as exc:

@@ -236,9 +236,12 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
 
         kind_of(project.root, options.vcs)  # no repository: said before anything is made
         project = rehearsal_of(project)
-    # Read and parsed once, before anything is touched: a missing or empty task file leaves no
-    # trace, and --reset archives nothing for a file it could not run.
-    plan = parse.load(project.task_file)
+    # Read once, and parsed before anything is touched: a missing or empty task file leaves no
+    # trace, and --reset archives nothing for a file it could not run. A plan the state holds
+    # already (its hash) is the state's tasks, never parsed: that takes marko and its time.
+    source = parse.read(project.task_file)
+    plan = source if options.push is None and not (options.reset or options.rehearse) and \
+        project.store.holds(source.sha256, parse.READER) else parse.parsed(source)
     events = EventLog(project.store.events, now)
     hooks = Hooks(project, options, fan_out(events, emit))
     try:
@@ -247,7 +250,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
                 if options.push is not None:  # a fleet job
                     from agentloop.fleet.job import run_job
 
-                    state, summary = run_job(project, plan, options,
+                    state, summary = run_job(project, parse.parsed(plan), options,
                                              fan_out(events, emit, hooks))
                 else:
                     state, summary = start_run(project, plan, options,

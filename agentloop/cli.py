@@ -14,11 +14,12 @@ from typing import Any
 import click
 
 from agentloop import __version__
-from agentloop.console.dashboard_options import dashboard_options, warn, with_notices
+from agentloop.console.dashboard_options import dashboard_options
+from agentloop.console.dispatch import dispatch as _dispatch
+from agentloop.console.dispatch import last_resort, reported
 from agentloop.console.help import SectionedCommand
-from agentloop.console.stops import crash, from_a_stop, json_error, report, write
+from agentloop.console.stops import json_error, write
 from agentloop.console.workplace_options import workplace_options
-from agentloop.errors import INTERNAL_EXIT, AgentLoopError
 from agentloop.settings.schema import AgentChoice, Assignment, ModelRates, VariableName
 
 
@@ -196,27 +197,23 @@ def command(tasks_md: Path | None, **params: Any) -> None:
                                "without one).", ctx)
     params = {**params, "command": tuple(args)}
     options = RunOptions.from_params(params)
-    try:
+
+    def work() -> int:
         # Settings shape runs; --status runs nothing and reads the state alone (a settings
         # file that cannot be read does not hide where the tasks stand).
         # --serve without a plan reads the same files (no plan's table): its port and host.
         reads_settings = not (params["status"] and not params["show_settings"])
         effective = _settings(tasks_md, params) if reads_settings and \
             (tasks_md is not None or params["serve"]) else None
-        if effective is not None:
-            options = RunOptions.from_params({**params, **effective.values})
-        check_usage(options)
-        if options.show_settings and effective is not None:
-            _show_settings(effective, options.as_json)
-            sys.exit(0)
-        code = _dispatch(tasks_md, Path.cwd(), options)
-    except (KeyboardInterrupt, AgentLoopError) as exc:
-        code = report(exc, args, options.as_json)
-    except Exception as exc:
-        if not from_a_stop(exc):
-            raise
-        code = report(KeyboardInterrupt(), args, options.as_json)
-    sys.exit(code)
+        chosen = RunOptions.from_params({**params, **effective.values}) \
+            if effective is not None else options
+        check_usage(chosen)
+        if chosen.show_settings and effective is not None:
+            _show_settings(effective, chosen.as_json)
+            return 0
+        return _dispatch(tasks_md, Path.cwd(), chosen)
+
+    sys.exit(reported(args, options.as_json, work))
 
 
 def _settings(tasks_md: Path | None, params: dict[str, Any]) -> Any:
@@ -233,59 +230,6 @@ def _show_settings(effective: Any, as_json: bool) -> None:
     from agentloop.settings import show
 
     write(show.as_json(effective) if as_json else show.text(effective))
-
-
-def _dispatch(tasks_md: Path | None, cwd: Path, options: Any) -> int:
-    """Run the one operation the options ask for, print what it returns; the exit code."""
-    from agentloop import app
-    from agentloop.console import render
-
-    if options.serve or options.report:  # the dashboard: agentloop.dashboard
-        from agentloop.dashboard import commands
-
-        return commands.dispatch(tasks_md, cwd, options, _dispatch, click.echo, warn)
-    if tasks_md is None:  # --status alone: every plan of the repository
-        root, plans = app.overview(cwd)
-        write(render.overview_json(root, plans) if options.as_json
-               else render.overview_text(root, plans, cwd))
-        return 0
-    if options.status and options.follow:
-        from agentloop.console.live import Console
-
-        console = Console(live=False, cwd=cwd)
-        for event in app.follow(tasks_md, cwd):
-            console(event)
-    elif options.status:
-        view = app.status(tasks_md, cwd, options.rehearse)
-        write(render.status_json(view) if options.as_json else render.status_text(view, cwd))
-    elif options.dry_run:
-        from agentloop.console import dry_run
-
-        plan = app.dry_run(tasks_md, cwd, options)
-        write(dry_run.plan_json(plan) if options.as_json else dry_run.plan_text(plan))
-    elif options.init:
-        click.echo(app.init(tasks_md, cwd))
-    elif options.stop_after_running:
-        click.echo(app.ask_to_stop(tasks_md, cwd))
-    elif options.integrate:
-        from agentloop.console.fleet import integrate
-
-        return integrate(tasks_md, cwd, options, write)
-    else:
-        from agentloop.console.confirm import reset_allowed
-        from agentloop.console.live import Console
-        from agentloop.run.summary import exit_code
-
-        if options.reset and not options.yes and \
-                not reset_allowed(lambda: app.redone_by_reset(tasks_md, cwd)):
-            click.echo("agent-loop: nothing was changed (no --reset)", err=True)
-            return 1
-        result = with_notices(options.notify, str(tasks_md), Console(cwd=cwd),
-                              lambda emit: app.run(tasks_md, cwd, options, emit))
-        for line in render.closing_lines(result, cwd):
-            click.echo(line)
-        return exit_code(result.summary)
-    return 0
 
 
 def main() -> None:
@@ -309,5 +253,4 @@ def main() -> None:
     except SystemExit:
         raise
     except BaseException as exc:  # noqa: BLE001 - the last line of defence
-        crash(exc)
-        sys.exit(INTERNAL_EXIT)
+        sys.exit(last_resort(exc))

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 
 import click
 
+from agentloop.console.stops import warn
+
 if TYPE_CHECKING:
     from agentloop.run.events import Emit
 
@@ -39,11 +41,6 @@ def dashboard_options(command: F) -> F:
     for option in reversed(_OPTIONS):
         command = option(command)
     return command
-
-
-def warn(line: str) -> None:
-    """A warning line on stderr."""
-    click.echo(line, err=True)
 
 
 def with_notices(urls: tuple[str, ...], plan: str, emit: Emit, run: Callable[[Emit], T]) -> T:

@@ -60,7 +60,7 @@ def status_text(view: StatusView, cwd: Path) -> str:
     state, root = view.state, view.project.root
     show = _shower(root, cwd)
     counts = dict(Counter(str(t.status) for t in state.tasks))
-    total = receipts.of_state(state)
+    total, groups, _ = receipts.tallied(state)
     lines = [view.note] if view.note else []
     lines.append(f"{state.task_file}: {len(state.tasks)} task(s): "
                  + ", ".join(f"{n} {s}" for s, n in counts.items())
@@ -101,7 +101,7 @@ def status_text(view: StatusView, cwd: Path) -> str:
         lines.append(f"task {index} was reverted by {commit[:12]}: a run leaves it done; "
                      f"`agent-loop {state.task_file} --task {index} --again` does it once more")
     lines.append("receipts:")
-    for group, receipt in receipts.by_group(state).items():
+    for group, receipt in groups.items():
         lines.append(f"  {group}: {receipt.line()}")
     if state.retired:
         lines.append(f"  edited or removed tasks: {receipts.of_runs(state.retired).line()}")
@@ -175,7 +175,7 @@ def _empty(task: TaskState) -> bool:
 def status_json(view: StatusView) -> dict[str, Any]:
     """--status --json: the same facts for scripts."""
     state = view.state
-    total = receipts.of_state(state)
+    total, groups, each = receipts.tallied(state)
     return {"schema": SCHEMA, "task_file": state.task_file, "task_file_hash": state.task_file_hash,
             "vcs": state.vcs, "agent": state.agent, "note": view.note, "lost": list(view.lost),
             "moved": {str(i): c for i, c in view.moved},
@@ -184,18 +184,18 @@ def status_json(view: StatusView) -> dict[str, Any]:
             "counts": dict(Counter(str(t.status) for t in state.tasks)),
             "cost_usd": total.cost_usd, "cost_known": total.cost_known,
             "receipts": {"total": total.to_json(),
-                         "groups": {g: r.to_json() for g, r in receipts.by_group(state).items()},
+                         "groups": {g: r.to_json() for g, r in groups.items()},
                          "retired": receipts.of_runs(state.retired).to_json()},
-            "tasks": [_task_json(t) for t in state.tasks]}
+            "tasks": [_task_json(t, r) for t, r in zip(state.tasks, each)]}
 
 
-def _task_json(t: TaskState) -> dict[str, Any]:
+def _task_json(t: TaskState, receipt: receipts.Receipt) -> dict[str, Any]:
     return {"index": t.index, "group": t.group, "summary": t.summary, "status": t.status,
             "attempts": t.attempts, "change_id": t.change_id, "commit_id": t.commit_id,
             "empty": _empty(t), "session_id": t.session_id, "log": t.log,
             "cost_usd": t.cost_usd, "error": t.error, "feedback": t.feedback,
             "waiting": t.waiting, "done_as": t.done_as,
-            "receipt": receipts.of_task(t).to_json(),
+            "receipt": receipt.to_json(),
             "history": [{"number": a.number, "iteration": a.iteration, "outcome": a.outcome,
                          "reason": a.reason, "hint": a.hint, "log": a.log,
                          "session_id": a.session_id, "model": a.model, "cost_usd": a.cost_usd,

@@ -1,15 +1,15 @@
 """How a stop or an error is said: one line on stderr, with the command that continues the run
 where there is one; with --json the same as a JSON document on stdout; an internal error's
-traceback in a log file, never on the screen."""
+traceback in a log file, never on the screen.
+
+Without click: `--status` is answered before click is imported (agentloop.console.quick), and
+says its errors here too."""
 
 from __future__ import annotations
 
-import shlex
-import traceback
+import sys
 from pathlib import Path
 from typing import Any
-
-import click
 
 from agentloop.errors import (
     AgentBlocked,
@@ -22,12 +22,25 @@ from agentloop.errors import (
 )
 
 
+def echo(line: str, err: bool = False) -> None:
+    """One line on stdout (or stderr), flushed at once, as every line agent-loop prints."""
+    stream = sys.stderr if err else sys.stdout
+    stream.write(f"{line}\n")
+    stream.flush()
+
+
+def warn(line: str) -> None:
+    """A warning line on stderr."""
+    echo(line, err=True)
+
+
 def resume_command(args: list[str]) -> str:
     """The command that continues this run: the same one, without --reset (and its --yes)."""
+    import shlex
+
     from agentloop.options import continue_args
 
     return shlex.join(["agent-loop", *continue_args(args)])
-
 
 
 def _with_budget(args: list[str], budget: float) -> list[str]:
@@ -45,13 +58,15 @@ def _with_budget(args: list[str], budget: float) -> list[str]:
 
 def crash(exc: BaseException) -> None:
     """Write the traceback to ~/.agent-loop-crash.log and say where, in one line."""
+    import traceback
+
     log = Path.home() / ".agent-loop-crash.log"
     try:
         log.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
         where = f"; the traceback is in {log}"
     except OSError:
         where = ""
-    click.echo(f"agent-loop: internal error: {exc!r}{where}", err=True)
+    echo(f"agent-loop: internal error: {exc!r}{where}", err=True)
 
 
 def from_a_stop(exc: BaseException) -> bool:
@@ -87,24 +102,24 @@ def json_error(message: str, code: int) -> dict[str, Any]:
 def _report_line(exc: BaseException, args: list[str]) -> int:
     again = resume_command(args)
     if isinstance(exc, (KeyboardInterrupt, Interrupted)):
-        click.echo(f"\nagent-loop: interrupted; state saved. Resume with: {again}", err=True)
+        echo(f"\nagent-loop: interrupted; state saved. Resume with: {again}", err=True)
         return 130
     assert isinstance(exc, AgentLoopError)
     if isinstance(exc, SettingsError):
-        click.echo(f"agent-loop: settings: {exc}", err=True)
+        echo(f"agent-loop: settings: {exc}", err=True)
     elif isinstance(exc, UsageError):
-        click.echo(f"agent-loop: usage: {exc}", err=True)
+        echo(f"agent-loop: usage: {exc}", err=True)
     elif isinstance(exc, BudgetReached):
         from agentloop.run.budget import suggestion  # only a run stopped by its budget
 
         more = resume_command(_with_budget(args, suggestion(exc.spent, exc.budget)))
-        click.echo(f"agent-loop: stopped: {exc}. Continue with a higher budget: {more}", err=True)
+        echo(f"agent-loop: stopped: {exc}. Continue with a higher budget: {more}", err=True)
     elif isinstance(exc, RunStopped):
-        click.echo(f"agent-loop: stopped: {exc}. Continue with: {again}", err=True)
+        echo(f"agent-loop: stopped: {exc}. Continue with: {again}", err=True)
     elif isinstance(exc, AgentBlocked):
-        click.echo(f"agent-loop: stopped: {exc}. Fix that, then continue with: {again}", err=True)
+        echo(f"agent-loop: stopped: {exc}. Fix that, then continue with: {again}", err=True)
     else:
-        click.echo(f"agent-loop: error: {exc}", err=True)
+        echo(f"agent-loop: error: {exc}", err=True)
     return exc.exit_code
 
 
@@ -117,4 +132,4 @@ def write(data: str | dict[str, Any]) -> None:
         from agentloop.files import jsonbytes
 
         data = jsonbytes.dumps(data, option=orjson.OPT_INDENT_2).decode()
-    click.echo(data)
+    echo(data)

@@ -15,6 +15,8 @@ from typing import Iterable, Sequence
 from agentloop.errors import TaskFileError
 
 _SUFFIX = re.compile(r" \((\d+)\)$")
+# The group of the tasks before a plan's first `##` heading.
+UNGROUPED = "(ungrouped)"
 
 
 def numbered(names: Iterable[str]) -> list[str]:

@@ -30,10 +30,10 @@ from marko.source import Source
 
 from agentloop.plan import numbering
 from agentloop.plan.boxes import BOX_LINE, OPEN, TICKED
+from agentloop.plan.groups import UNGROUPED
 from agentloop.plan.items import CHECKS_FENCE, check_lines, item_text, plain
 from agentloop.plan.legend import why_note
 
-UNGROUPED = "(ungrouped)"
 _TASK_HEADING = re.compile(r"task\s+\d+(?:\.\d+)*\b", re.IGNORECASE)
 _LABEL = re.compile(r"\*\*[^*\n]+\*\*\s*:|\*\*[^*\n]+:\*\*")
 PLAIN_NOTE = "a plain bullet in a checklist: a note, not a task"

@@ -72,6 +72,16 @@ class TaskFile:
     depends: tuple[tuple[str, tuple[str, ...]], ...] = ()   # group -> the groups it waits for
 
 
+@dataclass(frozen=True)
+class Read:
+    """A task file read and hashed, not parsed yet: a run whose state holds this very file
+    (its hash) never parses it (agentloop.state.project.load_plan)."""
+
+    path: Path
+    data: bytes
+    sha256: str                 # as TaskFile.sha256
+
+
 def file_hash(data: bytes) -> str:
     """The hash recorded in the state: "sha256:" and the hex digest of the file's bytes."""
     return "sha256:" + hashlib.sha256(data).hexdigest()
@@ -133,6 +143,17 @@ def slug(text: str, limit: int) -> str:
 def load(path: Path) -> TaskFile:
     """Read, hash and parse the task file at `path`; TaskFileError if it is unusable."""
     return from_bytes(path, read_bytes(path))
+
+
+def read(path: Path) -> Read:
+    """Read and hash the task file at `path`; TaskFileError if it cannot be read."""
+    data = read_bytes(path)
+    return Read(path, data, file_hash(data))
+
+
+def parsed(plan: TaskFile | Read) -> TaskFile:
+    """The plan parsed: as it is, or from the bytes read; TaskFileError if it is unusable."""
+    return plan if isinstance(plan, TaskFile) else from_bytes(plan.path, plan.data)
 
 
 def from_bytes(path: Path, data: bytes) -> TaskFile:

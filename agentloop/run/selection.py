@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from agentloop.errors import StateError
 from agentloop.options import RunOptions, task_numbers
 from agentloop.plan import groups
-from agentloop.plan.markdown import UNGROUPED
+from agentloop.plan.groups import UNGROUPED
 from agentloop.state.schema import State, TaskState
 from agentloop.state.status import FINISHED
 from agentloop.state.status import TaskStatus as S

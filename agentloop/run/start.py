@@ -14,7 +14,7 @@ from agentloop.agents import AGENTS, child_env, make_agent, own_layers, unpriced
 from agentloop.errors import AgentLoopError, StateError, UsageError
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
-from agentloop.plan.parse import TaskFile
+from agentloop.plan.parse import Read, TaskFile
 from agentloop.run import distill, ledger, rehearsal, remembered, retry
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
@@ -24,7 +24,6 @@ from agentloop.run.repo_hooks import start_notes
 from agentloop.run.selection import select
 from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project, load_plan, state_from
-from agentloop.state.reconcile import Reconciled, reworded_lines
 from agentloop.state.schema import State, now
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import STATE_DIR, Change
@@ -35,6 +34,7 @@ from agentloop.vcs.stays_git import vcs_notes
 if TYPE_CHECKING:
     from agentloop.agents import Agent
     from agentloop.sandbox import Sandbox
+    from agentloop.state.reconcile import Reconciled
 
 DEFAULT_AGENT = "claude"
 # The stand-in agent has no helper model: its tasks keep the plain commit message, and the
@@ -55,7 +55,7 @@ class Admitted:
     rebuilt: str | None = None      # no state: the tasks history says are done, in one line
 
 
-def admit(project: Project, options: RunOptions, plan: TaskFile | None = None,
+def admit(project: Project, options: RunOptions, plan: TaskFile | Read | None = None,
           landed: frozenset[int] = frozenset()) -> Admitted:
     """What a run refuses before it touches anything, the same for --dry-run (which calls it
     too): the options together, the plan and its state, the selection, the agent and the VCS
@@ -68,7 +68,7 @@ def admit(project: Project, options: RunOptions, plan: TaskFile | None = None,
         kind_of(project.root, options.vcs)
     if options.reset or options.rehearse:  # the state a reset (or a rehearsal, always afresh)
         # starts from, judged before the old one is archived
-        fresh = plan or parse.load(project.task_file)
+        fresh = parse.parsed(plan) if plan is not None else parse.load(project.task_file)
         state, saved, changes = state_from(project, fresh), False, None
     else:
         state, saved, changes = load_plan(project, plan)
@@ -96,10 +96,11 @@ def tree_warning(project: Project, admitted: Admitted) -> str | None:
         return str(exc)
 
 
-def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
+def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit: Emit,
               job: FleetJob | None = None, first_notes: tuple[str, ...] = (),
               ) -> tuple[State, RunFinished]:
-    """Everything a run does while it holds the lock; `plan`: the task file, read once; `job`:
+    """Everything a run does while it holds the lock; `plan`: the task file, read once (parsed
+    unless the state holds it already); `job`:
     a fleet job's part (agentloop.fleet.job), with its notes first."""
     notes: list[str] = list(first_notes) + vcs_notes(options.vcs, project.root)
     leftovers: list[Change] = []
@@ -129,6 +130,8 @@ def start_run(project: Project, plan: TaskFile, options: RunOptions, emit: Emit,
             kept = project.store.keep_removed(list(changes.dropped), now())
             notes.append(f"the records of removed and reworded tasks are kept in "
                          f"{project.shown(kept)}; their cost still counts")
+    from agentloop.state.reconcile import reworded_lines  # a run's own: not at --status
+
     notes += reworded_lines(state.tasks, state.task_file)
     agent = make_agent(admitted.agent, options.agent_program, agent_env(options), box)
     agent.check()

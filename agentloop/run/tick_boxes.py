@@ -13,7 +13,6 @@ The tick is never committed: the plan is never part of a task's change (agentloo
 
 from __future__ import annotations
 
-from agentloop.plan import tick
 from agentloop.run.context import Run
 from agentloop.run.lane_tag import LaneNote
 from agentloop.state.schema import TaskState
@@ -28,6 +27,10 @@ def landed(run: Run, task: TaskState) -> bool:
     if (not run.options.tick_boxes or task.status != S.COMPLETED or run.job is not None
             or run.options.rehearse):
         return False
+    # Imported here: the plan's markdown reader (marko) is for a run that ticks boxes, or
+    # whose plan changed since its state was saved.
+    from agentloop.plan import tick
+
     with run.shared.lock:   # one writer of the plan and its hashes, whichever lane landed
         done = tick.tick(run.project.task_file, task.group, task.task, task.line)
         if done.note:

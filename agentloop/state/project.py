@@ -97,7 +97,7 @@ def load_state(project: Project) -> tuple[State, bool]:
     return state, saved
 
 
-def load_plan(project: Project, plan: parse.TaskFile | None = None,
+def load_plan(project: Project, plan: parse.TaskFile | parse.Read | None = None,
               ) -> tuple[State, bool, Reconciled | None]:
     """The state, whether it was saved before, and what changed in the task file since (None
     when nothing did): a changed file is reconciled with the saved records, in memory; so is
@@ -105,14 +105,12 @@ def load_plan(project: Project, plan: parse.TaskFile | None = None,
     caller already read it (a run reads it once); else it is read here, and parsed only when
     the state does not already hold this version of it, read by this reader."""
     if plan is None:
-        data = parse.read_bytes(project.task_file)
-        digest = parse.file_hash(data)
-    else:
-        data, digest = b"", plan.sha256
+        plan = parse.read(project.task_file)
+    digest = plan.sha256
     saved = project.store.load()
     if saved is not None and saved.task_file_hash == digest and saved.reader == parse.READER:
         return saved, True, None
-    parsed = plan or parse.from_bytes(project.task_file, data)
+    parsed = parse.parsed(plan)
     if saved is None:
         return state_from(project, parsed), False, None
     from agentloop.state.reconcile import reconcile  # an edited plan only

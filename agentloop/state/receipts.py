@@ -127,9 +127,12 @@ def of_state(state: State) -> Receipt:
     return total(state.tasks) + of_runs(state.retired)
 
 
-def by_group(state: State) -> dict[str, Receipt]:
-    """Totals per group, in the order the groups appear."""
+def tallied(state: State) -> tuple[Receipt, dict[str, Receipt], list[Receipt]]:
+    """of_state, the totals per group (in the order the groups appear) and each task's receipt,
+    each task's runs added up once (--status shows all three)."""
+    each = [of_task(task) for task in state.tasks]
     groups: dict[str, list[Receipt]] = {}
-    for task in state.tasks:
-        groups.setdefault(task.group, []).append(of_task(task))
-    return {group: _sum(parts) for group, parts in groups.items()}
+    for task, receipt in zip(state.tasks, each):
+        groups.setdefault(task.group, []).append(receipt)
+    whole = _sum(each) + of_runs(state.retired)
+    return whole, {group: _sum(parts) for group, parts in groups.items()}, each

@@ -5,18 +5,20 @@ schema version and upgrade chain, and reading them back (validated, never truste
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from types import UnionType
-from typing import Any, Callable, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Callable, Union, get_args, get_origin
 
 import orjson
 
 from agentloop.errors import StateError
 from agentloop.files import jsonbytes
-from agentloop.plan.parse import Task
 from agentloop.state.status import AttemptOutcome, TaskStatus
+
+if TYPE_CHECKING:
+    from agentloop.plan.parse import Task
 
 # 2: state.json may come with a journal (journal_id); an agent-loop that reads only 1 would
 # read the snapshot without it and run finished tasks again, so it must refuse the file.
@@ -187,7 +189,8 @@ def _problem(state: State) -> str | None:
     return None
 
 
-_CHECKS: dict[type, dict[str, Callable[[Any], bool]]] = {}
+# Per record class, per field: the JSON value types a scalar field takes, or a test of a value.
+_CHECKS: dict[type, dict[str, frozenset[type] | Callable[[Any], bool]]] = {}
 
 
 def _known(cls: type, data: Any) -> dict[str, Any]:
@@ -196,16 +199,34 @@ def _known(cls: type, data: Any) -> dict[str, Any]:
         raise TypeError(f"{cls.__name__.lower()} record is {type(data).__name__}, not an object")
     checks = _CHECKS.get(cls)
     if checks is None:
-        checks = _CHECKS[cls] = {name: _checker(hint) for name, hint in get_type_hints(cls).items()}
+        checks = _CHECKS[cls] = {name: _types(hint) or _checker(hint)
+                                 for name, hint in _hints(cls).items()}
     known = {}
     # Unknown keys (from a newer minor writer, or hand edits) are dropped rather than fatal.
+    # Most fields are scalars, tested inline: --status reads thousands of them.
     for name, value in data.items():
         check = checks.get(name)
         if check is not None:
-            if not check(value):
+            if not (type(value) in check if isinstance(check, frozenset) else check(value)):
                 raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")
             known[name] = value
     return known
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """The declared type of each field of a record class (what typing.get_type_hints says),
+    each distinct annotation evaluated once: the three records repeat a dozen of them, and
+    evaluating one compiles it (--status reads the state's records before anything else)."""
+    evaluated: dict[str, Any] = {}
+    hints = {}
+    for f in fields(cls):
+        if isinstance(f.type, str):
+            if f.type not in evaluated:
+                evaluated[f.type] = eval(f.type, globals())  # noqa: S307 - our own annotations
+            hints[f.name] = evaluated[f.type]
+        else:
+            hints[f.name] = f.type
+    return hints
 
 
 def _checker(hint: Any) -> Callable[[Any], bool]:

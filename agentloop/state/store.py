@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
+
+import orjson
 
 from agentloop.errors import StateError, StateLocked
 from agentloop.files import jsonbytes
@@ -97,6 +97,17 @@ class Store:
                 pass
         return state
 
+    def holds(self, digest: str, reader: int) -> bool:
+        """Whether the saved state was made from the task file whose hash is `digest`, read by
+        `reader`: a glance at the snapshot's top, so a run of an unchanged plan never parses
+        it (load() reads the state in full, and says what is wrong with a damaged one)."""
+        try:
+            data = orjson.loads(self.state_path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return False
+        return isinstance(data, dict) and data.get("task_file_hash") == digest and \
+            data.get("reader") == reader
+
     def save(self, state: State, task: TaskState | None = None) -> None:
         """Save the state: `task`'s record as a journal line when only it changed (besides
         top-level fields), else a snapshot of the whole state.
@@ -143,6 +154,8 @@ class Store:
             raise self._cannot_write(self.journal.path, exc) from None
 
     def _write_snapshot(self, state: State) -> None:
+        import tempfile  # imported by the writes: --status only reads
+
         data = state.to_bytes()
         self.make_dir()
         try:
@@ -281,6 +294,8 @@ class Store:
         while target.exists():
             n += 1
             target = target.with_name(f"{stamp.replace(':', '')}-{n}")
+        import shutil
+
         try:
             target.mkdir(parents=True)
             for p in present:

@@ -41,6 +41,17 @@ def _git(root: Path, *args: str) -> tuple[int, str]:
     return done.returncode, done.stdout.strip()
 
 
+def _on_a_branch(git_dir: Path) -> bool:
+    """Whether git's HEAD file names a branch, as `git symbolic-ref HEAD` would find: read, no
+    process (a jj user's colocated repository is asked at every run's start). False when the
+    file does not say (unreadable, or a reftable repository's placeholder): git is asked."""
+    try:
+        head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return head.startswith("ref: refs/heads/") and head.strip() != "ref: refs/heads/.invalid"
+
+
 def converted_warning(root: Path) -> str | None:
     """For a colocated jj repository whose git HEAD is detached on top of a branch, with
     commits that have no author (what an earlier agent-loop left in a git user's repository):
@@ -48,8 +59,7 @@ def converted_warning(root: Path) -> str | None:
     repo = find_root(root)
     if repo is None or not (repo / ".jj").is_dir() or not (repo / ".git").is_dir():
         return None
-    code, _ = _git(repo, "symbolic-ref", "-q", "HEAD")
-    if code == 0:
+    if _on_a_branch(repo / ".git") or _git(repo, "symbolic-ref", "-q", "HEAD")[0] == 0:
         return None  # git is on a branch: nothing was left behind
     code, head = _git(repo, "rev-parse", "--verify", "-q", "HEAD")
     _, merged = _git(repo, "branch", "--format=%(refname:short)", "--merged", "HEAD")

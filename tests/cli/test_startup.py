@@ -15,11 +15,18 @@ import pytest
 
 from agentloop.state.project import load_plan, open_project
 from agentloop.vcs import history
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import make_repo
 
 # Ours that each may import, as names or as folders (a trailing dot); anything else fails.
-PARSING = ("agentloop", "agentloop.cli", "agentloop.errors", "agentloop.options",
-           "agentloop.console.gone",   # a closed pipe must not stop any command
-           "agentloop.console", "agentloop.console.help", "agentloop.console.stops",
+# `--status` is answered before click is imported (agentloop.console.quick): every command
+# reads its arguments there first.
+QUICK = ("agentloop", "agentloop.console", "agentloop.console.quick")
+# Saying what happened, and the one dispatch both doors share.
+SAYING = ("agentloop.errors", "agentloop.options",
+          "agentloop.console.gone",   # a closed pipe must not stop any command
+          "agentloop.console.stops", "agentloop.console.dispatch")
+PARSING = (*QUICK, *SAYING, "agentloop.cli", "agentloop.console.help",
            "agentloop.console.dashboard_options",   # the dashboard's options, not the dashboard
            "agentloop.console.workplace_options",   # the lane's options, not the lanes
            # the click types of --env and --env-exclude
@@ -27,8 +34,8 @@ PARSING = ("agentloop", "agentloop.cli", "agentloop.errors", "agentloop.options"
 # --help lists the agents (their package's table only, never an agent's module); the default
 # agent needs no look-up, so --status reads no table.
 HELP = (*PARSING, "agentloop.agents", "agentloop.agents.environment")
-STATUS = (*PARSING, "agentloop.app", "agentloop.console.render",
-          # the state file, and the plan's hash (never its markdown reader)
+# No click, no settings: the state file, and the plan's hash (never its markdown reader).
+STATUS = (*QUICK, *SAYING, "agentloop.app", "agentloop.console.render",
           "agentloop.state", "agentloop.state.project", "agentloop.state.store",
           "agentloop.state.status",
           "agentloop.state.schema", "agentloop.state.journal", "agentloop.state.receipts",
@@ -37,7 +44,7 @@ STATUS = (*PARSING, "agentloop.app", "agentloop.console.render",
           # last found them (read off git's files: no process, so no process layer either)
           "agentloop.vcs", "agentloop.vcs.history", "agentloop.vcs.git", "agentloop.vcs.git.refs")
 OURS = {"--version": ("agentloop",), "--help": HELP, "--status": STATUS}
-THIRD_PARTY = {"--version": set(), "--help": {"click"}, "--status": {"click", "orjson"}}
+THIRD_PARTY = {"--version": set(), "--help": {"click"}, "--status": {"orjson"}}
 
 
 def imported(args: list[str], cwd: Path) -> tuple[list[str], set[str]]:
@@ -88,7 +95,7 @@ def finished(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["tasks.md", "--status"],
-                                  ["tasks.md", "--status", "--json"]])
+                                  ["--json", "--status", "tasks.md"], ["--status"]])
 def test_start_up_imports_only_what_the_command_needs(finished: Path, args: list[str]) -> None:
     mode = next(a for a in args if a in OURS)
     ours, others = imported(args, finished)
@@ -132,3 +139,20 @@ def test_status_of_an_unchanged_plan_asks_the_vcs_once(finished: Path) -> None:
     (finished / "tasks.md").write_text("## One\n- first\n- second, reworded\n## Two\n- third\n")
     ours, others = imported(["tasks.md", "--status"], finished)
     assert "agentloop.plan.markdown" in ours and "marko" in others   # an edited plan is read
+
+
+@pytest.mark.parametrize("kind", ["git", "jj"])
+def test_a_run_loads_the_git_library_and_the_plan_reader_only_when_it_needs_them(
+        tmp_path: Path, kind: str, fake_claude: FakeClaude) -> None:
+    # GitPython is what the git backend falls back on (packed refs, a dirty tree's blobs): a
+    # task on a clean tree needs none of it, and jj never does.
+    plan = "## One\n- first\n  FAKE: write a.txt A\n- second\n  FAKE: write b.txt B\n"
+    work = make_repo(tmp_path / "project", kind, plan=plan)
+    args = ["tasks.md", "--vcs", kind, "--no-distill"]
+    ours, others = imported(args, work)
+    assert "agentloop.vcs.git.backend" in ours or kind == "jj"
+    assert not others & {"git", "gitdb"}, sorted(others)
+    assert "marko" in others   # the plan is new: parsed once
+    # Again, nothing left to do: the state holds this very plan, which is not read again.
+    ours, others = imported(args, work)
+    assert not others & {"git", "gitdb", "marko"}, sorted(others)

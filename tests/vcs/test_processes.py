@@ -92,3 +92,45 @@ def test_a_task_starts_only_the_processes_it_needs(tmp_path: Path, backend: str,
     expected = (PER_TASK if workplace == "checkout" else PER_TASK_LANE)[backend]
     assert [len(gap) for gap in gaps] == [expected] * len(gaps), \
         "\n\n".join("\n".join(shown(c) for c in gap) for gap in gaps)
+
+
+def before_first_agent(log: Path) -> list[str]:
+    """The git and jj commands a run starts before its first agent call."""
+    commands = []
+    for line in log.read_text().split("\n"):
+        if line.startswith("{"):
+            break
+        if line.startswith("\x1e"):
+            commands.append(line[1:])
+    return commands
+
+
+# Before its first task, a fresh git run asks: whether history holds the plan's tasks already (no
+# state yet), who commits and whether commits are signed (preflight), where the repository is
+# (one rev-parse, instead of GitPython's two `git version`), the tree's status (a dirty tree is
+# refused), where the hooks are (one rev-parse), and the first task's begin's status (8 before:
+# GitPython ran `git version` twice). jj: the history, its identity, its root, whether it tracks
+# new files, the open changes, where @ is and the first task's change; whether git's HEAD is on
+# a branch is read off .git/HEAD (8 before: `git symbolic-ref`).
+AT_START = {"git": 7, "jj": 7}
+
+
+@pytest.mark.parametrize("backend", ["git", "jj"])
+def test_a_run_starts_with_few_questions_to_the_vcs(tmp_path: Path, backend: str,
+                                                    fake_claude: FakeClaude) -> None:
+    plan = "- task\n  FAKE: write t.txt t\n"
+    if backend == "git":
+        work = git_project(tmp_path, plan)
+    else:
+        work = tmp_path / "project"
+        work.mkdir()
+        (work / "README.md").write_text("hello\n")
+        init_repo(work, "jj")
+        (work / "tasks.md").write_text(plan)
+    log = tmp_path / "processes.log"
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill",
+                           "--vcs", backend], cwd=work, capture_output=True, text=True,
+                          timeout=120, env=shims(tmp_path, log))
+    assert done.returncode == 0, done.stdout + done.stderr
+    asked = before_first_agent(log)
+    assert len(asked) <= AT_START[backend], "\n".join(shown(c) for c in asked)

@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Iterable
-
-import git
+from typing import TYPE_CHECKING, Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs import Change, plan_files, relative_to
 from agentloop.vcs.git import aside, quick, recover
 from agentloop.vcs.git.files import state_of
 from agentloop.vcs.git.record import AttemptRecord, Start
-from agentloop.vcs.git.repo import GitRepo, dirty_message, index_seen, open_repo
+from agentloop.vcs.git.repo import GitRepo, dirty_message, index_seen
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.history import missing
+
+if TYPE_CHECKING:
+    import git  # opened by GitRepo when first needed
 
 
 class GitVcs:
@@ -69,27 +70,23 @@ class GitVcs:
         """GitPython's repository, once prepared."""
         return self.tree.repo
 
-    def _open(self) -> None:
-        self.tree.open(open_repo(self.root))
-        self._record = AttemptRecord(Path(self.repo.git_dir))
+    def _open(self) -> bool:
+        if not self.tree.locate():
+            return False
+        self._record = AttemptRecord(self.tree.git_dir)
         self.tree.task_rel = relative_to(self.task_file, self.root)
         self.tree.plans = plan_files(self.root)
+        return True
 
     def prepare(self) -> list[str]:
         """Open (or `git init`) the repository; refuse a dirty tree unless allowed."""
         notes: list[str] = [self.note] if self.note else []
         created = False
-        try:
-            self._open()
-        except git.InvalidGitRepositoryError:
+        if not self._open():
             self.git.out("init", "-q")
             self._open()
             created = True
             notes.append(f"initialized a git repository in {self.root}")
-        except git.NoSuchPathError as exc:
-            raise VcsError(f"{self.root} does not exist") from exc
-        if self.repo.working_tree_dir is None:
-            raise VcsError(f"{self.repo.git_dir} is a bare repository: there is no working tree")
         # An earlier run died inside a task: keep the commit it made, else undo its edits.
         assert self._record is not None  # made by _open
         found = recover.examine(self.tree, self._record, lane=self.lane)
@@ -124,10 +121,11 @@ class GitVcs:
         """prepare()'s refusal of a dirty tree, found without changing anything (for
         --dry-run): its message, or None when the run would not refuse."""
         try:
-            self._open()
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            return None  # the run makes the repository; nothing of the user's is in the way
-        if self.repo.working_tree_dir is None or self.allow_dirty:
+            if not self._open():
+                return None  # the run makes the repository; nothing of the user's is in the way
+        except VcsError:
+            return None  # no folder, or no working tree: the run says so
+        if self.allow_dirty:
             return None
         dirty = self.tree.dirty(self.tree.head())
         assert self._record is not None  # made by _open
@@ -159,7 +157,7 @@ class GitVcs:
                 index_tree = head or EMPTY_TREE  # unmerged entries: the best we can put back
         states = {p: state_of(self.root, p, self.repo.odb)
                   for p in self.tree.candidates(head, status)}
-        self._index_seen = None if status.staged or states else index_seen(self.repo.git_dir)
+        self._index_seen = None if status.staged or states else index_seen(self.tree.git_dir)
         self._remember(Start(head, self.tree.ref(), index_tree, states, self.tree.task_rel,
                              message, begun_as=message),
                        fresh=True)
@@ -200,7 +198,7 @@ class GitVcs:
         if sha is not None:
             self.tree.reset_index(start.index_tree, set(start.touched))
             if self._next.foresee(self.tree, start, sha, status.staged_paths):
-                self._index_seen = index_seen(self.repo.git_dir)
+                self._index_seen = index_seen(self.tree.git_dir)
         else:
             sha = self.tree.commit(start.head, changed, message) if changed else None
             if sha is None:
@@ -313,7 +311,7 @@ class GitVcs:
         """Commit the task the short way (agentloop.vcs.git.quick); None when it may not be
         taken (nothing done then)."""
         seen, self._index_seen = self._index_seen, None
-        if start.states or seen is None or seen != index_seen(self.repo.git_dir) or \
+        if start.states or seen is None or seen != index_seen(self.tree.git_dir) or \
                 self.tree.where() != (start.ref, start.head):
             return None
         paths = quick.stage_all(self.tree, start)
@@ -332,7 +330,7 @@ class GitVcs:
         sha = self.tree.head()
         assert sha is not None
         if self._next.foresee(self.tree, start, sha, frozenset()):  # the index: the commit's tree
-            self._index_seen = index_seen(self.repo.git_dir)
+            self._index_seen = index_seen(self.tree.git_dir)
         return self._committed(start, sha, paths)
 
     def _committed(self, start: Start, sha: str, files: set[str]) -> Change:

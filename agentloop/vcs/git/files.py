@@ -11,10 +11,11 @@ import hashlib
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from git.db import GitCmdObjectDB, GitDB
-from gitdb import IStream
-from gitdb.util import hex_to_bin
+# GitPython's object stores come with the calls that use them: a clean tree's task needs none.
+if TYPE_CHECKING:
+    from git.db import GitCmdObjectDB, GitDB
 
 MISSING = "missing"
 
@@ -52,6 +53,8 @@ def state_of(root: Path, rel: str, keep_in: GitDB | GitCmdObjectDB | None = None
     with open(full, "rb") as f:  # streamed in chunks: memory stays flat whatever the file's size
         size = os.fstat(f.fileno()).st_size
         if keep_in is not None:
+            from gitdb import IStream
+
             sha = keep_in.store(IStream("blob", size, f)).hexsha.decode()
         else:
             digest = hashlib.sha1(b"blob %d\0" % size)
@@ -86,6 +89,8 @@ def put_back(root: Path, rel: str, state: str, odb: GitDB | GitCmdObjectDB) -> N
     if state.startswith("link:"):
         os.symlink(state[len("link:"):], full)
     else:
+        from gitdb.util import hex_to_bin
+
         mode, sha = state.split(":")
         full.write_bytes(odb.stream(hex_to_bin(sha)).read())
         os.chmod(full, 0o755 if mode == "100755" else 0o644)

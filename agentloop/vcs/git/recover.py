@@ -10,9 +10,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from gitdb.exc import BadName, BadObject
-from gitdb.util import hex_to_bin
-
 from agentloop.errors import VcsError
 from agentloop.vcs import Change
 from agentloop.vcs.git import aside
@@ -159,6 +156,9 @@ def missing_objects(repo: GitRepo, start: Start) -> bool:
     shas = [*([start.index_tree] if start.index_tree != EMPTY_TREE else []),
             *([start.head] if start.head else [])]
     shas += [s.split(":", 1)[1] for s in start.states.values() if s.startswith("100")]
+    from gitdb.exc import BadName, BadObject  # GitPython's, imported when first needed
+    from gitdb.util import hex_to_bin
+
     for sha in shas:
         try:
             repo.repo.odb.info(hex_to_bin(sha))
@@ -201,6 +201,8 @@ def _ours(repo: GitRepo, start: Start, head: str | None) -> bool:
     """Whether `head` is the commit finish was making for `start` when its run died."""
     if start.message is None or head is None or head == start.head:
         return False
+    from gitdb.exc import BadName, BadObject  # GitPython's, imported when first needed
+
     try:
         commit = repo.repo.commit(head)
         parents = [p.hexsha for p in commit.parents]

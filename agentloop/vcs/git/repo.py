@@ -7,8 +7,7 @@ import os
 import tempfile
 import warnings
 from pathlib import Path
-
-import git
+from typing import TYPE_CHECKING
 
 from agentloop import proc
 from agentloop.errors import VcsError
@@ -16,10 +15,16 @@ from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.files import plain, state_of
 from agentloop.vcs.git.record import Start
-from agentloop.vcs.git.run import EMPTY_TREE, Git
+from agentloop.vcs.git.run import EMPTY_TREE, Git, failure
 from agentloop.vcs.git.status import ARGS as STATUS_ARGS
 from agentloop.vcs.git.status import Status, parse_status
 from agentloop.vcs.preflight import signs
+
+# GitPython (about 50 ms to import, and a `git version` or two) is opened when the backend
+# first needs what only it reads (packed refs, a packed commit's tree, blobs of dirty files):
+# a task on a clean tree never does (GitRepo.locate finds the repository).
+if TYPE_CHECKING:
+    import git
 
 # Lines the tool itself adds to .gitignore; a .gitignore changed only by them is not "dirty".
 OWN_IGNORE_LINES = {".agent-loop", ".agent-loop/", "/.agent-loop", "/.agent-loop/"}
@@ -48,6 +53,8 @@ def open_repo(root: Path) -> git.Repo:
     # A Ctrl+C inside GitPython's constructors leaves half-built config readers whose
     # destructors print a traceback later: the signal waits until the repository is open.
     with warnings.catch_warnings(), proc.deferred():
+        import git
+
         warnings.simplefilter("ignore", DeprecationWarning)
         return git.Repo(root, search_parent_directories=True, odbt=git.GitDB)
 
@@ -81,17 +88,43 @@ class GitRepo:
 
     @property
     def repo(self) -> git.Repo:
-        """GitPython's repository, once opened."""
-        if self._repo is None:
+        """GitPython's repository, opened on first use."""
+        if self._dirs is None:
             raise VcsError("git backend used before prepare()")
+        if self._repo is None:
+            self._repo = open_repo(self.root)
         return self._repo
 
-    def open(self, repo: git.Repo) -> None:
-        """Work on `repo` from now on (its working tree becomes the runner's folder)."""
-        self._repo = repo
-        self._dirs = None
-        if repo.working_tree_dir is not None:
-            self.git.root = Path(repo.working_tree_dir).resolve()
+    @property
+    def git_dir(self) -> Path:
+        """The repository's git dir (a worktree's own, for a lane)."""
+        if self._dirs is None:
+            raise VcsError("git backend used before prepare()")
+        return Path(self._dirs[0])
+
+    def locate(self) -> bool:
+        """Find the repository around the root with one `git rev-parse` (its working tree
+        becomes the runner's folder); False when there is none. A bare repository, or a root
+        inside a git dir, has no working tree for tasks: VcsError."""
+        if not self.root.is_dir():
+            raise VcsError(f"{self.root} does not exist")
+        done = self.git.run("rev-parse", "--is-bare-repository", "--absolute-git-dir",
+                            "--git-common-dir", "--show-toplevel", codes=None,
+                            env={"LC_ALL": "C"})
+        lines = done.stdout.splitlines()
+        if done.returncode != 0 and not lines:
+            if "not a git repository" in done.stderr:
+                return False
+            raise failure(self.root, ("rev-parse",), done.stderr.strip().replace("\n", " "))
+        if len(lines) != 4 or lines[0] == "true":
+            where = lines[1] if len(lines) > 1 else self.root
+            raise VcsError(f"{where} is a bare repository: there is no working tree")
+        # The common dir comes relative to the folder git ran in.
+        self._dirs = (lines[1], os.path.normpath(os.path.join(self.root, lines[2])))
+        self.git.root = Path(lines[3]).resolve()
+        self.close()
+        self._repo = None
+        return True
 
     def close(self) -> None:
         """Let GitPython go."""
@@ -102,7 +135,7 @@ class GitRepo:
         """(the branch HEAD names, None when detached; its commit, None when unborn). Read
         afresh every time: the user may commit while the loop pauses between tasks."""
         if self._dirs is None:
-            self._dirs = (str(self.repo.git_dir), str(self.repo.common_dir))
+            raise VcsError("git backend used before prepare()")
         found = refs.where(*self._dirs)
         if found is not None:
             return found
@@ -128,7 +161,7 @@ class GitRepo:
         if commit is None:
             return EMPTY_TREE
         if self._dirs is None:
-            self._dirs = (str(self.repo.git_dir), str(self.repo.common_dir))
+            raise VcsError("git backend used before prepare()")
         return refs.tree_of(Path(self._dirs[1]), commit) or \
             str(self.repo.commit(commit).tree.hexsha)
 
@@ -170,7 +203,7 @@ class GitRepo:
 
     def build_tree(self, base: str | None, paths: set[str]) -> str:
         """The tree of `base` with `paths` taken from the working tree, via a scratch index."""
-        with tempfile.TemporaryDirectory(dir=self.repo.git_dir) as scratch:
+        with tempfile.TemporaryDirectory(dir=self.git_dir) as scratch:
             env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
             self.git.out("read-tree", base or "--empty", env=env)
             # A folder where a file was: its files are paths of their own, the file goes. A

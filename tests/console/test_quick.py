@@ -1,0 +1,36 @@
+"""`--status` answered before click is imported (agentloop.console.quick): it must read every
+argument list it takes exactly as click does, and leave every other one to click."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentloop.cli import command
+from agentloop.console import quick
+from agentloop.options import RunOptions
+
+
+def by_click(args: list[str]) -> tuple[Path | None, RunOptions]:
+    """The plan and the options the click command line makes of `args`."""
+    ctx = command.make_context("agent-loop", list(args))
+    params = dict(ctx.params)
+    return params.pop("tasks_md"), RunOptions.from_params({**params, "command": tuple(args)})
+
+
+@pytest.mark.parametrize("args", [
+    ["tasks.md", "--status"], ["--status", "tasks.md"], ["--status"], ["--status", "--json"],
+    ["plans/a b.md", "--json", "--status"], ["--rehearse", "--status", "tasks.md"],
+    ["tasks.md", "--status", "--rehearse", "--json"]])
+def test_a_plain_status_reads_as_click_reads_it(args: list[str]) -> None:
+    assert quick.options_of(args) == by_click(args)
+
+
+@pytest.mark.parametrize("args", [
+    ["tasks.md"], ["tasks.md", "--dry-run"], ["tasks.md", "--status", "--follow"],
+    ["tasks.md", "--status", "--show-settings"], ["a.md", "b.md", "--status"],
+    ["--status", "--status", "tasks.md"], ["--status", "-h"], ["--status", "--", "-odd.md"],
+    ["--status", "--json=1"], ["", "--status"], ["--status", "--rehearse"], []])
+def test_anything_else_goes_to_click(args: list[str]) -> None:
+    assert quick.options_of(args) is None
