@@ -39,7 +39,7 @@ STATUS = (*QUICK, *SAYING, "agentloop.app", "agentloop.console.render",
           "agentloop.state", "agentloop.state.project", "agentloop.state.store",
           "agentloop.state.status",
           "agentloop.state.schema", "agentloop.state.journal", "agentloop.state.receipts",
-          "agentloop.plan", "agentloop.plan.parse", "agentloop.files.",
+          "agentloop.plan", "agentloop.plan.parse", "agentloop.plan.boxes", "agentloop.files.",
           # are the done tasks' changes still in the history: yes while it stands where the run
           # last found them (read off git's files: no process, so no process layer either)
           "agentloop.vcs", "agentloop.vcs.history", "agentloop.vcs.git", "agentloop.vcs.git.refs")

@@ -112,11 +112,16 @@ def before_first_agent(log: Path) -> list[str]:
 # GitPython ran `git version` twice). jj: the history, its identity, its root, whether it tracks
 # new files, the open changes, where @ is and the first task's change; whether git's HEAD is on
 # a branch is read off .git/HEAD (8 before: `git symbolic-ref`).
-AT_START = {"git": 7, "jj": 7}
+# In a lane (the default), the lane is made as well: its worktree or workspace, its branch, and
+# the lane's own first status.
+AT_START = {("git", "checkout"): 7, ("jj", "checkout"): 7, ("git", "lane"): 16,
+            ("jj", "lane"): 14}
 
 
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
 @pytest.mark.parametrize("backend", ["git", "jj"])
 def test_a_run_starts_with_few_questions_to_the_vcs(tmp_path: Path, backend: str,
+                                                    workplace: str,
                                                     fake_claude: FakeClaude) -> None:
     plan = "- task\n  FAKE: write t.txt t\n"
     if backend == "git":
@@ -129,8 +134,9 @@ def test_a_run_starts_with_few_questions_to_the_vcs(tmp_path: Path, backend: str
         (work / "tasks.md").write_text(plan)
     log = tmp_path / "processes.log"
     done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill",
-                           "--vcs", backend], cwd=work, capture_output=True, text=True,
-                          timeout=120, env=shims(tmp_path, log))
+                           "--vcs", backend, "--workplace", workplace], cwd=work,
+                          capture_output=True, text=True, timeout=120,
+                          env=shims(tmp_path, log))
     assert done.returncode == 0, done.stdout + done.stderr
     asked = before_first_agent(log)
-    assert len(asked) <= AT_START[backend], "\n".join(shown(c) for c in asked)
+    assert len(asked) <= AT_START[backend, workplace], "\n".join(shown(c) for c in asked)
