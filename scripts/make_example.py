@@ -53,7 +53,7 @@ def main() -> None:
         work.mkdir()
         fake = Path(tmp) / "bin" / "claude"
         fake.parent.mkdir()
-        source = (REPO / "tests" / "fake_claude.py").read_text()
+        source = (REPO / "tests" / "support" / "fake_claude.py").read_text()
         fake.write_text(f"#!{sys.executable}\n" + source.split("\n", 1)[1])
         fake.chmod(0o755)
         env = {**os.environ, "AGENT_LOOP_CLAUDE": str(fake), "NO_COLOR": "1", "IS_SANDBOX": "1",
