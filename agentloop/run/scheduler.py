@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from functools import partial
+from typing import Any
 
 from agentloop.errors import VcsError
 from agentloop.proc import running
@@ -43,9 +44,13 @@ class Workplaces:
     """Where each group of one run works; `run_group` runs a group's tasks there."""
 
     def __init__(self, run: Run, main: MainLine | None, names: dict[str, str],
-                 groups: dict[str, list[TaskState]]) -> None:
+                 groups: dict[str, list[TaskState]], listed: Any = None) -> None:
         self.run, self.main, self.names, self.groups = run, main, names, groups
         self.order = list(groups)
+        # The working copies the sweep listed, for the first lane opened (no other has been
+        # added or removed before it); later ones ask again.
+        self._listed = listed
+        self._taking = threading.Lock()
 
     @classmethod
     def open(cls, run: Run, groups: dict[str, list[TaskState]]) -> "Workplaces":
@@ -67,10 +72,11 @@ class Workplaces:
         keep = {names[g] for g in groups}
         # Lanes of groups with nothing left to run (a run killed before it cleaned up): every
         # task of theirs that finished is on the main line; anything else is kept, and said.
-        for note in sweep_workspaces(run.vcs.name, run.project.root, keep,
-                                     set(names.values()), getattr(main, "ref", "HEAD")):
+        swept = sweep_workspaces(run.vcs.name, run.project.root, keep, set(names.values()),
+                                 getattr(main, "ref", "HEAD"))
+        for note in swept.notes:
             run.emit(LaneNote(note))
-        return cls(run, main, names, groups)
+        return cls(run, main, names, groups, swept.listed)
 
     def run_group(self, group: str, tasks: list[TaskState], begun: list[TaskState]) -> None:
         """Run one group's tasks where it works; its working copy goes once they are done."""
@@ -121,8 +127,12 @@ class Workplaces:
         # A lane an older version left under the bare name (a conflicted task's work) is
         # adopted, never dropped.
         old = name.removeprefix(lanes.plan_key(rel) + "-")
-        space = open_workspace(kind, root, name, main.tip(), fresh, adopt=old, main=main)
-        return space, open_lane(kind, main, space.path, space.path / rel, space.branch)
+        with self._taking:
+            listed, self._listed = self._listed, None
+        space = open_workspace(kind, root, name, main.tip(), fresh, adopt=old, main=main,
+                               listed=listed)
+        return space, open_lane(kind, main, space.path, space.path / rel, space.branch,
+                                made=not space.reused)
 
 
 def _waits(run: Run, files: list[str], since: float, line: str) -> None:

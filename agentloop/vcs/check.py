@@ -83,7 +83,7 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
         return Breach(Kind.LANE_GONE, f"the lane's worktree {lane} was removed from outside "
                       f"(its branch {short} keeps what it had committed)",
                       ("git worktree prune", f"git log --oneline {main_short}..{short}"))
-    if record.dirs is not None and record.head and _as_left(record):
+    if record.dirs is not None and _as_left(record):
         return None
     git, main = Git(lane), Git(record.main_root)
     code, out = git.code("symbolic-ref", "-q", "HEAD", codes=(0, 1, 128))
@@ -121,12 +121,15 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
 
 
 def _as_left(record: GitLaneRecord) -> bool:
-    """Whether the git dir's files say the lane is as the step began: on its branch, at the
-    commit recorded, and the main line at the last commit this lane landed (the others below
-    it). No process; False asks git."""
+    """Whether the git dir's files say the lane is as the step began: on its branch (which
+    exists), at the commit recorded when one is, and the main line at the last commit this
+    lane landed (the others below it). No process; False asks git."""
     assert record.dirs is not None
     lane_dir, common = record.dirs
-    if refs.where(lane_dir, common) != (record.branch, record.head):
+    found = refs.where(lane_dir, common)
+    if found is None or found[0] != record.branch or found[1] is None:
+        return False  # off its branch, the branch gone, or the files do not tell
+    if record.head and found[1] != record.head:
         return False
     return not record.landed or refs.branch_tip(common, record.main_ref) == record.landed[-1]
 

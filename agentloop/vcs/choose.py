@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -73,14 +74,19 @@ def open_main_line(kind: str, root: Path, on_wait: Callable[[str], None] | None 
     `checkout`: the run's backend in the main checkout, whose jj options (what a snapshot of
     the checkout leaves out) the main line's own jj commands take too."""
     if kind == "git":
+        from agentloop.vcs.git.backend import GitVcs
         from agentloop.vcs.git.mainline import GitMainLine, current_branch
+        # The checkout's git dirs, found as it was prepared: the same repository's.
+        dirs = checkout.tree.dirs() if isinstance(checkout, GitVcs) else None
         return GitMainLine(root, ref if ref is not None else current_branch(root),
-                           on_wait=on_wait, stopping=stopping, wait_limit=wait_limit)
+                           on_wait=on_wait, stopping=stopping, wait_limit=wait_limit,
+                           dirs=dirs)
     from agentloop.vcs.jj.backend import JjVcs
     from agentloop.vcs.jj.mainline import JjMainLine
     jj_line = JjMainLine(root, on_wait=on_wait, stopping=stopping, wait_limit=wait_limit)
     if isinstance(checkout, JjVcs):
         jj_line.jj.config = list(checkout.jj.config)
+        jj_line.auto_track = checkout.auto_track
     return jj_line
 
 
@@ -98,29 +104,31 @@ def has_commit(kind: str, root: Path) -> bool:
     return Git(root).sha("HEAD") is not None
 
 
-def open_lane(kind: str, main: MainLine, workspace: Path, task_file: Path, branch: str = ""
-              ) -> Vcs:
+def open_lane(kind: str, main: MainLine, workspace: Path, task_file: Path, branch: str = "",
+              made: bool = False) -> Vcs:
     """The backend of one lane's working copy (a git worktree or a jj workspace), whose
-    finished tasks land on `main`."""
+    finished tasks land on `main`. `made`: the working copy was just made afresh from a
+    commit, so nothing in it is uncommitted or left by a killed run."""
     if kind == "git":
         from agentloop.vcs.git.lane import LaneGit
-        return LaneGit(workspace, task_file, main)
+        return LaneGit(workspace, task_file, main, made=made)
     from agentloop.vcs.jj.lane import LaneJj
-    return LaneJj(workspace, task_file, main, branch)
+    return LaneJj(workspace, task_file, main, branch, made=made)
 
 
 def open_workspace(kind: str, root: Path, name: str, tip: str, fresh: bool, adopt: str = "",
-                   main: MainLine | None = None) -> Workspace:
+                   main: MainLine | None = None, listed: Any = None) -> Workspace:
     """Lane `name`'s working copy (a git worktree or a jj workspace) at `tip`, or the one a
     killed run left when not `fresh`; git adopts a lane an older version left as `adopt`.
-    `main`: the main line, whose jj options the user's checkout is snapshotted with."""
+    `main`: the main line, whose jj options the user's checkout is snapshotted with.
+    `listed`: Swept.listed, when nothing has added or removed a working copy since."""
     if kind == "git":
         from agentloop.vcs.git import worktrees
-        return worktrees.open_git(root, name, tip, fresh, adopt=adopt)
+        return worktrees.open_git(root, name, tip, fresh, adopt=adopt, registered=listed)
     from agentloop.vcs.jj import workspaces
     from agentloop.vcs.jj.mainline import JjMainLine
     config = main.jj.config if isinstance(main, JjMainLine) else None
-    return workspaces.open_jj(root, name, tip, fresh, config)
+    return workspaces.open_jj(root, name, tip, fresh, config, listed=listed)
 
 
 def remove_workspace(kind: str, root: Path, space: Workspace, main_ref: str = "HEAD"
@@ -135,14 +143,23 @@ def remove_workspace(kind: str, root: Path, space: Workspace, main_ref: str = "H
     return []
 
 
+@dataclass(frozen=True)
+class Swept:
+    """What the sweep of a killed run's lanes did and found."""
+
+    notes: tuple[str, ...]   # what was kept, to be said
+    # The repository's working copies as the sweep listed them (git: worktrees by folder; jj:
+    # workspace names), None when it removed one: for the first lane opened right after it.
+    listed: Any = None
+
+
 def sweep_workspaces(kind: str, root: Path, keep: set[str], known: set[str],
-                     main_ref: str = "HEAD") -> list[str]:
+                     main_ref: str = "HEAD") -> Swept:
     """Working copies of `known` lanes not in `keep` (a killed run's) removed; for git their
-    branches too, what is not on the main line kept first. Notes naming what was kept."""
+    branches too, what is not on the main line kept first."""
     if kind == "git":
         from agentloop.vcs.git import worktrees
-        worktrees.sweep_git(root, keep, known=known)
-        return worktrees.drop_branches(root, known - keep, main_ref)
+        _, registered = worktrees.swept_git(root, keep, known=known)
+        return Swept(tuple(worktrees.drop_branches(root, known - keep, main_ref)), registered)
     from agentloop.vcs.jj import workspaces
-    workspaces.sweep_jj(root, keep, known=known)
-    return []
+    return Swept((), workspaces.swept_jj(root, keep, known=known)[1])

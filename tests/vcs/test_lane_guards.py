@@ -188,6 +188,15 @@ def test_a_lane_left_off_its_branch_says_so_on_every_plain_run(repo: Path, lane:
         again.prepare()
 
 
+def test_a_lane_a_killed_run_left_on_your_branch_is_refused_before_anything_runs(
+        repo: Path, lane: LaneGit) -> None:
+    # Its branch and git dir are read from files now: they must still tell this apart.
+    git(lane.root, "checkout", "-q", "--ignore-other-worktrees", "main")
+    again = LaneGit(lane.root, lane.root / "tasks.md", GitMainLine.current(repo))
+    with pytest.raises(LaneBreach, match="checked out your branch main"):
+        again.prepare()
+
+
 def test_a_clean_step_passes_and_a_checkout_write_is_said_not_stopped(repo: Path,
                                                                       lane: LaneGit) -> None:
     said: list[str] = []

@@ -112,10 +112,15 @@ def before_first_agent(log: Path) -> list[str]:
 # GitPython ran `git version` twice). jj: the history, its identity, its root, whether it tracks
 # new files, the open changes, where @ is and the first task's change; whether git's HEAD is on
 # a branch is read off .git/HEAD (8 before: `git symbolic-ref`).
-# In a lane (the default), the lane is made as well: its worktree or workspace, its branch, and
-# the lane's own first status.
-AT_START = {("git", "checkout"): 7, ("jj", "checkout"): 7, ("git", "lane"): 16,
-            ("jj", "lane"): 14}
+# In a lane (the default), the lane is made as well. git: the user's uncommitted paths (what a
+# landing must not overwrite), one `worktree list` (the sweep's, which the lane's opening takes),
+# the `worktree add`, and the first task's begin's status; where the lane's git dir is, that it is
+# on its branch, and that nothing in it is uncommitted are read from its files or known from
+# having just made it (16 before). jj: one `workspace list`, the main line's tip and the
+# `workspace add`; the lane takes the checkout's snapshot.auto-track and has no stray change of a
+# killed run to drop (14 before).
+AT_START = {("git", "checkout"): 7, ("jj", "checkout"): 7, ("git", "lane"): 10,
+            ("jj", "lane"): 10}
 
 
 @pytest.mark.parametrize("workplace", ["checkout", "lane"])

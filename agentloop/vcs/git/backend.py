@@ -37,7 +37,8 @@ class GitVcs:
                  "`git cherry-pick <sha>`) brings the commit back")
 
     def __init__(self, root: Path, task_file: Path, allow_dirty: bool = False,
-                 note: str = "", lane: bool = False) -> None:
+                 note: str = "", lane: bool = False,
+                 place: tuple[Path, Path] | None = None, made: bool = False) -> None:
         self.git = Git(root.resolve())
         self.tree = GitRepo(self.git)
         self.task_file = task_file
@@ -46,6 +47,11 @@ class GitVcs:
         # A lane's worktree: only agents work there, so commits on its branch since an
         # attempt began are that attempt's (agentloop.vcs.git.recover).
         self.lane = lane
+        # A lane's (git dir, common dir), read from its files: no `rev-parse` to find them.
+        self._place = place
+        # A worktree agent-loop has just checked out from a commit: nothing has written in it
+        # yet, so prepare() has no uncommitted file to look for.
+        self._made = made
         self._record: AttemptRecord | None = None
         self._start: Start | None = None
         self._recovered: Change | None = None
@@ -71,7 +77,9 @@ class GitVcs:
         return self.tree.repo
 
     def _open(self) -> bool:
-        if not self.tree.locate():
+        if self._place is not None and self.root.is_dir():
+            self.tree.place(*self._place)
+        elif not self.tree.locate():
             return False
         self._record = AttemptRecord(self.tree.git_dir)
         self.tree.task_rel = relative_to(self.task_file, self.root)
@@ -96,7 +104,8 @@ class GitVcs:
             self._forget()
         notes += found.notes
         head = self.tree.head()
-        dirty = self.tree.dirty(head)
+        dirty = [] if self._made and found.undo is None and self._resumable is None else \
+            self.tree.dirty(head)
         if self._resumable is not None:  # the attempt's files are its task's, not the user's
             dirty = sorted(set(dirty) - self.tree.changed(self._resumable))
         if created and head is None and dirty:

@@ -13,6 +13,7 @@ from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs import Change
 from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane, dirty, stamp, written
+from agentloop.vcs.git import refs
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
 from agentloop.vcs.git.run import Git
@@ -26,10 +27,16 @@ class LaneGit:
     name = "git"
     lost_hint = GitVcs.lost_hint
 
-    def __init__(self, worktree: Path, task_file: Path, main: GitMainLine) -> None:
+    def __init__(self, worktree: Path, task_file: Path, main: GitMainLine, made: bool = False
+                 ) -> None:
         # A lane left by a killed run may hold files of an attempt that never finished; the
-        # open-attempt record rolls them back, and anything else is no task's.
-        self.work = GitVcs(worktree, task_file, allow_dirty=True, lane=True)
+        # open-attempt record rolls them back, and anything else is no task's. `made`: the
+        # worktree was just checked out by agent-loop, so nothing in it is uncommitted.
+        # Its git dir is named in its `.git` file, its common dir is the main line's.
+        own = refs.worktree_git_dir(worktree)
+        self._dirs = (own, main.common_dir) if own is not None else None
+        self.work = GitVcs(worktree, task_file, allow_dirty=True, lane=True, place=self._dirs,
+                           made=made)
         self.main = main
         self.lane_commits: list[str] = []   # what landed, for the lane's records to be dropped
         self.landed: list[str] = []         # the main line's copies of them
@@ -57,7 +64,8 @@ class LaneGit:
     def prepare(self) -> list[str]:
         """The worktree opened, an attempt a killed run left in it dealt with; LaneBreach when
         an agent left it off its branch (before anything in it is rolled back or committed)."""
-        self.check(GitLaneRecord(self.root, self.branch, None, self.main.root, self.main.ref))
+        self.check(GitLaneRecord(self.root, self.branch, None, self.main.root, self.main.ref,
+                                 dirs=self._dirs))
         return self.work.prepare()
 
     def begin(self, message: str) -> Change:

@@ -45,7 +45,7 @@ class GitMainLine:
 
     def __init__(self, root: Path, ref: str, on_wait: Callable[[str], None] | None = None,
                  stopping: Callable[[], bool] | None = None,
-                 wait_limit: float = WAIT_LIMIT) -> None:
+                 wait_limit: float = WAIT_LIMIT, dirs: tuple[Path, Path] | None = None) -> None:
         self.root = root
         self.git = Git(root)
         self.ref = ref
@@ -59,9 +59,12 @@ class GitMainLine:
         # later was written during the run.
         self.before = self.stamps()
         self._fresh_before: dict[str, tuple[int, int, int] | None] | None = dict(self.before)
-        dirs = self.git.out("rev-parse", "--absolute-git-dir", "--git-common-dir").split("\n")
+        # `dirs`: (git dir, common dir) as the run's backend in the checkout found them.
+        if dirs is None:
+            found = self.git.out("rev-parse", "--absolute-git-dir", "--git-common-dir")
+            dirs = (Path(found.split("\n")[0]), root / found.split("\n")[1])
         self.git_dir = Path(dirs[0])
-        self.common_dir = (root / dirs[1]).resolve()
+        self.common_dir = Path(dirs[1]).resolve()
 
     def _dirty(self) -> list[str]:
         return dirty(self.git)

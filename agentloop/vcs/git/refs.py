@@ -87,3 +87,17 @@ def tree_of(common_dir: Path, commit: str) -> str | None:
         return None
     tree = body[5:45].decode("ascii", "replace")
     return tree if _is_sha(tree) else None
+
+
+def worktree_git_dir(worktree: Path) -> Path | None:
+    """A linked worktree's own git dir, read from its `.git` file ("gitdir: ..."); None when
+    the file does not say (missing, a folder, odd contents): then ask git."""
+    try:
+        text = (worktree / ".git").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.startswith("gitdir: "):
+        return None
+    # git writes it absolute, or relative to the worktree (worktree.useRelativePaths).
+    found = (worktree / text[len("gitdir: "):]).resolve()
+    return found if found.is_dir() else None

@@ -126,6 +126,14 @@ class GitRepo:
         self._repo = None
         return True
 
+    def place(self, git_dir: Path, common_dir: Path) -> None:
+        """Told where the repository is (a lane's worktree, whose `.git` file names its git
+        dir): what locate() would ask, without a `git rev-parse`."""
+        self._dirs = (str(git_dir), str(common_dir))
+        self.git.root = self.root.resolve()
+        self.close()
+        self._repo = None
+
     def close(self) -> None:
         """Let GitPython go."""
         if self._repo is not None:

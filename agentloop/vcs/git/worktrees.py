@@ -38,34 +38,38 @@ def git_worktrees(root: Path) -> dict[Path, dict[str, str]]:
     return found
 
 
-def open_git(root: Path, name: str, base: str, fresh: bool, adopt: str = "") -> Workspace:
+def open_git(root: Path, name: str, base: str, fresh: bool, adopt: str = "",
+             registered: dict[Path, dict[str, str]] | None = None) -> Workspace:
     """The worktree of lane `name` on branch agent-loop/<name>: reused when a healthy one is
     there and `fresh` is False, else (re)made. `fresh`: the branch starts at `base` (its old tip
     kept under refs/agent-loop/previous/); otherwise a branch that exists keeps its commits.
     `adopt`: the name an older version gave this lane; its branch and worktree become this
-    lane's when this one has none yet, so nothing they hold is dropped."""
+    lane's when this one has none yet, so nothing they hold is dropped. `registered`: the
+    repository's worktrees as just listed (by the sweep), when nothing has changed them since."""
     with bookkeeping(root):
-        if adopt and not fresh:
-            _adopt(root, adopt, name)
-        return _open_git(root, name, base, fresh)
+        if adopt and not fresh and _adopt(root, adopt, name):
+            registered = None  # moved: the list is not what it was
+        return _open_git(root, name, base, fresh, registered)
 
 
-def _adopt(root: Path, old: str, new: str) -> None:
+def _adopt(root: Path, old: str, new: str) -> bool:
+    """Whether an older version's lane `old` was renamed `new`."""
     git = Git(root)
     old_branch, new_branch = BRANCH_PREFIX + old, BRANCH_PREFIX + new
-    if git.sha(f"refs/heads/{old_branch}") is None or \
-            git.sha(f"refs/heads/{new_branch}") is not None:
-        return
+    if _tip(root, old_branch) is None or _tip(root, new_branch) is not None:
+        return False
     old_path = (lanes_dir(root) / old).resolve()
     if old_path in git_worktrees(root) and old_path.is_dir():
         git.out("worktree", "move", str(old_path), str((lanes_dir(root) / new).resolve()))
     git.out("branch", "-m", old_branch, new_branch)
+    return True
 
 
-def _open_git(root: Path, name: str, base: str, fresh: bool) -> Workspace:
+def _open_git(root: Path, name: str, base: str, fresh: bool,
+              registered: dict[Path, dict[str, str]] | None) -> Workspace:
     path = (lanes_dir(root) / name).resolve()
     branch = BRANCH_PREFIX + name
-    known = git_worktrees(root).get(path)
+    known = (registered if registered is not None else git_worktrees(root)).get(path)
     if known is not None and _healthy(path, known) and known.get("branch") not in \
             (None, f"refs/heads/{branch}"):
         # An agent checked out another branch (yours?) in the lane: remaking the lane would
@@ -202,16 +206,24 @@ def sweep_git(root: Path, keep: set[str], known: set[str] | None = None) -> list
     """Remove lane worktrees whose names are not in `keep` (left by an earlier run), among the
     `known` names when given (another copy's, a rehearsal's, is left alone); their branches
     stay. Returns the names removed."""
+    return swept_git(root, keep, known)[0]
+
+
+def swept_git(root: Path, keep: set[str], known: set[str] | None = None
+              ) -> tuple[list[str], dict[Path, dict[str, str]] | None]:
+    """sweep_git's names removed, and the repository's worktrees as it listed them when it
+    removed none (else None: a removal, or the prune after one, changed the list)."""
     gone = []
     folder = lanes_dir(root).resolve()
     with bookkeeping(root):
-        registered = {p for p in git_worktrees(root) if p.parent == folder}
+        listed = git_worktrees(root)
+        registered = {p for p in listed if p.parent == folder}
         on_disk = {p.resolve() for p in folder.iterdir()} if folder.is_dir() else set()
         for path in sorted(registered | on_disk):
             if path.name not in keep and (known is None or path.name in known):
                 clean_git(root, path)
                 gone.append(path.name)
-    return gone
+    return gone, (listed if not gone else None)
 
 
 def drop_branches(root: Path, names: set[str], main: str = "HEAD") -> list[str]:

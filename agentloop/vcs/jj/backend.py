@@ -53,10 +53,17 @@ class JjVcs:
     name = "jj"
     lost_hint = "`jj op log` lists what happened; `jj op restore <op>` undoes what dropped it"
 
-    def __init__(self, root: Path, task_file: Path, initialized: bool = True) -> None:
+    def __init__(self, root: Path, task_file: Path, initialized: bool = True,
+                 auto_track: str | None = None, made: bool = False) -> None:
         self.root = root.resolve()
         self.task_file = task_file
         self.initialized = initialized
+        # The user's snapshot.auto-track, read once a run (None: not yet): a lane is handed the
+        # checkout's, the same repository's and user's config.
+        self.auto_track = auto_track
+        # A workspace just added on a commit of the main line: no killed run began a change in
+        # it, so prepare() has no stray to look for.
+        self._made = made
         self._task_rel: str | None = None
         self._plans: set[str] = set()   # other plans' task files: never a task's either
         self._base = ""          # @ at the first begin: the user's change, takes the tool's edits
@@ -140,7 +147,7 @@ class JjVcs:
                 self.jj.out("git", "init")
                 notes.append(f"initialized a jj repository in {self.root}")
             self.initialized = True
-        else:
+        elif not self._made:
             try:
                 notes += self._drop_strays()
             except VcsError as exc:
@@ -172,8 +179,11 @@ class JjVcs:
 
     def _leave_out_own_files(self) -> list[str]:
         """The user's snapshot.auto-track minus the task file and `.agent-loop/`."""
-        done = Jj(self.root).run("config", "get", "snapshot.auto-track", codes=(0, 1, 2))
-        users = done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "all()"
+        if self.auto_track is None:
+            done = Jj(self.root).run("config", "get", "snapshot.auto-track", codes=(0, 1, 2))
+            self.auto_track = done.stdout.strip() if done.returncode == 0 and \
+                done.stdout.strip() else "all()"
+        users = self.auto_track
         ours = f'root:"{STATE_DIR}"'
         files = sorted(self._plans | ({self._task_rel} if self._task_rel else set()))
         if files:

@@ -33,8 +33,11 @@ class LaneJj:
     name = "jj"
     lost_hint = JjVcs.lost_hint
 
-    def __init__(self, workspace: Path, task_file: Path, main: JjMainLine, name: str) -> None:
-        self.work = JjVcs(workspace, task_file, initialized=True)
+    def __init__(self, workspace: Path, task_file: Path, main: JjMainLine, name: str,
+                 made: bool = False) -> None:
+        # `made`: the workspace was just added, on the main line's tip.
+        self.work = JjVcs(workspace, task_file, initialized=True, auto_track=main.auto_track,
+                          made=made)
         self.main = main
         self.workspace = name
         self.lane_commits: list[str] = []

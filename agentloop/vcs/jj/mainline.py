@@ -35,6 +35,8 @@ class JjMainLine:
         # Told (files, since, line) while a landing waits: the run records it for --status.
         self.on_waits: Callable[[list[str], float, str], None] | None = None
         self._lock = threading.Lock()
+        # The user's snapshot.auto-track as the run's checkout read it, for the lanes' own.
+        self.auto_track: str | None = None
 
     def tip(self) -> str:
         """The main line's newest change: @'s parent in the main checkout (read without a

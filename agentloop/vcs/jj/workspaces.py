@@ -16,34 +16,37 @@ def jj_workspaces(root: Path) -> set[str]:
     return {line.strip() for line in out.splitlines() if line.strip()}
 
 
-def open_jj(root: Path, name: str, base: str, fresh: bool, config: list[str] | None = None
-            ) -> Workspace:
+def open_jj(root: Path, name: str, base: str, fresh: bool, config: list[str] | None = None,
+            listed: set[str] | None = None) -> Workspace:
     """Lane `name`'s jj workspace: reused (brought up to date if stale) when whole and not
     `fresh`, else forgotten and added again with a new empty @ on `base`. A forgotten
     workspace's changes stay in the repository: nothing is lost. `config`: the run's options
     for jj in the user's checkout (what its snapshot leaves out), which `workspace add`
-    snapshots."""
+    snapshots. `listed`: the repository's workspaces as just listed (by the sweep), when
+    nothing has changed them since."""
     with bookkeeping(root):
-        return _open_jj(root, name, base, fresh, config or [])
+        return _open_jj(root, name, base, fresh, config or [], listed)
 
 
-def _open_jj(root: Path, name: str, base: str, fresh: bool, config: list[str]) -> Workspace:
+def _open_jj(root: Path, name: str, base: str, fresh: bool, config: list[str],
+             listed: set[str] | None) -> Workspace:
     path = (lanes_dir(root) / name).resolve()
     workspace = JJ_PREFIX + name
-    listed = workspace in jj_workspaces(root)
-    if listed and not fresh and (path / ".jj").is_dir():
+    there = workspace in (listed if listed is not None else jj_workspaces(root))
+    if there and not fresh and (path / ".jj").is_dir():
         Jj(path).out("workspace", "update-stale")
         return Workspace(name, path, workspace, reused=True)
-    clean_jj(root, name)
+    clean_jj(root, name, there)
     path.parent.mkdir(parents=True, exist_ok=True)
     Jj(root, list(config)).out("workspace", "add", "--name", workspace, "-r", base, str(path))
     return Workspace(name, path, workspace)
 
 
-def clean_jj(root: Path, name: str) -> None:
-    """Lane `name`'s workspace forgotten and its folder deleted."""
+def clean_jj(root: Path, name: str, listed: bool | None = None) -> None:
+    """Lane `name`'s workspace forgotten and its folder deleted. `listed`: whether the
+    repository's list of workspaces, just read, holds it (None: ask)."""
     workspace = JJ_PREFIX + name
-    if workspace in jj_workspaces(root):
+    if (listed if listed is not None else workspace in jj_workspaces(root)):
         Jj(root).out("--ignore-working-copy", "workspace", "forget", workspace)
     path = lanes_dir(root) / name
     if path.exists():
@@ -60,7 +63,15 @@ def sweep_jj(root: Path, keep: set[str], known: set[str] | None = None) -> list[
     """Forget and delete lane workspaces whose names are not in `keep`: registered ones and
     folders in this root's lanes folder, among the `known` names when given (jj names
     workspaces repository-wide: another copy's, a rehearsal's, is left alone)."""
-    names = {w.removeprefix(JJ_PREFIX) for w in jj_workspaces(root) if w.startswith(JJ_PREFIX)}
+    return swept_jj(root, keep, known)[0]
+
+
+def swept_jj(root: Path, keep: set[str], known: set[str] | None = None
+             ) -> tuple[list[str], set[str] | None]:
+    """sweep_jj's names removed, and the repository's workspaces as it listed them when it
+    removed none (else None)."""
+    listed = jj_workspaces(root)
+    names = {w.removeprefix(JJ_PREFIX) for w in listed if w.startswith(JJ_PREFIX)}
     folder = lanes_dir(root)
     if folder.is_dir():
         names |= {p.name for p in folder.iterdir()}
@@ -70,4 +81,4 @@ def sweep_jj(root: Path, keep: set[str], known: set[str] | None = None) -> list[
     with bookkeeping(root):
         for name in gone:
             clean_jj(root, name)
-    return gone
+    return gone, (listed if not gone else None)
