@@ -8,6 +8,7 @@ What happens when it is stopped (Ctrl+C, a kill) is not decided here: the attemp
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from agentloop.agents import LIMIT, AgentResult, AgentRun, clean, priced
@@ -38,6 +39,11 @@ def log_path(run: Run, task: TaskState, number: int, role: str = "developer", ro
     return base.with_name(name + (f"-run{before + 1}" if before else "") + ".log")
 
 
+def workdir_of(run: Run) -> str:
+    """Where this run's agent works, from the repository root: "." for the checkout."""
+    return os.path.relpath(run.cwd, run.project.root)
+
+
 def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: int,
               resume: str | None = None, role: str = "developer", round_: int = 0,
               iteration: int = 1, kind: str = "review") -> tuple[Attempt, AgentResult]:
@@ -45,7 +51,8 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
     (round_ > 0) answers, "review" feedback or failing "checks"."""
     log = log_path(run, task, number, role, round_, iteration, kind)
     attempt = begin(run, task, RunBegun(change, number, run.project.store.relative(log),
-                                        resume is not None, iteration, role, round_))
+                                        resume is not None, iteration, role, round_,
+                                        workdir_of(run)))
     if run.lane:  # a limit another lane met holds every lane's next request: held, not started
         hold(run)
     run.emit(AgentStarted(str(log), resume, run.agent.name, role))

@@ -13,7 +13,7 @@ from dataclasses import replace
 from agentloop.errors import AgentBlocked, Interrupted
 from agentloop.proc.signals import agent_finished, shielded
 from agentloop.run import review
-from agentloop.run.agent_run import run_agent
+from agentloop.run.agent_run import run_agent, workdir_of
 from agentloop.run.checks import checks_note
 from agentloop.run.context import Run
 from agentloop.run.decisions import Marked, Opened, Uncounted
@@ -22,7 +22,8 @@ from agentloop.run.final_message import BLOCKED, FATAL, Report
 from agentloop.run.final_message import parse as parse_report
 from agentloop.run.fixes import Outcome
 from agentloop.run.handover import drop, hand
-from agentloop.run.selection import commit_message, resume_session
+from agentloop.run.lane_tag import LaneNote
+from agentloop.run.selection import commit_message, resume_session, session_workdir
 from agentloop.run.verify import task_checks, verify
 from agentloop.state.schema import TaskState, now
 from agentloop.state.status import AttemptOutcome as O
@@ -50,6 +51,21 @@ def task_started(run: Run, task: TaskState, attempt: int, iteration: int = 1) ->
                        iteration, position=position, count=len(planned))
 
 
+def _where_it_began(run: Run, task: TaskState, resume: str | None) -> str | None:
+    """The session to go on with, if it began where this task's agent works: its earlier turns
+    name that folder's files by their full paths, and an agent that goes on in another folder
+    (the checkout then a lane, or the other way round) writes there. Else a fresh one, said."""
+    if resume is None:
+        return None
+    began, here = session_workdir(run.state, resume), workdir_of(run)
+    if began is None or began == here:
+        return resume
+    run.emit(LaneNote(f"task {task.index} starts a fresh session: its group's session "
+                      f"{resume[:8]} began in {'your checkout' if began == '.' else began}, and "
+                      f"its turns name the files there by their full paths"))
+    return None
+
+
 def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
     """One attempt: a change, the developer's run(s), the review."""
     run.emit(task_started(run, task, task.attempts + 1))
@@ -58,6 +74,7 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
     resume = None if fresh else resume_session(run.state, task)
     if run.job is not None and resume in run.job.elsewhere:  # it stayed on another machine
         resume = None
+    resume = _where_it_began(run, task, resume)
     change = run.vcs.begin(commit_message(task, run.state.title))
     prompt = first_prompt(run, task, hint, resume, change.kept)
     hand(run, task, Opened(change))

@@ -105,6 +105,7 @@ class RunBegun:
     iteration: int = 1
     role: str = "developer"
     round: int = 0
+    workdir: str | None = None   # where it runs, from the repository root
 
 
 @dataclass(frozen=True)

@@ -109,10 +109,11 @@ def open_attempt(task: TaskState, change: Change) -> None:
 
 
 def new_run(task: TaskState, change: Change, number: int, log: str, resumed: bool,
-            iteration: int = 1, role: str = "developer", round_: int = 0) -> Attempt:
+            iteration: int = 1, role: str = "developer", round_: int = 0,
+            workdir: str | None = None) -> Attempt:
     """Add the record of one agent run to the task's history, before it starts."""
     attempt = Attempt(number=number, started_at=now(), log=log, iteration=iteration,
-                      resumed=resumed, change_id=change.change_id or None,
+                      resumed=resumed, workdir=workdir, change_id=change.change_id or None,
                       commit_id=change.commit_id or None, role=role, round=round_)
     task.history.append(attempt)
     task.log = attempt.log
@@ -292,7 +293,7 @@ def apply(run: Run, task: TaskState, step: Step) -> Attempt | None:
     task.waiting = None  # whatever came next, the landing no longer waits
     if isinstance(step, RunBegun):
         record = new_run(task, step.change, step.number, step.log, step.resumed, step.iteration,
-                         step.role, step.round)
+                         step.role, step.round, step.workdir)
         save(run, task)
         return record
     if isinstance(step, Judged):

@@ -24,6 +24,15 @@ def previous_in_group(state: State, task: TaskState) -> TaskState | None:
     return None
 
 
+def session_workdir(state: State, session_id: str) -> str | None:
+    """Where a session's newest developer run worked (None: not recorded, an older state)."""
+    for earlier in reversed(state.tasks):
+        for attempt in reversed(earlier.history):
+            if attempt.session_id == session_id and attempt.role == "developer":
+                return attempt.workdir
+    return None
+
+
 def resume_session(state: State, task: TaskState) -> str | None:
     """The session a task continues: the newest of its group's earlier tasks that completed
     (or reported itself blocked, or was left unapproved), passing over tasks never run.

@@ -31,7 +31,15 @@ def in_lanes(run: Run) -> bool:
     if options.parallel > 1:
         return True
     return options.workplace == "lane" and not options.rehearse and run.job is None and \
-        run.vcs.name in ("git", "jj") and has_commit(run.vcs.name, run.project.root)
+        run.vcs.name in ("git", "jj") and has_commit(run.vcs.name, run.project.root) and \
+        not _detached(run)
+
+
+def _detached(run: Run) -> bool:
+    """A git checkout on no branch: a lane has no branch to land its tasks on."""
+    from agentloop.vcs.stays_git import detached_note
+
+    return run.vcs.name == "git" and detached_note("git", run.project.root) is not None
 
 
 def no_lane_note(run: Run) -> str | None:
@@ -44,6 +52,9 @@ def no_lane_note(run: Run) -> str | None:
         return ("the agent works in your checkout: without version control (--vcs none) it "
                 "has no working copy of its own, so what you change there while a task runs "
                 "may end up in that task")
+    if _detached(run):
+        return ("the agent works in your checkout this time: git's HEAD is on no branch, so a "
+                "working copy of its own would have no branch to land its tasks on")
     if not has_commit(run.vcs.name, run.project.root):
         return ("the agent works in your checkout this time: the repository has no commit yet "
                 "for a working copy of its own to start from; once the first task is "

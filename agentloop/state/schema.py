@@ -58,6 +58,9 @@ class Attempt:
     log: str | None = None
     session_id: str | None = None
     resumed: bool = False
+    # Where the agent ran, from the repository root ("." the checkout, else its lane): a session
+    # goes on only where it began, its earlier turns naming that folder's paths.
+    workdir: str | None = None
     change_id: str | None = None
     commit_id: str | None = None
     cost_usd: float = 0.0

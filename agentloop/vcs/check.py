@@ -136,7 +136,8 @@ def _as_left(record: GitLaneRecord) -> bool:
 
 def dirty(git: Git) -> list[str]:
     """The paths `git status` lists in a checkout: edited, staged or untracked."""
-    out = git.out("status", "--porcelain", "-z", "--untracked-files=all", "--ignored=no")
+    out = git.out("status", "--porcelain", "-z", "--no-renames", "--untracked-files=all",
+                  "--ignored=no")  # a rename would add its old path with no status prefix
     return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
 
 

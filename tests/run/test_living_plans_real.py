@@ -49,8 +49,10 @@ def test_a_living_plan_with_the_real_cli(tmp_path: Path, fake_api: FakeApi,
     prompts = [last_user_text(r.body) for r in fake_api.requests_for_messages()]
     assert "Context: a tiny greeting project." in prompts[0]
 
-    # A task is appended and the agent ticked task 1 in the plan: only the new task runs, in
-    # its group's session.
+    # A task is appended and the agent ticked task 1 in the plan: only the new task runs. Its
+    # group's session began in the checkout (the repository had no commit for a lane then); the
+    # real CLI's earlier turns name the checkout's files by their full paths, so the task starts
+    # a fresh session in its lane, and its file lands (it went to the checkout before).
     (work / "tasks.md").write_text(PLAN.replace("- [ ] WRITE a.txt", "- [x] WRITE a.txt")
                                    + "- [ ] WRITE c.txt: C\n")
     before = len(fake_api.requests_for_messages())
@@ -59,7 +61,10 @@ def test_a_living_plan_with_the_real_cli(tmp_path: Path, fake_api: FakeApi,
     assert "1 task added, 0 edited, 0 removed" in done.stdout
     tasks = state(work)["tasks"]
     assert [t["status"] for t in tasks] == ["completed", "completed", "completed"]
-    assert tasks[2]["session_id"] == first[1]["session_id"]  # the group's session goes on
+    assert "task 3 starts a fresh session: its group's session" in done.stdout, done.stdout
+    assert tasks[2]["session_id"] != first[1]["session_id"]
+    assert "c.txt" in git(work, "show", "--name-only", "--format=", "HEAD").split()
+    assert not git(work, "status", "--short", "--", "c.txt")
     assert tasks[0]["change_id"] == first[0]["change_id"]    # kept, even though now ticked
     new = fake_api.requests_for_messages()[before:]
     assert {last_user_text(r.body).splitlines()[-1] for r in new} == {"WRITE c.txt: C"}

@@ -98,6 +98,9 @@ def test_a_detached_head_is_said_before_the_run_commits_there(
     assert done.returncode == 0, done.stdout + done.stderr
     first = (done.stdout + done.stderr).splitlines()
     assert any(line.startswith(said) for line in first[:3]), first[:3]
+    # No branch for a lane to land on: the agent works in the checkout this time, and says so.
+    assert "git's HEAD is on no branch, so a working copy of its own" in done.stdout, done.stdout
+    assert git(work, "show", "--name-only", "--format=", "HEAD").split() == ["a.txt"]
     # On a branch, not a word.
     git(work, "switch", "-q", "-c", "work")
     assert said not in agent_loop(work, "--dry-run").stdout

@@ -304,3 +304,21 @@ def test_a_jj_lane_whose_repository_was_removed_is_named(tmp_path: Path, jj_bin:
     shutil.rmtree(tmp_path / "lane")
     with pytest.raises(VcsError, match="is gone \\(removed from outside"):
         Jj(tmp_path / "lane").out("log")
+
+
+def test_a_renamed_file_in_the_checkout_is_named_by_both_its_paths(tmp_path: Path) -> None:
+    # The snapshot of the user's edits a lane compares against: a staged rename is two paths,
+    # whole (with renames on, git's -z output gives the old one without its status prefix).
+    from agentloop.vcs.check import dirty
+    from agentloop.vcs.git.run import Git
+    from tests.support.repos import git, init_repo
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "README.md").write_text("hello\n")
+    init_repo(work, "git")
+    (work / "old-name.txt").write_text("x\n")
+    git(work, "add", "old-name.txt")
+    git(work, "commit", "-qm", "a file to rename")
+    git(work, "mv", "old-name.txt", "new-name.txt")
+    assert dirty(Git(work)) == ["new-name.txt", "old-name.txt"]
