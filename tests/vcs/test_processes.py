@@ -64,29 +64,41 @@ def shown(command: str) -> str:
     return command[:40] + " … " + command.split("1099511627776")[-1][:100]
 
 
-@pytest.mark.parametrize("workplace", ["checkout", "lane"])
-@pytest.mark.parametrize("backend", ["git", "jj"])
-def test_a_task_starts_only_the_processes_it_needs(tmp_path: Path, backend: str, workplace: str,
-                                                   fake_claude: FakeClaude) -> None:
-    plan = "".join(f"- task {i}\n  FAKE: write t{i}.txt {i}\n" for i in range(TASKS))
+def project(tmp_path: Path, backend: str, plan: str) -> Path:
+    """A git or jj repository with one commit and `plan` in tasks.md."""
     if backend == "git":
-        work = git_project(tmp_path, plan)
-        # As many repositories have it: git's `add` then complains of the state folder it is
-        # told to leave out, and must not be taken at its word.
-        (work / ".gitignore").write_text(".agent-loop/\n")
-        git(work, "add", ".gitignore")
-        git(work, "commit", "-qm", "ignore the state")
-    else:
-        work = tmp_path / "project"
-        work.mkdir()
-        (work / "README.md").write_text("hello\n")
-        init_repo(work, "jj")
-        (work / "tasks.md").write_text(plan)
+        return git_project(tmp_path, plan)
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "README.md").write_text("hello\n")
+    init_repo(work, "jj")
+    (work / "tasks.md").write_text(plan)
+    return work
+
+
+def logged_run(tmp_path: Path, work: Path, backend: str, workplace: str) -> Path:
+    """Run the plan in `work` to the end; the log of every git and jj call and agent run."""
     log = tmp_path / "processes.log"
     done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill",
                            "--vcs", backend, "--workplace", workplace], cwd=work,
                           capture_output=True, text=True, timeout=120, env=shims(tmp_path, log))
     assert done.returncode == 0, done.stdout + done.stderr
+    return log
+
+
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+@pytest.mark.parametrize("backend", ["git", "jj"])
+def test_a_task_starts_only_the_processes_it_needs(tmp_path: Path, backend: str, workplace: str,
+                                                   fake_claude: FakeClaude) -> None:
+    plan = "".join(f"- task {i}\n  FAKE: write t{i}.txt {i}\n" for i in range(TASKS))
+    work = project(tmp_path, backend, plan)
+    if backend == "git":
+        # As many repositories have it: git's `add` then complains of the state folder it is
+        # told to leave out, and must not be taken at its word.
+        (work / ".gitignore").write_text(".agent-loop/\n")
+        git(work, "add", ".gitignore")
+        git(work, "commit", "-qm", "ignore the state")
+    log = logged_run(tmp_path, work, backend, workplace)
     gaps = between_agents(log)
     assert len(gaps) == TASKS - 2, log.read_text()
     expected = (PER_TASK if workplace == "checkout" else PER_TASK_LANE)[backend]
@@ -128,20 +140,6 @@ AT_START = {("git", "checkout"): 7, ("jj", "checkout"): 7, ("git", "lane"): 10,
 def test_a_run_starts_with_few_questions_to_the_vcs(tmp_path: Path, backend: str,
                                                     workplace: str,
                                                     fake_claude: FakeClaude) -> None:
-    plan = "- task\n  FAKE: write t.txt t\n"
-    if backend == "git":
-        work = git_project(tmp_path, plan)
-    else:
-        work = tmp_path / "project"
-        work.mkdir()
-        (work / "README.md").write_text("hello\n")
-        init_repo(work, "jj")
-        (work / "tasks.md").write_text(plan)
-    log = tmp_path / "processes.log"
-    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill",
-                           "--vcs", backend, "--workplace", workplace], cwd=work,
-                          capture_output=True, text=True, timeout=120,
-                          env=shims(tmp_path, log))
-    assert done.returncode == 0, done.stdout + done.stderr
-    asked = before_first_agent(log)
+    work = project(tmp_path, backend, "- task\n  FAKE: write t.txt t\n")
+    asked = before_first_agent(logged_run(tmp_path, work, backend, workplace))
     assert len(asked) <= AT_START[backend, workplace], "\n".join(shown(c) for c in asked)
