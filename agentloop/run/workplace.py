@@ -37,9 +37,9 @@ def in_lanes(run: Run) -> bool:
 
 def _detached(run: Run) -> bool:
     """A git checkout on no branch: a lane has no branch to land its tasks on."""
-    from agentloop.vcs.stays_git import detached_note
+    from agentloop.vcs.stays_git import detached_head
 
-    return run.vcs.name == "git" and detached_note("git", run.project.root) is not None
+    return run.vcs.name == "git" and detached_head(run.project.root) is not None
 
 
 def no_lane_note(run: Run) -> str | None:

@@ -27,9 +27,12 @@ def where(kind: str, root: Path) -> str | None:
         return None
     from agentloop.vcs.git import refs
     git_dir = root / ".git"
+    if git_dir.is_file():  # a linked worktree: its own folder, named in that file
+        own = refs.worktree_git_dir(root)
+        if own is None:
+            return None
+        git_dir = own
     try:
-        if git_dir.is_file():  # a worktree: `gitdir: <its folder>`
-            git_dir = root / git_dir.read_text().partition("gitdir:")[2].strip()
         common = git_dir / "commondir"
         common_dir = git_dir / common.read_text().strip() if common.is_file() else git_dir
     except OSError:

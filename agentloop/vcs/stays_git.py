@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 from agentloop.vcs import find_root
+from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
 
 
@@ -92,20 +93,30 @@ def new_repository_note(asked: str, root: Path) -> str | None:
             "revert; --vcs none runs without one")
 
 
-def detached_note(asked: str, root: Path) -> str | None:
-    """A git repository whose HEAD is on no branch (git's own doing, not jj's): the tasks'
-    commits would go on no branch either, in one line with what to do. Read, no process."""
+def detached_head(root: Path) -> str | None:
+    """The commit a git repository's HEAD stands on when it is on no branch (git's own doing,
+    not jj's, which keeps git's HEAD detached by design), else None. Read, no process."""
     repo = find_root(root)
-    if asked in ("jj", "none") or repo is None or (repo / ".jj").is_dir():
+    if repo is None or (repo / ".jj").is_dir():
         return None
     git_dir = repo / ".git"
+    if git_dir.is_file():  # a linked worktree: its own folder, named in that file
+        own = refs.worktree_git_dir(repo)
+        if own is None:
+            return None
+        git_dir = own
     try:
-        if git_dir.is_file():  # a worktree: `gitdir: <its folder>`
-            git_dir = repo / git_dir.read_text().partition("gitdir:")[2].strip()
         head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
         return None
-    if not head or head.startswith("ref:"):
+    return None if not head or head.startswith("ref:") else head
+
+
+def detached_note(asked: str, root: Path) -> str | None:
+    """A git repository whose HEAD is on no branch: the tasks' commits would go on no branch
+    either, in one line with what to do."""
+    head = None if asked in ("jj", "none") else detached_head(root)
+    if head is None:
         return None
     return (f"git's HEAD is detached ({head[:12]}, on no branch): each task's commit would go "
             "on no branch, easy to lose once you check out another; `git switch -c <name>` "
