@@ -123,16 +123,7 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
             shown = project.shown(archived)
             notes.append(f"reset: the old state and logs are in {shown}")
     notes += [admitted.rebuilt] if admitted.rebuilt else []
-    if admitted.changes is not None:
-        changes = admitted.changes
-        notes.append(changes.note(project.shown(project.task_file)))
-        if changes.dropped:
-            kept = project.store.keep_removed(list(changes.dropped), now())
-            notes.append(f"the records of removed and reworded tasks are kept in "
-                         f"{project.shown(kept)}; their cost still counts")
-    from agentloop.state.reconcile import reworded_lines  # a run's own: not at --status
-
-    notes += reworded_lines(state.tasks, state.task_file)
+    notes += _plan_changes(project, admitted, state)
     agent = make_agent(admitted.agent, options.agent_program, agent_env(options), box)
     agent.check()
     if box is not None:  # the run's first lines say what its agents may do
@@ -164,6 +155,22 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
               if options.distill and admitted.agent != REHEARSAL else None,
               job=job, sandbox=box)
     return state, run_tasks(run, options.only, tuple(notes))
+
+
+def _plan_changes(project: Project, admitted: Admitted, state: State) -> list[str]:
+    """What the run says of the plan's edits since the state was saved, the records of the
+    tasks they removed kept aside first, and of finished tasks whose words changed."""
+    from agentloop.state.reconcile import reworded_lines  # a run's own: not at --status
+
+    notes = []
+    changes = admitted.changes
+    if changes is not None:
+        notes.append(changes.note(project.shown(project.task_file)))
+        if changes.dropped:
+            kept = project.store.keep_removed(list(changes.dropped), now())
+            notes.append(f"the records of removed and reworded tasks are kept in "
+                         f"{project.shown(kept)}; their cost still counts")
+    return notes + reworded_lines(state.tasks, state.task_file)
 
 
 def open_sandbox(project: Project, options: RunOptions) -> Sandbox | None:
