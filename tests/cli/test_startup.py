@@ -156,3 +156,33 @@ def test_a_run_loads_the_git_library_and_the_plan_reader_only_when_it_needs_them
     # Again, nothing left to do: the state holds this very plan, which is not read again.
     ours, others = imported(args, work)
     assert not others & {"git", "gitdb", "marko"}, sorted(others)
+
+
+def test_status_after_a_real_run_starts_no_process(tmp_path: Path,
+                                                   fake_claude: FakeClaude) -> None:
+    # The run's lane notes where the history stood on its own branch; the checkout it landed in
+    # stands at the same commit on another: the same history, so --status asks git nothing.
+    plan = "## One\n- first\n  FAKE: write a.txt A\n## Two\n- second\n  FAKE: write b.txt B\n"
+    work = make_repo(tmp_path / "project", "git", plan=plan)
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                           "--no-distill"], cwd=work, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    ours, _ = imported(["tasks.md", "--status"], work)
+    assert "agentloop.proc" not in ours, "--status started a process: the run's mark is not read"
+    assert status_json(work)["lost"] == []
+
+
+def test_a_mark_that_names_the_branch_still_counts(finished: Path) -> None:
+    # Marks saved before named git's branch too: the commit and the digest are what count.
+    project = open_project(Path("tasks.md"), finished)
+    state = project.store.load()
+    assert state is not None and state.history_mark is not None
+    state.history_mark = "refs/heads/elsewhere " + state.history_mark
+    project.store.snapshot(state, final=True)
+    ours, _ = imported(["tasks.md", "--status"], finished)
+    assert "agentloop.proc" not in ours
+    # Another digest (another set of changes) is not the same mark.
+    state.history_mark = state.history_mark[:-1] + ("0" if state.history_mark[-1] != "0" else "1")
+    project.store.snapshot(state, final=True)
+    ours, _ = imported(["tasks.md", "--status"], finished)
+    assert "agentloop.proc" in ours
