@@ -133,14 +133,8 @@ def _whereabouts(project: Project, state: State
                  ) -> tuple[tuple[int, ...], tuple[tuple[int, str], ...],
                             tuple[tuple[int, str], ...]]:
     """Finished tasks whose change left the branch's history (lost), is on it under another id
-    (moved), or was reverted since: nothing to ask while the history stands at the run's mark."""
-    from agentloop.vcs.history import unmoved
-
-    done = [t.change_id for t in state.tasks
-            if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id]
-    if not done or unmoved(state.vcs or "", project.root, state.history_mark, done):
-        return (), (), ()  # the run found them all where the history still stands
-    from agentloop.run.rebuilt import whereabouts
+    (moved), or was reverted since (agentloop.state.whereabouts)."""
+    from agentloop.state.whereabouts import whereabouts
 
     found = whereabouts(project, state)
     return found.lost, found.moved, found.reverted

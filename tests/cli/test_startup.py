@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,7 +44,9 @@ STATUS = (*QUICK, *SAYING, "agentloop.app", "agentloop.console.render",
           "agentloop.plan", "agentloop.plan.parse", "agentloop.plan.boxes", "agentloop.files.",
           # are the done tasks' changes still in the history: yes while it stands where the run
           # last found them (read off git's files: no process, so no process layer either)
-          "agentloop.vcs", "agentloop.vcs.history", "agentloop.vcs.git", "agentloop.vcs.git.refs")
+          "agentloop.vcs", "agentloop.vcs.history", "agentloop.vcs.git", "agentloop.vcs.git.refs",
+          # what it would ask of the history, and how it reads its answer
+          "agentloop.state.whereabouts", "agentloop.state.landed", "agentloop.plan.groups")
 OURS = {"--version": ("agentloop",), "--help": HELP, "--status": STATUS}
 THIRD_PARTY = {"--version": set(), "--help": {"click"}, "--status": {"orjson"}}
 
@@ -186,3 +190,44 @@ def test_a_mark_that_names_the_branch_still_counts(finished: Path) -> None:
     project.store.snapshot(state, final=True)
     ours, _ = imported(["tasks.md", "--status"], finished)
     assert "agentloop.proc" in ours
+
+
+def git_calls(work: Path, tmp_path: Path, *args: str) -> list[str]:
+    """The git commands `agent-loop ARGS` starts, noted by a `git` first on PATH."""
+    shims, log = tmp_path / "shims", tmp_path / "git.log"
+    shims.mkdir(parents=True)
+    real = shutil.which("git")
+    assert real is not None
+    (shims / "git").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    (shims / "git").chmod(0o755)
+    log.write_text("")
+    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-m", "agentloop", *args], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return log.read_text().splitlines()
+
+
+def test_status_after_the_history_moved_asks_git_once(finished: Path, tmp_path: Path) -> None:
+    # The task's change says agent-loop, as every change of a run does; then the user commits.
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "agent-loop: One / first"],
+                   cwd=finished, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=finished, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    project = open_project(Path("tasks.md"), finished)
+    state = project.store.load()
+    assert state is not None
+    plan_commit, state.tasks[0].change_id = state.tasks[0].change_id, head
+    project.store.snapshot(state, final=True)
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "mine"], cwd=finished,
+                   check=True)
+    # One read of the history answers both: is the change there, and what do trailers say.
+    calls = git_calls(finished, tmp_path / "calls", "tasks.md", "--status")
+    assert len(calls) == 1 and calls[0].startswith("log"), calls
+    assert status_json(finished)["lost"] == []
+    # A change whose description that read does not name is asked after, once more.
+    state.tasks[0].change_id = plan_commit   # "plan"
+    project.store.snapshot(state, final=True)
+    calls = git_calls(finished, tmp_path / "again", "tasks.md", "--status")
+    assert [c.split()[0] for c in calls] == ["log", "rev-list"], calls
+    assert status_json(finished)["lost"] == []
