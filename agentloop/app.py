@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Iterator
 
 from agentloop.errors import StateError, TaskFileError
 from agentloop.files.pid_file import live_pid
-from agentloop.options import RunOptions, check_usage
 from agentloop.state.project import Project, load_plan, open_project, rehearsal_of
 from agentloop.state.schema import State
 from agentloop.state.status import TaskStatus as S
@@ -19,6 +18,7 @@ from agentloop.state.status import as_left_by_a_dead_run
 # none of the run's modules (events, hooks, processes, agents) nor the plan's parser.
 if TYPE_CHECKING:
     from agentloop.fleet.integrate import Integrated
+    from agentloop.options import RunOptions
     from agentloop.run.events import Emit, Event, RunFinished
     from agentloop.run.selection import PlanRow
 
@@ -144,6 +144,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     """The plan: every task as it would run, which are done, where fresh sessions start.
     Refuses what the real run would refuse before it starts (run.start.admit), with the same
     message and exit code."""
+    from agentloop.options import check_usage
     from agentloop.plan.depends import waves
     from agentloop.run.selection import plan_rows
     from agentloop.run.start import admit, sandbox_preview, tree_warning
@@ -215,6 +216,7 @@ def redone_by_reset(tasks_md: Path, cwd: Path) -> int:
 
 def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult:
     """Run the unfinished tasks; return the summary."""
+    from agentloop.options import check_usage
     from agentloop.plan import parse
     from agentloop.run.eventlog import EventLog
     from agentloop.run.events import fan_out
@@ -263,6 +265,7 @@ def integrate(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> "In
     """--integrate --from REMOTE: every finished group's job on the current branch, the states
     merged (agentloop.fleet.integrate)."""
     from agentloop.fleet.integrate import integrate as bring_in
+    from agentloop.options import check_usage
     from agentloop.plan import parse
     from agentloop.run.eventlog import EventLog
     from agentloop.run.events import fan_out

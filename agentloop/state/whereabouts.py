@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agentloop.state.landed import Commit, PlannedTask, commit_message, last_word
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.history import unmoved
 
 if TYPE_CHECKING:
+    from agentloop.state.landed import Commit, PlannedTask
     from agentloop.state.project import Project
     from agentloop.state.schema import State
 
@@ -41,6 +41,7 @@ def whereabouts(project: Project, state: State) -> Whereabouts:
     if not done or unmoved(kind, project.root, state.history_mark, done):
         return Whereabouts()  # the run found them all where the history still stands
     # The history moved: from here on processes are started, and their layer is loaded.
+    from agentloop.state.landed import last_word
     from agentloop.vcs.branch_log import branch_history
     from agentloop.vcs.carry import plan_slug
     from agentloop.vcs.history import missing
@@ -65,6 +66,8 @@ def whereabouts(project: Project, state: State) -> Whereabouts:
 
 def planned(state: State) -> list[PlannedTask]:
     """The state's tasks as history names them."""
+    from agentloop.state.landed import PlannedTask, commit_message
+
     # A task reworded after it was done: its commit names it by the words it was done as.
     return [PlannedTask(t.index, t.done_as or t.task, commit_message(t, state.title))
             for t in state.tasks]
@@ -72,4 +75,6 @@ def planned(state: State) -> list[PlannedTask]:
 
 def commits(history: list[tuple[str, str, str]]) -> list[Commit]:
     """The commits of a history read by agentloop.vcs.branch_log, for agentloop.state.landed."""
+    from agentloop.state.landed import Commit
+
     return [Commit(commit, description) for commit, _, description in history]

@@ -25,10 +25,11 @@ from tests.support.repos import make_repo
 # reads its arguments there first.
 QUICK = ("agentloop", "agentloop.console", "agentloop.console.quick")
 # Saying what happened, and the one dispatch both doors share.
-SAYING = ("agentloop.errors", "agentloop.options",
+SAYING = ("agentloop.errors",
           "agentloop.console.gone",   # a closed pipe must not stop any command
           "agentloop.console.stops", "agentloop.console.dispatch")
-PARSING = (*QUICK, *SAYING, "agentloop.cli", "agentloop.console.help",
+# The options record: every command click parses, never a quick --status.
+PARSING = (*QUICK, *SAYING, "agentloop.options", "agentloop.cli", "agentloop.console.help",
            "agentloop.console.dashboard_options",   # the dashboard's options, not the dashboard
            "agentloop.console.workplace_options",   # the lane's options, not the lanes
            # the click types of --env and --env-exclude
@@ -45,8 +46,8 @@ STATUS = (*QUICK, *SAYING, "agentloop.app", "agentloop.console.render",
           # are the done tasks' changes still in the history: yes while it stands where the run
           # last found them (read off git's files: no process, so no process layer either)
           "agentloop.vcs", "agentloop.vcs.history", "agentloop.vcs.git", "agentloop.vcs.git.refs",
-          # what it would ask of the history, and how it reads its answer
-          "agentloop.state.whereabouts", "agentloop.state.landed", "agentloop.plan.groups")
+          # what it would ask of the history (how it reads the answer: only when it asks)
+          "agentloop.state.whereabouts")
 OURS = {"--version": ("agentloop",), "--help": HELP, "--status": STATUS}
 THIRD_PARTY = {"--version": set(), "--help": {"click"}, "--status": {"orjson"}}
 
