@@ -37,15 +37,15 @@ def last_resort(exc: BaseException) -> int:
 
 def status(tasks_md: Path | None, cwd: Path, as_json: bool, rehearse: bool = False) -> int:
     """Print `--status`: of one plan, or without one of every plan of the repository."""
-    from agentloop import app
+    from agentloop import standing
     from agentloop.console import render
 
     if tasks_md is None:
-        root, plans = app.overview(cwd)
+        root, plans = standing.overview(cwd)
         write(render.overview_json(root, plans) if as_json
               else render.overview_text(root, plans, cwd))
     else:
-        view = app.status(tasks_md, cwd, rehearse)
+        view = standing.status(tasks_md, cwd, rehearse)
         write(render.status_json(view) if as_json else render.status_text(view, cwd))
     return 0
 

@@ -11,7 +11,6 @@ that read did not name. The trailers in that history are read by agentloop.state
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentloop.state.status import TaskStatus as S
@@ -23,23 +22,21 @@ if TYPE_CHECKING:
     from agentloop.state.schema import State
 
 
-@dataclass(frozen=True)
-class Whereabouts:
-    """The finished tasks whose change is no longer simply where the state saw it."""
-
-    lost: tuple[int, ...] = ()                  # gone from the history, found nowhere on it
-    moved: tuple[tuple[int, str], ...] = ()     # (task, the change its trailers name now)
-    reverted: tuple[tuple[int, str], ...] = ()  # (task, the commit that reverts it)
+# (lost: gone from the history, found nowhere on it; moved: (task, the change its trailers name
+# now); reverted: (task, the commit that reverts it)). A tuple, not a record: --status asks
+# this of every plan, and nothing to say should cost nothing to say.
+Found = tuple[tuple[int, ...], tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]
+NOTHING: Found = ((), (), ())
 
 
-def whereabouts(project: Project, state: State) -> Whereabouts:
+def whereabouts(project: Project, state: State) -> Found:
     """The finished tasks whose change left the history (lost), is there under another id (a
     rebase or a cherry-pick kept its trailers: moved) or was reverted by a later commit."""
     kind = state.vcs or ""
     done = {t.change_id: t.index for t in state.tasks
             if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id}
     if not done or unmoved(kind, project.root, state.history_mark, done):
-        return Whereabouts()  # the run found them all where the history still stands
+        return NOTHING  # the run found them all where the history still stands
     # The history moved: from here on processes are started, and their layer is loaded.
     from agentloop.state.landed import last_word
     from agentloop.vcs.branch_log import branch_history
@@ -61,7 +58,7 @@ def whereabouts(project: Project, state: State) -> Whereabouts:
             moved.append((index, change_of.get(commit, commit)))
         elif index in gone:
             lost.append(index)
-    return Whereabouts(tuple(lost), tuple(moved), tuple(reverted))
+    return tuple(lost), tuple(moved), tuple(reverted)
 
 
 def planned(state: State) -> list[PlannedTask]:

@@ -38,7 +38,7 @@ PARSING = (*QUICK, *SAYING, "agentloop.options", "agentloop.cli", "agentloop.con
 # agent needs no look-up, so --status reads no table.
 HELP = (*PARSING, "agentloop.agents", "agentloop.agents.environment")
 # No click, no settings: the state file, and the plan's hash (never its markdown reader).
-STATUS = (*QUICK, *SAYING, "agentloop.app", "agentloop.console.render",
+STATUS = (*QUICK, *SAYING, "agentloop.standing", "agentloop.console.render",
           "agentloop.state", "agentloop.state.project", "agentloop.state.store",
           "agentloop.state.status",
           "agentloop.state.schema", "agentloop.state.journal", "agentloop.state.receipts",
