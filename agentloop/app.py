@@ -127,6 +127,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     """Run the unfinished tasks; return the summary."""
     from agentloop.options import check_usage
     from agentloop.plan import parse
+    from agentloop.plan.source import READER
     from agentloop.run.eventlog import EventLog
     from agentloop.run.events import fan_out
     from agentloop.run.hooks import Hooks
@@ -146,7 +147,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     # already (its hash) is the state's tasks, never parsed: that takes marko and its time.
     source = parse.read(project.task_file)
     plan = source if options.push is None and not (options.reset or options.rehearse) and \
-        project.store.holds(source.sha256, parse.READER) else parse.parsed(source)
+        project.store.holds(source.sha256, READER) else parse.parsed(source)
     events = EventLog(project.store.events, now)
     hooks = Hooks(project, options, fan_out(events, emit))
     try:

@@ -11,6 +11,7 @@ stand), so none of them can change what it prints."""
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -34,6 +35,9 @@ def status_request(args: list[str]) -> tuple[Path | None, dict[str, bool]] | Non
 
 def main(plan: Path | None, flags: dict[str, bool], args: list[str]) -> NoReturn:
     """Answer the `--status` and exit with its code (agentloop.console.dispatch decides)."""
+    # A short read that makes thousands of records and no cycles to free: the collector would
+    # only walk them again and again as they are made, and the process ends in milliseconds.
+    gc.disable()
     from agentloop.console.dispatch import last_resort, reported, status
     from agentloop.console.gone import steady
 

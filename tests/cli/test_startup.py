@@ -37,12 +37,13 @@ PARSING = (*QUICK, *SAYING, "agentloop.options", "agentloop.cli", "agentloop.con
 # --help lists the agents (their package's table only, never an agent's module); the default
 # agent needs no look-up, so --status reads no table.
 HELP = (*PARSING, "agentloop.agents", "agentloop.agents.environment")
-# No click, no settings: the state file, and the plan's hash (never its markdown reader).
+# No click, no settings, no options record: the state file, and the plan's hash (never its
+# parser, nor the records it parses into).
 STATUS = (*QUICK, *SAYING, "agentloop.standing", "agentloop.console.render",
           "agentloop.state", "agentloop.state.project", "agentloop.state.store",
           "agentloop.state.status",
           "agentloop.state.schema", "agentloop.state.journal", "agentloop.state.receipts",
-          "agentloop.plan", "agentloop.plan.parse", "agentloop.plan.boxes", "agentloop.files.",
+          "agentloop.plan", "agentloop.plan.source", "agentloop.files.",
           # are the done tasks' changes still in the history: yes while it stands where the run
           # last found them (read off git's files: no process, so no process layer either)
           "agentloop.vcs", "agentloop.vcs.history", "agentloop.vcs.git", "agentloop.vcs.git.refs",
