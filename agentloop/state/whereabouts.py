@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs.history import unmoved
+from agentloop.vcs.history import missing, unmoved
 
 if TYPE_CHECKING:
     from agentloop.state.landed import Commit, PlannedTask
@@ -41,7 +41,6 @@ def whereabouts(project: Project, state: State) -> Found:
     from agentloop.state.landed import last_word
     from agentloop.vcs.branch_log import branch_history
     from agentloop.vcs.carry import plan_slug
-    from agentloop.vcs.history import missing
 
     history = branch_history(kind, project.root)
     named = {commit for commit, _, _ in history} | {change for _, change, _ in history}
