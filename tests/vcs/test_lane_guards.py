@@ -212,14 +212,15 @@ def test_a_clean_step_passes_and_a_checkout_write_is_said_not_stopped(repo: Path
 
 def test_the_look_at_your_checkout_runs_beside_the_lanes_commit(
         repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # A `git` first on PATH whose `status` of your checkout waits for the lane's `commit` to
-    # start: looked at one after the other, the status gives up and the step fails.
+    # A `git` first on PATH whose `status` of your checkout (`git -C <it> status`) waits for
+    # the lane's `commit` to start: looked at one after the other, the status gives up and
+    # the step fails.
     real, shims, flag = shutil.which("git"), tmp_path / "shims", tmp_path / "committing"
     shims.mkdir()
     (shims / "git").write_text(
         "#!/bin/sh\n"
         'case " $* " in\n'
-        '  *" status "*) if [ "$(pwd -P)" = "$MAIN" ] && [ -e "$FLAG.armed" ]; then i=0\n'
+        '  *" status "*) if [ "$2" = "$MAIN" ] && [ -e "$FLAG.armed" ]; then i=0\n'
         '    while [ ! -e "$FLAG" ] && [ $i -lt 300 ]; do sleep 0.01; i=$((i+1)); done\n'
         '    [ -e "$FLAG" ] || { echo "status alone" >&2; exit 3; }; fi ;;\n'
         '  *" commit "*) [ -e "$FLAG.armed" ] && : > "$FLAG" ;;\n'
