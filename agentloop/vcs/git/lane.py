@@ -5,6 +5,7 @@ main line's commit."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 from pathlib import Path
@@ -100,8 +101,12 @@ class LaneGit:
             look = _beside(lambda: dirty(self.main.git)) if commit is not None else None
             try:
                 done = commit() if commit is not None else None
-            finally:
-                now = look() if look is not None else dirty(self.main.git)
+            except BaseException:
+                if look is not None:  # waited for, its answer dropped: the stop goes on up
+                    with contextlib.suppress(Exception):
+                        look()
+                raise
+            now = look() if look is not None else dirty(self.main.git)
             self._seen = {p: stamp(self.main.root / p) for p in now}
             breach = written(record.main_root, record.checkout, now)
         elif commit is not None:
