@@ -23,9 +23,11 @@ TASKS = 4
 # reads where the next task begins.
 PER_TASK = {"git": 2, "jj": 3}
 # In a lane of its own (the default workplace): git, one `status` of your checkout (did
-# anything write there while the agent ran?), the two in the lane, and the landing's one
-# `merge --ff-only` in your checkout. jj: the same three and the landing's two (what @ holds in
-# your checkout, then one `rebase` of it onto the task's change).
+# anything write there while the agent ran? it runs beside the lane's two), the two in the
+# lane, and the landing's one `merge --ff-only` in your checkout, which starts no maintenance
+# of its own (git's trace says so: the shims do not see what git starts itself). jj: the
+# same three and the landing's two (what @ holds in your checkout, then one `rebase` of it
+# onto the task's change).
 PER_TASK_LANE = {"git": 4, "jj": 5}
 
 
