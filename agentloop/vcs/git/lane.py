@@ -240,7 +240,7 @@ def _beside(work: Callable[[], T]) -> Callable[[], T]:
     what the caller runs meanwhile (agentloop.vcs.git.quick.NextBegin counts them)."""
     found: list[T] = []
     failed: list[BaseException] = []
-    begun = threading.Event()
+    ended = threading.Event()
     counted = proc.started()
 
     def run() -> None:
@@ -249,11 +249,11 @@ def _beside(work: Callable[[], T]) -> Callable[[], T]:
         except BaseException as exc:  # handed to the caller, whatever it is
             failed.append(exc)
         finally:
-            begun.set()
+            ended.set()
 
     thread = threading.Thread(target=run, name="agent-loop checkout status", daemon=True)
     thread.start()
-    while proc.started() == counted and not begun.wait(0.0001):
+    while proc.started() == counted and not ended.wait(0.0001):
         pass  # until its process is counted (a few microseconds)
 
     def result() -> T:
