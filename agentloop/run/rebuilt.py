@@ -48,6 +48,15 @@ def from_history(project: Project, state: State, vcs: str) -> str | None:
             f"builds on (their commits name them); they are not run again (--again N runs one)")
 
 
+def done_in_history(project: Project, state: State, kind: str) -> frozenset[int]:
+    """The numbers of the plan's tasks whose change the history (`kind`: git or jj) holds and
+    did not revert since, every trailer pair of a squash merge counted: what a fleet job's
+    `Depends on:` counts as landed."""
+    history = branch_history(kind, project.root)
+    return frozenset(done_tasks(plan_slug(project.task_file_name), _planned(state),
+                                _commits(history)))
+
+
 def _planned(state: State) -> list[PlannedTask]:
     # A task reworded after it was done: its commit names it by the words it was done as.
     return [PlannedTask(t.index, t.done_as or t.task, commit_message(t, state.title))
