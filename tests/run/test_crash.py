@@ -6,8 +6,8 @@ Three kinds of test, each on git and on jj, all with the real tool as a process:
   the fake agent write its own file after a short pause; the tool is killed at seeded random
   moments (start-up and the recovery a re-run does, the VCS step before and after the agent,
   the agent run, the state writes) and run again until a run ends by itself.
-* a sweep: a `git`/`jj` wrapper first on PATH kills the tool just before, or just after, the
-  k-th VCS command of a small run, for every k.
+* a sweep: a `git`/`jj` wrapper first on PATH kills the tool just before, during, or just
+  after the k-th VCS command of a one-task run, for every k.
 * one exact reproduction of each inconsistency they found (all fixed since).
 
 After every kill state.json loads and no agent outlives the tool. At the end every task is
@@ -486,7 +486,11 @@ def test_a_kill_before_during_or_after_any_vcs_command_loses_nothing(
         for when in ("before", "during", "after"):
             label = f"{kind}: kill {when} VCS command {at}"
             work = tmp_path / f"{when}-{at}"
-            new_repo(work, kind, groups=2, per_group=1, pause=0)
+            # One group of one task: a run's start, one lane's whole life (made, the task, its
+            # landing, removed) and the run's end, each VCS command a kill point once. A second
+            # group only repeated the same commands in a second lane (49 jj commands against
+            # 27), and the random and parallel kills cover runs of many groups.
+            new_repo(work, kind, groups=1, per_group=1, pause=0)
             killed, found = kill_once_then_finish(
                 work, kind, crash_env(tmp_path, kind, when, at), fake_claude, label, locks)
             killed_any |= killed
