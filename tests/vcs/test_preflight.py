@@ -114,6 +114,21 @@ def test_stale_git_locks_a_killed_command_left_are_cleared(work: Path, fake_clau
     assert not (work / ".git" / "index.lock").exists()
 
 
+def test_a_stale_head_lock_in_a_lanes_worktree_is_cleared(work: Path,
+                                                          fake_claude: FakeClaude) -> None:
+    # A kill during a lane's `git commit` (the kill sweep of tests/run/test_crash.py, 1 in
+    # about 100 runs) left the lane worktree's own HEAD.lock: the next run's `git reset` in
+    # that lane failed on it.
+    init_repo(work, "git")
+    git(work, "worktree", "add", "-q", "-b", "side", str(work.parent / "side"))
+    lock = work / ".git" / "worktrees" / "side" / "HEAD.lock"
+    lock.write_text("")
+    done = agent_loop(work, "--no-distill", "--vcs", "git")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"removed {lock}" in done.stdout
+    assert not lock.exists()
+
+
 def test_a_lock_a_live_process_holds_stops_the_run_naming_it(work: Path,
                                                             fake_claude: FakeClaude) -> None:
     init_repo(work, "git")
