@@ -146,6 +146,7 @@ class Dropped:
     change_id: str
     number: int | None = None
     kept: str = ""  # the VCS's line: where the dropped edits are kept, how to bring them back
+    finished: bool = False  # its agent had finished: the kept edits are the task's work
 
 
 @dataclass(frozen=True)

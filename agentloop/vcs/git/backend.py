@@ -265,6 +265,10 @@ class GitVcs:
         self._forget()
         return aside.said(kept) if kept is not None else None
 
+    def bring_back(self, kept: str) -> bool:
+        """The files a roll-back kept (aside.keep, named by its line) back in the tree."""
+        return aside.bring_back(self.tree, kept)
+
     def diff(self, change: Change) -> str:
         """The task commit's patch; before finish, what the task would commit now."""
         if change.change_id:

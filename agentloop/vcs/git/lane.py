@@ -119,6 +119,10 @@ class LaneGit:
         """Drop the attempt's edits in the worktree, kept aside first."""
         return self.work.abandon(change)
 
+    def bring_back(self, kept: str) -> bool:
+        """Kept edits back in the worktree."""
+        return self.work.bring_back(kept)
+
     def diff(self, change: Change) -> str:
         """The task's patch."""
         return self.work.diff(change)
