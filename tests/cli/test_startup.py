@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -207,7 +208,8 @@ def git_calls(work: Path, tmp_path: Path, *args: str) -> list[str]:
     done = subprocess.run([sys.executable, "-m", "agentloop", *args], cwd=work, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    return log.read_text().splitlines()
+    # Every git command names its folder first (`git -C DIR ...`): the calls without it.
+    return [re.sub(r"^-C \S+ ", "", line) for line in log.read_text().splitlines()]
 
 
 def test_status_after_the_history_moved_asks_git_once(finished: Path, tmp_path: Path) -> None:
