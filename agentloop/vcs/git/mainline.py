@@ -165,6 +165,8 @@ class GitMainLine:
 
     def forget_all(self) -> None:
         """Drop every landed record (no task is left whose landing is in doubt)."""
+        if refs.any_under(self.common_dir, LANDED) is False:
+            return  # none, as the files say: no `git for-each-ref` to find that out
         out = self.git.code("for-each-ref", "--format=%(refname)", LANDED)[1]
         for ref in out.split():
             self.git.code("update-ref", "-d", ref, codes=(0, 1))
