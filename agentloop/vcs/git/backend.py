@@ -104,8 +104,15 @@ class GitVcs:
             self._forget()
         notes += found.notes
         head = self.tree.head()
-        dirty = [] if self._made and found.undo is None and self._resumable is None else \
-            self.tree.dirty(head)
+        fresh = self._made and found.undo is None and self._resumable is None
+        dirty = [] if fresh else self.tree.dirty(head)
+        if fresh and head is not None:
+            # A working copy made a moment ago holds its commit and nothing else: its first
+            # begin is known without a `git status`, as after a clean commit (if no process
+            # ran in between, agentloop.vcs.git.quick.NextBegin).
+            self._next.expect(Start(head, self.tree.ref(), self.tree.tree(head), {},
+                                    self.tree.task_rel))
+            self._index_seen = index_seen(self.tree.git_dir)
         if self._resumable is not None:  # the attempt's files are its task's, not the user's
             dirty = sorted(set(dirty) - self.tree.changed(self._resumable))
         if created and head is None and dirty:
