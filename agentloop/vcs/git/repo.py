@@ -80,6 +80,9 @@ class GitRepo:
         self.task_rel: str | None = None
         self.plans: set[str] = set()   # other plans' task files: never a task's either
         self._dirs: tuple[str, str] | None = None   # the git dir and the common dir, as text
+        # Every path the last `git status` listed (what `check.dirty` would say); None before
+        # the first, or when it listed a nested repository (which Status leaves out).
+        self.listed: list[str] | None = None
 
     @property
     def root(self) -> Path:
@@ -184,7 +187,11 @@ class GitRepo:
 
     def status(self) -> Status:
         """What one `git status` says."""
-        return parse_status(self.git.out(*STATUS_ARGS))
+        out = self.git.out(*STATUS_ARGS)
+        status = parse_status(out)
+        self.listed = None if any(e.endswith("/") for e in out.split("\0")) else \
+            sorted(status.paths)
+        return status
 
     def candidates(self, base: str | None, status: Status | None = None) -> set[str]:
         """Paths that may differ from `base`: untracked, or tracked and different."""
