@@ -14,10 +14,10 @@ import os
 import shlex
 import shutil
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from agentloop.ondemand import dataclass
 from agentloop.vcs.git.run import Git
 
 HOOKS = ("pre-commit", "commit-msg")   # the hooks that judge a commit before it is made
