@@ -18,6 +18,7 @@ from agentloop.vcs.git.record import Start
 from agentloop.vcs.git.run import EMPTY_TREE, Git, failure
 from agentloop.vcs.git.status import ARGS as STATUS_ARGS
 from agentloop.vcs.git.status import Status, parse_status
+from agentloop.vcs.githooks import HOOK_PATHS, found_with
 from agentloop.vcs.preflight import signs
 
 # GitPython (about 50 ms to import, and a `git version` or two) is opened when the backend
@@ -111,17 +112,20 @@ class GitRepo:
         inside a git dir, has no working tree for tasks: VcsError."""
         if not self.root.is_dir():
             raise VcsError(f"{self.root} does not exist")
+        # Where the repository's hooks are, in the same process: the run's first lines say
+        # whether its commits skip them (agentloop.vcs.githooks.hooks, a moment later).
         done = self.git.run("rev-parse", "--is-bare-repository", "--absolute-git-dir",
-                            "--git-common-dir", "--show-toplevel", codes=None,
+                            "--git-common-dir", "--show-toplevel", *HOOK_PATHS, codes=None,
                             env={"LC_ALL": "C"})
         lines = done.stdout.splitlines()
         if done.returncode != 0 and not lines:
             if "not a git repository" in done.stderr:
                 return False
             raise failure(self.root, ("rev-parse",), done.stderr.strip().replace("\n", " "))
-        if len(lines) != 4 or lines[0] == "true":
+        if len(lines) != 4 + len(HOOK_PATHS) // 2 or lines[0] == "true":
             where = lines[1] if len(lines) > 1 else self.root
             raise VcsError(f"{where} is a bare repository: there is no working tree")
+        found_with(self.root, lines[4:])
         # The common dir comes relative to the folder git ran in.
         self._dirs = (lines[1], os.path.normpath(os.path.join(self.root, lines[2])))
         self.git.root = Path(lines[3]).resolve()
