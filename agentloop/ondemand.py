@@ -17,6 +17,7 @@ agentloop.run.events.event_types, does that for its callers). A class made here 
 from __future__ import annotations
 
 import dataclasses
+import signal
 import threading
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
@@ -26,6 +27,7 @@ T = TypeVar("T")
 # thread never takes a class it sees half made (its fields set, its __init__ not yet) as made.
 _MADE: set[type] = set()
 _MAKING = threading.Lock()
+STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def made(cls: type[T]) -> type[T]:
@@ -35,8 +37,15 @@ def made(cls: type[T]) -> type[T]:
     with _MAKING:
         if cls not in _MADE:
             options = cls.__dict__["__ondemand__"]
-            dataclasses.dataclass(**options)(cls)  # in place: no slots asked for
-            _MADE.add(cls)
+            # A stop (Ctrl+C, SIGTERM: agentloop.__main__) waits until the class is made: one
+            # cut short could never be made again (the standard library refuses to write over
+            # the methods it already set), and the run's careful stop makes events too.
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+            try:
+                dataclasses.dataclass(**options)(cls)  # in place: no slots asked for
+                _MADE.add(cls)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return cls
 
 

@@ -4,9 +4,12 @@ once, however many threads make its first instance at once."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
 import subprocess
 import sys
 import threading
+from typing import Any
 
 import pytest
 
@@ -89,3 +92,26 @@ def test_importing_the_events_and_the_decisions_makes_none_of_them() -> None:
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_a_ctrl_c_while_a_class_is_made_comes_once_it_is_made(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentloop import ondemand
+
+    @dataclass(frozen=True)
+    class Late:
+        """Made while a Ctrl+C comes."""
+
+        x: int
+
+    real = dataclasses.dataclass
+
+    def interrupted(**options: Any) -> Any:
+        os.kill(os.getpid(), signal.SIGINT)   # Ctrl+C, in the middle of the making
+        return real(**options)
+
+    monkeypatch.setattr(ondemand.dataclasses, "dataclass", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        made(Late)
+    monkeypatch.undo()
+    assert dataclasses.is_dataclass(Late) and Late(1).x == 1   # whole, and usable
