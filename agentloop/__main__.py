@@ -43,7 +43,7 @@ def main() -> None:
         # a user types while a plan runs, and click is most of its start-up.
         from agentloop.console import quick
 
-        status = quick.options_of(sys.argv[1:])
+        status = quick.status_request(sys.argv[1:])
         if status is None:
             from agentloop.cli import main as run_cli
         if not {"--help", "-h"} & set(sys.argv[1:]):
@@ -57,7 +57,7 @@ def main() -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     try:
         if status is not None:
-            quick.main(*status)
+            quick.main(*status, sys.argv[1:])
         run_cli()
         code = 0
     except SystemExit as exc:

@@ -1,5 +1,6 @@
-"""The core operations behind the CLI: run, dry run, status and init. Each returns data; the CLI
-renders it (agentloop.render) as text or JSON."""
+"""The core operations behind the CLI: run, dry run, init, integrate, stop. Each returns data; the
+CLI renders it (agentloop.console.render) as text or JSON. `--status` has a module of its own
+(agentloop.standing), light enough to answer before the rest is loaded."""
 
 from __future__ import annotations
 
@@ -9,30 +10,16 @@ from typing import TYPE_CHECKING, Iterator
 
 from agentloop.errors import StateError, TaskFileError
 from agentloop.files.pid_file import live_pid
-from agentloop.options import RunOptions, check_usage
-from agentloop.state.project import Project, load_plan, open_project, rehearsal_of
+from agentloop.state.project import Project, open_project, rehearsal_of
 from agentloop.state.schema import State
 from agentloop.state.status import TaskStatus as S
-from agentloop.state.status import as_left_by_a_dead_run
 
-# Each operation imports what it needs when it runs: --status reads the state file and needs
-# none of the run's modules (events, hooks, processes, agents) nor the plan's parser.
+# Each operation imports what it needs when it runs.
 if TYPE_CHECKING:
     from agentloop.fleet.integrate import Integrated
+    from agentloop.options import RunOptions
     from agentloop.run.events import Emit, Event, RunFinished
     from agentloop.run.selection import PlanRow
-
-
-@dataclass(frozen=True)
-class StatusView:
-    """--status: the recorded state, and a note about it (no run yet, a changed file)."""
-
-    project: Project
-    state: State
-    note: str | None
-    lost: tuple[int, ...] = ()    # finished tasks whose change is gone from the history
-    moved: tuple[tuple[int, str], ...] = ()     # (task, its change now): rebased, trailers kept
-    reverted: tuple[tuple[int, str], ...] = ()  # (task, the commit that reverts it)
 
 
 @dataclass(frozen=True)
@@ -62,94 +49,11 @@ class RunResult:
     summary: RunFinished
 
 
-def status(tasks_md: Path, cwd: Path, rehearsal: bool = False) -> StatusView:
-    """Where each task stands (in the last rehearsal, with `rehearsal`); reads the state without
-    the run lock (writes are atomic)."""
-    project = open_project(tasks_md, cwd)
-    if rehearsal:
-        project = rehearsal_of(project)
-    try:
-        state, saved, changes = load_plan(project)
-        note = ("no run yet" if not saved else
-                changes.note(project.task_file_name, " since the last run")
-                if changes is not None else None)
-    except StateError as exc:
-        # A changed task file still lets the user see what the last run did.
-        recorded = project.store.load()
-        if recorded is None:
-            raise
-        state, note, saved = recorded, f"warning: {exc}", True
-    if live_pid(project.store.base / "run.pid") is None:
-        as_left_by_a_dead_run(state.tasks)
-    history: Project | None = project
-    if rehearsal and saved:   # its changes are in its own copy's history, never the user's
-        from agentloop.run.rehearsal import where_changes_are
-
-        history, where = where_changes_are(project, state.vcs or "")
-        note = "\n".join(n for n in (note, where) if n)
-    found = _whereabouts(history, state) if history else ((), (), ())
-    return StatusView(project, state, note, *found)
-
-
-@dataclass(frozen=True)
-class PlanLine:
-    """--status without a task file: one plan of the repository, in brief."""
-
-    task_file: str          # as recorded, relative to the root
-    folder: Path            # where its state lives
-    counts: dict[str, int]
-    cost_usd: float
-    cost_known: bool
-    error: str | None = None    # why its state could not be read
-
-
-def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
-    """Every plan that has run in the repository around `cwd`: the root, and one line each."""
-    from collections import Counter
-
-    from agentloop.state import receipts
-    from agentloop.state.project import plan_stores
-
-    root, stores = plan_stores(cwd)
-    lines = []
-    for store in stores:
-        try:
-            state = store.load()
-        except StateError as exc:
-            lines.append(PlanLine("?", store.dir, {}, 0.0, False, str(exc)))
-            continue
-        if state is None:
-            continue
-        total = receipts.of_state(state)
-        if live_pid(store.base / "run.pid") is None:
-            as_left_by_a_dead_run(state.tasks)
-        lines.append(PlanLine(state.task_file, store.dir,
-                              dict(Counter(str(t.status) for t in state.tasks)),
-                              total.cost_usd, total.cost_known))
-    return root, lines
-
-
-def _whereabouts(project: Project, state: State
-                 ) -> tuple[tuple[int, ...], tuple[tuple[int, str], ...],
-                            tuple[tuple[int, str], ...]]:
-    """Finished tasks whose change left the branch's history (lost), is on it under another id
-    (moved), or was reverted since: nothing to ask while the history stands at the run's mark."""
-    from agentloop.vcs.history import unmoved
-
-    done = [t.change_id for t in state.tasks
-            if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id]
-    if not done or unmoved(state.vcs or "", project.root, state.history_mark, done):
-        return (), (), ()  # the run found them all where the history still stands
-    from agentloop.run.rebuilt import whereabouts
-
-    found = whereabouts(project, state)
-    return found.lost, found.moved, found.reverted
-
-
 def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     """The plan: every task as it would run, which are done, where fresh sessions start.
     Refuses what the real run would refuse before it starts (run.start.admit), with the same
     message and exit code."""
+    from agentloop.options import check_usage
     from agentloop.plan.depends import waves
     from agentloop.run.selection import plan_rows
     from agentloop.run.start import admit, sandbox_preview, tree_warning
@@ -221,7 +125,9 @@ def redone_by_reset(tasks_md: Path, cwd: Path) -> int:
 
 def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult:
     """Run the unfinished tasks; return the summary."""
+    from agentloop.options import check_usage
     from agentloop.plan import parse
+    from agentloop.plan.source import READER
     from agentloop.run.eventlog import EventLog
     from agentloop.run.events import fan_out
     from agentloop.run.hooks import Hooks
@@ -241,7 +147,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     # already (its hash) is the state's tasks, never parsed: that takes marko and its time.
     source = parse.read(project.task_file)
     plan = source if options.push is None and not (options.reset or options.rehearse) and \
-        project.store.holds(source.sha256, parse.READER) else parse.parsed(source)
+        project.store.holds(source.sha256, READER) else parse.parsed(source)
     events = EventLog(project.store.events, now)
     hooks = Hooks(project, options, fan_out(events, emit))
     try:
@@ -269,6 +175,7 @@ def integrate(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> "In
     """--integrate --from REMOTE: every finished group's job on the current branch, the states
     merged (agentloop.fleet.integrate)."""
     from agentloop.fleet.integrate import integrate as bring_in
+    from agentloop.options import check_usage
     from agentloop.plan import parse
     from agentloop.run.eventlog import EventLog
     from agentloop.run.events import fan_out

@@ -35,6 +35,21 @@ def last_resort(exc: BaseException) -> int:
     return INTERNAL_EXIT
 
 
+def status(tasks_md: Path | None, cwd: Path, as_json: bool, rehearse: bool = False) -> int:
+    """Print `--status`: of one plan, or without one of every plan of the repository."""
+    from agentloop import standing
+    from agentloop.console import render
+
+    if tasks_md is None:
+        root, plans = standing.overview(cwd)
+        write(render.overview_json(root, plans) if as_json
+              else render.overview_text(root, plans, cwd))
+    else:
+        view = standing.status(tasks_md, cwd, rehearse)
+        write(render.status_json(view) if as_json else render.status_text(view, cwd))
+    return 0
+
+
 def dispatch(tasks_md: Path | None, cwd: Path, options: RunOptions) -> int:
     """Run the one operation the options ask for, print what it returns; the exit code."""
     from agentloop import app
@@ -45,10 +60,7 @@ def dispatch(tasks_md: Path | None, cwd: Path, options: RunOptions) -> int:
 
         return commands.dispatch(tasks_md, cwd, options, dispatch, echo, warn)
     if tasks_md is None:  # --status alone: every plan of the repository
-        root, plans = app.overview(cwd)
-        write(render.overview_json(root, plans) if options.as_json
-               else render.overview_text(root, plans, cwd))
-        return 0
+        return status(None, cwd, options.as_json)
     if options.status and options.follow:
         from agentloop.console.live import Console
 
@@ -56,8 +68,7 @@ def dispatch(tasks_md: Path | None, cwd: Path, options: RunOptions) -> int:
         for event in app.follow(tasks_md, cwd):
             console(event)
     elif options.status:
-        view = app.status(tasks_md, cwd, options.rehearse)
-        write(render.status_json(view) if options.as_json else render.status_text(view, cwd))
+        return status(tasks_md, cwd, options.as_json, options.rehearse)
     elif options.dry_run:
         from agentloop.console import dry_run
 

@@ -4,18 +4,17 @@ file in about the time Python takes to start.
 Only argument lists whose meaning is beyond doubt come this way: `--status`, with or without a
 plan, `--json` and `--rehearse`, in any order; a plan named like an option, or any other option,
 goes to click (agentloop.cli), which says what it says about it. What they ask is then done by
-the same dispatch as every command (agentloop.console.dispatch): this module parses, nothing
-more. Settings are never read for `--status` on either door (a settings file that cannot be read
-does not hide where the tasks stand), so none of them can change what it prints."""
+the same function as click's `--status` (agentloop.console.dispatch.status), without the
+options record a run needs: this module parses, nothing more. Settings are never read for
+`--status` on either door (a settings file that cannot be read does not hide where the tasks
+stand), so none of them can change what it prints."""
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
-
-if TYPE_CHECKING:
-    from agentloop.options import RunOptions
+from typing import NoReturn
 
 # The flags of a quick --status, and the option each one sets.
 FLAGS = {"--status": "status", "--json": "as_json", "--rehearse": "rehearse"}
@@ -34,32 +33,23 @@ def status_request(args: list[str]) -> tuple[Path | None, dict[str, bool]] | Non
     return (Path(plans[0]) if plans else None), flags
 
 
-def options_of(args: list[str]) -> tuple[Path | None, RunOptions] | None:
-    """The plan and the options click would make of `args`, when it is a plain `--status`."""
-    found = status_request(args)
-    if found is None:
-        return None
-    from agentloop.options import RunOptions
-
-    plan, flags = found
-    return plan, RunOptions(status=flags["status"], as_json=flags["as_json"],
-                            rehearse=flags["rehearse"], command=tuple(args))
-
-
-def main(plan: Path | None, options: RunOptions) -> NoReturn:
+def main(plan: Path | None, flags: dict[str, bool], args: list[str]) -> NoReturn:
     """Answer the `--status` and exit with its code (agentloop.console.dispatch decides)."""
-    from agentloop.console.dispatch import dispatch, last_resort, reported
+    # A short read that makes thousands of records and no cycles to free: the collector would
+    # only walk them again and again as they are made, and the process ends in milliseconds.
+    gc.disable()
+    from agentloop.console.dispatch import last_resort, reported, status
     from agentloop.console.gone import steady
-    from agentloop.options import check_usage
 
     sys.stdout, sys.stderr = steady(sys.stdout), steady(sys.stderr)  # a reader may go away
 
     def work() -> int:
-        check_usage(options)
-        return dispatch(plan, Path.cwd(), options)
+        # No RunOptions: these three flags never conflict (agentloop.options.usage_problem
+        # says so of each list status_request takes; tests/console/test_quick.py holds it).
+        return status(plan, Path.cwd(), flags["as_json"], flags["rehearse"])
 
     try:
-        code = reported(list(options.command), options.as_json, work)
+        code = reported(args, flags["as_json"], work)
     except KeyboardInterrupt:  # before the work began: nothing was read, nothing changed
         sys.stderr.write("\nagent-loop: interrupted; nothing was changed\n")
         code = 130

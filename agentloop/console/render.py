@@ -18,8 +18,9 @@ from agentloop.state.status import TaskStatus as S
 from agentloop.state.store import DIRNAME
 
 if TYPE_CHECKING:  # for the types only: --status imports none of the run's modules
-    from agentloop.app import PlanLine, RunResult, StatusView
+    from agentloop.app import RunResult
     from agentloop.run.events import RunFinished
+    from agentloop.standing import PlanLine, StatusView
 
 # The version of every JSON document agent-loop prints (--status, --dry-run, errors): a
 # consumer checks it; it goes up when a field changes meaning or goes away, not when one is added.

@@ -7,15 +7,18 @@ first `##` applies to every task, one under a `##` to that group's tasks (agentl
 
 from __future__ import annotations
 
-import hashlib
-import re
-import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import TaskFileError
 from agentloop.plan.boxes import TICKED
+
+# What tells a changed plan from the one the state holds, without parsing it; the names
+# readers of plans have always taken from here.
+from agentloop.plan.source import Read as Read
+from agentloop.plan.source import file_hash, read_bytes, shown, slug
+from agentloop.plan.source import read as read
 
 if TYPE_CHECKING:
     from agentloop.plan.markdown import Reading
@@ -32,11 +35,7 @@ TASK_SLUG_LIMIT = 40
 # that belongs in a file of its own.
 MAX_TASK_BYTES = 1024 * 1024
 
-_NOT_SLUG = re.compile(r"[^a-z0-9]+")
-# The reading's version: one more whenever the same file reads differently (2: legends are
-# notes, numbered sub-tasks fold; 3: a checklist with every box ticked is still a checklist). A state saved by an earlier reader is matched to the new
-# reading (agentloop.state.project), as if the file had changed.
-READER = 3
+
 
 
 @dataclass(frozen=True)
@@ -70,21 +69,6 @@ class TaskFile:
     folded: tuple[tuple[int, str, int], ...] = ()   # (line, text, line of the task it joined)
     title: str = ""             # the plan's `#` heading
     depends: tuple[tuple[str, tuple[str, ...]], ...] = ()   # group -> the groups it waits for
-
-
-@dataclass(frozen=True)
-class Read:
-    """A task file read and hashed, not parsed yet: a run whose state holds this very file
-    (its hash) never parses it (agentloop.state.project.load_plan)."""
-
-    path: Path
-    data: bytes
-    sha256: str                 # as TaskFile.sha256
-
-
-def file_hash(data: bytes) -> str:
-    """The hash recorded in the state: "sha256:" and the hex digest of the file's bytes."""
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def parse(text: str) -> tuple[Task, ...]:
@@ -130,25 +114,9 @@ def _summary(folded: str) -> str:
     return folded[:cut].rstrip() + "…"
 
 
-def slug(text: str, limit: int) -> str:
-    """`text` as at most `limit` characters of `[a-z0-9-]`, cut between words; "" if none left."""
-    ascii_text = unicodedata.normalize("NFKD", text.casefold()).encode("ascii", "ignore")
-    dashed = _NOT_SLUG.sub("-", ascii_text.decode("ascii").lower()).strip("-")
-    if len(dashed) <= limit:
-        return dashed
-    cut = dashed.rfind("-", 0, limit + 1)
-    return dashed[: cut if cut >= limit // 2 else limit].rstrip("-")
-
-
 def load(path: Path) -> TaskFile:
     """Read, hash and parse the task file at `path`; TaskFileError if it is unusable."""
     return from_bytes(path, read_bytes(path))
-
-
-def read(path: Path) -> Read:
-    """Read and hash the task file at `path`; TaskFileError if it cannot be read."""
-    data = read_bytes(path)
-    return Read(path, data, file_hash(data))
 
 
 def parsed(plan: TaskFile | Read) -> TaskFile:
@@ -164,12 +132,12 @@ def from_bytes(path: Path, data: bytes) -> TaskFile:
     text = _decode(path, data)
     tasks, reading = read_text(text)
     if not tasks:
-        raise TaskFileError(f"task file {_shown(path)} has no tasks: "
+        raise TaskFileError(f"task file {shown(path)} has no tasks: "
                             "write each task as a list item, like `- fix the login bug`")
     for task in tasks:
         size = len(task.text.encode("utf-8"))
         if size > MAX_TASK_BYTES:
-            raise TaskFileError(f"task {task.index} (line {task.line}) of {_shown(path)} is "
+            raise TaskFileError(f"task {task.index} (line {task.line}) of {shown(path)} is "
                                 f"{size:,} bytes; a task can be at most {MAX_TASK_BYTES // 1024} "
                                 "KiB: put the long part in a file and name that file in the task")
     depends = resolve([(t.line, t.group) for t in tasks],
@@ -180,36 +148,19 @@ def from_bytes(path: Path, data: bytes) -> TaskFile:
                     title=reading.title, depends=tuple(depends.items()))
 
 
-def read_bytes(path: Path) -> bytes:
-    """The task file's raw bytes (for hashing); TaskFileError if missing, a folder, unreadable."""
-    if path.is_dir():
-        raise TaskFileError(f"task file {_shown(path)} is a directory, not a file")
-    try:
-        return path.read_bytes()
-    except FileNotFoundError as e:
-        raise TaskFileError(f"task file {_shown(path)} does not exist") from e
-    except OSError as e:
-        raise TaskFileError(f"cannot read task file {_shown(path)}: {e.strerror}") from e
-
-
 def _decode(path: Path, data: bytes) -> str:
     """The file's text; TaskFileError if it is UTF-16, binary or not UTF-8."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise TaskFileError(f"task file {_shown(path)} is UTF-16: save it as UTF-8")
+        raise TaskFileError(f"task file {shown(path)} is UTF-16: save it as UTF-8")
     if b"\x00" in data:
-        raise TaskFileError(f"task file {_shown(path)} is not text (it contains NUL bytes)")
+        raise TaskFileError(f"task file {shown(path)} is not text (it contains NUL bytes)")
     try:
         return data.decode("utf-8")  # parse() drops a BOM
     except UnicodeDecodeError as e:
         before = data[: e.start].decode("utf-8")
         line = before.replace("\r\n", "\n").replace("\r", "\n").count("\n") + 1
-        raise TaskFileError(f"task file {_shown(path)} is not UTF-8 text "
+        raise TaskFileError(f"task file {shown(path)} is not UTF-8 text "
                             f"(byte 0x{data[e.start]:02x} on line {line})") from e
-
-
-def _shown(path: Path) -> str:
-    """The path for an error message, quoted if it holds a newline or other control character."""
-    return str(path) if str(path).isprintable() else repr(str(path))
 
 
 def __getattr__(name: str) -> Any:

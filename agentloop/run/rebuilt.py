@@ -1,21 +1,20 @@
 """Progress that survives the loss of `.agent-loop/`: each task's commit names its plan and task
 in trailers, and a run that finds no state reads what is done back from the history it builds on
-(agentloop.state.landed), saying so in one line, so it never pays for a finished task again."""
+(agentloop.state.landed), saying so in one line, so it never pays for a finished task again;
+and a run that finds a finished task's change gone from it looks for it there by its trailers
+(what `--status` says of the same, it asks agentloop.state.whereabouts)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from agentloop.run import ledger
-from agentloop.run.selection import commit_message
-from agentloop.state.landed import Commit, PlannedTask, done_tasks, landings, last_word, trailers
+from agentloop.state.landed import done_tasks, landings, trailers
 from agentloop.state.project import Project
 from agentloop.state.schema import State, TaskState
-from agentloop.state.status import TaskStatus as S
+from agentloop.state.whereabouts import commits, planned
 from agentloop.vcs.branch_log import branch_history
 from agentloop.vcs.carry import plan_slug
-from agentloop.vcs.history import missing
 
 
 def task_trailers(project: Project, task: TaskState) -> str:
@@ -36,7 +35,7 @@ def from_history(project: Project, state: State, vcs: str) -> str | None:
     history = branch_history(history_kind(vcs, project.root), project.root)
     if not history:
         return None
-    landed = done_tasks(plan_slug(project.task_file_name), _planned(state), _commits(history))
+    landed = done_tasks(plan_slug(project.task_file_name), planned(state), commits(history))
     if not landed:
         return None
     change_of = {commit: change for commit, change, _ in history}
@@ -48,55 +47,12 @@ def from_history(project: Project, state: State, vcs: str) -> str | None:
             f"builds on (their commits name them); they are not run again (--again N runs one)")
 
 
-def _planned(state: State) -> list[PlannedTask]:
-    # A task reworded after it was done: its commit names it by the words it was done as.
-    return [PlannedTask(t.index, t.done_as or t.task, commit_message(t, state.title))
-            for t in state.tasks]
-
-
-def _commits(history: list[tuple[str, str, str]]) -> list[Commit]:
-    return [Commit(commit, description) for commit, _, description in history]
-
-
-@dataclass(frozen=True)
-class Whereabouts:
-    """Where the finished tasks' changes are now, told apart from where the state saw them."""
-
-    lost: tuple[int, ...] = ()                  # gone from the history, found nowhere on it
-    moved: tuple[tuple[int, str], ...] = ()     # (task, the change its trailers name now)
-    reverted: tuple[tuple[int, str], ...] = ()  # (task, the commit that reverts it)
-
-
-def whereabouts(project: Project, state: State) -> Whereabouts:
-    """The finished tasks whose change left the history (lost), is there under another id (a
-    rebase or a cherry-pick kept its trailers: moved) or was reverted by a later commit."""
-    kind = state.vcs or ""
-    done = {t.change_id: t.index for t in state.tasks
-            if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id}
-    if not done:
-        return Whereabouts()
-    gone = {done[c] for c in missing(kind, project.root, list(done))}
-    history = branch_history(kind, project.root)
-    word = last_word(plan_slug(project.task_file_name), _planned(state), _commits(history))
-    change_of = {commit: change for commit, change, _ in history}
-    lost, moved, reverted = [], [], []
-    for index in sorted(done.values()):
-        commit, landed = word.get(index, ("", True))
-        if not landed:
-            reverted.append((index, commit))
-        elif index in gone and commit:
-            moved.append((index, change_of.get(commit, commit)))
-        elif index in gone:
-            lost.append(index)
-    return Whereabouts(tuple(lost), tuple(moved), tuple(reverted))
-
-
 def moved_on(project: Project, state: State, kind: str, root: Path, lost: set[str]
              ) -> list[tuple[TaskState, str, str]]:
     """The finished tasks whose change (among `lost`, gone from the history at `root`) is on it
     under another id, named by its trailers (a rebase): (task, its change id, its commit id)."""
     history = branch_history(kind, root)
-    landed = landings(plan_slug(project.task_file_name), _planned(state), _commits(history))
+    landed = landings(plan_slug(project.task_file_name), planned(state), commits(history))
     change_of = {commit: change for commit, change, _ in history}
     return [(task, change_of[landed[task.index]], landed[task.index]) for task in state.tasks
             if task.change_id in lost and landed.get(task.index) in change_of]

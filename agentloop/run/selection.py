@@ -7,7 +7,8 @@ from agentloop.errors import StateError
 from agentloop.ondemand import dataclass
 from agentloop.options import RunOptions, task_numbers
 from agentloop.plan import groups
-from agentloop.plan.groups import UNGROUPED
+from agentloop.state.landed import commit_message as commit_message  # where history reads it
+from agentloop.state.landed import filed_under as filed_under
 from agentloop.state.schema import State, TaskState
 from agentloop.state.status import FINISHED
 from agentloop.state.status import TaskStatus as S
@@ -189,15 +190,3 @@ def runnable(task: TaskState, max_attempts: int, include_optional: bool = False)
     return (task.status not in (*FINISHED, S.BLOCKED, S.UNAPPROVED)
             and not exhausted(task, max_attempts)
             and (include_optional or not task.optional))
-
-
-def commit_message(task: TaskState, title: str | None = None) -> str:
-    """The description of a task's change: filed under its group, or the plan's title when
-    it is in none."""
-    return f"agent-loop: {filed_under(task, title)} / {task.summary}"
-
-
-def filed_under(task: TaskState, title: str | None) -> str:
-    """The task's group as history names it: a task outside any group goes by the plan's
-    `#` title, where it has one."""
-    return title if task.group == UNGROUPED and title else task.group

@@ -11,9 +11,9 @@ the plan (its file's name as a slug) and the task: its number, then a short hash
 a task is still known after the plan was edited and its number moved. Every such pair in a message
 counts: a squash merge (GitHub's "Squash and merge", `git merge --squash`) lists the messages of
 the commits it squashed, each with its trailers, in one commit. A commit from before the
-trailers is matched by its subject (`agent-loop: <group> / <summary>`). A revert of a task's
-commit (`git revert`: `This reverts commit <sha>.`; jj's `This backs out commit <id>.`) makes
-the task not done again, and a revert of that revert done again.
+trailers is matched by its subject (`agent-loop: <group> / <summary>`, commit_message). A revert
+of a task's commit (`git revert`: `This reverts commit <sha>.`; jj's `This backs out commit
+<id>.`) makes the task not done again, and a revert of that revert done again.
 
 Pure: the caller reads the history (agentloop.vcs.branch_log) and the plan.
 """
@@ -23,9 +23,13 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from agentloop.plan.boxes import task_key
+from agentloop.plan.groups import UNGROUPED
+
+if TYPE_CHECKING:
+    from agentloop.state.schema import TaskState
 
 PLAN_KEY, TASK_KEY = "Agent-Loop-Plan", "Agent-Loop-Task"
 HASH_LENGTH = 12
@@ -39,7 +43,7 @@ class PlannedTask:
 
     index: int
     text: str       # the task's text, as the plan gives it
-    subject: str    # its commit message's first line, before trailers (selection.commit_message)
+    subject: str    # its commit message's first line, before trailers (commit_message)
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,18 @@ def task_hash(text: str) -> str:
     """A short hash of a task's text, blind to how its lines are wrapped or indented and to the
     marks in its sub-items' boxes."""
     return hashlib.sha256(task_key(text).encode("utf-8")).hexdigest()[:HASH_LENGTH]
+
+
+def commit_message(task: TaskState, title: str | None = None) -> str:
+    """The description of a task's change: filed under its group, or the plan's title when
+    it is in none."""
+    return f"agent-loop: {filed_under(task, title)} / {task.summary}"
+
+
+def filed_under(task: TaskState, title: str | None) -> str:
+    """The task's group as history names it: a task outside any group goes by the plan's
+    `#` title, where it has one."""
+    return title if task.group == UNGROUPED and title else task.group
 
 
 def trailers(plan: str, index: int, text: str) -> str:
@@ -80,7 +96,26 @@ def _values(lines: list[str], key: str) -> list[str]:
     return [line.split(":", 1)[1].strip() for line in lines if line.casefold().startswith(prefix)]
 
 
-def _named(values: list[str], tasks: Sequence[PlannedTask]) -> list[int]:
+@dataclass(frozen=True)
+class _Names:
+    """What a commit's message can name the plan's tasks by, each task's text hashed once: a
+    long history is read in one pass, each trailer looked up, never compared with every task."""
+
+    by_hash: dict[str, list[int]]   # a task's text's hash -> the tasks of that text
+    by_subject: dict[str, int]      # a commit subject -> the first task it names
+    numbers: frozenset[int]
+
+
+def _names(tasks: Sequence[PlannedTask]) -> _Names:
+    by_hash: dict[str, list[int]] = {}
+    by_subject: dict[str, int] = {}
+    for task in tasks:
+        by_hash.setdefault(task_hash(task.text), []).append(task.index)
+        by_subject.setdefault(task.subject, task.index)
+    return _Names(by_hash, by_subject, frozenset(t.index for t in tasks))
+
+
+def _named(values: list[str], names: _Names) -> list[int]:
     """The tasks `Agent-Loop-Task` values name: by the hash of its text (numbers move when the
     plan is edited), by its number where the value has no hash (the fleet's commits)."""
     named = []
@@ -88,10 +123,10 @@ def _named(values: list[str], tasks: Sequence[PlannedTask]) -> list[int]:
         number, _, digest = value.partition(" ")
         digest = digest.strip()
         if digest:
-            same = [t.index for t in tasks if task_hash(t.text) == digest]
+            same = names.by_hash.get(digest)
             if same:
                 named.append(number_first(same, number))
-        elif number.isdigit() and any(t.index == int(number) for t in tasks):
+        elif number.isdigit() and int(number) in names.numbers:
             named.append(int(number))
     return named
 
@@ -129,20 +164,17 @@ def landings(plan: str, tasks: Sequence[PlannedTask], history: Iterable[Commit]
 def _walk(plan: str, tasks: Sequence[PlannedTask], history: Iterable[Commit]
           ) -> Iterable[tuple[str, list[tuple[int, bool]]]]:
     """Each commit that does something to the plan's tasks, with what it does, oldest first."""
-    by_subject: dict[str, int] = {}
-    for task in tasks:
-        by_subject.setdefault(task.subject, task.index)
+    names = _names(tasks)
     effect: dict[str, list[tuple[int, bool]]] = {}   # commit id -> [(task, done after it)]
     for commit in history:
-        did = _effects(commit.description, plan, tasks, by_subject, effect)
+        did = _effects(commit.description, plan, names, effect)
         if did:
             effect[commit.commit_id] = did
             yield commit.commit_id, did
 
 
-def _effects(description: str, plan: str, tasks: Sequence[PlannedTask],
-             by_subject: dict[str, int], effect: dict[str, list[tuple[int, bool]]]
-             ) -> list[tuple[int, bool]]:
+def _effects(description: str, plan: str, names: _Names,
+             effect: dict[str, list[tuple[int, bool]]]) -> list[tuple[int, bool]]:
     """What one commit does to the plan's tasks, in the order its message says it: every
     trailer block names a task it lands (a squash merge holds many, one per squashed commit),
     every `This reverts commit` line undoes what that commit did."""
@@ -152,7 +184,7 @@ def _effects(description: str, plan: str, tasks: Sequence[PlannedTask],
         plans = _values(lines, PLAN_KEY)
         trailed = trailed or bool(plans)
         if plan in plans:
-            did += [(index, True) for index in _named(_values(lines, TASK_KEY), tasks)]
+            did += [(index, True) for index in _named(_values(lines, TASK_KEY), names)]
         for line in lines:
             quote = _REVERT_SUBJECT.match(line.lstrip("*- "))
             quoted = quote.group(1) if quote else quoted
@@ -161,11 +193,11 @@ def _effects(description: str, plan: str, tasks: Sequence[PlannedTask],
                 continue
             undone = _effect_of(reverted.group(1), effect)
             if undone is None:  # an id we do not know: by the subject it quotes
-                named = by_subject.get(quoted) if quoted is not None else None
+                named = names.by_subject.get(quoted) if quoted is not None else None
                 undone = [(named, True)] if named is not None else []
             did += [(index, not done) for index, done in undone]
     if not did and not trailed:  # from before the trailers (another plan's: never)
-        index = by_subject.get(description.split("\n", 1)[0].strip())
+        index = names.by_subject.get(description.split("\n", 1)[0].strip())
         did = [(index, True)] if index is not None else []
     return did
 

@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from agentloop.plan import parse
+from agentloop.plan import source
 from agentloop.state.schema import State, TaskState
 from agentloop.state.store import DIRNAME, Store
 from agentloop.vcs import find_root
 
 if TYPE_CHECKING:
+    from agentloop.plan.parse import TaskFile
     from agentloop.state.reconcile import Reconciled
 
 
@@ -74,7 +75,7 @@ def plan_folder(root: Path, task_file: Path) -> Path:
         name = str(task_file)
     base = root / DIRNAME
     digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
-    own = base / "plans" / f"{parse.slug(name, 40) or 'plan'}-{digest}"
+    own = base / "plans" / f"{source.slug(name, 40) or 'plan'}-{digest}"
     if (own / "state.json").exists():
         return own
     return base if _first_plan_is(base / "state.json", name) else own
@@ -97,19 +98,21 @@ def load_state(project: Project) -> tuple[State, bool]:
     return state, saved
 
 
-def load_plan(project: Project, plan: parse.TaskFile | parse.Read | None = None,
+def load_plan(project: Project, plan: TaskFile | source.Read | None = None,
               ) -> tuple[State, bool, Reconciled | None]:
     """The state, whether it was saved before, and what changed in the task file since (None
     when nothing did): a changed file is reconciled with the saved records, in memory; so is
-    one an earlier version of the reader read (parse.READER). `plan`: the task file as the
+    one an earlier version of the reader read (source.READER). `plan`: the task file as the
     caller already read it (a run reads it once); else it is read here, and parsed only when
     the state does not already hold this version of it, read by this reader."""
     if plan is None:
-        plan = parse.read(project.task_file)
+        plan = source.read(project.task_file)
     digest = plan.sha256
     saved = project.store.load()
-    if saved is not None and saved.task_file_hash == digest and saved.reader == parse.READER:
+    if saved is not None and saved.task_file_hash == digest and saved.reader == source.READER:
         return saved, True, None
+    from agentloop.plan import parse  # a new or edited plan only
+
     parsed = parse.parsed(plan)
     if saved is None:
         return state_from(project, parsed), False, None
@@ -141,11 +144,11 @@ def _edited_since(project: Project) -> bool:
     return written > saved_at
 
 
-def state_from(project: Project, parsed: parse.TaskFile) -> State:
+def state_from(project: Project, parsed: TaskFile) -> State:
     """A state with every task of the parsed file pending (checked-off ones skipped), and what
     the file holds besides tasks, so --dry-run on an unchanged file needs no parse."""
     return State(task_file=project.task_file_name, task_file_hash=parsed.sha256,
-                 reader=parse.READER,
+                 reader=source.READER,
                  tasks=[TaskState.from_task(t) for t in parsed.tasks],
                  context=parsed.context or None, title=parsed.title or None,
                  depends={g: list(d) for g, d in parsed.depends},

@@ -44,7 +44,7 @@ class Reconciled:
     ticked: tuple[int, ...] = ()
     kept_done: int = 0
     folded: tuple[tuple[int, int], ...] = ()      # (new index, records carried onto it)
-    reread: bool = False    # the same file, read by a newer reader (agentloop.plan.parse.READER)
+    reread: bool = False    # the same file, read by a newer reader (agentloop.plan.source.READER)
     replaced: tuple[TaskState, ...] = ()           # the old records of the edited tasks
     reworded_done: tuple[int, ...] = ()           # completed tasks reworded: kept done
 

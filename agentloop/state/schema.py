@@ -153,7 +153,7 @@ class State:
     # What the plan holds that is never run ({"line", "text", "why"}), and warnings about it.
     ignored: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    # The plan reader that read the file (agentloop.plan.parse.READER; 0: before it had one).
+    # The plan reader that read the file (agentloop.plan.source.READER; 0: before it had one).
     reader: int = 0
     # Sub-tasks folded into the task before them by their numbers ({"line", "text", "into"}).
     folded: list[dict[str, Any]] = field(default_factory=list)

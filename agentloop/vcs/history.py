@@ -3,8 +3,9 @@ command for all of them, which changes nothing (jj: no snapshot of the working c
 mark a run leaves in its state once it knows, so `--status` asks again only when the history
 moved since.
 
-A mark is where the history stood (git: the branch and its commit; jj: the operation) with a
-digest of the changes found in it. A commit's ancestors never change, nor does what an
+A mark is where the history stood (git: the commit HEAD is at, on whichever branch, as a lane's
+worktree and the checkout that lands it share their commits; jj: the operation) with a digest of
+the changes found in it. A commit's ancestors never change, nor does what an
 operation saw below @: while the history stands at the mark, every change it covered is still
 there, and no process needs to say so."""
 
@@ -38,7 +39,7 @@ def where(kind: str, root: Path) -> str | None:
     except OSError:
         return None
     found = refs.where(git_dir, common_dir)
-    return None if found is None or found[1] is None else f"{found[0]} {found[1]}"
+    return None if found is None else found[1]
 
 
 def mark(at: str, change_ids: Iterable[str]) -> str:
@@ -52,7 +53,12 @@ def unmoved(kind: str, root: Path, recorded: str | None, change_ids: Iterable[st
     if not recorded:
         return False
     at = where(kind, root)
-    return at is not None and mark(at, change_ids) == recorded
+    if at is None:
+        return False
+    now = mark(at, change_ids)
+    # A git mark from before named the branch too ("<branch> <commit> <digest>"): only the
+    # commit and the digest count, so a run's last lane and the checkout it landed in agree.
+    return recorded == now or (kind == "git" and recorded.split()[-2:] == now.split())
 
 
 def missing(kind: str, root: Path, change_ids: Iterable[str]) -> set[str]:

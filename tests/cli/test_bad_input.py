@@ -27,7 +27,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentloop import app, proc
+from agentloop import app, proc, standing
 from agentloop.agents.claude_stream import StreamLog, judge
 from agentloop.agents.common import LogFiles
 from agentloop.cli import command
@@ -417,9 +417,9 @@ def test_a_parseable_but_damaged_state_is_refused_never_a_crash(spot: tuple, val
         (root / "tasks.md").write_text("## G\n- one\n- two\n")
         (root / ".agent-loop").mkdir()
         (root / ".agent-loop" / "state.json").write_bytes(orjson.dumps(data))
-        for look in (lambda: render.status_text(app.status(Path("tasks.md"), root), root),
-                     lambda: orjson.dumps(render.status_json(app.status(Path("tasks.md"),
-                                                                         root))).decode(),
+        for look in (lambda: render.status_text(standing.status(Path("tasks.md"), root), root),
+                     lambda: orjson.dumps(render.status_json(standing.status(Path("tasks.md"),
+                                                                              root))).decode(),
                      lambda: dry_run.plan_text(app.dry_run(Path("tasks.md"), root,
                                                           RunOptions()))):
             try:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,10 +25,11 @@ from tests.support.repos import make_repo
 # reads its arguments there first.
 QUICK = ("agentloop", "agentloop.console", "agentloop.console.quick")
 # Saying what happened, and the one dispatch both doors share.
-SAYING = ("agentloop.errors", "agentloop.options",
+SAYING = ("agentloop.errors",
           "agentloop.console.gone",   # a closed pipe must not stop any command
           "agentloop.console.stops", "agentloop.console.dispatch")
-PARSING = (*QUICK, *SAYING, "agentloop.cli", "agentloop.console.help",
+# The options record: every command click parses, never a quick --status.
+PARSING = (*QUICK, *SAYING, "agentloop.options", "agentloop.cli", "agentloop.console.help",
            "agentloop.console.dashboard_options",   # the dashboard's options, not the dashboard
            "agentloop.console.workplace_options",   # the lane's options, not the lanes
            # the click types of --env and --env-exclude
@@ -34,15 +37,18 @@ PARSING = (*QUICK, *SAYING, "agentloop.cli", "agentloop.console.help",
 # --help lists the agents (their package's table only, never an agent's module); the default
 # agent needs no look-up, so --status reads no table.
 HELP = (*PARSING, "agentloop.agents", "agentloop.agents.environment")
-# No click, no settings: the state file, and the plan's hash (never its markdown reader).
-STATUS = (*QUICK, *SAYING, "agentloop.app", "agentloop.console.render",
+# No click, no settings, no options record: the state file, and the plan's hash (never its
+# parser, nor the records it parses into).
+STATUS = (*QUICK, *SAYING, "agentloop.standing", "agentloop.console.render",
           "agentloop.state", "agentloop.state.project", "agentloop.state.store",
           "agentloop.state.status",
           "agentloop.state.schema", "agentloop.state.journal", "agentloop.state.receipts",
-          "agentloop.plan", "agentloop.plan.parse", "agentloop.plan.boxes", "agentloop.files.",
+          "agentloop.plan", "agentloop.plan.source", "agentloop.files.",
           # are the done tasks' changes still in the history: yes while it stands where the run
           # last found them (read off git's files: no process, so no process layer either)
-          "agentloop.vcs", "agentloop.vcs.history", "agentloop.vcs.git", "agentloop.vcs.git.refs")
+          "agentloop.vcs", "agentloop.vcs.history", "agentloop.vcs.git", "agentloop.vcs.git.refs",
+          # what it would ask of the history (how it reads the answer: only when it asks)
+          "agentloop.state.whereabouts")
 OURS = {"--version": ("agentloop",), "--help": HELP, "--status": STATUS}
 THIRD_PARTY = {"--version": set(), "--help": {"click"}, "--status": {"orjson"}}
 
@@ -157,3 +163,74 @@ def test_a_run_loads_the_git_library_and_the_plan_reader_only_when_it_needs_them
     # Again, nothing left to do: the state holds this very plan, which is not read again.
     ours, others = imported(args, work)
     assert not others & {"git", "gitdb", "marko"}, sorted(others)
+
+
+def test_status_after_a_real_run_starts_no_process(tmp_path: Path,
+                                                   fake_claude: FakeClaude) -> None:
+    # The run's lane notes where the history stood on its own branch; the checkout it landed in
+    # stands at the same commit on another: the same history, so --status asks git nothing.
+    plan = "## One\n- first\n  FAKE: write a.txt A\n## Two\n- second\n  FAKE: write b.txt B\n"
+    work = make_repo(tmp_path / "project", "git", plan=plan)
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                           "--no-distill"], cwd=work, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    ours, _ = imported(["tasks.md", "--status"], work)
+    assert "agentloop.proc" not in ours, "--status started a process: the run's mark is not read"
+    assert status_json(work)["lost"] == []
+
+
+def test_a_mark_that_names_the_branch_still_counts(finished: Path) -> None:
+    # Marks saved before named git's branch too: the commit and the digest are what count.
+    project = open_project(Path("tasks.md"), finished)
+    state = project.store.load()
+    assert state is not None and state.history_mark is not None
+    state.history_mark = "refs/heads/elsewhere " + state.history_mark
+    project.store.snapshot(state, final=True)
+    ours, _ = imported(["tasks.md", "--status"], finished)
+    assert "agentloop.proc" not in ours
+    # Another digest (another set of changes) is not the same mark.
+    state.history_mark = state.history_mark[:-1] + ("0" if state.history_mark[-1] != "0" else "1")
+    project.store.snapshot(state, final=True)
+    ours, _ = imported(["tasks.md", "--status"], finished)
+    assert "agentloop.proc" in ours
+
+
+def git_calls(work: Path, tmp_path: Path, *args: str) -> list[str]:
+    """The git commands `agent-loop ARGS` starts, noted by a `git` first on PATH."""
+    shims, log = tmp_path / "shims", tmp_path / "git.log"
+    shims.mkdir(parents=True)
+    real = shutil.which("git")
+    assert real is not None
+    (shims / "git").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    (shims / "git").chmod(0o755)
+    log.write_text("")
+    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-m", "agentloop", *args], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return log.read_text().splitlines()
+
+
+def test_status_after_the_history_moved_asks_git_once(finished: Path, tmp_path: Path) -> None:
+    # The task's change says agent-loop, as every change of a run does; then the user commits.
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "agent-loop: One / first"],
+                   cwd=finished, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=finished, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    project = open_project(Path("tasks.md"), finished)
+    state = project.store.load()
+    assert state is not None
+    plan_commit, state.tasks[0].change_id = state.tasks[0].change_id, head
+    project.store.snapshot(state, final=True)
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "mine"], cwd=finished,
+                   check=True)
+    # One read of the history answers both: is the change there, and what do trailers say.
+    calls = git_calls(finished, tmp_path / "calls", "tasks.md", "--status")
+    assert len(calls) == 1 and calls[0].startswith("log"), calls
+    assert status_json(finished)["lost"] == []
+    # A change whose description that read does not name is asked after, once more.
+    state.tasks[0].change_id = plan_commit   # "plan"
+    project.store.snapshot(state, final=True)
+    calls = git_calls(finished, tmp_path / "again", "tasks.md", "--status")
+    assert [c.split()[0] for c in calls] == ["log", "rev-list"], calls
+    assert status_json(finished)["lost"] == []

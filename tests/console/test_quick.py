@@ -9,7 +9,7 @@ import pytest
 
 from agentloop.cli import command
 from agentloop.console import quick
-from agentloop.options import RunOptions
+from agentloop.options import RunOptions, usage_problem
 
 
 def by_click(args: list[str]) -> tuple[Path | None, RunOptions]:
@@ -24,7 +24,13 @@ def by_click(args: list[str]) -> tuple[Path | None, RunOptions]:
     ["plans/a b.md", "--json", "--status"], ["--rehearse", "--status", "tasks.md"],
     ["tasks.md", "--status", "--rehearse", "--json"]])
 def test_a_plain_status_reads_as_click_reads_it(args: list[str]) -> None:
-    assert quick.options_of(args) == by_click(args)
+    found = quick.status_request(args)
+    assert found is not None
+    plan, flags = found
+    options = RunOptions(**flags, command=tuple(args))
+    assert (plan, options) == by_click(args)
+    # So it needs no check of how the options go together: these never conflict.
+    assert usage_problem(options) is None
 
 
 @pytest.mark.parametrize("args", [
@@ -33,4 +39,4 @@ def test_a_plain_status_reads_as_click_reads_it(args: list[str]) -> None:
     ["--status", "--status", "tasks.md"], ["--status", "-h"], ["--status", "--", "-odd.md"],
     ["--status", "--json=1"], ["", "--status"], ["--status", "--rehearse"], []])
 def test_anything_else_goes_to_click(args: list[str]) -> None:
-    assert quick.options_of(args) is None
+    assert quick.status_request(args) is None

@@ -16,7 +16,6 @@ import pytest
 
 from agentloop.agents import Activity, AgentResult, AgentRun, Answer, Failure, Models
 from agentloop.agents.claude_errors import classify
-from agentloop.app import StatusView
 from agentloop.console.live import Console
 from agentloop.console.render import status_text
 from agentloop.errors import AgentBlocked, Interrupted
@@ -32,6 +31,7 @@ from agentloop.run.review_prompt import (
     review_prompt,
 )
 from agentloop.run.selection import runnable
+from agentloop.standing import StatusView
 from agentloop.vcs import Change
 from tests.support.fake_agent import FakeClaude
 from tests.support.harness import RETRY, START, FakeClock, Harness, ScriptedAdvisor, make_run

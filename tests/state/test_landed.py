@@ -7,11 +7,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
 
-from agentloop.state.landed import Commit, PlannedTask, done_tasks, task_hash, trailers
+from agentloop.state.landed import Commit, PlannedTask, done_tasks, last_word, task_hash, trailers
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_project, init_repo, jj
 
@@ -64,6 +65,21 @@ def dry_run(work: Path) -> str:
                           cwd=work, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def test_a_long_history_is_read_in_one_pass() -> None:
+    # 2,000 landed tasks, one reverted: each commit is looked up by its trailer's hash, never
+    # compared with every task's text (which took about 8 s on this many, and --status paid it
+    # whenever the history had moved since the run).
+    tasks = [PlannedTask(i, f"task {i}\n  with details", f"agent-loop: G / task {i}")
+             for i in range(1, 2001)]
+    history = [committed(f"{i:040x}", t) for i, t in enumerate(tasks, 1)]
+    history.append(Commit("f" * 40, f'Revert "{tasks[6].subject}"\n\n'
+                                     f"This reverts commit {7:040x}.\n"))
+    started = time.perf_counter()
+    word = last_word("tasks", tasks, history)
+    assert time.perf_counter() - started < 2.0
+    assert len(word) == 2000 and word[7] == ("f" * 40, False) and word[8] == (f"{8:040x}", True)
 
 
 def test_a_lost_state_is_rebuilt_from_the_branch(tmp_path: Path, fake_claude: FakeClaude) -> None:

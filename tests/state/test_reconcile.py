@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from agentloop.cli import command
-from agentloop.plan import numbering
+from agentloop.plan import numbering, source
 from agentloop.plan import parse as taskfile
 from agentloop.state.reconcile import reconcile, reworded_lines
 from agentloop.state.schema import Attempt, TaskState
@@ -194,7 +194,7 @@ def test_a_plan_that_folds_runs_nothing_finished_again(
     # Read as the reader before numbering folded anything: five tasks; four of them run.
     with monkeypatch.context() as earlier:
         earlier.setattr(numbering, "under", lambda child, parent: False)
-        earlier.setattr(taskfile, "READER", 1)
+        earlier.setattr(source, "READER", 1)
         for index in range(1, 5):
             cli("--vcs", "git", "--no-distill", "--task", str(index))
     before = state_of(work)

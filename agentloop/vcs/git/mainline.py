@@ -138,8 +138,11 @@ class GitMainLine:
         record = self.git_dir / RECORD
         record.write_text(f"{old} {new}\n")
         try:
+            # No auto-maintenance after it, as after a task's commit (repo.COMMIT_ARGS): that
+            # would be one more git process a task, started by this one.
             code, _ = self.git.code(
-                "-c", "core.hooksPath=/dev/null", "merge", "--ff-only", "-q", "--no-stat", new,
+                "-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
+                "merge", "--ff-only", "-q", "--no-stat", new,
                 env={"GIT_REFLOG_ACTION": f"agent-loop: landed {new[:12]}"}, codes=(0, 1, 128))
         finally:
             record.unlink(missing_ok=True)

@@ -1,0 +1,70 @@
+"""A task file as bytes: read, hashed as the state records it, the version of the reader that
+reads it, and the slug of a name. That is all it takes to tell the plan a state holds from a
+changed one, so `--status` and a run with nothing new to read never load the parser
+(agentloop.plan.parse, which takes these names from here) nor its records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentloop.errors import TaskFileError
+
+# The reading's version: one more whenever the same file reads differently (2: legends are
+# notes, numbered sub-tasks fold; 3: a checklist with every box ticked is still a checklist). A
+# state saved by an earlier reader is matched to the new reading (agentloop.state.project), as
+# if the file had changed.
+READER = 3
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class Read:
+    """A task file read and hashed, not parsed yet: a run whose state holds this very file
+    (its hash) never parses it (agentloop.state.project.load_plan)."""
+
+    path: Path
+    data: bytes
+    sha256: str                 # as TaskFile.sha256
+
+
+def file_hash(data: bytes) -> str:
+    """The hash recorded in the state: "sha256:" and the hex digest of the file's bytes."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def read(path: Path) -> Read:
+    """Read and hash the task file at `path`; TaskFileError if it cannot be read."""
+    data = read_bytes(path)
+    return Read(path, data, file_hash(data))
+
+
+def read_bytes(path: Path) -> bytes:
+    """The task file's raw bytes (for hashing); TaskFileError if missing, a folder, unreadable."""
+    if path.is_dir():
+        raise TaskFileError(f"task file {shown(path)} is a directory, not a file")
+    try:
+        return path.read_bytes()
+    except FileNotFoundError as e:
+        raise TaskFileError(f"task file {shown(path)} does not exist") from e
+    except OSError as e:
+        raise TaskFileError(f"cannot read task file {shown(path)}: {e.strerror}") from e
+
+
+def shown(path: Path) -> str:
+    """The path for an error message, quoted if it holds a newline or other control character."""
+    return str(path) if str(path).isprintable() else repr(str(path))
+
+
+def slug(text: str, limit: int) -> str:
+    """`text` as at most `limit` characters of `[a-z0-9-]`, cut between words; "" if none left."""
+    ascii_text = unicodedata.normalize("NFKD", text.casefold()).encode("ascii", "ignore")
+    dashed = _NOT_SLUG.sub("-", ascii_text.decode("ascii").lower()).strip("-")
+    if len(dashed) <= limit:
+        return dashed
+    cut = dashed.rfind("-", 0, limit + 1)
+    return dashed[: cut if cut >= limit // 2 else limit].rstrip("-")

@@ -1,0 +1,76 @@
+"""Where the finished tasks' changes are now, told apart from where the state saw them: still
+in the history (nothing to say), gone from it (lost), there under another id because a rebase or
+a cherry-pick kept their trailers (moved), or reverted by a later commit.
+
+`--status` asks this of every plan it shows, so it costs what the answer needs: nothing but a
+look at the repository's files while the history stands where the run last found every change
+(agentloop.vcs.history's mark); else one read of the history (agentloop.vcs.branch_log), which
+names every change that carries agent-loop's words, and a second VCS command only for a change
+that read did not name. The trailers in that history are read by agentloop.state.landed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agentloop.state.status import TaskStatus as S
+from agentloop.vcs.history import missing, unmoved
+
+if TYPE_CHECKING:
+    from agentloop.state.landed import Commit, PlannedTask
+    from agentloop.state.project import Project
+    from agentloop.state.schema import State
+
+
+# (lost: gone from the history, found nowhere on it; moved: (task, the change its trailers name
+# now); reverted: (task, the commit that reverts it)). A tuple, not a record: --status asks
+# this of every plan, and nothing to say should cost nothing to say.
+Found = tuple[tuple[int, ...], tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]
+NOTHING: Found = ((), (), ())
+
+
+def whereabouts(project: Project, state: State) -> Found:
+    """The finished tasks whose change left the history (lost), is there under another id (a
+    rebase or a cherry-pick kept its trailers: moved) or was reverted by a later commit."""
+    kind = state.vcs or ""
+    done = {t.change_id: t.index for t in state.tasks
+            if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id}
+    if not done or unmoved(kind, project.root, state.history_mark, done):
+        return NOTHING  # the run found them all where the history still stands
+    # The history moved: from here on processes are started, and their layer is loaded.
+    from agentloop.state.landed import last_word
+    from agentloop.vcs.branch_log import branch_history
+    from agentloop.vcs.carry import plan_slug
+
+    history = branch_history(kind, project.root)
+    named = {commit for commit, _, _ in history} | {change for _, change, _ in history}
+    # A change the read of the history named is in it; only the others are asked after.
+    gone = {done[c] for c in missing(kind, project.root, [c for c in done if c not in named])}
+    word = last_word(plan_slug(project.task_file_name), planned(state), commits(history))
+    change_of = {commit: change for commit, change, _ in history}
+    lost, moved, reverted = [], [], []
+    for index in sorted(done.values()):
+        commit, landed = word.get(index, ("", True))
+        if not landed:
+            reverted.append((index, commit))
+        elif index in gone and commit:
+            moved.append((index, change_of.get(commit, commit)))
+        elif index in gone:
+            lost.append(index)
+    return tuple(lost), tuple(moved), tuple(reverted)
+
+
+def planned(state: State) -> list[PlannedTask]:
+    """The state's tasks as history names them."""
+    from agentloop.state.landed import PlannedTask, commit_message
+
+    # A task reworded after it was done: its commit names it by the words it was done as.
+    return [PlannedTask(t.index, t.done_as or t.task, commit_message(t, state.title))
+            for t in state.tasks]
+
+
+def commits(history: list[tuple[str, str, str]]) -> list[Commit]:
+    """The commits of a history read by agentloop.vcs.branch_log, for agentloop.state.landed."""
+    from agentloop.state.landed import Commit
+
+    return [Commit(commit, description) for commit, _, description in history]
