@@ -10,7 +10,6 @@ agentloop.state.schema.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import time
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ import orjson
 
 from agentloop.errors import StateError, StateLocked
 from agentloop.files import jsonbytes
+from agentloop.files.lock import try_lock
 from agentloop.files.pid_file import live_pid
 from agentloop.state import journal
 from agentloop.state.schema import State, TaskState, from_bytes, now
@@ -29,23 +29,6 @@ from agentloop.state.schema import State, TaskState, from_bytes, now
 DIRNAME = ".agent-loop"
 # A run that loses the race for the lock waits this long at most for the winner's pid to show.
 HOLDER_WAIT_SECONDS = 2.0
-
-
-def flock(path: Path) -> int | None:
-    """An exclusive lock on `path` (made when missing): its open descriptor, or None when another
-    process holds it. The lock goes when the descriptor is closed or the process ends, however
-    it ends. (flock(2) directly: what filelock does on POSIX, without the 150 M instructions its
-    import costs a run's start; agent-loop runs on POSIX only, its process groups need it.)"""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by any child
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    except OSError:
-        os.close(fd)
-        raise
-    return fd
 
 
 @dataclass(frozen=True)
@@ -250,7 +233,7 @@ class Store:
 
     def _take(self, lock_path: Path, pid_path: Path) -> None:
         try:
-            lock = flock(lock_path)
+            lock = try_lock(lock_path)
         except OSError as exc:
             raise self._cannot_write(lock_path, exc) from None
         if lock is None:
@@ -274,7 +257,7 @@ class Store:
                 if _inode_of(held.path) == held.inode:
                     continue
                 held.path.parent.mkdir(parents=True, exist_ok=True)
-                fd = flock(held.path)
+                fd = try_lock(held.path)
             except OSError:
                 continue  # cannot look or lock: the run goes on as it would have before
             if fd is None:

@@ -160,6 +160,7 @@ def test_a_run_loads_the_git_library_and_the_plan_reader_only_when_it_needs_them
     assert "agentloop.vcs.git.backend" in ours or kind == "jj"
     assert not others & {"git", "gitdb"}, sorted(others)
     assert "marko" in others   # the plan is new: parsed once
+    assert "filelock" not in others   # the locks are flock(2) taken directly (files.lock)
     # Again, nothing left to do: the state holds this very plan, which is not read again.
     ours, others = imported(args, work)
     assert not others & {"git", "gitdb", "marko"}, sorted(others)

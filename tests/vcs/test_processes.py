@@ -129,19 +129,21 @@ def before_first_agent(log: Path) -> list[str]:
 
 # Before its first task, a fresh git run asks: whether history holds the plan's tasks already (no
 # state yet), who commits and whether commits are signed (preflight), where the repository is
-# (one rev-parse, instead of GitPython's two `git version`), the tree's status (a dirty tree is
-# refused), where the hooks are (one rev-parse), and the first task's begin's status (8 before:
-# GitPython ran `git version` twice). jj: the history, its identity, its root, whether it tracks
-# new files, the open changes, where @ is and the first task's change; whether git's HEAD is on
-# a branch is read off .git/HEAD (8 before: `git symbolic-ref`).
-# In a lane (the default), the lane is made as well. git: the user's uncommitted paths (what a
-# landing must not overwrite), one `worktree list` (the sweep's, which the lane's opening takes),
-# the `worktree add`, and the first task's begin's status; where the lane's git dir is, that it is
-# on its branch, and that nothing in it is uncommitted are read from its files or known from
-# having just made it (16 before). jj: one `workspace list`, the main line's tip and the
-# `workspace add`; the lane takes the checkout's snapshot.auto-track and has no stray change of a
-# killed run to drop (14 before).
-AT_START = {("git", "checkout"): 7, ("jj", "checkout"): 7, ("git", "lane"): 10,
+# and where its hooks are (one rev-parse, instead of GitPython's two `git version` and a second
+# rev-parse), the tree's status (a dirty tree is refused), and the first task's begin's status
+# (8 before: GitPython ran `git version` twice; 7 with the hooks' own rev-parse). jj: the
+# history, its identity, its root, whether it tracks new files, the open changes, where @ is and
+# the first task's change; whether git's HEAD is on a branch is read off .git/HEAD (8 before:
+# `git symbolic-ref`).
+# In a lane (the default), the lane is made as well. git: one `worktree list` (the sweep's, which
+# the lane's opening takes) and the `worktree add`; the user's uncommitted paths (what a landing
+# must not overwrite) are the ones the tree's status listed; where the lane's git dir is, that it
+# is on its branch, that nothing in it is uncommitted and what its first task's begin finds are
+# read from its files or known from having just made it (16 before, then 10 with the begin's
+# status, a second status of the checkout and the hooks' rev-parse). jj: one `workspace list`,
+# the main line's tip and the `workspace add`; the lane takes the checkout's snapshot.auto-track
+# and has no stray change of a killed run to drop (14 before).
+AT_START = {("git", "checkout"): 6, ("jj", "checkout"): 7, ("git", "lane"): 7,
             ("jj", "lane"): 10}
 
 
