@@ -153,6 +153,28 @@ def test_the_run_after_ctrl_c_in_the_check_brings_the_work_back_and_only_checks(
     assert "a.txt" in listed
 
 
+def test_kept_work_that_no_longer_fits_is_not_brought_back_in_conflict(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # jj's squash exits 0 on a conflict and stores it in the change: a task "completed" with
+    # markers in its commit would follow. The user committed their own a.txt after the stop.
+    work = project(tmp_path, "jj", "## G\n- the task\n  FAKE: write a.txt a\n")
+    once, checking = tmp_path / "once", tmp_path / "checking"
+    check = (f"test -f a.txt || exit 0; test -e {once} && exit 0; touch {once} {checking}; "
+             "sleep 30")
+    child = start(work, "--vcs", "jj", "--workplace", "checkout", "--check", check)
+    wait_for(child, checking)
+    ctrl_c(child)
+    (work / "a.txt").write_text("mine\n")
+    jj(work, "commit", "-m", "my a.txt")
+    again = agent_loop(work, "--vcs", "jj", "--workplace", "checkout", "--no-distill",
+                       "--check", check)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake_claude.task_prompts()) == 2, again.stdout  # it had to work again
+    assert "<<<<<<<" not in (work / "a.txt").read_text()
+    assert jj(work, "log", "--no-graph", "-r", "conflicts()", "-T", "change_id") == ""
+    assert state_of(work)["tasks"][0]["status"] == "completed"
+
+
 def test_a_lanes_failed_attempt_is_kept_aside_too(tmp_path: Path,
                                                   fake_claude: FakeClaude) -> None:
     work = project(tmp_path, "git", "## A\n- the task\n  FAKE: write a.txt a\n  FAKE: fail 1\n")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from agentloop.errors import VcsError
+from agentloop.vcs.check import operation
 from agentloop.vcs.jj.run import INFO, SUMMARIES, Jj, Rev, parse_info, summaries
 
 # How a kept change is described: never "agent-loop:", which names a task's change.
@@ -39,13 +40,18 @@ def keep_aside(jj: Jj, task: Rev, tip: str, message: str | None) -> str | None:
 
 def bring_back(jj: Jj, line: str) -> bool:
     """Squash the change a line of keep_aside names into @ (the task's change): whether it
-    went in."""
+    went in whole. A squash that conflicts (the line moved under the kept work since) exits 0
+    in jj with the conflict stored in @: it is undone, and False says the agent must work."""
     named = _SAID.search(line)
     if named is None:
         return False
+    before = operation(jj)
     try:
         jj.out("squash", "--use-destination-message", "--from", named.group(1), "--into", "@")
     except VcsError:
+        return False
+    if jj.ids("conflicts() & @"):
+        jj.out("op", "restore", before)
         return False
     return True
 
