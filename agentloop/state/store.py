@@ -124,6 +124,8 @@ class Store:
         A failed write (disk full, read-only folder) leaves the saved state as it was and
         raises StateError.
         """
+        if self._lost:  # the other run's state now: a task of ours still landing is found
+            return      # by its commit's trailers, never written over that run's records
         state.updated_at = now()
         if task is not None and self._journal_fits(state):
             line = journal.entry(state.journal_id or "", task,
@@ -144,6 +146,8 @@ class Store:
     def snapshot(self, state: State, final: bool = False) -> None:
         """Write the whole state to state.json atomically (temp file in the same folder,
         fsync, os.replace) and start its journal afresh; `final`: with no journal after it."""
+        if self._lost:  # see save
+            return
         journal_id = None if final else os.urandom(8).hex()
         previous, state.journal_id = state.journal_id, journal_id
         try:
@@ -251,12 +255,16 @@ class Store:
         each, no process). One deleted or replaced (an agent's `rm`, a `git clean -fdx`) and
         held by nobody is taken again: its path is returned. StateLocked when another run
         holds it now: that run writes the state from here on, this one stops."""
+        if self._lost:  # said once; every later lane asking to start is refused too
+            raise StateLocked("another agent-loop run took this plan's lock while this run "
+                              "worked: this run stops before its next task")
         taken, lost = [], []
         for i, held in enumerate(self._held):
             try:
                 if _inode_of(held.path) == held.inode:
                     continue
-                held.path.parent.mkdir(parents=True, exist_ok=True)
+                if held.path.parent == self.base:  # never a deleted .git: git would look
+                    self.base.mkdir(parents=True, exist_ok=True)  # upward for another one
                 fd = try_lock(held.path)
             except OSError:
                 continue  # cannot look or lock: the run goes on as it would have before

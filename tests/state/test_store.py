@@ -288,3 +288,26 @@ def test_log_paths(tmp_path: Path) -> None:
     assert store.log_path("001-g--t").name == "001-g--t.log"
     assert store.log_path("001-g--t", 2).name == "001-g--t-attempt2.log"
     assert os.sep not in store.relative(store.log_path("x"))[len(".agent-loop/logs/"):]
+
+
+def test_a_run_that_lost_its_lock_refuses_every_later_task_and_writes_no_state(
+        tmp_path: Path) -> None:
+    # With lanes, a second lane may ask to start after the first was refused; and a task of
+    # the lost run still landing must not write over the state the other run now owns.
+    (tmp_path / ".git").mkdir()
+    first, second = Store(tmp_path), Store(tmp_path)
+    with first.lock():
+        first.save(make_state())
+        for lock in (tmp_path / ".agent-loop" / "run.lock", tmp_path / ".git" / "agent-loop.lock"):
+            lock.unlink()
+        with second.lock():
+            theirs = make_state(5)
+            second.snapshot(theirs)
+            with pytest.raises(StateLocked):
+                first.keep_lock()
+            with pytest.raises(StateLocked):
+                first.keep_lock()
+            first.save(make_state(), make_state().tasks[0])
+            first.snapshot(make_state())
+            loaded = second.load()
+            assert loaded is not None and len(loaded.tasks) == 5
