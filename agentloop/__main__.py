@@ -42,8 +42,9 @@ def main() -> None:
         except OSError:  # piped into a program that has gone (`| head -0`)
             pass
         _exit(0)
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
     try:
+        # Inside the try: a stop already pending raises from the very call that blocks.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
         # `--status` is answered without click (agentloop.console.quick): it is most of what
         # a user types while a plan runs, and click is most of its start-up.
         from agentloop.console import quick

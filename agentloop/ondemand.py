@@ -40,12 +40,15 @@ def made(cls: type[T]) -> type[T]:
             # A stop (Ctrl+C, SIGTERM: agentloop.__main__) waits until the class is made: one
             # cut short could never be made again (the standard library refuses to write over
             # the methods it already set), and the run's careful stop makes events too.
-            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+            # The mask read unchanged first: a stop already pending raises from the call
+            # that blocks, and the finally must then still put the mask back.
+            before = signal.pthread_sigmask(signal.SIG_BLOCK, ())
             try:
+                signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
                 dataclasses.dataclass(**options)(cls)  # in place: no slots asked for
                 _MADE.add(cls)
             finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+                signal.pthread_sigmask(signal.SIG_SETMASK, before)
     return cls
 
 
