@@ -217,9 +217,9 @@ def _known(cls: type, data: Any) -> dict[str, Any]:
         # only what is in a list or a dict is.
         shape = tuple(map(type, data.values()))
         if shape in _FIT[cls]:
-            for name, check in checks.items():
+            for name, test in checks.items():
                 value = data[name]
-                if value and not isinstance(check, frozenset) and not check(value):
+                if value and not isinstance(test, frozenset) and not test(value):
                     raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")
             return data
     known = {}
@@ -307,7 +307,7 @@ def task_from_dict(data: Any) -> TaskState:
     """A task's record from its JSON; KeyError or TypeError names what is wrong."""
     record = _known(TaskState, data)
     record["history"] = _attempts(record.get("history", []))
-    status = _STATUS.get(record.get("status"))
+    status = _STATUS.get(record.get("status", ""))
     if status is not None:  # else left as read, for _problem to name
         record["status"] = status
     return _made(TaskState, record)
