@@ -194,10 +194,12 @@ def _problem(state: State) -> str | None:
 
 
 # Per record class: its fields in the order the writer writes them, the test of each (the JSON
-# value types a scalar field takes, or a test of a list's or a dict's values), and the patterns
-# of value types (one type a field, in that order) already found to fit.
+# value types a scalar field takes, or a test of a list's or a dict's values), those of the
+# lists and dicts alone, and the patterns of value types (one type a field, in that order)
+# already found to fit.
 _ORDER: dict[type, tuple[str, ...]] = {}
 _CHECKS: dict[type, dict[str, frozenset[type] | Callable[[Any], bool]]] = {}
+_NESTED: dict[type, list[tuple[str, Callable[[Any], bool]]]] = {}
 _FIT: dict[type, set[tuple[type, ...]]] = {}
 
 
@@ -210,6 +212,7 @@ def _known(cls: type, data: Any) -> dict[str, Any]:
         checks = _CHECKS[cls] = {name: _types(hint) or _checker(hint)
                                  for name, hint in _hints(cls).items()}
         _ORDER[cls], _FIT[cls] = tuple(checks), set()
+        _NESTED[cls] = [(name, t) for name, t in checks.items() if not isinstance(t, frozenset)]
     whole = tuple(data) == _ORDER[cls]
     if whole:
         # What the writer wrote: every field, in order. A plan's thousands of records come in a
@@ -217,9 +220,9 @@ def _known(cls: type, data: Any) -> dict[str, Any]:
         # only what is in a list or a dict is.
         shape = tuple(map(type, data.values()))
         if shape in _FIT[cls]:
-            for name, test in checks.items():
+            for name, test in _NESTED[cls]:
                 value = data[name]
-                if value and not isinstance(test, frozenset) and not test(value):
+                if value and not test(value):
                     raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")
             return data
     known = {}
