@@ -333,11 +333,21 @@ _STATUS = {s.value: s for s in TaskStatus}
 
 def from_bytes(raw: bytes, where: Path) -> State:
     """Parse state.json, upgrading old schemas and refusing newer ones with a clear message."""
+    return from_json(loads(raw, where), where)
+
+
+def loads(raw: bytes, where: Path) -> Any:
+    """The JSON of state.json's bytes; StateError when they are not JSON."""
     try:
-        data = orjson.loads(raw)
+        return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise StateError(f"{where} is not valid JSON ({exc}); move it aside or run with "
                          "--reset") from None
+
+
+def from_json(data: Any, where: Path) -> State:
+    """The state from state.json's JSON (`loads`), as from_bytes reads it; `data` is used up
+    (its records become the state's)."""
     if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int):
         raise StateError(f"{where} is not an agent-loop state file; move it aside or run with "
                          "--reset")

@@ -18,6 +18,8 @@ from agentloop.errors import StateError, StateLocked
 from agentloop.state import schema
 from agentloop.state import schema as records
 from agentloop.state.schema import Attempt, State, TaskState
+from agentloop.state.project import load_state, open_project
+from agentloop.state.status import TaskStatus
 from agentloop.state.store import Store
 
 
@@ -254,3 +256,24 @@ def test_log_paths(tmp_path: Path) -> None:
     assert store.log_path("001-g--t").name == "001-g--t.log"
     assert store.log_path("001-g--t", 2).name == "001-g--t-attempt2.log"
     assert os.sep not in store.relative(store.log_path("x"))[len(".agent-loop/logs/"):]
+
+
+def test_a_plan_s_state_is_parsed_once_to_find_its_folder_and_load_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "tasks.md").write_text("- one\n- two\n")
+    project = open_project(Path("tasks.md"), tmp_path)
+    state, _ = load_state(project)
+    project.store.snapshot(state, final=True)
+    parsed = []
+    real = orjson.loads
+    monkeypatch.setattr(orjson, "loads", lambda raw: parsed.append(raw) or real(raw))
+    again = open_project(Path("tasks.md"), tmp_path)
+    assert again.store.dir == project.store.dir and again.store.load() == state
+    assert len(parsed) == 1
+    # Changed since its folder was found: what the file holds now is what is read.
+    state.tasks[0].status = TaskStatus.COMPLETED
+    project.store.snapshot(state, final=True)
+    loaded = open_project(Path("tasks.md"), tmp_path).store
+    state.tasks[1].status = TaskStatus.FAILED
+    project.store.snapshot(state, final=True)
+    assert loaded.load() == state and len(parsed) == 3
