@@ -13,13 +13,13 @@ plan gets `.agent-loop/plans/<name>-<hash>/`. One run at a time per repository s
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import StateError
+from agentloop.files.digest import hexdigest
 from agentloop.plan import source
 from agentloop.state.schema import State, TaskState, loads
 from agentloop.state.store import DIRNAME, Store
@@ -75,7 +75,7 @@ def plan_folder(root: Path, task_file: Path) -> tuple[Path, tuple[bytes, Any] | 
     except ValueError:
         name = str(task_file)
     base = root / DIRNAME
-    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    digest = hexdigest(name.encode("utf-8", "surrogateescape"))[:8]
     own = base / "plans" / f"{source.slug(name, 40) or 'plan'}-{digest}"
     if (own / "state.json").exists():
         return own, None
