@@ -6,8 +6,13 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from types import FrameType
-from typing import NoReturn
+
+# typing and types only for the checker: every module imported before main() takes the stops
+# widens the moment in which a Ctrl+C ends Python's start with its own traceback.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import FrameType
+    from typing import NoReturn
 
 STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 

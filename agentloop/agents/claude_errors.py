@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone, tzinfo
-from zoneinfo import ZoneInfo
 
 from agentloop.agents import BLOCKING, BUDGET, LIMIT, OTHER, TRANSIENT, AgentResult, Failure
 from agentloop.agents.reset_time import next_reset
@@ -57,28 +56,29 @@ TRANSIENT_TYPES = {"overloaded_error", "api_error", "timeout_error"}
 
 # Prose, read only from the start of a result text (optionally after "API Error: "), so an
 # agent's own final message that mentions such words is not mistaken for an API failure.
+# Patterns, compiled by `re` (and kept in its cache) when a failed result is first read: compiled
+# here, the four cost a run's start about 10 ms, and a run that goes well never reads one.
 _PREFIX = r"^(?:API Error: (?:\d{3} )?)?"
-LIMIT_TEXT = re.compile(_PREFIX + r"(?:Server is temporarily limiting requests|You've hit your "
-                        r"|You're out of usage credits)", re.IGNORECASE)
-BLOCKING_TEXT = re.compile(
+LIMIT_TEXT = (_PREFIX + r"(?:Server is temporarily limiting requests|You've hit your "
+              r"|You're out of usage credits)")
+BLOCKING_TEXT = (
     _PREFIX + r"(?:Not logged in|Invalid API key|Invalid auth token|Credit balance is too low"
     r"|Your credit balance is too low|OAuth token revoked|Login expired|Login reached its time limit"
     r"|Failed to authenticate|Authentication required|Your ANTHROPIC_API_KEY belongs to a disabled"
-    r"|Your organization has disabled|This organization has been disabled)", re.IGNORECASE)
-TRANSIENT_TEXT = re.compile(
+    r"|Your organization has disabled|This organization has been disabled)")
+TRANSIENT_TEXT = (
     _PREFIX + r"(?:Request timed out|Connection error|Connection (?:refused|dropped|lost)"
     r"|Connection to the API was lost|Can't reach the API server|fetch failed)"
-    r"|^API Error: .*\b(?:ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|socket hang up)\b",
-    re.IGNORECASE)
+    r"|^API Error: .*\b(?:ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|socket hang up)\b")
 
 # "resets 2:49am (UTC)", "resets 3pm", "resets Nov 24, 3pm (Europe/Berlin)",
 # "resets Jan 2, 2027, 3:30pm (UTC)": the CLI's en-US forms (a date only when over 24 h away,
 # a year only when it differs from this one; minutes cut off, not rounded).
-RESET = re.compile(
+RESET = (
     r"\bresets\s+(?:(?P<month>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+"
     r"(?P<day>\d{1,2}),?\s+(?:(?P<year>\d{4}),?\s+)?(?:at\s+)?)?"
     r"(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*(?P<half>[ap])\.?m\b\.?"
-    r"(?:\s*\((?P<zone>[^()]+)\))?", re.IGNORECASE)
+    r"(?:\s*\((?P<zone>[^()]+)\))?")
 
 
 def _detail(result: AgentResult) -> str:
@@ -100,7 +100,7 @@ def classify(result: AgentResult, now: datetime | None = None) -> Failure:
         # The wait names the reset in agent-loop's own clock: the CLI's (`· resets 3pm`) goes,
         # so a limit is said once, in one format.
         said = detail if resets is None else \
-            RESET.sub("", detail).strip().rstrip("·").strip() or detail
+            re.sub(RESET, "", detail, flags=re.IGNORECASE).strip().rstrip("·").strip() or detail
         return Failure(LIMIT, f"{label}: {said}", resets)
 
     if result.subtype == BUDGET_CUT:
@@ -123,7 +123,7 @@ def classify(result: AgentResult, now: datetime | None = None) -> Failure:
                                  "normal user, or set IS_SANDBOX=1 on a disposable machine")
     status, api_type = result.api_error_status, result.api_error_type
     if status == 429 or api_type == "rate_limit_error":
-        if any(LIMIT_TEXT.match(t) for t in texts):
+        if any(re.match(LIMIT_TEXT, t, re.IGNORECASE) for t in texts):
             return limit("the API is limiting requests")
         return limit("rate limited (HTTP 429)")
     if status in (401, 403) or api_type in BLOCKING_TYPES:
@@ -131,11 +131,11 @@ def classify(result: AgentResult, now: datetime | None = None) -> Failure:
         return Failure(BLOCKING, f"{what} (HTTP {status}, {api_type}): {detail}")
     if (status is not None and status >= 500) or api_type in TRANSIENT_TYPES:
         return Failure(TRANSIENT, f"API error (HTTP {status}, {api_type}): {detail}")
-    if any(LIMIT_TEXT.match(t) for t in texts):
+    if any(re.match(LIMIT_TEXT, t, re.IGNORECASE) for t in texts):
         return limit("usage limit reached")
-    if any(BLOCKING_TEXT.match(t) for t in texts):
+    if any(re.match(BLOCKING_TEXT, t, re.IGNORECASE) for t in texts):
         return Failure(BLOCKING, f"claude cannot work until this is fixed: {detail}")
-    if any(TRANSIENT_TEXT.search(t) for t in texts):
+    if any(re.search(TRANSIENT_TEXT, t, re.IGNORECASE) for t in texts):
         return Failure(TRANSIENT, f"connection problem: {detail}")
     return Failure(OTHER, detail)
 
@@ -147,6 +147,8 @@ def _zone(name: str | None) -> tzinfo | None:
     name = name.strip()
     if name.upper() in ("UTC", "GMT", "ETC/UTC"):
         return timezone.utc
+    from zoneinfo import ZoneInfo  # read when a limit names its zone, not at every start
+
     try:
         return ZoneInfo(name)
     except (ValueError, OSError, KeyError):
@@ -157,5 +159,5 @@ def _zone(name: str | None) -> tzinfo | None:
 def parse_reset(text: str, now: datetime) -> float | None:
     """Unix seconds of the reset a text like `… · resets 2:49am (UTC)` names: the next such
     time after `now` (naive: UTC), in the zone in parentheses, else local time; None if none."""
-    found = RESET.search(text)
+    found = re.search(RESET, text, re.IGNORECASE)
     return next_reset(found, now, _zone(found["zone"])) if found else None

@@ -19,6 +19,7 @@ from agentloop.plan import groups
 from agentloop.plan.parse import TaskFile
 from agentloop.proc.signals import shielded
 from agentloop.run.events import Emit, RunFinished
+from agentloop.run.rebuilt import done_in_history
 from agentloop.run.selection import runnable
 from agentloop.run.start import start_run
 from agentloop.state import receipts
@@ -135,22 +136,10 @@ def open_job(project: Project, plan: TaskFile, options: RunOptions) -> Job:
               carry.state_branch(slug, lane))
     carry.fetch(repo, remote)
     _resume(job)
-    job.landed = landed_tasks(repo, slug)
+    # Read as a plain run reads what is done (every trailer pair of a squash merge, a revert
+    # undoing), from the state as it stands after _resume brought back the group's own.
+    job.landed = done_in_history(project, load_plan(project, plan)[0], "git")
     return job
-
-
-def landed_tasks(repo: carry.Repo, plan: str) -> frozenset[int]:
-    """The numbers of the tasks of `plan` whose commits (named by their Agent-Loop-Plan and
-    Agent-Loop-Task trailers) are in the history HEAD holds."""
-    code, out = repo.git("log", "--format=%(trailers:key=Agent-Loop-Plan,valueonly)%x00"
-                         "%(trailers:key=Agent-Loop-Task,valueonly)%x02", "HEAD",
-                         codes=(0, 128))
-    found = set()
-    for entry in out.split("\x02") if code == 0 else ():
-        names, _, numbers = entry.strip("\n").partition("\x00")
-        if plan in names.split() and numbers.strip().isdigit():
-            found.add(int(numbers.strip()))
-    return frozenset(found)
 
 
 def _resume(job: Job) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from agentloop.agents import AgentResult
 from agentloop.errors import AgentBlocked, Interrupted
 from agentloop.proc.signals import agent_finished, shielded
 from agentloop.run import review
@@ -25,7 +26,7 @@ from agentloop.run.handover import drop, hand
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.selection import commit_message, resume_session, session_workdir
 from agentloop.run.verify import task_checks, verify
-from agentloop.state.schema import TaskState, now
+from agentloop.state.schema import Attempt, TaskState, now
 from agentloop.state.status import AttemptOutcome as O
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import Change
@@ -77,12 +78,16 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
     resume = _where_it_began(run, task, resume)
     change = run.vcs.begin(commit_message(task, run.state.title))
     prompt = first_prompt(run, task, hint, resume, change.kept)
+    finished = _finished_before(task) if not change.kept else None
     hand(run, task, Opened(change))
     number = _next_number(task)
     try:
-        outcome = _develop(run, task, change, prompt, resume, number)
+        outcome = _brought_back(run, task, change, finished) if finished else None
+        outcome = outcome or _develop(run, task, change, prompt, resume, number)
+        number = outcome.attempt.number
         if outcome.result.ok:
             agent_finished()  # a closed terminal now waits for the task to be committed
+            finished = outcome.attempt
         if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
             outcome = verify(run, task, outcome)  # the user's checks, with fix runs
         if run.options.review and outcome.result.ok and \
@@ -91,8 +96,35 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
         return outcome
     except BaseException as exc:
         with shielded():
-            _abandon(run, task, change, number, exc)
+            _abandon(run, task, change, number, exc, finished is not None and
+                     finished.number == number)
         raise
+
+
+def _finished_before(task: TaskState) -> Attempt | None:
+    """The task's last run, when its agent had finished and the run was stopped after it (in
+    its checks), its work kept aside (Attempt.work_kept)."""
+    last = task.history[-1] if task.history else None
+    return last if last is not None and last.work_kept and \
+        last.outcome == O.INTERRUPTED else None
+
+
+def _brought_back(run: Run, task: TaskState, change: Change, finished: Attempt
+                  ) -> Outcome | None:
+    """The finished agent's work brought back into `change`, as the outcome of its run (which
+    then goes on to the checks); None when the VCS could not bring it back (the agent runs)."""
+    assert finished.work_kept is not None
+    if not run.vcs.bring_back(finished.work_kept):
+        run.emit(LaneNote(f"task {task.index}: its agent had finished before the last run was "
+                          "stopped, but its work kept aside no longer fits: the agent runs "
+                          "again"))
+        return None
+    run.emit(LaneNote(f"task {task.index}: its agent had finished before the last run was "
+                      "stopped; its work is back from where it was kept, and the agent is not "
+                      "paid again (the checks and the rest go on from there)"))
+    return Outcome(finished, change, AgentResult(ok=True, exit_code=finished.exit_code,
+                                                 session_id=finished.session_id),
+                   Report())
 
 
 def _review_rounds(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
@@ -183,12 +215,13 @@ def _develop(run: Run, task: TaskState, change: Change, prompt: str, resume: str
 
 
 def _abandon(run: Run, task: TaskState, change: Change, number: int,
-             exc: BaseException) -> None:
+             exc: BaseException, finished: bool = False) -> None:
     """Stopped midway: not the task's attempt. Its change goes now, so edits the user makes
-    before the next run stay theirs."""
+    before the next run stay theirs. `finished`: its agent had finished (a Ctrl+C in the
+    checks): the records keep where its work went, for the next run to bring back."""
     interrupted = isinstance(exc, (Interrupted, KeyboardInterrupt))
     outcome = O.INTERRUPTED if interrupted else (
         S.BLOCKED if isinstance(exc, AgentBlocked) else O.STOPPED)
     hand(run, task, Uncounted(number, outcome, O.INTERRUPTED if interrupted else S.PENDING,
                               str(exc) or "interrupted", stopped=not interrupted))
-    drop(run, task, change, number)
+    drop(run, task, change, number, finished=interrupted and finished)

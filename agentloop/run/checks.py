@@ -14,12 +14,12 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, Mapping, Sequence
 
 from agentloop import proc
 from agentloop.errors import CheckFailed
+from agentloop.ondemand import dataclass
 
 # How much of a check's output is kept for the agent and the console: the last lines, and of
 # those at most this many bytes (a single huge line is cut to its end).

@@ -301,6 +301,11 @@ class Controller:
         self._look_for_stop()
         if run.shared.halted():
             return False
+        taken = run.project.store.keep_lock()  # lock files deleted under the run
+        if taken:
+            run.emit(LaneNote(f"{' and '.join(run.project.shown(p) for p in taken)} deleted "
+                              "while this run worked: locked again, so no second run starts "
+                              "beside this one"))
         self._read_plan()
         if task.log_name in self.news.removed:
             self._skipped(task, f"task {task.index} ({task.summary}) was removed from the "

@@ -16,10 +16,12 @@ Two kinds:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence, Union
 
 from agentloop.agents import AgentResult, Failure
+
+# Made when first used: a task that goes well makes a few of these (agentloop.ondemand).
+from agentloop.ondemand import dataclass
 from agentloop.run.checks import CheckRun
 from agentloop.run.events import Event
 from agentloop.state.schema import Attempt
@@ -146,6 +148,7 @@ class Dropped:
     change_id: str
     number: int | None = None
     kept: str = ""  # the VCS's line: where the dropped edits are kept, how to bring them back
+    finished: bool = False  # its agent had finished: the kept edits are the task's work
 
 
 @dataclass(frozen=True)

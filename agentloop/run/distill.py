@@ -4,10 +4,10 @@ message and the diff stat into a subject and a short body. Any failure keeps the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from agentloop.agents import Agent, clean
+from agentloop.ondemand import dataclass
 from agentloop.run.json_answer import first_object
 
 SUBJECT_LIMIT = 72

@@ -3,13 +3,16 @@ An event's `lane` names the worker it is about ("": a run's one lane), for a con
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Callable, Union, get_args
 
 import orjson
 
 from agentloop.agents import AgentResult, Totals
 from agentloop.files import jsonbytes
+
+# Made when first used: a run makes under half of these (agentloop.ondemand).
+from agentloop.ondemand import dataclass, made
 from agentloop.run.lane_tag import LaneNote, lane
 
 
@@ -272,8 +275,8 @@ SCHEMA_VERSION = 1
 
 
 def event_types() -> dict[str, type]:
-    """Every event class by its name in events.jsonl."""
-    return {cls.__name__: cls for cls in get_args(Event)}
+    """Every event class by its name in events.jsonl, each made (agentloop.ondemand)."""
+    return {cls.__name__: made(cls) for cls in get_args(Event)}
 
 
 def to_json(event: Event, time: str) -> bytes:

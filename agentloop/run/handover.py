@@ -31,14 +31,16 @@ def begin(run: Run, task: TaskState, step: RunBegun) -> Attempt:
     return record
 
 
-def drop(run: Run, task: TaskState, change: Change, number: int | None = None) -> None:
+def drop(run: Run, task: TaskState, change: Change, number: int | None = None,
+         finished: bool = False) -> None:
     """Abandon the attempt's change and every edit in it (the lane's VCS, in the lane's
     working copy; kept aside first); the records forget it and the run says where its edits
     are kept (the controller). A change the VCS kept for the task's next begin instead (a
     killed run's, jj: agentloop.vcs.jj.backend.JjVcs.keeps) is still in history, and the
-    records go on naming it until that begin takes it up."""
+    records go on naming it until that begin takes it up. `finished`: the attempt's agent had
+    finished, so the records keep where its work went (Attempt.work_kept)."""
     kept = run.vcs.abandon(change)
     keeps = getattr(run.vcs, "keeps", None)
     if keeps is not None and keeps(change.change_id):
         return
-    hand(run, task, Dropped(change.change_id, number, kept or ""))
+    hand(run, task, Dropped(change.change_id, number, kept or "", finished))

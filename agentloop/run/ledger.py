@@ -316,6 +316,11 @@ def apply(run: Run, task: TaskState, step: Step) -> Attempt | None:
             return None
     elif isinstance(step, Dropped):
         forget_change(task, step.number)
+        if step.finished and step.kept:
+            finished = [a for a in task.history if a.number == step.number and
+                        a.role == "developer" and a.exit_code is not None]
+            if finished:
+                finished[-1].work_kept = step.kept
     elif isinstance(step, Uncounted):
         if step.stopped:  # runs that ended well were stopped by what came after
             for done in task.history:

@@ -47,6 +47,15 @@ def from_history(project: Project, state: State, vcs: str) -> str | None:
             f"builds on (their commits name them); they are not run again (--again N runs one)")
 
 
+def done_in_history(project: Project, state: State, kind: str) -> frozenset[int]:
+    """The numbers of the plan's tasks whose change the history (`kind`: git or jj) holds and
+    did not revert since, every trailer pair of a squash merge counted: what a fleet job's
+    `Depends on:` counts as landed."""
+    history = branch_history(kind, project.root)
+    return frozenset(done_tasks(plan_slug(project.task_file_name), planned(state),
+                                commits(history)))
+
+
 def moved_on(project: Project, state: State, kind: str, root: Path, lost: set[str]
              ) -> list[tuple[TaskState, str, str]]:
     """The finished tasks whose change (among `lost`, gone from the history at `root`) is on it

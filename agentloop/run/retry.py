@@ -20,11 +20,11 @@ Advisor problems never raise; only Ctrl+C (KeyboardInterrupt / Interrupted) goes
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentloop.agents import Agent, clean
+from agentloop.ondemand import dataclass
 from agentloop.options import MAX_ATTEMPTS
 from agentloop.run.json_answer import first_object
 

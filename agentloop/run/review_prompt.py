@@ -15,8 +15,8 @@ cannot be fooled into an approval:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from agentloop.ondemand import dataclass
 from agentloop.run.distill import diff_stat
 from agentloop.run.final_message import plain_lines
 

@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from agentloop.errors import StateError
+from agentloop.ondemand import dataclass
 from agentloop.options import RunOptions, task_numbers
 from agentloop.plan import groups
 from agentloop.state.landed import commit_message as commit_message  # where history reads it

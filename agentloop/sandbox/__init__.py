@@ -15,11 +15,12 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Mapping, Protocol, Sequence
 
 from agentloop.errors import SandboxUnavailable
+from agentloop.ondemand import dataclass
 from agentloop.sandbox.policy import SECRETS, Policy, policy_for
 
 __all__ = ["SECRETS", "Policy", "Sandbox", "SandboxUnavailable", "Tool", "open_sandbox",

@@ -10,9 +10,10 @@ that folder names the shared one in `commondir`; a jj workspace names its reposi
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
+
+from agentloop.ondemand import dataclass
 
 
 @dataclass(frozen=True)

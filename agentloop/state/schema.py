@@ -86,6 +86,10 @@ class Attempt:
     # The user's checks that ran after this run (agentloop.checks.record): command, exit_code,
     # seconds, log, round, timed_out.
     checks: list[dict[str, Any]] = field(default_factory=list)
+    # An attempt whose agent had finished when the run was stopped (Ctrl+C in its checks): the
+    # VCS's line that says where its work is kept aside. The task's next attempt brings that
+    # work back and runs only the checks, not the agent (agentloop.run.attempt).
+    work_kept: str | None = None
 
 
 @dataclass

@@ -10,10 +10,10 @@ agentloop.state.schema.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -21,6 +21,7 @@ import orjson
 
 from agentloop.errors import StateError, StateLocked
 from agentloop.files import jsonbytes
+from agentloop.files.lock import try_lock
 from agentloop.files.pid_file import live_pid
 from agentloop.state import journal
 from agentloop.state.schema import State, TaskState, from_json, loads, now
@@ -30,21 +31,28 @@ DIRNAME = ".agent-loop"
 HOLDER_WAIT_SECONDS = 2.0
 
 
-def flock(path: Path) -> int | None:
-    """An exclusive lock on `path` (made when missing): its open descriptor, or None when another
-    process holds it. The lock goes when the descriptor is closed or the process ends, however
-    it ends. (flock(2) directly: what filelock does on POSIX, without the 150 M instructions its
-    import costs a run's start; agent-loop runs on POSIX only, its process groups need it.)"""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by any child
+@dataclass(frozen=True)
+class _Held:
+    """A lock this run holds: its descriptor, its file, the file's identity then, its pid file."""
+
+    fd: int
+    path: Path
+    inode: tuple[int, int]   # (st_dev, st_ino) of the file locked
+    pid_path: Path
+
+
+def _inode(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+def _inode_of(path: Path) -> tuple[int, int] | None:
+    """The identity of the file at `path`, or None when there is none."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
+        st = os.stat(path)
+    except FileNotFoundError:
         return None
-    except OSError:
-        os.close(fd)
-        raise
-    return fd
+    return st.st_dev, st.st_ino
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -81,7 +89,8 @@ class Store:
         self._top: dict[str, Any] = {}       # the top-level fields as last written
         self._snapshot_tasks = -1             # how many tasks the last snapshot held
         # One run at a time per repository: the locks held, each with its pid file.
-        self._held: list[tuple[int, Path]] = []  # (locked descriptor, pid file)
+        self._held: list[_Held] = []
+        self._lost = False   # another run took a lock while this one worked: it writes now
 
     def load(self) -> State | None:
         """The saved state, or None when there is none yet. Takes no lock: writes are atomic."""
@@ -200,14 +209,15 @@ class Store:
                 stale.unlink(missing_ok=True)
             yield
         finally:
-            self._fold_journal()
+            if not self._lost:  # else state.json is the other run's to write
+                self._fold_journal()
             while self._held:
-                lock, pid_path = self._held.pop()
+                held = self._held.pop()
                 try:
-                    pid_path.unlink(missing_ok=True)
+                    held.pid_path.unlink(missing_ok=True)
                 except OSError:
                     pass  # the lock is what counts, and it goes with us; a stale pid is never shown
-                os.close(lock)  # and the lock with it
+                os.close(held.fd)  # and the lock with it
 
     def _fold_journal(self) -> None:
         """The run ends: its journal goes into state.json, which then says everything alone."""
@@ -224,23 +234,59 @@ class Store:
         """Take the lock in `.git/` or `.jj/` too, once there is one (a run that made the
         repository itself takes it then)."""
         vcs_dir = next((d for d in (self.root / ".git", self.root / ".jj") if d.is_dir()), None)
-        if vcs_dir is not None and all(pid.parent != vcs_dir for _, pid in self._held):
+        if vcs_dir is not None and all(h.path.parent != vcs_dir for h in self._held):
             self._take(vcs_dir / "agent-loop.lock", vcs_dir / "agent-loop.pid")
 
     def _take(self, lock_path: Path, pid_path: Path) -> None:
         try:
-            lock = flock(lock_path)
+            lock = try_lock(lock_path)
         except OSError as exc:
             raise self._cannot_write(lock_path, exc) from None
         if lock is None:
             raise StateLocked(f"another agent-loop run holds {self.root} (pid "
                               f"{self._holder(pid_path)}); wait for it or stop it first")
-        self._held.append((lock, pid_path))
+        self._held.append(_Held(lock, lock_path, _inode(lock), pid_path))
         try:
             # Atomic, so a run that lost the race never reads it empty or half written.
             _write_atomic(pid_path, f"{os.getpid()}\n")
         except OSError as exc:
             raise self._cannot_write(pid_path, exc) from None
+
+    def keep_lock(self) -> list[Path]:
+        """Between tasks: whether each lock file is still the one this run locked (one stat
+        each, no process). One deleted or replaced (an agent's `rm`, a `git clean -fdx`) and
+        held by nobody is taken again: its path is returned. StateLocked when another run
+        holds it now: that run writes the state from here on, this one stops."""
+        taken, lost = [], []
+        for i, held in enumerate(self._held):
+            try:
+                if _inode_of(held.path) == held.inode:
+                    continue
+                held.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = try_lock(held.path)
+            except OSError:
+                continue  # cannot look or lock: the run goes on as it would have before
+            if fd is None:
+                lost.append(held)
+                continue
+            os.close(held.fd)
+            self._held[i] = _Held(fd, held.path, _inode(fd), held.pid_path)
+            try:
+                _write_atomic(held.pid_path, f"{os.getpid()}\n")
+            except OSError:
+                pass  # the lock is what counts; a second run then says "pid unknown"
+            taken.append(held.path)
+        if lost:
+            self._lost = True
+            for held in lost:  # its pid file is the other run's now: never unlinked by us
+                self._held.remove(held)
+                os.close(held.fd)
+            raise StateLocked(
+                f"another agent-loop run (pid {self._holder(lost[0].pid_path)}) took "
+                f"{self.relative(lost[0].path)} while this run worked (its lock file was "
+                f"deleted): this run stops before its next task, its state saved; let that run "
+                f"finish")
+        return taken
 
     def _holder(self, pid_path: Path) -> str:
         """The lock holder's pid from its pid file, once that names a live process.

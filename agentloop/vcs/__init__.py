@@ -47,6 +47,10 @@ class Vcs(Protocol):
         """Drop the change and every edit the attempt made, leaving all else as it was, once
         they are kept aside; the one line that says where and how to bring them back."""
 
+    def bring_back(self, kept: str) -> bool:
+        """Put the edits `kept` (a line abandon returned) into the open change, as they were
+        when they were kept: True when all of them went in, False (nothing changed) if not."""
+
     def diff(self, change: Change) -> str:
         """The change's diff as text."""
 

@@ -14,6 +14,9 @@ _FIELD, _END = "\x00", "\x01"
 # Every description that can name a task holds it (its subject, its trailers, a revert's quote
 # of either): the rest of a long history is never read.
 MARK = "agent-loop"
+# A revert names the commit it undoes, not always agent-loop: `git revert` of a squash merge
+# whose subject is the pull request's title.
+REVERTS = ("This reverts commit", "This backs out commit")
 TIMEOUT = 120   # seconds: a history that takes longer to read is read as none
 
 
@@ -24,12 +27,14 @@ def branch_history(kind: str, root: Path) -> list[tuple[str, str, str]]:
     try:
         if kind == "git":
             done = Git(root).run("log", "--reverse", "--regexp-ignore-case", f"--grep={MARK}",
+                                 *(f"--grep={r}" for r in REVERTS),
                                  "--format=%H%x00%H%x00%B%x01", "HEAD", codes=None,
                                  timeout=TIMEOUT)
         elif kind == "jj":
             done = Jj(root).run(
                 "--ignore-working-copy", "log", "--no-graph", "--reversed", "-r",
-                f'::@ & description(glob-i:"*{MARK}*")', "-T",
+                "::@ & (" + " | ".join(f'description(glob-i:"*{m}*")' for m in (MARK, *REVERTS))
+                + ")", "-T",
                 'commit_id ++ "\\x00" ++ change_id ++ "\\x00" ++ description ++ "\\x01"',
                 codes=None, timeout=TIMEOUT)
         else:

@@ -14,10 +14,10 @@ jj's own fetch needs git 2.41, and git's fetch followed by `jj git import` is th
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from agentloop.errors import VcsError
+from agentloop.ondemand import dataclass
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.jj.run import Jj
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import enum
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from agentloop.errors import VcsError
+from agentloop.ondemand import dataclass
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.jj.run import Jj, op_head

@@ -78,9 +78,11 @@ def open_main_line(kind: str, root: Path, on_wait: Callable[[str], None] | None 
         from agentloop.vcs.git.mainline import GitMainLine, current_branch
         # The checkout's git dirs, found as it was prepared: the same repository's.
         dirs = checkout.tree.dirs() if isinstance(checkout, GitVcs) else None
+        # What is uncommitted, as the checkout's prepare found it a moment ago: no second status.
+        listed = checkout.found_listed if isinstance(checkout, GitVcs) else None
         return GitMainLine(root, ref if ref is not None else current_branch(root),
                            on_wait=on_wait, stopping=stopping, wait_limit=wait_limit,
-                           dirs=dirs)
+                           dirs=dirs, listed=listed)
     from agentloop.vcs.jj.backend import JjVcs
     from agentloop.vcs.jj.mainline import JjMainLine
     jj_line = JjMainLine(root, on_wait=on_wait, stopping=stopping, wait_limit=wait_limit)

@@ -13,11 +13,12 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from agentloop.ondemand import dataclass
 from agentloop.vcs.git.run import Git
 
 HOOKS = ("pre-commit", "commit-msg")   # the hooks that judge a commit before it is made
@@ -34,11 +35,27 @@ class Hook:
     command: str      # the shell line that runs it, as the check's log and messages show it
 
 
+# What hooks() asks git, and what a `git rev-parse` that locates the repository asks along with
+# it (agentloop.vcs.git.repo.locate): the answer is kept for the run's first hooks() a moment later.
+HOOK_PATHS = tuple(arg for name in (*(f"hooks/{h}" for h in HOOKS), MESSAGE)
+                   for arg in ("--git-path", name))
+FOUND_SECONDS = 2.0   # how long such an answer stands in for asking again
+_found: dict[Path, tuple[float, list[Path]]] = {}
+
+
+def found_with(root: Path, lines: list[str]) -> None:
+    """Keep where the hooks are, as `git rev-parse ... *HOOK_PATHS` run in `root` said."""
+    _found[root] = (time.monotonic(), _resolved(root, lines))
+
+
+def _resolved(root: Path, lines: list[str]) -> list[Path]:
+    return [(root / line) if not os.path.isabs(line) else Path(line) for line in lines]
+
+
 def _git_paths(root: Path, *names: str) -> list[Path]:
     """Where git keeps each of `names` in its folder, asked in one process."""
     argv = [arg for name in names for arg in ("--git-path", name)]
-    out = Git(root).out("rev-parse", *argv).splitlines()
-    return [(root / line) if not os.path.isabs(line) else Path(line) for line in out]
+    return _resolved(root, Git(root).out("rev-parse", *argv).splitlines())
 
 
 def _git_path(root: Path, name: str) -> Path:
@@ -49,7 +66,11 @@ def hooks(root: Path) -> tuple[Hook, ...]:
     """The repository's pre-commit and commit-msg hooks that git would run (executable files
     in its hooks folder); none when it has none."""
     found = []
-    *paths, message = _git_paths(root, *(f"hooks/{name}" for name in HOOKS), MESSAGE)
+    kept = _found.pop(root, None)  # once, and only just now: core.hooksPath may change
+    if kept is not None and time.monotonic() - kept[0] <= FOUND_SECONDS:
+        *paths, message = kept[1]
+    else:
+        *paths, message = _git_paths(root, *(f"hooks/{name}" for name in HOOKS), MESSAGE)
     for name, path in zip(HOOKS, paths):
         if path.is_file() and os.access(path, os.X_OK):
             shown = os.path.relpath(path, root) if path.is_relative_to(root) else str(path)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from agentloop.files.lock import held
 from agentloop.vcs import STATE_DIR
 
 LANES = "lanes"
@@ -79,11 +80,9 @@ def plan_lane(key: str, number: int, group: str) -> str:
 @contextmanager
 def bookkeeping(root: Path) -> Iterator[None]:
     """Hold the lock every change to the repository's list of lanes takes."""
-    from filelock import FileLock  # only parallel runs need it
-
     folder = root / STATE_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    # A lock object of its own per holder: the file lock then also keeps apart the threads of
-    # one process, which a shared (reentrant) one would let in together.
-    with FileLock(str(folder / LOCK), thread_local=False):
+    # Each holder opens the lock afresh (agentloop.files.lock), so it also keeps apart the
+    # threads of one process, which a shared (reentrant) lock would let in together.
+    with held(folder / LOCK):
         yield

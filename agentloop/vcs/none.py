@@ -29,6 +29,10 @@ class NoneVcs:
         """Nothing can be rolled back."""
         return None
 
+    def bring_back(self, kept: str) -> bool:
+        """Nothing is ever kept."""
+        return False
+
     def diff(self, change: Change) -> str:
         """No diff is known."""
         return ""

@@ -56,7 +56,8 @@ def _stale_locks(git_dir: Path) -> list[str]:
     for lock in [git_dir / "index.lock", git_dir / "HEAD.lock",
                  *(git_dir / "refs" / "heads").rglob("*.lock"),
                  *(git_dir / "refs" / "agent-loop").rglob("*.lock"),  # a parallel run's
-                 *(git_dir / "worktrees").glob("*/index.lock")]:
+                 *(git_dir / "worktrees").glob("*/index.lock"),
+                 *(git_dir / "worktrees").glob("*/HEAD.lock")]:  # a lane's commit, killed
         if not lock.is_file():
             continue
         if _held(lock):

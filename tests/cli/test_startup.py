@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -173,6 +174,7 @@ def test_a_run_loads_the_git_library_and_the_plan_reader_only_when_it_needs_them
     assert "agentloop.vcs.git.backend" in ours or kind == "jj"
     assert not others & {"git", "gitdb"}, sorted(others)
     assert "marko" in others   # the plan is new: parsed once
+    assert "filelock" not in others   # the locks are flock(2) taken directly (files.lock)
     # Again, nothing left to do: the state holds this very plan, which is not read again.
     ours, others = imported(args, work)
     assert not others & {"git", "gitdb", "marko"}, sorted(others)
@@ -221,7 +223,8 @@ def git_calls(work: Path, tmp_path: Path, *args: str) -> list[str]:
     done = subprocess.run([sys.executable, "-m", "agentloop", *args], cwd=work, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    return log.read_text().splitlines()
+    # Every git command names its folder first (`git -C DIR ...`): the calls without it.
+    return [re.sub(r"^-C \S+ ", "", line) for line in log.read_text().splitlines()]
 
 
 def test_status_after_the_history_moved_asks_git_once(finished: Path, tmp_path: Path) -> None:

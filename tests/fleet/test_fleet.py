@@ -15,6 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from agentloop.fleet.job import open_job
+from agentloop.options import RunOptions
+from agentloop.plan import parse
+from agentloop.state.project import open_project
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, jj
 
@@ -321,6 +325,44 @@ def test_a_later_stage_starts_from_the_earlier_ones_integration(tmp_path: Path,
         "agent-loop: Frontend / the page"]
     status = json.loads(finish(start(two, "--status", "--json"))[1])
     assert [t["status"] for t in status["tasks"]] == ["completed"] * 3
+
+
+SQUASHED_PLAN = """\
+## Backend
+- the api
+  FAKE: write api.txt api
+- the schema
+  FAKE: write schema.txt schema
+
+## Frontend
+Depends on: Backend
+
+- the page
+  FAKE: write page.txt page
+"""
+
+
+def test_a_squash_merged_group_counts_for_the_group_that_waits_for_it(tmp_path: Path) -> None:
+    # Backend's job commits land on main as one commit (GitHub's "Squash and merge"): every
+    # commit's message, with its trailers, one after the other. Frontend's job, re-run with the
+    # state it pushed before Backend landed, must count both of Backend's tasks as landed.
+    origin = remote(tmp_path, SQUASHED_PLAN)
+    merger = clone(tmp_path, origin, "merger", "git")
+    (merger / "api.txt").write_text("api\n")
+    (merger / "schema.txt").write_text("schema\n")
+    git(merger, "add", "-A")
+    git(merger, "commit", "-qm", "Backend (#7)\n\n"
+        "* agent-loop: Backend / the api\n\nAgent-Loop-Plan: tasks\nAgent-Loop-Task: 1\n\n"
+        "* agent-loop: Backend / the schema\n\nAgent-Loop-Plan: tasks\nAgent-Loop-Task: 2\n")
+    git(merger, "push", "-q", "origin", "main")
+    work = clone(tmp_path, origin, "frontend", "git")
+    project = open_project(work / "tasks.md", work)
+    plan = parse.load(project.task_file)
+    job = open_job(project, plan, RunOptions(group="2", push="origin"))
+    assert job.landed == {1, 2}
+    # A revert of the squash commit takes both back.
+    git(work, "revert", "--no-edit", "HEAD")
+    assert open_job(project, plan, RunOptions(group="2", push="origin")).landed == set()
 
 
 def test_a_conflict_goes_to_a_fresh_session_given_the_task_and_both_diffs(

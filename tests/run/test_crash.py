@@ -6,8 +6,8 @@ Three kinds of test, each on git and on jj, all with the real tool as a process:
   the fake agent write its own file after a short pause; the tool is killed at seeded random
   moments (start-up and the recovery a re-run does, the VCS step before and after the agent,
   the agent run, the state writes) and run again until a run ends by itself.
-* a sweep: a `git`/`jj` wrapper first on PATH kills the tool just before, or just after, the
-  k-th VCS command of a small run, for every k.
+* a sweep: a `git`/`jj` wrapper first on PATH kills the tool just before, during, or just
+  after the k-th VCS command of a one-task run, for every k.
 * one exact reproduction of each inconsistency they found (all fixed since).
 
 After every kill state.json loads and no agent outlives the tool. At the end every task is
@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -181,8 +182,16 @@ def _alive(match: Callable[[str], bool]) -> list[str]:
     return found
 
 
-def settle(tool_pid: int, fake: FakeClaude, where: str) -> int:
-    """No agent may outlive the tool; VCS commands it was running are waited for.
+def _cwd_in(pid: str, folder: Path) -> bool:
+    try:
+        return Path(os.readlink(f"/proc/{pid}/cwd")).is_relative_to(folder)
+    except OSError:
+        return False
+
+
+def settle(tool_pid: int, fake: FakeClaude, where: str, within: Path | None = None) -> int:
+    """No agent may outlive the tool; VCS commands it was running are waited for. `within`:
+    only agents working in that folder count (other runs go on beside this one).
 
     The agent runs in a session of its own, and the kernel kills it with the tool. A git or
     jj command the tool was running finishes its work (a user's re-run seconds later finds it
@@ -190,7 +199,9 @@ def settle(tool_pid: int, fake: FakeClaude, where: str) -> int:
     """
     agent = str(fake.bin)
     deadline = time.monotonic() + 2
-    while (agents := _alive(lambda p: agent in _cmdline(p))) and time.monotonic() < deadline:
+    mine: Callable[[str], bool] = lambda p: agent in _cmdline(p) and (  # noqa: E731
+        within is None or _cwd_in(p, within))
+    while (agents := _alive(mine)) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not agents, f"{where}: agent process(es) {agents} outlived the killed tool"
     ours = lambda p: (_stat(p) or ("", 0))[1] == tool_pid  # noqa: E731
@@ -414,8 +425,9 @@ def crash_env(tmp: Path, kind: str, when: str, at: int = 0, match: str = "") -> 
     assert real is not None
     folder = tmp / "wrapper"
     folder.mkdir(exist_ok=True)
-    (folder / kind).write_text(WRAPPER)
-    (folder / kind).chmod(0o755)
+    if not (folder / kind).is_file() or (folder / kind).read_text() != WRAPPER:
+        (folder / kind).write_text(WRAPPER)  # never rewritten under a sweep's running points
+        (folder / kind).chmod(0o755)
     counter = tmp / f"counter-{when}-{at}-{len(match)}"
     for stale in (counter, Path(f"{counter}.fired")):
         stale.unlink(missing_ok=True)
@@ -451,7 +463,7 @@ def kill_once_then_finish(work: Path, kind: str, env: dict[str, str], fake: Fake
     # No commit-message call: it is no VCS command, and the random kills cover it.
     tool = start(work, kind, out, env, "--no-distill")
     code = tool.wait(timeout=120)
-    settle(tool.pid, fake, label)
+    settle(tool.pid, fake, label, within=work)
     killed = code == -9
     if left is not None:
         left += stale_locks(work)
@@ -470,6 +482,30 @@ def kill_once_then_finish(work: Path, kind: str, env: dict[str, str], fake: Fake
     return killed, []
 
 
+# Kill points run two at a time, each in a repository of its own: CI has two cores, and one
+# point (a killed run, then a run to the end) is a chain of processes that keeps one busy.
+SWEEP_WORKERS = 2
+WHENS = ("before", "during", "after")
+
+
+def sweep_point(tmp_path: Path, kind: str, when: str, at: int, fake: FakeClaude
+                ) -> tuple[bool, list[str], list[str]]:
+    """One kill point of the sweep: (whether the tool was killed, problems, locks it left)."""
+    label = f"{kind}: kill {when} VCS command {at}"
+    work = tmp_path / f"{when}-{at}"
+    # One group of one task: a run's start, one lane's whole life (made, the task, its
+    # landing, removed) and the run's end, each VCS command a kill point once. A second
+    # group only repeated the same commands in a second lane (49 jj commands against 27),
+    # and the random and parallel kills cover runs of many groups.
+    new_repo(work, kind, groups=1, per_group=1, pause=0)
+    marks = tmp_path / "point-orphans" / f"{when}-{at}"  # this point's own: labelled right
+    marks.mkdir(parents=True)
+    env = {**crash_env(tmp_path, kind, when, at), "ORPHAN_MARKS": str(marks)}
+    locks: list[str] = []
+    killed, found = kill_once_then_finish(work, kind, env, fake, label, locks)
+    return killed, found or check(work, kind, label, per_group=1), locks
+
+
 # A jj run sweeps a colocated repository (`jj git init` makes one): a jj command killed halfway
 # there leaves git's locks (.git/index.lock) as well as its own.
 @pytest.mark.parametrize("kind", ["git", "jj"])
@@ -481,24 +517,29 @@ def test_a_kill_before_during_or_after_any_vcs_command_loses_nothing(
     if kind == "jj":
         new_repo(tmp_path / "colocated?", kind, groups=1, per_group=1)
         assert (tmp_path / "colocated?" / ".git").is_dir()
-    while True:
-        killed_any = False
-        for when in ("before", "during", "after"):
-            label = f"{kind}: kill {when} VCS command {at}"
-            work = tmp_path / f"{when}-{at}"
-            new_repo(work, kind, groups=2, per_group=1, pause=0)
-            killed, found = kill_once_then_finish(
-                work, kind, crash_env(tmp_path, kind, when, at), fake_claude, label, locks)
-            killed_any |= killed
-            points += killed
-            problems += found or check(work, kind, label, per_group=1)
-            problems += orphans(marks, label)
-        if not killed_any:
-            break  # the run made fewer than `at` VCS calls: every one has been a crash point
-        at += 1
+    crash_env(tmp_path, kind, "before")  # the wrapper, written once before the points run
+    with ThreadPoolExecutor(SWEEP_WORKERS) as pool:
+        while at:
+            batch = [(when, k) for k in (at, at + 1) for when in WHENS]
+            done = dict(zip(batch, pool.map(
+                lambda p: sweep_point(tmp_path, kind, p[0], p[1], fake_claude), batch)))
+            for k in (at, at + 1):
+                if not any(done[(when, k)][0] for when in WHENS):
+                    at = 0  # the run made fewer than k VCS calls: every one was a kill point
+                    break
+                for when in WHENS:
+                    killed, found, left = done[(when, k)]
+                    points += killed
+                    problems += found
+                    locks += left
+            at = at and at + 2
     summary = (f"{kind}: {points} crash points, {time.monotonic() - began:.0f}s; the kills left "
                f"{len(locks)} lock files ({', '.join(sorted(set(locks)))})")
-    problems += orphans(marks, f"{kind}, after the last point", wait=True)
+    time.sleep(ORPHAN_GRACE + 0.5)  # the last kill's orphan, if any, marks itself by then
+    problems += [f"{kind}: kill {mark.parent.name.replace('-', ' VCS command ', 1)}: agent run "
+                 f"{mark.name} outlived the tool"
+                 for mark in sorted((tmp_path / "point-orphans").rglob("*-*")) if mark.is_file()]
+    problems += orphans(marks, f"{kind}, after the last point")
     print("\n" + summary)
     assert points >= 15
     # git's commands are over in a few milliseconds, mostly before the kill; jj's are not.

@@ -125,6 +125,34 @@ def test_ctrl_c_during_the_check_keeps_the_finished_work(tmp_path: Path,
     assert state_of(work)["tasks"][0]["status"] == "interrupted"
 
 
+@pytest.mark.parametrize("kind", ["git", "jj"])
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+def test_the_run_after_ctrl_c_in_the_check_brings_the_work_back_and_only_checks(
+        tmp_path: Path, kind: str, workplace: str, fake_claude: FakeClaude) -> None:
+    work = project(tmp_path, kind, "## G\n- the task\n  FAKE: write a.txt a\n")
+    once, checking = tmp_path / "once", tmp_path / "checking"
+    # Passes before the agent (the baseline); after it, hangs the first time only.
+    check = (f"test -f a.txt || exit 0; test -e {once} && exit 0; touch {once} {checking}; "
+             "sleep 30")
+    child = start(work, "--vcs", kind, "--workplace", workplace, "--check", check)
+    wait_for(child, checking)
+    ctrl_c(child)
+    assert not (work / "a.txt").exists()
+    again = agent_loop(work, "--vcs", kind, "--workplace", workplace, "--no-distill",
+                       "--check", check)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake_claude.task_prompts()) == 1, again.stdout  # the agent was paid once
+    assert "its agent had finished" in again.stdout, again.stdout
+    assert (work / "a.txt").read_text() == "a\n"
+    task = state_of(work)["tasks"][0]
+    assert task["status"] == "completed" and task["attempts"] == 1
+    assert [a["outcome"] for a in task["history"]] == ["completed"]
+    assert task["history"][0]["checks"][-1]["exit_code"] == 0
+    listed = git(work, "show", "--name-only", "--format=", "HEAD") if kind == "git" else \
+        jj(work, "log", "--no-graph", "-r", "@-", "-T", 'self.diff().files().map(|f| f.path())')
+    assert "a.txt" in listed
+
+
 def test_a_lanes_failed_attempt_is_kept_aside_too(tmp_path: Path,
                                                   fake_claude: FakeClaude) -> None:
     work = project(tmp_path, "git", "## A\n- the task\n  FAKE: write a.txt a\n  FAKE: fail 1\n")

@@ -236,6 +236,75 @@ def test_the_run_lock_lives_where_git_clean_cannot_reach(tmp_path: Path) -> None
     assert (tmp_path / ".git" / "agent-loop.lock").exists()
 
 
+LOCK_FILES = (".git/agent-loop.lock", ".agent-loop/run.lock")
+
+
+def _rm_locks(work: Path) -> str:
+    return "  FAKE: bash rm -f " + " ".join(str(work / f) for f in LOCK_FILES) + "\n"
+
+
+def test_a_lock_file_the_agent_deletes_is_taken_back_before_the_next_task(
+        tmp_path: Path, fake_claude: object) -> None:
+    from tests.support.repos import git_project
+    from tests.support.runner import agent_loop
+
+    work = git_project(tmp_path, "")
+    # Task 2's agent asks what a second run would: can it lock either file now?
+    tries = " ; ".join(f"flock -n {work / f} true; echo $? >> {tmp_path / 'second.txt'}"
+                       for f in LOCK_FILES)
+    (work / "tasks.md").write_text(f"- one\n{_rm_locks(work)}  FAKE: write a.txt A\n"
+                                   f"- two\n  FAKE: bash {tries}\n  FAKE: write b.txt B\n")
+    done = agent_loop(work, "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "second.txt").read_text().split() == ["1", "1"]  # both held again
+    said = [line for line in (done.stdout + done.stderr).splitlines() if "locked again" in line]
+    assert said == ["  .agent-loop/run.lock and .git/agent-loop.lock deleted while this run "
+                    "worked: locked again, so no second run starts beside this one"], said
+
+
+def test_a_run_whose_lock_another_run_took_stops_before_its_next_task(
+        tmp_path: Path, fake_claude: object) -> None:
+    from tests.support.repos import git_project
+    from tests.support.runner import agent_loop
+
+    work = git_project(tmp_path, "")
+    deleted, go = tmp_path / "deleted", tmp_path / "go"
+    (work / "tasks.md").write_text(
+        f"- one\n{_rm_locks(work)}  FAKE: bash touch {deleted}; "
+        f"while [ ! -e {go} ]; do sleep 0.02; done\n  FAKE: write a.txt A\n"
+        "- two\n  FAKE: write b.txt B\n")
+    first = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill"],
+                             cwd=work, env={**os.environ, "NO_COLOR": "1"}, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not deleted.exists():
+        assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+        time.sleep(0.02)
+    # Another run starts beside it: it takes both new lock files and writes its pid.
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, os\n"
+        "from agentloop.state.store import Store\n"
+        "store = Store(__import__('pathlib').Path(sys.argv[1]))\n"
+        "with store.lock():\n"
+        "    print('ready', flush=True)\n"
+        "    sys.stdin.read()\n"), str(work)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "ready\n"
+        go.touch()
+        out, err = first.communicate(timeout=60)
+        assert first.returncode == 1, out + err
+        assert f"another agent-loop run (pid {holder.pid}) took .agent-loop/run.lock while this " \
+            "run worked" in err, err
+        assert "Traceback" not in out + err
+        assert not (work / "b.txt").exists()
+    finally:
+        holder.communicate("", timeout=30)
+    status = agent_loop(work, "--status")
+    assert "1 completed, 1 pending" in status.stdout, status.stdout
+
+
 def test_archive_moves_state_and_logs(tmp_path: Path) -> None:
     store = Store(tmp_path)
     store.save(make_state())

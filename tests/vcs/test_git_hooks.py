@@ -103,3 +103,27 @@ def test_with_jj_the_run_says_the_hooks_are_not_available(work: Path, jj_bin: st
     assert done.returncode == 0, done.stdout + done.stderr
     assert "git-hooks: not available with jj (its changes are no git commits)" in done.stdout
     assert "check:" not in done.stdout  # no hook ran
+
+
+@pytest.mark.parametrize("hooks_path", ["", "custom-hooks"])
+def test_the_hooks_found_with_the_repository_are_those_git_names(tmp_path: Path,
+                                                                 hooks_path: str) -> None:
+    # The `git rev-parse` that finds the repository asks where its hooks are too; the run's
+    # first look at them takes that answer, which must be git's own (core.hooksPath honoured).
+    from agentloop.vcs import githooks
+    from agentloop.vcs.git.repo import GitRepo
+    from agentloop.vcs.git.run import Git
+    from tests.support.repos import make_repo
+
+    work = make_repo(tmp_path / "work")
+    folder = work / (hooks_path or ".git/hooks")
+    folder.mkdir(parents=True, exist_ok=True)
+    if hooks_path:
+        git(work, "config", "core.hooksPath", hooks_path)
+    for name in githooks.HOOKS:
+        (folder / name).write_text("#!/bin/sh\nexit 0\n")
+        (folder / name).chmod(0o755)
+    asked = githooks.hooks(work)                       # asked on its own
+    assert GitRepo(Git(work)).locate()
+    assert githooks.hooks(work) == asked               # taken from the locating rev-parse
+    assert [h.path for h in asked] == [folder / name for name in githooks.HOOKS]

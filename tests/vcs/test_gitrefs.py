@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentloop import proc
-from agentloop.vcs.git.refs import tree_of, where
+from agentloop.vcs.git.refs import any_under, tree_of, where
 
 
 def git(repo: Path, *args: str) -> str:
@@ -58,3 +58,21 @@ def test_a_loose_commits_tree_as_git_tells_it(tmp_path: Path) -> None:
     git(repo, "gc", "-q")  # packed: not ours to read
     assert tree_of(common, commit) is None
     assert tree_of(common, "not a sha") is None
+
+
+def test_refs_under_a_prefix_as_git_tells_them(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    common, prefix = repo / ".git", "refs/agent-loop/landed/"
+    assert any_under(common, prefix) is False
+    git(repo, "update-ref", prefix + "abc", "HEAD")
+    assert any_under(common, prefix) is True        # loose
+    git(repo, "pack-refs", "--all")
+    assert not (common / prefix / "abc").exists()
+    assert any_under(common, prefix) is True        # packed
+    git(repo, "update-ref", "-d", prefix + "abc")
+    assert any_under(common, prefix) is False       # gone from both
+    git(repo, "update-ref", "refs/agent-loop/kept/x", "HEAD")
+    assert any_under(common, prefix) is False       # another prefix's

@@ -5,6 +5,7 @@ cause, and after every step the lane is checked against what agent-loop recorded
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -207,6 +208,42 @@ def test_a_clean_step_passes_and_a_checkout_write_is_said_not_stopped(repo: Path
     done = lane.finish(change, "task 2")
     assert files_of(repo, done.change_id) == ["two.txt"]
     assert said and "stray.txt" in said[0] and "while this lane's agent ran" in said[0]
+
+
+def test_the_look_at_your_checkout_runs_beside_the_lanes_commit(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A `git` first on PATH whose `status` of your checkout (`git -C <it> status`) waits for
+    # the lane's `commit` to start: looked at one after the other, the status gives up and
+    # the step fails.
+    real, shims, flag = shutil.which("git"), tmp_path / "shims", tmp_path / "committing"
+    shims.mkdir()
+    (shims / "git").write_text(
+        "#!/bin/sh\n"
+        'case " $* " in\n'
+        '  *" status "*) if [ "$2" = "$MAIN" ] && [ -e "$FLAG.armed" ]; then i=0\n'
+        '    while [ ! -e "$FLAG" ] && [ $i -lt 300 ]; do sleep 0.01; i=$((i+1)); done\n'
+        '    [ -e "$FLAG" ] || { echo "status alone" >&2; exit 3; }; fi ;;\n'
+        '  *" commit "*) [ -e "$FLAG.armed" ] && : > "$FLAG" ;;\n'
+        "esac\n"
+        f'exec "{real}" "$@"\n')
+    (shims / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shims}:{os.environ['PATH']}")
+    monkeypatch.setenv("MAIN", str(repo.resolve()))
+    monkeypatch.setenv("FLAG", str(flag))
+    lane = LaneGit(worktrees.open_git(repo, "1-a", git(repo, "rev-parse", "main"),
+                                      fresh=True).path, repo / "tasks.md",
+                   GitMainLine.current(repo))  # its git runners take PATH as it is now
+    lane.prepare()
+    lane.finish(lane.begin("task 1"), "task 1")  # a first step: the record the next one checks
+    said: list[str] = []
+    lane.main.on_wait = said.append
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    (repo / "stray.txt").write_text("an agent wrote into your checkout\n")
+    Path(f"{flag}.armed").touch()
+    done = lane.finish(change, "task 2")
+    assert files_of(repo, done.change_id) == ["two.txt"]
+    assert said and "stray.txt" in said[0]  # what the look found is said as before
 
 
 # -- an agent's own commits belong to its task, also across a kill ---------------------------

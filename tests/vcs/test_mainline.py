@@ -151,3 +151,24 @@ def test_a_landing_killed_before_the_checkout_followed_is_mended(repo: Path,
     assert git(repo, "status", "--porcelain") == ""
     assert (repo / "a.txt").read_text() == "a\n" and (repo / "f.txt").read_text() == "two\n"
     assert not (repo / ".git" / mainline.RECORD).exists()
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_the_main_line_takes_the_users_uncommitted_paths_from_the_checkouts_status(
+        tmp_path: Path, nested: bool) -> None:
+    # A run in lanes: the checkout's prepare read `git status` a moment ago; the main line
+    # knows what the user has uncommitted from it (no second status), as its own would say.
+    from agentloop.vcs.choose import open_main_line
+    from agentloop.vcs.git.backend import GitVcs
+
+    work = make_repo(tmp_path / "work", plan="- a task\n")   # tasks.md: untracked
+    (work / "README.md").write_text("edited\n")
+    (work / "notes.txt").write_text("the user's\n")
+    if nested:  # a repository inside: git lists its folder, which the backend's status skips
+        make_repo(work / "inner")
+    checkout = GitVcs(work, work / "tasks.md", allow_dirty=True)
+    checkout.prepare()
+    main = open_main_line("git", work, checkout=checkout)
+    assert main.before == GitMainLine(work, "refs/heads/main").before
+    assert {"README.md", "notes.txt", "tasks.md"} <= set(main.before)
+    assert ("inner/" in main.before) is nested

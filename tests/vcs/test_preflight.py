@@ -114,6 +114,20 @@ def test_stale_git_locks_a_killed_command_left_are_cleared(work: Path, fake_clau
     assert not (work / ".git" / "index.lock").exists()
 
 
+def test_a_lanes_head_lock_a_killed_commit_left_is_cleared(work: Path,
+                                                            fake_claude: FakeClaude) -> None:
+    # A lane's `git commit` killed halfway leaves its worktree's HEAD.lock; every later git
+    # command in that worktree (the next run's roll-back of the attempt) would fail on it.
+    init_repo(work, "git")
+    subprocess.run(["git", "worktree", "add", "-q", "-b", "side", str(work.parent / "side")],
+                   cwd=work, check=True, capture_output=True)
+    lock = work / ".git" / "worktrees" / "side" / "HEAD.lock"
+    lock.write_text("")
+    done = agent_loop(work, "--no-distill", "--vcs", "git")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not lock.exists() and "HEAD.lock" in done.stdout
+
+
 def test_a_lock_a_live_process_holds_stops_the_run_naming_it(work: Path,
                                                             fake_claude: FakeClaude) -> None:
     init_repo(work, "git")

@@ -23,9 +23,11 @@ TASKS = 4
 # reads where the next task begins.
 PER_TASK = {"git": 2, "jj": 3}
 # In a lane of its own (the default workplace): git, one `status` of your checkout (did
-# anything write there while the agent ran?), the two in the lane, and the landing's one
-# `merge --ff-only` in your checkout. jj: the same three and the landing's two (what @ holds in
-# your checkout, then one `rebase` of it onto the task's change).
+# anything write there while the agent ran? it runs beside the lane's two), the two in the
+# lane, and the landing's one `merge --ff-only` in your checkout, which starts no maintenance
+# of its own (git's trace says so: the shims do not see what git starts itself). jj: the
+# same three and the landing's two (what @ holds in your checkout, then one `rebase` of it
+# onto the task's change).
 PER_TASK_LANE = {"git": 4, "jj": 5}
 
 
@@ -41,8 +43,11 @@ def shims(tmp_path: Path, log: Path) -> dict[str, str]:
         shim.write_text(f'#!/bin/sh\nprintf "\\036%s\\n" "{name} $*" >> "$PROCESS_LOG"\n'
                         f'exec "{real}" "$@"\n')
         shim.chmod(0o755)
+    # git's own trace names the processes git starts itself, which no shim sees: an automatic
+    # `git maintenance run --auto` after a command, one more process a task.
     return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-            "PROCESS_LOG": str(log), "FAKE_CLAUDE_LOG": str(log), "NO_COLOR": "1"}
+            "PROCESS_LOG": str(log), "FAKE_CLAUDE_LOG": str(log), "NO_COLOR": "1",
+            "GIT_TRACE": str(log.with_suffix(".trace"))}
 
 
 def between_agents(log: Path) -> list[list[str]]:
@@ -104,6 +109,11 @@ def test_a_task_starts_only_the_processes_it_needs(tmp_path: Path, backend: str,
     expected = (PER_TASK if workplace == "checkout" else PER_TASK_LANE)[backend]
     assert [len(gap) for gap in gaps] == [expected] * len(gaps), \
         "\n\n".join("\n".join(shown(c) for c in gap) for gap in gaps)
+    trace = log.with_suffix(".trace")
+    started_by_git = [line for line in trace.read_text().splitlines()
+                      if "built-in: git maintenance" in line or "built-in: git gc" in line] \
+        if trace.exists() else []
+    assert not started_by_git, "\n".join(started_by_git)
 
 
 def before_first_agent(log: Path) -> list[str]:
@@ -119,19 +129,21 @@ def before_first_agent(log: Path) -> list[str]:
 
 # Before its first task, a fresh git run asks: whether history holds the plan's tasks already (no
 # state yet), who commits and whether commits are signed (preflight), where the repository is
-# (one rev-parse, instead of GitPython's two `git version`), the tree's status (a dirty tree is
-# refused), where the hooks are (one rev-parse), and the first task's begin's status (8 before:
-# GitPython ran `git version` twice). jj: the history, its identity, its root, whether it tracks
-# new files, the open changes, where @ is and the first task's change; whether git's HEAD is on
-# a branch is read off .git/HEAD (8 before: `git symbolic-ref`).
-# In a lane (the default), the lane is made as well. git: the user's uncommitted paths (what a
-# landing must not overwrite), one `worktree list` (the sweep's, which the lane's opening takes),
-# the `worktree add`, and the first task's begin's status; where the lane's git dir is, that it is
-# on its branch, and that nothing in it is uncommitted are read from its files or known from
-# having just made it (16 before). jj: one `workspace list`, the main line's tip and the
-# `workspace add`; the lane takes the checkout's snapshot.auto-track and has no stray change of a
-# killed run to drop (14 before).
-AT_START = {("git", "checkout"): 7, ("jj", "checkout"): 7, ("git", "lane"): 10,
+# and where its hooks are (one rev-parse, instead of GitPython's two `git version` and a second
+# rev-parse), the tree's status (a dirty tree is refused), and the first task's begin's status
+# (8 before: GitPython ran `git version` twice; 7 with the hooks' own rev-parse). jj: the
+# history, its identity, its root, whether it tracks new files, the open changes, where @ is and
+# the first task's change; whether git's HEAD is on a branch is read off .git/HEAD (8 before:
+# `git symbolic-ref`).
+# In a lane (the default), the lane is made as well. git: one `worktree list` (the sweep's, which
+# the lane's opening takes) and the `worktree add`; the user's uncommitted paths (what a landing
+# must not overwrite) are the ones the tree's status listed; where the lane's git dir is, that it
+# is on its branch, that nothing in it is uncommitted and what its first task's begin finds are
+# read from its files or known from having just made it (16 before, then 10 with the begin's
+# status, a second status of the checkout and the hooks' rev-parse). jj: one `workspace list`,
+# the main line's tip and the `workspace add`; the lane takes the checkout's snapshot.auto-track
+# and has no stray change of a killed run to drop (14 before).
+AT_START = {("git", "checkout"): 6, ("jj", "checkout"): 7, ("git", "lane"): 7,
             ("jj", "lane"): 10}
 
 

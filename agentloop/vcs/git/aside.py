@@ -9,6 +9,7 @@ undoes and `git diff --binary <sha>~ <sha> | git apply` puts it back on the roll
 
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -54,6 +55,26 @@ def said(kept: tuple[str, list[str]]) -> str:
     return (f"rolled back {len(files)} file(s) the attempt changed ({shown}); kept in "
             f"commit {sha[:12]} ({SAVED_REF}), `git diff --binary {sha[:12]}~ {sha[:12]} | "
             "git apply` brings them back")
+
+
+def bring_back(repo: GitRepo, line: str) -> bool:
+    """Apply the diff of the commit a line of `said` names onto the working tree, all of it or
+    nothing (git apply's own rule): whether it went in."""
+    named = _SAID.search(line)
+    if named is None:
+        return False
+    sha = named.group(1)
+    try:
+        patch = repo.git.out("diff", "--binary", "--no-color", "--no-ext-diff", f"{sha}~", sha)
+        if not patch.strip():
+            return False
+        repo.git.out("apply", "--whitespace=nowarn", input=patch)
+    except VcsError:
+        return False
+    return True
+
+
+_SAID = re.compile(r"kept in commit ([0-9a-f]{7,64}) ")
 
 
 def _as_begun(repo: GitRepo, start: Start, paths: set[str]) -> str | None:

@@ -65,6 +65,9 @@ class GitVcs:
         # Who the index file was when it last held HEAD's tree and nothing else was dirty
         # (agentloop.vcs.git.quick): unchanged at finish, `git add -A` finds only the task's.
         self._index_seen: tuple[int, ...] | None = None
+        # What prepare's `git status` listed uncommitted (every path, the task file's too): the
+        # main line of a run in lanes knows the user's uncommitted paths without asking again.
+        self.found_listed: list[str] | None = None
 
     @property
     def root(self) -> Path:
@@ -104,8 +107,18 @@ class GitVcs:
             self._forget()
         notes += found.notes
         head = self.tree.head()
-        dirty = [] if self._made and found.undo is None and self._resumable is None else \
-            self.tree.dirty(head)
+        fresh = self._made and found.undo is None and self._resumable is None
+        self.tree.listed = None
+        dirty = [] if fresh else self.tree.dirty(head)
+        # The checkout as the run found it, for the main line of a run in lanes.
+        self.found_listed = None if created else self.tree.listed
+        if fresh and head is not None:
+            # A working copy made a moment ago holds its commit and nothing else: its first
+            # begin is known without a `git status`, as after a clean commit (if no process
+            # ran in between, agentloop.vcs.git.quick.NextBegin).
+            self._next.expect(Start(head, self.tree.ref(), self.tree.tree(head), {},
+                                    self.tree.task_rel))
+            self._index_seen = index_seen(self.tree.git_dir)
         if self._resumable is not None:  # the attempt's files are its task's, not the user's
             dirty = sorted(set(dirty) - self.tree.changed(self._resumable))
         if created and head is None and dirty:
@@ -264,6 +277,10 @@ class GitVcs:
         recover.roll_back(self.tree, start)
         self._forget()
         return aside.said(kept) if kept is not None else None
+
+    def bring_back(self, kept: str) -> bool:
+        """The files a roll-back kept (aside.keep, named by its line) back in the tree."""
+        return aside.bring_back(self.tree, kept)
 
     def diff(self, change: Change) -> str:
         """The task commit's patch; before finish, what the task would commit now."""

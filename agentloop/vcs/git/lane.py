@@ -5,9 +5,11 @@ main line's commit."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import threading
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, TypeVar
 
 from agentloop import proc
 from agentloop.errors import VcsError
@@ -19,6 +21,8 @@ from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.landing import IntegrationConflict, markers_left
 from agentloop.vcs.lanes import BRANCH_PREFIX
+
+T = TypeVar("T")
 
 
 class LaneGit:
@@ -78,25 +82,46 @@ class LaneGit:
                                     self.work.tree.dirs())
         return change
 
-    def check(self, record: GitLaneRecord | None = None) -> None:
+    def check(self, record: GitLaneRecord | None = None,
+              commit: Callable[[], Change] | None = None) -> Change | None:
         """Trust nothing the agent could touch: LaneBreach when it did something outside its
-        task that stops the group; what only needs saying is said."""
+        task that stops the group; what only needs saying is said. `commit`: the step's
+        commit in the lane, made (its Change returned) while the user's checkout is looked at,
+        once nothing that stops the group was found."""
         record = record or self.record
         breach = check_git_lane(record) if record is not None else None
         if breach is not None and breach.stops:
             raise LaneBreach(breach)
+        done = None
         if breach is None and record is not None and record.head:
             # What the user has uncommitted now, one look for this step's check and the next
-            # step's record (the landing in between only writes paths nobody had dirty).
-            now = dirty(self.main.git)
+            # step's record (the landing in between only writes paths nobody had dirty). The
+            # look is a `git status` of another working tree than the lane's `add` and
+            # `commit`: it runs beside them, not after them.
+            look = _beside(lambda: dirty(self.main.git)) if commit is not None else None
+            try:
+                done = commit() if commit is not None else None
+            except BaseException:
+                if look is not None:  # waited for, its answer dropped: the stop goes on up
+                    with contextlib.suppress(Exception):
+                        look()
+                raise
+            now = look() if look is not None else dirty(self.main.git)
             self._seen = {p: stamp(self.main.root / p) for p in now}
             breach = written(record.main_root, record.checkout, now)
+        elif commit is not None:
+            done = commit()
         if breach is not None:
             self.main.on_wait(breach.text())
+        return done
 
     def abandon(self, change: Change) -> str | None:
         """Drop the attempt's edits in the worktree, kept aside first."""
         return self.work.abandon(change)
+
+    def bring_back(self, kept: str) -> bool:
+        """Kept edits back in the worktree."""
+        return self.work.bring_back(kept)
 
     def diff(self, change: Change) -> str:
         """The task's patch."""
@@ -108,8 +133,9 @@ class LaneGit:
 
     def finish(self, change: Change, message: str) -> Change:
         """Check the lane, commit in it, then land that commit on the main line."""
-        self.check()
-        return self._landed(self.work.finish(change, message), fresh=True)
+        done = self.check(commit=lambda: self.work.finish(change, message))
+        assert done is not None
+        return self._landed(done, fresh=True)
 
     def recovered(self) -> Change | None:
         """A commit an earlier run made in this lane and may not have landed: landed now."""
@@ -210,3 +236,33 @@ class LaneGit:
                 f"{main}..{branch}` shows it; resolve it there (`cd {where} && git rebase "
                 f"{main}`, fix, `git rebase --continue`), then run agent-loop again with "
                 "--parallel to land it and go on")
+
+
+def _beside(work: Callable[[], T]) -> Callable[[], T]:
+    """`work` started now in a thread of its own; the function that waits for its result (or
+    raises its error). Its process is counted before this returns, as one started before
+    what the caller runs meanwhile (agentloop.vcs.git.quick.NextBegin counts them)."""
+    found: list[T] = []
+    failed: list[BaseException] = []
+    ended = threading.Event()
+    counted = proc.started()
+
+    def run() -> None:
+        try:
+            found.append(work())
+        except BaseException as exc:  # handed to the caller, whatever it is
+            failed.append(exc)
+        finally:
+            ended.set()
+
+    thread = threading.Thread(target=run, name="agent-loop checkout status", daemon=True)
+    thread.start()
+    while proc.started() == counted and not ended.wait(0.0001):
+        pass  # until its process is counted (a few microseconds)
+
+    def result() -> T:
+        thread.join()
+        if failed:
+            raise failed[0]
+        return found[0]
+    return result

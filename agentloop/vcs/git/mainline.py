@@ -45,7 +45,8 @@ class GitMainLine:
 
     def __init__(self, root: Path, ref: str, on_wait: Callable[[str], None] | None = None,
                  stopping: Callable[[], bool] | None = None,
-                 wait_limit: float = WAIT_LIMIT, dirs: tuple[Path, Path] | None = None) -> None:
+                 wait_limit: float = WAIT_LIMIT, dirs: tuple[Path, Path] | None = None,
+                 listed: list[str] | None = None) -> None:
         self.root = root
         self.git = Git(root)
         self.ref = ref
@@ -56,8 +57,9 @@ class GitMainLine:
         self.on_waits: Callable[[list[str], float, str], None] | None = None
         self._lock = threading.Lock()
         # The user's uncommitted paths as the run found them: a path that differs from this
-        # later was written during the run.
-        self.before = self.stamps()
+        # later was written during the run. `listed`: the paths, as the checkout's backend
+        # found them when it was prepared.
+        self.before = self.stamps(listed)
         self._fresh_before: dict[str, tuple[int, int, int] | None] | None = dict(self.before)
         # `dirs`: (git dir, common dir) as the run's backend in the checkout found them.
         if dirs is None:
@@ -136,8 +138,11 @@ class GitMainLine:
         record = self.git_dir / RECORD
         record.write_text(f"{old} {new}\n")
         try:
+            # No auto-maintenance after it, as after a task's commit (repo.COMMIT_ARGS): that
+            # would be one more git process a task, started by this one.
             code, _ = self.git.code(
-                "-c", "core.hooksPath=/dev/null", "merge", "--ff-only", "-q", "--no-stat", new,
+                "-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
+                "merge", "--ff-only", "-q", "--no-stat", new,
                 env={"GIT_REFLOG_ACTION": f"agent-loop: landed {new[:12]}"}, codes=(0, 1, 128))
         finally:
             record.unlink(missing_ok=True)
@@ -149,9 +154,10 @@ class GitMainLine:
         taken, self._fresh_before = self._fresh_before, None
         return taken
 
-    def stamps(self) -> dict[str, tuple[int, int, int] | None]:
-        """The user's uncommitted paths now, each with its stamp."""
-        return {p: stamp(self.root / p) for p in self._dirty()}
+    def stamps(self, listed: list[str] | None = None) -> dict[str, tuple[int, int, int] | None]:
+        """The user's uncommitted paths now (or `listed`, as a status just read them), each
+        with its stamp."""
+        return {p: stamp(self.root / p) for p in (self._dirty() if listed is None else listed)}
 
     def written_since(self, paths: list[str]) -> list[str]:
         """Which of `paths` in the checkout changed after this run began (not an edit of the
@@ -165,6 +171,8 @@ class GitMainLine:
 
     def forget_all(self) -> None:
         """Drop every landed record (no task is left whose landing is in doubt)."""
+        if refs.any_under(self.common_dir, LANDED) is False:
+            return  # none, as the files say: no `git for-each-ref` to find that out
         out = self.git.code("for-each-ref", "--format=%(refname)", LANDED)[1]
         for ref in out.split():
             self.git.code("update-ref", "-d", ref, codes=(0, 1))

@@ -108,6 +108,11 @@ class NextBegin:
                       Start(sha, start.ref, repo.tree(sha), states, start.task))
         return not states
 
+    def expect(self, start: Start) -> None:
+        """Note the next begin as `start`, known without asking git (a working copy made
+        afresh a moment ago: its commit, that commit's tree in the index, nothing else)."""
+        self._next = (proc.started(), time.monotonic(), start)
+
     def carry(self, since: int) -> None:
         """The processes started since `since` were agent-loop's own git commands in another
         working copy (a lane's landing in the user's checkout): the begin foreseen holds."""

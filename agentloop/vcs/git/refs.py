@@ -55,6 +55,23 @@ def branch_tip(common_dir: str | os.PathLike[str], ref: str) -> str | None:
     return ""
 
 
+def any_under(common_dir: str | os.PathLike[str], prefix: str) -> bool | None:
+    """Whether any ref's name starts with `prefix` (`refs/agent-loop/landed/`); None when this
+    cannot be told from the files (reftable)."""
+    if os.path.isdir(os.path.join(common_dir, "reftable")):
+        return None
+    for _, _, files in os.walk(os.path.join(common_dir, prefix)):
+        if files:
+            return True  # a loose ref (or a lock of one being written: ask git then)
+    try:
+        packed = _read(os.path.join(common_dir, "packed-refs"))
+    except FileNotFoundError:
+        return False
+    except (OSError, UnicodeDecodeError):
+        return None
+    return any(line.partition(" ")[2].startswith(prefix) for line in packed.splitlines())
+
+
 def _read(path: str) -> str:
     # Raw reads: a text file object costs ten times the read itself, and HEAD is read every task.
     fd = os.open(path, os.O_RDONLY)

@@ -18,6 +18,7 @@ from agentloop.vcs.git.record import Start
 from agentloop.vcs.git.run import EMPTY_TREE, Git, failure
 from agentloop.vcs.git.status import ARGS as STATUS_ARGS
 from agentloop.vcs.git.status import Status, parse_status
+from agentloop.vcs.githooks import HOOK_PATHS, found_with
 from agentloop.vcs.preflight import signs
 
 # GitPython (about 50 ms to import, and a `git version` or two) is opened when the backend
@@ -80,6 +81,9 @@ class GitRepo:
         self.task_rel: str | None = None
         self.plans: set[str] = set()   # other plans' task files: never a task's either
         self._dirs: tuple[str, str] | None = None   # the git dir and the common dir, as text
+        # Every path the last `git status` listed (what `check.dirty` would say); None before
+        # the first, or when it listed a nested repository (which Status leaves out).
+        self.listed: list[str] | None = None
 
     @property
     def root(self) -> Path:
@@ -108,17 +112,20 @@ class GitRepo:
         inside a git dir, has no working tree for tasks: VcsError."""
         if not self.root.is_dir():
             raise VcsError(f"{self.root} does not exist")
+        # Where the repository's hooks are, in the same process: the run's first lines say
+        # whether its commits skip them (agentloop.vcs.githooks.hooks, a moment later).
         done = self.git.run("rev-parse", "--is-bare-repository", "--absolute-git-dir",
-                            "--git-common-dir", "--show-toplevel", codes=None,
+                            "--git-common-dir", "--show-toplevel", *HOOK_PATHS, codes=None,
                             env={"LC_ALL": "C"})
         lines = done.stdout.splitlines()
         if done.returncode != 0 and not lines:
             if "not a git repository" in done.stderr:
                 return False
             raise failure(self.root, ("rev-parse",), done.stderr.strip().replace("\n", " "))
-        if len(lines) != 4 or lines[0] == "true":
+        if len(lines) != 4 + len(HOOK_PATHS) // 2 or lines[0] == "true":
             where = lines[1] if len(lines) > 1 else self.root
             raise VcsError(f"{where} is a bare repository: there is no working tree")
+        found_with(self.root, lines[4:])
         # The common dir comes relative to the folder git ran in.
         self._dirs = (lines[1], os.path.normpath(os.path.join(self.root, lines[2])))
         self.git.root = Path(lines[3]).resolve()
@@ -184,7 +191,11 @@ class GitRepo:
 
     def status(self) -> Status:
         """What one `git status` says."""
-        return parse_status(self.git.out(*STATUS_ARGS))
+        out = self.git.out(*STATUS_ARGS)
+        status = parse_status(out)
+        self.listed = None if any(e.endswith("/") for e in out.split("\0")) else \
+            sorted(status.paths)
+        return status
 
     def candidates(self, base: str | None, status: Status | None = None) -> set[str]:
         """Paths that may differ from `base`: untracked, or tracked and different."""

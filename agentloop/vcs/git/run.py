@@ -61,8 +61,11 @@ class Git:
         if not self.root.is_dir():
             raise failure(self.root, args, "")
         try:
-            done = proc.run(["git", *args], cwd=self.root, env=full, check=False, input=data,
-                            timeout=timeout)
+            # In its folder by `-C`, started from ours: a process started in another folder (a
+            # lane's worktree) takes Popen's fork and its copy of the environment, some times
+            # what posix_spawn costs, which cannot change folders (agentloop.proc.spawn).
+            done = proc.run(["git", "-C", str(self.root), *args], env=full, check=False,
+                            input=data, timeout=timeout)
         except ProgramNotFound:
             if not self.root.is_dir():
                 raise failure(self.root, args, "") from None

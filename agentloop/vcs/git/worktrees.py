@@ -180,8 +180,12 @@ def keep_unlanded(root: Path, branch: str, main: str) -> str | None:
     cherry`'s patch ids) keeps the branch's tip under refs/agent-loop/kept/; that ref, or None
     when everything on it is on the main line."""
     git = Git(root)
-    if _tip(root, branch) is None:
+    tip = _tip(root, branch)
+    if tip is None:
         return None
+    if main.startswith("refs/heads/") and (root / ".git").is_dir() and \
+            refs.branch_tip(root / ".git", main) == tip:
+        return None  # where the main line is (every task landed): all of it is there
     out = git.out("cherry", main, f"refs/heads/{branch}", codes=(0, 128))
     if not any(line.startswith("+") for line in out.splitlines()):
         return None

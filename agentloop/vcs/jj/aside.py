@@ -5,6 +5,9 @@ shows it and one `jj squash` brings it back. `jj op log` alone is no place to le
 
 from __future__ import annotations
 
+import re
+
+from agentloop.errors import VcsError
 from agentloop.vcs.jj.run import INFO, SUMMARIES, Jj, Rev, parse_info, summaries
 
 # How a kept change is described: never "agent-loop:", which names a task's change.
@@ -32,6 +35,22 @@ def keep_aside(jj: Jj, task: Rev, tip: str, message: str | None) -> str | None:
     return (f"rolled back the attempt's change {task.change_id[:12]} ({len(rev.files)} "
             f"file(s)); kept in change {kept[:12]} beside the line, `jj squash "
             f"--use-destination-message --from {kept[:12]} --into @` brings it back")
+
+
+def bring_back(jj: Jj, line: str) -> bool:
+    """Squash the change a line of keep_aside names into @ (the task's change): whether it
+    went in."""
+    named = _SAID.search(line)
+    if named is None:
+        return False
+    try:
+        jj.out("squash", "--use-destination-message", "--from", named.group(1), "--into", "@")
+    except VcsError:
+        return False
+    return True
+
+
+_SAID = re.compile(r"kept in change ([k-z]{7,64}) ")
 
 
 def _info(jj: Jj, revset: str) -> Rev:

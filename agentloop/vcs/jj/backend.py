@@ -26,7 +26,7 @@ from agentloop.errors import VcsError
 from agentloop.vcs import STATE_DIR, Change, find_root, plan_files, relative_to
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj import basemark
-from agentloop.vcs.jj.aside import keep_aside
+from agentloop.vcs.jj.aside import bring_back, keep_aside
 from agentloop.vcs.jj.run import (
     INFO,
     MAX_NEW_FILE,
@@ -374,6 +374,10 @@ class JjVcs:
         task = self._info(change_id)[0]
         return Change(change_id=change_id, commit_id=task.commit_id, base=",".join(task.parents),
                       kept=True)
+
+    def bring_back(self, kept: str) -> bool:
+        """The change a roll-back kept (aside.keep_aside, named by its line) squashed into @."""
+        return bring_back(self.jj, kept)
 
     def diff(self, change: Change) -> str:
         """`jj diff -r <change> --git`; nothing for the empty task, whose change is gone."""

@@ -98,6 +98,10 @@ class LaneJj:
         """Whether `abandon` kept the change for its task's next begin (JjVcs.keeps)."""
         return self.work.keeps(change_id)
 
+    def bring_back(self, kept: str) -> bool:
+        """Kept edits back in the lane's change."""
+        return self.work.bring_back(kept)
+
     def diff(self, change: Change) -> str:
         """The change's diff."""
         return self.work.diff(change)

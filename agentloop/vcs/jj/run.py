@@ -7,12 +7,12 @@ from __future__ import annotations
 import functools
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 from agentloop import proc
 from agentloop.errors import ProcessError, ProgramNotFound, VcsError
+from agentloop.ondemand import dataclass
 
 # No pager, no colour, no editor (descriptions come with -m; `false` fails at once instead).
 JJ = ["jj", "--no-pager", "--color=never"]

@@ -1,0 +1,117 @@
+"""ondemand.py: a dataclass made on first use is the standard library's frozen dataclass, made
+once, however many threads make its first instance at once."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import threading
+from typing import Any
+
+import pytest
+
+from agentloop.ondemand import dataclass, made
+
+
+def test_a_class_is_made_by_its_first_instance_and_is_the_dataclass_it_says() -> None:
+    @dataclass(frozen=True)
+    class Point:
+        """A point."""
+
+        x: int
+        y: int = 0
+        tags: tuple[str, ...] = ()
+
+    assert not dataclasses.is_dataclass(Point)   # nothing compiled at the class statement
+    p = Point(1, tags=("a",))
+    assert dataclasses.is_dataclass(Point)
+    assert p == Point(1, 0, ("a",)) and hash(p) == hash(Point(1, 0, ("a",)))
+    assert repr(p).endswith("Point(x=1, y=0, tags=('a',))")
+    assert dataclasses.replace(p, y=2).y == 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.x = 3  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Point()  # type: ignore[call-arg]
+    assert [f.name for f in dataclasses.fields(made(Point))] == ["x", "y", "tags"]
+
+
+def test_threads_making_the_first_instances_at_once_all_get_whole_ones() -> None:
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads taking turns inside the making, not after it
+    try:
+        for _ in range(5):  # a fresh class each round: only its first instances race
+            _race_for_a_new_class()
+    finally:
+        sys.setswitchinterval(interval)
+
+
+def _race_for_a_new_class() -> None:
+    @dataclass(frozen=True)
+    class Many:
+        """Many fields, so that making it takes a while."""
+
+        a: int
+        b: int = 1
+        c: int = 2
+        d: int = 3
+        e: int = 4
+        f: int = 5
+
+    start = threading.Barrier(8)
+    made_ones: list[Many] = []
+    errors: list[Exception] = []
+
+    def make(n: int) -> None:
+        start.wait(5)
+        try:
+            made_ones.append(Many(n, b=n))
+        except Exception as exc:  # a half-made class: object.__init__ refusing arguments
+            errors.append(exc)
+
+    threads = [threading.Thread(target=make, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert errors == []
+    assert sorted((m.a, m.b, m.f) for m in made_ones) == [(n, n, 5) for n in range(8)]
+
+
+def test_importing_the_events_and_the_decisions_makes_none_of_them() -> None:
+    # What a run pays at import: only the classes it uses are made, when it uses them.
+    code = ("import dataclasses, typing; from agentloop.run import events, decisions\n"
+            "made = [c.__name__ for m in (events, decisions) for c in vars(m).values()\n"
+            "        if isinstance(c, type) and c.__module__ == m.__name__\n"
+            "        and dataclasses.is_dataclass(c)]\n"
+            "print(made)\n"
+            "assert all(dataclasses.is_dataclass(c) for c in events.event_types().values())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_ctrl_c_while_a_class_is_made_comes_once_it_is_made(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentloop import ondemand
+
+    @dataclass(frozen=True)
+    class Late:
+        """Made while a Ctrl+C comes."""
+
+        x: int
+
+    real = dataclasses.dataclass
+
+    def interrupted(**options: Any) -> Any:
+        os.kill(os.getpid(), signal.SIGINT)   # Ctrl+C, in the middle of the making
+        return real(**options)
+
+    monkeypatch.setattr(ondemand.dataclasses, "dataclass", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        made(Late)
+    monkeypatch.undo()
+    assert dataclasses.is_dataclass(Late) and Late(1).x == 1   # whole, and usable
