@@ -17,8 +17,8 @@ from freezegun import freeze_time
 from agentloop.errors import StateError, StateLocked
 from agentloop.state import schema
 from agentloop.state import schema as records
-from agentloop.state.schema import Attempt, State, TaskState
 from agentloop.state.project import load_state, open_project
+from agentloop.state.schema import Attempt, State, TaskState
 from agentloop.state.status import TaskStatus
 from agentloop.state.store import Store
 
