@@ -61,7 +61,7 @@ def status_text(view: StatusView, cwd: Path) -> str:
     state, root = view.state, view.project.root
     show = _shower(root, cwd)
     counts = dict(Counter(str(t.status) for t in state.tasks))
-    total, groups, _ = receipts.tallied(state)
+    total, groups = receipts.tallied(state)
     lines = [view.note] if view.note else []
     lines.append(f"{state.task_file}: {len(state.tasks)} task(s): "
                  + ", ".join(f"{n} {s}" for s, n in counts.items())
@@ -176,7 +176,7 @@ def _empty(task: TaskState) -> bool:
 def status_json(view: StatusView) -> dict[str, Any]:
     """--status --json: the same facts for scripts."""
     state = view.state
-    total, groups, each = receipts.tallied(state)
+    total, groups = receipts.tallied(state)
     return {"schema": SCHEMA, "task_file": state.task_file, "task_file_hash": state.task_file_hash,
             "vcs": state.vcs, "agent": state.agent, "note": view.note, "lost": list(view.lost),
             "moved": {str(i): c for i, c in view.moved},
@@ -187,7 +187,7 @@ def status_json(view: StatusView) -> dict[str, Any]:
             "receipts": {"total": total.to_json(),
                          "groups": {g: r.to_json() for g, r in groups.items()},
                          "retired": receipts.of_runs(state.retired).to_json()},
-            "tasks": [_task_json(t, r) for t, r in zip(state.tasks, each)]}
+            "tasks": [_task_json(t, receipts.of_task(t)) for t in state.tasks]}
 
 
 def _task_json(t: TaskState, receipt: receipts.Receipt) -> dict[str, Any]:

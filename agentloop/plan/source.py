@@ -6,13 +6,13 @@ changed one, so `--status` and a run with nothing new to read never load the par
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentloop.errors import TaskFileError
+from agentloop.files import digest
 
 # The reading's version: one more whenever the same file reads differently (2: legends are
 # notes, numbered sub-tasks fold; 3: a checklist with every box ticked is still a checklist). A
@@ -34,7 +34,7 @@ class Read:
 
 def file_hash(data: bytes) -> str:
     """The hash recorded in the state: "sha256:" and the hex digest of the file's bytes."""
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    return "sha256:" + digest.hexdigest(data)
 
 
 def read(path: Path) -> Read:

@@ -13,16 +13,15 @@ plan gets `.agent-loop/plans/<name>-<hash>/`. One run at a time per repository s
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from agentloop.errors import StateError
+from agentloop.files.digest import hexdigest
 from agentloop.plan import source
-from agentloop.state.schema import State, TaskState
+from agentloop.state.schema import State, TaskState, loads
 from agentloop.state.store import DIRNAME, Store
 from agentloop.vcs import find_root
 
@@ -58,7 +57,7 @@ def open_project(task_file: Path, cwd: Path) -> Project:
     """Locate the root: the repository around `cwd`, else the task file's folder."""
     path = (cwd / task_file).resolve() if not task_file.is_absolute() else task_file.resolve()
     root = find_root(cwd.resolve()) or path.parent
-    return Project(path, root, Store(root, plan_folder(root, path)), cwd.resolve())
+    return Project(path, root, Store(root, *plan_folder(root, path)), cwd.resolve())
 
 
 def rehearsal_of(project: Project) -> Project:
@@ -67,29 +66,27 @@ def rehearsal_of(project: Project) -> Project:
                                                     project.store.dir / "rehearsal"))
 
 
-def plan_folder(root: Path, task_file: Path) -> Path:
-    """Where this plan's state, logs and learnings live (see the module doc)."""
+def plan_folder(root: Path, task_file: Path) -> tuple[Path, tuple[bytes, Any] | None]:
+    """Where this plan's state, logs and learnings live (see the module doc); and
+    `.agent-loop/state.json` as read to tell (its bytes and their JSON), so that the store
+    reads a state of thousands of records once, not twice."""
     try:
         name = task_file.relative_to(root).as_posix()
     except ValueError:
         name = str(task_file)
     base = root / DIRNAME
-    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    digest = hexdigest(name.encode("utf-8", "surrogateescape"))[:8]
     own = base / "plans" / f"{source.slug(name, 40) or 'plan'}-{digest}"
     if (own / "state.json").exists():
-        return own
-    return base if _first_plan_is(base / "state.json", name) else own
-
-
-def _first_plan_is(state_json: Path, name: str) -> bool:
-    """Whether `.agent-loop/state.json` is free or already this plan's."""
+        return own, None
     try:
-        data = orjson.loads(state_json.read_bytes())
-    except FileNotFoundError:
-        return True
-    except (OSError, orjson.JSONDecodeError):
-        return True  # damaged: the store says so when it loads it
-    return not isinstance(data, dict) or data.get("task_file") in (None, name)
+        raw = (base / "state.json").read_bytes()
+        data = loads(raw, base / "state.json")
+    except (OSError, StateError):
+        return base, None   # free; or damaged, which the store says when it loads it
+    if not isinstance(data, dict) or data.get("task_file") in (None, name):
+        return base, (raw, data)   # already this plan's
+    return own, None
 
 
 def load_state(project: Project) -> tuple[State, bool]:

@@ -80,46 +80,60 @@ def of_task(task: TaskState) -> Receipt:
     return of_runs(task.history)
 
 
-# The sums below add up in one pass and build one Receipt at the end: --status of a plan of
-# hundreds of tasks adds thousands of receipts, and a frozen Receipt per step was most of its
-# time. The dollars are rounded after each step, as `Receipt.__add__` rounds them.
+# What a receipt adds up, besides dollars and models (in the order of Receipt's fields).
 _SUMMED = ("input_tokens", "output_tokens", "cache_read_input_tokens",
            "cache_creation_input_tokens", "turns", "duration_ms", "runs")
 
 
+class _Tally:
+    """A receipt being added up, in place: --status of a plan of hundreds of tasks adds up
+    thousands of runs, and a frozen Receipt per step was most of its time. The dollars are
+    rounded after each step, as `Receipt.__add__` rounds them."""
+
+    def __init__(self) -> None:
+        self.cost, self.known, self.models = 0.0, True, dict[str, None]()
+        self.sums = dict.fromkeys(_SUMMED, 0)
+
+    def runs(self, runs: Iterable[Attempt]) -> _Tally:
+        """Add these agent runs, their helper calls' cost included."""
+        sums = self.sums
+        for a in runs:
+            self.cost = usd(self.cost + usd(a.cost_usd + a.helper_cost_usd))
+            self.known = self.known and a.cost_known
+            sums["turns"] += a.num_turns or 0
+            sums["duration_ms"] += a.duration_ms or 0
+            sums["runs"] += 1 if a.exit_code is not None else 0
+            for k in TOKENS:
+                sums[k] += int(a.usage.get(k, 0))
+            if a.model:
+                self.models[a.model] = None
+        return self
+
+    def add(self, other: _Tally) -> None:
+        """Add another tally, as `+` adds two receipts."""
+        self.cost = usd(self.cost + other.cost)
+        self.known = self.known and other.known
+        for k, n in other.sums.items():
+            self.sums[k] += n
+        self.models.update(other.models)
+
+    def receipt(self) -> Receipt:
+        """What was added up."""
+        return Receipt(cost_usd=self.cost, models=tuple(self.models), cost_known=self.known,
+                       **self.sums)
+
+
 def of_runs(runs: Iterable[Attempt]) -> Receipt:
     """The sum over these agent runs, their helper calls' cost included."""
-    cost, known, models = 0.0, True, dict[str, None]()
-    sums = dict.fromkeys(_SUMMED, 0)
-    for a in runs:
-        cost = usd(cost + usd(a.cost_usd + a.helper_cost_usd))
-        known = known and a.cost_known
-        sums["turns"] += a.num_turns or 0
-        sums["duration_ms"] += a.duration_ms or 0
-        sums["runs"] += 1 if a.exit_code is not None else 0
-        for k in TOKENS:
-            sums[k] += int(a.usage.get(k, 0))
-        if a.model:
-            models[a.model] = None
-    return Receipt(cost_usd=cost, models=tuple(models), cost_known=known, **sums)
-
-
-def _sum(receipts: Iterable[Receipt]) -> Receipt:
-    """Receipts added up in order, as `+` adds them."""
-    cost, known, models = 0.0, True, dict[str, None]()
-    sums = dict.fromkeys(_SUMMED, 0)
-    for r in receipts:
-        cost = usd(cost + r.cost_usd)
-        known = known and r.cost_known
-        for k in _SUMMED:
-            sums[k] += getattr(r, k)
-        models.update(dict.fromkeys(r.models))
-    return Receipt(cost_usd=cost, models=tuple(models), cost_known=known, **sums)
+    return _Tally().runs(runs).receipt()
 
 
 def total(tasks: Iterable[TaskState]) -> Receipt:
     """The sum over tasks."""
-    return _sum(of_task(task) for task in tasks)
+    whole = _Tally()
+    for task in tasks:
+        whole.add(_Tally().runs(task.history))
+    return whole.receipt()
 
 
 def of_state(state: State) -> Receipt:
@@ -127,12 +141,16 @@ def of_state(state: State) -> Receipt:
     return total(state.tasks) + of_runs(state.retired)
 
 
-def tallied(state: State) -> tuple[Receipt, dict[str, Receipt], list[Receipt]]:
-    """of_state, the totals per group (in the order the groups appear) and each task's receipt,
-    each task's runs added up once (--status shows all three)."""
-    each = [of_task(task) for task in state.tasks]
-    groups: dict[str, list[Receipt]] = {}
-    for task, receipt in zip(state.tasks, each):
-        groups.setdefault(task.group, []).append(receipt)
-    whole = _sum(each) + of_runs(state.retired)
-    return whole, {group: _sum(parts) for group, parts in groups.items()}, each
+def tallied(state: State) -> tuple[Receipt, dict[str, Receipt]]:
+    """of_state, and the totals per group (in the order the groups appear), each task's runs
+    added up once (--status shows both)."""
+    whole, groups = _Tally(), dict[str, _Tally]()
+    for task in state.tasks:
+        each = _Tally().runs(task.history)
+        whole.add(each)
+        group = groups.get(task.group)
+        if group is None:
+            group = groups[task.group] = _Tally()
+        group.add(each)
+    whole.add(_Tally().runs(state.retired))
+    return whole.receipt(), {name: group.receipt() for name, group in groups.items()}

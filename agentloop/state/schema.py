@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from types import UnionType
-from typing import TYPE_CHECKING, Any, Callable, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, Union, get_args, get_origin
 
 import orjson
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 # an agent-loop that reads only 2 would call such a state damaged, so it must refuse it as newer.
 SCHEMA_VERSION = 3
 STATUSES = tuple(s.value for s in TaskStatus)
+R = TypeVar("R")
 
 
 def now() -> str:
@@ -196,8 +197,14 @@ def _problem(state: State) -> str | None:
     return None
 
 
-# Per record class, per field: the JSON value types a scalar field takes, or a test of a value.
+# Per record class: its fields in the order the writer writes them, the test of each (the JSON
+# value types a scalar field takes, or a test of a list's or a dict's values), those of the
+# lists and dicts alone, and the patterns of value types (one type a field, in that order)
+# already found to fit.
+_ORDER: dict[type, tuple[str, ...]] = {}
 _CHECKS: dict[type, dict[str, frozenset[type] | Callable[[Any], bool]]] = {}
+_NESTED: dict[type, list[tuple[str, Callable[[Any], bool]]]] = {}
+_FIT: dict[type, set[tuple[type, ...]]] = {}
 
 
 def _known(cls: type, data: Any) -> dict[str, Any]:
@@ -208,16 +215,40 @@ def _known(cls: type, data: Any) -> dict[str, Any]:
     if checks is None:
         checks = _CHECKS[cls] = {name: _types(hint) or _checker(hint)
                                  for name, hint in _hints(cls).items()}
+        _ORDER[cls], _FIT[cls] = tuple(checks), set()
+        _NESTED[cls] = [(name, t) for name, t in checks.items() if not isinstance(t, frozenset)]
+    whole = tuple(data) == _ORDER[cls]
+    if whole:
+        # What the writer wrote: every field, in order. A plan's thousands of records come in a
+        # few patterns of types, so a pattern seen to fit is not checked field by field again;
+        # only what is in a list or a dict is.
+        shape = tuple(map(type, data.values()))
+        if shape in _FIT[cls]:
+            for name, test in _NESTED[cls]:
+                value = data[name]
+                if value and not test(value):
+                    raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")
+            return data
     known = {}
     # Unknown keys (from a newer minor writer, or hand edits) are dropped rather than fatal.
-    # Most fields are scalars, tested inline: --status reads thousands of them.
     for name, value in data.items():
         check = checks.get(name)
         if check is not None:
             if not (type(value) in check if isinstance(check, frozenset) else check(value)):
                 raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")
             known[name] = value
+    if whole:
+        _FIT[cls].add(shape)
     return known
+
+
+def _made(cls: type[R], known: dict[str, Any]) -> R:
+    """An instance of `cls` from the fields `_known` found."""
+    if tuple(known) == _ORDER[cls]:
+        # Every field in order: Python binds thirty arguments by position far faster than by
+        # name (it compares each keyword with the parameters' names).
+        return cls(*known.values())
+    return cls(**known)
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -282,27 +313,45 @@ UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
 def task_from_dict(data: Any) -> TaskState:
     """A task's record from its JSON; KeyError or TypeError names what is wrong."""
     record = _known(TaskState, data)
-    history = [Attempt(**_known(Attempt, a)) for a in record.get("history", [])]
-    if record.get("status") in STATUSES:  # else left as read, for _problem to name
-        record["status"] = TaskStatus(record["status"])
-    return TaskState(**{**record, "history": history})
+    record["history"] = _attempts(record.get("history", []))
+    status = _STATUS.get(record.get("status", ""))
+    if status is not None:  # else left as read, for _problem to name
+        record["status"] = status
+    return _made(TaskState, record)
 
 
 def top_from_dict(data: Any) -> dict[str, Any]:
     """The state's fields besides its tasks, each checked for its type."""
     top = {k: v for k, v in _known(State, data).items() if k != "tasks"}
     if "retired" in top:
-        top["retired"] = [Attempt(**_known(Attempt, a)) for a in top["retired"]]
+        top["retired"] = _attempts(top["retired"])
     return top
+
+
+def _attempts(runs: list[Any]) -> list[Attempt]:
+    return [_made(Attempt, _known(Attempt, a)) for a in runs]
+
+
+_STATUS = {s.value: s for s in TaskStatus}
 
 
 def from_bytes(raw: bytes, where: Path) -> State:
     """Parse state.json, upgrading old schemas and refusing newer ones with a clear message."""
+    return from_json(loads(raw, where), where)
+
+
+def loads(raw: bytes, where: Path) -> Any:
+    """The JSON of state.json's bytes; StateError when they are not JSON."""
     try:
-        data = orjson.loads(raw)
+        return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise StateError(f"{where} is not valid JSON ({exc}); move it aside or run with "
                          "--reset") from None
+
+
+def from_json(data: Any, where: Path) -> State:
+    """The state from state.json's JSON (`loads`), as from_bytes reads it; `data` is used up
+    (its records become the state's)."""
     if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int):
         raise StateError(f"{where} is not an agent-loop state file; move it aside or run with "
                          "--reset")
@@ -317,8 +366,11 @@ def from_bytes(raw: bytes, where: Path) -> State:
         data = UPGRADES[version](data)
         version = data["schema_version"]
     try:
-        tasks = [task_from_dict(t) for t in _known(State, data)["tasks"]]
-        state = State(**{**top_from_dict(data), "tasks": tasks})
+        record = _known(State, data)
+        record["tasks"] = [task_from_dict(t) for t in record["tasks"]]
+        if "retired" in record:
+            record["retired"] = _attempts(record["retired"])
+        state = _made(State, record)
     except (KeyError, TypeError) as exc:
         raise StateError(f"{where} is damaged ({exc}); move it aside or run with --reset") from None
     problem = _problem(state)

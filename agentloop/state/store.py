@@ -24,7 +24,7 @@ from agentloop.files import jsonbytes
 from agentloop.files.lock import try_lock
 from agentloop.files.pid_file import live_pid
 from agentloop.state import journal
-from agentloop.state.schema import State, TaskState, from_bytes, now
+from agentloop.state.schema import State, TaskState, from_json, loads, now
 
 DIRNAME = ".agent-loop"
 # A run that loses the race for the lock waits this long at most for the winner's pid to show.
@@ -74,7 +74,8 @@ def _umask() -> int:
 class Store:
     """The `.agent-loop/` folder of one project."""
 
-    def __init__(self, root: Path, folder: Path | None = None) -> None:
+    def __init__(self, root: Path, folder: Path | None = None,
+                 read: tuple[bytes, Any] | None = None) -> None:
         self.root = root
         self.base = root / DIRNAME           # the repository's: its .gitignore, the run lock
         self.dir = folder or self.base       # this plan's: state, logs, events, learnings
@@ -82,6 +83,9 @@ class Store:
         self.logs = self.dir / "logs"
         self.events = self.dir / "events.jsonl"
         self.journal = journal.Journal(self.dir / "state.journal")
+        # state.json as read to find this plan's folder (agentloop.state.project): its bytes and
+        # their JSON, which the first load() takes while the file still holds those bytes.
+        self._read = read
         self._top: dict[str, Any] = {}       # the top-level fields as last written
         self._snapshot_tasks = -1             # how many tasks the last snapshot held
         # One run at a time per repository: the locks held, each with its pid file.
@@ -98,7 +102,9 @@ class Store:
             raise StateError(f"cannot read {self.state_path}: {exc.strerror}") from None
         if not raw.strip():
             raise StateError(f"{self.state_path} is empty; move it aside or run with --reset")
-        state = from_bytes(raw, self.state_path)
+        read, self._read = self._read, None
+        data = read[1] if read is not None and read[0] == raw else loads(raw, self.state_path)
+        state = from_json(data, self.state_path)
         if state.journal_id is not None:
             try:
                 journal.apply(state, self.journal.path.read_bytes())

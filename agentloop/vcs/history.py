@@ -11,11 +11,11 @@ there, and no process needs to say so."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Iterable
 
 from agentloop.errors import VcsError
+from agentloop.files.digest import hexdigest
 
 
 def where(kind: str, root: Path) -> str | None:
@@ -44,7 +44,7 @@ def where(kind: str, root: Path) -> str | None:
 
 def mark(at: str, change_ids: Iterable[str]) -> str:
     """The mark of `change_ids` known to be in the history standing `at`."""
-    return at + " " + hashlib.sha256("\n".join(sorted(change_ids)).encode()).hexdigest()[:16]
+    return at + " " + hexdigest("\n".join(sorted(change_ids)).encode())[:16]
 
 
 def unmoved(kind: str, root: Path, recorded: str | None, change_ids: Iterable[str]) -> bool:

@@ -52,11 +52,15 @@ STATUS = (*QUICK, *SAYING, "agentloop.standing", "agentloop.console.render",
           "agentloop.state.whereabouts")
 OURS = {"--version": ("agentloop",), "--help": HELP, "--status": STATUS}
 THIRD_PARTY = {"--version": set(), "--help": {"click"}, "--status": {"orjson"}}
+# The standard library's costly starts a --status never needs: hashlib starts OpenSSL (the
+# plan's hash comes from Python's own SHA-256, agentloop.files.digest).
+NOT_FOR_STATUS = {"hashlib", "_hashlib"}
 
 
-def imported(args: list[str], cwd: Path) -> tuple[list[str], set[str]]:
+def imported(args: list[str], cwd: Path, stdlib: bool = False) -> tuple[list[str], set[str]]:
     """Our modules and the third-party packages `agent-loop ARGS` imports, beyond what a bare
-    interpreter of this environment imports (site's own start-up files)."""
+    interpreter of this environment imports (site's own start-up files); with `stdlib`, the
+    standard library's modules too (all of them, by their full names)."""
     def names(argv: list[str]) -> list[str]:
         done = subprocess.run([sys.executable, "-X", "importtime", *argv], cwd=cwd,
                               capture_output=True, text=True, timeout=60)
@@ -70,6 +74,8 @@ def imported(args: list[str], cwd: Path) -> tuple[list[str], set[str]]:
     others = {n.split(".")[0] for n in seen if n.split(".")[0] != "agentloop"}
     # A failed attempt is listed too (the stdlib's `copy` tries Jython's `org`): not a cost.
     found = {n for n in others if importlib.util.find_spec(n) is not None}
+    if stdlib:
+        return ours, {n for n in seen if n.split(".")[0] in sys.stdlib_module_names}
     return ours, found - set(sys.stdlib_module_names) - {"__main__"}
 
 
@@ -110,6 +116,14 @@ def test_start_up_imports_only_what_the_command_needs(finished: Path, args: list
     extra = [n for n in ours if not allowed(n, OURS[mode])]
     assert not extra, f"{' '.join(args)} imports {extra}: import them where they are needed"
     assert others == THIRD_PARTY[mode], f"{' '.join(args)} imports {sorted(others)}"
+
+
+@pytest.mark.parametrize("args", [["tasks.md", "--status"], ["--status", "--json", "tasks.md"]])
+def test_status_starts_none_of_the_standard_library_s_costly_modules(finished: Path,
+                                                                     args: list[str]) -> None:
+    _, stdlib = imported(args, finished, stdlib=True)
+    assert stdlib, "no module of the standard library seen: is -X importtime read right?"
+    assert not stdlib & NOT_FOR_STATUS, sorted(stdlib & NOT_FOR_STATUS)
 
 
 def status_json(work: Path) -> dict[str, Any]:

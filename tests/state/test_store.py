@@ -17,7 +17,9 @@ from freezegun import freeze_time
 from agentloop.errors import StateError, StateLocked
 from agentloop.state import schema
 from agentloop.state import schema as records
+from agentloop.state.project import load_state, open_project
 from agentloop.state.schema import Attempt, State, TaskState
+from agentloop.state.status import TaskStatus
 from agentloop.state.store import Store
 
 
@@ -99,6 +101,41 @@ def test_a_state_from_before_the_journal_loads(tmp_path: Path) -> None:
     assert loaded is not None and loaded.schema_version == schema.SCHEMA_VERSION
     assert loaded.journal_id is None
     assert loaded.tasks == make_state().tasks
+
+
+@pytest.mark.parametrize("where, value, words", [
+    ((0, "cost_usd"), "a lot", "cost_usd is str 'a lot'"),
+    ((2, "cost_usd"), "a lot", "cost_usd is str 'a lot'"),   # after two records that fit
+    ((2, "files"), ["a.txt", 7], "files is list"),           # the same types, a list that does not
+    ((2, "history", 0, "usage"), {"input_tokens": "5"}, "usage is dict"),
+])
+def test_every_record_is_checked_though_most_look_alike(tmp_path: Path, where: tuple,
+                                                        value: object, words: str) -> None:
+    store = Store(tmp_path)
+    state = make_state()
+    for task in state.tasks:
+        task.history.append(Attempt(number=1, started_at="t", usage={"input_tokens": 5}))
+    store.save(state)
+    data = orjson.loads(store.state_path.read_bytes())
+    record = data["tasks"]
+    for key in where[:-1]:
+        record = record[key]
+    record[where[-1]] = value
+    store.state_path.write_bytes(orjson.dumps(data))
+    with pytest.raises(StateError, match=f"is damaged \\({words}"):
+        store.load()
+
+
+def test_a_record_in_another_order_or_short_of_fields_loads(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.save(make_state())
+    data = orjson.loads(store.state_path.read_bytes())
+    data["tasks"][1] = dict(reversed(data["tasks"][1].items()))
+    del data["tasks"][2]["stalled_runs"]
+    data["tasks"][2]["from_a_newer_writer"] = 1
+    store.state_path.write_bytes(orjson.dumps(data))
+    loaded = store.load()
+    assert loaded is not None and loaded.tasks == make_state().tasks
 
 
 def test_invalid_state_is_not_written(tmp_path: Path) -> None:
@@ -311,3 +348,22 @@ def test_a_run_that_lost_its_lock_refuses_every_later_task_and_writes_no_state(
             first.snapshot(make_state())
             loaded = second.load()
             assert loaded is not None and len(loaded.tasks) == 5
+def test_a_plan_s_state_is_parsed_once_to_find_its_folder_and_load_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "tasks.md").write_text("- one\n- two\n")
+    project = open_project(Path("tasks.md"), tmp_path)
+    state, _ = load_state(project)
+    project.store.snapshot(state, final=True)
+    parsed = []
+    real = orjson.loads
+    monkeypatch.setattr(orjson, "loads", lambda raw: parsed.append(raw) or real(raw))
+    again = open_project(Path("tasks.md"), tmp_path)
+    assert again.store.dir == project.store.dir and again.store.load() == state
+    assert len(parsed) == 1
+    # Changed since its folder was found: what the file holds now is what is read.
+    state.tasks[0].status = TaskStatus.COMPLETED
+    project.store.snapshot(state, final=True)
+    loaded = open_project(Path("tasks.md"), tmp_path).store
+    state.tasks[1].status = TaskStatus.FAILED
+    project.store.snapshot(state, final=True)
+    assert loaded.load() == state and len(parsed) == 3
