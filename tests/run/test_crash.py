@@ -688,7 +688,9 @@ def test_jj_kill_in_the_recovery_that_keeps_a_finished_change(
     comes in the next task's finish, and the last run finds below that task the empty change
     the recovering run took as its base: it is dropped, no blank change stays in history."""
     work = tmp_path / "work"
-    groups, per_group = (2, 1) if where[0] == "--parallel" else (1, 2)
+    # Two tasks a group in parallel too: the second kill needs a task finishing after the
+    # recovery whatever the order the two groups sealed theirs in.
+    groups, per_group = (2, 2) if where[0] == "--parallel" else (1, 2)
     new_repo(work, "jj", groups=groups, per_group=per_group, pause=0)
     killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=" new [k-z]"), fake_claude,
               "after the task's change was sealed", *where)
