@@ -6,7 +6,7 @@ from pathlib import Path
 
 from agentloop.plan import parse as taskfile
 from agentloop.state import schema
-from agentloop.state import store as state_mod
+from agentloop.state import schema as state_mod
 from agentloop.state.schema import TaskState
 
 EXAMPLE = Path(__file__).resolve().parents[2] / ".agent-loop.example"
