@@ -35,7 +35,7 @@ def from_history(project: Project, state: State, vcs: str) -> str | None:
     history = branch_history(history_kind(vcs, project.root), project.root)
     if not history:
         return None
-    landed = done_tasks(plan_slug(project.task_file_name), planned(state), commits(history))
+    landed = _done(project, state, history)
     if not landed:
         return None
     change_of = {commit: change for commit, change, _ in history}
@@ -51,9 +51,12 @@ def done_in_history(project: Project, state: State, kind: str) -> frozenset[int]
     """The numbers of the plan's tasks whose change the history (`kind`: git or jj) holds and
     did not revert since, every trailer pair of a squash merge counted: what a fleet job's
     `Depends on:` counts as landed."""
-    history = branch_history(kind, project.root)
-    return frozenset(done_tasks(plan_slug(project.task_file_name), planned(state),
-                                commits(history)))
+    return frozenset(_done(project, state, branch_history(kind, project.root)))
+
+
+def _done(project: Project, state: State, history: list[tuple[str, str, str]]) -> dict[int, str]:
+    """Each plan task the history holds, not reverted since: its number and its commit."""
+    return done_tasks(plan_slug(project.task_file_name), planned(state), commits(history))
 
 
 def moved_on(project: Project, state: State, kind: str, root: Path, lost: set[str]

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 # 3: a task may be `conflicted` (a parallel run's group whose change does not fit the main line);
 # an agent-loop that reads only 2 would call such a state damaged, so it must refuse it as newer.
 SCHEMA_VERSION = 3
-STATUSES = tuple(s.value for s in TaskStatus)
+_STATUS = {s.value: s for s in TaskStatus}   # a record's status word, read back
+STATUSES = tuple(_STATUS)
 R = TypeVar("R")
 
 
@@ -331,8 +332,6 @@ def top_from_dict(data: Any) -> dict[str, Any]:
 def _attempts(runs: list[Any]) -> list[Attempt]:
     return [_made(Attempt, _known(Attempt, a)) for a in runs]
 
-
-_STATUS = {s.value: s for s in TaskStatus}
 
 
 def from_bytes(raw: bytes, where: Path) -> State:
