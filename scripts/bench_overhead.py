@@ -207,8 +207,9 @@ def trace(folder: Path, backend: str, env: dict[str, str]) -> list[str]:
         words = call.rstrip("\t").split("\t")
         while "--config" in words:  # jj: leave out the global options and the config values
             words = words[words.index("--config") + 2:]
-        while words[:1] == ["-c"] or words[:1] == ["--no-optional-locks"]:  # git: likewise
-            words = words[2:] if words[0] == "-c" else words[1:]
+        # git: likewise, and the folder each command names (`git -C DIR ...`)
+        while words[:1] in (["-c"], ["-C"], ["--no-optional-locks"]):
+            words = words[2:] if words[0] in ("-c", "-C") else words[1:]
         if backend == "jj" and words[:1] == ["new"] and words[1:2] != ["-m"]:
             words = ["new", "<the task's change>"]
         calls.append(" ".join(words[:2] if backend == "jj" else words[:1]))
