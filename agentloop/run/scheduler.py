@@ -28,6 +28,7 @@ from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import Vcs, lanes, relative_to
 from agentloop.vcs.choose import (
     MainLine,
+    has_lane,
     open_lane,
     open_main_line,
     open_workspace,
@@ -44,13 +45,22 @@ class Workplaces:
     """Where each group of one run works; `run_group` runs a group's tasks there."""
 
     def __init__(self, run: Run, main: MainLine | None, names: dict[str, str],
-                 groups: dict[str, list[TaskState]], listed: Any = None) -> None:
+                 groups: dict[str, list[TaskState]], listed: Any = None, serial: str = "",
+                 holder: str | None = None, own: set[str] | None = None) -> None:
         self.run, self.main, self.names, self.groups = run, main, names, groups
         self.order = list(groups)
         # The working copies the sweep listed, for the first lane opened (no other has been
         # added or removed before it); later ones ask again.
         self._listed = listed
         self._taking = threading.Lock()
+        # The one lane of a sequential run (agentloop.vcs.lanes.serial_lane); the group whose
+        # leftover it holds (a killed run's attempt, a conflict), which alone goes on there
+        # until it ends with nothing left; and, between two groups, its working copy and VCS,
+        # which the next group takes as they are.
+        self.serial = serial
+        self._holder = holder
+        self._own = own or set()  # groups that go on in a lane of their own (_holder's doc)
+        self._carried: tuple[lanes.Workspace, Any] | None = None
 
     @classmethod
     def open(cls, run: Run, groups: dict[str, list[TaskState]]) -> "Workplaces":
@@ -66,20 +76,31 @@ class Workplaces:
                               checkout=run.vcs)
         main.on_waits = partial(_waits, run)
         names = _lane_names(run)
+        serial = lanes.serial_lane(_plan_key(run))
+        holder = _holder(run, names)
         pending = [t for tasks in groups.values() for t in tasks]
         if groups:
             baseline(run, pending)  # the user's checks, once, in the main checkout
-        keep = {names[g] for g in groups}
+        # Groups that go on from what they left in a lane of their own.
+        own = {g for g, tasks in groups.items()
+               if g != holder and any(t.status in LEFT_OPEN for t in tasks)}
+        if run.options.parallel == 1:
+            # One lane for every other group: a group's own lane is kept only while it holds
+            # something it goes on from.
+            keep = {names[g] for g in own} | {serial}
+        else:
+            keep = {names[g] for g in groups} | ({serial} if holder is not None else set())
         # Lanes of groups with nothing left to run (a run killed before it cleaned up): every
         # task of theirs that finished is on the main line; anything else is kept, and said.
-        swept = sweep_workspaces(run.vcs.name, run.project.root, keep, set(names.values()),
-                                 getattr(main, "ref", "HEAD"))
+        swept = sweep_workspaces(run.vcs.name, run.project.root, keep,
+                                 set(names.values()) | {serial}, getattr(main, "ref", "HEAD"))
         for note in swept.notes:
             run.emit(LaneNote(note))
-        return cls(run, main, names, groups, swept.listed)
+        return cls(run, main, names, groups, swept.listed, serial, holder, own)
 
     def run_group(self, group: str, tasks: list[TaskState], begun: list[TaskState]) -> None:
-        """Run one group's tasks where it works; its working copy goes once they are done."""
+        """Run one group's tasks where it works; its working copy goes once they are done (a
+        sequential run's one lane goes on to the next group instead)."""
         run = self.run
         if self.main is None:  # the checkout, the run's own VCS and tally
             # The checks of this group's tasks from here on and of every later group's.
@@ -89,12 +110,14 @@ class Workplaces:
         alone = run.options.parallel == 1
         if not alone:
             set_lane(group)
-        # A group with an attempt still open (a killed run) goes on in the working copy it
-        # left, where that attempt's record is; any other starts from the main line as it is.
-        fresh = not any(t.status in LEFT_OPEN for t in tasks)
-        space, vcs = self._open_lane(self.names[group], fresh)
-        vcs.prepare()
-        furnish_lane(run, space)
+        serial = self._holder == group or \
+            (alone and self._holder is None and group not in self._own)
+        try:
+            space, vcs = self._take_lane(group, tasks, serial)
+        except BaseException:
+            if serial:
+                self._holder = group  # whatever the lane holds now, no other group resets it
+            raise
         # One lane at a time keeps the run's own tally and its lines unprefixed: its limit
         # waits are the run's, as in the checkout.
         own = dataclasses.replace(run, vcs=vcs, workdir=space.path, lane=group) if not alone \
@@ -104,21 +127,59 @@ class Workplaces:
                                                        dropped=run.tally.dropped))
         try:
             run_lane(own, tasks, begun)  # the lane's own list: the controller takes it after
-        finally:
+        except BaseException:
             vcs.close()
+            if serial:
+                self._holder = group  # kept as it is, for this group's next run
+            raise
         # Every finished task is on the main line and saved: the lane has nothing left.
         self.main.forget(getattr(vcs, "lane_commits", []))
-        for note in remove_workspace(run.vcs.name, run.project.root, space,
-                                     getattr(self.main, "ref", "HEAD")):
-            run.emit(LaneNote(note))
+        if serial:
+            self._holder = None
+        if serial and alone:
+            self._carried = (space, vcs)  # the next group goes on there
+            return
+        vcs.close()
+        self._remove(space)
 
     def close(self) -> None:
-        """After the last lane: the main line forgets its lanes' commits unless one is kept."""
+        """After the last lane: a sequential run's one lane removed, unless a group left
+        something in it; the main line forgets its lanes' commits unless one is kept."""
+        if self._carried is not None:
+            space, vcs = self._carried
+            self._carried = None
+            vcs.close()
+            self._remove(space)
         if self.main is not None and not any(t.status in LEFT_OPEN
                                              for t in self.run.state.tasks):
             self.main.forget_all()
 
-    def _open_lane(self, name: str, fresh: bool) -> tuple[lanes.Workspace, Vcs]:
+    def _take_lane(self, group: str, tasks: list[TaskState], serial: bool
+                   ) -> tuple[lanes.Workspace, Any]:
+        """The group's working copy, opened and prepared: the sequential run's one lane as the
+        group before left it (brought to the main line's tip), or one opened now."""
+        if serial and self._carried is not None:
+            space, vcs = self._carried
+            self._carried = None
+            vcs.follow()
+            return space, vcs
+        # A group with an attempt still open (a killed run) goes on in the working copy it
+        # left, where that attempt's record is; any other starts from the main line as it is.
+        fresh = not any(t.status in LEFT_OPEN for t in tasks)
+        name = self.serial if serial else self.names[group]
+        space, vcs = self._open_lane(name, fresh, adopt=not serial)
+        vcs.prepare()
+        furnish_lane(self.run, space)
+        return space, vcs
+
+    def _remove(self, space: lanes.Workspace) -> None:
+        assert self.main is not None  # only a run in lanes removes one
+        for note in remove_workspace(self.run.vcs.name, self.run.project.root, space,
+                                     getattr(self.main, "ref", "HEAD")):
+            self.run.emit(LaneNote(note))
+
+    def _open_lane(self, name: str, fresh: bool, adopt: bool = True
+                   ) -> tuple[lanes.Workspace, Vcs]:
         """The lane's working copy and its VCS: a git worktree or a jj workspace."""
         root, kind, main = self.run.project.root, self.run.vcs.name, self.main
         assert main is not None  # only a run in lanes opens one
@@ -126,7 +187,7 @@ class Workplaces:
         rel = relative_to(task_file, root) or task_file.name
         # A lane an older version left under the bare name (a conflicted task's work) is
         # adopted, never dropped.
-        old = name.removeprefix(lanes.plan_key(rel) + "-")
+        old = name.removeprefix(lanes.plan_key(rel) + "-") if adopt else ""
         with self._taking:
             listed, self._listed = self._listed, None
         space = open_workspace(kind, root, name, main.tip(), fresh, adopt=old, main=main,
@@ -145,12 +206,29 @@ def _waits(run: Run, files: list[str], since: float, line: str) -> None:
             hand(run, task, Waiting(line))
 
 
+def _plan_key(run: Run) -> str:
+    # Every plan's lanes carry its key: another plan's run never resets or deletes them.
+    return lanes.plan_key(relative_to(run.project.task_file, run.project.root)
+                          or run.project.task_file.name)
+
+
 def _lane_names(run: Run) -> dict[str, str]:
     order = list(dict.fromkeys(t.group for t in run.state.tasks))
-    # Every plan's lanes carry its key: another plan's run never resets or deletes them.
-    key = lanes.plan_key(relative_to(run.project.task_file, run.project.root)
-                         or run.project.task_file.name)
+    key = _plan_key(run)
     return {g: lanes.plan_lane(key, n, g) for n, g in enumerate(order, 1)}
+
+
+def _holder(run: Run, names: dict[str, str]) -> str | None:
+    """The group whose leftover (an attempt a kill cut short, a conflict, a held landing) a
+    sequential run's one lane holds: the first with one and no lane of its own (under its name,
+    or the bare name an older version gave it). Its files alone tell: no process."""
+    key, root, kind = _plan_key(run), run.project.root, run.vcs.name
+    for group in dict.fromkeys(t.group for t in run.state.tasks if t.status in LEFT_OPEN):
+        name = names[group]
+        if not has_lane(kind, root, name) and \
+                not has_lane(kind, root, name.removeprefix(key + "-")):
+            return group
+    return None
 
 
 def serialised(emit: Emit, lock: threading.RLock) -> Emit:

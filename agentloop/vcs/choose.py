@@ -133,6 +133,18 @@ def open_workspace(kind: str, root: Path, name: str, tip: str, fresh: bool, adop
     return workspaces.open_jj(root, name, tip, fresh, config, listed=listed)
 
 
+def has_lane(kind: str, root: Path, name: str) -> bool:
+    """Whether lane `name` is there to go on in: its folder, or (git) its branch. Read from
+    files where they tell."""
+    from agentloop.vcs.lanes import lane_left
+    if lane_left(root, name):
+        return True
+    if kind != "git":
+        return False
+    from agentloop.vcs.git.worktrees import lane_branch_tip
+    return lane_branch_tip(root, name) is not None
+
+
 def remove_workspace(kind: str, root: Path, space: Workspace, main_ref: str = "HEAD"
                      ) -> list[str]:
     """A finished lane's working copy removed, with its branch (git); what was not on the main

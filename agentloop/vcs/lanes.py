@@ -11,6 +11,13 @@ never share a lane, and the dot keeps them apart from a CI fleet's `agent-loop/<
 branches (a plan's part there never holds one). A lane an older version left under the bare name
 (`2-backend`) is adopted by its plan's next run (agentloop.vcs.git.worktrees.open_git).
 
+A sequential run (one group at a time) works in one lane for all its groups, `<key>-serial`: a
+group that ends with every finished task landed leaves it to the next group, which goes on there
+from the main line's tip as it is then (agentloop.run.scheduler), and the lane goes after the
+run's last group. A group that leaves something in it (a conflict, a held landing, an attempt a
+kill cut short) keeps it, under that name, for its own next run; the groups after it work in
+lanes of their own meanwhile (`<key>-<n>-<group>`, as a parallel run's).
+
 A crash (SIGKILL, power loss) may leave a lane behind in any state: registered but its folder gone,
 locked mid-`worktree add` ("initializing"), or whole with commits not yet on the main line. None of
 that is a reason to refuse: a healthy lane is reused as it is (its branch keeps what it holds), a
@@ -41,6 +48,7 @@ JJ_PREFIX = "agent-loop-"
 # The tip a branch had before a fresh start moved it, kept so a fresh start never loses a commit.
 PREVIOUS = "refs/agent-loop/previous/"
 LOCK = "lanes.lock"
+SERIAL = "serial"
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,18 @@ def plan_key(task_file: str) -> str:
 def plan_lane(key: str, number: int, group: str) -> str:
     """The lane of group `number` of the plan with `key`."""
     return f"{key}-{lane_name(number, group)}"
+
+
+def serial_lane(key: str) -> str:
+    """The one lane of a sequential run of the plan with `key` (no group's name: a group's lane
+    name starts with its number, and the plan's key keeps two plans apart)."""
+    return f"{key}-{SERIAL}"
+
+
+def lane_left(root: Path, name: str) -> bool:
+    """Whether a lane `name` has a folder in the lanes folder (a git lane's branch is asked
+    apart: agentloop.vcs.choose.has_lane)."""
+    return (lanes_dir(root) / name).exists()
 
 
 @contextmanager

@@ -250,6 +250,15 @@ class GitVcs:
         """The processes started since `since` ran elsewhere (quick.NextBegin.carry)."""
         self._next.carry(since)
 
+    def start_over(self, commit: str) -> None:
+        """The next task begins on `commit` (a lane's later group, on the main line's tip):
+        every earlier attempt here ended and was saved, so its record goes first (a kill in
+        between leaves no record naming a commit HEAD no longer descends from the way it did),
+        then the worktree is reset to it."""
+        self._forget()
+        self._next = quick.NextBegin()
+        self.git.out("reset", "-q", "--hard", commit)
+
     def recovered(self) -> Change | None:
         """The commit an earlier run made for its last task and may not have recorded (once)."""
         found, self._recovered = self._recovered, None

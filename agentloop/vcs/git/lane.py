@@ -137,6 +137,17 @@ class LaneGit:
         assert done is not None
         return self._landed(done, fresh=True)
 
+    def follow(self) -> None:
+        """The next group goes on in this worktree, every task of the last one landed and
+        saved: from the main line's tip as it is now (the user may have committed meanwhile).
+        No process while the worktree stands there already, as after a task that landed as
+        itself; else one `reset --hard` (what the agents left ignored stays, as between tasks)."""
+        self.lane_commits.clear()  # their landed records went as their group ended
+        self.landed.clear()        # what this group lands is checked from here on
+        tip = self.main.tip()
+        if self.work.tree.head() != tip:
+            self.work.start_over(tip)
+
     def recovered(self) -> Change | None:
         """A commit an earlier run made in this lane and may not have landed: landed now."""
         found = self.work.recovered()

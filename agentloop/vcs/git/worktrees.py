@@ -116,6 +116,11 @@ def _tip(root: Path, branch: str) -> str | None:
     return Git(root).sha(f"refs/heads/{branch}")
 
 
+def lane_branch_tip(root: Path, name: str) -> str | None:
+    """The commit of lane `name`'s branch, None when it has none."""
+    return _tip(root, BRANCH_PREFIX + name)
+
+
 def _keep_previous(root: Path, branch: str, base: str) -> None:
     tip = _git(root, "rev-parse", "--verify", "-q", f"refs/heads/{branch}", codes=(0, 1))
     if tip and tip != _git(root, "rev-parse", base):
@@ -235,6 +240,8 @@ def drop_branches(root: Path, names: set[str], main: str = "HEAD") -> list[str]:
     that is not on `main` is kept under refs/agent-loop/kept/ first. Notes naming those."""
     notes = []
     for name in sorted(names):
+        if _tip(root, BRANCH_PREFIX + name) is None:
+            continue  # none there (the files say so): no `branch -D` to find that out
         kept = keep_unlanded(root, BRANCH_PREFIX + name, main)
         if kept:
             notes.append(f"lane branch {BRANCH_PREFIX + name} held commits that are not on "

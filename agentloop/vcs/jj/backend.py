@@ -262,6 +262,13 @@ class JjVcs:
                 not fresh.described:
             self._carried = (proc.started(), time.monotonic(), op_head(self.root), fresh)
 
+    def start_over(self, base: str) -> None:
+        """The next task begins on `base` (a lane's later group, on the main line's tip): a new
+        empty @ there. The @ left behind is the empty one finish made; jj drops it."""
+        self._carried = None
+        self.jj.out("new", base)
+        self._fresh = True
+
     def carry(self, since: int, op: str | None) -> None:
         """The processes started since `since` were agent-loop's own jj commands in another
         workspace that left this one's @ as it was (a lane's landing): the @ finish left, seen

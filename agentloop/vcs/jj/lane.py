@@ -110,6 +110,20 @@ class LaneJj:
         """Leave the workspace."""
         self.work.close()
 
+    def follow(self) -> None:
+        """The next group goes on in this workspace, every task of the last one landed and
+        saved: from the main line's tip as it is now (the user may have committed meanwhile).
+        One `jj log` for the tip; when the lane's @ is not on it already, one `jj new` there
+        (jj drops the empty @ it leaves)."""
+        landed, self.landed = self.landed, []   # what this group lands is checked from here on
+        self.lane_commits.clear()
+        before, op = proc.started(), op_head(self.root)
+        tip = self.main.tip()
+        if landed and landed[-1] == tip:  # @ sits on the last change this lane landed
+            self.work.carry(before, op)   # that look changed nothing: finish's @ still holds
+            return
+        self.work.start_over(tip)
+
     def recovered(self) -> Change | None:
         """Never (see JjVcs.recovered; a finished change is found by `settled`)."""
         return None
