@@ -155,3 +155,33 @@ def test_a_run_starts_with_few_questions_to_the_vcs(tmp_path: Path, backend: str
     work = project(tmp_path, backend, "- task\n  FAKE: write t.txt t\n")
     asked = before_first_agent(logged_run(tmp_path, work, backend, workplace))
     assert len(asked) <= AT_START[backend, workplace], "\n".join(shown(c) for c in asked)
+
+
+# Between two groups of a sequential run in a lane: the last task's finish and the next one's
+# begin, as between two tasks of one group, and what the group's end and the next one's start
+# add. git: nothing (the one lane goes on, its worktree at the main line's tip, read from the
+# files; 7 before, and 2 more after the new lane's first task: the worktree listed, its status,
+# removed, its branch deleted, a new one added, the checkout's status, a `rev-list` of the new
+# lane's history). jj: the main line's tip (one `jj log`), which the lane's @ sits on already
+# (8 before, and 10 more after the new workspace's first task).
+PER_GROUP_LANE = {"git": 0, "jj": 1}
+GROUPS = 3
+
+
+@pytest.mark.parametrize("backend", ["git", "jj"])
+def test_a_later_group_starts_in_the_same_lane_with_few_processes(
+        tmp_path: Path, backend: str, fake_claude: FakeClaude) -> None:
+    plan = "".join(f"## Group {g}\n" + "".join(f"- task {g}.{t}\n  FAKE: write g{g}t{t}.txt x\n"
+                                              for t in range(2)) for g in range(GROUPS))
+    work = project(tmp_path, backend, plan)
+    log = logged_run(tmp_path, work, backend, "lane")
+    gaps = between_agents(log)  # after each agent but the first and the last
+    assert len(gaps) == 2 * GROUPS - 2, log.read_text()
+    # The gaps after a group's last task, and after a group's first (within a group).
+    ends, within = gaps[0::2], gaps[1::2]
+    assert [len(gap) for gap in within] == [PER_TASK_LANE[backend]] * len(within)
+    expected = PER_TASK_LANE[backend] + PER_GROUP_LANE[backend]
+    assert [len(gap) for gap in ends] == [expected] * len(ends), \
+        "\n\n".join("\n".join(shown(c) for c in gap) for gap in ends)
+    made = "worktree add" if backend == "git" else "workspace add"
+    assert sum(made in line for line in log.read_text().split("\n")) == 1
