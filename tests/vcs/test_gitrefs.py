@@ -6,7 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentloop import proc
-from agentloop.vcs.git.refs import any_under, tree_of, where
+from agentloop.vcs.git.refs import (
+    any_under,
+    healthy_worktree,
+    no_linked_worktrees,
+    tree_of,
+    where,
+)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -76,3 +82,30 @@ def test_refs_under_a_prefix_as_git_tells_them(tmp_path: Path) -> None:
     assert any_under(common, prefix) is False       # gone from both
     git(repo, "update-ref", "refs/agent-loop/kept/x", "HEAD")
     assert any_under(common, prefix) is False       # another prefix's
+
+
+def test_linked_worktrees_as_git_lists_them(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    dot_git = repo / ".git"
+    assert no_linked_worktrees(dot_git)
+    lane = tmp_path / "lane"
+    git(repo, "worktree", "add", "-q", str(lane))
+    assert not no_linked_worktrees(dot_git)
+    assert healthy_worktree(lane)
+    assert not healthy_worktree(repo)  # the main checkout is no linked worktree
+    git(repo, "worktree", "lock", str(lane))
+    assert "locked" in git(repo, "worktree", "list", "--porcelain")
+    assert not healthy_worktree(lane)
+    git(repo, "worktree", "unlock", str(lane))
+    moved = tmp_path / "moved"
+    lane.rename(moved)  # moved by hand: git lists it prunable, its copy is not where git says
+    assert "prunable" in git(repo, "worktree", "list", "--porcelain")
+    assert not healthy_worktree(moved)
+    git(repo, "worktree", "prune")
+    assert no_linked_worktrees(dot_git)  # git removes the folder with the last of them
+    git(repo, "worktree", "add", "-q", str(lane))
+    git(repo, "worktree", "remove", str(lane))
+    assert no_linked_worktrees(dot_git)

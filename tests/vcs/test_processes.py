@@ -135,15 +135,16 @@ def before_first_agent(log: Path) -> list[str]:
 # history, its identity, its root, whether it tracks new files, the open changes, where @ is and
 # the first task's change; whether git's HEAD is on a branch is read off .git/HEAD (8 before:
 # `git symbolic-ref`).
-# In a lane (the default), the lane is made as well. git: one `worktree list` (the sweep's, which
-# the lane's opening takes) and the `worktree add`; the user's uncommitted paths (what a landing
+# In a lane (the default), the lane is made as well. git: the `worktree add` (the sweep's
+# `worktree list`, which the lane's opening took, is not needed while .git holds no linked
+# worktree at all: 7 before); the user's uncommitted paths (what a landing
 # must not overwrite) are the ones the tree's status listed; where the lane's git dir is, that it
 # is on its branch, that nothing in it is uncommitted and what its first task's begin finds are
 # read from its files or known from having just made it (16 before, then 10 with the begin's
 # status, a second status of the checkout and the hooks' rev-parse). jj: one `workspace list`,
 # the main line's tip and the `workspace add`; the lane takes the checkout's snapshot.auto-track
 # and has no stray change of a killed run to drop (14 before).
-AT_START = {("git", "checkout"): 6, ("jj", "checkout"): 7, ("git", "lane"): 7,
+AT_START = {("git", "checkout"): 6, ("jj", "checkout"): 7, ("git", "lane"): 6,
             ("jj", "lane"): 10}
 
 

@@ -118,3 +118,32 @@ def worktree_git_dir(worktree: Path) -> Path | None:
     # git writes it absolute, or relative to the worktree (worktree.useRelativePaths).
     found = (worktree / text[len("gitdir: "):]).resolve()
     return found if found.is_dir() else None
+
+
+def no_linked_worktrees(git_dir: Path) -> bool:
+    """Whether the repository whose main git dir is `git_dir` has no linked worktree: git keeps
+    one folder each under `worktrees/` (and removes that folder with the last of them). False
+    when the files cannot tell."""
+    try:
+        with os.scandir(git_dir / "worktrees") as entries:
+            return next(entries, None) is None
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def healthy_worktree(worktree: Path) -> bool:
+    """Whether the linked worktree at `worktree` is registered, there and not locked, as `git
+    worktree list` would say (no `prunable`, no `locked`), read from its `.git` file and its
+    folder in the repository. False when unsure."""
+    own = worktree_git_dir(worktree)
+    if own is None or own.parent.name != "worktrees" or (own / "locked").exists():
+        return False
+    try:
+        # The worktree's own `gitdir` file names where git thinks it is: here, or it is not ours.
+        told = Path((own / "gitdir").read_text(encoding="utf-8").strip())
+    except (OSError, UnicodeDecodeError):
+        return False
+    return (own / told if not told.is_absolute() else told).resolve() == \
+        (worktree / ".git").resolve()

@@ -128,13 +128,14 @@ def _keep_previous(root: Path, branch: str, base: str) -> None:
              PREVIOUS + branch.removeprefix(BRANCH_PREFIX), tip)
 
 
-def clean_git(root: Path, path: Path) -> list[str]:
+def clean_git(root: Path, path: Path,
+              registered: dict[Path, dict[str, str]] | None = None) -> list[str]:
     """Whatever is registered or left on disk at `path`: unregistered and deleted (branches
     stay; files nobody committed are kept first, under refs/agent-loop/kept-files/). Notes naming
-    what was kept."""
+    what was kept. `registered`: the worktrees as known without a `git worktree list`."""
     path = path.resolve()
     notes = []
-    worktrees = git_worktrees(root)
+    worktrees = registered if registered is not None else git_worktrees(root)
     if path in worktrees and _healthy(path, worktrees[path]):
         kept = _keep_files(root, path, path.name)
         if kept:
@@ -204,8 +205,11 @@ def remove_git(root: Path, workspace: Workspace, drop_branch: bool = False,
                main: str = "HEAD") -> list[str]:
     """The lane's worktree removed; its branch too when asked (its work is on the main line:
     what is not is kept first). Notes naming what was kept."""
+    path = workspace.path.resolve()
     with bookkeeping(root):
-        notes = clean_git(root, workspace.path)
+        # A lane this run used, whole as its files say: no `git worktree list` to find it.
+        known = {path: {"worktree": str(path)}} if refs.healthy_worktree(path) else None
+        notes = clean_git(root, path, known)
         if drop_branch:
             notes += drop_branches(root, {workspace.name}, main)
     return notes
@@ -225,7 +229,10 @@ def swept_git(root: Path, keep: set[str], known: set[str] | None = None
     gone = []
     folder = lanes_dir(root).resolve()
     with bookkeeping(root):
-        listed = git_worktrees(root)
+        # No linked worktree at all (as the repository's files say, when its git dir is a
+        # folder of the checkout): nothing registered to list.
+        listed = {} if (root / ".git").is_dir() and refs.no_linked_worktrees(root / ".git") \
+            else git_worktrees(root)
         registered = {p for p in listed if p.parent == folder}
         on_disk = {p.resolve() for p in folder.iterdir()} if folder.is_dir() else set()
         for path in sorted(registered | on_disk):
