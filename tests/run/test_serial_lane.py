@@ -161,9 +161,11 @@ def test_a_kill_between_groups_then_a_rerun_finishes_and_leaves_no_lane(
     nothing_left(work, kind)
 
 
-@pytest.mark.parametrize("kind", ["git", "jj"])
+# The re-run is sequential too, or parallel (which goes on in the one lane the same way).
+@pytest.mark.parametrize("kind,rerun", [("git", ()), ("jj", ()), ("git", ("--parallel", "2"))])
 def test_a_kill_inside_a_later_group_goes_on_in_the_one_lane(
-        work: Path, tmp_path: Path, fake_claude: FakeClaude, kind: str) -> None:
+        work: Path, tmp_path: Path, fake_claude: FakeClaude, kind: str,
+        rerun: tuple[str, ...]) -> None:
     init_repo(work, kind)
     (work / "tasks.md").write_text(plan(2))
     directives = tmp_path / "directives.json"
@@ -183,7 +185,7 @@ def test_a_kill_inside_a_later_group_goes_on_in_the_one_lane(
     os.killpg(tool.pid, signal.SIGKILL)
     tool.wait(timeout=30)
     assert statuses(work)[2] == "running"
-    again = agent_loop(work, *args)
+    again = agent_loop(work, *args, *rerun)
     assert again.returncode == 0, again.stdout + again.stderr
     assert statuses(work) == ["completed"] * 4
     # The killed task ran again in the lane it was cut short in, its half-done file dropped.
