@@ -244,3 +244,27 @@ def test_a_conflicted_group_keeps_the_lane_and_the_next_group_works_beside_it(
     assert statuses(work) == ["completed"] * 2
     assert (work / "shared.txt").read_text() == "yours and left\n"
     nothing_left(work, "git")
+
+
+def test_another_plans_sequential_run_never_touches_this_plans_lane(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude, monkeypatch) -> None:
+    init_repo(work, "git")
+    (work / "shared.txt").write_text("base\n")
+    git(work, "add", "shared.txt")
+    git(work, "commit", "-qm", "shared")
+    (work / "tasks.md").write_text(CONFLICT_PLAN.format(root=work))
+    directives = tmp_path / "directives.json"
+    directives.write_text(json.dumps({CONFLICT_FIRST_LINE: ["FAKE: say I could not"]}))
+    monkeypatch.setenv("FAKE_CLAUDE_DIRECTIVES", str(directives))
+    assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 4
+    kept = git(work, "rev-parse", f"agent-loop/{SERIAL}").strip()
+    (work / "other.md").write_text(plan(2, 1))
+    other = agent_loop(work, "--vcs", "git", "--no-distill", plan="other.md")
+    assert other.returncode == 0, other.stdout + other.stderr
+    # Its own one lane came and went; plan tasks.md's conflicted lane is as it was.
+    theirs = lanes.plan_key("other.md") + "-serial"
+    assert {c for c in agent_cwds(fake_claude)[-2:]} == {
+        str((work / ".agent-loop" / "lanes" / theirs).resolve())}
+    assert sorted(p.name for p in (work / ".agent-loop" / "lanes").iterdir()) == [SERIAL]
+    assert git(work, "rev-parse", f"agent-loop/{SERIAL}").strip() == kept
+    assert "agent-loop/" + theirs not in git(work, "branch", "--list")
