@@ -182,7 +182,12 @@ def test_a_later_group_starts_in_the_same_lane_with_few_processes(
     ends, within = gaps[0::2], gaps[1::2]
     assert [len(gap) for gap in within] == [PER_TASK_LANE[backend]] * len(within)
     expected = PER_TASK_LANE[backend] + PER_GROUP_LANE[backend]
-    assert [len(gap) for gap in ends] == [expected] * len(ends), \
+    # jj's begin trusts the @ finish made for half a second only: on a loaded machine the tip's
+    # `jj log` can take it past that, and the begin looks at @ once (as a task's would).
+    lapsed = [sum("conflict-marker-style=git log --no-graph -r @ -T " in c for c in gap)
+              for gap in ends] \
+        if backend == "jj" else [0] * len(ends)
+    assert [len(gap) - late for gap, late in zip(ends, lapsed)] == [expected] * len(ends), \
         "\n\n".join("\n".join(shown(c) for c in gap) for gap in ends)
     made = "worktree add" if backend == "git" else "workspace add"
     assert sum(made in line for line in log.read_text().split("\n")) == 1
