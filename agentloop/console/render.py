@@ -6,7 +6,6 @@ Two renderings of the same data; paths are shown so that they work from where th
 from __future__ import annotations
 
 import os
-import shlex
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -222,6 +221,8 @@ def summary_text(event: RunFinished, cwd: Path | None = None) -> str:
 
 def closing_lines(result: RunResult, cwd: Path) -> list[str]:
     """After the summary: which tasks did not finish, and how to undo one task."""
+    import shlex  # a run's closing lines only: --status shows no command line
+
     state, task_file = result.state, shown(result.project.task_file, Path("/"), cwd)
     lines = []
     if result.summary.unfinished:
@@ -236,6 +237,8 @@ def closing_lines(result: RunResult, cwd: Path) -> list[str]:
 
 def rehearsal_lines(result: RunResult, task_file: str, cwd: Path) -> list[str]:
     """Where a rehearsal's changes are, and that nothing of the user's moved."""
+    import shlex
+
     from agentloop.run.rehearsal import lane_name
     from agentloop.vcs.lanes import BRANCH_PREFIX, JJ_PREFIX, lanes_dir
 
@@ -254,6 +257,8 @@ def undo_lines(state: State, task_file: str, completed: tuple[int, ...]) -> list
             if i <= len(state.tasks) and state.tasks[i - 1].change_id]
     if not done:
         return []
+    import shlex
+
     example = done[-1].change_id or ""
     if state.vcs == "jj":
         how = f"jj abandon {example[:12]}"

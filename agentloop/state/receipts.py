@@ -90,32 +90,44 @@ class _Tally:
     thousands of runs, and a frozen Receipt per step was most of its time. The dollars are
     rounded after each step, as `Receipt.__add__` rounds them."""
 
+    # A tally is made per task and per group of every --status: slots make it and its
+    # attributes cheaper to reach.
+    __slots__ = ("cost", "known", "models", "sums")
+
     def __init__(self) -> None:
-        self.cost, self.known, self.models = 0.0, True, dict[str, None]()
+        self.cost, self.known = 0.0, True
+        self.models: dict[str, None] = {}
         self.sums = dict.fromkeys(_SUMMED, 0)
 
     def runs(self, runs: Iterable[Attempt]) -> _Tally:
         """Add these agent runs, their helper calls' cost included."""
-        sums = self.sums
+        # Kept in locals over the loop (a plan's every run passes here), written back after:
+        # the same sums, rounded at the same steps.
+        sums, cost, known = self.sums, self.cost, self.known
         for a in runs:
-            self.cost = usd(self.cost + usd(a.cost_usd + a.helper_cost_usd))
-            self.known = self.known and a.cost_known
+            cost = usd(cost + usd(a.cost_usd + a.helper_cost_usd))
+            known = known and a.cost_known
             sums["turns"] += a.num_turns or 0
             sums["duration_ms"] += a.duration_ms or 0
             sums["runs"] += 1 if a.exit_code is not None else 0
-            for k in TOKENS:
-                sums[k] += int(a.usage.get(k, 0))
+            usage = a.usage
+            if usage:  # no tokens reported: every sum stays as it is
+                for k in TOKENS:
+                    sums[k] += int(usage.get(k, 0))
             if a.model:
                 self.models[a.model] = None
+        self.cost, self.known = cost, known
         return self
 
     def add(self, other: _Tally) -> None:
         """Add another tally, as `+` adds two receipts."""
         self.cost = usd(self.cost + other.cost)
         self.known = self.known and other.known
+        sums = self.sums
         for k, n in other.sums.items():
-            self.sums[k] += n
-        self.models.update(other.models)
+            sums[k] += n
+        if other.models:
+            self.models.update(other.models)
 
     def receipt(self) -> Receipt:
         """What was added up."""

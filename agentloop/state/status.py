@@ -14,11 +14,13 @@ from typing import Any
 class _Word(str, Enum):
     """A member prints, formats and serialises as its word ("completed"), not as its name."""
 
+    # The member is the str of its word, so str's own methods say it: `.value` is a Python-level
+    # property of Enum's, and --status formats a plan's every status with it.
     def __str__(self) -> str:
-        return self.value
+        return str.__str__(self)
 
     def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
+        return str.__format__(self, spec)
 
     # Enum hashes a member by its name: a dict keyed by the word must find the member too.
     __hash__ = str.__hash__

@@ -52,9 +52,10 @@ STATUS = (*QUICK, *SAYING, "agentloop.standing", "agentloop.console.render",
           "agentloop.state.whereabouts")
 OURS = {"--version": ("agentloop",), "--help": HELP, "--status": STATUS}
 THIRD_PARTY = {"--version": set(), "--help": {"click"}, "--status": {"orjson"}}
-# The standard library's costly starts a --status never needs: hashlib starts OpenSSL (the
-# plan's hash comes from Python's own SHA-256, agentloop.files.digest).
-NOT_FOR_STATUS = {"hashlib", "_hashlib"}
+# The standard library's starts a --status never needs: hashlib starts OpenSSL (the plan's
+# hash comes from Python's own SHA-256, agentloop.files.digest); shlex quotes the command lines
+# only a run's closing lines show.
+NOT_FOR_STATUS = {"hashlib", "_hashlib", "shlex"}
 
 
 def imported(args: list[str], cwd: Path, stdlib: bool = False) -> tuple[list[str], set[str]]:
