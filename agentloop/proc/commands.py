@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,9 @@ STOP_GRACE_SECONDS = 3.0
 
 
 _started = 0
+# Emptied stderr files of finished agent runs, for the next run to take (see _errors_file).
+_spare_errors: list[IO[bytes]] = []
+_spare_lock = threading.Lock()
 
 
 def started() -> int:
@@ -213,6 +217,34 @@ def _start_streaming(argv: list[str], cwd: Path | str | None, env: Mapping[str, 
             os.close(given)  # the child has its own copy of the descriptor
 
 
+def _errors_file(reused: bool) -> IO[bytes]:
+    """A file for the agent's stderr: an emptied one an earlier run left (`reused`), else a
+    new temporary file (on ext4 making one costs a hundred microseconds or more of the kernel's
+    time, every run)."""
+    if reused:
+        with _spare_lock:
+            if _spare_errors:
+                return _spare_errors.pop()
+    return tempfile.TemporaryFile()
+
+
+def _done_with(errors: IO[bytes], reused: bool) -> None:
+    """The run is over: its stderr file is emptied for the next run, or closed. Only where
+    every process the agent left was ended with it (a subreaper, agentloop.proc.reaper): none
+    is left holding the file to write into the next run's."""
+    if reused and not errors.closed:
+        try:
+            errors.seek(0)
+            errors.truncate()
+        except OSError:
+            errors.close()
+            return
+        with _spare_lock:
+            _spare_errors.append(errors)
+        return
+    errors.close()
+
+
 def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | None = None,
            env: Mapping[str, str] | None = None, timeout: float | None = None,
            stdin: bytes | None = None, started: Callable[[], None] | None = None) -> Streamed:
@@ -227,8 +259,9 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     watched = watchdog.ready()
     _count()
     # Only a subreaper has orphans to end; elsewhere there is nothing to look for.
-    before = children() if adopt_orphans() else set()
-    errors = tempfile.TemporaryFile()
+    reaping = adopt_orphans()
+    before = children() if reaping else set()
+    errors = _errors_file(reaping)
     proc = _start_streaming(argv, cwd, env, stdin, errors, watched)
     assert proc.stdout is not None
     watchdog.tell("start", proc.pid)
@@ -266,5 +299,5 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         watchdog.tell("end", proc.pid)
         proc.stdout.close()
         tail = read_tail(errors)
-        errors.close()
+        _done_with(errors, reaping)
     return Streamed(argv, proc.wait(), tail, timed_out, deadline.paused)
