@@ -25,7 +25,7 @@ from agentloop.proc.read_output import MAX_LINE_BYTES, Deadline, Expired, lines 
 from agentloop.proc.read_output import tail as read_tail
 from agentloop.proc.reaper import adopt_orphans, children, end_adopted, reaped, spawn
 from agentloop.proc.signals import shielded
-from agentloop.proc.spawn import Spawned, Streaming, prompt_input, usable
+from agentloop.proc.spawn import Spawned, Streaming, forget, located, prompt_input, usable
 from agentloop.proc.watchdog import die_with_parent, watchdog
 
 # Grace between the signals of an escalating stop (SIGINT -> SIGTERM -> SIGKILL).
@@ -198,14 +198,28 @@ def _start_streaming(argv: list[str], cwd: Path | str | None, env: Mapping[str, 
     """The streamed child, started in a session of its own, its stderr into `errors` (closed
     here if it cannot start)."""
     given = None if stdin is None else prompt_input(stdin)
+
+    def popen(executable: str | None) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            argv, executable=executable, cwd=cwd, env=dict(env) if env is not None else None,
+            stdin=given if given is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=errors, start_new_session=True,
+            preexec_fn=None if watched else die_with_parent())
+
     try:
         if watched and usable(cwd):  # no pre-exec hook wanted: the quick way
             return spawn(lambda: Streaming(argv, env, given, errors.fileno()))
-        return spawn(lambda: subprocess.Popen(
-            argv, cwd=cwd, env=dict(env) if env is not None else None,
-            stdin=given if given is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=errors, start_new_session=True,
-            preexec_fn=None if watched else die_with_parent()))
+        # In another folder (a lane's): Popen, since Python's posix_spawn cannot change the
+        # child's folder. Told where the program is (found once per PATH), Popen skips trying
+        # every folder of PATH, each name encoded, a run.
+        found = located(argv[0], env)
+        try:
+            return spawn(lambda: popen(found))
+        except FileNotFoundError:
+            if found is None:
+                raise
+            forget(argv[0], env)  # moved since it was found: let Popen look along PATH
+            return spawn(lambda: popen(None))
     except FileNotFoundError as exc:
         errors.close()
         raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
