@@ -12,24 +12,31 @@ from typing import IO, Any
 CHUNK = 1 << 20
 
 
-def gone(path: Path, held: IO[Any] | int) -> bool:
+def identity(held: IO[Any] | int) -> tuple[int, int]:
+    """The device and inode of the file `held` (a file, or its descriptor) has open: the same
+    for as long as it is open, so a writer looks once."""
+    mine = os.fstat(held if isinstance(held, int) else held.fileno())
+    return mine.st_dev, mine.st_ino
+
+
+def gone(path: Path, held: IO[Any] | int, known: tuple[int, int] | None = None) -> bool:
     """Whether `path` no longer names the file `held` (a file, or its descriptor) has open
-    (deleted, or replaced)."""
+    (deleted, or replaced); `known`: its identity, looked up once already."""
     try:
         named = os.stat(path)
     except OSError:
         return True
-    mine = os.fstat(held if isinstance(held, int) else held.fileno())
-    return (named.st_dev, named.st_ino) != (mine.st_dev, mine.st_ino)
+    return (named.st_dev, named.st_ino) != (known or identity(held))
 
 
-def put_back(path: Path, held: IO[Any]) -> IO[bytes] | None:
+def put_back(path: Path, held: IO[Any],
+             known: tuple[int, int] | None = None) -> IO[bytes] | None:
     """Write what `held` (open for reading too) holds to `path` again, if `path` lost it;
     return the new file, open for appending, or None when nothing was lost (or it could not be
     put back: the agent may have left no folder to write to, and a log is not worth stopping a
     run for)."""
     held.flush()
-    if not gone(path, held):
+    if not gone(path, held, known):
         return None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

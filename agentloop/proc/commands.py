@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from agentloop.proc.read_output import MAX_LINE_BYTES, Deadline, Expired, lines 
 from agentloop.proc.read_output import tail as read_tail
 from agentloop.proc.reaper import adopt_orphans, children, end_adopted, reaped, spawn
 from agentloop.proc.signals import shielded
-from agentloop.proc.spawn import Spawned, Streaming, prompt_input, usable
+from agentloop.proc.spawn import Spawned, Streaming, forget, located, prompt_input, usable
 from agentloop.proc.watchdog import die_with_parent, watchdog
 
 # Grace between the signals of an escalating stop (SIGINT -> SIGTERM -> SIGKILL).
@@ -32,6 +33,9 @@ STOP_GRACE_SECONDS = 3.0
 
 
 _started = 0
+# Emptied stderr files of finished agent runs, for the next run to take (see _errors_file).
+_spare_errors: list[IO[bytes]] = []
+_spare_lock = threading.Lock()
 
 
 def started() -> int:
@@ -194,14 +198,28 @@ def _start_streaming(argv: list[str], cwd: Path | str | None, env: Mapping[str, 
     """The streamed child, started in a session of its own, its stderr into `errors` (closed
     here if it cannot start)."""
     given = None if stdin is None else prompt_input(stdin)
+
+    def popen(executable: str | None) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            argv, executable=executable, cwd=cwd, env=dict(env) if env is not None else None,
+            stdin=given if given is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=errors, start_new_session=True,
+            preexec_fn=None if watched else die_with_parent())
+
     try:
         if watched and usable(cwd):  # no pre-exec hook wanted: the quick way
             return spawn(lambda: Streaming(argv, env, given, errors.fileno()))
-        return spawn(lambda: subprocess.Popen(
-            argv, cwd=cwd, env=dict(env) if env is not None else None,
-            stdin=given if given is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=errors, start_new_session=True,
-            preexec_fn=None if watched else die_with_parent()))
+        # In another folder (a lane's): Popen, since Python's posix_spawn cannot change the
+        # child's folder. Told where the program is (found once per PATH), Popen skips trying
+        # every folder of PATH, each name encoded, a run.
+        found = located(argv[0], env)
+        try:
+            return spawn(lambda: popen(found))
+        except FileNotFoundError:
+            if found is None:
+                raise
+            forget(argv[0], env)  # moved since it was found: let Popen look along PATH
+            return spawn(lambda: popen(None))
     except FileNotFoundError as exc:
         errors.close()
         raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
@@ -211,6 +229,34 @@ def _start_streaming(argv: list[str], cwd: Path | str | None, env: Mapping[str, 
     finally:
         if given is not None:
             os.close(given)  # the child has its own copy of the descriptor
+
+
+def _errors_file(reused: bool) -> IO[bytes]:
+    """A file for the agent's stderr: an emptied one an earlier run left (`reused`), else a
+    new temporary file (on ext4 making one costs a hundred microseconds or more of the kernel's
+    time, every run)."""
+    if reused:
+        with _spare_lock:
+            if _spare_errors:
+                return _spare_errors.pop()
+    return tempfile.TemporaryFile()
+
+
+def _done_with(errors: IO[bytes], reused: bool) -> None:
+    """The run is over: its stderr file is emptied for the next run, or closed. Only where
+    every process the agent left was ended with it (a subreaper, agentloop.proc.reaper): none
+    is left holding the file to write into the next run's."""
+    if reused and not errors.closed:
+        try:
+            errors.seek(0)
+            errors.truncate()
+        except OSError:
+            errors.close()
+            return
+        with _spare_lock:
+            _spare_errors.append(errors)
+        return
+    errors.close()
 
 
 def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | None = None,
@@ -227,8 +273,9 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     watched = watchdog.ready()
     _count()
     # Only a subreaper has orphans to end; elsewhere there is nothing to look for.
-    before = children() if adopt_orphans() else set()
-    errors = tempfile.TemporaryFile()
+    reaping = adopt_orphans()
+    before = children() if reaping else set()
+    errors = _errors_file(reaping)
     proc = _start_streaming(argv, cwd, env, stdin, errors, watched)
     assert proc.stdout is not None
     watchdog.tell("start", proc.pid)
@@ -266,5 +313,5 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         watchdog.tell("end", proc.pid)
         proc.stdout.close()
         tail = read_tail(errors)
-        errors.close()
+        _done_with(errors, reaping)
     return Streamed(argv, proc.wait(), tail, timed_out, deadline.paused)

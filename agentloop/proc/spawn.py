@@ -109,6 +109,20 @@ def _program(name: str, path: str) -> str | None:
     return _found[key]
 
 
+def located(name: str, env: Mapping[str, str] | None) -> str | None:
+    """The absolute path `name` runs as with `env`'s PATH (a name with a slash, or one found in
+    a relative folder of PATH, runs as the child finds it from its own folder: None)."""
+    environ = os.environ if env is None else env
+    found = _program(name, environ.get("PATH", os.defpath))
+    return found if found is not None and os.sep not in name and os.path.isabs(found) else None
+
+
+def forget(name: str, env: Mapping[str, str] | None) -> None:
+    """`name` did not run where it was found (moved, removed): look it up again next time."""
+    environ = os.environ if env is None else env
+    _found.pop((name, environ.get("PATH", os.defpath)), None)
+
+
 def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: int,
            stdin: int | None) -> int:
     """Start `argv` in a session of its own with these descriptors as its 0, 1 and 2 (no
@@ -127,8 +141,14 @@ def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: 
         return os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True,
                               setsigdef=DEFAULTS)
     except FileNotFoundError:
-        _found.pop((argv[0], path), None)  # moved or gone: looked up again next time
-        raise
+        if _found.pop((argv[0], path), None) is None:
+            raise
+    # Moved or gone since it was found (a reinstall): looked up along PATH again, once.
+    program = _program(argv[0], path)
+    if program is None:
+        raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r}")
+    return os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True,
+                          setsigdef=DEFAULTS)
 
 
 class _Child:

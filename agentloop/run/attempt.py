@@ -79,7 +79,9 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
     change = run.vcs.begin(commit_message(task, run.state.title))
     prompt = first_prompt(run, task, hint, resume, change.kept)
     finished = _finished_before(task) if not change.kept else None
-    hand(run, task, Opened(change))
+    # Saved with the developer's run record, handed over next, unless the work a stopped run
+    # kept comes back first (a VCS step of its own, after which the opening must be on disk).
+    hand(run, task, Opened(change, save=finished is not None))
     number = _next_number(task)
     try:
         outcome = _brought_back(run, task, change, finished) if finished else None

@@ -60,6 +60,10 @@ class Shared:
         self.plan_hash = ""
         # The plan's bytes as last read (agentloop.run.plan_kept): put back should it vanish.
         self.plan_bytes: bytes | None = None
+        # The finished tasks' change ids by task number, the history mark's input: read off
+        # every record once a run, then brought up to date with each task a lane settles
+        # (agentloop.run.lane), so a task's check costs the same in a plan of any size.
+        self.done: dict[int, str] | None = None
 
     def halt(self) -> None:
         """Start no new task anywhere; running ones finish."""

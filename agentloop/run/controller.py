@@ -20,8 +20,10 @@ the user removed or ticked in the plan meanwhile; a reworded task runs its new w
 from __future__ import annotations
 
 import dataclasses
+import os
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,8 @@ from agentloop.vcs.choose import LandingHeld, LaneBreach
 # A file the controller looks for between reports: start no new task, let running ones finish.
 STOP_FILE = "stop-after-running"
 POLL_SECONDS = 0.5
+# Older than this, a file's change time tells every later edit apart (FAT counts in 2 s).
+RACY_NS = 3_000_000_000
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,26 @@ class PlanNews:
     notes: list[str] = field(default_factory=list)     # the closing lines, as they happened
 
 
+def _stamp(path: Path) -> tuple[int, int, int, int] | None:
+    """What tells a file's content changed without reading it: its inode, size, and the times
+    of its last write and last change of any kind; None when it cannot be looked at."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _settled(stamp: tuple[int, int, int, int] | None) -> tuple[int, int, int, int] | None:
+    """`stamp`, taken before a read, when a later edit is sure to change it: its last change
+    lies further back than any file system's clock is coarse (git's "racy" rule), else None
+    (the file is read again next time). An edit a moment after a read could otherwise carry
+    the same times on a file system that counts in whole seconds."""
+    if stamp is None or time.time_ns() - stamp[3] < RACY_NS:
+        return None
+    return stamp
+
+
 def stop_flag(store_dir: Path) -> Path:
     """Where `--stop-after-running` leaves its request for a running run."""
     return store_dir / STOP_FILE
@@ -110,6 +134,8 @@ class Controller:
         # The plan as this controller last read it; a tick of agent-loop's moves it too
         # (agentloop.run.tick_boxes), so that edit is no news.
         run.shared.plan_hash = run.state.task_file_hash
+        # The plan file's stamp when it was last read and understood (see _settled).
+        self._plan_seen: tuple[int, int, int, int] | None = None
         self._read_plan()  # the plan's bytes, kept in case it vanishes (agentloop.run.plan_kept)
         self._landed = run.job.landed if run.job is not None else frozenset()
 
@@ -334,11 +360,16 @@ class Controller:
         """What the user changed in the plan since the controller last looked: removed, ticked
         and reworded tasks, matched to the records as a new run would match them."""
         path = self.run.project.task_file
+        seen = _stamp(path)
+        if seen is not None and seen == self._plan_seen:
+            return  # the file read last time, unchanged since (plan_kept has its bytes)
+        self._plan_seen = None
         try:
             data = parse.read_bytes(path)
             digest = parse.file_hash(data)
             if digest == self.run.shared.plan_hash:
                 plan_kept.keep(self.run, data)
+                self._plan_seen = _settled(seen)
                 return
             self.run.shared.plan_hash = digest
             changes = reconcile(self.run.state.tasks, parse.from_bytes(path, data))

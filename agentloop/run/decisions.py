@@ -94,6 +94,10 @@ class Opened:
     """A new attempt of the task begins in `change`: it counts from this instant."""
 
     change: Change
+    # False: saved with the run's record (RunBegun) the lane hands over next, before anything
+    # else happens (no agent, no VCS command in between): a kill before that save leaves the
+    # task as a kill a moment before the opening would, which a re-run settles the same way.
+    save: bool = True
 
 
 @dataclass(frozen=True)

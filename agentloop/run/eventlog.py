@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
@@ -17,6 +18,7 @@ class EventLog:
         self.path = path
         self.clock = clock
         self._out: IO[bytes] | None = None
+        self._identity = (0, 0)  # of the file held open
 
     def __call__(self, event: Event) -> None:
         """Append one event; held open for the run, so that a file an agent deleted comes
@@ -24,13 +26,18 @@ class EventLog:
         if self._out is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._out = open(self.path, "a+b")  # readable too: see held_open.put_back
+            self._identity = held_open.identity(self._out)
         else:
-            fresh = held_open.put_back(self.path, self._out)
+            fresh = held_open.put_back(self.path, self._out, self._identity)
             if fresh is not None:
                 self._out.close()
                 self._out = fresh
-        self._out.write(to_json(event, self.clock()))
-        self._out.flush()  # a reader follows the file as it grows
+                self._identity = held_open.identity(fresh)
+        # Straight to the file, each event whole in one write (appended: O_APPEND): a reader
+        # follows the file as it grows, and nothing waits in a buffer to be flushed.
+        line = memoryview(to_json(event, self.clock()))
+        while line:  # a write cut short (a signal, a full disk) goes on where it stopped
+            line = line[os.write(self._out.fileno(), line):]
 
     def close(self) -> None:
         if self._out is not None:

@@ -76,6 +76,7 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
         if run.shared.may_start is not None and not run.shared.may_start(task):
             continue  # the controller says no: the run winds down, or the plan dropped it
         if recover(run, task):
+            _done_ids(run, task)
             _settled_one(run)
             continue
         if not begun and checks_first is not None:  # before the run's first agent
@@ -84,7 +85,7 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
         begun.append(task)
         _run_task(run, task)
         _settled_one(run)
-        _check_history(run)
+        _check_history(run, task)
 
 
 def _settled_one(run: Run) -> None:
@@ -315,22 +316,49 @@ def _check_budget(run: Run, task: TaskState) -> bool:
     return said is budget.Verdict.GO
 
 
-def _check_history(run: Run) -> None:
+DONE = (S.COMPLETED, S.UNAPPROVED)
+
+
+def _finished(run: Run) -> Iterator[str]:
+    """Every finished task's change id, read off the records as it is asked for."""
+    return (t.change_id for t in run.state.tasks if t.status in DONE and t.change_id)
+
+
+def _done_ids(run: Run, settled: TaskState) -> list[str]:
+    """The finished tasks' change ids, for the history's mark, with `settled` (the task a lane
+    has just settled) as its record says now. Only the first call of a run reads every record:
+    the mark's input then follows task by task (run.shared.done). Should it ever miss a change,
+    the mark is only wrong the safe way: `--status` then asks the VCS, as without a mark."""
+    shared = run.shared
+    with shared.lock:  # lanes settle tasks at the same time
+        if shared.done is None:
+            shared.done = {t.index: t.change_id for t in run.state.tasks
+                           if t.status in DONE and t.change_id}
+        elif settled.status in DONE and settled.change_id:
+            shared.done[settled.index] = settled.change_id
+        else:
+            shared.done.pop(settled.index, None)
+        return list(shared.done.values())
+
+
+def _check_history(run: Run, settled: TaskState) -> None:
     """Every finished task's change must still be where it was: an agent that reset the branch,
     switched it or abandoned a change stops the run before the next task is built on that."""
-    done = [t.change_id for t in run.state.tasks
-            if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id]
+    done = _done_ids(run, settled)
     root = getattr(run.vcs, "root", None)  # before the check, which may outlast where it was
     at = history.where(run.vcs.name, root) if isinstance(root, Path) else None
-    # A generator: the git backend reads it only when HEAD moved behind its back.
-    lost = run.vcs.missing(c for c in done)
+    # Read off the records themselves, not the mark's copy; a generator: the backends read it
+    # only when the history moved behind their back.
+    lost = run.vcs.missing(_finished(run))
     if lost and isinstance(root, Path):  # rebased by the user: found again by its trailers
         for task, change, commit in moved_on(run.project, run.state, run.vcs.name, root, lost):
             ledger.moved(task, change, commit)
             run.emit(LaneNote(f"task {task.index}'s change moved (a rebase kept its trailers): "
                               f"it is {change[:12]} now, and its record follows it"))
-        lost = run.vcs.missing(t.change_id for t in run.state.tasks
-                               if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id)
+        lost = run.vcs.missing(_finished(run))
+        with run.shared.lock:
+            run.shared.done = None  # records moved: read afresh
+        done = _done_ids(run, settled)
     if not lost and at is not None:
         run.state.history_mark = history.mark(at, done)  # saved with the task's next save
     if lost:

@@ -304,6 +304,9 @@ def apply(run: Run, task: TaskState, step: Step) -> Attempt | None:
         return None
     if isinstance(step, Opened):
         open_attempt(task, step.change)
+        if not step.save:  # one journal line for the opening and the run's record
+            _say(run, task, step)
+            return None
     elif isinstance(step, RunEnded):
         record_result(task, step.record, step.result)
     elif isinstance(step, Marked):

@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from agentloop.files import jsonbytes
-from agentloop.files.held_open import gone
+from agentloop.files.held_open import gone, identity
 from agentloop.state.schema import STATUSES, State, TaskState, task_from_dict, top_from_dict
 
 # State fields a journal line may carry besides the task: the ones a run changes as it goes.
@@ -97,18 +97,20 @@ class Journal:
         self.path = path
         self.lines = 0
         self._fd: int | None = None
+        self._identity = (0, 0)  # of the file held open
 
     def start(self) -> None:
         """An empty journal for the snapshot just written (the old one's lines are in it)."""
         self.close()
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o666)
+        self._identity = identity(self._fd)
         self.lines = 0
 
     def append(self, line: bytes) -> bool:
         """Add one line; False when there is no journal to add to (none started, or its file
         was deleted or replaced since, say by an agent's `git clean -fdx`): the caller writes
         a snapshot instead."""
-        if self._fd is None or gone(self.path, self._fd):
+        if self._fd is None or gone(self.path, self._fd, self._identity):
             return False
         try:
             written = os.write(self._fd, line)

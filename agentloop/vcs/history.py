@@ -11,6 +11,8 @@ there, and no process needs to say so."""
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Iterable
 
@@ -27,8 +29,34 @@ def where(kind: str, root: Path) -> str | None:
     if kind != "git":
         return None
     from agentloop.vcs.git import refs
+    dirs = _git_dirs(root)
+    if dirs is None:
+        return None
+    found = refs.where(*dirs)
+    return None if found is None else found[1]
+
+
+# A linked worktree's git dir and common dir by its root, with the stamp of the `.git` file
+# they were read from: a lane's history is looked at after every task, and where its dirs are
+# changes only with that file. Should a stale entry ever name the wrong dirs, the mark it
+# gives names another commit: `--status` then asks git, as without a mark.
+_linked: dict[Path, tuple[tuple[int, int, int, int], Path, Path]] = {}
+
+
+def _git_dirs(root: Path) -> tuple[Path, Path] | None:
+    """The git dir and the common dir of the repository or worktree at `root`."""
+    from agentloop.vcs.git import refs
     git_dir = root / ".git"
-    if git_dir.is_file():  # a linked worktree: its own folder, named in that file
+    try:
+        st = os.stat(git_dir)
+    except OSError:
+        return None
+    stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    linked = not stat.S_ISDIR(st.st_mode)
+    if linked:  # a linked worktree: its own folder, named in that file
+        known = _linked.get(root)
+        if known is not None and known[0] == stamp:
+            return known[1], known[2]
         own = refs.worktree_git_dir(root)
         if own is None:
             return None
@@ -38,8 +66,9 @@ def where(kind: str, root: Path) -> str | None:
         common_dir = git_dir / common.read_text().strip() if common.is_file() else git_dir
     except OSError:
         return None
-    found = refs.where(git_dir, common_dir)
-    return None if found is None else found[1]
+    if linked:
+        _linked[root] = (stamp, git_dir, common_dir)
+    return git_dir, common_dir
 
 
 def mark(at: str, change_ids: Iterable[str]) -> str:

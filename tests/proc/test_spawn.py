@@ -129,3 +129,49 @@ def test_a_prompt_of_any_size_reaches_the_agent_whole(where: Path, size: int) ->
     import hashlib
     assert done.returncode == 0
     assert got == [hashlib.sha256(prompt).hexdigest().encode() + b"\n"]
+
+
+def test_each_streamed_run_has_the_end_of_its_own_stderr_only(where: Path) -> None:
+    """Where the subreaper ends what a run leaves, one emptied file serves run after run: a
+    long stderr is never part of the next, shorter one's tail."""
+    noisy = "import sys; sys.stderr.write('first run ' * 20000)"
+    first = proc.stream([sys.executable, "-c", noisy], lambda line: None, cwd=where)
+    assert first.stderr_tail.endswith("first run ")
+    quiet = "import sys; sys.stderr.write('second run\\n')"
+    second = proc.stream([sys.executable, "-c", quiet], lambda line: None, cwd=where)
+    assert second.stderr_tail == "second run\n"
+    silent = proc.stream([sys.executable, "-c", "pass"], lambda line: None, cwd=where)
+    assert silent.stderr_tail == ""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a subreaper is Linux's")
+def test_the_stderr_file_is_kept_for_the_next_run(where: Path) -> None:
+    from agentloop.proc import commands
+
+    proc.stream([sys.executable, "-c", "pass"], lambda line: None, cwd=where)
+    kept = list(commands._spare_errors)
+    assert kept, "the run's stderr file was closed, not kept for the next run"
+    proc.stream([sys.executable, "-c", "import sys; sys.stderr.write('x')"], lambda line: None,
+                cwd=where)
+    assert commands._spare_errors == kept  # the same file, taken and given back
+
+
+def test_a_program_found_on_path_runs_as_named_and_is_found_again_once_moved(
+        where: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent's program is looked up on PATH once, not at every run; it still sees the name
+    it was called by, and one that moves to another folder of PATH (a reinstall) between runs
+    is found there."""
+    first, second = tmp_path / "bin", tmp_path / "elsewhere"
+    first.mkdir()
+    second.mkdir()
+    tool = first / "agent-here"
+    tool.write_text(f"#!{sys.executable}\nimport sys, os\nprint(sys.argv[0], os.getcwd())\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(first), str(second), os.environ["PATH"]]))
+    got: list[bytes] = []
+    proc.stream(["agent-here"], got.append, cwd=where)
+    assert got == [f"{tool} {where}\n".encode()]  # a script's argv[0] is the path it ran as
+    tool.rename(second / "agent-here")
+    got.clear()
+    proc.stream(["agent-here"], got.append, cwd=where)
+    assert got == [f"{second / 'agent-here'} {where}\n".encode()]

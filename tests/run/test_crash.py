@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import orjson
 import pytest
 
 from agentloop import proc
@@ -661,6 +662,39 @@ def test_a_killed_attempt_does_not_count(tmp_path: Path, fake_claude: FakeClaude
     task = from_bytes(path.read_bytes(), path).tasks[0]
     assert [a.outcome for a in task.history] == ["interrupted", "failed", "completed"]
     assert task.status == "completed" and task.attempts == 2
+
+
+def test_a_task_is_on_disk_as_running_in_one_journal_line_before_its_agent_starts(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """The attempt's opening and its run's record are saved together, before the agent starts:
+    killed while it runs, the state says so in one line (not two saves back to back), and the
+    next run neither counts that attempt nor loses the task."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "tasks.md").write_text("- slow\n  FAKE: write slow.txt x\n")
+    slow = tmp_path / "slow.json"
+    slow.write_text('{"slow": ["FAKE: sleep 60"]}')  # only the first run's agent dawdles
+    tool = start(work, "none", tmp_path / "out.txt",
+                 {**os.environ, "FAKE_CLAUDE_DIRECTIVES": str(slow)})
+    deadline = time.monotonic() + 30
+    while not fake_claude.calls():
+        assert time.monotonic() < deadline and tool.poll() is None
+        time.sleep(0.02)
+    store = Store(work)
+    lines = [orjson.loads(line) for line in store.journal.path.read_bytes().splitlines()]
+    tool.kill()
+    tool.wait()
+    settle(tool.pid, fake_claude, "the kill")
+    saves = [line["task"] for line in lines if line["task"]["index"] == 1]
+    assert len(saves) == 1, [(t["status"], len(t["history"])) for t in saves]
+    assert saves[0]["status"] == "running" and saves[0]["attempts"] == 1
+    assert [a["outcome"] for a in saves[0]["history"]] == ["running"]
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "none"],
+                          cwd=work, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    task = from_bytes(store.state_path.read_bytes(), store.state_path).tasks[0]
+    assert [a.outcome for a in task.history] == ["interrupted", "completed"]
+    assert task.status == "completed" and task.attempts == 1
 
 
 def killed_at(work: Path, kind: str, env: dict[str, str], fake: FakeClaude, label: str,

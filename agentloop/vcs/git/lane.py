@@ -155,11 +155,11 @@ class LaneGit:
 
     def missing(self, change_ids: Iterable[str]) -> set[str]:
         """Finished tasks' commits no longer on the main line."""
-        ids = list(change_ids)
-        if not ids:
-            return set()
         tip = self.main.tip_now()
         if tip is not None and tip == self._sound:
+            return set()  # the ids are not even read: the caller lists them only if asked
+        ids = list(change_ids)
+        if not ids:
             return set()
         try:
             seen = set(self.main.git.out("rev-list", self.main.ref).split())

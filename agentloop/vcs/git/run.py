@@ -7,12 +7,12 @@ wherever they happen.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Iterable, Mapping
 
 from agentloop import proc
 from agentloop.errors import ProcessError, ProgramNotFound, VcsError
+from agentloop.proc import environ
 
 # A git command that takes longer than this is stuck (a lock, a hook waiting for input).
 TIMEOUT = 600
@@ -22,7 +22,7 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """What every git command runs with: pathspecs are file names to us, never globs; git never
     asks for a password on a terminal nobody watches."""
-    return {**os.environ, "GIT_LITERAL_PATHSPECS": "1", "GIT_TERMINAL_PROMPT": "0",
+    return {**environ.current(), "GIT_LITERAL_PATHSPECS": "1", "GIT_TERMINAL_PROMPT": "0",
             **(extra or {})}
 
 
