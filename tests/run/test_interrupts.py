@@ -45,6 +45,11 @@ def test_signals_to_the_whole_group_at_random_moments_of_a_git_run(
             break  # it finished before the signal
         if child.returncode < 0 and not out and not err:
             continue  # killed while the interpreter itself started, before any code of ours
+        if child.returncode == 1 and "init_import_site" in err and "in main" not in err:
+            # The same, earlier still: inside the `site` module (a virtual environment's .pth
+            # files import a good deal), where CPython ends with a fatal error and exit 1.
+            assert not out and "KeyboardInterrupt" in err, out + err
+            continue
         if child.returncode == -signal.SIGINT and "in main" not in err:
             # Python's own KeyboardInterrupt while it imported its start-up modules, before
             # agentloop.__main__.main() could take the stops: nothing of ours ran yet.
