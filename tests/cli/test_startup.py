@@ -198,6 +198,8 @@ def test_a_plain_run_imports_nothing_of_paths_it_does_not_take(tmp_path: Path,
     extra = [n for n in ours if allowed(n, NOT_FOR_A_PLAIN_RUN)]
     assert not extra, f"a plain run imports {extra}: import them where their path begins"
     assert not stdlib & {"hashlib", "_hashlib"}, sorted(stdlib & {"hashlib", "_hashlib"})
+    # The third-party side, of the same plan run again from the start (--reset --yes: its
+    # tasks run again, the question is not asked).
     _, others = imported(["tasks.md", "--vcs", "git", "--no-distill", "--reset", "--yes"],
                          work)
     assert not others & {"rich", "git", "gitdb"}, sorted(others)   # the live view: a terminal's
