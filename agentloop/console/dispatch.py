@@ -83,15 +83,16 @@ def dispatch(tasks_md: Path | None, cwd: Path, options: RunOptions) -> int:
 
         return integrate(tasks_md, cwd, options, write)
     else:
-        from agentloop.console.confirm import reset_allowed
         from agentloop.console.dashboard_options import with_notices
         from agentloop.console.live import Console
         from agentloop.run.summary import exit_code
 
-        if options.reset and not options.yes and \
-                not reset_allowed(lambda: app.redone_by_reset(tasks_md, cwd)):
-            echo("agent-loop: nothing was changed (no --reset)", err=True)
-            return 1
+        if options.reset and not options.yes:
+            from agentloop.console.confirm import reset_allowed
+
+            if not reset_allowed(lambda: app.redone_by_reset(tasks_md, cwd)):
+                echo("agent-loop: nothing was changed (no --reset)", err=True)
+                return 1
         result = with_notices(options.notify, str(tasks_md), Console(cwd=cwd),
                               lambda emit: app.run(tasks_md, cwd, options, emit))
         for line in render.closing_lines(result, cwd):

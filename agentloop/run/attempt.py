@@ -13,7 +13,6 @@ from dataclasses import replace
 from agentloop.agents import AgentResult
 from agentloop.errors import AgentBlocked, Interrupted
 from agentloop.proc.signals import agent_finished, shielded
-from agentloop.run import review
 from agentloop.run.agent_run import run_agent, workdir_of
 from agentloop.run.checks import checks_note
 from agentloop.run.context import Run
@@ -133,6 +132,8 @@ def _review_rounds(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
     """Review the change until approved or out of rounds (agentloop.run.review); each fix is
     held to the checks again; a failed fix run comes back as the attempt's result, for the
     lane's rules."""
+    from agentloop.run import review  # a run that asks for reviews: most runs do not
+
     rounds = run.options.max_review_rounds
     feedback = None
     for round_ in range(1, rounds + 1):

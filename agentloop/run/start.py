@@ -15,7 +15,7 @@ from agentloop.errors import AgentLoopError, StateError, UsageError
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.plan.parse import Read, TaskFile
-from agentloop.run import distill, ledger, rehearsal, remembered, retry
+from agentloop.run import ledger, rehearsal, remembered, retry
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
@@ -147,12 +147,16 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
                 ledger.again(state.tasks[index - 1])
     root = project.root
     learnings = Learnings(project.store.dir, project.task_file_name)
+    distiller = None
+    if options.distill and admitted.agent != REHEARSAL:  # its module only for a run that asks
+        from agentloop.run import distill
+
+        distiller = partial(distill.distill, agent, options.distill_model or agent.models.helper,
+                            cwd=root)
     run = Run(project, state, agent, vcs, options, emit, learnings,
               advisor=partial(retry.advise, agent, options.retry_model or agent.models.helper,
                               cwd=root),
-              distiller=partial(distill.distill, agent,
-                                options.distill_model or agent.models.helper, cwd=root)
-              if options.distill and admitted.agent != REHEARSAL else None,
+              distiller=distiller,
               job=job, sandbox=box)
     return state, run_tasks(run, options.only, tuple(notes))
 

@@ -38,9 +38,12 @@ def count_stalls(run: Run, begun: list[TaskState]) -> tuple[str, ...]:
 def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, ...],
               planned: list[int]) -> RunFinished:
     """The RunFinished event: counts by status, tokens and cost, time, what to look at."""
-    from agentloop.run.review import unapproved_notes
-
     tasks = run.state.tasks
+    unapproved: tuple[str, ...] = ()
+    if any(t.status == S.UNAPPROVED for t in tasks):  # the review's module: a run that had one
+        from agentloop.run.review import unapproved_notes
+
+        unapproved = unapproved_notes(run.state)
     counts = Counter(str(t.status) for t in tasks)
     total = receipts.of_state(run.state)
     unfinished = tuple(i for i in planned if tasks[i - 1].status not in FINISHED)
@@ -50,7 +53,7 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
                        seconds=run.clock.monotonic() - started,
                        logs=str(run.project.store.logs),
                        stopped=stopped,
-                       notes=notes + unapproved_notes(run.state)
+                       notes=notes + unapproved
                        + (_empty_notes(run, planned) if run.vcs.name != "none" else ())
                        + _grown_notes(run),
                        unfinished=unfinished, cost_known=total.cost_known,

@@ -20,11 +20,11 @@ Pure: the caller reads the history (agentloop.vcs.branch_log) and the plan.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
+from agentloop.files.digest import sha256
 from agentloop.plan.boxes import task_key
 from agentloop.plan.groups import UNGROUPED
 
@@ -57,7 +57,7 @@ class Commit:
 def task_hash(text: str) -> str:
     """A short hash of a task's text, blind to how its lines are wrapped or indented and to the
     marks in its sub-items' boxes."""
-    return hashlib.sha256(task_key(text).encode("utf-8")).hexdigest()[:HASH_LENGTH]
+    return sha256(task_key(text).encode("utf-8")).hexdigest()[:HASH_LENGTH]
 
 
 def commit_message(task: TaskState, title: str | None = None) -> str:

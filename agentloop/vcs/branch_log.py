@@ -8,7 +8,6 @@ from pathlib import Path
 
 from agentloop.errors import VcsError
 from agentloop.vcs.git.run import Git
-from agentloop.vcs.jj.run import Jj
 
 _FIELD, _END = "\x00", "\x01"
 # Every description that can name a task holds it (its subject, its trailers, a revert's quote
@@ -31,6 +30,8 @@ def branch_history(kind: str, root: Path) -> list[tuple[str, str, str]]:
                                  "--format=%H%x00%H%x00%B%x01", "HEAD", codes=None,
                                  timeout=TIMEOUT)
         elif kind == "jj":
+            from agentloop.vcs.jj.run import Jj  # jj's runner only for jj: git runs skip it
+
             done = Jj(root).run(
                 "--ignore-working-copy", "log", "--no-graph", "--reversed", "-r",
                 "::@ & (" + " | ".join(f'description(glob-i:"*{m}*")' for m in (MARK, *REVERTS))

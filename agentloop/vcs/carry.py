@@ -19,7 +19,6 @@ from pathlib import Path
 from agentloop.errors import VcsError
 from agentloop.ondemand import dataclass
 from agentloop.vcs.git.run import Git
-from agentloop.vcs.jj.run import Jj
 
 STATE_FILE = "state.json"
 
@@ -39,6 +38,8 @@ class Repo:
 
     def jj(self, *args: str, codes: tuple[int, ...] = (0,)) -> tuple[int, str]:
         """(exit code, stdout) of one jj command."""
+        from agentloop.vcs.jj.run import Jj  # jj's runner only for a jj clone
+
         done = Jj(self.root).run(*args, codes=codes)
         return done.returncode, done.stdout
 
@@ -46,6 +47,8 @@ class Repo:
 def open_repo(root: Path) -> Repo:
     """The clone at `root`: jj when it has `.jj/`, else git; VcsError when it is neither."""
     if (root / ".jj").is_dir():
+        from agentloop.vcs.jj.run import Jj
+
         out = Jj(root).out("git", "root")
         return Repo(root, "jj", Path(out.strip()))
     code, out = Git(root).code("rev-parse", "--absolute-git-dir", codes=(0, 128))

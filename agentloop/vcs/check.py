@@ -15,12 +15,15 @@ import enum
 import os
 from dataclasses import field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentloop.errors import VcsError
 from agentloop.ondemand import dataclass
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
-from agentloop.vcs.jj.run import Jj, op_head
+
+if TYPE_CHECKING:  # jj's runner comes with a jj lane's check: a git run never imports it
+    from agentloop.vcs.jj.run import Jj
 
 
 class Kind(enum.Enum):
@@ -186,6 +189,8 @@ UNDOING = ("undo", "restore to operation", "revert operation")
 def check_jj_lane(record: JjLaneRecord) -> Breach | None:
     """The first thing the agent did outside its task (an undone or restored operation, a
     landed change gone or stripped of its description), or None."""
+    from agentloop.vcs.jj.run import Jj, op_head
+
     lane = record.lane
     if not lane.is_dir() or not (lane / ".jj").is_dir():
         return Breach(Kind.LANE_GONE, f"the lane's workspace {lane} was removed from outside "
@@ -231,6 +236,8 @@ def operations_since(jj: Jj, operation: str) -> list[tuple[str, str]]:
 
 def operation(jj: Jj) -> str:
     """The repository's current operation id (its op heads' one file name, when it is one)."""
+    from agentloop.vcs.jj.run import op_head
+
     head = op_head(jj.root)
     if head is not None:
         return head.split(" ", 1)[0]

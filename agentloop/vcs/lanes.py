@@ -32,13 +32,13 @@ of one run and by two runs at once.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from agentloop.files.digest import sha1
 from agentloop.files.lock import held
 from agentloop.vcs import STATE_DIR
 
@@ -77,7 +77,7 @@ def plan_key(task_file: str) -> str:
     separated): readable, and unique per path (`docs/tasks.md` -> `docs-tasks.1a2b3c`)."""
     stem = task_file[:-3] if task_file.lower().endswith(".md") else task_file
     slug = re.sub(r"[^a-z0-9]+", "-", stem.casefold()).strip("-")[:24].strip("-") or "plan"
-    return f"{slug}.{hashlib.sha1(task_file.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
+    return f"{slug}.{sha1(task_file.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
 
 
 def plan_lane(key: str, number: int, group: str) -> str:

@@ -12,7 +12,6 @@ from agentloop.errors import VcsError
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git.mainline import finish_landing
 from agentloop.vcs.git.run import Git
-from agentloop.vcs.jj.run import Jj, identity
 from agentloop.vcs.stays_git import git_only
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -41,7 +40,7 @@ def preflight(kind: str, root: Path, task_file: Path) -> list[str]:
         kind == "auto" and git_only(root))  # a git repository stays git (vcs.stays_git)
     if kind in ("git", "auto") and git_dir.is_dir():
         _git_ready(root, git_dir, commits=not jj)
-    if jj and not _jj_identity(root) and "JJ_EMAIL" not in identity(dict(os.environ), root):
+    if jj and not _jj_identity(root) and "JJ_EMAIL" not in _jj_env(root):
         warnings.append("jj has no user identity: every change will say \"(no email set)\"; "
                         "set one with `jj config set --user user.name \"Your Name\"` and "
                         "`jj config set --user user.email you@example.com`")
@@ -125,7 +124,15 @@ def _git(root: Path, *args: str) -> str | None:
         return None
 
 
+def _jj_env(root: Path) -> dict[str, str]:
+    from agentloop.vcs.jj.run import identity  # jj's runner only when jj is there to ask
+
+    return identity(dict(os.environ), root)
+
+
 def _jj_identity(root: Path) -> bool:
+    from agentloop.vcs.jj.run import Jj
+
     try:
         return bool(Jj(root).out("--ignore-working-copy", "config", "get", "user.email").strip())
     except VcsError:

@@ -181,6 +181,31 @@ def test_a_run_loads_the_git_library_and_the_plan_reader_only_when_it_needs_them
     assert not others & {"git", "gitdb", "marko"}, sorted(others)
 
 
+# What a plain run (git, a clean tree, no review, no distilling, off a terminal) never needs,
+# before its first task or after: the dashboard, the paths it does not take, jj's runner, and
+# OpenSSL's start (hashlib: every digest of a run is short, agentloop.files.digest).
+NOT_FOR_A_PLAIN_RUN = ("agentloop.dashboard.", "agentloop.vcs.jj.", "agentloop.run.review",
+                       "agentloop.run.review_prompt", "agentloop.run.distill",
+                       "agentloop.console.confirm",
+                       "agentloop.fleet.", "agentloop.settings.show")
+
+
+def test_a_plain_run_imports_nothing_of_paths_it_does_not_take(tmp_path: Path,
+                                                                fake_claude: FakeClaude) -> None:
+    plan = "## One\n- first\n  FAKE: write a.txt A\n- second\n  FAKE: write b.txt B\n"
+    work = make_repo(tmp_path / "project", "git", plan=plan)
+    ours, stdlib = imported(["tasks.md", "--vcs", "git", "--no-distill"], work, stdlib=True)
+    assert "agentloop.run.attempt" in ours, "no task ran: is the run read right?"
+    extra = [n for n in ours if allowed(n, NOT_FOR_A_PLAIN_RUN)]
+    assert not extra, f"a plain run imports {extra}: import them where their path begins"
+    assert not stdlib & {"hashlib", "_hashlib"}, sorted(stdlib & {"hashlib", "_hashlib"})
+    # The third-party side, of the same plan run again from the start (--reset --yes: its
+    # tasks run again, the question is not asked).
+    _, others = imported(["tasks.md", "--vcs", "git", "--no-distill", "--reset", "--yes"],
+                         work)
+    assert not others & {"rich", "git", "gitdb"}, sorted(others)   # the live view: a terminal's
+
+
 def test_status_after_a_real_run_starts_no_process(tmp_path: Path,
                                                    fake_claude: FakeClaude) -> None:
     # The run's lane notes where the history stood on its own branch; the checkout it landed in

@@ -7,11 +7,12 @@ reach (beyond a symlinked folder, outside the tree) is never read or written thr
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from agentloop.files.digest import sha1
 
 # GitPython's object stores come with the calls that use them: a clean tree's task needs none.
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def state_of(root: Path, rel: str, keep_in: GitDB | GitCmdObjectDB | None = None
 
             sha = keep_in.store(IStream("blob", size, f)).hexsha.decode()
         else:
-            digest = hashlib.sha1(b"blob %d\0" % size)
+            digest = sha1(b"blob %d\0" % size)
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 digest.update(chunk)
             sha = digest.hexdigest()
