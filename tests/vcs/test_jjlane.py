@@ -80,3 +80,53 @@ def test_the_users_edits_in_at_on_the_same_file_make_it_wait(repo: Path) -> None
     (repo / "f.txt").write_text("base\n")
     landing.join(15)
     assert done and one(repo, "@-") == change
+
+
+def made_here(repo: Path, change: str) -> tuple[str, str, frozenset[str]]:
+    """What a lane's finish knows of a change it just made: its parent, commit id and files."""
+    files = jj(repo, "log", "--no-graph", "-r", change, "-T",
+               'self.diff().files().map(|f| f.path()).join("\\n")')
+    return one(repo, f"{change}-"), one(repo, change, "commit_id"), frozenset(files.split("\n"))
+
+
+def test_the_short_way_moves_the_users_at_onto_the_change_in_one_command(repo: Path) -> None:
+    main = JjMainLine(repo)
+    name = 'odd "name" here.txt'
+    change, wc = lane_change(repo, "1-a", {name: "a\n"})
+    (repo / "mine.txt").write_text("the user's own edit\n")
+    made = made_here(repo, change)
+    before = proc.started()
+    assert main.land(change, wc, made) == made[1]  # neither the change nor the lane rewritten
+    assert proc.started() - before == 1
+    assert one(repo, "@-") == change and (repo / name).read_text() == "a\n"
+    assert (repo / "mine.txt").read_text() == "the user's own edit\n"
+    assert "mine.txt" in jj(repo, "diff", "--name-only", "-r", "@")
+    assert one(repo, f"{wc}-") == change
+
+
+def test_the_short_way_waits_for_the_users_edits_on_the_changes_file(repo: Path) -> None:
+    said: list[str] = []
+    main = JjMainLine(repo, on_wait=said.append)
+    change, wc = lane_change(repo, "1-a", {"f.txt": "from the task\n"})
+    (repo / "f.txt").write_text("the user's edit\n")
+    made = made_here(repo, change)
+    done: list[str] = []
+    landing = threading.Thread(target=lambda: done.append(main.land(change, wc, made)))
+    landing.start()
+    landing.join(2.5)
+    assert not done and (repo / "f.txt").read_text() == "the user's edit\n"
+    assert one(repo, f"@- & {change}") == ""
+    assert len(said) == 1 and "f.txt" in said[0]
+    (repo / "f.txt").write_text("base\n")
+    landing.join(15)
+    assert done and one(repo, "@-") == change
+
+
+def test_the_short_way_never_drops_what_landed_since_the_change_was_made(repo: Path) -> None:
+    main = JjMainLine(repo)
+    first, first_wc = lane_change(repo, "1-a", {"a.txt": "a\n"})
+    second, second_wc = lane_change(repo, "2-b", {"b.txt": "b\n"})
+    main.land(first, first_wc, made_here(repo, first))
+    main.land(second, second_wc, made_here(repo, second))  # made on the tip before the first
+    assert one(repo, "@-") == second and one(repo, "@--") == first
+    assert (repo / "a.txt").read_text() == "a\n" and (repo / "b.txt").read_text() == "b\n"
