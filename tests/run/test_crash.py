@@ -629,11 +629,12 @@ SEALS = " commit -m agent-loop: "
 
 def test_jj_kill_after_the_task_change_was_made(tmp_path: Path, jj_bin: str,
                                                 fake_claude: FakeClaude) -> None:
-    """Killed after begin()'s `jj new -m`, before the state named the change: the empty change,
-    described as the task's, used to stay in history for good (found by seed 20260102)."""
+    """Killed after begin()'s `jj new -m` (in a new lane, its `jj describe -m` of the
+    workspace's own @), before the state named the change: the empty change, described as the
+    task's, used to stay in history for good (found by seed 20260102)."""
     work = tmp_path / "work"
     new_repo(work, "jj", groups=1, per_group=2)
-    env = crash_env(tmp_path, "jj", "after", match=" new -m agent-loop: ")
+    env = crash_env(tmp_path, "jj", "after", match="[ew] -m agent-loop: ")
     killed, problems = kill_once_then_finish(work, "jj", env, fake_claude, "jj")
     assert killed
     problems += check(work, "jj", "jj", per_group=2)

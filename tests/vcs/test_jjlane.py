@@ -130,3 +130,43 @@ def test_the_short_way_never_drops_what_landed_since_the_change_was_made(repo: P
     main.land(second, second_wc, made_here(repo, second))  # made on the tip before the first
     assert one(repo, "@-") == second and one(repo, "@--") == first
     assert (repo / "a.txt").read_text() == "a\n" and (repo / "b.txt").read_text() == "b\n"
+
+
+def new_lane(repo: Path, name: str) -> "LaneJj":
+    """A lane as a parallel run makes it: a workspace just added on the main line's tip."""
+    from agentloop.vcs.jj.lane import LaneJj
+
+    space = workspaces.open_jj(repo, name, one(repo, "@-"), fresh=True)
+    lane = LaneJj(space.path, space.path / "tasks.md", JjMainLine(repo), space.branch, made=True)
+    lane.prepare()
+    return lane
+
+
+def test_a_new_lanes_first_task_lands_the_short_way(repo: Path) -> None:
+    tip = one(repo, "@-")
+    lane = new_lane(repo, "1-a")
+    change = lane.begin("agent-loop: a")
+    (lane.root / "a.txt").write_text("a\n")
+    before = proc.started()
+    done = lane.finish(change, "agent-loop: a")
+    # Its `jj commit`, then one `jj rebase` of your @ (11 before: the task's change began on
+    # the workspace's own empty change, not on the tip, so it landed the long way).
+    assert proc.started() - before == 2
+    assert one(repo, "@-") == done.change_id and one(repo, "@--") == tip
+    assert (repo / "a.txt").read_text() == "a\n"
+    second = lane.begin("agent-loop: b")
+    (lane.root / "b.txt").write_text("b\n")
+    lane.finish(second, "agent-loop: b")
+    lane.close()
+    assert one(repo, "@-") == second.change_id and one(repo, "@--") == done.change_id
+
+
+def test_files_put_in_a_new_lane_before_its_first_task_are_no_tasks(repo: Path) -> None:
+    lane = new_lane(repo, "1-a")
+    (lane.root / "setup.out").write_text("what lane-setup wrote\n")  # no .gitignore names it
+    change = lane.begin("agent-loop: a")
+    (lane.root / "a.txt").write_text("a\n")
+    done = lane.finish(change, "agent-loop: a")
+    assert done.files == ("a.txt",)
+    assert jj(repo, "diff", "--name-only", "-r", done.change_id) == "a.txt"
+    assert not (repo / "setup.out").exists()

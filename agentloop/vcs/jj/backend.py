@@ -67,6 +67,7 @@ class JjVcs:
         self._task_rel: str | None = None
         self._plans: set[str] = set()   # other plans' task files: never a task's either
         self._base = ""          # @ at the first begin: the user's change, takes the tool's edits
+        self._began = False      # a task began here in this run (a new lane's first has no base)
         self._fresh = False      # @ is an empty, undescribed change we made: describe, don't stack
         self._messages: dict[str, str] = {}
         # @ as finish's `jj new` left it, with proc.started(), the time and jj's operation then.
@@ -98,13 +99,24 @@ class JjVcs:
         """Run a jj command that rewrites or moves @; the revisions it said it left."""
         return summaries(self.jj.run(*SUMMARIES, *args).stderr)
 
+    def _base_below(self, task: Rev) -> None:
+        """A base for the tool's files, made as a new empty change right below the task's
+        (a lane's first task began on the main line's tip, with none): that task lands the
+        long way, and the base stays in the lane, off the main line."""
+        self.jj.out("new", "--no-edit", "--insert-before", task.change_id, "-m", "")
+        self._base = self._info(f"{task.change_id}-")[0].change_id
+        basemark.note(self.root, self._base)
+
     def _kept_out(self, rel: str) -> bool:
         return (rel == self._task_rel or rel in self._plans or rel == STATE_DIR
                 or rel.startswith(STATE_DIR + "/"))
 
-    def _sweep(self, rev: Rev) -> bool:
-        """Move the tool's own files out of `rev` into the base; True when anything moved."""
+    def _sweep(self, rev: Rev, below: bool = False) -> bool:
+        """Move the tool's own files out of `rev` into the base; True when anything moved.
+        `below`: with no base yet (a lane's first task), one is made right below `rev`."""
         ours = [f for f in rev.files if self._kept_out(f)]
+        if ours and below and not self._base:
+            self._base_below(rev)
         if not ours or not self._base:
             return False
         # --keep-emptied: a task that only touched the task file is sealed or abandoned by us,
@@ -199,6 +211,7 @@ class JjVcs:
         if self._resumable:
             kept = self._resume(message)
             if kept is not None:
+                self._began = True
                 return kept
         reuse = first = False
         carried, self._carried = self._carried, None
@@ -209,7 +222,12 @@ class JjVcs:
             # (the user's `jj commit`, say): @ is that empty change still. Files written in
             # these few milliseconds count as the task's, as edits made while its agent works do.
             reuse = True
-        elif not self._base:
+        elif self._made and not self._began:
+            # A workspace just added on the main line's tip: its @ is empty, undescribed and no
+            # one's, so the first task is that change, right on the tip (whose landing then takes
+            # the short way). No base below it unless the tool's files go into it (_base_below).
+            reuse = True
+        elif not self._began:
             # The first task: the user's work is snapshotted into @ by `jj new`, and that change
             # (its parent, as it reports) stays theirs. Taken here, not in prepare, so a runner
             # that abandons an earlier run's leftover change first gets the change jj puts in
@@ -221,8 +239,14 @@ class JjVcs:
             wc = self._info("@")[0]
             reuse = not wc.described and all(self._kept_out(f) for f in wc.files)
         told = self._told("describe" if reuse else "new", "-m", message)
-        self._fresh = False
+        made, self._fresh, self._made, self._began = self._made, False, False, True
         rev = next((r for r in told if r.is_wc), None) or self._info("@")[0]
+        if made and reuse and rev.files:
+            # Files written into the lane before its first task (lane-copy, lane-link,
+            # lane-setup) are no task's: that change becomes the base, the task goes on top.
+            self.jj.out("describe", "-m", "")
+            told, first = self._told("new", "-m", message), True
+            rev = next((r for r in told if r.is_wc), None) or self._info("@")[0]
         if first:
             base = next((r for r in told if not r.is_wc and (r.change_id,) == rev.parents), None)
             self._base = (base or self._info("@-")[0]).change_id
@@ -258,7 +282,7 @@ class JjVcs:
         if sealed.change_id != change.change_id:
             return self._commit_elsewhere(change, message)
         task = sealed
-        if self._sweep(task):
+        if self._sweep(task, below=True):
             task = self._info(task.change_id)[0]
         if task.empty:
             return self._drop_empty(task)
@@ -280,7 +304,7 @@ class JjVcs:
             raise VcsError(f"the working copy moved off the task's change {task.change_id[:12]}"
                            " (did the agent run `jj edit`?); move it back and retry")
         task = self._fold(task, message, checked=True)
-        if self._sweep(task):
+        if self._sweep(task, below=True):
             task = self._info(task.change_id)[0]
         if task.empty:
             return self._drop_empty(task)
@@ -309,7 +333,7 @@ class JjVcs:
             raise VcsError(f"the task's change {change.short} is gone (abandoned by hand?)")
         if wc is not None:
             task = self._fold(task, message)
-        stale = self._sweep(task)
+        stale = self._sweep(task, below=True)
         if wc is None:  # not folded, which gave the message
             self.jj.out("describe", "-r", task.change_id, "-m", message)
             stale = True
@@ -366,11 +390,12 @@ class JjVcs:
         task, wc = self._one(change.change_id) if change.change_id else (None, None)
         if task is None:
             return None
-        if keep and not self._base and wc is not None and self._wc_on_top(task):
+        if keep and not self._began and wc is not None and self._wc_on_top(task):
             self._resumable = task.change_id
             return None
-        # Before the first begin (an earlier run's leftover) there is no base yet: the tool's
-        # files are put back on disk instead, where the next snapshot takes them into @.
+        # With no base (before the first begin, an earlier run's leftover; in a new lane, whose
+        # first task began right on the tip) the tool's files are put back on disk instead,
+        # where the next snapshot takes them into @.
         saved = {} if self._base else {
             f: (self.root / f).read_bytes() for f in task.files
             if self._kept_out(f) and (self.root / f).is_file()}
@@ -440,7 +465,7 @@ class JjVcs:
         """`jj new`, unless @ is already an empty change without a description, or no task's
         change was ever here: where the agent worked in a lane, @ is the user's own change,
         which stays @."""
-        if not (self._base or self._fresh or self._resumable):
+        if not (self._began or self._fresh or self._resumable):
             return
         wc = self._info("@")[0]
         if self._fresh and self._sweep(wc):
