@@ -170,3 +170,17 @@ def test_files_put_in_a_new_lane_before_its_first_task_are_no_tasks(repo: Path) 
     assert done.files == ("a.txt",)
     assert jj(repo, "diff", "--name-only", "-r", done.change_id) == "a.txt"
     assert not (repo / "setup.out").exists()
+
+
+def test_a_failed_attempt_in_a_new_lane_is_rolled_back_even_after_the_agents_commit(
+        repo: Path) -> None:
+    lane = new_lane(repo, "1-a")
+    change = lane.begin("agent-loop: a")
+    (lane.root / "a.txt").write_text("a\n")
+    jj(lane.root, "commit", "-m", "the agent's wip")
+    kept = lane.abandon(change)
+    assert not lane.keeps(change.change_id)  # only an earlier run's change is gone on from
+    assert kept is not None and "rolled back" in kept
+    assert not (lane.root / "a.txt").exists()
+    assert jj(repo, "log", "--no-graph", "-r", f"present({change.change_id})", "-T",
+              "change_id") == ""
