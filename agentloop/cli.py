@@ -71,7 +71,9 @@ class _Command(SectionedCommand):
 @click.option("--vcs", type=click.Choice(["auto", "jj", "git", "none"]), default="auto",
               show_default=True, help="Where each task's change goes.")
 @click.option("--allow-dirty/--no-allow-dirty", default=False,
-              help="git: run even with uncommitted changes (they stay out of task commits).")
+              help="git, with the agent in your checkout (--workplace checkout): run even "
+                   "with uncommitted changes (they stay out of task commits). A run in lanes "
+                   "leaves them alone without it.")
 @click.option("--task-timeout", metavar="SECONDS", type=click.FloatRange(min=1),
               default=7200, show_default=True,
               help="Stop an agent run after this many seconds (counts as a transient failure).")

@@ -103,11 +103,15 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
 
 
 def _finished_before(task: TaskState) -> Attempt | None:
-    """The task's last run, when its agent had finished and the run was stopped after it (in
-    its checks), its work kept aside (Attempt.work_kept)."""
+    """The task's last finished run, when the run was stopped after it (in its checks, in a
+    fix run or in the review that followed), its work kept aside (Attempt.work_kept)."""
     last = task.history[-1] if task.history else None
-    return last if last is not None and last.work_kept and \
-        last.outcome == O.INTERRUPTED else None
+    if last is None or last.outcome != O.INTERRUPTED:
+        return None
+    # The stopped run is the fix run or the reviewer when not the finished one itself; the
+    # kept work is the attempt's as it stood then, a stopped fix run's edits included.
+    kept = [a for a in task.history if a.number == last.number and a.work_kept]
+    return kept[-1] if kept else None
 
 
 def _brought_back(run: Run, task: TaskState, change: Change, finished: Attempt

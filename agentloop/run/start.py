@@ -22,6 +22,7 @@ from agentloop.run.loop import run_tasks
 from agentloop.run.rebuilt import from_history
 from agentloop.run.repo_hooks import start_notes
 from agentloop.run.selection import select
+from agentloop.run.workplace import wants_lane
 from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project, load_plan, state_from
 from agentloop.state.schema import State, now
@@ -89,7 +90,7 @@ def tree_warning(project: Project, admitted: Admitted) -> str | None:
     under git), as a warning: the tree may well be clean by the time the run starts."""
     try:
         vcs = open_vcs(admitted.vcs, project.root, project.task_file,
-                       admitted.options.allow_dirty)
+                       admitted.options.allow_dirty, wants_lane(admitted.options, None))
         uncommitted = getattr(vcs, "uncommitted", None)  # only git refuses a dirty tree
         return uncommitted() if uncommitted is not None else None
     except AgentLoopError as exc:
@@ -130,7 +131,8 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
         notes[:0] = sandbox_notes(box, agent, brief=True)
     kind = kind or admitted.vcs
     notes += preflight(kind, project.root, task_file)
-    vcs = open_vcs(kind, project.root, task_file, options.allow_dirty)
+    vcs = open_vcs(kind, project.root, task_file, options.allow_dirty,
+                   wants_lane(options, job))
     notes += vcs.prepare()
     notes += start_notes(vcs.name, project.root, options.git_hooks)
     project.store.hold_vcs_lock()  # the repository prepare() may just have made

@@ -14,8 +14,9 @@ import time
 
 from agentloop import proc
 from agentloop.errors import ProcessError, RunStopped
+from agentloop.options import RunOptions
 from agentloop.run.checks import argv
-from agentloop.run.context import Run
+from agentloop.run.context import FleetJob, Run
 from agentloop.run.lane_tag import LaneNote
 from agentloop.state.schema import now
 from agentloop.vcs.choose import has_commit
@@ -27,12 +28,19 @@ SETUP_LOG = "lane-setup.log"
 
 def in_lanes(run: Run) -> bool:
     """Whether this run's groups work in lanes of their own."""
-    options = run.options
-    if options.parallel > 1:
+    if run.options.parallel > 1:
         return True
-    return options.workplace == "lane" and not options.rehearse and run.job is None and \
-        run.vcs.name in ("git", "jj") and has_commit(run.vcs.name, run.project.root) and \
-        not _detached(run)
+    return wants_lane(run.options, run.job) and run.vcs.name in ("git", "jj") and \
+        has_commit(run.vcs.name, run.project.root) and not _detached(run)
+
+
+def wants_lane(options: RunOptions, job: FleetJob | None) -> bool:
+    """Whether a run with these options has its agent work in lanes wherever one can be (git or
+    jj, a commit to start from, a branch to land on): known before the checkout is prepared,
+    which leaves the user's uncommitted files alone then, instead of refusing them."""
+    if options.parallel > 1 and not options.only:  # --task runs one lane (run.loop)
+        return True
+    return options.workplace == "lane" and not options.rehearse and job is None
 
 
 def _detached(run: Run) -> bool:

@@ -19,8 +19,11 @@ from agentloop.vcs.lanes import Workspace
 from agentloop.vcs.stays_git import git_only
 
 
-def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False) -> Vcs:
-    """The backend for `kind` (auto, jj, git or none); nothing is changed until prepare()."""
+def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False,
+             lanes: bool = False) -> Vcs:
+    """The backend for `kind` (auto, jj, git or none); nothing is changed until prepare().
+    `lanes`: the run's agents work in lanes where one can be, so git leaves the user's
+    uncommitted files alone there instead of refusing them."""
     # Imported here: `--status` imports this package for find_root and must stay fast.
     from agentloop.errors import ProgramNotFound, VcsError
 
@@ -29,21 +32,21 @@ def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False) 
         return NoneVcs()
     if kind == "git":
         from agentloop.vcs.git.backend import GitVcs
-        return GitVcs(root, task_file, allow_dirty)
+        return GitVcs(root, task_file, allow_dirty, lanes=lanes)
     if kind not in ("jj", "auto"):
         raise VcsError(f"unknown version control {kind!r}: choose one of {', '.join(KINDS)}")
     repo = find_root(root)
     if kind == "auto" and repo is not None and git_only(repo):
         # A git user's repository stays one (agentloop.vcs.stays_git says why).
         from agentloop.vcs.git.backend import GitVcs
-        return GitVcs(root, task_file, allow_dirty)
+        return GitVcs(root, task_file, allow_dirty, lanes=lanes)
     if repo is not None and (repo / ".git").is_file() and not (repo / ".jj").is_dir():
         # A git worktree (or submodule): its .git is a file, and jj cannot colocate there.
         if kind == "jj":
             raise VcsError(f"{repo} is a git worktree, where jj cannot colocate: run in the "
                            "main repository, or use --vcs git")
         from agentloop.vcs.git.backend import GitVcs
-        return GitVcs(root, task_file, allow_dirty,
+        return GitVcs(root, task_file, allow_dirty, lanes=lanes,
                       note=f"{repo} is a git worktree, where jj cannot colocate: using git")
     from agentloop.vcs.jj.backend import JjVcs
     from agentloop.vcs.jj.run import jj_root
@@ -56,7 +59,7 @@ def open_vcs(kind: str, root: Path, task_file: Path, allow_dirty: bool = False) 
             raise VcsError(f"{repo} is a jj repository, but jj is not installed or not on "
                            "PATH") from None
         from agentloop.vcs.git.backend import GitVcs
-        return GitVcs(root, task_file, allow_dirty)
+        return GitVcs(root, task_file, allow_dirty, lanes=lanes)
     # With jj the user's uncommitted work stays in its own change, so allow_dirty is moot.
     return JjVcs(found or root, task_file, initialized=found is not None)
 

@@ -237,10 +237,13 @@ def test_a_report_writes_through_a_symlink_refuses_a_device_and_dash_is_stdout(
     assert agent_loop(work, "--report", ".agent-loop/report.html").returncode == 0
     with (work / "tasks.md").open("a") as plan:
         plan.write("- one more\n")   # something to run, so --dry-run judges the tree
-    dry = agent_loop(work, "--dry-run", "--vcs", "git")
+    # (A run whose agent works in the checkout refuses uncommitted files; one in a lane, the
+    # default, leaves them alone.)
+    here = ("--dry-run", "--vcs", "git", "--workplace", "checkout")
+    dry = agent_loop(work, *here)
     assert dry.returncode == 0 and "uncommitted" not in dry.stdout, dry.stdout
     assert agent_loop(work, "--report", "run.html").returncode == 0   # in the tree: it would
-    assert "1 uncommitted file(s)" in agent_loop(work, "--dry-run", "--vcs", "git").stdout
+    assert "1 uncommitted file(s)" in agent_loop(work, *here).stdout
 
 
 def test_on_a_terminal_the_page_stays_until_ctrl_c_and_the_exit_code_is_the_runs(

@@ -165,13 +165,16 @@ def test_dry_run_warns_of_a_dirty_tree_the_run_refuses(work: Path,
     subprocess.run([*git, "add", "tasks.md"], cwd=work, check=True)
     subprocess.run([*git, "commit", "-qm", "plan"], cwd=work, check=True)
     (work / "notes.txt").write_text("mine\n")
-    code, out, _ = invoke("tasks.md", "--dry-run", "--vcs", "git")
-    real = invoke("tasks.md", "--vcs", "git")
+    # In a lane (the default) the run leaves the file alone: nothing to warn of.
+    assert "the run would stop" not in invoke("tasks.md", "--dry-run", "--vcs", "git")[1]
+    here = ("--vcs", "git", "--workplace", "checkout")
+    code, out, _ = invoke("tasks.md", "--dry-run", *here)
+    real = invoke("tasks.md", *here)
     assert code == 0 and real[0] == 1
     refusal = real[2].strip().removeprefix("agent-loop: error: ")
     assert f"warning: the run would stop here: {refusal}\n" in out
     assert "notes.txt" in out
-    assert "the run would stop" not in invoke("tasks.md", "--dry-run", "--vcs", "git",
+    assert "the run would stop" not in invoke("tasks.md", "--dry-run", *here,
                                               "--allow-dirty")[1]
     assert not (work / ".agent-loop" / "state.json").exists()
 

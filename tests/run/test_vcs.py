@@ -197,15 +197,17 @@ def test_auto_falls_back_to_git_without_jj(work: Path, fake_claude: FakeClaude,
     assert "agent-loop: (ungrouped) / one" in git(work, "log", "--format=%s")
 
 
-def test_dirty_git_tree_is_refused_in_one_line(work: Path, fake_claude: FakeClaude) -> None:
+def test_dirty_git_tree_is_refused_in_one_line_where_the_agent_works_in_it(
+        work: Path, fake_claude: FakeClaude) -> None:
     init_repo(work, "git")
     (work / "README.md").write_text("edited by the user\n")
     (work / "tasks.md").write_text("- one\n  FAKE: write one.txt 1\n")
-    done = agent_loop(work, "--vcs", "git")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "checkout")
     assert done.returncode == 1
     assert "--allow-dirty" in done.stderr and done.stderr.count("\n") == 1
+    assert "the agent works in this checkout," in done.stderr
     assert fake_claude.calls() == []
-    done = agent_loop(work, "--vcs", "git", "--allow-dirty")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "checkout", "--allow-dirty")
     assert done.returncode == 0, done.stderr
     assert git_commits(work)[0][2] == ["one.txt"]
     assert (work / "README.md").read_text() == "edited by the user\n"

@@ -45,6 +45,8 @@ of the task embedded in its prompt (between `<task>` and `</task>`):
     FAKE: review TEXT          the reviewer's answer; one line per review of this task, in order
                                (the last one repeats); `\n` in TEXT is a line break
     FAKE: review-fail N        the first N reviews of this task fail like an HTTP 529
+    FAKE: review-hold PATH     while PATH does not exist: create it, then wait 30 s before
+                               answering (a reviewer at work, for a test's Ctrl+C)
     (no review line)           APPROVED
 """
 
@@ -300,6 +302,10 @@ def reviewer(argv: list[str], prompt: str, state: Path) -> None:
               "permission_denials": [], "api_error_status": 529,
               "api_error_type": "overloaded_error"})
         sys.exit(1)
+    hold = next((Path(text) for word, text in words if word == "review-hold"), None)
+    if hold is not None and not hold.exists():
+        hold.touch()
+        time.sleep(30)
     n = counter(state, "review-" + key)
     text = reviews[min(n, len(reviews)) - 1].replace("\\n", "\n") if reviews else "APPROVED"
     emit({"type": "assistant", "session_id": session, "message": {"role": "assistant",

@@ -20,7 +20,7 @@ from agentloop.vcs import Change, plan_files, relative_to
 from agentloop.vcs.git import aside, quick, recover
 from agentloop.vcs.git.files import state_of
 from agentloop.vcs.git.record import AttemptRecord, Start
-from agentloop.vcs.git.repo import GitRepo, dirty_message, index_seen
+from agentloop.vcs.git.repo import GitRepo, dirty_message, index_seen, left_alone
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.history import missing
 
@@ -38,11 +38,16 @@ class GitVcs:
 
     def __init__(self, root: Path, task_file: Path, allow_dirty: bool = False,
                  note: str = "", lane: bool = False,
-                 place: tuple[Path, Path] | None = None, made: bool = False) -> None:
+                 place: tuple[Path, Path] | None = None, made: bool = False,
+                 lanes: bool = False) -> None:
         self.git = Git(root.resolve())
         self.tree = GitRepo(self.git)
         self.task_file = task_file
         self.allow_dirty = allow_dirty
+        # The user's checkout of a run whose agents work in lanes where one can be: their
+        # uncommitted files here are no task's (a landing that would touch one waits), so
+        # prepare() leaves them alone instead of refusing them.
+        self.lanes = lanes
         self.note = note  # why git was chosen, when `auto` fell back to it
         # A lane's worktree: only agents work there, so commits on its branch since an
         # attempt began are that attempt's (agentloop.vcs.git.recover).
@@ -130,8 +135,10 @@ class GitVcs:
                 self.tree.land(None, sha, message)
             self.tree.reset_index(sha or EMPTY_TREE, set(dirty))
             notes.append(f"committed the {len(dirty)} files already there as the starting point")
+        elif dirty and self._beside_lanes(head):
+            notes.append(left_alone(dirty))
         elif dirty and not self.allow_dirty:
-            raise VcsError(dirty_message(self.root, dirty))
+            raise VcsError(dirty_message(self.root, dirty, self._why_here(head)))
         elif dirty:
             # The limit of allow_dirty: a dirty file the task edits further is committed whole,
             # the user's edit with it (an untracked one as a new file, which a revert deletes).
@@ -147,14 +154,29 @@ class GitVcs:
                 return None  # the run makes the repository; nothing of the user's is in the way
         except VcsError:
             return None  # no folder, or no working tree: the run says so
-        if self.allow_dirty:
+        head = self.tree.head()
+        if self.allow_dirty or self._beside_lanes(head):
             return None
-        dirty = self.tree.dirty(self.tree.head())
+        dirty = self.tree.dirty(head)
         assert self._record is not None  # made by _open
         leftover = recover.resumable(self.tree, self._record)
         if leftover is not None:  # the files of the attempt its task goes on from
             dirty = sorted(set(dirty) - self.tree.changed(leftover))
-        return dirty_message(self.root, dirty) if dirty else None
+        return dirty_message(self.root, dirty, self._why_here(head)) if dirty else None
+
+    def _beside_lanes(self, head: str | None) -> bool:
+        """Whether the run's agents work in lanes, away from this checkout: a lane is wanted,
+        and there is a commit to start one from and a branch to land on (as
+        agentloop.run.workplace decides once the run starts)."""
+        return self.lanes and head is not None and self.tree.ref() is not None
+
+    def _why_here(self, head: str | None) -> str:
+        """Why the agent works in this checkout, where a lane was wanted but cannot be."""
+        if not self.lanes:
+            return ""
+        if head is None:
+            return " this time (the repository has no commit yet for a lane to start from)"
+        return " this time (HEAD is on no branch, so a lane would have none to land on)"
 
     def begin(self, message: str) -> Change:
         """Record HEAD, the index and the state of every already-dirty path; or go on from

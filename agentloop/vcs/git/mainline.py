@@ -110,7 +110,7 @@ class GitMainLine:
             with self._lock:
                 old = self.tip()
                 new, files = self._replay(old, commit, whole)
-                busy = self._busy(files)
+                busy, untracked = self._busy(files)
                 if not busy:
                     # Noted until the checkout has followed: a kill in between leaves the
                     # branch ahead of the checkout, which the next run's preflight mends.
@@ -123,8 +123,7 @@ class GitMainLine:
                     if swapped:
                         return new
             if busy:
-                waiting.still(commit, busy, self.written_since(busy),
-                              "commit or stash them and it lands on the branch")
+                waiting.still(commit, busy, self.written_since(busy), _how(untracked))
             if self.stopping():
                 raise VcsError(f"stopped before commit {commit[:12]} reached {self.ref}")
             time.sleep(POLL_SECONDS if busy else 0)
@@ -217,13 +216,16 @@ class GitMainLine:
                                       old)
         return lines[0].strip()
 
-    def _busy(self, files: list[str]) -> list[str]:
-        """Which of `files` the user has edited, staged or left untracked in the checkout."""
+    def _busy(self, files: list[str]) -> tuple[list[str], list[str]]:
+        """Which of `files` the user has edited, staged or left untracked in the checkout, and
+        which of those are untracked."""
         if not files or not self._checked_out():
-            return []
+            return [], []
         out = self.git.code("status", "--porcelain", "-z", "--untracked-files=all",
                   "--ignored=no", "--", *files)[1]
-        return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
+        entries = [entry for entry in out.split("\0") if len(entry) > 3]
+        return (sorted({entry[3:] for entry in entries}),
+                sorted({entry[3:] for entry in entries if entry.startswith("?? ")}))
 
     def _swap(self, old: str, new: str, commit: str) -> bool:
         """Move the branch from `old` to `new`; False when it is no longer at `old`."""
@@ -257,6 +259,15 @@ class GitMainLine:
             self.on_wait(f"{self.ref} moved to {new[:12]}, but the checkout could not follow "
                          f"(a file of {', '.join(files[:5])} changed meanwhile); your files are "
                          "as you left them: `git status` shows the difference")
+
+
+def _how(untracked: list[str]) -> str:
+    """What lets a waiting landing go on: a plain `git stash` leaves an untracked file where it
+    is, in the way of the task's file of that name."""
+    if not untracked:
+        return "commit or stash them and it lands on the branch"
+    return (f"commit or stash them (an untracked file such as {untracked[0]} with `git stash "
+            "-u`, or move it away) and it lands on the branch")
 
 
 def current_branch(root: Path) -> str:

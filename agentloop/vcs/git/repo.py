@@ -35,10 +35,19 @@ COMMIT_ARGS = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maint
                "commit", "--quiet", "--no-verify", "--cleanup=verbatim")
 
 
-def dirty_message(root: Path, dirty: list[str]) -> str:
-    """A run's refusal of a dirty tree."""
-    return (f"{len(dirty)} uncommitted file(s) in {root} (e.g. {dirty[0]}): commit or "
-            "stash them, or pass --allow-dirty to leave them out of task commits")
+def dirty_message(root: Path, dirty: list[str], why: str = "") -> str:
+    """A run's refusal of a dirty tree where the agent works in it (`why`: said after "the
+    agent works in this checkout")."""
+    return (f"{len(dirty)} uncommitted file(s) in {root} (e.g. {dirty[0]}): the agent works in "
+            f"this checkout{why}, where a task's commit could take them; commit or stash them, "
+            "or pass --allow-dirty to leave them out of task commits")
+
+
+def left_alone(dirty: list[str]) -> str:
+    """The one line a run in lanes says of the user's uncommitted files."""
+    return (f"your {len(dirty)} uncommitted file(s) (e.g. {dirty[0]}) are left alone: the "
+            "agent works from your last commit in a lane of its own, and a task that changes "
+            "one of them waits to land until you commit or stash it")
 
 
 def split(out: str) -> set[str]:
