@@ -20,6 +20,7 @@ Hunt with other seeds or more kills:
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -637,20 +638,28 @@ def test_jj_kill_after_the_task_change_was_made(tmp_path: Path, jj_bin: str,
     assert not problems, "\n".join(problems)
 
 
-def test_a_killed_attempt_does_not_count(tmp_path: Path, fake_claude: FakeClaude) -> None:
-    """Killed once inside the agent, then a failure: with --max-attempts 2 the task still gets
-    its retry (the killed attempt never ended; an interrupted one does not count either)."""
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "tasks.md").write_text("- flaky\n  FAKE: write flaky.txt x\n  FAKE: fail 1\n")
+def agent_dawdling(work: Path, tmp_path: Path, task: str, fake_claude: FakeClaude
+                   ) -> subprocess.Popen[bytes]:
+    """A `--vcs none` run started, once its first agent (task `task`'s, which sleeps a minute
+    on this run only) has begun."""
     slow = tmp_path / "slow.json"
-    slow.write_text('{"flaky": ["FAKE: sleep 60"]}')  # only the first run's agent dawdles
+    slow.write_text(json.dumps({task: ["FAKE: sleep 60"]}))
     tool = start(work, "none", tmp_path / "out.txt",
                  {**os.environ, "FAKE_CLAUDE_DIRECTIVES": str(slow)})
     deadline = time.monotonic() + 30
     while not fake_claude.calls():
         assert time.monotonic() < deadline and tool.poll() is None
         time.sleep(0.02)
+    return tool
+
+
+def test_a_killed_attempt_does_not_count(tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Killed once inside the agent, then a failure: with --max-attempts 2 the task still gets
+    its retry (the killed attempt never ended; an interrupted one does not count either)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "tasks.md").write_text("- flaky\n  FAKE: write flaky.txt x\n  FAKE: fail 1\n")
+    tool = agent_dawdling(work, tmp_path, "flaky", fake_claude)
     tool.kill()
     tool.wait()
     settle(tool.pid, fake_claude, "the kill")
@@ -672,14 +681,7 @@ def test_a_task_is_on_disk_as_running_in_one_journal_line_before_its_agent_start
     work = tmp_path / "work"
     work.mkdir()
     (work / "tasks.md").write_text("- slow\n  FAKE: write slow.txt x\n")
-    slow = tmp_path / "slow.json"
-    slow.write_text('{"slow": ["FAKE: sleep 60"]}')  # only the first run's agent dawdles
-    tool = start(work, "none", tmp_path / "out.txt",
-                 {**os.environ, "FAKE_CLAUDE_DIRECTIVES": str(slow)})
-    deadline = time.monotonic() + 30
-    while not fake_claude.calls():
-        assert time.monotonic() < deadline and tool.poll() is None
-        time.sleep(0.02)
+    tool = agent_dawdling(work, tmp_path, "slow", fake_claude)
     store = Store(work)
     lines = [orjson.loads(line) for line in store.journal.path.read_bytes().splitlines()]
     tool.kill()

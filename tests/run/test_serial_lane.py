@@ -211,8 +211,9 @@ CONFLICT_FIRST_LINE = ("Your change for the task above does not fit the main lin
                        "marked each conflict (<<<<<<< / ======= / >>>>>>>) in:")
 
 
-def test_a_conflicted_group_keeps_the_lane_and_the_next_group_works_beside_it(
-        work: Path, tmp_path: Path, fake_claude: FakeClaude, monkeypatch) -> None:
+def conflicted_run(work: Path, tmp_path: Path, monkeypatch):
+    """A git run of CONFLICT_PLAN whose first group's agent cannot resolve its conflict: the
+    group is left conflicted in the serial lane."""
     init_repo(work, "git")
     (work / "shared.txt").write_text("base\n")
     git(work, "add", "shared.txt")
@@ -221,7 +222,12 @@ def test_a_conflicted_group_keeps_the_lane_and_the_next_group_works_beside_it(
     directives = tmp_path / "directives.json"
     directives.write_text(json.dumps({CONFLICT_FIRST_LINE: ["FAKE: say I could not"]}))
     monkeypatch.setenv("FAKE_CLAUDE_DIRECTIVES", str(directives))
-    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    return agent_loop(work, "--vcs", "git", "--no-distill")
+
+
+def test_a_conflicted_group_keeps_the_lane_and_the_next_group_works_beside_it(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude, monkeypatch) -> None:
+    done = conflicted_run(work, tmp_path, monkeypatch)
     assert done.returncode == 4, done.stdout + done.stderr
     tasks = state_of(work)["tasks"]
     assert [t["status"] for t in tasks] == ["conflicted", "completed"]
@@ -248,15 +254,7 @@ def test_a_conflicted_group_keeps_the_lane_and_the_next_group_works_beside_it(
 
 def test_another_plans_sequential_run_never_touches_this_plans_lane(
         work: Path, tmp_path: Path, fake_claude: FakeClaude, monkeypatch) -> None:
-    init_repo(work, "git")
-    (work / "shared.txt").write_text("base\n")
-    git(work, "add", "shared.txt")
-    git(work, "commit", "-qm", "shared")
-    (work / "tasks.md").write_text(CONFLICT_PLAN.format(root=work))
-    directives = tmp_path / "directives.json"
-    directives.write_text(json.dumps({CONFLICT_FIRST_LINE: ["FAKE: say I could not"]}))
-    monkeypatch.setenv("FAKE_CLAUDE_DIRECTIVES", str(directives))
-    assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 4
+    assert conflicted_run(work, tmp_path, monkeypatch).returncode == 4
     kept = git(work, "rev-parse", f"agent-loop/{SERIAL}").strip()
     (work / "other.md").write_text(plan(2, 1))
     other = agent_loop(work, "--vcs", "git", "--no-distill", plan="other.md")
