@@ -13,6 +13,7 @@ from typing import Mapping
 from agentloop import proc
 from agentloop.errors import ProcessError, ProgramNotFound, VcsError
 from agentloop.ondemand import dataclass
+from agentloop.proc import environ
 
 # No pager, no colour, no editor (descriptions come with -m; `false` fails at once instead).
 JJ = ["jj", "--no-pager", "--color=never"]
@@ -90,7 +91,7 @@ GONE = ("InvalidDBRoot", "no longer exists", "No such file or directory", "not a
 def environment() -> dict[str, str]:
     """What every jj command runs with: no editor (descriptions come with -m), and an author:
     jj's own identity, else git's (a change jj makes is never authorless)."""
-    base = {**os.environ, "JJ_EDITOR": "false"}
+    base = {**environ.current(), "JJ_EDITOR": "false"}
     return {**base, **_identity(tuple(sorted(base.items())))}
 
 
