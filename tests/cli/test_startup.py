@@ -182,11 +182,14 @@ def test_a_run_loads_the_git_library_and_the_plan_reader_only_when_it_needs_them
 
 
 # What a plain run (git, a clean tree, no review, no distilling, off a terminal) never needs,
-# before its first task or after: the dashboard, the paths it does not take, jj's runner, and
-# OpenSSL's start (hashlib: every digest of a run is short, agentloop.files.digest).
+# before its first task or after: the dashboard, the paths it does not take, jj's runner, the
+# sandbox (--sandbox), the agents it does not drive, and OpenSSL's start (hashlib: every digest
+# of a run is short, agentloop.files.digest).
 NOT_FOR_A_PLAIN_RUN = ("agentloop.dashboard.", "agentloop.vcs.jj.", "agentloop.run.review",
                        "agentloop.run.review_prompt", "agentloop.run.distill",
-                       "agentloop.console.confirm",
+                       "agentloop.console.confirm", "agentloop.sandbox.",
+                       "agentloop.agents.codex", "agentloop.agents.codex_stream",
+                       "agentloop.agents.rehearse",
                        "agentloop.fleet.", "agentloop.settings.show")
 
 
