@@ -37,7 +37,8 @@ PARSING = (*QUICK, *SAYING, "agentloop.options", "agentloop.cli", "agentloop.con
            "agentloop.settings", "agentloop.settings.keys", "agentloop.settings.schema")
 # --help lists the agents (their package's table only, never an agent's module); the default
 # agent needs no look-up, so --status reads no table.
-HELP = (*PARSING, "agentloop.agents", "agentloop.agents.environment")
+HELP = (*PARSING, "agentloop.agents", "agentloop.agents.environment",
+        "agentloop.ondemand")   # the agents' records a run may never make
 # No click, no settings, no options record: the state file, and the plan's hash (never its
 # parser, nor the records it parses into).
 STATUS = (*QUICK, *SAYING, "agentloop.standing", "agentloop.console.render",
