@@ -625,13 +625,18 @@ def test_git_kill_after_the_task_commit_landed(tmp_path: Path, fake_claude: Fake
     assert not problems, "\n".join(problems)
 
 
+# The jj command that seals a task's change: finish's `jj commit` (describe, then a new @ on it).
+SEALS = " commit -m agent-loop: "
+
+
 def test_jj_kill_after_the_task_change_was_made(tmp_path: Path, jj_bin: str,
                                                 fake_claude: FakeClaude) -> None:
-    """Killed after begin()'s `jj new -m`, before the state named the change: the empty change,
-    described as the task's, used to stay in history for good (found by seed 20260102)."""
+    """Killed after begin()'s `jj new -m` (in a new lane, its `jj describe -m` of the
+    workspace's own @), before the state named the change: the empty change, described as the
+    task's, used to stay in history for good (found by seed 20260102)."""
     work = tmp_path / "work"
     new_repo(work, "jj", groups=1, per_group=2)
-    env = crash_env(tmp_path, "jj", "after", match=" new -m agent-loop: ")
+    env = crash_env(tmp_path, "jj", "after", match="[ew] -m agent-loop: ")
     killed, problems = kill_once_then_finish(work, "jj", env, fake_claude, "jj")
     assert killed
     problems += check(work, "jj", "jj", per_group=2)
@@ -714,9 +719,9 @@ def killed_at(work: Path, kind: str, env: dict[str, str], fake: FakeClaude, labe
                                    ("--parallel", "2")], ids=["checkout", "lane", "parallel"])
 def test_jj_kill_in_the_recovery_that_keeps_a_finished_change(
         tmp_path: Path, jj_bin: str, fake_claude: FakeClaude, where: tuple[str, str]) -> None:
-    """Killed after finish's `jj new` on the task's change, before the state said the task was
-    done; the re-run's recovery keeps that change for the task's next begin to go on from, and
-    is killed in turn before that begin: the state used to forget the change there, so the run
+    """Killed after finish's `jj commit` of the task's change, before the state said the task
+    was done; the re-run's recovery keeps that change for the task's next begin to go on from,
+    and is killed in turn before that begin: the state used to forget the change there, so the run
     after ran the task afresh on top of it, found nothing new and recorded the task as done
     with no change while history held its work (found by seed 20260102); in a lane the
     change never landed, and the task's file was lost. Since a sealed change is recorded by
@@ -728,9 +733,9 @@ def test_jj_kill_in_the_recovery_that_keeps_a_finished_change(
     # recovery whatever the order the two groups sealed theirs in.
     groups, per_group = (2, 2) if where[0] == "--parallel" else (1, 2)
     new_repo(work, "jj", groups=groups, per_group=per_group, pause=0)
-    killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=" new [k-z]"), fake_claude,
+    killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=SEALS), fake_claude,
               "after the task's change was sealed", *where)
-    killed_at(work, "jj", crash_env(tmp_path, "jj", "before", match=" describe -r [k-z]"),
+    killed_at(work, "jj", crash_env(tmp_path, "jj", "before", match=SEALS),
               fake_claude, "in the recovery, before the task began again", *where)
     tool = start(work, "jj", tmp_path / "last.out", None, "--no-distill", *where)
     assert tool.wait(timeout=120) == 0, (tmp_path / "last.out").read_text()[-2000:]
@@ -750,14 +755,15 @@ def task_runs(fake: FakeClaude) -> list[str]:
 @pytest.mark.parametrize("where", ["checkout", "lane"])
 def test_jj_kill_after_the_change_was_sealed_pays_no_agent_again(
         tmp_path: Path, jj_bin: str, fake_claude: FakeClaude, where: str) -> None:
-    """Killed after finish's `jj new` on the task's change (its description the message finish
-    wrote, with the task's trailers), before the state said the task was done: the re-run
-    used to take the change up again and run its agent a second time, as git's recovery never
-    does; in a lane, before the change landed, the same. It records the task done with that
-    change (landed first, in a lane), and only the next task's agent runs."""
+    """Killed after finish's `jj commit` of the task's change (its description the message
+    finish wrote, with the task's trailers, and a new empty @ on it), before the state said
+    the task was done: the re-run used to take the change up again and run its agent a second
+    time, as git's recovery never does; in a lane, before the change landed, the same. It
+    records the task done with that change (landed first, in a lane), and only the next task's
+    agent runs."""
     work = tmp_path / "work"
     new_repo(work, "jj", groups=1, per_group=2, pause=0)
-    killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=" new [k-z]"), fake_claude,
+    killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=SEALS), fake_claude,
               "after the task's change was sealed", "--workplace", where)
     assert task_runs(fake_claude) == ["task 01"]
     tool = start(work, "jj", tmp_path / "last.out", None, "--no-distill", "--workplace", where)
@@ -778,7 +784,7 @@ def test_jj_reset_after_a_kill_takes_up_no_old_change(tmp_path: Path, jj_bin: st
     where = ("--no-distill", "--workplace", "checkout")
     first = start(work, "jj", tmp_path / "first.out", None, *where, "--task", "1")
     assert first.wait(timeout=120) == 0, (tmp_path / "first.out").read_text()[-2000:]
-    killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=" new [k-z]"), fake_claude,
+    killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=SEALS), fake_claude,
               "after task 2's change was sealed", "--workplace", "checkout")
     tool = start(work, "jj", tmp_path / "last.out", None, *where, "--reset")
     assert tool.wait(timeout=120) == 0, (tmp_path / "last.out").read_text()[-2000:]
