@@ -564,7 +564,10 @@ def test_a_kill_before_during_or_after_any_vcs_command_loses_nothing(
 # recorded); killed between the two, jj leaves `.git/index.lock` with the new index in it, git
 # HEAD already moved and the operation unrecorded, and every later jj command that moves @ fails
 # ("Failed to reset Git HEAD state ... The lockfile at '.git/index.lock' might need manual
-# deletion"). Checkout: the task's `jj commit` there; lane: the landing's `jj rebase` of @.
+# deletion"). The next run removes that lock (vcs.preflight) and puts git's HEAD back where
+# jj's last operation has it (vcs.jj.cutshort): taken in as it was, the moved HEAD became the
+# parent of a new @ that deleted the landed task's file. Checkout: the task's `jj commit` there;
+# lane: the landing's `jj rebase` of @ (the one that lost the file).
 # jj holds that lock while it writes the index, some 0.1 ms in a small tree, too short for the
 # wrapper's busy wait to see; a tree of 2,000 files keeps it there some milliseconds.
 BIG_TREE = "a tree big enough that jj writes git's index for milliseconds"

@@ -27,6 +27,7 @@ from agentloop.vcs import STATE_DIR, Change, find_root, plan_files, relative_to
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj import basemark
 from agentloop.vcs.jj.aside import bring_back, keep_aside
+from agentloop.vcs.jj.cutshort import undo_cut_short_export
 from agentloop.vcs.jj.run import (
     INFO,
     MAX_NEW_FILE,
@@ -160,6 +161,9 @@ class JjVcs:
                 notes.append(f"initialized a jj repository in {self.root}")
             self.initialized = True
         elif not self._made:
+            if (self.root / ".git").is_dir():  # before a snapshot takes a moved HEAD in
+                undone = undo_cut_short_export(self.root, self.jj)
+                notes += [undone] if undone else []
             try:
                 notes += self._drop_strays()
             except VcsError as exc:
