@@ -396,3 +396,25 @@ def test_a_change_gone_by_hand_takes_no_other_change_for_the_task(repo: Path) ->
         vcs.finish(change, "agent-loop: task done")
     assert described(repo, "agent-loop:") == []
     assert jj(repo, "log", "--no-graph", "-r", "@", "-T", "description") == ""
+
+
+def git_head(repo: Path) -> str:
+    return proc.run(["git", "rev-parse", "HEAD"], cwd=repo).stdout.strip()
+
+
+def test_a_head_moved_by_a_killed_jjs_export_is_put_back(repo: Path) -> None:
+    """git's HEAD moved the way jj's export moves it (a reflog line "export from jj") after jj's
+    last operation, with jj's @ still on the commit it moved from: what a jj command killed
+    before it recorded its operation leaves (tests/run/test_crash.py kills a real one).
+    prepare() puts it back before any snapshot takes it in; a HEAD the user moved with git,
+    or one jj recorded, is left for jj."""
+    jj(repo, "commit", "-m", "two")
+    old = git_head(repo)
+    first = jj(repo, "log", "--no-graph", "-r", "@--", "-T", "commit_id").strip()
+    proc.run(["git", "update-ref", "--no-deref", "-m", "export from jj", "HEAD", first], cwd=repo)
+    assert any("put git's HEAD back" in note for note in JjVcs(repo, repo / "tasks.md").prepare())
+    assert git_head(repo) == old
+    proc.run(["git", "update-ref", "--no-deref", "-m", "checkout: by hand", "HEAD", first],
+             cwd=repo)
+    assert not any("HEAD" in note for note in JjVcs(repo, repo / "tasks.md").prepare())
+    assert jj(repo, "log", "--no-graph", "-r", "@-", "-T", "commit_id").strip() == first
