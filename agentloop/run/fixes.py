@@ -18,7 +18,7 @@ from agentloop.run.waits import classify, wait_for_limit
 from agentloop.state.schema import Attempt, TaskState, now
 from agentloop.state.status import AttemptOutcome as O
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs import Change
+from agentloop.vcs.protocol import Change
 
 
 @dataclass(frozen=True)

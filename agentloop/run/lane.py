@@ -55,8 +55,9 @@ from agentloop.state.receipts import money, spent
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.state.status import AttemptOutcome as O
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs import Change, history
+from agentloop.vcs import history
 from agentloop.vcs.choose import IntegrationConflict, LandingHeld, LaneBreach
+from agentloop.vcs.protocol import Change
 
 # Transient failures of one task in a row before the run pauses instead of burning attempts.
 TRANSIENT_PAUSE = 3

@@ -32,7 +32,7 @@ from agentloop.run.review_prompt import (
 )
 from agentloop.run.selection import runnable
 from agentloop.standing import StatusView
-from agentloop.vcs import Change
+from agentloop.vcs.protocol import Change
 from tests.support.fake_agent import FakeClaude
 from tests.support.harness import RETRY, START, FakeClock, Harness, ScriptedAdvisor, make_run
 from tests.support.runner import agent_loop
