@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 from pathlib import Path
 
 from agentloop.errors import TaskFileError
@@ -22,14 +21,17 @@ READER = 3
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
 
-@dataclass(frozen=True)
 class Read:
     """A task file read and hashed, not parsed yet: a run whose state holds this very file
-    (its hash) never parses it (agentloop.state.project.load_plan)."""
+    (its hash) never parses it (agentloop.state.project.load_plan). A plain class, not a
+    dataclass: `--status` imports this module, and no dataclasses."""
 
-    path: Path
-    data: bytes
-    sha256: str                 # as TaskFile.sha256
+    __slots__ = ("path", "data", "sha256")
+
+    def __init__(self, path: Path, data: bytes, sha256: str) -> None:
+        self.path = path
+        self.data = data
+        self.sha256 = sha256     # as TaskFile.sha256
 
 
 def file_hash(data: bytes) -> str:

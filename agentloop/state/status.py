@@ -8,7 +8,11 @@ version holds, and such a file loads unchanged.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+
+# typing for the checker only: --status imports this module, not typing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _Word(str, Enum):
@@ -118,10 +122,11 @@ def allowed(old: str, new: str) -> bool:
 
 def check(old: str, new: str, index: int = 0) -> TaskStatus:
     """`new` as a TaskStatus when the move from `old` is in the table; else BadTransition."""
-    if old not in _WORDS or new not in _WORDS or not allowed(old, new):
+    if old not in WORDS or new not in WORDS or not allowed(old, new):
         raise BadTransition(f"internal error: task {index} cannot go from {str(old)!r} to "
                             f"{str(new)!r}")
     return TaskStatus(new)
 
 
-_WORDS = frozenset(s.value for s in TaskStatus)
+# Every status word, as a record on disk holds it.
+WORDS = frozenset(s.value for s in TaskStatus)
