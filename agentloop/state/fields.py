@@ -26,6 +26,8 @@ _NONE = type(None)
 STR, INT, BOOL = frozenset({str}), frozenset({int}), frozenset({bool})
 FLOAT = frozenset({float, int})   # a whole number of dollars is written without its ".0"
 STR_OR_NONE, INT_OR_NONE = STR | {_NONE}, INT | {_NONE}
+# A list of records (each checked by its own table as it is read), or an object of any values.
+RECORDS, OBJECT = frozenset({list}), frozenset({dict})
 
 
 def _strs(v: Any) -> bool:
@@ -40,16 +42,8 @@ def _counts(v: Any) -> bool:
     return type(v) is dict and all(type(x) is int for x in v.values())
 
 
-def _object(v: Any) -> bool:
-    return type(v) is dict
-
-
 def _lists_of_strs(v: Any) -> bool:
     return type(v) is dict and all(_strs(x) for x in v.values())
-
-
-def _records(v: Any) -> bool:
-    return type(v) is list   # of records: each checked by its own table as it is read
 
 
 # An agent run (schema.Attempt).
@@ -72,15 +66,15 @@ TASK: tuple[tuple[str, Test], ...] = (
     ("started_at", STR_OR_NONE), ("finished_at", STR_OR_NONE), ("cost_usd", FLOAT),
     ("error", STR_OR_NONE), ("stalled_runs", INT), ("feedback", STR_OR_NONE), ("checks", _strs),
     ("optional", BOOL), ("waiting", STR_OR_NONE), ("done_as", STR_OR_NONE),
-    ("history", _records))
+    ("history", RECORDS))
 
 # A plan's state (schema.State); `tasks` holds TASK records, `retired` ATTEMPT ones.
 STATE: tuple[tuple[str, Test], ...] = (
-    ("task_file", STR), ("task_file_hash", STR), ("tasks", _records), ("schema_version", INT),
+    ("task_file", STR), ("task_file_hash", STR), ("tasks", RECORDS), ("schema_version", INT),
     ("started_at", STR), ("updated_at", STR), ("vcs", STR_OR_NONE), ("agent", STR_OR_NONE),
     ("context", STR_OR_NONE), ("title", STR_OR_NONE), ("ignored", _objects), ("warnings", _strs),
     ("reader", INT), ("folded", _objects), ("depends", _lists_of_strs),
-    ("journal_id", STR_OR_NONE), ("retired", _records), ("remembered", _object),
+    ("journal_id", STR_OR_NONE), ("retired", RECORDS), ("remembered", OBJECT),
     ("history_mark", STR_OR_NONE))
 
 
@@ -106,27 +100,37 @@ def known(table: Table, data: Any) -> dict[str, Any]:
     """The fields of `table` in `data`, each of its type; TypeError names a bad one."""
     if type(data) is not dict:
         raise TypeError(f"{table.name} record is {type(data).__name__}, not an object")
-    whole = tuple(data) == table.order
-    if whole:
-        # What the writer wrote: every field, in order. A plan's thousands of records come in a
-        # few patterns of types, so a pattern seen to fit is not checked field by field again;
-        # only what is in a list or a dict is.
-        shape = tuple(map(type, data.values()))
-        if shape in table.fit:
-            for name, test in table.nested:
-                value = data[name]
-                if value and not test(value):  # type: ignore[operator]
-                    raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")
-            return data
+    if tuple(data) == table.order:
+        fits(table, data)
+        return data
     found = {}
     tests = table.tests
     # Unknown keys (from a newer minor writer, or hand edits) are dropped rather than fatal.
     for name, value in data.items():
         check = tests.get(name)
         if check is not None:
-            if not (type(value) in check if isinstance(check, frozenset) else check(value)):
-                raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")
+            _check(name, check, value)
             found[name] = value
-    if whole:
-        table.fit.add(shape)
     return found
+
+
+def fits(table: Table, data: dict[str, Any]) -> None:
+    """Check a record of every field in `table`'s order, as the writer writes it; TypeError
+    names a field of the wrong type."""
+    # A plan's thousands of records come in a few patterns of types, so a pattern seen to fit
+    # is not checked field by field again; only what is in a list or a dict is.
+    shape = tuple(map(type, data.values()))
+    if shape in table.fit:
+        for name, test in table.nested:
+            value = data[name]
+            if value and not test(value):  # type: ignore[operator]
+                raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")
+        return
+    for name, value in data.items():
+        _check(name, table.tests[name], value)
+    table.fit.add(shape)
+
+
+def _check(name: str, test: Test, value: Any) -> None:
+    if not (type(value) in test if isinstance(test, frozenset) else test(value)):
+        raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")

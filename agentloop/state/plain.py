@@ -18,7 +18,7 @@ from pathlib import Path
 from agentloop.errors import StateError
 from agentloop.files.digest import hexdigest
 from agentloop.plan import source
-from agentloop.state.fields import ATTEMPTS, SCHEMA_VERSION, STATES, TASKS, Table, known
+from agentloop.state.fields import ATTEMPTS, SCHEMA_VERSION, STATES, TASKS, Table, fits
 from agentloop.state.status import WORDS
 from agentloop.vcs import STATE_DIR, find_root
 
@@ -141,7 +141,7 @@ def _whole(table: Table, data: Any) -> bool:
     the wrong type): a record short of a field takes the full reader's defaults."""
     if type(data) is not dict or tuple(data) != table.order:
         return False
-    known(table, data)
+    fits(table, data)
     return True
 
 
