@@ -44,8 +44,17 @@ def _shower(root: Path, cwd: Path) -> Callable[[str | Path], str]:
     good part of --status's time."""
     if shown(".", root, cwd) != ".":
         return lambda path: shown(path, root, cwd)
-    return lambda path: os.path.normpath(path) if not os.path.isabs(path) else \
+    return lambda path: _normal(str(path)) if not os.path.isabs(path) else \
         shown(path, root, cwd)
+
+
+def _normal(path: str) -> str:
+    """os.path.normpath of a relative path, which a path the state records already is (no
+    empty, `.` or `..` part) and is said as it is: normpath is Python code, run per task."""
+    wrapped = f"/{path}/"
+    if path and "//" not in wrapped and "/./" not in wrapped and "/../" not in wrapped:
+        return path
+    return os.path.normpath(path)
 
 
 def duration(seconds: float) -> str:

@@ -7,7 +7,6 @@ changed one, so `--status` and a run with nothing new to read never load the par
 from __future__ import annotations
 
 import re
-import unicodedata
 from pathlib import Path
 
 from agentloop.errors import TaskFileError
@@ -64,8 +63,12 @@ def shown(path: Path) -> str:
 
 def slug(text: str, limit: int) -> str:
     """`text` as at most `limit` characters of `[a-z0-9-]`, cut between words; "" if none left."""
-    ascii_text = unicodedata.normalize("NFKD", text.casefold()).encode("ascii", "ignore")
-    dashed = _NOT_SLUG.sub("-", ascii_text.decode("ascii").lower()).strip("-")
+    folded = text.casefold()
+    if not folded.isascii():  # NFKD changes no ASCII text: the module loads for the others
+        import unicodedata
+
+        folded = unicodedata.normalize("NFKD", folded).encode("ascii", "ignore").decode("ascii")
+    dashed = _NOT_SLUG.sub("-", folded.lower()).strip("-")
     if len(dashed) <= limit:
         return dashed
     cut = dashed.rfind("-", 0, limit + 1)

@@ -40,6 +40,17 @@ def spent(state: State) -> float:
                + sum(a.cost_usd + a.helper_cost_usd for a in state.retired))
 
 
+def _plus(total: float, more: float) -> float:
+    """usd(total + more) of two amounts usd already rounded (`total` a sum, never -0.0)."""
+    # With either one nothing, the other is the sum as it is, rounded already (rounding twice
+    # rounds once): the decimal rounding is the costliest step of --status's receipts.
+    if not more:
+        return total
+    if not total:
+        return more
+    return usd(total + more)
+
+
 def line(cost: float, known: bool, sums: dict[str, int], models: tuple[str, ...]) -> str:
     """A receipt in one line for people."""
     return (f"{money(cost, known)} · tokens in {sums['input_tokens']:,} out "
@@ -74,7 +85,7 @@ class Tally:
         # the same sums, rounded at the same steps.
         sums, cost, known = self.sums, self.cost, self.known
         for a in runs:
-            cost = usd(cost + usd(a.cost_usd + a.helper_cost_usd))
+            cost = _plus(cost, usd(a.cost_usd + a.helper_cost_usd))
             known = known and a.cost_known
             sums["turns"] += a.num_turns or 0
             sums["duration_ms"] += a.duration_ms or 0
@@ -90,7 +101,7 @@ class Tally:
 
     def add(self, other: Tally) -> Tally:
         """Add another tally, as `+` adds two receipts."""
-        self.cost = usd(self.cost + other.cost)
+        self.cost = _plus(self.cost, other.cost)
         self.known = self.known and other.known
         sums = self.sums
         for k, n in other.sums.items():
