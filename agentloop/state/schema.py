@@ -16,7 +16,8 @@ from agentloop.errors import StateError
 from agentloop.files import jsonbytes
 from agentloop.state import fields as fields_table
 from agentloop.state.fields import SCHEMA_VERSION
-from agentloop.state.status import AttemptOutcome, TaskStatus
+from agentloop.state.outcome import AttemptOutcome
+from agentloop.state.status import TaskStatus
 
 if TYPE_CHECKING:
     from agentloop.plan.parse import Task
