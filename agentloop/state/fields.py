@@ -107,9 +107,9 @@ def known(table: Table, data: Any) -> dict[str, Any]:
     tests = table.tests
     # Unknown keys (from a newer minor writer, or hand edits) are dropped rather than fatal.
     for name, value in data.items():
-        check = tests.get(name)
-        if check is not None:
-            _check(name, check, value)
+        test = tests.get(name)
+        if test is not None:
+            check(name, test, value)
             found[name] = value
     return found
 
@@ -127,10 +127,11 @@ def fits(table: Table, data: dict[str, Any]) -> None:
                 raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")
         return
     for name, value in data.items():
-        _check(name, table.tests[name], value)
+        check(name, table.tests[name], value)
     table.fit.add(shape)
 
 
-def _check(name: str, test: Test, value: Any) -> None:
+def check(name: str, test: Test, value: Any) -> None:
+    """TypeError when `value` is not of the type `test` allows for the field `name`."""
     if not (type(value) in test if isinstance(test, frozenset) else test(value)):
         raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")

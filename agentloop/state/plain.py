@@ -4,10 +4,11 @@ none of the modules they need (dataclasses, typing, orjson), which cost more tha
 `--status` together. Where a plan's state lives is found here too, for both readers.
 
 The plain reader takes only what it can read with no doubt: a snapshot of this schema version,
-every record whole (each field, in the writer's order, of its type), no journal lines on top,
-made from the very plan file (its hash) by this plan reader. Anything else, and a state that
-does not fit, is read by the full reader (agentloop.state.schema), which says what it says
-about it; so a damaged, old, edited or running plan's `--status` is the same either way.
+made from the very plan file (its hash) by this plan reader, every record whole (each field, in
+the writer's order, of its type), and every line of its journal (a running plan's) whole and
+its own. Anything else is read by the full reader (agentloop.state.schema, with
+agentloop.state.journal), which says what it says about it; so a damaged, old or edited plan's
+`--status` is the same either way.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from pathlib import Path
 from agentloop.errors import StateError
 from agentloop.files.digest import hexdigest
 from agentloop.plan import source
-from agentloop.state.fields import ATTEMPTS, SCHEMA_VERSION, STATES, TASKS, Table, fits
+from agentloop.state.fields import ATTEMPTS, SCHEMA_VERSION, STATES, TASKS, Table, check, fits
 from agentloop.state.status import WORDS
 from agentloop.vcs import STATE_DIR, find_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any, Callable, Iterator
 
     from agentloop.state.schema import State
 
@@ -94,6 +95,10 @@ def loads(raw: bytes, where: Path) -> Any:
         raise StateError(f"{where} is not valid JSON") from None
 
 
+# The state's fields a journal line may carry besides its task: those a run changes as it goes.
+JOURNAL_TOP = tuple(name for name in STATES.order if name not in ("tasks", "journal_id"))
+
+
 def _refused(word: str) -> Any:
     raise ValueError(word)
 
@@ -113,27 +118,81 @@ def load(folder: Path, plan_hash: str | None, read: tuple[bytes, Any] | None = N
             plan_hash is not None and (data.get("task_file_hash") != plan_hash
                                        or data.get("reader") != source.READER)):
         return None
+    lines = b""
     if data.get("journal_id") is not None:
         try:
-            if (folder / "state.journal").stat().st_size:
-                return None   # lines on top: the full reader applies them
-        except OSError:
+            lines = (folder / "state.journal").read_bytes()
+        except FileNotFoundError:
             pass
+        except OSError:
+            return None
     try:
         if not _whole(STATES, data):
             return None
         tasks = data["tasks"]
         for i, task in enumerate(tasks, 1):
-            if not _whole(TASKS, task) or task["index"] != i or task["status"] not in WORDS:
-                return None
-            task["history"] = _runs(task["history"])
-            if task["history"] is None:
+            if _task(task, i) is None or task["index"] != i:
                 return None
             tasks[i - 1] = Record(task)
         data["retired"] = _runs(data["retired"])
+        if data["retired"] is None or lines and not _journal(data, lines):
+            return None
     except TypeError:
         return None
-    return None if data["retired"] is None else Record(data)  # type: ignore[return-value]
+    return Record(data)  # type: ignore[return-value]
+
+
+def _task(task: Any, count: int) -> Any:
+    """A task's record, whole, its status known, its index among `count` tasks, with its runs
+    whole and made records; else None."""
+    if not _whole(TASKS, task) or not 1 <= task["index"] <= count \
+            or task["status"] not in WORDS:
+        return None
+    task["history"] = _runs(task["history"])
+    return None if task["history"] is None else task
+
+
+def _journal(data: dict[str, Any], raw: bytes) -> bool:
+    """Apply the journal's lines to the state `data`; False when one is not whole, not this
+    snapshot's or not of the state's fields (the full reader says what it makes of it)."""
+    tasks, top_fields = data["tasks"], STATES.tests
+    applied = 0
+    for line in journal_lines(raw, data["journal_id"], loads_line):
+        task, top = _task(line.get("task"), len(tasks)), line.get("top") or {}
+        if task is None or type(top) is not dict:
+            return False
+        for name, value in top.items():
+            if name not in JOURNAL_TOP:
+                return False
+            check(name, top_fields[name], value)
+        if "retired" in top:
+            top["retired"] = _runs(top["retired"])
+            if top["retired"] is None:
+                return False
+        tasks[task["index"] - 1] = Record(task)
+        data.update(top)
+        applied += 1
+    return applied == raw.count(b"\n")
+
+
+def journal_lines(raw: bytes, snapshot: str | None, parse: Callable[[bytes], Any],
+                  ) -> Iterator[dict[str, Any]]:
+    """The lines of a journal (`raw`) that go on the snapshot named `snapshot`, each parsed by
+    `parse`: up to the first that is not JSON, not an object or another snapshot's. What
+    follows the last newline was never finished, and is not read."""
+    for line in raw.split(b"\n")[:-1]:
+        try:
+            data = parse(line)
+        except ValueError:
+            return
+        if type(data) is not dict or data.get("snapshot") != snapshot:
+            return
+        yield data
+
+
+def loads_line(line: bytes) -> Any:
+    """A journal line's JSON, refusing what orjson refuses (NaN, Infinity)."""
+    return json.loads(line, parse_constant=_refused)
 
 
 def _whole(table: Table, data: Any) -> bool:

@@ -32,10 +32,10 @@ def as_json(value: Any) -> Any:
 
 
 def run(n: int, outcome: str = "completed", **more: Any) -> Attempt:
-    given: dict[str, Any] = {"model": "opus", **more}
-    return Attempt(number=n, started_at="2026-01-01T00:00:00+00:00",
-                   finished_at="2026-01-01T00:01:00+00:00", outcome=outcome, cost_usd=0.25,
-                   usage={"input_tokens": 1200, "output_tokens": 30}, num_turns=3,
+    given: dict[str, Any] = {"model": "opus", "finished_at": "2026-01-01T00:01:00+00:00",
+                             **more}
+    return Attempt(number=n, started_at="2026-01-01T00:00:00+00:00", outcome=outcome,
+                   cost_usd=0.25, usage={"input_tokens": 1200, "output_tokens": 30}, num_turns=3,
                    duration_ms=4100, exit_code=0, **given)
 
 
@@ -170,16 +170,54 @@ def test_an_old_version_s_file_reads_the_same(repo: Path) -> None:
         view, repo)
 
 
-def test_a_journal_with_lines_goes_to_the_full_reader(repo: Path) -> None:
+def running_with_a_journal(repo: Path) -> tuple[State, Path]:
+    """A running plan's state: a snapshot, and journal lines on it (a task begun, one done)."""
     state = saved(repo, finished)
     project = open_project(Path("tasks.md"), repo)
     project.store.snapshot(state)            # a run's snapshot, its journal started
     assert plain.load(project.store.dir, state.task_file_hash) is not None   # empty journal
-    state.tasks[2].status = "completed"
+    state.tasks[2].status = "running"
+    state.tasks[2].history.append(run(1, "running", finished_at=None))
     project.store.save(state, state.tasks[2])
-    assert plain.load(project.store.dir, state.task_file_hash) is None
+    state.tasks[2].status, state.tasks[2].change_id = "completed", "b" * 40
+    state.retired.append(run(2, model="sonnet"))
+    state.remembered = {"budget": 7.5}
+    project.store.save(state, state.tasks[2])
+    return state, project.store.journal.path
+
+
+def test_a_running_plan_s_journal_is_read_by_either_reader_the_same(repo: Path) -> None:
+    state, journal = running_with_a_journal(repo)
+    assert journal.read_bytes().count(b"\n") == 2
+    record = plain.load(journal.parent, state.task_file_hash)
+    assert record is not None
+    expected = orjson.loads(state.to_bytes())
+    assert as_json(record) == expected
+    text, json_, full_text, full_json = both(repo)
+    assert (text, json_) == (full_text, full_json)
+    assert "budget: $7.5000" in text and "2 completed" in text
+
+
+TORN: dict[str, Callable[[bytes], bytes]] = {
+    "a line cut short": lambda raw: raw + b'{"snapshot": "',
+    "a line that is not JSON": lambda raw: b"{nope}\n" + raw,
+    "another snapshot's line": lambda raw: raw.replace(b'"snapshot":"', b'"snapshot":"x', 1),
+    "a task short of a field": lambda raw: raw.replace(b'"done_as":null,', b"", 1),
+    "a field the state has not": lambda raw: raw.replace(b'"top":{', b'"top":{"x":1,', 1),
+    "a top field of the wrong type": lambda raw: raw.replace(b'"budget":7.5', b'"b":[]', 1)
+    .replace(b'"remembered":{', b'"remembered":"', 1),
+}
+
+
+@pytest.mark.parametrize("torn", TORN)
+def test_a_journal_in_doubt_goes_to_the_full_reader(repo: Path, torn: str) -> None:
+    state, journal = running_with_a_journal(repo)
+    journal.write_bytes(TORN[torn](journal.read_bytes()))
+    if torn != "a line cut short":   # what follows the last newline is never read
+        assert plain.load(journal.parent, state.task_file_hash) is None
     view = standing.status(Path("tasks.md"), repo)
-    assert "2 completed" in render.status_text(view, repo)
+    full = standing._read_in_full(Path("tasks.md"), repo, False)
+    assert render.status_text(view, repo) == render.status_text(full, repo)
 
 
 @pytest.mark.parametrize("cls", [schema.Attempt, schema.TaskState, schema.State])
