@@ -59,7 +59,8 @@ def status(tasks_md: Path, cwd: Path, rehearsal: bool = False) -> StatusView:
 
 
 def _read_in_full(tasks_md: Path, cwd: Path, rehearsal: bool) -> StatusView:
-    """status, by the full reader: a new, changed, running, old or damaged plan's state."""
+    """status, by the full reader: a new, changed, old or damaged plan's state."""
+    _load_full_reader()
     from agentloop.state.project import load_plan, open_project, rehearsal_of
 
     project = open_project(tasks_md, cwd)
@@ -137,6 +138,17 @@ def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
 
 def _load_in_full(root: Path, folder: Path) -> State | None:
     """The state in `folder` by the full reader (its journal applied, an old one upgraded)."""
+    _load_full_reader()
     from agentloop.state.store import Store
 
     return Store(root, folder).load()
+
+
+def _load_full_reader() -> None:
+    """Import the full reader with the stops held back: it loads orjson, and a stop inside a C
+    extension's start can crash the interpreter (agentloop.__main__ says so), where the
+    plain reader's `--status` leaves orjson unloaded while the stops wait."""
+    from agentloop.proc.signals import deferred
+
+    with deferred():
+        import agentloop.state.project  # noqa: F401
