@@ -199,10 +199,18 @@ def _problem(state: State) -> str | None:
 _TABLES: dict[type, fields_table.Table] = {Attempt: fields_table.ATTEMPTS,
                                            TaskState: fields_table.TASKS,
                                            State: fields_table.STATES}
-for _cls, _table in _TABLES.items():
-    if tuple(f.name for f in fields(_cls)) != _table.order:
-        raise RuntimeError(f"internal error: {_cls.__name__}'s fields differ from its table in "
-                           "agentloop.state.fields")
+
+
+def _held_to_their_tables() -> None:
+    """Stop the import when a record class's fields are not its table's, in its order: the
+    readers would drop the field the table lacks, and --status would not show it."""
+    for cls, table in _TABLES.items():
+        if tuple(f.name for f in fields(cls)) != table.order:
+            raise RuntimeError(f"internal error: {cls.__name__}'s fields differ from its table "
+                               "in agentloop.state.fields")
+
+
+_held_to_their_tables()
 
 
 def _known(cls: type, data: Any) -> dict[str, Any]:
