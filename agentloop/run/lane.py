@@ -51,12 +51,13 @@ from agentloop.run.rebuilt import moved_on, task_trailers
 from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline, task_checks
 from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
+from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.receipts import money, spent
 from agentloop.state.schema import Attempt, TaskState
-from agentloop.state.status import AttemptOutcome as O
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs import Change, history
+from agentloop.vcs import history
 from agentloop.vcs.choose import IntegrationConflict, LandingHeld, LaneBreach
+from agentloop.vcs.protocol import Change
 
 # Transient failures of one task in a row before the run pauses instead of burning attempts.
 TRANSIENT_PAUSE = 3

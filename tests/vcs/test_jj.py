@@ -10,9 +10,9 @@ import pytest
 
 from agentloop import proc
 from agentloop.errors import ProcessError, VcsError
-from agentloop.vcs import Change
 from agentloop.vcs.jj import backend
 from agentloop.vcs.jj.backend import JjVcs
+from agentloop.vcs.protocol import Change
 from tests.support.repos import make_repo
 
 

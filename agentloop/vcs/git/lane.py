@@ -13,7 +13,6 @@ from typing import Callable, Iterable, TypeVar
 
 from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.vcs import Change
 from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane, dirty, stamp, written
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.backend import GitVcs
@@ -21,6 +20,7 @@ from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.landing import IntegrationConflict, markers_left
 from agentloop.vcs.lanes import BRANCH_PREFIX
+from agentloop.vcs.protocol import Change
 
 T = TypeVar("T")
 

@@ -23,7 +23,7 @@ from typing import Iterable
 
 from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.vcs import STATE_DIR, Change, find_root, plan_files, relative_to
+from agentloop.vcs import STATE_DIR, find_root, plan_files, relative_to
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj import basemark
 from agentloop.vcs.jj.aside import bring_back, keep_aside
@@ -39,6 +39,7 @@ from agentloop.vcs.jj.run import (
     parse_info,
     summaries,
 )
+from agentloop.vcs.protocol import Change
 
 # How jj refuses to work on a working copy that a killed command left behind its operation,
 # and how `jj workspace update-stale` says that files changed after it.
