@@ -1,0 +1,79 @@
+"""What one group's agent leaves in a sequential run's one lane, and what the user does in their
+checkout between groups: nothing of it reaches a later task's commit, nothing of the user's is
+lost, and the run lands on the branch it started on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, git_commits, init_repo, state_of
+from tests.support.runner import agent_loop
+
+LEFTOVERS = """\
+## Build
+- build it
+  FAKE: write g1.txt one
+  FAKE: bash mkdir -p build && echo object > build/out.o
+- a stray file, then a failure
+  FAKE: write stray.txt stray
+  FAKE: fail 9
+
+## Use
+- use it
+  FAKE: bash test -f build/out.o && echo seen > saw-build.txt
+  FAKE: bash test -f stray.txt && echo seen > saw-stray.txt
+  FAKE: write g2.txt two
+"""
+
+
+def test_a_groups_ignored_and_failed_files_reach_no_later_commit(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / ".gitignore").write_text("build/\n")
+    git(work, "add", ".gitignore")
+    git(work, "commit", "-qm", "ignore build")
+    (work / "tasks.md").write_text(LEFTOVERS)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--max-attempts", "1",
+                      "--max-failures", "5")
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed", "failed", "completed"]
+    # Group 2 went on in the one lane: the build output left ignored is there, as between two
+    # tasks of one group; the failed attempt's file was rolled back.
+    committed = [files for _, _, files in git_commits(work)]
+    assert committed[-2:] == [["g1.txt"], ["g2.txt", "saw-build.txt"]]
+    assert not (work / "stray.txt").exists() and not (work / "build").exists()
+
+
+TWO_GROUPS = """\
+## One
+- task one
+  FAKE: write one.txt one
+
+## Two
+- task two
+  FAKE: bash test -f mine.txt && echo seen > saw-mine.txt
+  FAKE: write two.txt two
+"""
+
+
+def test_your_checkout_on_another_branch_between_groups_is_left_alone(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(TWO_GROUPS)
+    # Once group 1 is done, you switch to a branch of your own and commit there.
+    yours = ('if [ "$AGENT_LOOP_EVENT_TASK" = 1 ]; then git checkout -qb mine && '
+             'echo mine > mine.txt && git add mine.txt && git commit -qm "my branch"; fi')
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--on-task", yours)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Group 2 landed on the branch the run began on, from its tip, not from your branch.
+    assert git(work, "log", "-1", "--format=%s", "main").startswith("agent-loop: Two")
+    assert git(work, "show", "main:two.txt") == "two\n"
+    assert "mine.txt" not in git(work, "ls-tree", "--name-only", "main")
+    assert not (work / "saw-mine.txt").exists()
+    # Your branch and checkout are as you left them.
+    assert git(work, "rev-parse", "--abbrev-ref", "HEAD").strip() == "mine"
+    assert git(work, "log", "-1", "--format=%s", "mine").strip() == "my branch"
+    assert git(work, "status", "--porcelain", "--untracked-files=no").strip() == ""
