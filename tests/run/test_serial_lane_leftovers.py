@@ -4,6 +4,7 @@ lost, and the run lands on the branch it started on."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,43 @@ def test_your_checkout_on_another_branch_between_groups_is_left_alone(
     assert git(work, "rev-parse", "--abbrev-ref", "HEAD").strip() == "mine"
     assert git(work, "log", "-1", "--format=%s", "mine").strip() == "my branch"
     assert git(work, "status", "--porcelain", "--untracked-files=no").strip() == ""
+
+
+
+def test_a_second_plans_run_beside_a_running_one_is_refused_before_any_agent(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Two plans of one repository run one after the other (test_serial_lane has that case):
+    one started while the other runs stops in one line, paying no agent, and leaves the running
+    one's one lane alone."""
+    import subprocess
+    import sys
+
+    from agentloop.vcs import lanes
+
+    init_repo(work, "git")
+    working, go = tmp_path / "working", tmp_path / "go"
+    (work / "tasks.md").write_text(
+        f"## One\n- first\n  FAKE: bash touch {working}; for i in $(seq 600); do "
+        f"test -f {go} && break; sleep 0.05; done\n  FAKE: write one.txt 1\n\n"
+        "## Two\n- second\n  FAKE: write two.txt 2\n")
+    (work / "other.md").write_text("## Other\n- other\n  FAKE: write other.txt o\n")
+    first = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                              "--no-distill"], cwd=work, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    try:
+        while not working.exists() and first.poll() is None:
+            time.sleep(0.02)
+        other = agent_loop(work, "--vcs", "git", "--no-distill", plan="other.md")
+    finally:
+        go.touch()
+        out = first.communicate(timeout=180)[0]
+    assert other.returncode == 1 and "another agent-loop run holds" in other.stderr
+    assert len(other.stderr.strip().splitlines()) == 1
+    assert len(agent_cwds(fake_claude)) == 2  # the first run's two tasks, no other
+    assert first.returncode == 0, out
+    assert not (work / "other.txt").exists()
+    assert not (work / ".agent-loop" / "lanes" / (lanes.plan_key("other.md") + "-serial")).exists()
+
+
+def agent_cwds(fake: FakeClaude) -> list[str]:
+    return [c["cwd"] for c in fake.calls() if "--output-format" in c["argv"]]
