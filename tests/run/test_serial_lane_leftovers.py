@@ -118,3 +118,67 @@ def test_a_second_plans_run_beside_a_running_one_is_refused_before_any_agent(
 
 def agent_cwds(fake: FakeClaude) -> list[str]:
     return [c["cwd"] for c in fake.calls() if "--output-format" in c["argv"]]
+
+
+THREE = """\
+## One
+- task one
+  FAKE: write one.txt one
+
+## Two
+- task two
+  FAKE: write two.txt two
+
+## Three
+- task three
+  FAKE: write three.txt three
+"""
+
+
+@pytest.mark.parametrize("kind,drop_two", [("git", False), ("git", True), ("jj", True)])
+def test_ctrl_c_in_a_later_group_then_a_rerun(work: Path, tmp_path: Path,
+                                              fake_claude: FakeClaude, kind: str,
+                                              drop_two: bool) -> None:
+    """Ctrl+C while group 2's agent works in the one lane: its half-done file is dropped, and
+    the re-run (with group 2 as it was, or deleted from the plan meanwhile) finishes in the
+    lane and leaves nothing behind."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from agentloop.vcs import lanes
+
+    init_repo(work, kind)
+    (work / "tasks.md").write_text(THREE)
+    directives = tmp_path / "directives.json"
+    directives.write_text(json.dumps({"task two": ["FAKE: write half.txt half",
+                                                   "FAKE: pause 60"]}))
+    args = ["--vcs", kind, "--no-distill"]
+    tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", *args], cwd=work,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "FAKE_CLAUDE_DIRECTIVES": str(directives)},
+                            start_new_session=True)
+    lane = work / ".agent-loop" / "lanes" / (lanes.plan_key("tasks.md") + "-serial")
+    deadline = time.monotonic() + 60
+    while not (lane / "half.txt").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(tool.pid, signal.SIGINT)
+    assert tool.wait(timeout=60) == 130
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed", "interrupted",
+                                                               "pending"]
+    assert not (lane / "half.txt").exists()
+    if drop_two:
+        (work / "tasks.md").write_text(THREE.replace(
+            "## Two\n- task two\n  FAKE: write two.txt two\n\n", ""))
+    again = agent_loop(work, *args)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (work / "three.txt").exists() and (work / "two.txt").exists() != drop_two
+    assert not (work / "half.txt").exists()
+    if kind == "git":
+        assert "half.txt" not in git(work, "log", "--name-only", "--format=")
+    assert not lane.exists()
+    if kind == "git":
+        assert git(work, "worktree", "list").count("\n") == 1
+        assert "agent-loop/" not in git(work, "branch", "--list")
