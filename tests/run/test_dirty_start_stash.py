@@ -36,3 +36,40 @@ def test_following_the_stash_hint_lands_the_task_and_keeps_your_file_and_plan(
     assert (work / "tasks.md").read_text() == plan
     # Your notes are in the stash, whole.
     assert git(work, "show", "stash@{0}^3:notes.txt") == "my own notes\n"
+
+
+def test_ctrl_c_while_a_landing_waits_on_your_file_keeps_it_and_the_work(
+        work: Path, fake_claude: FakeClaude) -> None:
+    import os
+    import signal
+
+    from tests.support.runner import agent_loop
+
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- write the notes\n  FAKE: write notes.txt the agent's notes\n")
+    (work / "README.md").write_text("my edit\n")
+    (work / "notes.txt").write_text("my own notes\n")
+    run = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                            "--no-distill", "--lane-wait", "60s"], cwd=work,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           stdin=subprocess.DEVNULL, start_new_session=True)
+    events = work / ".agent-loop" / "events.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and run.poll() is None and \
+            not (events.exists() and "LandingWaits" in events.read_text()):
+        time.sleep(0.05)
+    os.killpg(run.pid, signal.SIGINT)
+    out = run.communicate(timeout=60)[0]
+    assert run.returncode == 130, out
+    assert (work / "notes.txt").read_text() == "my own notes\n"
+    assert (work / "README.md").read_text() == "my edit\n"
+    assert git(work, "log", "--format=%s") == "initial\n"
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["held"]
+    # Your file moved away, the re-run lands the agent's work without paying for it again.
+    (work / "notes.txt").rename(work / "my-notes.txt")
+    calls = len(fake_claude.calls())
+    again = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert again.returncode == 0, out + again.stdout + again.stderr
+    assert (work / "notes.txt").read_text() == "the agent's notes\n"
+    assert (work / "README.md").read_text() == "my edit\n"
+    assert len(fake_claude.calls()) == calls
