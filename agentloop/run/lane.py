@@ -289,6 +289,8 @@ def _settling(run: Run, task: TaskState, record: Attempt) -> Iterator[None]:
             if run.options.command else "agent-loop"
         reason = f"{held}: `{again}`"
         hand(run, task, Held(record, held.commit, reason))
+        if held.stop is not None:  # the run was stopped while it waited: it stops now
+            raise held.stop from None
         raise GroupHeld(f"task {task.index} ({task.group}) is {reason}") from None
     except LaneBreach as breach:
         hand(run, task, Breached(record, str(breach)))

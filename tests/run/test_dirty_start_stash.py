@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, init_repo, state_of
 
@@ -38,8 +40,9 @@ def test_following_the_stash_hint_lands_the_task_and_keeps_your_file_and_plan(
     assert git(work, "show", "stash@{0}^3:notes.txt") == "my own notes\n"
 
 
+@pytest.mark.parametrize("lanes", [(), ("--parallel", "2")])
 def test_ctrl_c_while_a_landing_waits_on_your_file_keeps_it_and_the_work(
-        work: Path, fake_claude: FakeClaude) -> None:
+        work: Path, fake_claude: FakeClaude, lanes: tuple[str, ...]) -> None:
     import os
     import signal
 
@@ -50,7 +53,7 @@ def test_ctrl_c_while_a_landing_waits_on_your_file_keeps_it_and_the_work(
     (work / "README.md").write_text("my edit\n")
     (work / "notes.txt").write_text("my own notes\n")
     run = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
-                            "--no-distill", "--lane-wait", "60s"], cwd=work,
+                            "--no-distill", "--lane-wait", "60s", *lanes], cwd=work,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            stdin=subprocess.DEVNULL, start_new_session=True)
     events = work / ".agent-loop" / "events.jsonl"
