@@ -40,19 +40,19 @@ def test_following_the_stash_hint_lands_the_task_and_keeps_your_file_and_plan(
     assert git(work, "show", "stash@{0}^3:notes.txt") == "my own notes\n"
 
 
-@pytest.mark.parametrize("lanes", [(), ("--parallel", "2")])
+@pytest.mark.parametrize("kind,lanes", [("git", ()), ("git", ("--parallel", "2")), ("jj", ())])
 def test_ctrl_c_while_a_landing_waits_on_your_file_keeps_it_and_the_work(
-        work: Path, fake_claude: FakeClaude, lanes: tuple[str, ...]) -> None:
+        work: Path, fake_claude: FakeClaude, kind: str, lanes: tuple[str, ...]) -> None:
     import os
     import signal
 
     from tests.support.runner import agent_loop
 
-    init_repo(work, "git")
+    init_repo(work, kind)
     (work / "tasks.md").write_text("- write the notes\n  FAKE: write notes.txt the agent's notes\n")
     (work / "README.md").write_text("my edit\n")
     (work / "notes.txt").write_text("my own notes\n")
-    run = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+    run = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", kind,
                             "--no-distill", "--lane-wait", "60s", *lanes], cwd=work,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            stdin=subprocess.DEVNULL, start_new_session=True)
@@ -66,12 +66,13 @@ def test_ctrl_c_while_a_landing_waits_on_your_file_keeps_it_and_the_work(
     assert run.returncode == 130, out
     assert (work / "notes.txt").read_text() == "my own notes\n"
     assert (work / "README.md").read_text() == "my edit\n"
-    assert git(work, "log", "--format=%s") == "initial\n"
+    if kind == "git":
+        assert git(work, "log", "--format=%s") == "initial\n"
     assert [t["status"] for t in state_of(work)["tasks"]] == ["held"]
     # Your file moved away, the re-run lands the agent's work without paying for it again.
     (work / "notes.txt").rename(work / "my-notes.txt")
     calls = len(fake_claude.calls())
-    again = agent_loop(work, "--vcs", "git", "--no-distill")
+    again = agent_loop(work, "--vcs", kind, "--no-distill")
     assert again.returncode == 0, out + again.stdout + again.stderr
     assert (work / "notes.txt").read_text() == "the agent's notes\n"
     assert (work / "README.md").read_text() == "my edit\n"
