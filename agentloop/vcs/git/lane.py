@@ -148,6 +148,11 @@ class LaneGit:
         if self.work.tree.head() != tip:
             self.work.start_over(tip)
 
+    def main_line(self) -> tuple[Path, str]:
+        """Where the finished tasks' commits are to be found: the main line's checkout and
+        branch (this worktree's HEAD keeps them as they landed, whatever the user did since)."""
+        return self.main.root, self.main.ref
+
     def recovered(self) -> Change | None:
         """A commit an earlier run made in this lane and may not have landed: landed now."""
         found = self.work.recovered()

@@ -72,9 +72,12 @@ class JjMainLine:
                 if not busy:
                     return self._insert(change, lane_wc)
             waiting.still(change, busy, [], "commit them (`jj commit`) and it lands")
-            if self.stopping():
-                raise VcsError(f"stopped before change {change[:12]} reached the main line")
-            time.sleep(POLL_SECONDS)
+            try:
+                if self.stopping():
+                    raise VcsError(f"stopped before change {change[:12]} reached the main line")
+                time.sleep(POLL_SECONDS)
+            except BaseException as stop:  # Ctrl+C: a change kept waiting is held, not lost
+                raise waiting.stopped(change, busy, stop) from None
 
     def _moved_onto(self, change: str, base: str, files: frozenset[str]) -> bool:
         """The short way: @ onto `change` when @ sits right on `base` (where the change was
