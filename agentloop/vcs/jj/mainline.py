@@ -68,16 +68,15 @@ class JjMainLine:
         waiting = Waiting(self.root, self.wait_limit, self.on_wait, self.on_waits)
         while True:
             with self._lock:
-                busy = sorted(self.jj.files(change) & self.jj.files("@"))
+                with waiting.held_if_stopped():  # a stop while it looks again, once it waited
+                    busy = sorted(self.jj.files(change) & self.jj.files("@"))
                 if not busy:
                     return self._insert(change, lane_wc)
-            waiting.still(change, busy, [], "commit them (`jj commit`) and it lands")
-            try:
+            with waiting.held_if_stopped():  # Ctrl+C: a change kept waiting is held, not lost
+                waiting.still(change, busy, [], "commit them (`jj commit`) and it lands")
                 if self.stopping():
                     raise VcsError(f"stopped before change {change[:12]} reached the main line")
                 time.sleep(POLL_SECONDS)
-            except BaseException as stop:  # Ctrl+C: a change kept waiting is held, not lost
-                raise waiting.stopped(change, busy, stop) from None
 
     def _moved_onto(self, change: str, base: str, files: frozenset[str]) -> bool:
         """The short way: @ onto `change` when @ sits right on `base` (where the change was
