@@ -69,7 +69,9 @@ TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     S.PENDING: frozenset({S.RUNNING} | _BACK),
     S.RUNNING: frozenset({S.COMPLETED, S.FAILED, S.INTERRUPTED, S.BLOCKED, S.UNAPPROVED,
                           S.CONFLICTED, S.HELD} | _BACK),
-    S.INTERRUPTED: frozenset({S.RUNNING} | _BACK),
+    # Completed: an earlier run committed it and stopped before its record said so (a lane
+    # ended between the agent and the record, ledger.left_open); the next run finds the commit.
+    S.INTERRUPTED: frozenset({S.RUNNING, S.COMPLETED} | _BACK),
     S.FAILED: frozenset({S.RUNNING} | _BACK),
     S.BLOCKED: frozenset({S.RUNNING} | _BACK),
     S.UNAPPROVED: frozenset({S.RUNNING, S.PENDING}),
