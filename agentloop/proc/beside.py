@@ -7,32 +7,25 @@ from __future__ import annotations
 import threading
 from typing import Callable, TypeVar
 
-from agentloop.proc.commands import started
-
 T = TypeVar("T")
 
 
 def beside(work: Callable[[], T], name: str) -> Callable[[], T]:
     """`work` started now in a thread named `name`; the function that waits for its result (or
-    raises its error). Its process is counted before this returns, as one started before what
-    the caller runs meanwhile (agentloop.vcs.git.quick.NextBegin counts them)."""
+    raises its error). The caller goes on at once, not even waiting for the thread to start its
+    process: it waits for the result before it looks at how many processes were started
+    (agentloop.vcs.git.quick.NextBegin counts them)."""
     found: list[T] = []
     failed: list[BaseException] = []
-    ended = threading.Event()
-    counted = started()
 
     def run() -> None:
         try:
             found.append(work())
         except BaseException as exc:  # handed to the caller, whatever it is
             failed.append(exc)
-        finally:
-            ended.set()
 
     thread = threading.Thread(target=run, name=name, daemon=True)
     thread.start()
-    while started() == counted and not ended.wait(0.0001):
-        pass  # until its process is counted (a few microseconds)
 
     def result() -> T:
         thread.join()

@@ -77,6 +77,8 @@ def admit(project: Project, options: RunOptions, plan: TaskFile | Read | None = 
     # No state (`.agent-loop/` cleaned away, a second clone): what history says is done.
     rebuilt = from_history(project, state, options.vcs, history) if not saved and not (
         options.reset or options.rehearse) and options.vcs != "none" else None
+    if history is not None and saved:
+        history()  # a state written since the caller looked: its git ends here all the same
     earlier = state if saved else None
     name = choose_agent(options, earlier)
     # Building an agent starts nothing: its class says whether it reports dollars.
