@@ -76,11 +76,12 @@ def _done(project: Project, state: State, history: list[tuple[str, str, str]]) -
     return done_tasks(plan_slug(project.task_file_name), planned(state), commits(history))
 
 
-def moved_on(project: Project, state: State, kind: str, root: Path, lost: set[str]
-             ) -> list[tuple[TaskState, str, str]]:
-    """The finished tasks whose change (among `lost`, gone from the history at `root`) is on it
-    under another id, named by its trailers (a rebase): (task, its change id, its commit id)."""
-    history = branch_history(kind, root)
+def moved_on(project: Project, state: State, kind: str, root: Path, lost: set[str],
+             rev: str = "HEAD") -> list[tuple[TaskState, str, str]]:
+    """The finished tasks whose change (among `lost`, gone from the history at `root`, read
+    back from `rev`) is on it under another id, named by its trailers (a rebase): (task, its
+    change id, its commit id)."""
+    history = branch_history(kind, root, rev)
     landed = landings(plan_slug(project.task_file_name), planned(state), commits(history))
     change_of = {commit: change for commit, change, _ in history}
     return [(task, change_of[landed[task.index]], landed[task.index]) for task in state.tasks

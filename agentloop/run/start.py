@@ -27,9 +27,10 @@ from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project, load_plan, state_from
 from agentloop.state.schema import State, now
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs import STATE_DIR, Change
+from agentloop.vcs import STATE_DIR
 from agentloop.vcs.choose import open_vcs
 from agentloop.vcs.preflight import ask_git, preflight
+from agentloop.vcs.protocol import Change
 from agentloop.vcs.stays_git import vcs_notes
 
 if TYPE_CHECKING:

@@ -32,11 +32,15 @@ class LandingHeld(VcsError):
     """A finished task waited longer than the lane-wait setting for files in the user's
     checkout: its group is held, its work kept on its lane."""
 
-    def __init__(self, commit: str, files: list[str], since: float, message: str) -> None:
+    def __init__(self, commit: str, files: list[str], since: float, message: str,
+                 stop: BaseException | None = None) -> None:
         super().__init__(message)
         self.commit = commit
         self.files = tuple(files)
         self.since = since
+        # The run was stopped (Ctrl+C) while the landing waited: once the task is held, with
+        # its commit, the stop goes on.
+        self.stop = stop
 
 
 class Waiting:
@@ -77,6 +81,17 @@ class Waiting:
             self.say(line)
             if self.waits is not None:
                 self.waits(busy, self.since, line)
+
+
+    def stopped(self, commit: str, busy: list[str], stop: BaseException) -> LandingHeld:
+        """The run stopped while the landing waited on `busy`: held as a wait past the limit
+        is, so the next run lands the commit without paying its agent again."""
+        clock = datetime.fromtimestamp(self.since).strftime("%H:%M:%S")
+        return LandingHeld(commit, busy, self.since,
+                           f"held: stopped while task commit {commit[:12]} waited since {clock} "
+                           f"on your uncommitted edits to {', '.join(busy[:5])}; its work stays "
+                           "on its lane; commit, stash or move them, then run agent-loop again",
+                           stop)
 
 
 MARKERS = ("<<<<<<< ", ">>>>>>> ")  # git's and jj's alike, at the start of a line

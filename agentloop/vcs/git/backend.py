@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from agentloop.errors import VcsError
-from agentloop.vcs import Change, plan_files, relative_to
+from agentloop.vcs import plan_files, relative_to
 from agentloop.vcs.git import aside, quick, recover
 from agentloop.vcs.git.files import state_of
 from agentloop.vcs.git.record import AttemptRecord, Start
 from agentloop.vcs.git.repo import GitRepo, dirty_message, index_seen, left_alone
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.history import missing
+from agentloop.vcs.protocol import Change
 
 if TYPE_CHECKING:
     import git  # opened by GitRepo when first needed

@@ -13,7 +13,6 @@ from typing import Callable, Iterable, TypeVar
 
 from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.vcs import Change
 from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane, dirty, stamp, written
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.backend import GitVcs
@@ -21,6 +20,7 @@ from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.landing import IntegrationConflict, markers_left
 from agentloop.vcs.lanes import BRANCH_PREFIX
+from agentloop.vcs.protocol import Change
 
 T = TypeVar("T")
 
@@ -147,6 +147,11 @@ class LaneGit:
         tip = self.main.tip()
         if self.work.tree.head() != tip:
             self.work.start_over(tip)
+
+    def main_line(self) -> tuple[Path, str]:
+        """Where the finished tasks' commits are to be found: the main line's checkout and
+        branch (this worktree's HEAD keeps them as they landed, whatever the user did since)."""
+        return self.main.root, self.main.ref
 
     def recovered(self) -> Change | None:
         """A commit an earlier run made in this lane and may not have landed: landed now."""

@@ -124,9 +124,14 @@ class GitMainLine:
                         return new
             if busy:
                 waiting.still(commit, busy, self.written_since(busy), _how(untracked))
-            if self.stopping():
-                raise VcsError(f"stopped before commit {commit[:12]} reached {self.ref}")
-            time.sleep(POLL_SECONDS if busy else 0)
+            try:
+                if self.stopping():
+                    raise VcsError(f"stopped before commit {commit[:12]} reached {self.ref}")
+                time.sleep(POLL_SECONDS if busy else 0)
+            except BaseException as stop:  # Ctrl+C: a commit kept waiting is held, not lost
+                if busy:
+                    raise waiting.stopped(commit, busy, stop) from None
+                raise
 
     def _fast_forward(self, old: str, new: str) -> bool:
         """The branch and the main checkout moved from `old` to `new` in one `git merge

@@ -11,13 +11,13 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from agentloop.errors import VcsError
-from agentloop.vcs import Change
 from agentloop.vcs.git import aside
 from agentloop.vcs.git.aside import SAVED_REF
 from agentloop.vcs.git.files import MISSING, put_back
 from agentloop.vcs.git.record import AttemptRecord, Start
 from agentloop.vcs.git.repo import GitRepo, split
 from agentloop.vcs.git.run import EMPTY_TREE
+from agentloop.vcs.protocol import Change
 
 STOPPED = "an earlier run stopped inside a task"
 
