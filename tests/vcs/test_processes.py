@@ -194,3 +194,36 @@ def test_a_later_group_starts_in_the_same_lane_with_few_processes(
         "\n\n".join("\n".join(shown(c) for c in gap) for gap in ends)
     made = "worktree add" if backend == "git" else "workspace add"
     assert sum(made in line for line in log.read_text().split("\n")) == 1
+
+
+def after_last_agent(log: Path) -> list[str]:
+    """The git and jj commands a run starts after its last agent call."""
+    gaps = [[]] + [[]]  # before any agent call, then after each
+    for line in log.read_text().split("\n"):
+        if line.startswith("{"):
+            gaps.append([])
+        elif line.startswith("\x1e"):
+            gaps[-1].append(line[1:])
+    return gaps[-1]
+
+
+# After its last agent a git run in a lane finishes the last task as any other (the lane's `add`
+# and `commit`, your checkout's `status` beside them, the landing's `merge`), then lets the lane
+# go: one `status` in it (what is uncommitted there is kept before it goes) and one `branch -D`.
+# The worktree's folder and git's folder for it are deleted from files, as `git worktree remove`
+# would (7 before: the `worktree remove` itself).
+AT_END_GIT_LANE = 6
+
+
+def test_a_finished_run_lets_its_lane_go_with_few_processes(tmp_path: Path,
+                                                             fake_claude: FakeClaude) -> None:
+    # Two tasks: the last is not the first, whose finish asks more (a lane's first landing).
+    work = project(tmp_path, "git", "- task 1\n  FAKE: write t1.txt 1\n"
+                                    "- task 2\n  FAKE: write t2.txt 2\n")
+    log = logged_run(tmp_path, work, "git", "lane")
+    asked = after_last_agent(log)
+    assert len(asked) <= AT_END_GIT_LANE, "\n".join(shown(c) for c in asked)
+    assert not (work / ".agent-loop" / "lanes").exists() or \
+        not any((work / ".agent-loop" / "lanes").iterdir())
+    assert git(work, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert "agent-loop/" not in git(work, "branch", "--list")
