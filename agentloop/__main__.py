@@ -52,9 +52,12 @@ def main() -> None:
         status = quick.status_request(sys.argv[1:])
         if status is None:
             from agentloop.cli import main as run_cli
-        if not {"--help", "-h"} & set(sys.argv[1:]):
+        if not {"--help", "-h"} & set(sys.argv[1:]) and \
+                (status is None or status[1]["as_json"]):
             # Every other command reads or writes JSON; the modules load on first use, but a
-            # C extension's initialisation must happen while the stops wait (see above).
+            # C extension's initialisation must happen while the stops wait (see above). A
+            # --status printed as text reads an unchanged plan's state with the standard
+            # library's JSON (agentloop.state.plain): orjson would bring dataclasses with it.
             import orjson  # noqa: F401
     except KeyboardInterrupt:  # one that came before the block
         _started_interrupted()

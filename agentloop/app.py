@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from agentloop.fleet.integrate import Integrated
     from agentloop.options import RunOptions
     from agentloop.run.events import Emit, Event, RunFinished
+    from agentloop.run.rebuilt import History
     from agentloop.run.selection import PlanRow
 
 
@@ -147,8 +148,14 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     # trace, and --reset archives nothing for a file it could not run. A plan the state holds
     # already (its hash) is the state's tasks, never parsed: that takes marko and its time.
     source = parse.read(project.task_file)
-    plan = source if options.push is None and not (options.reset or options.rehearse) and \
-        project.store.holds(source.sha256, READER) else parse.parsed(source)
+    history = _history_beside(project, options)
+    try:
+        plan = source if options.push is None and not (options.reset or options.rehearse) and \
+            project.store.holds(source.sha256, READER) else parse.parsed(source)
+    except BaseException:
+        if history is not None:
+            history()  # its git ends before the run does
+        raise
     events = EventLog(project.store.events, now)
     hooks = Hooks(project, options, fan_out(events, emit))
     try:
@@ -161,7 +168,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
                                              fan_out(events, emit, hooks))
                 else:
                     state, summary = start_run(project, plan, options,
-                                               fan_out(events, emit, hooks))
+                                               fan_out(events, emit, hooks), history=history)
         except BaseException as exc:
             # After the lock is let go: a hook may start agent-loop again.
             hooks.finished(None, exc)
@@ -169,7 +176,21 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
         hooks.finished(summary, None)
     finally:
         events.close()
+        if history is not None:
+            history()  # waited for already, unless the run stopped before it looked
     return RunResult(project, state, summary)
+
+
+def _history_beside(project: Project, options: RunOptions) -> History | None:
+    """A run that finds no state reads what history says is done (agentloop.run.rebuilt): that
+    one git or jj command, which changes nothing, starts now and runs while the plan is parsed
+    and the run is set up; None when the run will not ask for it."""
+    if options.push is not None or options.reset or options.rehearse or options.vcs == "none" \
+            or project.store.state_path.exists():
+        return None
+    from agentloop.run.rebuilt import read_history
+
+    return read_history(project, options.vcs)
 
 
 def integrate(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> "Integrated":

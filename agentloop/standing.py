@@ -2,38 +2,66 @@
 without a plan): read from the state file, told apart from the history only when that moved.
 
 Its own module, apart from the core operations (agentloop.app), because a user types it while
-a plan runs and waits for every module it loads: this one loads the state's records and nothing
-of the run, the plan's reader or the process layer (tests/cli/test_startup.py holds the list).
+a plan runs and waits for every module it loads: an unchanged plan's state is read as plain
+records (agentloop.state.plain), with none of the state's record classes, the run, the plan's
+reader or the process layer (tests/cli/test_startup.py holds the list); any other state by the
+full reader, which says the same of it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-
 from agentloop.errors import StateError
 from agentloop.files.pid_file import live_pid
-from agentloop.state.project import Project, load_plan, open_project, rehearsal_of
-from agentloop.state.schema import State
+from agentloop.plan import source
+from agentloop.state import plain, tally
 from agentloop.state.status import as_left_by_a_dead_run
+from agentloop.vcs import STATE_DIR, find_root
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from agentloop.state.schema import State
+    from agentloop.state.whereabouts import Found
 
 
-@dataclass(frozen=True)
 class StatusView:
-    """--status: the recorded state, and a note about it (no run yet, a changed file)."""
+    """--status: the recorded state, and a note about it (no run yet, a changed file).
 
-    project: Project
-    state: State
-    note: str | None
-    lost: tuple[int, ...] = ()    # finished tasks whose change is gone from the history
-    moved: tuple[tuple[int, str], ...] = ()     # (task, its change now): rebased, trailers kept
-    reverted: tuple[tuple[int, str], ...] = ()  # (task, the commit that reverts it)
+    A plain class, not a dataclass: `--status` of an unchanged plan loads no dataclasses."""
+
+    __slots__ = ("root", "state", "note", "lost", "moved", "reverted")
+
+    def __init__(self, root: Path, state: State, note: str | None, lost: tuple[int, ...] = (),
+                 moved: tuple[tuple[int, str], ...] = (),
+                 reverted: tuple[tuple[int, str], ...] = ()) -> None:
+        self.root = root              # the project's: what the state's paths are from
+        self.state = state
+        self.note = note
+        self.lost = lost              # finished tasks whose change is gone from the history
+        self.moved = moved            # (task, its change now): rebased, trailers kept
+        self.reverted = reverted      # (task, the commit that reverts it)
 
 
 def status(tasks_md: Path, cwd: Path, rehearsal: bool = False) -> StatusView:
     """Where each task stands (in the last rehearsal, with `rehearsal`); reads the state without
     the run lock (writes are atomic)."""
-    from agentloop.state.whereabouts import NOTHING, whereabouts
+    if not rehearsal:
+        path, root = plain.locate(tasks_md, cwd)
+        folder, read = plain.plan_folder(root, path, plain.loads)
+        # Read first, as the full reader does: a plan that is gone is said so either way.
+        plan_hash = source.file_hash(source.read_bytes(path))
+        state = plain.load(folder, plan_hash, read)
+        if state is not None:
+            return StatusView(root, state, None,
+                              *_found(root, plain.relative(path, root), state, root / STATE_DIR))
+    return _read_in_full(tasks_md, cwd, rehearsal)
+
+
+def _read_in_full(tasks_md: Path, cwd: Path, rehearsal: bool) -> StatusView:
+    """status, by the full reader: a new, changed, old or damaged plan's state."""
+    _load_full_reader()
+    from agentloop.state.project import load_plan, open_project, rehearsal_of
 
     project = open_project(tasks_md, cwd)
     if rehearsal:
@@ -49,51 +77,78 @@ def status(tasks_md: Path, cwd: Path, rehearsal: bool = False) -> StatusView:
         if recorded is None:
             raise
         state, note, saved = recorded, f"warning: {exc}", True
-    if live_pid(project.store.base / "run.pid") is None:
-        as_left_by_a_dead_run(state.tasks)
-    history: Project | None = project
+    history: Path | None = project.root
+    name = project.task_file_name
     if rehearsal and saved:   # its changes are in its own copy's history, never the user's
         from agentloop.run.rehearsal import where_changes_are
 
-        history, where = where_changes_are(project, state.vcs or "")
+        copy, where = where_changes_are(project, state.vcs or "")
+        history, name = (copy.root, copy.task_file_name) if copy else (None, name)
         note = "\n".join(n for n in (note, where) if n)
-    found = whereabouts(history, state) if history else NOTHING
-    return StatusView(project, state, note, *found)
+    return StatusView(project.root, state, note, *_found(history, name, state, project.store.base))
 
 
-@dataclass(frozen=True)
+def _found(history: Path | None, task_file: str, state: State, base: Path) -> Found:
+    """Where the finished tasks' changes are in the history at `history` (none: nowhere to
+    look); a task a dead run left running is said to be interrupted (`base`: the store's)."""
+    from agentloop.state.whereabouts import NOTHING, whereabouts
+
+    if live_pid(base / "run.pid") is None:
+        as_left_by_a_dead_run(state.tasks)
+    return whereabouts(history, task_file, state) if history else NOTHING
+
+
 class PlanLine:
-    """--status without a task file: one plan of the repository, in brief."""
+    """--status without a task file: one plan of the repository, in brief (a plain class, as
+    StatusView is)."""
 
-    task_file: str          # as recorded, relative to the root
-    folder: Path            # where its state lives
-    counts: dict[str, int]
-    cost_usd: float
-    cost_known: bool
-    error: str | None = None    # why its state could not be read
+    __slots__ = ("task_file", "folder", "counts", "cost_usd", "cost_known", "error")
+
+    def __init__(self, task_file: str, folder: Path, counts: dict[str, int], cost_usd: float,
+                 cost_known: bool, error: str | None = None) -> None:
+        self.task_file = task_file      # as recorded, relative to the root
+        self.folder = folder            # where its state lives
+        self.counts = counts
+        self.cost_usd = cost_usd
+        self.cost_known = cost_known
+        self.error = error              # why its state could not be read
 
 
 def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
     """Every plan that has run in the repository around `cwd`: the root, and one line each."""
-    from collections import Counter
-
-    from agentloop.state import receipts
-    from agentloop.state.project import plan_stores
-
-    root, stores = plan_stores(cwd)
+    root = find_root(cwd.resolve()) or cwd.resolve()
     lines = []
-    for store in stores:
+    for folder in plain.plan_folders(root):
         try:
-            state = store.load()
+            state = plain.load(folder, None) or _load_in_full(root, folder)
         except StateError as exc:
-            lines.append(PlanLine("?", store.dir, {}, 0.0, False, str(exc)))
+            lines.append(PlanLine("?", folder, {}, 0.0, False, str(exc)))
             continue
         if state is None:
             continue
-        total = receipts.of_state(state)
-        if live_pid(store.base / "run.pid") is None:
+        total = tally.of_state(state)
+        if live_pid(root / STATE_DIR / "run.pid") is None:
             as_left_by_a_dead_run(state.tasks)
-        lines.append(PlanLine(state.task_file, store.dir,
-                              dict(Counter(str(t.status) for t in state.tasks)),
-                              total.cost_usd, total.cost_known))
+        counts: dict[str, int] = {}
+        for t in state.tasks:
+            counts[str(t.status)] = counts.get(str(t.status), 0) + 1
+        lines.append(PlanLine(state.task_file, folder, counts, total.cost, total.known))
     return root, lines
+
+
+def _load_in_full(root: Path, folder: Path) -> State | None:
+    """The state in `folder` by the full reader (its journal applied, an old one upgraded)."""
+    _load_full_reader()
+    from agentloop.state.store import Store
+
+    return Store(root, folder).load()
+
+
+def _load_full_reader() -> None:
+    """Import the full reader with the stops held back: it loads orjson, and a stop inside a C
+    extension's start can crash the interpreter (agentloop.__main__ says so), where the
+    plain reader's `--status` leaves orjson unloaded while the stops wait."""
+    from agentloop.proc.signals import deferred
+
+    with deferred():
+        import agentloop.state.project  # noqa: F401

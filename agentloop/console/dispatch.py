@@ -7,12 +7,15 @@ click is imported (agentloop.console.quick). Neither decides anything itself."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
 
 from agentloop.console.stops import crash, echo, from_a_stop, report, warn, write
 from agentloop.errors import INTERNAL_EXIT, AgentLoopError
 
+# typing for the checker only: --status imports this module, not typing.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Callable
+
     from agentloop.options import RunOptions
 
 

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import IO, Any
+
+# typing for the checker only: --status imports this module, not typing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
+
 
 GONE = (errno.EPIPE, errno.EIO)
 

@@ -35,8 +35,8 @@ from agentloop.run.events import (
     TaskStarted,
 )
 from agentloop.run.lane_tag import LaneNote, lane
+from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.receipts import money
-from agentloop.state.status import AttemptOutcome as O
 from agentloop.state.status import TaskStatus as S
 
 

@@ -14,7 +14,11 @@ from __future__ import annotations
 import gc
 import sys
 from pathlib import Path
-from typing import NoReturn
+
+# typing for the checker only: --status imports this module, not typing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 # The flags of a quick --status, and the option each one sets.
 FLAGS = {"--status": "status", "--json": "as_json", "--rehearse": "rehearse"}

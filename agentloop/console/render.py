@@ -8,18 +8,21 @@ from __future__ import annotations
 import os
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
 
-from agentloop.state import receipts
-from agentloop.state.receipts import money
-from agentloop.state.schema import State, TaskState
+from agentloop.state import tally
 from agentloop.state.status import TaskStatus as S
-from agentloop.state.store import DIRNAME
+from agentloop.state.tally import money
+from agentloop.vcs import STATE_DIR
 
-if TYPE_CHECKING:  # for the types only: --status imports none of the run's modules
+# For the types only: --status imports none of the run's modules, nor typing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
     from agentloop.app import RunResult
     from agentloop.run.events import RunFinished
     from agentloop.standing import PlanLine, StatusView
+    from agentloop.state.schema import State, TaskState
 
 # The version of every JSON document agent-loop prints (--status, --dry-run, errors): a
 # consumer checks it; it goes up when a field changes meaning or goes away, not when one is added.
@@ -41,8 +44,17 @@ def _shower(root: Path, cwd: Path) -> Callable[[str | Path], str]:
     good part of --status's time."""
     if shown(".", root, cwd) != ".":
         return lambda path: shown(path, root, cwd)
-    return lambda path: os.path.normpath(path) if not os.path.isabs(path) else \
+    return lambda path: _normal(str(path)) if not os.path.isabs(path) else \
         shown(path, root, cwd)
+
+
+def _normal(path: str) -> str:
+    """os.path.normpath of a relative path, which a path the state records already is (no
+    empty, `.` or `..` part) and is said as it is: normpath is Python code, run per task."""
+    wrapped = f"/{path}/"
+    if path and "//" not in wrapped and "/./" not in wrapped and "/../" not in wrapped:
+        return path
+    return os.path.normpath(path)
 
 
 def duration(seconds: float) -> str:
@@ -57,19 +69,19 @@ def duration(seconds: float) -> str:
 
 def status_text(view: StatusView, cwd: Path) -> str:
     """--status: counts by status, then one line per task, then receipts."""
-    state, root = view.state, view.project.root
+    state, root = view.state, view.root
     show = _shower(root, cwd)
     counts = dict(Counter(str(t.status) for t in state.tasks))
-    total, groups = receipts.tallied(state)
+    total, groups = tally.tallied(state)
     lines = [view.note] if view.note else []
     lines.append(f"{state.task_file}: {len(state.tasks)} task(s): "
                  + ", ".join(f"{n} {s}" for s, n in counts.items())
-                 + f"; cost {money(total.cost_usd, total.cost_known)}; vcs {state.vcs or '-'}"
+                 + f"; cost {money(total.cost, total.known)}; vcs {state.vcs or '-'}"
                  + f"; agent {state.agent or '-'}")
     budget = state.remembered.get("budget")
     if budget is not None:
         lines.append(f"budget: {money(budget)}, the most this plan may cost since its last "
-                     f"--reset; {money(receipts.spent(state))} spent")
+                     f"--reset; {money(tally.spent(state))} spent")
     for t in state.tasks:
         change = (t.change_id or ("(empty)" if _empty(t) else "-"))[:12]
         runs = sum(1 for a in t.history if a.role == "developer" and a.iteration == 1)
@@ -104,7 +116,7 @@ def status_text(view: StatusView, cwd: Path) -> str:
     for group, receipt in groups.items():
         lines.append(f"  {group}: {receipt.line()}")
     if state.retired:
-        lines.append(f"  edited or removed tasks: {receipts.of_runs(state.retired).line()}")
+        lines.append(f"  edited or removed tasks: {tally.of_runs(state.retired).line()}")
     lines.append(f"  total: {total.line()}")
     return "\n".join(lines)
 
@@ -125,7 +137,7 @@ def overview_text(root: Path, plans: list[PlanLine], cwd: Path) -> str:
     """--status without a task file: one line per plan of the repository."""
     if not plans:
         return f"no plan has run in {shown('.', root, cwd)} yet (agent-loop keeps its state in " \
-               f"{shown(DIRNAME, root, cwd)}/)"
+               f"{shown(STATE_DIR, root, cwd)}/)"
     lines = []
     for plan in plans:
         where = shown(plan.folder, root, cwd) + "/"
@@ -175,21 +187,21 @@ def _empty(task: TaskState) -> bool:
 def status_json(view: StatusView) -> dict[str, Any]:
     """--status --json: the same facts for scripts."""
     state = view.state
-    total, groups = receipts.tallied(state)
+    total, groups = tally.tallied(state)
     return {"schema": SCHEMA, "task_file": state.task_file, "task_file_hash": state.task_file_hash,
             "vcs": state.vcs, "agent": state.agent, "note": view.note, "lost": list(view.lost),
             "moved": {str(i): c for i, c in view.moved},
             "reverted": {str(i): c for i, c in view.reverted},
             "budget": state.remembered.get("budget"),
             "counts": dict(Counter(str(t.status) for t in state.tasks)),
-            "cost_usd": total.cost_usd, "cost_known": total.cost_known,
+            "cost_usd": total.cost, "cost_known": total.known,
             "receipts": {"total": total.to_json(),
                          "groups": {g: r.to_json() for g, r in groups.items()},
-                         "retired": receipts.of_runs(state.retired).to_json()},
-            "tasks": [_task_json(t, receipts.of_task(t)) for t in state.tasks]}
+                         "retired": tally.of_runs(state.retired).to_json()},
+            "tasks": [_task_json(t, tally.of_runs(t.history)) for t in state.tasks]}
 
 
-def _task_json(t: TaskState, receipt: receipts.Receipt) -> dict[str, Any]:
+def _task_json(t: TaskState, receipt: tally.Tally) -> dict[str, Any]:
     return {"index": t.index, "group": t.group, "summary": t.summary, "status": t.status,
             "attempts": t.attempts, "change_id": t.change_id, "commit_id": t.commit_id,
             "empty": _empty(t), "session_id": t.session_id, "log": t.log,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 from agentloop.errors import (
     AgentBlocked,
@@ -20,6 +19,11 @@ from agentloop.errors import (
     SettingsError,
     UsageError,
 )
+
+# typing for the checker only: --status imports this module, not typing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def echo(line: str, err: bool = False) -> None:

@@ -18,7 +18,7 @@ from agentloop.run.start import choose_agent, open_sandbox
 from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project
 from agentloop.state.schema import State, TaskState
-from agentloop.vcs import Change, carry, lanes, relative_to
+from agentloop.vcs import carry, lanes, relative_to
 from agentloop.vcs.choose import (
     IntegrationConflict,
     MainLine,
@@ -26,6 +26,7 @@ from agentloop.vcs.choose import (
     open_workspace,
     remove_workspace,
 )
+from agentloop.vcs.protocol import Change
 
 DIFF_LIMIT = 20_000   # characters of each diff a conflict session is shown
 INTRO = """\

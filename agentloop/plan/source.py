@@ -7,8 +7,6 @@ changed one, so `--status` and a run with nothing new to read never load the par
 from __future__ import annotations
 
 import re
-import unicodedata
-from dataclasses import dataclass
 from pathlib import Path
 
 from agentloop.errors import TaskFileError
@@ -22,14 +20,17 @@ READER = 3
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
 
-@dataclass(frozen=True)
 class Read:
     """A task file read and hashed, not parsed yet: a run whose state holds this very file
-    (its hash) never parses it (agentloop.state.project.load_plan)."""
+    (its hash) never parses it (agentloop.state.project.load_plan). A plain class, not a
+    dataclass: `--status` imports this module, and no dataclasses."""
 
-    path: Path
-    data: bytes
-    sha256: str                 # as TaskFile.sha256
+    __slots__ = ("path", "data", "sha256")
+
+    def __init__(self, path: Path, data: bytes, sha256: str) -> None:
+        self.path = path
+        self.data = data
+        self.sha256 = sha256     # as TaskFile.sha256
 
 
 def file_hash(data: bytes) -> str:
@@ -62,8 +63,12 @@ def shown(path: Path) -> str:
 
 def slug(text: str, limit: int) -> str:
     """`text` as at most `limit` characters of `[a-z0-9-]`, cut between words; "" if none left."""
-    ascii_text = unicodedata.normalize("NFKD", text.casefold()).encode("ascii", "ignore")
-    dashed = _NOT_SLUG.sub("-", ascii_text.decode("ascii").lower()).strip("-")
+    folded = text.casefold()
+    if not folded.isascii():  # NFKD changes no ASCII text: the module loads for the others
+        import unicodedata
+
+        folded = unicodedata.normalize("NFKD", folded).encode("ascii", "ignore").decode("ascii")
+    dashed = _NOT_SLUG.sub("-", folded.lower()).strip("-")
     if len(dashed) <= limit:
         return dashed
     cut = dashed.rfind("-", 0, limit + 1)

@@ -19,7 +19,7 @@ from agentloop.run.events import AgentActivity, AgentFinished, AgentStarted
 from agentloop.run.handover import begin, hand
 from agentloop.run.waits import classify, hold
 from agentloop.state.schema import Attempt, TaskState
-from agentloop.vcs import Change
+from agentloop.vcs.protocol import Change
 
 
 def log_path(run: Run, task: TaskState, number: int, role: str = "developer", round_: int = 0,

@@ -25,10 +25,10 @@ from agentloop.run.handover import drop, hand
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.selection import commit_message, resume_session, session_workdir
 from agentloop.run.verify import task_checks, verify
+from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.schema import Attempt, TaskState, now
-from agentloop.state.status import AttemptOutcome as O
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs import Change
+from agentloop.vcs.protocol import Change
 
 RETRY_NOTE = ("Note: an earlier attempt at this task was stopped before it finished, and its "
               "file changes were discarded. Start the task again from the current files.\n\n")

@@ -20,10 +20,10 @@ from agentloop.run.decisions import Conflicted, Marked
 from agentloop.run.handover import hand
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.verify import check_log, task_checks
+from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.schema import Attempt, TaskState
-from agentloop.state.status import AttemptOutcome as O
-from agentloop.vcs import Change
 from agentloop.vcs.choose import IntegrationConflict
+from agentloop.vcs.protocol import Change
 
 ROUNDS = 2
 PROMPT = """\

@@ -15,7 +15,7 @@ from agentloop.run.events import Emit
 from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project
 from agentloop.state.schema import State, TaskState
-from agentloop.vcs import Vcs
+from agentloop.vcs.protocol import Vcs
 
 if TYPE_CHECKING:
     from agentloop.sandbox import Sandbox

@@ -25,7 +25,7 @@ from agentloop.ondemand import dataclass
 from agentloop.run.checks import CheckRun
 from agentloop.run.events import Event
 from agentloop.state.schema import Attempt
-from agentloop.vcs import Change
+from agentloop.vcs.protocol import Change
 
 
 @dataclass(frozen=True)

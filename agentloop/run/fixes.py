@@ -15,10 +15,10 @@ from agentloop.run.final_message import Report
 from agentloop.run.final_message import parse as parse_report
 from agentloop.run.handover import hand
 from agentloop.run.waits import classify, wait_for_limit
+from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.schema import Attempt, TaskState, now
-from agentloop.state.status import AttemptOutcome as O
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs import Change
+from agentloop.vcs.protocol import Change
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from agentloop.run import ledger
 from agentloop.run.context import Run
 from agentloop.run.decisions import Dropped, RunBegun, Step
 from agentloop.state.schema import Attempt, TaskState
-from agentloop.vcs import Change
+from agentloop.vcs.protocol import Change
 
 
 def hand(run: Run, task: TaskState, step: Step) -> Any:

@@ -51,12 +51,13 @@ from agentloop.run.rebuilt import moved_on, task_trailers
 from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline, task_checks
 from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
+from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.receipts import money, spent
 from agentloop.state.schema import Attempt, TaskState
-from agentloop.state.status import AttemptOutcome as O
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs import Change, history
+from agentloop.vcs import history
 from agentloop.vcs.choose import IntegrationConflict, LandingHeld, LaneBreach
+from agentloop.vcs.protocol import Change
 
 # Transient failures of one task in a row before the run pauses instead of burning attempts.
 TRANSIENT_PAUSE = 3
@@ -289,6 +290,8 @@ def _settling(run: Run, task: TaskState, record: Attempt) -> Iterator[None]:
             if run.options.command else "agent-loop"
         reason = f"{held}: `{again}`"
         hand(run, task, Held(record, held.commit, reason))
+        if held.stop is not None:  # the run was stopped while it waited: it stops now
+            raise held.stop from None
         raise GroupHeld(f"task {task.index} ({task.group}) is {reason}") from None
     except LaneBreach as breach:
         hand(run, task, Breached(record, str(breach)))
@@ -351,7 +354,12 @@ def _check_history(run: Run, settled: TaskState) -> None:
     # only when the history moved behind their back.
     lost = run.vcs.missing(_finished(run))
     if lost and isinstance(root, Path):  # rebased by the user: found again by its trailers
-        for task, change, commit in moved_on(run.project, run.state, run.vcs.name, root, lost):
+        # A git lane's own HEAD still holds the commits as they landed: the branch they landed
+        # on is where a rebase moved them.
+        line = getattr(run.vcs, "main_line", None)
+        where, rev = line() if line is not None else (root, "HEAD")
+        for task, change, commit in moved_on(run.project, run.state, run.vcs.name, where, lost,
+                                             rev):
             ledger.moved(task, change, commit)
             run.emit(LaneNote(f"task {task.index}'s change moved (a rebase kept its trailers): "
                               f"it is {change[:12]} now, and its record follows it"))

@@ -47,12 +47,12 @@ from agentloop.run.decisions import (
     Waiting,
 )
 from agentloop.run.events import ChangeAbandoned, ChangeCreated, RetryDecided, TaskFinished
+from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.receipts import usd
 from agentloop.state.schema import Attempt, State, TaskState, now
-from agentloop.state.status import AttemptOutcome as O
 from agentloop.state.status import TaskStatus, check
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs import Change
+from agentloop.vcs.protocol import Change
 
 
 def move(task: TaskState, status: str) -> TaskStatus:

@@ -6,8 +6,11 @@ and a run that finds a finished task's change gone from it looks for it there by
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
+from typing import Callable
 
+from agentloop.proc.beside import beside
 from agentloop.run import ledger
 from agentloop.state.landed import done_tasks, landings, trailers
 from agentloop.state.project import Project
@@ -29,10 +32,24 @@ def history_kind(asked: str, root: Path) -> str:
     return "jj" if (root / ".jj").is_dir() else "git" if (root / ".git").exists() else "none"
 
 
-def from_history(project: Project, state: State, vcs: str) -> str | None:
+History = Callable[[], list[tuple[str, str, str]]]
+
+
+def read_history(project: Project, vcs: str) -> History:
+    """The history from_history reads, started now in a thread of its own (one command that
+    changes nothing): a run that finds no state parses its plan meanwhile. Waiting for it twice
+    gives the same answer."""
+    return beside(partial(branch_history, history_kind(vcs, project.root), project.root),
+                  "agent-loop history")
+
+
+def from_history(project: Project, state: State, vcs: str,
+                 read: History | None = None) -> str | None:
     """Mark done the tasks whose change is in the history (a fresh state only); the one line
-    that says so, or None when history names none."""
-    history = branch_history(history_kind(vcs, project.root), project.root)
+    that says so, or None when history names none. `read`: the history as read_history reads
+    it, when it was started before."""
+    history = read() if read is not None else \
+        branch_history(history_kind(vcs, project.root), project.root)
     if not history:
         return None
     landed = _done(project, state, history)
@@ -59,11 +76,12 @@ def _done(project: Project, state: State, history: list[tuple[str, str, str]]) -
     return done_tasks(plan_slug(project.task_file_name), planned(state), commits(history))
 
 
-def moved_on(project: Project, state: State, kind: str, root: Path, lost: set[str]
-             ) -> list[tuple[TaskState, str, str]]:
-    """The finished tasks whose change (among `lost`, gone from the history at `root`) is on it
-    under another id, named by its trailers (a rebase): (task, its change id, its commit id)."""
-    history = branch_history(kind, root)
+def moved_on(project: Project, state: State, kind: str, root: Path, lost: set[str],
+             rev: str = "HEAD") -> list[tuple[TaskState, str, str]]:
+    """The finished tasks whose change (among `lost`, gone from the history at `root`, read
+    back from `rev`) is on it under another id, named by its trailers (a rebase): (task, its
+    change id, its commit id)."""
+    history = branch_history(kind, root, rev)
     landed = landings(plan_slug(project.task_file_name), planned(state), commits(history))
     change_of = {commit: change for commit, change, _ in history}
     return [(task, change_of[landed[task.index]], landed[task.index]) for task in state.tasks

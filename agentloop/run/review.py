@@ -34,8 +34,8 @@ from agentloop.run.fixes import Outcome, fix_run
 from agentloop.run.handover import hand
 from agentloop.run.review_prompt import Verdict, cut_diff, fix_prompt, parse_verdict, review_prompt
 from agentloop.run.waits import classify, wait_for_limit
+from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.schema import State, TaskState
-from agentloop.state.status import AttemptOutcome as O
 from agentloop.state.status import TaskStatus as S
 
 # Runs of a failing reviewer in one round, beyond the first, before the task is left unapproved

@@ -25,7 +25,7 @@ from agentloop.run.workplace import furnish_lane, in_lanes
 from agentloop.state.schema import TaskState
 from agentloop.state.status import OPEN
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs import Vcs, lanes, relative_to
+from agentloop.vcs import lanes, relative_to
 from agentloop.vcs.choose import (
     MainLine,
     has_lane,
@@ -35,6 +35,7 @@ from agentloop.vcs.choose import (
     remove_workspace,
     sweep_workspaces,
 )
+from agentloop.vcs.protocol import Vcs
 
 # Statuses of a group's task that keep its working copy (an attempt a killed run left open, a
 # change kept for a person, one held by the user's edits): the next run goes on there.

@@ -19,7 +19,7 @@ from agentloop.run import ledger, rehearsal, remembered, retry
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
-from agentloop.run.rebuilt import from_history
+from agentloop.run.rebuilt import History, from_history
 from agentloop.run.repo_hooks import start_notes
 from agentloop.run.selection import select
 from agentloop.run.workplace import wants_lane
@@ -27,9 +27,10 @@ from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project, load_plan, state_from
 from agentloop.state.schema import State, now
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs import STATE_DIR, Change
+from agentloop.vcs import STATE_DIR
 from agentloop.vcs.choose import open_vcs
-from agentloop.vcs.preflight import preflight
+from agentloop.vcs.preflight import ask_git, preflight
+from agentloop.vcs.protocol import Change
 from agentloop.vcs.stays_git import vcs_notes
 
 if TYPE_CHECKING:
@@ -57,11 +58,12 @@ class Admitted:
 
 
 def admit(project: Project, options: RunOptions, plan: TaskFile | Read | None = None,
-          landed: frozenset[int] = frozenset()) -> Admitted:
+          landed: frozenset[int] = frozenset(), history: History | None = None) -> Admitted:
     """What a run refuses before it touches anything, the same for --dry-run (which calls it
     too): the options together, the plan and its state, the selection, the agent and the VCS
     as named against those the plan began with. Not the agent's program or the working tree:
-    a dry run needs neither to be ready. `plan`: the task file as the caller read it."""
+    a dry run needs neither to be ready. `plan`: the task file as the caller read it;
+    `history`: the history's read, when the caller started it (read_history)."""
     check_usage(options)
     if options.rehearse:  # no repository, no rehearsal: said before anything is made
         from agentloop.vcs.private_copy import kind_of
@@ -74,8 +76,10 @@ def admit(project: Project, options: RunOptions, plan: TaskFile | Read | None = 
     else:
         state, saved, changes = load_plan(project, plan)
     # No state (`.agent-loop/` cleaned away, a second clone): what history says is done.
-    rebuilt = from_history(project, state, options.vcs) if not saved and not (
+    rebuilt = from_history(project, state, options.vcs, history) if not saved and not (
         options.reset or options.rehearse) and options.vcs != "none" else None
+    if history is not None and saved:
+        history()  # a state written since the caller looked: its git ends here all the same
     earlier = state if saved else None
     name = choose_agent(options, earlier)
     # Building an agent starts nothing: its class says whether it reports dollars.
@@ -99,18 +103,22 @@ def tree_warning(project: Project, admitted: Admitted) -> str | None:
 
 def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit: Emit,
               job: FleetJob | None = None, first_notes: tuple[str, ...] = (),
-              ) -> tuple[State, RunFinished]:
+              history: History | None = None) -> tuple[State, RunFinished]:
     """Everything a run does while it holds the lock; `plan`: the task file, read once (parsed
     unless the state holds it already); `job`:
-    a fleet job's part (agentloop.fleet.job), with its notes first."""
+    a fleet job's part (agentloop.fleet.job), with its notes first; `history`: the history's
+    read, started before (agentloop.run.rebuilt.read_history)."""
     notes: list[str] = list(first_notes) + vcs_notes(options.vcs, project.root)
     leftovers: list[Change] = []
     kind, task_file = None, project.task_file
     if options.rehearse:  # its own state, its own working copy (agentloop.run.rehearsal)
         project, kind, task_file, rehearsed = rehearsal.prepare(project, options.vcs)
         notes += rehearsed
-    admitted = admit(project, options, plan, job.landed if job is not None else frozenset())
+    admitted = admit(project, options, plan, job.landed if job is not None else frozenset(),
+                     history)
     state, options = admitted.state, admitted.options
+    kind = kind or admitted.vcs
+    asked = ask_git(kind, project.root)  # its answers wait while the run is set up
     box = open_sandbox(project, options)  # refuses here, before anything is changed
     if not options.rehearse:
         notes += rehearsal.check_real_run(project, state, admitted.saved)
@@ -129,8 +137,7 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
     agent.check()
     if box is not None:  # the run's first lines say what its agents may do
         notes[:0] = sandbox_notes(box, agent, brief=True)
-    kind = kind or admitted.vcs
-    notes += preflight(kind, project.root, task_file)
+    notes += preflight(kind, project.root, task_file, asked)
     vcs = open_vcs(kind, project.root, task_file, options.allow_dirty,
                    wants_lane(options, job))
     notes += vcs.prepare()

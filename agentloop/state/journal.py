@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +25,9 @@ import orjson
 
 from agentloop.files import jsonbytes
 from agentloop.files.held_open import gone, identity
+from agentloop.state.plain import JOURNAL_TOP as TOP
+from agentloop.state.plain import journal_lines
 from agentloop.state.schema import STATUSES, State, TaskState, task_from_dict, top_from_dict
-
-# State fields a journal line may carry besides the task: the ones a run changes as it goes.
-TOP = tuple(f.name for f in fields(State) if f.name not in ("tasks", "journal_id"))
 
 
 def entry(snapshot: str, task: TaskState, top: dict[str, Any]) -> bytes:
@@ -68,13 +66,7 @@ def apply(state: State, raw: bytes) -> int:
     many lines were applied. Lines of another snapshot are not; reading ends at the first line
     that is not whole (a write cut short)."""
     applied = 0
-    for line in raw.split(b"\n")[:-1]:  # what follows the last newline was never finished
-        try:
-            data = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            break
-        if type(data) is not dict or data.get("snapshot") != state.journal_id:
-            break
+    for data in journal_lines(raw, state.journal_id, orjson.loads):
         try:
             task = task_from_dict(data["task"])
             top = top_from_dict(data.get("top") or {})

@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentloop.errors import StateError
-from agentloop.files.digest import hexdigest
 from agentloop.plan import source
+from agentloop.state import plain
 from agentloop.state.schema import State, TaskState, loads
-from agentloop.state.store import DIRNAME, Store
+from agentloop.state.store import Store
 from agentloop.vcs import find_root
 
 if TYPE_CHECKING:
@@ -55,8 +54,7 @@ class Project:
 
 def open_project(task_file: Path, cwd: Path) -> Project:
     """Locate the root: the repository around `cwd`, else the task file's folder."""
-    path = (cwd / task_file).resolve() if not task_file.is_absolute() else task_file.resolve()
-    root = find_root(cwd.resolve()) or path.parent
+    path, root = plain.locate(task_file, cwd)
     return Project(path, root, Store(root, *plan_folder(root, path)), cwd.resolve())
 
 
@@ -70,23 +68,7 @@ def plan_folder(root: Path, task_file: Path) -> tuple[Path, tuple[bytes, Any] | 
     """Where this plan's state, logs and learnings live (see the module doc); and
     `.agent-loop/state.json` as read to tell (its bytes and their JSON), so that the store
     reads a state of thousands of records once, not twice."""
-    try:
-        name = task_file.relative_to(root).as_posix()
-    except ValueError:
-        name = str(task_file)
-    base = root / DIRNAME
-    digest = hexdigest(name.encode("utf-8", "surrogateescape"))[:8]
-    own = base / "plans" / f"{source.slug(name, 40) or 'plan'}-{digest}"
-    if (own / "state.json").exists():
-        return own, None
-    try:
-        raw = (base / "state.json").read_bytes()
-        data = loads(raw, base / "state.json")
-    except (OSError, StateError):
-        return base, None   # free; or damaged, which the store says when it loads it
-    if not isinstance(data, dict) or data.get("task_file") in (None, name):
-        return base, (raw, data)   # already this plan's
-    return own, None
+    return plain.plan_folder(root, task_file, loads)
 
 
 def load_state(project: Project) -> tuple[State, bool]:
@@ -158,6 +140,4 @@ def plan_stores(cwd: Path) -> tuple[Path, list[Store]]:
     """The root around `cwd` and the store of every plan that has run there: the first plan's
     in `.agent-loop/`, the others' in `.agent-loop/plans/<name>-<hash>/`."""
     root = find_root(cwd.resolve()) or cwd.resolve()
-    base = root / DIRNAME
-    folders = [base, *sorted(p for p in (base / "plans").glob("*") if p.is_dir())]
-    return root, [Store(root, f) for f in folders if (f / "state.json").is_file()]
+    return root, [Store(root, f) for f in plain.plan_folders(root)]

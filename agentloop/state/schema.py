@@ -8,23 +8,20 @@ import time
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from types import UnionType
-from typing import TYPE_CHECKING, Any, Callable, TypeVar, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import orjson
 
 from agentloop.errors import StateError
 from agentloop.files import jsonbytes
-from agentloop.state.status import AttemptOutcome, TaskStatus
+from agentloop.state import fields as fields_table
+from agentloop.state.fields import SCHEMA_VERSION
+from agentloop.state.outcome import AttemptOutcome
+from agentloop.state.status import TaskStatus
 
 if TYPE_CHECKING:
     from agentloop.plan.parse import Task
 
-# 2: state.json may come with a journal (journal_id); an agent-loop that reads only 1 would
-# read the snapshot without it and run finished tasks again, so it must refuse the file.
-# 3: a task may be `conflicted` (a parallel run's group whose change does not fit the main line);
-# an agent-loop that reads only 2 would call such a state damaged, so it must refuse it as newer.
-SCHEMA_VERSION = 3
 _STATUS = {s.value: s for s in TaskStatus}   # a record's status word, read back
 STATUSES = tuple(_STATUS)
 R = TypeVar("R")
@@ -198,107 +195,36 @@ def _problem(state: State) -> str | None:
     return None
 
 
-# Per record class: its fields in the order the writer writes them, the test of each (the JSON
-# value types a scalar field takes, or a test of a list's or a dict's values), those of the
-# lists and dicts alone, and the patterns of value types (one type a field, in that order)
-# already found to fit.
-_ORDER: dict[type, tuple[str, ...]] = {}
-_CHECKS: dict[type, dict[str, frozenset[type] | Callable[[Any], bool]]] = {}
-_NESTED: dict[type, list[tuple[str, Callable[[Any], bool]]]] = {}
-_FIT: dict[type, set[tuple[type, ...]]] = {}
+# Each record class and its table (agentloop.state.fields), which both readers check by.
+_TABLES: dict[type, fields_table.Table] = {Attempt: fields_table.ATTEMPTS,
+                                           TaskState: fields_table.TASKS,
+                                           State: fields_table.STATES}
+
+
+def _held_to_their_tables() -> None:
+    """Stop the import when a record class's fields are not its table's, in its order: the
+    readers would drop the field the table lacks, and --status would not show it."""
+    for cls, table in _TABLES.items():
+        if tuple(f.name for f in fields(cls)) != table.order:
+            raise RuntimeError(f"internal error: {cls.__name__}'s fields differ from its table "
+                               "in agentloop.state.fields")
+
+
+_held_to_their_tables()
 
 
 def _known(cls: type, data: Any) -> dict[str, Any]:
     """The fields of `cls` in `data`, each of its declared type; TypeError names a bad one."""
-    if type(data) is not dict:
-        raise TypeError(f"{cls.__name__.lower()} record is {type(data).__name__}, not an object")
-    checks = _CHECKS.get(cls)
-    if checks is None:
-        checks = _CHECKS[cls] = {name: _types(hint) or _checker(hint)
-                                 for name, hint in _hints(cls).items()}
-        _ORDER[cls], _FIT[cls] = tuple(checks), set()
-        _NESTED[cls] = [(name, t) for name, t in checks.items() if not isinstance(t, frozenset)]
-    whole = tuple(data) == _ORDER[cls]
-    if whole:
-        # What the writer wrote: every field, in order. A plan's thousands of records come in a
-        # few patterns of types, so a pattern seen to fit is not checked field by field again;
-        # only what is in a list or a dict is.
-        shape = tuple(map(type, data.values()))
-        if shape in _FIT[cls]:
-            for name, test in _NESTED[cls]:
-                value = data[name]
-                if value and not test(value):
-                    raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")
-            return data
-    known = {}
-    # Unknown keys (from a newer minor writer, or hand edits) are dropped rather than fatal.
-    for name, value in data.items():
-        check = checks.get(name)
-        if check is not None:
-            if not (type(value) in check if isinstance(check, frozenset) else check(value)):
-                raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")
-            known[name] = value
-    if whole:
-        _FIT[cls].add(shape)
-    return known
+    return fields_table.known(_TABLES[cls], data)
 
 
 def _made(cls: type[R], known: dict[str, Any]) -> R:
     """An instance of `cls` from the fields `_known` found."""
-    if tuple(known) == _ORDER[cls]:
+    if tuple(known) == _TABLES[cls].order:
         # Every field in order: Python binds thirty arguments by position far faster than by
         # name (it compares each keyword with the parameters' names).
         return cls(*known.values())
     return cls(**known)
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    """The declared type of each field of a record class (what typing.get_type_hints says),
-    each distinct annotation evaluated once: the three records repeat a dozen of them, and
-    evaluating one compiles it (--status reads the state's records before anything else)."""
-    evaluated: dict[str, Any] = {}
-    hints = {}
-    for f in fields(cls):
-        if isinstance(f.type, str):
-            if f.type not in evaluated:
-                evaluated[f.type] = eval(f.type, globals())  # noqa: S307 - our own annotations
-            hints[f.name] = evaluated[f.type]
-        else:
-            hints[f.name] = f.type
-    return hints
-
-
-def _checker(hint: Any) -> Callable[[Any], bool]:
-    """A fast test of whether a JSON value fits a field's type, made once per field."""
-    simple = _types(hint)
-    if simple is not None:
-        return lambda v: type(v) in simple
-    args = get_args(hint)
-    if get_origin(hint) is list:
-        if args[0] in (TaskState, Attempt):
-            return lambda v: type(v) is list  # records: checked one by one as they are built
-        item = _checker(args[0])
-        return lambda v: type(v) is list and all(item(x) for x in v)
-    if get_origin(hint) is dict:
-        value = _checker(args[1])
-        return lambda v: type(v) is dict and all(value(x) for x in v.values())
-    return lambda v: True  # Any
-
-
-def _types(hint: Any) -> frozenset[type] | None:
-    """The JSON value types a scalar field (str, int, float, bool, or X | None) takes."""
-    if get_origin(hint) in (Union, UnionType):
-        allowed: set[type] = set()
-        for part in map(_types, get_args(hint)):
-            if part is None:
-                return None
-            allowed |= part
-        return frozenset(allowed)
-    if hint is float:
-        return frozenset({float, int})
-    if hint in (str, int, bool, type(None)):
-        return frozenset({hint})
-    return None
 
 
 def _one_to_two(data: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,7 @@
-"""The closed sets of a task's record: its status, an attempt's outcome, and the status changes
-allowed (a table). A change not in the table is a bug of agent-loop's, raised where it happens.
+"""The closed set of a task's status, and the status changes allowed (a table). A change not in
+the table is a bug of agent-loop's, raised where it happens. An attempt's outcome is in
+agentloop.state.outcome (`--status` reads statuses, never outcomes, and each member of an enum
+costs its class statement time).
 
 The members are `str`s, so the JSON on disk keeps the same words a state file of an earlier
 version holds, and such a file loads unchanged.
@@ -8,10 +10,14 @@ version holds, and such a file loads unchanged.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+
+# typing for the checker only: --status imports this module, not typing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
-class _Word(str, Enum):
+class Word(str, Enum):
     """A member prints, formats and serialises as its word ("completed"), not as its name."""
 
     # The member is the str of its word, so str's own methods say it: `.value` is a Python-level
@@ -26,7 +32,7 @@ class _Word(str, Enum):
     __hash__ = str.__hash__
 
 
-class TaskStatus(_Word):
+class TaskStatus(Word):
     """Where a task stands."""
 
     PENDING = "pending"          # waits its turn
@@ -40,27 +46,6 @@ class TaskStatus(_Word):
     CONFLICTED = "conflicted"    # a lane's change that does not fit the main line, kept
     HELD = "held"                # finished, but your edits kept it off the main line past the
                                  # lane wait: kept on its lane, it lands on the next run
-
-
-class AttemptOutcome(_Word):
-    """How one agent run of a task (an Attempt record) ended."""
-
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    INTERRUPTED = "interrupted"
-    LIMITED = "limited"          # a usage limit: no attempt
-    BLOCKED = "blocked"
-    CONTINUED = "continued"      # an iteration that went on in the same session
-    STOPPED = "stopped"          # the agent reported a fatal error, or the run stopped
-    PAUSED = "paused"            # failed after the whole machine slept: no attempt
-    BUDGET = "budget"            # cut short by --task-budget
-    APPROVED = "approved"        # a reviewer's run that approved
-    FEEDBACK = "feedback"        # a reviewer's run that asked for changes
-    RESOLVED = "resolved"        # a conflict-fixing run that resolved the conflict
-    UNAPPROVED = "unapproved"
-    CONFLICTED = "conflicted"
-    HELD = "held"
 
 
 S = TaskStatus
@@ -84,7 +69,9 @@ TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     S.PENDING: frozenset({S.RUNNING} | _BACK),
     S.RUNNING: frozenset({S.COMPLETED, S.FAILED, S.INTERRUPTED, S.BLOCKED, S.UNAPPROVED,
                           S.CONFLICTED, S.HELD} | _BACK),
-    S.INTERRUPTED: frozenset({S.RUNNING} | _BACK),
+    # Completed: an earlier run committed it and stopped before its record said so (a lane
+    # ended between the agent and the record, ledger.left_open); the next run finds the commit.
+    S.INTERRUPTED: frozenset({S.RUNNING, S.COMPLETED} | _BACK),
     S.FAILED: frozenset({S.RUNNING} | _BACK),
     S.BLOCKED: frozenset({S.RUNNING} | _BACK),
     S.UNAPPROVED: frozenset({S.RUNNING, S.PENDING}),
@@ -118,10 +105,11 @@ def allowed(old: str, new: str) -> bool:
 
 def check(old: str, new: str, index: int = 0) -> TaskStatus:
     """`new` as a TaskStatus when the move from `old` is in the table; else BadTransition."""
-    if old not in _WORDS or new not in _WORDS or not allowed(old, new):
+    if old not in WORDS or new not in WORDS or not allowed(old, new):
         raise BadTransition(f"internal error: task {index} cannot go from {str(old)!r} to "
                             f"{str(new)!r}")
     return TaskStatus(new)
 
 
-_WORDS = frozenset(s.value for s in TaskStatus)
+# Every status word, as a record on disk holds it.
+WORDS = frozenset(s.value for s in TaskStatus)

@@ -23,7 +23,7 @@ from agentloop.errors import StateError, StateLocked
 from agentloop.files import jsonbytes
 from agentloop.files.lock import try_lock
 from agentloop.files.pid_file import live_pid
-from agentloop.state import journal
+from agentloop.state import journal, plain
 from agentloop.state.schema import State, TaskState, from_json, loads, now
 
 DIRNAME = ".agent-loop"
@@ -372,7 +372,4 @@ class Store:
 
     def relative(self, path: Path) -> str:
         """A path as shown to the user and kept in the state: relative to the project root."""
-        try:
-            return str(path.relative_to(self.root))
-        except ValueError:
-            return str(path)
+        return plain.relative(path, self.root)

@@ -11,14 +11,14 @@ that read did not name. The trailers in that history are read by agentloop.state
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.history import missing, unmoved
 
+TYPE_CHECKING = False   # typing for the checker only: --status imports this module, not typing
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from agentloop.state.landed import Commit, PlannedTask
-    from agentloop.state.project import Project
     from agentloop.state.schema import State
 
 
@@ -29,24 +29,25 @@ Found = tuple[tuple[int, ...], tuple[tuple[int, str], ...], tuple[tuple[int, str
 NOTHING: Found = ((), (), ())
 
 
-def whereabouts(project: Project, state: State) -> Found:
-    """The finished tasks whose change left the history (lost), is there under another id (a
-    rebase or a cherry-pick kept its trailers: moved) or was reverted by a later commit."""
+def whereabouts(root: Path, task_file: str, state: State) -> Found:
+    """The finished tasks whose change left the history of the repository at `root` (lost), is
+    there under another id (a rebase or a cherry-pick kept its trailers: moved) or was reverted
+    by a later commit; `task_file` as the state records it (its commits name its slug)."""
     kind = state.vcs or ""
     done = {t.change_id: t.index for t in state.tasks
             if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id}
-    if not done or unmoved(kind, project.root, state.history_mark, done):
+    if not done or unmoved(kind, root, state.history_mark, done):
         return NOTHING  # the run found them all where the history still stands
     # The history moved: from here on processes are started, and their layer is loaded.
     from agentloop.state.landed import last_word
     from agentloop.vcs.branch_log import branch_history
     from agentloop.vcs.carry import plan_slug
 
-    history = branch_history(kind, project.root)
+    history = branch_history(kind, root)
     named = {commit for commit, _, _ in history} | {change for _, change, _ in history}
     # A change the read of the history named is in it; only the others are asked after.
-    gone = {done[c] for c in missing(kind, project.root, [c for c in done if c not in named])}
-    word = last_word(plan_slug(project.task_file_name), planned(state), commits(history))
+    gone = {done[c] for c in missing(kind, root, [c for c in done if c not in named])}
+    word = last_word(plan_slug(task_file), planned(state), commits(history))
     change_of = {commit: change for commit, change, _ in history}
     lost, moved, reverted = [], [], []
     for index in sorted(done.values()):

@@ -19,15 +19,15 @@ REVERTS = ("This reverts commit", "This backs out commit")
 TIMEOUT = 120   # seconds: a history that takes longer to read is read as none
 
 
-def branch_history(kind: str, root: Path) -> list[tuple[str, str, str]]:
+def branch_history(kind: str, root: Path, rev: str = "HEAD") -> list[tuple[str, str, str]]:
     """(commit id, change id, description) of every commit whose description mentions
     agent-loop, oldest first; git's change id is its commit id. Empty when there is no history
-    (an unborn branch) or it cannot be read."""
+    (an unborn branch) or it cannot be read. `rev`: git's commit to read back from."""
     try:
         if kind == "git":
             done = Git(root).run("log", "--reverse", "--regexp-ignore-case", f"--grep={MARK}",
                                  *(f"--grep={r}" for r in REVERTS),
-                                 "--format=%H%x00%H%x00%B%x01", "HEAD", codes=None,
+                                 "--format=%H%x00%H%x00%B%x01", rev, codes=None,
                                  timeout=TIMEOUT)
         elif kind == "jj":
             from agentloop.vcs.jj.run import Jj  # jj's runner only for jj: git runs skip it

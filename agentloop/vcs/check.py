@@ -139,9 +139,13 @@ def _as_left(record: GitLaneRecord) -> bool:
 
 
 def dirty(git: Git) -> list[str]:
-    """The paths `git status` lists in a checkout: edited, staged or untracked."""
-    out = git.out("status", "--porcelain", "-z", "--no-renames", "--untracked-files=all",
-                  "--ignored=no")  # a rename would add its old path with no status prefix
+    """The paths `git status` lists in a checkout: edited, staged or untracked. A look only:
+    without `--no-optional-locks` git takes the checkout's `index.lock` and writes the whole
+    index back whenever it finds an entry to refresh, as it does after every landing (the
+    files `merge --ff-only` just wrote are racily clean): a file written per task, and a
+    `git add` of the user's at that moment refused for the lock."""
+    out = git.out("--no-optional-locks", "status", "--porcelain", "-z", "--no-renames",
+                  "--untracked-files=all", "--ignored=no")  # a rename: its old path unprefixed
     return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
 
 

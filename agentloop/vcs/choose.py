@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from agentloop.vcs import KINDS, Vcs, find_root
+from agentloop.vcs import KINDS, find_root
 
 # What a lane's step raises when its change does not fit the main line, when its landing waited
 # too long for the user's edits, or when the agent acted outside its task; named here so that the
@@ -16,6 +16,7 @@ from agentloop.vcs.landing import WAIT_LIMIT
 from agentloop.vcs.landing import IntegrationConflict as IntegrationConflict
 from agentloop.vcs.landing import LandingHeld as LandingHeld
 from agentloop.vcs.lanes import Workspace
+from agentloop.vcs.protocol import Vcs
 from agentloop.vcs.stays_git import git_only
 
 

@@ -14,10 +14,14 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Iterable
 
 from agentloop.errors import VcsError
 from agentloop.files.digest import hexdigest
+
+# typing for the checker only: --status imports this module, not typing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable
 
 
 def where(kind: str, root: Path) -> str | None:

@@ -3,10 +3,11 @@ left in a file, and how often a landing that waits looks again."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from agentloop.errors import VcsError
 
@@ -32,11 +33,15 @@ class LandingHeld(VcsError):
     """A finished task waited longer than the lane-wait setting for files in the user's
     checkout: its group is held, its work kept on its lane."""
 
-    def __init__(self, commit: str, files: list[str], since: float, message: str) -> None:
+    def __init__(self, commit: str, files: list[str], since: float, message: str,
+                 stop: BaseException | None = None) -> None:
         super().__init__(message)
         self.commit = commit
         self.files = tuple(files)
         self.since = since
+        # The run was stopped (Ctrl+C) while the landing waited: once the task is held, with
+        # its commit, the stop goes on.
+        self.stop = stop
 
 
 class Waiting:
@@ -52,9 +57,12 @@ class Waiting:
         self.since = time.time()
         self.started = time.monotonic()
         self.said = -SAY_AGAIN
+        self.commit = ""
+        self.busy: list[str] = []  # what the last look found in the way; none before the first
 
     def still(self, commit: str, busy: list[str], during: list[str], how: str) -> None:
         """One more look found `busy` in the way (`during`: written after the run began)."""
+        self.commit, self.busy = commit, busy
         now = time.monotonic()
         clock = datetime.fromtimestamp(self.since).strftime("%H:%M:%S")
         names = ", ".join(busy[:5]) + (f" and {len(busy) - 5} more" if len(busy) > 5 else "")
@@ -77,6 +85,27 @@ class Waiting:
             self.say(line)
             if self.waits is not None:
                 self.waits(busy, self.since, line)
+
+
+    @contextlib.contextmanager
+    def held_if_stopped(self) -> Iterator[None]:
+        """A stop (Ctrl+C, a signal, the run's own stop) anywhere in a landing that has waited
+        already, in a sleep or in one of its looks again, holds the commit, so the next run
+        lands it without paying its agent again; before the first wait the stop goes on as it
+        is, and what the landing itself decides (held, a conflict) passes unchanged."""
+        try:
+            yield
+        except (LandingHeld, IntegrationConflict):
+            raise
+        except BaseException as stop:
+            if not self.busy:
+                raise
+            clock = datetime.fromtimestamp(self.since).strftime("%H:%M:%S")
+            raise LandingHeld(
+                self.commit, self.busy, self.since,
+                f"held: stopped while task commit {self.commit[:12]} waited since {clock} on "
+                f"your uncommitted edits to {', '.join(self.busy[:5])}; its work stays on its "
+                "lane; commit, stash or move them, then run agent-loop again", stop) from None
 
 
 MARKERS = ("<<<<<<< ", ">>>>>>> ")  # git's and jj's alike, at the start of a line

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from agentloop.vcs import Change
+from agentloop.vcs.protocol import Change
 
 
 class NoneVcs:

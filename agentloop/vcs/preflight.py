@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
+from typing import Callable
 
 from agentloop.errors import VcsError
+from agentloop.proc.beside import beside
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git.mainline import finish_landing
 from agentloop.vcs.git.run import Git
@@ -22,8 +24,14 @@ IN_PROGRESS = (("MERGE_HEAD", "a merge", "merge"), ("rebase-merge", "a rebase", 
                ("REVERT_HEAD", "a revert", "revert"))
 
 
-def preflight(kind: str, root: Path, task_file: Path) -> list[str]:
-    """Check the repository before anything runs; raise for a blocker, return warnings."""
+# What git says of who commits (None: no identity) and whether commits are signed, asked in
+# threads of their own: the function that waits for both.
+Asked = Callable[[], tuple[str | None, bool]]
+
+
+def preflight(kind: str, root: Path, task_file: Path, asked: Asked | None = None) -> list[str]:
+    """Check the repository before anything runs; raise for a blocker, return warnings.
+    `asked`: git's answers, as ask_git started asking a moment before."""
     if (root / STATE_DIR).is_symlink():
         raise VcsError(f"{root / STATE_DIR} is a symlink: agent-loop keeps its state there and "
                        "will not write through a link; remove the link and run again")
@@ -36,10 +44,9 @@ def preflight(kind: str, root: Path, task_file: Path) -> list[str]:
         warnings += _stale_locks(git_dir)
         landing = finish_landing(root, git_dir)  # a parallel run's, cut short by a kill
         warnings += [landing] if landing else []
-    jj = kind in ("jj", "auto") and shutil.which("jj") is not None and not (
-        kind == "auto" and git_only(root))  # a git repository stays git (vcs.stays_git)
     if kind in ("git", "auto") and git_dir.is_dir():
-        _git_ready(root, git_dir, commits=not jj)
+        _git_ready(root, git_dir, asked if asked is not None else ask_git(kind, root))
+    jj = _jj_commits(kind, root)
     if jj and not _jj_identity(root) and "JJ_EMAIL" not in _jj_env(root):
         warnings.append("jj has no user identity: every change will say \"(no email set)\"; "
                         "set one with `jj config set --user user.name \"Your Name\"` and "
@@ -92,18 +99,37 @@ def _bare(root: Path) -> bool:
             and (root / "objects").is_dir() and (root / "refs").is_dir())
 
 
-def _git_ready(root: Path, git_dir: Path, commits: bool) -> None:
+def _jj_commits(kind: str, root: Path) -> bool:
+    """Whether jj makes the run's commits (a git repository stays git: vcs.stays_git)."""
+    return kind in ("jj", "auto") and shutil.which("jj") is not None and not (
+        kind == "auto" and git_only(root))
+
+
+def ask_git(kind: str, root: Path) -> Asked | None:
+    """What preflight asks git (who commits, whether commits are signed), started now, each
+    question in a thread of its own, while the run goes on setting up: two commands that
+    change nothing, side by side. None when git makes no commit here (jj does, or there is no
+    git repository yet)."""
+    if kind not in ("git", "auto") or not (root / ".git").is_dir() or _jj_commits(kind, root):
+        return None
+    who = beside(partial(_git, root, "var", "GIT_COMMITTER_IDENT"), "agent-loop identity")
+    signed = beside(partial(signs, root), "agent-loop signing")
+    return lambda: (who(), signed())
+
+
+def _git_ready(root: Path, git_dir: Path, asked: Asked | None) -> None:
     for name, what, command in IN_PROGRESS:
         if (git_dir / name).exists():
             raise VcsError(f"{what} is in progress in {root}: finish it (`git {command} "
                            f"--continue`) or abort it (`git {command} --abort`), then run again")
-    if not commits:
+    if asked is None:
         return  # jj makes the commits, with its own identity
-    if _git(root, "var", "GIT_COMMITTER_IDENT") is None:
+    who, signed = asked()
+    if who is None:
         raise VcsError("git has no identity to commit with here: set it with `git config "
                        "--global user.name \"Your Name\"` and `git config --global user.email "
                        "you@example.com`, then run again")
-    if signs(root) and _git(root, "commit-tree", "-S", EMPTY_TREE, "-m", "agent-loop: can "
+    if signed and _git(root, "commit-tree", "-S", EMPTY_TREE, "-m", "agent-loop: can "
                             "sign?") is None:
         raise VcsError("commit.gpgsign is set but git cannot sign a commit here (no usable key, "
                        "or gpg asks for a passphrase nobody can type): fix signing, or run with "

@@ -406,8 +406,10 @@ if [ -n "$hit" ] && [ "$CRASH_WHEN" = during ]; then
     exec 3<&0  # a command put in the background would read /dev/null instead
     "$CRASH_REAL" "$@" <&3 &
     if [ "$CRASH_DELAY" = lock ]; then
-        # The instant jj holds its working-copy lock (a busy wait: no sleep is that short).
-        while kill -0 $! 2>/dev/null && [ ! -e .jj/working_copy/working_copy.lock ]; do :; done
+        # The instant jj holds its lock ($CRASH_LOCK, else its working copy's; a busy wait: no
+        # sleep is that short).
+        lock=${CRASH_LOCK:-.jj/working_copy/working_copy.lock}
+        while kill -0 $! 2>/dev/null && [ ! -e "$lock" ]; do :; done
     else
         sleep "$CRASH_DELAY"
     fi
@@ -422,7 +424,9 @@ exit $code
 
 
 def crash_env(tmp: Path, kind: str, when: str, at: int = 0, match: str = "") -> dict[str, str]:
-    """An environment whose `git` or `jj` kills the tool at one command (or never, at=0)."""
+    """An environment whose `git` or `jj` kills the tool at one command (or never, at=0):
+    `when` is before, during (some milliseconds in), locked (during, the instant it holds its
+    lock) or after it."""
     real = shutil.which(kind)
     assert real is not None
     folder = tmp / "wrapper"
@@ -435,35 +439,34 @@ def crash_env(tmp: Path, kind: str, when: str, at: int = 0, match: str = "") -> 
         stale.unlink(missing_ok=True)
     return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}",
             "CRASH_REAL": real, "CRASH_COUNTER": str(counter), "CRASH_AT": str(at),
-            "CRASH_WHEN": when, "CRASH_MATCH": match,
-            "CRASH_DELAY": during(kind, at)}
+            "CRASH_WHEN": "during" if when == "locked" else when, "CRASH_MATCH": match,
+            "CRASH_DELAY": "lock" if when == "locked" else during(kind, at)}
 
 
 def during(kind: str, at: int) -> str:
     """How long into the command the "during" kill comes: spread over what one takes here (git
-    a few milliseconds, jj some tens), so most land inside; for every third jj command, the
-    instant it holds its working-copy lock, so some kills leave a stale lock however fast jj
-    runs on the day (a sweep with timed kills alone once left none)."""
-    if kind == "jj" and at % 3 == 0:
-        return "lock"
+    a few milliseconds, jj some tens), so most land inside."""
     span = 5 if kind == "git" else 60
     return f"{(at * 7 % span + 1) / 1000:.3f}"
 
 
 def stale_locks(work: Path) -> list[str]:
     """The lock files a killed git or jj left in the repository (jj's in `.jj/` and, through
-    git's code, in `.git/`), agent-loop's own run lock aside."""
-    return sorted(str(p.relative_to(work)) for folder in (work / ".git", work / ".jj")
+    git's code, in `.git/`) and in a lane's jj workspace (the next run takes it up again),
+    agent-loop's own run lock aside."""
+    lanes = (work / ".agent-loop" / "lanes").glob("*/.jj")
+    return sorted(str(p.relative_to(work)) for folder in (work / ".git", work / ".jj", *lanes)
                   for p in folder.rglob("*.lock") if p.name != "agent-loop.lock")
 
 
 def kill_once_then_finish(work: Path, kind: str, env: dict[str, str], fake: FakeClaude,
-                          label: str, left: list[str] | None = None) -> tuple[bool, list[str]]:
+                          label: str, left: list[str] | None = None, extra: tuple[str, ...] = ()
+                          ) -> tuple[bool, list[str]]:
     """One run with the crash wrapper, then plain runs until done; (whether it was killed, ...).
-    `left` gets the lock files the kill left behind."""
+    `left` gets the lock files the kill left behind; `extra`: both runs' further options."""
     out = work.parent / f"{work.name}.out"
     # No commit-message call: it is no VCS command, and the random kills cover it.
-    tool = start(work, kind, out, env, "--no-distill")
+    tool = start(work, kind, out, env, "--no-distill", *extra)
     code = tool.wait(timeout=120)
     settle(tool.pid, fake, label, within=work)
     killed = code == -9
@@ -476,7 +479,7 @@ def kill_once_then_finish(work: Path, kind: str, env: dict[str, str], fake: Fake
         state_loads(work)
     except Exception as exc:  # noqa: BLE001 - reported
         return killed, [(f"{label}: state.json does not load: {exc}")]
-    tool = start(work, kind, out, None, "--no-distill")
+    tool = start(work, kind, out, None, "--no-distill", *extra)
     code = tool.wait(timeout=120)
     if code != 0:
         return killed, [(f"{label}: the run after the kill failed (exit {code}): "
@@ -487,7 +490,10 @@ def kill_once_then_finish(work: Path, kind: str, env: dict[str, str], fake: Fake
 # Kill points run two at a time, each in a repository of its own: CI has two cores, and one
 # point (a killed run, then a run to the end) is a chain of processes that keeps one busy.
 SWEEP_WORKERS = 2
-WHENS = ("before", "during", "after")
+# jj's also the instant each command holds its lock: timed kills alone, or a lock kill at every
+# third command, once left no lock at all when jj's commands changed (then no kill point tested
+# a run after a killed jj's lock).
+WHENS = {"git": ("before", "during", "after"), "jj": ("before", "during", "locked", "after")}
 
 
 def sweep_point(tmp_path: Path, kind: str, when: str, at: int, fake: FakeClaude
@@ -522,14 +528,14 @@ def test_a_kill_before_during_or_after_any_vcs_command_loses_nothing(
     crash_env(tmp_path, kind, "before")  # the wrapper, written once before the points run
     with ThreadPoolExecutor(SWEEP_WORKERS) as pool:
         while at:
-            batch = [(when, k) for k in (at, at + 1) for when in WHENS]
+            batch = [(when, k) for k in (at, at + 1) for when in WHENS[kind]]
             done = dict(zip(batch, pool.map(
                 lambda p: sweep_point(tmp_path, kind, p[0], p[1], fake_claude), batch)))
             for k in (at, at + 1):
-                if not any(done[(when, k)][0] for when in WHENS):
+                if not any(done[(when, k)][0] for when in WHENS[kind]):
                     at = 0  # the run made fewer than k VCS calls: every one was a kill point
                     break
-                for when in WHENS:
+                for when in WHENS[kind]:
                     killed, found, left = done[(when, k)]
                     points += killed
                     problems += found
@@ -544,9 +550,56 @@ def test_a_kill_before_during_or_after_any_vcs_command_loses_nothing(
     problems += orphans(marks, f"{kind}, after the last point")
     print("\n" + summary)
     assert points >= 15
-    # git's commands are over in a few milliseconds, mostly before the kill; jj's are not.
+    # git's commands are over in a few milliseconds, mostly before the kill; jj's "locked"
+    # kills come while each command that takes its working-copy lock holds it.
     assert locks or kind == "git", "no kill left a lock behind: the sweep tests no stale lock"
     verdict(problems, summary)
+
+
+# The lock a killed jj leaves that jj does not take over itself. jj's own locks (the working
+# copy's, the operation heads', .jj/repo/git_import_export.lock) are flock()ed files: a stale
+# one is opened and locked again by the next jj. In a colocated repository jj 0.45 also writes
+# git's HEAD and index through git's own kind of lock, a file made with O_EXCL and renamed into
+# place (its strace: `.git/HEAD.lock`, then `.git/index.lock`, renamed before the operation is
+# recorded); killed between the two, jj leaves `.git/index.lock` with the new index in it, git
+# HEAD already moved and the operation unrecorded, and every later jj command that moves @ fails
+# ("Failed to reset Git HEAD state ... The lockfile at '.git/index.lock' might need manual
+# deletion"). The next run removes that lock (vcs.preflight) and puts git's HEAD back where
+# jj's last operation has it (vcs.jj.cutshort): taken in as it was, the moved HEAD became the
+# parent of a new @ that deleted the landed task's file. Checkout: the task's `jj commit` there;
+# lane: the landing's `jj rebase` of @ (the one that lost the file).
+# jj holds that lock while it writes the index, some 0.1 ms in a small tree, too short for the
+# wrapper's busy wait to see; a tree of 3,000 files keeps it there some milliseconds. A busy
+# machine can still keep the wait off the CPU that long: then the kill came after the command,
+# and the test tries again in a new repository (at most ATTEMPTS times).
+BIG_TREE = "a tree big enough that jj writes git's index for milliseconds"
+ATTEMPTS = 4
+
+
+@pytest.mark.parametrize("where,command", [("checkout", " commit -m agent-loop: "),
+                                           ("lane", " rebase -s @ ")])
+def test_jj_killed_holding_gits_index_lock_loses_nothing(
+        tmp_path: Path, jj_bin: str, fake_claude: FakeClaude, where: str, command: str) -> None:
+    left: list[str] = []
+    for attempt in range(ATTEMPTS):
+        work = tmp_path / f"work{attempt}"
+        new_repo(work, "jj", groups=1, per_group=2, pause=0)
+        for n in range(3000):
+            (work / "tree" / f"{n // 100}").mkdir(parents=True, exist_ok=True)
+            (work / "tree" / f"{n // 100}" / f"{n}.txt").write_text(f"{n}\n")
+        proc.run(["jj", "commit", "-m", BIG_TREE], cwd=work)
+        env = {**crash_env(tmp_path, "jj", "locked", match=command),
+               "CRASH_LOCK": ".git/index.lock"}
+        label = f"jj, {where}, attempt {attempt + 1}"
+        left = []
+        killed, problems = kill_once_then_finish(work, "jj", env, fake_claude, label, left,
+                                                 ("--workplace", where))
+        assert killed
+        problems += [p for p in check(work, "jj", label, per_group=2) if BIG_TREE not in p]
+        assert not problems, "\n".join(problems)
+        if ".git/index.lock" in left:
+            break
+    assert ".git/index.lock" in left, f"no kill in {ATTEMPTS} left git's index lock"
 
 
 def test_a_killed_tool_takes_what_the_agent_started_with_it(tmp_path: Path,
@@ -625,13 +678,18 @@ def test_git_kill_after_the_task_commit_landed(tmp_path: Path, fake_claude: Fake
     assert not problems, "\n".join(problems)
 
 
+# The jj command that seals a task's change: finish's `jj commit` (describe, then a new @ on it).
+SEALS = " commit -m agent-loop: "
+
+
 def test_jj_kill_after_the_task_change_was_made(tmp_path: Path, jj_bin: str,
                                                 fake_claude: FakeClaude) -> None:
-    """Killed after begin()'s `jj new -m`, before the state named the change: the empty change,
-    described as the task's, used to stay in history for good (found by seed 20260102)."""
+    """Killed after begin()'s `jj new -m` (in a new lane, its `jj describe -m` of the
+    workspace's own @), before the state named the change: the empty change, described as the
+    task's, used to stay in history for good (found by seed 20260102)."""
     work = tmp_path / "work"
     new_repo(work, "jj", groups=1, per_group=2)
-    env = crash_env(tmp_path, "jj", "after", match=" new -m agent-loop: ")
+    env = crash_env(tmp_path, "jj", "after", match="[ew] -m agent-loop: ")
     killed, problems = kill_once_then_finish(work, "jj", env, fake_claude, "jj")
     assert killed
     problems += check(work, "jj", "jj", per_group=2)
@@ -714,9 +772,9 @@ def killed_at(work: Path, kind: str, env: dict[str, str], fake: FakeClaude, labe
                                    ("--parallel", "2")], ids=["checkout", "lane", "parallel"])
 def test_jj_kill_in_the_recovery_that_keeps_a_finished_change(
         tmp_path: Path, jj_bin: str, fake_claude: FakeClaude, where: tuple[str, str]) -> None:
-    """Killed after finish's `jj new` on the task's change, before the state said the task was
-    done; the re-run's recovery keeps that change for the task's next begin to go on from, and
-    is killed in turn before that begin: the state used to forget the change there, so the run
+    """Killed after finish's `jj commit` of the task's change, before the state said the task
+    was done; the re-run's recovery keeps that change for the task's next begin to go on from,
+    and is killed in turn before that begin: the state used to forget the change there, so the run
     after ran the task afresh on top of it, found nothing new and recorded the task as done
     with no change while history held its work (found by seed 20260102); in a lane the
     change never landed, and the task's file was lost. Since a sealed change is recorded by
@@ -728,9 +786,9 @@ def test_jj_kill_in_the_recovery_that_keeps_a_finished_change(
     # recovery whatever the order the two groups sealed theirs in.
     groups, per_group = (2, 2) if where[0] == "--parallel" else (1, 2)
     new_repo(work, "jj", groups=groups, per_group=per_group, pause=0)
-    killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=" new [k-z]"), fake_claude,
+    killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=SEALS), fake_claude,
               "after the task's change was sealed", *where)
-    killed_at(work, "jj", crash_env(tmp_path, "jj", "before", match=" describe -r [k-z]"),
+    killed_at(work, "jj", crash_env(tmp_path, "jj", "before", match=SEALS),
               fake_claude, "in the recovery, before the task began again", *where)
     tool = start(work, "jj", tmp_path / "last.out", None, "--no-distill", *where)
     assert tool.wait(timeout=120) == 0, (tmp_path / "last.out").read_text()[-2000:]
@@ -750,14 +808,15 @@ def task_runs(fake: FakeClaude) -> list[str]:
 @pytest.mark.parametrize("where", ["checkout", "lane"])
 def test_jj_kill_after_the_change_was_sealed_pays_no_agent_again(
         tmp_path: Path, jj_bin: str, fake_claude: FakeClaude, where: str) -> None:
-    """Killed after finish's `jj new` on the task's change (its description the message finish
-    wrote, with the task's trailers), before the state said the task was done: the re-run
-    used to take the change up again and run its agent a second time, as git's recovery never
-    does; in a lane, before the change landed, the same. It records the task done with that
-    change (landed first, in a lane), and only the next task's agent runs."""
+    """Killed after finish's `jj commit` of the task's change (its description the message
+    finish wrote, with the task's trailers, and a new empty @ on it), before the state said
+    the task was done: the re-run used to take the change up again and run its agent a second
+    time, as git's recovery never does; in a lane, before the change landed, the same. It
+    records the task done with that change (landed first, in a lane), and only the next task's
+    agent runs."""
     work = tmp_path / "work"
     new_repo(work, "jj", groups=1, per_group=2, pause=0)
-    killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=" new [k-z]"), fake_claude,
+    killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=SEALS), fake_claude,
               "after the task's change was sealed", "--workplace", where)
     assert task_runs(fake_claude) == ["task 01"]
     tool = start(work, "jj", tmp_path / "last.out", None, "--no-distill", "--workplace", where)
@@ -778,7 +837,7 @@ def test_jj_reset_after_a_kill_takes_up_no_old_change(tmp_path: Path, jj_bin: st
     where = ("--no-distill", "--workplace", "checkout")
     first = start(work, "jj", tmp_path / "first.out", None, *where, "--task", "1")
     assert first.wait(timeout=120) == 0, (tmp_path / "first.out").read_text()[-2000:]
-    killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=" new [k-z]"), fake_claude,
+    killed_at(work, "jj", crash_env(tmp_path, "jj", "after", match=SEALS), fake_claude,
               "after task 2's change was sealed", "--workplace", "checkout")
     tool = start(work, "jj", tmp_path / "last.out", None, *where, "--reset")
     assert tool.wait(timeout=120) == 0, (tmp_path / "last.out").read_text()[-2000:]

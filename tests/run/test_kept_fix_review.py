@@ -66,3 +66,31 @@ def test_the_run_after_ctrl_c_in_the_review_brings_the_work_back(
     assert (work / "a.txt").read_text() == "a\n"
     task = state_of(work)["tasks"][0]
     assert task["status"] == "completed" and task["attempts"] == 1, task
+
+
+def test_two_ctrl_c_in_fix_runs_in_a_row_still_pay_the_task_agent_once(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """The work brought back after one stopped fix run, stopped in its next fix run again:
+    the run after that brings it back once more, the task's own agent still paid once."""
+    work = project(tmp_path, "git", "## G\n- the task\n  FAKE: write a.txt a\n")
+    fixing = tmp_path / "fixing"
+    # Fails after the agent until fixed.txt is there; the fix run says it is at work and
+    # stays (the Ctrl+C) before it writes fixed.txt, only while `fixing` is not there yet.
+    check = (f"test -f a.txt || exit 0; test -f fixed.txt && exit 0; test -f {fixing} && "
+             f"echo 'FAKE: write fixed.txt fixed' && exit 1; echo 'FAKE: bash touch {fixing}'; "
+             "echo 'FAKE: pause 30'; exit 1")
+    args = ("--vcs", "git", "--workplace", "lane", "--check", check)
+    for _ in range(2):
+        fixing.unlink(missing_ok=True)
+        child = start(work, *args)
+        wait_for(child, fixing)
+        ctrl_c(child)
+        assert not (work / "a.txt").exists()
+    developer = [p for p in fake_claude.task_prompts() if "FAKE: write a.txt" in p]
+    assert len(developer) == 1
+    again = agent_loop(work, *args, "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len([p for p in fake_claude.task_prompts() if "FAKE: write a.txt" in p]) == 1
+    assert (work / "a.txt").read_text() == "a\n" and (work / "fixed.txt").exists()
+    task = state_of(work)["tasks"][0]
+    assert task["status"] == "completed" and task["attempts"] == 1, task

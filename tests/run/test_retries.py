@@ -14,8 +14,18 @@ from freezegun import freeze_time
 from agentloop.errors import AgentBlocked, RunStopped
 from agentloop.run.events import LimitWait, RetryDecided
 from agentloop.vcs.none import NoneVcs
-from tests.support.harness import (OK, RETRY, START, STOP, Harness, ScriptedAdvisor, ScriptedAgent,
-                                   failed, make)
+from tests.support.harness import (
+    OK,
+    RETRY,
+    START,
+    STOP,
+    Harness,
+    ScriptedAdvisor,
+    ScriptedAgent,
+    failed,
+    make,
+)
+
 
 def test_ten_failures_get_exactly_five_attempts(tmp_path: Path) -> None:
     agent, advisor = ScriptedAgent([failed()]), ScriptedAdvisor(RETRY)
@@ -151,7 +161,7 @@ def test_attempt_times_come_from_the_frozen_clock(tmp_path: Path) -> None:
 
 
 def test_a_commit_a_killed_run_made_is_recorded_not_redone(tmp_path: Path) -> None:
-    from agentloop.vcs import Change
+    from agentloop.vcs.protocol import Change
 
     class Recovering(NoneVcs):
         def recovered(self) -> Change | None:

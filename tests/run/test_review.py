@@ -32,7 +32,7 @@ from agentloop.run.review_prompt import (
 )
 from agentloop.run.selection import runnable
 from agentloop.standing import StatusView
-from agentloop.vcs import Change
+from agentloop.vcs.protocol import Change
 from tests.support.fake_agent import FakeClaude
 from tests.support.harness import RETRY, START, FakeClock, Harness, ScriptedAdvisor, make_run
 from tests.support.runner import agent_loop
@@ -387,7 +387,7 @@ def test_out_of_rounds_leaves_the_task_unapproved_its_change_kept(tmp_path: Path
                for n in summary.notes)
     assert "  task 1 unapproved: not approved after 2 review rounds; its change change1 is kept" \
         in lines(events)
-    status = status_text(StatusView(runner.ctx.project, runner.state, None), tmp_path)
+    status = status_text(StatusView(runner.ctx.project.root, runner.state, None), tmp_path)
     assert "unapproved" in status and "feedback: second\n         more" in status
 
 

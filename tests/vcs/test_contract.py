@@ -12,9 +12,9 @@ from typing import Callable
 import pytest
 
 from agentloop import proc
-from agentloop.vcs import Change, Vcs
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.jj.backend import JjVcs
+from agentloop.vcs.protocol import Change, Vcs
 from tests.support.repos import make_repo
 
 

@@ -10,9 +10,9 @@ import pytest
 
 from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.vcs import Change
 from agentloop.vcs.choose import open_vcs
 from agentloop.vcs.git.backend import GitVcs
+from agentloop.vcs.protocol import Change
 from tests.support.repos import make_repo
 
 

@@ -10,9 +10,9 @@ import pytest
 
 from agentloop import proc
 from agentloop.errors import ProcessError, VcsError
-from agentloop.vcs import Change
 from agentloop.vcs.jj import backend
 from agentloop.vcs.jj.backend import JjVcs
+from agentloop.vcs.protocol import Change
 from tests.support.repos import make_repo
 
 
@@ -334,3 +334,87 @@ def test_files_changed_after_the_killed_jj_are_kept_and_named(repo: Path) -> Non
               'self.diff().files().map(|f| f.path()).join(",") ++ "\n"')
     assert "mine.txt" in kept
     assert JjVcs(repo, repo / "tasks.md", initialized=True).prepare() == []
+
+
+def described(repo: Path, text: str) -> list[str]:
+    """The change ids of every visible change whose description starts with `text`."""
+    return jj(repo, "log", "--no-graph", "-r", f'description(glob:"{text}*")', "-T",
+              'change_id ++ "\\n"').split()
+
+
+def test_a_task_ends_in_one_jj_commit(repo: Path) -> None:
+    vcs = make(repo)
+    change = vcs.begin("agent-loop: task")
+    (repo / "a.txt").write_text("a\n")
+    before = proc.started()
+    done = vcs.finish(change, "agent-loop: task\n\nTask: 1\n")
+    assert proc.started() - before == 1
+    assert done.change_id == change.change_id and done.files == ("a.txt",)
+    # (Read without a snapshot: the user's own jj would track tasks.md into @.)
+    at = jj(repo, "--ignore-working-copy", "log", "--no-graph", "-r", "@", "-T",
+            'parents.map(|p| p.change_id()).join(",") ++ " " ++ empty ++ " " ++ description')
+    assert at == f"{change.change_id} true "  # sealed: an empty, undescribed @ right on it
+    assert jj(repo, "log", "--no-graph", "-r", change.change_id, "-T", "description") == \
+        "agent-loop: task\n\nTask: 1\n"
+
+
+def test_the_agents_own_commits_fold_into_the_task(repo: Path) -> None:
+    vcs = make(repo)
+    change = vcs.begin("agent-loop: task")
+    (repo / "a.txt").write_text("a\n")
+    jj(repo, "commit", "-m", "wip")
+    (repo / "b.txt").write_text("b\n")
+    done = vcs.finish(change, "agent-loop: task done")
+    assert done.change_id == change.change_id and done.files == ("a.txt", "b.txt")
+    assert described(repo, "wip") == [] and described(repo, "agent-loop:") == [change.change_id]
+    assert jj(repo, "log", "--no-graph", "-r", "@-", "-T", "change_id") == change.change_id
+
+
+def test_an_agent_that_moved_off_the_task_leaves_other_changes_as_they_were(
+        repo: Path) -> None:
+    jj(repo, "commit", "-m", "the user's own work")
+    theirs = jj(repo, "log", "--no-graph", "-r", "@-", "-T", "change_id")
+    vcs = make(repo)
+    change = vcs.begin("agent-loop: task")
+    jj(repo, "edit", theirs)  # the agent's
+    (repo / "x.txt").write_text("x\n")
+    with pytest.raises(VcsError, match="moved off the task's change"):
+        vcs.finish(change, "agent-loop: task done")
+    # The user's change keeps its description, and @ is where the agent left it.
+    assert jj(repo, "log", "--no-graph", "-r", theirs, "-T", "description") == \
+        "the user's own work\n"
+    assert jj(repo, "log", "--no-graph", "-r", "@", "-T", "change_id") == theirs
+    assert set(described(repo, "agent-loop: task done")) <= {change.change_id}
+
+
+def test_a_change_gone_by_hand_takes_no_other_change_for_the_task(repo: Path) -> None:
+    vcs = make(repo)
+    change = vcs.begin("agent-loop: task")
+    (repo / "a.txt").write_text("a\n")
+    jj(repo, "abandon", change.change_id)
+    with pytest.raises(VcsError, match="gone"):
+        vcs.finish(change, "agent-loop: task done")
+    assert described(repo, "agent-loop:") == []
+    assert jj(repo, "log", "--no-graph", "-r", "@", "-T", "description") == ""
+
+
+def git_head(repo: Path) -> str:
+    return proc.run(["git", "rev-parse", "HEAD"], cwd=repo).stdout.strip()
+
+
+def test_a_head_moved_by_a_killed_jjs_export_is_put_back(repo: Path) -> None:
+    """git's HEAD moved the way jj's export moves it (a reflog line "export from jj") after jj's
+    last operation, with jj's @ still on the commit it moved from: what a jj command killed
+    before it recorded its operation leaves (tests/run/test_crash.py kills a real one).
+    prepare() puts it back before any snapshot takes it in; a HEAD the user moved with git,
+    or one jj recorded, is left for jj."""
+    jj(repo, "commit", "-m", "two")
+    old = git_head(repo)
+    first = jj(repo, "log", "--no-graph", "-r", "@--", "-T", "commit_id").strip()
+    proc.run(["git", "update-ref", "--no-deref", "-m", "export from jj", "HEAD", first], cwd=repo)
+    assert any("put git's HEAD back" in note for note in JjVcs(repo, repo / "tasks.md").prepare())
+    assert git_head(repo) == old
+    proc.run(["git", "update-ref", "--no-deref", "-m", "checkout: by hand", "HEAD", first],
+             cwd=repo)
+    assert not any("HEAD" in note for note in JjVcs(repo, repo / "tasks.md").prepare())
+    assert jj(repo, "log", "--no-graph", "-r", "@-", "-T", "commit_id").strip() == first

@@ -80,3 +80,107 @@ def test_the_users_edits_in_at_on_the_same_file_make_it_wait(repo: Path) -> None
     (repo / "f.txt").write_text("base\n")
     landing.join(15)
     assert done and one(repo, "@-") == change
+
+
+def made_here(repo: Path, change: str) -> tuple[str, str, frozenset[str]]:
+    """What a lane's finish knows of a change it just made: its parent, commit id and files."""
+    files = jj(repo, "log", "--no-graph", "-r", change, "-T",
+               'self.diff().files().map(|f| f.path()).join("\\n")')
+    return one(repo, f"{change}-"), one(repo, change, "commit_id"), frozenset(files.split("\n"))
+
+
+def test_the_short_way_moves_the_users_at_onto_the_change_in_one_command(repo: Path) -> None:
+    main = JjMainLine(repo)
+    name = 'odd "name" here.txt'
+    change, wc = lane_change(repo, "1-a", {name: "a\n"})
+    (repo / "mine.txt").write_text("the user's own edit\n")
+    made = made_here(repo, change)
+    before = proc.started()
+    assert main.land(change, wc, made) == made[1]  # neither the change nor the lane rewritten
+    assert proc.started() - before == 1
+    assert one(repo, "@-") == change and (repo / name).read_text() == "a\n"
+    assert (repo / "mine.txt").read_text() == "the user's own edit\n"
+    assert "mine.txt" in jj(repo, "diff", "--name-only", "-r", "@")
+    assert one(repo, f"{wc}-") == change
+
+
+def test_the_short_way_waits_for_the_users_edits_on_the_changes_file(repo: Path) -> None:
+    said: list[str] = []
+    main = JjMainLine(repo, on_wait=said.append)
+    change, wc = lane_change(repo, "1-a", {"f.txt": "from the task\n"})
+    (repo / "f.txt").write_text("the user's edit\n")
+    made = made_here(repo, change)
+    done: list[str] = []
+    landing = threading.Thread(target=lambda: done.append(main.land(change, wc, made)))
+    landing.start()
+    landing.join(2.5)
+    assert not done and (repo / "f.txt").read_text() == "the user's edit\n"
+    assert one(repo, f"@- & {change}") == ""
+    assert len(said) == 1 and "f.txt" in said[0]
+    (repo / "f.txt").write_text("base\n")
+    landing.join(15)
+    assert done and one(repo, "@-") == change
+
+
+def test_the_short_way_never_drops_what_landed_since_the_change_was_made(repo: Path) -> None:
+    main = JjMainLine(repo)
+    first, first_wc = lane_change(repo, "1-a", {"a.txt": "a\n"})
+    second, second_wc = lane_change(repo, "2-b", {"b.txt": "b\n"})
+    main.land(first, first_wc, made_here(repo, first))
+    main.land(second, second_wc, made_here(repo, second))  # made on the tip before the first
+    assert one(repo, "@-") == second and one(repo, "@--") == first
+    assert (repo / "a.txt").read_text() == "a\n" and (repo / "b.txt").read_text() == "b\n"
+
+
+def new_lane(repo: Path, name: str) -> "LaneJj":
+    """A lane as a parallel run makes it: a workspace just added on the main line's tip."""
+    from agentloop.vcs.jj.lane import LaneJj
+
+    space = workspaces.open_jj(repo, name, one(repo, "@-"), fresh=True)
+    lane = LaneJj(space.path, space.path / "tasks.md", JjMainLine(repo), space.branch, made=True)
+    lane.prepare()
+    return lane
+
+
+def test_a_new_lanes_first_task_lands_the_short_way(repo: Path) -> None:
+    tip = one(repo, "@-")
+    lane = new_lane(repo, "1-a")
+    change = lane.begin("agent-loop: a")
+    (lane.root / "a.txt").write_text("a\n")
+    before = proc.started()
+    done = lane.finish(change, "agent-loop: a")
+    # Its `jj commit`, then one `jj rebase` of your @ (11 before: the task's change began on
+    # the workspace's own empty change, not on the tip, so it landed the long way).
+    assert proc.started() - before == 2
+    assert one(repo, "@-") == done.change_id and one(repo, "@--") == tip
+    assert (repo / "a.txt").read_text() == "a\n"
+    second = lane.begin("agent-loop: b")
+    (lane.root / "b.txt").write_text("b\n")
+    lane.finish(second, "agent-loop: b")
+    lane.close()
+    assert one(repo, "@-") == second.change_id and one(repo, "@--") == done.change_id
+
+
+def test_files_put_in_a_new_lane_before_its_first_task_are_no_tasks(repo: Path) -> None:
+    lane = new_lane(repo, "1-a")
+    (lane.root / "setup.out").write_text("what lane-setup wrote\n")  # no .gitignore names it
+    change = lane.begin("agent-loop: a")
+    (lane.root / "a.txt").write_text("a\n")
+    done = lane.finish(change, "agent-loop: a")
+    assert done.files == ("a.txt",)
+    assert jj(repo, "diff", "--name-only", "-r", done.change_id) == "a.txt"
+    assert not (repo / "setup.out").exists()
+
+
+def test_a_failed_attempt_in_a_new_lane_is_rolled_back_even_after_the_agents_commit(
+        repo: Path) -> None:
+    lane = new_lane(repo, "1-a")
+    change = lane.begin("agent-loop: a")
+    (lane.root / "a.txt").write_text("a\n")
+    jj(lane.root, "commit", "-m", "the agent's wip")
+    kept = lane.abandon(change)
+    assert not lane.keeps(change.change_id)  # only an earlier run's change is gone on from
+    assert kept is not None and "rolled back" in kept
+    assert not (lane.root / "a.txt").exists()
+    assert jj(repo, "log", "--no-graph", "-r", f"present({change.change_id})", "-T",
+              "change_id") == ""

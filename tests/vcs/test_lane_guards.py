@@ -359,3 +359,23 @@ def test_a_renamed_file_in_the_checkout_is_named_by_both_its_paths(tmp_path: Pat
     git(work, "commit", "-qm", "a file to rename")
     git(work, "mv", "old-name.txt", "new-name.txt")
     assert dirty(Git(work)) == ["new-name.txt", "old-name.txt"]
+
+
+def test_the_look_at_the_checkout_leaves_its_index_alone(tmp_path: Path) -> None:
+    # A lane looks at the user's checkout after every task; git status would refresh and write
+    # the index back (taking index.lock) wherever an entry's stat no longer matches, as after
+    # each landing: a file written per task, and a `git add` of the user's refused meanwhile.
+    from agentloop.vcs.check import dirty
+    from agentloop.vcs.git.run import Git
+    from tests.support.repos import git, init_repo
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "README.md").write_text("hello\n")
+    init_repo(work, "git")
+    index = work / ".git" / "index"
+    os.utime(work / "README.md", ns=(1, 1))  # same content, stat no longer as indexed
+    before = os.stat(index)
+    assert dirty(Git(work)) == []
+    after = os.stat(index)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)

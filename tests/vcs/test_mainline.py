@@ -85,6 +85,53 @@ def test_the_users_edits_on_the_same_file_make_it_wait(repo: Path) -> None:
     assert "the user's edit" in git(repo, "stash", "show", "-p")
 
 
+@pytest.mark.parametrize("where", ["look", "sleep"])
+def test_a_stop_anywhere_in_a_wait_holds_the_commit(repo: Path, where: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl+C while the landing waits, in its sleep or inside the git status of a look again,
+    holds the commit (the next run lands it) instead of losing it with an interrupted task."""
+    from agentloop.vcs.landing import LandingHeld
+    monkeypatch.setattr(mainline, "POLL_SECONDS", 0.01)
+    main = GitMainLine(repo, "refs/heads/main", on_wait=lambda line: None)
+    commit = lane_commit(repo, "a", {"f.txt": "from the task\n"}, "task")
+    (repo / "f.txt").write_text("the user's edit\n")
+    looks = 0
+    busy, sleep = main._busy, mainline.time.sleep
+
+    def look(files: list[str]) -> tuple[list[str], list[str]]:
+        nonlocal looks
+        looks += 1
+        if where == "look" and looks == 2:
+            raise KeyboardInterrupt  # as git's status is running
+        return busy(files)
+
+    def nap(seconds: float) -> None:
+        if where == "sleep":
+            raise KeyboardInterrupt
+        sleep(seconds)
+
+    monkeypatch.setattr(main, "_busy", look)
+    monkeypatch.setattr(mainline.time, "sleep", nap)
+    with pytest.raises(LandingHeld) as held:
+        main.land(commit)
+    assert held.value.commit == commit and held.value.files == ("f.txt",)
+    assert isinstance(held.value.stop, KeyboardInterrupt)
+    assert (repo / "f.txt").read_text() == "the user's edit\n"
+
+
+def test_a_stop_before_any_wait_goes_on_as_it_is(repo: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    main = GitMainLine(repo, "refs/heads/main", on_wait=lambda line: None)
+    commit = lane_commit(repo, "a", {"f.txt": "from the task\n"}, "task")
+
+    def look(files: list[str]) -> tuple[list[str], list[str]]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(main, "_busy", look)
+    with pytest.raises(KeyboardInterrupt):
+        main.land(commit)
+
+
 def test_unrelated_staged_and_unstaged_work_stays_as_it_is(repo: Path) -> None:
     (repo / "g.txt").write_text("g\n")
     git(repo, "add", "g.txt")

@@ -18,17 +18,19 @@ from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_project, init_repo
 
 TASKS = 4
-# git: `add --all` and `commit`, the two a person's own loop runs. jj: `describe` of the task's
-# change (read back in the same command's log), `new` on top of it, and the one `log` that
-# reads where the next task begins.
-PER_TASK = {"git": 2, "jj": 3}
+# git: `add --all` and `commit`, the two a person's own loop runs. jj: the `commit` a person's
+# own loop runs (it describes the task's change, says what it holds and starts the next change
+# on it: 3 before, as `describe`, `new` and the next begin's `log`), and the `describe` that names
+# the next task's change.
+PER_TASK = {"git": 2, "jj": 2}
 # In a lane of its own (the default workplace): git, one `status` of your checkout (did
 # anything write there while the agent ran? it runs beside the lane's two), the two in the
 # lane, and the landing's one `merge --ff-only` in your checkout, which starts no maintenance
 # of its own (git's trace says so: the shims do not see what git starts itself). jj: the
-# same three and the landing's two (what @ holds in your checkout, then one `rebase` of it
-# onto the task's change).
-PER_TASK_LANE = {"git": 4, "jj": 5}
+# same two and the landing's one `rebase` of your @ onto the task's change, whose revset names
+# @ only when it sits on the change's parent and touches none of its files (5 before: a `log`
+# of @ asked that first, and the task's `describe` and `new` were two).
+PER_TASK_LANE = {"git": 4, "jj": 3}
 
 
 def shims(tmp_path: Path, log: Path) -> dict[str, str]:
@@ -143,9 +145,10 @@ def before_first_agent(log: Path) -> list[str]:
 # read from its files or known from having just made it (16 before, then 10 with the begin's
 # status, a second status of the checkout and the hooks' rev-parse). jj: one `workspace list`,
 # the main line's tip and the `workspace add`; the lane takes the checkout's snapshot.auto-track
-# and has no stray change of a killed run to drop (14 before).
-AT_START = {("git", "checkout"): 6, ("jj", "checkout"): 7, ("git", "lane"): 6,
-            ("jj", "lane"): 10}
+# and has no stray change of a killed run to drop (14 before, then 10 with a `log` of @ before
+# the first task's `jj new`).
+AT_START = {("git", "checkout"): 6, ("jj", "checkout"): 6, ("git", "lane"): 6,
+            ("jj", "lane"): 9}
 
 
 @pytest.mark.parametrize("workplace", ["checkout", "lane"])
@@ -191,3 +194,36 @@ def test_a_later_group_starts_in_the_same_lane_with_few_processes(
         "\n\n".join("\n".join(shown(c) for c in gap) for gap in ends)
     made = "worktree add" if backend == "git" else "workspace add"
     assert sum(made in line for line in log.read_text().split("\n")) == 1
+
+
+def after_last_agent(log: Path) -> list[str]:
+    """The git and jj commands a run starts after its last agent call."""
+    gaps = [[]] + [[]]  # before any agent call, then after each
+    for line in log.read_text().split("\n"):
+        if line.startswith("{"):
+            gaps.append([])
+        elif line.startswith("\x1e"):
+            gaps[-1].append(line[1:])
+    return gaps[-1]
+
+
+# After its last agent a git run in a lane finishes the last task as any other (the lane's `add`
+# and `commit`, your checkout's `status` beside them, the landing's `merge`), then lets the lane
+# go: one `status` in it (what is uncommitted there is kept before it goes) and one `branch -D`.
+# The worktree's folder and git's folder for it are deleted from files, as `git worktree remove`
+# would (7 before: the `worktree remove` itself).
+AT_END_GIT_LANE = 6
+
+
+def test_a_finished_run_lets_its_lane_go_with_few_processes(tmp_path: Path,
+                                                             fake_claude: FakeClaude) -> None:
+    # Two tasks: the last is not the first, whose finish asks more (a lane's first landing).
+    work = project(tmp_path, "git", "- task 1\n  FAKE: write t1.txt 1\n"
+                                    "- task 2\n  FAKE: write t2.txt 2\n")
+    log = logged_run(tmp_path, work, "git", "lane")
+    asked = after_last_agent(log)
+    assert len(asked) <= AT_END_GIT_LANE, "\n".join(shown(c) for c in asked)
+    assert not (work / ".agent-loop" / "lanes").exists() or \
+        not any((work / ".agent-loop" / "lanes").iterdir())
+    assert git(work, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert "agent-loop/" not in git(work, "branch", "--list")

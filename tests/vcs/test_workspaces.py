@@ -89,6 +89,38 @@ def test_git_leftovers_of_a_crash_are_cleaned(repo: Path) -> None:
     assert git(repo, "log", "-1", "--format=%s", "agent-loop/2-api") == "kept"
 
 
+def test_a_whole_git_lane_is_removed_from_its_files_as_git_would(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD")
+    one = wt.open_git(repo, "1-one", base, fresh=True)
+    two = wt.open_git(repo, "2-two", base, fresh=True)
+    (two.path / "left.txt").write_text("nobody committed me\n")
+    main = git(repo, "symbolic-ref", "HEAD")
+    calls = proc.started()
+    wt.remove_git(repo, one, drop_branch=True, main=main)
+    # Its status (nothing uncommitted there) and its branch's `branch -D` (the files say it is
+    # where the main line is): no `worktree remove`.
+    assert proc.started() - calls == 2
+    assert not one.path.exists() and not git(repo, "branch", "--list", "agent-loop/1-one")
+    assert (repo / ".git" / "worktrees").is_dir()  # the other lane's folder is there still
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 2
+    wt.remove_git(repo, two, drop_branch=True)
+    assert git(repo, "show", "refs/agent-loop/kept-files/2-two:left.txt") == "nobody committed me"
+    assert not (repo / ".git" / "worktrees").exists()  # with the last one, as git does
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    git(repo, "worktree", "prune")  # git finds nothing left to prune: no folder of it stays
+    assert not (repo / ".git" / "worktrees").exists()
+
+
+def test_a_kill_inside_a_lanes_removal_leaves_what_the_next_run_cleans(repo: Path) -> None:
+    import shutil
+    base = git(repo, "rev-parse", "HEAD")
+    lane = wt.open_git(repo, "3-killed", base, fresh=True)
+    shutil.rmtree(lane.path)  # the first of the two folders gone, as a kill after it leaves
+    assert "prunable" in wt.git_worktrees(repo)[lane.path]
+    back = wt.open_git(repo, "3-killed", base, fresh=False)
+    assert (back.path / "a.txt").exists() and "prunable" not in wt.git_worktrees(repo)[back.path]
+
+
 def test_jj_lane_workspace(tmp_path: Path, jj_bin: str) -> None:
     root = tmp_path / "jrepo"
     root.mkdir()

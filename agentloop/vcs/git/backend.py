@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from agentloop.errors import VcsError
-from agentloop.vcs import Change, plan_files, relative_to
+from agentloop.vcs import plan_files, relative_to
 from agentloop.vcs.git import aside, quick, recover
 from agentloop.vcs.git.files import state_of
 from agentloop.vcs.git.record import AttemptRecord, Start
 from agentloop.vcs.git.repo import GitRepo, dirty_message, index_seen, left_alone
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.history import missing
+from agentloop.vcs.protocol import Change
 
 if TYPE_CHECKING:
     import git  # opened by GitRepo when first needed
@@ -378,8 +379,10 @@ class GitVcs:
             self._forget()
             return Change(change_id="", base=start.head or "", empty=True)
         # Recorded before HEAD moves (begin did, unless the message changed since): a run
-        # killed in between finds the commit by its message.
-        if message != start.message:
+        # killed in between finds the commit by its message. Begin's message ended by the
+        # task's trailers is found by it too (recover.the_message): the record is not replaced,
+        # which on ext4 costs a flush of the new file at the rename, on the path to the commit.
+        if start.message is None or not recover.the_message(message, start.message):
             start = dataclasses.replace(start, message=message)
             self._remember(start)
         if not quick.commit_index(self.tree, message):

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import threading
 from pathlib import Path
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Iterable
 
 from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.vcs import Change
+from agentloop.proc.beside import beside
 from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane, dirty, stamp, written
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.backend import GitVcs
@@ -21,8 +20,7 @@ from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.landing import IntegrationConflict, markers_left
 from agentloop.vcs.lanes import BRANCH_PREFIX
-
-T = TypeVar("T")
+from agentloop.vcs.protocol import Change
 
 
 class LaneGit:
@@ -98,7 +96,8 @@ class LaneGit:
             # step's record (the landing in between only writes paths nobody had dirty). The
             # look is a `git status` of another working tree than the lane's `add` and
             # `commit`: it runs beside them, not after them.
-            look = _beside(lambda: dirty(self.main.git)) if commit is not None else None
+            look = None if commit is None else beside(
+                lambda: dirty(self.main.git), "agent-loop checkout status", counted=True)
             try:
                 done = commit() if commit is not None else None
             except BaseException:
@@ -147,6 +146,11 @@ class LaneGit:
         tip = self.main.tip()
         if self.work.tree.head() != tip:
             self.work.start_over(tip)
+
+    def main_line(self) -> tuple[Path, str]:
+        """Where the finished tasks' commits are to be found: the main line's checkout and
+        branch (this worktree's HEAD keeps them as they landed, whatever the user did since)."""
+        return self.main.root, self.main.ref
 
     def recovered(self) -> Change | None:
         """A commit an earlier run made in this lane and may not have landed: landed now."""
@@ -247,33 +251,3 @@ class LaneGit:
                 f"{main}..{branch}` shows it; resolve it there (`cd {where} && git rebase "
                 f"{main}`, fix, `git rebase --continue`), then run agent-loop again with "
                 "--parallel to land it and go on")
-
-
-def _beside(work: Callable[[], T]) -> Callable[[], T]:
-    """`work` started now in a thread of its own; the function that waits for its result (or
-    raises its error). Its process is counted before this returns, as one started before
-    what the caller runs meanwhile (agentloop.vcs.git.quick.NextBegin counts them)."""
-    found: list[T] = []
-    failed: list[BaseException] = []
-    ended = threading.Event()
-    counted = proc.started()
-
-    def run() -> None:
-        try:
-            found.append(work())
-        except BaseException as exc:  # handed to the caller, whatever it is
-            failed.append(exc)
-        finally:
-            ended.set()
-
-    thread = threading.Thread(target=run, name="agent-loop checkout status", daemon=True)
-    thread.start()
-    while proc.started() == counted and not ended.wait(0.0001):
-        pass  # until its process is counted (a few microseconds)
-
-    def result() -> T:
-        thread.join()
-        if failed:
-            raise failed[0]
-        return found[0]
-    return result

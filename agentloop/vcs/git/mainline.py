@@ -108,9 +108,10 @@ class GitMainLine:
         waiting = Waiting(self.root, self.wait_limit, self.on_wait, self.on_waits)
         while True:
             with self._lock:
-                old = self.tip()
-                new, files = self._replay(old, commit, whole)
-                busy, untracked = self._busy(files)
+                with waiting.held_if_stopped():  # a stop while it looks again, once it waited
+                    old = self.tip()
+                    new, files = self._replay(old, commit, whole)
+                    busy, untracked = self._busy(files)
                 if not busy:
                     # Noted until the checkout has followed: a kill in between leaves the
                     # branch ahead of the checkout, which the next run's preflight mends.
@@ -122,11 +123,12 @@ class GitMainLine:
                     record.unlink(missing_ok=True)
                     if swapped:
                         return new
-            if busy:
-                waiting.still(commit, busy, self.written_since(busy), _how(untracked))
-            if self.stopping():
-                raise VcsError(f"stopped before commit {commit[:12]} reached {self.ref}")
-            time.sleep(POLL_SECONDS if busy else 0)
+            with waiting.held_if_stopped():  # Ctrl+C: a commit kept waiting is held, not lost
+                if busy:
+                    waiting.still(commit, busy, self.written_since(busy), _how(untracked))
+                if self.stopping():
+                    raise VcsError(f"stopped before commit {commit[:12]} reached {self.ref}")
+                time.sleep(POLL_SECONDS if busy else 0)
 
     def _fast_forward(self, old: str, new: str) -> bool:
         """The branch and the main checkout moved from `old` to `new` in one `git merge

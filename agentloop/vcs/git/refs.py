@@ -5,7 +5,6 @@ where GitPython takes a millisecond or so, and the git backend asks every task. 
 from __future__ import annotations
 
 import os
-import zlib
 from pathlib import Path
 
 SHA_LENGTH = 40
@@ -92,6 +91,8 @@ def tree_of(common_dir: Path, commit: str) -> str | None:
     """The tree of `commit` when it is a loose object (as a commit just made is), else None."""
     if not _is_sha(commit):
         return None
+    import zlib  # a commit's tree only: --status reads refs alone
+
     try:
         raw = (common_dir / "objects" / commit[:2] / commit[2:]).read_bytes()
         # The header and the first line are all we need: "commit <size>\0tree <sha>\n".

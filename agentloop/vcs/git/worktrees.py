@@ -1,6 +1,7 @@
 """git worktrees for the lanes of a parallel run (agentloop.vcs.lanes): one per group, on branch
 `agent-loop/<name>`; a broken one (a kill mid-`worktree add`, a folder removed from outside) is
-cleaned with `worktree remove -f -f` and `prune` and made again on its branch."""
+cleaned with `worktree remove -f -f` and `prune` and made again on its branch. A whole one goes
+from its files, as `worktree remove` would delete them, with no process."""
 
 from __future__ import annotations
 
@@ -145,13 +146,35 @@ def clean_git(root: Path, path: Path,
     if path in worktrees:
         if "locked" in worktrees[path]:
             _git(root, "worktree", "unlock", str(path), codes=(0, 128))
-        removed = Git(root).code("worktree", "remove", "-f", "-f", str(path),
-                                 codes=(0, 128))[0] == 0
+        removed = _removed_from_files(root, path) or \
+            Git(root).code("worktree", "remove", "-f", "-f", str(path), codes=(0, 128))[0] == 0
     if path.exists():
         shutil.rmtree(path)
     if not removed:  # what a kill or a folder removed from outside left registered
         _git(root, "worktree", "prune")
     return notes
+
+
+def _removed_from_files(root: Path, path: Path) -> bool:
+    """`git worktree remove -f -f` of the worktree at `path`, done from files where they say
+    all of it (no process): a worktree whole and unlocked (refs.healthy_worktree), whose folder
+    in the repository is under the checkout's own `.git/worktrees/`. Deleted in git's order,
+    its files first, then that folder (and `worktrees/` with the last one): a kill in between
+    leaves a worktree whose folder is gone, which the next run prunes. False, nothing done,
+    when the files do not say so."""
+    git_dir = root / ".git"
+    if path.is_symlink() or not git_dir.is_dir() or not refs.healthy_worktree(path):
+        return False
+    own = refs.worktree_git_dir(path)
+    if own is None or own.parent != (git_dir / "worktrees").resolve():
+        return False
+    shutil.rmtree(path)
+    shutil.rmtree(own)
+    try:
+        own.parent.rmdir()  # only when no other worktree is left in it
+    except OSError:
+        pass
+    return True
 
 
 def _keep_files(root: Path, path: Path, name: str) -> str | None:

@@ -23,10 +23,11 @@ from typing import Iterable
 
 from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.vcs import STATE_DIR, Change, find_root, plan_files, relative_to
+from agentloop.vcs import STATE_DIR, find_root, plan_files, relative_to
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj import basemark
 from agentloop.vcs.jj.aside import bring_back, keep_aside
+from agentloop.vcs.jj.cutshort import undo_cut_short_export
 from agentloop.vcs.jj.run import (
     INFO,
     MAX_NEW_FILE,
@@ -38,6 +39,7 @@ from agentloop.vcs.jj.run import (
     parse_info,
     summaries,
 )
+from agentloop.vcs.protocol import Change
 
 # How jj refuses to work on a working copy that a killed command left behind its operation,
 # and how `jj workspace update-stale` says that files changed after it.
@@ -67,6 +69,7 @@ class JjVcs:
         self._task_rel: str | None = None
         self._plans: set[str] = set()   # other plans' task files: never a task's either
         self._base = ""          # @ at the first begin: the user's change, takes the tool's edits
+        self._began = False      # a task began here in this run (a new lane's first has no base)
         self._fresh = False      # @ is an empty, undescribed change we made: describe, don't stack
         self._messages: dict[str, str] = {}
         # @ as finish's `jj new` left it, with proc.started(), the time and jj's operation then.
@@ -98,13 +101,24 @@ class JjVcs:
         """Run a jj command that rewrites or moves @; the revisions it said it left."""
         return summaries(self.jj.run(*SUMMARIES, *args).stderr)
 
+    def _base_below(self, task: Rev) -> None:
+        """A base for the tool's files, made as a new empty change right below the task's
+        (a lane's first task began on the main line's tip, with none): that task lands the
+        long way, and the base stays in the lane, off the main line."""
+        self.jj.out("new", "--no-edit", "--insert-before", task.change_id, "-m", "")
+        self._base = self._info(f"{task.change_id}-")[0].change_id
+        basemark.note(self.root, self._base)
+
     def _kept_out(self, rel: str) -> bool:
         return (rel == self._task_rel or rel in self._plans or rel == STATE_DIR
                 or rel.startswith(STATE_DIR + "/"))
 
-    def _sweep(self, rev: Rev) -> bool:
-        """Move the tool's own files out of `rev` into the base; True when anything moved."""
+    def _sweep(self, rev: Rev, below: bool = False) -> bool:
+        """Move the tool's own files out of `rev` into the base; True when anything moved.
+        `below`: with no base yet (a lane's first task), one is made right below `rev`."""
         ours = [f for f in rev.files if self._kept_out(f)]
+        if ours and below and not self._base:
+            self._base_below(rev)
         if not ours or not self._base:
             return False
         # --keep-emptied: a task that only touched the task file is sealed or abandoned by us,
@@ -148,6 +162,9 @@ class JjVcs:
                 notes.append(f"initialized a jj repository in {self.root}")
             self.initialized = True
         elif not self._made:
+            if (self.root / ".git").is_dir():  # before a snapshot takes a moved HEAD in
+                undone = undo_cut_short_export(self.root, self.jj)
+                notes += [undone] if undone else []
             try:
                 notes += self._drop_strays()
             except VcsError as exc:
@@ -199,67 +216,151 @@ class JjVcs:
         if self._resumable:
             kept = self._resume(message)
             if kept is not None:
+                self._began = True
                 return kept
-        reuse = False
+        reuse = first = False
         carried, self._carried = self._carried, None
         if carried is not None and carried[0] == proc.started() and \
                 time.monotonic() - carried[1] <= CARRY_SECONDS and carried[2] is not None and \
                 carried[2] == op_head(self.root):
-            # Nothing but our own code ran since finish's `jj new` made @, and no jj command
+            # Nothing but our own code ran since finish's `jj commit` made @, and no jj command
             # (the user's `jj commit`, say): @ is that empty change still. Files written in
             # these few milliseconds count as the task's, as edits made while its agent works do.
             reuse = True
-        elif not self._base:
-            # The first task: the user's work is snapshotted into @ now, and @ stays theirs.
-            # Taken here, not in prepare, so a runner that abandons an earlier run's leftover
-            # change first gets the change jj puts in its place.
-            self._base = self._info("@")[0].change_id
-            basemark.note(self.root, self._base)
+        elif self._made and not self._began:
+            # A workspace just added on the main line's tip: its @ is empty, undescribed and no
+            # one's, so the first task is that change, right on the tip (whose landing then takes
+            # the short way). No base below it unless the tool's files go into it (_base_below).
+            reuse = True
+        elif not self._began:
+            # The first task: the user's work is snapshotted into @ by `jj new`, and that change
+            # (its parent, as it reports) stays theirs. Taken here, not in prepare, so a runner
+            # that abandons an earlier run's leftover change first gets the change jj puts in
+            # its place.
+            first = True
         elif self._fresh:
             # Only the tool's own files may have been written since; anything else (the user
             # editing between tasks) stays in that change, and the task starts on top of it.
             wc = self._info("@")[0]
             reuse = not wc.described and all(self._kept_out(f) for f in wc.files)
         told = self._told("describe" if reuse else "new", "-m", message)
-        self._fresh = False
+        made, self._fresh, self._made, self._began = self._made, False, False, True
         rev = next((r for r in told if r.is_wc), None) or self._info("@")[0]
+        if made and reuse and rev.files:
+            # Files written into the lane before its first task (lane-copy, lane-link,
+            # lane-setup) are no task's: that change becomes the base, the task goes on top.
+            self.jj.out("describe", "-m", "")
+            told, first = self._told("new", "-m", message), True
+            rev = next((r for r in told if r.is_wc), None) or self._info("@")[0]
+        if first:
+            base = next((r for r in told if not r.is_wc and (r.change_id,) == rev.parents), None)
+            self._base = (base or self._info("@-")[0]).change_id
+            basemark.note(self.root, self._base)
         self._messages[rev.change_id] = message
         return Change(change_id=rev.change_id, commit_id=rev.commit_id,
                       base=",".join(rev.parents))
 
     def finish(self, change: Change, message: str) -> Change:
-        """Snapshot, sweep out the tool's files, describe; then leave it with `jj new`."""
-        done = self._quick_finish(change, message)
-        if done is not None:
-            return done
+        """`jj commit`: snapshot, describe and leave the task's change in one command, which
+        says what the change holds; then sweep out the tool's files or drop it when empty."""
+        done = self._finish(change, message)
+        self._messages.pop(change.change_id, None)
+        return done
+
+    def _finish(self, change: Change, message: str) -> Change:
+        try:
+            told = self._told("commit", "-m", message)
+        except VcsError:
+            return self._careful_finish(change, message)  # stale, gone: it says which
+        sealed = next((r for r in told if not r.is_wc), None)
+        wc = next((r for r in told if r.is_wc), None)
+        if sealed is None or wc is None or wc.parents != (sealed.change_id,):
+            # A report we cannot read: what the commit left, asked.
+            revs = self._info("@ | @-")
+            wc = next((r for r in revs if r.is_wc), None)
+            sealed = next((r for r in revs if wc is not None and not r.is_wc and
+                           (r.change_id,) == wc.parents), None)
+            if sealed is None or wc is None:
+                raise VcsError(f"could not read what `jj commit` left in {self.root}; "
+                               "`jj log` shows it")
+        self._fresh = True
+        if sealed.change_id != change.change_id:
+            return self._commit_elsewhere(change, message)
+        task = sealed
+        if self._sweep(task, below=True):
+            task = self._info(task.change_id)[0]
+        if task.empty:
+            return self._drop_empty(task)
+        if task is sealed and wc.empty and not wc.described:
+            self._carry(wc, task)
+        return Change(change_id=task.change_id, commit_id=task.commit_id,
+                      base=",".join(task.parents),
+                      files=tuple(f for f in task.files if not self._kept_out(f)))
+
+    def _commit_elsewhere(self, change: Change, message: str) -> Change:
+        """`jj commit` sealed a change that is not the task's: the agent ran `jj commit` or
+        `jj new` (its changes go back into the task's), or moved @ off the task's change, or
+        the task's change is gone (the commit is reverted, and the error says why)."""
+        task, _ = self._one(change.change_id)
+        if task is None or not self._wc_on_top(task):
+            self._revert_last()
+            if task is None:
+                raise VcsError(f"the task's change {change.short} is gone (abandoned by hand?)")
+            raise VcsError(f"the working copy moved off the task's change {task.change_id[:12]}"
+                           " (did the agent run `jj edit`?); move it back and retry")
+        task = self._fold(task, message, checked=True)
+        if self._sweep(task, below=True):
+            task = self._info(task.change_id)[0]
+        if task.empty:
+            return self._drop_empty(task)
+        self._new_on(task)
+        return Change(change_id=task.change_id, commit_id=task.commit_id,
+                      base=",".join(task.parents),
+                      files=tuple(f for f in task.files if not self._kept_out(f)))
+
+    def _revert_last(self) -> None:
+        """Revert our own `jj commit` (the operation just made), so a change that was not the
+        task's keeps its own description and @ stays where the agent left it."""
+        head = op_head(self.root)
+        if head is not None:
+            self.jj.out("op", "revert", head.split(" ", 1)[0])
+
+    def _drop_empty(self, task: Rev) -> Change:
+        """Like git making no commit: an empty change would only clutter the history. Its ids
+        go with it, so nothing records a change that no longer exists."""
+        self.jj.out("abandon", task.change_id)
+        return Change(change_id="", base=",".join(task.parents), empty=True)
+
+    def _careful_finish(self, change: Change, message: str) -> Change:
+        """finish when `jj commit` failed: a look at what @ and the task's change are first."""
         task, wc = self._one(change.change_id)
         if task is None:
             raise VcsError(f"the task's change {change.short} is gone (abandoned by hand?)")
         if wc is not None:
             task = self._fold(task, message)
-        stale = self._sweep(task)
-        if message != self._messages.pop(change.change_id, message):
+        stale = self._sweep(task, below=True)
+        if wc is None:  # not folded, which gave the message
             self.jj.out("describe", "-r", task.change_id, "-m", message)
             stale = True
         if stale:
             task = self._info(task.change_id)[0]
         files = tuple(f for f in task.files if not self._kept_out(f))
         self._fresh = True
-        base = ",".join(task.parents)
         if task.empty:
-            # Like git making no commit: an empty change would only clutter the history. Its
-            # ids go with it, so nothing records a change that no longer exists.
-            self.jj.out("abandon", task.change_id)
-            return Change(change_id="", base=base, empty=True)
+            return self._drop_empty(task)
         self._new_on(task)
-        return Change(change_id=task.change_id, commit_id=task.commit_id, base=base,
-                      files=files)
+        return Change(change_id=task.change_id, commit_id=task.commit_id,
+                      base=",".join(task.parents), files=files)
 
     def _new_on(self, task: Rev) -> None:
         """`jj new` on the finished task; what it says @ is now is kept for the next begin."""
         fresh = next((r for r in self._told("new", task.change_id) if r.is_wc), None)
-        if fresh is not None and fresh.parents == (task.change_id,) and fresh.empty and \
-                not fresh.described:
+        if fresh is not None:
+            self._carry(fresh, task)
+
+    def _carry(self, fresh: Rev, task: Rev) -> None:
+        """Keep `fresh`, the empty @ just made on the finished task, for the next begin."""
+        if fresh.parents == (task.change_id,) and fresh.empty and not fresh.described:
             self._carried = (proc.started(), time.monotonic(), op_head(self.root), fresh)
 
     def start_over(self, base: str) -> None:
@@ -277,31 +378,10 @@ class JjVcs:
         if carried is not None and carried[0] == since and carried[2] == op:
             self._carried = (proc.started(), carried[1], op_head(self.root), carried[3])
 
-    def _quick_finish(self, change: Change, message: str) -> Change | None:
-        """The common end of a task in two commands: `jj describe` of the task's change, which
-        snapshots the working copy and says what the change now holds, then `jj new`. None
-        when anything asks for the careful way (the agent moved @, the tool's own files or
-        nothing at all in the change, a description already given, a report we cannot read)."""
-        if message == self._messages.get(change.change_id):
-            return None
-        try:
-            told = self._told("describe", "-r", change.change_id, "-m", message)
-        except VcsError:
-            return None  # gone, or stale: the careful way says which
-        self._messages[change.change_id] = message
-        task = next((r for r in told if r.is_wc), None)
-        if task is None or task.change_id != change.change_id or task.empty or \
-                any(self._kept_out(f) for f in task.files):
-            return None
-        del self._messages[change.change_id]
-        self._fresh = True
-        self._new_on(task)
-        return Change(change_id=task.change_id, commit_id=task.commit_id,
-                      base=",".join(task.parents), files=task.files)
-
-    def _fold(self, task: Rev, message: str) -> Rev:
-        """The agent ran `jj new`/`jj commit` itself: squash its changes back into the task's."""
-        if not self._wc_on_top(task):
+    def _fold(self, task: Rev, message: str, checked: bool = False) -> Rev:
+        """The agent ran `jj new`/`jj commit` itself: squash its changes back into the task's
+        (`checked`: @ is known to descend from it)."""
+        if not checked and not self._wc_on_top(task):
             raise VcsError(f"the working copy moved off the task's change {task.change_id[:12]} "
                            "(did the agent run `jj edit`?); move it back and retry")
         self.jj.out("squash", "--from", f"{task.change_id}..@", "--into", task.change_id,
@@ -322,11 +402,12 @@ class JjVcs:
         task, wc = self._one(change.change_id) if change.change_id else (None, None)
         if task is None:
             return None
-        if keep and not self._base and wc is not None and self._wc_on_top(task):
+        if keep and not self._began and wc is not None and self._wc_on_top(task):
             self._resumable = task.change_id
             return None
-        # Before the first begin (an earlier run's leftover) there is no base yet: the tool's
-        # files are put back on disk instead, where the next snapshot takes them into @.
+        # With no base (before the first begin, an earlier run's leftover; in a new lane, whose
+        # first task began right on the tip) the tool's files are put back on disk instead,
+        # where the next snapshot takes them into @.
         saved = {} if self._base else {
             f: (self.root / f).read_bytes() for f in task.files
             if self._kept_out(f) and (self.root / f).is_file()}
@@ -396,7 +477,7 @@ class JjVcs:
         """`jj new`, unless @ is already an empty change without a description, or no task's
         change was ever here: where the agent worked in a lane, @ is the user's own change,
         which stays @."""
-        if not (self._base or self._fresh or self._resumable):
+        if not (self._began or self._fresh or self._resumable):
             return
         wc = self._info("@")[0]
         if self._fresh and self._sweep(wc):

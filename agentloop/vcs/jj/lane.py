@@ -18,13 +18,13 @@ from typing import Iterable
 
 from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.vcs import Change
 from agentloop.vcs.check import JjLaneRecord, LaneBreach, check_jj_lane, operation
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj.backend import JjVcs
 from agentloop.vcs.jj.mainline import JjMainLine
 from agentloop.vcs.jj.run import Jj, op_head
 from agentloop.vcs.landing import IntegrationConflict, markers_left
+from agentloop.vcs.protocol import Change
 
 
 class LaneJj:

@@ -3,10 +3,12 @@ each lane's finished change is rebased (`jj rebase -r <task> --insert-before @`)
 time. agentloop.vcs.jj.lane says how a lane's change gets here and what happens on a conflict or
 while the user's own edits in @ touch a file it changes.
 
-The common case takes two commands: a change made right on the main line's tip, below an @ whose
-own edits touch none of its files (one `jj log` of @ says both), lands by `jj rebase -s @ -d
-<change>`: the user's @ moves onto it, its files appear in the checkout, and the change itself
-and the lane's @ on it are not rewritten, so nothing in the lane goes stale.
+The common case takes one command: a change made right on the main line's tip, below an @ whose
+own edits touch none of its files, lands by `jj rebase -s <@, when it is such an @> -d <change>`:
+the revset asks both questions in the same command that snapshots the checkout and moves @, so
+the user's @ moves onto the change, its files appear in the checkout, and the change itself and
+the lane's @ on it are not rewritten, so nothing in the lane goes stale. When the revset names no
+revision, jj rebases nothing and the landing goes the long way.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ from pathlib import Path
 from typing import Callable
 
 from agentloop.errors import VcsError
-from agentloop.vcs.jj.run import INFO, Jj, parse_info
+from agentloop.vcs.jj.run import INFO, SUMMARIES, Jj, fileset, parse_info, summaries
 from agentloop.vcs.landing import POLL_SECONDS, WAIT_LIMIT, IntegrationConflict, Waiting
+
+# What `jj rebase` says when its revset named no revision: the short way did not apply.
+NOTHING = "No revisions to rebase"
 
 
 class JjMainLine:
@@ -58,21 +63,35 @@ class JjMainLine:
         fit, LandingHeld when the user's edits keep it waiting longer than `wait_limit`."""
         if made is not None:
             with self._lock:
-                wc = parse_info(self.jj.out("log", "--no-graph", "-r", "@", "-T", INFO))
-                if len(wc) == 1 and wc[0].parents == (made[0],) and \
-                        not made[2] & set(wc[0].files):
-                    self.jj.out("rebase", "-s", "@", "-d", change)
+                if self._moved_onto(change, made[0], made[2]):
                     return made[1]
         waiting = Waiting(self.root, self.wait_limit, self.on_wait, self.on_waits)
         while True:
             with self._lock:
-                busy = sorted(self.jj.files(change) & self.jj.files("@"))
+                with waiting.held_if_stopped():  # a stop while it looks again, once it waited
+                    busy = sorted(self.jj.files(change) & self.jj.files("@"))
                 if not busy:
                     return self._insert(change, lane_wc)
-            waiting.still(change, busy, [], "commit them (`jj commit`) and it lands")
-            if self.stopping():
-                raise VcsError(f"stopped before change {change[:12]} reached the main line")
-            time.sleep(POLL_SECONDS)
+            with waiting.held_if_stopped():  # Ctrl+C: a change kept waiting is held, not lost
+                waiting.still(change, busy, [], "commit them (`jj commit`) and it lands")
+                if self.stopping():
+                    raise VcsError(f"stopped before change {change[:12]} reached the main line")
+                time.sleep(POLL_SECONDS)
+
+    def _moved_onto(self, change: str, base: str, files: frozenset[str]) -> bool:
+        """The short way: @ onto `change` when @ sits right on `base` (where the change was
+        made) and its own edits touch none of `files`; whether it moved."""
+        guard = f"@ & children({base}) & ~merges()"
+        if files:
+            guard += f" & ~files({fileset(sorted(files))})"
+        done = self.jj.run(*SUMMARIES, "rebase", "-s", guard, "-d", change)
+        wc = next((r for r in summaries(done.stderr) if r.is_wc), None)
+        if wc is None and NOTHING in done.stderr:
+            return False
+        if wc is None:  # nothing rebased, or a report we cannot read: where @ is, asked
+            wc = next(iter(parse_info(self.jj.out("--ignore-working-copy", "log", "--no-graph",
+                                                  "-r", "@", "-T", INFO))), None)
+        return wc is not None and wc.parents == (change,)
 
     def _insert(self, change: str, lane_wc: str) -> str:
         before = self.jj.ids(f"{change}-")

@@ -1,0 +1,213 @@
+"""state.json read into plain records for `--status`: the JSON objects themselves, checked by
+the same table the full reader checks by (agentloop.state.fields), with no record classes and
+none of the modules they need (dataclasses, typing, orjson), which cost more than the rest of
+`--status` together. Where a plan's state lives is found here too, for both readers.
+
+The plain reader takes only what it can read with no doubt: a snapshot of this schema version,
+made from the very plan file (its hash) by this plan reader, every record whole (each field, in
+the writer's order, of its type), and every line of its journal (a running plan's) whole and
+its own. Anything else is read by the full reader (agentloop.state.schema, with
+agentloop.state.journal), which says what it says about it; so a damaged, old or edited plan's
+`--status` is the same either way.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agentloop.errors import StateError
+from agentloop.files.digest import hexdigest
+from agentloop.plan import source
+from agentloop.state.fields import ATTEMPTS, SCHEMA_VERSION, STATES, TASKS, Table, check, fits
+from agentloop.state.status import WORDS
+from agentloop.vcs import STATE_DIR, find_root
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator
+
+    from agentloop.state.schema import State
+
+
+class Record:
+    """A record read plainly: its JSON object is its attributes (`task.status`), as the full
+    reader's classes have them, so what reads records reads either."""
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self.__dict__ = fields
+
+
+def locate(task_file: Path, cwd: Path) -> tuple[Path, Path]:
+    """The task file's full path, and the root: the repository around `cwd`, else the task
+    file's folder."""
+    path = (cwd / task_file).resolve() if not task_file.is_absolute() else task_file.resolve()
+    return path, find_root(cwd.resolve()) or path.parent
+
+
+def relative(path: Path, root: Path) -> str:
+    """A path as shown to the user and kept in the state: relative to the project root."""
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def plan_folder(root: Path, task_file: Path, parse: Callable[[bytes, Path], Any],
+                ) -> tuple[Path, tuple[bytes, Any] | None]:
+    """Where this plan's state, logs and learnings live: the first plan of a repository keeps
+    `.agent-loop/` itself, every other one `.agent-loop/plans/<name>-<hash>/`; and
+    `.agent-loop/state.json` as read to tell (its bytes and their JSON by `parse`, which raises
+    StateError), so that a state of thousands of records is parsed once, not twice."""
+    try:
+        name = task_file.relative_to(root).as_posix()
+    except ValueError:
+        name = str(task_file)
+    base = root / STATE_DIR
+    digest = hexdigest(name.encode("utf-8", "surrogateescape"))[:8]
+    own = base / "plans" / f"{source.slug(name, 40) or 'plan'}-{digest}"
+    if (own / "state.json").exists():
+        return own, None
+    try:
+        raw = (base / "state.json").read_bytes()
+        data = parse(raw, base / "state.json")
+    except (OSError, StateError):
+        return base, None   # free; or damaged, which the store says when it loads it
+    if not isinstance(data, dict) or data.get("task_file") in (None, name):
+        return base, (raw, data)   # already this plan's
+    return own, None
+
+
+def plan_folders(root: Path) -> list[Path]:
+    """The folder of every plan that has run in the repository at `root`: the first plan's
+    `.agent-loop/`, then the others' `.agent-loop/plans/<name>-<hash>/`."""
+    base = root / STATE_DIR
+    folders = [base, *sorted(p for p in (base / "plans").glob("*") if p.is_dir())]
+    return [f for f in folders if (f / "state.json").is_file()]
+
+
+def loads(raw: bytes, where: Path) -> Any:
+    """The JSON of a state file's bytes (the standard library's reader); StateError when they
+    are not JSON, or hold what orjson, the full reader's, refuses (NaN, Infinity)."""
+    try:
+        return json.loads(raw, parse_constant=_refused)
+    except ValueError:
+        raise StateError(f"{where} is not valid JSON") from None
+
+
+# The state's fields a journal line may carry besides its task: those a run changes as it goes.
+JOURNAL_TOP = tuple(name for name in STATES.order if name not in ("tasks", "journal_id"))
+
+
+def _refused(word: str) -> Any:
+    raise ValueError(word)
+
+
+def load(folder: Path, plan_hash: str | None, read: tuple[bytes, Any] | None = None,
+         ) -> State | None:
+    """The state in `folder` as plain records, when it is beyond doubt (see the module doc)
+    and, given `plan_hash`, made from that plan by this reader; else None: ask the full
+    reader. `read`: state.json's bytes and JSON as plan_folder read them."""
+    path = folder / "state.json"
+    try:
+        raw = path.read_bytes()
+        data = read[1] if read is not None and read[0] == raw else loads(raw, path)
+    except (OSError, StateError):
+        return None
+    if type(data) is not dict or data.get("schema_version") != SCHEMA_VERSION or (
+            plan_hash is not None and (data.get("task_file_hash") != plan_hash
+                                       or data.get("reader") != source.READER)):
+        return None
+    lines = b""
+    if data.get("journal_id") is not None:
+        try:
+            lines = (folder / "state.journal").read_bytes()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return None
+    try:
+        if not _whole(STATES, data):
+            return None
+        tasks = data["tasks"]
+        for i, task in enumerate(tasks, 1):
+            if _task(task, i) is None or task["index"] != i:
+                return None
+            tasks[i - 1] = Record(task)
+        data["retired"] = _runs(data["retired"])
+        if data["retired"] is None or lines and not _journal(data, lines):
+            return None
+    except TypeError:
+        return None
+    return Record(data)  # type: ignore[return-value]
+
+
+def _task(task: Any, count: int) -> Any:
+    """A task's record, whole, its status known, its index among `count` tasks, with its runs
+    whole and made records; else None."""
+    if not _whole(TASKS, task) or not 1 <= task["index"] <= count \
+            or task["status"] not in WORDS:
+        return None
+    task["history"] = _runs(task["history"])
+    return None if task["history"] is None else task
+
+
+def _journal(data: dict[str, Any], raw: bytes) -> bool:
+    """Apply the journal's lines to the state `data`; False when one is not whole, not this
+    snapshot's or not of the state's fields (the full reader says what it makes of it)."""
+    tasks, top_fields = data["tasks"], STATES.tests
+    applied = 0
+    for line in journal_lines(raw, data["journal_id"], loads_line):
+        task, top = _task(line.get("task"), len(tasks)), line.get("top") or {}
+        if task is None or type(top) is not dict:
+            return False
+        for name, value in top.items():
+            if name not in JOURNAL_TOP:
+                return False
+            check(name, top_fields[name], value)
+        if "retired" in top:
+            top["retired"] = _runs(top["retired"])
+            if top["retired"] is None:
+                return False
+        tasks[task["index"] - 1] = Record(task)
+        data.update(top)
+        applied += 1
+    return applied == raw.count(b"\n")
+
+
+def journal_lines(raw: bytes, snapshot: str | None, parse: Callable[[bytes], Any],
+                  ) -> Iterator[dict[str, Any]]:
+    """The lines of a journal (`raw`) that go on the snapshot named `snapshot`, each parsed by
+    `parse`: up to the first that is not JSON, not an object or another snapshot's. What
+    follows the last newline was never finished, and is not read."""
+    for line in raw.split(b"\n")[:-1]:
+        try:
+            data = parse(line)
+        except ValueError:
+            return
+        if type(data) is not dict or data.get("snapshot") != snapshot:
+            return
+        yield data
+
+
+def loads_line(line: bytes) -> Any:
+    """A journal line's JSON, refusing what orjson refuses (NaN, Infinity)."""
+    return json.loads(line, parse_constant=_refused)
+
+
+def _whole(table: Table, data: Any) -> bool:
+    """Whether `data` is a record of `table` with every field, in order (TypeError: one is of
+    the wrong type): a record short of a field takes the full reader's defaults."""
+    if type(data) is not dict or tuple(data) != table.order:
+        return False
+    fits(table, data)
+    return True
+
+
+def _runs(runs: list[Any]) -> list[Record] | None:
+    made = []
+    for run in runs:
+        if not _whole(ATTEMPTS, run):
+            return None
+        made.append(Record(run))
+    return made

@@ -1,0 +1,62 @@
+"""The user rewrites or reverts a task's commit in their checkout while the run goes on (the
+history check after each task, agentloop.run.lane._check_history, now follows the finished
+tasks' ids task by task): a revert keeps every record and the run going; a rebase that moves a
+task's commit is followed by its record; neither stops the run nor loses a task."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, init_repo, state_of
+from tests.support.runner import agent_loop
+
+PLAN = """\
+## One
+- task one
+  FAKE: write one.txt one
+
+## Two
+- task two
+  FAKE: write two.txt two
+- task three
+  FAKE: write three.txt three
+"""
+
+AFTER_TASK_1 = {
+    # Undo task 1 by hand, the way its closing line says.
+    "revert": "git revert --no-edit HEAD >/dev/null",
+    # Slip a commit of yours in under task 1: its commit is rewritten, its trailers kept.
+    "rebase": "git checkout -qb base HEAD~1 && echo u > u.txt && git add u.txt && "
+              "git commit -qm base && git checkout -q main && git rebase -q base && "
+              "git branch -qD base",
+}
+
+
+@pytest.mark.parametrize("what", sorted(AFTER_TASK_1))
+@pytest.mark.parametrize("workplace", ["lane", "checkout"])
+def test_your_revert_or_rebase_of_a_task_mid_run(work: Path, fake_claude: FakeClaude,
+                                                 what: str, workplace: str) -> None:
+    init_repo(work, "git")
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "start", "--allow-empty")
+    (work / "tasks.md").write_text(PLAN)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "the plan")
+    hook = f'if [ "$AGENT_LOOP_EVENT_TASK" = 1 ]; then {AFTER_TASK_1[what]}; fi'
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", workplace,
+                      "--on-task", hook)
+    assert done.returncode == 0, done.stdout + done.stderr
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed"] * 3
+    history = git(work, "rev-list", "HEAD").split()
+    assert all(t["change_id"] in history for t in tasks), done.stdout
+    subjects = [git(work, "log", "-1", "--format=%s", t["change_id"]).strip() for t in tasks]
+    assert [s.split(" / ")[-1] for s in subjects] == ["task one", "task two", "task three"]
+    assert (work / "two.txt").exists() and (work / "three.txt").exists()
+    assert (work / "one.txt").exists() == (what == "rebase")
+    if what == "rebase":
+        assert (work / "u.txt").exists()
+        assert "task 1's change moved" in done.stdout + done.stderr
