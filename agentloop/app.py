@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from agentloop.errors import StateError, TaskFileError
 from agentloop.files.pid_file import live_pid
+from agentloop.ondemand import dataclass as on_first_use
 from agentloop.state.project import Project, open_project, rehearsal_of
 from agentloop.state.schema import State
 from agentloop.state.status import TaskStatus as S
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from agentloop.run.selection import PlanRow
 
 
-@dataclass(frozen=True)
+@on_first_use(frozen=True)  # a plain run never makes one (agentloop.ondemand)
 class PlanView:
     """--dry-run: every task as it would run, and what the task file holds besides tasks."""
 

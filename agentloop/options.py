@@ -20,7 +20,9 @@ EVENT_PREFIX = "AGENT_LOOP_EVENT_"
 MAX_SELECTED = 100_000  # a range wider than any plan is a typo, not a selection
 
 
-@dataclass(frozen=True)
+# eq and repr off: nothing compares or prints a run's options, and the standard library would
+# write and compile both methods over ~70 fields at every start (a run's largest import cost).
+@dataclass(frozen=True, eq=False, repr=False)
 class RunOptions:
     """The command line's options; None for a model means the agent's own default."""
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol
 
 # The agent's environment is the package's to decide: run/start.py asks for it here.
 from agentloop.agents.environment import SESSION_VARIABLES, child_env  # noqa: F401
+from agentloop.ondemand import dataclass as on_first_use
 
 if TYPE_CHECKING:
     from agentloop.sandbox import Sandbox
@@ -26,7 +27,9 @@ if TYPE_CHECKING:
 LIMIT, TRANSIENT, BLOCKING, BUDGET, OTHER = "limit", "transient", "blocking", "budget", "other"
 
 
-@dataclass(frozen=True)
+# Failure and Answer are made when first used (agentloop.ondemand): a run whose tasks succeed
+# and that makes no helper call never builds either.
+@on_first_use(frozen=True)
 class Failure:
     """How the core should treat a failed run."""
 
@@ -101,7 +104,7 @@ class AgentResult:
     totals: Totals = Totals()
 
 
-@dataclass(frozen=True)
+@on_first_use(frozen=True)
 class Answer:
     """What a short, tool-less helper call (retry advisor, commit messages) said."""
 

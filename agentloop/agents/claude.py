@@ -13,7 +13,7 @@ import shutil
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import orjson
 
@@ -39,7 +39,10 @@ from agentloop.agents.common import (
     stream_run,
 )
 from agentloop.errors import AgentBlocked, ProgramNotFound
-from agentloop.sandbox import Sandbox, home_of
+from agentloop.proc.environ import home_of
+
+if TYPE_CHECKING:  # a run without --sandbox never loads the sandbox
+    from agentloop.sandbox import Sandbox
 
 ENV_VAR = "AGENT_LOOP_CLAUDE"
 MODELS = Models(task="opus", review="sonnet", helper="haiku")

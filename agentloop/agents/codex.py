@@ -24,7 +24,7 @@ import time
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import orjson
 
@@ -51,7 +51,10 @@ from agentloop.agents.common import (
     stream_run,
 )
 from agentloop.errors import ProgramNotFound
-from agentloop.sandbox import Sandbox, home_of
+from agentloop.proc.environ import home_of
+
+if TYPE_CHECKING:  # a run without --sandbox never loads the sandbox
+    from agentloop.sandbox import Sandbox
 
 ENV_VAR = "AGENT_LOOP_CODEX"
 # Codex 0.169.0's own default model for coding (its catalogue: "Latest workhorse model for

@@ -9,7 +9,7 @@ import subprocess
 from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Callable, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import orjson
 
@@ -17,7 +17,9 @@ from agentloop import proc
 from agentloop.agents import Activity, AgentResult, AgentRun, Answer
 from agentloop.errors import ProcessError, ProgramNotFound
 from agentloop.files import held_open
-from agentloop.sandbox import Sandbox
+
+if TYPE_CHECKING:  # a name for the annotations: a run without --sandbox never loads the sandbox
+    from agentloop.sandbox import Sandbox
 
 _OBJECT_START = re.compile(rb"[ \t]*\{")
 

@@ -11,6 +11,7 @@ sits in a legend proper (Legend, Key): a Notes section may well hold a real task
 from __future__ import annotations
 
 import re
+from functools import cache
 
 STATES = (" ", "-", "~", "/", "x", "X")   # every box character that says to do or done
 
@@ -21,28 +22,34 @@ _LEAD = re.compile(r"(\*\*|__|`)?\[([^\]\n^][^\]\n]{0,30})\]\1?(?![(\[])")
 # (`tasks = …`, `任务 = …`), or a verb of meaning (`marks …`, `label maps …`; not `Labels for
 # the form`, which a task may well say).
 _SEPARATOR = r"\s*(?:[:=：＝→]|->|[–—]|-\s)"
-_EXPLAINS = re.compile(
+_EXPLAINS = (
     _SEPARATOR + r"|\s*[^\s=＝]{1,20}\s*[=＝]"
     r"|\s*(?:marks|means|indicates|denotes|stands\s+for)\b"
     r"|\s*(?:label|tag|marker|prefix)\s+(?:maps|marks|means|links|ties|names|says)\b"
-    r"|\s*(?:标签|標籤|标记|標記|表示|代表|意味|意思是|とは|は)|(?:는|은)\s", re.IGNORECASE)
-_BOX_EXPLAINS = re.compile(_SEPARATOR + r"|\s*(?:means|stands\s+for|表示|代表|とは)",
-                           re.IGNORECASE)
+    r"|\s*(?:标签|標籤|标记|標記|表示|代表|意味|意思是|とは|は)|(?:는|은)\s")
+_BOX_EXPLAINS = _SEPARATOR + r"|\s*(?:means|stands\s+for|表示|代表|とは)"
 # A heading that is just the word, or the word and a colon, a bracket, `&` ... ("Format: `[ID]`",
 # "Notes"), not the start of a longer title ("Key features"); words in scripts without spaces
 # may go on ("注意事项").
 _WORDS = r"^\W*(?:\d+(?:\.\d+)*[.)]?\s*)?(?:(?:task|plan|file|status)\s+)?(?:(?:{})\s*(?:$|[^\w\s])|(?:{}))"
 # Headings of sections about the file itself (or of reference material: `- [1] Smith, 2020`),
 # in the languages plans are written in.
-_ABOUT_FILE = re.compile(_WORDS.format(
+_ABOUT_FILE = _WORDS.format(
     "notes?|legend|key|format|conventions?|markers?|symbols?|notation|glossary"
     "|how\\s+to\\s+read|about\\s+this\\s+(?:file|plan)"
     "|references?|resources|links|see\\s+also|sources"
     "|notas?|remarques?|hinweise|anmerkungen|legende|примечани[ея]|заметки|легенда",
     "注意|说明|說明|备注|備註|备考|備考|图例|圖例|格式|约定|約定|凡例|記法|書式|メモ|注記|参考|參考"
-    "|참고|비고|범례|형식|노트"), re.IGNORECASE)
-_LEGEND = re.compile(_WORDS.format("legend|key|markers?|symbols?|notation|legende|легенда",
-                                   "图例|圖例|凡例|범례"), re.IGNORECASE)
+    "|참고|비고|범례|형식|노트")
+_LEGEND = _WORDS.format("legend|key|markers?|symbols?|notation|legende|легенда",
+                        "图例|圖例|凡例|범례")
+
+
+@cache
+def _pattern(source: str) -> re.Pattern[str]:
+    # Compiled when first asked for: most plans have no bracket nor box a legend could explain,
+    # and these case-blind patterns over several scripts are costly to compile at every start.
+    return re.compile(source, re.IGNORECASE)
 
 
 def why_note(body: str, box: str | None, sections: list[str]) -> str | None:
@@ -55,15 +62,15 @@ def why_note(body: str, box: str | None, sections: list[str]) -> str | None:
         label, rest = lead.group(2), body[lead.end():]
     elif box is not None:
         shown = f"[{box}]"
-        if _BOX_EXPLAINS.match(body):
+        if _pattern(_BOX_EXPLAINS).match(body):
             return f"explains the {shown} box: a legend line, not a task"
-        legend = next((s for s in sections if _LEGEND.match(s)), None)
+        legend = next((s for s in sections if _pattern(_LEGEND).match(s)), None)
         return None if legend is None else f"a {shown} line under \"{legend}\": a legend, not a task"
     else:
         return None
-    if _EXPLAINS.match(rest) or not rest.strip():
+    if _pattern(_EXPLAINS).match(rest) or not rest.strip():
         return f"explains the [{label}] marker: a legend line, not a task"
-    about = next((s for s in sections if _ABOUT_FILE.match(s)), None)
+    about = next((s for s in sections if _pattern(_ABOUT_FILE).match(s)), None)
     if about is not None:
         return f"a [{label}] line under \"{about}\": a note about the plan, not a task"
     return None

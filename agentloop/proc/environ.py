@@ -8,6 +8,7 @@ comparison of two dicts in C. A change to os.environ (a test's, a library's) is 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
@@ -25,3 +26,9 @@ def current() -> Mapping[str, str]:
     if isinstance(raw, dict):
         _held = (dict(raw), copy)
     return copy
+
+
+def home_of(environ: Mapping[str, str] | None = None) -> Path:
+    """The home folder a child runs with (HOME, as it will read it)."""
+    env = os.environ if environ is None else environ
+    return Path(env.get("HOME") or Path.home())

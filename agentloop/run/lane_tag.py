@@ -5,12 +5,13 @@ can prefix its lines."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+
+from agentloop.ondemand import dataclass as on_first_use
 
 _where = threading.local()
 
 
-@dataclass(frozen=True)
+@on_first_use(frozen=True)  # a plain run never makes one (agentloop.ondemand)
 class LaneNote:
     """Something a parallel run tells about its lanes: a landing that waits for the user's
     edits, a wind-down asked for from another terminal."""

@@ -13,7 +13,6 @@ Owns: what an agent may touch. May import: proc, errors.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from dataclasses import field
 from pathlib import Path
@@ -21,10 +20,14 @@ from typing import Mapping, Protocol, Sequence
 
 from agentloop.errors import SandboxUnavailable
 from agentloop.ondemand import dataclass
+
+# Where the agents' homes are they need to know with or without a sandbox (agents.claude):
+# one definition, kept where a run that never opens a sandbox reads it.
+from agentloop.proc.environ import home_of
 from agentloop.sandbox.policy import SECRETS, Policy, policy_for
 
-__all__ = ["SECRETS", "Policy", "Sandbox", "SandboxUnavailable", "Tool", "open_sandbox",
-           "tool_for"]
+__all__ = ["SECRETS", "Policy", "Sandbox", "SandboxUnavailable", "Tool", "home_of",
+           "open_sandbox", "tool_for"]
 
 
 class Tool(Protocol):
@@ -97,12 +100,6 @@ class Sandbox:
         return (f"sandbox: on ({self.tool.name}): agents write only their working copy, its VCS "
                 f"data and their own home folder; {', '.join(hidden[:2])} and {len(hidden) - 2} "
                 f"more hidden; {', '.join(self.tool.traits())} (--dry-run lists it all)")
-
-
-def home_of(environ: Mapping[str, str] | None = None) -> Path:
-    """The home folder agents run with (HOME, as they will read it)."""
-    env = os.environ if environ is None else environ
-    return Path(env.get("HOME") or Path.home())
 
 
 def open_sandbox(root: Path, state_dir: Path, hide: Sequence[str] = (),

@@ -21,10 +21,10 @@ Pure: the caller reads the history (agentloop.vcs.branch_log) and the plan.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from agentloop.files.digest import sha256
+from agentloop.ondemand import dataclass as on_first_use
 from agentloop.plan.boxes import task_key
 from agentloop.plan.groups import UNGROUPED
 
@@ -37,7 +37,7 @@ _REVERTS = re.compile(r"^This (?:reverts|backs out) commit ([0-9a-f]{7,64})\b")
 _REVERT_SUBJECT = re.compile(r'^(?:Revert|Back out) "(.*)"\s*$')
 
 
-@dataclass(frozen=True)
+@on_first_use(frozen=True)  # a plain run never makes one (agentloop.ondemand)
 class PlannedTask:
     """A task of the plan as history can name it."""
 
@@ -46,7 +46,7 @@ class PlannedTask:
     subject: str    # its commit message's first line, before trailers (commit_message)
 
 
-@dataclass(frozen=True)
+@on_first_use(frozen=True)  # a plain run never makes one (agentloop.ondemand)
 class Commit:
     """One commit (git) or change (jj) of the branch's history, oldest first."""
 
@@ -96,7 +96,7 @@ def _values(lines: list[str], key: str) -> list[str]:
     return [line.split(":", 1)[1].strip() for line in lines if line.casefold().startswith(prefix)]
 
 
-@dataclass(frozen=True)
+@on_first_use(frozen=True)  # a plain run never makes one (agentloop.ondemand)
 class _Names:
     """What a commit's message can name the plan's tasks by, each task's text hashed once: a
     long history is read in one pass, each trailer looked up, never compared with every task."""

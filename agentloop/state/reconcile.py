@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict, deque
-from dataclasses import dataclass
 
+from agentloop.ondemand import dataclass as on_first_use
 from agentloop.plan.boxes import task_key
 from agentloop.plan.parse import TaskFile
 from agentloop.state.folding import carry
@@ -33,7 +33,7 @@ from agentloop.state.status import TaskStatus as S
 from agentloop.state.status import check
 
 
-@dataclass(frozen=True)
+@on_first_use(frozen=True)  # a plain run never makes one (agentloop.ondemand)
 class Reconciled:
     """The new records, in file order, and what changed."""
 

@@ -37,7 +37,8 @@ PARSING = (*QUICK, *SAYING, "agentloop.options", "agentloop.cli", "agentloop.con
            "agentloop.settings", "agentloop.settings.keys", "agentloop.settings.schema")
 # --help lists the agents (their package's table only, never an agent's module); the default
 # agent needs no look-up, so --status reads no table.
-HELP = (*PARSING, "agentloop.agents", "agentloop.agents.environment")
+HELP = (*PARSING, "agentloop.agents", "agentloop.agents.environment",
+        "agentloop.ondemand")   # the agents' records a run may never make
 # No click, no settings, no options record: the state file read as plain records by the
 # schema's table (never the record classes, their store or the receipts' records), and the
 # plan's hash (never its parser, nor the records it parses into).
@@ -189,11 +190,14 @@ def test_a_run_loads_the_git_library_and_the_plan_reader_only_when_it_needs_them
 
 
 # What a plain run (git, a clean tree, no review, no distilling, off a terminal) never needs,
-# before its first task or after: the dashboard, the paths it does not take, jj's runner, and
-# OpenSSL's start (hashlib: every digest of a run is short, agentloop.files.digest).
+# before its first task or after: the dashboard, the paths it does not take, jj's runner, the
+# sandbox (--sandbox), the agents it does not drive, and OpenSSL's start (hashlib: every digest
+# of a run is short, agentloop.files.digest).
 NOT_FOR_A_PLAIN_RUN = ("agentloop.dashboard.", "agentloop.vcs.jj.", "agentloop.run.review",
                        "agentloop.run.review_prompt", "agentloop.run.distill",
-                       "agentloop.console.confirm",
+                       "agentloop.console.confirm", "agentloop.sandbox.",
+                       "agentloop.agents.codex", "agentloop.agents.codex_stream",
+                       "agentloop.agents.rehearse",
                        "agentloop.fleet.", "agentloop.settings.show")
 
 
