@@ -379,10 +379,8 @@ class GitVcs:
             self._forget()
             return Change(change_id="", base=start.head or "", empty=True)
         # Recorded before HEAD moves (begin did, unless the message changed since): a run
-        # killed in between finds the commit by its message. Begin's message ended by the
-        # task's trailers is found by it too (recover.the_message): the record is not replaced,
-        # which on ext4 costs a flush of the new file at the rename, on the path to the commit.
-        if start.message is None or not recover.the_message(message, start.message):
+        # killed in between finds the commit by its message.
+        if message != start.message:
             start = dataclasses.replace(start, message=message)
             self._remember(start)
         if not quick.commit_index(self.tree, message):

@@ -8,7 +8,6 @@ roll-back nobody asked for must not be the only copy of anything."""
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field
 
 from agentloop.errors import VcsError
@@ -21,8 +20,6 @@ from agentloop.vcs.git.run import EMPTY_TREE
 from agentloop.vcs.protocol import Change
 
 STOPPED = "an earlier run stopped inside a task"
-# The lines that end a task's commit message and nothing else (agentloop.state.landed.trailers).
-TRAILERS = re.compile(r"Agent-Loop-Plan: [^\n]+\nAgent-Loop-Task: [0-9]+ [0-9a-f]{12}")
 
 
 @dataclass(frozen=True)
@@ -212,18 +209,7 @@ def _ours(repo: GitRepo, start: Start, head: str | None) -> bool:
     except (ValueError, BadName, BadObject):  # not a commit we can read: not ours to keep
         return False
     return (parents == ([start.head] if start.head else [])
-            and the_message(str(commit.message), start.message))
-
-
-def the_message(message: str, recorded: str) -> bool:
-    """Whether `message` is the one `recorded` for a commit: that one, or that one ended by
-    the task's trailers alone (finish leaves the record as begin wrote it then, sparing a
-    file replaced per task, agentloop.vcs.git.backend)."""
-    message, recorded = message.rstrip("\n"), recorded.rstrip("\n")
-    if message == recorded:
-        return True
-    head, _, tail = message.rpartition("\n\n")
-    return head == recorded and TRAILERS.fullmatch(tail) is not None
+            and str(commit.message).rstrip("\n") == start.message.rstrip("\n"))
 
 
 def _save_aside(repo: GitRepo, start: Start) -> str | None:
