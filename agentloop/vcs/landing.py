@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from agentloop.errors import VcsError
+from agentloop.errors import Interrupted, VcsError
 
 POLL_SECONDS = 1.0
 # How long a landing waits on the user's uncommitted edits before its group is held (the
@@ -88,17 +88,19 @@ class Waiting:
 
 
     @contextlib.contextmanager
-    def held_if_stopped(self) -> Iterator[None]:
-        """A stop (Ctrl+C, a signal, the run's own stop) anywhere in a landing that has waited
-        already, in a sleep or in one of its looks again, holds the commit, so the next run
-        lands it without paying its agent again; before the first wait the stop goes on as it
-        is, and what the landing itself decides (held, a conflict) passes unchanged."""
+    def held_if_stopped(self, stopping: Callable[[], bool]) -> Iterator[None]:
+        """A stop (Ctrl+C, a signal, the run's own stop: `stopping`) anywhere in a landing that
+        has waited already, in a sleep or in one of its looks again, holds the commit, so the
+        next run lands it without paying its agent again; before the first wait the stop goes
+        on as it is. Anything else (held, a conflict, git failing while nobody stops the run)
+        passes unchanged."""
         try:
             yield
         except (LandingHeld, IntegrationConflict):
             raise
         except BaseException as stop:
-            if not self.busy:
+            if not self.busy or not (isinstance(stop, (KeyboardInterrupt, Interrupted))
+                                     or stopping()):
                 raise
             clock = datetime.fromtimestamp(self.since).strftime("%H:%M:%S")
             raise LandingHeld(

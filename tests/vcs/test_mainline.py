@@ -119,6 +119,30 @@ def test_a_stop_anywhere_in_a_wait_holds_the_commit(repo: Path, where: str,
     assert (repo / "f.txt").read_text() == "the user's edit\n"
 
 
+def test_git_failing_in_a_wait_nobody_stopped_is_not_called_a_stop(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real error while the landing waits stays that error: the task is not held as though
+    the run had been stopped."""
+    from agentloop.errors import VcsError
+    monkeypatch.setattr(mainline, "POLL_SECONDS", 0.01)
+    main = GitMainLine(repo, "refs/heads/main", on_wait=lambda line: None)
+    commit = lane_commit(repo, "a", {"f.txt": "from the task\n"}, "task")
+    (repo / "f.txt").write_text("the user's edit\n")
+    looks = 0
+    busy = main._busy
+
+    def look(files: list[str]) -> tuple[list[str], list[str]]:
+        nonlocal looks
+        looks += 1
+        if looks == 2:
+            raise VcsError("git status failed")
+        return busy(files)
+
+    monkeypatch.setattr(main, "_busy", look)
+    with pytest.raises(VcsError, match="git status failed"):
+        main.land(commit)
+
+
 def test_a_stop_before_any_wait_goes_on_as_it_is(repo: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     main = GitMainLine(repo, "refs/heads/main", on_wait=lambda line: None)

@@ -108,7 +108,7 @@ class GitMainLine:
         waiting = Waiting(self.root, self.wait_limit, self.on_wait, self.on_waits)
         while True:
             with self._lock:
-                with waiting.held_if_stopped():  # a stop while it looks again, once it waited
+                with waiting.held_if_stopped(self.stopping):  # a stop in a look again
                     old = self.tip()
                     new, files = self._replay(old, commit, whole)
                     busy, untracked = self._busy(files)
@@ -123,7 +123,7 @@ class GitMainLine:
                     record.unlink(missing_ok=True)
                     if swapped:
                         return new
-            with waiting.held_if_stopped():  # Ctrl+C: a commit kept waiting is held, not lost
+            with waiting.held_if_stopped(self.stopping):  # held, not lost
                 if busy:
                     waiting.still(commit, busy, self.written_since(busy), _how(untracked))
                 if self.stopping():

@@ -68,11 +68,11 @@ class JjMainLine:
         waiting = Waiting(self.root, self.wait_limit, self.on_wait, self.on_waits)
         while True:
             with self._lock:
-                with waiting.held_if_stopped():  # a stop while it looks again, once it waited
+                with waiting.held_if_stopped(self.stopping):  # a stop in a look again
                     busy = sorted(self.jj.files(change) & self.jj.files("@"))
                 if not busy:
                     return self._insert(change, lane_wc)
-            with waiting.held_if_stopped():  # Ctrl+C: a change kept waiting is held, not lost
+            with waiting.held_if_stopped(self.stopping):  # held, not lost
                 waiting.still(change, busy, [], "commit them (`jj commit`) and it lands")
                 if self.stopping():
                     raise VcsError(f"stopped before change {change[:12]} reached the main line")
