@@ -174,7 +174,13 @@ def test_a_usage_limit_names_its_reset_in_local_time(where: Any,
     fake_openai.script(usage_limit(resets))
     done = codex(where, "x")
     shown = time.strftime("%I:%M %p", time.localtime(resets)).lstrip("0")
-    assert done.of_type("turn.failed")[0]["error"]["message"].endswith(f"try again at {shown}.")
+    message = done.of_type("turn.failed")[0]["error"]["message"]
+    if time.localtime(resets).tm_mday == time.localtime().tm_mday:
+        assert message.endswith(f"try again at {shown}."), message
+    else:  # an hour from now is tomorrow (a run after 23:00): Codex names the day too
+        day = time.localtime(resets)
+        assert f"try again at {time.strftime('%b', day)} {day.tm_mday}" in message, message
+        assert message.endswith(f", {day.tm_year} {shown}."), message
 
 
 def test_codex_retries_by_itself(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
