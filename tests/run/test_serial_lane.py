@@ -9,9 +9,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +17,7 @@ from agentloop.state.store import Store
 from agentloop.vcs import lanes
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_commits, init_repo, jj, state_of
-from tests.support.runner import agent_loop
+from tests.support.runner import agent_loop, half_done_in_the_serial_lane
 
 # The one lane of a sequential run of tasks.md: its plan's key, then `serial`.
 SERIAL = lanes.plan_key("tasks.md") + "-serial"
@@ -171,20 +168,10 @@ def test_a_kill_inside_a_later_group_goes_on_in_the_one_lane(
         rerun: tuple[str, ...]) -> None:
     init_repo(work, kind)
     (work / "tasks.md").write_text(plan(2))
-    directives = tmp_path / "directives.json"
-    # Group 2's first agent writes its file, then dawdles: only in the first run.
-    directives.write_text(json.dumps({"task 2.1": ["FAKE: write half.txt half",
-                                                   "FAKE: pause 60"]}))
     args = ["--vcs", kind, "--no-distill"]
-    tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", *args], cwd=work,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "FAKE_CLAUDE_DIRECTIVES": str(directives)},
-                            start_new_session=True)
-    lane = work / ".agent-loop" / "lanes" / SERIAL
-    deadline = time.monotonic() + 60
-    while not (lane / "half.txt").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert (lane / "half.txt").exists()
+    # Group 2's first agent writes its file, then dawdles: only in the first run.
+    tool, lane = half_done_in_the_serial_lane(work, tmp_path / "directives.json", "task 2.1",
+                                              args)
     os.killpg(tool.pid, signal.SIGKILL)
     tool.wait(timeout=30)
     assert statuses(work)[2] == "running"

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_commits, init_repo, state_of
-from tests.support.runner import agent_loop
+from tests.support.runner import agent_loop, half_done_in_the_serial_lane
 
 LEFTOVERS = """\
 ## Build
@@ -142,28 +142,14 @@ def test_ctrl_c_in_a_later_group_then_a_rerun(work: Path, tmp_path: Path,
     """Ctrl+C while group 2's agent works in the one lane: its half-done file is dropped, and
     the re-run (with group 2 as it was, or deleted from the plan meanwhile) finishes in the
     lane and leaves nothing behind."""
-    import json
     import os
     import signal
-    import subprocess
-    import sys
-
-    from agentloop.vcs import lanes
 
     init_repo(work, kind)
     (work / "tasks.md").write_text(THREE)
-    directives = tmp_path / "directives.json"
-    directives.write_text(json.dumps({"task two": ["FAKE: write half.txt half",
-                                                   "FAKE: pause 60"]}))
     args = ["--vcs", kind, "--no-distill"]
-    tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", *args], cwd=work,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "FAKE_CLAUDE_DIRECTIVES": str(directives)},
-                            start_new_session=True)
-    lane = work / ".agent-loop" / "lanes" / (lanes.plan_key("tasks.md") + "-serial")
-    deadline = time.monotonic() + 60
-    while not (lane / "half.txt").exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    tool, lane = half_done_in_the_serial_lane(work, tmp_path / "directives.json", "task two",
+                                              args)
     os.killpg(tool.pid, signal.SIGINT)
     assert tool.wait(timeout=60) == 130
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed", "interrupted",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -24,6 +26,26 @@ def agent_loop(cwd: Path, *args: str, plan: str | None = "tasks.md",
                                               "NO_COLOR": "1"},
                           capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
+
+
+def half_done_in_the_serial_lane(work: Path, directives: Path, task: str,
+                                 args: Sequence[str]) -> tuple[subprocess.Popen[bytes], Path]:
+    """`agent-loop tasks.md ARGS` started in `work`, once task `task`'s agent (on this run only,
+    by the directives file `directives`) has written half.txt in the run's one lane and dawdles
+    there a minute; the process and the lane."""
+    from agentloop.vcs import lanes
+
+    directives.write_text(json.dumps({task: ["FAKE: write half.txt half", "FAKE: pause 60"]}))
+    tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", *args], cwd=work,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "FAKE_CLAUDE_DIRECTIVES": str(directives)},
+                            start_new_session=True)
+    lane = work / ".agent-loop" / "lanes" / (lanes.plan_key("tasks.md") + "-serial")
+    deadline = time.monotonic() + 60
+    while not (lane / "half.txt").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert (lane / "half.txt").exists()
+    return tool, lane
 
 
 @pytest.fixture
