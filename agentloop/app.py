@@ -185,11 +185,11 @@ def _history_beside(project: Project, options: RunOptions) -> History | None:
     """A run that finds no state reads what history says is done (agentloop.run.rebuilt): that
     one git or jj command, which changes nothing, starts now and runs while the plan is parsed
     and the run is set up; None when the run will not ask for it."""
-    if options.push is not None or options.reset or options.rehearse or options.vcs == "none" \
-            or project.store.state_path.exists():
-        return None
-    from agentloop.run.rebuilt import read_history
+    from agentloop.run.rebuilt import asks_history, read_history
 
+    if options.push is not None or not asks_history(options) or \
+            project.store.state_path.exists():
+        return None
     return read_history(project, options.vcs)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from agentloop.proc.beside import beside
 from agentloop.run import ledger
@@ -18,6 +18,9 @@ from agentloop.state.schema import State, TaskState
 from agentloop.state.whereabouts import commits, planned
 from agentloop.vcs.branch_log import branch_history
 from agentloop.vcs.carry import plan_slug
+
+if TYPE_CHECKING:
+    from agentloop.options import RunOptions
 
 
 def task_trailers(project: Project, task: TaskState) -> str:
@@ -33,6 +36,12 @@ def history_kind(asked: str, root: Path) -> str:
 
 
 History = Callable[[], list[tuple[str, str, str]]]
+
+
+def asks_history(options: RunOptions) -> bool:
+    """Whether a run that finds no state reads what history says is done: not when it starts
+    over (--reset), rehearses, or keeps no history (--vcs none)."""
+    return not (options.reset or options.rehearse) and options.vcs != "none"
 
 
 def read_history(project: Project, vcs: str) -> History:

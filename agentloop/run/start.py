@@ -19,7 +19,7 @@ from agentloop.run import ledger, rehearsal, remembered, retry
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
-from agentloop.run.rebuilt import History, from_history
+from agentloop.run.rebuilt import History, asks_history, from_history
 from agentloop.run.repo_hooks import start_notes
 from agentloop.run.selection import select
 from agentloop.run.workplace import wants_lane
@@ -76,8 +76,8 @@ def admit(project: Project, options: RunOptions, plan: TaskFile | Read | None = 
     else:
         state, saved, changes = load_plan(project, plan)
     # No state (`.agent-loop/` cleaned away, a second clone): what history says is done.
-    rebuilt = from_history(project, state, options.vcs, history) if not saved and not (
-        options.reset or options.rehearse) and options.vcs != "none" else None
+    rebuilt = from_history(project, state, options.vcs, history) \
+        if not saved and asks_history(options) else None
     if history is not None and saved:
         history()  # a state written since the caller looked: its git ends here all the same
     earlier = state if saved else None
