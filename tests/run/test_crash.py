@@ -678,6 +678,64 @@ def test_git_kill_after_the_task_commit_landed(tmp_path: Path, fake_claude: Fake
     assert not problems, "\n".join(problems)
 
 
+# A `git` whose first landing (`merge --ff-only` in the user's checkout) says it has begun and
+# then stalls, as a landing does on a slow disk, until the tool is killed (at most a minute).
+SLOW_LANDING = """#!/bin/sh
+case " $* " in *" merge --ff-only "*)
+    if [ ! -e "$SLOW_MARK" ]; then
+        touch "$SLOW_MARK"
+        n=0
+        while [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+    fi ;;
+esac
+exec "$SLOW_REAL" "$@"
+"""
+# How long the test gives the next task's agent to start while the first landing stalls: it
+# never does while a landing stands on the path to the next agent, and would in milliseconds
+# if the landing ran beside it.
+NEXT_AGENT_GRACE = 0.5
+
+
+def test_git_kill_while_a_landing_stalls_pays_no_agent_again(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """SIGKILL while task 1's landing on the branch has not finished, and (were the landing
+    beside the next agent) task 2's agent already runs, its begin having written over the
+    lane's record of task 1's commit: the next run lands task 1's commit without paying its
+    agent again, then does task 2, each commit once, in task order."""
+    work = tmp_path / "work"
+    new_repo(work, "git", groups=1, per_group=2)
+    folder = tmp_path / "slow-git"
+    folder.mkdir()
+    (folder / "git").write_text(SLOW_LANDING)
+    (folder / "git").chmod(0o755)
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps({"task 02": ["FAKE: sleep 30"]}))  # on the first run only
+    mark = tmp_path / "landing-began"
+    env = {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}",
+           "SLOW_REAL": str(shutil.which("git")), "SLOW_MARK": str(mark),
+           "FAKE_CLAUDE_DIRECTIVES": str(slow)}
+    out = tmp_path / "work.out"
+    tool = start(work, "git", out, env, "--no-distill")
+    deadline = time.monotonic() + 60
+    while not mark.exists():
+        assert tool.poll() is None, out.read_text()[-2000:]
+        assert time.monotonic() < deadline, "task 1's landing never began"
+        time.sleep(0.01)
+    grace = time.monotonic() + NEXT_AGENT_GRACE
+    while len(fake_claude.task_runs()) < 2 and time.monotonic() < grace:
+        time.sleep(0.01)
+    os.killpg(tool.pid, 9)  # the tool and the stalled git with it
+    tool.wait()
+    settle(tool.pid, fake_claude, "the kill", within=work)
+    again = tmp_path / "again.out"
+    done = start(work, "git", again, None, "--no-distill")
+    assert done.wait(timeout=120) == 0, again.read_text()[-2000:]
+    first = [p for p in fake_claude.task_prompts() if "task 01" in p]
+    assert len(first) == 1, "task 1's agent was paid again"
+    problems = check(work, "git", "git", per_group=2)
+    assert not problems, "\n".join(problems)
+
+
 # The jj command that seals a task's change: finish's `jj commit` (describe, then a new @ on it).
 SEALS = " commit -m agent-loop: "
 
