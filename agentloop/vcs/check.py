@@ -116,12 +116,26 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
                        f"git -C {lane} reset --hard {record.head[:12]}"))
     if record.landed:
         on_main = set(main.out("rev-list", record.main_ref).split())
-        lost = [c for c in record.landed if c not in on_main]
+        lost = [c for c in record.landed if c not in on_main and not _moved(main, c,
+                                                                              record.main_ref)]
         if lost:
             return Breach(Kind.LANDED_LOST, f"commit {lost[0][:12]}, which this lane landed on "
                           f"{main_short}, is no longer on it",
                           (f"git reflog {main_short}", f"git cherry-pick {lost[0][:12]}"))
     return None
+
+
+def _moved(git: Git, commit: str, main_ref: str) -> bool:
+    """Whether the main line holds `commit` again under another id, named by the same task
+    trailers: the user amended or rebased it (the run's history check follows its record),
+    which is not the agent's doing and loses nothing."""
+    trailers = git.out("log", "-1", "--format=%(trailers:key=Agent-Loop-Plan,key=Agent-Loop-Task)",
+                       commit).strip().splitlines()
+    if len(trailers) < 2:
+        return False
+    found = git.out("log", "-1", "--format=%H", "--fixed-strings", "--all-match",
+                    *(f"--grep={t}" for t in trailers), main_ref)
+    return bool(found.strip())
 
 
 def _as_left(record: GitLaneRecord) -> bool:
