@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import git, init_repo, state_of
+from tests.support.repos import git, init_repo, jj, state_of
 from tests.support.runner import agent_loop
 
 PLAN = """\
@@ -103,3 +103,35 @@ def test_your_rewrite_of_a_task_the_lane_landed_in_its_group(work: Path, fake_cl
     assert (work / "two.txt").exists() and (work / "three.txt").exists()
     if what == "amend":
         assert (work / "one.txt").read_text() == "one\nfix\n"
+
+
+@pytest.mark.parametrize("vcs,workplace", [("git", "lane"), ("git", "checkout"), ("jj", "lane")])
+def test_a_task_you_dropped_before_the_run_stops_no_run(work: Path, fake_claude: FakeClaude,
+                                                        vcs: str, workplace: str,
+                                                        request: pytest.FixtureRequest) -> None:
+    """`git reset --hard HEAD~1` or `jj abandon` of a finished task between two runs is yours
+    (`--status` says so, and how to run it again): the next run says it once and does every
+    other task, where it stopped after each one with "no longer in the history", exit 1, one
+    task per run."""
+    if vcs == "jj":
+        request.getfixturevalue("jj_bin")
+    init_repo(work, vcs)
+    (work / "tasks.md").write_text(ONE_GROUP)
+    args = ("--vcs", vcs, "--no-distill", "--workplace", workplace)
+    first = agent_loop(work, *args, "--task", "1")
+    assert first.returncode == 0, first.stdout + first.stderr
+    dropped = state_of(work)["tasks"][0]["change_id"]
+    if vcs == "jj":
+        jj(work, "abandon", dropped)
+    else:
+        git(work, "reset", "-q", "--hard", "HEAD~1")
+    again = agent_loop(work, *args)
+    said = again.stdout + again.stderr
+    assert again.returncode == 0, said
+    assert said.count("task 1's change is no longer in the history") == 1, said
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed"] * 3
+    assert tasks[0]["change_id"] == dropped
+    assert len(fake_claude.task_runs()) == 3
+    assert not (work / "one.txt").exists()
+    assert (work / "two.txt").exists() and (work / "three.txt").exists()
