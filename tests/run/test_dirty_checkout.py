@@ -148,3 +148,18 @@ def test_jj_a_lane_never_folds_your_working_copy_into_a_task(work: Path,
         guide[:8])
     assert (work / "notes.txt").read_text() == "my own notes\n"
     assert (work / "README.md").read_text() == "my edit\n"
+
+
+def test_the_runs_own_output_file_in_your_checkout_is_no_ones_edit(work: Path,
+                                                                   fake_claude: FakeClaude) -> None:
+    """`agent-loop tasks.md > run.log 2>&1` in the checkout: the log grows while each agent
+    runs, which is the run writing its own output, not an agent writing outside its lane; no
+    task says so (each said "run.log changed while this lane's agent ran")."""
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(PLAN)
+    done = agent_loop(work, "--vcs", "git", "--no-distill",
+                      prefix=("sh", "-c", 'exec "$@" > run.log 2>&1', "sh"))
+    log = (work / "run.log").read_text()
+    assert done.returncode == 0, log
+    assert "2 completed" in log, log
+    assert "changed while" not in log, log
