@@ -228,7 +228,13 @@ class LaneGit:
     def land_again(self, commit: str) -> Change:
         """A conflicted task's commit (or a person's resolution of it) tried on the main line
         once more; IntegrationConflict when it still does not fit."""
-        return self._landed(Change(change_id=commit, commit_id=commit), whole=True)
+        done = self._landed(Change(change_id=commit, commit_id=commit), whole=True)
+        if done.empty or not done.change_id:
+            return done
+        # What landed, as a task's own landing names it (its commit was made by an earlier run).
+        sha = done.change_id
+        return dataclasses.replace(done, files=tuple(changed_files(self.main.root, sha + "^",
+                                                                   sha)))
 
     def lane_branch(self) -> str:
         """The branch this lane's worktree is on."""
