@@ -255,5 +255,5 @@ class LaneGit:
         branch, main = self.lane_branch(), self.main.ref.removeprefix("refs/heads/")
         return (f"its work is on branch {branch} (worktree {where}): `git log -p "
                 f"{main}..{branch}` shows it; resolve it there (`cd {where} && git rebase "
-                f"{main}`, fix, `git rebase --continue`), then run agent-loop again with "
-                "--parallel to land it and go on")
+                f"{main}`, fix, `git rebase --continue`), then run the same agent-loop "
+                "command again to land it and go on")

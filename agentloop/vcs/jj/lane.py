@@ -235,7 +235,7 @@ class LaneJj:
         branch = self.lane_branch()
         return (f"its change is kept under bookmark {branch}: `jj log -r {branch}` and "
                 f"`jj diff -r {branch}` show it; resolve it with `jj new {branch}`, fix the "
-                "files, `jj squash`, then run agent-loop again with --parallel to land it")
+                "files, `jj squash`, then run the same agent-loop command again to land it")
 
 
 def _quoted(path: str) -> str:
