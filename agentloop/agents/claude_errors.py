@@ -128,9 +128,9 @@ def classify(result: AgentResult, now: datetime | None = None) -> Failure:
         return limit("rate limited (HTTP 429)")
     if status in (401, 403) or api_type in BLOCKING_TYPES:
         what = "billing problem" if api_type == "billing_error" else "not authorized"
-        return Failure(BLOCKING, f"{what} (HTTP {status}, {api_type}): {detail}")
+        return Failure(BLOCKING, f"{what} ({_http(status, api_type)}): {detail}")
     if (status is not None and status >= 500) or api_type in TRANSIENT_TYPES:
-        return Failure(TRANSIENT, f"API error (HTTP {status}, {api_type}): {detail}")
+        return Failure(TRANSIENT, f"API error ({_http(status, api_type)}): {detail}")
     if any(re.match(LIMIT_TEXT, t, re.IGNORECASE) for t in texts):
         return limit("usage limit reached")
     if any(re.match(BLOCKING_TEXT, t, re.IGNORECASE) for t in texts):
@@ -138,6 +138,13 @@ def classify(result: AgentResult, now: datetime | None = None) -> Failure:
     if any(re.search(TRANSIENT_TEXT, t, re.IGNORECASE) for t in texts):
         return Failure(TRANSIENT, f"connection problem: {detail}")
     return Failure(OTHER, detail)
+
+
+def _http(status: int | None, api_type: str | None) -> str:
+    """`HTTP 401, authentication_error`, or the half of it the CLI gave (a gateway's status
+    may come with no type)."""
+    return ", ".join(part for part in (f"HTTP {status}" if status is not None else "",
+                                       api_type or "") if part)
 
 
 def _zone(name: str | None) -> tzinfo | None:

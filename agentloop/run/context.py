@@ -64,6 +64,9 @@ class Shared:
         # every record once a run, then brought up to date with each task a lane settles
         # (agentloop.run.lane), so a task's check costs the same in a plan of any size.
         self.done: dict[int, str] | None = None
+        # The finished tasks' changes already gone from the history when the run began (you
+        # reset or abandoned them; `--status` says so): None until the first lane looks.
+        self.lost_before: set[str] | None = None
 
     def halt(self) -> None:
         """Start no new task anywhere; running ones finish."""

@@ -69,6 +69,7 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
     it starts (a run's first agent comes when it is empty); `checks_first`: the tasks whose
     checks run once before the run's first agent, on the tree as left (a parallel run does that
     once in the main checkout, before any lane starts: None)."""
+    _lost_before(run)
     for position, task in enumerate(tasks):
         if position and run.options.sleep:
             run.clock.sleep(run.options.sleep)  # pacing; Ctrl+C ends it at once
@@ -353,27 +354,61 @@ def _check_history(run: Run, settled: TaskState) -> None:
     # Read off the records themselves, not the mark's copy; a generator: the backends read it
     # only when the history moved behind their back.
     lost = run.vcs.missing(_finished(run))
-    if lost and isinstance(root, Path):  # rebased by the user: found again by its trailers
-        # A git lane's own HEAD still holds the commits as they landed: the branch they landed
-        # on is where a rebase moved them.
-        line = getattr(run.vcs, "main_line", None)
-        where, rev = line() if line is not None else (root, "HEAD")
-        for task, change, commit in moved_on(run.project, run.state, run.vcs.name, where, lost,
-                                             rev):
-            ledger.moved(task, change, commit)
-            run.emit(LaneNote(f"task {task.index}'s change moved (a rebase kept its trailers): "
-                              f"it is {change[:12]} now, and its record follows it"))
-        lost = run.vcs.missing(_finished(run))
-        with run.shared.lock:
-            run.shared.done = None  # records moved: read afresh
-        done = _done_ids(run, settled)
-    if not lost and at is not None:
+    if lost:
+        lost = _followed(run, lost)
+        done = _done_ids(run, settled)  # read afresh should a record have moved
+    lost -= run.shared.lost_before or set()  # yours from before the run: said as it began
+    if not lost and at is not None and not run.shared.lost_before:
         run.state.history_mark = history.mark(at, done)  # saved with the task's next save
     if lost:
         named = ", ".join(f"task {t.index} ({(t.change_id or '')[:12]})"
                           for t in run.state.tasks if t.change_id in lost)
         raise RunStopped(f"the change of {named} is no longer in the history this run builds "
                          f"on; {run.vcs.lost_hint}")
+
+
+def _followed(run: Run, lost: set[str]) -> set[str]:
+    """Of `lost` (finished tasks' changes gone from the history), those not found again under
+    another id by their trailers: one the user rebased or amended is followed by its record,
+    which a note says."""
+    root = getattr(run.vcs, "root", None)
+    if not isinstance(root, Path):
+        return lost
+    # A git lane's own HEAD still holds the commits as they landed: the branch they landed on
+    # is where a rebase moved them.
+    line = getattr(run.vcs, "main_line", None)
+    where, rev = line() if line is not None else (root, "HEAD")
+    moved = moved_on(run.project, run.state, run.vcs.name, where, lost, rev)
+    for task, change, commit in moved:
+        ledger.moved(task, change, commit)
+        run.emit(LaneNote(f"task {task.index}'s change moved (a rebase kept its trailers): "
+                          f"it is {change[:12]} now, and its record follows it"))
+    if not moved:
+        return lost
+    with run.shared.lock:
+        run.shared.done = None  # records moved: read afresh
+    return run.vcs.missing(_finished(run))
+
+
+def _lost_before(run: Run) -> None:
+    """Once a run, before its first task: the finished tasks' changes the history it builds on
+    no longer holds (you reset or abandoned them since; `--status` says so too). Said here,
+    they stay done and stop nothing; only a change lost while the run works stops it."""
+    shared = run.shared
+    with shared.lock:  # lanes start at once; the first one looks, before any task of theirs
+        if shared.lost_before is not None:
+            return
+        shared.lost_before = set()
+        ids = list(_finished(run))
+        lost = _followed(run, run.vcs.missing(ids)) if ids else set()
+        shared.lost_before = lost
+    name = run.state.task_file
+    for task in run.state.tasks:
+        if task.change_id in lost:
+            run.emit(LaneNote(f"task {task.index}'s change is no longer in the history "
+                              f"(abandoned, or not on this branch): it stays done; "
+                              f"`agent-loop {name} --task {task.index} --again` does it once "
+                              "more"))
 
 
 def _tail(log: Path, limit: int = 4000) -> str:

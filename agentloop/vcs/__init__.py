@@ -44,3 +44,44 @@ def plan_files(root: Path) -> set[str]:
         if isinstance(name, str) and name and not name.startswith("/"):
             found.add(name)
     return found
+
+
+def own_output(root: Path) -> set[str]:
+    """The files inside `root` this process's output goes to (relative, slash-separated), as
+    `agent-loop plan.md > run.log` in the checkout makes one: the run writes it while every task
+    runs, so it is neither the user's edit nor any task's change."""
+    import os
+    import stat
+
+    found = set()
+    for fd in (1, 2):
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+        except OSError:
+            continue
+        target = _fd_path(fd)
+        if target is not None:
+            rel = relative_to(Path(target), root)
+            if rel is not None:
+                found.add(rel)
+    return found
+
+
+def _fd_path(fd: int) -> str | None:
+    """The path an open file descriptor names (Linux's /proc, or macOS's F_GETPATH)."""
+    import os
+
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        pass
+    import fcntl
+
+    get = getattr(fcntl, "F_GETPATH", None)
+    if get is None:
+        return None
+    try:
+        return bytes(fcntl.fcntl(fd, get, bytes(1024))).rstrip(b"\0").decode()
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -267,3 +267,14 @@ def test_reset_is_the_next_such_wall_time(now: datetime, hour: int, minute: int,
         # away from a clock change the wall time is exactly the one shown
         assert (wall.hour % 12 or 12, wall.minute) == (hour, minute)
         assert (wall.hour >= 12) == (half == "pm")
+
+
+@pytest.mark.parametrize("fields", [{"api_error_status": 403}, {"api_error_status": 503},
+                                    {"api_error_type": "overloaded_error"}])
+def test_a_status_without_its_type_or_a_type_without_its_status_says_no_none(
+        fields: dict[str, Any]) -> None:
+    # A gateway in front of the API may answer with a status the CLI has no type for.
+    failure = classify(judged([result_line("API Error: gateway said no", **fields)]))
+    assert failure.kind in ("blocking", "transient")
+    assert "None" not in failure.reason, failure.reason
+    assert str(fields.get("api_error_status", "overloaded_error")) in failure.reason

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_commits, init_repo, jj, state_of
 from tests.support.runner import agent_loop
@@ -148,3 +150,38 @@ def test_jj_a_lane_never_folds_your_working_copy_into_a_task(work: Path,
         guide[:8])
     assert (work / "notes.txt").read_text() == "my own notes\n"
     assert (work / "README.md").read_text() == "my edit\n"
+
+
+def test_the_runs_own_output_file_in_your_checkout_is_no_ones_edit(work: Path,
+                                                                   fake_claude: FakeClaude) -> None:
+    """`agent-loop tasks.md > run.log 2>&1` in the checkout: the log grows while each agent
+    runs, which is the run writing its own output, not an agent writing outside its lane; no
+    task says so (each said "run.log changed while this lane's agent ran")."""
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(PLAN)
+    done = agent_loop(work, "--vcs", "git", "--no-distill",
+                      prefix=("sh", "-c", 'exec "$@" > run.log 2>&1', "sh"))
+    log = (work / "run.log").read_text()
+    assert done.returncode == 0, log
+    assert "2 completed" in log, log
+    assert "changed while" not in log, log
+
+
+@pytest.mark.parametrize("allow", [(), ("--allow-dirty",)])
+def test_the_runs_own_output_file_is_in_no_task_where_the_agent_works_in_your_checkout(
+        work: Path, fake_claude: FakeClaude, allow: tuple[str, ...]) -> None:
+    """`agent-loop tasks.md --workplace checkout > run.log 2>&1`: the shell makes run.log before
+    the run starts and the run writes it while every task runs. It is not yours to refuse, nor
+    the agent's to commit (every task's commit took it, with --allow-dirty too)."""
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(PLAN)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "the plan")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", "checkout", *allow,
+                      prefix=("sh", "-c", 'exec "$@" > run.log 2>&1', "sh"))
+    log = (work / "run.log").read_text()
+    assert done.returncode == 0, log
+    assert "2 completed" in log, log
+    committed = [f for _, _, files in git_commits(work) for f in files]
+    assert "run.log" not in committed, committed
+    assert "guide.txt" in committed and "notes.txt" in committed

@@ -77,3 +77,7 @@ def test_ctrl_c_while_a_landing_waits_on_your_file_keeps_it_and_the_work(
     assert (work / "notes.txt").read_text() == "the agent's notes\n"
     assert (work / "README.md").read_text() == "my edit\n"
     assert len(fake_claude.calls()) == calls
+    # The landing names what it brought (it said "0 file(s) changed", and kept no file).
+    landed = state_of(work)["tasks"][0]
+    assert landed["files"] == ["notes.txt"], landed
+    assert "1 file(s) changed" in again.stdout, again.stdout

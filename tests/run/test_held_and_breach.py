@@ -52,6 +52,11 @@ def test_a_landing_held_on_your_edit_stops_its_group_only_and_exits_4(
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 2
     assert (work / "f.txt").read_text() == "from the task\n"
     assert len(fake_claude.calls()) == calls
+    # The landing names what it brought, as the task's own landing would have (it said
+    # "0 file(s) changed", and the record kept no file).
+    landed = state_of(work)["tasks"][0]
+    assert landed["files"] == ["f.txt"], landed
+    assert f"change {landed['change_id'][:12]}: 1 file(s) changed" in again.stdout, again.stdout
 
 
 def test_an_agent_that_rewinds_its_lane_stops_its_group_with_the_repair_line(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import git, init_repo, state_of
+from tests.support.repos import git, init_repo, jj, state_of
 from tests.support.runner import agent_loop
 
 PLAN = """\
@@ -60,3 +60,78 @@ def test_your_revert_or_rebase_of_a_task_mid_run(work: Path, fake_claude: FakeCl
     if what == "rebase":
         assert (work / "u.txt").exists()
         assert "task 1's change moved" in done.stdout + done.stderr
+
+
+ONE_GROUP = """\
+## All
+- task one
+  FAKE: write one.txt one
+- task two
+  FAKE: write two.txt two
+- task three
+  FAKE: write three.txt three
+"""
+
+IN_GROUP = {
+    # Touch up the agent's last commit, its message and trailers kept.
+    "amend": "echo fix >> one.txt && git commit -qa --amend --no-edit",
+    "rebase": AFTER_TASK_1["rebase"],
+}
+
+
+@pytest.mark.parametrize("what", sorted(IN_GROUP))
+def test_your_rewrite_of_a_task_the_lane_landed_in_its_group(work: Path, fake_claude: FakeClaude,
+                                                            what: str) -> None:
+    """The lane's own check after the next task sees the commit it landed gone from your
+    branch: one that your branch holds again under its trailers moved, it is not lost, and
+    the group goes on without paying for that next task twice."""
+    init_repo(work, "git")
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "start", "--allow-empty")
+    (work / "tasks.md").write_text(ONE_GROUP)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "the plan")
+    hook = f'if [ "$AGENT_LOOP_EVENT_TASK" = 1 ]; then {IN_GROUP[what]}; fi'
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--on-task", hook)
+    assert done.returncode == 0, done.stdout + done.stderr
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed"] * 3
+    assert [t["attempts"] for t in tasks] == [1, 1, 1]
+    history = git(work, "rev-list", "HEAD").split()
+    assert all(t["change_id"] in history for t in tasks), done.stdout
+    assert len(fake_claude.calls()) == 3
+    assert (work / "two.txt").exists() and (work / "three.txt").exists()
+    if what == "amend":
+        assert (work / "one.txt").read_text() == "one\nfix\n"
+
+
+@pytest.mark.parametrize("vcs,workplace", [("git", "lane"), ("git", "checkout"), ("jj", "lane")])
+def test_a_task_you_dropped_before_the_run_stops_no_run(work: Path, fake_claude: FakeClaude,
+                                                        vcs: str, workplace: str,
+                                                        request: pytest.FixtureRequest) -> None:
+    """`git reset --hard HEAD~1` or `jj abandon` of a finished task between two runs is yours
+    (`--status` says so, and how to run it again): the next run says it once and does every
+    other task, where it stopped after each one with "no longer in the history", exit 1, one
+    task per run."""
+    if vcs == "jj":
+        request.getfixturevalue("jj_bin")
+    init_repo(work, vcs)
+    (work / "tasks.md").write_text(ONE_GROUP)
+    args = ("--vcs", vcs, "--no-distill", "--workplace", workplace)
+    first = agent_loop(work, *args, "--task", "1")
+    assert first.returncode == 0, first.stdout + first.stderr
+    dropped = state_of(work)["tasks"][0]["change_id"]
+    if vcs == "jj":
+        jj(work, "abandon", dropped)
+    else:
+        git(work, "reset", "-q", "--hard", "HEAD~1")
+    again = agent_loop(work, *args)
+    said = again.stdout + again.stderr
+    assert again.returncode == 0, said
+    assert said.count("task 1's change is no longer in the history") == 1, said
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed"] * 3
+    assert tasks[0]["change_id"] == dropped
+    assert len(fake_claude.task_runs()) == 3
+    assert not (work / "one.txt").exists()
+    assert (work / "two.txt").exists() and (work / "three.txt").exists()

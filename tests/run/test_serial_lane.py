@@ -227,6 +227,9 @@ def test_a_conflicted_group_keeps_the_lane_and_the_next_group_works_beside_it(
     assert git(work, "rev-parse", f"agent-loop/{SERIAL}").strip() == tasks[0]["change_id"]
     assert f"git log -p main..agent-loop/{SERIAL}" in done.stdout
     assert f"worktree .agent-loop/lanes/{SERIAL}" in tasks[0]["error"]
+    # What lands it is the run you made again, as below: no --parallel this run never had.
+    assert "--parallel" not in tasks[0]["error"] and "--parallel" not in done.stdout
+    assert "run the same agent-loop command again to land it" in tasks[0]["error"]
     # The Right group worked in a lane of its own, gone once its task landed.
     assert agent_cwds(fake_claude)[-1] != str(lane.resolve())
     assert (work / "right.txt").exists()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from agentloop.errors import VcsError
-from agentloop.vcs import plan_files, relative_to
+from agentloop.vcs import own_output, plan_files, relative_to
 from agentloop.vcs.git import aside, quick, recover
 from agentloop.vcs.git.files import state_of
 from agentloop.vcs.git.record import AttemptRecord, Start
@@ -92,7 +92,8 @@ class GitVcs:
             return False
         self._record = AttemptRecord(self.tree.git_dir)
         self.tree.task_rel = relative_to(self.task_file, self.root)
-        self.tree.plans = plan_files(self.root)
+        # The run's own output file in the checkout (`> run.log`) is kept out as a plan is.
+        self.tree.plans = plan_files(self.root) | own_output(self.root)
         return True
 
     def prepare(self) -> list[str]:

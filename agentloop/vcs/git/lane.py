@@ -228,7 +228,13 @@ class LaneGit:
     def land_again(self, commit: str) -> Change:
         """A conflicted task's commit (or a person's resolution of it) tried on the main line
         once more; IntegrationConflict when it still does not fit."""
-        return self._landed(Change(change_id=commit, commit_id=commit), whole=True)
+        done = self._landed(Change(change_id=commit, commit_id=commit), whole=True)
+        if done.empty or not done.change_id:
+            return done
+        # What landed, as a task's own landing names it (its commit was made by an earlier run).
+        sha = done.change_id
+        return dataclasses.replace(done, files=tuple(changed_files(self.main.root, sha + "^",
+                                                                   sha)))
 
     def lane_branch(self) -> str:
         """The branch this lane's worktree is on."""
@@ -249,5 +255,5 @@ class LaneGit:
         branch, main = self.lane_branch(), self.main.ref.removeprefix("refs/heads/")
         return (f"its work is on branch {branch} (worktree {where}): `git log -p "
                 f"{main}..{branch}` shows it; resolve it there (`cd {where} && git rebase "
-                f"{main}`, fix, `git rebase --continue`), then run agent-loop again with "
-                "--parallel to land it and go on")
+                f"{main}`, fix, `git rebase --continue`), then run the same agent-loop "
+                "command again to land it and go on")

@@ -218,7 +218,9 @@ class LaneJj:
         if self.jj.ids(f"conflicts() & {change}"):
             raise IntegrationConflict(change, tuple(sorted(self.jj.files(change))),
                                       self.main.tip())
-        return self._landed(Change(change_id=change))
+        done = self._landed(Change(change_id=change))
+        # What landed, as a task's own landing names it (its change was made by an earlier run).
+        return dataclasses.replace(done, files=tuple(sorted(self.main.jj.files(change))))
 
     def main_commits_touching(self, commit: str, onto: str, files: list[str]) -> list[str]:
         """The main line's changes since `commit` branched off that changed `files`."""
@@ -233,7 +235,7 @@ class LaneJj:
         branch = self.lane_branch()
         return (f"its change is kept under bookmark {branch}: `jj log -r {branch}` and "
                 f"`jj diff -r {branch}` show it; resolve it with `jj new {branch}`, fix the "
-                "files, `jj squash`, then run agent-loop again with --parallel to land it")
+                "files, `jj squash`, then run the same agent-loop command again to land it")
 
 
 def _quoted(path: str) -> str:
