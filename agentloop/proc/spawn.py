@@ -137,6 +137,7 @@ def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: 
         (os.POSIX_SPAWN_DUP2, stdin, 0) if stdin is not None else
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
     actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited()]
+    environ = _encoded(environ)
     try:
         return os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True,
                               setsigdef=DEFAULTS)
@@ -149,6 +150,28 @@ def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: 
         raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r}")
     return os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True,
                           setsigdef=DEFAULTS)
+
+
+# The environment last handed to a child, as given and as bytes: git's is the same every
+# command, and posix_spawn would encode each of its names and values again each time.
+_last_env: tuple[dict[str, str], dict[bytes, bytes]] | None = None
+
+
+def _encoded(environ: Mapping[str, str]) -> Mapping[bytes, bytes] | Mapping[str, str]:
+    """`environ` as the bytes the child gets (os.environ's own where it keeps them)."""
+    global _last_env
+    if environ is os.environ:
+        raw = getattr(os.environ, "_data", None)  # POSIX keeps the bytes it exports
+        return raw if isinstance(raw, dict) else environ
+    held = _last_env
+    if held is not None and held[0] == environ:
+        return held[1]
+    try:
+        encoded = {os.fsencode(k): os.fsencode(v) for k, v in environ.items()}
+    except (TypeError, UnicodeError):
+        return environ  # posix_spawn says what is wrong with it, as it always did
+    _last_env = (dict(environ), encoded)
+    return encoded
 
 
 class _Child:
