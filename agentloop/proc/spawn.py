@@ -137,9 +137,9 @@ def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: 
         (os.POSIX_SPAWN_DUP2, stdin, 0) if stdin is not None else
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
     actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited()]
-    environ = _encoded(environ)
+    given = _encoded(environ)
     try:
-        return os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True,
+        return os.posix_spawn(program, argv, given, file_actions=actions, setsid=True,
                               setsigdef=DEFAULTS)
     except FileNotFoundError:
         if _found.pop((argv[0], path), None) is None:
@@ -148,7 +148,7 @@ def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: 
     program = _program(argv[0], path)
     if program is None:
         raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r}")
-    return os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True,
+    return os.posix_spawn(program, argv, given, file_actions=actions, setsid=True,
                           setsigdef=DEFAULTS)
 
 
