@@ -152,26 +152,32 @@ def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: 
                           setsigdef=DEFAULTS)
 
 
-# The environment last handed to a child, as given and as bytes: git's is the same every
-# command, and posix_spawn would encode each of its names and values again each time.
-_last_env: tuple[dict[str, str], dict[bytes, bytes]] | None = None
+# The environments children were started with, by identity, as given and (from its second
+# child on) as bytes: a git runner hands the same dict to every command, and posix_spawn would
+# encode each of its names and values again each time. An environment seen once (a dict made
+# for one command) is only copied: encoding it here would cost more than posix_spawn does.
+_envs: dict[int, tuple[Mapping[str, str], dict[str, str], Mapping[bytes, bytes] | None]] = {}
 
 
 def _encoded(environ: Mapping[str, str]) -> Mapping[bytes, bytes] | Mapping[str, str]:
-    """`environ` as the bytes the child gets (os.environ's own where it keeps them)."""
-    global _last_env
+    """`environ` as the child gets it, as bytes when they are at hand."""
     if environ is os.environ:
         raw = getattr(os.environ, "_data", None)  # POSIX keeps the bytes it exports
         return raw if isinstance(raw, dict) else environ
-    held = _last_env
-    if held is not None and held[0] == environ:
-        return held[1]
-    try:
-        encoded = {os.fsencode(k): os.fsencode(v) for k, v in environ.items()}
-    except (TypeError, UnicodeError):
-        return environ  # posix_spawn says what is wrong with it, as it always did
-    _last_env = (dict(environ), encoded)
-    return encoded
+    held = _envs.get(id(environ))
+    if held is not None and held[0] is environ and held[1] == environ:
+        if held[2] is not None:
+            return held[2]
+        try:
+            encoded = {os.fsencode(k): os.fsencode(v) for k, v in environ.items()}
+        except (TypeError, UnicodeError):
+            return environ  # posix_spawn says what is wrong with it, as it always did
+        _envs[id(environ)] = (environ, held[1], encoded)
+        return encoded
+    if len(_envs) >= 16:
+        _envs.clear()
+    _envs[id(environ)] = (environ, dict(environ), None)
+    return environ
 
 
 class _Child:
