@@ -174,8 +174,11 @@ def _encoded(environ: Mapping[str, str]) -> Mapping[bytes, bytes] | Mapping[str,
             return environ  # posix_spawn says what is wrong with it, as it always did
         _envs[id(environ)] = (environ, held[1], encoded)
         return encoded
-    if len(_envs) >= 16:
-        _envs.clear()
+    if len(_envs) >= 16:  # one-off dicts go first; a runner's, encoded already, stay
+        for key in [key for key, (_, _, encoded) in list(_envs.items()) if encoded is None]:
+            _envs.pop(key, None)
+        if len(_envs) >= 16:
+            _envs.clear()
     _envs[id(environ)] = (environ, dict(environ), None)
     return environ
 
