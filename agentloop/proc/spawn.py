@@ -137,8 +137,9 @@ def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: 
         (os.POSIX_SPAWN_DUP2, stdin, 0) if stdin is not None else
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
     actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited()]
+    given = _encoded(environ)
     try:
-        return os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True,
+        return os.posix_spawn(program, argv, given, file_actions=actions, setsid=True,
                               setsigdef=DEFAULTS)
     except FileNotFoundError:
         if _found.pop((argv[0], path), None) is None:
@@ -147,8 +148,39 @@ def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: 
     program = _program(argv[0], path)
     if program is None:
         raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r}")
-    return os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True,
+    return os.posix_spawn(program, argv, given, file_actions=actions, setsid=True,
                           setsigdef=DEFAULTS)
+
+
+# The environments children were started with, by identity, as given and (from its second
+# child on) as bytes: a git runner hands the same dict to every command, and posix_spawn would
+# encode each of its names and values again each time. An environment seen once (a dict made
+# for one command) is only copied: encoding it here would cost more than posix_spawn does.
+_envs: dict[int, tuple[Mapping[str, str], dict[str, str], Mapping[bytes, bytes] | None]] = {}
+
+
+def _encoded(environ: Mapping[str, str]) -> Mapping[bytes, bytes] | Mapping[str, str]:
+    """`environ` as the child gets it, as bytes when they are at hand."""
+    if environ is os.environ:
+        raw = getattr(os.environ, "_data", None)  # POSIX keeps the bytes it exports
+        return raw if isinstance(raw, dict) else environ
+    held = _envs.get(id(environ))
+    if held is not None and held[0] is environ and held[1] == environ:
+        if held[2] is not None:
+            return held[2]
+        try:
+            encoded = {os.fsencode(k): os.fsencode(v) for k, v in environ.items()}
+        except (TypeError, UnicodeError):
+            return environ  # posix_spawn says what is wrong with it, as it always did
+        _envs[id(environ)] = (environ, held[1], encoded)
+        return encoded
+    if len(_envs) >= 16:  # one-off dicts go first; a runner's, encoded already, stay
+        for key in [key for key, (_, _, encoded) in list(_envs.items()) if encoded is None]:
+            _envs.pop(key, None)
+        if len(_envs) >= 16:
+            _envs.clear()
+    _envs[id(environ)] = (environ, dict(environ), None)
+    return environ
 
 
 class _Child:

@@ -62,6 +62,29 @@ class LaneEnded:
     begun: tuple[TaskState, ...] = ()
 
 
+class Reply:
+    """The one place a handed value's answer goes: a lock held until the answer is in, which
+    the lane waits to take. A lock, not a queue.Queue(maxsize=1): a queue is a lock and three
+    conditions in Python, and a lane hands over five values or so a task."""
+
+    __slots__ = ("_ready", "_answer")
+
+    def __init__(self) -> None:
+        self._ready = threading.Lock()
+        self._ready.acquire()
+        self._answer: tuple[Any, BaseException | None] = (None, None)
+
+    def put(self, answer: tuple[Any, BaseException | None]) -> None:
+        """Answer (once): the lane waiting in get() goes on."""
+        self._answer = answer
+        self._ready.release()
+
+    def get(self) -> tuple[Any, BaseException | None]:
+        """Wait for the answer."""
+        self._ready.acquire()
+        return self._answer
+
+
 @dataclass(frozen=True, eq=False)  # each one is itself: a lane waits on its own reply
 class Handed:
     """A value a lane hands over from its own thread (agentloop.run.decisions), with the one
@@ -70,7 +93,7 @@ class Handed:
     run: Run
     task: TaskState
     step: Step | MayStart
-    reply: queue.Queue[tuple[Any, BaseException | None]]
+    reply: Reply
 
 
 @dataclass
@@ -223,7 +246,7 @@ class Controller:
         else put on the queue for this thread, the lane waiting for the answer."""
         if threading.current_thread() is self.thread:
             return self._apply(run, task, step)
-        reply: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(maxsize=1)
+        reply = Reply()
         handed = Handed(run, task, step, reply)
         with self._unanswered_lock:
             self._unanswered.append(handed)

@@ -175,3 +175,22 @@ def test_a_program_found_on_path_runs_as_named_and_is_found_again_once_moved(
     got.clear()
     proc.stream(["agent-here"], got.append, cwd=where)
     assert got == [f"{second / 'agent-here'} {where}\n".encode()]
+
+
+def test_each_child_gets_the_environment_as_it_is_when_it_starts(
+        where: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The bytes of the last environment are kept for the next child: a dict changed in place
+    # since, and os.environ changed since, must still reach the child as they are now.
+    show = "import os; print(os.environ.get('AL_SPAWN_PROBE'), os.environ.get('AL_OTHER'))"
+    env = {**os.environ, "AL_SPAWN_PROBE": "one"}
+    assert run(where, show, env=env).stdout.split() == ["one", "None"]
+    assert run(where, show, env=env).stdout.split() == ["one", "None"]
+    env["AL_SPAWN_PROBE"] = "two"
+    env["AL_OTHER"] = "é"
+    assert run(where, show, env=env).stdout.split() == ["two", "é"]
+    monkeypatch.setenv("AL_SPAWN_PROBE", "inherited")
+    assert run(where, show).stdout.split() == ["inherited", "None"]
+    monkeypatch.setenv("AL_SPAWN_PROBE", "changed")
+    assert run(where, show).stdout.split() == ["changed", "None"]
+    monkeypatch.delenv("AL_SPAWN_PROBE")
+    assert run(where, show).stdout.split() == ["None", "None"]

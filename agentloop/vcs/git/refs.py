@@ -25,7 +25,7 @@ def where(git_dir: str | os.PathLike[str],
     ref = head[len("ref: "):]
     if not ref.startswith("refs/heads/"):
         return None  # HEAD naming a symbolic ref of its own, or a remote's
-    found = branch_tip(common_dir, ref)
+    found = _tip(common_dir, ref)
     return None if found is None else (ref, found or None)
 
 
@@ -34,6 +34,11 @@ def branch_tip(common_dir: str | os.PathLike[str], ref: str) -> str | None:
     there); None when this cannot be told from the files (reftable, odd contents)."""
     if os.path.isdir(os.path.join(common_dir, "reftable")):
         return None
+    return _tip(common_dir, ref)
+
+
+def _tip(common_dir: str | os.PathLike[str], ref: str) -> str | None:
+    # branch_tip once the repository is known to keep its refs in files: where() has looked.
     try:
         sha = _read(os.path.join(common_dir, ref)).strip()
         return sha if _is_sha(sha) else None
