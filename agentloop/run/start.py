@@ -29,7 +29,7 @@ from agentloop.state.schema import State, now
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.choose import open_vcs
-from agentloop.vcs.preflight import ask_git, preflight
+from agentloop.vcs.preflight import Asked, ask_git, preflight
 from agentloop.vcs.protocol import Change
 from agentloop.vcs.stays_git import vcs_notes
 
@@ -103,11 +103,13 @@ def tree_warning(project: Project, admitted: Admitted) -> str | None:
 
 def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit: Emit,
               job: FleetJob | None = None, first_notes: tuple[str, ...] = (),
-              history: History | None = None) -> tuple[State, RunFinished]:
+              history: History | None = None,
+              asked: Asked | None = None) -> tuple[State, RunFinished]:
     """Everything a run does while it holds the lock; `plan`: the task file, read once (parsed
     unless the state holds it already); `job`:
     a fleet job's part (agentloop.fleet.job), with its notes first; `history`: the history's
-    read, started before (agentloop.run.rebuilt.read_history)."""
+    read, started before (agentloop.run.rebuilt.read_history); `asked`: what preflight asks
+    git, started before for `options.vcs` (agentloop.vcs.preflight.ask_git)."""
     notes: list[str] = list(first_notes) + vcs_notes(options.vcs, project.root)
     leftovers: list[Change] = []
     kind, task_file = None, project.task_file
@@ -118,7 +120,8 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
                      history)
     state, options = admitted.state, admitted.options
     kind = kind or admitted.vcs
-    asked = ask_git(kind, project.root)  # its answers wait while the run is set up
+    if asked is None or kind != options.vcs:  # the state's VCS, not the one asked about
+        asked = ask_git(kind, project.root)  # its answers wait while the run is set up
     box = open_sandbox(project, options)  # refuses here, before anything is changed
     if not options.rehearse:
         notes += rehearsal.check_real_run(project, state, admitted.saved)
