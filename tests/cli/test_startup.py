@@ -287,3 +287,34 @@ def test_status_after_the_history_moved_asks_git_once(finished: Path, tmp_path: 
     calls = git_calls(finished, tmp_path / "again", "tasks.md", "--status")
     assert [c.split()[0] for c in calls] == ["log", "rev-list"], calls
     assert status_json(finished)["lost"] == []
+
+
+def test_a_fresh_run_asks_git_who_commits_while_it_reads_the_history(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # No state: the run reads what history says is done (`git log`), and preflight asks who
+    # commits (`git var`) and whether commits are signed (`git config`). All three only read:
+    # they start together, not the last two after the history's read. The shim holds the
+    # `log` until it sees the `var` (10 s at most, which only a failing run waits).
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    shims, log = tmp_path / "shims", tmp_path / "git.log"
+    shims.mkdir()
+    real = shutil.which("git")
+    assert real is not None
+    (shims / "git").write_text(
+        f'#!/bin/sh\necho "$*" >> "{log}"\n'
+        f'case " $* " in *" log "*)\n'
+        f'    i=0\n'
+        f'    while ! grep -q " var " "{log}" && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n'
+        f'    "{real}" "$@"; code=$?; echo "log ended" >> "{log}"; exit $code ;;\n'
+        f'esac\nexec "{real}" "$@"\n')
+    (shims / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                           "--no-distill"], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    calls = [line if line == "log ended" else re.sub(r"^-C \S+ ", "", line).split()[0]
+             for line in log.read_text().splitlines() if line.strip()]
+    assert "log" in calls and "var" in calls and "config" in calls, calls
+    ended = calls.index("log ended")
+    assert calls.index("var") < ended and calls.index("config") < ended, calls
