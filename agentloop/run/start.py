@@ -15,13 +15,14 @@ from agentloop.errors import AgentLoopError, StateError, UsageError
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.plan.parse import Read, TaskFile
+from agentloop.proc.beside import agents_ready
 from agentloop.run import ledger, rehearsal, remembered, retry
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
 from agentloop.run.rebuilt import History, asks_history, from_history
 from agentloop.run.repo_hooks import start_notes
-from agentloop.run.selection import select
+from agentloop.run.selection import runnable, select
 from agentloop.run.workplace import wants_lane
 from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project, load_plan, state_from
@@ -143,7 +144,15 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
     notes += preflight(kind, project.root, task_file, asked)
     vcs = open_vcs(kind, project.root, task_file, options.allow_dirty,
                    wants_lane(options, job))
-    notes += vcs.prepare()
+    # A run with a task to do gets ready for its first agent while its working copy is made.
+    ready = agents_ready() if options.only or any(
+        runnable(t, options.max_attempts, options.include_optional) for t in state.tasks) \
+        else None
+    try:
+        notes += vcs.prepare()
+    finally:
+        if ready is not None:
+            ready()
     notes += start_notes(vcs.name, project.root, options.git_hooks)
     project.store.hold_vcs_lock()  # the repository prepare() may just have made
     # An interrupted attempt of the old state's: history drops it, for good (jj keeps a change
