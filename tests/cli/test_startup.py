@@ -289,32 +289,60 @@ def test_status_after_the_history_moved_asks_git_once(finished: Path, tmp_path: 
     assert status_json(finished)["lost"] == []
 
 
-def test_a_fresh_run_asks_git_who_commits_while_it_reads_the_history(
-        tmp_path: Path, fake_claude: FakeClaude) -> None:
-    # No state: the run reads what history says is done (`git log`), and preflight asks who
-    # commits (`git var`) and whether commits are signed (`git config`). All three only read:
-    # they start together, not the last two after the history's read. The shim holds the
-    # `log` until it sees the `var` (10 s at most, which only a failing run waits).
-    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+
+def held_git(tmp_path: Path, word: str, until: str) -> tuple[dict[str, str], Path]:
+    """An environment whose `git` notes every call in the log it returns, and holds a call
+    naming `word` until the shell test `until` holds (10 s at most, which only a failing run
+    waits), then notes "WORD: seen" if it did and, once git is done, "WORD ended"."""
     shims, log = tmp_path / "shims", tmp_path / "git.log"
     shims.mkdir()
     real = shutil.which("git")
     assert real is not None
     (shims / "git").write_text(
         f'#!/bin/sh\necho "$*" >> "{log}"\n'
-        f'case " $* " in *" log "*)\n'
+        f'case " $* " in *" {word} "*)\n'
         f'    i=0\n'
-        f'    while ! grep -q " var " "{log}" && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n'
-        f'    "{real}" "$@"; code=$?; echo "log ended" >> "{log}"; exit $code ;;\n'
+        f'    while ! ({until}) && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n'
+        f'    if {until}; then echo "{word}: seen" >> "{log}"; fi\n'
+        f'    "{real}" "$@"; code=$?; echo "{word} ended" >> "{log}"; exit $code ;;\n'
         f'esac\nexec "{real}" "$@"\n')
     (shims / "git").chmod(0o755)
-    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+    return {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}, log
+
+
+def held_run(work: Path, env: dict[str, str], log: Path) -> list[str]:
+    """A fresh git run of the plan in `work`; the git commands (their first word) and the
+    shim's own notes, in order."""
     done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
                            "--no-distill"], cwd=work, env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    calls = [line if line == "log ended" else re.sub(r"^-C \S+ ", "", line).split()[0]
-             for line in log.read_text().splitlines() if line.strip()]
+    return [line if line.endswith((" ended", ": seen")) else
+            re.sub(r"^-C \S+ ", "", line).split()[0]
+            for line in log.read_text().splitlines() if line.strip()]
+
+
+def test_a_fresh_run_asks_git_who_commits_while_it_reads_the_history(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # No state: the run reads what history says is done (`git log`), and preflight asks who
+    # commits (`git var`) and whether commits are signed (`git config`). All three only read:
+    # they start together, not the last two after the history's read.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    env, log = held_git(tmp_path, "log", f'grep -q " var " "{tmp_path / "git.log"}"')
+    calls = held_run(work, env, log)
     assert "log" in calls and "var" in calls and "config" in calls, calls
     ended = calls.index("log ended")
     assert calls.index("var") < ended and calls.index("config") < ended, calls
+
+
+def test_a_run_starts_its_watchdog_while_its_lane_is_made(tmp_path: Path,
+                                                            fake_claude: FakeClaude) -> None:
+    # The watchdog (agentloop.proc.watchdog), a shell that ends the agents if agent-loop is
+    # killed, is started beside the lane's `worktree add`, not on the first agent's path: the
+    # shim holds the `worktree add` until agent-loop (its parent) has a watchdog child.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    env, log = held_git(tmp_path, "worktree",
+                        'ps -o args= --ppid $PPID | grep -q "read -r word group"')
+    calls = held_run(work, env, log)
+    assert "worktree: seen" in calls, calls
+    assert (work / "a.txt").read_text().strip() == "A"
