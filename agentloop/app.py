@@ -130,12 +130,6 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     """Run the unfinished tasks; return the summary."""
     from agentloop.options import check_usage
     from agentloop.plan import parse
-    from agentloop.plan.source import READER
-    from agentloop.run.eventlog import EventLog
-    from agentloop.run.events import fan_out
-    from agentloop.run.hooks import Hooks
-    from agentloop.run.start import start_run
-    from agentloop.state.schema import now
 
     check_usage(options)
     _not_a_link(tasks_md, cwd)
@@ -152,6 +146,14 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     history = _history_beside(project, options)
     asked = _git_beside(project, options)
     try:
+        # The run's own modules are loaded while those git commands run.
+        from agentloop.plan.source import READER
+        from agentloop.run.eventlog import EventLog
+        from agentloop.run.events import fan_out
+        from agentloop.run.hooks import Hooks
+        from agentloop.run.start import start_run
+        from agentloop.state.schema import now
+
         plan = source if options.push is None and not (options.reset or options.rehearse) and \
             project.store.holds(source.sha256, READER) else parse.parsed(source)
     except BaseException:
