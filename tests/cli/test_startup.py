@@ -346,3 +346,49 @@ def test_a_run_starts_its_watchdog_while_its_lane_is_made(tmp_path: Path,
     calls = held_run(work, env, log)
     assert "worktree: seen" in calls, calls
     assert (work / "a.txt").read_text().strip() == "A"
+
+
+
+# The run's own modules, which take longer to load than the git commands a fresh run asks first
+# take to run: those are started (each in a thread of its own, agentloop.proc.beside) before any
+# of these loads, and run meanwhile.
+LOADED_AFTER_THE_FIRST_GIT = ("agentloop.run.start", "agentloop.run.controller",
+                              "agentloop.run.ledger", "agentloop.run.summary",
+                              "agentloop.run.hooks", "agentloop.run.eventlog",
+                              "agentloop.vcs.git.mainline")
+FIRST_GIT = {"agent-loop history": "log", "agent-loop identity": "var",
+             "agent-loop signing": "config"}
+
+
+def test_a_fresh_run_starts_its_first_git_commands_before_it_loads_the_run(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # Python's audit hooks see each module's first import and each process, and a wrapped
+    # Thread.start each thread, in the order they come.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    seen = tmp_path / "seen.txt"
+    code = ("import runpy, sys\n"
+            f"out = open({str(seen)!r}, 'a', buffering=1)\n"
+            "def hook(event, args):\n"
+            "    if event == 'import':\n"
+            "        out.write(f'import {args[0]}\\n')\n"
+            "    elif event in ('subprocess.Popen', 'os.posix_spawn'):\n"
+            "        out.write(f'process {\" \".join(map(str, args[1]))}\\n')\n"
+            "sys.addaudithook(hook)\n"
+            "import threading\n"
+            "begin = threading.Thread.start\n"
+            "def start(self):\n"
+            "    out.write(f'thread {self.name}\\n')\n"
+            "    begin(self)\n"
+            "threading.Thread.start = start\n"
+            "sys.argv = ['agent-loop', 'tasks.md', '--vcs', 'git', '--no-distill']\n"
+            "runpy.run_module('agentloop', run_name='__main__')\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = seen.read_text().splitlines()
+    for name, word in FIRST_GIT.items():   # each thread starts its command
+        assert any(line.startswith("process git ") and f" {word} " in line for line in lines)
+    started = max(lines.index(f"thread {name}") for name in FIRST_GIT)
+    for module in LOADED_AFTER_THE_FIRST_GIT:
+        assert started < lines.index(f"import {module}"), \
+            f"{module} loads before the run's first git commands start"
