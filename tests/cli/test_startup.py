@@ -386,7 +386,7 @@ def test_a_fresh_run_starts_its_first_git_commands_before_it_loads_the_run(
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = seen.read_text().splitlines()
-    for name, word in FIRST_GIT.items():   # each thread starts its command
+    for word in FIRST_GIT.values():   # each thread starts its command
         assert any(line.startswith("process git ") and f" {word} " in line for line in lines)
     started = max(lines.index(f"thread {name}") for name in FIRST_GIT)
     for module in LOADED_AFTER_THE_FIRST_GIT:
