@@ -121,7 +121,9 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
                      history)
     state, options = admitted.state, admitted.options
     kind = kind or admitted.vcs
-    if asked is None or kind != options.vcs:  # the state's VCS, not the one asked about
+    # The caller asked about `options.vcs` (git makes the commits there, or asked is None):
+    # the same questions for git or auto, none of them when jj makes them.
+    if asked is None or kind not in ("git", "auto"):
         asked = ask_git(kind, project.root)  # its answers wait while the run is set up
     box = open_sandbox(project, options)  # refuses here, before anything is changed
     if not options.rehearse:

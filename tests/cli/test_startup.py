@@ -392,3 +392,17 @@ def test_a_fresh_run_starts_its_first_git_commands_before_it_loads_the_run(
     for module in LOADED_AFTER_THE_FIRST_GIT:
         assert started < lines.index(f"import {module}"), \
             f"{module} loads before the run's first git commands start"
+
+
+def test_a_run_that_goes_on_asks_git_who_commits_once(tmp_path: Path,
+                                                      fake_claude: FakeClaude) -> None:
+    # The state says git, the run says auto (the default): the questions asked before the state
+    # was read are the ones the state's VCS needs, not asked a second time.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    git_calls(work, tmp_path / "first", "tasks.md", "--no-distill")
+    (work / "tasks.md").write_text("- first\n  FAKE: write a.txt A\n- second\n"
+                                   "  FAKE: write b.txt B\n")
+    calls = git_calls(work, tmp_path / "again", "tasks.md", "--no-distill")
+    asked = [c.split()[0] for c in calls if c.strip()]
+    assert asked.count("var") == 1 and asked.count("config") == 1, calls
+    assert (work / "b.txt").read_text().strip() == "B"
