@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from agentloop.run.events import Emit, Event, RunFinished
     from agentloop.run.rebuilt import History
     from agentloop.run.selection import PlanRow
+    from agentloop.vcs.preflight import Asked
 
 
 @on_first_use(frozen=True)  # a plain run never makes one (agentloop.ondemand)
@@ -129,12 +130,6 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     """Run the unfinished tasks; return the summary."""
     from agentloop.options import check_usage
     from agentloop.plan import parse
-    from agentloop.plan.source import READER
-    from agentloop.run.eventlog import EventLog
-    from agentloop.run.events import fan_out
-    from agentloop.run.hooks import Hooks
-    from agentloop.run.start import start_run
-    from agentloop.state.schema import now
 
     check_usage(options)
     _not_a_link(tasks_md, cwd)
@@ -149,12 +144,23 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     # already (its hash) is the state's tasks, never parsed: that takes marko and its time.
     source = parse.read(project.task_file)
     history = _history_beside(project, options)
+    asked = _git_beside(project, options)
     try:
+        # The run's own modules are loaded while those git commands run.
+        from agentloop.plan.source import READER
+        from agentloop.run.eventlog import EventLog
+        from agentloop.run.events import fan_out
+        from agentloop.run.hooks import Hooks
+        from agentloop.run.start import start_run
+        from agentloop.state.schema import now
+
         plan = source if options.push is None and not (options.reset or options.rehearse) and \
             project.store.holds(source.sha256, READER) else parse.parsed(source)
     except BaseException:
         if history is not None:
             history()  # its git ends before the run does
+        if asked is not None:
+            asked()
         raise
     events = EventLog(project.store.events, now)
     hooks = Hooks(project, options, fan_out(events, emit))
@@ -168,7 +174,8 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
                                              fan_out(events, emit, hooks))
                 else:
                     state, summary = start_run(project, plan, options,
-                                               fan_out(events, emit, hooks), history=history)
+                                               fan_out(events, emit, hooks), history=history,
+                                               asked=asked)
         except BaseException as exc:
             # After the lock is let go: a hook may start agent-loop again.
             hooks.finished(None, exc)
@@ -178,6 +185,8 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
         events.close()
         if history is not None:
             history()  # waited for already, unless the run stopped before it looked
+        if asked is not None:
+            asked()  # the same: its two git commands end before the run does
     return RunResult(project, state, summary)
 
 
@@ -191,6 +200,18 @@ def _history_beside(project: Project, options: RunOptions) -> History | None:
             project.store.state_path.exists():
         return None
     return read_history(project, options.vcs)
+
+
+def _git_beside(project: Project, options: RunOptions) -> Asked | None:
+    """What preflight asks git (who commits, whether commits are signed), started now beside
+    the history's read and the plan's parse rather than after the state is loaded: two
+    commands that change nothing. None when git makes no commit here, and for a rehearsal or a
+    fleet job, which ask where their own working copy is."""
+    from agentloop.vcs.preflight import ask_git
+
+    if options.push is not None or options.rehearse:
+        return None
+    return ask_git(options.vcs, project.root)
 
 
 def integrate(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> "Integrated":

@@ -88,7 +88,6 @@ def dispatch(tasks_md: Path | None, cwd: Path, options: RunOptions) -> int:
     else:
         from agentloop.console.dashboard_options import with_notices
         from agentloop.console.live import Console
-        from agentloop.run.summary import exit_code
 
         if options.reset and not options.yes:
             from agentloop.console.confirm import reset_allowed
@@ -100,5 +99,8 @@ def dispatch(tasks_md: Path | None, cwd: Path, options: RunOptions) -> int:
                               lambda emit: app.run(tasks_md, cwd, options, emit))
         for line in render.closing_lines(result, cwd):
             echo(line)
+        # Loaded once the run is over: before it, its modules would hold up the run's start.
+        from agentloop.run.summary import exit_code
+
         return exit_code(result.summary)
     return 0

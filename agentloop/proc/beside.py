@@ -1,7 +1,7 @@
 """Work started now in a thread of its own, its result waited for when it is needed: a command
 that only reads runs beside what the caller does meanwhile (the history a fresh run reads while
 the plan is parsed; git's signing setting while its identity is asked; the user's checkout
-looked at while the lane's add and commit run)."""
+looked at while the lane's add and commit run; the watchdog started while the lane is made)."""
 
 from __future__ import annotations
 
@@ -43,3 +43,17 @@ def beside(work: Callable[[], T], name: str, counted: bool = False) -> Callable[
             raise failed[0]
         return found[0]
     return result
+
+
+def agents_ready() -> Callable[[], None]:
+    """What starting an agent needs, made ready in a thread beside what a run does before its
+    first agent (the lane's creation, whose git the main thread waits for): the watchdog's
+    shell started and libc's prctl found (agentloop.proc.reaper), a few milliseconds each that
+    the first agent would wait for otherwise. The function waits for it."""
+    from agentloop.proc.reaper import prctl
+    from agentloop.proc.watchdog import watchdog
+
+    def ready() -> None:
+        watchdog.ready()  # False (it cannot run): the first agent finds that out again
+        prctl()
+    return beside(ready, "agent-loop agents ready")

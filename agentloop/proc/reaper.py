@@ -17,6 +17,8 @@ from typing import Callable, TypeVar
 
 PR_SET_CHILD_SUBREAPER = 36
 _enabled = False
+_prctl: Callable[..., int] | None = None
+_looked = False   # whether libc's prctl was looked for
 # The children we started ourselves and have not reaped yet: never orphans, whichever thread
 # started them (a parallel run's lanes start agents and git at the same time as another lane
 # ends its agent's orphans). Started and noted under the lock, so none is seen unnoted.
@@ -39,18 +41,28 @@ def reaped(pid: int) -> None:
         _ours.discard(pid)
 
 
+def prctl() -> Callable[..., int] | None:
+    """libc's prctl, found once (ctypes, a few milliseconds to import: a run loads it beside
+    its lane's creation, agentloop.proc.beside.agents_ready); None where there is none."""
+    global _prctl, _looked
+    if not _looked:
+        try:
+            import ctypes
+
+            _prctl = ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):
+            _prctl = None
+        _looked = True
+    return _prctl
+
+
 def adopt_orphans() -> bool:
     """Make this process the subreaper of what it starts; False where that is not possible."""
     global _enabled
     if _enabled:
         return True
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        _enabled = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        _enabled = False
+    call = prctl()
+    _enabled = call is not None and call(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     return _enabled
 
 

@@ -10,6 +10,7 @@ import subprocess
 import threading
 from typing import Callable
 
+from agentloop.proc.reaper import prctl as libc_prctl
 from agentloop.proc.reaper import spawn
 
 
@@ -19,11 +20,8 @@ def die_with_parent() -> Callable[[], None] | None:
     Used only when the watchdog cannot start: a pre-exec hook forces a full fork() of our
     process, which costs a few milliseconds a run. Linux only; elsewhere None.
     """
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
+    prctl = libc_prctl()
+    if prctl is None:
         return None
     parent = os.getpid()
 

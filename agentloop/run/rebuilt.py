@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from agentloop.proc.beside import beside
-from agentloop.run import ledger
 from agentloop.state.landed import done_tasks, landings, trailers
 from agentloop.state.project import Project
 from agentloop.state.schema import State, TaskState
@@ -64,6 +63,9 @@ def from_history(project: Project, state: State, vcs: str,
     landed = _done(project, state, history)
     if not landed:
         return None
+    # The task records' writer, loaded only now: read_history starts its git before it is needed.
+    from agentloop.run import ledger
+
     change_of = {commit: change for commit, change, _ in history}
     for index, commit in landed.items():
         task = state.tasks[index - 1]

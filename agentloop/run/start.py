@@ -15,13 +15,14 @@ from agentloop.errors import AgentLoopError, StateError, UsageError
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.plan.parse import Read, TaskFile
+from agentloop.proc.beside import agents_ready
 from agentloop.run import ledger, rehearsal, remembered, retry
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
 from agentloop.run.rebuilt import History, asks_history, from_history
 from agentloop.run.repo_hooks import start_notes
-from agentloop.run.selection import select
+from agentloop.run.selection import runnable, select
 from agentloop.run.workplace import wants_lane
 from agentloop.state.learnings import Learnings
 from agentloop.state.project import Project, load_plan, state_from
@@ -29,7 +30,7 @@ from agentloop.state.schema import State, now
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.choose import open_vcs
-from agentloop.vcs.preflight import ask_git, preflight
+from agentloop.vcs.preflight import Asked, ask_git, preflight
 from agentloop.vcs.protocol import Change
 from agentloop.vcs.stays_git import vcs_notes
 
@@ -103,11 +104,13 @@ def tree_warning(project: Project, admitted: Admitted) -> str | None:
 
 def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit: Emit,
               job: FleetJob | None = None, first_notes: tuple[str, ...] = (),
-              history: History | None = None) -> tuple[State, RunFinished]:
+              history: History | None = None,
+              asked: Asked | None = None) -> tuple[State, RunFinished]:
     """Everything a run does while it holds the lock; `plan`: the task file, read once (parsed
     unless the state holds it already); `job`:
     a fleet job's part (agentloop.fleet.job), with its notes first; `history`: the history's
-    read, started before (agentloop.run.rebuilt.read_history)."""
+    read, started before (agentloop.run.rebuilt.read_history); `asked`: what preflight asks
+    git, started before for `options.vcs` (agentloop.vcs.preflight.ask_git)."""
     notes: list[str] = list(first_notes) + vcs_notes(options.vcs, project.root)
     leftovers: list[Change] = []
     kind, task_file = None, project.task_file
@@ -118,7 +121,10 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
                      history)
     state, options = admitted.state, admitted.options
     kind = kind or admitted.vcs
-    asked = ask_git(kind, project.root)  # its answers wait while the run is set up
+    # The caller asked about `options.vcs` (git makes the commits there, or asked is None):
+    # the same questions for git or auto, none of them when jj makes them.
+    if asked is None or kind not in ("git", "auto"):
+        asked = ask_git(kind, project.root)  # its answers wait while the run is set up
     box = open_sandbox(project, options)  # refuses here, before anything is changed
     if not options.rehearse:
         notes += rehearsal.check_real_run(project, state, admitted.saved)
@@ -140,7 +146,15 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
     notes += preflight(kind, project.root, task_file, asked)
     vcs = open_vcs(kind, project.root, task_file, options.allow_dirty,
                    wants_lane(options, job))
-    notes += vcs.prepare()
+    # A run with a task to do gets ready for its first agent while its working copy is made.
+    ready = agents_ready() if options.only or any(
+        runnable(t, options.max_attempts, options.include_optional) for t in state.tasks) \
+        else None
+    try:
+        notes += vcs.prepare()
+    finally:
+        if ready is not None:
+            ready()
     notes += start_notes(vcs.name, project.root, options.git_hooks)
     project.store.hold_vcs_lock()  # the repository prepare() may just have made
     # An interrupted attempt of the old state's: history drops it, for good (jj keeps a change

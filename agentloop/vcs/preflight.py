@@ -12,7 +12,6 @@ from typing import Callable
 from agentloop.errors import VcsError
 from agentloop.proc.beside import beside
 from agentloop.vcs import STATE_DIR
-from agentloop.vcs.git.mainline import finish_landing
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.stays_git import git_only
 
@@ -41,6 +40,9 @@ def preflight(kind: str, root: Path, task_file: Path, asked: Asked | None = None
     warnings: list[str] = []
     git_dir = root / ".git"
     if git_dir.is_dir():
+        # Loaded here, not with this module: ask_git starts its commands before it is needed.
+        from agentloop.vcs.git.mainline import finish_landing
+
         warnings += _stale_locks(git_dir)
         landing = finish_landing(root, git_dir)  # a parallel run's, cut short by a kill
         warnings += [landing] if landing else []

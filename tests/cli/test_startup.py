@@ -287,3 +287,122 @@ def test_status_after_the_history_moved_asks_git_once(finished: Path, tmp_path: 
     calls = git_calls(finished, tmp_path / "again", "tasks.md", "--status")
     assert [c.split()[0] for c in calls] == ["log", "rev-list"], calls
     assert status_json(finished)["lost"] == []
+
+
+
+def held_git(tmp_path: Path, word: str, until: str) -> tuple[dict[str, str], Path]:
+    """An environment whose `git` notes every call in the log it returns, and holds a call
+    naming `word` until the shell test `until` holds (10 s at most, which only a failing run
+    waits), then notes "WORD: seen" if it did and, once git is done, "WORD ended"."""
+    shims, log = tmp_path / "shims", tmp_path / "git.log"
+    shims.mkdir()
+    real = shutil.which("git")
+    assert real is not None
+    (shims / "git").write_text(
+        f'#!/bin/sh\necho "$*" >> "{log}"\n'
+        f'case " $* " in *" {word} "*)\n'
+        f'    i=0\n'
+        f'    while ! ({until}) && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n'
+        f'    if {until}; then echo "{word}: seen" >> "{log}"; fi\n'
+        f'    "{real}" "$@"; code=$?; echo "{word} ended" >> "{log}"; exit $code ;;\n'
+        f'esac\nexec "{real}" "$@"\n')
+    (shims / "git").chmod(0o755)
+    return {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}, log
+
+
+def held_run(work: Path, env: dict[str, str], log: Path) -> list[str]:
+    """A fresh git run of the plan in `work`; the git commands (their first word) and the
+    shim's own notes, in order."""
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                           "--no-distill"], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [line if line.endswith((" ended", ": seen")) else
+            re.sub(r"^-C \S+ ", "", line).split()[0]
+            for line in log.read_text().splitlines() if line.strip()]
+
+
+def test_a_fresh_run_asks_git_who_commits_while_it_reads_the_history(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # No state: the run reads what history says is done (`git log`), and preflight asks who
+    # commits (`git var`) and whether commits are signed (`git config`). All three only read:
+    # they start together, not the last two after the history's read.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    env, log = held_git(tmp_path, "log", f'grep -q " var " "{tmp_path / "git.log"}"')
+    calls = held_run(work, env, log)
+    assert "log" in calls and "var" in calls and "config" in calls, calls
+    ended = calls.index("log ended")
+    assert calls.index("var") < ended and calls.index("config") < ended, calls
+
+
+def test_a_run_starts_its_watchdog_while_its_lane_is_made(tmp_path: Path,
+                                                            fake_claude: FakeClaude) -> None:
+    # The watchdog (agentloop.proc.watchdog), a shell that ends the agents if agent-loop is
+    # killed, is started beside the lane's `worktree add`, not on the first agent's path: the
+    # shim holds the `worktree add` until agent-loop (its parent) has a watchdog child.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    env, log = held_git(tmp_path, "worktree",
+                        'ps -o args= --ppid $PPID | grep -q "read -r word group"')
+    calls = held_run(work, env, log)
+    assert "worktree: seen" in calls, calls
+    assert (work / "a.txt").read_text().strip() == "A"
+
+
+
+# The run's own modules, which take longer to load than the git commands a fresh run asks first
+# take to run: those are started (each in a thread of its own, agentloop.proc.beside) before any
+# of these loads, and run meanwhile.
+LOADED_AFTER_THE_FIRST_GIT = ("agentloop.run.start", "agentloop.run.controller",
+                              "agentloop.run.ledger", "agentloop.run.summary",
+                              "agentloop.run.hooks", "agentloop.run.eventlog",
+                              "agentloop.vcs.git.mainline")
+FIRST_GIT = {"agent-loop history": "log", "agent-loop identity": "var",
+             "agent-loop signing": "config"}
+
+
+def test_a_fresh_run_starts_its_first_git_commands_before_it_loads_the_run(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # Python's audit hooks see each module's first import and each process, and a wrapped
+    # Thread.start each thread, in the order they come.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    seen = tmp_path / "seen.txt"
+    code = ("import runpy, sys\n"
+            f"out = open({str(seen)!r}, 'a', buffering=1)\n"
+            "def hook(event, args):\n"
+            "    if event == 'import':\n"
+            "        out.write(f'import {args[0]}\\n')\n"
+            "    elif event in ('subprocess.Popen', 'os.posix_spawn'):\n"
+            "        out.write(f'process {\" \".join(map(str, args[1]))}\\n')\n"
+            "sys.addaudithook(hook)\n"
+            "import threading\n"
+            "begin = threading.Thread.start\n"
+            "def start(self):\n"
+            "    out.write(f'thread {self.name}\\n')\n"
+            "    begin(self)\n"
+            "threading.Thread.start = start\n"
+            "sys.argv = ['agent-loop', 'tasks.md', '--vcs', 'git', '--no-distill']\n"
+            "runpy.run_module('agentloop', run_name='__main__')\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = seen.read_text().splitlines()
+    for word in FIRST_GIT.values():   # each thread starts its command
+        assert any(line.startswith("process git ") and f" {word} " in line for line in lines)
+    started = max(lines.index(f"thread {name}") for name in FIRST_GIT)
+    for module in LOADED_AFTER_THE_FIRST_GIT:
+        assert started < lines.index(f"import {module}"), \
+            f"{module} loads before the run's first git commands start"
+
+
+def test_a_run_that_goes_on_asks_git_who_commits_once(tmp_path: Path,
+                                                      fake_claude: FakeClaude) -> None:
+    # The state says git, the run says auto (the default): the questions asked before the state
+    # was read are the ones the state's VCS needs, not asked a second time.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    git_calls(work, tmp_path / "first", "tasks.md", "--no-distill")
+    (work / "tasks.md").write_text("- first\n  FAKE: write a.txt A\n- second\n"
+                                   "  FAKE: write b.txt B\n")
+    calls = git_calls(work, tmp_path / "again", "tasks.md", "--no-distill")
+    asked = [c.split()[0] for c in calls if c.strip()]
+    assert asked.count("var") == 1 and asked.count("config") == 1, calls
+    assert (work / "b.txt").read_text().strip() == "B"
