@@ -7,7 +7,6 @@ and their edits must not become the next task's)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from agentloop import proc
@@ -17,14 +16,15 @@ from agentloop.vcs.jj.run import Rev, op_head
 CARRY_SECONDS = 0.5
 
 
-@dataclass(frozen=True)
 class Carried:
-    """@ as finish's `jj new` left it, with proc.started(), the time and jj's operation then."""
+    """@ as finish's `jj new` left it, with proc.started(), the time and jj's operation then.
 
-    started: int
-    at: float
-    op: str | None
-    fresh: Rev
+    A plain class, set once: a dataclass would compile its methods at every jj run's start."""
+
+    __slots__ = ("started", "at", "op", "fresh")
+
+    def __init__(self, started: int, at: float, op: str | None, fresh: Rev) -> None:
+        self.started, self.at, self.op, self.fresh = started, at, op, fresh
 
 
 def keep(root: Path, fresh: Rev, task: Rev) -> Carried | None:

@@ -11,18 +11,20 @@ the backend squashes those edits down into its base before a change is sealed or
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.jj.run import MAX_NEW_FILE, Jj, fileset
 
 
-@dataclass(frozen=True)
 class OwnFiles:
-    """The paths, relative to the working copy's root, that are the tool's and no task's."""
+    """The paths, relative to the working copy's root, that are the tool's and no task's.
 
-    task_rel: str | None = None
-    plans: frozenset[str] = frozenset()
+    A plain class, set once: a dataclass would compile its methods at every jj run's start."""
+
+    __slots__ = ("task_rel", "plans")
+
+    def __init__(self, task_rel: str | None = None, plans: frozenset[str] = frozenset()) -> None:
+        self.task_rel, self.plans = task_rel, plans
 
     def holds(self, rel: str) -> bool:
         """Whether `rel` is one of the tool's own files."""
