@@ -299,15 +299,27 @@ def apply(run: Run, task: TaskState, step: Step) -> Attempt | None:
     if isinstance(step, Judged):
         _judged(run, task, step.record, step.decision)
         return None
-    if isinstance(step, ChecksRan):
-        checks_ran(step.record, step.runs)  # saved with the next step's save
+    if not _record(task, step):  # saved with the next step's save
+        if isinstance(step, Opened):  # one journal line for the opening and the run's record
+            _say(run, task, step)
         return None
+    save(run, task)
+    _say(run, task, step)
+    if isinstance(step, Completed) and tick_boxes.landed(run, task):
+        save(run, task)  # the state's hash of the plan moved to the ticked plan's
+    return None
+
+
+def _record(task: TaskState, step: Step) -> bool:
+    """What `step` changes in the task's records and its runs'; False when it is saved with
+    the next step's save (and said then, but for an opening)."""
+    if isinstance(step, ChecksRan):
+        checks_ran(step.record, step.runs)
+        return False
     if isinstance(step, Opened):
         open_attempt(task, step.change)
-        if not step.save:  # one journal line for the opening and the run's record
-            _say(run, task, step)
-            return None
-    elif isinstance(step, RunEnded):
+        return step.save
+    if isinstance(step, RunEnded):
         record_result(task, step.record, step.result)
     elif isinstance(step, Marked):
         step.record.outcome = step.outcome
@@ -315,8 +327,7 @@ def apply(run: Run, task: TaskState, step: Step) -> Attempt | None:
             step.record.reason = step.reason
         if step.verdict is not None:
             step.record.verdict = step.verdict
-        if not step.save:
-            return None
+        return step.save
     elif isinstance(step, Dropped):
         forget_change(task, step.number)
         if step.finished and step.kept:
@@ -346,11 +357,7 @@ def apply(run: Run, task: TaskState, step: Step) -> Attempt | None:
         step.record.reason = step.line
     elif isinstance(step, Fatal):
         stopped(task, step.record, step.reason)
-    save(run, task)
-    _say(run, task, step)
-    if isinstance(step, Completed) and tick_boxes.landed(run, task):
-        save(run, task)  # the state's hash of the plan moved to the ticked plan's
-    return None
+    return True
 
 
 def _say(run: Run, task: TaskState, step: Step) -> None:

@@ -14,6 +14,8 @@ agentloop.state.journal), which says what it says about it; so a damaged, old or
 from __future__ import annotations
 
 import json
+import re
+from math import isinf
 from pathlib import Path
 
 from agentloop.errors import StateError
@@ -88,9 +90,9 @@ def plan_folders(root: Path) -> list[Path]:
 
 def loads(raw: bytes, where: Path) -> Any:
     """The JSON of a state file's bytes (the standard library's reader); StateError when they
-    are not JSON, or hold what orjson, the full reader's, refuses (NaN, Infinity)."""
+    are not JSON, or hold what orjson, the full reader's, reads otherwise (_parse)."""
     try:
-        return json.loads(raw, parse_constant=_refused)
+        return _parse(raw)
     except ValueError:
         raise StateError(f"{where} is not valid JSON") from None
 
@@ -99,8 +101,40 @@ def loads(raw: bytes, where: Path) -> Any:
 JOURNAL_TOP = tuple(name for name in STATES.order if name not in ("tasks", "journal_id"))
 
 
+def _parse(raw: bytes) -> Any:
+    """`raw`'s JSON; ValueError for what orjson refuses or reads otherwise: bytes that are not
+    UTF-8 (the standard library's reader takes UTF-16, a byte order mark, a surrogate), a lone
+    surrogate escape, NaN or Infinity, a number beyond a double, an integer beyond 64 bits
+    (orjson's is a float). None is in a file either writer writes: hand-made, all of them."""
+    # A backslash is rare in a state (a message's line break): the search runs only then.
+    if b"\\" in raw and _LONE_SURROGATE.search(raw):
+        raise ValueError("a lone surrogate")
+    return json.loads(raw.decode(), parse_constant=_refused, parse_int=_int64,
+                      parse_float=_double)
+
+
+# A \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or that one not after it.
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|"
+                             rb"(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F]")
+
+
 def _refused(word: str) -> Any:
     raise ValueError(word)
+
+
+def _int64(digits: str) -> int:
+    # Called for every integer: a length test spares most of them the range test.
+    value = int(digits)
+    if len(digits) > 18 and not -(1 << 63) <= value < 1 << 64:
+        raise ValueError(digits)
+    return value
+
+
+def _double(digits: str) -> float:
+    value = float(digits)
+    if isinf(value):
+        raise ValueError(digits)
+    return value
 
 
 def load(folder: Path, plan_hash: str | None, read: tuple[bytes, Any] | None = None,
@@ -191,8 +225,8 @@ def journal_lines(raw: bytes, snapshot: str | None, parse: Callable[[bytes], Any
 
 
 def loads_line(line: bytes) -> Any:
-    """A journal line's JSON, refusing what orjson refuses (NaN, Infinity)."""
-    return json.loads(line, parse_constant=_refused)
+    """A journal line's JSON, refusing what orjson refuses or reads otherwise (_parse)."""
+    return _parse(line)
 
 
 def _whole(table: Table, data: Any) -> bool:

@@ -177,7 +177,8 @@ def sweep_workspaces(kind: str, root: Path, keep: set[str], known: set[str],
     branches too, what is not on the main line kept first."""
     if kind == "git":
         from agentloop.vcs.git import worktrees
-        _, registered = worktrees.swept_git(root, keep, known=known)
-        return Swept(tuple(worktrees.drop_branches(root, known - keep, main_ref)), registered)
+        _, registered, notes = worktrees.swept_git(root, keep, known=known)
+        notes += worktrees.drop_branches(root, known - keep, main_ref)
+        return Swept(tuple(notes), registered)
     from agentloop.vcs.jj import workspaces
     return Swept((), workspaces.swept_jj(root, keep, known=known)[1])

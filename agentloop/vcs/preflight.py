@@ -25,18 +25,22 @@ IN_PROGRESS = (("MERGE_HEAD", "a merge", "merge"), ("rebase-merge", "a rebase", 
 
 # What git says of who commits (None: no identity) and whether commits are signed, asked in
 # threads of their own: the function that waits for both.
-Asked = Callable[[], tuple[str | None, bool]]
+Answers = Callable[[], tuple[str | None, bool]]
+# What the run's early ask (ask_git) found: whether jj makes the commits, and git's Answers
+# when git makes them (else None).
+Asked = tuple[bool, Answers | None]
 
 
 def preflight(kind: str, root: Path, task_file: Path, asked: Asked | None = None) -> list[str]:
     """Check the repository before anything runs; raise for a blocker, return warnings.
-    `asked`: git's answers, as ask_git started asking a moment before."""
+    `asked`: what ask_git found a moment before (asked now when not given)."""
     if (root / STATE_DIR).is_symlink():
         raise VcsError(f"{root / STATE_DIR} is a symlink: agent-loop keeps its state there and "
                        "will not write through a link; remove the link and run again")
     if _bare(root):
         raise VcsError(f"{root} is a bare git repository (no working tree): run agent-loop in a "
                        "clone of it (`git clone` it, then run in the clone)")
+    jj, answers = asked if asked is not None else ask_git(kind, root)
     warnings: list[str] = []
     git_dir = root / ".git"
     if git_dir.is_dir():
@@ -47,8 +51,7 @@ def preflight(kind: str, root: Path, task_file: Path, asked: Asked | None = None
         landing = finish_landing(root, git_dir)  # a parallel run's, cut short by a kill
         warnings += [landing] if landing else []
     if kind in ("git", "auto") and git_dir.is_dir():
-        _git_ready(root, git_dir, asked if asked is not None else ask_git(kind, root))
-    jj = _jj_commits(kind, root)
+        _git_ready(root, git_dir, answers)
     if jj and not _jj_identity(root) and "JJ_EMAIL" not in _jj_env(root):
         warnings.append("jj has no user identity: every change will say \"(no email set)\"; "
                         "set one with `jj config set --user user.name \"Your Name\"` and "
@@ -107,26 +110,28 @@ def _jj_commits(kind: str, root: Path) -> bool:
         kind == "auto" and git_only(root))
 
 
-def ask_git(kind: str, root: Path) -> Asked | None:
-    """What preflight asks git (who commits, whether commits are signed), started now, each
-    question in a thread of its own, while the run goes on setting up: two commands that
-    change nothing, side by side. None when git makes no commit here (jj does, or there is no
-    git repository yet)."""
-    if kind not in ("git", "auto") or not (root / ".git").is_dir() or _jj_commits(kind, root):
-        return None
+def ask_git(kind: str, root: Path) -> Asked:
+    """Whether jj makes the commits, and what preflight asks git when it does not (who
+    commits, whether commits are signed), started now, each question in a thread of its own,
+    while the run goes on setting up: two commands that change nothing, side by side. No
+    questions (None) when git makes no commit here (jj does, or there is no git repository
+    yet)."""
+    jj = _jj_commits(kind, root)
+    if jj or kind not in ("git", "auto") or not (root / ".git").is_dir():
+        return jj, None
     who = beside(partial(_git, root, "var", "GIT_COMMITTER_IDENT"), "agent-loop identity")
     signed = beside(partial(signs, root), "agent-loop signing")
-    return lambda: (who(), signed())
+    return jj, lambda: (who(), signed())
 
 
-def _git_ready(root: Path, git_dir: Path, asked: Asked | None) -> None:
+def _git_ready(root: Path, git_dir: Path, answers: Answers | None) -> None:
     for name, what, command in IN_PROGRESS:
         if (git_dir / name).exists():
             raise VcsError(f"{what} is in progress in {root}: finish it (`git {command} "
                            f"--continue`) or abort it (`git {command} --abort`), then run again")
-    if asked is None:
+    if answers is None:
         return  # jj makes the commits, with its own identity
-    who, signed = asked()
+    who, signed = answers()
     if who is None:
         raise VcsError("git has no identity to commit with here: set it with `git config "
                        "--global user.name \"Your Name\"` and `git config --global user.email "

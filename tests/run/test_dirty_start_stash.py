@@ -36,8 +36,15 @@ def test_following_the_stash_hint_lands_the_task_and_keeps_your_file_and_plan(
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"]
     assert (work / "notes.txt").read_text() == "the agent's notes\n"
     assert (work / "tasks.md").read_text() == plan
-    # Your notes are in the stash, whole.
+    # Your notes are in the stash, whole; `git stash pop` refuses on the files that are back
+    # (the task's notes, the plan the run put back), and the line says what brings yours back.
     assert git(work, "show", "stash@{0}^3:notes.txt") == "my own notes\n"
+    popped = subprocess.run(["git", "stash", "pop"], cwd=work, capture_output=True, text=True)
+    assert popped.returncode != 0 and "tasks.md already exists" in popped.stderr
+    assert "`git checkout 'stash@{0}^3' -- notes.txt` brings yours back" in out
+    git(work, "checkout", "stash@{0}^3", "--", "notes.txt")
+    assert (work / "notes.txt").read_text() == "my own notes\n"
+    assert (work / "tasks.md").read_text() == plan
 
 
 @pytest.mark.parametrize("kind,lanes", [("git", ()), ("git", ("--parallel", "2")), ("jj", ())])

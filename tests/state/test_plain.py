@@ -15,6 +15,7 @@ import pytest
 
 from agentloop import standing
 from agentloop.console import render
+from agentloop.errors import StateError
 from agentloop.state import fields, plain, schema
 from agentloop.state.project import load_plan, open_project
 from agentloop.state.schema import Attempt, State
@@ -160,6 +161,60 @@ def test_a_state_in_doubt_goes_to_the_full_reader(repo: Path, doubt: str) -> Non
     assert said == full
 
 
+# What the standard library's JSON reader takes and orjson, the full reader's, does not: a number
+# beyond a double (orjson refuses it), an integer beyond 64 bits (orjson makes it a float), a
+# lone surrogate escape or bytes that are not UTF-8 (orjson refuses both). Written by hand:
+# neither writer writes them.
+BEYOND: dict[str, bytes] = {
+    "a float beyond a double": b"1e400",
+    "a float of 400 digits": b"1" + b"0" * 400 + b".5",
+    "an integer beyond 64 bits": b"18446744073709551616",
+    "a negative integer beyond 64 bits": b"-9223372036854775809",
+    "a lone surrogate": b'"\\ud800"',
+    "a low surrogate first": b'"\\udc00\\ud800"',
+    "a surrogate in the bytes": b'"\xed\xa0\x80"',   # not UTF-8
+}
+
+
+@pytest.mark.parametrize("beyond", BEYOND)
+def test_what_orjson_reads_otherwise_goes_to_the_full_reader(repo: Path, beyond: str) -> None:
+    state = saved(repo, finished)
+    rewrite(repo, lambda d: d.update(remembered={"hand": 424242}))
+    path = repo / ".agent-loop" / "state.json"
+    path.write_bytes(path.read_bytes().replace(b"424242", BEYOND[beyond]))
+    project = open_project(Path("tasks.md"), repo)
+    assert plain.load(project.store.dir, state.task_file_hash) is None
+    # --status says what the full reader says: the file named invalid, or orjson's float.
+    said = []
+    for read in (lambda: standing._read_in_full(Path("tasks.md"), repo, False),
+                 lambda: standing.status(Path("tasks.md"), repo)):
+        try:
+            said.append(render.status_text(read(), repo))
+        except StateError as exc:
+            said.append(str(exc))
+    assert said[0] == said[1]
+    assert ("is not valid JSON" in said[0]) == ("integer" not in beyond)
+
+
+def test_numbers_orjson_reads_alike_stay_with_the_plain_reader(repo: Path) -> None:
+    """The edges orjson still reads as the standard library does: no doubt, no full read."""
+    state = saved(repo, finished)
+    rewrite(repo, lambda d: d.update(remembered={
+        "hand": [424242, 424243, 424244, 424245, 424246]}))
+    path = repo / ".agent-loop" / "state.json"
+    edges = {b"424242": b"18446744073709551615", b"424243": b"-9223372036854775808",
+             b"424244": b"1.7976931348623157e308", b"424245": b"1e-400",
+             b"424246": b'"\\ud83d\\ude00"'}
+    raw = path.read_bytes()
+    for mark, value in edges.items():
+        raw = raw.replace(mark, value)
+    path.write_bytes(raw)
+    project = open_project(Path("tasks.md"), repo)
+    record = plain.load(project.store.dir, state.task_file_hash)
+    assert record is not None
+    assert as_json(record) == orjson.loads(raw)
+
+
 def test_an_old_version_s_file_reads_the_same(repo: Path) -> None:
     """Schema 1 (no journal_id) from an earlier agent-loop: upgraded by the full reader."""
     saved(repo, finished)
@@ -206,6 +261,9 @@ TORN: dict[str, Callable[[bytes], bytes]] = {
     "a field the state has not": lambda raw: raw.replace(b'"top":{', b'"top":{"x":1,', 1),
     "a top field of the wrong type": lambda raw: raw.replace(b'"budget":7.5', b'"b":[]', 1)
     .replace(b'"remembered":{', b'"remembered":"', 1),
+    "a number beyond a double": lambda raw: raw.replace(b'"budget":7.5', b'"budget":1e400', 1),
+    "an integer beyond 64 bits": lambda raw: raw.replace(b'"budget":7.5',
+                                                         b'"budget":36893488147419103232', 1),
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from agentloop import proc
 from agentloop.errors import ProcessError, VcsError
-from agentloop.vcs.jj import backend
+from agentloop.vcs.jj import carried
 from agentloop.vcs.jj.backend import JjVcs
 from agentloop.vcs.protocol import Change
 from tests.support.repos import make_repo
@@ -201,7 +201,7 @@ def test_user_edits_between_tasks_stay_out_of_the_next_task(
     first = run_task(vcs, repo, "first", {"a.txt": "a\n"})
     # The pause between tasks outlasted the moment in which the next begin trusts what
     # finish's `jj new` said @ was (edits in that moment are the task's, as with git).
-    monkeypatch.setattr(backend, "CARRY_SECONDS", 0.0)
+    monkeypatch.setattr(carried, "CARRY_SECONDS", 0.0)
     (repo / "user.txt").write_text("typed while the loop ran\n")
     second = run_task(vcs, repo, "second", {"b.txt": "b\n"})
     assert files_in(repo, second.change_id) == ["b.txt"]
@@ -212,7 +212,7 @@ def test_user_edits_between_tasks_stay_out_of_the_next_task(
 def test_a_change_the_user_describes_between_tasks_stays_theirs(
         repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     vcs = make(repo)
-    monkeypatch.setattr(backend, "CARRY_SECONDS", 60.0)  # however slow jj is here
+    monkeypatch.setattr(carried, "CARRY_SECONDS", 60.0)  # however slow jj is here
     run_task(vcs, repo, "first", {"a.txt": "a\n"})
     (repo / "user.txt").write_text("mine\n")
     # Not through proc: only jj's operation tells that anything happened.

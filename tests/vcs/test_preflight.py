@@ -5,9 +5,11 @@ be called)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -143,3 +145,23 @@ def test_a_lock_a_live_process_holds_stops_the_run_naming_it(work: Path,
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.mark.parametrize("kind, repo", [("auto", "colocated"), ("jj", "jj"), ("auto", "git"),
+                                        ("jj", "colocated")])
+def test_whether_jj_makes_the_commits_is_asked_once_a_run(
+        work: Path, jj_bin: str, monkeypatch: pytest.MonkeyPatch, kind: str, repo: str) -> None:
+    """The run's early ask (ask_git) finds out whether jj makes the commits (a PATH lookup and
+    a stat); preflight, a moment later, goes by that answer instead of looking again."""
+    from agentloop.vcs import preflight
+
+    init_repo(work, repo)
+    looked: list[str] = []
+    which = shutil.which
+    # preflight's own lookups only (every process agent-loop starts looks its program up too)
+    monkeypatch.setattr(preflight, "shutil", SimpleNamespace(
+        which=lambda name: looked.append(name) or which(name)))
+    asked = preflight.ask_git(kind, work)   # as agentloop.run.start does
+    assert asked[0] == (repo != "git")
+    preflight.preflight(kind, work, work / "tasks.md", asked)
+    assert looked == ["jj"]

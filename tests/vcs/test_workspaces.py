@@ -3,7 +3,9 @@ after a crash whatever state it was left in, and cleaned without losing a commit
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,6 +121,55 @@ def test_a_kill_inside_a_lanes_removal_leaves_what_the_next_run_cleans(repo: Pat
     assert "prunable" in wt.git_worktrees(repo)[lane.path]
     back = wt.open_git(repo, "3-killed", base, fresh=False)
     assert (back.path / "a.txt").exists() and "prunable" not in wt.git_worktrees(repo)[back.path]
+
+
+class Killed(BaseException):
+    """A kill at this point: nothing after it runs."""
+
+
+def cut_short(monkeypatch: pytest.MonkeyPatch, repo: Path, name: str) -> Path:
+    """Lane `name`, with a file nobody committed, its removal killed after it deleted a.txt."""
+    base = git(repo, "rev-parse", "HEAD")
+    lane = wt.open_git(repo, name, base, fresh=True)
+    (lane.path / "mine.txt").write_text("nobody committed me\n")
+
+    rmtree = shutil.rmtree
+
+    def killed(path: Path, *args: Any, **kwargs: Any) -> None:
+        if Path(path) != lane.path:
+            return rmtree(path, *args, **kwargs)   # a scratch folder of the removal's
+        (lane.path / "a.txt").unlink()
+        raise Killed
+
+    monkeypatch.setattr(shutil, "rmtree", killed)
+    with pytest.raises(Killed):
+        wt.remove_git(repo, lane, drop_branch=True)
+    monkeypatch.undo()
+    assert not (lane.path / "a.txt").exists() and (lane.path / ".git").is_file()
+    return lane.path
+
+
+def test_a_lane_whose_removal_a_kill_cut_short_is_swept_as_what_it_is(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = cut_short(monkeypatch, repo, "4-cut")
+    kept = git(repo, "rev-parse", "refs/agent-loop/kept-files/4-cut")
+    gone, _, notes = wt.swept_git(repo, keep=set())
+    assert gone == ["4-cut"] and not path.exists()
+    assert notes == ["removed lane 4-cut, whose removal a kill had cut short: nothing of yours "
+                     "was left in it (what nobody had committed there was kept first)"]
+    # What the removal deleted is no one's work: the files kept before it stay what is kept.
+    assert git(repo, "rev-parse", "refs/agent-loop/kept-files/4-cut") == kept
+    assert git(repo, "show", f"{kept}:a.txt") == "a"
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_a_lane_whose_removal_a_kill_cut_short_is_made_whole_to_work_in(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = cut_short(monkeypatch, repo, "5-serial")
+    back = wt.open_git(repo, "5-serial", git(repo, "rev-parse", "HEAD"), fresh=False)
+    assert back.path == path and (path / "a.txt").read_text() == "a\n"
+    assert not (path / "mine.txt").exists()   # kept under refs/agent-loop/kept-files/
+    assert git(back.path, "status", "--porcelain") == ""
 
 
 def test_jj_lane_workspace(tmp_path: Path, jj_bin: str) -> None:

@@ -265,11 +265,15 @@ class GitMainLine:
 
 def _how(untracked: list[str]) -> str:
     """What lets a waiting landing go on: a plain `git stash` leaves an untracked file where it
-    is, in the way of the task's file of that name."""
+    is, in the way of the task's file of that name. A later `git stash pop` refuses while any
+    file it holds untracked is there again (the task's, the plan the run put back): the
+    stash's untracked files are its third parent, from which a file comes back alone."""
     if not untracked:
         return "commit or stash them and it lands on the branch"
     return (f"commit or stash them (an untracked file such as {untracked[0]} with `git stash "
-            "-u`, or move it away) and it lands on the branch")
+            "-u`, or move it away) and it lands on the branch; `git stash pop` then refuses on "
+            f"the files that are back (the task's, the plan): `git checkout 'stash@{{0}}^3' -- "
+            f"{untracked[0]}` brings yours back")
 
 
 def current_branch(root: Path) -> str:

@@ -17,6 +17,10 @@ from agentloop.vcs.lanes import BRANCH_PREFIX, PREVIOUS, Workspace, bookkeeping,
 # Where a lane's work that is not on the main line is kept when its branch or worktree goes.
 KEPT = "refs/agent-loop/kept/"
 KEPT_FILES = "refs/agent-loop/kept-files/"
+# Why a lane's worktree is locked (git's own `locked` file, with this reason) while its removal
+# deletes its files, which begins once what nobody committed there is kept: a kill inside it
+# leaves a lane the next run neither works in nor takes the deletions in for someone's work.
+REMOVING = "agent-loop is removing this lane"
 
 
 def _git(root: Path, *args: str, codes: tuple[int, ...] = (0,)) -> str:
@@ -137,7 +141,10 @@ def clean_git(root: Path, path: Path,
     path = path.resolve()
     notes = []
     worktrees = registered if registered is not None else git_worktrees(root)
-    if path in worktrees and _healthy(path, worktrees[path]):
+    if path in worktrees and worktrees[path].get("locked") == REMOVING:
+        notes.append(f"removed lane {path.name}, whose removal a kill had cut short: nothing "
+                     "of yours was left in it (what nobody had committed there was kept first)")
+    elif path in worktrees and _healthy(path, worktrees[path]):
         kept = _keep_files(root, path, path.name)
         if kept:
             notes.append(f"the uncommitted files of lane {path.name} are kept in commit "
@@ -146,8 +153,11 @@ def clean_git(root: Path, path: Path,
     if path in worktrees:
         if "locked" in worktrees[path]:
             _git(root, "worktree", "unlock", str(path), codes=(0, 128))
-        removed = _removed_from_files(root, path) or \
-            Git(root).code("worktree", "remove", "-f", "-f", str(path), codes=(0, 128))[0] == 0
+        removed = _removed_from_files(root, path)
+        if not removed:  # git's own removal deletes in the same order: locked so too
+            _lock_for_removal(refs.worktree_git_dir(path))
+            removed = Git(root).code("worktree", "remove", "-f", "-f", str(path),
+                                     codes=(0, 128))[0] == 0
     if path.exists():
         shutil.rmtree(path)
     if not removed:  # what a kill or a folder removed from outside left registered
@@ -168,6 +178,7 @@ def _removed_from_files(root: Path, path: Path) -> bool:
     own = refs.worktree_git_dir(path)
     if own is None or own.parent != (git_dir / "worktrees").resolve():
         return False
+    _lock_for_removal(own)
     shutil.rmtree(path)
     shutil.rmtree(own)
     try:
@@ -175,6 +186,16 @@ def _removed_from_files(root: Path, path: Path) -> bool:
     except OSError:
         pass
     return True
+
+
+def _lock_for_removal(own: Path | None) -> None:
+    """Lock the worktree whose own folder in the repository is `own` (REMOVING), as `git
+    worktree lock` would; nothing when it is not known."""
+    if own is not None:
+        try:
+            (own / "locked").write_text(REMOVING)
+        except OSError:
+            pass  # no lock: a kill inside the removal leaves what it left before
 
 
 def _keep_files(root: Path, path: Path, name: str) -> str | None:
@@ -246,10 +267,11 @@ def sweep_git(root: Path, keep: set[str], known: set[str] | None = None) -> list
 
 
 def swept_git(root: Path, keep: set[str], known: set[str] | None = None
-              ) -> tuple[list[str], dict[Path, dict[str, str]] | None]:
-    """sweep_git's names removed, and the repository's worktrees as it listed them when it
-    removed none (else None: a removal, or the prune after one, changed the list)."""
-    gone = []
+              ) -> tuple[list[str], dict[Path, dict[str, str]] | None, list[str]]:
+    """sweep_git's names removed; the repository's worktrees as it listed them when it
+    removed none (else None: a removal, or the prune after one, changed the list); and the
+    notes saying what was kept of them (clean_git)."""
+    gone, notes = [], []
     folder = lanes_dir(root).resolve()
     with bookkeeping(root):
         # No linked worktree at all (as the repository's files say, when its git dir is a
@@ -260,9 +282,9 @@ def swept_git(root: Path, keep: set[str], known: set[str] | None = None
         on_disk = {p.resolve() for p in folder.iterdir()} if folder.is_dir() else set()
         for path in sorted(registered | on_disk):
             if path.name not in keep and (known is None or path.name in known):
-                clean_git(root, path)
+                notes += clean_git(root, path)
                 gone.append(path.name)
-    return gone, (listed if not gone else None)
+    return gone, (listed if not gone else None), notes
 
 
 def drop_branches(root: Path, names: set[str], main: str = "HEAD") -> list[str]:

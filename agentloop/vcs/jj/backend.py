@@ -3,51 +3,30 @@
 jj snapshots the working copy into @ at every command, so the agent's edits land in the task's
 change by themselves. But:
 
-* The task file and `.agent-loop/` must never land in a task's change. Every jj call we make
-  runs with `snapshot.auto-track` narrowed to leave them out, so while they are untracked they
-  stay untracked (even `jj git init --colocate`, which snapshots at once, skips them). A tracked
-  task file (or one the agent's own `jj` call tracked) is still snapshotted into @, the task's
-  change: before a change is sealed or abandoned, `jj squash --from <task> --into <base>
-  <those paths>` moves those edits down into the base, the change that was @ when the run
-  began: the files keep their edits, no task change holds them.
+* The task file and `.agent-loop/` must never land in a task's change
+  (agentloop.vcs.jj.ownfiles): what a tracked one of them holds is moved down by `jj squash
+  --from <task> --into <base> <those paths>` into the base, the change that was @ when the run
+  began, before a change is sealed or abandoned: the files keep their edits, no task change
+  holds them.
 * After `finish` the sealed change must stop being @: `finish` ends with `jj new`, and the next
   `begin` describes that fresh change instead of stacking another one on it.
+* What a killed run left is put right by prepare, before any agent (agentloop.vcs.jj.leftovers).
 """
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 from typing import Iterable
 
-from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.vcs import STATE_DIR, find_root, plan_files, relative_to
+from agentloop.vcs import find_root, plan_files, relative_to
 from agentloop.vcs.history import missing
-from agentloop.vcs.jj import basemark
+from agentloop.vcs.jj import basemark, carried, leftovers, ownfiles
 from agentloop.vcs.jj.aside import bring_back, keep_aside
-from agentloop.vcs.jj.cutshort import undo_cut_short_export
-from agentloop.vcs.jj.run import (
-    INFO,
-    MAX_NEW_FILE,
-    SUMMARIES,
-    Jj,
-    Rev,
-    fileset,
-    op_head,
-    parse_info,
-    summaries,
-)
+from agentloop.vcs.jj.carried import Carried
+from agentloop.vcs.jj.ownfiles import OwnFiles
+from agentloop.vcs.jj.run import INFO, SUMMARIES, Jj, Rev, fileset, op_head, parse_info, summaries
 from agentloop.vcs.protocol import Change
-
-# How jj refuses to work on a working copy that a killed command left behind its operation,
-# and how `jj workspace update-stale` says that files changed after it.
-STALE = "working copy is stale"
-CONCURRENT = "Concurrent modification detected"
-# How long after a task's `jj new` the next task may take that change as it was then, without
-# a `jj log` (as the git backend does: a pause between tasks leaves the user time to edit).
-CARRY_SECONDS = 0.5
 
 
 class JjVcs:
@@ -66,33 +45,17 @@ class JjVcs:
         # A workspace just added on a commit of the main line: no killed run began a change in
         # it, so prepare() has no stray to look for.
         self._made = made
-        self._task_rel: str | None = None
-        self._plans: set[str] = set()   # other plans' task files: never a task's either
+        self._own = OwnFiles()   # the task file, other plans' and .agent-loop/: no task's
         self._base = ""          # @ at the first begin: the user's change, takes the tool's edits
         self._began = False      # a task began here in this run (a new lane's first has no base)
         self._fresh = False      # @ is an empty, undescribed change we made: describe, don't stack
         self._messages: dict[str, str] = {}
-        # @ as finish's `jj new` left it, with proc.started(), the time and jj's operation then.
-        self._carried: tuple[int, float, str | None, Rev] | None = None
+        self._carried: Carried | None = None   # @ as finish's `jj new` left it
         # A killed run's task change whose agent ran `jj commit`/`jj new`: kept by abandon for
         # the task's next begin, which goes on from it (as git does, agentloop.vcs.git.recover).
         self._resumable = ""
         # Its --config options for every call are set by prepare().
         self.jj = Jj(self.root)
-
-    def _update_stale(self) -> str:
-        """Finish what a killed jj command left undone: its operation was recorded, the files
-        not yet written ("The working copy is stale"), and every command refuses until they
-        are. Run before any agent. Files that differ from what jj last recorded (the killed
-        command's own snapshot, or someone's edits since) are kept by jj in a change of their
-        own, which the note names: jj cannot tell the two apart, and neither can we."""
-        done = self.jj.run("workspace", "update-stale")  # what it did is said on stderr
-        note = ("brought the working copy up to date after a jj command that was killed "
-                "(`jj workspace update-stale`)")
-        if CONCURRENT in done.stdout + done.stderr:
-            note += ("; files that differed from jj's last record were kept in a change of "
-                     "their own (`jj log` shows it, `jj restore --from <it>` brings them back)")
-        return note
 
     def _info(self, revset: str) -> list[Rev]:
         return parse_info(self.jj.out("log", "--no-graph", "-r", revset, "-T", INFO))
@@ -109,14 +72,10 @@ class JjVcs:
         self._base = self._info(f"{task.change_id}-")[0].change_id
         basemark.note(self.root, self._base)
 
-    def _kept_out(self, rel: str) -> bool:
-        return (rel == self._task_rel or rel in self._plans or rel == STATE_DIR
-                or rel.startswith(STATE_DIR + "/"))
-
     def _sweep(self, rev: Rev, below: bool = False) -> bool:
         """Move the tool's own files out of `rev` into the base; True when anything moved.
         `below`: with no base yet (a lane's first task), one is made right below `rev`."""
-        ours = [f for f in rev.files if self._kept_out(f)]
+        ours = [f for f in rev.files if self._own.holds(f)]
         if ours and below and not self._base:
             self._base_below(rev)
         if not ours or not self._base:
@@ -149,9 +108,11 @@ class JjVcs:
             if found is not None and (found / ".git").exists():
                 self.root = found
                 self.jj.root = found
-        self._task_rel = relative_to(self.task_file, self.root)
-        self._plans = plan_files(self.root)
-        self.jj.config = self._leave_out_own_files()
+        self._own = OwnFiles(relative_to(self.task_file, self.root),
+                             frozenset(plan_files(self.root)))
+        if self.auto_track is None:
+            self.auto_track = ownfiles.auto_track(Jj(self.root))
+        self.jj.config = self._own.options(self.auto_track)
         if not self.initialized:
             if (self.root / ".git").exists():
                 self.jj.out("git", "init", "--colocate")
@@ -162,53 +123,8 @@ class JjVcs:
                 notes.append(f"initialized a jj repository in {self.root}")
             self.initialized = True
         elif not self._made:
-            if (self.root / ".git").is_dir():  # before a snapshot takes a moved HEAD in
-                undone = undo_cut_short_export(self.root, self.jj)
-                notes += [undone] if undone else []
-            try:
-                notes += self._drop_strays()
-            except VcsError as exc:
-                if STALE not in str(exc):
-                    raise
-                notes.append(self._update_stale())
-                notes += self._drop_strays()
-            basemark.drop_left(self.jj, self.root)
+            notes += leftovers.put_right(self.root, self.jj)
         return notes
-
-    def _drop_strays(self) -> list[str]:
-        """Abandon empty changes an earlier run made and was killed before it used.
-
-        A kill between `jj new -m` and the runner's state save leaves such a change; no task
-        of ours ends empty (finish abandons an empty one), so an empty `agent-loop:` change
-        below @ that can still be rewritten is always a leftover. So is an empty, undescribed
-        change right on a task's change with more above it: finish's fresh @, which a run that
-        recovered the sealed task below took as its base, killed before close dropped it
-        (jj itself drops such a change once it stops being @).
-        """
-        strays = ('empty() & mutable() & ::@ & ~root() & (description(glob:"agent-loop:*") | '
-                  '(description(exact:"") & ~@ & ~bookmarks() & '
-                  'children(description(glob:"agent-loop:*"))))')
-        found = self.jj.out("log", "--no-graph", "-r", strays, "-T", 'change_id ++ "\n"').split()
-        if not found:
-            return []
-        self.jj.out("abandon", strays)
-        return [f"dropped {len(found)} empty change(s) a killed run had begun"]
-
-    def _leave_out_own_files(self) -> list[str]:
-        """The user's snapshot.auto-track minus the task file and `.agent-loop/`."""
-        if self.auto_track is None:
-            done = Jj(self.root).run("config", "get", "snapshot.auto-track", codes=(0, 1, 2))
-            self.auto_track = done.stdout.strip() if done.returncode == 0 and \
-                done.stdout.strip() else "all()"
-        users = self.auto_track
-        ours = f'root:"{STATE_DIR}"'
-        files = sorted(self._plans | ({self._task_rel} if self._task_rel else set()))
-        if files:
-            ours += " | " + fileset(files)
-        # json.dumps makes a valid TOML string, so no file name can break the option. jj leaves
-        # new files over 1 MiB out of a snapshot, silently: a task's change holds every file.
-        return ["--config", "snapshot.auto-track=" + json.dumps(f"({users}) ~ ({ours})"),
-                "--config", f"snapshot.max-new-file-size={MAX_NEW_FILE}"]
 
     def begin(self, message: str) -> Change:
         """`jj new -m` on @, or describe the fresh @ that finish/abandon left when still unused;
@@ -219,10 +135,8 @@ class JjVcs:
                 self._began = True
                 return kept
         reuse = first = False
-        carried, self._carried = self._carried, None
-        if carried is not None and carried[0] == proc.started() and \
-                time.monotonic() - carried[1] <= CARRY_SECONDS and carried[2] is not None and \
-                carried[2] == op_head(self.root):
+        last, self._carried = self._carried, None
+        if carried.holds(last, self.root):
             # Nothing but our own code ran since finish's `jj commit` made @, and no jj command
             # (the user's `jj commit`, say): @ is that empty change still. Files written in
             # these few milliseconds count as the task's, as edits made while its agent works do.
@@ -242,7 +156,7 @@ class JjVcs:
             # Only the tool's own files may have been written since; anything else (the user
             # editing between tasks) stays in that change, and the task starts on top of it.
             wc = self._info("@")[0]
-            reuse = not wc.described and all(self._kept_out(f) for f in wc.files)
+            reuse = not wc.described and all(self._own.holds(f) for f in wc.files)
         told = self._told("describe" if reuse else "new", "-m", message)
         made, self._fresh, self._made, self._began = self._made, False, False, True
         rev = next((r for r in told if r.is_wc), None) or self._info("@")[0]
@@ -295,7 +209,7 @@ class JjVcs:
             self._carry(wc, task)
         return Change(change_id=task.change_id, commit_id=task.commit_id,
                       base=",".join(task.parents),
-                      files=tuple(f for f in task.files if not self._kept_out(f)))
+                      files=tuple(f for f in task.files if not self._own.holds(f)))
 
     def _commit_elsewhere(self, change: Change, message: str) -> Change:
         """`jj commit` sealed a change that is not the task's: the agent ran `jj commit` or
@@ -316,7 +230,7 @@ class JjVcs:
         self._new_on(task)
         return Change(change_id=task.change_id, commit_id=task.commit_id,
                       base=",".join(task.parents),
-                      files=tuple(f for f in task.files if not self._kept_out(f)))
+                      files=tuple(f for f in task.files if not self._own.holds(f)))
 
     def _revert_last(self) -> None:
         """Revert our own `jj commit` (the operation just made), so a change that was not the
@@ -344,7 +258,7 @@ class JjVcs:
             stale = True
         if stale:
             task = self._info(task.change_id)[0]
-        files = tuple(f for f in task.files if not self._kept_out(f))
+        files = tuple(f for f in task.files if not self._own.holds(f))
         self._fresh = True
         if task.empty:
             return self._drop_empty(task)
@@ -360,8 +274,7 @@ class JjVcs:
 
     def _carry(self, fresh: Rev, task: Rev) -> None:
         """Keep `fresh`, the empty @ just made on the finished task, for the next begin."""
-        if fresh.parents == (task.change_id,) and fresh.empty and not fresh.described:
-            self._carried = (proc.started(), time.monotonic(), op_head(self.root), fresh)
+        self._carried = carried.keep(self.root, fresh, task)
 
     def start_over(self, base: str) -> None:
         """The next task begins on `base` (a lane's later group, on the main line's tip): a new
@@ -374,9 +287,7 @@ class JjVcs:
         """The processes started since `since` were agent-loop's own jj commands in another
         workspace that left this one's @ as it was (a lane's landing): the @ finish left, seen
         at operation `op`, is still the next begin's."""
-        carried = self._carried
-        if carried is not None and carried[0] == since and carried[2] == op:
-            self._carried = (proc.started(), carried[1], op_head(self.root), carried[3])
+        self._carried = carried.passed_on(self._carried, self.root, since, op)
 
     def _fold(self, task: Rev, message: str, checked: bool = False) -> Rev:
         """The agent ran `jj new`/`jj commit` itself: squash its changes back into the task's
@@ -410,7 +321,7 @@ class JjVcs:
         # where the next snapshot takes them into @.
         saved = {} if self._base else {
             f: (self.root / f).read_bytes() for f in task.files
-            if self._kept_out(f) and (self.root / f).is_file()}
+            if self._own.holds(f) and (self.root / f).is_file()}
         self._sweep(task)
         wc_goes = wc is None or self._wc_on_top(task)
         tip = wc.change_id if wc is not None and wc_goes else task.change_id
@@ -527,10 +438,10 @@ class JjVcs:
             return None
         task, wc = self._one(change_id)
         if task is None or wc is None or task.empty or wc.parents != (change_id,) or \
-                wc.described or not all(self._kept_out(f) for f in wc.files):
+                wc.described or not all(self._own.holds(f) for f in wc.files):
             return None
         described = self.jj.out("log", "--no-graph", "-r", change_id, "-T", "description")
         if trailers not in described:
             return None
         return Change(change_id=change_id, commit_id=task.commit_id, base=",".join(task.parents),
-                      files=tuple(f for f in task.files if not self._kept_out(f)))
+                      files=tuple(f for f in task.files if not self._own.holds(f)))
