@@ -159,8 +159,8 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     except BaseException:
         if history is not None:
             history()  # its git ends before the run does
-        if asked is not None:
-            asked()
+        if asked is not None and asked[1] is not None:
+            asked[1]()  # its git ends before the run does
         raise
     events = EventLog(project.store.events, now)
     hooks = Hooks(project, options, fan_out(events, emit))
@@ -185,8 +185,8 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
         events.close()
         if history is not None:
             history()  # waited for already, unless the run stopped before it looked
-        if asked is not None:
-            asked()  # the same: its two git commands end before the run does
+        if asked is not None and asked[1] is not None:
+            asked[1]()  # the same: its two git commands end before the run does
     return RunResult(project, state, summary)
 
 
