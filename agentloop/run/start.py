@@ -111,6 +111,7 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
     a fleet job's part (agentloop.fleet.job), with its notes first; `history`: the history's
     read, started before (agentloop.run.rebuilt.read_history); `asked`: what preflight asks
     git, started before for `options.vcs` (agentloop.vcs.preflight.ask_git)."""
+    requested = options.vcs  # what `asked` was asked for
     notes: list[str] = list(first_notes) + vcs_notes(options.vcs, project.root)
     leftovers: list[Change] = []
     kind, task_file = None, project.task_file
@@ -121,9 +122,11 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
                      history)
     state, options = admitted.state, admitted.options
     kind = kind or admitted.vcs
-    # The caller asked about `options.vcs` (git makes the commits there, or asked is None):
-    # the same questions for git or auto, none of them when jj makes them.
-    if asked is None or kind not in ("git", "auto"):
+    # The caller asked about `options.vcs` as given: its answers serve when the run goes on
+    # with that kind, or with git where git was asked already. A state that says git while
+    # the early ask found jj making the commits (auto, a colocated repository) asks again:
+    # git's identity and signing are checked before any agent is paid.
+    if asked is None or not (kind == requested or (kind == "git" and asked[1] is not None)):
         asked = ask_git(kind, project.root)  # its answers wait while the run is set up
     box = open_sandbox(project, options)  # refuses here, before anything is changed
     if not options.rehearse:

@@ -165,3 +165,25 @@ def test_whether_jj_makes_the_commits_is_asked_once_a_run(
     assert asked[0] == (repo != "git")
     preflight.preflight(kind, work, work / "tasks.md", asked)
     assert looked == ["jj"]
+
+
+def test_a_state_that_says_git_in_a_colocated_repository_checks_git_identity(
+        work: Path, fake_claude: FakeClaude, jj_bin: str) -> None:
+    # A git run first; then the repository is made colocated and the identity goes away. The
+    # default --vcs (auto) goes on with the state's git, whose commit would fail only after
+    # the agent was paid: refused before it, as for a run asked for git.
+    init_repo(work, "git")
+    done = agent_loop(work, "--no-distill", "--vcs", "git")
+    assert done.returncode == 0, done.stderr
+    subprocess.run(["jj", "git", "init", "--colocate"], cwd=work, check=True,
+                   capture_output=True)
+    (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GIT_AUTHOR", "GIT_COMMITTER"))}
+    env["EMAIL"] = ""
+    git(work, "config", "user.useConfigOnly", "true")
+    paid = len(fake_claude.task_runs())
+    again = agent_loop(work, "--no-distill", env=env)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "no identity" in again.stderr, again.stderr
+    assert len(fake_claude.task_runs()) == paid
