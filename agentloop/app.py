@@ -144,8 +144,9 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     # already (its hash) is the state's tasks, never parsed: that takes marko and its time.
     source = parse.read(project.task_file)
     history = _history_beside(project, options)
-    asked = _git_beside(project, options)
+    asked: Asked | None = None
     try:
+        asked = _git_beside(project, options)
         # The run's own modules are loaded while those git commands run.
         from agentloop.plan.source import READER
         from agentloop.run.eventlog import EventLog
@@ -157,10 +158,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
         plan = source if options.push is None and not (options.reset or options.rehearse) and \
             project.store.holds(source.sha256, READER) else parse.parsed(source)
     except BaseException:
-        if history is not None:
-            history()  # its git ends before the run does
-        if asked is not None and asked[1] is not None:
-            asked[1]()  # its git ends before the run does
+        _join(history, asked, failing=True)
         raise
     events = EventLog(project.store.events, now)
     hooks = Hooks(project, options, fan_out(events, emit))
@@ -181,13 +179,30 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
             hooks.finished(None, exc)
             raise
         hooks.finished(summary, None)
-    finally:
+    except BaseException:
         events.close()
-        if history is not None:
-            history()  # waited for already, unless the run stopped before it looked
-        if asked is not None and asked[1] is not None:
-            asked[1]()  # the same: its two git commands end before the run does
+        _join(history, asked, failing=True)
+        raise
+    events.close()
+    _join(history, asked, failing=False)
     return RunResult(project, state, summary)
+
+
+def _join(history: History | None, asked: Asked | None, failing: bool) -> None:
+    """The git commands started beside the set-up end before the run does (waited for
+    already, unless the run stopped before it looked at them). Each is waited for whatever the
+    other does; what one of them raised reaches the user only when the run itself did not
+    fail, whose own error is the one to say."""
+    first: Exception | None = None
+    for wait in (history, asked[1] if asked is not None else None):
+        if wait is None:
+            continue
+        try:
+            wait()
+        except Exception as exc:
+            first = first or exc
+    if first is not None and not failing:
+        raise first
 
 
 def _history_beside(project: Project, options: RunOptions) -> History | None:
