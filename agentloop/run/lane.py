@@ -378,7 +378,7 @@ def _followed(run: Run, lost: set[str]) -> set[str]:
     # is where a rebase moved them.
     line = getattr(run.vcs, "main_line", None)
     where, rev = line() if line is not None else (root, "HEAD")
-    moved = moved_on(run.project, run.state, run.vcs.name, where, lost, rev)
+    moved = moved_on(run.state, run.vcs.name, where, lost, rev)
     for task, change, commit in moved:
         ledger.moved(task, change, commit)
         run.emit(LaneNote(f"task {task.index}'s change moved (a rebase kept its trailers): "

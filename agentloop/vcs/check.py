@@ -22,6 +22,7 @@ from agentloop.errors import VcsError
 from agentloop.ondemand import dataclass
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
+from agentloop.vcs.rewritten import rewritten
 
 if TYPE_CHECKING:  # jj's runner comes with a jj lane's check: a git run never imports it
     from agentloop.vcs.jj.run import Jj
@@ -117,26 +118,15 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
                        f"git -C {lane} reset --hard {record.head[:12]}"))
     if record.landed:
         on_main = set(main.out("rev-list", record.main_ref).split())
-        lost = [c for c in record.landed if c not in on_main and not _moved(main, c,
-                                                                              record.main_ref)]
+        gone = [c for c in record.landed if c not in on_main]
+        # One the user amended or rebased is on the main line again: theirs, nothing lost.
+        moved = rewritten("git", record.main_root, gone, record.main_ref) if gone else {}
+        lost = [c for c in gone if c not in moved]
         if lost:
             return Breach(Kind.LANDED_LOST, f"commit {lost[0][:12]}, which this lane landed on "
                           f"{main_short}, is no longer on it",
                           (f"git reflog {main_short}", f"git cherry-pick {lost[0][:12]}"))
     return None
-
-
-def _moved(git: Git, commit: str, main_ref: str) -> bool:
-    """Whether the main line holds `commit` again under another id, named by the same task
-    trailers: the user amended or rebased it (the run's history check follows its record),
-    which is not the agent's doing and loses nothing."""
-    trailers = git.out("log", "-1", "--format=%(trailers:key=Agent-Loop-Plan,key=Agent-Loop-Task)",
-                       commit).strip().splitlines()
-    if len(trailers) < 2:
-        return False
-    found = git.out("log", "-1", "--format=%H", "--fixed-strings", "--all-match",
-                    *(f"--grep={t}" for t in trailers), main_ref)
-    return bool(found.strip())
 
 
 def _as_left(record: GitLaneRecord) -> bool:
