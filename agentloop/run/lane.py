@@ -324,8 +324,12 @@ DONE = (S.COMPLETED, S.UNAPPROVED)
 
 
 def _finished(run: Run) -> Iterator[str]:
-    """Every finished task's change id, read off the records as it is asked for."""
-    return (t.change_id for t in run.state.tasks if t.status in DONE and t.change_id)
+    """Every finished task's change id, read off the records as it is asked for, but those
+    gone from the history before the run began (said then, and asked after no more: the
+    history would be read again after every task for them)."""
+    before = run.shared.lost_before or ()
+    return (t.change_id for t in run.state.tasks
+            if t.status in DONE and t.change_id and t.change_id not in before)
 
 
 def _done_ids(run: Run, settled: TaskState) -> list[str]:
@@ -357,9 +361,10 @@ def _check_history(run: Run, settled: TaskState) -> None:
     if lost:
         lost = _followed(run, lost)
         done = _done_ids(run, settled)  # read afresh should a record have moved
-    lost -= run.shared.lost_before or set()  # yours from before the run: said as it began
-    if not lost and at is not None and not run.shared.lost_before:
-        run.state.history_mark = history.mark(at, done)  # saved with the task's next save
+    if not lost and at is not None:
+        # Over the changes the history holds: one lost before the run is not among them.
+        before = run.shared.lost_before or ()
+        run.state.history_mark = history.mark(at, [c for c in done if c not in before])
     if lost:
         named = ", ".join(f"task {t.index} ({(t.change_id or '')[:12]})"
                           for t in run.state.tasks if t.change_id in lost)
