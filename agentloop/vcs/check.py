@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import enum
 import os
-import stat
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentloop.errors import VcsError
 from agentloop.ondemand import dataclass
+from agentloop.vcs import own_output
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.rewritten import rewritten
@@ -158,36 +158,14 @@ def written(root: Path, before: dict[str, tuple[int, int, int] | None],
             now: list[str]) -> Breach | None:
     """Files of the user's checkout `root` dirty `now` that were not, or differed, when the
     step began (`before`): said, never a stop (the user may be editing too)."""
-    own = _own_output()
+    own = own_output(root)  # `> run.log` in the checkout grows while agents run: the run's
     changed = sorted(p for p in now if (p not in before or stamp(root / p) != before[p])
-                     and _identity(root / p) not in own)
+                     and p not in own)
     if not changed:
         return None
     return Breach(Kind.CHECKOUT_WRITTEN, f"{', '.join(changed[:5])} in {root} changed while "
                   "this lane's agent ran (an agent writing outside its lane, or you)",
                   (f"git -C {root} diff -- {' '.join(changed[:5])}",), stops=False)
-
-
-def _own_output() -> set[tuple[int, int]]:
-    """The files this process's output goes to (`agent-loop plan.md > run.log`, in the
-    checkout): one growing while an agent runs is the run writing, nobody's edit."""
-    own = set()
-    for fd in (1, 2):
-        try:
-            found = os.fstat(fd)
-        except OSError:
-            continue
-        if stat.S_ISREG(found.st_mode):
-            own.add((found.st_dev, found.st_ino))
-    return own
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        found = os.lstat(path)
-    except OSError:
-        return None
-    return found.st_dev, found.st_ino
 
 
 def stamp(path: Path) -> tuple[int, int, int] | None:
