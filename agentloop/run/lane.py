@@ -23,7 +23,7 @@ from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
 from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
 from agentloop.options import continue_args
 from agentloop.proc.signals import hangup_settles_the_task
-from agentloop.run import budget, conflicts, ledger
+from agentloop.run import budget, conflicts
 from agentloop.run.attempt import run_attempt
 from agentloop.run.checks import commit_line
 from agentloop.run.conflicts import GroupHeld
@@ -37,6 +37,7 @@ from agentloop.run.decisions import (
     Fatal,
     Held,
     Judged,
+    Moved,
     Retry,
     Stop,
     Uncounted,
@@ -385,7 +386,7 @@ def _followed(run: Run, lost: set[str]) -> set[str]:
     where, rev = line() if line is not None else (root, "HEAD")
     moved = moved_on(run.state, run.vcs.name, where, lost, rev)
     for task, change, commit in moved:
-        ledger.moved(task, change, commit)
+        hand(run, task, Moved(change, commit))  # the controller writes the records
         run.emit(LaneNote(f"task {task.index}'s change moved (a rebase kept its trailers): "
                           f"it is {change[:12]} now, and its record follows it"))
     if not moved:
@@ -400,7 +401,9 @@ def _lost_before(run: Run) -> None:
     no longer holds (you reset or abandoned them since; `--status` says so too). Said here,
     they stay done and stop nothing; only a change lost while the run works stops it."""
     shared = run.shared
-    with shared.lock:  # lanes start at once; the first one looks, before any task of theirs
+    # Lanes start at once; the first one looks, before any task of theirs. Not under the
+    # records' lock, which the controller takes to save the record of a change that moved.
+    with shared.looking:
         if shared.lost_before is not None:
             return
         shared.lost_before = set()

@@ -183,3 +183,30 @@ def test_a_redo_reset_away_mid_run_stops_the_run(work: Path, fake_claude: FakeCl
     assert "no longer" in said, said
     assert "moved" not in said, said
     assert state_of(work)["tasks"][0]["change_id"] != old
+
+
+def test_a_task_you_rebased_before_a_parallel_run_is_followed(work: Path,
+                                                              fake_claude: FakeClaude) -> None:
+    """A finished task's commit you rebased between two runs: the first lane of a parallel run
+    finds it moved before any task and hands its new id to the controller, which writes the
+    record (a lane writes none), while the other lane waits for that look."""
+    init_repo(work, "git")
+    git(work, "commit", "-qm", "start", "--allow-empty")
+    _plan_commit(work, PLAN)
+    first = agent_loop(work, "--vcs", "git", "--no-distill", "--task", "1")
+    assert first.returncode == 0, first.stdout + first.stderr
+    old = state_of(work)["tasks"][0]["change_id"]
+    git(work, "checkout", "-qb", "base", "HEAD~1")
+    (work / "u.txt").write_text("u\n")
+    git(work, "add", "u.txt")
+    git(work, "commit", "-qm", "base")
+    git(work, "checkout", "-q", "main")
+    git(work, "rebase", "-q", "base")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2", timeout=60)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    assert "task 1's change moved" in said, said
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed"] * 3
+    assert tasks[0]["change_id"] != old
+    assert tasks[0]["change_id"] in git(work, "rev-list", "HEAD").split()
