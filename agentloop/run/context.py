@@ -67,6 +67,7 @@ class Shared:
         # The finished tasks' changes already gone from the history when the run began (you
         # reset or abandoned them; `--status` says so): None until the first lane looks.
         self.lost_before: set[str] | None = None
+        self.looking = threading.Lock()  # held by the lane that finds lost_before
 
     def halt(self) -> None:
         """Start no new task anywhere; running ones finish."""

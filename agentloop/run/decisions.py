@@ -156,6 +156,15 @@ class Dropped:
 
 
 @dataclass(frozen=True)
+class Moved:
+    """A finished task's change is on the history again under another id, rewritten (the user
+    amended or rebased it): its record follows it, its status stays."""
+
+    change_id: str
+    commit_id: str
+
+
+@dataclass(frozen=True)
 class Uncounted:
     """Attempt `number` does not count (Ctrl+C, a stop, a kill): its unfinished runs end as
     `outcome`, the task waits its turn as `status`. `stopped`: runs that ended well were
@@ -244,5 +253,5 @@ class MayStart:
     request and the plan; a task the user ticked or reworded meanwhile changes its record.)"""
 
 
-Step = Union[Judged, Opened, RunBegun, RunEnded, Marked, ChecksRan, Dropped, Uncounted,
-             Waiting, Completed, Blocked, Conflicted, Held, Breached, Fatal]
+Step = Union[Judged, Opened, RunBegun, RunEnded, Marked, ChecksRan, Dropped, Moved,
+             Uncounted, Waiting, Completed, Blocked, Conflicted, Held, Breached, Fatal]

@@ -23,7 +23,7 @@ from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
 from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
 from agentloop.options import continue_args
 from agentloop.proc.signals import hangup_settles_the_task
-from agentloop.run import budget, conflicts, ledger
+from agentloop.run import budget, conflicts
 from agentloop.run.attempt import run_attempt
 from agentloop.run.checks import commit_line
 from agentloop.run.conflicts import GroupHeld
@@ -37,6 +37,7 @@ from agentloop.run.decisions import (
     Fatal,
     Held,
     Judged,
+    Moved,
     Retry,
     Stop,
     Uncounted,
@@ -324,8 +325,12 @@ DONE = (S.COMPLETED, S.UNAPPROVED)
 
 
 def _finished(run: Run) -> Iterator[str]:
-    """Every finished task's change id, read off the records as it is asked for."""
-    return (t.change_id for t in run.state.tasks if t.status in DONE and t.change_id)
+    """Every finished task's change id, read off the records as it is asked for, but those
+    gone from the history before the run began (said then, and asked after no more: the
+    history would be read again after every task for them)."""
+    before = run.shared.lost_before or ()
+    return (t.change_id for t in run.state.tasks
+            if t.status in DONE and t.change_id and t.change_id not in before)
 
 
 def _done_ids(run: Run, settled: TaskState) -> list[str]:
@@ -357,9 +362,10 @@ def _check_history(run: Run, settled: TaskState) -> None:
     if lost:
         lost = _followed(run, lost)
         done = _done_ids(run, settled)  # read afresh should a record have moved
-    lost -= run.shared.lost_before or set()  # yours from before the run: said as it began
-    if not lost and at is not None and not run.shared.lost_before:
-        run.state.history_mark = history.mark(at, done)  # saved with the task's next save
+    if not lost and at is not None:
+        # Over the changes the history holds: one lost before the run is not among them.
+        before = run.shared.lost_before or ()
+        run.state.history_mark = history.mark(at, [c for c in done if c not in before])
     if lost:
         named = ", ".join(f"task {t.index} ({(t.change_id or '')[:12]})"
                           for t in run.state.tasks if t.change_id in lost)
@@ -378,9 +384,9 @@ def _followed(run: Run, lost: set[str]) -> set[str]:
     # is where a rebase moved them.
     line = getattr(run.vcs, "main_line", None)
     where, rev = line() if line is not None else (root, "HEAD")
-    moved = moved_on(run.project, run.state, run.vcs.name, where, lost, rev)
+    moved = moved_on(run.state, run.vcs.name, where, lost, rev)
     for task, change, commit in moved:
-        ledger.moved(task, change, commit)
+        hand(run, task, Moved(change, commit))  # the controller writes the records
         run.emit(LaneNote(f"task {task.index}'s change moved (a rebase kept its trailers): "
                           f"it is {change[:12]} now, and its record follows it"))
     if not moved:
@@ -395,7 +401,9 @@ def _lost_before(run: Run) -> None:
     no longer holds (you reset or abandoned them since; `--status` says so too). Said here,
     they stay done and stop nothing; only a change lost while the run works stops it."""
     shared = run.shared
-    with shared.lock:  # lanes start at once; the first one looks, before any task of theirs
+    # Lanes start at once; the first one looks, before any task of theirs. Not under the
+    # records' lock, which the controller takes to save the record of a change that moved.
+    with shared.looking:
         if shared.lost_before is not None:
             return
         shared.lost_before = set()

@@ -36,6 +36,7 @@ from agentloop.run.decisions import (
     Held,
     Judged,
     Marked,
+    Moved,
     Opened,
     Retry,
     RunBegun,
@@ -335,6 +336,8 @@ def _record(task: TaskState, step: Step) -> bool:
                         a.role == "developer" and a.exit_code is not None]
             if finished:
                 finished[-1].work_kept = step.kept
+    elif isinstance(step, Moved):
+        moved(task, step.change_id, step.commit_id)
     elif isinstance(step, Uncounted):
         if step.stopped:  # runs that ended well were stopped by what came after
             for done in task.history:

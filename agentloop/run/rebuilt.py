@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from agentloop.proc.beside import beside
-from agentloop.state.landed import done_tasks, landings, trailers
+from agentloop.state.landed import done_tasks, trailers
 from agentloop.state.project import Project
 from agentloop.state.schema import State, TaskState
 from agentloop.state.whereabouts import commits, planned
 from agentloop.vcs.branch_log import branch_history
 from agentloop.vcs.carry import plan_slug
+from agentloop.vcs.rewritten import rewritten
 
 if TYPE_CHECKING:
     from agentloop.options import RunOptions
@@ -87,13 +88,15 @@ def _done(project: Project, state: State, history: list[tuple[str, str, str]]) -
     return done_tasks(plan_slug(project.task_file_name), planned(state), commits(history))
 
 
-def moved_on(project: Project, state: State, kind: str, root: Path, lost: set[str],
-             rev: str = "HEAD") -> list[tuple[TaskState, str, str]]:
+def moved_on(state: State, kind: str, root: Path, lost: set[str], rev: str = "HEAD"
+             ) -> list[tuple[TaskState, str, str]]:
     """The finished tasks whose change (among `lost`, gone from the history at `root`, read
-    back from `rev`) is on it under another id, named by its trailers (a rebase): (task, its
-    change id, its commit id)."""
-    history = branch_history(kind, root, rev)
-    landed = landings(plan_slug(project.task_file_name), planned(state), commits(history))
-    change_of = {commit: change for commit, change, _ in history}
-    return [(task, change_of[landed[task.index]], landed[task.index]) for task in state.tasks
-            if task.change_id in lost and landed.get(task.index) in change_of]
+    back from `rev`) is on it under another id, rewritten (agentloop.vcs.rewritten): (task, its
+    change id, its commit id). A commit of the task's earlier attempts is never it."""
+    tasks = [t for t in state.tasks if t.change_id in lost]
+    # jj's change ids are the same after a rewrite: the commit is what was rewritten.
+    was = {t.index: t.commit_id if kind == "jj" else t.change_id for t in tasks}
+    skip = {i for t in tasks for a in t.history for i in (a.change_id, a.commit_id)
+            if i and i not in (t.change_id, t.commit_id)}
+    moved = rewritten(kind, root, [c for c in was.values() if c], rev, skip)
+    return [(t, *moved[c]) for t in tasks if (c := was[t.index]) and c in moved]

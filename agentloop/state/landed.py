@@ -154,13 +154,6 @@ def last_word(plan: str, tasks: Sequence[PlannedTask], history: Iterable[Commit]
     return dict(sorted(said.items()))
 
 
-def landings(plan: str, tasks: Sequence[PlannedTask], history: Iterable[Commit]
-             ) -> dict[int, str]:
-    """For each task `history` names: the last commit that landed it, reverted since or not."""
-    return {index: commit_id for commit_id, did in _walk(plan, tasks, history)
-            for index, done in did if done}
-
-
 def _walk(plan: str, tasks: Sequence[PlannedTask], history: Iterable[Commit]
           ) -> Iterable[tuple[str, list[tuple[int, bool]]]]:
     """Each commit that does something to the plan's tasks, with what it does, oldest first."""

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import enum
 import os
-import stat
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentloop.errors import VcsError
 from agentloop.ondemand import dataclass
+from agentloop.vcs import own_output
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
+from agentloop.vcs.rewritten import rewritten
 
 if TYPE_CHECKING:  # jj's runner comes with a jj lane's check: a git run never imports it
     from agentloop.vcs.jj.run import Jj
@@ -117,26 +118,15 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
                        f"git -C {lane} reset --hard {record.head[:12]}"))
     if record.landed:
         on_main = set(main.out("rev-list", record.main_ref).split())
-        lost = [c for c in record.landed if c not in on_main and not _moved(main, c,
-                                                                              record.main_ref)]
+        gone = [c for c in record.landed if c not in on_main]
+        # One the user amended or rebased is on the main line again: theirs, nothing lost.
+        moved = rewritten("git", record.main_root, gone, record.main_ref) if gone else {}
+        lost = [c for c in gone if c not in moved]
         if lost:
             return Breach(Kind.LANDED_LOST, f"commit {lost[0][:12]}, which this lane landed on "
                           f"{main_short}, is no longer on it",
                           (f"git reflog {main_short}", f"git cherry-pick {lost[0][:12]}"))
     return None
-
-
-def _moved(git: Git, commit: str, main_ref: str) -> bool:
-    """Whether the main line holds `commit` again under another id, named by the same task
-    trailers: the user amended or rebased it (the run's history check follows its record),
-    which is not the agent's doing and loses nothing."""
-    trailers = git.out("log", "-1", "--format=%(trailers:key=Agent-Loop-Plan,key=Agent-Loop-Task)",
-                       commit).strip().splitlines()
-    if len(trailers) < 2:
-        return False
-    found = git.out("log", "-1", "--format=%H", "--fixed-strings", "--all-match",
-                    *(f"--grep={t}" for t in trailers), main_ref)
-    return bool(found.strip())
 
 
 def _as_left(record: GitLaneRecord) -> bool:
@@ -168,36 +158,14 @@ def written(root: Path, before: dict[str, tuple[int, int, int] | None],
             now: list[str]) -> Breach | None:
     """Files of the user's checkout `root` dirty `now` that were not, or differed, when the
     step began (`before`): said, never a stop (the user may be editing too)."""
-    own = _own_output()
+    own = own_output(root)  # `> run.log` in the checkout grows while agents run: the run's
     changed = sorted(p for p in now if (p not in before or stamp(root / p) != before[p])
-                     and _identity(root / p) not in own)
+                     and p not in own)
     if not changed:
         return None
     return Breach(Kind.CHECKOUT_WRITTEN, f"{', '.join(changed[:5])} in {root} changed while "
                   "this lane's agent ran (an agent writing outside its lane, or you)",
                   (f"git -C {root} diff -- {' '.join(changed[:5])}",), stops=False)
-
-
-def _own_output() -> set[tuple[int, int]]:
-    """The files this process's output goes to (`agent-loop plan.md > run.log`, in the
-    checkout): one growing while an agent runs is the run writing, nobody's edit."""
-    own = set()
-    for fd in (1, 2):
-        try:
-            found = os.fstat(fd)
-        except OSError:
-            continue
-        if stat.S_ISREG(found.st_mode):
-            own.add((found.st_dev, found.st_ino))
-    return own
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        found = os.lstat(path)
-    except OSError:
-        return None
-    return found.st_dev, found.st_ino
 
 
 def stamp(path: Path) -> tuple[int, int, int] | None:

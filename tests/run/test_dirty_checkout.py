@@ -168,20 +168,30 @@ def test_the_runs_own_output_file_in_your_checkout_is_no_ones_edit(work: Path,
 
 
 @pytest.mark.parametrize("allow", [(), ("--allow-dirty",)])
+@pytest.mark.parametrize("vcs", ["git", "jj"])
 def test_the_runs_own_output_file_is_in_no_task_where_the_agent_works_in_your_checkout(
-        work: Path, fake_claude: FakeClaude, allow: tuple[str, ...]) -> None:
+        work: Path, fake_claude: FakeClaude, allow: tuple[str, ...], vcs: str,
+        request: pytest.FixtureRequest) -> None:
     """`agent-loop tasks.md --workplace checkout > run.log 2>&1`: the shell makes run.log before
     the run starts and the run writes it while every task runs. It is not yours to refuse, nor
-    the agent's to commit (every task's commit took it, with --allow-dirty too)."""
-    init_repo(work, "git")
+    the agent's to commit (every task's commit took it, with --allow-dirty too; jj snapshotted
+    it into every task's change)."""
+    if vcs == "jj":
+        request.getfixturevalue("jj_bin")
+    init_repo(work, vcs)
     (work / "tasks.md").write_text(PLAN)
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "the plan")
-    done = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", "checkout", *allow,
+    if vcs == "git":
+        git(work, "add", "tasks.md")
+        git(work, "commit", "-qm", "the plan")
+    done = agent_loop(work, "--vcs", vcs, "--no-distill", "--workplace", "checkout", *allow,
                       prefix=("sh", "-c", 'exec "$@" > run.log 2>&1', "sh"))
     log = (work / "run.log").read_text()
     assert done.returncode == 0, log
     assert "2 completed" in log, log
-    committed = [f for _, _, files in git_commits(work) for f in files]
+    if vcs == "git":
+        committed = [f for _, _, files in git_commits(work) for f in files]
+    else:
+        committed = [f for t in state_of(work)["tasks"] for f in jj(
+            work, "diff", "--name-only", "-r", t["change_id"]).split()]
     assert "run.log" not in committed, committed
     assert "guide.txt" in committed and "notes.txt" in committed

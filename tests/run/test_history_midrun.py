@@ -135,3 +135,78 @@ def test_a_task_you_dropped_before_the_run_stops_no_run(work: Path, fake_claude:
     assert len(fake_claude.task_runs()) == 3
     assert not (work / "one.txt").exists()
     assert (work / "two.txt").exists() and (work / "three.txt").exists()
+
+
+def _plan_commit(work: Path, plan: str = ONE_GROUP, name: str = "tasks.md") -> None:
+    (work / name).write_text(plan)
+    git(work, "add", name)
+    git(work, "commit", "-qm", f"the plan {name}")
+
+
+def test_a_task_of_another_plan_with_the_same_text_is_not_your_task_moved(
+        work: Path, fake_claude: FakeClaude) -> None:
+    """Plan tasks-v2.md holds task 1's text too: its commit's trailers (`Agent-Loop-Plan:
+    tasks-v2`) name another plan, so task 1 of tasks.md reset off the branch mid-run is lost,
+    not moved onto that commit, and the run stops."""
+    init_repo(work, "git")
+    git(work, "commit", "-qm", "start", "--allow-empty")
+    _plan_commit(work, ONE_GROUP, "tasks-v2.md")
+    other = agent_loop(work, "--vcs", "git", "--no-distill", "--task", "1", plan="tasks-v2.md")
+    assert other.returncode == 0, other.stdout + other.stderr
+    git(work, "rm", "-q", "one.txt")  # so that task 1 of tasks.md changes it again
+    _plan_commit(work)
+    hook = 'if [ "$AGENT_LOOP_EVENT_TASK" = 1 ]; then git reset -q --hard HEAD~1; fi'
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--on-task", hook)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said
+    assert "no longer" in said, said
+    assert "moved" not in said, said
+
+
+def test_a_redo_reset_away_mid_run_stops_the_run(work: Path, fake_claude: FakeClaude) -> None:
+    """`--again` makes a new commit with the same trailers as the task's first one: that new
+    commit reset off the branch mid-run is lost (the redo was paid for), not "moved" onto the
+    first commit, whose author and time are another's."""
+    init_repo(work, "git")
+    git(work, "commit", "-qm", "start", "--allow-empty")
+    _plan_commit(work)
+    first = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert first.returncode == 0, first.stdout + first.stderr
+    old = state_of(work)["tasks"][0]["change_id"]
+    git(work, "rm", "-q", "one.txt")  # so that the redo changes it again
+    git(work, "commit", "-qm", "one.txt gone")
+    hook = 'if [ "$AGENT_LOOP_EVENT_TASK" = 1 ]; then git reset -q --hard HEAD~1; fi'
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--group", "All", "--again",
+                      "--on-task", hook)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said
+    assert "no longer" in said, said
+    assert "moved" not in said, said
+    assert state_of(work)["tasks"][0]["change_id"] != old
+
+
+def test_a_task_you_rebased_before_a_parallel_run_is_followed(work: Path,
+                                                              fake_claude: FakeClaude) -> None:
+    """A finished task's commit you rebased between two runs: the first lane of a parallel run
+    finds it moved before any task and hands its new id to the controller, which writes the
+    record (a lane writes none), while the other lane waits for that look."""
+    init_repo(work, "git")
+    git(work, "commit", "-qm", "start", "--allow-empty")
+    _plan_commit(work, PLAN)
+    first = agent_loop(work, "--vcs", "git", "--no-distill", "--task", "1")
+    assert first.returncode == 0, first.stdout + first.stderr
+    old = state_of(work)["tasks"][0]["change_id"]
+    git(work, "checkout", "-qb", "base", "HEAD~1")
+    (work / "u.txt").write_text("u\n")
+    git(work, "add", "u.txt")
+    git(work, "commit", "-qm", "base")
+    git(work, "checkout", "-q", "main")
+    git(work, "rebase", "-q", "base")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2", timeout=60)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    assert "task 1's change moved" in said, said
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed"] * 3
+    assert tasks[0]["change_id"] != old
+    assert tasks[0]["change_id"] in git(work, "rev-list", "HEAD").split()

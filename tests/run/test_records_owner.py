@@ -105,3 +105,23 @@ def test_a_save_from_a_thread_other_than_the_controllers_raises(tmp_path: Path) 
 @dataclasses.dataclass
 class _Bare:
     shared: Shared
+
+
+# The ledger's functions a module other than the ledger calls: each from the controller's
+# thread (a run's start, the controller's own answers) or reading only. A lane that finds a
+# record to change hands a value (agentloop.run.decisions) instead.
+CALLED_OUTSIDE = {"apply", "save", "left_open", "stalls", "session_totals", "found_done", "again",
+                  "skip", "reword"}
+
+
+def test_no_module_calls_a_ledger_writer_the_controller_does_not_own() -> None:
+    called = {}
+    for path in sorted(RUN.rglob("*.py")):
+        if path == OWNER:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                    node.value.id == "ledger" and node.attr not in CALLED_OUTSIDE and \
+                    node.attr != "LaneWrote":
+                called[f"{path.name}:{node.lineno}"] = node.attr
+    assert called == {}, "a lane hands the controller a value instead (agentloop.run.decisions)"

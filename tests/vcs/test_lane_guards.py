@@ -379,3 +379,41 @@ def test_the_look_at_the_checkout_leaves_its_index_alone(tmp_path: Path) -> None
     assert dirty(Git(work)) == []
     after = os.stat(index)
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+LANDED = {
+    # what your branch holds in place of the lost commit: (its plan, its author time)
+    "amend": ("tasks", "1700000000 +0000"),          # the same commit rewritten: moved
+    "other plan": ("tasks-v2", "1700000000 +0000"),  # a plan whose name holds this one's
+    "redo": ("tasks", "1700000500 +0000"),           # the task done once more (--again)
+}
+
+
+@pytest.mark.parametrize("what", sorted(LANDED))
+def test_a_lost_landed_commit_moved_only_onto_its_own_rewrite(tmp_path: Path, what: str) -> None:
+    """A landed commit gone from your branch is moved only when the branch holds a commit
+    with the same trailers, value for value, and the same author and author time (what an
+    amend or a rebase keeps); another plan's commit or a redo of the task is not it."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "commit", "-q", "--allow-empty", "-m", "start")
+
+    def commit(plan: str, date: str) -> str:
+        message = ("agent-loop: All / task one\n\nAgent-Loop-Plan: " + plan +
+                   "\nAgent-Loop-Task: 1 0123456789ab\n")
+        git(root, "commit", "-q", "--allow-empty", "-m", message, GIT_AUTHOR_DATE=date,
+            GIT_AUTHOR_NAME="A U Thor", GIT_AUTHOR_EMAIL="a@example.com")
+        return git(root, "rev-parse", "HEAD")
+
+    lost = commit("tasks", "1700000000 +0000")
+    git(root, "reset", "-q", "--hard", "HEAD~1")
+    git(root, "commit", "-q", "--allow-empty", "-m", "yours")
+    commit(*LANDED[what])
+    git(root, "worktree", "add", "-q", "-b", "lane", str(tmp_path / "lane"))
+    found = check_git_lane(GitLaneRecord(tmp_path / "lane", "refs/heads/lane", None, root,
+                                         "refs/heads/main", (lost,)))
+    if what == "amend":
+        assert found is None
+    else:
+        assert found is not None and found.kind is Kind.LANDED_LOST

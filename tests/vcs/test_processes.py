@@ -227,3 +227,23 @@ def test_a_finished_run_lets_its_lane_go_with_few_processes(tmp_path: Path,
         not any((work / ".agent-loop" / "lanes").iterdir())
     assert git(work, "worktree", "list", "--porcelain").count("worktree ") == 1
     assert "agent-loop/" not in git(work, "branch", "--list")
+
+
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+def test_a_task_dropped_before_the_run_costs_no_process_a_task(
+        tmp_path: Path, workplace: str, fake_claude: FakeClaude) -> None:
+    """A finished task's commit you reset away between two runs is said before the first task
+    and then left out of every task's look at the history: the history is not read again after
+    each task, which costs what a run without it costs."""
+    plan = "".join(f"- task {i}\n  FAKE: write t{i}.txt {i}\n" for i in range(TASKS + 1))
+    work = project(tmp_path, "git", plan)
+    first = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill",
+                            "--vcs", "git", "--workplace", workplace, "--task", "1"], cwd=work,
+                           capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stdout + first.stderr
+    git(work, "reset", "-q", "--hard", "HEAD~1")
+    gaps = between_agents(logged_run(tmp_path, work, "git", workplace))
+    assert len(gaps) == TASKS - 2
+    expected = (PER_TASK if workplace == "checkout" else PER_TASK_LANE)["git"]
+    assert [len(gap) for gap in gaps] == [expected] * len(gaps), \
+        "\n\n".join("\n".join(shown(c) for c in gap) for gap in gaps)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterable
 
 from agentloop.errors import VcsError
-from agentloop.vcs import find_root, plan_files, relative_to
+from agentloop.vcs import find_root, own_output, plan_files, relative_to
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj import basemark, carried, leftovers, ownfiles
 from agentloop.vcs.jj.aside import bring_back, keep_aside
@@ -108,8 +108,9 @@ class JjVcs:
             if found is not None and (found / ".git").exists():
                 self.root = found
                 self.jj.root = found
+        # The run's own output file (`> run.log` in the checkout) is written while tasks run.
         self._own = OwnFiles(relative_to(self.task_file, self.root),
-                             frozenset(plan_files(self.root)))
+                             frozenset(plan_files(self.root) | own_output(self.root)))
         if self.auto_track is None:
             self.auto_track = ownfiles.auto_track(Jj(self.root))
         self.jj.config = self._own.options(self.auto_track)
