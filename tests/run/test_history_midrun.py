@@ -39,12 +39,7 @@ AFTER_TASK_1 = {
 @pytest.mark.parametrize("workplace", ["lane", "checkout"])
 def test_your_revert_or_rebase_of_a_task_mid_run(work: Path, fake_claude: FakeClaude,
                                                  what: str, workplace: str) -> None:
-    init_repo(work, "git")
-    git(work, "add", "-A")
-    git(work, "commit", "-qm", "start", "--allow-empty")
-    (work / "tasks.md").write_text(PLAN)
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "the plan")
+    _started(work, PLAN)
     hook = f'if [ "$AGENT_LOOP_EVENT_TASK" = 1 ]; then {AFTER_TASK_1[what]}; fi'
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", workplace,
                       "--on-task", hook)
@@ -85,12 +80,7 @@ def test_your_rewrite_of_a_task_the_lane_landed_in_its_group(work: Path, fake_cl
     """The lane's own check after the next task sees the commit it landed gone from your
     branch: one that your branch holds again under its trailers moved, it is not lost, and
     the group goes on without paying for that next task twice."""
-    init_repo(work, "git")
-    git(work, "add", "-A")
-    git(work, "commit", "-qm", "start", "--allow-empty")
-    (work / "tasks.md").write_text(ONE_GROUP)
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "the plan")
+    _started(work, ONE_GROUP)
     hook = f'if [ "$AGENT_LOOP_EVENT_TASK" = 1 ]; then {IN_GROUP[what]}; fi'
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--on-task", hook)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -137,6 +127,14 @@ def test_a_task_you_dropped_before_the_run_stops_no_run(work: Path, fake_claude:
     assert (work / "two.txt").exists() and (work / "three.txt").exists()
 
 
+def _started(work: Path, plan: str = ONE_GROUP, name: str = "tasks.md") -> None:
+    """A git repository with a commit of the user's, then the plan committed on it."""
+    init_repo(work, "git")
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "start", "--allow-empty")
+    _plan_commit(work, plan, name)
+
+
 def _plan_commit(work: Path, plan: str = ONE_GROUP, name: str = "tasks.md") -> None:
     (work / name).write_text(plan)
     git(work, "add", name)
@@ -148,9 +146,7 @@ def test_a_task_of_another_plan_with_the_same_text_is_not_your_task_moved(
     """Plan tasks-v2.md holds task 1's text too: its commit's trailers (`Agent-Loop-Plan:
     tasks-v2`) name another plan, so task 1 of tasks.md reset off the branch mid-run is lost,
     not moved onto that commit, and the run stops."""
-    init_repo(work, "git")
-    git(work, "commit", "-qm", "start", "--allow-empty")
-    _plan_commit(work, ONE_GROUP, "tasks-v2.md")
+    _started(work, ONE_GROUP, "tasks-v2.md")
     other = agent_loop(work, "--vcs", "git", "--no-distill", "--task", "1", plan="tasks-v2.md")
     assert other.returncode == 0, other.stdout + other.stderr
     git(work, "rm", "-q", "one.txt")  # so that task 1 of tasks.md changes it again
@@ -167,9 +163,7 @@ def test_a_redo_reset_away_mid_run_stops_the_run(work: Path, fake_claude: FakeCl
     """`--again` makes a new commit with the same trailers as the task's first one: that new
     commit reset off the branch mid-run is lost (the redo was paid for), not "moved" onto the
     first commit, whose author and time are another's."""
-    init_repo(work, "git")
-    git(work, "commit", "-qm", "start", "--allow-empty")
-    _plan_commit(work)
+    _started(work)
     first = agent_loop(work, "--vcs", "git", "--no-distill")
     assert first.returncode == 0, first.stdout + first.stderr
     old = state_of(work)["tasks"][0]["change_id"]
@@ -190,9 +184,7 @@ def test_a_task_you_rebased_before_a_parallel_run_is_followed(work: Path,
     """A finished task's commit you rebased between two runs: the first lane of a parallel run
     finds it moved before any task and hands its new id to the controller, which writes the
     record (a lane writes none), while the other lane waits for that look."""
-    init_repo(work, "git")
-    git(work, "commit", "-qm", "start", "--allow-empty")
-    _plan_commit(work, PLAN)
+    _started(work, PLAN)
     first = agent_loop(work, "--vcs", "git", "--no-distill", "--task", "1")
     assert first.returncode == 0, first.stdout + first.stderr
     old = state_of(work)["tasks"][0]["change_id"]
