@@ -2,7 +2,7 @@
 (jj): progress that survives the loss of `.agent-loop/` (`git clean -fdx`, a second clone).
 
 Every task's commit (git) or change description (jj) ends with two trailers, the format the
-fleet's job commits use:
+fleet's job commits use (agentloop.vcs.trailers spells them):
 
     Agent-Loop-Plan: tasks
     Agent-Loop-Task: 3 5d41402abc4b
@@ -27,11 +27,11 @@ from agentloop.files.digest import sha256
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.plan.boxes import task_key
 from agentloop.plan.groups import UNGROUPED
+from agentloop.vcs.trailers import PLAN_KEY, TASK_KEY, task_lines
 
 if TYPE_CHECKING:
     from agentloop.state.schema import TaskState
 
-PLAN_KEY, TASK_KEY = "Agent-Loop-Plan", "Agent-Loop-Task"
 HASH_LENGTH = 12
 _REVERTS = re.compile(r"^This (?:reverts|backs out) commit ([0-9a-f]{7,64})\b")
 _REVERT_SUBJECT = re.compile(r'^(?:Revert|Back out) "(.*)"\s*$')
@@ -74,7 +74,7 @@ def filed_under(task: TaskState, title: str | None) -> str:
 
 def trailers(plan: str, index: int, text: str) -> str:
     """The lines that end a task's commit message, naming its plan and the task."""
-    return f"{PLAN_KEY}: {plan}\n{TASK_KEY}: {index} {task_hash(text)}"
+    return task_lines(plan, f"{index} {task_hash(text)}")
 
 
 def _paragraphs(description: str) -> list[list[str]]:

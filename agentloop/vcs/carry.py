@@ -19,6 +19,7 @@ from pathlib import Path
 from agentloop.errors import VcsError
 from agentloop.ondemand import dataclass
 from agentloop.vcs.git.run import Git
+from agentloop.vcs.trailers import task_lines
 
 STATE_FILE = "state.json"
 
@@ -161,7 +162,7 @@ TRAILER = "Agent-Loop-Source"
 
 def task_trailers(plan: str, index: int) -> str:
     """The trailers that name a task on a job's commit: its plan and its number."""
-    return f"Agent-Loop-Plan: {plan}\nAgent-Loop-Task: {index}"
+    return task_lines(plan, str(index))
 
 
 def with_trailer(repo: Repo, commit: str, lines: list[str]) -> str:

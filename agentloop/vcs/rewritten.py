@@ -12,9 +12,10 @@ from typing import Collection, Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs.git.run import Git
+from agentloop.vcs.trailers import PLAN_KEY, TASK_KEY
 
-KEYS = ("agent-loop-plan", "agent-loop-task")
-_TASK_LINE = re.compile(r"^Agent-Loop-Task: [0-9]+(?: [0-9a-f]+)?$")
+KEYS = (PLAN_KEY.casefold(), TASK_KEY.casefold())
+_TASK_LINE = re.compile(rf"^{re.escape(TASK_KEY)}: [0-9]+(?: [0-9a-f]+)?$")
 _FIELD, _END = "\x00", "\x01"
 # Who made a commit and when, then its description, as each VCS writes them.
 _GIT_FORMAT = "--format=%H%x00%H%x00%an <%ae>%x00%ad%x00%B%x01"
