@@ -21,6 +21,7 @@ from agentloop.errors import VcsError
 from agentloop.vcs.check import JjLaneRecord, LaneBreach, check_jj_lane, operation
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj.backend import JjVcs
+from agentloop.vcs.jj.leftovers import STALE
 from agentloop.vcs.jj.mainline import JjMainLine
 from agentloop.vcs.jj.run import Jj, op_head
 from agentloop.vcs.landing import IntegrationConflict, markers_left
@@ -67,7 +68,16 @@ class LaneJj:
     def begin(self, message: str) -> Change:
         """Start a task's change in the workspace, and note the operation jj is at."""
         before = op_head(self.main.root)
-        change = self.work.begin(message)
+        try:
+            change = self.work.begin(message)
+        except VcsError as exc:
+            if STALE not in str(exc):
+                raise
+            # You rewrote a change this lane stands on (a fix squashed into a task it landed):
+            # jj rebased the lane's @ with it, and the workspace waits to be brought up to
+            # date. Between tasks @ holds nothing of the agent's, so nothing is lost by that.
+            self.jj.run("workspace", "update-stale")
+            change = self.work.begin(message)
         stamp = op_head(self.main.root)
         if before is not None and before == self._whole:
             self._whole = stamp
