@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs import own_output, plan_files, relative_to
-from agentloop.vcs.git import aside, quick, recover
+from agentloop.vcs.git import aside, dirty_tree, quick, recover
+from agentloop.vcs.git.dirty_tree import beside_lanes, dirty_message, why_here
 from agentloop.vcs.git.files import state_of
+from agentloop.vcs.git.quick import index_seen
 from agentloop.vcs.git.record import AttemptRecord, Start
-from agentloop.vcs.git.repo import GitRepo, dirty_message, index_seen, left_alone
+from agentloop.vcs.git.repo import GitRepo
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.history import missing
 from agentloop.vcs.protocol import Change
@@ -116,7 +118,7 @@ class GitVcs:
         head = self.tree.head()
         fresh = self._made and found.undo is None and self._resumable is None
         self.tree.listed = None
-        dirty = [] if fresh else self.tree.dirty(head)
+        dirty = [] if fresh else dirty_tree.dirty(self.tree, head)
         # The checkout as the run found it, for the main line of a run in lanes.
         self.found_listed = None if created else self.tree.listed
         if fresh and head is not None:
@@ -128,24 +130,7 @@ class GitVcs:
             self._index_seen = index_seen(self.tree.git_dir)
         if self._resumable is not None:  # the attempt's files are its task's, not the user's
             dirty = sorted(set(dirty) - self.tree.changed(self._resumable))
-        if created and head is None and dirty:
-            # A folder we just put under git: its files become the base, so reverting a task
-            # never deletes a file that was there before agent-loop came.
-            message = "Files present before agent-loop's first task"
-            sha = self.tree.commit(None, set(dirty), message)
-            if sha is not None:
-                self.tree.land(None, sha, message)
-            self.tree.reset_index(sha or EMPTY_TREE, set(dirty))
-            notes.append(f"committed the {len(dirty)} files already there as the starting point")
-        elif dirty and self._beside_lanes(head):
-            notes.append(left_alone(dirty))
-        elif dirty and not self.allow_dirty:
-            raise VcsError(dirty_message(self.root, dirty, self._why_here(head)))
-        elif dirty:
-            # The limit of allow_dirty: a dirty file the task edits further is committed whole,
-            # the user's edit with it (an untracked one as a new file, which a revert deletes).
-            notes.append(f"{len(dirty)} uncommitted file(s) stay out of task commits unless a "
-                         "task edits them")
+        notes += dirty_tree.settle(self.tree, dirty, head, created, self.lanes, self.allow_dirty)
         return notes
 
     def uncommitted(self) -> str | None:
@@ -157,28 +142,14 @@ class GitVcs:
         except VcsError:
             return None  # no folder, or no working tree: the run says so
         head = self.tree.head()
-        if self.allow_dirty or self._beside_lanes(head):
+        if self.allow_dirty or beside_lanes(self.tree, head, self.lanes):
             return None
-        dirty = self.tree.dirty(head)
+        dirty = dirty_tree.dirty(self.tree, head)
         assert self._record is not None  # made by _open
         leftover = recover.resumable(self.tree, self._record)
         if leftover is not None:  # the files of the attempt its task goes on from
             dirty = sorted(set(dirty) - self.tree.changed(leftover))
-        return dirty_message(self.root, dirty, self._why_here(head)) if dirty else None
-
-    def _beside_lanes(self, head: str | None) -> bool:
-        """Whether the run's agents work in lanes, away from this checkout: a lane is wanted,
-        and there is a commit to start one from and a branch to land on (as
-        agentloop.run.workplace decides once the run starts)."""
-        return self.lanes and head is not None and self.tree.ref() is not None
-
-    def _why_here(self, head: str | None) -> str:
-        """Why the agent works in this checkout, where a lane was wanted but cannot be."""
-        if not self.lanes:
-            return ""
-        if head is None:
-            return " this time (the repository has no commit yet for a lane to start from)"
-        return " this time (HEAD is on no branch, so a lane would have none to land on)"
+        return dirty_message(self.root, dirty, why_here(head, self.lanes)) if dirty else None
 
     def begin(self, message: str) -> Change:
         """Record HEAD, the index and the state of every already-dirty path; or go on from

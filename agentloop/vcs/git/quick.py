@@ -30,6 +30,17 @@ ADDED, REMOVED = "add '", "remove '"
 IGNORED = "The following paths are ignored by one of your .gitignore files:"
 
 
+def index_seen(git_dir: str | os.PathLike[str]) -> tuple[int, ...] | None:
+    """Who the index file is now: git replaces it whole on every write (a new inode)."""
+    if "GIT_INDEX_FILE" in os.environ:
+        return None  # an index elsewhere: we would be watching the wrong file
+    try:
+        found = os.stat(Path(git_dir) / "index")
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns
+
+
 def staged_paths(out: str, root: Path) -> set[str] | None:
     """The paths `git add -A --verbose` staged; None when its report is not one we can trust
     whole (a nested repository, a name with a newline in it, a path git should never give)."""

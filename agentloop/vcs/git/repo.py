@@ -27,27 +27,10 @@ from agentloop.vcs.preflight import signs
 if TYPE_CHECKING:
     import git
 
-# Lines the tool itself adds to .gitignore; a .gitignore changed only by them is not "dirty".
-OWN_IGNORE_LINES = {".agent-loop", ".agent-loop/", "/.agent-loop", "/.agent-loop/"}
 # A task commit: no hooks (as with commit-tree), no gc or maintenance started behind us, the
 # message kept byte for byte.
 COMMIT_ARGS = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
                "commit", "--quiet", "--no-verify", "--cleanup=verbatim")
-
-
-def dirty_message(root: Path, dirty: list[str], why: str = "") -> str:
-    """A run's refusal of a dirty tree where the agent works in it (`why`: said after "the
-    agent works in this checkout")."""
-    return (f"{len(dirty)} uncommitted file(s) in {root} (e.g. {dirty[0]}): the agent works in "
-            f"this checkout{why}, where a task's commit could take them; commit or stash them, "
-            "or pass --allow-dirty to leave them out of task commits")
-
-
-def left_alone(dirty: list[str]) -> str:
-    """The one line a run in lanes says of the user's uncommitted files."""
-    return (f"your {len(dirty)} uncommitted file(s) (e.g. {dirty[0]}) are left alone: the "
-            "agent works from your last commit in a lane of its own, and a task that changes "
-            "one of them waits to land until you commit or stash it")
 
 
 def split(out: str) -> set[str]:
@@ -67,17 +50,6 @@ def open_repo(root: Path) -> git.Repo:
 
         warnings.simplefilter("ignore", DeprecationWarning)
         return git.Repo(root, search_parent_directories=True, odbt=git.GitDB)
-
-
-def index_seen(git_dir: str | os.PathLike[str]) -> tuple[int, ...] | None:
-    """Who the index file is now: git replaces it whole on every write (a new inode)."""
-    if "GIT_INDEX_FILE" in os.environ:
-        return None  # an index elsewhere: we would be watching the wrong file
-    try:
-        found = os.stat(Path(git_dir) / "index")
-    except OSError:
-        return None
-    return found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns
 
 
 class GitRepo:
@@ -329,25 +301,6 @@ class GitRepo:
         except VcsError:
             return False
         return True
-
-    def dirty(self, head: str | None) -> list[str]:
-        """The paths that make the tree dirty (not a .gitignore with only our lines added)."""
-        return sorted(p for p in self.candidates(head)
-                      if not (p == ".gitignore" and self._only_own_ignore_lines(head)))
-
-    def _only_own_ignore_lines(self, head: str | None) -> bool:
-        def strip(text: str) -> list[str]:
-            return [line for line in text.splitlines() if line.strip() not in OWN_IGNORE_LINES]
-        try:
-            now = (self.root / ".gitignore").read_text()
-        except (FileNotFoundError, UnicodeDecodeError):
-            return False
-        try:
-            assert head is not None
-            before = (self.repo.commit(head).tree / ".gitignore").data_stream.read().decode()
-        except (AssertionError, KeyError, UnicodeDecodeError):
-            before = ""
-        return strip(now) == strip(before)
 
     def refuse_rewound(self, start: Start) -> None:
         """The agent moved the branch back (`git reset --hard HEAD~1`): committing now would
