@@ -9,7 +9,7 @@ import re
 
 from agentloop.errors import VcsError
 from agentloop.vcs.check import operation
-from agentloop.vcs.jj.run import INFO, SUMMARIES, Jj, Rev, parse_info, summaries
+from agentloop.vcs.jj.run import Jj, Rev
 
 # How a kept change is described: never "agent-loop:", which names a task's change.
 KEPT = "rolled back by agent-loop"
@@ -23,13 +23,12 @@ def keep_aside(jj: Jj, task: Rev, tip: str, message: str | None) -> str | None:
     if message is None:  # an earlier run's change: its description says which task
         message = jj.out("log", "--no-graph", "-r", task.change_id, "-T", "description")
     subject = message.split("\n", 1)[0].removeprefix("agent-loop:").strip()
-    told = summaries(jj.run(*SUMMARIES, "new", "--no-edit", *task.parents, "-m",
-                            f"{KEPT}: {subject or 'an attempt'}").stderr)
+    told = jj.told("new", "--no-edit", *task.parents, "-m", f"{KEPT}: {subject or 'an attempt'}")
     if not told:  # a report we cannot read: the newest child of those parents is the one
         told = _newest(jj, task)
     kept = told[0].change_id
     jj.out("restore", "--from", tip, "--into", kept)
-    rev = _info(jj, kept)
+    rev = jj.revs(kept)[0]
     if rev.empty:
         jj.out("abandon", kept)
         return None
@@ -59,12 +58,6 @@ def bring_back(jj: Jj, line: str) -> bool:
 _SAID = re.compile(r"kept in change ([k-z]{7,64}) ")
 
 
-def _info(jj: Jj, revset: str) -> Rev:
-    return parse_info(jj.out("log", "--no-graph", "-r", revset, "-T", INFO))[0]
-
-
 def _newest(jj: Jj, task: Rev) -> list[Rev]:
     parents = " | ".join(task.parents) or "root()"
-    return parse_info(jj.out("log", "--no-graph", "-r",
-                             f'latest(children({parents}) & description(substring:"{KEPT}"))',
-                             "-T", INFO))
+    return jj.revs(f'latest(children({parents}) & description(substring:"{KEPT}"))')

@@ -25,7 +25,7 @@ from agentloop.vcs.jj import basemark, carried, leftovers, ownfiles
 from agentloop.vcs.jj.aside import bring_back, keep_aside
 from agentloop.vcs.jj.carried import Carried
 from agentloop.vcs.jj.ownfiles import OwnFiles
-from agentloop.vcs.jj.run import INFO, SUMMARIES, Jj, Rev, fileset, op_head, parse_info, summaries
+from agentloop.vcs.jj.run import Jj, Rev, fileset, op_head
 from agentloop.vcs.protocol import Change
 
 
@@ -57,19 +57,12 @@ class JjVcs:
         # Its --config options for every call are set by prepare().
         self.jj = Jj(self.root)
 
-    def _info(self, revset: str) -> list[Rev]:
-        return parse_info(self.jj.out("log", "--no-graph", "-r", revset, "-T", INFO))
-
-    def _told(self, *args: str) -> list[Rev]:
-        """Run a jj command that rewrites or moves @; the revisions it said it left."""
-        return summaries(self.jj.run(*SUMMARIES, *args).stderr)
-
     def _base_below(self, task: Rev) -> None:
         """A base for the tool's files, made as a new empty change right below the task's
         (a lane's first task began on the main line's tip, with none): that task lands the
         long way, and the base stays in the lane, off the main line."""
         self.jj.out("new", "--no-edit", "--insert-before", task.change_id, "-m", "")
-        self._base = self._info(f"{task.change_id}-")[0].change_id
+        self._base = self.jj.revs(f"{task.change_id}-")[0].change_id
         basemark.note(self.root, self._base)
 
     def _sweep(self, rev: Rev, below: bool = False) -> bool:
@@ -88,15 +81,14 @@ class JjVcs:
 
     def _one(self, change_id: str) -> tuple[Rev | None, Rev | None]:
         """The task's revision (None when gone) and the working copy's, when @ is not it."""
-        revs = self._info(f"present({change_id}) | @")
+        revs = self.jj.revs(f"present({change_id}) | @")
         task = next((r for r in revs if r.change_id == change_id), None)
         wc = next((r for r in revs if r.is_wc and r is not task), None)
         return task, wc
 
     def _wc_on_top(self, task: Rev) -> bool:
         """Whether @ descends from the task's change (the agent ran `jj new` or `jj commit`)."""
-        return bool(self.jj.out("log", "--no-graph", "-r", f"{task.change_id}:: & @",
-                             "-T", "change_id").strip())
+        return bool(self.jj.ids(f"{task.change_id}:: & @"))
 
     # -- the protocol ---------------------------------------------------------------------------
 
@@ -156,20 +148,20 @@ class JjVcs:
         elif self._fresh:
             # Only the tool's own files may have been written since; anything else (the user
             # editing between tasks) stays in that change, and the task starts on top of it.
-            wc = self._info("@")[0]
+            wc = self.jj.revs("@")[0]
             reuse = not wc.described and all(self._own.holds(f) for f in wc.files)
-        told = self._told("describe" if reuse else "new", "-m", message)
+        told = self.jj.told("describe" if reuse else "new", "-m", message)
         made, self._fresh, self._made, self._began = self._made, False, False, True
-        rev = next((r for r in told if r.is_wc), None) or self._info("@")[0]
+        rev = next((r for r in told if r.is_wc), None) or self.jj.revs("@")[0]
         if made and reuse and rev.files:
             # Files written into the lane before its first task (lane-copy, lane-link,
             # lane-setup) are no task's: that change becomes the base, the task goes on top.
             self.jj.out("describe", "-m", "")
-            told, first = self._told("new", "-m", message), True
-            rev = next((r for r in told if r.is_wc), None) or self._info("@")[0]
+            told, first = self.jj.told("new", "-m", message), True
+            rev = next((r for r in told if r.is_wc), None) or self.jj.revs("@")[0]
         if first:
             base = next((r for r in told if not r.is_wc and (r.change_id,) == rev.parents), None)
-            self._base = (base or self._info("@-")[0]).change_id
+            self._base = (base or self.jj.revs("@-")[0]).change_id
             basemark.note(self.root, self._base)
         self._messages[rev.change_id] = message
         return Change(change_id=rev.change_id, commit_id=rev.commit_id,
@@ -184,14 +176,14 @@ class JjVcs:
 
     def _finish(self, change: Change, message: str) -> Change:
         try:
-            told = self._told("commit", "-m", message)
+            told = self.jj.told("commit", "-m", message)
         except VcsError:
             return self._careful_finish(change, message)  # stale, gone: it says which
         sealed = next((r for r in told if not r.is_wc), None)
         wc = next((r for r in told if r.is_wc), None)
         if sealed is None or wc is None or wc.parents != (sealed.change_id,):
             # A report we cannot read: what the commit left, asked.
-            revs = self._info("@ | @-")
+            revs = self.jj.revs("@ | @-")
             wc = next((r for r in revs if r.is_wc), None)
             sealed = next((r for r in revs if wc is not None and not r.is_wc and
                            (r.change_id,) == wc.parents), None)
@@ -203,7 +195,7 @@ class JjVcs:
             return self._commit_elsewhere(change, message)
         task = sealed
         if self._sweep(task, below=True):
-            task = self._info(task.change_id)[0]
+            task = self.jj.revs(task.change_id)[0]
         if task.empty:
             return self._drop_empty(task)
         if task is sealed and wc.empty and not wc.described:
@@ -225,7 +217,7 @@ class JjVcs:
                            " (did the agent run `jj edit`?); move it back and retry")
         task = self._fold(task, message, checked=True)
         if self._sweep(task, below=True):
-            task = self._info(task.change_id)[0]
+            task = self.jj.revs(task.change_id)[0]
         if task.empty:
             return self._drop_empty(task)
         self._new_on(task)
@@ -258,7 +250,7 @@ class JjVcs:
             self.jj.out("describe", "-r", task.change_id, "-m", message)
             stale = True
         if stale:
-            task = self._info(task.change_id)[0]
+            task = self.jj.revs(task.change_id)[0]
         files = tuple(f for f in task.files if not self._own.holds(f))
         self._fresh = True
         if task.empty:
@@ -269,7 +261,7 @@ class JjVcs:
 
     def _new_on(self, task: Rev) -> None:
         """`jj new` on the finished task; what it says @ is now is kept for the next begin."""
-        fresh = next((r for r in self._told("new", task.change_id) if r.is_wc), None)
+        fresh = next((r for r in self.jj.told("new", task.change_id) if r.is_wc), None)
         if fresh is not None:
             self._carry(fresh, task)
 
@@ -298,7 +290,7 @@ class JjVcs:
                            "(did the agent run `jj edit`?); move it back and retry")
         self.jj.out("squash", "--from", f"{task.change_id}..@", "--into", task.change_id,
                  "-m", message)
-        return self._info(task.change_id)[0]
+        return self.jj.revs(task.change_id)[0]
 
     def abandon(self, change: Change, keep: bool = True) -> str | None:
         """Sweep out the tool's files, keep a copy of what the change (and anything on top of it)
@@ -326,7 +318,7 @@ class JjVcs:
         self._sweep(task)
         wc_goes = wc is None or self._wc_on_top(task)
         tip = wc.change_id if wc is not None and wc_goes else task.change_id
-        kept = keep_aside(self.jj, self._info(task.change_id)[0], tip, message)
+        kept = keep_aside(self.jj, self.jj.revs(task.change_id)[0], tip, message)
         self.jj.out("abandon", f"{task.change_id} | ({task.change_id}:: & ::@)")
         for rel, data in saved.items():
             (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -363,15 +355,15 @@ class JjVcs:
         # task's change (landed even); dropped at close if nothing went into it. One an earlier
         # resume of this change put there (and was killed before it was dropped) serves again:
         # a kill at every re-run piles no empty changes up.
-        below = self._info(f"{change_id}- & mutable() & empty()")
+        below = self.jj.revs(f"{change_id}- & mutable() & empty()")
         if len(below) != 1 or below[0].described or len(task.parents) != 1:
             self.jj.out("new", "--no-edit", "--insert-before", change_id, "-m", "")
-            below = self._info(f"{change_id}-")
+            below = self.jj.revs(f"{change_id}-")
         self._base = below[0].change_id
         basemark.note(self.root, self._base)
         self.jj.out("describe", "-r", change_id, "-m", message)
         self._messages[change_id] = message
-        task = self._info(change_id)[0]
+        task = self.jj.revs(change_id)[0]
         return Change(change_id=change_id, commit_id=task.commit_id, base=",".join(task.parents),
                       kept=True)
 
@@ -391,9 +383,9 @@ class JjVcs:
         which stays @."""
         if not (self._began or self._fresh or self._resumable):
             return
-        wc = self._info("@")[0]
+        wc = self.jj.revs("@")[0]
         if self._fresh and self._sweep(wc):
-            wc = self._info("@")[0]  # the tool's last tick went down into the base
+            wc = self.jj.revs("@")[0]  # the tool's last tick went down into the base
         if not (wc.empty and not wc.described):
             self.jj.out("new")
         self._fresh = True

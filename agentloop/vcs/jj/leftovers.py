@@ -65,7 +65,7 @@ def drop_strays(jj: Jj) -> list[str]:
     strays = ('empty() & mutable() & ::@ & ~root() & (description(glob:"agent-loop:*") | '
               '(description(exact:"") & ~@ & ~bookmarks() & '
               'children(description(glob:"agent-loop:*"))))')
-    found = jj.out("log", "--no-graph", "-r", strays, "-T", 'change_id ++ "\n"').split()
+    found = jj.ids(strays)
     if not found:
         return []
     jj.out("abandon", strays)

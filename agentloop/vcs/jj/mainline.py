@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from agentloop.errors import VcsError
-from agentloop.vcs.jj.run import INFO, SUMMARIES, Jj, fileset, parse_info, summaries
+from agentloop.vcs.jj.run import SUMMARIES, Jj, fileset, summaries
 from agentloop.vcs.landing import POLL_SECONDS, WAIT_LIMIT, IntegrationConflict, Waiting
 
 # What `jj rebase` says when its revset named no revision: the short way did not apply.
@@ -89,8 +89,7 @@ class JjMainLine:
         if wc is None and NOTHING in done.stderr:
             return False
         if wc is None:  # nothing rebased, or a report we cannot read: where @ is, asked
-            wc = next(iter(parse_info(self.jj.out("--ignore-working-copy", "log", "--no-graph",
-                                                  "-r", "@", "-T", INFO))), None)
+            wc = next(iter(self.jj.revs("@", "--ignore-working-copy")), None)
         return wc is not None and wc.parents == (change,)
 
     def _insert(self, change: str, lane_wc: str) -> str:

@@ -175,6 +175,15 @@ class Jj:
         """A jj command's standard output."""
         return self.run(*args, cwd=cwd, codes=codes).stdout
 
+    def revs(self, revset: str, *options: str) -> list[Rev]:
+        """The revisions in `revset` as INFO reads them, newest first (`options`: jj's global
+        ones, such as `--ignore-working-copy`)."""
+        return parse_info(self.out(*options, "log", "--no-graph", "-r", revset, "-T", INFO))
+
+    def told(self, *args: str) -> list[Rev]:
+        """Run a jj command that rewrites or moves @; the revisions it said it left."""
+        return summaries(self.run(*SUMMARIES, *args).stderr)
+
     def ids(self, revset: str, template: str = "change_id") -> list[str]:
         """The change ids (or `template`) of the revisions in `revset`, newest first."""
         out = self.out("log", "--no-graph", "-r", revset, "-T", template + ' ++ "\\n"')
