@@ -9,7 +9,7 @@ from pathlib import Path
 from agentloop.errors import VcsError
 from agentloop.vcs.git.run import Git
 
-_FIELD, _END = "\x00", "\x01"
+FIELD, END = "\x00", "\x01"   # between the fields of a log entry, after each entry
 # Every description that can name a task holds it (its subject, its trailers, a revert's quote
 # of either): the rest of a long history is never read.
 MARK = "agent-loop"
@@ -44,9 +44,15 @@ def branch_history(kind: str, root: Path, rev: str = "HEAD") -> list[tuple[str, 
         return []
     if done.returncode != 0:
         return []
+    return [(commit, change, text) for commit, change, text in entries(done.stdout, 3)]
+
+
+def entries(out: str, count: int) -> list[list[str]]:
+    """The entries of a log printed with FIELD between an entry's fields and END after it (git:
+    `%x00`, `%x01`), each with its `count` fields; anything else is no entry."""
     found = []
-    for entry in done.stdout.split(_END):
-        parts = entry.lstrip("\n").split(_FIELD)
-        if len(parts) == 3 and parts[0]:
-            found.append((parts[0], parts[1], parts[2]))
+    for entry in out.split(END):
+        parts = entry.lstrip("\n").split(FIELD)
+        if len(parts) == count and parts[0]:
+            found.append(parts)
     return found

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Collection, Iterable
 
 from agentloop.errors import VcsError
+from agentloop.vcs.branch_log import entries
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.trailers import PLAN_KEY, TASK_KEY
 
 KEYS = (PLAN_KEY.casefold(), TASK_KEY.casefold())
 _TASK_LINE = re.compile(rf"^{re.escape(TASK_KEY)}: [0-9]+(?: [0-9a-f]+)?$")
-_FIELD, _END = "\x00", "\x01"
 # Who made a commit and when, then its description, as each VCS writes them.
 _GIT_FORMAT = "--format=%H%x00%H%x00%an <%ae>%x00%ad%x00%B%x01"
 _JJ_TEMPLATE = ('commit_id ++ "\\x00" ++ change_id ++ "\\x00" ++ author.name() ++ " <" ++ '
@@ -65,10 +65,8 @@ def _read(kind: str, root: Path, what: list[str], rev: str | None
         out = Jj(root).out("--ignore-working-copy", "log", "--no-graph", "-r", revset,
                            "-T", _JJ_TEMPLATE)
     found = []
-    for entry in out.split(_END):
-        parts = entry.lstrip("\n").split(_FIELD)
-        if len(parts) == 5 and parts[0]:
-            trailers = tuple(sorted(line.strip() for line in parts[4].splitlines()
-                                    if line.split(":", 1)[0].strip().casefold() in KEYS))
-            found.append((parts[0], parts[1], (parts[2], parts[3], trailers)))
+    for commit, change, author, when, text in entries(out, 5):
+        trailers = tuple(sorted(line.strip() for line in text.splitlines()
+                                if line.split(":", 1)[0].strip().casefold() in KEYS))
+        found.append((commit, change, (author, when, trailers)))
     return found
