@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from agentloop.errors import VcsError
 from agentloop.ondemand import dataclass
-from agentloop.vcs import own_output
+from agentloop.vcs import own_output, plan_files
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.rewritten import rewritten
@@ -161,6 +161,9 @@ def written(root: Path, before: dict[str, tuple[int, int, int] | None],
     own = own_output(root)  # `> run.log` in the checkout grows while agents run: the run's
     changed = sorted(p for p in now if (p not in before or stamp(root / p) != before[p])
                      and p not in own)
+    if changed:  # a plan is yours to edit while a run works (it is read again between tasks)
+        plans = plan_files(root)
+        changed = [p for p in changed if p not in plans]
     if not changed:
         return None
     return Breach(Kind.CHECKOUT_WRITTEN, f"{', '.join(changed[:5])} in {root} changed while "

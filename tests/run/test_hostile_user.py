@@ -1,0 +1,38 @@
+"""What a careless user does beside a run (edits the plan while an agent works, pipes the output
+into tee, makes a commit of their own in the middle of a task), with real git and files: no
+work lost, nothing said that is not so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, init_repo, state_of
+from tests.support.runner import agent_loop
+
+
+def test_your_edit_of_the_plan_while_an_agent_works_is_no_agent_writing_outside_its_lane(
+        work: Path, fake_claude: FakeClaude) -> None:
+    """Editing the plan while a run works is said to be safe; the lane's check of your
+    checkout said after that task that tasks.md "changed while this lane's agent ran (an
+    agent writing outside its lane, or you)", a warning about the one edit the run invites."""
+    init_repo(work, "git")
+    plan = work / "tasks.md"
+    plan.write_text(
+        "## A\n"
+        "- [ ] one\n"
+        "  FAKE: write one.txt one\n"
+        f"  FAKE: bash printf -- '- [ ] three\\n  FAKE: write three.txt three\\n' >> {plan}\n"
+        "- [ ] two\n"
+        "  FAKE: write two.txt two\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "the plan")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "changed while this lane's agent ran" not in done.stdout, done.stdout
+    # The task you added runs next time, as the closing lines say.
+    assert "1 task added" in done.stdout, done.stdout
+    again = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
+    assert (work / "three.txt").read_text() == "three\n"
