@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, init_repo, state_of
 from tests.support.runner import agent_loop
@@ -36,3 +38,49 @@ def test_your_edit_of_the_plan_while_an_agent_works_is_no_agent_writing_outside_
     assert again.returncode == 0, again.stdout + again.stderr
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
     assert (work / "three.txt").read_text() == "three\n"
+
+
+THREE = """\
+## A
+- [ ] one
+  FAKE: write one.txt one
+{extra}
+- [ ] two
+  FAKE: write two.txt two
+
+## B
+- [ ] three
+  FAKE: write three.txt three
+"""
+
+
+def committed_plan(work: Path, extra: str) -> None:
+    """The plan (three tasks; `extra` goes under task one) committed in the git repository
+    `work` (made when there is none)."""
+    if not (work / ".git").exists():
+        init_repo(work, "git")
+    (work / "tasks.md").write_text(THREE.format(extra=extra))
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "the plan")
+
+
+@pytest.mark.xfail(strict=True, reason="the landing (vcs/git/mainline.py, run/lane.py) keeps the "
+                   "branch name it started with; see the report of branch hostile7")
+def test_your_branch_renamed_while_a_task_runs_loses_no_task(work: Path,
+                                                             fake_claude: FakeClaude) -> None:
+    """`git branch -m main trunk` while task one's agent works. The run ended in git's own
+    words (`git rev-parse refs/heads/main` failed ... ambiguous argument), task one's commit
+    left on the lane's branch; the run after it said task one "completed, but the task changed
+    no files", deleted the lane's branch and with it the only ref to task one's commit: one.txt
+    was on no branch, paid for twice, and --status called it done."""
+    init_repo(work, "git")
+    mine = git(work, "symbolic-ref", "--short", "HEAD").strip()
+    committed_plan(work, f"  FAKE: bash git -C {work} branch -m {mine} trunk")
+    first = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert "fatal:" not in first.stdout + first.stderr, first.stdout + first.stderr
+    if first.returncode != 0:
+        again = agent_loop(work, "--vcs", "git", "--no-distill")
+        assert again.returncode == 0, again.stdout + again.stderr
+    assert git(work, "symbolic-ref", "HEAD").strip() == "refs/heads/trunk"
+    on_trunk = [files for _, _, files in git_commits(work)]
+    assert on_trunk == [["one.txt"], ["two.txt"], ["three.txt"]], on_trunk
