@@ -84,3 +84,35 @@ def test_your_branch_renamed_while_a_task_runs_loses_no_task(work: Path,
     assert git(work, "symbolic-ref", "HEAD").strip() == "refs/heads/trunk"
     on_trunk = [files for _, _, files in git_commits(work)]
     assert on_trunk == [["one.txt"], ["two.txt"], ["three.txt"]], on_trunk
+
+
+def test_a_commit_you_make_while_the_agent_works_in_your_checkout_stays_yours(
+        work: Path, fake_claude: FakeClaude) -> None:
+    """`--workplace checkout`: while task one's agent works, you commit a file of your own
+    (from your terminal, so without the agent's environment). Your commit was folded into
+    the task's: its message and author gone, your file reverted with the task. The agent's
+    own commits (task two's) are still folded into its task's one commit."""
+    yours = ("env -u GIT_REFLOG_ACTION GIT_AUTHOR_NAME=Me GIT_AUTHOR_EMAIL=me@example.com "
+             f"sh -c 'cd {work} && echo mine > mine.txt && git add mine.txt && "
+             "git commit -qm \"my own commit\"'")
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(
+        "## A\n"
+        "- [ ] one\n"
+        "  FAKE: write one.txt one\n"
+        f"  FAKE: bash {yours}\n"
+        "- [ ] two\n"
+        "  FAKE: write two.txt two\n"
+        "  FAKE: commit the agent's own commit\n"
+        "  FAKE: write more.txt more\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "the plan")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", "checkout")
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = git(work, "log", "--reverse", "--format=%x00%an|%s", "--name-only")
+    rows = [chunk.split() for chunk in out.split("\0") if chunk.strip()]
+    assert [" ".join(row) for row in rows[-3:]] == [
+        "Me|my own commit mine.txt",
+        "Test Author|agent-loop: A / one one.txt",
+        "Test Author|agent-loop: A / two more.txt two.txt"], rows
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 2
