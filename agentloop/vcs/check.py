@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -196,8 +197,9 @@ class JjLaneRecord:
 
 
 # How jj describes an operation that undid others (`jj undo`, `jj op restore`, `jj op revert`,
-# across the versions that named them so).
-UNDOING = ("undo", "restore to operation", "revert operation")
+# across the versions that named them so), and the command that made it.
+UNDOING = {"undo": "jj undo", "restore to operation": "jj op restore",
+           "revert operation": "jj op revert"}
 
 
 def check_jj_lane(record: JjLaneRecord) -> Breach | None:
@@ -214,11 +216,14 @@ def check_jj_lane(record: JjLaneRecord) -> Breach | None:
         return None  # no jj command ran since the step began: nothing was undone or lost
     jj = Jj(record.main_root)
     for op, description in operations_since(jj, record.operation):
-        if description.startswith(UNDOING):
-            return Breach(Kind.OPERATION_UNDONE, f"an agent ran `jj {description.split()[0]}` "
-                          f"(operation {op[:12]}: {description}); jj's operation log is the "
-                          "repository's, so it undid work of agent-loop's or another lane's; "
-                          "nothing of this step is landed",
+        command = next((c for d, c in UNDOING.items() if description.startswith(d)), None)
+        if command is not None:
+            # The operation ids jj writes in the description are 128 hex digits: shortened.
+            said = re.sub(r"\b([0-9a-f]{12})[0-9a-f]{20,}\b", r"\1", description)
+            return Breach(Kind.OPERATION_UNDONE, f"`{command}` ran while the lane's agent worked "
+                          f"(operation {op[:12]}: {said}), by the agent or by you; jj's "
+                          "operation log is the repository's, so it undid work of agent-loop's "
+                          "or another lane's; nothing of this step is landed",
                           ("jj op log", f"jj op revert {op[:12]}"))
     if record.landed:
         out = jj.out("--ignore-working-copy", "log", "--no-graph", "-r",

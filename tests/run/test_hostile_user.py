@@ -4,6 +4,7 @@ work lost, nothing said that is not so."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,26 @@ def test_a_commit_you_make_while_the_agent_works_in_your_checkout_stays_yours(
         "Test Author|agent-loop: A / one one.txt",
         "Test Author|agent-loop: A / two more.txt two.txt"], rows
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 2
+
+
+def test_your_jj_undo_while_an_agent_works_is_named_as_the_command_you_typed(
+        work: Path, fake_claude: FakeClaude, jj_bin: str) -> None:
+    """`jj undo` in your colocated checkout while task two's agent works: the run stops before
+    it lands anything, naming the command and the way back. It said "an agent ran `jj
+    undo:`" (jj's description cut at its first word, colon and all), blamed the agent alone,
+    and quoted two operation ids of 128 hex digits each."""
+    init_repo(work, "colocated")
+    (work / "tasks.md").write_text(
+        "## A\n"
+        "- [ ] one\n"
+        "  FAKE: write one.txt one\n"
+        "- [ ] two\n"
+        "  FAKE: write two.txt two\n"
+        f"  FAKE: bash cd {work} && jj undo\n")
+    done = agent_loop(work, "--vcs", "jj", "--no-distill")
+    assert done.returncode != 0, done.stdout + done.stderr
+    said = next(line for line in done.stderr.splitlines() if "error:" in line)
+    assert "`jj undo` ran while the lane's agent worked" in said and "by the agent or by you" \
+        in said, said
+    assert not re.search(r"[0-9a-f]{32}", said), said
+    assert "jj op revert " in said, said
