@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import git, init_repo, state_of
+from tests.support.repos import git, git_commits, init_repo, state_of
 from tests.support.runner import agent_loop
 
 
@@ -140,3 +140,22 @@ def test_your_jj_undo_while_an_agent_works_is_named_as_the_command_you_typed(
         in said, said
     assert not re.search(r"[0-9a-f]{32}", said), said
     assert "jj op revert " in said, said
+
+
+@pytest.mark.xfail(strict=True, reason="the serial lane is removed by the scheduler/lane "
+                   "(run/scheduler.py, run/lane.py) only after the last group; see the report "
+                   "of branch hostile7")
+def test_a_run_stopped_by_its_budget_leaves_no_branch_behind(work: Path,
+                                                             fake_claude: FakeClaude) -> None:
+    """`--budget` reached once group A is done and landed, before group B starts: nothing is
+    left in the serial lane, yet its worktree and branch (agent-loop/tasks...-serial) stayed
+    in the repository, where "a branch is never left behind" and the lane "goes after the
+    last group"."""
+    committed_plan(work, "")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--budget", "0.02")
+    assert done.returncode == 1 and "budget reached before task 3" in done.stderr, \
+        done.stdout + done.stderr
+    assert [files for _, _, files in git_commits(work)] == [["one.txt"], ["two.txt"]]
+    assert git(work, "for-each-ref", "--format=%(refname)", "refs/heads/") == \
+        f"refs/heads/{git(work, 'symbolic-ref', '--short', 'HEAD').strip()}\n"
+    assert len(git(work, "worktree", "list").splitlines()) == 1
