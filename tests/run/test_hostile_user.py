@@ -159,3 +159,31 @@ def test_a_run_stopped_by_its_budget_leaves_no_branch_behind(work: Path,
     assert git(work, "for-each-ref", "--format=%(refname)", "refs/heads/") == \
         f"refs/heads/{git(work, 'symbolic-ref', '--short', 'HEAD').strip()}\n"
     assert len(git(work, "worktree", "list").splitlines()) == 1
+
+
+@pytest.mark.parametrize("edit", ["rename the group", "move the task to another group"])
+def test_a_done_task_under_a_renamed_heading_is_not_paid_for_again(
+        work: Path, fake_claude: FakeClaude, edit: str) -> None:
+    """A finished plan, then `## A` renamed `## Alpha` (or the done task `one` moved under
+    `## B`): its tasks were matched by group and text, so each done task under the new
+    heading was a new task, run and paid for again (and "completed, but the task changed no
+    files"), its record archived as removed."""
+    committed_plan(work, "")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = len(fake_claude.calls())
+    plan = (work / "tasks.md").read_text()
+    if edit == "rename the group":
+        plan = plan.replace("## A\n", "## Alpha\n")
+    else:
+        one = "- [ ] one\n  FAKE: write one.txt one\n\n"
+        plan = plan.replace(one, "") + one.rstrip("\n") + "\n"
+    (work / "tasks.md").write_text(plan)
+    again = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake_claude.calls()) == calls, again.stdout
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed"] * 3, tasks
+    assert "changed no files" not in again.stdout, again.stdout
+    assert [files for _, _, files in git_commits(work)] == [["one.txt"], ["two.txt"],
+                                                            ["three.txt"]]
