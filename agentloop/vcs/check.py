@@ -23,7 +23,7 @@ from agentloop.ondemand import dataclass
 from agentloop.vcs import own_output, plan_files
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
-from agentloop.vcs.rewritten import rewritten
+from agentloop.vcs.rewritten import carried, rewritten
 
 if TYPE_CHECKING:  # jj's runner comes with a jj lane's check: a git run never imports it
     from agentloop.vcs.jj.run import Jj
@@ -122,7 +122,7 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
         gone = [c for c in record.landed if c not in on_main]
         # One the user amended or rebased is on the main line again: theirs, nothing lost.
         moved = rewritten("git", record.main_root, gone, record.main_ref) if gone else {}
-        lost = [c for c in gone if c not in moved]
+        lost = [c for c in gone if c not in moved and not carried(main, c, record.main_ref)]
         if lost:
             return Breach(Kind.LANDED_LOST, f"commit {lost[0][:12]}, which this lane landed on "
                           f"{main_short}, is no longer on it",

@@ -24,6 +24,7 @@ from agentloop.vcs.git.repo import GitRepo, dirty_message, index_seen, left_alon
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.history import missing
 from agentloop.vcs.protocol import Change
+from agentloop.vcs.rewritten import carried, rewritten
 
 if TYPE_CHECKING:
     import git  # opened by GitRepo when first needed
@@ -270,6 +271,12 @@ class GitVcs:
         if now == self._sound:
             return set()
         lost = missing("git", self.root, change_ids)
+        if lost:
+            # One your squash (or an amend that dropped its trailers) carried is not lost: its
+            # files are on the branch as it left them. One a rebase or amend moved whole stays
+            # in, for the run to follow by its trailers.
+            moved = rewritten("git", self.root, lost)
+            lost = {c for c in lost if c in moved or not carried(self.git, c, "HEAD")}
         if not lost:
             self._sound = now
         return lost
