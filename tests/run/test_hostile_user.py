@@ -252,3 +252,17 @@ def test_your_squash_of_two_landed_tasks_mid_run_loses_nothing_and_keeps_nothing
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
     for name in ("one", "two", "three"):
         assert git(work, "show", f"HEAD:{name}.txt") == f"{name}\n"
+
+
+def test_your_plan_renamed_while_a_task_runs_is_named_where_it_went(
+        work: Path, fake_claude: FakeClaude) -> None:
+    """`mv tasks.md plan.md` while task one's agent works, in a git repository: the run puts
+    tasks.md back and goes on with it, and says where your copy is. It guessed "(an agent's
+    `jj undo`?)" in a repository with no jj, and left you two plans without a word."""
+    committed_plan(work, f"  FAKE: bash mv {work / 'tasks.md'} {work / 'plan.md'}")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = next(line for line in done.stdout.splitlines() if "vanished from disk" in line)
+    assert "jj undo" not in said and "plan.md holds the same text" in said, said
+    assert (work / "tasks.md").read_text() == (work / "plan.md").read_text()
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
