@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from agentloop.proc.environ import AGENT_REFLOG_ACTION
+
 # Set by a Claude Code session for the commands it runs (measured: tests/agents/test_environment
 # dumps them from the real CLI and holds this list to them), and CLAUDE_CODE_SSE_PORT by the IDE
 # extensions that start it.
@@ -33,10 +35,12 @@ SESSION_VARIABLES = CLAUDE_SESSION + CODEX_SESSION
 def child_env(environ: Mapping[str, str], add: Iterable[tuple[str, str]] = (),
               exclude: Iterable[str] = (), prefixes: Iterable[str] = ()) -> dict[str, str]:
     """`environ` without the session variables, `exclude` and names starting with one of
-    `prefixes`; then `add` on top (a variable the user adds on purpose is kept)."""
+    `prefixes`, with the agent's mark on its git commands' reflog entries; then `add` on top
+    (a variable the user adds on purpose is kept)."""
     gone = set(SESSION_VARIABLES) | set(exclude)
     starts = tuple(prefixes)
     env = {k: v for k, v in environ.items()
            if k not in gone and not (starts and k.startswith(starts))}
+    env["GIT_REFLOG_ACTION"] = AGENT_REFLOG_ACTION
     env.update(add)
     return env

@@ -33,5 +33,32 @@ def restore(run: Run) -> str | None:
     except OSError as exc:
         return (f"{run.project.shown(path)} vanished from disk while this run worked, and "
                 f"putting it back failed ({exc.strerror})")
-    return (f"{run.project.shown(path)} vanished from disk while this run worked (an agent's "
-            "`jj undo`?); put back as this run last read it")
+    shown = run.project.shown(path)
+    renamed = _renamed(path, data)
+    if renamed is not None:
+        return (f"{shown} vanished from disk while this run worked, and {renamed} holds the "
+                f"same text (renamed?); {shown} is put back as this run last read it, and "
+                f"this run goes on with it: once it ends, remove the copy you do not want")
+    why = "an agent's `jj undo`?" if run.vcs.name == "jj" else "deleted, or an agent's `git clean`?"
+    return f"{shown} vanished from disk while this run worked ({why}); put back as this run " \
+        "last read it"
+
+
+def _renamed(path: os.PathLike[str], data: bytes) -> str | None:
+    """The name of a file beside the plan `path` that holds exactly the plan's bytes (the plan
+    renamed, or moved aside), None when there is none."""
+    folder = os.path.dirname(path)
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return None
+    for entry in entries:
+        try:
+            if entry.is_file(follow_symlinks=False) and entry.stat().st_size == len(data) \
+                    and entry.path != os.fspath(path):
+                with open(entry.path, "rb") as found:
+                    if found.read() == data:
+                        return entry.name
+        except OSError:
+            continue
+    return None

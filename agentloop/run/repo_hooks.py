@@ -45,8 +45,11 @@ def wanted(run: Run) -> bool:
     return run.options.git_hooks and run.vcs.name == "git" and bool(hooks(run.cwd))
 
 
-def run_hooks(run: Run, task: TaskState, log: Path, round_: int) -> tuple[CheckRun, ...]:
-    """Each hook once on the task's change as it stands, logged with the task's checks."""
+def run_hooks(run: Run, task: TaskState, log: Path, round_: int,
+              index: int | None = None) -> tuple[CheckRun, ...]:
+    """Each hook once on the task's change as it stands (with the task's commit message),
+    logged with the task's checks; `index` names the task in the events (0: the baseline)."""
+    index = task.index if index is None else index
     found = hooks(run.cwd) if wanted(run) else ()
     if not found:
         return ()
@@ -56,11 +59,11 @@ def run_hooks(run: Run, task: TaskState, log: Path, round_: int) -> tuple[CheckR
     confine = None if box is None else partial(box.wrap, workdir=run.cwd)
     with staged(run.cwd, commit_message(task, run.state.title)) as env, open(log, "ab") as out:
         for hook in found:
-            run.emit(CheckStarted(task.index, hook.command, round_, str(log)))
+            run.emit(CheckStarted(index, hook.command, round_, str(log)))
             done = checks.run_check(hook.command, run.cwd, out, run.project.store.relative(log),
                                     run.options.check_timeout, round_, env=env,
                                     confine=confine)
-            run.emit(CheckFinished(task.index, hook.command, done.exit_code, done.seconds,
+            run.emit(CheckFinished(index, hook.command, done.exit_code, done.seconds,
                                    str(log), round_, done.timed_out))
             runs.append(done)
     return tuple(runs)

@@ -57,12 +57,15 @@ def check_log(run: Run, task: TaskState, number: int) -> Path:
 
 def baseline(run: Run, tasks: list[TaskState]) -> tuple[CheckRun, ...]:
     """Every check the run's tasks will meet, once, before any agent runs: CheckFailed (the
-    run stops, naming the check) when one fails."""
+    run stops, naming the check) when one fails. The repository's hooks (`git-hooks`) are
+    among them: one that refuses the tree as it is fails every task whatever the agent does."""
     commands = tuple(dict.fromkeys(c for t in tasks for c in task_checks(run.options, t)))
-    if not commands:
+    hooked = bool(tasks) and repo_hooks.wanted(run)
+    if not commands and not hooked:
         return ()
     log = run.project.store.logs / BASELINE_LOG
-    runs = _round(run, 0, commands, log, 0)
+    runs = _round(run, 0, commands, log, 0) + \
+        (repo_hooks.run_hooks(run, tasks[0], log, 0, index=0) if hooked else ())
     failed = [r for r in runs if not r.passed]
     run.emit(ChecksDone(0, 0, 0, len(runs), sum(r.seconds for r in runs),
                         tuple(checks.describe(r) for r in failed)))

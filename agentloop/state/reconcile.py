@@ -5,7 +5,9 @@ of refusing to go on.
 - A task is known by its identity: its group and its text with whitespace folded (and the
   boxes of its sub-items read as open: ticking those is no edit). A saved task
   whose identity is in the new file keeps its whole record (status, change, session, costs,
-  history, log name), even if it moved; duplicates match in file order.
+  history, log name), even if it moved; duplicates match in file order. A done task left
+  unmatched (its heading renamed, or it moved under another) keeps its record by its text
+  alone, where exactly one unmatched done task and one unmatched new task have that text.
 - A new task that stands where an unmatched old one of the same group stood is an edit: a new
   pending task; the old one's change stays in history and is named. An edit of a completed
   task keeps it done instead, with the new words (a typo fixed is no reason to pay for finished
@@ -119,9 +121,38 @@ def reconcile(old: list[TaskState], new: TaskFile, keep_done: bool = True) -> Re
             folded.append((task.index, len(parts)))
             if carried.status != S.COMPLETED:   # a new log name: see agentloop.state.folding
                 renamed.add(i)
+    _regrouped(new, fresh, result, saved)
     leftover = [r for queue in saved.values() for r in queue]
     return dataclasses.replace(_fill(result, fresh, leftover, ticked, renamed, keep_done),
                                folded=tuple(folded))
+
+
+def _regrouped(new: TaskFile, fresh: list[TaskState], result: list[TaskState | None],
+               saved: dict[tuple[str, str], deque[TaskState]]) -> None:
+    """A done task whose heading was renamed, or which moved under another one, keeps its
+    record (in `result`, taken from `saved`), under its new group: matched by its text alone,
+    where that text is one unmatched done task's and one unmatched new task's, so no work done
+    is paid for again. A task still to do is not carried across groups: its session is its
+    old group's."""
+    done: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for key, queue in saved.items():
+        if queue and queue[0].status in (S.COMPLETED, S.SKIPPED):
+            done[key[1]].extend([key] * len(queue))
+    if not done:
+        return
+    wanted: dict[str, list[int]] = defaultdict(list)
+    for i, task in enumerate(new.tasks):
+        if result[i] is None:
+            wanted[task_key(task.text)].append(i)
+    for text, places in wanted.items():
+        if len(places) != 1 or len(done.get(text, ())) != 1:
+            continue
+        (i,), (key,) = places, done[text]
+        task = new.tasks[i]
+        record = saved[key].popleft()
+        result[i] = dataclasses.replace(record, index=task.index, line=task.line,
+                                        group=task.group, checks=fresh[i].checks,
+                                        optional=fresh[i].optional)
 
 
 def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list[TaskState],

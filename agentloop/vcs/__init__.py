@@ -56,16 +56,65 @@ def own_output(root: Path) -> set[str]:
     found = set()
     for fd in (1, 2):
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                continue
+            mode = os.fstat(fd).st_mode
         except OSError:
             continue
-        target = _fd_path(fd)
-        if target is not None:
+        if stat.S_ISFIFO(mode):
+            targets = _piped_into(fd)  # `agent-loop plan.md | tee run.log`
+        elif stat.S_ISREG(mode):
+            targets = [target] if (target := _fd_path(fd)) is not None else []
+        else:
+            continue
+        for target in targets:
             rel = relative_to(Path(target), root)
             if rel is not None:
                 found.add(rel)
     return found
+
+
+def _piped_into(fd: int) -> list[str]:
+    """The files written by the process that reads the pipe `fd` writes to, where it is one of
+    this process's siblings, as `tee run.log` is in the shell's `agent-loop plan.md | tee
+    run.log` (Linux's /proc only; elsewhere none)."""
+    import os
+
+    pipe = _fd_path(fd)
+    if pipe is None or not pipe.startswith("pipe:"):
+        return []
+    parent = os.getppid()
+    try:
+        siblings = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    except OSError:
+        return []
+    found = []
+    for pid in siblings:
+        if pid == str(os.getpid()):
+            continue
+        fds = Path(f"/proc/{pid}/fd")
+        try:
+            links = {entry: os.readlink(fds / entry) for entry in os.listdir(fds)}
+        except OSError:
+            continue  # gone, or not ours to read
+        if pipe not in links.values():
+            continue
+        for entry, link in links.items():
+            if link.startswith("/") and _open_for_writing(pid, entry):
+                found.append(link)
+    return found
+
+
+def _open_for_writing(pid: str, fd: str) -> bool:
+    """Whether process `pid` opened its descriptor `fd` to write (its /proc fdinfo flags)."""
+    import os
+
+    try:
+        info = Path(f"/proc/{pid}/fdinfo/{fd}").read_text()
+    except OSError:
+        return False
+    for line in info.splitlines():
+        if line.startswith("flags:"):
+            return int(line.split()[1], 8) & os.O_ACCMODE != os.O_RDONLY
+    return False
 
 
 def _fd_path(fd: int) -> str | None:

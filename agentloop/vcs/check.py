@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentloop.errors import VcsError
 from agentloop.ondemand import dataclass
-from agentloop.vcs import own_output
+from agentloop.vcs import own_output, plan_files
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
-from agentloop.vcs.rewritten import rewritten
+from agentloop.vcs.rewritten import carried, rewritten
 
 if TYPE_CHECKING:  # jj's runner comes with a jj lane's check: a git run never imports it
     from agentloop.vcs.jj.run import Jj
@@ -121,7 +122,7 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
         gone = [c for c in record.landed if c not in on_main]
         # One the user amended or rebased is on the main line again: theirs, nothing lost.
         moved = rewritten("git", record.main_root, gone, record.main_ref) if gone else {}
-        lost = [c for c in gone if c not in moved]
+        lost = [c for c in gone if c not in moved and not carried(main, c, record.main_ref)]
         if lost:
             return Breach(Kind.LANDED_LOST, f"commit {lost[0][:12]}, which this lane landed on "
                           f"{main_short}, is no longer on it",
@@ -161,6 +162,9 @@ def written(root: Path, before: dict[str, tuple[int, int, int] | None],
     own = own_output(root)  # `> run.log` in the checkout grows while agents run: the run's
     changed = sorted(p for p in now if (p not in before or stamp(root / p) != before[p])
                      and p not in own)
+    if changed:  # a plan is yours to edit while a run works (it is read again between tasks)
+        plans = plan_files(root)
+        changed = [p for p in changed if p not in plans]
     if not changed:
         return None
     return Breach(Kind.CHECKOUT_WRITTEN, f"{', '.join(changed[:5])} in {root} changed while "
@@ -193,8 +197,9 @@ class JjLaneRecord:
 
 
 # How jj describes an operation that undid others (`jj undo`, `jj op restore`, `jj op revert`,
-# across the versions that named them so).
-UNDOING = ("undo", "restore to operation", "revert operation")
+# across the versions that named them so), and the command that made it.
+UNDOING = {"undo": "jj undo", "restore to operation": "jj op restore",
+           "revert operation": "jj op revert"}
 
 
 def check_jj_lane(record: JjLaneRecord) -> Breach | None:
@@ -211,11 +216,14 @@ def check_jj_lane(record: JjLaneRecord) -> Breach | None:
         return None  # no jj command ran since the step began: nothing was undone or lost
     jj = Jj(record.main_root)
     for op, description in operations_since(jj, record.operation):
-        if description.startswith(UNDOING):
-            return Breach(Kind.OPERATION_UNDONE, f"an agent ran `jj {description.split()[0]}` "
-                          f"(operation {op[:12]}: {description}); jj's operation log is the "
-                          "repository's, so it undid work of agent-loop's or another lane's; "
-                          "nothing of this step is landed",
+        command = next((c for d, c in UNDOING.items() if description.startswith(d)), None)
+        if command is not None:
+            # The operation ids jj writes in the description are 128 hex digits: shortened.
+            said = re.sub(r"\b([0-9a-f]{12})[0-9a-f]{20,}\b", r"\1", description)
+            return Breach(Kind.OPERATION_UNDONE, f"`{command}` ran while the lane's agent worked "
+                          f"(operation {op[:12]}: {said}), by the agent or by you; jj's "
+                          "operation log is the repository's, so it undid work of agent-loop's "
+                          "or another lane's; nothing of this step is landed",
                           ("jj op log", f"jj op revert {op[:12]}"))
     if record.landed:
         out = jj.out("--ignore-working-copy", "log", "--no-graph", "-r",

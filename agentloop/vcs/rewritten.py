@@ -70,3 +70,27 @@ def _read(kind: str, root: Path, what: list[str], rev: str | None
                                 if line.split(":", 1)[0].strip().casefold() in KEYS))
         found.append((commit, change, (author, when, trailers)))
     return found
+
+
+def carried(git: Git, commit: str, rev: str) -> bool:
+    """Whether every file git `commit` changed is at `rev` exactly as the commit left it (or
+    gone from both): its change is there, whatever became of the commit (your squash, or an
+    amend that dropped its trailers), so nothing of it is lost."""
+    try:
+        paths = [p for p in git.out("diff-tree", "--no-commit-id", "-r", "-z", "--name-only",
+                                    "--no-renames", "--root", commit).split("\0") if p]
+        if not paths:
+            return False
+        return _blobs(git, commit, paths) == _blobs(git, rev, paths)
+    except VcsError:
+        return False
+
+
+def _blobs(git: Git, rev: str, paths: list[str]) -> dict[str, str]:
+    """{path: its blob id at `rev`} for those of `paths` that are there."""
+    found = {}
+    for entry in git.out("ls-tree", "-r", "-z", "--full-tree", rev, "--", *paths).split("\0"):
+        meta, _, path = entry.partition("\t")
+        if path:
+            found[path] = meta.split()[2]
+    return found

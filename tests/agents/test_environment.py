@@ -30,7 +30,9 @@ def test_child_env_keeps_the_users_variables() -> None:
                      "CODEX_HOME": "/c", "X": "1", "AGENT_LOOP_EVENT_HOOK": "on-task"},
                     add=[("CLAUDECODE", "mine")], exclude=["X"], prefixes=["AGENT_LOOP_EVENT_"])
     assert env == {"PATH": "/bin", "HOME": "/h", "ANTHROPIC_API_KEY": "k", "CODEX_HOME": "/c",
-                   "CLAUDECODE": "mine"}   # a variable the user adds on purpose is theirs
+                   "CLAUDECODE": "mine",   # a variable the user adds on purpose is theirs
+                   # the mark on the agent's commits in HEAD's reflog (vcs/git/backend)
+                   "GIT_REFLOG_ACTION": "agent-loop agent"}
     assert "CLAUDECODE" in SESSION_VARIABLES and "CODEX_SANDBOX" in SESSION_VARIABLES
 
 

@@ -152,25 +152,35 @@ def test_jj_a_lane_never_folds_your_working_copy_into_a_task(work: Path,
     assert (work / "README.md").read_text() == "my edit\n"
 
 
+# How a user sends a run's output to a file in the checkout: the shell's redirection, or a
+# pipe into `tee`, which writes the file while agent-loop sees only a pipe.
+INTO_RUN_LOG = {"redirect": 'exec "$@" > run.log 2>&1', "tee": '"$@" 2>&1 | tee run.log'}
+
+
+@pytest.mark.parametrize("how", sorted(INTO_RUN_LOG))
 def test_the_runs_own_output_file_in_your_checkout_is_no_ones_edit(work: Path,
-                                                                   fake_claude: FakeClaude) -> None:
-    """`agent-loop tasks.md > run.log 2>&1` in the checkout: the log grows while each agent
-    runs, which is the run writing its own output, not an agent writing outside its lane; no
-    task says so (each said "run.log changed while this lane's agent ran")."""
+                                                                   fake_claude: FakeClaude,
+                                                                   how: str) -> None:
+    """`agent-loop tasks.md > run.log 2>&1` (or `| tee run.log`) in the checkout: the log grows
+    while each agent runs, which is the run writing its own output, not an agent writing
+    outside its lane; no task says so (each said "run.log changed while this lane's agent ran",
+    and with tee still did after the redirection was fixed)."""
     init_repo(work, "git")
     (work / "tasks.md").write_text(PLAN)
     done = agent_loop(work, "--vcs", "git", "--no-distill",
-                      prefix=("sh", "-c", 'exec "$@" > run.log 2>&1', "sh"))
+                      prefix=("sh", "-c", INTO_RUN_LOG[how], "sh"))
     log = (work / "run.log").read_text()
     assert done.returncode == 0, log
     assert "2 completed" in log, log
     assert "changed while" not in log, log
 
 
-@pytest.mark.parametrize("allow", [(), ("--allow-dirty",)])
-@pytest.mark.parametrize("vcs", ["git", "jj"])
+@pytest.mark.parametrize(("how", "allow", "vcs"), [
+    ("redirect", (), "git"), ("redirect", ("--allow-dirty",), "git"), ("redirect", (), "jj"),
+    ("redirect", ("--allow-dirty",), "jj"), ("tee", ("--allow-dirty",), "git"),
+    ("tee", (), "jj")])
 def test_the_runs_own_output_file_is_in_no_task_where_the_agent_works_in_your_checkout(
-        work: Path, fake_claude: FakeClaude, allow: tuple[str, ...], vcs: str,
+        work: Path, fake_claude: FakeClaude, allow: tuple[str, ...], vcs: str, how: str,
         request: pytest.FixtureRequest) -> None:
     """`agent-loop tasks.md --workplace checkout > run.log 2>&1`: the shell makes run.log before
     the run starts and the run writes it while every task runs. It is not yours to refuse, nor
@@ -184,7 +194,7 @@ def test_the_runs_own_output_file_is_in_no_task_where_the_agent_works_in_your_ch
         git(work, "add", "tasks.md")
         git(work, "commit", "-qm", "the plan")
     done = agent_loop(work, "--vcs", vcs, "--no-distill", "--workplace", "checkout", *allow,
-                      prefix=("sh", "-c", 'exec "$@" > run.log 2>&1', "sh"))
+                      prefix=("sh", "-c", INTO_RUN_LOG[how], "sh"))
     log = (work / "run.log").read_text()
     assert done.returncode == 0, log
     assert "2 completed" in log, log

@@ -22,6 +22,15 @@ def git(work: Path, *args: str) -> str:
     return proc.run(["git", *args], cwd=work).stdout
 
 
+def agent_git(work: Path, *args: str) -> str:
+    """git as the agent's own commands run it: with the mark agent-loop gives the agent's
+    environment (its commits' entries in HEAD's reflog say they are the agent's)."""
+    from agentloop.proc.environ import AGENT_REFLOG_ACTION, current
+
+    return proc.run(["git", *args], cwd=work,
+                    env={**current(), "GIT_REFLOG_ACTION": AGENT_REFLOG_ACTION}).stdout
+
+
 def jj(work: Path, *args: str) -> str:
     """jj's standard output, never paged or coloured (a failure raises)."""
     return proc.run(["jj", "--no-pager", "--color=never", *args], cwd=work).stdout

@@ -15,7 +15,7 @@ from agentloop import proc
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.jj.backend import JjVcs
 from agentloop.vcs.protocol import Change, Vcs
-from tests.support.repos import make_repo
+from tests.support.repos import agent_git, make_repo
 
 
 def sh(repo: Path, *argv: str) -> str:
@@ -58,7 +58,7 @@ class Backend:
         """The agent commits its own work, as it was told not to."""
         if self.kind == "git":
             sh(self.root, "git", "add", "-A", ":!tasks.md")
-            sh(self.root, "git", "commit", "-q", "-m", message)
+            agent_git(self.root, "commit", "-q", "-m", message)
         else:
             sh(self.root, "jj", "--no-pager", "commit", "-m", message)
 

@@ -13,7 +13,7 @@ from agentloop.errors import VcsError
 from agentloop.vcs.choose import open_vcs
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.protocol import Change
-from tests.support.repos import make_repo
+from tests.support.repos import agent_git, make_repo
 
 
 def git(repo: Path, *args: str) -> str:
@@ -161,7 +161,7 @@ def test_agent_commits_are_folded_into_the_task_commit(repo: Path) -> None:
     (repo / "a.txt").write_text("a\n")
     (repo / "tasks.md").write_text("## One\n- [x] a\n")
     git(repo, "add", "a.txt")
-    git(repo, "commit", "-q", "-a", "-m", "agent: add a")  # takes tasks.md along
+    agent_git(repo, "commit", "-q", "-a", "-m", "agent: add a")  # takes tasks.md along
     (repo / "b.txt").write_text("left uncommitted\n")
     done = vcs.finish(change, "task")
     assert done.files == ("a.txt", "b.txt")
@@ -180,7 +180,7 @@ def test_abandon_undoes_the_agents_own_commits(repo: Path) -> None:
     (repo / "a.txt").write_text("a\n")
     (repo / "README.md").write_text("changed\n")
     git(repo, "add", "a.txt", "README.md")
-    git(repo, "commit", "-q", "-m", "agent")
+    agent_git(repo, "commit", "-q", "-m", "agent")
     vcs.abandon(change)
     assert git(repo, "rev-parse", "HEAD").strip() == base
     assert not (repo / "a.txt").exists()
@@ -194,7 +194,7 @@ def test_agent_switching_branch_is_an_error(repo: Path) -> None:
     git(repo, "checkout", "-q", "-b", "elsewhere")
     (repo / "a.txt").write_text("a\n")
     git(repo, "add", "a.txt")
-    git(repo, "commit", "-q", "-m", "agent")
+    agent_git(repo, "commit", "-q", "-m", "agent")
     with pytest.raises(VcsError, match="switched"):
         vcs.finish(change, "task")
 
@@ -240,7 +240,7 @@ def test_unborn_branch_gets_a_root_commit(tmp_path: Path) -> None:
     failed = vcs.begin("task")
     (tmp_path / "a.txt").write_text("a\n")
     git(tmp_path, "add", "a.txt")
-    git(tmp_path, "commit", "-q", "-m", "agent")
+    agent_git(tmp_path, "commit", "-q", "-m", "agent")
     vcs.abandon(failed)
     assert not (tmp_path / "a.txt").exists()
     # No commit on any branch: only the copy of the rolled-back files, kept aside.
@@ -284,7 +284,7 @@ def test_a_dead_runs_attempt_with_commits_goes_on_with_its_task(repo: Path) -> N
     crashed.begin("task")
     (repo / "half.txt").write_text("half done\n")
     git(repo, "add", "half.txt")
-    git(repo, "commit", "-q", "-m", "committed by the agent")
+    agent_git(repo, "commit", "-q", "-m", "committed by the agent")
     (repo / "more.txt").write_text("uncommitted\n")
     # --dry-run says what the run does: the attempt's file is no dirty tree to refuse.
     assert GitVcs(repo, repo / "tasks.md").uncommitted() is None
@@ -312,7 +312,7 @@ def test_a_kill_inside_finish_after_head_moved_back_keeps_the_agents_commits(
     change = crashed.begin("task")
     (repo / "half.txt").write_text("half done\n")
     git(repo, "add", "half.txt")
-    git(repo, "commit", "-q", "-m", "committed by the agent")
+    agent_git(repo, "commit", "-q", "-m", "committed by the agent")
     agents = git(repo, "rev-parse", "HEAD").strip()
     if dies_at == "update-ref":
         by_hand(monkeypatch, crashed)

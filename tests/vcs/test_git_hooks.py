@@ -84,7 +84,9 @@ def test_a_commit_msg_hook_that_refuses_fails_the_task(work: Path, fake_claude: 
     hooked_repo(work)
     (work / ".git" / "hooks" / "pre-commit").unlink()
     hook = work / ".git" / "hooks" / "commit-msg"
-    hook.write_text("#!/bin/sh\necho 'commit-msg: no ticket number'\nexit 1\n")
+    # It refuses the task's change (a.txt), not the tree as it was: the baseline passes.
+    hook.write_text("#!/bin/sh\ngit show :a.txt >/dev/null 2>&1 || exit 0\n"
+                    "echo 'commit-msg: no ticket number'\nexit 1\n")
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks", "--max-attempts", "1",
                       "--check-rounds", "0", "--workplace", workplace)
     assert done.returncode == 4, done.stdout + done.stderr
@@ -94,6 +96,28 @@ def test_a_commit_msg_hook_that_refuses_fails_the_task(work: Path, fake_claude: 
         failed
     assert git_commits(work) == []  # no commit of the task
     assert git(work, "status", "--porcelain") == ""  # its change dropped, the tree as before
+
+
+@pytest.mark.parametrize("hook", ["pre-commit", "commit-msg"])
+def test_a_hook_that_fails_before_any_task_stops_the_run_before_any_agent_is_paid(
+        work: Path, fake_claude: FakeClaude, hook: str) -> None:
+    """A hook that refuses the tree as you left it (a linter broken on your machine, a hook
+    that refuses every commit) fails every task whatever the agent does: it runs with the
+    baseline checks, and the run stops there. It was held to each task's change only: 5
+    attempts of 3 agent runs each, for each task, before the run gave up."""
+    hooked_repo(work)
+    for name in ("pre-commit", "commit-msg"):
+        (work / ".git" / "hooks" / name).unlink()
+    path = work / ".git" / "hooks" / hook
+    path.write_text("#!/bin/sh\necho 'lint: command not found'\nexit 127\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert fake_claude.calls() == []
+    assert f"hooks/{hook}" in done.stderr and "fails before any task ran" in done.stderr, \
+        done.stderr
+    assert "lint: command not found" in done.stderr, done.stderr
+    assert git_commits(work) == [] and git(work, "status", "--porcelain") == ""
 
 
 def test_with_jj_the_run_says_the_hooks_are_not_available(work: Path, jj_bin: str,

@@ -26,6 +26,7 @@ from agentloop.vcs.git.repo import GitRepo
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.history import missing
 from agentloop.vcs.protocol import Change
+from agentloop.vcs.rewritten import carried, rewritten
 
 if TYPE_CHECKING:
     import git  # opened by GitRepo when first needed
@@ -192,6 +193,10 @@ class GitVcs:
             return done
         self.tree.refuse_rewound(start)
         agent_subjects, head = "", self.tree.head()
+        # In your checkout (never in a lane, where only agents work) a commit may be yours.
+        if head is not None and head != start.head and not self.lane and \
+                self.tree.yours_since(start.head, head):
+            start = self._after_yours(start, head)
         if head != start.head:
             agent_subjects = self.git.out("log", "--reverse", "--format=- %s",
                                           f"{start.head}..HEAD" if start.head else "HEAD").strip()
@@ -237,6 +242,12 @@ class GitVcs:
         if now == self._sound:
             return set()
         lost = missing("git", self.root, change_ids)
+        if lost:
+            # One your squash (or an amend that dropped its trailers) carried is not lost: its
+            # files are on the branch as it left them. One a rebase or amend moved whole stays
+            # in, for the run to follow by its trailers.
+            moved = rewritten("git", self.root, lost)
+            lost = {c for c in lost if c in moved or not carried(self.git, c, "HEAD")}
         if not lost:
             self._sound = now
         return lost
@@ -331,6 +342,16 @@ class GitVcs:
         self._start = None
         if self._record is not None:
             self._record.forget()
+
+    def _after_yours(self, start: Start, head: str) -> Start:
+        """The task's start moved up to the commits you made beside the agent (`head`): they
+        stay yours, as you made them, and the task's commit goes on top of them."""
+        staged = start.index_tree != self.tree.tree(start.head)
+        moved = dataclasses.replace(start, head=head,
+                                    index_tree=start.index_tree if staged else
+                                    self.tree.tree(head))
+        self._remember(moved)
+        return moved
 
     def _started(self) -> Start:
         if self._start is None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from agentloop import proc
 from agentloop.errors import VcsError
+from agentloop.proc.environ import AGENT_REFLOG_ACTION
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.files import plain, state_of
@@ -257,6 +258,21 @@ class GitRepo:
         if paths:
             self.git.out("reset", "-q", tree, "--pathspec-from-file=-", "--pathspec-file-nul",
                       paths=sorted(paths))
+
+    def yours_since(self, old: str | None, new: str) -> bool:
+        """Whether the commits from `old` to `new` were all made by you beside the agent (your
+        terminal, `--workplace checkout`), none by the agent: HEAD's reflog names each commit
+        the agent's git made with the agent's mark (agentloop.proc.environ)."""
+        made = set(self.git.out("rev-list", f"{old}..{new}" if old else new).split())
+        entries = self.git.out("reflog", "show", "--format=%H%x09%gs", f"-n{len(made) + 64}",
+                               "HEAD", codes=(0, 128)).splitlines()
+        seen = False
+        for sha, _, subject in (entry.partition("\t") for entry in entries):
+            if sha in made:
+                if subject.startswith(AGENT_REFLOG_ACTION):
+                    return False
+                seen = True
+        return seen
 
     def move_head_back(self, start: Start) -> set[str]:
         """Undo commits the agent made since begin; return the paths they touched."""

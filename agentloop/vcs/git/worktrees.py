@@ -13,6 +13,7 @@ from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.lanes import BRANCH_PREFIX, PREVIOUS, Workspace, bookkeeping, lanes_dir
+from agentloop.vcs.rewritten import carried
 
 # Where a lane's work that is not on the main line is kept when its branch or worktree goes.
 KEPT = "refs/agent-loop/kept/"
@@ -237,7 +238,9 @@ def keep_unlanded(root: Path, branch: str, main: str) -> str | None:
             refs.branch_tip(root / ".git", main) == tip:
         return None  # where the main line is (every task landed): all of it is there
     out = git.out("cherry", main, f"refs/heads/{branch}", codes=(0, 128))
-    if not any(line.startswith("+") for line in out.splitlines()):
+    # A commit whose patch is not on the main line may still be there, squashed or amended
+    # by you: its files as it left them. Nothing of it to keep then.
+    if all(carried(git, line[2:], main) for line in out.splitlines() if line.startswith("+")):
         return None
     ref = KEPT + branch.removeprefix(BRANCH_PREFIX)
     git.out("update-ref", "--create-reflog", "-m", "agent-loop: kept", ref,
