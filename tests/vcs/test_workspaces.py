@@ -203,3 +203,48 @@ def test_a_sweep_leaves_other_copies_alone(repo: Path) -> None:
     old = wt.open_git(repo, "3-old", base, fresh=True)
     assert wt.sweep_git(repo, keep=set(), known={"1-a", "3-old"}) == ["3-old"]
     assert rehearsal.path.exists() and not old.path.exists()
+
+
+def test_a_git_lane_is_made_with_three_git_processes(repo: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # Counted off git's own trace, which names the processes git starts itself as well:
+    # `worktree add -B` is four (it starts `branch`, `symbolic-ref` and `reset --hard`).
+    trace = tmp_path / "git.trace"
+    base = git(repo, "rev-parse", "HEAD")
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    # The repository's worktrees as the sweep just listed them (none): the making alone.
+    lane = wt.open_git(repo, "1-made", base, fresh=True, registered={})
+    monkeypatch.delenv("GIT_TRACE")
+    started = [line.split("trace: built-in: ", 1)[1] for line in trace.read_text().splitlines()
+               if "trace: built-in: " in line]
+    assert len(started) == 3, started
+    # Whole, on its branch at base, unlocked, nothing uncommitted in it.
+    assert git(lane.path, "symbolic-ref", "HEAD") == "refs/heads/agent-loop/1-made"
+    assert git(lane.path, "rev-parse", "HEAD") == base
+    assert git(lane.path, "status", "--porcelain") == ""
+    assert "locked" not in wt.git_worktrees(repo)[lane.path]
+    # A branch that exists is moved to base, as `worktree add -B` moved it.
+    wt.remove_git(repo, lane)
+    (repo / "b.txt").write_text("b\n")
+    git(repo, "add", "b.txt")
+    git(repo, "commit", "-qm", "b")
+    again = wt.open_git(repo, "1-made", git(repo, "rev-parse", "HEAD"), fresh=True)
+    assert (again.path / "b.txt").exists() and git(again.path, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("cut", ["after the add", "after the checkout"])
+def test_a_git_lane_whose_making_a_kill_cut_short_is_made_again(repo: Path, cut: str) -> None:
+    """A kill while a lane is made leaves it locked (registered, detached and empty; or on its
+    branch with its files, the lock not yet gone): the next run cleans it and makes it again,
+    never works in it as it is."""
+    base = git(repo, "rev-parse", "HEAD")
+    path = lanes.lanes_dir(repo).resolve() / "1-cut"
+    path.parent.mkdir(parents=True)
+    git(repo, "worktree", "add", "-q", "--lock", "--detach", "--no-checkout", str(path), base)
+    if cut == "after the checkout":
+        git(path, "checkout", "-q", "-f", "-B", "agent-loop/1-cut", base)
+    lane = wt.open_git(repo, "1-cut", base, fresh=False)
+    assert (lane.path / "a.txt").read_text() == "a\n"
+    assert git(lane.path, "symbolic-ref", "HEAD") == "refs/heads/agent-loop/1-cut"
+    assert git(lane.path, "status", "--porcelain") == ""
+    assert "locked" not in wt.git_worktrees(repo)[lane.path]

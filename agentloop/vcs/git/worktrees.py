@@ -102,12 +102,29 @@ def _open_git(root: Path, name: str, base: str, fresh: bool,
         return Workspace(name, path, branch, reused=True)
     if exists:
         _keep_previous(root, branch, base)
-    _git(root, "worktree", "add", "-q", "-B", branch, str(path), base)
+    _add_fresh(root, path, branch, base)
     return Workspace(name, path, branch)
 
 
+def _add_fresh(root: Path, path: Path, branch: str, base: str) -> None:
+    """A worktree at `path` on branch `branch`, made or moved to `base`, in two commands (three
+    processes) where `worktree add -B` takes four (it starts `branch`, `symbolic-ref` and
+    `reset --hard`): the worktree registered detached, empty and locked, then its branch and
+    files in one `checkout -f -B` (which refuses a branch checked out elsewhere, as `worktree
+    add -B` does). The lock goes last, from its file, as `git worktree unlock` would delete it:
+    a kill anywhere before leaves a locked lane, which the next run cleans and makes again."""
+    _git(root, "worktree", "add", "-q", "--lock", "--detach", "--no-checkout", str(path), base)
+    _git(path, "checkout", "-q", "-f", "-B", branch, base)
+    own = refs.worktree_git_dir(path)
+    if own is None:  # the files do not tell where git keeps it: git's own unlock
+        _git(root, "worktree", "unlock", str(path))
+    else:
+        (own / "locked").unlink()
+
+
 def _healthy(path: Path, fields: dict[str, str]) -> bool:
-    # A kill inside `worktree add` leaves it locked "initializing", with a half checkout.
+    # A kill while a lane is made leaves it locked (_add_fresh; an older version's kill inside
+    # `worktree add` left it "initializing"), with a half checkout.
     return path.is_dir() and "prunable" not in fields and "locked" not in fields
 
 
