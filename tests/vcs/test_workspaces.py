@@ -248,3 +248,17 @@ def test_a_git_lane_whose_making_a_kill_cut_short_is_made_again(repo: Path, cut:
     assert git(lane.path, "symbolic-ref", "HEAD") == "refs/heads/agent-loop/1-cut"
     assert git(lane.path, "status", "--porcelain") == ""
     assert "locked" not in wt.git_worktrees(repo)[lane.path]
+
+
+def test_a_git_lane_of_a_repository_with_submodules_is_made_as_worktree_add_made_it(
+        repo: Path, tmp_path: Path) -> None:
+    # submodule.recurse on: the lane's checkout leaves the submodules alone, as `worktree add`
+    # does (the new worktree has none of their repositories).
+    sub = make_repo(tmp_path / "sub", "git", {"s.txt": "s\n"}, message="sub")
+    proc.run(["git", "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub),
+              "sub"], cwd=repo)
+    git(repo, "commit", "-qm", "with a submodule")
+    git(repo, "config", "submodule.recurse", "true")
+    lane = wt.open_git(repo, "1-sub", git(repo, "rev-parse", "HEAD"), fresh=True)
+    assert (lane.path / "a.txt").exists() and (lane.path / "sub").is_dir()
+    assert "locked" not in wt.git_worktrees(repo)[lane.path]

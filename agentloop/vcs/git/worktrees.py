@@ -111,10 +111,13 @@ def _add_fresh(root: Path, path: Path, branch: str, base: str) -> None:
     processes) where `worktree add -B` takes four (it starts `branch`, `symbolic-ref` and
     `reset --hard`): the worktree registered detached, empty and locked, then its branch and
     files in one `checkout -f -B` (which refuses a branch checked out elsewhere, as `worktree
-    add -B` does). The lock goes last, from its file, as `git worktree unlock` would delete it:
-    a kill anywhere before leaves a locked lane, which the next run cleans and makes again."""
+    add -B` does, and runs a post-checkout hook as it did). The lock goes last, from its file,
+    as `git worktree unlock` deletes it: a kill anywhere before leaves a locked lane, which the
+    next run cleans and makes again."""
     _git(root, "worktree", "add", "-q", "--lock", "--detach", "--no-checkout", str(path), base)
-    _git(path, "checkout", "-q", "-f", "-B", branch, base)
+    # Submodules stay as `worktree add` leaves them (its own checkout passes the same option),
+    # whatever submodule.recurse says: the new worktree has none of their repositories.
+    _git(path, "checkout", "-q", "-f", "--no-recurse-submodules", "-B", branch, base)
     own = refs.worktree_git_dir(path)
     if own is None:  # the files do not tell where git keeps it: git's own unlock
         _git(root, "worktree", "unlock", str(path))
