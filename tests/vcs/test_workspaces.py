@@ -262,3 +262,33 @@ def test_a_git_lane_of_a_repository_with_submodules_is_made_as_worktree_add_made
     lane = wt.open_git(repo, "1-sub", git(repo, "rev-parse", "HEAD"), fresh=True)
     assert (lane.path / "a.txt").exists() and (lane.path / "sub").is_dir()
     assert "locked" not in wt.git_worktrees(repo)[lane.path]
+
+
+@pytest.mark.parametrize("empty", ["commondir", "gitdir"])
+def test_a_lane_registration_a_kill_left_half_written_is_dropped(repo: Path, empty: str) -> None:
+    """git writes a new worktree's files one by one after its lock; killed between opening one
+    and writing it (seen in the kill sweep), it leaves the file empty and every `git worktree
+    list` fails. The next run drops that lane's registration and makes the lane again."""
+    base = git(repo, "rev-parse", "HEAD")
+    path = lanes.lanes_dir(repo).resolve() / "1-half"
+    path.mkdir(parents=True)
+    own = repo / ".git" / "worktrees" / "1-half"
+    own.mkdir(parents=True)
+    (own / "locked").write_text("initializing")
+    (own / "HEAD").write_text("0" * 40 + "\n")
+    (own / "gitdir").write_text(f"{path}/.git\n")
+    (own / "commondir").write_text("../..\n")
+    (own / empty).write_text("")
+    (path / ".git").write_text(f"gitdir: {own}\n")
+    lane = wt.open_git(repo, "1-half", base, fresh=True)
+    assert (lane.path / "a.txt").read_text() == "a\n"
+    assert "locked" not in wt.git_worktrees(repo)[lane.path]
+    if empty == "gitdir":
+        return  # git lists that one (prunable) and the lane was cleaned as such
+    # Someone else's broken registration is not ours to drop: git's own error is said.
+    other = repo / ".git" / "worktrees" / "elsewhere"
+    shutil.copytree(own, other)
+    (other / "locked").write_text("initializing")
+    (other / empty).write_text("")
+    with pytest.raises(Exception, match="worktree list"):
+        wt.git_worktrees(repo)

@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from agentloop.errors import VcsError
 from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
@@ -29,7 +30,12 @@ def _git(root: Path, *args: str, codes: tuple[int, ...] = (0,)) -> str:
 
 def git_worktrees(root: Path) -> dict[Path, dict[str, str]]:
     """Registered worktrees by folder: their porcelain fields (branch, locked, prunable...)."""
-    out = _git(root, "worktree", "list", "--porcelain")
+    try:
+        out = _git(root, "worktree", "list", "--porcelain")
+    except VcsError:
+        if not _drop_half_made(root):
+            raise
+        out = _git(root, "worktree", "list", "--porcelain")
     found: dict[Path, dict[str, str]] = {}
     current: dict[str, str] = {}
     for line in out.splitlines() + [""]:
@@ -41,6 +47,36 @@ def git_worktrees(root: Path) -> dict[Path, dict[str, str]]:
         key, _, value = line.partition(" ")
         current[key] = value
     return found
+
+
+def _drop_half_made(root: Path) -> bool:
+    """Whether a lane's registration that a kill cut short inside `git worktree add` was found
+    and deleted. git writes a new worktree's files one by one after its lock: killed between
+    opening one and writing it, it leaves an empty `commondir` or `gitdir`, which makes every
+    `git worktree list` fail ("failed to read .../commondir") and which `git worktree prune`
+    never takes (the worktree is locked). Only a registration that is locked, has such a file
+    and is a lane's (its name a folder in the lanes folder, made before those files) goes; the
+    lane's own folder is then a leftover on disk, cleaned as any other."""
+    found = False
+    folder = root / ".git" / "worktrees"
+    try:
+        entries = list(folder.iterdir()) if (root / ".git").is_dir() else []
+    except OSError:
+        return False
+    for own in entries:
+        if not (own / "locked").exists() or not (lanes_dir(root) / own.name).is_dir():
+            continue
+        if any(not _written(own / name) for name in ("commondir", "gitdir")):
+            shutil.rmtree(own)
+            found = True
+    return found
+
+
+def _written(file: Path) -> bool:
+    try:
+        return file.stat().st_size > 0
+    except OSError:
+        return False
 
 
 def open_git(root: Path, name: str, base: str, fresh: bool, adopt: str = "",
