@@ -19,7 +19,9 @@ kill cut short) keeps it, under that name, for its own next run; the groups afte
 lanes of their own meanwhile (`<key>-<n>-<group>`, as a parallel run's).
 
 A crash (SIGKILL, power loss) may leave a lane behind in any state: registered but its folder gone,
-locked mid-`worktree add` ("initializing"), or whole with commits not yet on the main line. None of
+locked while it was made (git's own "initializing" inside `worktree add`, or agent-loop's lock until
+its checkout is whole), registered with a file git had not written yet, or whole with commits not
+yet on the main line. None of
 that is a reason to refuse: a healthy lane is reused as it is (its branch keeps what it holds), a
 broken one is cleaned and made again on its branch, which is never deleted here unless asked for:
 nothing on it is lost.

@@ -203,3 +203,92 @@ def test_a_sweep_leaves_other_copies_alone(repo: Path) -> None:
     old = wt.open_git(repo, "3-old", base, fresh=True)
     assert wt.sweep_git(repo, keep=set(), known={"1-a", "3-old"}) == ["3-old"]
     assert rehearsal.path.exists() and not old.path.exists()
+
+
+def test_a_git_lane_is_made_with_three_git_processes(repo: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # Counted off git's own trace, which names the processes git starts itself as well:
+    # `worktree add -B` is four (it starts `branch`, `symbolic-ref` and `reset --hard`).
+    trace = tmp_path / "git.trace"
+    base = git(repo, "rev-parse", "HEAD")
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    # The repository's worktrees as the sweep just listed them (none): the making alone.
+    lane = wt.open_git(repo, "1-made", base, fresh=True, registered={})
+    monkeypatch.delenv("GIT_TRACE")
+    started = [line.split("trace: built-in: ", 1)[1] for line in trace.read_text().splitlines()
+               if "trace: built-in: " in line]
+    assert len(started) == 3, started
+    # Whole, on its branch at base, unlocked, nothing uncommitted in it.
+    assert git(lane.path, "symbolic-ref", "HEAD") == "refs/heads/agent-loop/1-made"
+    assert git(lane.path, "rev-parse", "HEAD") == base
+    assert git(lane.path, "status", "--porcelain") == ""
+    assert "locked" not in wt.git_worktrees(repo)[lane.path]
+    # A branch that exists is moved to base, as `worktree add -B` moved it.
+    wt.remove_git(repo, lane)
+    (repo / "b.txt").write_text("b\n")
+    git(repo, "add", "b.txt")
+    git(repo, "commit", "-qm", "b")
+    again = wt.open_git(repo, "1-made", git(repo, "rev-parse", "HEAD"), fresh=True)
+    assert (again.path / "b.txt").exists() and git(again.path, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("cut", ["after the add", "after the checkout"])
+def test_a_git_lane_whose_making_a_kill_cut_short_is_made_again(repo: Path, cut: str) -> None:
+    """A kill while a lane is made leaves it locked (registered, detached and empty; or on its
+    branch with its files, the lock not yet gone): the next run cleans it and makes it again,
+    never works in it as it is."""
+    base = git(repo, "rev-parse", "HEAD")
+    path = lanes.lanes_dir(repo).resolve() / "1-cut"
+    path.parent.mkdir(parents=True)
+    git(repo, "worktree", "add", "-q", "--lock", "--detach", "--no-checkout", str(path), base)
+    if cut == "after the checkout":
+        git(path, "checkout", "-q", "-f", "-B", "agent-loop/1-cut", base)
+    lane = wt.open_git(repo, "1-cut", base, fresh=False)
+    assert (lane.path / "a.txt").read_text() == "a\n"
+    assert git(lane.path, "symbolic-ref", "HEAD") == "refs/heads/agent-loop/1-cut"
+    assert git(lane.path, "status", "--porcelain") == ""
+    assert "locked" not in wt.git_worktrees(repo)[lane.path]
+
+
+def test_a_git_lane_of_a_repository_with_submodules_is_made_as_worktree_add_made_it(
+        repo: Path, tmp_path: Path) -> None:
+    # submodule.recurse on: the lane's checkout leaves the submodules alone, as `worktree add`
+    # does (the new worktree has none of their repositories).
+    sub = make_repo(tmp_path / "sub", "git", {"s.txt": "s\n"}, message="sub")
+    proc.run(["git", "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub),
+              "sub"], cwd=repo)
+    git(repo, "commit", "-qm", "with a submodule")
+    git(repo, "config", "submodule.recurse", "true")
+    lane = wt.open_git(repo, "1-sub", git(repo, "rev-parse", "HEAD"), fresh=True)
+    assert (lane.path / "a.txt").exists() and (lane.path / "sub").is_dir()
+    assert "locked" not in wt.git_worktrees(repo)[lane.path]
+
+
+@pytest.mark.parametrize("empty", ["commondir", "gitdir"])
+def test_a_lane_registration_a_kill_left_half_written_is_dropped(repo: Path, empty: str) -> None:
+    """git writes a new worktree's files one by one after its lock; killed between opening one
+    and writing it (seen in the kill sweep), it leaves the file empty and every `git worktree
+    list` fails. The next run drops that lane's registration and makes the lane again."""
+    base = git(repo, "rev-parse", "HEAD")
+    path = lanes.lanes_dir(repo).resolve() / "1-half"
+    path.mkdir(parents=True)
+    own = repo / ".git" / "worktrees" / "1-half"
+    own.mkdir(parents=True)
+    (own / "locked").write_text("initializing")
+    (own / "HEAD").write_text("0" * 40 + "\n")
+    (own / "gitdir").write_text(f"{path}/.git\n")
+    (own / "commondir").write_text("../..\n")
+    (own / empty).write_text("")
+    (path / ".git").write_text(f"gitdir: {own}\n")
+    lane = wt.open_git(repo, "1-half", base, fresh=True)
+    assert (lane.path / "a.txt").read_text() == "a\n"
+    assert "locked" not in wt.git_worktrees(repo)[lane.path]
+    if empty == "gitdir":
+        return  # git lists that one (prunable) and the lane was cleaned as such
+    # Someone else's broken registration is not ours to drop: git's own error is said.
+    other = repo / ".git" / "worktrees" / "elsewhere"
+    shutil.copytree(own, other)
+    (other / "locked").write_text("initializing")
+    (other / empty).write_text("")
+    with pytest.raises(Exception, match="worktree list"):
+        wt.git_worktrees(repo)

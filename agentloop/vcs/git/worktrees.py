@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from agentloop.errors import VcsError
 from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
@@ -30,7 +31,12 @@ def _git(root: Path, *args: str, codes: tuple[int, ...] = (0,)) -> str:
 
 def git_worktrees(root: Path) -> dict[Path, dict[str, str]]:
     """Registered worktrees by folder: their porcelain fields (branch, locked, prunable...)."""
-    out = _git(root, "worktree", "list", "--porcelain")
+    try:
+        out = _git(root, "worktree", "list", "--porcelain")
+    except VcsError:
+        if not _drop_half_made(root):
+            raise
+        out = _git(root, "worktree", "list", "--porcelain")
     found: dict[Path, dict[str, str]] = {}
     current: dict[str, str] = {}
     for line in out.splitlines() + [""]:
@@ -42,6 +48,36 @@ def git_worktrees(root: Path) -> dict[Path, dict[str, str]]:
         key, _, value = line.partition(" ")
         current[key] = value
     return found
+
+
+def _drop_half_made(root: Path) -> bool:
+    """Whether a lane's registration that a kill cut short inside `git worktree add` was found
+    and deleted. git writes a new worktree's files one by one after its lock: killed between
+    opening one and writing it, it leaves an empty `commondir` or `gitdir`, which makes every
+    `git worktree list` fail ("failed to read .../commondir") and which `git worktree prune`
+    never takes (the worktree is locked). Only a registration that is locked, has such a file
+    and is a lane's (its name a folder in the lanes folder, made before those files) goes; the
+    lane's own folder is then a leftover on disk, cleaned as any other."""
+    found = False
+    folder = root / ".git" / "worktrees"
+    try:
+        entries = list(folder.iterdir()) if (root / ".git").is_dir() else []
+    except OSError:
+        return False
+    for own in entries:
+        if not (own / "locked").exists() or not (lanes_dir(root) / own.name).is_dir():
+            continue
+        if any(not _written(own / name) for name in ("commondir", "gitdir")):
+            shutil.rmtree(own)
+            found = True
+    return found
+
+
+def _written(file: Path) -> bool:
+    try:
+        return file.stat().st_size > 0
+    except OSError:
+        return False
 
 
 def open_git(root: Path, name: str, base: str, fresh: bool, adopt: str = "",
@@ -103,12 +139,32 @@ def _open_git(root: Path, name: str, base: str, fresh: bool,
         return Workspace(name, path, branch, reused=True)
     if exists:
         _keep_previous(root, branch, base)
-    _git(root, "worktree", "add", "-q", "-B", branch, str(path), base)
+    _add_fresh(root, path, branch, base)
     return Workspace(name, path, branch)
 
 
+def _add_fresh(root: Path, path: Path, branch: str, base: str) -> None:
+    """A worktree at `path` on branch `branch`, made or moved to `base`, in two commands (three
+    processes) where `worktree add -B` takes four (it starts `branch`, `symbolic-ref` and
+    `reset --hard`): the worktree registered detached, empty and locked, then its branch and
+    files in one `checkout -f -B` (which refuses a branch checked out elsewhere, as `worktree
+    add -B` does, and runs a post-checkout hook as it did). The lock goes last, from its file,
+    as `git worktree unlock` deletes it: a kill anywhere before leaves a locked lane, which the
+    next run cleans and makes again."""
+    _git(root, "worktree", "add", "-q", "--lock", "--detach", "--no-checkout", str(path), base)
+    # Submodules stay as `worktree add` leaves them (its own checkout passes the same option),
+    # whatever submodule.recurse says: the new worktree has none of their repositories.
+    _git(path, "checkout", "-q", "-f", "--no-recurse-submodules", "-B", branch, base)
+    own = refs.worktree_git_dir(path)
+    if own is None:  # the files do not tell where git keeps it: git's own unlock
+        _git(root, "worktree", "unlock", str(path))
+    else:
+        (own / "locked").unlink()
+
+
 def _healthy(path: Path, fields: dict[str, str]) -> bool:
-    # A kill inside `worktree add` leaves it locked "initializing", with a half checkout.
+    # A kill while a lane is made leaves it locked (_add_fresh; an older version's kill inside
+    # `worktree add` left it "initializing"), with a half checkout.
     return path.is_dir() and "prunable" not in fields and "locked" not in fields
 
 
