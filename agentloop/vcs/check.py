@@ -158,6 +158,8 @@ def written(root: Path, before: dict[str, tuple[int, int, int] | None],
             now: list[str]) -> Breach | None:
     """Files of the user's checkout `root` dirty `now` that were not, or differed, when the
     step began (`before`): said, never a stop (the user may be editing too)."""
+    if not now:  # the usual case, a clean checkout: nothing to tell apart
+        return None
     own = own_output(root)  # `> run.log` in the checkout grows while agents run: the run's
     changed = sorted(p for p in now if (p not in before or stamp(root / p) != before[p])
                      and p not in own)

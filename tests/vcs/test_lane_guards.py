@@ -417,3 +417,18 @@ def test_a_lost_landed_commit_moved_only_onto_its_own_rewrite(tmp_path: Path, wh
         assert found is None
     else:
         assert found is not None and found.kind is Kind.LANDED_LOST
+
+
+def test_a_clean_checkout_is_checked_without_asking_where_the_output_goes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each task's check of the user's checkout: nothing dirty, nothing to tell apart from the
+    # run's own output file, whose path costs two readlinks to find.
+    from agentloop.vcs import check
+
+    asked = []
+    monkeypatch.setattr(check, "own_output", lambda root: asked.append(root) or set())
+    assert check.written(tmp_path, {}, []) is None
+    assert asked == []
+    (tmp_path / "edited").write_text("x")
+    assert check.written(tmp_path, {}, ["edited"]) is not None
+    assert asked == [tmp_path]
