@@ -25,7 +25,15 @@ from agentloop.proc.read_output import MAX_LINE_BYTES, Deadline, Expired, lines 
 from agentloop.proc.read_output import tail as read_tail
 from agentloop.proc.reaper import adopt_orphans, children, end_adopted, reaped, spawn
 from agentloop.proc.signals import shielded
-from agentloop.proc.spawn import Spawned, Streaming, forget, located, prompt_input, usable
+from agentloop.proc.spawn import (
+    Spawned,
+    Streaming,
+    forget,
+    located,
+    popen_env,
+    prompt_input,
+    usable,
+)
 from agentloop.proc.watchdog import die_with_parent, watchdog
 
 # Grace between the signals of an escalating stop (SIGINT -> SIGTERM -> SIGKILL).
@@ -107,7 +115,7 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
             child = spawn(lambda: Spawned(argv, env, data is not None))
         else:
             child = spawn(lambda: subprocess.Popen(
-                argv, cwd=cwd, env=dict(env) if env is not None else None,
+                argv, cwd=cwd, env=popen_env(env),
                 stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True))
     except FileNotFoundError as exc:
@@ -201,7 +209,7 @@ def _start_streaming(argv: list[str], cwd: Path | str | None, env: Mapping[str, 
 
     def popen(executable: str | None) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            argv, executable=executable, cwd=cwd, env=dict(env) if env is not None else None,
+            argv, executable=executable, cwd=cwd, env=popen_env(env),
             stdin=given if given is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=errors, start_new_session=True,
             preexec_fn=None if watched else die_with_parent())
