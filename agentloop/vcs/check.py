@@ -15,7 +15,7 @@ import enum
 import os
 from dataclasses import field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from agentloop.errors import VcsError
 from agentloop.ondemand import dataclass
@@ -149,9 +149,24 @@ def dirty(git: Git) -> list[str]:
     index back whenever it finds an entry to refresh, as it does after every landing (the
     files `merge --ff-only` just wrote are racily clean): a file written per task, and a
     `git add` of the user's at that moment refused for the lock."""
-    out = git.out("--no-optional-locks", "status", "--porcelain", "-z", "--no-renames",
-                  "--untracked-files=all", "--ignored=no")  # a rename: its old path unprefixed
-    return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
+    return _paths(git.out(*_STATUS))
+
+
+def dirty_beside(git: Git) -> Callable[[], list[str]]:
+    """`dirty(git)` with its git started now, to run beside what the caller does next (the
+    lane's add and commit, in another working tree); the function that waits for its answer
+    (to be called on every path: it reaps the git)."""
+    answer = git.start(*_STATUS)
+    return lambda: _paths(answer())
+
+
+_STATUS = ("--no-optional-locks", "status", "--porcelain", "-z", "--no-renames",
+           "--untracked-files=all", "--ignored=no")
+
+
+def _paths(out: str) -> list[str]:
+    return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})  # a rename:
+    # its old path unprefixed
 
 
 def written(root: Path, before: dict[str, tuple[int, int, int] | None],

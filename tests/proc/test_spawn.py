@@ -240,3 +240,15 @@ def test_an_agent_in_another_folder_has_its_environment_encoded_once_a_run(
         proc.stream(["true"], lambda line: None, cwd=other, env=env)
         proc.stream(["true"], lambda line: None, cwd=other, env=dict(os.environ))
     assert sum(name in env for name in encoded) == len(env)  # each name once: the first reuse
+
+
+def test_a_command_started_runs_while_the_caller_goes_on(where: Path, tmp_path: Path) -> None:
+    # proc.start: the command runs from the start on; its answer is run's, once waited for.
+    flag = tmp_path / "go"
+    answer = proc.start(["sh", "-c", f"while [ ! -e '{flag}' ]; do sleep 0.01; done; echo seen; "
+                         "echo said >&2; exit 3"], cwd=where)
+    flag.touch()  # only the caller's going on lets it end
+    done = answer()
+    assert (done.returncode, done.stdout, done.stderr) == (3, "seen\n", "said\n")
+    with pytest.raises(ProgramNotFound):
+        proc.start(["agent-loop-no-such-program"], cwd=where)

@@ -432,3 +432,28 @@ def test_a_clean_checkout_is_checked_without_asking_where_the_output_goes(
     (tmp_path / "edited").write_text("x")
     assert check.written(tmp_path, {}, ["edited"]) is not None
     assert asked == [tmp_path]
+
+
+def test_a_lanes_step_looks_at_your_checkout_without_a_thread(
+        repo: Path, lane: LaneGit, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The checkout's `git status` is started before the lane's add and commit and waited for
+    # after them: a thread of its own to run it cost a start and GIL hand-overs every task.
+    import threading
+
+    started: list[str] = []
+    real = threading.Thread.start
+
+    def counted(self: threading.Thread) -> None:
+        started.append(self.name)
+        real(self)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    said: list[str] = []
+    lane.main.on_wait = said.append
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    (repo / "stray.txt").write_text("an agent wrote into your checkout\n")
+    done = lane.finish(change, "task 2")
+    assert files_of(repo, done.change_id) == ["two.txt"]
+    assert said and "stray.txt" in said[0]
+    assert started == []
