@@ -9,6 +9,7 @@ from agentloop.proc.commands import (
                                      Completed,
                                      Streamed,
                                      run,
+                                     start,
                                      started,
                                      stop_group,
                                      stream,
@@ -16,4 +17,4 @@ from agentloop.proc.commands import (
 from agentloop.proc.signals import deferred, shielded
 
 __all__ = ["STOP_GRACE_SECONDS", "Completed", "Streamed", "deferred", "run", "shielded",
-           "started", "stop_group", "stream"]
+           "start", "started", "stop_group", "stream"]

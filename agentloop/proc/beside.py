@@ -1,41 +1,31 @@
 """Work started now in a thread of its own, its result waited for when it is needed: a command
 that only reads runs beside what the caller does meanwhile (the history a fresh run reads while
-the plan is parsed; git's signing setting while its identity is asked; the user's checkout
-looked at while the lane's add and commit run; the watchdog started while the lane is made)."""
+the plan is parsed; git's signing setting while its identity is asked; the watchdog started
+while the lane is made)."""
 
 from __future__ import annotations
 
 import threading
 from typing import Callable, TypeVar
 
-from agentloop.proc.commands import started
-
 T = TypeVar("T")
 
 
-def beside(work: Callable[[], T], name: str, counted: bool = False) -> Callable[[], T]:
+def beside(work: Callable[[], T], name: str) -> Callable[[], T]:
     """`work` started now in a thread named `name`; the function that waits for its result (or
-    raises its error). The caller goes on at once; with `counted`, only once the thread's
-    process is counted (a few microseconds), as one started before what the caller runs
-    meanwhile (agentloop.vcs.git.quick.NextBegin counts them); else the caller waits for the
-    result before it looks at how many processes were started."""
+    raises its error). The caller goes on at once, and waits for the result before it looks at
+    how many processes were started (a single command to run beside: proc.start, no thread)."""
     found: list[T] = []
     failed: list[BaseException] = []
-    ended = threading.Event()
-    before = started()
 
     def run() -> None:
         try:
             found.append(work())
         except BaseException as exc:  # handed to the caller, whatever it is
             failed.append(exc)
-        finally:
-            ended.set()
 
     thread = threading.Thread(target=run, name=name, daemon=True)
     thread.start()
-    while counted and started() == before and not ended.wait(0.0001):
-        pass
 
     def result() -> T:
         thread.join()

@@ -25,7 +25,15 @@ from agentloop.proc.read_output import MAX_LINE_BYTES, Deadline, Expired, lines 
 from agentloop.proc.read_output import tail as read_tail
 from agentloop.proc.reaper import adopt_orphans, children, end_adopted, reaped, spawn
 from agentloop.proc.signals import shielded
-from agentloop.proc.spawn import Spawned, Streaming, forget, located, prompt_input, usable
+from agentloop.proc.spawn import (
+    Spawned,
+    Streaming,
+    forget,
+    located,
+    popen_env,
+    prompt_input,
+    usable,
+)
 from agentloop.proc.watchdog import die_with_parent, watchdog
 
 # Grace between the signals of an escalating stop (SIGINT -> SIGTERM -> SIGKILL).
@@ -100,21 +108,40 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
     """
     watched = guarded and watchdog.ready()
     data = input.encode("utf-8", "surrogateescape") if isinstance(input, str) else input
+    child = _launch(argv, cwd, env, data is not None)
+    return _finished(child, argv, data, timeout, child.pid if watched else None, check)
+
+
+def start(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] | None = None,
+          timeout: float | None = 120) -> Callable[[], Completed]:
+    """A short command started now, as `run` starts it, and the function that waits for it
+    (`run(..., check=False)`'s answer): a command that only reads runs beside what the caller
+    does meanwhile, with no thread to start and hand the GIL to. Its output waits in its pipe
+    (a fuller pipe only holds it back). The function must be called on every path: it reaps."""
+    child = _launch(argv, cwd, env, False)
+    return lambda: _finished(child, argv, None, timeout, None, False)
+
+
+def _launch(argv: list[str], cwd: Path | str | None, env: Mapping[str, str] | None,
+            feed: bool) -> subprocess.Popen[bytes] | Spawned:
+    """The child of a short command, started in a session of its own."""
     _count()
-    child: subprocess.Popen[bytes] | Spawned
     try:
         if usable(cwd):
-            child = spawn(lambda: Spawned(argv, env, data is not None))
-        else:
-            child = spawn(lambda: subprocess.Popen(
-                argv, cwd=cwd, env=dict(env) if env is not None else None,
-                stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True))
+            return spawn(lambda: Spawned(argv, env, feed))
+        return spawn(lambda: subprocess.Popen(
+            argv, cwd=cwd, env=popen_env(env),
+            stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True))
     except FileNotFoundError as exc:
         raise ProgramNotFound(f"{argv[0]} not found: is it installed and on PATH?", argv) from exc
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
         raise ProcessError(_cannot_run(argv, exc), argv) from exc
-    group = child.pid if watched else None
+
+
+def _finished(child: subprocess.Popen[bytes] | Spawned, argv: list[str], data: bytes | None,
+              timeout: float | None, group: int | None, check: bool) -> Completed:
+    """Feed, collect and wait for a short command's child; its Completed."""
     if group is not None:
         watchdog.tell("start", group)
     try:
@@ -201,7 +228,7 @@ def _start_streaming(argv: list[str], cwd: Path | str | None, env: Mapping[str, 
 
     def popen(executable: str | None) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            argv, executable=executable, cwd=cwd, env=dict(env) if env is not None else None,
+            argv, executable=executable, cwd=cwd, env=popen_env(env),
             stdin=given if given is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=errors, start_new_session=True,
             preexec_fn=None if watched else die_with_parent())

@@ -183,6 +183,21 @@ def _encoded(environ: Mapping[str, str]) -> Mapping[bytes, bytes] | Mapping[str,
     return environ
 
 
+def popen_env(env: Mapping[str, str] | None) -> Mapping[bytes, bytes] | Mapping[str, str] | None:
+    """`env` as Popen is best handed it (an agent started in a lane's folder, which
+    posix_spawn cannot start in): None, the child taking ours with nothing encoded, when it
+    holds just what os.environ does; else as bytes from its second use on, kept by identity as
+    for posix_spawn. Popen encodes each name and value of a str one in Python, every start."""
+    if env is None or env is os.environ:
+        return None
+    from agentloop.proc.environ import current
+
+    if env == current():  # one comparison in C; os.environ keeps the process's own in step
+        return None
+    given = _encoded(env)
+    return dict(env) if given is env else given
+
+
 class _Child:
     """What both kinds answer of a started process: whether and how it ended, and SIGKILL."""
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import os
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +40,7 @@ def changed_top(state: State, written: dict[str, Any]) -> dict[str, Any]:
     """The top-level fields whose value differs from what was last written; `written` is
     brought up to date."""
     changed = {}
-    for name in TOP:
-        value = getattr(state, name)
+    for name, value in zip(TOP, _VALUES(state)):  # every field read in one call, at each save
         if written.get(name, _UNSET) != value:
             changed[name] = value
             written[name] = _copy(value)
@@ -49,10 +49,11 @@ def changed_top(state: State, written: dict[str, Any]) -> dict[str, Any]:
 
 def written_top(state: State) -> dict[str, Any]:
     """What a snapshot wrote of the top-level fields, to compare later saves with."""
-    return {name: _copy(getattr(state, name)) for name in TOP}
+    return {name: _copy(value) for name, value in zip(TOP, _VALUES(state))}
 
 
 _UNSET = object()
+_VALUES = attrgetter(*TOP)
 
 
 def _copy(value: Any) -> Any:

@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from agentloop.errors import VcsError
 from agentloop.ondemand import dataclass
@@ -150,15 +150,32 @@ def dirty(git: Git) -> list[str]:
     index back whenever it finds an entry to refresh, as it does after every landing (the
     files `merge --ff-only` just wrote are racily clean): a file written per task, and a
     `git add` of the user's at that moment refused for the lock."""
-    out = git.out("--no-optional-locks", "status", "--porcelain", "-z", "--no-renames",
-                  "--untracked-files=all", "--ignored=no")  # a rename: its old path unprefixed
-    return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
+    return _paths(git.out(*_STATUS))
+
+
+def dirty_beside(git: Git) -> Callable[[], list[str]]:
+    """`dirty(git)` with its git started now, to run beside what the caller does next (the
+    lane's add and commit, in another working tree); the function that waits for its answer
+    (to be called on every path: it reaps the git)."""
+    answer = git.start(*_STATUS)
+    return lambda: _paths(answer())
+
+
+_STATUS = ("--no-optional-locks", "status", "--porcelain", "-z", "--no-renames",
+           "--untracked-files=all", "--ignored=no")
+
+
+def _paths(out: str) -> list[str]:
+    return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})  # a rename:
+    # its old path unprefixed
 
 
 def written(root: Path, before: dict[str, tuple[int, int, int] | None],
             now: list[str]) -> Breach | None:
     """Files of the user's checkout `root` dirty `now` that were not, or differed, when the
     step began (`before`): said, never a stop (the user may be editing too)."""
+    if not now:  # the usual case, a clean checkout: nothing to tell apart
+        return None
     own = own_output(root)  # `> run.log` in the checkout grows while agents run: the run's
     changed = sorted(p for p in now if (p not in before or stamp(root / p) != before[p])
                      and p not in own)

@@ -383,3 +383,29 @@ def test_check_blocks_are_never_tasks_and_apply_to_file_or_group() -> None:
     assert [(t.text, t.checks) for t in tasks] == [
         ("zero", ("pytest -q",)), ("one", ("pytest -q", "make a && echo '&amp;'")),
         ("two", ("pytest -q", "make a && echo '&amp;'")), ("three", ("pytest -q",))]
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(st.one_of(MARKDOWNISH, LINES))
+def test_a_plan_read_with_headings_inline_only_reads_as_one_read_whole(text: str) -> None:
+    # A plan's reading parses the inline markup of its headings only: nothing else it reads
+    # may depend on the rest.
+    from agentloop.plan import markdown
+
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    whole = markdown._Walk(text, False).run(list(_Parser().parse(text).children))
+    some = markdown._Walk(text, False).run(list(_Parser().parse(text, inline=False).children))
+    assert some == whole
+
+
+def test_reading_a_plan_compiles_no_pattern_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # marko names its line patterns as strings: compiled (found in re's cache) at every test of
+    # every line, the most of the calls a plan's reading made.
+    from agentloop.plan import markdown
+
+    markdown.read("## G\n- [ ] a\n")  # patterns used once and for all
+    calls = []
+    real = re.compile
+    monkeypatch.setattr(re, "compile", lambda *a, **k: calls.append(a) or real(*a, **k))
+    markdown.read("## Group\n" + "".join(f"- [ ] task {i}\n" for i in range(50)))
+    assert len(calls) < 10

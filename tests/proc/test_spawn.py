@@ -194,3 +194,61 @@ def test_each_child_gets_the_environment_as_it_is_when_it_starts(
     assert run(where, show).stdout.split() == ["changed", "None"]
     monkeypatch.delenv("AL_SPAWN_PROBE")
     assert run(where, show).stdout.split() == ["None", "None"]
+
+
+def test_an_agent_gets_its_environment_as_it_is_at_each_start(
+        where: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The run's agent environment is one dict for every task: kept as bytes, or not handed
+    # over at all when it is just ours; changed in place, or ours changed, the child sees it.
+    show = ["sh", "-c", "echo ${AL_SPAWN_PROBE-unset} ${AL_OTHER-unset}"]
+
+    def seen(env: dict[str, str] | None) -> list[str]:
+        got: list[bytes] = []
+        proc.stream(show, got.append, cwd=where, env=env)
+        return b"".join(got).decode().split()
+
+    env = {**os.environ, "AL_SPAWN_PROBE": "one"}
+    assert seen(env) == seen(env) == ["one", "unset"]
+    env["AL_OTHER"] = "é"
+    assert seen(env) == ["one", "é"]
+    ours = dict(os.environ)
+    assert seen(ours) == ["unset", "unset"]
+    monkeypatch.setenv("AL_SPAWN_PROBE", "changed")
+    assert seen(ours) == ["unset", "unset"]  # the dict, not ours as it is now
+    assert seen(None) == ["changed", "unset"]
+
+
+def test_an_agent_in_another_folder_has_its_environment_encoded_once_a_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Popen encodes each name and value of a str environment in Python at every start: forty
+    # variables, eighty calls a task. The run's dict is encoded once, and not at all when it
+    # is just ours.
+    other = tmp_path / "lane"
+    other.mkdir()
+    encoded: list[str] = []
+    real = os.fsencode
+
+    def counted(name: str | bytes) -> bytes:
+        if isinstance(name, str):
+            encoded.append(name)
+        return real(name)
+
+    env = {**os.environ, "AL_SPAWN_PROBE": "one"}
+    proc.stream(["true"], lambda line: None, cwd=other, env=env)
+    monkeypatch.setattr(os, "fsencode", counted)
+    for _ in range(3):
+        proc.stream(["true"], lambda line: None, cwd=other, env=env)
+        proc.stream(["true"], lambda line: None, cwd=other, env=dict(os.environ))
+    assert sum(name in env for name in encoded) == len(env)  # each name once: the first reuse
+
+
+def test_a_command_started_runs_while_the_caller_goes_on(where: Path, tmp_path: Path) -> None:
+    # proc.start: the command runs from the start on; its answer is run's, once waited for.
+    flag = tmp_path / "go"
+    answer = proc.start(["sh", "-c", f"while [ ! -e '{flag}' ]; do sleep 0.01; done; echo seen; "
+                         "echo said >&2; exit 3"], cwd=where)
+    flag.touch()  # only the caller's going on lets it end
+    done = answer()
+    assert (done.returncode, done.stdout, done.stderr) == (3, "seen\n", "said\n")
+    with pytest.raises(ProgramNotFound):
+        proc.start(["agent-loop-no-such-program"], cwd=where)

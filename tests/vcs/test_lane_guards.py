@@ -417,3 +417,43 @@ def test_a_lost_landed_commit_moved_only_onto_its_own_rewrite(tmp_path: Path, wh
         assert found is None
     else:
         assert found is not None and found.kind is Kind.LANDED_LOST
+
+
+def test_a_clean_checkout_is_checked_without_asking_where_the_output_goes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each task's check of the user's checkout: nothing dirty, nothing to tell apart from the
+    # run's own output file, whose path costs two readlinks to find.
+    from agentloop.vcs import check
+
+    asked = []
+    monkeypatch.setattr(check, "own_output", lambda root: asked.append(root) or set())
+    assert check.written(tmp_path, {}, []) is None
+    assert asked == []
+    (tmp_path / "edited").write_text("x")
+    assert check.written(tmp_path, {}, ["edited"]) is not None
+    assert asked == [tmp_path]
+
+
+def test_a_lanes_step_looks_at_your_checkout_without_a_thread(
+        repo: Path, lane: LaneGit, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The checkout's `git status` is started before the lane's add and commit and waited for
+    # after them: a thread of its own to run it cost a start and GIL hand-overs every task.
+    import threading
+
+    started: list[str] = []
+    real = threading.Thread.start
+
+    def counted(self: threading.Thread) -> None:
+        started.append(self.name)
+        real(self)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    said: list[str] = []
+    lane.main.on_wait = said.append
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    (repo / "stray.txt").write_text("an agent wrote into your checkout\n")
+    done = lane.finish(change, "task 2")
+    assert files_of(repo, done.change_id) == ["two.txt"]
+    assert said and "stray.txt" in said[0]
+    assert started == []

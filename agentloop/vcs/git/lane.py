@@ -12,8 +12,15 @@ from typing import Callable, Iterable
 
 from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.proc.beside import beside
-from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane, dirty, stamp, written
+from agentloop.vcs.check import (
+    GitLaneRecord,
+    LaneBreach,
+    check_git_lane,
+    dirty,
+    dirty_beside,
+    stamp,
+    written,
+)
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
@@ -96,8 +103,7 @@ class LaneGit:
             # step's record (the landing in between only writes paths nobody had dirty). The
             # look is a `git status` of another working tree than the lane's `add` and
             # `commit`: it runs beside them, not after them.
-            look = None if commit is None else beside(
-                lambda: dirty(self.main.git), "agent-loop checkout status", counted=True)
+            look = None if commit is None else dirty_beside(self.main.git)
             try:
                 done = commit() if commit is not None else None
             except BaseException:

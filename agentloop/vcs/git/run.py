@@ -8,7 +8,7 @@ wherever they happen.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from agentloop import proc
 from agentloop.errors import ProcessError, ProgramNotFound, VcsError
@@ -55,23 +55,51 @@ class Git:
         data: str | bytes | None = input
         if paths is not None:
             data = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
-        if self._env is None:
-            self._env = environment({"GIT_DIR": str(self.git_dir)} if self.git_dir else None)
-        full = {**self._env, **env} if env else self._env
-        if not self.root.is_dir():
-            raise failure(self.root, args, "")
+        full = self._environment(env)
         try:
             # In its folder by `-C`, started from ours: a process started in another folder (a
             # lane's worktree) takes Popen's fork and its copy of the environment, some times
             # what posix_spawn costs, which cannot change folders (agentloop.proc.spawn).
             done = proc.run(["git", "-C", str(self.root), *args], env=full, check=False,
                             input=data, timeout=timeout)
-        except ProgramNotFound:
+        except (ProgramNotFound, ProcessError) as exc:
+            raise self._failed(args, exc) from None
+        return self._answer(args, done, codes)
+
+    def start(self, *args: str) -> Callable[[], str]:
+        """A git command that only reads, started now to run beside what the caller does next;
+        the function that waits for it and returns its standard output, as `out` would (the
+        function must be called: it reaps the command)."""
+        full = self._environment(None)
+        try:
+            wait = proc.start(["git", "-C", str(self.root), *args], env=full, timeout=TIMEOUT)
+        except (ProgramNotFound, ProcessError) as exc:
+            raise self._failed(args, exc) from None
+
+        def answer() -> str:
+            try:
+                done = wait()
+            except ProcessError as exc:
+                raise self._failed(args, exc) from None
+            return self._answer(args, done, (0,)).stdout
+        return answer
+
+    def _environment(self, env: Mapping[str, str] | None) -> Mapping[str, str]:
+        if self._env is None:
+            self._env = environment({"GIT_DIR": str(self.git_dir)} if self.git_dir else None)
+        if not self.root.is_dir():
+            raise failure(self.root, (), "")
+        return {**self._env, **env} if env else self._env
+
+    def _failed(self, args: tuple[str, ...], exc: ProcessError) -> VcsError:
+        if isinstance(exc, ProgramNotFound):
             if not self.root.is_dir():
-                raise failure(self.root, args, "") from None
-            raise VcsError("git is not installed or not on PATH") from None
-        except ProcessError as exc:
-            raise failure(self.root, args, str(exc)) from None
+                return failure(self.root, args, "")
+            return VcsError("git is not installed or not on PATH")
+        return failure(self.root, args, str(exc))
+
+    def _answer(self, args: tuple[str, ...], done: proc.Completed,
+                codes: tuple[int, ...] | None) -> proc.Completed:
         if codes is not None and done.returncode not in codes:
             detail = (done.stderr or done.stdout).strip().replace("\n", " ")
             raise failure(self.root, args, detail)
