@@ -178,6 +178,9 @@ class LaneGit:
                         counted=True)
         self.work.carry(before)
         self._beside = Beside(done, result)
+        # Counted as landed from here on, as the next step's record must say: the branch is
+        # at it by the time that step is checked (settle_beside takes it back if not).
+        self.landed.append(sha)
         return done, True
 
     def _may_land_beside(self, done: Change) -> bool:
@@ -205,10 +208,10 @@ class LaneGit:
         self._beside = None
         done = pending.done
         if not landed:
+            self.landed.remove(done.change_id)
             return None
         if self._sound is not None and self._sound == done.base:
             self._sound = done.change_id  # landed on a main line known whole: still whole
-        self.landed.append(done.change_id)
         return done
 
     def _wait_beside(self) -> None:
@@ -251,6 +254,9 @@ class LaneGit:
             return set()
         ids = list(change_ids)
         if not ids:
+            # None finished yet (the first task's landing may still run beside): the main line
+            # as it stands is whole, and stays so while it grows by this lane's landings.
+            self._sound = tip
             return set()
         try:
             seen = set(self.main.git.out("rev-list", self.main.ref).split())
