@@ -125,6 +125,7 @@ def test_ctrl_c_while_a_landing_runs_beside_the_agent_lands_it_then_stops(
     stops; task 2 runs again on the next run, task 1's agent is not paid again."""
     work, tool, out, release = stalled_beside_the_next_agent(tmp_path, fake_claude)
     os.killpg(tool.pid, signal.SIGINT)  # Ctrl+C: the terminal's whole process group
+    until("task 2 stopped", lambda: statuses(work)[1] == "interrupted", tool, out)
     release.touch()
     assert tool.wait(timeout=60) == 130, out.read_text()[-2000:]
     settle(tool.pid, fake_claude, "Ctrl+C", within=work)
@@ -138,6 +139,37 @@ def test_ctrl_c_while_a_landing_runs_beside_the_agent_lands_it_then_stops(
     assert sum("task 01" in p for p in fake_claude.task_prompts()) == 1, "task 1's agent again"
     problems = check(work, "git", "git", per_group=2)
     assert not problems, "\n".join(problems)
+
+
+def test_ctrl_c_while_waiting_for_a_landing_still_waits_for_it(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Task 2's agent is done and the run waits for task 1's landing when Ctrl+C comes: the
+    run still waits for that git before it stops (a wait Ctrl+C cut short once let the run end
+    with git still landing), and task 1 is completed."""
+    work = tmp_path / "work"
+    new_repo(work, "git", groups=1, per_group=2, pause=0)
+    env, mark, release = holding(tmp_path)
+    out = tmp_path / "work.out"
+    tool = start(work, "git", out, env, "--no-distill")
+    until("task 1's landing", mark.exists, tool, out)
+
+    def agent_two_ended() -> bool:
+        from agentloop.state.store import Store
+
+        state = Store(work).load()
+        return state is not None and any(a.exit_code is not None
+                                         for a in state.tasks[1].history)
+    until("task 2's agent's end", agent_two_ended, tool, out)
+    os.killpg(tool.pid, signal.SIGINT)
+    try:
+        code = tool.wait(timeout=1)
+    except subprocess.TimeoutExpired:
+        code = None
+    assert code is None, "the run ended while its landing's git still ran: " + \
+        out.read_text()[-2000:]
+    release.touch()
+    assert tool.wait(timeout=60) == 130, out.read_text()[-2000:]
+    assert statuses(work)[0] == "completed", out.read_text()[-2000:]
 
 
 def test_your_edit_arriving_during_the_landing_holds_it_and_sets_the_next_task_aside(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from dataclasses import dataclass
+import threading
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -24,21 +24,36 @@ from agentloop.vcs.lanes import BRANCH_PREFIX
 from agentloop.vcs.protocol import Change
 
 
-@dataclass(frozen=True)
 class Beside:
     """A task's landing left running beside what the lane does next (finish_beside): the lane
-    commit, made right on the main line's tip `done.base`, and the wait for its fast-forward
-    (True: it landed as itself)."""
+    commit `done`, made right on the main line's tip `done.base`, and its fast-forward in a
+    thread of its own. Waited for on an event, never by joining the thread: on this Python a
+    join that Ctrl+C cut short takes the thread for ended, and the next join would not wait."""
 
-    done: Change
-    result: Callable[[], bool]
+    def __init__(self, done: Change, work: Callable[[], bool]) -> None:
+        self.done = done
+        self._ended = threading.Event()
+        self._landed = False
+        before = proc.started()
+        threading.Thread(target=self._run, args=(work,), name="agent-loop landing",
+                         daemon=True).start()
+        # Its process counted before the caller goes on: the next begin knows it ran in the
+        # checkout (agentloop.vcs.git.quick.NextBegin), as proc.beside's `counted` does.
+        while proc.started() == before and not self._ended.wait(0.0001):
+            pass
+
+    def _run(self, work: Callable[[], bool]) -> None:
+        try:
+            self._landed = work()
+        except Exception:  # noqa: BLE001 - a landing that failed lands the longer way
+            self._landed = False
+        finally:
+            self._ended.set()
 
     def wait(self) -> bool:
         """Wait for the fast-forward; False when git refused it (or could not run)."""
-        try:
-            return self.result()
-        except Exception:  # noqa: BLE001 - a landing that failed lands the longer way
-            return False
+        self._ended.wait()
+        return self._landed
 
 
 class LaneGit:
@@ -173,11 +188,8 @@ class LaneGit:
             return self._landed(done, fresh=True), False
         main, parent, sha = self.main, done.base, done.change_id
         before = proc.started()
-        # Counted before the caller goes on: the next begin knows it ran in the checkout.
-        result = beside(lambda: main.fast_forward(parent, sha), "agent-loop landing",
-                        counted=True)
+        self._beside = Beside(done, lambda: main.fast_forward(parent, sha))
         self.work.carry(before)
-        self._beside = Beside(done, result)
         # Counted as landed from here on, as the next step's record must say: the branch is
         # at it by the time that step is checked (settle_beside takes it back if not).
         self.landed.append(sha)
