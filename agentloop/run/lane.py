@@ -122,6 +122,8 @@ def land_beside(run: Run, fallback: bool = True, before: Callable[[], None] | No
         run.shared.landing = None
         return
     run.shared.landing = None
+    if done is not None:
+        _marked(run, task, done)
     if done is None:  # refused as itself: the longer way, as a landing in turn takes it
         run.emit(LaneNote(f"task {task.index}'s commit {(task.change_id or '')[:12]} did not "
                           "land as itself (your checkout changed meanwhile): it lands now"
@@ -134,6 +136,20 @@ def land_beside(run: Run, fallback: bool = True, before: Callable[[], None] | No
     hand(run, task, dataclasses.replace(step, done=done, status=S.COMPLETED, helper_cost=0.0,
                                         said=done.change_id != step.done.change_id))
     _done_ids(run, task)
+
+
+def _marked(run: Run, task: TaskState, done: Change) -> None:
+    """The history's mark (agentloop.vcs.history) moved on to `done`, landed as itself on the
+    history the last check found whole, with `task` among the finished: saved with its
+    record, so `--status` after the run asks the VCS nothing (the check after the task ran
+    while it was still landing)."""
+    root = getattr(run.vcs, "root", None)
+    at = history.where(run.vcs.name, root) if isinstance(root, Path) else None
+    if at != done.change_id or run.state.history_mark is None:
+        return
+    before = run.shared.lost_before or ()
+    ids = [c for c in _done_ids(run, task) if c not in before] + [done.change_id]
+    run.state.history_mark = history.mark(at, ids)
 
 
 def _landing_record(task: TaskState) -> Attempt:
