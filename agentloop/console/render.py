@@ -149,7 +149,8 @@ def overview_text(root: Path, plans: list[PlanLine], cwd: Path) -> str:
         # A task that runs now is said as running, never as pending (nor left uncounted).
         pending = sum(c.get(s, 0) for s in (S.PENDING, S.INTERRUPTED))
         others = "".join(f", {n} {s}" for s, n in c.items()
-                         if s in (S.RUNNING, S.BLOCKED, S.UNAPPROVED, S.CONFLICTED, S.HELD))
+                         if s in (S.RUNNING, S.BLOCKED, S.UNAPPROVED, S.CONFLICTED, S.HELD,
+                                  S.LANDING))
         lines.append(f"{shown(plan.task_file, root, cwd)}: {sum(c.values())} task(s), {done} "
                      f"done, {c.get('failed', 0)} failed, {pending} pending{others}; cost "
                      f"{money(plan.cost_usd, plan.cost_known)}; state in {where}")

@@ -22,6 +22,7 @@ from agentloop.run.lane_tag import LaneNote
 from agentloop.run.verify import check_log, task_checks
 from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.schema import Attempt, TaskState
+from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.choose import IntegrationConflict
 from agentloop.vcs.protocol import Change
 
@@ -104,12 +105,22 @@ def resolve(run: Run, task: TaskState, change: Change, session: str | None,
 
 
 def land_kept(run: Run, task: TaskState) -> Change:
-    """A task an earlier run left `conflicted`: its lane's commit (or a person's resolution of
-    it there) landed now, with the group's session resolving what still conflicts."""
+    """A task an earlier run left `conflicted` (or `held`): its lane's commit (or a person's
+    resolution of it there) landed now, with the group's session resolving what still
+    conflicts. One left `landing` (its landing beside the next agent refused by the checkout,
+    or cut short by a stop): its own commit, whatever the lane holds since."""
     vcs = _lane_vcs(run)
     if vcs is None or not task.history:
+        if task.status == S.LANDING:
+            raise RunStopped(f"task {task.index} is landing: its commit {task.change_id} waits "
+                             "in its lane for a run in lanes (not --workplace checkout) to "
+                             "land it")
         raise RunStopped(f"task {task.index} is {task.status}: {task.error}")
+    left = getattr(vcs, "land_left", None)
     try:
+        if task.status == S.LANDING and left is not None:
+            done: Change = left(task.change_id or "")
+            return done
         return vcs.land_again(vcs.kept(task.change_id or ""))
     except IntegrationConflict as conflict:
         last = task.history[-1]

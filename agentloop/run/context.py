@@ -68,6 +68,9 @@ class Shared:
         # reset or abandoned them; `--status` says so): None until the first lane looks.
         self.lost_before: set[str] | None = None
         self.looking = threading.Lock()  # held by the lane that finds lost_before
+        # A serial run's task whose landing runs beside the next task's agent, and the step
+        # that completes it once landed (agentloop.run.lane.land_beside): (task, Completed).
+        self.landing: tuple[TaskState, Any] | None = None
 
     def halt(self) -> None:
         """Start no new task anywhere; running ones finish."""

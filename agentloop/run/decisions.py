@@ -179,8 +179,9 @@ class Uncounted:
 
 @dataclass(frozen=True)
 class Completed:
-    """The task is done (or unapproved, its change kept) in `done`; `helper_cost`: the commit
-    message's writer; `feedback`: the reviewer's last word on an unapproved task."""
+    """The task is done (or unapproved, its change kept) in `done`, or (status `landing`) its
+    commit lands beside the next task's agent; `helper_cost`: the commit message's writer;
+    `feedback`: the reviewer's last word on an unapproved task."""
 
     record: Attempt
     done: Change
@@ -188,6 +189,8 @@ class Completed:
     note: str | None = None
     feedback: str | None = None
     helper_cost: float = 0.0
+    # False: said already, when its landing began beside the next agent (status `landing`).
+    said: bool = True
 
 
 @dataclass(frozen=True)

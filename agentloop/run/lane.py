@@ -15,14 +15,15 @@ advisor. A task gets at most `max_attempts` attempts in all, whatever the advice
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
 from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
 from agentloop.options import continue_args
-from agentloop.proc.signals import hangup_settles_the_task
+from agentloop.proc.signals import hangup_settles_the_task, shielded
 from agentloop.run import budget, conflicts
 from agentloop.run.attempt import run_attempt
 from agentloop.run.checks import commit_line
@@ -71,24 +72,90 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
     checks run once before the run's first agent, on the tree as left (a parallel run does that
     once in the main checkout, before any lane starts: None)."""
     _lost_before(run)
-    for position, task in enumerate(tasks):
-        if position and run.options.sleep:
-            run.clock.sleep(run.options.sleep)  # pacing; Ctrl+C ends it at once
-        if run.shared.halted():
-            return  # winding down: no new task starts
-        if run.shared.may_start is not None and not run.shared.may_start(task):
-            continue  # the controller says no: the run winds down, or the plan dropped it
-        if recover(run, task):
-            _done_ids(run, task)
+    try:
+        for position, task in enumerate(tasks):
+            if position and run.options.sleep:
+                run.clock.sleep(run.options.sleep)  # pacing; Ctrl+C ends it at once
+            if run.shared.halted():
+                break  # winding down: no new task starts
+            if run.shared.may_start is not None and not run.shared.may_start(task):
+                continue  # the controller says no: the run winds down, or the plan dropped it
+            if task.status != S.PENDING:
+                land_beside(run)  # what an earlier run left lands after what this one made
+            if recover(run, task):
+                _done_ids(run, task)
+                _settled_one(run)
+                continue
+            if not begun and checks_first is not None:  # before the run's first agent
+                baseline(run, [t for t in checks_first if t.index >= task.index
+                               or t.group != task.group])
+            begun.append(task)
+            _run_task(run, task)
             _settled_one(run)
-            continue
-        if not begun and checks_first is not None:  # before the run's first agent
-            baseline(run, [t for t in checks_first if t.index >= task.index
-                           or t.group != task.group])
-        begun.append(task)
-        _run_task(run, task)
-        _settled_one(run)
-        _check_history(run, task)
+            _check_history(run, task)
+        land_beside(run)  # the group's last landing, before the lane follows or leaves
+    except BaseException:
+        # Stopped (Ctrl+C, an error): a landing that runs beside is waited for; landed, its
+        # task is completed; refused, it stays `landing`, and the next run lands it first.
+        with shielded():
+            try:
+                land_beside(run, fallback=False)
+            except Exception:  # noqa: BLE001 - the stop that came first is the one said
+                pass
+        raise
+
+
+def land_beside(run: Run, fallback: bool = True, before: Callable[[], None] | None = None
+                ) -> None:
+    """The landing left running beside this lane's next steps (a serial run's git lane:
+    agentloop.vcs.git.lane.LaneGit.finish_beside), waited for and its task's record settled:
+    completed once its commit landed as itself. Refused by the checkout (your edit on one of
+    its files, the branch moved), it lands now as a landing that ran in turn would have (by
+    waiting on your edits, held, conflicted), after `before` set aside what the lane did
+    meanwhile; without `fallback` (the run stops) it stays `landing`, for the next run."""
+    pending = run.shared.landing
+    if pending is None:
+        return
+    task, step = pending
+    done = run.vcs.settle_beside()  # type: ignore[attr-defined]
+    if done is None and not fallback:
+        run.shared.landing = None
+        return
+    run.shared.landing = None
+    if done is not None:
+        _marked(run, task, done)
+    if done is None:  # refused as itself: the longer way, as a landing in turn takes it
+        run.emit(LaneNote(f"task {task.index}'s commit {(task.change_id or '')[:12]} did not "
+                          "land as itself (your checkout changed meanwhile): it lands now"
+                          + (", the next task's work set aside until it has" if before
+                             else "")))
+        if before is not None:
+            before()
+        with _settling(run, task, step.record):
+            done = conflicts.land_kept(run, task)
+    hand(run, task, dataclasses.replace(step, done=done, status=S.COMPLETED, helper_cost=0.0,
+                                        said=done.change_id != step.done.change_id))
+    _done_ids(run, task)
+
+
+def _marked(run: Run, task: TaskState, done: Change) -> None:
+    """The history's mark (agentloop.vcs.history) moved on to `done`, landed as itself on the
+    history the last check found whole, with `task` among the finished: saved with its
+    record, so `--status` after the run asks the VCS nothing (the check after the task ran
+    while it was still landing)."""
+    root = getattr(run.vcs, "root", None)
+    at = history.where(run.vcs.name, root) if isinstance(root, Path) else None
+    if at != done.change_id or run.state.history_mark is None:
+        return
+    before = run.shared.lost_before or ()
+    ids = [c for c in _done_ids(run, task) if c not in before] + [done.change_id]
+    run.state.history_mark = history.mark(at, ids)
+
+
+def _landing_record(task: TaskState) -> Attempt:
+    """The run whose work a task left `landing` holds (a reviewer's may come after it)."""
+    return next((a for a in reversed(task.history) if a.outcome == S.LANDING),
+                task.history[-1])
 
 
 def _settled_one(run: Run) -> None:
@@ -98,10 +165,12 @@ def _settled_one(run: Run) -> None:
 
 def recover(run: Run, task: TaskState) -> bool:
     """Settle what an earlier run left of this task; True when that finished it."""
-    if task.status in (S.CONFLICTED, S.HELD):  # kept on its lane by an earlier run: lands now
-        with _settling(run, task, task.history[-1]):
+    if task.status in (S.CONFLICTED, S.HELD, S.LANDING):
+        # Kept on its lane by an earlier run (or its landing cut short): lands now.
+        record = _landing_record(task) if task.status == S.LANDING else task.history[-1]
+        with _settling(run, task, record):
             landed = conflicts.land_kept(run, task)
-        hand(run, task, Completed(task.history[-1], landed, S.COMPLETED))
+        hand(run, task, Completed(record, landed, S.COMPLETED))
         return True
     if task.status not in (S.RUNNING, S.INTERRUPTED):
         return False
@@ -163,6 +232,8 @@ def _run_task(run: Run, task: TaskState) -> None:
                 outcome = run_attempt(run, task, hint, fresh)
             finally:
                 run.shared.purse.give_back(task.group)  # its cost is recorded: room again
+            if _after_landing(run, task, outcome):
+                continue  # its work was set aside: brought back, its agent not paid again
             if _settled(run, task, outcome):
                 return
         decision = judge(run, task, outcome, transient, previous_error)
@@ -174,6 +245,27 @@ def _run_task(run: Run, task: TaskState) -> None:
         assert isinstance(decision, Retry)
         hint, transient, previous_error = decision.hint, decision.transient, decision.error
         fresh = True
+
+
+def _after_landing(run: Run, task: TaskState, outcome: Outcome) -> bool:
+    """The task before's landing, left running beside this attempt's agent, settled before
+    anything of this attempt lands or is judged: nothing lands out of order. True when the
+    checkout refused it as itself: this attempt was set aside (not counted; a finished
+    agent's work kept, for the task's next attempt to bring back without paying the agent
+    again) while that task landed the longer way."""
+    if run.shared.landing is None:
+        return False
+    set_aside: list[bool] = []
+
+    def aside() -> None:
+        number = outcome.attempt.number
+        finished = outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED)
+        hand(run, task, Uncounted(number, O.INTERRUPTED, S.INTERRUPTED,
+                                  "set aside while the task before landed"))
+        drop(run, task, outcome.change, number, finished=finished)
+        set_aside.append(True)
+    land_beside(run, before=aside)
+    return bool(set_aside)
 
 
 def _settled(run: Run, task: TaskState, outcome: Outcome) -> bool:
@@ -266,16 +358,40 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
         message += f"\n\n{outcome.status}: {outcome.note}"
     # Every commit names its plan and task: what is done survives the loss of .agent-loop/.
     message += "\n\n" + _trailers(run, task)
+    beside = _beside(run, outcome)
+    running = False
     with _settling(run, task, outcome.attempt):
         try:
-            done = run.vcs.finish(outcome.change, message)
+            if beside is not None:
+                done, running = beside(outcome.change, message)
+            else:
+                done = run.vcs.finish(outcome.change, message)
         except IntegrationConflict as conflict:  # a parallel run's lane: another came first
             done = conflicts.resolve(run, task, outcome.change, outcome.result.session_id,
                                      conflict, outcome.attempt)
     if done.empty:  # nothing changed: no change to record (backends drop an empty one)
         done = Change(change_id="", empty=True)
-    hand(run, task, Completed(outcome.attempt, done, outcome.status, outcome.note,
-                              outcome.feedback, helper_cost))
+    step = Completed(outcome.attempt, done, outcome.status, outcome.note, outcome.feedback,
+                     helper_cost)
+    if running:
+        # Its commit lands beside the next task's agent: the record says so (and names the
+        # commit) before that task begins, so a stop at any moment leaves it for the next
+        # run to land, its agent not paid again; land_beside completes it.
+        run.shared.landing = (task, step)
+        step = dataclasses.replace(step, status=S.LANDING)
+    hand(run, task, step)
+
+
+def _beside(run: Run, outcome: Outcome) -> Callable[[Change, str], tuple[Change, bool]] | None:
+    """The lane's finish that leaves a fast-forward landing running beside the next task's
+    agent: a serial run's git lane only, for a task plainly completed, with no on-task hook
+    (it would run before the commit is on the branch); None: finish as ever."""
+    options = run.options
+    finish = getattr(run.vcs, "finish_beside", None)
+    if finish is None or options.parallel != 1 or options.on_task or run.job is not None \
+            or outcome.status != S.COMPLETED or run.shared.landing is not None:
+        return None
+    return finish  # type: ignore[no-any-return]
 
 
 @contextmanager

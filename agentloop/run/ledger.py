@@ -371,8 +371,11 @@ def _say(run: Run, task: TaskState, step: Step) -> None:
         run.emit(ChangeAbandoned(run.vcs.name, step.change_id, step.kept))
     elif isinstance(step, Marked) and step.said is not None:
         run.emit(step.said)
-    elif isinstance(step, Completed):
-        run.emit(TaskFinished(task.index, task.status, task.change_id, len(task.files),
+    elif isinstance(step, Completed) and step.said:
+        # A landing that runs beside the next agent is said as done: its commit is made, and
+        # lands as itself (or the task is said again, held or conflicted, should it not).
+        status = S.COMPLETED if task.status == S.LANDING else task.status
+        run.emit(TaskFinished(task.index, status, task.change_id, len(task.files),
                               step.note, empty=step.done.empty))
     elif isinstance(step, (Blocked, Conflicted, Held)):
         run.emit(TaskFinished(task.index, task.status, None if isinstance(step, Blocked)

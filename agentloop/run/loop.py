@@ -70,7 +70,11 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
             stalled = count_stalls(run, begun) + tuple(
                 f"task {t.index} is conflicted: it {t.error}" for t in run.state.tasks
                 if t.status == S.CONFLICTED) + tuple(
-                f"task {t.index} is {t.error}" for t in run.state.tasks if t.status == S.HELD)
+                f"task {t.index} is {t.error}" for t in run.state.tasks if t.status == S.HELD) + \
+                tuple(f"task {t.index} is landing: its commit {(t.change_id or '')[:12]} was "
+                      "on its way to your branch when the run stopped; the next run lands it "
+                      "first (or finds it there)" for t in run.state.tasks
+                      if t.status == S.LANDING)
         planned = [t.index for t in pending if t.index not in run.tally.dropped]
         summary = summarize(run, started, stopped, tuple(controller.news.notes) + stalled
                             + ((restored,) if restored else ()), planned)

@@ -38,8 +38,9 @@ from agentloop.vcs.choose import (
 from agentloop.vcs.protocol import Vcs
 
 # Statuses of a group's task that keep its working copy (an attempt a killed run left open, a
-# change kept for a person, one held by the user's edits): the next run goes on there.
-LEFT_OPEN = OPEN | {S.CONFLICTED, S.HELD}
+# change kept for a person, one held by the user's edits, one whose landing a kill cut short):
+# the next run goes on there, landing what is kept first.
+LEFT_OPEN = OPEN | {S.CONFLICTED, S.HELD, S.LANDING}
 
 
 class Workplaces:

@@ -42,7 +42,8 @@ def resume_session(state: State, task: TaskState) -> str | None:
     for earlier in reversed(state.tasks[: task.index - 1]):
         if earlier.group != task.group or earlier.status == S.FAILED:
             return None
-        if earlier.status in (S.COMPLETED, S.BLOCKED, S.UNAPPROVED):
+        # Landing: done, its commit on its way to the branch beside this task's agent.
+        if earlier.status in (S.COMPLETED, S.BLOCKED, S.UNAPPROVED, S.LANDING):
             return earlier.session_id
     return None
 

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 # read the snapshot without it and run finished tasks again, so it must refuse the file.
 # 3: a task may be `conflicted` (a parallel run's group whose change does not fit the main line);
 # an agent-loop that reads only 2 would call such a state damaged, so it must refuse it as newer.
-SCHEMA_VERSION = 3
+# 4: a task may be `landing` (its commit on its way to the branch beside the next agent, or left
+# so by a kill); an agent-loop that reads only 3 would call such a state damaged.
+SCHEMA_VERSION = 4
 
 _NONE = type(None)
 STR, INT, BOOL = frozenset({str}), frozenset({int}), frozenset({bool})

@@ -234,7 +234,8 @@ def _one_to_two(data: dict[str, Any]) -> dict[str, Any]:
 # Each entry upgrades a state dict from version N to N+1. Version 1 is the first; the chain
 # grows here as the schema changes, so old state files keep loading.
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    1: _one_to_two, 2: lambda data: {**data, "schema_version": 3}}  # 3 only adds a status
+    1: _one_to_two, 2: lambda data: {**data, "schema_version": 3},  # 3 only adds a status
+    3: lambda data: {**data, "schema_version": 4}}  # 4 likewise (landing)
 
 
 def task_from_dict(data: Any) -> TaskState:

@@ -46,6 +46,9 @@ class TaskStatus(Word):
     CONFLICTED = "conflicted"    # a lane's change that does not fit the main line, kept
     HELD = "held"                # finished, but your edits kept it off the main line past the
                                  # lane wait: kept on its lane, it lands on the next run
+    LANDING = "landing"          # finished and committed in its lane; its commit is being put
+                                 # on your branch beside the next task's agent (a run stopped
+                                 # before that ended lands it first on the next run)
 
 
 S = TaskStatus
@@ -68,7 +71,7 @@ _BACK = {S.PENDING, S.SKIPPED}
 TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     S.PENDING: frozenset({S.RUNNING} | _BACK),
     S.RUNNING: frozenset({S.COMPLETED, S.FAILED, S.INTERRUPTED, S.BLOCKED, S.UNAPPROVED,
-                          S.CONFLICTED, S.HELD} | _BACK),
+                          S.CONFLICTED, S.HELD, S.LANDING} | _BACK),
     # Completed: an earlier run committed it and stopped before its record said so (a lane
     # ended between the agent and the record, ledger.left_open); the next run finds the commit.
     S.INTERRUPTED: frozenset({S.RUNNING, S.COMPLETED} | _BACK),
@@ -79,6 +82,9 @@ TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     # Landed first by a later run from its lane, or found to conflict there, as a conflicted
     # task is.
     S.HELD: frozenset({S.COMPLETED, S.CONFLICTED, S.RUNNING} | _BACK),
+    # Landed (or, should the checkout refuse it, held or conflicted, as a landing that did not
+    # run beside the next agent would have been).
+    S.LANDING: frozenset({S.COMPLETED, S.HELD, S.CONFLICTED} | _BACK),
     # A fleet job's completed task whose change does not fit the main line at --integrate.
     S.COMPLETED: frozenset({S.PENDING, S.CONFLICTED}),
     S.SKIPPED: frozenset({S.PENDING}),

@@ -31,6 +31,10 @@ MADE = {
     ("held", "skipped"),
     # Interrupted with its change still named, found committed by the next run.
     ("interrupted", "completed"),
+    # A serial run's landing beside the next agent: completed once landed; held or conflicted
+    # when the checkout refuses it, as a landing in turn would be; --again, or ticked.
+    ("running", "landing"), ("landing", "completed"), ("landing", "held"),
+    ("landing", "conflicted"), ("landing", "pending"), ("landing", "skipped"),
 }
 
 

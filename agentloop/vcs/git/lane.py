@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -28,6 +29,38 @@ from agentloop.vcs.git.run import Git
 from agentloop.vcs.landing import IntegrationConflict, markers_left
 from agentloop.vcs.lanes import BRANCH_PREFIX
 from agentloop.vcs.protocol import Change
+
+
+class Beside:
+    """A task's landing left running beside what the lane does next (finish_beside): the lane
+    commit `done`, made right on the main line's tip `done.base`, and its fast-forward in a
+    thread of its own. Waited for on an event, never by joining the thread: on this Python a
+    join that Ctrl+C cut short takes the thread for ended, and the next join would not wait."""
+
+    def __init__(self, done: Change, work: Callable[[], bool]) -> None:
+        self.done = done
+        self._ended = threading.Event()
+        self._landed = False
+        before = proc.started()
+        threading.Thread(target=self._run, args=(work,), name="agent-loop landing",
+                         daemon=True).start()
+        # Its process counted before the caller goes on: the next begin knows it ran in the
+        # checkout (agentloop.vcs.git.quick.NextBegin), as proc.beside's `counted` does.
+        while proc.started() == before and not self._ended.wait(0.0001):
+            pass
+
+    def _run(self, work: Callable[[], bool]) -> None:
+        try:
+            self._landed = work()
+        except Exception:  # noqa: BLE001 - a landing that failed lands the longer way
+            self._landed = False
+        finally:
+            self._ended.set()
+
+    def wait(self) -> bool:
+        """Wait for the fast-forward; False when git refused it (or could not run)."""
+        self._ended.wait()
+        return self._landed
 
 
 class LaneGit:
@@ -59,6 +92,11 @@ class LaneGit:
         # The main line's commit at which every finished task's commit was last known to be
         # on it (agentloop.vcs.git.backend.GitVcs.missing does the same in a checkout).
         self._sound: str | None = None
+        # The last step's landing, while it runs beside the next task's agent (finish_beside).
+        self._beside: Beside | None = None
+        # The user's uncommitted paths as the last step's check looked at them beside its
+        # commit; None when it did not look (the landing then never runs beside).
+        self._looked: list[str] | None = None
 
     @property
     def root(self) -> Path:
@@ -94,6 +132,7 @@ class LaneGit:
         commit in the lane, made (its Change returned) while the user's checkout is looked at,
         once nothing that stops the group was found."""
         record = record or self.record
+        self._looked = None
         breach = check_git_lane(record) if record is not None else None
         if breach is not None and breach.stops:
             raise LaneBreach(breach)
@@ -113,6 +152,7 @@ class LaneGit:
                 raise
             now = look() if look is not None else dirty(self.main.git)
             self._seen = {p: stamp(self.main.root / p) for p in now}
+            self._looked = now
             breach = written(record.main_root, record.checkout, now)
         elif commit is not None:
             done = commit()
@@ -133,7 +173,8 @@ class LaneGit:
         return self.work.diff(change)
 
     def close(self) -> None:
-        """Leave the worktree."""
+        """Leave the worktree (a landing still running beside waited for first)."""
+        self._wait_beside()
         self.work.close()
 
     def finish(self, change: Change, message: str) -> Change:
@@ -142,11 +183,67 @@ class LaneGit:
         assert done is not None
         return self._landed(done, fresh=True)
 
+    def finish_beside(self, change: Change, message: str) -> tuple[Change, bool]:
+        """finish, with the landing left running beside what the lane does next where it is a
+        fast-forward of the user's checkout that nothing seen stands in the way of: (the lane
+        commit, True), its landing settled by settle_beside; else (finish's landed change,
+        False). The commit lands as itself, so its sha is the one the branch gets."""
+        done = self.check(commit=lambda: self.work.finish(change, message))
+        assert done is not None
+        if not self._may_land_beside(done):
+            return self._landed(done, fresh=True), False
+        main, parent, sha = self.main, done.base, done.change_id
+        before = proc.started()
+        self._beside = Beside(done, lambda: main.fast_forward(parent, sha))
+        self.work.carry(before)
+        # Counted as landed from here on, as the next step's record must say: the branch is
+        # at it by the time that step is checked (settle_beside takes it back if not).
+        self.landed.append(sha)
+        return done, True
+
+    def _may_land_beside(self, done: Change) -> bool:
+        """Whether `done` would land by the fast-forward as things stand: the checkout is on
+        the branch at the commit's parent (read off the git dir's files), and none of the
+        commit's paths is among the user's uncommitted ones the check just saw."""
+        if done.empty or not done.change_id or not done.base or self._looked is None:
+            return False
+        if refs.where(self.main.git_dir, self.main.common_dir) != (self.main.ref, done.base):
+            return False
+        return not set(done.files) & set(self._looked)
+
+    def landing_beside(self) -> str | None:
+        """The lane commit whose landing runs beside the lane now, if one does."""
+        return self._beside.done.change_id if self._beside is not None else None
+
+    def settle_beside(self) -> Change | None:
+        """The landing that runs beside, waited for: its commit as it landed (as itself);
+        None when the checkout refused it (nothing changed: it lands the longer way, by
+        land_left), or when none runs."""
+        pending = self._beside
+        if pending is None:
+            return None
+        landed = pending.wait()  # a Ctrl+C here leaves it to be waited for again
+        self._beside = None
+        done = pending.done
+        if not landed:
+            self.landed.remove(done.change_id)
+            return None
+        if self._sound is not None and self._sound == done.base:
+            self._sound = done.change_id  # landed on a main line known whole: still whole
+        return done
+
+    def _wait_beside(self) -> None:
+        """Nothing lands, follows or leaves while a landing runs beside: it is waited for
+        (its result stays for settle_beside)."""
+        if self._beside is not None:
+            self._beside.wait()
+
     def follow(self) -> None:
         """The next group goes on in this worktree, every task of the last one landed and
         saved: from the main line's tip as it is now (the user may have committed meanwhile).
         No process while the worktree stands there already, as after a task that landed as
         itself; else one `reset --hard` (what the agents left ignored stays, as between tasks)."""
+        self._wait_beside()
         self.lane_commits.clear()  # their landed records went as their group ended
         self.landed.clear()        # what this group lands is checked from here on
         tip = self.main.tip()
@@ -166,10 +263,18 @@ class LaneGit:
     def missing(self, change_ids: Iterable[str]) -> set[str]:
         """Finished tasks' commits no longer on the main line."""
         tip = self.main.tip_now()
-        if tip is not None and tip == self._sound:
-            return set()  # the ids are not even read: the caller lists them only if asked
+        pending = self._beside
+        if tip is not None and (tip == self._sound or (
+                pending is not None and self._sound is not None
+                and (self._sound, tip) == (pending.done.base, pending.done.change_id))):
+            # The ids are not even read: the caller lists them only if asked. A landing that
+            # runs beside, done or not, leaves the main line whole.
+            return set()
         ids = list(change_ids)
         if not ids:
+            # None finished yet (the first task's landing may still run beside): the main line
+            # as it stands is whole, and stays so while it grows by this lane's landings.
+            self._sound = tip
             return set()
         try:
             seen = set(self.main.git.out("rev-list", self.main.ref).split())
@@ -184,6 +289,7 @@ class LaneGit:
         """`done` on the main line; `fresh`: a commit finish just made on `done.base`."""
         if done.empty or not done.change_id:
             return done
+        self._wait_beside()  # in the order the tasks finished
         before = proc.started()
         sha = self.main.land(done.change_id, whole, done.base if fresh else None)
         if sha != done.change_id:  # a copy, whose landed record goes once its task is saved
@@ -234,7 +340,17 @@ class LaneGit:
     def land_again(self, commit: str) -> Change:
         """A conflicted task's commit (or a person's resolution of it) tried on the main line
         once more; IntegrationConflict when it still does not fit."""
-        done = self._landed(Change(change_id=commit, commit_id=commit), whole=True)
+        return self._land_kept(commit, whole=True)
+
+    def land_left(self, commit: str) -> Change:
+        """A task's commit whose landing the checkout refused, or a stopped run left
+        `landing`: on the main line now (found there if it landed already), its own change
+        only, the longer way of finish's landing (waiting on the user's edits, held, or
+        IntegrationConflict)."""
+        return self._land_kept(commit, whole=False)
+
+    def _land_kept(self, commit: str, whole: bool) -> Change:
+        done = self._landed(Change(change_id=commit, commit_id=commit), whole=whole)
         if done.empty or not done.change_id:
             return done
         # What landed, as a task's own landing names it (its commit was made by an earlier run).

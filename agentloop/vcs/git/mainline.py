@@ -130,6 +130,13 @@ class GitMainLine:
                     raise VcsError(f"stopped before commit {commit[:12]} reached {self.ref}")
                 time.sleep(POLL_SECONDS if busy else 0)
 
+    def fast_forward(self, old: str, new: str) -> bool:
+        """`new`, made right on `old`, landed as itself (the fast-forward of `land`), under the
+        landings' lock; False (nothing changed) where `land` would take its longer way. A serial
+        run's lane runs it beside the next task's agent (agentloop.vcs.git.lane)."""
+        with self._lock:
+            return self._fast_forward(old, new)
+
     def _fast_forward(self, old: str, new: str) -> bool:
         """The branch and the main checkout moved from `old` to `new` in one `git merge
         --ff-only`, when the checkout is on the branch at `old`; False (nothing changed) when
