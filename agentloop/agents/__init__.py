@@ -71,6 +71,9 @@ class AgentRun:
     budget_usd: float | None = None            # the agent's own spending cap for this run
     read_only: bool = False       # the reviewer: may read the project's files, never change them
     before: Totals = Totals()     # the resumed session's totals after its last recorded run
+    # Called now and then while the agent runs (at least every few tenths of a second, output
+    # or not), in the thread that runs it: the run's own work that need not wait for its end.
+    meanwhile: Callable[[], None] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -219,7 +219,7 @@ def stream_run(log: JsonLog, box: Sandbox | None, argv: list[str], request: Agen
     started = confined(box, argv, request.cwd, homes, writes=not request.read_only)
     try:
         return proc.stream(started, log.feed, cwd=request.cwd, env=env, timeout=request.timeout,
-                           stdin=stdin, started=log.start)
+                           stdin=stdin, started=log.start, meanwhile=request.meanwhile)
     except BaseException:
         log.stopped()
         raise

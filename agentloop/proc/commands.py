@@ -288,9 +288,11 @@ def _done_with(errors: IO[bytes], reused: bool) -> None:
 
 def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | None = None,
            env: Mapping[str, str] | None = None, timeout: float | None = None,
-           stdin: bytes | None = None, started: Callable[[], None] | None = None) -> Streamed:
+           stdin: bytes | None = None, started: Callable[[], None] | None = None,
+           meanwhile: Callable[[], None] | None = None) -> Streamed:
     """Run a long command in its own process group, handing each stdout line to `on_line`;
-    `started` is called once it runs, before its first line (work that need not delay it).
+    `started` is called once it runs, before its first line (work that need not delay it);
+    `meanwhile` now and then while it runs (read_output.lines), in this thread.
 
     A timeout or a KeyboardInterrupt stops the whole group; the interrupt is re-raised as
     Interrupted once the group is gone, so no agent process outlives us. No thread and no
@@ -314,7 +316,7 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         if started is not None:
             started()
         try:
-            for line in lines(proc.stdout.fileno(), deadline, exited):
+            for line in lines(proc.stdout.fileno(), deadline, exited, meanwhile):
                 on_line(line)
         except Expired:
             timed_out = True

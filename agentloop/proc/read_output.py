@@ -38,9 +38,11 @@ class Deadline:
     paused: float = 0.0
 
 
-def lines(fd: int, deadline: Deadline,
-           exited: Callable[[], bool] = lambda: False) -> Iterator[bytes]:
+def lines(fd: int, deadline: Deadline, exited: Callable[[], bool] = lambda: False,
+          meanwhile: Callable[[], None] | None = None) -> Iterator[bytes]:
     """The lines read from `fd` as they come; one longer than MAX_LINE_BYTES comes in pieces.
+    `meanwhile` is called before each wait for more, so at least every POLL_SECONDS however
+    quiet the program is.
 
     Once the program has `exited`, what is left is read for EXIT_GRACE_SECONDS at most: a
     process it left behind may hold the pipe open for ever, and the run is over all the same.
@@ -50,6 +52,8 @@ def lines(fd: int, deadline: Deadline,
     poller.register(fd, select.POLLIN)
     grace_end: float | None = None
     while True:
+        if meanwhile is not None:
+            meanwhile()
         now = time.monotonic()
         if grace_end is None and exited():
             grace_end = now + EXIT_GRACE_SECONDS

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 from agentloop.agents import LIMIT, AgentResult, AgentRun, clean, priced
 from agentloop.run import ledger
@@ -61,7 +62,8 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
                        header=_header(run, task, role, round_, iteration, kind),
                        timeout=run.options.task_timeout, budget_usd=run.options.task_budget,
                        read_only=role == "reviewer",
-                       before=ledger.session_totals(run.state, resume, task))
+                       before=ledger.session_totals(run.state, resume, task),
+                       meanwhile=_meanwhile(run))
     began = run.clock.monotonic()
     result = priced(run.agent.run(request, lambda now: run.emit(
         AgentActivity(now.text, now.tool, now.tool_calls, now.turns))), run.options.prices)
@@ -70,6 +72,17 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
     run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, role,
                            limited=limited))
     return attempt, result
+
+
+def _meanwhile(run: Run) -> Callable[[], None] | None:
+    """What the agent's wait does now and then: the task before's landing, left running
+    beside this agent (agentloop.run.lane.landed_meanwhile), settled once it has landed, not
+    once this agent ends; None when none runs."""
+    if run.shared.landing is None:
+        return None
+    # Imported here: the lane runs this module's agents.
+    from agentloop.run.lane import landed_meanwhile
+    return lambda: landed_meanwhile(run)
 
 
 def _header(run: Run, task: TaskState, role: str, round_: int, iteration: int,

@@ -23,7 +23,7 @@ from typing import Callable, Iterator
 from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
 from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
 from agentloop.options import continue_args
-from agentloop.proc.signals import hangup_settles_the_task, shielded
+from agentloop.proc.signals import deferred, hangup_settles_the_task, shielded
 from agentloop.run import budget, conflicts
 from agentloop.run.attempt import run_attempt
 from agentloop.run.checks import commit_line
@@ -136,6 +136,18 @@ def land_beside(run: Run, fallback: bool = True, before: Callable[[], None] | No
     hand(run, task, dataclasses.replace(step, done=done, status=S.COMPLETED, helper_cost=0.0,
                                         said=done.change_id != step.done.change_id))
     _done_ids(run, task)
+
+
+def landed_meanwhile(run: Run) -> None:
+    """While the next task's agent runs: the landing left beside it, once it has landed,
+    settled now (its task completed, its box ticked, `--status` and the dashboard told) and
+    not once that agent ends. A refusal waits for the agent's end, where its fallback sets
+    the agent's work aside (land_beside's `before`). Ctrl+C is held back until the record is
+    saved: the agent's wait it cuts short then stops as ever."""
+    if run.shared.landing is None or not run.vcs.landed_beside():  # type: ignore[attr-defined]
+        return
+    with deferred():
+        land_beside(run)
 
 
 def _marked(run: Run, task: TaskState, done: Change) -> None:

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from agentloop.state.store import Store
 from tests.run.test_crash import check, git_history, new_repo, settle, start, subject
 from tests.support.fake_agent import FakeClaude
 
@@ -204,3 +205,30 @@ def test_your_edit_arriving_during_the_landing_holds_it_and_sets_the_next_task_a
     assert not problems, "\n".join(problems)
     ours = [d for _, d, _ in git_history(work) if d.startswith("agent-loop")]
     assert ours == [subject(1, 2), subject(2, 2)]
+
+
+def test_a_task_is_completed_once_landed_while_the_next_agent_still_runs(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Task 1's commit lands beside task 2's agent, which says nothing for a minute: task 1 is
+    completed, and its box ticked, as soon as its landing has ended, not once that agent ends
+    (a silent agent too: the wait for its output wakes on a timer)."""
+    work = tmp_path / "work"
+    new_repo(work, "git", groups=1, per_group=2, pause=0)
+    plan = work / "tasks.md"
+    plan.write_text(plan.read_text().replace("- task", "- [ ] task"))
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps({"task 02": ["FAKE: sleep 60"]}))
+    env = {**os.environ, "FAKE_CLAUDE_DIRECTIVES": str(slow)}
+    out = tmp_path / "work.out"
+    tool = start(work, "git", out, env, "--no-distill", "--tick-boxes")
+    state = Store(work).state_path
+    until("task 1's completion", lambda: state.exists() and statuses(work)[0] == "completed",
+          tool, out, seconds=30)
+    until("task 2's agent", lambda: len(fake_claude.task_runs()) == 2, tool, out, seconds=10)
+    assert statuses(work) == ["completed", "running"], out.read_text()[-2000:]
+    assert "- [x] task 01" in plan.read_text() and "- [ ] task 02" in plan.read_text()
+    assert (work / "f01.txt").read_text() == "content 1\n"
+    os.killpg(tool.pid, signal.SIGINT)
+    assert tool.wait(timeout=60) == 130, out.read_text()[-2000:]
+    settle(tool.pid, fake_claude, "Ctrl+C", within=work)
+    assert statuses(work) == ["completed", "interrupted"]

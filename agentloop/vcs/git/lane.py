@@ -57,6 +57,10 @@ class Beside:
         finally:
             self._ended.set()
 
+    def landed(self) -> bool:
+        """Whether the fast-forward has ended, landed (asked without waiting)."""
+        return self._ended.is_set() and self._landed
+
     def wait(self) -> bool:
         """Wait for the fast-forward; False when git refused it (or could not run)."""
         self._ended.wait()
@@ -214,6 +218,11 @@ class LaneGit:
     def landing_beside(self) -> str | None:
         """The lane commit whose landing runs beside the lane now, if one does."""
         return self._beside.done.change_id if self._beside is not None else None
+
+    def landed_beside(self) -> bool:
+        """Whether a landing runs beside the lane and has landed, so settle_beside would
+        return at once with its commit (a refusal is for settle_beside's caller to find)."""
+        return self._beside is not None and self._beside.landed()
 
     def settle_beside(self) -> Change | None:
         """The landing that runs beside, waited for: its commit as it landed (as itself);
