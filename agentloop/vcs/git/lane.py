@@ -44,8 +44,11 @@ class Beside:
         before = proc.started()
         threading.Thread(target=self._run, args=(work,), name="agent-loop landing",
                          daemon=True).start()
-        # Its process counted before the caller goes on: the next begin knows it ran in the
-        # checkout (agentloop.vcs.git.quick.NextBegin), as proc.beside's `counted` does.
+        # Spins (briefly: until the thread has started its git, or failed first) so that its
+        # process is counted before the caller goes on: finish_beside then tells the lane's
+        # next begin (agentloop.vcs.git.quick.NextBegin.carry) that this process ran in the
+        # user's checkout, not in the lane. Counted after that, it would read as a process that
+        # may have touched the lane, and that begin would ask git again what it foresaw.
         while proc.started() == before and not self._ended.wait(0.0001):
             pass
 
