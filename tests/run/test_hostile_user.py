@@ -212,12 +212,7 @@ def test_a_held_task_landing_at_the_next_run_is_said_under_its_own_heading(
     assert any("task 1" in line for line in lines[:first_change]), again.stdout
 
 
-@pytest.mark.parametrize("workplace", [
-    "checkout",
-    pytest.param("lane", marks=pytest.mark.xfail(
-        strict=True, reason="a lane's own look for lost commits (vcs/git/lane.py "
-        "GitLane.missing) does not ask vcs.rewritten.carried, as GitVcs.missing does; see the "
-        "report of branch hostile7"))])
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
 def test_your_squash_of_two_landed_tasks_mid_run_loses_nothing_and_keeps_nothing_aside(
         work: Path, fake_claude: FakeClaude, workplace: str) -> None:
     """While task three's agent works you squash tasks one and two into one commit with a

@@ -29,6 +29,7 @@ from agentloop.vcs.git.run import Git
 from agentloop.vcs.landing import IntegrationConflict, markers_left
 from agentloop.vcs.lanes import BRANCH_PREFIX
 from agentloop.vcs.protocol import Change
+from agentloop.vcs.rewritten import carried, rewritten
 
 
 class Beside:
@@ -293,6 +294,12 @@ class LaneGit:
         except VcsError:
             return set()
         lost = {c for c in ids if c not in seen}
+        if lost:
+            # As in a checkout (GitVcs.missing): one your squash carried is not lost, its files
+            # on the branch as it left them; one a rebase moved whole stays in, to be followed.
+            ref = self.main.ref
+            moved = rewritten("git", self.main.root, lost, ref)
+            lost = {c for c in lost if c in moved or not carried(self.main.git, c, ref)}
         if not lost:
             self._sound = tip
         return lost
