@@ -65,8 +65,6 @@ def committed_plan(work: Path, extra: str) -> None:
     git(work, "commit", "-qm", "the plan")
 
 
-@pytest.mark.xfail(strict=True, reason="the landing (vcs/git/mainline.py, run/lane.py) keeps the "
-                   "branch name it started with; see the report of branch hostile7")
 def test_your_branch_renamed_while_a_task_runs_loses_no_task(work: Path,
                                                              fake_claude: FakeClaude) -> None:
     """`git branch -m main trunk` while task one's agent works. The run ended in git's own

@@ -243,3 +243,23 @@ def test_the_main_line_takes_the_users_uncommitted_paths_from_the_checkouts_stat
     assert main.before == GitMainLine(work, "refs/heads/main").before
     assert {"README.md", "notes.txt", "tasks.md"} <= set(main.before)
     assert ("inner/" in main.before) is nested
+
+
+def test_a_branch_you_renamed_is_followed_and_one_you_deleted_is_said_in_one_line(
+        repo: Path) -> None:
+    """`git branch -m` with the checkout on the branch: the main line is the new name. A
+    branch deleted from under it (the checkout elsewhere) stops with one line, not git's."""
+    from agentloop.errors import VcsError
+
+    main = GitMainLine.current(repo)
+    old = main.ref
+    tip = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "branch", "-m", old.removeprefix("refs/heads/"), "trunk")
+    said: list[str] = []
+    main.on_wait = said.append
+    assert main.tip() == tip and main.ref == "refs/heads/trunk"
+    assert said and "renamed to trunk" in said[0]
+    git(repo, "switch", "-q", "-c", "elsewhere")
+    git(repo, "branch", "-D", "trunk")
+    with pytest.raises(VcsError, match="branch trunk, which this run lands its tasks on, is gone"):
+        main.tip()

@@ -77,8 +77,19 @@ class GitMainLine:
         return cls(root, current_branch(root), **kwargs)
 
     def tip(self) -> str:
-        """The main line's commit now (read from the git dir's files where they tell)."""
-        return self.tip_now() or self.git.code("rev-parse", self.ref)[1].strip()
+        """The main line's commit now (read from the git dir's files where they tell);
+        VcsError in one line when the branch is gone and not renamed to HEAD's."""
+        found = self.tip_now()
+        if found:
+            return found
+        code, out = self.git.code("rev-parse", "--verify", "-q", self.ref, codes=(0, 1))
+        if code:
+            short = self.ref.removeprefix("refs/heads/")
+            raise VcsError(f"branch {short}, which this run lands its tasks on, is gone (deleted,"
+                           " or renamed while the checkout is on another branch): nothing more "
+                           f"lands; `git branch {short} <commit>` or `git switch` to it and run "
+                           "again (the lane's branch keeps what did not land)")
+        return out.strip()
 
     def landed(self, commit: str) -> str | None:
         """The main line's copy of lane commit `commit`, if it landed already (as a copy, or
@@ -257,8 +268,35 @@ class GitMainLine:
         return code == 0 and out.strip() == self.ref
 
     def tip_now(self) -> str | None:
-        """The main line's commit, read from the git dir's files; None when they cannot tell."""
-        return refs.branch_tip(self.common_dir, self.ref) or None
+        """The main line's commit, read from the git dir's files; None when they cannot tell.
+        A branch gone because you renamed it (`git branch -m`) with the checkout on it is
+        followed to its new name."""
+        found = refs.branch_tip(self.common_dir, self.ref)
+        if found == "" and self._renamed():
+            found = refs.branch_tip(self.common_dir, self.ref)
+        return found or None
+
+    def _renamed(self) -> bool:
+        """Whether HEAD's reflog says the branch was renamed to the one HEAD is on now: then
+        it is the main line (self.ref moves to it)."""
+        try:
+            log = (self.git_dir / "logs" / "HEAD").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+        said = f"\tBranch: renamed {self.ref} to "
+        new = next((line.split(said, 1)[1].strip() for line in reversed(log.splitlines())
+                    if said in line), None)
+        if new is None or not new.startswith("refs/heads/"):
+            return False
+        here = refs.where(self.git_dir, self.common_dir)
+        head = here[0] if here is not None else self.git.code(
+            "symbolic-ref", "-q", "HEAD", codes=(0, 1))[1].strip()
+        if head != new:
+            return False
+        self.on_wait(f"branch {self.ref.removeprefix('refs/heads/')} was renamed to "
+                     f"{new.removeprefix('refs/heads/')}: the tasks land there")
+        self.ref = new
+        return True
 
     def _refresh(self, old: str, new: str, files: list[str]) -> None:
         if not self._checked_out():
