@@ -142,9 +142,6 @@ def test_your_jj_undo_while_an_agent_works_is_named_as_the_command_you_typed(
     assert "jj op revert " in said, said
 
 
-@pytest.mark.xfail(strict=True, reason="the serial lane is removed by the scheduler/lane "
-                   "(run/scheduler.py, run/lane.py) only after the last group; see the report "
-                   "of branch hostile7")
 def test_a_run_stopped_by_its_budget_leaves_no_branch_behind(work: Path,
                                                              fake_claude: FakeClaude) -> None:
     """`--budget` reached once group A is done and landed, before group B starts: nothing is
