@@ -205,7 +205,7 @@ class Workplaces:
                                 made=not space.reused)
 
 
-def _records(tasks: list[TaskState]) -> list[tuple[S, int]]:
+def _records(tasks: list[TaskState]) -> list[tuple[str, int]]:
     # What a group's records say of it: unchanged, the group began nothing in its lane.
     return [(t.status, len(t.history)) for t in tasks]
 
