@@ -168,6 +168,9 @@ def recover(run: Run, task: TaskState) -> bool:
     if task.status in (S.CONFLICTED, S.HELD, S.LANDING):
         # Kept on its lane by an earlier run (or its landing cut short): lands now.
         record = _landing_record(task) if task.status == S.LANDING else task.history[-1]
+        # No task heading comes before this landing's lines: this one names the task.
+        run.emit(LaneNote(f"task {task.index} ({task.status} by an earlier run) lands now: "
+                          f"{task.summary}"))
         with _settling(run, task, record):
             landed = conflicts.land_kept(run, task)
         hand(run, task, Completed(record, landed, S.COMPLETED))

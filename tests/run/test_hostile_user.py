@@ -186,9 +186,6 @@ def test_a_done_task_under_a_renamed_heading_is_not_paid_for_again(
                                                             ["three.txt"]]
 
 
-@pytest.mark.xfail(strict=True, reason="the landing of a held task at the next run's start is "
-                   "said by run/lane.py and console/ without the task's heading; see the "
-                   "report of branch hostile7")
 def test_a_held_task_landing_at_the_next_run_is_said_under_its_own_heading(
         work: Path, fake_claude: FakeClaude) -> None:
     """Task one is held by your untracked notes.txt; you move it away and run again: the
