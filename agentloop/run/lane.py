@@ -180,6 +180,9 @@ def recover(run: Run, task: TaskState) -> bool:
     if task.status in (S.CONFLICTED, S.HELD, S.LANDING):
         # Kept on its lane by an earlier run (or its landing cut short): lands now.
         record = _landing_record(task) if task.status == S.LANDING else task.history[-1]
+        # No task heading comes before this landing's lines: this one names the task.
+        run.emit(LaneNote(f"task {task.index} ({task.status} by an earlier run) lands now: "
+                          f"{task.summary}"))
         with _settling(run, task, record):
             landed = conflicts.land_kept(run, task)
         hand(run, task, Completed(record, landed, S.COMPLETED))
@@ -487,6 +490,7 @@ def _check_history(run: Run, settled: TaskState) -> None:
     # Read off the records themselves, not the mark's copy; a generator: the backends read it
     # only when the history moved behind their back.
     lost = run.vcs.missing(_finished(run))
+    _recommitted(run)
     if lost:
         lost = _followed(run, lost)
         done = _done_ids(run, settled)  # read afresh should a record have moved
@@ -524,6 +528,17 @@ def _followed(run: Run, lost: set[str]) -> set[str]:
     return run.vcs.missing(_finished(run))
 
 
+def _recommitted(run: Run) -> None:
+    """jj: a finished task's change you rewrote (`jj describe`, `jj squash --into`) keeps its
+    id under a new commit, which the history's last look found (vcs.history.missing): its
+    record follows that commit, which the dashboard shows the diff of."""
+    commits: dict[str, str] = getattr(run.vcs, "commits", None) or {}
+    for task in run.state.tasks:
+        now = commits.get(task.change_id or "")
+        if task.status in DONE and now and task.commit_id and now != task.commit_id:
+            hand(run, task, Moved(task.change_id or "", now))
+
+
 def _lost_before(run: Run) -> None:
     """Once a run, before its first task: the finished tasks' changes the history it builds on
     no longer holds (you reset or abandoned them since; `--status` says so too). Said here,
@@ -537,6 +552,8 @@ def _lost_before(run: Run) -> None:
         shared.lost_before = set()
         ids = list(_finished(run))
         lost = _followed(run, run.vcs.missing(ids)) if ids else set()
+        if ids:
+            _recommitted(run)
         shared.lost_before = lost
     name = run.state.task_file
     for task in run.state.tasks:

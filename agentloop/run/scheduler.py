@@ -127,9 +127,16 @@ class Workplaces:
         if not alone:
             own = dataclasses.replace(own, tally=Tally(planned=run.tally.planned,
                                                        dropped=run.tally.dropped))
+        records = _records(tasks)
         try:
             run_lane(own, tasks, begun)  # the lane's own list: the controller takes it after
         except BaseException:
+            if serial and alone and _records(tasks) == records:
+                # Stopped before anything of this group began (--budget reached before its
+                # first task): the lane holds only what earlier groups landed, and goes after
+                # the last group as if the group had not come.
+                self._carried = (space, vcs)
+                raise
             vcs.close()
             if serial:
                 self._holder = group  # kept as it is, for this group's next run
@@ -196,6 +203,11 @@ class Workplaces:
                                listed=listed)
         return space, open_lane(kind, main, space.path, space.path / rel, space.branch,
                                 made=not space.reused)
+
+
+def _records(tasks: list[TaskState]) -> list[tuple[str, int]]:
+    # What a group's records say of it: unchanged, the group began nothing in its lane.
+    return [(t.status, len(t.history)) for t in tasks]
 
 
 def _waits(run: Run, files: list[str], since: float, line: str) -> None:

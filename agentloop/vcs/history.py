@@ -94,9 +94,11 @@ def unmoved(kind: str, root: Path, recorded: str | None, change_ids: Iterable[st
     return recorded == now or (kind == "git" and recorded.split()[-2:] == now.split())
 
 
-def missing(kind: str, root: Path, change_ids: Iterable[str]) -> set[str]:
+def missing(kind: str, root: Path, change_ids: Iterable[str],
+            commits: dict[str, str] | None = None) -> set[str]:
     """The ids among `change_ids` that are no longer in HEAD's history (git) or below @ (jj);
-    nothing when that cannot be told."""
+    nothing when that cannot be told. jj: `commits` gets each change's commit id as the same
+    look found it (a change you described or squashed into keeps its id, not its commit)."""
     change_ids = list(change_ids)
     if not change_ids or kind not in ("git", "jj"):
         return set()
@@ -107,8 +109,13 @@ def missing(kind: str, root: Path, change_ids: Iterable[str]) -> set[str]:
         else:
             from agentloop.vcs.jj.run import Jj
             out = Jj(root).out("--ignore-working-copy", "log", "--no-graph", "-r", "::@", "-T",
-                               'change_id ++ "\\n"')
+                               'change_id ++ " " ++ commit_id ++ "\\n"')
     except VcsError:
         return set()
+    if kind == "jj" and commits is not None:
+        for line in out.splitlines():
+            change, _, commit = line.partition(" ")
+            if commit:
+                commits[change] = commit
     seen = set(out.split())
     return {c for c in change_ids if c not in seen}

@@ -99,9 +99,6 @@ def test_your_fix_squashed_into_a_task_the_lane_landed_before_its_next_group(
     _assert_followed(work, said, fake_claude, "squash")
 
 
-@pytest.mark.xfail(strict=True, reason="jj keeps a rewritten change's id, so the run's history "
-                   "check finds nothing lost and the record keeps the commit id it was "
-                   "finished with (agentloop.run.lane._check_history asks only for lost ids)")
 def test_the_record_follows_the_commit_of_a_change_you_rewrote(work: Path,
                                                                 fake_claude: FakeClaude) -> None:
     """git's record follows a rewritten commit to its new id; jj's change keeps its id, but its

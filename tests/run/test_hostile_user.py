@@ -140,9 +140,6 @@ def test_your_jj_undo_while_an_agent_works_is_named_as_the_command_you_typed(
     assert "jj op revert " in said, said
 
 
-@pytest.mark.xfail(strict=True, reason="the serial lane is removed by the scheduler/lane "
-                   "(run/scheduler.py, run/lane.py) only after the last group; see the report "
-                   "of branch hostile7")
 def test_a_run_stopped_by_its_budget_leaves_no_branch_behind(work: Path,
                                                              fake_claude: FakeClaude) -> None:
     """`--budget` reached once group A is done and landed, before group B starts: nothing is
@@ -187,9 +184,6 @@ def test_a_done_task_under_a_renamed_heading_is_not_paid_for_again(
                                                             ["three.txt"]]
 
 
-@pytest.mark.xfail(strict=True, reason="the landing of a held task at the next run's start is "
-                   "said by run/lane.py and console/ without the task's heading; see the "
-                   "report of branch hostile7")
 def test_a_held_task_landing_at_the_next_run_is_said_under_its_own_heading(
         work: Path, fake_claude: FakeClaude) -> None:
     """Task one is held by your untracked notes.txt; you move it away and run again: the

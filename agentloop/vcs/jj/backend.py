@@ -407,10 +407,11 @@ class JjVcs:
         Once known whole, it stays so while jj's operation is the one our own last command
         left (agentloop.vcs.jj.run.Jj.sound): the check costs a process only when something
         else ran jj (or moved git's HEAD) since."""
+        self.commits: dict[str, str] = {}  # what this call's look found (_check_history)
         now = op_head(self.root)
         if now is not None and now == self.jj.sound:
             return set()
-        lost = missing("jj", self.root, change_ids)
+        lost = missing("jj", self.root, change_ids, self.commits)
         if not lost:
             self.jj.sound = now
         return lost

@@ -151,10 +151,11 @@ class LaneJj:
     def missing(self, change_ids: Iterable[str]) -> set[str]:
         """Finished tasks' changes no longer on the main line (known without a look while no
         jj command but the lane's own ran since the last look found them all)."""
+        self.commits: dict[str, str] = {}  # what this call's look found (_check_history)
         now = op_head(self.main.root)
         if now is not None and now == self._whole:
             return set()
-        lost = missing("jj", self.main.root, change_ids)
+        lost = missing("jj", self.main.root, change_ids, self.commits)
         self._whole = now if not lost else None
         return lost
 
