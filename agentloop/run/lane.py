@@ -270,14 +270,18 @@ def _after_landing(run: Run, task: TaskState, outcome: Outcome) -> bool:
     again) while that task landed the longer way."""
     if run.shared.landing is None:
         return False
+    if not (outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED)):
+        # Blocked, fatal or failed: no work to keep, and its answer stands once the task
+        # before has landed (set aside, its agent would be run and paid again).
+        land_beside(run)
+        return False
     set_aside: list[bool] = []
 
     def aside() -> None:
         number = outcome.attempt.number
-        finished = outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED)
         hand(run, task, Uncounted(number, O.INTERRUPTED, S.INTERRUPTED,
                                   "set aside while the task before landed"))
-        drop(run, task, outcome.change, number, finished=finished)
+        drop(run, task, outcome.change, number, finished=True)
         set_aside.append(True)
     land_beside(run, before=aside)
     return bool(set_aside)

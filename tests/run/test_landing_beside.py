@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from agentloop.state.store import Store
 from tests.run.test_crash import check, git_history, new_repo, settle, start, subject
 from tests.support.fake_agent import FakeClaude
@@ -232,3 +234,40 @@ def test_a_task_is_completed_once_landed_while_the_next_agent_still_runs(
     assert tool.wait(timeout=60) == 130, out.read_text()[-2000:]
     settle(tool.pid, fake_claude, "Ctrl+C", within=work)
     assert statuses(work) == ["completed", "interrupted"]
+
+
+@pytest.mark.parametrize("said, code, status", [
+    ("FAKE: say TASK_BLOCKED: needs a person", 4, "blocked"),
+    ("FAKE: say AGENT_LOOP_ERROR: boom", 1, None),
+])
+def test_a_next_agent_that_stopped_is_not_paid_again_when_the_landing_goes_the_long_way(
+        tmp_path: Path, fake_claude: FakeClaude, said: str, code: int, status: str | None
+        ) -> None:
+    """You commit while task 1's landing runs beside task 2's agent, so the fast-forward
+    refuses and task 1 lands the long way (a copy on your commit); task 2's agent said it was
+    blocked, or a fatal error: that answer stands, and its agent is not run again (it was set
+    aside as unfinished work and paid a second time)."""
+    work = tmp_path / "work"
+    new_repo(work, "git", groups=1, per_group=2, pause=0)
+    plan = (work / "tasks.md").read_text().splitlines(keepends=True)
+    second = next(i for i, line in enumerate(plan) if "task 02" in line.lower())
+    plan.insert(second + 1, f"  {said}\n")
+    (work / "tasks.md").write_text("".join(plan))
+    env, mark, release = holding(tmp_path)
+    out = tmp_path / "work.out"
+    tool = start(work, "git", out, env, "--no-distill")
+    until("task 1's landing", mark.exists, tool, out)
+    (work / "mine.txt").write_text("mine\n")
+    subprocess.run(["git", "add", "mine.txt"], cwd=work, check=True)
+    subprocess.run(["git", "commit", "-qm", "my own commit"], cwd=work, check=True)
+    until("task 2's agent", lambda: len(fake_claude.task_runs()) >= 2, tool, out)
+    release.touch()
+    assert tool.wait(timeout=120) == code, out.read_text()[-3000:]
+    assert len(fake_claude.task_runs()) == 2, "task 2's agent was paid again: " + \
+        out.read_text()[-3000:]
+    found = statuses(work)
+    assert found[0] == "completed"
+    if status is not None:
+        assert found[1] == status
+    ours = [d for _, d, _ in git_history(work)]
+    assert "my own commit" in ours
