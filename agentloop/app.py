@@ -123,7 +123,9 @@ def redone_by_reset(tasks_md: Path, cwd: Path) -> int:
         saved = open_project(tasks_md, cwd).store.load()
     except StateError:
         return 0  # a damaged state: --reset is how the user gets past it
-    return sum(1 for t in saved.tasks if t.status in (S.COMPLETED, S.UNAPPROVED)) if saved else 0
+    # Landing, held and conflicted tasks are finished agent work too, only not on the main line yet.
+    paid = (S.COMPLETED, S.UNAPPROVED, S.LANDING, S.HELD, S.CONFLICTED)
+    return sum(1 for t in saved.tasks if t.status in paid) if saved else 0
 
 
 def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult:

@@ -13,6 +13,10 @@ from agentloop.state.schema import State, TaskState
 from agentloop.state.status import FINISHED
 from agentloop.state.status import TaskStatus as S
 
+# Finished by an agent, its change not on the main line yet: a run lands it without an agent, so
+# every run takes it in, whatever it selects, before a later task of its group can land.
+SETTLING = frozenset({S.LANDING, S.HELD, S.CONFLICTED})
+
 
 def previous_in_group(state: State, task: TaskState) -> TaskState | None:
     """The task run before this one in its group, passing over tasks the author checked off."""
@@ -72,11 +76,23 @@ def select(state: State, options: RunOptions, landed: frozenset[int] = frozenset
         chosen = _group(state, options)
         if not options.ignore_deps:
             _refuse_unmet(state, state.tasks[chosen[0] - 1].group, landed)
-        return chosen
+        return _with_settling(state, chosen)
     chosen = task_numbers(options.task)
     for index in chosen:
         check_single(state, index, options.max_attempts, options.again)
-    return chosen
+    return _with_settling(state, chosen) if chosen else chosen
+
+
+def _with_settling(state: State, chosen: tuple[int, ...]) -> tuple[int, ...]:
+    """`chosen` and the tasks still landing (held, conflicted) before a chosen task of their
+    group: landed first, so the branch keeps the plan's order."""
+    last: dict[str, int] = {}
+    for index in chosen:
+        group = state.tasks[index - 1].group
+        last[group] = max(last.get(group, 0), index)
+    extra = {t.index for t in state.tasks
+             if t.status in SETTLING and t.index < last.get(t.group, 0)}
+    return tuple(sorted(set(chosen) | extra))
 
 
 def _group(state: State, options: RunOptions) -> tuple[int, ...]:
@@ -144,6 +160,10 @@ def plan_rows(state: State, max_attempts: int, only: tuple[int, ...] = (),
         if why is not None:
             rows.append(_row(task, False, why))
             continue
+        if task.status in SETTLING:
+            will_run.add(task.index)
+            rows.append(_row(task, True, "lands its finished change first (no agent)"))
+            continue
         session = resume_session(state, task)
         previous = previous_in_group(state, task)
         if session and not (again and only):
@@ -163,6 +183,8 @@ def _row(task: TaskState, runs: bool, how: str) -> PlanRow:
 
 def _why_not(task: TaskState, max_attempts: int, include_optional: bool = False) -> str | None:
     """Why a plain run passes over this task, or None when it runs it."""
+    if task.status in SETTLING:
+        return None  # lands without an agent, optional or not
     if task.status == S.COMPLETED:
         return "done"
     if task.optional and not include_optional and task.status not in (S.SKIPPED,):
@@ -188,6 +210,8 @@ def runnable(task: TaskState, max_attempts: int, include_optional: bool = False)
     """Whether a plain run takes this task: not done, not used up, not reported blocked, not
     left unapproved by the reviewer (its change is kept for the user to judge), not optional
     unless asked for."""
+    if task.status in SETTLING:
+        return True  # lands without an agent, optional or not
     return (task.status not in (*FINISHED, S.BLOCKED, S.UNAPPROVED)
             and not exhausted(task, max_attempts)
             and (include_optional or not task.optional))

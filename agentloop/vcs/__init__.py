@@ -95,26 +95,30 @@ def _piped_into(fd: int) -> list[str]:
             links = {entry: os.readlink(fds / entry) for entry in os.listdir(fds)}
         except OSError:
             continue  # gone, or not ours to read
-        if pipe not in links.values():
+        # The reader (tee) only: a sibling writing to the same pipe (a daemon sharing the
+        # shell's stdout) is no consumer of our output, and its files stay the user's.
+        if not any(link == pipe and _access(pid, entry) == os.O_RDONLY
+                   for entry, link in links.items()):
             continue
         for entry, link in links.items():
-            if link.startswith("/") and _open_for_writing(pid, entry):
+            if link.startswith("/") and _access(pid, entry) not in (None, os.O_RDONLY):
                 found.append(link)
     return found
 
 
-def _open_for_writing(pid: str, fd: str) -> bool:
-    """Whether process `pid` opened its descriptor `fd` to write (its /proc fdinfo flags)."""
+def _access(pid: str, fd: str) -> int | None:
+    """How process `pid` opened its descriptor `fd` (O_RDONLY, O_WRONLY or O_RDWR, from its
+    /proc fdinfo flags), or None when that cannot be read."""
     import os
 
     try:
         info = Path(f"/proc/{pid}/fdinfo/{fd}").read_text()
     except OSError:
-        return False
+        return None
     for line in info.splitlines():
         if line.startswith("flags:"):
-            return int(line.split()[1], 8) & os.O_ACCMODE != os.O_RDONLY
-    return False
+            return int(line.split()[1], 8) & os.O_ACCMODE
+    return None
 
 
 def _fd_path(fd: int) -> str | None:

@@ -191,3 +191,20 @@ def test_status_without_a_file_says_a_running_task_is_running(
     (work / ".agent-loop" / "run.pid").write_text(f"{os.getpid()}\n")
     line = invoke("--status")[1].splitlines()[0]
     assert line.startswith("tasks.md: 5 task(s), 1 done, 0 failed, 3 pending, 1 running;"), line
+
+
+def test_a_task_left_landing_is_taken_in_before_a_later_selected_one() -> None:
+    """--task 2 with task 1 left landing: task 1 lands first (no agent), and --dry-run says so;
+    an optional task left landing is taken by a plain run too."""
+    from agentloop.options import RunOptions
+    from agentloop.run.selection import plan_rows, select
+    from tests.state.test_store import make_state
+
+    state = make_state(3)
+    state.tasks[0].status = "landing"
+    state.tasks[0].optional = True
+    chosen = select(state, RunOptions(task=("2",)))
+    assert chosen == (1, 2)
+    rows = plan_rows(state, 5, only=chosen)
+    assert rows[0].runs and "lands" in rows[0].how and not rows[2].runs
+    assert plan_rows(state, 5)[0].runs

@@ -3,6 +3,7 @@ after a crash whatever state it was left in, and cleaned without losing a commit
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -292,3 +293,27 @@ def test_a_lane_registration_a_kill_left_half_written_is_dropped(repo: Path, emp
     (other / empty).write_text("")
     with pytest.raises(Exception, match="worktree list"):
         wt.git_worktrees(repo)
+
+
+def test_a_half_made_lane_of_a_live_run_is_left_to_it(repo: Path) -> None:
+    """Another agent-loop caught inside its own `git worktree add` has a registration that looks
+    half-made (locked, commondir empty): its lock names its pid, alive, so it is not deleted;
+    the same registration of a pid that is gone is repaired."""
+    import subprocess
+
+    path = lanes.lanes_dir(repo).resolve() / "1-busy"
+    path.mkdir(parents=True)
+    own = repo / ".git" / "worktrees" / "1-busy"
+    own.mkdir(parents=True)
+    (own / "locked").write_text(f"agent-loop {os.getppid()}")
+    (own / "HEAD").write_text("0" * 40 + "\n")
+    (own / "gitdir").write_text(f"{path}/.git\n")
+    (own / "commondir").write_text("")
+    with pytest.raises(Exception, match="worktree list"):
+        wt.git_worktrees(repo)
+    assert own.is_dir()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    (own / "locked").write_text(f"agent-loop {gone.pid}")
+    wt.git_worktrees(repo)
+    assert not own.exists()

@@ -67,10 +67,35 @@ def _drop_half_made(root: Path) -> bool:
     for own in entries:
         if not (own / "locked").exists() or not (lanes_dir(root) / own.name).is_dir():
             continue
-        if any(not _written(own / name) for name in ("commondir", "gitdir")):
+        if any(not _written(own / name) for name in ("commondir", "gitdir")) \
+                and not _maker_alive(own / "locked"):
             shutil.rmtree(own)
             found = True
     return found
+
+
+def _maker_alive(locked: Path) -> bool:
+    """Whether the lock names (`agent-loop PID`, as `_add_fresh` writes it) a live process other
+    than this one: another run inside its own `worktree add`, whose registration is not half-made
+    but half-way. A lock with no pid (an older lane, git's own) is repairable as before."""
+    import os
+
+    try:
+        words = locked.read_text().split()
+    except OSError:
+        return False
+    if len(words) != 2 or words[0] != "agent-loop" or not words[1].isdigit():
+        return False
+    pid = int(words[1])
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # alive, someone else's
+    return True
 
 
 def _written(file: Path) -> bool:
@@ -151,7 +176,11 @@ def _add_fresh(root: Path, path: Path, branch: str, base: str) -> None:
     add -B` does, and runs a post-checkout hook as it did). The lock goes last, from its file,
     as `git worktree unlock` deletes it: a kill anywhere before leaves a locked lane, which the
     next run cleans and makes again."""
-    _git(root, "worktree", "add", "-q", "--lock", "--detach", "--no-checkout", str(path), base)
+    import os
+
+    # The lock names this process: a half-made registration of a live run is not repaired.
+    _git(root, "worktree", "add", "-q", "--lock", "--reason", f"agent-loop {os.getpid()}",
+         "--detach", "--no-checkout", str(path), base)
     # Submodules stay as `worktree add` leaves them (its own checkout passes the same option),
     # whatever submodule.recurse says: the new worktree has none of their repositories.
     _git(path, "checkout", "-q", "-f", "--no-recurse-submodules", "-B", branch, base)
