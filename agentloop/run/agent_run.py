@@ -78,11 +78,7 @@ def _meanwhile(run: Run) -> Callable[[], None] | None:
     """What the agent's wait does now and then: the task before's landing, left running
     beside this agent (agentloop.run.lane.landed_meanwhile), settled once it has landed, not
     once this agent ends; None when none runs."""
-    if run.shared.landing is None:
-        return None
-    # Imported here: the lane runs this module's agents.
-    from agentloop.run.lane import landed_meanwhile
-    return lambda: landed_meanwhile(run)
+    return None if run.shared.landing is None else run.shared.meanwhile
 
 
 def _header(run: Run, task: TaskState, role: str, round_: int, iteration: int,

@@ -397,6 +397,7 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
         # commit) before that task begins, so a stop at any moment leaves it for the next
         # run to land, its agent not paid again; land_beside completes it.
         run.shared.landing = (task, step)
+        run.shared.meanwhile = lambda: landed_meanwhile(run)
         step = dataclasses.replace(step, status=S.LANDING)
     hand(run, task, step)
 
