@@ -21,16 +21,14 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-from re import Match, Pattern
 from typing import cast
 
 from marko import block
 from marko.element import Element
-from marko.parser import Parser
-from marko.source import Source
 
 from agentloop.plan import numbering
 from agentloop.plan.boxes import BOX_LINE, OPEN, TICKED
+from agentloop.plan.commonmark import PlanParser, SpannedListItem
 from agentloop.plan.groups import UNGROUPED
 from agentloop.plan.items import CHECKS_FENCE, check_lines, item_text, plain
 from agentloop.plan.legend import why_note
@@ -70,105 +68,6 @@ class Reading:
     title: str = ""                 # the plan's `#` heading, if it has one
 
 
-class _SpannedListItem(block.ListItem):
-    """A list item that remembers where it lies in the source (marko's own spans are for top
-    level elements only)."""
-
-    override = True
-    span: tuple[int, int] = (0, 0)
-
-    @classmethod
-    def parse(cls, source: Source) -> block.ListItem:
-        start = source.pos
-        item = cast(_SpannedListItem, super().parse(source))
-        item.span = (start, source.pos)
-        return item
-
-
-class _LinkRefDef(block.LinkRefDef):
-    """marko's `[label]: url` definition, found without a quadratic scan.
-
-    marko's pattern runs a lazy match up to the next blank line only to find where the `[`
-    is; a checklist of `- [ ]` items with no blank lines rescans the rest of the list at
-    every item. Matching just the `[` gives the same start, and marko parses from there.
-    """
-
-    override = True
-    pattern = re.compile(r" {,3}(\[)")
-
-
-# marko's Source names its line patterns as strings, compiled again (a lookup in re's cache,
-# three calls deep) at every one of the fifty-odd tests a plan line goes through.
-_LINE = re.compile(r"(?m)[^\n]*$\n?")
-_LINE_LAZY = re.compile(r"(?m)[^\n]*?$\n?")
-_COMPILED: dict[str, Pattern[str]] = {}
-
-
-class _Source(Source):
-    """marko's Source, doing the same work with fewer calls per line: its patterns compiled
-    once, the next line matched without a detour through the general path. Parsing a plan is
-    the one cost of a run that grows with the plan (the plan's reading, a third of our own work
-    per task in a fresh run), and most of it is this class's."""
-
-    @property
-    def prefix(self) -> str:
-        """The prefix of each line when parsing."""
-        return "".join([s._prefix for s in self._states])  # type: ignore[attr-defined]
-
-    def _expect_re(self, regexp: Pattern[str] | str, pos: int) -> Match[str] | None:
-        if isinstance(regexp, str):
-            compiled = _COMPILED.get(regexp)
-            if compiled is None:
-                compiled = _COMPILED[regexp] = re.compile(regexp)
-            regexp = compiled
-        return regexp.match(self._buffer, pos)
-
-    def expect_re(self, regexp: Pattern[str] | str) -> Match[str] | None:
-        """Test the rest of the line after the prefix against `regexp`; its match, or None."""
-        line = _LINE.match(self._buffer, self.pos)
-        self.match = line  # as next_line(require_prefix=False) leaves it
-        prefix_len = self.match_prefix(self.prefix, line.group() if line else "")
-        if prefix_len < 0:
-            return None
-        match = self._expect_re(regexp, self.pos + prefix_len)
-        self.match = match
-        return match
-
-    def next_line(self, require_prefix: bool = True) -> str | None:  # type: ignore[override]
-        """The next line: without its prefix (None when the prefix does not match), or
-        whole (`require_prefix` False)."""
-        if require_prefix:
-            m = self.expect_re(_LINE_LAZY)
-        else:
-            m = _LINE.match(self._buffer, self.pos)
-        self.match = m
-        return m.group() if m else None
-
-
-class _Parser(Parser):
-    """marko's CommonMark parser, with list items that know their source span and a quicker
-    Source."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.add_element(_SpannedListItem)
-        self.add_element(_LinkRefDef)
-
-    def parse(self, text: str, inline: bool = True) -> block.Document:
-        """The document `text` holds; `inline`: False parses the inline markup of headings
-        only, the one inline text a plan's reading looks at (agentloop.plan.items.plain)."""
-        source = _Source(text)
-        source.parser = self
-        doc = cast(block.Document, self.block_elements["Document"]())
-        doc.source_span = (0, len(source._buffer))
-        with source.under_state(doc):
-            doc.children = self.parse_source(source)
-            for node in doc.children if not inline else [doc]:
-                if inline or isinstance(node, (block.Heading, block.SetextHeading)):
-                    self.parse_inline(node, source)
-        return doc
-
-
 class _Lines:
     """Line numbers of offsets, from the offsets of the line ends found once."""
 
@@ -181,7 +80,8 @@ class _Lines:
 
 def read(text: str) -> Reading:
     """The plan in `text` (LF line ends, no BOM)."""
-    nodes = cast("list[block.BlockElement]", list(_Parser().parse(text, inline=False).children))
+    nodes = cast("list[block.BlockElement]",
+                 list(PlanParser().parse(text, inline=False).children))
     boxes = _top_boxes(text, nodes)
     reading = _Walk(text, bool(boxes)).run(nodes)
     notes = sum(1 for _, _, why in reading.ignored if why == PLAIN_NOTE)
@@ -204,7 +104,7 @@ def _top_boxes(text: str, nodes: list[block.BlockElement]) -> list[str]:
             _under(headings, node)
         elif isinstance(node, block.List):
             for item in node.children:
-                start, end = cast(_SpannedListItem, item).span
+                start, end = cast(SpannedListItem, item).span
                 body, box, _ = item_text(text[start:end])
                 if body and box in OPEN + TICKED and \
                         why_note(body, box, [w for _, w in headings]) is None:
@@ -258,7 +158,7 @@ class _Walk:
         self.pieces.append(self.text[start:end])
         if isinstance(node, block.List) and self.section is not None:
             for step in node.children:
-                s, e = cast(_SpannedListItem, step).span
+                s, e = cast(SpannedListItem, step).span
                 self.section[2].steps.append(item_text(self.text[s:e])[1] or "")
                 self.section[2].boxes.extend(self._boxes(step))
         return True
@@ -310,7 +210,7 @@ class _Walk:
     def _list(self, node: block.List) -> None:
         self.last = None
         for child in node.children:
-            start, end = cast(_SpannedListItem, child).span
+            start, end = cast(SpannedListItem, child).span
             body, marker, optional = item_text(self.text[start:end])
             if not body:
                 continue
@@ -337,7 +237,7 @@ class _Walk:
     def _boxes(self, item: Element) -> list[int]:
         """The lines of the boxes of `item`, a list item, and of the items nested in its lists
         (the ones that make it done when it lands)."""
-        spanned = cast(_SpannedListItem, item)
+        spanned = cast(SpannedListItem, item)
         start, end = spanned.span
         first = self.text[start:end].split("\n", 1)[0]
         found = [self.lines.of(start)] if BOX_LINE.match(first) else []
@@ -349,7 +249,7 @@ class _Walk:
     def _fold(self, line: int, body: str, child: Element) -> bool:
         """A sub-task numbered under the task before it joins that task's text, written as it
         would be indented under it."""
-        start, end = cast(_SpannedListItem, child).span
+        start, end = cast(SpannedListItem, child).span
         own, parent = numbering.number(body), self.unit[0] if self.unit else None
         if self.unit is None or own is None or parent is None or not numbering.under(own, parent):
             return False

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 # The markdown reader (marko) is imported when a file is parsed, not with this module: a plan
 # whose hash the state already holds is never parsed (agentloop.state.project), and --status
 # of it should not pay for marko. Names readers of plans take from here come on first use.
-_FROM_MARKDOWN = ("UNGROUPED", "Reading", "_Parser", "_SpannedListItem", "read")
+_FROM_MARKDOWN = ("UNGROUPED", "Reading", "read")
 
 SUMMARY_LIMIT = 60
 GROUP_SLUG_LIMIT = 30

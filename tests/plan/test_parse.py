@@ -6,25 +6,14 @@ import hashlib
 import re
 import time
 from pathlib import Path
-from typing import cast
 
-import marko
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from marko.block import List
 
 from agentloop.errors import TaskFileError
-from agentloop.plan.parse import (
-    UNGROUPED,
-    Task,
-    TaskFile,
-    _Parser,
-    _SpannedListItem,
-    load,
-    parse,
-    slug,
-)
+from agentloop.plan.commonmark import PlanParser
+from agentloop.plan.parse import UNGROUPED, Task, TaskFile, load, parse, slug
 
 SAFE_LOG_NAME = re.compile(r"\d{3,}-[a-z0-9]+(-[a-z0-9]+)*--[a-z0-9]+(-[a-z0-9]+)*")
 
@@ -359,23 +348,6 @@ def test_parse_returns_well_formed_tasks_or_raises_task_file_error(text: str) ->
         assert 1 <= task.line <= normalized.count("\n") + 1
 
 
-@settings(max_examples=200, deadline=None, database=None)
-@given(st.one_of(MARKDOWNISH, LINES))
-def test_our_parser_reads_markdown_exactly_as_marko_does(text: str) -> None:
-    # The list item and link definition overrides must change speed and bookkeeping only.
-    assert marko.Markdown(parser=_Parser).convert(text) == marko.Markdown().convert(text)
-
-
-@pytest.mark.skipif(not hasattr(marko.block.ListItem, "source_span"),
-                    reason="this marko keeps no source spans to compare with")
-def test_item_spans_agree_with_markos_own_source_span() -> None:
-    text = "- a\n  b\nlazy\n\n- c\n\n\n1. d\n   ```\n   - e\n   ```\n\n* f\n  > g\n\n-\n  h\n- \n"
-    items = [cast(_SpannedListItem, item) for node in _Parser().parse(text).children
-             if isinstance(node, List) for item in node.children]
-    assert len(items) == 6
-    assert [item.span for item in items] == [item.source_span for item in items]
-
-
 def test_check_blocks_are_never_tasks_and_apply_to_file_or_group() -> None:
     tasks = parse("```agent-loop-checks\n# all\npytest -q\n```\n- zero\n## A\n- one\n"
                   "```agent-loop-checks\nmake a && echo '&amp;'\n```\n- two\n## B\n- three\n"
@@ -393,19 +365,6 @@ def test_a_plan_read_with_headings_inline_only_reads_as_one_read_whole(text: str
     from agentloop.plan import markdown
 
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    whole = markdown._Walk(text, False).run(list(_Parser().parse(text).children))
-    some = markdown._Walk(text, False).run(list(_Parser().parse(text, inline=False).children))
+    whole = markdown._Walk(text, False).run(list(PlanParser().parse(text).children))
+    some = markdown._Walk(text, False).run(list(PlanParser().parse(text, inline=False).children))
     assert some == whole
-
-
-def test_reading_a_plan_compiles_no_pattern_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    # marko names its line patterns as strings: compiled (found in re's cache) at every test of
-    # every line, the most of the calls a plan's reading made.
-    from agentloop.plan import markdown
-
-    markdown.read("## G\n- [ ] a\n")  # patterns used once and for all
-    calls = []
-    real = re.compile
-    monkeypatch.setattr(re, "compile", lambda *a, **k: calls.append(a) or real(*a, **k))
-    markdown.read("## Group\n" + "".join(f"- [ ] task {i}\n" for i in range(50)))
-    assert len(calls) < 10
