@@ -1,5 +1,5 @@
 """The `.agent-loop/` store: state.json (versioned, orjson, atomic replace) and its journal, the
-run lock, logs.
+run lock (agentloop.state.runlock) held for a run, logs.
 
 A crash at any instant leaves the old or the new state.json, never a torn one: we write a
 temporary file in the same folder, fsync it, and `os.replace` it over the old one. Between two
@@ -11,58 +11,19 @@ agentloop.state.schema.
 from __future__ import annotations
 
 import os
-import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 import orjson
 
-from agentloop.errors import StateError, StateLocked
+from agentloop.errors import StateError
 from agentloop.files import jsonbytes
-from agentloop.files.lock import try_lock
-from agentloop.files.pid_file import live_pid
 from agentloop.state import journal, plain
+from agentloop.state.runlock import RunLock
 from agentloop.state.schema import State, TaskState, from_json, loads, now
 
 DIRNAME = ".agent-loop"
-# A run that loses the race for the lock waits this long at most for the winner's pid to show.
-HOLDER_WAIT_SECONDS = 2.0
-
-
-@dataclass(frozen=True)
-class _Held:
-    """A lock this run holds: its descriptor, its file, the file's identity then, its pid file."""
-
-    fd: int
-    path: Path
-    inode: tuple[int, int]   # (st_dev, st_ino) of the file locked
-    pid_path: Path
-
-
-def _inode(fd: int) -> tuple[int, int]:
-    st = os.fstat(fd)
-    return st.st_dev, st.st_ino
-
-
-def _inode_of(path: Path) -> tuple[int, int] | None:
-    """The identity of the file at `path`, or None when there is none."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return st.st_dev, st.st_ino
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def _umask() -> int:
@@ -88,9 +49,8 @@ class Store:
         self._read = read
         self._top: dict[str, Any] = {}       # the top-level fields as last written
         self._snapshot_tasks = -1             # how many tasks the last snapshot held
-        # One run at a time per repository: the locks held, each with its pid file.
-        self._held: list[_Held] = []
-        self._lost = False   # another run took a lock while this one worked: it writes now
+        # One run at a time per repository.
+        self.runlock = RunLock(root, self.base)
 
     def load(self) -> State | None:
         """The saved state, or None when there is none yet. Takes no lock: writes are atomic."""
@@ -130,7 +90,7 @@ class Store:
         A failed write (disk full, read-only folder) leaves the saved state as it was and
         raises StateError.
         """
-        if self._lost:  # the other run's state now: a task of ours still landing is found
+        if self.runlock.lost:  # the other run's state now: a task of ours still landing is found
             return      # by its commit's trailers, never written over that run's records
         state.updated_at = now()
         if task is not None and self._journal_fits(state):
@@ -152,7 +112,7 @@ class Store:
     def snapshot(self, state: State, final: bool = False) -> None:
         """Write the whole state to state.json atomically (temp file in the same folder,
         fsync, os.replace) and start its journal afresh; `final`: with no journal after it."""
-        if self._lost:  # see save
+        if self.runlock.lost:  # see save
             return
         journal_id = None if final else os.urandom(8).hex()
         previous, state.journal_id = state.journal_id, journal_id
@@ -199,29 +159,18 @@ class Store:
 
     @contextmanager
     def lock(self) -> Iterator[None]:
-        """Hold the run lock; a second run fails at once, naming the holder's pid.
-
-        Two locks: `.agent-loop/run.lock`, which every run takes first, and one in the VCS's own
-        folder (see hold_vcs_lock), since an agent's `git clean -fdx` deletes `.agent-loop/`
-        and the lock file in it, never `.git/`.
-        """
+        """Hold the run lock; a second run fails at once, naming the holder's pid. At its end
+        the journal goes into state.json, unless another run took the lock meanwhile."""
         self.make_dir()
         try:
-            self._take(self.base / "run.lock", self.base / "run.pid")
-            self.hold_vcs_lock()
+            self.runlock.take()
             for stale in self.dir.glob(".state-*.tmp"):  # left by a writer that was killed
                 stale.unlink(missing_ok=True)
             yield
         finally:
-            if not self._lost:  # else state.json is the other run's to write
+            if not self.runlock.lost:  # else state.json is the other run's to write
                 self._fold_journal()
-            while self._held:
-                held = self._held.pop()
-                try:
-                    held.pid_path.unlink(missing_ok=True)
-                except OSError:
-                    pass  # the lock is what counts, and it goes with us; a stale pid is never shown
-                os.close(held.fd)  # and the lock with it
+            self.runlock.release()
 
     def _fold_journal(self) -> None:
         """The run ends: its journal goes into state.json, which then says everything alone."""
@@ -235,81 +184,12 @@ class Store:
             self.journal.close()  # state.json and the journal still say it all together
 
     def hold_vcs_lock(self) -> None:
-        """Take the lock in `.git/` or `.jj/` too, once there is one (a run that made the
-        repository itself takes it then)."""
-        vcs_dir = next((d for d in (self.root / ".git", self.root / ".jj") if d.is_dir()), None)
-        if vcs_dir is not None and all(h.path.parent != vcs_dir for h in self._held):
-            self._take(vcs_dir / "agent-loop.lock", vcs_dir / "agent-loop.pid")
-
-    def _take(self, lock_path: Path, pid_path: Path) -> None:
-        try:
-            lock = try_lock(lock_path)
-        except OSError as exc:
-            raise self._cannot_write(lock_path, exc) from None
-        if lock is None:
-            raise StateLocked(f"another agent-loop run holds {self.root} (pid "
-                              f"{self._holder(pid_path)}); wait for it or stop it first")
-        self._held.append(_Held(lock, lock_path, _inode(lock), pid_path))
-        try:
-            # Atomic, so a run that lost the race never reads it empty or half written.
-            _write_atomic(pid_path, f"{os.getpid()}\n")
-        except OSError as exc:
-            raise self._cannot_write(pid_path, exc) from None
+        """Take the run lock in `.git/` or `.jj/` too, once there is one (RunLock.hold_vcs)."""
+        self.runlock.hold_vcs()
 
     def keep_lock(self) -> list[Path]:
-        """Between tasks: whether each lock file is still the one this run locked (one stat
-        each, no process). One deleted or replaced (an agent's `rm`, a `git clean -fdx`) and
-        held by nobody is taken again: its path is returned. StateLocked when another run
-        holds it now: that run writes the state from here on, this one stops."""
-        if self._lost:  # said once; every later lane asking to start is refused too
-            raise StateLocked("another agent-loop run took this plan's lock while this run "
-                              "worked: this run stops before its next task")
-        taken, lost = [], []
-        for i, held in enumerate(self._held):
-            try:
-                if _inode_of(held.path) == held.inode:
-                    continue
-                if held.path.parent == self.base:  # never a deleted .git: git would look
-                    self.base.mkdir(parents=True, exist_ok=True)  # upward for another one
-                fd = try_lock(held.path)
-            except OSError:
-                continue  # cannot look or lock: the run goes on as it would have before
-            if fd is None:
-                lost.append(held)
-                continue
-            os.close(held.fd)
-            self._held[i] = _Held(fd, held.path, _inode(fd), held.pid_path)
-            try:
-                _write_atomic(held.pid_path, f"{os.getpid()}\n")
-            except OSError:
-                pass  # the lock is what counts; a second run then says "pid unknown"
-            taken.append(held.path)
-        if lost:
-            self._lost = True
-            for held in lost:  # its pid file is the other run's now: never unlinked by us
-                self._held.remove(held)
-                os.close(held.fd)
-            raise StateLocked(
-                f"another agent-loop run (pid {self._holder(lost[0].pid_path)}) took "
-                f"{self.relative(lost[0].path)} while this run worked (its lock file was "
-                f"deleted): this run stops before its next task, its state saved; let that run "
-                f"finish")
-        return taken
-
-    def _holder(self, pid_path: Path) -> str:
-        """The lock holder's pid from its pid file, once that names a live process.
-
-        The holder writes its pid just after it takes the lock, so a run started at the same
-        instant may find no file yet, or the pid a killed run left there: it waits a moment.
-        """
-        deadline = time.monotonic() + HOLDER_WAIT_SECONDS
-        while True:
-            pid = live_pid(pid_path)
-            if pid is not None:
-                return str(pid)
-            if time.monotonic() > deadline:
-                return "unknown"
-            time.sleep(0.01)
+        """Between tasks: the lock files taken again after they were deleted (RunLock.keep)."""
+        return self.runlock.keep()
 
     def _cannot_write(self, path: Path, exc: OSError) -> StateError:
         reason = exc.strerror or str(exc)

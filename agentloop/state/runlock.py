@@ -1,0 +1,162 @@
+"""The run lock: one agent-loop run at a time per repository, and who holds it.
+
+Two locks, each with a pid file beside it: `.agent-loop/run.lock`, which every run takes first,
+and one in the VCS's own folder, since an agent's `git clean -fdx` deletes `.agent-loop/` and
+the lock file in it, never `.git/`. The store holds them for a run (agentloop.state.store's
+`lock`); a run that finds another holding them says whose they are.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentloop.errors import StateError, StateLocked
+from agentloop.files.lock import try_lock
+from agentloop.files.pid_file import live_pid
+from agentloop.state import plain
+
+# A run that loses the race for the lock waits this long at most for the winner's pid to show.
+HOLDER_WAIT_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class _Held:
+    """A lock this run holds: its descriptor, its file, the file's identity then, its pid file."""
+
+    fd: int
+    path: Path
+    inode: tuple[int, int]   # (st_dev, st_ino) of the file locked
+    pid_path: Path
+
+
+def _inode(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+def _inode_of(path: Path) -> tuple[int, int] | None:
+    """The identity of the file at `path`, or None when there is none."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _cannot_write(path: Path, exc: OSError) -> StateError:
+    return StateError(f"cannot write {path}: {exc.strerror or str(exc)}")
+
+
+class RunLock:
+    """The run locks of the repository at `root` (`base`: its `.agent-loop/`) this run holds."""
+
+    def __init__(self, root: Path, base: Path) -> None:
+        self.root, self.base = root, base
+        self._held: list[_Held] = []   # the locks held, each with its pid file
+        self.lost = False   # another run took a lock while this one worked: it writes now
+
+    def take(self) -> None:
+        """Take `.agent-loop/run.lock`, then the VCS folder's; StateLocked, naming the holder's
+        pid, when another run holds either."""
+        self._take(self.base / "run.lock", self.base / "run.pid")
+        self.hold_vcs()
+
+    def release(self) -> None:
+        """Let go of every lock held, its pid file first."""
+        while self._held:
+            held = self._held.pop()
+            try:
+                held.pid_path.unlink(missing_ok=True)
+            except OSError:
+                pass  # the lock is what counts, and it goes with us; a stale pid is never shown
+            os.close(held.fd)  # and the lock with it
+
+    def hold_vcs(self) -> None:
+        """Take the lock in `.git/` or `.jj/` too, once there is one (a run that made the
+        repository itself takes it then)."""
+        vcs_dir = next((d for d in (self.root / ".git", self.root / ".jj") if d.is_dir()), None)
+        if vcs_dir is not None and all(h.path.parent != vcs_dir for h in self._held):
+            self._take(vcs_dir / "agent-loop.lock", vcs_dir / "agent-loop.pid")
+
+    def _take(self, lock_path: Path, pid_path: Path) -> None:
+        try:
+            lock = try_lock(lock_path)
+        except OSError as exc:
+            raise _cannot_write(lock_path, exc) from None
+        if lock is None:
+            raise StateLocked(f"another agent-loop run holds {self.root} (pid "
+                              f"{self._holder(pid_path)}); wait for it or stop it first")
+        self._held.append(_Held(lock, lock_path, _inode(lock), pid_path))
+        try:
+            # Atomic, so a run that lost the race never reads it empty or half written.
+            _write_atomic(pid_path, f"{os.getpid()}\n")
+        except OSError as exc:
+            raise _cannot_write(pid_path, exc) from None
+
+    def keep(self) -> list[Path]:
+        """Between tasks: whether each lock file is still the one this run locked (one stat
+        each, no process). One deleted or replaced (an agent's `rm`, a `git clean -fdx`) and
+        held by nobody is taken again: its path is returned. StateLocked when another run
+        holds it now: that run writes the state from here on, this one stops."""
+        if self.lost:  # said once; every later lane asking to start is refused too
+            raise StateLocked("another agent-loop run took this plan's lock while this run "
+                              "worked: this run stops before its next task")
+        taken, lost = [], []
+        for i, held in enumerate(self._held):
+            try:
+                if _inode_of(held.path) == held.inode:
+                    continue
+                if held.path.parent == self.base:  # never a deleted .git: git would look
+                    self.base.mkdir(parents=True, exist_ok=True)  # upward for another one
+                fd = try_lock(held.path)
+            except OSError:
+                continue  # cannot look or lock: the run goes on as it would have before
+            if fd is None:
+                lost.append(held)
+                continue
+            os.close(held.fd)
+            self._held[i] = _Held(fd, held.path, _inode(fd), held.pid_path)
+            try:
+                _write_atomic(held.pid_path, f"{os.getpid()}\n")
+            except OSError:
+                pass  # the lock is what counts; a second run then says "pid unknown"
+            taken.append(held.path)
+        if lost:
+            self.lost = True
+            for held in lost:  # its pid file is the other run's now: never unlinked by us
+                self._held.remove(held)
+                os.close(held.fd)
+            raise StateLocked(
+                f"another agent-loop run (pid {self._holder(lost[0].pid_path)}) took "
+                f"{plain.relative(lost[0].path, self.root)} while this run worked (its lock "
+                f"file was deleted): this run stops before its next task, its state saved; let "
+                f"that run finish")
+        return taken
+
+    def _holder(self, pid_path: Path) -> str:
+        """The lock holder's pid from its pid file, once that names a live process.
+
+        The holder writes its pid just after it takes the lock, so a run started at the same
+        instant may find no file yet, or the pid a killed run left there: it waits a moment.
+        """
+        deadline = time.monotonic() + HOLDER_WAIT_SECONDS
+        while True:
+            pid = live_pid(pid_path)
+            if pid is not None:
+                return str(pid)
+            if time.monotonic() > deadline:
+                return "unknown"
+            time.sleep(0.01)
