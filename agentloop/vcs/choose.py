@@ -145,7 +145,7 @@ def has_lane(kind: str, root: Path, name: str) -> bool:
         return True
     if kind != "git":
         return False
-    from agentloop.vcs.git.worktrees import lane_branch_tip
+    from agentloop.vcs.git.worktree_list import lane_branch_tip
     return lane_branch_tip(root, name) is not None
 
 
@@ -154,8 +154,8 @@ def remove_workspace(kind: str, root: Path, space: Workspace, main_ref: str = "H
     """A finished lane's working copy removed, with its branch (git); what was not on the main
     line is kept first. Notes naming what was kept."""
     if kind == "git":
-        from agentloop.vcs.git import worktrees
-        return worktrees.remove_git(root, space, drop_branch=True, main=main_ref)
+        from agentloop.vcs.git import teardown
+        return teardown.remove_git(root, space, drop_branch=True, main=main_ref)
     from agentloop.vcs.jj import workspaces
     workspaces.remove_jj(root, space)
     return []
@@ -176,9 +176,9 @@ def sweep_workspaces(kind: str, root: Path, keep: set[str], known: set[str],
     """Working copies of `known` lanes not in `keep` (a killed run's) removed; for git their
     branches too, what is not on the main line kept first."""
     if kind == "git":
-        from agentloop.vcs.git import worktrees
-        _, registered, notes = worktrees.swept_git(root, keep, known=known)
-        notes += worktrees.drop_branches(root, known - keep, main_ref)
+        from agentloop.vcs.git import teardown
+        _, registered, notes = teardown.swept_git(root, keep, known=known)
+        notes += teardown.drop_branches(root, known - keep, main_ref)
         return Swept(tuple(notes), registered)
     from agentloop.vcs.jj import workspaces
     return Swept((), workspaces.swept_jj(root, keep, known=known)[1])

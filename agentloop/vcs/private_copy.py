@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentloop.errors import VcsError
-from agentloop.vcs.git import worktrees
+from agentloop.vcs.git import teardown, worktrees
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.jj import workspaces
 from agentloop.vcs.lanes import Workspace
@@ -44,7 +44,7 @@ def remove_lane(root: Path, lane: Workspace, kind: str) -> None:
     if kind == "jj":
         workspaces.remove_jj(root, lane)
     else:
-        worktrees.remove_git(root, lane)
+        teardown.remove_git(root, lane)
 
 
 def _git_start(root: Path) -> str:

@@ -1,12 +1,12 @@
 """A lane's branch goes once its work is on the main line; what is not there is kept under
-refs/agent-loop/kept/ first (agentloop.vcs.git.worktrees.keep_unlanded). Work you squashed or
+refs/agent-loop/kept/ first (agentloop.vcs.git.teardown.keep_unlanded). Work you squashed or
 amended on the main line is there, under other commits: nothing to keep, nothing to say."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from agentloop.vcs.git.worktrees import keep_unlanded
+from agentloop.vcs.git.teardown import keep_unlanded
 from tests.support.repos import git, init_repo
 
 

@@ -16,7 +16,7 @@ import pytest
 from agentloop.errors import VcsError
 from agentloop.vcs import lanes
 from agentloop.vcs.check import GitLaneRecord, Kind, LaneBreach, check_git_lane
-from agentloop.vcs.git import worktrees
+from agentloop.vcs.git import teardown, worktree_list, worktrees
 from agentloop.vcs.git.lane import LaneGit
 from agentloop.vcs.git.mainline import GitMainLine
 from agentloop.vcs.git.run import Git
@@ -77,8 +77,8 @@ def test_a_lane_branch_with_work_not_on_the_main_line_is_kept_before_it_goes(rep
     git(unlanded.path, "add", "b.txt")
     git(unlanded.path, "commit", "-qm", "an agent's commit nobody landed")
     (unlanded.path / "loose.txt").write_text("never committed\n")
-    notes = worktrees.remove_git(repo, landed, drop_branch=True, main="main")
-    notes += worktrees.remove_git(repo, unlanded, drop_branch=True, main="main")
+    notes = teardown.remove_git(repo, landed, drop_branch=True, main="main")
+    notes += teardown.remove_git(repo, unlanded, drop_branch=True, main="main")
     assert git(repo, "branch", "--list", "agent-loop/*") == ""
     kept = git(repo, "for-each-ref", "--format=%(refname)", "refs/agent-loop/kept/").split()
     assert kept == ["refs/agent-loop/kept/2-b"]
@@ -94,11 +94,11 @@ def test_fifty_lanes_open_and_close_eight_at_once(repo: Path) -> None:
     names = [lanes.lane_name(n, f"group {n}") for n in range(1, 51)]
     with ThreadPoolExecutor(8) as pool:
         opened = list(pool.map(lambda name: worktrees.open_git(repo, name, base, True), names))
-    registered = worktrees.git_worktrees(repo)
+    registered = worktree_list.git_worktrees(repo)
     assert all(lane.path in registered and (lane.path / "f.txt").exists() for lane in opened)
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda lane: worktrees.remove_git(repo, lane, drop_branch=True), opened))
-    assert list(worktrees.git_worktrees(repo)) == [repo.resolve()]
+        list(pool.map(lambda lane: teardown.remove_git(repo, lane, drop_branch=True), opened))
+    assert list(worktree_list.git_worktrees(repo)) == [repo.resolve()]
 
 
 # -- waits end -------------------------------------------------------------------------------

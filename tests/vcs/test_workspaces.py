@@ -12,6 +12,7 @@ import pytest
 
 from agentloop import proc
 from agentloop.vcs import lanes
+from agentloop.vcs.git import teardown, worktree_list
 from agentloop.vcs.git import worktrees as wt
 from agentloop.vcs.jj import workspaces as jw
 from tests.support.repos import make_repo
@@ -50,7 +51,7 @@ def test_git_lane_from_main_line_on_its_own_branch(repo: Path) -> None:
     git(lane.path, "commit", "-qm", "task")
     again = wt.open_git(repo, "1-setup", base, fresh=False)
     assert again.reused and (again.path / "b.txt").exists()
-    wt.remove_git(repo, again)
+    teardown.remove_git(repo, again)
     assert not again.path.exists()
     assert git(repo, "branch", "--list", "agent-loop/1-setup")  # the branch stays
     # Made again from the branch: its commit is still there.
@@ -61,7 +62,7 @@ def test_git_lane_from_main_line_on_its_own_branch(repo: Path) -> None:
     fresh = wt.open_git(repo, "1-setup", base, fresh=True)
     assert not (fresh.path / "b.txt").exists()
     assert git(repo, "rev-parse", "refs/agent-loop/previous/1-setup") == tip
-    wt.remove_git(repo, fresh, drop_branch=True)
+    teardown.remove_git(repo, fresh, drop_branch=True)
     assert not git(repo, "branch", "--list", "agent-loop/1-setup")
 
 
@@ -80,14 +81,14 @@ def test_git_leftovers_of_a_crash_are_cleaned(repo: Path) -> None:
     git(repo, "worktree", "lock", "--reason", "initializing", str(back.path))
     again = wt.open_git(repo, "2-api", base, fresh=False)
     assert (again.path / "c.txt").exists()
-    assert "locked" not in wt.git_worktrees(repo)[again.path]
+    assert "locked" not in worktree_list.git_worktrees(repo)[again.path]
     # A stray folder with no registration, and an old lane the plan no longer has.
     stray = lanes.lanes_dir(repo) / "9-old"
     stray.mkdir()
     (stray / "junk").write_text("x")
-    assert wt.sweep_git(repo, keep={"2-api"}) == ["9-old"]
+    assert teardown.sweep_git(repo, keep={"2-api"}) == ["9-old"]
     assert again.path.exists() and not stray.exists()
-    assert wt.sweep_git(repo, keep=set()) == ["2-api"]
+    assert teardown.sweep_git(repo, keep=set()) == ["2-api"]
     assert git(repo, "worktree", "list").count("\n") == 0  # only the main worktree
     assert git(repo, "log", "-1", "--format=%s", "agent-loop/2-api") == "kept"
 
@@ -99,14 +100,14 @@ def test_a_whole_git_lane_is_removed_from_its_files_as_git_would(repo: Path) -> 
     (two.path / "left.txt").write_text("nobody committed me\n")
     main = git(repo, "symbolic-ref", "HEAD")
     calls = proc.started()
-    wt.remove_git(repo, one, drop_branch=True, main=main)
+    teardown.remove_git(repo, one, drop_branch=True, main=main)
     # Its status (nothing uncommitted there) and its branch's `branch -D` (the files say it is
     # where the main line is): no `worktree remove`.
     assert proc.started() - calls == 2
     assert not one.path.exists() and not git(repo, "branch", "--list", "agent-loop/1-one")
     assert (repo / ".git" / "worktrees").is_dir()  # the other lane's folder is there still
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 2
-    wt.remove_git(repo, two, drop_branch=True)
+    teardown.remove_git(repo, two, drop_branch=True)
     assert git(repo, "show", "refs/agent-loop/kept-files/2-two:left.txt") == "nobody committed me"
     assert not (repo / ".git" / "worktrees").exists()  # with the last one, as git does
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
@@ -119,9 +120,10 @@ def test_a_kill_inside_a_lanes_removal_leaves_what_the_next_run_cleans(repo: Pat
     base = git(repo, "rev-parse", "HEAD")
     lane = wt.open_git(repo, "3-killed", base, fresh=True)
     shutil.rmtree(lane.path)  # the first of the two folders gone, as a kill after it leaves
-    assert "prunable" in wt.git_worktrees(repo)[lane.path]
+    assert "prunable" in worktree_list.git_worktrees(repo)[lane.path]
     back = wt.open_git(repo, "3-killed", base, fresh=False)
-    assert (back.path / "a.txt").exists() and "prunable" not in wt.git_worktrees(repo)[back.path]
+    assert (back.path / "a.txt").exists()
+    assert "prunable" not in worktree_list.git_worktrees(repo)[back.path]
 
 
 class Killed(BaseException):
@@ -144,7 +146,7 @@ def cut_short(monkeypatch: pytest.MonkeyPatch, repo: Path, name: str) -> Path:
 
     monkeypatch.setattr(shutil, "rmtree", killed)
     with pytest.raises(Killed):
-        wt.remove_git(repo, lane, drop_branch=True)
+        teardown.remove_git(repo, lane, drop_branch=True)
     monkeypatch.undo()
     assert not (lane.path / "a.txt").exists() and (lane.path / ".git").is_file()
     return lane.path
@@ -154,7 +156,7 @@ def test_a_lane_whose_removal_a_kill_cut_short_is_swept_as_what_it_is(
         repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = cut_short(monkeypatch, repo, "4-cut")
     kept = git(repo, "rev-parse", "refs/agent-loop/kept-files/4-cut")
-    gone, _, notes = wt.swept_git(repo, keep=set())
+    gone, _, notes = teardown.swept_git(repo, keep=set())
     assert gone == ["4-cut"] and not path.exists()
     assert notes == ["removed lane 4-cut, whose removal a kill had cut short: nothing of yours "
                      "was left in it (what nobody had committed there was kept first)"]
@@ -202,7 +204,7 @@ def test_a_sweep_leaves_other_copies_alone(repo: Path) -> None:
     base = git(repo, "rev-parse", "HEAD")
     rehearsal = wt.open_git(repo, "rehearsal-tasks-md", base, fresh=True)
     old = wt.open_git(repo, "3-old", base, fresh=True)
-    assert wt.sweep_git(repo, keep=set(), known={"1-a", "3-old"}) == ["3-old"]
+    assert teardown.sweep_git(repo, keep=set(), known={"1-a", "3-old"}) == ["3-old"]
     assert rehearsal.path.exists() and not old.path.exists()
 
 
@@ -223,9 +225,9 @@ def test_a_git_lane_is_made_with_three_git_processes(repo: Path, tmp_path: Path,
     assert git(lane.path, "symbolic-ref", "HEAD") == "refs/heads/agent-loop/1-made"
     assert git(lane.path, "rev-parse", "HEAD") == base
     assert git(lane.path, "status", "--porcelain") == ""
-    assert "locked" not in wt.git_worktrees(repo)[lane.path]
+    assert "locked" not in worktree_list.git_worktrees(repo)[lane.path]
     # A branch that exists is moved to base, as `worktree add -B` moved it.
-    wt.remove_git(repo, lane)
+    teardown.remove_git(repo, lane)
     (repo / "b.txt").write_text("b\n")
     git(repo, "add", "b.txt")
     git(repo, "commit", "-qm", "b")
@@ -248,7 +250,7 @@ def test_a_git_lane_whose_making_a_kill_cut_short_is_made_again(repo: Path, cut:
     assert (lane.path / "a.txt").read_text() == "a\n"
     assert git(lane.path, "symbolic-ref", "HEAD") == "refs/heads/agent-loop/1-cut"
     assert git(lane.path, "status", "--porcelain") == ""
-    assert "locked" not in wt.git_worktrees(repo)[lane.path]
+    assert "locked" not in worktree_list.git_worktrees(repo)[lane.path]
 
 
 def test_a_git_lane_of_a_repository_with_submodules_is_made_as_worktree_add_made_it(
@@ -262,7 +264,7 @@ def test_a_git_lane_of_a_repository_with_submodules_is_made_as_worktree_add_made
     git(repo, "config", "submodule.recurse", "true")
     lane = wt.open_git(repo, "1-sub", git(repo, "rev-parse", "HEAD"), fresh=True)
     assert (lane.path / "a.txt").exists() and (lane.path / "sub").is_dir()
-    assert "locked" not in wt.git_worktrees(repo)[lane.path]
+    assert "locked" not in worktree_list.git_worktrees(repo)[lane.path]
 
 
 @pytest.mark.parametrize("empty", ["commondir", "gitdir"])
@@ -283,7 +285,7 @@ def test_a_lane_registration_a_kill_left_half_written_is_dropped(repo: Path, emp
     (path / ".git").write_text(f"gitdir: {own}\n")
     lane = wt.open_git(repo, "1-half", base, fresh=True)
     assert (lane.path / "a.txt").read_text() == "a\n"
-    assert "locked" not in wt.git_worktrees(repo)[lane.path]
+    assert "locked" not in worktree_list.git_worktrees(repo)[lane.path]
     if empty == "gitdir":
         return  # git lists that one (prunable) and the lane was cleaned as such
     # Someone else's broken registration is not ours to drop: git's own error is said.
@@ -292,7 +294,7 @@ def test_a_lane_registration_a_kill_left_half_written_is_dropped(repo: Path, emp
     (other / "locked").write_text("initializing")
     (other / empty).write_text("")
     with pytest.raises(Exception, match="worktree list"):
-        wt.git_worktrees(repo)
+        worktree_list.git_worktrees(repo)
 
 
 def test_a_half_made_lane_of_a_live_run_is_left_to_it(repo: Path) -> None:
@@ -310,10 +312,10 @@ def test_a_half_made_lane_of_a_live_run_is_left_to_it(repo: Path) -> None:
     (own / "gitdir").write_text(f"{path}/.git\n")
     (own / "commondir").write_text("")
     with pytest.raises(Exception, match="worktree list"):
-        wt.git_worktrees(repo)
+        worktree_list.git_worktrees(repo)
     assert own.is_dir()
     gone = subprocess.Popen(["true"])
     gone.wait()
     (own / "locked").write_text(f"agent-loop {gone.pid}")
-    wt.git_worktrees(repo)
+    worktree_list.git_worktrees(repo)
     assert not own.exists()

@@ -1,0 +1,200 @@
+"""Taking the lanes' git worktrees down (agentloop.vcs.lanes): a lane's worktree removed, from its
+files where they say all of it, else with `worktree remove -f -f` and `prune` (a broken one: a
+kill mid-`worktree add`, a folder removed from outside); leftover lanes swept; lane branches
+deleted. What nobody committed in a lane, and a branch's commits that are not on the main line,
+are kept under refs/agent-loop/ first."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from agentloop.vcs.git import refs
+from agentloop.vcs.git.run import Git
+from agentloop.vcs.git.worktree_list import branch_commit, git_worktrees, healthy
+from agentloop.vcs.lanes import BRANCH_PREFIX, Workspace, bookkeeping, lanes_dir
+from agentloop.vcs.rewritten import carried
+
+# Where a lane's work that is not on the main line is kept when its branch or worktree goes.
+KEPT = "refs/agent-loop/kept/"
+KEPT_FILES = "refs/agent-loop/kept-files/"
+# Why a lane's worktree is locked (git's own `locked` file, with this reason) while its removal
+# deletes its files, which begins once what nobody committed there is kept: a kill inside it
+# leaves a lane the next run neither works in nor takes the deletions in for someone's work.
+REMOVING = "agent-loop is removing this lane"
+
+
+def _git(root: Path, *args: str, codes: tuple[int, ...] = (0,)) -> str:
+    return Git(root).out(*args, codes=codes).strip()
+
+
+def clean_git(root: Path, path: Path,
+              registered: dict[Path, dict[str, str]] | None = None) -> list[str]:
+    """Whatever is registered or left on disk at `path`: unregistered and deleted (branches
+    stay; files nobody committed are kept first, under refs/agent-loop/kept-files/). Notes naming
+    what was kept. `registered`: the worktrees as known without a `git worktree list`."""
+    path = path.resolve()
+    notes = []
+    worktrees = registered if registered is not None else git_worktrees(root)
+    if path in worktrees and worktrees[path].get("locked") == REMOVING:
+        notes.append(f"removed lane {path.name}, whose removal a kill had cut short: nothing "
+                     "of yours was left in it (what nobody had committed there was kept first)")
+    elif path in worktrees and healthy(path, worktrees[path]):
+        kept = keep_files(root, path, path.name)
+        if kept:
+            notes.append(f"the uncommitted files of lane {path.name} are kept in commit "
+                         f"{kept[:12]} (`git show {KEPT_FILES}{path.name}`)")
+    removed = False
+    if path in worktrees:
+        if "locked" in worktrees[path]:
+            _git(root, "worktree", "unlock", str(path), codes=(0, 128))
+        removed = _removed_from_files(root, path)
+        if not removed:  # git's own removal deletes in the same order: locked so too
+            _lock_for_removal(refs.worktree_git_dir(path))
+            removed = Git(root).code("worktree", "remove", "-f", "-f", str(path),
+                                     codes=(0, 128))[0] == 0
+    if path.exists():
+        shutil.rmtree(path)
+    if not removed:  # what a kill or a folder removed from outside left registered
+        _git(root, "worktree", "prune")
+    return notes
+
+
+def _removed_from_files(root: Path, path: Path) -> bool:
+    """`git worktree remove -f -f` of the worktree at `path`, done from files where they say
+    all of it (no process): a worktree whole and unlocked (refs.healthy_worktree), whose folder
+    in the repository is under the checkout's own `.git/worktrees/`. Deleted in git's order,
+    its files first, then that folder (and `worktrees/` with the last one): a kill in between
+    leaves a worktree whose folder is gone, which the next run prunes. False, nothing done,
+    when the files do not say so."""
+    git_dir = root / ".git"
+    if path.is_symlink() or not git_dir.is_dir() or not refs.healthy_worktree(path):
+        return False
+    own = refs.worktree_git_dir(path)
+    if own is None or own.parent != (git_dir / "worktrees").resolve():
+        return False
+    _lock_for_removal(own)
+    shutil.rmtree(path)
+    shutil.rmtree(own)
+    try:
+        own.parent.rmdir()  # only when no other worktree is left in it
+    except OSError:
+        pass
+    return True
+
+
+def _lock_for_removal(own: Path | None) -> None:
+    """Lock the worktree whose own folder in the repository is `own` (REMOVING), as `git
+    worktree lock` would; nothing when it is not known."""
+    if own is not None:
+        try:
+            (own / "locked").write_text(REMOVING)
+        except OSError:
+            pass  # no lock: a kill inside the removal leaves what it left before
+
+
+def keep_files(root: Path, path: Path, name: str) -> str | None:
+    """What the worktree at `path` holds beyond its HEAD commit, committed on it under
+    refs/agent-loop/kept-files/<name>; its sha, or None when it holds nothing more."""
+    git = Git(path)
+    # What `add -A` below would take, asked once: mostly nothing, and then no more is needed.
+    out = git.out("status", "--porcelain", "-z", "--untracked-files=all", "--ignored=no",
+                  "--", ".", ":(exclude).agent-loop", env={"GIT_LITERAL_PATHSPECS": "0"})
+    if not out:
+        return None
+    head = git.sha("HEAD")
+    if head is None:
+        return None
+    with tempfile.TemporaryDirectory() as scratch:
+        env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        git.out("read-tree", head, env=env)
+        git.out("add", "-A", "--", ".", ":(exclude).agent-loop", env={
+            **env, "GIT_LITERAL_PATHSPECS": "0"})
+        tree = git.out("write-tree", env=env).strip()
+    if tree == git.out("rev-parse", f"{head}^{{tree}}").strip():
+        return None
+    sha = git.out("commit-tree", tree, "-p", head, input="agent-loop: files left in lane "
+                  f"{name}, kept before it was removed\n").strip()
+    Git(root).out("update-ref", "--create-reflog", "-m", "agent-loop: kept", KEPT_FILES + name,
+                  sha)
+    return sha
+
+
+def keep_unlanded(root: Path, branch: str, main: str) -> str | None:
+    """Before branch `branch` goes: any commit of it whose change is not on `main` (by `git
+    cherry`'s patch ids) keeps the branch's tip under refs/agent-loop/kept/; that ref, or None
+    when everything on it is on the main line."""
+    git = Git(root)
+    tip = branch_commit(root, branch)
+    if tip is None:
+        return None
+    if main.startswith("refs/heads/") and (root / ".git").is_dir() and \
+            refs.branch_tip(root / ".git", main) == tip:
+        return None  # where the main line is (every task landed): all of it is there
+    out = git.out("cherry", main, f"refs/heads/{branch}", codes=(0, 128))
+    # A commit whose patch is not on the main line may still be there, squashed or amended
+    # by you: its files as it left them. Nothing of it to keep then.
+    if all(carried(git, line[2:], main) for line in out.splitlines() if line.startswith("+")):
+        return None
+    ref = KEPT + branch.removeprefix(BRANCH_PREFIX)
+    git.out("update-ref", "--create-reflog", "-m", "agent-loop: kept", ref,
+            f"refs/heads/{branch}")
+    return ref
+
+
+def remove_git(root: Path, workspace: Workspace, drop_branch: bool = False,
+               main: str = "HEAD") -> list[str]:
+    """The lane's worktree removed; its branch too when asked (its work is on the main line:
+    what is not is kept first). Notes naming what was kept."""
+    path = workspace.path.resolve()
+    with bookkeeping(root):
+        # A lane this run used, whole as its files say: no `git worktree list` to find it.
+        known = {path: {"worktree": str(path)}} if refs.healthy_worktree(path) else None
+        notes = clean_git(root, path, known)
+        if drop_branch:
+            notes += drop_branches(root, {workspace.name}, main)
+    return notes
+
+
+def sweep_git(root: Path, keep: set[str], known: set[str] | None = None) -> list[str]:
+    """Remove lane worktrees whose names are not in `keep` (left by an earlier run), among the
+    `known` names when given (another copy's, a rehearsal's, is left alone); their branches
+    stay. Returns the names removed."""
+    return swept_git(root, keep, known)[0]
+
+
+def swept_git(root: Path, keep: set[str], known: set[str] | None = None
+              ) -> tuple[list[str], dict[Path, dict[str, str]] | None, list[str]]:
+    """sweep_git's names removed; the repository's worktrees as it listed them when it
+    removed none (else None: a removal, or the prune after one, changed the list); and the
+    notes saying what was kept of them (clean_git)."""
+    gone, notes = [], []
+    folder = lanes_dir(root).resolve()
+    with bookkeeping(root):
+        # No linked worktree at all (as the repository's files say, when its git dir is a
+        # folder of the checkout): nothing registered to list.
+        listed = {} if (root / ".git").is_dir() and refs.no_linked_worktrees(root / ".git") \
+            else git_worktrees(root)
+        registered = {p for p in listed if p.parent == folder}
+        on_disk = {p.resolve() for p in folder.iterdir()} if folder.is_dir() else set()
+        for path in sorted(registered | on_disk):
+            if path.name not in keep and (known is None or path.name in known):
+                notes += clean_git(root, path)
+                gone.append(path.name)
+    return gone, (listed if not gone else None), notes
+
+
+def drop_branches(root: Path, names: set[str], main: str = "HEAD") -> list[str]:
+    """Delete the lane branches of these lanes, where they exist; a branch holding a change
+    that is not on `main` is kept under refs/agent-loop/kept/ first. Notes naming those."""
+    notes = []
+    for name in sorted(names):
+        if branch_commit(root, BRANCH_PREFIX + name) is None:
+            continue  # none there (the files say so): no `branch -D` to find that out
+        kept = keep_unlanded(root, BRANCH_PREFIX + name, main)
+        if kept:
+            notes.append(f"lane branch {BRANCH_PREFIX + name} held commits that are not on "
+                         f"the main line: kept as {kept} (`git log -p {main}..{kept}`)")
+        _git(root, "branch", "-q", "-D", BRANCH_PREFIX + name, codes=(0, 1))
+    return notes

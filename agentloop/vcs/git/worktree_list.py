@@ -1,0 +1,117 @@
+"""The git worktrees a repository has registered, as the lanes of a parallel run find them
+(agentloop.vcs.lanes): listed by `git worktree list`, once a registration a kill cut short inside
+`git worktree add` is deleted; whether one is whole; the commit of a lane's branch. Opening a
+lane is agentloop.vcs.git.worktrees', taking one down agentloop.vcs.git.teardown's."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from agentloop.errors import VcsError
+from agentloop.vcs.git import refs
+from agentloop.vcs.git.run import Git
+from agentloop.vcs.lanes import BRANCH_PREFIX, lanes_dir
+
+
+def _git(root: Path, *args: str, codes: tuple[int, ...] = (0,)) -> str:
+    return Git(root).out(*args, codes=codes).strip()
+
+
+def git_worktrees(root: Path) -> dict[Path, dict[str, str]]:
+    """Registered worktrees by folder: their porcelain fields (branch, locked, prunable...)."""
+    try:
+        out = _git(root, "worktree", "list", "--porcelain")
+    except VcsError:
+        if not _drop_half_made(root):
+            raise
+        out = _git(root, "worktree", "list", "--porcelain")
+    found: dict[Path, dict[str, str]] = {}
+    current: dict[str, str] = {}
+    for line in out.splitlines() + [""]:
+        if not line:
+            if "worktree" in current:
+                found[Path(current["worktree"]).resolve()] = current
+            current = {}
+            continue
+        key, _, value = line.partition(" ")
+        current[key] = value
+    return found
+
+
+def _drop_half_made(root: Path) -> bool:
+    """Whether a lane's registration that a kill cut short inside `git worktree add` was found
+    and deleted. git writes a new worktree's files one by one after its lock: killed between
+    opening one and writing it, it leaves an empty `commondir` or `gitdir`, which makes every
+    `git worktree list` fail ("failed to read .../commondir") and which `git worktree prune`
+    never takes (the worktree is locked). Only a registration that is locked, has such a file
+    and is a lane's (its name a folder in the lanes folder, made before those files) goes; the
+    lane's own folder is then a leftover on disk, cleaned as any other."""
+    found = False
+    folder = root / ".git" / "worktrees"
+    try:
+        entries = list(folder.iterdir()) if (root / ".git").is_dir() else []
+    except OSError:
+        return False
+    for own in entries:
+        if not (own / "locked").exists() or not (lanes_dir(root) / own.name).is_dir():
+            continue
+        if any(not _written(own / name) for name in ("commondir", "gitdir")) \
+                and not _maker_alive(own / "locked"):
+            shutil.rmtree(own)
+            found = True
+    return found
+
+
+def _maker_alive(locked: Path) -> bool:
+    """Whether the lock names (`agent-loop PID`, as `worktrees._add_fresh` writes it) a live
+    process other than this one: another run inside its own `worktree add`, whose registration
+    is not half-made but half-way. A lock with no pid (an older lane, git's own) is repairable
+    as before."""
+    import os
+
+    try:
+        words = locked.read_text().split()
+    except OSError:
+        return False
+    if len(words) != 2 or words[0] != "agent-loop" or not words[1].isdigit():
+        return False
+    pid = int(words[1])
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # alive, someone else's
+    return True
+
+
+def _written(file: Path) -> bool:
+    try:
+        return file.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def healthy(path: Path, fields: dict[str, str]) -> bool:
+    """Whether the worktree at `path`, registered with `fields`, is whole."""
+    # A kill while a lane is made leaves it locked (worktrees._add_fresh; an older version's
+    # kill inside `worktree add` left it "initializing"), with a half checkout.
+    return path.is_dir() and "prunable" not in fields and "locked" not in fields
+
+
+def branch_commit(root: Path, branch: str) -> str | None:
+    """The commit of branch `branch` (short name), None when there is none: read from the
+    repository's files where they tell (the main checkout's .git a folder), else asked."""
+    if (root / ".git").is_dir():
+        found = refs.branch_tip(root / ".git", "refs/heads/" + branch)
+        if found is not None:
+            return found or None
+    return Git(root).sha(f"refs/heads/{branch}")
+
+
+def lane_branch_tip(root: Path, name: str) -> str | None:
+    """The commit of lane `name`'s branch, None when it has none."""
+    return branch_commit(root, BRANCH_PREFIX + name)
