@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from agentloop import AGENT_REFLOG_ACTION
+
 # Set by a Claude Code session for the commands it runs (measured: tests/agents/test_environment
 # dumps them from the real CLI and holds this list to them), and CLAUDE_CODE_SSE_PORT by the IDE
 # extensions that start it.
@@ -39,10 +41,6 @@ def child_env(environ: Mapping[str, str], add: Iterable[tuple[str, str]] = (),
     starts = tuple(prefixes)
     env = {k: v for k, v in environ.items()
            if k not in gone and not (starts and k.startswith(starts))}
-    # Imported here: `--help` and `--version` load this module, and agentloop.proc's package
-    # brings the whole process door with it.
-    from agentloop.proc.environ import AGENT_REFLOG_ACTION
-
     env["GIT_REFLOG_ACTION"] = AGENT_REFLOG_ACTION
     env.update(add)
     return env

@@ -12,12 +12,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-# What an agent's git commands write in the reflog (git reads GIT_REFLOG_ACTION): the agent's
-# environment sets it (agentloop.agents.environment), and the git backend tells by it a commit
-# the agent made in your checkout from one you made beside it (agentloop.vcs.git.backend).
-# Here because both read it and neither may import the other.
-AGENT_REFLOG_ACTION = "agent-loop agent"
-
 _held: tuple[dict[bytes, bytes], Mapping[str, str]] | None = None
 
 

@@ -25,7 +25,8 @@ def git(work: Path, *args: str) -> str:
 def agent_git(work: Path, *args: str) -> str:
     """git as the agent's own commands run it: with the mark agent-loop gives the agent's
     environment (its commits' entries in HEAD's reflog say they are the agent's)."""
-    from agentloop.proc.environ import AGENT_REFLOG_ACTION, current
+    from agentloop import AGENT_REFLOG_ACTION
+    from agentloop.proc.environ import current
 
     return proc.run(["git", *args], cwd=work,
                     env={**current(), "GIT_REFLOG_ACTION": AGENT_REFLOG_ACTION}).stdout

@@ -9,9 +9,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentloop import proc
+from agentloop import AGENT_REFLOG_ACTION, proc
 from agentloop.errors import VcsError
-from agentloop.proc.environ import AGENT_REFLOG_ACTION
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.files import plain, state_of
