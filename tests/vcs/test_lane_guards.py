@@ -21,6 +21,7 @@ from agentloop.vcs.git.lane import LaneGit
 from agentloop.vcs.git.mainline import GitMainLine
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.landing import LandingHeld
+from agentloop.vcs.protocol import Change
 from tests.vcs.test_mainline import git, lane_commit, repo  # noqa: F401 - the fixture
 
 
@@ -156,6 +157,17 @@ def _write(folder: Path, name: str) -> bool:
     return True
 
 
+def _task_2_and_a_stray_file(repo: Path, lane: LaneGit) -> tuple[Change, list[str]]:
+    """Task 2 begun in `lane` and its file written, while an agent wrote a file into your
+    checkout at `repo`; with the list that gathers what the main line says (on_wait)."""
+    said: list[str] = []
+    lane.main.on_wait = said.append
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    (repo / "stray.txt").write_text("an agent wrote into your checkout\n")
+    return change, said
+
+
 @pytest.mark.parametrize("hostile, kind, repair", [
     (["checkout", "-q", "--ignore-other-worktrees", "main"], Kind.CHECKED_OUT,
      "switch agent-loop/1-a"),
@@ -200,11 +212,7 @@ def test_a_lane_a_killed_run_left_on_your_branch_is_refused_before_anything_runs
 
 def test_a_clean_step_passes_and_a_checkout_write_is_said_not_stopped(repo: Path,
                                                                       lane: LaneGit) -> None:
-    said: list[str] = []
-    lane.main.on_wait = said.append
-    change = lane.begin("task 2")
-    _write(lane.root, "two.txt")
-    (repo / "stray.txt").write_text("an agent wrote into your checkout\n")
+    change, said = _task_2_and_a_stray_file(repo, lane)
     done = lane.finish(change, "task 2")
     assert files_of(repo, done.change_id) == ["two.txt"]
     assert said and "stray.txt" in said[0] and "while this lane's agent ran" in said[0]
@@ -235,11 +243,7 @@ def test_the_look_at_your_checkout_runs_beside_the_lanes_commit(
                    GitMainLine.current(repo))  # its git runners take PATH as it is now
     lane.prepare()
     lane.finish(lane.begin("task 1"), "task 1")  # a first step: the record the next one checks
-    said: list[str] = []
-    lane.main.on_wait = said.append
-    change = lane.begin("task 2")
-    _write(lane.root, "two.txt")
-    (repo / "stray.txt").write_text("an agent wrote into your checkout\n")
+    change, said = _task_2_and_a_stray_file(repo, lane)
     Path(f"{flag}.armed").touch()
     done = lane.finish(change, "task 2")
     assert files_of(repo, done.change_id) == ["two.txt"]
@@ -448,11 +452,7 @@ def test_a_lanes_step_looks_at_your_checkout_without_a_thread(
         real(self)
 
     monkeypatch.setattr(threading.Thread, "start", counted)
-    said: list[str] = []
-    lane.main.on_wait = said.append
-    change = lane.begin("task 2")
-    _write(lane.root, "two.txt")
-    (repo / "stray.txt").write_text("an agent wrote into your checkout\n")
+    change, said = _task_2_and_a_stray_file(repo, lane)
     done = lane.finish(change, "task 2")
     assert files_of(repo, done.change_id) == ["two.txt"]
     assert said and "stray.txt" in said[0]
