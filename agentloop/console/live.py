@@ -205,6 +205,13 @@ def finished_line(event: TaskFinished) -> str | None:
     return None
 
 
+def _landing(vcs: str) -> str:
+    # jj moves no bookmark by itself: a jj run's tasks go below the working copy, and a
+    # branch (bookmark) stays where it was until you set it.
+    return ("landing below your working copy (jj moves no bookmark)" if vcs == "jj"
+            else "landing on your branch")
+
+
 def run_started_line(event: RunStarted, cwd: Path | None = None) -> str:
     """How many tasks this run takes, of how many, and what happens to the others (the lanes'
     folder named from `cwd`, where the user stands)."""
@@ -216,7 +223,7 @@ def run_started_line(event: RunStarted, cwd: Path | None = None) -> str:
     waiting = f", {others} not run this time (--dry-run says why)" if others > 0 else ""
     where = ("the stand-in works in the rehearsal's own copy" if event.agent == "rehearse"
              else f"the agent works in a working copy of its own under {folder}/, each "
-                  "finished task landing on your branch" if event.parallel < 2 and event.in_lane
+                  f"finished task {_landing(event.vcs)}" if event.parallel < 2 and event.in_lane
              else "the agent works in the repository root" if event.parallel < 2 else
              f"up to {event.parallel} groups at once, each in a working copy of its own "
              f"under {folder}/")

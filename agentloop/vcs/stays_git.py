@@ -42,15 +42,17 @@ def _git(root: Path, *args: str) -> tuple[int, str]:
     return done.returncode, done.stdout.strip()
 
 
-def _on_a_branch(git_dir: Path) -> bool:
-    """Whether git's HEAD file names a branch, as `git symbolic-ref HEAD` would find: read, no
-    process (a jj user's colocated repository is asked at every run's start). False when the
-    file does not say (unreadable, or a reftable repository's placeholder): git is asked."""
+def branch_of(git_dir: Path) -> str | None:
+    """The branch git's HEAD file names, as `git symbolic-ref --short HEAD` would find: read,
+    no process (a jj user's colocated repository is asked at every run's start). None when the
+    file does not say (detached, unreadable, or a reftable repository's placeholder)."""
     try:
-        head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace")
+        head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
-        return False
-    return head.startswith("ref: refs/heads/") and head.strip() != "ref: refs/heads/.invalid"
+        return None
+    if not head.startswith("ref: refs/heads/") or head == "ref: refs/heads/.invalid":
+        return None
+    return head.removeprefix("ref: refs/heads/")
 
 
 def converted_warning(root: Path) -> str | None:
@@ -60,7 +62,7 @@ def converted_warning(root: Path) -> str | None:
     repo = find_root(root)
     if repo is None or not (repo / ".jj").is_dir() or not (repo / ".git").is_dir():
         return None
-    if _on_a_branch(repo / ".git") or _git(repo, "symbolic-ref", "-q", "HEAD")[0] == 0:
+    if branch_of(repo / ".git") or _git(repo, "symbolic-ref", "-q", "HEAD")[0] == 0:
         return None  # git is on a branch: nothing was left behind
     code, head = _git(repo, "rev-parse", "--verify", "-q", "HEAD")
     _, merged = _git(repo, "branch", "--format=%(refname:short)", "--merged", "HEAD")

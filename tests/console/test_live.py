@@ -174,3 +174,18 @@ def test_on_a_terminal_one_live_line_shows_the_agent_at_work_and_goes_when_it_en
     assert "claude: running…" in during  # the run's own lines stand above it
     assert "agent-loop done: 1 completed" in after
     assert "tool call" not in after  # the live line is gone once the agent is done
+
+
+def test_the_first_line_says_where_a_finished_task_lands_for_each_vcs(tmp_path: Path) -> None:
+    from agentloop.console.live import run_started_line
+    from agentloop.run.events import RunStarted
+
+    lanes = str(tmp_path / ".agent-loop" / "lanes")
+    git = run_started_line(RunStarted(2, 2, "git", agent="claude", in_lane=True, lanes=lanes),
+                           tmp_path)
+    jj = run_started_line(RunStarted(2, 2, "jj", agent="claude", in_lane=True, lanes=lanes),
+                          tmp_path)
+    assert git.endswith("each finished task landing on your branch)")
+    # jj moves no bookmark by itself: "your branch" would not be where a jj run's tasks are
+    assert jj.endswith("each finished task landing below your working copy "
+                       "(jj moves no bookmark))")

@@ -104,12 +104,18 @@ def test_explicit_jj_in_a_git_repo_colocates_and_git_keeps_working(tmp_path: Pat
     vcs = open_vcs("jj", root, root / "tasks.md")
     assert isinstance(vcs, JjVcs)
     notes = vcs.prepare()
-    assert notes == [f"initialized a colocated jj repository in {root} (git keeps working)"]
+    assert notes == [f"initialized a colocated jj repository in {root}: git keeps working, on a "
+                     "detached HEAD from now on (jj's way), and your branch main stays where it "
+                     "is; `jj bookmark set main -r @-` after the run brings it to the tasks"]
     one_task(vcs, root)
     # git's HEAD is jj's @-: the task, right on top of the user's last commit.
     assert run(root, "git", "log", "--format=%s").splitlines() == ["task", "initial"]
     assert run(root, "git", "show", "--name-only", "--format=", "HEAD") == "a.txt\n"
     assert "?? tasks.md" in run(root, "git", "status", "--porcelain")
+    # the note's advice does what it says: the user's branch comes to the task
+    assert run(root, "git", "log", "--format=%s", "main").splitlines() == ["initial"]
+    run(root, "jj", "bookmark", "set", "main", "-r", "@-")
+    assert run(root, "git", "log", "--format=%s", "main").splitlines() == ["task", "initial"]
 
 
 def test_explicit_jj_from_a_subfolder_of_a_git_repo_colocates_at_its_top(tmp_path: Path,
@@ -117,8 +123,7 @@ def test_explicit_jj_from_a_subfolder_of_a_git_repo_colocates_at_its_top(tmp_pat
     root = git_project(tmp_path)
     (root / "sub").mkdir()
     vcs = open_vcs("jj", root / "sub", root / "tasks.md")
-    assert vcs.prepare() == [f"initialized a colocated jj repository in {root} "
-                             "(git keeps working)"]
+    assert vcs.prepare()[0].startswith(f"initialized a colocated jj repository in {root}: ")
     assert (root / ".jj").is_dir() and not (root / "sub" / ".jj").exists()
 
 

@@ -263,3 +263,21 @@ def test_a_branch_you_renamed_is_followed_and_one_you_deleted_is_said_in_one_lin
     git(repo, "branch", "-D", "trunk")
     with pytest.raises(VcsError, match="branch trunk, which this run lands its tasks on, is gone"):
         main.tip()
+
+
+def test_a_checkout_switched_away_is_told_once_and_the_tasks_go_on_to_the_branch(
+        repo: Path) -> None:
+    """You switch to a branch of your own mid-run: the tasks still land on the run's branch
+    (your checkout is yours), and the run says so once, with the command that finds them."""
+    main = GitMainLine.current(repo)
+    said: list[str] = []
+    main.on_wait = said.append
+    git(repo, "switch", "-q", "-c", "mine")
+    first = main.land(lane_commit(repo, "a", {"a.txt": "a\n"}, "task a"))
+    second = main.land(lane_commit(repo, "a", {"b.txt": "b\n"}, "task b"))
+    assert git(repo, "log", "--format=%s", "main") == "task b\ntask a\nbase"
+    assert git(repo, "rev-parse", "main") == second != first
+    assert git(repo, "symbolic-ref", "HEAD") == "refs/heads/mine"
+    assert not (repo / "a.txt").exists()  # the checkout, on your branch, is left as it is
+    assert said == ["your checkout is on mine now, not on main: the tasks go on landing on "
+                    "main, where `git switch main` finds them"]

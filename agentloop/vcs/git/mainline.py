@@ -56,6 +56,7 @@ class GitMainLine:
         # Told (files, since, line) while a landing waits: the run records it for --status.
         self.on_waits: Callable[[list[str], float, str], None] | None = None
         self._lock = threading.Lock()
+        self._switch_told = False
         # The user's uncommitted paths as the run found them: a path that differs from this
         # later was written during the run. `listed`: the paths, as the checkout's backend
         # found them when it was prepared.
@@ -267,6 +268,19 @@ class GitMainLine:
         code, out = self.git.code("symbolic-ref", "-q", "HEAD", codes=(0, 1))
         return code == 0 and out.strip() == self.ref
 
+    def _tell_switched(self) -> None:
+        """Once a run: the user's checkout left the branch, which the tasks go on landing on,
+        so their files are not in the checkout (a person who switched mid-run looks there)."""
+        if self._switch_told:
+            return
+        self._switch_told = True
+        found = refs.where(self.git_dir, self.common_dir)
+        there = (f"on {found[0].removeprefix('refs/heads/')}" if found and found[0]
+                 else "elsewhere")
+        branch = self.ref.removeprefix("refs/heads/")
+        self.on_wait(f"your checkout is {there} now, not on {branch}: the tasks go on landing "
+                     f"on {branch}, where `git switch {branch}` finds them")
+
     def tip_now(self) -> str | None:
         """The main line's commit, read from the git dir's files; None when they cannot tell.
         A branch gone because you renamed it (`git branch -m`) with the checkout on it is
@@ -300,7 +314,8 @@ class GitMainLine:
 
     def _refresh(self, old: str, new: str, files: list[str]) -> None:
         if not self._checked_out():
-            return  # the user switched branches: their checkout is theirs
+            self._tell_switched()  # their checkout is theirs: the tasks go on to the branch
+            return
         code, _ = self.git.code("read-tree", "-m", "-u", old, new, codes=(0, 128))
         if code:
             self.on_wait(f"{self.ref} moved to {new[:12]}, but the checkout could not follow "

@@ -27,6 +27,18 @@ from agentloop.vcs.jj.carried import Carried
 from agentloop.vcs.jj.ownfiles import OwnFiles
 from agentloop.vcs.jj.run import Jj, Rev, fileset, op_head
 from agentloop.vcs.protocol import Change
+from agentloop.vcs.stays_git import branch_of
+
+
+def colocated_note(root: Path, branch: str | None) -> str:
+    """What `jj git init --colocate` did to a git user's repository, in one line: git keeps
+    working, but jj keeps git's HEAD detached and moves no branch, so the user's branch stays
+    behind the tasks until they move it."""
+    if branch is None:
+        return f"initialized a colocated jj repository in {root} (git keeps working)"
+    return (f"initialized a colocated jj repository in {root}: git keeps working, on a "
+            f"detached HEAD from now on (jj's way), and your branch {branch} stays where it is; "
+            f"`jj bookmark set {branch} -r @-` after the run brings it to the tasks")
 
 
 class JjVcs:
@@ -108,9 +120,9 @@ class JjVcs:
         self.jj.config = self._own.options(self.auto_track)
         if not self.initialized:
             if (self.root / ".git").exists():
+                branch = branch_of(self.root / ".git")
                 self.jj.out("git", "init", "--colocate")
-                notes.append(f"initialized a colocated jj repository in {self.root} "
-                             "(git keeps working)")
+                notes.append(colocated_note(self.root, branch))
             else:
                 self.jj.out("git", "init")
                 notes.append(f"initialized a jj repository in {self.root}")
