@@ -200,6 +200,9 @@ def finished_line(event: TaskFinished) -> str | None:
         return f"  task {event.index} {event.status}: {event.error}"
     if event.status == S.COMPLETED and event.change_id:
         return f"  change {event.change_id[:12]}: {event.files} file(s) changed"
+    if event.status == S.COMPLETED and event.empty and event.error:
+        # Its files are outside the history (inside a submodule): the line before said where.
+        return "  completed, no change recorded (the line above says where its files are)"
     if event.status == S.COMPLETED and event.empty:
         return "  completed, but the task changed no files (no change recorded)"
     return None

@@ -13,6 +13,7 @@ from dataclasses import replace
 from agentloop.agents import AgentResult
 from agentloop.errors import AgentBlocked, Interrupted
 from agentloop.proc.signals import agent_finished, shielded
+from agentloop.run import submodule_files
 from agentloop.run.agent_run import run_agent, workdir_of
 from agentloop.run.checks import checks_note
 from agentloop.run.context import Run
@@ -76,6 +77,7 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
         resume = None
     resume = _where_it_began(run, task, resume)
     change = run.vcs.begin(commit_message(task, run.state.title))
+    submodule_files.before(run)
     prompt = first_prompt(run, task, hint, resume, change.kept)
     finished = _finished_before(task) if not change.kept else None
     # Saved with the developer's run record, handed over next, unless the work a stopped run
@@ -94,6 +96,8 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
         if run.options.review and outcome.result.ok and \
                 outcome.report.signal not in (FATAL, BLOCKED):
             outcome = _review_rounds(run, task, outcome)
+        if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
+            outcome = submodule_files.after(run, task, outcome)
         return outcome
     except BaseException as exc:
         with shielded():

@@ -62,13 +62,16 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
 
 
 def _empty_notes(run: Run, planned: list[int]) -> tuple[str, ...]:
-    """Tasks this run completed without changing a file: done, or only said to be?"""
+    """Tasks this run completed without changing a file: done, or only said to be? A completed
+    task's note (what it wrote inside a submodule: agentloop.run.submodule_files) is said
+    instead: it says where its files are."""
     tasks = run.state.tasks
-    return tuple(f"task {i} completed but changed no files; read "
+    return tuple(tasks[i - 1].error or f"task {i} completed but changed no files; read "
                  f"{run.project.shown(tasks[i - 1].log or '')} "
                  "(--require-changes fails such a task)"
                  for i in planned if tasks[i - 1].status == S.COMPLETED
-                 and not tasks[i - 1].files and not tasks[i - 1].change_id)
+                 and (tasks[i - 1].error or not tasks[i - 1].files
+                      and not tasks[i - 1].change_id))
 
 
 def _grown_notes(run: Run) -> tuple[str, ...]:

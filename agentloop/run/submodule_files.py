@@ -1,0 +1,43 @@
+"""An attempt's writes inside a git submodule (agentloop.vcs.submodules), said as it ends: in a
+lane, moved out of it before the lane can lose them; in your checkout, the submodule it left
+changed. The task stays completed, with the line as its note: its work is whole and kept, and
+no agent run can do what is left (committing inside the submodule is yours to do), so it costs
+neither the retry advisor nor another run."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from agentloop.run.context import Run
+from agentloop.run.fixes import Outcome
+from agentloop.run.lane_tag import LaneNote
+from agentloop.state.schema import TaskState
+from agentloop.vcs import submodules
+
+# Under the plan's own folder in .agent-loop/: task-<n>/<submodule path>/…
+KEPT_DIR = "submodule-files"
+
+
+def before(run: Run) -> None:
+    """Your checkout's submodules looked at before the run's first agent there (no process
+    when the repository has none; none at all in a lane)."""
+    if run.vcs.name != "none" and run.workdir is None:
+        submodules.before_task(run.project.root)
+
+
+def after(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
+    """`outcome` with the line that says what the agent wrote inside a submodule as its note
+    (said now too); as it was when it wrote nothing there."""
+    if run.vcs.name == "none":
+        return outcome
+    if run.workdir is not None and run.workdir != run.project.root:
+        keep = run.project.store.dir / KEPT_DIR / f"task-{task.index}"
+        moved = submodules.sweep(run.workdir, keep)
+        line = submodules.swept_line(task.index, moved, {
+            m.kept: run.project.shown(m.kept) for m in moved}) if moved else None
+    else:
+        line = submodules.after_task(run.project.root, task.index, run.vcs.name)
+    if line is None:
+        return outcome
+    run.emit(LaneNote(line))
+    return replace(outcome, note=f"{outcome.note}; {line}" if outcome.note else line)

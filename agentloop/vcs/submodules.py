@@ -1,0 +1,208 @@
+"""An agent's writes inside a git submodule, which no task's commit can hold: found and said.
+
+A lane (a git worktree, a jj workspace) holds each submodule as an empty folder: agent-loop
+checks a lane out without its submodules, git ignores whatever lies under a submodule's path,
+and jj ignores submodules altogether. Anything in that folder after an agent's run is the
+agent's, and would go with the lane: it is moved out, under the plan's `.agent-loop/` folder,
+and said. In your checkout a submodule is its own repository: what the agent changed in it
+stays there, uncommitted, and a commit the agent made inside it moves it to a commit that only
+your copy of it holds; both are said.
+
+The submodules are read off `.gitmodules` (a file read, no process: a repository without one
+costs a `stat` a task); only a repository that has submodules pays a `git status` a task in
+your checkout.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentloop import proc
+from agentloop.errors import AgentLoopError
+from agentloop.proc import environ
+
+# The submodules named in a .gitmodules, by the file's path, with the stamp they were read at.
+_named: dict[Path, tuple[tuple[int, int], tuple[str, ...]]] = {}
+# Your checkout's submodules as the last look saw them: path -> git's "S<c><m><u>" flags.
+_seen: dict[Path, dict[str, str]] = {}
+
+
+@dataclass(frozen=True)
+class Moved:
+    """What an agent left in a lane's submodule folder `path`: its `files` (relative to it),
+    moved to `kept`."""
+
+    path: str
+    files: tuple[str, ...]
+    kept: Path
+
+
+def paths(root: Path) -> tuple[str, ...]:
+    """The submodule paths `root/.gitmodules` names; () without one. Read again only when the
+    file changed."""
+    file = root / ".gitmodules"
+    try:
+        st = file.stat()
+    except OSError:
+        return ()
+    stamp = (st.st_mtime_ns, st.st_size)
+    known = _named.get(file)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    try:
+        text = file.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        return ()
+    found = tuple(dict.fromkeys(_parse(text)))
+    _named[file] = (stamp, found)
+    return found
+
+
+def _parse(text: str) -> list[str]:
+    """The `path` values of the `[submodule "…"]` sections of a git config text."""
+    out, inside = [], False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            inside = line[1:].lstrip().lower().startswith("submodule")
+            continue
+        key, eq, value = line.partition("=")
+        if not inside or not eq or key.strip().lower() != "path":
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        value = value.strip("/")
+        # A path leaving the repository is none of a lane's folders.
+        if value and not value.startswith("/") and ".." not in value.split("/"):
+            out.append(value)
+    return out
+
+
+def sweep(lane: Path, keep: Path) -> list[Moved]:
+    """Whatever lies in the lane's submodule folders (held empty: it is the agent's), moved
+    under `keep`/<path>, each folder's own; nothing when the repository has no submodule."""
+    moved = []
+    for sub in paths(lane):
+        folder = lane / sub
+        try:
+            entries = sorted(os.listdir(folder)) if not folder.is_symlink() else []
+        except OSError:  # not there, or not a folder: nothing written into it
+            continue
+        if not entries or (".git" in entries and (folder / ".git").is_file()):
+            continue  # empty, or a submodule checked out (a lane never holds one): not ours
+        target = _free(keep / sub)
+        target.mkdir(parents=True)
+        for name in entries:
+            shutil.move(str(folder / name), str(target / name))
+        moved.append(Moved(sub, _files(target), target))
+    return moved
+
+
+def _free(folder: Path) -> Path:
+    """`folder`, or `folder`-2, -3… when an earlier attempt's files are kept there already."""
+    n, candidate = 1, folder
+    while candidate.exists():
+        n += 1
+        candidate = folder.with_name(f"{folder.name}-{n}")
+    return candidate
+
+
+def _files(folder: Path) -> tuple[str, ...]:
+    """Every file under `folder`, relative to it, sorted."""
+    found = []
+    for top, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in files:
+            found.append(os.path.relpath(os.path.join(top, name), folder))
+        # A folder symlink is kept as a link: os.walk does not follow it.
+        found.extend(os.path.relpath(os.path.join(top, d), folder) for d in dirs
+                     if os.path.islink(os.path.join(top, d)))
+    return tuple(sorted(found))
+
+
+def swept_line(task: int, moved: list[Moved], shown: dict[Path, str]) -> str:
+    """The one line that says what was moved out of a lane and what to do with it."""
+    parts = []
+    for m in moved:
+        names = ", ".join(m.files[:5]) + (f" and {len(m.files) - 5} more"
+                                          if len(m.files) > 5 else "")
+        parts.append(f"{names} inside submodule {m.path} (kept in {shown[m.kept]}/)")
+    first = moved[0]
+    return (f"task {task} wrote {'; '.join(parts)}, which its lane holds empty and no task's "
+            f"commit can hold: copy them into your submodule and commit them there yourself "
+            f"(`cp -R {shown[first.kept]}/. {first.path}/`), or run tasks that edit a "
+            "submodule with --workplace checkout, where the agent works in your submodule")
+
+
+def look(root: Path) -> dict[str, str] | None:
+    """Your checkout's submodules that differ from what its index records: path -> git's
+    "S<c><m><u>" flags (commit moved, tracked files changed, new files); None when the
+    repository has no submodule (and no process ran)."""
+    subs = paths(root)
+    if not subs or not (root / ".git").exists():
+        return None
+    # Through the process door itself: the run core, which asks, knows no VCS backend.
+    env = {**environ.current(), "GIT_LITERAL_PATHSPECS": "1", "GIT_TERMINAL_PROMPT": "0"}
+    try:
+        out = proc.run(["git", "-C", str(root), "status", "--porcelain=v2", "-z",
+                        "--ignore-submodules=none", "--untracked-files=normal", "--", *subs],
+                       env=env, check=False, timeout=600).stdout
+    except AgentLoopError:  # git gone, or stuck: nothing to say, the task's commit says more
+        return {}
+    found = {}
+    for record in out.split("\0"):
+        fields = record.split(" ", 8)
+        if len(fields) == 9 and fields[0] == "1" and fields[2].startswith("S"):
+            found[fields[8]] = fields[2]
+    return found
+
+
+def before_task(root: Path) -> None:
+    """Your checkout's submodules as a task begins, looked at once a run: every later task
+    starts from the look after the one before."""
+    if root not in _seen:
+        now = look(root)
+        if now is not None:
+            _seen[root] = now
+
+
+def after_task(root: Path, task: int, vcs: str) -> str | None:
+    """The line that says which submodule of your checkout the task changed, and what its
+    commit holds of that; None when it changed none (or there is none)."""
+    before = _seen.get(root)
+    if before is None:
+        return None
+    now = look(root) or {}
+    moved, dirty = [], []
+    for sub, flags in now.items():
+        was = before.get(sub, "S...")
+        if flags[1] == "C" and was[1] != "C":
+            moved.append(sub)
+        if (flags[2] == "M" and was[2] != "M") or (flags[3] == "U" and was[3] != "U"):
+            dirty.append(sub)
+    # The task's commit records a moved submodule's commit (git): the next task starts from
+    # there, not from a move it would take for its own.
+    _seen[root] = {s: (f"S.{f[2:]}" if s in moved and vcs == "git" else f)
+                   for s, f in now.items()}
+    said = []
+    if moved:
+        names = ", ".join(moved)
+        said.append(
+            f"task {task} made a commit inside submodule {names}: the task's commit records "
+            f"its new commit, which only your copy of {names} holds; push it from there "
+            "before you push this branch" if vcs == "git" else
+            f"task {task} made a commit inside submodule {names}: jj records no submodule, "
+            "so the task's change does not hold that move; `git add` the submodule and "
+            "commit it yourself")
+    if dirty:
+        names = ", ".join(dirty)
+        said.append(f"task {task} left uncommitted changes inside submodule {names}, which "
+                    f"no task's commit holds: commit them inside {names} yourself (`git -C "
+                    f"{dirty[0]} status` shows them)")
+    return "; ".join(said) or None
