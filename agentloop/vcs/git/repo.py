@@ -208,8 +208,10 @@ class GitRepo:
             self.git.out("read-tree", base or "--empty", env=env)
             # A folder where a file was: its files are paths of their own, the file goes. A
             # file where a folder was: the folder's files go first, or git refuses the file.
+            # A submodule's folder is no such folder: `update-index --add` records its commit.
             folders = {p for p in paths if (self.root / p).is_dir()
-                       and not (self.root / p).is_symlink()}
+                       and not (self.root / p).is_symlink()
+                       and not os.path.lexists(self.root / p / ".git")}
             gone = {p for p in paths - folders if not os.path.lexists(self.root / p)}
             if folders | gone:
                 self.git.out("update-index", "--force-remove", "-z", "--stdin",

@@ -40,6 +40,11 @@ def parse_status(out: str) -> Status:
         kind = entry[:1]
         if kind == "1":  # "1 XY sub mH mI mW hH hI path"
             fields = entry.split(" ", 8)
+            if fields[2].startswith("S.") and fields[1][0] == ".":
+                # A submodule whose own files changed, on the commit the index records: its
+                # edits are its repository's, nothing this one's tree can hold (committed as
+                # a change, it would take the submodule out: agentloop.vcs.submodules).
+                continue
             paths.add(fields[8])
             if fields[1][0] != ".":
                 staged.add(fields[8])
