@@ -1,0 +1,113 @@
+"""An agent's writes inside a git submodule (agentloop.run.submodule_files): in a lane, whose
+submodule folder is empty and ignored by git and jj alike, they are moved out before the lane
+goes and said; in your checkout, the submodule the task left changed is said, and the task's
+commit never takes the submodule out. Real repositories with a real submodule (file protocol),
+the fake claude writing into it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, jj, state_of
+from tests.support.runner import agent_loop
+
+KEPT = Path(".agent-loop/submodule-files/task-1/vendor/lib")
+
+
+def with_submodule(tmp_path: Path, plan: str, colocated: bool = False) -> Path:
+    """A repository holding the submodule vendor/lib (a repository of its own beside it, added
+    with the file protocol), `plan` as its committed tasks.md; the repository's folder."""
+    lib, work = tmp_path / "lib", tmp_path / "project"
+    for folder in (lib, work):
+        folder.mkdir()
+        git(folder, "init", "-q", "-b", "main")
+    (lib / "lib.txt").write_text("lib\n")
+    git(lib, "add", "lib.txt")
+    git(lib, "commit", "-qm", "lib")
+    (work / "README.md").write_text("hello\n")
+    (work / "tasks.md").write_text(plan)
+    git(work, "add", "README.md", "tasks.md")
+    git(work, "commit", "-qm", "initial")
+    git(work, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib),
+        "vendor/lib")
+    git(work, "commit", "-qm", "the lib")
+    if colocated:
+        jj(work, "git", "init", "--colocate")
+    return work
+
+
+WRITE = "- write into the lib\n  FAKE: write vendor/lib/new.txt x\n"
+
+
+def test_a_lanes_write_inside_a_submodule_is_kept_and_said(tmp_path: Path,
+                                                           fake_claude: FakeClaude) -> None:
+    work = with_submodule(tmp_path, WRITE + "- and beside it\n  FAKE: write top.txt top\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Out of the lane before it went, whole.
+    assert (work / KEPT / "new.txt").read_text() == "x\n"
+    lines = done.stdout.splitlines()
+    said = [line for line in lines if "inside submodule vendor/lib" in line]
+    assert said and f"kept in {KEPT}/" in said[0] and "new.txt" in said[0]
+    assert f"cp -R {KEPT}/. vendor/lib/" in said[0]
+    assert not any("changed no files" in line for line in lines)
+    assert any(line.startswith("look at: task 1 wrote new.txt inside submodule") for line in lines)
+    # Completed with the line as its note: no advisor, no second run of the agent.
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed", "completed"]
+    assert "inside submodule vendor/lib" in tasks[0]["error"]
+    assert len(fake_claude.task_runs()) == 2 and len(fake_claude.calls()) == 2
+    # The next task's lane folder started empty: task 2 is not blamed for task 1's file.
+    assert not (work / ".agent-loop/submodule-files/task-2").exists()
+    # The submodule itself untouched; the repository still holds it.
+    assert not (work / "vendor/lib/new.txt").exists()
+    assert "160000 commit" in git(work, "ls-tree", "HEAD", "vendor/lib")
+
+
+def test_in_your_checkout_new_files_in_a_submodule_are_said_and_the_submodule_stays(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # The agent's own `git status` refreshes the index: the commit took the long way then, and
+    # removed the submodule from the repository.
+    work = with_submodule(tmp_path, WRITE + "  FAKE: bash git status --short\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "checkout", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "160000 commit" in git(work, "ls-tree", "HEAD", "vendor/lib")
+    assert git(work, "log", "-1", "--format=%s") == "the lib\n"  # nothing the task's
+    assert state_of(work)["tasks"][0]["change_id"] is None
+    assert (work / "vendor/lib/new.txt").read_text() == "x\n"
+    assert any("task 1 left uncommitted changes inside submodule vendor/lib" in line
+               for line in done.stdout.splitlines())
+
+
+def test_in_your_checkout_a_commit_inside_a_submodule_is_recorded_and_said(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = with_submodule(tmp_path, WRITE + "  FAKE: bash cd vendor/lib && git add new.txt && "
+                          "git commit -qm inside\n- then\n  FAKE: write top.txt top\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "checkout", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    inside = git(work / "vendor/lib", "rev-parse", "HEAD").strip()
+    task_1 = state_of(work)["tasks"][0]["change_id"]
+    assert f"160000 commit {inside}" in git(work, "ls-tree", task_1, "vendor/lib")
+    said = [line for line in done.stdout.splitlines() if "commit inside submodule" in line]
+    # Said once: task 2 is not blamed for the move task 1's commit recorded.
+    assert len(said) == 2 and "task 1 made a commit inside submodule vendor/lib" in said[0]
+    assert said[1].startswith("look at: task 1")
+
+
+@pytest.mark.parametrize("workplace", ["lane", "checkout"])
+def test_jj_a_write_inside_a_submodule_is_kept_and_said(tmp_path: Path, fake_claude: FakeClaude,
+                                                        workplace: str) -> None:
+    work = with_submodule(tmp_path, WRITE, colocated=True)
+    done = agent_loop(work, "--vcs", "jj", "--workplace", workplace, "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    if workplace == "lane":
+        assert (work / KEPT / "new.txt").read_text() == "x\n"
+        assert any(f"kept in {KEPT}/" in line for line in done.stdout.splitlines())
+    else:
+        assert (work / "vendor/lib/new.txt").read_text() == "x\n"
+        assert any("left uncommitted changes inside submodule vendor/lib" in line
+                   for line in done.stdout.splitlines())
+    assert "changed no files" not in done.stdout
