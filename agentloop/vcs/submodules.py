@@ -16,7 +16,6 @@ your checkout.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +30,7 @@ _seen: dict[Path, dict[str, str]] = {}
 
 
 @dataclass(frozen=True)
-class Moved:
+class Swept:
     """What an agent left in a lane's submodule folder `path`: its `files` (relative to it),
     moved to `kept`."""
 
@@ -84,7 +83,7 @@ def _parse(text: str) -> list[str]:
     return out
 
 
-def sweep(lane: Path, keep: Path) -> list[Moved]:
+def sweep(lane: Path, keep: Path) -> list[Swept]:
     """Whatever lies in the lane's submodule folders (held empty: it is the agent's), moved
     under `keep`/<path>, each folder's own; nothing when the repository has no submodule."""
     moved = []
@@ -96,11 +95,13 @@ def sweep(lane: Path, keep: Path) -> list[Moved]:
             continue
         if not entries or (".git" in entries and (folder / ".git").is_file()):
             continue  # empty, or a submodule checked out (a lane never holds one): not ours
+        import shutil  # only once an agent wrote there: a run's start-up never loads it
+
         target = _free(keep / sub)
         target.mkdir(parents=True)
         for name in entries:
             shutil.move(str(folder / name), str(target / name))
-        moved.append(Moved(sub, _files(target), target))
+        moved.append(Swept(sub, _files(target), target))
     return moved
 
 
@@ -126,7 +127,7 @@ def _files(folder: Path) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def swept_line(task: int, moved: list[Moved], shown: dict[Path, str]) -> str:
+def swept_line(task: int, moved: list[Swept], shown: dict[Path, str]) -> str:
     """The one line that says what was moved out of a lane and what to do with it."""
     parts = []
     for m in moved:
@@ -198,8 +199,8 @@ def after_task(root: Path, task: int, vcs: str) -> str | None:
             f"its new commit, which only your copy of {names} holds; push it from there "
             "before you push this branch" if vcs == "git" else
             f"task {task} made a commit inside submodule {names}: jj records no submodule, "
-            "so the task's change does not hold that move; `git add` the submodule and "
-            "commit it yourself")
+            "so the task's change does not hold that move; only your copy of "
+            f"{names} does")
     if dirty:
         names = ", ".join(dirty)
         said.append(f"task {task} left uncommitted changes inside submodule {names}, which "
