@@ -91,13 +91,18 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
         if outcome.result.ok:
             agent_finished()  # a closed terminal now waits for the task to be committed
             finished = outcome.attempt
+        developed = outcome.attempt
         if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
+            # What it wrote inside a submodule, kept and said before the checks: a task that
+            # wrote only there changed files, for --require-changes too.
+            outcome = submodule_files.after(run, task, outcome)
             outcome = verify(run, task, outcome)  # the user's checks, with fix runs
         if run.options.review and outcome.result.ok and \
                 outcome.report.signal not in (FATAL, BLOCKED):
             outcome = _review_rounds(run, task, outcome)
-        if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
-            outcome = submodule_files.after(run, task, outcome)
+        if outcome.attempt is not developed and outcome.result.ok and \
+                outcome.report.signal not in (FATAL, BLOCKED):
+            outcome = submodule_files.after(run, task, outcome)  # and what fix runs wrote
         return outcome
     except BaseException as exc:
         with shielded():

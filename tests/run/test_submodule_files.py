@@ -111,3 +111,16 @@ def test_jj_a_write_inside_a_submodule_is_kept_and_said(tmp_path: Path, fake_cla
         assert any("left uncommitted changes inside submodule vendor/lib" in line
                    for line in done.stdout.splitlines())
     assert "changed no files" not in done.stdout
+
+
+def test_with_require_changes_a_write_only_inside_a_submodule_is_a_change(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # Failed as "no changes", it would pay the advisor and a run that lands in the same
+    # empty folder.
+    work = with_submodule(tmp_path, WRITE)
+    done = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill",
+                      "--require-changes", "--max-attempts", "3")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / KEPT / "new.txt").read_text() == "x\n"
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"]
+    assert len(fake_claude.calls()) == 1
