@@ -77,7 +77,10 @@ def baseline(run: Run, tasks: list[TaskState]) -> tuple[CheckRun, ...]:
 def verify(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
     """Hold a developer's successful outcome to the task's checks, with fix runs; the outcome
     that comes back either passed them all or failed (the runner's rules then apply)."""
-    if run.options.require_changes and not run.vcs.diff(outcome.change).strip():
+    # A note here says where the files it wrote inside a submodule are kept
+    # (agentloop.run.submodule_files): changes, though none the task's commit can hold.
+    if run.options.require_changes and not outcome.note and \
+            not run.vcs.diff(outcome.change).strip():
         return _failed(outcome, NO_CHANGES)
     commands = task_checks(run.options, task)
     if not commands and not repo_hooks.wanted(run):
