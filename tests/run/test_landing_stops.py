@@ -6,7 +6,8 @@ attempt is dropped as the stopped run leaves the lane; before, the task stayed `
 nothing to commit, and called it completed while its work was on no commit of your branch.
 
 The stop is sent by the tool to itself at one chosen instant of that span (a launcher wraps the
-one function there), so the instant is the same on every run and every machine."""
+function that waits for a VCS command, or the one that starts a thread), so the instant is the
+same on every run and every machine."""
 
 from __future__ import annotations
 
@@ -21,15 +22,15 @@ from tests.run.test_crash import check, git_history, new_repo, settle, start, su
 from tests.run.test_landing_beside import statuses
 from tests.support.fake_agent import FakeClaude
 
-# Runs agent-loop with a stop sent to itself once, at STOP_AT:
-# - look: as the lane's first task commit is made, while the look at your checkout that runs
-#   beside it (a `git status`) is waited for;
-# - beside: as the first landing's thread has started (before it ran any git).
+# Runs agent-loop with a stop sent to itself once: right after the first VCS command whose
+# arguments hold $STOP_AFTER returns (the stop then comes out of that command's wait, as one that
+# came while it ran does), or, with $STOP_AFTER empty, as the first landing's thread has started
+# (before it ran any git).
 LAUNCHER = """
-import os, signal
-from agentloop.vcs.git import lane
+import os, signal, threading
+from agentloop.proc import commands
 
-at, sig = os.environ["STOP_AT"], getattr(signal, os.environ["STOP_SIGNAL"])
+after, sig = os.environ["STOP_AFTER"], getattr(signal, os.environ["STOP_SIGNAL"])
 fired = []
 
 def once():
@@ -37,31 +38,28 @@ def once():
         fired.append(True)
         os.kill(os.getpid(), sig)
 
-if at == "look":
-    real = lane.dirty_beside
-    def dirty_beside(git):
-        answer = real(git)
-        def stopped():
-            found = answer()
-            once()
-            return found
-        return stopped
-    lane.dirty_beside = dirty_beside
-elif at == "beside":
-    import threading
-    real_start = threading.Thread.start
-    def start(self):
-        real_start(self)
-        if self.name == "agent-loop landing":
-            once()
-    threading.Thread.start = start
+real_finished = commands._finished
+def _finished(child, argv, *rest):
+    found = real_finished(child, argv, *rest)
+    if after and after in " ".join(argv) + " ":
+        once()
+    return found
+commands._finished = _finished
+
+real_start = threading.Thread.start
+def start(self):
+    real_start(self)
+    if not after and self.name == "agent-loop landing":
+        once()
+threading.Thread.start = start
+
 from agentloop.__main__ import main
 main()
 """
 
 
-def stopped_run(work: Path, out: Path, at: str, sig: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "STOP_AT": at,
+def stopped_run(work: Path, out: Path, after: str, sig: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "STOP_AFTER": after,
            "STOP_SIGNAL": sig}
     with open(out, "w") as sink:
         return subprocess.Popen([sys.executable, "-c", LAUNCHER, "tasks.md", "--vcs", "git",
@@ -69,16 +67,26 @@ def stopped_run(work: Path, out: Path, at: str, sig: str) -> subprocess.Popen[by
                                 stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-# After the stop: task 1 is `landing` when its landing had not begun; once its thread had, the
-# stop waits for it, and the task is completed.
-@pytest.mark.parametrize("at, sig, left", [("look", "SIGINT", "landing"),
-                                           ("beside", "SIGTERM", "completed")])
+# Where the stop comes, and what task 1 is once the stopped run has ended: `landing` when its
+# landing had not begun (the next run lands it); once its thread had, the stop waits for it, and
+# the task is completed.
+POINTS = {
+    # The lane's commit of the task: git made it, its finish did not return.
+    "commit": (" maintenance.auto=false commit ", "SIGINT", "landing"),
+    # The look at your checkout that ran beside the commit, waited for after it.
+    "look": ("--no-optional-locks status --porcelain -z ", "SIGTERM", "landing"),
+    "beside": ("", "SIGTERM", "completed"),
+}
+
+
+@pytest.mark.parametrize("point", list(POINTS))
 def test_a_stop_between_a_task_commit_and_its_record_leaves_it_to_land_first(
-        tmp_path: Path, fake_claude: FakeClaude, at: str, sig: str, left: str) -> None:
+        tmp_path: Path, fake_claude: FakeClaude, point: str) -> None:
+    after, sig, left = POINTS[point]
     work = tmp_path / "work"
     new_repo(work, "git", groups=1, per_group=2, pause=0)
     out = tmp_path / "stopped.out"
-    tool = stopped_run(work, out, at, sig)
+    tool = stopped_run(work, out, after, sig)
     assert tool.wait(timeout=120) == 130, out.read_text()[-3000:]
     settle(tool.pid, fake_claude, "the stop", within=work)
     said = out.read_text()

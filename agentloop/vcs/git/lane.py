@@ -125,6 +125,7 @@ class LaneGit:
         self._looked: list[str] | None = None
         # The task commit the step made here (made), from its commit to the next begin.
         self._made: Change | None = None
+        self._finishing = False  # inside the step's commit (_commit), until it returns
 
     @property
     def root(self) -> Path:
@@ -147,7 +148,7 @@ class LaneGit:
         """Start a task's change in the worktree, and note what the lane looks like."""
         change = self.work.begin(message)
         seen, self._seen = self._seen, None
-        self._made = None
+        self._made, self._finishing = None, False
         self.record = GitLaneRecord(self.root, self.branch, self.work.tree.head(),
                                     self.main.root, self.main.ref, tuple(self.landed),
                                     seen if seen is not None else self.main.stamps(),
@@ -233,15 +234,21 @@ class LaneGit:
 
     def _commit(self, change: Change, message: str) -> Change:
         """The step's commit in the lane, noted as made (made) as soon as it is."""
+        self._finishing = True
         self._made = self.work.finish(change, message)
+        self._finishing = False
         return self._made
 
     def made(self) -> Change | None:
-        """The task commit this step made in the lane, if it made one. Until its task's record
-        names it, this is the only place that does: the lane's record of the attempt goes as
-        a stopped run leaves the lane, and a stop that comes before the task is saved hands
-        it over from here (agentloop.run.lane), for the next run to land."""
+        """The task commit this step made in the lane, if it made one (also when a stop cut
+        the commit's finish short after git made it). Until its task's record names it, this
+        is the only place that does: the lane's record of the attempt goes as a stopped run
+        leaves the lane, and an interrupted task's next run would not look for it; a stop
+        that comes before the task is saved hands it over from here (agentloop.run.lane),
+        for the next run to land."""
         made = self._made
+        if made is None and self._finishing:
+            made = self.work.cut_short()
         return made if made is not None and made.change_id and not made.empty else None
 
     def _may_land_beside(self, done: Change) -> bool:
