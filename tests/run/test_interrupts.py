@@ -49,9 +49,12 @@ def test_signals_to_the_whole_group_at_random_moments_of_a_git_run(
             break  # it finished before the signal
         if child.returncode < 0 and not out and not err:
             continue  # killed while the interpreter itself started, before any code of ours
-        if child.returncode == 1 and "init_import_site" in err and not OUR_MAIN.search(err):
+        if child.returncode == 1 and ("init_import_site" in err
+                                      or err.startswith("Could not import runpy module")) \
+                and not OUR_MAIN.search(err):
             # The same, earlier still: inside the `site` module (a virtual environment's .pth
-            # files import a good deal), where CPython ends with a fatal error and exit 1.
+            # files import a good deal), where CPython ends with a fatal error and exit 1, or
+            # inside `runpy`, which `-m` imports before it runs any module: exit 1 too.
             assert not out and "KeyboardInterrupt" in err, out + err
             continue
         if child.returncode == -signal.SIGINT and not OUR_MAIN.search(err):

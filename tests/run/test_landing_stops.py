@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,8 @@ from tests.support.fake_agent import FakeClaude
 
 # Runs agent-loop with a stop sent to itself once: right after the first VCS command whose
 # arguments hold $STOP_AFTER returns (the stop then comes out of that command's wait, as one that
-# came while it ran does), or, with $STOP_AFTER empty, as the first landing's thread has started
-# (before it ran any git).
+# came while it ran does), or after the Nth command when $STOP_AFTER is a number N, or, with
+# $STOP_AFTER empty, as the first landing's thread has started (before it ran any git).
 LAUNCHER = """
 import os, signal, threading
 from agentloop.proc import commands
@@ -39,9 +40,12 @@ def once():
         os.kill(os.getpid(), sig)
 
 real_finished = commands._finished
+calls = []
 def _finished(child, argv, *rest):
     found = real_finished(child, argv, *rest)
-    if after and after in " ".join(argv) + " ":
+    calls.append(argv)
+    if after.isdigit() and len(calls) == int(after) or \
+            after and not after.isdigit() and after in " ".join(argv) + " ":
         once()
     return found
 commands._finished = _finished
@@ -102,3 +106,51 @@ def test_a_stop_between_a_task_commit_and_its_record_leaves_it_to_land_first(
     assert not problems, "\n".join(problems) + "\n" + said + again.read_text()
     ours = [d for _, d, _ in git_history(work) if d.startswith("agent-loop")]
     assert ours == [subject(1, 2), subject(2, 2)]
+
+
+# Two at a time, each in a repository of its own: CI has two cores.
+SWEEP_WORKERS = 2
+SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+def stop_point(tmp_path: Path, fake_claude: FakeClaude, at: int) -> tuple[bool, list[str]]:
+    """A two-task run stopped right after its VCS command number `at`, then run to its end:
+    (whether it was stopped, what went wrong)."""
+    sig = SIGNALS[at % len(SIGNALS)]
+    label = f"{sig} after VCS command {at}"
+    work = tmp_path / f"at-{at}"
+    new_repo(work, "git", groups=1, per_group=2, pause=0)
+    out = tmp_path / f"at-{at}.out"
+    tool = stopped_run(work, out, str(at), sig)
+    code = tool.wait(timeout=120)
+    settle(tool.pid, fake_claude, label, within=work)
+    if code == 0:
+        return False, []  # the run made fewer commands: it ended before the stop
+    said = out.read_text()
+    if code != 130 or "Traceback" in said:
+        return True, [f"{label}: exit {code}: {said[-2000:]}"]
+    again = tmp_path / f"at-{at}.again"
+    done = start(work, "git", again, None, "--no-distill")
+    if done.wait(timeout=120) != 0:
+        return True, [f"{label}: the run after it failed: {again.read_text()[-2000:]}"]
+    return True, check(work, "git", label, per_group=2)
+
+
+def test_a_stop_right_after_any_vcs_command_of_a_git_run_loses_nothing(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Ctrl+C, SIGTERM or SIGHUP (in turn) right after each VCS command of a serial git run
+    of two tasks: each task's work ends in exactly one commit of your branch, its record
+    naming it. A stop right after the lane's commit left the task's work on none."""
+    problems: list[str] = []
+    stopped, at = 0, 1
+    with ThreadPoolExecutor(SWEEP_WORKERS) as pool:
+        while at:
+            batch = list(range(at, at + SWEEP_WORKERS))
+            for was, found in pool.map(lambda k: stop_point(tmp_path, fake_claude, k), batch):
+                stopped += was
+                problems += found
+                if not was:
+                    at = 0  # every command of the run was a stop point
+            at = at and at + SWEEP_WORKERS
+    assert stopped >= 12
+    assert not problems, "\n".join(problems)
