@@ -109,3 +109,29 @@ def test_a_stop_during_the_imports_waits_for_them_and_ends_in_one_line(tmp_path:
     assert done.returncode == 130, done.stdout + done.stderr
     assert done.stderr.strip() == "agent-loop: interrupted while starting; nothing was changed"
     assert marker.exists()
+
+
+# Sends itself SIGINT as the CLI imports what it needs first, once the stops are let in.
+AT_CLI = """
+import importlib.abc, os, signal, sys
+
+class Stop(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "agentloop.console.gone":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, Stop())
+from agentloop.__main__ import main
+main()
+"""
+
+
+def test_a_stop_as_the_command_line_begins_ends_in_one_line(tmp_path: Path) -> None:
+    # The CLI's first import ran before its handling of a stop began: a traceback, exit -2
+    # (AGENT_LOOP_SIGNAL_SEED's default, with imports compiled afresh at every start).
+    done = subprocess.run([sys.executable, "-c", AT_CLI, "tasks.md"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stdout + done.stderr
+    assert done.stderr.strip() == "agent-loop: interrupted; nothing was changed", done.stderr
