@@ -415,15 +415,23 @@ def _landing_beside(run: Run, task: TaskState, step: Completed) -> None:
 def _left_landing(run: Run, task: TaskState, outcome: Outcome, helper_cost: float) -> None:
     """A stop (Ctrl+C, an error) after the lane committed the task, before its record named
     that commit: saved `landing`, naming it, for the next run to land first (or find landed),
-    its agent not paid again. Left `running`, the task would run again in the lane that holds
-    its commit already (the lane's record of the attempt goes as the stopped run leaves it),
-    find nothing to commit, and be completed with its work on no commit of the branch."""
+    its agent not paid again (in your checkout: completed, its commit on your branch). Left
+    `running`, the task would run again in the lane that holds its commit already (the
+    lane's record of the attempt goes as the stopped run leaves it), find nothing to commit,
+    and be completed with its work on no commit of the branch."""
+    if task.status != S.RUNNING:  # its record names the commit already (held, conflicted...)
+        return
     made = getattr(run.vcs, "made", None)
-    done = made() if made is not None and task.status == S.RUNNING else None
-    if done is None:  # no commit made, or the record names it already (held, conflicted...)
+    # Your checkout (git): a commit its finish made before the stop is on your branch already.
+    cut = getattr(run.vcs, "cut_short", None) if made is None else None
+    done = made() if made is not None else cut() if cut is not None else None
+    if done is None:  # no commit made
         return
     step = Completed(outcome.attempt, done, outcome.status, outcome.note, outcome.feedback,
                      helper_cost)
+    if cut is not None:
+        hand(run, task, step)
+        return
     if run.vcs.landing_beside() == done.change_id:  # type: ignore[attr-defined]
         _landing_beside(run, task, step)  # waited for as the lane stops, completed if landed
     hand(run, task, dataclasses.replace(step, status=S.LANDING))

@@ -62,13 +62,15 @@ main()
 """
 
 
-def stopped_run(work: Path, out: Path, after: str, sig: str) -> subprocess.Popen[bytes]:
+def stopped_run(work: Path, out: Path, after: str, sig: str, *extra: str
+                ) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "STOP_AFTER": after,
            "STOP_SIGNAL": sig}
     with open(out, "w") as sink:
         return subprocess.Popen([sys.executable, "-c", LAUNCHER, "tasks.md", "--vcs", "git",
-                                 "--no-distill"], cwd=work, env=env, stdin=subprocess.DEVNULL,
-                                stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+                                 "--no-distill", *extra], cwd=work, env=env,
+                                stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                                start_new_session=True)
 
 
 # Where the stop comes, and what task 1 is once the stopped run has ended: `landing` when its
@@ -80,6 +82,9 @@ POINTS = {
     # The look at your checkout that ran beside the commit, waited for after it.
     "look": ("--no-optional-locks status --porcelain -z ", "SIGTERM", "landing"),
     "beside": ("", "SIGTERM", "completed"),
+    # With the agent in your checkout the commit is on your branch: the task is completed
+    # (it was left interrupted, and its agent paid again to find nothing to commit).
+    "checkout": (" maintenance.auto=false commit ", "SIGINT", "completed"),
 }
 
 
@@ -90,7 +95,8 @@ def test_a_stop_between_a_task_commit_and_its_record_leaves_it_to_land_first(
     work = tmp_path / "work"
     new_repo(work, "git", groups=1, per_group=2, pause=0)
     out = tmp_path / "stopped.out"
-    tool = stopped_run(work, out, after, sig)
+    extra = ("--workplace", "checkout") if point == "checkout" else ()
+    tool = stopped_run(work, out, after, sig, *extra)
     assert tool.wait(timeout=120) == 130, out.read_text()[-3000:]
     settle(tool.pid, fake_claude, "the stop", within=work)
     said = out.read_text()
@@ -98,7 +104,7 @@ def test_a_stop_between_a_task_commit_and_its_record_leaves_it_to_land_first(
     assert len(fake_claude.task_runs()) == 1
     assert statuses(work) == [left, "pending"], said
     again = tmp_path / "again.out"
-    done = start(work, "git", again, None, "--no-distill")
+    done = start(work, "git", again, None, "--no-distill", *extra)
     assert done.wait(timeout=120) == 0, again.read_text()[-3000:]
     assert sum("task 01" in p for p in fake_claude.task_prompts()) == 1, \
         "task 1's agent was paid again: " + again.read_text()[-3000:]
