@@ -26,7 +26,8 @@ from tests.support.fake_agent import FakeClaude
 # Runs agent-loop with a stop sent to itself once: right after the first VCS command whose
 # arguments hold $STOP_AFTER returns (the stop then comes out of that command's wait, as one that
 # came while it ran does), or after the Nth command when $STOP_AFTER is a number N, or, with
-# $STOP_AFTER empty, as the first landing's thread has started (before it ran any git).
+# $STOP_AFTER empty, as the first landing's thread has started (before it ran any git), or with
+# "@agent", as the first agent's process has started.
 LAUNCHER = """
 import os, signal, threading
 from agentloop.proc import commands
@@ -49,6 +50,14 @@ def _finished(child, argv, *rest):
         once()
     return found
 commands._finished = _finished
+
+real_streaming = commands._start_streaming
+def _start_streaming(*args):
+    found = real_streaming(*args)
+    if after == "@agent":
+        once()
+    return found
+commands._start_streaming = _start_streaming
 
 real_start = threading.Thread.start
 def start(self):
@@ -85,6 +94,11 @@ POINTS = {
     # With the agent in your checkout the commit is on your branch: the task is completed
     # (it was left interrupted, and its agent paid again to find nothing to commit).
     "checkout": (" maintenance.auto=false commit ", "SIGINT", "completed"),
+    # Not a commit: the agent's process has just started. It is stopped with the attempt (its
+    # agent runs again): it was left running, outlived the tool, and could write its file into
+    # the lane after the attempt was rolled back, which the task's next attempt took for a file
+    # there before it (on no commit then).
+    "agent": ("@agent", "SIGHUP", "interrupted"),
 }
 
 
@@ -94,6 +108,10 @@ def test_a_stop_between_a_task_commit_and_its_record_leaves_it_to_land_first(
     after, sig, left = POINTS[point]
     work = tmp_path / "work"
     new_repo(work, "git", groups=1, per_group=2, pause=0)
+    if point == "agent":  # long enough that one left running outlives the tool (settle)
+        plan = work / "tasks.md"
+        plan.write_text(plan.read_text().replace("  FAKE: write f01.txt",
+                                                 "  FAKE: sleep 3\n  FAKE: write f01.txt"))
     out = tmp_path / "stopped.out"
     extra = ("--workplace", "checkout") if point == "checkout" else ()
     tool = stopped_run(work, out, after, sig, *extra)
@@ -101,12 +119,13 @@ def test_a_stop_between_a_task_commit_and_its_record_leaves_it_to_land_first(
     settle(tool.pid, fake_claude, "the stop", within=work)
     said = out.read_text()
     assert "Traceback" not in said, said
-    assert len(fake_claude.task_runs()) == 1
+    assert len(fake_claude.task_runs()) == 1 or point == "agent"
     assert statuses(work) == [left, "pending"], said
     again = tmp_path / "again.out"
     done = start(work, "git", again, None, "--no-distill", *extra)
     assert done.wait(timeout=120) == 0, again.read_text()[-3000:]
-    assert sum("task 01" in p for p in fake_claude.task_prompts()) == 1, \
+    paid = sum("task 01" in p for p in fake_claude.task_prompts())
+    assert paid == 1 or point == "agent" and paid == 2, \
         "task 1's agent was paid again: " + again.read_text()[-3000:]
     problems = check(work, "git", "git", per_group=2)
     assert not problems, "\n".join(problems) + "\n" + said + again.read_text()
