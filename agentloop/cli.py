@@ -236,12 +236,14 @@ def _show_settings(effective: Any, as_json: bool) -> None:
 
 def main() -> None:
     """Console entry point."""
-    from agentloop.console.gone import steady
-
-    sys.stdout, sys.stderr = steady(sys.stdout), steady(sys.stderr)  # a reader may go away
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    signal.signal(signal.SIGHUP, _on_sigterm)  # a closed terminal or a dropped ssh
     try:
+        # Inside the try: a stop that comes while this import still runs (the stops are let
+        # in just before it) ends in the one line below, not a traceback.
+        from agentloop.console.gone import steady
+
+        sys.stdout, sys.stderr = steady(sys.stdout), steady(sys.stderr)  # a reader may go away
+        signal.signal(signal.SIGTERM, _on_sigterm)
+        signal.signal(signal.SIGHUP, _on_sigterm)  # a closed terminal or a dropped ssh
         command.main(standalone_mode=False, prog_name="agent-loop")
     except (click.exceptions.Abort, KeyboardInterrupt):
         # Stopped before the command itself ran (while parsing): nothing was changed.

@@ -24,7 +24,7 @@ from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
 from agentloop.proc.read_output import MAX_LINE_BYTES, Deadline, Expired, lines  # noqa: F401
 from agentloop.proc.read_output import tail as read_tail
 from agentloop.proc.reaper import adopt_orphans, children, end_adopted, reaped, spawn
-from agentloop.proc.signals import shielded
+from agentloop.proc.signals import held_back, shielded
 from agentloop.proc.spawn import (
     Spawned,
     Streaming,
@@ -305,14 +305,22 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     reaping = adopt_orphans()
     before = children() if reaping else set()
     errors = _errors_file(reaping)
-    proc = _start_streaming(argv, cwd, env, stdin, errors, watched)
-    assert proc.stdout is not None
-    watchdog.tell("start", proc.pid)
-    running.add(proc)
+    # A stop that comes as the program starts waits until it can be stopped with it: raised
+    # before the block below, it left the agent running while the attempt was rolled back, and
+    # what it wrote after that stayed in the lane, taken by the task's next attempt for files
+    # that were there before it (so on no commit).
+    came: list[int] = []
+    with held_back(came):
+        proc = _start_streaming(argv, cwd, env, stdin, errors, watched)
+        assert proc.stdout is not None
+        watchdog.tell("start", proc.pid)
+        running.add(proc)
     deadline = Deadline(None if timeout is None else time.monotonic() + timeout)
     timed_out = False
     exited = lambda: proc.poll() is not None  # noqa: E731
     try:
+        for sig in dict.fromkeys(came):
+            signal.raise_signal(sig)  # a stop that came as it started: it stops now
         if started is not None:
             started()
         try:

@@ -86,15 +86,17 @@ def agent_finished() -> None:
 
 
 @contextmanager
-def held_back() -> Iterator[None]:
+def held_back(kept: list[int] | None = None) -> Iterator[None]:
     """Let Ctrl+C, SIGTERM and SIGHUP that come during the block in only once it is done, each
     as it came (main thread only). Unlike a signal mask, this holds while other threads run (a
-    signal may reach any thread, and Python raises it in the main thread at once): the
-    controller answers a lane that waits on it before it stops."""
+    signal may reach any thread, and Python raises it in the main thread at once), and a
+    process started inside takes no blocked signals with it: the controller answers a lane that
+    waits on it before it stops. `kept`: they are put there instead, for the caller to let in
+    (signal.raise_signal) where it is ready for them."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    came: list[int] = []
+    came: list[int] = [] if kept is None else kept
 
     def keep(sig: int, _frame: object) -> None:
         came.append(sig)
@@ -108,5 +110,5 @@ def held_back() -> Iterator[None]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-        for number in dict.fromkeys(came):
+        for number in dict.fromkeys(came) if kept is None else ():
             signal.raise_signal(number)

@@ -379,27 +379,62 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
     message += "\n\n" + _trailers(run, task)
     beside = _beside(run, outcome)
     running = False
-    with _settling(run, task, outcome.attempt):
-        try:
-            if beside is not None:
-                done, running = beside(outcome.change, message)
-            else:
-                done = run.vcs.finish(outcome.change, message)
-        except IntegrationConflict as conflict:  # a parallel run's lane: another came first
-            done = conflicts.resolve(run, task, outcome.change, outcome.result.session_id,
-                                     conflict, outcome.attempt)
-    if done.empty:  # nothing changed: no change to record (backends drop an empty one)
-        done = Change(change_id="", empty=True)
+    try:
+        with _settling(run, task, outcome.attempt):
+            try:
+                if beside is not None:
+                    done, running = beside(outcome.change, message)
+                else:
+                    done = run.vcs.finish(outcome.change, message)
+            except IntegrationConflict as conflict:  # a parallel run's lane: another came first
+                done = conflicts.resolve(run, task, outcome.change, outcome.result.session_id,
+                                         conflict, outcome.attempt)
+        if done.empty:  # nothing changed: no change to record (backends drop an empty one)
+            done = Change(change_id="", empty=True)
+        step = Completed(outcome.attempt, done, outcome.status, outcome.note, outcome.feedback,
+                         helper_cost)
+        if running:
+            # Its commit lands beside the next task's agent: the record says so (and names
+            # the commit) before that task begins, so a stop at any moment leaves it for the
+            # next run to land, its agent not paid again; land_beside completes it.
+            _landing_beside(run, task, step)
+            step = dataclasses.replace(step, status=S.LANDING)
+        hand(run, task, step)
+    except BaseException:
+        with shielded():
+            _left_landing(run, task, outcome, helper_cost)
+        raise
+
+
+def _landing_beside(run: Run, task: TaskState, step: Completed) -> None:
+    """The run's note of the landing that runs beside what the lane does next."""
+    run.shared.landing = (task, step)
+    run.shared.meanwhile = lambda: landed_meanwhile(run)
+
+
+def _left_landing(run: Run, task: TaskState, outcome: Outcome, helper_cost: float) -> None:
+    """A stop (Ctrl+C, an error) after the lane committed the task, before its record named
+    that commit: saved `landing`, naming it, for the next run to land first (or find landed),
+    its agent not paid again (in your checkout: completed, its commit on your branch). Left
+    `running`, the task would run again in the lane that holds its commit already (the
+    lane's record of the attempt goes as the stopped run leaves it), find nothing to commit,
+    and be completed with its work on no commit of the branch."""
+    if task.status != S.RUNNING:  # its record names the commit already (held, conflicted...)
+        return
+    made = getattr(run.vcs, "made", None)
+    # Your checkout (git): a commit its finish made before the stop is on your branch already.
+    cut = getattr(run.vcs, "cut_short", None) if made is None else None
+    done = made() if made is not None else cut() if cut is not None else None
+    if done is None:  # no commit made
+        return
     step = Completed(outcome.attempt, done, outcome.status, outcome.note, outcome.feedback,
                      helper_cost)
-    if running:
-        # Its commit lands beside the next task's agent: the record says so (and names the
-        # commit) before that task begins, so a stop at any moment leaves it for the next
-        # run to land, its agent not paid again; land_beside completes it.
-        run.shared.landing = (task, step)
-        run.shared.meanwhile = lambda: landed_meanwhile(run)
-        step = dataclasses.replace(step, status=S.LANDING)
-    hand(run, task, step)
+    if cut is not None:
+        hand(run, task, step)
+        return
+    if run.vcs.landing_beside() == done.change_id:  # type: ignore[attr-defined]
+        _landing_beside(run, task, step)  # waited for as the lane stops, completed if landed
+    hand(run, task, dataclasses.replace(step, status=S.LANDING))
 
 
 def _beside(run: Run, outcome: Outcome) -> Callable[[Change, str], tuple[Change, bool]] | None:

@@ -49,9 +49,12 @@ def test_signals_to_the_whole_group_at_random_moments_of_a_git_run(
             break  # it finished before the signal
         if child.returncode < 0 and not out and not err:
             continue  # killed while the interpreter itself started, before any code of ours
-        if child.returncode == 1 and "init_import_site" in err and not OUR_MAIN.search(err):
+        if child.returncode == 1 and ("init_import_site" in err
+                                      or err.startswith("Could not import runpy module")) \
+                and not OUR_MAIN.search(err):
             # The same, earlier still: inside the `site` module (a virtual environment's .pth
-            # files import a good deal), where CPython ends with a fatal error and exit 1.
+            # files import a good deal), where CPython ends with a fatal error and exit 1, or
+            # inside `runpy`, which `-m` imports before it runs any module: exit 1 too.
             assert not out and "KeyboardInterrupt" in err, out + err
             continue
         if child.returncode == -signal.SIGINT and not OUR_MAIN.search(err):
@@ -106,3 +109,29 @@ def test_a_stop_during_the_imports_waits_for_them_and_ends_in_one_line(tmp_path:
     assert done.returncode == 130, done.stdout + done.stderr
     assert done.stderr.strip() == "agent-loop: interrupted while starting; nothing was changed"
     assert marker.exists()
+
+
+# Sends itself SIGINT as the CLI imports what it needs first, once the stops are let in.
+AT_CLI = """
+import importlib.abc, os, signal, sys
+
+class Stop(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "agentloop.console.gone":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, Stop())
+from agentloop.__main__ import main
+main()
+"""
+
+
+def test_a_stop_as_the_command_line_begins_ends_in_one_line(tmp_path: Path) -> None:
+    # The CLI's first import ran before its handling of a stop began: a traceback, exit -2
+    # (AGENT_LOOP_SIGNAL_SEED's default, with imports compiled afresh at every start).
+    done = subprocess.run([sys.executable, "-c", AT_CLI, "tasks.md"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stdout + done.stderr
+    assert done.stderr.strip() == "agent-loop: interrupted; nothing was changed", done.stderr

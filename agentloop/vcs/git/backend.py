@@ -22,7 +22,7 @@ from agentloop.vcs.git.dirty_tree import beside_lanes, dirty_message, why_here
 from agentloop.vcs.git.files import state_of
 from agentloop.vcs.git.quick import index_seen
 from agentloop.vcs.git.record import AttemptRecord, Start
-from agentloop.vcs.git.repo import GitRepo
+from agentloop.vcs.git.repo import GitRepo, split
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.history import missing
 from agentloop.vcs.protocol import Change
@@ -264,6 +264,19 @@ class GitVcs:
         self._forget()
         self._next = quick.NextBegin()
         self.git.out("reset", "-q", "--hard", commit)
+
+    def cut_short(self) -> Change | None:
+        """The task commit a finish that a stop (or an error) cut short had made already,
+        HEAD moved to it, as finish returns it; None when it made none."""
+        start = self._start
+        head = self.tree.head()
+        if start is None or head is None or head == start.head or \
+                (head != start.commit and not recover.ours(self.tree, start, head)):
+            return None
+        files = start.files or sorted(split(self.git.out(  # committed the short way: no list
+            "diff-tree", "-r", "--root", "--name-only", "-z", "--no-renames", "--no-commit-id",
+            head)))
+        return Change(change_id=head, commit_id=head, base=start.head or "", files=tuple(files))
 
     def recovered(self) -> Change | None:
         """The commit an earlier run made for its last task and may not have recorded (once)."""

@@ -42,9 +42,18 @@ class Beside:
         self.done = done
         self._ended = threading.Event()
         self._landed = False
+        self._work = work
+        # Whether the thread took the work up, or a wait gave it up first (a stop cut start
+        # short before the thread ran): one of the two, under the lock, never both.
+        self._lock = threading.Lock()
+        self._taken = self._given_up = False
+
+    def start(self) -> None:
+        """Start the fast-forward's thread. Called once the lane holds this landing: a stop
+        from here on finds it there, and is waited for (LaneGit.close), never left to run as
+        the process ends."""
         before = proc.started()
-        threading.Thread(target=self._run, args=(work,), name="agent-loop landing",
-                         daemon=True).start()
+        threading.Thread(target=self._run, name="agent-loop landing", daemon=True).start()
         # Spins (briefly: until the thread has started its git, or failed first) so that its
         # process is counted before the caller goes on: finish_beside then tells the lane's
         # next begin (agentloop.vcs.git.quick.NextBegin.carry) that this process ran in the
@@ -53,9 +62,13 @@ class Beside:
         while proc.started() == before and not self._ended.wait(0.0001):
             pass
 
-    def _run(self, work: Callable[[], bool]) -> None:
+    def _run(self) -> None:
         try:
-            self._landed = work()
+            with self._lock:
+                if self._given_up:
+                    return
+                self._taken = True
+            self._landed = self._work()
         except Exception:  # noqa: BLE001 - a landing that failed lands the longer way
             self._landed = False
         finally:
@@ -66,7 +79,12 @@ class Beside:
         return self._ended.is_set() and self._landed
 
     def wait(self) -> bool:
-        """Wait for the fast-forward; False when git refused it (or could not run)."""
+        """Wait for the fast-forward; False when git refused it (or could not run, or a stop
+        cut start short before its thread took it up: then it never runs)."""
+        with self._lock:
+            if not self._taken:
+                self._given_up = True
+                return False
         self._ended.wait()
         return self._landed
 
@@ -105,6 +123,9 @@ class LaneGit:
         # The user's uncommitted paths as the last step's check looked at them beside its
         # commit; None when it did not look (the landing then never runs beside).
         self._looked: list[str] | None = None
+        # The task commit the step made here (made), from its commit to the next begin.
+        self._made: Change | None = None
+        self._finishing = False  # inside the step's commit (_commit), until it returns
 
     @property
     def root(self) -> Path:
@@ -127,6 +148,7 @@ class LaneGit:
         """Start a task's change in the worktree, and note what the lane looks like."""
         change = self.work.begin(message)
         seen, self._seen = self._seen, None
+        self._made, self._finishing = None, False
         self.record = GitLaneRecord(self.root, self.branch, self.work.tree.head(),
                                     self.main.root, self.main.ref, tuple(self.landed),
                                     seen if seen is not None else self.main.stamps(),
@@ -187,7 +209,7 @@ class LaneGit:
 
     def finish(self, change: Change, message: str) -> Change:
         """Check the lane, commit in it, then land that commit on the main line."""
-        done = self.check(commit=lambda: self.work.finish(change, message))
+        done = self.check(commit=lambda: self._commit(change, message))
         assert done is not None
         return self._landed(done, fresh=True)
 
@@ -196,18 +218,38 @@ class LaneGit:
         fast-forward of the user's checkout that nothing seen stands in the way of: (the lane
         commit, True), its landing settled by settle_beside; else (finish's landed change,
         False). The commit lands as itself, so its sha is the one the branch gets."""
-        done = self.check(commit=lambda: self.work.finish(change, message))
+        done = self.check(commit=lambda: self._commit(change, message))
         assert done is not None
         if not self._may_land_beside(done):
             return self._landed(done, fresh=True), False
         main, parent, sha = self.main, done.base, done.change_id
         before = proc.started()
         self._beside = Beside(done, lambda: main.fast_forward(parent, sha))
+        self._beside.start()
         self.work.carry(before)
         # Counted as landed from here on, as the next step's record must say: the branch is
         # at it by the time that step is checked (settle_beside takes it back if not).
         self.landed.append(sha)
         return done, True
+
+    def _commit(self, change: Change, message: str) -> Change:
+        """The step's commit in the lane, noted as made (made) as soon as it is."""
+        self._finishing = True
+        self._made = self.work.finish(change, message)
+        self._finishing = False
+        return self._made
+
+    def made(self) -> Change | None:
+        """The task commit this step made in the lane, if it made one (also when a stop cut
+        the commit's finish short after git made it). Until its task's record names it, this
+        is the only place that does: the lane's record of the attempt goes as a stopped run
+        leaves the lane, and an interrupted task's next run would not look for it; a stop
+        that comes before the task is saved hands it over from here (agentloop.run.lane),
+        for the next run to land."""
+        made = self._made
+        if made is None and self._finishing:
+            made = self.work.cut_short()
+        return made if made is not None and made.change_id and not made.empty else None
 
     def _may_land_beside(self, done: Change) -> bool:
         """Whether `done` would land by the fast-forward as things stand: the checkout is on

@@ -58,7 +58,7 @@ def examine(repo: GitRepo, record: AttemptRecord, lane: bool = False,
     if leftover is None:
         return Leftover()
     head = repo.head()
-    if leftover.commit is None and _ours(repo, leftover, head):
+    if leftover.commit is None and ours(repo, leftover, head):
         leftover = dataclasses.replace(leftover, commit=head)  # died before noting the sha
     if leftover.commit is not None and head == leftover.commit:
         return _keep_the_commit(repo, leftover, head)
@@ -175,7 +175,7 @@ def resumable(repo: GitRepo, record: AttemptRecord) -> Start | None:
     except ValueError:
         return None
     head = repo.head()
-    if leftover is None or leftover.commit is not None or _ours(repo, leftover, head):
+    if leftover is None or leftover.commit is not None or ours(repo, leftover, head):
         return None
     if leftover.agent_head is not None and head == leftover.head:
         head = leftover.agent_head  # examine puts the agent's commits back first
@@ -197,7 +197,7 @@ def _agent_commits(repo: GitRepo, start: Start, head: str | None) -> bool:
             and repo.ancestor(start.head, head))
 
 
-def _ours(repo: GitRepo, start: Start, head: str | None) -> bool:
+def ours(repo: GitRepo, start: Start, head: str | None) -> bool:
     """Whether `head` is the commit finish was making for `start` when its run died."""
     if start.message is None or head is None or head == start.head:
         return False
