@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -30,6 +31,14 @@ from agentloop.vcs.landing import IntegrationConflict, markers_left
 from agentloop.vcs.lanes import BRANCH_PREFIX
 from agentloop.vcs.protocol import Change
 from agentloop.vcs.rewritten import carried, rewritten
+
+
+def _raise(exc: Exception) -> list[str]:
+    raise exc
+
+
+def _nothing() -> None:
+    pass
 
 
 class Beside:
@@ -123,6 +132,10 @@ class LaneGit:
                                  dirs=self._dirs))
         return self.work.prepare()
 
+    def expect_message(self, message: str) -> None:
+        """The message the next task will most likely be committed with (GitVcs's)."""
+        self.work.expect_message(message)
+
     def begin(self, message: str) -> Change:
         """Start a task's change in the worktree, and note what the lane looks like."""
         change = self.work.begin(message)
@@ -134,11 +147,12 @@ class LaneGit:
         return change
 
     def check(self, record: GitLaneRecord | None = None,
-              commit: Callable[[], Change] | None = None) -> Change | None:
+              commit: Callable[[Callable[[], None]], Change] | None = None) -> Change | None:
         """Trust nothing the agent could touch: LaneBreach when it did something outside its
         task that stops the group; what only needs saying is said. `commit`: the step's
         commit in the lane, made (its Change returned) while the user's checkout is looked at,
-        once nothing that stops the group was found."""
+        once nothing that stops the group was found; it calls the function it is given once
+        its first git command has started (that look's git is started then, behind it)."""
         record = record or self.record
         self._looked = None
         breach = check_git_lane(record) if record is not None else None
@@ -149,21 +163,28 @@ class LaneGit:
             # What the user has uncommitted now, one look for this step's check and the next
             # step's record (the landing in between only writes paths nobody had dirty). The
             # look is a `git status` of another working tree than the lane's `add` and
-            # `commit`: it runs beside them, not after them.
-            look = None if commit is None else dirty_beside(self.main.git)
+            # `commit`: it runs beside them, not after them, started once the `add` has (a
+            # start holds every thread of ours until its child runs: the add goes first).
+            looks: list[Callable[[], list[str]]] = []
+
+            def look_beside() -> None:
+                try:
+                    looks.append(dirty_beside(self.main.git))
+                except Exception as exc:  # noqa: BLE001 - said once its answer is asked
+                    looks.append(partial(_raise, exc))
             try:
-                done = commit() if commit is not None else None
+                done = commit(look_beside) if commit is not None else None
             except BaseException:
-                if look is not None:  # waited for, its answer dropped: the stop goes on up
+                for look in looks:  # waited for, its answer dropped: the stop goes on up
                     with contextlib.suppress(Exception):
                         look()
                 raise
-            now = look() if look is not None else dirty(self.main.git)
+            now = looks[0]() if looks else dirty(self.main.git)
             self._seen = {p: stamp(self.main.root / p) for p in now}
             self._looked = now
             breach = written(record.main_root, record.checkout, now)
         elif commit is not None:
-            done = commit()
+            done = commit(_nothing)
         if breach is not None:
             self.main.on_wait(breach.text())
         return done
@@ -187,7 +208,7 @@ class LaneGit:
 
     def finish(self, change: Change, message: str) -> Change:
         """Check the lane, commit in it, then land that commit on the main line."""
-        done = self.check(commit=lambda: self.work.finish(change, message))
+        done = self.check(commit=lambda started: self.work.finish(change, message, started))
         assert done is not None
         return self._landed(done, fresh=True)
 
@@ -196,7 +217,7 @@ class LaneGit:
         fast-forward of the user's checkout that nothing seen stands in the way of: (the lane
         commit, True), its landing settled by settle_beside; else (finish's landed change,
         False). The commit lands as itself, so its sha is the one the branch gets."""
-        done = self.check(commit=lambda: self.work.finish(change, message))
+        done = self.check(commit=lambda started: self.work.finish(change, message, started))
         assert done is not None
         if not self._may_land_beside(done):
             return self._landed(done, fresh=True), False
