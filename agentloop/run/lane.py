@@ -75,6 +75,7 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
     try:
         for position, task in enumerate(tasks):
             if position and run.options.sleep:
+                land_beside(run)  # settled before the pause: its landing starts with no agent
                 run.clock.sleep(run.options.sleep)  # pacing; Ctrl+C ends it at once
             if run.shared.halted():
                 break  # winding down: no new task starts

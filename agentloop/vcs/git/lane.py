@@ -45,22 +45,32 @@ class Beside:
     """A task's landing left running beside what the lane does next (finish_beside): the lane
     commit `done`, made right on the main line's tip `done.base`, and its fast-forward in a
     thread of its own. Waited for on an event, never by joining the thread: on this Python a
-    join that Ctrl+C cut short takes the thread for ended, and the next join would not wait."""
+    join that Ctrl+C cut short takes the thread for ended, and the next join would not wait.
+
+    The thread starts once the next task's agent has (proc.after_next_stream), or when the
+    landing is waited for: started at once, its start and its git's would hold that agent back
+    (a thread takes the GIL to begin, and a start holds every thread until its child runs).
+    Nothing is started meanwhile, so the lane's next begin (agentloop.vcs.git.quick.NextBegin)
+    finds the count of processes as finish left it."""
 
     def __init__(self, done: Change, work: Callable[[], bool]) -> None:
         self.done = done
         self._ended = threading.Event()
         self._landed = False
-        before = proc.started()
-        threading.Thread(target=self._run, args=(work,), name="agent-loop landing",
-                         daemon=True).start()
-        # Spins (briefly: until the thread has started its git, or failed first) so that its
-        # process is counted before the caller goes on: finish_beside then tells the lane's
-        # next begin (agentloop.vcs.git.quick.NextBegin.carry) that this process ran in the
-        # user's checkout, not in the lane. Counted after that, it would read as a process that
-        # may have touched the lane, and that begin would ask git again what it foresaw.
-        while proc.started() == before and not self._ended.wait(0.0001):
-            pass
+        self._work: Callable[[], bool] | None = work
+        self._taken = threading.Lock()
+        proc.after_next_stream(self._start)
+
+    def _start(self) -> None:
+        with self._taken:
+            work, self._work = self._work, None
+        if work is None:
+            return  # started already
+        try:
+            threading.Thread(target=self._run, args=(work,), name="agent-loop landing",
+                             daemon=True).start()
+        except RuntimeError:  # no thread to be had: it lands the longer way
+            self._ended.set()
 
     def _run(self, work: Callable[[], bool]) -> None:
         try:
@@ -76,6 +86,7 @@ class Beside:
 
     def wait(self) -> bool:
         """Wait for the fast-forward; False when git refused it (or could not run)."""
+        self._start()
         self._ended.wait()
         return self._landed
 
