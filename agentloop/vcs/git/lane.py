@@ -267,7 +267,7 @@ class LaneGit:
         pending = self._beside
         if pending is None:
             return None
-        landed = pending.wait()  # a Ctrl+C here leaves it to be waited for again
+        landed = self._waited(pending)  # a Ctrl+C here leaves it to be waited for again
         self._beside = None
         done = pending.done
         if not landed:
@@ -281,7 +281,15 @@ class LaneGit:
         """Nothing lands, follows or leaves while a landing runs beside: it is waited for
         (its result stays for settle_beside)."""
         if self._beside is not None:
-            self._beside.wait()
+            self._waited(self._beside)
+
+    def _waited(self, pending: Beside) -> bool:
+        """`pending.wait()`; a landing no agent started begins now, its git in the user's
+        checkout, never in this worktree: the lane's next begin holds (quick.NextBegin)."""
+        before = proc.started()
+        landed = pending.wait()
+        self.work.carry(before)
+        return landed
 
     def follow(self) -> None:
         """The next group goes on in this worktree, every task of the last one landed and
