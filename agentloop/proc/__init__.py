@@ -8,6 +8,7 @@ from agentloop.proc.commands import (
                                      STOP_GRACE_SECONDS,
                                      Completed,
                                      Streamed,
+                                     after_next_stream,
                                      run,
                                      start,
                                      started,
@@ -16,5 +17,5 @@ from agentloop.proc.commands import (
 )
 from agentloop.proc.signals import deferred, shielded
 
-__all__ = ["STOP_GRACE_SECONDS", "Completed", "Streamed", "deferred", "run", "shielded",
-           "start", "started", "stop_group", "stream"]
+__all__ = ["STOP_GRACE_SECONDS", "Completed", "Streamed", "after_next_stream", "deferred", "run",
+           "shielded", "start", "started", "stop_group", "stream"]

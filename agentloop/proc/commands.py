@@ -57,6 +57,28 @@ def _count() -> None:
     _started += 1
 
 
+# Called once the next streamed command has started (after_next_stream).
+_after: list[Callable[[], None]] = []
+_after_lock = threading.Lock()
+
+
+def after_next_stream(call: Callable[[], None]) -> None:
+    """`call` (which raises nothing) called once the next streamed command (the next agent)
+    has started, in the thread that started it: work held back so that it does not hold that
+    agent back (a start holds every thread of ours until its child runs, and a new thread
+    takes the GIL to begin)."""
+    with _after_lock:
+        _after.append(call)
+
+
+def _after_start() -> None:
+    with _after_lock:
+        after = _after[:]
+        _after.clear()
+    for call in after:
+        call()
+
+
 @dataclass(frozen=True)
 class Completed:
     """A finished short command."""
@@ -95,7 +117,7 @@ def _describe(argv: list[str]) -> str:
 
 def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] | None = None,
         check: bool = True, timeout: float | None = 120, input: str | bytes | None = None,
-        guarded: bool = False) -> Completed:
+        guarded: bool = False, meanwhile: Callable[[], object] | None = None) -> Completed:
     """Run a short command and return its output; raise ProcessError on failure when `check`.
 
     Every command runs in a session of its own, so a terminal's Ctrl+C reaches agent-loop only;
@@ -105,10 +127,20 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
 
     `guarded`: a call of the agent's program (the retry advisor, the commit-message writer). The
     watchdog kills its group should we die first, and a Ctrl+C or timeout kills it at once.
+    `meanwhile`: called once the command has started, before it is waited for (what starts a
+    process of its own to run beside this one: each start holds every thread of ours until its
+    child runs, so the command waited for goes first).
     """
     watched = guarded and watchdog.ready()
     data = input.encode("utf-8", "surrogateescape") if isinstance(input, str) else input
     child = _launch(argv, cwd, env, data is not None)
+    if meanwhile is not None:
+        try:
+            meanwhile()
+        except BaseException:
+            with shielded():  # reaped, its answer dropped: the error goes on up
+                _finished(child, argv, data, timeout, None, False)
+            raise
     return _finished(child, argv, data, timeout, child.pid if watched else None, check)
 
 
@@ -321,6 +353,7 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     try:
         for sig in dict.fromkeys(came):
             signal.raise_signal(sig)  # a stop that came as it started: it stops now
+        _after_start()
         if started is not None:
             started()
         try:

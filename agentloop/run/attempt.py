@@ -24,6 +24,7 @@ from agentloop.run.final_message import parse as parse_report
 from agentloop.run.fixes import Outcome
 from agentloop.run.handover import drop, hand
 from agentloop.run.lane_tag import LaneNote
+from agentloop.run.rebuilt import task_trailers
 from agentloop.run.selection import commit_message, resume_session, session_workdir
 from agentloop.run.verify import task_checks, verify
 from agentloop.state.outcome import AttemptOutcome as O
@@ -76,7 +77,11 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
     if run.job is not None and resume in run.job.elsewhere:  # it stayed on another machine
         resume = None
     resume = _where_it_began(run, task, resume)
-    change = run.vcs.begin(commit_message(task, run.state.title))
+    plain = commit_message(task, run.state.title)
+    expect = getattr(run.vcs, "expect_message", None)
+    if expect is not None:  # git: the message a plain completion commits with (lane._complete)
+        expect(plain + "\n\n" + trailers_of(run, task))
+    change = run.vcs.begin(plain)
     submodule_files.before(run)
     prompt = first_prompt(run, task, hint, resume, change.kept)
     finished = _finished_before(task) if not change.kept else None
@@ -109,6 +114,11 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
             _abandon(run, task, change, number, exc, finished is not None and
                      finished.number == number)
         raise
+
+
+def trailers_of(run: Run, task: TaskState) -> str:
+    """The lines that end the task's commit message, naming its plan and the task."""
+    return run.job.trailers(task) if run.job is not None else task_trailers(run.project, task)
 
 
 def _finished_before(task: TaskState) -> Attempt | None:

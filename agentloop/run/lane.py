@@ -25,7 +25,7 @@ from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
 from agentloop.options import continue_args
 from agentloop.proc.signals import deferred, hangup_settles_the_task, shielded
 from agentloop.run import budget, conflicts
-from agentloop.run.attempt import run_attempt
+from agentloop.run.attempt import run_attempt, trailers_of
 from agentloop.run.checks import commit_line
 from agentloop.run.conflicts import GroupHeld
 from agentloop.run.context import Run
@@ -49,7 +49,7 @@ from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome
 from agentloop.run.handover import drop, hand
 from agentloop.run.lane_tag import LaneNote
-from agentloop.run.rebuilt import moved_on, task_trailers
+from agentloop.run.rebuilt import moved_on
 from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline, task_checks
 from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
@@ -75,6 +75,7 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
     try:
         for position, task in enumerate(tasks):
             if position and run.options.sleep:
+                land_beside(run)  # settled before the pause: its landing starts with no agent
                 run.clock.sleep(run.options.sleep)  # pacing; Ctrl+C ends it at once
             if run.shared.halted():
                 break  # winding down: no new task starts
@@ -220,16 +221,11 @@ def _sealed(run: Run, task: TaskState) -> Change | None:
     last = task.history[-1]
     with _settling(run, task, last):
         try:
-            found: Change | None = settled(task.change_id, _trailers(run, task))
+            found: Change | None = settled(task.change_id, trailers_of(run, task))
         except IntegrationConflict as conflict:  # another lane's work came first
             found = conflicts.resolve(run, task, Change(change_id=conflict.commit),
                                       task.session_id, conflict, last)
     return found
-
-
-def _trailers(run: Run, task: TaskState) -> str:
-    """The lines that end the task's commit message, naming its plan and the task."""
-    return run.job.trailers(task) if run.job is not None else task_trailers(run.project, task)
 
 
 def _run_task(run: Run, task: TaskState) -> None:
@@ -376,7 +372,7 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
     if outcome.note:  # kept for the user to judge: the history says so too
         message += f"\n\n{outcome.status}: {outcome.note}"
     # Every commit names its plan and task: what is done survives the loss of .agent-loop/.
-    message += "\n\n" + _trailers(run, task)
+    message += "\n\n" + trailers_of(run, task)
     beside = _beside(run, outcome)
     running = False
     try:

@@ -228,7 +228,10 @@ def test_a_task_is_completed_once_landed_while_the_next_agent_still_runs(
           tool, out, seconds=30)
     until("task 2's agent", lambda: len(fake_claude.task_runs()) == 2, tool, out, seconds=10)
     assert statuses(work) == ["completed", "running"], out.read_text()[-2000:]
-    assert "- [x] task 01" in plan.read_text() and "- [ ] task 02" in plan.read_text()
+    # Ticked right after its record is saved (the landing now starts once task 2's agent has,
+    # and that agent may be seen to run first); long before that agent's minute is up.
+    until("task 1's box", lambda: "- [x] task 01" in plan.read_text(), tool, out, seconds=10)
+    assert "- [ ] task 02" in plan.read_text()
     assert (work / "f01.txt").read_text() == "content 1\n"
     os.killpg(tool.pid, signal.SIGINT)
     assert tool.wait(timeout=60) == 130, out.read_text()[-2000:]

@@ -14,6 +14,7 @@ from agentloop import proc
 from agentloop.vcs.git import quick
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.git.quick import only_kept_ignored, staged_paths
+from agentloop.vcs.git.record import OPEN_ATTEMPT
 from tests.vcs.test_git import Killed, commit_files, git, kill_at, make, repo, subjects
 
 __all__ = ["repo"]  # the fixture, shared
@@ -233,3 +234,47 @@ def test_gits_complaint_of_an_ignored_state_folder_is_no_failure() -> None:
     assert not only_kept_ignored(notice.replace("tasks.md\n", "tasks.md\nwarning: odd\n"),
                                  [".agent-loop", "tasks.md"])
     assert not only_kept_ignored("", [".agent-loop"])
+
+
+def test_a_task_committed_with_the_message_begin_expected_rewrites_no_record(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The open-attempt record names at begin the message a plain completion commits with:
+    finish replaces no file before its commit (on ext4, a flush to disk every task), and a run
+    killed right after that commit still keeps it, once."""
+    crashed = make(repo)
+    counted(crashed, repo, "warm", write("a.txt"))
+    message = "task\n\nAgent-Loop-Task: 2"
+    crashed.expect_message(message)
+    change = crashed.begin("task")
+    record = repo / ".git" / OPEN_ATTEMPT
+    began = os.stat(record).st_ino
+    assert json.loads(record.read_text())["message"] == message
+    (repo / "b.txt").write_text("b\n")
+    kill_at(monkeypatch, crashed, "commit", after=True)
+    with pytest.raises(Killed):
+        crashed.finish(change, message)
+    assert os.stat(record).st_ino == began  # written once, by begin
+    sha = git(repo, "rev-parse", "HEAD").strip()
+    vcs = GitVcs(repo, repo / "tasks.md")
+    assert vcs.prepare() == [f"an earlier run stopped right after committing {sha[:12]}; "
+                             "the commit is kept"]
+    found = vcs.recovered()
+    assert found is not None and found.change_id == sha and found.files == ("b.txt",)
+    assert subjects(repo) == ["task", "warm", "initial"]
+
+
+def test_an_expected_message_that_did_not_come_is_written_before_the_commit(
+        repo: Path) -> None:
+    """A task committed with another message than begin expected (a distilled one, a note):
+    the record names that one before HEAD moves, as ever; the expectation holds for one
+    begin only."""
+    vcs = make(repo)
+    counted(vcs, repo, "warm", write("a.txt"))
+    vcs.expect_message("task\n\nplain")
+    change = vcs.begin("task")
+    (repo / "b.txt").write_text("b\n")
+    vcs.finish(change, "task, distilled")
+    record = repo / ".git" / OPEN_ATTEMPT
+    assert json.loads(record.read_text())["message"] == "task, distilled"
+    vcs.begin("next")
+    assert json.loads(record.read_text())["message"] == "next"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs import own_output, plan_files, relative_to
@@ -74,6 +74,9 @@ class GitVcs:
         # Who the index file was when it last held HEAD's tree and nothing else was dirty
         # (agentloop.vcs.git.quick): unchanged at finish, `git add -A` finds only the task's.
         self._index_seen: tuple[int, ...] | None = None
+        # The message the next begin's task will most likely be committed with (expect_message):
+        # the record begin writes names it, so finish need not write the record again.
+        self._expected: str | None = None
         # What prepare's `git status` listed uncommitted (every path, the task file's too): the
         # main line of a run in lanes knows the user's uncommitted paths without asking again.
         self.found_listed: list[str] | None = None
@@ -155,13 +158,14 @@ class GitVcs:
     def begin(self, message: str) -> Change:
         """Record HEAD, the index and the state of every already-dirty path; or go on from
         the attempt of this task that a killed run left after its agent committed."""
+        expected, self._expected = self._expected or message, None
         if self._resumable is not None:
             resumed = self._resume(message)
             if resumed is not None:
                 return resumed
         start = self._next.take(self.tree)
         if start is not None:
-            self._remember(dataclasses.replace(start, message=message, begun_as=message),
+            self._remember(dataclasses.replace(start, message=expected, begun_as=message),
                            fresh=True)
             return Change(change_id="", base=start.head or "")
         head = self.tree.head()
@@ -177,20 +181,36 @@ class GitVcs:
                   for p in self.tree.candidates(head, status)}
         self._index_seen = None if status.staged or states else index_seen(self.tree.git_dir)
         self._remember(Start(head, self.tree.ref(), index_tree, states, self.tree.task_rel,
-                             message, begun_as=message),
+                             expected, begun_as=message),
                        fresh=True)
         return Change(change_id="", base=head or "")
 
-    def finish(self, change: Change, message: str) -> Change:
+    def expect_message(self, message: str) -> None:
+        """The message the next begin's task will most likely be committed with (the plain
+        one, trailers and all): begin's record names it, so finish, committing with it, writes
+        no record before the commit. Replacing the record there costs ext4 a flush to disk a
+        task (a rename over a file); any other message is written there as ever."""
+        self._expected = message
+
+    def finish(self, change: Change, message: str,
+               meanwhile: Callable[[], None] | None = None) -> Change:
         """Commit the task's paths; fold any commits the agent made itself into that one commit.
 
         Folding keeps one commit per task, so one `git revert` undoes the task, and it applies the
         same filters to the agent's commits (a `git commit -a` would have taken the task file).
+        `meanwhile` (a process to run beside, a lane's look at your checkout) is called once,
+        as soon as the first git command of the commit has started.
         """
         start = self._started()
-        done = self._quick_finish(start, message)
+        pending = [meanwhile] if meanwhile is not None else []
+
+        def started() -> None:
+            while pending:
+                pending.pop()()
+        done = self._quick_finish(start, message, started if pending else None)
         if done is not None:
             return done
+        started()  # the short way declined before its `add` (or after): the long way now
         self.tree.refuse_rewound(start)
         agent_subjects, head = "", self.tree.head()
         # In your checkout (never in a lane, where only agents work) a commit may be yours.
@@ -371,14 +391,15 @@ class GitVcs:
             raise VcsError("no task change is open: begin() was not called")
         return self._start
 
-    def _quick_finish(self, start: Start, message: str) -> Change | None:
+    def _quick_finish(self, start: Start, message: str,
+                      meanwhile: Callable[[], None] | None = None) -> Change | None:
         """Commit the task the short way (agentloop.vcs.git.quick); None when it may not be
         taken (nothing done then)."""
         seen, self._index_seen = self._index_seen, None
         if start.states or seen is None or seen != index_seen(self.tree.git_dir) or \
                 self.tree.where() != (start.ref, start.head):
             return None
-        paths = quick.stage_all(self.tree, start)
+        paths = quick.stage_all(self.tree, start, meanwhile)
         if paths is None:
             return None
         if not paths:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -32,43 +33,63 @@ from agentloop.vcs.protocol import Change
 from agentloop.vcs.rewritten import carried, rewritten
 
 
+def _raise(exc: Exception) -> list[str]:
+    raise exc
+
+
+def _nothing() -> None:
+    pass
+
+
 class Beside:
     """A task's landing left running beside what the lane does next (finish_beside): the lane
     commit `done`, made right on the main line's tip `done.base`, and its fast-forward in a
     thread of its own. Waited for on an event, never by joining the thread: on this Python a
-    join that Ctrl+C cut short takes the thread for ended, and the next join would not wait."""
+    join that Ctrl+C cut short takes the thread for ended, and the next join would not wait.
+
+    The thread starts once the next task's agent has (proc.after_next_stream), or when the
+    landing is waited for: started at once, its start and its git's would hold that agent back
+    (a thread takes the GIL to begin, and a start holds every thread until its child runs).
+    Nothing is started meanwhile, so the lane's next begin (agentloop.vcs.git.quick.NextBegin)
+    finds the count of processes as finish left it."""
 
     def __init__(self, done: Change, work: Callable[[], bool]) -> None:
         self.done = done
         self._ended = threading.Event()
         self._landed = False
-        self._work = work
-        # Whether the thread took the work up, or a wait gave it up first (a stop cut start
-        # short before the thread ran): one of the two, under the lock, never both.
+        self._work: Callable[[], bool] | None = work
+        # Whether the thread took the work up, or a stop that cut its start short gave it up
+        # first: one of the two, under the lock, never both.
         self._lock = threading.Lock()
         self._taken = self._given_up = False
+        proc.after_next_stream(self._start)
 
-    def start(self) -> None:
-        """Start the fast-forward's thread. Called once the lane holds this landing: a stop
-        from here on finds it there, and is waited for (LaneGit.close), never left to run as
-        the process ends."""
-        before = proc.started()
-        threading.Thread(target=self._run, name="agent-loop landing", daemon=True).start()
-        # Spins (briefly: until the thread has started its git, or failed first) so that its
-        # process is counted before the caller goes on: finish_beside then tells the lane's
-        # next begin (agentloop.vcs.git.quick.NextBegin.carry) that this process ran in the
-        # user's checkout, not in the lane. Counted after that, it would read as a process that
-        # may have touched the lane, and that begin would ask git again what it foresaw.
-        while proc.started() == before and not self._ended.wait(0.0001):
-            pass
+    def _start(self) -> None:
+        with self._lock:
+            work, self._work = self._work, None
+        if work is None:
+            return  # started already
+        try:
+            threading.Thread(target=self._run, args=(work,), name="agent-loop landing",
+                             daemon=True).start()
+        except BaseException as cut:
+            # No thread to be had, or a stop cut its start short: unless the thread took the
+            # work up already, it never runs, and the commit lands the longer way (or, after
+            # a stop, the next run lands the task its record names `landing`).
+            with self._lock:
+                if not self._taken:
+                    self._given_up = True
+                    self._ended.set()
+            if not isinstance(cut, RuntimeError):
+                raise
 
-    def _run(self) -> None:
+    def _run(self, work: Callable[[], bool]) -> None:
         try:
             with self._lock:
                 if self._given_up:
                     return
                 self._taken = True
-            self._landed = self._work()
+            self._landed = work()
         except Exception:  # noqa: BLE001 - a landing that failed lands the longer way
             self._landed = False
         finally:
@@ -80,11 +101,8 @@ class Beside:
 
     def wait(self) -> bool:
         """Wait for the fast-forward; False when git refused it (or could not run, or a stop
-        cut start short before its thread took it up: then it never runs)."""
-        with self._lock:
-            if not self._taken:
-                self._given_up = True
-                return False
+        cut its thread's start short before it took the work up: then it never runs)."""
+        self._start()
         self._ended.wait()
         return self._landed
 
@@ -144,6 +162,10 @@ class LaneGit:
                                  dirs=self._dirs))
         return self.work.prepare()
 
+    def expect_message(self, message: str) -> None:
+        """The message the next task will most likely be committed with (GitVcs's)."""
+        self.work.expect_message(message)
+
     def begin(self, message: str) -> Change:
         """Start a task's change in the worktree, and note what the lane looks like."""
         change = self.work.begin(message)
@@ -156,11 +178,12 @@ class LaneGit:
         return change
 
     def check(self, record: GitLaneRecord | None = None,
-              commit: Callable[[], Change] | None = None) -> Change | None:
+              commit: Callable[[Callable[[], None]], Change] | None = None) -> Change | None:
         """Trust nothing the agent could touch: LaneBreach when it did something outside its
         task that stops the group; what only needs saying is said. `commit`: the step's
         commit in the lane, made (its Change returned) while the user's checkout is looked at,
-        once nothing that stops the group was found."""
+        once nothing that stops the group was found; it calls the function it is given once
+        its first git command has started (that look's git is started then, behind it)."""
         record = record or self.record
         self._looked = None
         breach = check_git_lane(record) if record is not None else None
@@ -171,21 +194,28 @@ class LaneGit:
             # What the user has uncommitted now, one look for this step's check and the next
             # step's record (the landing in between only writes paths nobody had dirty). The
             # look is a `git status` of another working tree than the lane's `add` and
-            # `commit`: it runs beside them, not after them.
-            look = None if commit is None else dirty_beside(self.main.git)
+            # `commit`: it runs beside them, not after them, started once the `add` has (a
+            # start holds every thread of ours until its child runs: the add goes first).
+            looks: list[Callable[[], list[str]]] = []
+
+            def look_beside() -> None:
+                try:
+                    looks.append(dirty_beside(self.main.git))
+                except Exception as exc:  # noqa: BLE001 - said once its answer is asked
+                    looks.append(partial(_raise, exc))
             try:
-                done = commit() if commit is not None else None
+                done = commit(look_beside) if commit is not None else None
             except BaseException:
-                if look is not None:  # waited for, its answer dropped: the stop goes on up
+                for look in looks:  # waited for, its answer dropped: the stop goes on up
                     with contextlib.suppress(Exception):
                         look()
                 raise
-            now = look() if look is not None else dirty(self.main.git)
+            now = looks[0]() if looks else dirty(self.main.git)
             self._seen = {p: stamp(self.main.root / p) for p in now}
             self._looked = now
             breach = written(record.main_root, record.checkout, now)
         elif commit is not None:
-            done = commit()
+            done = commit(_nothing)
         if breach is not None:
             self.main.on_wait(breach.text())
         return done
@@ -209,7 +239,7 @@ class LaneGit:
 
     def finish(self, change: Change, message: str) -> Change:
         """Check the lane, commit in it, then land that commit on the main line."""
-        done = self.check(commit=lambda: self._commit(change, message))
+        done = self.check(commit=lambda started: self._commit(change, message, started))
         assert done is not None
         return self._landed(done, fresh=True)
 
@@ -218,24 +248,24 @@ class LaneGit:
         fast-forward of the user's checkout that nothing seen stands in the way of: (the lane
         commit, True), its landing settled by settle_beside; else (finish's landed change,
         False). The commit lands as itself, so its sha is the one the branch gets."""
-        done = self.check(commit=lambda: self._commit(change, message))
+        done = self.check(commit=lambda started: self._commit(change, message, started))
         assert done is not None
         if not self._may_land_beside(done):
             return self._landed(done, fresh=True), False
         main, parent, sha = self.main, done.base, done.change_id
         before = proc.started()
         self._beside = Beside(done, lambda: main.fast_forward(parent, sha))
-        self._beside.start()
         self.work.carry(before)
         # Counted as landed from here on, as the next step's record must say: the branch is
         # at it by the time that step is checked (settle_beside takes it back if not).
         self.landed.append(sha)
         return done, True
 
-    def _commit(self, change: Change, message: str) -> Change:
-        """The step's commit in the lane, noted as made (made) as soon as it is."""
+    def _commit(self, change: Change, message: str, started: Callable[[], None]) -> Change:
+        """The step's commit in the lane, noted as made (made) as soon as it is; `started`
+        once its first git command has started (the look at the user's checkout begins)."""
         self._finishing = True
-        self._made = self.work.finish(change, message)
+        self._made = self.work.finish(change, message, started)
         self._finishing = False
         return self._made
 
@@ -277,7 +307,7 @@ class LaneGit:
         pending = self._beside
         if pending is None:
             return None
-        landed = pending.wait()  # a Ctrl+C here leaves it to be waited for again
+        landed = self._waited(pending)  # a Ctrl+C here leaves it to be waited for again
         self._beside = None
         done = pending.done
         if not landed:
@@ -291,7 +321,15 @@ class LaneGit:
         """Nothing lands, follows or leaves while a landing runs beside: it is waited for
         (its result stays for settle_beside)."""
         if self._beside is not None:
-            self._beside.wait()
+            self._waited(self._beside)
+
+    def _waited(self, pending: Beside) -> bool:
+        """`pending.wait()`; a landing no agent started begins now, its git in the user's
+        checkout, never in this worktree: the lane's next begin holds (quick.NextBegin)."""
+        before = proc.started()
+        landed = pending.wait()
+        self.work.carry(before)
+        return landed
 
     def follow(self) -> None:
         """The next group goes on in this worktree, every task of the last one landed and

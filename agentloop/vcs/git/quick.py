@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Callable
 
 from agentloop import proc
 from agentloop.errors import VcsError
@@ -72,15 +73,18 @@ def only_kept_ignored(stderr: str, kept: list[str]) -> bool:
         set(lines[1:]) <= set(kept)
 
 
-def stage_all(repo: GitRepo, start: Start) -> set[str] | None:
+def stage_all(repo: GitRepo, start: Start, meanwhile: Callable[[], None] | None = None
+              ) -> set[str] | None:
     """`git add -A` of everything but what agent-loop keeps out; the paths it staged, or None
-    when the short way may not be taken (the index is HEAD's tree again then)."""
+    when the short way may not be taken (the index is HEAD's tree again then). `meanwhile`:
+    called once the `add` has started (proc.run's)."""
     kept = sorted({STATE_DIR, *repo.plans, *(p for p in (repo.task_rel, start.task) if p)})
     out: str | None = None
     try:
         done = repo.git.run("add", "--all", "--verbose", "--", ".",
                             *(f":(exclude,literal){p}" for p in kept), codes=(0, 1),
-                            env={"LC_ALL": "C", "GIT_LITERAL_PATHSPECS": "0"})
+                            env={"LC_ALL": "C", "GIT_LITERAL_PATHSPECS": "0"},
+                            meanwhile=meanwhile)
         if done.returncode == 0 or only_kept_ignored(done.stderr, kept):
             out = done.stdout
     except VcsError:  # say, a nested repository with no commit yet: it may have staged some

@@ -47,11 +47,12 @@ class Git:
 
     def run(self, *args: str, paths: Iterable[str] | None = None, input: str | None = None,
             env: Mapping[str, str] | None = None, codes: tuple[int, ...] | None = (0,),
-            timeout: float = TIMEOUT) -> proc.Completed:
+            timeout: float = TIMEOUT, meanwhile: Callable[[], object] | None = None
+            ) -> proc.Completed:
         """Run one git command; VcsError for an exit code not in `codes` (None: any exit code
         is an answer). `env`: variables set on top of the one environment. `paths` go through
         stdin NUL-separated, so no list is ever too long and no file name (not even one that
-        is not UTF-8) is mangled."""
+        is not UTF-8) is mangled. `meanwhile`: proc.run's, called once it has started."""
         data: str | bytes | None = input
         if paths is not None:
             data = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
@@ -61,7 +62,7 @@ class Git:
             # lane's worktree) takes Popen's fork and its copy of the environment, some times
             # what posix_spawn costs, which cannot change folders (agentloop.proc.spawn).
             done = proc.run(["git", "-C", str(self.root), *args], env=full, check=False,
-                            input=data, timeout=timeout)
+                            input=data, timeout=timeout, meanwhile=meanwhile)
         except (ProgramNotFound, ProcessError) as exc:
             raise self._failed(args, exc) from None
         return self._answer(args, done, codes)

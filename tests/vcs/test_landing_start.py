@@ -1,0 +1,35 @@
+"""A serial lane's landing beside (agentloop.vcs.git.lane.Beside) starts once the next task's
+agent has, or once it is waited for: neither its thread nor its git holds that agent's start
+back, and the lane's next begin finds the count of processes as finish left it."""
+
+from __future__ import annotations
+
+from agentloop import proc
+from agentloop.vcs.git.lane import Beside
+from agentloop.vcs.protocol import Change
+
+DONE = Change(change_id="c" * 40, commit_id="c" * 40, base="b" * 40)
+
+
+def test_the_landing_starts_once_the_next_agent_has() -> None:
+    ran: list[int] = []
+
+    def work() -> bool:
+        ran.append(proc.started())
+        return True
+    beside = Beside(DONE, work)
+    before = proc.started()
+    assert not ran and not beside.landed()  # nothing started yet, no process counted
+    proc.stream(["true"], lambda line: None)
+    assert beside.wait() and beside.landed()
+    assert ran == [before + 1]  # after the agent's start
+
+
+def test_a_landing_waited_for_before_any_agent_runs_then() -> None:
+    refused = Beside(DONE, lambda: False)
+    assert refused.wait() is False and not refused.landed()
+    ran: list[bool] = []
+    beside = Beside(DONE, lambda: ran.append(True) or True)
+    assert beside.wait() and ran == [True]
+    proc.stream(["true"], lambda line: None)  # the hook left behind starts nothing again
+    assert ran == [True]
