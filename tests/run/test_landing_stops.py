@@ -90,6 +90,8 @@ POINTS = {
     "commit": (" maintenance.auto=false commit ", "SIGINT", "landing"),
     # The look at your checkout that ran beside the commit, waited for after it.
     "look": ("--no-optional-locks status --porcelain -z ", "SIGTERM", "landing"),
+    # The landing's thread starts once task 2's agent has: the stop waits for the landing
+    # (task 1 completed) and stops task 2's agent with its attempt.
     "beside": ("", "SIGTERM", "completed"),
     # With the agent in your checkout the commit is on your branch: the task is completed
     # (it was left interrupted, and its agent paid again to find nothing to commit).
@@ -119,8 +121,10 @@ def test_a_stop_between_a_task_commit_and_its_record_leaves_it_to_land_first(
     settle(tool.pid, fake_claude, "the stop", within=work)
     said = out.read_text()
     assert "Traceback" not in said, said
-    assert len(fake_claude.task_runs()) == 1 or point == "agent"
-    assert statuses(work) == [left, "pending"], said
+    beside = point == "beside"
+    # (task 2's agent, stopped as it started, may not have recorded its call yet)
+    assert len(fake_claude.task_runs()) in ((1, 2) if beside else (1,)) or point == "agent"
+    assert statuses(work) == [left, "interrupted" if beside else "pending"], said
     again = tmp_path / "again.out"
     done = start(work, "git", again, None, "--no-distill", *extra)
     assert done.wait(timeout=120) == 0, again.read_text()[-3000:]
