@@ -48,6 +48,7 @@ def main() -> None:
         # `--status` is answered without click (agentloop.console.quick): it is most of what
         # a user types while a plan runs, and click is most of its start-up.
         from agentloop.console import quick
+        from agentloop.errors import stop
 
         status = quick.status_request(sys.argv[1:])
         if status is None:
@@ -63,14 +64,18 @@ def main() -> None:
         _started_interrupted()
     if signal.sigpending() & set(STOPS):
         _started_interrupted()
-    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    for sig in STOPS:  # Ctrl+C too: Python's own handler may raise inside an import's locking
+        signal.signal(sig, stop)
     try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         if status is not None:
             quick.main(*status, sys.argv[1:])
         run_cli()
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    except KeyboardInterrupt:  # before the command's own handling of a stop began
+        _started_interrupted()
     _exit(code)
 
 
