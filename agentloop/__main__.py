@@ -48,7 +48,6 @@ def main() -> None:
         # `--status` is answered without click (agentloop.console.quick): it is most of what
         # a user types while a plan runs, and click is most of its start-up.
         from agentloop.console import quick
-        from agentloop.errors import stop
 
         status = quick.status_request(sys.argv[1:])
         if status is None:
@@ -64,9 +63,9 @@ def main() -> None:
         _started_interrupted()
     if signal.sigpending() & set(STOPS):
         _started_interrupted()
-    for sig in STOPS:  # Ctrl+C too: Python's own handler may raise inside an import's locking
-        signal.signal(sig, stop)
     try:
+        # Inside the `try`: a stop that comes before the command takes the stops with its own
+        # handler (agentloop.cli.main, which imports nothing before) ends in one line.
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         if status is not None:
             quick.main(*status, sys.argv[1:])
