@@ -122,6 +122,12 @@ EXIT_CODES = {
 IMPORT_MACHINERY = "<frozen importlib._bootstrap"
 
 
+class _PutOff:
+    """The stop signal the import machinery put off (main thread only)."""
+
+    signum: int = signal.SIGINT
+
+
 def stop(signum: int, frame: FrameType | None) -> None:
     """The handler of Ctrl+C, SIGTERM and SIGHUP: the stop every layer knows, KeyboardInterrupt;
     inside Python's import machinery it comes again a millisecond later, until it finds the
@@ -129,7 +135,14 @@ def stop(signum: int, frame: FrameType | None) -> None:
     if frame is not None and frame.f_code.co_filename.startswith(IMPORT_MACHINERY):
         # A timer's SIGALRM, not the stop sent again: raise_signal and os.kill run the handler
         # before they return, here, where it would raise inside this very handler.
+        if signum != signal.SIGALRM:
+            _PutOff.signum = signum
         signal.signal(signal.SIGALRM, stop)
         signal.setitimer(signal.ITIMER_REAL, 0.001)
+        return
+    if signum == signal.SIGALRM:
+        # Through the handler the stop has now: cleanup begun meanwhile ignores it
+        # (agentloop.proc.signals.shielded), a block that holds stops back keeps it.
+        signal.raise_signal(_PutOff.signum)
         return
     raise KeyboardInterrupt
