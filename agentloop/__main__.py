@@ -24,11 +24,14 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 def main() -> None:
     """Console entry point."""
-    for sig in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP: a closed terminal, a dropped ssh
-        signal.signal(sig, _stop)
-    # Started with SIGCHLD ignored (some supervisors do that), the kernel would reap every
-    # child itself, and each exit code, a failed agent's or git's, would read as success.
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    try:  # a Ctrl+C here (Python's own handler) is said in one line too
+        for sig in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP: a closed terminal, a dropped ssh
+            signal.signal(sig, _stop)
+        # Started with SIGCHLD ignored (some supervisors do that), the kernel would reap every
+        # child itself, and each exit code, a failed agent's or git's, would read as success.
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    except KeyboardInterrupt:
+        _started_interrupted()
     # The stops wait until the imports are done: a handler run inside an extension module's
     # initialisation (orjson's, measured: 1 start in 150 signalled at random) can crash the
     # interpreter with SIGSEGV instead of raising.
@@ -63,14 +66,18 @@ def main() -> None:
         _started_interrupted()
     if signal.sigpending() & set(STOPS):
         _started_interrupted()
-    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     try:
+        # Inside the `try`: a stop that comes before the command takes the stops with its own
+        # handler (agentloop.cli.main, which imports nothing before) ends in one line.
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         if status is not None:
             quick.main(*status, sys.argv[1:])
         run_cli()
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    except KeyboardInterrupt:  # before the command's own handling of a stop began
+        _started_interrupted()
     _exit(code)
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import click
@@ -17,15 +16,12 @@ from agentloop import __version__
 from agentloop.console.dashboard_options import dashboard_options
 from agentloop.console.dispatch import dispatch as _dispatch
 from agentloop.console.dispatch import last_resort, reported
+from agentloop.console.gone import steady
 from agentloop.console.help import SectionedCommand
 from agentloop.console.stops import json_error, write
 from agentloop.console.workplace_options import workplace_options
+from agentloop.errors import stop
 from agentloop.settings.schema import AgentChoice, Assignment, ModelRates, VariableName
-
-
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    # SIGTERM and SIGHUP take the same careful path as Ctrl+C: stop the agent, save, exit 130.
-    raise KeyboardInterrupt
 
 
 class _Command(SectionedCommand):
@@ -236,14 +232,14 @@ def _show_settings(effective: Any, as_json: bool) -> None:
 
 def main() -> None:
     """Console entry point."""
+    # Nothing is imported here, before the `try`: a stop inside an import would end in a
+    # traceback (steady is imported with this module, while agentloop.__main__ holds the stops).
+    sys.stdout, sys.stderr = steady(sys.stdout), steady(sys.stderr)  # a reader may go away
+    # SIGTERM and SIGHUP (a closed terminal, a dropped ssh) take the same careful path as
+    # Ctrl+C: stop the agent, save, exit 130.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
     try:
-        # Inside the try: a stop that comes while this import still runs (the stops are let
-        # in just before it) ends in the one line below, not a traceback.
-        from agentloop.console.gone import steady
-
-        sys.stdout, sys.stderr = steady(sys.stdout), steady(sys.stderr)  # a reader may go away
-        signal.signal(signal.SIGTERM, _on_sigterm)
-        signal.signal(signal.SIGHUP, _on_sigterm)  # a closed terminal or a dropped ssh
         command.main(standalone_mode=False, prog_name="agent-loop")
     except (click.exceptions.Abort, KeyboardInterrupt):
         # Stopped before the command itself ran (while parsing): nothing was changed.

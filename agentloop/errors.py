@@ -5,6 +5,13 @@ Only the CLI catches these; everything below raises them with a message that a u
 
 from __future__ import annotations
 
+import signal
+
+# types only for the checker: --status imports this module.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import FrameType
+
 
 class AgentLoopError(Exception):
     """A failure the user can cause or fix; printed as one line, exit 1."""
@@ -104,3 +111,38 @@ EXIT_CODES = {
     Interrupted.exit_code: "interrupted (Ctrl+C, SIGTERM, SIGHUP): the state is saved and the "
                            "same command resumes",
 }
+
+
+# Python's import machinery is Python code that takes its locks (the global import lock, one
+# lock per module) a few bytecodes before the `try` or `with` that gives them back, and a
+# signal's handler runs between any two of them: a KeyboardInterrupt raised there leaves the
+# lock held by the main thread for good (CPython 3.11: about one interrupted import in 25). The
+# main thread takes it again freely, but every other thread that imports after that waits
+# forever, and so does whatever waits for that thread: a stopped run never exited.
+IMPORT_MACHINERY = "<frozen importlib._bootstrap"
+
+
+class _PutOff:
+    """The stop signal the import machinery put off (main thread only)."""
+
+    signum: int = signal.SIGINT
+
+
+def stop(signum: int, frame: FrameType | None) -> None:
+    """The handler of Ctrl+C, SIGTERM and SIGHUP: the stop every layer knows, KeyboardInterrupt;
+    inside Python's import machinery it comes again a millisecond later, until it finds the
+    main thread outside (in the imported module's own code, at the latest once it is done)."""
+    if frame is not None and frame.f_code.co_filename.startswith(IMPORT_MACHINERY):
+        # A timer's SIGALRM, not the stop sent again: raise_signal and os.kill run the handler
+        # before they return, here, where it would raise inside this very handler.
+        if signum != signal.SIGALRM:
+            _PutOff.signum = signum
+        signal.signal(signal.SIGALRM, stop)
+        signal.setitimer(signal.ITIMER_REAL, 0.001)
+        return
+    if signum == signal.SIGALRM:
+        # Through the handler the stop has now: cleanup begun meanwhile ignores it
+        # (agentloop.proc.signals.shielded), a block that holds stops back keeps it.
+        signal.raise_signal(_PutOff.signum)
+        return
+    raise KeyboardInterrupt

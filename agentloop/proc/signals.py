@@ -7,7 +7,10 @@ from __future__ import annotations
 import signal
 import threading
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any, Iterator
+
+from agentloop.errors import stop
 
 
 @contextmanager
@@ -53,11 +56,11 @@ class _Hangup:
     came = False   # one came while held
 
 
-def _on_hangup(signum: int, frame: object) -> None:
+def _on_hangup(signum: int, frame: FrameType | None) -> None:
     if _Hangup.held:
         _Hangup.came = True
         return
-    raise KeyboardInterrupt
+    stop(signum, frame)
 
 
 @contextmanager

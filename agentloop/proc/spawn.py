@@ -297,6 +297,8 @@ class Spawned(_Child):
                         self._chunks[fd].append(chunk)
                     else:
                         self._close(fd)
+                else:  # closed by a _close a stop cut short
+                    self._poller.unregister(fd)
         if self._in is not None:  # it closed its output without reading all of its input
             self._close(self._in)
         self.wait()
@@ -315,9 +317,17 @@ class Spawned(_Child):
             self._close(self._in)
 
     def _close(self, fd: int) -> None:
-        self._poller.unregister(fd)
-        os.close(fd)
-        self._live.discard(fd)
+        # A stop between two steps finishes the others first: a stream left open in _live but
+        # no longer polled made the stop's own wait for the command (proc.commands) poll
+        # nothing, forever. One raised before the first leaves a closed stream polled, which
+        # communicate unregisters when poll names it.
+        try:
+            self._poller.unregister(fd)
+        finally:
+            try:
+                os.close(fd)
+            finally:
+                self._live.discard(fd)
         if fd == self._in:
             self._in = None
 

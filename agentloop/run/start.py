@@ -153,11 +153,11 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
     ready = agents_ready() if options.only or any(
         runnable(t, options.max_attempts, options.include_optional) for t in state.tasks) \
         else None
-    try:
-        notes += vcs.prepare()
-    finally:
-        if ready is not None:
-            ready()
+    # Waited for only once the working copy is made: a stop or an error meanwhile has no use for
+    # it, and a thread stuck in an import (agentloop.errors.stop) would keep the run from ending.
+    notes += vcs.prepare()
+    if ready is not None:
+        ready()
     notes += start_notes(vcs.name, project.root, options.git_hooks)
     project.store.hold_vcs_lock()  # the repository prepare() may just have made
     # An interrupted attempt of the old state's: history drops it, for good (jj keeps a change

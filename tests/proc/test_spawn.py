@@ -8,6 +8,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
@@ -252,3 +253,31 @@ def test_a_command_started_runs_while_the_caller_goes_on(where: Path, tmp_path: 
     assert (done.returncode, done.stdout, done.stderr) == (3, "seen\n", "said\n")
     with pytest.raises(ProgramNotFound):
         proc.start(["agent-loop-no-such-program"], cwd=where)
+
+
+
+@pytest.mark.parametrize("steps", [1, 2])
+def test_a_stop_in_the_middle_of_closing_a_stream_leaves_it_to_be_collected_again(
+        steps: int) -> None:
+    # A Ctrl+C raised between two steps of closing a stream at its end left it unwatched but
+    # counted as open: the stop's own wait for the command (proc.commands) polled no stream at
+    # all, with no timeout and the stops ignored, and the run never ended.
+    child = spawn.Spawned([sys.executable, "-c", "print('out')"], None, False)
+    done = 0
+
+    def stop_after(frame: FrameType, event: str, arg: object) -> None:
+        nonlocal done
+        if event == "c_return" and frame.f_code is spawn.Spawned._close.__code__:
+            done += 1
+            if done == steps:  # as a signal handled the instant that call returned
+                sys.setprofile(None)
+                raise KeyboardInterrupt
+
+    sys.setprofile(stop_after)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            child.communicate()
+    finally:
+        sys.setprofile(None)
+    assert child.communicate(timeout=5)[0] in (b"out\n", b"")
+    assert child.wait() == 0
