@@ -35,18 +35,15 @@ def beside(work: Callable[[], T], name: str) -> Callable[[], T]:
     return result
 
 
-def agents_ready(also: Callable[[], None] | None = None) -> Callable[[], None]:
+def agents_ready() -> Callable[[], None]:
     """What starting an agent needs, made ready in a thread beside what a run does before its
     first agent (the lane's creation, whose git the main thread waits for): the watchdog's
     shell started and libc's prctl found (agentloop.proc.reaper), a few milliseconds each that
-    the first agent would wait for otherwise, then the caller's own `also`. The function waits
-    for it."""
+    the first agent would wait for otherwise. The function waits for it."""
     from agentloop.proc.reaper import prctl
     from agentloop.proc.watchdog import watchdog
 
     def ready() -> None:
         watchdog.ready()  # False (it cannot run): the first agent finds that out again
         prctl()
-        if also is not None:
-            also()
     return beside(ready, "agent-loop agents ready")

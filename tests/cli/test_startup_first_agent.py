@@ -12,7 +12,7 @@ from tests.support.fake_agent import FakeClaude
 from tests.support.repos import make_repo
 
 # The run's record of what happened, each line in order: a module's first import, a process
-# started (its argv), a dataclass made (its module, name and the thread that made it).
+# started (its argv), a dataclass made (its module, name, and whether the main thread made it).
 WATCH = """\
 import dataclasses, runpy, sys, threading
 out = open({seen!r}, 'a', buffering=1)
@@ -28,6 +28,14 @@ def process_class(cls, *args, **kwargs):
               f'{{threading.current_thread() is threading.main_thread()}}\\n')
     return make(cls, *args, **kwargs)
 dataclasses._process_class = process_class
+# The thread that makes the first task's records ahead, waited for: nothing else waits for it,
+# and a class it had not made yet would be made by the main thread (a race, not a fault).
+begin = threading.Thread.start
+def start(self):
+    begin(self)
+    if self.name == 'agent-loop records ahead':
+        self.join()
+threading.Thread.start = start
 sys.argv = ['agent-loop', *{args!r}]
 runpy.run_module('agentloop', run_name='__main__')
 """
