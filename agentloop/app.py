@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from agentloop.fleet.integrate import Integrated
     from agentloop.options import RunOptions
     from agentloop.run.events import Emit, Event, RunFinished
+    from agentloop.run.hooks import Hooks
     from agentloop.run.rebuilt import History
     from agentloop.run.selection import PlanRow
     from agentloop.vcs.preflight import Asked
@@ -153,7 +154,6 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
         from agentloop.plan.source import READER
         from agentloop.run.eventlog import EventLog
         from agentloop.run.events import fan_out
-        from agentloop.run.hooks import Hooks
         from agentloop.run.start import start_run
         from agentloop.state.schema import now
 
@@ -163,24 +163,25 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
         _join(history, asked, failing=True)
         raise
     events = EventLog(project.store.events, now)
-    hooks = Hooks(project, options, fan_out(events, emit))
+    hooks = _hooks(project, options, fan_out(events, emit))
+    told = fan_out(events, emit, hooks) if hooks is not None else fan_out(events, emit)
     try:
         try:
             with project.store.lock():
                 if options.push is not None:  # a fleet job
                     from agentloop.fleet.job import run_job
 
-                    state, summary = run_job(project, parse.parsed(plan), options,
-                                             fan_out(events, emit, hooks))
+                    state, summary = run_job(project, parse.parsed(plan), options, told)
                 else:
-                    state, summary = start_run(project, plan, options,
-                                               fan_out(events, emit, hooks), history=history,
+                    state, summary = start_run(project, plan, options, told, history=history,
                                                asked=asked)
         except BaseException as exc:
             # After the lock is let go: a hook may start agent-loop again.
-            hooks.finished(None, exc)
+            if hooks is not None:
+                hooks.finished(None, exc)
             raise
-        hooks.finished(summary, None)
+        if hooks is not None:
+            hooks.finished(summary, None)
     except BaseException:
         events.close()
         _join(history, asked, failing=True)
@@ -188,6 +189,16 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     events.close()
     _join(history, asked, failing=False)
     return RunResult(project, state, summary)
+
+
+def _hooks(project: Project, options: RunOptions, report: Emit) -> Hooks | None:
+    """The watcher that runs the user's hooks (agentloop.run.hooks), for a run that has one;
+    None, and the module left unloaded, for a run without (most runs)."""
+    if not (options.on_task or options.on_finish):
+        return None
+    from agentloop.run.hooks import Hooks
+
+    return Hooks(project, options, report)
 
 
 def _join(history: History | None, asked: Asked | None, failing: bool) -> None:

@@ -38,7 +38,9 @@ class Failure:
     resets_at: float | None = None  # unix seconds when a limit resets, if known
 
 
-@dataclass(frozen=True)
+# Activity and AgentResult are made by an agent's run, after it started: a run makes them
+# beside its first lane's creation (agentloop.run.start), off the first agent's path.
+@on_first_use(frozen=True)
 class Activity:
     """What an agent is doing now, as far as its output tells, for the console's live line."""
 
@@ -76,7 +78,7 @@ class AgentRun:
     meanwhile: Callable[[], None] | None = field(default=None, compare=False)
 
 
-@dataclass(frozen=True)
+@on_first_use(frozen=True)
 class AgentResult:
     """What one run produced. `ok` is False for any failure; `error` then says why in one line.
 

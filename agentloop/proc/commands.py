@@ -21,6 +21,7 @@ from typing import IO, Callable, Mapping
 
 import agentloop.proc.running as running
 from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
+from agentloop.ondemand import dataclass as on_first_use
 from agentloop.proc.read_output import MAX_LINE_BYTES, Deadline, Expired, lines  # noqa: F401
 from agentloop.proc.read_output import tail as read_tail
 from agentloop.proc.reaper import adopt_orphans, children, end_adopted, reaped, spawn
@@ -89,7 +90,8 @@ class Completed:
     stderr: str
 
 
-@dataclass(frozen=True)
+# Made when the first agent's run starts (agentloop.ondemand), not at every start-up.
+@on_first_use(frozen=True)
 class Streamed:
     """A finished streamed command: its exit code, the tail of stderr, and whether we stopped it."""
 

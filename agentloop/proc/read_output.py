@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 import select
 import time
-from dataclasses import dataclass
 from typing import IO, Callable, Iterator
+
+from agentloop.ondemand import dataclass as on_first_use
 
 # A line longer than this is cut into pieces of about this size, so one endless line cannot fill
 # memory (reading one holds twice this). The CLI's longest lines, a tool result with an image in
@@ -29,7 +30,7 @@ class Expired(Exception):
     """The deadline of a streamed command passed."""
 
 
-@dataclass
+@on_first_use()  # an agent's run's: agentloop.ondemand
 class Deadline:
     """When a streamed command's time is up (None: never), and how long the whole run was
     stopped while it ran; each stop moves `at` on by its length."""

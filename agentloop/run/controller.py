@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from agentloop.errors import AgentLoopError, BudgetReached, Interrupted, RunStopped
+from agentloop.ondemand import dataclass as on_first_use
 from agentloop.plan import parse
 from agentloop.proc import commands, running
 from agentloop.proc.signals import held_back, shielded
@@ -52,7 +53,8 @@ POLL_SECONDS = 0.5
 RACY_NS = 3_000_000_000
 
 
-@dataclass(frozen=True)
+# Made when a lane first ends or hands over (agentloop.ondemand): after its first agent.
+@on_first_use(frozen=True)
 class LaneEnded:
     """A lane's report to the controller: its group ran out of tasks, or stopped on `error`;
     `begun`: the tasks it started (a lane of its own thread keeps its own list)."""
@@ -85,7 +87,7 @@ class Reply:
         return self._answer
 
 
-@dataclass(frozen=True, eq=False)  # each one is itself: a lane waits on its own reply
+@on_first_use(frozen=True, eq=False)  # each one is itself: a lane waits on its own reply
 class Handed:
     """A value a lane hands over from its own thread (agentloop.run.decisions), with the one
     place its answer goes: the lane waits there until the controller has applied it."""

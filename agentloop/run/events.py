@@ -311,7 +311,7 @@ def from_json(line: bytes) -> Event | None:
     names = {f.name for f in fields(cls)}
     values = {k: v for k, v in data.items() if k in names}
     if cls is AgentFinished:
-        known = {f.name for f in fields(AgentResult)}
+        known = {f.name for f in fields(made(AgentResult))}
         result = {k: v for k, v in values["result"].items() if k in known}
         totals = result.get("totals")
         result["totals"] = Totals(**totals) if isinstance(totals, dict) else Totals()

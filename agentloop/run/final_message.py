@@ -7,7 +7,8 @@ code fences and block quotes), so a message that merely mentions TASK_COMPLETE i
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from agentloop.ondemand import dataclass
 
 BLOCKED = "TASK_BLOCKED"
 FATAL = "AGENT_LOOP_ERROR"
@@ -20,7 +21,7 @@ _SECTION = re.compile(r"^(?:#{1,6}\s*)?[*_]*(Progress|Learnings)[*_]*\s*:?[*_]*\
                       re.IGNORECASE)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # made when an agent's first run ends (agentloop.ondemand)
 class Report:
     """The parts of a final message agent-loop acts on."""
 

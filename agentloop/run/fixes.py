@@ -4,9 +4,10 @@ with what is wrong (a reviewer's feedback, a failing check), its edits landing i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from agentloop.agents import LIMIT, AgentResult, Failure
+from agentloop.ondemand import dataclass as on_first_use
 from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import CheckRun
 from agentloop.run.context import Run
@@ -21,7 +22,7 @@ from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.protocol import Change
 
 
-@dataclass(frozen=True)
+@on_first_use(frozen=True)  # made when a task's first attempt ends (agentloop.ondemand)
 class Outcome:
     """What an attempt came to: the last developer run, its result and report, and for a
     successful one the status it earns (completed, or unapproved by the reviewer) and why.

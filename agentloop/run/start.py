@@ -6,6 +6,8 @@ The one place besides agents/ that turns names (`--agent`, `--vcs`) into program
 from __future__ import annotations
 
 import os
+import threading
+import time
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -153,6 +155,8 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
     ready = agents_ready() if options.only or any(
         runnable(t, options.max_attempts, options.include_optional) for t in state.tasks) \
         else None
+    if ready is not None:
+        make_ahead()
     # Waited for only once the working copy is made: a stop or an error meanwhile has no use for
     # it, and a thread stuck in an import (agentloop.errors.stop) would keep the run from ending.
     notes += vcs.prepare()
@@ -185,6 +189,39 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
               distiller=distiller,
               job=job, sandbox=box)
     return state, run_tasks(run, options.only, tuple(notes))
+
+
+def make_ahead() -> None:
+    """Make the records a run's first task makes from its first agent's start to its end
+    (agentloop.ondemand) in a thread of their own, started as the lane is made: about a
+    millisecond a class that the main thread, waiting for the lane's git and then for the
+    agent, need not spend. Nothing waits for the thread: a class it has not made yet when it
+    is needed is made by the thread that needs it (ondemand.made takes one at a time)."""
+    threading.Thread(target=_made_ahead, name="agent-loop records ahead", daemon=True).start()
+
+
+def _made_ahead() -> None:
+    from agentloop.agents import Activity, AgentResult
+    from agentloop.ondemand import made
+    from agentloop.proc.commands import Streamed
+    from agentloop.proc.read_output import Deadline
+    from agentloop.run import decisions, events
+    from agentloop.run.controller import LaneEnded
+    from agentloop.run.final_message import Report
+    from agentloop.run.fixes import Outcome
+    from agentloop.state.receipts import Receipt
+    from agentloop.vcs.check import GitLaneRecord
+
+    # In the order the first task needs them.
+    for cls in (events.RunStarted, GitLaneRecord, decisions.RunBegun, decisions.Opened,
+                decisions.MayStart, events.TaskStarted, events.AgentStarted, Streamed, Deadline,
+                Activity, events.AgentActivity, AgentResult, events.AgentFinished, Report,
+                Outcome, Receipt, decisions.Completed, events.TaskFinished, LaneEnded,
+                decisions.RunEnded, events.RunFinished):
+        made(cls)
+        # The main thread takes the interpreter at once when it wakes (its git, its agent's
+        # output): without the pause it could wait out a whole switch interval (5 ms).
+        time.sleep(0)
 
 
 def _plan_changes(project: Project, admitted: Admitted, state: State) -> list[str]:

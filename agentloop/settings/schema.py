@@ -73,7 +73,8 @@ class VariableName(click.ParamType):
 
 
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*\Z")
+# Compiled by `re` when a duration is first given (and kept in its cache), not at every start.
+_DURATION = r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*\Z"
 
 
 class Duration(click.ParamType):
@@ -85,7 +86,7 @@ class Duration(click.ParamType):
                 ctx: click.Context | None) -> float:
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
             return float(value)
-        found = _DURATION.match(str(value))
+        found = re.match(_DURATION, str(value))
         if found is None:
             self.fail(f"{value!r} is not a duration (seconds, or with a unit: 90s, 10m, 1h)",
                       param, ctx)

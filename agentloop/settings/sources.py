@@ -154,18 +154,20 @@ class _Lines:
     """Finds the line a key is written on by a plain scan of the text: tomllib reports none.
     A key written as a dotted key or inside an inline table is found without its line."""
 
-    _HEADER = re.compile(r"\s*\[([^\[\]]+)\]\s*(#.*)?$")
-    _KEY = re.compile(r"\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*=")
+    # Compiled by `re` when a settings file is first read (and kept in its cache): most runs
+    # have none.
+    _HEADER = r"\s*\[([^\[\]]+)\]\s*(#.*)?$"
+    _KEY = r"\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*="
 
     def __init__(self, text: str) -> None:
         self.where: dict[tuple[str, ...], int] = {}
         section: tuple[str, ...] = ()
         for number, line in enumerate(text.splitlines(), 1):
-            header = self._HEADER.match(line)
+            header = re.match(self._HEADER, line)
             if header:
                 section = _table_path(header[1])
                 continue
-            key = self._KEY.match(line)
+            key = re.match(self._KEY, line)
             if key:
                 self.where.setdefault((*section, key[1].strip("\"'")), number)
 

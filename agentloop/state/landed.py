@@ -21,6 +21,7 @@ Pure: the caller reads the history (agentloop.vcs.branch_log) and the plan.
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from agentloop.files.digest import sha256
@@ -33,8 +34,14 @@ if TYPE_CHECKING:
     from agentloop.state.schema import TaskState
 
 HASH_LENGTH = 12
-_REVERTS = re.compile(r"^This (?:reverts|backs out) commit ([0-9a-f]{7,64})\b")
-_REVERT_SUBJECT = re.compile(r'^(?:Revert|Back out) "(.*)"\s*$')
+
+
+@cache
+def _reverts() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A revert's body line and its subject, compiled when history is first read for them (a
+    fresh run's history and an unmoved one's --status have no commit to read), not at import."""
+    return (re.compile(r"^This (?:reverts|backs out) commit ([0-9a-f]{7,64})\b"),
+            re.compile(r'^(?:Revert|Back out) "(.*)"\s*$'))
 
 
 @on_first_use(frozen=True)  # a plain run never makes one (agentloop.ondemand)
@@ -173,15 +180,16 @@ def _effects(description: str, plan: str, names: _Names,
     every `This reverts commit` line undoes what that commit did."""
     did: list[tuple[int, bool]] = []
     quoted, trailed = None, False
+    reverts, revert_subject = _reverts()
     for lines in _paragraphs(description):
         plans = _values(lines, PLAN_KEY)
         trailed = trailed or bool(plans)
         if plan in plans:
             did += [(index, True) for index in _named(_values(lines, TASK_KEY), names)]
         for line in lines:
-            quote = _REVERT_SUBJECT.match(line.lstrip("*- "))
+            quote = revert_subject.match(line.lstrip("*- "))
             quoted = quote.group(1) if quote else quoted
-            reverted = _REVERTS.match(line)
+            reverted = reverts.match(line)
             if reverted is None:
                 continue
             undone = _effect_of(reverted.group(1), effect)

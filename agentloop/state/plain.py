@@ -107,15 +107,17 @@ def _parse(raw: bytes) -> Any:
     surrogate escape, NaN or Infinity, a number beyond a double, an integer beyond 64 bits
     (orjson's is a float). None is in a file either writer writes: hand-made, all of them."""
     # A backslash is rare in a state (a message's line break): the search runs only then.
-    if b"\\" in raw and _LONE_SURROGATE.search(raw):
+    if b"\\" in raw and re.search(_LONE_SURROGATE, raw):
         raise ValueError("a lone surrogate")
     return json.loads(raw.decode(), parse_constant=_refused, parse_int=_int64,
                       parse_float=_double)
 
 
 # A \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or that one not after it.
-_LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|"
-                             rb"(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F]")
+# Compiled by `re` when a state first holds an escape (and kept in its cache), not at import:
+# most states hold none, and a run never reads one this way.
+_LONE_SURROGATE = (rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|"
+                   rb"(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F]")
 
 
 def _refused(word: str) -> Any:

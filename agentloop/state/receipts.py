@@ -7,9 +7,9 @@ added up by agentloop.state.tally, which `--status` reads without this module's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterable
 
+from agentloop.ondemand import dataclass
 from agentloop.state import tally
 from agentloop.state.schema import Attempt, State, TaskState
 from agentloop.state.tally import SUMMED, TOKENS, money, spent, usd
@@ -18,7 +18,7 @@ __all__ = ["TOKENS", "Receipt", "money", "of_runs", "of_state", "of_task", "spen
            "usd"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # made when first used (agentloop.ondemand): after an agent ran
 class Receipt:
     """Totals over some agent runs."""
 

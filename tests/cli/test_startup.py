@@ -354,7 +354,7 @@ def test_a_run_starts_its_watchdog_while_its_lane_is_made(tmp_path: Path,
 # of these loads, and run meanwhile.
 LOADED_AFTER_THE_FIRST_GIT = ("agentloop.run.start", "agentloop.run.controller",
                               "agentloop.run.ledger", "agentloop.run.summary",
-                              "agentloop.run.hooks", "agentloop.run.eventlog",
+                              "agentloop.run.eventlog",
                               "agentloop.vcs.git.mainline")
 FIRST_GIT = {"agent-loop history": "log", "agent-loop identity": "var",
              "agent-loop signing": "config"}

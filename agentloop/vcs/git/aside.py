@@ -60,7 +60,7 @@ def said(kept: tuple[str, list[str]]) -> str:
 def bring_back(repo: GitRepo, line: str) -> bool:
     """Apply the diff of the commit a line of `said` names onto the working tree, all of it or
     nothing (git apply's own rule): whether it went in."""
-    named = _SAID.search(line)
+    named = re.search(_SAID, line)
     if named is None:
         return False
     sha = named.group(1)
@@ -74,7 +74,7 @@ def bring_back(repo: GitRepo, line: str) -> bool:
     return True
 
 
-_SAID = re.compile(r"kept in commit ([0-9a-f]{7,64}) ")
+_SAID = r"kept in commit ([0-9a-f]{7,64}) "   # compiled by `re` when first asked for
 
 
 def _as_begun(repo: GitRepo, start: Start, paths: set[str]) -> str | None:

@@ -1,0 +1,90 @@
+"""A short run's start: what a plain run (git, no hooks, no checks, no review, no distilling,
+off a terminal) loads and makes before its first agent, and what its first task makes on the
+main thread once the agent started, read off the real program with Python's audit hooks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import make_repo
+
+# The run's record of what happened, each line in order: a module's first import, a process
+# started (its argv), a dataclass made (its module, name, and whether the main thread made it).
+WATCH = """\
+import dataclasses, runpy, sys, threading
+out = open({seen!r}, 'a', buffering=1)
+def hook(event, args):
+    if event == 'import':
+        out.write(f'import {{args[0]}}\\n')
+    elif event == 'subprocess.Popen':
+        out.write(f'process {{" ".join(map(str, args[1]))}}\\n')
+sys.addaudithook(hook)
+make = dataclasses._process_class
+def process_class(cls, *args, **kwargs):
+    out.write(f'made {{cls.__module__}}.{{cls.__qualname__}} '
+              f'{{threading.current_thread() is threading.main_thread()}}\\n')
+    return make(cls, *args, **kwargs)
+dataclasses._process_class = process_class
+# The thread that makes the first task's records ahead, waited for: nothing else waits for it,
+# and a class it had not made yet would be made by the main thread (a race, not a fault).
+begin = threading.Thread.start
+def start(self):
+    begin(self)
+    if self.name == 'agent-loop records ahead':
+        self.join()
+threading.Thread.start = start
+sys.argv = ['agent-loop', *{args!r}]
+runpy.run_module('agentloop', run_name='__main__')
+"""
+
+# Ours that a plain run needs for none of its work: the hooks' watcher (no --on-task, no
+# --on-finish).
+NOT_FOR_A_PLAIN_RUN = ("agentloop.run.hooks",)
+
+
+def watched(work: Path, tmp_path: Path, *args: str) -> list[str]:
+    """What `agent-loop ARGS` did in `work`, line by line (WATCH)."""
+    seen = tmp_path / "seen.txt"
+    done = subprocess.run([sys.executable, "-c", WATCH.format(seen=str(seen), args=list(args))],
+                          cwd=work, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return seen.read_text().splitlines()
+
+
+def agents(lines: list[str]) -> list[int]:
+    """Where in `lines` each of the agent's task runs starts."""
+    return [n for n, line in enumerate(lines)
+            if line.startswith("process ") and "stream-json" in line]
+
+
+def test_a_plain_run_loads_no_hooks_and_makes_its_first_task_s_records_beside(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    plan = "## One\n- first\n  FAKE: write a.txt A\n- second\n  FAKE: write b.txt B\n"
+    work = make_repo(tmp_path / "project", "git", plan=plan)
+    lines = watched(work, tmp_path, "tasks.md", "--vcs", "git", "--no-distill")
+    starts = agents(lines)
+    assert len(starts) == 2, "two tasks, two agents: is the run read right?"
+    imported = {line.split()[1] for line in lines if line.startswith("import agentloop")}
+    assert "agentloop.run.attempt" in imported
+    loaded = sorted(imported & set(NOT_FOR_A_PLAIN_RUN))
+    assert not loaded, f"a plain run loads {loaded}: load them where their work begins"
+    # The records the first task makes once its agent started (the agent's result, the events
+    # and decisions of its end, its receipt) were made beside the lane's creation, not by the
+    # main thread while the task's end waits for them.
+    first_task = [line.split()[1] for line in lines[starts[0]:starts[1]]
+                  if line.startswith("made agentloop") and line.endswith(" True")]
+    assert not first_task, f"made on the first task's path: {first_task}"
+    assert any(line.startswith("made agentloop.run.events.TaskFinished False")
+               for line in lines[:starts[0]]), "the task's end is not made ahead"
+
+
+def test_a_run_with_a_hook_loads_the_hooks_watcher(tmp_path: Path,
+                                                   fake_claude: FakeClaude) -> None:
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    lines = watched(work, tmp_path, "tasks.md", "--vcs", "git", "--no-distill",
+                    "--on-finish", "echo done > finished.txt")
+    assert "import agentloop.run.hooks" in lines
+    assert (work / "finished.txt").read_text().strip() == "done"
