@@ -81,6 +81,16 @@ def status_text(work: Path) -> str:
     return done.stdout
 
 
+def rerun_pays_task_one_once(work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """A plain re-run ends well, one commit a task, task 1's agent paid only the first time."""
+    again = tmp_path / "again.out"
+    done = start(work, "git", again, None, "--no-distill")
+    assert done.wait(timeout=120) == 0, again.read_text()[-2000:]
+    assert sum("task 01" in p for p in fake_claude.task_prompts()) == 1, "task 1's agent again"
+    problems = check(work, "git", "git", per_group=2)
+    assert not problems, "\n".join(problems)
+
+
 def stalled_beside_the_next_agent(tmp_path: Path, fake_claude: FakeClaude
                                   ) -> tuple[Path, subprocess.Popen[bytes], Path, Path]:
     """A two-task git run whose first landing stalls, once task 2's agent (asleep for a
@@ -108,12 +118,7 @@ def test_a_kill_while_a_landing_stalls_beside_the_next_agent_pays_no_agent_again
     tool.wait()
     settle(tool.pid, fake_claude, "the kill", within=work)
     assert statuses(work) == ["landing", "running"]
-    again = tmp_path / "again.out"
-    done = start(work, "git", again, None, "--no-distill")
-    assert done.wait(timeout=120) == 0, again.read_text()[-2000:]
-    assert sum("task 01" in p for p in fake_claude.task_prompts()) == 1, "task 1's agent again"
-    problems = check(work, "git", "git", per_group=2)
-    assert not problems, "\n".join(problems)
+    rerun_pays_task_one_once(work, tmp_path, fake_claude)
     # Your branch holds the tasks' commits in task order, and the checkout their files.
     ours = [d for _, d, _ in git_history(work) if d.startswith("agent-loop")]
     assert ours == [subject(1, 2), subject(2, 2)]
@@ -136,12 +141,7 @@ def test_ctrl_c_while_a_landing_runs_beside_the_agent_lands_it_then_stops(
     assert "Traceback" not in said, said
     assert statuses(work) == ["completed", "interrupted"], said
     assert (work / "f01.txt").read_text() == "content 1\n"
-    again = tmp_path / "again.out"
-    done = start(work, "git", again, None, "--no-distill")
-    assert done.wait(timeout=120) == 0, again.read_text()[-2000:]
-    assert sum("task 01" in p for p in fake_claude.task_prompts()) == 1, "task 1's agent again"
-    problems = check(work, "git", "git", per_group=2)
-    assert not problems, "\n".join(problems)
+    rerun_pays_task_one_once(work, tmp_path, fake_claude)
 
 
 def test_ctrl_c_while_waiting_for_a_landing_still_waits_for_it(
