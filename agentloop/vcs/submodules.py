@@ -19,9 +19,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentloop import proc
 from agentloop.errors import AgentLoopError
-from agentloop.proc import environ
+from agentloop.vcs.git.run import Git
 
 # The submodules named in a .gitmodules, by the file's path, with the stamp they were read at.
 _named: dict[Path, tuple[tuple[int, int], tuple[str, ...]]] = {}
@@ -148,12 +147,11 @@ def look(root: Path) -> dict[str, str] | None:
     subs = paths(root)
     if not subs or not (root / ".git").exists():
         return None
-    # Through the process door itself: the run core, which asks, knows no VCS backend.
-    env = {**environ.current(), "GIT_LITERAL_PATHSPECS": "1", "GIT_TERMINAL_PROMPT": "0"}
+    # git's own door: the run core, which asks, knows no VCS backend; this module does.
     try:
-        out = proc.run(["git", "-C", str(root), "status", "--porcelain=v2", "-z",
-                        "--ignore-submodules=none", "--untracked-files=normal", "--", *subs],
-                       env=env, check=False, timeout=600).stdout
+        out = Git(root).run("status", "--porcelain=v2", "-z", "--ignore-submodules=none",
+                            "--untracked-files=normal", "--", *subs,
+                            codes=None).stdout
     except AgentLoopError:  # git gone, or stuck: nothing to say, the task's commit says more
         return {}
     found = {}

@@ -21,6 +21,8 @@ from typing import Any, Iterator
 
 import click
 
+from agentloop.ondemand import made
+
 # --- options --------------------------------------------------------------------------------
 
 
@@ -223,12 +225,13 @@ def _schema_of(hint: Any) -> dict[str, Any]:
     if origin in (dict, collections.abc.Mapping):
         return {"type": "object",
                 "additionalProperties": _schema_of(args[1]) if len(args) == 2 else {}}
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(made(hint)):
         return _object(hint)
     return {}
 
 
 def _object(cls: Any, envelope: dict[str, Any] | None = None) -> dict[str, Any]:
+    cls = made(cls)
     hints = _hints(cls)
     props = dict(envelope or {})
     required = list(props)
@@ -266,8 +269,9 @@ def events() -> str:
     from agentloop.run import events as ev
 
     out = []
-    for name, cls in [*ev.event_types().items(), ("AgentResult", AgentResult),
-                      ("Totals", Totals)]:
+    # A record made on first use (agentloop.ondemand) is a dataclass once made.
+    for name, cls in [*ev.event_types().items(), ("AgentResult", made(AgentResult)),
+                      ("Totals", made(Totals))]:
         nested = name in ("AgentResult", "Totals")
         out += [f"### `{name}`", "", _cell(inspect.getdoc(cls) or ""), ""]
         if nested:
