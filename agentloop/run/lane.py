@@ -38,7 +38,6 @@ from agentloop.run.decisions import (
     Fatal,
     Held,
     Judged,
-    Moved,
     Retry,
     Stop,
     Uncounted,
@@ -48,8 +47,8 @@ from agentloop.run.events import MessageDistilled
 from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome
 from agentloop.run.handover import drop, hand
+from agentloop.run.history_check import check_history, done_ids, lost_before
 from agentloop.run.lane_tag import LaneNote
-from agentloop.run.rebuilt import moved_on
 from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline, task_checks
 from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
@@ -71,7 +70,7 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
     it starts (a run's first agent comes when it is empty); `checks_first`: the tasks whose
     checks run once before the run's first agent, on the tree as left (a parallel run does that
     once in the main checkout, before any lane starts: None)."""
-    _lost_before(run)
+    lost_before(run)
     try:
         for position, task in enumerate(tasks):
             if position and run.options.sleep:
@@ -84,7 +83,7 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
             if task.status != S.PENDING:
                 land_beside(run)  # what an earlier run left lands after what this one made
             if recover(run, task):
-                _done_ids(run, task)
+                done_ids(run, task)
                 _settled_one(run)
                 continue
             if not begun and checks_first is not None:  # before the run's first agent
@@ -93,7 +92,7 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
             begun.append(task)
             _run_task(run, task)
             _settled_one(run)
-            _check_history(run, task)
+            check_history(run, task)
         land_beside(run)  # the group's last landing, before the lane follows or leaves
     except BaseException:
         # Stopped (Ctrl+C, an error): a landing that runs beside is waited for; landed, its
@@ -136,7 +135,7 @@ def land_beside(run: Run, fallback: bool = True, before: Callable[[], None] | No
             done = conflicts.land_kept(run, task)
     hand(run, task, dataclasses.replace(step, done=done, status=S.COMPLETED, helper_cost=0.0,
                                         said=done.change_id != step.done.change_id))
-    _done_ids(run, task)
+    done_ids(run, task)
 
 
 def landed_meanwhile(run: Run) -> None:
@@ -161,7 +160,7 @@ def _marked(run: Run, task: TaskState, done: Change) -> None:
     if at != done.change_id or run.state.history_mark is None:
         return
     before = run.shared.lost_before or ()
-    ids = [c for c in _done_ids(run, task) if c not in before] + [done.change_id]
+    ids = [c for c in done_ids(run, task) if c not in before] + [done.change_id]
     run.state.history_mark = history.mark(at, ids)
 
 
@@ -486,118 +485,6 @@ def _check_budget(run: Run, task: TaskState) -> bool:
         raise BudgetReached(f"budget reached before task {task.index}: spent "
                             f"{money(total)} of {money(options.budget)}", total, options.budget)
     return said is budget.Verdict.GO
-
-
-DONE = (S.COMPLETED, S.UNAPPROVED)
-
-
-def _finished(run: Run) -> Iterator[str]:
-    """Every finished task's change id, read off the records as it is asked for, but those
-    gone from the history before the run began (said then, and asked after no more: the
-    history would be read again after every task for them)."""
-    before = run.shared.lost_before or ()
-    return (t.change_id for t in run.state.tasks
-            if t.status in DONE and t.change_id and t.change_id not in before)
-
-
-def _done_ids(run: Run, settled: TaskState) -> list[str]:
-    """The finished tasks' change ids, for the history's mark, with `settled` (the task a lane
-    has just settled) as its record says now. Only the first call of a run reads every record:
-    the mark's input then follows task by task (run.shared.done). Should it ever miss a change,
-    the mark is only wrong the safe way: `--status` then asks the VCS, as without a mark."""
-    shared = run.shared
-    with shared.lock:  # lanes settle tasks at the same time
-        if shared.done is None:
-            shared.done = {t.index: t.change_id for t in run.state.tasks
-                           if t.status in DONE and t.change_id}
-        elif settled.status in DONE and settled.change_id:
-            shared.done[settled.index] = settled.change_id
-        else:
-            shared.done.pop(settled.index, None)
-        return list(shared.done.values())
-
-
-def _check_history(run: Run, settled: TaskState) -> None:
-    """Every finished task's change must still be where it was: an agent that reset the branch,
-    switched it or abandoned a change stops the run before the next task is built on that."""
-    done = _done_ids(run, settled)
-    root = getattr(run.vcs, "root", None)  # before the check, which may outlast where it was
-    at = history.where(run.vcs.name, root) if isinstance(root, Path) else None
-    # Read off the records themselves, not the mark's copy; a generator: the backends read it
-    # only when the history moved behind their back.
-    lost = run.vcs.missing(_finished(run))
-    _recommitted(run)
-    if lost:
-        lost = _followed(run, lost)
-        done = _done_ids(run, settled)  # read afresh should a record have moved
-    if not lost and at is not None:
-        # Over the changes the history holds: one lost before the run is not among them.
-        before = run.shared.lost_before or ()
-        run.state.history_mark = history.mark(at, [c for c in done if c not in before])
-    if lost:
-        named = ", ".join(f"task {t.index} ({(t.change_id or '')[:12]})"
-                          for t in run.state.tasks if t.change_id in lost)
-        raise RunStopped(f"the change of {named} is no longer in the history this run builds "
-                         f"on; {run.vcs.lost_hint}")
-
-
-def _followed(run: Run, lost: set[str]) -> set[str]:
-    """Of `lost` (finished tasks' changes gone from the history), those not found again under
-    another id by their trailers: one the user rebased or amended is followed by its record,
-    which a note says."""
-    root = getattr(run.vcs, "root", None)
-    if not isinstance(root, Path):
-        return lost
-    # A git lane's own HEAD still holds the commits as they landed: the branch they landed on
-    # is where a rebase moved them.
-    line = getattr(run.vcs, "main_line", None)
-    where, rev = line() if line is not None else (root, "HEAD")
-    moved = moved_on(run.state, run.vcs.name, where, lost, rev)
-    for task, change, commit in moved:
-        hand(run, task, Moved(change, commit))  # the controller writes the records
-        run.emit(LaneNote(f"task {task.index}'s change moved (a rebase kept its trailers): "
-                          f"it is {change[:12]} now, and its record follows it"))
-    if not moved:
-        return lost
-    with run.shared.lock:
-        run.shared.done = None  # records moved: read afresh
-    return run.vcs.missing(_finished(run))
-
-
-def _recommitted(run: Run) -> None:
-    """jj: a finished task's change you rewrote (`jj describe`, `jj squash --into`) keeps its
-    id under a new commit, which the history's last look found (vcs.history.missing): its
-    record follows that commit, which the dashboard shows the diff of."""
-    commits: dict[str, str] = getattr(run.vcs, "commits", None) or {}
-    for task in run.state.tasks:
-        now = commits.get(task.change_id or "")
-        if task.status in DONE and now and task.commit_id and now != task.commit_id:
-            hand(run, task, Moved(task.change_id or "", now))
-
-
-def _lost_before(run: Run) -> None:
-    """Once a run, before its first task: the finished tasks' changes the history it builds on
-    no longer holds (you reset or abandoned them since; `--status` says so too). Said here,
-    they stay done and stop nothing; only a change lost while the run works stops it."""
-    shared = run.shared
-    # Lanes start at once; the first one looks, before any task of theirs. Not under the
-    # records' lock, which the controller takes to save the record of a change that moved.
-    with shared.looking:
-        if shared.lost_before is not None:
-            return
-        shared.lost_before = set()
-        ids = list(_finished(run))
-        lost = _followed(run, run.vcs.missing(ids)) if ids else set()
-        if ids:
-            _recommitted(run)
-        shared.lost_before = lost
-    name = run.state.task_file
-    for task in run.state.tasks:
-        if task.change_id in lost:
-            run.emit(LaneNote(f"task {task.index}'s change is no longer in the history "
-                              f"(abandoned, or not on this branch): it stays done; "
-                              f"`agent-loop {name} --task {task.index} --again` does it once "
-                              "more"))
 
 
 def _tail(log: Path, limit: int = 4000) -> str:

@@ -105,7 +105,7 @@ def finished(tmp_path: Path) -> Path:
     state, _, _ = load_plan(project)
     state.vcs = "git"
     state.tasks[0].status, state.tasks[0].change_id = "completed", head
-    # What the run's last look at the history leaves (agentloop.run.lane._check_history).
+    # What the run's last look at the history leaves (agentloop.run.history_check.check_history).
     at = history.where("git", tmp_path)
     assert at is not None
     state.history_mark = history.mark(at, [head])

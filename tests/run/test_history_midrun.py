@@ -1,5 +1,5 @@
 """The user rewrites or reverts a task's commit in their checkout while the run goes on (the
-history check after each task, agentloop.run.lane._check_history, now follows the finished
+history check after each task, agentloop.run.history_check.check_history, now follows the finished
 tasks' ids task by task): a revert keeps every record and the run going; a rebase that moves a
 task's commit is followed by its record; neither stops the run nor loses a task."""
 
