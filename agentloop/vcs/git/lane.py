@@ -65,14 +65,19 @@ class Beside:
         proc.after_next_stream(self._start)
 
     def _start(self) -> None:
-        with self._lock:
-            work, self._work = self._work, None
-        if work is None:
-            return  # started already
+        work = None
+        # One `try` around the taking too: a stop is handled as the lock is let go, and one
+        # that came after the work was taken must give it up, or a wait would wait for ever.
         try:
+            with self._lock:
+                work, self._work = self._work, None
+            if work is None:
+                return  # started already
             threading.Thread(target=self._run, args=(work,), name="agent-loop landing",
                              daemon=True).start()
         except BaseException as cut:
+            if work is None:
+                raise  # nothing taken: a later wait starts it
             # No thread to be had, or a stop cut its start short: unless the thread took the
             # work up already, it never runs, and the commit lands the longer way (or, after
             # a stop, the next run lands the task its record names `landing`).
