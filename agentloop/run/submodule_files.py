@@ -20,9 +20,14 @@ KEPT_DIR = "submodule-files"
 
 def before(run: Run) -> None:
     """Your checkout's submodules looked at before the run's first agent there (no process
-    when the repository has none; none at all in a lane)."""
-    if run.vcs.name != "none" and run.workdir is None:
+    when the repository has none); in a lane, its empty submodule folders noted the first time
+    (no process either), the only ones `after` may empty."""
+    if run.vcs.name == "none":
+        return
+    if run.workdir is None:
         submodules.before_task(run.project.root)
+    elif run.workdir != run.project.root:
+        submodules.lane_seen(run.workdir)
 
 
 def after(run: Run, task: TaskState, outcome: Outcome) -> Outcome:

@@ -26,6 +26,8 @@ from agentloop.vcs.git.run import Git
 _named: dict[Path, tuple[tuple[int, int], tuple[str, ...]]] = {}
 # Your checkout's submodules as the last look saw them: path -> git's "S<c><m><u>" flags.
 _seen: dict[Path, dict[str, str]] = {}
+# Each lane's submodule folders that were empty when it was first seen (lane_seen).
+_empty_from_start: dict[Path, frozenset[str]] = {}
 
 
 @dataclass(frozen=True)
@@ -76,17 +78,38 @@ def _parse(text: str) -> list[str]:
         if len(value) >= 2 and value[0] == value[-1] == '"':
             value = value[1:-1]
         value = value.strip("/")
-        # A path leaving the repository is none of a lane's folders.
-        if value and not value.startswith("/") and ".." not in value.split("/"):
+        # A path leaving the repository, or the repository itself, is none of a lane's
+        # submodule folders.
+        if value and not value.startswith("/") and not {".", ".."} & set(value.split("/")):
             out.append(value)
     return out
 
 
+def _empty(folder: Path) -> bool:
+    try:
+        return folder.is_symlink() or not os.listdir(folder)
+    except OSError:  # not there (yet), or not a folder
+        return True
+
+
+def lane_seen(lane: Path) -> None:
+    """The lane's submodule folders found empty the first time it is seen (as it was made):
+    the only ones a sweep empties. A folder `.gitmodules` names that held files from the
+    start is no empty submodule (a stale entry, a vendored copy, an agent's edit of the file):
+    its files are tracked ones, never moved."""
+    if lane not in _empty_from_start:
+        _empty_from_start[lane] = frozenset(s for s in paths(lane) if _empty(lane / s))
+
+
 def sweep(lane: Path, keep: Path) -> list[Swept]:
     """Whatever lies in the lane's submodule folders (held empty: it is the agent's), moved
-    under `keep`/<path>, each folder's own; nothing when the repository has no submodule."""
+    under `keep`/<path>, each folder's own; nothing when the repository has no submodule, and
+    nothing in a folder that was not empty when the lane was first seen (lane_seen)."""
     moved = []
+    empty = _empty_from_start.get(lane, frozenset())
     for sub in paths(lane):
+        if sub not in empty:
+            continue
         folder = lane / sub
         try:
             entries = sorted(os.listdir(folder)) if not folder.is_symlink() else []

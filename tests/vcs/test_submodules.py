@@ -18,18 +18,21 @@ def test_the_paths_a_gitmodules_names(tmp_path: Path) -> None:
     (tmp_path / ".gitmodules").write_text(
         '[submodule "a"]\n\tpath = vendor/a\n\turl = ../a\n'
         '# a comment\n[Submodule "b c"]\n\tPath = "third party/b"\n'
-        '[core]\n\tpath = not/one\n[submodule "up"]\n\tpath = ../outside\n')
+        '[core]\n\tpath = not/one\n[submodule "up"]\n\tpath = ../outside\n'
+        '[submodule "all"]\n\tpath = .\n[submodule "here"]\n\tpath = ./x\n')
     assert submodules.paths(tmp_path) == ("vendor/a", "third party/b")
     assert submodules.paths(tmp_path / "none") == ()
 
 
 def test_a_lanes_submodule_folder_swept_out(tmp_path: Path) -> None:
     lane, keep = tmp_path / "lane", tmp_path / "keep"
-    (lane / "vendor/lib/src").mkdir(parents=True)
+    (lane / "vendor/lib").mkdir(parents=True)
     (lane / "vendor/empty").mkdir(parents=True)
     (lane / ".gitmodules").write_text('[submodule "l"]\n\tpath = vendor/lib\n'
                                       '[submodule "e"]\n\tpath = vendor/empty\n'
                                       '[submodule "g"]\n\tpath = vendor/gone\n')
+    submodules.lane_seen(lane)  # as the lane's first task begins: every folder empty
+    (lane / "vendor/lib/src").mkdir()
     (lane / "vendor/lib/src/a.c").write_text("a\n")
     (lane / "vendor/lib/b.txt").write_text("b\n")
     moved = submodules.sweep(lane, keep)
@@ -41,6 +44,21 @@ def test_a_lanes_submodule_folder_swept_out(tmp_path: Path) -> None:
     (lane / "vendor/lib/b.txt").write_text("again\n")
     assert submodules.sweep(lane, keep)[0].kept == keep / "vendor/lib-2"
     assert (keep / "vendor/lib/b.txt").read_text() == "b\n"
+
+
+def test_a_folder_gitmodules_names_that_held_files_from_the_start_is_never_swept(
+        tmp_path: Path) -> None:
+    """A stale .gitmodules entry (a submodule turned into a vendored copy) or an agent's edit of
+    the file names a folder of tracked files: sweeping it deleted them from the task's commit,
+    and so from your branch (an independent review found it)."""
+    lane, keep = tmp_path / "lane", tmp_path / "keep"
+    (lane / "vendor/lib").mkdir(parents=True)
+    (lane / "vendor/lib/a.c").write_text("tracked\n")
+    (lane / ".gitmodules").write_text('[submodule "l"]\n\tpath = vendor/lib\n')
+    submodules.lane_seen(lane)
+    (lane / "vendor/lib/new.c").write_text("the agent's\n")
+    assert submodules.sweep(lane, keep) == []
+    assert (lane / "vendor/lib/a.c").read_text() == "tracked\n" and not keep.exists()
 
 
 def test_a_checked_out_submodule_is_never_swept(tmp_path: Path) -> None:
