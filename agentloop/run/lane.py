@@ -435,10 +435,14 @@ def _left_landing(run: Run, task: TaskState, outcome: Outcome, helper_cost: floa
 def _beside(run: Run, outcome: Outcome) -> Callable[[Change, str], tuple[Change, bool]] | None:
     """The lane's finish that leaves a fast-forward landing running beside the next task's
     agent: a serial run's git lane only, for a task plainly completed, with no on-task hook
-    (it would run before the commit is on the branch); None: finish as ever."""
+    (it would run before the commit is on the branch), no reviewer and no checks: the next
+    task's attempt is set aside when this landing goes the long way after all (your commit
+    came meanwhile), and its reviewer and fix runs would be paid again; None: finish as
+    ever."""
     options = run.options
     finish = getattr(run.vcs, "finish_beside", None)
     if finish is None or options.parallel != 1 or options.on_task or run.job is not None \
+            or options.review or options.check or options.git_hooks \
             or outcome.status != S.COMPLETED or run.shared.landing is not None:
         return None
     return finish  # type: ignore[no-any-return]

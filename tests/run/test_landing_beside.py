@@ -274,3 +274,36 @@ def test_a_next_agent_that_stopped_is_not_paid_again_when_the_landing_goes_the_l
         assert found[1] == status
     ours = [d for _, d, _ in git_history(work)]
     assert "my own commit" in ours
+
+
+# The tool, noting the name of every thread it starts in $THREADS_SEEN.
+NOTING_THREADS = """
+import os, threading
+real = threading.Thread.start
+def start(self):
+    with open(os.environ["THREADS_SEEN"], "a") as seen:
+        seen.write(self.name + "\\n")
+    real(self)
+threading.Thread.start = start
+from agentloop.__main__ import main
+main()
+"""
+
+
+@pytest.mark.parametrize("extra, beside", [((), True), (("--check", "true"), False)])
+def test_no_landing_beside_with_checks_whose_fix_runs_would_be_paid_again(
+        tmp_path: Path, fake_claude: FakeClaude, extra: tuple[str, ...], beside: bool) -> None:
+    """A task whose landing goes the long way after all sets the next task's finished attempt
+    aside, to run again: its checks' fix runs (agents) and its reviewer would be paid twice.
+    With checks, a review or the repository's hooks, every landing is made before the next
+    task begins."""
+    work = tmp_path / "work"
+    new_repo(work, "git", groups=1, per_group=2, pause=0)
+    seen = tmp_path / "threads"
+    done = subprocess.run([sys.executable, "-c", NOTING_THREADS, "tasks.md", "--vcs", "git",
+                           "--no-distill", *extra], cwd=work,
+                          env={**os.environ, "THREADS_SEEN": str(seen), "NO_COLOR": "1"},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ("agent-loop landing" in seen.read_text().split("\n")) is beside
+    assert statuses(work) == ["completed", "completed"]
