@@ -273,12 +273,21 @@ def _after_landing(run: Run, task: TaskState, outcome: Outcome) -> bool:
     set_aside: list[bool] = []
 
     def aside() -> None:
+        set_aside.append(True)  # first: a stop inside must not set it aside twice
         number = outcome.attempt.number
         hand(run, task, Uncounted(number, O.INTERRUPTED, S.INTERRUPTED,
                                   "set aside while the task before landed"))
         drop(run, task, outcome.change, number, finished=True)
-        set_aside.append(True)
-    land_beside(run, before=aside)
+    try:
+        land_beside(run, before=aside)
+    except BaseException:
+        # A stop while the task before still lands: this attempt's finished work is kept as
+        # when set aside, for the next run to bring back without paying its agent again (left
+        # running, that run's recovery dropped it).
+        if not set_aside:
+            with shielded():
+                aside()
+        raise
     return bool(set_aside)
 
 

@@ -173,6 +173,15 @@ def test_ctrl_c_while_waiting_for_a_landing_still_waits_for_it(
     release.touch()
     assert tool.wait(timeout=60) == 130, out.read_text()[-2000:]
     assert statuses(work)[0] == "completed", out.read_text()[-2000:]
+    # Task 2's finished work was kept: the next run brings it back without its agent (left
+    # running, the next run's recovery dropped it and paid its agent again).
+    again = tmp_path / "again.out"
+    done = start(work, "git", again, None, "--no-distill")
+    assert done.wait(timeout=120) == 0, again.read_text()[-2000:]
+    assert sum("task 02" in p for p in fake_claude.task_prompts()) == 1, \
+        "task 2's agent again: " + again.read_text()[-2000:]
+    problems = check(work, "git", "git", per_group=2)
+    assert not problems, "\n".join(problems)
 
 
 def test_your_edit_arriving_during_the_landing_holds_it_and_sets_the_next_task_aside(
