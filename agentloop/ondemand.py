@@ -45,11 +45,30 @@ def made(cls: type[T]) -> type[T]:
             before = signal.pthread_sigmask(signal.SIG_BLOCK, ())
             try:
                 signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
-                dataclasses.dataclass(**options)(cls)  # in place: no slots asked for
+                was = dict(cls.__dict__)
+                try:
+                    dataclasses.dataclass(**options)(cls)  # in place: no slots asked for
+                except BaseException:
+                    # The mask holds a stop back only while no other thread can take the
+                    # signal for us: with another running (the records made ahead, a
+                    # landing), the stop is raised here all the same. The class goes back as
+                    # it was, to be made whole by the next use.
+                    _undo(cls, was)
+                    raise
                 _MADE.add(cls)
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, before)
     return cls
+
+
+def _undo(cls: type, was: dict[str, Any]) -> None:
+    """`cls` as it was before a build cut short: what the build added removed, what it
+    replaced put back."""
+    for name in [n for n in cls.__dict__ if n not in was]:
+        delattr(cls, name)
+    for name, value in was.items():
+        if cls.__dict__.get(name, _undo) is not value:
+            setattr(cls, name, value)
 
 
 def _on_first_use(**options: Any) -> Callable[[type[T]], type[T]]:

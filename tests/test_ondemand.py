@@ -115,3 +115,36 @@ def test_a_ctrl_c_while_a_class_is_made_comes_once_it_is_made(
         made(Late)
     monkeypatch.undo()
     assert dataclasses.is_dataclass(Late) and Late(1).x == 1   # whole, and usable
+
+
+def test_a_build_cut_short_leaves_the_class_as_it_was_and_the_next_use_makes_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stop the signal mask could not hold back (another thread took the signal) raised
+    halfway through the standard library's build: the next use made nothing but a TypeError
+    (it refuses to write over the methods it set already), and the careful stop's events with
+    it."""
+    @dataclass(frozen=True)
+    class Cut:
+        a: int
+        b: str = "x"
+
+    real = dataclasses._set_new_attribute  # type: ignore[attr-defined]
+    calls: list[str] = []
+
+    def cut_after_setattr(cls: type, name: str, value: Any) -> Any:
+        # A frozen class's __setattr__ set, its __delattr__ not yet: what the standard library
+        # then refuses to write again.
+        calls.append(name)
+        if name == "__delattr__" and calls.count(name) == 1:
+            raise KeyboardInterrupt
+        return real(cls, name, value)
+
+    monkeypatch.setattr(dataclasses, "_set_new_attribute", cut_after_setattr)
+    with pytest.raises(KeyboardInterrupt):
+        made(Cut)
+    monkeypatch.setattr(dataclasses, "_set_new_attribute", real)
+    assert made(Cut) is Cut and dataclasses.is_dataclass(Cut)
+    one = Cut(1)
+    assert (one.a, one.b) == (1, "x") and one == Cut(1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        one.a = 2  # type: ignore[misc]
