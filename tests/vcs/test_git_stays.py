@@ -150,3 +150,16 @@ def test_a_repository_the_user_colocated_is_told_git_leaves_its_branch(
     (work / "c.md").write_text("- write d\n  FAKE: write d.txt D\n")
     again = agent_loop(work, "--no-distill", plan="c.md")
     assert again.returncode == 0 and "your branch main stays" not in again.stdout, again.stdout
+
+
+def test_a_jj_repository_is_told_nothing_of_gits_branch(tmp_path: Path,
+                                                        fake_claude: FakeClaude) -> None:
+    # `jj git init` makes a colocated repository whose git HEAD names an unborn main: a jj
+    # user's, with no branch of theirs to leave behind.
+    work = tmp_path / "project"
+    work.mkdir()
+    subprocess.run(["jj", "git", "init"], cwd=work, check=True, capture_output=True)
+    (work / "tasks.md").write_text("- write a\n  FAKE: write a.txt A\n")
+    done = agent_loop(work, "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "vcs: jj" in done.stdout and "stays where it is" not in done.stdout, done.stdout

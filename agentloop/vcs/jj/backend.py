@@ -47,12 +47,23 @@ def attached_note(root: Path) -> str | None:
     said once, before that happens; None once git is detached (jj's way, nothing new)."""
     git_dir = root / ".git"
     branch = branch_of(git_dir) if git_dir.is_dir() else None
-    if branch is None:
-        return None
+    if branch is None or not _born(git_dir, branch):
+        return None  # `jj git init` names an unborn main: a jj user's, with no branch to leave
     return (f"this colocated repository runs with jj: git is on branch {branch} now, and on a "
             f"detached HEAD once the run begins (jj's way), your branch {branch} stays where it "
             f"is; `jj bookmark set {branch} -r @-` after the run brings it to the tasks "
             "(`--vcs git` keeps git on it instead)")
+
+
+def _born(git_dir: Path, branch: str) -> bool:
+    """Whether git has the branch (a loose or a packed ref), read without a process."""
+    if (git_dir / "refs" / "heads" / branch).is_file():
+        return True
+    try:
+        packed = (git_dir / "packed-refs").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return any(line.endswith(f" refs/heads/{branch}") for line in packed.splitlines())
 
 
 class JjVcs:
