@@ -34,6 +34,7 @@ from agentloop.run.decisions import (
     Breached,
     Completed,
     Decision,
+    Dropped,
     Failed,
     Fatal,
     Held,
@@ -204,11 +205,26 @@ def recover(run: Run, task: TaskState) -> bool:
         # Killed inside the agent: like Ctrl+C, that attempt does not count.
         hand(run, task, Uncounted(last.number, O.INTERRUPTED, S.INTERRUPTED,
                                   task.error or "the run was killed"))
+        _killed_after_the_agent(run, task, last)
     # A task left running or interrupted has a change holding a partial attempt; drop it
     # so history keeps only attempts that counted.
     if task.change_id is not None:
         drop(run, task, Change(change_id=task.change_id, commit_id=task.commit_id or ""))
     return False
+
+
+def _killed_after_the_agent(run: Run, task: TaskState, last: Attempt) -> None:
+    """Killed after the attempt's agent had finished (in its checks, the review, the wait for
+    the landing before): the files the VCS rolled back at start are that agent's work, kept
+    for the next attempt to bring back without paying the agent again, as after Ctrl+C
+    (agentloop.run.attempt). An agent that ended with an exit code but no result (no turns)
+    failed: nothing is kept for it."""
+    taken = getattr(run.vcs, "killed_attempt_kept", None)
+    kept = taken() if taken is not None else None
+    if kept is None or last.role != "developer" or last.exit_code != 0 or \
+            last.num_turns is None:
+        return
+    hand(run, task, Dropped("", last.number, kept, True))
 
 
 def _sealed(run: Run, task: TaskState) -> Change | None:
