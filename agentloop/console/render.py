@@ -125,10 +125,14 @@ def lane_lines(state: State) -> list[str]:
     """Which groups work now (a parallel run), and what each group that waits waits for."""
     working = list(dict.fromkeys(t.group for t in state.tasks if t.status == S.RUNNING))
     lines = [f"working: {', '.join(working)}"] if len(working) > 1 else []
+    def open_(group: str) -> bool:
+        return any(t.group == group and t.status not in (S.COMPLETED, S.SKIPPED)
+                   for t in state.tasks)
+
     for group, needs in state.depends.items():
-        left = [g for g in needs if any(t.group == g and t.status not in (S.COMPLETED, S.SKIPPED)
-                                        for t in state.tasks)]
-        if left and group not in working:
+        left = [g for g in needs if open_(g)]
+        # A group with every task done waits for nothing (a task added to the one it needs).
+        if left and group not in working and open_(group):
             lines.append(f"waiting: {group} waits for {', '.join(left)}")
     return lines
 
