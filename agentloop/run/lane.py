@@ -205,26 +205,28 @@ def recover(run: Run, task: TaskState) -> bool:
         # Killed inside the agent: like Ctrl+C, that attempt does not count.
         hand(run, task, Uncounted(last.number, O.INTERRUPTED, S.INTERRUPTED,
                                   task.error or "the run was killed"))
-        _killed_after_the_agent(run, task, last)
+        finished = _agent_finished(last)
+        taken = getattr(run.vcs, "killed_attempt_kept", None)  # git: rolled back in prepare
+        kept = taken() if taken is not None else None
+        if kept is not None and finished:
+            hand(run, task, Dropped("", last.number, kept, True))
+    else:
+        finished = False
     # A task left running or interrupted has a change holding a partial attempt; drop it
-    # so history keeps only attempts that counted.
+    # so history keeps only attempts that counted (jj: kept aside, and where, when its agent
+    # had finished, as git's prepare did above).
     if task.change_id is not None:
-        drop(run, task, Change(change_id=task.change_id, commit_id=task.commit_id or ""))
+        drop(run, task, Change(change_id=task.change_id, commit_id=task.commit_id or ""),
+             last.number if finished and last is not None else None, finished)
     return False
 
 
-def _killed_after_the_agent(run: Run, task: TaskState, last: Attempt) -> None:
-    """Killed after the attempt's agent had finished (in its checks, the review, the wait for
-    the landing before): the files the VCS rolled back at start are that agent's work, kept
-    for the next attempt to bring back without paying the agent again, as after Ctrl+C
-    (agentloop.run.attempt). An agent that ended with an exit code but no result (no turns)
-    failed: nothing is kept for it."""
-    taken = getattr(run.vcs, "killed_attempt_kept", None)
-    kept = taken() if taken is not None else None
-    if kept is None or last.role != "developer" or last.exit_code != 0 or \
-            last.num_turns is None:
-        return
-    hand(run, task, Dropped("", last.number, kept, True))
+def _agent_finished(last: Attempt) -> bool:
+    """Whether a killed attempt's last run was its developer's, ended well: killed after it
+    (in its checks, the review, the wait for the landing before), its files are the agent's
+    finished work, kept for the next attempt to bring back without paying the agent again, as
+    after Ctrl+C (agentloop.run.attempt). A run that ended with no result (no turns) failed."""
+    return last.role == "developer" and last.exit_code == 0 and last.num_turns is not None
 
 
 def _sealed(run: Run, task: TaskState) -> Change | None:

@@ -185,21 +185,22 @@ def test_a_lanes_failed_attempt_is_kept_aside_too(tmp_path: Path,
     assert "rolled back" in done.stdout
 
 
+@pytest.mark.parametrize("kind", ["git", "jj"])
 @pytest.mark.parametrize("workplace", ["checkout", "lane"])
 def test_the_run_after_a_kill_in_the_check_brings_the_work_back_and_only_checks(
-        tmp_path: Path, workplace: str, fake_claude: FakeClaude) -> None:
+        tmp_path: Path, kind: str, workplace: str, fake_claude: FakeClaude) -> None:
     # kill -9 (the OOM killer, a closed laptop, `kill -9` of a run that seemed stuck) while
     # the checks run on a finished agent's work: the next run brings that work back and pays
     # the agent nothing more, as after Ctrl+C (it ran the agent again, paid twice).
-    work = project(tmp_path, "git", "## G\n- the task\n  FAKE: write a.txt a\n")
+    work = project(tmp_path, kind, "## G\n- the task\n  FAKE: write a.txt a\n")
     once, checking = tmp_path / "once", tmp_path / "checking"
     check = (f"test -f a.txt || exit 0; test -e {once} && exit 0; touch {once} {checking}; "
              "sleep 30")
-    child = start(work, "--vcs", "git", "--workplace", workplace, "--check", check)
+    child = start(work, "--vcs", kind, "--workplace", workplace, "--check", check)
     wait_for(child, checking)
     child.kill()  # SIGKILL to agent-loop alone: no handler runs, nothing is rolled back
     child.communicate(timeout=60)
-    again = agent_loop(work, "--vcs", "git", "--workplace", workplace, "--no-distill",
+    again = agent_loop(work, "--vcs", kind, "--workplace", workplace, "--no-distill",
                        "--check", check)
     assert again.returncode == 0, again.stdout + again.stderr
     assert len(fake_claude.task_prompts()) == 1, again.stdout  # the agent was paid once
@@ -207,4 +208,7 @@ def test_the_run_after_a_kill_in_the_check_brings_the_work_back_and_only_checks(
     assert (work / "a.txt").read_text() == "a\n"
     task = state_of(work)["tasks"][0]
     assert task["status"] == "completed" and task["attempts"] == 1, task
-    assert git(work, "show", "--name-only", "--format=", "HEAD").split() == ["a.txt"]
+    listed = git(work, "show", "--name-only", "--format=", "HEAD") if kind == "git" else \
+        jj(work, "log", "--no-graph", "-r", "@-", "-T", 'self.diff().files().map(|f| f.path())')
+    assert listed.split() == ["a.txt"]
+
