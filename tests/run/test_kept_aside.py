@@ -212,3 +212,31 @@ def test_the_run_after_a_kill_in_the_check_brings_the_work_back_and_only_checks(
         jj(work, "log", "--no-graph", "-r", "@-", "-T", 'self.diff().files().map(|f| f.path())')
     assert listed.split() == ["a.txt"]
 
+
+def test_the_killed_runs_own_output_file_is_left_alone_by_the_next_run(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # `agent-loop tasks.md --workplace checkout > run.log`, killed while the agent works, then
+    # the same command printing to the terminal: run.log, the user's record of the killed run,
+    # was taken for the attempt's own file, rolled back (gone from the checkout) and, once the
+    # finished work came back, committed with the task.
+    work = project(tmp_path, "git", "- the task\n  FAKE: write started.txt now\n"
+                                    "  FAKE: pause 30\n  FAKE: write a.txt a\n")
+    with open(work / "run.log", "w") as log:
+        child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill",
+                                  "--workplace", "checkout"], cwd=work, stdout=log,
+                                 stderr=subprocess.STDOUT, start_new_session=True)
+    wait_for(child, work / "started.txt")
+    child.kill()
+    child.wait(timeout=60)
+    said = (work / "run.log").read_text()
+    assert "task 1" in said, said
+    (work / "tasks.md").write_text("- the task\n  FAKE: write a.txt a\n")
+    # Yours now, as after a run that ended: the checkout's run refuses it, by name.
+    refused = agent_loop(work, "--no-distill", "--workplace", "checkout")
+    assert refused.returncode != 0 and "run.log" in refused.stderr, refused.stderr
+    assert (work / "run.log").read_text() == said
+    again = agent_loop(work, "--no-distill", "--workplace", "checkout", "--allow-dirty")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (work / "run.log").read_text() == said
+    assert "run.log" not in git(work, "log", "--name-only", "--format=")
+    assert (work / "a.txt").read_text() == "a\n"

@@ -169,7 +169,8 @@ class GitVcs:
                 return resumed
         start = self._next.take(self.tree)
         if start is not None:
-            self._remember(dataclasses.replace(start, message=expected, begun_as=message),
+            self._remember(dataclasses.replace(start, message=expected, begun_as=message,
+                                               kept_out=sorted(self.tree.plans)),
                            fresh=True)
             return Change(change_id="", base=start.head or "")
         head = self.tree.head()
@@ -185,7 +186,7 @@ class GitVcs:
                   for p in self.tree.candidates(head, status)}
         self._index_seen = None if status.staged or states else index_seen(self.tree.git_dir)
         self._remember(Start(head, self.tree.ref(), index_tree, states, self.tree.task_rel,
-                             expected, begun_as=message),
+                             expected, begun_as=message, kept_out=sorted(self.tree.plans)),
                        fresh=True)
         return Change(change_id="", base=head or "")
 
