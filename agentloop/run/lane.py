@@ -25,7 +25,7 @@ from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
 from agentloop.options import continue_args
 from agentloop.proc.signals import deferred, hangup_settles_the_task, shielded
 from agentloop.run import budget, conflicts
-from agentloop.run.attempt import run_attempt, trailers_of
+from agentloop.run.attempt import finished_well, run_attempt, trailers_of
 from agentloop.run.checks import commit_line
 from agentloop.run.conflicts import GroupHeld
 from agentloop.run.context import Run
@@ -205,7 +205,7 @@ def recover(run: Run, task: TaskState) -> bool:
         # Killed inside the agent: like Ctrl+C, that attempt does not count.
         hand(run, task, Uncounted(last.number, O.INTERRUPTED, S.INTERRUPTED,
                                   task.error or "the run was killed"))
-        finished = _agent_finished(last)
+        finished = finished_well(last)
         taken = getattr(run.vcs, "killed_attempt_kept", None)  # git: rolled back in prepare
         kept = taken() if taken is not None else None
         if kept is not None and finished:
@@ -219,14 +219,6 @@ def recover(run: Run, task: TaskState) -> bool:
         drop(run, task, Change(change_id=task.change_id, commit_id=task.commit_id or ""),
              last.number if finished and last is not None else None, finished)
     return False
-
-
-def _agent_finished(last: Attempt) -> bool:
-    """Whether a killed attempt's last run was its developer's, ended well: killed after it
-    (in its checks, the review, the wait for the landing before), its files are the agent's
-    finished work, kept for the next attempt to bring back without paying the agent again, as
-    after Ctrl+C (agentloop.run.attempt). A run that ended with no result (no turns) failed."""
-    return last.role == "developer" and last.exit_code == 0 and last.num_turns is not None
 
 
 def _sealed(run: Run, task: TaskState) -> Change | None:

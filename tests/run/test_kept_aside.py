@@ -240,3 +240,28 @@ def test_the_killed_runs_own_output_file_is_left_alone_by_the_next_run(
     assert (work / "run.log").read_text() == said
     assert "run.log" not in git(work, "log", "--name-only", "--format=")
     assert (work / "a.txt").read_text() == "a\n"
+
+
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+def test_a_kill_in_the_check_after_the_agent_committed_itself_pays_it_once(
+        tmp_path: Path, workplace: str, fake_claude: FakeClaude) -> None:
+    # The agent commits its own work (as agents do, told not to), then agent-loop is killed in
+    # the check: the next run goes on from its commit, and ran the agent again to "finish the
+    # task from it" (paid twice) though it had finished.
+    work = project(tmp_path, "git", "## G\n- the task\n  FAKE: write a.txt a\n"
+                                    "  FAKE: commit my work\n")
+    once, checking = tmp_path / "once", tmp_path / "checking"
+    check = (f"test -f a.txt || exit 0; test -e {once} && exit 0; touch {once} {checking}; "
+             "sleep 30")
+    child = start(work, "--vcs", "git", "--workplace", workplace, "--check", check)
+    wait_for(child, checking)
+    child.kill()
+    child.communicate(timeout=60)
+    again = agent_loop(work, "--vcs", "git", "--workplace", workplace, "--no-distill",
+                       "--check", check)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake_claude.task_prompts()) == 1, again.stdout  # the agent was paid once
+    task = state_of(work)["tasks"][0]
+    assert task["status"] == "completed" and task["attempts"] == 1, task
+    assert git(work, "show", "--name-only", "--format=", "HEAD").split() == ["a.txt"]
+    assert git(work, "log", "--format=%s", "-1") == "agent-loop: G / the task\n"
