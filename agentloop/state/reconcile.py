@@ -63,6 +63,9 @@ class Reconciled:
     def note(self, name: str, since: str = "") -> str:
         """`tasks.md changed: 1 task added, …`; a re-read says so instead."""
         what = "reads differently with this agent-loop" if self.reread else "changed" + since
+        if not self.news():  # not "0 tasks added, 0 edited, 0 removed": as if the edit was lost
+            return f"{name} {what}: the same tasks (moved, or the words around them edited); " \
+                f"{self.kept_done} completed task{'s' * (self.kept_done != 1)} kept"
         return f"{name} {what}: {self.summary()}"
 
     def summary(self) -> str:

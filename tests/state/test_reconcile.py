@@ -51,6 +51,17 @@ def test_added_edited_removed_moved_and_ticked(tmp_path: Path) -> None:
                                  "3 completed tasks kept")
 
 
+def test_tasks_only_moved_are_said_so_not_as_nothing_added_edited_removed(
+        tmp_path: Path) -> None:
+    # A user reorders the plan (or edits the words around its tasks): "tasks.md changed: 0
+    # tasks added, 0 edited, 0 removed" read as if the edit had been lost.
+    old = saved(tmp_path, "- [ ] a\n- [ ] b\n- [ ] c\n", (1,))
+    changed = reconcile(old, new(tmp_path, "Some context.\n\n- [ ] c\n- [ ] a\n- [ ] b\n"))
+    assert not changed.news()
+    assert changed.note("tasks.md") == ("tasks.md changed: the same tasks (moved, or the words "
+                                        "around them edited); 1 completed task kept")
+
+
 def test_ticked_sub_items_and_steps_leave_the_same_task(tmp_path: Path) -> None:
     # An agent (or the tick-boxes setting) ticks the boxes under a task: no edit, the same task.
     old = saved(tmp_path, "- [ ] a\n  - [ ] step\n  1. [~] more\n### Task 2: b\n- [ ] s1\n"
