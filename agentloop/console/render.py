@@ -90,6 +90,10 @@ def status_text(view: StatusView, cwd: Path) -> str:
                      + (f"\n       log: {show(t.log)}" if t.log else "")
                      + (f"\n       error: {t.error}" if t.error and t.status != S.COMPLETED
                         else "")
+                     # A completed task's note: where the files it wrote inside a submodule
+                     # are kept (agentloop.run.submodule_files), or `(empty)` reads as idle.
+                     + (f"\n       note: {t.error}" if t.error and t.status == S.COMPLETED
+                        else "")
                      + (f"\n       waiting: {t.waiting}" if t.waiting else "")
                      + ("\n       feedback: " + t.feedback.replace("\n", "\n         ")
                         if t.feedback and t.status == S.UNAPPROVED else "")

@@ -96,9 +96,55 @@ def lane_seen(lane: Path) -> None:
     """The lane's submodule folders found empty the first time it is seen (as it was made):
     the only ones a sweep empties. A folder `.gitmodules` names that held files from the
     start is no empty submodule (a stale entry, a vendored copy, an agent's edit of the file):
-    its files are tracked ones, never moved."""
-    if lane not in _empty_from_start:
-        _empty_from_start[lane] = frozenset(s for s in paths(lane) if _empty(lane / s))
+    its files are tracked ones, never moved.
+
+    What was seen is written in the lane's own VCS folder too (it goes with the lane): a run
+    killed while its agent wrote into such a folder leaves the lane for the next run, which
+    goes on there and must know the folder held nothing of the repository's, or its agent's
+    files would never be moved out and go with the lane."""
+    if lane in _empty_from_start:
+        return
+    subs = paths(lane)
+    record = _record(lane) if subs else None
+    before = _read_record(record)
+    found = frozenset(s for s in subs if _empty(lane / s) or s in before)
+    _empty_from_start[lane] = found
+    if record is not None and found != before:
+        try:
+            record.write_text("".join(f"{s}\n" for s in sorted(found)), encoding="utf-8",
+                              errors="surrogateescape")
+        except OSError:
+            pass  # unwritten: a later run in this lane knows only what it sees
+
+
+# In the lane's own VCS folder: its submodule folders that were empty when it was first seen.
+RECORD = "agent-loop-empty-submodules"
+
+
+def _record(lane: Path) -> Path | None:
+    """Where the lane keeps what lane_seen saw: in its jj workspace's `.jj/`, or in the folder
+    of the repository that its git worktree's `.git` file names; None when neither is found."""
+    jj = lane / ".jj"
+    if jj.is_dir():
+        return jj / RECORD
+    try:
+        text = (lane / ".git").read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:  # none, or a folder: a lane is a linked worktree, whose .git is a file
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    own = lane / text[len("gitdir:"):].strip()  # an absolute path stays as it is
+    return own / RECORD if own.is_dir() else None
+
+
+def _read_record(record: Path | None) -> frozenset[str]:
+    if record is None:
+        return frozenset()
+    try:
+        text = record.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        return frozenset()
+    return frozenset(line for line in text.splitlines() if line)
 
 
 def sweep(lane: Path, keep: Path) -> list[Swept]:
@@ -149,14 +195,20 @@ def _files(folder: Path) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def swept_line(task: int, moved: list[Swept], shown: dict[Path, str]) -> str:
-    """The one line that says what was moved out of a lane and what to do with it."""
+def swept_line(task: int, moved: list[Swept], shown: dict[Path, str],
+               finished: bool = True) -> str:
+    """The one line that says what was moved out of a lane and what to do with it.
+    `finished`: False for an attempt that failed or was stopped, whose files are kept to be
+    looked at, not to be taken as the task's work."""
     parts = []
     for m in moved:
         names = ", ".join(m.files[:5]) + (f" and {len(m.files) - 5} more"
                                           if len(m.files) > 5 else "")
         parts.append(f"{names} inside submodule {m.path} (kept in {shown[m.kept]}/)")
     first = moved[0]
+    if not finished:
+        return (f"task {task}'s attempt, which did not finish, wrote {'; '.join(parts)}, which "
+                "its lane holds empty: kept for you to look at, as no task's commit holds them")
     return (f"task {task} wrote {'; '.join(parts)}, which its lane holds empty and no task's "
             f"commit can hold: copy them into your submodule and commit them there yourself "
             f"(`cp -R {shown[first.kept]}/. {first.path}/`), or run tasks that edit a "
