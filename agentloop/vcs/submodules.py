@@ -26,6 +26,8 @@ from agentloop.vcs.git.run import Git
 _named: dict[Path, tuple[tuple[int, int], tuple[str, ...]]] = {}
 # Your checkout's submodules as the last look saw them: path -> git's "S<c><m><u>" flags.
 _seen: dict[Path, dict[str, str]] = {}
+# Your checkout's submodules that .gitmodules does not name, found once (_checkout_unlisted).
+_unlisted_in: dict[Path, tuple[str, ...]] = {}
 # Each lane's submodule folders that were empty when it was first seen (lane_seen).
 _empty_from_start: dict[Path, frozenset[str]] = {}
 
@@ -104,8 +106,9 @@ def lane_seen(lane: Path) -> None:
     files would never be moved out and go with the lane."""
     if lane in _empty_from_start:
         return
-    subs = paths(lane)
-    record = _record(lane) if subs else None
+    own = _own_dir(lane)
+    subs = paths(lane) + _unlisted(lane, own)
+    record = (own / RECORD if own is not None else None) if subs else None
     before = _read_record(record)
     found = frozenset(s for s in subs if _empty(lane / s) or s in before)
     _empty_from_start[lane] = found
@@ -121,12 +124,12 @@ def lane_seen(lane: Path) -> None:
 RECORD = "agent-loop-empty-submodules"
 
 
-def _record(lane: Path) -> Path | None:
-    """Where the lane keeps what lane_seen saw: in its jj workspace's `.jj/`, or in the folder
-    of the repository that its git worktree's `.git` file names; None when neither is found."""
+def _own_dir(lane: Path) -> Path | None:
+    """The lane's own VCS folder: its jj workspace's `.jj/`, or the folder in the repository
+    that its git worktree's `.git` file names; None when neither is found."""
     jj = lane / ".jj"
     if jj.is_dir():
-        return jj / RECORD
+        return jj
     try:
         text = (lane / ".git").read_text(encoding="utf-8", errors="surrogateescape")
     except OSError:  # none, or a folder: a lane is a linked worktree, whose .git is a file
@@ -134,7 +137,38 @@ def _record(lane: Path) -> Path | None:
     if not text.startswith("gitdir:"):
         return None
     own = lane / text[len("gitdir:"):].strip()  # an absolute path stays as it is
-    return own / RECORD if own.is_dir() else None
+    return own if own.is_dir() else None
+
+
+# A git index entry's mode, as the index stores it (32 bits, big-endian): a gitlink's.
+_GITLINK_MODE = (0o160000).to_bytes(4, "big")
+
+
+def _unlisted(lane: Path, own: Path | None) -> tuple[str, ...]:
+    """The git lane's submodules that `.gitmodules` does not name: a folder holding a
+    repository of its own that was `git add`ed (a gitlink, "embedded repository"), which a
+    lane holds empty and git ignores the files of, as a submodule's. Only an index holding a
+    gitlink's mode somewhere pays a process (`git ls-tree -d`: folders, no files); most
+    indexes do not, which one search of its bytes tells."""
+    if own is None or own.name == ".jj":  # jj keeps no gitlink in a workspace: none empty
+        return ()
+    try:
+        with open(own / "index", "rb") as index:
+            if _GITLINK_MODE not in index.read():
+                return ()
+    except OSError:
+        return ()
+    try:
+        out = Git(lane).out("ls-tree", "-r", "-d", "-z", "--full-tree", "HEAD", codes=(0, 128))
+    except AgentLoopError:
+        return ()
+    listed = set(paths(lane))
+    found = []
+    for entry in out.split("\0"):
+        head, tab, path = entry.partition("\t")
+        if tab and head.startswith("160000 ") and path not in listed:
+            found.append(path)
+    return tuple(found)
 
 
 def _read_record(record: Path | None) -> frozenset[str]:
@@ -152,10 +186,8 @@ def sweep(lane: Path, keep: Path) -> list[Swept]:
     under `keep`/<path>, each folder's own; nothing when the repository has no submodule, and
     nothing in a folder that was not empty when the lane was first seen (lane_seen)."""
     moved = []
-    empty = _empty_from_start.get(lane, frozenset())
-    for sub in paths(lane):
-        if sub not in empty:
-            continue
+    # Those of `paths` and of `_unlisted` found empty first: `_unlisted` is not asked again.
+    for sub in sorted(_empty_from_start.get(lane, frozenset())):
         folder = lane / sub
         try:
             entries = sorted(os.listdir(folder)) if not folder.is_symlink() else []
@@ -219,8 +251,10 @@ def look(root: Path) -> dict[str, str] | None:
     """Your checkout's submodules that differ from what its index records: path -> git's
     "S<c><m><u>" flags (commit moved, tracked files changed, new files); None when the
     repository has no submodule (and no process ran)."""
-    subs = paths(root)
-    if not subs or not (root / ".git").exists():
+    if not (root / ".git").exists():
+        return None
+    subs = paths(root) + _checkout_unlisted(root)
+    if not subs:
         return None
     # git's own door: the run core, which asks, knows no VCS backend; this module does.
     try:
@@ -235,6 +269,15 @@ def look(root: Path) -> dict[str, str] | None:
         if len(fields) == 9 and fields[0] == "1" and fields[2].startswith("S"):
             found[fields[8]] = fields[2]
     return found
+
+
+def _checkout_unlisted(root: Path) -> tuple[str, ...]:
+    """Your checkout's submodules `.gitmodules` does not name (_unlisted), found once a run:
+    a look a task pays no second read of the index for."""
+    if root not in _unlisted_in:
+        own = root / ".git" if (root / ".git").is_dir() else _own_dir(root)
+        _unlisted_in[root] = _unlisted(root, own)
+    return _unlisted_in[root]
 
 
 def before_task(root: Path) -> None:

@@ -195,3 +195,52 @@ def test_what_a_killed_attempt_wrote_inside_a_submodule_is_kept_by_the_next_run(
     assert any("half.txt inside submodule vendor/lib" in line
                for line in done.stdout.splitlines())
     assert not list(work.glob(".agent-loop/lanes/*"))
+
+
+def embedded(tmp_path: Path) -> Path:
+    """A repository holding `nested`, a repository of its own that `git add` recorded as a
+    submodule (a gitlink) with no `.gitmodules` entry; the repository's folder."""
+    work = tmp_path / "project"
+    nested = work / "nested"
+    nested.mkdir(parents=True)
+    git(work, "init", "-q", "-b", "main")
+    git(nested, "init", "-q", "-b", "main")
+    (nested / "n.txt").write_text("n\n")
+    git(nested, "add", "n.txt")
+    git(nested, "commit", "-qm", "n")
+    (work / "README.md").write_text("hello\n")
+    git(work, "add", "README.md", "nested")
+    git(work, "commit", "-qm", "initial")
+    assert "160000 commit" in git(work, "ls-tree", "HEAD", "nested")
+    assert not (work / ".gitmodules").exists()
+    return work
+
+
+def test_a_nested_repository_git_records_without_gitmodules_is_looked_at_too(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """A lane holds such a folder empty too, and git ignores the files in it: what the agent
+    wrote there went with the lane, and the task "changed no files"."""
+    work = embedded(tmp_path)
+    (work / "tasks.md").write_text("- write into nested\n  FAKE: write nested/new.txt x\n"
+                                   "  FAKE: write top.txt t\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    kept = work / ".agent-loop/submodule-files/task-1/nested"
+    assert (kept / "new.txt").read_text() == "x\n"
+    assert any("new.txt inside submodule nested" in line for line in done.stdout.splitlines())
+    assert (work / "top.txt").read_text() == "t\n"   # the task's other file, committed
+    assert not (work / "nested/new.txt").exists()
+
+
+def test_in_your_checkout_a_nested_repository_without_gitmodules_is_said(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """In your checkout the agent's file stays in your nested repository (nothing lost), but
+    the run said the task "changed no files"."""
+    work = embedded(tmp_path)
+    (work / "tasks.md").write_text("- write into nested\n  FAKE: write nested/new.txt x\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "checkout", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / "nested/new.txt").read_text() == "x\n"
+    assert any("task 1 left uncommitted changes inside submodule nested" in line
+               for line in done.stdout.splitlines())
+    assert "changed no files" not in done.stdout
