@@ -150,7 +150,9 @@ def _unlisted(lane: Path, own: Path | None) -> tuple[str, ...]:
     lane holds empty and git ignores the files of, as a submodule's. Only an index holding a
     gitlink's mode somewhere pays a process (`git ls-tree -d`: folders, no files); most
     indexes do not, which one search of its bytes tells."""
-    if own is None or own.name == ".jj":  # jj keeps no gitlink in a workspace: none empty
+    if own is not None and own.name == ".jj":
+        own, lane = _colocated(own)
+    if own is None:
         return ()
     try:
         with open(own / "index", "rb") as index:
@@ -269,6 +271,17 @@ def look(root: Path) -> dict[str, str] | None:
         if len(fields) == 9 and fields[0] == "1" and fields[2].startswith("S"):
             found[fields[8]] = fields[2]
     return found
+
+
+def _colocated(jj: Path) -> tuple[Path | None, Path]:
+    """A jj lane keeps no git index: the git dir and folder of the repository its workspace
+    belongs to, when that one is colocated (its `.git` a folder beside its `.jj`), whose
+    index and HEAD tell the gitlinks instead; (None, the lane) otherwise."""
+    try:  # a workspace's .jj/repo is a file naming the repository's, from .jj/
+        main = (jj / (jj / "repo").read_text(encoding="utf-8").strip()).resolve().parent.parent
+    except OSError:  # a folder: the repository's own workspace
+        main = jj.parent
+    return (main / ".git" if (main / ".git").is_dir() else None), main
 
 
 def _checkout_unlisted(root: Path) -> tuple[str, ...]:

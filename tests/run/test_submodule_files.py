@@ -216,14 +216,17 @@ def embedded(tmp_path: Path) -> Path:
     return work
 
 
+@pytest.mark.parametrize("vcs", ["git", "jj"])
 def test_a_nested_repository_git_records_without_gitmodules_is_looked_at_too(
-        tmp_path: Path, fake_claude: FakeClaude) -> None:
-    """A lane holds such a folder empty too, and git ignores the files in it: what the agent
-    wrote there went with the lane, and the task "changed no files"."""
+        tmp_path: Path, fake_claude: FakeClaude, vcs: str) -> None:
+    """A lane holds such a folder empty too, and git (and jj) ignores the files in it: what the
+    agent wrote there went with the lane, and the task "changed no files"."""
     work = embedded(tmp_path)
+    if vcs == "jj":
+        jj(work, "git", "init", "--colocate")
     (work / "tasks.md").write_text("- write into nested\n  FAKE: write nested/new.txt x\n"
                                    "  FAKE: write top.txt t\n")
-    done = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill")
+    done = agent_loop(work, "--vcs", vcs, "--workplace", "lane", "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     kept = work / ".agent-loop/submodule-files/task-1/nested"
     assert (kept / "new.txt").read_text() == "x\n"
