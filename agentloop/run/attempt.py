@@ -112,9 +112,11 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
         if outcome.attempt is not developed and outcome.result.ok and \
                 outcome.report.signal not in (FATAL, BLOCKED):
             outcome = submodule_files.after(run, task, outcome)  # and what fix runs wrote
-        return outcome
+        # A failed attempt's writes inside a lane's submodule too: kept before its lane goes.
+        return submodule_files.at_end(run, task, outcome) or outcome
     except BaseException as exc:
         with shielded():
+            submodule_files.at_end(run, task, None)
             _abandon(run, task, change, number, exc, finished is not None and
                      finished.number == number)
         raise

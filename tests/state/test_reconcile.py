@@ -254,6 +254,17 @@ def test_a_state_an_earlier_reader_saved_is_no_news_when_it_reads_the_same(
     assert status["note"] is None and status["counts"] == {"completed": 1, "pending": 1}
 
 
+def test_a_new_record_never_takes_the_log_name_of_an_edited_or_removed_one(
+        tmp_path: Path) -> None:
+    """Its attempts count from 1 again: under the old record's name they would write over the
+    logs its archived record names."""
+    old = saved(tmp_path, "## G\n- fix the login bug\n- gone\n", ())
+    changed = reconcile(old, new(tmp_path, "## G\n- fix the login bug\n  and the cookie\n"))
+    (edited,) = changed.tasks
+    assert changed.replaced == (old[0],) and changed.removed == (old[1],)
+    assert edited.log_name == "001-g--fix-the-login-bug-2" != old[0].log_name
+
+
 def test_a_completed_task_reworded_stays_done_and_says_so(tmp_path: Path) -> None:
     old = saved(tmp_path, "## G\n- fix teh typo\n- two\n", (1,))
     changed = reconcile(old, new(tmp_path, "## G\n- fix the typo\n- two, better\n"))
@@ -261,7 +272,8 @@ def test_a_completed_task_reworded_stays_done_and_says_so(tmp_path: Path) -> Non
     # Its work is in history: it stays done, with the plan's words and its own record.
     assert (one.status, one.task, one.change_id, one.done_as) == (
         "completed", "fix the typo", "change1", "fix teh typo")
-    assert one.log_name == old[0].log_name and changed.replaced == (old[1],)
+    # Its next attempt (--again) is logged under its new words.
+    assert one.log_name == "001-g--fix-the-typo" and changed.replaced == (old[1],)
     # A pending task reworded runs its new words once (issue 30): a new record.
     assert (two.status, two.task) == ("pending", "two, better") and changed.edited == ((2, ""),)
     assert changed.reworded_done == (1,) and changed.news()
