@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING
 
+from agentloop import collector, proc
 from agentloop.agents import AGENTS, child_env, make_agent, own_layers, unpriced
 from agentloop.errors import AgentLoopError, StateError, UsageError
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
@@ -163,6 +164,7 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
         else None
     if ready is not None:
         make_ahead()
+        proc.after_next_stream(collector.release)  # the start is over: collect as usual
     # Waited for only once the working copy is made: a stop or an error meanwhile has no use for
     # it, and a thread stuck in an import (agentloop.errors.stop) would keep the run from ending.
     notes += vcs.prepare()

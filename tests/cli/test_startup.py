@@ -24,7 +24,8 @@ from tests.support.repos import make_repo
 # Ours that each may import, as names or as folders (a trailing dot); anything else fails.
 # `--status` is answered before click is imported (agentloop.console.quick): every command
 # reads its arguments there first.
-QUICK = ("agentloop", "agentloop.console", "agentloop.console.quick")
+QUICK = ("agentloop", "agentloop.console", "agentloop.console.quick",
+         "agentloop.collector")   # the collector held back while the command starts
 # Saying what happened, and the one dispatch both doors share.
 SAYING = ("agentloop.errors",
           "agentloop.console.gone",   # a closed pipe must not stop any command
