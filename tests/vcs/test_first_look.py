@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from agentloop import proc
 from agentloop.vcs.git import first_look
 from agentloop.vcs.git.record import OPEN_ATTEMPT
@@ -92,3 +94,12 @@ def test_another_folder_s_backend_asks_its_own(tmp_path: Path) -> None:
     assert proc.started() == before + 1, "a look started for another folder was taken"
     settled()
     assert subprocess.run(["git", "-C", str(work), "status"], capture_output=True).returncode == 0
+
+
+def test_no_look_where_git_cannot_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The run goes on as without a look: the backend asks, and says what is wrong, in its turn.
+    work = checkout(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing here"))
+    settled = first_look.look(work)
+    assert first_look.where(work) is None
+    settled()

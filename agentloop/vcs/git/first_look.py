@@ -63,7 +63,10 @@ def look(root: Path) -> Callable[[], None]:
     """Start the first look at the checkout `root`; the function that waits for both commands
     (it must be called on every path: it reaps them; the backend's taking them does too)."""
     git = Git(root)
-    where = _Once(git.begin(*WHERE, env=WHERE_ENV, codes=None))
+    try:
+        where = _Once(git.begin(*WHERE, env=WHERE_ENV, codes=None))
+    except VcsError:  # git cannot start: the backend asks, and says so, as without a look
+        return lambda: None
     try:
         status: _Once | None = _Once(git.begin(*STATUS_ARGS))
     except VcsError:
