@@ -48,6 +48,10 @@ def main() -> None:
     try:
         # Inside the try: a stop already pending raises from the very call that blocks.
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+        # Start-up makes what lives as long as the process: collections walk it for nothing.
+        from agentloop import collector
+
+        collector.hold()
         # `--status` is answered without click (agentloop.console.quick): it is most of what
         # a user types while a plan runs, and click is most of its start-up.
         from agentloop.console import quick

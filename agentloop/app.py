@@ -207,7 +207,7 @@ def _join(history: History | None, asked: Asked | None, failing: bool) -> None:
     other does; what one of them raised reaches the user only when the run itself did not
     fail, whose own error is the one to say."""
     first: Exception | None = None
-    for wait in (history, asked[1] if asked is not None else None):
+    for wait in (history, *(asked[1:] if asked is not None else ())):
         if wait is None:
             continue
         try:
@@ -239,7 +239,7 @@ def _git_beside(project: Project, options: RunOptions) -> Asked | None:
 
     if options.push is not None or options.rehearse:
         return None
-    return ask_git(options.vcs, project.root)
+    return ask_git(options.vcs, project.root, look=True)
 
 
 def integrate(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> "Integrated":

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING
 
+from agentloop import collector, proc
 from agentloop.agents import AGENTS, child_env, make_agent, own_layers, unpriced
 from agentloop.errors import AgentLoopError, StateError, UsageError
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
@@ -32,7 +33,7 @@ from agentloop.state.schema import State, now
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.choose import open_vcs
-from agentloop.vcs.preflight import Asked, ask_git, preflight
+from agentloop.vcs.preflight import Asked, ask_git, preflight, settle
 from agentloop.vcs.protocol import Change
 from agentloop.vcs.stays_git import vcs_notes
 
@@ -128,27 +129,33 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
     # with that kind, or with git where git was asked already. A state that says git while
     # the early ask found jj making the commits (auto, a colocated repository) asks again:
     # git's identity and signing are checked before any agent is paid.
+    reasked = None
     if asked is None or not (kind == requested or (kind == "git" and asked[1] is not None)):
-        asked = ask_git(kind, project.root)  # its answers wait while the run is set up
-    box = open_sandbox(project, options)  # refuses here, before anything is changed
-    if not options.rehearse:
-        notes += rehearsal.check_real_run(project, state, admitted.saved)
-    options, dropped = remembered.recall(options, state.remembered)
-    notes += [dropped] if dropped else []
-    state.remembered = remembered.remember(options)
-    if options.reset:
-        leftovers = _open_changes(project)
-        archived = project.store.archive(now())
-        if archived is not None:
-            shown = project.shown(archived)
-            notes.append(f"reset: the old state and logs are in {shown}")
-    notes += [admitted.rebuilt] if admitted.rebuilt else []
-    notes += _plan_changes(project, admitted, state)
-    agent = make_agent(admitted.agent, options.agent_program, agent_env(options), box)
-    agent.check()
-    if box is not None:  # the run's first lines say what its agents may do
-        notes[:0] = sandbox_notes(box, agent, brief=True)
-    notes += preflight(kind, project.root, task_file, asked)
+        asked = reasked = ask_git(kind, project.root)  # its answers wait while the run is set up
+    try:
+        box = open_sandbox(project, options)  # refuses here, before anything is changed
+        if not options.rehearse:
+            notes += rehearsal.check_real_run(project, state, admitted.saved)
+        options, dropped = remembered.recall(options, state.remembered)
+        notes += [dropped] if dropped else []
+        state.remembered = remembered.remember(options)
+        if options.reset:
+            leftovers = _open_changes(project)
+            archived = project.store.archive(now())
+            if archived is not None:
+                shown = project.shown(archived)
+                notes.append(f"reset: the old state and logs are in {shown}")
+        notes += [admitted.rebuilt] if admitted.rebuilt else []
+        notes += _plan_changes(project, admitted, state)
+        agent = make_agent(admitted.agent, options.agent_program, agent_env(options), box)
+        agent.check()
+        if box is not None:  # the run's first lines say what its agents may do
+            notes[:0] = sandbox_notes(box, agent, brief=True)
+        notes += preflight(kind, project.root, task_file, asked)
+    except BaseException:
+        if reasked is not None:  # its commands are reaped on every path (preflight's wait)
+            settle(reasked)
+        raise
     vcs = open_vcs(kind, project.root, task_file, options.allow_dirty,
                    wants_lane(options, job))
     # A run with a task to do gets ready for its first agent while its working copy is made.
@@ -157,6 +164,7 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
         else None
     if ready is not None:
         make_ahead()
+        proc.after_next_stream(collector.release)  # the start is over: collect as usual
     # Waited for only once the working copy is made: a stop or an error meanwhile has no use for
     # it, and a thread stuck in an import (agentloop.errors.stop) would keep the run from ending.
     notes += vcs.prepare()

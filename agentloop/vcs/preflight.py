@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import os
 import shutil
-from functools import lru_cache, partial
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
 from agentloop.errors import VcsError
-from agentloop.proc.beside import beside
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.stays_git import git_only
@@ -26,9 +25,10 @@ IN_PROGRESS = (("MERGE_HEAD", "a merge", "merge"), ("rebase-merge", "a rebase", 
 # What git says of who commits (None: no identity) and whether commits are signed, asked in
 # threads of their own: the function that waits for both.
 Answers = Callable[[], tuple[str | None, bool]]
-# What the run's early ask (ask_git) found: whether jj makes the commits, and git's Answers
-# when git makes them (else None).
-Asked = tuple[bool, Answers | None]
+# What the run's early ask (ask_git) found: whether jj makes the commits, git's Answers when
+# git makes them (else None), and the function that waits for the first look at the checkout
+# started with them (agentloop.vcs.git.first_look; None when none was).
+Asked = tuple[bool, Answers | None, Callable[[], None] | None]
 
 
 def preflight(kind: str, root: Path, task_file: Path, asked: Asked | None = None) -> list[str]:
@@ -40,7 +40,28 @@ def preflight(kind: str, root: Path, task_file: Path, asked: Asked | None = None
     if _bare(root):
         raise VcsError(f"{root} is a bare git repository (no working tree): run agent-loop in a "
                        "clone of it (`git clone` it, then run in the clone)")
-    jj, answers = asked if asked is not None else ask_git(kind, root)
+    if asked is not None:
+        return _checked(kind, root, asked)
+    asked = ask_git(kind, root)
+    try:
+        return _checked(kind, root, asked)
+    finally:
+        settle(asked)
+
+
+def settle(asked: Asked) -> None:
+    """Wait for the commands ask_git started, whatever they answer (they are reaped on every
+    path; what they say, preflight reads)."""
+    for wait in asked[1:]:
+        if wait is not None:
+            try:
+                wait()
+            except Exception:  # noqa: BLE001, S110 - the caller's own error is said instead
+                pass
+
+
+def _checked(kind: str, root: Path, asked: Asked) -> list[str]:
+    jj, answers, _ = asked
     warnings: list[str] = []
     git_dir = root / ".git"
     if git_dir.is_dir():
@@ -49,6 +70,10 @@ def preflight(kind: str, root: Path, task_file: Path, asked: Asked | None = None
 
         warnings += _stale_locks(git_dir)
         landing = finish_landing(root, git_dir)  # a parallel run's, cut short by a kill
+        if landing:  # the checkout's files moved: its first look's status is asked again
+            from agentloop.vcs.git.first_look import forget_status
+
+            forget_status(root)
         warnings += [landing] if landing else []
     if kind in ("git", "auto") and git_dir.is_dir():
         _git_ready(root, git_dir, answers)
@@ -64,11 +89,7 @@ def _stale_locks(git_dir: Path) -> list[str]:
     them). Called under agent-loop's run lock: one no live process holds open is stale and goes;
     one that is held stops the run, naming it."""
     notes = []
-    for lock in [git_dir / "index.lock", git_dir / "HEAD.lock",
-                 *(git_dir / "refs" / "heads").rglob("*.lock"),
-                 *(git_dir / "refs" / "agent-loop").rglob("*.lock"),  # a parallel run's
-                 *(git_dir / "worktrees").glob("*/index.lock"),
-                 *(git_dir / "worktrees").glob("*/HEAD.lock")]:  # a lane's commit, killed
+    for lock in _lock_files(git_dir):
         if not lock.is_file():
             continue
         if _held(lock):
@@ -77,6 +98,24 @@ def _stale_locks(git_dir: Path) -> list[str]:
         lock.unlink(missing_ok=True)
         notes.append(f"removed {lock}, which a killed git or jj command left behind")
     return notes
+
+
+def _lock_files(git_dir: Path) -> list[Path]:
+    """The lock files git may have left in `git_dir`: its index's and HEAD's, every branch's
+    (a parallel run's too), and each worktree's index and HEAD (a lane's commit, killed).
+    Found by name, by a walk of those folders: a glob compiles a pattern for each (a few
+    milliseconds at every run's start) to find the same names."""
+    found = [git_dir / "index.lock", git_dir / "HEAD.lock"]
+    for refs in (git_dir / "refs" / "heads", git_dir / "refs" / "agent-loop"):
+        for folder, _, files in os.walk(refs):
+            found += [Path(folder, name) for name in sorted(files) if name.endswith(".lock")]
+    try:
+        worktrees = sorted(os.listdir(git_dir / "worktrees"))
+    except OSError:
+        worktrees = []
+    found += [git_dir / "worktrees" / name / lock for lock in ("index.lock", "HEAD.lock")
+              for name in worktrees]
+    return found
 
 
 def _held(path: Path) -> bool:
@@ -110,18 +149,27 @@ def _jj_commits(kind: str, root: Path) -> bool:
         kind == "auto" and git_only(root))
 
 
-def ask_git(kind: str, root: Path) -> Asked:
+def ask_git(kind: str, root: Path, look: bool = False) -> Asked:
     """Whether jj makes the commits, and what preflight asks git when it does not (who
-    commits, whether commits are signed), started now, each question in a thread of its own,
-    while the run goes on setting up: two commands that change nothing, side by side. No
-    questions (None) when git makes no commit here (jj does, or there is no git repository
-    yet)."""
+    commits, whether commits are signed), started now while the run goes on setting up: two
+    commands that change nothing, side by side, started by this thread (Git.begin: no thread
+    to start and hand the GIL to). No questions (None) when git makes no commit here (jj
+    does, or there is no git repository yet); the Answers must be waited for on every path
+    (they reap the commands). `look`: the backend's first look at the checkout is started
+    too (the caller waits for it, Asked's last part, on every path as well:
+    agentloop.vcs.git.first_look)."""
     jj = _jj_commits(kind, root)
     if jj or kind not in ("git", "auto") or not (root / ".git").is_dir():
-        return jj, None
-    who = beside(partial(_git, root, "var", "GIT_COMMITTER_IDENT"), "agent-loop identity")
-    signed = beside(partial(signs, root), "agent-loop signing")
-    return jj, lambda: (who(), signed())
+        return jj, None, None
+    who = _begin(root, "var", "GIT_COMMITTER_IDENT")
+    signed = _begin(root, *SIGNING)
+    _signing[root] = signed  # signs() takes this answer rather than asking again
+    looked = None
+    if look:
+        from agentloop.vcs.git.first_look import look as first_look
+
+        looked = first_look(root)
+    return jj, lambda: (who(), _true(signed())), looked
 
 
 def _git_ready(root: Path, git_dir: Path, answers: Answers | None) -> None:
@@ -144,10 +192,38 @@ def _git_ready(root: Path, git_dir: Path, answers: Answers | None) -> None:
                        "(`git config commit.gpgsign false`)")
 
 
+# What git says of commit.gpgsign, asked by ask_git: its output, None when git cannot say.
+SIGNING = ("config", "--get", "--bool", "commit.gpgsign")
+_signing: dict[Path, Callable[[], str | None]] = {}
+
+
 @lru_cache(maxsize=8)
 def signs(root: Path) -> bool:
     """Whether the user asks git to sign every commit (commit.gpgsign)."""
-    return (_git(root, "config", "--get", "--bool", "commit.gpgsign") or "").strip() == "true"
+    asked = _signing.pop(root, None)
+    return _true(asked() if asked is not None else _git(root, *SIGNING))
+
+
+def _true(out: str | None) -> bool:
+    return (out or "").strip() == "true"
+
+
+def _begin(root: Path, *args: str) -> Callable[[], str | None]:
+    """A question to git started now; the function that waits for its output (None when
+    git cannot say: exit 1 of `git config` for a setting not set, a git that cannot start,
+    which is the backend's to report), the same every time it is called."""
+    try:
+        wait = Git(root).begin(*args, codes=None)
+    except VcsError:
+        return lambda: None
+
+    def answer() -> str | None:
+        try:
+            done = wait()
+        except VcsError:
+            return None
+        return done.stdout if done.returncode == 0 else None
+    return answer
 
 
 def _git(root: Path, *args: str) -> str | None:

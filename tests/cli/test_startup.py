@@ -24,7 +24,8 @@ from tests.support.repos import make_repo
 # Ours that each may import, as names or as folders (a trailing dot); anything else fails.
 # `--status` is answered before click is imported (agentloop.console.quick): every command
 # reads its arguments there first.
-QUICK = ("agentloop", "agentloop.console", "agentloop.console.quick")
+QUICK = ("agentloop", "agentloop.console", "agentloop.console.quick",
+         "agentloop.collector")   # the collector held back while the command starts
 # Saying what happened, and the one dispatch both doors share.
 SAYING = ("agentloop.errors",
           "agentloop.console.gone",   # a closed pipe must not stop any command
@@ -356,8 +357,11 @@ LOADED_AFTER_THE_FIRST_GIT = ("agentloop.run.start", "agentloop.run.controller",
                               "agentloop.run.ledger", "agentloop.run.summary",
                               "agentloop.run.eventlog",
                               "agentloop.vcs.git.mainline")
-FIRST_GIT = {"agent-loop history": "log", "agent-loop identity": "var",
-             "agent-loop signing": "config"}
+# The history's `git log` is started by a thread of its own; the questions preflight and the
+# backend ask first (git's identity and signing, where the repository is, what your checkout
+# holds: agentloop.vcs.git.first_look) by the main thread, with no thread to start for each.
+FIRST_GIT = {"agent-loop history": "log"}
+ASKED_AT_ONCE = ("var", "config", "rev-parse", "--no-optional-locks")
 
 
 def test_a_fresh_run_starts_its_first_git_commands_before_it_loads_the_run(
@@ -388,10 +392,20 @@ def test_a_fresh_run_starts_its_first_git_commands_before_it_loads_the_run(
     lines = seen.read_text().splitlines()
     for word in FIRST_GIT.values():   # each thread starts its command
         assert any(line.startswith("process git ") and f" {word} " in line for line in lines)
-    started = max(lines.index(f"thread {name}") for name in FIRST_GIT)
+    first_agent = next(n for n, line in enumerate(lines)
+                       if line.startswith("process ") and "stream-json" in line)
+    asked = [line.split()[4] for line in lines[:first_agent] if line.startswith("process git -C")]
+    for word in ASKED_AT_ONCE:
+        assert asked.count(word) == 1, f"`git {word}` asked {asked.count(word)} times"
+    started = max([lines.index(f"thread {name}") for name in FIRST_GIT] +
+                  [next(n for n, line in enumerate(lines) if line.startswith("process git -C")
+                        and line.split()[4] == word) for word in ASKED_AT_ONCE])
     for module in LOADED_AFTER_THE_FIRST_GIT:
         assert started < lines.index(f"import {module}"), \
             f"{module} loads before the run's first git commands start"
+    threads = {line.split(maxsplit=1)[1] for line in lines[:first_agent]
+               if line.startswith("thread ")}
+    assert not {"agent-loop identity", "agent-loop signing"} & threads, threads
 
 
 def test_a_run_that_goes_on_asks_git_who_commits_once(tmp_path: Path,

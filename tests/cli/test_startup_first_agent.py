@@ -12,7 +12,8 @@ from tests.support.fake_agent import FakeClaude
 from tests.support.repos import make_repo
 
 # The run's record of what happened, each line in order: a module's first import, a process
-# started (its argv), a dataclass made (its module, name, and whether the main thread made it).
+# started (its argv), a dataclass made (its module, name, and whether the main thread made it),
+# a collection of the garbage collector's.
 WATCH = """\
 import dataclasses, runpy, sys, threading
 out = open({seen!r}, 'a', buffering=1)
@@ -22,6 +23,8 @@ def hook(event, args):
     elif event == 'subprocess.Popen':
         out.write(f'process {{" ".join(map(str, args[1]))}}\\n')
 sys.addaudithook(hook)
+import gc
+gc.callbacks.append(lambda phase, info: phase == 'start' and out.write('collect\\n'))
 make = dataclasses._process_class
 def process_class(cls, *args, **kwargs):
     out.write(f'made {{cls.__module__}}.{{cls.__qualname__}} '
@@ -88,3 +91,37 @@ def test_a_run_with_a_hook_loads_the_hooks_watcher(tmp_path: Path,
                     "--on-finish", "echo done > finished.txt")
     assert "import agentloop.run.hooks" in lines
     assert (work / "finished.txt").read_text().strip() == "done"
+
+
+def test_a_run_s_start_runs_no_collection(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """What a run's start makes lives as long as the process: the collector, which would walk
+    it some fifty times for nothing, waits until the first agent has started
+    (agentloop.collector), then leaves it out of its walks for good."""
+    work = make_repo(tmp_path / "project", "git", plan="## One\n- first\n  FAKE: write a.txt A\n")
+    lines = watched(work, tmp_path, "tasks.md", "--vcs", "git", "--no-distill")
+    starts = agents(lines)
+    assert len(starts) == 1, "one task, one agent: is the run read right?"
+    start = lines.index("import agentloop.cli")
+    assert "collect" in lines[:start], "is the collector watched?"
+    assert "collect" not in lines[start:starts[0]], "collections while the run starts"
+
+
+def test_the_collector_is_as_usual_once_released() -> None:
+    import gc
+
+    from agentloop import collector
+
+    usual = gc.get_threshold()
+    try:
+        collector.hold()
+        assert gc.get_threshold()[0] == collector.STARTING
+        frozen = gc.get_freeze_count()
+        collector.release()
+        assert gc.get_threshold() == usual
+        assert gc.get_freeze_count() > frozen
+        collector.release()  # once only: nothing more to do
+        assert gc.get_threshold() == usual
+    finally:
+        gc.set_threshold(*usual)
+        gc.unfreeze()

@@ -7,12 +7,12 @@ import os
 import tempfile
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from agentloop import AGENT_REFLOG_ACTION, proc
 from agentloop.errors import VcsError
 from agentloop.vcs import STATE_DIR
-from agentloop.vcs.git import refs
+from agentloop.vcs.git import first_look, refs
 from agentloop.vcs.git.files import plain, state_of
 from agentloop.vcs.git.record import Start
 from agentloop.vcs.git.run import EMPTY_TREE, Git, failure
@@ -65,6 +65,9 @@ class GitRepo:
         # Every path the last `git status` listed (what `check.dirty` would say); None before
         # the first, or when it listed a nested repository (which Status leaves out).
         self.listed: list[str] | None = None
+        # The first look's status, started before locate() (agentloop.vcs.git.first_look):
+        # the next status() takes it, unless this repository is written to first.
+        self._looked: Callable[[], str | None] | None = None
 
     @property
     def root(self) -> Path:
@@ -94,10 +97,11 @@ class GitRepo:
         if not self.root.is_dir():
             raise VcsError(f"{self.root} does not exist")
         # Where the repository's hooks are, in the same process: the run's first lines say
-        # whether its commits skip them (agentloop.vcs.githooks.hooks, a moment later).
-        done = self.git.run("rev-parse", "--is-bare-repository", "--absolute-git-dir",
-                            "--git-common-dir", "--show-toplevel", *HOOK_PATHS, codes=None,
-                            env={"LC_ALL": "C"})
+        # whether its commits skip them (agentloop.vcs.githooks.hooks, a moment later). Asked
+        # at the run's start when it could be (agentloop.vcs.git.first_look).
+        root = self.root
+        ahead = first_look.where(root)
+        done = ahead or self.git.run(*first_look.WHERE, codes=None, env=first_look.WHERE_ENV)
         lines = done.stdout.splitlines()
         if done.returncode != 0 and not lines:
             if "not a git repository" in done.stderr:
@@ -112,6 +116,10 @@ class GitRepo:
         self.git.root = Path(lines[3]).resolve()
         self.close()
         self._repo = None
+        # The status asked with it, in the folder whose paths it names, stands for the first
+        # look (status) if nothing runs before that look but reads.
+        self._looked = first_look.status(root, Path(lines[1])) \
+            if ahead is not None and self.git.root == root.resolve() else None
         return True
 
     def place(self, git_dir: Path, common_dir: Path) -> None:
@@ -172,7 +180,10 @@ class GitRepo:
 
     def status(self) -> Status:
         """What one `git status` says."""
-        out = self.git.out(*STATUS_ARGS)
+        looked, self._looked = self._looked, None
+        out = looked() if looked is not None else None
+        if out is None:
+            out = self.git.out(*STATUS_ARGS)
         status = parse_status(out)
         self.listed = None if any(e.endswith("/") for e in out.split("\0")) else \
             sorted(status.paths)
@@ -182,6 +193,7 @@ class GitRepo:
         """Paths that may differ from `base`: untracked, or tracked and different."""
         if base == self.head():  # the common case: one `git status` says it all
             return {p for p in (status or self.status()).paths if not self.kept_out(p)}
+        self._looked = None  # HEAD moved since: the first look is not what the tree holds
         paths = split(self.git.out("ls-files", "-z", "--others", "--exclude-standard"))
         if base is None:
             paths |= split(self.git.out("ls-files", "-z", "--cached"))
@@ -223,6 +235,7 @@ class GitRepo:
 
     def commit(self, base: str | None, paths: set[str], message: str) -> str | None:
         """A commit of `paths` on top of `base`, HEAD left alone; None when it changes nothing."""
+        self._looked = None  # what the first look saw changes now
         tree = self.build_tree(base, paths)
         if tree == self.tree(base):
             return None  # e.g. the task undid the user's own uncommitted edit
@@ -237,6 +250,7 @@ class GitRepo:
         for these, all in one process (new files are first made known to the index). None
         when git declines (nothing to commit after all, a case it will not do): the caller
         then builds the commit by hand."""
+        self._looked = None  # what the first look saw changes now
         before = self.head()
         try:
             if untracked:
@@ -251,12 +265,14 @@ class GitRepo:
 
     def land(self, base: str | None, sha: str, message: str) -> None:
         """Move HEAD's branch from `base` to `sha`."""
+        self._looked = None  # what the first look saw changes now
         # The old value guards against a concurrent change of the branch.
         self.git.out("update-ref", "-m", f"agent-loop: {message.splitlines()[0]}", "HEAD", sha,
                   base or "0" * 40)
 
     def reset_index(self, tree: str, paths: set[str]) -> None:
         """The index entries of `paths` as `tree` has them."""
+        self._looked = None  # what the first look saw changes now
         if paths:
             self.git.out("reset", "-q", tree, "--pathspec-from-file=-", "--pathspec-file-nul",
                       paths=sorted(paths))
@@ -278,6 +294,7 @@ class GitRepo:
 
     def move_head_back(self, start: Start) -> set[str]:
         """Undo commits the agent made since begin; return the paths they touched."""
+        self._looked = None  # what the first look saw changes now
         head = self.head()
         if head == start.head:
             return set()

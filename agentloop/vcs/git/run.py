@@ -71,18 +71,32 @@ class Git:
         """A git command that only reads, started now to run beside what the caller does next;
         the function that waits for it and returns its standard output, as `out` would (the
         function must be called: it reaps the command)."""
-        full = self._environment(None)
+        wait = self.begin(*args)
+        return lambda: wait().stdout
+
+    def begin(self, *args: str, env: Mapping[str, str] | None = None,
+              codes: tuple[int, ...] | None = (0,)) -> Callable[[], proc.Completed]:
+        """`start` with `run`'s answer: the function waits for the command and returns what
+        `run` would have (it must be called: it reaps the command; called again, it gives the
+        same answer or raises the same error)."""
+        full = self._environment(env)
         try:
             wait = proc.start(["git", "-C", str(self.root), *args], env=full, timeout=TIMEOUT)
         except (ProgramNotFound, ProcessError) as exc:
             raise self._failed(args, exc) from None
+        found: list[proc.Completed | VcsError] = []
 
-        def answer() -> str:
-            try:
-                done = wait()
-            except ProcessError as exc:
-                raise self._failed(args, exc) from None
-            return self._answer(args, done, (0,)).stdout
+        def answer() -> proc.Completed:
+            if not found:
+                try:
+                    found.append(self._answer(args, wait(), codes))
+                except ProcessError as exc:
+                    found.append(self._failed(args, exc))
+                except VcsError as exc:
+                    found.append(exc)
+            if isinstance(found[0], VcsError):
+                raise found[0]
+            return found[0]
         return answer
 
     def _environment(self, env: Mapping[str, str] | None) -> Mapping[str, str]:
