@@ -19,7 +19,7 @@ from agentloop.run.checks import checks_note
 from agentloop.run.context import Run
 from agentloop.run.decisions import Marked, Opened, Uncounted
 from agentloop.run.events import TaskStarted
-from agentloop.run.final_message import BLOCKED, FATAL, Report
+from agentloop.run.final_message import Report
 from agentloop.run.final_message import parse as parse_report
 from agentloop.run.fixes import Outcome
 from agentloop.run.handover import drop, hand
@@ -97,16 +97,14 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
             agent_finished()  # a closed terminal now waits for the task to be committed
             finished = outcome.attempt
         developed = outcome.attempt
-        if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
+        if outcome.succeeded:
             # What it wrote inside a submodule, kept and said before the checks: a task that
             # wrote only there changed files, for --require-changes too.
             outcome = submodule_files.after(run, task, outcome)
             outcome = verify(run, task, outcome)  # the user's checks, with fix runs
-        if run.options.review and outcome.result.ok and \
-                outcome.report.signal not in (FATAL, BLOCKED):
+        if run.options.review and outcome.succeeded:
             outcome = _review_rounds(run, task, outcome)
-        if outcome.attempt is not developed and outcome.result.ok and \
-                outcome.report.signal not in (FATAL, BLOCKED):
+        if outcome.attempt is not developed and outcome.succeeded:
             outcome = submodule_files.after(run, task, outcome)  # and what fix runs wrote
         return outcome
     except BaseException as exc:
@@ -172,9 +170,9 @@ def _review_rounds(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
             return replace(outcome, status=S.UNAPPROVED, feedback=feedback,
                            note=f"not approved after {rounds} review round{'s' * (rounds > 1)}")
         outcome = review.fix(run, task, outcome, round_, feedback)
-        if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
+        if outcome.succeeded:
             outcome = verify(run, task, outcome)  # the fix is held to the checks too
-        if not outcome.result.ok or outcome.report.signal in (FATAL, BLOCKED):
+        if not outcome.succeeded:
             return outcome  # the lane's rules take over
     raise AssertionError("unreachable")
 

@@ -265,7 +265,7 @@ def _after_landing(run: Run, task: TaskState, outcome: Outcome) -> bool:
     again) while that task landed the longer way."""
     if run.shared.landing is None:
         return False
-    if not (outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED)):
+    if not outcome.succeeded:
         # Blocked, fatal or failed: no work to keep, and its answer stands once the task
         # before has landed (set aside, its agent would be run and paid again).
         land_beside(run)
@@ -292,7 +292,8 @@ def _after_landing(run: Run, task: TaskState, outcome: Outcome) -> bool:
 
 
 def _settled(run: Run, task: TaskState, outcome: Outcome) -> bool:
-    """Finish a successful attempt (done, blocked, or a fatal stop); False: it failed."""
+    """Finish an attempt whose agent finished (done, blocked, or a fatal stop); False: it
+    failed."""
     result, report, attempt = outcome.result, outcome.report, outcome.attempt
     if result.ok and report.signal == FATAL:
         drop(run, task, outcome.change)
