@@ -24,7 +24,6 @@ from agentloop.run.final_message import parse as parse_report
 from agentloop.run.fixes import Outcome
 from agentloop.run.handover import drop, hand
 from agentloop.run.lane_tag import LaneNote
-from agentloop.run.rebuilt import task_trailers
 from agentloop.run.selection import commit_message, resume_session, session_workdir
 from agentloop.run.verify import task_checks, verify
 from agentloop.state.outcome import AttemptOutcome as O
@@ -68,8 +67,9 @@ def _where_it_began(run: Run, task: TaskState, resume: str | None) -> str | None
     return None
 
 
-def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
-    """One attempt: a change, the developer's run(s), the review."""
+def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool, trailers: str) -> Outcome:
+    """One attempt: a change, the developer's run(s), the review. `trailers`: the lines that
+    end the task's commit message (agentloop.run.lane.trailers_of)."""
     run.emit(task_started(run, task, task.attempts + 1))
     # Retries run in a fresh session: the failed attempt's edits are gone, and its
     # conversation would tell the agent otherwise.
@@ -80,7 +80,7 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
     plain = commit_message(task, run.state.title)
     expect = getattr(run.vcs, "expect_message", None)
     if expect is not None:  # git: the message a plain completion commits with (lane._complete)
-        expect(plain + "\n\n" + trailers_of(run, task))
+        expect(plain + "\n\n" + trailers)
     change = run.vcs.begin(plain)
     submodule_files.before(run)
     prompt = first_prompt(run, task, hint, resume, change.kept)
@@ -112,11 +112,6 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
             _abandon(run, task, change, number, exc, finished is not None and
                      finished.number == number)
         raise
-
-
-def trailers_of(run: Run, task: TaskState) -> str:
-    """The lines that end the task's commit message, naming its plan and the task."""
-    return run.job.trailers(task) if run.job is not None else task_trailers(run.project, task)
 
 
 def _finished_before(task: TaskState) -> Attempt | None:

@@ -25,7 +25,7 @@ from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
 from agentloop.options import continue_args
 from agentloop.proc.signals import deferred, hangup_settles_the_task, shielded
 from agentloop.run import budget, conflicts
-from agentloop.run.attempt import run_attempt, trailers_of
+from agentloop.run.attempt import run_attempt
 from agentloop.run.checks import commit_line
 from agentloop.run.conflicts import GroupHeld
 from agentloop.run.context import Run
@@ -49,6 +49,7 @@ from agentloop.run.fixes import Outcome
 from agentloop.run.handover import drop, hand
 from agentloop.run.history_check import check_history, done_ids, lost_before
 from agentloop.run.lane_tag import LaneNote
+from agentloop.run.rebuilt import task_trailers
 from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline, task_checks
 from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
@@ -229,6 +230,9 @@ def _sealed(run: Run, task: TaskState) -> Change | None:
 
 def _run_task(run: Run, task: TaskState) -> None:
     hint, fresh = "", False
+    # Once for all its attempts: what they name (its number, its text) changes only before
+    # the task starts (a reworded task: the controller's may_start).
+    trailers = trailers_of(run, task)
     last = next((a for a in reversed(task.history) if a.role == "developer"), None)
     if task.status == S.FAILED and last is not None:
         # A failed task run again on a later run: a fresh session, with the last advice.
@@ -239,12 +243,12 @@ def _run_task(run: Run, task: TaskState) -> None:
             return  # the run began to wind down while this lane waited for room
         with hangup_settles_the_task():
             try:
-                outcome = run_attempt(run, task, hint, fresh)
+                outcome = run_attempt(run, task, hint, fresh, trailers)
             finally:
                 run.shared.purse.give_back(task.group)  # its cost is recorded: room again
             if _after_landing(run, task, outcome):
                 continue  # its work was set aside: brought back, its agent not paid again
-            if _settled(run, task, outcome):
+            if _settled(run, task, outcome, trailers):
                 return
         decision = judge(run, task, outcome, transient, previous_error)
         hand(run, task, Judged(outcome.attempt, decision))
@@ -255,6 +259,11 @@ def _run_task(run: Run, task: TaskState) -> None:
         assert isinstance(decision, Retry)
         hint, transient, previous_error = decision.hint, decision.transient, decision.error
         fresh = True
+
+
+def trailers_of(run: Run, task: TaskState) -> str:
+    """The lines that end the task's commit message, naming its plan and the task."""
+    return run.job.trailers(task) if run.job is not None else task_trailers(run.project, task)
 
 
 def _after_landing(run: Run, task: TaskState, outcome: Outcome) -> bool:
@@ -291,7 +300,7 @@ def _after_landing(run: Run, task: TaskState, outcome: Outcome) -> bool:
     return bool(set_aside)
 
 
-def _settled(run: Run, task: TaskState, outcome: Outcome) -> bool:
+def _settled(run: Run, task: TaskState, outcome: Outcome, trailers: str) -> bool:
     """Finish an attempt whose agent finished (done, blocked, or a fatal stop); False: it
     failed."""
     result, report, attempt = outcome.result, outcome.report, outcome.attempt
@@ -306,7 +315,7 @@ def _settled(run: Run, task: TaskState, outcome: Outcome) -> bool:
                                 result.session_id))
         return True
     if result.ok:
-        _complete(run, task, outcome)
+        _complete(run, task, outcome, trailers)
         return True
     drop(run, task, outcome.change)
     return False
@@ -366,7 +375,7 @@ def _act(run: Run, task: TaskState, decision: Decision) -> bool:
     return True
 
 
-def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
+def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str) -> None:
     message, helper_cost = commit_message(task, run.state.title), 0.0
     if run.distiller is not None and run.vcs.name != "none":
         distilled = run.distiller(plain=message, group=filed_under(task, run.state.title),
@@ -381,7 +390,7 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
     if outcome.note:  # kept for the user to judge: the history says so too
         message += f"\n\n{outcome.status}: {outcome.note}"
     # Every commit names its plan and task: what is done survives the loss of .agent-loop/.
-    message += "\n\n" + trailers_of(run, task)
+    message += "\n\n" + trailers
     beside = _beside(run, outcome)
     running = False
     try:
