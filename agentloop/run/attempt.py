@@ -29,7 +29,7 @@ from agentloop.run.verify import task_checks, verify
 from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.schema import Attempt, TaskState, now
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs.protocol import Change
+from agentloop.vcs.protocol import Change, ExpectsMessage
 
 RETRY_NOTE = ("Note: an earlier attempt at this task was stopped before it finished, and its "
               "file changes were discarded. Start the task again from the current files.\n\n")
@@ -78,9 +78,9 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool, trailers: str
         resume = None
     resume = _where_it_began(run, task, resume)
     plain = commit_message(task, run.state.title)
-    expect = getattr(run.vcs, "expect_message", None)
-    if expect is not None:  # git: the message a plain completion commits with (lane._complete)
-        expect(plain + "\n\n" + trailers)
+    if isinstance(run.vcs, ExpectsMessage):
+        # git: the message a plain completion commits with (lane._complete)
+        run.vcs.expect_message(plain + "\n\n" + trailers)
     change = run.vcs.begin(plain)
     submodule_files.before(run)
     prompt = first_prompt(run, task, hint, resume, change.kept)

@@ -9,9 +9,6 @@ and how to go on after resolving it by hand. The next run tries to land it again
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Iterable, Protocol
-
 from agentloop.errors import RunStopped
 from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import run_checks
@@ -24,7 +21,7 @@ from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.choose import IntegrationConflict
-from agentloop.vcs.protocol import Change
+from agentloop.vcs.protocol import Change, LandsLeft, ResolvesConflicts
 
 ROUNDS = 2
 PROMPT = """\
@@ -41,23 +38,8 @@ remove every marker. Do not commit, and run no git command that moves HEAD. End 
 summary of how you resolved it."""
 
 
-class LaneVcs(Protocol):
-    """What a lane's VCS (agentloop.vcs.git.lane, agentloop.vcs.jj.lane) offers for conflicts."""
-
-    root: Path
-
-    def open_conflict(self, conflict: IntegrationConflict) -> list[str]: ...
-    def markers_left(self, files: Iterable[str]) -> list[str]: ...
-    def close_conflict(self, conflict: IntegrationConflict) -> Change: ...
-    def drop_conflict(self, conflict: IntegrationConflict) -> None: ...
-    def kept(self, change_id: str) -> str: ...
-    def land_again(self, commit: str) -> Change: ...
-    def help_lines(self, where: str) -> str: ...
-    def main_commits_touching(self, commit: str, onto: str, files: list[str]) -> list[str]: ...
-
-
-def _lane_vcs(run: Run) -> LaneVcs | None:
-    return run.vcs if hasattr(run.vcs, "open_conflict") else None  # type: ignore[return-value]
+def _lane_vcs(run: Run) -> ResolvesConflicts | None:
+    return run.vcs if isinstance(run.vcs, ResolvesConflicts) else None
 
 
 class GroupConflicted(RunStopped):
@@ -116,11 +98,9 @@ def land_kept(run: Run, task: TaskState) -> Change:
                              "in its lane for a run in lanes (not --workplace checkout) to "
                              "land it")
         raise RunStopped(f"task {task.index} is {task.status}: {task.error}")
-    left = getattr(vcs, "land_left", None)
     try:
-        if task.status == S.LANDING and left is not None:
-            done: Change = left(task.change_id or "")
-            return done
+        if task.status == S.LANDING and isinstance(vcs, LandsLeft):
+            return vcs.land_left(task.change_id or "")
         return vcs.land_again(vcs.kept(task.change_id or ""))
     except IntegrationConflict as conflict:
         last = task.history[-1]
@@ -128,14 +108,15 @@ def land_kept(run: Run, task: TaskState) -> Change:
                        last)
 
 
-def stuck_message(run: Run, vcs: LaneVcs, task: TaskState, files: tuple[str, ...]) -> str:
+def stuck_message(run: Run, vcs: ResolvesConflicts, task: TaskState, files: tuple[str, ...]) -> str:
     """What a person does with a conflicted task: where it is, how to look, how to go on."""
     where = run.project.store.relative(vcs.root)
     return f"conflicts with the main line in {', '.join(files) or 'some files'}; " + \
         vcs.help_lines(where)
 
 
-def _others(run: Run, vcs: LaneVcs, conflict: IntegrationConflict, files: list[str]) -> str:
+def _others(run: Run, vcs: ResolvesConflicts, conflict: IntegrationConflict,
+            files: list[str]) -> str:
     """The other groups' tasks that changed these files on the main line."""
     shas = set(vcs.main_commits_touching(conflict.commit, conflict.onto, files))
     lines = [f"- task {t.index} ({t.group}): {t.summary}" for t in run.state.tasks

@@ -59,7 +59,7 @@ from agentloop.state.schema import Attempt, TaskState
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import history
 from agentloop.vcs.choose import IntegrationConflict, LandingHeld, LaneBreach
-from agentloop.vcs.protocol import Change
+from agentloop.vcs.protocol import Change, CutShort, KnowsMade, LandsBeside, Rooted, Settles
 
 # Transient failures of one task in a row before the run pauses instead of burning attempts.
 TRANSIENT_PAUSE = 3
@@ -118,7 +118,7 @@ def land_beside(run: Run, fallback: bool = True, before: Callable[[], None] | No
     if pending is None:
         return
     task, step = pending
-    done = run.vcs.settle_beside()  # type: ignore[attr-defined]
+    done = _lands_beside(run).settle_beside()
     if done is None and not fallback:
         run.shared.landing = None
         return
@@ -145,7 +145,7 @@ def landed_meanwhile(run: Run) -> None:
     not once that agent ends. A refusal waits for the agent's end, where its fallback sets
     the agent's work aside (land_beside's `before`). Ctrl+C is held back until the record is
     saved: the agent's wait it cuts short then stops as ever."""
-    if run.shared.landing is None or not run.vcs.landed_beside():  # type: ignore[attr-defined]
+    if run.shared.landing is None or not _lands_beside(run).landed_beside():
         return
     with deferred():
         land_beside(run)
@@ -156,8 +156,7 @@ def _marked(run: Run, task: TaskState, done: Change) -> None:
     history the last check found whole, with `task` among the finished: saved with its
     record, so `--status` after the run asks the VCS nothing (the check after the task ran
     while it was still landing)."""
-    root = getattr(run.vcs, "root", None)
-    at = history.where(run.vcs.name, root) if isinstance(root, Path) else None
+    at = history.where(run.vcs.name, run.vcs.root) if isinstance(run.vcs, Rooted) else None
     if at != done.change_id or run.state.history_mark is None:
         return
     before = run.shared.lost_before or ()
@@ -215,13 +214,13 @@ def recover(run: Run, task: TaskState) -> bool:
 def _sealed(run: Run, task: TaskState) -> Change | None:
     """jj: the task's change, when an earlier run sealed it (landing it in a lane now, as finish
     would have) or landed it; None when there is no such change, or no such backend."""
-    settled = getattr(run.vcs, "settled", None)
-    if settled is None or not task.change_id:
+    vcs = run.vcs
+    if not isinstance(vcs, Settles) or not task.change_id:
         return None
     last = task.history[-1]
     with _settling(run, task, last):
         try:
-            found: Change | None = settled(task.change_id, trailers_of(run, task))
+            found: Change | None = vcs.settled(task.change_id, trailers_of(run, task))
         except IntegrationConflict as conflict:  # another lane's work came first
             found = conflicts.resolve(run, task, Change(change_id=conflict.commit),
                                       task.session_id, conflict, last)
@@ -435,10 +434,11 @@ def _left_landing(run: Run, task: TaskState, outcome: Outcome, helper_cost: floa
     and be completed with its work on no commit of the branch."""
     if task.status != S.RUNNING:  # its record names the commit already (held, conflicted...)
         return
-    made = getattr(run.vcs, "made", None)
+    vcs = run.vcs
+    made = vcs if isinstance(vcs, KnowsMade) else None
     # Your checkout (git): a commit its finish made before the stop is on your branch already.
-    cut = getattr(run.vcs, "cut_short", None) if made is None else None
-    done = made() if made is not None else cut() if cut is not None else None
+    cut = vcs if made is None and isinstance(vcs, CutShort) else None
+    done = made.made() if made is not None else cut.cut_short() if cut is not None else None
     if done is None:  # no commit made
         return
     step = Completed(outcome.attempt, done, outcome.status, outcome.note, outcome.feedback,
@@ -446,7 +446,7 @@ def _left_landing(run: Run, task: TaskState, outcome: Outcome, helper_cost: floa
     if cut is not None:
         hand(run, task, step)
         return
-    if run.vcs.landing_beside() == done.change_id:  # type: ignore[attr-defined]
+    if _lands_beside(run).landing_beside() == done.change_id:
         _landing_beside(run, task, step)  # waited for as the lane stops, completed if landed
     hand(run, task, dataclasses.replace(step, status=S.LANDING))
 
@@ -459,12 +459,19 @@ def _beside(run: Run, outcome: Outcome) -> Callable[[Change, str], tuple[Change,
     came meanwhile), and its reviewer and fix runs would be paid again; None: finish as
     ever."""
     options = run.options
-    finish = getattr(run.vcs, "finish_beside", None)
-    if finish is None or options.parallel != 1 or options.on_task or run.job is not None \
-            or options.review or options.check or options.git_hooks \
+    vcs = run.vcs
+    if not isinstance(vcs, LandsBeside) or options.parallel != 1 or options.on_task \
+            or run.job is not None or options.review or options.check or options.git_hooks \
             or outcome.status != S.COMPLETED or run.shared.landing is not None:
         return None
-    return finish  # type: ignore[no-any-return]
+    return vcs.finish_beside
+
+
+def _lands_beside(run: Run) -> LandsBeside:
+    """The run's VCS where only a git lane's can be: a landing runs beside it (_beside
+    started one), or it made the stopped task's commit (_left_landing)."""
+    assert isinstance(run.vcs, LandsBeside)
+    return run.vcs
 
 
 @contextmanager
