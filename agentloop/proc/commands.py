@@ -58,28 +58,6 @@ def _count() -> None:
     _started += 1
 
 
-# Called once the next streamed command has started (after_next_stream).
-_after: list[Callable[[], None]] = []
-_after_lock = threading.Lock()
-
-
-def after_next_stream(call: Callable[[], None]) -> None:
-    """`call` (which raises nothing) called once the next streamed command (the next agent)
-    has started, in the thread that started it: work held back so that it does not hold that
-    agent back (a start holds every thread of ours until its child runs, and a new thread
-    takes the GIL to begin)."""
-    with _after_lock:
-        _after.append(call)
-
-
-def _after_start() -> None:
-    with _after_lock:
-        after = _after[:]
-        _after.clear()
-    for call in after:
-        call()
-
-
 @dataclass(frozen=True)
 class Completed:
     """A finished short command."""
@@ -371,7 +349,7 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     try:
         for sig in dict.fromkeys(came):
             signal.raise_signal(sig)  # a stop that came as it started: it stops now
-        _after_start()
+        running.after_start()
         if started is not None:
             started()
         timed_out = _hand_on(proc, deadline, on_line, meanwhile)
