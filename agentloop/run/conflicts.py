@@ -5,22 +5,30 @@ group's worktree, and the user's checks run again; at most ROUNDS rounds.
 Unresolved, nothing is lost: the task is `conflicted` (not completed, not failed), its change
 stays on the lane's branch, the group's later tasks wait, and the message says how to look at it
 and how to go on after resolving it by hand. The next run tries to land it again first.
+
+A landing that does not go through for another reason comes to a decision here too (`settling`):
+held on the user's edits past the lane wait (`held`, the group stops, the next run lands it), or
+stopped by what the agent did outside its task (a breach).
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
 from agentloop.errors import RunStopped
+from agentloop.options import continue_args
 from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import run_checks
 from agentloop.run.context import Run
-from agentloop.run.decisions import Conflicted, Marked
+from agentloop.run.decisions import Breached, Conflicted, Held, Marked
 from agentloop.run.handover import hand
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.verify import check_log, task_checks
 from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs.choose import IntegrationConflict
+from agentloop.vcs.choose import IntegrationConflict, LandingHeld, LaneBreach
 from agentloop.vcs.protocol import Change, LandsLeft, ResolvesConflicts
 
 ROUNDS = 2
@@ -132,3 +140,25 @@ def _checks_pass(run: Run, task: TaskState, number: int, round_: int) -> bool:
     runs = run_checks(commands, run.cwd, log, run.options.check_timeout, round_,
                       run.project.store.relative(log))
     return all(r.passed for r in runs)
+
+
+@contextmanager
+def settling(run: Run, task: TaskState, record: Attempt) -> Iterator[None]:
+    """A lane's landing (a task's finish, or one an earlier run left): what its VCS checks
+    found comes to a decision. Held on the user's edits past the lane wait: `Held`, and the
+    group stops (GroupHeld). The agent acted outside its task: `Breached`, and the group stops
+    with the line that says what happened and how to repair it (LaneBreach)."""
+    try:
+        yield
+    except LandingHeld as held:
+        # The record says how to finish it: the next run lands it, paying no agent again.
+        again = " ".join(["agent-loop", *continue_args(run.options.command)]) \
+            if run.options.command else "agent-loop"
+        reason = f"{held}: `{again}`"
+        hand(run, task, Held(record, held.commit, reason))
+        if held.stop is not None:  # the run was stopped while it waited: it stops now
+            raise held.stop from None
+        raise GroupHeld(f"task {task.index} ({task.group}) is {reason}") from None
+    except LaneBreach as breach:
+        hand(run, task, Breached(record, str(breach)))
+        raise

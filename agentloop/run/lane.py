@@ -3,6 +3,10 @@ attempt: done, retry, wait, or stop. The controller (agentloop.run.controller) s
 group, one at a time in the user's checkout or several at once in working copies of their own
 (agentloop.run.scheduler), and asks before each task whether it may start.
 
+A task plainly completed in a serial run's git lane lands beside the next task's agent
+(agentloop.run.beside); a landing held or breached comes to a decision in
+agentloop.run.conflicts (`settling`), as a conflict does.
+
 A lane changes no record: it hands each step and each decision (agentloop.run.decisions) to the
 controller (agentloop.run.handover) and goes on once the controller has applied and saved it, so
 a kill at any moment leaves a state from which a re-run resumes: `running` or `interrupted`
@@ -16,27 +20,29 @@ advisor. A task gets at most `max_attempts` attempts in all, whatever the advice
 from __future__ import annotations
 
 import dataclasses
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
 from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
-from agentloop.options import continue_args
-from agentloop.proc.signals import deferred, hangup_settles_the_task, shielded
+from agentloop.proc.signals import hangup_settles_the_task, shielded
 from agentloop.run import budget, conflicts
 from agentloop.run.attempt import run_attempt
+from agentloop.run.beside import (
+    after_landing,
+    beside_finish,
+    land_beside,
+    lands_beside,
+    note_landing,
+)
 from agentloop.run.checks import commit_line
-from agentloop.run.conflicts import GroupHeld
+from agentloop.run.conflicts import settling
 from agentloop.run.context import Run
 from agentloop.run.decisions import (
     Blocked,
-    Breached,
     Completed,
     Decision,
     Failed,
     Fatal,
-    Held,
     Judged,
     Retry,
     Stop,
@@ -57,9 +63,8 @@ from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.receipts import money, spent
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs import history
-from agentloop.vcs.choose import IntegrationConflict, LandingHeld, LaneBreach
-from agentloop.vcs.protocol import Change, CutShort, KnowsMade, LandsBeside, Rooted, Settles
+from agentloop.vcs.choose import IntegrationConflict
+from agentloop.vcs.protocol import Change, CutShort, KnowsMade, Settles
 
 # Transient failures of one task in a row before the run pauses instead of burning attempts.
 TRANSIENT_PAUSE = 3
@@ -106,64 +111,6 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
         raise
 
 
-def land_beside(run: Run, fallback: bool = True, before: Callable[[], None] | None = None
-                ) -> None:
-    """The landing left running beside this lane's next steps (a serial run's git lane:
-    agentloop.vcs.git.lane.LaneGit.finish_beside), waited for and its task's record settled:
-    completed once its commit landed as itself. Refused by the checkout (your edit on one of
-    its files, the branch moved), it lands now as a landing that ran in turn would have (by
-    waiting on your edits, held, conflicted), after `before` set aside what the lane did
-    meanwhile; without `fallback` (the run stops) it stays `landing`, for the next run."""
-    pending = run.shared.landing
-    if pending is None:
-        return
-    task, step = pending
-    done = _lands_beside(run).settle_beside()
-    if done is None and not fallback:
-        run.shared.landing = None
-        return
-    run.shared.landing = None
-    if done is not None:
-        _marked(run, task, done)
-    if done is None:  # refused as itself: the longer way, as a landing in turn takes it
-        run.emit(LaneNote(f"task {task.index}'s commit {(task.change_id or '')[:12]} did not "
-                          "land as itself (your checkout changed meanwhile): it lands now"
-                          + (", the next task's work set aside until it has" if before
-                             else "")))
-        if before is not None:
-            before()
-        with _settling(run, task, step.record):
-            done = conflicts.land_kept(run, task)
-    hand(run, task, dataclasses.replace(step, done=done, status=S.COMPLETED, helper_cost=0.0,
-                                        said=done.change_id != step.done.change_id))
-    done_ids(run, task)
-
-
-def landed_meanwhile(run: Run) -> None:
-    """While the next task's agent runs: the landing left beside it, once it has landed,
-    settled now (its task completed, its box ticked, `--status` and the dashboard told) and
-    not once that agent ends. A refusal waits for the agent's end, where its fallback sets
-    the agent's work aside (land_beside's `before`). Ctrl+C is held back until the record is
-    saved: the agent's wait it cuts short then stops as ever."""
-    if run.shared.landing is None or not _lands_beside(run).landed_beside():
-        return
-    with deferred():
-        land_beside(run)
-
-
-def _marked(run: Run, task: TaskState, done: Change) -> None:
-    """The history's mark (agentloop.vcs.history) moved on to `done`, landed as itself on the
-    history the last check found whole, with `task` among the finished: saved with its
-    record, so `--status` after the run asks the VCS nothing (the check after the task ran
-    while it was still landing)."""
-    at = history.where(run.vcs.name, run.vcs.root) if isinstance(run.vcs, Rooted) else None
-    if at != done.change_id or run.state.history_mark is None:
-        return
-    before = run.shared.lost_before or ()
-    ids = [c for c in done_ids(run, task) if c not in before] + [done.change_id]
-    run.state.history_mark = history.mark(at, ids)
-
-
 def _landing_record(task: TaskState) -> Attempt:
     """The run whose work a task left `landing` holds (a reviewer's may come after it)."""
     return next((a for a in reversed(task.history) if a.outcome == S.LANDING),
@@ -183,7 +130,7 @@ def recover(run: Run, task: TaskState) -> bool:
         # No task heading comes before this landing's lines: this one names the task.
         run.emit(LaneNote(f"task {task.index} ({task.status} by an earlier run) lands now: "
                           f"{task.summary}"))
-        with _settling(run, task, record):
+        with settling(run, task, record):
             landed = conflicts.land_kept(run, task)
         hand(run, task, Completed(record, landed, S.COMPLETED))
         return True
@@ -218,7 +165,7 @@ def _sealed(run: Run, task: TaskState) -> Change | None:
     if not isinstance(vcs, Settles) or not task.change_id:
         return None
     last = task.history[-1]
-    with _settling(run, task, last):
+    with settling(run, task, last):
         try:
             found: Change | None = vcs.settled(task.change_id, trailers_of(run, task))
         except IntegrationConflict as conflict:  # another lane's work came first
@@ -245,7 +192,7 @@ def _run_task(run: Run, task: TaskState) -> None:
                 outcome = run_attempt(run, task, hint, fresh, trailers)
             finally:
                 run.shared.purse.give_back(task.group)  # its cost is recorded: room again
-            if _after_landing(run, task, outcome):
+            if after_landing(run, task, outcome):
                 continue  # its work was set aside: brought back, its agent not paid again
             if _settled(run, task, outcome, trailers):
                 return
@@ -263,40 +210,6 @@ def _run_task(run: Run, task: TaskState) -> None:
 def trailers_of(run: Run, task: TaskState) -> str:
     """The lines that end the task's commit message, naming its plan and the task."""
     return run.job.trailers(task) if run.job is not None else task_trailers(run.project, task)
-
-
-def _after_landing(run: Run, task: TaskState, outcome: Outcome) -> bool:
-    """The task before's landing, left running beside this attempt's agent, settled before
-    anything of this attempt lands or is judged: nothing lands out of order. True when the
-    checkout refused it as itself: this attempt was set aside (not counted; a finished
-    agent's work kept, for the task's next attempt to bring back without paying the agent
-    again) while that task landed the longer way."""
-    if run.shared.landing is None:
-        return False
-    if not outcome.succeeded:
-        # Blocked, fatal or failed: no work to keep, and its answer stands once the task
-        # before has landed (set aside, its agent would be run and paid again).
-        land_beside(run)
-        return False
-    set_aside: list[bool] = []
-
-    def aside() -> None:
-        set_aside.append(True)  # first: a stop inside must not set it aside twice
-        number = outcome.attempt.number
-        hand(run, task, Uncounted(number, O.INTERRUPTED, S.INTERRUPTED,
-                                  "set aside while the task before landed"))
-        drop(run, task, outcome.change, number, finished=True)
-    try:
-        land_beside(run, before=aside)
-    except BaseException:
-        # A stop while the task before still lands: this attempt's finished work is kept as
-        # when set aside, for the next run to bring back without paying its agent again (left
-        # running, that run's recovery dropped it).
-        if not set_aside:
-            with shielded():
-                aside()
-        raise
-    return bool(set_aside)
 
 
 def _settled(run: Run, task: TaskState, outcome: Outcome, trailers: str) -> bool:
@@ -390,10 +303,10 @@ def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str) -> Non
         message += f"\n\n{outcome.status}: {outcome.note}"
     # Every commit names its plan and task: what is done survives the loss of .agent-loop/.
     message += "\n\n" + trailers
-    beside = _beside(run, outcome)
+    beside = beside_finish(run, outcome)
     running = False
     try:
-        with _settling(run, task, outcome.attempt):
+        with settling(run, task, outcome.attempt):
             try:
                 if beside is not None:
                     done, running = beside(outcome.change, message)
@@ -410,19 +323,13 @@ def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str) -> Non
             # Its commit lands beside the next task's agent: the record says so (and names
             # the commit) before that task begins, so a stop at any moment leaves it for the
             # next run to land, its agent not paid again; land_beside completes it.
-            _landing_beside(run, task, step)
+            note_landing(run, task, step)
             step = dataclasses.replace(step, status=S.LANDING)
         hand(run, task, step)
     except BaseException:
         with shielded():
             _left_landing(run, task, outcome, helper_cost)
         raise
-
-
-def _landing_beside(run: Run, task: TaskState, step: Completed) -> None:
-    """The run's note of the landing that runs beside what the lane does next."""
-    run.shared.landing = (task, step)
-    run.shared.meanwhile = lambda: landed_meanwhile(run)
 
 
 def _left_landing(run: Run, task: TaskState, outcome: Outcome, helper_cost: float) -> None:
@@ -446,54 +353,9 @@ def _left_landing(run: Run, task: TaskState, outcome: Outcome, helper_cost: floa
     if cut is not None:
         hand(run, task, step)
         return
-    if _lands_beside(run).landing_beside() == done.change_id:
-        _landing_beside(run, task, step)  # waited for as the lane stops, completed if landed
+    if lands_beside(run).landing_beside() == done.change_id:
+        note_landing(run, task, step)  # waited for as the lane stops, completed if landed
     hand(run, task, dataclasses.replace(step, status=S.LANDING))
-
-
-def _beside(run: Run, outcome: Outcome) -> Callable[[Change, str], tuple[Change, bool]] | None:
-    """The lane's finish that leaves a fast-forward landing running beside the next task's
-    agent: a serial run's git lane only, for a task plainly completed, with no on-task hook
-    (it would run before the commit is on the branch), no reviewer and no checks: the next
-    task's attempt is set aside when this landing goes the long way after all (your commit
-    came meanwhile), and its reviewer and fix runs would be paid again; None: finish as
-    ever."""
-    options = run.options
-    vcs = run.vcs
-    if not isinstance(vcs, LandsBeside) or options.parallel != 1 or options.on_task \
-            or run.job is not None or options.review or options.check or options.git_hooks \
-            or outcome.status != S.COMPLETED or run.shared.landing is not None:
-        return None
-    return vcs.finish_beside
-
-
-def _lands_beside(run: Run) -> LandsBeside:
-    """The run's VCS where only a git lane's can be: a landing runs beside it (_beside
-    started one), or it made the stopped task's commit (_left_landing)."""
-    assert isinstance(run.vcs, LandsBeside)
-    return run.vcs
-
-
-@contextmanager
-def _settling(run: Run, task: TaskState, record: Attempt) -> Iterator[None]:
-    """A lane's landing: what its VCS checks found comes to a decision. Held on the user's
-    edits past the lane wait: `Held`, and the group stops (GroupHeld). The agent acted outside
-    its task: `Breached`, and the group stops with the line that says what happened and how to
-    repair it (LaneBreach)."""
-    try:
-        yield
-    except LandingHeld as held:
-        # The record says how to finish it: the next run lands it, paying no agent again.
-        again = " ".join(["agent-loop", *continue_args(run.options.command)]) \
-            if run.options.command else "agent-loop"
-        reason = f"{held}: `{again}`"
-        hand(run, task, Held(record, held.commit, reason))
-        if held.stop is not None:  # the run was stopped while it waited: it stops now
-            raise held.stop from None
-        raise GroupHeld(f"task {task.index} ({task.group}) is {reason}") from None
-    except LaneBreach as breach:
-        hand(run, task, Breached(record, str(breach)))
-        raise
 
 
 def _check_budget(run: Run, task: TaskState) -> bool:
