@@ -90,6 +90,10 @@ def status_text(view: StatusView, cwd: Path) -> str:
                      + (f"\n       log: {show(t.log)}" if t.log else "")
                      + (f"\n       error: {t.error}" if t.error and t.status != S.COMPLETED
                         else "")
+                     # A completed task's note: where the files it wrote inside a submodule
+                     # are kept (agentloop.run.submodule_files), or `(empty)` reads as idle.
+                     + (f"\n       note: {t.error}" if t.error and t.status == S.COMPLETED
+                        else "")
                      + (f"\n       waiting: {t.waiting}" if t.waiting else "")
                      + ("\n       feedback: " + t.feedback.replace("\n", "\n         ")
                         if t.feedback and t.status == S.UNAPPROVED else "")
@@ -125,10 +129,14 @@ def lane_lines(state: State) -> list[str]:
     """Which groups work now (a parallel run), and what each group that waits waits for."""
     working = list(dict.fromkeys(t.group for t in state.tasks if t.status == S.RUNNING))
     lines = [f"working: {', '.join(working)}"] if len(working) > 1 else []
+    def open_(group: str) -> bool:
+        return any(t.group == group and t.status not in (S.COMPLETED, S.SKIPPED)
+                   for t in state.tasks)
+
     for group, needs in state.depends.items():
-        left = [g for g in needs if any(t.group == g and t.status not in (S.COMPLETED, S.SKIPPED)
-                                        for t in state.tasks)]
-        if left and group not in working:
+        left = [g for g in needs if open_(g)]
+        # A group with every task done waits for nothing (a task added to the one it needs).
+        if left and group not in working and open_(group):
             lines.append(f"waiting: {group} waits for {', '.join(left)}")
     return lines
 
@@ -244,7 +252,7 @@ def closing_lines(result: RunResult, cwd: Path) -> list[str]:
                      f"`{shlex.join(['agent-loop', task_file, '--status'])}` says why")
     if state.agent == "rehearse":
         return lines + rehearsal_lines(result, task_file, cwd)
-    lines += undo_lines(state, task_file, result.summary.completed)
+    lines += undo_lines(state, task_file, result.summary.completed, result.summary.landed_on)
     return lines
 
 
@@ -264,8 +272,11 @@ def rehearsal_lines(result: RunResult, task_file: str, cwd: Path) -> list[str]:
             f"run starts from the plan itself: `{shlex.join(['agent-loop', task_file])}`"]
 
 
-def undo_lines(state: State, task_file: str, completed: tuple[int, ...]) -> list[str]:
-    """How to take back one task's change this run made, for the VCS it used."""
+def undo_lines(state: State, task_file: str, completed: tuple[int, ...],
+               landed_on: str = "") -> list[str]:
+    """How to take back one task's change this run made, for the VCS it used. `landed_on`:
+    the branch the tasks landed on, when the checkout is on another one now (you switched
+    mid-run): the revert goes there."""
     done = [state.tasks[i - 1] for i in completed
             if i <= len(state.tasks) and state.tasks[i - 1].change_id]
     if not done:
@@ -279,6 +290,11 @@ def undo_lines(state: State, task_file: str, completed: tuple[int, ...]) -> list
         how = f"git revert {example[:12]}"
     else:
         return []
+    where = ""
+    if landed_on and state.vcs == "git":
+        how = f"{shlex.join(['git', 'switch', landed_on])} && {how}"
+        where = (f"the run's commits are on branch {landed_on}, not on the one your checkout "
+                 "is on now; ")
     status = shlex.join(["agent-loop", task_file, "--status"])
-    return [f"To undo one task, e.g. task {done[-1].index}: {how} (the other tasks' changes "
-            f"stay); `{status}` lists every task's change."]
+    return [f"To undo one task, e.g. task {done[-1].index}: {how} ({where}the other tasks' "
+            f"changes stay); `{status}` lists every task's change."]

@@ -85,12 +85,16 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool, trailers: str
     submodule_files.before(run)
     prompt = first_prompt(run, task, hint, resume, change.kept)
     finished = _finished_before(task) if not change.kept else None
+    # git only: a jj change a kill left mid-command may lack the agent's files (test_crash),
+    # which its agent's run again writes.
+    went_on = _finished_in_place(task) if change.kept and run.vcs.name == "git" else None
     # Saved with the developer's run record, handed over next, unless the work a stopped run
     # kept comes back first (a VCS step of its own, after which the opening must be on disk).
-    hand(run, task, Opened(change, save=finished is not None))
+    hand(run, task, Opened(change, save=finished is not None or went_on is not None))
     number = _next_number(task)
     try:
         outcome = _brought_back(run, task, change, finished) if finished else None
+        outcome = outcome or (_gone_on(run, task, change, went_on) if went_on else None)
         outcome = outcome or _develop(run, task, change, prompt, resume, number)
         number = outcome.attempt.number
         if outcome.result.ok:
@@ -106,9 +110,11 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool, trailers: str
             outcome = _review_rounds(run, task, outcome)
         if outcome.attempt is not developed and outcome.succeeded:
             outcome = submodule_files.after(run, task, outcome)  # and what fix runs wrote
-        return outcome
+        # A failed attempt's writes inside a lane's submodule too: kept before its lane goes.
+        return submodule_files.at_end(run, task, outcome) or outcome
     except BaseException as exc:
         with shielded():
+            submodule_files.at_end(run, task, None)
             _abandon(run, task, change, number, exc, finished is not None and
                      finished.number == number)
         raise
@@ -124,6 +130,31 @@ def _finished_before(task: TaskState) -> Attempt | None:
     # kept work is the attempt's as it stood then, a stopped fix run's edits included.
     kept = [a for a in task.history if a.number == last.number and a.work_kept]
     return kept[-1] if kept else None
+
+
+def finished_well(record: Attempt) -> bool:
+    """Whether a run a kill cut off from what followed it was the developer's, ended well
+    (exit 0 with a result: a run with no result line has no turns): killed after it (in its
+    checks, the review, the wait for the landing before), its work is the finished agent's."""
+    return record.role == "developer" and record.exit_code == 0 and record.num_turns is not None
+
+
+def _finished_in_place(task: TaskState) -> Attempt | None:
+    """The last run of the attempt a killed run left, when that attempt goes on in place (its
+    agent committed: change.kept) and the run had finished well; None otherwise."""
+    last = task.history[-1] if task.history else None
+    if last is None or last.outcome != O.INTERRUPTED or not finished_well(last):
+        return None
+    return last
+
+
+def _gone_on(run: Run, task: TaskState, change: Change, finished: Attempt) -> Outcome:
+    """The outcome of a finished agent whose commits and files a killed run left in place."""
+    run.emit(LaneNote(f"task {task.index}: its agent had finished before the last run was "
+                      "killed; its commits and files are where it left them, and the agent is "
+                      "not paid again (the checks and the rest go on from there)"))
+    return Outcome(finished, change, AgentResult(ok=True, exit_code=finished.exit_code,
+                                                 session_id=finished.session_id), Report())
 
 
 def _brought_back(run: Run, task: TaskState, change: Change, finished: Attempt

@@ -75,6 +75,9 @@ class Shared:
         # once landed (agentloop.run.beside.landed_meanwhile). Set by the lane, which runs the
         # agents, so the agent's side needs no import of the lane.
         self.meanwhile: Callable[[], None] | None = None
+        # A run in lanes: the main line its tasks land on (agentloop.vcs.choose.MainLine),
+        # which the closing lines ask where the tasks went. None: the run works in the checkout.
+        self.main_line: Any = None
 
     def halt(self) -> None:
         """Start no new task anywhere; running ones finish."""

@@ -104,7 +104,8 @@ class PlanNews:
 
     removed: set[str] = field(default_factory=set)      # log names of tasks no longer there
     ticked: set[str] = field(default_factory=set)
-    reworded: dict[str, tuple[str, str]] = field(default_factory=dict)  # log name: text, summary
+    # The old log name: the new text, summary and log name.
+    reworded: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)     # the closing lines, as they happened
 
 
@@ -431,7 +432,8 @@ class Controller:
         self.news.removed = {r.log_name for r in changes.removed}
         self.news.ticked = {changes.tasks[i - 1].log_name for i in changes.ticked}
         self.news.reworded = {
-            old.log_name: (changes.tasks[new - 1].task, changes.tasks[new - 1].summary)
+            old.log_name: (changes.tasks[new - 1].task, changes.tasks[new - 1].summary,
+                           changes.tasks[new - 1].log_name)
             for old, (new, _) in zip(changes.replaced, changes.edited)}
 
     def _ready(self, group: str) -> bool:

@@ -26,7 +26,7 @@ from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
 from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
 from agentloop.proc.signals import hangup_settles_the_task, shielded
 from agentloop.run import budget, conflicts
-from agentloop.run.attempt import run_attempt
+from agentloop.run.attempt import finished_well, run_attempt
 from agentloop.run.beside import (
     after_landing,
     beside_finish,
@@ -41,6 +41,7 @@ from agentloop.run.decisions import (
     Blocked,
     Completed,
     Decision,
+    Dropped,
     Failed,
     Fatal,
     Judged,
@@ -151,10 +152,19 @@ def recover(run: Run, task: TaskState) -> bool:
         # Killed inside the agent: like Ctrl+C, that attempt does not count.
         hand(run, task, Uncounted(last.number, O.INTERRUPTED, S.INTERRUPTED,
                                   task.error or "the run was killed"))
+        finished = finished_well(last)
+        taken = getattr(run.vcs, "killed_attempt_kept", None)  # git: rolled back in prepare
+        kept = taken() if taken is not None else None
+        if kept is not None and finished:
+            hand(run, task, Dropped("", last.number, kept, True))
+    else:
+        finished = False
     # A task left running or interrupted has a change holding a partial attempt; drop it
-    # so history keeps only attempts that counted.
+    # so history keeps only attempts that counted (jj: kept aside, and where, when its agent
+    # had finished, as git's prepare did above).
     if task.change_id is not None:
-        drop(run, task, Change(change_id=task.change_id, commit_id=task.commit_id or ""))
+        drop(run, task, Change(change_id=task.change_id, commit_id=task.commit_id or ""),
+             last.number if finished and last is not None else None, finished)
     return False
 
 

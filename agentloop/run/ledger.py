@@ -82,9 +82,11 @@ def skip(task: TaskState) -> None:
     move(task, S.SKIPPED)
 
 
-def reword(task: TaskState, text: str, summary: str) -> None:
-    """The user reworded the task before it started: it runs as it reads now."""
-    task.task, task.summary = text, summary
+def reword(task: TaskState, text: str, summary: str, log_name: str) -> None:
+    """The user reworded the task before it started: it runs as it reads now, and is logged
+    under the name its words give it (a person looks for them). Earlier attempts' logs keep
+    their names: the history, the archive and events.jsonl point at them."""
+    task.task, task.summary, task.log_name = text, summary, log_name
 
 
 def found_done(task: TaskState, change_id: str, commit_id: str) -> None:

@@ -77,6 +77,7 @@ class Workplaces:
                               stopping=running.stopping, wait_limit=run.options.lane_wait,
                               checkout=run.vcs)
         main.on_waits = partial(_waits, run)
+        run.shared.main_line = main  # the closing lines ask it where the tasks went
         names = _lane_names(run)
         serial = lanes.serial_lane(_plan_key(run))
         holder = _holder(run, names)

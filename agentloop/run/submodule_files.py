@@ -7,8 +7,10 @@ neither the retry advisor nor another run."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from agentloop.run.context import Run
+from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome
 from agentloop.run.lane_tag import LaneNote
 from agentloop.state.schema import TaskState
@@ -30,14 +32,43 @@ def before(run: Run) -> None:
         submodules.lane_seen(run.workdir)
 
 
+def at_end(run: Run, task: TaskState, outcome: Outcome | None) -> Outcome | None:
+    """As an attempt ends, however it ends (failed, stopped, a fix run's writes after the last
+    look): what is still in a lane's submodule folders kept now and said, since a failed
+    attempt's lane is reset for the next attempt or removed with the run, and a kill then
+    would lose it. A successful `outcome` takes the line as its note, as `after` gives it."""
+    if run.vcs.name == "none" or run.workdir is None or run.workdir == run.project.root:
+        return outcome
+    try:
+        moved = submodules.sweep(run.workdir, kept_dir(run, task.index))
+    except OSError:
+        if outcome is not None:
+            raise
+        return None  # on a stop's way out: the stop is what the run says, not this
+    if not moved:
+        return outcome
+    finished = outcome is not None and outcome.result.ok and outcome.failure is None and \
+        outcome.report.signal not in (FATAL, BLOCKED)
+    line = submodules.swept_line(task.index, moved, {
+        m.kept: run.project.shown(m.kept) for m in moved}, finished)
+    run.emit(LaneNote(line))
+    if outcome is None or not finished:
+        return outcome
+    return replace(outcome, note=f"{outcome.note}; {line}" if outcome.note else line)
+
+
+def kept_dir(run: Run, index: int) -> Path:
+    """Where task `index`'s writes inside a lane's submodules are kept."""
+    return run.project.store.dir / KEPT_DIR / f"task-{index}"
+
+
 def after(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
     """`outcome` with the line that says what the agent wrote inside a submodule as its note
     (said now too); as it was when it wrote nothing there."""
     if run.vcs.name == "none":
         return outcome
     if run.workdir is not None and run.workdir != run.project.root:
-        keep = run.project.store.dir / KEPT_DIR / f"task-{task.index}"
-        moved = submodules.sweep(run.workdir, keep)
+        moved = submodules.sweep(run.workdir, kept_dir(run, task.index))
         line = submodules.swept_line(task.index, moved, {
             m.kept: run.project.shown(m.kept) for m in moved}) if moved else None
     else:

@@ -47,6 +47,8 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
     counts = Counter(str(t.status) for t in tasks)
     total = receipts.of_state(run.state)
     unfinished = tuple(i for i in planned if tasks[i - 1].status not in FINISHED)
+    completed = tuple(i for i in planned if tasks[i - 1].status == S.COMPLETED
+                      and tasks[i - 1].change_id)
     return RunFinished(counts=tuple(sorted(counts.items())),
                        tokens=tuple((k, getattr(total, k)) for k in receipts.TOKENS),
                        cost_usd=total.cost_usd,
@@ -54,11 +56,25 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
                        logs=str(run.project.store.logs),
                        stopped=stopped,
                        notes=notes + unapproved
-                       + (_empty_notes(run, planned) if run.vcs.name != "none" else ())
+                       + (_empty_notes(run, planned) + _kept_notes(run, planned)
+                          if run.vcs.name != "none" else ())
                        + _grown_notes(run),
                        unfinished=unfinished, cost_known=total.cost_known,
-                       completed=tuple(i for i in planned if tasks[i - 1].status == S.COMPLETED
-                                       and tasks[i - 1].change_id))
+                       completed=completed, landed_on=_landed_on(run) if completed else "")
+
+
+def _landed_on(run: Run) -> str:
+    """The branch a run in lanes landed its tasks on, when your checkout is on another one now
+    (you switched mid-run): the closing undo line names it, or its `git revert` would go to
+    the wrong branch. Read from the git dir's files (no process) in the common case."""
+    elsewhere = getattr(run.shared.main_line, "elsewhere", None)  # git's main line only
+    if elsewhere is None:
+        return ""
+    try:
+        ref = elsewhere()
+    except AgentLoopError:
+        return ""
+    return ref.removeprefix("refs/heads/") if ref else ""
 
 
 def _empty_notes(run: Run, planned: list[int]) -> tuple[str, ...]:
@@ -72,6 +88,19 @@ def _empty_notes(run: Run, planned: list[int]) -> tuple[str, ...]:
                  for i in planned if tasks[i - 1].status == S.COMPLETED
                  and (tasks[i - 1].error or not tasks[i - 1].files
                       and not tasks[i - 1].change_id))
+
+
+def _kept_notes(run: Run, planned: list[int]) -> tuple[str, ...]:
+    """Tasks this run did not complete whose attempts wrote inside a submodule in a lane: their
+    files are kept (agentloop.run.submodule_files), said when the attempt ended, and here once
+    more, where a person reading the last lines looks. A `stat` a task not completed."""
+    from agentloop.run.submodule_files import kept_dir
+
+    tasks = run.state.tasks
+    return tuple(f"task {i}'s attempts wrote files inside a submodule, which no task's commit "
+                 f"holds: they are kept in {run.project.shown(kept_dir(run, i))}/"
+                 for i in planned if tasks[i - 1].status != S.COMPLETED
+                 and kept_dir(run, i).is_dir())
 
 
 def _grown_notes(run: Run) -> tuple[str, ...]:

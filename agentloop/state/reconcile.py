@@ -63,6 +63,9 @@ class Reconciled:
     def note(self, name: str, since: str = "") -> str:
         """`tasks.md changed: 1 task added, …`; a re-read says so instead."""
         what = "reads differently with this agent-loop" if self.reread else "changed" + since
+        if not self.news():  # not "0 tasks added, 0 edited, 0 removed": as if the edit was lost
+            return f"{name} {what}: the same tasks (moved, or the words around them edited); " \
+                f"{self.kept_done} completed task{'s' * (self.kept_done != 1)} kept"
         return f"{name} {what}: {self.summary()}"
 
     def summary(self) -> str:
@@ -164,13 +167,17 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
         by_group[record.group].append(record)
     added, edited, replaced, reworded = [], [], [], []
     # An old task kept its log name; a new one never shares it (a folded one that is still to
-    # do has a new one: see agentloop.state.folding).
+    # do has a new one: see agentloop.state.folding), nor one an edited or removed task had:
+    # its attempts count from 1 again, and their logs would write over that task's, which its
+    # archived record names.
     new = [i for i, r in enumerate(result) if r is None or i in renamed]
-    taken = {r.log_name for i, r in enumerate(result) if r is not None and i not in new}
+    taken = {r.log_name for i, r in enumerate(result) if r is not None and i not in new} | \
+        {r.log_name for r in leftover}
     for i in new:
-        record = result[i] or fresh[i]
+        record, own = result[i] or fresh[i], ""
         if result[i] is None and by_group[record.group] and \
                 by_group[record.group][0].status == S.COMPLETED and keep_done:
+            own = by_group[record.group][0].log_name  # its attempts go on counting: its own
             record = _reworded(by_group[record.group].popleft(), record)
             reworded.append(record.index)
         elif result[i] is None and by_group[record.group]:
@@ -179,7 +186,7 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
         elif result[i] is None:
             added.append(record.index)
         name, n = record.log_name, 1
-        while name in taken:
+        while name in taken and name != own:
             n += 1
             name = f"{record.log_name}-{n}"
         taken.add(name)
@@ -193,10 +200,12 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
 
 def _reworded(done: TaskState, new: TaskState) -> TaskState:
     """A completed task's record, with the words the plan gives it now: still done, and what it
-    was done as remembered (forgotten when the words are those again)."""
+    was done as remembered (forgotten when the words are those again). Its next attempt (run
+    `--again`) is logged under the new words' name; the earlier ones' logs keep theirs."""
     was = done.done_as or done.task
     return dataclasses.replace(done, index=new.index, line=new.line, task=new.task,
                                summary=new.summary, checks=new.checks, optional=new.optional,
+                               log_name=new.log_name,
                                done_as=None if identity("", was) == identity("", new.task)
                                else was)
 

@@ -26,6 +26,8 @@ from agentloop.vcs.git.run import Git
 _named: dict[Path, tuple[tuple[int, int], tuple[str, ...]]] = {}
 # Your checkout's submodules as the last look saw them: path -> git's "S<c><m><u>" flags.
 _seen: dict[Path, dict[str, str]] = {}
+# Your checkout's submodules that .gitmodules does not name, found once (_checkout_unlisted).
+_unlisted_in: dict[Path, tuple[str, ...]] = {}
 # Each lane's submodule folders that were empty when it was first seen (lane_seen).
 _empty_from_start: dict[Path, frozenset[str]] = {}
 
@@ -96,9 +98,89 @@ def lane_seen(lane: Path) -> None:
     """The lane's submodule folders found empty the first time it is seen (as it was made):
     the only ones a sweep empties. A folder `.gitmodules` names that held files from the
     start is no empty submodule (a stale entry, a vendored copy, an agent's edit of the file):
-    its files are tracked ones, never moved."""
-    if lane not in _empty_from_start:
-        _empty_from_start[lane] = frozenset(s for s in paths(lane) if _empty(lane / s))
+    its files are tracked ones, never moved.
+
+    What was seen is written in the lane's own VCS folder too (it goes with the lane): a run
+    killed while its agent wrote into such a folder leaves the lane for the next run, which
+    goes on there and must know the folder held nothing of the repository's, or its agent's
+    files would never be moved out and go with the lane."""
+    if lane in _empty_from_start:
+        return
+    own = _own_dir(lane)
+    subs = paths(lane) + _unlisted(lane, own)
+    record = (own / RECORD if own is not None else None) if subs else None
+    before = _read_record(record)
+    found = frozenset(s for s in subs if _empty(lane / s) or s in before)
+    _empty_from_start[lane] = found
+    if record is not None and found != before:
+        try:
+            record.write_text("".join(f"{s}\n" for s in sorted(found)), encoding="utf-8",
+                              errors="surrogateescape")
+        except OSError:
+            pass  # unwritten: a later run in this lane knows only what it sees
+
+
+# In the lane's own VCS folder: its submodule folders that were empty when it was first seen.
+RECORD = "agent-loop-empty-submodules"
+
+
+def _own_dir(lane: Path) -> Path | None:
+    """The lane's own VCS folder: its jj workspace's `.jj/`, or the folder in the repository
+    that its git worktree's `.git` file names; None when neither is found."""
+    jj = lane / ".jj"
+    if jj.is_dir():
+        return jj
+    try:
+        text = (lane / ".git").read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:  # none, or a folder: a lane is a linked worktree, whose .git is a file
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    own = lane / text[len("gitdir:"):].strip()  # an absolute path stays as it is
+    return own if own.is_dir() else None
+
+
+# A git index entry's mode, as the index stores it (32 bits, big-endian): a gitlink's.
+_GITLINK_MODE = (0o160000).to_bytes(4, "big")
+
+
+def _unlisted(lane: Path, own: Path | None) -> tuple[str, ...]:
+    """The git lane's submodules that `.gitmodules` does not name: a folder holding a
+    repository of its own that was `git add`ed (a gitlink, "embedded repository"), which a
+    lane holds empty and git ignores the files of, as a submodule's. Only an index holding a
+    gitlink's mode somewhere pays a process (`git ls-tree -d`: folders, no files); most
+    indexes do not, which one search of its bytes tells."""
+    if own is not None and own.name == ".jj":
+        own, lane = _colocated(own)
+    if own is None:
+        return ()
+    try:
+        with open(own / "index", "rb") as index:
+            if _GITLINK_MODE not in index.read():
+                return ()
+    except OSError:
+        return ()
+    try:
+        out = Git(lane).out("ls-tree", "-r", "-d", "-z", "--full-tree", "HEAD", codes=(0, 128))
+    except AgentLoopError:
+        return ()
+    listed = set(paths(lane))
+    found = []
+    for entry in out.split("\0"):
+        head, tab, path = entry.partition("\t")
+        if tab and head.startswith("160000 ") and path not in listed:
+            found.append(path)
+    return tuple(found)
+
+
+def _read_record(record: Path | None) -> frozenset[str]:
+    if record is None:
+        return frozenset()
+    try:
+        text = record.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        return frozenset()
+    return frozenset(line for line in text.splitlines() if line)
 
 
 def sweep(lane: Path, keep: Path) -> list[Swept]:
@@ -106,10 +188,8 @@ def sweep(lane: Path, keep: Path) -> list[Swept]:
     under `keep`/<path>, each folder's own; nothing when the repository has no submodule, and
     nothing in a folder that was not empty when the lane was first seen (lane_seen)."""
     moved = []
-    empty = _empty_from_start.get(lane, frozenset())
-    for sub in paths(lane):
-        if sub not in empty:
-            continue
+    # Those of `paths` and of `_unlisted` found empty first: `_unlisted` is not asked again.
+    for sub in sorted(_empty_from_start.get(lane, frozenset())):
         folder = lane / sub
         try:
             entries = sorted(os.listdir(folder)) if not folder.is_symlink() else []
@@ -149,14 +229,20 @@ def _files(folder: Path) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def swept_line(task: int, moved: list[Swept], shown: dict[Path, str]) -> str:
-    """The one line that says what was moved out of a lane and what to do with it."""
+def swept_line(task: int, moved: list[Swept], shown: dict[Path, str],
+               finished: bool = True) -> str:
+    """The one line that says what was moved out of a lane and what to do with it.
+    `finished`: False for an attempt that failed or was stopped, whose files are kept to be
+    looked at, not to be taken as the task's work."""
     parts = []
     for m in moved:
         names = ", ".join(m.files[:5]) + (f" and {len(m.files) - 5} more"
                                           if len(m.files) > 5 else "")
         parts.append(f"{names} inside submodule {m.path} (kept in {shown[m.kept]}/)")
     first = moved[0]
+    if not finished:
+        return (f"task {task}'s attempt, which did not finish, wrote {'; '.join(parts)}, which "
+                "its lane holds empty: kept for you to look at, as no task's commit holds them")
     return (f"task {task} wrote {'; '.join(parts)}, which its lane holds empty and no task's "
             f"commit can hold: copy them into your submodule and commit them there yourself "
             f"(`cp -R {shown[first.kept]}/. {first.path}/`), or run tasks that edit a "
@@ -167,8 +253,10 @@ def look(root: Path) -> dict[str, str] | None:
     """Your checkout's submodules that differ from what its index records: path -> git's
     "S<c><m><u>" flags (commit moved, tracked files changed, new files); None when the
     repository has no submodule (and no process ran)."""
-    subs = paths(root)
-    if not subs or not (root / ".git").exists():
+    if not (root / ".git").exists():
+        return None
+    subs = paths(root) + _checkout_unlisted(root)
+    if not subs:
         return None
     # git's own door: the run core, which asks, knows no VCS backend; this module does.
     try:
@@ -183,6 +271,26 @@ def look(root: Path) -> dict[str, str] | None:
         if len(fields) == 9 and fields[0] == "1" and fields[2].startswith("S"):
             found[fields[8]] = fields[2]
     return found
+
+
+def _colocated(jj: Path) -> tuple[Path | None, Path]:
+    """A jj lane keeps no git index: the git dir and folder of the repository its workspace
+    belongs to, when that one is colocated (its `.git` a folder beside its `.jj`), whose
+    index and HEAD tell the gitlinks instead; (None, the lane) otherwise."""
+    try:  # a workspace's .jj/repo is a file naming the repository's, from .jj/
+        main = (jj / (jj / "repo").read_text(encoding="utf-8").strip()).resolve().parent.parent
+    except OSError:  # a folder: the repository's own workspace
+        main = jj.parent
+    return (main / ".git" if (main / ".git").is_dir() else None), main
+
+
+def _checkout_unlisted(root: Path) -> tuple[str, ...]:
+    """Your checkout's submodules `.gitmodules` does not name (_unlisted), found once a run:
+    a look a task pays no second read of the index for."""
+    if root not in _unlisted_in:
+        own = root / ".git" if (root / ".git").is_dir() else _own_dir(root)
+        _unlisted_in[root] = _unlisted(root, own)
+    return _unlisted_in[root]
 
 
 def before_task(root: Path) -> None:

@@ -183,3 +183,85 @@ def test_a_lanes_failed_attempt_is_kept_aside_too(tmp_path: Path,
     assert done.returncode == 0, done.stdout + done.stderr
     assert git(work, "show", f"{SAVED}:a.txt") == "a\n"
     assert "rolled back" in done.stdout
+
+
+@pytest.mark.parametrize("kind", ["git", "jj"])
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+def test_the_run_after_a_kill_in_the_check_brings_the_work_back_and_only_checks(
+        tmp_path: Path, kind: str, workplace: str, fake_claude: FakeClaude) -> None:
+    # kill -9 (the OOM killer, a closed laptop, `kill -9` of a run that seemed stuck) while
+    # the checks run on a finished agent's work: the next run brings that work back and pays
+    # the agent nothing more, as after Ctrl+C (it ran the agent again, paid twice).
+    work = project(tmp_path, kind, "## G\n- the task\n  FAKE: write a.txt a\n")
+    once, checking = tmp_path / "once", tmp_path / "checking"
+    check = (f"test -f a.txt || exit 0; test -e {once} && exit 0; touch {once} {checking}; "
+             "sleep 30")
+    child = start(work, "--vcs", kind, "--workplace", workplace, "--check", check)
+    wait_for(child, checking)
+    child.kill()  # SIGKILL to agent-loop alone: no handler runs, nothing is rolled back
+    child.communicate(timeout=60)
+    again = agent_loop(work, "--vcs", kind, "--workplace", workplace, "--no-distill",
+                       "--check", check)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake_claude.task_prompts()) == 1, again.stdout  # the agent was paid once
+    assert "its agent had finished" in again.stdout, again.stdout
+    assert (work / "a.txt").read_text() == "a\n"
+    task = state_of(work)["tasks"][0]
+    assert task["status"] == "completed" and task["attempts"] == 1, task
+    listed = git(work, "show", "--name-only", "--format=", "HEAD") if kind == "git" else \
+        jj(work, "log", "--no-graph", "-r", "@-", "-T", 'self.diff().files().map(|f| f.path())')
+    assert listed.split() == ["a.txt"]
+
+
+def test_the_killed_runs_own_output_file_is_left_alone_by_the_next_run(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # `agent-loop tasks.md --workplace checkout > run.log`, killed while the agent works, then
+    # the same command printing to the terminal: run.log, the user's record of the killed run,
+    # was taken for the attempt's own file, rolled back (gone from the checkout) and, once the
+    # finished work came back, committed with the task.
+    work = project(tmp_path, "git", "- the task\n  FAKE: write started.txt now\n"
+                                    "  FAKE: pause 30\n  FAKE: write a.txt a\n")
+    with open(work / "run.log", "w") as log:
+        child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill",
+                                  "--workplace", "checkout"], cwd=work, stdout=log,
+                                 stderr=subprocess.STDOUT, start_new_session=True)
+    wait_for(child, work / "started.txt")
+    child.kill()
+    child.wait(timeout=60)
+    said = (work / "run.log").read_text()
+    assert "task 1" in said, said
+    (work / "tasks.md").write_text("- the task\n  FAKE: write a.txt a\n")
+    # Yours now, as after a run that ended: the checkout's run refuses it, by name.
+    refused = agent_loop(work, "--no-distill", "--workplace", "checkout")
+    assert refused.returncode != 0 and "run.log" in refused.stderr, refused.stderr
+    assert (work / "run.log").read_text() == said
+    again = agent_loop(work, "--no-distill", "--workplace", "checkout", "--allow-dirty")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (work / "run.log").read_text() == said
+    assert "run.log" not in git(work, "log", "--name-only", "--format=")
+    assert (work / "a.txt").read_text() == "a\n"
+
+
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+def test_a_kill_in_the_check_after_the_agent_committed_itself_pays_it_once(
+        tmp_path: Path, workplace: str, fake_claude: FakeClaude) -> None:
+    # The agent commits its own work (as agents do, told not to), then agent-loop is killed in
+    # the check: the next run goes on from its commit, and ran the agent again to "finish the
+    # task from it" (paid twice) though it had finished.
+    work = project(tmp_path, "git", "## G\n- the task\n  FAKE: write a.txt a\n"
+                                    "  FAKE: commit my work\n")
+    once, checking = tmp_path / "once", tmp_path / "checking"
+    check = (f"test -f a.txt || exit 0; test -e {once} && exit 0; touch {once} {checking}; "
+             "sleep 30")
+    child = start(work, "--vcs", "git", "--workplace", workplace, "--check", check)
+    wait_for(child, checking)
+    child.kill()
+    child.communicate(timeout=60)
+    again = agent_loop(work, "--vcs", "git", "--workplace", workplace, "--no-distill",
+                       "--check", check)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake_claude.task_prompts()) == 1, again.stdout  # the agent was paid once
+    task = state_of(work)["tasks"][0]
+    assert task["status"] == "completed" and task["attempts"] == 1, task
+    assert git(work, "show", "--name-only", "--format=", "HEAD").split() == ["a.txt"]
+    assert git(work, "log", "--format=%s", "-1") == "agent-loop: G / the task\n"

@@ -332,6 +332,18 @@ def test_a_group_that_waits_starts_from_the_main_line_after_its_dependency(
     assert api_call["cwd"].endswith("/lanes/" + api)
 
 
+def test_a_finished_group_is_not_said_to_wait(work: Path, fake_claude: FakeClaude) -> None:
+    # A task added to Setup after the run: Api, every task of it done, waits for nothing.
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(DEPENDS_PLAN)
+    done = agent_loop(work, "--vcs", "git", "--parallel", "3", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (work / "tasks.md").write_text(DEPENDS_PLAN.replace(
+        "  FAKE: sleep 1\n", "  FAKE: sleep 1\n- one more\n  FAKE: write more.txt more\n"))
+    status = agent_loop(work, "--status").stdout
+    assert "one more" in status and "waits for" not in status, status
+
+
 def test_four_groups_with_the_real_cli(work: Path, tmp_path: Path, fake_api,
                                        claude_bin: Path) -> None:
     from tests.support.claude_cli import agent_loop_env

@@ -6,6 +6,12 @@ the fake claude writing into it."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -124,3 +130,120 @@ def test_with_require_changes_a_write_only_inside_a_submodule_is_a_change(
     assert (work / KEPT / "new.txt").read_text() == "x\n"
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"]
     assert len(fake_claude.calls()) == 1
+
+
+def test_status_says_a_completed_tasks_submodule_files_were_kept(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """`(empty)` alone reads as "did nothing": the line that says where its files are, too."""
+    work = with_submodule(tmp_path, WRITE)
+    assert agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill"
+                      ).returncode == 0
+    status = agent_loop(work, "--status")
+    assert status.returncode == 0, status.stderr
+    row, *rest = status.stdout.split("   1 completed", 1)[1].splitlines()
+    assert "(empty)" in row
+    noted = [line.strip() for line in rest if line.startswith("       note: ")]
+    assert noted and "task 1 wrote new.txt inside submodule vendor/lib" in noted[0]
+    assert f"kept in {KEPT}/" in noted[0]
+
+
+def test_a_failed_attempts_writes_inside_a_submodule_are_kept_as_it_ends(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """A failed attempt's lane is reset for the next one, or removed with the run: what it wrote
+    in the submodule folder is kept as the attempt ends, said then and in the closing lines,
+    not left in the lane for a later successful attempt that may never come."""
+    work = with_submodule(tmp_path, "- write into the lib\n  FAKE: write vendor/lib/new.txt x\n"
+                          "  FAKE: fail 9\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill",
+                      "--max-attempts", "1")
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert (work / KEPT / "new.txt").read_text() == "x\n"
+    lines = done.stdout.splitlines()
+    assert any(f"task 1's attempt, which did not finish, wrote new.txt inside submodule "
+               f"vendor/lib (kept in {KEPT}/)" in line for line in lines)
+    assert any(line.startswith("look at: task 1") and f"{KEPT.parent.parent}/" in line
+               for line in lines), done.stdout
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["failed"]
+
+
+def test_what_a_killed_attempt_wrote_inside_a_submodule_is_kept_by_the_next_run(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """kill -9 while the agent works, after it wrote into the submodule folder: the next run
+    goes on in that lane (a new process, which did not see the folder empty) and keeps the
+    file, where it took it for the repository's and it went with the lane."""
+    work = with_submodule(tmp_path, "- write into the lib\n  FAKE: write top.txt top\n")
+    directives = tmp_path / "directives.json"
+    directives.write_text(json.dumps({"write into the lib": [
+        "FAKE: write vendor/lib/half.txt half", "FAKE: pause 60"]}))
+    tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                             "--no-distill"], cwd=work, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "FAKE_CLAUDE_DIRECTIVES": str(directives)},
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(work.glob(".agent-loop/lanes/*/vendor/lib/half.txt")) and \
+                time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert list(work.glob(".agent-loop/lanes/*/vendor/lib/half.txt"))
+    finally:
+        os.killpg(tool.pid, signal.SIGKILL)
+        tool.wait()
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / KEPT / "half.txt").read_text() == "half\n"
+    assert any("half.txt inside submodule vendor/lib" in line
+               for line in done.stdout.splitlines())
+    assert not list(work.glob(".agent-loop/lanes/*"))
+
+
+def embedded(tmp_path: Path) -> Path:
+    """A repository holding `nested`, a repository of its own that `git add` recorded as a
+    submodule (a gitlink) with no `.gitmodules` entry; the repository's folder."""
+    work = tmp_path / "project"
+    nested = work / "nested"
+    nested.mkdir(parents=True)
+    git(work, "init", "-q", "-b", "main")
+    git(nested, "init", "-q", "-b", "main")
+    (nested / "n.txt").write_text("n\n")
+    git(nested, "add", "n.txt")
+    git(nested, "commit", "-qm", "n")
+    (work / "README.md").write_text("hello\n")
+    git(work, "add", "README.md", "nested")
+    git(work, "commit", "-qm", "initial")
+    assert "160000 commit" in git(work, "ls-tree", "HEAD", "nested")
+    assert not (work / ".gitmodules").exists()
+    return work
+
+
+@pytest.mark.parametrize("vcs", ["git", "jj"])
+def test_a_nested_repository_git_records_without_gitmodules_is_looked_at_too(
+        tmp_path: Path, fake_claude: FakeClaude, vcs: str) -> None:
+    """A lane holds such a folder empty too, and git (and jj) ignores the files in it: what the
+    agent wrote there went with the lane, and the task "changed no files"."""
+    work = embedded(tmp_path)
+    if vcs == "jj":
+        jj(work, "git", "init", "--colocate")
+    (work / "tasks.md").write_text("- write into nested\n  FAKE: write nested/new.txt x\n"
+                                   "  FAKE: write top.txt t\n")
+    done = agent_loop(work, "--vcs", vcs, "--workplace", "lane", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    kept = work / ".agent-loop/submodule-files/task-1/nested"
+    assert (kept / "new.txt").read_text() == "x\n"
+    assert any("new.txt inside submodule nested" in line for line in done.stdout.splitlines())
+    assert (work / "top.txt").read_text() == "t\n"   # the task's other file, committed
+    assert not (work / "nested/new.txt").exists()
+
+
+def test_in_your_checkout_a_nested_repository_without_gitmodules_is_said(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """In your checkout the agent's file stays in your nested repository (nothing lost), but
+    the run said the task "changed no files"."""
+    work = embedded(tmp_path)
+    (work / "tasks.md").write_text("- write into nested\n  FAKE: write nested/new.txt x\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "checkout", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / "nested/new.txt").read_text() == "x\n"
+    assert any("task 1 left uncommitted changes inside submodule nested" in line
+               for line in done.stdout.splitlines())
+    assert "changed no files" not in done.stdout

@@ -51,6 +51,17 @@ def test_added_edited_removed_moved_and_ticked(tmp_path: Path) -> None:
                                  "3 completed tasks kept")
 
 
+def test_tasks_only_moved_are_said_so_not_as_nothing_added_edited_removed(
+        tmp_path: Path) -> None:
+    # A user reorders the plan (or edits the words around its tasks): "tasks.md changed: 0
+    # tasks added, 0 edited, 0 removed" read as if the edit had been lost.
+    old = saved(tmp_path, "- [ ] a\n- [ ] b\n- [ ] c\n", (1,))
+    changed = reconcile(old, new(tmp_path, "Some context.\n\n- [ ] c\n- [ ] a\n- [ ] b\n"))
+    assert not changed.news()
+    assert changed.note("tasks.md") == ("tasks.md changed: the same tasks (moved, or the words "
+                                        "around them edited); 1 completed task kept")
+
+
 def test_ticked_sub_items_and_steps_leave_the_same_task(tmp_path: Path) -> None:
     # An agent (or the tick-boxes setting) ticks the boxes under a task: no edit, the same task.
     old = saved(tmp_path, "- [ ] a\n  - [ ] step\n  1. [~] more\n### Task 2: b\n- [ ] s1\n"
@@ -243,6 +254,17 @@ def test_a_state_an_earlier_reader_saved_is_no_news_when_it_reads_the_same(
     assert status["note"] is None and status["counts"] == {"completed": 1, "pending": 1}
 
 
+def test_a_new_record_never_takes_the_log_name_of_an_edited_or_removed_one(
+        tmp_path: Path) -> None:
+    """Its attempts count from 1 again: under the old record's name they would write over the
+    logs its archived record names."""
+    old = saved(tmp_path, "## G\n- fix the login bug\n- gone\n", ())
+    changed = reconcile(old, new(tmp_path, "## G\n- fix the login bug\n  and the cookie\n"))
+    (edited,) = changed.tasks
+    assert changed.replaced == (old[0],) and changed.removed == (old[1],)
+    assert edited.log_name == "001-g--fix-the-login-bug-2" != old[0].log_name
+
+
 def test_a_completed_task_reworded_stays_done_and_says_so(tmp_path: Path) -> None:
     old = saved(tmp_path, "## G\n- fix teh typo\n- two\n", (1,))
     changed = reconcile(old, new(tmp_path, "## G\n- fix the typo\n- two, better\n"))
@@ -250,7 +272,8 @@ def test_a_completed_task_reworded_stays_done_and_says_so(tmp_path: Path) -> Non
     # Its work is in history: it stays done, with the plan's words and its own record.
     assert (one.status, one.task, one.change_id, one.done_as) == (
         "completed", "fix the typo", "change1", "fix teh typo")
-    assert one.log_name == old[0].log_name and changed.replaced == (old[1],)
+    # Its next attempt (--again) is logged under its new words.
+    assert one.log_name == "001-g--fix-the-typo" and changed.replaced == (old[1],)
     # A pending task reworded runs its new words once (issue 30): a new record.
     assert (two.status, two.task) == ("pending", "two, better") and changed.edited == ((2, ""),)
     assert changed.reworded_done == (1,) and changed.news()

@@ -123,3 +123,43 @@ def test_a_folder_under_no_version_control_is_told_what_the_run_makes(
     lines = done.stdout.splitlines()
     assert "is no repository yet: the run makes one there (`git init`)" in lines[0], lines[:3]
     assert (work / ".git").is_dir()
+
+
+def test_a_repository_the_user_colocated_is_told_git_leaves_its_branch(
+        tmp_path: Path, git_user: str, fake_claude: FakeClaude) -> None:
+    # A git user runs a plan with git, then makes the repository colocated (`jj git init
+    # --colocate`, git still on main) and starts another plan: auto runs it with jj, which
+    # leaves git on a detached HEAD with main behind. The run says so before it starts.
+    work = git_project(tmp_path, PLAN)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    assert agent_loop(work, "--no-distill").returncode == 0
+    subprocess.run(["jj", "git", "init", "--colocate"], cwd=work, check=True,
+                   capture_output=True)
+    assert git(work, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
+    (work / "b.md").write_text("- write c\n  FAKE: write c.txt C\n")
+    done = agent_loop(work, "--no-distill", plan="b.md")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "vcs: jj" in done.stdout, done.stdout
+    detached = subprocess.run(["git", "symbolic-ref", "-q", "HEAD"], cwd=work)
+    assert detached.returncode != 0  # jj's way: git on no branch now
+    head = done.stdout.split("\n[1/1]")[0]
+    assert "detached HEAD" in head and "your branch main stays where it is" in head, head
+    assert "jj bookmark set main -r @-" in head
+    # Once git is detached (jj's way), the next run has nothing new to say about it.
+    (work / "c.md").write_text("- write d\n  FAKE: write d.txt D\n")
+    again = agent_loop(work, "--no-distill", plan="c.md")
+    assert again.returncode == 0 and "your branch main stays" not in again.stdout, again.stdout
+
+
+def test_a_jj_repository_is_told_nothing_of_gits_branch(tmp_path: Path,
+                                                        fake_claude: FakeClaude) -> None:
+    # `jj git init` makes a colocated repository whose git HEAD names an unborn main: a jj
+    # user's, with no branch of theirs to leave behind.
+    work = tmp_path / "project"
+    work.mkdir()
+    subprocess.run(["jj", "git", "init"], cwd=work, check=True, capture_output=True)
+    (work / "tasks.md").write_text("- write a\n  FAKE: write a.txt A\n")
+    done = agent_loop(work, "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "vcs: jj" in done.stdout and "stays where it is" not in done.stdout, done.stdout

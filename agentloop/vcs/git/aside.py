@@ -74,6 +74,11 @@ def bring_back(repo: GitRepo, line: str) -> bool:
     return True
 
 
+def names_a_copy(line: str) -> bool:
+    """Whether `line` names a commit bring_back can take the files from."""
+    return re.search(_SAID, line) is not None
+
+
 _SAID = r"kept in commit ([0-9a-f]{7,64}) "   # compiled by `re` when first asked for
 
 

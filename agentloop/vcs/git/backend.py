@@ -68,6 +68,9 @@ class GitVcs:
         self._recovered: Change | None = None
         # An attempt a killed run left after its agent committed: its task goes on from it.
         self._resumable: Start | None = None
+        # The line naming where prepare kept a killed run's attempt it rolled back
+        # (aside.bring_back reads it): the attempt's work, should its agent have finished.
+        self._rolled_back: str | None = None
         # (branch, HEAD) at which every finished task's commit was last seen in the history.
         self._sound: tuple[str | None, str | None] | None = None
         # What the next begin would find, known at the end of finish; trusted while no
@@ -120,6 +123,7 @@ class GitVcs:
         if found.undo is not None:  # examine kept its copy
             recover.roll_back(self.tree, found.undo)
             self._forget()
+            self._rolled_back = next((n for n in found.notes if aside.names_a_copy(n)), None)
         notes += found.notes
         head = self.tree.head()
         fresh = self._made and found.undo is None and self._resumable is None
@@ -167,7 +171,8 @@ class GitVcs:
                 return resumed
         start = self._next.take(self.tree)
         if start is not None:
-            self._remember(dataclasses.replace(start, message=expected, begun_as=message),
+            self._remember(dataclasses.replace(start, message=expected, begun_as=message,
+                                               kept_out=sorted(self.tree.plans)),
                            fresh=True)
             return Change(change_id="", base=start.head or "")
         head = self.tree.head()
@@ -183,7 +188,7 @@ class GitVcs:
                   for p in self.tree.candidates(head, status)}
         self._index_seen = None if status.staged or states else index_seen(self.tree.git_dir)
         self._remember(Start(head, self.tree.ref(), index_tree, states, self.tree.task_rel,
-                             expected, begun_as=message),
+                             expected, begun_as=message, kept_out=sorted(self.tree.plans)),
                        fresh=True)
         return Change(change_id="", base=head or "")
 
@@ -317,6 +322,12 @@ class GitVcs:
     def recovered(self) -> Change | None:
         """The commit an earlier run made for its last task and may not have recorded (once)."""
         found, self._recovered = self._recovered, None
+        return found
+
+    def killed_attempt_kept(self) -> str | None:
+        """Where prepare kept the attempt a killed run left and it rolled back, as a line
+        bring_back reads (once); None when there was none, or no copy."""
+        found, self._rolled_back = self._rolled_back, None
         return found
 
     def abandon(self, change: Change) -> str | None:

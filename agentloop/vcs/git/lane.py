@@ -233,6 +233,10 @@ class LaneGit:
         """Kept edits back in the worktree."""
         return self.work.bring_back(kept)
 
+    def killed_attempt_kept(self) -> str | None:
+        """Where a killed run's attempt in this worktree is kept (GitVcs.killed_attempt_kept)."""
+        return self.work.killed_attempt_kept()
+
     def diff(self, change: Change) -> str:
         """The task's patch."""
         return self.work.diff(change)

@@ -268,6 +268,11 @@ class GitMainLine:
         code, out = self.git.code("symbolic-ref", "-q", "HEAD", codes=(0, 1))
         return code == 0 and out.strip() == self.ref
 
+    def elsewhere(self) -> str | None:
+        """The branch the tasks land on (refs/heads/...) when the main checkout is not on it now
+        (you switched mid-run), where a task's commit is to be reverted; None when it is."""
+        return None if self._checked_out() else self.ref
+
     def _tell_switched(self) -> None:
         """Once a run: the user's checkout left the branch, which the tasks go on landing on,
         so their files are not in the checkout (a person who switched mid-run looks there)."""

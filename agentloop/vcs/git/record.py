@@ -43,6 +43,10 @@ class Start:
     # begin's message, which names the task whatever finish later writes in `message`: a
     # killed run's attempt goes on only when its own task begins again.
     begun_as: str | None = None
+    # Other plans' task files and the run's own output file (`> run.log`), kept out of the
+    # task by the run that began it: a killed run's next run, printing elsewhere, spares them
+    # too (its roll-back took the killed run's log for the attempt's file).
+    kept_out: list[str] = field(default_factory=list)
 
 
 class AttemptRecord:

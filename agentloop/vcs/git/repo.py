@@ -193,7 +193,8 @@ class GitRepo:
         """Paths whose content differs from what they held at begin."""
         changed = set()
         for rel in self.candidates(start.head, status) | set(start.states):
-            if self.kept_out(rel) or rel == start.task or not plain(rel):
+            if self.kept_out(rel) or rel == start.task or rel in start.kept_out or \
+                    not plain(rel):
                 continue
             if rel not in start.states:
                 changed.add(rel)  # clean at begin, and git now lists it: the attempt changed it

@@ -41,6 +41,31 @@ def colocated_note(root: Path, branch: str | None) -> str:
             f"`jj bookmark set {branch} -r @-` after the run brings it to the tasks")
 
 
+def attached_note(root: Path) -> str | None:
+    """A colocated repository whose git is still on a branch (made colocated by the user, who
+    works on with git): jj's first new change leaves git's HEAD detached and the branch behind,
+    said once, before that happens; None once git is detached (jj's way, nothing new)."""
+    git_dir = root / ".git"
+    branch = branch_of(git_dir) if git_dir.is_dir() else None
+    if branch is None or not _born(git_dir, branch):
+        return None  # `jj git init` names an unborn main: a jj user's, with no branch to leave
+    return (f"this colocated repository runs with jj: git is on branch {branch} now, and on a "
+            f"detached HEAD once the run begins (jj's way), your branch {branch} stays where it "
+            f"is; `jj bookmark set {branch} -r @-` after the run brings it to the tasks "
+            "(`--vcs git` keeps git on it instead)")
+
+
+def _born(git_dir: Path, branch: str) -> bool:
+    """Whether git has the branch (a loose or a packed ref), read without a process."""
+    if (git_dir / "refs" / "heads" / branch).is_file():
+        return True
+    try:
+        packed = (git_dir / "packed-refs").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return any(line.endswith(f" refs/heads/{branch}") for line in packed.splitlines())
+
+
 class JjVcs:
     """Tasks as jj changes; every jj call goes through its runner (agentloop.vcs.jj.run)."""
     name = "jj"
@@ -129,6 +154,8 @@ class JjVcs:
             self.initialized = True
         elif not self._made:
             notes += leftovers.put_right(self.root, self.jj)
+            attached = attached_note(self.root)
+            notes += [attached] if attached else []
         return notes
 
     def begin(self, message: str) -> Change:
