@@ -65,7 +65,7 @@ from agentloop.state.receipts import money, spent
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.choose import IntegrationConflict
-from agentloop.vcs.protocol import Change, CutShort, KnowsMade, Settles
+from agentloop.vcs.protocol import Change, CutShort, KeepsKilledAttempt, KnowsMade, Settles
 
 # Transient failures of one task in a row before the run pauses instead of burning attempts.
 TRANSIENT_PAUSE = 3
@@ -153,8 +153,9 @@ def recover(run: Run, task: TaskState) -> bool:
         hand(run, task, Uncounted(last.number, O.INTERRUPTED, S.INTERRUPTED,
                                   task.error or "the run was killed"))
         finished = finished_well(last)
-        taken = getattr(run.vcs, "killed_attempt_kept", None)  # git: rolled back in prepare
-        kept = taken() if taken is not None else None
+        # git: rolled back in prepare
+        kept = run.vcs.killed_attempt_kept() if isinstance(run.vcs, KeepsKilledAttempt) \
+            else None
         if kept is not None and finished:
             hand(run, task, Dropped("", last.number, kept, True))
     else:

@@ -101,6 +101,14 @@ class CutShort(Protocol):
 
 
 @runtime_checkable
+class KeepsKilledAttempt(Protocol):
+    """git: where prepare kept the attempt a killed run left, which it rolled back."""
+
+    def killed_attempt_kept(self) -> str | None:
+        """The line bring_back reads (once); None when there was none, or no copy."""
+
+
+@runtime_checkable
 class KnowsMade(Protocol):
     """A git lane: the task commit its step made, until the task's record names it."""
 

@@ -21,8 +21,9 @@ from agentloop.vcs.jj.mainline import JjMainLine
 from agentloop.vcs.none import NoneVcs
 from tests.support.repos import git, jj, make_repo
 
-ABILITIES = (p.Rooted, p.ExpectsMessage, p.CutShort, p.KnowsMade, p.LandsBeside, p.OnMainLine,
-             p.Settles, p.Keeps, p.SeesCommits, p.LandsLeft, p.ResolvesConflicts)
+ABILITIES = (p.Rooted, p.ExpectsMessage, p.CutShort, p.KeepsKilledAttempt, p.KnowsMade,
+             p.LandsBeside, p.OnMainLine, p.Settles, p.Keeps, p.SeesCommits, p.LandsLeft,
+             p.ResolvesConflicts)
 
 
 def abilities(vcs: object) -> set[str]:
@@ -35,15 +36,16 @@ def test_none_has_none(tmp_path: Path) -> None:
 
 def test_git_in_your_checkout(tmp_path: Path) -> None:
     root = make_repo(tmp_path / "repo", "git")
-    assert abilities(GitVcs(root, root / "tasks.md")) == {"Rooted", "ExpectsMessage", "CutShort"}
+    assert abilities(GitVcs(root, root / "tasks.md")) == {"Rooted", "ExpectsMessage", "CutShort",
+                                                          "KeepsKilledAttempt"}
 
 
 def test_a_git_lane(tmp_path: Path) -> None:
     root = make_repo(tmp_path / "repo", "git")
     space = worktrees.open_git(root, "1-a", git(root, "rev-parse", "main").strip(), fresh=True)
     lane = LaneGit(space.path, space.path / "tasks.md", GitMainLine.current(root))
-    assert abilities(lane) == {"Rooted", "ExpectsMessage", "KnowsMade", "LandsBeside",
-                               "OnMainLine", "LandsLeft", "ResolvesConflicts"}
+    assert abilities(lane) == {"Rooted", "ExpectsMessage", "KeepsKilledAttempt", "KnowsMade",
+                               "LandsBeside", "OnMainLine", "LandsLeft", "ResolvesConflicts"}
 
 
 @pytest.mark.usefixtures("jj_bin")
