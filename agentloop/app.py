@@ -163,8 +163,9 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
         _join(history, asked, failing=True)
         raise
     events = EventLog(project.store.events, now)
-    hooks = _hooks(project, options, fan_out(events, emit))
-    told = fan_out(events, emit, hooks) if hooks is not None else fan_out(events, emit)
+    report = fan_out(events, emit)  # the run's events, to the log and to the caller
+    hooks = _hooks(project, options, report)
+    told = report if hooks is None else fan_out(report, hooks)  # and to the hooks after them
     try:
         try:
             with project.store.lock():

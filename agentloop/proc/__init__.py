@@ -8,13 +8,13 @@ from agentloop.proc.commands import (
                                      STOP_GRACE_SECONDS,
                                      Completed,
                                      Streamed,
-                                     after_next_stream,
                                      run,
                                      start,
                                      started,
                                      stop_group,
                                      stream,
 )
+from agentloop.proc.running import after_next_stream
 from agentloop.proc.signals import deferred, shielded
 
 __all__ = ["STOP_GRACE_SECONDS", "Completed", "Streamed", "after_next_stream", "deferred", "run",

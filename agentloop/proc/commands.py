@@ -58,28 +58,6 @@ def _count() -> None:
     _started += 1
 
 
-# Called once the next streamed command has started (after_next_stream).
-_after: list[Callable[[], None]] = []
-_after_lock = threading.Lock()
-
-
-def after_next_stream(call: Callable[[], None]) -> None:
-    """`call` (which raises nothing) called once the next streamed command (the next agent)
-    has started, in the thread that started it: work held back so that it does not hold that
-    agent back (a start holds every thread of ours until its child runs, and a new thread
-    takes the GIL to begin)."""
-    with _after_lock:
-        _after.append(call)
-
-
-def _after_start() -> None:
-    with _after_lock:
-        after = _after[:]
-        _after.clear()
-    for call in after:
-        call()
-
-
 @dataclass(frozen=True)
 class Completed:
     """A finished short command."""
@@ -320,6 +298,24 @@ def _done_with(errors: IO[bytes], reused: bool) -> None:
     errors.close()
 
 
+def _hand_on(proc: subprocess.Popen[bytes] | Streaming, deadline: Deadline,
+             on_line: Callable[[bytes], None], meanwhile: Callable[[], None] | None) -> bool:
+    """Each line `proc` writes to its stdout handed to `on_line`, until it ends; True when the
+    deadline came first: its group is stopped, and what it wrote before that handed on too."""
+    assert proc.stdout is not None
+    exited = lambda: proc.poll() is not None  # noqa: E731
+    try:
+        for line in lines(proc.stdout.fileno(), deadline, exited, meanwhile):
+            on_line(line)
+    except Expired:
+        stop_group(proc)
+        # What it wrote before it stopped.
+        for line in lines(proc.stdout.fileno(), Deadline(None), exited):
+            on_line(line)
+        return True
+    return False
+
+
 def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | None = None,
            env: Mapping[str, str] | None = None, timeout: float | None = None,
            stdin: bytes | None = None, started: Callable[[], None] | None = None,
@@ -350,23 +346,13 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         watchdog.tell("start", proc.pid)
         running.add(proc)
     deadline = Deadline(None if timeout is None else time.monotonic() + timeout)
-    timed_out = False
-    exited = lambda: proc.poll() is not None  # noqa: E731
     try:
         for sig in dict.fromkeys(came):
             signal.raise_signal(sig)  # a stop that came as it started: it stops now
-        _after_start()
+        running.after_start()
         if started is not None:
             started()
-        try:
-            for line in lines(proc.stdout.fileno(), deadline, exited, meanwhile):
-                on_line(line)
-        except Expired:
-            timed_out = True
-            stop_group(proc)
-            # What it wrote before it stopped.
-            for line in lines(proc.stdout.fileno(), Deadline(None), exited):
-                on_line(line)
+        timed_out = _hand_on(proc, deadline, on_line, meanwhile)
         proc.wait()
         # The agent is done: what it left running in its group, or outside it, goes too.
         stop_group(proc)

@@ -1,14 +1,18 @@
 """The agent runs going on now, so one Ctrl+C can stop them all: a parallel run's lanes run in
-threads, and only the main thread hears signals."""
+threads, and only the main thread hears signals; and the work that waits for the next one to
+start."""
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Callable
 
 _lock = threading.Lock()
 _running: dict[int, Any] = {}
 _stop = threading.Event()
+# Called once the next agent run has started (after_next_stream).
+_after: list[Callable[[], None]] = []
+_after_lock = threading.Lock()
 
 
 def add(proc: Any) -> None:
@@ -38,3 +42,21 @@ def stop_all() -> list[Any]:
 def clear() -> None:
     """A new run in this process: nothing is being stopped."""
     _stop.clear()
+
+
+def after_next_stream(call: Callable[[], None]) -> None:
+    """`call` (which raises nothing) called once the next streamed command (the next agent)
+    has started, in the thread that started it: work held back so that it does not hold that
+    agent back (a start holds every thread of ours until its child runs, and a new thread
+    takes the GIL to begin)."""
+    with _after_lock:
+        _after.append(call)
+
+
+def after_start() -> None:
+    """The agent run just started (agentloop.proc.commands.stream): what waited for it, now."""
+    with _after_lock:
+        after = _after[:]
+        _after.clear()
+    for call in after:
+        call()

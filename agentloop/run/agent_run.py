@@ -76,7 +76,7 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
 
 def _meanwhile(run: Run) -> Callable[[], None] | None:
     """What the agent's wait does now and then: the task before's landing, left running
-    beside this agent (agentloop.run.lane.landed_meanwhile), settled once it has landed, not
+    beside this agent (agentloop.run.beside.landed_meanwhile), settled once it has landed, not
     once this agent ends; None when none runs."""
     return None if run.shared.landing is None else run.shared.meanwhile
 

@@ -19,18 +19,17 @@ from agentloop.run.checks import checks_note
 from agentloop.run.context import Run
 from agentloop.run.decisions import Marked, Opened, Uncounted
 from agentloop.run.events import TaskStarted
-from agentloop.run.final_message import BLOCKED, FATAL, Report
+from agentloop.run.final_message import Report
 from agentloop.run.final_message import parse as parse_report
 from agentloop.run.fixes import Outcome
 from agentloop.run.handover import drop, hand
 from agentloop.run.lane_tag import LaneNote
-from agentloop.run.rebuilt import task_trailers
 from agentloop.run.selection import commit_message, resume_session, session_workdir
 from agentloop.run.verify import task_checks, verify
 from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.schema import Attempt, TaskState, now
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs.protocol import Change
+from agentloop.vcs.protocol import Change, ExpectsMessage
 
 RETRY_NOTE = ("Note: an earlier attempt at this task was stopped before it finished, and its "
               "file changes were discarded. Start the task again from the current files.\n\n")
@@ -68,8 +67,9 @@ def _where_it_began(run: Run, task: TaskState, resume: str | None) -> str | None
     return None
 
 
-def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
-    """One attempt: a change, the developer's run(s), the review."""
+def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool, trailers: str) -> Outcome:
+    """One attempt: a change, the developer's run(s), the review. `trailers`: the lines that
+    end the task's commit message (agentloop.run.lane.trailers_of)."""
     run.emit(task_started(run, task, task.attempts + 1))
     # Retries run in a fresh session: the failed attempt's edits are gone, and its
     # conversation would tell the agent otherwise.
@@ -78,9 +78,9 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
         resume = None
     resume = _where_it_began(run, task, resume)
     plain = commit_message(task, run.state.title)
-    expect = getattr(run.vcs, "expect_message", None)
-    if expect is not None:  # git: the message a plain completion commits with (lane._complete)
-        expect(plain + "\n\n" + trailers_of(run, task))
+    if isinstance(run.vcs, ExpectsMessage):
+        # git: the message a plain completion commits with (lane._complete)
+        run.vcs.expect_message(plain + "\n\n" + trailers)
     change = run.vcs.begin(plain)
     submodule_files.before(run)
     prompt = first_prompt(run, task, hint, resume, change.kept)
@@ -101,16 +101,14 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
             agent_finished()  # a closed terminal now waits for the task to be committed
             finished = outcome.attempt
         developed = outcome.attempt
-        if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
+        if outcome.succeeded:
             # What it wrote inside a submodule, kept and said before the checks: a task that
             # wrote only there changed files, for --require-changes too.
             outcome = submodule_files.after(run, task, outcome)
             outcome = verify(run, task, outcome)  # the user's checks, with fix runs
-        if run.options.review and outcome.result.ok and \
-                outcome.report.signal not in (FATAL, BLOCKED):
+        if run.options.review and outcome.succeeded:
             outcome = _review_rounds(run, task, outcome)
-        if outcome.attempt is not developed and outcome.result.ok and \
-                outcome.report.signal not in (FATAL, BLOCKED):
+        if outcome.attempt is not developed and outcome.succeeded:
             outcome = submodule_files.after(run, task, outcome)  # and what fix runs wrote
         # A failed attempt's writes inside a lane's submodule too: kept before its lane goes.
         return submodule_files.at_end(run, task, outcome) or outcome
@@ -120,11 +118,6 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool) -> Outcome:
             _abandon(run, task, change, number, exc, finished is not None and
                      finished.number == number)
         raise
-
-
-def trailers_of(run: Run, task: TaskState) -> str:
-    """The lines that end the task's commit message, naming its plan and the task."""
-    return run.job.trailers(task) if run.job is not None else task_trailers(run.project, task)
 
 
 def _finished_before(task: TaskState) -> Attempt | None:
@@ -203,9 +196,9 @@ def _review_rounds(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
             return replace(outcome, status=S.UNAPPROVED, feedback=feedback,
                            note=f"not approved after {rounds} review round{'s' * (rounds > 1)}")
         outcome = review.fix(run, task, outcome, round_, feedback)
-        if outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED):
+        if outcome.succeeded:
             outcome = verify(run, task, outcome)  # the fix is held to the checks too
-        if not outcome.result.ok or outcome.report.signal in (FATAL, BLOCKED):
+        if not outcome.succeeded:
             return outcome  # the lane's rules take over
     raise AssertionError("unreachable")
 

@@ -5,26 +5,31 @@ group's worktree, and the user's checks run again; at most ROUNDS rounds.
 Unresolved, nothing is lost: the task is `conflicted` (not completed, not failed), its change
 stays on the lane's branch, the group's later tasks wait, and the message says how to look at it
 and how to go on after resolving it by hand. The next run tries to land it again first.
+
+A landing that does not go through for another reason comes to a decision here too (`settling`):
+held on the user's edits past the lane wait (`held`, the group stops, the next run lands it), or
+stopped by what the agent did outside its task (a breach).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Iterable, Protocol
+from contextlib import contextmanager
+from typing import Iterator
 
 from agentloop.errors import RunStopped
+from agentloop.options import continue_args
 from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import run_checks
 from agentloop.run.context import Run
-from agentloop.run.decisions import Conflicted, Marked
+from agentloop.run.decisions import Breached, Conflicted, Held, Marked
 from agentloop.run.handover import hand
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.verify import check_log, task_checks
 from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs.choose import IntegrationConflict
-from agentloop.vcs.protocol import Change
+from agentloop.vcs.choose import IntegrationConflict, LandingHeld, LaneBreach
+from agentloop.vcs.protocol import Change, LandsLeft, ResolvesConflicts
 
 ROUNDS = 2
 PROMPT = """\
@@ -41,23 +46,8 @@ remove every marker. Do not commit, and run no git command that moves HEAD. End 
 summary of how you resolved it."""
 
 
-class LaneVcs(Protocol):
-    """What a lane's VCS (agentloop.vcs.git.lane, agentloop.vcs.jj.lane) offers for conflicts."""
-
-    root: Path
-
-    def open_conflict(self, conflict: IntegrationConflict) -> list[str]: ...
-    def markers_left(self, files: Iterable[str]) -> list[str]: ...
-    def close_conflict(self, conflict: IntegrationConflict) -> Change: ...
-    def drop_conflict(self, conflict: IntegrationConflict) -> None: ...
-    def kept(self, change_id: str) -> str: ...
-    def land_again(self, commit: str) -> Change: ...
-    def help_lines(self, where: str) -> str: ...
-    def main_commits_touching(self, commit: str, onto: str, files: list[str]) -> list[str]: ...
-
-
-def _lane_vcs(run: Run) -> LaneVcs | None:
-    return run.vcs if hasattr(run.vcs, "open_conflict") else None  # type: ignore[return-value]
+def _lane_vcs(run: Run) -> ResolvesConflicts | None:
+    return run.vcs if isinstance(run.vcs, ResolvesConflicts) else None
 
 
 class GroupConflicted(RunStopped):
@@ -116,11 +106,9 @@ def land_kept(run: Run, task: TaskState) -> Change:
                              "in its lane for a run in lanes (not --workplace checkout) to "
                              "land it")
         raise RunStopped(f"task {task.index} is {task.status}: {task.error}")
-    left = getattr(vcs, "land_left", None)
     try:
-        if task.status == S.LANDING and left is not None:
-            done: Change = left(task.change_id or "")
-            return done
+        if task.status == S.LANDING and isinstance(vcs, LandsLeft):
+            return vcs.land_left(task.change_id or "")
         return vcs.land_again(vcs.kept(task.change_id or ""))
     except IntegrationConflict as conflict:
         last = task.history[-1]
@@ -128,14 +116,15 @@ def land_kept(run: Run, task: TaskState) -> Change:
                        last)
 
 
-def stuck_message(run: Run, vcs: LaneVcs, task: TaskState, files: tuple[str, ...]) -> str:
+def stuck_message(run: Run, vcs: ResolvesConflicts, task: TaskState, files: tuple[str, ...]) -> str:
     """What a person does with a conflicted task: where it is, how to look, how to go on."""
     where = run.project.store.relative(vcs.root)
     return f"conflicts with the main line in {', '.join(files) or 'some files'}; " + \
         vcs.help_lines(where)
 
 
-def _others(run: Run, vcs: LaneVcs, conflict: IntegrationConflict, files: list[str]) -> str:
+def _others(run: Run, vcs: ResolvesConflicts, conflict: IntegrationConflict,
+            files: list[str]) -> str:
     """The other groups' tasks that changed these files on the main line."""
     shas = set(vcs.main_commits_touching(conflict.commit, conflict.onto, files))
     lines = [f"- task {t.index} ({t.group}): {t.summary}" for t in run.state.tasks
@@ -151,3 +140,25 @@ def _checks_pass(run: Run, task: TaskState, number: int, round_: int) -> bool:
     runs = run_checks(commands, run.cwd, log, run.options.check_timeout, round_,
                       run.project.store.relative(log))
     return all(r.passed for r in runs)
+
+
+@contextmanager
+def settling(run: Run, task: TaskState, record: Attempt) -> Iterator[None]:
+    """A lane's landing (a task's finish, or one an earlier run left): what its VCS checks
+    found comes to a decision. Held on the user's edits past the lane wait: `Held`, and the
+    group stops (GroupHeld). The agent acted outside its task: `Breached`, and the group stops
+    with the line that says what happened and how to repair it (LaneBreach)."""
+    try:
+        yield
+    except LandingHeld as held:
+        # The record says how to finish it: the next run lands it, paying no agent again.
+        again = " ".join(["agent-loop", *continue_args(run.options.command)]) \
+            if run.options.command else "agent-loop"
+        reason = f"{held}: `{again}`"
+        hand(run, task, Held(record, held.commit, reason))
+        if held.stop is not None:  # the run was stopped while it waited: it stops now
+            raise held.stop from None
+        raise GroupHeld(f"task {task.index} ({task.group}) is {reason}") from None
+    except LaneBreach as breach:
+        hand(run, task, Breached(record, str(breach)))
+        raise

@@ -69,10 +69,10 @@ class Shared:
         self.lost_before: set[str] | None = None
         self.looking = threading.Lock()  # held by the lane that finds lost_before
         # A serial run's task whose landing runs beside the next task's agent, and the step
-        # that completes it once landed (agentloop.run.lane.land_beside): (task, Completed).
+        # that completes it once landed (agentloop.run.beside.land_beside): (task, Completed).
         self.landing: tuple[TaskState, Any] | None = None
         # What the next agent's wait calls now and then while that landing runs: settles it
-        # once landed (agentloop.run.lane.landed_meanwhile). Set by the lane, which runs the
+        # once landed (agentloop.run.beside.landed_meanwhile). Set by the lane, which runs the
         # agents, so the agent's side needs no import of the lane.
         self.meanwhile: Callable[[], None] | None = None
         # A run in lanes: the main line its tasks land on (agentloop.vcs.choose.MainLine),

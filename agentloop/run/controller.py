@@ -151,6 +151,10 @@ class Controller:
         # lane (--max-failures counts the whole run), and the stop that count came to.
         self.failed_in_row: list[int] = []
         self.stuck: RunStopped | None = None
+        # How the lanes that ended came to the run's end: the first error of one (the run
+        # winds down), and the first group stopped outside its task (the others went on).
+        self.first_error: BaseException | None = None
+        self.stopped: LaneBreach | LandingHeld | None = None
         self.thread = threading.current_thread()
         # Handed values not yet answered: a Ctrl+C between taking one off the queue and
         # answering it must not leave its lane waiting for ever (`_join` answers these).
@@ -175,16 +179,10 @@ class Controller:
         run.shared.may_start = self.may_start
         run.shared.take = self.take
         lanes: dict[str, threading.Thread | None] = {}
-        todo, first_error = list(self.groups), None
-        stopped: LaneBreach | LandingHeld | None = None
+        todo = list(self.groups)
         try:
             while todo or lanes:
-                while len(lanes) < run.options.parallel and not run.shared.halted():
-                    group = next((g for g in todo if self._ready(g)), None)
-                    if group is None:
-                        break
-                    todo.remove(group)
-                    lanes[group] = self._start(places, group)
+                self._start_ready(places, todo, lanes)
                 if not lanes:
                     if not run.shared.halted():
                         self._say_waiting(todo)
@@ -197,28 +195,7 @@ class Controller:
                 if isinstance(report, Handed):
                     self._serve(report)
                     continue
-                self.begun.extend(report.begun)
-                worker = lanes.pop(report.group)
-                if worker is not None:
-                    worker.join()
-                if isinstance(report.error, GroupConflicted):
-                    continue  # that group stops, its work kept; the others go on
-                if isinstance(report.error, GroupHeld):
-                    # Its task is `held` (a decision the ledger applied): the group stops, its
-                    # work kept on its lane, the others go on; the run ends unfinished (exit 4).
-                    run.emit(LaneNote(f"{report.group} stopped: {report.error}"))
-                    self.news.notes.append(f"{report.group}: {self._held_line(report.group)}")
-                    continue
-                if isinstance(report.error, (LaneBreach, LandingHeld)):
-                    # The agent acted outside its task, or a landing waited past the lane wait:
-                    # that group stops, nothing of the step landed, its work kept on its lane;
-                    # the others go on; the run ends with the line that says so.
-                    run.emit(LaneNote(f"{report.group} stopped: {report.error}"))
-                    stopped = stopped or report.error
-                    continue
-                if report.error is not None:
-                    first_error = first_error or report.error
-                    run.shared.halt()  # no new task anywhere; running ones finish
+                self._lane_ended(report, lanes)
         except BaseException as exc:
             # Ctrl+C (only this thread hears it), or a fault of the controller's own: stop every
             # lane's agent, wait for each lane to drop its interrupted attempt and save, then stop.
@@ -236,13 +213,58 @@ class Controller:
         finally:
             run.shared.may_start = run.shared.take = None
         places.close()
-        first_error = first_error or self.stuck
+        self._raise_ending()
+
+    def _start_ready(self, places: Workplaces, todo: list[str],
+                     lanes: dict[str, threading.Thread | None]) -> None:
+        """A lane for each group of `todo` that is ready, in the plan's order, while there is
+        room and the run goes on (with one lane at a time, it runs here to its end)."""
+        run = self.run
+        while len(lanes) < run.options.parallel and not run.shared.halted():
+            group = next((g for g in todo if self._ready(g)), None)
+            if group is None:
+                break
+            todo.remove(group)
+            lanes[group] = self._start(places, group)
+
+    def _lane_ended(self, report: LaneEnded, lanes: dict[str, threading.Thread | None]
+                    ) -> None:
+        """A lane's last report: its thread joined, and what stopped it sorted: a group that
+        stops alone, the others going on, or the first error, which winds the run down."""
+        run = self.run
+        self.begun.extend(report.begun)
+        worker = lanes.pop(report.group)
+        if worker is not None:
+            worker.join()
+        if isinstance(report.error, GroupConflicted):
+            return  # that group stops, its work kept; the others go on
+        if isinstance(report.error, GroupHeld):
+            # Its task is `held` (a decision the ledger applied): the group stops, its
+            # work kept on its lane, the others go on; the run ends unfinished (exit 4).
+            run.emit(LaneNote(f"{report.group} stopped: {report.error}"))
+            self.news.notes.append(f"{report.group}: {self._held_line(report.group)}")
+            return
+        if isinstance(report.error, (LaneBreach, LandingHeld)):
+            # The agent acted outside its task, or a landing waited past the lane wait:
+            # that group stops, nothing of the step landed, its work kept on its lane;
+            # the others go on; the run ends with the line that says so.
+            run.emit(LaneNote(f"{report.group} stopped: {report.error}"))
+            self.stopped = self.stopped or report.error
+            return
+        if report.error is not None:
+            self.first_error = self.first_error or report.error
+            run.shared.halt()  # no new task anywhere; running ones finish
+
+    def _raise_ending(self) -> None:
+        """Once every lane has ended: the first lane's error (or the --max-failures stop),
+        else the first group stopped outside its task; nothing when the run ends well."""
+        first_error = self.first_error or self.stuck
         if isinstance(first_error, BudgetReached):
-            first_error = budget.restated(first_error, spent(run.state))
+            first_error = budget.restated(first_error, spent(self.run.state))
         if first_error is not None:
             raise first_error
-        if stopped is not None:
-            raise stopped
+        if self.stopped is not None:
+            raise self.stopped
 
     def take(self, run: Run, task: TaskState, step: Step | MayStart) -> Any:
         """A lane hands `step` over: applied at once when the lane runs in this thread (K=1),

@@ -12,7 +12,7 @@ from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import CheckRun
 from agentloop.run.context import Run
 from agentloop.run.decisions import Marked
-from agentloop.run.final_message import Report
+from agentloop.run.final_message import BLOCKED, FATAL, Report
 from agentloop.run.final_message import parse as parse_report
 from agentloop.run.handover import hand
 from agentloop.run.waits import classify, wait_for_limit
@@ -41,6 +41,12 @@ class Outcome:
     checks: tuple[CheckRun, ...] = ()
     failure: Failure | None = None
     feedback: str | None = None     # an unapproved task's last feedback from the reviewer
+
+    @property
+    def succeeded(self) -> bool:
+        """Whether the attempt's agent finished and its final message neither blocked the task
+        nor stopped the run: work to hold to the checks, review and keep."""
+        return self.result.ok and self.report.signal not in (FATAL, BLOCKED)
 
 
 def fix_run(run: Run, task: TaskState, outcome: Outcome, prompt: str, round_: int,

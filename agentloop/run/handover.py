@@ -13,7 +13,7 @@ from agentloop.run import ledger
 from agentloop.run.context import Run
 from agentloop.run.decisions import Dropped, RunBegun, Step
 from agentloop.state.schema import Attempt, TaskState
-from agentloop.vcs.protocol import Change
+from agentloop.vcs.protocol import Change, Keeps
 
 
 def hand(run: Run, task: TaskState, step: Step) -> Any:
@@ -40,7 +40,6 @@ def drop(run: Run, task: TaskState, change: Change, number: int | None = None,
     records go on naming it until that begin takes it up. `finished`: the attempt's agent had
     finished, so the records keep where its work went (Attempt.work_kept)."""
     kept = run.vcs.abandon(change)
-    keeps = getattr(run.vcs, "keeps", None)
-    if keeps is not None and keeps(change.change_id):
+    if isinstance(run.vcs, Keeps) and run.vcs.keeps(change.change_id):
         return
     hand(run, task, Dropped(change.change_id, number, kept or "", finished))

@@ -6,7 +6,6 @@ on that. The history's mark, which lets `--status` skip asking the VCS, is kept 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Iterator
 
 from agentloop.errors import RunStopped
@@ -18,6 +17,7 @@ from agentloop.run.rebuilt import moved_on
 from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import history
+from agentloop.vcs.protocol import OnMainLine, Rooted, SeesCommits
 
 DONE = (S.COMPLETED, S.UNAPPROVED)
 
@@ -52,8 +52,8 @@ def check_history(run: Run, settled: TaskState) -> None:
     """Every finished task's change must still be where it was: an agent that reset the branch,
     switched it or abandoned a change stops the run before the next task is built on that."""
     done = done_ids(run, settled)
-    root = getattr(run.vcs, "root", None)  # before the check, which may outlast where it was
-    at = history.where(run.vcs.name, root) if isinstance(root, Path) else None
+    # Before the check, which may outlast where it was.
+    at = history.where(run.vcs.name, run.vcs.root) if isinstance(run.vcs, Rooted) else None
     # Read off the records themselves, not the mark's copy; a generator: the backends read it
     # only when the history moved behind their back.
     lost = run.vcs.missing(_finished(run))
@@ -76,13 +76,12 @@ def _followed(run: Run, lost: set[str]) -> set[str]:
     """Of `lost` (finished tasks' changes gone from the history), those not found again under
     another id by their trailers: one the user rebased or amended is followed by its record,
     which a note says."""
-    root = getattr(run.vcs, "root", None)
-    if not isinstance(root, Path):
+    if not isinstance(run.vcs, Rooted):
         return lost
     # A git lane's own HEAD still holds the commits as they landed: the branch they landed on
     # is where a rebase moved them.
-    line = getattr(run.vcs, "main_line", None)
-    where, rev = line() if line is not None else (root, "HEAD")
+    where, rev = run.vcs.main_line() if isinstance(run.vcs, OnMainLine) \
+        else (run.vcs.root, "HEAD")
     moved = moved_on(run.state, run.vcs.name, where, lost, rev)
     for task, change, commit in moved:
         hand(run, task, Moved(change, commit))  # the controller writes the records
@@ -99,7 +98,7 @@ def _recommitted(run: Run) -> None:
     """jj: a finished task's change you rewrote (`jj describe`, `jj squash --into`) keeps its
     id under a new commit, which the history's last look found (vcs.history.missing): its
     record follows that commit, which the dashboard shows the diff of."""
-    commits: dict[str, str] = getattr(run.vcs, "commits", None) or {}
+    commits = run.vcs.commits if isinstance(run.vcs, SeesCommits) else {}
     for task in run.state.tasks:
         now = commits.get(task.change_id or "")
         if task.status in DONE and now and task.commit_id and now != task.commit_id:

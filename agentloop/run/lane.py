@@ -3,6 +3,10 @@ attempt: done, retry, wait, or stop. The controller (agentloop.run.controller) s
 group, one at a time in the user's checkout or several at once in working copies of their own
 (agentloop.run.scheduler), and asks before each task whether it may start.
 
+A task plainly completed in a serial run's git lane lands beside the next task's agent
+(agentloop.run.beside); a landing held or breached comes to a decision in
+agentloop.run.conflicts (`settling`), as a conflict does.
+
 A lane changes no record: it hands each step and each decision (agentloop.run.decisions) to the
 controller (agentloop.run.handover) and goes on once the controller has applied and saved it, so
 a kill at any moment leaves a state from which a re-run resumes: `running` or `interrupted`
@@ -16,28 +20,30 @@ advisor. A task gets at most `max_attempts` attempts in all, whatever the advice
 from __future__ import annotations
 
 import dataclasses
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
 from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
-from agentloop.options import continue_args
-from agentloop.proc.signals import deferred, hangup_settles_the_task, shielded
+from agentloop.proc.signals import hangup_settles_the_task, shielded
 from agentloop.run import budget, conflicts
-from agentloop.run.attempt import finished_well, run_attempt, trailers_of
+from agentloop.run.attempt import finished_well, run_attempt
+from agentloop.run.beside import (
+    after_landing,
+    beside_finish,
+    land_beside,
+    lands_beside,
+    note_landing,
+)
 from agentloop.run.checks import commit_line
-from agentloop.run.conflicts import GroupHeld
+from agentloop.run.conflicts import settling
 from agentloop.run.context import Run
 from agentloop.run.decisions import (
     Blocked,
-    Breached,
     Completed,
     Decision,
     Dropped,
     Failed,
     Fatal,
-    Held,
     Judged,
     Retry,
     Stop,
@@ -50,6 +56,7 @@ from agentloop.run.fixes import Outcome
 from agentloop.run.handover import drop, hand
 from agentloop.run.history_check import check_history, done_ids, lost_before
 from agentloop.run.lane_tag import LaneNote
+from agentloop.run.rebuilt import task_trailers
 from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline, task_checks
 from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
@@ -57,9 +64,8 @@ from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.receipts import money, spent
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.state.status import TaskStatus as S
-from agentloop.vcs import history
-from agentloop.vcs.choose import IntegrationConflict, LandingHeld, LaneBreach
-from agentloop.vcs.protocol import Change
+from agentloop.vcs.choose import IntegrationConflict
+from agentloop.vcs.protocol import Change, CutShort, KeepsKilledAttempt, KnowsMade, Settles
 
 # Transient failures of one task in a row before the run pauses instead of burning attempts.
 TRANSIENT_PAUSE = 3
@@ -106,65 +112,6 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
         raise
 
 
-def land_beside(run: Run, fallback: bool = True, before: Callable[[], None] | None = None
-                ) -> None:
-    """The landing left running beside this lane's next steps (a serial run's git lane:
-    agentloop.vcs.git.lane.LaneGit.finish_beside), waited for and its task's record settled:
-    completed once its commit landed as itself. Refused by the checkout (your edit on one of
-    its files, the branch moved), it lands now as a landing that ran in turn would have (by
-    waiting on your edits, held, conflicted), after `before` set aside what the lane did
-    meanwhile; without `fallback` (the run stops) it stays `landing`, for the next run."""
-    pending = run.shared.landing
-    if pending is None:
-        return
-    task, step = pending
-    done = run.vcs.settle_beside()  # type: ignore[attr-defined]
-    if done is None and not fallback:
-        run.shared.landing = None
-        return
-    run.shared.landing = None
-    if done is not None:
-        _marked(run, task, done)
-    if done is None:  # refused as itself: the longer way, as a landing in turn takes it
-        run.emit(LaneNote(f"task {task.index}'s commit {(task.change_id or '')[:12]} did not "
-                          "land as itself (your checkout changed meanwhile): it lands now"
-                          + (", the next task's work set aside until it has" if before
-                             else "")))
-        if before is not None:
-            before()
-        with _settling(run, task, step.record):
-            done = conflicts.land_kept(run, task)
-    hand(run, task, dataclasses.replace(step, done=done, status=S.COMPLETED, helper_cost=0.0,
-                                        said=done.change_id != step.done.change_id))
-    done_ids(run, task)
-
-
-def landed_meanwhile(run: Run) -> None:
-    """While the next task's agent runs: the landing left beside it, once it has landed,
-    settled now (its task completed, its box ticked, `--status` and the dashboard told) and
-    not once that agent ends. A refusal waits for the agent's end, where its fallback sets
-    the agent's work aside (land_beside's `before`). Ctrl+C is held back until the record is
-    saved: the agent's wait it cuts short then stops as ever."""
-    if run.shared.landing is None or not run.vcs.landed_beside():  # type: ignore[attr-defined]
-        return
-    with deferred():
-        land_beside(run)
-
-
-def _marked(run: Run, task: TaskState, done: Change) -> None:
-    """The history's mark (agentloop.vcs.history) moved on to `done`, landed as itself on the
-    history the last check found whole, with `task` among the finished: saved with its
-    record, so `--status` after the run asks the VCS nothing (the check after the task ran
-    while it was still landing)."""
-    root = getattr(run.vcs, "root", None)
-    at = history.where(run.vcs.name, root) if isinstance(root, Path) else None
-    if at != done.change_id or run.state.history_mark is None:
-        return
-    before = run.shared.lost_before or ()
-    ids = [c for c in done_ids(run, task) if c not in before] + [done.change_id]
-    run.state.history_mark = history.mark(at, ids)
-
-
 def _landing_record(task: TaskState) -> Attempt:
     """The run whose work a task left `landing` holds (a reviewer's may come after it)."""
     return next((a for a in reversed(task.history) if a.outcome == S.LANDING),
@@ -184,7 +131,7 @@ def recover(run: Run, task: TaskState) -> bool:
         # No task heading comes before this landing's lines: this one names the task.
         run.emit(LaneNote(f"task {task.index} ({task.status} by an earlier run) lands now: "
                           f"{task.summary}"))
-        with _settling(run, task, record):
+        with settling(run, task, record):
             landed = conflicts.land_kept(run, task)
         hand(run, task, Completed(record, landed, S.COMPLETED))
         return True
@@ -206,8 +153,9 @@ def recover(run: Run, task: TaskState) -> bool:
         hand(run, task, Uncounted(last.number, O.INTERRUPTED, S.INTERRUPTED,
                                   task.error or "the run was killed"))
         finished = finished_well(last)
-        taken = getattr(run.vcs, "killed_attempt_kept", None)  # git: rolled back in prepare
-        kept = taken() if taken is not None else None
+        # git: rolled back in prepare
+        kept = run.vcs.killed_attempt_kept() if isinstance(run.vcs, KeepsKilledAttempt) \
+            else None
         if kept is not None and finished:
             hand(run, task, Dropped("", last.number, kept, True))
     else:
@@ -224,13 +172,13 @@ def recover(run: Run, task: TaskState) -> bool:
 def _sealed(run: Run, task: TaskState) -> Change | None:
     """jj: the task's change, when an earlier run sealed it (landing it in a lane now, as finish
     would have) or landed it; None when there is no such change, or no such backend."""
-    settled = getattr(run.vcs, "settled", None)
-    if settled is None or not task.change_id:
+    vcs = run.vcs
+    if not isinstance(vcs, Settles) or not task.change_id:
         return None
     last = task.history[-1]
-    with _settling(run, task, last):
+    with settling(run, task, last):
         try:
-            found: Change | None = settled(task.change_id, trailers_of(run, task))
+            found: Change | None = vcs.settled(task.change_id, trailers_of(run, task))
         except IntegrationConflict as conflict:  # another lane's work came first
             found = conflicts.resolve(run, task, Change(change_id=conflict.commit),
                                       task.session_id, conflict, last)
@@ -239,6 +187,9 @@ def _sealed(run: Run, task: TaskState) -> Change | None:
 
 def _run_task(run: Run, task: TaskState) -> None:
     hint, fresh = "", False
+    # Once for all its attempts: what they name (its number, its text) changes only before
+    # the task starts (a reworded task: the controller's may_start).
+    trailers = trailers_of(run, task)
     last = next((a for a in reversed(task.history) if a.role == "developer"), None)
     if task.status == S.FAILED and last is not None:
         # A failed task run again on a later run: a fresh session, with the last advice.
@@ -249,12 +200,12 @@ def _run_task(run: Run, task: TaskState) -> None:
             return  # the run began to wind down while this lane waited for room
         with hangup_settles_the_task():
             try:
-                outcome = run_attempt(run, task, hint, fresh)
+                outcome = run_attempt(run, task, hint, fresh, trailers)
             finally:
                 run.shared.purse.give_back(task.group)  # its cost is recorded: room again
-            if _after_landing(run, task, outcome):
+            if after_landing(run, task, outcome):
                 continue  # its work was set aside: brought back, its agent not paid again
-            if _settled(run, task, outcome):
+            if _settled(run, task, outcome, trailers):
                 return
         decision = judge(run, task, outcome, transient, previous_error)
         hand(run, task, Judged(outcome.attempt, decision))
@@ -267,42 +218,14 @@ def _run_task(run: Run, task: TaskState) -> None:
         fresh = True
 
 
-def _after_landing(run: Run, task: TaskState, outcome: Outcome) -> bool:
-    """The task before's landing, left running beside this attempt's agent, settled before
-    anything of this attempt lands or is judged: nothing lands out of order. True when the
-    checkout refused it as itself: this attempt was set aside (not counted; a finished
-    agent's work kept, for the task's next attempt to bring back without paying the agent
-    again) while that task landed the longer way."""
-    if run.shared.landing is None:
-        return False
-    if not (outcome.result.ok and outcome.report.signal not in (FATAL, BLOCKED)):
-        # Blocked, fatal or failed: no work to keep, and its answer stands once the task
-        # before has landed (set aside, its agent would be run and paid again).
-        land_beside(run)
-        return False
-    set_aside: list[bool] = []
-
-    def aside() -> None:
-        set_aside.append(True)  # first: a stop inside must not set it aside twice
-        number = outcome.attempt.number
-        hand(run, task, Uncounted(number, O.INTERRUPTED, S.INTERRUPTED,
-                                  "set aside while the task before landed"))
-        drop(run, task, outcome.change, number, finished=True)
-    try:
-        land_beside(run, before=aside)
-    except BaseException:
-        # A stop while the task before still lands: this attempt's finished work is kept as
-        # when set aside, for the next run to bring back without paying its agent again (left
-        # running, that run's recovery dropped it).
-        if not set_aside:
-            with shielded():
-                aside()
-        raise
-    return bool(set_aside)
+def trailers_of(run: Run, task: TaskState) -> str:
+    """The lines that end the task's commit message, naming its plan and the task."""
+    return run.job.trailers(task) if run.job is not None else task_trailers(run.project, task)
 
 
-def _settled(run: Run, task: TaskState, outcome: Outcome) -> bool:
-    """Finish a successful attempt (done, blocked, or a fatal stop); False: it failed."""
+def _settled(run: Run, task: TaskState, outcome: Outcome, trailers: str) -> bool:
+    """Finish an attempt whose agent finished (done, blocked, or a fatal stop); False: it
+    failed."""
     result, report, attempt = outcome.result, outcome.report, outcome.attempt
     if result.ok and report.signal == FATAL:
         drop(run, task, outcome.change)
@@ -315,7 +238,7 @@ def _settled(run: Run, task: TaskState, outcome: Outcome) -> bool:
                                 result.session_id))
         return True
     if result.ok:
-        _complete(run, task, outcome)
+        _complete(run, task, outcome, trailers)
         return True
     drop(run, task, outcome.change)
     return False
@@ -375,7 +298,7 @@ def _act(run: Run, task: TaskState, decision: Decision) -> bool:
     return True
 
 
-def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
+def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str) -> None:
     message, helper_cost = commit_message(task, run.state.title), 0.0
     if run.distiller is not None and run.vcs.name != "none":
         distilled = run.distiller(plain=message, group=filed_under(task, run.state.title),
@@ -390,11 +313,11 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
     if outcome.note:  # kept for the user to judge: the history says so too
         message += f"\n\n{outcome.status}: {outcome.note}"
     # Every commit names its plan and task: what is done survives the loss of .agent-loop/.
-    message += "\n\n" + trailers_of(run, task)
-    beside = _beside(run, outcome)
+    message += "\n\n" + trailers
+    beside = beside_finish(run, outcome)
     running = False
     try:
-        with _settling(run, task, outcome.attempt):
+        with settling(run, task, outcome.attempt):
             try:
                 if beside is not None:
                     done, running = beside(outcome.change, message)
@@ -411,19 +334,13 @@ def _complete(run: Run, task: TaskState, outcome: Outcome) -> None:
             # Its commit lands beside the next task's agent: the record says so (and names
             # the commit) before that task begins, so a stop at any moment leaves it for the
             # next run to land, its agent not paid again; land_beside completes it.
-            _landing_beside(run, task, step)
+            note_landing(run, task, step)
             step = dataclasses.replace(step, status=S.LANDING)
         hand(run, task, step)
     except BaseException:
         with shielded():
             _left_landing(run, task, outcome, helper_cost)
         raise
-
-
-def _landing_beside(run: Run, task: TaskState, step: Completed) -> None:
-    """The run's note of the landing that runs beside what the lane does next."""
-    run.shared.landing = (task, step)
-    run.shared.meanwhile = lambda: landed_meanwhile(run)
 
 
 def _left_landing(run: Run, task: TaskState, outcome: Outcome, helper_cost: float) -> None:
@@ -435,10 +352,11 @@ def _left_landing(run: Run, task: TaskState, outcome: Outcome, helper_cost: floa
     and be completed with its work on no commit of the branch."""
     if task.status != S.RUNNING:  # its record names the commit already (held, conflicted...)
         return
-    made = getattr(run.vcs, "made", None)
+    vcs = run.vcs
+    made = vcs if isinstance(vcs, KnowsMade) else None
     # Your checkout (git): a commit its finish made before the stop is on your branch already.
-    cut = getattr(run.vcs, "cut_short", None) if made is None else None
-    done = made() if made is not None else cut() if cut is not None else None
+    cut = vcs if made is None and isinstance(vcs, CutShort) else None
+    done = made.made() if made is not None else cut.cut_short() if cut is not None else None
     if done is None:  # no commit made
         return
     step = Completed(outcome.attempt, done, outcome.status, outcome.note, outcome.feedback,
@@ -446,47 +364,9 @@ def _left_landing(run: Run, task: TaskState, outcome: Outcome, helper_cost: floa
     if cut is not None:
         hand(run, task, step)
         return
-    if run.vcs.landing_beside() == done.change_id:  # type: ignore[attr-defined]
-        _landing_beside(run, task, step)  # waited for as the lane stops, completed if landed
+    if lands_beside(run).landing_beside() == done.change_id:
+        note_landing(run, task, step)  # waited for as the lane stops, completed if landed
     hand(run, task, dataclasses.replace(step, status=S.LANDING))
-
-
-def _beside(run: Run, outcome: Outcome) -> Callable[[Change, str], tuple[Change, bool]] | None:
-    """The lane's finish that leaves a fast-forward landing running beside the next task's
-    agent: a serial run's git lane only, for a task plainly completed, with no on-task hook
-    (it would run before the commit is on the branch), no reviewer and no checks: the next
-    task's attempt is set aside when this landing goes the long way after all (your commit
-    came meanwhile), and its reviewer and fix runs would be paid again; None: finish as
-    ever."""
-    options = run.options
-    finish = getattr(run.vcs, "finish_beside", None)
-    if finish is None or options.parallel != 1 or options.on_task or run.job is not None \
-            or options.review or options.check or options.git_hooks \
-            or outcome.status != S.COMPLETED or run.shared.landing is not None:
-        return None
-    return finish  # type: ignore[no-any-return]
-
-
-@contextmanager
-def _settling(run: Run, task: TaskState, record: Attempt) -> Iterator[None]:
-    """A lane's landing: what its VCS checks found comes to a decision. Held on the user's
-    edits past the lane wait: `Held`, and the group stops (GroupHeld). The agent acted outside
-    its task: `Breached`, and the group stops with the line that says what happened and how to
-    repair it (LaneBreach)."""
-    try:
-        yield
-    except LandingHeld as held:
-        # The record says how to finish it: the next run lands it, paying no agent again.
-        again = " ".join(["agent-loop", *continue_args(run.options.command)]) \
-            if run.options.command else "agent-loop"
-        reason = f"{held}: `{again}`"
-        hand(run, task, Held(record, held.commit, reason))
-        if held.stop is not None:  # the run was stopped while it waited: it stops now
-            raise held.stop from None
-        raise GroupHeld(f"task {task.index} ({task.group}) is {reason}") from None
-    except LaneBreach as breach:
-        hand(run, task, Breached(record, str(breach)))
-        raise
 
 
 def _check_budget(run: Run, task: TaskState) -> bool:

@@ -35,7 +35,7 @@ from agentloop.vcs.choose import (
     remove_workspace,
     sweep_workspaces,
 )
-from agentloop.vcs.protocol import Vcs
+from agentloop.vcs.protocol import Lane
 
 # Statuses of a group's task that keep its working copy (an attempt a killed run left open, a
 # change kept for a person, one held by the user's edits, one whose landing a kill cut short):
@@ -62,7 +62,7 @@ class Workplaces:
         self.serial = serial
         self._holder = holder
         self._own = own or set()  # groups that go on in a lane of their own (_holder's doc)
-        self._carried: tuple[lanes.Workspace, Any] | None = None
+        self._carried: tuple[lanes.Workspace, Lane] | None = None
 
     @classmethod
     def open(cls, run: Run, groups: dict[str, list[TaskState]]) -> "Workplaces":
@@ -143,7 +143,7 @@ class Workplaces:
                 self._holder = group  # kept as it is, for this group's next run
             raise
         # Every finished task is on the main line and saved: the lane has nothing left.
-        self.main.forget(getattr(vcs, "lane_commits", []))
+        self.main.forget(vcs.lane_commits)
         if serial:
             self._holder = None
         if serial and alone:
@@ -165,7 +165,7 @@ class Workplaces:
             self.main.forget_all()
 
     def _take_lane(self, group: str, tasks: list[TaskState], serial: bool
-                   ) -> tuple[lanes.Workspace, Any]:
+                   ) -> tuple[lanes.Workspace, Lane]:
         """The group's working copy, opened and prepared: the sequential run's one lane as the
         group before left it (brought to the main line's tip), or one opened now."""
         if serial and self._carried is not None:
@@ -189,7 +189,7 @@ class Workplaces:
             self.run.emit(LaneNote(note))
 
     def _open_lane(self, name: str, fresh: bool, adopt: bool = True
-                   ) -> tuple[lanes.Workspace, Vcs]:
+                   ) -> tuple[lanes.Workspace, Lane]:
         """The lane's working copy and its VCS: a git worktree or a jj workspace."""
         root, kind, main = self.run.project.root, self.run.vcs.name, self.main
         assert main is not None  # only a run in lanes opens one

@@ -10,7 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from agentloop.run.context import Run
-from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome
 from agentloop.run.lane_tag import LaneNote
 from agentloop.state.schema import TaskState
@@ -47,8 +46,7 @@ def at_end(run: Run, task: TaskState, outcome: Outcome | None) -> Outcome | None
         return None  # on a stop's way out: the stop is what the run says, not this
     if not moved:
         return outcome
-    finished = outcome is not None and outcome.result.ok and outcome.failure is None and \
-        outcome.report.signal not in (FATAL, BLOCKED)
+    finished = outcome is not None and outcome.succeeded and outcome.failure is None
     line = submodules.swept_line(task.index, moved, {
         m.kept: run.project.shown(m.kept) for m in moved}, finished)
     run.emit(LaneNote(line))

@@ -26,7 +26,6 @@ from agentloop.run.checks import CheckRun
 from agentloop.run.context import Run
 from agentloop.run.decisions import ChecksRan
 from agentloop.run.events import CheckFinished, ChecksDone, CheckStarted
-from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome, fix_run
 from agentloop.run.handover import hand
 from agentloop.state.schema import TaskState
@@ -101,7 +100,7 @@ def verify(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
             return replace(_failed(outcome, checks.failure_text(failed)), checks=runs)
         outcome = fix_run(run, task, outcome, checks.fix_prompt(failed, round_ + 1, rounds),
                           round_ + 1, kind="checks")
-        if not outcome.result.ok or outcome.report.signal in (FATAL, BLOCKED):
+        if not outcome.succeeded:
             return outcome  # the runner's rules take over
     raise AssertionError("unreachable")
 

@@ -16,7 +16,7 @@ from agentloop.vcs.landing import WAIT_LIMIT
 from agentloop.vcs.landing import IntegrationConflict as IntegrationConflict
 from agentloop.vcs.landing import LandingHeld as LandingHeld
 from agentloop.vcs.lanes import Workspace
-from agentloop.vcs.protocol import Vcs
+from agentloop.vcs.protocol import Lane, Vcs
 from agentloop.vcs.stays_git import git_only
 
 
@@ -111,7 +111,7 @@ def has_commit(kind: str, root: Path) -> bool:
 
 
 def open_lane(kind: str, main: MainLine, workspace: Path, task_file: Path, branch: str = "",
-              made: bool = False) -> Vcs:
+              made: bool = False) -> Lane:
     """The backend of one lane's working copy (a git worktree or a jj workspace), whose
     finished tasks land on `main`. `made`: the working copy was just made afresh from a
     commit, so nothing in it is uncommitted or left by a killed run."""

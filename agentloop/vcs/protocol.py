@@ -1,11 +1,16 @@
-"""The change record and the protocol every backend keeps: apart from the package's `__init__`,
-so that what imports `find_root` or `vcs.history` (`--status` among them) loads neither
-`dataclasses` nor `typing`."""
+"""The change record, the protocol every backend keeps, and the abilities only some have (one
+small protocol each): apart from the package's `__init__`, so that what imports `find_root` or
+`vcs.history` (`--status` among them) loads neither `dataclasses` nor `typing`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import TYPE_CHECKING, Iterable, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from agentloop.vcs.landing import IntegrationConflict
 
 
 @dataclass(frozen=True)
@@ -63,3 +68,130 @@ class Vcs(Protocol):
     def recovered(self) -> Change | None:
         """A change an earlier run finished but was killed before recording, if prepare found
         one (git); the runner then records it instead of running its task again."""
+
+
+# What only some backends can do, one protocol an ability: the run core asks
+# `isinstance(vcs, Ability)` (runtime_checkable: the members are looked up by name) and mypy
+# checks the call that follows; a backend without it takes the other path.
+
+
+@runtime_checkable
+class Rooted(Protocol):
+    """A backend that works in a folder (every one but `none`)."""
+
+    @property
+    def root(self) -> Path:
+        """Its working copy's top folder."""
+
+
+@runtime_checkable
+class ExpectsMessage(Protocol):
+    """git: told the message the next task most likely commits with, before it begins."""
+
+    def expect_message(self, message: str) -> None:
+        """Note `message`, so the commit can be made ready ahead."""
+
+
+@runtime_checkable
+class CutShort(Protocol):
+    """git, your checkout: the commit a finish cut short by a stop had made already."""
+
+    def cut_short(self) -> Change | None:
+        """The commit the stopped finish made on your branch, if it made one."""
+
+
+@runtime_checkable
+class KeepsKilledAttempt(Protocol):
+    """git: where prepare kept the attempt a killed run left, which it rolled back."""
+
+    def killed_attempt_kept(self) -> str | None:
+        """The line bring_back reads (once); None when there was none, or no copy."""
+
+
+@runtime_checkable
+class KnowsMade(Protocol):
+    """A git lane: the task commit its step made, until the task's record names it."""
+
+    def made(self) -> Change | None:
+        """The commit this step made in the lane, if it made one."""
+
+
+@runtime_checkable
+class LandsBeside(Protocol):
+    """A git lane: a finish whose landing runs beside what the lane does next."""
+
+    def finish_beside(self, change: Change, message: str) -> tuple[Change, bool]:
+        """finish, its landing left running where it can: (the commit, True), else
+        (finish's landed change, False)."""
+
+    def landing_beside(self) -> str | None:
+        """The commit whose landing runs beside the lane now, if one does."""
+
+    def landed_beside(self) -> bool:
+        """Whether a landing runs beside the lane and has landed."""
+
+    def settle_beside(self) -> Change | None:
+        """The landing that runs beside, waited for: its commit as it landed, or None."""
+
+
+@runtime_checkable
+class OnMainLine(Protocol):
+    """A git lane: its finished tasks' commits are on the main line's checkout and branch."""
+
+    def main_line(self) -> tuple[Path, str]:
+        """The main line's checkout and branch."""
+
+
+@runtime_checkable
+class Settles(Protocol):
+    """jj: a change an earlier run sealed (or landed), found by its id and trailers."""
+
+    def settled(self, change_id: str, trailers: str) -> Change | None:
+        """The task's change as an earlier run left it, landed now where it must be."""
+
+
+@runtime_checkable
+class Keeps(Protocol):
+    """jj: a killed run's change kept for the task's next begin, not abandoned."""
+
+    def keeps(self, change_id: str) -> bool:
+        """Whether the change stays, for the next begin to take up."""
+
+
+@runtime_checkable
+class SeesCommits(Protocol):
+    """jj: the commits its last look at the history found each change at."""
+
+    commits: dict[str, str]
+
+
+@runtime_checkable
+class LandsLeft(Protocol):
+    """A git lane: a commit whose landing was refused or cut short, landed the longer way."""
+
+    def land_left(self, commit: str) -> Change:
+        """The commit on the main line now (found there if it landed already)."""
+
+
+@runtime_checkable
+class ResolvesConflicts(Rooted, Protocol):
+    """A lane (git or jj) whose task's change does not fit the main line: what the run core
+    needs for the group's session to resolve it (agentloop.run.conflicts)."""
+
+    def open_conflict(self, conflict: IntegrationConflict) -> list[str]: ...
+    def markers_left(self, files: Iterable[str]) -> list[str]: ...
+    def close_conflict(self, conflict: IntegrationConflict) -> Change: ...
+    def drop_conflict(self, conflict: IntegrationConflict) -> None: ...
+    def kept(self, change_id: str) -> str: ...
+    def land_again(self, commit: str) -> Change: ...
+    def help_lines(self, where: str) -> str: ...
+    def main_commits_touching(self, commit: str, onto: str, files: list[str]) -> list[str]: ...
+
+
+class Lane(Vcs, Protocol):
+    """A lane's backend (a git worktree's or a jj workspace's), as the scheduler uses it."""
+
+    lane_commits: list[str]   # what landed, for the lane's records to be dropped
+
+    def follow(self) -> None:
+        """Go on from the main line's tip, for the next group."""

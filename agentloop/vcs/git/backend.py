@@ -31,6 +31,8 @@ from agentloop.vcs.rewritten import carried, rewritten
 if TYPE_CHECKING:
     import git  # opened by GitRepo when first needed
 
+    from agentloop.vcs.git.status import Status
+
 
 class GitVcs:
     """Tasks as commits on the current branch, through GitPython and the git it drives: the one
@@ -217,16 +219,7 @@ class GitVcs:
             return done
         started()  # the short way declined before its `add` (or after): the long way now
         self.tree.refuse_rewound(start)
-        agent_subjects, head = "", self.tree.head()
-        # In your checkout (never in a lane, where only agents work) a commit may be yours.
-        if head is not None and head != start.head and not self.lane and \
-                self.tree.yours_since(start.head, head):
-            start = self._after_yours(start, head)
-        if head != start.head:
-            agent_subjects = self.git.out("log", "--reverse", "--format=- %s",
-                                          f"{start.head}..HEAD" if start.head else "HEAD").strip()
-            start = dataclasses.replace(start, agent_head=head)
-            self._remember(start)
+        start, agent_subjects = self._agents_commits(start)
         touched = self.tree.move_head_back(start)
         status = self.tree.status()
         changed = self.tree.changed(start, status)
@@ -238,6 +231,29 @@ class GitVcs:
         # second time.
         start = dataclasses.replace(start, message=message, files=sorted(changed),
                                     touched=sorted(touched - changed))
+        return self._commit_long(start, message, status, changed, touched)
+
+    def _agents_commits(self, start: Start) -> tuple[Start, str]:
+        """The commits on the branch since the task began: in your checkout one of yours moves
+        the start past it (_after_yours); the agent's are recorded (agent_head), to be folded
+        into the task's commit, and listed, a line each, for its message ("" for none)."""
+        head = self.tree.head()
+        # In your checkout (never in a lane, where only agents work) a commit may be yours.
+        if head is not None and head != start.head and not self.lane and \
+                self.tree.yours_since(start.head, head):
+            start = self._after_yours(start, head)
+        if head == start.head:
+            return start, ""
+        agent_subjects = self.git.out("log", "--reverse", "--format=- %s",
+                                      f"{start.head}..HEAD" if start.head else "HEAD").strip()
+        start = dataclasses.replace(start, agent_head=head)
+        self._remember(start)
+        return start, agent_subjects
+
+    def _commit_long(self, start: Start, message: str, status: Status, changed: set[str],
+                     touched: set[str]) -> Change:
+        """finish's commit the long way, its record written before HEAD moves: in the index
+        where it can (commit_here), else made aside and landed; empty when nothing changed."""
         sha, new = None, set(status.untracked) & changed
         if changed:
             self._remember(start)
