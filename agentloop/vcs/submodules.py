@@ -144,6 +144,42 @@ def _own_dir(lane: Path) -> Path | None:
 _GITLINK_MODE = (0o160000).to_bytes(4, "big")
 
 
+def _holds_gitlink(git_dir: Path) -> bool:
+    """Whether the index of `git_dir` may hold a gitlink (a false yes costs one process).
+    A split index (core.splitIndex) keeps most entries in a shared index beside it, which its
+    `link` extension names: those are searched too, a `link` found anywhere in the bytes
+    being reason enough to look."""
+    try:
+        with open(git_dir / "index", "rb") as index:
+            data = index.read()
+    except OSError:
+        return False
+    if _GITLINK_MODE in data:
+        return True
+    if b"link" not in data:
+        return False
+    # The shared index lives in the repository's common folder too when this is a worktree's.
+    folders = {git_dir}
+    try:
+        common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+        folders.add((git_dir / common).resolve())
+    except OSError:
+        pass
+    for folder in folders:
+        try:
+            names = [n for n in os.listdir(folder) if n.startswith("sharedindex.")]
+        except OSError:
+            continue
+        for name in names:
+            try:
+                with open(folder / name, "rb") as index:
+                    if _GITLINK_MODE in index.read():
+                        return True
+            except OSError:
+                return True  # unreadable: look the careful way
+    return False
+
+
 def _unlisted(lane: Path, own: Path | None) -> tuple[str, ...]:
     """The git lane's submodules that `.gitmodules` does not name: a folder holding a
     repository of its own that was `git add`ed (a gitlink, "embedded repository"), which a
@@ -154,11 +190,7 @@ def _unlisted(lane: Path, own: Path | None) -> tuple[str, ...]:
         own, lane = _colocated(own)
     if own is None:
         return ()
-    try:
-        with open(own / "index", "rb") as index:
-            if _GITLINK_MODE not in index.read():
-                return ()
-    except OSError:
+    if not _holds_gitlink(own):
         return ()
     try:
         out = Git(lane).out("ls-tree", "-r", "-d", "-z", "--full-tree", "HEAD", codes=(0, 128))

@@ -247,3 +247,19 @@ def test_in_your_checkout_a_nested_repository_without_gitmodules_is_said(
     assert any("task 1 left uncommitted changes inside submodule nested" in line
                for line in done.stdout.splitlines())
     assert "changed no files" not in done.stdout
+
+
+def test_a_nested_repository_is_found_with_a_split_index_too(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """core.splitIndex (or `git update-index --split-index`): the lane's `index` holds only
+    what changed since its shared index (sharedindex.<sha>), where the gitlink's entry is:
+    one search of `index`'s bytes finds no gitlink, and the agent's file went with the lane."""
+    work = embedded(tmp_path)
+    git(work, "config", "core.splitIndex", "true")
+    git(work, "update-index", "--split-index")
+    (work / "tasks.md").write_text("- write into nested\n  FAKE: write nested/new.txt x\n"
+                                   "  FAKE: write top.txt t\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    kept = work / ".agent-loop/submodule-files/task-1/nested"
+    assert (kept / "new.txt").read_text() == "x\n", done.stdout
