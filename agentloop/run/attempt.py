@@ -114,9 +114,11 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool, trailers: str
         return submodule_files.at_end(run, task, outcome) or outcome
     except BaseException as exc:
         with shielded():
-            submodule_files.at_end(run, task, None)
-            _abandon(run, task, change, number, exc, finished is not None and
-                     finished.number == number)
+            try:  # what it may raise leaves the attempt open no less
+                submodule_files.at_end(run, task, None)
+            finally:
+                _abandon(run, task, change, number, exc, finished is not None and
+                         finished.number == number)
         raise
 
 

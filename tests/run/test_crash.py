@@ -225,7 +225,8 @@ def state_loads(work: Path) -> bool:
     assert state is not None
     lines = store.journal.path.read_bytes().split(b"\n") if store.journal.path.exists() else []
     # A journal of an earlier snapshot (killed before it was emptied) is never read at all.
-    if state.journal_id is not None and state.journal_id.encode() in lines[0]:
+    # (None yet when the kill came between the snapshot and the journal's first write.)
+    if state.journal_id is not None and lines and state.journal_id.encode() in lines[0]:
         whole = journal.apply(from_bytes(store.state_path.read_bytes(), store.state_path),
                               store.journal.path.read_bytes())
         assert whole >= len(lines) - 2, f"the journal stops at line {whole + 1} of {len(lines)}"
