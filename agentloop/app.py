@@ -148,8 +148,12 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     source = parse.read(project.task_file)
     history = _history_beside(project, options)
     asked: Asked | None = None
+    early: frozenset[int] = frozenset()
     try:
         asked = _git_beside(project, options)
+        from agentloop.proc import pending_reads
+
+        early = pending_reads()
         # The run's own modules are loaded while those git commands run.
         from agentloop.plan.source import READER
         from agentloop.run.eventlog import EventLog
@@ -160,7 +164,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
         plan = source if options.push is None and not (options.reset or options.rehearse) and \
             project.store.holds(source.sha256, READER) else parse.parsed(source)
     except BaseException:
-        _join(history, asked, failing=True)
+        _join(history, asked, failing=True, early=early)
         raise
     events = EventLog(project.store.events, now)
     report = fan_out(events, emit)  # the run's events, to the log and to the caller
@@ -185,7 +189,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
             hooks.finished(summary, None)
     except BaseException:
         events.close()
-        _join(history, asked, failing=True)
+        _join(history, asked, failing=True, early=early)
         raise
     events.close()
     _join(history, asked, failing=False)
@@ -202,11 +206,18 @@ def _hooks(project: Project, options: RunOptions, report: Emit) -> Hooks | None:
     return Hooks(project, options, report)
 
 
-def _join(history: History | None, asked: Asked | None, failing: bool) -> None:
+def _join(history: History | None, asked: Asked | None, failing: bool,
+          early: frozenset[int] = frozenset()) -> None:
     """The git commands started beside the set-up end before the run does (waited for
     already, unless the run stopped before it looked at them). Each is waited for whatever the
     other does; what one of them raised reaches the user only when the run itself did not
-    fail, whose own error is the one to say."""
+    fail, whose own error is the one to say. `early`: those started before the lock and the
+    plan's parse (proc.pending_reads), which a failing run stops rather than waits for: a run
+    refused, or stopped, at its start does not wait for a `git status` of a large checkout."""
+    if failing:  # their answers are not needed now: stopped, not waited for (only reads)
+        from agentloop.proc import cut_reads
+
+        cut_reads(early)
     first: Exception | None = None
     for wait in (history, *(asked[1:] if asked is not None else ())):
         if wait is None:

@@ -8,6 +8,8 @@ from agentloop.proc.commands import (
                                      STOP_GRACE_SECONDS,
                                      Completed,
                                      Streamed,
+                                     cut_reads,
+                                     pending_reads,
                                      run,
                                      start,
                                      started,
@@ -17,5 +19,6 @@ from agentloop.proc.commands import (
 from agentloop.proc.running import after_next_stream
 from agentloop.proc.signals import deferred, shielded
 
-__all__ = ["STOP_GRACE_SECONDS", "Completed", "Streamed", "after_next_stream", "deferred", "run",
-           "shielded", "start", "started", "stop_group", "stream"]
+__all__ = ["STOP_GRACE_SECONDS", "Completed", "Streamed", "after_next_stream", "cut_reads",
+           "deferred", "pending_reads", "run", "shielded", "start", "started", "stop_group",
+           "stream"]

@@ -131,7 +131,37 @@ def start(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str]
     does meanwhile, with no thread to start and hand the GIL to. Its output waits in its pipe
     (a fuller pipe only holds it back). The function must be called on every path: it reaps."""
     child = _launch(argv, cwd, env, False)
-    return lambda: _finished(child, argv, None, timeout, None, False)
+    _reads[child.pid] = child
+
+    def wait() -> Completed:
+        try:
+            return _finished(child, argv, None, timeout, None, False)
+        finally:
+            _reads.pop(child.pid, None)
+    return wait
+
+
+# The children of `start` not waited for yet: only reads, which a run that fails before it
+# needs their answers stops (cut_reads) rather than wait for (a full `git status` of a large
+# checkout takes seconds).
+_reads: dict[int, subprocess.Popen[bytes] | Spawned] = {}
+
+
+def pending_reads() -> frozenset[int]:
+    """The commands `start` started that nobody has waited for yet, by pid (cut_reads)."""
+    return frozenset(_reads)
+
+
+def cut_reads(pids: frozenset[int]) -> None:
+    """Stop those of `pids` (pending_reads) that nobody has waited for yet (their waits still
+    reap them, and answer with the kill's exit)."""
+    for pid in pids:
+        child = _reads.get(pid)
+        if child is not None and child.returncode is None:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)  # each started in a session of its own
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def _launch(argv: list[str], cwd: Path | str | None, env: Mapping[str, str] | None,

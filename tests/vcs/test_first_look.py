@@ -103,3 +103,31 @@ def test_no_look_where_git_cannot_start(tmp_path: Path, monkeypatch: pytest.Monk
     settled = first_look.look(work)
     assert first_look.where(work) is None
     settled()
+
+
+def test_a_run_refused_at_its_start_does_not_wait_for_the_first_look(tmp_path: Path) -> None:
+    """The first look's `git status` (seconds on a large checkout) is stopped, not waited for,
+    when the run ends before it needs it: here another run holds the lock."""
+    import fcntl
+    import os
+    import sys
+    import time
+
+    work = checkout(tmp_path)
+    real = subprocess.run(["which", "git"], capture_output=True, text=True).stdout.strip()
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "git").write_text(  # a status as slow as a huge checkout's
+        f'#!/bin/sh\ncase " $* " in *" status "*) sleep 60 ;; esac\nexec {real} "$@"\n')
+    (shim / "git").chmod(0o755)
+    (work / ".agent-loop").mkdir(exist_ok=True)
+    with open(work / ".agent-loop" / "run.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        began = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git"],
+                              cwd=work, capture_output=True, text=True, timeout=50,
+                              env={**os.environ, "PATH": f"{shim}:{os.environ['PATH']}"})
+        took = time.monotonic() - began
+    assert done.returncode == 1, done.stderr
+    assert "another agent-loop run holds" in done.stderr
+    assert took < 40, f"waited {took:.0f} s for the status it did not need"
