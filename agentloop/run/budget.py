@@ -105,12 +105,15 @@ def cap_too_low(options: RunOptions, state: State) -> str:
 
 def restated(reached: BudgetReached, total: float) -> BudgetReached:
     """The stop as it stands once every lane has ended: the tasks that were running when the
-    budget was reached finished and were paid for, so the line says what was really spent."""
+    budget was reached finished and were paid for, so the line says what was really spent
+    (with what the helper model cost after it: the task that crossed it has its commit
+    message written, which is not a task still running)."""
     if total <= reached.spent:
         return reached
     return BudgetReached(f"budget reached: spent {money(total)} of {money(reached.budget)} "
-                         f"({money(total - reached.spent)} of it by the tasks that were still "
-                         "running)", total, reached.budget)
+                         f"({money(total - reached.spent)} of it after that, by the work still "
+                         "under way: the tasks then running and their helper runs, such as a "
+                         "commit message)", total, reached.budget)
 
 
 def suggestion(spent: float, budget: float) -> float:

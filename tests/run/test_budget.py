@@ -121,8 +121,8 @@ def test_the_stop_line_counts_what_the_tasks_still_running_spent(work: Path,
     done = agent_loop(work, "--vcs", "git", "--parallel", "3", "--no-distill", "--budget", "3")
     assert done.returncode == 1, done.stdout + done.stderr
     assert spent(work) == 5.0
-    assert "budget reached: spent $5.0000 of $3.0000 ($2.0000 of it by the tasks that were " \
-        "still running)" in done.stderr
+    assert "budget reached: spent $5.0000 of $3.0000 ($2.0000 of it after that, by the work " \
+        "still under way: the tasks then running" in done.stderr
     assert suggested(done.stderr) == "8.00"
 
 
