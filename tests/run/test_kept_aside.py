@@ -286,7 +286,7 @@ def test_the_run_after_a_kill_in_the_check_on_another_workplace_pays_the_agent_o
     assert len(fake_claude.task_prompts()) == 1, again.stdout  # the agent was paid once
 
 
-@pytest.mark.parametrize("workplace", ["checkout"])
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
 def test_jj_a_kill_in_the_check_after_the_agent_committed_itself_pays_it_once(
         tmp_path: Path, workplace: str, fake_claude: FakeClaude) -> None:
     # As the git test above, with jj: the agent runs `jj commit` itself (its work in a change
