@@ -85,9 +85,7 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool, trailers: str
     submodule_files.before(run)
     prompt = first_prompt(run, task, hint, resume, change.kept)
     finished = _finished_before(task) if not change.kept else None
-    # git only: a jj change a kill left mid-command may lack the agent's files (test_crash),
-    # which its agent's run again writes.
-    went_on = _finished_in_place(task) if change.kept and run.vcs.name == "git" else None
+    went_on = _finished_in_place(task, change) if change.kept else None
     # Saved with the developer's run record, handed over next, unless the work a stopped run
     # kept comes back first (a VCS step of its own, after which the opening must be on disk).
     hand(run, task, Opened(change, save=finished is not None or went_on is not None))
@@ -141,11 +139,16 @@ def finished_well(record: Attempt) -> bool:
     return record.role == "developer" and record.exit_code == 0 and record.num_turns is not None
 
 
-def _finished_in_place(task: TaskState) -> Attempt | None:
+def _finished_in_place(task: TaskState, change: Change) -> Attempt | None:
     """The last run of the attempt a killed run left, when that attempt goes on in place (its
-    agent committed: change.kept) and the run had finished well; None otherwise."""
+    agent committed: change.kept) and the run had finished well in `change` itself; None
+    otherwise. jj: a kept change may be a later begin's, cut short after that finished run's
+    change was dropped (its work kept aside: the record no longer names a change), which
+    holds none of the agent's files; git's kept attempt is always the record's own (its change
+    has no id)."""
     last = task.history[-1] if task.history else None
-    if last is None or last.outcome != O.INTERRUPTED or not finished_well(last):
+    if last is None or last.outcome != O.INTERRUPTED or not finished_well(last) or \
+            (last.change_id or "") != change.change_id:
         return None
     return last
 

@@ -153,10 +153,11 @@ def recover(run: Run, task: TaskState) -> bool:
         hand(run, task, Uncounted(last.number, O.INTERRUPTED, S.INTERRUPTED,
                                   task.error or "the run was killed"))
         finished = finished_well(last)
-        # git: rolled back in prepare
-        kept = run.vcs.killed_attempt_kept() if isinstance(run.vcs, KeepsKilledAttempt) \
-            else None
-        if kept is not None and finished:
+        # git: rolled back in prepare (the checkout's, or the lane's, where the killed run
+        # worked), kept for the task its begin named
+        kept = run.vcs.killed_attempt_kept(commit_message(task, run.state.title)) \
+            if finished and isinstance(run.vcs, KeepsKilledAttempt) else None
+        if kept is not None:
             hand(run, task, Dropped("", last.number, kept, True))
     else:
         finished = False

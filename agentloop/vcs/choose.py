@@ -86,7 +86,9 @@ def open_main_line(kind: str, root: Path, on_wait: Callable[[str], None] | None 
         listed = checkout.found_listed if isinstance(checkout, GitVcs) else None
         return GitMainLine(root, ref if ref is not None else current_branch(root),
                            on_wait=on_wait, stopping=stopping, wait_limit=wait_limit,
-                           dirs=dirs, listed=listed)
+                           dirs=dirs, listed=listed,
+                           checkout_kept=checkout.killed_attempt_kept
+                           if isinstance(checkout, GitVcs) else None)
     from agentloop.vcs.jj.backend import JjVcs
     from agentloop.vcs.jj.mainline import JjMainLine
     jj_line = JjMainLine(root, on_wait=on_wait, stopping=stopping, wait_limit=wait_limit)

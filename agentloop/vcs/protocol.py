@@ -104,8 +104,9 @@ class CutShort(Protocol):
 class KeepsKilledAttempt(Protocol):
     """git: where prepare kept the attempt a killed run left, which it rolled back."""
 
-    def killed_attempt_kept(self) -> str | None:
-        """The line bring_back reads (once); None when there was none, or no copy."""
+    def killed_attempt_kept(self, begun_as: str) -> str | None:
+        """The line bring_back reads (once), for the attempt of the task whose begin was
+        given `begun_as`; None when there was none, or no copy."""
 
 
 @runtime_checkable

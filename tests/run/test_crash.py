@@ -928,7 +928,8 @@ def test_jj_kill_before_the_fold_of_an_agents_commit_is_no_seal(
     """The agent ran `jj commit` and wrote more after it; finish described the task's change
     with its message (trailers and all) and was killed before it folded the agent's later
     work in: that change is not sealed, and recording it would leave g01.txt out of the task.
-    The task goes on from the agent's work instead, and its change ends with both files."""
+    The task goes on from the agent's work instead, and its change ends with both files; the
+    agent, which had finished, is not run (paid) again."""
     work = tmp_path / "work"
     new_repo(work, "jj", groups=1, per_group=2, pause=0)
     (work / "tasks.md").write_text(
@@ -944,4 +945,4 @@ def test_jj_kill_before_the_fold_of_an_agents_commit_is_no_seal(
     history = {c: f for c, d, f in jj_history(work)}
     assert [t.status for t in state.tasks] == ["completed", "completed"]
     assert history.get(state.tasks[0].change_id or "") == ["f01.txt", "g01.txt"], history
-    assert task_runs(fake_claude) == ["task 01", "task 01", "task 02"]
+    assert task_runs(fake_claude) == ["task 01", "task 02"]

@@ -265,3 +265,43 @@ def test_a_kill_in_the_check_after_the_agent_committed_itself_pays_it_once(
     assert task["status"] == "completed" and task["attempts"] == 1, task
     assert git(work, "show", "--name-only", "--format=", "HEAD").split() == ["a.txt"]
     assert git(work, "log", "--format=%s", "-1") == "agent-loop: G / the task\n"
+
+
+@pytest.mark.parametrize("first, then", [("checkout", "lane"), ("lane", "checkout")])
+def test_the_run_after_a_kill_in_the_check_on_another_workplace_pays_the_agent_once(
+        tmp_path: Path, first: str, then: str, fake_claude: FakeClaude) -> None:
+    # As test_the_run_after_a_kill_in_the_check_brings_the_work_back_and_only_checks, the next
+    # run on the other workplace (the default, or --parallel, chose differently).
+    work = project(tmp_path, "git", "## G\n- the task\n  FAKE: write a.txt a\n")
+    once, checking = tmp_path / "once", tmp_path / "checking"
+    check = (f"test -f a.txt || exit 0; test -e {once} && exit 0; touch {once} {checking}; "
+             "sleep 30")
+    child = start(work, "--vcs", "git", "--workplace", first, "--check", check)
+    wait_for(child, checking)
+    child.kill()
+    child.communicate(timeout=60)
+    again = agent_loop(work, "--vcs", "git", "--workplace", then, "--no-distill",
+                       "--check", check)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake_claude.task_prompts()) == 1, again.stdout  # the agent was paid once
+
+
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+def test_jj_a_kill_in_the_check_after_the_agent_committed_itself_pays_it_once(
+        tmp_path: Path, workplace: str, fake_claude: FakeClaude) -> None:
+    # As the git test above, with jj: the agent runs `jj commit` itself (its work in a change
+    # of its own, @ a new empty one on top), agent-loop is killed in the check; the next run
+    # goes on from the kept change (JjVcs.keeps) and runs the agent again (paid twice).
+    work = project(tmp_path, "jj", "## G\n- the task\n  FAKE: write a.txt a\n"
+                                   "  FAKE: bash jj commit -m mine\n")
+    once, checking = tmp_path / "once", tmp_path / "checking"
+    check = (f"test -f a.txt || exit 0; test -e {once} && exit 0; touch {once} {checking}; "
+             "sleep 30")
+    child = start(work, "--vcs", "jj", "--workplace", workplace, "--check", check)
+    wait_for(child, checking)
+    child.kill()
+    child.communicate(timeout=60)
+    again = agent_loop(work, "--vcs", "jj", "--workplace", workplace, "--no-distill",
+                       "--check", check)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake_claude.task_prompts()) == 1, again.stdout  # the agent was paid once

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs import own_output, plan_files, relative_to
-from agentloop.vcs.git import aside, dirty_tree, quick, recover
+from agentloop.vcs.git import aside, dirty_tree, quick, recover, refs
 from agentloop.vcs.git.dirty_tree import beside_lanes, dirty_message, why_here
 from agentloop.vcs.git.files import state_of
 from agentloop.vcs.git.quick import index_seen
@@ -69,8 +69,9 @@ class GitVcs:
         # An attempt a killed run left after its agent committed: its task goes on from it.
         self._resumable: Start | None = None
         # The line naming where prepare kept a killed run's attempt it rolled back
-        # (aside.bring_back reads it): the attempt's work, should its agent have finished.
-        self._rolled_back: str | None = None
+        # (aside.bring_back reads it): the attempt's work, should its agent have finished;
+        # and the message its begin was given, which names its task.
+        self._rolled_back: tuple[str, str | None] | None = None
         # (branch, HEAD) at which every finished task's commit was last seen in the history.
         self._sound: tuple[str | None, str | None] | None = None
         # What the next begin would find, known at the end of finish; trusted while no
@@ -123,7 +124,8 @@ class GitVcs:
         if found.undo is not None:  # examine kept its copy
             recover.roll_back(self.tree, found.undo)
             self._forget()
-            self._rolled_back = next((n for n in found.notes if aside.names_a_copy(n)), None)
+            line = next((n for n in found.notes if aside.names_a_copy(n)), None)
+            self._rolled_back = (line, found.undo.begun_as) if line is not None else None
         notes += found.notes
         head = self.tree.head()
         fresh = self._made and found.undo is None and self._resumable is None
@@ -324,11 +326,50 @@ class GitVcs:
         found, self._recovered = self._recovered, None
         return found
 
-    def killed_attempt_kept(self) -> str | None:
+    def killed_attempt_kept(self, begun_as: str) -> str | None:
         """Where prepare kept the attempt a killed run left and it rolled back, as a line
-        bring_back reads (once); None when there was none, or no copy."""
-        found, self._rolled_back = self._rolled_back, None
-        return found
+        bring_back reads (once), when that attempt was begun as `begun_as` (a record too old
+        to say so: any); None when there was none, or no copy. Asked from a lane too, of
+        the checkout's backend (GitMainLine), for a task a killed run began in the checkout."""
+        found = self._rolled_back
+        if found is None or found[1] not in (None, begun_as):
+            return None if self.lane or self.lanes else self._left_in_a_lane(begun_as)
+        self._rolled_back = None
+        return found[0]
+
+    def _left_in_a_lane(self, begun_as: str) -> str | None:
+        """Your checkout, after a killed run in lanes: the attempt begun as `begun_as` that it
+        left open in a lane of this plan, rolled back there as that lane's own prepare would
+        have (its files kept under aside.SAVED_REF, the lane left as it began, for the sweep
+        of a later run in lanes); the line naming the copy, or None when no lane holds it."""
+        from agentloop.vcs.lanes import lanes_dir, plan_key
+
+        folder = lanes_dir(self.root)
+        prefix = plan_key(self.tree.task_rel or self.task_file.name) + "-"
+        common = self.tree.dirs()[1]
+        for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+            own = refs.worktree_git_dir(path) if path.name.startswith(prefix) and \
+                refs.healthy_worktree(path) else None
+            try:
+                start = AttemptRecord(own).read() if own is not None else None
+            except ValueError:
+                continue  # the lane's own prepare says so, should a run in lanes take it up
+            if own is None or start is None or start.commit is not None or \
+                    start.begun_as != begun_as:
+                continue
+            lane = GitVcs(path, self.task_file, lane=True, place=(own, common))
+            try:
+                lane._open()
+                assert lane._record is not None  # made by _open
+                found = recover.examine(lane.tree, lane._record, lane=True, resume=False)
+                if found.undo is None:
+                    return None
+                recover.roll_back(lane.tree, found.undo)
+                lane._forget()
+            finally:
+                lane.tree.close()
+            return next((n for n in found.notes if aside.names_a_copy(n)), None)
+        return None
 
     def abandon(self, change: Change) -> str | None:
         """Put every path the attempt changed back as it was at begin, commits included, after

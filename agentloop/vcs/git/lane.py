@@ -233,9 +233,10 @@ class LaneGit:
         """Kept edits back in the worktree."""
         return self.work.bring_back(kept)
 
-    def killed_attempt_kept(self) -> str | None:
-        """Where a killed run's attempt in this worktree is kept (GitVcs.killed_attempt_kept)."""
-        return self.work.killed_attempt_kept()
+    def killed_attempt_kept(self, begun_as: str) -> str | None:
+        """Where a killed run's attempt is kept (GitVcs.killed_attempt_kept): one in this
+        worktree, else one the checkout's prepare rolled back (the killed run worked there)."""
+        return self.work.killed_attempt_kept(begun_as) or self.main.killed_attempt_kept(begun_as)
 
     def diff(self, change: Change) -> str:
         """The task's patch."""

@@ -46,7 +46,8 @@ class GitMainLine:
     def __init__(self, root: Path, ref: str, on_wait: Callable[[str], None] | None = None,
                  stopping: Callable[[], bool] | None = None,
                  wait_limit: float = WAIT_LIMIT, dirs: tuple[Path, Path] | None = None,
-                 listed: list[str] | None = None) -> None:
+                 listed: list[str] | None = None,
+                 checkout_kept: Callable[[str], str | None] | None = None) -> None:
         self.root = root
         self.git = Git(root)
         self.ref = ref
@@ -68,6 +69,14 @@ class GitMainLine:
             dirs = (Path(found.split("\n")[0]), root / found.split("\n")[1])
         self.git_dir = Path(dirs[0])
         self.common_dir = Path(dirs[1]).resolve()
+        # The checkout's backend's killed_attempt_kept: an attempt a killed run left there,
+        # which its prepare rolled back, is the work of a task that now runs in a lane.
+        self._checkout_kept = checkout_kept
+
+    def killed_attempt_kept(self, begun_as: str) -> str | None:
+        """Where the checkout's prepare kept the killed attempt begun as `begun_as` it rolled
+        back (GitVcs.killed_attempt_kept); None when it kept none, or no such backend."""
+        return self._checkout_kept(begun_as) if self._checkout_kept is not None else None
 
     def _dirty(self) -> list[str]:
         return dirty(self.git)
