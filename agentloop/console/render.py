@@ -292,7 +292,7 @@ def undo_lines(state: State, task_file: str, completed: tuple[int, ...],
         return []
     where = ""
     if landed_on and state.vcs == "git":
-        how = f"{shlex.join(['git', 'switch', landed_on])} && {how}"
+        how = f"git switch {shlex.quote(landed_on)} && {how}"  # a line to type, not run
         where = (f"the run's commits are on branch {landed_on}, not on the one your checkout "
                  "is on now; ")
     status = shlex.join(["agent-loop", task_file, "--status"])
