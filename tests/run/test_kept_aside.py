@@ -125,15 +125,12 @@ def test_ctrl_c_during_the_check_keeps_the_finished_work(tmp_path: Path,
     assert state_of(work)["tasks"][0]["status"] == "interrupted"
 
 
-@pytest.mark.parametrize("stop", ["ctrl_c", "kill"])
-@pytest.mark.parametrize("kind", ["git", "jj"])
-@pytest.mark.parametrize("workplace", ["checkout", "lane"])
-def test_the_run_after_a_stop_in_the_check_brings_the_work_back_and_only_checks(
-        tmp_path: Path, kind: str, workplace: str, stop: str, fake_claude: FakeClaude) -> None:
-    # Ctrl+C, or kill -9 (the OOM killer, a closed laptop, `kill -9` of a run that seemed
-    # stuck), while the checks run on a finished agent's work: the next run brings that work
-    # back and pays the agent nothing more (after a kill it ran the agent again, paid twice).
-    work = project(tmp_path, kind, "## G\n- the task\n  FAKE: write a.txt a\n")
+def stopped_in_the_check(tmp_path: Path, kind: str, plan: str, workplace: str,
+                         stop: str = "kill", then: str | None = None) -> tuple[Path, str]:
+    """A run of `plan` whose check hangs once, after the agent wrote a.txt, stopped there (Ctrl+C,
+    or kill -9: the OOM killer, a closed laptop), then run again (in workplace `then`, the same
+    by default): the repository and what the second run printed."""
+    work = project(tmp_path, kind, plan)
     once, checking = tmp_path / "once", tmp_path / "checking"
     # Passes before the agent (the baseline); after it, hangs the first time only.
     check = (f"test -f a.txt || exit 0; test -e {once} && exit 0; touch {once} {checking}; "
@@ -146,11 +143,24 @@ def test_the_run_after_a_stop_in_the_check_brings_the_work_back_and_only_checks(
     else:
         child.kill()  # SIGKILL to agent-loop alone: no handler runs, nothing is rolled back
         child.communicate(timeout=60)
-    again = agent_loop(work, "--vcs", kind, "--workplace", workplace, "--no-distill",
+    again = agent_loop(work, "--vcs", kind, "--workplace", then or workplace, "--no-distill",
                        "--check", check)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert len(fake_claude.task_prompts()) == 1, again.stdout  # the agent was paid once
-    assert "its agent had finished" in again.stdout, again.stdout
+    return work, again.stdout
+
+
+@pytest.mark.parametrize("stop", ["ctrl_c", "kill"])
+@pytest.mark.parametrize("kind", ["git", "jj"])
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+def test_the_run_after_a_stop_in_the_check_brings_the_work_back_and_only_checks(
+        tmp_path: Path, kind: str, workplace: str, stop: str, fake_claude: FakeClaude) -> None:
+    # Ctrl+C, or kill -9 (the OOM killer, a closed laptop, `kill -9` of a run that seemed
+    # stuck), while the checks run on a finished agent's work: the next run brings that work
+    # back and pays the agent nothing more (after a kill it ran the agent again, paid twice).
+    work, out = stopped_in_the_check(tmp_path, kind, "## G\n- the task\n  FAKE: write a.txt a\n",
+                                     workplace, stop)
+    assert len(fake_claude.task_prompts()) == 1, out  # the agent was paid once
+    assert "its agent had finished" in out, out
     assert (work / "a.txt").read_text() == "a\n"
     task = state_of(work)["tasks"][0]
     assert task["status"] == "completed" and task["attempts"] == 1, task
@@ -228,19 +238,9 @@ def test_a_kill_in_the_check_after_the_agent_committed_itself_pays_it_once(
     # The agent commits its own work (as agents do, told not to), then agent-loop is killed in
     # the check: the next run goes on from its commit, and ran the agent again to "finish the
     # task from it" (paid twice) though it had finished.
-    work = project(tmp_path, "git", "## G\n- the task\n  FAKE: write a.txt a\n"
-                                    "  FAKE: commit my work\n")
-    once, checking = tmp_path / "once", tmp_path / "checking"
-    check = (f"test -f a.txt || exit 0; test -e {once} && exit 0; touch {once} {checking}; "
-             "sleep 30")
-    child = start(work, "--vcs", "git", "--workplace", workplace, "--check", check)
-    wait_for(child, checking)
-    child.kill()
-    child.communicate(timeout=60)
-    again = agent_loop(work, "--vcs", "git", "--workplace", workplace, "--no-distill",
-                       "--check", check)
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert len(fake_claude.task_prompts()) == 1, again.stdout  # the agent was paid once
+    work, out = stopped_in_the_check(tmp_path, "git", "## G\n- the task\n  FAKE: write a.txt a\n"
+                                     "  FAKE: commit my work\n", workplace)
+    assert len(fake_claude.task_prompts()) == 1, out  # the agent was paid once
     task = state_of(work)["tasks"][0]
     assert task["status"] == "completed" and task["attempts"] == 1, task
     assert git(work, "show", "--name-only", "--format=", "HEAD").split() == ["a.txt"]
@@ -250,20 +250,11 @@ def test_a_kill_in_the_check_after_the_agent_committed_itself_pays_it_once(
 @pytest.mark.parametrize("first, then", [("checkout", "lane"), ("lane", "checkout")])
 def test_the_run_after_a_kill_in_the_check_on_another_workplace_pays_the_agent_once(
         tmp_path: Path, first: str, then: str, fake_claude: FakeClaude) -> None:
-    # As test_the_run_after_a_kill_in_the_check_brings_the_work_back_and_only_checks, the next
+    # As test_the_run_after_a_stop_in_the_check_brings_the_work_back_and_only_checks, the next
     # run on the other workplace (the default, or --parallel, chose differently).
-    work = project(tmp_path, "git", "## G\n- the task\n  FAKE: write a.txt a\n")
-    once, checking = tmp_path / "once", tmp_path / "checking"
-    check = (f"test -f a.txt || exit 0; test -e {once} && exit 0; touch {once} {checking}; "
-             "sleep 30")
-    child = start(work, "--vcs", "git", "--workplace", first, "--check", check)
-    wait_for(child, checking)
-    child.kill()
-    child.communicate(timeout=60)
-    again = agent_loop(work, "--vcs", "git", "--workplace", then, "--no-distill",
-                       "--check", check)
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert len(fake_claude.task_prompts()) == 1, again.stdout  # the agent was paid once
+    _, out = stopped_in_the_check(tmp_path, "git", "## G\n- the task\n  FAKE: write a.txt a\n",
+                                  first, then=then)
+    assert len(fake_claude.task_prompts()) == 1, out  # the agent was paid once
 
 
 @pytest.mark.parametrize("workplace", ["checkout", "lane"])
@@ -272,16 +263,6 @@ def test_jj_a_kill_in_the_check_after_the_agent_committed_itself_pays_it_once(
     # As the git test above, with jj: the agent runs `jj commit` itself (its work in a change
     # of its own, @ a new empty one on top), agent-loop is killed in the check; the next run
     # goes on from the kept change (JjVcs.keeps) and runs the agent again (paid twice).
-    work = project(tmp_path, "jj", "## G\n- the task\n  FAKE: write a.txt a\n"
-                                   "  FAKE: bash jj commit -m mine\n")
-    once, checking = tmp_path / "once", tmp_path / "checking"
-    check = (f"test -f a.txt || exit 0; test -e {once} && exit 0; touch {once} {checking}; "
-             "sleep 30")
-    child = start(work, "--vcs", "jj", "--workplace", workplace, "--check", check)
-    wait_for(child, checking)
-    child.kill()
-    child.communicate(timeout=60)
-    again = agent_loop(work, "--vcs", "jj", "--workplace", workplace, "--no-distill",
-                       "--check", check)
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert len(fake_claude.task_prompts()) == 1, again.stdout  # the agent was paid once
+    work, out = stopped_in_the_check(tmp_path, "jj", "## G\n- the task\n  FAKE: write a.txt a\n"
+                                     "  FAKE: bash jj commit -m mine\n", workplace)
+    assert len(fake_claude.task_prompts()) == 1, out  # the agent was paid once
