@@ -408,9 +408,10 @@ if [ -n "$hit" ] && [ "$CRASH_WHEN" = during ]; then
     "$CRASH_REAL" "$@" <&3 &
     if [ "$CRASH_DELAY" = lock ]; then
         # The instant jj holds its lock ($CRASH_LOCK, else its working copy's; a busy wait: no
-        # sleep is that short).
+        # sleep is that short), and has let go of $CRASH_GONE when that is set.
         lock=${CRASH_LOCK:-.jj/working_copy/working_copy.lock}
-        while kill -0 $! 2>/dev/null && [ ! -e "$lock" ]; do :; done
+        while kill -0 $! 2>/dev/null && { [ ! -e "$lock" ] ||
+                { [ -n "$CRASH_GONE" ] && [ -e "$CRASH_GONE" ]; }; }; do :; done
     else
         sleep "$CRASH_DELAY"
     fi
@@ -601,6 +602,32 @@ def test_jj_killed_holding_gits_index_lock_loses_nothing(
         if ".git/index.lock" in left:
             break
     assert ".git/index.lock" in left, f"no kill in {ATTEMPTS} left git's index lock"
+
+
+# The same cut in a repository with no commit yet (`jj git init` in a folder of files, the
+# sweep's own): git's HEAD was unborn, the killed landing's export had made it the task's commit
+# (its reflog's first line, `.git/logs/HEAD`, then `.git/HEAD.lock` renamed), and the next run,
+# which put HEAD back only onto a commit, let jj take it in: a new @ on the task's change that
+# deleted f01.txt on disk (the sweep's "kill during VCS command 13", 5 kills in 24 there).
+def test_jj_killed_after_its_first_export_of_gits_head_loses_nothing(
+        tmp_path: Path, jj_bin: str, fake_claude: FakeClaude) -> None:
+    undone = 0
+    for attempt in range(ATTEMPTS):
+        work = tmp_path / f"work{attempt}"
+        new_repo(work, "jj", groups=1, per_group=2, pause=0)
+        env = {**crash_env(tmp_path, "jj", "locked", match=" rebase -s @ "),
+               "CRASH_LOCK": ".git/logs/HEAD", "CRASH_GONE": ".git/HEAD.lock"}
+        label = f"jj, no commit yet, attempt {attempt + 1}"
+        killed, problems = kill_once_then_finish(work, "jj", env, fake_claude, label,
+                                                 extra=("--workplace", "lane"))
+        assert killed
+        problems += check(work, "jj", label, per_group=2)
+        assert not problems, "\n".join(problems)
+        # The kill may come after jj recorded its operation (a busy machine): nothing to undo.
+        undone += "put git's HEAD back on no commit" in (tmp_path / f"{work.name}.out").read_text()
+        if undone:
+            break
+    assert undone, f"no kill in {ATTEMPTS} came between git's HEAD moving and jj's record"
 
 
 def test_a_killed_tool_takes_what_the_agent_started_with_it(tmp_path: Path,

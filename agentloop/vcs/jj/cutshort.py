@@ -8,6 +8,9 @@ the files on disk. Killed in between, git's HEAD names a commit jj's record does
 the user made with git, puts a new @ on it and snapshots the old files into that @, so the files
 of what the command put under @ (a landed task's change) show as deleted there. With HEAD back,
 the command is undone whole, as if killed a moment earlier, and whoever ran it runs it again.
+When @'s parent was jj's root (a repository with no commit yet), git's HEAD was unborn and the
+reflog's old side is all zeros: HEAD goes back to unborn, on `refs/jj/root` as jj itself leaves
+it for a root parent.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from pathlib import Path
 from agentloop.vcs.jj.run import Jj
 
 EXPORT = "export from jj"
+# What jj points an unborn git HEAD at when @'s parent is its root commit (all zeros).
+ROOT_REF = "refs/jj/root"
 
 
 def undo_cut_short_export(root: Path, jj: Jj) -> str | None:
@@ -35,7 +40,7 @@ def undo_cut_short_export(root: Path, jj: Jj) -> str | None:
         return None
     ids, _, message = last.partition("\t")
     old, new = (ids.split(" ") + ["", ""])[:2]
-    if message != EXPORT or head != new or not old.strip("0"):
+    if message != EXPORT or head != new or not new.strip("0"):
         return None
     # jj's record: @'s first parent at its last operation, read without a snapshot (which would
     # take the moved HEAD in).
@@ -45,7 +50,12 @@ def undo_cut_short_export(root: Path, jj: Jj) -> str | None:
         return None
     from agentloop.vcs.git.run import Git
 
-    Git(root).out("update-ref", "--no-deref", "-m", "agent-loop: undo a killed jj's export",
-                  "HEAD", old, new)
-    return (f"put git's HEAD back on {old[:12]}, where jj's last operation has it: a killed jj "
+    why = "agent-loop: undo a killed jj's export"
+    if old.strip("0"):
+        Git(root).out("update-ref", "--no-deref", "-m", why, "HEAD", old, new)
+        where = old[:12]
+    else:
+        Git(root).out("symbolic-ref", "-m", why, "HEAD", ROOT_REF)
+        where = "no commit (jj's root)"
+    return (f"put git's HEAD back on {where}, where jj's last operation has it: a killed jj "
             "command had moved it without recording its operation")
