@@ -13,11 +13,15 @@ import re
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentloop.errors import VcsError
 from agentloop.vcs.git.files import MISSING
 from agentloop.vcs.git.record import Start
 from agentloop.vcs.git.repo import GitRepo
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 # Where the files of every rolled-back attempt are kept; the reflog keeps earlier ones.
 SAVED_REF = "refs/agent-loop/rolled-back"
@@ -74,9 +78,9 @@ def bring_back(repo: GitRepo, line: str) -> bool:
     return True
 
 
-def names_a_copy(line: str) -> bool:
-    """Whether `line` names a commit bring_back can take the files from."""
-    return re.search(_SAID, line) is not None
+def copy_named(notes: Iterable[str]) -> str | None:
+    """The first of `notes` that names a commit bring_back can take the files from."""
+    return next((line for line in notes if re.search(_SAID, line) is not None), None)
 
 
 _SAID = r"kept in commit ([0-9a-f]{7,64}) "   # compiled by `re` when first asked for

@@ -124,7 +124,7 @@ class GitVcs:
         if found.undo is not None:  # examine kept its copy
             recover.roll_back(self.tree, found.undo)
             self._forget()
-            line = next((n for n in found.notes if aside.names_a_copy(n)), None)
+            line = aside.copy_named(found.notes)
             self._rolled_back = (line, found.undo.begun_as) if line is not None else None
         notes += found.notes
         head = self.tree.head()
@@ -368,7 +368,7 @@ class GitVcs:
                 lane._forget()
             finally:
                 lane.tree.close()
-            return next((n for n in found.notes if aside.names_a_copy(n)), None)
+            return aside.copy_named(found.notes)
         return None
 
     def abandon(self, change: Change) -> str | None:
