@@ -19,6 +19,7 @@ from agentloop.state.status import TaskStatus as S
 if TYPE_CHECKING:
     from agentloop.fleet.integrate import Integrated
     from agentloop.options import RunOptions
+    from agentloop.plan.parse import Read, TaskFile
     from agentloop.run.events import Emit, Event, RunFinished
     from agentloop.run.hooks import Hooks
     from agentloop.run.rebuilt import History
@@ -158,7 +159,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
         from agentloop.plan.source import READER
         from agentloop.run.eventlog import EventLog
         from agentloop.run.events import fan_out
-        from agentloop.run.start import start_run
+        from agentloop.run.start import start_run  # noqa: F401 - loaded beside the git reads
         from agentloop.state.schema import now
 
         plan = source if options.push is None and not (options.reset or options.rehearse) and \
@@ -171,22 +172,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     hooks = _hooks(project, options, report)
     told = report if hooks is None else fan_out(report, hooks)  # and to the hooks after them
     try:
-        try:
-            with project.store.lock():
-                if options.push is not None:  # a fleet job
-                    from agentloop.fleet.job import run_job
-
-                    state, summary = run_job(project, parse.parsed(plan), options, told)
-                else:
-                    state, summary = start_run(project, plan, options, told, history=history,
-                                               asked=asked)
-        except BaseException as exc:
-            # After the lock is let go: a hook may start agent-loop again.
-            if hooks is not None:
-                hooks.finished(None, exc)
-            raise
-        if hooks is not None:
-            hooks.finished(summary, None)
+        state, summary = _locked(project, plan, options, told, hooks, history, asked)
     except BaseException:
         events.close()
         _join(history, asked, failing=True, early=early)
@@ -194,6 +180,32 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     events.close()
     _join(history, asked, failing=False)
     return RunResult(project, state, summary)
+
+
+def _locked(project: Project, plan: TaskFile | Read, options: RunOptions, told: Emit,
+            hooks: Hooks | None, history: History | None,
+            asked: Asked | None) -> tuple[State, RunFinished]:
+    """The run (or the fleet job) under the run lock, and the hooks told how it ended."""
+    try:
+        with project.store.lock():
+            if options.push is not None:  # a fleet job
+                from agentloop.fleet.job import run_job
+                from agentloop.plan import parse
+
+                state, summary = run_job(project, parse.parsed(plan), options, told)
+            else:
+                from agentloop.run.start import start_run
+
+                state, summary = start_run(project, plan, options, told, history=history,
+                                           asked=asked)
+    except BaseException as exc:
+        # After the lock is let go: a hook may start agent-loop again.
+        if hooks is not None:
+            hooks.finished(None, exc)
+        raise
+    if hooks is not None:
+        hooks.finished(summary, None)
+    return state, summary
 
 
 def _hooks(project: Project, options: RunOptions, report: Emit) -> Hooks | None:
