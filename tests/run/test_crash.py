@@ -24,6 +24,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -147,12 +148,34 @@ def new_repo(work: Path, kind: str, groups: int, per_group: int, pause: float = 
 def start(work: Path, kind: str, out: Path, env: dict[str, str] | None = None,
           *extra: str) -> subprocess.Popen[bytes]:
     """The tool as a process in a session of its own (so what it leaves behind can be found)."""
-    env = {**(env or os.environ), "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"}
+    # PYTHONFAULTHANDLER: a run that hangs (ended) prints where each of its threads is.
+    env = {**(env or os.environ), "PYTHONUNBUFFERED": "1", "NO_COLOR": "1",
+           "PYTHONFAULTHANDLER": "1"}
     with open(out, "w") as sink:
         return subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", kind,
                                  *extra],
                                 cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=sink,
                                 stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def ended(tool: subprocess.Popen[bytes], out: Path, within: float = 120) -> int:
+    """The tool's exit code; a run still going after `within` seconds fails the test with what
+    it was doing: its processes, and each of its threads' stack (SIGABRT, faulthandler)."""
+    try:
+        return tool.wait(timeout=within)
+    except subprocess.TimeoutExpired:
+        pass
+    tree = "\n".join(f"{pid} {_stat(pid)} {_cmdline(pid).replace(chr(0), ' ')[:300]}"
+                     for pid in os.listdir("/proc") if pid.isdigit()
+                     and (_stat(pid) or ("", 0))[1] == tool.pid)
+    tool.send_signal(signal.SIGABRT)
+    try:
+        tool.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        tool.kill()
+        tool.wait()
+    raise AssertionError(f"the run was still going after {within:.0f}s; its processes:\n{tree}"
+                         f"\nits output:\n{out.read_text(errors='replace')[-12000:]}")
 
 
 # -- after a kill ---------------------------------------------------------------------------
@@ -469,7 +492,7 @@ def kill_once_then_finish(work: Path, kind: str, env: dict[str, str], fake: Fake
     out = work.parent / f"{work.name}.out"
     # No commit-message call: it is no VCS command, and the random kills cover it.
     tool = start(work, kind, out, env, "--no-distill", *extra)
-    code = tool.wait(timeout=120)
+    code = ended(tool, out)
     settle(tool.pid, fake, label, within=work)
     killed = code == -9
     if left is not None:
@@ -482,7 +505,7 @@ def kill_once_then_finish(work: Path, kind: str, env: dict[str, str], fake: Fake
     except Exception as exc:  # noqa: BLE001 - reported
         return killed, [(f"{label}: state.json does not load: {exc}")]
     tool = start(work, kind, out, None, "--no-distill", *extra)
-    code = tool.wait(timeout=120)
+    code = ended(tool, out)
     if code != 0:
         return killed, [(f"{label}: the run after the kill failed (exit {code}): "
                                          f"{out.read_text()[-2000:]}")]
@@ -848,7 +871,7 @@ def killed_at(work: Path, kind: str, env: dict[str, str], fake: FakeClaude, labe
     """One run with the crash wrapper, which must kill it."""
     out = work.parent / f"{work.name}.out"
     tool = start(work, kind, out, env, "--no-distill", *extra)
-    code = tool.wait(timeout=120)
+    code = ended(tool, out)
     settle(tool.pid, fake, label)
     assert code == -9, f"{label}: the run was not killed (exit {code}): {out.read_text()[-2000:]}"
     assert state_loads(work)
