@@ -329,7 +329,11 @@ def test_a_fresh_run_asks_git_who_commits_while_it_reads_the_history(
     # commits (`git var`) and whether commits are signed (`git config`). All three only read:
     # they start together, not the last two after the history's read.
     work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
-    env, log = held_git(tmp_path, "log", f'grep -q " var " "{tmp_path / "git.log"}"')
+    # Held until both have started: `git config` is started just after `git var`, and on a
+    # busy machine its note could come after the history's read had ended.
+    noted = tmp_path / "git.log"
+    env, log = held_git(tmp_path, "log",
+                        f'grep -q " var " "{noted}" && grep -q " config " "{noted}"')
     calls = held_run(work, env, log)
     assert "log" in calls and "var" in calls and "config" in calls, calls
     ended = calls.index("log ended")
