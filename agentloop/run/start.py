@@ -34,7 +34,7 @@ from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.choose import open_vcs
 from agentloop.vcs.preflight import Asked, ask_git, preflight, settle
-from agentloop.vcs.protocol import Change
+from agentloop.vcs.protocol import Change, Discards, RefusesDirty
 from agentloop.vcs.stays_git import vcs_notes
 
 if TYPE_CHECKING:
@@ -99,8 +99,7 @@ def tree_warning(project: Project, admitted: Admitted) -> str | None:
     try:
         vcs = open_vcs(admitted.vcs, project.root, project.task_file,
                        admitted.options.allow_dirty, wants_lane(admitted.options, None))
-        uncommitted = getattr(vcs, "uncommitted", None)  # only git refuses a dirty tree
-        return uncommitted() if uncommitted is not None else None
+        return vcs.uncommitted() if isinstance(vcs, RefusesDirty) else None
     except AgentLoopError as exc:
         return str(exc)
 
@@ -174,7 +173,7 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
     project.store.hold_vcs_lock()  # the repository prepare() may just have made
     # An interrupted attempt of the old state's: history drops it, for good (jj keeps a change
     # for its task's next begin otherwise, and the reset's first task would take it up).
-    discard = getattr(vcs, "discard", vcs.abandon)
+    discard = vcs.discard if isinstance(vcs, Discards) else vcs.abandon
     for change in leftovers:
         set_aside = discard(change)
         notes += [set_aside] if set_aside else []

@@ -14,6 +14,7 @@ from agentloop.state.reconcile import reconcile
 from agentloop.state.schema import TaskState
 from agentloop.state.status import FINISHED
 from agentloop.state.status import TaskStatus as S
+from agentloop.vcs.protocol import LandsOnABranch
 
 # Runs of the tool in a row a task may start without completing before the summary flags it.
 STALL_RUNS = 3
@@ -67,11 +68,11 @@ def _landed_on(run: Run) -> str:
     """The branch a run in lanes landed its tasks on, when your checkout is on another one now
     (you switched mid-run): the closing undo line names it, or its `git revert` would go to
     the wrong branch. Read from the git dir's files (no process) in the common case."""
-    elsewhere = getattr(run.shared.main_line, "elsewhere", None)  # git's main line only
-    if elsewhere is None:
+    main_line = run.shared.main_line
+    if not isinstance(main_line, LandsOnABranch):  # jj's lanes move no branch
         return ""
     try:
-        ref = elsewhere()
+        ref = main_line.elsewhere()
     except AgentLoopError:
         return ""
     return ref.removeprefix("refs/heads/") if ref else ""

@@ -110,6 +110,30 @@ class KeepsKilledAttempt(Protocol):
 
 
 @runtime_checkable
+class RefusesDirty(Protocol):
+    """git: a checkout with uncommitted files is refused before a run starts."""
+
+    def uncommitted(self) -> str | None:
+        """The refusal prepare would give the checkout as it is now, or None."""
+
+
+@runtime_checkable
+class Discards(Protocol):
+    """jj: a change dropped for good, where abandon keeps it for the task's next begin."""
+
+    def discard(self, change: Change) -> str | None:
+        """Drop `change`, kept for no begin; a note when its work was set aside."""
+
+
+@runtime_checkable
+class LandsOnABranch(Protocol):
+    """git's main line: the branch the tasks land on, which your checkout may have left."""
+
+    def elsewhere(self) -> str | None:
+        """The branch (refs/heads/...) when your checkout is not on it now; None when it is."""
+
+
+@runtime_checkable
 class KnowsMade(Protocol):
     """A git lane: the task commit its step made, until the task's record names it."""
 

@@ -23,7 +23,7 @@ from tests.support.repos import git, jj, make_repo
 
 ABILITIES = (p.Rooted, p.ExpectsMessage, p.CutShort, p.KeepsKilledAttempt, p.KnowsMade,
              p.LandsBeside, p.OnMainLine, p.Settles, p.Keeps, p.SeesCommits, p.LandsLeft,
-             p.ResolvesConflicts)
+             p.ResolvesConflicts, p.RefusesDirty, p.Discards, p.LandsOnABranch)
 
 
 def abilities(vcs: object) -> set[str]:
@@ -37,7 +37,7 @@ def test_none_has_none(tmp_path: Path) -> None:
 def test_git_in_your_checkout(tmp_path: Path) -> None:
     root = make_repo(tmp_path / "repo", "git")
     assert abilities(GitVcs(root, root / "tasks.md")) == {"Rooted", "ExpectsMessage", "CutShort",
-                                                          "KeepsKilledAttempt"}
+                                                          "KeepsKilledAttempt", "RefusesDirty"}
 
 
 def test_a_git_lane(tmp_path: Path) -> None:
@@ -52,9 +52,9 @@ def test_a_git_lane(tmp_path: Path) -> None:
 def test_jj_in_your_checkout(tmp_path: Path) -> None:
     root = make_repo(tmp_path / "repo", "jj")
     vcs = JjVcs(root, root / "tasks.md")
-    assert abilities(vcs) == {"Rooted", "Settles", "Keeps"}
+    assert abilities(vcs) == {"Rooted", "Settles", "Keeps", "Discards"}
     vcs.missing([])  # what its look at the history found, from its first look on
-    assert abilities(vcs) == {"Rooted", "Settles", "Keeps", "SeesCommits"}
+    assert abilities(vcs) == {"Rooted", "Settles", "Keeps", "Discards", "SeesCommits"}
 
 
 @pytest.mark.usefixtures("jj_bin")
@@ -67,3 +67,11 @@ def test_a_jj_lane(tmp_path: Path) -> None:
     lane.missing([])
     assert abilities(lane) == {"Rooted", "Settles", "Keeps", "SeesCommits",
                                "ResolvesConflicts"}
+
+
+@pytest.mark.usefixtures("jj_bin")
+def test_the_main_lines(tmp_path: Path) -> None:
+    # git's names the branch its lanes land on; jj's lanes land below @ and move no bookmark.
+    assert abilities(GitMainLine.current(make_repo(tmp_path / "git", "git"))) == {
+        "Rooted", "KeepsKilledAttempt", "LandsOnABranch"}
+    assert abilities(JjMainLine(make_repo(tmp_path / "jj", "jj"))) == {"Rooted"}
