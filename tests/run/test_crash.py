@@ -787,6 +787,54 @@ def test_git_kill_while_a_landing_stalls_pays_no_agent_again(
     assert not problems, "\n".join(problems)
 
 
+# A `git` whose first landing (`merge --ff-only` in the user's checkout) is killed, with the
+# tool, where git has written the commit's files into the checkout and not yet its index (nor
+# moved the branch): the state that instant leaves, made here (git's own window is a fraction
+# of a millisecond, which a "during" kill of the sweep hits once in a long while).
+CUT_LANDING = """#!/bin/sh
+case " $* " in *" merge --ff-only "*)
+    if [ ! -e "$CUT_MARK" ]; then
+        touch "$CUT_MARK"
+        [ "$1" = -C ] && cd "$2"
+        for new; do :; done
+        "$CUT_REAL" diff-tree -r --name-only --no-commit-id --diff-filter=AM HEAD "$new" |
+            while IFS= read -r path; do "$CUT_REAL" cat-file blob "$new:$path" > "$path"; done
+        : > .git/index.lock
+        kill -9 $PPID
+        exit 137
+    fi ;;
+esac
+exec "$CUT_REAL" "$@"
+"""
+
+
+def test_git_kill_inside_a_landings_fast_forward_leaves_nothing_to_wait_on(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Killed inside the landing's `git merge --ff-only`, after it wrote the task's file into
+    the checkout and before its index and the branch followed: the next run's landing found
+    that file untracked where the commit adds it, and waited on it as on an edit of yours for
+    the lane-wait (600 s), where the sweep's recovery run takes a second."""
+    work = tmp_path / "work"
+    new_repo(work, "git", groups=1, per_group=1, pause=0)
+    folder = tmp_path / "cut-git"
+    folder.mkdir()
+    (folder / "git").write_text(CUT_LANDING)
+    (folder / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}",
+           "CUT_REAL": str(shutil.which("git")), "CUT_MARK": str(tmp_path / "cut")}
+    out = tmp_path / "work.out"
+    tool = start(work, "git", out, env, "--no-distill")
+    assert ended(tool, out) == -9, out.read_text()[-2000:]
+    settle(tool.pid, fake_claude, "the kill", within=work)
+    assert "?? f01.txt" in git(work, "status", "--porcelain", "--untracked-files=all")
+    again = tmp_path / "again.out"
+    tool = start(work, "git", again, None, "--no-distill")
+    assert ended(tool, again, within=60) == 0, again.read_text()[-2000:]
+    assert len(fake_claude.task_prompts()) == 1, "the task's agent was paid again"
+    problems = check(work, "git", "git", per_group=1)
+    assert not problems, "\n".join(problems)
+
+
 # The jj command that seals a task's change: finish's `jj commit` (describe, then a new @ on it).
 SEALS = " commit -m agent-loop: "
 

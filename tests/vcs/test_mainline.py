@@ -224,6 +224,45 @@ def test_a_landing_killed_before_the_checkout_followed_is_mended(repo: Path,
     assert not (repo / ".git" / mainline.RECORD).exists()
 
 
+@pytest.mark.parametrize("written", [("a.txt",), ("a.txt", "f.txt"), ("f.txt",)])
+def test_a_fast_forward_killed_before_its_index_is_mended(repo: Path,
+                                                          written: tuple[str, ...]) -> None:
+    """`git merge --ff-only` killed after it wrote some of the commit's files into the checkout
+    and before its index (and the branch) followed: they stood there as untracked or modified
+    files, and the next run's landing of that commit waited on them as on your edits."""
+    from agentloop.vcs.preflight import preflight
+
+    commit = lane_commit(repo, "a", {"a.txt": "a\n", "f.txt": "two\n"}, "task")
+    old = git(repo, "rev-parse", "HEAD")
+    (repo / ".git" / mainline.RECORD).write_text(f"{old} {commit}\n")
+    for name in written:  # what git had written when it was killed
+        (repo / name).write_text(git(repo, "show", f"{commit}:{name}") + "\n")
+    (repo / ".git" / "index.lock").write_text("")
+    notes = preflight("git", repo, repo / "tasks.md")
+    assert any("cut short as it wrote" in n for n in notes), notes
+    assert git(repo, "rev-parse", "HEAD") == commit
+    assert git(repo, "status", "--porcelain") == ""
+    assert (repo / "a.txt").read_text() == "a\n" and (repo / "f.txt").read_text() == "two\n"
+    assert GitMainLine.current(repo).land(commit) == commit  # landed: found so, no wait
+
+
+def test_a_fast_forward_killed_before_its_index_leaves_your_edit_alone(repo: Path) -> None:
+    """The same, but a file of the commit's holds something else now (yours): nothing moves;
+    the landing waits on it as on any edit of yours."""
+    from agentloop.vcs.preflight import preflight
+
+    commit = lane_commit(repo, "a", {"a.txt": "a\n", "f.txt": "two\n"}, "task")
+    old = git(repo, "rev-parse", "HEAD")
+    (repo / ".git" / mainline.RECORD).write_text(f"{old} {commit}\n")
+    (repo / "a.txt").write_text("a\n")
+    (repo / "f.txt").write_text("mine\n")
+    notes = preflight("git", repo, repo / "tasks.md")
+    assert not any("cut short" in n for n in notes), notes
+    assert git(repo, "rev-parse", "HEAD") == old
+    assert (repo / "f.txt").read_text() == "mine\n" and (repo / "a.txt").read_text() == "a\n"
+    assert not (repo / ".git" / mainline.RECORD).exists()
+
+
 @pytest.mark.parametrize("nested", [False, True])
 def test_the_main_line_takes_the_users_uncommitted_paths_from_the_checkouts_status(
         tmp_path: Path, nested: bool) -> None:

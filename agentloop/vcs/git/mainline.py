@@ -24,6 +24,7 @@ it is on the branch.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -383,8 +384,9 @@ def changed_files(root: Path, old: str, new: str) -> list[str]:
 def finish_landing(root: Path, git_dir: Path) -> str | None:
     """A landing a kill cut short after the branch moved and before the checkout followed: the
     checkout follows now (the files the commit changed, nothing else); or (a fast-forward's)
-    after the checkout followed and before the branch moved: the branch moves now. A note, or
-    None."""
+    after the checkout followed and before the branch moved: the branch moves now; or (a
+    fast-forward's) after it wrote some of the commit's files and before its index: the branch
+    moves and the checkout follows now. A note, or None."""
     git = Git(root)
     record = git_dir / RECORD
     try:
@@ -393,7 +395,16 @@ def finish_landing(root: Path, git_dir: Path) -> str | None:
         return None
     note = None
     head = git.code("rev-parse", "-q", "--verify", "HEAD", codes=(0, 1))[1].strip()
-    if head == new and git.code("diff", "--cached", "--quiet", old, codes=(0, 1))[0] == 0:
+    index_old = git.code("diff", "--cached", "--quiet", old, codes=(0, 1))[0] == 0
+    written = head == old and index_old and _half_written(git, root, old, new)
+    if written:
+        # `git merge --ff-only` writes the files, then its index, then moves the branch: cut
+        # short in between, the commit's files stood in the checkout as untracked or modified
+        # ones, and its landing waited on them as on your edits (for the lane-wait, 600 s).
+        # Nothing else is in them: the branch moves, and the checkout follows as below.
+        git.code("update-ref", "-m", f"agent-loop: landed {new[:12]}", "HEAD", new, old)
+        head = new
+    if head == new and index_old:
         code, _ = git.code("read-tree", "-m", "-u", old, new, codes=(0, 128))
         if code:  # cut short halfway through its files: they are the commit's, set them so
             for path in changed_files(root, old, new):
@@ -402,10 +413,12 @@ def finish_landing(root: Path, git_dir: Path) -> str | None:
                     git.code("checkout", new, "--", path)
                 else:
                     git.code("rm", "-q", "-f", "--ignore-unmatch", "--", path)
-        note = (f"a landing was cut short before the checkout followed the branch; it follows "
+        note = (f"a landing was cut short as it wrote the task's files into the checkout; the "
+                f"branch and the checkout follow now ({new[:12]})" if written else
+                f"a landing was cut short before the checkout followed the branch; it follows "
                 f"now ({new[:12]})")
-    elif head == old and git.code("diff", "--cached", "--quiet", new, codes=(0, 1))[0] == 0 \
-            and git.code("diff", "--cached", "--quiet", old, codes=(0, 1))[0] == 1:
+    elif head == old and not index_old \
+            and git.code("diff", "--cached", "--quiet", new, codes=(0, 1))[0] == 0:
         git.code("update-ref", "-m", f"agent-loop: landed {new[:12]}", "HEAD", new, old)
         note = (f"a landing was cut short after the checkout took the task's files; the branch "
                 f"follows now ({new[:12]})")
@@ -413,3 +426,37 @@ def finish_landing(root: Path, git_dir: Path) -> str | None:
     return note
 
 
+def _half_written(git: Git, root: Path, old: str, new: str) -> bool:
+    """Whether the checkout holds some of the paths `new` changes from `old` as `new` has them
+    and every other one as `old` has it: what a fast-forward cut short leaves, and nobody's
+    edit (a file of any other content, a folder, a link beyond a folder: False)."""
+    out = git.code("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new)[1]
+    fields = out.split("\0")
+    some = False
+    for head, path in zip(fields[0::2], fields[1::2]):
+        parts = head.lstrip(":").split()
+        if len(parts) < 4 or not path:
+            return False
+        before, after = (parts[0], parts[2]), (parts[1], parts[3])
+        here = _entry(root, path)
+        if here == after != before:
+            some = True
+        elif here != before:
+            return False
+    return some
+
+
+def _entry(root: Path, path: str) -> tuple[str, str] | None:
+    """The checkout's `path` as a tree entry (mode, blob sha) of its bytes as they are; git's
+    zeros when it is missing; None for anything no blob is (a folder, a fifo)."""
+    from agentloop.files.digest import sha1
+    from agentloop.vcs.git.files import MISSING, state_of
+
+    state = state_of(root, path)
+    if state == MISSING:
+        return "000000", "0" * 40
+    if state.startswith("link:"):
+        target = os.fsencode(state[len("link:"):])
+        return "120000", sha1(b"blob %d\0" % len(target) + target).hexdigest()
+    mode, _, sha = state.partition(":")
+    return (mode, sha) if sha else None
