@@ -153,6 +153,7 @@ class Dropped:
     number: int | None = None
     kept: str = ""  # the VCS's line: where the dropped edits are kept, how to bring them back
     finished: bool = False  # its agent had finished: the kept edits are the task's work
+    said: bool = False  # the VCS said `kept` already (git: among the run's first lines)
 
 
 @dataclass(frozen=True)

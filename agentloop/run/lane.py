@@ -158,7 +158,7 @@ def recover(run: Run, task: TaskState) -> bool:
         kept = run.vcs.killed_attempt_kept(commit_message(task, run.state.title)) \
             if finished and isinstance(run.vcs, KeepsKilledAttempt) else None
         if kept is not None:
-            hand(run, task, Dropped("", last.number, kept, True))
+            hand(run, task, Dropped("", last.number, kept.line, True, said=kept.said))
     else:
         finished = False
     # A task left running or interrupted has a change holding a partial attempt; drop it

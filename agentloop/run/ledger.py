@@ -369,7 +369,7 @@ def _say(run: Run, task: TaskState, step: Step) -> None:
     """The one event a saved step is said by."""
     if isinstance(step, Opened) and step.change.change_id:
         run.emit(ChangeCreated(run.vcs.name, step.change.change_id))
-    elif isinstance(step, Dropped) and (step.change_id or step.kept):
+    elif isinstance(step, Dropped) and not step.said and (step.change_id or step.kept):
         run.emit(ChangeAbandoned(run.vcs.name, step.change_id, step.kept))
     elif isinstance(step, Marked) and step.said is not None:
         run.emit(step.said)

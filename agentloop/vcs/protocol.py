@@ -100,13 +100,23 @@ class CutShort(Protocol):
         """The commit the stopped finish made on your branch, if it made one."""
 
 
+@dataclass(frozen=True)
+class KilledAttempt:
+    """git: where a killed run's attempt is kept, rolled back by the next run."""
+
+    line: str  # the line bring_back reads, which names the copy
+    # Said already, among the run's first lines (the notes of the checkout's prepare, which
+    # rolled it back): the run's record of the attempt keeps it without saying it again.
+    said: bool = False
+
+
 @runtime_checkable
 class KeepsKilledAttempt(Protocol):
     """git: where prepare kept the attempt a killed run left, which it rolled back."""
 
-    def killed_attempt_kept(self, begun_as: str) -> str | None:
-        """The line bring_back reads (once), for the attempt of the task whose begin was
-        given `begun_as`; None when there was none, or no copy."""
+    def killed_attempt_kept(self, begun_as: str) -> KilledAttempt | None:
+        """Where the attempt of the task whose begin was given `begun_as` is kept (once);
+        None when there was none, or no copy."""
 
 
 @runtime_checkable

@@ -266,3 +266,35 @@ def test_jj_a_kill_in_the_check_after_the_agent_committed_itself_pays_it_once(
     work, out = stopped_in_the_check(tmp_path, "jj", "## G\n- the task\n  FAKE: write a.txt a\n"
                                      "  FAKE: bash jj commit -m mine\n", workplace)
     assert len(fake_claude.task_prompts()) == 1, out  # the agent was paid once
+
+
+@pytest.mark.parametrize("kind, where, first, then", [
+    *[(kind, where, "checkout", "checkout") for kind in ("git", "jj")
+      for where in ("agent", "check")],
+    ("git", "check", "checkout", "lane"), ("git", "check", "lane", "lane"),
+    ("jj", "check", "lane", "lane")])
+def test_the_run_after_a_kill_says_the_roll_back_once(tmp_path: Path, kind: str, where: str,
+                                                      first: str, then: str,
+                                                      fake_claude: FakeClaude) -> None:
+    # kill -9 while the agent works (or in the check, its agent finished): the next run rolls
+    # the attempt back once, and said so twice (git), as its prepare found the attempt (among
+    # the run's first lines) and again as it dropped the attempt's record; two roll-backs.
+    if where == "check":
+        _, out = stopped_in_the_check(tmp_path, kind, "## G\n- the task\n  FAKE: write a.txt a\n",
+                                      first, then=then)
+    else:
+        started = tmp_path / "started"
+        # The agent waits the first time only (the plan stays as the killed run read it).
+        work = project(tmp_path, kind, "- the task\n  FAKE: write a.txt a\n"
+                                       f"  FAKE: bash test -e {started} || (touch {started}; "
+                                       "sleep 30)\n")
+        child = start(work, "--vcs", kind, "--workplace", first)
+        wait_for(child, started)
+        child.kill()  # SIGKILL to agent-loop alone: no handler runs, nothing is rolled back
+        child.communicate(timeout=60)
+        again = agent_loop(work, "--vcs", kind, "--workplace", then, "--no-distill")
+        assert again.returncode == 0, again.stdout + again.stderr
+        out = again.stdout
+    said = [line for line in out.splitlines() if "rolled back" in line]
+    assert len(said) == 1, out
+    assert "kept in" in said[0], out

@@ -7,7 +7,8 @@ nothing to commit, and called it completed while its work was on no commit of yo
 
 The stop is sent by the tool to itself at one chosen instant of that span (a launcher wraps the
 function that waits for a VCS command, or the one that starts a thread), so the instant is the
-same on every run and every machine."""
+same on every run and every machine. The last test stops a jj run so, after each of its VCS
+commands: no change nobody asked for stays in the repository."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.run.test_crash import check, git_history, new_repo, settle, start, subject
+from tests.run.test_crash import check, git_history, jj, new_repo, settle, start, subject
 from tests.run.test_landing_beside import statuses
 from tests.support.fake_agent import FakeClaude
 
@@ -71,12 +72,12 @@ main()
 """
 
 
-def stopped_run(work: Path, out: Path, after: str, sig: str, *extra: str
+def stopped_run(work: Path, out: Path, after: str, sig: str, *extra: str, kind: str = "git"
                 ) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "STOP_AFTER": after,
            "STOP_SIGNAL": sig}
     with open(out, "w") as sink:
-        return subprocess.Popen([sys.executable, "-c", LAUNCHER, "tasks.md", "--vcs", "git",
+        return subprocess.Popen([sys.executable, "-c", LAUNCHER, "tasks.md", "--vcs", kind,
                                  "--no-distill", *extra], cwd=work, env=env,
                                 stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
                                 start_new_session=True)
@@ -176,6 +177,74 @@ def test_a_stop_right_after_any_vcs_command_of_a_git_run_loses_nothing(
         while at:
             batch = list(range(at, at + SWEEP_WORKERS))
             for was, found in pool.map(lambda k: stop_point(tmp_path, fake_claude, k), batch):
+                stopped += was
+                problems += found
+                if not was:
+                    at = 0  # every command of the run was a stop point
+            at = at and at + SWEEP_WORKERS
+    assert stopped >= 12
+    assert not problems, "\n".join(problems)
+
+
+# An empty, undescribed change that is no workspace's @: one nobody asked for, which `jj log`
+# shows beside or in the line for good (jj drops such a change itself only as @ leaves it).
+STRAY = 'empty() & description(exact:"") & ~working_copies() & ~root()'
+
+
+def jj_leftovers(work: Path, label: str, per_group: int) -> list[str]:
+    """Stray empty changes, and tasks with other than one change in the whole repository (the
+    changes beside the line too: check() looks at the line)."""
+    problems = []
+    strays = jj(work, "log", "--no-graph", "-r", STRAY, "-T", 'change_id.short() ++ " "')
+    if strays.strip():
+        problems.append(f"{label}: empty, undescribed changes left: {strays.strip()}")
+    firsts = jj(work, "log", "--no-graph", "-r", "all()", "-T",
+                'description.first_line() ++ "\\n"').splitlines()
+    for n in range(1, 3):
+        if firsts.count(subject(n, per_group)) > 1:
+            problems.append(f"{label}: task {n} has {firsts.count(subject(n, per_group))} "
+                            "changes")
+    return problems
+
+
+def jj_stop_point(tmp_path: Path, fake_claude: FakeClaude, at: int) -> tuple[bool, list[str]]:
+    """A two-task jj run (its lane's landings on your @) stopped by Ctrl+C right after its VCS
+    command number `at`, then run to its end: (whether it was stopped, what went wrong)."""
+    label = f"jj: Ctrl+C after VCS command {at}"
+    work = tmp_path / f"jj-{at}"
+    new_repo(work, "jj", groups=1, per_group=2, pause=0)
+    out = tmp_path / f"jj-{at}.out"
+    tool = stopped_run(work, out, str(at), "SIGINT", kind="jj")
+    code = tool.wait(timeout=120)
+    settle(tool.pid, fake_claude, label, within=work)
+    if code == 0:
+        return False, []  # the run made fewer commands: it ended before the stop
+    said = out.read_text()
+    if code != 130 or "Traceback" in said:
+        return True, [f"{label}: exit {code}: {said[-2000:]}"]
+    problems = jj_leftovers(work, f"{label}, after the stop", per_group=2)
+    again = tmp_path / f"jj-{at}.again"
+    done = start(work, "jj", again, None, "--no-distill")
+    if done.wait(timeout=120) != 0:
+        return True, problems + [f"{label}: the run after it failed: {again.read_text()[-2000:]}"]
+    return True, problems + check(work, "jj", label, per_group=2) + \
+        jj_leftovers(work, f"{label}, after the next run", per_group=2)
+
+
+def test_a_ctrl_c_right_after_any_jj_command_leaves_no_stray_change(
+        tmp_path: Path, jj_bin: str, fake_claude: FakeClaude) -> None:
+    """Ctrl+C right after each VCS command of a two-task jj run (in a colocated repository,
+    `jj git init`): after the stop, and after the run that follows it, `jj log -r 'all()'`
+    holds no empty, undescribed change but a working copy, and each task one change. A stop
+    right after task 1's landing (`jj rebase -s @ ...`) left the lane's empty @ to the next
+    run's first task, which took it for a base and landed without it: an empty change beside
+    the main line for good."""
+    problems: list[str] = []
+    stopped, at = 0, 1
+    with ThreadPoolExecutor(SWEEP_WORKERS) as pool:
+        while at:
+            batch = list(range(at, at + SWEEP_WORKERS))
+            for was, found in pool.map(lambda k: jj_stop_point(tmp_path, fake_claude, k), batch):
                 stopped += was
                 problems += found
                 if not was:

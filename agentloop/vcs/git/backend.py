@@ -25,7 +25,7 @@ from agentloop.vcs.git.record import AttemptRecord, Start
 from agentloop.vcs.git.repo import GitRepo, split
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.history import missing
-from agentloop.vcs.protocol import Change
+from agentloop.vcs.protocol import Change, KilledAttempt
 from agentloop.vcs.rewritten import carried, rewritten
 
 if TYPE_CHECKING:
@@ -326,16 +326,21 @@ class GitVcs:
         found, self._recovered = self._recovered, None
         return found
 
-    def killed_attempt_kept(self, begun_as: str) -> str | None:
-        """Where prepare kept the attempt a killed run left and it rolled back, as a line
-        bring_back reads (once), when that attempt was begun as `begun_as` (a record too old
-        to say so: any); None when there was none, or no copy. Asked from a lane too, of
-        the checkout's backend (GitMainLine), for a task a killed run began in the checkout."""
+    def killed_attempt_kept(self, begun_as: str) -> KilledAttempt | None:
+        """Where prepare kept the attempt a killed run left and it rolled back (once), when
+        that attempt was begun as `begun_as` (a record too old to say so: any); None when
+        there was none, or no copy. Asked from a lane too, of the checkout's backend
+        (GitMainLine), for a task a killed run began in the checkout."""
         found = self._rolled_back
         if found is None or found[1] not in (None, begun_as):
-            return None if self.lane or self.lanes else self._left_in_a_lane(begun_as)
+            if self.lane or self.lanes:
+                return None
+            line = self._left_in_a_lane(begun_as)
+            return KilledAttempt(line) if line is not None else None
         self._rolled_back = None
-        return found[0]
+        # The checkout's prepare said it among the run's first lines; a lane's prepare notes
+        # are the lane's (agentloop.run.scheduler shows none of them).
+        return KilledAttempt(found[0], said=not self.lane)
 
     def _left_in_a_lane(self, begun_as: str) -> str | None:
         """Your checkout, after a killed run in lanes: the attempt begun as `begun_as` that it

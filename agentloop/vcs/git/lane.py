@@ -29,7 +29,7 @@ from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.landing import IntegrationConflict, markers_left
 from agentloop.vcs.lanes import BRANCH_PREFIX
-from agentloop.vcs.protocol import Change
+from agentloop.vcs.protocol import Change, KilledAttempt
 from agentloop.vcs.rewritten import carried, rewritten
 
 
@@ -233,7 +233,7 @@ class LaneGit:
         """Kept edits back in the worktree."""
         return self.work.bring_back(kept)
 
-    def killed_attempt_kept(self, begun_as: str) -> str | None:
+    def killed_attempt_kept(self, begun_as: str) -> KilledAttempt | None:
         """Where a killed run's attempt is kept (GitVcs.killed_attempt_kept): one in this
         worktree, else one the checkout's prepare rolled back (the killed run worked there)."""
         return self.work.killed_attempt_kept(begun_as) or self.main.killed_attempt_kept(begun_as)

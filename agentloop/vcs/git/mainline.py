@@ -35,6 +35,7 @@ from agentloop.vcs.check import dirty, stamp
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.landing import POLL_SECONDS, WAIT_LIMIT, IntegrationConflict, Waiting
+from agentloop.vcs.protocol import KilledAttempt
 
 LANDED = "refs/agent-loop/landed/"
 # In the git dir while a landing's checkout has not followed the branch: "<old> <new>".
@@ -48,7 +49,7 @@ class GitMainLine:
                  stopping: Callable[[], bool] | None = None,
                  wait_limit: float = WAIT_LIMIT, dirs: tuple[Path, Path] | None = None,
                  listed: list[str] | None = None,
-                 checkout_kept: Callable[[str], str | None] | None = None) -> None:
+                 checkout_kept: Callable[[str], KilledAttempt | None] | None = None) -> None:
         self.root = root
         self.git = Git(root)
         self.ref = ref
@@ -74,7 +75,7 @@ class GitMainLine:
         # which its prepare rolled back, is the work of a task that now runs in a lane.
         self._checkout_kept = checkout_kept
 
-    def killed_attempt_kept(self, begun_as: str) -> str | None:
+    def killed_attempt_kept(self, begun_as: str) -> KilledAttempt | None:
         """Where the checkout's prepare kept the killed attempt begun as `begun_as` it rolled
         back (GitVcs.killed_attempt_kept); None when it kept none, or no such backend."""
         return self._checkout_kept(begun_as) if self._checkout_kept is not None else None

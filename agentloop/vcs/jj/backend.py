@@ -72,7 +72,7 @@ class JjVcs:
     lost_hint = "`jj op log` lists what happened; `jj op restore <op>` undoes what dropped it"
 
     def __init__(self, root: Path, task_file: Path, initialized: bool = True,
-                 auto_track: str | None = None, made: bool = False) -> None:
+                 auto_track: str | None = None, made: bool = False, lane: bool = False) -> None:
         self.root = root.resolve()
         self.task_file = task_file
         self.initialized = initialized
@@ -82,6 +82,9 @@ class JjVcs:
         # A workspace just added on a commit of the main line: no killed run began a change in
         # it, so prepare() has no stray to look for.
         self._made = made
+        # A lane's workspace: only agent-loop and its agents work there, so no change in it is
+        # the user's (an empty, undescribed @ is one we left: begin takes it, stacks nothing).
+        self._lane = lane
         self._own = OwnFiles()   # the task file, other plans' and .agent-loop/: no task's
         self._base = ""          # @ at the first begin: the user's change, takes the tool's edits
         self._began = False      # a task began here in this run (a new lane's first has no base)
@@ -178,6 +181,11 @@ class JjVcs:
             # one's, so the first task is that change, right on the tip (whose landing then takes
             # the short way). No base below it unless the tool's files go into it (_base_below).
             reuse = True
+        elif not self._began and self._lane and self._ours_unused():
+            # A lane a stopped or killed run left (or one whose conflict was resolved): its @
+            # is the empty change our finish, abandon or squash left there. Stacked on as a
+            # base, it stayed beside the main line once the task landed without it.
+            reuse = True
         elif not self._began:
             # The first task: the user's work is snapshotted into @ by `jj new`, and that change
             # (its parent, as it reports) stays theirs. Taken here, not in prepare, so a runner
@@ -187,8 +195,7 @@ class JjVcs:
         elif self._fresh:
             # Only the tool's own files may have been written since; anything else (the user
             # editing between tasks) stays in that change, and the task starts on top of it.
-            wc = self.jj.revs("@")[0]
-            reuse = not wc.described and all(self._own.holds(f) for f in wc.files)
+            reuse = self._ours_unused()
         told = self.jj.told("describe" if reuse else "new", "-m", message)
         made, self._fresh, self._made, self._began = self._made, False, False, True
         rev = next((r for r in told if r.is_wc), None) or self.jj.revs("@")[0]
@@ -205,6 +212,12 @@ class JjVcs:
         self._messages[rev.change_id] = message
         return Change(change_id=rev.change_id, commit_id=rev.commit_id,
                       base=",".join(rev.parents))
+
+    def _ours_unused(self) -> bool:
+        """Whether @ is undescribed and holds none but the tool's own files (which finish sweeps
+        into a base): an empty change of ours, which a task may take as it is."""
+        wc = self.jj.revs("@")[0]
+        return not wc.described and all(self._own.holds(f) for f in wc.files)
 
     def finish(self, change: Change, message: str) -> Change:
         """`jj commit`: snapshot, describe and leave the task's change in one command, which
@@ -425,7 +438,12 @@ class JjVcs:
         wc = self.jj.revs("@")[0]
         if self._fresh and self._sweep(wc):
             wc = self.jj.revs("@")[0]  # the tool's last tick went down into the base
-        if not (wc.empty and not wc.described):
+        if wc.empty and wc.described and self.jj.ids(f"@ & ({leftovers.BEGUN})"):
+            # A begin a stop cut off once its `jj describe`/`jj new` had run: no record names
+            # that change. Dropped (jj puts a new empty @ on its parent), not stacked on, where
+            # `jj log` would show it for good once the next run moves on.
+            self.jj.out("abandon", "@")
+        elif not (wc.empty and not wc.described):
             self.jj.out("new")
         self._fresh = True
         self._drop_unused_base()

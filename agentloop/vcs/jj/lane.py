@@ -38,7 +38,7 @@ class LaneJj:
                  made: bool = False) -> None:
         # `made`: the workspace was just added, on the main line's tip.
         self.work = JjVcs(workspace, task_file, initialized=True, auto_track=main.auto_track,
-                          made=made)
+                          made=made, lane=True)
         self.main = main
         self.workspace = name
         self.lane_commits: list[str] = []

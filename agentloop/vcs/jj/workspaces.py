@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from agentloop.vcs.jj.leftovers import BEGUN
 from agentloop.vcs.jj.run import Jj
 from agentloop.vcs.lanes import JJ_PREFIX, Workspace, bookkeeping, lanes_dir
 
@@ -36,17 +37,21 @@ def _open_jj(root: Path, name: str, base: str, fresh: bool, config: list[str],
     if there and not fresh and (path / ".jj").is_dir():
         Jj(path).out("workspace", "update-stale")
         return Workspace(name, path, workspace, reused=True)
-    clean_jj(root, name, there)
+    clean_jj(root, name, there, left=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     Jj(root, list(config)).out("workspace", "add", "--name", workspace, "-r", base, str(path))
     return Workspace(name, path, workspace)
 
 
-def clean_jj(root: Path, name: str, listed: bool | None = None) -> None:
+def clean_jj(root: Path, name: str, listed: bool | None = None, left: bool = False) -> None:
     """Lane `name`'s workspace forgotten and its folder deleted. `listed`: whether the
-    repository's list of workspaces, just read, holds it (None: ask)."""
+    repository's list of workspaces, just read, holds it (None: ask). `left`: a lane an earlier
+    run left, whose @ may be a change its begin described and never used (BEGUN): dropped too,
+    as jj drops an empty, undescribed @ it forgets (else `jj log` shows it for good)."""
     workspace = JJ_PREFIX + name
     if (listed if listed is not None else workspace in jj_workspaces(root)):
+        if left:
+            Jj(root).out("--ignore-working-copy", "abandon", f"{workspace}@ & {BEGUN}")
         Jj(root).out("--ignore-working-copy", "workspace", "forget", workspace)
     path = lanes_dir(root) / name
     if path.exists():
@@ -80,5 +85,5 @@ def swept_jj(root: Path, keep: set[str], known: set[str] | None = None
     gone = sorted(n for n in names if n not in keep)
     with bookkeeping(root):
         for name in gone:
-            clean_jj(root, name)
+            clean_jj(root, name, left=True)
     return gone, (listed if not gone else None)
