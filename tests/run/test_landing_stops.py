@@ -143,15 +143,17 @@ SWEEP_WORKERS = 2
 SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
-def stop_point(tmp_path: Path, fake_claude: FakeClaude, at: int) -> tuple[bool, list[str]]:
+def stop_point(tmp_path: Path, fake_claude: FakeClaude, kind: str, at: int
+               ) -> tuple[bool, list[str]]:
     """A two-task run stopped right after its VCS command number `at`, then run to its end:
-    (whether it was stopped, what went wrong)."""
-    sig = SIGNALS[at % len(SIGNALS)]
-    label = f"{sig} after VCS command {at}"
-    work = tmp_path / f"at-{at}"
-    new_repo(work, "git", groups=1, per_group=2, pause=0)
-    out = tmp_path / f"at-{at}.out"
-    tool = stopped_run(work, out, str(at), sig)
+    (whether it was stopped, what went wrong). git: Ctrl+C, SIGTERM or SIGHUP in turn; jj:
+    Ctrl+C, and no stray change after the stop or after the next run (jj_leftovers)."""
+    sig = SIGNALS[at % len(SIGNALS)] if kind == "git" else "SIGINT"
+    label = f"{kind}: {sig} after VCS command {at}"
+    work = tmp_path / f"{kind}-{at}"
+    new_repo(work, kind, groups=1, per_group=2, pause=0)
+    out = tmp_path / f"{kind}-{at}.out"
+    tool = stopped_run(work, out, str(at), sig, kind=kind)
     code = tool.wait(timeout=120)
     settle(tool.pid, fake_claude, label, within=work)
     if code == 0:
@@ -159,24 +161,27 @@ def stop_point(tmp_path: Path, fake_claude: FakeClaude, at: int) -> tuple[bool, 
     said = out.read_text()
     if code != 130 or "Traceback" in said:
         return True, [f"{label}: exit {code}: {said[-2000:]}"]
-    again = tmp_path / f"at-{at}.again"
-    done = start(work, "git", again, None, "--no-distill")
+    def leftovers(when: str) -> list[str]:
+        return jj_leftovers(work, f"{label}, {when}", per_group=2) if kind == "jj" else []
+
+    problems = leftovers("after the stop")
+    again = tmp_path / f"{kind}-{at}.again"
+    done = start(work, kind, again, None, "--no-distill")
     if done.wait(timeout=120) != 0:
-        return True, [f"{label}: the run after it failed: {again.read_text()[-2000:]}"]
-    return True, check(work, "git", label, per_group=2)
+        return True, problems + [f"{label}: the run after it failed: {again.read_text()[-2000:]}"]
+    return True, problems + check(work, kind, label, per_group=2) + leftovers("after the next run")
 
 
-def test_a_stop_right_after_any_vcs_command_of_a_git_run_loses_nothing(
-        tmp_path: Path, fake_claude: FakeClaude) -> None:
-    """Ctrl+C, SIGTERM or SIGHUP (in turn) right after each VCS command of a serial git run
-    of two tasks: each task's work ends in exactly one commit of your branch, its record
-    naming it. A stop right after the lane's commit left the task's work on none."""
+def sweep_stops(tmp_path: Path, fake_claude: FakeClaude, kind: str) -> None:
+    """A stop right after each VCS command of the run in turn, two at a time, until the run
+    makes fewer commands than the point: at least 12 points, and nothing wrong at any."""
     problems: list[str] = []
     stopped, at = 0, 1
     with ThreadPoolExecutor(SWEEP_WORKERS) as pool:
         while at:
             batch = list(range(at, at + SWEEP_WORKERS))
-            for was, found in pool.map(lambda k: stop_point(tmp_path, fake_claude, k), batch):
+            for was, found in pool.map(lambda k: stop_point(tmp_path, fake_claude, kind, k),
+                                       batch):
                 stopped += was
                 problems += found
                 if not was:
@@ -184,6 +189,14 @@ def test_a_stop_right_after_any_vcs_command_of_a_git_run_loses_nothing(
             at = at and at + SWEEP_WORKERS
     assert stopped >= 12
     assert not problems, "\n".join(problems)
+
+
+def test_a_stop_right_after_any_vcs_command_of_a_git_run_loses_nothing(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Ctrl+C, SIGTERM or SIGHUP (in turn) right after each VCS command of a serial git run
+    of two tasks: each task's work ends in exactly one commit of your branch, its record
+    naming it. A stop right after the lane's commit left the task's work on none."""
+    sweep_stops(tmp_path, fake_claude, "git")
 
 
 # An empty, undescribed change that is no workspace's @: one nobody asked for, which `jj log`
@@ -207,30 +220,6 @@ def jj_leftovers(work: Path, label: str, per_group: int) -> list[str]:
     return problems
 
 
-def jj_stop_point(tmp_path: Path, fake_claude: FakeClaude, at: int) -> tuple[bool, list[str]]:
-    """A two-task jj run (its lane's landings on your @) stopped by Ctrl+C right after its VCS
-    command number `at`, then run to its end: (whether it was stopped, what went wrong)."""
-    label = f"jj: Ctrl+C after VCS command {at}"
-    work = tmp_path / f"jj-{at}"
-    new_repo(work, "jj", groups=1, per_group=2, pause=0)
-    out = tmp_path / f"jj-{at}.out"
-    tool = stopped_run(work, out, str(at), "SIGINT", kind="jj")
-    code = tool.wait(timeout=120)
-    settle(tool.pid, fake_claude, label, within=work)
-    if code == 0:
-        return False, []  # the run made fewer commands: it ended before the stop
-    said = out.read_text()
-    if code != 130 or "Traceback" in said:
-        return True, [f"{label}: exit {code}: {said[-2000:]}"]
-    problems = jj_leftovers(work, f"{label}, after the stop", per_group=2)
-    again = tmp_path / f"jj-{at}.again"
-    done = start(work, "jj", again, None, "--no-distill")
-    if done.wait(timeout=120) != 0:
-        return True, problems + [f"{label}: the run after it failed: {again.read_text()[-2000:]}"]
-    return True, problems + check(work, "jj", label, per_group=2) + \
-        jj_leftovers(work, f"{label}, after the next run", per_group=2)
-
-
 def test_a_ctrl_c_right_after_any_jj_command_leaves_no_stray_change(
         tmp_path: Path, jj_bin: str, fake_claude: FakeClaude) -> None:
     """Ctrl+C right after each VCS command of a two-task jj run (in a colocated repository,
@@ -239,16 +228,4 @@ def test_a_ctrl_c_right_after_any_jj_command_leaves_no_stray_change(
     right after task 1's landing (`jj rebase -s @ ...`) left the lane's empty @ to the next
     run's first task, which took it for a base and landed without it: an empty change beside
     the main line for good."""
-    problems: list[str] = []
-    stopped, at = 0, 1
-    with ThreadPoolExecutor(SWEEP_WORKERS) as pool:
-        while at:
-            batch = list(range(at, at + SWEEP_WORKERS))
-            for was, found in pool.map(lambda k: jj_stop_point(tmp_path, fake_claude, k), batch):
-                stopped += was
-                problems += found
-                if not was:
-                    at = 0  # every command of the run was a stop point
-            at = at and at + SWEEP_WORKERS
-    assert stopped >= 12
-    assert not problems, "\n".join(problems)
+    sweep_stops(tmp_path, fake_claude, "jj")
