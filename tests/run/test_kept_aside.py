@@ -298,3 +298,25 @@ def test_the_run_after_a_kill_says_the_roll_back_once(tmp_path: Path, kind: str,
     said = [line for line in out.splitlines() if "rolled back" in line]
     assert len(said) == 1, out
     assert "kept in" in said[0], out
+
+
+@pytest.mark.parametrize("first, then", [("checkout", "lane"), ("lane", "checkout")])
+def test_jj_the_run_after_a_kill_in_the_check_on_another_workplace_goes_on(
+        tmp_path: Path, first: str, then: str, fake_claude: FakeClaude) -> None:
+    # As the git test above, with jj. Checkout then lane: the lane dropped the killed attempt,
+    # your checkout's @, which left your checkout stale, and the task's landing there stopped
+    # the run ("The working copy is stale", exit 1). Lane then checkout: the agent's files,
+    # never taken into the lane's change, were not kept, and the agent was paid again.
+    work, out = stopped_in_the_check(tmp_path, "jj", "## G\n- the task\n  FAKE: write a.txt a\n",
+                                     first, then=then)
+    assert len(fake_claude.task_prompts()) == 1, out  # the agent was paid once
+    assert "its agent had finished" in out, out
+    assert len([line for line in out.splitlines() if "rolled back" in line]) == 1, out
+    assert (work / "a.txt").read_text() == "a\n"
+    task = state_of(work)["tasks"][0]
+    assert task["status"] == "completed" and task["attempts"] == 1, task
+    assert jj(work, "log", "--no-graph", "-r", "@-", "-T",
+              'self.diff().files().map(|f| f.path())').split() == ["a.txt"]
+    # One change for the task, and your checkout up to date (jj would refuse it, stale).
+    assert jj(work, "log", "--no-graph", "-r", '::@ & description(glob:"agent-loop:*")',
+              "-T", 'change_id ++ "\\n"').count("\n") == 1

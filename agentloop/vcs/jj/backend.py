@@ -26,6 +26,7 @@ from agentloop.vcs.jj.aside import bring_back, keep_aside
 from agentloop.vcs.jj.carried import Carried
 from agentloop.vcs.jj.ownfiles import OwnFiles
 from agentloop.vcs.jj.run import Jj, Rev, fileset, op_head
+from agentloop.vcs.lanes import JJ_PREFIX, lanes_dir
 from agentloop.vcs.protocol import Change
 from agentloop.vcs.stays_git import branch_of
 
@@ -361,6 +362,8 @@ class JjVcs:
         if keep and not self._began and wc is not None and self._wc_on_top(task):
             self._resumable = task.change_id
             return None
+        if not self._began and wc is not None and self._took_in_a_lane(task.change_id):
+            task = self.jj.revs(task.change_id)[0]
         # With no base (before the first begin, an earlier run's leftover; in a new lane, whose
         # first task began right on the tip) the tool's files are put back on disk instead,
         # where the next snapshot takes them into @.
@@ -378,6 +381,26 @@ class JjVcs:
         # jj gives an abandoned working-copy commit a new, empty one on its parent.
         self._fresh = wc_goes
         return kept
+
+    def _took_in_a_lane(self, change_id: str) -> bool:
+        """A killed run's attempt that is @ of one of this checkout's lanes (that run worked
+        in lanes, this one works here): its agent's files are on disk in the lane, never taken
+        into the change (finish's `jj commit` does that, or the lane's next command), so kept
+        aside from here it held nothing, and the agent was paid again. Taken in now by a
+        command run in that lane; whether one was."""
+        out = self.jj.out("--ignore-working-copy", "log", "--no-graph", "-r", change_id, "-T",
+                          "working_copies")
+        took = False
+        for name in (w.removesuffix("@") for w in out.split()):
+            path = lanes_dir(self.root) / name.removeprefix(JJ_PREFIX)
+            if not name.startswith(JJ_PREFIX) or not (path / ".jj").is_dir():
+                continue
+            try:
+                self.jj.out("log", "--no-graph", "-r", "@", "-T", "change_id", cwd=path)
+            except VcsError:
+                continue  # a lane jj cannot read (stale, say): its change as it is
+            took = True
+        return took
 
     def discard(self, change: Change) -> str | None:
         """Abandon the change for good, never kept for a next begin: --reset's drop of its old

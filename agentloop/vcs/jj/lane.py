@@ -48,6 +48,8 @@ class LaneJj:
         # The operation at which every finished task's change was last known below the main
         # checkout's @, carried over the lane's own commands (JjVcs.missing does the same).
         self._whole: str | None = None
+        # The changes this lane's begin made in this run (not one a killed run left).
+        self._begun: set[str] = set()
 
     @property
     def root(self) -> Path:
@@ -78,6 +80,8 @@ class LaneJj:
             # date. Between tasks @ holds nothing of the agent's, so nothing is lost by that.
             self.jj.run("workspace", "update-stale")
             change = self.work.begin(message)
+        if not change.kept:
+            self._begun.add(change.change_id)
         stamp = op_head(self.main.root)
         if before is not None and before == self._whole:
             self._whole = stamp
@@ -101,8 +105,21 @@ class LaneJj:
             raise LaneBreach(breach)
 
     def abandon(self, change: Change) -> str | None:
-        """Drop the attempt's change, kept aside first."""
-        return self.work.abandon(change)
+        """Drop the attempt's change, kept aside first. One this lane did not begin may be a
+        killed run's begun in your checkout (that run worked there), your checkout's @: dropped
+        from here, jj gives your checkout a new @ and leaves its files as they were until it is
+        brought up to date ("The working copy is stale", which the task's landing, a command
+        run in your checkout, met and stopped the run on). Brought up to date at once (a no-op
+        when it was not stale), before the task begins again here."""
+        ours = change.change_id in self._begun
+        self._begun.discard(change.change_id)
+        kept = self.work.abandon(change)
+        if ours or not change.change_id:
+            return kept
+        if self.main.catch_up() and kept:
+            kept += ("; files in your checkout that differed from jj's last record of it were "
+                     "kept in a change of their own (`jj log` shows it)")
+        return kept
 
     def keeps(self, change_id: str) -> bool:
         """Whether `abandon` kept the change for its task's next begin (JjVcs.keeps)."""

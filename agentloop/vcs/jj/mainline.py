@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from agentloop.errors import VcsError
+from agentloop.vcs.jj.leftovers import CONCURRENT
 from agentloop.vcs.jj.run import SUMMARIES, Jj, fileset, summaries
 from agentloop.vcs.landing import POLL_SECONDS, WAIT_LIMIT, IntegrationConflict, Waiting
 
@@ -48,6 +49,14 @@ class JjMainLine:
         snapshot of the checkout, which only a landing takes, with the lanes' settings)."""
         return self.jj.out("--ignore-working-copy", "log", "--no-graph", "-r", "@-", "-T",
                            'change_id ++ "\n"').split()[0]
+
+    def catch_up(self) -> bool:
+        """The main checkout brought up to date (`jj workspace update-stale`) after a lane's
+        command rewrote its @; a no-op when nothing did. Whether files there differed from
+        jj's last record of them, which jj then keeps in a change of their own."""
+        with self._lock:
+            done = self.jj.run("workspace", "update-stale")
+        return CONCURRENT in done.stdout + done.stderr
 
     def forget(self, commits: list[str]) -> None:
         """Nothing to forget: a jj change keeps its id wherever it lands."""
