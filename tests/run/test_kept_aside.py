@@ -320,3 +320,30 @@ def test_jj_the_run_after_a_kill_in_the_check_on_another_workplace_goes_on(
     # One change for the task, and your checkout up to date (jj would refuse it, stale).
     assert jj(work, "log", "--no-graph", "-r", '::@ & description(glob:"agent-loop:*")',
               "-T", 'change_id ++ "\\n"').count("\n") == 1
+
+
+def test_jj_a_killed_finished_attempt_is_kept_when_another_task_began_first(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # Two groups in parallel lanes, killed while B's check runs (its agent finished) and A's
+    # agent still works; the next run, in your checkout, begins A again first. B's attempt,
+    # the lane's @, had its agent's files only on disk there: taken in only while the run had
+    # begun no task yet, B's agent was paid again once A had begun.
+    plan = ("## A\n- slow\n  FAKE: sleep 3\n  FAKE: write x.txt x\n"
+            "## B\n- quick\n  FAKE: write a.txt a\n")
+    work = project(tmp_path, "jj", plan)
+    once, checking = tmp_path / "once", tmp_path / "checking"
+    check = (f"test -f a.txt || exit 0; test -e {once} && exit 0; touch {once} {checking}; "
+             "sleep 30")
+    child = start(work, "--vcs", "jj", "--workplace", "lane", "--parallel", "2",
+                  "--check", check)
+    wait_for(child, checking)
+    child.kill()  # kill -9 of agent-loop alone: A's agent dies with it (the watchdog)
+    child.communicate(timeout=60)
+    again = agent_loop(work, "--vcs", "jj", "--workplace", "checkout", "--no-distill",
+                       "--check", check)
+    assert again.returncode == 0, again.stdout + again.stderr
+    quick = [p for p in fake_claude.task_prompts() if "quick" in p]
+    assert len(quick) == 1, again.stdout  # B's agent was paid once
+    assert (work / "a.txt").read_text() == "a\n" and (work / "x.txt").read_text() == "x\n"
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed", "completed"], tasks

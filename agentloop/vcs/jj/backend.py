@@ -362,7 +362,9 @@ class JjVcs:
         if keep and not self._began and wc is not None and self._wc_on_top(task):
             self._resumable = task.change_id
             return None
-        if not self._began and wc is not None and self._took_in_a_lane(task.change_id):
+        # Not begun by this run (no message of ours): a killed run's, whichever task's turn
+        # it is (in your checkout one backend serves every group, so others may have begun).
+        if message is None and wc is not None and self._took_in_a_lane(task.change_id):
             task = self.jj.revs(task.change_id)[0]
         # With no base (before the first begin, an earlier run's leftover; in a new lane, whose
         # first task began right on the tip) the tool's files are put back on disk instead,
@@ -461,12 +463,15 @@ class JjVcs:
         wc = self.jj.revs("@")[0]
         if self._fresh and self._sweep(wc):
             wc = self.jj.revs("@")[0]  # the tool's last tick went down into the base
-        if wc.empty and wc.described and self.jj.ids(f"@ & ({leftovers.BEGUN})"):
+        if wc.empty and wc.described:
             # A begin a stop cut off once its `jj describe`/`jj new` had run: no record names
             # that change. Dropped (jj puts a new empty @ on its parent), not stacked on, where
-            # `jj log` would show it for good once the next run moves on.
-            self.jj.out("abandon", "@")
-        elif not (wc.empty and not wc.described):
+            # `jj log` would show it for good once the next run moves on. One command that
+            # looks and drops: an edit of yours made since the look above is snapshotted into
+            # @ first, which is then no longer empty, and stays.
+            self.jj.out("abandon", f"@ & ({leftovers.BEGUN})")
+            wc = self.jj.revs("@")[0]
+        if not (wc.empty and not wc.described):
             self.jj.out("new")
         self._fresh = True
         self._drop_unused_base()
