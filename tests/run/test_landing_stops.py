@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.run.test_crash import check, git_history, jj, new_repo, settle, start, subject
+from tests.run.test_crash import check, ended, git_history, jj, new_repo, settle, start, subject
 from tests.run.test_landing_beside import statuses
 from tests.support.fake_agent import FakeClaude
 
@@ -74,8 +74,8 @@ main()
 
 def stopped_run(work: Path, out: Path, after: str, sig: str, *extra: str, kind: str = "git"
                 ) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "STOP_AFTER": after,
-           "STOP_SIGNAL": sig}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "PYTHONFAULTHANDLER": "1",
+           "STOP_AFTER": after, "STOP_SIGNAL": sig}
     with open(out, "w") as sink:
         return subprocess.Popen([sys.executable, "-c", LAUNCHER, "tasks.md", "--vcs", kind,
                                  "--no-distill", *extra], cwd=work, env=env,
@@ -154,7 +154,7 @@ def stop_point(tmp_path: Path, fake_claude: FakeClaude, kind: str, at: int
     new_repo(work, kind, groups=1, per_group=2, pause=0)
     out = tmp_path / f"{kind}-{at}.out"
     tool = stopped_run(work, out, str(at), sig, kind=kind)
-    code = tool.wait(timeout=120)
+    code = ended(tool, out)
     settle(tool.pid, fake_claude, label, within=work)
     if code == 0:
         return False, []  # the run made fewer commands: it ended before the stop
@@ -167,7 +167,7 @@ def stop_point(tmp_path: Path, fake_claude: FakeClaude, kind: str, at: int
     problems = leftovers("after the stop")
     again = tmp_path / f"{kind}-{at}.again"
     done = start(work, kind, again, None, "--no-distill")
-    if done.wait(timeout=120) != 0:
+    if ended(done, again) != 0:
         return True, problems + [f"{label}: the run after it failed: {again.read_text()[-2000:]}"]
     return True, problems + check(work, kind, label, per_group=2) + leftovers("after the next run")
 

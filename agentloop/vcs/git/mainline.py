@@ -430,7 +430,8 @@ def finish_landing(root: Path, git_dir: Path) -> str | None:
 def _half_written(git: Git, root: Path, old: str, new: str) -> bool:
     """Whether the checkout holds some of the paths `new` changes from `old` as `new` has them
     and every other one as `old` has it: what a fast-forward cut short leaves, and nobody's
-    edit (a file of any other content, a folder, a link beyond a folder: False)."""
+    edit (a file of any other content, or a folder: False). A path reached through a link to
+    a folder reads as missing, as git's side of a path added or deleted does."""
     out = git.code("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new)[1]
     fields = out.split("\0")
     some = False

@@ -9,8 +9,9 @@ the user made with git, puts a new @ on it and snapshots the old files into that
 of what the command put under @ (a landed task's change) show as deleted there. With HEAD back,
 the command is undone whole, as if killed a moment earlier, and whoever ran it runs it again.
 When @'s parent was jj's root (a repository with no commit yet), git's HEAD was unborn and the
-reflog's old side is all zeros: HEAD goes back to unborn, on `refs/jj/root` as jj itself leaves
-it for a root parent.
+reflog's old side is all zeros: HEAD goes back to unborn, on `refs/jj/root`, where jj itself
+points it when it moves @ back onto its root (a fresh `jj git init` leaves `refs/heads/main`,
+which that reflog no longer names; either way jj reads no commit there).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 from agentloop.vcs.jj.run import Jj
 
 EXPORT = "export from jj"
-# What jj points an unborn git HEAD at when @'s parent is its root commit (all zeros).
+# What jj points an unborn git HEAD at when it moves @ onto its root commit (all zeros).
 ROOT_REF = "refs/jj/root"
 
 

@@ -117,8 +117,12 @@ class LaneJj:
         if ours or not change.change_id:
             return kept
         if self.main.catch_up() and kept:
-            kept += ("; files in your checkout that differed from jj's last record of it were "
-                     "kept in a change of their own (`jj log` shows it)")
+            # jj snapshots the checkout's files into the commit it last knew there, the attempt
+            # just dropped, shows that change again and takes those files off the disk.
+            short = change.change_id[:12]
+            kept += (f"; edits made in your checkout since the run began were taken by jj into "
+                     f"change {short} (the attempt dropped here, which `jj log` shows again), "
+                     f"not left on disk: `jj restore --from {short} <file>` brings one back")
         return kept
 
     def keeps(self, change_id: str) -> bool:
