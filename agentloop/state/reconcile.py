@@ -8,7 +8,10 @@ of refusing to go on.
   history, log name), even if it moved; duplicates match in file order. A done task left
   unmatched (its heading renamed, or it moved under another) keeps its record by its text
   alone, where exactly one unmatched done task and one unmatched new task have that text.
-- A new task that stands where an unmatched old one of the same group stood is an edit: a new
+- A new task that stands where an unmatched old one of the same group stood is an edit: the
+  same slot between the same tasks matched in place (those that kept their order; a moved one
+  marks no slot), paired in order within it. A task deleted in one place and another added
+  elsewhere are a removal and an addition: the added one runs. An edit is a new
   pending task; the old one's change stays in history and is named. An edit of a completed
   task keeps it done instead, with the new words (a typo fixed is no reason to pay for finished
   work again): it remembers the words it was done with (`done_as`), and every run start,
@@ -24,6 +27,7 @@ of refusing to go on.
 from __future__ import annotations
 
 import dataclasses
+from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
 
 from agentloop.ondemand import dataclass as on_first_use
@@ -102,12 +106,14 @@ def reconcile(old: list[TaskState], new: TaskFile, keep_done: bool = True) -> Re
         saved[identity(record.group, record.task)].append(record)
     fresh = [TaskState.from_task(t) for t in new.tasks]
     result: list[TaskState | None] = []
+    came: list[list[int]] = [[] for _ in fresh]  # the old indices each new slot's record had
     ticked = []
     for task, record in zip(new.tasks, fresh):
         match = saved.get(identity(task.group, task.text))
         if not match:
             result.append(None)
             continue
+        came[len(result)].append(match[0].index)
         kept = dataclasses.replace(match.popleft(), index=task.index, line=task.line,
                                    checks=record.checks, optional=record.optional)
         if task.checked and kept.status not in (S.COMPLETED, S.SKIPPED):
@@ -120,18 +126,21 @@ def reconcile(old: list[TaskState], new: TaskFile, keep_done: bool = True) -> Re
         parts = [saved[identity(task.group, p)].popleft() for p in task.parts
                  if result[i] is None and saved.get(identity(task.group, p))]
         if parts:
+            came[i].extend(p.index for p in parts)
             carried = result[i] = carry(parts, task, fresh[i])
             folded.append((task.index, len(parts)))
             if carried.status != S.COMPLETED:   # a new log name: see agentloop.state.folding
                 renamed.add(i)
-    _regrouped(new, fresh, result, saved)
+    _regrouped(new, fresh, result, saved, came)
     leftover = [r for queue in saved.values() for r in queue]
-    return dataclasses.replace(_fill(result, fresh, leftover, ticked, renamed, keep_done),
+    slots = _slots(came, leftover)
+    return dataclasses.replace(_fill(result, fresh, leftover, ticked, renamed, keep_done,
+                                     slots),
                                folded=tuple(folded))
 
 
 def _regrouped(new: TaskFile, fresh: list[TaskState], result: list[TaskState | None],
-               saved: dict[tuple[str, str], deque[TaskState]]) -> None:
+               saved: dict[tuple[str, str], deque[TaskState]], came: list[list[int]]) -> None:
     """A done task whose heading was renamed, or which moved under another one, keeps its
     record (in `result`, taken from `saved`), under its new group: matched by its text alone,
     where that text is one unmatched done task's and one unmatched new task's, so no work done
@@ -153,18 +162,51 @@ def _regrouped(new: TaskFile, fresh: list[TaskState], result: list[TaskState | N
         (i,), (key,) = places, done[text]
         task = new.tasks[i]
         record = saved[key].popleft()
+        came[i].append(record.index)
         result[i] = dataclasses.replace(record, index=task.index, line=task.line,
                                         group=task.group, checks=fresh[i].checks,
                                         optional=fresh[i].optional)
 
 
+def _slots(came: list[list[int]], leftover: list[TaskState]) -> tuple[list[int], dict[int, int]]:
+    """The slot of each new position and of each unmatched old task (by its old index): how
+    many matched records that kept their order stand before it. A new task and an old one in
+    the same slot stand between the same such neighbours: one may be the other reworded.
+    Those that kept their order are the longest run of matches in order in both files (a
+    folded task's parts share its new place: in order too)."""
+    pairs = sorted((o, i) for i, olds in enumerate(came) for o in olds)
+    # Longest non-decreasing run of new places, in old order (patience sorting).
+    tails: list[int] = []           # the smallest last new place of a run of each length
+    ends: list[int] = []            # the pair that ends it
+    back: list[int] = []
+    for k, (_, i) in enumerate(pairs):
+        at = bisect_right(tails, i)
+        back.append(ends[at - 1] if at else -1)
+        if at == len(tails):
+            tails.append(i)
+            ends.append(k)
+        else:
+            tails[at], ends[at] = i, k
+    kept: list[tuple[int, int]] = []
+    k = ends[-1] if ends else -1
+    while k >= 0:
+        kept.append(pairs[k])
+        k = back[k]
+    kept.reverse()
+    olds, news = [o for o, _ in kept], [i for _, i in kept]
+    return ([bisect_left(news, i) for i in range(len(came))],
+            {r.index: bisect_left(olds, r.index) for r in leftover})
+
+
 def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list[TaskState],
-          ticked: list[int], renamed: set[int], keep_done: bool) -> Reconciled:
+          ticked: list[int], renamed: set[int], keep_done: bool,
+          slots: tuple[list[int], dict[int, int]]) -> Reconciled:
     """New records where nothing matched: an edit of an unmatched old task of the same group
-    (in order), else an addition; the old ones nothing matched are removed."""
-    by_group: dict[str, deque[TaskState]] = defaultdict(deque)
+    in the same slot (in order), else an addition; the old ones nothing matched are removed."""
+    new_slot, old_slot = slots
+    by_group: dict[tuple[int, str], deque[TaskState]] = defaultdict(deque)
     for record in sorted(leftover, key=lambda r: r.index):
-        by_group[record.group].append(record)
+        by_group[old_slot[record.index], record.group].append(record)
     added, edited, replaced, reworded = [], [], [], []
     # An old task kept its log name; a new one never shares it (a folded one that is still to
     # do has a new one: see agentloop.state.folding), nor one an edited or removed task had:
@@ -175,13 +217,13 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
         {r.log_name for r in leftover}
     for i in new:
         record, own = result[i] or fresh[i], ""
-        if result[i] is None and by_group[record.group] and \
-                by_group[record.group][0].status == S.COMPLETED and keep_done:
-            own = by_group[record.group][0].log_name  # its attempts go on counting: its own
-            record = _reworded(by_group[record.group].popleft(), record)
+        slot = by_group[new_slot[i], record.group]
+        if result[i] is None and slot and slot[0].status == S.COMPLETED and keep_done:
+            own = slot[0].log_name  # its attempts go on counting: its own
+            record = _reworded(slot.popleft(), record)
             reworded.append(record.index)
-        elif result[i] is None and by_group[record.group]:
-            replaced.append(by_group[record.group].popleft())
+        elif result[i] is None and slot:
+            replaced.append(slot.popleft())
             edited.append((record.index, replaced[-1].change_id or ""))
         elif result[i] is None:
             added.append(record.index)

@@ -19,6 +19,7 @@ from agentloop.state.reconcile import reconcile, reworded_lines
 from agentloop.state.schema import Attempt, TaskState
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git_project, state_of
+from tests.support.runner import agent_loop
 
 
 def saved(tmp_path: Path, text: str, done: tuple[int, ...]) -> list[TaskState]:
@@ -318,3 +319,46 @@ def test_a_typo_fixed_in_a_done_task_is_not_paid_for_again(
     agent_loop("--task", "1", "--again")
     assert fake_claude.prompts()[-1].rstrip().endswith("write a\nFAKE: write a.txt A")
     assert line not in agent_loop("--status")
+
+
+def test_a_task_deleted_in_one_place_and_added_in_another_is_no_reword(tmp_path: Path) -> None:
+    """A hostile trial: "one" deleted and "brand new" added at the end read as task one
+    "reworded after done", so the new task stood completed with one's commit and never ran.
+    Only a task in the same slot, between the same tasks matched in place, is an edit."""
+    old = saved(tmp_path, "## G\n- one\n- two\n- three\n", (1, 2, 3))
+    changed = reconcile(old, new(tmp_path, "## G\n- two\n- three\n- brand new\n"))
+    assert [(t.task, t.status) for t in changed.tasks] == [
+        ("two", "completed"), ("three", "completed"), ("brand new", "pending")]
+    assert changed.tasks[2].change_id is None and changed.tasks[2].done_as is None
+    assert (changed.added, changed.edited, changed.reworded_done) == ((3,), (), ())
+    assert [r.task for r in changed.removed] == ["one"]
+    assert changed.summary().startswith("1 task added, 0 edited, 1 removed;")
+    # Likewise a task still to do deleted and another added after the next one.
+    old = saved(tmp_path, "## G\n- one\n- two\n- three\n- four\n", (1, 2))
+    changed = reconcile(old, new(tmp_path, "## G\n- one\n- two\n- four\n- five\n"))
+    assert (changed.added, changed.edited, [r.task for r in changed.removed]) == (
+        (4,), (), ["three"])
+    # In the same slot it is still an edit, in order, even with a moved task beside it.
+    old = saved(tmp_path, "## G\n- a\n- b\n- c\n- d\n", (1, 2, 3))
+    changed = reconcile(old, new(tmp_path, "## G\n- b\n- a\n- c, better\n- d, too\n"))
+    assert (changed.reworded_done, changed.edited, changed.added, changed.removed) == (
+        (3,), ((4, ""),), (), ())
+
+
+def test_a_task_added_at_the_end_after_a_done_one_deleted_runs(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = git_project(tmp_path, "## G\n- [ ] one\n  FAKE: write one.txt 1\n"
+                                 "- [ ] two\n  FAKE: write two.txt 2\n"
+                                 "- [ ] three\n  FAKE: write three.txt 3\n")
+    first = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert first.returncode == 0, first.stdout + first.stderr
+    (work / "tasks.md").write_text("## G\n- [ ] two\n  FAKE: write two.txt 2\n"
+                                   "- [ ] three\n  FAKE: write three.txt 3\n"
+                                   "- [ ] brand new\n  FAKE: write new.txt new\n")
+    ran = agent_loop(work, "--vcs", "git", "--no-distill")
+    out = ran.stdout + ran.stderr
+    assert ran.returncode == 0, out
+    assert "1 task added, 0 edited, 1 removed" in out and "reworded after done" not in out, out
+    assert (work / "new.txt").read_text().strip() == "new"
+    assert len(fake_claude.calls()) == 4
+    assert [(t["task"], t["status"]) for t in state_of(work)["tasks"]][-1][1] == "completed"
