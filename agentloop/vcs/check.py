@@ -33,6 +33,7 @@ class Kind(enum.Enum):
     """What the agent did outside its task."""
 
     LANE_GONE = "lane-gone"                  # the lane's folder was removed
+    JJ_REMOVED = "jj-removed"                # jj: the lane's .jj folder was removed
     CHECKED_OUT = "checked-out"              # the lane's HEAD is on another branch (yours?)
     BRANCH_DELETED = "branch-deleted"        # the lane's branch is gone
     BRANCH_REWOUND = "branch-rewound"        # the lane's branch no longer holds its commits
@@ -225,7 +226,9 @@ def check_jj_lane(record: JjLaneRecord) -> Breach | None:
     from agentloop.vcs.jj.run import Jj, op_head
 
     lane = record.lane
-    if not lane.is_dir() or not (lane / ".jj").is_dir():
+    if lane.is_dir() and not (lane / ".jj").is_dir():
+        return jj_removed(lane)
+    if not lane.is_dir():
         return Breach(Kind.LANE_GONE, f"the lane's workspace {lane} was removed from outside "
                       "(its changes stay in the repository)",
                       ("jj workspace list", "jj log"))
@@ -255,6 +258,16 @@ def check_jj_lane(record: JjLaneRecord) -> Breach | None:
                 return Breach(Kind.LANDED_LOST, f"change {change[:12]}, which this lane landed, "
                               f"{what}", ("jj op log", f"jj log -r {change[:12]}"))
     return None
+
+
+def jj_removed(lane: Path) -> Breach:
+    """The lane's folder is there, its .jj folder is not: removed by its agent (or from
+    outside). Its commands name the lane with -R (agentloop.vcs.jj.run.Jj), so none of them
+    went on in the checkout around it."""
+    return Breach(Kind.JJ_REMOVED, f"the lane's jj workspace was removed ({lane / '.jj'} is "
+                  "gone, by its agent or from outside); no jj command of agent-loop's ran "
+                  "in your checkout for it, and the lane's changes stay in the repository",
+                  ("jj workspace list", "jj log"))
 
 
 def operations_since(jj: Jj, operation: str) -> list[tuple[str, str]]:

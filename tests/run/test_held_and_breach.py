@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import git, init_repo, state_of
+from tests.support.repos import git, init_repo, jj, state_of
 from tests.support.runner import agent_loop
 
 PLAN = """\
@@ -85,3 +85,41 @@ def test_an_agent_that_rewinds_its_lane_stops_its_group_with_the_repair_line(
     assert "Left stopped: " in said
     assert "l.txt" not in git(work, "log", "--format=", "--name-only", "main")
     assert git(work, "merge-base", "--is-ancestor", tip, "main") == ""
+
+
+def test_an_agent_that_removes_its_jj_lanes_workspace_never_moves_your_checkouts_change(
+        work: Path, fake_claude: FakeClaude, jj_bin: str) -> None:
+    # The lane is a jj workspace inside your checkout: with its .jj gone, jj run from the lane's
+    # folder finds your checkout's workspace above it, and the lane's `jj new` took your @.
+    init_repo(work, "colocated")
+    (work / "tasks.md").write_text(
+        "## G\n- t1\n  FAKE: write f1.txt 1\n- t2\n  FAKE: write f2.txt 2\n"
+        "  FAKE: bash rm -rf .jj\n- t3\n  FAKE: write f3.txt 3\n")
+    jj(work, "commit", "-m", "plan")
+    (work / "mine.txt").write_text("mine\n")   # your edit, in your checkout's @
+
+    def yours() -> tuple[str, str]:
+        return (jj(work, "log", "--no-graph", "-r", "default@", "-T", "change_id").strip(),
+                jj(work, "diff", "--git", "-r", "default@"))
+
+    def wc_at(op: str) -> str:
+        return jj(work, "--ignore-working-copy", "--at-op", op, "log", "--no-graph", "-r",
+                  "default@", "-T", "commit_id")
+
+    before = yours()
+    done = agent_loop(work, "--no-distill")
+    said = done.stdout + done.stderr
+    assert done.returncode == 1, said
+    [line] = [s for s in done.stderr.splitlines() if "jj workspace was removed" in s]
+    assert "see and repair it with" in line
+    assert "G stopped: " in said
+    assert [t["status"] for t in state_of(work)["tasks"]][0] == "completed", said
+    assert yours() == before, said
+    assert (work / "mine.txt").read_text() == "mine\n"
+    # Task 2 began (its `jj describe` in the lane), then its agent removed the lane's .jj: no
+    # operation since has moved or rewritten your checkout's @.
+    ops = [r.split("\t", 1) for r in jj(
+        work, "--ignore-working-copy", "op", "log", "--no-graph", "-T",
+        'id ++ "\t" ++ attributes ++ "\x1e"').split("\x1e") if "\t" in r]
+    began = next(i for i, (_, args) in enumerate(ops) if "describe -m 'agent-loop: G / t2" in args)
+    assert {wc_at(op) for op, _ in ops[:began + 1]} == {wc_at(ops[began][0])}, ops[:began]

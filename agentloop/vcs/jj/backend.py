@@ -95,8 +95,9 @@ class JjVcs:
         # A killed run's task change whose agent ran `jj commit`/`jj new`: kept by abandon for
         # the task's next begin, which goes on from it (as git does, agentloop.vcs.git.recover).
         self._resumable = ""
-        # Its --config options for every call are set by prepare().
-        self.jj = Jj(self.root)
+        # Its --config options for every call are set by prepare(). A lane's workspace sits
+        # inside your checkout: its commands never look past it (Jj's `confined`).
+        self.jj = Jj(self.root, confined=lane)
 
     def _base_below(self, task: Rev) -> None:
         """A base for the tool's files, made as a new empty change right below the task's

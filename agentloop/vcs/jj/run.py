@@ -133,7 +133,18 @@ def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
     if any(sign in detail for sign in GONE) and _repo_gone(root):
         return VcsError(f"the jj workspace in {root} lost its repository (removed or moved from "
                         "outside); run agent-loop again to set it up afresh")
-    return VcsError(f"`jj {args[0] if args else ''}` failed: {detail}")
+    return VcsError(f"`jj {_command(args)}` failed: {detail}")
+
+
+def _command(args: tuple[str, ...]) -> str:
+    """The jj command `args` run, past the global options (-R, --config) before it."""
+    words = iter(args)
+    for word in words:
+        if word in ("-R", "--config"):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return ""
 
 
 def _repo_gone(root: Path) -> bool:
@@ -149,11 +160,18 @@ def _repo_gone(root: Path) -> bool:
 
 
 class Jj:
-    """jj in one folder, with the `--config` options a backend sets (`config`)."""
+    """jj in one folder, with the `--config` options a backend sets (`config`). `confined`:
+    the folder is a workspace of its own (a lane's, inside your checkout) whose every command
+    names it with `-R`, as does any command run with a `cwd`: jj then fails ("There is no jj
+    repo") where its .jj was removed, where from the folder alone it looks upward and finds
+    your checkout around it, whose @ the lane's next `jj new` would take. That failure is a
+    LaneBreach, which stops the lane's group."""
 
-    def __init__(self, root: Path, config: list[str] | None = None) -> None:
+    def __init__(self, root: Path, config: list[str] | None = None,
+                 confined: bool = False) -> None:
         self.root = root
         self.config = config or []
+        self.confined = confined
         # The operation at which every finished task's change was last seen below @, carried
         # over each command of ours begun there: the history check is skipped while it holds.
         self.sound: str | None = None
@@ -165,7 +183,15 @@ class Jj:
         ours = self.sound is not None and cwd is None and op_head(self.root) == self.sound
         self.sound = None  # a command that fails may have done part of its work
         full = {**environment(), **env} if env else environment()
-        done = _run(cwd or self.root, (*self.config, *args), full, codes, timeout)
+        where = cwd or self.root
+        named = ("-R", str(where)) if self.confined or cwd is not None else ()
+        try:
+            done = _run(where, (*named, *self.config, *args), full, codes, timeout)
+        except VcsError:
+            if self.confined and where.is_dir() and not (where / ".jj").is_dir():
+                from agentloop.vcs.check import LaneBreach, jj_removed
+                raise LaneBreach(jj_removed(where)) from None
+            raise
         if ours:
             self.sound = op_head(self.root)
         return done

@@ -35,7 +35,7 @@ def _open_jj(root: Path, name: str, base: str, fresh: bool, config: list[str],
     workspace = JJ_PREFIX + name
     there = workspace in (listed if listed is not None else jj_workspaces(root))
     if there and not fresh and (path / ".jj").is_dir():
-        Jj(path).out("workspace", "update-stale")
+        Jj(path, confined=True).out("workspace", "update-stale")
         return Workspace(name, path, workspace, reused=True)
     clean_jj(root, name, there, left=True)
     path.parent.mkdir(parents=True, exist_ok=True)
