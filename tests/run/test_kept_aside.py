@@ -247,14 +247,32 @@ def test_a_kill_in_the_check_after_the_agent_committed_itself_pays_it_once(
     assert git(work, "log", "--format=%s", "-1") == "agent-loop: G / the task\n"
 
 
+@pytest.mark.parametrize("kind", ["git", "jj"])
 @pytest.mark.parametrize("first, then", [("checkout", "lane"), ("lane", "checkout")])
-def test_the_run_after_a_kill_in_the_check_on_another_workplace_pays_the_agent_once(
-        tmp_path: Path, first: str, then: str, fake_claude: FakeClaude) -> None:
+def test_the_run_after_a_kill_in_the_check_on_another_workplace_goes_on(
+        tmp_path: Path, kind: str, first: str, then: str, fake_claude: FakeClaude) -> None:
     # As test_the_run_after_a_stop_in_the_check_brings_the_work_back_and_only_checks, the next
-    # run on the other workplace (the default, or --parallel, chose differently).
-    _, out = stopped_in_the_check(tmp_path, "git", "## G\n- the task\n  FAKE: write a.txt a\n",
-                                  first, then=then)
+    # run on the other workplace (the default, or --parallel, chose differently): git paid the
+    # agent again. jj, checkout then lane: the lane dropped the killed attempt, your checkout's
+    # @, which left your checkout stale, and the task's landing there stopped the run ("The
+    # working copy is stale", exit 1); lane then checkout: the agent's files, never taken into
+    # the lane's change, were not kept, and the agent was paid again.
+    work, out = stopped_in_the_check(tmp_path, kind, "## G\n- the task\n  FAKE: write a.txt a\n",
+                                     first, then=then)
     assert len(fake_claude.task_prompts()) == 1, out  # the agent was paid once
+    assert "its agent had finished" in out, out
+    assert len([line for line in out.splitlines() if "rolled back" in line]) == 1, out
+    assert (work / "a.txt").read_text() == "a\n"
+    task = state_of(work)["tasks"][0]
+    assert task["status"] == "completed" and task["attempts"] == 1, task
+    if kind == "git":
+        assert git(work, "show", "--name-only", "--format=", "HEAD").split() == ["a.txt"]
+        return
+    assert jj(work, "log", "--no-graph", "-r", "@-", "-T",
+              'self.diff().files().map(|f| f.path())').split() == ["a.txt"]
+    # One change for the task, and your checkout up to date (jj would refuse it, stale).
+    assert jj(work, "log", "--no-graph", "-r", '::@ & description(glob:"agent-loop:*")',
+              "-T", 'change_id ++ "\\n"').count("\n") == 1
 
 
 @pytest.mark.parametrize("workplace", ["checkout", "lane"])
@@ -298,28 +316,6 @@ def test_the_run_after_a_kill_says_the_roll_back_once(tmp_path: Path, kind: str,
     said = [line for line in out.splitlines() if "rolled back" in line]
     assert len(said) == 1, out
     assert "kept in" in said[0], out
-
-
-@pytest.mark.parametrize("first, then", [("checkout", "lane"), ("lane", "checkout")])
-def test_jj_the_run_after_a_kill_in_the_check_on_another_workplace_goes_on(
-        tmp_path: Path, first: str, then: str, fake_claude: FakeClaude) -> None:
-    # As the git test above, with jj. Checkout then lane: the lane dropped the killed attempt,
-    # your checkout's @, which left your checkout stale, and the task's landing there stopped
-    # the run ("The working copy is stale", exit 1). Lane then checkout: the agent's files,
-    # never taken into the lane's change, were not kept, and the agent was paid again.
-    work, out = stopped_in_the_check(tmp_path, "jj", "## G\n- the task\n  FAKE: write a.txt a\n",
-                                     first, then=then)
-    assert len(fake_claude.task_prompts()) == 1, out  # the agent was paid once
-    assert "its agent had finished" in out, out
-    assert len([line for line in out.splitlines() if "rolled back" in line]) == 1, out
-    assert (work / "a.txt").read_text() == "a\n"
-    task = state_of(work)["tasks"][0]
-    assert task["status"] == "completed" and task["attempts"] == 1, task
-    assert jj(work, "log", "--no-graph", "-r", "@-", "-T",
-              'self.diff().files().map(|f| f.path())').split() == ["a.txt"]
-    # One change for the task, and your checkout up to date (jj would refuse it, stale).
-    assert jj(work, "log", "--no-graph", "-r", '::@ & description(glob:"agent-loop:*")',
-              "-T", 'change_id ++ "\\n"').count("\n") == 1
 
 
 def test_jj_a_killed_finished_attempt_is_kept_when_another_task_began_first(
