@@ -314,7 +314,7 @@ def choose_agent(options: RunOptions, state: State | None) -> str:
     if options.agent == DEFAULT_AGENT:
         return began
     raise StateError(f"this run began with --agent {began}; go on with it, or start over with "
-                     f"--reset --agent {asked}")
+                     f"--reset --agent {asked} (every task runs again, done ones too)")
 
 
 def _open_changes(project: Project) -> list[Change]:
@@ -334,5 +334,6 @@ def vcs_kind(asked: str, state: State | None) -> str:
         return asked
     if asked == "auto":
         return state.vcs
+    # --reset reads no history: said, since the done tasks' agents are paid again.
     raise StateError(f"this run began with --vcs {state.vcs}; go on with it, or start over "
-                     f"with --reset --vcs {asked}")
+                     f"with --reset --vcs {asked} (every task runs again, done ones too)")

@@ -98,6 +98,7 @@ def test_dry_run_refuses_a_vcs_or_agent_switch_as_the_run_does(work: Path,
         dry = invoke("tasks.md", *switch, "--dry-run")
         assert real[0] == dry[0] == 1 and real[2] == dry[2], (real, dry)
         assert "this run began with" in dry[2] and dry[1] == ""
+        assert "every task runs again" in dry[2]  # what --reset costs, said before it is paid
 
 
 def test_dry_run_shows_the_format_rules_only_before_the_first_run(
