@@ -35,7 +35,7 @@ from agentloop.vcs.choose import (
     remove_workspace,
     sweep_workspaces,
 )
-from agentloop.vcs.protocol import Lane
+from agentloop.vcs.protocol import LandsOnABranch, Lane
 
 # Statuses of a group's task that keep its working copy (an attempt a killed run left open, a
 # change kept for a person, one held by the user's edits, one whose landing a kill cut short):
@@ -96,7 +96,7 @@ class Workplaces:
         # Lanes of groups with nothing left to run (a run killed before it cleaned up): every
         # task of theirs that finished is on the main line; anything else is kept, and said.
         swept = sweep_workspaces(run.vcs.name, run.project.root, keep,
-                                 set(names.values()) | {serial}, getattr(main, "ref", "HEAD"))
+                                 set(names.values()) | {serial}, _branch(main))
         for note in swept.notes:
             run.emit(LaneNote(note))
         return cls(run, main, names, groups, swept.listed, serial, holder, own)
@@ -185,7 +185,7 @@ class Workplaces:
     def _remove(self, space: lanes.Workspace) -> None:
         assert self.main is not None  # only a run in lanes removes one
         for note in remove_workspace(self.run.vcs.name, self.run.project.root, space,
-                                     getattr(self.main, "ref", "HEAD")):
+                                     _branch(self.main)):
             self.run.emit(LaneNote(note))
 
     def _open_lane(self, name: str, fresh: bool, adopt: bool = True
@@ -255,3 +255,8 @@ def serialised(emit: Emit, lock: threading.RLock) -> Emit:
         with lock:
             emit(event)
     return locked
+
+
+def _branch(main: object) -> str:
+    """The branch a main line lands on (git's); HEAD where it moves none (jj's)."""
+    return main.ref if isinstance(main, LandsOnABranch) else "HEAD"

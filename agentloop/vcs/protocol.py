@@ -139,6 +139,8 @@ class Discards(Protocol):
 class LandsOnABranch(Protocol):
     """git's main line: the branch the tasks land on, which your checkout may have left."""
 
+    ref: str  # refs/heads/...: what the lanes' sweep keeps what did not land against
+
     def elsewhere(self) -> str | None:
         """The branch (refs/heads/...) when your checkout is not on it now; None when it is."""
 
