@@ -83,6 +83,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
         not options.rehearse else None
     warnings = (*state.warnings, *vcs_notes(options.vcs, project.root),
                 *([admitted.rebuilt] if admitted.rebuilt else []),
+                *admitted.found,
                 *reworded_lines(state.tasks, state.task_file),
                 *([f"the run would stop here: {tree}"] if tree else []))
     boxed, refused = sandbox_preview(project, options, admitted.agent)

@@ -1,7 +1,8 @@
 """Progress that survives the loss of `.agent-loop/`: each task's commit names its plan and task
 in trailers, and a run that finds no state reads what is done back from the history it builds on
-(agentloop.state.landed), saying so in one line, so it never pays for a finished task again;
-and a run that finds a finished task's change gone from it looks for it there by its trailers
+(agentloop.state.landed), saying so in one line, so it never pays for a finished task again (nor
+does a run whose plan's edit added a task history holds: one deleted when done, put back); and
+a run that finds a finished task's change gone from it looks for it there by its trailers
 (what `--status` says of the same, it asks agentloop.state.whereabouts)."""
 
 from __future__ import annotations
@@ -74,6 +75,28 @@ def from_history(project: Project, state: State, vcs: str,
             ledger.found_done(task, change_of[commit], commit)
     return (f"no state for this plan: {len(landed)} task(s) found done in the history this run "
             f"builds on (their commits name them); they are not run again (--again N runs one)")
+
+
+def readded(project: Project, state: State, added: tuple[int, ...], vcs: str) -> list[str]:
+    """Of the tasks an edit of the plan added (agentloop.state.reconcile), those whose change
+    the history holds and did not revert since, marked done as from_history marks them: a done
+    task deleted from the plan and put back is not paid for again. One line for each. Asked
+    only when the edit added a task: a run whose plan added none starts no process here."""
+    history = branch_history(history_kind(vcs, project.root), project.root)
+    landed = _done(project, state, history) if history else {}
+    found = [(i, landed[i]) for i in added
+             if i in landed and state.tasks[i - 1].status == "pending"]
+    if not found:
+        return []
+    from agentloop.run import ledger  # the task records' writer, as in from_history
+
+    change_of = {commit: change for commit, change, _ in history}
+    lines = []
+    for index, commit in found:
+        ledger.found_done(state.tasks[index - 1], change_of[commit], commit)
+        lines.append(f"task {index}: done already in {change_of[commit][:12]} (history); not "
+                     f"run again (`agent-loop {state.task_file} --task {index} --again` runs it)")
+    return lines
 
 
 def done_in_history(project: Project, state: State, kind: str) -> frozenset[int]:

@@ -23,7 +23,7 @@ from agentloop.run import ledger, rehearsal, remembered, retry
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
-from agentloop.run.rebuilt import History, asks_history, from_history
+from agentloop.run.rebuilt import History, asks_history, from_history, readded
 from agentloop.run.repo_hooks import start_notes
 from agentloop.run.selection import runnable, select
 from agentloop.run.workplace import wants_lane
@@ -59,6 +59,7 @@ class Admitted:
     agent: str
     vcs: str                        # the backend's kind, before auto is resolved
     rebuilt: str | None = None      # no state: the tasks history says are done, in one line
+    found: tuple[str, ...] = ()     # tasks the plan's edit added that history says are done
 
 
 def admit(project: Project, options: RunOptions, plan: TaskFile | Read | None = None,
@@ -89,8 +90,12 @@ def admit(project: Project, options: RunOptions, plan: TaskFile | Read | None = 
     # Building an agent starts nothing: its class says whether it reports dollars.
     refuse_unpriced_budget(make_agent(name, options.agent_program), options)
     kind = vcs_kind(options.vcs, earlier)
+    # A task the plan's edit added may be one deleted after it was done and put back: its
+    # commit is in the history, as for a run that finds no state (one read, only then).
+    found = tuple(readded(project, state, changes.added, kind)) \
+        if changes is not None and changes.added and asks_history(options) else ()
     chosen = replace(options, only=select(state, options, landed))
-    return Admitted(state, saved, changes, chosen, name, kind, rebuilt)
+    return Admitted(state, saved, changes, chosen, name, kind, rebuilt, found)
 
 
 def tree_warning(project: Project, admitted: Admitted) -> str | None:
@@ -146,6 +151,7 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
                 notes.append(f"reset: the old state and logs are in {shown}")
         notes += [admitted.rebuilt] if admitted.rebuilt else []
         notes += _plan_changes(project, admitted, state)
+        notes += admitted.found
         agent = make_agent(admitted.agent, options.agent_program, agent_env(options), box)
         agent.check()
         if box is not None:  # the run's first lines say what its agents may do

@@ -171,3 +171,49 @@ def test_a_fresh_clone_after_a_squash_merge_runs_nothing_again(
     text = dry_run(clone)
     assert "3 task(s), 0 to run" in text, text
     assert "3 task(s) found done in the history" in text
+
+
+def _readded(tmp_path: Path, fake_claude: FakeClaude, revert: bool) -> tuple[Path, str]:
+    """A plan of two tasks run to the end (t1's commit reverted with `git revert` when
+    `revert`), t1 deleted from the plan, a run, the plan put back (`git checkout tasks.md`),
+    a run: that last run's output."""
+    from tests.support.runner import agent_loop
+
+    work = git_project(tmp_path, "## G\n- [ ] t1\n  FAKE: write f1.txt 1\n"
+                                 "- [ ] t2\n  FAKE: write f2.txt 2\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    args = ("--vcs", "git", "--no-distill")
+    assert agent_loop(work, *args).returncode == 0
+    first = git(work, "log", "--format=%H", "--grep", "/ t1").split()
+    assert len(first) == 1
+    if revert:
+        git(work, "revert", "--no-edit", first[0])
+    (work / "tasks.md").write_text("## G\n- [ ] t2\n  FAKE: write f2.txt 2\n")
+    assert agent_loop(work, *args).returncode == 0
+    git(work, "checkout", "-q", "tasks.md")
+    last = agent_loop(work, *args)
+    assert last.returncode == 0, last.stderr
+    return work, last.stdout + last.stderr
+
+
+def test_a_done_task_deleted_and_put_back_is_done_by_its_commit(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # The trial: the agent was paid a third time for a plan of two tasks, "completed, but the
+    # task changed no files", though t1's commit and its trailers are in the branch.
+    work, out = _readded(tmp_path, fake_claude, revert=False)
+    assert len(fake_claude.task_runs()) == 2, out
+    first = git(work, "log", "--format=%H", "--grep", "/ t1").split()
+    assert len(first) == 1
+    assert f"task 1: done already in {first[0][:12]} (history" in out, out
+    state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
+    t1 = state["tasks"][0]
+    assert (t1["status"], t1["commit_id"]) == ("completed", first[0])
+
+
+def test_a_reverted_task_put_back_runs_again(tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # The history holds its commit and the revert of it: not done, so it runs.
+    work, out = _readded(tmp_path, fake_claude, revert=True)
+    assert len(fake_claude.task_runs()) == 3, out
+    assert "task 1: done already in" not in out, out
+    assert (work / "f1.txt").read_text().strip() == "1"
