@@ -23,6 +23,7 @@ from agentloop.run.events import (
     CheckStarted,
     Event,
     HookFinished,
+    LandingWaits,
     LimitWait,
     LimitWaitOver,
     MessageDistilled,
@@ -55,12 +56,15 @@ class _View(Protocol):
 
 class Console:
     """Prints run events, and shows what each working agent is doing: on a terminal one live
-    line per lane (`live`), elsewhere the same line every `heartbeat` seconds (None: never)."""
+    line per lane (`live`), elsewhere the same line every `heartbeat` seconds (None: never).
+    Once stdout is gone (`| head` ended; agentloop.console.gone), the lines a person still needs
+    go to `err` as well (`for_stderr`)."""
 
     def __init__(self, out: IO[str] | None = None, live: bool | None = None,
                  cwd: Path | None = None, heartbeat: float | None = HEARTBEAT_SECONDS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, err: IO[str] | None = None) -> None:
         self.out = out or sys.stdout
+        self.err = err or sys.stderr
         self.cwd = cwd
         self.clock = clock
         self.lanes = Lanes(cwd)
@@ -84,6 +88,8 @@ class Console:
             self._view.changed()  # before the line: an ended run's live line goes first
         if not isinstance(event, AgentActivity):
             line = self._line(event)
+            if isinstance(event, LandingWaits) and self._gone():
+                line = f"  {event.text}"  # while stdout is there, its LaneNote said it
             group = getattr(event, "lane", "") or lane()
             if line is not None and group:
                 # A parallel run: each line says whose it is, and is printed whole.
@@ -91,6 +97,12 @@ class Console:
                                  for part in line.splitlines())
             if line is not None:
                 self._print(line)
+                also = for_stderr(event, line)
+                # Checked after the write: the write that finds stdout gone lost its line.
+                if also is not None and self._gone():
+                    with self._lock:
+                        self.err.write(also + "\n")
+                        self.err.flush()
 
     def close(self) -> None:
         """Stop the live line or the heartbeat."""
@@ -170,6 +182,10 @@ class Console:
         """A log's path as the user can open it from where they stand."""
         return os.path.relpath(log, self.cwd) if self.cwd and os.path.isabs(log) else log
 
+    def _gone(self) -> bool:
+        """Whether stdout's reader went away (a Steady stream found it gone)."""
+        return bool(getattr(self.out, "gone", False))
+
     def _print(self, text: str) -> None:
         if self._terminal is not None:
             self._terminal.print(text)
@@ -177,6 +193,19 @@ class Console:
         with self._lock:
             self.out.write(text + "\n")
             self.out.flush()
+
+
+def for_stderr(event: Event, line: str) -> str | None:
+    """What of an event's line a person still needs once stdout is gone: a wait on them, a
+    stop, a held group, a task failed or blocked, the run's outcome (the summary's first line,
+    not its notes, which say the held group again). The rest stays in the logs and
+    events.jsonl."""
+    if isinstance(event, RunFinished):
+        return line.strip().splitlines()[0]
+    if (isinstance(event, LandingWaits) or (isinstance(event, LaneNote) and event.stop)
+            or (isinstance(event, TaskFinished) and event.status in (S.FAILED, S.BLOCKED))):
+        return line.strip()  # alone on stderr: not indented under a task's heading
+    return None
 
 
 def retry_line(event: RetryDecided) -> str:

@@ -241,14 +241,14 @@ class Controller:
         if isinstance(report.error, GroupHeld):
             # Its task is `held` (a decision the ledger applied): the group stops, its
             # work kept on its lane, the others go on; the run ends unfinished (exit 4).
-            run.emit(LaneNote(f"{report.group} stopped: {report.error}"))
+            run.emit(LaneNote(f"{report.group} stopped: {report.error}", stop=True))
             self.news.notes.append(f"{report.group}: {self._held_line(report.group)}")
             return
         if isinstance(report.error, (LaneBreach, LandingHeld)):
             # The agent acted outside its task, or a landing waited past the lane wait:
             # that group stops, nothing of the step landed, its work kept on its lane;
             # the others go on; the run ends with the line that says so.
-            run.emit(LaneNote(f"{report.group} stopped: {report.error}"))
+            run.emit(LaneNote(f"{report.group} stopped: {report.error}", stop=True))
             self.stopped = self.stopped or report.error
             return
         if report.error is not None:
@@ -452,7 +452,8 @@ class Controller:
         flag = stop_flag(run.project.store.dir)
         if flag.exists() and not run.shared.halted():
             run.shared.halt()
-            run.emit(LaneNote("stopping after the running tasks: no new task starts"))
+            run.emit(LaneNote("stopping after the running tasks: no new task starts",
+                              stop=True))
             try:
                 flag.unlink()
             except OSError:

@@ -17,6 +17,9 @@ class LaneNote:
     edits, a wind-down asked for from another terminal."""
 
     text: str
+    # A group stopped or the run winding down: said on stderr too once stdout is gone (`| head`
+    # ended), as a person still needs it then (agentloop.console.live).
+    stop: bool = False
 
 
 def set_lane(group: str) -> None:

@@ -35,7 +35,8 @@ def test_a_pipe_closed_after_the_first_line_loses_nothing(tmp_path: Path,
     err = run.stderr.read()
     assert run.wait(timeout=60) == 0, err
     assert "task(s) to run" in first
-    assert err == ""  # nothing about the pipe, no traceback
+    # Nothing about the pipe, no traceback: only the run's outcome, as stdout is gone.
+    assert err.startswith("agent-loop done: 2 completed;") and err.count("\n") == 1, err
     assert statuses(work) == ["completed", "completed"]
     assert (work / "a.txt").read_text() == "A\n" and (work / "b.txt").read_text() == "B\n"
     assert len(subjects(work)) == 3  # the initial commit and one per task
@@ -64,3 +65,48 @@ def test_sighup_after_the_agent_finished_commits_the_task_then_stops(
     assert (work / "a.txt").read_text() == "A\n" and not (work / "b.txt").exists()
     assert len(subjects(work)) == 3  # initial, ignore, and task 1
     assert git(work, "status", "--porcelain") == ""
+
+
+def test_once_stdout_is_gone_what_waits_on_you_and_the_end_go_to_stderr(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # `agent-loop tasks.md --lane-wait 3 2>err | head -1`: your uncommitted edit to README.md
+    # holds the task that writes it; with stdout closed, only stderr can say so.
+    work = git_project(tmp_path, "## Docs\n- reword the readme\n"
+                                 "  FAKE: write README.md the task's readme\n")
+    (work / "README.md").write_text("my edit, not committed\n")
+    run = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                            "--workplace", "lane", "--no-distill", "--allow-dirty",
+                            "--lane-wait", "3s"], cwd=work, env={**os.environ, "NO_COLOR": "1"},
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           stdin=subprocess.DEVNULL)
+    assert run.stdout is not None and run.stderr is not None
+    first = run.stdout.readline()  # what `| head -1` reads, and then it is gone
+    run.stdout.close()
+    err = run.stderr.read()
+    assert run.wait(timeout=60) == 4, err
+    assert first  # the run's first line reached the reader
+    lines = err.splitlines()
+    waiting = [line for line in lines if "waiting since" in line]
+    assert len(waiting) == 1 and "your uncommitted edits to README.md" in waiting[0], err
+    assert sum("Docs stopped: task 1 (Docs) is held: your uncommitted edits to README.md"
+               in line for line in lines) == 1, err
+    assert sum(line.startswith("agent-loop done: 1 held;") for line in lines) == 1, err
+    assert "Traceback" not in err
+    # The task's work is kept on its lane, your edit is untouched: the next run lands it.
+    assert statuses(work) == ["held"]
+    assert (work / "README.md").read_text() == "my edit, not committed\n"
+
+
+def test_while_stdout_is_open_nothing_goes_to_stderr_twice(tmp_path: Path,
+                                                           fake_claude: FakeClaude) -> None:
+    work = git_project(tmp_path, "## Docs\n- reword the readme\n"
+                                 "  FAKE: write README.md the task's readme\n")
+    (work / "README.md").write_text("my edit, not committed\n")
+    run = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                          "--workplace", "lane", "--no-distill", "--allow-dirty",
+                          "--lane-wait", "1s"], cwd=work, env={**os.environ, "NO_COLOR": "1"},
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert run.returncode == 4, run.stdout + run.stderr
+    assert "waiting since" in run.stdout and "waiting since" not in run.stderr
+    assert "is held" in run.stdout and "is held" not in run.stderr
+    assert "agent-loop done: 1 held;" in run.stdout and run.stderr == ""
