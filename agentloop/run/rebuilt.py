@@ -74,7 +74,8 @@ def from_history(project: Project, state: State, vcs: str,
         if task.status == "pending":
             ledger.found_done(task, change_of[commit], commit)
     return (f"no state for this plan: {len(landed)} task(s) found done in the history this run "
-            f"builds on (their commits name them); they are not run again (--again N runs one)")
+            f"builds on (their commits name them); they are not run again "
+            f"(`--task N --again` runs one)")
 
 
 def readded(project: Project, state: State, added: tuple[int, ...], vcs: str) -> list[str]:
