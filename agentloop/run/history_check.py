@@ -17,7 +17,7 @@ from agentloop.run.rebuilt import moved_on
 from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import history
-from agentloop.vcs.protocol import OnMainLine, Rooted, SeesCommits
+from agentloop.vcs.protocol import OnMainLine, Rooted, SeesCommits, TakesBack
 
 DONE = (S.COMPLETED, S.UNAPPROVED)
 
@@ -61,6 +61,8 @@ def check_history(run: Run, settled: TaskState) -> None:
     if lost:
         lost = _followed(run, lost)
         done = done_ids(run, settled)  # read afresh should a record have moved
+    if lost and isinstance(run.vcs, TakesBack):
+        lost -= _taken_back(run, run.vcs.taken_back(lost))
     if not lost and at is not None:
         # Over the changes the history holds: one lost before the run is not among them.
         before = run.shared.lost_before or ()
@@ -92,6 +94,24 @@ def _followed(run: Run, lost: set[str]) -> set[str]:
     with run.shared.lock:
         run.shared.done = None  # records moved: read afresh
     return run.vcs.missing(_finished(run))
+
+
+def _taken_back(run: Run, yours: set[str]) -> set[str]:
+    """Changes you abandoned in your checkout while the run went (`jj abandon`, the documented
+    way to take one task back): they stay taken back, as one abandoned before the run does
+    (said once, asked after no more), and the run goes on."""
+    if not yours:
+        return yours
+    with run.shared.lock:
+        run.shared.lost_before = (run.shared.lost_before or set()) | yours
+        run.shared.done = None  # read afresh, without them
+    name = run.state.task_file
+    for task in run.state.tasks:
+        if task.change_id in yours:
+            run.emit(LaneNote(f"task {task.index}'s change was abandoned in your checkout: it "
+                              f"stays taken back; `agent-loop {name} --task {task.index} "
+                              "--again` does it once more"))
+    return yours
 
 
 def _recommitted(run: Run) -> None:

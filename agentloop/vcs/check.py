@@ -224,6 +224,7 @@ def check_jj_lane(record: JjLaneRecord) -> Breach | None:
     """The first thing the agent did outside its task (an undone or restored operation, a
     landed change gone or stripped of its description), or None."""
     from agentloop.vcs.jj.run import Jj, op_head
+    from agentloop.vcs.jj.takenback import taken_back
 
     lane = record.lane
     if lane.is_dir() and not (lane / ".jj").is_dir():
@@ -250,7 +251,12 @@ def check_jj_lane(record: JjLaneRecord) -> Breach | None:
                      "::@- & (" + " | ".join(f"present({c})" for c in record.landed) + ")",
                      "-T", 'change_id ++ "\\t" ++ description.first_line() ++ "\\n"')
         found = dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+        gone = [c for c in record.landed
+                if not any(f.startswith(c) or c.startswith(f) for f in found)]
+        yours = taken_back(jj, gone) if gone else set()  # you took it back: no breach
         for change in record.landed:
+            if change in yours:
+                continue
             short = next((c for c in found if c.startswith(change) or change.startswith(c)), None)
             if short is None or not found[short].strip():
                 what = "is no longer on the main line" if short is None else \

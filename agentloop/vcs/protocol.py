@@ -203,6 +203,15 @@ class SeesCommits(Protocol):
 
 
 @runtime_checkable
+class TakesBack(Protocol):
+    """jj lanes: of the finished tasks' changes gone from the main line, those you abandoned
+    yourself in your checkout (agentloop.vcs.jj.takenback)."""
+
+    def taken_back(self, lost: set[str]) -> set[str]:
+        """The ids among `lost` you took back."""
+
+
+@runtime_checkable
 class LandsLeft(Protocol):
     """A git lane: a commit whose landing was refused or cut short, landed the longer way."""
 

@@ -14,18 +14,21 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, TypeVar
 
 from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs.check import JjLaneRecord, LaneBreach, check_jj_lane, operation
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj.backend import JjVcs
-from agentloop.vcs.jj.leftovers import STALE
+from agentloop.vcs.jj.leftovers import CONCURRENT
 from agentloop.vcs.jj.mainline import JjMainLine
-from agentloop.vcs.jj.run import Jj, op_head
+from agentloop.vcs.jj.run import STALE, Jj, op_head
+from agentloop.vcs.jj.takenback import taken_back
 from agentloop.vcs.landing import IntegrationConflict, markers_left
 from agentloop.vcs.protocol import Change
+
+T = TypeVar("T")
 
 
 class LaneJj:
@@ -135,7 +138,7 @@ class LaneJj:
 
     def diff(self, change: Change) -> str:
         """The change's diff."""
-        return self.work.diff(change)
+        return self._fresh(change, lambda: self.work.diff(change))
 
     def close(self) -> None:
         """Leave the workspace."""
@@ -155,6 +158,25 @@ class LaneJj:
             return
         self.work.start_over(tip)
 
+    def _fresh(self, change: Change, step: Callable[[], T]) -> T:
+        """`step`, after bringing the lane up to date when it meets "The working copy is stale":
+        you rewrote a change the lane's @ stands on while the agent worked (a task's change
+        abandoned in your checkout, the documented way to take it back), and jj rebased @ with
+        it. Nothing of the agent's is lost by that: `jj workspace update-stale` snapshots its
+        files into the commit @ was, which jj then rebases beside the rewritten @ (a divergent
+        copy of the task's change); squashed back into @, the task's change is whole again."""
+        try:
+            return step()
+        except VcsError as exc:
+            if STALE not in str(exc):
+                raise
+        done = self.jj.run("workspace", "update-stale")
+        if CONCURRENT in done.stdout + done.stderr and change.change_id:
+            for commit in self.jj.ids(f"change_id({change.change_id}) ~ @", "commit_id"):
+                self.jj.run("squash", "--from", commit, "--into", "@",
+                            "--use-destination-message")
+        return step()
+
     def recovered(self) -> Change | None:
         """Never (see JjVcs.recovered; a finished change is found by `settled`)."""
         return None
@@ -165,7 +187,8 @@ class LaneJj:
         before = op_head(self.main.root)
         whole = before is not None and self.record is not None and \
             self.record.stamp == before == self._whole  # no jj but ours since the begin
-        done = self._landed(self.work.finish(change, message), fresh=True)
+        done = self._landed(self._fresh(change, lambda: self.work.finish(change, message)),
+                            fresh=True)
         self._whole = op_head(self.main.root) if whole else None
         return done
 
@@ -179,6 +202,10 @@ class LaneJj:
         lost = missing("jj", self.main.root, change_ids, self.commits)
         self._whole = now if not lost else None
         return lost
+
+    def taken_back(self, lost: set[str]) -> set[str]:
+        """Of `lost`, the changes you abandoned in your checkout (vcs.protocol.TakesBack)."""
+        return taken_back(self.main.jj, lost)
 
     def settled(self, change_id: str, trailers: str) -> Change | None:
         """A task's change an earlier run finished and was killed before recording: the task's,

@@ -11,16 +11,15 @@ from pathlib import Path
 from agentloop.errors import VcsError
 from agentloop.vcs.jj import basemark
 from agentloop.vcs.jj.cutshort import undo_cut_short_export
-from agentloop.vcs.jj.run import Jj
+from agentloop.vcs.jj.run import STALE, Jj
 
 # A change begin described as a task's that nothing went into: a run stopped or killed right
 # after that `jj describe`/`jj new`, before its record named the change. No task of ours ends
 # empty (finish drops an empty one), so such a change is always a leftover.
 BEGUN = 'empty() & mutable() & description(glob:"agent-loop:*")'
 
-# How jj refuses to work on a working copy that a killed command left behind its operation,
-# and how `jj workspace update-stale` says that files changed after it.
-STALE = "working copy is stale"
+# How `jj workspace update-stale` says that files changed after the operation a killed command
+# left (jj refuses to work on that working copy until then: run.STALE).
 CONCURRENT = "Concurrent modification detected"
 
 

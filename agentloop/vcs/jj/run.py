@@ -82,6 +82,8 @@ def op_head(root: Path) -> str | None:
     return f"{heads[0]} {git_head.strip().decode(errors='replace')}" if len(heads) == 1 else None
 
 
+# What jj says when a workspace's files are behind its @, rewritten from another workspace.
+STALE = "working copy is stale"
 # A jj command that takes longer than this is stuck.
 TIMEOUT = 600
 # What jj says when a workspace's link to its repository, or the repository, is gone.
@@ -133,6 +135,11 @@ def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
     if any(sign in detail for sign in GONE) and _repo_gone(root):
         return VcsError(f"the jj workspace in {root} lost its repository (removed or moved from "
                         "outside); run agent-loop again to set it up afresh")
+    if STALE in detail:
+        # jj's own text names no workspace, and its hint is for a shell standing in it.
+        return VcsError(f"`jj {_command(args)}` failed: the {STALE} in {root} (a change it "
+                        "stands on was rewritten from another workspace); bring it up to date "
+                        f"with `jj -R {root} workspace update-stale`, then run agent-loop again")
     return VcsError(f"`jj {_command(args)}` failed: {detail}")
 
 

@@ -1,0 +1,45 @@
+"""Which finished tasks' changes you took back yourself: abandoned by `jj abandon` run in your
+checkout (the documented way to take one task back), not by an agent in a lane. jj records
+the workspace each operation ran in; a lane's agent works in its lane's workspace
+(`agent-loop-<name>`), so an abandon from any other workspace is yours. Such a change stays
+taken back while the run goes on (not an agent's breach, nothing to stop for), as one you
+abandoned between runs does."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from agentloop.errors import VcsError
+from agentloop.vcs.jj.run import Jj
+from agentloop.vcs.lanes import JJ_PREFIX
+
+# How far back the operation log is read: a run's own operations since a change left are few.
+DEPTH = 200
+
+
+def taken_back(jj: Jj, lost: Iterable[str]) -> set[str]:
+    """Of `lost` (change ids no longer on the main line), those an abandon run outside every
+    lane's workspace dropped; nothing when jj cannot tell. One `jj op log`, then one `jj log`
+    per such abandon (the commits visible before it and not after)."""
+    lost = set(lost)
+    if not lost:
+        return set()
+    try:
+        out = jj.out("--ignore-working-copy", "op", "log", "--no-graph", "-n", str(DEPTH), "-T",
+                     'id ++ "\\t" ++ workspace_name ++ "\\t" ++ description ++ "\\n"')
+        found: set[str] = set()
+        for line in out.splitlines():
+            op, workspace, description = (line.split("\t", 2) + ["", ""])[:3]
+            workspace = workspace.removesuffix("@")
+            if not description.startswith("abandon ") or not workspace \
+                    or workspace.startswith(JJ_PREFIX):
+                continue
+            gone = f"at_operation({op}-, all()) ~ at_operation({op}, all())"
+            dropped = jj.out("--ignore-working-copy", "log", "--no-graph", "-r", gone, "-T",
+                             'change_id ++ "\\n"').split()
+            found |= {c for c in lost if any(d.startswith(c) for d in dropped)}
+            if found == lost:
+                break
+    except VcsError:
+        return set()
+    return found
