@@ -23,7 +23,7 @@ from tests.support.repos import git, jj, make_repo
 
 ABILITIES = (p.Rooted, p.ExpectsMessage, p.CutShort, p.KeepsKilledAttempt, p.KnowsMade,
              p.LandsBeside, p.OnMainLine, p.Settles, p.Keeps, p.SeesCommits, p.LandsLeft,
-             p.ResolvesConflicts, p.RefusesDirty, p.Discards, p.LandsOnABranch)
+             p.ResolvesConflicts, p.RefusesDirty, p.Discards, p.LandsOnABranch, p.TakesBack)
 
 
 def abilities(vcs: object) -> set[str]:
@@ -63,10 +63,10 @@ def test_a_jj_lane(tmp_path: Path) -> None:
     tip = jj(root, "log", "--no-graph", "-r", "@-", "-T", "change_id").strip()
     space = workspaces.open_jj(root, "1-a", tip, fresh=True)
     lane = LaneJj(space.path, space.path / "tasks.md", JjMainLine(root), space.branch, made=True)
-    assert abilities(lane) == {"Rooted", "Settles", "Keeps", "ResolvesConflicts"}
+    assert abilities(lane) == {"Rooted", "Settles", "Keeps", "ResolvesConflicts", "TakesBack"}
     lane.missing([])
     assert abilities(lane) == {"Rooted", "Settles", "Keeps", "SeesCommits",
-                               "ResolvesConflicts"}
+                               "ResolvesConflicts", "TakesBack"}
 
 
 @pytest.mark.usefixtures("jj_bin")
