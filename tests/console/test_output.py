@@ -67,16 +67,25 @@ def test_sighup_after_the_agent_finished_commits_the_task_then_stops(
     assert git(work, "status", "--porcelain") == ""
 
 
+# A lane run whose one task writes README.md, which you have edited and not committed: its
+# landing waits on you for the --lane-wait given last, then the group is held (exit 4).
+HELD_RUN = [sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git", "--workplace", "lane",
+            "--no-distill", "--allow-dirty", "--lane-wait"]
+
+
+def held_by_your_edit(tmp_path: Path) -> Path:
+    work = git_project(tmp_path, "## Docs\n- reword the readme\n"
+                                 "  FAKE: write README.md the task's readme\n")
+    (work / "README.md").write_text("my edit, not committed\n")
+    return work
+
+
 def test_once_stdout_is_gone_what_waits_on_you_and_the_end_go_to_stderr(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     # `agent-loop tasks.md --lane-wait 3 2>err | head -1`: your uncommitted edit to README.md
     # holds the task that writes it; with stdout closed, only stderr can say so.
-    work = git_project(tmp_path, "## Docs\n- reword the readme\n"
-                                 "  FAKE: write README.md the task's readme\n")
-    (work / "README.md").write_text("my edit, not committed\n")
-    run = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
-                            "--workplace", "lane", "--no-distill", "--allow-dirty",
-                            "--lane-wait", "3s"], cwd=work, env={**os.environ, "NO_COLOR": "1"},
+    work = held_by_your_edit(tmp_path)
+    run = subprocess.Popen(HELD_RUN + ["3s"], cwd=work, env={**os.environ, "NO_COLOR": "1"},
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            stdin=subprocess.DEVNULL)
     assert run.stdout is not None and run.stderr is not None
@@ -99,12 +108,8 @@ def test_once_stdout_is_gone_what_waits_on_you_and_the_end_go_to_stderr(
 
 def test_while_stdout_is_open_nothing_goes_to_stderr_twice(tmp_path: Path,
                                                            fake_claude: FakeClaude) -> None:
-    work = git_project(tmp_path, "## Docs\n- reword the readme\n"
-                                 "  FAKE: write README.md the task's readme\n")
-    (work / "README.md").write_text("my edit, not committed\n")
-    run = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
-                          "--workplace", "lane", "--no-distill", "--allow-dirty",
-                          "--lane-wait", "1s"], cwd=work, env={**os.environ, "NO_COLOR": "1"},
+    work = held_by_your_edit(tmp_path)
+    run = subprocess.run(HELD_RUN + ["1s"], cwd=work, env={**os.environ, "NO_COLOR": "1"},
                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert run.returncode == 4, run.stdout + run.stderr
     assert "waiting since" in run.stdout and "waiting since" not in run.stderr
