@@ -164,7 +164,8 @@ class LaneJj:
         abandoned in your checkout, the documented way to take it back), and jj rebased @ with
         it. Nothing of the agent's is lost by that: `jj workspace update-stale` snapshots its
         files into the commit @ was, which jj then rebases beside the rewritten @ (a divergent
-        copy of the task's change); squashed back into @, the task's change is whole again."""
+        copy of the task's change); squashed back into @, the task's change holds them again
+        (as a conflict where the agent edited a file the abandoned change had made)."""
         try:
             return step()
         except VcsError as exc:
