@@ -19,8 +19,9 @@ DEPTH = 200
 
 def taken_back(jj: Jj, lost: Iterable[str]) -> set[str]:
     """Of `lost` (change ids no longer on the main line), those an abandon run outside every
-    lane's workspace dropped; nothing when jj cannot tell. One `jj op log`, then one `jj log`
-    per such abandon (the commits visible before it and not after)."""
+    lane's workspace dropped; nothing when jj cannot tell. One `jj op log`, then for each such
+    abandon one `jj log` of the commits visible before it and not after, and, where those hold
+    a lost change, one more of which of those changes still have a commit after it."""
     lost = set(lost)
     if not lost:
         return set()
@@ -35,9 +36,18 @@ def taken_back(jj: Jj, lost: Iterable[str]) -> set[str]:
                     or workspace.startswith(JJ_PREFIX):
                 continue
             gone = f"at_operation({op}-, all()) ~ at_operation({op}, all())"
-            dropped = jj.out("--ignore-working-copy", "log", "--no-graph", "-r", gone, "-T",
-                             'change_id ++ "\\n"').split()
-            found |= {c for c in lost if any(d.startswith(c) for d in dropped)}
+            dropped = set(jj.out("--ignore-working-copy", "log", "--no-graph", "-r", gone,
+                                 "-T", 'change_id ++ "\\n"').split())
+            # An abandon also hides the old commits of the changes it rebased (those above the
+            # one it dropped): a change is gone only where no commit of it is left after it.
+            wanted = {d for d in dropped if any(d.startswith(c) for c in lost - found)}
+            if not wanted:
+                continue
+            kept = " | ".join(f"change_id({d})" for d in sorted(wanted))
+            wanted -= set(jj.out("--ignore-working-copy", "log", "--no-graph", "-r",
+                                 f"at_operation({op}, {kept})", "-T",
+                                 'change_id ++ "\\n"').split())
+            found |= {c for c in lost if any(d.startswith(c) for d in wanted)}
             if found == lost:
                 break
     except VcsError:
