@@ -10,7 +10,9 @@ of refusing to go on.
   alone, where exactly one unmatched done task and one unmatched new task have that text.
 - A new task that stands where an unmatched old one of the same group stood is an edit: the
   same slot between the same tasks matched in place (those that kept their order; a moved one
-  marks no slot), paired in order within it. A task deleted in one place and another added
+  marks no slot), paired in order within it; where a slot has more old tasks than new or
+  fewer, those paired are the ones whose words are most alike (a task deleted beside one
+  edited leaves the edit its own old words). A task deleted in one place and another added
   elsewhere are a removal and an addition: the added one runs. An edit is a new
   pending task; the old one's change stays in history and is named. An edit of a completed
   task keeps it done instead, with the new words (a typo fixed is no reason to pay for finished
@@ -37,6 +39,8 @@ from agentloop.state.folding import carry
 from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
 from agentloop.state.status import check
+
+_ALIKE_AT_MOST = 400  # new times old tasks of one slot compared by their words; more pair in order
 
 
 @on_first_use(frozen=True)  # a plain run never makes one (agentloop.ondemand)
@@ -215,16 +219,22 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
     new = [i for i, r in enumerate(result) if r is None or i in renamed]
     taken = {r.log_name for i, r in enumerate(result) if r is not None and i not in new} | \
         {r.log_name for r in leftover}
+    unmatched: dict[tuple[int, str], list[int]] = defaultdict(list)
+    for i in new:
+        if result[i] is None:
+            unmatched[new_slot[i], fresh[i].group].append(i)
+    paired = {i: was for key, places in unmatched.items()
+              for i, was in _pair(places, fresh, by_group[key])}
     for i in new:
         record, own = result[i] or fresh[i], ""
-        slot = by_group[new_slot[i], record.group]
-        if result[i] is None and slot and slot[0].status == S.COMPLETED and keep_done:
-            own = slot[0].log_name  # its attempts go on counting: its own
-            record = _reworded(slot.popleft(), record)
+        was = paired.get(i)
+        if was is not None and was.status == S.COMPLETED and keep_done:
+            own = was.log_name  # its attempts go on counting: its own
+            record = _reworded(was, record)
             reworded.append(record.index)
-        elif result[i] is None and slot:
-            replaced.append(slot.popleft())
-            edited.append((record.index, replaced[-1].change_id or ""))
+        elif was is not None:
+            replaced.append(was)
+            edited.append((record.index, was.change_id or ""))
         elif result[i] is None:
             added.append(record.index)
         name, n = record.log_name, 1
@@ -238,6 +248,48 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
     kept_done = sum(1 for r in tasks if r.status == S.COMPLETED)
     return Reconciled(tasks, tuple(added), tuple(edited), removed, tuple(ticked), kept_done,
                       replaced=tuple(replaced), reworded_done=tuple(reworded))
+
+
+def _pair(places: list[int], fresh: list[TaskState],
+          olds: deque[TaskState]) -> list[tuple[int, TaskState]]:
+    """The new tasks of one slot (their places) paired with its unmatched old ones (taken out
+    of `olds`), in order: as many pairs as the fewer of the two, and among those ways the one
+    whose paired words are most alike. With a task deleted beside one edited, the edit pairs
+    with its own old words, not with the deleted task's because it stood first (a done one
+    would keep the edit done: it would never run). One old and one new pair whatever their
+    words (a reword can change them all); a slot of more new times old tasks than
+    `_ALIKE_AT_MOST` pairs in order (each new task's words are compared with each old one's)."""
+    old = list(olds)
+    n, m = len(places), len(old)
+    if min(n, m) == 0 or n == m or n * m > _ALIKE_AT_MOST:
+        # Equal counts: in order is the only way to pair them all.
+        pairs = list(zip(range(n), range(m)))
+    else:
+        from difflib import SequenceMatcher  # a slot with a task deleted or added beside an edit
+
+        like = [[SequenceMatcher(None, fresh[i].task, o.task).ratio() for o in old]
+                for i in places]
+        # best[j][k]: the most pairs, then the most alike, of the first j new and k old.
+        best = [[(0, 0.0)] * (m + 1) for _ in range(n + 1)]
+        for j in range(1, n + 1):
+            for k in range(1, m + 1):
+                took = best[j - 1][k - 1]
+                best[j][k] = max(best[j - 1][k], best[j][k - 1],
+                                 (took[0] + 1, took[1] + like[j - 1][k - 1]))
+        pairs, j, k = [], n, m
+        while j and k:      # ties left to the later ones unpaired: the first old pairs first
+            if best[j][k] == best[j][k - 1]:
+                k -= 1
+            elif best[j][k] == best[j - 1][k]:
+                j -= 1
+            else:
+                pairs.append((j - 1, k - 1))
+                j, k = j - 1, k - 1
+        pairs.reverse()
+    taken = {k for _, k in pairs}
+    olds.clear()
+    olds.extend(o for k, o in enumerate(old) if k not in taken)
+    return [(places[j], old[k]) for j, k in pairs]
 
 
 def _reworded(done: TaskState, new: TaskState) -> TaskState:

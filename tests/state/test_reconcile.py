@@ -362,3 +362,27 @@ def test_a_task_added_at_the_end_after_a_done_one_deleted_runs(
     assert (work / "new.txt").read_text().strip() == "new"
     assert len(fake_claude.calls()) == 4
     assert [(t["task"], t["status"]) for t in state_of(work)["tasks"]][-1][1] == "completed"
+
+
+def test_in_a_slot_a_new_task_pairs_with_the_old_one_most_like_it(tmp_path: Path) -> None:
+    """From a review: "two" (done) deleted and a typo fixed in "three" (pending): both old
+    tasks stand in the slot after "one", and paired in order "three!" took done "two"'s
+    record, stood completed and never ran. It is an edit of "three" (it runs); "two" is gone."""
+    old = saved(tmp_path, "## G\n- one\n- two\n- three\n", (1, 2))
+    changed = reconcile(old, new(tmp_path, "## G\n- one\n- three!\n"))
+    assert [(t.task, t.status) for t in changed.tasks] == [
+        ("one", "completed"), ("three!", "pending")]
+    assert changed.tasks[1].done_as is None and changed.tasks[1].change_id is None
+    assert (changed.added, changed.edited, changed.reworded_done) == ((), ((2, ""),), ())
+    assert [r.task for r in changed.removed] == ["two"]
+    assert [r.task for r in changed.replaced] == ["three"]
+    # More new tasks than old: the old one pairs with the new one most like it, in order.
+    old = saved(tmp_path, "## G\n- one\n- write the parser\n- two\n", (1, 2))
+    changed = reconcile(old, new(tmp_path, "## G\n- one\n- add a lexer\n"
+                                           "- write the parser, faster\n- two\n"))
+    assert (changed.added, changed.reworded_done) == ((2,), (3,))
+    assert changed.tasks[2].done_as == "write the parser"
+    # One old task and one new in a slot pair whatever their words, as before.
+    old = saved(tmp_path, "## G\n- one\n- two\n- three\n", (1, 2))
+    changed = reconcile(old, new(tmp_path, "## G\n- one\n- something else\n- three\n"))
+    assert (changed.added, changed.reworded_done, changed.removed) == ((), (2,), ())
