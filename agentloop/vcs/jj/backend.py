@@ -20,6 +20,7 @@ from typing import Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs import find_root, own_output, plan_files, relative_to
+from agentloop.vcs.check import LaneBreach, jj_removed
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj import basemark, carried, leftovers, ownfiles
 from agentloop.vcs.jj.aside import bring_back, keep_aside
@@ -97,7 +98,7 @@ class JjVcs:
         self._resumable = ""
         # Its --config options for every call are set by prepare(). A lane's workspace sits
         # inside your checkout: its commands never look past it (Jj's `confined`).
-        self.jj = Jj(self.root, confined=lane)
+        self.jj = Jj(self.root, confined=lane, gone=_lane_gone if lane else None)
 
     def _base_below(self, task: Rev) -> None:
         """A base for the tool's files, made as a new empty change right below the task's
@@ -525,3 +526,9 @@ class JjVcs:
             return None
         return Change(change_id=change_id, commit_id=task.commit_id, base=",".join(task.parents),
                       files=tuple(f for f in task.files if not self._own.holds(f)))
+
+
+def _lane_gone(where: Path) -> Exception:
+    """A lane whose jj workspace was removed (its .jj gone, by its agent or from outside): a
+    stop of its group, which says so, never a command run in the checkout around it."""
+    return LaneBreach(jj_removed(where))

@@ -8,7 +8,7 @@ import functools
 import json
 import os
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from agentloop import proc
 from agentloop.errors import ProcessError, ProgramNotFound, VcsError
@@ -171,14 +171,17 @@ class Jj:
     the folder is a workspace of its own (a lane's, inside your checkout) whose every command
     names it with `-R`, as does any command run with a `cwd`: jj then fails ("There is no jj
     repo") where its .jj was removed, where from the folder alone it looks upward and finds
-    your checkout around it, whose @ the lane's next `jj new` would take. That failure is a
-    LaneBreach, which stops the lane's group."""
+    your checkout around it, whose @ the lane's next `jj new` would take. `gone`: what that
+    failure raises instead of jj's error (a lane's: LaneBreach, which stops its group; given by
+    the backend, so that this runner needs nothing of the checks that use it)."""
 
     def __init__(self, root: Path, config: list[str] | None = None,
-                 confined: bool = False) -> None:
+                 confined: bool = False,
+                 gone: Callable[[Path], Exception] | None = None) -> None:
         self.root = root
         self.config = config or []
         self.confined = confined
+        self.gone = gone
         # The operation at which every finished task's change was last seen below @, carried
         # over each command of ours begun there: the history check is skipped while it holds.
         self.sound: str | None = None
@@ -195,9 +198,8 @@ class Jj:
         try:
             done = _run(where, (*named, *self.config, *args), full, codes, timeout)
         except VcsError:
-            if self.confined and where.is_dir() and not (where / ".jj").is_dir():
-                from agentloop.vcs.check import LaneBreach, jj_removed
-                raise LaneBreach(jj_removed(where)) from None
+            if self.gone is not None and where.is_dir() and not (where / ".jj").is_dir():
+                raise self.gone(where) from None
             raise
         if ours:
             self.sound = op_head(self.root)
