@@ -16,10 +16,16 @@ from tests.support.repos import git, git_commits, init_repo, jj, jj_changes, sta
 from tests.support.runner import agent_loop
 
 
-def user_edit(tmp_path: Path, work: Path, old: str, new: str) -> str:
-    """A FAKE line that replaces `old` by `new` in the plan, as the user's editor would."""
+def user_edit(tmp_path: Path, work: Path, old: str, new: str, after: str = "") -> str:
+    """A FAKE line that replaces `old` by `new` in the plan, as the user's editor would; once the
+    plan holds `after`, when given (20 s at most): an edit that read the plan just before a
+    tick and wrote it just after would undo that tick, as an editor holding the old text does,
+    and a busy machine can stretch the few microseconds between its read and its write."""
     script = tmp_path / f"edit{len(list(tmp_path.glob('edit*.py')))}.py"
-    script.write_text("import pathlib, sys\np = pathlib.Path(sys.argv[1])\n"
+    script.write_text("import pathlib, sys, time\np = pathlib.Path(sys.argv[1])\n"
+                      "end = time.monotonic() + 20\n"
+                      f"while {after!r} not in p.read_text() and time.monotonic() < end:\n"
+                      "    time.sleep(0.02)\n"
                       f"p.write_text(p.read_text().replace({old!r}, {new!r}))\n")
     return f"FAKE: bash {sys.executable} {script} {work / 'tasks.md'}"
 
@@ -29,7 +35,10 @@ def test_landed_tasks_are_ticked_and_the_users_edits_stay(
         work: Path, tmp_path: Path, fake_claude: FakeClaude, lanes: str) -> None:
     init_repo(work, "git")
     mine = user_edit(tmp_path, work, "Notes: none yet", "Notes: my own words")
-    reword = user_edit(tmp_path, work, "- [ ] second\n", "- [ ] second, reworded\n")
+    # Task 2's agent runs while task 1 lands and is ticked (the landing beside the next agent):
+    # the reword comes once that tick is in.
+    reword = user_edit(tmp_path, work, "- [ ] second\n", "- [ ] second, reworded\n",
+                       after="- [x] first\n")
     (work / "tasks.md").write_text(
         "# Plan\n\nNotes: none yet\n\n"
         f"## One\n- [ ] first\n  FAKE: write a.txt a\n  {mine}\n"

@@ -28,10 +28,12 @@ class FakeClaude:
         self.bin.chmod(0o755)
 
     def calls(self) -> list[dict]:
-        """Every recorded call: argv and cwd."""
+        """Every recorded call: argv and cwd. A test polls this while an agent may be writing its
+        line: a last line not yet ended is not a call yet."""
         if not self.log.exists():
             return []
-        return [json.loads(line) for line in self.log.read_text().splitlines()]
+        whole = self.log.read_text().rpartition("\n")[0]
+        return [json.loads(line) for line in whole.splitlines()]
 
     def prompts(self) -> list[str]:
         """The prompt of each call (the argument after `--`)."""

@@ -153,9 +153,16 @@ def main() -> None:
     stdin = sys.stdin.read()
     log = os.environ.get("FAKE_CLAUDE_LOG")
     if log:
-        with open(log, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"argv": argv, "cwd": os.getcwd(), "stdin": stdin,
-                                  "env": dict(os.environ), "time": time.time()}) + "\n")
+        # One write of the whole line (an O_APPEND file's write lands whole at its end): a
+        # buffered file splits a line longer than its buffer (the environment is) in several,
+        # between which another agent's line, or a test's read, could come.
+        line = json.dumps({"argv": argv, "cwd": os.getcwd(), "stdin": stdin,
+                           "env": dict(os.environ), "time": time.time()}) + "\n"
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
     head = argv
     if "--output-format" in head and head[head.index("--output-format") + 1:][:1] == ["json"]:
         advisor(argv, stdin, state)
