@@ -416,6 +416,13 @@ WRAPPER = """#!/bin/sh
 # letter of a jj change id, `*` anything). "during": the command itself is
 # killed with the tool, $CRASH_DELAY seconds in (an OOM kill, a power cut), leaving behind
 # whatever it had half done: lock files, half-written state.
+# Only agent-loop is ever killed: a git or jj whose caller had died an instant before (killed
+# at a command of another thread) is handed to the nearest subreaper, which in a test run can
+# be pytest itself (agentloop.proc makes its process one), and $PPID then names that.
+caller() {
+    case "$(tr '\\0' ' ' < /proc/$PPID/cmdline 2>/dev/null)" in *agentloop*) return 0;; esac
+    return 1
+}
 n=$(( $(cat "$CRASH_COUNTER" 2>/dev/null || echo 0) + 1 ))
 echo "$n" > "$CRASH_COUNTER"
 hit=
@@ -425,7 +432,7 @@ elif [ "$n" = "$CRASH_AT" ]; then
     hit=1
 fi
 [ -n "$hit" ] && touch "$CRASH_COUNTER.fired"
-if [ -n "$hit" ] && [ "$CRASH_WHEN" = before ]; then kill -9 $PPID; exit 1; fi
+if [ -n "$hit" ] && [ "$CRASH_WHEN" = before ]; then caller && kill -9 $PPID; exit 1; fi
 if [ -n "$hit" ] && [ "$CRASH_WHEN" = during ]; then
     exec 3<&0  # a command put in the background would read /dev/null instead
     "$CRASH_REAL" "$@" <&3 &
@@ -438,12 +445,13 @@ if [ -n "$hit" ] && [ "$CRASH_WHEN" = during ]; then
     else
         sleep "$CRASH_DELAY"
     fi
-    kill -9 $! $PPID
+    kill -9 $!
+    caller && kill -9 $PPID
     exit 137
 fi
 "$CRASH_REAL" "$@"
 code=$?
-if [ -n "$hit" ] && [ "$CRASH_WHEN" = after ]; then kill -9 $PPID; fi
+if [ -n "$hit" ] && [ "$CRASH_WHEN" = after ]; then caller && kill -9 $PPID; fi
 exit $code
 """
 
