@@ -11,6 +11,7 @@ import sys
 # widens the moment in which a Ctrl+C ends Python's start with its own traceback.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from types import FrameType
     from typing import NoReturn
 
@@ -24,6 +25,34 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 def main() -> None:
     """Console entry point."""
+    _take_stops()
+    # The stops wait until the imports are done: a handler run inside an extension module's
+    # initialisation (orjson's, measured: 1 start in 150 signalled at random) can crash the
+    # interpreter with SIGSEGV instead of raising.
+    if sys.argv[1:] == ["--version"]:
+        _version()
+    blocked, status = _load(sys.argv[1:])
+    try:
+        # Inside the `try`: a stop that comes before the command takes the stops with its own
+        # handler (agentloop.cli.main, which imports nothing before) ends in one line.
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        if status is not None:
+            from agentloop.console import quick
+
+            quick.main(*status, sys.argv[1:])
+        from agentloop.cli import main as run_cli  # loaded by _load already
+
+        run_cli()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    except KeyboardInterrupt:  # before the command's own handling of a stop began
+        _started_interrupted()
+    _exit(code)
+
+
+def _take_stops() -> None:
+    """SIGTERM and SIGHUP take Ctrl+C's path, and every child's exit code is ours to read."""
     try:  # a Ctrl+C here (Python's own handler) is said in one line too
         for sig in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP: a closed terminal, a dropped ssh
             signal.signal(sig, _stop)
@@ -32,19 +61,25 @@ def main() -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     except KeyboardInterrupt:
         _started_interrupted()
-    # The stops wait until the imports are done: a handler run inside an extension module's
-    # initialisation (orjson's, measured: 1 start in 150 signalled at random) can crash the
-    # interpreter with SIGSEGV instead of raising.
-    if sys.argv[1:] == ["--version"]:
-        # The one answer that needs nothing else: no click, none of our modules (click's own
-        # --version, for the option given with others, says the same).
-        from agentloop import __version__
 
-        try:
-            sys.stdout.write(f"agent-loop, version {__version__}\n")
-        except OSError:  # piped into a program that has gone (`| head -0`)
-            pass
-        _exit(0)
+
+def _version() -> NoReturn:
+    """The one answer that needs nothing else: no click, none of our modules (click's own
+    --version, for the option given with others, says the same)."""
+    from agentloop import __version__
+
+    try:
+        sys.stdout.write(f"agent-loop, version {__version__}\n")
+    except OSError:  # piped into a program that has gone (`| head -0`)
+        pass
+    _exit(0)
+
+
+def _load(argv: list[str]) -> tuple[set[int | signal.Signals],
+                                  tuple[Path | None, dict[str, bool]] | None]:
+    """The modules the command needs, loaded while the stops wait; (the signal mask to put
+    back, the `--status` request answered without click or None). A stop that came meanwhile
+    ends the start in one line."""
     try:
         # Inside the try: a stop already pending raises from the very call that blocks.
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
@@ -56,11 +91,10 @@ def main() -> None:
         # a user types while a plan runs, and click is most of its start-up.
         from agentloop.console import quick
 
-        status = quick.status_request(sys.argv[1:])
+        status = quick.status_request(argv)
         if status is None:
-            from agentloop.cli import main as run_cli
-        if not {"--help", "-h"} & set(sys.argv[1:]) and \
-                (status is None or status[1]["as_json"]):
+            import agentloop.cli  # noqa: F401
+        if not {"--help", "-h"} & set(argv) and (status is None or status[1]["as_json"]):
             # Every other command reads or writes JSON; the modules load on first use, but a
             # C extension's initialisation must happen while the stops wait (see above). A
             # --status printed as text reads an unchanged plan's state with the standard
@@ -70,19 +104,7 @@ def main() -> None:
         _started_interrupted()
     if signal.sigpending() & set(STOPS):
         _started_interrupted()
-    try:
-        # Inside the `try`: a stop that comes before the command takes the stops with its own
-        # handler (agentloop.cli.main, which imports nothing before) ends in one line.
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        if status is not None:
-            quick.main(*status, sys.argv[1:])
-        run_cli()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
-    except KeyboardInterrupt:  # before the command's own handling of a stop began
-        _started_interrupted()
-    _exit(code)
+    return blocked, status
 
 
 def _started_interrupted() -> NoReturn:

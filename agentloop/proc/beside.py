@@ -28,7 +28,11 @@ def beside(work: Callable[[], T], name: str) -> Callable[[], T]:
     thread.start()
 
     def result() -> T:
-        thread.join()
+        # In steps: a stop that reached another thread (a signal goes to any thread that does
+        # not block it) is raised here in the main thread between two, where one join that
+        # waits on a stuck thread would never see it.
+        while thread.is_alive():
+            thread.join(0.05)
         if failed:
             raise failed[0]
         return found[0]

@@ -213,11 +213,20 @@ main = threading.main_thread()
 class Stuck(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if threading.current_thread().name == "agent-loop agents ready":
-            while not any(f.f_code.co_name == "prepare" for f in frames(main.ident)):
+            # In the lane's creation, or past it already (a loaded machine may start this
+            # thread's import late): waiting for this thread.
+            while not any(f.f_code.co_name == "prepare" or
+                          (f.f_code.co_name == "start_run" and in_ready(main.ident))
+                          for f in frames(main.ident)):
                 time.sleep(0.001)
             os.kill(os.getpid(), signal.SIGINT)
             threading.Event().wait()
         return None
+
+def in_ready(ident):
+    frame = sys._current_frames().get(ident)
+    return any(f.f_code.co_name == "result" and f.f_back.f_code.co_name == "start_run"
+               for f in frames(ident))
 
 def frames(ident):
     frame = sys._current_frames().get(ident)
@@ -247,14 +256,15 @@ def test_a_stop_while_the_lane_is_made_does_not_wait_for_the_thread_beside_it(
     assert "Traceback" not in err and "Resume with" in err, err
 
 
-# A Ctrl+C handled the instant main()'s first call (its first handler's setting) returns: a
+# A Ctrl+C handled the instant main()'s first handler's setting returns (in _take_stops): a
 # profile function raises it there, as Python's own handler would.
 FIRST_CALL = """
 import sys
-from agentloop.__main__ import main
+from agentloop.__main__ import _take_stops, main
 
 def stop(frame, event, arg):
-    if event == "return" and frame.f_back is not None and frame.f_back.f_code is main.__code__:
+    if event == "return" and frame.f_back is not None and \\
+            frame.f_back.f_code is _take_stops.__code__:
         sys.setprofile(None)
         raise KeyboardInterrupt
 
