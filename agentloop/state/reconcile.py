@@ -272,6 +272,9 @@ def _pair(places: list[int], fresh: list[TaskState],
     pairs: list[tuple[int, int]] = []
     if min(n, m) == 0:
         pass
+    elif n == m and all(o.status != S.COMPLETED or
+                        _likeness(fresh[places[k]], o) >= _DONE_ALIKE for k, o in enumerate(old)):
+        pairs = [(k, k) for k in range(n)]   # all paired in order: the only way to pair them all
     elif n * m > _ALIKE_AT_MOST:
         k = 0
         for j in range(n):
