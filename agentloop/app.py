@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Iterator
 from agentloop.errors import StateError, TaskFileError
 from agentloop.files.pid_file import live_pid
 from agentloop.ondemand import dataclass as on_first_use
-from agentloop.state.project import Project, open_project, rehearsal_of
+from agentloop.state.project import Project, open_project, rehearsal_of, took_over
 from agentloop.state.schema import State
 from agentloop.state.status import TaskStatus as S
 
@@ -81,7 +81,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     # A rehearsal works in a copy of its own: the user's tree is no business of it.
     tree = tree_warning(project, admitted) if any(r.runs for r in rows) and \
         not options.rehearse else None
-    warnings = (*state.warnings, *vcs_notes(options.vcs, project.root),
+    warnings = (*took_over(project), *state.warnings, *vcs_notes(options.vcs, project.root),
                 *([admitted.rebuilt] if admitted.rebuilt else []),
                 *admitted.found,
                 *reworded_lines(state.tasks, state.task_file),

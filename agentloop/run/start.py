@@ -28,7 +28,7 @@ from agentloop.run.repo_hooks import start_notes
 from agentloop.run.selection import runnable, select
 from agentloop.run.workplace import wants_lane
 from agentloop.state.learnings import Learnings
-from agentloop.state.project import Project, load_plan, state_from
+from agentloop.state.project import Project, load_plan, state_from, took_over
 from agentloop.state.schema import State, now
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs import STATE_DIR
@@ -242,7 +242,7 @@ def _plan_changes(project: Project, admitted: Admitted, state: State) -> list[st
     tasks they removed kept aside first, and of finished tasks whose words changed."""
     from agentloop.state.reconcile import reworded_lines  # a run's own: not at --status
 
-    notes = []
+    notes = took_over(project)
     changes = admitted.changes
     if changes is not None:
         notes.append(changes.note(project.shown(project.task_file)))

@@ -61,13 +61,7 @@ def plan_folder(root: Path, task_file: Path, parse: Callable[[bytes, Path], Any]
     `.agent-loop/` itself, every other one `.agent-loop/plans/<name>-<hash>/`; and
     `.agent-loop/state.json` as read to tell (its bytes and their JSON by `parse`, which raises
     StateError), so that a state of thousands of records is parsed once, not twice."""
-    try:
-        name = task_file.relative_to(root).as_posix()
-    except ValueError:
-        name = str(task_file)
-    base = root / STATE_DIR
-    digest = hexdigest(name.encode("utf-8", "surrogateescape"))[:8]
-    own = base / "plans" / f"{source.slug(name, 40) or 'plan'}-{digest}"
+    name, base, own = plan_name(root, task_file), root / STATE_DIR, own_folder(root, task_file)
     if (own / "state.json").exists():
         return own, None
     try:
@@ -78,6 +72,21 @@ def plan_folder(root: Path, task_file: Path, parse: Callable[[bytes, Path], Any]
     if not isinstance(data, dict) or data.get("task_file") in (None, name):
         return base, (raw, data)   # already this plan's
     return own, None
+
+
+def plan_name(root: Path, task_file: Path) -> str:
+    """The plan's name as its state records it: its path from the root, else its full path."""
+    try:
+        return task_file.relative_to(root).as_posix()
+    except ValueError:
+        return str(task_file)
+
+
+def own_folder(root: Path, task_file: Path) -> Path:
+    """`.agent-loop/plans/<name>-<hash>/`: the folder of a plan that is not the first."""
+    name = plan_name(root, task_file)
+    digest = hexdigest(name.encode("utf-8", "surrogateescape"))[:8]
+    return root / STATE_DIR / "plans" / f"{source.slug(name, 40) or 'plan'}-{digest}"
 
 
 def plan_folders(root: Path) -> list[Path]:

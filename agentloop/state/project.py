@@ -8,6 +8,8 @@ reconciled with the new file (agentloop.reconcile) instead of refused.
 Each task file is a plan with its own folder: the first plan of a repository keeps
 `.agent-loop/` itself (where every earlier version of agent-loop kept its one plan), every other
 plan gets `.agent-loop/plans/<name>-<hash>/`. One run at a time per repository still holds.
+A plan renamed (`git mv tasks.md plan.md`) takes over the state of its old name, whose file is
+gone (open_project), so what it finished is not paid for again.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentloop.errors import AgentLoopError, StateError, TaskFileError
 from agentloop.plan import source
 from agentloop.state import plain
 from agentloop.state.schema import State, TaskState, loads
 from agentloop.state.store import Store
-from agentloop.vcs import find_root
+from agentloop.vcs import STATE_DIR, find_root
 
 if TYPE_CHECKING:
     from agentloop.plan.parse import TaskFile
@@ -37,6 +40,7 @@ class Project:
     root: Path
     store: Store
     here: Path | None = None    # where the user stands: what a path shown to them is from
+    renamed_from: str = ""      # the plan's name before a rename, whose state it took over
 
     @property
     def task_file_name(self) -> str:
@@ -53,9 +57,91 @@ class Project:
 
 
 def open_project(task_file: Path, cwd: Path) -> Project:
-    """Locate the root: the repository around `cwd`, else the task file's folder."""
+    """Locate the root: the repository around `cwd`, else the task file's folder. A plan with
+    no state of its own takes over the state of the plan it was renamed from (_renamed_from)."""
     path, root = plain.locate(task_file, cwd)
-    return Project(path, root, Store(root, *plan_folder(root, path)), cwd.resolve())
+    folder, read = plan_folder(root, path)
+    former = ""
+    if not (folder / "state.json").exists():
+        found = _renamed_from(root, path)
+        if found is not None:
+            (folder, former), read = found, None
+            folder = _moved_to_own(root, path, folder)
+    return Project(path, root, Store(root, folder, read), cwd.resolve(), former)
+
+
+def _renamed_from(root: Path, task_file: Path) -> tuple[Path, str] | None:
+    """The folder and name of the plan this one was renamed from (`git mv tasks.md plan.md`),
+    whose state is this plan's: a plan whose file is gone, whose state was made from this very
+    file (its hash), else whose tasks are mostly this file's (renamed, then edited). Never a
+    plan whose file is still there (a copy kept beside it has its own state), and no guess
+    between two that fit alike. A state that already names this plan (taken over, and its
+    folder could not be renamed) is this plan's first."""
+    name = plain.plan_name(root, task_file)
+    gone = []
+    for folder in plain.plan_folders(root):
+        try:
+            data = loads((folder / "state.json").read_bytes(), folder / "state.json")
+        except (OSError, StateError):
+            continue
+        former = data.get("task_file") if isinstance(data, dict) else None
+        if former == name:
+            return folder, ""
+        if isinstance(former, str) and former and not (root / former).exists():
+            gone.append((folder, former, data))
+    if not gone:
+        return None
+    try:
+        plan = source.read(task_file)
+    except TaskFileError:
+        return None
+    same = [(f, n) for f, n, data in gone if data.get("task_file_hash") == plan.sha256]
+    if same:
+        return same[0] if len(same) == 1 else None
+    from collections import Counter
+
+    from agentloop.plan import parse
+    from agentloop.plan.boxes import task_key
+
+    try:
+        now = Counter((t.group, task_key(t.text)) for t in parse.parsed(plan).tasks)
+    except AgentLoopError:
+        return None
+    alike = []
+    for folder, former, data in gone:
+        records = data.get("tasks")
+        was = Counter((str(t.get("group", "")), task_key(str(t.get("task", "")))) for t in records
+                      if isinstance(t, dict)) if isinstance(records, list) else Counter()
+        shared = sum((was & now).values())
+        # Most of the tasks of each are the other's: a plan renamed, then edited a little.
+        if shared and 2 * shared >= max(sum(was.values()), sum(now.values())):
+            alike.append((folder, former))
+    return alike[0] if len(alike) == 1 else None
+
+
+def _moved_to_own(root: Path, task_file: Path, folder: Path) -> Path:
+    """A taken-over state's folder, renamed to the one this plan's name gives it (so that a
+    new plan by the old name starts afresh); the first plan's `.agent-loop/` stays where it is
+    (its state records the new name when it is next saved), as does a folder that cannot be
+    renamed."""
+    own = plain.own_folder(root, task_file)
+    if folder == own or folder == root / STATE_DIR:
+        return folder
+    try:
+        own.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(folder, own)
+    except OSError:
+        return folder
+    return own
+
+
+def took_over(project: Project) -> list[str]:
+    """The one line a plan says when it took over the state of the plan it was renamed from."""
+    if not project.renamed_from:
+        return []
+    return [f"{project.shown(project.task_file)}: no state of its own, and "
+            f"{project.renamed_from} is gone with the same tasks (renamed?): its state is taken "
+            f"over, so what it finished stays done"]
 
 
 def rehearsal_of(project: Project) -> Project:
@@ -88,6 +174,8 @@ def load_plan(project: Project, plan: TaskFile | source.Read | None = None,
         plan = source.read(project.task_file)
     digest = plan.sha256
     saved = project.store.load()
+    if saved is not None and saved.task_file != project.task_file_name:
+        saved.task_file = project.task_file_name   # taken over from its old name (open_project)
     if saved is not None and saved.task_file_hash == digest and saved.reader == source.READER:
         return saved, True, None
     from agentloop.plan import parse  # a new or edited plan only

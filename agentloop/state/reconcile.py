@@ -10,9 +10,10 @@ of refusing to go on.
   alone, where exactly one unmatched done task and one unmatched new task have that text.
 - A new task that stands where an unmatched old one of the same group stood is an edit: the
   same slot between the same tasks matched in place (those that kept their order; a moved one
-  marks no slot), paired in order within it; where a slot has more old tasks than new or
-  fewer, those paired are the ones whose words are most alike (a task deleted beside one
-  edited leaves the edit its own old words). A task deleted in one place and another added
+  marks no slot), paired in order within it, as many as can be and those whose words are
+  most alike, whatever the counts (a task deleted beside one edited leaves the edit its own
+  old words); a completed old task pairs only with a new one whose words are like its own
+  (a task added beside it is not it reworded). A task deleted in one place and another added
   elsewhere are a removal and an addition: the added one runs. An edit is a new
   pending task; the old one's change stays in history and is named. An edit of a completed
   task keeps it done instead, with the new words (a typo fixed is no reason to pay for finished
@@ -41,6 +42,11 @@ from agentloop.state.status import TaskStatus as S
 from agentloop.state.status import check
 
 _ALIKE_AT_MOST = 400  # new times old tasks of one slot compared by their words; more pair in order
+# How alike a new task's words must be to a completed one's to be it reworded and stay done
+# (_likeness: "fix the parser" and "fix the parsers" 0.97, "c" and "c, better" 0.67, "two"
+# and "three!" 0.44);
+# the cut-off difflib's own get_close_matches uses.
+_DONE_ALIKE = 0.6
 
 
 @on_first_use(frozen=True)  # a plain run never makes one (agentloop.ondemand)
@@ -253,30 +259,47 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
 def _pair(places: list[int], fresh: list[TaskState],
           olds: deque[TaskState]) -> list[tuple[int, TaskState]]:
     """The new tasks of one slot (their places) paired with its unmatched old ones (taken out
-    of `olds`), in order: as many pairs as the fewer of the two, and among those ways the one
-    whose paired words are most alike. With a task deleted beside one edited, the edit pairs
-    with its own old words, not with the deleted task's because it stood first (a done one
-    would keep the edit done: it would never run). One old and one new pair whatever their
-    words (a reword can change them all); a slot of more new times old tasks than
-    `_ALIKE_AT_MOST` pairs in order (each new task's words are compared with each old one's)."""
+    of `olds`), in order, by one rule whatever the counts: as many pairs as can be, and among
+    those ways the one whose paired words are most alike. A completed old task pairs only with
+    a new one whose words are like its own (`_done_alike`): a pair keeps it done, and a new
+    task that is not it reworded would never run. So with a done task deleted beside a typo
+    fixed and a task added, the fix pairs with its own old words and the added task runs.
+    A pending old task pairs whatever the words (an edit runs anyway; it names the old
+    change). A slot of more new times old tasks than `_ALIKE_AT_MOST` pairs in order (each new
+    task's words would be compared with each old one's), a done one still only when alike."""
     old = list(olds)
     n, m = len(places), len(old)
-    if min(n, m) == 0 or n == m or n * m > _ALIKE_AT_MOST:
-        # Equal counts: in order is the only way to pair them all.
-        pairs = list(zip(range(n), range(m)))
+    pairs: list[tuple[int, int]] = []
+    if min(n, m) == 0:
+        pass
+    elif n == m and all(o.status != S.COMPLETED or
+                        _likeness(fresh[places[k]], o) >= _DONE_ALIKE for k, o in enumerate(old)):
+        pairs = [(k, k) for k in range(n)]   # all paired in order: the only way to pair them all
+    elif n * m > _ALIKE_AT_MOST:
+        k = 0
+        for j in range(n):
+            while k < m and old[k].status == S.COMPLETED and \
+                    _likeness(fresh[places[j]], old[k]) < _DONE_ALIKE:
+                k += 1      # a done task not like this one: removed, not inherited
+            if k == m:
+                break
+            pairs.append((j, k))
+            k += 1
     else:
-        from difflib import SequenceMatcher  # a slot with a task deleted or added beside an edit
-
-        like = [[SequenceMatcher(None, fresh[i].task, o.task).ratio() for o in old]
-                for i in places]
+        like = [[_likeness(fresh[i], o) for o in old] for i in places]
+        never = -1.0
+        allowed = [[never if o.status == S.COMPLETED and like[j][k] < _DONE_ALIKE
+                    else like[j][k] for k, o in enumerate(old)] for j in range(n)]
         # best[j][k]: the most pairs, then the most alike, of the first j new and k old.
         best = [[(0, 0.0)] * (m + 1) for _ in range(n + 1)]
         for j in range(1, n + 1):
             for k in range(1, m + 1):
                 took = best[j - 1][k - 1]
-                best[j][k] = max(best[j - 1][k], best[j][k - 1],
-                                 (took[0] + 1, took[1] + like[j - 1][k - 1]))
-        pairs, j, k = [], n, m
+                best[j][k] = max(best[j - 1][k], best[j][k - 1])
+                if allowed[j - 1][k - 1] != never:
+                    best[j][k] = max(best[j][k],
+                                     (took[0] + 1, took[1] + allowed[j - 1][k - 1]))
+        j, k = n, m
         while j and k:      # ties left to the later ones unpaired: the first old pairs first
             if best[j][k] == best[j][k - 1]:
                 k -= 1
@@ -290,6 +313,19 @@ def _pair(places: list[int], fresh: list[TaskState],
     olds.clear()
     olds.extend(o for k, o in enumerate(old) if k not in taken)
     return [(places[j], old[k]) for j, k in pairs]
+
+
+def _likeness(new: TaskState, old: TaskState) -> float:
+    """How alike two tasks' words are, 0 to 1: difflib's ratio of their folded texts, or of
+    their lists of words where that is higher (a typo fixed changes letters; a word added to a
+    short task changes most of its letters and few of its words)."""
+    import re
+    from difflib import SequenceMatcher  # a slot with an unmatched task only
+
+    a, b = task_key(new.task), task_key(old.task)
+    return max(SequenceMatcher(None, a, b).ratio(),
+               SequenceMatcher(None, re.findall(r"\w+", a.casefold()),
+                               re.findall(r"\w+", b.casefold())).ratio())
 
 
 def _reworded(done: TaskState, new: TaskState) -> TaskState:

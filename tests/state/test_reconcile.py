@@ -382,7 +382,37 @@ def test_in_a_slot_a_new_task_pairs_with_the_old_one_most_like_it(tmp_path: Path
                                            "- write the parser, faster\n- two\n"))
     assert (changed.added, changed.reworded_done) == ((2,), (3,))
     assert changed.tasks[2].done_as == "write the parser"
-    # One old task and one new in a slot pair whatever their words, as before.
+    # One done old task and one new in a slot whose words are nothing alike: the new one is
+    # not that task reworded (it runs); a pending one pairs whatever the words, as an edit.
     old = saved(tmp_path, "## G\n- one\n- two\n- three\n", (1, 2))
     changed = reconcile(old, new(tmp_path, "## G\n- one\n- something else\n- three\n"))
-    assert (changed.added, changed.reworded_done, changed.removed) == ((), (2,), ())
+    assert (changed.added, changed.reworded_done, [r.task for r in changed.removed]) == (
+        (2,), (), ["two"])
+    old = saved(tmp_path, "## G\n- one\n- two\n- three\n", (1,))
+    changed = reconcile(old, new(tmp_path, "## G\n- one\n- something else\n- three\n"))
+    assert (changed.added, changed.edited, changed.removed) == ((), ((2, ""),), ())
+
+
+def test_a_task_added_beside_a_done_one_deleted_never_takes_its_record(
+        tmp_path: Path) -> None:
+    """From a trial: "two" (done) deleted, a typo fixed in "three" and "brand new" added in the
+    same place: as many new tasks as old in the slot, paired in order, "three!" took done
+    "two"'s record and "brand new" took "three"'s: the fix stood done, never to run. One rule
+    for every slot now: the fix is an edit of "three" (it runs), "brand new" is added."""
+    old = saved(tmp_path, "## G\n- one\n- two\n- three\n", (1, 2))
+    changed = reconcile(old, new(tmp_path, "## G\n- one\n- three!\n- brand new\n"))
+    assert [(t.task, t.status) for t in changed.tasks] == [
+        ("one", "completed"), ("three!", "pending"), ("brand new", "pending")]
+    assert all(t.change_id is None and t.done_as is None for t in changed.tasks[1:])
+    assert (changed.added, changed.edited, changed.reworded_done) == ((3,), ((2, ""),), ())
+    assert [r.task for r in changed.removed] == ["two"]
+    # A done task's typo fixed beside the same edit keeps it done: it is that task reworded.
+    old = saved(tmp_path, "## G\n- one\n- fix the parser\n- three\n", (1, 2))
+    changed = reconcile(old, new(tmp_path, "## G\n- one\n- fix the parsers\n- three!\n"))
+    assert (changed.reworded_done, changed.edited, changed.added) == ((2,), ((3, ""),), ())
+    # The same in a slot too big to compare every pair: in order, a done one only when alike.
+    many = "".join(f"- step {n}\n" for n in range(25))
+    old = saved(tmp_path, f"## G\n- one\n- two\n{many}", (1, 2))
+    changed = reconcile(old, new(tmp_path, f"## G\n- one\n- something else entirely\n"
+                                           f"{many.replace('- step', '- stage')}- more\n"))
+    assert changed.reworded_done == () and changed.tasks[1].status == "pending"

@@ -1,0 +1,67 @@
+"""A plan renamed (`git mv tasks.md plan.md`, then `agent-loop plan.md`) takes over the state
+of its old name, with the fake claude and real git: its finished tasks stay finished and are not
+paid for again; a plan copied beside another (both files there) has a state of its own."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, git_project, state_of
+from tests.support.runner import agent_loop
+
+PLAN = ("## G\n- [ ] one\n  FAKE: write one.txt 1\n"
+        "- [ ] two\n  FAKE: write two.txt 2\n")
+
+
+def ran(work: Path, plan: str, *args: str) -> str:
+    done = agent_loop(work, "--vcs", "git", "--no-distill", *args, plan=plan)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout + done.stderr
+
+
+def test_a_renamed_plan_keeps_what_it_finished(tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = git_project(tmp_path, PLAN)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    ran(work, "tasks.md")
+    assert len(fake_claude.calls()) == 2
+    git(work, "mv", "tasks.md", "plan.md")
+    preview = agent_loop(work, "--dry-run", plan="plan.md")
+    assert "2 task(s), 0 to run" in preview.stdout, preview.stdout + preview.stderr
+    out = ran(work, "plan.md")
+    assert "plan.md: no state of its own, and tasks.md is gone with the same tasks" in out, out
+    assert len(fake_claude.calls()) == 2                  # nothing paid for again
+    assert state_of(work)["task_file"] == "plan.md"
+    assert "taken over" not in ran(work, "plan.md")      # said once: it is plan.md's now
+    # Renamed again and edited: a task added runs, the finished ones do not.
+    (work / "plan.md").rename(work / "final.md")
+    with (work / "final.md").open("a") as plan:
+        plan.write("- [ ] three\n  FAKE: write three.txt 3\n")
+    out = ran(work, "final.md")
+    assert "final.md: no state of its own, and plan.md is gone with the same tasks" in out, out
+    assert len(fake_claude.calls()) == 3 and (work / "three.txt").exists()
+
+
+def test_a_copy_beside_a_plan_and_a_new_plan_by_an_old_name_start_afresh(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = git_project(tmp_path, PLAN)
+    ran(work, "tasks.md")
+    # A second plan lives in .agent-loop/plans/: renamed, it takes its folder along.
+    (work / "other.md").write_text("## H\n- [ ] three\n  FAKE: write three.txt 3\n")
+    ran(work, "other.md")
+    assert len(fake_claude.calls()) == 3
+    (work / "other.md").rename(work / "renamed.md")
+    assert "other.md is gone with the same tasks" in ran(work, "renamed.md")
+    assert len(fake_claude.calls()) == 3
+    # A new plan by the old name is a new plan: the renamed one's state is not its.
+    (work / "other.md").write_text("## H\n- [ ] four\n  FAKE: write four.txt 4\n")
+    assert "taken over" not in ran(work, "other.md")
+    assert len(fake_claude.calls()) == 4
+    # A copy of a plan whose file is still there: its own state; the first keeps its own.
+    shutil.copy(work / "tasks.md", work / "copy.md")
+    assert "taken over" not in ran(work, "copy.md")
+    assert len(fake_claude.calls()) == 6
+    assert state_of(work)["task_file"] == "tasks.md"
+    assert "2 task(s), 0 to run" in agent_loop(work, "--dry-run").stdout
