@@ -250,6 +250,8 @@ class Controller:
             # the others go on; the run ends with the line that says so.
             run.emit(LaneNote(f"{report.group} stopped: {report.error}", stop=True))
             self.stopped = self.stopped or report.error
+            if isinstance(report.error, LaneBreach) and report.error.breach.everywhere:
+                run.shared.halt()  # no new task anywhere: none lands on that branch
             return
         if report.error is not None:
             self.first_error = self.first_error or report.error

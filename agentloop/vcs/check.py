@@ -38,6 +38,7 @@ class Kind(enum.Enum):
     BRANCH_DELETED = "branch-deleted"        # the lane's branch is gone
     BRANCH_REWOUND = "branch-rewound"        # the lane's branch no longer holds its commits
     LANDED_LOST = "landed-lost"              # a change this lane landed left the main line
+    MAIN_REWOUND = "main-rewound"            # your branch moved back (or was rewritten)
     OPERATION_UNDONE = "operation-undone"    # jj: an operation was undone or restored
     CHECKOUT_WRITTEN = "checkout-written"    # your checkout changed while the agent ran
 
@@ -50,6 +51,9 @@ class Breach:
     line: str
     commands: tuple[str, ...] = ()
     stops: bool = True       # the group stops; False: said, and the lane goes on
+    # Every group stops: what they all land on is not as they left it (your branch moved
+    # back), and a landing of any would bury what it lost.
+    everywhere: bool = False
 
     def text(self) -> str:
         """The one line a user reads: what happened, then the commands."""
@@ -80,6 +84,9 @@ class GitLaneRecord:
     checkout: dict[str, tuple[int, int, int] | None] = field(default_factory=dict)
     # (the lane's git dir, the repository's common one): what a step left read from files.
     dirs: tuple[Path, Path] | None = None
+    # The main line's commit as the step began, which it must still hold when the step ends;
+    # then any it may be found at with nothing to check (a landing that runs beside the step).
+    main_at: tuple[str, ...] = ()
 
 
 def check_git_lane(record: GitLaneRecord) -> Breach | None:
@@ -118,6 +125,9 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
                       "this step is landed",
                       (f"git log --oneline {tip[:12]}..{record.head[:12]}",
                        f"git -C {lane} reset --hard {record.head[:12]}"))
+    rewound = _main_rewound(record, main)
+    if rewound is not None:
+        return rewound
     if record.landed:
         on_main = set(main.out("rev-list", record.main_ref).split())
         gone = [c for c in record.landed if c not in on_main]
@@ -131,6 +141,27 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
     return None
 
 
+def _main_rewound(record: GitLaneRecord, main: Git) -> Breach | None:
+    """Your branch moved, while the step ran, to a commit that lacks what it held as the step
+    began (`git reset --hard HEAD~1`, a rewrite that dropped a change): a stop, never a landing
+    on top of it, which would bury the commit it lost under the task's (a `git reset --keep`
+    back to it would then take the landing away too)."""
+    if not record.main_at:
+        return None
+    old, short = record.main_at[0], record.main_ref.removeprefix("refs/heads/")
+    now = main.sha(record.main_ref)
+    if now is None or now in record.main_at or _ancestor(main, old, now):
+        return None  # gone is said where the landing reads it (GitMainLine.tip)
+    if carried(main, old, now):
+        return None  # your amend or squash: what the commit changed is on the branch still
+    return Breach(Kind.MAIN_REWOUND, f"your branch {short} was moved from {old[:12]} back to "
+                  f"{now[:12]}, which lacks what {old[:12]} held (by the agent, or by you), "
+                  f"while this lane's agent ran; nothing of this step is landed on it, and "
+                  f"{old[:12]} stays in `git reflog {short}`",
+                  (f"git log --oneline {now[:12]}..{old[:12]}",
+                   f"git -C {record.main_root} reset --keep {old[:12]}"), everywhere=True)
+
+
 def _as_left(record: GitLaneRecord) -> bool:
     """Whether the git dir's files say the lane is as the step began: on its branch (which
     exists), at the commit recorded when one is, and the main line at the last commit this
@@ -142,7 +173,10 @@ def _as_left(record: GitLaneRecord) -> bool:
         return False  # off its branch, the branch gone, or the files do not tell
     if record.head and found[1] != record.head:
         return False
-    return not record.landed or refs.branch_tip(common, record.main_ref) == record.landed[-1]
+    tip = refs.branch_tip(common, record.main_ref)
+    if record.main_at and tip not in record.main_at:
+        return False  # moved: forward (your commit, another lane's landing) or not, git says
+    return not record.landed or tip == record.landed[-1]
 
 
 def dirty(git: Git) -> list[str]:
@@ -174,20 +208,29 @@ def _paths(out: str) -> list[str]:
 def written(root: Path, before: dict[str, tuple[int, int, int] | None],
             now: list[str]) -> Breach | None:
     """Files of the user's checkout `root` dirty `now` that were not, or differed, when the
-    step began (`before`): said, never a stop (the user may be editing too)."""
-    if not now:  # the usual case, a clean checkout: nothing to tell apart
+    step began (`before`), and files dirty then that are no longer and were written or
+    deleted since (an untracked file removed, an edit put back as committed): said, never a
+    stop (the user may be editing too). One you committed meanwhile is where it was: not
+    said."""
+    if not now and not before:  # the usual case, a clean checkout: nothing to tell apart
         return None
     own = own_output(root)  # `> run.log` in the checkout grows while agents run: the run's
-    changed = sorted(p for p in now if (p not in before or stamp(root / p) != before[p])
-                     and p not in own)
+    listed = set(now)
+    changed = sorted(p for p in (*now, *(p for p in before if p not in listed))
+                     if (p not in before or stamp(root / p) != before[p]) and p not in own)
     if changed:  # a plan is yours to edit while a run works (it is read again between tasks)
         plans = plan_files(root)
         changed = [p for p in changed if p not in plans]
     if not changed:
         return None
-    return Breach(Kind.CHECKOUT_WRITTEN, f"{', '.join(changed[:5])} in {root} changed while "
-                  "this lane's agent ran (an agent writing outside its lane, or you)",
-                  (f"git -C {root} diff -- {' '.join(changed[:5])}",), stops=False)
+    # No longer listed: deleted, or written back as committed (your edit in it gone).
+    how = {p: " (deleted)" if not os.path.lexists(root / p) else " (back as committed)"
+           for p in changed if p not in listed}
+    said = ", ".join(p + how.get(p, "") for p in changed[:5])
+    shown = [p for p in changed[:5] if p not in how]
+    return Breach(Kind.CHECKOUT_WRITTEN, f"{said} in {root} changed while this lane's agent "
+                  "ran (an agent writing outside its lane, or you)",
+                  (f"git -C {root} diff -- {' '.join(shown)}",) if shown else (), stops=False)
 
 
 def stamp(path: Path) -> tuple[int, int, int] | None:

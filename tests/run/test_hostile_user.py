@@ -253,3 +253,26 @@ def test_your_plan_renamed_while_a_task_runs_is_named_where_it_went(
     assert "jj undo" not in said and "plan.md holds the same text" in said, said
     assert (work / "tasks.md").read_text() == (work / "plan.md").read_text()
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
+
+
+def test_an_agent_that_moves_your_branch_back_stops_the_run_and_lands_nothing_on_it(
+        work: Path, fake_claude: FakeClaude) -> None:
+    """Task one's agent runs `git -C <your checkout> reset --hard HEAD~1`: your last commit
+    left your branch and your uncommitted edit was lost, and the run only said a file of
+    your checkout changed, then landed the tasks on the rewound branch. Now it stops, in one
+    line that names the branch, both commits and how to get yours back, landing nothing."""
+    init_repo(work, "git")
+    committed_plan(work, f"  FAKE: bash git -C {work} reset -q --hard HEAD~1")
+    (work / "mine.txt").write_text("my commit\n")
+    git(work, "add", "mine.txt")
+    git(work, "commit", "-qm", "my work")
+    yours = git(work, "rev-parse", "HEAD").strip()
+    (work / "README.md").write_text("my uncommitted edit\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    out = done.stdout + done.stderr
+    assert done.returncode != 0 and "Traceback" not in out, out
+    back = git(work, "rev-parse", "HEAD").strip()
+    assert f"your branch {git(work, 'branch', '--show-current').strip()} was moved from " \
+           f"{yours[:12]} back to {back[:12]}" in out, out
+    assert f"reset --keep {yours[:12]}" in out and "README.md (back as committed) in" in out, out
+    assert not (work / "one.txt").exists() and "agent-loop:" not in git(work, "log", "--format=%s")

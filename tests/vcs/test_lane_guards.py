@@ -457,3 +457,128 @@ def test_a_lanes_step_looks_at_your_checkout_without_a_thread(
     assert files_of(repo, done.change_id) == ["two.txt"]
     assert said and "stray.txt" in said[0]
     assert started == []
+
+
+# -- what an agent does to your checkout and its shared refs from its lane --------------------
+
+def test_your_branch_moved_back_while_the_agent_ran_stops_the_step(repo: Path,
+                                                                    lane: LaneGit) -> None:
+    # Your commit after task 1 landed, then the agent's `git -C <your checkout> reset --hard
+    # HEAD~1`: the branch is back at the lane's last landing, which the lane's quick look
+    # took for "as left"; the step stops, saying where the branch was and how to get it back.
+    (repo / "mine.txt").write_text("my commit\n")
+    git(repo, "add", "mine.txt")
+    git(repo, "commit", "-qm", "my work")
+    yours = git(repo, "rev-parse", "main")
+    (repo / "f.txt").write_text("my uncommitted edit\n")
+    lane.finish(lane.begin("task 2"), "task 2")  # (a step that changed nothing: it saw that)
+    said: list[str] = []
+    lane.main.on_wait = said.append
+    change = lane.begin("task 3")
+    _write(lane.root, "three.txt")
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    back = git(repo, "rev-parse", "main")
+    with pytest.raises(LaneBreach) as caught:
+        lane.finish(change, "task 3")
+    breach = caught.value.breach
+    assert breach.kind is Kind.MAIN_REWOUND and breach.stops and "\n" not in breach.text()
+    assert f"your branch main was moved from {yours[:12]} back to {back[:12]}" in breach.line
+    assert "git reflog main" in breach.line and f"reset --keep {yours[:12]}" in breach.text()
+    assert git(repo, "rev-parse", "main") == back  # nothing of the step landed on it
+    # (and your uncommitted edit the reset took with it is said)
+    assert [line for line in said if "f.txt (back as committed) in" in line], said
+    assert (lane.root / "three.txt").exists()
+    git(repo, "reset", "-q", "--keep", yours[:12])  # the repair the line names
+    assert (repo / "mine.txt").read_text() == "my commit\n"
+
+
+@pytest.mark.parametrize("yours", [["commit", "-q", "--allow-empty", "-m", "my next"],
+                                   ["commit", "-q", "--amend", "-m", "my work, reworded"]])
+def test_your_branch_moved_on_or_reworded_while_the_agent_ran_lands(
+        repo: Path, lane: LaneGit, yours: list[str]) -> None:
+    (repo / "mine.txt").write_text("my commit\n")
+    git(repo, "add", "mine.txt")
+    git(repo, "commit", "-qm", "my work")
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    git(repo, *yours)
+    done = lane.finish(change, "task 2")
+    assert files_of(repo, done.change_id) == ["two.txt"]
+    assert (repo / "mine.txt").exists() and (repo / "two.txt").exists()
+
+
+def test_an_untracked_file_of_yours_deleted_while_the_agent_ran_is_said(repo: Path) -> None:
+    # An overwrite was said, a deletion was not: the file is no longer dirty, so no longer
+    # listed. Your edit you commit meanwhile is where it was: not said.
+    (repo / "notes.txt").write_text("my notes\n")
+    (repo / "f.txt").write_text("my edit\n")
+    (repo / "other.txt").write_text("mine too\n")
+    space = worktrees.open_git(repo, "1-a", git(repo, "rev-parse", "main"), fresh=True)
+    said: list[str] = []
+    vcs = LaneGit(space.path, space.path / "tasks.md",
+                  GitMainLine.current(repo, on_wait=said.append))
+    vcs.prepare()
+    change = vcs.begin("task 1")
+    _write(space.path, "one.txt")
+    (repo / "notes.txt").unlink()
+    git(repo, "add", "other.txt")
+    git(repo, "commit", "-qm", "mine, committed meanwhile")
+    vcs.finish(change, "task 1")
+    told = [line for line in said if "changed while this lane's agent ran" in line]
+    assert len(told) == 1 and "notes.txt (deleted)" in told[0], said
+    assert "other.txt" not in told[0] and "f.txt" not in told[0]
+
+
+def test_an_agents_rm_cached_in_its_lane_is_no_change_of_its_task(repo: Path,
+                                                                  lane: LaneGit) -> None:
+    # `git rm --cached f.txt` leaves the file on disk as it was: the commit holds it unchanged,
+    # so the task's change must not count it, and the lane's index holds it again.
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    git(lane.root, "rm", "-q", "--cached", "f.txt")
+    done = lane.finish(change, "task 2")
+    assert done.files == ("two.txt",)
+    assert files_of(repo, done.change_id) == ["two.txt"]
+    assert git(lane.root, "status", "--porcelain") == ""
+
+
+def test_an_agents_git_stash_in_its_lane_leaves_your_stash_list(repo: Path,
+                                                                lane: LaneGit) -> None:
+    # refs/stash is the repository's: the agent's entry showed in your `git stash list`, and
+    # your next `git stash pop` would have taken it. Yours stays; the agent's is kept apart.
+    (repo / "f.txt").write_text("my edit\n")
+    git(repo, "stash", "-q")
+    said: list[str] = []
+    lane.main.on_wait = said.append
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    git(lane.root, "stash", "-q", "-u")
+    _write(lane.root, "three.txt")
+    done = lane.finish(change, "task 2")
+    assert files_of(repo, done.change_id) == ["three.txt"]
+    listed = git(repo, "stash", "list").splitlines()
+    assert len(listed) == 1 and "WIP on main" in listed[0], listed
+    # (The fixture's repository does not ignore .agent-loop/: the lane's folder is said too.)
+    told = [line for line in said if "ran `git stash`" in line]
+    assert len(told) == 1 and "`git stash`" in told[0] and "not in this task's change" in told[0]
+    kept = told[0].split("`git stash apply ")[1].split("`")[0]
+    assert kept.startswith("refs/agent-loop/stash/1-a/")
+    git(lane.root, "stash", "apply", "-q", kept)
+    assert (lane.root / "two.txt").read_text() == "two.txt\n"
+    # The next step, with no stash of its own, says nothing and looks at no reflog.
+    said.clear()
+    change = lane.begin("task 3")
+    _write(lane.root, "four.txt")
+    lane.finish(change, "task 3")
+    assert not any("ran `git stash`" in line for line in said)
+
+
+def test_an_agents_only_stash_entry_leaves_no_empty_stash_behind(repo: Path,
+                                                                 lane: LaneGit) -> None:
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    git(lane.root, "stash", "-q", "-u")
+    _write(lane.root, "three.txt")
+    lane.finish(change, "task 2")
+    assert git(repo, "stash", "list") == ""
+    assert git(repo, "for-each-ref", "refs/stash") == ""

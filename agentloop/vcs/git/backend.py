@@ -225,6 +225,11 @@ class GitVcs:
         touched = self.tree.move_head_back(start)
         status = self.tree.status()
         changed = self.tree.changed(start, status)
+        # The agent's `git rm --cached`: the file is on disk as it was, only the index lost it
+        # (the commit would hold it unchanged): no change of the task's, its entry put back.
+        same = self.tree.only_unindexed(status) & changed if status.unindexed else set()
+        changed -= same
+        touched |= same
         if agent_subjects:
             message += "\n\nIncludes the commits the agent made itself:\n" + agent_subjects
         # Recorded before HEAD moves, forgotten only once the index is settled: a run killed

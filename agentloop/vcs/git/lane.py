@@ -16,6 +16,7 @@ from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs.check import (
     GitLaneRecord,
+    Kind,
     LaneBreach,
     check_git_lane,
     dirty,
@@ -23,7 +24,7 @@ from agentloop.vcs.check import (
     stamp,
     written,
 )
-from agentloop.vcs.git import refs
+from agentloop.vcs.git import refs, stash
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
 from agentloop.vcs.git.run import Git
@@ -149,6 +150,8 @@ class LaneGit:
         # The task commit the step made here (made), from its commit to the next begin.
         self._made: Change | None = None
         self._finishing = False  # inside the step's commit (_commit), until it returns
+        # The stash list's newest entry as the step began (agentloop.vcs.git.stash).
+        self._stash: str | None = None
 
     @property
     def root(self) -> Path:
@@ -176,11 +179,22 @@ class LaneGit:
         change = self.work.begin(message)
         seen, self._seen = self._seen, None
         self._made, self._finishing = None, False
+        self._stash = stash.top(self.main.common_dir)
         self.record = GitLaneRecord(self.root, self.branch, self.work.tree.head(),
                                     self.main.root, self.main.ref, tuple(self.landed),
                                     seen if seen is not None else self.main.stamps(),
-                                    self.work.tree.dirs())
+                                    self.work.tree.dirs(), self._main_at())
         return change
+
+    def _main_at(self) -> tuple[str, ...]:
+        """The main line's commit now, which the step's check finds it still holds, then the
+        commit a landing beside the step moves it to (read from files: no process here, but
+        where they cannot tell); none when the branch is gone (its landing says so)."""
+        tip = self.main.tip_now() or self.main.git.sha(self.main.ref)
+        if tip is None:
+            return ()
+        pending = self._beside
+        return (tip, pending.done.change_id) if pending is not None else (tip,)
 
     def check(self, record: GitLaneRecord | None = None,
               commit: Callable[[Callable[[], None]], Change] | None = None) -> Change | None:
@@ -191,8 +205,14 @@ class LaneGit:
         its first git command has started (that look's git is started then, behind it)."""
         record = record or self.record
         self._looked = None
+        self._stashed()
         breach = check_git_lane(record) if record is not None else None
         if breach is not None and breach.stops:
+            if breach.kind is Kind.MAIN_REWOUND and record is not None:
+                # A `reset --hard` takes your uncommitted edits with it: said before the stop.
+                lost = written(record.main_root, record.checkout, dirty(self.main.git))
+                if lost is not None:
+                    self.main.on_wait(lost.text())
             raise LaneBreach(breach)
         done = None
         if breach is None and record is not None and record.head:
@@ -224,6 +244,18 @@ class LaneGit:
         if breach is not None:
             self.main.on_wait(breach.text())
         return done
+
+    def _stashed(self) -> None:
+        """The entries the agent's `git stash` put in the stash list your checkout shares,
+        moved out of it and said (once: the step's first check takes them)."""
+        before, self._stash = self._stash, None
+        kept = stash.take_out(self.git, self.main.common_dir, self.branch, before)
+        if kept:
+            self.main.on_wait(
+                f"the agent ran `git stash` in its lane {self.root}: what it set aside is not in "
+                f"this task's change, and its {len(kept)} entr{'y' if len(kept) == 1 else 'ies'} "
+                "left the stash list your checkout shares (`git stash list`) for "
+                f"{', '.join(kept)}; `git stash apply {kept[0]}` brings it back")
 
     def abandon(self, change: Change) -> str | None:
         """Drop the attempt's edits in the worktree, kept aside first."""

@@ -214,6 +214,11 @@ class GitRepo:
                 changed.add(rel)  # already dirty at begin, and changed further since
         return changed
 
+    def only_unindexed(self, status: Status) -> set[str]:
+        """The paths the index lost (`git rm --cached`) that stand on disk as HEAD holds them:
+        nothing of them changed, so no task's change; their index entries are to come back."""
+        return {p for p, head in status.unindexed if state_of(self.root, p) == head}
+
     def build_tree(self, base: str | None, paths: set[str]) -> str:
         """The tree of `base` with `paths` taken from the working tree, via a scratch index."""
         with tempfile.TemporaryDirectory(dir=self.git_dir) as scratch:

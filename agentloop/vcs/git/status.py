@@ -22,6 +22,9 @@ class Status:
     paths: frozenset[str]
     untracked: frozenset[str]
     staged_paths: frozenset[str]    # where the index differs from HEAD
+    # Paths taken out of the index but left on disk (`git rm --cached`), listed both as
+    # deleted and untracked, each with HEAD's "mode:blob" of it.
+    unindexed: tuple[tuple[str, str], ...] = ()
 
     @property
     def staged(self) -> bool:
@@ -35,6 +38,7 @@ def parse_status(out: str) -> Status:
     paths: set[str] = set()
     untracked: set[str] = set()
     staged: set[str] = set()
+    heads: dict[str, str] = {}
     entries = iter(out.split("\0"))
     for entry in entries:
         kind = entry[:1]
@@ -48,6 +52,8 @@ def parse_status(out: str) -> Status:
             paths.add(fields[8])
             if fields[1][0] != ".":
                 staged.add(fields[8])
+            if fields[1][0] == "D":
+                heads[fields[8]] = f"{fields[3]}:{fields[6]}"
         elif kind == "2":  # a rename, should git pair one after all: its old path comes next
             pair = {entry.split(" ", 9)[9], next(entries, "")}
             paths |= pair
@@ -60,4 +66,5 @@ def parse_status(out: str) -> Status:
             untracked.add(entry[2:])
     paths = {p for p in paths if p and not p.endswith("/")}
     # An unmerged or staged nested repository still means the index is not HEAD's tree.
-    return Status(frozenset(paths), frozenset(untracked & paths), frozenset(staged - {""}))
+    return Status(frozenset(paths), frozenset(untracked & paths), frozenset(staged - {""}),
+                  tuple(sorted((p, h) for p, h in heads.items() if p in untracked)))
