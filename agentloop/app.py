@@ -138,7 +138,7 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
 
     check_usage(options)
     _not_a_link(tasks_md, cwd)
-    project = open_project(tasks_md, cwd)
+    project = open_project(tasks_md, cwd, take_over=not options.rehearse)
     if options.rehearse:
         from agentloop.vcs.private_copy import kind_of
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import AgentLoopError, StateError, TaskFileError
+from agentloop.files.pid_file import live_pid
 from agentloop.plan import source
 from agentloop.state import plain
 from agentloop.state.schema import State, TaskState, loads
@@ -56,9 +57,11 @@ class Project:
         return os.path.relpath(full, self.here)
 
 
-def open_project(task_file: Path, cwd: Path) -> Project:
+def open_project(task_file: Path, cwd: Path, take_over: bool = False) -> Project:
     """Locate the root: the repository around `cwd`, else the task file's folder. A plan with
-    no state of its own takes over the state of the plan it was renamed from (_renamed_from)."""
+    no state of its own reads the state of the plan it was renamed from (_renamed_from); a run
+    (`take_over`) makes that state its own, moving its folder, while no other run goes (one of
+    the old plan's would find its folder gone): `--status` and `--dry-run` change nothing."""
     path, root = plain.locate(task_file, cwd)
     folder, read = plan_folder(root, path)
     former = ""
@@ -66,7 +69,8 @@ def open_project(task_file: Path, cwd: Path) -> Project:
         found = _renamed_from(root, path)
         if found is not None:
             (folder, former), read = found, None
-            folder = _moved_to_own(root, path, folder)
+            if take_over and live_pid(root / STATE_DIR / "run.pid") is None:
+                folder = _moved_to_own(root, path, folder)
     return Project(path, root, Store(root, folder, read), cwd.resolve(), former)
 
 

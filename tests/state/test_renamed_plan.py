@@ -53,7 +53,13 @@ def test_a_copy_beside_a_plan_and_a_new_plan_by_an_old_name_start_afresh(
     ran(work, "other.md")
     assert len(fake_claude.calls()) == 3
     (work / "other.md").rename(work / "renamed.md")
+    # --status and --dry-run read the old state where it is: they move nothing.
+    folders = sorted(p.name for p in (work / ".agent-loop" / "plans").iterdir())
+    assert "1 completed" in agent_loop(work, "--status", plan="renamed.md").stdout
+    assert "1 task(s), 0 to run" in agent_loop(work, "--dry-run", plan="renamed.md").stdout
+    assert sorted(p.name for p in (work / ".agent-loop" / "plans").iterdir()) == folders
     assert "other.md is gone with the same tasks" in ran(work, "renamed.md")
+    assert sorted(p.name for p in (work / ".agent-loop" / "plans").iterdir()) != folders
     assert len(fake_claude.calls()) == 3
     # A new plan by the old name is a new plan: the renamed one's state is not its.
     (work / "other.md").write_text("## H\n- [ ] four\n  FAKE: write four.txt 4\n")
