@@ -38,9 +38,12 @@ from agentloop.vcs.protocol import Change, Discards, RefusesDirty
 from agentloop.vcs.stays_git import vcs_notes
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from agentloop.agents import Agent
     from agentloop.sandbox import Sandbox
     from agentloop.state.reconcile import Reconciled
+    from agentloop.vcs.protocol import Vcs
 
 DEFAULT_AGENT = "claude"
 # The stand-in agent has no helper model: its tasks keep the plain commit message, and the
@@ -120,7 +123,6 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
     git, started before for `options.vcs` (agentloop.vcs.preflight.ask_git)."""
     requested = options.vcs  # what `asked` was asked for
     notes: list[str] = list(first_notes) + vcs_notes(options.vcs, project.root)
-    leftovers: list[Change] = []
     kind, task_file = None, project.task_file
     if options.rehearse:  # its own state, its own working copy (agentloop.run.rehearsal)
         project, kind, task_file, rehearsed = rehearsal.prepare(project, options.vcs)
@@ -137,32 +139,60 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
     if asked is None or not (kind == requested or (kind == "git" and asked[1] is not None)):
         asked = reasked = ask_git(kind, project.root)  # its answers wait while the run is set up
     try:
-        box = open_sandbox(project, options)  # refuses here, before anything is changed
-        if not options.rehearse:
-            notes += rehearsal.check_real_run(project, state, admitted.saved)
-        options, dropped = remembered.recall(options, state.remembered)
-        notes += [dropped] if dropped else []
-        state.remembered = remembered.remember(options)
-        if options.reset:
-            leftovers = _open_changes(project)
-            archived = project.store.archive(now())
-            if archived is not None:
-                shown = project.shown(archived)
-                notes.append(f"reset: the old state and logs are in {shown}")
-        notes += [admitted.rebuilt] if admitted.rebuilt else []
-        notes += _plan_changes(project, admitted, state)
-        notes += admitted.found
-        agent = make_agent(admitted.agent, options.agent_program, agent_env(options), box)
-        agent.check()
-        if box is not None:  # the run's first lines say what its agents may do
-            notes[:0] = sandbox_notes(box, agent, brief=True)
-        notes += preflight(kind, project.root, task_file, asked)
+        options, box, agent, leftovers = _checked(project, admitted, options, kind, task_file,
+                                                  asked, notes)
     except BaseException:
         if reasked is not None:  # its commands are reaped on every path (preflight's wait)
             settle(reasked)
         raise
     vcs = open_vcs(kind, project.root, task_file, options.allow_dirty,
                    wants_lane(options, job))
+    notes += _made_ready(project, state, options, vcs, leftovers)
+    state.agent = admitted.agent
+    if options.again:
+        for index in options.only:
+            if state.tasks[index - 1].status not in (S.PENDING, S.RUNNING, S.INTERRUPTED):
+                ledger.again(state.tasks[index - 1])
+    run = _wired(project, state, admitted.agent, agent, vcs, options, emit, job, box)
+    return state, run_tasks(run, options.only, tuple(notes))
+
+
+def _checked(project: Project, admitted: Admitted, options: RunOptions, kind: str,
+             task_file: Path, asked: Asked, notes: list[str],
+             ) -> tuple[RunOptions, Sandbox | None, Agent, list[Change]]:
+    """What a run checks and makes before it changes anything of the user's: the sandbox, the
+    options it remembers, the agent's program, preflight's answers; a reset's old state
+    archived, with the changes its open attempts left. Their lines go to `notes`. (the
+    options as remembered, the sandbox, the agent, those changes)"""
+    state = admitted.state
+    leftovers: list[Change] = []
+    box = open_sandbox(project, options)  # refuses here, before anything is changed
+    if not options.rehearse:
+        notes += rehearsal.check_real_run(project, state, admitted.saved)
+    options, dropped = remembered.recall(options, state.remembered)
+    notes += [dropped] if dropped else []
+    state.remembered = remembered.remember(options)
+    if options.reset:
+        leftovers = _open_changes(project)
+        archived = project.store.archive(now())
+        if archived is not None:
+            shown = project.shown(archived)
+            notes.append(f"reset: the old state and logs are in {shown}")
+    notes += [admitted.rebuilt] if admitted.rebuilt else []
+    notes += _plan_changes(project, admitted, state)
+    notes += admitted.found
+    agent = make_agent(admitted.agent, options.agent_program, agent_env(options), box)
+    agent.check()
+    if box is not None:  # the run's first lines say what its agents may do
+        notes[:0] = sandbox_notes(box, agent, brief=True)
+    notes += preflight(kind, project.root, task_file, asked)
+    return options, box, agent, leftovers
+
+
+def _made_ready(project: Project, state: State, options: RunOptions, vcs: Vcs,
+                leftovers: list[Change]) -> list[str]:
+    """The working copy made (`vcs.prepare`) while what the first agent needs gets ready
+    beside it, then the VCS lock held and a reset's leftover changes dropped; their lines."""
     # A run with a task to do gets ready for its first agent while its working copy is made.
     ready = agents_ready() if options.only or any(
         runnable(t, options.max_attempts, options.include_optional) for t in state.tasks) \
@@ -172,7 +202,7 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
         proc.after_next_stream(collector.release)  # the start is over: collect as usual
     # Waited for only once the working copy is made: a stop or an error meanwhile has no use for
     # it, and a thread stuck in an import (agentloop.errors.stop) would keep the run from ending.
-    notes += vcs.prepare()
+    notes = vcs.prepare()
     if ready is not None:
         ready()
     notes += start_notes(vcs.name, project.root, options.git_hooks)
@@ -183,25 +213,26 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
     for change in leftovers:
         set_aside = discard(change)
         notes += [set_aside] if set_aside else []
-    state.agent = admitted.agent
-    if options.again:
-        for index in options.only:
-            if state.tasks[index - 1].status not in (S.PENDING, S.RUNNING, S.INTERRUPTED):
-                ledger.again(state.tasks[index - 1])
+    return notes
+
+
+def _wired(project: Project, state: State, name: str, agent: Agent, vcs: Vcs,
+           options: RunOptions, emit: Emit, job: FleetJob | None, box: Sandbox | None) -> Run:
+    """The run's parts together: its learnings, the retry advisor, the commit-message
+    distiller (its module only for a run that asks)."""
     root = project.root
     learnings = Learnings(project.store.dir, project.task_file_name)
     distiller = None
-    if options.distill and admitted.agent != REHEARSAL:  # its module only for a run that asks
+    if options.distill and name != REHEARSAL:
         from agentloop.run import distill
 
         distiller = partial(distill.distill, agent, options.distill_model or agent.models.helper,
                             cwd=root)
-    run = Run(project, state, agent, vcs, options, emit, learnings,
-              advisor=partial(retry.advise, agent, options.retry_model or agent.models.helper,
-                              cwd=root),
-              distiller=distiller,
-              job=job, sandbox=box)
-    return state, run_tasks(run, options.only, tuple(notes))
+    return Run(project, state, agent, vcs, options, emit, learnings,
+               advisor=partial(retry.advise, agent, options.retry_model or agent.models.helper,
+                               cwd=root),
+               distiller=distiller,
+               job=job, sandbox=box)
 
 
 def make_ahead() -> None:
