@@ -5,13 +5,16 @@ paid resolution round)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, init_repo, jj, state_of
-from tests.support.runner import agent_loop
+from tests.support.runner import agent_loop, half_done_in_the_serial_lane
 
 # What you do in your checkout while task 1's agent works (run by that agent, so it comes at a
 # known moment): a new file, committed.
@@ -56,3 +59,33 @@ def test_your_commit_before_task_2_is_in_the_lane_when_task_2_starts(
     assert agent_runs(fake_claude) == 2, said  # no resolution round paid for
     assert (work / "notes.txt").read_text() == "user line\nagent line\n"
     assert (work / "f1.txt").read_text().strip() == "1"
+
+
+@pytest.mark.parametrize("kind", ["git", "jj"])
+def test_a_lane_a_killed_run_left_goes_on_from_your_branch_as_it_is_now(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude, kind: str) -> None:
+    """The lane a killed run left is taken up again by the next run, on the tree it had then:
+    your commit meanwhile is brought in before the task that was cut short runs again."""
+    init_repo(work, kind)
+    (work / "tasks.md").write_text(
+        "## G\n"
+        "- [ ] t1\n"
+        "  FAKE: write f1.txt 1\n"
+        "- [ ] t2\n"
+        "  FAKE: bash echo 'agent line' >> notes.txt\n")
+    if kind == "git":
+        git(work, "add", "tasks.md")
+        git(work, "commit", "-qm", "plan")
+    else:
+        jj(work, "commit", "-m", "plan")
+    args = ["--vcs", kind, "--no-distill"]
+    tool, _ = half_done_in_the_serial_lane(work, tmp_path / "directives.json", "t2", args)
+    os.killpg(tool.pid, signal.SIGKILL)
+    tool.wait(timeout=30)
+    subprocess.run(["sh", "-c", YOURS[kind]], cwd=work, check=True)
+    done = agent_loop(work, *args)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed", "completed"], said
+    assert "conflicts with the main line" not in said
+    assert (work / "notes.txt").read_text() == "user line\nagent line\n"
