@@ -357,9 +357,8 @@ class LaneGit:
         if tip is None:
             return False
         pending = self._beside
-        if pending is not None:
-            return not (self._synced == pending.done.base
-                        and tip in (pending.done.base, pending.done.change_id))
+        if pending is not None:  # its commit was made on the tip it then saw
+            return tip not in (pending.done.base, pending.done.change_id)
         if tip == self._synced:
             return False
         if self.work.tree.head() == tip:  # the lane's first task, or one that landed as itself
