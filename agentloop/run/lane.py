@@ -65,7 +65,14 @@ from agentloop.state.receipts import money, spent
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.choose import IntegrationConflict
-from agentloop.vcs.protocol import Change, CutShort, KeepsKilledAttempt, KnowsMade, Settles
+from agentloop.vcs.protocol import (
+    CatchesUp,
+    Change,
+    CutShort,
+    KeepsKilledAttempt,
+    KnowsMade,
+    Settles,
+)
 
 # Transient failures of one task in a row before the run pauses instead of burning attempts.
 TRANSIENT_PAUSE = 3
@@ -97,6 +104,7 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
                 baseline(run, [t for t in checks_first if t.index >= task.index
                                or t.group != task.group])
             begun.append(task)
+            _caught_up(run)
             _run_task(run, task)
             _settled_one(run)
             check_history(run, task)
@@ -110,6 +118,20 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
             except Exception:  # noqa: BLE001 - the stop that came first is the one said
                 pass
         raise
+
+
+def _caught_up(run: Run) -> None:
+    """A lane brought up to the main line before its next task when that moved on since the
+    lane's base (your commit while the task before ran, another lane's or plan's landing), so
+    the agent builds on it and its landing does not conflict with it. A landing still running
+    beside lands first (a conflict there is the task before's, resolved as at any landing);
+    then every task of the group is on the main line and the lane is simply reset to it. The
+    group's session goes on: only the files move."""
+    vcs = run.vcs
+    if not isinstance(vcs, CatchesUp) or not vcs.behind():
+        return
+    land_beside(run)
+    vcs.catch_up()
 
 
 def _landing_record(task: TaskState) -> Attempt:

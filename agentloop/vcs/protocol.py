@@ -172,6 +172,20 @@ class LandsBeside(Protocol):
 
 
 @runtime_checkable
+class CatchesUp(Protocol):
+    """A lane brought up to the main line before each task when the main line moved on since
+    the lane's base (your commits, another lane's or another plan's landings)."""
+
+    def behind(self) -> bool:
+        """Whether the main line moved on since the lane's base (no process while it has not,
+        as far as the lane's last landing knows); a landing left running beside comes first."""
+
+    def catch_up(self) -> bool:
+        """The lane on the main line's tip now, the group's session kept; False when it holds
+        work of its own not yet landed, and was left as it was."""
+
+
+@runtime_checkable
 class OnMainLine(Protocol):
     """A git lane: its finished tasks' commits are on the main line's checkout and branch."""
 

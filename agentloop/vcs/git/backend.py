@@ -312,6 +312,13 @@ class GitVcs:
         self._forget()
         self._next = quick.NextBegin()
         self.git.out("reset", "-q", "--hard", commit)
+        # As a worktree just made (prepare): the commit, its tree in the index, nothing else
+        # tracked is dirty; the begin that comes next needs no `git status` to know that.
+        head = self.tree.head()
+        if head is not None:
+            self._next.expect(Start(head, self.tree.ref(), self.tree.tree(head), {},
+                                    self.tree.task_rel))
+            self._index_seen = index_seen(self.tree.git_dir)
 
     def cut_short(self) -> Change | None:
         """The task commit a finish that a stop (or an error) cut short had made already,

@@ -152,6 +152,9 @@ class LaneGit:
         self._finishing = False  # inside the step's commit (_commit), until it returns
         # The stash list's newest entry as the step began (agentloop.vcs.git.stash).
         self._stash: str | None = None
+        # The main line's commit whose tree the lane's HEAD holds, as far as the lane knows
+        # without asking git (behind): its landings and catch-ups move it; None: not known.
+        self._synced: str | None = None
 
     @property
     def root(self) -> Path:
@@ -357,6 +360,8 @@ class LaneGit:
             return None
         if self._sound is not None and self._sound == done.base:
             self._sound = done.change_id  # landed on a main line known whole: still whole
+        if self._synced == done.base:
+            self._synced = done.change_id  # the lane's HEAD, now the main line's tip
         return done
 
     def _wait_beside(self) -> None:
@@ -373,6 +378,51 @@ class LaneGit:
         self.work.carry(before)
         return landed
 
+    def behind(self) -> bool:
+        """Whether the main line moved on since the lane's base (your commit, another lane's
+        or another plan's landing), so the next task would start on an old tree. Read off the
+        git dir's files, no process: the main line's tip against the commit the lane last
+        landed or caught up to. False where the files cannot tell (the landing finds out, as
+        ever). A landing left running beside still to start is no move; with anything else
+        there it is True, and the caller settles that landing before catch_up."""
+        tip = self.main.tip_now()
+        if tip is None:
+            return False
+        pending = self._beside
+        if pending is not None:  # its commit was made on the tip it then saw
+            return tip not in (pending.done.base, pending.done.change_id)
+        if tip == self._synced:
+            return False
+        if self.work.tree.head() == tip:  # the lane's first task, or one that landed as itself
+            self._synced = tip
+            return False
+        return True
+
+    def catch_up(self) -> bool:
+        """The lane's worktree reset to the main line's tip (one `git reset --hard`), its branch
+        with it, before the next task begins: every task of the group is landed by now, so
+        nothing of the lane's is dropped (what landed is on the main line; the branch's own
+        copies stay in the reflog). False, the lane left as it is, while it holds a commit that
+        is not on the main line (an attempt a killed run left after its agent committed, which
+        its task goes on from): its landing meets the main line as ever, a conflict going to
+        the group's session like any landing's. Never while a landing runs beside."""
+        if self._beside is not None:
+            return False
+        tip = self.main.tip()
+        head = self.work.tree.head()
+        known = {self._synced, *self.landed, *self.lane_commits}
+        if head is not None and head != tip and head not in known:
+            code, _ = self.git.code("merge-base", "--is-ancestor", head, tip, codes=(0, 1, 128))
+            if code:
+                return False
+        if head != tip:
+            try:
+                self.work.start_over(tip)
+            except VcsError:
+                return False  # as it was (a lock, say): the landing meets the main line as ever
+        self._synced = tip
+        return True
+
     def follow(self) -> None:
         """The next group goes on in this worktree, every task of the last one landed and
         saved: from the main line's tip as it is now (the user may have committed meanwhile).
@@ -384,6 +434,7 @@ class LaneGit:
         tip = self.main.tip()
         if self.work.tree.head() != tip:
             self.work.start_over(tip)
+        self._synced = tip
 
     def main_line(self) -> tuple[Path, str]:
         """Where the finished tasks' commits are to be found: the main line's checkout and
@@ -437,6 +488,8 @@ class LaneGit:
             self.lane_commits.append(done.change_id)
         if sha == done.change_id and self._sound is not None and self._sound == done.base:
             self._sound = sha  # landed on a main line known whole: still whole
+        if sha == done.change_id and self._synced is not None and self._synced == done.base:
+            self._synced = sha  # landed as itself on the lane's base: the lane holds the tip
         # The landing's git ran in the user's checkout, never in this worktree.
         self.work.carry(before)
         self.landed.append(sha)

@@ -53,6 +53,12 @@ class LaneJj:
         self._whole: str | None = None
         # The changes this lane's begin made in this run (not one a killed run left).
         self._begun: set[str] = set()
+        # The repository's operation at which the lane's @ was known to sit on the main line's
+        # tip (after its landing, its follow, its catch-up): while jj is still there, the main
+        # line has not moved (behind, no process); and the tip behind() found it moved to.
+        # (A workspace just added was added on the tip: known without a look.)
+        self._synced: str | None = op_head(main.root) if made else None
+        self._tip: str | None = None
 
     @property
     def root(self) -> Path:
@@ -155,8 +161,63 @@ class LaneJj:
         tip = self.main.tip()
         if landed and landed[-1] == tip:  # @ sits on the last change this lane landed
             self.work.carry(before, op)   # that look changed nothing: finish's @ still holds
+            self._synced = op_head(self.main.root)
             return
         self.work.start_over(tip)
+        self._synced = op_head(self.main.root)
+
+    def behind(self) -> bool:
+        """Whether the main line moved on since the lane's @ was put on its tip (your `jj
+        commit`, another lane's or another plan's landing), so the next task would start on an
+        old tree. No process while the repository is at the operation the lane's last landing
+        (or follow, or catch-up) left; else one `jj log` that writes nothing: the main line's
+        tip when the lane's @ does not descend from it. A move leaves the tip for catch_up; a
+        lane whose @ holds work of its own is not behind (catch_up would leave it)."""
+        now = op_head(self.main.root)
+        if now is not None and now == self._synced:
+            return False
+        lane = f"{self.workspace}@"
+        before, op = proc.started(), op_head(self.root)
+        out = self.main.jj.out(
+            "--ignore-working-copy", "log", "--no-graph", "-r",
+            f"(@- ~ ::{lane}) | ({lane} & ~empty())",
+            "-T", f'if(self.contained_in("{lane}"), "lane ", "") ++ change_id ++ "\\n"')
+        self.work.carry(before, op)  # a look that moved nothing: finish's @ still holds
+        lines = out.split("\n")
+        tips = [line for line in lines if line and not line.startswith("lane ")]
+        if len(tips) == len([line for line in lines if line]):
+            self._tip = tips[0] if tips else None
+        else:
+            # @ holds work of its own (a killed run's attempt its task goes on from): left as
+            # it is, its landing meets the main line as ever, a conflict going to the group's
+            # session like any landing's.
+            self._tip = None
+        if self._tip is None:
+            self._synced = now
+        return self._tip is not None
+
+    def catch_up(self) -> bool:
+        """The lane's @, empty between tasks (finish left it so), replaced by a new one on the
+        main line's tip that behind() found (one `jj new`, which drops the empty @ it leaves):
+        the group's session goes on, its files those of the main line now. Every task of the
+        group landed already, so nothing of the lane's is left behind."""
+        tip, self._tip = self._tip, None
+        if tip is None:
+            return False
+        try:
+            try:
+                self.work.start_over(tip)
+            except VcsError as exc:
+                if STALE not in str(exc):
+                    raise
+                # You rewrote a change the lane's @ stands on (as begin meets it): brought up
+                # to date first; between tasks @ holds nothing of the agent's.
+                self.jj.run("workspace", "update-stale")
+                self.work.start_over(tip)
+        except VcsError:
+            return False  # left as it was: the task's landing meets the main line as ever
+        self._synced = op_head(self.main.root)
+        return True
 
     def _fresh(self, change: Change, step: Callable[[], T]) -> T:
         """`step`, after bringing the lane up to date when it meets "The working copy is stale":
@@ -190,7 +251,11 @@ class LaneJj:
             self.record.stamp == before == self._whole  # no jj but ours since the begin
         done = self._landed(self._fresh(change, lambda: self.work.finish(change, message)),
                             fresh=True)
-        self._whole = op_head(self.main.root) if whole else None
+        now = op_head(self.main.root)
+        self._whole = now if whole else None
+        # Landed, the lane's @ sits on the change, the main line's tip (nothing landed: not
+        # known, behind() asks).
+        self._synced = None if done.empty or not done.change_id else now
         return done
 
     def missing(self, change_ids: Iterable[str]) -> set[str]:
