@@ -27,7 +27,7 @@ from agentloop.vcs.jj.aside import bring_back, keep_aside
 from agentloop.vcs.jj.carried import Carried
 from agentloop.vcs.jj.ownfiles import OwnFiles
 from agentloop.vcs.jj.run import Jj, Rev, fileset, op_head
-from agentloop.vcs.lanes import JJ_PREFIX, lanes_dir
+from agentloop.vcs.jj.workspaces import lane_folder
 from agentloop.vcs.protocol import Change
 from agentloop.vcs.stays_git import branch_of
 
@@ -396,8 +396,8 @@ class JjVcs:
                           "working_copies")
         took = False
         for name in (w.removesuffix("@") for w in out.split()):
-            path = lanes_dir(self.root) / name.removeprefix(JJ_PREFIX)
-            if not name.startswith(JJ_PREFIX) or not (path / ".jj").is_dir():
+            path = lane_folder(self.root, name)
+            if path is None or not (path / ".jj").is_dir():
                 continue
             try:
                 self.jj.out("log", "--no-graph", "-r", "@", "-T", "change_id", cwd=path)

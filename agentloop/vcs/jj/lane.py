@@ -25,7 +25,9 @@ from agentloop.vcs.jj.leftovers import CONCURRENT
 from agentloop.vcs.jj.mainline import JjMainLine
 from agentloop.vcs.jj.run import STALE, Jj, op_head
 from agentloop.vcs.jj.takenback import taken_back
+from agentloop.vcs.jj.workspaces import lane_of
 from agentloop.vcs.landing import IntegrationConflict, markers_left
+from agentloop.vcs.lanes import BRANCH_PREFIX
 from agentloop.vcs.protocol import Change
 
 T = TypeVar("T")
@@ -267,7 +269,8 @@ class LaneJj:
 
     def lane_branch(self) -> str:
         """The bookmark a conflicted change of this lane is kept under."""
-        return "agent-loop/" + self.workspace.removeprefix("agent-loop-")
+        lane = lane_of(self.workspace)
+        return BRANCH_PREFIX + (self.workspace if lane is None else lane)
 
     def kept(self, change_id: str) -> str:
         """What a conflicted task lands as on a later run: its change (resolved by hand or not)."""
