@@ -53,8 +53,6 @@ class LaneJj:
         # The operation at which every finished task's change was last known below the main
         # checkout's @, carried over the lane's own commands (JjVcs.missing does the same).
         self._whole: str | None = None
-        # The changes this lane's begin made in this run (not one a killed run left).
-        self._begun: set[str] = set()
 
     @property
     def root(self) -> Path:
@@ -85,8 +83,6 @@ class LaneJj:
             # date. Between tasks @ holds nothing of the agent's, so nothing is lost by that.
             self.jj.run("workspace", "update-stale")
             change = self.work.begin(message)
-        if not change.kept:
-            self._begun.add(change.change_id)
         stamp = op_head(self.main.root)
         if before is not None and before == self._whole:
             self._whole = stamp
@@ -110,14 +106,14 @@ class LaneJj:
             raise LaneBreach(breach)
 
     def abandon(self, change: Change) -> str | None:
-        """Drop the attempt's change, kept aside first. One this lane did not begin may be a
-        killed run's begun in your checkout (that run worked there), your checkout's @: dropped
-        from here, jj gives your checkout a new @ and leaves its files as they were until it is
-        brought up to date ("The working copy is stale", which the task's landing, a command
-        run in your checkout, met and stopped the run on). Brought up to date at once (a no-op
-        when it was not stale), before the task begins again here."""
-        ours = change.change_id in self._begun
-        self._begun.discard(change.change_id)
+        """Drop the attempt's change, kept aside first. One this run did not begin (JjVcs.began:
+        a killed run's, taken up by this run or not) may be one begun in your checkout (that
+        run worked there) that your checkout's @ is or sits on: dropped from here, jj gives
+        your checkout a new @ and leaves its files as they were until it is brought up to
+        date ("The working copy is stale", which the task's landing, a command run in your
+        checkout, met and stopped the run on). Brought up to date at once (a no-op when it was
+        not stale), before the task begins again here."""
+        ours = self.work.began(change.change_id)
         kept = self.work.abandon(change)
         if ours or not change.change_id:
             return kept
