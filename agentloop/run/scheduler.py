@@ -178,7 +178,10 @@ class Workplaces:
         fresh = not any(t.status in LEFT_OPEN for t in tasks)
         name = self.serial if serial else self.names[group]
         space, vcs = self._open_lane(name, fresh, adopt=not serial)
-        vcs.prepare()
+        # What the lane's prepare did (a killed run's attempt rolled back, and where it is kept)
+        # is said as your checkout's is, but as the lane's line: the run's first lines are out.
+        for note in vcs.prepare():
+            self.run.emit(LaneNote(note))
         furnish_lane(self.run, space)
         return space, vcs
 

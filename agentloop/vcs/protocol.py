@@ -105,8 +105,9 @@ class KilledAttempt:
     """git: where a killed run's attempt is kept, rolled back by the next run."""
 
     line: str  # the line bring_back reads, which names the copy
-    # Said already, among the run's first lines (the notes of the checkout's prepare, which
-    # rolled it back): the run's record of the attempt keeps it without saying it again.
+    # Said already by the prepare that rolled it back (the checkout's among the run's first
+    # lines, a lane's as that lane's line): the run's record of the attempt keeps it without
+    # saying it again.
     said: bool = False
 
 

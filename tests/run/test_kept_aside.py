@@ -290,13 +290,16 @@ def test_jj_a_kill_in_the_check_after_the_agent_committed_itself_pays_it_once(
     *[(kind, where, "checkout", "checkout") for kind in ("git", "jj")
       for where in ("agent", "check")],
     ("git", "check", "checkout", "lane"), ("git", "check", "lane", "lane"),
-    ("jj", "check", "lane", "lane")])
+    ("git", "agent", "lane", "lane"), ("jj", "check", "lane", "lane"),
+    ("jj", "agent", "lane", "lane")])
 def test_the_run_after_a_kill_says_the_roll_back_once(tmp_path: Path, kind: str, where: str,
                                                       first: str, then: str,
                                                       fake_claude: FakeClaude) -> None:
     # kill -9 while the agent works (or in the check, its agent finished): the next run rolls
     # the attempt back once, and said so twice (git), as its prepare found the attempt (among
     # the run's first lines) and again as it dropped the attempt's record; two roll-backs.
+    # A git lane's prepare said nothing: a killed agent's attempt rolled back there went
+    # unsaid (its agent had not finished, so no record of the attempt says it either).
     if where == "check":
         _, out = stopped_in_the_check(tmp_path, kind, "## G\n- the task\n  FAKE: write a.txt a\n",
                                       first, then=then)

@@ -172,6 +172,34 @@ def test_files_put_in_a_new_lane_before_its_first_task_are_no_tasks(repo: Path) 
     assert not (repo / "setup.out").exists()
 
 
+def test_a_killed_checkout_runs_change_taken_up_in_a_lane_and_dropped_leaves_no_stale_checkout(
+        repo: Path) -> None:
+    # A run in your checkout killed while its agent worked, after the agent's own `jj new`:
+    # your checkout's @ sits on the task's change. The next run works in a lane, made on the
+    # main line's tip (that change), takes the change up (kept for its task) and its attempt
+    # fails: dropped from the lane, jj rebases your @ off it. Taken up or not, the change is
+    # not one this run began, so your checkout is brought up to date at once (counted as
+    # begun here, your checkout is left stale, and the task's landing there stops the run).
+    from agentloop.vcs.jj.backend import JjVcs
+    from agentloop.vcs.protocol import Change
+
+    killed = JjVcs(repo, repo / "tasks.md")
+    killed.prepare()
+    change = killed.begin("agent-loop: a")
+    (repo / "a.txt").write_text("a\n")
+    jj(repo, "new")  # the agent's own; then the kill: nothing more of that run
+    lane = new_lane(repo, "1-a")
+    assert lane.abandon(Change(change_id=change.change_id)) is None
+    assert lane.keeps(change.change_id)
+    again = lane.begin("agent-loop: a")
+    assert again.kept and again.change_id == change.change_id
+    assert not lane.work.began(again.change_id)
+    kept = lane.abandon(again)
+    assert kept is not None and "rolled back" in kept
+    jj(repo, "status")  # jj refuses to run in a stale working copy
+    assert one(repo, f"present({change.change_id})") == ""
+
+
 def test_a_failed_attempt_in_a_new_lane_is_rolled_back_even_after_the_agents_commit(
         repo: Path) -> None:
     lane = new_lane(repo, "1-a")

@@ -186,6 +186,10 @@ def test_jj_lane_workspace(tmp_path: Path, jj_bin: str) -> None:
     lane = jw.open_jj(root, "1-setup", "@-", fresh=True)
     assert lane.branch == "agent-loop-1-setup"
     assert (lane.path / "a.txt").exists()
+    # The one mapping back from a workspace's name to its lane, the folder open_jj made.
+    assert jw.lane_of(lane.branch) == "1-setup" and jw.lane_of("default") is None
+    assert jw.lane_folder(root, lane.branch).resolve() == lane.path
+    assert jw.lane_folder(root, "default") is None
     (lane.path / "b.txt").write_text("b\n")
     jj(lane.path, "commit", "-m", "lane work")
     assert jw.open_jj(root, "1-setup", "@-", fresh=False).reused

@@ -350,9 +350,9 @@ class GitVcs:
             line = self._left_in_a_lane(begun_as)
             return KilledAttempt(line) if line is not None else None
         self._rolled_back = None
-        # The checkout's prepare said it among the run's first lines; a lane's prepare notes
-        # are the lane's (agentloop.run.scheduler shows none of them).
-        return KilledAttempt(found[0], said=not self.lane)
+        # Its prepare said it: the checkout's among the run's first lines, a lane's as that
+        # lane's line (agentloop.run.scheduler).
+        return KilledAttempt(found[0], said=True)
 
     def _left_in_a_lane(self, begun_as: str) -> str | None:
         """Your checkout, after a killed run in lanes: the attempt begun as `begun_as` that it

@@ -27,7 +27,7 @@ from agentloop.vcs.jj.aside import bring_back, keep_aside
 from agentloop.vcs.jj.carried import Carried
 from agentloop.vcs.jj.ownfiles import OwnFiles
 from agentloop.vcs.jj.run import Jj, Rev, fileset, op_head
-from agentloop.vcs.lanes import JJ_PREFIX, lanes_dir
+from agentloop.vcs.jj.workspaces import lane_folder
 from agentloop.vcs.protocol import Change
 from agentloop.vcs.stays_git import branch_of
 
@@ -91,6 +91,8 @@ class JjVcs:
         self._base = ""          # @ at the first begin: the user's change, takes the tool's edits
         self._began = False      # a task began here in this run (a new lane's first has no base)
         self._fresh = False      # @ is an empty, undescribed change we made: describe, don't stack
+        # The message of each change this run's begin made and has not yet finished or
+        # abandoned: a change not here is a killed run's (began), even one this run took up.
         self._messages: dict[str, str] = {}
         self._carried: Carried | None = None   # @ as finish's `jj new` left it
         # A killed run's task change whose agent ran `jj commit`/`jj new`: kept by abandon for
@@ -357,15 +359,15 @@ class JjVcs:
         `keep`), for its task's next begin to go on from: that agent was at work and had not
         finished, and what it recorded counts (dropping it would pay for the work twice).
         """
-        message = self._messages.pop(change.change_id, None)
+        message = self._messages.pop(change.change_id, None)  # None: not begun by this run
         task, wc = self._one(change.change_id) if change.change_id else (None, None)
         if task is None:
             return None
         if keep and not self._began and wc is not None and self._wc_on_top(task):
             self._resumable = task.change_id
             return None
-        # Not begun by this run (no message of ours): a killed run's, whichever task's turn
-        # it is (in your checkout one backend serves every group, so others may have begun).
+        # Not begun by this run: a killed run's, whichever task's turn it is (in your checkout
+        # one backend serves every group, so others may have begun), taken up or not.
         if message is None and wc is not None and self._took_in_a_lane(task.change_id):
             task = self.jj.revs(task.change_id)[0]
         # With no base (before the first begin, an earlier run's leftover; in a new lane, whose
@@ -396,8 +398,8 @@ class JjVcs:
                           "working_copies")
         took = False
         for name in (w.removesuffix("@") for w in out.split()):
-            path = lanes_dir(self.root) / name.removeprefix(JJ_PREFIX)
-            if not name.startswith(JJ_PREFIX) or not (path / ".jj").is_dir():
+            path = lane_folder(self.root, name)
+            if path is None or not (path / ".jj").is_dir():
                 continue
             try:
                 self.jj.out("log", "--no-graph", "-r", "@", "-T", "change_id", cwd=path)
@@ -405,6 +407,14 @@ class JjVcs:
                 continue  # a lane jj cannot read (stale, say): its change as it is
             took = True
         return took
+
+    def began(self, change_id: str) -> bool:
+        """Whether this run's begin made the change (not finished or abandoned since). A
+        killed run's is not, even once this run took it up (`_resume`): that run may have
+        worked in another workplace, whose working copy may sit on the change (your checkout's
+        @ on it, where its agent ran `jj new`; a lane's @, its files on disk there only), which
+        dropping it leaves to be seen to (LaneJj.abandon, _took_in_a_lane)."""
+        return change_id in self._messages
 
     def discard(self, change: Change) -> str | None:
         """Abandon the change for good, never kept for a next begin: --reset's drop of its old
@@ -441,7 +451,7 @@ class JjVcs:
         self._base = below[0].change_id
         basemark.note(self.root, self._base)
         self.jj.out("describe", "-r", change_id, "-m", message)
-        self._messages[change_id] = message
+        # Not noted as begun by this run (began): it is still the killed run's change.
         task = self.jj.revs(change_id)[0]
         return Change(change_id=change_id, commit_id=task.commit_id, base=",".join(task.parents),
                       kept=True)

@@ -25,7 +25,9 @@ from agentloop.vcs.jj.leftovers import CONCURRENT
 from agentloop.vcs.jj.mainline import JjMainLine
 from agentloop.vcs.jj.run import STALE, Jj, op_head
 from agentloop.vcs.jj.takenback import taken_back
+from agentloop.vcs.jj.workspaces import lane_of
 from agentloop.vcs.landing import IntegrationConflict, markers_left
+from agentloop.vcs.lanes import BRANCH_PREFIX
 from agentloop.vcs.protocol import Change
 
 T = TypeVar("T")
@@ -51,8 +53,6 @@ class LaneJj:
         # The operation at which every finished task's change was last known below the main
         # checkout's @, carried over the lane's own commands (JjVcs.missing does the same).
         self._whole: str | None = None
-        # The changes this lane's begin made in this run (not one a killed run left).
-        self._begun: set[str] = set()
         # The repository's operation at which the lane's @ was known to sit on the main line's
         # tip (after its landing, its follow, its catch-up): while jj is still there, the main
         # line has not moved (behind, no process); and the tip behind() found it moved to.
@@ -89,8 +89,6 @@ class LaneJj:
             # date. Between tasks @ holds nothing of the agent's, so nothing is lost by that.
             self.jj.run("workspace", "update-stale")
             change = self.work.begin(message)
-        if not change.kept:
-            self._begun.add(change.change_id)
         stamp = op_head(self.main.root)
         if before is not None and before == self._whole:
             self._whole = stamp
@@ -114,14 +112,14 @@ class LaneJj:
             raise LaneBreach(breach)
 
     def abandon(self, change: Change) -> str | None:
-        """Drop the attempt's change, kept aside first. One this lane did not begin may be a
-        killed run's begun in your checkout (that run worked there), your checkout's @: dropped
-        from here, jj gives your checkout a new @ and leaves its files as they were until it is
-        brought up to date ("The working copy is stale", which the task's landing, a command
-        run in your checkout, met and stopped the run on). Brought up to date at once (a no-op
-        when it was not stale), before the task begins again here."""
-        ours = change.change_id in self._begun
-        self._begun.discard(change.change_id)
+        """Drop the attempt's change, kept aside first. One this run did not begin (JjVcs.began:
+        a killed run's, taken up by this run or not) may be one begun in your checkout (that
+        run worked there) that your checkout's @ is or sits on: dropped from here, jj gives
+        your checkout a new @ and leaves its files as they were until it is brought up to
+        date ("The working copy is stale", which the task's landing, a command run in your
+        checkout, met and stopped the run on). Brought up to date at once (a no-op when it was
+        not stale), before the task begins again here."""
+        ours = self.work.began(change.change_id)
         kept = self.work.abandon(change)
         if ours or not change.change_id:
             return kept
@@ -332,7 +330,8 @@ class LaneJj:
 
     def lane_branch(self) -> str:
         """The bookmark a conflicted change of this lane is kept under."""
-        return "agent-loop/" + self.workspace.removeprefix("agent-loop-")
+        lane = lane_of(self.workspace)
+        return BRANCH_PREFIX + (self.workspace if lane is None else lane)
 
     def kept(self, change_id: str) -> str:
         """What a conflicted task lands as on a later run: its change (resolved by hand or not)."""

@@ -11,7 +11,7 @@ from typing import Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs.jj.run import Jj
-from agentloop.vcs.lanes import JJ_PREFIX
+from agentloop.vcs.jj.workspaces import lane_of
 
 # How far back the operation log is read: a run's own operations since a change left are few.
 DEPTH = 200
@@ -33,7 +33,7 @@ def taken_back(jj: Jj, lost: Iterable[str]) -> set[str]:
             op, workspace, description = (line.split("\t", 2) + ["", ""])[:3]
             workspace = workspace.removesuffix("@")
             if not description.startswith("abandon ") or not workspace \
-                    or workspace.startswith(JJ_PREFIX):
+                    or lane_of(workspace) is not None:
                 continue
             gone = f"at_operation({op}-, all()) ~ at_operation({op}, all())"
             dropped = set(jj.out("--ignore-working-copy", "log", "--no-graph", "-r", gone,

@@ -11,6 +11,19 @@ from agentloop.vcs.jj.run import Jj
 from agentloop.vcs.lanes import JJ_PREFIX, Workspace, bookkeeping, lanes_dir
 
 
+def lane_of(workspace: str) -> str | None:
+    """The name of the lane whose jj workspace is `workspace` (`agent-loop-<name>`); None for
+    any other (yours, `default`)."""
+    return workspace.removeprefix(JJ_PREFIX) if workspace.startswith(JJ_PREFIX) else None
+
+
+def lane_folder(root: Path, workspace: str) -> Path | None:
+    """Where the lane whose jj workspace is `workspace` lives in the repository at `root`
+    (whether or not it is there now); None when `workspace` is no lane's."""
+    name = lane_of(workspace)
+    return lanes_dir(root) / name if name is not None else None
+
+
 def jj_workspaces(root: Path) -> set[str]:
     """The names of the repository's jj workspaces."""
     out = Jj(root).out("--ignore-working-copy", "workspace", "list", "-T", 'name ++ "\\n"')
@@ -76,7 +89,7 @@ def swept_jj(root: Path, keep: set[str], known: set[str] | None = None
     """sweep_jj's names removed, and the repository's workspaces as it listed them when it
     removed none (else None)."""
     listed = jj_workspaces(root)
-    names = {w.removeprefix(JJ_PREFIX) for w in listed if w.startswith(JJ_PREFIX)}
+    names = {n for n in map(lane_of, listed) if n is not None}
     folder = lanes_dir(root)
     if folder.is_dir():
         names |= {p.name for p in folder.iterdir()}
