@@ -8,9 +8,8 @@ The plan is the user's file and may be open in their editor, so the tick is care
   and its text, whitespace folded); a task that was reworded, removed or is written twice
   elsewhere is not ticked, and the caller is told why (never a guess);
 - the new text must read as the same tasks with this one ticked, or nothing is written;
-- it is written to a temporary file in the same folder and takes the plan's place only if the
-  plan's bytes, size and modification time are still those read a moment before, and never
-  over a save of the user's that comes in between, at any instant (see _replace).
+- it is written to a temporary file in the same folder and `os.replace`d over the plan, and
+  only if the plan's bytes, size and modification time are still those read a moment before.
 """
 
 from __future__ import annotations
@@ -112,80 +111,27 @@ def _ticked(source: str, lines: list[int]) -> str:
 
 
 def _replace(real: Path, data: bytes, seen: os.stat_result, out: bytes) -> str:
-    """Write `out` over the plan, only if the plan still holds `data` as `seen`, and never over
-    a save of the user's however the two interleave; why not, or "".
-
-    A look and then `os.replace` leaves a moment between the two in which the user's editor
-    may save, and the replace would throw their save away. So the plan is first renamed
-    aside (atomic: a save from then on makes a new file, or goes into the plan renamed
-    aside), looked at there, and the ticked text takes the plan's name with a hard link, which
-    fails if a save made the file meanwhile; a save that came first goes back in the plan's
-    place."""
+    """Write `out` over the plan through a temporary file beside it, only if the plan still
+    holds `data` as `seen`; why not, or ""."""
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tick", dir=real.parent)
     except OSError as exc:
         return f"its folder cannot be written ({exc.strerror})"
-    aside = f"{tmp[:-len('.tick')]}.was"
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(out)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, stat.S_IMODE(seen.st_mode))
-        if not _unchanged(str(real), data, seen):
-            return _CHANGED
-        if not _links(tmp, aside):
-            return "the plan's folder takes no hard links, which ticking it safely needs"
-        os.rename(real, aside)
-        if not _unchanged(aside, data, seen):
-            _put_back(aside, real)
-            return _CHANGED
-        try:
-            os.link(tmp, real)
-        except FileExistsError:
-            return _CHANGED     # the user's save made the file anew: it stands
-        if not _unchanged(aside, data, seen):
-            # An editor that held the plan open wrote into it after the look: theirs wins.
-            if os.stat(real).st_ino == os.stat(tmp).st_ino:
-                os.replace(aside, real)
-            return _CHANGED
+        now = os.stat(real)
+        if ((now.st_mtime_ns, now.st_size, now.st_ino) != (seen.st_mtime_ns, seen.st_size,
+                                                           seen.st_ino)
+                or real.read_bytes() != data):
+            return "the plan changed while agent-loop was ticking it (yours wins)"
+        os.replace(tmp, real)
         return ""
     except OSError as exc:
-        if os.path.exists(aside):
-            _put_back(aside, real)
         return f"the plan could not be written ({exc.strerror})"
     finally:
-        for left in (tmp, aside):
-            if os.path.lexists(left):
-                os.unlink(left)
-
-
-_CHANGED = "the plan changed while agent-loop was ticking it (yours wins)"
-
-
-def _unchanged(path: str, data: bytes, seen: os.stat_result) -> bool:
-    """Whether the file at `path` is still the plan as read: its stamp and its bytes."""
-    now = os.stat(path)
-    if (now.st_mtime_ns, now.st_size, now.st_ino) != (seen.st_mtime_ns, seen.st_size,
-                                                      seen.st_ino):
-        return False
-    with open(path, "rb") as handle:
-        return handle.read() == data
-
-
-def _links(tmp: str, probe: str) -> bool:
-    """Whether the folder takes hard links (some mounted file systems do not)."""
-    try:
-        os.link(tmp, probe)
-    except OSError:
-        return False
-    os.unlink(probe)
-    return True
-
-
-def _put_back(aside: str, real: Path) -> None:
-    """The plan renamed aside back in its place, unless a save of the user's is there now."""
-    try:
-        os.link(aside, real)
-    except FileExistsError:
-        pass     # newer than the one aside: it stands
+        if os.path.exists(tmp):
+            os.unlink(tmp)
