@@ -142,20 +142,19 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
 
 
 def _main_rewound(record: GitLaneRecord, main: Git) -> Breach | None:
-    """Your branch moved, while the step ran, to a commit that lacks what it held as the step
-    began (`git reset --hard HEAD~1`, a rewrite that dropped a change): a stop, never a landing
-    on top of it, which would bury the commit it lost under the task's (a `git reset --keep`
-    back to it would then take the landing away too)."""
+    """Your branch moved back, while the step ran, to a commit of its own past (`git reset
+    --hard HEAD~1`): a stop, never a landing on top of it, which would bury the commits it
+    dropped under the task's (a `git reset --keep` back to them would then take the landing
+    away too). A branch rewritten (your amend, a `git pull --rebase`) is yours as it is now:
+    the landing meets it as it meets any commit of yours."""
     if not record.main_at:
         return None
     old, short = record.main_at[0], record.main_ref.removeprefix("refs/heads/")
     now = main.sha(record.main_ref)
-    if now is None or now in record.main_at or _ancestor(main, old, now):
+    if now is None or now in record.main_at or not _ancestor(main, now, old):
         return None  # gone is said where the landing reads it (GitMainLine.tip)
-    if carried(main, old, now):
-        return None  # your amend or squash: what the commit changed is on the branch still
     return Breach(Kind.MAIN_REWOUND, f"your branch {short} was moved from {old[:12]} back to "
-                  f"{now[:12]}, which lacks what {old[:12]} held (by the agent, or by you), "
+                  f"{now[:12]}, dropping what came after it (by the agent, or by you), "
                   f"while this lane's agent ran; nothing of this step is landed on it, and "
                   f"{old[:12]} stays in `git reflog {short}`",
                   (f"git log --oneline {now[:12]}..{old[:12]}",

@@ -507,6 +507,24 @@ def test_your_branch_moved_on_or_reworded_while_the_agent_ran_lands(
     assert (repo / "mine.txt").exists() and (repo / "two.txt").exists()
 
 
+def test_your_amend_or_rebase_that_rewrites_your_last_commit_lands(repo: Path,
+                                                                     lane: LaneGit) -> None:
+    # Your last commit amended with its file edited again (or rebased over a colleague's
+    # commit to the same file): the branch no longer holds it, nor its content, yet nothing
+    # was dropped from it; the step lands on the branch as it is now.
+    (repo / "mine.txt").write_text("my commit\n")
+    git(repo, "add", "mine.txt")
+    git(repo, "commit", "-qm", "my work")
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    (repo / "mine.txt").write_text("my commit, its typo fixed\n")
+    git(repo, "commit", "-qam", "my work", "--amend")
+    done = lane.finish(change, "task 2")
+    assert files_of(repo, done.change_id) == ["two.txt"]
+    assert (repo / "mine.txt").read_text() == "my commit, its typo fixed\n"
+    assert (repo / "two.txt").exists()
+
+
 def test_an_untracked_file_of_yours_deleted_while_the_agent_ran_is_said(repo: Path) -> None:
     # An overwrite was said, a deletion was not: the file is no longer dirty, so no longer
     # listed. Your edit you commit meanwhile is where it was: not said.
