@@ -77,10 +77,10 @@ def open_project(task_file: Path, cwd: Path, take_over: bool = False) -> Project
 def _renamed_from(root: Path, task_file: Path) -> tuple[Path, str] | None:
     """The folder and name of the plan this one was renamed from (`git mv tasks.md plan.md`),
     whose state is this plan's: a plan whose file is gone, whose state was made from this very
-    file (its hash), else whose tasks are mostly this file's (renamed, then edited). Never a
-    plan whose file is still there (a copy kept beside it has its own state), and no guess
-    between two that fit alike. A state that already names this plan (taken over, and its
-    folder could not be renamed) is this plan's first."""
+    file (its hash), else whose tasks are all in this file with a few more (renamed, then
+    added to). Never a plan whose file is still there (a copy kept beside it has its own
+    state), and no guess between two that fit alike. A state that already names this plan
+    (taken over, and its folder could not be renamed) is this plan's first."""
     name = plain.plan_name(root, task_file)
     gone = []
     for folder in plain.plan_folders(root):
@@ -116,9 +116,12 @@ def _renamed_from(root: Path, task_file: Path) -> tuple[Path, str] | None:
         records = data.get("tasks")
         was = Counter((str(t.get("group", "")), task_key(str(t.get("task", "")))) for t in records
                       if isinstance(t, dict)) if isinstance(records, list) else Counter()
-        shared = sum((was & now).values())
-        # Most of the tasks of each are the other's: a plan renamed, then edited a little.
-        if shared and 2 * shared >= max(sum(was.values()), sum(now.values())):
+        # Every task of the old plan still here, in its group and in its words, and only a
+        # task or two more (a fifth of its count at most): a plan renamed, then added to. A new
+        # plan that repeats some lines of a finished one (run the tests, update the changelog)
+        # is not it: its tasks run.
+        added = sum((now - was).values())
+        if was and not was - now and added <= max(1, sum(was.values()) // 5):
             alike.append((folder, former))
     return alike[0] if len(alike) == 1 else None
 

@@ -71,3 +71,21 @@ def test_a_copy_beside_a_plan_and_a_new_plan_by_an_old_name_start_afresh(
     assert len(fake_claude.calls()) == 6
     assert state_of(work)["task_file"] == "tasks.md"
     assert "2 task(s), 0 to run" in agent_loop(work, "--dry-run").stdout
+
+
+def test_a_new_plan_that_repeats_lines_of_a_finished_deleted_one_runs_them(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # A sprint's plan, finished and deleted; the next sprint's repeats its generic lines (run
+    # the tests, update the changelog) beside a new task: a new plan, whose tasks all run.
+    work = git_project(tmp_path, "## G\n- [ ] build the parser\n  FAKE: write p.txt 1\n"
+                                 "- [ ] run the tests\n  FAKE: write t.txt\n"
+                                 "- [ ] update the changelog\n  FAKE: write c.txt\n")
+    ran(work, "tasks.md")
+    assert len(fake_claude.calls()) == 3
+    (work / "tasks.md").unlink()
+    (work / "sprint2.md").write_text("## G\n- [ ] build the printer\n  FAKE: write q.txt 2\n"
+                                     "- [ ] run the tests\n  FAKE: write t.txt\n"
+                                     "- [ ] update the changelog\n  FAKE: write c.txt\n")
+    out = ran(work, "sprint2.md")
+    assert "taken over" not in out, out
+    assert len(fake_claude.calls()) == 6
