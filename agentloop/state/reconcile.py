@@ -42,6 +42,7 @@ from agentloop.state.status import TaskStatus as S
 from agentloop.state.status import check
 
 _ALIKE_AT_MOST = 400  # new times old tasks of one slot compared by their words; more pair in order
+_AHEAD = 16           # how far a large slot's walk looks ahead for a task's partner
 # How alike a new task's words must be to a completed one's to be it reworded and stay done
 # (_likeness: "fix the parser" and "fix the parsers" 0.97, "c" and "c, better" 0.67, "two"
 # and "three!" 0.44);
@@ -265,8 +266,9 @@ def _pair(places: list[int], fresh: list[TaskState],
     task that is not it reworded would never run. So with a done task deleted beside a typo
     fixed and a task added, the fix pairs with its own old words and the added task runs.
     A pending old task pairs whatever the words (an edit runs anyway; it names the old
-    change). A slot of more new times old tasks than `_ALIKE_AT_MOST` pairs in order (each new
-    task's words would be compared with each old one's), a done one still only when alike."""
+    change). A slot of more new times old tasks than `_ALIKE_AT_MOST` pairs by a walk in order
+    (`_pair_ahead`: each new task's words would be compared with each old one's), a done one
+    still only when alike."""
     old = list(olds)
     n, m = len(places), len(old)
     pairs: list[tuple[int, int]] = []
@@ -276,15 +278,7 @@ def _pair(places: list[int], fresh: list[TaskState],
                         _likeness(fresh[places[k]], o) >= _DONE_ALIKE for k, o in enumerate(old)):
         pairs = [(k, k) for k in range(n)]   # all paired in order: the only way to pair them all
     elif n * m > _ALIKE_AT_MOST:
-        k = 0
-        for j in range(n):
-            while k < m and old[k].status == S.COMPLETED and \
-                    _likeness(fresh[places[j]], old[k]) < _DONE_ALIKE:
-                k += 1      # a done task not like this one: removed, not inherited
-            if k == m:
-                break
-            pairs.append((j, k))
-            k += 1
+        pairs = _pair_ahead(places, fresh, old)
     else:
         like = [[_likeness(fresh[i], o) for o in old] for i in places]
         never = -1.0
@@ -313,6 +307,35 @@ def _pair(places: list[int], fresh: list[TaskState],
     olds.clear()
     olds.extend(o for k, o in enumerate(old) if k not in taken)
     return [(places[j], old[k]) for j, k in pairs]
+
+
+def _pair_ahead(places: list[int], fresh: list[TaskState],
+                old: list[TaskState]) -> list[tuple[int, int]]:
+    """A large slot's pairs, walked in order as a diff walks two files: where the next new
+    task cannot pair with the next old one, whichever of the two finds a partner sooner within
+    `_AHEAD` tasks is kept for it (the tasks passed over are added, or removed), else both are
+    passed over. A task added at the top of a reworded plan is an addition; the done tasks
+    after it pair with their own new words, not one later each."""
+    def allowed(j: int, k: int) -> bool:
+        return old[k].status != S.COMPLETED or \
+            _likeness(fresh[places[j]], old[k]) >= _DONE_ALIKE
+
+    pairs: list[tuple[int, int]] = []
+    j, k, n, m = 0, 0, len(places), len(old)
+    while j < n and k < m:
+        if allowed(j, k):
+            pairs.append((j, k))
+            j, k = j + 1, k + 1
+            continue
+        new_ahead = next((y for y in range(j + 1, min(n, j + _AHEAD)) if allowed(y, k)), None)
+        old_ahead = next((x for x in range(k + 1, min(m, k + _AHEAD)) if allowed(j, x)), None)
+        if new_ahead is not None and (old_ahead is None or new_ahead - j <= old_ahead - k):
+            j = new_ahead
+        elif old_ahead is not None:
+            k = old_ahead
+        else:
+            j, k = j + 1, k + 1
+    return pairs
 
 
 def _likeness(new: TaskState, old: TaskState) -> float:

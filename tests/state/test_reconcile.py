@@ -416,3 +416,30 @@ def test_a_task_added_beside_a_done_one_deleted_never_takes_its_record(
     changed = reconcile(old, new(tmp_path, f"## G\n- one\n- something else entirely\n"
                                            f"{many.replace('- step', '- stage')}- more\n"))
     assert changed.reworded_done == () and changed.tasks[1].status == "pending"
+
+
+@pytest.mark.parametrize("count", [19, 21, 40])
+def test_a_large_reworded_plan_with_a_task_added_on_top_keeps_its_done_tasks(
+        tmp_path: Path, count: int) -> None:
+    # Every task reworded and one added above them: in a slot too large to compare every new
+    # task with every old one (21 and 40 here), the walk in order paired the added task's
+    # place first and passed over every done task unlike it: all ran again, paid for.
+    old = "".join(f"- [ ] write module{n}.py with its parser\n" for n in range(count))
+    records = saved(tmp_path, old, tuple(range(1, count + 1)))
+    text = "- [ ] set up the CI config file\n" + "".join(
+        f"- [ ] write src/module{n}.py with its parser\n" for n in range(count))
+    result = reconcile(records, new(tmp_path, text))
+    assert [t.index for t in result.tasks if t.status == "completed"] == \
+        list(range(2, count + 2))
+    assert result.added == (1,)
+
+
+def test_a_large_plan_with_its_first_done_tasks_deleted_keeps_the_rest_done(
+        tmp_path: Path) -> None:
+    old = "".join(f"- [ ] write module{n}.py with its parser\n" for n in range(30))
+    records = saved(tmp_path, old, tuple(range(1, 31)))
+    text = "".join(f"- [ ] write src/module{n}.py with its parser\n" for n in range(10, 30))
+    result = reconcile(records, new(tmp_path, text))
+    assert all(t.status == "completed" for t in result.tasks) and len(result.tasks) == 20
+    assert [t.task for t in result.tasks][0] == "write src/module10.py with its parser"
+    assert len(result.removed) == 10 and not result.added
