@@ -96,6 +96,10 @@ class JjVcs:
         # A killed run's task change whose agent ran `jj commit`/`jj new`: kept by abandon for
         # the task's next begin, which goes on from it (as git does, agentloop.vcs.git.recover).
         self._resumable = ""
+        # The operation jj was at when the task last began (_moved_back), and the change the
+        # agent moved @ to, which finish put back as it was (None: none).
+        self._begun_at: str | None = None
+        self.moved_elsewhere: str | None = None
         # Its --config options for every call are set by prepare(). A lane's workspace sits
         # inside your checkout: its commands never look past it (Jj's `confined`).
         self.jj = Jj(self.root, confined=lane, gone=_lane_gone if lane else None)
@@ -189,6 +193,11 @@ class JjVcs:
             # is the empty change our finish, abandon or squash left there. Stacked on as a
             # base, it stayed beside the main line once the task landed without it.
             reuse = True
+        elif not self._began and self._lane:
+            left = self._left_as(message)
+            if left is not None:
+                return left
+            first = True
         elif not self._began:
             # The first task: the user's work is snapshotted into @ by `jj new`, and that change
             # (its parent, as it reports) stays theirs. Taken here, not in prepare, so a runner
@@ -213,8 +222,25 @@ class JjVcs:
             self._base = (base or self.jj.revs("@-")[0]).change_id
             basemark.note(self.root, self._base)
         self._messages[rev.change_id] = message
+        self._begun_at = _op(self.root)
         return Change(change_id=rev.change_id, commit_id=rev.commit_id,
                       base=",".join(rev.parents))
+
+    def _left_as(self, message: str) -> Change | None:
+        """A lane's @ that is this task's own change, an earlier run's attempt: dropped when that
+        run stopped, and back since (`jj undo`, `jj op restore`), its agent's files in it. The
+        task goes on in it, as in a change a killed run kept (Change.kept): begun on top, that
+        change became the base, the agent's rewrite of its files an empty task ("changed no
+        files") and the work stayed beside the main line. None when @ is another change."""
+        wc = self.jj.revs("@")[0]
+        described = self.jj.out("log", "--no-graph", "-r", wc.change_id, "-T", "description")
+        if described.strip() != message.strip():
+            return None
+        self._made, self._began, self._fresh = False, True, False
+        self._messages[wc.change_id] = message
+        self._begun_at = _op(self.root)
+        return Change(change_id=wc.change_id, commit_id=wc.commit_id, base=",".join(wc.parents),
+                      kept=True)
 
     def _ours_unused(self) -> bool:
         """Whether @ is undescribed and holds none but the tool's own files (which finish sweeps
@@ -268,9 +294,15 @@ class JjVcs:
             self._revert_last()
             if task is None:
                 raise VcsError(f"the task's change {change.short} is gone (abandoned by hand?)")
-            raise VcsError(f"the working copy moved off the task's change {task.change_id[:12]}"
-                           " (did the agent run `jj edit`?); move it back and retry")
-        task = self._fold(task, message, checked=True)
+            moved = self._moved_back(task) if self._lane else None
+            if moved is None:
+                raise VcsError(f"the working copy moved off the task's change "
+                               f"{task.change_id[:12]} (did the agent run `jj edit`?); move it "
+                               "back and retry")
+            self.jj.out("describe", "-r", moved.change_id, "-m", message)
+            task = self.jj.revs(moved.change_id)[0]
+        else:
+            task = self._fold(task, message, checked=True)
         if self._sweep(task, below=True):
             task = self.jj.revs(task.change_id)[0]
         if task.empty:
@@ -279,6 +311,34 @@ class JjVcs:
         return Change(change_id=task.change_id, commit_id=task.commit_id,
                       base=",".join(task.parents),
                       files=tuple(f for f in task.files if not self._own.holds(f)))
+
+    def _moved_back(self, task: Rev) -> Rev | None:
+        """A lane's agent moved @ off its task's change onto another that was there when the
+        task began (`jj edit @-`: the change of a task landed before), and jj took its edits
+        into that one (in your checkout such a change may be yours, and stays as the agent left
+        it, the task stopped). That change is put back as it was at the begin, the agent's edits go into the
+        task's change (its files as the agent left them), and @ is the task's change again;
+        the task's change as it is then. None (nothing done) when @ is a change the agent made
+        or jj cannot tell what it was at the begin. Putting it back rewrites it again (its
+        content as before, not its commit id): `moved_elsewhere` says so, for a lane, whose
+        runner then brings your checkout up to date."""
+        if self._begun_at is None:
+            return None
+        wc = self.jj.revs("@")[0]
+        was = self.jj.ids(f"at_operation({self._begun_at}, present(change_id({wc.change_id})))",
+                          "commit_id")
+        if len(was) != 1:
+            return None
+        if was[0] != wc.commit_id:
+            files = self.jj.out("diff", "--from", was[0], "--to", wc.commit_id,
+                                "--name-only").split()
+            self.jj.out("restore", "--from", was[0], "--into", wc.change_id)
+            if files:
+                self.jj.out("restore", "--from", wc.commit_id, "--into", task.change_id, "--",
+                            fileset(files))
+            self.moved_elsewhere = wc.change_id
+        self.jj.out("edit", task.change_id)
+        return self.jj.revs(task.change_id)[0]
 
     def _revert_last(self) -> None:
         """Revert our own `jj commit` (the operation just made), so a change that was not the
@@ -442,6 +502,7 @@ class JjVcs:
         basemark.note(self.root, self._base)
         self.jj.out("describe", "-r", change_id, "-m", message)
         self._messages[change_id] = message
+        self._begun_at = _op(self.root)
         task = self.jj.revs(change_id)[0]
         return Change(change_id=change_id, commit_id=task.commit_id, base=",".join(task.parents),
                       kept=True)
@@ -526,6 +587,12 @@ class JjVcs:
             return None
         return Change(change_id=change_id, commit_id=task.commit_id, base=",".join(task.parents),
                       files=tuple(f for f in task.files if not self._own.holds(f)))
+
+
+def _op(root: Path) -> str | None:
+    """The id of the operation jj is at, read without a process (run.op_head)."""
+    head = op_head(root)
+    return head.split(" ", 1)[0] if head else None
 
 
 def _lane_gone(where: Path) -> Exception:

@@ -141,8 +141,11 @@ class LaneJj:
         return self._fresh(change, lambda: self.work.diff(change))
 
     def close(self) -> None:
-        """Leave the workspace."""
-        self.work.close()
+        """Leave the workspace; nothing to do when its .jj is gone (removed by its agent): the
+        step that met that stopped the group and said so, and any jj command here would only
+        raise that stop again (LaneBreach), in place of the step's."""
+        if (self.root / ".jj").is_dir():
+            self.work.close()
 
     def follow(self) -> None:
         """The next group goes on in this workspace, every task of the last one landed and
@@ -188,8 +191,15 @@ class LaneJj:
         before = op_head(self.main.root)
         whole = before is not None and self.record is not None and \
             self.record.stamp == before == self._whole  # no jj but ours since the begin
-        done = self._landed(self._fresh(change, lambda: self.work.finish(change, message)),
-                            fresh=True)
+        sealed = self._fresh(change, lambda: self.work.finish(change, message))
+        if self.work.moved_elsewhere:
+            # The agent moved the lane's @ onto a change below it (`jj edit @-`), a task's
+            # landed change under your checkout's @ maybe, which finish put back as it was:
+            # rewritten twice, that left your checkout stale. Brought up to date before the
+            # landing, a command run there.
+            self.work.moved_elsewhere = None
+            self.main.catch_up()
+        done = self._landed(sealed, fresh=True)
         self._whole = op_head(self.main.root) if whole else None
         return done
 
