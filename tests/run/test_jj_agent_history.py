@@ -64,6 +64,7 @@ def test_jj_undo_after_ctrl_c_gives_the_task_its_change_back_and_the_run_goes_on
     said = again.stdout + again.stderr
     assert again.returncode == 0, said
     assert "changed no files" not in said, said
+    assert "task 2 goes on in its change" in said and "`jj undo`?" in said, said
     tasks = state_of(work)["tasks"]
     assert [t["status"] for t in tasks] == ["completed"] * 3, said
     assert [files_of(work, t["change_id"]) for t in tasks] == \
@@ -77,14 +78,19 @@ def test_jj_undo_after_ctrl_c_gives_the_task_its_change_back_and_the_run_goes_on
     assert (work / "mine.txt").read_text() == "mine\n"
 
 
+@pytest.mark.parametrize("distill", [True, False], ids=["distilled", "plain"])
+@pytest.mark.parametrize("then", ["", "; jj status >/dev/null"], ids=["quiet", "jj-status"])
 def test_an_agents_jj_edit_onto_the_task_landed_before_is_put_back(
-        work: Path, fake_claude: FakeClaude) -> None:
+        work: Path, fake_claude: FakeClaude, distill: bool, then: str) -> None:
     """Task 2's agent runs `jj edit @-` in its lane (task 1's change, landed under your @) and
-    writes its file there. The run stopped with "the working copy moved off the task's
-    change", f2.txt inside task 1's landed change and your checkout stale (every jj command
-    there refused). Now task 1's change is as it landed, f2.txt is task 2's, the run goes on."""
-    project(work, "  FAKE: bash jj edit -r @- 2>/dev/null\n")
-    done = agent_loop(work, "--vcs", "jj", "--no-distill")
+    writes its file there (while you edit a file in your checkout). The run stopped with "the
+    working copy moved off the task's change", f2.txt inside task 1's landed change and your
+    checkout stale (every jj command there refused). Now task 1's change is as it landed,
+    f2.txt is task 2's, your edit is in your checkout, and the run goes on. `then`: the agent
+    runs jj again after writing (its own snapshot rewrites task 1's change: put back too)."""
+    project(work, f"  FAKE: bash jj edit -r @- 2>/dev/null; echo more >> {work}/mine.txt\n"
+                  f"  FAKE: write f2.txt 2\n  FAKE: bash true{then}\n")
+    done = agent_loop(work, "--vcs", "jj", *([] if distill else ["--no-distill"]))
     said = done.stdout + done.stderr
     assert done.returncode == 0, said
     tasks = state_of(work)["tasks"]
@@ -95,8 +101,17 @@ def test_an_agents_jj_edit_onto_the_task_landed_before_is_put_back(
                                      "agent-loop: G / t1"], said
     # Your checkout is up to date (a stale one refuses `jj st`), your edit still in its @.
     assert "mine.txt" in jj(work, "status")
-    assert all((work / f).exists() for f in ("f1.txt", "f2.txt", "f3.txt", "mine.txt"))
+    assert all((work / f).exists() for f in ("f1.txt", "f2.txt", "f3.txt"))
+    if not then:  # the agent's edits never touched task 1's change: your edit is where it was
+        assert (work / "mine.txt").read_text() == "mine\nmore\n"
+        assert not jj(work, "log", "--no-graph", "-r", "divergent()", "-T", "change_id"), said
+    else:  # its `jj status` rewrote it under your checkout, stale then: jj kept your edit
+        assert "jj log -r 'divergent()'" in said, said
+        copy = jj(work, "log", "--no-graph", "-r", "divergent() ~ @", "-T", "commit_id")
+        assert jj(work, "file", "show", "-r", copy, "mine.txt") == "mine\nmore\n", said
     assert len(fake_claude.task_runs()) == 3, said
+    [line] = [s for s in done.stdout.splitlines() if "(`jj edit`)" in s]
+    assert "task 2: its agent moved the working copy onto change" in line, said
 
 
 def test_a_lane_left_by_a_stopped_run_goes_once_a_run_in_your_checkout_finishes_every_task(

@@ -100,6 +100,8 @@ class JjVcs:
         # agent moved @ to, which finish put back as it was (None: none).
         self._begun_at: str | None = None
         self.moved_elsewhere: str | None = None
+        self._moved_note = ""
+        self._parked = ""   # the @ _park made, on the change the agent moved to
         # Its --config options for every call are set by prepare(). A lane's workspace sits
         # inside your checkout: its commands never look past it (Jj's `confined`).
         self.jj = Jj(self.root, confined=lane, gone=_lane_gone if lane else None)
@@ -222,7 +224,7 @@ class JjVcs:
             self._base = (base or self.jj.revs("@-")[0]).change_id
             basemark.note(self.root, self._base)
         self._messages[rev.change_id] = message
-        self._begun_at = _op(self.root)
+        self._begun_at, self._parked = _op(self.root), ""
         return Change(change_id=rev.change_id, commit_id=rev.commit_id,
                       base=",".join(rev.parents))
 
@@ -238,9 +240,12 @@ class JjVcs:
             return None
         self._made, self._began, self._fresh = False, True, False
         self._messages[wc.change_id] = message
-        self._begun_at = _op(self.root)
+        self._begun_at, self._parked = _op(self.root), ""
         return Change(change_id=wc.change_id, commit_id=wc.commit_id, base=",".join(wc.parents),
-                      kept=True)
+                      kept=True,
+                      note=f"goes on in its change {wc.change_id[:12]}, which the last run "
+                           "dropped when it stopped and is back (`jj undo`?), with the work "
+                           "done in it then")
 
     def _ours_unused(self) -> bool:
         """Whether @ is undescribed and holds none but the tool's own files (which finish sweeps
@@ -256,6 +261,7 @@ class JjVcs:
         return done
 
     def _finish(self, change: Change, message: str) -> Change:
+        self._park(change)
         try:
             told = self.jj.told("commit", "-m", message)
         except VcsError:
@@ -303,40 +309,69 @@ class JjVcs:
             task = self.jj.revs(moved.change_id)[0]
         else:
             task = self._fold(task, message, checked=True)
+        note, self._moved_note = self._moved_note, ""
         if self._sweep(task, below=True):
             task = self.jj.revs(task.change_id)[0]
         if task.empty:
-            return self._drop_empty(task)
+            return Change(change_id="", base=self._drop_empty(task).base, empty=True, note=note)
         self._new_on(task)
         return Change(change_id=task.change_id, commit_id=task.commit_id,
                       base=",".join(task.parents),
-                      files=tuple(f for f in task.files if not self._own.holds(f)))
+                      files=tuple(f for f in task.files if not self._own.holds(f)), note=note)
+
+    def _park(self, change: Change) -> None:
+        """Before the first jj command after a lane's agent, which snapshots the lane's files:
+        when the agent moved @ off its task's change (`jj edit @-`), a new empty @ on the
+        change it moved to, made without a snapshot. jj recorded the files on disk as that
+        change's, so the snapshot takes the agent's edits into the new change (_moved_back
+        moves them into the task's), not into that one: a task landed before, under your
+        checkout's @, whose rewrite would leave your checkout stale. No process unless a jj
+        command ran since the begin."""
+        if not self._lane or not change.change_id or self._begun_at is None or \
+                self._parked or _op(self.root) == self._begun_at:
+            return
+        # The task's change, when it is there and @ is not on it or on top of it.
+        if not self.jj.out("--ignore-working-copy", "log", "--no-graph", "-r",
+                           f"present({change.change_id}) ~ ::@", "-T", "change_id"):
+            return
+        self.jj.out("--ignore-working-copy", "new", "@")
+        self._parked = self.jj.out("--ignore-working-copy", "log", "--no-graph", "-r", "@",
+                                   "-T", "change_id").strip()
 
     def _moved_back(self, task: Rev) -> Rev | None:
         """A lane's agent moved @ off its task's change onto another that was there when the
-        task began (`jj edit @-`: the change of a task landed before), and jj took its edits
-        into that one (in your checkout such a change may be yours, and stays as the agent left
-        it, the task stopped). That change is put back as it was at the begin, the agent's edits go into the
-        task's change (its files as the agent left them), and @ is the task's change again;
-        the task's change as it is then. None (nothing done) when @ is a change the agent made
-        or jj cannot tell what it was at the begin. Putting it back rewrites it again (its
-        content as before, not its commit id): `moved_elsewhere` says so, for a lane, whose
-        runner then brings your checkout up to date."""
-        if self._begun_at is None:
-            return None
+        task began (`jj edit @-`: the change of a task landed before), and wrote there (in your
+        checkout such a change may be yours, and stays as the agent left it, the task
+        stopped). The agent's edits go into the task's change: those _park's change took, and
+        any the agent's own jj commands took into that change, which is put back as it was at
+        the begin (read with at_operation; its content, not its commit id: `moved_elsewhere`
+        says so, for a lane, whose runner then brings your checkout up to date). @ is the
+        task's change again; that change as it is then. None (nothing done) when @ is a change
+        the agent made or jj cannot tell what it was at the begin."""
         wc = self.jj.revs("@")[0]
-        was = self.jj.ids(f"at_operation({self._begun_at}, present(change_id({wc.change_id})))",
-                          "commit_id")
+        parked, self._parked = wc.change_id == self._parked, ""
+        if self._begun_at is None or (parked and len(wc.parents) != 1):
+            return None
+        here = self.jj.revs(wc.parents[0])[0] if parked else wc
+        was = self.jj.ids(f"at_operation({self._begun_at}, "
+                          f"present(change_id({here.change_id})))", "commit_id")
         if len(was) != 1:
             return None
-        if was[0] != wc.commit_id:
-            files = self.jj.out("diff", "--from", was[0], "--to", wc.commit_id,
+        if was[0] != here.commit_id:
+            files = self.jj.out("diff", "--from", was[0], "--to", here.commit_id,
                                 "--name-only").split()
-            self.jj.out("restore", "--from", was[0], "--into", wc.change_id)
+            self.jj.out("restore", "--from", was[0], "--into", here.change_id)
             if files:
-                self.jj.out("restore", "--from", wc.commit_id, "--into", task.change_id, "--",
-                            fileset(files))
-            self.moved_elsewhere = wc.change_id
+                self.jj.out("restore", "--from", here.commit_id, "--into", task.change_id,
+                            "--", fileset(files))
+            self.moved_elsewhere = here.change_id
+        if parked and wc.files:
+            self.jj.out("squash", "--from", wc.change_id, "--into", task.change_id,
+                        "--use-destination-message")
+        short = here.change_id[:12]
+        self._moved_note = (f"its agent moved the working copy onto change {short} (`jj edit`) "
+                            f"and wrote there: its edits were moved into the task's change, "
+                            f"and {short} is as it was")
         self.jj.out("edit", task.change_id)
         return self.jj.revs(task.change_id)[0]
 
@@ -502,7 +537,7 @@ class JjVcs:
         basemark.note(self.root, self._base)
         self.jj.out("describe", "-r", change_id, "-m", message)
         self._messages[change_id] = message
-        self._begun_at = _op(self.root)
+        self._begun_at, self._parked = _op(self.root), ""
         task = self.jj.revs(change_id)[0]
         return Change(change_id=change_id, commit_id=task.commit_id, base=",".join(task.parents),
                       kept=True)
@@ -515,6 +550,7 @@ class JjVcs:
         """`jj diff -r <change> --git`; nothing for the empty task, whose change is gone."""
         if not change.change_id:
             return ""
+        self._park(change)
         return self.jj.out("diff", "-r", change.change_id, "--git")
 
     def close(self) -> None:

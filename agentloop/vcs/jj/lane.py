@@ -192,13 +192,18 @@ class LaneJj:
         whole = before is not None and self.record is not None and \
             self.record.stamp == before == self._whole  # no jj but ours since the begin
         sealed = self._fresh(change, lambda: self.work.finish(change, message))
-        if self.work.moved_elsewhere:
+        moved, self.work.moved_elsewhere = self.work.moved_elsewhere, None
+        if moved and self.main.catch_up():
             # The agent moved the lane's @ onto a change below it (`jj edit @-`), a task's
-            # landed change under your checkout's @ maybe, which finish put back as it was:
-            # rewritten twice, that left your checkout stale. Brought up to date before the
-            # landing, a command run there.
-            self.work.moved_elsewhere = None
-            self.main.catch_up()
+            # landed change under your checkout's @, and its own jj command rewrote that
+            # change (finish put it back): your checkout was left stale, and brought up to
+            # date before the landing (a command run there). Files you had edited there
+            # meanwhile jj keeps in a copy of your @ beside it.
+            sealed = dataclasses.replace(sealed, note=sealed.note + (
+                f"; your checkout stood on {moved[:12]} and was brought up to date, and jj "
+                "kept the files you edited there meanwhile in a copy of your working-copy "
+                "change (`jj log -r 'divergent()'` shows it; `jj restore --from <its commit "
+                "id> <file>` brings one back)"))
         done = self._landed(sealed, fresh=True)
         self._whole = op_head(self.main.root) if whole else None
         return done
