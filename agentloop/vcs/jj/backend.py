@@ -235,6 +235,8 @@ class JjVcs:
         change became the base, the agent's rewrite of its files an empty task ("changed no
         files") and the work stayed beside the main line. None when @ is another change."""
         wc = self.jj.revs("@")[0]
+        if not wc.described:
+            return None
         described = self.jj.out("log", "--no-graph", "-r", wc.change_id, "-T", "description")
         if described.strip() != message.strip():
             return None
@@ -357,7 +359,9 @@ class JjVcs:
                           f"present(change_id({here.change_id})))", "commit_id")
         if len(was) != 1:
             return None
+        wrote = parked and bool(wc.files)
         if was[0] != here.commit_id:
+            wrote = True
             files = self.jj.out("diff", "--from", was[0], "--to", here.commit_id,
                                 "--name-only").split()
             self.jj.out("restore", "--from", was[0], "--into", here.change_id)
@@ -369,9 +373,9 @@ class JjVcs:
             self.jj.out("squash", "--from", wc.change_id, "--into", task.change_id,
                         "--use-destination-message")
         short = here.change_id[:12]
-        self._moved_note = (f"its agent moved the working copy onto change {short} (`jj edit`) "
-                            f"and wrote there: its edits were moved into the task's change, "
-                            f"and {short} is as it was")
+        self._moved_note = f"its agent moved the working copy onto change {short} (`jj edit`)" + (
+            f" and wrote there: its edits were moved into the task's change, and {short} is "
+            "as it was" if wrote else ": it is back on the task's change")
         self.jj.out("edit", task.change_id)
         return self.jj.revs(task.change_id)[0]
 
