@@ -155,3 +155,24 @@ def test_a_lane_whose_jj_was_removed_stays_for_the_repair_its_stop_line_names(
     lane = work / ".agent-loop" / "lanes" / (lanes.plan_key("tasks.md") + "-serial")
     assert (lane / "f2.txt").read_text() == "2\n", said
     assert f"agent-loop-{lane.name}" in jj(work, "workspace", "list")
+
+
+def test_an_agents_jj_edit_beside_another_group_landing_is_put_back(
+        work: Path, fake_claude: FakeClaude) -> None:
+    """The same with two groups at once: finish sealed the change the agent moved to with
+    `jj commit` and reverted the newest operation, which was the other group's removal of its
+    lane (`jj workspace forget`), and the run stopped."""
+    jj(work, "git", "init")
+    (work / "tasks.md").write_text(
+        "## G\n- t1\n  FAKE: write f1.txt 1\n- t2\n"
+        "  FAKE: bash jj edit -r @- 2>/dev/null; jj status >/dev/null\n"
+        "  FAKE: write f2.txt 2\n\n## H\n- t3\n  FAKE: write f3.txt 3\n- t4\n"
+        "  FAKE: write f4.txt 4\n")
+    jj(work, "commit", "-m", "plan")
+    done = agent_loop(work, "--vcs", "jj", "--no-distill", "--parallel", "2")
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    tasks = state_of(work)["tasks"]
+    assert [files_of(work, t["change_id"]) for t in tasks] == \
+        [["f1.txt"], ["f2.txt"], ["f3.txt"], ["f4.txt"]], said
+    assert jj(work, "workspace", "list", "-T", 'name ++ "\\n"').split() == ["default"], said

@@ -20,7 +20,7 @@ from typing import Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs import find_root, own_output, plan_files, relative_to
-from agentloop.vcs.check import LaneBreach, jj_removed
+from agentloop.vcs.check import LaneBreach, jj_removed, operation
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj import basemark, carried, leftovers, ownfiles
 from agentloop.vcs.jj.aside import bring_back, keep_aside
@@ -224,7 +224,7 @@ class JjVcs:
             self._base = (base or self.jj.revs("@-")[0]).change_id
             basemark.note(self.root, self._base)
         self._messages[rev.change_id] = message
-        self._begun_at, self._parked = _op(self.root), ""
+        self._begun_at, self._parked = self._now(), ""
         return Change(change_id=rev.change_id, commit_id=rev.commit_id,
                       base=",".join(rev.parents))
 
@@ -242,12 +242,17 @@ class JjVcs:
             return None
         self._made, self._began, self._fresh = False, True, False
         self._messages[wc.change_id] = message
-        self._begun_at, self._parked = _op(self.root), ""
+        self._begun_at, self._parked = self._now(), ""
         return Change(change_id=wc.change_id, commit_id=wc.commit_id, base=",".join(wc.parents),
                       kept=True,
                       note=f"goes on in its change {wc.change_id[:12]}, which the last run "
                            "dropped when it stopped and is back (`jj undo`?), with the work "
                            "done in it then")
+
+    def _now(self) -> str | None:
+        """A lane's operation as its task begins (_park, _moved_back), read off the op heads'
+        file, or asked of jj while lanes' operations are being merged; None in your checkout."""
+        return operation(self.jj) if self._lane else None
 
     def _ours_unused(self) -> bool:
         """Whether @ is undescribed and holds none but the tool's own files (which finish sweeps
@@ -264,6 +269,11 @@ class JjVcs:
 
     def _finish(self, change: Change, message: str) -> Change:
         self._park(change)
+        if self._parked:
+            # No `jj commit`: it would seal the parked change, and reverting that (the
+            # newest operation) may revert another lane's, made in between.
+            self._fresh = True
+            return self._commit_elsewhere(change, message)
         try:
             told = self.jj.told("commit", "-m", message)
         except VcsError:
@@ -294,12 +304,15 @@ class JjVcs:
                       files=tuple(f for f in task.files if not self._own.holds(f)))
 
     def _commit_elsewhere(self, change: Change, message: str) -> Change:
-        """`jj commit` sealed a change that is not the task's: the agent ran `jj commit` or
-        `jj new` (its changes go back into the task's), or moved @ off the task's change, or
-        the task's change is gone (the commit is reverted, and the error says why)."""
+        """`jj commit` sealed a change that is not the task's (or _park found @ off it, and
+        there was no commit): the agent ran `jj commit` or `jj new` (its changes go back into
+        the task's), or moved @ off the task's change, or the task's change is gone (the
+        commit is reverted, and the error says why)."""
+        parked = bool(self._parked)
         task, _ = self._one(change.change_id)
         if task is None or not self._wc_on_top(task):
-            self._revert_last()
+            if not parked:
+                self._revert_last()
             if task is None:
                 raise VcsError(f"the task's change {change.short} is gone (abandoned by hand?)")
             moved = self._moved_back(task) if self._lane else None
@@ -541,7 +554,7 @@ class JjVcs:
         basemark.note(self.root, self._base)
         self.jj.out("describe", "-r", change_id, "-m", message)
         self._messages[change_id] = message
-        self._begun_at, self._parked = _op(self.root), ""
+        self._begun_at, self._parked = self._now(), ""
         task = self.jj.revs(change_id)[0]
         return Change(change_id=change_id, commit_id=task.commit_id, base=",".join(task.parents),
                       kept=True)
