@@ -82,6 +82,8 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool, trailers: str
         # git: the message a plain completion commits with (lane._complete)
         run.vcs.expect_message(plain + "\n\n" + trailers)
     change = run.vcs.begin(plain)
+    if change.note:
+        run.emit(LaneNote(f"task {task.index} {change.note}"))
     submodule_files.before(run)
     prompt = first_prompt(run, task, hint, resume, change.kept)
     finished = _finished_before(task) if not change.kept else None

@@ -349,6 +349,8 @@ def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str) -> Non
             except IntegrationConflict as conflict:  # a parallel run's lane: another came first
                 done = conflicts.resolve(run, task, outcome.change, outcome.result.session_id,
                                          conflict, outcome.attempt)
+        if done.note:
+            run.emit(LaneNote(f"task {task.index}: {done.note}"))
         if done.empty:  # nothing changed: no change to record (backends drop an empty one)
             done = Change(change_id="", empty=True)
         step = Completed(outcome.attempt, done, outcome.status, outcome.note, outcome.feedback,

@@ -138,9 +138,11 @@ class Workplaces:
                 # the last group as if the group had not come.
                 self._carried = (space, vcs)
                 raise
-            vcs.close()
-            if serial:
-                self._holder = group  # kept as it is, for this group's next run
+            try:
+                vcs.close()  # no error of its own in place of the group's (a lane gone)
+            finally:
+                if serial:
+                    self._holder = group  # kept as it is, for this group's next run
             raise
         # Every finished task is on the main line and saved: the lane has nothing left.
         self.main.forget(vcs.lane_commits)
@@ -163,6 +165,26 @@ class Workplaces:
         if self.main is not None and not any(t.status in LEFT_OPEN
                                              for t in self.run.state.tasks):
             self.main.forget_all()
+        if self.main is None:
+            self._sweep_left_lanes()
+
+    def _sweep_left_lanes(self) -> None:
+        """A run in your checkout that left no task open: the jj lanes an earlier run of this
+        plan left (stopped there, run again here) hold nothing a task goes on from, and stayed
+        registered, stale once this run took their attempt back, until a later run in lanes
+        swept them. Swept now, only when a lane's folder is there (a look without a process):
+        jj keeps their changes. A failure leaves them to that later run's sweep."""
+        run = self.run
+        if run.vcs.name != "jj" or any(t.status in LEFT_OPEN for t in run.state.tasks):
+            return
+        names = set(_lane_names(run).values()) | {lanes.serial_lane(_plan_key(run))}
+        folder = lanes.lanes_dir(run.project.root)
+        if not any((folder / name).exists() for name in names):
+            return
+        try:
+            sweep_workspaces("jj", run.project.root, set(), names)
+        except VcsError:
+            pass
 
     def _take_lane(self, group: str, tasks: list[TaskState], serial: bool
                    ) -> tuple[lanes.Workspace, Lane]:

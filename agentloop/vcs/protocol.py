@@ -25,6 +25,9 @@ class Change:
     # Set by begin: the attempt goes on from the work a killed run's attempt of this task left
     # (its agent had committed), which stays and counts.
     kept: bool = False
+    # Set by begin or finish: what the backend found and put right there, for the user (one
+    # line, without the task's number); "" when nothing.
+    note: str = ""
 
     @property
     def short(self) -> str:

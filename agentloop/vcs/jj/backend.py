@@ -20,7 +20,7 @@ from typing import Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs import find_root, own_output, plan_files, relative_to
-from agentloop.vcs.check import LaneBreach, jj_removed
+from agentloop.vcs.check import LaneBreach, jj_removed, operation
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj import basemark, carried, leftovers, ownfiles
 from agentloop.vcs.jj.aside import bring_back, keep_aside
@@ -98,6 +98,12 @@ class JjVcs:
         # A killed run's task change whose agent ran `jj commit`/`jj new`: kept by abandon for
         # the task's next begin, which goes on from it (as git does, agentloop.vcs.git.recover).
         self._resumable = ""
+        # The operation jj was at when the task last began (_moved_back), and the change the
+        # agent moved @ to, which finish put back as it was (None: none).
+        self._begun_at: str | None = None
+        self.moved_elsewhere: str | None = None
+        self._moved_note = ""
+        self._parked = ""   # the @ _park made, on the change the agent moved to
         # Its --config options for every call are set by prepare(). A lane's workspace sits
         # inside your checkout: its commands never look past it (Jj's `confined`).
         self.jj = Jj(self.root, confined=lane, gone=_lane_gone if lane else None)
@@ -191,6 +197,11 @@ class JjVcs:
             # is the empty change our finish, abandon or squash left there. Stacked on as a
             # base, it stayed beside the main line once the task landed without it.
             reuse = True
+        elif not self._began and self._lane:
+            left = self._left_as(message)
+            if left is not None:
+                return left
+            first = True
         elif not self._began:
             # The first task: the user's work is snapshotted into @ by `jj new`, and that change
             # (its parent, as it reports) stays theirs. Taken here, not in prepare, so a runner
@@ -215,8 +226,35 @@ class JjVcs:
             self._base = (base or self.jj.revs("@-")[0]).change_id
             basemark.note(self.root, self._base)
         self._messages[rev.change_id] = message
+        self._begun_at, self._parked = self._now(), ""
         return Change(change_id=rev.change_id, commit_id=rev.commit_id,
                       base=",".join(rev.parents))
+
+    def _left_as(self, message: str) -> Change | None:
+        """A lane's @ that is this task's own change, an earlier run's attempt: dropped when that
+        run stopped, and back since (`jj undo`, `jj op restore`), its agent's files in it. The
+        task goes on in it, as in a change a killed run kept (Change.kept): begun on top, that
+        change became the base, the agent's rewrite of its files an empty task ("changed no
+        files") and the work stayed beside the main line. None when @ is another change."""
+        wc = self.jj.revs("@")[0]
+        if not wc.described:
+            return None
+        described = self.jj.out("log", "--no-graph", "-r", wc.change_id, "-T", "description")
+        if described.strip() != message.strip():
+            return None
+        self._made, self._began, self._fresh = False, True, False
+        self._messages[wc.change_id] = message
+        self._begun_at, self._parked = self._now(), ""
+        return Change(change_id=wc.change_id, commit_id=wc.commit_id, base=",".join(wc.parents),
+                      kept=True,
+                      note=f"goes on in its change {wc.change_id[:12]}, which the last run "
+                           "dropped when it stopped and is back (`jj undo`?), with the work "
+                           "done in it then")
+
+    def _now(self) -> str | None:
+        """A lane's operation as its task begins (_park, _moved_back), read off the op heads'
+        file, or asked of jj while lanes' operations are being merged; None in your checkout."""
+        return operation(self.jj) if self._lane else None
 
     def _ours_unused(self) -> bool:
         """Whether @ is undescribed and holds none but the tool's own files (which finish sweeps
@@ -232,6 +270,12 @@ class JjVcs:
         return done
 
     def _finish(self, change: Change, message: str) -> Change:
+        self._park(change)
+        if self._parked:
+            # No `jj commit`: it would seal the parked change, and reverting that (the
+            # newest operation) may revert another lane's, made in between.
+            self._fresh = True
+            return self._commit_elsewhere(change, message)
         try:
             told = self.jj.told("commit", "-m", message)
         except VcsError:
@@ -262,25 +306,93 @@ class JjVcs:
                       files=tuple(f for f in task.files if not self._own.holds(f)))
 
     def _commit_elsewhere(self, change: Change, message: str) -> Change:
-        """`jj commit` sealed a change that is not the task's: the agent ran `jj commit` or
-        `jj new` (its changes go back into the task's), or moved @ off the task's change, or
-        the task's change is gone (the commit is reverted, and the error says why)."""
+        """`jj commit` sealed a change that is not the task's (or _park found @ off it, and
+        there was no commit): the agent ran `jj commit` or `jj new` (its changes go back into
+        the task's), or moved @ off the task's change, or the task's change is gone (the
+        commit is reverted, and the error says why)."""
+        parked = bool(self._parked)
         task, _ = self._one(change.change_id)
         if task is None or not self._wc_on_top(task):
-            self._revert_last()
+            if not parked:
+                self._revert_last()
             if task is None:
                 raise VcsError(f"the task's change {change.short} is gone (abandoned by hand?)")
-            raise VcsError(f"the working copy moved off the task's change {task.change_id[:12]}"
-                           " (did the agent run `jj edit`?); move it back and retry")
-        task = self._fold(task, message, checked=True)
+            moved = self._moved_back(task) if self._lane else None
+            if moved is None:
+                raise VcsError(f"the working copy moved off the task's change "
+                               f"{task.change_id[:12]} (did the agent run `jj edit`?); move it "
+                               "back and retry")
+            self.jj.out("describe", "-r", moved.change_id, "-m", message)
+            task = self.jj.revs(moved.change_id)[0]
+        else:
+            task = self._fold(task, message, checked=True)
+        note, self._moved_note = self._moved_note, ""
         if self._sweep(task, below=True):
             task = self.jj.revs(task.change_id)[0]
         if task.empty:
-            return self._drop_empty(task)
+            return Change(change_id="", base=self._drop_empty(task).base, empty=True, note=note)
         self._new_on(task)
         return Change(change_id=task.change_id, commit_id=task.commit_id,
                       base=",".join(task.parents),
-                      files=tuple(f for f in task.files if not self._own.holds(f)))
+                      files=tuple(f for f in task.files if not self._own.holds(f)), note=note)
+
+    def _park(self, change: Change) -> None:
+        """Before the first jj command after a lane's agent, which snapshots the lane's files:
+        when the agent moved @ off its task's change (`jj edit @-`), a new empty @ on the
+        change it moved to, made without a snapshot. jj recorded the files on disk as that
+        change's, so the snapshot takes the agent's edits into the new change (_moved_back
+        moves them into the task's), not into that one: a task landed before, under your
+        checkout's @, whose rewrite would leave your checkout stale. No process unless a jj
+        command ran since the begin."""
+        if not self._lane or not change.change_id or self._begun_at is None or \
+                self._parked or _op(self.root) == self._begun_at:
+            return
+        # The task's change, when it is there and @ is not on it or on top of it.
+        if not self.jj.out("--ignore-working-copy", "log", "--no-graph", "-r",
+                           f"present({change.change_id}) ~ ::@", "-T", "change_id"):
+            return
+        self.jj.out("--ignore-working-copy", "new", "@")
+        self._parked = self.jj.out("--ignore-working-copy", "log", "--no-graph", "-r", "@",
+                                   "-T", "change_id").strip()
+
+    def _moved_back(self, task: Rev) -> Rev | None:
+        """A lane's agent moved @ off its task's change onto another that was there when the
+        task began (`jj edit @-`: the change of a task landed before), and wrote there (in your
+        checkout such a change may be yours, and stays as the agent left it, the task
+        stopped). The agent's edits go into the task's change: those _park's change took, and
+        any the agent's own jj commands took into that change, which is put back as it was at
+        the begin (read with at_operation; its content, not its commit id: `moved_elsewhere`
+        says so, for a lane, whose runner then brings your checkout up to date). @ is the
+        task's change again; that change as it is then. None (nothing done) when @ is a change
+        the agent made or jj cannot tell what it was at the begin."""
+        wc = self.jj.revs("@")[0]
+        parked, self._parked = wc.change_id == self._parked, ""
+        if self._begun_at is None or (parked and len(wc.parents) != 1):
+            return None
+        here = self.jj.revs(wc.parents[0])[0] if parked else wc
+        was = self.jj.ids(f"at_operation({self._begun_at}, "
+                          f"present(change_id({here.change_id})))", "commit_id")
+        if len(was) != 1:
+            return None
+        wrote = parked and bool(wc.files)
+        if was[0] != here.commit_id:
+            wrote = True
+            files = self.jj.out("diff", "--from", was[0], "--to", here.commit_id,
+                                "--name-only").split()
+            self.jj.out("restore", "--from", was[0], "--into", here.change_id)
+            if files:
+                self.jj.out("restore", "--from", here.commit_id, "--into", task.change_id,
+                            "--", fileset(files))
+            self.moved_elsewhere = here.change_id
+        if parked and wc.files:
+            self.jj.out("squash", "--from", wc.change_id, "--into", task.change_id,
+                        "--use-destination-message")
+        short = here.change_id[:12]
+        self._moved_note = f"its agent moved the working copy onto change {short} (`jj edit`)" + (
+            f" and wrote there: its edits were moved into the task's change, and {short} is "
+            "as it was" if wrote else ": it is back on the task's change")
+        self.jj.out("edit", task.change_id)
+        return self.jj.revs(task.change_id)[0]
 
     def _revert_last(self) -> None:
         """Revert our own `jj commit` (the operation just made), so a change that was not the
@@ -452,6 +564,7 @@ class JjVcs:
         basemark.note(self.root, self._base)
         self.jj.out("describe", "-r", change_id, "-m", message)
         # Not noted as begun by this run (began): it is still the killed run's change.
+        self._begun_at, self._parked = self._now(), ""
         task = self.jj.revs(change_id)[0]
         return Change(change_id=change_id, commit_id=task.commit_id, base=",".join(task.parents),
                       kept=True)
@@ -464,6 +577,7 @@ class JjVcs:
         """`jj diff -r <change> --git`; nothing for the empty task, whose change is gone."""
         if not change.change_id:
             return ""
+        self._park(change)
         return self.jj.out("diff", "-r", change.change_id, "--git")
 
     def close(self) -> None:
@@ -536,6 +650,12 @@ class JjVcs:
             return None
         return Change(change_id=change_id, commit_id=task.commit_id, base=",".join(task.parents),
                       files=tuple(f for f in task.files if not self._own.holds(f)))
+
+
+def _op(root: Path) -> str | None:
+    """The id of the operation jj is at, read without a process (run.op_head)."""
+    head = op_head(root)
+    return head.split(" ", 1)[0] if head else None
 
 
 def _lane_gone(where: Path) -> Exception:

@@ -145,8 +145,11 @@ class LaneJj:
         return self._fresh(change, lambda: self.work.diff(change))
 
     def close(self) -> None:
-        """Leave the workspace."""
-        self.work.close()
+        """Leave the workspace; nothing to do when its .jj is gone (removed by its agent): the
+        step that met that stopped the group and said so, and any jj command here would only
+        raise that stop again (LaneBreach), in place of the step's."""
+        if (self.root / ".jj").is_dir():
+            self.work.close()
 
     def follow(self) -> None:
         """The next group goes on in this workspace, every task of the last one landed and
@@ -247,8 +250,20 @@ class LaneJj:
         before = op_head(self.main.root)
         whole = before is not None and self.record is not None and \
             self.record.stamp == before == self._whole  # no jj but ours since the begin
-        done = self._landed(self._fresh(change, lambda: self.work.finish(change, message)),
-                            fresh=True)
+        sealed = self._fresh(change, lambda: self.work.finish(change, message))
+        moved, self.work.moved_elsewhere = self.work.moved_elsewhere, None
+        if moved and self.main.catch_up():
+            # The agent moved the lane's @ onto a change below it (`jj edit @-`), a task's
+            # landed change under your checkout's @, and its own jj command rewrote that
+            # change (finish put it back): your checkout was left stale, and brought up to
+            # date before the landing (a command run there). Files you had edited there
+            # meanwhile jj keeps in a copy of your @ beside it.
+            sealed = dataclasses.replace(sealed, note=sealed.note + (
+                f"; your checkout stood on {moved[:12]} and was brought up to date, and jj "
+                "kept the files you edited there meanwhile in a copy of your working-copy "
+                "change (`jj log -r 'divergent()'` shows it; `jj restore --from <its commit "
+                "id> <file>` brings one back)"))
+        done = self._landed(sealed, fresh=True)
         now = op_head(self.main.root)
         self._whole = now if whole else None
         # Landed, the lane's @ sits on the change, the main line's tip (nothing landed: not
