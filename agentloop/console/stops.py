@@ -87,6 +87,11 @@ def from_a_stop(exc: BaseException) -> bool:
     return False
 
 
+# The commands that only look (`--status --follow` and `--serve` end with Ctrl+C): a stop of
+# theirs saves nothing and has nothing to resume.
+READS_ONLY = frozenset({"--status", "--dry-run", "--serve", "--report"})
+
+
 def report(exc: BaseException, args: list[str], as_json: bool = False) -> int:
     """One line on stderr for a stop or an error (with --json, also a JSON document on
     stdout); its exit code."""
@@ -106,7 +111,10 @@ def json_error(message: str, code: int) -> dict[str, Any]:
 def _report_line(exc: BaseException, args: list[str]) -> int:
     again = resume_command(args)
     if isinstance(exc, (KeyboardInterrupt, Interrupted)):
-        echo(f"\nagent-loop: interrupted; state saved. Resume with: {again}", err=True)
+        if READS_ONLY & set(args):  # nothing to save nor to resume: a look that was ended
+            echo("\nagent-loop: interrupted", err=True)
+        else:
+            echo(f"\nagent-loop: interrupted; state saved. Resume with: {again}", err=True)
         return 130
     assert isinstance(exc, AgentLoopError)
     if isinstance(exc, SettingsError):

@@ -233,6 +233,24 @@ def test_a_stop_python_wrapped_in_another_error_still_ends_as_a_stop(
     assert "interrupted; state saved. Resume with: agent-loop tasks.md" in done.output
 
 
+@pytest.mark.parametrize("look", [["--status", "--follow"], ["--dry-run"]])
+def test_a_ctrl_c_that_ends_a_look_says_nothing_of_a_state_or_a_resume(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, look: list[str]) -> None:
+    # `--status --follow` ends with Ctrl+C: it saved nothing and there is nothing to resume.
+    from agentloop import cli
+
+    def stopped(*args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_dispatch", stopped)
+    (tmp_path / "tasks.md").write_text("- a\n")
+    monkeypatch.chdir(tmp_path)
+    done = CliRunner().invoke(command, ["tasks.md", *look])
+    assert done.exit_code == 130
+    assert "agent-loop: interrupted" in done.output
+    assert "state saved" not in done.output and "Resume" not in done.output
+
+
 def test_reset_in_a_terminal_asks_before_it_redoes_done_tasks(
         work: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
     # Issue 23 bug 2: --reset read as "clear the state" and at once paid for every task again.
