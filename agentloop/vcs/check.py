@@ -223,13 +223,18 @@ def written(root: Path, before: dict[str, tuple[int, int, int] | None],
     if not changed:
         return None
     # No longer listed: deleted, or written back as committed (your edit in it gone).
-    how = {p: " (deleted)" if not os.path.lexists(root / p) else " (back as committed)"
-           for p in changed if p not in listed}
+    how = {p: gone_as(root, p) for p in changed if p not in listed}
     said = ", ".join(p + how.get(p, "") for p in changed[:5])
     shown = [p for p in changed[:5] if p not in how]
     return Breach(Kind.CHECKOUT_WRITTEN, f"{said} in {root} changed while this lane's agent "
                   "ran (an agent writing outside its lane, or you)",
                   (f"git -C {root} diff -- {' '.join(shown)}",) if shown else (), stops=False)
+
+
+def gone_as(root: Path, path: str) -> str:
+    """How a file of the user's that was uncommitted and git lists no longer is said: deleted,
+    or written back as committed (the edit in it gone)."""
+    return " (deleted)" if not os.path.lexists(root / path) else " (back as committed)"
 
 
 def stamp(path: Path) -> tuple[int, int, int] | None:

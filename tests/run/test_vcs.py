@@ -213,6 +213,31 @@ def test_dirty_git_tree_is_refused_in_one_line_where_the_agent_works_in_it(
     assert (work / "README.md").read_text() == "edited by the user\n"
 
 
+@pytest.mark.parametrize("undo", ["git reset -q --hard", "git stash -q", "rm scratch.txt",
+                                  "git clean -fdq -e one.txt"])
+def test_checkout_run_says_which_uncommitted_file_a_task_took(
+        work: Path, fake_claude: FakeClaude, undo: str) -> None:
+    """--allow-dirty in your checkout: an agent that resets, stashes or deletes your
+    uncommitted edit or file is said on its task's line, and the file is no part of the count
+    of what the task's commit changed (it holds only one.txt)."""
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(f"- one\n  FAKE: write one.txt 1\n  FAKE: bash {undo}\n"
+                                   "- two\n  FAKE: write two.txt 2\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    (work / "README.md").write_text("edited by the user\n")
+    (work / "scratch.txt").write_text("notes\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "checkout", "--allow-dirty")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout + done.stderr
+    gone = "scratch.txt (deleted)" if undo.startswith(("rm", "git clean")) \
+        else "README.md (back as committed)"
+    said = [line for line in out.splitlines() if "uncommitted there is gone" in line]
+    assert len(said) == 1 and said[0].strip().startswith(f"task 1: {gone}"), out
+    assert "2 file(s) changed" not in out, out
+    assert [files for _, _, files in git_commits(work)[:2]] == [["one.txt"], ["two.txt"]]
+
+
 def test_jj_with_the_real_cli(work: Path, tmp_path: Path, jj_bin: str, fake_api: FakeApi,
                               claude_bin: Path) -> None:
     jj(work, "git", "init")

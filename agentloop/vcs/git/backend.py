@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs import own_output, plan_files, relative_to
+from agentloop.vcs.check import gone_as
 from agentloop.vcs.git import aside, dirty_tree, quick, recover, refs
 from agentloop.vcs.git.dirty_tree import beside_lanes, dirty_message, why_here
 from agentloop.vcs.git.files import state_of
@@ -230,6 +231,11 @@ class GitVcs:
         same = self.tree.only_unindexed(status) & changed if status.unindexed else set()
         changed -= same
         touched |= same
+        # Uncommitted at begin and listed by git no longer: the agent's `reset --hard`, `stash`,
+        # `clean` or `rm` took your edit or file. Nothing of it is in the commit: said, not
+        # counted as the task's.
+        lost = sorted(p for p in changed if p in start.states and p not in status.paths)
+        changed -= set(lost)
         if agent_subjects:
             message += "\n\nIncludes the commits the agent made itself:\n" + agent_subjects
         # Recorded before HEAD moves, forgotten only once the index is settled: a run killed
@@ -238,7 +244,13 @@ class GitVcs:
         # second time.
         start = dataclasses.replace(start, message=message, files=sorted(changed),
                                     touched=sorted(touched - changed))
-        return self._commit_long(start, message, status, changed, touched)
+        done = self._commit_long(start, message, status, changed, touched)
+        if not lost:
+            return done
+        said = ", ".join(p + gone_as(self.root, p) for p in lost[:5])
+        return dataclasses.replace(done, note=f"{said}: what you had uncommitted there is "
+                                   "gone (the agent's doing, or yours) and not in this task's "
+                                   "change")
 
     def _agents_commits(self, start: Start) -> tuple[Start, str]:
         """The commits on the branch since the task began: in your checkout one of yours moves
