@@ -86,15 +86,15 @@ def _whole(run: Run, at: str, own: list[str]) -> bool:
     if run.vcs.name != "git" or not isinstance(run.vcs, Rooted):
         return True
     shared = run.shared
-    if shared.whole is not None and history.grown(run.vcs.root, at, shared.whole, own):
-        shared.whole = at
+    if history.grown(run.vcs.root, at, shared.whole, own):
+        shared.whole.add(at)
         return True
     from agentloop.state.whereabouts import NOTHING, whereabouts
 
     state = dataclasses.replace(run.state, history_mark=None)
     if whereabouts(run.vcs.root, run.state.task_file, state) != NOTHING:
         return False
-    shared.whole = at
+    shared.whole.add(at)
     return True
 
 
@@ -164,7 +164,8 @@ def lost_before(run: Run) -> None:
         if isinstance(run.vcs, Rooted) and (
                 not ids or history.unmoved(run.vcs.name, run.vcs.root,
                                            run.state.history_mark, ids)):
-            shared.whole = history.where(run.vcs.name, run.vcs.root)  # as the mark says
+            at = history.where(run.vcs.name, run.vcs.root)
+            shared.whole |= {at} if at else set()  # as the mark says
         lost = _followed(run, run.vcs.missing(ids)) if ids else set()
         if ids:
             _recommitted(run)
