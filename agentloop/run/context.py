@@ -68,6 +68,12 @@ class Shared:
         # reset or abandoned them; `--status` says so): None until the first lane looks.
         self.lost_before: set[str] | None = None
         self.looking = threading.Lock()  # held by the lane that finds lost_before
+        # git: the commits whose history was known to hold nothing `--status` would speak of
+        # (no finished task's change lost, moved or reverted): the state's mark at the run's
+        # start, or a look since (a commit's history never changes, in any lane). A mark is
+        # taken only there or on the run's own commits on top (agentloop.run.history_check),
+        # never over a commit of yours it did not read.
+        self.whole: set[str] = set()
         # A serial run's task whose landing runs beside the next task's agent, and the step
         # that completes it once landed (agentloop.run.beside.land_beside): (task, Completed).
         self.landing: tuple[TaskState, Any] | None = None

@@ -6,6 +6,7 @@ on that. The history's mark, which lets `--status` skip asking the VCS, is kept 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterator
 
 from agentloop.errors import RunStopped
@@ -66,12 +67,35 @@ def check_history(run: Run, settled: TaskState) -> None:
     if not lost and at is not None:
         # Over the changes the history holds: one lost before the run is not among them.
         before = run.shared.lost_before or ()
-        run.state.history_mark = history.mark(at, [c for c in done if c not in before])
+        ids = [c for c in done if c not in before]
+        own = ids + [settled.change_id] if settled.change_id else ids  # its landing may run on
+        run.state.history_mark = history.mark(at, ids) if _whole(run, at, own) else None
     if lost:
         named = ", ".join(f"task {t.index} ({(t.change_id or '')[:12]})"
                           for t in run.state.tasks if t.change_id in lost)
         raise RunStopped(f"the change of {named} is no longer in the history this run builds "
                          f"on; {run.vcs.lost_hint}")
+
+
+def _whole(run: Run, at: str, own: list[str]) -> bool:
+    """Whether the history standing `at` holds nothing `--status` would speak of, which its
+    mark tells it: the check above asks only whether the changes are there, not whether a
+    commit of yours reverted one. git: known without a process while it grew by the run's own
+    commits (`own`) from where it was last known so; else (your commit came) one read, as
+    `--status` would make. jj: as the check found it."""
+    if run.vcs.name != "git" or not isinstance(run.vcs, Rooted):
+        return True
+    shared = run.shared
+    if history.grown(run.vcs.root, at, shared.whole, own):
+        shared.whole.add(at)
+        return True
+    from agentloop.state.whereabouts import NOTHING, whereabouts
+
+    state = dataclasses.replace(run.state, history_mark=None)
+    if whereabouts(run.vcs.root, run.state.task_file, state) != NOTHING:
+        return False
+    shared.whole.add(at)
+    return True
 
 
 def _followed(run: Run, lost: set[str]) -> set[str]:
@@ -137,6 +161,11 @@ def lost_before(run: Run) -> None:
             return
         shared.lost_before = set()
         ids = list(_finished(run))
+        if isinstance(run.vcs, Rooted) and (
+                not ids or history.unmoved(run.vcs.name, run.vcs.root,
+                                           run.state.history_mark, ids)):
+            at = history.where(run.vcs.name, run.vcs.root)
+            shared.whole |= {at} if at else set()  # as the mark says
         lost = _followed(run, run.vcs.missing(ids)) if ids else set()
         if ids:
             _recommitted(run)

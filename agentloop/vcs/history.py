@@ -75,6 +75,27 @@ def _git_dirs(root: Path) -> tuple[Path, Path] | None:
     return git_dir, common_dir
 
 
+def grown(root: Path, at: str, since: set[str], own: Iterable[str]) -> bool:
+    """git: whether the history standing `at` is one standing at a commit among `since` with
+    only commits among `own` (the run's task commits) on top, read off their loose objects (no
+    process); False when that cannot be told so (your commit among them, a merge, a packed
+    object)."""
+    dirs = _git_dirs(root)
+    if dirs is None:
+        return False
+    from agentloop.vcs.git import refs
+    own = set(own)
+    steps = len(own)
+    while at not in since:
+        if at not in own or steps == 0:
+            return False
+        parent = refs.parent_of(dirs[1], at)
+        if parent is None:
+            return False
+        at, steps = parent, steps - 1
+    return True
+
+
 def mark(at: str, change_ids: Iterable[str]) -> str:
     """The mark of `change_ids` known to be in the history standing `at`."""
     return at + " " + hexdigest("\n".join(sorted(change_ids)).encode())[:16]

@@ -202,3 +202,29 @@ def test_a_task_you_rebased_before_a_parallel_run_is_followed(work: Path,
     assert [t["status"] for t in tasks] == ["completed"] * 3
     assert tasks[0]["change_id"] != old
     assert tasks[0]["change_id"] in git(work, "rev-list", "HEAD").split()
+
+
+MID_RUN = {
+    # Task 1 undone while the run goes on: the revert lands below tasks 2 and 3.
+    "revert": ("git revert --no-edit HEAD >/dev/null", "task 1 was reverted by"),
+    # Task 1's message reworded, its trailers gone with it: its commit leaves the branch.
+    "amend": ("git commit -q --amend -m 'task one, my words'",
+              "task 1's change is no longer in the history"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(MID_RUN))
+@pytest.mark.parametrize("workplace", ["lane", "checkout"])
+def test_status_after_the_run_says_what_you_did_to_a_task_mid_run(
+        work: Path, fake_claude: FakeClaude, what: str, workplace: str) -> None:
+    """The mark the run leaves (so `--status` asks git nothing) is never taken over a commit of
+    yours the run did not read: `--status` says your revert or amend as it does one made
+    after the run."""
+    _started(work, PLAN)
+    command, said = MID_RUN[what]
+    hook = f'if [ "$AGENT_LOOP_EVENT_TASK" = 1 ]; then {command}; fi'
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", workplace,
+                      "--on-task", hook)
+    assert done.returncode == 0, done.stdout + done.stderr
+    status = agent_loop(work, "--status")
+    assert said in status.stdout + status.stderr, status.stdout

@@ -112,6 +112,26 @@ def tree_of(common_dir: Path, commit: str) -> str | None:
     return tree if _is_sha(tree) else None
 
 
+def parent_of(common_dir: Path, commit: str) -> str | None:
+    """The one parent of `commit` when it is a loose object (as a commit just made is) with
+    exactly one, else None (a merge, a root commit, or one that cannot be read so)."""
+    if not _is_sha(commit):
+        return None
+    import zlib
+
+    try:
+        raw = (common_dir / "objects" / commit[:2] / commit[2:]).read_bytes()
+        # "commit <size>\0tree <sha>\nparent <sha>\n" and the start of the line after it.
+        head = zlib.decompressobj().decompress(raw, 160)
+    except (OSError, zlib.error):
+        return None
+    lines = head.partition(b"\0")[2].split(b"\n")
+    if len(lines) < 3 or not lines[1].startswith(b"parent ") or lines[2].startswith(b"parent"):
+        return None
+    parent = lines[1][7:].decode("ascii", "replace")
+    return parent if _is_sha(parent) else None
+
+
 def worktree_git_dir(worktree: Path) -> Path | None:
     """A linked worktree's own git dir, read from its `.git` file ("gitdir: ..."); None when
     the file does not say (missing, a folder, odd contents): then ask git."""
