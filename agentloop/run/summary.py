@@ -10,7 +10,7 @@ from agentloop.run import ledger
 from agentloop.run.context import Run
 from agentloop.run.events import RunFinished
 from agentloop.state import receipts
-from agentloop.state.reconcile import reconcile
+from agentloop.state.reconcile import reconcile, reworded_lines
 from agentloop.state.schema import TaskState
 from agentloop.state.status import FINISHED
 from agentloop.state.status import TaskStatus as S
@@ -112,20 +112,21 @@ def _grown_notes(run: Run) -> tuple[str, ...]:
         data = parse.read_bytes(path)
         if parse.file_hash(data) == run.state.task_file_hash:
             return ()
-        # Read as the next run will: written while this run worked, so a finished task
-        # reworded meanwhile runs its new words (agentloop.state.project._edited_since).
-        changes = reconcile(run.state.tasks, parse.from_bytes(path, data), keep_done=False)
+        # Read as the next run will: a finished task reworded meanwhile stays done.
+        changes = reconcile(run.state.tasks, parse.from_bytes(path, data))
     except AgentLoopError as exc:
         return (f"{run.project.shown(run.state.task_file)} changed while this run worked and "
                 "cannot be read now: "
                 f"{exc}",)
     new = [*changes.added, *(i for i, _ in changes.edited)]
+    # A task reworded while it ran stays done: said as the next run will say it.
+    done = tuple(reworded_lines(changes.tasks, run.project.shown(run.state.task_file)))
     # A line the agent reworded as it ticked it off is done, not new work.
     if all(changes.tasks[i - 1].status != S.PENDING for i in new):
-        return ()
+        return done
     return (f"{run.project.shown(run.state.task_file)} changed while this run worked "
             f"({changes.summary()}); run "
-            "agent-loop again to run what is new",)
+            "agent-loop again to run what is new",) + done
 
 
 def exit_code(summary: RunFinished) -> int:

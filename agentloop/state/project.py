@@ -192,7 +192,7 @@ def load_plan(project: Project, plan: TaskFile | source.Read | None = None,
         return state_from(project, parsed), False, None
     from agentloop.state.reconcile import reconcile  # an edited plan only
 
-    changes = reconcile(saved.tasks, parsed, _edited_since(project))
+    changes = reconcile(saved.tasks, parsed)
     reread = saved.task_file_hash == digest   # the same file, read anew by a newer reader
     fresh = state_from(project, parsed)
     saved.tasks, saved.task_file_hash = changes.tasks, parsed.sha256
@@ -203,19 +203,6 @@ def load_plan(project: Project, plan: TaskFile | source.Read | None = None,
     if reread:   # news only if it reads differently
         return saved, True, dataclasses.replace(changes, reread=True) if changes.news() else None
     return saved, True, changes
-
-
-def _edited_since(project: Project) -> bool:
-    """Whether the task file was written after the state was last saved (the run that saved it
-    was over): a completed task reworded then was reworded after it was done. A write while
-    that run worked (a box it ticked, a task reworded as it ran) is not."""
-    saved = project.store.state_path, project.store.journal.path
-    try:
-        written = project.task_file.stat().st_mtime_ns
-        saved_at = max(p.stat().st_mtime_ns for p in saved if p.exists())
-    except (OSError, ValueError):
-        return True
-    return written > saved_at
 
 
 def state_from(project: Project, parsed: TaskFile) -> State:

@@ -108,10 +108,11 @@ def identity(group: str, text: str) -> tuple[str, str]:
     return group, task_key(text)
 
 
-def reconcile(old: list[TaskState], new: TaskFile, keep_done: bool = True) -> Reconciled:
-    """Match the saved records to the re-read file by the rules in the module doc.
-    `keep_done`: False when the file was written while the run that saved `old` worked: a
-    completed task reworded then ran its old words, and its new words run once (issue 30)."""
+def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
+    """Match the saved records to the re-read file by the rules in the module doc. A completed
+    task reworded stays done whenever the words changed: after its run, or while its own
+    attempt ran (the run re-reads the plan only before a task starts), so saving a minute
+    sooner never costs its work again; a task still pending when reworded runs its new words."""
     saved: dict[tuple[str, str], deque[TaskState]] = defaultdict(deque)
     for record in old:
         saved[identity(record.group, record.task)].append(record)
@@ -145,8 +146,7 @@ def reconcile(old: list[TaskState], new: TaskFile, keep_done: bool = True) -> Re
     _regrouped(new, fresh, result, saved, came)
     leftover = [r for queue in saved.values() for r in queue]
     slots = _slots(came, leftover)
-    return dataclasses.replace(_fill(result, fresh, leftover, ticked, renamed, keep_done,
-                                     slots),
+    return dataclasses.replace(_fill(result, fresh, leftover, ticked, renamed, slots),
                                folded=tuple(folded))
 
 
@@ -210,7 +210,7 @@ def _slots(came: list[list[int]], leftover: list[TaskState]) -> tuple[list[int],
 
 
 def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list[TaskState],
-          ticked: list[int], renamed: set[int], keep_done: bool,
+          ticked: list[int], renamed: set[int],
           slots: tuple[list[int], dict[int, int]]) -> Reconciled:
     """New records where nothing matched: an edit of an unmatched old task of the same group
     in the same slot (in order), else an addition; the old ones nothing matched are removed."""
@@ -235,7 +235,7 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
     for i in new:
         record, own = result[i] or fresh[i], ""
         was = paired.get(i)
-        if was is not None and was.status == S.COMPLETED and keep_done:
+        if was is not None and was.status == S.COMPLETED:
             own = was.log_name  # its attempts go on counting: its own
             record = _reworded(was, record)
             reworded.append(record.index)

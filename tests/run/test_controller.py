@@ -184,3 +184,31 @@ def test_the_plan_is_hashed_again_until_its_stamp_can_tell_every_edit(
     monkeypatch.setattr(controller.time, "time_ns", lambda: seen[3] + controller.RACY_NS)
     assert controller._settled(seen) == seen  # old enough: an edit moves its change time
     assert controller._stamp(tmp_path / "gone.md") is None
+
+
+def test_a_task_reworded_while_it_runs_stays_done_as_one_reworded_after_it_was_done(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # While the last task runs, a note paragraph is appended under it (its words change), as a
+    # user saving the plan then would: the same rule as for that edit made after the run.
+    init_repo(work, "git")
+    note = tmp_path / "note.py"
+    note.write_text("import sys\n"
+                    "open(sys.argv[1], 'a').write('\\nNotes: ask Bob about the API.\\n')\n")
+    (work / "tasks.md").write_text(
+        "## A\n- [ ] t1\n  FAKE: write t1.txt 1\n"
+        f"- [ ] t2\n  FAKE: write t2.txt 2\n  FAKE: bash {sys.executable} {note} "
+        f"{work / 'tasks.md'}\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    line = ("task 2's words changed after it was done: it stays done (not paid for again); "
+            "`agent-loop tasks.md --task 2 --again` runs the new words")
+    assert line in done.stdout and "1 edited" not in done.stdout, done.stdout
+    assert len(fake_claude.task_prompts()) == 2
+    again = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert line in again.stdout and "0 of 2 task(s) to run" in again.stdout, again.stdout
+    assert len(fake_claude.task_prompts()) == 2   # not paid for again
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 2
+    rerun = agent_loop(work, "--vcs", "git", "--no-distill", "--task", "2", "--again")
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "Notes: ask Bob" in fake_claude.task_prompts()[-1]
