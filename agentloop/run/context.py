@@ -74,6 +74,10 @@ class Shared:
         # taken only there or on the run's own commits on top (agentloop.run.history_check),
         # never over a commit of yours it did not read.
         self.whole: set[str] = set()
+        # git: the commits whose history a look found something in (a task you reverted and
+        # keep reverted): with only the run's own commits on top it still holds it, and is not
+        # read again after every task (no mark is taken there either).
+        self.unsound: set[str] = set()
         # A serial run's task whose landing runs beside the next task's agent, and the step
         # that completes it once landed (agentloop.run.beside.land_beside): (task, Completed).
         self.landing: tuple[TaskState, Any] | None = None

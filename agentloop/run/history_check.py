@@ -89,10 +89,14 @@ def _whole(run: Run, at: str, own: list[str]) -> bool:
     if history.grown(run.vcs.root, at, shared.whole, own):
         shared.whole.add(at)
         return True
+    if history.grown(run.vcs.root, at, shared.unsound, own):
+        shared.unsound.add(at)  # what a look found there is there still: no read, no mark
+        return False
     from agentloop.state.whereabouts import NOTHING, whereabouts
 
     state = dataclasses.replace(run.state, history_mark=None)
     if whereabouts(run.vcs.root, run.state.task_file, state) != NOTHING:
+        shared.unsound.add(at)
         return False
     shared.whole.add(at)
     return True

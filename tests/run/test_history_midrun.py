@@ -5,6 +5,8 @@ task's commit is followed by its record; neither stops the run nor loses a task.
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -228,3 +230,29 @@ def test_status_after_the_run_says_what_you_did_to_a_task_mid_run(
     assert done.returncode == 0, done.stdout + done.stderr
     status = agent_loop(work, "--status")
     assert said in status.stdout + status.stderr, status.stdout
+
+
+def test_a_task_you_keep_reverted_is_read_for_once_a_run_not_after_every_task(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # A task you reverted on purpose stays reverted: the run's history reads found it after
+    # every task (the mark is never taken over it), one `git log` of the whole branch a task.
+    _started(work, "- a\n  FAKE: write a.txt 1\n- b\n  FAKE: write b.txt 2\n")
+    assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
+    git(work, "revert", "--no-edit", git(work, "rev-parse", "HEAD~1").strip())
+    with (work / "tasks.md").open("a") as plan:
+        plan.write("- c\n  FAKE: write c.txt 3\n- d\n  FAKE: write d.txt 4\n"
+                   "- e\n  FAKE: write e.txt 5\n")
+    git(work, "commit", "-qam", "more")
+    shims, log = tmp_path / "shims", tmp_path / "git.log"
+    shims.mkdir()
+    real = shutil.which("git")
+    (shims / "git").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    (shims / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+    done = agent_loop(work, "--vcs", "git", "--no-distill", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    reads = [line for line in log.read_text().splitlines() if " log " in f" {line} "
+             and "--grep" in line]
+    # One at the start (the plan's edit added tasks: are they done in history?), one after the
+    # first task finds your revert; none after the other two.
+    assert len(reads) == 2, reads
