@@ -21,6 +21,20 @@ from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.lanes import lanes_dir
 
 
+def _tick_reworded(run: Run) -> None:
+    """--tick-boxes: the box of a task kept done as reworded (its words changed while it ran,
+    so its tick found its old words gone) ticked now, under the words it reads as; the plan
+    stays the progress record it is with the setting."""
+    if not run.options.tick_boxes:
+        return
+    from agentloop.run import tick_boxes
+
+    moved = [tick_boxes.landed(run, task) for task in run.state.tasks
+             if task.status == S.COMPLETED and task.done_as is not None]
+    if any(moved):
+        ledger.save(run)
+
+
 def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ()) -> RunFinished:
     """Run every unfinished task in order (or only the tasks `only`); return the summary."""
     started = run.clock.monotonic()
@@ -49,6 +63,7 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
     ledger.save(run)
     stopped, begun = None, list[TaskState]()
     controller = Controller(run, pending, begun)
+    _tick_reworded(run)
     try:
         controller.drive()
     except BaseException as exc:

@@ -68,6 +68,8 @@ def test_landed_tasks_are_ticked_and_the_users_edits_stay(
     assert again.returncode == 0, again.stdout + again.stderr
     assert "task 2's words changed after it was done" in again.stdout
     assert len(fake_claude.task_prompts()) == calls
+    # ... and its box is ticked under its new words: the plan says done, as the run does.
+    assert "- [x] second, reworded\n" in (work / "tasks.md").read_text()
     assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
     assert len(fake_claude.task_prompts()) == calls
 
