@@ -84,6 +84,7 @@ def grown(root: Path, at: str, since: set[str], own: Iterable[str]) -> bool:
     if dirs is None:
         return False
     from agentloop.vcs.git import refs
+
     own = set(own)
     steps = len(own)
     while at not in since:

@@ -94,42 +94,40 @@ def _is_sha(text: str) -> bool:
 
 def tree_of(common_dir: Path, commit: str) -> str | None:
     """The tree of `commit` when it is a loose object (as a commit just made is), else None."""
-    if not _is_sha(commit):
+    lines = _commit_lines(common_dir, commit, 64)
+    if lines is None or not lines[0].startswith(b"tree "):
         return None
-    import zlib  # a commit's tree only: --status reads refs alone
-
-    try:
-        raw = (common_dir / "objects" / commit[:2] / commit[2:]).read_bytes()
-        # The header and the first line are all we need: "commit <size>\0tree <sha>\n".
-        head = zlib.decompressobj().decompress(raw, 64)
-    except (OSError, zlib.error):
-        return None
-    prefix = b"commit "
-    _, _, body = head.partition(b"\0")
-    if not head.startswith(prefix) or not body.startswith(b"tree "):
-        return None
-    tree = body[5:45].decode("ascii", "replace")
+    tree = lines[0][5:45].decode("ascii", "replace")
     return tree if _is_sha(tree) else None
 
 
 def parent_of(common_dir: Path, commit: str) -> str | None:
     """The one parent of `commit` when it is a loose object (as a commit just made is) with
     exactly one, else None (a merge, a root commit, or one that cannot be read so)."""
-    if not _is_sha(commit):
-        return None
-    import zlib
-
-    try:
-        raw = (common_dir / "objects" / commit[:2] / commit[2:]).read_bytes()
-        # "commit <size>\0tree <sha>\nparent <sha>\n" and the start of the line after it.
-        head = zlib.decompressobj().decompress(raw, 160)
-    except (OSError, zlib.error):
-        return None
-    lines = head.partition(b"\0")[2].split(b"\n")
-    if len(lines) < 3 or not lines[1].startswith(b"parent ") or lines[2].startswith(b"parent"):
+    # "tree <sha>\nparent <sha>\n" and the start of the line after it.
+    lines = _commit_lines(common_dir, commit, 160)
+    if lines is None or len(lines) < 3 or not lines[1].startswith(b"parent ") or \
+            lines[2].startswith(b"parent"):
         return None
     parent = lines[1][7:].decode("ascii", "replace")
     return parent if _is_sha(parent) else None
+
+
+def _commit_lines(common_dir: Path, commit: str, size: int) -> list[bytes] | None:
+    """The first lines of a loose commit object's text, from its first `size` bytes (the header
+    "commit <size>\0" left out); None when `commit` is no loose commit."""
+    if not _is_sha(commit):
+        return None
+    import zlib  # a commit's own lines only: --status reads refs alone
+
+    try:
+        raw = (common_dir / "objects" / commit[:2] / commit[2:]).read_bytes()
+        head = zlib.decompressobj().decompress(raw, size)
+    except (OSError, zlib.error):
+        return None
+    if not head.startswith(b"commit "):
+        return None
+    return head.partition(b"\0")[2].split(b"\n")
 
 
 def worktree_git_dir(worktree: Path) -> Path | None:
