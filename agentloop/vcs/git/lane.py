@@ -411,10 +411,9 @@ class LaneGit:
         tip = self.main.tip()
         head = self.work.tree.head()
         known = {self._synced, *self.landed, *self.lane_commits}
-        if head is not None and head != tip and head not in known:
-            code, _ = self.git.code("merge-base", "--is-ancestor", head, tip, codes=(0, 1, 128))
-            if code:
-                return False
+        if head is not None and head != tip and head not in known and \
+                not self.work.tree.ancestor(head, tip):
+            return False
         if head != tip:
             try:
                 self.work.start_over(tip)
