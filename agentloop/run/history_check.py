@@ -86,10 +86,11 @@ def _whole(run: Run, at: str, own: list[str]) -> bool:
     if run.vcs.name != "git" or not isinstance(run.vcs, Rooted):
         return True
     shared = run.shared
-    if history.grown(run.vcs.root, at, shared.whole, own):
+    base = history.grown_from(run.vcs.root, at, (shared.whole, shared.unsound), own)
+    if base in shared.whole:
         shared.whole.add(at)
         return True
-    if history.grown(run.vcs.root, at, shared.unsound, own):
+    if base is not None:
         shared.unsound.add(at)  # what a look found there is there still: no read, no mark
         return False
     from agentloop.state.whereabouts import NOTHING, whereabouts

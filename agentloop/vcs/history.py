@@ -75,26 +75,26 @@ def _git_dirs(root: Path) -> tuple[Path, Path] | None:
     return git_dir, common_dir
 
 
-def grown(root: Path, at: str, since: set[str], own: Iterable[str]) -> bool:
-    """git: whether the history standing `at` is one standing at a commit among `since` with
-    only commits among `own` (the run's task commits) on top, read off their loose objects (no
-    process); False when that cannot be told so (your commit among them, a merge, a packed
-    object)."""
+def grown_from(root: Path, at: str, since: tuple[set[str], ...],
+               own: Iterable[str]) -> str | None:
+    """git: the commit in one of `since` from which the history standing `at` grew by commits
+    among `own` (the run's task commits) alone, read off their loose objects (no process);
+    None when that cannot be told so (your commit among them, a merge, a packed object)."""
     dirs = _git_dirs(root)
     if dirs is None:
-        return False
+        return None
     from agentloop.vcs.git import refs
 
     own = set(own)
     steps = len(own)
-    while at not in since:
+    while not any(at in known for known in since):  # sets other lanes add to: not copied
         if at not in own or steps == 0:
-            return False
+            return None
         parent = refs.parent_of(dirs[1], at)
         if parent is None:
-            return False
+            return None
         at, steps = parent, steps - 1
-    return True
+    return at
 
 
 def mark(at: str, change_ids: Iterable[str]) -> str:
