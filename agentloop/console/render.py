@@ -244,7 +244,9 @@ def closing_lines(result: RunResult, cwd: Path) -> list[str]:
     """After the summary: which tasks did not finish, and how to undo one task."""
     import shlex  # a run's closing lines only: --status shows no command line
 
-    state, task_file = result.state, shown(result.project.task_file, Path("/"), cwd)
+    # The state's name: a plan renamed while the run worked is saved under its new one.
+    state = result.state
+    task_file = shown(result.project.root / state.task_file, Path("/"), cwd)
     lines = []
     if result.summary.unfinished:
         listed = ", ".join(str(i) for i in result.summary.unfinished)

@@ -37,6 +37,7 @@ class Ticked:
     before: str = ""
     after: str = ""
     note: str = ""
+    written: bytes = b""   # the plan as ticked: what a run keeps should the file go (plan_kept)
 
 
 def tick(path: Path, group: str, text: str, line: int) -> Ticked:
@@ -68,7 +69,7 @@ def tick(path: Path, group: str, text: str, line: int) -> Ticked:
     why = _replace(real, data, seen, out)
     if why:
         return Ticked(note=why)
-    return Ticked(parse.file_hash(data), parse.file_hash(out))
+    return Ticked(parse.file_hash(data), parse.file_hash(out), written=out)
 
 
 def _target_lines(tasks: tuple[parse.Task, ...], reading: Reading, group: str, text: str,

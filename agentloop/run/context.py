@@ -60,6 +60,9 @@ class Shared:
         self.plan_hash = ""
         # The plan's bytes as last read (agentloop.run.plan_kept): put back should it vanish.
         self.plan_bytes: bytes | None = None
+        # Where the user renamed the plan while the run worked (agentloop.run.plan_kept): it
+        # is not put back, and no new task starts.
+        self.plan_moved: Path | None = None
         # The finished tasks' change ids by task number, the history mark's input: read off
         # every record once a run, then brought up to date with each task a lane settles
         # (agentloop.run.lane), so a task's check costs the same in a plan of any size.

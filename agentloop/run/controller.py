@@ -383,6 +383,8 @@ class Controller:
                               "while this run worked: locked again, so no second run starts "
                               "beside this one"))
         self._read_plan()
+        if run.shared.halted():
+            return False   # the plan was renamed meanwhile (agentloop.run.plan_kept)
         if task.log_name in self.news.removed:
             self._skipped(task, f"task {task.index} ({task.summary}) was removed from the "
                                 "plan while this run worked: not started")
@@ -428,7 +430,11 @@ class Controller:
             # moment: the run goes on as it was.
             restored = plan_kept.restore(self.run)
             if restored is not None:
-                self.run.emit(LaneNote(restored))
+                moved = self.run.shared.plan_moved is not None
+                if moved:
+                    self.run.shared.halt()  # the plan is the renamed file's now: its run's
+                    self.news.notes.append(restored)
+                self.run.emit(LaneNote(restored, stop=moved))
             return
         plan_kept.keep(self.run, data)
         self.news.removed = {r.log_name for r in changes.removed}

@@ -1,14 +1,32 @@
 """The plan as the run last read it, kept in memory so it can never vanish silently: an agent's
 `jj undo` (or `jj op restore`, `git clean`, `git checkout`) can delete a task file jj or git had
 not recorded yet. The plan is the user's file and never part of a task's change, so no VCS has
-a copy: this one is put back on disk, as the run last read it, and the run says so."""
+a copy: this one is put back on disk, as the run last read it, and the run says so.
+
+A plan you renamed while the run worked (`git mv tasks.md plan.md`: the same bytes at another
+name beside it) is never put back: a second copy by the old name would be a second plan, whose
+next run pays for every task again. The run starts no new task and says where the plan went;
+a run of the new name takes this plan's state over (agentloop.state.project), its finished
+tasks done."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import Path
 
 from agentloop.run.context import Run
+
+
+def current(run: Run) -> Path:
+    """The plan's file now: where the user renamed it while the run worked (found by the bytes
+    the run last read, should the controller not have looked since), else its own."""
+    path = run.project.task_file
+    if run.shared.plan_moved is not None or os.path.lexists(path) \
+            or run.shared.plan_bytes is None:
+        return run.shared.plan_moved or path
+    renamed = _renamed(path, run.shared.plan_bytes)
+    return path if renamed is None else path.parent / renamed
 
 
 def keep(run: Run, data: bytes) -> None:
@@ -23,6 +41,18 @@ def restore(run: Run) -> str | None:
     data = run.shared.plan_bytes
     if data is None or os.path.lexists(path):
         return None
+    shown = run.project.shown(path)
+    renamed = _renamed(path, data)
+    if renamed is not None:
+        if run.shared.plan_moved is not None:
+            return None   # said once
+        run.shared.plan_moved = path.parent / renamed
+        # Saved under its new name: the closing lines and `--status` name the file there is.
+        run.state.task_file = run.project.store.relative(run.shared.plan_moved)
+        new = run.project.shown(run.shared.plan_moved)
+        return (f"{shown} was renamed {new} while this run worked (the same text), so it is not "
+                f"put back: no new task starts; `agent-loop {new}` goes on with this plan, its "
+                "finished tasks done")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Whole or not at all: a plan half written would read as a plan with tasks missing.
@@ -33,12 +63,6 @@ def restore(run: Run) -> str | None:
     except OSError as exc:
         return (f"{run.project.shown(path)} vanished from disk while this run worked, and "
                 f"putting it back failed ({exc.strerror})")
-    shown = run.project.shown(path)
-    renamed = _renamed(path, data)
-    if renamed is not None:
-        return (f"{shown} vanished from disk while this run worked, and {renamed} holds the "
-                f"same text (renamed?); {shown} is put back as this run last read it, and "
-                f"this run goes on with it: once it ends, remove the copy you do not want")
     why = "an agent's `jj undo`?" if run.vcs.name == "jj" else "deleted, or an agent's `git clean`?"
     return f"{shown} vanished from disk while this run worked ({why}); put back as this run " \
         "last read it"

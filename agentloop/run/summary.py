@@ -6,7 +6,7 @@ from collections import Counter
 
 from agentloop.errors import UNFINISHED_EXIT, AgentLoopError
 from agentloop.plan import parse
-from agentloop.run import ledger
+from agentloop.run import ledger, plan_kept
 from agentloop.run.context import Run
 from agentloop.run.events import RunFinished
 from agentloop.state import receipts
@@ -107,7 +107,8 @@ def _kept_notes(run: Run, planned: list[int]) -> tuple[str, ...]:
 def _grown_notes(run: Run) -> tuple[str, ...]:
     """Tasks added to the task file (or reworded) while this run worked: they run next time,
     which a run that says "done" must not leave unsaid. An agent ticking boxes is no news."""
-    path = run.project.task_file
+    path = plan_kept.current(run)   # renamed while the run worked: read where it went
+    shown = run.project.shown(path)
     try:
         data = parse.read_bytes(path)
         if parse.file_hash(data) == run.state.task_file_hash:
@@ -115,16 +116,15 @@ def _grown_notes(run: Run) -> tuple[str, ...]:
         # Read as the next run will: a finished task reworded meanwhile stays done.
         changes = reconcile(run.state.tasks, parse.from_bytes(path, data))
     except AgentLoopError as exc:
-        return (f"{run.project.shown(run.state.task_file)} changed while this run worked and "
-                "cannot be read now: "
+        return (f"{shown} changed while this run worked and cannot be read now: "
                 f"{exc}",)
     new = [*changes.added, *(i for i, _ in changes.edited)]
     # A task reworded while it ran stays done: said as the next run will say it.
-    done = tuple(reworded_lines(changes.tasks, run.project.shown(run.state.task_file)))
+    done = tuple(reworded_lines(changes.tasks, shown))
     # A line the agent reworded as it ticked it off is done, not new work.
     if all(changes.tasks[i - 1].status != S.PENDING for i in new):
         return done
-    return (f"{run.project.shown(run.state.task_file)} changed while this run worked "
+    return (f"{shown} changed while this run worked "
             f"({changes.summary()}); run "
             "agent-loop again to run what is new",) + done
 

@@ -13,6 +13,7 @@ The tick is never committed: the plan is never part of a task's change (agentloo
 
 from __future__ import annotations
 
+from agentloop.run import plan_kept
 from agentloop.run.context import Run
 from agentloop.run.lane_tag import LaneNote
 from agentloop.state.schema import TaskState
@@ -32,7 +33,8 @@ def landed(run: Run, task: TaskState) -> bool:
     from agentloop.plan import tick
 
     with run.shared.lock:   # one writer of the plan and its hashes, whichever lane landed
-        done = tick.tick(run.project.task_file, task.group, task.task, task.line)
+        # A plan renamed while the run worked: the box is ticked where the plan is now.
+        done = tick.tick(plan_kept.current(run), task.group, task.task, task.line)
         if done.note:
             run.emit(LaneNote(f"tick-boxes: task {task.index}'s box was not ticked: {done.note}"))
             return False
@@ -40,6 +42,8 @@ def landed(run: Run, task: TaskState) -> bool:
             return False
         if run.shared.plan_hash == done.before:
             run.shared.plan_hash = done.after
+            # The ticked plan is what the run has read: renamed now, it is found by its bytes.
+            plan_kept.keep(run, done.written)
         if run.state.task_file_hash != done.before:
             return False
         run.state.task_file_hash = done.after

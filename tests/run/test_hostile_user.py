@@ -241,18 +241,30 @@ def test_your_squash_of_two_landed_tasks_mid_run_loses_nothing_and_keeps_nothing
         assert git(work, "show", f"HEAD:{name}.txt") == f"{name}\n"
 
 
-def test_your_plan_renamed_while_a_task_runs_is_named_where_it_went(
-        work: Path, fake_claude: FakeClaude) -> None:
-    """`mv tasks.md plan.md` while task one's agent works, in a git repository: the run puts
-    tasks.md back and goes on with it, and says where your copy is. It guessed "(an agent's
-    `jj undo`?)" in a repository with no jj, and left you two plans without a word."""
+@pytest.mark.parametrize("ticks", [(), ("--tick-boxes",)])
+def test_your_plan_renamed_while_a_task_runs_is_not_put_back_and_nothing_is_paid_twice(
+        work: Path, fake_claude: FakeClaude, ticks: tuple[str, ...]) -> None:
+    """`mv tasks.md plan.md` while task one's agent works. The run put tasks.md back (as the
+    run last read it) and went on with it, so `agent-loop plan.md` afterwards found tasks.md
+    there, had no state to take over and paid every task again (six agent runs for three).
+    Now no old name comes back: the run starts no new task and says where the plan went, and
+    the run of the new name takes its state over, each task run once."""
     committed_plan(work, f"  FAKE: bash mv {work / 'tasks.md'} {work / 'plan.md'}")
-    done = agent_loop(work, "--vcs", "git", "--no-distill")
-    assert done.returncode == 0, done.stdout + done.stderr
-    said = next(line for line in done.stdout.splitlines() if "vanished from disk" in line)
-    assert "jj undo" not in said and "plan.md holds the same text" in said, said
-    assert (work / "tasks.md").read_text() == (work / "plan.md").read_text()
-    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
+    first = agent_loop(work, "--vcs", "git", "--no-distill", *ticks)
+    out = first.stdout + first.stderr
+    assert "Traceback" not in out, out
+    assert not (work / "tasks.md").exists(), out
+    said = [line for line in first.stdout.splitlines() if "tasks.md was renamed plan.md" in line]
+    assert said and "agent-loop plan.md" in said[0], out
+    assert "agent-loop tasks.md" not in out, out   # the closing lines name the plan there is
+    again = agent_loop(work, "--vcs", "git", "--no-distill", *ticks, plan="plan.md")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert not (work / "tasks.md").exists()
+    assert len(fake_claude.task_runs()) == 3, again.stdout
+    for name in ("one", "two", "three"):
+        assert git(work, "show", f"HEAD:{name}.txt") == f"{name}\n"
+    if ticks:
+        assert (work / "plan.md").read_text().count("- [x]") == 3
 
 
 def test_an_agent_that_moves_your_branch_back_stops_the_run_and_lands_nothing_on_it(
