@@ -81,7 +81,8 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     # A rehearsal works in a copy of its own: the user's tree is no business of it.
     tree = tree_warning(project, admitted) if any(r.runs for r in rows) and \
         not options.rehearse else None
-    warnings = (*took_over(project), *state.warnings, *vcs_notes(options.vcs, project.root),
+    warnings = (*_working_now(project, state), *took_over(project), *state.warnings,
+                *vcs_notes(options.vcs, project.root),
                 *([admitted.rebuilt] if admitted.rebuilt else []),
                 *admitted.found,
                 *reworded_lines(state.tasks, state.task_file),
@@ -94,6 +95,21 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     return PlanView(project, tuple(rows), ignored, warnings, state.context or "", folded,
                     ran=admitted.saved, schedule=schedule, parallel=options.parallel,
                     sandbox=boxed, budget=_budget_line(state, options, admitted.agent, rows))
+
+
+def _working_now(project: Project, state: State) -> list[str]:
+    """--dry-run beside a run: the one line that says a run is working (its pid, and the task
+    of this plan it is on, as its records say), so the plan shown is read as a moment of it."""
+    pid = live_pid(project.store.base / "run.pid")
+    if pid is None:
+        return []
+    on = [t for t in state.tasks if t.status == S.RUNNING]
+    if not on:
+        return [f"a run (pid {pid}) is working in this repository now (between tasks, or on "
+                "another plan): this plan runs once it ends"]
+    tasks = "; ".join(f"task {t.index} ({t.summary})" for t in on)
+    return [f"a run (pid {pid}) is working on {project.shown(project.task_file)} now, on "
+            f"{tasks}: what is shown here is this moment of it"]
 
 
 def _budget_line(state: State, options: RunOptions, agent: str, rows: list[PlanRow]) -> str:

@@ -180,6 +180,12 @@ def test_a_second_run_is_refused_while_one_runs(work: Path, fake_claude: FakeCla
         status = subprocess.run([installed(), "tasks.md", "--status"], cwd=work,
                                 capture_output=True, text=True, timeout=30)
         assert status.returncode == 0 and "1 running" in status.stdout
+        # --dry-run said nothing of the run beside it: the plan read as if none went on.
+        dry = subprocess.run([installed(), "tasks.md", "--dry-run", "--vcs", "none"], cwd=work,
+                             capture_output=True, text=True, timeout=30)
+        said = dry.stdout + dry.stderr
+        assert dry.returncode == 0, said
+        assert f"a run (pid {first.pid}) is working on tasks.md now, on task 1 (" in said, said
     finally:
         first.send_signal(signal.SIGTERM)
         first.communicate(timeout=30)
