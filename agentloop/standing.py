@@ -102,16 +102,17 @@ class PlanLine:
     """--status without a task file: one plan of the repository, in brief (a plain class, as
     StatusView is)."""
 
-    __slots__ = ("task_file", "folder", "counts", "cost_usd", "cost_known", "error")
+    __slots__ = ("task_file", "folder", "counts", "cost_usd", "cost_known", "error", "gone")
 
     def __init__(self, task_file: str, folder: Path, counts: dict[str, int], cost_usd: float,
-                 cost_known: bool, error: str | None = None) -> None:
+                 cost_known: bool, error: str | None = None, gone: bool = False) -> None:
         self.task_file = task_file      # as recorded, relative to the root
         self.folder = folder            # where its state lives
         self.counts = counts
         self.cost_usd = cost_usd
         self.cost_known = cost_known
         self.error = error              # why its state could not be read
+        self.gone = gone                # its file is not there (deleted, or renamed)
 
 
 def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
@@ -132,7 +133,11 @@ def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
         counts: dict[str, int] = {}
         for t in state.tasks:
             counts[str(t.status)] = counts.get(str(t.status), 0) + 1
-        lines.append(PlanLine(state.task_file, folder, counts, total.cost, total.known))
+        # One stat a plan: a plan deleted, or renamed and not yet taken over, is not listed
+        # as if it were there.
+        gone = not (root / state.task_file).exists()
+        lines.append(PlanLine(state.task_file, folder, counts, total.cost, total.known,
+                              gone=gone))
     return root, lines
 
 

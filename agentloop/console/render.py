@@ -161,7 +161,9 @@ def overview_text(root: Path, plans: list[PlanLine], cwd: Path) -> str:
                                   S.LANDING))
         lines.append(f"{shown(plan.task_file, root, cwd)}: {sum(c.values())} task(s), {done} "
                      f"done, {c.get('failed', 0)} failed, {pending} pending{others}; cost "
-                     f"{money(plan.cost_usd, plan.cost_known)}; state in {where}")
+                     f"{money(plan.cost_usd, plan.cost_known)}; state in {where}"
+                     + ("; its file is gone (deleted; or renamed, and a run of the renamed "
+                        "plan takes this state over)" if plan.gone else ""))
     return "\n".join(lines)
 
 
@@ -170,7 +172,8 @@ def overview_json(root: Path, plans: list[PlanLine]) -> dict[str, Any]:
     return {"schema": SCHEMA, "root": str(root),
             "plans": [{"task_file": p.task_file if p.error is None else None,
                        "state_dir": os.path.relpath(p.folder, root), "counts": p.counts,
-                       "cost_usd": p.cost_usd, "cost_known": p.cost_known, "error": p.error}
+                       "cost_usd": p.cost_usd, "cost_known": p.cost_known, "error": p.error,
+                       "file_gone": p.gone}
                       for p in plans]}
 
 

@@ -55,6 +55,12 @@ def test_a_copy_beside_a_plan_and_a_new_plan_by_an_old_name_start_afresh(
     (work / "other.md").rename(work / "renamed.md")
     # --status and --dry-run read the old state where it is: they move nothing.
     folders = sorted(p.name for p in (work / ".agent-loop" / "plans").iterdir())
+    # Every plan's --status listed other.md as if it were there.
+    every = agent_loop(work, "--status", plan=None).stdout.splitlines()
+    gone = next(line for line in every if line.startswith("other.md:"))
+    assert "its file is gone (deleted; or renamed, and a run of the renamed plan takes " \
+        "this state over)" in gone, every
+    assert "gone" not in next(line for line in every if line.startswith("tasks.md:")), every
     assert "1 completed" in agent_loop(work, "--status", plan="renamed.md").stdout
     assert "1 task(s), 0 to run" in agent_loop(work, "--dry-run", plan="renamed.md").stdout
     assert sorted(p.name for p in (work / ".agent-loop" / "plans").iterdir()) == folders
