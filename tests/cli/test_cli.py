@@ -188,8 +188,12 @@ def test_a_second_run_is_refused_while_one_runs(work: Path, fake_claude: FakeCla
         assert f"a run (pid {first.pid}) is working on tasks.md now, on task 1 (" in said, said
     finally:
         first.send_signal(signal.SIGTERM)
-        first.communicate(timeout=30)
+        out, err = first.communicate(timeout=30)
     assert first.returncode == 130
+    # Stopped before its agent reported: nothing said of a cost ("cost unknown (tokens only);
+    # tokens in 0 out 0" read as a cost not known).
+    closing = next(line for line in out.splitlines() if line.startswith("agent-loop stopped:"))
+    assert "cost" not in closing and "tokens" not in closing, out + err
     state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
     assert state["tasks"][0]["status"] == "interrupted"
 
