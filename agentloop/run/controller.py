@@ -41,7 +41,7 @@ from agentloop.run.lane_tag import LaneNote
 from agentloop.run.scheduler import Workplaces, serialised
 from agentloop.run.selection import unmet
 from agentloop.state.receipts import spent
-from agentloop.state.reconcile import reconcile
+from agentloop.state.reconcile import alike, reconcile
 from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.choose import LandingHeld, LaneBreach
@@ -104,8 +104,9 @@ class PlanNews:
 
     removed: set[str] = field(default_factory=set)      # log names of tasks no longer there
     ticked: set[str] = field(default_factory=set)
-    # The old log name: the new text, summary and log name.
-    reworded: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    # The old log name: the new text, summary and log name, and whether the words are alike
+    # (a reword), or another task was put where it stood (it was deleted, one added there).
+    reworded: dict[str, tuple[str, str, str, bool]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)     # the closing lines, as they happened
 
 
@@ -398,9 +399,15 @@ class Controller:
             return False
         wording = self.news.reworded.pop(task.log_name, None)
         if wording is not None:
-            ledger.reword(task, *wording)
+            text, summary, log_name, alike = wording
+            was = task.summary
+            ledger.reword(task, text, summary, log_name)
             ledger.save(run, task)
-            self._skipped(task, f"task {task.index} was reworded while this run worked: it "
+            # Paired as an edit either way (reconcile: it runs now, and names the old change);
+            # words with nothing alike are said as what the person did.
+            how = ("was reworded" if alike else
+                   f"({was}) was removed and another task put in its place")
+            self._skipped(task, f"task {task.index} {how} while this run worked: it "
                                 f"runs as it reads now ({task.summary})")
         return True
 
@@ -441,7 +448,7 @@ class Controller:
         self.news.ticked = {changes.tasks[i - 1].log_name for i in changes.ticked}
         self.news.reworded = {
             old.log_name: (changes.tasks[new - 1].task, changes.tasks[new - 1].summary,
-                           changes.tasks[new - 1].log_name)
+                           changes.tasks[new - 1].log_name, alike(changes.tasks[new - 1], old))
             for old, (new, _) in zip(changes.replaced, changes.edited)}
 
     def _ready(self, group: str) -> bool:

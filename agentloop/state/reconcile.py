@@ -338,14 +338,29 @@ def _pair_ahead(places: list[int], fresh: list[TaskState],
     return pairs
 
 
+def alike(new: TaskState, old: TaskState) -> bool:
+    """Whether `new` reads as `old` reworded, not another task put where it stood (it deleted,
+    one added there): its first line alike (as a done task's words must be to stay done), or
+    the lines under it unchanged. The whole texts are not compared: tasks of one plan often
+    share the lines under them (a command, a check), which would make any two alike."""
+    first, _, rest = new.task.partition("\n")
+    was, _, had = old.task.partition("\n")
+    return _texts_alike(task_key(first), task_key(was)) >= _DONE_ALIKE or \
+        task_key(rest) == task_key(had) != ""
+
+
 def _likeness(new: TaskState, old: TaskState) -> float:
-    """How alike two tasks' words are, 0 to 1: difflib's ratio of their folded texts, or of
-    their lists of words where that is higher (a typo fixed changes letters; a word added to a
-    short task changes most of its letters and few of its words)."""
+    """How alike two tasks' words are, 0 to 1 (_texts_alike)."""
+    return _texts_alike(task_key(new.task), task_key(old.task))
+
+
+def _texts_alike(a: str, b: str) -> float:
+    """How alike two texts are, 0 to 1: difflib's ratio of the folded texts, or of their lists
+    of words where that is higher (a typo fixed changes letters; a word added to a short task
+    changes most of its letters and few of its words)."""
     import re
     from difflib import SequenceMatcher  # a slot with an unmatched task only
 
-    a, b = task_key(new.task), task_key(old.task)
     return max(SequenceMatcher(None, a, b).ratio(),
                SequenceMatcher(None, re.findall(r"\w+", a.casefold()),
                                re.findall(r"\w+", b.casefold())).ratio())

@@ -124,6 +124,31 @@ def test_a_task_removed_ticked_or_reworded_while_the_run_works(
     assert len(fake_claude.task_prompts()) == len(prompts)
 
 
+def test_a_task_deleted_and_another_appended_in_its_place_is_not_said_reworded(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """While task one runs, pending task two is deleted and task three appended where it
+    stood. The pairing makes three run in two's place (now, in this run), and the run said
+    "task 2 was reworded ... (three appended)": words of an edit nobody made."""
+    script = tmp_path / "edit_plan.py"
+    script.write_text(
+        "import pathlib, sys\n"
+        "p = pathlib.Path(sys.argv[1])\n"
+        "t = p.read_text().replace('- [ ] two to delete\\n  FAKE: write two.txt 2\\n', '')\n"
+        "p.write_text(t + '- [ ] three appended\\n  FAKE: write three.txt 3\\n')\n")
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(
+        "## A\n"
+        f"- [ ] one\n  FAKE: bash {sys.executable} {script} {work / 'tasks.md'}\n"
+        "  FAKE: write one.txt 1\n"
+        "- [ ] two to delete\n  FAKE: write two.txt 2\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / "three.txt").exists() and not (work / "two.txt").exists()
+    assert "reworded" not in done.stdout, done.stdout
+    assert "task 2 (two to delete) was removed and another task put in its place while this " \
+        "run worked: it runs as it reads now (three appended)" in done.stdout, done.stdout
+
+
 def test_status_after_kill_9_counts_no_task_as_running(work: Path,
                                                        fake_claude: FakeClaude) -> None:
     init_repo(work, "git")
