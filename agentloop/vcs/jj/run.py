@@ -82,6 +82,13 @@ def op_head(root: Path) -> str | None:
     return f"{heads[0]} {git_head.strip().decode(errors='replace')}" if len(heads) == 1 else None
 
 
+def op_id(root: Path) -> str | None:
+    """The id of the operation the repository is at, read off its op heads (op_head, no
+    process); None when that is not one name."""
+    head = op_head(root)
+    return head.split(" ", 1)[0] if head is not None else None
+
+
 # What jj says when a workspace's files are behind its @, rewritten from another workspace.
 STALE = "working copy is stale"
 # A jj command that takes longer than this is stuck.
