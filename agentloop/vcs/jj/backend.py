@@ -192,7 +192,7 @@ class JjVcs:
         if described.strip() != message.strip():
             return None
         self._made, self._began, self._fresh = False, True, False
-        self._messages[wc.change_id] = message
+        # Not noted as begun by this run (began): it is still the stopped run's change.
         self._begun_at, self._parked = moved_off.begun_at(self.jj, self._lane), ""
         return _change(wc, kept=True,
                        note=f"goes on in its change {wc.change_id[:12]}, which the last run "
