@@ -13,6 +13,7 @@ change by themselves. But:
 * An agent that moves @ itself (`jj new`, `jj commit`, `jj edit`) has its work gathered back
   into the task's change by finish (agentloop.vcs.jj.moved_off).
 * What a killed run left is put right by prepare, before any agent (agentloop.vcs.jj.leftovers).
+  A task whose earlier attempt left work in a change goes on in it (agentloop.vcs.jj.resume).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from agentloop.errors import VcsError
 from agentloop.vcs import find_root, own_output, plan_files, relative_to
 from agentloop.vcs.check import LaneBreach, jj_removed
 from agentloop.vcs.history import missing
-from agentloop.vcs.jj import basemark, carried, leftovers, moved_off, ownfiles
+from agentloop.vcs.jj import basemark, carried, leftovers, moved_off, ownfiles, resume
 from agentloop.vcs.jj.aside import bring_back, keep_aside
 from agentloop.vcs.jj.carried import Carried
 from agentloop.vcs.jj.moved_off import on_top, where
@@ -180,24 +181,17 @@ class JjVcs:
         return _change(rev)
 
     def _left_as(self, message: str) -> Change | None:
-        """A lane's @ that is this task's own change, an earlier run's attempt: dropped when that
-        run stopped, and back since (`jj undo`, `jj op restore`), its agent's files in it. The
-        task goes on in it, as in a change a killed run kept (Change.kept): begun on top, that
-        change became the base, the agent's rewrite of its files an empty task ("changed no
-        files") and the work stayed beside the main line. None when @ is another change."""
-        wc = self.jj.revs("@")[0]
-        if not wc.described:
-            return None
-        described = self.jj.out("log", "--no-graph", "-r", wc.change_id, "-T", "description")
-        if described.strip() != message.strip():
+        """A lane's @ that is this task's own change, an earlier run's attempt (resume.left_as):
+        the task goes on in it. Begun on top, that change became the base, the agent's rewrite
+        of its files an empty task ("changed no files") and the work stayed beside the main
+        line. None when @ is another change."""
+        wc = resume.left_as(self.jj, message)
+        if wc is None:
             return None
         self._made, self._began, self._fresh = False, True, False
         # Not noted as begun by this run (began): it is still the stopped run's change.
         self._begun_at, self._parked = moved_off.begun_at(self.jj, self._lane), ""
-        return _change(wc, kept=True,
-                       note=f"goes on in its change {wc.change_id[:12]}, which the last run "
-                            "dropped when it stopped and is back (`jj undo`?), with the work "
-                            "done in it then")
+        return _change(wc, kept=True, note=resume.left_as_note(wc.change_id))
 
     def _ours_unused(self) -> bool:
         """Whether @ is undescribed and holds none but the tool's own files (which finish sweeps
@@ -369,8 +363,9 @@ class JjVcs:
         return bool(change_id) and change_id == self._resumable
 
     def _resume(self, message: str) -> Change | None:
-        """The kept change taken up by this begin, described as the task; None (the change
-        abandoned after all) when it is gone or @ no longer sits on it."""
+        """The kept change taken up by this begin (agentloop.vcs.jj.resume), described as the
+        task; None (the change abandoned after all) when it is gone or @ no longer sits on
+        it."""
         change_id, self._resumable = self._resumable, ""
         task, wc = where(self.jj, change_id)
         if task is None:
@@ -378,17 +373,7 @@ class JjVcs:
         if wc is None or not on_top(self.jj, task):
             self.abandon(Change(change_id=change_id))
             return None
-        # The base takes the tool's files that the agent's own `jj` call tracked (the task
-        # file): a new empty change right below the task's, never its parent, which may be a
-        # task's change (landed even); dropped at close if nothing went into it. One an earlier
-        # resume of this change put there (and was killed before it was dropped) serves again:
-        # a kill at every re-run piles no empty changes up.
-        below = self.jj.revs(f"{change_id}- & mutable() & empty()")
-        if len(below) != 1 or below[0].described or len(task.parents) != 1:
-            self._base = basemark.make_below(self.jj, self.root, change_id)
-        else:
-            self._base = below[0].change_id
-            basemark.note(self.root, self._base)
+        self._base = resume.base_below(self.jj, self.root, task)
         self.jj.out("describe", "-r", change_id, "-m", message)
         # Not noted as begun by this run (began): it is still the killed run's change.
         self._begun_at, self._parked = moved_off.begun_at(self.jj, self._lane), ""
@@ -425,18 +410,8 @@ class JjVcs:
         if not (wc.empty and not wc.described):
             self.jj.out("new")
         self._fresh = True
-        self._drop_unused_base()
-
-    def _drop_unused_base(self) -> None:
-        """Abandon the base when it ended up empty and undescribed under the tasks.
-
-        That is what jj does itself to such a change once it stops being @; left in place it
-        would show as a blank commit under the first task (in `git log` too, when colocated).
-        """
-        if not self._base:
-            return
-        basemark.drop_unused(self.jj, self._base)
-        basemark.forget(self.root)
+        if self._base:
+            basemark.closed(self.jj, self.root, self._base)
 
     def missing(self, change_ids: Iterable[str]) -> set[str]:
         """Which task changes are no longer below @ (abandoned, or undone by `jj op restore`).
@@ -470,8 +445,7 @@ class JjVcs:
         if task is None or wc is None or task.empty or wc.parents != (change_id,) or \
                 wc.described or not all(self._own.holds(f) for f in wc.files):
             return None
-        described = self.jj.out("log", "--no-graph", "-r", change_id, "-T", "description")
-        if trailers not in described:
+        if trailers not in self.jj.description(change_id):
             return None
         return _change(task, files=self._own.others(task.files))
 

@@ -55,6 +55,9 @@ def drop_left(jj: Jj, root: Path) -> None:
         drop_unused(jj, change_id)
 
 
-def forget(root: Path) -> None:
-    """The run closed: its base is dropped or in use, nothing to note."""
+def closed(jj: Jj, root: Path, change_id: str) -> None:
+    """The run closed: its base `change_id` dropped when it ended up unused under the tasks,
+    as jj drops such a change itself once it stops being @ (left in place it would show as a
+    blank commit under the first task, in `git log` too when colocated); nothing to note."""
+    drop_unused(jj, change_id)
     (root / ".jj" / MARK).unlink(missing_ok=True)

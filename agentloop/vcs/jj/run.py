@@ -231,6 +231,10 @@ class Jj:
         out = self.out("log", "--no-graph", "-r", revset, "-T", template + ' ++ "\\n"')
         return out.split()
 
+    def description(self, rev: str) -> str:
+        """The description of revision `rev`, as jj keeps it (ending in a newline)."""
+        return self.out("log", "--no-graph", "-r", rev, "-T", "description")
+
     def files(self, revset: str) -> set[str]:
         """The paths the revisions in `revset` change."""
         return set(self.out("diff", "-r", revset, "--name-only").split())
