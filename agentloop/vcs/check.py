@@ -338,10 +338,10 @@ def operations_since(jj: Jj, operation: str) -> list[tuple[str, str]]:
 
 def operation(jj: Jj) -> str:
     """The repository's current operation id (its op heads' one file name, when it is one)."""
-    from agentloop.vcs.jj.run import op_head
+    from agentloop.vcs.jj.run import op_id
 
-    head = op_head(jj.root)
-    if head is not None:
-        return head.split(" ", 1)[0]
+    found = op_id(jj.root)
+    if found is not None:
+        return found
     return jj.out("--ignore-working-copy", "op", "log", "--no-graph", "-n", "1", "-T",
                   'id ++ "\\n"').strip()

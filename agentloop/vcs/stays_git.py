@@ -4,7 +4,9 @@ jj colocated with git keeps git's HEAD detached: after a run in a repository jj 
 status` says `HEAD detached`, the user's branch has not moved, and the tasks' commits are on no
 branch (measured with jj 0.45.1, tests/vcs/test_git_stays.py). So with `--vcs auto` (the
 default) a repository that is git only is run with git, even where jj is installed, and the run
-says so in its first line; `--vcs jj` still turns it into a colocated jj repository, as asked.
+says so in its first line; `--vcs jj` still turns it into a colocated jj repository, as asked,
+and the jj backend says in one line what that did (colocated_note), or, in one still on a
+branch, what the run will do to it (attached_note).
 
 A repository an earlier agent-loop already turned (a colocated jj repository, git detached) gets
 one warning with the commands that bring the user's branch to the tasks' commits; its history
@@ -53,6 +55,31 @@ def branch_of(git_dir: Path) -> str | None:
     if not head.startswith("ref: refs/heads/") or head == "ref: refs/heads/.invalid":
         return None
     return head.removeprefix("ref: refs/heads/")
+
+
+def colocated_note(root: Path, branch: str | None) -> str:
+    """What `jj git init --colocate` did to a git user's repository, in one line: git keeps
+    working, but jj keeps git's HEAD detached and moves no branch, so the user's branch stays
+    behind the tasks until they move it."""
+    if branch is None:
+        return f"initialized a colocated jj repository in {root} (git keeps working)"
+    return (f"initialized a colocated jj repository in {root}: git keeps working, on a "
+            f"detached HEAD from now on (jj's way), and your branch {branch} stays where it is; "
+            f"`jj bookmark set {branch} -r @-` after the run brings it to the tasks")
+
+
+def attached_note(root: Path) -> str | None:
+    """A colocated repository whose git is still on a branch (made colocated by the user, who
+    works on with git): jj's first new change leaves git's HEAD detached and the branch behind,
+    said once, before that happens; None once git is detached (jj's way, nothing new)."""
+    git_dir = root / ".git"
+    branch = branch_of(git_dir) if git_dir.is_dir() else None
+    if branch is None or not refs.branch_tip(git_dir, f"refs/heads/{branch}"):
+        return None  # `jj git init` names an unborn main: a jj user's, with no branch to leave
+    return (f"this colocated repository runs with jj: git is on branch {branch} now, and on a "
+            f"detached HEAD once the run begins (jj's way), your branch {branch} stays where it "
+            f"is; `jj bookmark set {branch} -r @-` after the run brings it to the tasks "
+            "(`--vcs git` keeps git on it instead)")
 
 
 def converted_warning(root: Path) -> str | None:

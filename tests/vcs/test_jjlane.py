@@ -200,6 +200,31 @@ def test_a_killed_checkout_runs_change_taken_up_in_a_lane_and_dropped_leaves_no_
     assert one(repo, f"present({change.change_id})") == ""
 
 
+def test_a_lanes_change_back_after_jj_undo_is_taken_up_as_the_stopped_runs(repo: Path) -> None:
+    # A run in a lane stopped while its agent worked: its change dropped (kept aside), then
+    # `jj undo` in your checkout brought it back as the lane's @. The next run's begin goes on
+    # in it, with the agent's file; it is still the stopped run's change, not one this run
+    # began (JjVcs.began), as a change a killed run kept and this run took up is (above).
+    from agentloop.vcs.jj.lane import LaneJj
+
+    stopped = new_lane(repo, "1-a")
+    change = stopped.begin("agent-loop: a")
+    (stopped.root / "a.txt").write_text("a\n")
+    assert stopped.abandon(change) is not None  # the stop: kept aside, dropped
+    jj(repo, "undo")
+    space = workspaces.open_jj(repo, "1-a", one(repo, "@-"), fresh=False)  # the next run's
+    lane = LaneJj(space.path, space.path / "tasks.md", JjMainLine(repo), space.branch)
+    lane.prepare()
+    again = lane.begin("agent-loop: a")
+    assert again.kept and again.change_id == change.change_id
+    assert (lane.root / "a.txt").read_text() == "a\n"
+    assert not lane.work.began(again.change_id)
+    kept = lane.abandon(again)
+    assert kept is not None and "rolled back" in kept
+    jj(repo, "status")  # jj refuses to run in a stale working copy
+    assert one(repo, f"present({change.change_id})") == ""
+
+
 def test_a_failed_attempt_in_a_new_lane_is_rolled_back_even_after_the_agents_commit(
         repo: Path) -> None:
     lane = new_lane(repo, "1-a")

@@ -21,7 +21,7 @@ def keep_aside(jj: Jj, task: Rev, tip: str, message: str | None) -> str | None:
     if task.empty and tip == task.change_id:
         return None
     if message is None:  # an earlier run's change: its description says which task
-        message = jj.out("log", "--no-graph", "-r", task.change_id, "-T", "description")
+        message = jj.description(task.change_id)
     subject = message.split("\n", 1)[0].removeprefix("agent-loop:").strip()
     told = jj.told("new", "--no-edit", *task.parents, "-m", f"{KEPT}: {subject or 'an attempt'}")
     if not told:  # a report we cannot read: the newest child of those parents is the one

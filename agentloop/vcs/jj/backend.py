@@ -10,7 +10,10 @@ change by themselves. But:
   holds them.
 * After `finish` the sealed change must stop being @: `finish` ends with `jj new`, and the next
   `begin` describes that fresh change instead of stacking another one on it.
+* An agent that moves @ itself (`jj new`, `jj commit`, `jj edit`) has its work gathered back
+  into the task's change by finish (agentloop.vcs.jj.moved_off).
 * What a killed run left is put right by prepare, before any agent (agentloop.vcs.jj.leftovers).
+  A task whose earlier attempt left work in a change goes on in it (agentloop.vcs.jj.resume).
 """
 
 from __future__ import annotations
@@ -20,52 +23,17 @@ from typing import Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs import find_root, own_output, plan_files, relative_to
-from agentloop.vcs.check import LaneBreach, jj_removed, operation
+from agentloop.vcs.check import LaneBreach, jj_removed
 from agentloop.vcs.history import missing
-from agentloop.vcs.jj import basemark, carried, leftovers, ownfiles
+from agentloop.vcs.jj import basemark, carried, leftovers, moved_off, ownfiles, resume
 from agentloop.vcs.jj.aside import bring_back, keep_aside
 from agentloop.vcs.jj.carried import Carried
+from agentloop.vcs.jj.moved_off import on_top, where
 from agentloop.vcs.jj.ownfiles import OwnFiles
 from agentloop.vcs.jj.run import Jj, Rev, fileset, op_head
-from agentloop.vcs.jj.workspaces import lane_folder
+from agentloop.vcs.jj.workspaces import took_in_a_lane
 from agentloop.vcs.protocol import Change
-from agentloop.vcs.stays_git import branch_of
-
-
-def colocated_note(root: Path, branch: str | None) -> str:
-    """What `jj git init --colocate` did to a git user's repository, in one line: git keeps
-    working, but jj keeps git's HEAD detached and moves no branch, so the user's branch stays
-    behind the tasks until they move it."""
-    if branch is None:
-        return f"initialized a colocated jj repository in {root} (git keeps working)"
-    return (f"initialized a colocated jj repository in {root}: git keeps working, on a "
-            f"detached HEAD from now on (jj's way), and your branch {branch} stays where it is; "
-            f"`jj bookmark set {branch} -r @-` after the run brings it to the tasks")
-
-
-def attached_note(root: Path) -> str | None:
-    """A colocated repository whose git is still on a branch (made colocated by the user, who
-    works on with git): jj's first new change leaves git's HEAD detached and the branch behind,
-    said once, before that happens; None once git is detached (jj's way, nothing new)."""
-    git_dir = root / ".git"
-    branch = branch_of(git_dir) if git_dir.is_dir() else None
-    if branch is None or not _born(git_dir, branch):
-        return None  # `jj git init` names an unborn main: a jj user's, with no branch to leave
-    return (f"this colocated repository runs with jj: git is on branch {branch} now, and on a "
-            f"detached HEAD once the run begins (jj's way), your branch {branch} stays where it "
-            f"is; `jj bookmark set {branch} -r @-` after the run brings it to the tasks "
-            "(`--vcs git` keeps git on it instead)")
-
-
-def _born(git_dir: Path, branch: str) -> bool:
-    """Whether git has the branch (a loose or a packed ref), read without a process."""
-    if (git_dir / "refs" / "heads" / branch).is_file():
-        return True
-    try:
-        packed = (git_dir / "packed-refs").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    return any(line.endswith(f" refs/heads/{branch}") for line in packed.splitlines())
+from agentloop.vcs.stays_git import attached_note, branch_of, colocated_note
 
 
 class JjVcs:
@@ -98,30 +66,24 @@ class JjVcs:
         # A killed run's task change whose agent ran `jj commit`/`jj new`: kept by abandon for
         # the task's next begin, which goes on from it (as git does, agentloop.vcs.git.recover).
         self._resumable = ""
-        # The operation jj was at when the task last began (_moved_back), and the change the
-        # agent moved @ to, which finish put back as it was (None: none).
+        # A lane's operation when the task last began, and the @ _park made on the change its
+        # agent moved @ to (agentloop.vcs.jj.moved_off); the change finish put back as it was
+        # there, for the lane's runner (None: none).
         self._begun_at: str | None = None
+        self._parked = ""
         self.moved_elsewhere: str | None = None
-        self._moved_note = ""
-        self._parked = ""   # the @ _park made, on the change the agent moved to
         # Its --config options for every call are set by prepare(). A lane's workspace sits
         # inside your checkout: its commands never look past it (Jj's `confined`).
         self.jj = Jj(self.root, confined=lane, gone=_lane_gone if lane else None)
-
-    def _base_below(self, task: Rev) -> None:
-        """A base for the tool's files, made as a new empty change right below the task's
-        (a lane's first task began on the main line's tip, with none): that task lands the
-        long way, and the base stays in the lane, off the main line."""
-        self.jj.out("new", "--no-edit", "--insert-before", task.change_id, "-m", "")
-        self._base = self.jj.revs(f"{task.change_id}-")[0].change_id
-        basemark.note(self.root, self._base)
 
     def _sweep(self, rev: Rev, below: bool = False) -> bool:
         """Move the tool's own files out of `rev` into the base; True when anything moved.
         `below`: with no base yet (a lane's first task), one is made right below `rev`."""
         ours = [f for f in rev.files if self._own.holds(f)]
         if ours and below and not self._base:
-            self._base_below(rev)
+            # A lane's first task began on the main line's tip, with none: that task lands the
+            # long way, and the base stays in the lane, off the main line.
+            self._base = basemark.make_below(self.jj, self.root, rev.change_id)
         if not ours or not self._base:
             return False
         # --keep-emptied: a task that only touched the task file is sealed or abandoned by us,
@@ -129,17 +91,6 @@ class JjVcs:
         self.jj.out("squash", "--from", rev.change_id, "--into", self._base, "--keep-emptied",
                  "--", fileset(ours))
         return True
-
-    def _one(self, change_id: str) -> tuple[Rev | None, Rev | None]:
-        """The task's revision (None when gone) and the working copy's, when @ is not it."""
-        revs = self.jj.revs(f"present({change_id}) | @")
-        task = next((r for r in revs if r.change_id == change_id), None)
-        wc = next((r for r in revs if r.is_wc and r is not task), None)
-        return task, wc
-
-    def _wc_on_top(self, task: Rev) -> bool:
-        """Whether @ descends from the task's change (the agent ran `jj new` or `jj commit`)."""
-        return bool(self.jj.ids(f"{task.change_id}:: & @"))
 
     # -- the protocol ---------------------------------------------------------------------------
 
@@ -226,35 +177,21 @@ class JjVcs:
             self._base = (base or self.jj.revs("@-")[0]).change_id
             basemark.note(self.root, self._base)
         self._messages[rev.change_id] = message
-        self._begun_at, self._parked = self._now(), ""
-        return Change(change_id=rev.change_id, commit_id=rev.commit_id,
-                      base=",".join(rev.parents))
+        self._begun_at, self._parked = moved_off.begun_at(self.jj, self._lane), ""
+        return _change(rev)
 
     def _left_as(self, message: str) -> Change | None:
-        """A lane's @ that is this task's own change, an earlier run's attempt: dropped when that
-        run stopped, and back since (`jj undo`, `jj op restore`), its agent's files in it. The
-        task goes on in it, as in a change a killed run kept (Change.kept): begun on top, that
-        change became the base, the agent's rewrite of its files an empty task ("changed no
-        files") and the work stayed beside the main line. None when @ is another change."""
-        wc = self.jj.revs("@")[0]
-        if not wc.described:
-            return None
-        described = self.jj.out("log", "--no-graph", "-r", wc.change_id, "-T", "description")
-        if described.strip() != message.strip():
+        """A lane's @ that is this task's own change, an earlier run's attempt (resume.left_as):
+        the task goes on in it. Begun on top, that change became the base, the agent's rewrite
+        of its files an empty task ("changed no files") and the work stayed beside the main
+        line. None when @ is another change."""
+        wc = resume.left_as(self.jj, message)
+        if wc is None:
             return None
         self._made, self._began, self._fresh = False, True, False
-        self._messages[wc.change_id] = message
-        self._begun_at, self._parked = self._now(), ""
-        return Change(change_id=wc.change_id, commit_id=wc.commit_id, base=",".join(wc.parents),
-                      kept=True,
-                      note=f"goes on in its change {wc.change_id[:12]}, which the last run "
-                           "dropped when it stopped and is back (`jj undo`?), with the work "
-                           "done in it then")
-
-    def _now(self) -> str | None:
-        """A lane's operation as its task begins (_park, _moved_back), read off the op heads'
-        file, or asked of jj while lanes' operations are being merged; None in your checkout."""
-        return operation(self.jj) if self._lane else None
+        # Not noted as begun by this run (began): it is still the stopped run's change.
+        self._begun_at, self._parked = moved_off.begun_at(self.jj, self._lane), ""
+        return _change(wc, kept=True, note=resume.left_as_note(wc.change_id))
 
     def _ours_unused(self) -> bool:
         """Whether @ is undescribed and holds none but the tool's own files (which finish sweeps
@@ -294,149 +231,63 @@ class JjVcs:
         self._fresh = True
         if sealed.change_id != change.change_id:
             return self._commit_elsewhere(change, message)
-        task = sealed
-        if self._sweep(task, below=True):
-            task = self.jj.revs(task.change_id)[0]
-        if task.empty:
-            return self._drop_empty(task)
-        if task is sealed and wc.empty and not wc.described:
-            self._carry(wc, task)
-        return Change(change_id=task.change_id, commit_id=task.commit_id,
-                      base=",".join(task.parents),
-                      files=tuple(f for f in task.files if not self._own.holds(f)))
+        return self._done(sealed, wc=wc)
 
     def _commit_elsewhere(self, change: Change, message: str) -> Change:
-        """`jj commit` sealed a change that is not the task's (or _park found @ off it, and
-        there was no commit): the agent ran `jj commit` or `jj new` (its changes go back into
-        the task's), or moved @ off the task's change, or the task's change is gone (the
-        commit is reverted, and the error says why)."""
-        parked = bool(self._parked)
-        task, _ = self._one(change.change_id)
-        if task is None or not self._wc_on_top(task):
-            if not parked:
-                self._revert_last()
-            if task is None:
-                raise VcsError(f"the task's change {change.short} is gone (abandoned by hand?)")
-            moved = self._moved_back(task) if self._lane else None
-            if moved is None:
-                raise VcsError(f"the working copy moved off the task's change "
-                               f"{task.change_id[:12]} (did the agent run `jj edit`?); move it "
-                               "back and retry")
-            self.jj.out("describe", "-r", moved.change_id, "-m", message)
-            task = self.jj.revs(moved.change_id)[0]
-        else:
-            task = self._fold(task, message, checked=True)
-        note, self._moved_note = self._moved_note, ""
-        if self._sweep(task, below=True):
-            task = self.jj.revs(task.change_id)[0]
-        if task.empty:
-            return Change(change_id="", base=self._drop_empty(task).base, empty=True, note=note)
-        self._new_on(task)
-        return Change(change_id=task.change_id, commit_id=task.commit_id,
-                      base=",".join(task.parents),
-                      files=tuple(f for f in task.files if not self._own.holds(f)), note=note)
+        """`jj commit` sealed a change that is not the task's, or _park found @ off it: the
+        agent's work gathered back into the task's change (agentloop.vcs.jj.moved_off)."""
+        parked, self._parked = self._parked, ""
+        got = moved_off.gather(self.jj, change, message, self._begun_at, parked)
+        if got.rewrote is not None:
+            self.moved_elsewhere = got.rewrote
+        return self._done(got.task, note=got.note)
 
     def _park(self, change: Change) -> None:
-        """Before the first jj command after a lane's agent, which snapshots the lane's files:
-        when the agent moved @ off its task's change (`jj edit @-`), a new empty @ on the
-        change it moved to, made without a snapshot. jj recorded the files on disk as that
-        change's, so the snapshot takes the agent's edits into the new change (_moved_back
-        moves them into the task's), not into that one: a task landed before, under your
-        checkout's @, whose rewrite would leave your checkout stale. No process unless a jj
-        command ran since the begin."""
-        if not self._lane or not change.change_id or self._begun_at is None or \
-                self._parked or _op(self.root) == self._begun_at:
-            return
-        # The task's change, when it is there and @ is not on it or on top of it.
-        if not self.jj.out("--ignore-working-copy", "log", "--no-graph", "-r",
-                           f"present({change.change_id}) ~ ::@", "-T", "change_id"):
-            return
-        self.jj.out("--ignore-working-copy", "new", "@")
-        self._parked = self.jj.out("--ignore-working-copy", "log", "--no-graph", "-r", "@",
-                                   "-T", "change_id").strip()
-
-    def _moved_back(self, task: Rev) -> Rev | None:
-        """A lane's agent moved @ off its task's change onto another that was there when the
-        task began (`jj edit @-`: the change of a task landed before), and wrote there (in your
-        checkout such a change may be yours, and stays as the agent left it, the task
-        stopped). The agent's edits go into the task's change: those _park's change took, and
-        any the agent's own jj commands took into that change, which is put back as it was at
-        the begin (read with at_operation; its content, not its commit id: `moved_elsewhere`
-        says so, for a lane, whose runner then brings your checkout up to date). @ is the
-        task's change again; that change as it is then. None (nothing done) when @ is a change
-        the agent made or jj cannot tell what it was at the begin."""
-        wc = self.jj.revs("@")[0]
-        parked, self._parked = wc.change_id == self._parked, ""
-        if self._begun_at is None or (parked and len(wc.parents) != 1):
-            return None
-        here = self.jj.revs(wc.parents[0])[0] if parked else wc
-        was = self.jj.ids(f"at_operation({self._begun_at}, "
-                          f"present(change_id({here.change_id})))", "commit_id")
-        if len(was) != 1:
-            return None
-        wrote = parked and bool(wc.files)
-        if was[0] != here.commit_id:
-            wrote = True
-            files = self.jj.out("diff", "--from", was[0], "--to", here.commit_id,
-                                "--name-only").split()
-            self.jj.out("restore", "--from", was[0], "--into", here.change_id)
-            if files:
-                self.jj.out("restore", "--from", here.commit_id, "--into", task.change_id,
-                            "--", fileset(files))
-            self.moved_elsewhere = here.change_id
-        if parked and wc.files:
-            self.jj.out("squash", "--from", wc.change_id, "--into", task.change_id,
-                        "--use-destination-message")
-        short = here.change_id[:12]
-        self._moved_note = f"its agent moved the working copy onto change {short} (`jj edit`)" + (
-            f" and wrote there: its edits were moved into the task's change, and {short} is "
-            "as it was" if wrote else ": it is back on the task's change")
-        self.jj.out("edit", task.change_id)
-        return self.jj.revs(task.change_id)[0]
-
-    def _revert_last(self) -> None:
-        """Revert our own `jj commit` (the operation just made), so a change that was not the
-        task's keeps its own description and @ stays where the agent left it."""
-        head = op_head(self.root)
-        if head is not None:
-            self.jj.out("op", "revert", head.split(" ", 1)[0])
-
-    def _drop_empty(self, task: Rev) -> Change:
-        """Like git making no commit: an empty change would only clutter the history. Its ids
-        go with it, so nothing records a change that no longer exists."""
-        self.jj.out("abandon", task.change_id)
-        return Change(change_id="", base=",".join(task.parents), empty=True)
+        """Before our first jj command after a lane's agent: a new @ on the change it moved @
+        to, if it did, which takes the agent's edits in its place (moved_off.park)."""
+        if not self._parked:
+            self._parked = moved_off.park(self.jj, change, self._begun_at)
 
     def _careful_finish(self, change: Change, message: str) -> Change:
         """finish when `jj commit` failed: a look at what @ and the task's change are first."""
-        task, wc = self._one(change.change_id)
+        task, wc = where(self.jj, change.change_id)
         if task is None:
             raise VcsError(f"the task's change {change.short} is gone (abandoned by hand?)")
         if wc is not None:
-            task = self._fold(task, message)
-        stale = self._sweep(task, below=True)
-        if wc is None:  # not folded, which gave the message
-            self.jj.out("describe", "-r", task.change_id, "-m", message)
-            stale = True
-        if stale:
+            return self._done(moved_off.fold(self.jj, task, message))
+        return self._done(task, describe=message)  # not folded, which gave the message
+
+    def _done(self, task: Rev, wc: Rev | None = None, note: str = "", describe: str = ""
+              ) -> Change:
+        """The finished task's change with the tool's files swept out of it (and described
+        with `describe`, when given): dropped when empty, else the next begin's @ on top of
+        it. `wc`: the @ `jj commit` made there, carried to the next begin when the sweep left
+        it so; else made by `jj new`."""
+        swept = self._sweep(task, below=True)
+        if describe:
+            self.jj.out("describe", "-r", task.change_id, "-m", describe)
+        if swept or describe:
             task = self.jj.revs(task.change_id)[0]
-        files = tuple(f for f in task.files if not self._own.holds(f))
         self._fresh = True
         if task.empty:
-            return self._drop_empty(task)
-        self._new_on(task)
-        return Change(change_id=task.change_id, commit_id=task.commit_id,
-                      base=",".join(task.parents), files=files)
+            return self._drop_empty(task, note)
+        if wc is None:
+            self._new_on(task)
+        elif not swept and wc.empty and not wc.described:
+            self._carried = carried.keep(self.root, wc, task)
+        return _change(task, files=self._own.others(task.files), note=note)
+
+    def _drop_empty(self, task: Rev, note: str = "") -> Change:
+        """Like git making no commit: an empty change would only clutter the history. Its ids
+        go with it, so nothing records a change that no longer exists."""
+        self.jj.out("abandon", task.change_id)
+        return Change(change_id="", base=",".join(task.parents), empty=True, note=note)
 
     def _new_on(self, task: Rev) -> None:
         """`jj new` on the finished task; what it says @ is now is kept for the next begin."""
         fresh = next((r for r in self.jj.told("new", task.change_id) if r.is_wc), None)
         if fresh is not None:
-            self._carry(fresh, task)
-
-    def _carry(self, fresh: Rev, task: Rev) -> None:
-        """Keep `fresh`, the empty @ just made on the finished task, for the next begin."""
-        self._carried = carried.keep(self.root, fresh, task)
+            self._carried = carried.keep(self.root, fresh, task)
 
     def start_over(self, base: str) -> None:
         """The next task begins on `base` (a lane's later group, on the main line's tip): a new
@@ -451,16 +302,6 @@ class JjVcs:
         at operation `op`, is still the next begin's."""
         self._carried = carried.passed_on(self._carried, self.root, since, op)
 
-    def _fold(self, task: Rev, message: str, checked: bool = False) -> Rev:
-        """The agent ran `jj new`/`jj commit` itself: squash its changes back into the task's
-        (`checked`: @ is known to descend from it)."""
-        if not checked and not self._wc_on_top(task):
-            raise VcsError(f"the working copy moved off the task's change {task.change_id[:12]} "
-                           "(did the agent run `jj edit`?); move it back and retry")
-        self.jj.out("squash", "--from", f"{task.change_id}..@", "--into", task.change_id,
-                 "-m", message)
-        return self.jj.revs(task.change_id)[0]
-
     def abandon(self, change: Change, keep: bool = True) -> str | None:
         """Sweep out the tool's files, keep a copy of what the change (and anything on top of it)
         holds in a change off the line, then `jj abandon` them; the line that says so.
@@ -472,15 +313,15 @@ class JjVcs:
         finished, and what it recorded counts (dropping it would pay for the work twice).
         """
         message = self._messages.pop(change.change_id, None)  # None: not begun by this run
-        task, wc = self._one(change.change_id) if change.change_id else (None, None)
+        task, wc = where(self.jj, change.change_id) if change.change_id else (None, None)
         if task is None:
             return None
-        if keep and not self._began and wc is not None and self._wc_on_top(task):
+        if keep and not self._began and wc is not None and on_top(self.jj, task):
             self._resumable = task.change_id
             return None
         # Not begun by this run: a killed run's, whichever task's turn it is (in your checkout
         # one backend serves every group, so others may have begun), taken up or not.
-        if message is None and wc is not None and self._took_in_a_lane(task.change_id):
+        if message is None and wc is not None and took_in_a_lane(self.jj, task.change_id):
             task = self.jj.revs(task.change_id)[0]
         # With no base (before the first begin, an earlier run's leftover; in a new lane, whose
         # first task began right on the tip) the tool's files are put back on disk instead,
@@ -489,7 +330,7 @@ class JjVcs:
             f: (self.root / f).read_bytes() for f in task.files
             if self._own.holds(f) and (self.root / f).is_file()}
         self._sweep(task)
-        wc_goes = wc is None or self._wc_on_top(task)
+        wc_goes = wc is None or on_top(self.jj, task)
         tip = wc.change_id if wc is not None and wc_goes else task.change_id
         kept = keep_aside(self.jj, self.jj.revs(task.change_id)[0], tip, message)
         self.jj.out("abandon", f"{task.change_id} | ({task.change_id}:: & ::@)")
@@ -500,32 +341,12 @@ class JjVcs:
         self._fresh = wc_goes
         return kept
 
-    def _took_in_a_lane(self, change_id: str) -> bool:
-        """A killed run's attempt that is @ of one of this checkout's lanes (that run worked
-        in lanes, this one works here): its agent's files are on disk in the lane, never taken
-        into the change (finish's `jj commit` does that, or the lane's next command), so kept
-        aside from here it held nothing, and the agent was paid again. Taken in now by a
-        command run in that lane; whether one was."""
-        out = self.jj.out("--ignore-working-copy", "log", "--no-graph", "-r", change_id, "-T",
-                          "working_copies")
-        took = False
-        for name in (w.removesuffix("@") for w in out.split()):
-            path = lane_folder(self.root, name)
-            if path is None or not (path / ".jj").is_dir():
-                continue
-            try:
-                self.jj.out("log", "--no-graph", "-r", "@", "-T", "change_id", cwd=path)
-            except VcsError:
-                continue  # a lane jj cannot read (stale, say): its change as it is
-            took = True
-        return took
-
     def began(self, change_id: str) -> bool:
         """Whether this run's begin made the change (not finished or abandoned since). A
         killed run's is not, even once this run took it up (`_resume`): that run may have
         worked in another workplace, whose working copy may sit on the change (your checkout's
         @ on it, where its agent ran `jj new`; a lane's @, its files on disk there only), which
-        dropping it leaves to be seen to (LaneJj.abandon, _took_in_a_lane)."""
+        dropping it leaves to be seen to (LaneJj.abandon, workspaces.took_in_a_lane)."""
         return change_id in self._messages
 
     def discard(self, change: Change) -> str | None:
@@ -542,32 +363,21 @@ class JjVcs:
         return bool(change_id) and change_id == self._resumable
 
     def _resume(self, message: str) -> Change | None:
-        """The kept change taken up by this begin, described as the task; None (the change
-        abandoned after all) when it is gone or @ no longer sits on it."""
+        """The kept change taken up by this begin (agentloop.vcs.jj.resume), described as the
+        task; None (the change abandoned after all) when it is gone or @ no longer sits on
+        it."""
         change_id, self._resumable = self._resumable, ""
-        task, wc = self._one(change_id)
+        task, wc = where(self.jj, change_id)
         if task is None:
             return None
-        if wc is None or not self._wc_on_top(task):
+        if wc is None or not on_top(self.jj, task):
             self.abandon(Change(change_id=change_id))
             return None
-        # The base takes the tool's files that the agent's own `jj` call tracked (the task
-        # file): a new empty change right below the task's, never its parent, which may be a
-        # task's change (landed even); dropped at close if nothing went into it. One an earlier
-        # resume of this change put there (and was killed before it was dropped) serves again:
-        # a kill at every re-run piles no empty changes up.
-        below = self.jj.revs(f"{change_id}- & mutable() & empty()")
-        if len(below) != 1 or below[0].described or len(task.parents) != 1:
-            self.jj.out("new", "--no-edit", "--insert-before", change_id, "-m", "")
-            below = self.jj.revs(f"{change_id}-")
-        self._base = below[0].change_id
-        basemark.note(self.root, self._base)
+        self._base = resume.base_below(self.jj, self.root, task)
         self.jj.out("describe", "-r", change_id, "-m", message)
         # Not noted as begun by this run (began): it is still the killed run's change.
-        self._begun_at, self._parked = self._now(), ""
-        task = self.jj.revs(change_id)[0]
-        return Change(change_id=change_id, commit_id=task.commit_id, base=",".join(task.parents),
-                      kept=True)
+        self._begun_at, self._parked = moved_off.begun_at(self.jj, self._lane), ""
+        return _change(self.jj.revs(change_id)[0], kept=True)
 
     def bring_back(self, kept: str) -> bool:
         """The change a roll-back kept (aside.keep_aside, named by its line) squashed into @."""
@@ -600,18 +410,8 @@ class JjVcs:
         if not (wc.empty and not wc.described):
             self.jj.out("new")
         self._fresh = True
-        self._drop_unused_base()
-
-    def _drop_unused_base(self) -> None:
-        """Abandon the base when it ended up empty and undescribed under the tasks.
-
-        That is what jj does itself to such a change once it stops being @; left in place it
-        would show as a blank commit under the first task (in `git log` too, when colocated).
-        """
-        if not self._base:
-            return
-        basemark.drop_unused(self.jj, self._base)
-        basemark.forget(self.root)
+        if self._base:
+            basemark.closed(self.jj, self.root, self._base)
 
     def missing(self, change_ids: Iterable[str]) -> set[str]:
         """Which task changes are no longer below @ (abandoned, or undone by `jj op restore`).
@@ -641,21 +441,20 @@ class JjVcs:
         leaves that work in @ (or in changes between), and its task goes on from there."""
         if not change_id:
             return None
-        task, wc = self._one(change_id)
+        task, wc = where(self.jj, change_id)
         if task is None or wc is None or task.empty or wc.parents != (change_id,) or \
                 wc.described or not all(self._own.holds(f) for f in wc.files):
             return None
-        described = self.jj.out("log", "--no-graph", "-r", change_id, "-T", "description")
-        if trailers not in described:
+        if trailers not in self.jj.description(change_id):
             return None
-        return Change(change_id=change_id, commit_id=task.commit_id, base=",".join(task.parents),
-                      files=tuple(f for f in task.files if not self._own.holds(f)))
+        return _change(task, files=self._own.others(task.files))
 
 
-def _op(root: Path) -> str | None:
-    """The id of the operation jj is at, read without a process (run.op_head)."""
-    head = op_head(root)
-    return head.split(" ", 1)[0] if head else None
+def _change(rev: Rev, files: tuple[str, ...] = (), kept: bool = False, note: str = ""
+            ) -> Change:
+    """A task's change as `rev` says it is now (Change names its parents as its base)."""
+    return Change(change_id=rev.change_id, commit_id=rev.commit_id, base=",".join(rev.parents),
+                  files=files, kept=kept, note=note)
 
 
 def _lane_gone(where: Path) -> Exception:

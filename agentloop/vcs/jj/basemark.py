@@ -25,6 +25,14 @@ def note(root: Path, change_id: str) -> None:
         pass  # no note: a kill leaves one blank change, as before
 
 
+def make_below(jj: Jj, root: Path, change_id: str) -> str:
+    """A new empty base made right below `change_id`, and noted; its change id."""
+    jj.out("new", "--no-edit", "--insert-before", change_id, "-m", "")
+    base = jj.revs(f"{change_id}-")[0].change_id
+    note(root, base)
+    return base
+
+
 def drop_unused(jj: Jj, change_id: str) -> bool:
     """Abandon `change_id` when it is an unused base (UNUSED); True when it was."""
     verdict = jj.out("log", "--no-graph", "-r", f"present({change_id}) & ::@", "-T", UNUSED)
@@ -47,6 +55,9 @@ def drop_left(jj: Jj, root: Path) -> None:
         drop_unused(jj, change_id)
 
 
-def forget(root: Path) -> None:
-    """The run closed: its base is dropped or in use, nothing to note."""
+def closed(jj: Jj, root: Path, change_id: str) -> None:
+    """The run closed: its base `change_id` dropped when it ended up unused under the tasks,
+    as jj drops such a change itself once it stops being @ (left in place it would show as a
+    blank commit under the first task, in `git log` too when colocated); nothing to note."""
+    drop_unused(jj, change_id)
     (root / ".jj" / MARK).unlink(missing_ok=True)

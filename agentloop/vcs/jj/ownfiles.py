@@ -31,6 +31,10 @@ class OwnFiles:
         return (rel == self.task_rel or rel in self.plans or rel == STATE_DIR
                 or rel.startswith(STATE_DIR + "/"))
 
+    def others(self, paths: tuple[str, ...]) -> tuple[str, ...]:
+        """The paths of `paths` that are not the tool's: what a task's change holds."""
+        return tuple(p for p in paths if not self.holds(p))
+
     def options(self, auto_track: str) -> list[str]:
         """jj's --config options for the user's snapshot.auto-track minus these files."""
         ours = f'root:"{STATE_DIR}"'

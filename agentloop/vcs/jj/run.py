@@ -82,6 +82,13 @@ def op_head(root: Path) -> str | None:
     return f"{heads[0]} {git_head.strip().decode(errors='replace')}" if len(heads) == 1 else None
 
 
+def op_id(root: Path) -> str | None:
+    """The id of the operation the repository is at, read off its op heads (op_head, no
+    process); None when that is not one name."""
+    head = op_head(root)
+    return head.split(" ", 1)[0] if head is not None else None
+
+
 # What jj says when a workspace's files are behind its @, rewritten from another workspace.
 STALE = "working copy is stale"
 # A jj command that takes longer than this is stuck.
@@ -223,6 +230,10 @@ class Jj:
         """The change ids (or `template`) of the revisions in `revset`, newest first."""
         out = self.out("log", "--no-graph", "-r", revset, "-T", template + ' ++ "\\n"')
         return out.split()
+
+    def description(self, rev: str) -> str:
+        """The description of revision `rev`, as jj keeps it (ending in a newline)."""
+        return self.out("log", "--no-graph", "-r", rev, "-T", "description")
 
     def files(self, revset: str) -> set[str]:
         """The paths the revisions in `revset` change."""

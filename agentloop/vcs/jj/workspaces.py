@@ -1,11 +1,13 @@
 """jj workspaces for the lanes of a parallel run (agentloop.vcs.lanes): one per group, named
-`agent-loop-<name>`. A forgotten workspace's changes stay in the repository: nothing is lost."""
+`agent-loop-<name>`. A forgotten workspace's changes stay in the repository: nothing is lost.
+A lane's files are taken into its @ only by a jj command run there (took_in_a_lane)."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
+from agentloop.errors import VcsError
 from agentloop.vcs.jj.leftovers import BEGUN
 from agentloop.vcs.jj.run import Jj
 from agentloop.vcs.lanes import JJ_PREFIX, Workspace, bookkeeping, lanes_dir
@@ -22,6 +24,27 @@ def lane_folder(root: Path, workspace: str) -> Path | None:
     (whether or not it is there now); None when `workspace` is no lane's."""
     name = lane_of(workspace)
     return lanes_dir(root) / name if name is not None else None
+
+
+def took_in_a_lane(jj: Jj, change_id: str) -> bool:
+    """A killed run's attempt that is @ of one of the lanes of the checkout `jj` runs in (that
+    run worked in lanes, this one works here): its agent's files are on disk in the lane, never
+    taken into the change (finish's `jj commit` does that, or the lane's next command), so kept
+    aside from the checkout it held nothing, and the agent was paid again. Taken in now by a
+    command run in that lane; whether one was."""
+    out = jj.out("--ignore-working-copy", "log", "--no-graph", "-r", change_id, "-T",
+                 "working_copies")
+    took = False
+    for name in (w.removesuffix("@") for w in out.split()):
+        path = lane_folder(jj.root, name)
+        if path is None or not (path / ".jj").is_dir():
+            continue
+        try:
+            jj.out("log", "--no-graph", "-r", "@", "-T", "change_id", cwd=path)
+        except VcsError:
+            continue  # a lane jj cannot read (stale, say): its change as it is
+        took = True
+    return took
 
 
 def jj_workspaces(root: Path) -> set[str]:
