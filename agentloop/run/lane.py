@@ -349,11 +349,16 @@ def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str) -> Non
             except IntegrationConflict as conflict:  # a parallel run's lane: another came first
                 done = conflicts.resolve(run, task, outcome.change, outcome.result.session_id,
                                          conflict, outcome.attempt)
+        note = outcome.note
         if done.note:
-            run.emit(LaneNote(f"task {task.index}: {done.note}"))
+            said = f"task {task.index}: {done.note}"
+            run.emit(LaneNote(said))
+            # Kept as the task's note too (what the agent did to your checkout, what the
+            # backend put right): the closing lines and `--status` say it again.
+            note = f"{note}; {said}" if note else said
         if done.empty:  # nothing changed: no change to record (backends drop an empty one)
             done = Change(change_id="", empty=True)
-        step = Completed(outcome.attempt, done, outcome.status, outcome.note, outcome.feedback,
+        step = Completed(outcome.attempt, done, outcome.status, note, outcome.feedback,
                          helper_cost)
         if running:
             # Its commit lands beside the next task's agent: the record says so (and names
