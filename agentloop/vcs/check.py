@@ -103,9 +103,6 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
         return Breach(Kind.LANE_GONE, f"the lane's worktree {lane} was removed from outside "
                       f"(its branch {short} keeps what it had committed)",
                       ("git worktree prune", f"git log --oneline {main_short}..{short}"))
-    agents = _agent_moved_main(record)  # before the look that trusts the files: one too
-    if agents is not None:
-        return agents
     if record.dirs is not None and _as_left(record):
         return None
     git, main = Git(lane), Git(record.main_root)
@@ -133,7 +130,9 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
                       "this step is landed",
                       (f"git log --oneline {tip[:12]}..{record.head[:12]}",
                        f"git -C {lane} reset --hard {record.head[:12]}"))
-    rewound = _main_rewound(record, main)
+    # Your branch moved (the files said so, or `_as_left` would have): by an agent's git run
+    # in your checkout, its reflog says, or back; one the lane checked out is said above.
+    rewound = _agent_moved_main(record) or _main_rewound(record, main)
     if rewound is not None:
         return rewound
     if record.landed:

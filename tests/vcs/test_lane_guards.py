@@ -687,3 +687,16 @@ def test_an_agents_stash_in_your_checkout_is_said_with_the_way_back(repo: Path,
     assert f"`git -C {repo} stash pop`" in done.note
     git(repo, "stash", "pop", "-q")
     assert (repo / "f.txt").read_text() == "my edit\n"
+
+
+def test_an_agent_that_commits_on_your_branch_from_its_lane_is_said_as_checked_out(
+        repo: Path, lane: LaneGit) -> None:
+    # Its commit's entry in your branch's log carries the mark too: what the lane's check
+    # finds first (the lane off its branch) is the line, not "ran git in your checkout".
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    agent_git(lane.root, "checkout", "-q", "--ignore-other-worktrees", "main")
+    agent_git(lane.root, "commit", "-qm", "the agent's own commit", "--allow-empty")
+    with pytest.raises(LaneBreach) as caught:
+        lane.finish(change, "task 2")
+    assert caught.value.breach.kind is Kind.CHECKED_OUT
