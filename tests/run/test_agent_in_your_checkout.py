@@ -104,3 +104,21 @@ def test_the_real_clis_bash_commit_in_your_checkout_stops_the_run(
     done = agent_loop(work, "--vcs", "git", "--no-distill", env=env)
     assert done.returncode == 1, done.stdout + done.stderr
     _stopped_on_the_agents_commit(work, done.stdout, done.stderr, mine)
+
+
+def test_a_task_that_only_deleted_your_file_is_said_empty_and_what_it_did(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # The note does not take the place of "changed no files" (as a submodule's note does, which
+    # says where its files are): both are said.
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(PLAN.format(hostile=f"rm {work}/scratch.txt")
+                                   .replace("  FAKE: write b1.txt b1\n", ""))
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "the plan")
+    (work / "scratch.txt").write_text("my notes\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "  completed, but the task changed no files (no change recorded)" in done.stdout
+    assert "look at: task 1: scratch.txt (deleted) in" in done.stdout, done.stdout
+    assert "look at: task 1 completed but changed no files" in done.stdout, done.stdout
+    assert "note: task 1: scratch.txt (deleted)" in agent_loop(work, "--status").stdout
