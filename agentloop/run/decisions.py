@@ -192,6 +192,9 @@ class Completed:
     helper_cost: float = 0.0
     # False: said already, when its landing began beside the next agent (status `landing`).
     said: bool = True
+    # What the VCS found and put right as the task was committed (`task N: ...`: what the agent
+    # did to your checkout), said as it was found: kept after `note` in the task's record.
+    aside: str | None = None
 
 
 @dataclass(frozen=True)

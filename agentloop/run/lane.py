@@ -349,12 +349,15 @@ def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str) -> Non
             except IntegrationConflict as conflict:  # a parallel run's lane: another came first
                 done = conflicts.resolve(run, task, outcome.change, outcome.result.session_id,
                                          conflict, outcome.attempt)
-        if done.note:
-            run.emit(LaneNote(f"task {task.index}: {done.note}"))
+        aside = f"task {task.index}: {done.note}" if done.note else None
+        if aside:
+            run.emit(LaneNote(aside))
         if done.empty:  # nothing changed: no change to record (backends drop an empty one)
             done = Change(change_id="", empty=True)
+        # What the agent did to your checkout (what the backend put right) is kept in the
+        # task's record too: the closing lines and `--status` say it again.
         step = Completed(outcome.attempt, done, outcome.status, outcome.note, outcome.feedback,
-                         helper_cost)
+                         helper_cost, aside=aside)
         if running:
             # Its commit lands beside the next task's agent: the record says so (and names
             # the commit) before that task begins, so a stop at any moment leaves it for the

@@ -350,7 +350,8 @@ def _record(task: TaskState, step: Step) -> bool:
     elif isinstance(step, Completed):
         add_helper_cost(task, step.record, step.helper_cost)
         task.feedback = step.feedback or task.feedback  # an attempt's opening cleared it
-        complete(task, step.record, step.done, step.status, step.note)
+        note = "; ".join(n for n in (step.note, step.aside) if n) or None
+        complete(task, step.record, step.done, step.status, note)
     elif isinstance(step, Blocked):
         blocked(task, step.record, step.reason, step.session)
     elif isinstance(step, Conflicted):

@@ -80,15 +80,23 @@ def _landed_on(run: Run) -> str:
 
 def _empty_notes(run: Run, planned: list[int]) -> tuple[str, ...]:
     """Tasks this run completed without changing a file: done, or only said to be? A completed
-    task's note (what it wrote inside a submodule: agentloop.run.submodule_files) is said
-    instead: it says where its files are."""
+    task's note is said too: what the agent did to your checkout (`task N: ...`, kept by
+    agentloop.run.lane), or instead, what it wrote inside a submodule
+    (agentloop.run.submodule_files), which says where its files are."""
     tasks = run.state.tasks
-    return tuple(tasks[i - 1].error or f"task {i} completed but changed no files; read "
-                 f"{run.project.shown(tasks[i - 1].log or '')} "
-                 "(--require-changes fails such a task)"
-                 for i in planned if tasks[i - 1].status == S.COMPLETED
-                 and (tasks[i - 1].error or not tasks[i - 1].files
-                      and not tasks[i - 1].change_id))
+    notes: list[str] = []
+    for i in planned:
+        task = tasks[i - 1]
+        if task.status != S.COMPLETED:
+            continue
+        if task.error:
+            notes.append(task.error)
+        if not task.files and not task.change_id and \
+                (not task.error or task.error.startswith(f"task {i}: ")):
+            notes.append(f"task {i} completed but changed no files; read "
+                         f"{run.project.shown(task.log or '')} "
+                         "(--require-changes fails such a task)")
+    return tuple(notes)
 
 
 def _kept_notes(run: Run, planned: list[int]) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable
 from agentloop.errors import VcsError
 from agentloop.ondemand import dataclass
 from agentloop.vcs import own_output, plan_files
-from agentloop.vcs.git import refs
+from agentloop.vcs.git import reflog, refs
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.rewritten import carried, rewritten
 
@@ -41,6 +41,8 @@ class Kind(enum.Enum):
     MAIN_REWOUND = "main-rewound"            # your branch moved back (or was rewritten)
     OPERATION_UNDONE = "operation-undone"    # jj: an operation was undone or restored
     CHECKOUT_WRITTEN = "checkout-written"    # your checkout changed while the agent ran
+    AGENT_MOVED_MAIN = "agent-moved-main"    # an agent's git command moved your branch
+    AGENT_MOVED_HEAD = "agent-moved-head"    # an agent's git command moved your checkout's HEAD
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,9 @@ class GitLaneRecord:
     # The main line's commit as the step began, which it must still hold when the step ends;
     # then any it may be found at with nothing to check (a landing that runs beside the step).
     main_at: tuple[str, ...] = ()
+    # Your checkout's HEAD log and your branch's (agentloop.vcs.git.reflog), and where each
+    # ended as the step began; () when not known.
+    reflogs: tuple[tuple[Path, int], ...] = ()
 
 
 def check_git_lane(record: GitLaneRecord) -> Breach | None:
@@ -125,7 +130,9 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
                       "this step is landed",
                       (f"git log --oneline {tip[:12]}..{record.head[:12]}",
                        f"git -C {lane} reset --hard {record.head[:12]}"))
-    rewound = _main_rewound(record, main)
+    # Your branch moved (the files said so, or `_as_left` would have): by an agent's git run
+    # in your checkout, its reflog says, or back; one the lane checked out is said above.
+    rewound = _agent_moved_main(record) or _main_rewound(record, main)
     if rewound is not None:
         return rewound
     if record.landed:
@@ -161,6 +168,80 @@ def _main_rewound(record: GitLaneRecord, main: Git) -> Breach | None:
                    f"git -C {record.main_root} reset --keep {old[:12]}"), everywhere=True)
 
 
+def _agent_moved_main(record: GitLaneRecord) -> Breach | None:
+    """Your branch moved by an agent's own git command in your checkout (its `git commit -a`
+    there, a reset, a merge), known for sure by the mark its reflog entry carries: a stop, as
+    your branch moved back is, since a landing on top would bury what the agent did under the
+    task's commit, and the repair (`reset --soft`, `reset --keep`) would take the task along."""
+    if len(record.reflogs) < 2:
+        return None
+    entries = reflog.agents_since(*record.reflogs[1])
+    if not entries:
+        return None
+    root, short = record.main_root, record.main_ref.removeprefix("refs/heads/")
+    old, new = entries[0].old, entries[-1].new
+    said = "; ".join(dict.fromkeys(e.message for e in entries))
+    main = Git(root)
+    line = f"an agent ran git in your checkout {root}, not in its lane, and moved your branch "
+    if _ancestor(main, new, old):  # back: its `reset --hard HEAD~1`
+        return Breach(Kind.AGENT_MOVED_MAIN, f"{line}{short} back from {old[:12]} to "
+                      f"{new[:12]}, dropping what came after it (its reflog entry says "
+                      f"`{said}`); nothing of this step is landed on it, and {old[:12]} stays "
+                      f"in `git reflog {short}`",
+                      (f"git -C {root} log --oneline {new[:12]}..{old[:12]}",
+                       f"git -C {root} reset --keep {old[:12]}"), everywhere=True)
+    line += (f"{short} from {old[:12]} to {new[:12]} (its reflog entry says `{said}`); nothing "
+             "of this step is landed on it")
+    if _ancestor(main, old, new):
+        files = [f for f in main.out("diff", "--name-only", "-z", "--no-renames", old,
+                                     new).split("\0") if f]
+        # Whatever it committed was uncommitted in your checkout: your edits, or its writes.
+        took = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+        return Breach(Kind.AGENT_MOVED_MAIN, f"{line}: it committed what your checkout held "
+                      f"uncommitted ({took or 'no file'}), your edits among it; `git reset --soft "
+                      f"{old[:12]}` gives it all back uncommitted (staged)",
+                      (f"git -C {root} log --stat {old[:12]}..{new[:12]}",
+                       f"git -C {root} reset --soft {old[:12]}"), everywhere=True)
+    return Breach(Kind.AGENT_MOVED_MAIN, line,
+                  (f"git -C {root} log --oneline {new[:12]}..{old[:12]}",
+                   f"git -C {root} reset --keep {old[:12]}"), everywhere=True)
+
+
+def agent_moved_head(record: GitLaneRecord, dirs: tuple[Path, Path], stashed: bool = False
+                     ) -> Breach | None:
+    """Your checkout's HEAD moved by an agent's own git command there (its `git checkout -b`,
+    `git switch`, the reset inside a `git stash`), your branch not: said, never a stop (the
+    tasks go on landing on your branch, agentloop.vcs.git.mainline), with the way back when
+    the checkout (its git dir and common dir: `dirs`) is off your branch now, or (`stashed`:
+    the stash list has a new entry that is not a lane's) when your edits went to the stash
+    list. No process."""
+    if not record.reflogs:
+        return None
+    entries = reflog.agents_since(*record.reflogs[0])
+    if not entries:
+        return None
+    root, short = record.main_root, record.main_ref.removeprefix("refs/heads/")
+    found = refs.where(*dirs)
+    said = "; ".join(dict.fromkeys(e.message for e in entries))
+    line = f"an agent ran git in your checkout {root}, not in its lane"
+    if found is not None and found[0] != record.main_ref:
+        there = (found[0] or "a detached HEAD").removeprefix("refs/heads/")
+        return Breach(Kind.AGENT_MOVED_HEAD, f"{line}, and switched it from {short} to {there} "
+                      f"(its reflog entry says `{said}`)",
+                      (f"git -C {root} reflog -{len(entries) + 1}",
+                       f"git -C {root} switch {short}"), stops=False)
+    if all(e.old == e.new for e in entries) and stashed:
+        return Breach(Kind.AGENT_MOVED_HEAD, f"{line}: its `git stash` there set your uncommitted "
+                      f"edits aside (its reflog entry says `{said}`), in your stash list now",
+                      (f"git -C {root} stash show -p", f"git -C {root} stash pop"), stops=False)
+    if all(e.old == e.new for e in entries):  # `git reset --hard` to HEAD
+        return Breach(Kind.AGENT_MOVED_HEAD, f"{line}, and put its files back as committed "
+                      f"(its reflog entry says `{said}`: a `git reset --hard`)", stops=False)
+    return Breach(Kind.AGENT_MOVED_HEAD, f"{line}, and moved its HEAD from {entries[0].old[:12]} "
+                  f"to {entries[-1].new[:12]} and back (its reflog entry says `{said}`)",
+                  (f"git -C {root} reflog -{len(entries) + 1}",), stops=False)
+
+
 def _as_left(record: GitLaneRecord) -> bool:
     """Whether the git dir's files say the lane is as the step began: on its branch (which
     exists), at the commit recorded when one is, and the main line at the last commit this
@@ -184,33 +265,47 @@ def dirty(git: Git) -> list[str]:
     index back whenever it finds an entry to refresh, as it does after every landing (the
     files `merge --ff-only` just wrote are racily clean): a file written per task, and a
     `git add` of the user's at that moment refused for the lock."""
-    return _paths(git.out(*_STATUS))
+    return listed(git.out(*_STATUS)).paths
 
 
-def dirty_beside(git: Git) -> Callable[[], list[str]]:
+def dirty_beside(git: Git) -> Callable[[], Listed]:
     """`dirty(git)` with its git started now, to run beside what the caller does next (the
-    lane's add and commit, in another working tree); the function that waits for its answer
-    (to be called on every path: it reaps the git)."""
+    lane's add and commit, in another working tree), as a Listed; the function that waits for
+    its answer (to be called on every path: it reaps the git)."""
     answer = git.start(*_STATUS)
-    return lambda: _paths(answer())
+    return lambda: listed(answer())
 
 
 _STATUS = ("--no-optional-locks", "status", "--porcelain", "-z", "--no-renames",
            "--untracked-files=all", "--ignored=no")
 
 
-def _paths(out: str) -> list[str]:
-    return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})  # a rename:
-    # its old path unprefixed
+@dataclass(frozen=True)
+class Listed:
+    """What `git status` lists in a checkout: the paths, and those of them staged (the index
+    differs from HEAD there), whose change `git diff` does not show."""
+
+    paths: list[str]
+    staged: frozenset[str] = frozenset()
+    unindexed: frozenset[str] = frozenset()  # of them, deleted from the index (`git rm`)
+
+
+def listed(out: str) -> Listed:
+    """`git status --porcelain -z`'s answer, read."""
+    entries = [e for e in out.split("\0") if len(e) > 3]
+    return Listed(sorted({e[3:] for e in entries}),  # a rename: its old path unprefixed
+                  frozenset(e[3:] for e in entries if e[0] not in " ?!"),
+                  frozenset(e[3:] for e in entries if e[0] == "D"))
 
 
 def written(root: Path, before: dict[str, tuple[int, int, int] | None],
-            now: list[str]) -> Breach | None:
+            now: list[str], index: Listed | None = None) -> Breach | None:
     """Files of the user's checkout `root` dirty `now` that were not, or differed, when the
     step began (`before`), and files dirty then that are no longer and were written or
     deleted since (an untracked file removed, an edit put back as committed): said, never a
     stop (the user may be editing too). One you committed meanwhile is where it was: not
-    said."""
+    said. `index`: the look that listed `now`, whose staged paths (a `git rm --cached` of the
+    agent's) `git diff` does not show: `git diff --cached` does, and `git reset` undoes."""
     if not now and not before:  # the usual case, a clean checkout: nothing to tell apart
         return None
     own = own_output(root)  # `> run.log` in the checkout grows while agents run: the run's
@@ -224,11 +319,24 @@ def written(root: Path, before: dict[str, tuple[int, int, int] | None],
         return None
     # No longer listed: deleted, or written back as committed (your edit in it gone).
     how = {p: gone_as(root, p) for p in changed if p not in listed}
+    staged = index.staged if index is not None else frozenset()
+    for p in changed:
+        if p in staged and p not in how:
+            # `git rm --cached`: the file is where it was, git's index no longer has it.
+            how[p] = (" (its deletion staged, the file left on disk)"
+                      if index is not None and p in index.unindexed and os.path.lexists(root / p)
+                      else " (staged)")
     said = ", ".join(p + how.get(p, "") for p in changed[:5])
-    shown = [p for p in changed[:5] if p not in how]
+    shown = [p for p in changed[:5] if p in listed]
+    cached = [p for p in shown if p in staged]
+    plain = [p for p in shown if p not in staged]
+    commands = ((f"git -C {root} diff -- {' '.join(plain)}",) if plain else ()) + (
+        (f"git -C {root} diff --cached -- {' '.join(cached)}",
+         f"git -C {root} reset -q -- {' '.join(cached)}") if cached else ())
     return Breach(Kind.CHECKOUT_WRITTEN, f"{said} in {root} changed while this lane's agent "
-                  "ran (an agent writing outside its lane, or you)",
-                  (f"git -C {root} diff -- {' '.join(shown)}",) if shown else (), stops=False)
+                  "ran (an agent writing outside its lane, or you)"
+                  + ("; `git reset` unstages what was staged, the files left as they are"
+                     if cached else ""), commands, stops=False)
 
 
 def gone_as(root: Path, path: str) -> str:

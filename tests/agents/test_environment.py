@@ -74,3 +74,5 @@ def test_the_real_cli_and_its_shell_start_sealed(tmp_path: Path, fake_api: FakeA
     assert set_by_cli <= set(SESSION_VARIABLES), set_by_cli - set(SESSION_VARIABLES)
     assert seen["ADDED"] == "yes" and seen["MY_TOKEN"] == "keep-me"
     assert seen["ANTHROPIC_API_KEY"] == "sk-ant-fake-key"
+    # The agent's git commands carry its mark into the reflog (agentloop.vcs.git.reflog).
+    assert seen["GIT_REFLOG_ACTION"] == "agent-loop agent"

@@ -284,7 +284,9 @@ def test_an_agent_that_moves_your_branch_back_stops_the_run_and_lands_nothing_on
     out = done.stdout + done.stderr
     assert done.returncode != 0 and "Traceback" not in out, out
     back = git(work, "rev-parse", "HEAD").strip()
-    assert f"your branch {git(work, 'branch', '--show-current').strip()} was moved from " \
-           f"{yours[:12]} back to {back[:12]}" in out, out
+    # Known for the agent's by the mark its reset wrote in your branch's reflog.
+    assert f"an agent ran git in your checkout {work}, not in its lane, and moved your branch " \
+           f"{git(work, 'branch', '--show-current').strip()} back from {yours[:12]} to " \
+           f"{back[:12]}" in out, out
     assert f"reset --keep {yours[:12]}" in out and "README.md (back as committed) in" in out, out
     assert not (work / "one.txt").exists() and "agent-loop:" not in git(work, "log", "--format=%s")

@@ -19,7 +19,9 @@ from tests.support.runner import agent_loop, half_done_in_the_serial_lane
 # What you do in your checkout while task 1's agent works (run by that agent, so it comes at a
 # known moment): a new file, committed.
 YOURS = {
-    "git": "echo 'user line' > notes.txt && git add notes.txt && git commit -qm 'user: notes'",
+    # Without the agent's mark in its reflog entry: your commit, not the agent's.
+    "git": "echo 'user line' > notes.txt && git add notes.txt && "
+           "env -u GIT_REFLOG_ACTION git commit -qm 'user: notes'",
     "jj": "echo 'user line' > notes.txt && jj commit -m 'user: notes' >/dev/null 2>&1",
 }
 

@@ -188,7 +188,7 @@ def test_a_kill_inside_a_later_group_goes_on_in_the_one_lane(
 CONFLICT_PLAN = """\
 ## Left
 - left edit
-  FAKE: bash cd {root} && echo yours > shared.txt && git commit -qam "your edit"
+  FAKE: bash cd {root} && echo yours > shared.txt && env -u GIT_REFLOG_ACTION git commit -qam yours
   FAKE: write shared.txt left
 
 ## Right

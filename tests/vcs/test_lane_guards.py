@@ -22,6 +22,7 @@ from agentloop.vcs.git.mainline import GitMainLine
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.landing import LandingHeld
 from agentloop.vcs.protocol import Change
+from tests.support.repos import agent_git
 from tests.vcs.test_mainline import git, lane_commit, repo  # noqa: F401 - the fixture
 
 
@@ -215,7 +216,9 @@ def test_a_clean_step_passes_and_a_checkout_write_is_said_not_stopped(repo: Path
     change, said = _task_2_and_a_stray_file(repo, lane)
     done = lane.finish(change, "task 2")
     assert files_of(repo, done.change_id) == ["two.txt"]
-    assert said and "stray.txt" in said[0] and "while this lane's agent ran" in said[0]
+    # The task's note, which its record keeps (the closing lines and --status say it again).
+    assert "stray.txt" in done.note and "while this lane's agent ran" in done.note
+    assert not said  # not said apart as well
 
 
 def test_the_look_at_your_checkout_runs_beside_the_lanes_commit(
@@ -247,7 +250,7 @@ def test_the_look_at_your_checkout_runs_beside_the_lanes_commit(
     Path(f"{flag}.armed").touch()
     done = lane.finish(change, "task 2")
     assert files_of(repo, done.change_id) == ["two.txt"]
-    assert said and "stray.txt" in said[0]  # what the look found is said as before
+    assert "stray.txt" in done.note  # what the look found is said as before
 
 
 # -- an agent's own commits belong to its task, also across a kill ---------------------------
@@ -455,7 +458,7 @@ def test_a_lanes_step_looks_at_your_checkout_without_a_thread(
     change, said = _task_2_and_a_stray_file(repo, lane)
     done = lane.finish(change, "task 2")
     assert files_of(repo, done.change_id) == ["two.txt"]
-    assert said and "stray.txt" in said[0]
+    assert "stray.txt" in done.note
     assert started == []
 
 
@@ -485,8 +488,8 @@ def test_your_branch_moved_back_while_the_agent_ran_stops_the_step(repo: Path,
     assert f"your branch main was moved from {yours[:12]} back to {back[:12]}" in breach.line
     assert "git reflog main" in breach.line and f"reset --keep {yours[:12]}" in breach.text()
     assert git(repo, "rev-parse", "main") == back  # nothing of the step landed on it
-    # (and your uncommitted edit the reset took with it is said)
-    assert [line for line in said if "f.txt (back as committed) in" in line], said
+    # (and your uncommitted edit the reset took with it is said, in the stop's own line)
+    assert "f.txt (back as committed) in" in breach.line
     assert (lane.root / "three.txt").exists()
     git(repo, "reset", "-q", "--keep", yours[:12])  # the repair the line names
     assert (repo / "mine.txt").read_text() == "my commit\n"
@@ -541,9 +544,9 @@ def test_an_untracked_file_of_yours_deleted_while_the_agent_ran_is_said(repo: Pa
     (repo / "notes.txt").unlink()
     git(repo, "add", "other.txt")
     git(repo, "commit", "-qm", "mine, committed meanwhile")
-    vcs.finish(change, "task 1")
-    told = [line for line in said if "changed while this lane's agent ran" in line]
-    assert len(told) == 1 and "notes.txt (deleted)" in told[0], said
+    told = [vcs.finish(change, "task 1").note]
+    assert "changed while this lane's agent ran" in told[0]
+    assert "notes.txt (deleted)" in told[0], told
     assert "other.txt" not in told[0] and "f.txt" not in told[0]
 
 
@@ -577,8 +580,8 @@ def test_an_agents_git_stash_in_its_lane_leaves_your_stash_list(repo: Path,
     listed = git(repo, "stash", "list").splitlines()
     assert len(listed) == 1 and "WIP on main" in listed[0], listed
     # (The fixture's repository does not ignore .agent-loop/: the lane's folder is said too.)
-    told = [line for line in said if "ran `git stash`" in line]
-    assert len(told) == 1 and "`git stash`" in told[0] and "not in this task's change" in told[0]
+    told = [done.note]  # the task's note
+    assert told[0].count("ran `git stash`") == 1 and "not in this task's change" in told[0]
     kept = told[0].split("`git stash apply ")[1].split("`")[0]
     assert kept.startswith("refs/agent-loop/stash/1-a/")
     git(lane.root, "stash", "apply", "-q", kept)
@@ -587,7 +590,7 @@ def test_an_agents_git_stash_in_its_lane_leaves_your_stash_list(repo: Path,
     said.clear()
     change = lane.begin("task 3")
     _write(lane.root, "four.txt")
-    lane.finish(change, "task 3")
+    assert "ran `git stash`" not in lane.finish(change, "task 3").note
     assert not any("ran `git stash`" in line for line in said)
 
 
@@ -600,3 +603,100 @@ def test_an_agents_only_stash_entry_leaves_no_empty_stash_behind(repo: Path,
     lane.finish(change, "task 2")
     assert git(repo, "stash", "list") == ""
     assert git(repo, "for-each-ref", "refs/stash") == ""
+
+
+# -- an agent's own git commands run in your checkout (`cd` out of its lane) -------------------
+
+def test_an_agents_commit_a_in_your_checkout_stops_and_says_what_it_took(repo: Path,
+                                                                         lane: LaneGit) -> None:
+    # The agent's `git -C <your checkout> commit -am ...` took your uncommitted edit into a
+    # commit on your branch, unsaid; its reflog entry carries the agent's mark, so the step
+    # stops on it, nothing landed on top, and the repair gives your edit back uncommitted.
+    (repo / "f.txt").write_text("my precious uncommitted edit\n")
+    old = git(repo, "rev-parse", "main")
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    agent_git(repo, "commit", "-qam", "agent sneaks in")
+    sneaked = git(repo, "rev-parse", "main")
+    with pytest.raises(LaneBreach) as caught:
+        lane.finish(change, "task 2")
+    breach = caught.value.breach
+    assert breach.kind is Kind.AGENT_MOVED_MAIN and breach.stops and breach.everywhere
+    assert "\n" not in breach.text()
+    assert f"moved your branch main from {old[:12]} to {sneaked[:12]}" in breach.line
+    assert "it committed what your checkout held uncommitted (f.txt)" in breach.line
+    assert git(repo, "rev-parse", "main") == sneaked  # nothing of the step landed on it
+    assert (lane.root / "two.txt").exists()
+    repair = breach.commands[-1]
+    assert repair == f"git -C {repo} reset --soft {old[:12]}"
+    git(repo, *repair.split()[3:])
+    assert git(repo, "rev-parse", "main") == old
+    assert git(repo, "status", "--porcelain", "--", "f.txt").strip() == "M  f.txt"
+    assert (repo / "f.txt").read_text() == "my precious uncommitted edit\n"
+
+
+def test_your_own_commit_a_beside_the_agent_lands(repo: Path, lane: LaneGit) -> None:
+    # The same commit made by you (no mark in its reflog entry): yours, the task lands on it.
+    (repo / "f.txt").write_text("my edit\n")
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    git(repo, "commit", "-qam", "mine")
+    done = lane.finish(change, "task 2")
+    assert git(repo, "rev-parse", "main") == done.change_id
+    assert "an agent ran git" not in done.note
+
+
+def test_an_agents_rm_cached_in_your_checkout_names_the_commands_that_show_and_undo_it(
+        repo: Path, lane: LaneGit) -> None:
+    # `git diff -- f.txt` shows nothing for a staged deletion: the note names the one that
+    # does and the one that puts the index entry back, which work on any git.
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    git(repo, "rm", "-q", "--cached", "f.txt")
+    done = lane.finish(change, "task 2")
+    assert "f.txt (its deletion staged, the file left on disk)" in done.note, done.note
+    see = f"git -C {repo} diff --cached -- f.txt"
+    undo = f"git -C {repo} reset -q -- f.txt"
+    assert f"`{see}`" in done.note and f"`{undo}`" in done.note
+    assert f"git -C {repo} diff -- f.txt" not in done.note
+    assert "deleted file mode" in git(repo, *see.split()[3:])
+    git(repo, *undo.split()[3:])
+    assert git(repo, "status", "--porcelain", "--", "f.txt") == ""
+
+
+def test_an_agents_checkout_in_your_checkout_is_said_with_the_way_back(repo: Path,
+                                                                       lane: LaneGit) -> None:
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    agent_git(repo, "checkout", "-q", "-b", "agentbranch")
+    done = lane.finish(change, "task 2")
+    assert "an agent ran git in your checkout" in done.note
+    assert "switched it from main to agentbranch" in done.note
+    assert f"`git -C {repo} switch main`" in done.note
+    assert files_of(repo, git(repo, "rev-parse", "main")) == ["two.txt"]  # landed on main
+
+
+def test_an_agents_stash_in_your_checkout_is_said_with_the_way_back(repo: Path,
+                                                                    lane: LaneGit) -> None:
+    (repo / "f.txt").write_text("my edit\n")
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    agent_git(repo, "stash", "-q")
+    done = lane.finish(change, "task 2")
+    assert "its `git stash` there set your uncommitted edits aside" in done.note, done.note
+    assert f"`git -C {repo} stash pop`" in done.note
+    git(repo, "stash", "pop", "-q")
+    assert (repo / "f.txt").read_text() == "my edit\n"
+
+
+def test_an_agent_that_commits_on_your_branch_from_its_lane_is_said_as_checked_out(
+        repo: Path, lane: LaneGit) -> None:
+    # Its commit's entry in your branch's log carries the mark too: what the lane's check
+    # finds first (the lane off its branch) is the line, not "ran git in your checkout".
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    agent_git(lane.root, "checkout", "-q", "--ignore-other-worktrees", "main")
+    agent_git(lane.root, "commit", "-qm", "the agent's own commit", "--allow-empty")
+    with pytest.raises(LaneBreach) as caught:
+        lane.finish(change, "task 2")
+    assert caught.value.breach.kind is Kind.CHECKED_OUT

@@ -18,13 +18,15 @@ from agentloop.vcs.check import (
     GitLaneRecord,
     Kind,
     LaneBreach,
+    Listed,
+    agent_moved_head,
     check_git_lane,
     dirty,
     dirty_beside,
     stamp,
     written,
 )
-from agentloop.vcs.git import refs, stash
+from agentloop.vcs.git import reflog, refs, stash
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
 from agentloop.vcs.git.run import Git
@@ -34,7 +36,7 @@ from agentloop.vcs.protocol import Change, KilledAttempt
 from agentloop.vcs.rewritten import carried, rewritten
 
 
-def _raise(exc: Exception) -> list[str]:
+def _raise(exc: Exception) -> Listed:
     raise exc
 
 
@@ -183,10 +185,12 @@ class LaneGit:
         seen, self._seen = self._seen, None
         self._made, self._finishing = None, False
         self._stash = stash.top(self.main.common_dir)
+        logs = reflog.logs(self.main.git_dir, self.main.common_dir, self.main.ref)
         self.record = GitLaneRecord(self.root, self.branch, self.work.tree.head(),
                                     self.main.root, self.main.ref, tuple(self.landed),
                                     seen if seen is not None else self.main.stamps(),
-                                    self.work.tree.dirs(), self._main_at())
+                                    self.work.tree.dirs(), self._main_at(),
+                                    tuple(zip(logs, reflog.ends(logs))))
         return change
 
     def _main_at(self) -> tuple[str, ...]:
@@ -205,18 +209,31 @@ class LaneGit:
         task that stops the group; what only needs saying is said. `commit`: the step's
         commit in the lane, made (its Change returned) while the user's checkout is looked at,
         once nothing that stops the group was found; it calls the function it is given once
-        its first git command has started (that look's git is started then, behind it)."""
+        its first git command has started (that look's git is started then, behind it). What
+        is said of a step that made its commit goes as the commit's note (its task's record
+        keeps it, for the closing lines and `--status`), else it is said at once."""
         record = record or self.record
         self._looked = None
-        self._stashed()
+        stash_before = self._stash
+        said = [self._stashed()]
         breach = check_git_lane(record) if record is not None else None
         if breach is not None and breach.stops:
-            if breach.kind is Kind.MAIN_REWOUND and record is not None:
-                # A `reset --hard` takes your uncommitted edits with it: said before the stop.
+            if breach.kind in (Kind.MAIN_REWOUND, Kind.AGENT_MOVED_MAIN) and record is not None:
+                # A `reset --hard` takes your uncommitted edits with it: said in the stop.
                 lost = written(record.main_root, record.checkout, dirty(self.main.git))
                 if lost is not None:
-                    self.main.on_wait(lost.text())
+                    breach = dataclasses.replace(  # the branch's repair the last command
+                        breach, line=f"{breach.line}; {lost.line}",
+                        commands=lost.commands + breach.commands)
+            for line in said:
+                if line:
+                    self.main.on_wait(line)
             raise LaneBreach(breach)
+        if record is not None:
+            moved = agent_moved_head(record, (self.main.git_dir, self.main.common_dir),
+                                     stash_before is not None and
+                                     stash.top(self.main.common_dir) != stash_before)
+            said.append(moved.text() if moved is not None else None)
         done = None
         if breach is None and record is not None and record.head:
             # What the user has uncommitted now, one look for this step's check and the next
@@ -224,7 +241,7 @@ class LaneGit:
             # look is a `git status` of another working tree than the lane's `add` and
             # `commit`: it runs beside them, not after them, started once the `add` has (a
             # start holds every thread of ours until its child runs: the add goes first).
-            looks: list[Callable[[], list[str]]] = []
+            looks: list[Callable[[], Listed]] = []
 
             def look_beside() -> None:
                 try:
@@ -238,27 +255,35 @@ class LaneGit:
                     with contextlib.suppress(Exception):
                         look()
                 raise
-            now = looks[0]() if looks else dirty(self.main.git)
+            seen = looks[0]() if looks else Listed(dirty(self.main.git))
+            now = seen.paths
             self._seen = {p: stamp(self.main.root / p) for p in now}
             self._looked = now
-            breach = written(record.main_root, record.checkout, now)
+            breach = written(record.main_root, record.checkout, now, seen)
         elif commit is not None:
             done = commit(_nothing)
         if breach is not None:
-            self.main.on_wait(breach.text())
+            said.append(breach.text())
+        lines = [line for line in said if line]
+        if lines and done is not None:
+            note = "; ".join(([done.note] if done.note else []) + lines)
+            return dataclasses.replace(done, note=note)
+        for line in lines:
+            self.main.on_wait(line)
         return done
 
-    def _stashed(self) -> None:
+    def _stashed(self) -> str | None:
         """The entries the agent's `git stash` put in the stash list your checkout shares,
-        moved out of it and said (once: the step's first check takes them)."""
+        moved out of it (once: the step's first check takes them); the line that says so."""
         before, self._stash = self._stash, None
         kept = stash.take_out(self.git, self.main.common_dir, self.branch, before)
-        if kept:
-            self.main.on_wait(
-                f"the agent ran `git stash` in its lane {self.root}: what it set aside is not in "
-                f"this task's change, and its {len(kept)} entr{'y' if len(kept) == 1 else 'ies'} "
-                "left the stash list your checkout shares (`git stash list`) for "
-                f"{', '.join(kept)}; `git stash apply {kept[0]}` brings it back")
+        if not kept:
+            return None
+        return (f"the agent ran `git stash` in its lane {self.root}: what it set aside is not "
+                f"in this task's change, and its {len(kept)} "
+                f"entr{'y' if len(kept) == 1 else 'ies'} left the stash list your checkout "
+                f"shares (`git stash list`) for {', '.join(kept)}; `git stash apply {kept[0]}` "
+                "brings it back")
 
     def abandon(self, change: Change) -> str | None:
         """Drop the attempt's edits in the worktree, kept aside first."""

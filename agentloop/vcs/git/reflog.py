@@ -1,0 +1,63 @@
+"""git: what an agent's own git commands did in your checkout, told for sure by the reflog. The
+agent's environment sets GIT_REFLOG_ACTION (agentloop.agents.environment), and git's commit,
+reset, checkout, switch, merge, rebase and cherry-pick write it at the head of the entry they add
+to HEAD's reflog and the branch's ("agent-loop agent: commit: ..."); agent-loop's own commands
+never carry it. A lane's agent works in a worktree of its own, whose HEAD has a reflog of its
+own: an entry so marked in your checkout's HEAD log, or in your branch's, is an agent's git
+command run there (`cd` out of its lane). Read from the files, from where they ended as the step
+began: no process, a stat each when nothing was added.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from agentloop import AGENT_REFLOG_ACTION
+
+
+class Entry(NamedTuple):
+    """One reflog entry: the ref's value before and after, and git's message."""
+
+    old: str
+    new: str
+    message: str
+
+
+def logs(git_dir: Path, common_dir: Path, ref: str) -> tuple[Path, Path]:
+    """The reflog files of a checkout's HEAD and of its branch `ref` (refs/heads/...)."""
+    return git_dir / "logs" / "HEAD", common_dir / "logs" / ref
+
+
+def ends(files: tuple[Path, ...]) -> tuple[int, ...]:
+    """Where each file ends now (0 for one that is not there yet)."""
+    return tuple(_size(f) for f in files)
+
+
+def agents_since(file: Path, end: int) -> list[Entry]:
+    """The entries an agent's git command added to `file` after byte `end`, oldest first. A
+    file that shrank (git's `reflog expire`) tells nothing: none."""
+    size = _size(file)
+    if size <= end:
+        return []
+    try:
+        with open(file, "rb") as f:
+            f.seek(end)
+            added = f.read(size - end)
+    except OSError:
+        return []
+    found = []
+    for line in added.decode("utf-8", "replace").splitlines():
+        head, tab, message = line.partition("\t")
+        parts = head.split(" ", 2)
+        if tab and len(parts) == 3 and message.startswith(AGENT_REFLOG_ACTION):
+            found.append(Entry(parts[0], parts[1], message))
+    return found
+
+
+def _size(file: Path) -> int:
+    try:
+        return os.stat(file).st_size
+    except OSError:
+        return 0
