@@ -118,7 +118,7 @@ def test_a_whole_git_lane_is_removed_from_its_files_as_git_would(repo: Path) -> 
     assert not (repo / ".git" / "worktrees").exists()
 
 
-@pytest.mark.parametrize("how", ["packed", "configured", "hooked", "checked out"])
+@pytest.mark.parametrize("how", ["packed", "configured", "hooked", "checked out", "rebasing"])
 def test_a_lane_branch_the_files_do_not_say_all_of_goes_by_git(repo: Path, how: str) -> None:
     # Where deleting the ref's file would not be all `git branch -D` does, git does it.
     base = git(repo, "rev-parse", "HEAD")
@@ -135,11 +135,14 @@ def test_a_lane_branch_the_files_do_not_say_all_of_goes_by_git(repo: Path, how: 
     teardown.remove_git(repo, lane, drop_branch=False)
     if how == "checked out":
         git(repo, "worktree", "add", "-q", str(repo.parent / "other"), "agent-loop/1-one")
+    elif how == "rebasing":  # as git leaves a rebase stopped on the branch: HEAD detached
+        (repo / ".git" / "rebase-merge").mkdir()
+        (repo / ".git" / "rebase-merge" / "head-name").write_text("refs/heads/agent-loop/1-one\n")
     calls = proc.started()
     teardown.drop_branches(repo, {"1-one"}, main)
     assert proc.started() - calls == 1  # its `branch -D`
     branches = git(repo, "branch", "--list", "agent-loop/1-one")
-    assert bool(branches) == (how == "checked out")  # git refuses that one, as ever
+    assert bool(branches) == (how in ("checked out", "rebasing"))  # git refuses, as ever
     if how == "configured":
         assert "agent-loop/1-one" not in git(repo, "config", "--list")
     if how == "hooked":

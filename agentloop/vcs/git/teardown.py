@@ -206,10 +206,11 @@ def _branch_dropped_from_files(git_dir: Path, ref: str) -> bool:
     """`git branch -D` of lane branch `ref`, done from files where they say all of it (no
     process): a loose ref in a checkout's own `.git` folder, in no packed-refs, no lock on it,
     no section of its own in the config (nor an include that could hold one), no worktree's
-    HEAD on it, and no reference-transaction hook of the repository's to be told. Its ref goes
-    first, then its reflog, in git's order: a kill in between leaves a reflog of no branch,
-    which a branch made again under that name only appends to. False, nothing done, when the
-    files do not say so (or the ref's file would not go)."""
+    HEAD on it (nor a rebase or bisect under way in one), and no reference-transaction hook
+    of the repository's to be told. Its ref goes first, then its reflog, in git's order: a
+    kill in between leaves a reflog of no branch, which a branch made again under that name
+    only appends to. False, nothing done, when the files do not say so (or the ref's file
+    would not go)."""
     loose = git_dir / ref
     if not git_dir.is_dir() or refs.branch_tip(git_dir, ref) in (None, "") or \
             not loose.is_file() or loose.with_name(loose.name + ".lock").exists():
@@ -233,6 +234,10 @@ def _branch_dropped_from_files(git_dir: Path, ref: str) -> bool:
     heads = [git_dir / "HEAD", *(w / "HEAD" for w in worktrees.iterdir())] \
         if worktrees.is_dir() else [git_dir / "HEAD"]
     for head in heads:
+        # A rebase or bisect under way may name the branch elsewhere (git refuses then too).
+        if any((head.parent / busy).exists()
+               for busy in ("rebase-merge", "rebase-apply", "BISECT_START")):
+            return False
         try:
             if head.read_text(encoding="utf-8").strip() == f"ref: {ref}":
                 return False
