@@ -105,7 +105,7 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
                                or t.group != task.group])
             begun.append(task)
             _caught_up(run)
-            _run_task(run, task)
+            _run_task(run, task, lane_end=position == len(tasks) - 1)
             _settled_one(run)
             check_history(run, task)
         land_beside(run)  # the group's last landing, before the lane follows or leaves
@@ -208,7 +208,9 @@ def _sealed(run: Run, task: TaskState) -> Change | None:
     return found
 
 
-def _run_task(run: Run, task: TaskState) -> None:
+def _run_task(run: Run, task: TaskState, lane_end: bool = False) -> None:
+    """`lane_end`: the lane's last task, whose landing nothing would run beside (the lane's end
+    waits for it): it lands in turn, its record saved once, completed."""
     hint, fresh = "", False
     # Once for all its attempts: what they name (its number, its text) changes only before
     # the task starts (a reworded task: the controller's may_start).
@@ -228,7 +230,7 @@ def _run_task(run: Run, task: TaskState) -> None:
                 run.shared.purse.give_back(task.group)  # its cost is recorded: room again
             if after_landing(run, task, outcome):
                 continue  # its work was set aside: brought back, its agent not paid again
-            if _settled(run, task, outcome, trailers):
+            if _settled(run, task, outcome, trailers, lane_end):
                 return
         decision = judge(run, task, outcome, transient, previous_error)
         hand(run, task, Judged(outcome.attempt, decision))
@@ -246,7 +248,8 @@ def trailers_of(run: Run, task: TaskState) -> str:
     return run.job.trailers(task) if run.job is not None else task_trailers(run.project, task)
 
 
-def _settled(run: Run, task: TaskState, outcome: Outcome, trailers: str) -> bool:
+def _settled(run: Run, task: TaskState, outcome: Outcome, trailers: str,
+             lane_end: bool = False) -> bool:
     """Finish an attempt whose agent finished (done, blocked, or a fatal stop); False: it
     failed."""
     result, report, attempt = outcome.result, outcome.report, outcome.attempt
@@ -261,7 +264,7 @@ def _settled(run: Run, task: TaskState, outcome: Outcome, trailers: str) -> bool
                                 result.session_id))
         return True
     if result.ok:
-        _complete(run, task, outcome, trailers)
+        _complete(run, task, outcome, trailers, beside=not lane_end)
         return True
     drop(run, task, outcome.change)
     return False
@@ -321,7 +324,8 @@ def _act(run: Run, task: TaskState, decision: Decision) -> bool:
     return True
 
 
-def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str) -> None:
+def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str,
+              beside: bool = True) -> None:
     message, helper_cost = commit_message(task, run.state.title), 0.0
     if run.distiller is not None and run.vcs.name != "none":
         distilled = run.distiller(plain=message, group=filed_under(task, run.state.title),
@@ -337,13 +341,13 @@ def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str) -> Non
         message += f"\n\n{outcome.status}: {outcome.note}"
     # Every commit names its plan and task: what is done survives the loss of .agent-loop/.
     message += "\n\n" + trailers
-    beside = beside_finish(run, outcome)
+    finish_beside = beside_finish(run, outcome) if beside else None
     running = False
     try:
         with settling(run, task, outcome.attempt):
             try:
-                if beside is not None:
-                    done, running = beside(outcome.change, message)
+                if finish_beside is not None:
+                    done, running = finish_beside(outcome.change, message)
                 else:
                     done = run.vcs.finish(outcome.change, message)
             except IntegrationConflict as conflict:  # a parallel run's lane: another came first

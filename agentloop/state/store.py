@@ -176,6 +176,15 @@ class Store:
         """The run ends: its journal goes into state.json, which then says everything alone."""
         if not self.journal.started:
             return
+        if not self.journal.lines:
+            # Nothing since the last snapshot (the run's last save was one): state.json says
+            # everything already, and a snapshot naming a journal that is not there is whole
+            # (load), so the empty journal just goes, with no second read and write of it all.
+            try:
+                self.journal.remove()
+            except OSError:
+                self.journal.close()
+            return
         try:
             state = self.load()
             if state is not None:

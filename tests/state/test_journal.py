@@ -88,6 +88,26 @@ def test_letting_go_of_the_lock_folds_the_journal_into_state_json(tmp_path: Path
     assert data["journal_id"] is None
 
 
+def test_a_journal_with_nothing_since_the_last_snapshot_just_goes(tmp_path: Path) -> None:
+    # The run's last save was a snapshot: state.json is not read and written a second time.
+    store = Store(tmp_path)
+    state = make_state()
+    with store.lock():
+        store.save(state)
+        state.tasks[0].status = "completed"
+        store.save(state, state.tasks[0])
+        state.warnings.append("said at the end")
+        store.save(state)  # a snapshot, the journal started afresh
+        last = store.state_path.read_bytes()
+        ino = store.state_path.stat().st_ino
+    assert not store.journal.path.exists()
+    assert store.state_path.read_bytes() == last and store.state_path.stat().st_ino == ino
+    loaded = store.load()
+    assert loaded is not None and loaded.tasks == state.tasks
+    assert loaded.warnings == ["said at the end"]
+    assert Store(tmp_path).load() == loaded  # another reader, a journal named and not there
+
+
 def test_the_journal_stays_short_whatever_the_number_of_saves(tmp_path: Path) -> None:
     store, state = saved(tmp_path, 100)
     for n in range(1000):

@@ -223,10 +223,10 @@ def after_last_agent(log: Path) -> list[str]:
 
 # After its last agent a git run in a lane finishes the last task as any other (the lane's `add`
 # and `commit`, your checkout's `status` beside them, the landing's `merge`), then lets the lane
-# go: one `status` in it (what is uncommitted there is kept before it goes) and one `branch -D`.
-# The worktree's folder and git's folder for it are deleted from files, as `git worktree remove`
-# would (7 before: the `worktree remove` itself).
-AT_END_GIT_LANE = 6
+# go: one `status` in it (what is uncommitted there is kept before it goes). The worktree's
+# folder and git's folder for it are deleted from files, as `git worktree remove` would, and its
+# branch as `branch -D` would (7 before: the `worktree remove` itself; 6: the `branch -D`).
+AT_END_GIT_LANE = 5
 
 
 def test_a_finished_run_lets_its_lane_go_with_few_processes(tmp_path: Path,

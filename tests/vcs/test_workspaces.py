@@ -101,10 +101,13 @@ def test_a_whole_git_lane_is_removed_from_its_files_as_git_would(repo: Path) -> 
     main = git(repo, "symbolic-ref", "HEAD")
     calls = proc.started()
     teardown.remove_git(repo, one, drop_branch=True, main=main)
-    # Its status (nothing uncommitted there) and its branch's `branch -D` (the files say it is
-    # where the main line is): no `worktree remove`.
-    assert proc.started() - calls == 2
+    # Its status (nothing uncommitted there) alone: no `worktree remove`, and its branch (the
+    # files say it is where the main line is) deleted from its files, reflog and all.
+    assert proc.started() - calls == 1
     assert not one.path.exists() and not git(repo, "branch", "--list", "agent-loop/1-one")
+    assert not (repo / ".git" / "logs" / "refs" / "heads" / "agent-loop" / "1-one").exists()
+    assert "agent-loop/1-one" not in git(repo, "for-each-ref")
+    assert (repo / ".git" / "refs" / "heads" / "agent-loop" / "2-two").is_file()
     assert (repo / ".git" / "worktrees").is_dir()  # the other lane's folder is there still
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 2
     teardown.remove_git(repo, two, drop_branch=True)
@@ -113,6 +116,37 @@ def test_a_whole_git_lane_is_removed_from_its_files_as_git_would(repo: Path) -> 
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
     git(repo, "worktree", "prune")  # git finds nothing left to prune: no folder of it stays
     assert not (repo / ".git" / "worktrees").exists()
+
+
+@pytest.mark.parametrize("how", ["packed", "configured", "hooked", "checked out", "rebasing"])
+def test_a_lane_branch_the_files_do_not_say_all_of_goes_by_git(repo: Path, how: str) -> None:
+    # Where deleting the ref's file would not be all `git branch -D` does, git does it.
+    base = git(repo, "rev-parse", "HEAD")
+    lane = wt.open_git(repo, "1-one", base, fresh=True)
+    main = git(repo, "symbolic-ref", "HEAD")
+    if how == "packed":
+        git(repo, "pack-refs", "--all")
+    elif how == "configured":
+        git(repo, "config", "branch.agent-loop/1-one.description", "mine")
+    elif how == "hooked":
+        hook = repo / ".git" / "hooks" / "reference-transaction"
+        hook.write_text(f"#!/bin/sh\necho \"$1\" >> '{repo.parent / 'told'}'\ncat >/dev/null\n")
+        hook.chmod(0o755)
+    teardown.remove_git(repo, lane, drop_branch=False)
+    if how == "checked out":
+        git(repo, "worktree", "add", "-q", str(repo.parent / "other"), "agent-loop/1-one")
+    elif how == "rebasing":  # as git leaves a rebase stopped on the branch: HEAD detached
+        (repo / ".git" / "rebase-merge").mkdir()
+        (repo / ".git" / "rebase-merge" / "head-name").write_text("refs/heads/agent-loop/1-one\n")
+    calls = proc.started()
+    teardown.drop_branches(repo, {"1-one"}, main)
+    assert proc.started() - calls == 1  # its `branch -D`
+    branches = git(repo, "branch", "--list", "agent-loop/1-one")
+    assert bool(branches) == (how in ("checked out", "rebasing"))  # git refuses, as ever
+    if how == "configured":
+        assert "agent-loop/1-one" not in git(repo, "config", "--list")
+    if how == "hooked":
+        assert "committed" in (repo.parent / "told").read_text()
 
 
 def test_a_kill_inside_a_lanes_removal_leaves_what_the_next_run_cleans(repo: Path) -> None:

@@ -6,6 +6,7 @@ are kept under refs/agent-loop/ first."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -196,5 +197,60 @@ def drop_branches(root: Path, names: set[str], main: str = "HEAD") -> list[str]:
         if kept:
             notes.append(f"lane branch {BRANCH_PREFIX + name} held commits that are not on "
                          f"the main line: kept as {kept} (`git log -p {main}..{kept}`)")
-        _git(root, "branch", "-q", "-D", BRANCH_PREFIX + name, codes=(0, 1))
+        if not _branch_dropped_from_files(root / ".git", "refs/heads/" + BRANCH_PREFIX + name):
+            _git(root, "branch", "-q", "-D", BRANCH_PREFIX + name, codes=(0, 1))
     return notes
+
+
+def _branch_dropped_from_files(git_dir: Path, ref: str) -> bool:
+    """`git branch -D` of lane branch `ref`, done from files where they say all of it (no
+    process): a loose ref in a checkout's own `.git` folder, in no packed-refs, no lock on it,
+    no section of its own in the config (nor an include that could hold one), no worktree's
+    HEAD on it (nor a rebase or bisect under way in one), and no reference-transaction hook
+    of the repository's to be told. Its ref goes first, then its reflog, in git's order: a
+    kill in between leaves a reflog of no branch, which a branch made again under that name
+    only appends to. False, nothing done, when the files do not say so (or the ref's file
+    would not go)."""
+    loose = git_dir / ref
+    if not git_dir.is_dir() or refs.branch_tip(git_dir, ref) in (None, "") or \
+            not loose.is_file() or loose.with_name(loose.name + ".lock").exists():
+        return False
+    try:
+        packed = (git_dir / "packed-refs").read_bytes()
+    except FileNotFoundError:
+        packed = b""
+    except OSError:
+        return False
+    name = ref.removeprefix("refs/heads/")
+    try:
+        config = (git_dir / "config").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    lowered = config.lower()
+    if f" {ref}".encode() in packed or "[include" in lowered or "hookspath" in lowered or \
+            name in config or (git_dir / "hooks" / "reference-transaction").exists():
+        return False
+    worktrees = git_dir / "worktrees"
+    heads = [git_dir / "HEAD", *(w / "HEAD" for w in worktrees.iterdir())] \
+        if worktrees.is_dir() else [git_dir / "HEAD"]
+    for head in heads:
+        # A rebase or bisect under way may name the branch elsewhere (git refuses then too).
+        if any((head.parent / busy).exists()
+               for busy in ("rebase-merge", "rebase-apply", "BISECT_START")):
+            return False
+        try:
+            if head.read_text(encoding="utf-8").strip() == f"ref: {ref}":
+                return False
+        except (OSError, UnicodeDecodeError):
+            return False
+    try:
+        loose.unlink()
+    except OSError:
+        return False
+    (git_dir / "logs" / ref).unlink(missing_ok=True)
+    for folder in (loose.parent, (git_dir / "logs" / ref).parent):
+        # Emptied folders under refs/heads/ go, as git's own deletion takes them.
+        with contextlib.suppress(OSError):
+            if folder.name != "heads":
+                folder.rmdir()
+    return True
