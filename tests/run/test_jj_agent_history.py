@@ -176,3 +176,83 @@ def test_an_agents_jj_edit_beside_another_group_landing_is_put_back(
     assert [files_of(work, t["change_id"]) for t in tasks] == \
         [["f1.txt"], ["f2.txt"], ["f3.txt"], ["f4.txt"]], said
     assert jj(work, "workspace", "list", "-T", 'name ++ "\\n"').split() == ["default"], said
+
+
+def your_edit(work: Path, said: str, rewritten: bool) -> None:
+    """Your edit made in your checkout while the agent sat on task 1's change: on disk where
+    you made it; or, when the agent's own jj command rewrote that change under your checkout
+    (stale then), in the copy of your @ jj kept, which the run's line names."""
+    if not rewritten:
+        assert (work / "mine.txt").read_text() == "mine\nmore\n"
+        assert not jj(work, "log", "--no-graph", "-r", "divergent()", "-T", "change_id"), said
+        return
+    assert not said or "jj log -r 'divergent()'" in said, said
+    copy = jj(work, "log", "--no-graph", "-r", "divergent() ~ @", "-T", "commit_id")
+    assert jj(work, "file", "show", "-r", copy, "mine.txt") == "mine\nmore\n", said
+
+
+def kept_beside(work: Path) -> dict[str, list[str]]:
+    """The changes beside the line (not below your checkout's @): first line -> files."""
+    out = jj(work, "log", "--no-graph", "-r", "mutable() ~ ::@", "-T",
+             'description.first_line() ++ "\\t" ++ '
+             'self.diff().files().map(|f| f.path()).join(",") ++ "\\n"')
+    return {line.split("\t")[0]: sorted(filter(None, line.split("\t")[1].split(",")))
+            for line in out.splitlines()}
+
+
+@pytest.mark.parametrize("then", ["", "; jj status >/dev/null"], ids=["quiet", "jj-status"])
+def test_a_failed_attempt_whose_agent_ran_jj_edit_leaves_the_task_landed_before_as_it_was(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude, then: str) -> None:
+    """Task 2's first attempt runs `jj edit @-` in its lane (task 1's change, landed under your
+    @), writes its file there and fails. `then`: it runs jj again after writing (its own
+    snapshot takes f2.txt into task 1's change). The roll-back's own snapshot took the
+    agent's f2.txt into task 1's landed change, and (its agent's jj command having rewritten
+    that change) left your checkout stale. Now task 1's change is as it landed, the failed
+    attempt's f2.txt is kept aside as any failed attempt's is, your checkout is up to date,
+    and the retry lands task 2 (its agent does not move @)."""
+    moved = tmp_path / "moved"
+    project(work, f"  FAKE: bash [ -e {moved} ] || {{ touch {moved}; jj edit -r @- 2>/dev/null; "
+                  f"echo more >> {work}/mine.txt; }}\n"
+                  f"  FAKE: write f2.txt 2\n  FAKE: bash true{then}\n  FAKE: fail 1\n")
+    done = agent_loop(work, "--vcs", "jj", "--no-distill", "--backoff", "0")
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed"] * 3, said
+    assert [files_of(work, t["change_id"]) for t in tasks] == \
+        [["f1.txt"], ["f2.txt"], ["f3.txt"]], said
+    assert on_the_line(work)[:3] == ["agent-loop: G / t3", "agent-loop: G / t2",
+                                     "agent-loop: G / t1"], said
+    assert "mine.txt" in jj(work, "status")  # a stale checkout refuses `jj status`
+    assert kept_beside(work).get("rolled back by agent-loop: G / t2") == ["f2.txt"], said
+    [line] = [s for s in done.stdout.splitlines() if "(`jj edit`)" in s]
+    assert "rolled back the attempt's change" in line and "is as it was" in line, said
+    your_edit(work, said, rewritten=bool(then))
+    assert len(fake_claude.task_runs()) == 4, said
+
+
+def test_ctrl_c_while_an_agent_sits_on_the_task_landed_before_leaves_that_task_as_it_was(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Ctrl+C while task 2's agent, having run `jj edit @-` (task 1's landed change), written
+    its file and run `jj status` there, works on: the roll-back left f2.txt in task 1's landed
+    change and your checkout stale. Now task 1's change is as it landed, task 2's work is kept
+    aside, your checkout is up to date, and the same command again finishes the plan."""
+    project(work, f"  FAKE: bash jj edit -r @- 2>/dev/null; echo more >> {work}/mine.txt\n"
+                  "  FAKE: write f2.txt 2\n  FAKE: bash jj status >/dev/null\n")
+    tool, _ = half_done_in_the_serial_lane(work, tmp_path / "directives.json", "t2",
+                                           ["--vcs", "jj", "--no-distill"])
+    os.killpg(tool.pid, signal.SIGINT)
+    assert tool.wait(timeout=60) == 130
+    first = state_of(work)["tasks"][0]["change_id"]
+    assert files_of(work, first) == ["f1.txt"]
+    assert "mine.txt" in jj(work, "status")  # a stale checkout refuses `jj status`
+    your_edit(work, "", rewritten=True)
+    assert kept_beside(work).get("rolled back by agent-loop: G / t2") == \
+        ["f2.txt", "half.txt"]
+    again = agent_loop(work, "--vcs", "jj", "--no-distill")
+    said = again.stdout + again.stderr
+    assert again.returncode == 0, said
+    tasks = state_of(work)["tasks"]
+    assert [files_of(work, t["change_id"]) for t in tasks] == \
+        [["f1.txt"], ["f2.txt"], ["f3.txt"]], said
+    assert "mine.txt" in jj(work, "status")

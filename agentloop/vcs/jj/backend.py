@@ -66,10 +66,12 @@ class JjVcs:
         # A killed run's task change whose agent ran `jj commit`/`jj new`: kept by abandon for
         # the task's next begin, which goes on from it (as git does, agentloop.vcs.git.recover).
         self._resumable = ""
-        # A lane's operation when the task last began, and the @ _park made on the change its
-        # agent moved @ to (agentloop.vcs.jj.moved_off); the change finish put back as it was
-        # there, for the lane's runner (None: none).
+        # A lane's operation when the task last began, and that task's change (abandon puts
+        # back only its move); the @ _park made on the change its agent moved @ to
+        # (agentloop.vcs.jj.moved_off); the change finish or abandon put back as it was there,
+        # for the lane's runner (None: none).
         self._begun_at: str | None = None
+        self._begun_on = ""
         self._parked = ""
         self.moved_elsewhere: str | None = None
         # Its --config options for every call are set by prepare(). A lane's workspace sits
@@ -177,8 +179,14 @@ class JjVcs:
             self._base = (base or self.jj.revs("@-")[0]).change_id
             basemark.note(self.root, self._base)
         self._messages[rev.change_id] = message
-        self._begun_at, self._parked = moved_off.begun_at(self.jj, self._lane), ""
+        self._note_begun(rev.change_id)
         return _change(rev)
+
+    def _note_begun(self, change_id: str) -> None:
+        """The task's change `change_id` begins here: the operation park and gather look back
+        to (agentloop.vcs.jj.moved_off)."""
+        self._begun_at, self._begun_on, self._parked = \
+            moved_off.begun_at(self.jj, self._lane), change_id, ""
 
     def _left_as(self, message: str) -> Change | None:
         """A lane's @ that is this task's own change, an earlier run's attempt (resume.left_as):
@@ -190,7 +198,7 @@ class JjVcs:
             return None
         self._made, self._began, self._fresh = False, True, False
         # Not noted as begun by this run (began): it is still the stopped run's change.
-        self._begun_at, self._parked = moved_off.begun_at(self.jj, self._lane), ""
+        self._note_begun(wc.change_id)
         return _change(wc, kept=True, note=resume.left_as_note(wc.change_id))
 
     def _ours_unused(self) -> bool:
@@ -313,6 +321,7 @@ class JjVcs:
         finished, and what it recorded counts (dropping it would pay for the work twice).
         """
         message = self._messages.pop(change.change_id, None)  # None: not begun by this run
+        moved = self._put_back(change)
         task, wc = where(self.jj, change.change_id) if change.change_id else (None, None)
         if task is None:
             return None
@@ -339,7 +348,26 @@ class JjVcs:
             (self.root / rel).write_bytes(data)
         # jj gives an abandoned working-copy commit a new, empty one on its parent.
         self._fresh = wc_goes
-        return kept
+        return f"{kept}; {moved}" if kept and moved else kept
+
+    def _put_back(self, change: Change) -> str:
+        """Before abandon's first jj command, which snapshots the lane: when the agent of the
+        task last begun moved @ off its change (`jj edit @-`, onto a task landed before), its
+        edits go back into the task's change, which abandon then keeps aside and drops, and
+        the change it moved to is as it was (moved_off.put_back); what to tell the user ("":
+        nothing done)."""
+        if not change.change_id or change.change_id != self._begun_on:
+            return ""
+        self._begun_on = ""
+        self._park(change)
+        parked, self._parked = self._parked, ""
+        back = moved_off.put_back(self.jj, change, self._begun_at, parked)
+        if back is None:
+            return ""
+        note, rewrote = back
+        if rewrote is not None:
+            self.moved_elsewhere = rewrote
+        return note
 
     def began(self, change_id: str) -> bool:
         """Whether this run's begin made the change (not finished or abandoned since). A
@@ -376,7 +404,7 @@ class JjVcs:
         self._base = resume.base_below(self.jj, self.root, task)
         self.jj.out("describe", "-r", change_id, "-m", message)
         # Not noted as begun by this run (began): it is still the killed run's change.
-        self._begun_at, self._parked = moved_off.begun_at(self.jj, self._lane), ""
+        self._note_begun(change_id)
         return _change(self.jj.revs(change_id)[0], kept=True)
 
     def bring_back(self, kept: str) -> bool:

@@ -118,9 +118,14 @@ class LaneJj:
         your checkout a new @ and leaves its files as they were until it is brought up to
         date ("The working copy is stale", which the task's landing, a command run in your
         checkout, met and stopped the run on). Brought up to date at once (a no-op when it was
-        not stale), before the task begins again here."""
+        not stale), before the task begins again here. The same when its agent moved the
+        lane's @ onto a task landed before and its own jj command rewrote that change (put
+        back by the abandon, as by finish)."""
         ours = self.work.began(change.change_id)
         kept = self.work.abandon(change)
+        moved, self.work.moved_elsewhere = self.work.moved_elsewhere, None
+        if moved and self.main.catch_up():
+            kept = (f"{kept}; " if kept else "") + _stood_on(moved)
         if ours or not change.change_id:
             return kept
         if self.main.catch_up() and kept:
@@ -253,16 +258,9 @@ class LaneJj:
         sealed = self._fresh(change, lambda: self.work.finish(change, message))
         moved, self.work.moved_elsewhere = self.work.moved_elsewhere, None
         if moved and self.main.catch_up():
-            # The agent moved the lane's @ onto a change below it (`jj edit @-`), a task's
-            # landed change under your checkout's @, and its own jj command rewrote that
-            # change (finish put it back): your checkout was left stale, and brought up to
-            # date before the landing (a command run there). Files you had edited there
-            # meanwhile jj keeps in a copy of your @ beside it.
-            sealed = dataclasses.replace(sealed, note=sealed.note + (
-                f"; your checkout stood on {moved[:12]} and was brought up to date, and jj "
-                "kept the files you edited there meanwhile in a copy of your working-copy "
-                "change (`jj log -r 'divergent()'` shows it; `jj restore --from <its commit "
-                "id> <file>` brings one back)"))
+            # Your checkout was left stale, and is brought up to date before the landing (a
+            # command run there): see _stood_on.
+            sealed = dataclasses.replace(sealed, note=sealed.note + "; " + _stood_on(moved))
         done = self._landed(sealed, fresh=True)
         now = op_head(self.main.root)
         self._whole = now if whole else None
@@ -375,6 +373,17 @@ class LaneJj:
         return (f"its change is kept under bookmark {branch}: `jj log -r {branch}` and "
                 f"`jj diff -r {branch}` show it; resolve it with `jj new {branch}`, fix the "
                 "files, `jj squash`, then run the same agent-loop command again to land it")
+
+
+def _stood_on(moved: str) -> str:
+    """What to tell you once the agent moved the lane's @ onto `moved`, a task's landed change
+    under your checkout's @ (`jj edit @-`), its own jj command rewrote that change (put back
+    since), and your checkout, left stale, was brought up to date: files you had edited there
+    meanwhile jj keeps in a copy of your @ beside it."""
+    return (f"your checkout stood on {moved[:12]} and was brought up to date, and jj kept the "
+            "files you edited there meanwhile in a copy of your working-copy change (`jj log "
+            "-r 'divergent()'` shows it; `jj restore --from <its commit id> <file>` brings one "
+            "back)")
 
 
 def _quoted(path: str) -> str:

@@ -11,7 +11,9 @@ into whatever change @ is, so where the agent left @ decides where its edits are
   the task stops with a line that says so.
 
 The backend's finish asks gather when `jj commit` sealed a change that is not the task's, or
-park found @ off it; where and on_top tell where @ is, for the backend's other steps too.
+park found @ off it; its abandon asks put_back when park found @ off it (the attempt's edits
+then go with the attempt, the change it moved to stays as it was); where and on_top tell where
+@ is, for the backend's other steps too.
 """
 
 from __future__ import annotations
@@ -101,7 +103,26 @@ def gather(jj: Jj, change: Change, message: str, begun: str | None, parked: str)
     return Gathered(jj.revs(task.change_id)[0], *moved)
 
 
-def _moved_back(jj: Jj, task: Rev, begun: str, parked: str) -> tuple[str, str | None] | None:
+def put_back(jj: Jj, change: Change, begun: str | None, parked: str
+             ) -> tuple[str, str | None] | None:
+    """Before a lane's attempt is abandoned (it failed, or a stop cut it short) when park
+    found its agent had moved @ off the task's change (`jj edit @-`, onto a task landed
+    before): the agent's edits go into the task's change, which the abandon keeps aside and
+    drops, and the change it moved to is put back as it was at the begin, as gather does for
+    a finish. Without this the abandon's own snapshot took those edits into the landed change
+    and dropped only the task's. What to tell the user and the change put back (as
+    _moved_back); None when park made nothing or what @ was at the begin cannot be told (the
+    abandon then goes on as for any other attempt)."""
+    if not parked or begun is None:
+        return None
+    task, _ = where(jj, change.change_id)
+    if task is None:
+        return None
+    return _moved_back(jj, task, begun, parked, went="are in the copy kept")
+
+
+def _moved_back(jj: Jj, task: Rev, begun: str, parked: str,
+                went: str = "were moved into the task's change") -> tuple[str, str | None] | None:
     """A lane's agent moved @ off its task's change onto another that was there when the
     task began (`jj edit @-`: the change of a task landed before), and wrote there (in your
     checkout such a change may be yours, and stays as the agent left it, the task
@@ -109,8 +130,9 @@ def _moved_back(jj: Jj, task: Rev, begun: str, parked: str) -> tuple[str, str | 
     any the agent's own jj commands took into that change, which is put back as it was at
     the begin (read with at_operation; its content, not its commit id: `rewrote` says so,
     for a lane, whose runner then brings your checkout up to date). @ is the task's change
-    again. What to tell the user, and that change when it was rewritten; None (nothing done)
-    when @ is a change the agent made or jj cannot tell what it was at the begin."""
+    again. What to tell the user (`went`: where the edits went), and that change when it was
+    rewritten; None (nothing done) when @ is a change the agent made or jj cannot tell what
+    it was at the begin."""
     wc = jj.revs("@")[0]
     was_parked = wc.change_id == parked
     if was_parked and len(wc.parents) != 1:
@@ -133,8 +155,8 @@ def _moved_back(jj: Jj, task: Rev, begun: str, parked: str) -> tuple[str, str | 
                "--use-destination-message")
     short = here.change_id[:12]
     note = f"its agent moved the working copy onto change {short} (`jj edit`)" + (
-        f" and wrote there: its edits were moved into the task's change, and {short} is "
-        "as it was" if wrote else ": it is back on the task's change")
+        f" and wrote there: its edits {went}, and {short} is as it was" if wrote
+        else ": it is back on the task's change")
     jj.out("edit", task.change_id)
     return note, rewrote
 
