@@ -110,7 +110,9 @@ def test_an_agents_jj_edit_onto_the_task_landed_before_is_put_back(
         copy = jj(work, "log", "--no-graph", "-r", "divergent() ~ @", "-T", "commit_id")
         assert jj(work, "file", "show", "-r", copy, "mine.txt") == "mine\nmore\n", said
     assert len(fake_claude.task_runs()) == 3, said
-    [line] = [s for s in done.stdout.splitlines() if "(`jj edit`)" in s]
+    # Said as it happens, and again among the closing lines.
+    line, again = [s for s in done.stdout.splitlines() if "(`jj edit`)" in s]
+    assert again == "look at: " + line.strip(), said
     assert "task 2: its agent moved the working copy onto change" in line, said
 
 
