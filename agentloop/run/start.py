@@ -254,12 +254,12 @@ def _made_ahead() -> None:
     from agentloop.run.final_message import Report
     from agentloop.run.fixes import Outcome
     from agentloop.state.receipts import Receipt
-    from agentloop.vcs.check import GitLaneRecord
+    from agentloop.vcs.check import GitLaneRecord, Listed
 
     # In the order the first task needs them.
     for cls in (events.RunStarted, GitLaneRecord, decisions.RunBegun, decisions.Opened,
                 decisions.MayStart, events.TaskStarted, events.AgentStarted, Streamed, Deadline,
-                Activity, events.AgentActivity, AgentResult, events.AgentFinished, Report,
+                Activity, events.AgentActivity, AgentResult, events.AgentFinished, Listed, Report,
                 Outcome, Receipt, decisions.Completed, events.TaskFinished, LaneEnded,
                 decisions.RunEnded, events.RunFinished):
         made(cls)
