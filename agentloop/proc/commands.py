@@ -114,14 +114,14 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
     watched = guarded and watchdog.ready()
     data = input.encode("utf-8", "surrogateescape") if isinstance(input, str) else input
     child = _launch(argv, cwd, env, data is not None)
-    if meanwhile is not None:
-        try:
+    try:
+        if meanwhile is not None:
             meanwhile()
-        except BaseException:
-            with shielded():  # reaped, its answer dropped: the error goes on up
-                _finished(child, argv, data, timeout, None, False)
-            raise
-    running.waiting()   # work held back for a thread while we wait (running.during_next_wait)
+        running.waiting()   # work held back for a thread while we wait (during_next_wait)
+    except BaseException:   # meanwhile's error, or a stop as a thread starts
+        with shielded():  # reaped, its answer dropped: the error goes on up
+            _finished(child, argv, data, timeout, None, False)
+        raise
     return _finished(child, argv, data, timeout, child.pid if watched else None, check)
 
 
