@@ -4,6 +4,7 @@ work lost, nothing said that is not so."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -85,13 +86,17 @@ def test_your_branch_renamed_while_a_task_runs_loses_no_task(work: Path,
     assert on_trunk == [["one.txt"], ["two.txt"], ["three.txt"]], on_trunk
 
 
+@pytest.mark.parametrize("mark", [None, "agent-loop agent"])
 def test_a_commit_you_make_while_the_agent_works_in_your_checkout_stays_yours(
-        work: Path, fake_claude: FakeClaude) -> None:
+        work: Path, fake_claude: FakeClaude, mark: str | None) -> None:
     """`--workplace checkout`: while task one's agent works, you commit a file of your own
     (from your terminal, so without the agent's environment). Your commit was folded into
     the task's: its message and author gone, your file reverted with the task. The agent's
-    own commits (task two's) are still folded into its task's one commit."""
-    yours = ("env -u GIT_REFLOG_ACTION GIT_AUTHOR_NAME=Me GIT_AUTHOR_EMAIL=me@example.com "
+    own commits (task two's) are still folded into its task's one commit. `mark`: agent-loop
+    and you in a shell that has an agent's reflog mark already (an agent of another run's):
+    your commit carries that one, not this run's, and was folded all the same."""
+    shell = "env -u GIT_REFLOG_ACTION" if mark is None else f"env GIT_REFLOG_ACTION='{mark}'"
+    yours = (f"{shell} GIT_AUTHOR_NAME=Me GIT_AUTHOR_EMAIL=me@example.com "
              f"sh -c 'cd {work} && echo mine > mine.txt && git add mine.txt && "
              "git commit -qm \"my own commit\"'")
     init_repo(work, "git")
@@ -106,7 +111,8 @@ def test_a_commit_you_make_while_the_agent_works_in_your_checkout_stays_yours(
         "  FAKE: write more.txt more\n")
     git(work, "add", "tasks.md")
     git(work, "commit", "-qm", "the plan")
-    done = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", "checkout")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", "checkout",
+                      env=None if mark is None else {**os.environ, "GIT_REFLOG_ACTION": mark})
     assert done.returncode == 0, done.stdout + done.stderr
     out = git(work, "log", "--reverse", "--format=%x00%an|%s", "--name-only")
     rows = [chunk.split() for chunk in out.split("\0") if chunk.strip()]
