@@ -95,5 +95,9 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
         planned = [t.index for t in pending if t.index not in run.tally.dropped]
         summary = summarize(run, started, stopped, tuple(controller.news.notes) + stalled
                             + ((restored.note,) if restored else ()), planned)
+        # Whether any agent ran for this plan (the runs its totals count): the closing line
+        # says nothing of cost only when none did.
+        summary = dataclasses.replace(summary, agents_ran=bool(run.state.retired) or any(
+            t.history for t in run.state.tasks))
         run.emit(summary)
     return summary

@@ -190,10 +190,12 @@ def test_a_second_run_is_refused_while_one_runs(work: Path, fake_claude: FakeCla
         first.send_signal(signal.SIGTERM)
         out, err = first.communicate(timeout=30)
     assert first.returncode == 130
-    # Stopped before its agent reported: nothing said of a cost ("cost unknown (tokens only);
-    # tokens in 0 out 0" read as a cost not known).
+    # Stopped before its agent reported: its cost is not known ("cost unknown (tokens only);
+    # tokens in 0 out 0" read as tokens counted), and not left unsaid either (as if nothing
+    # was spent: the agent ran).
     closing = next(line for line in out.splitlines() if line.startswith("agent-loop stopped:"))
-    assert "cost" not in closing and "tokens" not in closing, out + err
+    assert "; cost unknown (no agent reported);" in closing, out + err
+    assert "tokens" not in closing, out + err
     state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
     assert state["tasks"][0]["status"] == "interrupted"
 
