@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
+from agentloop.ondemand import dataclass
 from agentloop.run.context import FileId, Run
 
 
