@@ -82,6 +82,8 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
             ledger.left_open(run, stopped or "the run stopped")
             # The last task's agent may have taken the plan away (`jj undo`): back it comes.
             restored = plan_kept.restore(run)
+            if restored is not None and restored.renamed:
+                ledger.plan_renamed(run, restored.renamed)
             stalled = count_stalls(run, begun) + tuple(
                 f"task {t.index} is conflicted: it {t.error}" for t in run.state.tasks
                 if t.status == S.CONFLICTED) + tuple(
@@ -92,6 +94,10 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
                       if t.status == S.LANDING)
         planned = [t.index for t in pending if t.index not in run.tally.dropped]
         summary = summarize(run, started, stopped, tuple(controller.news.notes) + stalled
-                            + ((restored,) if restored else ()), planned)
+                            + ((restored.note,) if restored else ()), planned)
+        # Whether any agent ran for this plan (the runs its totals count): the closing line
+        # says nothing of cost only when none did.
+        summary = dataclasses.replace(summary, agents_ran=bool(run.state.retired) or any(
+            t.history for t in run.state.tasks))
         run.emit(summary)
     return summary

@@ -248,14 +248,17 @@ def test_your_squash_of_two_landed_tasks_mid_run_loses_nothing_and_keeps_nothing
 
 
 @pytest.mark.parametrize("ticks", [(), ("--tick-boxes",)])
+@pytest.mark.parametrize("move", ["mv", "git mv"])
 def test_your_plan_renamed_while_a_task_runs_is_not_put_back_and_nothing_is_paid_twice(
-        work: Path, fake_claude: FakeClaude, ticks: tuple[str, ...]) -> None:
+        work: Path, fake_claude: FakeClaude, ticks: tuple[str, ...], move: str) -> None:
     """`mv tasks.md plan.md` while task one's agent works. The run put tasks.md back (as the
     run last read it) and went on with it, so `agent-loop plan.md` afterwards found tasks.md
     there, had no state to take over and paid every task again (six agent runs for three).
     Now no old name comes back: the run starts no new task and says where the plan went, and
-    the run of the new name takes its state over, each task run once."""
-    committed_plan(work, f"  FAKE: bash mv {work / 'tasks.md'} {work / 'plan.md'}")
+    the run of the new name takes its state over, each task run once. (`git mv` renames the
+    file as `mv` does: the same inode, which is how the run knows it from a copy.)"""
+    how = "mv" if move == "mv" else f"git -C {work} mv"
+    committed_plan(work, f"  FAKE: bash {how} {work / 'tasks.md'} {work / 'plan.md'}")
     first = agent_loop(work, "--vcs", "git", "--no-distill", *ticks)
     out = first.stdout + first.stderr
     assert "Traceback" not in out, out
