@@ -112,10 +112,14 @@ def test_the_stop_line_counts_what_the_tasks_still_running_spent(work: Path,
     # ($1 spent plus $1 reserved is under $3) and the third waits. Each costs $2, each at its
     # own pace: when the faster of the two ends, $3 is spent and the waiting lane stops the run
     # while the slower one still runs; it ends and is paid for.
+    # The faster ends only once the slower has started: on a loaded machine it could end
+    # before the slower's lane was made, and the budget then stopped the run before it.
     init_repo(work, "git")
+    started = work.parent / "g3-started"
+    pace = {2: f"bash for i in $(seq 500); do [ -e {started} ] && break; sleep 0.02; done",
+            3: f"bash touch {started}\n  FAKE: pause 1.5", 4: "sleep 3"}
     later = "".join(f"## Group {g}\nDepends on: Group 1\n- task {g}\n  FAKE: write g{g}.txt {g}\n"
-                    f"  FAKE: cost 2\n  FAKE: sleep {pace}\n\n"
-                    for g, pace in ((2, 0), (3, 1.5), (4, 3)))
+                    f"  FAKE: cost 2\n  FAKE: {pace[g]}\n\n" for g in (2, 3, 4))
     (work / "tasks.md").write_text("## Group 1\n- task 1\n  FAKE: write g1.txt 1\n"
                                    "  FAKE: cost 1\n\n" + later)
     done = agent_loop(work, "--vcs", "git", "--parallel", "3", "--no-distill", "--budget", "3")
