@@ -368,11 +368,10 @@ FIRST_GIT = {"agent-loop history": "log"}
 ASKED_AT_ONCE = ("var", "config", "rev-parse", "--no-optional-locks")
 
 
-def test_a_fresh_run_starts_its_first_git_commands_before_it_loads_the_run(
-        tmp_path: Path, fake_claude: FakeClaude) -> None:
-    # Python's audit hooks see each module's first import and each process, and a wrapped
-    # Thread.start each thread, in the order they come.
-    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+def audited_run(work: Path, tmp_path: Path) -> list[str]:
+    """A fresh run of `work`'s tasks.md as Python's audit hooks see it: each module's first
+    import, each process started and (Thread.start wrapped) each thread, in the order they
+    come."""
     seen = tmp_path / "seen.txt"
     code = ("import runpy, sys\n"
             f"out = open({str(seen)!r}, 'a', buffering=1)\n"
@@ -393,7 +392,13 @@ def test_a_fresh_run_starts_its_first_git_commands_before_it_loads_the_run(
     done = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    lines = seen.read_text().splitlines()
+    return seen.read_text().splitlines()
+
+
+def test_a_fresh_run_starts_its_first_git_commands_before_it_loads_the_run(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    lines = audited_run(work, tmp_path)
     for word in FIRST_GIT.values():   # each thread starts its command
         assert any(line.startswith("process git ") and f" {word} " in line for line in lines)
     first_agent = next(n for n, line in enumerate(lines)
@@ -420,24 +425,7 @@ def test_a_run_readies_its_first_agent_while_it_waits_for_its_lane(
     # the threads took the GIL from the main thread's own set-up (the run's first records, the
     # lanes' sweep), which then waited for them while nothing ran beside the lane's git.
     work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
-    seen = tmp_path / "seen.txt"
-    code = ("import runpy, sys, threading\n"
-            f"out = open({str(seen)!r}, 'a', buffering=1)\n"
-            "def hook(event, args):\n"
-            "    if event in ('subprocess.Popen', 'os.posix_spawn'):\n"
-            "        out.write(f'process {\" \".join(map(str, args[1]))}\\n')\n"
-            "sys.addaudithook(hook)\n"
-            "begin = threading.Thread.start\n"
-            "def start(self):\n"
-            "    out.write(f'thread {self.name}\\n')\n"
-            "    begin(self)\n"
-            "threading.Thread.start = start\n"
-            "sys.argv = ['agent-loop', 'tasks.md', '--vcs', 'git', '--no-distill']\n"
-            "runpy.run_module('agentloop', run_name='__main__')\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    lines = seen.read_text().splitlines()
+    lines = audited_run(work, tmp_path)
     add = next(n for n, line in enumerate(lines)
                if line.startswith("process git ") and " worktree add " in line)
     agent = next(n for n, line in enumerate(lines)
