@@ -24,23 +24,31 @@ if TYPE_CHECKING:
     from agentloop.state.schema import State
     from agentloop.state.whereabouts import Found
 
+    # Found, and where the tasks landed when your checkout left that branch (StatusView's).
+    Placed = tuple[tuple[int, ...], tuple[tuple[int, str], ...], tuple[tuple[int, str], ...],
+                   tuple[str, str | None] | None]
+
 
 class StatusView:
     """--status: the recorded state, and a note about it (no run yet, a changed file).
 
     A plain class, not a dataclass: `--status` of an unchanged plan loads no dataclasses."""
 
-    __slots__ = ("root", "state", "note", "lost", "moved", "reverted")
+    __slots__ = ("root", "state", "note", "lost", "moved", "reverted", "elsewhere")
 
     def __init__(self, root: Path, state: State, note: str | None, lost: tuple[int, ...] = (),
                  moved: tuple[tuple[int, str], ...] = (),
-                 reverted: tuple[tuple[int, str], ...] = ()) -> None:
+                 reverted: tuple[tuple[int, str], ...] = (),
+                 elsewhere: tuple[str, str | None] | None = None) -> None:
         self.root = root              # the project's: what the state's paths are from
         self.state = state
         self.note = note
         self.lost = lost              # finished tasks whose change is gone from the history
         self.moved = moved            # (task, its change now): rebased, trailers kept
         self.reverted = reverted      # (task, the commit that reverts it)
+        # git: (the branch the tasks landed on, the one your checkout is on, None: detached)
+        # when you switched away from it: their changes were looked for there.
+        self.elsewhere = elsewhere
 
 
 def status(tasks_md: Path, cwd: Path, rehearsal: bool = False) -> StatusView:
@@ -88,14 +96,20 @@ def _read_in_full(tasks_md: Path, cwd: Path, rehearsal: bool) -> StatusView:
     return StatusView(project.root, state, note, *_found(history, name, state, project.store.base))
 
 
-def _found(history: Path | None, task_file: str, state: State, base: Path) -> Found:
+def _found(history: Path | None, task_file: str, state: State, base: Path) -> Placed:
     """Where the finished tasks' changes are in the history at `history` (none: nowhere to
-    look); a task a dead run left running is said to be interrupted (`base`: the store's)."""
+    look), and the branch they landed on when your checkout left it (git: they are looked for
+    there); a task a dead run left running is said to be interrupted (`base`: the store's)."""
     from agentloop.state.whereabouts import NOTHING, whereabouts
+    from agentloop.vcs.history import elsewhere
 
     if live_pid(base / "run.pid") is None:
         as_left_by_a_dead_run(state.tasks)
-    return whereabouts(history, task_file, state) if history else NOTHING
+    if not history:
+        return (*NOTHING, None)
+    away = elsewhere(history, state.history_mark) if state.vcs == "git" else None
+    found: Found = whereabouts(history, task_file, state, away[0] if away else None)
+    return (*found, away)
 
 
 class PlanLine:

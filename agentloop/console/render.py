@@ -99,6 +99,15 @@ def status_text(view: StatusView, cwd: Path) -> str:
                         if t.feedback and t.status == S.UNAPPROVED else "")
                      + _checks_line(t))
     lines += lane_lines(state)
+    if view.elsewhere:
+        branch, yours = view.elsewhere
+        branch = branch.removeprefix("refs/heads/")
+        on = f"on {yours.removeprefix('refs/heads/')}" if yours else "on a detached HEAD"
+        import shlex  # a switched checkout's line only: --status seldom needs it
+
+        lines.append(f"the tasks landed on branch {branch}, where their changes are; your "
+                     f"checkout is {on} now (`git switch {shlex.quote(branch)}` goes back to "
+                     "them)")
     for index in view.lost:
         if state.agent == "rehearse":
             lines.append(f"task {index}'s change is no longer in the rehearsal's working copy; "
@@ -203,6 +212,8 @@ def status_json(view: StatusView) -> dict[str, Any]:
     return {"schema": SCHEMA, "task_file": state.task_file, "task_file_hash": state.task_file_hash,
             "vcs": state.vcs, "agent": state.agent, "note": view.note, "lost": list(view.lost),
             "moved": {str(i): c for i, c in view.moved},
+            "landed_on": view.elsewhere[0].removeprefix("refs/heads/") if view.elsewhere
+            else None,
             "reverted": {str(i): c for i, c in view.reverted},
             "budget": state.remembered.get("budget"),
             "counts": dict(Counter(str(t.status) for t in state.tasks)),
