@@ -76,7 +76,10 @@ def status_text(view: StatusView, cwd: Path) -> str:
     lines = [view.note] if view.note else []
     lines.append(f"{state.task_file}: {len(state.tasks)} task(s): "
                  + ", ".join(f"{n} {s}" for s, n in counts.items())
-                 + f"; cost {money(total.cost, total.known)}; vcs {state.vcs or '-'}"
+                 # Where no agent ran, nothing to tell of (as the run's closing line).
+                 + (f"; cost {total.words()}" if tally.agents_ran(state, view.unstarted)
+                    else "")
+                 + f"; vcs {state.vcs or '-'}"
                  + f"; agent {state.agent or '-'}")
     budget = state.remembered.get("budget")
     if budget is not None:
@@ -84,7 +87,9 @@ def status_text(view: StatusView, cwd: Path) -> str:
                      f"--reset; {money(tally.spent(state))} spent")
     for t in state.tasks:
         change = (t.change_id or ("(empty)" if _empty(t) else "-"))[:12]
-        runs = sum(1 for a in t.history if a.role == "developer" and a.iteration == 1)
+        # Only runs that started an agent: one a stop ended before it said a word is none.
+        runs = sum(1 for a in t.history if a.role == "developer" and a.iteration == 1
+                   and (t.index, a.number) not in view.unstarted)
         lines.append(f"{t.index:>4} {t.status:<11} {runs} run(s)  {change:<12} "
                      f"{money(t.cost_usd):>9}  {t.group} > {t.summary}"
                      + (f"\n       log: {show(t.log)}" if t.log else "")
@@ -169,8 +174,9 @@ def overview_text(root: Path, plans: list[PlanLine], cwd: Path) -> str:
                          if s in (S.RUNNING, S.BLOCKED, S.UNAPPROVED, S.CONFLICTED, S.HELD,
                                   S.LANDING))
         lines.append(f"{shown(plan.task_file, root, cwd)}: {sum(c.values())} task(s), {done} "
-                     f"done, {c.get('failed', 0)} failed, {pending} pending{others}; cost "
-                     f"{money(plan.cost_usd, plan.cost_known)}; state in {where}"
+                     f"done, {c.get('failed', 0)} failed, {pending} pending{others}"
+                     + (f"; cost {plan.cost_said}" if plan.cost_said else "")
+                     + f"; state in {where}"
                      + ("; its file is gone (deleted; or renamed, and a run of the renamed "
                         "plan takes this state over)" if plan.gone else ""))
     return "\n".join(lines)
