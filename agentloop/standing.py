@@ -24,23 +24,34 @@ if TYPE_CHECKING:
     from agentloop.state.schema import State
     from agentloop.state.whereabouts import Found
 
+    # Found, and where the tasks landed when your checkout left that branch (StatusView's).
+    Placed = tuple[tuple[int, ...], tuple[tuple[int, str], ...], tuple[tuple[int, str], ...],
+                   tuple[str, str | None] | None]
+
 
 class StatusView:
     """--status: the recorded state, and a note about it (no run yet, a changed file).
 
     A plain class, not a dataclass: `--status` of an unchanged plan loads no dataclasses."""
 
-    __slots__ = ("root", "state", "note", "lost", "moved", "reverted")
+    __slots__ = ("root", "state", "note", "lost", "moved", "reverted", "elsewhere", "unstarted")
 
     def __init__(self, root: Path, state: State, note: str | None, lost: tuple[int, ...] = (),
                  moved: tuple[tuple[int, str], ...] = (),
-                 reverted: tuple[tuple[int, str], ...] = ()) -> None:
+                 reverted: tuple[tuple[int, str], ...] = (),
+                 elsewhere: tuple[str, str | None] | None = None,
+                 unstarted: frozenset[tuple[int, int]] = frozenset()) -> None:
         self.root = root              # the project's: what the state's paths are from
         self.state = state
         self.note = note
         self.lost = lost              # finished tasks whose change is gone from the history
         self.moved = moved            # (task, its change now): rebased, trailers kept
         self.reverted = reverted      # (task, the commit that reverts it)
+        # git: (the branch the tasks landed on, the one your checkout is on, None: detached)
+        # when you switched away from it: their changes were looked for there.
+        self.elsewhere = elsewhere
+        # (task, attempt number) of the runs a stop ended before their agent said a word.
+        self.unstarted = unstarted
 
 
 def status(tasks_md: Path, cwd: Path, rehearsal: bool = False) -> StatusView:
@@ -54,7 +65,8 @@ def status(tasks_md: Path, cwd: Path, rehearsal: bool = False) -> StatusView:
         state = plain.load(folder, plan_hash, read)
         if state is not None:
             return StatusView(root, state, None,
-                              *_found(root, plain.relative(path, root), state, root / STATE_DIR))
+                              *_found(root, plain.relative(path, root), state, root / STATE_DIR),
+                              unstarted=unstarted(root, state))
     return _read_in_full(tasks_md, cwd, rehearsal)
 
 
@@ -85,27 +97,61 @@ def _read_in_full(tasks_md: Path, cwd: Path, rehearsal: bool) -> StatusView:
         copy, where = where_changes_are(project, state.vcs or "")
         history, name = (copy.root, copy.task_file_name) if copy else (None, name)
         note = "\n".join(n for n in (note, where) if n)
-    return StatusView(project.root, state, note, *_found(history, name, state, project.store.base))
+    return StatusView(project.root, state, note,
+                      *_found(history, name, state, project.store.base),
+                      unstarted=unstarted(project.root, state))
 
 
-def _found(history: Path | None, task_file: str, state: State, base: Path) -> Found:
+def unstarted(root: Path, state: State) -> frozenset[tuple[int, int]]:
+    """(task, attempt number) of the agent runs a stop (Ctrl+C, a kill) ended before their
+    agent said a word: its stream log (the .jsonl beside its log) empty or never made, its log
+    there. No agent ran, so nothing was spent: their cost is taken as known (nothing), and
+    they are no run of their task (--status shows it so; the records on disk stay as they
+    are, and a run's own closing line goes by them). One or two stats each, of such runs
+    alone: a run that reported a cost or an exit is never looked at."""
+    found = set()
+    for index, runs in [(t.index, t.history) for t in state.tasks] + [(0, state.retired)]:
+        for a in runs:
+            if a.cost_known or a.exit_code is not None or a.usage or a.cost_usd or \
+                    not a.log or not a.log.endswith(".log"):
+                continue
+            log, said = root / a.log, None
+            try:
+                said = (log.with_suffix(".jsonl")).stat().st_size
+            except OSError:
+                said = 0 if log.exists() else None  # its log deleted too: nothing known
+            if said == 0:
+                a.cost_known = True
+                found.add((index, a.number))
+    return frozenset(found)
+
+
+def _found(history: Path | None, task_file: str, state: State, base: Path) -> Placed:
     """Where the finished tasks' changes are in the history at `history` (none: nowhere to
-    look); a task a dead run left running is said to be interrupted (`base`: the store's)."""
+    look), and the branch they landed on when your checkout left it (git: they are looked for
+    there); a task a dead run left running is said to be interrupted (`base`: the store's)."""
     from agentloop.state.whereabouts import NOTHING, whereabouts
+    from agentloop.vcs.history import elsewhere
 
     if live_pid(base / "run.pid") is None:
         as_left_by_a_dead_run(state.tasks)
-    return whereabouts(history, task_file, state) if history else NOTHING
+    if not history:
+        return (*NOTHING, None)
+    away = elsewhere(history, state.history_mark) if state.vcs == "git" else None
+    found: Found = whereabouts(history, task_file, state, away[0] if away else None)
+    return (*found, away)
 
 
 class PlanLine:
     """--status without a task file: one plan of the repository, in brief (a plain class, as
     StatusView is)."""
 
-    __slots__ = ("task_file", "folder", "counts", "cost_usd", "cost_known", "error", "gone")
+    __slots__ = ("task_file", "folder", "counts", "cost_usd", "cost_known", "error", "gone",
+                 "cost_said")
 
     def __init__(self, task_file: str, folder: Path, counts: dict[str, int], cost_usd: float,
-                 cost_known: bool, error: str | None = None, gone: bool = False) -> None:
+                 cost_known: bool, error: str | None = None, gone: bool = False,
+                 cost_said: str | None = None) -> None:
         self.task_file = task_file      # as recorded, relative to the root
         self.folder = folder            # where its state lives
         self.counts = counts
@@ -113,6 +159,7 @@ class PlanLine:
         self.cost_known = cost_known
         self.error = error              # why its state could not be read
         self.gone = gone                # its file is not there (deleted, or renamed)
+        self.cost_said = cost_said      # the cost in words; None: no agent ran, nothing said
 
 
 def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
@@ -127,6 +174,7 @@ def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
             continue
         if state is None:
             continue
+        silent = unstarted(root, state)
         total = tally.of_state(state)
         if live_pid(root / STATE_DIR / "run.pid") is None:
             as_left_by_a_dead_run(state.tasks)
@@ -137,7 +185,8 @@ def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
         # as if it were there.
         gone = not (root / state.task_file).exists()
         lines.append(PlanLine(state.task_file, folder, counts, total.cost, total.known,
-                              gone=gone))
+                              gone=gone, cost_said=total.words()
+                              if tally.agents_ran(state, silent) else None))
     return root, lines
 
 

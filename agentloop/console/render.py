@@ -76,7 +76,10 @@ def status_text(view: StatusView, cwd: Path) -> str:
     lines = [view.note] if view.note else []
     lines.append(f"{state.task_file}: {len(state.tasks)} task(s): "
                  + ", ".join(f"{n} {s}" for s, n in counts.items())
-                 + f"; cost {money(total.cost, total.known)}; vcs {state.vcs or '-'}"
+                 # Where no agent ran, nothing to tell of (as the run's closing line).
+                 + (f"; cost {total.words()}" if tally.agents_ran(state, view.unstarted)
+                    else "")
+                 + f"; vcs {state.vcs or '-'}"
                  + f"; agent {state.agent or '-'}")
     budget = state.remembered.get("budget")
     if budget is not None:
@@ -84,7 +87,9 @@ def status_text(view: StatusView, cwd: Path) -> str:
                      f"--reset; {money(tally.spent(state))} spent")
     for t in state.tasks:
         change = (t.change_id or ("(empty)" if _empty(t) else "-"))[:12]
-        runs = sum(1 for a in t.history if a.role == "developer" and a.iteration == 1)
+        # Only runs that started an agent: one a stop ended before it said a word is none.
+        runs = sum(1 for a in t.history if a.role == "developer" and a.iteration == 1
+                   and (t.index, a.number) not in view.unstarted)
         lines.append(f"{t.index:>4} {t.status:<11} {runs} run(s)  {change:<12} "
                      f"{money(t.cost_usd):>9}  {t.group} > {t.summary}"
                      + (f"\n       log: {show(t.log)}" if t.log else "")
@@ -99,6 +104,15 @@ def status_text(view: StatusView, cwd: Path) -> str:
                         if t.feedback and t.status == S.UNAPPROVED else "")
                      + _checks_line(t))
     lines += lane_lines(state)
+    if view.elsewhere:
+        branch, yours = view.elsewhere
+        branch = branch.removeprefix("refs/heads/")
+        on = f"on {yours.removeprefix('refs/heads/')}" if yours else "on a detached HEAD"
+        import shlex  # a switched checkout's line only: --status seldom needs it
+
+        lines.append(f"the tasks landed on branch {branch}, where their changes are; your "
+                     f"checkout is {on} now (`git switch {shlex.quote(branch)}` goes back to "
+                     "them)")
     for index in view.lost:
         if state.agent == "rehearse":
             lines.append(f"task {index}'s change is no longer in the rehearsal's working copy; "
@@ -160,8 +174,9 @@ def overview_text(root: Path, plans: list[PlanLine], cwd: Path) -> str:
                          if s in (S.RUNNING, S.BLOCKED, S.UNAPPROVED, S.CONFLICTED, S.HELD,
                                   S.LANDING))
         lines.append(f"{shown(plan.task_file, root, cwd)}: {sum(c.values())} task(s), {done} "
-                     f"done, {c.get('failed', 0)} failed, {pending} pending{others}; cost "
-                     f"{money(plan.cost_usd, plan.cost_known)}; state in {where}"
+                     f"done, {c.get('failed', 0)} failed, {pending} pending{others}"
+                     + (f"; cost {plan.cost_said}" if plan.cost_said else "")
+                     + f"; state in {where}"
                      + ("; its file is gone (deleted; or renamed, and a run of the renamed "
                         "plan takes this state over)" if plan.gone else ""))
     return "\n".join(lines)
@@ -203,6 +218,8 @@ def status_json(view: StatusView) -> dict[str, Any]:
     return {"schema": SCHEMA, "task_file": state.task_file, "task_file_hash": state.task_file_hash,
             "vcs": state.vcs, "agent": state.agent, "note": view.note, "lost": list(view.lost),
             "moved": {str(i): c for i, c in view.moved},
+            "landed_on": view.elsewhere[0].removeprefix("refs/heads/") if view.elsewhere
+            else None,
             "reverted": {str(i): c for i, c in view.reverted},
             "budget": state.remembered.get("budget"),
             "counts": dict(Counter(str(t.status) for t in state.tasks)),

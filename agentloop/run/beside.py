@@ -19,7 +19,7 @@ from agentloop.run.context import Run
 from agentloop.run.decisions import Completed, Uncounted
 from agentloop.run.fixes import Outcome
 from agentloop.run.handover import drop, hand
-from agentloop.run.history_check import done_ids
+from agentloop.run.history_check import done_ids, landing_branch
 from agentloop.run.lane_tag import LaneNote
 from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.schema import TaskState
@@ -106,7 +106,7 @@ def _marked(run: Run, task: TaskState, done: Change) -> None:
         return
     before = run.shared.lost_before or ()
     ids = [c for c in done_ids(run, task) if c not in before] + [done.change_id]
-    run.state.history_mark = history.mark(at, ids)
+    run.state.history_mark = history.mark(at, ids, landing_branch(run))
 
 
 def after_landing(run: Run, task: TaskState, outcome: Outcome) -> bool:

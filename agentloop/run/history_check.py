@@ -69,12 +69,19 @@ def check_history(run: Run, settled: TaskState) -> None:
         before = run.shared.lost_before or ()
         ids = [c for c in done if c not in before]
         own = ids + [settled.change_id] if settled.change_id else ids  # its landing may run on
-        run.state.history_mark = history.mark(at, ids) if _whole(run, at, own) else None
+        run.state.history_mark = history.mark(at, ids, landing_branch(run)) \
+            if _whole(run, at, own) else None
     if lost:
         named = ", ".join(f"task {t.index} ({(t.change_id or '')[:12]})"
                           for t in run.state.tasks if t.change_id in lost)
         raise RunStopped(f"the change of {named} is no longer in the history this run builds "
                          f"on; {run.vcs.lost_hint}")
+
+
+def landing_branch(run: Run) -> str | None:
+    """git: the branch the tasks land on, which the history's mark names: `--status` from a
+    checkout you switched away since looks there (agentloop.vcs.history.elsewhere)."""
+    return run.vcs.main_line()[1] if isinstance(run.vcs, OnMainLine) else None
 
 
 def _whole(run: Run, at: str, own: list[str]) -> bool:

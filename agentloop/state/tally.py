@@ -51,9 +51,29 @@ def _plus(total: float, more: float) -> float:
     return usd(total + more)
 
 
+def reported(cost: float, known: bool, sums: dict[str, int]) -> bool:
+    """Whether any run reported a cost: known, or some dollars or tokens."""
+    return known or bool(cost) or any(sums[k] for k in TOKENS)
+
+
+def words(cost: float, known: bool, sums: dict[str, int]) -> str:
+    """A cost as people read it (money); where agents ran and none reported anything (each
+    stopped first), "unknown (no agent reported)", as the run's closing line says it:
+    "unknown (tokens only)" with no tokens read as tokens counted."""
+    return money(cost, known) if reported(cost, known, sums) else "unknown (no agent reported)"
+
+
+def agents_ran(state: State, unstarted: frozenset[tuple[int, int]] = frozenset()) -> bool:
+    """Whether any agent ran for this plan (a run its totals count), but those in `unstarted`
+    ((task, attempt number), 0 for a retired run: a stop ended them before their agent said a
+    word): with none, nothing is said of cost, as in the run's closing line."""
+    return any((t.index, a.number) not in unstarted for t in state.tasks for a in t.history) \
+        or any((0, a.number) not in unstarted for a in state.retired)
+
+
 def line(cost: float, known: bool, sums: dict[str, int], models: tuple[str, ...]) -> str:
     """A receipt in one line for people."""
-    return (f"{money(cost, known)} · tokens in {sums['input_tokens']:,} out "
+    return (f"{words(cost, known, sums)} · tokens in {sums['input_tokens']:,} out "
             f"{sums['output_tokens']:,} cache read {sums['cache_read_input_tokens']:,} write "
             f"{sums['cache_creation_input_tokens']:,} · {sums['turns']} turns · "
             f"{sums['duration_ms'] / 1000:.1f}s" + (f" · {', '.join(models)}" if models else ""))
@@ -109,6 +129,10 @@ class Tally:
         if other.models:
             self.models.update(other.models)
         return self
+
+    def words(self) -> str:
+        """The cost as people read it (the function `words`)."""
+        return words(self.cost, self.known, self.sums)
 
     def line(self) -> str:
         """The sums in one line for people, as Receipt.line says them."""

@@ -29,24 +29,27 @@ Found = tuple[tuple[int, ...], tuple[tuple[int, str], ...], tuple[tuple[int, str
 NOTHING: Found = ((), (), ())
 
 
-def whereabouts(root: Path, task_file: str, state: State) -> Found:
+def whereabouts(root: Path, task_file: str, state: State, branch: str | None = None) -> Found:
     """The finished tasks whose change left the history of the repository at `root` (lost), is
     there under another id (a rebase or a cherry-pick kept its trailers: moved) or was reverted
-    by a later commit; `task_file` as the state records it (its commits name its slug)."""
+    by a later commit; `task_file` as the state records it (its commits name its slug). git:
+    the history of HEAD, or of `branch` (refs/heads/...), the one the tasks landed on, when
+    your checkout left it (agentloop.vcs.history.elsewhere)."""
     kind = state.vcs or ""
     done = {t.change_id: t.index for t in state.tasks
             if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id}
-    if not done or unmoved(kind, root, state.history_mark, done):
+    if not done or unmoved(kind, root, state.history_mark, done, branch):
         return NOTHING  # the run found them all where the history still stands
     # The history moved: from here on processes are started, and their layer is loaded.
     from agentloop.state.landed import last_word
     from agentloop.vcs.branch_log import branch_history
     from agentloop.vcs.carry import plan_slug
 
-    history = branch_history(kind, root)
+    rev = branch or "HEAD"
+    history = branch_history(kind, root, rev)
     named = {commit for commit, _, _ in history} | {change for _, change, _ in history}
     # A change the read of the history named is in it; only the others are asked after.
-    gone = {done[c] for c in missing(kind, root, [c for c in done if c not in named])}
+    gone = {done[c] for c in missing(kind, root, [c for c in done if c not in named], rev=rev)}
     word = last_word(plan_slug(task_file), planned(state), commits(history))
     change_of = {commit: change for commit, change, _ in history}
     lost, moved, reverted = [], [], []

@@ -4,10 +4,10 @@ mark a run leaves in its state once it knows, so `--status` asks again only when
 moved since.
 
 A mark is where the history stood (git: the commit HEAD is at, on whichever branch, as a lane's
-worktree and the checkout that lands it share their commits; jj: the operation) with a digest of
-the changes found in it. A commit's ancestors never change, nor does what an
-operation saw below @: while the history stands at the mark, every change it covered is still
-there, and no process needs to say so."""
+worktree and the checkout that lands it share their commits, after the branch the tasks land on;
+jj: the operation) with a digest of the changes found in it. A commit's ancestors never change,
+nor does what an operation saw below @: while the history stands at the mark, every change it
+covered is still there, and no process needs to say so."""
 
 from __future__ import annotations
 
@@ -24,9 +24,10 @@ if TYPE_CHECKING:
     from typing import Iterable
 
 
-def where(kind: str, root: Path) -> str | None:
+def where(kind: str, root: Path, ref: str | None = None) -> str | None:
     """Where the history of the repository at `root` stands, read off its files (no process);
-    None when that cannot be told so."""
+    None when that cannot be told so. git: HEAD's commit, or with `ref` (refs/heads/...) that
+    branch's."""
     if kind == "jj":
         from agentloop.vcs.jj.run import op_head
         return op_head(root)
@@ -36,8 +37,27 @@ def where(kind: str, root: Path) -> str | None:
     dirs = _git_dirs(root)
     if dirs is None:
         return None
+    if ref is not None:
+        return refs.branch_tip(dirs[1], ref) or None
     found = refs.where(*dirs)
     return None if found is None else found[1]
+
+
+def elsewhere(root: Path, recorded: str | None) -> tuple[str, str | None] | None:
+    """git: (the branch a mark names, the one HEAD names or None when detached) when your
+    checkout stands neither on that branch nor at the marked commit (you switched away before
+    the run's tasks landed there): their changes are to be looked for on that branch. None
+    when it stands there, the mark names no branch, or the files cannot tell (no process)."""
+    branch = marked_branch(recorded)
+    dirs = _git_dirs(root) if branch else None
+    if branch is None or dirs is None:
+        return None
+    from agentloop.vcs.git import refs
+    found = refs.where(*dirs)
+    if found is None or found[0] == branch or found[1] == (recorded or "").split()[1] or \
+            not refs.branch_tip(dirs[1], branch):
+        return None
+    return branch, found[0]
 
 
 # A linked worktree's git dir and common dir by its root, with the stamp of the `.git` file
@@ -97,37 +117,48 @@ def grown_from(root: Path, at: str, since: tuple[set[str], ...],
     return at
 
 
-def mark(at: str, change_ids: Iterable[str]) -> str:
-    """The mark of `change_ids` known to be in the history standing `at`."""
-    return at + " " + hexdigest("\n".join(sorted(change_ids)).encode())[:16]
+def mark(at: str, change_ids: Iterable[str], branch: str | None = None) -> str:
+    """The mark of `change_ids` known to be in the history standing `at`; git: `branch`, the
+    one the tasks land on (refs/heads/...), named first, so `--status` from a checkout you
+    switched away since still looks where they are (marked_branch)."""
+    digest = hexdigest("\n".join(sorted(change_ids)).encode())[:16]
+    return f"{branch} {at} {digest}" if branch else f"{at} {digest}"
 
 
-def unmoved(kind: str, root: Path, recorded: str | None, change_ids: Iterable[str]) -> bool:
-    """Whether the history still stands where `recorded` (a mark) says every one of
-    `change_ids` was found: then none of them can be missing."""
+def marked_branch(recorded: str | None) -> str | None:
+    """The branch a git mark names (refs/heads/...), if it names one."""
+    parts = (recorded or "").split()
+    return parts[0] if len(parts) == 3 and parts[0].startswith("refs/heads/") else None
+
+
+def unmoved(kind: str, root: Path, recorded: str | None, change_ids: Iterable[str],
+            ref: str | None = None) -> bool:
+    """Whether the history (git: HEAD's, or branch `ref`'s) still stands where `recorded` (a
+    mark) says every one of `change_ids` was found: then none of them can be missing."""
     if not recorded:
         return False
-    at = where(kind, root)
+    at = where(kind, root, ref)
     if at is None:
         return False
     now = mark(at, change_ids)
-    # A git mark from before named the branch too ("<branch> <commit> <digest>"): only the
-    # commit and the digest count, so a run's last lane and the checkout it landed in agree.
+    # A git mark names the branch too ("<branch> <commit> <digest>"): only the commit and the
+    # digest count, so a run's last lane and the checkout it landed in agree.
     return recorded == now or (kind == "git" and recorded.split()[-2:] == now.split())
 
 
 def missing(kind: str, root: Path, change_ids: Iterable[str],
-            commits: dict[str, str] | None = None) -> set[str]:
-    """The ids among `change_ids` that are no longer in HEAD's history (git) or below @ (jj);
-    nothing when that cannot be told. jj: `commits` gets each change's commit id as the same
-    look found it (a change you described or squashed into keeps its id, not its commit)."""
+            commits: dict[str, str] | None = None, rev: str = "HEAD") -> set[str]:
+    """The ids among `change_ids` that are no longer in the history of `rev` (git: HEAD, or a
+    branch) or below @ (jj); nothing when that cannot be told. jj: `commits` gets each
+    change's commit id as the same look found it (a change you described or squashed into
+    keeps its id, not its commit)."""
     change_ids = list(change_ids)
     if not change_ids or kind not in ("git", "jj"):
         return set()
     try:
         if kind == "git":
             from agentloop.vcs.git.run import Git
-            out = Git(root).out("rev-list", "HEAD")
+            out = Git(root).out("rev-list", rev)
         else:
             from agentloop.vcs.jj.run import Jj
             out = Jj(root).out("--ignore-working-copy", "log", "--no-graph", "-r", "::@", "-T",

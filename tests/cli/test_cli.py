@@ -199,6 +199,14 @@ def test_a_second_run_is_refused_while_one_runs(work: Path, fake_claude: FakeCla
     assert "tokens" not in closing, out + err
     state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
     assert state["tasks"][0]["status"] == "interrupted"
+    # --status too, as the closing line: its header, receipts and the overview said "cost
+    # unknown (tokens only)" with 0 tokens.
+    for args in (["tasks.md", "--status"], ["--status"]):
+        status = subprocess.run([installed(), *args], cwd=work, capture_output=True,
+                                text=True, timeout=30)
+        assert status.returncode == 0, status.stderr
+        assert "; cost unknown (no agent reported);" in status.stdout, status.stdout
+        assert "tokens only" not in status.stdout, status.stdout
 
 
 def _run_in_background(work: Path, *args: str) -> subprocess.Popen[str]:

@@ -54,6 +54,45 @@ def test_status_text_and_json_say_the_same(tmp_path: Path, monkeypatch: pytest.M
     assert f"cost ${data['cost_usd']:.4f}" in text
 
 
+def test_a_run_stopped_before_its_agent_said_a_word_is_no_run_and_no_unknown_cost(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_claude: FakeClaude) -> None:
+    # A kill -9 before task 1's agent started: the next run ended that attempt as interrupted,
+    # its cost not known, and ran the task again. --status said "2 run(s)" and "$0.0110 or more
+    # (not every run's cost is known)": its stream log (.jsonl) is empty, no agent ran.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.md").write_text("- one\n")
+    assert invoke("--vcs", "none")[0] == 0
+    path = tmp_path / ".agent-loop" / "state.json"
+    state = orjson.loads(path.read_bytes())
+    ran = state["tasks"][0]["history"][0]
+    killed = {**ran, "outcome": "interrupted", "log": ".agent-loop/logs/001-ungrouped--one-k.log",
+              "session_id": None, "cost_usd": 0.0, "session_cost_usd": 0.0, "session_usage": {},
+              "cost_known": False, "model": None, "usage": {}, "num_turns": None,
+              "duration_ms": None, "exit_code": None}
+    state["tasks"][0]["history"] = [killed, {**ran, "number": 2}]
+    path.write_bytes(orjson.dumps(state))
+    log = tmp_path / killed["log"]
+    log.write_text("== agent-loop ==\n-- agent --\n")
+    log.with_suffix(".jsonl").write_text("")
+    code, text = invoke("--status")
+    assert code == 0 and "; cost $0.0100; " in text and "1 run(s)" in text, text
+    assert orjson.loads(invoke("--status", "--json")[1])["cost_known"] is True
+    assert "cost $0.0100; state in" in CliRunner().invoke(command, ["--status"]).output
+    # Its agent said a word (it started): a run, whose cost is not known.
+    log.with_suffix(".jsonl").write_text('{"type": "system", "subtype": "init"}\n')
+    code, text = invoke("--status")
+    assert "or more (not every run's cost is known)" in text and "2 run(s)" in text, text
+    # The killed run alone (no agent ever ran for the plan): nothing said of cost, where it
+    # said "cost unknown (tokens only)".
+    log.with_suffix(".jsonl").write_text("")
+    state["tasks"][0].update(history=[killed], status="interrupted", cost_usd=0.0,
+                             change_id=None, commit_id=None, files=[])
+    path.write_bytes(orjson.dumps(state))
+    code, text = invoke("--status")
+    assert code == 0 and "cost" not in text.splitlines()[0] and "0 run(s)" in text, text
+    assert "cost" not in CliRunner().invoke(command, ["--status"]).output
+
+
 def git_work(tmp_path: Path, text: str) -> Path:
     """A git repository holding the plan `text` as tasks.md, committed."""
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]

@@ -6,6 +6,7 @@ take back nothing of the run's. The common case's line is as it was."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -71,3 +72,57 @@ def test_the_undo_line_is_as_it_was_when_the_checkout_stayed(
     assert _undo_line(out) == (f"To undo one task, e.g. task 2: git revert {two[:12]} (the other "
                                "tasks' changes stay); `agent-loop tasks.md --status` lists every "
                                "task's change.")
+
+
+def _status(work: Path, tmp_path: Path, *flags: str) -> tuple[str, list[str]]:
+    """`agent-loop tasks.md --status FLAGS`: its output, and the git commands it started (a
+    `git` first on PATH notes them)."""
+    shims, log = tmp_path / "shims", tmp_path / "git.log"
+    shims.mkdir(exist_ok=True)
+    real = shutil.which("git")
+    assert real is not None
+    (shims / "git").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    (shims / "git").chmod(0o755)
+    log.write_text("")
+    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--status", *flags],
+                          cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout, log.read_text().splitlines()
+
+
+def test_status_after_a_switch_finds_the_tasks_on_the_branch_they_landed_on(
+        fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # You switched to `mine` before task 2 landed: its change is on main, not in mine's history.
+    # --status said every task's change was "no longer in the history" and offered `--again`,
+    # paying for work that is on main; it looks on main (the run's mark names it), from files.
+    work = make_repo(tmp_path / "work")
+    _run_switching(work, tmp_path, switch=True)
+    out, calls = _status(work, tmp_path)
+    assert "no longer in the history" not in out and "--again" not in out, out
+    assert ("the tasks landed on branch main, where their changes are; your checkout is on mine "
+            "now (`git switch main` goes back to them)") in out, out
+    assert calls == [], calls  # no process: main stands where the run's mark says
+    out, _ = _status(work, tmp_path, "--json")
+    assert '"landed_on": "main"' in out and '"lost": []' in out, out
+
+
+def test_status_after_a_switch_reads_the_branch_the_tasks_landed_on_once_it_moved(
+        fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # main moved on since the run (a commit made in another worktree of it): its history is
+    # read, once, and a task's change reverted there is said as such.
+    work = make_repo(tmp_path / "work")
+    _run_switching(work, tmp_path, switch=True)
+    two = git(work, "log", "-1", "--format=%H", "main").strip()
+    other = tmp_path / "other"
+    git(work, "worktree", "add", "-q", str(other), "main")
+    git(other, "revert", "--no-edit", two)
+    out, calls = _status(work, tmp_path)
+    assert "no longer in the history" not in out, out
+    assert "task 2 was reverted by" in out, out
+    assert len(calls) == 1 and "refs/heads/main" in calls[0], calls
+    # Back on main, as before: its own history, nothing said of a branch.
+    git(work, "worktree", "remove", str(other))
+    git(work, "switch", "-q", "main")
+    out, _ = _status(work, tmp_path)
+    assert "task 2 was reverted by" in out and "landed on branch" not in out, out
