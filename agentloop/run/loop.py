@@ -4,6 +4,7 @@ whatever --parallel K is; the summary at the end, however it ended."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from agentloop.errors import AgentLoopError, Interrupted
 from agentloop.plan.depends import waves
@@ -33,6 +34,18 @@ def _tick_reworded(run: Run) -> None:
              if task.status == S.COMPLETED and task.done_as is not None]
     if any(moved):
         ledger.save(run)
+
+
+def _renamed_in(run: Run, exc: BaseException) -> None:
+    """The plan renamed while the run worked (`mv plan.md new.md`, seen now should the run
+    not have looked since): said on the error that stops the run, whose advice (`Resume
+    with: agent-loop ...`) names the file there is, not the one gone."""
+    now = plan_kept.current(run)
+    if now != run.project.task_file and not os.path.lexists(run.project.task_file):
+        try:
+            exc.renamed = (str(run.project.task_file), str(now))  # type: ignore[union-attr]
+        except AttributeError:
+            pass   # an exception that takes no attributes: the advice stays as typed
 
 
 def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ()) -> RunFinished:
@@ -69,6 +82,7 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
     except BaseException as exc:
         stopped = ("interrupted" if isinstance(exc, (Interrupted, KeyboardInterrupt))
                    else str(exc) or type(exc).__name__)
+        _renamed_in(run, exc)
         raise
     finally:
         # Leave the working copy in no task's change, whatever happened.

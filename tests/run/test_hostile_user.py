@@ -4,7 +4,12 @@ work lost, nothing said that is not so."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -265,6 +270,33 @@ def test_your_plan_renamed_while_a_task_runs_is_not_put_back_and_nothing_is_paid
         assert git(work, "show", f"HEAD:{name}.txt") == f"{name}\n"
     if ticks:
         assert (work / "plan.md").read_text().count("- [x]") == 3
+
+
+def test_ctrl_c_after_you_renamed_the_plan_says_to_resume_with_the_new_name(
+        work: Path, fake_claude: FakeClaude) -> None:
+    """`mv tasks.md plan.md` while task one's agent works, then Ctrl+C before the run looked
+    at the plan again: the run said "Resume with: agent-loop tasks.md", and following that
+    advice gave "error: task file .../tasks.md does not exist". The advice names plan.md."""
+    # Its second run finds no tasks.md to move, and does not wait.
+    committed_plan(work, f"  FAKE: bash mv {work / 'tasks.md'} {work / 'plan.md'} && sleep 60")
+    run = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                            "--no-distill"], cwd=work, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                           start_new_session=True, env={**os.environ, "NO_COLOR": "1"})
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and run.poll() is None and \
+            not (work / "plan.md").exists():
+        time.sleep(0.05)
+    os.killpg(run.pid, signal.SIGINT)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 130, out + err
+    assert "Resume with: agent-loop plan.md --vcs git --no-distill" in err, out + err
+    assert "agent-loop tasks.md" not in out + err, out + err
+    again = agent_loop(work, "--vcs", "git", "--no-distill", plan="plan.md")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert not (work / "tasks.md").exists()
+    for name in ("one", "two", "three"):
+        assert git(work, "show", f"HEAD:{name}.txt") == f"{name}\n"
 
 
 def test_an_agent_that_moves_your_branch_back_stops_the_run_and_lands_nothing_on_it(
