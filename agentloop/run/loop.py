@@ -43,7 +43,7 @@ def _renamed_in(run: Run, exc: BaseException) -> None:
     now = plan_kept.current(run)
     if now != run.project.task_file and not os.path.lexists(run.project.task_file):
         try:
-            exc.renamed = (str(run.project.task_file), str(now))  # type: ignore[union-attr]
+            exc.renamed = (str(run.project.task_file), str(now))  # type: ignore[attr-defined]
         except AttributeError:
             pass   # an exception that takes no attributes: the advice stays as typed
 
