@@ -48,6 +48,25 @@ def _renamed_in(run: Run, exc: BaseException) -> None:
             pass   # an exception that takes no attributes: the advice stays as typed
 
 
+def _moved_on(run: Run, notes: list[str]) -> None:
+    """The plan renamed again, or back, after the run said where it went: saved under the
+    name it has now (the closing lines and `--status` name it), and the line that said where
+    it went says where it is, so that no line names a file that is gone."""
+    said = run.shared.plan_moved
+    now = plan_kept.current(run)
+    if said is None or now == said:
+        return
+    run.shared.plan_moved = now
+    run.state.task_file = run.project.store.relative(now)   # saved with the stalls' count
+    old, went, new = (run.project.shown(p) for p in (run.project.task_file, said, now))
+    line = (f"{old} was renamed while this run worked, and back, so no new task started "
+            f"since; `agent-loop {old}` goes on with this plan" if now == run.project.task_file
+            else f"{old} was renamed {new} while this run worked (the same text), so it is not "
+            f"put back: no new task starts; `agent-loop {new}` goes on with this plan, its "
+            "finished tasks done")
+    notes[:] = [line if n.startswith(f"{old} was renamed {went} ") else n for n in notes]
+
+
 def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ()) -> RunFinished:
     """Run every unfinished task in order (or only the tasks `only`); return the summary."""
     started = run.clock.monotonic()
@@ -91,6 +110,7 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
                 run.vcs.close()
             except AgentLoopError as exc:
                 stopped = stopped or str(exc)
+            _moved_on(run, controller.news.notes)
             # A task an error left `running` between its agent and its record is interrupted:
             # no total says `running` once the run is over.
             ledger.left_open(run, stopped or "the run stopped")

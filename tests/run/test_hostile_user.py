@@ -272,6 +272,47 @@ def test_your_plan_renamed_while_a_task_runs_is_not_put_back_and_nothing_is_paid
         assert (work / "plan.md").read_text().count("- [x]") == 3
 
 
+@pytest.mark.parametrize("then", ["newer.md", "tasks.md"])
+def test_your_plan_renamed_twice_or_back_while_lanes_work_gets_every_tick_and_true_lines(
+        work: Path, fake_claude: FakeClaude, then: str) -> None:
+    """--parallel 2 --tick-boxes; `mv tasks.md new.md` while group A works, and once the run
+    has said so, `mv new.md newer.md` (or back to tasks.md) while group B's task works. The
+    run said "task 3's box was not ticked: the plan could not be read", b1's box stayed
+    unticked, and the closing lines said "new.md changed while this run worked and cannot be
+    read now" and "`agent-loop new.md --status` says why" of a file that was gone. Now the
+    tick follows the plan where it went last, and the closing lines name that file."""
+    init_repo(work, "git")
+    new, last = work / "new.md", work / then
+    said = work / ".agent-loop" / "events.jsonl"   # where the run says it saw the rename
+    (work / "tasks.md").write_text(
+        "## A\n- [ ] a1\n  FAKE: write a1.txt 1\n"
+        f"  FAKE: bash mv {work / 'tasks.md'} {new}\n"
+        "- [ ] a2\n  FAKE: write a2.txt 2\n\n"
+        "## B\n- [ ] b1\n  FAKE: write b1.txt 1\n"
+        f"  FAKE: bash for i in $(seq 300); do grep -qs 'renamed new[.]md' {said} "
+        "&& break; sleep 0.1; "
+        f"done; mv {new} {last}\n"
+        "- [ ] b2\n  FAKE: write b2.txt 2\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "the plan")
+    first = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2", "--tick-boxes")
+    out = first.stdout + first.stderr
+    assert "Traceback" not in out and not new.exists(), out
+    assert "could not be read" not in out and "cannot be read now" not in out, out
+    closing = out[out.index("agent-loop done"):]
+    assert "agent-loop new.md" not in closing and f"agent-loop {then}" in closing, out
+    plan = last.read_text()
+    assert "- [x] a1" in plan and "- [x] b1" in plan, out + plan
+    assert "- [ ] a2" in plan and "- [ ] b2" in plan, out + plan
+    every = agent_loop(work, "--status", plan=None).stdout
+    assert every.startswith(f"{then}: 4 task(s), 2 done") and "gone" not in every, every
+    again = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2", "--tick-boxes",
+                       plan=then)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake_claude.task_runs()) == 4, again.stdout
+    assert last.read_text().count("- [x]") == 4
+
+
 def test_ctrl_c_after_you_renamed_the_plan_says_to_resume_with_the_new_name(
         work: Path, fake_claude: FakeClaude) -> None:
     """`mv tasks.md plan.md` while task one's agent works, then Ctrl+C before the run looked
