@@ -24,14 +24,17 @@ from agentloop.vcs.lanes import lanes_dir
 
 def _tick_reworded(run: Run) -> None:
     """--tick-boxes: the box of a task kept done as reworded (its words changed while it ran,
-    so its tick found its old words gone) ticked now, under the words it reads as; the plan
-    stays the progress record it is with the setting."""
+    so its tick found its old words gone) ticked now, under the words it reads as, and the box
+    a run before could not tick (tick_boxes.owed); the plan stays the progress record it is
+    with the setting."""
     if not run.options.tick_boxes:
         return
     from agentloop.run import tick_boxes
 
+    owed = tick_boxes.owed(run)
     moved = [tick_boxes.landed(run, task) for task in run.state.tasks
-             if task.status == S.COMPLETED and task.done_as is not None]
+             if task.status == S.COMPLETED and (task.done_as is not None
+                                                or task.log_name in owed)]
     if any(moved):
         ledger.save(run)
 
