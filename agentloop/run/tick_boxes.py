@@ -19,7 +19,6 @@ from agentloop.run.lane_tag import LaneNote
 from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
 
-
 # The tasks whose box a run could not tick (the plan gone or unreadable for a moment, held by a
 # hard link, ...), a log name a line: the next run with the setting ticks them (owed).
 OWED = "boxes-owed"
