@@ -99,11 +99,14 @@ def _renamed_over(root: Path, task_file: Path, own: Path) -> tuple[Path, str] | 
     folders = [f for f in plain.plan_folders(root) if f != own]
     if not folders:
         return None
-    mine = _top(own)
     try:
         digest = source.read(task_file).sha256
-    except TaskFileError:
+        # The plan as its own state was made from it (the usual case): no JSON parsed.
+        if digest.encode() in (own / "state.json").read_bytes():
+            return None
+    except (TaskFileError, OSError):
         return None
+    mine = _top(own)
     if not isinstance(mine, dict) or mine.get("task_file_hash") == digest:
         return None
     name = plain.plan_name(root, task_file)
