@@ -99,17 +99,27 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
 
 def _working_now(project: Project, state: State) -> list[str]:
     """--dry-run beside a run: the one line that says a run is working (its pid, and the task
-    of this plan it is on, as its records say), so the plan shown is read as a moment of it."""
-    pid = live_pid(project.store.base / "run.pid")
-    if pid is None:
+    of this plan it is on, as its records say), so the plan shown is read as a moment of it.
+    Whether a run works, and on which plan, is the run lock's to say (a `running` record and
+    a live pid may be a killed run's, the pid reused since)."""
+    from agentloop.state.runlock import working
+
+    found = working(project.store.base, project.store.dir)
+    if found is None:
         return []
+    pid, here = found
+    who = f"a run (pid {pid})"
+    if not here:
+        return [f"{who} is working on another plan in this repository now: this plan runs "
+                "once it ends"]
+    plan = project.shown(project.task_file)
     on = [t for t in state.tasks if t.status == S.RUNNING]
     if not on:
-        return [f"a run (pid {pid}) is working in this repository now (between tasks, or on "
-                "another plan): this plan runs once it ends"]
+        return [f"{who} is working on {plan} now, between its tasks: what is shown here is "
+                "this moment of it"]
     tasks = "; ".join(f"task {t.index} ({t.summary})" for t in on)
-    return [f"a run (pid {pid}) is working on {project.shown(project.task_file)} now, on "
-            f"{tasks}: what is shown here is this moment of it"]
+    return [f"{who} is working on {plan} now, on {tasks}: what is shown here is this moment "
+            "of it"]
 
 
 def _budget_line(state: State, options: RunOptions, agent: str, rows: list[PlanRow]) -> str:

@@ -12,7 +12,7 @@ import importlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol, runtime_checkable
 
 # The agent's environment is the package's to decide: run/start.py asks for it here.
 from agentloop.agents.environment import SESSION_VARIABLES, child_env  # noqa: F401
@@ -148,6 +148,22 @@ class Agent(Protocol):
     def ask(self, prompt: str, model: str, cwd: Path, timeout: float = 180) -> Answer:
         """A fresh, tool-less, read-only call with no session kept; never raises for its own
         problems (they are in `error`); Ctrl+C goes through."""
+
+
+@runtime_checkable
+class ReadsBack(Protocol):
+    """An agent whose raw log (AgentRun.raw_log) tells how a run ended."""
+
+    def read_back(self, request: AgentRun) -> AgentResult | None:
+        """The result of the run `request` describes, read from its raw log alone, when the
+        log ends in a result that says it ended well; None otherwise."""
+
+
+def ended_well(agent: Agent, request: AgentRun) -> AgentResult | None:
+    """What a run whose end nobody recorded ended with (agent-loop was killed as its agent
+    ended), when its raw log says it ended well; None otherwise, or when the agent cannot
+    tell."""
+    return agent.read_back(request) if isinstance(agent, ReadsBack) else None
 
 
 # The loop's rules for every agent's developer runs, and the reviewer's rules; each agent hands

@@ -34,8 +34,10 @@ from agentloop.agents.common import (
     confined,
     display,
     helper_call,
+    in_memory,
     log_footer,
     log_header,
+    read_back,
     stream_run,
 )
 from agentloop.errors import AgentBlocked, ProgramNotFound
@@ -187,6 +189,16 @@ class ClaudeAgent:
                                    request), paused=done.paused)
             log.write(self._footer(result, done.stderr_tail, request.resume is not None))
         return result
+
+    def read_back(self, request: AgentRun) -> AgentResult | None:
+        """The run's result from its raw log, when that ends in a result line that says it
+        ended well (agents.ReadsBack). Its exit code is known no more, and taken as 0: the result
+        line is the CLI's last word, and one that is no error says the run succeeded."""
+        log = StreamLog(in_memory(), lambda _: None)
+        if not read_back(log, request.raw_log) or log.result is None:
+            return None
+        result = judge(0, False, log, "", request)
+        return result if result.ok else None
 
     def _header(self, request: AgentRun, argv: list[str]) -> str:
         return log_header(request, argv)

@@ -46,8 +46,10 @@ from agentloop.agents.common import (
     confined,
     display,
     helper_call,
+    in_memory,
     log_footer,
     log_header,
+    read_back,
     stream_run,
 )
 from agentloop.errors import ProgramNotFound
@@ -160,6 +162,15 @@ class CodexAgent:
                                    request, time.monotonic() - start), paused=done.paused)
             log.write(self._footer(result, done.stderr_tail))
         return result
+
+    def read_back(self, request: AgentRun) -> AgentResult | None:
+        """The run's result from its raw log, when that holds a completed turn and no failure
+        (agents.ReadsBack); its exit code, known no more, is taken as 0."""
+        log = CodexLog(in_memory(), lambda _: None)
+        if not read_back(log, request.raw_log):
+            return None
+        result = judge(0, False, log, "", request, 0.0)
+        return result if result.ok else None
 
     def ask(self, prompt: str, model: str, cwd: Path, timeout: float = 180) -> Answer:
         """A fresh read-only call that keeps no session (`--ephemeral`): the retry advisor,

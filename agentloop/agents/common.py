@@ -4,6 +4,7 @@ instead of an error."""
 
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 from contextlib import ExitStack
@@ -209,6 +210,24 @@ class JsonLog:
     def event(self, event: dict[str, Any]) -> None:
         """One JSON object from the agent."""
         raise NotImplementedError
+
+
+def read_back(log: JsonLog, raw_log: Path) -> bool:
+    """Feed `log` a run's raw log again, line by line, as it came from the agent (`log`
+    writes to files in memory: LogFiles.held); False when the raw log cannot be read."""
+    try:
+        raw = raw_log.read_bytes()
+    except OSError:
+        return False
+    for line in raw.splitlines(keepends=True):
+        log.feed(line)
+    return True
+
+
+def in_memory() -> LogFiles:
+    """Log files that are written nowhere: a raw log read back (read_back) is not written
+    again."""
+    return LogFiles.held(io.StringIO(), io.BytesIO())
 
 
 def stream_run(log: JsonLog, box: Sandbox | None, argv: list[str], request: AgentRun,

@@ -239,10 +239,14 @@ def summary_text(event: RunFinished, cwd: Path | None = None) -> str:
     spent = (f"; tokens in {tokens.get('input_tokens', 0):,} out {tokens.get('output_tokens', 0):,}"
              if tokens else "")
     cost = f"; cost {money(event.cost_usd, event.cost_known)}"
-    if not event.cost_known and not event.cost_usd and not any(tokens.values()):
-        # Stopped before any agent reported (a Ctrl+C in the first task): nothing to tell of,
-        # where "cost unknown (tokens only); tokens in 0 out 0" read as a cost not known.
+    if not event.agents_ran:
+        # No agent ever ran (the run stopped before the first began): nothing was spent and
+        # there is nothing to tell of, where "cost $0.0000; tokens in 0 out 0" read as runs.
         cost = spent = ""
+    elif not event.cost_known and not event.cost_usd and not any(tokens.values()):
+        # Agents ran and none reported (each stopped or timed out first): what they spent is
+        # not known, which "unknown (tokens only); tokens in 0 out 0" said as if tokens were.
+        cost, spent = "; cost unknown (no agent reported)", ""
     logs = os.path.relpath(event.logs, cwd) if cwd and os.path.isabs(event.logs) else event.logs
     return (f"\nagent-loop {head}: {counts}{cost}"
             f"{spent}; time {duration(event.seconds)}; logs in {logs}/{notes}")

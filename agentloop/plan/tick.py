@@ -38,6 +38,8 @@ class Ticked:
     after: str = ""
     note: str = ""
     written: bytes = b""   # the plan as ticked: what a run keeps should the file go (plan_kept)
+    # The ticked file's device and inode (a new file, replaced over the plan): the plan's now.
+    file: tuple[int, int] | None = None
 
 
 def tick(path: Path, group: str, text: str, line: int) -> Ticked:
@@ -66,10 +68,10 @@ def tick(path: Path, group: str, text: str, line: int) -> Ticked:
     if why:
         return Ticked(note=why)
     out = new.encode("utf-8")
-    why = _replace(real, data, seen, out)
-    if why:
-        return Ticked(note=why)
-    return Ticked(parse.file_hash(data), parse.file_hash(out), written=out)
+    written = _replace(real, data, seen, out)
+    if isinstance(written, str):
+        return Ticked(note=written)
+    return Ticked(parse.file_hash(data), parse.file_hash(out), written=out, file=written)
 
 
 def _target_lines(tasks: tuple[parse.Task, ...], reading: Reading, group: str, text: str,
@@ -111,9 +113,9 @@ def _ticked(source: str, lines: list[int]) -> str:
     return "".join(part + end for part, end in zip(parts, ends))
 
 
-def _replace(real: Path, data: bytes, seen: os.stat_result, out: bytes) -> str:
+def _replace(real: Path, data: bytes, seen: os.stat_result, out: bytes) -> str | tuple[int, int]:
     """Write `out` over the plan through a temporary file beside it, only if the plan still
-    holds `data` as `seen`; why not, or ""."""
+    holds `data` as `seen`; why not, or the new file's device and inode."""
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tick", dir=real.parent)
     except OSError as exc:
@@ -123,6 +125,7 @@ def _replace(real: Path, data: bytes, seen: os.stat_result, out: bytes) -> str:
             handle.write(out)
             handle.flush()
             os.fsync(handle.fileno())
+            made = os.fstat(handle.fileno())
         os.chmod(tmp, stat.S_IMODE(seen.st_mode))
         now = os.stat(real)
         if ((now.st_mtime_ns, now.st_size, now.st_ino) != (seen.st_mtime_ns, seen.st_size,
@@ -130,7 +133,7 @@ def _replace(real: Path, data: bytes, seen: os.stat_result, out: bytes) -> str:
                 or real.read_bytes() != data):
             return "the plan changed while agent-loop was ticking it (yours wins)"
         os.replace(tmp, real)
-        return ""
+        return made.st_dev, made.st_ino
     except OSError as exc:
         return f"the plan could not be written ({exc.strerror})"
     finally:

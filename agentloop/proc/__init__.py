@@ -16,9 +16,9 @@ from agentloop.proc.commands import (
                                      stop_group,
                                      stream,
 )
-from agentloop.proc.running import after_next_stream
+from agentloop.proc.running import after_next_stream, before_next_stream, during_next_wait
 from agentloop.proc.signals import deferred, shielded
 
-__all__ = ["STOP_GRACE_SECONDS", "Completed", "Streamed", "after_next_stream", "cut_reads",
-           "deferred", "pending_reads", "run", "shielded", "start", "started", "stop_group",
-           "stream"]
+__all__ = ["STOP_GRACE_SECONDS", "Completed", "Streamed", "after_next_stream",
+           "before_next_stream", "cut_reads", "deferred", "during_next_wait", "pending_reads",
+           "run", "shielded", "start", "started", "stop_group", "stream"]

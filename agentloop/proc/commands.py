@@ -114,13 +114,14 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
     watched = guarded and watchdog.ready()
     data = input.encode("utf-8", "surrogateescape") if isinstance(input, str) else input
     child = _launch(argv, cwd, env, data is not None)
-    if meanwhile is not None:
-        try:
+    try:
+        if meanwhile is not None:
             meanwhile()
-        except BaseException:
-            with shielded():  # reaped, its answer dropped: the error goes on up
-                _finished(child, argv, data, timeout, None, False)
-            raise
+        running.waiting()   # work held back for a thread while we wait (during_next_wait)
+    except BaseException:   # meanwhile's error, or a stop as a thread starts
+        with shielded():  # reaped, its answer dropped: the error goes on up
+            _finished(child, argv, data, timeout, None, False)
+        raise
     return _finished(child, argv, data, timeout, child.pid if watched else None, check)
 
 
@@ -359,6 +360,7 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     pre-exec hook: stderr goes to a temporary file, and the watchdog stands in for the kernel's
     parent-death signal, so a run costs one fork of ours (see scripts/bench_overhead.py).
     """
+    running.before_start()   # what a thread readied for it beside the run's set-up
     watched = watchdog.ready()
     _count()
     # Only a subreaper has orphans to end; elsewhere there is nothing to look for.

@@ -10,8 +10,11 @@ from typing import Any, Callable
 _lock = threading.Lock()
 _running: dict[int, Any] = {}
 _stop = threading.Event()
-# Called once the next agent run has started (after_next_stream).
+# Called once the next agent run has started (after_next_stream), just before it starts
+# (before_next_stream), and once the next short command has started (during_next_wait).
 _after: list[Callable[[], None]] = []
+_before: list[Callable[[], None]] = []
+_during: list[Callable[[], None]] = []
 _after_lock = threading.Lock()
 
 
@@ -51,6 +54,46 @@ def after_next_stream(call: Callable[[], None]) -> None:
     takes the GIL to begin)."""
     with _after_lock:
         _after.append(call)
+
+
+def before_next_stream(call: Callable[[], None]) -> None:
+    """`call` called just before the next streamed command (the next agent) starts, in the
+    thread that starts it: the wait for what that agent needs and a thread readies beside the
+    run's set-up (agentloop.run.start), which the set-up itself (a lane's `git worktree add`,
+    the records it saves) need not wait for."""
+    with _after_lock:
+        _before.append(call)
+
+
+def before_start() -> None:
+    """An agent run is about to start (agentloop.proc.commands.stream): what it waits for,
+    now."""
+    with _after_lock:
+        before = _before[:]
+        _before.clear()
+    for call in before:
+        call()
+
+
+def during_next_wait(call: Callable[[], None]) -> None:
+    """`call` (which raises nothing and returns at once: it starts a thread) called once the
+    next short command has started, before it is waited for, in the thread that waits: work
+    for a thread of ours that takes the GIL while the caller waits on a child (a lane's `git
+    worktree add`), not while the caller runs Python of its own, which would wait for it."""
+    with _after_lock:
+        _during.append(call)
+
+
+def waiting() -> None:
+    """A short command started, and the caller is about to wait for it
+    (agentloop.proc.commands.run): what was held back for that moment, now."""
+    if not _during:   # the common case, without the lock
+        return
+    with _after_lock:
+        during = _during[:]
+        _during.clear()
+    for call in during:
+        call()
 
 
 def after_start() -> None:

@@ -9,10 +9,12 @@ What happens when it is stopped (Ctrl+C, a kill) is not decided here: the attemp
 from __future__ import annotations
 
 import os
+from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
-from agentloop.agents import LIMIT, AgentResult, AgentRun, clean, priced
+from agentloop.agents import LIMIT, AgentResult, AgentRun, clean, ended_well, priced
 from agentloop.run import ledger
 from agentloop.run.context import Run
 from agentloop.run.decisions import RunBegun, RunEnded
@@ -72,6 +74,33 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
     run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, role,
                            limited=limited))
     return attempt, result
+
+
+def ended_unrecorded(run: Run, task: TaskState, record: Attempt) -> AgentResult | None:
+    """The result of the agent run `record` names, read back from its raw log, when a kill of
+    agent-loop came after the agent ended well and before that was recorded (the record has no
+    exit code); None otherwise. A raw log older than the record is an earlier run's (a run
+    killed before its agent wrote one): not this one's."""
+    if record.exit_code is not None or not record.log:
+        return None
+    log = run.project.root / record.log
+    raw_log = log.with_suffix(".jsonl")
+    try:
+        written = raw_log.stat().st_mtime
+        began = datetime.fromisoformat(record.started_at).timestamp()
+    except (OSError, ValueError):
+        return None
+    if written < began - 1:  # started_at has whole seconds
+        return None
+    request = AgentRun(prompt="", model=run.model(record.role), cwd=run.cwd, log=log,
+                       raw_log=raw_log)
+    result = ended_well(run.agent, request)
+    if result is not None and record.resumed and result.session_id:
+        # A resumed session's totals: the run's own part is what it added to them.
+        result = ended_well(run.agent, replace(
+            request, resume=result.session_id,
+            before=ledger.session_totals(run.state, result.session_id, task)))
+    return priced(result, run.options.prices) if result is not None else None
 
 
 def _meanwhile(run: Run) -> Callable[[], None] | None:

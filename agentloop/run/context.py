@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 # The retry advisor and the commit-message writer, as the run calls them (agentloop.helpers).
 Advisor = Callable[..., Any]
 Distiller = Callable[..., Any]
+# Which file a path named when it was read: its device and inode (os.stat's st_dev, st_ino).
+FileId = tuple[int, int]
 
 
 @dataclass
@@ -60,6 +62,9 @@ class Shared:
         self.plan_hash = ""
         # The plan's bytes as last read (agentloop.run.plan_kept): put back should it vanish.
         self.plan_bytes: bytes | None = None
+        # Which file those bytes were read from (or written to: a tick, a plan put back), so a
+        # file beside it is the plan renamed only when it is that file, not a copy of it.
+        self.plan_id: FileId | None = None
         # Where the user renamed the plan while the run worked (agentloop.run.plan_kept): it
         # is not put back, and no new task starts.
         self.plan_moved: Path | None = None

@@ -110,22 +110,24 @@ class PlanNews:
     notes: list[str] = field(default_factory=list)     # the closing lines, as they happened
 
 
-def _stamp(path: Path) -> tuple[int, int, int, int] | None:
-    """What tells a file's content changed without reading it: its inode, size, and the times
-    of its last write and last change of any kind; None when it cannot be looked at."""
+def _stamp(path: Path) -> tuple[int, int, int, int, int] | None:
+    """What tells a file's content changed without reading it: its device and inode (which
+    file it is: agentloop.run.plan_kept), size, and the times of its last write and last
+    change of any kind; None when it cannot be looked at."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-def _settled(stamp: tuple[int, int, int, int] | None) -> tuple[int, int, int, int] | None:
+def _settled(stamp: tuple[int, int, int, int, int] | None
+             ) -> tuple[int, int, int, int, int] | None:
     """`stamp`, taken before a read, when a later edit is sure to change it: its last change
     lies further back than any file system's clock is coarse (git's "racy" rule), else None
     (the file is read again next time). An edit a moment after a read could otherwise carry
     the same times on a file system that counts in whole seconds."""
-    if stamp is None or time.time_ns() - stamp[3] < RACY_NS:
+    if stamp is None or time.time_ns() - stamp[-1] < RACY_NS:
         return None
     return stamp
 
@@ -166,7 +168,7 @@ class Controller:
         # (agentloop.run.tick_boxes), so that edit is no news.
         run.shared.plan_hash = run.state.task_file_hash
         # The plan file's stamp when it was last read and understood (see _settled).
-        self._plan_seen: tuple[int, int, int, int] | None = None
+        self._plan_seen: tuple[int, int, int, int, int] | None = None
         self._read_plan()  # the plan's bytes, kept in case it vanishes (agentloop.run.plan_kept)
         self._landed = run.job.landed if run.job is not None else frozenset()
 
@@ -423,11 +425,13 @@ class Controller:
         if seen is not None and seen == self._plan_seen:
             return  # the file read last time, unchanged since (plan_kept has its bytes)
         self._plan_seen = None
+        # The file read (stat before the read: replaced between, the next look reads again).
+        file = None if seen is None else (seen[0], seen[1])
         try:
             data = parse.read_bytes(path)
             digest = parse.file_hash(data)
             if digest == self.run.shared.plan_hash:
-                plan_kept.keep(self.run, data)
+                plan_kept.keep(self.run, data, file)
                 self._plan_seen = _settled(seen)
                 return
             self.run.shared.plan_hash = digest
@@ -437,13 +441,14 @@ class Controller:
             # moment: the run goes on as it was.
             restored = plan_kept.restore(self.run)
             if restored is not None:
-                moved = self.run.shared.plan_moved is not None
+                moved = bool(restored.renamed)
                 if moved:
+                    ledger.plan_renamed(self.run, restored.renamed)
                     self.run.shared.halt()  # the plan is the renamed file's now: its run's
-                    self.news.notes.append(restored)
-                self.run.emit(LaneNote(restored, stop=moved))
+                    self.news.notes.append(restored.note)
+                self.run.emit(LaneNote(restored.note, stop=moved))
             return
-        plan_kept.keep(self.run, data)
+        plan_kept.keep(self.run, data, file)
         self.news.removed = {r.log_name for r in changes.removed}
         self.news.ticked = {changes.tasks[i - 1].log_name for i in changes.ticked}
         self.news.reworded = {

@@ -259,6 +259,9 @@ class RunFinished:
     unfinished: tuple[int, ...] = ()  # tasks this run set out to run that did not complete
     completed: tuple[int, ...] = ()   # tasks this run completed with a change
     cost_known: bool = True      # False: some runs reported tokens but no dollars
+    # False: no agent ever ran for this plan (the cost and tokens above count nothing), so
+    # the closing line says nothing of them; True with nothing reported is a cost not known.
+    agents_ran: bool = True
     # The branch the tasks landed on, when your checkout is on another one now (you switched
     # mid-run, git): a task's commit is reverted there. Empty: the checkout is on it.
     landed_on: str = ""

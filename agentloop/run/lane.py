@@ -26,6 +26,7 @@ from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
 from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
 from agentloop.proc.signals import hangup_settles_the_task, shielded
 from agentloop.run import budget, conflicts
+from agentloop.run.agent_run import ended_unrecorded
 from agentloop.run.attempt import finished_well, run_attempt
 from agentloop.run.beside import (
     after_landing,
@@ -46,6 +47,7 @@ from agentloop.run.decisions import (
     Fatal,
     Judged,
     Retry,
+    RunEnded,
     Stop,
     Uncounted,
     WaitFor,
@@ -171,7 +173,12 @@ def recover(run: Run, task: TaskState) -> bool:
         return True
     last = task.history[-1] if task.history else None
     if task.status == S.RUNNING and last is not None and last.outcome == S.RUNNING:
-        # Killed inside the agent: like Ctrl+C, that attempt does not count.
+        ended = ended_unrecorded(run, task, last)
+        if ended is not None:
+            # Killed as its agent ended well, before the record said so: recorded now (it was
+            # paid), its work kept and brought back below as for a kill in its checks.
+            hand(run, task, RunEnded(last, ended))
+        # Killed inside the agent (or after it): like Ctrl+C, that attempt does not count.
         hand(run, task, Uncounted(last.number, O.INTERRUPTED, S.INTERRUPTED,
                                   task.error or "the run was killed"))
         finished = finished_well(last)

@@ -428,6 +428,15 @@ def _said(run: Run, task: TaskState, attempt: Attempt, advice: Retry, retry: boo
                           advice.hint, advice.source, advice.wait))
 
 
+def plan_renamed(run: Run, name: str) -> None:
+    """The plan was renamed `name` (relative to the root) while the run worked
+    (agentloop.run.plan_kept): its state is saved under the new name, so the closing lines and
+    `--status` name the file there is."""
+    _owner(run)
+    run.state.task_file = name
+    save(run)
+
+
 def left_open(run: Run, reason: str) -> list[TaskState]:
     """After every lane ended: a task still `running` (a lane stopped by an error between its
     agent and its record, such as the history guard) is interrupted, its attempt uncounted and

@@ -60,7 +60,7 @@ def _moved_on(run: Run, notes: list[str]) -> None:
     if said is None or now == said:
         return
     run.shared.plan_moved = now
-    run.state.task_file = run.project.store.relative(now)   # saved with the stalls' count
+    ledger.plan_renamed(run, run.project.store.relative(now))
     old, went, new = (run.project.shown(p) for p in (run.project.task_file, said, now))
     line = (f"{old} was renamed while this run worked, and back, so no new task started "
             f"since; `agent-loop {old}` goes on with this plan" if now == run.project.task_file
@@ -119,6 +119,8 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
             ledger.left_open(run, stopped or "the run stopped")
             # The last task's agent may have taken the plan away (`jj undo`): back it comes.
             restored = plan_kept.restore(run)
+            if restored is not None and restored.renamed:
+                ledger.plan_renamed(run, restored.renamed)
             stalled = count_stalls(run, begun) + tuple(
                 f"task {t.index} is conflicted: it {t.error}" for t in run.state.tasks
                 if t.status == S.CONFLICTED) + tuple(
@@ -129,6 +131,10 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
                       if t.status == S.LANDING)
         planned = [t.index for t in pending if t.index not in run.tally.dropped]
         summary = summarize(run, started, stopped, tuple(controller.news.notes) + stalled
-                            + ((restored,) if restored else ()), planned)
+                            + ((restored.note,) if restored else ()), planned)
+        # Whether any agent ran for this plan (the runs its totals count): the closing line
+        # says nothing of cost only when none did.
+        summary = dataclasses.replace(summary, agents_ran=bool(run.state.retired) or any(
+            t.history for t in run.state.tasks))
         run.emit(summary)
     return summary

@@ -3,11 +3,12 @@
 not recorded yet. The plan is the user's file and never part of a task's change, so no VCS has
 a copy: this one is put back on disk, as the run last read it, and the run says so.
 
-A plan you renamed while the run worked (`git mv tasks.md plan.md`: the same bytes at another
-name beside it) is never put back: a second copy by the old name would be a second plan, whose
-next run pays for every task again. The run starts no new task and says where the plan went;
-a run of the new name takes this plan's state over (agentloop.state.project), its finished
-tasks done."""
+A plan you renamed while the run worked (`git mv tasks.md plan.md`: the very file the run last
+read, its bytes and its inode, at another name beside it) is never put back: a second copy by the
+old name would be a second plan, whose next run pays for every task again. The run starts no new
+task and says where the plan went; a run of the new name takes this plan's state over
+(agentloop.state.project), its finished tasks done. A copy beside it (`cp tasks.md tasks.md.bak`)
+holds the same bytes in another file: no rename, so the plan is put back."""
 
 from __future__ import annotations
 
@@ -15,62 +16,87 @@ import os
 import tempfile
 from pathlib import Path
 
-from agentloop.run.context import Run
+from agentloop.ondemand import dataclass
+from agentloop.run.context import FileId, Run
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What `restore` did: the line that says so, and the plan's name in the state (relative
+    to the root) when the plan was renamed, for the one writer of the state to save
+    (agentloop.run.ledger.plan_renamed); "" when it was put back."""
+
+    note: str
+    renamed: str = ""
 
 
 def current(run: Run) -> Path:
-    """The plan's file now: where the user renamed it while the run worked (found by the bytes
+    """The plan's file now: where the user renamed it while the run worked (found as the file
     the run last read, should the controller not have looked since; renamed again, or back,
     found beside where it went), else its own."""
     path = run.shared.plan_moved or run.project.task_file
     if os.path.lexists(path) or run.shared.plan_bytes is None:
         return path
-    renamed = _renamed(path, run.shared.plan_bytes)
+    renamed = _renamed(path, run.shared.plan_bytes, run.shared.plan_id)
     return path if renamed is None else path.parent / renamed
 
 
-def keep(run: Run, data: bytes) -> None:
-    """Remember `data` as the plan's bytes the run has read (and understood)."""
+def keep(run: Run, data: bytes, file: FileId | None) -> None:
+    """Remember `data` as the plan's bytes the run has read (and understood), from the file
+    `file` (its device and inode; None when unknown: then no file is taken for the plan
+    renamed)."""
     run.shared.plan_bytes = data
+    run.shared.plan_id = file
 
 
-def restore(run: Run) -> str | None:
-    """Put the plan back on disk when it is gone and the run holds its text; the note that
-    says so (None when the plan is there, or there is nothing to put back)."""
+def file_id(stat: os.stat_result) -> FileId:
+    """Which file `stat` is: its device and inode (a rename keeps both, a copy does not)."""
+    return stat.st_dev, stat.st_ino
+
+
+def restore(run: Run) -> Restored | None:
+    """Put the plan back on disk when it is gone and the run holds its text; what was done
+    (None when the plan is there, there is nothing to put back, or its rename was said)."""
     path = run.project.task_file
     data = run.shared.plan_bytes
     if data is None or os.path.lexists(path):
         return None
     shown = run.project.shown(path)
-    renamed = _renamed(path, data)
+    renamed = _renamed(path, data, run.shared.plan_id)
     if renamed is not None:
         if run.shared.plan_moved is not None:
             return None   # said once
         run.shared.plan_moved = path.parent / renamed
-        # Saved under its new name: the closing lines and `--status` name the file there is.
-        run.state.task_file = run.project.store.relative(run.shared.plan_moved)
         new = run.project.shown(run.shared.plan_moved)
-        return (f"{shown} was renamed {new} while this run worked (the same text), so it is not "
-                f"put back: no new task starts; `agent-loop {new}` goes on with this plan, its "
-                "finished tasks done")
+        # Saved under its new name: the closing lines and `--status` name the file there is.
+        return Restored(f"{shown} was renamed {new} while this run worked (the same text), "
+                        f"so it is not put back: no new task starts; `agent-loop {new}` goes on "
+                        "with this plan, its finished tasks done",
+                        run.project.store.relative(run.shared.plan_moved))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Whole or not at all: a plan half written would read as a plan with tasks missing.
         fd, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
         with os.fdopen(fd, "wb") as out:
             out.write(data)
+            written = file_id(os.fstat(out.fileno()))
         os.replace(scratch, path)
     except OSError as exc:
-        return (f"{run.project.shown(path)} vanished from disk while this run worked, and "
-                f"putting it back failed ({exc.strerror})")
+        return Restored(f"{run.project.shown(path)} vanished from disk while this run worked, "
+                        f"and putting it back failed ({exc.strerror})")
+    keep(run, data, written)   # the file now there: renamed later, it is still the plan
     why = "an agent's `jj undo`?" if run.vcs.name == "jj" else "deleted, or an agent's `git clean`?"
-    return f"{shown} vanished from disk while this run worked ({why}); put back as this run " \
-        "last read it"
+    return Restored(f"{shown} vanished from disk while this run worked ({why}); put back as "
+                    "this run last read it")
 
 
-def _renamed(path: os.PathLike[str], data: bytes) -> str | None:
-    """The name of a file beside the plan `path` that holds exactly the plan's bytes (the plan
-    renamed, or moved aside), None when there is none."""
+def _renamed(path: os.PathLike[str], data: bytes, file: FileId | None) -> str | None:
+    """The name of a file beside the plan `path` that is the file the run last read (`file`)
+    and still holds its bytes (the plan renamed, or moved aside), None when there is none. A
+    file with the same bytes but another inode is a copy (a backup you made): the plan is
+    still gone."""
+    if file is None:
+        return None
     folder = os.path.dirname(path)
     try:
         entries = list(os.scandir(folder))
@@ -78,8 +104,10 @@ def _renamed(path: os.PathLike[str], data: bytes) -> str | None:
         return None
     for entry in entries:
         try:
-            if entry.is_file(follow_symlinks=False) and entry.stat().st_size == len(data) \
-                    and entry.path != os.fspath(path):
+            if not entry.is_file(follow_symlinks=False) or entry.path == os.fspath(path):
+                continue
+            stat = entry.stat(follow_symlinks=False)
+            if file_id(stat) == file and stat.st_size == len(data):
                 with open(entry.path, "rb") as found:
                     if found.read() == data:
                         return entry.name

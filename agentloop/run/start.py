@@ -38,6 +38,7 @@ from agentloop.vcs.protocol import Change, Discards, RefusesDirty
 from agentloop.vcs.stays_git import vcs_notes
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from agentloop.agents import Agent
@@ -191,20 +192,15 @@ def _checked(project: Project, admitted: Admitted, options: RunOptions, kind: st
 
 def _made_ready(project: Project, state: State, options: RunOptions, vcs: Vcs,
                 leftovers: list[Change]) -> list[str]:
-    """The working copy made (`vcs.prepare`) while what the first agent needs gets ready
-    beside it, then the VCS lock held and a reset's leftover changes dropped; their lines."""
+    """The working copy made (`vcs.prepare`), what the first agent needs set to get ready as
+    the run first waits on git (_ready_beside), then the VCS lock held and a reset's leftover
+    changes dropped; their lines."""
     # A run with a task to do gets ready for its first agent while its working copy is made.
-    ready = agents_ready() if options.only or any(
-        runnable(t, options.max_attempts, options.include_optional) for t in state.tasks) \
-        else None
-    if ready is not None:
-        make_ahead()
+    if options.only or any(runnable(t, options.max_attempts, options.include_optional)
+                           for t in state.tasks):
+        _ready_beside()
         proc.after_next_stream(collector.release)  # the start is over: collect as usual
-    # Waited for only once the working copy is made: a stop or an error meanwhile has no use for
-    # it, and a thread stuck in an import (agentloop.errors.stop) would keep the run from ending.
     notes = vcs.prepare()
-    if ready is not None:
-        ready()
     notes += start_notes(vcs.name, project.root, options.git_hooks)
     project.store.hold_vcs_lock()  # the repository prepare() may just have made
     # An interrupted attempt of the old state's: history drops it, for good (jj keeps a change
@@ -235,16 +231,52 @@ def _wired(project: Project, state: State, name: str, agent: Agent, vcs: Vcs,
                job=job, sandbox=box)
 
 
+def _ready_beside() -> None:
+    """What the first agent needs (the watchdog, prctl: agentloop.proc.beside.agents_ready) and
+    the records its task makes (make_ahead), made in threads started as the run first waits
+    on git (proc.during_next_wait: a lane's `git worktree add`, or a checkout's own git), and
+    waited for as that agent starts (proc.before_next_stream), or started then. Started before,
+    they took the GIL from the main thread's own set-up (the run's first records, the lanes'
+    sweep), which then waited for them, while nothing ran beside the lane's git. A stop or an
+    error before the agent has no use for them, and a thread stuck in an import
+    (agentloop.errors.stop) would keep the run from ending: not waited for then."""
+    begun: list[Callable[[], None]] = []
+    once = threading.Lock()
+
+    def begin() -> None:
+        with once:
+            if not begun:
+                begun.append(agents_ready())
+                make_ahead()
+
+    def ready() -> None:
+        begin()
+        begun[0]()
+    proc.during_next_wait(begin)
+    proc.before_next_stream(ready)
+
+
 def make_ahead() -> None:
     """Make the records a run's first task makes from its first agent's start to its end
     (agentloop.ondemand) in a thread of their own, started as the lane is made: about a
     millisecond a class that the main thread, waiting for the lane's git and then for the
-    agent, need not spend. Nothing waits for the thread: a class it has not made yet when it
-    is needed is made by the thread that needs it (ondemand.made takes one at a time)."""
-    threading.Thread(target=_made_ahead, name="agent-loop records ahead", daemon=True).start()
+    agent, need not spend. Those the agent's start makes first; those its output and its end
+    make once it has started (proc.after_next_stream), while the main thread waits for that
+    output: made before, they took the interpreter from the main thread's own way to the
+    agent. Nothing waits for the thread: a class it has not made yet when it is needed is made
+    by the thread that needs it (ondemand.made takes one at a time)."""
+    started = threading.Event()
+    proc.after_next_stream(started.set)
+    threading.Thread(target=_made_ahead, args=(started,), name="agent-loop records ahead",
+                     daemon=True).start()
 
 
-def _made_ahead() -> None:
+# How long the records of an agent's end wait for it to start: a run that ends before any
+# agent leaves the thread nothing to wait for (it makes them then, and ends).
+_AGENT_STARTS_WITHIN = 60.0
+
+
+def _made_ahead(started: threading.Event) -> None:
     from agentloop.agents import Activity, AgentResult
     from agentloop.ondemand import made
     from agentloop.proc.commands import Streamed
@@ -254,14 +286,17 @@ def _made_ahead() -> None:
     from agentloop.run.final_message import Report
     from agentloop.run.fixes import Outcome
     from agentloop.state.receipts import Receipt
-    from agentloop.vcs.check import GitLaneRecord
+    from agentloop.vcs.check import GitLaneRecord, Listed
 
     # In the order the first task needs them.
     for cls in (events.RunStarted, GitLaneRecord, decisions.RunBegun, decisions.Opened,
                 decisions.MayStart, events.TaskStarted, events.AgentStarted, Streamed, Deadline,
-                Activity, events.AgentActivity, AgentResult, events.AgentFinished, Report,
-                Outcome, Receipt, decisions.Completed, events.TaskFinished, LaneEnded,
+                None, Activity, events.AgentActivity, AgentResult, events.AgentFinished, Listed,
+                Report, Outcome, Receipt, decisions.Completed, events.TaskFinished, LaneEnded,
                 decisions.RunEnded, events.RunFinished):
+        if cls is None:   # the agent's start made: the rest while it runs
+            started.wait(_AGENT_STARTS_WITHIN)
+            continue
         made(cls)
         # The main thread takes the interpreter at once when it wakes (its git, its agent's
         # output): without the pause it could wait out a whole switch interval (5 ms).

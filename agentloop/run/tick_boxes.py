@@ -69,7 +69,7 @@ def landed(run: Run, task: TaskState) -> bool:
         if run.shared.plan_hash == done.before:
             run.shared.plan_hash = done.after
             # The ticked plan is what the run has read: renamed now, it is found by its bytes.
-            plan_kept.keep(run, done.written)
+            plan_kept.keep(run, done.written, done.file)
         if run.state.task_file_hash != done.before:
             return False
         run.state.task_file_hash = done.after

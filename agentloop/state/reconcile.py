@@ -341,12 +341,30 @@ def _pair_ahead(places: list[int], fresh: list[TaskState],
 def alike(new: TaskState, old: TaskState) -> bool:
     """Whether `new` reads as `old` reworded, not another task put where it stood (it deleted,
     one added there): its first line alike (as a done task's words must be to stay done), or
-    the lines under it unchanged. The whole texts are not compared: tasks of one plan often
-    share the lines under them (a command, a check), which would make any two alike."""
+    saying the other's words at length, or the lines under it unchanged. The whole texts are
+    not compared: tasks of one plan often share the lines under them (a command, a check),
+    which would make any two alike. Words only: the pairing never asks."""
     first, _, rest = new.task.partition("\n")
     was, _, had = old.task.partition("\n")
-    return _texts_alike(task_key(first), task_key(was)) >= _DONE_ALIKE or \
+    first, was = task_key(first), task_key(was)
+    return _texts_alike(first, was) >= _DONE_ALIKE or _said_at_length(first, was) or \
         task_key(rest) == task_key(had) != ""
+
+
+def _said_at_length(a: str, b: str) -> bool:
+    """Whether one of two short texts holds every word of the other, in order, words added
+    between and after: "Add login page" said again as "Add a login page with OAuth and
+    remember-me" (its likeness 0.5: most of the longer one's words are new). Two words at
+    least, so that a one-word task does not make every task that mentions it a reword."""
+    import re
+
+    words = sorted((re.findall(r"\w+", a.casefold()), re.findall(r"\w+", b.casefold())),
+                   key=len)
+    short, long = words
+    if len(short) < 2:
+        return False
+    rest = iter(long)
+    return all(word in rest for word in short)   # `in` moves on through `rest`: in order
 
 
 def _likeness(new: TaskState, old: TaskState) -> float:

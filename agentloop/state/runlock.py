@@ -3,7 +3,9 @@
 Two locks, each with a pid file beside it: `.agent-loop/run.lock`, which every run takes first,
 and one in the VCS's own folder, since an agent's `git clean -fdx` deletes `.agent-loop/` and
 the lock file in it, never `.git/`. The store holds them for a run (agentloop.state.store's
-`lock`); a run that finds another holding them says whose they are.
+`lock`); a run that finds another holding them says whose they are. A third, `plan.lock` in
+the plan's own folder, says which plan the run works on (`working`, for --dry-run): it keeps no
+second run out (the first lock does).
 """
 
 from __future__ import annotations
@@ -14,12 +16,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentloop.errors import StateError, StateLocked
-from agentloop.files.lock import try_lock
+from agentloop.files.lock import is_held, try_lock
 from agentloop.files.pid_file import live_pid
 from agentloop.state import plain
 
 # A run that loses the race for the lock waits this long at most for the winner's pid to show.
 HOLDER_WAIT_SECONDS = 2.0
+PLAN_LOCK = "plan.lock"   # in the plan's folder: held by the run working on that plan
+
+
+def working(base: Path, plan_dir: Path) -> tuple[int, bool] | None:
+    """Whether a run works in the repository whose store is `base` now, as the run lock says
+    (a live pid in run.pid alone may be a killed run's, reused): its pid, and whether it
+    works on the plan whose folder is `plan_dir`; None when no run does."""
+    pid = live_pid(base / "run.pid")
+    # The pid first: no look at the lock (which takes it for an instant when it is free, so
+    # a run starting then would be refused) when no live process names itself its holder.
+    if pid is None or not is_held(base / "run.lock"):
+        return None
+    return pid, is_held(plan_dir / PLAN_LOCK)
 
 
 @dataclass(frozen=True)
@@ -63,19 +78,44 @@ def _cannot_write(path: Path, exc: OSError) -> StateError:
 class RunLock:
     """The run locks of the repository at `root` (`base`: its `.agent-loop/`) this run holds."""
 
-    def __init__(self, root: Path, base: Path) -> None:
+    def __init__(self, root: Path, base: Path, plan_dir: Path | None = None) -> None:
         self.root, self.base = root, base
+        self.plan_dir = plan_dir   # the plan's folder, where its plan.lock is (`working`)
         self._held: list[_Held] = []   # the locks held, each with its pid file
+        self._plan: tuple[int, tuple[int, int]] | None = None   # plan.lock: descriptor, file
         self.lost = False   # another run took a lock while this one worked: it writes now
 
     def take(self) -> None:
         """Take `.agent-loop/run.lock`, then the VCS folder's; StateLocked, naming the holder's
         pid, when another run holds either."""
         self._take(self.base / "run.lock", self.base / "run.pid")
+        self._mark_plan()
         self.hold_vcs()
+
+    def _mark_plan(self) -> None:
+        """Hold the plan's plan.lock (again, if it was deleted): which plan this run works on,
+        for `working`. It keeps no run out, so a lock not taken is no error: --dry-run then
+        says the run may work on another plan."""
+        if self.plan_dir is None:
+            return
+        path = self.plan_dir / PLAN_LOCK
+        if self._plan is not None:
+            if _inode_of(path) == self._plan[1]:
+                return
+            os.close(self._plan[0])
+            self._plan = None
+        try:
+            fd = try_lock(path)
+        except OSError:
+            return   # its folder deleted (a `git clean -fdx`): taken again next time
+        if fd is not None:
+            self._plan = fd, _inode(fd)
 
     def release(self) -> None:
         """Let go of every lock held, its pid file first."""
+        if self._plan is not None:
+            os.close(self._plan[0])
+            self._plan = None
         while self._held:
             held = self._held.pop()
             try:
@@ -114,6 +154,7 @@ class RunLock:
         if self.lost:  # said once; every later lane asking to start is refused too
             raise StateLocked("another agent-loop run took this plan's lock while this run "
                               "worked: this run stops before its next task")
+        self._mark_plan()
         taken, lost = [], []
         for i, held in enumerate(self._held):
             try:

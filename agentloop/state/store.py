@@ -50,7 +50,7 @@ class Store:
         self._top: dict[str, Any] = {}       # the top-level fields as last written
         self._snapshot_tasks = -1             # how many tasks the last snapshot held
         # One run at a time per repository.
-        self.runlock = RunLock(root, self.base)
+        self.runlock = RunLock(root, self.base, self.dir)
 
     def load(self) -> State | None:
         """The saved state, or None when there is none yet. Takes no lock: writes are atomic."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Protocol, runtime_checkable
 
+from agentloop.ondemand import dataclass as on_first_use
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -103,7 +105,7 @@ class CutShort(Protocol):
         """The commit the stopped finish made on your branch, if it made one."""
 
 
-@dataclass(frozen=True)
+@on_first_use(frozen=True)  # a killed run's only (agentloop.ondemand)
 class KilledAttempt:
     """git: where a killed run's attempt is kept, rolled back by the next run."""
 

@@ -16,10 +16,10 @@ your checkout.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from agentloop.errors import AgentLoopError
+from agentloop.ondemand import dataclass as on_first_use
 from agentloop.vcs.git.run import Git
 
 # The submodules named in a .gitmodules, by the file's path, with the stamp they were read at.
@@ -32,7 +32,7 @@ _unlisted_in: dict[Path, tuple[str, ...]] = {}
 _empty_from_start: dict[Path, frozenset[str]] = {}
 
 
-@dataclass(frozen=True)
+@on_first_use(frozen=True)  # an agent's files in a submodule's folder only (agentloop.ondemand)
 class Swept:
     """What an agent left in a lane's submodule folder `path`: its `files` (relative to it),
     moved to `kept`."""

@@ -109,6 +109,22 @@ def request(tmp_path: Path, prompt: str, resume: str | None = None) -> AgentRun:
                     raw_log=tmp_path / "l" / "a.jsonl", resume=resume)
 
 
+def test_a_run_is_read_back_from_its_raw_log_only_when_it_ended_well(tmp_path: Path) -> None:
+    # What the run after a kill reads of a run nobody recorded the end of (agents.ReadsBack).
+    agent, req = ClaudeAgent("claude"), request(tmp_path, "")
+    req.raw_log.parent.mkdir()
+    assert agent.read_back(req) is None  # no raw log at all
+    whole = sample("4c-stream.jsonl")
+    req.raw_log.write_bytes(b"".join(whole))
+    result = agent.read_back(req)
+    assert result is not None and result.ok and result.exit_code == 0
+    assert result.session_id == "0ca626a3-5835-4434-aa6a-b8491052c05d"
+    assert result.cost_usd == pytest.approx(0.010992) and result.num_turns is not None
+    for cut in (whole[:-1], sample("ratelimit-5h-oauth-stream.jsonl")):  # no result; a failure
+        req.raw_log.write_bytes(b"".join(cut))
+        assert agent.read_back(req) is None
+
+
 def test_the_prompt_is_never_in_argv(tmp_path: Path) -> None:
     prompt = "-rf $(x) `y` \"z\"\nnext"
     argv = ClaudeAgent("claude").argv(request(tmp_path, prompt, "s1"))

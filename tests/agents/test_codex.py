@@ -294,3 +294,23 @@ def test_check_and_the_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert isinstance(agent, CodexAgent) and agent.program == "/opt/my-codex"
     assert agent.name == "codex" and agent.models == MODELS
     assert CodexAgent("x", {"AGENT_LOOP_CODEX": "/y"}).program == "x"
+
+
+def test_a_run_is_read_back_from_its_raw_log_only_when_its_turn_completed(
+        tmp_path: Path) -> None:
+    # What the run after a kill reads of a run nobody recorded the end of (agents.ReadsBack):
+    # the events `codex exec --json` writes, as the test above reads them from the real CLI.
+    agent, req = CodexAgent("codex", {}), request(tmp_path / "work", "")
+    req.raw_log.parent.mkdir()
+    events = [{"type": "thread.started", "thread_id": "t-1"},
+              {"type": "item.completed", "item": {"type": "agent_message", "text": "done"}},
+              {"type": "turn.completed", "usage": {"input_tokens": 100, "output_tokens": 20}}]
+    lines = [json.dumps(e) + "\n" for e in events]
+    req.raw_log.write_text("".join(lines))
+    result = agent.read_back(req)
+    assert result is not None and result.ok and result.session_id == "t-1"
+    assert result.text == "done" and result.usage["output_tokens"] == 20
+    failed = {"type": "turn.failed", "error": {"message": "boom"}}
+    for cut in (lines[:-1], [*lines[:-1], json.dumps(failed) + "\n"]):
+        req.raw_log.write_text("".join(cut))
+        assert agent.read_back(req) is None

@@ -5,8 +5,10 @@ removes; the user's own variables (credentials, PATH) stay."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
+from agentloop import AGENT_REFLOG_ACTION
 from agentloop.agents.environment import SESSION_VARIABLES, child_env
 from tests.support.claude_cli import claude_env
 from tests.support.fake_agent import FakeClaude
@@ -14,11 +16,14 @@ from tests.support.fakeapi import FakeApi, ToolUse
 from tests.support.repos import git_project
 from tests.support.runner import agent_loop
 
-# What a Claude Code or Codex session hands the commands it runs, and a hook's variable.
+# What a Claude Code or Codex session hands the commands it runs, a hook's variable, and the
+# reflog mark an agent of another agent-loop run (one around this one) has.
+OUTER_MARK = "agent-loop agent"
 CALLER = {"CLAUDECODE": "1", "CLAUDE_CODE_ENTRYPOINT": "cli", "CLAUDE_CODE_SSE_PORT": "43111",
           "CLAUDE_CODE_SESSION_ID": "outer", "CODEX_SANDBOX": "seatbelt",
           "CODEX_SANDBOX_NETWORK_DISABLED": "1", "CODEX_THREAD_ID": "thread-1",
-          "AGENT_LOOP_EVENT_RESULT": "done", "MY_SECRET": "s3", "MY_TOKEN": "keep-me"}
+          "AGENT_LOOP_EVENT_RESULT": "done", "MY_SECRET": "s3", "MY_TOKEN": "keep-me",
+          "GIT_REFLOG_ACTION": OUTER_MARK}
 
 
 # How these tests start agent-loop: the variables a user adds and removes for the agent.
@@ -27,12 +32,15 @@ ENV_FLAGS = ("--vcs", "none", "--no-distill", "--env", "ADDED=yes", "--env-exclu
 
 def test_child_env_keeps_the_users_variables() -> None:
     env = child_env({"PATH": "/bin", "HOME": "/h", "ANTHROPIC_API_KEY": "k", "CLAUDECODE": "1",
-                     "CODEX_HOME": "/c", "X": "1", "AGENT_LOOP_EVENT_HOOK": "on-task"},
+                     "CODEX_HOME": "/c", "X": "1", "AGENT_LOOP_EVENT_HOOK": "on-task",
+                     "GIT_REFLOG_ACTION": OUTER_MARK},
                     add=[("CLAUDECODE", "mine")], exclude=["X"], prefixes=["AGENT_LOOP_EVENT_"])
     assert env == {"PATH": "/bin", "HOME": "/h", "ANTHROPIC_API_KEY": "k", "CODEX_HOME": "/c",
                    "CLAUDECODE": "mine",   # a variable the user adds on purpose is theirs
-                   # the mark on the agent's commits in HEAD's reflog (vcs/git/backend)
-                   "GIT_REFLOG_ACTION": "agent-loop agent"}
+                   # this run's mark on its agents' commits in HEAD's reflog (vcs/git/reflog),
+                   # in place of the one an agent-loop around it gave
+                   "GIT_REFLOG_ACTION": AGENT_REFLOG_ACTION}
+    assert re.fullmatch(r"agent-loop agent [0-9a-f]{8}", AGENT_REFLOG_ACTION)
     assert "CLAUDECODE" in SESSION_VARIABLES and "CODEX_SANDBOX" in SESSION_VARIABLES
 
 
@@ -48,6 +56,7 @@ def test_the_fake_agent_starts_sealed(tmp_path: Path, fake_claude: FakeClaude) -
         assert name not in seen, name
     assert seen["ADDED"] == "yes" and seen["MY_TOKEN"] == "keep-me"
     assert seen["PATH"] == os.environ["PATH"] and seen["HOME"] == os.environ["HOME"]
+    _own_mark(seen["GIT_REFLOG_ACTION"])
 
 
 def test_the_real_cli_and_its_shell_start_sealed(tmp_path: Path, fake_api: FakeApi,
@@ -74,5 +83,12 @@ def test_the_real_cli_and_its_shell_start_sealed(tmp_path: Path, fake_api: FakeA
     assert set_by_cli <= set(SESSION_VARIABLES), set_by_cli - set(SESSION_VARIABLES)
     assert seen["ADDED"] == "yes" and seen["MY_TOKEN"] == "keep-me"
     assert seen["ANTHROPIC_API_KEY"] == "sk-ant-fake-key"
-    # The agent's git commands carry its mark into the reflog (agentloop.vcs.git.reflog).
-    assert seen["GIT_REFLOG_ACTION"] == "agent-loop agent"
+    # The agent's git commands carry its run's mark into the reflog (agentloop.vcs.git.reflog).
+    _own_mark(seen["GIT_REFLOG_ACTION"])
+
+
+def _own_mark(mark: str) -> None:
+    """`mark` is a run's own (agent-loop as a process: not this test process's), not the one
+    the agent-loop around it handed down."""
+    assert re.fullmatch(r"agent-loop agent [0-9a-f]{8}", mark), mark
+    assert mark not in (OUTER_MARK, AGENT_REFLOG_ACTION), mark

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import orjson
 import pytest
@@ -190,12 +191,87 @@ def test_a_second_run_is_refused_while_one_runs(work: Path, fake_claude: FakeCla
         first.send_signal(signal.SIGTERM)
         out, err = first.communicate(timeout=30)
     assert first.returncode == 130
-    # Stopped before its agent reported: nothing said of a cost ("cost unknown (tokens only);
-    # tokens in 0 out 0" read as a cost not known).
+    # Stopped before its agent reported: its cost is not known ("cost unknown (tokens only);
+    # tokens in 0 out 0" read as tokens counted), and not left unsaid either (as if nothing
+    # was spent: the agent ran).
     closing = next(line for line in out.splitlines() if line.startswith("agent-loop stopped:"))
-    assert "cost" not in closing and "tokens" not in closing, out + err
+    assert "; cost unknown (no agent reported);" in closing, out + err
+    assert "tokens" not in closing, out + err
     state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
     assert state["tasks"][0]["status"] == "interrupted"
+
+
+def _run_in_background(work: Path, *args: str) -> subprocess.Popen[str]:
+    """`agent-loop ARGS` started in `work` in a session of its own (its agents with it)."""
+    return subprocess.Popen([sys.executable, "-m", "agentloop", *args], cwd=work,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "NO_COLOR": "1"}, start_new_session=True)
+
+
+def _dry_run(work: Path, plan: str = "tasks.md") -> str:
+    dry = subprocess.run([sys.executable, "-m", "agentloop", plan, "--dry-run", "--vcs", "none"],
+                         cwd=work, capture_output=True, text=True, timeout=60)
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    return dry.stdout + dry.stderr
+
+
+def _wait_for(found: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 60
+    while not found():
+        assert time.monotonic() < deadline, "waited a minute"
+        time.sleep(0.05)
+
+
+def test_dry_run_between_two_tasks_of_a_run_says_the_run_works_on_this_plan(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    """Between tasks (task one done, its on-task hook running) --dry-run said "a run is working
+    in this repository now (between tasks, or on another plan): this plan runs once it ends"
+    of a run of this very plan. The plan's own lock tells: "working on tasks.md now, between
+    its tasks"."""
+    hooked = tmp_path / "hooked"
+    (work / "tasks.md").write_text("- one\n  FAKE: write one.txt one\n- two\n"
+                                   "  FAKE: write two.txt two\n")
+    first = _run_in_background(work, "tasks.md", "--vcs", "none",
+                               "--on-task", f"touch {hooked} && sleep 30")
+    try:
+        _wait_for(hooked.exists)
+        said = _dry_run(work)
+        assert f"a run (pid {first.pid}) is working on tasks.md now, between its tasks: " in said, \
+            said
+        assert "another plan" not in said and "runs once it ends" not in said, said
+    finally:
+        os.killpg(first.pid, signal.SIGTERM)
+        first.communicate(timeout=60)
+
+
+def test_dry_run_beside_a_run_of_another_plan_says_so(work: Path,
+                                                      fake_claude: FakeClaude) -> None:
+    (work / "tasks.md").write_text("- one\n  FAKE: write one.txt one\n")
+    (work / "other.md").write_text("- slow\n  FAKE: sleep 30\n")
+    first = _run_in_background(work, "other.md", "--vcs", "none")
+    try:
+        _wait_for(lambda: bool(fake_claude.calls()))
+        said = _dry_run(work)
+        assert f"a run (pid {first.pid}) is working on another plan in this repository now: " \
+            "this plan runs once it ends" in said, said
+    finally:
+        os.killpg(first.pid, signal.SIGTERM)
+        first.communicate(timeout=60)
+
+
+def test_dry_run_after_a_killed_run_whose_pid_lives_again_says_no_run_works(
+        work: Path, fake_claude: FakeClaude) -> None:
+    """A run killed with SIGKILL mid-task leaves its task `running` and its pid file; once
+    that pid names a live process again (reused), --dry-run said "a run (pid N) is working on
+    tasks.md now, on task 1". No run holds the lock: nothing is said."""
+    (work / "tasks.md").write_text("- slow\n  FAKE: sleep 30\n")
+    first = _run_in_background(work, "tasks.md", "--vcs", "none")
+    _wait_for(lambda: bool(fake_claude.calls()))
+    os.killpg(first.pid, signal.SIGKILL)
+    first.communicate(timeout=60)
+    (work / ".agent-loop" / "run.pid").write_text(f"{os.getpid()}\n")   # a live process
+    said = _dry_run(work)
+    assert "a run (pid" not in said, said
 
 
 def test_status_after_the_task_file_changed_warns_and_still_shows(work: Path,

@@ -412,6 +412,42 @@ def test_a_fresh_run_starts_its_first_git_commands_before_it_loads_the_run(
     assert not {"agent-loop identity", "agent-loop signing"} & threads, threads
 
 
+def test_a_run_readies_its_first_agent_while_it_waits_for_its_lane(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # What the first agent needs made ready in threads (the watchdog's shell and libc's prctl,
+    # the records its task makes: agentloop.run.start._ready_beside) starts once the lane's
+    # `git worktree add` runs, which the main thread waits for, and not before: started before,
+    # the threads took the GIL from the main thread's own set-up (the run's first records, the
+    # lanes' sweep), which then waited for them while nothing ran beside the lane's git.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    seen = tmp_path / "seen.txt"
+    code = ("import runpy, sys, threading\n"
+            f"out = open({str(seen)!r}, 'a', buffering=1)\n"
+            "def hook(event, args):\n"
+            "    if event in ('subprocess.Popen', 'os.posix_spawn'):\n"
+            "        out.write(f'process {\" \".join(map(str, args[1]))}\\n')\n"
+            "sys.addaudithook(hook)\n"
+            "begin = threading.Thread.start\n"
+            "def start(self):\n"
+            "    out.write(f'thread {self.name}\\n')\n"
+            "    begin(self)\n"
+            "threading.Thread.start = start\n"
+            "sys.argv = ['agent-loop', 'tasks.md', '--vcs', 'git', '--no-distill']\n"
+            "runpy.run_module('agentloop', run_name='__main__')\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = seen.read_text().splitlines()
+    add = next(n for n, line in enumerate(lines)
+               if line.startswith("process git ") and " worktree add " in line)
+    agent = next(n for n, line in enumerate(lines)
+                 if line.startswith("process ") and "stream-json" in line)
+    for name in ("agent-loop agents ready", "agent-loop records ahead"):
+        assert lines.count(f"thread {name}") == 1, lines
+        assert add < lines.index(f"thread {name}") < agent, lines
+    assert (work / "a.txt").read_text().strip() == "A"
+
+
 def test_a_run_that_goes_on_asks_git_who_commits_once(tmp_path: Path,
                                                       fake_claude: FakeClaude) -> None:
     # The state says git, the run says auto (the default): the questions asked before the state

@@ -31,14 +31,24 @@ def process_class(cls, *args, **kwargs):
               f'{{threading.current_thread() is threading.main_thread()}}\\n')
     return make(cls, *args, **kwargs)
 dataclasses._process_class = process_class
-# The thread that makes the first task's records ahead, waited for: nothing else waits for it,
-# and a class it had not made yet would be made by the main thread (a race, not a fault).
+# The thread that makes the first task's records ahead, waited for once the first agent has
+# started (it makes those of the agent's output and end while the agent runs): nothing else
+# waits for it, and a class it had not made yet would be made by the main thread (a race, not a
+# fault).
+ahead = []
 begin = threading.Thread.start
 def start(self):
     begin(self)
     if self.name == 'agent-loop records ahead':
-        self.join()
+        ahead.append(self)
 threading.Thread.start = start
+from agentloop.proc import running
+after_start = running.after_start
+def started():
+    after_start()
+    while ahead:
+        ahead.pop().join()
+running.after_start = started
 sys.argv = ['agent-loop', *{args!r}]
 runpy.run_module('agentloop', run_name='__main__')
 """
@@ -75,13 +85,15 @@ def test_a_plain_run_loads_no_hooks_and_makes_its_first_task_s_records_beside(
     loaded = sorted(imported & set(NOT_FOR_A_PLAIN_RUN))
     assert not loaded, f"a plain run loads {loaded}: load them where their work begins"
     # The records the first task makes once its agent started (the agent's result, the events
-    # and decisions of its end, its receipt) were made beside the lane's creation, not by the
-    # main thread while the task's end waits for them.
+    # and decisions of its end, its receipt) were made beside it, while it ran, not by the main
+    # thread while the task's end waits for them, nor before the agent started, where they
+    # took the interpreter from the main thread's way to it.
     first_task = [line.split()[1] for line in lines[starts[0]:starts[1]]
                   if line.startswith("made agentloop") and line.endswith(" True")]
     assert not first_task, f"made on the first task's path: {first_task}"
-    assert any(line.startswith("made agentloop.run.events.TaskFinished False")
-               for line in lines[:starts[0]]), "the task's end is not made ahead"
+    finished = "made agentloop.run.events.TaskFinished False"
+    assert any(line.startswith(finished) for line in lines[starts[0]:starts[1]]), \
+        "the task's end is not made ahead, while its agent runs"
 
 
 def test_a_run_with_a_hook_loads_the_hooks_watcher(tmp_path: Path,

@@ -7,6 +7,7 @@ CLI acting through its Bash tool."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tests.support.claude_cli import claude_env
@@ -91,6 +92,29 @@ def test_an_agents_commit_a_in_your_checkout_stops_the_run_with_the_repair(
     done = agent_loop(work, "--vcs", "git", "--no-distill")
     assert done.returncode == 1, done.stdout + done.stderr
     _stopped_on_the_agents_commit(work, done.stdout, done.stderr, mine)
+
+
+def test_your_commit_beside_a_run_started_from_an_agents_shell_stays_yours(
+        work: Path, fake_claude: FakeClaude) -> None:
+    """agent-loop started from a shell that has an agent's reflog mark already (by an agent of
+    another run, or by you with such an agent's environment copied): your own commit in your
+    checkout while task 1's agent works, from that shell, carries that mark. It was taken for
+    the agent's: the run stopped there, task 1 paid for and dropped."""
+    outer = "agent-loop agent"
+    mine = _yours(work, PLAN.format(
+        hostile=f"cd {work} && GIT_REFLOG_ACTION='{outer}' git commit -qam 'my own commit'"))
+    done = agent_loop(work, "--vcs", "git", "--no-distill",
+                      env={**os.environ, "GIT_REFLOG_ACTION": outer})
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    assert "an agent ran git in your checkout" not in said, said
+    # Your commit, with the mark it was made with, and the two tasks landed on top of it.
+    assert f"{outer}: my own commit" in git(work, "reflog", "--format=%gs", "main")
+    assert git(work, "log", "--format=%s", f"{mine}..main").splitlines() == [
+        "agent-loop: B / b2", "agent-loop: B / b1", "my own commit"], said
+    assert git(work, "show", "main~2:mine.txt") == "my precious uncommitted edit\n"
+    record = state_of(work)["tasks"]
+    assert [(t["status"], t["attempts"]) for t in record] == [("completed", 1)] * 2, record
 
 
 def test_the_real_clis_bash_commit_in_your_checkout_stops_the_run(

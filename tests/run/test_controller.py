@@ -149,6 +149,33 @@ def test_a_task_deleted_and_another_appended_in_its_place_is_not_said_reworded(
         "run worked: it runs as it reads now (three appended)" in done.stdout, done.stdout
 
 
+def test_a_one_line_task_said_at_length_while_the_run_works_is_said_reworded(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """While task one runs, pending "Add login page" is reworded "Add a login page with OAuth
+    and remember-me", the line under it changed too (likeness 0.5: most of its words are
+    new). The run said "task 2 (Add
+    login page) was removed and another task put in its place": words of an edit nobody
+    made."""
+    script = tmp_path / "edit_plan.py"
+    script.write_text(
+        "import pathlib, sys\n"
+        "p = pathlib.Path(sys.argv[1])\n"
+        "p.write_text(p.read_text().replace('Add login page\\n  FAKE: write login.txt 2', "
+        "'Add a login page with OAuth and remember-me\\n  FAKE: write login.txt oauth'))\n")
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(
+        "## A\n"
+        f"- [ ] one\n  FAKE: bash {sys.executable} {script} {work / 'tasks.md'}\n"
+        "  FAKE: write one.txt 1\n"
+        "- [ ] Add login page\n  FAKE: write login.txt 2\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "put in its place" not in done.stdout, done.stdout
+    assert "task 2 was reworded while this run worked: it runs as it reads now (Add a login " \
+        "page with OAuth and remember-me)" in done.stdout, done.stdout
+    assert (work / "login.txt").read_text().strip() == "oauth"
+
+
 def test_status_after_kill_9_counts_no_task_as_running(work: Path,
                                                        fake_claude: FakeClaude) -> None:
     init_repo(work, "git")

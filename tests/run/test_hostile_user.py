@@ -90,13 +90,17 @@ def test_your_branch_renamed_while_a_task_runs_loses_no_task(work: Path,
     assert on_trunk == [["one.txt"], ["two.txt"], ["three.txt"]], on_trunk
 
 
+@pytest.mark.parametrize("mark", [None, "agent-loop agent"])
 def test_a_commit_you_make_while_the_agent_works_in_your_checkout_stays_yours(
-        work: Path, fake_claude: FakeClaude) -> None:
+        work: Path, fake_claude: FakeClaude, mark: str | None) -> None:
     """`--workplace checkout`: while task one's agent works, you commit a file of your own
     (from your terminal, so without the agent's environment). Your commit was folded into
     the task's: its message and author gone, your file reverted with the task. The agent's
-    own commits (task two's) are still folded into its task's one commit."""
-    yours = ("env -u GIT_REFLOG_ACTION GIT_AUTHOR_NAME=Me GIT_AUTHOR_EMAIL=me@example.com "
+    own commits (task two's) are still folded into its task's one commit. `mark`: agent-loop
+    and you in a shell that has an agent's reflog mark already (an agent of another run's):
+    your commit carries that one, not this run's, and was folded all the same."""
+    shell = "env -u GIT_REFLOG_ACTION" if mark is None else f"env GIT_REFLOG_ACTION='{mark}'"
+    yours = (f"{shell} GIT_AUTHOR_NAME=Me GIT_AUTHOR_EMAIL=me@example.com "
              f"sh -c 'cd {work} && echo mine > mine.txt && git add mine.txt && "
              "git commit -qm \"my own commit\"'")
     init_repo(work, "git")
@@ -111,7 +115,8 @@ def test_a_commit_you_make_while_the_agent_works_in_your_checkout_stays_yours(
         "  FAKE: write more.txt more\n")
     git(work, "add", "tasks.md")
     git(work, "commit", "-qm", "the plan")
-    done = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", "checkout")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", "checkout",
+                      env=None if mark is None else {**os.environ, "GIT_REFLOG_ACTION": mark})
     assert done.returncode == 0, done.stdout + done.stderr
     out = git(work, "log", "--reverse", "--format=%x00%an|%s", "--name-only")
     rows = [chunk.split() for chunk in out.split("\0") if chunk.strip()]
@@ -247,14 +252,17 @@ def test_your_squash_of_two_landed_tasks_mid_run_loses_nothing_and_keeps_nothing
 
 
 @pytest.mark.parametrize("ticks", [(), ("--tick-boxes",)])
+@pytest.mark.parametrize("move", ["mv", "git mv"])
 def test_your_plan_renamed_while_a_task_runs_is_not_put_back_and_nothing_is_paid_twice(
-        work: Path, fake_claude: FakeClaude, ticks: tuple[str, ...]) -> None:
+        work: Path, fake_claude: FakeClaude, ticks: tuple[str, ...], move: str) -> None:
     """`mv tasks.md plan.md` while task one's agent works. The run put tasks.md back (as the
     run last read it) and went on with it, so `agent-loop plan.md` afterwards found tasks.md
     there, had no state to take over and paid every task again (six agent runs for three).
     Now no old name comes back: the run starts no new task and says where the plan went, and
-    the run of the new name takes its state over, each task run once."""
-    committed_plan(work, f"  FAKE: bash mv {work / 'tasks.md'} {work / 'plan.md'}")
+    the run of the new name takes its state over, each task run once. (`git mv` renames the
+    file as `mv` does: the same inode, which is how the run knows it from a copy.)"""
+    how = "mv" if move == "mv" else f"git -C {work} mv"
+    committed_plan(work, f"  FAKE: bash {how} {work / 'tasks.md'} {work / 'plan.md'}")
     first = agent_loop(work, "--vcs", "git", "--no-distill", *ticks)
     out = first.stdout + first.stderr
     assert "Traceback" not in out, out

@@ -203,9 +203,9 @@ def test_a_stop_inside_python_s_import_machinery_leaves_no_import_lock_held(
     assert done.stdout.strip() == "stopped imported", done.stdout + done.stderr
 
 
-# The thread that gets the first agent ready beside the lane's creation cannot import (as
-# when an interrupted import left a lock held): it sends SIGINT while the main thread makes
-# the lane, and waits forever.
+# The thread that gets the first agent ready beside the lane's creation (started as its `git
+# worktree add` runs) cannot import (as when an interrupted import left a lock held): it sends
+# SIGINT while the main thread makes the lane, and waits forever.
 STUCK_BESIDE = """
 import importlib.abc, os, signal, sys, threading, time
 main = threading.main_thread()
@@ -214,19 +214,13 @@ class Stuck(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if threading.current_thread().name == "agent-loop agents ready":
             # In the lane's creation, or past it already (a loaded machine may start this
-            # thread's import late): waiting for this thread.
-            while not any(f.f_code.co_name == "prepare" or
-                          (f.f_code.co_name == "start_run" and in_ready(main.ident))
+            # thread's import late): waiting for this thread as the first agent starts.
+            while not any(f.f_code.co_name in ("_take_lane", "before_start")
                           for f in frames(main.ident)):
                 time.sleep(0.001)
             os.kill(os.getpid(), signal.SIGINT)
             threading.Event().wait()
         return None
-
-def in_ready(ident):
-    frame = sys._current_frames().get(ident)
-    return any(f.f_code.co_name == "result" and f.f_back.f_code.co_name == "start_run"
-               for f in frames(ident))
 
 def frames(ident):
     frame = sys._current_frames().get(ident)

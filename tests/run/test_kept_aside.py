@@ -346,3 +346,66 @@ def test_jj_a_killed_finished_attempt_is_kept_when_another_task_began_first(
     assert (work / "a.txt").read_text() == "a\n" and (work / "x.txt").read_text() == "x\n"
     tasks = state_of(work)["tasks"]
     assert [t["status"] for t in tasks] == ["completed", "completed"], tasks
+
+
+# The agent as agent-loop starts it, the fake inside: once its run that wrote b.txt has ended
+# with a success result, and agent-loop has kept that line in the run's raw log, agent-loop is
+# killed (kill -9, as by the OOM killer) before the agent has exited: agent-loop has not yet
+# recorded the run's result, so the record still says the agent runs.
+KILL_AFTER_RESULT = """#!/bin/sh
+"$REAL_CLAUDE" "$@"
+code=$?
+if [ -e b.txt ] && [ ! -e "$KILLED" ]; then
+    touch "$KILLED"
+    n=0
+    until grep -qs '"type": "result"' "$LOGS"/002-*.jsonl || [ $n -ge 500 ]; do
+        sleep 0.01; n=$((n + 1))
+    done
+    kill -9 $PPID
+fi
+exit $code
+"""
+
+
+@pytest.mark.parametrize("kind, how", [("git", "serial"), ("git", "parallel"),
+                                       ("jj", "parallel")])
+def test_a_kill_as_the_agent_ends_well_pays_it_once(tmp_path: Path, kind: str, how: str,
+                                                   fake_claude: FakeClaude,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # kill -9 between the agent's success result (in its log, its work in the working copy)
+    # and the record of it: the next run rolled the attempt back as unfinished and ran the
+    # agent again (paid twice), where a kill a moment later (in the check) is not.
+    work = project(tmp_path, kind, "## A\n- one\n  FAKE: write a.txt a\n"
+                                   "- two\n  FAKE: write b.txt b\n## B\n- three\n"
+                                   "  FAKE: write c.txt c\n")
+    wrapper = tmp_path / "wrapper" / "claude"
+    wrapper.parent.mkdir()
+    wrapper.write_text(KILL_AFTER_RESULT)
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
+    monkeypatch.setenv("KILLED", str(tmp_path / "killed"))
+    monkeypatch.setenv("LOGS", str(work / ".agent-loop" / "logs"))
+    where = ("--workplace", "checkout") if how == "serial" else ("--parallel", "2")
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill",
+                              "--vcs", kind, *where], cwd=work,
+                             env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == -signal.SIGKILL, out + err
+    assert '"is_error": false' in next((work / ".agent-loop" / "logs").glob("002-*.jsonl")
+                                       ).read_text()
+    again = agent_loop(work, "--vcs", kind, *where, "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    runs = [p for p in fake_claude.task_prompts() if "write b.txt" in p]
+    assert len(runs) == 1, again.stdout  # the agent was paid once
+    assert "its agent had finished" in again.stdout, again.stdout
+    assert (work / "b.txt").read_text() == "b\n"
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed"] * 3, tasks
+    assert tasks[1]["attempts"] == 1 and tasks[1]["cost_usd"] > 0, tasks[1]
+    if kind == "git":
+        subjects = git(work, "log", "--format=%s").splitlines()
+        assert subjects.count("agent-loop: A / two") == 1, subjects
+        assert "b.txt" in git(work, "show", "--name-only", "--format=",
+                              ":/agent-loop: A / two")

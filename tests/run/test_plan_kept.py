@@ -4,7 +4,10 @@ as it last read it and says so in one line, before the next task and at the run'
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+
+import pytest
 
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import make_repo, state_of
@@ -37,3 +40,64 @@ def test_a_plan_the_last_task_deleted_is_put_back_at_the_end(tmp_path: Path,
     assert done.returncode == 0, done.stdout + done.stderr
     assert (work / "tasks.md").read_text() == plan
     assert "tasks.md vanished from disk" in done.stdout + done.stderr
+
+
+COPIED = "## A\n- [ ] one\n  FAKE: write one.txt one\n  FAKE: bash rm {plan}\n" \
+    "- [ ] two\n  FAKE: write two.txt two\n"
+
+
+@pytest.mark.parametrize("ticks", [(), ("--tick-boxes",)])
+def test_a_copy_of_the_plan_beside_it_is_no_rename(tmp_path: Path, fake_claude: FakeClaude,
+                                                  ticks: tuple[str, ...]) -> None:
+    """`cp tasks.md tasks.md.bak`, then task one's agent deletes tasks.md (as `git clean` or
+    `jj undo` would). The backup held the same bytes, so the run took it for the plan renamed:
+    tasks.md was not put back, no task started after (exit 4), the state was saved under
+    tasks.md.bak and --tick-boxes ticked the backup. A copy is another file (a rename keeps
+    the file: its inode), so the plan is put back and the run goes on."""
+    work = make_repo(tmp_path / "project", "git")
+    plan = COPIED.format(plan=work / "tasks.md")
+    (work / "tasks.md").write_text(plan)
+    shutil.copy(work / "tasks.md", work / "tasks.md.bak")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "checkout", "--no-distill",
+                      "--allow-dirty", *ticks)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "renamed" not in out, out
+    assert "tasks.md vanished from disk" in out, out
+    assert (work / "tasks.md.bak").read_text() == plan   # the backup is as you made it
+    # Task one's box: the plan was gone when it landed (said, and put back before task two).
+    assert (work / "tasks.md").read_text().count("- [x]") == (1 if ticks else 0)
+    state = state_of(work)
+    assert state["task_file"] == "tasks.md"
+    assert [t["status"] for t in state["tasks"]] == ["completed"] * 2
+    assert len(fake_claude.task_runs()) == 2
+
+
+def _save_as_an_editor_does(path: Path) -> str:
+    """A shell line that rewrites `path` as many editors save: a new file renamed over it (a
+    new inode), a task added at its end."""
+    return (f"bash cp {path} {path}.swp && printf -- '- [ ] three\\n  FAKE: write three.txt "
+            f"three\\n' >> {path}.swp && mv {path}.swp {path}")
+
+
+@pytest.mark.parametrize("ticks", [(), ("--tick-boxes",)])
+def test_a_plan_saved_by_an_editor_then_renamed_is_still_a_rename(
+        tmp_path: Path, fake_claude: FakeClaude, ticks: tuple[str, ...]) -> None:
+    """The plan saved as editors save (a new file over it: another inode) while task one
+    works, and (with --tick-boxes, ticked: another inode again) renamed while task two works:
+    the run knows the file it read last, so the rename is still one and the plan is not put
+    back by its old name."""
+    work = make_repo(tmp_path / "project", "git")
+    path = work / "tasks.md"
+    save = _save_as_an_editor_does(path)
+    path.write_text(f"## A\n- [ ] one\n  FAKE: write one.txt one\n  FAKE: {save}\n"
+                    "- [ ] two\n  FAKE: write two.txt two\n"
+                    f"  FAKE: bash mv {path} {work / 'plan.md'}\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "checkout", "--no-distill",
+                      "--allow-dirty", *ticks)
+    out = done.stdout + done.stderr
+    assert "Traceback" not in out, out
+    assert not path.exists(), out
+    assert "tasks.md was renamed plan.md" in out, out
+    assert state_of(work)["task_file"] == "plan.md"
+    assert (work / "plan.md").read_text().count("- [x]") == (2 if ticks else 0)

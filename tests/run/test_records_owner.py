@@ -21,7 +21,8 @@ RUN = Path(agentloop.run.__file__).parent
 OWNER = RUN / "ledger.py"
 # What a task's record and an agent run's record hold; the list fields, what changes them.
 FIELDS = {f.name for f in dataclasses.fields(TaskState)} | \
-    {f.name for f in dataclasses.fields(Attempt)}
+    {f.name for f in dataclasses.fields(Attempt)} | \
+    {"task_file"}   # the plan's name in the state: changed when the plan was renamed meanwhile
 MUTATORS = {"append", "extend", "clear", "insert", "pop", "remove", "update", "add"}
 
 
@@ -111,7 +112,7 @@ class _Bare:
 # thread (a run's start, the controller's own answers) or reading only. A lane that finds a
 # record to change hands a value (agentloop.run.decisions) instead.
 CALLED_OUTSIDE = {"apply", "save", "left_open", "stalls", "session_totals", "found_done", "again",
-                  "skip", "reword"}
+                  "skip", "reword", "plan_renamed"}
 
 
 def test_no_module_calls_a_ledger_writer_the_controller_does_not_own() -> None:

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from agentloop.cli import command
 from agentloop.plan import numbering, source
 from agentloop.plan import parse as taskfile
-from agentloop.state.reconcile import reconcile, reworded_lines
+from agentloop.state.reconcile import alike, reconcile, reworded_lines
 from agentloop.state.schema import Attempt, TaskState
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git_project, state_of
@@ -439,3 +439,33 @@ def test_a_large_plan_with_its_first_done_tasks_deleted_keeps_the_rest_done(
     assert all(t.status == "completed" for t in result.tasks) and len(result.tasks) == 20
     assert [t.task for t in result.tasks][0] == "write src/module10.py with its parser"
     assert len(result.removed) == 10 and not result.added
+
+
+def _record(tmp_path: Path, text: str) -> TaskState:
+    (tmp_path / "one.md").write_text(text)
+    return TaskState.from_task(taskfile.load(tmp_path / "one.md").tasks[0])
+
+
+@pytest.mark.parametrize("was, now", [
+    ("Add login page", "Add a login page with OAuth and remember-me"),   # likeness 0.5
+    ("Add a login page with OAuth and remember-me", "Add login page"),   # cut down
+    ("fix the parser", "fix the parsers"),
+    ("two\n  run make check", "something else entirely\n  run make check"),   # lines under it
+])
+def test_a_task_said_at_length_or_cut_down_reads_as_reworded(tmp_path: Path, was: str,
+                                                             now: str) -> None:
+    """A one-line task elaborated ("Add login page" -> "Add a login page with OAuth and
+    remember-me") was said as "removed and another task put in its place": most of the
+    longer text's words are new, so their likeness was under the cut-off."""
+    assert alike(_record(tmp_path, f"- [ ] {now}\n"), _record(tmp_path, f"- [ ] {was}\n"))
+
+
+@pytest.mark.parametrize("was, now", [
+    ("two to delete", "three appended"),
+    ("Write tests for the parser", "Add caching to the HTTP client"),
+    ("Deploy", "Deploy the docs site"),   # one word: every task naming it would be a reword
+    ("login page", "page login"),         # the same words, not in order
+])
+def test_a_task_deleted_with_another_put_in_its_place_is_not_reworded(
+        tmp_path: Path, was: str, now: str) -> None:
+    assert not alike(_record(tmp_path, f"- [ ] {now}\n"), _record(tmp_path, f"- [ ] {was}\n"))

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from agentloop import proc
+from agentloop import AGENT_REFLOG_ACTION, proc
 from agentloop.errors import VcsError
+from agentloop.proc.environ import current
 from agentloop.vcs.choose import open_vcs
 from agentloop.vcs.git.backend import GitVcs
+from agentloop.vcs.git.record import OPEN_ATTEMPT
 from agentloop.vcs.protocol import Change
 from tests.support.repos import agent_git, make_repo
 
@@ -298,6 +300,40 @@ def test_a_dead_runs_attempt_with_commits_goes_on_with_its_task(repo: Path) -> N
     assert sorted(done.files) == ["half.txt", "more.txt"]
     assert git(repo, "rev-list", "--parents", "-n", "1", "HEAD").split()[1:] == [base]
     assert "committed by the agent" in git(repo, "show", "-s", "--format=%B", "HEAD")
+
+
+@pytest.mark.parametrize("killed_mark", ["agent-loop agent 0badf00d", None])
+def test_a_dead_runs_attempt_goes_on_with_that_runs_agents_commits(
+        repo: Path, killed_mark: str | None) -> None:
+    # Each run gives its agents' git a mark of its own: the killed run's agent's commit carries
+    # that run's, which its attempt's record keeps (a record from before each run had one: the
+    # mark all had then). It is the agent's, folded into the task's one commit; it was taken
+    # for yours, kept apart under the task's.
+    crashed = make(repo)
+    base = git(repo, "rev-parse", "HEAD").strip()
+    crashed.begin("task")
+    record = repo / ".git" / OPEN_ATTEMPT
+    kept = json.loads(record.read_text())
+    assert kept["mark"] == AGENT_REFLOG_ACTION
+    mark = killed_mark or "agent-loop agent"
+    if killed_mark is None:
+        del kept["mark"]
+    else:
+        kept["mark"] = killed_mark
+    record.write_text(json.dumps(kept))
+    (repo / "half.txt").write_text("half done\n")
+    git(repo, "add", "half.txt")
+    proc.run(["git", "commit", "-qm", "the killed run's agent"], cwd=repo,
+             env={**current(), "GIT_REFLOG_ACTION": mark})
+    again = GitVcs(repo, repo / "tasks.md")
+    again.prepare()
+    change = again.begin("task")
+    assert change.kept and change.base == base
+    (repo / "more.txt").write_text("more\n")
+    done = again.finish(change, "task")
+    assert sorted(done.files) == ["half.txt", "more.txt"]
+    assert git(repo, "rev-list", "--parents", "-n", "1", "HEAD").split()[1:] == [base]
+    assert "the killed run's agent" in git(repo, "show", "-s", "--format=%B", "HEAD")
 
 
 # Where finish can die after HEAD moved back over the agent's commits: right then, before the

@@ -13,16 +13,17 @@ from pathlib import Path
 
 import pytest
 
+from agentloop import AGENT_REFLOG_ACTION
 from agentloop.errors import VcsError
 from agentloop.vcs import lanes
 from agentloop.vcs.check import GitLaneRecord, Kind, LaneBreach, check_git_lane
-from agentloop.vcs.git import teardown, worktree_list, worktrees
+from agentloop.vcs.git import reflog, teardown, worktree_list, worktrees
 from agentloop.vcs.git.lane import LaneGit
 from agentloop.vcs.git.mainline import GitMainLine
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.landing import LandingHeld
 from agentloop.vcs.protocol import Change
-from tests.support.repos import agent_git
+from tests.support.repos import agent_git, make_repo
 from tests.vcs.test_mainline import git, lane_commit, repo  # noqa: F401 - the fixture
 
 
@@ -644,6 +645,68 @@ def test_your_own_commit_a_beside_the_agent_lands(repo: Path, lane: LaneGit) -> 
     done = lane.finish(change, "task 2")
     assert git(repo, "rev-parse", "main") == done.change_id
     assert "an agent ran git" not in done.note
+
+
+# Marks of other runs: an agent-loop's before each run had a token of its own (as an agent of
+# such a run hands it on to an agent-loop it starts), and a token one digit off this run's.
+OTHER_MARKS = ["agent-loop agent", AGENT_REFLOG_ACTION[:-1] + "01"[AGENT_REFLOG_ACTION[-1] == "0"]]
+
+
+@pytest.mark.parametrize("mark", OTHER_MARKS)
+def test_your_commit_a_with_another_runs_mark_beside_the_agent_lands(repo: Path, lane: LaneGit,
+                                                                      mark: str) -> None:
+    # You started this run from a shell an agent of another run gave its mark to: your commit
+    # there carries that mark, not this run's (its agents'): yours, the task lands on it.
+    (repo / "f.txt").write_text("my edit\n")
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    git(repo, "commit", "-qam", "mine", GIT_REFLOG_ACTION=mark)
+    assert git(repo, "reflog", "-1", "--format=%gs", "main") == f"{mark}: mine"
+    done = lane.finish(change, "task 2")
+    assert git(repo, "rev-parse", "main~1") == git(repo, "rev-parse", "HEAD@{1}")
+    assert git(repo, "rev-parse", "main") == done.change_id
+    assert "an agent ran git" not in done.note
+
+
+def _reflog_of_gits_commands(repo: Path, mark: str) -> list[str]:
+    """What git writes in HEAD's reflog for the commands an agent runs, with
+    GIT_REFLOG_ACTION=`mark`: each entry's message, the repository's first commit's left out."""
+    def run(*args: str) -> None:
+        git(repo, *args, GIT_REFLOG_ACTION=mark)
+    _write(repo, "a.txt")
+    run("add", "a.txt")
+    run("commit", "-qm", "a")
+    run("commit", "-q", "--amend", "--allow-empty-message", "-m", "")
+    run("reset", "-q", "--soft", "HEAD~1")
+    run("commit", "-qm", "again")
+    run("checkout", "-q", "-b", "side")
+    _write(repo, "side.txt")
+    run("add", "side.txt")
+    run("commit", "-qm", "side")
+    run("switch", "-q", "main")
+    run("cherry-pick", "side")
+    run("reset", "-q", "--hard", "HEAD~1")
+    run("merge", "-q", "side")
+    run("revert", "--no-edit", "HEAD")
+    run("rebase", "-q", "--force-rebase", "side~1")
+    (repo / "README.md").write_text("an edit\n")
+    run("stash", "-q")
+    run("stash", "pop", "-q")
+    run("commit", "-qam", "stashed and back")
+    return git(repo, "reflog", "--format=%gs", "HEAD").splitlines()[-2::-1]
+
+
+def test_this_runs_mark_is_told_in_every_entry_git_writes_with_it(tmp_path: Path) -> None:
+    # git 2.39 writes the mark alone (checkout, switch), with ": ..." (commit, reset, merge,
+    # cherry-pick, revert, stash), ":" alone (an empty message) or " (start): ..." (rebase's
+    # steps): each is this run's; another run's mark, even one digit off, is not.
+    ours = _reflog_of_gits_commands(make_repo(tmp_path / "ours", "git"), AGENT_REFLOG_ACTION)
+    assert len(ours) >= 15 and all(reflog.marked(m) for m in ours), ours
+    assert {m[len(AGENT_REFLOG_ACTION):][:2] for m in ours} == {"", ":", ": ", " ("}, ours
+    for i, mark in enumerate(OTHER_MARKS):
+        theirs = _reflog_of_gits_commands(make_repo(tmp_path / str(i), "git"), mark)
+        assert [m.replace(mark, AGENT_REFLOG_ACTION, 1) for m in theirs] == ours
+        assert not any(reflog.marked(m) for m in theirs), theirs
 
 
 def test_an_agents_rm_cached_in_your_checkout_names_the_commands_that_show_and_undo_it(

@@ -149,6 +149,61 @@ def test_a_lane_branch_the_files_do_not_say_all_of_goes_by_git(repo: Path, how: 
         assert "committed" in (repo.parent / "told").read_text()
 
 
+@pytest.mark.parametrize("where", ["packing", "global", "included", "xdg", "system",
+                                   "environment", "git -c"])
+def test_a_lane_branch_goes_by_git_when_refs_are_being_packed_or_hooks_are_set_elsewhere(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """The branch's ref file was unlinked though a `git pack-refs` (or `gc --auto`) was under
+    way, which writes packed-refs back with the branch in it; and though core.hooksPath was
+    set outside the repository's config (your global or system config, the environment),
+    whose reference-transaction hook `git branch -D` runs and an unlink skips."""
+    base = git(repo, "rev-parse", "HEAD")
+    lane = wt.open_git(repo, "1-one", base, fresh=True)
+    main = git(repo, "symbolic-ref", "HEAD")
+    teardown.remove_git(repo, lane, drop_branch=False)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    told = tmp_path / "told"
+    (hooks / "reference-transaction").write_text(
+        f"#!/bin/sh\necho \"$1\" >> '{told}'\ncat >/dev/null\n")
+    (hooks / "reference-transaction").chmod(0o755)
+    setting = f"[core]\n\thooksPath = {hooks}\n"
+    if where == "packing":   # git's lock while it writes packed-refs: branch -D waits, fails
+        (repo / ".git" / "packed-refs.lock").write_text("")
+    elif where == "global":
+        monkeypatch.delenv("GIT_CONFIG_GLOBAL")
+        (Path(os.environ["HOME"]) / ".gitconfig").write_text(setting)
+    elif where == "included":   # the global file names another that holds it
+        monkeypatch.delenv("GIT_CONFIG_GLOBAL")
+        (tmp_path / "more").write_text(setting)
+        (Path(os.environ["HOME"]) / ".gitconfig").write_text(
+            f"[includeIf \"gitdir:{repo}/\"]\n\tpath = {tmp_path / 'more'}\n")
+    elif where == "xdg":
+        monkeypatch.delenv("GIT_CONFIG_GLOBAL")
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+        (tmp_path / "xdg" / "git").mkdir(parents=True)
+        (tmp_path / "xdg" / "git" / "config").write_text(setting)
+    elif where == "system":
+        monkeypatch.delenv("GIT_CONFIG_NOSYSTEM")
+        monkeypatch.setenv("GIT_CONFIG_SYSTEM", str(tmp_path / "system"))
+        (tmp_path / "system").write_text(setting)
+    elif where == "environment":
+        monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+        monkeypatch.setenv("GIT_CONFIG_KEY_0", "core.hooksPath")
+        monkeypatch.setenv("GIT_CONFIG_VALUE_0", str(hooks))
+    else:
+        monkeypatch.setenv("GIT_CONFIG_PARAMETERS", f"'core.hookspath'='{hooks}'")
+    calls = proc.started()
+    teardown.drop_branches(repo, {"1-one"}, main)
+    assert proc.started() - calls == 1  # its `branch -D`
+    ref = repo / ".git" / "refs" / "heads" / "agent-loop" / "1-one"
+    if where == "packing":
+        assert ref.is_file()   # git would not delete it beside a packing under way
+    else:
+        assert not ref.exists()
+        assert "committed" in told.read_text()   # the hook was told, as by git itself
+
+
 def test_a_kill_inside_a_lanes_removal_leaves_what_the_next_run_cleans(repo: Path) -> None:
     import shutil
     base = git(repo, "rev-parse", "HEAD")

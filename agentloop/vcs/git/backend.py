@@ -259,7 +259,7 @@ class GitVcs:
         head = self.tree.head()
         # In your checkout (never in a lane, where only agents work) a commit may be yours.
         if head is not None and head != start.head and not self.lane and \
-                self.tree.yours_since(start.head, head):
+                self.tree.yours_since(start.head, head, start.mark):
             start = self._after_yours(start, head)
         if head == start.head:
             return start, ""

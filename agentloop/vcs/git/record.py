@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentloop import AGENT_REFLOG_ACTION
+
 # In the git dir while a task is open, so the next run can tell what became of an attempt whose
 # run died: committed (the record names the commit), or to be rolled back.
 OPEN_ATTEMPT = "agent-loop-attempt.json"
@@ -47,6 +49,10 @@ class Start:
     # task by the run that began it: a killed run's next run, printing elsewhere, spares them
     # too (its roll-back took the killed run's log for the attempt's file).
     kept_out: list[str] = field(default_factory=list)
+    # The mark the run that began the attempt gives its agents' git (agentloop.vcs.git.reflog):
+    # a run that goes on from a killed run's attempt tells that run's agents' commits from
+    # yours by it, each run having a mark of its own.
+    mark: str = AGENT_REFLOG_ACTION
 
 
 class AttemptRecord:
@@ -87,7 +93,8 @@ class AttemptRecord:
         except FileNotFoundError:
             return None
         try:
-            return Start(**json.loads(text))
+            # A record older than the marks of its own each run has: its run's was this one.
+            return Start(**{"mark": "agent-loop agent", **json.loads(text)})
         except TypeError as exc:
             raise ValueError(str(exc)) from None
 

@@ -1,11 +1,11 @@
 """git: what an agent's own git commands did in your checkout, told for sure by the reflog. The
-agent's environment sets GIT_REFLOG_ACTION (agentloop.agents.environment), and git's commit,
-reset, checkout, switch, merge, rebase and cherry-pick write it at the head of the entry they add
-to HEAD's reflog and the branch's ("agent-loop agent: commit: ..."); agent-loop's own commands
-never carry it. A lane's agent works in a worktree of its own, whose HEAD has a reflog of its
-own: an entry so marked in your checkout's HEAD log, or in your branch's, is an agent's git
-command run there (`cd` out of its lane). Read from the files, from where they ended as the step
-began: no process, a stat each when nothing was added.
+agent's environment sets GIT_REFLOG_ACTION (agentloop.agents.environment) to this run's mark,
+and git's commit, reset, checkout, switch, merge, rebase and cherry-pick write it at the head of
+the entry they add to HEAD's reflog and the branch's ("agent-loop agent 1a2b3c4d: my subject");
+agent-loop's own commands never carry it. A lane's agent works in a worktree of its own, whose
+HEAD has a reflog of its own: an entry so marked in your checkout's HEAD log, or in your
+branch's, is an agent's git command run there (`cd` out of its lane). Read from the files, from
+where they ended as the step began: no process, a stat each when nothing was added.
 """
 
 from __future__ import annotations
@@ -51,9 +51,19 @@ def agents_since(file: Path, end: int) -> list[Entry]:
     for line in added.decode("utf-8", "replace").splitlines():
         head, tab, message = line.partition("\t")
         parts = head.split(" ", 2)
-        if tab and len(parts) == 3 and message.startswith(AGENT_REFLOG_ACTION):
+        if tab and len(parts) == 3 and marked(message):
             found.append(Entry(parts[0], parts[1], message))
     return found
+
+
+def marked(message: str, mark: str = AGENT_REFLOG_ACTION) -> bool:
+    """Whether git wrote the reflog `message` for a command run with GIT_REFLOG_ACTION=`mark`
+    (this run's agents' by default). git 2.39 writes the mark alone (checkout, switch), then
+    ": " and the subject (commit, cherry-pick, revert; ":" alone for an empty one), ": updating
+    HEAD" (reset, stash), ": Fast-forward" (merge), or " (start): checkout main" and the like
+    (rebase's steps). The whole mark: another run's, which an agent-loop around this one hands
+    its agents and so the shell this one started from, is not this run's."""
+    return message.startswith(mark) and message[len(mark):len(mark) + 1] in ("", ":", " ")
 
 
 def _size(file: Path) -> int:

@@ -9,10 +9,10 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from agentloop import AGENT_REFLOG_ACTION, proc
+from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs import STATE_DIR
-from agentloop.vcs.git import first_look, refs
+from agentloop.vcs.git import first_look, reflog, refs
 from agentloop.vcs.git.files import plain, state_of
 from agentloop.vcs.git.record import Start
 from agentloop.vcs.git.run import EMPTY_TREE, Git, failure
@@ -282,17 +282,18 @@ class GitRepo:
             self.git.out("reset", "-q", tree, "--pathspec-from-file=-", "--pathspec-file-nul",
                       paths=sorted(paths))
 
-    def yours_since(self, old: str | None, new: str) -> bool:
+    def yours_since(self, old: str | None, new: str, begun_by: str) -> bool:
         """Whether the commits from `old` to `new` were all made by you beside the agent (your
         terminal, `--workplace checkout`), none by the agent: HEAD's reflog names each commit
-        the agent's git made with the agent's mark (agentloop.proc.environ)."""
+        the agent's git made with this run's mark, or `begun_by`'s, the mark of the killed run
+        whose attempt this one goes on from (agentloop.vcs.git.reflog)."""
         made = set(self.git.out("rev-list", f"{old}..{new}" if old else new).split())
         entries = self.git.out("reflog", "show", "--format=%H%x09%gs", f"-n{len(made) + 64}",
                                "HEAD", codes=(0, 128)).splitlines()
         seen = False
         for sha, _, subject in (entry.partition("\t") for entry in entries):
             if sha in made:
-                if subject.startswith(AGENT_REFLOG_ACTION):
+                if reflog.marked(subject) or reflog.marked(subject, begun_by):
                     return False
                 seen = True
         return seen
