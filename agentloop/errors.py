@@ -17,6 +17,10 @@ class AgentLoopError(Exception):
     """A failure the user can cause or fix; printed as one line, exit 1."""
 
     exit_code = 1
+    # The plan's file (full paths) before and after you renamed it while the run worked
+    # (agentloop.run.plan_kept), so the command that continues the run names the new one; a
+    # Ctrl+C's KeyboardInterrupt carries it the same way.
+    renamed: tuple[str, str] | None = None
 
 
 class UsageError(AgentLoopError):

@@ -187,7 +187,20 @@ def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
         lines.append(PlanLine(state.task_file, folder, counts, total.cost, total.known,
                               gone=gone, cost_said=total.words()
                               if tally.agents_ran(state, silent) else None))
-    return root, lines
+    return root, _one_each(root, lines)
+
+
+def _one_each(root: Path, lines: list[PlanLine]) -> list[PlanLine]:
+    """One line a plan: a plan renamed over another that had run (`mv a.md b.md` while a.md's
+    run worked) has two states by one name; the one in the plan's own folder is the older,
+    which the plan's next run archives (agentloop.state.project), so it is not listed."""
+    names = [line.task_file for line in lines if line.error is None]
+    twice = {name for name in names if names.count(name) > 1}
+    if not twice:
+        return lines
+    older = {plain.plan_folder(root, root / name, plain.loads)[0] for name in twice}
+    return [line for line in lines if line.error is not None or line.task_file not in twice
+            or line.folder not in older]
 
 
 def _load_in_full(root: Path, folder: Path) -> State | None:

@@ -47,6 +47,18 @@ def resume_command(args: list[str]) -> str:
     return shlex.join(["agent-loop", *continue_args(args)])
 
 
+def _renamed(args: list[str], renamed: tuple[str, str] | None) -> list[str]:
+    """The arguments with the plan's name as you renamed it while the run worked (`renamed`:
+    its full paths before and after), written as you wrote it: from here, or in full."""
+    if renamed is None:
+        return args
+    import os
+
+    old, new = renamed
+    return [(new if os.path.isabs(arg) else os.path.relpath(new))
+            if not arg.startswith("-") and os.path.abspath(arg) == old else arg for arg in args]
+
+
 def _with_budget(args: list[str], budget: float) -> list[str]:
     """The same arguments with --budget set to `budget`."""
     out, skip = [], False
@@ -109,6 +121,7 @@ def json_error(message: str, code: int) -> dict[str, Any]:
 
 
 def _report_line(exc: BaseException, args: list[str]) -> int:
+    args = _renamed(args, getattr(exc, "renamed", None))
     again = resume_command(args)
     if isinstance(exc, (KeyboardInterrupt, Interrupted)):
         if READS_ONLY & set(args):  # nothing to save nor to resume: a look that was ended

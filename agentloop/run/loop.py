@@ -4,6 +4,7 @@ whatever --parallel K is; the summary at the end, however it ended."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from agentloop.errors import AgentLoopError, Interrupted
 from agentloop.plan.depends import waves
@@ -23,16 +24,50 @@ from agentloop.vcs.lanes import lanes_dir
 
 def _tick_reworded(run: Run) -> None:
     """--tick-boxes: the box of a task kept done as reworded (its words changed while it ran,
-    so its tick found its old words gone) ticked now, under the words it reads as; the plan
-    stays the progress record it is with the setting."""
+    so its tick found its old words gone) ticked now, under the words it reads as, and the box
+    a run before could not tick (tick_boxes.owed); the plan stays the progress record it is
+    with the setting."""
     if not run.options.tick_boxes:
         return
     from agentloop.run import tick_boxes
 
+    owed = tick_boxes.owed(run)
     moved = [tick_boxes.landed(run, task) for task in run.state.tasks
-             if task.status == S.COMPLETED and task.done_as is not None]
+             if task.status == S.COMPLETED and (task.done_as is not None
+                                                or task.log_name in owed)]
     if any(moved):
         ledger.save(run)
+
+
+def _renamed_in(run: Run, exc: BaseException) -> None:
+    """The plan renamed while the run worked (`mv plan.md new.md`, seen now should the run
+    not have looked since): said on the error that stops the run, whose advice (`Resume
+    with: agent-loop ...`) names the file there is, not the one gone."""
+    now = plan_kept.current(run)
+    if now != run.project.task_file and not os.path.lexists(run.project.task_file):
+        try:
+            exc.renamed = (str(run.project.task_file), str(now))  # type: ignore[attr-defined]
+        except AttributeError:
+            pass   # an exception that takes no attributes: the advice stays as typed
+
+
+def _moved_on(run: Run, notes: list[str]) -> None:
+    """The plan renamed again, or back, after the run said where it went: saved under the
+    name it has now (the closing lines and `--status` name it), and the line that said where
+    it went says where it is, so that no line names a file that is gone."""
+    said = run.shared.plan_moved
+    now = plan_kept.current(run)
+    if said is None or now == said:
+        return
+    run.shared.plan_moved = now
+    ledger.plan_renamed(run, run.project.store.relative(now))
+    old, went, new = (run.project.shown(p) for p in (run.project.task_file, said, now))
+    line = (f"{old} was renamed while this run worked, and back, so no new task started "
+            f"since; `agent-loop {old}` goes on with this plan" if now == run.project.task_file
+            else f"{old} was renamed {new} while this run worked (the same text), so it is not "
+            f"put back: no new task starts; `agent-loop {new}` goes on with this plan, its "
+            "finished tasks done")
+    notes[:] = [line if n.startswith(f"{old} was renamed {went} ") else n for n in notes]
 
 
 def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ()) -> RunFinished:
@@ -69,6 +104,7 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
     except BaseException as exc:
         stopped = ("interrupted" if isinstance(exc, (Interrupted, KeyboardInterrupt))
                    else str(exc) or type(exc).__name__)
+        _renamed_in(run, exc)
         raise
     finally:
         # Leave the working copy in no task's change, whatever happened.
@@ -77,6 +113,7 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
                 run.vcs.close()
             except AgentLoopError as exc:
                 stopped = stopped or str(exc)
+            _moved_on(run, controller.news.notes)
             # A task an error left `running` between its agent and its record is interrupted:
             # no total says `running` once the run is over.
             ledger.left_open(run, stopped or "the run stopped")

@@ -32,11 +32,11 @@ class Restored:
 
 def current(run: Run) -> Path:
     """The plan's file now: where the user renamed it while the run worked (found as the file
-    the run last read, should the controller not have looked since), else its own."""
-    path = run.project.task_file
-    if run.shared.plan_moved is not None or os.path.lexists(path) \
-            or run.shared.plan_bytes is None:
-        return run.shared.plan_moved or path
+    the run last read, should the controller not have looked since; renamed again, or back,
+    found beside where it went), else its own."""
+    path = run.shared.plan_moved or run.project.task_file
+    if os.path.lexists(path) or run.shared.plan_bytes is None:
+        return path
     renamed = _renamed(path, run.shared.plan_bytes, run.shared.plan_id)
     return path if renamed is None else path.parent / renamed
 

@@ -19,6 +19,30 @@ from agentloop.run.lane_tag import LaneNote
 from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
 
+# The tasks whose box a run could not tick (the plan gone or unreadable for a moment, held by a
+# hard link, ...), a log name a line: the next run with the setting ticks them (owed).
+OWED = "boxes-owed"
+
+
+def owed(run: Run) -> set[str]:
+    """The log names of the tasks whose box a run before could not tick, taken (a tick that
+    fails again owes it again)."""
+    path = run.project.store.dir / OWED
+    try:
+        names = set(path.read_text(encoding="utf-8").split())
+        path.unlink()
+    except OSError:
+        return set()
+    return names
+
+
+def _owe(run: Run, task: TaskState) -> None:
+    try:
+        with (run.project.store.dir / OWED).open("a", encoding="utf-8") as out:
+            out.write(f"{task.log_name}\n")
+    except OSError:
+        pass   # the box stays unticked, as said
+
 
 def landed(run: Run, task: TaskState) -> bool:
     """Tick `task`'s box in the plan if the setting asks for it and the task is done; True
@@ -36,7 +60,9 @@ def landed(run: Run, task: TaskState) -> bool:
         # A plan renamed while the run worked: the box is ticked where the plan is now.
         done = tick.tick(plan_kept.current(run), task.group, task.task, task.line)
         if done.note:
-            run.emit(LaneNote(f"tick-boxes: task {task.index}'s box was not ticked: {done.note}"))
+            _owe(run, task)
+            run.emit(LaneNote(f"tick-boxes: task {task.index}'s box was not ticked: {done.note}"
+                              "; the next run with the setting ticks it"))
             return False
         if not done.after:
             return False

@@ -42,6 +42,9 @@ class Project:
     store: Store
     here: Path | None = None    # where the user stands: what a path shown to them is from
     renamed_from: str = ""      # the plan's name before a rename, whose state it took over
+    # A plan renamed over another that had run (`mv a.md b.md`): what became of b.md's older
+    # state, which the renamed plan's state replaced ("" when there was none).
+    older: str = ""
 
     @property
     def task_file_name(self) -> str:
@@ -64,14 +67,108 @@ def open_project(task_file: Path, cwd: Path, take_over: bool = False) -> Project
     the old plan's would find its folder gone): `--status` and `--dry-run` change nothing."""
     path, root = plain.locate(task_file, cwd)
     folder, read = plan_folder(root, path)
-    former = ""
+    former = older = ""
     if not (folder / "state.json").exists():
         found = _renamed_from(root, path)
         if found is not None:
             (folder, former), read = found, None
             if take_over and live_pid(root / STATE_DIR / "run.pid") is None:
                 folder = _moved_to_own(root, path, folder)
-    return Project(path, root, Store(root, folder, read), cwd.resolve(), former)
+    else:
+        over = _renamed_over(root, path, folder)
+        if over is not None:
+            own, (folder, former), read = folder, over, None
+            older = "is archived by the plan's next run"
+            if take_over and live_pid(root / STATE_DIR / "run.pid") is None:
+                archived = _archived(root, own, folder)
+                moved = _moved_to_own(root, path, folder)
+                if moved != folder and archived.is_relative_to(folder):
+                    archived = moved / archived.relative_to(folder)   # went along
+                older = f"is archived in {plain.relative(archived, root)}/"
+                folder = moved
+    return Project(path, root, Store(root, folder, read), cwd.resolve(), former, older)
+
+
+def _renamed_over(root: Path, task_file: Path, own: Path) -> tuple[Path, str] | None:
+    """The folder (and former name, "" when unknown) of another plan's state that is this
+    plan's now, though it has a state of its own: the plan was renamed over this one (`mv a.md
+    b.md`, b.md having run). A state saved under this plan's name by the run the rename came
+    in (agentloop.run.plan_kept), else the state of a plan whose file is gone made from this
+    very file (its hash); never while the own state was made from the file as it is (then
+    nothing came over it). One folder to look at (the common case) reads nothing."""
+    folders = [f for f in plain.plan_folders(root) if f != own]
+    if not folders:
+        return None
+    try:
+        digest = source.read(task_file).sha256
+        # The plan as its own state was made from it (the usual case): no JSON parsed.
+        if digest.encode() in (own / "state.json").read_bytes():
+            return None
+    except (TaskFileError, OSError):
+        return None
+    mine = _top(own)
+    if not isinstance(mine, dict) or mine.get("task_file_hash") == digest:
+        return None
+    name = plain.plan_name(root, task_file)
+    named, same = [], []
+    for folder in folders:
+        data = _top(folder)
+        former = data.get("task_file") if isinstance(data, dict) else None
+        if not isinstance(former, str) or not former:
+            continue
+        if former == name:
+            named.append((folder, "", data.get("task_file_hash") == digest))
+        elif data.get("task_file_hash") == digest and not (root / former).exists():
+            same.append((folder, former))
+    if named:
+        exact = [(f, n) for f, n, alike in named if alike]
+        pick = exact if exact else [(f, n) for f, n, _ in named]
+        return pick[0] if len(pick) == 1 else None
+    return same[0] if len(same) == 1 else None
+
+
+def _top(folder: Path) -> Any:
+    """The state in `folder` as JSON, with the top-level fields its journal changed since
+    (the plan's name, a run saved under a new name mid-run), None when it cannot be read."""
+    try:
+        data = loads((folder / "state.json").read_bytes(), folder / "state.json")
+    except (OSError, StateError):
+        return None
+    if not isinstance(data, dict) or data.get("journal_id") is None:
+        return data
+    try:
+        raw = (folder / "state.journal").read_bytes()
+    except OSError:
+        return data
+    for line in plain.journal_lines(raw, data["journal_id"], plain.loads_line):
+        top = line.get("top")
+        if isinstance(top, dict):
+            data.update({k: v for k, v in top.items() if k in ("task_file", "task_file_hash")})
+    return data
+
+
+def _archived(root: Path, own: Path, folder: Path) -> Path:
+    """The older state in `own` moved aside as --reset moves a state (its records, logs and
+    events in `archive/<stamp>/`), for the state in `folder` to take its place: where it went.
+    A plan's own folder goes whole into the archive of the state that replaces it (which then
+    takes the folder's name); the first plan's `.agent-loop/` keeps its archive itself."""
+    from agentloop.state.schema import now
+
+    stamp = now().replace(":", "")
+    if own == root / STATE_DIR:
+        archived = Store(root, own).archive(stamp)
+        return archived if archived is not None else own
+    target, n = folder / "archive" / stamp, 1
+    while target.exists():   # a --reset of the same second
+        n += 1
+        target = target.with_name(f"{stamp}-{n}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(own, target)
+    except OSError as exc:
+        raise StateError(f"cannot move {plain.relative(own, root)} aside to "
+                         f"{plain.relative(target, root)}: {exc.strerror}") from None
+    return target
 
 
 def _renamed_from(root: Path, task_file: Path) -> tuple[Path, str] | None:
@@ -144,6 +241,13 @@ def _moved_to_own(root: Path, task_file: Path, folder: Path) -> Path:
 
 def took_over(project: Project) -> list[str]:
     """The one line a plan says when it took over the state of the plan it was renamed from."""
+    shown = project.shown(project.task_file)
+    if project.older:
+        came = (f"{project.renamed_from} was renamed over it ({project.renamed_from} is gone, "
+                "with this very text)" if project.renamed_from else
+                "a run's plan was renamed over it while the run worked")
+        return [f"{shown}: {came}: that plan's state is taken over, so what it finished stays "
+                f"done; {shown}'s older state {project.older}"]
     if not project.renamed_from:
         return []
     return [f"{project.shown(project.task_file)}: no state of its own, and "

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -274,6 +278,74 @@ def test_your_plan_renamed_while_a_task_runs_is_not_put_back_and_nothing_is_paid
         assert git(work, "show", f"HEAD:{name}.txt") == f"{name}\n"
     if ticks:
         assert (work / "plan.md").read_text().count("- [x]") == 3
+
+
+@pytest.mark.parametrize("then", ["newer.md", "tasks.md"])
+def test_your_plan_renamed_twice_or_back_while_lanes_work_gets_every_tick_and_true_lines(
+        work: Path, fake_claude: FakeClaude, then: str) -> None:
+    """--parallel 2 --tick-boxes; `mv tasks.md new.md` while group A works, and once the run
+    has said so, `mv new.md newer.md` (or back to tasks.md) while group B's task works. The
+    run said "task 3's box was not ticked: the plan could not be read", b1's box stayed
+    unticked, and the closing lines said "new.md changed while this run worked and cannot be
+    read now" and "`agent-loop new.md --status` says why" of a file that was gone. Now the
+    tick follows the plan where it went last, and the closing lines name that file."""
+    init_repo(work, "git")
+    new, last = work / "new.md", work / then
+    said = work / ".agent-loop" / "events.jsonl"   # where the run says it saw the rename
+    (work / "tasks.md").write_text(
+        "## A\n- [ ] a1\n  FAKE: write a1.txt 1\n"
+        f"  FAKE: bash mv {work / 'tasks.md'} {new}\n"
+        "- [ ] a2\n  FAKE: write a2.txt 2\n\n"
+        "## B\n- [ ] b1\n  FAKE: write b1.txt 1\n"
+        f"  FAKE: bash for i in $(seq 300); do grep -qs 'renamed new[.]md' {said} "
+        "&& break; sleep 0.1; "
+        f"done; mv {new} {last}\n"
+        "- [ ] b2\n  FAKE: write b2.txt 2\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "the plan")
+    first = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2", "--tick-boxes")
+    out = first.stdout + first.stderr
+    assert "Traceback" not in out and not new.exists(), out
+    assert "could not be read" not in out and "cannot be read now" not in out, out
+    closing = out[out.index("agent-loop done"):]
+    assert "agent-loop new.md" not in closing and f"agent-loop {then}" in closing, out
+    plan = last.read_text()
+    assert "- [x] a1" in plan and "- [x] b1" in plan, out + plan
+    assert "- [ ] a2" in plan and "- [ ] b2" in plan, out + plan
+    every = agent_loop(work, "--status", plan=None).stdout
+    assert every.startswith(f"{then}: 4 task(s), 2 done") and "gone" not in every, every
+    again = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2", "--tick-boxes",
+                       plan=then)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake_claude.task_runs()) == 4, again.stdout
+    assert last.read_text().count("- [x]") == 4
+
+
+def test_ctrl_c_after_you_renamed_the_plan_says_to_resume_with_the_new_name(
+        work: Path, fake_claude: FakeClaude) -> None:
+    """`mv tasks.md plan.md` while task one's agent works, then Ctrl+C before the run looked
+    at the plan again: the run said "Resume with: agent-loop tasks.md", and following that
+    advice gave "error: task file .../tasks.md does not exist". The advice names plan.md."""
+    # Its second run finds no tasks.md to move, and does not wait.
+    committed_plan(work, f"  FAKE: bash mv {work / 'tasks.md'} {work / 'plan.md'} && sleep 60")
+    run = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                            "--no-distill"], cwd=work, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                           start_new_session=True, env={**os.environ, "NO_COLOR": "1"})
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and run.poll() is None and \
+            not (work / "plan.md").exists():
+        time.sleep(0.05)
+    os.killpg(run.pid, signal.SIGINT)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 130, out + err
+    assert "Resume with: agent-loop plan.md --vcs git --no-distill" in err, out + err
+    assert "agent-loop tasks.md" not in out + err, out + err
+    again = agent_loop(work, "--vcs", "git", "--no-distill", plan="plan.md")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert not (work / "tasks.md").exists()
+    for name in ("one", "two", "three"):
+        assert git(work, "show", f"HEAD:{name}.txt") == f"{name}\n"
 
 
 def test_an_agent_that_moves_your_branch_back_stops_the_run_and_lands_nothing_on_it(

@@ -113,6 +113,32 @@ def test_a_tick_is_no_news_and_the_next_run_pays_for_nothing(
     assert len(fake_claude.task_prompts()) == 2
 
 
+def test_a_box_a_run_could_not_tick_is_ticked_by_the_next_run(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """A tick that failed (here the plan held by a hard link, which a replaced file would not
+    keep; a plan renamed before the run first read it was another) left the box unticked for
+    good: the next run saw a finished task and nothing to tick. The next run ticks it."""
+    init_repo(work, "git")
+    link = tmp_path / "link.md"
+    (work / "tasks.md").write_text(
+        "## One\n- [ ] first\n  FAKE: write a.txt a\n"
+        f"  FAKE: bash ln {work / 'tasks.md'} {link}\n"
+        "- [ ] second\n  FAKE: write b.txt b\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "task 1's box was not ticked: the plan has other hard links" in done.stdout
+    assert "the next run with the setting ticks it" in done.stdout
+    assert "- [ ] first\n" in (work / "tasks.md").read_text()
+    link.unlink()
+    again = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "not ticked" not in again.stdout, again.stdout
+    assert (work / "tasks.md").read_text().count("- [x]") == 2
+    assert len(fake_claude.task_prompts()) == 2
+    assert "not ticked" not in agent_loop(work, "--vcs", "git", "--no-distill",
+                                          "--tick-boxes").stdout
+
+
 def test_without_the_setting_the_plan_is_not_touched(work: Path, fake_claude: FakeClaude) -> None:
     init_repo(work, "git")
     text = "- [ ] first\n  FAKE: write a.txt a\n- [ ] second\n  FAKE: write b.txt b\n"

@@ -7,6 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_project, state_of
 from tests.support.runner import agent_loop
@@ -95,3 +97,41 @@ def test_a_new_plan_that_repeats_lines_of_a_finished_deleted_one_runs_them(
     out = ran(work, "sprint2.md")
     assert "taken over" not in out, out
     assert len(fake_claude.calls()) == 6
+
+
+@pytest.mark.parametrize("first", ["b.md", "tasks.md"])
+def test_a_plan_renamed_over_another_plan_while_it_runs_keeps_its_state_and_archives_the_other(
+        tmp_path: Path, fake_claude: FakeClaude, first: str) -> None:
+    """`mv a.md b.md` while a.md's run works, over b.md that had run before (its own state).
+    The run said `agent-loop b.md` goes on with this plan, its finished tasks done; but b.md's
+    run read b.md's old state ("3 tasks added ... 0 completed tasks kept"), paid a1 again, and
+    `--status` listed b.md twice for good. Now the state made from the file b.md is now wins,
+    b.md's older state archived (said in one line), and nothing is paid twice."""
+    work = git_project(tmp_path, PLAN)
+    (work / "b.md").write_text("## B\n- [ ] b1\n  FAKE: write b1.txt 1\n")
+    if first == "tasks.md":   # b.md's state in a folder of its own under .agent-loop/plans/
+        ran(work, "tasks.md")
+    ran(work, "b.md")
+    paid = len(fake_claude.task_runs())
+    (work / "a.md").write_text(f"## A\n- [ ] a1\n  FAKE: write a1.txt 1\n"
+                               f"  FAKE: bash mv {work / 'a.md'} {work / 'b.md'}\n"
+                               "- [ ] a2\n  FAKE: write a2.txt 2\n")
+    git(work, "add", "a.md", "b.md")
+    git(work, "commit", "-qm", "plans")
+    moved = agent_loop(work, "--vcs", "git", "--no-distill", plan="a.md")
+    assert "a.md was renamed b.md" in moved.stdout, moved.stdout + moved.stderr
+    assert len(fake_claude.task_runs()) == paid + 1
+    every = [line for line in agent_loop(work, "--status", plan=None).stdout.splitlines()
+             if line.startswith("b.md:")]
+    assert len(every) == 1 and "2 task(s), 1 done" in every[0], every
+    assert "2 task(s): 1 completed, 1 pending" in agent_loop(work, "--status", plan="b.md").stdout
+    out = ran(work, "b.md")
+    said = [line for line in out.splitlines() if "older state" in line]
+    assert len(said) == 1 and "archive" in said[0], out
+    assert "added" not in out, out
+    assert len(fake_claude.task_runs()) == paid + 2, out    # a2 only: a1 is not paid again
+    every = [line for line in agent_loop(work, "--status", plan=None).stdout.splitlines()
+             if line.startswith("b.md:")]
+    assert len(every) == 1 and "2 task(s), 2 done" in every[0], every
+    assert "taken over" not in ran(work, "b.md") and len(fake_claude.task_runs()) == paid + 2
+    assert "1 task(s), 1 done" not in agent_loop(work, "--status", plan=None).stdout
