@@ -46,6 +46,9 @@ def hermetic_seal(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("HOME", str(home))
     for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
         monkeypatch.delenv(var, raising=False)
+    # An agent's shell exports it (agentloop.agents.environment): a test run from one would
+    # mark every git command's reflog entry as an agent's.
+    monkeypatch.delenv("GIT_REFLOG_ACTION", raising=False)
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / "gitconfig"))
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Test Author")

@@ -68,6 +68,7 @@ def resolve(run: Run, task: TaskState, change: Change, session: str | None,
     assert vcs is not None, "a conflict outside a parallel run's lane"
     number = attempt.number
     first = conflict.commit  # the task's own commit: kept on the lane's branch whatever happens
+    noted = conflict.note  # what the agent did to your checkout: kept in the task's record
     for round_ in range(1, ROUNDS + 1):
         files = vcs.open_conflict(conflict)
         run.emit(LaneNote(f"task {task.index} conflicts with the main line in "
@@ -90,6 +91,8 @@ def resolve(run: Run, task: TaskState, change: Change, session: str | None,
             conflict = again
     vcs.drop_conflict(IntegrationConflict(first, conflict.files, conflict.onto))
     reason = stuck_message(run, vcs, task, conflict.files)
+    if noted:
+        reason += f"; task {task.index}: {noted}"
     hand(run, task, Conflicted(attempt, first, reason, session))
     raise GroupConflicted(f"task {task.index} ({task.group}) conflicts with the main line")
 

@@ -350,6 +350,7 @@ def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str,
     message += "\n\n" + trailers
     finish_beside = beside_finish(run, outcome) if beside else None
     running = False
+    said: str | None = None  # what the lane said of the agent as its landing failed
     try:
         with settling(run, task, outcome.attempt):
             try:
@@ -360,9 +361,11 @@ def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str,
             except IntegrationConflict as conflict:  # a parallel run's lane: another came first
                 done = conflicts.resolve(run, task, outcome.change, outcome.result.session_id,
                                          conflict, outcome.attempt)
-        aside = f"task {task.index}: {done.note}" if done.note else None
-        if aside:
-            run.emit(LaneNote(aside))
+                said = conflict.note  # said as the landing failed: kept, not said again
+        if done.note:
+            run.emit(LaneNote(f"task {task.index}: {done.note}"))
+        kept = "; ".join(n for n in (said, done.note) if n)
+        aside = f"task {task.index}: {kept}" if kept else None
         if done.empty:  # nothing changed: no change to record (backends drop an empty one)
             done = Change(change_id="", empty=True)
         # What the agent did to your checkout (what the backend put right) is kept in the

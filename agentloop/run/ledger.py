@@ -202,12 +202,14 @@ def forget_change(task: TaskState, number: int | None = None) -> None:
 
 
 def complete(task: TaskState, attempt: Attempt, done: Change, status: str = S.COMPLETED,
-             note: str | None = None) -> None:
-    """The task is done (or unapproved, its change kept) in the change `done`."""
+             note: str | None = None, aside: str | None = None) -> None:
+    """The task is done (or unapproved, its change kept) in the change `done`; its note, and
+    `aside`, what its agent did to your checkout, said after it."""
     attempt.outcome = move(task, status)
     task.change_id = attempt.change_id = done.change_id or None
     task.commit_id = attempt.commit_id = done.commit_id or None
-    task.files, task.error = list(done.files), note
+    task.files, task.aside = list(done.files), aside
+    task.error = "; ".join(n for n in (note, aside) if n) or None
     attempt.finished_at = task.finished_at = now()
 
 
@@ -350,8 +352,7 @@ def _record(task: TaskState, step: Step) -> bool:
     elif isinstance(step, Completed):
         add_helper_cost(task, step.record, step.helper_cost)
         task.feedback = step.feedback or task.feedback  # an attempt's opening cleared it
-        note = "; ".join(n for n in (step.note, step.aside) if n) or None
-        complete(task, step.record, step.done, step.status, note)
+        complete(task, step.record, step.done, step.status, step.note, step.aside)
     elif isinstance(step, Blocked):
         blocked(task, step.record, step.reason, step.session)
     elif isinstance(step, Conflicted):

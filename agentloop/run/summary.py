@@ -91,8 +91,7 @@ def _empty_notes(run: Run, planned: list[int]) -> tuple[str, ...]:
             continue
         if task.error:
             notes.append(task.error)
-        if not task.files and not task.change_id and \
-                (not task.error or task.error.startswith(f"task {i}: ")):
+        if not task.files and not task.change_id and task.error in (None, task.aside):
             notes.append(f"task {i} completed but changed no files; read "
                          f"{run.project.shown(task.log or '')} "
                          "(--require-changes fails such a task)")

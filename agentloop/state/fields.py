@@ -68,7 +68,7 @@ TASK: tuple[tuple[str, Test], ...] = (
     ("started_at", STR_OR_NONE), ("finished_at", STR_OR_NONE), ("cost_usd", FLOAT),
     ("error", STR_OR_NONE), ("stalled_runs", INT), ("feedback", STR_OR_NONE), ("checks", _strs),
     ("optional", BOOL), ("waiting", STR_OR_NONE), ("done_as", STR_OR_NONE),
-    ("history", RECORDS))
+    ("aside", STR_OR_NONE), ("history", RECORDS))
 
 # A plan's state (schema.State); `tasks` holds TASK records, `retired` ATTEMPT ones.
 STATE: tuple[tuple[str, Test], ...] = (

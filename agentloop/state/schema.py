@@ -125,6 +125,9 @@ class TaskState:
     # The words a completed task was done with, when the plan has reworded it since: it stays
     # done (its work is in history), and `--task N --again` runs the new words.
     done_as: str | None = None
+    # Of a completed task's note (`error`), the part that says what its agent did to your
+    # checkout (agentloop.run.lane), kept apart from what the task's own outcome noted.
+    aside: str | None = None
     history: list[Attempt] = field(default_factory=list)
 
     @classmethod

@@ -172,7 +172,9 @@ def _agent_moved_main(record: GitLaneRecord) -> Breach | None:
     """Your branch moved by an agent's own git command in your checkout (its `git commit -a`
     there, a reset, a merge), known for sure by the mark its reflog entry carries: a stop, as
     your branch moved back is, since a landing on top would bury what the agent did under the
-    task's commit, and the repair (`reset --soft`, `reset --keep`) would take the task along."""
+    task's commit, and the repair (`reset --soft`, `reset --keep`) would take the task along.
+    Entries that cancel out (its `commit -a`, then `reset --soft HEAD~1`), or a branch back
+    where the step found it, stop nothing: agent_moved_head says what it ran."""
     if len(record.reflogs) < 2:
         return None
     entries = reflog.agents_since(*record.reflogs[1])
@@ -180,8 +182,10 @@ def _agent_moved_main(record: GitLaneRecord) -> Breach | None:
         return None
     root, short = record.main_root, record.main_ref.removeprefix("refs/heads/")
     old, new = entries[0].old, entries[-1].new
-    said = "; ".join(dict.fromkeys(e.message for e in entries))
     main = Git(root)
+    if old == new or main.sha(record.main_ref) == old:
+        return None
+    said = "; ".join(dict.fromkeys(e.message for e in entries))
     line = f"an agent ran git in your checkout {root}, not in its lane, and moved your branch "
     if _ancestor(main, new, old):  # back: its `reset --hard HEAD~1`
         return Breach(Kind.AGENT_MOVED_MAIN, f"{line}{short} back from {old[:12]} to "
@@ -195,26 +199,49 @@ def _agent_moved_main(record: GitLaneRecord) -> Breach | None:
     if _ancestor(main, old, new):
         files = [f for f in main.out("diff", "--name-only", "-z", "--no-renames", old,
                                      new).split("\0") if f]
-        # Whatever it committed was uncommitted in your checkout: your edits, or its writes.
         took = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-        return Breach(Kind.AGENT_MOVED_MAIN, f"{line}: it committed what your checkout held "
-                      f"uncommitted ({took or 'no file'}), your edits among it; `git reset --soft "
-                      f"{old[:12]}` gives it all back uncommitted (staged)",
+        if _made_here(main, record.main_ref, old, new):
+            # A commit made in your checkout took what it held uncommitted (your edits, or
+            # the agent's writes there): `reset --soft` gives it back as it was, staged.
+            return Breach(Kind.AGENT_MOVED_MAIN, f"{line}: it committed what your checkout held "
+                          f"uncommitted ({took or 'no file'}), your edits among it; `git reset "
+                          f"--soft {old[:12]}` gives it all back uncommitted (staged)",
+                          (f"git -C {root} log --stat {old[:12]}..{new[:12]}",
+                           f"git -C {root} reset --soft {old[:12]}"), everywhere=True)
+        # A fast-forward or merge (`git pull`, `git merge`): commits made elsewhere, not your
+        # edits; a landing on top would tie them to the task's commit, so a stop all the same,
+        # and `reset --keep` takes them off your branch (they stay where they came from).
+        count = main.out("rev-list", "--count", f"{old}..{new}").strip()
+        return Breach(Kind.AGENT_MOVED_MAIN, f"{line}: it brought in {count} commit(s) made "
+                      f"elsewhere (a fast-forward or merge, changing {took or 'no file'}), not "
+                      f"edits of yours; `git reset --keep {old[:12]}` takes them off {short}",
                       (f"git -C {root} log --stat {old[:12]}..{new[:12]}",
-                       f"git -C {root} reset --soft {old[:12]}"), everywhere=True)
+                       f"git -C {root} reset --keep {old[:12]}"), everywhere=True)
     return Breach(Kind.AGENT_MOVED_MAIN, line,
                   (f"git -C {root} log --oneline {new[:12]}..{old[:12]}",
                    f"git -C {root} reset --keep {old[:12]}"), everywhere=True)
 
 
-def agent_moved_head(record: GitLaneRecord, dirs: tuple[Path, Path], stashed: bool = False
-                     ) -> Breach | None:
+def _made_here(main: Git, ref: str, old: str, new: str) -> bool:
+    """Whether the commits old..new that moved your branch `ref` were made in your checkout
+    (its `git commit`: no other ref holds them, none is a merge), not brought in from another
+    branch or a remote's (its `git merge`, `git pull`; a marked entry's message names neither
+    reliably: git writes the mark in place of `commit`)."""
+    others = [r for r in main.out("for-each-ref", "--contains", new,
+                                  "--format=%(refname)").split() if r != ref]
+    return not others and main.out("rev-list", "--count", "--merges",
+                                   f"{old}..{new}").strip() == "0"
+
+
+def agent_moved_head(record: GitLaneRecord, dirs: tuple[Path, Path], stashed: bool = False,
+                     reverted: tuple[str, ...] = ()) -> Breach | None:
     """Your checkout's HEAD moved by an agent's own git command there (its `git checkout -b`,
     `git switch`, the reset inside a `git stash`), your branch not: said, never a stop (the
     tasks go on landing on your branch, agentloop.vcs.git.mainline), with the way back when
     the checkout (its git dir and common dir: `dirs`) is off your branch now, or (`stashed`:
     the stash list has a new entry that is not a lane's) when your edits went to the stash
-    list. No process."""
+    list. `reverted`: files of yours the look found written back as committed (its
+    `git reset --hard`). No process."""
     if not record.reflogs:
         return None
     entries = reflog.agents_since(*record.reflogs[0])
@@ -234,11 +261,16 @@ def agent_moved_head(record: GitLaneRecord, dirs: tuple[Path, Path], stashed: bo
         return Breach(Kind.AGENT_MOVED_HEAD, f"{line}: its `git stash` there set your uncommitted "
                       f"edits aside (its reflog entry says `{said}`), in your stash list now",
                       (f"git -C {root} stash show -p", f"git -C {root} stash pop"), stops=False)
-    if all(e.old == e.new for e in entries):  # `git reset --hard` to HEAD
-        return Breach(Kind.AGENT_MOVED_HEAD, f"{line}, and put its files back as committed "
-                      f"(its reflog entry says `{said}`: a `git reset --hard`)", stops=False)
+    if reverted:  # its `git reset --hard`, or a `git checkout -- file`
+        return Breach(Kind.AGENT_MOVED_HEAD, f"{line} (its reflog entry says `{said}`), and "
+                      f"{', '.join(reverted[:5])} went back as committed, the edit in "
+                      f"{'it' if len(reverted) == 1 else 'them'} gone", stops=False)
+    if entries[0].old == entries[-1].new:  # a plain `git reset`, `git stash` then `pop`, ...
+        return Breach(Kind.AGENT_MOVED_HEAD, f"{line} (its reflog entry says `{said}`), which "
+                      f"left its HEAD at {entries[0].old[:12]}, where it was",
+                      (f"git -C {root} reflog -{len(entries) + 1}",), stops=False)
     return Breach(Kind.AGENT_MOVED_HEAD, f"{line}, and moved its HEAD from {entries[0].old[:12]} "
-                  f"to {entries[-1].new[:12]} and back (its reflog entry says `{said}`)",
+                  f"to {entries[-1].new[:12]} (its reflog entry says `{said}`)",
                   (f"git -C {root} reflog -{len(entries) + 1}",), stops=False)
 
 
@@ -288,6 +320,7 @@ class Listed:
     paths: list[str]
     staged: frozenset[str] = frozenset()
     unindexed: frozenset[str] = frozenset()  # of them, deleted from the index (`git rm`)
+    untracked: frozenset[str] = frozenset()  # of them, not in the index (`??`)
 
 
 def listed(out: str) -> Listed:
@@ -295,7 +328,8 @@ def listed(out: str) -> Listed:
     entries = [e for e in out.split("\0") if len(e) > 3]
     return Listed(sorted({e[3:] for e in entries}),  # a rename: its old path unprefixed
                   frozenset(e[3:] for e in entries if e[0] not in " ?!"),
-                  frozenset(e[3:] for e in entries if e[0] == "D"))
+                  frozenset(e[3:] for e in entries if e[0] == "D"),
+                  frozenset(e[3:] for e in entries if e[0] == "?"))
 
 
 def written(root: Path, before: dict[str, tuple[int, int, int] | None],
@@ -315,6 +349,8 @@ def written(root: Path, before: dict[str, tuple[int, int, int] | None],
     if changed:  # a plan is yours to edit while a run works (it is read again between tasks)
         plans = plan_files(root)
         changed = [p for p in changed if p not in plans]
+        moved = _plans_moved(root, plans, before, changed)
+        changed = [p for p in changed if p not in moved]
     if not changed:
         return None
     # No longer listed: deleted, or written back as committed (your edit in it gone).
@@ -329,7 +365,9 @@ def written(root: Path, before: dict[str, tuple[int, int, int] | None],
     said = ", ".join(p + how.get(p, "") for p in changed[:5])
     shown = [p for p in changed[:5] if p in listed]
     cached = [p for p in shown if p in staged]
-    plain = [p for p in shown if p not in staged]
+    # An untracked file has no diff to show (`git diff` prints nothing for it).
+    untracked = index.untracked if index is not None else frozenset()
+    plain = [p for p in shown if p not in staged and p not in untracked]
     commands = ((f"git -C {root} diff -- {' '.join(plain)}",) if plain else ()) + (
         (f"git -C {root} diff --cached -- {' '.join(cached)}",
          f"git -C {root} reset -q -- {' '.join(cached)}") if cached else ())
@@ -337,6 +375,29 @@ def written(root: Path, before: dict[str, tuple[int, int, int] | None],
                   "ran (an agent writing outside its lane, or you)"
                   + ("; `git reset` unstages what was staged, the files left as they are"
                      if cached else ""), commands, stops=False)
+
+
+def _plans_moved(root: Path, plans: set[str], before: dict[str, tuple[int, int, int] | None],
+                 changed: list[str]) -> set[str]:
+    """Of `changed`, new files that are a plan moved (your `mv tasks.md plan.md` while the run
+    works: agentloop.run.plan_kept follows it): the plan is gone from its place, and the file
+    is the one it was (an uncommitted plan: the same inode) or holds its committed text."""
+    gone = [p for p in plans if not os.path.lexists(root / p)]
+    new = [p for p in changed if p not in before and os.path.lexists(root / p)]
+    if not gone or not new:
+        return set()
+    moved = set()
+    for plan in gone:
+        was = before.get(plan)
+        if was is not None:
+            moved |= {p for p in new if (stamp(root / p) or (0,))[0] == was[0]}
+            continue
+        blob = Git(root).code("rev-parse", "-q", "--verify", f"HEAD:{plan}", codes=(0, 1, 128))
+        if blob[0] != 0:
+            continue
+        same = Git(root).out("hash-object", "--", *new).split()
+        moved |= {p for p, sha in zip(new, same) if sha == blob[1].strip()}
+    return moved
 
 
 def gone_as(root: Path, path: str) -> str:

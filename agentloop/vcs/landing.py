@@ -27,6 +27,9 @@ class IntegrationConflict(VcsError):
         self.commit = commit
         self.files = files
         self.onto = onto
+        # What the lane's check found the agent did to your checkout, said already as the
+        # landing failed: kept in the task's record once the conflict is resolved.
+        self.note: str | None = None
 
 
 class LandingHeld(VcsError):

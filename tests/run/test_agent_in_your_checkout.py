@@ -7,9 +7,11 @@ CLI acting through its Bash tool."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
+from tests.run.test_serial_lane import CONFLICT_FIRST_LINE, CONFLICT_PLAN
 from tests.support.claude_cli import claude_env
 from tests.support.fake_agent import FakeClaude
 from tests.support.fakeapi import FakeApi, ToolUse
@@ -37,8 +39,10 @@ def _yours(work: Path, plan: str) -> str:
     return git(work, "rev-parse", "main").strip()
 
 
-def test_an_agents_rm_cached_in_your_checkout_is_said_again_at_the_end_and_in_status(
+def test_an_agents_rm_cached_in_your_checkout_is_said_once_and_not_kept(
         work: Path, fake_claude: FakeClaude) -> None:
+    # A `git rm --cached` writes no reflog entry: the agent's or yours, time alone cannot tell
+    # (you may be working beside the run), so it is said as found and kept in no record.
     init_repo(work, "git")
     (work / "tasks.md").write_text(PLAN.format(hostile=f"git -C {work} rm -q --cached mine.txt"))
     (work / "mine.txt").write_text("my commit\n")
@@ -48,20 +52,71 @@ def test_an_agents_rm_cached_in_your_checkout_is_said_again_at_the_end_and_in_st
     assert done.returncode == 0, done.stdout + done.stderr
     see, undo = (f"git -C {work} diff --cached -- mine.txt", f"git -C {work} reset -q -- mine.txt")
     said = [line for line in done.stdout.splitlines() if "mine.txt (its deletion staged" in line]
-    # Once as it was found, once more in the closing lines.
-    assert len(said) == 2, done.stdout
-    assert said[0].startswith("  task 1: ") and said[1].startswith("look at: task 1: ")
-    assert all(f"`{see}`" in line and f"`{undo}`" in line for line in said)
-    # The task's record keeps it (the ledger writes it as the task's note) ...
-    record = state_of(work)["tasks"][0]
-    assert record["status"] == "completed" and "mine.txt (its deletion staged" in record["error"]
-    # ... and --status says it under the task.
-    status = agent_loop(work, "--status").stdout
-    assert "note: task 1: mine.txt (its deletion staged" in status and f"`{undo}`" in status
+    assert len(said) == 1, done.stdout
+    assert f"`{see}`" in said[0] and f"`{undo}`" in said[0]
+    assert not any(t.get("error") for t in state_of(work)["tasks"])
+    assert "mine.txt" not in agent_loop(work, "--status").stdout
     # The commands do what they say.
     assert "deleted file mode" in git(work, *see.split()[3:])
     git(work, *undo.split()[3:])
     assert git(work, "status", "--porcelain", "--", "mine.txt") == ""
+
+
+def test_your_own_edits_beside_the_run_are_said_as_found_never_kept(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # You edit notes.md while each task runs (the agent's bash stands in for you here): said
+    # once as found, not repeated under every task at the end nor in --status.
+    init_repo(work, "git")
+    (work / "notes.md").write_text("n\n")
+    (work / "tasks.md").write_text(
+        f"## B\n- [ ] b1\n  FAKE: write b1.txt b1\n  FAKE: bash echo more >> {work}/notes.md\n"
+        f"- [ ] b2\n  FAKE: write b2.txt b2\n  FAKE: bash echo more >> {work}/notes.md\n")
+    git(work, "add", "tasks.md", "notes.md")
+    git(work, "commit", "-qm", "p")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [line for line in done.stdout.splitlines() if "notes.md in" in line]
+    assert len(said) == 2 and not any(line.startswith("look at:") for line in said), said
+    assert not any(t.get("error") for t in state_of(work)["tasks"])
+    assert "notes.md" not in agent_loop(work, "--status").stdout
+
+
+def test_your_plan_renamed_while_the_run_works_is_no_file_changed(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(PLAN.format(hostile=f"mv {work}/tasks.md {work}/plan.md"))
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "the plan")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert "renamed plan.md" in done.stdout, done.stdout + done.stderr
+    assert "changed while this lane's agent ran" not in done.stdout + done.stderr
+
+
+def test_what_the_agent_did_is_said_and_kept_when_its_landing_conflicts(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude, monkeypatch) -> None:
+    # A commit of yours in the same lines as the task's, and the agent's plain `git reset` in
+    # your checkout: the landing conflicts, and what the agent ran is said all the same, and
+    # kept in the conflicted task's record.
+    init_repo(work, "git")
+    (work / "shared.txt").write_text("base\n")
+    git(work, "add", "shared.txt")
+    git(work, "commit", "-qm", "shared")
+    plan = CONFLICT_PLAN.replace("git commit -qam yours", "git commit -qam yours && "
+                                 "git -C {root} reset -q")
+    (work / "tasks.md").write_text(plan.format(root=work))
+    directives = tmp_path / "directives.json"
+    directives.write_text(json.dumps({CONFLICT_FIRST_LINE: ["FAKE: say I could not"]}))
+    monkeypatch.setenv("FAKE_CLAUDE_DIRECTIVES", str(directives))
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 4, done.stdout + done.stderr
+    said = [line for line in done.stdout.splitlines()
+            if f"an agent ran git in your checkout {work}" in line]
+    assert said and "where it was" in said[0], done.stdout
+    record = state_of(work)["tasks"][0]
+    assert record["status"] == "conflicted"
+    assert f"task 1: an agent ran git in your checkout {work}" in record["error"]
+    assert "look at: task 1 is conflicted" in done.stdout and "where it was" in [
+        line for line in done.stdout.splitlines() if line.startswith("look at: task 1 is")][0]
 
 
 def _stopped_on_the_agents_commit(work: Path, done_stdout: str, done_stderr: str,
@@ -130,19 +185,19 @@ def test_the_real_clis_bash_commit_in_your_checkout_stops_the_run(
     _stopped_on_the_agents_commit(work, done.stdout, done.stderr, mine)
 
 
-def test_a_task_that_only_deleted_your_file_is_said_empty_and_what_it_did(
+def test_a_task_that_only_ran_git_in_your_checkout_is_said_empty_and_what_it_did(
         work: Path, fake_claude: FakeClaude) -> None:
     # The note does not take the place of "changed no files" (as a submodule's note does, which
-    # says where its files are): both are said.
+    # says where its files are): both are said, told apart by the record, not by their words.
     init_repo(work, "git")
-    (work / "tasks.md").write_text(PLAN.format(hostile=f"rm {work}/scratch.txt")
+    (work / "tasks.md").write_text(PLAN.format(hostile=f"git -C {work} reset -q")
                                    .replace("  FAKE: write b1.txt b1\n", ""))
     git(work, "add", "tasks.md")
     git(work, "commit", "-qm", "the plan")
-    (work / "scratch.txt").write_text("my notes\n")
     done = agent_loop(work, "--vcs", "git", "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "  completed, but the task changed no files (no change recorded)" in done.stdout
-    assert "look at: task 1: scratch.txt (deleted) in" in done.stdout, done.stdout
+    assert f"look at: task 1: an agent ran git in your checkout {work}" in done.stdout, \
+        done.stdout
     assert "look at: task 1 completed but changed no files" in done.stdout, done.stdout
-    assert "note: task 1: scratch.txt (deleted)" in agent_loop(work, "--status").stdout
+    assert "note: task 1: an agent ran git in your checkout" in agent_loop(work, "--status").stdout

@@ -217,9 +217,13 @@ def test_a_clean_step_passes_and_a_checkout_write_is_said_not_stopped(repo: Path
     change, said = _task_2_and_a_stray_file(repo, lane)
     done = lane.finish(change, "task 2")
     assert files_of(repo, done.change_id) == ["two.txt"]
-    # The task's note, which its record keeps (the closing lines and --status say it again).
-    assert "stray.txt" in done.note and "while this lane's agent ran" in done.note
-    assert not said  # not said apart as well
+    # The agent's or yours, time alone cannot tell: said as found, not the task's note (its
+    # record would say it again under every task during which you edited).
+    [line] = said
+    assert "stray.txt" in line and "while this lane's agent ran" in line
+    assert not done.note
+    # An untracked file has no diff: no `git diff` offered for it.
+    assert "git diff" not in line
 
 
 def test_the_look_at_your_checkout_runs_beside_the_lanes_commit(
@@ -251,7 +255,7 @@ def test_the_look_at_your_checkout_runs_beside_the_lanes_commit(
     Path(f"{flag}.armed").touch()
     done = lane.finish(change, "task 2")
     assert files_of(repo, done.change_id) == ["two.txt"]
-    assert "stray.txt" in done.note  # what the look found is said as before
+    assert any("stray.txt" in line for line in said)  # what the look found is said
 
 
 # -- an agent's own commits belong to its task, also across a kill ---------------------------
@@ -459,7 +463,7 @@ def test_a_lanes_step_looks_at_your_checkout_without_a_thread(
     change, said = _task_2_and_a_stray_file(repo, lane)
     done = lane.finish(change, "task 2")
     assert files_of(repo, done.change_id) == ["two.txt"]
-    assert "stray.txt" in done.note
+    assert any("stray.txt" in line for line in said)
     assert started == []
 
 
@@ -545,8 +549,9 @@ def test_an_untracked_file_of_yours_deleted_while_the_agent_ran_is_said(repo: Pa
     (repo / "notes.txt").unlink()
     git(repo, "add", "other.txt")
     git(repo, "commit", "-qm", "mine, committed meanwhile")
-    told = [vcs.finish(change, "task 1").note]
-    assert "changed while this lane's agent ran" in told[0]
+    assert not vcs.finish(change, "task 1").note  # said as found, the task's note not
+    told = said
+    assert len(told) == 1 and "changed while this lane's agent ran" in told[0]
     assert "notes.txt (deleted)" in told[0], told
     assert "other.txt" not in told[0] and "f.txt" not in told[0]
 
@@ -713,15 +718,18 @@ def test_an_agents_rm_cached_in_your_checkout_names_the_commands_that_show_and_u
         repo: Path, lane: LaneGit) -> None:
     # `git diff -- f.txt` shows nothing for a staged deletion: the note names the one that
     # does and the one that puts the index entry back, which work on any git.
+    said: list[str] = []
+    lane.main.on_wait = said.append
     change = lane.begin("task 2")
     _write(lane.root, "two.txt")
     git(repo, "rm", "-q", "--cached", "f.txt")
-    done = lane.finish(change, "task 2")
-    assert "f.txt (its deletion staged, the file left on disk)" in done.note, done.note
+    lane.finish(change, "task 2")
+    [line] = said
+    assert "f.txt (its deletion staged, the file left on disk)" in line, line
     see = f"git -C {repo} diff --cached -- f.txt"
     undo = f"git -C {repo} reset -q -- f.txt"
-    assert f"`{see}`" in done.note and f"`{undo}`" in done.note
-    assert f"git -C {repo} diff -- f.txt" not in done.note
+    assert f"`{see}`" in line and f"`{undo}`" in line
+    assert f"git -C {repo} diff -- f.txt" not in line
     assert "deleted file mode" in git(repo, *see.split()[3:])
     git(repo, *undo.split()[3:])
     assert git(repo, "status", "--porcelain", "--", "f.txt") == ""
@@ -763,3 +771,83 @@ def test_an_agent_that_commits_on_your_branch_from_its_lane_is_said_as_checked_o
     with pytest.raises(LaneBreach) as caught:
         lane.finish(change, "task 2")
     assert caught.value.breach.kind is Kind.CHECKED_OUT
+
+
+def _step_with_your_edit(repo: Path, lane: LaneGit) -> tuple[Change, list[str]]:
+    """Your edit of f.txt, seen by a step of the lane's; then task 3 begun, its file written."""
+    said: list[str] = []
+    lane.main.on_wait = said.append
+    (repo / "f.txt").write_text("my edit\n")
+    lane.finish(lane.begin("task 2"), "task 2")
+    said.clear()
+    change = lane.begin("task 3")
+    _write(lane.root, "three.txt")
+    return change, said
+
+
+def test_an_agents_commit_in_your_checkout_undone_again_stops_nothing(repo: Path,
+                                                                      lane: LaneGit) -> None:
+    change, said = _step_with_your_edit(repo, lane)
+    tip = git(repo, "rev-parse", "main").strip()
+    # It commits in its own lane (allowed), and in your checkout `commit -a`, then undoes it.
+    git(lane.root, "add", "three.txt")
+    git(lane.root, "commit", "-qm", "agent's own lane commit")
+    agent_git(repo, "commit", "-qam", "oops")
+    agent_git(repo, "reset", "-q", "--soft", "HEAD~1")
+    done = lane.finish(change, "task 3")  # no LaneBreach: your branch is where it was
+    assert git(repo, "rev-parse", "main~1").strip() == tip
+    assert "moved your branch" not in (done.note or "") + "".join(said)
+    assert f"left its HEAD at {tip[:12]}, where it was" in done.note
+    assert "oops" in done.note
+
+
+def test_an_agents_stash_and_pop_in_your_checkout_is_said_as_it_ran(repo: Path,
+                                                                    lane: LaneGit) -> None:
+    change, said = _step_with_your_edit(repo, lane)
+    agent_git(repo, "stash", "-q")
+    agent_git(repo, "stash", "pop", "-q")
+    done = lane.finish(change, "task 3")
+    assert (repo / "f.txt").read_text() == "my edit\n"
+    assert "back as committed" not in done.note and "reset --hard" not in done.note
+    assert "an agent ran git in your checkout" in done.note and "where it was" in done.note
+
+
+def test_an_agents_reset_hard_in_your_checkout_says_your_edit_went_back(repo: Path,
+                                                                        lane: LaneGit) -> None:
+    (repo / "f.txt").write_text("committed\n")
+    git(repo, "add", "f.txt")
+    git(repo, "commit", "-qm", "f")
+    change, said = _step_with_your_edit(repo, lane)
+    agent_git(repo, "reset", "-q", "--hard")
+    done = lane.finish(change, "task 3")
+    assert "f.txt went back as committed" in done.note
+
+
+def test_an_agents_fast_forward_of_your_branch_is_not_called_your_edits(repo: Path,
+                                                                        lane: LaneGit) -> None:
+    tip = git(repo, "rev-parse", "main").strip()
+    git(repo, "branch", "other")
+    git(repo, "worktree", "add", "-q", str(repo.parent / "other"), "other")
+    (repo.parent / "other" / "pulled.txt").write_text("from elsewhere\n")
+    git(repo.parent / "other", "add", "pulled.txt")
+    git(repo.parent / "other", "commit", "-qm", "pulled")
+    change, said = _step_with_your_edit(repo, lane)
+    agent_git(repo, "merge", "-q", "--ff-only", "other")
+    with pytest.raises(LaneBreach) as caught:
+        lane.finish(change, "task 3")
+    line = caught.value.breach.line
+    assert "your edits" not in line and "reset --soft" not in line
+    assert "brought in 1 commit(s) made elsewhere" in line and "pulled.txt" in line
+    assert caught.value.breach.commands[-1] == f"git -C {repo} reset --keep {tip[:12]}"
+
+
+def test_git_reflog_action_from_outside_is_not_taken_for_an_agents(
+        repo: Path, lane: LaneGit, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A run started from an agent's shell, whose environment carries the agents' mark.
+    monkeypatch.setenv("GIT_REFLOG_ACTION", "agent-loop agent")
+    for n in (2, 3):
+        change = lane.begin(f"task {n}")
+        _write(lane.root, f"{n}.txt")
+        done = lane.finish(change, f"task {n}")
+        assert not done.note
+    assert "agent-loop agent" not in git(repo, "reflog", "-5", "main")

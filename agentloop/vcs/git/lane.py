@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import threading
 from functools import partial
 from pathlib import Path
@@ -229,12 +230,7 @@ class LaneGit:
                 if line:
                     self.main.on_wait(line)
             raise LaneBreach(breach)
-        if record is not None:
-            moved = agent_moved_head(record, (self.main.git_dir, self.main.common_dir),
-                                     stash_before is not None and
-                                     stash.top(self.main.common_dir) != stash_before)
-            said.append(moved.text() if moved is not None else None)
-        done = None
+        done, now = None, None
         if breach is None and record is not None and record.head:
             # What the user has uncommitted now, one look for this step's check and the next
             # step's record (the landing in between only writes paths nobody had dirty). The
@@ -262,7 +258,21 @@ class LaneGit:
             breach = written(record.main_root, record.checkout, now, seen)
         elif commit is not None:
             done = commit(_nothing)
-        if breach is not None:
+        if record is not None:
+            root, left = record.main_root, set(now or ())
+            # Files of yours the look found written back as committed: what its reset did.
+            reverted = tuple(p for p in record.checkout if now is not None and p not in left
+                             and os.path.lexists(root / p)
+                             and stamp(root / p) != record.checkout[p])
+            moved = agent_moved_head(record, (self.main.git_dir, self.main.common_dir),
+                                     stash_before is not None and
+                                     stash.top(self.main.common_dir) != stash_before, reverted)
+            said.append(moved.text() if moved is not None else None)
+        if breach is not None and breach.kind is Kind.CHECKOUT_WRITTEN:
+            # The agent's or yours, time alone cannot tell (you may be editing beside the
+            # run): said as found, never kept in a task's record.
+            self.main.on_wait(breach.text())
+        elif breach is not None:
             said.append(breach.text())
         lines = [line for line in said if line]
         if lines and done is not None:
@@ -311,7 +321,24 @@ class LaneGit:
         """Check the lane, commit in it, then land that commit on the main line."""
         done = self.check(commit=lambda started: self._commit(change, message, started))
         assert done is not None
-        return self._landed(done, fresh=True)
+        return self._landed_fresh(done)
+
+    def _landed_fresh(self, done: Change) -> Change:
+        """`_landed(done, fresh=True)`; what the check found the agent did to your checkout
+        (`done.note`) is said at once when the landing fails (a conflict, a held landing, a
+        refusal), else it would go with the commit it came with: a conflict carries it on
+        for the task's record (agentloop.run.lane)."""
+        try:
+            return self._landed(done, fresh=True)
+        except IntegrationConflict as conflict:
+            if done.note:
+                self.main.on_wait(done.note)
+                conflict.note = done.note
+            raise
+        except BaseException:
+            if done.note:
+                self.main.on_wait(done.note)
+            raise
 
     def finish_beside(self, change: Change, message: str) -> tuple[Change, bool]:
         """finish, with the landing left running beside what the lane does next where it is a
@@ -321,7 +348,7 @@ class LaneGit:
         done = self.check(commit=lambda started: self._commit(change, message, started))
         assert done is not None
         if not self._may_land_beside(done):
-            return self._landed(done, fresh=True), False
+            return self._landed_fresh(done), False
         main, parent, sha = self.main, done.base, done.change_id
         before = proc.started()
         self._beside = Beside(done, lambda: main.fast_forward(parent, sha))

@@ -21,9 +21,14 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """What every git command runs with: pathspecs are file names to us, never globs; git never
-    asks for a password on a terminal nobody watches."""
-    return {**environ.current(), "GIT_LITERAL_PATHSPECS": "1", "GIT_TERMINAL_PROMPT": "0",
-            **(extra or {})}
+    asks for a password on a terminal nobody watches; and no GIT_REFLOG_ACTION from outside (a
+    run started from an agent's shell inherits the mark an agent's reflog entries carry, which
+    agentloop.vcs.git.reflog reads as an agent's own command)."""
+    env = {**environ.current(), "GIT_LITERAL_PATHSPECS": "1", "GIT_TERMINAL_PROMPT": "0",
+           **(extra or {})}
+    if "GIT_REFLOG_ACTION" not in (extra or {}):
+        env.pop("GIT_REFLOG_ACTION", None)
+    return env
 
 
 def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
