@@ -232,8 +232,10 @@ def test_checkout_run_says_which_uncommitted_file_a_task_took(
     out = done.stdout + done.stderr
     gone = "scratch.txt (deleted)" if undo.startswith(("rm", "git clean")) \
         else "README.md (back as committed)"
+    # Said on the task's line, and again among the closing lines: your work is gone.
     said = [line for line in out.splitlines() if "uncommitted there is gone" in line]
-    assert len(said) == 1 and said[0].strip().startswith(f"task 1: {gone}"), out
+    assert len(said) == 2 and said[0].strip().startswith(f"task 1: {gone}"), out
+    assert said[1] == f"look at: {said[0].strip()}", out
     assert "2 file(s) changed" not in out, out
     assert [files for _, _, files in git_commits(work)[:2]] == [["one.txt"], ["two.txt"]]
 
