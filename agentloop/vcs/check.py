@@ -197,9 +197,7 @@ def _agent_moved_main(record: GitLaneRecord) -> Breach | None:
     line += (f"{short} from {old[:12]} to {new[:12]} (its reflog entry says `{said}`); nothing "
              "of this step is landed on it")
     if _ancestor(main, old, new):
-        files = [f for f in main.out("diff", "--name-only", "-z", "--no-renames", old,
-                                     new).split("\0") if f]
-        took = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+        took = _files_between(main, old, new)
         if _made_here(main, record.main_ref, old, new):
             # A commit made in your checkout took what it held uncommitted (your edits, or
             # the agent's writes there): `reset --soft` gives it back as it was, staged.
@@ -217,9 +215,33 @@ def _agent_moved_main(record: GitLaneRecord) -> Breach | None:
                       f"edits of yours; `git reset --keep {old[:12]}` takes them off {short}",
                       (f"git -C {root} log --stat {old[:12]}..{new[:12]}",
                        f"git -C {root} reset --keep {old[:12]}"), everywhere=True)
+    if _parents(main, old) == _parents(main, new) \
+            and _made_here(main, record.main_ref, old, new):
+        # Its `commit --amend` of your tip, made here: what it took (your edits, or its own
+        # writes) is in the rewritten commit; `reset --keep` would write those files back as
+        # your commit had them, and your edits would live on in the reflog only.
+        took = _files_between(main, old, new)
+        return Breach(Kind.AGENT_MOVED_MAIN, f"{line}: it rewrote your commit {old[:12]} (an "
+                      f"amend), taking what your checkout held uncommitted ({took or 'no file'}), "
+                      f"your edits among it; `git reset --soft {old[:12]}` puts your commit back "
+                      "and gives the rest back uncommitted (staged)",
+                      (f"git -C {root} diff --stat {old[:12]} {new[:12]}",
+                       f"git -C {root} reset --soft {old[:12]}"), everywhere=True)
     return Breach(Kind.AGENT_MOVED_MAIN, line,
                   (f"git -C {root} log --oneline {new[:12]}..{old[:12]}",
                    f"git -C {root} reset --keep {old[:12]}"), everywhere=True)
+
+
+def _files_between(main: Git, old: str, new: str) -> str:
+    """The files that differ between two commits, the first five named."""
+    files = [f for f in main.out("diff", "--name-only", "-z", "--no-renames", old,
+                                 new).split("\0") if f]
+    return ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+
+
+def _parents(main: Git, commit: str) -> list[str]:
+    """A commit's parents, in order (none for a root commit)."""
+    return main.out("rev-list", "--no-walk", "--parents", commit).split()[1:]
 
 
 def _made_here(main: Git, ref: str, old: str, new: str) -> bool:

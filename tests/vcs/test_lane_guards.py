@@ -641,6 +641,32 @@ def test_an_agents_commit_a_in_your_checkout_stops_and_says_what_it_took(repo: P
     assert (repo / "f.txt").read_text() == "my precious uncommitted edit\n"
 
 
+def test_an_agents_amend_in_your_checkout_is_repaired_with_your_edit_kept(
+        repo: Path, lane: LaneGit) -> None:
+    # Its `git commit --amend -a` in your checkout rewrote your tip commit and took your
+    # uncommitted edit into it: `reset --keep <your commit>` (the advice for a move elsewhere)
+    # would write f.txt back as committed and your edit would live on in the reflog only.
+    (repo / "mine.txt").write_text("my commit\n")
+    git(repo, "add", "mine.txt")
+    git(repo, "commit", "-qm", "my work")
+    (repo / "f.txt").write_text("my precious uncommitted edit\n")
+    old = git(repo, "rev-parse", "main")
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    agent_git(repo, "commit", "-q", "--amend", "-am", "amended by the agent")
+    with pytest.raises(LaneBreach) as caught:
+        lane.finish(change, "task 2")
+    breach = caught.value.breach
+    assert breach.kind is Kind.AGENT_MOVED_MAIN and breach.stops
+    assert "rewrote your commit" in breach.line and "f.txt" in breach.line, breach.line
+    repair = breach.commands[-1]
+    assert repair == f"git -C {repo} reset --soft {old[:12]}"
+    git(repo, *repair.split()[3:])
+    assert git(repo, "rev-parse", "main") == old
+    assert (repo / "f.txt").read_text() == "my precious uncommitted edit\n"
+    assert git(repo, "status", "--porcelain", "--", "f.txt").strip() == "M  f.txt"
+
+
 def test_your_own_commit_a_beside_the_agent_lands(repo: Path, lane: LaneGit) -> None:
     # The same commit made by you (no mark in its reflog entry): yours, the task lands on it.
     (repo / "f.txt").write_text("my edit\n")
