@@ -20,7 +20,6 @@ from agentloop.vcs.check import (
     Kind,
     LaneBreach,
     Listed,
-    agent_moved_head,
     check_git_lane,
     dirty,
     dirty_beside,
@@ -28,6 +27,7 @@ from agentloop.vcs.check import (
     written,
 )
 from agentloop.vcs.git import reflog, refs, stash
+from agentloop.vcs.git.agent_in_checkout import agent_moved_head
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
 from agentloop.vcs.git.run import Git

@@ -1,0 +1,44 @@
+"""What a lane's check finds an agent did outside its task (agentloop.vcs.check): a value, the
+kind of thing it did and the one line a user reads, with the commands to see it and repair it."""
+
+from __future__ import annotations
+
+import enum
+
+from agentloop.ondemand import dataclass
+
+
+class Kind(enum.Enum):
+    """What the agent did outside its task."""
+
+    LANE_GONE = "lane-gone"                  # the lane's folder was removed
+    JJ_REMOVED = "jj-removed"                # jj: the lane's .jj folder was removed
+    CHECKED_OUT = "checked-out"              # the lane's HEAD is on another branch (yours?)
+    BRANCH_DELETED = "branch-deleted"        # the lane's branch is gone
+    BRANCH_REWOUND = "branch-rewound"        # the lane's branch no longer holds its commits
+    LANDED_LOST = "landed-lost"              # a change this lane landed left the main line
+    MAIN_REWOUND = "main-rewound"            # your branch moved back (or was rewritten)
+    OPERATION_UNDONE = "operation-undone"    # jj: an operation was undone or restored
+    CHECKOUT_WRITTEN = "checkout-written"    # your checkout changed while the agent ran
+    AGENT_MOVED_MAIN = "agent-moved-main"    # an agent's git command moved your branch
+    AGENT_MOVED_HEAD = "agent-moved-head"    # an agent's git command moved your checkout's HEAD
+
+
+@dataclass(frozen=True)
+class Breach:
+    """One thing the agent did outside its task, and how to see and repair it."""
+
+    kind: Kind
+    line: str
+    commands: tuple[str, ...] = ()
+    stops: bool = True       # the group stops; False: said, and the lane goes on
+    # Every group stops: what they all land on is not as they left it (your branch moved
+    # back), and a landing of any would bury what it lost.
+    everywhere: bool = False
+
+    def text(self) -> str:
+        """The one line a user reads: what happened, then the commands."""
+        if not self.commands:
+            return self.line
+        return self.line + "; see and repair it with " + ", then ".join(
+            f"`{c}`" for c in self.commands)

@@ -1,0 +1,30 @@
+"""git: what agent-loop recorded about a git lane after its last step, which the lane's check
+(agentloop.vcs.check) holds against what the repository says now."""
+
+from __future__ import annotations
+
+from dataclasses import field
+from pathlib import Path
+
+from agentloop.ondemand import dataclass
+
+
+@dataclass(frozen=True)
+class GitLaneRecord:
+    """What agent-loop recorded about a git lane after its last step."""
+
+    lane: Path                   # the lane's worktree
+    branch: str                  # its branch, refs/heads/...
+    head: str | None             # the branch's commit then (None: not known yet)
+    main_root: Path              # the user's checkout
+    main_ref: str                # the main line's branch, refs/heads/...
+    landed: tuple[str, ...] = ()  # main-line commits this lane landed
+    checkout: dict[str, tuple[int, int, int] | None] = field(default_factory=dict)
+    # (the lane's git dir, the repository's common one): what a step left read from files.
+    dirs: tuple[Path, Path] | None = None
+    # The main line's commit as the step began, which it must still hold when the step ends;
+    # then any it may be found at with nothing to check (a landing that runs beside the step).
+    main_at: tuple[str, ...] = ()
+    # Your checkout's HEAD log and your branch's (agentloop.vcs.git.reflog), and where each
+    # ended as the step began; () when not known.
+    reflogs: tuple[tuple[Path, int], ...] = ()
