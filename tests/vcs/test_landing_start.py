@@ -1,11 +1,11 @@
-"""A serial lane's landing beside (agentloop.vcs.git.lane.Beside) starts once the next task's
-agent has, or once it is waited for: neither its thread nor its git holds that agent's start
-back, and the lane's next begin finds the count of processes as finish left it."""
+"""A serial lane's landing beside (agentloop.vcs.git.landing_beside.Beside) starts once the next
+task's agent has, or once it is waited for: neither its thread nor its git holds that agent's
+start back, and the lane's next begin finds the count of processes as finish left it."""
 
 from __future__ import annotations
 
 from agentloop import proc
-from agentloop.vcs.git.lane import Beside
+from agentloop.vcs.git.landing_beside import Beside
 from agentloop.vcs.protocol import Change
 
 DONE = Change(change_id="c" * 40, commit_id="c" * 40, base="b" * 40)
