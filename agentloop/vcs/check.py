@@ -71,7 +71,7 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
         return Breach(Kind.BRANCH_DELETED, f"the agent deleted its lane's branch {short} "
                       f"(worktree {lane}); nothing of this step is landed",
                       (f"git -C {lane} status", repair))
-    if record.head and not _ancestor(main, record.head, tip):
+    if record.head and not main.ancestor(record.head, tip):
         return Breach(Kind.BRANCH_REWOUND, f"the agent moved its lane's branch {short} back to "
                       f"{tip[:12]}, off the commit {record.head[:12]} it was at; nothing of "
                       "this step is landed",
@@ -105,7 +105,7 @@ def _main_rewound(record: GitLaneRecord, main: Git) -> Breach | None:
         return None
     old, short = record.main_at[0], record.main_ref.removeprefix("refs/heads/")
     now = main.sha(record.main_ref)
-    if now is None or now in record.main_at or not _ancestor(main, now, old):
+    if now is None or now in record.main_at or not main.ancestor(now, old):
         return None  # gone is said where the landing reads it (GitMainLine.tip)
     return Breach(Kind.MAIN_REWOUND, f"your branch {short} was moved from {old[:12]} back to "
                   f"{now[:12]}, dropping what came after it (by the agent, or by you), "
@@ -256,9 +256,6 @@ def stamp(path: Path) -> tuple[int, int, int] | None:
     return found.st_ino, found.st_size, found.st_ctime_ns
 
 
-
-def _ancestor(git: Git, older: str, newer: str) -> bool:
-    return git.code("merge-base", "--is-ancestor", older, newer, codes=(0, 1, 128))[0] == 0
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ def agent_moved_main(record: GitLaneRecord) -> Breach | None:
         return None
     said = "; ".join(dict.fromkeys(e.message for e in entries))
     line = f"an agent ran git in your checkout {root}, not in its lane, and moved your branch "
-    if _ancestor(main, new, old):  # back: its `reset --hard HEAD~1`
+    if main.ancestor(new, old):  # back: its `reset --hard HEAD~1`
         return Breach(Kind.AGENT_MOVED_MAIN, f"{line}{short} back from {old[:12]} to "
                       f"{new[:12]}, dropping what came after it (its reflog entry says "
                       f"`{said}`); nothing of this step is landed on it, and {old[:12]} stays "
@@ -41,7 +41,7 @@ def agent_moved_main(record: GitLaneRecord) -> Breach | None:
                        f"git -C {root} reset --keep {old[:12]}"), everywhere=True)
     line += (f"{short} from {old[:12]} to {new[:12]} (its reflog entry says `{said}`); nothing "
              "of this step is landed on it")
-    if _ancestor(main, old, new):
+    if main.ancestor(old, new):
         took = _files_between(main, old, new)
         if _made_here(main, record.main_ref, old, new):
             # A commit made in your checkout took what it held uncommitted (your edits, or
@@ -140,6 +140,3 @@ def agent_moved_head(record: GitLaneRecord, dirs: tuple[Path, Path], stashed: bo
                   f"to {entries[-1].new[:12]} (its reflog entry says `{said}`)",
                   (f"git -C {root} reflog -{len(entries) + 1}",), stops=False)
 
-
-def _ancestor(git: Git, older: str, newer: str) -> bool:
-    return git.code("merge-base", "--is-ancestor", older, newer, codes=(0, 1, 128))[0] == 0

@@ -337,11 +337,7 @@ class GitRepo:
 
     def ancestor(self, older: str, newer: str) -> bool:
         """Whether `older` is in `newer`'s history."""
-        try:
-            self.git.out("merge-base", "--is-ancestor", older, newer)
-        except VcsError:
-            return False
-        return True
+        return self.git.ancestor(older, newer)
 
     def refuse_rewound(self, start: Start) -> None:
         """The agent moved the branch back (`git reset --hard HEAD~1`): committing now would

@@ -138,6 +138,11 @@ class Git:
         done = self.run(*args, input=input, env=env, codes=codes)
         return done.returncode, done.stdout
 
+    def ancestor(self, older: str, newer: str) -> bool:
+        """Whether `older` is in `newer`'s history (False for a commit git does not have)."""
+        return self.code("merge-base", "--is-ancestor", older, newer,
+                         codes=(0, 1, 128))[0] == 0
+
     def sha(self, rev: str) -> str | None:
         """The commit `rev` names, or None when there is none."""
         code, out = self.code("rev-parse", "--verify", "-q", rev + "^{commit}", codes=(0, 1, 128))
