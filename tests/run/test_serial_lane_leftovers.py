@@ -168,3 +168,34 @@ def test_ctrl_c_in_a_later_group_then_a_rerun(work: Path, tmp_path: Path,
     if kind == "git":
         assert git(work, "worktree", "list").count("\n") == 1
         assert "agent-loop/" not in git(work, "branch", "--list")
+
+
+def test_the_agents_amend_in_its_lane_is_set_aside_before_the_rerun_builds_on_it(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """The agent amends your tip commit in its lane (once): the run stops. The rerun does not
+    build on that rewrite, which is not on your branch: the lane goes back to your branch, its
+    rewrite kept aside, and task 1's file lands on your branch."""
+    init_repo(work, "git")
+    once = tmp_path / "once"
+    (work / "tasks.md").write_text(
+        "## B\n- b1\n  FAKE: write b1.txt b1\n"
+        f"  FAKE: bash test -e {once} || {{ touch {once}; "
+        "git commit -q --amend -am amended-in-lane; }\n"
+        "- b2\n  FAKE: write b2.txt b2\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    (work / "mine.txt").write_text("mine\n")
+    git(work, "add", "mine.txt")
+    git(work, "commit", "-qm", "my work")
+    args = ["--vcs", "git", "--no-distill"]
+    first = agent_loop(work, *args)
+    assert first.returncode != 0 and once.exists(), first.stdout + first.stderr
+    again = agent_loop(work, *args)
+    out = again.stdout + again.stderr
+    assert again.returncode == 0, out
+    assert "HEAD has moved since" not in out
+    assert "amended-in-lane" not in git(work, "log", "--format=%s")
+    assert [files for _, _, files in git_commits(work)] == [["b1.txt"], ["b2.txt"]]
+    assert (work / "b1.txt").read_text().strip() == "b1"
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed", "completed"]
+    assert "refs/agent-loop/" in out

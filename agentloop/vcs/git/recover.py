@@ -68,6 +68,16 @@ def examine(repo: GitRepo, record: AttemptRecord, lane: bool = False,
         return _go_on(repo, leftover, head)
     if lane and head != leftover.head and _agent_commits(repo, leftover, head):
         head = _set_commits_aside(repo, leftover, head)
+    elif lane and _rewritten(repo, leftover, head):
+        # The agent rewrote the lane's history (an amend of your commit, a squash, a rebase):
+        # no task may build on a base your branch does not hold, so the rewrite is undone with
+        # the attempt, its files kept aside like the attempt's.
+        rewrite, head = head, _set_commits_aside(repo, leftover, head)
+        found = _roll_back_or_leave(repo, record, leftover, head)
+        assert rewrite is not None and leftover.head is not None
+        line = (f"the agent had rewritten its lane's history to {rewrite[:12]}, off the commit "
+                f"{leftover.head[:12]} its task began on: the lane is back on that commit")
+        return dataclasses.replace(found, notes=[f"{line}; {n}" for n in found.notes])
     return _roll_back_or_leave(repo, record, leftover, head)
 
 
@@ -195,6 +205,13 @@ def _agent_commits(repo: GitRepo, start: Start, head: str | None) -> bool:
     """Whether HEAD moved on from `start` along its own branch (commits on top, nothing lost)."""
     return (head is not None and start.head is not None and repo.ref() == start.ref
             and repo.ancestor(start.head, head))
+
+
+def _rewritten(repo: GitRepo, start: Start, head: str | None) -> bool:
+    """Whether HEAD, on the attempt's own branch, no longer holds the commit it began on."""
+    return (head is not None and start.head is not None and head != start.head
+            and repo.ref() == start.ref and not repo.ancestor(start.head, head)
+            and not missing_objects(repo, start))
 
 
 def ours(repo: GitRepo, start: Start, head: str | None) -> bool:
