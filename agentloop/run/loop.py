@@ -31,12 +31,15 @@ def _tick_reworded(run: Run) -> None:
         return
     from agentloop.run import tick_boxes
 
-    owed = tick_boxes.owed(run)
+    taken = tick_boxes.owed(run)
+    owed = set(taken)
     moved = [tick_boxes.landed(run, task) for task in run.state.tasks
              if task.status == S.COMPLETED and (task.done_as is not None
                                                 or task.log_name in owed)]
     if any(moved):
         ledger.save(run)
+    if taken:   # forgotten only once ticked and saved: a stop before keeps them owed
+        tick_boxes.settle(run, taken)
 
 
 def _renamed_in(run: Run, exc: BaseException) -> None:
