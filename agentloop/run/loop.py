@@ -122,8 +122,10 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
             ledger.left_open(run, stopped or "the run stopped")
             # The last task's agent may have taken the plan away (`jj undo`): back it comes.
             restored = plan_kept.restore(run)
-            if restored is not None and restored.renamed:
-                ledger.plan_renamed(run, restored.renamed)
+            if restored is not None and restored.name:
+                ledger.plan_renamed(run, restored.name)
+                if not restored.moved:
+                    plan_kept.said_back(run, controller.news.notes)
             stalled = count_stalls(run, begun) + tuple(
                 f"task {t.index} is conflicted: it {t.error}" for t in run.state.tasks
                 if t.status == S.CONFLICTED) + tuple(
