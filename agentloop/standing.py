@@ -40,7 +40,7 @@ class StatusView:
                  moved: tuple[tuple[int, str], ...] = (),
                  reverted: tuple[tuple[int, str], ...] = (),
                  elsewhere: tuple[str, str | None] | None = None,
-                 unstarted: frozenset[tuple[int, int]] = frozenset()) -> None:
+                 unstarted: frozenset[str] = frozenset()) -> None:
         self.root = root              # the project's: what the state's paths are from
         self.state = state
         self.note = note
@@ -102,15 +102,18 @@ def _read_in_full(tasks_md: Path, cwd: Path, rehearsal: bool) -> StatusView:
                       unstarted=unstarted(project.root, state))
 
 
-def unstarted(root: Path, state: State) -> frozenset[tuple[int, int]]:
-    """(task, attempt number) of the agent runs a stop (Ctrl+C, a kill) ended before their
-    agent said a word: its stream log (the .jsonl beside its log) empty or never made, its log
-    there. No agent ran, so nothing was spent: their cost is taken as known (nothing), and
-    they are no run of their task (--status shows it so; the records on disk stay as they
-    are, and a run's own closing line goes by them). One or two stats each, of such runs
-    alone: a run that reported a cost or an exit is never looked at."""
+def unstarted(root: Path, state: State) -> frozenset[str]:
+    """The logs (each run's own, so one names one record) of the agent runs a stop (Ctrl+C, a
+    kill) ended before their agent said a word: its stream log (the .jsonl beside its log)
+    empty or never made, its log there. No agent ran, so nothing was spent: their cost is
+    taken as known (nothing), and they are no run of their task (--status shows it so; the
+    records on disk stay as they are, and a run's own closing line goes by them). One or two
+    stats each, of such runs alone: a run that reported a cost or an exit is never looked
+    at."""
     found = set()
-    for index, runs in [(t.index, t.history) for t in state.tasks] + [(0, state.retired)]:
+    # Keyed by log, not by (task, attempt number): an attempt's developer run, its second
+    # run, its reviewers' and fixes' share that number, and a stopped one hid them all.
+    for runs in [t.history for t in state.tasks] + [state.retired]:
         for a in runs:
             if a.cost_known or a.exit_code is not None or a.usage or a.cost_usd or \
                     not a.log or not a.log.endswith(".log"):
@@ -122,7 +125,7 @@ def unstarted(root: Path, state: State) -> frozenset[tuple[int, int]]:
                 said = 0 if log.exists() else None  # its log deleted too: nothing known
             if said == 0:
                 a.cost_known = True
-                found.add((index, a.number))
+                found.add(a.log)
     return frozenset(found)
 
 

@@ -89,7 +89,7 @@ def status_text(view: StatusView, cwd: Path) -> str:
         change = (t.change_id or ("(empty)" if _empty(t) else "-"))[:12]
         # Only runs that started an agent: one a stop ended before it said a word is none.
         runs = sum(1 for a in t.history if a.role == "developer" and a.iteration == 1
-                   and (t.index, a.number) not in view.unstarted)
+                   and a.log not in view.unstarted)
         lines.append(f"{t.index:>4} {t.status:<11} {runs} run(s)  {change:<12} "
                      f"{money(t.cost_usd):>9}  {t.group} > {t.summary}"
                      + (f"\n       log: {show(t.log)}" if t.log else "")

@@ -49,14 +49,24 @@ def resume_command(args: list[str]) -> str:
 
 def _renamed(args: list[str], renamed: tuple[str, str] | None) -> list[str]:
     """The arguments with the plan's name as you renamed it while the run worked (`renamed`:
-    its full paths before and after), written as you wrote it: from here, or in full."""
+    its full paths before and after), written as you wrote it: through the same folder (a
+    symlink to it too), from here, or in full."""
     if renamed is None:
         return args
     import os
 
     old, new = renamed
-    return [(new if os.path.isabs(arg) else os.path.relpath(new))
-            if not arg.startswith("-") and os.path.abspath(arg) == old else arg for arg in args]
+
+    def as_written(arg: str) -> str:
+        if os.path.dirname(new) == os.path.dirname(old):
+            return os.path.join(os.path.dirname(arg), os.path.basename(new))
+        return new if os.path.isabs(arg) else os.path.relpath(new)
+
+    # Resolved, both: the run knows its plan by its real path, and a plan given through a
+    # symlinked folder (`link/tasks.md`) is the same file.
+    real = os.path.realpath(old)
+    return [as_written(arg) if not arg.startswith("-") and os.path.realpath(arg) == real
+            else arg for arg in args]
 
 
 def _with_budget(args: list[str], budget: float) -> list[str]:

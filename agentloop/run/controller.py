@@ -441,10 +441,14 @@ class Controller:
             # moment: the run goes on as it was.
             restored = plan_kept.restore(self.run)
             if restored is not None:
-                moved = bool(restored.renamed)
+                moved = restored.moved
+                if restored.name:
+                    ledger.plan_renamed(self.run, restored.name)
                 if moved:
-                    ledger.plan_renamed(self.run, restored.renamed)
                     self.run.shared.halt()  # the plan is the renamed file's now: its run's
+                    self.news.notes.append(restored.note)
+                elif restored.name:   # put back after its rename was said: that line is not so
+                    plan_kept.said_back(self.run, self.news.notes)
                     self.news.notes.append(restored.note)
                 self.run.emit(LaneNote(restored.note, stop=moved))
             return

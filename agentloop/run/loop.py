@@ -31,12 +31,15 @@ def _tick_reworded(run: Run) -> None:
         return
     from agentloop.run import tick_boxes
 
-    owed = tick_boxes.owed(run)
+    taken = tick_boxes.owed(run)
+    owed = set(taken)
     moved = [tick_boxes.landed(run, task) for task in run.state.tasks
              if task.status == S.COMPLETED and (task.done_as is not None
                                                 or task.log_name in owed)]
     if any(moved):
         ledger.save(run)
+    if taken:   # forgotten only once ticked and saved: a stop before keeps them owed
+        tick_boxes.settle(run, taken)
 
 
 def _renamed_in(run: Run, exc: BaseException) -> None:
@@ -119,8 +122,10 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
             ledger.left_open(run, stopped or "the run stopped")
             # The last task's agent may have taken the plan away (`jj undo`): back it comes.
             restored = plan_kept.restore(run)
-            if restored is not None and restored.renamed:
-                ledger.plan_renamed(run, restored.renamed)
+            if restored is not None and restored.name:
+                ledger.plan_renamed(run, restored.name)
+                if not restored.moved:
+                    plan_kept.said_back(run, controller.news.notes)
             stalled = count_stalls(run, begun) + tuple(
                 f"task {t.index} is conflicted: it {t.error}" for t in run.state.tasks
                 if t.status == S.CONFLICTED) + tuple(

@@ -22,12 +22,13 @@ from agentloop.run.context import FileId, Run
 
 @dataclass(frozen=True)
 class Restored:
-    """What `restore` did: the line that says so, and the plan's name in the state (relative
-    to the root) when the plan was renamed, for the one writer of the state to save
-    (agentloop.run.ledger.plan_renamed); "" when it was put back."""
+    """What `restore` did: the line that says so; the plan's name for the state (relative to
+    the root), for the one writer of the state to save (agentloop.run.ledger.plan_renamed),
+    "" when it stays; and whether the plan was renamed (not put back)."""
 
     note: str
-    renamed: str = ""
+    name: str = ""
+    moved: bool = False
 
 
 def current(run: Run) -> Path:
@@ -68,11 +69,12 @@ def restore(run: Run) -> Restored | None:
             return None   # said once
         run.shared.plan_moved = path.parent / renamed
         new = run.project.shown(run.shared.plan_moved)
-        # Saved under its new name: the closing lines and `--status` name the file there is.
+        # The state is to be saved under the new name (by the caller, through the ledger):
+        # the closing lines and `--status` name the file there is.
         return Restored(f"{shown} was renamed {new} while this run worked (the same text), "
                         f"so it is not put back: no new task starts; `agent-loop {new}` goes on "
                         "with this plan, its finished tasks done",
-                        run.project.store.relative(run.shared.plan_moved))
+                        run.project.store.relative(run.shared.plan_moved), moved=True)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Whole or not at all: a plan half written would read as a plan with tasks missing.
@@ -85,9 +87,24 @@ def restore(run: Run) -> Restored | None:
         return Restored(f"{run.project.shown(path)} vanished from disk while this run worked, "
                         f"and putting it back failed ({exc.strerror})")
     keep(run, data, written)   # the file now there: renamed later, it is still the plan
+    if run.shared.plan_moved is not None:
+        # Its rename was said, then the renamed file deleted: the plan is back by its own name,
+        # and so is the state (no line nor --status names the file gone).
+        went = run.project.shown(run.shared.plan_moved)
+        run.shared.plan_moved = None
+        return Restored(f"{shown} was renamed {went} while this run worked, then {went} "
+                        f"deleted; {shown} put back as this run last read it: `agent-loop "
+                        f"{shown}` goes on with this plan", run.project.store.relative(path))
     why = "an agent's `jj undo`?" if run.vcs.name == "jj" else "deleted, or an agent's `git clean`?"
     return Restored(f"{shown} vanished from disk while this run worked ({why}); put back as "
                     "this run last read it")
+
+
+def said_back(run: Run, notes: list[str]) -> None:
+    """The plan put back after its rename was said: the line that said where it went (and
+    that `agent-loop NEW` goes on) is no longer so, and is dropped from `notes`."""
+    said = f"{run.project.shown(run.project.task_file)} was renamed "
+    notes[:] = [n for n in notes if not (n.startswith(said) and "so it is not put back" in n)]
 
 
 def _renamed(path: os.PathLike[str], data: bytes, file: FileId | None) -> str | None:

@@ -13,6 +13,8 @@ The tick is never committed: the plan is never part of a task's change (agentloo
 
 from __future__ import annotations
 
+import os
+
 from agentloop.run import plan_kept
 from agentloop.run.context import Run
 from agentloop.run.lane_tag import LaneNote
@@ -24,16 +26,32 @@ from agentloop.state.status import TaskStatus as S
 OWED = "boxes-owed"
 
 
-def owed(run: Run) -> set[str]:
-    """The log names of the tasks whose box a run before could not tick, taken (a tick that
-    fails again owes it again)."""
+def owed(run: Run) -> list[str]:
+    """The log names of the tasks whose box a run before could not tick, in the file's order.
+    The file stays until `settle`: a stop before those boxes are ticked and the state saved
+    leaves them owed still."""
+    try:
+        return (run.project.store.dir / OWED).read_text(encoding="utf-8").split()
+    except OSError:
+        return []
+
+
+def settle(run: Run, taken: list[str]) -> None:
+    """What is owed after the boxes `owed` read (`taken`) were ticked and the state saved:
+    the names a tick since then owed again (`_owe` adds them after the ones read), written
+    over the file at once (a stop mid-write leaves the old list, owed still); none, no file."""
     path = run.project.store.dir / OWED
     try:
-        names = set(path.read_text(encoding="utf-8").split())
-        path.unlink()
+        names = path.read_text(encoding="utf-8").split()
+        still = names[len(taken):] if names[:len(taken)] == taken else names
+        if not still:
+            path.unlink()
+            return
+        scratch = path.with_name(OWED + ".tmp")
+        scratch.write_text("".join(f"{name}\n" for name in still), encoding="utf-8")
+        os.replace(scratch, path)
     except OSError:
-        return set()
-    return names
+        pass   # owed still: the next run ticks what is ticked already, which changes nothing
 
 
 def _owe(run: Run, task: TaskState) -> None:

@@ -63,12 +63,12 @@ def words(cost: float, known: bool, sums: dict[str, int]) -> str:
     return money(cost, known) if reported(cost, known, sums) else "unknown (no agent reported)"
 
 
-def agents_ran(state: State, unstarted: frozenset[tuple[int, int]] = frozenset()) -> bool:
+def agents_ran(state: State, unstarted: frozenset[str] = frozenset()) -> bool:
     """Whether any agent ran for this plan (a run its totals count), but those in `unstarted`
-    ((task, attempt number), 0 for a retired run: a stop ended them before their agent said a
-    word): with none, nothing is said of cost, as in the run's closing line."""
-    return any((t.index, a.number) not in unstarted for t in state.tasks for a in t.history) \
-        or any((0, a.number) not in unstarted for a in state.retired)
+    (by their logs: a stop ended them before their agent said a word): with none, nothing is
+    said of cost, as in the run's closing line."""
+    return any(a.log not in unstarted for t in state.tasks for a in t.history) \
+        or any(a.log not in unstarted for a in state.retired)
 
 
 def line(cost: float, known: bool, sums: dict[str, int], models: tuple[str, ...]) -> str:

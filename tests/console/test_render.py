@@ -93,6 +93,32 @@ def test_a_run_stopped_before_its_agent_said_a_word_is_no_run_and_no_unknown_cos
     assert "cost" not in CliRunner().invoke(command, ["--status"]).output
 
 
+def test_a_stopped_run_hides_no_other_run_of_its_attempt(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_claude: FakeClaude) -> None:
+    # A reviewer run a stop ended before its agent spoke shares its attempt's number with the
+    # developer's paid run: --status dropped the whole attempt, its cost from the header and
+    # "0 run(s) ... $0.0100" on the task's line. Each record is its own run.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.md").write_text("- one\n")
+    assert invoke("--vcs", "none")[0] == 0
+    path = tmp_path / ".agent-loop" / "state.json"
+    state = orjson.loads(path.read_bytes())
+    ran = state["tasks"][0]["history"][0]
+    review = {**ran, "role": "reviewer", "round": 1, "outcome": "interrupted",
+              "log": ".agent-loop/logs/001-ungrouped--one-review1.log", "session_id": None,
+              "cost_usd": 0.0, "session_cost_usd": 0.0, "session_usage": {},
+              "cost_known": False, "model": None, "usage": {}, "num_turns": None,
+              "duration_ms": None, "exit_code": None}
+    state["tasks"][0]["history"] = [ran, review]
+    path.write_bytes(orjson.dumps(state))
+    log = tmp_path / review["log"]
+    log.write_text("== agent-loop ==\n-- agent --\n")
+    log.with_suffix(".jsonl").write_text("")
+    code, text = invoke("--status")
+    assert code == 0 and "; cost $0.0100; " in text.splitlines()[0] and "1 run(s)" in text, text
+    assert "cost $0.0100; state in" in CliRunner().invoke(command, ["--status"]).output
+
+
 def git_work(tmp_path: Path, text: str) -> Path:
     """A git repository holding the plan `text` as tasks.md, committed."""
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]

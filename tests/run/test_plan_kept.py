@@ -5,6 +5,7 @@ as it last read it and says so in one line, before the next task and at the run'
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,38 @@ def test_a_plan_saved_by_an_editor_then_renamed_is_still_a_rename(
     assert "tasks.md was renamed plan.md" in out, out
     assert state_of(work)["task_file"] == "plan.md"
     assert (work / "plan.md").read_text().count("- [x]") == (2 if ticks else 0)
+
+
+def test_a_renamed_plan_deleted_after_its_rename_was_said_is_put_back_by_its_own_name(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """`mv tasks.md plan.md` while a run works (said: `agent-loop plan.md` goes on), then
+    `rm plan.md`: the run put tasks.md back, yet its closing lines said both that it was put
+    back and that plan.md goes on, and --status named plan.md, which is gone."""
+    work = make_repo(tmp_path / "project", "git")
+    state, moved = work / ".agent-loop" / "state.json", work / "plan.md"
+    waiter = tmp_path / "wait_then_rm.py"
+    waiter.write_text(
+        "import json, os, pathlib, time\n"
+        f"state, moved = pathlib.Path({str(state)!r}), {str(moved)!r}\n"
+        "end = time.monotonic() + 60\n"
+        "while time.monotonic() < end:\n"
+        "    try:\n"
+        "        if json.loads(state.read_text())['task_file'] == 'plan.md': break\n"
+        "    except (OSError, ValueError): pass\n"
+        "    time.sleep(0.02)\n"
+        "os.remove(moved)\n")
+    plan = (f"## A\n- [ ] one\n  FAKE: write one.txt one\n  FAKE: bash mv {work / 'tasks.md'} "
+            f"{moved}\n- [ ] three\n  FAKE: write three.txt three\n"
+            "## B\n- [ ] two\n  FAKE: write two.txt two\n"
+            f"  FAKE: bash {sys.executable} {waiter}\n")
+    (work / "tasks.md").write_text(plan)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--allow-dirty", "--parallel", "2")
+    out = done.stdout + done.stderr
+    assert "tasks.md was renamed plan.md" in out and not moved.exists(), out
+    assert (work / "tasks.md").read_text() == plan, out
+    closing = out[out.index("agent-loop done"):]
+    assert "put back" in closing and "agent-loop plan.md" not in closing, closing
+    assert "`agent-loop tasks.md` goes on" in closing, closing
+    assert state_of(work)["task_file"] == "tasks.md"
+    status = agent_loop(work, "--status", plan=None)
+    assert "plan.md" not in status.stdout and "tasks.md" in status.stdout, status.stdout

@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_commits, init_repo, jj, jj_changes, state_of
-from tests.support.runner import agent_loop
+from tests.support.runner import agent_loop, invoke
 
 
 def user_edit(tmp_path: Path, work: Path, old: str, new: str, after: str = "") -> str:
@@ -137,6 +137,35 @@ def test_a_box_a_run_could_not_tick_is_ticked_by_the_next_run(
     assert len(fake_claude.task_prompts()) == 2
     assert "not ticked" not in agent_loop(work, "--vcs", "git", "--no-distill",
                                           "--tick-boxes").stdout
+
+
+def test_a_box_owed_stays_owed_when_a_stop_comes_before_it_is_ticked(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch,
+        ) -> None:
+    """The list of owed boxes was deleted as it was read, before any box was ticked or the
+    state saved: a Ctrl+C (or a kill) in between left those boxes unticked for good."""
+    init_repo(work, "git")
+    link = tmp_path / "link.md"
+    (work / "tasks.md").write_text(
+        "## One\n- [ ] first\n  FAKE: write a.txt a\n"
+        f"  FAKE: bash ln {work / 'tasks.md'} {link}\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes")
+    assert "task 1's box was not ticked" in done.stdout, done.stdout + done.stderr
+    link.unlink()
+    from agentloop.plan import tick
+
+    def stopped(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.chdir(work)
+        patch.setattr(tick, "tick", stopped)
+        code, out, err = invoke("tasks.md", "--vcs", "git", "--no-distill", "--tick-boxes")
+    assert code == 130 and "interrupted" in out + err, out + err
+    again = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "- [x] first\n" in (work / "tasks.md").read_text(), again.stdout
+    assert len(fake_claude.task_prompts()) == 1
 
 
 def test_without_the_setting_the_plan_is_not_touched(work: Path, fake_claude: FakeClaude) -> None:
