@@ -135,3 +135,35 @@ def test_a_plan_renamed_over_another_plan_while_it_runs_keeps_its_state_and_arch
     assert len(every) == 1 and "2 task(s), 2 done" in every[0], every
     assert "taken over" not in ran(work, "b.md") and len(fake_claude.task_runs()) == paid + 2
     assert "1 task(s), 1 done" not in agent_loop(work, "--status", plan=None).stdout
+
+
+def test_a_new_plan_by_the_name_of_a_plan_renamed_while_it_ran_starts_afresh(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """`mv plan.md new.md` while plan.md's run works (plan.md not the repository's first
+    plan), then a new plan.md. Its run took over new.md's state (its a1 "done", new.md's
+    session resumed) and saved it as plan.md's; `agent-loop new.md` then found no state and
+    paid a1 again. Now the renamed plan's state goes with its new name: the new plan.md runs
+    both its tasks, and new.md runs only a2."""
+    work = git_project(tmp_path, PLAN)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "first")
+    ran(work, "tasks.md")
+    (work / "plan.md").write_text(f"## A\n- [ ] a1\n  FAKE: write a1.txt 1\n"
+                                  f"  FAKE: bash mv {work / 'plan.md'} {work / 'new.md'}\n"
+                                  "- [ ] a2\n  FAKE: write a2.txt 2\n")
+    git(work, "add", "plan.md")
+    git(work, "commit", "-qm", "plan")
+    moved = agent_loop(work, "--vcs", "git", "--no-distill", plan="plan.md")
+    assert "plan.md was renamed new.md" in moved.stdout, moved.stdout + moved.stderr
+    paid = len(fake_claude.task_runs())
+    (work / "plan.md").write_text("## A\n- [ ] a1\n  FAKE: write a1.txt one\n"
+                                  "- [ ] b9\n  FAKE: write b9.txt 9\n")
+    assert "2 task(s), 2 to run" in agent_loop(work, "--dry-run", plan="plan.md").stdout
+    assert "1 completed, 1 pending" in agent_loop(work, "--status", plan="new.md").stdout
+    out = ran(work, "plan.md")
+    assert "taken over" not in out, out
+    assert len(fake_claude.task_runs()) == paid + 2, out          # a1 and b9: a new plan
+    out = ran(work, "new.md")
+    assert len(fake_claude.task_runs()) == paid + 3, out          # a2 only
+    assert "2 task(s): 2 completed" in agent_loop(work, "--status", plan="new.md").stdout
+    assert "2 task(s): 2 completed" in agent_loop(work, "--status", plan="plan.md").stdout
