@@ -181,11 +181,10 @@ def _renamed_from(root: Path, task_file: Path) -> tuple[Path, str] | None:
     name = plain.plan_name(root, task_file)
     gone = []
     for folder in plain.plan_folders(root):
-        try:
-            data = loads((folder / "state.json").read_bytes(), folder / "state.json")
-        except (OSError, StateError):
+        data = _top(folder)   # the one reader of which plan a state names (_renamed_over's)
+        if not isinstance(data, dict):
             continue
-        former = data.get("task_file") if isinstance(data, dict) else None
+        former = data.get("task_file")
         if former == name:
             return folder, ""
         if isinstance(former, str) and former and not (root / former).exists():
