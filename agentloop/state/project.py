@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import AgentLoopError, StateError, TaskFileError
-from agentloop.files.pid_file import live_pid
 from agentloop.plan import source
 from agentloop.state import plain
+from agentloop.state.runlock import running
 from agentloop.state.schema import State, TaskState, loads
 from agentloop.state.store import Store
 from agentloop.vcs import STATE_DIR, find_root
@@ -72,14 +72,14 @@ def open_project(task_file: Path, cwd: Path, take_over: bool = False) -> Project
         found = _renamed_from(root, path)
         if found is not None:
             (folder, former), read = found, None
-            if take_over and live_pid(root / STATE_DIR / "run.pid") is None:
+            if take_over and not running(root, root / STATE_DIR):
                 folder = _moved_to_own(root, path, folder)
     else:
         over = _renamed_over(root, path, folder)
         if over is not None:
             own, (folder, former), read = folder, over, None
             older = "is archived by the plan's next run"
-            if take_over and live_pid(root / STATE_DIR / "run.pid") is None:
+            if take_over and not running(root, root / STATE_DIR):
                 archived = _archived(root, own, folder)
                 moved = _moved_to_own(root, path, folder)
                 if moved != folder and archived.is_relative_to(folder):

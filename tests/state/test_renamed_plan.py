@@ -4,7 +4,9 @@ paid for again; a plan copied beside another (both files there) has a state of i
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -167,3 +169,40 @@ def test_a_new_plan_by_the_name_of_a_plan_renamed_while_it_ran_starts_afresh(
     assert len(fake_claude.task_runs()) == paid + 3, out          # a2 only
     assert "2 task(s): 2 completed" in agent_loop(work, "--status", plan="new.md").stdout
     assert "2 task(s): 2 completed" in agent_loop(work, "--status", plan="plan.md").stdout
+
+
+def test_a_start_beside_a_run_whose_pid_file_was_deleted_moves_no_state(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """`mv a.md b.md` while a.md's run works, b.md having a state of its own, and the run's
+    `.agent-loop/run.pid` deleted (an agent's `git clean -fdx`): a start of `agent-loop b.md`
+    then, before it found the run lock held, archived b.md's state into the live run's folder
+    and renamed that folder while the run wrote to it. Now nothing is moved but under the
+    lock: the start is refused and changes nothing."""
+    work = git_project(tmp_path, PLAN)
+    ran(work, "tasks.md")
+    (work / "b.md").write_text("## B\n- [ ] b1\n  FAKE: write b1.txt 1\n")
+    ran(work, "b.md")
+    paid = len(fake_claude.task_runs())
+    beside = tmp_path / "beside.txt"
+    start = (f"cd {work} && PYTHONPATH={os.pathsep.join(sys.path)} {sys.executable} -m agentloop "
+             f"--vcs git --no-distill b.md > {beside} 2>&1")
+    (work / "a.md").write_text(f"## A\n- [ ] a1\n  FAKE: write a1.txt 1\n"
+                               f"  FAKE: bash mv {work / 'a.md'} {work / 'b.md'}\n"
+                               f"  FAKE: bash rm {work / '.agent-loop' / 'run.pid'}\n"
+                               f"  FAKE: bash {start}\n"
+                               "- [ ] a2\n  FAKE: write a2.txt 2\n")
+    git(work, "add", "a.md", "b.md")
+    git(work, "commit", "-qm", "plans")
+    before = sorted(p.name for p in (work / ".agent-loop" / "plans").iterdir())
+    moved = agent_loop(work, "--vcs", "git", "--no-distill", plan="a.md")
+    assert "another agent-loop run holds" in beside.read_text(), beside.read_text()
+    assert "a.md was renamed b.md" in moved.stdout, moved.stdout + moved.stderr
+    after = sorted(p.name for p in (work / ".agent-loop" / "plans").iterdir())
+    mine = [name for name in after if name.startswith("a-md-")]
+    assert after == sorted(before + mine) and len(mine) == 1, after
+    folder = work / ".agent-loop" / "plans" / mine[0]
+    assert (folder / "state.json").exists() and not (folder / "archive").exists()
+    assert len(fake_claude.task_runs()) == paid + 1
+    out = ran(work, "b.md")
+    assert "older state is archived" in out, out
+    assert len(fake_claude.task_runs()) == paid + 2, out    # a2 only
