@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import AgentLoopError, StateError, TaskFileError
-from agentloop.files.pid_file import live_pid
 from agentloop.plan import source
 from agentloop.state import plain
+from agentloop.state.runlock import running
 from agentloop.state.schema import State, TaskState, loads
 from agentloop.state.store import Store
 from agentloop.vcs import STATE_DIR, find_root
@@ -72,14 +72,14 @@ def open_project(task_file: Path, cwd: Path, take_over: bool = False) -> Project
         found = _renamed_from(root, path)
         if found is not None:
             (folder, former), read = found, None
-            if take_over and live_pid(root / STATE_DIR / "run.pid") is None:
+            if take_over and not running(root, root / STATE_DIR):
                 folder = _moved_to_own(root, path, folder)
     else:
         over = _renamed_over(root, path, folder)
         if over is not None:
             own, (folder, former), read = folder, over, None
             older = "is archived by the plan's next run"
-            if take_over and live_pid(root / STATE_DIR / "run.pid") is None:
+            if take_over and not running(root, root / STATE_DIR):
                 archived = _archived(root, own, folder)
                 moved = _moved_to_own(root, path, folder)
                 if moved != folder and archived.is_relative_to(folder):
@@ -181,11 +181,10 @@ def _renamed_from(root: Path, task_file: Path) -> tuple[Path, str] | None:
     name = plain.plan_name(root, task_file)
     gone = []
     for folder in plain.plan_folders(root):
-        try:
-            data = loads((folder / "state.json").read_bytes(), folder / "state.json")
-        except (OSError, StateError):
+        data = _top(folder)   # the one reader of which plan a state names (_renamed_over's)
+        if not isinstance(data, dict):
             continue
-        former = data.get("task_file") if isinstance(data, dict) else None
+        former = data.get("task_file")
         if former == name:
             return folder, ""
         if isinstance(former, str) and former and not (root / former).exists():

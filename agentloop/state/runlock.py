@@ -37,6 +37,17 @@ def working(base: Path, plan_dir: Path) -> tuple[int, bool] | None:
     return pid, is_held(plan_dir / PLAN_LOCK)
 
 
+def running(root: Path, base: Path) -> bool:
+    """Whether a run holds the repository at `root` (its store `base`) now, as either of its
+    locks says: `.agent-loop/run.pid` may be gone while the run works (an agent's `git clean
+    -fdx`), the one in `.git/` or `.jj/` never is. No lock is looked at (see `working`) unless a
+    live process names itself its holder."""
+    vcs = (root / ".git", root / ".jj")
+    pairs = [(base / "run.lock", base / "run.pid"),
+             *((d / "agent-loop.lock", d / "agent-loop.pid") for d in vcs)]
+    return any(live_pid(pid) is not None and is_held(lock) for lock, pid in pairs)
+
+
 @dataclass(frozen=True)
 class _Held:
     """A lock this run holds: its descriptor, its file, the file's identity then, its pid file."""

@@ -170,7 +170,36 @@ class Store:
         finally:
             if not self.runlock.lost:  # else state.json is the other run's to write
                 self._fold_journal()
+                self._follow_rename()
             self.runlock.release()
+
+    def _follow_rename(self) -> None:
+        """The run ends, its plan renamed while it worked (agentloop.run.plan_kept saved the
+        state under the new name): the plan's own folder goes to the new name's, under the lock,
+        so that a new plan by the old name starts afresh rather than take this state, and the
+        new name finds its state where `--status` looks first. The first plan's `.agent-loop/`
+        stays (plain.plan_folder tells by the name in it), as does a plan renamed over one
+        that has a state (agentloop.state.project archives that one at the next run)."""
+        name = self._top.get("task_file")
+        if not isinstance(name, str) or not name or self.dir.parent != self.base / "plans":
+            return
+        target = plain.own_folder(self.root, self.root / name)
+        if target == self.dir or target.exists() or \
+                (plain.plan_folder(self.root, self.root / name, loads)[0] / "state.json").exists():
+            return
+        try:
+            os.rename(self.dir, target)
+        except OSError:
+            return   # the next run by the new name takes it over (agentloop.state.project)
+        self._at(target)
+
+    def _at(self, folder: Path) -> None:
+        self.dir = folder
+        self.state_path = folder / "state.json"
+        self.logs = folder / "logs"
+        self.events = folder / "events.jsonl"
+        self.journal = journal.Journal(folder / "state.journal")
+        self.runlock.plan_dir = folder
 
     def _fold_journal(self) -> None:
         """The run ends: its journal goes into state.json, which then says everything alone."""

@@ -4,7 +4,9 @@ paid for again; a plan copied beside another (both files there) has a state of i
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -135,3 +137,72 @@ def test_a_plan_renamed_over_another_plan_while_it_runs_keeps_its_state_and_arch
     assert len(every) == 1 and "2 task(s), 2 done" in every[0], every
     assert "taken over" not in ran(work, "b.md") and len(fake_claude.task_runs()) == paid + 2
     assert "1 task(s), 1 done" not in agent_loop(work, "--status", plan=None).stdout
+
+
+def test_a_new_plan_by_the_name_of_a_plan_renamed_while_it_ran_starts_afresh(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """`mv plan.md new.md` while plan.md's run works (plan.md not the repository's first
+    plan), then a new plan.md. Its run took over new.md's state (its a1 "done", new.md's
+    session resumed) and saved it as plan.md's; `agent-loop new.md` then found no state and
+    paid a1 again. Now the renamed plan's state goes with its new name: the new plan.md runs
+    both its tasks, and new.md runs only a2."""
+    work = git_project(tmp_path, PLAN)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "first")
+    ran(work, "tasks.md")
+    (work / "plan.md").write_text(f"## A\n- [ ] a1\n  FAKE: write a1.txt 1\n"
+                                  f"  FAKE: bash mv {work / 'plan.md'} {work / 'new.md'}\n"
+                                  "- [ ] a2\n  FAKE: write a2.txt 2\n")
+    git(work, "add", "plan.md")
+    git(work, "commit", "-qm", "plan")
+    moved = agent_loop(work, "--vcs", "git", "--no-distill", plan="plan.md")
+    assert "plan.md was renamed new.md" in moved.stdout, moved.stdout + moved.stderr
+    paid = len(fake_claude.task_runs())
+    (work / "plan.md").write_text("## A\n- [ ] a1\n  FAKE: write a1.txt one\n"
+                                  "- [ ] b9\n  FAKE: write b9.txt 9\n")
+    assert "2 task(s), 2 to run" in agent_loop(work, "--dry-run", plan="plan.md").stdout
+    assert "1 completed, 1 pending" in agent_loop(work, "--status", plan="new.md").stdout
+    out = ran(work, "plan.md")
+    assert "taken over" not in out, out
+    assert len(fake_claude.task_runs()) == paid + 2, out          # a1 and b9: a new plan
+    out = ran(work, "new.md")
+    assert len(fake_claude.task_runs()) == paid + 3, out          # a2 only
+    assert "2 task(s): 2 completed" in agent_loop(work, "--status", plan="new.md").stdout
+    assert "2 task(s): 2 completed" in agent_loop(work, "--status", plan="plan.md").stdout
+
+
+def test_a_start_beside_a_run_whose_pid_file_was_deleted_moves_no_state(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """`mv a.md b.md` while a.md's run works, b.md having a state of its own, and the run's
+    `.agent-loop/run.pid` deleted (an agent's `git clean -fdx`): a start of `agent-loop b.md`
+    then, before it found the run lock held, archived b.md's state into the live run's folder
+    and renamed that folder while the run wrote to it. Now nothing is moved but under the
+    lock: the start is refused and changes nothing."""
+    work = git_project(tmp_path, PLAN)
+    ran(work, "tasks.md")
+    (work / "b.md").write_text("## B\n- [ ] b1\n  FAKE: write b1.txt 1\n")
+    ran(work, "b.md")
+    paid = len(fake_claude.task_runs())
+    beside = tmp_path / "beside.txt"
+    start = (f"cd {work} && PYTHONPATH={os.pathsep.join(sys.path)} {sys.executable} -m agentloop "
+             f"--vcs git --no-distill b.md > {beside} 2>&1")
+    (work / "a.md").write_text(f"## A\n- [ ] a1\n  FAKE: write a1.txt 1\n"
+                               f"  FAKE: bash mv {work / 'a.md'} {work / 'b.md'}\n"
+                               f"  FAKE: bash rm {work / '.agent-loop' / 'run.pid'}\n"
+                               f"  FAKE: bash {start}\n"
+                               "- [ ] a2\n  FAKE: write a2.txt 2\n")
+    git(work, "add", "a.md", "b.md")
+    git(work, "commit", "-qm", "plans")
+    before = sorted(p.name for p in (work / ".agent-loop" / "plans").iterdir())
+    moved = agent_loop(work, "--vcs", "git", "--no-distill", plan="a.md")
+    assert "another agent-loop run holds" in beside.read_text(), beside.read_text()
+    assert "a.md was renamed b.md" in moved.stdout, moved.stdout + moved.stderr
+    after = sorted(p.name for p in (work / ".agent-loop" / "plans").iterdir())
+    mine = [name for name in after if name.startswith("a-md-")]
+    assert after == sorted(before + mine) and len(mine) == 1, after
+    folder = work / ".agent-loop" / "plans" / mine[0]
+    assert (folder / "state.json").exists() and not (folder / "archive").exists()
+    assert len(fake_claude.task_runs()) == paid + 1
+    out = ran(work, "b.md")
+    assert "older state is archived" in out, out
+    assert len(fake_claude.task_runs()) == paid + 2, out    # a2 only
