@@ -134,25 +134,32 @@ def _finished_before(task: TaskState) -> Attempt | None:
     return kept[-1] if kept else None
 
 
-def finished_well(record: Attempt) -> bool:
-    """Whether a run a kill cut off from what followed it was the developer's, ended well
-    (exit 0 with a result: a run with no result line has no turns): killed after it (in its
-    checks, the review, the wait for the landing before), its work is the finished agent's."""
-    return record.role == "developer" and record.exit_code == 0 and record.num_turns is not None
+def finished_well(task: TaskState, number: int) -> Attempt | None:
+    """The developer's last run of attempt `number`, when it ended well (exit 0 with a result:
+    a run with no result line has no turns); None otherwise. A kill after it (in its checks, a
+    fix run, the review: the reviewer's own run too, whose record then comes last, the wait
+    for the landing before) leaves its work the finished agent's."""
+    developed = next((a for a in reversed(task.history)
+                      if a.number == number and a.role == "developer"), None)
+    if developed is None or developed.exit_code != 0 or developed.num_turns is None:
+        return None
+    return developed
 
 
 def _finished_in_place(task: TaskState, change: Change) -> Attempt | None:
-    """The last run of the attempt a killed run left, when that attempt goes on in place (its
-    agent committed: change.kept) and the run had finished well in `change` itself; None
+    """The developer's run of the attempt a killed run left, when that attempt goes on in place
+    (its agent committed: change.kept) and the run had finished well in `change` itself; None
     otherwise. jj: a kept change may be a later begin's, cut short after that finished run's
     change was dropped (its work kept aside: the record no longer names a change), which
     holds none of the agent's files; git's kept attempt is always the record's own (its change
     has no id)."""
     last = task.history[-1] if task.history else None
-    if last is None or last.outcome != O.INTERRUPTED or not finished_well(last) or \
-            (last.change_id or "") != change.change_id:
+    if last is None or last.outcome != O.INTERRUPTED:
         return None
-    return last
+    finished = finished_well(task, last.number)
+    if finished is None or (finished.change_id or "") != change.change_id:
+        return None
+    return finished
 
 
 def _gone_on(run: Run, task: TaskState, change: Change, finished: Attempt) -> Outcome:

@@ -181,7 +181,9 @@ def recover(run: Run, task: TaskState) -> bool:
         # Killed inside the agent (or after it): like Ctrl+C, that attempt does not count.
         hand(run, task, Uncounted(last.number, O.INTERRUPTED, S.INTERRUPTED,
                                   task.error or "the run was killed"))
-        finished = finished_well(last)
+        # The developer's run, not the last record: a kill in the reviewer's run (or a fix
+        # run) leaves the developer's finished, paid work the task's.
+        finished = finished_well(task, last.number) is not None
         # git: rolled back in prepare (the checkout's, or the lane's, where the killed run
         # worked), kept for the task its begin named
         kept = run.vcs.killed_attempt_kept(commit_message(task, run.state.title)) \

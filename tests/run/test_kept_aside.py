@@ -409,3 +409,26 @@ def test_a_kill_as_the_agent_ends_well_pays_it_once(tmp_path: Path, kind: str, h
         assert subjects.count("agent-loop: A / two") == 1, subjects
         assert "b.txt" in git(work, "show", "--name-only", "--format=",
                               ":/agent-loop: A / two")
+
+
+def test_a_kill_in_the_reviewers_run_pays_the_developer_once(tmp_path: Path,
+                                                               fake_claude: FakeClaude) -> None:
+    # kill -9 while the reviewer's agent runs (--review): its record, last of the task's, is
+    # not the developer's, and the next run took the developer's finished, paid work for
+    # unfinished and ran the developer again.
+    holding = tmp_path / "holding"
+    work = project(tmp_path, "git",
+                   f"- one\n  FAKE: write a.txt a\n  FAKE: review-hold {holding}\n")
+    child = start(work, "--review")
+    wait_for(child, holding)
+    child.kill()  # kill -9 of agent-loop alone: the reviewer dies with it (the watchdog)
+    child.communicate(timeout=60)
+    again = agent_loop(work, "--workplace", "checkout", "--review", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    runs = [c for c in fake_claude.task_runs() if "--tools" not in c["argv"]]  # not reviews
+    assert len(runs) == 1, again.stdout  # the developer was paid once
+    assert "its agent had finished" in again.stdout, again.stdout
+    assert (work / "a.txt").read_text() == "a\n"
+    task = state_of(work)["tasks"][0]
+    assert task["status"] == "completed" and task["attempts"] == 1, task
+    assert "a.txt" in git(work, "show", "--name-only", "--format=", "HEAD")
