@@ -23,7 +23,7 @@ import dataclasses
 from pathlib import Path
 
 from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
-from agentloop.errors import AgentBlocked, BudgetReached, RunStopped
+from agentloop.errors import AgentBlocked, BudgetReached, Interrupted, RunStopped
 from agentloop.proc.signals import hangup_settles_the_task, shielded
 from agentloop.run import budget, conflicts
 from agentloop.run.agent_run import ended_unrecorded
@@ -273,10 +273,29 @@ def _settled(run: Run, task: TaskState, outcome: Outcome, trailers: str,
                                 result.session_id))
         return True
     if result.ok:
-        _complete(run, task, outcome, trailers, beside=not lane_end)
+        try:
+            _complete(run, task, outcome, trailers, beside=not lane_end)
+        except (Interrupted, KeyboardInterrupt):
+            with shielded():
+                _stopped_unlanded(run, task, outcome)
+            raise
         return True
     drop(run, task, outcome.change)
     return False
+
+
+def _stopped_unlanded(run: Run, task: TaskState, outcome: Outcome) -> None:
+    """Ctrl+C after the agent ended well, before a commit of its work was made (its commit
+    message, the landing's start): the attempt is uncounted and its finished work kept aside,
+    for the next run to bring back without paying the agent again, as a Ctrl+C in the checks
+    (agentloop.run.attempt) and a kill -9 (recover) are. Left `running`, the run's end
+    (ledger.left_open) interrupted it with its change named, and the next run rolled that
+    back as unfinished and ran the agent again."""
+    if task.status != S.RUNNING:  # a commit was made: its record names it (_left_landing)
+        return
+    number = outcome.attempt.number
+    hand(run, task, Uncounted(number, O.INTERRUPTED, S.INTERRUPTED, "interrupted"))
+    drop(run, task, outcome.change, number, finished=True)
 
 
 def judge(run: Run, task: TaskState, outcome: Outcome, transient: int,

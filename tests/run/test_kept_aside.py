@@ -432,3 +432,51 @@ def test_a_kill_in_the_reviewers_run_pays_the_developer_once(tmp_path: Path,
     task = state_of(work)["tasks"][0]
     assert task["status"] == "completed" and task["attempts"] == 1, task
     assert "a.txt" in git(work, "show", "--name-only", "--format=", "HEAD")
+
+
+# The agent as agent-loop starts it, the fake inside: the first run after the agent's that was
+# asked for a.txt (the helper writing its commit message) sends Ctrl+C to agent-loop as it
+# starts.
+CTRL_C_AT_THE_MESSAGE = """#!/bin/sh
+case " $* " in *" --tools "*)
+    if grep -qs 'write a.txt' "$FAKE_CLAUDE_LOG" && [ ! -e "$STOPPED" ]; then
+        touch "$STOPPED"
+        kill -INT $PPID
+    fi
+esac
+exec "$REAL_CLAUDE" "$@"
+"""
+
+
+def test_ctrl_c_after_the_agent_ended_well_pays_it_once(tmp_path: Path, fake_claude: FakeClaude,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ctrl+C after the agent's success was recorded, while its commit message was written
+    # (before it landed): the next run rolled the attempt back as unfinished and ran the agent
+    # again (paid twice), where a kill -9 at the same moment is read back and not repaid.
+    work = project(tmp_path, "git", "## A\n- one\n  FAKE: write a.txt a\n"
+                                    "- two\n  FAKE: write b.txt b\n")
+    wrapper = tmp_path / "wrapper" / "claude"
+    wrapper.parent.mkdir()
+    wrapper.write_text(CTRL_C_AT_THE_MESSAGE)
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
+    monkeypatch.setenv("STOPPED", str(tmp_path / "stopped"))
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git"],
+                             cwd=work, env={**os.environ, "NO_COLOR": "1"},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 130 and (tmp_path / "stopped").exists(), out + err
+    assert "ran in session" in out and "1 interrupted" in out, out + err
+    again = agent_loop(work, "--vcs", "git")
+    assert again.returncode == 0, again.stdout + again.stderr
+    runs = [p for p in fake_claude.task_prompts() if "write a.txt" in p]
+    assert len(runs) == 1, again.stdout  # the agent was paid once
+    assert "its agent had finished before the last run was stopped" in again.stdout, again.stdout
+    assert (work / "a.txt").read_text() == "a\n" and (work / "b.txt").read_text() == "b\n"
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed"] * 2, tasks
+    assert tasks[0]["attempts"] == 1 and tasks[0]["cost_usd"] > 0, tasks[0]
+    subjects = git(work, "log", "--format=%s").splitlines()
+    assert sum("one" in s for s in subjects) == 1, subjects
