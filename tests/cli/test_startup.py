@@ -20,6 +20,7 @@ from agentloop.state.project import load_plan, open_project
 from agentloop.vcs import history
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import make_repo
+from tests.support.runner import noting_git
 
 # Ours that each may import, as names or as folders (a trailing dot); anything else fails.
 # `--status` is answered before click is imported (agentloop.console.quick): every command
@@ -249,20 +250,8 @@ def test_a_mark_that_names_the_branch_still_counts(finished: Path) -> None:
 
 
 def git_calls(work: Path, tmp_path: Path, *args: str) -> list[str]:
-    """The git commands `agent-loop ARGS` starts, noted by a `git` first on PATH."""
-    shims, log = tmp_path / "shims", tmp_path / "git.log"
-    shims.mkdir(parents=True)
-    real = shutil.which("git")
-    assert real is not None
-    (shims / "git").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
-    (shims / "git").chmod(0o755)
-    log.write_text("")
-    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run([sys.executable, "-m", "agentloop", *args], cwd=work, env=env,
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    # Every git command names its folder first (`git -C DIR ...`): the calls without it.
-    return [re.sub(r"^-C \S+ ", "", line) for line in log.read_text().splitlines()]
+    """The git commands `agent-loop ARGS` starts."""
+    return noting_git(work, tmp_path, *args)[1]
 
 
 def test_status_after_the_history_moved_asks_git_once(finished: Path, tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ take back nothing of the run's. The common case's line is as it was."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, make_repo
+from tests.support.runner import noting_git
 
 PLAN = ("- one\n  FAKE: write a.txt a\n"
         "- two\n  FAKE: bash touch {mark}; while [ ! -e {go} ]; do sleep 0.05; done\n"
@@ -75,20 +75,8 @@ def test_the_undo_line_is_as_it_was_when_the_checkout_stayed(
 
 
 def _status(work: Path, tmp_path: Path, *flags: str) -> tuple[str, list[str]]:
-    """`agent-loop tasks.md --status FLAGS`: its output, and the git commands it started (a
-    `git` first on PATH notes them)."""
-    shims, log = tmp_path / "shims", tmp_path / "git.log"
-    shims.mkdir(exist_ok=True)
-    real = shutil.which("git")
-    assert real is not None
-    (shims / "git").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
-    (shims / "git").chmod(0o755)
-    log.write_text("")
-    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--status", *flags],
-                          cwd=work, env=env, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return done.stdout, log.read_text().splitlines()
+    """`agent-loop tasks.md --status FLAGS`: its output, and the git commands it started."""
+    return noting_git(work, tmp_path, "tasks.md", "--status", *flags)
 
 
 def test_status_after_a_switch_finds_the_tasks_on_the_branch_they_landed_on(

@@ -28,6 +28,26 @@ def agent_loop(cwd: Path, *args: str, plan: str | None = "tasks.md",
                           stdin=subprocess.DEVNULL)
 
 
+def noting_git(work: Path, tmp_path: Path, *args: str) -> tuple[str, list[str]]:
+    """`agent-loop ARGS…` in `work` with a `git` first on PATH that notes each command it runs:
+    (its standard output, the git commands, each without the `-C DIR` every one names first)."""
+    import re
+    import shutil
+
+    shims, log = tmp_path / "shims", tmp_path / "git.log"
+    shims.mkdir(parents=True, exist_ok=True)
+    real = shutil.which("git")
+    assert real is not None
+    (shims / "git").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    (shims / "git").chmod(0o755)
+    log.write_text("")
+    done = agent_loop(work, *args, plan=None,
+                      env={**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"},
+                      timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout, [re.sub(r"^-C \S+ ", "", line) for line in log.read_text().splitlines()]
+
+
 def half_done_in_the_serial_lane(work: Path, directives: Path, task: str,
                                  args: Sequence[str]) -> tuple[subprocess.Popen[bytes], Path]:
     """`agent-loop tasks.md ARGS` started in `work`, once task `task`'s agent (on this run only,
