@@ -23,6 +23,7 @@ from agentloop.vcs.breach import Breach, Kind
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.agent_in_checkout import agent_moved_main
 from agentloop.vcs.git.lane_record import GitLaneRecord
+from agentloop.vcs.git.moved_back import main_moved_back
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.rewritten import carried, rewritten
 
@@ -96,23 +97,15 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
 
 
 def _main_rewound(record: GitLaneRecord, main: Git) -> Breach | None:
-    """Your branch moved back, while the step ran, to a commit of its own past (`git reset
-    --hard HEAD~1`): a stop, never a landing on top of it, which would bury the commits it
-    dropped under the task's (a `git reset --keep` back to them would then take the landing
-    away too). A branch rewritten (your amend, a `git pull --rebase`) is yours as it is now:
-    the landing meets it as it meets any commit of yours."""
+    """Your branch moved back, while the step ran, to a commit of its own past, by whoever did
+    it (main_moved_back says why that stops). A branch rewritten (your amend, a `git pull
+    --rebase`) is yours as it is now: the landing meets it as it meets any commit of yours."""
     if not record.main_at:
         return None
-    old, short = record.main_at[0], record.main_ref.removeprefix("refs/heads/")
-    now = main.sha(record.main_ref)
+    old, now = record.main_at[0], main.sha(record.main_ref)
     if now is None or now in record.main_at or not main.ancestor(now, old):
         return None  # gone is said where the landing reads it (GitMainLine.tip)
-    return Breach(Kind.MAIN_REWOUND, f"your branch {short} was moved from {old[:12]} back to "
-                  f"{now[:12]}, dropping what came after it (by the agent, or by you), "
-                  f"while this lane's agent ran; nothing of this step is landed on it, and "
-                  f"{old[:12]} stays in `git reflog {short}`",
-                  (f"git log --oneline {now[:12]}..{old[:12]}",
-                   f"git -C {record.main_root} reset --keep {old[:12]}"), everywhere=True)
+    return main_moved_back(record, old, now)
 
 
 def _as_left(record: GitLaneRecord) -> bool:

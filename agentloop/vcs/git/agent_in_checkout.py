@@ -10,6 +10,7 @@ from pathlib import Path
 from agentloop.vcs.breach import Breach, Kind
 from agentloop.vcs.git import reflog, refs
 from agentloop.vcs.git.lane_record import GitLaneRecord
+from agentloop.vcs.git.moved_back import main_moved_back
 from agentloop.vcs.git.run import Git
 
 
@@ -31,14 +32,9 @@ def agent_moved_main(record: GitLaneRecord) -> Breach | None:
     if old == new or main.sha(record.main_ref) == old:
         return None
     said = "; ".join(dict.fromkeys(e.message for e in entries))
-    line = f"an agent ran git in your checkout {root}, not in its lane, and moved your branch "
     if main.ancestor(new, old):  # back: its `reset --hard HEAD~1`
-        return Breach(Kind.AGENT_MOVED_MAIN, f"{line}{short} back from {old[:12]} to "
-                      f"{new[:12]}, dropping what came after it (its reflog entry says "
-                      f"`{said}`); nothing of this step is landed on it, and {old[:12]} stays "
-                      f"in `git reflog {short}`",
-                      (f"git -C {root} log --oneline {new[:12]}..{old[:12]}",
-                       f"git -C {root} reset --keep {old[:12]}"), everywhere=True)
+        return main_moved_back(record, old, new, said=said)
+    line = f"an agent ran git in your checkout {root}, not in its lane, and moved your branch "
     line += (f"{short} from {old[:12]} to {new[:12]} (its reflog entry says `{said}`); nothing "
              "of this step is landed on it")
     if main.ancestor(old, new):

@@ -1,0 +1,31 @@
+"""git: the stop for your branch moved back, while a step ran, to a commit of its own past (a
+`git reset --hard HEAD~1`). Two looks find it: the lane's check (agentloop.vcs.check), which
+cannot tell who moved it, and the agent's marked reflog entry (agentloop.vcs.git.
+agent_in_checkout), which can; the user reads one breach either way, and one repair."""
+
+from __future__ import annotations
+
+from agentloop.vcs.breach import Breach, Kind
+from agentloop.vcs.git.lane_record import GitLaneRecord
+
+
+def main_moved_back(record: GitLaneRecord, old: str, new: str,
+                    said: str | None = None) -> Breach:
+    """Your branch moved back from `old` to `new`: a stop for every group, since a landing on
+    top would bury the commits it dropped (and a `reset --keep` back to them would then take the
+    landing away too). `said`: the agent's reflog entry that did it, known for sure by its mark;
+    None when it may have been you."""
+    root, short = record.main_root, record.main_ref.removeprefix("refs/heads/")
+    if said is None:
+        kind = Kind.MAIN_REWOUND
+        moved = f"your branch {short} was moved from {old[:12]} back to {new[:12]}"
+        who = " (by the agent, or by you), while this lane's agent ran"
+    else:
+        kind = Kind.AGENT_MOVED_MAIN
+        moved = (f"an agent ran git in your checkout {root}, not in its lane, and moved your "
+                 f"branch {short} back from {old[:12]} to {new[:12]}")
+        who = f" (its reflog entry says `{said}`)"
+    return Breach(kind, f"{moved}, dropping what came after it{who}; nothing of this step is "
+                  f"landed on it, and {old[:12]} stays in `git reflog {short}`",
+                  (f"git -C {root} log --oneline {new[:12]}..{old[:12]}",
+                   f"git -C {root} reset --keep {old[:12]}"), everywhere=True)
