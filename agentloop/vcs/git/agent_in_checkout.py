@@ -7,11 +7,38 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentloop.ondemand import dataclass
 from agentloop.vcs.breach import Breach, Kind
 from agentloop.vcs.git import reflog, refs
 from agentloop.vcs.git.lane_record import GitLaneRecord
 from agentloop.vcs.git.moved_back import main_moved_back
 from agentloop.vcs.git.run import Git
+
+
+@dataclass(frozen=True)
+class _Move:
+    """Your branch's move by an agent's marked git entries: from `old` to `new`, and what their
+    reflog entries say."""
+
+    record: GitLaneRecord
+    main: Git
+    old: str
+    new: str
+    said: str
+
+    @property
+    def root(self) -> Path:
+        return self.record.main_root
+
+    @property
+    def short(self) -> str:
+        return self.record.main_ref.removeprefix("refs/heads/")
+
+    def line(self) -> str:
+        """The start every move but a move back shares: who moved it, from where to where."""
+        return (f"an agent ran git in your checkout {self.root}, not in its lane, and moved your "
+                f"branch {self.short} from {self.old[:12]} to {self.new[:12]} (its reflog entry "
+                f"says `{self.said}`); nothing of this step is landed on it")
 
 
 def agent_moved_main(record: GitLaneRecord) -> Breach | None:
@@ -21,56 +48,81 @@ def agent_moved_main(record: GitLaneRecord) -> Breach | None:
     task's commit, and the repair (`reset --soft`, `reset --keep`) would take the task along.
     Entries that cancel out (its `commit -a`, then `reset --soft HEAD~1`), or a branch back
     where the step found it, stop nothing: agent_moved_head says what it ran."""
+    move = _agents_move(record)
+    if move is None:
+        return None
+    if move.main.ancestor(move.new, move.old):  # back: its `reset --hard HEAD~1`
+        return main_moved_back(record, move.old, move.new, said=move.said)
+    if move.main.ancestor(move.old, move.new):
+        return _moved_forward(move)
+    return _amended(move) or _moved_elsewhere(move)
+
+
+def _agents_move(record: GitLaneRecord) -> _Move | None:
+    """Where the agent's marked entries in your branch's reflog took it since the step began;
+    None when they took it nowhere, or it is back where they found it."""
     if len(record.reflogs) < 2:
         return None
     entries = reflog.agents_since(*record.reflogs[1])
     if not entries:
         return None
-    root, short = record.main_root, record.main_ref.removeprefix("refs/heads/")
     old, new = entries[0].old, entries[-1].new
-    main = Git(root)
+    main = Git(record.main_root)
     if old == new or main.sha(record.main_ref) == old:
         return None
-    said = "; ".join(dict.fromkeys(e.message for e in entries))
-    if main.ancestor(new, old):  # back: its `reset --hard HEAD~1`
-        return main_moved_back(record, old, new, said=said)
-    line = f"an agent ran git in your checkout {root}, not in its lane, and moved your branch "
-    line += (f"{short} from {old[:12]} to {new[:12]} (its reflog entry says `{said}`); nothing "
-             "of this step is landed on it")
-    if main.ancestor(old, new):
-        took = _files_between(main, old, new)
-        if _made_here(main, record.main_ref, old, new):
-            # A commit made in your checkout took what it held uncommitted (your edits, or
-            # the agent's writes there): `reset --soft` gives it back as it was, staged.
-            return Breach(Kind.AGENT_MOVED_MAIN, f"{line}: it committed what your checkout held "
-                          f"uncommitted ({took or 'no file'}), your edits among it; `git reset "
-                          f"--soft {old[:12]}` gives it all back uncommitted (staged)",
-                          (f"git -C {root} log --stat {old[:12]}..{new[:12]}",
-                           f"git -C {root} reset --soft {old[:12]}"), everywhere=True)
-        # A fast-forward or merge (`git pull`, `git merge`): commits made elsewhere, not your
-        # edits; a landing on top would tie them to the task's commit, so a stop all the same,
-        # and `reset --keep` takes them off your branch (they stay where they came from).
-        count = main.out("rev-list", "--count", f"{old}..{new}").strip()
-        return Breach(Kind.AGENT_MOVED_MAIN, f"{line}: it brought in {count} commit(s) made "
-                      f"elsewhere (a fast-forward or merge, changing {took or 'no file'}), not "
-                      f"edits of yours; `git reset --keep {old[:12]}` takes them off {short}",
-                      (f"git -C {root} log --stat {old[:12]}..{new[:12]}",
-                       f"git -C {root} reset --keep {old[:12]}"), everywhere=True)
-    if _parents(main, old) == _parents(main, new) \
-            and _made_here(main, record.main_ref, old, new):
-        # Its `commit --amend` of your tip, made here: what it took (your edits, or its own
-        # writes) is in the rewritten commit; `reset --keep` would write those files back as
-        # your commit had them, and your edits would live on in the reflog only.
-        took = _files_between(main, old, new)
-        return Breach(Kind.AGENT_MOVED_MAIN, f"{line}: it rewrote your commit {old[:12]} (an "
-                      f"amend), taking what your checkout held uncommitted ({took or 'no file'}), "
-                      f"your edits among it; `git reset --soft {old[:12]}` puts your commit back "
-                      "and gives the rest back uncommitted (staged)",
-                      (f"git -C {root} diff --stat {old[:12]} {new[:12]}",
-                       f"git -C {root} reset --soft {old[:12]}"), everywhere=True)
-    return Breach(Kind.AGENT_MOVED_MAIN, line,
-                  (f"git -C {root} log --oneline {new[:12]}..{old[:12]}",
-                   f"git -C {root} reset --keep {old[:12]}"), everywhere=True)
+    return _Move(record, main, old, new, "; ".join(dict.fromkeys(e.message for e in entries)))
+
+
+def _moved_forward(move: _Move) -> Breach:
+    """Its commit in your checkout, or commits it brought in: told apart by where they were
+    made, since the repair differs (your edits back, or their commits off your branch)."""
+    main, old, new, root = move.main, move.old[:12], move.new[:12], move.root
+    took = _files_between(main, move.old, move.new)
+    if _made_here(main, move.record.main_ref, move.old, move.new):
+        # A commit made in your checkout took what it held uncommitted (your edits, or
+        # the agent's writes there): `reset --soft` gives it back as it was, staged.
+        return Breach(Kind.AGENT_MOVED_MAIN, f"{move.line()}: it committed what your checkout "
+                      f"held uncommitted ({took or 'no file'}), your edits among it; `git reset "
+                      f"--soft {old}` gives it all back uncommitted (staged)",
+                      (f"git -C {root} log --stat {old}..{new}",
+                       f"git -C {root} reset --soft {old}"), everywhere=True)
+    # A fast-forward or merge (`git pull`, `git merge`): commits made elsewhere, not your
+    # edits; a landing on top would tie them to the task's commit, so a stop all the same,
+    # and `reset --keep` takes them off your branch (they stay where they came from).
+    count = main.out("rev-list", "--count", f"{move.old}..{move.new}").strip()
+    return Breach(Kind.AGENT_MOVED_MAIN, f"{move.line()}: it brought in {count} commit(s) made "
+                  f"elsewhere (a fast-forward or merge, changing {took or 'no file'}), not "
+                  f"edits of yours; `git reset --keep {old}` takes them off {move.short}",
+                  (f"git -C {root} log --stat {old}..{new}",
+                   f"git -C {root} reset --keep {old}"), everywhere=True)
+
+
+def _amended(move: _Move) -> Breach | None:
+    """Its `commit --amend` of your tip, made here; None when the move was something else.
+    What it took (your edits, or its own writes) is in the rewritten commit: `reset --keep`
+    would write those files back as your commit had them, and your edits would live on in the
+    reflog only, so the repair is `reset --soft`."""
+    main = move.main
+    if _parents(main, move.old) != _parents(main, move.new) \
+            or not _made_here(main, move.record.main_ref, move.old, move.new):
+        return None
+    old, root = move.old[:12], move.root
+    took = _files_between(main, move.old, move.new)
+    return Breach(Kind.AGENT_MOVED_MAIN, f"{move.line()}: it rewrote your commit {old} (an "
+                  f"amend), taking what your checkout held uncommitted ({took or 'no file'}), "
+                  f"your edits among it; `git reset --soft {old}` puts your commit back "
+                  "and gives the rest back uncommitted (staged)",
+                  (f"git -C {root} diff --stat {old} {move.new[:12]}",
+                   f"git -C {root} reset --soft {old}"), everywhere=True)
+
+
+def _moved_elsewhere(move: _Move) -> Breach:
+    """Any other move (a reset to another branch's commit, a rebase): `reset --keep` takes
+    your branch back to where the step found it."""
+    old, root = move.old[:12], move.root
+    return Breach(Kind.AGENT_MOVED_MAIN, move.line(),
+                  (f"git -C {root} log --oneline {move.new[:12]}..{old}",
+                   f"git -C {root} reset --keep {old}"), everywhere=True)
 
 
 def _files_between(main: Git, old: str, new: str) -> str:
