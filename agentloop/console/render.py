@@ -69,41 +69,64 @@ def duration(seconds: float) -> str:
 
 def status_text(view: StatusView, cwd: Path) -> str:
     """--status: counts by status, then one line per task, then receipts."""
-    state, root = view.state, view.root
-    show = _shower(root, cwd)
-    counts = dict(Counter(str(t.status) for t in state.tasks))
+    state = view.state
     total, groups = tally.tallied(state)
+    show = _shower(view.root, cwd)
     lines = [view.note] if view.note else []
-    lines.append(f"{state.task_file}: {len(state.tasks)} task(s): "
-                 + ", ".join(f"{n} {s}" for s, n in counts.items())
-                 # Where no agent ran, nothing to tell of (as the run's closing line).
-                 + (f"; cost {total.words()}" if tally.agents_ran(state, view.unstarted)
-                    else "")
-                 + f"; vcs {state.vcs or '-'}"
-                 + f"; agent {state.agent or '-'}")
-    budget = state.remembered.get("budget")
-    if budget is not None:
-        lines.append(f"budget: {money(budget)}, the most this plan may cost since its last "
-                     f"--reset; {money(tally.spent(state))} spent")
-    for t in state.tasks:
-        change = (t.change_id or ("(empty)" if _empty(t) else "-"))[:12]
-        # Only runs that started an agent: one a stop ended before it said a word is none.
-        runs = sum(1 for a in t.history if a.role == "developer" and a.iteration == 1
-                   and a.log not in view.unstarted)
-        lines.append(f"{t.index:>4} {t.status:<11} {runs} run(s)  {change:<12} "
-                     f"{money(t.cost_usd):>9}  {t.group} > {t.summary}"
-                     + (f"\n       log: {show(t.log)}" if t.log else "")
-                     + (f"\n       error: {t.error}" if t.error and t.status != S.COMPLETED
-                        else "")
-                     # A completed task's note: where the files it wrote inside a submodule
-                     # are kept (agentloop.run.submodule_files), or `(empty)` reads as idle.
-                     + (f"\n       note: {t.error}" if t.error and t.status == S.COMPLETED
-                        else "")
-                     + (f"\n       waiting: {t.waiting}" if t.waiting else "")
-                     + ("\n       feedback: " + t.feedback.replace("\n", "\n         ")
-                        if t.feedback and t.status == S.UNAPPROVED else "")
-                     + _checks_line(t))
+    lines.append(_plan_line(view, total))
+    lines += _budget_lines(state)
+    lines += [_task_line(t, view, show) for t in state.tasks]
     lines += lane_lines(state)
+    lines += _history_lines(view)
+    lines += _receipt_lines(state, groups, total)
+    return "\n".join(lines)
+
+
+def _plan_line(view: StatusView, total: tally.Tally) -> str:
+    """The plan's one line: its tasks counted by status, what they cost, the vcs and agent."""
+    state = view.state
+    counts = dict(Counter(str(t.status) for t in state.tasks))
+    return (f"{state.task_file}: {len(state.tasks)} task(s): "
+            + ", ".join(f"{n} {s}" for s, n in counts.items())
+            # Where no agent ran, nothing to tell of (as the run's closing line).
+            + (f"; cost {total.words()}" if tally.agents_ran(state, view.unstarted) else "")
+            + f"; vcs {state.vcs or '-'}"
+            + f"; agent {state.agent or '-'}")
+
+
+def _budget_lines(state: State) -> list[str]:
+    """The budget set for the plan, if one is, and what was spent against it."""
+    budget = state.remembered.get("budget")
+    if budget is None:
+        return []
+    return [f"budget: {money(budget)}, the most this plan may cost since its last "
+            f"--reset; {money(tally.spent(state))} spent"]
+
+
+def _task_line(t: TaskState, view: StatusView, show: Callable[[str | Path], str]) -> str:
+    """One task: status, runs, change and cost, then what a user may need of it on lines
+    below (its log, its error or note, what it waits for, the reviewer's feedback, checks)."""
+    change = (t.change_id or ("(empty)" if _empty(t) else "-"))[:12]
+    # Only runs that started an agent: one a stop ended before it said a word is none.
+    runs = sum(1 for a in t.history if a.role == "developer" and a.iteration == 1
+               and a.log not in view.unstarted)
+    return (f"{t.index:>4} {t.status:<11} {runs} run(s)  {change:<12} "
+            f"{money(t.cost_usd):>9}  {t.group} > {t.summary}"
+            + (f"\n       log: {show(t.log)}" if t.log else "")
+            + (f"\n       error: {t.error}" if t.error and t.status != S.COMPLETED else "")
+            # A completed task's note: where the files it wrote inside a submodule
+            # are kept (agentloop.run.submodule_files), or `(empty)` reads as idle.
+            + (f"\n       note: {t.error}" if t.error and t.status == S.COMPLETED else "")
+            + (f"\n       waiting: {t.waiting}" if t.waiting else "")
+            + ("\n       feedback: " + t.feedback.replace("\n", "\n         ")
+               if t.feedback and t.status == S.UNAPPROVED else "")
+            + _checks_line(t))
+
+
+def _history_lines(view: StatusView) -> list[str]:
+    """What the history says apart from the state: the tasks landed on a branch your checkout
+    left, changes lost, reworded, moved or reverted, each with what to run about it."""
+    state, lines = view.state, []
     if view.elsewhere:
         branch, yours = view.elsewhere
         branch = branch.removeprefix("refs/heads/")
@@ -130,13 +153,17 @@ def status_text(view: StatusView, cwd: Path) -> str:
     for index, commit in view.reverted:
         lines.append(f"task {index} was reverted by {commit[:12]}: a run leaves it done; "
                      f"`agent-loop {state.task_file} --task {index} --again` does it once more")
-    lines.append("receipts:")
-    for group, receipt in groups.items():
-        lines.append(f"  {group}: {receipt.line()}")
+    return lines
+
+
+def _receipt_lines(state: State, groups: dict[str, tally.Tally],
+                   total: tally.Tally) -> list[str]:
+    """What each group cost, what tasks since edited or removed cost, and the total."""
+    lines = ["receipts:"] + [f"  {group}: {receipt.line()}" for group, receipt in groups.items()]
     if state.retired:
         lines.append(f"  edited or removed tasks: {tally.of_runs(state.retired).line()}")
     lines.append(f"  total: {total.line()}")
-    return "\n".join(lines)
+    return lines
 
 
 def lane_lines(state: State) -> list[str]:
