@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any, Callable
 
 import orjson
 import pytest
@@ -54,26 +55,43 @@ def test_status_text_and_json_say_the_same(tmp_path: Path, monkeypatch: pytest.M
     assert f"cost ${data['cost_usd']:.4f}" in text
 
 
+# What a run a stop ended before its agent spoke leaves in the record: no session, no model,
+# no usage, its cost not known.
+UNSPOKEN = {"outcome": "interrupted", "session_id": None, "cost_usd": 0.0,
+            "session_cost_usd": 0.0, "session_usage": {}, "cost_known": False, "model": None,
+            "usage": {}, "num_turns": None, "duration_ms": None, "exit_code": None}
+
+
+def _with_a_stopped_run(
+        tmp_path: Path, history: Callable[[dict[str, Any], dict[str, Any]], list[Any]],
+        **own: Any) -> tuple[Path, dict[str, Any], dict[str, Any], Path]:
+    """The plan `- one` run (no vcs), then a run a stop ended before its agent spoke written into
+    its task's record: the paid run's record with UNSPOKEN and `own` (its log, its role, ...),
+    put beside it by `history(paid, stopped)`; its log as the stop left it (a header, an empty
+    stream log). The state file, the state written, the stopped run and its log."""
+    (tmp_path / "tasks.md").write_text("- one\n")
+    assert invoke("--vcs", "none")[0] == 0
+    path = tmp_path / ".agent-loop" / "state.json"
+    state = orjson.loads(path.read_bytes())
+    ran = state["tasks"][0]["history"][0]
+    stopped = {**ran, **UNSPOKEN, **own}
+    state["tasks"][0]["history"] = history(ran, stopped)
+    path.write_bytes(orjson.dumps(state))
+    log = tmp_path / stopped["log"]
+    log.write_text("== agent-loop ==\n-- agent --\n")
+    log.with_suffix(".jsonl").write_text("")
+    return path, state, stopped, log
+
+
 def test_a_run_stopped_before_its_agent_said_a_word_is_no_run_and_no_unknown_cost(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_claude: FakeClaude) -> None:
     # A kill -9 before task 1's agent started: the next run ended that attempt as interrupted,
     # its cost not known, and ran the task again. --status said "2 run(s)" and "$0.0110 or more
     # (not every run's cost is known)": its stream log (.jsonl) is empty, no agent ran.
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "tasks.md").write_text("- one\n")
-    assert invoke("--vcs", "none")[0] == 0
-    path = tmp_path / ".agent-loop" / "state.json"
-    state = orjson.loads(path.read_bytes())
-    ran = state["tasks"][0]["history"][0]
-    killed = {**ran, "outcome": "interrupted", "log": ".agent-loop/logs/001-ungrouped--one-k.log",
-              "session_id": None, "cost_usd": 0.0, "session_cost_usd": 0.0, "session_usage": {},
-              "cost_known": False, "model": None, "usage": {}, "num_turns": None,
-              "duration_ms": None, "exit_code": None}
-    state["tasks"][0]["history"] = [killed, {**ran, "number": 2}]
-    path.write_bytes(orjson.dumps(state))
-    log = tmp_path / killed["log"]
-    log.write_text("== agent-loop ==\n-- agent --\n")
-    log.with_suffix(".jsonl").write_text("")
+    path, state, killed, log = _with_a_stopped_run(
+        tmp_path, lambda ran, killed: [killed, {**ran, "number": 2}],
+        log=".agent-loop/logs/001-ungrouped--one-k.log")
     code, text = invoke("--status")
     assert code == 0 and "; cost $0.0100; " in text and "1 run(s)" in text, text
     assert orjson.loads(invoke("--status", "--json")[1])["cost_known"] is True
@@ -99,21 +117,8 @@ def test_a_stopped_run_hides_no_other_run_of_its_attempt(
     # developer's paid run: --status dropped the whole attempt, its cost from the header and
     # "0 run(s) ... $0.0100" on the task's line. Each record is its own run.
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "tasks.md").write_text("- one\n")
-    assert invoke("--vcs", "none")[0] == 0
-    path = tmp_path / ".agent-loop" / "state.json"
-    state = orjson.loads(path.read_bytes())
-    ran = state["tasks"][0]["history"][0]
-    review = {**ran, "role": "reviewer", "round": 1, "outcome": "interrupted",
-              "log": ".agent-loop/logs/001-ungrouped--one-review1.log", "session_id": None,
-              "cost_usd": 0.0, "session_cost_usd": 0.0, "session_usage": {},
-              "cost_known": False, "model": None, "usage": {}, "num_turns": None,
-              "duration_ms": None, "exit_code": None}
-    state["tasks"][0]["history"] = [ran, review]
-    path.write_bytes(orjson.dumps(state))
-    log = tmp_path / review["log"]
-    log.write_text("== agent-loop ==\n-- agent --\n")
-    log.with_suffix(".jsonl").write_text("")
+    _with_a_stopped_run(tmp_path, lambda ran, review: [ran, review], role="reviewer", round=1,
+                        log=".agent-loop/logs/001-ungrouped--one-review1.log")
     code, text = invoke("--status")
     assert code == 0 and "; cost $0.0100; " in text.splitlines()[0] and "1 run(s)" in text, text
     assert "cost $0.0100; state in" in CliRunner().invoke(command, ["--status"]).output
