@@ -348,6 +348,41 @@ def test_jj_a_killed_finished_attempt_is_kept_when_another_task_began_first(
     assert [t["status"] for t in tasks] == ["completed", "completed"], tasks
 
 
+def stopped_by_its_agent(work: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch,
+                         script: str, args: tuple[str, ...],
+                         **env: Path) -> tuple[int, str]:
+    """agent-loop run in `work` with `args`, the agent it starts being `script`: a shell script
+    in its PATH that runs the fake agent ($REAL_CLAUDE) and stops agent-loop at the moment it
+    waits for (told by `env`). Its exit code and its output, once it ends."""
+    wrapper = work.parent / "wrapper" / "claude"
+    wrapper.parent.mkdir()
+    wrapper.write_text(script)
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
+    for name, value in env.items():
+        monkeypatch.setenv(name, str(value))
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", *args], cwd=work,
+                             env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    out, err = child.communicate(timeout=120)
+    return child.returncode, out + err
+
+
+def paid_once(work: Path, fake_claude: FakeClaude, again: subprocess.CompletedProcess[str],
+              task: int, asked: str) -> None:
+    """The run `again` after the stop took task `task`'s finished work (its agent `asked`
+    once) as done, said so, and finished every task: the agent was paid once."""
+    assert again.returncode == 0, again.stdout + again.stderr
+    runs = [p for p in fake_claude.task_prompts() if asked in p]
+    assert len(runs) == 1, again.stdout
+    assert "its agent had finished before the last run was" in again.stdout, again.stdout
+    tasks = state_of(work)["tasks"]
+    assert {t["status"] for t in tasks} == {"completed"}, tasks
+    done = tasks[task - 1]
+    assert done["attempts"] == 1 and done["cost_usd"] > 0, done
+
+
 # The agent as agent-loop starts it, the fake inside: once its run that wrote b.txt has ended
 # with a success result, and agent-loop has kept that line in the run's raw log, agent-loop is
 # killed (kill -9, as by the OOM killer) before the agent has exited: agent-loop has not yet
@@ -378,32 +413,16 @@ def test_a_kill_as_the_agent_ends_well_pays_it_once(tmp_path: Path, kind: str, h
     work = project(tmp_path, kind, "## A\n- one\n  FAKE: write a.txt a\n"
                                    "- two\n  FAKE: write b.txt b\n## B\n- three\n"
                                    "  FAKE: write c.txt c\n")
-    wrapper = tmp_path / "wrapper" / "claude"
-    wrapper.parent.mkdir()
-    wrapper.write_text(KILL_AFTER_RESULT)
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
-    monkeypatch.setenv("KILLED", str(tmp_path / "killed"))
-    monkeypatch.setenv("LOGS", str(work / ".agent-loop" / "logs"))
     where = ("--workplace", "checkout") if how == "serial" else ("--parallel", "2")
-    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill",
-                              "--vcs", kind, *where], cwd=work,
-                             env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-    out, err = child.communicate(timeout=120)
-    assert child.returncode == -signal.SIGKILL, out + err
+    code, out = stopped_by_its_agent(
+        work, fake_claude, monkeypatch, KILL_AFTER_RESULT, ("--no-distill", "--vcs", kind, *where),
+        KILLED=tmp_path / "killed", LOGS=work / ".agent-loop" / "logs")
+    assert code == -signal.SIGKILL, out
     assert '"is_error": false' in next((work / ".agent-loop" / "logs").glob("002-*.jsonl")
                                        ).read_text()
     again = agent_loop(work, "--vcs", kind, *where, "--no-distill")
-    assert again.returncode == 0, again.stdout + again.stderr
-    runs = [p for p in fake_claude.task_prompts() if "write b.txt" in p]
-    assert len(runs) == 1, again.stdout  # the agent was paid once
-    assert "its agent had finished" in again.stdout, again.stdout
+    paid_once(work, fake_claude, again, task=2, asked="write b.txt")
     assert (work / "b.txt").read_text() == "b\n"
-    tasks = state_of(work)["tasks"]
-    assert [t["status"] for t in tasks] == ["completed"] * 3, tasks
-    assert tasks[1]["attempts"] == 1 and tasks[1]["cost_usd"] > 0, tasks[1]
     if kind == "git":
         subjects = git(work, "log", "--format=%s").splitlines()
         assert subjects.count("agent-loop: A / two") == 1, subjects
@@ -455,28 +474,13 @@ def test_ctrl_c_after_the_agent_ended_well_pays_it_once(tmp_path: Path, fake_cla
     # again (paid twice), where a kill -9 at the same moment is read back and not repaid.
     work = project(tmp_path, "git", "## A\n- one\n  FAKE: write a.txt a\n"
                                     "- two\n  FAKE: write b.txt b\n")
-    wrapper = tmp_path / "wrapper" / "claude"
-    wrapper.parent.mkdir()
-    wrapper.write_text(CTRL_C_AT_THE_MESSAGE)
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
-    monkeypatch.setenv("STOPPED", str(tmp_path / "stopped"))
-    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git"],
-                             cwd=work, env={**os.environ, "NO_COLOR": "1"},
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
-    out, err = child.communicate(timeout=120)
-    assert child.returncode == 130 and (tmp_path / "stopped").exists(), out + err
-    assert "ran in session" in out and "1 interrupted" in out, out + err
+    code, out = stopped_by_its_agent(work, fake_claude, monkeypatch, CTRL_C_AT_THE_MESSAGE,
+                                     ("--vcs", "git"), STOPPED=tmp_path / "stopped")
+    assert code == 130 and (tmp_path / "stopped").exists(), out
+    assert "ran in session" in out and "1 interrupted" in out, out
     again = agent_loop(work, "--vcs", "git")
-    assert again.returncode == 0, again.stdout + again.stderr
-    runs = [p for p in fake_claude.task_prompts() if "write a.txt" in p]
-    assert len(runs) == 1, again.stdout  # the agent was paid once
-    assert "its agent had finished before the last run was stopped" in again.stdout, again.stdout
+    paid_once(work, fake_claude, again, task=1, asked="write a.txt")
+    assert "its agent had finished before the last run was stopped" in again.stdout
     assert (work / "a.txt").read_text() == "a\n" and (work / "b.txt").read_text() == "b\n"
-    tasks = state_of(work)["tasks"]
-    assert [t["status"] for t in tasks] == ["completed"] * 2, tasks
-    assert tasks[0]["attempts"] == 1 and tasks[0]["cost_usd"] > 0, tasks[0]
     subjects = git(work, "log", "--format=%s").splitlines()
     assert sum("one" in s for s in subjects) == 1, subjects
