@@ -77,16 +77,49 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
     """Run every unfinished task in order (or only the tasks `only`); return the summary."""
     started = run.clock.monotonic()
     run.state.vcs = run.vcs.name
+    pending = _in_order(run, only)
+    run = _announced(run, pending, only, notes)
+    stopped, begun = None, list[TaskState]()
+    controller = Controller(run, pending, begun)
+    _tick_reworded(run)
+    try:
+        controller.drive()
+    except BaseException as exc:
+        stopped = ("interrupted" if isinstance(exc, (Interrupted, KeyboardInterrupt))
+                   else str(exc) or type(exc).__name__)
+        _renamed_in(run, exc)
+        raise
+    finally:
+        with shielded():
+            stopped, closing = _wound_up(run, stopped, controller.news.notes)
+            closing = _left_unfinished(run, begun) + closing
+        summary = _summary(run, started, stopped, tuple(controller.news.notes) + closing, pending)
+        run.emit(summary)
+    return summary
+
+
+def _in_order(run: Run, only: tuple[int, ...]) -> list[TaskState]:
+    """The tasks this run does, in the order it does them: the ones asked for (--task), or
+    every one still to do, a group that waits for others after them. The run's tally learns
+    which were planned."""
     if only:
         pending = [run.state.tasks[i - 1] for i in only]
     else:
         pending = [t for t in run.state.tasks
                    if runnable(t, run.options.max_attempts, run.options.include_optional)]
-    if run.state.depends:  # a group that waits for others comes after them
+    if run.state.depends:
         order = [g for wave in waves([t.group for t in pending], run.state.depends)
                  for g in wave]
         pending.sort(key=lambda t: order.index(t.group))
     run.tally.planned = tuple(t.index for t in pending)
+    return pending
+
+
+def _announced(run: Run, pending: list[TaskState], only: tuple[int, ...],
+               notes: tuple[str, ...]) -> Run:
+    """Say the run starts (how many tasks, how many done before, in how many lanes, where)
+    and save its record; the run as it goes on, in one lane when it does only the tasks asked
+    for."""
     done = sum(1 for t in run.state.tasks
                if t.status in FINISHED and t.index not in run.tally.planned)
     lanes = run.options.parallel if not only else 1
@@ -99,47 +132,51 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
                         run.agent.name, done, lanes, alone,
                         str(lanes_dir(run.project.root)) if alone or lanes > 1 else ""))
     ledger.save(run)
-    stopped, begun = None, list[TaskState]()
-    controller = Controller(run, pending, begun)
-    _tick_reworded(run)
+    return run
+
+
+def _wound_up(run: Run, stopped: str | None,
+              notes: list[str]) -> tuple[str | None, tuple[str, ...]]:
+    """However the run ended: the working copy left in no task's change, no task left
+    `running`, the plan back if the last agent took it away. Why the run stopped (a failed
+    close is one reason), and the line that says the plan came back, if it did; lines about
+    the plan's name go to `notes`."""
     try:
-        controller.drive()
-    except BaseException as exc:
-        stopped = ("interrupted" if isinstance(exc, (Interrupted, KeyboardInterrupt))
-                   else str(exc) or type(exc).__name__)
-        _renamed_in(run, exc)
-        raise
-    finally:
-        # Leave the working copy in no task's change, whatever happened.
-        with shielded():
-            try:
-                run.vcs.close()
-            except AgentLoopError as exc:
-                stopped = stopped or str(exc)
-            _moved_on(run, controller.news.notes)
-            # A task an error left `running` between its agent and its record is interrupted:
-            # no total says `running` once the run is over.
-            ledger.left_open(run, stopped or "the run stopped")
-            # The last task's agent may have taken the plan away (`jj undo`): back it comes.
-            restored = plan_kept.restore(run)
-            if restored is not None and restored.name:
-                ledger.plan_renamed(run, restored.name)
-                if not restored.moved:
-                    plan_kept.said_back(run, controller.news.notes)
-            stalled = count_stalls(run, begun) + tuple(
-                f"task {t.index} is conflicted: it {t.error}" for t in run.state.tasks
-                if t.status == S.CONFLICTED) + tuple(
-                f"task {t.index} is {t.error}" for t in run.state.tasks if t.status == S.HELD) + \
-                tuple(f"task {t.index} is landing: its commit {(t.change_id or '')[:12]} was "
-                      "on its way to your branch when the run stopped; the next run lands it "
-                      "first (or finds it there)" for t in run.state.tasks
-                      if t.status == S.LANDING)
-        planned = [t.index for t in pending if t.index not in run.tally.dropped]
-        summary = summarize(run, started, stopped, tuple(controller.news.notes) + stalled
-                            + ((restored.note,) if restored else ()), planned)
-        # Whether any agent ran for this plan (the runs its totals count): the closing line
-        # says nothing of cost only when none did.
-        summary = dataclasses.replace(summary, agents_ran=bool(run.state.retired) or any(
-            t.history for t in run.state.tasks))
-        run.emit(summary)
-    return summary
+        run.vcs.close()
+    except AgentLoopError as exc:
+        stopped = stopped or str(exc)
+    _moved_on(run, notes)
+    # A task an error left `running` between its agent and its record is interrupted:
+    # no total says `running` once the run is over.
+    ledger.left_open(run, stopped or "the run stopped")
+    # The last task's agent may have taken the plan away (`jj undo`): back it comes.
+    restored = plan_kept.restore(run)
+    if restored is not None and restored.name:
+        ledger.plan_renamed(run, restored.name)
+        if not restored.moved:
+            plan_kept.said_back(run, notes)
+    return stopped, ((restored.note,) if restored else ())
+
+
+def _left_unfinished(run: Run, begun: list[TaskState]) -> tuple[str, ...]:
+    """A line for each task the run leaves for the next: stalled, conflicted, held, or with
+    its commit on the way to your branch."""
+    tasks = run.state.tasks
+    return count_stalls(run, begun) + tuple(
+        f"task {t.index} is conflicted: it {t.error}" for t in tasks
+        if t.status == S.CONFLICTED) + tuple(
+        f"task {t.index} is {t.error}" for t in tasks if t.status == S.HELD) + tuple(
+        f"task {t.index} is landing: its commit {(t.change_id or '')[:12]} was on its way to "
+        "your branch when the run stopped; the next run lands it first (or finds it there)"
+        for t in tasks if t.status == S.LANDING)
+
+
+def _summary(run: Run, started: float, stopped: str | None, notes: tuple[str, ...],
+             pending: list[TaskState]) -> RunFinished:
+    """The run's closing record, of the tasks it planned and did not drop."""
+    planned = [t.index for t in pending if t.index not in run.tally.dropped]
+    summary = summarize(run, started, stopped, notes, planned)
+    # Whether any agent ran for this plan (the runs its totals count): the closing line
+    # says nothing of cost only when none did.
+    return dataclasses.replace(summary, agents_ran=bool(run.state.retired) or any(
+        t.history for t in run.state.tasks))
