@@ -45,55 +45,86 @@ class LaneBreach(VcsError):
 def check_git_lane(record: GitLaneRecord) -> Breach | None:
     """The first thing the agent did outside its task, or None when the lane is as recorded.
     The user's checkout is not looked at here (see `written`)."""
-    lane, short = record.lane, record.branch.removeprefix("refs/heads/")
-    main_short = record.main_ref.removeprefix("refs/heads/")
-    if not lane.is_dir() or not (lane / ".git").exists():
-        return Breach(Kind.LANE_GONE, f"the lane's worktree {lane} was removed from outside "
-                      f"(its branch {short} keeps what it had committed)",
-                      ("git worktree prune", f"git log --oneline {main_short}..{short}"))
+    if not record.lane.is_dir() or not (record.lane / ".git").exists():
+        return _lane_gone(record)
     if record.dirs is not None and _as_left(record):
         return None
-    git, main = Git(lane), Git(record.main_root)
+    git, main = Git(record.lane), Git(record.main_root)
     code, out = git.code("symbolic-ref", "-q", "HEAD", codes=(0, 1, 128))
     ref = out.strip() if code == 0 else None
     if ref != record.branch:
-        where = ("your branch " + main_short if ref == record.main_ref else
-                 (ref or "a detached HEAD").removeprefix("refs/heads/"))
-        commands = [f"git -C {lane} status"]
-        if ref == record.main_ref:
-            commands.append(f"git log --oneline -5 {main_short}")
-        commands.append(f"git -C {lane} switch {short}")
-        return Breach(Kind.CHECKED_OUT, f"the agent checked out {where} in its lane {lane}, "
-                      f"which works on {short}; nothing of this step is landed", tuple(commands))
+        return _checked_out(record, ref)
     tip = main.sha(record.branch)
     if tip is None:
-        repair = (f"git branch {short} {record.head}" if record.head else
-                  f"git -C {lane} switch -c {short}")
-        return Breach(Kind.BRANCH_DELETED, f"the agent deleted its lane's branch {short} "
-                      f"(worktree {lane}); nothing of this step is landed",
-                      (f"git -C {lane} status", repair))
+        return _branch_deleted(record)
     if record.head and not main.ancestor(record.head, tip):
-        return Breach(Kind.BRANCH_REWOUND, f"the agent moved its lane's branch {short} back to "
-                      f"{tip[:12]}, off the commit {record.head[:12]} it was at; nothing of "
-                      "this step is landed",
-                      (f"git log --oneline {tip[:12]}..{record.head[:12]}",
-                       f"git -C {lane} reset --hard {record.head[:12]}"))
+        return _branch_rewound(record, tip)
     # Your branch moved (the files said so, or `_as_left` would have): by an agent's git run
     # in your checkout, its reflog says, or back; one the lane checked out is said above.
-    rewound = agent_moved_main(record) or _main_rewound(record, main)
-    if rewound is not None:
-        return rewound
-    if record.landed:
-        on_main = set(main.out("rev-list", record.main_ref).split())
-        gone = [c for c in record.landed if c not in on_main]
-        # One the user amended or rebased is on the main line again: theirs, nothing lost.
-        moved = rewritten("git", record.main_root, gone, record.main_ref) if gone else {}
-        lost = [c for c in gone if c not in moved and not carried(main, c, record.main_ref)]
-        if lost:
-            return Breach(Kind.LANDED_LOST, f"commit {lost[0][:12]}, which this lane landed on "
-                          f"{main_short}, is no longer on it",
-                          (f"git reflog {main_short}", f"git cherry-pick {lost[0][:12]}"))
-    return None
+    return agent_moved_main(record) or _main_rewound(record, main) or _landed_lost(record, main)
+
+
+def _shorts(record: GitLaneRecord) -> tuple[str, str]:
+    """The lane's branch and the main line's, as a user types them."""
+    return (record.branch.removeprefix("refs/heads/"),
+            record.main_ref.removeprefix("refs/heads/"))
+
+
+def _lane_gone(record: GitLaneRecord) -> Breach:
+    short, main_short = _shorts(record)
+    return Breach(Kind.LANE_GONE, f"the lane's worktree {record.lane} was removed from outside "
+                  f"(its branch {short} keeps what it had committed)",
+                  ("git worktree prune", f"git log --oneline {main_short}..{short}"))
+
+
+def _checked_out(record: GitLaneRecord, ref: str | None) -> Breach:
+    """The lane's HEAD on another branch (`ref`; None: detached): your branch is named as
+    yours, since a lane that holds it keeps you from switching to it."""
+    lane, (short, main_short) = record.lane, _shorts(record)
+    where = ("your branch " + main_short if ref == record.main_ref else
+             (ref or "a detached HEAD").removeprefix("refs/heads/"))
+    commands = [f"git -C {lane} status"]
+    if ref == record.main_ref:
+        commands.append(f"git log --oneline -5 {main_short}")
+    commands.append(f"git -C {lane} switch {short}")
+    return Breach(Kind.CHECKED_OUT, f"the agent checked out {where} in its lane {lane}, "
+                  f"which works on {short}; nothing of this step is landed", tuple(commands))
+
+
+def _branch_deleted(record: GitLaneRecord) -> Breach:
+    lane, short = record.lane, _shorts(record)[0]
+    repair = (f"git branch {short} {record.head}" if record.head else
+              f"git -C {lane} switch -c {short}")
+    return Breach(Kind.BRANCH_DELETED, f"the agent deleted its lane's branch {short} "
+                  f"(worktree {lane}); nothing of this step is landed",
+                  (f"git -C {lane} status", repair))
+
+
+def _branch_rewound(record: GitLaneRecord, tip: str) -> Breach:
+    """The lane's branch at `tip`, which no longer holds the commit it was at."""
+    assert record.head is not None
+    short, head = _shorts(record)[0], record.head[:12]
+    return Breach(Kind.BRANCH_REWOUND, f"the agent moved its lane's branch {short} back to "
+                  f"{tip[:12]}, off the commit {head} it was at; nothing of this step is landed",
+                  (f"git log --oneline {tip[:12]}..{head}",
+                   f"git -C {record.lane} reset --hard {head}"))
+
+
+def _landed_lost(record: GitLaneRecord, main: Git) -> Breach | None:
+    """A commit this lane landed that the main line no longer holds, in any form."""
+    if not record.landed:
+        return None
+    on_main = set(main.out("rev-list", record.main_ref).split())
+    gone = [c for c in record.landed if c not in on_main]
+    # One the user amended or rebased is on the main line again: theirs, nothing lost.
+    moved = rewritten("git", record.main_root, gone, record.main_ref) if gone else {}
+    lost = [c for c in gone if c not in moved and not carried(main, c, record.main_ref)]
+    if not lost:
+        return None
+    main_short = _shorts(record)[1]
+    return Breach(Kind.LANDED_LOST, f"commit {lost[0][:12]}, which this lane landed on "
+                  f"{main_short}, is no longer on it",
+                  (f"git reflog {main_short}", f"git cherry-pick {lost[0][:12]}"))
 
 
 def _main_rewound(record: GitLaneRecord, main: Git) -> Breach | None:
