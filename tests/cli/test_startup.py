@@ -425,6 +425,35 @@ def test_a_run_readies_its_first_agent_while_it_waits_for_its_lane(
     assert (work / "a.txt").read_text().strip() == "A"
 
 
+LANE_AHEAD = """
+import dataclasses, sys, time
+from agentloop.proc.read_output import Deadline
+from agentloop.run.start import make_ahead
+make_ahead({lane!r})
+deadline = time.monotonic() + 60
+# Deadline: the last record the thread makes before it waits for the agent's start.
+while not dataclasses.is_dataclass(Deadline) and time.monotonic() < deadline:
+    time.sleep(0.005)
+print(dataclasses.is_dataclass(Deadline), sorted(m for m in sys.modules if m.endswith(".lane")))
+"""
+
+
+@pytest.mark.parametrize("lane, loaded", [("git", ["agentloop.run.lane",
+                                                   "agentloop.vcs.git.lane"]),
+                                          ("jj", ["agentloop.run.lane", "agentloop.vcs.jj.lane"]),
+                                          (None, ["agentloop.run.lane"])])
+def test_the_records_made_ahead_load_the_lane_s_module_before_the_agent_starts(
+        lane: str | None, loaded: list[str]) -> None:
+    # The main thread opens the lane (agentloop.vcs.choose.open_lane) once its git is done, on
+    # the first agent's way: the lane's module is loaded by then, beside that git, by the
+    # thread that makes the first task's records (agentloop.run.start.make_ahead) before it
+    # waits for the agent; a run in your checkout loads none.
+    done = subprocess.run([sys.executable, "-c", LANE_AHEAD.format(lane=lane)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split(" ", 1) == ["True", f"{loaded}\n"], done.stdout
+
+
 def test_a_run_that_goes_on_asks_git_who_commits_once(tmp_path: Path,
                                                       fake_claude: FakeClaude) -> None:
     # The state says git, the run says auto (the default): the questions asked before the state
