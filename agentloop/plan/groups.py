@@ -9,12 +9,10 @@ groups share a name and a second `## Setup` never continues the first one's sess
 
 from __future__ import annotations
 
-import re
 from typing import Iterable, Sequence
 
 from agentloop.errors import TaskFileError
 
-_SUFFIX = re.compile(r" \((\d+)\)$")
 # The group of the tasks before a plan's first `##` heading.
 UNGROUPED = "(ungrouped)"
 

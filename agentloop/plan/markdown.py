@@ -34,7 +34,9 @@ from agentloop.plan.items import CHECKS_FENCE, check_lines, item_text, plain
 from agentloop.plan.legend import why_note
 
 _TASK_HEADING = re.compile(r"task\s+\d+(?:\.\d+)*\b", re.IGNORECASE)
-_LABEL = re.compile(r"\*\*[^*\n]+\*\*\s*:|\*\*[^*\n]+:\*\*")
+# A paragraph that opens with a bold label; compiled by `re` when first asked for (a plan
+# with no such paragraph never does).
+_LABEL = r"\*\*[^*\n]+\*\*\s*:|\*\*[^*\n]+:\*\*"
 PLAIN_NOTE = "a plain bullet in a checklist: a note, not a task"
 _BODY = (block.Paragraph, block.FencedCode, block.CodeBlock, block.Quote, block.HTMLBlock)
 
@@ -267,7 +269,7 @@ class _Walk:
         source = self.text[start:end].rstrip()
         if not self.checklist or self.last is None or self.last.marker is None:
             return
-        if isinstance(node, block.Paragraph) and _LABEL.match(source):
+        if isinstance(node, block.Paragraph) and re.match(_LABEL, source):
             self.out.ignored.append((self.lines.of(start), _first(source),
                                      "a labelled note after a checklist"))
             return

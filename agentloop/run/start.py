@@ -146,9 +146,9 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
         if reasked is not None:  # its commands are reaped on every path (preflight's wait)
             settle(reasked)
         raise
-    vcs = open_vcs(kind, project.root, task_file, options.allow_dirty,
-                   wants_lane(options, job))
-    notes += _made_ready(project, state, options, vcs, leftovers)
+    lanes = wants_lane(options, job)
+    vcs = open_vcs(kind, project.root, task_file, options.allow_dirty, lanes)
+    notes += _made_ready(project, state, options, vcs, leftovers, lanes)
     state.agent = admitted.agent
     if options.again:
         for index in options.only:
@@ -191,14 +191,14 @@ def _checked(project: Project, admitted: Admitted, options: RunOptions, kind: st
 
 
 def _made_ready(project: Project, state: State, options: RunOptions, vcs: Vcs,
-                leftovers: list[Change]) -> list[str]:
+                leftovers: list[Change], lanes: bool) -> list[str]:
     """The working copy made (`vcs.prepare`), what the first agent needs set to get ready as
-    the run first waits on git (_ready_beside), then the VCS lock held and a reset's leftover
-    changes dropped; their lines."""
+    the run first waits on git (_ready_beside; `lanes`: the run's agents work in lanes), then
+    the VCS lock held and a reset's leftover changes dropped; their lines."""
     # A run with a task to do gets ready for its first agent while its working copy is made.
     if options.only or any(runnable(t, options.max_attempts, options.include_optional)
                            for t in state.tasks):
-        _ready_beside()
+        _ready_beside(vcs.name if lanes else None)
         proc.after_next_stream(collector.release)  # the start is over: collect as usual
     notes = vcs.prepare()
     notes += start_notes(vcs.name, project.root, options.git_hooks)
@@ -231,10 +231,11 @@ def _wired(project: Project, state: State, name: str, agent: Agent, vcs: Vcs,
                job=job, sandbox=box)
 
 
-def _ready_beside() -> None:
+def _ready_beside(lane: str | None) -> None:
     """What the first agent needs (the watchdog, prctl: agentloop.proc.beside.agents_ready) and
-    the records its task makes (make_ahead), made in threads started as the run first waits
-    on git (proc.during_next_wait: a lane's `git worktree add`, or a checkout's own git), and
+    the records its task makes and its lane's module (make_ahead; `lane`: the VCS's kind for a
+    run in lanes), made in threads started as the run first waits on git
+    (proc.during_next_wait: a lane's `git worktree add`, or a checkout's own git), and
     waited for as that agent starts (proc.before_next_stream), or started then. Started before,
     they took the GIL from the main thread's own set-up (the run's first records, the lanes'
     sweep), which then waited for them, while nothing ran beside the lane's git. A stop or an
@@ -247,7 +248,7 @@ def _ready_beside() -> None:
         with once:
             if not begun:
                 begun.append(agents_ready())
-                make_ahead()
+                make_ahead(lane)
 
     def ready() -> None:
         begin()
@@ -256,18 +257,20 @@ def _ready_beside() -> None:
     proc.before_next_stream(ready)
 
 
-def make_ahead() -> None:
+def make_ahead(lane: str | None) -> None:
     """Make the records a run's first task makes from its first agent's start to its end
     (agentloop.ondemand) in a thread of their own, started as the lane is made: about a
     millisecond a class that the main thread, waiting for the lane's git and then for the
-    agent, need not spend. Those the agent's start makes first; those its output and its end
+    agent, need not spend; and, for a run in lanes, load the module of a lane of kind `lane`
+    (agentloop.vcs.choose.open_lane's), which the main thread would load once the lane is made,
+    on the first agent's way. Those the agent's start makes first; those its output and its end
     make once it has started (proc.after_next_stream), while the main thread waits for that
     output: made before, they took the interpreter from the main thread's own way to the
     agent. Nothing waits for the thread: a class it has not made yet when it is needed is made
     by the thread that needs it (ondemand.made takes one at a time)."""
     started = threading.Event()
     proc.after_next_stream(started.set)
-    threading.Thread(target=_made_ahead, args=(started,), name="agent-loop records ahead",
+    threading.Thread(target=_made_ahead, args=(started, lane), name="agent-loop records ahead",
                      daemon=True).start()
 
 
@@ -276,7 +279,7 @@ def make_ahead() -> None:
 _AGENT_STARTS_WITHIN = 60.0
 
 
-def _made_ahead(started: threading.Event) -> None:
+def _made_ahead(started: threading.Event, lane: str | None) -> None:
     from agentloop.agents import Activity, AgentResult
     from agentloop.ondemand import made
     from agentloop.proc.commands import Streamed
@@ -287,8 +290,9 @@ def _made_ahead(started: threading.Event) -> None:
     from agentloop.run.fixes import Outcome
     from agentloop.state.receipts import Receipt
     from agentloop.vcs.check import GitLaneRecord, Listed
+    from agentloop.vcs.choose import load_lane
 
-    # In the order the first task needs them.
+    # In the order the first task needs them; the lane's module once its record is made.
     for cls in (events.RunStarted, GitLaneRecord, decisions.RunBegun, decisions.Opened,
                 decisions.MayStart, events.TaskStarted, events.AgentStarted, Streamed, Deadline,
                 None, Activity, events.AgentActivity, AgentResult, events.AgentFinished, Listed,
@@ -298,6 +302,8 @@ def _made_ahead(started: threading.Event) -> None:
             started.wait(_AGENT_STARTS_WITHIN)
             continue
         made(cls)
+        if cls is GitLaneRecord and lane is not None:
+            load_lane(lane)
         # The main thread takes the interpreter at once when it wakes (its git, its agent's
         # output): without the pause it could wait out a whole switch interval (5 ms).
         time.sleep(0)

@@ -13,7 +13,8 @@ import click
 from agentloop.errors import SettingsError
 from agentloop.settings.keys import KEYS, param
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Compiled by `re` when first asked for: a run with no `env` setting never does.
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*\Z"
 
 
 class Assignment(click.ParamType):
@@ -25,11 +26,11 @@ class Assignment(click.ParamType):
                 ctx: click.Context | None) -> tuple[str, str]:
         if isinstance(value, tuple):  # from a table: (name, value)
             name, text = value
-            if not _NAME.match(name):
+            if not re.match(_NAME, name):
                 self.fail(f"{name!r} is not a variable name", param, ctx)
             return name, text
         name, eq, text = str(value).partition("=")
-        if not eq or not _NAME.match(name):
+        if not eq or not re.match(_NAME, name):
             self.fail(f"{value!r} is not NAME=VALUE (a variable name, then =)", param, ctx)
         return name, text
 
@@ -67,7 +68,7 @@ class VariableName(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> str:
-        if not isinstance(value, str) or not _NAME.match(value):
+        if not isinstance(value, str) or not re.match(_NAME, value):
             self.fail(f"{value!r} is not a variable name", param, ctx)
         return value
 

@@ -124,6 +124,15 @@ def open_lane(kind: str, main: MainLine, workspace: Path, task_file: Path, branc
     return LaneJj(workspace, task_file, main, branch, made=made)
 
 
+def load_lane(kind: str) -> None:
+    """The module open_lane needs for a lane of `kind`, loaded (ahead, in a thread: agentloop.
+    run.start.make_ahead)."""
+    if kind == "git":
+        import agentloop.vcs.git.lane  # noqa: F401
+    elif kind == "jj":
+        import agentloop.vcs.jj.lane  # noqa: F401
+
+
 def open_workspace(kind: str, root: Path, name: str, tip: str, fresh: bool, adopt: str = "",
                    main: MainLine | None = None, listed: Any = None) -> Workspace:
     """Lane `name`'s working copy (a git worktree or a jj workspace) at `tip`, or the one a

@@ -16,7 +16,8 @@ from agentloop.vcs.git.run import Git
 from agentloop.vcs.trailers import PLAN_KEY, TASK_KEY
 
 KEYS = (PLAN_KEY.casefold(), TASK_KEY.casefold())
-_TASK_LINE = re.compile(rf"^{re.escape(TASK_KEY)}: [0-9]+(?: [0-9a-f]+)?$")
+# Compiled by `re` when first asked for: a run whose agents rewrote no history never does.
+_TASK_LINE = rf"^{re.escape(TASK_KEY)}: [0-9]+(?: [0-9a-f]+)?$"
 # Who made a commit and when, then its description, as each VCS writes them.
 _GIT_FORMAT = "--format=%H%x00%H%x00%an <%ae>%x00%ad%x00%B%x01"
 _JJ_TEMPLATE = ('commit_id ++ "\\x00" ++ change_id ++ "\\x00" ++ author.name() ++ " <" ++ '
@@ -37,7 +38,7 @@ def rewritten(kind: str, root: Path, lost: Iterable[str], rev: str = "HEAD",
     try:
         keys = {c: key for c, _, key in _read(kind, root, wanted, None)}
         lines = sorted({line for _, _, trailers in keys.values() for line in trailers
-                        if _TASK_LINE.match(line)})
+                        if re.match(_TASK_LINE, line)})
         if not lines:
             return {}  # no task trailers: nothing can be it again
         there: dict[Key, tuple[str, str]] = {}

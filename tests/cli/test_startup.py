@@ -425,6 +425,80 @@ def test_a_run_readies_its_first_agent_while_it_waits_for_its_lane(
     assert (work / "a.txt").read_text().strip() == "A"
 
 
+LANE_AHEAD = """
+import dataclasses, sys, time
+from agentloop.proc.read_output import Deadline
+from agentloop.run.start import make_ahead
+make_ahead({lane!r})
+deadline = time.monotonic() + 60
+# Deadline: the last record the thread makes before it waits for the agent's start.
+while not dataclasses.is_dataclass(Deadline) and time.monotonic() < deadline:
+    time.sleep(0.005)
+print(dataclasses.is_dataclass(Deadline), sorted(m for m in sys.modules if m.endswith(".lane")))
+"""
+
+
+@pytest.mark.parametrize("lane, loaded", [("git", ["agentloop.run.lane",
+                                                   "agentloop.vcs.git.lane"]),
+                                          ("jj", ["agentloop.run.lane", "agentloop.vcs.jj.lane"]),
+                                          (None, ["agentloop.run.lane"])])
+def test_the_records_made_ahead_load_the_lane_s_module_before_the_agent_starts(
+        lane: str | None, loaded: list[str]) -> None:
+    # The main thread opens the lane (agentloop.vcs.choose.open_lane) once its git is done, on
+    # the first agent's way: the lane's module is loaded by then, beside that git, by the
+    # thread that makes the first task's records (agentloop.run.start.make_ahead) before it
+    # waits for the agent; a run in your checkout loads none.
+    done = subprocess.run([sys.executable, "-c", LANE_AHEAD.format(lane=lane)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split(" ", 1) == ["True", f"{loaded}\n"], done.stdout
+
+
+# Every pattern a module of ours compiles as it loads, handed out wrapped so that its uses are
+# counted; at the end, those no use asked for.
+UNUSED_PATTERNS = """
+import os, re, runpy, sys
+compiled, plain = {}, re.compile
+class Counted:
+    def __init__(self, pattern, key):
+        self.pattern, self.key = pattern, key
+    def __getattr__(self, name):
+        compiled[self.key] += 1
+        return getattr(self.pattern, name)
+def counted(pattern, flags=0):
+    caller = sys._getframe(1)
+    made = plain(pattern, flags)
+    if caller.f_code.co_name != "<module>" or \\
+            not caller.f_globals.get("__name__", "").startswith("agentloop"):
+        return made
+    key = f"{caller.f_globals['__name__']}: {pattern}"
+    compiled[key] = 0
+    return Counted(made, key)
+re.compile = counted
+leave = os._exit
+def left(code):
+    print(sorted(key for key, uses in compiled.items() if not uses), flush=True)
+    leave(code)
+os._exit = left
+sys.argv = ["agent-loop", "tasks.md", "--vcs", "git", "--no-distill"]
+runpy.run_module("agentloop", run_name="__main__")
+"""
+
+
+def test_a_plain_run_compiles_no_pattern_it_never_uses(tmp_path: Path,
+                                                        fake_claude: FakeClaude) -> None:
+    # A pattern compiled as its module loads costs the start of every run (a tenth of a
+    # millisecond or more each); one that only some runs use is compiled by `re` when first
+    # asked for (a string passed to re.match), where its use is.
+    plan = "## One\n- first\n  FAKE: write a.txt A\n- second\n  FAKE: write b.txt B\n"
+    work = make_repo(tmp_path / "project", "git", plan=plan)
+    done = subprocess.run([sys.executable, "-c", UNUSED_PATTERNS], cwd=work,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (work / "b.txt").read_text().strip() == "B"
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout.splitlines()[-1]
+
+
 def test_a_run_that_goes_on_asks_git_who_commits_once(tmp_path: Path,
                                                       fake_claude: FakeClaude) -> None:
     # The state says git, the run says auto (the default): the questions asked before the state
