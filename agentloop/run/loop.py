@@ -134,12 +134,15 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
                       "on its way to your branch when the run stopped; the next run lands it "
                       "first (or finds it there)" for t in run.state.tasks
                       if t.status == S.LANDING)
-        planned = [t.index for t in pending if t.index not in run.tally.dropped]
-        summary = summarize(run, started, stopped, tuple(controller.news.notes) + stalled
-                            + ((restored.note,) if restored else ()), planned)
-        # Whether any agent ran for this plan (the runs its totals count): the closing line
-        # says nothing of cost only when none did.
-        summary = dataclasses.replace(summary, agents_ran=bool(run.state.retired) or any(
-            t.history for t in run.state.tasks))
-        run.emit(summary)
+        try:
+            planned = [t.index for t in pending if t.index not in run.tally.dropped]
+            summary = summarize(run, started, stopped, tuple(controller.news.notes) + stalled
+                                + ((restored.note,) if restored else ()), planned)
+            # Whether any agent ran for this plan (the runs its totals count): the closing
+            # line says nothing of cost only when none did.
+            summary = dataclasses.replace(summary, agents_ran=bool(run.state.retired) or any(
+                t.history for t in run.state.tasks))
+            run.emit(summary)
+        finally:
+            plan_kept.release(run)   # the plan's file, held open while the run worked
     return summary
