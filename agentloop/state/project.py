@@ -45,6 +45,9 @@ class Project:
     # A plan renamed over another that had run (`mv a.md b.md`): what became of b.md's older
     # state, which the renamed plan's state replaced ("" when there was none).
     older: str = ""
+    # Where that older state is (its own folder, or its archive once a run moved it aside):
+    # its runs count in this plan's totals (load_plan), so no money spent leaves them.
+    older_dir: Path | None = None
 
     @property
     def task_file_name(self) -> str:
@@ -68,6 +71,7 @@ def open_project(task_file: Path, cwd: Path, take_over: bool = False) -> Project
     path, root = plain.locate(task_file, cwd)
     folder, read = plan_folder(root, path)
     former = older = ""
+    older_dir = None
     if not (folder / "state.json").exists():
         found = _renamed_from(root, path)
         if found is not None:
@@ -78,15 +82,17 @@ def open_project(task_file: Path, cwd: Path, take_over: bool = False) -> Project
         over = _renamed_over(root, path, folder)
         if over is not None:
             own, (folder, former), read = folder, over, None
-            older = "is archived by the plan's next run"
+            older, older_dir = "is archived by the plan's next run", own
             if take_over and not running(root, root / STATE_DIR):
                 archived = _archived(root, own, folder)
                 moved = _moved_to_own(root, path, folder)
                 if moved != folder and archived.is_relative_to(folder):
                     archived = moved / archived.relative_to(folder)   # went along
-                older = f"is archived in {plain.relative(archived, root)}/"
+                older, older_dir = f"is archived in {plain.relative(archived, root)}/", archived
                 folder = moved
-    return Project(path, root, Store(root, folder, read), cwd.resolve(), former, older)
+            older += f"; its cost still counts in {plain.plan_name(root, path)}'s totals"
+    return Project(path, root, Store(root, folder, read), cwd.resolve(), former, older,
+                   older_dir)
 
 
 def _renamed_over(root: Path, task_file: Path, own: Path) -> tuple[Path, str] | None:
@@ -284,6 +290,8 @@ def load_plan(project: Project, plan: TaskFile | source.Read | None = None,
         plan = source.read(project.task_file)
     digest = plan.sha256
     saved = project.store.load()
+    if saved is not None and project.older_dir is not None:
+        saved.retired += _older_runs(project)
     if saved is not None and saved.task_file != project.task_file_name:
         saved.task_file = project.task_file_name   # taken over from its old name (open_project)
     if saved is not None and saved.task_file_hash == digest and saved.reader == source.READER:
@@ -306,6 +314,21 @@ def load_plan(project: Project, plan: TaskFile | source.Read | None = None,
     if reread:   # news only if it reads differently
         return saved, True, dataclasses.replace(changes, reread=True) if changes.news() else None
     return saved, True, changes
+
+
+def _older_runs(project: Project) -> list[Any]:
+    """The agent runs of the state a renamed plan's state replaced (open_project): runs of
+    tasks this plan no longer has, as an edit's removed tasks are, so their cost still counts
+    in this plan's totals. Kept by the run's first save (the records' one writer); once saved
+    the older state is no longer found, so they are never counted twice."""
+    assert project.older_dir is not None
+    try:
+        older = Store(project.root, project.older_dir).load()
+    except StateError:
+        return []   # unreadable: it stays where the line that names it says
+    if older is None:
+        return []
+    return [run for task in older.tasks for run in task.history] + list(older.retired)
 
 
 def state_from(project: Project, parsed: TaskFile) -> State:

@@ -206,3 +206,43 @@ def test_a_start_beside_a_run_whose_pid_file_was_deleted_moves_no_state(
     out = ran(work, "b.md")
     assert "older state is archived" in out, out
     assert len(fake_claude.task_runs()) == paid + 2, out    # a2 only
+
+
+def _costs(work: Path, plan: str) -> tuple[float, float]:
+    """b.md's cost as `--status` of every plan and `--status b.md` say it (--json)."""
+    import json
+
+    every = json.loads(agent_loop(work, "--status", "--json", plan=None).stdout)["plans"]
+    lines = [p["cost_usd"] for p in every if p["task_file"] == plan]
+    assert len(lines) == 1, every
+    mine = json.loads(agent_loop(work, "--status", "--json", plan=plan).stdout)
+    return lines[0], mine["cost_usd"]
+
+
+@pytest.mark.parametrize("first", ["b.md", "tasks.md"])
+def test_the_cost_of_a_plan_renamed_over_still_counts_in_its_totals(
+        tmp_path: Path, fake_claude: FakeClaude, first: str) -> None:
+    """`mv a.md b.md` while a.md's run works, b.md having run (b1 paid). b.md's older state was
+    no plan's line of `--status` (it listed the renamed plan's state), and once b.md's next run
+    archived it, its cost was in no total at all: money spent that no total showed. It counts
+    in b.md's totals now, before the archive and after, and the run's line says so."""
+    work = git_project(tmp_path, PLAN)
+    (work / "b.md").write_text("## B\n- [ ] b1\n  FAKE: write b1.txt 1\n")
+    if first == "tasks.md":
+        ran(work, "tasks.md")
+    ran(work, "b.md")
+    each = _costs(work, "b.md")[0]     # one task's run: the fake's price is the same for each
+    assert each > 0
+    (work / "a.md").write_text(f"## A\n- [ ] a1\n  FAKE: write a1.txt 1\n"
+                               f"  FAKE: bash mv {work / 'a.md'} {work / 'b.md'}\n"
+                               "- [ ] a2\n  FAKE: write a2.txt 2\n")
+    git(work, "add", "a.md", "b.md")
+    git(work, "commit", "-qm", "plans")
+    agent_loop(work, "--vcs", "git", "--no-distill", plan="a.md")
+    assert _costs(work, "b.md") == pytest.approx((2 * each, 2 * each))   # b1 and a1
+    out = ran(work, "b.md")
+    said = [line for line in out.splitlines() if "older state" in line]
+    assert len(said) == 1 and "its cost still counts in b.md's totals" in said[0], out
+    assert _costs(work, "b.md") == pytest.approx((3 * each, 3 * each))   # and a2
+    assert _costs(work, "b.md") == pytest.approx((3 * each, 3 * each))   # counted once
+    assert len(fake_claude.task_runs()) == (5 if first == "tasks.md" else 3)
