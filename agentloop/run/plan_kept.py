@@ -154,8 +154,10 @@ def _moved(run: Run, path: Path) -> Path | None:
         try:
             held = os.fstat(fd)
             where = fd_path(fd) if held.st_nlink > 0 else None
-            # A name of the very file the run holds (Linux names a removed one "... (deleted)").
+            # A name of the very file the run holds (Linux names a removed one "... (deleted)";
+            # an NFS client renames a removed file it holds open `.nfsXXXX` until it is closed).
             if where is not None and os.path.isabs(where) and \
+                    not os.path.basename(where).startswith(".nfs") and \
                     file_id(os.stat(where)) == file_id(held) and where != os.fspath(path):
                 return Path(where)
         except OSError:
