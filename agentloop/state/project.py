@@ -348,7 +348,7 @@ def load_plan(project: Project, plan: TaskFile | source.Read | None = None,
     digest = plan.sha256
     saved = project.store.load()
     if saved is not None and project.older_dir is not None:
-        saved.retired += _older_runs(project)
+        saved.retired += _older_runs(project.root, project.older_dir)
     if saved is not None and saved.task_file != project.task_file_name:
         saved.task_file = project.task_file_name   # taken over from its old name (open_project)
     if saved is not None and saved.task_file_hash == digest and saved.reader == source.READER:
@@ -373,14 +373,14 @@ def load_plan(project: Project, plan: TaskFile | source.Read | None = None,
     return saved, True, changes
 
 
-def _older_runs(project: Project) -> list[Any]:
-    """The agent runs of the state a renamed plan's state replaced (open_project): runs of
-    tasks this plan no longer has, as an edit's removed tasks are, so their cost still counts
-    in this plan's totals. Kept by the run's first save (the records' one writer); once saved
-    the older state is no longer found, so they are never counted twice."""
-    assert project.older_dir is not None
+def _older_runs(root: Path, folder: Path) -> list[Any]:
+    """The agent runs of the state in `folder`, which a renamed plan's state replaced
+    (open_project, Project.older_dir): runs of tasks this plan no longer has, as an edit's
+    removed tasks are, so their cost still counts in this plan's totals. Kept by the run's
+    first save (the records' one writer); once saved the older state is no longer found, so
+    they are never counted twice."""
     try:
-        older = Store(project.root, project.older_dir).load()
+        older = Store(root, folder).load()
     except StateError:
         return []   # unreadable: it stays where the line that names it says
     if older is None:
