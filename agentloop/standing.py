@@ -196,14 +196,30 @@ def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
 def _one_each(root: Path, lines: list[PlanLine]) -> list[PlanLine]:
     """One line a plan: a plan renamed over another that had run (`mv a.md b.md` while a.md's
     run worked) has two states by one name; the one in the plan's own folder is the older,
-    which the plan's next run archives (agentloop.state.project), so it is not listed."""
+    which the plan's next run archives (agentloop.state.project), so it is not listed; its
+    cost is the plan's, as that run keeps it (so no money spent leaves every total)."""
     names = [line.task_file for line in lines if line.error is None]
     twice = {name for name in names if names.count(name) > 1}
     if not twice:
         return lines
     older = {plain.plan_folder(root, root / name, plain.loads)[0] for name in twice}
-    return [line for line in lines if line.error is not None or line.task_file not in twice
-            or line.folder not in older]
+    shown = [line for line in lines if line.error is not None or line.task_file not in twice
+             or line.folder not in older]
+    for gone in lines:
+        if gone.error is None and gone.task_file in twice and gone.folder in older:
+            for line in shown:
+                if line.error is None and line.task_file == gone.task_file:
+                    _add_cost(line, gone)
+    return shown
+
+
+def _add_cost(line: PlanLine, more: PlanLine) -> None:
+    """`more`'s cost counted in `line`'s, in the same words."""
+    line.cost_usd = tally.usd(line.cost_usd + more.cost_usd)
+    line.cost_known = line.cost_known and more.cost_known
+    if more.cost_said is not None:
+        line.cost_said = tally.money(line.cost_usd, line.cost_known) \
+            if line.cost_usd or line.cost_known else more.cost_said
 
 
 def _load_in_full(root: Path, folder: Path) -> State | None:

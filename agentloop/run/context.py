@@ -65,6 +65,10 @@ class Shared:
         # Which file those bytes were read from (or written to: a tick, a plan put back), so a
         # file beside it is the plan renamed only when it is that file, not a copy of it.
         self.plan_id: FileId | None = None
+        # That file held open (agentloop.run.plan_kept), so that once its name is gone the
+        # run can tell whether it lives on (moved, into another folder too, or edited) and
+        # where: an open file keeps its inode, so no file made later can pass for it.
+        self.plan_fd: int | None = None
         # Where the user renamed the plan while the run worked (agentloop.run.plan_kept): it
         # is not put back, and no new task starts.
         self.plan_moved: Path | None = None

@@ -93,8 +93,12 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
         with shielded():
             stopped, closing = _wound_up(run, stopped, controller.news.notes)
             closing = _left_unfinished(run, begun) + closing
-        summary = _summary(run, started, stopped, tuple(controller.news.notes) + closing, pending)
-        run.emit(summary)
+        try:
+            summary = _summary(run, started, stopped, tuple(controller.news.notes) + closing,
+                               pending)
+            run.emit(summary)
+        finally:
+            plan_kept.release(run)   # the plan's file, held open while the run worked
     return summary
 
 

@@ -3,12 +3,15 @@
 not recorded yet. The plan is the user's file and never part of a task's change, so no VCS has
 a copy: this one is put back on disk, as the run last read it, and the run says so.
 
-A plan you renamed while the run worked (`git mv tasks.md plan.md`: the very file the run last
-read, its bytes and its inode, at another name beside it) is never put back: a second copy by the
-old name would be a second plan, whose next run pays for every task again. The run starts no new
+A plan you renamed or moved while the run worked (`git mv tasks.md plan.md`, `mv tasks.md
+sub/tasks.md`, edited at once or not) is never put back: a second copy by the old name would be a
+second plan, whose next run pays for every task again. The run holds the file it last read open,
+so once its name is gone it knows whether the file lives on and where (the path its open file
+names now), wherever in the repository it went; where the system cannot say, a file beside it
+that is that file (its inode) with the bytes the run read is taken for it. The run starts no new
 task and says where the plan went; a run of the new name takes this plan's state over
 (agentloop.state.project), its finished tasks done. A copy beside it (`cp tasks.md tasks.md.bak`)
-holds the same bytes in another file: no rename, so the plan is put back."""
+is another file: no rename, so the plan is put back."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from pathlib import Path
 
 from agentloop.ondemand import dataclass
 from agentloop.run.context import FileId, Run
+from agentloop.vcs import fd_path
 
 
 @dataclass(frozen=True)
@@ -38,8 +42,7 @@ def current(run: Run) -> Path:
     path = run.shared.plan_moved or run.project.task_file
     if os.path.lexists(path) or run.shared.plan_bytes is None:
         return path
-    renamed = _renamed(path, run.shared.plan_bytes, run.shared.plan_id)
-    return path if renamed is None else path.parent / renamed
+    return _moved(run, path) or path
 
 
 def keep(run: Run, data: bytes, file: FileId | None) -> None:
@@ -47,7 +50,39 @@ def keep(run: Run, data: bytes, file: FileId | None) -> None:
     `file` (its device and inode; None when unknown: then no file is taken for the plan
     renamed)."""
     run.shared.plan_bytes = data
+    if file != run.shared.plan_id:
+        _hold(run, file)
     run.shared.plan_id = file
+
+
+def _hold(run: Run, file: FileId | None) -> None:
+    """Hold the plan's file `file` open (its name as the run knows it), the one held before
+    closed: an open per file the plan is (an editor's save, a tick), not per read."""
+    release(run)
+    if file is None:
+        return
+    try:
+        fd = os.open(run.shared.plan_moved or run.project.task_file, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        same = file_id(os.fstat(fd)) == file
+    except OSError:
+        same = False
+    if same:
+        run.shared.plan_fd = fd
+    else:   # replaced since it was read: the next read holds the file then
+        os.close(fd)
+
+
+def release(run: Run) -> None:
+    """The run ends: the plan's file is no longer held open."""
+    fd, run.shared.plan_fd = run.shared.plan_fd, None
+    if fd is not None:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def file_id(stat: os.stat_result) -> FileId:
@@ -63,15 +98,17 @@ def restore(run: Run) -> Restored | None:
     if data is None or os.path.lexists(path):
         return None
     shown = run.project.shown(path)
-    renamed = _renamed(path, data, run.shared.plan_id)
+    renamed = _moved(run, path)
     if renamed is not None:
         if run.shared.plan_moved is not None:
             return None   # said once
-        run.shared.plan_moved = path.parent / renamed
-        new = run.project.shown(run.shared.plan_moved)
+        run.shared.plan_moved = renamed
+        new = run.project.shown(renamed)
+        text = "the same text" if _holds(renamed, data) else \
+            "and edited: its next run reads it as it is"
         # The state is to be saved under the new name (by the caller, through the ledger):
         # the closing lines and `--status` name the file there is.
-        return Restored(f"{shown} was renamed {new} while this run worked (the same text), "
+        return Restored(f"{shown} was renamed {new} while this run worked ({text}), "
                         f"so it is not put back: no new task starts; `agent-loop {new}` goes on "
                         "with this plan, its finished tasks done",
                         run.project.store.relative(run.shared.plan_moved), moved=True)
@@ -105,6 +142,37 @@ def said_back(run: Run, notes: list[str]) -> None:
     that `agent-loop NEW` goes on) is no longer so, and is dropped from `notes`."""
     said = f"{run.project.shown(run.project.task_file)} was renamed "
     notes[:] = [n for n in notes if not (n.startswith(said) and "so it is not put back" in n)]
+
+
+def _moved(run: Run, path: Path) -> Path | None:
+    """Where the plan's file lives now that `path` is gone: the path the file the run holds
+    open names, when it still has a name (moved anywhere, edited or not); else a file beside
+    `path` that is the file the run last read, with its bytes (where the system cannot name an
+    open file's path). None: deleted (`jj undo`, `git clean`), or replaced by a copy."""
+    fd = run.shared.plan_fd
+    if fd is not None:
+        try:
+            held = os.fstat(fd)
+            where = fd_path(fd) if held.st_nlink > 0 else None
+            # A name of the very file the run holds (Linux names a removed one "... (deleted)";
+            # an NFS client renames a removed file it holds open `.nfsXXXX` until it is closed).
+            if where is not None and os.path.isabs(where) and \
+                    not os.path.basename(where).startswith(".nfs") and \
+                    file_id(os.stat(where)) == file_id(held) and where != os.fspath(path):
+                return Path(where)
+        except OSError:
+            pass
+    data = run.shared.plan_bytes
+    renamed = None if data is None else _renamed(path, data, run.shared.plan_id)
+    return None if renamed is None else path.parent / renamed
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether the file at `path` holds `data` (the text the run last read)."""
+    try:
+        return path.read_bytes() == data
+    except OSError:
+        return False
 
 
 def _renamed(path: os.PathLike[str], data: bytes, file: FileId | None) -> str | None:

@@ -45,6 +45,9 @@ class Project:
     # A plan renamed over another that had run (`mv a.md b.md`): what became of b.md's older
     # state, which the renamed plan's state replaced ("" when there was none).
     older: str = ""
+    # Where that older state is (its own folder, or its archive once a run moved it aside):
+    # its runs count in this plan's totals (load_plan), so no money spent leaves them.
+    older_dir: Path | None = None
 
     @property
     def task_file_name(self) -> str:
@@ -68,6 +71,11 @@ def open_project(task_file: Path, cwd: Path, take_over: bool = False) -> Project
     path, root = plain.locate(task_file, cwd)
     folder, read = plan_folder(root, path)
     former = older = ""
+    older_dir = None
+    if (folder / "state.json").exists():
+        other = _named_other(root, path, folder)
+        if other is not None:   # another plan's, a run of it killed before it moved it
+            folder, read = _given_back(root, path, folder, other, take_over), None
     if not (folder / "state.json").exists():
         found = _renamed_from(root, path)
         if found is not None:
@@ -78,15 +86,17 @@ def open_project(task_file: Path, cwd: Path, take_over: bool = False) -> Project
         over = _renamed_over(root, path, folder)
         if over is not None:
             own, (folder, former), read = folder, over, None
-            older = "is archived by the plan's next run"
+            older, older_dir = "is archived by the plan's next run", own
             if take_over and not running(root, root / STATE_DIR):
                 archived = _archived(root, own, folder)
                 moved = _moved_to_own(root, path, folder)
                 if moved != folder and archived.is_relative_to(folder):
                     archived = moved / archived.relative_to(folder)   # went along
-                older = f"is archived in {plain.relative(archived, root)}/"
+                older, older_dir = f"is archived in {plain.relative(archived, root)}/", archived
                 folder = moved
-    return Project(path, root, Store(root, folder, read), cwd.resolve(), former, older)
+            older += f"; its cost still counts in {plain.plan_name(root, path)}'s totals"
+    return Project(path, root, Store(root, folder, read), cwd.resolve(), former, older,
+                   older_dir)
 
 
 def _renamed_over(root: Path, task_file: Path, own: Path) -> tuple[Path, str] | None:
@@ -125,6 +135,59 @@ def _renamed_over(root: Path, task_file: Path, own: Path) -> tuple[Path, str] | 
         pick = exact if exact else [(f, n) for f, n, _ in named]
         return pick[0] if len(pick) == 1 else None
     return same[0] if len(same) == 1 else None
+
+
+def _named_other(root: Path, task_file: Path, folder: Path) -> str | None:
+    """The other plan whose state is in this plan's folder, its file there: a run of this plan
+    renamed while it worked (`mv plan.md sub/plan.md`) saved its state under the new name, and
+    was killed (kill -9, a power cut) before it moved that state to the new name's folder at its
+    end (Store._follow_rename). None when the state is this plan's (or names a plan that is
+    gone: a rename of it, this plan's to take over). Read in full only when the state may name
+    another: its journal holds lines (a run killed, or working), or state.json does not name
+    this plan; a state a run ended with and that names this plan costs one read of its bytes."""
+    import json
+    import re
+
+    name = plain.plan_name(root, task_file)
+    try:
+        raw = (folder / "state.json").read_bytes()
+        journal = (folder / "state.journal").stat().st_size if \
+            (folder / "state.journal").exists() else 0
+    except OSError:
+        return None
+    said = re.escape(json.dumps(name).encode())
+    if not journal and re.search(rb'"task_file":\s*' + said, raw):
+        return None
+    data = _top(folder)
+    former = data.get("task_file") if isinstance(data, dict) else None
+    if not isinstance(former, str) or not former or former == name:
+        return None
+    return former if (root / former).exists() else None
+
+
+def _given_back(root: Path, task_file: Path, folder: Path, other: str, take_over: bool) -> Path:
+    """This plan's folder when `folder` holds `other`'s state (_named_other): a run moves that
+    state to `other`'s own folder, as the killed run would have, and this plan starts with none
+    of it (it never takes a plan's state whose file is there); `--status` and `--dry-run` move
+    nothing, and read no state for this plan. The first plan's `.agent-loop/` stays `other`'s
+    (its state names it), this plan taking a folder of its own."""
+    own = plain.own_folder(root, task_file)
+    if folder != own:
+        return own
+    if not take_over:
+        return own / "unclaimed"   # never made: nothing is written by a look
+    target = plain.own_folder(root, root / other)
+    if running(root, root / STATE_DIR):
+        return folder   # that run holds the repository: this one is refused by the lock
+    try:
+        if target.exists():
+            raise FileExistsError(target)
+        os.rename(folder, target)
+    except OSError:
+        raise StateError(f"{plain.relative(folder, root)}/ holds the state of {other} (a run "
+                         f"of it was killed before it moved it to {plain.relative(target, root)}"
+                         f"/): run `agent-loop {other}` first, or move it aside") from None
+    return own
 
 
 def _top(folder: Path) -> Any:
@@ -284,6 +347,8 @@ def load_plan(project: Project, plan: TaskFile | source.Read | None = None,
         plan = source.read(project.task_file)
     digest = plan.sha256
     saved = project.store.load()
+    if saved is not None and project.older_dir is not None:
+        saved.retired += _older_runs(project.root, project.older_dir)
     if saved is not None and saved.task_file != project.task_file_name:
         saved.task_file = project.task_file_name   # taken over from its old name (open_project)
     if saved is not None and saved.task_file_hash == digest and saved.reader == source.READER:
@@ -306,6 +371,21 @@ def load_plan(project: Project, plan: TaskFile | source.Read | None = None,
     if reread:   # news only if it reads differently
         return saved, True, dataclasses.replace(changes, reread=True) if changes.news() else None
     return saved, True, changes
+
+
+def _older_runs(root: Path, folder: Path) -> list[Any]:
+    """The agent runs of the state in `folder`, which a renamed plan's state replaced
+    (open_project, Project.older_dir): runs of tasks this plan no longer has, as an edit's
+    removed tasks are, so their cost still counts in this plan's totals. Kept by the run's
+    first save (the records' one writer); once saved the older state is no longer found, so
+    they are never counted twice."""
+    try:
+        older = Store(root, folder).load()
+    except StateError:
+        return []   # unreadable: it stays where the line that names it says
+    if older is None:
+        return []
+    return [run for task in older.tasks for run in task.history] + list(older.retired)
 
 
 def state_from(project: Project, parsed: TaskFile) -> State:

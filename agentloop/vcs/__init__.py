@@ -62,7 +62,7 @@ def own_output(root: Path) -> set[str]:
         if stat.S_ISFIFO(mode):
             targets = _piped_into(fd)  # `agent-loop plan.md | tee run.log`
         elif stat.S_ISREG(mode):
-            targets = [target] if (target := _fd_path(fd)) is not None else []
+            targets = [target] if (target := fd_path(fd)) is not None else []
         else:
             continue
         for target in targets:
@@ -78,7 +78,7 @@ def _piped_into(fd: int) -> list[str]:
     run.log` (Linux's /proc only; elsewhere none)."""
     import os
 
-    pipe = _fd_path(fd)
+    pipe = fd_path(fd)
     if pipe is None or not pipe.startswith("pipe:"):
         return []
     parent = os.getppid()
@@ -121,7 +121,7 @@ def _access(pid: str, fd: str) -> int | None:
     return None
 
 
-def _fd_path(fd: int) -> str | None:
+def fd_path(fd: int) -> str | None:
     """The path an open file descriptor names (Linux's /proc, or macOS's F_GETPATH)."""
     import os
 

@@ -137,3 +137,43 @@ def test_a_renamed_plan_deleted_after_its_rename_was_said_is_put_back_by_its_own
     assert state_of(work)["task_file"] == "tasks.md"
     status = agent_loop(work, "--status", plan=None)
     assert "plan.md" not in status.stdout and "tasks.md" in status.stdout, status.stdout
+
+
+MOVES = {
+    # Into another folder (git's own rename, as `git mv` makes it).
+    "subdir": ("sub/plan.md", "mkdir -p {work}/sub && mv {work}/tasks.md {work}/sub/plan.md", ""),
+    # Renamed and edited at once (a task added at its end).
+    "edited": ("plan.md", "mv {work}/tasks.md {work}/plan.md && printf -- '- [ ] four\\n  "
+               "FAKE: write four.txt four\\n' >> {work}/plan.md", "four"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(MOVES))
+def test_a_plan_moved_into_another_folder_or_renamed_and_edited_is_not_put_back(
+        tmp_path: Path, fake_claude: FakeClaude, how: str) -> None:
+    """`mv tasks.md sub/plan.md` (or a rename with an edit) while task one works. The run looked
+    for the rename beside the plan only, by its inode and its bytes: it found none, put
+    tasks.md back, ran every task under its old name, and `agent-loop sub/plan.md` (a plan with
+    no state, its old name there again) paid every task a second time. The run holds the file
+    it read open: the file lives on, so it is not put back, the state follows it, and the
+    new name's run pays only what is left."""
+    work = make_repo(tmp_path / "project", "git")
+    new, move, added = MOVES[how]
+    plan = (f"## A\n- [ ] one\n  FAKE: write one.txt one\n  FAKE: bash {move.format(work=work)}\n"
+            "- [ ] two\n  FAKE: write two.txt two\n- [ ] three\n  FAKE: write three.txt three\n")
+    (work / "tasks.md").write_text(plan)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--allow-dirty")
+    out = done.stdout + done.stderr
+    assert "Traceback" not in out, out
+    assert not (work / "tasks.md").exists(), out          # not put back by its old name
+    assert f"tasks.md was renamed {new} while this run worked" in out, out
+    assert state_of(work)["task_file"] == new
+    assert len(fake_claude.task_runs()) == 1
+    again = agent_loop(work, "--vcs", "git", "--no-distill", "--allow-dirty", plan=new)
+    out = again.stdout + again.stderr
+    assert again.returncode == 0, out
+    # Two and three, and the task the edit added: one is not paid again.
+    assert len(fake_claude.task_runs()) == (4 if added else 3), out
+    assert "[1/" in out and "task 1:" not in out, out
+    if added:
+        assert (work / "four.txt").exists()

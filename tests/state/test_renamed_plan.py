@@ -206,3 +206,106 @@ def test_a_start_beside_a_run_whose_pid_file_was_deleted_moves_no_state(
     out = ran(work, "b.md")
     assert "older state is archived" in out, out
     assert len(fake_claude.task_runs()) == paid + 2, out    # a2 only
+
+
+def _costs(work: Path, plan: str) -> tuple[float, float]:
+    """b.md's cost as `--status` of every plan and `--status b.md` say it (--json)."""
+    import json
+
+    every = json.loads(agent_loop(work, "--status", "--json", plan=None).stdout)["plans"]
+    lines = [p["cost_usd"] for p in every if p["task_file"] == plan]
+    assert len(lines) == 1, every
+    mine = json.loads(agent_loop(work, "--status", "--json", plan=plan).stdout)
+    return lines[0], mine["cost_usd"]
+
+
+@pytest.mark.parametrize("first", ["b.md", "tasks.md"])
+def test_the_cost_of_a_plan_renamed_over_still_counts_in_its_totals(
+        tmp_path: Path, fake_claude: FakeClaude, first: str) -> None:
+    """`mv a.md b.md` while a.md's run works, b.md having run (b1 paid). b.md's older state was
+    no plan's line of `--status` (it listed the renamed plan's state), and once b.md's next run
+    archived it, its cost was in no total at all: money spent that no total showed. It counts
+    in b.md's totals now, before the archive and after, and the run's line says so."""
+    work = git_project(tmp_path, PLAN)
+    (work / "b.md").write_text("## B\n- [ ] b1\n  FAKE: write b1.txt 1\n")
+    if first == "tasks.md":
+        ran(work, "tasks.md")
+    ran(work, "b.md")
+    each = _costs(work, "b.md")[0]     # one task's run: the fake's price is the same for each
+    assert each > 0
+    (work / "a.md").write_text(f"## A\n- [ ] a1\n  FAKE: write a1.txt 1\n"
+                               f"  FAKE: bash mv {work / 'a.md'} {work / 'b.md'}\n"
+                               "- [ ] a2\n  FAKE: write a2.txt 2\n")
+    git(work, "add", "a.md", "b.md")
+    git(work, "commit", "-qm", "plans")
+    agent_loop(work, "--vcs", "git", "--no-distill", plan="a.md")
+    assert _costs(work, "b.md") == pytest.approx((2 * each, 2 * each))   # b1 and a1
+    out = ran(work, "b.md")
+    said = [line for line in out.splitlines() if "older state" in line]
+    assert len(said) == 1 and "its cost still counts in b.md's totals" in said[0], out
+    assert _costs(work, "b.md") == pytest.approx((3 * each, 3 * each))   # and a2
+    assert _costs(work, "b.md") == pytest.approx((3 * each, 3 * each))   # counted once
+    assert len(fake_claude.task_runs()) == (5 if first == "tasks.md" else 3)
+
+
+def _names(folder: Path, name: str) -> bool:
+    """Whether the state in `folder` names the plan `name` (its journal's lines included)."""
+    import json
+
+    said = json.dumps(name)
+    return any(said in p.read_text(errors="replace")
+               for p in (folder / "state.json", folder / "state.journal") if p.exists())
+
+
+def test_a_plan_moved_while_its_run_worked_and_the_run_killed_keeps_its_state(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """`mv plan.md sub/plan.md` while a run works, and the run killed (kill -9) after it saved
+    its state under sub/plan.md but before its end, where the state's folder follows the new
+    name: the folder kept the old name. `git checkout plan.md` then `agent-loop plan.md` took
+    that folder (and sub/plan.md's finished tasks) for its own, and `agent-loop sub/plan.md`
+    found no state and paid every task again. The state is sub/plan.md's: a plan.md run moves
+    it where the killed run would have, starts with none of it, and sub/plan.md pays only the
+    tasks left."""
+    import signal
+    import subprocess
+    import time
+
+    work = git_project(tmp_path, PLAN)
+    ran(work, "tasks.md")    # plan.md's state in a folder of its own under .agent-loop/plans/
+    moved = work / "sub" / "plan.md"
+    (work / "plan.md").write_text(
+        f"## A\n- [ ] a1\n  FAKE: write a1.txt 1\n  FAKE: bash mkdir -p {work / 'sub'} && "
+        f"mv {work / 'plan.md'} {moved}\n- [ ] a2\n  FAKE: write a2.txt 2\n"
+        "## B\n- [ ] b1\n  FAKE: write b1.txt 1\n  FAKE: pause 10\n")
+    git(work, "add", "plan.md")
+    git(work, "commit", "-qm", "plan")
+    before = len(fake_claude.task_runs())
+    tool = subprocess.Popen([sys.executable, "-m", "agentloop", "plan.md", "--vcs", "git",
+                             "--no-distill", "--parallel", "2"], cwd=work,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    folder, end = None, time.monotonic() + 60
+    while time.monotonic() < end:
+        plans = work / ".agent-loop" / "plans"
+        folder = next((f for f in plans.iterdir() if _names(f, "sub/plan.md")), None) \
+            if plans.exists() else None
+        if folder is not None:
+            break
+        time.sleep(0.05)
+    os.killpg(tool.pid, signal.SIGKILL)
+    tool.wait()
+    assert folder is not None and folder.name.startswith("plan-md-")   # the old name's
+    paid = len(fake_claude.task_runs()) - before      # a1 and the killed b1
+    git(work, "checkout", "--", "plan.md")             # plan.md there again: a new plan
+    out = ran(work, "plan.md", "--dry-run")
+    # No state of its own (only what the history says is done), none of sub/plan.md's.
+    assert "no state for this plan" in out and "taken over" not in out, out
+    assert _names(folder, "sub/plan.md")               # a look moves nothing
+    out = ran(work, "plan.md")
+    assert "no state for this plan" in out and "taken over" not in out, out
+    assert not folder.exists() or not _names(folder, "sub/plan.md")
+    fresh = len(fake_claude.task_runs()) - before - paid
+    out = ran(work, "sub/plan.md")
+    # Its own state: a1 done there, not paid again; a2 and b1 (killed) run.
+    assert "no state for this plan" not in out and "1 done already" in out, out
+    assert len(fake_claude.task_runs()) - before == paid + fresh + 2, out
