@@ -12,10 +12,9 @@ from typing import Callable, Iterable
 from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs.check import GitLaneRecord
-from agentloop.vcs.git import lane_check, refs, stash
+from agentloop.vcs.git import landing_beside, lane_check, refs, stash
 from agentloop.vcs.git.backend import GitVcs
-from agentloop.vcs.git.landing_beside import Beside
-from agentloop.vcs.git.lane_state import LaneState, Pending
+from agentloop.vcs.git.lane_state import LaneState
 from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.landing import IntegrationConflict, markers_left
@@ -116,7 +115,7 @@ class LaneGit:
 
     def close(self) -> None:
         """Leave the worktree (a landing still running beside waited for first)."""
-        self._wait_beside()
+        landing_beside.wait(self.state, self.work)
         self.work.close()
 
     def finish(self, change: Change, message: str) -> Change:
@@ -149,15 +148,11 @@ class LaneGit:
         False). The commit lands as itself, so its sha is the one the branch gets."""
         done = self.check(commit=lambda started: self._commit(change, message, started))
         assert done is not None
-        if not self._may_land_beside(done):
+        if not landing_beside.may_land(self.state, self.main, done):
             return self._landed_fresh(done), False
         # Counted as landed from here on, as the next step's record must say: the branch is
         # at it by the time that step is checked (settle_beside takes it back if not).
-        main, parent, sha = self.main, done.base, done.change_id
-        before = proc.started()
-        pending = Beside(done, lambda: main.fast_forward(parent, sha))
-        self.work.carry(before)
-        self.state.beside_started(pending)
+        landing_beside.start(self.state, self.main, self.work, done)
         return done, True
 
     def _commit(self, change: Change, message: str, started: Callable[[], None]) -> Change:
@@ -180,17 +175,6 @@ class LaneGit:
             made = self.work.cut_short()
         return made if made is not None and made.change_id and not made.empty else None
 
-    def _may_land_beside(self, done: Change) -> bool:
-        """Whether `done` would land by the fast-forward as things stand: the checkout is on
-        the branch at the commit's parent (read off the git dir's files), and none of the
-        commit's paths is among the user's uncommitted ones the check just saw."""
-        looked = self.state.looked
-        if done.empty or not done.change_id or not done.base or looked is None:
-            return False
-        if refs.where(self.main.git_dir, self.main.common_dir) != (self.main.ref, done.base):
-            return False
-        return not set(done.files) & set(looked)
-
     def landing_beside(self) -> str | None:
         """The lane commit whose landing runs beside the lane now, if one does."""
         pending = self.state.beside
@@ -205,26 +189,7 @@ class LaneGit:
         """The landing that runs beside, waited for: its commit as it landed (as itself);
         None when the checkout refused it (nothing changed: it lands the longer way, by
         land_left), or when none runs."""
-        pending = self.state.beside
-        if pending is None:
-            return None
-        landed = self._waited(pending)  # a Ctrl+C here leaves it to be waited for again
-        self.state.beside_ended(landed)
-        return pending.done if landed else None
-
-    def _wait_beside(self) -> None:
-        """Nothing lands, follows or leaves while a landing runs beside: it is waited for
-        (its result stays for settle_beside)."""
-        if self.state.beside is not None:
-            self._waited(self.state.beside)
-
-    def _waited(self, pending: Pending) -> bool:
-        """`pending.wait()`; a landing no agent started begins now, its git in the user's
-        checkout, never in this worktree: the lane's next begin holds (quick.NextBegin)."""
-        before = proc.started()
-        landed = pending.wait()
-        self.work.carry(before)
-        return landed
+        return landing_beside.settle(self.state, self.work)
 
     def behind(self) -> bool:
         """Whether the main line moved on since the lane's base (your commit, another lane's
@@ -275,7 +240,7 @@ class LaneGit:
         saved: from the main line's tip as it is now (the user may have committed meanwhile).
         No process while the worktree stands there already, as after a task that landed as
         itself; else one `reset --hard` (what the agents left ignored stays, as between tasks)."""
-        self._wait_beside()
+        landing_beside.wait(self.state, self.work)
         self.state.group_ended()  # what this group lands is checked from here on
         tip = self.main.tip()
         if self.work.tree.head() != tip:
@@ -327,7 +292,7 @@ class LaneGit:
         """`done` on the main line; `fresh`: a commit finish just made on `done.base`."""
         if done.empty or not done.change_id:
             return done
-        self._wait_beside()  # in the order the tasks finished
+        landing_beside.wait(self.state, self.work)  # in the order the tasks finished
         before = proc.started()
         sha = self.main.land(done.change_id, whole, done.base if fresh else None)
         if sha == done.change_id:  # as itself (else a copy, whose landed record goes later)
