@@ -257,7 +257,9 @@ class ResolvesConflicts(Rooted, Protocol):
 class Lane(Vcs, Protocol):
     """A lane's backend (a git worktree's or a jj workspace's), as the scheduler uses it."""
 
-    lane_commits: list[str]   # what landed, for the lane's records to be dropped
+    @property
+    def lane_commits(self) -> list[str]:
+        """What landed, for the lane's records to be dropped."""
 
     def follow(self) -> None:
         """Go on from the main line's tip, for the next group."""

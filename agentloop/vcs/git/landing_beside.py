@@ -1,13 +1,20 @@
 """git: a task's landing left running beside what its lane does next (LaneGit.finish_beside),
-its fast-forward of the user's checkout in a thread of its own, started and waited for here."""
+its fast-forward of the user's checkout in a thread of its own, started and waited for here;
+whether a finished task may land so, and what the lane's state (lane_state) learns of it."""
 
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from agentloop import proc
+from agentloop.vcs.git import refs
 from agentloop.vcs.protocol import Change
+
+if TYPE_CHECKING:
+    from agentloop.vcs.git.backend import GitVcs
+    from agentloop.vcs.git.lane_state import LaneState, Pending
+    from agentloop.vcs.git.mainline import GitMainLine
 
 
 class Beside:
@@ -79,3 +86,52 @@ class Beside:
         self._start()
         self._ended.wait()
         return self._landed
+
+
+# -- the lane's side: whether a finished task lands beside, and what its state learns ----------
+
+def may_land(state: LaneState, main: GitMainLine, done: Change) -> bool:
+    """Whether `done` would land by the fast-forward as things stand: the checkout is on
+    the branch at the commit's parent (read off the git dir's files), and none of the
+    commit's paths is among the user's uncommitted ones the check just saw."""
+    if done.empty or not done.change_id or not done.base or state.looked is None:
+        return False
+    if refs.where(main.git_dir, main.common_dir) != (main.ref, done.base):
+        return False
+    return not set(done.files) & set(state.looked)
+
+
+def start(state: LaneState, main: GitMainLine, work: GitVcs, done: Change) -> None:
+    """`done`'s landing left running beside what the lane does next (may_land said it can)."""
+    parent, sha = done.base, done.change_id
+    before = proc.started()
+    pending = Beside(done, lambda: main.fast_forward(parent, sha))
+    work.carry(before)
+    state.beside_started(pending)
+
+
+def settle(state: LaneState, work: GitVcs) -> Change | None:
+    """The landing that runs beside, waited for: its commit as it landed; None when the
+    checkout refused it, or when none runs."""
+    pending = state.beside
+    if pending is None:
+        return None
+    landed = waited(pending, work)  # a Ctrl+C here leaves it to be waited for again
+    state.beside_ended(landed)
+    return pending.done if landed else None
+
+
+def wait(state: LaneState, work: GitVcs) -> None:
+    """Nothing lands, follows or leaves while a landing runs beside: it is waited for
+    (its result stays for settle)."""
+    if state.beside is not None:
+        waited(state.beside, work)
+
+
+def waited(pending: Pending, work: GitVcs) -> bool:
+    """`pending.wait()`; a landing no agent started begins now, its git in the user's
+    checkout, never in the lane's worktree: the lane's next begin holds (quick.NextBegin)."""
+    before = proc.started()
+    landed = pending.wait()
+    work.carry(before)
+    return landed
