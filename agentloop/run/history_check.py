@@ -155,6 +155,8 @@ def _recommitted(run: Run) -> None:
     id under a new commit, which the history's last look found (vcs.history.missing): its
     record follows that commit, which the dashboard shows the diff of."""
     commits = run.vcs.commits if isinstance(run.vcs, SeesCommits) else {}
+    if not commits:  # git's, or nothing rewritten: no walk over every record after each task
+        return
     for task in run.state.tasks:
         now = commits.get(task.change_id or "")
         if task.status in DONE and now and task.commit_id and now != task.commit_id:
