@@ -436,6 +436,11 @@ class GitVcs:
         tree = self.tree.build_tree(start.head, self.tree.changed(start))
         return self.git.out("diff-tree", "--patch", "--no-color", start.head or EMPTY_TREE, tree)
 
+    def resuming(self) -> bool:
+        """Whether a killed run's attempt, its agent's commits on top, waits for its task to
+        begin again and go on from them (examine found it so)."""
+        return self._resumable is not None
+
     def close(self) -> None:
         """Nothing to leave: the next edits are uncommitted, in no task's commit. The record of
         an attempt that is still open (the run stopped on an error inside it, or a killed run's
