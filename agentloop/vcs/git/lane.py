@@ -60,7 +60,7 @@ class LaneGit:
         own = refs.worktree_git_dir(worktree)
         self._dirs = (own, main.common_dir) if own is not None else None
         self.work = GitVcs(worktree, task_file, allow_dirty=True, lane=True, place=self._dirs,
-                           made=made)
+                           made=made, mainline=main.ref)
         self.main = main
         self.lane_commits: list[str] = []   # what landed, for the lane's records to be dropped
         self.landed: list[str] = []         # the main line's copies of them
