@@ -43,9 +43,25 @@ FOUND_SECONDS = 2.0   # how long such an answer stands in for asking again
 _found: dict[Path, tuple[float, list[Path]]] = {}
 
 
-def found_with(root: Path, lines: list[str]) -> None:
-    """Keep where the hooks are, as `git rev-parse ... *HOOK_PATHS` run in `root` said."""
-    _found[root] = (time.monotonic(), _resolved(root, lines))
+# Whether git named the repository's own hooks folder when the run located it (by its common
+# dir): no core.hooksPath in any config git reads, its system file among them wherever its
+# prefix puts it (/etc, /usr/local/etc, a Homebrew folder), which no guess of ours can know.
+_own: dict[Path, bool] = {}
+
+
+def found_with(root: Path, lines: list[str], common: Path | None = None) -> None:
+    """Keep where the hooks are, as `git rev-parse ... *HOOK_PATHS` run in `root` said; with
+    the repository's `common` dir, whether that is its own hooks folder (own_hooks)."""
+    paths = _resolved(root, lines)
+    _found[root] = (time.monotonic(), paths)
+    if common is not None and paths:
+        _own[common.resolve()] = paths[0].parent.resolve() == (common / "hooks").resolve()
+
+
+def own_hooks(common: Path) -> bool | None:
+    """Whether git named the repository's own hooks folder (`common`/hooks) when this run
+    located it: False, core.hooksPath was set somewhere; None, git was not asked here."""
+    return _own.get(common.resolve())
 
 
 def _resolved(root: Path, lines: list[str]) -> list[Path]:

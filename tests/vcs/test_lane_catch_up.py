@@ -77,12 +77,13 @@ def test_a_landing_beside_lands_before_the_lane_catches_up(repo: Path) -> None:
     assert (lane.root / "notes.txt").exists() and (lane.root / "one.txt").exists()
 
 
-def test_a_commit_not_on_the_main_line_keeps_the_lane_where_it_is(repo: Path) -> None:
+def test_a_killed_attempts_commit_keeps_the_lane_where_it_is(repo: Path) -> None:
     lane = _lane(repo)
     _task(lane, "one")
-    # Not landed (as an attempt a killed run left after its agent committed).
-    (lane.root / "own.txt").write_text("own\n")
-    git(lane.root, "add", "own.txt")
+    # An attempt a killed run left after its agent committed: its task goes on from it.
+    lane.begin("two")
+    (lane.root / "two.txt").write_text("two\n")
+    git(lane.root, "add", "two.txt")
     git(lane.root, "commit", "-qm", "the agent's own")
     own = git(lane.root, "rev-parse", "HEAD")
     _yours(repo)
@@ -91,3 +92,52 @@ def test_a_commit_not_on_the_main_line_keeps_the_lane_where_it_is(repo: Path) ->
     assert again.behind()
     assert not again.catch_up()
     assert again.head() == own
+
+
+def test_a_commit_of_the_lanes_own_with_no_attempt_to_go_on_is_set_aside_and_caught_up(
+        repo: Path) -> None:
+    # The lane holds a commit that is not on your branch, and no record of an attempt that
+    # would go on from it (an agent's commit in its lane outside a task, a rewrite the record
+    # of which went): nothing of it is a task's to go on from, so the lane is brought to your
+    # branch's tip like any, the commit kept first, never lost.
+    lane = _lane(repo)
+    _task(lane, "one")
+    lane.close()  # its run ended: no attempt is open
+    (lane.root / "own.txt").write_text("own\n")
+    git(lane.root, "add", "own.txt")
+    git(lane.root, "commit", "-qm", "the agent's own")
+    own = git(lane.root, "rev-parse", "HEAD")
+    tip = _yours(repo)
+    said: list[str] = []
+    main = GitMainLine.current(repo)
+    main.on_wait = said.append
+    again = LaneGit(lane.root, lane.root / "tasks.md", main)
+    again.prepare()
+    assert again.behind()
+    assert again.catch_up()
+    assert again.head() == tip
+    assert not (lane.root / "own.txt").exists()
+    assert git(repo, "rev-parse", "refs/agent-loop/rolled-back") == own
+    assert git(repo, "show", "refs/agent-loop/rolled-back:own.txt") == "own"
+    assert any(own[:12] in line and "refs/agent-loop/rolled-back" in line for line in said), said
+
+
+def test_a_lane_holding_only_what_landed_as_copies_is_caught_up(repo: Path) -> None:
+    # Its task landed as a copy (another lane landed first), then the run stopped: the next
+    # run's lane knows nothing of that copy, the change is on your branch all the same.
+    lane = _lane(repo)
+    _yours(repo)  # before the task lands: it lands as a copy
+    _task(lane, "one")
+    assert git(repo, "rev-parse", "main") != lane.head()
+    _yours_again = (repo / "later.txt")
+    _yours_again.write_text("later\n")
+    git(repo, "add", "later.txt")
+    git(repo, "commit", "-qm", "user: later")
+    tip = git(repo, "rev-parse", "HEAD")
+    again = LaneGit(lane.root, lane.root / "tasks.md", GitMainLine.current(repo))
+    again.prepare()
+    assert again.behind() and again.catch_up()
+    assert again.head() == tip
+    code = proc.run(["git", "rev-parse", "-q", "--verify", "refs/agent-loop/rolled-back"],
+                    cwd=repo, check=False).returncode
+    assert code != 0  # nothing of its own to keep: its change is on your branch

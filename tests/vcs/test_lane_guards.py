@@ -849,6 +849,27 @@ def test_an_agents_reset_hard_in_your_checkout_says_your_edit_went_back(repo: Pa
     assert "f.txt went back as committed" in done.note
 
 
+def test_an_agents_commit_a_then_reset_hard_in_your_checkout_says_where_your_edit_is(
+        repo: Path, lane: LaneGit) -> None:
+    # Its `commit -a` took your edit into a commit, its `reset --hard HEAD~1` dropped that
+    # commit: your branch is back where it was (no stop), the edit is in the dropped commit.
+    (repo / "f.txt").write_text("committed\n")
+    git(repo, "add", "f.txt")
+    git(repo, "commit", "-qm", "f")
+    change, said = _step_with_your_edit(repo, lane)
+    agent_git(repo, "commit", "-qam", "agent-sneaks-in")
+    dropped = git(repo, "rev-parse", "HEAD").strip()
+    agent_git(repo, "reset", "-q", "--hard", "HEAD~1")
+    done = lane.finish(change, "task 3")
+    assert (repo / "f.txt").read_text() == "committed\n"
+    assert "the edit in it gone" not in done.note, done.note
+    assert f"commit {dropped[:12]}" in done.note, done.note
+    command = f"git -C {repo} checkout {dropped[:12]} -- f.txt"
+    assert f"`{command}`" in done.note, done.note
+    git(repo, *command.split()[3:])  # as the line says: your edit is back
+    assert (repo / "f.txt").read_text() == "my edit\n"
+
+
 def test_an_agents_fast_forward_of_your_branch_is_not_called_your_edits(repo: Path,
                                                                         lane: LaneGit) -> None:
     tip = git(repo, "rev-parse", "main").strip()

@@ -5,6 +5,7 @@ agent_moved_head)."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from agentloop.ondemand import dataclass
@@ -177,6 +178,16 @@ def agent_moved_head(record: GitLaneRecord, dirs: tuple[Path, Path], stashed: bo
                       f"edits aside (its reflog entry says `{said}`), in your stash list now",
                       (f"git -C {root} stash show -p", f"git -C {root} stash pop"), stops=False)
     if reverted:  # its `git reset --hard`, or a `git checkout -- file`
+        kept = _dropped_holding(Git(root), entries, reverted)
+        if kept is not None:  # its `commit -a`, then `reset --hard HEAD~1`: not gone
+            commit, held = kept
+            files = " ".join(shlex.quote(f) for f in held)
+            return Breach(Kind.AGENT_MOVED_HEAD, f"{line} (its reflog entry says `{said}`), and "
+                          f"{', '.join(reverted[:5])} went back as committed; the commit "
+                          f"{commit[:12]} it made there and dropped again still holds "
+                          f"{', '.join(held[:5])} as it was (it stays in `git reflog`)",
+                          (f"git -C {root} diff HEAD {commit[:12]} -- {files}",
+                           f"git -C {root} checkout {commit[:12]} -- {files}"), stops=False)
         return Breach(Kind.AGENT_MOVED_HEAD, f"{line} (its reflog entry says `{said}`), and "
                       f"{', '.join(reverted[:5])} went back as committed, the edit in "
                       f"{'it' if len(reverted) == 1 else 'them'} gone", stops=False)
@@ -188,3 +199,16 @@ def agent_moved_head(record: GitLaneRecord, dirs: tuple[Path, Path], stashed: bo
                   f"to {entries[-1].new[:12]} (its reflog entry says `{said}`)",
                   (f"git -C {root} reflog -{len(entries) + 1}",), stops=False)
 
+
+def _dropped_holding(main: Git, entries: list[reflog.Entry],
+                     reverted: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
+    """The newest commit the agent's entries moved your checkout's HEAD to and then away from
+    (its `commit -a`, dropped by its `reset --hard HEAD~1`), and which of the `reverted` files
+    it holds otherwise than HEAD has them now: the edit its reset wrote over is there."""
+    final = entries[-1].new
+    commit = next((e.new for e in reversed(entries) if e.new not in (final, e.old)), None)
+    if commit is None:
+        return None
+    held = tuple(f for f in main.out("diff", "--name-only", "-z", "--no-renames", final,
+                                     commit, "--", *reverted).split("\0") if f)
+    return (commit, held) if held else None

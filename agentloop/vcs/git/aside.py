@@ -19,6 +19,8 @@ from agentloop.errors import VcsError
 from agentloop.vcs.git.files import MISSING
 from agentloop.vcs.git.record import Start
 from agentloop.vcs.git.repo import GitRepo
+from agentloop.vcs.git.run import Git
+from agentloop.vcs.rewritten import carried
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -40,16 +42,33 @@ def keep(repo: GitRepo, start: Start, why: str) -> tuple[str, list[str]] | None:
     sha = repo.commit(base, changed, f"agent-loop: {why}")
     if sha is None:
         return None
+    _saved(repo.git, sha, why)
+    return sha, sorted(changed)
+
+
+def keep_commits(git: Git, head: str, tip: str, why: str) -> bool:
+    """Before a lane's worktree goes from `head` to `tip`: when a commit of its own (in
+    tip..head) holds a change that `tip` does not (by `git cherry`'s patch ids, or its files
+    as it left them), `head` kept under SAVED_REF, all of them with it; whether it was.
+    VcsError when it could not be."""
+    out = git.out("cherry", tip, head)
+    own = [line[2:] for line in out.splitlines() if line.startswith("+ ")]
+    if all(carried(git, commit, tip) for commit in own):
+        return False
+    _saved(git, head, why)
+    return True
+
+
+def _saved(git: Git, sha: str, why: str) -> None:
+    """SAVED_REF moved to `sha`, its reflog keeping where it was."""
     for attempt in range(TRIES):
         try:
-            repo.git.out("update-ref", "--create-reflog", "-m", f"agent-loop: {why}",
-                         SAVED_REF, sha)
-            break
+            git.out("update-ref", "--create-reflog", "-m", f"agent-loop: {why}", SAVED_REF, sha)
+            return
         except VcsError:
             if attempt == TRIES - 1:
                 raise
             time.sleep(0.05 * (attempt + 1))  # the other lane holds the lock for milliseconds
-    return sha, sorted(changed)
 
 
 def said(kept: tuple[str, list[str]]) -> str:

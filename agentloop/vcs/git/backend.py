@@ -46,7 +46,7 @@ class GitVcs:
     def __init__(self, root: Path, task_file: Path, allow_dirty: bool = False,
                  note: str = "", lane: bool = False,
                  place: tuple[Path, Path] | None = None, made: bool = False,
-                 lanes: bool = False) -> None:
+                 lanes: bool = False, mainline: str | None = None) -> None:
         self.git = Git(root.resolve())
         self.tree = GitRepo(self.git)
         self.task_file = task_file
@@ -59,6 +59,10 @@ class GitVcs:
         # A lane's worktree: only agents work there, so commits on its branch since an
         # attempt began are that attempt's (agentloop.vcs.git.recover).
         self.lane = lane
+        # A lane's main line (your branch, refs/heads/...): its commits that the agent brought
+        # into the lane (`git merge main`, `git pull --rebase`) are landed already, never its
+        # task's change (_after_main).
+        self.mainline = mainline
         # A lane's (git dir, common dir), read from its files: no `rev-parse` to find them.
         self._place = place
         # A worktree agent-loop has just checked out from a commit: nothing has written in it
@@ -261,6 +265,8 @@ class GitVcs:
         if head is not None and head != start.head and not self.lane and \
                 self.tree.yours_since(start.head, head, start.mark):
             start = self._after_yours(start, head)
+        elif head is not None and head != start.head and self.mainline is not None:
+            start = self._after_main(start, head)
         if head == start.head:
             return start, ""
         agent_subjects = self.git.out("log", "--reverse", "--format=- %s",
@@ -436,6 +442,11 @@ class GitVcs:
         tree = self.tree.build_tree(start.head, self.tree.changed(start))
         return self.git.out("diff-tree", "--patch", "--no-color", start.head or EMPTY_TREE, tree)
 
+    def resuming(self) -> bool:
+        """Whether a killed run's attempt, its agent's commits on top, waits for its task to
+        begin again and go on from them (examine found it so)."""
+        return self._resumable is not None
+
     def close(self) -> None:
         """Nothing to leave: the next edits are uncommitted, in no task's commit. The record of
         an attempt that is still open (the run stopped on an error inside it, or a killed run's
@@ -482,6 +493,23 @@ class GitVcs:
                                     self.tree.tree(head))
         self._remember(moved)
         return moved
+
+    def _after_main(self, start: Start, head: str) -> Start:
+        """In a lane whose agent brought your branch in since the task began (its `git merge
+        main`, `git pull --rebase . main`, `git reset --keep main`): the task's start moved up
+        to the newest commit of your branch that HEAD holds, so the task's commit holds its
+        own change only. Folded in, those commits (another group's landings, yours) would be
+        the task's change too, and its landing would meet whatever came after them on your
+        branch as a conflict, or put back what a revert there took out."""
+        assert self.mainline is not None
+        if not self.mainline.startswith("refs/heads/"):
+            return start  # never HEAD: in the lane that names the lane's own commit
+        code, out = self.git.code("merge-base", head, self.mainline, codes=(0, 1))
+        base = out.strip()
+        if code != 0 or not base or base == start.head or start.head is None or \
+                not self.tree.ancestor(start.head, base):
+            return start
+        return self._after_yours(start, base)
 
     def _started(self) -> Start:
         if self._start is None:

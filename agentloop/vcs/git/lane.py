@@ -12,7 +12,7 @@ from typing import Callable, Iterable
 from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs.check import GitLaneRecord
-from agentloop.vcs.git import landing_beside, lane_check, refs, stash
+from agentloop.vcs.git import aside, landing_beside, lane_check, refs, stash
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.git.lane_state import LaneState
 from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
@@ -38,7 +38,7 @@ class LaneGit:
         own = refs.worktree_git_dir(worktree)
         self._dirs = (own, main.common_dir) if own is not None else None
         self.work = GitVcs(worktree, task_file, allow_dirty=True, lane=True, place=self._dirs,
-                           made=made)
+                           made=made, mainline=main.ref)
         self.main = main
         self.branch = f"refs/heads/{BRANCH_PREFIX}{worktree.name}"
         # What the lane knows between its steps; its check and its landing beside read and
@@ -218,7 +218,10 @@ class LaneGit:
         copies stay in the reflog). False, the lane left as it is, while it holds a commit that
         is not on the main line (an attempt a killed run left after its agent committed, which
         its task goes on from): its landing meets the main line as ever, a conflict going to
-        the group's session like any landing's. Never while a landing runs beside."""
+        the group's session like any landing's. Never while a landing runs beside. With no
+        such attempt, a commit not on the main line is no task's to go on from (a task that
+        landed as a copy in a run since stopped, an agent's commit outside its task): the lane
+        is caught up all the same, the commits kept first under refs/agent-loop/rolled-back."""
         if self.state.beside is not None:
             return False
         tip = self.main.tip()
@@ -226,7 +229,19 @@ class LaneGit:
         known = {self.state.synced, *self.state.landed, *self.state.lane_commits}
         if head is not None and head != tip and head not in known and \
                 not self.work.tree.ancestor(head, tip):
-            return False
+            if self.work.resuming():
+                return False
+            try:
+                kept = aside.keep_commits(self.git, head, tip, "a lane's own commits, set "
+                                          "aside as it caught up with the main line")
+            except VcsError:
+                return False  # no copy, no reset: the lane stays as it is
+            if kept:
+                self.main.on_wait(
+                    f"lane {self.root.name} held commits that are not on your branch, no "
+                    f"task's to go on from: kept under {aside.SAVED_REF} ({head[:12]}) before "
+                    f"the lane caught up with {tip[:12]}; `git log -p {tip[:12]}..{head[:12]}` "
+                    "shows them")
         if head != tip:
             try:
                 self.work.start_over(tip)

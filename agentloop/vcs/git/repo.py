@@ -110,9 +110,9 @@ class GitRepo:
         if len(lines) != 4 + len(HOOK_PATHS) // 2 or lines[0] == "true":
             where = lines[1] if len(lines) > 1 else self.root
             raise VcsError(f"{where} is a bare repository: there is no working tree")
-        found_with(self.root, lines[4:])
         # The common dir comes relative to the folder git ran in.
         self._dirs = (lines[1], os.path.normpath(os.path.join(self.root, lines[2])))
+        found_with(self.root, lines[4:], Path(self._dirs[1]))
         self.git.root = Path(lines[3]).resolve()
         self.close()
         self._repo = None

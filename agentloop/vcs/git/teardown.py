@@ -12,6 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from agentloop.vcs import githooks
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.git.worktree_list import branch_commit, git_worktrees, healthy
@@ -205,10 +206,15 @@ def drop_branches(root: Path, names: set[str], main: str = "HEAD") -> list[str]:
 
 def _hooks_set(git_dir: Path) -> bool:
     """Whether a hooks folder may be set outside the repository's config, which `git branch
-    -D` would run a reference-transaction hook from: in the environment (`git -c`,
-    GIT_CONFIG_COUNT), a per-worktree config, the global or system file (where git reads them:
-    GIT_CONFIG_GLOBAL and GIT_CONFIG_SYSTEM name others), or a file one of them includes. A
-    few small reads, no process."""
+    -D` would run a reference-transaction hook from. git's own answer when the run located
+    the repository (githooks.own_hooks) covers every file it reads, its system file among
+    them wherever git's prefix puts it; not asked in this process, unsure: set. Since then,
+    read again: the environment (`git -c`, GIT_CONFIG_COUNT), a per-worktree config, the
+    global or system file (where git reads them: GIT_CONFIG_GLOBAL and GIT_CONFIG_SYSTEM name
+    others; /etc/gitconfig, the usual system file), or a file one of them includes. A few small
+    reads, no process."""
+    if githooks.own_hooks(git_dir) is not True:
+        return True
     env = os.environ
     if "GIT_CONFIG_COUNT" in env or "GIT_CONFIG_PARAMETERS" in env:
         return True
