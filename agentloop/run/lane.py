@@ -279,6 +279,10 @@ def _settled(run: Run, task: TaskState, outcome: Outcome, trailers: str,
             with shielded():
                 _stopped_unlanded(run, task, outcome)
             raise
+        except Exception:  # a failing git, a full disk: the agent's work is whole
+            with shielded():
+                _failed_unlanded(run, task, outcome)
+            raise
         return True
     drop(run, task, outcome.change)
     return False
@@ -296,6 +300,24 @@ def _stopped_unlanded(run: Run, task: TaskState, outcome: Outcome) -> None:
     number = outcome.attempt.number
     hand(run, task, Uncounted(number, O.INTERRUPTED, S.INTERRUPTED, "interrupted"))
     drop(run, task, outcome.change, number, finished=True)
+
+
+def _failed_unlanded(run: Run, task: TaskState, outcome: Outcome) -> None:
+    """An error (not a stop) after the agent ended well, before a commit of its work was made:
+    its finished work is kept aside as a stop's is (_stopped_unlanded), said in one line,
+    where the run's end interrupted the task with its change named and the next run rolled it
+    back and paid the agent again. Where it cannot be kept aside (the same fault again), the
+    records are left as they were and the error is the one the run says."""
+    if task.status != S.RUNNING:
+        return
+    try:
+        _stopped_unlanded(run, task, outcome)
+    except Exception:  # noqa: BLE001 - the first error is the one to say
+        return
+    if task.status == S.INTERRUPTED and not task.change_id:
+        run.emit(LaneNote(f"task {task.index}: its agent had finished before the error below; "
+                          "its work is kept aside, and the next run brings it back, checks and "
+                          "commits it without running the agent again", stop=True))
 
 
 def judge(run: Run, task: TaskState, outcome: Outcome, transient: int,

@@ -480,3 +480,48 @@ def test_ctrl_c_after_the_agent_ended_well_pays_it_once(tmp_path: Path, fake_cla
     assert tasks[0]["attempts"] == 1 and tasks[0]["cost_usd"] > 0, tasks[0]
     subjects = git(work, "log", "--format=%s").splitlines()
     assert sum("one" in s for s in subjects) == 1, subjects
+
+
+# The commit of the agent's work fails (git cannot lock your branch: another git left its lock
+# while the commit message was written): an error, not a stop.
+BRANCH_LOCKED_AT_THE_MESSAGE = """#!/bin/sh
+case " $* " in *" --tools "*)
+    if grep -qs 'write a.txt' "$FAKE_CLAUDE_LOG" && [ ! -e "$STOPPED" ]; then
+        touch "$STOPPED" "$(git rev-parse --git-dir)/refs/heads/main.lock"
+    fi
+esac
+exec "$REAL_CLAUDE" "$@"
+"""
+
+
+def test_an_error_after_the_agent_ended_well_keeps_its_work_aside(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An error (git failing to commit) after the agent's success was recorded, before its
+    # commit: the run's end interrupted the task with its change named, and the next run
+    # rolled it back and ran (paid) the agent again, where a Ctrl+C keeps the work aside.
+    work = project(tmp_path, "git", "## A\n- one\n  FAKE: write a.txt a\n"
+                                    "- two\n  FAKE: write b.txt b\n")
+    wrapper = tmp_path / "wrapper" / "claude"
+    wrapper.parent.mkdir()
+    wrapper.write_text(BRANCH_LOCKED_AT_THE_MESSAGE)
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
+    monkeypatch.setenv("STOPPED", str(tmp_path / "stopped"))
+    first = agent_loop(work, "--vcs", "git", "--workplace", "checkout")
+    said = first.stdout + first.stderr
+    assert first.returncode != 0 and (tmp_path / "stopped").exists(), said
+    assert "Traceback" not in said, said
+    assert "task 1: its agent had finished before the error below; its work is kept aside" \
+        in said, said
+    (work / ".git" / "refs" / "heads" / "main.lock").unlink()  # the user takes the lock away
+    again = agent_loop(work, "--vcs", "git", "--workplace", "checkout")
+    assert again.returncode == 0, again.stdout + again.stderr
+    runs = [p for p in fake_claude.task_prompts() if "write a.txt" in p]
+    assert len(runs) == 1, again.stdout  # the agent was paid once
+    assert "its agent had finished before the last run was stopped" in again.stdout, again.stdout
+    assert (work / "a.txt").read_text() == "a\n" and (work / "b.txt").read_text() == "b\n"
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed"] * 2, tasks
+    subjects = git(work, "log", "--format=%s").splitlines()
+    assert sum("one" in s for s in subjects) == 1, subjects
