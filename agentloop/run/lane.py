@@ -178,6 +178,10 @@ def recover(run: Run, task: TaskState) -> bool:
             # Killed as its agent ended well, before the record said so: recorded now (it was
             # paid), its work kept and brought back below as for a kill in its checks.
             hand(run, task, RunEnded(last, ended))
+            if last.role == "reviewer" and ended.ok:
+                from agentloop.run import review  # a run that asks for reviews only
+
+                review.read_back(run, task, last, ended)  # its verdict stands (review.judge)
         # Killed inside the agent (or after it): like Ctrl+C, that attempt does not count.
         hand(run, task, Uncounted(last.number, O.INTERRUPTED, S.INTERRUPTED,
                                   task.error or "the run was killed"))

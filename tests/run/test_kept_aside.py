@@ -525,3 +525,54 @@ def test_an_error_after_the_agent_ended_well_keeps_its_work_aside(
     assert [t["status"] for t in tasks] == ["completed"] * 2, tasks
     subjects = git(work, "log", "--format=%s").splitlines()
     assert sum("one" in s for s in subjects) == 1, subjects
+
+
+# The reviewer as agent-loop starts it (--tools: read-only), the fake inside: once its run has
+# ended with its verdict, and agent-loop has kept that line in the run's raw log, agent-loop is
+# killed (kill -9) before it recorded the verdict.
+KILL_AFTER_THE_REVIEW = """#!/bin/sh
+"$REAL_CLAUDE" "$@"
+code=$?
+case " $* " in *" --tools "*)
+    if [ ! -e "$KILLED" ]; then
+        touch "$KILLED"
+        n=0
+        until grep -qs '"type": "result"' "$LOGS"/*-review1.jsonl || [ $n -ge 500 ]; do
+            sleep 0.01; n=$((n + 1))
+        done
+        kill -9 $PPID
+    fi
+esac
+exit $code
+"""
+
+
+def test_a_review_read_back_after_a_kill_is_not_paid_again(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    # kill -9 after the reviewer's verdict was in its raw log, before its record: the next run
+    # read the reviewer's run back (recorded, paid), brought the developer's work back, and
+    # ran the review again (paid twice).
+    work = project(tmp_path, "git", "- one\n  FAKE: write a.txt a\n")
+    wrapper = tmp_path / "wrapper" / "claude"
+    wrapper.parent.mkdir()
+    wrapper.write_text(KILL_AFTER_THE_REVIEW)
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
+    monkeypatch.setenv("KILLED", str(tmp_path / "killed"))
+    monkeypatch.setenv("LOGS", str(work / ".agent-loop" / "logs"))
+    child = start(work, "--review")
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == -signal.SIGKILL, out + err
+    again = agent_loop(work, "--workplace", "checkout", "--review", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    runs = fake_claude.task_runs()
+    assert sum("--tools" not in c["argv"] for c in runs) == 1, again.stdout  # the developer
+    assert sum("--tools" in c["argv"] for c in runs) == 1, again.stdout  # and the reviewer
+    assert "its agent had finished" in again.stdout, again.stdout
+    assert "the reviewer's verdict of round 1 was read back" in again.stdout, again.stdout
+    task = state_of(work)["tasks"][0]
+    assert task["status"] == "completed" and task["attempts"] == 1, task
+    reviews = [a for a in task["history"] if a["role"] == "reviewer"]
+    assert len(reviews) == 1 and reviews[0]["verdict"] == "approved", reviews
+    assert "a.txt" in git(work, "show", "--name-only", "--format=", "HEAD")
