@@ -194,6 +194,17 @@ def recover(run: Run, task: TaskState) -> bool:
             if finished and isinstance(run.vcs, KeepsKilledAttempt) else None
         if kept is not None:
             hand(run, task, Dropped("", last.number, kept.line, True, said=kept.said))
+    elif task.status == S.INTERRUPTED and last is not None and last.outcome == O.INTERRUPTED \
+            and _ended_well_unkept(task, last.number):
+        # An older agent-loop's Ctrl+C (or an error: ledger.left_open) after the agent ended
+        # well, before its commit: its run's end interrupted the task with its work where it
+        # stood, which this version keeps aside as the stop comes (_stopped_unlanded). The
+        # records say as much as a kill's: taken up as a kill's is, not paid again.
+        finished = True
+        kept = run.vcs.killed_attempt_kept(commit_message(task, run.state.title)) \
+            if isinstance(run.vcs, KeepsKilledAttempt) else None
+        if kept is not None:
+            hand(run, task, Dropped("", last.number, kept.line, True, said=kept.said))
     else:
         finished = False
     # A task left running or interrupted has a change holding a partial attempt; drop it
@@ -203,6 +214,13 @@ def recover(run: Run, task: TaskState) -> bool:
         drop(run, task, Change(change_id=task.change_id, commit_id=task.commit_id or ""),
              last.number if finished and last is not None else None, finished)
     return False
+
+
+def _ended_well_unkept(task: TaskState, number: int) -> bool:
+    """Whether attempt `number`'s developer ended well and nothing of it was kept aside (the
+    work is still where its run left it: the state of an older version's stop)."""
+    return finished_well(task, number) is not None and \
+        not any(a.work_kept for a in task.history if a.number == number)
 
 
 def _sealed(run: Run, task: TaskState) -> Change | None:

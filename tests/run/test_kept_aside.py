@@ -576,3 +576,54 @@ def test_a_review_read_back_after_a_kill_is_not_paid_again(
     reviews = [a for a in task["history"] if a["role"] == "reviewer"]
     assert len(reviews) == 1 and reviews[0]["verdict"] == "approved", reviews
     assert "a.txt" in git(work, "show", "--name-only", "--format=", "HEAD")
+
+
+# kill -9 of agent-loop as the commit message's helper starts (the agent's success recorded).
+KILL_AT_THE_MESSAGE = CTRL_C_AT_THE_MESSAGE.replace("kill -INT $PPID", "kill -9 $PPID")
+
+
+def test_an_older_versions_ctrl_c_after_the_agent_ended_well_pays_it_once(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An older agent-loop's Ctrl+C after the agent's success was recorded, before its commit:
+    # its run's end left the task interrupted (ledger.left_open), the finished work still in
+    # the lane, nothing kept aside. This version rolled that back as unfinished and ran the
+    # agent again. The state is made as that version left it: a kill at that moment, then the
+    # records as its run's end wrote them.
+    from agentloop.state.status import TaskStatus
+    from agentloop.state.store import Store
+
+    work = project(tmp_path, "git", "## A\n- one\n  FAKE: write a.txt a\n"
+                                    "- two\n  FAKE: write b.txt b\n")
+    wrapper = tmp_path / "wrapper" / "claude"
+    wrapper.parent.mkdir()
+    wrapper.write_text(KILL_AT_THE_MESSAGE)
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
+    monkeypatch.setenv("STOPPED", str(tmp_path / "stopped"))
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git"],
+                             cwd=work, env={**os.environ, "NO_COLOR": "1"},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == -signal.SIGKILL and (tmp_path / "stopped").exists(), out + err
+    store = Store(work)
+    state = store.load()
+    assert state is not None
+    task = state.tasks[0]
+    assert task.status == TaskStatus.RUNNING and task.history[-1].exit_code == 0, task
+    for record in task.history:  # as ledger.uncount marked them
+        record.outcome = "interrupted"
+    task.status, task.error, task.attempts = TaskStatus.INTERRUPTED, "interrupted", 0
+    store.save(state)
+    again = agent_loop(work, "--vcs", "git")
+    assert again.returncode == 0, again.stdout + again.stderr
+    runs = [p for p in fake_claude.task_prompts() if "write a.txt" in p]
+    assert len(runs) == 1, again.stdout  # the agent was paid once
+    assert "its agent had finished before the last run was stopped" in again.stdout, again.stdout
+    assert (work / "a.txt").read_text() == "a\n" and (work / "b.txt").read_text() == "b\n"
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed"] * 2, tasks
+    assert tasks[0]["attempts"] == 1 and tasks[0]["cost_usd"] > 0, tasks[0]
+    subjects = git(work, "log", "--format=%s").splitlines()
+    assert sum("one" in s for s in subjects) == 1, subjects
