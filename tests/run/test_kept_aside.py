@@ -627,3 +627,34 @@ def test_an_older_versions_ctrl_c_after_the_agent_ended_well_pays_it_once(
     assert tasks[0]["attempts"] == 1 and tasks[0]["cost_usd"] > 0, tasks[0]
     subjects = git(work, "log", "--format=%s").splitlines()
     assert sum("one" in s for s in subjects) == 1, subjects
+
+
+def test_an_error_in_the_hooks_after_the_agent_ended_well_keeps_its_work_aside(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # An error in the checks (git cannot make the index the repository's hooks run on: its
+    # lock was left) after the agent ended well: the attempt was dropped as stopped, its work
+    # not kept, and the next run ran (paid) the agent again.
+    work = project(tmp_path, "git", "## A\n- one\n  FAKE: write a.txt a\n")
+    hook = work / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o755)
+    lock, once = work / ".git" / "agent-loop-hooks.index.lock", tmp_path / "once"
+    plan = (work / "tasks.md").read_text().replace(
+        "  FAKE: write a.txt a\n", f"  FAKE: write a.txt a\n  FAKE: bash test -e {once} || "
+                                   f"touch {once} {lock}\n")
+    (work / "tasks.md").write_text(plan)
+    git(work, "commit", "-qam", "plan")
+    first = agent_loop(work, "--workplace", "checkout", "--git-hooks", "--no-distill")
+    said = first.stdout + first.stderr
+    assert first.returncode != 0 and "Traceback" not in said, said
+    assert "task 1: its agent had finished before the error below; its work is kept aside" \
+        in said, said
+    lock.unlink()  # the user takes the lock away
+    again = agent_loop(work, "--workplace", "checkout", "--git-hooks", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    runs = [p for p in fake_claude.task_prompts() if "write a.txt" in p]
+    assert len(runs) == 1, again.stdout  # the agent was paid once
+    assert "its agent had finished before the last run was stopped" in again.stdout, again.stdout
+    assert (work / "a.txt").read_text() == "a\n"
+    task = state_of(work)["tasks"][0]
+    assert task["status"] == "completed" and task["attempts"] == 1, task
