@@ -126,7 +126,13 @@ def _finished_before(task: TaskState) -> Attempt | None:
     """The task's last finished run, when the run was stopped after it (in its checks, in a
     fix run or in the review that followed), its work kept aside (Attempt.work_kept)."""
     last = task.history[-1] if task.history else None
-    if last is None or last.outcome != O.INTERRUPTED:
+    if last is None:
+        return None
+    # A reviewer's run that gave its verdict keeps it when a stop comes after (its commit
+    # message, the landing): the stop is the attempt's, the work the one it judged.
+    judged = last.role == "reviewer" and last.verdict in (O.APPROVED, O.FEEDBACK) and \
+        task.status == S.INTERRUPTED
+    if last.outcome != O.INTERRUPTED and not judged:
         return None
     # The stopped run is the fix run or the reviewer when not the finished one itself; the
     # kept work is the attempt's as it stood then, a stopped fix run's edits included.

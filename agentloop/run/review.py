@@ -88,8 +88,8 @@ def judge(run: Run, task: TaskState, outcome: Outcome, round_: int,
     before = _judged_before(task, developer.number, round_)
     if before is not None:
         approved = before.verdict == O.APPROVED
-        run.emit(LaneNote(f"task {task.index}: the reviewer's verdict of round {round_} was "
-                          "read back from the last run, and the reviewer is not paid again"))
+        run.emit(LaneNote(f"task {task.index}: the reviewer's verdict of round {round_} in the "
+                          "last run stands, and the reviewer is not paid again"))
         word, reason = (O.APPROVED, None) if approved else (O.FEEDBACK, before.reason or "")
         hand(run, task, Marked(before, word, reason, word, ReviewVerdict(
             task.index, round_, rounds, word, reason or "")))

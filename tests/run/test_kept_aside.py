@@ -570,7 +570,8 @@ def test_a_review_read_back_after_a_kill_is_not_paid_again(
     assert sum("--tools" not in c["argv"] for c in runs) == 1, again.stdout  # the developer
     assert sum("--tools" in c["argv"] for c in runs) == 1, again.stdout  # and the reviewer
     assert "its agent had finished" in again.stdout, again.stdout
-    assert "the reviewer's verdict of round 1 was read back" in again.stdout, again.stdout
+    assert "the reviewer's verdict of round 1 in the last run stands" in again.stdout, \
+        again.stdout
     task = state_of(work)["tasks"][0]
     assert task["status"] == "completed" and task["attempts"] == 1, task
     reviews = [a for a in task["history"] if a["role"] == "reviewer"]
@@ -656,5 +657,47 @@ def test_an_error_in_the_hooks_after_the_agent_ended_well_keeps_its_work_aside(
     assert len(runs) == 1, again.stdout  # the agent was paid once
     assert "its agent had finished before the last run was stopped" in again.stdout, again.stdout
     assert (work / "a.txt").read_text() == "a\n"
+    task = state_of(work)["tasks"][0]
+    assert task["status"] == "completed" and task["attempts"] == 1, task
+
+
+# Ctrl+C to agent-loop as its second read-only run starts: after the reviewer's (approved), the
+# commit message's helper.
+CTRL_C_AT_THE_MESSAGE_AFTER_REVIEW = """#!/bin/sh
+case " $* " in *" --tools "*)
+    echo x >> "$STOPPED.count"
+    if [ "$(wc -l < "$STOPPED.count")" -eq 2 ] && [ ! -e "$STOPPED" ]; then
+        touch "$STOPPED"
+        kill -INT $PPID
+    fi
+esac
+exec "$REAL_CLAUDE" "$@"
+"""
+
+
+def test_ctrl_c_after_the_review_approved_pays_neither_again(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ctrl+C after the reviewer approved, as the commit message was written: the reviewer's
+    # record came last, so the kept work was not brought back, and the developer and the
+    # reviewer ran (were paid) again.
+    work = project(tmp_path, "git", "- one\n  FAKE: write a.txt a\n")
+    wrapper = tmp_path / "wrapper" / "claude"
+    wrapper.parent.mkdir()
+    wrapper.write_text(CTRL_C_AT_THE_MESSAGE_AFTER_REVIEW)
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
+    monkeypatch.setenv("STOPPED", str(tmp_path / "stopped"))
+    child = start(work, "--review", "--distill")
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 130 and (tmp_path / "stopped").exists(), out + err
+    again = agent_loop(work, "--workplace", "checkout", "--review", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    runs = fake_claude.task_runs()
+    assert sum("--tools" not in c["argv"] for c in runs) == 1, again.stdout  # the developer
+    assert "reviewer checking" not in again.stdout, again.stdout  # the reviewer ran once
+    assert "its agent had finished" in again.stdout, again.stdout
+    assert "the reviewer's verdict of round 1 in the last run stands" in again.stdout, \
+        again.stdout
     task = state_of(work)["tasks"][0]
     assert task["status"] == "completed" and task["attempts"] == 1, task
