@@ -177,10 +177,10 @@ def overview(cwd: Path) -> tuple[Path, list[PlanLine]]:
             continue
         if state is None:
             continue
+        if live_pid(root / STATE_DIR / "run.pid") is None:
+            as_left_by_a_dead_run(state.tasks)  # first: a killed agent's cost is unknown
         silent = unstarted(root, state)
         total = tally.of_state(state)
-        if live_pid(root / STATE_DIR / "run.pid") is None:
-            as_left_by_a_dead_run(state.tasks)
         counts: dict[str, int] = {}
         for t in state.tasks:
             counts[str(t.status)] = counts.get(str(t.status), 0) + 1

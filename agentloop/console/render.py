@@ -111,7 +111,7 @@ def _task_line(t: TaskState, view: StatusView, show: Callable[[str | Path], str]
     runs = sum(1 for a in t.history if a.role == "developer" and a.iteration == 1
                and a.log not in view.unstarted)
     return (f"{t.index:>4} {t.status:<11} {runs} run(s)  {change:<12} "
-            f"{money(t.cost_usd):>9}  {t.group} > {t.summary}"
+            f"{_task_cost(t):>9}  {t.group} > {t.summary}"
             + (f"\n       log: {show(t.log)}" if t.log else "")
             + (f"\n       error: {t.error}" if t.error and t.status != S.COMPLETED else "")
             # A completed task's note: where the files it wrote inside a submodule
@@ -272,6 +272,13 @@ def _task_json(t: TaskState, receipt: tally.Tally) -> dict[str, Any]:
                          "role": a.role, "round": a.round, "verdict": a.verdict,
                          "change_id": a.change_id, "checks": a.checks}
                         for a in t.history]}
+
+
+def _task_cost(t: TaskState) -> str:
+    """A task's cost in --status's list: a run of it a kill cut off spent what is not known."""
+    if all(a.cost_known for a in t.history):
+        return money(t.cost_usd)
+    return f"{money(t.cost_usd)} or more" if t.cost_usd else "unknown"
 
 
 def summary_text(event: RunFinished, cwd: Path | None = None) -> str:

@@ -126,7 +126,13 @@ def _finished_before(task: TaskState) -> Attempt | None:
     """The task's last finished run, when the run was stopped after it (in its checks, in a
     fix run or in the review that followed), its work kept aside (Attempt.work_kept)."""
     last = task.history[-1] if task.history else None
-    if last is None or last.outcome != O.INTERRUPTED:
+    if last is None:
+        return None
+    # A reviewer's run that gave its verdict keeps it when a stop comes after (its commit
+    # message, the landing): the stop is the attempt's, the work the one it judged.
+    judged = last.role == "reviewer" and last.verdict in (O.APPROVED, O.FEEDBACK) and \
+        task.status == S.INTERRUPTED
+    if last.outcome != O.INTERRUPTED and not judged:
         return None
     # The stopped run is the fix run or the reviewer when not the finished one itself; the
     # kept work is the attempt's as it stood then, a stopped fix run's edits included.
@@ -284,8 +290,17 @@ def _abandon(run: Run, task: TaskState, change: Change, number: int,
     before the next run stay theirs. `finished`: its agent had finished (a Ctrl+C in the
     checks): the records keep where its work went, for the next run to bring back."""
     interrupted = isinstance(exc, (Interrupted, KeyboardInterrupt))
+    # An error, not a stop (a failing git, a full disk), after the agent ended well: its work
+    # is whole, kept aside as a stop's is and brought back by the next run, said in one line.
+    failed = finished and not interrupted and isinstance(exc, Exception) and \
+        not isinstance(exc, AgentBlocked)
+    interrupted = interrupted or failed
     outcome = O.INTERRUPTED if interrupted else (
         S.BLOCKED if isinstance(exc, AgentBlocked) else O.STOPPED)
     hand(run, task, Uncounted(number, outcome, O.INTERRUPTED if interrupted else S.PENDING,
                               str(exc) or "interrupted", stopped=not interrupted))
     drop(run, task, change, number, finished=interrupted and finished)
+    if failed and _finished_before(task) is not None:
+        run.emit(LaneNote(f"task {task.index}: its agent had finished before the error below; "
+                          "its work is kept aside, and the next run brings it back, checks and "
+                          "commits it without running the agent again", stop=True))

@@ -178,6 +178,10 @@ def recover(run: Run, task: TaskState) -> bool:
             # Killed as its agent ended well, before the record said so: recorded now (it was
             # paid), its work kept and brought back below as for a kill in its checks.
             hand(run, task, RunEnded(last, ended))
+            if last.role == "reviewer" and ended.ok:
+                from agentloop.run import review  # a run that asks for reviews only
+
+                review.read_back(run, task, last, ended)  # its verdict stands (review.judge)
         # Killed inside the agent (or after it): like Ctrl+C, that attempt does not count.
         hand(run, task, Uncounted(last.number, O.INTERRUPTED, S.INTERRUPTED,
                                   task.error or "the run was killed"))
@@ -190,6 +194,17 @@ def recover(run: Run, task: TaskState) -> bool:
             if finished and isinstance(run.vcs, KeepsKilledAttempt) else None
         if kept is not None:
             hand(run, task, Dropped("", last.number, kept.line, True, said=kept.said))
+    elif task.status == S.INTERRUPTED and last is not None and last.outcome == O.INTERRUPTED \
+            and _ended_well_unkept(task, last.number):
+        # An older agent-loop's Ctrl+C (or an error: ledger.left_open) after the agent ended
+        # well, before its commit: its run's end interrupted the task with its work where it
+        # stood, which this version keeps aside as the stop comes (_stopped_unlanded). The
+        # records say as much as a kill's: taken up as a kill's is, not paid again.
+        finished = True
+        kept = run.vcs.killed_attempt_kept(commit_message(task, run.state.title)) \
+            if isinstance(run.vcs, KeepsKilledAttempt) else None
+        if kept is not None:
+            hand(run, task, Dropped("", last.number, kept.line, True, said=kept.said))
     else:
         finished = False
     # A task left running or interrupted has a change holding a partial attempt; drop it
@@ -199,6 +214,13 @@ def recover(run: Run, task: TaskState) -> bool:
         drop(run, task, Change(change_id=task.change_id, commit_id=task.commit_id or ""),
              last.number if finished and last is not None else None, finished)
     return False
+
+
+def _ended_well_unkept(task: TaskState, number: int) -> bool:
+    """Whether attempt `number`'s developer ended well and nothing of it was kept aside (the
+    work is still where its run left it: the state of an older version's stop)."""
+    return finished_well(task, number) is not None and \
+        not any(a.work_kept for a in task.history if a.number == number)
 
 
 def _sealed(run: Run, task: TaskState) -> Change | None:
@@ -279,6 +301,10 @@ def _settled(run: Run, task: TaskState, outcome: Outcome, trailers: str,
             with shielded():
                 _stopped_unlanded(run, task, outcome)
             raise
+        except Exception:  # a failing git, a full disk: the agent's work is whole
+            with shielded():
+                _failed_unlanded(run, task, outcome)
+            raise
         return True
     drop(run, task, outcome.change)
     return False
@@ -296,6 +322,24 @@ def _stopped_unlanded(run: Run, task: TaskState, outcome: Outcome) -> None:
     number = outcome.attempt.number
     hand(run, task, Uncounted(number, O.INTERRUPTED, S.INTERRUPTED, "interrupted"))
     drop(run, task, outcome.change, number, finished=True)
+
+
+def _failed_unlanded(run: Run, task: TaskState, outcome: Outcome) -> None:
+    """An error (not a stop) after the agent ended well, before a commit of its work was made:
+    its finished work is kept aside as a stop's is (_stopped_unlanded), said in one line,
+    where the run's end interrupted the task with its change named and the next run rolled it
+    back and paid the agent again. Where it cannot be kept aside (the same fault again), the
+    records are left as they were and the error is the one the run says."""
+    if task.status != S.RUNNING:
+        return
+    try:
+        _stopped_unlanded(run, task, outcome)
+    except Exception:  # noqa: BLE001 - the first error is the one to say
+        return
+    if task.status == S.INTERRUPTED and not task.change_id:
+        run.emit(LaneNote(f"task {task.index}: its agent had finished before the error below; "
+                          "its work is kept aside, and the next run brings it back, checks and "
+                          "commits it without running the agent again", stop=True))
 
 
 def judge(run: Run, task: TaskState, outcome: Outcome, transient: int,

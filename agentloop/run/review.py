@@ -22,7 +22,7 @@ fix, are the attempt's (agentloop.run.attempt), so review and checks sit side by
 
 from __future__ import annotations
 
-from agentloop.agents import BLOCKING, LIMIT, TRANSIENT
+from agentloop.agents import BLOCKING, LIMIT, TRANSIENT, AgentResult
 from agentloop.errors import AgentBlocked
 from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import review_note
@@ -32,10 +32,11 @@ from agentloop.run.events import ReviewStarted, ReviewVerdict
 from agentloop.run.final_message import first_line
 from agentloop.run.fixes import Outcome, fix_run
 from agentloop.run.handover import hand
+from agentloop.run.lane_tag import LaneNote
 from agentloop.run.review_prompt import Verdict, cut_diff, fix_prompt, parse_verdict, review_prompt
 from agentloop.run.waits import classify, wait_for_limit
 from agentloop.state.outcome import AttemptOutcome as O
-from agentloop.state.schema import State, TaskState
+from agentloop.state.schema import Attempt, State, TaskState
 from agentloop.state.status import TaskStatus as S
 
 # Runs of a failing reviewer in one round, beyond the first, before the task is left unapproved
@@ -57,11 +58,42 @@ def unapproved_notes(state: State) -> tuple[str, ...]:
     return tuple(notes)
 
 
+def read_back(run: Run, task: TaskState, record: Attempt, result: AgentResult) -> None:
+    """A reviewer's run a kill cut off after it ended well, read back from its raw log
+    (agentloop.run.lane.recover): its verdict goes into its record, which the attempt's
+    uncounting then marks interrupted as the rest, for `judge` to take up in the next run."""
+    verdict = parse_verdict(result.text)
+    word = O.APPROVED if verdict.approved else O.FEEDBACK
+    hand(run, task, Marked(record, record.outcome, None if verdict.approved else
+                           verdict.feedback, word, save=False))
+
+
+def _judged_before(task: TaskState, number: int, round_: int) -> Attempt | None:
+    """The reviewer's run of this round whose verdict a stopped run recorded (read back after
+    a kill, or given before a Ctrl+C), when nothing ran after it: the work it judged is the
+    work brought back, so its verdict stands and the reviewer is not paid again."""
+    last = task.history[-1] if task.history else None
+    if last is None or last.role != "reviewer" or last.number != number or \
+            last.round != round_ or last.exit_code != 0 or \
+            last.verdict not in (O.APPROVED, O.FEEDBACK):
+        return None
+    return last
+
+
 def judge(run: Run, task: TaskState, outcome: Outcome, round_: int,
             feedback: str | None) -> Verdict | str:
     """One reviewer round, run again after a limit or one failure; a str: why it failed."""
     rounds, failures = run.options.max_review_rounds, 0
     developer = outcome.attempt
+    before = _judged_before(task, developer.number, round_)
+    if before is not None:
+        approved = before.verdict == O.APPROVED
+        run.emit(LaneNote(f"task {task.index}: the reviewer's verdict of round {round_} in the "
+                          "last run stands, and the reviewer is not paid again"))
+        word, reason = (O.APPROVED, None) if approved else (O.FEEDBACK, before.reason or "")
+        hand(run, task, Marked(before, word, reason, word, ReviewVerdict(
+            task.index, round_, rounds, word, reason or "")))
+        return Verdict(approved, "" if approved else reason or "")
     while True:
         run.emit(ReviewStarted(task.index, round_, rounds))
         diff, cut = cut_diff(run.vcs.diff(outcome.change))

@@ -22,6 +22,10 @@ from agentloop.state import plain
 
 # A run that loses the race for the lock waits this long at most for the winner's pid to show.
 HOLDER_WAIT_SECONDS = 2.0
+# A lock found held is tried again for this long before the run is refused: --dry-run's and
+# --status's look (is_held) takes a free lock for an instant, and a run starting in that
+# instant must not be turned away by it; a run's own hold lasts the whole run.
+PEEK_SECONDS = 0.5
 PLAN_LOCK = "plan.lock"   # in the plan's folder: held by the run working on that plan
 
 
@@ -30,8 +34,9 @@ def working(base: Path, plan_dir: Path) -> tuple[int, bool] | None:
     (a live pid in run.pid alone may be a killed run's, reused): its pid, and whether it
     works on the plan whose folder is `plan_dir`; None when no run does."""
     pid = live_pid(base / "run.pid")
-    # The pid first: no look at the lock (which takes it for an instant when it is free, so
-    # a run starting then would be refused) when no live process names itself its holder.
+    # The pid first: no look at the lock (which takes it for an instant when it is free; a
+    # run starting then tries again, RunLock._take) when no live process names itself its
+    # holder.
     if pid is None or not is_held(base / "run.lock"):
         return None
     return pid, is_held(plan_dir / PLAN_LOCK)
@@ -143,10 +148,15 @@ class RunLock:
             self._take(vcs_dir / "agent-loop.lock", vcs_dir / "agent-loop.pid")
 
     def _take(self, lock_path: Path, pid_path: Path) -> None:
-        try:
-            lock = try_lock(lock_path)
-        except OSError as exc:
-            raise _cannot_write(lock_path, exc) from None
+        deadline = time.monotonic() + PEEK_SECONDS
+        while True:
+            try:
+                lock = try_lock(lock_path)
+            except OSError as exc:
+                raise _cannot_write(lock_path, exc) from None
+            if lock is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
         if lock is None:
             raise StateLocked(f"another agent-loop run holds {self.root} (pid "
                               f"{self._holder(pid_path)}); wait for it or stop it first")

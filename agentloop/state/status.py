@@ -93,10 +93,16 @@ TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
 
 def as_left_by_a_dead_run(tasks: list[Any]) -> None:
     """No run lives (a kill left the records): a task it left running is interrupted, as the
-    next run will settle it. For what --status shows; the records on disk stay as they are."""
+    next run will settle it, and what its unfinished agent runs spent is not known (as that run
+    will say: "or more"), where 0.0 read as known. For what --status shows; the records on disk
+    stay as they are (agentloop.standing.unstarted then takes a run whose agent never said a
+    word as known: nothing spent)."""
     for task in tasks:
         if task.status == S.RUNNING:
             task.status = S.INTERRUPTED
+            for record in task.history:
+                if record.outcome == "running" and record.exit_code is None:
+                    record.cost_known = False
 
 
 class BadTransition(RuntimeError):

@@ -209,6 +209,30 @@ def test_a_second_run_is_refused_while_one_runs(work: Path, fake_claude: FakeCla
         assert "tokens only" not in status.stdout, status.stdout
 
 
+def test_status_after_a_kill_mid_agent_says_its_cost_is_unknown(work: Path,
+                                                                 fake_claude: FakeClaude) -> None:
+    """A kill -9 while the agent worked (it had said something) leaves its run open with no
+    cost reported: --status said "cost $0.0000" of it, where the next run says "or more"."""
+    (work / "tasks.md").write_text("- one\n  FAKE: write one.txt one\n  FAKE: sleep 30\n")
+    first = _run_in_background(work, "tasks.md", "--vcs", "none")
+    stream = work / ".agent-loop" / "logs" / "001-tasks--one.jsonl"
+    try:
+        _wait_for(lambda: any(p.stat().st_size for p in stream.parent.glob("*.jsonl"))
+                  if stream.parent.exists() else False)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.communicate(timeout=60)
+    for args in (["tasks.md", "--status"], ["--status"]):
+        status = subprocess.run([installed(), *args], cwd=work, capture_output=True,
+                                text=True, timeout=30)
+        assert status.returncode == 0, status.stderr
+        assert "cost unknown (no agent reported)" in status.stdout, status.stdout
+        assert "$0.0000" not in status.stdout, status.stdout
+    listed = subprocess.run([installed(), "tasks.md", "--status"], cwd=work,
+                           capture_output=True, text=True, timeout=30)
+    assert "   1 interrupted 1 run(s)  -              unknown  " in listed.stdout, listed.stdout
+
+
 def _run_in_background(work: Path, *args: str) -> subprocess.Popen[str]:
     """`agent-loop ARGS` started in `work` in a session of its own (its agents with it)."""
     return subprocess.Popen([sys.executable, "-m", "agentloop", *args], cwd=work,

@@ -484,3 +484,224 @@ def test_ctrl_c_after_the_agent_ended_well_pays_it_once(tmp_path: Path, fake_cla
     assert (work / "a.txt").read_text() == "a\n" and (work / "b.txt").read_text() == "b\n"
     subjects = git(work, "log", "--format=%s").splitlines()
     assert sum("one" in s for s in subjects) == 1, subjects
+
+
+# The commit of the agent's work fails (git cannot lock your branch: another git left its lock
+# while the commit message was written): an error, not a stop.
+BRANCH_LOCKED_AT_THE_MESSAGE = """#!/bin/sh
+case " $* " in *" --tools "*)
+    if grep -qs 'write a.txt' "$FAKE_CLAUDE_LOG" && [ ! -e "$STOPPED" ]; then
+        touch "$STOPPED" "$(git rev-parse --git-dir)/refs/heads/main.lock"
+    fi
+esac
+exec "$REAL_CLAUDE" "$@"
+"""
+
+
+def test_an_error_after_the_agent_ended_well_keeps_its_work_aside(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An error (git failing to commit) after the agent's success was recorded, before its
+    # commit: the run's end interrupted the task with its change named, and the next run
+    # rolled it back and ran (paid) the agent again, where a Ctrl+C keeps the work aside.
+    work = project(tmp_path, "git", "## A\n- one\n  FAKE: write a.txt a\n"
+                                    "- two\n  FAKE: write b.txt b\n")
+    wrapper = tmp_path / "wrapper" / "claude"
+    wrapper.parent.mkdir()
+    wrapper.write_text(BRANCH_LOCKED_AT_THE_MESSAGE)
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
+    monkeypatch.setenv("STOPPED", str(tmp_path / "stopped"))
+    first = agent_loop(work, "--vcs", "git", "--workplace", "checkout")
+    said = first.stdout + first.stderr
+    assert first.returncode != 0 and (tmp_path / "stopped").exists(), said
+    assert "Traceback" not in said, said
+    assert "task 1: its agent had finished before the error below; its work is kept aside" \
+        in said, said
+    (work / ".git" / "refs" / "heads" / "main.lock").unlink()  # the user takes the lock away
+    again = agent_loop(work, "--vcs", "git", "--workplace", "checkout")
+    assert again.returncode == 0, again.stdout + again.stderr
+    runs = [p for p in fake_claude.task_prompts() if "write a.txt" in p]
+    assert len(runs) == 1, again.stdout  # the agent was paid once
+    assert "its agent had finished before the last run was stopped" in again.stdout, again.stdout
+    assert (work / "a.txt").read_text() == "a\n" and (work / "b.txt").read_text() == "b\n"
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed"] * 2, tasks
+    subjects = git(work, "log", "--format=%s").splitlines()
+    assert sum("one" in s for s in subjects) == 1, subjects
+
+
+# The reviewer as agent-loop starts it (--tools: read-only), the fake inside: once its run has
+# ended with its verdict, and agent-loop has kept that line in the run's raw log, agent-loop is
+# killed (kill -9) before it recorded the verdict.
+KILL_AFTER_THE_REVIEW = """#!/bin/sh
+"$REAL_CLAUDE" "$@"
+code=$?
+case " $* " in *" --tools "*)
+    if [ ! -e "$KILLED" ]; then
+        touch "$KILLED"
+        n=0
+        until grep -qs '"type": "result"' "$LOGS"/*-review1.jsonl || [ $n -ge 500 ]; do
+            sleep 0.01; n=$((n + 1))
+        done
+        kill -9 $PPID
+    fi
+esac
+exit $code
+"""
+
+
+def test_a_review_read_back_after_a_kill_is_not_paid_again(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    # kill -9 after the reviewer's verdict was in its raw log, before its record: the next run
+    # read the reviewer's run back (recorded, paid), brought the developer's work back, and
+    # ran the review again (paid twice).
+    work = project(tmp_path, "git", "- one\n  FAKE: write a.txt a\n")
+    wrapper = tmp_path / "wrapper" / "claude"
+    wrapper.parent.mkdir()
+    wrapper.write_text(KILL_AFTER_THE_REVIEW)
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
+    monkeypatch.setenv("KILLED", str(tmp_path / "killed"))
+    monkeypatch.setenv("LOGS", str(work / ".agent-loop" / "logs"))
+    child = start(work, "--review")
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == -signal.SIGKILL, out + err
+    again = agent_loop(work, "--workplace", "checkout", "--review", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    runs = fake_claude.task_runs()
+    assert sum("--tools" not in c["argv"] for c in runs) == 1, again.stdout  # the developer
+    assert sum("--tools" in c["argv"] for c in runs) == 1, again.stdout  # and the reviewer
+    assert "its agent had finished" in again.stdout, again.stdout
+    assert "the reviewer's verdict of round 1 in the last run stands" in again.stdout, \
+        again.stdout
+    task = state_of(work)["tasks"][0]
+    assert task["status"] == "completed" and task["attempts"] == 1, task
+    reviews = [a for a in task["history"] if a["role"] == "reviewer"]
+    assert len(reviews) == 1 and reviews[0]["verdict"] == "approved", reviews
+    assert "a.txt" in git(work, "show", "--name-only", "--format=", "HEAD")
+
+
+# kill -9 of agent-loop as the commit message's helper starts (the agent's success recorded).
+KILL_AT_THE_MESSAGE = CTRL_C_AT_THE_MESSAGE.replace("kill -INT $PPID", "kill -9 $PPID")
+
+
+def test_an_older_versions_ctrl_c_after_the_agent_ended_well_pays_it_once(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An older agent-loop's Ctrl+C after the agent's success was recorded, before its commit:
+    # its run's end left the task interrupted (ledger.left_open), the finished work still in
+    # the lane, nothing kept aside. This version rolled that back as unfinished and ran the
+    # agent again. The state is made as that version left it: a kill at that moment, then the
+    # records as its run's end wrote them.
+    from agentloop.state.status import TaskStatus
+    from agentloop.state.store import Store
+
+    work = project(tmp_path, "git", "## A\n- one\n  FAKE: write a.txt a\n"
+                                    "- two\n  FAKE: write b.txt b\n")
+    wrapper = tmp_path / "wrapper" / "claude"
+    wrapper.parent.mkdir()
+    wrapper.write_text(KILL_AT_THE_MESSAGE)
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
+    monkeypatch.setenv("STOPPED", str(tmp_path / "stopped"))
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git"],
+                             cwd=work, env={**os.environ, "NO_COLOR": "1"},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == -signal.SIGKILL and (tmp_path / "stopped").exists(), out + err
+    store = Store(work)
+    state = store.load()
+    assert state is not None
+    task = state.tasks[0]
+    assert task.status == TaskStatus.RUNNING and task.history[-1].exit_code == 0, task
+    for record in task.history:  # as ledger.uncount marked them
+        record.outcome = "interrupted"
+    task.status, task.error, task.attempts = TaskStatus.INTERRUPTED, "interrupted", 0
+    store.save(state)
+    again = agent_loop(work, "--vcs", "git")
+    assert again.returncode == 0, again.stdout + again.stderr
+    runs = [p for p in fake_claude.task_prompts() if "write a.txt" in p]
+    assert len(runs) == 1, again.stdout  # the agent was paid once
+    assert "its agent had finished before the last run was stopped" in again.stdout, again.stdout
+    assert (work / "a.txt").read_text() == "a\n" and (work / "b.txt").read_text() == "b\n"
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed"] * 2, tasks
+    assert tasks[0]["attempts"] == 1 and tasks[0]["cost_usd"] > 0, tasks[0]
+    subjects = git(work, "log", "--format=%s").splitlines()
+    assert sum("one" in s for s in subjects) == 1, subjects
+
+
+def test_an_error_in_the_hooks_after_the_agent_ended_well_keeps_its_work_aside(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # An error in the checks (git cannot make the index the repository's hooks run on: its
+    # lock was left) after the agent ended well: the attempt was dropped as stopped, its work
+    # not kept, and the next run ran (paid) the agent again.
+    work = project(tmp_path, "git", "## A\n- one\n  FAKE: write a.txt a\n")
+    hook = work / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o755)
+    lock, once = work / ".git" / "agent-loop-hooks.index.lock", tmp_path / "once"
+    plan = (work / "tasks.md").read_text().replace(
+        "  FAKE: write a.txt a\n", f"  FAKE: write a.txt a\n  FAKE: bash test -e {once} || "
+                                   f"touch {once} {lock}\n")
+    (work / "tasks.md").write_text(plan)
+    git(work, "commit", "-qam", "plan")
+    first = agent_loop(work, "--workplace", "checkout", "--git-hooks", "--no-distill")
+    said = first.stdout + first.stderr
+    assert first.returncode != 0 and "Traceback" not in said, said
+    assert "task 1: its agent had finished before the error below; its work is kept aside" \
+        in said, said
+    lock.unlink()  # the user takes the lock away
+    again = agent_loop(work, "--workplace", "checkout", "--git-hooks", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    runs = [p for p in fake_claude.task_prompts() if "write a.txt" in p]
+    assert len(runs) == 1, again.stdout  # the agent was paid once
+    assert "its agent had finished before the last run was stopped" in again.stdout, again.stdout
+    assert (work / "a.txt").read_text() == "a\n"
+    task = state_of(work)["tasks"][0]
+    assert task["status"] == "completed" and task["attempts"] == 1, task
+
+
+# Ctrl+C to agent-loop as its second read-only run starts: after the reviewer's (approved), the
+# commit message's helper.
+CTRL_C_AT_THE_MESSAGE_AFTER_REVIEW = """#!/bin/sh
+case " $* " in *" --tools "*)
+    echo x >> "$STOPPED.count"
+    if [ "$(wc -l < "$STOPPED.count")" -eq 2 ] && [ ! -e "$STOPPED" ]; then
+        touch "$STOPPED"
+        kill -INT $PPID
+    fi
+esac
+exec "$REAL_CLAUDE" "$@"
+"""
+
+
+def test_ctrl_c_after_the_review_approved_pays_neither_again(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ctrl+C after the reviewer approved, as the commit message was written: the reviewer's
+    # record came last, so the kept work was not brought back, and the developer and the
+    # reviewer ran (were paid) again.
+    work = project(tmp_path, "git", "- one\n  FAKE: write a.txt a\n")
+    wrapper = tmp_path / "wrapper" / "claude"
+    wrapper.parent.mkdir()
+    wrapper.write_text(CTRL_C_AT_THE_MESSAGE_AFTER_REVIEW)
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
+    monkeypatch.setenv("STOPPED", str(tmp_path / "stopped"))
+    child = start(work, "--review", "--distill")
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 130 and (tmp_path / "stopped").exists(), out + err
+    again = agent_loop(work, "--workplace", "checkout", "--review", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    runs = fake_claude.task_runs()
+    assert sum("--tools" not in c["argv"] for c in runs) == 1, again.stdout  # the developer
+    assert "reviewer checking" not in again.stdout, again.stdout  # the reviewer ran once
+    assert "its agent had finished" in again.stdout, again.stdout
+    assert "the reviewer's verdict of round 1 in the last run stands" in again.stdout, \
+        again.stdout
+    task = state_of(work)["tasks"][0]
+    assert task["status"] == "completed" and task["attempts"] == 1, task

@@ -211,6 +211,24 @@ def test_second_run_is_refused_with_the_holders_pid(tmp_path: Path) -> None:
         pass
 
 
+def test_a_run_starting_as_dry_run_peeks_at_the_lock_is_not_refused(tmp_path: Path) -> None:
+    """--dry-run's look at a free run lock takes it for an instant (agentloop.files.lock's
+    is_held): a run starting in that instant, with run.pid naming a live process (a killed
+    run's pid, reused), was refused, naming that pid, though no run worked."""
+    import threading
+
+    from agentloop.files.lock import try_lock
+
+    store = Store(tmp_path)
+    store.make_dir()
+    (store.base / "run.pid").write_text(f"{os.getppid()}\n")  # alive, and no run of ours
+    peek = try_lock(store.base / "run.lock")  # the look, caught in its instant
+    assert peek is not None
+    threading.Timer(0.05, os.close, (peek,)).start()
+    with store.lock():
+        assert (store.base / "run.pid").read_text() == f"{os.getpid()}\n"
+
+
 def test_the_store_ignores_itself_and_comes_back_when_deleted(tmp_path: Path) -> None:
     import shutil
 
