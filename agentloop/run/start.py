@@ -389,6 +389,10 @@ def choose_agent(options: RunOptions, state: State | None) -> str:
         raise StateError("this plan's state was left by a rehearsal (an older agent-loop kept it "
                          "with the real one), so no agent did its tasks: start the real run "
                          "with --reset")
+    if began not in AGENTS:  # a state edited by hand, or left by a newer agent-loop
+        raise StateError(f"this plan's state names the agent {began!r}, which this agent-loop "
+                         f"does not know ({', '.join(sorted(AGENTS))}): start over with "
+                         "--reset, or fix `agent` in the state")
     if options.agent == DEFAULT_AGENT:
         return began
     raise StateError(f"this run began with --agent {began}; go on with it, or start over with "

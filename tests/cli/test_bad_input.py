@@ -428,6 +428,18 @@ def test_a_parseable_but_damaged_state_is_refused_never_a_crash(spot: tuple, val
                 assert "\n" not in str(exc)
 
 
+@pytest.mark.parametrize("agent", ["", "nonesuch"])
+def test_a_state_naming_an_unknown_agent_is_one_clear_line(agent: str, tmp_path: Path) -> None:
+    # Hypothesis found it once (agent ""): --dry-run ended in a KeyError, not a line.
+    data = copy.deepcopy(VALID)
+    data["agent"] = agent
+    (tmp_path / "tasks.md").write_text("## G\n- one\n- two\n")
+    (tmp_path / ".agent-loop").mkdir()
+    (tmp_path / ".agent-loop" / "state.json").write_bytes(orjson.dumps(data))
+    with pytest.raises(AgentLoopError, match=f"names the agent {agent!r}"):
+        app.dry_run(Path("tasks.md"), tmp_path, RunOptions())
+
+
 # -- where the state lives: read-only, full, odd --------------------------------------------------
 
 def read_only(folder: Path) -> tuple[str, ...]:
