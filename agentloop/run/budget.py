@@ -159,10 +159,14 @@ class Purse:
         with self._room:
             self._held.pop(lane, None)
             while True:
+                if halted():
+                    # Woken by the attempt a Ctrl+C stopped beside it (its reservation given
+                    # back), the verdict alone would say GO: the stop comes first.
+                    return Verdict.WAIT
                 said = verdict(budget, spent(), self._held.values())
                 if said is Verdict.GO:
                     self._held[lane] = amount
-                if said is not Verdict.WAIT or halted():
+                if said is not Verdict.WAIT:
                     return said
                 if not told:
                     waits()

@@ -207,3 +207,51 @@ def test_dry_run_warns_of_a_task_budget_below_what_a_run_has_cost(work: Path,
         "($1.0000)" in line, line
     enough = agent_loop(work, "--vcs", "none", "--dry-run", "--budget", "5", "--task-budget", "1")
     assert "warning" not in next(x for x in enough.stdout.splitlines() if x.startswith("budget: "))
+
+
+# A Ctrl+C while lanes wait on the budget, and the run after it.
+
+def agent_runs(fake_claude: FakeClaude) -> int:
+    return len([c for c in fake_claude.calls() if "--output-format" in c["argv"]])
+
+
+def stopped_while_lanes_wait(work: Path, fake_claude: FakeClaude) -> Path:
+    """Four groups of a $1 task each under --budget 2.5 and --parallel 4, the first task's agent
+    held until the file returned exists (20 s at most): no cost is known yet, so the other three
+    lanes wait on the budget; a Ctrl+C then. Checks the stop; returns the file that lets agents
+    finish."""
+    import os
+    import signal
+    import time
+
+    init_repo(work, "git")
+    go = work.parent / "go"
+    (work / "tasks.md").write_text(groups(4, f"\n  FAKE: bash for i in $(seq 400); do [ -e {go} ] "
+                                              "&& break; sleep 0.05; done"))
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                              "--parallel", "4", "--no-distill", "--budget", "2.5"], cwd=work,
+                             text=True, env={**os.environ, "NO_COLOR": "1"},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while agent_runs(fake_claude) < 1:
+        assert time.monotonic() < deadline, "the first task never started"
+        time.sleep(0.05)
+    time.sleep(1.0)  # the other lanes are made and wait on the budget
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 130, out + err
+    assert out.count("waits: what was spent and what the running tasks may still spend") == 3
+    return go
+
+
+def test_no_agent_starts_after_a_ctrl_c_in_a_lane_waiting_on_the_budget(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # The stopped agent gives its reservation back, which wakes a waiting lane: the budget then
+    # said go and that lane started an agent after the Ctrl+C (then killed it, its cost unknown).
+    stopped_while_lanes_wait(work, fake_claude)
+    assert agent_runs(fake_claude) == 1
+    first, *others = state_of(work)["tasks"]
+    assert first["status"] == "interrupted"
+    assert all(not t["history"] for t in others), others
+
