@@ -63,7 +63,7 @@ from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline, task_checks
 from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
 from agentloop.state.outcome import AttemptOutcome as O
-from agentloop.state.receipts import money, spent
+from agentloop.state.receipts import money
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.choose import IntegrationConflict
@@ -439,17 +439,19 @@ def _check_budget(run: Run, task: TaskState) -> bool:
     options = run.options
     if options.budget is None:
         return True
-    amount = budget.reservation(options, run.agent.caps_spend, bool(task_checks(options, task)),
-                                run.state)
+    caps = run.agent.caps_spend
+    amount = budget.reservation(options, caps, bool(task_checks(options, task)), run.state)
     said = run.shared.purse.take(
-        task.group, options.budget, lambda: spent(run.state), amount, run.shared.halted,
+        task.group, options.budget, lambda: budget.reckoned(options, caps, run.state).total,
+        amount, run.shared.halted,
         lambda: run.emit(LaneNote(f"task {task.index} waits: what was spent and what the running "
                                   f"tasks may still spend could reach --budget "
                                   f"{money(options.budget or 0)}")))
     if said is budget.Verdict.STOP:
-        total = spent(run.state)
+        total = budget.reckoned(options, caps, run.state)
         raise BudgetReached(f"budget reached before task {task.index}: spent "
-                            f"{money(total)} of {money(options.budget)}", total, options.budget)
+                            f"{total.said()} of {money(options.budget)}", total.total,
+                            options.budget)
     return said is budget.Verdict.GO
 
 

@@ -74,8 +74,8 @@ def test_the_suggestion_always_leaves_room_above_what_was_spent() -> None:
 
 def test_the_stop_counts_what_the_running_tasks_spent_after_it() -> None:
     first = BudgetReached("budget reached before task 3: spent $2.0000 of $2.0000", 2.0, 2.0)
-    assert budget.restated(first, 2.0) is first
-    later = budget.restated(first, 3.5)
+    assert budget.restated(first, budget.Reckoning(2.0)) is first
+    later = budget.restated(first, budget.Reckoning(3.5))
     assert (later.spent, later.budget) == (3.5, 2.0)
     assert "spent $3.5000 of $2.0000" in str(later) and "$1.5000" in str(later)
 
@@ -255,3 +255,19 @@ def test_no_agent_starts_after_a_ctrl_c_in_a_lane_waiting_on_the_budget(
     assert first["status"] == "interrupted"
     assert all(not t["history"] for t in others), others
 
+
+def test_a_run_of_unknown_cost_counts_as_one_of_known_cost(work: Path,
+                                                          fake_claude: FakeClaude) -> None:
+    # The interrupted run reported no cost. Counted as nothing, it made the re-run (its
+    # --budget 2.5 kept by the state) start all four lanes at once: $4 spent of $2.50.
+    go = stopped_while_lanes_wait(work, fake_claude)
+    go.write_text("")
+    again = agent_loop(work, "--vcs", "git", "--parallel", "4", "--no-distill")
+    assert again.returncode == 1, again.stdout + again.stderr
+    # Task 1 again, alone: no cost known. Then $1 spent plus the interrupted run counted as $1
+    # leaves room for one task, alone; after it nothing starts.
+    assert agent_runs(fake_claude) == 1 + 2
+    assert spent(work) == 2.0
+    assert "budget reached before task" in again.stderr
+    assert "spent $2.0000, with 1 agent run of unknown cost counted as $1.0000 (the costliest " \
+        "run of known cost): $3.0000 of $2.5000" in again.stderr, again.stderr
