@@ -50,6 +50,7 @@ from agentloop.run.decisions import (
     RunEnded,
     Stop,
     Uncounted,
+    Unretried,
     WaitFor,
 )
 from agentloop.run.events import MessageDistilled
@@ -229,8 +230,17 @@ def _run_task(run: Run, task: TaskState, lane_end: bool = False) -> None:
         # A failed task run again on a later run: a fresh session, with the last advice.
         hint, fresh = last.hint or "", True
     transient, previous_error = 0, None
+    retrying = False
     while True:
-        if not _check_budget(run, task):
+        try:
+            go = _check_budget(run, task)
+        except BudgetReached:
+            if retrying:
+                _unretried(run, task)
+            raise
+        if not go:
+            if retrying:
+                _unretried(run, task)
             return  # the run began to wind down while this lane waited for room
         with hangup_settles_the_task():
             try:
@@ -249,7 +259,7 @@ def _run_task(run: Run, task: TaskState, lane_end: bool = False) -> None:
             continue  # no attempt: run it again as it was, in the group's session, same hint
         assert isinstance(decision, Retry)
         hint, transient, previous_error = decision.hint, decision.transient, decision.error
-        fresh = True
+        fresh, retrying = True, True
 
 
 def trailers_of(run: Run, task: TaskState) -> str:
@@ -430,6 +440,20 @@ def _left_landing(run: Run, task: TaskState, outcome: Outcome, helper_cost: floa
     if lands_beside(run).landing_beside() == done.change_id:
         note_landing(run, task, step)  # waited for as the lane stops, completed if landed
     hand(run, task, dataclasses.replace(step, status=S.LANDING))
+
+
+def _unretried(run: Run, task: TaskState) -> None:
+    """A failed attempt whose retry the budget (or the run's stop) kept from starting: said
+    now, and its task pending with why, not `interrupted` as if stopped midway."""
+    options = run.options
+    spent_out = options.budget is not None and budget.reckoned(
+        options, run.agent.caps_spend, run.state).total >= options.budget
+    why = "the budget ran out before its retry" if spent_out else \
+        "the run stopped before its retry"
+    failure = task.error or "its attempt failed"
+    hand(run, task, Unretried(f"held: {why}"))
+    run.emit(LaneNote(f"task {task.index} failed ({failure}) and is held: {why}; it runs "
+                      "again on the next run"))
 
 
 def _check_budget(run: Run, task: TaskState) -> bool:

@@ -212,7 +212,9 @@ def test_dry_run_warns_of_a_task_budget_below_what_a_run_has_cost(work: Path,
 # A Ctrl+C while lanes wait on the budget, and the run after it.
 
 def agent_runs(fake_claude: FakeClaude) -> int:
-    return len([c for c in fake_claude.calls() if "--output-format" in c["argv"]])
+    """The tasks' agent runs (the helper calls, such as the retry advisor's, have --tools)."""
+    return len([c for c in fake_claude.calls()
+                if "--output-format" in c["argv"] and "--tools" not in c["argv"]])
 
 
 def stopped_while_lanes_wait(work: Path, fake_claude: FakeClaude) -> Path:
@@ -271,3 +273,23 @@ def test_a_run_of_unknown_cost_counts_as_one_of_known_cost(work: Path,
     assert "budget reached before task" in again.stderr
     assert "spent $2.0000, with 1 agent run of unknown cost counted as $1.0000 (the costliest " \
         "run of known cost): $3.0000 of $2.5000" in again.stderr, again.stderr
+
+
+def test_a_failed_task_whose_retry_the_budget_holds_is_said_so(work: Path,
+                                                               fake_claude: FakeClaude) -> None:
+    # Its first run fails and spends the budget: no retry starts. The task was left
+    # "interrupted" (as if stopped midway, its paid attempt uncounted) with no word of why.
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("## Group 1\n- task 1\n  FAKE: write g1.txt 1\n"
+                                   "  FAKE: cost 0.5\n  FAKE: fail 1\n")
+    done = agent_loop(work, "--vcs", "git", "--budget", "0.5")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert agent_runs(fake_claude) == 1
+    assert "task 1 failed (simulated failure) and is held: the budget ran out before its " \
+        "retry; it runs again on the next run" in done.stdout, done.stdout
+    assert "agent-loop stopped: 1 pending" in done.stdout
+    task = state_of(work)["tasks"][0]
+    assert (task["status"], task["attempts"]) == ("pending", 1)
+    assert task["error"] == "simulated failure; held: the budget ran out before its retry"
+    status = agent_loop(work, "--status")
+    assert "error: simulated failure; held: the budget ran out before its retry" in status.stdout
