@@ -283,7 +283,9 @@ def _task_cost(t: TaskState) -> str:
 
 def summary_text(event: RunFinished, cwd: Path | None = None) -> str:
     """The closing lines of a run."""
-    counts = ", ".join(f"{n} {status}" for status, n in event.counts)
+    counts = ", ".join([f"{n} {status}" for status, n in event.counts]
+                       + ([f"{len(event.removed)} removed from the plan"] if event.removed
+                          else []))
     head = "done" if event.stopped is None else "stopped"
     notes = "".join(f"\nlook at: {note}" for note in event.notes)
     tokens = dict(event.tokens)

@@ -373,10 +373,14 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     # that were there before it (so on no commit).
     came: list[int] = []
     with held_back(came):
-        proc = _start_streaming(argv, cwd, env, stdin, errors, watched)
+        begun = running.started(
+            lambda: _start_streaming(argv, cwd, env, stdin, errors, watched))
+        if begun is None:  # every run is being stopped (Ctrl+C): this one never starts
+            _done_with(errors, reaping)
+            raise Interrupted("interrupted")
+        proc = begun
         assert proc.stdout is not None
         watchdog.tell("start", proc.pid)
-        running.add(proc)
     deadline = Deadline(None if timeout is None else time.monotonic() + timeout)
     try:
         for sig in dict.fromkeys(came):

@@ -5,7 +5,15 @@ start."""
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, TypeVar
+
+
+class _Process(Protocol):
+    @property
+    def pid(self) -> int: ...
+
+
+Proc = TypeVar("Proc", bound=_Process)
 
 _lock = threading.Lock()
 _running: dict[int, Any] = {}
@@ -24,6 +32,20 @@ def add(proc: Any) -> None:
         _running[proc.pid] = proc
 
 
+def started(start: Callable[[], Proc]) -> Proc | None:
+    """`start()` (which starts an agent run) and the run it started added, unless every run is
+    being stopped: None then, and nothing started. One step under the lock stop_all takes: a
+    lane that passed every check before a Ctrl+C (its budget wait woke as the stopped agent
+    beside it ended) starts no agent after it, and one started just before is in the list that
+    stop_all hands over."""
+    with _lock:
+        if _stop.is_set():
+            return None
+        proc = start()
+        _running[proc.pid] = proc
+        return proc
+
+
 def remove(proc: Any) -> None:
     """An agent run ended."""
     with _lock:
@@ -37,8 +59,8 @@ def stopping() -> bool:
 
 def stop_all() -> list[Any]:
     """Mark every run stopped and return them, for the caller to stop their groups."""
-    _stop.set()
-    with _lock:
+    with _lock:  # with started's check and start: no run starts after this, none is missed
+        _stop.set()
         return list(_running.values())
 
 

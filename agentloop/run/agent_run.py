@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Callable
 
 from agentloop.agents import LIMIT, AgentResult, AgentRun, clean, ended_well, priced
+from agentloop.errors import Interrupted
+from agentloop.proc import running
 from agentloop.run import ledger
 from agentloop.run.context import Run
 from agentloop.run.decisions import RunBegun, RunEnded
@@ -52,6 +54,10 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
               iteration: int = 1, kind: str = "review") -> tuple[Attempt, AgentResult]:
     """Run the agent once for `task`; return its record and result. `kind`: what a fix run
     (round_ > 0) answers, "review" feedback or failing "checks"."""
+    if running.stopping():
+        # Ctrl+C came as this lane got here: no record of a run that never starts (one of
+        # unknown cost would count against --budget: agentloop.run.budget), and no run.
+        raise Interrupted("interrupted")
     log = log_path(run, task, number, role, round_, iteration, kind)
     attempt = begin(run, task, RunBegun(change, number, run.project.store.relative(log),
                                         resume is not None, iteration, role, round_,

@@ -13,6 +13,14 @@ a reservation is unknown, and nothing else starts beside it (one task at a time 
 finishes, so K lanes never start blind). agent-loop never sets a cap of its own to squeeze a task
 into what is left: a run cut short is paid for, then paid again by the retry.
 
+An agent run stopped before it reported its cost (Ctrl+C, a kill) was paid for all the same, by
+an amount nobody knows. Counted as nothing, a plan's interrupted runs read as money not spent,
+and as tasks that cost nothing: a re-run then started every lane at once on a budget mostly
+gone. So against the budget such a run counts as one run of known cost: the cap of one run where
+there is one, else the costliest run of this plan whose cost is known (none known yet: it counts
+nothing, and the lanes start one at a time until one is). The costliest, not the mean: a budget
+is a promise about money, and a run cut short may well have cost as much as a whole one.
+
 Plain functions over numbers, and the purse that holds the running attempts' reservations under
 the run's shared lock; a lane takes one before each attempt (agentloop.run.lane).
 """
@@ -21,12 +29,13 @@ from __future__ import annotations
 
 import math
 import threading
+from dataclasses import dataclass
 from enum import Enum
 from typing import Callable, Iterable
 
 from agentloop.errors import BudgetReached
 from agentloop.options import RunOptions
-from agentloop.state.receipts import money, of_task
+from agentloop.state.receipts import money, of_task, spent, usd
 from agentloop.state.schema import State
 
 # How often a lane waiting for room looks whether the run winds down meanwhile.
@@ -79,10 +88,50 @@ def cap_of(options: RunOptions, caps_spend: bool, checked: bool) -> float | None
 
 def costliest(state: State) -> float | None:
     """The most a task of this plan has cost so far (all its runs, helpers included), counting
-    tasks with at least one finished agent run; None before the first run finished."""
+    tasks with at least one finished agent run of known cost; None before the first such run.
+    A task whose only runs were stopped before they reported (Ctrl+C) is no figure: its 0.0
+    would let every lane start at once."""
     costs = [of_task(t).cost_usd for t in state.tasks
-             if any(a.finished_at is not None for a in t.history)]
+             if any(a.finished_at is not None and a.cost_known for a in t.history)]
     return max(costs) if costs else None
+
+
+@dataclass(frozen=True)
+class Reckoning:
+    """What the budget counts as spent: the known cost, and the runs of unknown cost each
+    counted as `each` (None: no run's cost is known yet, so they count nothing)."""
+
+    known: float
+    unknown: int = 0
+    each: float | None = None
+    why: str = ""     # where `each` comes from, in words
+
+    @property
+    def total(self) -> float:
+        return usd(self.known + self.unknown * (self.each or 0.0))
+
+    def said(self) -> str:
+        """What was spent, in words, for the stop line."""
+        if not self.unknown or self.each is None:
+            return money(self.known)
+        runs = "1 agent run" if self.unknown == 1 else f"{self.unknown} agent runs"
+        return (f"{money(self.known)}, with {runs} of unknown cost counted as {money(self.each)}"
+                f" ({self.why}): {money(self.total)}")
+
+
+def reckoned(options: RunOptions, caps_spend: bool, state: State) -> Reckoning:
+    """What was spent on this plan as the budget counts it (see the module's word on runs of
+    unknown cost)."""
+    finished = [a for t in state.tasks for a in t.history if a.finished_at is not None]
+    finished += [a for a in state.retired if a.finished_at is not None]
+    unknown = sum(1 for a in finished if not a.cost_known)
+    if not unknown:
+        return Reckoning(spent(state))
+    if caps_spend and options.task_budget is not None:
+        return Reckoning(spent(state), unknown, options.task_budget, "--task-budget")
+    known = [a.cost_usd for a in finished if a.cost_known]
+    each = max(known) if known else None
+    return Reckoning(spent(state), unknown, each, "the costliest run of known cost")
 
 
 def reservation(options: RunOptions, caps_spend: bool, checked: bool,
@@ -103,14 +152,15 @@ def cap_too_low(options: RunOptions, state: State) -> str:
             f"({money(max(runs))}): a run cut short by it is paid for, and again by its retry")
 
 
-def restated(reached: BudgetReached, total: float) -> BudgetReached:
+def restated(reached: BudgetReached, now: Reckoning) -> BudgetReached:
     """The stop as it stands once every lane has ended: the tasks that were running when the
     budget was reached finished and were paid for, so the line says what was really spent
     (with what the helper model cost after it: the task that crossed it has its commit
     message written, which is not a task still running)."""
+    total = now.total
     if total <= reached.spent:
         return reached
-    return BudgetReached(f"budget reached: spent {money(total)} of {money(reached.budget)} "
+    return BudgetReached(f"budget reached: spent {now.said()} of {money(reached.budget)} "
                          f"({money(total - reached.spent)} of it after that, by the work still "
                          "under way: the tasks then running and their helper runs, such as a "
                          "commit message)", total, reached.budget)
@@ -159,10 +209,14 @@ class Purse:
         with self._room:
             self._held.pop(lane, None)
             while True:
+                if halted():
+                    # Woken by the attempt a Ctrl+C stopped beside it (its reservation given
+                    # back), the verdict alone would say GO: the stop comes first.
+                    return Verdict.WAIT
                 said = verdict(budget, spent(), self._held.values())
                 if said is Verdict.GO:
                     self._held[lane] = amount
-                if said is not Verdict.WAIT or halted():
+                if said is not Verdict.WAIT:
                     return said
                 if not told:
                     waits()

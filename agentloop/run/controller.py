@@ -40,7 +40,6 @@ from agentloop.run.decisions import Completed, Failed, Judged, MayStart, Step
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.scheduler import Workplaces, serialised
 from agentloop.run.selection import unmet
-from agentloop.state.receipts import spent
 from agentloop.state.reconcile import alike, reconcile
 from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
@@ -265,7 +264,9 @@ class Controller:
         else the first group stopped outside its task; nothing when the run ends well."""
         first_error = self.first_error or self.stuck
         if isinstance(first_error, BudgetReached):
-            first_error = budget.restated(first_error, spent(self.run.state))
+            run = self.run
+            first_error = budget.restated(
+                first_error, budget.reckoned(run.options, run.agent.caps_spend, run.state))
         if first_error is not None:
             raise first_error
         if self.stopped is not None:

@@ -247,6 +247,14 @@ class Fatal:
 
 
 @dataclass(frozen=True)
+class Unretried:
+    """A failed attempt's retry did not start (the budget ran out, or the run stopped first):
+    the task waits its turn again, its failed attempt counted, `reason` added to its error."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class Waiting:
     """A finished task's landing waits on the user's edits in their checkout; `text` says for
     what (--status shows it until the task's turn ends)."""
@@ -261,4 +269,5 @@ class MayStart:
 
 
 Step = Union[Judged, Opened, RunBegun, RunEnded, Marked, ChecksRan, Dropped, Moved,
-             Uncounted, Waiting, Completed, Blocked, Conflicted, Held, Breached, Fatal]
+             Uncounted, Unretried, Waiting, Completed, Blocked, Conflicted, Held, Breached,
+             Fatal]

@@ -258,6 +258,9 @@ class RunFinished:
     tokens: tuple[tuple[str, int], ...] = ()   # token totals of the task file's runs so far
     unfinished: tuple[int, ...] = ()  # tasks this run set out to run that did not complete
     completed: tuple[int, ...] = ()   # tasks this run completed with a change
+    # Tasks the user removed from the plan while the run worked, not started: not in `counts`
+    # (they are not pending: the next run drops their records).
+    removed: tuple[int, ...] = ()
     cost_known: bool = True      # False: some runs reported tokens but no dollars
     # False: no agent ever ran for this plan (the cost and tokens above count nothing), so
     # the closing line says nothing of them; True with nothing reported is a cost not known.

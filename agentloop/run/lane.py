@@ -50,6 +50,7 @@ from agentloop.run.decisions import (
     RunEnded,
     Stop,
     Uncounted,
+    Unretried,
     WaitFor,
 )
 from agentloop.run.events import MessageDistilled
@@ -63,7 +64,7 @@ from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline, task_checks
 from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
 from agentloop.state.outcome import AttemptOutcome as O
-from agentloop.state.receipts import money, spent
+from agentloop.state.receipts import money
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.choose import IntegrationConflict
@@ -251,8 +252,17 @@ def _run_task(run: Run, task: TaskState, lane_end: bool = False) -> None:
         # A failed task run again on a later run: a fresh session, with the last advice.
         hint, fresh = last.hint or "", True
     transient, previous_error = 0, None
+    retrying = False
     while True:
-        if not _check_budget(run, task):
+        try:
+            go = _check_budget(run, task)
+        except BudgetReached:
+            if retrying:
+                _unretried(run, task)
+            raise
+        if not go:
+            if retrying:
+                _unretried(run, task)
             return  # the run began to wind down while this lane waited for room
         with hangup_settles_the_task():
             try:
@@ -271,7 +281,7 @@ def _run_task(run: Run, task: TaskState, lane_end: bool = False) -> None:
             continue  # no attempt: run it again as it was, in the group's session, same hint
         assert isinstance(decision, Retry)
         hint, transient, previous_error = decision.hint, decision.transient, decision.error
-        fresh = True
+        fresh, retrying = True, True
 
 
 def trailers_of(run: Run, task: TaskState) -> str:
@@ -476,6 +486,20 @@ def _left_landing(run: Run, task: TaskState, outcome: Outcome, helper_cost: floa
     hand(run, task, dataclasses.replace(step, status=S.LANDING))
 
 
+def _unretried(run: Run, task: TaskState) -> None:
+    """A failed attempt whose retry the budget (or the run's stop) kept from starting: said
+    now, and its task pending with why, not `interrupted` as if stopped midway."""
+    options = run.options
+    spent_out = options.budget is not None and budget.reckoned(
+        options, run.agent.caps_spend, run.state).total >= options.budget
+    why = "the budget ran out before its retry" if spent_out else \
+        "the run stopped before its retry"
+    failure = task.error or "its attempt failed"
+    hand(run, task, Unretried(f"held: {why}"))
+    run.emit(LaneNote(f"task {task.index} failed ({failure}) and is held: {why}; it runs "
+                      "again on the next run"))
+
+
 def _check_budget(run: Run, task: TaskState) -> bool:
     """Start no attempt once everything spent on this plan since its last --reset has
     reached --budget, nor while the attempts running in other lanes may still reach it
@@ -483,17 +507,19 @@ def _check_budget(run: Run, task: TaskState) -> bool:
     options = run.options
     if options.budget is None:
         return True
-    amount = budget.reservation(options, run.agent.caps_spend, bool(task_checks(options, task)),
-                                run.state)
+    caps = run.agent.caps_spend
+    amount = budget.reservation(options, caps, bool(task_checks(options, task)), run.state)
     said = run.shared.purse.take(
-        task.group, options.budget, lambda: spent(run.state), amount, run.shared.halted,
+        task.group, options.budget, lambda: budget.reckoned(options, caps, run.state).total,
+        amount, run.shared.halted,
         lambda: run.emit(LaneNote(f"task {task.index} waits: what was spent and what the running "
                                   f"tasks may still spend could reach --budget "
                                   f"{money(options.budget or 0)}")))
     if said is budget.Verdict.STOP:
-        total = spent(run.state)
+        total = budget.reckoned(options, caps, run.state)
         raise BudgetReached(f"budget reached before task {task.index}: spent "
-                            f"{money(total)} of {money(options.budget)}", total, options.budget)
+                            f"{total.said()} of {money(options.budget)}", total.total,
+                            options.budget)
     return said is budget.Verdict.GO
 
 

@@ -44,6 +44,7 @@ from agentloop.run.decisions import (
     Step,
     Stop,
     Uncounted,
+    Unretried,
     WaitFor,
     Waiting,
 )
@@ -364,6 +365,11 @@ def _record(task: TaskState, step: Step) -> bool:
         step.record.reason = step.line
     elif isinstance(step, Fatal):
         stopped(task, step.record, step.reason)
+    elif isinstance(step, Unretried):
+        # Pending, not interrupted: its failed attempt was paid for and counts (interrupted
+        # would uncount it, and its error would read as a stop midway).
+        task.error = f"{task.error}; {step.reason}" if task.error else step.reason
+        requeue(task)
     return True
 
 

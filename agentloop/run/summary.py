@@ -45,7 +45,8 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
         from agentloop.run.review import unapproved_notes
 
         unapproved = unapproved_notes(run.state)
-    counts = Counter(str(t.status) for t in tasks)
+    removed = tuple(sorted(run.tally.dropped))
+    counts = Counter(str(t.status) for t in tasks if t.index not in run.tally.dropped)
     total = receipts.of_state(run.state)
     unfinished = tuple(i for i in planned if tasks[i - 1].status not in FINISHED)
     completed = tuple(i for i in planned if tasks[i - 1].status == S.COMPLETED
@@ -59,9 +60,10 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
                        notes=notes + unapproved
                        + (_empty_notes(run, planned) + _kept_notes(run, planned)
                           if run.vcs.name != "none" else ())
-                       + _grown_notes(run),
+                       + _grown_notes(run, completed),
                        unfinished=unfinished, cost_known=total.cost_known,
-                       completed=completed, landed_on=_landed_on(run) if completed else "")
+                       completed=completed, removed=removed,
+                       landed_on=_landed_on(run) if completed else "")
 
 
 def _landed_on(run: Run) -> str:
@@ -111,9 +113,10 @@ def _kept_notes(run: Run, planned: list[int]) -> tuple[str, ...]:
                  and kept_dir(run, i).is_dir())
 
 
-def _grown_notes(run: Run) -> tuple[str, ...]:
+def _grown_notes(run: Run, completed: tuple[int, ...] = ()) -> tuple[str, ...]:
     """Tasks added to the task file (or reworded) while this run worked: they run next time,
-    which a run that says "done" must not leave unsaid. An agent ticking boxes is no news."""
+    which a run that says "done" must not leave unsaid. An agent ticking boxes is no news.
+    And tasks this run `completed` whose lines are gone from it now."""
     path = plan_kept.current(run)   # renamed while the run worked: read where it went
     shown = run.project.shown(path)
     try:
@@ -127,13 +130,31 @@ def _grown_notes(run: Run) -> tuple[str, ...]:
                 f"{exc}",)
     new = [*changes.added, *(i for i, _ in changes.edited)]
     # A task reworded while it ran stays done: said as the next run will say it.
-    done = tuple(reworded_lines(changes.tasks, shown))
+    done = _removed_but_landed(run, changes.removed, completed) + \
+        tuple(reworded_lines(changes.tasks, shown))
     # A line the agent reworded as it ticked it off is done, not new work.
     if all(changes.tasks[i - 1].status != S.PENDING for i in new):
         return done
     return (f"{shown} changed while this run worked "
             f"({changes.summary()}); run "
             "agent-loop again to run what is new",) + done
+
+
+def _removed_but_landed(run: Run, removed: tuple[TaskState, ...],
+                        completed: tuple[int, ...]) -> tuple[str, ...]:
+    """Tasks removed from the plan after their agent had started: the run lets a started task
+    finish and land (its agent was paid; a task removed before it starts does not start), so
+    the removal did not take it back. Said, with what does."""
+    lines = []
+    for task in removed:
+        if task.index not in completed or not task.change_id:
+            continue
+        undo = {"git": f"`git revert {task.change_id[:12]}` takes it back",
+                "jj": f"`jj abandon {task.change_id[:12]}` takes it back"}.get(
+                    run.vcs.name, "its files stay in your checkout")
+        lines.append(f"task {task.index} ({task.summary}) was removed from the plan while this "
+                     f"run worked, after its agent had started: its change landed; {undo}")
+    return tuple(lines)
 
 
 def exit_code(summary: RunFinished) -> int:

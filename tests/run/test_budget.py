@@ -74,8 +74,8 @@ def test_the_suggestion_always_leaves_room_above_what_was_spent() -> None:
 
 def test_the_stop_counts_what_the_running_tasks_spent_after_it() -> None:
     first = BudgetReached("budget reached before task 3: spent $2.0000 of $2.0000", 2.0, 2.0)
-    assert budget.restated(first, 2.0) is first
-    later = budget.restated(first, 3.5)
+    assert budget.restated(first, budget.Reckoning(2.0)) is first
+    later = budget.restated(first, budget.Reckoning(3.5))
     assert (later.spent, later.budget) == (3.5, 2.0)
     assert "spent $3.5000 of $2.0000" in str(later) and "$1.5000" in str(later)
 
@@ -207,3 +207,89 @@ def test_dry_run_warns_of_a_task_budget_below_what_a_run_has_cost(work: Path,
         "($1.0000)" in line, line
     enough = agent_loop(work, "--vcs", "none", "--dry-run", "--budget", "5", "--task-budget", "1")
     assert "warning" not in next(x for x in enough.stdout.splitlines() if x.startswith("budget: "))
+
+
+# A Ctrl+C while lanes wait on the budget, and the run after it.
+
+def agent_runs(fake_claude: FakeClaude) -> int:
+    """The tasks' agent runs (the helper calls, such as the retry advisor's, have --tools)."""
+    return len([c for c in fake_claude.calls()
+                if "--output-format" in c["argv"] and "--tools" not in c["argv"]])
+
+
+def stopped_while_lanes_wait(work: Path, fake_claude: FakeClaude) -> Path:
+    """Four groups of a $1 task each under --budget 2.5 and --parallel 4, the first task's agent
+    held until the file returned exists (20 s at most): no cost is known yet, so the other three
+    lanes wait on the budget; a Ctrl+C then. Checks the stop; returns the file that lets agents
+    finish."""
+    import os
+    import signal
+    import time
+
+    init_repo(work, "git")
+    go = work.parent / "go"
+    (work / "tasks.md").write_text(groups(4, f"\n  FAKE: bash for i in $(seq 400); do [ -e {go} ] "
+                                              "&& break; sleep 0.05; done"))
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                              "--parallel", "4", "--no-distill", "--budget", "2.5"], cwd=work,
+                             text=True, env={**os.environ, "NO_COLOR": "1"},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while agent_runs(fake_claude) < 1:
+        assert time.monotonic() < deadline, "the first task never started"
+        time.sleep(0.05)
+    time.sleep(1.0)  # the other lanes are made and wait on the budget
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 130, out + err
+    assert out.count("waits: what was spent and what the running tasks may still spend") == 3
+    return go
+
+
+def test_no_agent_starts_after_a_ctrl_c_in_a_lane_waiting_on_the_budget(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # The stopped agent gives its reservation back, which wakes a waiting lane: the budget then
+    # said go and that lane started an agent after the Ctrl+C (then killed it, its cost unknown).
+    stopped_while_lanes_wait(work, fake_claude)
+    assert agent_runs(fake_claude) == 1
+    first, *others = state_of(work)["tasks"]
+    assert first["status"] == "interrupted"
+    assert all(not t["history"] for t in others), others
+
+
+def test_a_run_of_unknown_cost_counts_as_one_of_known_cost(work: Path,
+                                                          fake_claude: FakeClaude) -> None:
+    # The interrupted run reported no cost. Counted as nothing, it made the re-run (its
+    # --budget 2.5 kept by the state) start all four lanes at once: $4 spent of $2.50.
+    go = stopped_while_lanes_wait(work, fake_claude)
+    go.write_text("")
+    again = agent_loop(work, "--vcs", "git", "--parallel", "4", "--no-distill")
+    assert again.returncode == 1, again.stdout + again.stderr
+    # Task 1 again, alone: no cost known. Then $1 spent plus the interrupted run counted as $1
+    # leaves room for one task, alone; after it nothing starts.
+    assert agent_runs(fake_claude) == 1 + 2
+    assert spent(work) == 2.0
+    assert "budget reached before task" in again.stderr
+    assert "spent $2.0000, with 1 agent run of unknown cost counted as $1.0000 (the costliest " \
+        "run of known cost): $3.0000 of $2.5000" in again.stderr, again.stderr
+
+
+def test_a_failed_task_whose_retry_the_budget_holds_is_said_so(work: Path,
+                                                               fake_claude: FakeClaude) -> None:
+    # Its first run fails and spends the budget: no retry starts. The task was left
+    # "interrupted" (as if stopped midway, its paid attempt uncounted) with no word of why.
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("## Group 1\n- task 1\n  FAKE: write g1.txt 1\n"
+                                   "  FAKE: cost 0.5\n  FAKE: fail 1\n")
+    done = agent_loop(work, "--vcs", "git", "--budget", "0.5")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert agent_runs(fake_claude) == 1
+    assert "task 1 failed (simulated failure) and is held: the budget ran out before its " \
+        "retry; it runs again on the next run" in done.stdout, done.stdout
+    assert "agent-loop stopped: 1 pending" in done.stdout
+    task = state_of(work)["tasks"][0]
+    assert (task["status"], task["attempts"]) == ("pending", 1)
+    assert task["error"] == "simulated failure; held: the budget ran out before its retry"
+    status = agent_loop(work, "--status")
+    assert "error: simulated failure; held: the budget ran out before its retry" in status.stdout

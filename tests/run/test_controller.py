@@ -264,3 +264,34 @@ def test_a_task_reworded_while_it_runs_stays_done_as_one_reworded_after_it_was_d
     rerun = agent_loop(work, "--vcs", "git", "--no-distill", "--task", "2", "--again")
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert "Notes: ask Bob" in fake_claude.task_prompts()[-1]
+
+
+@pytest.mark.parametrize("lanes", ["1", "2"])
+def test_a_task_removed_while_its_agent_runs_lands_and_is_said_so(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude, lanes: str) -> None:
+    # The first task's agent deletes its own line and the next task's from the plan. The next
+    # one does not start; the first finishes and lands (its agent was paid). The closing line
+    # counted the one not started as "1 pending", and said nothing of the one that landed.
+    init_repo(work, "git")
+    script = tmp_path / "remove.py"
+    script.write_text(
+        "import pathlib, sys\n"
+        "p = pathlib.Path(sys.argv[1])\n"
+        "t = p.read_text()\n"
+        "p.write_text(t[:t.index('- [ ] remove myself')] + t[t.index('## Other'):])\n")
+    (work / "tasks.md").write_text(
+        "## Gone\n"
+        f"- [ ] remove myself\n  FAKE: bash {sys.executable} {script} {work / 'tasks.md'}\n"
+        "  FAKE: write self.txt s\n"
+        "- [ ] removed too\n  FAKE: write too.txt t\n\n"
+        "## Other\n- [ ] stays\n  FAKE: write stays.txt s\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", lanes)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / "self.txt").exists() and not (work / "too.txt").exists()
+    assert "agent-loop done: 2 completed, 1 removed from the plan;" in done.stdout, done.stdout
+    change = state_of(work)["tasks"][0]["change_id"][:12]
+    assert "look at: task 1 (remove myself) was removed from the plan while this run worked, " \
+        f"after its agent had started: its change landed; `git revert {change}` takes it " \
+        "back" in done.stdout, done.stdout
+    assert "look at: task 2 (removed too) was removed from the plan while this run worked: " \
+        "not started" in done.stdout
