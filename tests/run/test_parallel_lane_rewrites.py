@@ -107,3 +107,52 @@ def test_a_lane_that_brought_your_branch_in_lands_its_own_change_only(
     task2 = next(t for t in state_of(work)["tasks"] if t["summary"] == "b2")
     assert git(work, "diff-tree", "--no-commit-id", "--name-only", "-r",
                task2["change_id"]).split() == ["b2.txt"]
+
+
+def test_a_lane_whose_merge_of_your_branch_kept_its_own_side_conflicts_not_overwrites(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Task a1's agent edits line 1 of f.txt, then brings your branch in with `git merge -X
+    ours main` after group B's b1 landed its own line 1 there: the merge keeps the lane's line,
+    undoing b1's. a1's landing meets b1's line as a conflict (the group's session is asked to
+    resolve it); b1's line is never overwritten without a word."""
+    init_repo(work, "git")
+    (work / "f.txt").write_text("one\ntwo\nthree\n")
+    git(work, "add", "f.txt")
+    git(work, "commit", "-qm", "f")
+    (work / "tasks.md").write_text(
+        "## A\n- a1\n" + _until("git show main:f.txt | grep -q ONE-by-B")
+        + "  FAKE: bash printf 'ONE-by-A\\ntwo\\nthree\\n' > f.txt; git add f.txt; "
+        "git commit -qm lane-own; git merge -q -X ours main -m merged\n\n"
+        "## B\n- b1\n  FAKE: write f.txt ONE-by-B\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2")
+    out = done.stdout + done.stderr
+    assert "task 1 conflicts with the main line in f.txt" in out, out
+    assert git(work, "show", "main:f.txt").splitlines()[0] == "ONE-by-B", out
+    status = {t["summary"]: t["status"] for t in state_of(work)["tasks"]}
+    assert status == {"a1": "conflicted", "b1": "completed"}, out
+
+
+def test_your_branch_renamed_while_a_lane_agent_committed_lands_there(
+        work: Path, fake_claude: FakeClaude) -> None:
+    """While task a1's agent commits in its lane, you rename your branch (a git run outside
+    the agent): a1's change is committed from where it began and lands on the renamed branch,
+    where the finish read the old name and stopped on git's "Not a valid object name"."""
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(
+        "## A\n- a1\n  FAKE: bash echo one > one.txt && git add one.txt && "
+        f"git commit -qm 'agent: one' && env -u GIT_REFLOG_ACTION git -C {work} "
+        "branch -m main trunk\n\n"
+        "## B\n- b1\n  FAKE: write two.txt two\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2")
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "branch main was renamed to trunk" in out and "merge-base" not in out, out
+    assert {t["status"] for t in state_of(work)["tasks"]} == {"completed"}, out
+    by_subject = {s: files for _, s, files in git_commits(work)}
+    assert by_subject["agent-loop: A / a1"] == ["one.txt"], by_subject
+    assert by_subject["agent-loop: B / b1"] == ["two.txt"], by_subject
+    assert git(work, "show", "trunk:one.txt").strip() == "one"

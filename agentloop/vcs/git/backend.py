@@ -46,7 +46,7 @@ class GitVcs:
     def __init__(self, root: Path, task_file: Path, allow_dirty: bool = False,
                  note: str = "", lane: bool = False,
                  place: tuple[Path, Path] | None = None, made: bool = False,
-                 lanes: bool = False, mainline: str | None = None) -> None:
+                 lanes: bool = False, mainline: Callable[[], str] | None = None) -> None:
         self.git = Git(root.resolve())
         self.tree = GitRepo(self.git)
         self.task_file = task_file
@@ -59,9 +59,9 @@ class GitVcs:
         # A lane's worktree: only agents work there, so commits on its branch since an
         # attempt began are that attempt's (agentloop.vcs.git.recover).
         self.lane = lane
-        # A lane's main line (your branch, refs/heads/...): its commits that the agent brought
-        # into the lane (`git merge main`, `git pull --rebase`) are landed already, never its
-        # task's change (_after_main).
+        # A lane's main line (your branch, refs/heads/...), read when asked: the run follows
+        # a rename of it. Its commits that the agent brought into the lane (`git merge main`,
+        # `git pull --rebase`) are landed already, never its task's change (_after_main).
         self.mainline = mainline
         # A lane's (git dir, common dir), read from its files: no `rev-parse` to find them.
         self._place = place
@@ -500,14 +500,26 @@ class GitVcs:
         to the newest commit of your branch that HEAD holds, so the task's commit holds its
         own change only. Folded in, those commits (another group's landings, yours) would be
         the task's change too, and its landing would meet whatever came after them on your
-        branch as a conflict, or put back what a revert there took out."""
+        branch as a conflict, or put back what a revert there took out.
+
+        Only when nothing of your branch was undone on the way: the start stays where it was
+        when the agent's commits since that commit change a path your branch changed since the
+        task began (its `git merge -X ours main`, a conflict resolved keeping the lane's side),
+        so the landing meets it as a conflict instead of overwriting the other group's work.
+        Any failure to tell (your branch renamed or gone) keeps the start too."""
         assert self.mainline is not None
-        if not self.mainline.startswith("refs/heads/"):
+        ref = self.mainline()
+        if start.head is None or not ref.startswith("refs/heads/"):
             return start  # never HEAD: in the lane that names the lane's own commit
-        code, out = self.git.code("merge-base", head, self.mainline, codes=(0, 1))
-        base = out.strip()
-        if code != 0 or not base or base == start.head or start.head is None or \
+        done = self.git.run("merge-base", head, ref, codes=None)
+        base = done.stdout.strip()
+        if done.returncode != 0 or not base or base == start.head or \
                 not self.tree.ancestor(start.head, base):
+            return start
+        theirs = split(self.git.out("diff-tree", "--no-commit-id", "--name-only", "-r", "-z",
+                                    start.head, base))
+        if theirs and base != head and theirs & split(self.git.out(
+                "diff-tree", "--no-commit-id", "--name-only", "-r", "-z", base, head)):
             return start
         return self._after_yours(start, base)
 

@@ -38,7 +38,7 @@ class LaneGit:
         own = refs.worktree_git_dir(worktree)
         self._dirs = (own, main.common_dir) if own is not None else None
         self.work = GitVcs(worktree, task_file, allow_dirty=True, lane=True, place=self._dirs,
-                           made=made, mainline=main.ref)
+                           made=made, mainline=lambda: main.ref)
         self.main = main
         self.branch = f"refs/heads/{BRANCH_PREFIX}{worktree.name}"
         # What the lane knows between its steps; its check and its landing beside read and
