@@ -19,6 +19,7 @@ from math import isinf
 from pathlib import Path
 
 from agentloop.errors import StateError
+from agentloop.files import regular
 from agentloop.files.digest import hexdigest
 from agentloop.plan import source
 from agentloop.state.fields import ATTEMPTS, SCHEMA_VERSION, STATES, TASKS, Table, check, fits
@@ -65,7 +66,7 @@ def plan_folder(root: Path, task_file: Path, parse: Callable[[bytes, Path], Any]
     if (own / "state.json").exists():
         return own, None
     try:
-        raw = (base / "state.json").read_bytes()
+        raw = regular.read_bytes(base / "state.json")
         data = parse(raw, base / "state.json")
     except (OSError, StateError):
         return base, None   # free; or damaged, which the store says when it loads it
@@ -155,7 +156,7 @@ def load(folder: Path, plan_hash: str | None, read: tuple[bytes, Any] | None = N
     reader. `read`: state.json's bytes and JSON as plan_folder read them."""
     path = folder / "state.json"
     try:
-        raw = path.read_bytes()
+        raw = regular.read_bytes(path)
         data = read[1] if read is not None and read[0] == raw else loads(raw, path)
     except (OSError, StateError):
         return None
@@ -166,7 +167,7 @@ def load(folder: Path, plan_hash: str | None, read: tuple[bytes, Any] | None = N
     lines = b""
     if data.get("journal_id") is not None:
         try:
-            lines = (folder / "state.journal").read_bytes()
+            lines = regular.read_bytes(folder / "state.journal")
         except FileNotFoundError:
             pass
         except OSError:
