@@ -43,9 +43,29 @@ class Record:
 
 def locate(task_file: Path, cwd: Path) -> tuple[Path, Path]:
     """The task file's full path, and the root: the repository around `cwd`, else the task
-    file's folder."""
+    file's folder. TaskFileError when the plan lies in another repository: its tasks would
+    land in this one, which is seldom what was meant (a path typed from the wrong folder)."""
     path = (cwd / task_file).resolve() if not task_file.is_absolute() else task_file.resolve()
-    return path, find_root(cwd.resolve()) or path.parent
+    root = find_root(cwd.resolve())
+    if root is None:
+        return path, path.parent
+    if not path.is_relative_to(root):   # paths first: the common case looks for no folder
+        other = find_root(path.parent)
+        if other is not None and other != root:
+            _elsewhere(path, other)
+    return path, root
+
+
+def _elsewhere(path: Path, other: Path) -> None:
+    """Refuse the plan at `path`, which lies in the repository at `other`."""
+    import shlex
+
+    from agentloop.errors import TaskFileError
+
+    name = path.relative_to(other).as_posix()
+    raise TaskFileError(f"{path.name} is in another repository ({other}); run agent-loop there "
+                        f"(cd {shlex.quote(str(other))} && agent-loop {shlex.quote(name)}), or "
+                        "copy the plan into this one")
 
 
 def relative(path: Path, root: Path) -> str:
