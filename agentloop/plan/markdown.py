@@ -239,8 +239,7 @@ class _Walk:
             if not body:
                 continue
             line = self.lines.of(start)
-            if self._note(line, body, marker) or self._fold(line, body, marker, optional,
-                                                             child):
+            if self._note(line, body, marker) or self._fold(line, body, optional, child):
                 continue
             if marker is not None and marker not in OPEN + TICKED:
                 self.out.warnings.append(f"line {line}: unknown box [{marker}]; read as to do")
@@ -305,8 +304,7 @@ class _Walk:
         first = self.text[start:end].split("\n", 1)[0]
         return "]*" in first and sub_item_text(first)[2]
 
-    def _fold(self, line: int, body: str, marker: str | None, optional: bool,
-              child: Element) -> bool:
+    def _fold(self, line: int, body: str, optional: bool, child: Element) -> bool:
         """A sub-task numbered under the task before it joins that task's text, written as it
         would be indented under it; an optional one under a task that is not is a task of its
         own (as nested, agentloop.plan.markdown's module doc)."""
@@ -320,9 +318,14 @@ class _Walk:
             return True
         item.parts = item.parts or [item.text]
         blank = self.text[max(0, start - 80):start].rstrip(" \t").endswith("\n\n")
-        item.text += ("\n\n" if blank else "\n") + self.text[start:end].rstrip()
-        item.parts.append(body)
-        item.boxes.extend(self._boxes(child))
+        aside: list[SpannedListItem] | None = None if item.optional else []
+        boxes = self._boxes(child, aside)
+        source = self._cut(start, end, aside) if aside else self.text[start:end]
+        item.text += ("\n\n" if blank else "\n") + source.rstrip()
+        item.parts.append(item_text(source)[0] if aside else body)
+        item.boxes.extend(boxes)
+        for sub in aside or ():
+            self._optional(sub)
         self.out.folded.append((line, _first(body), item.line))
         self.last = item
         return True

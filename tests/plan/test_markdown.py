@@ -122,6 +122,10 @@ def test_kiro_numbered_at_the_left_margin_reads_the_same() -> None:
         plan.tasks[0].text
     assert plan.warnings == ("line 3: ticked, but its sub-task on line 5 is open: read as to "
                              "do (tick the sub-task, or it runs with its task)",)
+    # An optional one nested in a sub-task numbered at the left margin: apart too.
+    tasks, _ = taskfile.read_text("- [ ] 1. a\n- [ ] 1.1 b\n  - [ ]* 1.1.1 opt\n- [ ] 2. c\n")
+    assert [(t.text, t.optional) for t in tasks] == [
+        ("1. a\n- [ ] 1.1 b", False), ("1.1.1 opt", True), ("2. c", False)]
 
 
 def test_kiro_dry_run_lists_the_open_sub_task_and_leaves_the_optional_one(
