@@ -58,6 +58,14 @@ def item_text(source: str) -> tuple[str, str | None, bool]:
     return "\n".join(lines).rstrip(), box, bool(checkbox and checkbox.group(2))
 
 
+def sub_item_text(source: str) -> tuple[str, str | None, bool]:
+    """item_text of a list item nested in another, its source indented as it stands there."""
+    lines = source.split("\n")
+    blank = lines[0][: len(lines[0]) - len(lines[0].lstrip(" \t"))]
+    width = _width(blank, 0)
+    return item_text("\n".join(_dedent(line, width) for line in lines))
+
+
 def _width(blank: str, column: int) -> int:
     """How many columns the spaces and tabs in `blank` span when they start at `column`."""
     end = column

@@ -9,6 +9,11 @@ context or check commands. General rules (docs/reference/task-file.md), no per-t
   file (Notes, Legend, Format) is a note (agentloop.plan.legend).
 - An item numbered under the task before it (`1.1` after `1.`) is part of that task, as if it
   were indented under it (agentloop.plan.numbering).
+- A sub-task marked optional (Kiro's `- [ ]* 1.2`, nested or numbered under a task that is not
+  optional itself) is a task of its own, optional, right after its task: never in that task's
+  text, so its agent sees it only when asked (--include-optional).
+- A ticked task with a sub-task still open (`- [x] 2.` over `- [ ] 2.1`) is to do, and said:
+  the work under it is not done, whoever ticked the box above it.
 - A heading `Task N…` (level 2 or deeper) starts a task section: one task, the heading and
   everything under it up to the next heading of the same or a higher level.
 - In a checklist, paragraphs and fences after a task item, before the next item or heading,
@@ -30,7 +35,7 @@ from agentloop.plan import numbering
 from agentloop.plan.boxes import BOX_LINE, OPEN, TICKED
 from agentloop.plan.commonmark import PlanParser, SpannedListItem
 from agentloop.plan.groups import UNGROUPED
-from agentloop.plan.items import CHECKS_FENCE, check_lines, item_text, plain
+from agentloop.plan.items import CHECKS_FENCE, check_lines, item_text, plain, sub_item_text
 from agentloop.plan.legend import why_note
 
 _TASK_HEADING = re.compile(r"task\s+\d+(?:\.\d+)*\b", re.IGNORECASE)
@@ -87,7 +92,8 @@ def read(text: str) -> Reading:
     boxes = _top_boxes(text, nodes)
     reading = _Walk(text, bool(boxes)).run(nodes)
     notes = sum(1 for _, _, why in reading.ignored if why == PLAIN_NOTE)
-    if notes and not any(box in OPEN for box in boxes):
+    if notes and not any(box in OPEN for box in boxes) and \
+            not any(item.marker in OPEN for item in reading.items):
         # Read as a checklist that is done, not as a plain list with tasks ticked by hand:
         # the two look alike, and running notes would cost money, so it is said.
         reading.warnings.append(
@@ -147,9 +153,25 @@ class _Walk:
             if self.section is None:
                 self._node(node, start, end)
         self._close()
+        self._opened()
         self._context()
         self.out.title = self.title
         return self.out
+
+    def _opened(self) -> None:
+        """A ticked task with a box under it still open is to do: said, since the tick above
+        says otherwise (a box ticked by hand over sub-tasks, a sub-task added after)."""
+        lines: list[str] | None = None
+        for item in self.out.items:
+            if item.marker not in TICKED or not any(n != item.line for n in item.boxes):
+                continue
+            lines = lines if lines is not None else self.text.split("\n")
+            found = [n for n in item.boxes if n != item.line and _box(lines[n - 1]) in OPEN]
+            if found:
+                item.marker = " "
+                self.out.warnings.append(
+                    f"line {item.line}: ticked, but its sub-task on line {found[0]} is open: "
+                    "read as to do (tick the sub-task, or it runs with its task)")
 
     def _in_section(self, node: block.BlockElement, start: int, end: int) -> bool:
         level = self.section[0] if self.section else 0
@@ -217,15 +239,38 @@ class _Walk:
             if not body:
                 continue
             line = self.lines.of(start)
-            if self._note(line, body, marker) or self._fold(line, body, child):
+            if self._note(line, body, marker) or self._fold(line, body, optional, child):
                 continue
             if marker is not None and marker not in OPEN + TICKED:
                 self.out.warnings.append(f"line {line}: unknown box [{marker}]; read as to do")
             self._first_task(self.group_start if self.grouped else start)
-            self.last = Item(self.group, line, body, marker, optional,
-                             boxes=self._boxes(child))
+            aside: list[SpannedListItem] | None = None if optional else []
+            boxes = self._boxes(child, aside)
+            if aside:
+                body = item_text(self._cut(start, end, aside))[0]
+            self.last = Item(self.group, line, body, marker, optional, boxes=boxes)
             self.out.items.append(self.last)
             self.unit = (numbering.number(body), self.last)
+            for sub in aside or ():
+                self._optional(sub)
+
+    def _cut(self, start: int, end: int, aside: list[SpannedListItem]) -> str:
+        """The text from `start` to `end` without the items in `aside`, which lie in it."""
+        pieces, at = [], start
+        for sub in aside:
+            pieces.append(self.text[at:sub.span[0]])
+            at = sub.span[1]
+        return "".join(pieces) + self.text[at:end]
+
+    def _optional(self, sub: SpannedListItem) -> Item:
+        """An optional sub-task (nested under its task: `  - [ ]* 1.2 …`) as a task of its
+        own, optional, after its task."""
+        start, end = sub.span
+        body, marker, _ = sub_item_text(self.text[start:end])
+        item = Item(self.group, self.lines.of(start), body, marker, True,
+                    boxes=self._boxes(sub))
+        self.out.items.append(item)
+        return item
 
     def _note(self, line: int, body: str, marker: str | None) -> bool:
         why = why_note(body, marker, [words for _, words in self.headings])
@@ -236,31 +281,51 @@ class _Walk:
                                                   f"[{marker}] {body}"), why))
         return why is not None
 
-    def _boxes(self, item: Element) -> list[int]:
+    def _boxes(self, item: Element, aside: list[SpannedListItem] | None = None) -> list[int]:
         """The lines of the boxes of `item`, a list item, and of the items nested in its lists
-        (the ones that make it done when it lands)."""
+        (the ones that make it done when it lands); with `aside`, the nested items marked
+        optional go there instead, with their boxes (tasks of their own)."""
         spanned = cast(SpannedListItem, item)
         start, end = spanned.span
         first = self.text[start:end].split("\n", 1)[0]
         found = [self.lines.of(start)] if BOX_LINE.match(first) else []
         for child in spanned.children:
             if isinstance(child, block.List):
-                found += [n for sub in child.children for n in self._boxes(sub)]
+                for sub in cast("list[SpannedListItem]", child.children):
+                    if aside is not None and self._starred(sub):
+                        aside.append(sub)
+                    else:
+                        found += self._boxes(sub, aside)
         return found
 
-    def _fold(self, line: int, body: str, child: Element) -> bool:
+    def _starred(self, sub: SpannedListItem) -> bool:
+        """Whether a nested list item's box is marked optional (`[ ]*`)."""
+        start, end = sub.span
+        first = self.text[start:end].split("\n", 1)[0]
+        return "]*" in first and sub_item_text(first)[2]
+
+    def _fold(self, line: int, body: str, optional: bool, child: Element) -> bool:
         """A sub-task numbered under the task before it joins that task's text, written as it
-        would be indented under it."""
+        would be indented under it; an optional one under a task that is not is a task of its
+        own (as nested, agentloop.plan.markdown's module doc)."""
         start, end = cast(SpannedListItem, child).span
         own, parent = numbering.number(body), self.unit[0] if self.unit else None
         if self.unit is None or own is None or parent is None or not numbering.under(own, parent):
             return False
         item = self.unit[1]
+        if optional and not item.optional:
+            self.last = self._optional(cast(SpannedListItem, child))
+            return True
         item.parts = item.parts or [item.text]
         blank = self.text[max(0, start - 80):start].rstrip(" \t").endswith("\n\n")
-        item.text += ("\n\n" if blank else "\n") + self.text[start:end].rstrip()
-        item.parts.append(body)
-        item.boxes.extend(self._boxes(child))
+        aside: list[SpannedListItem] | None = None if item.optional else []
+        boxes = self._boxes(child, aside)
+        source = self._cut(start, end, aside) if aside else self.text[start:end]
+        item.text += ("\n\n" if blank else "\n") + source.rstrip()
+        item.parts.append(item_text(source)[0] if aside else body)
+        item.boxes.extend(boxes)
+        for sub in aside or ():
+            self._optional(sub)
         self.out.folded.append((line, _first(body), item.line))
         self.last = item
         return True
@@ -290,6 +355,12 @@ class _Walk:
         text = "".join(parts).strip()
         # A title alone says nothing a task needs.
         self.out.context = "" if not text or re.fullmatch(r"#[^\n]*", text) else text
+
+
+def _box(line: str) -> str | None:
+    """The character in the box of a list item's first line, None when it has none."""
+    found = BOX_LINE.match(line)
+    return found.group(2) if found else None
 
 
 def _first(text: str, limit: int = 80) -> str:

@@ -13,10 +13,11 @@ from agentloop.errors import TaskFileError
 from agentloop.files import digest
 
 # The reading's version: one more whenever the same file reads differently (2: legends are
-# notes, numbered sub-tasks fold; 3: a checklist with every box ticked is still a checklist). A
+# notes, numbered sub-tasks fold; 3: a checklist with every box ticked is still a checklist;
+# 4: an optional sub-task is a task of its own, a ticked task with an open sub-task is to do). A
 # state saved by an earlier reader is matched to the new reading (agentloop.state.project), as
 # if the file had changed.
-READER = 3
+READER = 4
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
 

@@ -182,14 +182,17 @@ def _brought_back(run: Run, task: TaskState, change: Change, finished: Attempt
     """The finished agent's work brought back into `change`, as the outcome of its run (which
     then goes on to the checks); None when the VCS could not bring it back (the agent runs)."""
     assert finished.work_kept is not None
+    before = run.shared.set_aside.pop(task.index, None)
+    # Set aside by this run while the task before landed, or by a run that was stopped.
+    kept = (f"task {task.index}: its agent's finished work, set aside while task {before} "
+            "landed," if before is not None else
+            f"task {task.index}: its agent had finished before the last run was stopped; its "
+            "work, kept aside,")
     if not run.vcs.bring_back(finished.work_kept):
-        run.emit(LaneNote(f"task {task.index}: its agent had finished before the last run was "
-                          "stopped, but its work kept aside no longer fits: the agent runs "
-                          "again"))
+        run.emit(LaneNote(f"{kept} no longer fits: the agent runs again"))
         return None
-    run.emit(LaneNote(f"task {task.index}: its agent had finished before the last run was "
-                      "stopped; its work is back from where it was kept, and the agent is not "
-                      "paid again (the checks and the rest go on from there)"))
+    run.emit(LaneNote(f"{kept} is back, and the agent is not paid again (the checks and the "
+                      "rest go on from there)"))
     return Outcome(finished, change, AgentResult(ok=True, exit_code=finished.exit_code,
                                                  session_id=finished.session_id),
                    Report())

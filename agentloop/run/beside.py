@@ -71,8 +71,11 @@ def land_beside(run: Run, fallback: bool = True, before: Callable[[], None] | No
     if done is not None:
         _marked(run, task, done)
     if done is None:  # refused as itself: the longer way, as a landing in turn takes it
+        # Why git refused is not known here: a commit or an edit of yours on one of its
+        # files, or only a moment's lock another git held (an editor's git panel).
         run.emit(LaneNote(f"task {task.index}'s commit {(task.change_id or '')[:12]} did not "
-                          "land as itself (your checkout changed meanwhile): it lands now"
+                          "land as itself (git refused the fast-forward: another git held your "
+                          "checkout's lock, or your checkout changed meanwhile): it lands now"
                           + (", the next task's work set aside until it has" if before
                              else "")))
         if before is not None:
@@ -117,6 +120,7 @@ def after_landing(run: Run, task: TaskState, outcome: Outcome) -> bool:
     again) while that task landed the longer way."""
     if run.shared.landing is None:
         return False
+    landing = run.shared.landing[0].index
     if not outcome.succeeded:
         # Blocked, fatal or failed: no work to keep, and its answer stands once the task
         # before has landed (set aside, its agent would be run and paid again).
@@ -126,6 +130,7 @@ def after_landing(run: Run, task: TaskState, outcome: Outcome) -> bool:
 
     def aside() -> None:
         set_aside.append(True)  # first: a stop inside must not set it aside twice
+        run.shared.set_aside[task.index] = landing
         number = outcome.attempt.number
         hand(run, task, Uncounted(number, O.INTERRUPTED, S.INTERRUPTED,
                                   "set aside while the task before landed"))

@@ -97,6 +97,10 @@ class Shared:
         # once landed (agentloop.run.beside.landed_meanwhile). Set by the lane, which runs the
         # agents, so the agent's side needs no import of the lane.
         self.meanwhile: Callable[[], None] | None = None
+        # Tasks whose finished agent's work this run set aside while the task before landed
+        # the longer way (agentloop.run.beside.after_landing), with that task's number: their
+        # next attempt in this run brings it back, and says so (no run was stopped).
+        self.set_aside: dict[int, int] = {}
         # A run in lanes: the main line its tasks land on (agentloop.vcs.choose.MainLine),
         # which the closing lines ask where the tasks went. None: the run works in the checkout.
         self.main_line: Any = None

@@ -18,12 +18,14 @@ from agentloop.state.status import TaskStatus as S
 SETTLING = frozenset({S.LANDING, S.HELD, S.CONFLICTED})
 
 
-def previous_in_group(state: State, task: TaskState) -> TaskState | None:
-    """The task run before this one in its group, passing over tasks the author checked off."""
+def previous_in_group(state: State, task: TaskState, over: frozenset[int] | set[int] = frozenset()
+                      ) -> TaskState | None:
+    """The task run before this one in its group, passing over tasks the author checked off
+    and those in `over` (optional ones the run leaves, which no session goes through)."""
     for earlier in reversed(state.tasks[: task.index - 1]):
         if earlier.group != task.group:
             return None
-        if earlier.status != S.SKIPPED:
+        if earlier.status != S.SKIPPED and earlier.index not in over:
             return earlier
     return None
 
@@ -151,6 +153,7 @@ def plan_rows(state: State, max_attempts: int, only: tuple[int, ...] = (),
     """For --dry-run: each task with how it would run (done, new or continued session)."""
     rows = []
     will_run: set[int] = set()
+    left: set[int] = set()   # optional tasks this run leaves
     for task in state.tasks:
         if only and task.index not in only:
             rows.append(_row(task, False, "not selected"))
@@ -158,6 +161,8 @@ def plan_rows(state: State, max_attempts: int, only: tuple[int, ...] = (),
         # A selected task runs: select() refused any that cannot (as the run does).
         why = None if only else _why_not(task, max_attempts, include_optional)
         if why is not None:
+            if task.optional and not include_optional:
+                left.add(task.index)
             rows.append(_row(task, False, why))
             continue
         if task.status in SETTLING:
@@ -165,7 +170,7 @@ def plan_rows(state: State, max_attempts: int, only: tuple[int, ...] = (),
             rows.append(_row(task, True, "lands its finished change first (no agent)"))
             continue
         session = resume_session(state, task)
-        previous = previous_in_group(state, task)
+        previous = previous_in_group(state, task, left)
         if session and not (again and only):
             how = f"resumes session {session[:8]}"
         elif previous is not None and previous.index in will_run:

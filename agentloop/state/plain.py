@@ -19,6 +19,7 @@ from math import isinf
 from pathlib import Path
 
 from agentloop.errors import StateError
+from agentloop.files import regular
 from agentloop.files.digest import hexdigest
 from agentloop.plan import source
 from agentloop.state.fields import ATTEMPTS, SCHEMA_VERSION, STATES, TASKS, Table, check, fits
@@ -42,9 +43,29 @@ class Record:
 
 def locate(task_file: Path, cwd: Path) -> tuple[Path, Path]:
     """The task file's full path, and the root: the repository around `cwd`, else the task
-    file's folder."""
+    file's folder. TaskFileError when the plan lies in another repository: its tasks would
+    land in this one, which is seldom what was meant (a path typed from the wrong folder)."""
     path = (cwd / task_file).resolve() if not task_file.is_absolute() else task_file.resolve()
-    return path, find_root(cwd.resolve()) or path.parent
+    root = find_root(cwd.resolve())
+    if root is None:
+        return path, path.parent
+    if not path.is_relative_to(root):   # paths first: the common case looks for no folder
+        other = find_root(path.parent)
+        if other is not None and other != root:
+            _elsewhere(path, other)
+    return path, root
+
+
+def _elsewhere(path: Path, other: Path) -> None:
+    """Refuse the plan at `path`, which lies in the repository at `other`."""
+    import shlex
+
+    from agentloop.errors import TaskFileError
+
+    name = path.relative_to(other).as_posix()
+    raise TaskFileError(f"{path.name} is in another repository ({other}); run agent-loop there "
+                        f"(cd {shlex.quote(str(other))} && agent-loop {shlex.quote(name)}), or "
+                        "copy the plan into this one")
 
 
 def relative(path: Path, root: Path) -> str:
@@ -65,7 +86,7 @@ def plan_folder(root: Path, task_file: Path, parse: Callable[[bytes, Path], Any]
     if (own / "state.json").exists():
         return own, None
     try:
-        raw = (base / "state.json").read_bytes()
+        raw = regular.read_bytes(base / "state.json")
         data = parse(raw, base / "state.json")
     except (OSError, StateError):
         return base, None   # free; or damaged, which the store says when it loads it
@@ -155,7 +176,7 @@ def load(folder: Path, plan_hash: str | None, read: tuple[bytes, Any] | None = N
     reader. `read`: state.json's bytes and JSON as plan_folder read them."""
     path = folder / "state.json"
     try:
-        raw = path.read_bytes()
+        raw = regular.read_bytes(path)
         data = read[1] if read is not None and read[0] == raw else loads(raw, path)
     except (OSError, StateError):
         return None
@@ -166,7 +187,7 @@ def load(folder: Path, plan_hash: str | None, read: tuple[bytes, Any] | None = N
     lines = b""
     if data.get("journal_id") is not None:
         try:
-            lines = (folder / "state.journal").read_bytes()
+            lines = regular.read_bytes(folder / "state.journal")
         except FileNotFoundError:
             pass
         except OSError:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import AgentLoopError, StateError, TaskFileError
+from agentloop.files import regular
 from agentloop.plan import source
 from agentloop.state import plain
 from agentloop.state.runlock import running
@@ -112,7 +113,7 @@ def _renamed_over(root: Path, task_file: Path, own: Path) -> tuple[Path, str] | 
     try:
         digest = source.read(task_file).sha256
         # The plan as its own state was made from it (the usual case): no JSON parsed.
-        if digest.encode() in (own / "state.json").read_bytes():
+        if digest.encode() in regular.read_bytes(own / "state.json"):
             return None
     except (TaskFileError, OSError):
         return None
@@ -150,7 +151,7 @@ def _named_other(root: Path, task_file: Path, folder: Path) -> str | None:
 
     name = plain.plan_name(root, task_file)
     try:
-        raw = (folder / "state.json").read_bytes()
+        raw = regular.read_bytes(folder / "state.json")
         journal = (folder / "state.journal").stat().st_size if \
             (folder / "state.journal").exists() else 0
     except OSError:
@@ -194,13 +195,13 @@ def _top(folder: Path) -> Any:
     """The state in `folder` as JSON, with the top-level fields its journal changed since
     (the plan's name, a run saved under a new name mid-run), None when it cannot be read."""
     try:
-        data = loads((folder / "state.json").read_bytes(), folder / "state.json")
+        data = loads(regular.read_bytes(folder / "state.json"), folder / "state.json")
     except (OSError, StateError):
         return None
     if not isinstance(data, dict) or data.get("journal_id") is None:
         return data
     try:
-        raw = (folder / "state.journal").read_bytes()
+        raw = regular.read_bytes(folder / "state.journal")
     except OSError:
         return data
     for line in plain.journal_lines(raw, data["journal_id"], plain.loads_line):

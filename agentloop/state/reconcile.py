@@ -21,7 +21,8 @@ of refusing to go on.
   --dry-run and --status say so in one line, with the `--again` that runs the new words.
 - Other new tasks are added, pending; other old ones are removed (their records returned, for
   the archive).
-- A task newly ticked `[x]` in the file is skipped; a completed one stays completed.
+- A task newly ticked `[x]` in the file is skipped; a completed one stays completed. A skipped
+  task no longer ticked (its box taken off, a sub-task under it open) is pending again.
 - A task the file now reads as folded (Kiro sub-tasks numbered under it, once read as tasks of
   their own) takes over the records of its parts (agentloop.state.folding): their runs, costs
   and sessions stay counted, and it is done when every part was.
@@ -64,6 +65,7 @@ class Reconciled:
     reread: bool = False    # the same file, read by a newer reader (agentloop.plan.source.READER)
     replaced: tuple[TaskState, ...] = ()           # the old records of the edited tasks
     reworded_done: tuple[int, ...] = ()           # completed tasks reworded: kept done
+    reopened: tuple[int, ...] = ()                # skipped tasks no longer ticked: to do
 
     @property
     def dropped(self) -> tuple[TaskState, ...]:
@@ -73,7 +75,7 @@ class Reconciled:
     def news(self) -> bool:
         """Whether any task was added, edited, removed, ticked off or folded."""
         return bool(self.added or self.edited or self.removed or self.ticked or self.folded
-                    or self.reworded_done)
+                    or self.reworded_done or self.reopened)
 
     def note(self, name: str, since: str = "") -> str:
         """`tasks.md changed: 1 task added, …`; a re-read says so instead."""
@@ -91,6 +93,8 @@ class Reconciled:
             parts.append(f"{len(self.reworded_done)} reworded after done")
         if self.ticked:
             parts.append(f"{len(self.ticked)} ticked off")
+        if self.reopened:
+            parts.append(f"{len(self.reopened)} no longer ticked (to do)")
         if self.folded:
             records = sum(n for _, n in self.folded)
             parts.append(f"{records} records folded into {len(self.folded)} "
@@ -119,7 +123,7 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
     fresh = [TaskState.from_task(t) for t in new.tasks]
     result: list[TaskState | None] = []
     came: list[list[int]] = [[] for _ in fresh]  # the old indices each new slot's record had
-    ticked = []
+    ticked, reopened = [], []
     for task, record in zip(new.tasks, fresh):
         match = saved.get(identity(task.group, task.text))
         if not match:
@@ -131,6 +135,11 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
         if task.checked and kept.status not in (S.COMPLETED, S.SKIPPED):
             kept.status = check(kept.status, S.SKIPPED, kept.index)
             ticked.append(task.index)
+        elif not task.checked and kept.status == S.SKIPPED:
+            # Its box taken off, or a sub-task under it opened (agentloop.plan.markdown): to
+            # do again; a task done by a run stays done.
+            kept.status = check(kept.status, S.PENDING, kept.index)
+            reopened.append(task.index)
         result.append(kept)
     folded, renamed = [], set()
     for i, task in enumerate(new.tasks):
@@ -147,7 +156,7 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
     leftover = [r for queue in saved.values() for r in queue]
     slots = _slots(came, leftover)
     return dataclasses.replace(_fill(result, fresh, leftover, ticked, renamed, slots),
-                               folded=tuple(folded))
+                               folded=tuple(folded), reopened=tuple(reopened))
 
 
 def _regrouped(new: TaskFile, fresh: list[TaskState], result: list[TaskState | None],

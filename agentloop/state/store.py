@@ -18,7 +18,7 @@ from typing import Any, Iterator
 import orjson
 
 from agentloop.errors import StateError
-from agentloop.files import jsonbytes
+from agentloop.files import jsonbytes, regular
 from agentloop.state import journal, plain
 from agentloop.state.runlock import RunLock
 from agentloop.state.schema import State, TaskState, from_json, loads, now
@@ -55,9 +55,12 @@ class Store:
     def load(self) -> State | None:
         """The saved state, or None when there is none yet. Takes no lock: writes are atomic."""
         try:
-            raw = self.state_path.read_bytes()
+            raw = regular.read_bytes(self.state_path)
         except FileNotFoundError:
             return None
+        except regular.NotRegular:
+            raise StateError(f"{self.state_path} is not a regular file (a named pipe, a device "
+                             "or a socket); move it aside") from None
         except OSError as exc:
             raise StateError(f"cannot read {self.state_path}: {exc.strerror}") from None
         if not raw.strip():
@@ -67,7 +70,7 @@ class Store:
         state = from_json(data, self.state_path)
         if state.journal_id is not None:
             try:
-                journal.apply(state, self.journal.path.read_bytes())
+                journal.apply(state, regular.read_bytes(self.journal.path))
             except FileNotFoundError:
                 pass
         return state
@@ -77,7 +80,7 @@ class Store:
         `reader`: a glance at the snapshot's top, so a run of an unchanged plan never parses
         it (load() reads the state in full, and says what is wrong with a damaged one)."""
         try:
-            data = orjson.loads(self.state_path.read_bytes())
+            data = orjson.loads(regular.read_bytes(self.state_path))
         except (OSError, orjson.JSONDecodeError):
             return False
         return isinstance(data, dict) and data.get("task_file_hash") == digest and \

@@ -34,11 +34,13 @@ def plan_files(root: Path) -> set[str]:
     slash-separated): none of them is ever part of a task's change, whichever plan runs."""
     import orjson
 
+    from agentloop.files import regular
+
     found = set()
     base = root / STATE_DIR
     for state in [base / "state.json", *base.glob("plans/*/state.json")]:
         try:
-            name = orjson.loads(state.read_bytes()).get("task_file")
+            name = orjson.loads(regular.read_bytes(state)).get("task_file")
         except (OSError, orjson.JSONDecodeError, AttributeError):
             continue
         if isinstance(name, str) and name and not name.startswith("/"):

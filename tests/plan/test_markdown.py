@@ -11,6 +11,9 @@ from click.testing import CliRunner
 
 from agentloop.cli import command
 from agentloop.plan import parse as taskfile
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import make_repo
+from tests.support.runner import agent_loop
 
 PLANS = Path(__file__).resolve().parents[1] / "support" / "fixtures" / "plans"
 NOTE = "a plain bullet in a checklist: a note, not a task"
@@ -87,6 +90,68 @@ def test_kiro_markers_nesting_and_optional() -> None:
         ("4. Prototype done", True, False)]
     assert "- [ ] 1.2 Write the notes repository" in plan.tasks[0].text  # sub-tasks fold in
 
+
+
+def test_kiro_an_open_sub_task_under_a_ticked_task_is_work_and_optional_ones_stand_apart(
+) -> None:
+    # Kiro's tasks.md: numbered tasks with sub-tasks folded in, `*` optional. A sub-task still
+    # open under a ticked task is work to do (the task runs, said in one warning); an optional
+    # sub-task is a task of its own, optional, so its parent's agent never sees it unasked.
+    plan = read("kiro_open_under_done.md")
+    assert [(t.line, t.text.splitlines()[0], t.checked, t.optional) for t in plan.tasks] == [
+        (3, "1. Set up the export command", False, False),
+        (6, "1.2 Write property tests for the flag parser", False, True),
+        (9, "2. Add the settings page", False, False),
+        (13, "3. Spike the file format", True, False),
+        (15, "3.2 Benchmark them", True, True)]
+    one, optional, two = plan.tasks[0].text, plan.tasks[1].text, plan.tasks[2].text
+    assert "property tests" not in one and "- [ ] 1.3 Stream the records as JSON lines" in one
+    assert optional == "1.2 Write property tests for the flag parser\n- _Requirements: 1.1_"
+    assert "- [ ] 2.2 Save the form on submit" in two
+    assert plan.warnings == ("line 9: ticked, but its sub-task on line 11 is open: read as to "
+                             "do (tick the sub-task, or it runs with its task)",)
+
+
+def test_kiro_numbered_at_the_left_margin_reads_the_same() -> None:
+    plan = read("kiro_flat_open_under_done.md")
+    assert [(t.line, t.text.splitlines()[0], t.checked, t.optional) for t in plan.tasks] == [
+        (3, "1. Set up the export command", False, False),
+        (6, "1.3 Write property tests for the streaming", False, True),
+        (9, "2. Add the settings page", False, False)]
+    assert "1.3" not in plan.tasks[0].text and "- [ ] 1.4 Document the command" in \
+        plan.tasks[0].text
+    assert plan.warnings == ("line 3: ticked, but its sub-task on line 5 is open: read as to "
+                             "do (tick the sub-task, or it runs with its task)",)
+    # An optional one nested in a sub-task numbered at the left margin: apart too.
+    tasks, _ = taskfile.read_text("- [ ] 1. a\n- [ ] 1.1 b\n  - [ ]* 1.1.1 opt\n- [ ] 2. c\n")
+    assert [(t.text, t.optional) for t in tasks] == [
+        ("1. a\n- [ ] 1.1 b", False), ("1.1.1 opt", True), ("2. c", False)]
+
+
+def test_kiro_dry_run_lists_the_open_sub_task_and_leaves_the_optional_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.md").write_bytes((PLANS / "kiro_open_under_done.md").read_bytes())
+    text = CliRunner().invoke(command, ["tasks.md", "--dry-run"]).output
+    assert "> 2. Add the settings page  (continues the group's session)" in text
+    assert "warning: line 9: ticked, but its sub-task on line 11 is open" in text
+    assert "> 1.2 Write property tests for the flag parser  (not run: optional" in text
+    plan = orjson.loads(CliRunner().invoke(command, ["tasks.md", "--dry-run", "--json",
+                                                     "--include-optional"]).output)
+    assert [t["runs"] for t in plan["tasks"]] == [True, True, True, False, False]
+
+
+def test_kiro_a_run_pays_for_the_open_sub_task_never_for_the_optional_one(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = make_repo(tmp_path / "project",
+                     plan=(PLANS / "kiro_open_under_done.md").read_text())
+    done = agent_loop(work, timeout=180)
+    assert done.returncode == 0, done.stderr
+    prompts = fake_claude.task_prompts()
+    assert len(prompts) == 2, prompts
+    assert "1.3 Stream the records as JSON lines" in prompts[0]
+    assert "property tests" not in prompts[0] and "property tests" not in prompts[1]
+    assert "2.2 Save the form on submit" in prompts[1]
 
 def test_a_prd_runs_requirements_not_acceptance_criteria() -> None:
     plan = read("prd.md")

@@ -38,6 +38,13 @@ def ticked(path: Path, index: int) -> str:
     ("# Tasks\n- [ ] 1. Set up\n- [ ] 1.1 the folder\n- [ ]* 2. Extra\n- [ ] 3. Last\n", 1,
      "# Tasks\n- [x] 1. Set up\n- [x] 1.1 the folder\n- [ ]* 2. Extra\n- [ ] 3. Last\n"),
     ("- [ ]* 1. Extra\n- [ ] 2. Last\n", 1, "- [x]* 1. Extra\n- [ ] 2. Last\n"),
+    # Kiro: a ticked task whose open sub-task ran; an optional sub-task, a task of its own, is
+    # not ticked with its parent, and is ticked alone
+    ("- [x] 1. A\n  - [ ] 1.1 b\n- [ ] 2. C\n", 1, "- [x] 1. A\n  - [x] 1.1 b\n- [ ] 2. C\n"),
+    ("- [ ] 1. A\n  - [ ]* 1.1 opt\n  - [ ] 1.2 b\n", 1,
+     "- [x] 1. A\n  - [ ]* 1.1 opt\n  - [x] 1.2 b\n"),
+    ("- [ ] 1. A\n  - [ ]* 1.1 opt\n  - [ ] 1.2 b\n", 2,
+     "- [ ] 1. A\n  - [x]* 1.1 opt\n  - [ ] 1.2 b\n"),
     # an ordered list, a tab after the marker, an in-progress box
     ("1. [ ] one\n2.\t[~] two\n", 2, "1. [ ] one\n2.\t[x] two\n"),
     # nested boxes, at any depth, are ticked with their task; a plain bullet and a fence stay

@@ -316,3 +316,51 @@ def test_no_landing_beside_with_checks_whose_fix_runs_would_be_paid_again(
     assert done.returncode == 0, done.stdout + done.stderr
     assert ("agent-loop landing" in seen.read_text().split("\n")) is beside
     assert statuses(work) == ["completed", "completed"]
+
+
+# As HOLDING_GIT, and once the held `merge --ff-only` has ended, touches $HOLD_DONE.
+HOLDING_GIT_DONE = """#!/bin/sh
+case " $* " in *" merge --ff-only "*)
+    if [ ! -e "$HOLD_MARK" ]; then
+        touch "$HOLD_MARK"
+        n=0
+        while [ ! -e "$HOLD_RELEASE" ] && [ $n -lt 3000 ]; do sleep 0.02; n=$((n + 1)); done
+        "$HOLD_REAL" "$@"; code=$?
+        touch "$HOLD_DONE"
+        exit $code
+    fi ;;
+esac
+exec "$HOLD_REAL" "$@"
+"""
+
+
+def test_a_lock_your_own_git_held_a_moment_is_said_as_such_not_as_a_stopped_run(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Your git tool (an editor's git panel) holds .git/index.lock just while task 1's
+    fast-forward runs beside task 2's agent, and lets go of it at once: task 1 lands the
+    longer way and task 2's finished work, set aside meanwhile, comes back unpaid. The lines
+    say what may have happened (a lock among the causes) and what did: no run was stopped."""
+    work = tmp_path / "work"
+    new_repo(work, "git", groups=1, per_group=2, pause=0)
+    env, mark, release = holding(tmp_path, {"task 02": ["FAKE: sleep 5"]})
+    (tmp_path / "holding-git" / "git").write_text(HOLDING_GIT_DONE)
+    finished = tmp_path / "landing-ended"
+    env["HOLD_DONE"] = str(finished)
+    out = tmp_path / "work.out"
+    tool = start(work, "git", out, env, "--no-distill")
+    until("task 1's landing", mark.exists, tool, out)
+    lock = work / ".git" / "index.lock"
+    lock.write_bytes(b"")   # your git tool, for a moment
+    release.touch()
+    until("task 1's fast-forward's end", finished.exists, tool, out)
+    lock.unlink()
+    assert tool.wait(timeout=120) == 0, out.read_text()[-3000:]
+    said = out.read_text()
+    assert "did not land as itself (git refused the fast-forward: another git held your " \
+        "checkout's lock, or your checkout changed meanwhile)" in said, said
+    assert "before the last run was stopped" not in said, said
+    assert "task 2: its agent's finished work, set aside while task 1 landed, is back" in said
+    assert statuses(work) == ["completed", "completed"]
+    assert len(fake_claude.task_runs()) == 2
+    problems = check(work, "git", "git", per_group=2)
+    assert not problems, "\n".join(problems)

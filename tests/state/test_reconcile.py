@@ -63,6 +63,19 @@ def test_tasks_only_moved_are_said_so_not_as_nothing_added_edited_removed(
                                         "around them edited); 1 completed task kept")
 
 
+
+def test_a_skipped_task_no_longer_ticked_is_to_do_again(tmp_path: Path) -> None:
+    # Read as ticked by an earlier reader (a Kiro task ticked over an open sub-task), or its
+    # box taken off by hand: skipped in the state, to do in the file.
+    old = saved(tmp_path, "- [ ] 1. a\n- [x] 2. b\n  - [ ] 2.1 d\n- [x] 3. c\n", (1,))
+    old[1].status = "skipped"   # as the reader before this one read it
+    assert [t.status for t in old] == ["completed", "skipped", "skipped"]
+    changed = reconcile(old, new(tmp_path, "- [ ] 1. a\n- [x] 2. b\n  - [ ] 2.1 d\n"
+                                           "- [ ] 3. c\n"))
+    assert [t.status for t in changed.tasks] == ["completed", "pending", "pending"]
+    assert changed.reopened == (2, 3) and changed.edited == () and changed.added == ()
+    assert "2 no longer ticked (to do)" in changed.summary()
+
 def test_ticked_sub_items_and_steps_leave_the_same_task(tmp_path: Path) -> None:
     # An agent (or the tick-boxes setting) ticks the boxes under a task: no edit, the same task.
     old = saved(tmp_path, "- [ ] a\n  - [ ] step\n  1. [~] more\n### Task 2: b\n- [ ] s1\n"

@@ -389,3 +389,20 @@ def test_a_plan_s_state_is_parsed_once_to_find_its_folder_and_load_it(
     state.tasks[1].status = TaskStatus.FAILED
     project.store.snapshot(state, final=True)
     assert loaded.load() == state and len(parsed) == 3
+
+
+@pytest.mark.parametrize("args", [("--status",), ("--dry-run",), ()])
+def test_a_state_file_that_is_a_named_pipe_is_one_clear_line_not_a_hang(
+        tmp_path: Path, args: tuple[str, ...]) -> None:
+    # A FIFO in state.json's place: a plain read waits for a writer that never comes.
+    from tests.support.repos import make_repo
+    from tests.support.runner import agent_loop
+
+    work = make_repo(tmp_path / "project", plan="- [ ] one\n- [ ] two\n")
+    (work / ".agent-loop").mkdir()
+    os.mkfifo(work / ".agent-loop" / "state.json")
+    done = agent_loop(work, *args, timeout=20)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1, done.stderr
+    assert "state.json is not a regular file" in lines[0]
+    assert (work / ".agent-loop" / "state.json").is_fifo()

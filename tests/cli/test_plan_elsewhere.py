@@ -1,0 +1,40 @@
+"""A plan that belongs to another repository than the one agent-loop runs in: refused before
+anything is read or paid, with the way through; a plan outside any repository still runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import make_repo
+from tests.support.runner import agent_loop
+
+PLAN = "# O\n- [ ] o1\n  FAKE: write o1.txt O\n"
+
+
+@pytest.mark.parametrize("args", [(), ("--dry-run",), ("--status",)])
+def test_a_plan_inside_another_repository_is_refused_with_the_way_through(
+        tmp_path: Path, fake_claude: FakeClaude, args: tuple[str, ...]) -> None:
+    here = make_repo(tmp_path / "here")
+    other = make_repo(tmp_path / "other", files={"README.md": "other\n", "plan.md": PLAN})
+    done = agent_loop(here, *args, plan=str(other / "plan.md"), timeout=60)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1, (done.stdout, done.stderr)
+    assert f"plan.md is in another repository ({other})" in lines[0]
+    assert f"cd {other} && agent-loop plan.md" in lines[0]
+    assert fake_claude.task_runs() == []
+    assert not (here / ".agent-loop").exists() and not (other / ".agent-loop").exists()
+    assert not (here / "o1.txt").exists()
+
+
+def test_a_plan_outside_any_repository_still_runs_in_this_one(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    here = make_repo(tmp_path / "here")
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "plans" / "plan.md").write_text(PLAN)
+    done = agent_loop(here, plan=str(tmp_path / "plans" / "plan.md"), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (here / "o1.txt").read_text().strip() == "O"
+    assert len(fake_claude.task_runs()) == 1
