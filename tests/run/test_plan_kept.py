@@ -230,3 +230,23 @@ def test_an_nfs_stand_in_beside_the_plan_is_no_rename(tmp_path: Path) -> None:
     renamed = tmp_path / "plan.md"
     stand_in.rename(renamed)
     assert _renamed(tmp_path / "tasks.md", b"- [ ] one\n", file_id(renamed.stat())) == "plan.md"
+
+
+def test_the_plans_file_is_let_go_when_the_runs_wind_up_fails(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run holds its plan's file open while it works: an error in its last steps (the
+    state's last save, the plan put back) left that file open for as long as the process
+    lived (a test, an embedding program), since it was let go only after them."""
+    from agentloop.run import loop
+    from tests.support.harness import OK, STOP, ScriptedAdvisor, ScriptedAgent, make
+
+    runner, _, _ = make(tmp_path, "- [ ] one\n", ScriptedAgent([OK]), ScriptedAdvisor(STOP))
+
+    def broken(*args: object) -> None:
+        assert runner.ctx.shared.plan_fd is not None   # held while the run worked
+        raise OSError("disk full")
+
+    monkeypatch.setattr(loop, "_wound_up", broken)
+    with pytest.raises(OSError, match="disk full"):
+        runner.run()
+    assert runner.ctx.shared.plan_fd is None
