@@ -250,3 +250,27 @@ def test_the_plans_file_is_let_go_when_the_runs_wind_up_fails(
     with pytest.raises(OSError, match="disk full"):
         runner.run()
     assert runner.ctx.shared.plan_fd is None
+
+
+@pytest.mark.parametrize("to", ["plans/plan.md", "other/tasks.md"])
+def test_a_plan_kept_outside_the_repository_is_followed_only_beside_where_it_was(
+        tmp_path: Path, fake_claude: FakeClaude, to: str) -> None:
+    """A plan kept outside the repository (`agent-loop ../plans/tasks.md`): renamed beside
+    where it was, it is renamed (not put back); moved to another folder outside the
+    repository, it is gone as any plan moved out is, and put back."""
+    work = make_repo(tmp_path / "project", "git")
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "other").mkdir()
+    plan = tmp_path / "plans" / "tasks.md"
+    plan.write_text(f"## A\n- [ ] one\n  FAKE: write one.txt one\n"
+                    f"  FAKE: bash mv {plan} {tmp_path / to}\n"
+                    "- [ ] two\n  FAKE: write two.txt two\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", plan=str(plan))
+    out = done.stdout + done.stderr
+    assert "Traceback" not in out, out
+    if to.startswith("plans/"):
+        assert "was renamed" in out and not plan.exists(), out
+        assert len(fake_claude.task_runs()) == 1
+    else:
+        assert done.returncode == 0 and "vanished from disk" in out and plan.exists(), out
+        assert len(fake_claude.task_runs()) == 2
