@@ -25,7 +25,7 @@ from pathlib import Path
 
 from agentloop.ondemand import dataclass
 from agentloop.run.context import FileId, Run
-from agentloop.vcs import fd_path
+from agentloop.vcs import STATE_DIR, fd_path
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def _moved(run: Run, path: Path) -> Path | None:
 
 # The folders of a repository where a file moved is not a plan renamed: the VCS's and the
 # run's own, where no one keeps a plan to run.
-_NO_PLANS = (".git", ".jj", ".agent-loop")
+_NO_PLANS = (".git", ".jj", STATE_DIR)
 
 
 def _no_rename(root: Path, was: Path, where: Path) -> bool:
@@ -199,7 +199,7 @@ def _no_rename(root: Path, was: Path, where: Path) -> bool:
         inside = where.relative_to(root.resolve()).parts
     except ValueError:
         return True
-    return inside[:1] in [(n,) for n in _NO_PLANS] or any(p.startswith(".Trash") for p in inside)
+    return bool(inside) and inside[0] in _NO_PLANS or any(p.startswith(".Trash") for p in inside)
 
 
 def _stand_in(name: str) -> bool:
