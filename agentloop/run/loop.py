@@ -90,15 +90,17 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
         _renamed_in(run, exc)
         raise
     finally:
-        with shielded():
-            stopped, closing = _wound_up(run, stopped, controller.news.notes)
-            closing = _left_unfinished(run, begun) + closing
         try:
+            with shielded():
+                stopped, closing = _wound_up(run, stopped, controller.news.notes)
+                closing = _left_unfinished(run, begun) + closing
             summary = _summary(run, started, stopped, tuple(controller.news.notes) + closing,
                                pending)
             run.emit(summary)
         finally:
-            plan_kept.release(run)   # the plan's file, held open while the run worked
+            # The plan's file, held open while the run worked (and by _wound_up, which puts the
+            # plan back): let go whatever failed.
+            plan_kept.release(run)
     return summary
 
 

@@ -8,7 +8,11 @@ sub/tasks.md`, edited at once or not) is never put back: a second copy by the ol
 second plan, whose next run pays for every task again. The run holds the file it last read open,
 so once its name is gone it knows whether the file lives on and where (the path its open file
 names now), wherever in the repository it went; where the system cannot say, a file beside it
-that is that file (its inode) with the bytes the run read is taken for it. The run starts no new
+that is that file (its inode) with the bytes the run read is taken for it. A name where no plan
+lives is no rename but a deletion, and the plan is put back: an NFS client's `.nfsXXXX` stand-in
+for a removed file it holds open (which vanishes once closed), a trash folder ("Move to Trash":
+`.Trash*`), .git, .jj or .agent-loop, or anywhere outside the repository (a plan kept outside
+it is followed only beside where it was). The run starts no new
 task and says where the plan went; a run of the new name takes this plan's state over
 (agentloop.state.project), its finished tasks done. A copy beside it (`cp tasks.md tasks.md.bak`)
 is another file: no rename, so the plan is put back."""
@@ -21,7 +25,7 @@ from pathlib import Path
 
 from agentloop.ondemand import dataclass
 from agentloop.run.context import FileId, Run
-from agentloop.vcs import fd_path
+from agentloop.vcs import STATE_DIR, fd_path
 
 
 @dataclass(frozen=True)
@@ -146,25 +150,62 @@ def said_back(run: Run, notes: list[str]) -> None:
 
 def _moved(run: Run, path: Path) -> Path | None:
     """Where the plan's file lives now that `path` is gone: the path the file the run holds
-    open names, when it still has a name (moved anywhere, edited or not); else a file beside
-    `path` that is the file the run last read, with its bytes (where the system cannot name an
-    open file's path). None: deleted (`jj undo`, `git clean`), or replaced by a copy."""
+    open names, when it still has a name where a plan may live (`_no_rename`); else, where the
+    system cannot name an open file's path, a file beside `path` that is the file the run last
+    read, with its bytes. None: deleted (`jj undo`, `git clean`, moved to a trash folder), or
+    replaced by a copy."""
     fd = run.shared.plan_fd
     if fd is not None:
         try:
             held = os.fstat(fd)
-            where = fd_path(fd) if held.st_nlink > 0 else None
-            # A name of the very file the run holds (Linux names a removed one "... (deleted)";
-            # an NFS client renames a removed file it holds open `.nfsXXXX` until it is closed).
-            if where is not None and os.path.isabs(where) and \
-                    not os.path.basename(where).startswith(".nfs") and \
-                    file_id(os.stat(where)) == file_id(held) and where != os.fspath(path):
-                return Path(where)
+            where = fd_path(fd)
         except OSError:
-            pass
+            where = None
+        if where is not None:
+            # The system named it: its answer stands, no file beside is taken instead (an NFS
+            # stand-in there is the very file, with its bytes). Linux names a removed file
+            # "... (deleted)"; its name is checked to be the held file's own.
+            try:
+                if held.st_nlink > 0 and os.path.isabs(where) and \
+                        file_id(os.stat(where)) == file_id(held) and \
+                        where != os.fspath(path) and \
+                        not _no_rename(run.project.root, path, Path(where)):
+                    return Path(where)
+            except OSError:
+                pass
+            return None
     data = run.shared.plan_bytes
     renamed = None if data is None else _renamed(path, data, run.shared.plan_id)
     return None if renamed is None else path.parent / renamed
+
+
+# The folders of a repository where a file moved is not a plan renamed: the VCS's and the
+# run's own, where no one keeps a plan to run.
+_NO_PLANS = (".git", ".jj", STATE_DIR)
+
+
+def _no_rename(root: Path, was: Path, where: Path) -> bool:
+    """Whether the plan's file found at `where` (it was at `was`) is no rename but gone as
+    the user means it: an NFS client's `.nfsXXXX` stand-in for a removed file it holds open
+    (which vanishes once closed), in a trash folder (`.Trash`, `.Trash-<uid>`, where "Move to
+    Trash" puts a file on its filesystem), in the VCS's or the run's own folders, or outside
+    the repository, unless beside where it was (a plan kept outside the repository, renamed)."""
+    if _stand_in(where.name):
+        return True
+    where, was = where.resolve(), was.resolve()
+    if where.parent == was.parent:
+        return False
+    try:
+        inside = where.relative_to(root.resolve()).parts
+    except ValueError:
+        return True
+    return bool(inside) and inside[0] in _NO_PLANS or any(p.startswith(".Trash") for p in inside)
+
+
+def _stand_in(name: str) -> bool:
+    """Whether a file's name is an NFS client's stand-in for a removed file it holds open: the
+    file itself, renamed beside where it was until it is closed, then gone (no rename)."""
+    return name.startswith(".nfs")
 
 
 def _holds(path: Path, data: bytes) -> bool:
@@ -189,7 +230,8 @@ def _renamed(path: os.PathLike[str], data: bytes, file: FileId | None) -> str | 
         return None
     for entry in entries:
         try:
-            if not entry.is_file(follow_symlinks=False) or entry.path == os.fspath(path):
+            if not entry.is_file(follow_symlinks=False) or entry.path == os.fspath(path) or \
+                    _stand_in(entry.name):
                 continue
             stat = entry.stat(follow_symlinks=False)
             if file_id(stat) == file and stat.st_size == len(data):

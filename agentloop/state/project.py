@@ -379,14 +379,18 @@ def _older_runs(root: Path, folder: Path) -> list[Any]:
     (open_project, Project.older_dir): runs of tasks this plan no longer has, as an edit's
     removed tasks are, so their cost still counts in this plan's totals. Kept by the run's
     first save (the records' one writer); once saved the older state is no longer found, so
-    they are never counted twice."""
+    they are never counted twice. Each is marked as that plan's (Attempt.other_plan): not spent
+    on this plan, so no part of its --budget."""
     try:
         older = Store(root, folder).load()
     except StateError:
         return []   # unreadable: it stays where the line that names it says
     if older is None:
         return []
-    return [run for task in older.tasks for run in task.history] + list(older.retired)
+    runs = [run for task in older.tasks for run in task.history] + list(older.retired)
+    for run in runs:
+        run.other_plan = run.other_plan or older.task_file
+    return runs
 
 
 def state_from(project: Project, parsed: TaskFile) -> State:

@@ -88,6 +88,12 @@ class Attempt:
     # VCS's line that says where its work is kept aside. The task's next attempt brings that
     # work back and runs only the checks, not the agent (agentloop.run.attempt).
     work_kept: str | None = None
+    # A run paid for another plan, whose state this plan's took over when it was renamed over
+    # that plan (`mv a.md b.md` over a b.md that had run; agentloop.state.project): that plan's
+    # name. Its cost counts in this plan's totals, not against its --budget (tally.spent). An
+    # older agent-loop drops the field (it reads unknown fields as a newer minor writer's) and
+    # counts the run as this plan's, as it always did: no schema version for it.
+    other_plan: str | None = None
 
 
 @dataclass

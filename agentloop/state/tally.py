@@ -35,9 +35,12 @@ def money(amount: float, known: bool = True) -> str:
 
 def spent(state: State) -> float:
     """Everything spent on this plan since its last --reset, helper calls included: its
-    tasks' and the runs of tasks it no longer has (reworded, removed)."""
+    tasks' and the runs of tasks it no longer has (reworded, removed), what --budget holds it
+    to. The runs of another plan whose state it took over (renamed over that plan) count in
+    its totals (of_state), not here: they were not spent on this plan."""
     return usd(sum(t.cost_usd for t in state.tasks)
-               + sum(a.cost_usd + a.helper_cost_usd for a in state.retired))
+               + sum(a.cost_usd + a.helper_cost_usd for a in state.retired
+                     if a.other_plan is None))
 
 
 def _plus(total: float, more: float) -> float:

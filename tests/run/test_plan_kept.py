@@ -177,3 +177,100 @@ def test_a_plan_moved_into_another_folder_or_renamed_and_edited_is_not_put_back(
     assert "[1/" in out and "task 1:" not in out, out
     if added:
         assert (work / "four.txt").exists()
+
+
+GONE = {
+    # An NFS client renames a removed file it holds open `.nfsXXXX` beside it until it is
+    # closed (the run holds the plan open): a deletion (`git clean`, `jj undo`) on NFS.
+    "nfs": "mv {work}/tasks.md {work}/.nfs00000000deadbeef00000001",
+    # "Move to Trash" on the same filesystem (gio trash, trash-cli) is a rename out of the
+    # repository: a deletion as the user means it.
+    "outside": "mkdir -p {tmp}/Trash/files && mv {work}/tasks.md {tmp}/Trash/files/tasks.md",
+    "trash": "mkdir -p {work}/.Trash-1000/files && mv {work}/tasks.md "
+             "{work}/.Trash-1000/files/tasks.md",
+    "vcs": "mv {work}/tasks.md {work}/.git/tasks.md",
+}
+
+
+@pytest.mark.parametrize("how", sorted(GONE))
+def test_a_plan_moved_to_a_stand_in_a_trash_or_out_of_the_repository_is_put_back(
+        tmp_path: Path, fake_claude: FakeClaude, how: str) -> None:
+    """The plan renamed where no plan lives (an NFS client's `.nfsXXXX` stand-in for a removed
+    file, a trash folder, outside the repository, into .git) while task one works. The run
+    took the name its open file has now for the plan's new name: it said `agent-loop
+    .nfs…` goes on, saved the state under that name, started no new task; on NFS the
+    stand-in vanishes at the end, and the plan with it. It is a deletion: put back, the run
+    goes on."""
+    work = make_repo(tmp_path / "project", "git")
+    plan = (f"## A\n- [ ] one\n  FAKE: write one.txt one\n"
+            f"  FAKE: bash {GONE[how].format(work=work, tmp=tmp_path)}\n"
+            "- [ ] two\n  FAKE: write two.txt two\n")
+    (work / "tasks.md").write_text(plan)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--allow-dirty")
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "renamed" not in out, out
+    assert "tasks.md vanished from disk" in out, out
+    assert (work / "tasks.md").read_text() == plan
+    state = state_of(work)
+    assert state["task_file"] == "tasks.md"
+    assert [t["status"] for t in state["tasks"]] == ["completed"] * 2
+    assert len(fake_claude.task_runs()) == 2
+
+
+def test_an_nfs_stand_in_beside_the_plan_is_no_rename(tmp_path: Path) -> None:
+    """Where the system cannot name an open file's path, the plan's rename is looked for
+    beside it: an NFS client's stand-in there is that very file with its bytes, and is still
+    no rename."""
+    from agentloop.run.plan_kept import _renamed, file_id
+
+    stand_in = tmp_path / ".nfs00000000deadbeef00000001"
+    stand_in.write_bytes(b"- [ ] one\n")
+    assert _renamed(tmp_path / "tasks.md", b"- [ ] one\n", file_id(stand_in.stat())) is None
+    renamed = tmp_path / "plan.md"
+    stand_in.rename(renamed)
+    assert _renamed(tmp_path / "tasks.md", b"- [ ] one\n", file_id(renamed.stat())) == "plan.md"
+
+
+def test_the_plans_file_is_let_go_when_the_runs_wind_up_fails(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run holds its plan's file open while it works: an error in its last steps (the
+    state's last save, the plan put back) left that file open for as long as the process
+    lived (a test, an embedding program), since it was let go only after them."""
+    from agentloop.run import loop
+    from tests.support.harness import OK, STOP, ScriptedAdvisor, ScriptedAgent, make
+
+    runner, _, _ = make(tmp_path, "- [ ] one\n", ScriptedAgent([OK]), ScriptedAdvisor(STOP))
+
+    def broken(*args: object) -> None:
+        assert runner.ctx.shared.plan_fd is not None   # held while the run worked
+        raise OSError("disk full")
+
+    monkeypatch.setattr(loop, "_wound_up", broken)
+    with pytest.raises(OSError, match="disk full"):
+        runner.run()
+    assert runner.ctx.shared.plan_fd is None
+
+
+@pytest.mark.parametrize("to", ["plans/plan.md", "other/tasks.md"])
+def test_a_plan_kept_outside_the_repository_is_followed_only_beside_where_it_was(
+        tmp_path: Path, fake_claude: FakeClaude, to: str) -> None:
+    """A plan kept outside the repository (`agent-loop ../plans/tasks.md`): renamed beside
+    where it was, it is renamed (not put back); moved to another folder outside the
+    repository, it is gone as any plan moved out is, and put back."""
+    work = make_repo(tmp_path / "project", "git")
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "other").mkdir()
+    plan = tmp_path / "plans" / "tasks.md"
+    plan.write_text(f"## A\n- [ ] one\n  FAKE: write one.txt one\n"
+                    f"  FAKE: bash mv {plan} {tmp_path / to}\n"
+                    "- [ ] two\n  FAKE: write two.txt two\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", plan=str(plan))
+    out = done.stdout + done.stderr
+    assert "Traceback" not in out, out
+    if to.startswith("plans/"):
+        assert "was renamed" in out and not plan.exists(), out
+        assert len(fake_claude.task_runs()) == 1
+    else:
+        assert done.returncode == 0 and "vanished from disk" in out and plan.exists(), out
+        assert len(fake_claude.task_runs()) == 2

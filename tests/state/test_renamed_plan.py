@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agentloop.state.tally import money
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_project, state_of
 from tests.support.runner import agent_loop
@@ -309,3 +310,28 @@ def test_a_plan_moved_while_its_run_worked_and_the_run_killed_keeps_its_state(
     # Its own state: a1 done there, not paid again; a2 and b1 (killed) run.
     assert "no state for this plan" not in out and "1 done already" in out, out
     assert len(fake_claude.task_runs()) - before == paid + fresh + 2, out
+
+
+def test_the_cost_of_a_plan_renamed_over_is_not_spent_against_its_budget(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """`mv a.md b.md` while a.md's run works, b.md having run (b1 and b2 paid). b.md's older
+    runs count in its totals, but they were paid for another plan: `agent-loop b.md --budget`,
+    the most this plan may cost since its last --reset, stopped at once on them. Only what
+    was spent on this plan (a1) counts against the budget: a2 runs."""
+    work = git_project(tmp_path, PLAN)
+    (work / "b.md").write_text("## B\n- [ ] b1\n  FAKE: write b1.txt 1\n"
+                               "- [ ] b2\n  FAKE: write b2.txt 2\n")
+    ran(work, "b.md")
+    each = _costs(work, "b.md")[0] / 2     # one task's run: the fake's price is the same for each
+    (work / "a.md").write_text(f"## A\n- [ ] a1\n  FAKE: write a1.txt 1\n"
+                               f"  FAKE: bash mv {work / 'a.md'} {work / 'b.md'}\n"
+                               "- [ ] a2\n  FAKE: write a2.txt 2\n")
+    git(work, "add", "a.md", "b.md")
+    git(work, "commit", "-qm", "plans")
+    agent_loop(work, "--vcs", "git", "--no-distill", plan="a.md")
+    out = ran(work, "b.md", "--budget", f"{1.5 * each:.4f}")
+    assert (work / "a2.txt").exists(), out
+    assert "budget" not in out.split("agent-loop done")[0], out
+    assert _costs(work, "b.md") == pytest.approx((4 * each, 4 * each))   # b1, b2, a1, a2
+    status = agent_loop(work, "--status", plan="b.md").stdout
+    assert f"{money(2 * each)} spent" in status, status   # a1 and a2: this plan's own

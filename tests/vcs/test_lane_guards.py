@@ -870,6 +870,30 @@ def test_an_agents_commit_a_then_reset_hard_in_your_checkout_says_where_your_edi
     assert (repo / "f.txt").read_text() == "my edit\n"
 
 
+def test_an_agents_checkout_of_another_branch_and_back_names_no_commit_of_it(
+        repo: Path, lane: LaneGit) -> None:
+    """Its `git checkout -f feature && git checkout -f main` in your checkout wrote your edit
+    over as committed. The line named feature's tip as "the commit it made there and dropped
+    again" that holds your file, and its `git checkout <tip> -- f.txt` would have put
+    feature's f.txt over your file: the agent made no commit, your edit is gone."""
+    (repo / "f.txt").write_text("committed\n")
+    git(repo, "add", "f.txt")
+    git(repo, "commit", "-qm", "f")
+    change, said = _step_with_your_edit(repo, lane)
+    # feature's one commit is on your branch's tip: a child of where the agent's HEAD was.
+    git(repo, "worktree", "add", "-q", "-b", "feature", str(repo.parent / "feature"), "main")
+    (repo.parent / "feature" / "f.txt").write_text("feature's f\n")
+    git(repo.parent / "feature", "commit", "-qam", "feature: f")
+    git(repo, "worktree", "remove", str(repo.parent / "feature"))
+    tip = git(repo, "rev-parse", "feature").strip()
+    assert git(repo, "rev-parse", "feature^").strip() == git(repo, "rev-parse", "main").strip()
+    agent_git(repo, "checkout", "-q", "-f", "feature")
+    agent_git(repo, "checkout", "-q", "-f", "main")
+    done = lane.finish(change, "task 3")
+    assert tip[:12] not in done.note, done.note
+    assert "f.txt went back as committed, the edit in it gone" in done.note, done.note
+
+
 def test_an_agents_fast_forward_of_your_branch_is_not_called_your_edits(repo: Path,
                                                                         lane: LaneGit) -> None:
     tip = git(repo, "rev-parse", "main").strip()

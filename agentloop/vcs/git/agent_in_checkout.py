@@ -202,13 +202,24 @@ def agent_moved_head(record: GitLaneRecord, dirs: tuple[Path, Path], stashed: bo
 
 def _dropped_holding(main: Git, entries: list[reflog.Entry],
                      reverted: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
-    """The newest commit the agent's entries moved your checkout's HEAD to and then away from
-    (its `commit -a`, dropped by its `reset --hard HEAD~1`), and which of the `reverted` files
-    it holds otherwise than HEAD has them now: the edit its reset wrote over is there."""
+    """The newest commit the agent made in your checkout (its `commit -a`) and dropped again
+    (its `reset --hard HEAD~1`), and which of the `reverted` files it holds otherwise than HEAD
+    has them now: the edit its reset wrote over is there. A commit its HEAD only passed through
+    (its `git checkout feature` and back) is another branch's, which holds no edit of yours:
+    none is named, and its `git checkout <commit> -- FILE` would write that branch's file over
+    yours."""
     final = entries[-1].new
-    commit = next((e.new for e in reversed(entries) if e.new not in (final, e.old)), None)
+    commit = next((e.new for e in reversed(entries)
+                   if e.new not in (final, e.old) and _made_on(main, e.old, e.new)), None)
     if commit is None:
         return None
     held = tuple(f for f in main.out("diff", "--name-only", "-z", "--no-renames", final,
                                      commit, "--", *reverted).split("\0") if f)
     return (commit, held) if held else None
+
+
+def _made_on(main: Git, old: str, new: str) -> bool:
+    """Whether `new` is a commit made on `old` in your checkout (as _made_here decides): its one
+    parent is `old`, and no ref holds it (a branch's or a remote's commit is not the agent's)."""
+    return _parents(main, new) == [old] and \
+        not main.out("for-each-ref", "--contains", new, "--format=%(refname)").split()

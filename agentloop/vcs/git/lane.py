@@ -310,11 +310,13 @@ class LaneGit:
         landing_beside.wait(self.state, self.work)  # in the order the tasks finished
         before = proc.started()
         sha = self.main.land(done.change_id, whole, done.base if fresh else None)
-        if sha == done.change_id:  # as itself (else a copy, whose landed record goes later)
+        if sha == done.change_id:  # as itself
             self.state.landed_on(done.base, sha)
+        else:   # a copy, whose landed record goes later: kept before anything else can fail
+            self.state.copied(done.change_id)
         # The landing's git ran in the user's checkout, never in this worktree.
         self.work.carry(before)
-        self.state.landed_commit(done.change_id, sha)
+        self.state.landed_commit(sha)
         return dataclasses.replace(done, change_id=sha, commit_id=sha)
 
     # -- conflicts: the lane's worktree is where a person or the group's agent resolves one ------

@@ -107,11 +107,12 @@ class LaneState:
         if self.synced is not None and self.synced == base:
             self.synced = sha
 
-    def landed_commit(self, lane_commit: str, sha: str) -> None:
-        """`lane_commit` is on the main line as `sha` (a copy when they differ, whose landed record
-        goes once its task is saved)."""
-        if sha != lane_commit:
-            self.lane_commits.append(lane_commit)
+    def copied(self, lane_commit: str) -> None:
+        """`lane_commit` landed as a copy, whose landed record goes once its task is saved."""
+        self.lane_commits.append(lane_commit)
+
+    def landed_commit(self, sha: str) -> None:
+        """`sha` is on the main line (the lane commit itself, or its copy)."""
         self.landed.append(sha)
 
     def beside_started(self, beside: Pending) -> None:
