@@ -45,8 +45,9 @@ class LaneBreach(VcsError):
 def check_git_lane(record: GitLaneRecord) -> Breach | None:
     """The first thing the agent did outside its task, or None when the lane is as recorded.
     The user's checkout is not looked at here (see `written`)."""
-    if not record.lane.is_dir() or not (record.lane / ".git").exists():
-        return _lane_gone(record)
+    gone = git_lane_gone(record)
+    if gone is not None:
+        return gone
     if record.dirs is not None and _as_left(record):
         return None
     git, main = Git(record.lane), Git(record.main_root)
@@ -70,10 +71,24 @@ def _shorts(record: GitLaneRecord) -> tuple[str, str]:
             record.main_ref.removeprefix("refs/heads/"))
 
 
-def _lane_gone(record: GitLaneRecord) -> Breach:
+def git_lane_gone(record: GitLaneRecord) -> Breach | None:
+    """The lane's worktree gone (its folder, or only its `.git` file: git no longer knows the
+    folder as a worktree, and no git command of agent-loop's can run in it), else None. Two
+    looks at the folder, no process: asked before any git command in a lane whose agent ran."""
+    lane = record.lane
+    if lane.is_dir() and (lane / ".git").exists():
+        return None
     short, main_short = _shorts(record)
-    return Breach(Kind.LANE_GONE, f"the lane's worktree {record.lane} was removed from outside "
-                  f"(its branch {short} keeps what it had committed)",
+    if not lane.is_dir():
+        return Breach(Kind.LANE_GONE, f"the lane's worktree {lane} was removed from outside "
+                      f"(its branch {short} keeps what it had committed)",
+                      ("git worktree prune", f"git log --oneline {main_short}..{short}"))
+    # Only its `.git` file gone (an agent's `rm .git`, a `git worktree prune` after it): the
+    # folder and the agent's files in it are where they were.
+    return Breach(Kind.LANE_GONE, f"the lane's .git file {lane / '.git'} was removed (by its "
+                  f"agent, or from outside), so git no longer knows {lane} as a worktree; its "
+                  f"files are where the agent left them, and its branch {short} keeps what it "
+                  "had committed",
                   ("git worktree prune", f"git log --oneline {main_short}..{short}"))
 
 

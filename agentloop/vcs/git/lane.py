@@ -22,6 +22,7 @@ from agentloop.vcs.check import (
     check_git_lane,
     dirty,
     dirty_beside,
+    git_lane_gone,
     stamp,
     written,
 )
@@ -226,7 +227,16 @@ class LaneGit:
 
     def abandon(self, change: Change) -> str | None:
         """Drop the attempt's edits in the worktree, kept aside first."""
+        self._standing()
         return self.work.abandon(change)
+
+    def _standing(self) -> None:
+        """LaneBreach when the lane's worktree is gone (its agent's `git worktree remove`, or
+        `rm .git`): said as the breach it is, before a git command of ours fails in it."""
+        gone = git_lane_gone(GitLaneRecord(self.root, self.branch, None, self.main.root,
+                                           self.main.ref))
+        if gone is not None:
+            raise LaneBreach(gone)
 
     def bring_back(self, kept: str) -> bool:
         """Kept edits back in the worktree."""
@@ -239,6 +249,7 @@ class LaneGit:
 
     def diff(self, change: Change) -> str:
         """The task's patch."""
+        self._standing()
         return self.work.diff(change)
 
     def close(self) -> None:

@@ -1,0 +1,56 @@
+"""An agent that damages its own lane (removes its `.git` file, prunes or removes its worktree,
+leaves its index locked, forgets its jj workspace) gets one line that names what it did, never
+a traceback or a raw git/jj error; and its finished work, where it is still on disk, lands
+without the agent being paid again. Acted out by the agent's own Bash tool, on its first run
+only (a marker file), as in a hostile trial."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, make_repo, tasks_of
+from tests.support.runner import agent_loop, plain_shell
+
+pytestmark = pytest.mark.usefixtures("plain_shell")
+assert plain_shell  # the fixture, imported for the mark above
+
+PLAN = ("# P\n## A\n- [ ] a1\n  FAKE: bash {damage}\n  FAKE: write a1.txt A1\n"
+        "- [ ] a2\n  FAKE: write a2.txt A2\n## B\n- [ ] b1\n  FAKE: write b1.txt B1\n")
+
+
+def _project(tmp_path: Path, damage: str, kind: str = "git") -> Path:
+    once = tmp_path / "once"
+    work = make_repo(tmp_path / "work", "git" if kind == "git" else "colocated",
+                     {"README": "base\n", ".gitignore": ".agent-loop/\n"})
+    (work / "tasks.md").write_text(PLAN.format(
+        damage=f"[ -e {once} ] || {{ touch {once}; {damage.format(root=work)}; }}"))
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    return work
+
+
+def _no_traceback(out: str) -> None:
+    assert "internal error" not in out and "Traceback" not in out, out
+
+
+def _landed(work: Path) -> list[str]:
+    return sorted(git(work, "ls-tree", "--name-only", "HEAD").split())
+
+
+@pytest.mark.parametrize("damage", [
+    "rm -f .git; git -C {root} worktree prune",
+    "for w in $(git -C {root} worktree list --porcelain | grep '^worktree' | cut -d' ' -f2 "
+    "| grep lanes); do git -C {root} worktree remove --force $w; done",
+], ids=["prune", "wtremove"])
+def test_a_lane_pruned_or_removed_by_its_agent_is_one_line_not_a_crash(
+        tmp_path: Path, fake_claude: FakeClaude, damage: str) -> None:
+    work = _project(tmp_path, damage)
+    done = agent_loop(work)
+    _no_traceback(done.stdout + done.stderr)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "A stopped: " in done.stdout and "removed" in done.stderr
+    assert "b1.txt" in _landed(work)  # the other group goes on
+    assert tasks_of(work)[0]["status"] == "interrupted"
