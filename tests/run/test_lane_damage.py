@@ -54,3 +54,14 @@ def test_a_lane_pruned_or_removed_by_its_agent_is_one_line_not_a_crash(
     assert "A stopped: " in done.stdout and "removed" in done.stderr
     assert "b1.txt" in _landed(work)  # the other group goes on
     assert tasks_of(work)[0]["status"] == "interrupted"
+
+
+def test_a_lock_its_agent_left_in_the_lane_is_removed_and_the_task_lands(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = _project(tmp_path, "touch $(git rev-parse --git-dir)/index.lock")
+    done = agent_loop(work)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "index.lock" in done.stdout and "removed" in done.stdout
+    assert "File exists" not in done.stdout + done.stderr
+    assert _landed(work) == [".gitignore", "README", "a1.txt", "a2.txt", "b1.txt", "tasks.md"]
+    assert len(fake_claude.task_runs()) == 3  # one agent run a task, none paid again

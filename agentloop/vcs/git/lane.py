@@ -26,7 +26,7 @@ from agentloop.vcs.check import (
     stamp,
     written,
 )
-from agentloop.vcs.git import reflog, refs, stash
+from agentloop.vcs.git import lane_locks, reflog, refs, stash
 from agentloop.vcs.git.agent_in_checkout import agent_moved_head
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.git.landing_beside import Beside
@@ -146,7 +146,7 @@ class LaneGit:
         record = record or self.record
         self._looked = None
         stash_before = self._stash
-        said = [self._stashed()]
+        said = [self._stashed(), self._unlocked()]
         breach = check_git_lane(record) if record is not None else None
         if breach is not None and breach.stops:
             if breach.kind in (Kind.MAIN_REWOUND, Kind.AGENT_MOVED_MAIN) and record is not None:
@@ -228,7 +228,15 @@ class LaneGit:
     def abandon(self, change: Change) -> str | None:
         """Drop the attempt's edits in the worktree, kept aside first."""
         self._standing()
+        unlocked = self._unlocked()
+        if unlocked:
+            self.main.on_wait(unlocked)
         return self.work.abandon(change)
+
+    def _unlocked(self) -> str | None:
+        """The locks the agent left in the lane's git dir, removed (lane_locks); the line."""
+        own = self._dirs[0] if self._dirs is not None else refs.worktree_git_dir(self.root)
+        return lane_locks.cleared(self.root, own)
 
     def _standing(self) -> None:
         """LaneBreach when the lane's worktree is gone (its agent's `git worktree remove`, or
