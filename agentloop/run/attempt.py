@@ -124,9 +124,10 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool, trailers: str
 
 def _finished_before(task: TaskState) -> Attempt | None:
     """The task's last finished run, when the run was stopped after it (in its checks, in a
-    fix run or in the review that followed), its work kept aside (Attempt.work_kept)."""
+    fix run or in the review that followed, or by what its agent did to its lane), its work
+    kept aside (Attempt.work_kept)."""
     last = task.history[-1] if task.history else None
-    if last is None or last.outcome != O.INTERRUPTED:
+    if last is None or last.outcome not in (O.INTERRUPTED, O.STOPPED):
         return None
     # The stopped run is the fix run or the reviewer when not the finished one itself; the
     # kept work is the attempt's as it stood then, a stopped fix run's edits included.

@@ -37,9 +37,12 @@ if TYPE_CHECKING:  # jj's runner comes with a jj lane's check: a git run never i
 class LaneBreach(VcsError):
     """A lane step found a Breach that stops its group: nothing of that step lands."""
 
-    def __init__(self, breach: Breach) -> None:
+    def __init__(self, breach: Breach, kept: str | None = None) -> None:
         super().__init__(breach.text())
         self.breach = breach
+        # Where the finished agent's work, still in the lane's folder, was set aside (a line
+        # agentloop.vcs.git.aside.bring_back reads): the next run lands it, its agent unpaid.
+        self.kept = kept
 
 
 def check_git_lane(record: GitLaneRecord) -> Breach | None:

@@ -65,3 +65,48 @@ def test_a_lock_its_agent_left_in_the_lane_is_removed_and_the_task_lands(
     assert "File exists" not in done.stdout + done.stderr
     assert _landed(work) == [".gitignore", "README", "a1.txt", "a2.txt", "b1.txt", "tasks.md"]
     assert len(fake_claude.task_runs()) == 3  # one agent run a task, none paid again
+
+
+@pytest.mark.parametrize("damage", ["rm -f .git", "rm -f .git; git -C {root} worktree prune"],
+                         ids=["dotgit", "prune"])
+def test_a_finished_agents_work_in_a_lane_it_unregistered_lands_unpaid(
+        tmp_path: Path, fake_claude: FakeClaude, damage: str) -> None:
+    work = _project(tmp_path, damage)
+    first = agent_loop(work)
+    assert first.returncode == 1, first.stdout + first.stderr
+    # Only its .git file went: said as that, not as the whole worktree removed.
+    assert "the lane's .git file" in first.stderr and "was removed from outside" not in \
+        first.stderr
+    assert "a1.txt) is kept in commit" in first.stderr
+    again = agent_loop(work)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "the agent is not paid again" in again.stdout
+    assert _landed(work) == [".gitignore", "README", "a1.txt", "a2.txt", "b1.txt", "tasks.md"]
+    assert (work / "a1.txt").read_text() == "A1\n"
+    assert len(fake_claude.task_runs()) == 3  # a1's agent ran once
+
+
+def test_a_lane_its_agent_removed_took_the_work_and_says_the_agent_runs_again(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = _project(tmp_path, "git -C {root} worktree remove --force $PWD; cd {root}")
+    first = agent_loop(work)
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "went with it: the task's agent runs again on the next run" in first.stderr
+    again = agent_loop(work)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake_claude.task_runs()) == 4  # a1's agent paid again: its work was lost
+
+
+def test_a_finished_agents_work_in_a_lane_it_switched_lands_unpaid_after_the_repair(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = _project(tmp_path, "git switch -q -c agent-own-branch")
+    first = agent_loop(work)
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "a1.txt) is kept in commit" in first.stderr
+    lane = next((work / ".agent-loop" / "lanes").iterdir())
+    git(lane, "switch", "-q", f"agent-loop/{lane.name}")  # the repair the stop names
+    again = agent_loop(work)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "the agent is not paid again" in again.stdout
+    assert _landed(work) == [".gitignore", "README", "a1.txt", "a2.txt", "b1.txt", "tasks.md"]
+    assert len(fake_claude.task_runs()) == 3

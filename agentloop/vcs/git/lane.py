@@ -15,6 +15,7 @@ from typing import Callable, Iterable
 from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs.check import (
+    Breach,
     GitLaneRecord,
     Kind,
     LaneBreach,
@@ -26,7 +27,7 @@ from agentloop.vcs.check import (
     stamp,
     written,
 )
-from agentloop.vcs.git import lane_locks, reflog, refs, stash
+from agentloop.vcs.git import aside, lane_locks, reflog, refs, stash
 from agentloop.vcs.git.agent_in_checkout import agent_moved_head
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.git.landing_beside import Beside
@@ -159,7 +160,7 @@ class LaneGit:
             for line in said:
                 if line:
                     self.main.on_wait(line)
-            raise LaneBreach(breach)
+            raise self._stopped(breach, finished=commit is not None)
         done, now = None, None
         if breach is None and record is not None and record.head:
             # What the user has uncommitted now, one look for this step's check and the next
@@ -227,7 +228,7 @@ class LaneGit:
 
     def abandon(self, change: Change) -> str | None:
         """Drop the attempt's edits in the worktree, kept aside first."""
-        self._standing()
+        self._standing(finished=False)
         unlocked = self._unlocked()
         if unlocked:
             self.main.on_wait(unlocked)
@@ -238,13 +239,40 @@ class LaneGit:
         own = self._dirs[0] if self._dirs is not None else refs.worktree_git_dir(self.root)
         return lane_locks.cleared(self.root, own)
 
-    def _standing(self) -> None:
+    def _standing(self, finished: bool) -> None:
         """LaneBreach when the lane's worktree is gone (its agent's `git worktree remove`, or
-        `rm .git`): said as the breach it is, before a git command of ours fails in it."""
+        `rm .git`): said as the breach it is, before a git command of ours fails in it.
+        `finished`: the step's agent had finished (_stopped)."""
         gone = git_lane_gone(GitLaneRecord(self.root, self.branch, None, self.main.root,
                                            self.main.ref))
         if gone is not None:
-            raise LaneBreach(gone)
+            raise self._stopped(gone, finished)
+
+    def _stopped(self, breach: Breach, finished: bool) -> LaneBreach:
+        """The stop for `breach`. A step whose agent had finished, in a lane whose folder still
+        holds its files as it left them (its `.git` removed, or its HEAD switched to another
+        branch at the same commit): that work kept aside from the folder, for the next run to
+        land without paying the agent again (agentloop.run.attempt brings it back). A folder
+        that is gone took the work with it: said, since the next run pays the agent again."""
+        record = self.record
+        if breach.kind is Kind.LANE_GONE and not self.root.is_dir():
+            return LaneBreach(dataclasses.replace(breach, line=(
+                f"{breach.line}; the agent's work in it went with it: the task's agent runs "
+                "again on the next run")))
+        if not finished or record is None or not record.head or \
+                breach.kind not in (Kind.LANE_GONE, Kind.CHECKED_OUT):
+            return LaneBreach(breach)
+        try:
+            if breach.kind is Kind.CHECKED_OUT and self.git.sha("HEAD") != record.head:
+                return LaneBreach(breach)  # its files are another commit's: not the task's
+            kept = aside.keep_folder(self.main.common_dir, self.root, record.head,
+                                     "the finished work of a lane its agent damaged")
+        except (VcsError, OSError):
+            return LaneBreach(breach)  # the stop says what happened; the work stays there
+        if kept is None:
+            return LaneBreach(breach)
+        line = aside.said_finished(kept)
+        return LaneBreach(dataclasses.replace(breach, line=f"{breach.line}; {line}"), line)
 
     def bring_back(self, kept: str) -> bool:
         """Kept edits back in the worktree."""
@@ -257,7 +285,7 @@ class LaneGit:
 
     def diff(self, change: Change) -> str:
         """The task's patch."""
-        self._standing()
+        self._standing(finished=True)
         return self.work.diff(change)
 
     def close(self) -> None:
