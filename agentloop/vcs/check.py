@@ -373,6 +373,19 @@ def jj_removed(lane: Path) -> Breach:
                   ("jj workspace list", "jj log"))
 
 
+def jj_forgotten(lane: Path) -> Breach:
+    """The lane's folder and its .jj are there, but the repository no longer knows the
+    workspace (`jj workspace forget`, by its agent or from outside): jj has no working-copy
+    commit for it, so nothing of the step can be snapshotted or landed. The next run's lane is
+    made afresh (agentloop.vcs.jj.workspaces.open_jj adds the workspace again)."""
+    return Breach(Kind.JJ_FORGOTTEN, f"the lane's jj workspace in {lane} was forgotten (`jj "
+                  "workspace forget`, by its agent or from outside), so jj no longer snapshots "
+                  "its files and nothing of this step is landed; the lane's changes stay in "
+                  "the repository, and the next run adds the lane's workspace afresh, its "
+                  "task's agent running again",
+                  ("jj workspace list", "jj log"))
+
+
 def operations_since(jj: Jj, operation: str) -> list[tuple[str, str]]:
     """(id, description) of the operations after `operation`, newest first."""
     out = jj.out("--ignore-working-copy", "op", "log", "--no-graph", "-n", "200", "-T",

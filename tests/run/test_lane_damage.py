@@ -110,3 +110,14 @@ def test_a_finished_agents_work_in_a_lane_it_switched_lands_unpaid_after_the_rep
     assert "the agent is not paid again" in again.stdout
     assert _landed(work) == [".gitignore", "README", "a1.txt", "a2.txt", "b1.txt", "tasks.md"]
     assert len(fake_claude.task_runs()) == 3
+
+
+def test_a_jj_workspace_its_agent_forgot_is_one_line_not_jjs_error(
+        tmp_path: Path, fake_claude: FakeClaude, jj_bin: str) -> None:
+    work = _project(tmp_path, "jj workspace forget", kind="colocated")
+    done = agent_loop(work, "--vcs", "jj")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "doesn't have a working-copy commit" not in done.stderr, done.stderr
+    assert "the lane's jj workspace in" in done.stderr and "was forgotten" in done.stderr
+    again = agent_loop(work, "--vcs", "jj")
+    assert again.returncode == 0, again.stdout + again.stderr
