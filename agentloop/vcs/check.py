@@ -83,8 +83,8 @@ def git_lane_gone(record: GitLaneRecord) -> Breach | None:
         return None
     short, main_short = _shorts(record)
     if not lane.is_dir():
-        return Breach(Kind.LANE_GONE, f"the lane's worktree {lane} was removed from outside "
-                      f"(its branch {short} keeps what it had committed)",
+        return Breach(Kind.LANE_GONE, f"the lane's worktree {lane} was removed (by its agent, "
+                      f"or from outside; its branch {short} keeps what it had committed)",
                       ("git worktree prune", f"git log --oneline {main_short}..{short}"))
     # Only its `.git` file gone (an agent's `rm .git`, a `git worktree prune` after it): the
     # folder and the agent's files in it are where they were.

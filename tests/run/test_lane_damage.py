@@ -75,8 +75,7 @@ def test_a_finished_agents_work_in_a_lane_it_unregistered_lands_unpaid(
     first = agent_loop(work)
     assert first.returncode == 1, first.stdout + first.stderr
     # Only its .git file went: said as that, not as the whole worktree removed.
-    assert "the lane's .git file" in first.stderr and "was removed from outside" not in \
-        first.stderr
+    assert "the lane's .git file" in first.stderr and "lane's worktree" not in first.stderr
     assert "a1.txt) is kept in commit" in first.stderr
     again = agent_loop(work)
     assert again.returncode == 0, again.stdout + again.stderr
@@ -91,7 +90,8 @@ def test_a_lane_its_agent_removed_took_the_work_and_says_the_agent_runs_again(
     work = _project(tmp_path, "git -C {root} worktree remove --force $PWD; cd {root}")
     first = agent_loop(work)
     assert first.returncode == 1, first.stdout + first.stderr
-    assert "went with it: the task's agent runs again on the next run" in first.stderr
+    assert "was removed (by its agent, or from outside" in first.stderr
+    assert "went with the lane's folder, so the task's agent runs again" in first.stderr
     again = agent_loop(work)
     assert again.returncode == 0, again.stdout + again.stderr
     assert len(fake_claude.task_runs()) == 4  # a1's agent paid again: its work was lost

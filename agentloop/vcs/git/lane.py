@@ -257,8 +257,8 @@ class LaneGit:
         record = self.record
         if breach.kind is Kind.LANE_GONE and not self.root.is_dir():
             return LaneBreach(dataclasses.replace(breach, line=(
-                f"{breach.line}; the agent's work in it went with it: the task's agent runs "
-                "again on the next run")))
+                f"{breach.line}; the agent's work went with the lane's folder, so the task's "
+                "agent runs again on the next run")))
         if not finished or record is None or not record.head or \
                 breach.kind not in (Kind.LANE_GONE, Kind.CHECKED_OUT):
             return LaneBreach(breach)
