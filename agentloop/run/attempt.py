@@ -124,7 +124,8 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool, trailers: str
 
 def _finished_before(task: TaskState) -> Attempt | None:
     """The task's last finished run, when the run was stopped after it (in its checks, in a
-    fix run or in the review that followed), its work kept aside (Attempt.work_kept)."""
+    fix run or in the review that followed, or by what its agent did to its lane), its work
+    kept aside (Attempt.work_kept)."""
     last = task.history[-1] if task.history else None
     if last is None:
         return None
@@ -132,7 +133,7 @@ def _finished_before(task: TaskState) -> Attempt | None:
     # message, the landing): the stop is the attempt's, the work the one it judged.
     judged = last.role == "reviewer" and last.verdict in (O.APPROVED, O.FEEDBACK) and \
         task.status == S.INTERRUPTED
-    if last.outcome != O.INTERRUPTED and not judged:
+    if last.outcome not in (O.INTERRUPTED, O.STOPPED) and not judged:
         return None
     # The stopped run is the fix run or the reviewer when not the finished one itself; the
     # kept work is the attempt's as it stood then, a stopped fix run's edits included.

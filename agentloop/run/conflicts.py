@@ -21,7 +21,7 @@ from agentloop.options import continue_args
 from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import run_checks
 from agentloop.run.context import Run
-from agentloop.run.decisions import Breached, Conflicted, Held, Marked
+from agentloop.run.decisions import Breached, Conflicted, Dropped, Held, Marked
 from agentloop.run.handover import hand
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.verify import check_log, task_checks
@@ -164,4 +164,6 @@ def settling(run: Run, task: TaskState, record: Attempt) -> Iterator[None]:
         raise GroupHeld(f"task {task.index} ({task.group}) is {reason}") from None
     except LaneBreach as breach:
         hand(run, task, Breached(record, str(breach)))
+        if breach.kept:  # the finished agent's work, kept aside: the next run brings it back
+            hand(run, task, Dropped("", record.number, breach.kept, finished=True, said=True))
         raise

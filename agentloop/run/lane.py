@@ -295,12 +295,12 @@ def _settled(run: Run, task: TaskState, outcome: Outcome, trailers: str,
     failed."""
     result, report, attempt = outcome.result, outcome.report, outcome.attempt
     if result.ok and report.signal == FATAL:
-        drop(run, task, outcome.change)
+        _dropped(run, task, outcome)
         hand(run, task, Fatal(attempt, f"{FATAL}: {report.reason}"))
         raise RunStopped(f"the agent reported a fatal error on task {task.index}: "
                          f"{report.reason or 'no reason given'}")
     if result.ok and report.signal == BLOCKED:
-        drop(run, task, outcome.change)
+        _dropped(run, task, outcome)
         hand(run, task, Blocked(attempt, report.reason or "blocked, no reason given",
                                 result.session_id))
         return True
@@ -316,8 +316,15 @@ def _settled(run: Run, task: TaskState, outcome: Outcome, trailers: str,
                 _failed_unlanded(run, task, outcome)
             raise
         return True
-    drop(run, task, outcome.change)
+    _dropped(run, task, outcome)
     return False
+
+
+def _dropped(run: Run, task: TaskState, outcome: Outcome) -> None:
+    """The attempt's change dropped; a lane its agent removed (agentloop.vcs.check) stops its
+    group with the line that says so, as at its landing."""
+    with settling(run, task, outcome.attempt):
+        drop(run, task, outcome.change)
 
 
 def _stopped_unlanded(run: Run, task: TaskState, outcome: Outcome) -> None:
@@ -410,9 +417,10 @@ def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str,
               beside: bool = True) -> None:
     message, helper_cost = commit_message(task, run.state.title), 0.0
     if run.distiller is not None and run.vcs.name != "none":
+        with settling(run, task, outcome.attempt):  # a lane its agent removed: a breach
+            diff = run.vcs.diff(outcome.change)
         distilled = run.distiller(plain=message, group=filed_under(task, run.state.title),
-                                  task=task.task,
-                                  final=outcome.result.text, diff=run.vcs.diff(outcome.change))
+                                  task=task.task, final=outcome.result.text, diff=diff)
         helper_cost = distilled.cost_usd
         message = distilled.text
         run.emit(MessageDistilled(task.index, distilled.distilled, message.splitlines()[0],

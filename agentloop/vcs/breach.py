@@ -13,6 +13,7 @@ class Kind(enum.Enum):
 
     LANE_GONE = "lane-gone"                  # the lane's folder was removed
     JJ_REMOVED = "jj-removed"                # jj: the lane's .jj folder was removed
+    JJ_FORGOTTEN = "jj-forgotten"            # jj: the lane's workspace was forgotten
     CHECKED_OUT = "checked-out"              # the lane's HEAD is on another branch (yours?)
     BRANCH_DELETED = "branch-deleted"        # the lane's branch is gone
     BRANCH_REWOUND = "branch-rewound"        # the lane's branch no longer holds its commits

@@ -37,16 +37,20 @@ if TYPE_CHECKING:  # jj's runner comes with a jj lane's check: a git run never i
 class LaneBreach(VcsError):
     """A lane step found a Breach that stops its group: nothing of that step lands."""
 
-    def __init__(self, breach: Breach) -> None:
+    def __init__(self, breach: Breach, kept: str | None = None) -> None:
         super().__init__(breach.text())
         self.breach = breach
+        # Where the finished agent's work, still in the lane's folder, was set aside (a line
+        # agentloop.vcs.git.aside.bring_back reads): the next run lands it, its agent unpaid.
+        self.kept = kept
 
 
 def check_git_lane(record: GitLaneRecord) -> Breach | None:
     """The first thing the agent did outside its task, or None when the lane is as recorded.
     The user's checkout is not looked at here (see `written`)."""
-    if not record.lane.is_dir() or not (record.lane / ".git").exists():
-        return _lane_gone(record)
+    gone = git_lane_gone(record)
+    if gone is not None:
+        return gone
     if record.dirs is not None and _as_left(record):
         return None
     git, main = Git(record.lane), Git(record.main_root)
@@ -70,10 +74,24 @@ def _shorts(record: GitLaneRecord) -> tuple[str, str]:
             record.main_ref.removeprefix("refs/heads/"))
 
 
-def _lane_gone(record: GitLaneRecord) -> Breach:
+def git_lane_gone(record: GitLaneRecord) -> Breach | None:
+    """The lane's worktree gone (its folder, or only its `.git` file: git no longer knows the
+    folder as a worktree, and no git command of agent-loop's can run in it), else None. Two
+    looks at the folder, no process: asked before any git command in a lane whose agent ran."""
+    lane = record.lane
+    if lane.is_dir() and (lane / ".git").exists():
+        return None
     short, main_short = _shorts(record)
-    return Breach(Kind.LANE_GONE, f"the lane's worktree {record.lane} was removed from outside "
-                  f"(its branch {short} keeps what it had committed)",
+    if not lane.is_dir():
+        return Breach(Kind.LANE_GONE, f"the lane's worktree {lane} was removed (by its agent, "
+                      f"or from outside; its branch {short} keeps what it had committed)",
+                      ("git worktree prune", f"git log --oneline {main_short}..{short}"))
+    # Only its `.git` file gone (an agent's `rm .git`, a `git worktree prune` after it): the
+    # folder and the agent's files in it are where they were.
+    return Breach(Kind.LANE_GONE, f"the lane's .git file {lane / '.git'} was removed (by its "
+                  f"agent, or from outside), so git no longer knows {lane} as a worktree; its "
+                  f"files are where the agent left them, and its branch {short} keeps what it "
+                  "had committed",
                   ("git worktree prune", f"git log --oneline {main_short}..{short}"))
 
 
@@ -352,6 +370,19 @@ def jj_removed(lane: Path) -> Breach:
     return Breach(Kind.JJ_REMOVED, f"the lane's jj workspace was removed ({lane / '.jj'} is "
                   "gone, by its agent or from outside); no jj command of agent-loop's ran "
                   "in your checkout for it, and the lane's changes stay in the repository",
+                  ("jj workspace list", "jj log"))
+
+
+def jj_forgotten(lane: Path) -> Breach:
+    """The lane's folder and its .jj are there, but the repository no longer knows the
+    workspace (`jj workspace forget`, by its agent or from outside): jj has no working-copy
+    commit for it, so nothing of the step can be snapshotted or landed. The next run's lane is
+    made afresh (agentloop.vcs.jj.workspaces.open_jj adds the workspace again)."""
+    return Breach(Kind.JJ_FORGOTTEN, f"the lane's jj workspace in {lane} was forgotten (`jj "
+                  "workspace forget`, by its agent or from outside), so jj no longer snapshots "
+                  "its files and nothing of this step is landed; the lane's changes stay in "
+                  "the repository, and the next run adds the lane's workspace afresh, its "
+                  "task's agent running again",
                   ("jj workspace list", "jj log"))
 
 

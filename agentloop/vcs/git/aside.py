@@ -71,6 +71,38 @@ def _saved(git: Git, sha: str, why: str) -> None:
             time.sleep(0.05 * (attempt + 1))  # the other lane holds the lock for milliseconds
 
 
+def keep_folder(common_dir: Path, folder: Path, base: str, why: str
+                ) -> tuple[str, list[str]] | None:
+    """What `folder` holds that commit `base` does not, committed on `base` under SAVED_REF,
+    with the repository's git dir and an index of its own: nothing of the folder's own git
+    dir is read or written (a lane whose `.git` its agent removed, or that it left on another
+    branch). (the commit, its paths), or None when the folder holds nothing new."""
+    git = Git(folder, git_dir=common_dir)
+    with tempfile.TemporaryDirectory(dir=common_dir) as scratch:
+        env = {"GIT_INDEX_FILE": str(Path(scratch) / "index"), "GIT_WORK_TREE": str(folder)}
+        git.out("read-tree", base, env=env)
+        git.out("add", "-A", env=env)
+        tree = git.out("write-tree", env=env).strip()
+        paths = [p for p in git.out("diff-index", "--cached", "--name-only", "-z", base,
+                                    env=env).split("\0") if p]
+    if not paths:
+        return None
+    sha = git.out("commit-tree", tree, "-p", base, "-m", f"agent-loop: {why}").strip()
+    _saved(git, sha, why)
+    return sha, sorted(paths)
+
+
+def said_finished(kept: tuple[str, list[str]]) -> str:
+    """The line that says where a finished agent's work was kept, for the next run to land
+    (bring_back reads the commit from it) and for a person to bring back by hand."""
+    sha, files = kept
+    shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    return (f"its agent had finished: its work ({len(files)} file(s): {shown}) is kept in "
+            f"commit {sha[:12]} ({SAVED_REF}), and the next run lands it without paying the "
+            f"agent again (`git diff --binary {sha[:12]}~ {sha[:12]} | git apply` brings it "
+            "back by hand)")
+
+
 def said(kept: tuple[str, list[str]]) -> str:
     """The one line that says what was set aside and how to bring it back."""
     sha, files = kept

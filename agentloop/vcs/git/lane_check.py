@@ -66,15 +66,19 @@ def _main_at(state: LaneState, main: GitMainLine) -> tuple[str, ...]:
 
 
 def check(state: LaneState, main: GitMainLine, git: Git, branch: str,
-          record: GitLaneRecord | None, commit: Commit | None) -> Change | None:
+          record: GitLaneRecord | None, commit: Commit | None,
+          unlocked: Callable[[], str | None],
+          stopped: Callable[..., LaneBreach]) -> Change | None:
     """LaneGit.check: LaneBreach when the agent did something outside its task that stops the
-    group; what only needs saying is said, or goes as the note of the commit `commit` made."""
+    group; what only needs saying is said, or goes as the note of the commit `commit` made.
+    `unlocked`: the locks the agent left in the lane removed, the line that says so;
+    `stopped`: the stop for a breach (whether the step's agent had finished)."""
     state.not_looked()
     before = state.take_stash()
-    said = [_stashed(git, main, branch, before)]
+    said = [_stashed(git, main, branch, before), unlocked()]
     breach = check_git_lane(record) if record is not None else None
     if breach is not None and breach.stops:
-        _stop(main, record, breach, said)
+        _stop(main, record, breach, said, partial(stopped, finished=commit is not None))
     done, now = None, None
     if breach is None and record is not None and record.head:
         done, seen = _commit_looking(main, commit)
@@ -102,8 +106,9 @@ def _stashed(git: Git, main: GitMainLine, branch: str, before: str | None) -> st
 
 
 def _stop(main: GitMainLine, record: GitLaneRecord | None, breach: Breach,
-          said: list[str | None]) -> NoReturn:
-    """The group stops: what was said so far said at once, then LaneBreach."""
+          said: list[str | None], stop: Callable[[Breach], LaneBreach]) -> NoReturn:
+    """The group stops: what was said so far said at once, then the LaneBreach `stop` makes
+    of the breach."""
     if breach.kind in (Kind.MAIN_REWOUND, Kind.AGENT_MOVED_MAIN) and record is not None:
         # A `reset --hard` takes your uncommitted edits with it: said in the stop.
         lost = written(record.main_root, record.checkout, dirty(main.git))
@@ -114,7 +119,7 @@ def _stop(main: GitMainLine, record: GitLaneRecord | None, breach: Breach,
     for line in said:
         if line:
             main.on_wait(line)
-    raise LaneBreach(breach)
+    raise stop(breach)
 
 
 def _commit_looking(main: GitMainLine, commit: Commit | None) -> tuple[Change | None, Listed]:

@@ -23,7 +23,7 @@ from typing import Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs import find_root, own_output, plan_files, relative_to
-from agentloop.vcs.check import LaneBreach, jj_removed
+from agentloop.vcs.check import LaneBreach, jj_forgotten, jj_removed
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj import basemark, carried, leftovers, moved_off, ownfiles, resume
 from agentloop.vcs.jj.aside import bring_back, keep_aside
@@ -486,6 +486,7 @@ def _change(rev: Rev, files: tuple[str, ...] = (), kept: bool = False, note: str
 
 
 def _lane_gone(where: Path) -> Exception:
-    """A lane whose jj workspace was removed (its .jj gone, by its agent or from outside): a
-    stop of its group, which says so, never a command run in the checkout around it."""
-    return LaneBreach(jj_removed(where))
+    """A lane whose jj workspace was removed (its .jj gone, by its agent or from outside), or
+    forgotten (`jj workspace forget`): a stop of its group, which says so, never a command run
+    in the checkout around it, nor jj's raw error."""
+    return LaneBreach(jj_forgotten(where) if (where / ".jj").is_dir() else jj_removed(where))

@@ -95,6 +95,8 @@ STALE = "working copy is stale"
 TIMEOUT = 600
 # What jj says when a workspace's link to its repository, or the repository, is gone.
 GONE = ("InvalidDBRoot", "no longer exists", "No such file or directory", "not a directory")
+# What jj says in a workspace that was forgotten (`jj workspace forget`), its folder left.
+FORGOTTEN = "doesn't have a working-copy commit"
 
 
 def environment() -> dict[str, str]:
@@ -142,6 +144,13 @@ def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
     if any(sign in detail for sign in GONE) and _repo_gone(root):
         return VcsError(f"the jj workspace in {root} lost its repository (removed or moved from "
                         "outside); run agent-loop again to set it up afresh")
+    if FORGOTTEN in detail:
+        # jj's own text names the workspace, not what happened to it nor how to undo it.
+        return VcsError(f"`jj {_command(args)}` failed: the jj workspace in {root} was "
+                        "forgotten (`jj workspace forget`, by an agent or from outside), so jj "
+                        f"has no working copy for it ({detail.removeprefix('Error: ')}); `jj "
+                        "op log` shows that operation, `jj op revert <its id>` undoes it, then "
+                        "run agent-loop again")
     if STALE in detail:
         # jj's own text names no workspace, and its hint is for a shell standing in it.
         return VcsError(f"`jj {_command(args)}` failed: the {STALE} in {root} (a change it "
@@ -179,8 +188,9 @@ class Jj:
     names it with `-R`, as does any command run with a `cwd`: jj then fails ("There is no jj
     repo") where its .jj was removed, where from the folder alone it looks upward and finds
     your checkout around it, whose @ the lane's next `jj new` would take. `gone`: what that
-    failure raises instead of jj's error (a lane's: LaneBreach, which stops its group; given by
-    the backend, so that this runner needs nothing of the checks that use it)."""
+    failure (or jj's own, in a workspace forgotten) raises instead of jj's error (a lane's:
+    LaneBreach, which stops its group; given by the backend, so that this runner needs
+    nothing of the checks that use it)."""
 
     def __init__(self, root: Path, config: list[str] | None = None,
                  confined: bool = False,
@@ -204,8 +214,9 @@ class Jj:
         named = ("-R", str(where)) if self.confined or cwd is not None else ()
         try:
             done = _run(where, (*named, *self.config, *args), full, codes, timeout)
-        except VcsError:
-            if self.gone is not None and where.is_dir() and not (where / ".jj").is_dir():
+        except VcsError as exc:
+            if self.gone is not None and where.is_dir() and (
+                    not (where / ".jj").is_dir() or FORGOTTEN in str(exc)):
                 raise self.gone(where) from None
             raise
         if ours:

@@ -1,0 +1,123 @@
+"""An agent that damages its own lane (removes its `.git` file, prunes or removes its worktree,
+leaves its index locked, forgets its jj workspace) gets one line that names what it did, never
+a traceback or a raw git/jj error; and its finished work, where it is still on disk, lands
+without the agent being paid again. Acted out by the agent's own Bash tool, on its first run
+only (a marker file), as in a hostile trial."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, make_repo, tasks_of
+from tests.support.runner import agent_loop, plain_shell
+
+pytestmark = pytest.mark.usefixtures("plain_shell")
+assert plain_shell  # the fixture, imported for the mark above
+
+PLAN = ("# P\n## A\n- [ ] a1\n  FAKE: bash {damage}\n  FAKE: write a1.txt A1\n"
+        "- [ ] a2\n  FAKE: write a2.txt A2\n## B\n- [ ] b1\n  FAKE: write b1.txt B1\n")
+
+
+def _project(tmp_path: Path, damage: str, kind: str = "git") -> Path:
+    once = tmp_path / "once"
+    work = make_repo(tmp_path / "work", "git" if kind == "git" else "colocated",
+                     {"README": "base\n", ".gitignore": ".agent-loop/\n"})
+    (work / "tasks.md").write_text(PLAN.format(
+        damage=f"[ -e {once} ] || {{ touch {once}; {damage.format(root=work)}; }}"))
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    return work
+
+
+def _no_traceback(out: str) -> None:
+    assert "internal error" not in out and "Traceback" not in out, out
+
+
+def _landed(work: Path) -> list[str]:
+    return sorted(git(work, "ls-tree", "--name-only", "HEAD").split())
+
+
+@pytest.mark.parametrize("damage", [
+    "rm -f .git; git -C {root} worktree prune",
+    "for w in $(git -C {root} worktree list --porcelain | grep '^worktree' | cut -d' ' -f2 "
+    "| grep lanes); do git -C {root} worktree remove --force $w; done",
+], ids=["prune", "wtremove"])
+def test_a_lane_pruned_or_removed_by_its_agent_is_one_line_not_a_crash(
+        tmp_path: Path, fake_claude: FakeClaude, damage: str) -> None:
+    work = _project(tmp_path, damage)
+    done = agent_loop(work)
+    _no_traceback(done.stdout + done.stderr)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "A stopped: " in done.stdout and "removed" in done.stderr
+    assert "b1.txt" in _landed(work)  # the other group goes on
+    assert tasks_of(work)[0]["status"] == "interrupted"
+
+
+def test_a_lock_its_agent_left_in_the_lane_is_removed_and_the_task_lands(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = _project(tmp_path, "touch $(git rev-parse --git-dir)/index.lock")
+    done = agent_loop(work)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "index.lock" in done.stdout and "removed" in done.stdout
+    assert "File exists" not in done.stdout + done.stderr
+    assert _landed(work) == [".gitignore", "README", "a1.txt", "a2.txt", "b1.txt", "tasks.md"]
+    assert len(fake_claude.task_runs()) == 3  # one agent run a task, none paid again
+
+
+@pytest.mark.parametrize("damage", ["rm -f .git", "rm -f .git; git -C {root} worktree prune"],
+                         ids=["dotgit", "prune"])
+def test_a_finished_agents_work_in_a_lane_it_unregistered_lands_unpaid(
+        tmp_path: Path, fake_claude: FakeClaude, damage: str) -> None:
+    work = _project(tmp_path, damage)
+    first = agent_loop(work)
+    assert first.returncode == 1, first.stdout + first.stderr
+    # Only its .git file went: said as that, not as the whole worktree removed.
+    assert "the lane's .git file" in first.stderr and "lane's worktree" not in first.stderr
+    assert "a1.txt) is kept in commit" in first.stderr
+    again = agent_loop(work)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "the agent is not paid again" in again.stdout
+    assert _landed(work) == [".gitignore", "README", "a1.txt", "a2.txt", "b1.txt", "tasks.md"]
+    assert (work / "a1.txt").read_text() == "A1\n"
+    assert len(fake_claude.task_runs()) == 3  # a1's agent ran once
+
+
+def test_a_lane_its_agent_removed_took_the_work_and_says_the_agent_runs_again(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = _project(tmp_path, "git -C {root} worktree remove --force $PWD; cd {root}")
+    first = agent_loop(work)
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "was removed (by its agent, or from outside" in first.stderr
+    assert "went with the lane's folder, so the task's agent runs again" in first.stderr
+    again = agent_loop(work)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake_claude.task_runs()) == 4  # a1's agent paid again: its work was lost
+
+
+def test_a_finished_agents_work_in_a_lane_it_switched_lands_unpaid_after_the_repair(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = _project(tmp_path, "git switch -q -c agent-own-branch")
+    first = agent_loop(work)
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "a1.txt) is kept in commit" in first.stderr
+    lane = next((work / ".agent-loop" / "lanes").iterdir())
+    git(lane, "switch", "-q", f"agent-loop/{lane.name}")  # the repair the stop names
+    again = agent_loop(work)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "the agent is not paid again" in again.stdout
+    assert _landed(work) == [".gitignore", "README", "a1.txt", "a2.txt", "b1.txt", "tasks.md"]
+    assert len(fake_claude.task_runs()) == 3
+
+
+def test_a_jj_workspace_its_agent_forgot_is_one_line_not_jjs_error(
+        tmp_path: Path, fake_claude: FakeClaude, jj_bin: str) -> None:
+    work = _project(tmp_path, "jj workspace forget", kind="colocated")
+    done = agent_loop(work, "--vcs", "jj")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "doesn't have a working-copy commit" not in done.stderr, done.stderr
+    assert "the lane's jj workspace in" in done.stderr and "was forgotten" in done.stderr
+    again = agent_loop(work, "--vcs", "jj")
+    assert again.returncode == 0, again.stdout + again.stderr
