@@ -1,7 +1,8 @@
 """The repository's own git hooks, run on a task's change as git would run them on a commit.
 
-agent-loop's own commits skip the hooks (`core.hooksPath=/dev/null`, `--no-verify`: a hook that
-waits for input or edits the tree would break the one-commit-per-task bookkeeping). With the
+agent-loop's own git commands skip the hooks (`core.hooksPath=/dev/null` on each, and
+`--no-verify`: a hook that waits for input or edits the tree would break the one-commit-per-task
+bookkeeping; agentloop.vcs.git.run.GUARD). With the
 `git-hooks` setting the run core runs `pre-commit` and `commit-msg` itself, as checks, before the
 commit: a hook that fails is a failed check the task's session is asked to fix. What git gives a
 hook is given here too: the worktree's root as the cwd, an index holding the change
@@ -55,7 +56,8 @@ def _resolved(root: Path, lines: list[str]) -> list[Path]:
 def _git_paths(root: Path, *names: str) -> list[Path]:
     """Where git keeps each of `names` in its folder, asked in one process."""
     argv = [arg for name in names for arg in ("--git-path", name)]
-    return _resolved(root, Git(root).out("rev-parse", *argv).splitlines())
+    # As configured: the door's own hooks path (none) is not where git looks for yours.
+    return _resolved(root, Git(root).out("rev-parse", *argv, as_configured=True).splitlines())
 
 
 def _git_path(root: Path, name: str) -> Path:

@@ -151,3 +151,39 @@ def test_the_hooks_found_with_the_repository_are_those_git_names(tmp_path: Path,
     assert GitRepo(Git(work)).locate()
     assert githooks.hooks(work) == asked               # taken from the locating rev-parse
     assert [h.path for h in asked] == [folder / name for name in githooks.HOOKS]
+
+
+# Every hook git runs outside a commit's own, and post-commit: each notes its name when run.
+EVERY_HOOK = ("pre-commit", "commit-msg", "post-commit", "post-checkout", "post-merge",
+              "post-rewrite", "reference-transaction", "post-index-change", "pre-auto-gc")
+
+
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+def test_agent_loops_own_git_runs_none_of_your_hooks(work: Path, fake_claude: FakeClaude,
+                                                     workplace: str) -> None:
+    # Its commits, ref updates, the lane's `worktree add` and the landing's `merge --ff-only`
+    # in your checkout: none runs a hook of yours (reference-transaction ran 9 times,
+    # post-index-change 10, post-checkout once for two tasks before). --git-hooks still runs
+    # pre-commit and commit-msg, as checks.
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    seen = work.parent / "hooks-seen"
+    for name in EVERY_HOOK:
+        hook = work / ".git" / "hooks" / name
+        hook.write_text(f"#!/bin/sh\necho {name} >> {seen}\n")
+        hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", workplace)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(git_commits(work)) == 2
+    assert not seen.exists(), seen.read_text()
+    with (work / "tasks.md").open("a") as plan:
+        plan.write("- three\n  FAKE: write c.txt C\n")
+    git(work, "commit", "-qam", "plan 2")
+    seen.unlink(missing_ok=True)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", workplace,
+                      "--git-hooks")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert seen.exists(), done.stdout   # on the baseline, then on the task's change
+    assert set(seen.read_text().split()) == {"commit-msg", "pre-commit"}
