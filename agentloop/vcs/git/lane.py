@@ -25,7 +25,7 @@ from agentloop.vcs.check import (
     stamp,
     written,
 )
-from agentloop.vcs.git import reflog, refs, stash
+from agentloop.vcs.git import planted, reflog, refs, stash
 from agentloop.vcs.git.agent_in_checkout import agent_moved_head
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.git.landing_beside import Beside
@@ -120,7 +120,8 @@ class LaneGit:
                                     self.main.root, self.main.ref, tuple(self.landed),
                                     seen if seen is not None else self.main.stamps(),
                                     self.work.tree.dirs(), self._main_at(),
-                                    tuple(zip(logs, reflog.ends(logs))))
+                                    tuple(zip(logs, reflog.ends(logs))),
+                                    planted.look(self.main.common_dir))
         return change
 
     def _main_at(self) -> tuple[str, ...]:
@@ -145,7 +146,7 @@ class LaneGit:
         record = record or self.record
         self._looked = None
         stash_before = self._stash
-        said = [self._stashed()]
+        said = [self._stashed(), self._planted(record)]
         breach = check_git_lane(record) if record is not None else None
         if breach is not None and breach.stops:
             if breach.kind in (Kind.MAIN_REWOUND, Kind.AGENT_MOVED_MAIN) and record is not None:
@@ -210,6 +211,14 @@ class LaneGit:
         for line in lines:
             self.main.on_wait(line)
         return done
+
+    def _planted(self, record: GitLaneRecord | None) -> str | None:
+        """What changed in your repository's config or hooks folder while the agent ran
+        (agentloop.vcs.git.planted): said, kept with the step's commit; no process."""
+        if record is None or record.settings is None:
+            return None
+        found = planted.changed(self.main.common_dir, self.main.root, record.settings)
+        return found.text() if found is not None else None
 
     def _stashed(self) -> str | None:
         """The entries the agent's `git stash` put in the stash list your checkout shares,
