@@ -9,6 +9,7 @@ What happens when it is stopped (Ctrl+C, a kill) is not decided here: the attemp
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -73,8 +74,14 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
                        before=ledger.session_totals(run.state, resume, task),
                        meanwhile=_meanwhile(run))
     began = run.clock.monotonic()
-    result = priced(run.agent.run(request, lambda now: run.emit(
-        AgentActivity(now.text, now.tool, now.tool_calls, now.turns))), run.options.prices)
+    window = [time.time_ns(), 0]   # the file system's clock, for the plan's time of write
+    with run.shared.lock:
+        run.shared.agent_runs.append(window)
+    try:
+        result = priced(run.agent.run(request, lambda now: run.emit(
+            AgentActivity(now.text, now.tool, now.tool_calls, now.turns))), run.options.prices)
+    finally:
+        window[1] = time.time_ns()
     hand(run, task, RunEnded(attempt, result))
     limited = not result.ok and classify(run, result).kind == LIMIT
     run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, role,

@@ -72,6 +72,9 @@ class Shared:
         # Where the user renamed the plan while the run worked (agentloop.run.plan_kept): it
         # is not put back, and no new task starts.
         self.plan_moved: Path | None = None
+        # Each agent run's start and end (wall clock, ns; 0 while it runs), for a plan found
+        # changed: written while an agent ran, it may be the agent's (agentloop.run.plan_kept).
+        self.agent_runs: list[list[int]] = []
         # The finished tasks' change ids by task number, the history mark's input: read off
         # every record once a run, then brought up to date with each task a lane settles
         # (agentloop.run.lane), so a task's check costs the same in a plan of any size.

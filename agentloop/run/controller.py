@@ -107,6 +107,7 @@ class PlanNews:
     # (a reword), or another task was put where it stood (it was deleted, one added there).
     reworded: dict[str, tuple[str, str, str, bool]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)     # the closing lines, as they happened
+    when: str = plan_kept.WORKED   # when the last change read was written (plan_kept.when)
 
 
 def _stamp(path: Path) -> tuple[int, int, int, int, int] | None:
@@ -391,14 +392,14 @@ class Controller:
             return False   # the plan was renamed meanwhile (agentloop.run.plan_kept)
         if task.log_name in self.news.removed:
             self._skipped(task, f"task {task.index} ({task.summary}) was removed from the "
-                                "plan while this run worked: not started")
+                                f"plan {self.news.when}: not started")
             run.tally.dropped.add(task.index)
             return False
         if task.log_name in self.news.ticked and task.status != S.SKIPPED:
             ledger.skip(task)
             ledger.save(run, task)
             self._skipped(task, f"task {task.index} ({task.summary}) was ticked in the plan "
-                                "while this run worked: skipped")
+                                f"{self.news.when}: skipped")
             return False
         wording = self.news.reworded.pop(task.log_name, None)
         if wording is not None:
@@ -410,7 +411,7 @@ class Controller:
             # words with nothing alike are said as what the person did.
             how = ("was reworded" if alike else
                    f"({was}) was removed and another task put in its place")
-            self._skipped(task, f"task {task.index} {how} while this run worked: it "
+            self._skipped(task, f"task {task.index} {how} {self.news.when}: it "
                                 f"runs as it reads now ({task.summary})")
         return True
 
@@ -454,6 +455,7 @@ class Controller:
                 self.run.emit(LaneNote(restored.note, stop=moved))
             return
         plan_kept.keep(self.run, data, file)
+        self.news.when = plan_kept.when(self.run, path)
         self.news.removed = {r.log_name for r in changes.removed}
         self.news.ticked = {changes.tasks[i - 1].log_name for i in changes.ticked}
         self.news.reworded = {

@@ -49,6 +49,25 @@ def current(run: Run) -> Path:
     return _moved(run, path) or path
 
 
+WORKED = "while this run worked"
+DURING = "while an agent ran (by it, or you)"
+
+
+def when(run: Run, path: Path) -> str:
+    """When the plan found changed was written, as its lines say it: DURING when its last
+    write fell while an agent ran (one working without --sandbox can write it, and time alone
+    cannot tell its write from yours, as with your checkout's files), else WORKED. From the
+    file's time: no read."""
+    try:
+        written = os.stat(path).st_mtime_ns
+    except OSError:
+        return WORKED
+    with run.shared.lock:
+        during = any(start <= written and (not end or written <= end)
+                     for start, end in run.shared.agent_runs)
+    return DURING if during else WORKED
+
+
 def keep(run: Run, data: bytes, file: FileId | None) -> None:
     """Remember `data` as the plan's bytes the run has read (and understood), from the file
     `file` (its device and inode; None when unknown: then no file is taken for the plan

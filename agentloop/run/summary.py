@@ -135,7 +135,7 @@ def _grown_notes(run: Run, completed: tuple[int, ...] = ()) -> tuple[str, ...]:
     # A line the agent reworded as it ticked it off is done, not new work.
     if all(changes.tasks[i - 1].status != S.PENDING for i in new):
         return done
-    return (f"{shown} changed while this run worked "
+    return (f"{shown} changed {plan_kept.when(run, path)} "
             f"({changes.summary()}); run "
             "agent-loop again to run what is new",) + done
 

@@ -23,6 +23,7 @@ class Kind(enum.Enum):
     CHECKOUT_WRITTEN = "checkout-written"    # your checkout changed while the agent ran
     AGENT_MOVED_MAIN = "agent-moved-main"    # an agent's git command moved your branch
     AGENT_MOVED_HEAD = "agent-moved-head"    # an agent's git command moved your checkout's HEAD
+    GIT_SETTINGS = "git-settings"            # your .git/config or .git/hooks changed meanwhile
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The repository's own git hooks, run on a task's change as git would run them on a commit.
 
-agent-loop's own commits skip the hooks (`core.hooksPath=/dev/null`, `--no-verify`: a hook that
-waits for input or edits the tree would break the one-commit-per-task bookkeeping). With the
+agent-loop's own git commands skip the hooks (`core.hooksPath=/dev/null` on each, and
+`--no-verify`: a hook that waits for input or edits the tree would break the one-commit-per-task
+bookkeeping; agentloop.vcs.git.run.GUARD). With the
 `git-hooks` setting the run core runs `pre-commit` and `commit-msg` itself, as checks, before the
 commit: a hook that fails is a failed check the task's session is asked to fix. What git gives a
 hook is given here too: the worktree's root as the cwd, an index holding the change
@@ -43,25 +44,9 @@ FOUND_SECONDS = 2.0   # how long such an answer stands in for asking again
 _found: dict[Path, tuple[float, list[Path]]] = {}
 
 
-# Whether git named the repository's own hooks folder when the run located it (by its common
-# dir): no core.hooksPath in any config git reads, its system file among them wherever its
-# prefix puts it (/etc, /usr/local/etc, a Homebrew folder), which no guess of ours can know.
-_own: dict[Path, bool] = {}
-
-
-def found_with(root: Path, lines: list[str], common: Path | None = None) -> None:
-    """Keep where the hooks are, as `git rev-parse ... *HOOK_PATHS` run in `root` said; with
-    the repository's `common` dir, whether that is its own hooks folder (own_hooks)."""
-    paths = _resolved(root, lines)
-    _found[root] = (time.monotonic(), paths)
-    if common is not None and paths:
-        _own[common.resolve()] = paths[0].parent.resolve() == (common / "hooks").resolve()
-
-
-def own_hooks(common: Path) -> bool | None:
-    """Whether git named the repository's own hooks folder (`common`/hooks) when this run
-    located it: False, core.hooksPath was set somewhere; None, git was not asked here."""
-    return _own.get(common.resolve())
+def found_with(root: Path, lines: list[str]) -> None:
+    """Keep where the hooks are, as `git rev-parse ... *HOOK_PATHS` run in `root` said."""
+    _found[root] = (time.monotonic(), _resolved(root, lines))
 
 
 def _resolved(root: Path, lines: list[str]) -> list[Path]:
@@ -71,7 +56,8 @@ def _resolved(root: Path, lines: list[str]) -> list[Path]:
 def _git_paths(root: Path, *names: str) -> list[Path]:
     """Where git keeps each of `names` in its folder, asked in one process."""
     argv = [arg for name in names for arg in ("--git-path", name)]
-    return _resolved(root, Git(root).out("rev-parse", *argv).splitlines())
+    # As configured: the door's own hooks path (none) is not where git looks for yours.
+    return _resolved(root, Git(root).out("rev-parse", *argv, as_configured=True).splitlines())
 
 
 def _git_path(root: Path, name: str) -> Path:

@@ -308,7 +308,7 @@ def held_run(work: Path, env: dict[str, str], log: Path) -> list[str]:
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     return [line if line.endswith((" ended", ": seen")) else
-            re.sub(r"^-C \S+ ", "", line).split()[0]
+            re.sub(r"^-C \S+ (-c \S+ )*", "", line).split()[0]
             for line in log.read_text().splitlines() if line.strip()]
 
 
@@ -384,6 +384,11 @@ def audited_run(work: Path, tmp_path: Path) -> list[str]:
     return seen.read_text().splitlines()
 
 
+def word_of(line: str) -> str:
+    """The git command a `process git -C DIR [-c K=V]... WORD ...` line names."""
+    return re.sub(r"^process git -C \S+ (-c \S+ )*", "", line).split()[0]
+
+
 def test_a_fresh_run_starts_its_first_git_commands_before_it_loads_the_run(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
@@ -392,12 +397,12 @@ def test_a_fresh_run_starts_its_first_git_commands_before_it_loads_the_run(
         assert any(line.startswith("process git ") and f" {word} " in line for line in lines)
     first_agent = next(n for n, line in enumerate(lines)
                        if line.startswith("process ") and "stream-json" in line)
-    asked = [line.split()[4] for line in lines[:first_agent] if line.startswith("process git -C")]
+    asked = [word_of(line) for line in lines[:first_agent] if line.startswith("process git -C")]
     for word in ASKED_AT_ONCE:
         assert asked.count(word) == 1, f"`git {word}` asked {asked.count(word)} times"
     started = max([lines.index(f"thread {name}") for name in FIRST_GIT] +
                   [next(n for n, line in enumerate(lines) if line.startswith("process git -C")
-                        and line.split()[4] == word) for word in ASKED_AT_ONCE])
+                        and word_of(line) == word) for word in ASKED_AT_ONCE])
     for module in LOADED_AFTER_THE_FIRST_GIT:
         assert started < lines.index(f"import {module}"), \
             f"{module} loads before the run's first git commands start"

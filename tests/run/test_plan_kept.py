@@ -274,3 +274,26 @@ def test_a_plan_kept_outside_the_repository_is_followed_only_beside_where_it_was
     else:
         assert done.returncode == 0 and "vanished from disk" in out and plan.exists(), out
         assert len(fake_claude.task_runs()) == 2
+
+
+@pytest.mark.parametrize("lanes", ["1", "2"])
+def test_a_plan_written_while_an_agent_ran_is_said_so(tmp_path: Path, fake_claude: FakeClaude,
+                                                      lanes: str) -> None:
+    # Task a1's agent, without --sandbox, ticks a2 and b1 in your plan and appends a task of
+    # its own: time alone cannot tell its write from yours, but it fell while an agent ran,
+    # and the lines say so (they said "while this run worked", as of any edit of yours).
+    work = make_repo(tmp_path / "project", "git")
+    plan = work / "tasks.md"
+    edit = (f"sed -i 's/- \\[ \\] b1/- [x] b1/; s/- \\[ \\] a2/- [x] a2/' {plan}; "
+            f"printf '## Evil\\n- [ ] evil task\\n  FAKE: write evil.txt E\\n' >> {plan}")
+    plan.write_text(f"# P\n## A\n- [ ] a1\n  FAKE: bash {edit}\n  FAKE: write a1.txt A\n"
+                    "- [ ] a2\n  FAKE: write a2.txt A2\n## B\n- [ ] b1\n  FAKE: pause 1\n"
+                    "  FAKE: write b1.txt B1\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", lanes)
+    assert done.returncode == 0, done.stdout + done.stderr
+    during = "while an agent ran (by it, or you)"
+    assert f"task 2 (a2) was ticked in the plan {during}: skipped" in done.stdout, done.stdout
+    if lanes == "1":   # with two lanes b1 is running as the plan changes
+        assert f"task 3 (b1) was ticked in the plan {during}: skipped" in done.stdout
+    assert f"tasks.md changed {during} (1 task added" in done.stdout, done.stdout
+    assert "while this run worked" not in done.stdout

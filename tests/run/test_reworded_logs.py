@@ -30,7 +30,7 @@ def test_a_task_reworded_while_the_run_works_is_logged_under_its_new_words(
     (work / "tasks.md").write_text(edited_plan(work, tmp_path))
     done = agent_loop(work, "--vcs", "git", "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "task 3 was reworded while this run worked" in done.stdout
+    assert "task 3 was reworded while an agent ran (by it, or you)" in done.stdout
     logs = _logs(work)
     assert "003-words--new-wording.log" in logs, logs
     assert not any("old-wording" in name for name in logs), logs

@@ -100,7 +100,7 @@ def test_a_tick_is_no_news_and_the_next_run_pays_for_nothing(
         "## One\n- [ ] first\n  FAKE: write a.txt a\n- [ ] second\n  FAKE: write b.txt b\n")
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "changed while this run worked" not in done.stdout   # the ticks are not the user's
+    assert "changed while" not in done.stdout   # the ticks are not the user's
     assert "- [x] first\n" in (work / "tasks.md").read_text()
     assert "- [x] second\n" in (work / "tasks.md").read_text()
     assert state_of(work)["task_file_hash"] == \

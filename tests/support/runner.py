@@ -30,7 +30,8 @@ def agent_loop(cwd: Path, *args: str, plan: str | None = "tasks.md",
 
 def noting_git(work: Path, tmp_path: Path, *args: str) -> tuple[str, list[str]]:
     """`agent-loop ARGS…` in `work` with a `git` first on PATH that notes each command it runs:
-    (its standard output, the git commands, each without the `-C DIR` every one names first)."""
+    (its standard output, the git commands, each without the `-C DIR` and the `-c` settings
+    every one names first: agentloop.vcs.git.run.GUARD)."""
     import re
     import shutil
 
@@ -45,7 +46,8 @@ def noting_git(work: Path, tmp_path: Path, *args: str) -> tuple[str, list[str]]:
                       env={**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"},
                       timeout=60)
     assert done.returncode == 0, done.stderr
-    return done.stdout, [re.sub(r"^-C \S+ ", "", line) for line in log.read_text().splitlines()]
+    return done.stdout, [re.sub(r"^-C \S+ (-c \S+ )*", "", line)
+                         for line in log.read_text().splitlines()]
 
 
 def half_done_in_the_serial_lane(work: Path, directives: Path, task: str,

@@ -151,3 +151,78 @@ def test_the_hooks_found_with_the_repository_are_those_git_names(tmp_path: Path,
     assert GitRepo(Git(work)).locate()
     assert githooks.hooks(work) == asked               # taken from the locating rev-parse
     assert [h.path for h in asked] == [folder / name for name in githooks.HOOKS]
+
+
+# Every hook git runs outside a commit's own, and post-commit: each notes its name when run.
+EVERY_HOOK = ("pre-commit", "commit-msg", "post-commit", "post-checkout", "post-merge",
+              "post-rewrite", "reference-transaction", "post-index-change", "pre-auto-gc")
+
+
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+def test_agent_loops_own_git_runs_none_of_your_hooks(work: Path, fake_claude: FakeClaude,
+                                                     workplace: str) -> None:
+    # Its commits, ref updates, the lane's `worktree add` and the landing's `merge --ff-only`
+    # in your checkout: none runs a hook of yours (reference-transaction ran 9 times,
+    # post-index-change 10, post-checkout once for two tasks before). --git-hooks still runs
+    # pre-commit and commit-msg, as checks.
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    seen = work.parent / "hooks-seen"
+    for name in EVERY_HOOK:
+        hook = work / ".git" / "hooks" / name
+        hook.write_text(f"#!/bin/sh\necho {name} >> {seen}\n")
+        hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", workplace)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(git_commits(work)) == 2
+    assert not seen.exists(), seen.read_text()
+    with (work / "tasks.md").open("a") as plan:
+        plan.write("- three\n  FAKE: write c.txt C\n")
+    git(work, "commit", "-qam", "plan 2")
+    seen.unlink(missing_ok=True)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", workplace,
+                      "--git-hooks")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert seen.exists(), done.stdout   # on the baseline, then on the task's change
+    assert set(seen.read_text().split()) == {"commit-msg", "pre-commit"}
+
+
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+def test_a_hook_and_an_fsmonitor_an_agent_plants_run_nowhere_and_are_said_and_kept(
+        work: Path, fake_claude: FakeClaude, workplace: str) -> None:
+    # Without --sandbox the lane's agent writes a reference-transaction hook into your
+    # repository's hooks folder and sets core.fsmonitor in its config (both shared with its
+    # lane). agent-loop's own git runs neither (HOOK-RAN 5 times and FSMON 25 times before),
+    # and the step says, once, what changed and the way back; the task's record keeps it.
+    init_repo(work, "git")
+    ran = work.parent / "ran"
+    plant = (f"d=$(git rev-parse --git-common-dir); "
+             f"printf '#!/bin/sh\\necho HOOK >> {ran}\\n' > $d/hooks/reference-transaction; "
+             f"chmod +x $d/hooks/reference-transaction; "
+             f"git config --file $d/config core.fsmonitor 'echo FSMON >> {ran}; true'")
+    (work / "tasks.md").write_text(f"- one\n  FAKE: bash {plant}\n  FAKE: write a.txt A\n"
+                                   "- two\n  FAKE: write b.txt B\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", workplace)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(git_commits(work)) == 2
+    assert not ran.exists(), ran.read_text()
+    said = [line for line in done.stdout.splitlines() if line.startswith("  ")
+            and "core.fsmonitor set to" in line]
+    assert len(said) == 1, done.stdout
+    line = said[0]
+    assert f"{work}/.git/config" in line and f"{work}/.git/hooks" in line, line
+    assert "reference-transaction added" in line, line
+    unset = f"git -C {work} config --unset-all core.fsmonitor"
+    remove = f"rm {work}/.git/hooks/reference-transaction"
+    assert f"`{unset}`" in line and f"`{remove}`" in line, line
+    assert sum("core.fsmonitor" in x for x in done.stdout.splitlines()) == 2  # and look at:
+    status = agent_loop(work, "--status")
+    assert "core.fsmonitor set to" in status.stdout, status.stdout
+    # The commands do what they say.
+    git(work, *unset.split()[3:])
+    (work / ".git" / "hooks" / "reference-transaction").unlink()
+    assert "fsmonitor" not in (work / ".git" / "config").read_text()

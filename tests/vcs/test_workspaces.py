@@ -123,7 +123,7 @@ def test_a_whole_git_lane_is_removed_from_its_files_as_git_would(repo: Path) -> 
     assert not (repo / ".git" / "worktrees").exists()
 
 
-@pytest.mark.parametrize("how", ["packed", "configured", "hooked", "checked out", "rebasing"])
+@pytest.mark.parametrize("how", ["packed", "configured", "checked out", "rebasing"])
 def test_a_lane_branch_the_files_do_not_say_all_of_goes_by_git(repo: Path, how: str) -> None:
     # Where deleting the ref's file would not be all `git branch -D` does, git does it.
     base = git(repo, "rev-parse", "HEAD")
@@ -133,10 +133,6 @@ def test_a_lane_branch_the_files_do_not_say_all_of_goes_by_git(repo: Path, how: 
         git(repo, "pack-refs", "--all")
     elif how == "configured":
         git(repo, "config", "branch.agent-loop/1-one.description", "mine")
-    elif how == "hooked":
-        hook = repo / ".git" / "hooks" / "reference-transaction"
-        hook.write_text(f"#!/bin/sh\necho \"$1\" >> '{repo.parent / 'told'}'\ncat >/dev/null\n")
-        hook.chmod(0o755)
     teardown.remove_git(repo, lane, drop_branch=False)
     if how == "checked out":
         git(repo, "worktree", "add", "-q", str(repo.parent / "other"), "agent-loop/1-one")
@@ -150,18 +146,30 @@ def test_a_lane_branch_the_files_do_not_say_all_of_goes_by_git(repo: Path, how: 
     assert bool(branches) == (how in ("checked out", "rebasing"))  # git refuses, as ever
     if how == "configured":
         assert "agent-loop/1-one" not in git(repo, "config", "--list")
-    if how == "hooked":
-        assert "committed" in (repo.parent / "told").read_text()
 
 
-@pytest.mark.parametrize("where", ["packing", "global", "included", "xdg", "system",
+def test_a_lane_branch_goes_by_git_when_refs_are_being_packed(repo: Path) -> None:
+    """The branch's ref file is not unlinked while a `git pack-refs` (or `gc --auto`) is under
+    way, which writes packed-refs back with the branch in it: `git branch -D` waits, fails."""
+    base = git(repo, "rev-parse", "HEAD")
+    lane = wt.open_git(repo, "1-one", base, fresh=True)
+    main = git(repo, "symbolic-ref", "HEAD")
+    teardown.remove_git(repo, lane, drop_branch=False)
+    (repo / ".git" / "packed-refs.lock").write_text("")
+    calls = proc.started()
+    teardown.drop_branches(repo, {"1-one"}, main)
+    assert proc.started() - calls == 1  # its `branch -D`
+    assert (repo / ".git" / "refs" / "heads" / "agent-loop" / "1-one").is_file()
+
+
+@pytest.mark.parametrize("where", ["repository", "global", "included", "xdg", "system",
                                    "environment", "git -c"])
-def test_a_lane_branch_goes_by_git_when_refs_are_being_packed_or_hooks_are_set_elsewhere(
+def test_a_lane_branch_goes_from_its_files_whatever_hooks_are_set(
         repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
-    """The branch's ref file was unlinked though a `git pack-refs` (or `gc --auto`) was under
-    way, which writes packed-refs back with the branch in it; and though core.hooksPath was
-    set outside the repository's config (your global or system config, the environment),
-    whose reference-transaction hook `git branch -D` runs and an unlink skips."""
+    """A reference-transaction hook, in the repository's hooks or a hooks folder set anywhere
+    (your global or system config, the environment): agent-loop's own git runs none
+    (agentloop.vcs.git.run.GUARD), so its `git branch -D` is the unlink of the branch's files,
+    which costs no process. It went by git, to tell the hook, before."""
     base = git(repo, "rev-parse", "HEAD")
     lane = wt.open_git(repo, "1-one", base, fresh=True)
     main = git(repo, "symbolic-ref", "HEAD")
@@ -169,13 +177,11 @@ def test_a_lane_branch_goes_by_git_when_refs_are_being_packed_or_hooks_are_set_e
     hooks = tmp_path / "hooks"
     hooks.mkdir()
     told = tmp_path / "told"
-    (hooks / "reference-transaction").write_text(
-        f"#!/bin/sh\necho \"$1\" >> '{told}'\ncat >/dev/null\n")
-    (hooks / "reference-transaction").chmod(0o755)
+    hook = (repo / ".git" / "hooks" if where == "repository" else hooks) / "reference-transaction"
+    hook.write_text(f"#!/bin/sh\necho \"$1\" >> '{told}'\ncat >/dev/null\n")
+    hook.chmod(0o755)
     setting = f"[core]\n\thooksPath = {hooks}\n"
-    if where == "packing":   # git's lock while it writes packed-refs: branch -D waits, fails
-        (repo / ".git" / "packed-refs.lock").write_text("")
-    elif where == "global":
+    if where == "global":
         monkeypatch.delenv("GIT_CONFIG_GLOBAL")
         (Path(os.environ["HOME"]) / ".gitconfig").write_text(setting)
     elif where == "included":   # the global file names another that holds it
@@ -196,17 +202,14 @@ def test_a_lane_branch_goes_by_git_when_refs_are_being_packed_or_hooks_are_set_e
         monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
         monkeypatch.setenv("GIT_CONFIG_KEY_0", "core.hooksPath")
         monkeypatch.setenv("GIT_CONFIG_VALUE_0", str(hooks))
-    else:
+    elif where == "git -c":
         monkeypatch.setenv("GIT_CONFIG_PARAMETERS", f"'core.hookspath'='{hooks}'")
     calls = proc.started()
     teardown.drop_branches(repo, {"1-one"}, main)
-    assert proc.started() - calls == 1  # its `branch -D`
-    ref = repo / ".git" / "refs" / "heads" / "agent-loop" / "1-one"
-    if where == "packing":
-        assert ref.is_file()   # git would not delete it beside a packing under way
-    else:
-        assert not ref.exists()
-        assert "committed" in told.read_text()   # the hook was told, as by git itself
+    assert proc.started() - calls == 0
+    assert not (repo / ".git" / "refs" / "heads" / "agent-loop" / "1-one").exists()
+    assert not git(repo, "branch", "--list", "agent-loop/1-one")
+    assert not told.exists(), told.read_text()
 
 
 def test_a_lane_branch_goes_by_git_when_a_git_of_another_prefix_sets_hooks_in_its_system_file(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from agentloop.errors import VcsError
 from agentloop.vcs import own_output, plan_files, relative_to
 from agentloop.vcs.check import gone_as
-from agentloop.vcs.git import aside, dirty_tree, quick, recover, refs
+from agentloop.vcs.git import aside, dirty_tree, planted, quick, recover, refs
 from agentloop.vcs.git.dirty_tree import beside_lanes, dirty_message, why_here
 from agentloop.vcs.git.files import state_of
 from agentloop.vcs.git.quick import index_seen
@@ -69,6 +69,9 @@ class GitVcs:
         # yet, so prepare() has no uncommitted file to look for.
         self._made = made
         self._record: AttemptRecord | None = None
+        # Your repository's config and hooks as the task began, in your checkout (a lane's
+        # check looks at them itself: agentloop.vcs.git.lane).
+        self._settings: planted.Settings | None = None
         self._start: Start | None = None
         self._recovered: Change | None = None
         # An attempt a killed run left after its agent committed: its task goes on from it.
@@ -172,6 +175,8 @@ class GitVcs:
         """Record HEAD, the index and the state of every already-dirty path; or go on from
         the attempt of this task that a killed run left after its agent committed."""
         expected, self._expected = self._expected or message, None
+        if not self.lane:
+            self._settings = planted.look(self.tree.dirs()[1])
         if self._resumable is not None:
             resumed = self._resume(message)
             if resumed is not None:
@@ -215,6 +220,16 @@ class GitVcs:
         `meanwhile` (a process to run beside, a lane's look at your checkout) is called once,
         as soon as the first git command of the commit has started.
         """
+        done = self._finish(change, message, meanwhile)
+        settings, self._settings = self._settings, None
+        found = settings and planted.changed(self.tree.dirs()[1], self.root, settings,
+                                             "the agent")
+        if not found:
+            return done
+        return dataclasses.replace(done, note="; ".join(filter(None, (done.note, found.text()))))
+
+    def _finish(self, change: Change, message: str,
+                meanwhile: Callable[[], None] | None) -> Change:
         start = self._started()
         pending = [meanwhile] if meanwhile is not None else []
 

@@ -64,7 +64,8 @@ def look(root: Path) -> Callable[[], None]:
     (it must be called on every path: it reaps them; the backend's taking them does too)."""
     git = Git(root)
     try:
-        where = _Once(git.begin(*WHERE, env=WHERE_ENV, codes=None))
+        where = _Once(git.begin(*WHERE, env=WHERE_ENV, codes=None,
+                                    as_configured=True))
     except VcsError:  # git cannot start: the backend asks, and says so, as without a look
         return lambda: None
     try:

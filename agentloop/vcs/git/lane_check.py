@@ -23,7 +23,7 @@ from agentloop.vcs.check import (
     stamp,
     written,
 )
-from agentloop.vcs.git import reflog, stash
+from agentloop.vcs.git import planted, reflog, stash
 from agentloop.vcs.git.agent_in_checkout import agent_moved_head
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.git.lane_state import LaneState, Stamps
@@ -51,7 +51,7 @@ def step_record(state: LaneState, seen: Stamps | None, work: GitVcs, branch: str
     return GitLaneRecord(work.root, branch, work.tree.head(), main.root, main.ref,
                          tuple(state.landed), seen if seen is not None else main.stamps(),
                          work.tree.dirs(), _main_at(state, main),
-                         tuple(zip(logs, reflog.ends(logs))))
+                         tuple(zip(logs, reflog.ends(logs))), planted.look(main.common_dir))
 
 
 def _main_at(state: LaneState, main: GitMainLine) -> tuple[str, ...]:
@@ -75,7 +75,7 @@ def check(state: LaneState, main: GitMainLine, git: Git, branch: str,
     `stopped`: the stop for a breach (whether the step's agent had finished)."""
     state.not_looked()
     before = state.take_stash()
-    said = [_stashed(git, main, branch, before), unlocked()]
+    said = [_stashed(git, main, branch, before), _planted(main, record), unlocked()]
     breach = check_git_lane(record) if record is not None else None
     if breach is not None and breach.stops:
         _stop(main, record, breach, said, partial(stopped, finished=commit is not None))
@@ -103,6 +103,15 @@ def _stashed(git: Git, main: GitMainLine, branch: str, before: str | None) -> st
             f"entr{'y' if len(kept) == 1 else 'ies'} left the stash list your checkout "
             f"shares (`git stash list`) for {', '.join(kept)}; `git stash apply {kept[0]}` "
             "brings it back")
+
+
+def _planted(main: GitMainLine, record: GitLaneRecord | None) -> str | None:
+    """What changed in your repository's config or hooks folder while the agent ran
+    (agentloop.vcs.git.planted): said, kept with the step's commit; no process."""
+    if record is None or record.settings is None:
+        return None
+    found = planted.changed(main.common_dir, main.root, record.settings)
+    return found.text() if found is not None else None
 
 
 def _stop(main: GitMainLine, record: GitLaneRecord | None, breach: Breach,

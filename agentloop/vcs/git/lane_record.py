@@ -7,6 +7,7 @@ from dataclasses import field
 from pathlib import Path
 
 from agentloop.ondemand import dataclass
+from agentloop.vcs.git.planted import Settings
 
 
 @dataclass(frozen=True)
@@ -28,3 +29,6 @@ class GitLaneRecord:
     # Your checkout's HEAD log and your branch's (agentloop.vcs.git.reflog), and where each
     # ended as the step began; () when not known.
     reflogs: tuple[tuple[Path, int], ...] = ()
+    # Your repository's config and hooks folder as the step began (agentloop.vcs.git.planted);
+    # None when not looked at.
+    settings: Settings | None = None

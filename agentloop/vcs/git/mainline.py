@@ -172,7 +172,7 @@ class GitMainLine:
             # No auto-maintenance after it, as after a task's commit (repo.COMMIT_ARGS): that
             # would be one more git process a task, started by this one.
             code, _ = self.git.code(
-                "-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
+                "-c", "gc.auto=0", "-c", "maintenance.auto=false",
                 "merge", "--ff-only", "-q", "--no-stat", new,
                 env={"GIT_REFLOG_ACTION": f"agent-loop: landed {new[:12]}"}, codes=(0, 1, 128))
         finally:

@@ -27,9 +27,9 @@ from agentloop.vcs.preflight import signs
 if TYPE_CHECKING:
     import git
 
-# A task commit: no hooks (as with commit-tree), no gc or maintenance started behind us, the
-# message kept byte for byte.
-COMMIT_ARGS = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
+# A task commit: no hooks (as with commit-tree; the door's GUARD too), no gc or maintenance
+# started behind us, the message kept byte for byte.
+COMMIT_ARGS = ("-c", "gc.auto=0", "-c", "maintenance.auto=false",
                "commit", "--quiet", "--no-verify", "--cleanup=verbatim")
 
 
@@ -101,7 +101,8 @@ class GitRepo:
         # at the run's start when it could be (agentloop.vcs.git.first_look).
         root = self.root
         ahead = first_look.where(root)
-        done = ahead or self.git.run(*first_look.WHERE, codes=None, env=first_look.WHERE_ENV)
+        done = ahead or self.git.run(*first_look.WHERE, codes=None, env=first_look.WHERE_ENV,
+                                     as_configured=True)
         lines = done.stdout.splitlines()
         if done.returncode != 0 and not lines:
             if "not a git repository" in done.stderr:
@@ -112,7 +113,7 @@ class GitRepo:
             raise VcsError(f"{where} is a bare repository: there is no working tree")
         # The common dir comes relative to the folder git ran in.
         self._dirs = (lines[1], os.path.normpath(os.path.join(self.root, lines[2])))
-        found_with(self.root, lines[4:], Path(self._dirs[1]))
+        found_with(self.root, lines[4:])
         self.git.root = Path(lines[3]).resolve()
         self.close()
         self._repo = None

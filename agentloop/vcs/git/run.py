@@ -17,6 +17,14 @@ from agentloop.proc import environ
 # A git command that takes longer than this is stuck (a lock, a hook waiting for input).
 TIMEOUT = 600
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# On every git command of agent-loop's: none of the programs a repository's config or hooks
+# folder names runs for it (its hooks: reference-transaction on each ref update,
+# post-index-change, post-checkout on a lane's `worktree add`; an fsmonitor on each look at a
+# working tree). A hook waiting for input or editing the tree would break the bookkeeping, and
+# an agent working without --sandbox can plant one in .git/hooks or .git/config (the lane's
+# check says so: agentloop.vcs.git.gitfiles). --git-hooks runs pre-commit and commit-msg itself,
+# as checks (agentloop.vcs.githooks). `/dev/null` is no folder: git finds no hook there.
+GUARD = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 
 
 def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -52,12 +60,14 @@ class Git:
 
     def run(self, *args: str, paths: Iterable[str] | None = None, input: str | None = None,
             env: Mapping[str, str] | None = None, codes: tuple[int, ...] | None = (0,),
-            timeout: float = TIMEOUT, meanwhile: Callable[[], object] | None = None
-            ) -> proc.Completed:
+            timeout: float = TIMEOUT, meanwhile: Callable[[], object] | None = None,
+            as_configured: bool = False) -> proc.Completed:
         """Run one git command; VcsError for an exit code not in `codes` (None: any exit code
         is an answer). `env`: variables set on top of the one environment. `paths` go through
         stdin NUL-separated, so no list is ever too long and no file name (not even one that
-        is not UTF-8) is mangled. `meanwhile`: proc.run's, called once it has started."""
+        is not UTF-8) is mangled. `meanwhile`: proc.run's, called once it has started.
+        `as_configured`: without GUARD, for the one question whose answer it changes (where
+        the repository's hooks are: `rev-parse --git-path hooks/...`)."""
         data: str | bytes | None = input
         if paths is not None:
             data = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
@@ -66,7 +76,7 @@ class Git:
             # In its folder by `-C`, started from ours: a process started in another folder (a
             # lane's worktree) takes Popen's fork and its copy of the environment, some times
             # what posix_spawn costs, which cannot change folders (agentloop.proc.spawn).
-            done = proc.run(["git", "-C", str(self.root), *args], env=full, check=False,
+            done = proc.run(self._argv(args, as_configured), env=full, check=False,
                             input=data, timeout=timeout, meanwhile=meanwhile)
         except (ProgramNotFound, ProcessError) as exc:
             raise self._failed(args, exc) from None
@@ -80,13 +90,14 @@ class Git:
         return lambda: wait().stdout
 
     def begin(self, *args: str, env: Mapping[str, str] | None = None,
-              codes: tuple[int, ...] | None = (0,)) -> Callable[[], proc.Completed]:
+              codes: tuple[int, ...] | None = (0,), as_configured: bool = False
+              ) -> Callable[[], proc.Completed]:
         """`start` with `run`'s answer: the function waits for the command and returns what
         `run` would have (it must be called: it reaps the command; called again, it gives the
         same answer or raises the same error)."""
         full = self._environment(env)
         try:
-            wait = proc.start(["git", "-C", str(self.root), *args], env=full, timeout=TIMEOUT)
+            wait = proc.start(self._argv(args, as_configured), env=full, timeout=TIMEOUT)
         except (ProgramNotFound, ProcessError) as exc:
             raise self._failed(args, exc) from None
         found: list[proc.Completed | VcsError] = []
@@ -103,6 +114,9 @@ class Git:
                 raise found[0]
             return found[0]
         return answer
+
+    def _argv(self, args: tuple[str, ...], as_configured: bool) -> list[str]:
+        return ["git", "-C", str(self.root), *(() if as_configured else GUARD), *args]
 
     def _environment(self, env: Mapping[str, str] | None) -> Mapping[str, str]:
         if self._env is None:
@@ -127,10 +141,10 @@ class Git:
 
     def out(self, *args: str, paths: Iterable[str] | None = None, input: str | None = None,
             env: Mapping[str, str] | None = None, codes: tuple[int, ...] | None = (0,),
-            timeout: float = TIMEOUT) -> str:
+            timeout: float = TIMEOUT, as_configured: bool = False) -> str:
         """A git command's standard output."""
         return self.run(*args, paths=paths, input=input, env=env, codes=codes,
-                        timeout=timeout).stdout
+                        timeout=timeout, as_configured=as_configured).stdout
 
     def code(self, *args: str, input: str | None = None, env: Mapping[str, str] | None = None,
              codes: tuple[int, ...] = (0,)) -> tuple[int, str]:

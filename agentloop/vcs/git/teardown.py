@@ -7,7 +7,6 @@ are kept under refs/agent-loop/ first."""
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -204,57 +203,20 @@ def drop_branches(root: Path, names: set[str], main: str = "HEAD") -> list[str]:
     return notes
 
 
-def _hooks_set(git_dir: Path) -> bool:
-    """Whether a hooks folder may be set outside the repository's config, which `git branch
-    -D` would run a reference-transaction hook from. git's own answer when the run located
-    the repository (githooks.own_hooks) covers every file it reads, its system file among
-    them wherever git's prefix puts it; not asked in this process, unsure: set. Since then,
-    read again: the environment (`git -c`, GIT_CONFIG_COUNT), a per-worktree config, the
-    global or system file (where git reads them: GIT_CONFIG_GLOBAL and GIT_CONFIG_SYSTEM name
-    others; /etc/gitconfig, the usual system file), or a file one of them includes. A few small
-    reads, no process."""
-    if githooks.own_hooks(git_dir) is not True:
-        return True
-    env = os.environ
-    if "GIT_CONFIG_COUNT" in env or "GIT_CONFIG_PARAMETERS" in env:
-        return True
-    files = [str(git_dir / "config.worktree")]
-    if "GIT_CONFIG_GLOBAL" in env:
-        files.append(env["GIT_CONFIG_GLOBAL"])
-    else:
-        home = env.get("HOME", "")
-        xdg = env.get("XDG_CONFIG_HOME") or (os.path.join(home, ".config") if home else "")
-        files += [os.path.join(home, ".gitconfig")] if home else []
-        files += [os.path.join(xdg, "git", "config")] if xdg else []
-    if env.get("GIT_CONFIG_NOSYSTEM", "").lower() not in ("1", "true", "yes", "on"):
-        files.append(env.get("GIT_CONFIG_SYSTEM", "/etc/gitconfig"))
-    for file in files:
-        try:
-            with open(file, "rb") as found:
-                text = found.read().lower()
-        except FileNotFoundError:
-            continue
-        except OSError:
-            return True   # not readable by us (or a folder): git may read more than we can
-        if b"hookspath" in text or b"[include" in text:
-            return True
-    return False
-
-
 def _branch_dropped_from_files(git_dir: Path, ref: str) -> bool:
     """`git branch -D` of lane branch `ref`, done from files where they say all of it (no
     process): a loose ref in a checkout's own `.git` folder, in no packed-refs, no lock on it
     nor on packed-refs (a `git pack-refs` or `gc --auto` under way would write it back), no
     section of its own in the config (nor an include that could hold one), no worktree's HEAD
-    on it (nor a rebase or bisect under way in one), and no reference-transaction hook to be
-    told: none in the repository's hooks, and no hooks folder set anywhere else (`_hooks_set`).
+    on it (nor a rebase or bisect under way in one). No hook is told either way: agent-loop's
+    `git branch -D` runs none (agentloop.vcs.git.run.GUARD).
     Its ref goes first, then its reflog, in git's order: a kill in between leaves a reflog of
     no branch, which a branch made again under that name only appends to. False, nothing done,
     when the files do not say so (or the ref's file would not go)."""
     loose = git_dir / ref
     if not git_dir.is_dir() or refs.branch_tip(git_dir, ref) in (None, "") or \
             not loose.is_file() or loose.with_name(loose.name + ".lock").exists() or \
-            (git_dir / "packed-refs.lock").exists() or _hooks_set(git_dir):
+            (git_dir / "packed-refs.lock").exists():
         return False
     try:
         packed = (git_dir / "packed-refs").read_bytes()
@@ -268,8 +230,7 @@ def _branch_dropped_from_files(git_dir: Path, ref: str) -> bool:
     except (OSError, UnicodeDecodeError):
         return False
     lowered = config.lower()
-    if f" {ref}".encode() in packed or "[include" in lowered or "hookspath" in lowered or \
-            name in config or (git_dir / "hooks" / "reference-transaction").exists():
+    if f" {ref}".encode() in packed or "[include" in lowered or name in config:
         return False
     worktrees = git_dir / "worktrees"
     heads = [git_dir / "HEAD", *(w / "HEAD" for w in worktrees.iterdir())] \
