@@ -212,44 +212,6 @@ def test_a_lane_branch_goes_from_its_files_whatever_hooks_are_set(
     assert not told.exists(), told.read_text()
 
 
-def test_a_lane_branch_goes_by_git_when_a_git_of_another_prefix_sets_hooks_in_its_system_file(
-        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """git reads its system config from where it was built to (`$(prefix)/etc/gitconfig`:
-    /usr/local/etc, a Homebrew prefix), not always /etc/gitconfig: a core.hooksPath there is
-    learnt from git's own answer at the run's start (the locate's `rev-parse`), not from a
-    guess of the file's name. Here a git whose system file is <prefix>/etc/gitconfig."""
-    from agentloop.vcs.git.repo import GitRepo
-    from agentloop.vcs.git.run import Git
-
-    real = shutil.which("git")
-    prefix = tmp_path / "prefix"
-    (prefix / "bin").mkdir(parents=True)
-    (prefix / "etc").mkdir()
-    (prefix / "bin" / "git").write_text(
-        f"#!/bin/sh\nGIT_CONFIG_SYSTEM='{prefix / 'etc' / 'gitconfig'}' exec '{real}' \"$@\"\n")
-    (prefix / "bin" / "git").chmod(0o755)
-    hooks = tmp_path / "hooks"
-    hooks.mkdir()
-    told = tmp_path / "told"
-    (hooks / "reference-transaction").write_text(
-        f"#!/bin/sh\necho \"$1\" >> '{told}'\ncat >/dev/null\n")
-    (hooks / "reference-transaction").chmod(0o755)
-    (prefix / "etc" / "gitconfig").write_text(f"[core]\n\thooksPath = {hooks}\n")
-    monkeypatch.delenv("GIT_CONFIG_NOSYSTEM")
-    monkeypatch.delenv("GIT_CONFIG_SYSTEM", raising=False)
-    monkeypatch.setenv("PATH", f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    assert GitRepo(Git(repo)).locate()  # as every run does first
-    base = git(repo, "rev-parse", "HEAD")
-    lane = wt.open_git(repo, "1-one", base, fresh=True)
-    main = git(repo, "symbolic-ref", "HEAD")
-    teardown.remove_git(repo, lane, drop_branch=False)
-    assert told.exists()  # this git runs the hook: the lane's branch made told it
-    told.unlink()
-    teardown.drop_branches(repo, {"1-one"}, main)
-    assert not (repo / ".git" / "refs" / "heads" / "agent-loop" / "1-one").exists()
-    assert "committed" in told.read_text()   # the hook was told, as by git itself
-
-
 def test_a_kill_inside_a_lanes_removal_leaves_what_the_next_run_cleans(repo: Path) -> None:
     import shutil
     base = git(repo, "rev-parse", "HEAD")

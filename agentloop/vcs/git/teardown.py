@@ -11,7 +11,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from agentloop.vcs import githooks
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.git.worktree_list import branch_commit, git_worktrees, healthy
