@@ -267,22 +267,30 @@ class LaneJj:
         return step()
 
     def _taken(self, change: Change) -> bool:
-        """Whether the task's change is gone because you abandoned it in your checkout while
-        its agent worked (agentloop.vcs.jj.takenback). Asked only after a step failed."""
-        if not change.change_id:
+        """Whether you abandoned the task's change in your checkout while its agent worked
+        (agentloop.vcs.jj.takenback): gone, or brought back by a jj command of ours that ran
+        at the same moment (then abandoned again here, as you asked). Asked only after a step
+        failed."""
+        task = change.change_id
+        if not task:
             return False
         try:
-            if self.main.jj.ids(f"present(change_id({change.change_id}))"):
-                return False
+            if not self.main.jj.ids(f"present(change_id({task}))", "commit_id"):
+                return bool(taken_back(self.main.jj, {task}))
         except VcsError:
             return False
-        return bool(taken_back(self.main.jj, {change.change_id}))
+        back = revived(self.main.jj, [task], self.main.began)
+        if back:
+            self.main.drop(back)
+        return bool(back)
 
     def _given_up(self, change: Change) -> Change:
         """finish of a task whose change you abandoned while its agent worked: what the agent
-        wrote since (jj's update took it into the lane's new @) is dropped with that @, as you
-        asked, and nothing lands; the change as it was, for the record, which the history check
-        then finds taken back by you (said there, and the task is not run again)."""
+        wrote since (jj took it into the lane's new @, bringing the lane up to date) is dropped
+        with that @, as you asked, and nothing lands; the change as it was, for the record,
+        which the history check then finds taken back by you (said there, and the task is not
+        run again)."""
+        self.jj.run("workspace", "update-stale")  # "not stale": a no-op
         self.work.given_up(change.change_id)
         return change
 
