@@ -139,11 +139,13 @@ def _taken_back(run: Run, yours: set[str]) -> set[str]:
     if not yours:
         return yours
     with run.shared.lock:
+        # Two lanes' checks may find the same one at once: said by the first only.
+        new = yours - (run.shared.lost_before or set())
         run.shared.lost_before = (run.shared.lost_before or set()) | yours
         run.shared.done = None  # read afresh, without them
     name = run.state.task_file
     for task in run.state.tasks:
-        if task.change_id in yours:
+        if task.change_id in new:
             run.emit(LaneNote(f"task {task.index}'s change was abandoned in your checkout: it "
                               f"stays taken back; `agent-loop {name} --task {task.index} "
                               "--again` does it once more"))

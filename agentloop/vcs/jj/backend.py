@@ -369,6 +369,15 @@ class JjVcs:
             self.moved_elsewhere = rewrote
         return note
 
+    def given_up(self, change_id: str) -> None:
+        """You abandoned the task's change `change_id` while its agent worked (a lane's, which
+        holds nothing of yours): @, the new change jj gave the lane, which took the agent's
+        later files, is dropped too; the next begin starts on a fresh @."""
+        self.jj.out("abandon", "@")
+        self._messages.pop(change_id, None)
+        self._fresh = True
+        self._parked = ""
+
     def began(self, change_id: str) -> bool:
         """Whether this run's begin made the change (not finished or abandoned since). A
         killed run's is not, even once this run took it up (`_resume`): that run may have

@@ -21,10 +21,9 @@ from agentloop.errors import VcsError
 from agentloop.vcs.check import JjLaneRecord, LaneBreach, check_jj_lane, operation
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj.backend import JjVcs
-from agentloop.vcs.jj.leftovers import CONCURRENT
 from agentloop.vcs.jj.mainline import JjMainLine
-from agentloop.vcs.jj.run import STALE, Jj, op_head
-from agentloop.vcs.jj.takenback import taken_back
+from agentloop.vcs.jj.run import DIVERGENT, STALE, Jj, op_head, op_id
+from agentloop.vcs.jj.takenback import revived, taken_back
 from agentloop.vcs.jj.workspaces import lane_of
 from agentloop.vcs.landing import IntegrationConflict, markers_left
 from agentloop.vcs.lanes import BRANCH_PREFIX
@@ -59,6 +58,8 @@ class LaneJj:
         # (A workspace just added was added on the tip: known without a look.)
         self._synced: str | None = op_head(main.root) if made else None
         self._tip: str | None = None
+        if main.began is None:
+            main.began = op_id(main.root)
 
     @property
     def root(self) -> Path:
@@ -147,13 +148,22 @@ class LaneJj:
 
     def diff(self, change: Change) -> str:
         """The change's diff."""
-        return self._fresh(change, lambda: self.work.diff(change))
+        return self._fresh(change, lambda: self.work.diff(change), lambda: "")
 
     def close(self) -> None:
         """Leave the workspace; nothing to do when its .jj is gone (removed by its agent): the
         step that met that stopped the group and said so, and any jj command here would only
-        raise that stop again (LaneBreach), in place of the step's."""
-        if (self.root / ".jj").is_dir():
+        raise that stop again (LaneBreach), in place of the step's. A workspace left stale (you
+        rewrote a change under it as the group stopped) is brought up to date first: its
+        "stale" error would stand in place of the stop that came first."""
+        if not (self.root / ".jj").is_dir():
+            return
+        try:
+            self.work.close()
+        except VcsError as exc:
+            if STALE not in str(exc):
+                raise
+            self.jj.run("workspace", "update-stale")
             self.work.close()
 
     def follow(self) -> None:
@@ -225,25 +235,64 @@ class LaneJj:
         self._synced = op_head(self.main.root)
         return True
 
-    def _fresh(self, change: Change, step: Callable[[], T]) -> T:
+    def _fresh(self, change: Change, step: Callable[[], T], gone: Callable[[], T]) -> T:
         """`step`, after bringing the lane up to date when it meets "The working copy is stale":
         you rewrote a change the lane's @ stands on while the agent worked (a task's change
         abandoned in your checkout, the documented way to take it back), and jj rebased @ with
         it. Nothing of the agent's is lost by that: `jj workspace update-stale` snapshots its
         files into the commit @ was, which jj then rebases beside the rewritten @ (a divergent
         copy of the task's change); squashed back into @, the task's change holds them again
-        (as a conflict where the agent edited a file the abandoned change had made)."""
+        (as a conflict where the agent edited a file the abandoned change had made). The same
+        when the task's change "is divergent": your abandon ran at the moment a jj command of
+        ours did, each on the view before the other, and jj, merging the two, kept a copy of
+        the change from each: @ is the task's, the other copy goes into it. `gone` when the
+        step failed because you abandoned the task's change itself in your checkout (it stays
+        taken back: jj's own "doesn't exist" or stale working copy is no error of the run)."""
         try:
             return step()
         except VcsError as exc:
-            if STALE not in str(exc):
-                raise
-        done = self.jj.run("workspace", "update-stale")
-        if CONCURRENT in done.stdout + done.stderr and change.change_id:
-            for commit in self.jj.ids(f"change_id({change.change_id}) ~ @", "commit_id"):
+            error = exc
+        again = STALE in str(error) or DIVERGENT in str(error)
+        if again:
+            self.jj.run("workspace", "update-stale")
+        if self._taken(change):
+            return gone()
+        if not again:
+            raise error
+        task = change.change_id
+        if task and self.jj.ids(f"@ & change_id({task})"):
+            for commit in self.jj.ids(f"change_id({task}) ~ @", "commit_id"):
                 self.jj.run("squash", "--from", commit, "--into", "@",
                             "--use-destination-message")
         return step()
+
+    def _taken(self, change: Change) -> bool:
+        """Whether you abandoned the task's change in your checkout while its agent worked
+        (agentloop.vcs.jj.takenback): gone, or brought back by a jj command of ours that ran
+        at the same moment (then abandoned again here, as you asked). Asked only after a step
+        failed."""
+        task = change.change_id
+        if not task:
+            return False
+        try:
+            if not self.main.jj.ids(f"present(change_id({task}))", "commit_id"):
+                return bool(taken_back(self.main.jj, {task}))
+        except VcsError:
+            return False
+        back = revived(self.main.jj, [task], self.main.began)
+        if back:
+            self.main.drop(back)
+        return bool(back)
+
+    def _given_up(self, change: Change) -> Change:
+        """finish of a task whose change you abandoned while its agent worked: what the agent
+        wrote since (jj took it into the lane's new @, bringing the lane up to date) is dropped
+        with that @, as you asked, and nothing lands; the change as it was, for the record,
+        which the history check then finds taken back by you (said there, and the task is not
+        run again)."""
+        self.jj.run("workspace", "update-stale")  # "not stale": a no-op
+        self.work.given_up(change.change_id)
+        return change
 
     def recovered(self) -> Change | None:
         """Never (see JjVcs.recovered; a finished change is found by `settled`)."""
@@ -255,7 +304,10 @@ class LaneJj:
         before = op_head(self.main.root)
         whole = before is not None and self.record is not None and \
             self.record.stamp == before == self._whole  # no jj but ours since the begin
-        sealed = self._fresh(change, lambda: self.work.finish(change, message))
+        sealed = self._fresh(change, lambda: self.work.finish(change, message),
+                             lambda: self._given_up(change))
+        if sealed is change:  # you took it back: nothing lands (history_check says so)
+            return sealed
         moved, self.work.moved_elsewhere = self.work.moved_elsewhere, None
         if moved and self.main.catch_up():
             # Your checkout was left stale, and is brought up to date before the landing (a
@@ -276,7 +328,14 @@ class LaneJj:
         now = op_head(self.main.root)
         if now is not None and now == self._whole:
             return set()
-        lost = missing("jj", self.main.root, change_ids, self.commits)
+        ids = list(change_ids)
+        lost = missing("jj", self.main.root, ids, self.commits)
+        # A change you abandoned that our concurrent jj command brought back (on the line or
+        # beside it) is abandoned again: lost, and found taken back by you (taken_back).
+        back = revived(self.main.jj, ids, self.main.began)
+        if back:
+            self.main.drop(back)
+            lost |= back
         self._whole = now if not lost else None
         return lost
 

@@ -43,6 +43,9 @@ class JjMainLine:
         self._lock = threading.Lock()
         # The user's snapshot.auto-track as the run's checkout read it, for the lanes' own.
         self.auto_track: str | None = None
+        # The repository's operation when the run's first lane was made: abandons of yours
+        # after it are looked for (agentloop.vcs.jj.takenback.revived).
+        self.began: str | None = None
 
     def tip(self) -> str:
         """The main line's newest change: @'s parent in the main checkout (read without a
@@ -57,6 +60,24 @@ class JjMainLine:
         with self._lock:
             done = self.jj.run("workspace", "update-stale")
         return CONCURRENT in done.stdout + done.stderr
+
+    def drop(self, changes: set[str]) -> None:
+        """`changes` abandoned (every commit of each), from the main checkout, between
+        landings: you abandoned them, and a concurrent operation of ours brought them back.
+        That merge also left a copy of your working-copy change on the one brought back (our
+        operation rebased your @ there, your abandon elsewhere): rebased off it now, a copy
+        that changes what @ changes, with its description, and that no one's @ or change sits on,
+        is dropped; one that differs stays for you (`jj log -r 'divergent()'`)."""
+        with self._lock:
+            self.jj.out("abandon", " | ".join(f"change_id({c})" for c in sorted(changes)))
+            wc = self.jj.ids("@")[0]
+            for copy in self.jj.ids(f"(change_id({wc}) & visible_heads()) ~ working_copies()",
+                                    "commit_id"):
+                same = self.jj.out("diff", "--git", "-r", copy) == \
+                    self.jj.out("diff", "--git", "-r", "@") and \
+                    self.jj.description(copy) == self.jj.description("@")
+                if same:
+                    self.jj.out("abandon", copy)
 
     def forget(self, commits: list[str]) -> None:
         """Nothing to forget: a jj change keeps its id wherever it lands."""

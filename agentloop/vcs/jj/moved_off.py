@@ -64,9 +64,18 @@ def park(jj: Jj, change: Change, begun: str | None) -> str:
     a jj command ran since the task began at operation `begun` (None: not in a lane)."""
     if not change.change_id or begun is None or op_id(jj.root) == begun:
         return ""
-    # The task's change, when it is there and @ is not on it or on top of it.
-    if not jj.out("--ignore-working-copy", "log", "--no-graph", "-r",
-                  f"present({change.change_id}) ~ ::@", "-T", "change_id"):
+    # The task's change, when it is there and @ is not on it or on top of it. Gone (you
+    # abandoned it while the agent worked): said before any commit of ours, which would seal
+    # the agent's later files as the task and have to be undone by an operation revert,
+    # which another lane's check takes for an agent's (agentloop.vcs.check).
+    out = jj.out("--ignore-working-copy", "log", "--no-graph", "-r",
+                 f"present({change.change_id}) | @", "-T",
+                 'change_id ++ if(self.contained_in("::@"), " below") ++ "\\n"')
+    task = next((line for line in out.splitlines()
+                 if line.split(" ")[0] == change.change_id), None)
+    if task is None:
+        raise _gone(change)
+    if task.endswith(" below"):
         return ""
     jj.out("--ignore-working-copy", "new", "@")
     return jj.out("--ignore-working-copy", "log", "--no-graph", "-r", "@",
@@ -95,7 +104,7 @@ def gather(jj: Jj, change: Change, message: str, begun: str | None, parked: str)
     if not parked:
         _revert_last(jj)
     if task is None:
-        raise VcsError(f"the task's change {change.short} is gone (abandoned by hand?)")
+        raise _gone(change)
     moved = _moved_back(jj, task, begun, parked) if begun is not None else None
     if moved is None:
         raise _moved_off(task)
@@ -167,6 +176,10 @@ def _revert_last(jj: Jj) -> None:
     op = op_id(jj.root)
     if op is not None:
         jj.out("op", "revert", op)
+
+
+def _gone(change: Change) -> VcsError:
+    return VcsError(f"the task's change {change.short} is gone (abandoned by hand?)")
 
 
 def _moved_off(task: Rev) -> VcsError:

@@ -91,6 +91,9 @@ def op_id(root: Path) -> str | None:
 
 # What jj says when a workspace's files are behind its @, rewritten from another workspace.
 STALE = "working copy is stale"
+# What jj says when a change id names more than one visible commit (two operations that
+# rewrote it at once, merged: agentloop.vcs.jj.lane).
+DIVERGENT = "is divergent"
 # A jj command that takes longer than this is stuck.
 TIMEOUT = 600
 # What jj says when a workspace's link to its repository, or the repository, is gone.

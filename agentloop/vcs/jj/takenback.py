@@ -53,3 +53,64 @@ def taken_back(jj: Jj, lost: Iterable[str]) -> set[str]:
     except VcsError:
         return set()
     return found
+
+
+def revived(jj: Jj, changes: Iterable[str], since: str | None) -> set[str]:
+    """Of `changes` (finished tasks' change ids still in the repository), those an abandon run
+    outside every lane's workspace after operation `since` (the run's start) dropped and that
+    are visible again: jj merged that abandon with a concurrent operation of agent-loop's made
+    on the view before it (a landing's rebase of the change, which keeps a new commit of it),
+    though jj told you "Abandoned". The caller abandons them again, as you asked; the history
+    check then finds them taken back. One `jj op log` (nothing when `since` is not among its
+    last DEPTH operations); for each abandon since, one or two `jj log`."""
+    changes = set(changes)
+    if not changes or since is None:
+        return set()
+    try:
+        out = jj.out("--ignore-working-copy", "op", "log", "--no-graph", "-n", str(DEPTH), "-T",
+                     'id ++ "\\t" ++ parents.map(|p| p.id()).join(",") ++ "\\t" ++ '
+                     'workspace_name ++ "\\t" ++ description.first_line() ++ "\\n"')
+        ops: dict[str, tuple[list[str], str, str]] = {}
+        for line in out.splitlines():
+            op, parents, workspace, description = (line.split("\t", 3) + ["", "", ""])[:4]
+            ops[op] = (parents.split(",") if parents else [], workspace.removesuffix("@"),
+                       description)
+        if since not in ops:
+            return set()
+        # The operations after `since`: reached from the newest without passing it.
+        after: set[str] = set()
+        walk = [next(iter(ops))]
+        while walk:
+            op = walk.pop()
+            if op == since or op in after or op not in ops:
+                continue
+            after.add(op)
+            walk += ops[op][0]
+        found: set[str] = set()
+        for op in after:
+            _, workspace, description = ops[op]
+            if not description.startswith("abandon ") or not workspace \
+                    or lane_of(workspace) is not None:
+                continue
+            # Dropped by it (not merely rewritten by it, as the changes above the one it
+            # dropped are) and visible now.
+            wanted = " | ".join(f"change_id({c})" for c in sorted(changes - found))
+            if not wanted:
+                break
+            gone = f"at_operation({op}-, {wanted}) ~ at_operation({op}, {wanted})"
+            dropped = set(jj.out("--ignore-working-copy", "log", "--no-graph", "-r", gone,
+                                 "-T", 'change_id ++ "\\n"').split())
+            if dropped:
+                dropped -= set(jj.out("--ignore-working-copy", "log", "--no-graph", "-r",
+                                      f"at_operation({op}, {wanted})",
+                                      "-T", 'change_id ++ "\\n"').split())
+            found |= {c for c in changes if any(d.startswith(c) for d in dropped)}
+        if not found:
+            return set()
+        now = set(jj.out("--ignore-working-copy", "log", "--no-graph", "-r",
+                         " | ".join(f"change_id({c})" for c in sorted(found)),
+                         "-T", 'change_id ++ "\\n"').split())
+        found = {c for c in found if any(n.startswith(c) for n in now)}
+    except VcsError:
+        return set()
+    return found
