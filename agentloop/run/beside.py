@@ -72,7 +72,8 @@ def land_beside(run: Run, fallback: bool = True, before: Callable[[], None] | No
         _marked(run, task, done)
     if done is None:  # refused as itself: the longer way, as a landing in turn takes it
         run.emit(LaneNote(f"task {task.index}'s commit {(task.change_id or '')[:12]} did not "
-                          "land as itself (your checkout changed meanwhile): it lands now"
+                          "land as itself (your checkout changed meanwhile, or a git held its "
+                          "index): it lands now"
                           + (", the next task's work set aside until it has" if before
                              else "")))
         if before is not None:

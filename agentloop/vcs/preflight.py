@@ -92,7 +92,7 @@ def _stale_locks(git_dir: Path) -> list[str]:
     for lock in _lock_files(git_dir):
         if not lock.is_file():
             continue
-        if _held(lock):
+        if held(lock):
             raise VcsError(f"{lock} is held by a running process (another git or jj?): let it "
                            f"finish; if nothing should be running, remove it with `rm {lock}`")
         lock.unlink(missing_ok=True)
@@ -118,7 +118,7 @@ def _lock_files(git_dir: Path) -> list[Path]:
     return found
 
 
-def _held(path: Path) -> bool:
+def held(path: Path) -> bool:
     """Whether a live process has `path` open (Linux: /proc); elsewhere, assume it does."""
     proc_dir = Path("/proc")
     if not (proc_dir / "self" / "fd").is_dir():

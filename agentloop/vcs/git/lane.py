@@ -181,7 +181,7 @@ class LaneGit:
                         look()
                 raise
             seen = looks[0]() if looks else Listed(dirty(self.main.git))
-            now = seen.paths
+            now = self.main.yours(seen.paths)
             self._seen = {p: stamp(self.main.root / p) for p in now}
             self._looked = now
             breach = written(record.main_root, record.checkout, now, seen)
