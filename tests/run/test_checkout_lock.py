@@ -65,6 +65,28 @@ def _kept(work: Path) -> None:
     assert git(work, "show", ":staged.txt") == "my staged edit\n"
 
 
+def _landed_behind(work: Path, names: tuple[str, ...]) -> tuple[str, str, list[str]]:
+    """Landings made as agent-loop makes them (a commit of each file on the branch, its reflog
+    entry marked), with a checkout that never followed: (the commit it is at, the branch,
+    the landed commits)."""
+    base = git(work, "rev-parse", "HEAD").strip()
+    branch = git(work, "symbolic-ref", "HEAD").strip()
+    tips = []
+    for name in names:
+        (work / name).write_text(name + "\n")
+        blob = git(work, "hash-object", "-w", name).strip()
+        tree = subprocess.run(
+            ["git", "mktree"], cwd=work, text=True, capture_output=True, check=True,
+            input=git(work, "ls-tree", tips[-1] if tips else base)
+            + f"100644 blob {blob}\t{name}\n").stdout
+        new = git(work, "commit-tree", tree.strip(), "-p", tips[-1] if tips else base,
+                  "-m", f"agent-loop: A / {name}").strip()
+        git(work, "update-ref", "-m", f"agent-loop: landed {new[:12]}", branch, new)
+        os.unlink(work / name)
+        tips.append(new)
+    return base, branch, tips
+
+
 @pytest.mark.parametrize("parallel", ["1", "2"])
 def test_an_agents_lock_on_your_index_is_said_and_the_checkout_follows(
         work: Path, fake_claude: FakeClaude, parallel: str) -> None:
@@ -128,21 +150,7 @@ def test_a_checkout_an_older_run_left_behind_is_brought_up_to_date_your_edits_ke
     from agentloop.vcs.preflight import preflight
 
     _yours(work, "true")
-    base = git(work, "rev-parse", "HEAD").strip()
-    branch = git(work, "symbolic-ref", "HEAD").strip()
-    tips = []
-    for name in ("a1.txt", "a2.txt"):  # two landings, made as agent-loop makes them
-        (work / name).write_text(name + "\n")
-        blob = git(work, "hash-object", "-w", name).strip()
-        tree = subprocess.run(
-            ["git", "mktree"], cwd=work, text=True, capture_output=True, check=True,
-            input=git(work, "ls-tree", tips[-1] if tips else base)
-            + f"100644 blob {blob}\t{name}\n").stdout
-        new = git(work, "commit-tree", tree.strip(), "-p", tips[-1] if tips else base,
-                  "-m", f"agent-loop: A / {name}").strip()
-        git(work, "update-ref", "-m", f"agent-loop: landed {new[:12]}", branch, new)
-        os.unlink(work / name)
-        tips.append(new)
+    base, branch, tips = _landed_behind(work, ("a1.txt", "a2.txt"))
     assert {"D  a1.txt", "D  a2.txt"} <= _status(work)
     # Nothing wrote the index since (the lock that held the follow off was there until then).
     # (older than the landings' reflog entries, whose time is the committer date the tests set)
@@ -153,6 +161,24 @@ def test_a_checkout_an_older_run_left_behind_is_brought_up_to_date_your_edits_ke
     assert _status(work) == YOURS, git(work, "status", "--porcelain")
     assert (work / "a1.txt").read_text() == "a1.txt\n"
     assert (work / "mine.txt").read_text() == "my precious uncommitted edit\n"
+
+
+def test_a_checkout_left_behind_is_found_after_your_git_status_rewrote_the_index(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # The same, but once the lock was gone a `git status` of yours wrote the index again: the
+    # run's first look finds the tasks' files staged, which sends it to look closer.
+    _yours(work, "true")
+    (work / "tasks.md").write_text("## A\n- [x] a1\n")
+    git(work, "commit", "-qm", "plan", "--", "tasks.md")
+    _, _, tips = _landed_behind(work, ("a1.txt",))
+    tip = tips[-1]
+    git(work, "status")
+    assert "D  a1.txt" in _status(work) and not (work / "a1.txt").exists()
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"it follows now ({tip[:12]})" in done.stdout, done.stdout
+    assert _status(work) == YOURS, git(work, "status", "--porcelain")
+    assert (work / "a1.txt").read_text() == "a1.txt\n"
 
 
 def test_your_own_staged_deletion_is_not_taken_for_a_checkout_behind(work: Path) -> None:

@@ -111,16 +111,17 @@ def lags(git: Git, at: str, tip: str) -> list[str] | None:
 LANDED_ENTRY = "agent-loop: landed "
 # How far back the reflog is read, and how many landings in a row are looked at.
 TAIL_BYTES = 65536
-CHAIN = 50
+CHAIN = 20
 
 
 def unrecorded(root: Path, git_dir: Path) -> tuple[str, str] | None:
     """A checkout left behind with no record of it (by a version of agent-loop that kept
     none): (the commit its index and files are at, the branch's tip) when your branch's last
     reflog entries are agent-loop's landings, the index file was not written since the last of
-    them (its follow writes it), and the index holds, where the branch differs from one of
-    those landings' starting points, that commit's entries. None otherwise; in the common case
-    (the index newer than the last landing, or your own last entry) without a process."""
+    them (its follow writes it) or the run's first look found something staged, and the index
+    holds, where the branch differs from one of those landings' starting points, that commit's
+    entries. None otherwise; in the common case (nothing staged, the index newer than the last
+    landing, or your own last entry) without a process of its own."""
     from agentloop.vcs.git import refs
 
     found = refs.where(git_dir, git_dir)
@@ -134,13 +135,32 @@ def unrecorded(root: Path, git_dir: Path) -> tuple[str, str] | None:
         written = os.stat(git_dir / "index").st_mtime
     except OSError:
         return None
-    if written >= chain[-1][1]:
+    if written >= chain[-1][1] and not _staged_seen(root):
         return None
     git = Git(root)
+    # One look first: a checkout that followed holds the landings' files as the tip has them
+    # (the index written a moment before the branch moved, by a fast-forward across a second).
+    staged = git.code("--no-optional-locks", "diff", "--cached", "--name-only", "-z", tip,
+                      codes=(0, 1))[1]
+    landed = git.code("diff-tree", "-r", "-z", "--name-only", "--no-commit-id", chain[0][0],
+                      tip)[1]
+    if not {p for p in staged.split("\0") if p} & {p for p in landed.split("\0") if p}:
+        return None
     for old, _ in chain:  # the oldest first: the one the whole lag starts from
         if lags(git, old, tip) is not None:
             return old, tip
     return None
+
+
+def _staged_seen(root: Path) -> bool:
+    """Whether the run's first look at the checkout (its `git status`, started already) found
+    anything staged: a checkout behind shows the tasks' files so, even after a `git status` of
+    yours rewrote the index once the lock was gone. No first look: no."""
+    from agentloop.vcs.git.first_look import peek_status
+
+    out = peek_status(root)
+    return out is not None and any(entry.startswith("1 ") and entry[2:3] != "."
+                                   for entry in out.split("\0"))
 
 
 def _landings(log: Path, tip: str) -> list[tuple[str, int]]:
