@@ -100,6 +100,9 @@ def test_an_agents_lock_on_your_index_is_said_and_the_checkout_follows(
     held = [line for line in out.splitlines() if ".git/index.lock is held" in line]
     assert len(held) == 1, out
     assert "could not follow" not in out and "changed while this lane's agent ran" not in out
+    # A lock there is seen before a landing is left running beside the next agent: the landing
+    # goes in turn, nothing of the next task is set aside and brought back.
+    assert "did not land as itself" not in out and "set aside" not in out, out
     assert "appeared while agents ran and no process holds" in out
     assert not (work / ".git" / "index.lock").exists()
     assert not (work / ".git" / "agent-loop-landing").exists()

@@ -311,7 +311,8 @@ class LaneGit:
         """Whether `done` would land by the fast-forward as things stand: the checkout is on
         the branch at the commit's parent (read off the git dir's files), and none of the
         commit's paths is among the user's uncommitted ones the check just saw."""
-        if done.empty or not done.change_id or not done.base or self._looked is None:
+        if done.empty or not done.change_id or not done.base or self._looked is None \
+                or not self.main.may_fast_forward():
             return False
         if refs.where(self.main.git_dir, self.main.common_dir) != (self.main.ref, done.base):
             return False

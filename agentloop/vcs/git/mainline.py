@@ -171,6 +171,12 @@ class GitMainLine:
         with self._lock:
             return self._fast_forward(old, new)
 
+    def may_fast_forward(self) -> bool:
+        """Whether a fast-forward could move your checkout now, as far as a stat tells: not
+        while it is behind, nor with a lock on its index (git would refuse it; the landing
+        in turn, not one beside the next agent, then says why)."""
+        return self._behind is None and not (self.git_dir / behind.LOCK).exists()
+
     def _fast_forward(self, old: str, new: str) -> bool:
         """The branch and the main checkout moved from `old` to `new` in one `git merge
         --ff-only`, when the checkout is on the branch at `old`; False (nothing changed) when
