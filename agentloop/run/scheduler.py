@@ -162,6 +162,8 @@ class Workplaces:
             self._carried = None
             vcs.close()
             self._remove(space)
+        if isinstance(self.main, LandsOnABranch):
+            self.main.settle()  # a checkout a lock left behind its branch follows, or is said
         if self.main is not None and not any(t.status in LEFT_OPEN
                                              for t in self.run.state.tasks):
             self.main.forget_all()

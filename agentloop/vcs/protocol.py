@@ -150,6 +150,10 @@ class LandsOnABranch(Protocol):
     def elsewhere(self) -> str | None:
         """The branch (refs/heads/...) when your checkout is not on it now; None when it is."""
 
+    def settle(self) -> None:
+        """At the run's end: your checkout, left behind the branch by a lock on its index,
+        follows it now, or is said to lag, with the repair."""
+
 
 @runtime_checkable
 class KnowsMade(Protocol):

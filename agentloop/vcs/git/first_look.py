@@ -117,6 +117,16 @@ def status(root: Path, git_dir: Path) -> Callable[[], str | None] | None:
     return output
 
 
+def peek_status(root: Path) -> str | None:
+    """The first `git status` of `root`, waited for and left for the backend to take (its
+    answer is kept); None when there is none, or it failed."""
+    with _lock:
+        found = _looks.get(str(root))
+        answer = found.status if found is not None else None
+    done = answer() if answer is not None else None
+    return done.stdout if done is not None and done.returncode == 0 else None
+
+
 def forget_status(root: Path) -> None:
     """The checkout `root` changed after its first look was started (preflight finished a
     landing): its status is asked again when needed."""

@@ -94,7 +94,8 @@ def may_land(state: LaneState, main: GitMainLine, done: Change) -> bool:
     """Whether `done` would land by the fast-forward as things stand: the checkout is on
     the branch at the commit's parent (read off the git dir's files), and none of the
     commit's paths is among the user's uncommitted ones the check just saw."""
-    if done.empty or not done.change_id or not done.base or state.looked is None:
+    if done.empty or not done.change_id or not done.base or state.looked is None \
+            or not main.may_fast_forward():
         return False
     if refs.where(main.git_dir, main.common_dir) != (main.ref, done.base):
         return False

@@ -82,7 +82,7 @@ def check(state: LaneState, main: GitMainLine, git: Git, branch: str,
     done, now = None, None
     if breach is None and record is not None and record.head:
         done, seen = _commit_looking(main, commit)
-        now = seen.paths
+        now = main.yours(seen.paths)
         state.looked_at(now, {p: stamp(main.root / p) for p in now})
         breach = written(record.main_root, record.checkout, now, seen)
     elif commit is not None:

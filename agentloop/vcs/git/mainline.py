@@ -8,7 +8,10 @@ just read at (compare-and-swap: a branch the user moved meanwhile is read again)
 `refs/agent-loop/landed/<lane commit>`, so a run killed at any moment never lands a task twice.
 
 The main checkout then follows with `git read-tree -m -u OLD NEW`, which changes only the paths
-the commit changed and keeps everything else the user has, staged or not. When the user's own
+the commit changed and keeps everything else the user has, staged or not. A lock on the
+checkout's index (`.git/index.lock`: a git of the user's, an agent's leftover) holds that off:
+the checkout stays behind, said once, and follows the branch once the lock goes
+(agentloop.vcs.git.behind). When the user's own
 uncommitted edits (or untracked files) sit on a path the commit changes, the branch does not
 move: the lane waits, saying which files once, until the user commits or stashes them. Moving it
 would leave the checkout showing the task's change reversed, one commit away from undoing it.
@@ -32,7 +35,7 @@ from typing import Any, Callable
 
 from agentloop.errors import VcsError
 from agentloop.vcs.check import dirty, stamp
-from agentloop.vcs.git import refs
+from agentloop.vcs.git import behind, refs
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.landing import POLL_SECONDS, WAIT_LIMIT, IntegrationConflict, Waiting
 from agentloop.vcs.protocol import KilledAttempt
@@ -40,6 +43,8 @@ from agentloop.vcs.protocol import KilledAttempt
 LANDED = "refs/agent-loop/landed/"
 # In the git dir while a landing's checkout has not followed the branch: "<old> <new>".
 RECORD = "agent-loop-landing"
+# The record's third word while the checkout is behind since a lock held its follow off.
+BEHIND = "behind"
 
 
 class GitMainLine:
@@ -74,6 +79,10 @@ class GitMainLine:
         # The checkout's backend's killed_attempt_kept: an attempt a killed run left there,
         # which its prepare rolled back, is the work of a task that now runs in a lane.
         self._checkout_kept = checkout_kept
+        # The commit your checkout's index and files are still at while a lock held its
+        # follow off (agentloop.vcs.git.behind); None when it follows the branch.
+        self._behind: str | None = None
+        self._started = time.time()
 
     def killed_attempt_kept(self, begun_as: str) -> KilledAttempt | None:
         """Where the checkout's prepare kept the killed attempt begun as `begun_as` it rolled
@@ -132,6 +141,7 @@ class GitMainLine:
         while True:
             with self._lock:
                 with waiting.held_if_stopped(self.stopping):  # a stop in a look again
+                    self._catch_up()
                     old = self.tip()
                     new, files = self._replay(old, commit, whole)
                     busy, untracked = self._busy(files)
@@ -139,11 +149,12 @@ class GitMainLine:
                     # Noted until the checkout has followed: a kill in between leaves the
                     # branch ahead of the checkout, which the next run's preflight mends.
                     record = self.git_dir / RECORD
-                    record.write_text(f"{old} {new}\n")
+                    record.write_text(f"{self._behind} {new} {BEHIND}\n" if self._behind
+                                      else f"{old} {new}\n")
                     swapped = self._swap(old, new, commit)
                     if swapped:
                         self._refresh(old, new, files)
-                    record.unlink(missing_ok=True)
+                    self._noted(record, new if swapped else old)
                     if swapped:
                         return new
             with waiting.held_if_stopped(self.stopping):  # held, not lost
@@ -160,11 +171,17 @@ class GitMainLine:
         with self._lock:
             return self._fast_forward(old, new)
 
+    def may_fast_forward(self) -> bool:
+        """Whether a fast-forward could move your checkout now, as far as a stat tells: not
+        while it is behind, nor with a lock on its index (git would refuse it; the landing
+        in turn, not one beside the next agent, then says why)."""
+        return self._behind is None and not (self.git_dir / behind.LOCK).exists()
+
     def _fast_forward(self, old: str, new: str) -> bool:
         """The branch and the main checkout moved from `old` to `new` in one `git merge
         --ff-only`, when the checkout is on the branch at `old`; False (nothing changed) when
         it is not, or git refused (the user's edits on a path `new` changes)."""
-        if refs.where(self.git_dir, self.common_dir) != (self.ref, old):
+        if not self._catch_up() or refs.where(self.git_dir, self.common_dir) != (self.ref, old):
             return False
         record = self.git_dir / RECORD
         record.write_text(f"{old} {new}\n")
@@ -253,11 +270,87 @@ class GitMainLine:
         which of those are untracked."""
         if not files or not self._checked_out():
             return [], []
+        if self._behind is not None:
+            return self._busy_behind(files)
         out = self.git.code("status", "--porcelain", "-z", "--untracked-files=all",
                   "--ignored=no", "--", *files)[1]
         entries = [entry for entry in out.split("\0") if len(entry) > 3]
         return (sorted({entry[3:] for entry in entries}),
                 sorted({entry[3:] for entry in entries if entry.startswith("?? ")}))
+
+    def _busy_behind(self, files: list[str]) -> tuple[list[str], list[str]]:
+        """`_busy` while the checkout is behind: against the commit it is at, not the branch
+        (whose later tasks' files `git status` shows as staged deletions, nobody's edits). No
+        command takes the index lock."""
+        at = self._behind or ""
+        look = ("--no-optional-locks",)
+        staged = self.git.code(*look, "diff", "--cached", "--name-only", "-z", at, "--",
+                               *files)[1]
+        edited = self.git.code(*look, "diff", "--name-only", "-z", "--", *files)[1]
+        untracked = self.git.code(*look, "ls-files", "-z", "--others", "--exclude-standard",
+                                  "--", *files)[1]
+        new = [p for p in untracked.split("\0") if p]
+        return sorted({p for p in (staged + "\0" + edited).split("\0") if p} | set(new)), \
+            sorted(new)
+
+    def _noted(self, record: Path, tip: str) -> None:
+        """The landing's record kept while the checkout is behind (what the next run's
+        preflight finishes, finish_landing), gone once it follows."""
+        if self._behind is not None:
+            record.write_text(f"{self._behind} {tip} {BEHIND}\n")
+        else:
+            record.unlink(missing_ok=True)
+
+    def yours(self, paths: list[str]) -> list[str]:
+        """Of the paths a look at the checkout found uncommitted, those that are not the
+        checkout behind its branch (the tasks' files it has yet to follow to: nobody's
+        edits)."""
+        at = self._behind
+        if at is None or not paths:
+            return paths
+        out = self.git.code("diff-tree", "-r", "-z", "--name-only", "--no-commit-id", at,
+                            self.tip())[1]
+        lagging = set(out.split("\0"))
+        return [p for p in paths if p not in lagging]
+
+    def _catch_up(self) -> bool:
+        """The checkout, behind since a lock held its follow off, follows the branch now if
+        it can; whether it is not behind (now)."""
+        at = self._behind
+        if at is None:
+            return True
+        tip = self.tip()
+        if not self._checked_out() or tip == at:
+            self._behind = None  # you switched away (or back): the checkout is yours
+        else:
+            done = self.git.run("read-tree", "-m", "-u", at, tip, codes=(0, 128))
+            if done.returncode:
+                return False
+            self._behind = None
+            self.on_wait(behind.followed(tip))
+        (self.git_dir / RECORD).unlink(missing_ok=True)
+        return True
+
+    def settle(self) -> None:
+        """At the run's end: a checkout still behind its branch follows it once the lock goes
+        (a moment's wait for a git of yours); a lock that is nobody's (agentloop.vcs.git.behind
+        .leftover) goes first. Anything else is said, with the repair."""
+        with self._lock:
+            if self._behind is None:
+                return
+            until = time.monotonic() + behind.GRACE_SECONDS
+            while not self._catch_up() and time.monotonic() < until:
+                time.sleep(0.1)
+            if self._behind is None:
+                return
+            lock = self.git_dir / behind.LOCK
+            if behind.leftover(self.root, self.git_dir, self._started):
+                lock.unlink(missing_ok=True)
+                self.on_wait(f"removed {lock}, which appeared while agents ran and no process "
+                             "holds (an agent's leftover, or a killed git's)")
+                if self._catch_up():
+                    return
+            self.on_wait(behind.repair(self.root, self.git_dir, self._behind, self.tip()))
 
     def _swap(self, old: str, new: str, commit: str) -> bool:
         """Move the branch from `old` to `new`; False when it is no longer at `old`."""
@@ -332,8 +425,13 @@ class GitMainLine:
         if not self._checked_out():
             self._tell_switched()  # their checkout is theirs: the tasks go on to the branch
             return
-        code, _ = self.git.code("read-tree", "-m", "-u", old, new, codes=(0, 128))
-        if code:
+        if self._behind is not None:
+            return  # behind since a lock held the follow off: it catches up, not this step
+        done = self.git.run("read-tree", "-m", "-u", old, new, codes=(0, 128))
+        if done.returncode and behind.locked(self.git_dir, done.stderr or ""):
+            self._behind = old
+            self.on_wait(behind.said(self.git_dir))
+        elif done.returncode:
             self.on_wait(f"{self.ref} moved to {new[:12]}, but the checkout could not follow "
                          f"(a file of {', '.join(files[:5])} changed meanwhile); your files are "
                          "as you left them: `git status` shows the difference")
@@ -391,7 +489,9 @@ def finish_landing(root: Path, git_dir: Path) -> str | None:
     git = Git(root)
     record = git_dir / RECORD
     try:
-        old, new = record.read_text().split()
+        old, new, *mark = record.read_text().split()
+    except FileNotFoundError:
+        return _follow_unrecorded(root, git_dir)
     except (OSError, ValueError):
         return None
     note = None
@@ -405,8 +505,16 @@ def finish_landing(root: Path, git_dir: Path) -> str | None:
         # Nothing else is in them: the branch moves, and the checkout follows as below.
         git.code("update-ref", "-m", f"agent-loop: landed {new[:12]}", "HEAD", new, old)
         head = new
-    if head == new and index_old:
+    # Behind since a lock held a landing's follow off (agentloop.vcs.git.behind): the index
+    # holds `old` where the branch differs, your staged edits elsewhere.
+    lagging = head == new and (mark == [BEHIND] or not index_old) \
+        and behind.lags(git, old, new) is not None
+    if head == new and (index_old or lagging):
         code, _ = git.code("read-tree", "-m", "-u", old, new, codes=(0, 128))
+        if code and lagging and not _half_written(git, root, old, new):
+            # Not a follow cut short: your own file stands in the way on a path it changes.
+            record.unlink(missing_ok=True)
+            return behind.repair(root, git_dir, old, new, in_the_way=True)
         if code:  # cut short halfway through its files: they are the commit's, set them so
             for path in changed_files(root, old, new):
                 there = git.code("cat-file", "-e", f"{new}:{path}", codes=(0, 1, 128))[0] == 0
@@ -416,6 +524,8 @@ def finish_landing(root: Path, git_dir: Path) -> str | None:
                     git.code("rm", "-q", "-f", "--ignore-unmatch", "--", path)
         note = (f"a landing was cut short as it wrote the task's files into the checkout; the "
                 f"branch and the checkout follow now ({new[:12]})" if written else
+                f"your checkout was behind its branch (a lock on its index held a landing's "
+                f"follow off); it follows now ({new[:12]}), your edits kept" if lagging else
                 f"a landing was cut short before the checkout followed the branch; it follows "
                 f"now ({new[:12]})")
     elif head == old and not index_old \
@@ -425,6 +535,20 @@ def finish_landing(root: Path, git_dir: Path) -> str | None:
                 f"follows now ({new[:12]})")
     record.unlink(missing_ok=True)
     return note
+
+
+def _follow_unrecorded(root: Path, git_dir: Path) -> str | None:
+    """A checkout an earlier version left behind its branch with no record of it
+    (agentloop.vcs.git.behind.unrecorded) follows now, your edits kept; a note, or None."""
+    found = behind.unrecorded(root, git_dir)
+    if found is None:
+        return None
+    at, tip = found
+    code, _ = Git(root).code("read-tree", "-m", "-u", at, tip, codes=(0, 128))
+    if code:
+        return behind.repair(root, git_dir, at, tip, in_the_way=True)
+    return (f"your checkout was behind its branch since {at[:12]} (a landing's follow that a "
+            f"lock on its index held off); it follows now ({tip[:12]}), your edits kept")
 
 
 def _half_written(git: Git, root: Path, old: str, new: str) -> bool:
