@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from agentloop.errors import VcsError
+from agentloop.files import opened
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.stays_git import git_only
@@ -92,7 +93,7 @@ def _stale_locks(git_dir: Path) -> list[str]:
     for lock in _lock_files(git_dir):
         if not lock.is_file():
             continue
-        if held(lock):
+        if opened.by_a_process(lock):
             raise VcsError(f"{lock} is held by a running process (another git or jj?): let it "
                            f"finish; if nothing should be running, remove it with `rm {lock}`")
         lock.unlink(missing_ok=True)
@@ -116,26 +117,6 @@ def _lock_files(git_dir: Path) -> list[Path]:
     found += [git_dir / "worktrees" / name / lock for lock in ("index.lock", "HEAD.lock")
               for name in worktrees]
     return found
-
-
-def held(path: Path) -> bool:
-    """Whether a live process has `path` open (Linux: /proc); elsewhere, assume it does."""
-    proc_dir = Path("/proc")
-    if not (proc_dir / "self" / "fd").is_dir():
-        return True
-    target = str(path.resolve())
-    for fd_dir in proc_dir.glob("[0-9]*/fd"):
-        try:
-            links = list(fd_dir.iterdir())
-        except OSError:
-            continue  # gone, or not ours to see
-        for link in links:
-            try:
-                if os.readlink(link) == target:
-                    return True
-            except OSError:
-                continue
-    return False
 
 
 def _bare(root: Path) -> bool:

@@ -47,14 +47,14 @@ def leftover(root: Path, git_dir: Path, since: float) -> bool:
     """Whether the checkout's index lock is nobody's now: it appeared after `since` (the run's
     start: one older is a git of yours), no process holds it open, and no git runs in your
     checkout (`git commit` keeps the lock, closed, while your editor is open)."""
-    from agentloop.vcs.preflight import held
+    from agentloop.files import opened
 
     lock = git_dir / LOCK
     try:
         made = lock.stat().st_mtime
     except OSError:
         return False
-    return made >= since and not held(lock) and not _git_running(root)
+    return made >= since and not opened.by_a_process(lock) and not _git_running(root)
 
 
 def _git_running(root: Path) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentloop.errors import VcsError
-from agentloop.vcs.preflight import held
+from agentloop.files import opened
 
 NAMES = ("index.lock", "HEAD.lock")
 
@@ -24,7 +24,7 @@ def cleared(lane: Path, git_dir: Path | None) -> str | None:
         lock = git_dir / name
         if not lock.is_file():
             continue
-        if held(lock):
+        if opened.by_a_process(lock):
             raise VcsError(f"{lock}, the lock of the lane {lane}, is held by a running process "
                            "its agent left (a git command of its?): stop it, or remove the lock "
                            f"with `rm {lock}` if nothing runs, then run agent-loop again")
