@@ -367,10 +367,25 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     reaping = adopt_orphans()
     before = children() if reaping else set()
     errors = _errors_file(reaping)
+    proc, came = _launched(argv, cwd, env, stdin, errors, watched, reaping)
+    deadline = Deadline(None if timeout is None else time.monotonic() + timeout)
+    try:
+        timed_out = _followed(proc, came, deadline, on_line, started, meanwhile)
+    finally:
+        tail = _left(proc, before, errors, reaping)
+    return Streamed(argv, proc.wait(), tail, timed_out, deadline.paused)
+
+
+def _launched(argv: list[str], cwd: Path | str | None, env: Mapping[str, str] | None,
+              stdin: bytes | None, errors: IO[bytes], watched: bool, reaping: bool
+              ) -> tuple[subprocess.Popen[bytes] | Streaming, list[int]]:
+    """stream's child started, with the stops (signals) that came as it started, held back
+    till then. Interrupted, nothing started, when every run is being stopped (Ctrl+C)."""
     # A stop that comes as the program starts waits until it can be stopped with it: raised
     # before the block below, it left the agent running while the attempt was rolled back, and
     # what it wrote after that stayed in the lane, taken by the task's next attempt for files
-    # that were there before it (so on no commit).
+    # that were there before it (so on no commit). The stop check and the spawn are one step
+    # under running's lock (running.started).
     came: list[int] = []
     with held_back(came):
         begun = running.started(
@@ -378,10 +393,17 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
         if begun is None:  # every run is being stopped (Ctrl+C): this one never starts
             _done_with(errors, reaping)
             raise Interrupted("interrupted")
-        proc = begun
-        assert proc.stdout is not None
-        watchdog.tell("start", proc.pid)
-    deadline = Deadline(None if timeout is None else time.monotonic() + timeout)
+        assert begun.stdout is not None
+        watchdog.tell("start", begun.pid)
+    return begun, came
+
+
+def _followed(proc: subprocess.Popen[bytes] | Streaming, came: list[int], deadline: Deadline,
+              on_line: Callable[[bytes], None], started: Callable[[], None] | None,
+              meanwhile: Callable[[], None] | None) -> bool:
+    """stream's child followed to its end, its lines handed on; True when the deadline came
+    first. Its group is stopped whatever ends it; a KeyboardInterrupt comes out as
+    Interrupted once the group is gone."""
     try:
         for sig in dict.fromkeys(came):
             signal.raise_signal(sig)  # a stop that came as it started: it stops now
@@ -400,12 +422,19 @@ def stream(argv: list[str], on_line: Callable[[bytes], None], cwd: Path | str | 
     except BaseException:
         stop_group(proc)
         raise
-    finally:
-        running.remove(proc)
-        reaped(proc.pid)
-        end_adopted(before)
-        watchdog.tell("end", proc.pid)
-        proc.stdout.close()
-        tail = read_tail(errors)
-        _done_with(errors, reaping)
-    return Streamed(argv, proc.wait(), tail, timed_out, deadline.paused)
+    return timed_out
+
+
+def _left(proc: subprocess.Popen[bytes] | Streaming, before: set[int], errors: IO[bytes],
+          reaping: bool) -> str:
+    """What stream's child leaves, however it ended: it is forgotten as running, what it
+    orphaned ended, its stderr file read (the tail returned) and given back."""
+    running.remove(proc)
+    reaped(proc.pid)
+    end_adopted(before)
+    watchdog.tell("end", proc.pid)
+    assert proc.stdout is not None
+    proc.stdout.close()
+    tail = read_tail(errors)
+    _done_with(errors, reaping)
+    return tail

@@ -151,17 +151,37 @@ def _settled_one(run: Run) -> None:
 def recover(run: Run, task: TaskState) -> bool:
     """Settle what an earlier run left of this task; True when that finished it."""
     if task.status in (S.CONFLICTED, S.HELD, S.LANDING):
-        # Kept on its lane by an earlier run (or its landing cut short): lands now.
-        record = _landing_record(task) if task.status == S.LANDING else task.history[-1]
-        # No task heading comes before this landing's lines: this one names the task.
-        run.emit(LaneNote(f"task {task.index} ({task.status} by an earlier run) lands now: "
-                          f"{task.summary}"))
-        with settling(run, task, record):
-            landed = conflicts.land_kept(run, task)
-        hand(run, task, Completed(record, landed, S.COMPLETED))
+        _land_left(run, task)
         return True
     if task.status not in (S.RUNNING, S.INTERRUPTED):
         return False
+    if _committed_unsaved(run, task):
+        return True
+    last = task.history[-1] if task.history else None
+    finished = _left_attempt_taken_up(run, task, last)
+    # A task left running or interrupted has a change holding a partial attempt; drop it
+    # so history keeps only attempts that counted (jj: kept aside, and where, when its agent
+    # had finished, as git's prepare did above).
+    if task.change_id is not None:
+        drop(run, task, Change(change_id=task.change_id, commit_id=task.commit_id or ""),
+             last.number if finished and last is not None else None, finished)
+    return False
+
+
+def _land_left(run: Run, task: TaskState) -> None:
+    """A task kept on its lane by an earlier run (or its landing cut short): landed now."""
+    record = _landing_record(task) if task.status == S.LANDING else task.history[-1]
+    # No task heading comes before this landing's lines: this one names the task.
+    run.emit(LaneNote(f"task {task.index} ({task.status} by an earlier run) lands now: "
+                      f"{task.summary}"))
+    with settling(run, task, record):
+        landed = conflicts.land_kept(run, task)
+    hand(run, task, Completed(record, landed, S.COMPLETED))
+
+
+def _committed_unsaved(run: Run, task: TaskState) -> bool:
+    """Whether the earlier run committed this task and was killed before saving it as done:
+    recorded as done now."""
     # Left running by a kill, or interrupted with its change still named (an error ended the
     # run between the agent and the record: ledger.left_open): it may have been committed.
     probe = task.status == S.RUNNING or task.change_id is not None
@@ -169,10 +189,14 @@ def recover(run: Run, task: TaskState) -> bool:
     if done is None and probe and task.history:
         done = _sealed(run, task)
     if done is not None and task.history:
-        # The earlier run committed this task and was killed before saving it as done.
         hand(run, task, Completed(task.history[-1], done, S.COMPLETED))
         return True
-    last = task.history[-1] if task.history else None
+    return False
+
+
+def _left_attempt_taken_up(run: Run, task: TaskState, last: Attempt | None) -> bool:
+    """The attempt a kill (or an older agent-loop's stop) left, recorded as not counting, its
+    finished work brought back where it was kept; whether its developer had finished."""
     if task.status == S.RUNNING and last is not None and last.outcome == S.RUNNING:
         ended = ended_unrecorded(run, task, last)
         if ended is not None:
@@ -191,30 +215,26 @@ def recover(run: Run, task: TaskState) -> bool:
         finished = finished_well(task, last.number) is not None
         # git: rolled back in prepare (the checkout's, or the lane's, where the killed run
         # worked), kept for the task its begin named
-        kept = run.vcs.killed_attempt_kept(commit_message(task, run.state.title)) \
-            if finished and isinstance(run.vcs, KeepsKilledAttempt) else None
-        if kept is not None:
-            hand(run, task, Dropped("", last.number, kept.line, True, said=kept.said))
-    elif task.status == S.INTERRUPTED and last is not None and last.outcome == O.INTERRUPTED \
+        if finished:
+            _killed_kept_back(run, task, last.number)
+        return finished
+    if task.status == S.INTERRUPTED and last is not None and last.outcome == O.INTERRUPTED \
             and _ended_well_unkept(task, last.number):
         # An older agent-loop's Ctrl+C (or an error: ledger.left_open) after the agent ended
         # well, before its commit: its run's end interrupted the task with its work where it
         # stood, which this version keeps aside as the stop comes (_stopped_unlanded). The
         # records say as much as a kill's: taken up as a kill's is, not paid again.
-        finished = True
-        kept = run.vcs.killed_attempt_kept(commit_message(task, run.state.title)) \
-            if isinstance(run.vcs, KeepsKilledAttempt) else None
-        if kept is not None:
-            hand(run, task, Dropped("", last.number, kept.line, True, said=kept.said))
-    else:
-        finished = False
-    # A task left running or interrupted has a change holding a partial attempt; drop it
-    # so history keeps only attempts that counted (jj: kept aside, and where, when its agent
-    # had finished, as git's prepare did above).
-    if task.change_id is not None:
-        drop(run, task, Change(change_id=task.change_id, commit_id=task.commit_id or ""),
-             last.number if finished and last is not None else None, finished)
+        _killed_kept_back(run, task, last.number)
+        return True
     return False
+
+
+def _killed_kept_back(run: Run, task: TaskState, number: int) -> None:
+    """Where a killed run kept attempt `number`'s work, recorded (KeepsKilledAttempt)."""
+    kept = run.vcs.killed_attempt_kept(commit_message(task, run.state.title)) \
+        if isinstance(run.vcs, KeepsKilledAttempt) else None
+    if kept is not None:
+        hand(run, task, Dropped("", number, kept.line, True, said=kept.said))
 
 
 def _ended_well_unkept(task: TaskState, number: int) -> bool:

@@ -9,13 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.abandoned_jj import run_abandoning, runs_no_task_again
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import jj, state_of
-from tests.support.runner import agent_loop
+from tests.support.repos import jj
 
 pytestmark = pytest.mark.usefixtures("jj_bin")
-
-TASK_1 = "description(substring:'/ task one')"
 
 # Task 2's agent writes its file, then you abandon task 1 in your checkout while it still works.
 PLAN = """\
@@ -33,25 +31,14 @@ PLAN = """\
 @pytest.mark.parametrize("distill", [True, False], ids=["distilled", "plain"])
 def test_a_task_you_abandon_mid_run_stays_taken_back_and_the_run_goes_on(
         work: Path, fake_claude: FakeClaude, distill: bool) -> None:
-    jj(work, "git", "init")
-    jj(work, "commit", "-m", "start")
-    (work / "tasks.md").write_text(PLAN.format(work=work, task_1=TASK_1))
-    done = agent_loop(work, "--vcs", "jj", *([] if distill else ["--no-distill"]))
-    said = done.stdout + done.stderr
-    assert done.returncode == 0, said
-    assert "task 1's change was abandoned in your checkout" in said, said
+    said, tasks, history = run_abandoning(work, PLAN, *([] if distill else ["--no-distill"]))
     assert len(fake_claude.task_runs()) == 3, said  # task 2 not paid twice
-    tasks = state_of(work)["tasks"]
-    history = jj(work, "log", "--no-graph", "-r", "::@", "-T", 'change_id ++ "\\n"').split()
-    assert tasks[0]["change_id"] not in history  # still taken back: not re-run, not re-landed
     assert [t["change_id"] in history for t in tasks[1:]] == [True, True]
     # Task 2's change is whole and one: the agent's file in it, no divergent copy beside it.
     assert jj(work, "diff", "--name-only", "-r", tasks[1]["change_id"]).split() == ["two.txt"]
     assert not (work / "one.txt").exists()
     assert (work / "two.txt").exists() and (work / "three.txt").exists()
-    again = agent_loop(work, "--vcs", "jj", "--no-distill")
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert len(fake_claude.task_runs()) == 3, again.stdout
+    runs_no_task_again(work, fake_claude, 3)
 
 
 def test_a_stale_working_copy_is_named_in_one_line_with_its_fix(work: Path) -> None:

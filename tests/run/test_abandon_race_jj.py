@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.abandoned_jj import run_abandoning, runs_no_task_again
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import jj, state_of
-from tests.support.runner import agent_loop
+from tests.support.repos import jj
 
 pytestmark = pytest.mark.usefixtures("jj_bin")
 
-TASK_1 = "description(substring:'/ task one')"
 # The operation before your abandon; your abandon; a rewrite of the change made on that older
 # view (jj merges it with the abandon: the rewritten commit is visible again).
 RACE = ('cd {work} && op=$(jj op log -n 1 --no-graph -T id) && jj abandon -r "{task_1}" && '
@@ -38,26 +37,15 @@ PLAN = """\
 
 def test_a_task_you_abandon_while_agent_loops_jj_runs_stays_abandoned(
         work: Path, fake_claude: FakeClaude) -> None:
-    jj(work, "git", "init")
-    jj(work, "commit", "-m", "start")
-    race = RACE.format(work=work, task_1=TASK_1)
-    (work / "tasks.md").write_text(PLAN.format(race=race))
-    done = agent_loop(work, "--vcs", "jj", "--no-distill")
-    said = done.stdout + done.stderr
-    assert done.returncode == 0, said
-    assert "task 1's change was abandoned in your checkout" in said, said
+    # Not revived by the merged operation (run_abandoning).
+    said, tasks, history = run_abandoning(work, PLAN.format(race=RACE), "--no-distill")
     assert len(fake_claude.task_runs()) == 3, said
-    tasks = state_of(work)["tasks"]
-    history = jj(work, "log", "--no-graph", "-r", "::@", "-T", 'change_id ++ "\\n"').split()
-    assert tasks[0]["change_id"] not in history, said  # not revived by the merged operation
     assert [t["change_id"] in history for t in tasks[1:]] == [True, True]
     assert jj(work, "log", "--no-graph", "-r", "divergent()", "-T", "change_id") == ""
     assert jj(work, "diff", "--name-only", "-r", tasks[1]["change_id"]).split() == ["two.txt"]
     assert not (work / "one.txt").exists()
     assert (work / "two.txt").exists() and (work / "three.txt").exists()
-    again = agent_loop(work, "--vcs", "jj", "--no-distill")
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert len(fake_claude.task_runs()) == 3, again.stdout
+    runs_no_task_again(work, fake_claude, 3)
 
 
 # You abandon task one's change in your checkout while its own agent still works; the agent
@@ -76,18 +64,10 @@ WHILE_IT_WORKS = """\
 @pytest.mark.parametrize("distill", [True, False], ids=["distilled", "plain"])
 def test_a_task_you_abandon_while_its_agent_works_stays_taken_back(
         work: Path, fake_claude: FakeClaude, distill: bool) -> None:
-    jj(work, "git", "init")
-    jj(work, "commit", "-m", "start")
-    (work / "tasks.md").write_text(WHILE_IT_WORKS.format(work=work, task_1=TASK_1))
-    done = agent_loop(work, "--vcs", "jj", *([] if distill else ["--no-distill"]))
-    said = done.stdout + done.stderr
-    assert done.returncode == 0, said
-    assert "task 1's change was abandoned in your checkout" in said, said
+    said, tasks, history = run_abandoning(work, WHILE_IT_WORKS,
+                                          *([] if distill else ["--no-distill"]))
     assert "error" not in said, said
     assert len(fake_claude.task_runs()) == 2, said
-    tasks = state_of(work)["tasks"]
-    history = jj(work, "log", "--no-graph", "-r", "::@", "-T", 'change_id ++ "\\n"').split()
-    assert tasks[0]["change_id"] not in history
     assert tasks[1]["change_id"] in history
     # Nothing of task one's agent is left: not its files, not a change of its own elsewhere;
     # and agent-loop undid no operation (another lane's check would take it for a breach).
@@ -95,6 +75,4 @@ def test_a_task_you_abandon_while_its_agent_works_stays_taken_back(
     assert not (work / "one.txt").exists() and not (work / "one-more.txt").exists()
     ops = jj(work, "op", "log", "--no-graph", "-T", 'description ++ "\\n"')
     assert "revert operation" not in ops, ops
-    again = agent_loop(work, "--vcs", "jj", "--no-distill")
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert len(fake_claude.task_runs()) == 2, again.stdout
+    runs_no_task_again(work, fake_claude, 2)

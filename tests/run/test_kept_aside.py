@@ -348,12 +348,10 @@ def test_jj_a_killed_finished_attempt_is_kept_when_another_task_began_first(
     assert [t["status"] for t in tasks] == ["completed", "completed"], tasks
 
 
-def stopped_by_its_agent(work: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch,
-                         script: str, args: tuple[str, ...],
-                         **env: Path) -> tuple[int, str]:
-    """agent-loop run in `work` with `args`, the agent it starts being `script`: a shell script
-    in its PATH that runs the fake agent ($REAL_CLAUDE) and stops agent-loop at the moment it
-    waits for (told by `env`). Its exit code and its output, once it ends."""
+def wrapped(work: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch, script: str,
+            **env: Path) -> None:
+    """The agent agent-loop starts is `script` from here on: a shell script first in PATH (in
+    a folder beside `work`) that runs the fake agent ($REAL_CLAUDE), told `env`."""
     wrapper = work.parent / "wrapper" / "claude"
     wrapper.parent.mkdir()
     wrapper.write_text(script)
@@ -362,6 +360,15 @@ def stopped_by_its_agent(work: Path, fake_claude: FakeClaude, monkeypatch: pytes
     monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
     for name, value in env.items():
         monkeypatch.setenv(name, str(value))
+
+
+def stopped_by_its_agent(work: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch,
+                         script: str, args: tuple[str, ...],
+                         **env: Path) -> tuple[int, str]:
+    """agent-loop run in `work` with `args`, the agent it starts being `script`: a shell script
+    in its PATH that runs the fake agent ($REAL_CLAUDE) and stops agent-loop at the moment it
+    waits for (told by `env`). Its exit code and its output, once it ends."""
+    wrapped(work, fake_claude, monkeypatch, script, **env)
     child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", *args], cwd=work,
                              env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -505,13 +512,8 @@ def test_an_error_after_the_agent_ended_well_keeps_its_work_aside(
     # rolled it back and ran (paid) the agent again, where a Ctrl+C keeps the work aside.
     work = project(tmp_path, "git", "## A\n- one\n  FAKE: write a.txt a\n"
                                     "- two\n  FAKE: write b.txt b\n")
-    wrapper = tmp_path / "wrapper" / "claude"
-    wrapper.parent.mkdir()
-    wrapper.write_text(BRANCH_LOCKED_AT_THE_MESSAGE)
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
-    monkeypatch.setenv("STOPPED", str(tmp_path / "stopped"))
+    wrapped(work, fake_claude, monkeypatch, BRANCH_LOCKED_AT_THE_MESSAGE,
+            STOPPED=tmp_path / "stopped")
     first = agent_loop(work, "--vcs", "git", "--workplace", "checkout")
     said = first.stdout + first.stderr
     assert first.returncode != 0 and (tmp_path / "stopped").exists(), said
@@ -557,14 +559,8 @@ def test_a_review_read_back_after_a_kill_is_not_paid_again(
     # read the reviewer's run back (recorded, paid), brought the developer's work back, and
     # ran the review again (paid twice).
     work = project(tmp_path, "git", "- one\n  FAKE: write a.txt a\n")
-    wrapper = tmp_path / "wrapper" / "claude"
-    wrapper.parent.mkdir()
-    wrapper.write_text(KILL_AFTER_THE_REVIEW)
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
-    monkeypatch.setenv("KILLED", str(tmp_path / "killed"))
-    monkeypatch.setenv("LOGS", str(work / ".agent-loop" / "logs"))
+    wrapped(work, fake_claude, monkeypatch, KILL_AFTER_THE_REVIEW, KILLED=tmp_path / "killed",
+            LOGS=work / ".agent-loop" / "logs")
     child = start(work, "--review")
     out, err = child.communicate(timeout=120)
     assert child.returncode == -signal.SIGKILL, out + err
@@ -599,19 +595,9 @@ def test_an_older_versions_ctrl_c_after_the_agent_ended_well_pays_it_once(
 
     work = project(tmp_path, "git", "## A\n- one\n  FAKE: write a.txt a\n"
                                     "- two\n  FAKE: write b.txt b\n")
-    wrapper = tmp_path / "wrapper" / "claude"
-    wrapper.parent.mkdir()
-    wrapper.write_text(KILL_AT_THE_MESSAGE)
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
-    monkeypatch.setenv("STOPPED", str(tmp_path / "stopped"))
-    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git"],
-                             cwd=work, env={**os.environ, "NO_COLOR": "1"},
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
-    out, err = child.communicate(timeout=120)
-    assert child.returncode == -signal.SIGKILL and (tmp_path / "stopped").exists(), out + err
+    code, out = stopped_by_its_agent(work, fake_claude, monkeypatch, KILL_AT_THE_MESSAGE,
+                                     ("--vcs", "git"), STOPPED=tmp_path / "stopped")
+    assert code == -signal.SIGKILL and (tmp_path / "stopped").exists(), out
     store = Store(work)
     state = store.load()
     assert state is not None
@@ -685,13 +671,8 @@ def test_ctrl_c_after_the_review_approved_pays_neither_again(
     # record came last, so the kept work was not brought back, and the developer and the
     # reviewer ran (were paid) again.
     work = project(tmp_path, "git", "- one\n  FAKE: write a.txt a\n")
-    wrapper = tmp_path / "wrapper" / "claude"
-    wrapper.parent.mkdir()
-    wrapper.write_text(CTRL_C_AT_THE_MESSAGE_AFTER_REVIEW)
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("REAL_CLAUDE", str(fake_claude.bin))
-    monkeypatch.setenv("STOPPED", str(tmp_path / "stopped"))
+    wrapped(work, fake_claude, monkeypatch, CTRL_C_AT_THE_MESSAGE_AFTER_REVIEW,
+            STOPPED=tmp_path / "stopped")
     child = start(work, "--review", "--distill")
     out, err = child.communicate(timeout=120)
     assert child.returncode == 130 and (tmp_path / "stopped").exists(), out + err

@@ -40,6 +40,26 @@ def _landed(work: Path) -> list[str]:
     return sorted(git(work, "ls-tree", "--name-only", "HEAD").split())
 
 
+def _stopped(work: Path, *args: str) -> str:
+    """A run that the damage stops (exit 1): what it said on stderr."""
+    first = agent_loop(work, *args)
+    assert first.returncode == 1, first.stdout + first.stderr
+    return first.stderr
+
+
+def _went_on(work: Path, *args: str) -> str:
+    """The next run, which ends well: what it said on stdout."""
+    again = agent_loop(work, *args)
+    assert again.returncode == 0, again.stdout + again.stderr
+    return again.stdout
+
+
+def _landed_unpaid(work: Path, out: str) -> None:
+    """Every task landed, the damaging agent's finished work not paid again (`out`: the run)."""
+    assert "the agent is not paid again" in out
+    assert _landed(work) == [".gitignore", "README", "a1.txt", "a2.txt", "b1.txt", "tasks.md"]
+
+
 @pytest.mark.parametrize("damage", [
     "rm -f .git; git -C {root} worktree prune",
     "for w in $(git -C {root} worktree list --porcelain | grep '^worktree' | cut -d' ' -f2 "
@@ -72,15 +92,11 @@ def test_a_lock_its_agent_left_in_the_lane_is_removed_and_the_task_lands(
 def test_a_finished_agents_work_in_a_lane_it_unregistered_lands_unpaid(
         tmp_path: Path, fake_claude: FakeClaude, damage: str) -> None:
     work = _project(tmp_path, damage)
-    first = agent_loop(work)
-    assert first.returncode == 1, first.stdout + first.stderr
+    said = _stopped(work)
     # Only its .git file went: said as that, not as the whole worktree removed.
-    assert "the lane's .git file" in first.stderr and "lane's worktree" not in first.stderr
-    assert "a1.txt) is kept in commit" in first.stderr
-    again = agent_loop(work)
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert "the agent is not paid again" in again.stdout
-    assert _landed(work) == [".gitignore", "README", "a1.txt", "a2.txt", "b1.txt", "tasks.md"]
+    assert "the lane's .git file" in said and "lane's worktree" not in said
+    assert "a1.txt) is kept in commit" in said
+    _landed_unpaid(work, _went_on(work))
     assert (work / "a1.txt").read_text() == "A1\n"
     assert len(fake_claude.task_runs()) == 3  # a1's agent ran once
 
@@ -88,36 +104,27 @@ def test_a_finished_agents_work_in_a_lane_it_unregistered_lands_unpaid(
 def test_a_lane_its_agent_removed_took_the_work_and_says_the_agent_runs_again(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     work = _project(tmp_path, "git -C {root} worktree remove --force $PWD; cd {root}")
-    first = agent_loop(work)
-    assert first.returncode == 1, first.stdout + first.stderr
-    assert "was removed (by its agent, or from outside" in first.stderr
-    assert "went with the lane's folder, so the task's agent runs again" in first.stderr
-    again = agent_loop(work)
-    assert again.returncode == 0, again.stdout + again.stderr
+    said = _stopped(work)
+    assert "was removed (by its agent, or from outside" in said
+    assert "went with the lane's folder, so the task's agent runs again" in said
+    _went_on(work)
     assert len(fake_claude.task_runs()) == 4  # a1's agent paid again: its work was lost
 
 
 def test_a_finished_agents_work_in_a_lane_it_switched_lands_unpaid_after_the_repair(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     work = _project(tmp_path, "git switch -q -c agent-own-branch")
-    first = agent_loop(work)
-    assert first.returncode == 1, first.stdout + first.stderr
-    assert "a1.txt) is kept in commit" in first.stderr
+    assert "a1.txt) is kept in commit" in _stopped(work)
     lane = next((work / ".agent-loop" / "lanes").iterdir())
     git(lane, "switch", "-q", f"agent-loop/{lane.name}")  # the repair the stop names
-    again = agent_loop(work)
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert "the agent is not paid again" in again.stdout
-    assert _landed(work) == [".gitignore", "README", "a1.txt", "a2.txt", "b1.txt", "tasks.md"]
+    _landed_unpaid(work, _went_on(work))
     assert len(fake_claude.task_runs()) == 3
 
 
 def test_a_jj_workspace_its_agent_forgot_is_one_line_not_jjs_error(
         tmp_path: Path, fake_claude: FakeClaude, jj_bin: str) -> None:
     work = _project(tmp_path, "jj workspace forget", kind="colocated")
-    done = agent_loop(work, "--vcs", "jj")
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert "doesn't have a working-copy commit" not in done.stderr, done.stderr
-    assert "the lane's jj workspace in" in done.stderr and "was forgotten" in done.stderr
-    again = agent_loop(work, "--vcs", "jj")
-    assert again.returncode == 0, again.stdout + again.stderr
+    said = _stopped(work, "--vcs", "jj")
+    assert "doesn't have a working-copy commit" not in said, said
+    assert "the lane's jj workspace in" in said and "was forgotten" in said
+    _went_on(work, "--vcs", "jj")

@@ -27,6 +27,20 @@ def _until(condition: str) -> str:
     return f"  FAKE: bash for i in $(seq 400); do {condition} && break; sleep 0.05; done\n"
 
 
+def _planned(work: Path, plan: str) -> None:
+    """`plan` as tasks.md, committed."""
+    (work / "tasks.md").write_text(plan)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+
+
+def _ran_in_parallel(work: Path, plan: str) -> tuple[int, str]:
+    """`plan` committed and run by git in two lanes: the run's exit code and all it said."""
+    _planned(work, plan)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2")
+    return done.returncode, done.stdout + done.stderr
+
+
 @pytest.mark.parametrize("rewrite", sorted(REWRITES))
 @pytest.mark.parametrize("task", ["b1", "b2"])
 def test_an_agents_rewrite_of_its_lane_beside_another_group_is_set_aside_and_its_task_lands(
@@ -34,14 +48,12 @@ def test_an_agents_rewrite_of_its_lane_beside_another_group_is_set_aside_and_its
     init_repo(work, "git")
     once = tmp_path / "once"
     hostile = f"  FAKE: bash test -e {once} || {{ touch {once}; {REWRITES[rewrite]}; }}\n"
-    (work / "tasks.md").write_text(
-        "## B\n- b1\n  FAKE: write b1.txt b1\n" + (hostile if task == "b1" else "")
-        + "- b2\n  FAKE: write b2.txt b2\n" + (hostile if task == "b2" else "")
-        + "- b3\n  FAKE: write b3.txt b3\n\n"
-        "## C\n- c1\n  FAKE: write c1.txt c1\n  FAKE: pause 0.3\n"
-        "- c2\n  FAKE: write c2.txt c2\n  FAKE: pause 0.3\n")
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "plan")
+    _planned(work,
+             "## B\n- b1\n  FAKE: write b1.txt b1\n" + (hostile if task == "b1" else "")
+             + "- b2\n  FAKE: write b2.txt b2\n" + (hostile if task == "b2" else "")
+             + "- b3\n  FAKE: write b3.txt b3\n\n"
+             "## C\n- c1\n  FAKE: write c1.txt c1\n  FAKE: pause 0.3\n"
+             "- c2\n  FAKE: write c2.txt c2\n  FAKE: pause 0.3\n")
     (work / "mine.txt").write_text("mine\n")
     git(work, "add", "mine.txt")
     git(work, "commit", "-qm", "my work")
@@ -85,7 +97,7 @@ def test_a_lane_that_brought_your_branch_in_lands_its_own_change_only(
     it, which its landing would meet as a change of its own against c2's."""
     init_repo(work, "git")
     began, pulled = tmp_path / "began", tmp_path / "pulled"
-    (work / "tasks.md").write_text(
+    code, out = _ran_in_parallel(work, (
         "## B\n- b1\n  FAKE: write b1.txt b1\n"
         f"- b2\n  FAKE: bash touch {began}\n  FAKE: write b2.txt b2\n"
         + _until("git cat-file -e main:c1.txt 2>/dev/null")
@@ -93,12 +105,8 @@ def test_a_lane_that_brought_your_branch_in_lands_its_own_change_only(
         + _until('[ "$(git show main:c1.txt 2>/dev/null)" = two ]')
         + "- b3\n  FAKE: write b3.txt b3\n\n"
         "## C\n- c1\n" + _until(f"test -e {began}") + "  FAKE: write c1.txt one\n"
-        "- c2\n" + _until(f"test -e {pulled}") + "  FAKE: write c1.txt two\n")
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "plan")
-    done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2")
-    out = done.stdout + done.stderr
-    assert done.returncode == 0, out
+        "- c2\n" + _until(f"test -e {pulled}") + "  FAKE: write c1.txt two\n"))
+    assert code == 0, out
     assert {t["status"] for t in state_of(work)["tasks"]} == {"completed"}, out
     by_subject = {s: files for _, s, files in git_commits(work)}
     assert by_subject["agent-loop: B / b2"] == ["b2.txt"], by_subject
@@ -119,15 +127,11 @@ def test_a_lane_whose_merge_of_your_branch_kept_its_own_side_conflicts_not_overw
     (work / "f.txt").write_text("one\ntwo\nthree\n")
     git(work, "add", "f.txt")
     git(work, "commit", "-qm", "f")
-    (work / "tasks.md").write_text(
+    _, out = _ran_in_parallel(work, (
         "## A\n- a1\n" + _until("git show main:f.txt | grep -q ONE-by-B")
         + "  FAKE: bash printf 'ONE-by-A\\ntwo\\nthree\\n' > f.txt; git add f.txt; "
         "git commit -qm lane-own; git merge -q -X ours main -m merged\n\n"
-        "## B\n- b1\n  FAKE: write f.txt ONE-by-B\n")
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "plan")
-    done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2")
-    out = done.stdout + done.stderr
+        "## B\n- b1\n  FAKE: write f.txt ONE-by-B\n"))
     assert "task 1 conflicts with the main line in f.txt" in out, out
     assert git(work, "show", "main:f.txt").splitlines()[0] == "ONE-by-B", out
     status = {t["summary"]: t["status"] for t in state_of(work)["tasks"]}
@@ -140,16 +144,12 @@ def test_your_branch_renamed_while_a_lane_agent_committed_lands_there(
     the agent): a1's change is committed from where it began and lands on the renamed branch,
     where the finish read the old name and stopped on git's "Not a valid object name"."""
     init_repo(work, "git")
-    (work / "tasks.md").write_text(
+    code, out = _ran_in_parallel(work, (
         "## A\n- a1\n  FAKE: bash echo one > one.txt && git add one.txt && "
         f"git commit -qm 'agent: one' && env -u GIT_REFLOG_ACTION git -C {work} "
         "branch -m main trunk\n\n"
-        "## B\n- b1\n  FAKE: write two.txt two\n")
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "plan")
-    done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2")
-    out = done.stdout + done.stderr
-    assert done.returncode == 0, out
+        "## B\n- b1\n  FAKE: write two.txt two\n"))
+    assert code == 0, out
     assert "branch main was renamed to trunk" in out and "merge-base" not in out, out
     assert {t["status"] for t in state_of(work)["tasks"]} == {"completed"}, out
     by_subject = {s: files for _, s, files in git_commits(work)}

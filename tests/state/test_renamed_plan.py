@@ -220,6 +220,16 @@ def _costs(work: Path, plan: str) -> tuple[float, float]:
     return lines[0], mine["cost_usd"]
 
 
+def renamed_over_b(work: Path) -> None:
+    """a.md run, its first task's agent renaming it over b.md (`mv a.md b.md`): a1 paid."""
+    (work / "a.md").write_text(f"## A\n- [ ] a1\n  FAKE: write a1.txt 1\n"
+                               f"  FAKE: bash mv {work / 'a.md'} {work / 'b.md'}\n"
+                               "- [ ] a2\n  FAKE: write a2.txt 2\n")
+    git(work, "add", "a.md", "b.md")
+    git(work, "commit", "-qm", "plans")
+    agent_loop(work, "--vcs", "git", "--no-distill", plan="a.md")
+
+
 @pytest.mark.parametrize("first", ["b.md", "tasks.md"])
 def test_the_cost_of_a_plan_renamed_over_still_counts_in_its_totals(
         tmp_path: Path, fake_claude: FakeClaude, first: str) -> None:
@@ -234,12 +244,7 @@ def test_the_cost_of_a_plan_renamed_over_still_counts_in_its_totals(
     ran(work, "b.md")
     each = _costs(work, "b.md")[0]     # one task's run: the fake's price is the same for each
     assert each > 0
-    (work / "a.md").write_text(f"## A\n- [ ] a1\n  FAKE: write a1.txt 1\n"
-                               f"  FAKE: bash mv {work / 'a.md'} {work / 'b.md'}\n"
-                               "- [ ] a2\n  FAKE: write a2.txt 2\n")
-    git(work, "add", "a.md", "b.md")
-    git(work, "commit", "-qm", "plans")
-    agent_loop(work, "--vcs", "git", "--no-distill", plan="a.md")
+    renamed_over_b(work)
     assert _costs(work, "b.md") == pytest.approx((2 * each, 2 * each))   # b1 and a1
     out = ran(work, "b.md")
     said = [line for line in out.splitlines() if "older state" in line]
@@ -323,12 +328,7 @@ def test_the_cost_of_a_plan_renamed_over_is_not_spent_against_its_budget(
                                "- [ ] b2\n  FAKE: write b2.txt 2\n")
     ran(work, "b.md")
     each = _costs(work, "b.md")[0] / 2     # one task's run: the fake's price is the same for each
-    (work / "a.md").write_text(f"## A\n- [ ] a1\n  FAKE: write a1.txt 1\n"
-                               f"  FAKE: bash mv {work / 'a.md'} {work / 'b.md'}\n"
-                               "- [ ] a2\n  FAKE: write a2.txt 2\n")
-    git(work, "add", "a.md", "b.md")
-    git(work, "commit", "-qm", "plans")
-    agent_loop(work, "--vcs", "git", "--no-distill", plan="a.md")
+    renamed_over_b(work)
     out = ran(work, "b.md", "--budget", f"{1.5 * each:.4f}")
     assert (work / "a2.txt").exists(), out
     assert "budget" not in out.split("agent-loop done")[0], out

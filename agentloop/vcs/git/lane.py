@@ -11,8 +11,8 @@ from typing import Callable, Iterable
 
 from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.vcs.check import Breach, GitLaneRecord, Kind, LaneBreach, git_lane_gone
-from agentloop.vcs.git import aside, landing_beside, lane_check, lane_locks, refs, stash
+from agentloop.vcs.check import Breach, GitLaneRecord, LaneBreach
+from agentloop.vcs.git import aside, landing_beside, lane_check, lane_damage, refs, stash
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.git.lane_state import LaneState
 from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
@@ -106,44 +106,17 @@ class LaneGit:
         return self.work.abandon(change)
 
     def _unlocked(self) -> str | None:
-        """The locks the agent left in the lane's git dir, removed (lane_locks); the line."""
-        own = self._dirs[0] if self._dirs is not None else refs.worktree_git_dir(self.root)
-        return lane_locks.cleared(self.root, own)
+        """The locks the agent left in the lane's git dir, removed; the line (lane_damage)."""
+        return lane_damage.unlocked(self.root, self._dirs)
 
     def _standing(self, finished: bool) -> None:
-        """LaneBreach when the lane's worktree is gone (its agent's `git worktree remove`, or
-        `rm .git`): said as the breach it is, before a git command of ours fails in it.
-        `finished`: the step's agent had finished (_stopped)."""
-        gone = git_lane_gone(GitLaneRecord(self.root, self.branch, None, self.main.root,
-                                           self.main.ref))
-        if gone is not None:
-            raise self._stopped(gone, finished)
+        """LaneBreach when the lane's worktree is gone (lane_damage.standing)."""
+        lane_damage.standing(self.root, self.branch, self.main, self.state, self.git, finished)
 
     def _stopped(self, breach: Breach, finished: bool) -> LaneBreach:
-        """The stop for `breach`. A step whose agent had finished, in a lane whose folder still
-        holds its files as it left them (its `.git` removed, or its HEAD switched to another
-        branch at the same commit): that work kept aside from the folder, for the next run to
-        land without paying the agent again (agentloop.run.attempt brings it back). A folder
-        that is gone took the work with it: said, since the next run pays the agent again."""
-        record = self.state.record
-        if breach.kind is Kind.LANE_GONE and not self.root.is_dir():
-            return LaneBreach(dataclasses.replace(breach, line=(
-                f"{breach.line}; the agent's work went with the lane's folder, so the task's "
-                "agent runs again on the next run")))
-        if not finished or record is None or not record.head or \
-                breach.kind not in (Kind.LANE_GONE, Kind.CHECKED_OUT):
-            return LaneBreach(breach)
-        try:
-            if breach.kind is Kind.CHECKED_OUT and self.git.sha("HEAD") != record.head:
-                return LaneBreach(breach)  # its files are another commit's: not the task's
-            kept = aside.keep_folder(self.main.common_dir, self.root, record.head,
-                                     "the finished work of a lane its agent damaged")
-        except (VcsError, OSError):
-            return LaneBreach(breach)  # the stop says what happened; the work stays there
-        if kept is None:
-            return LaneBreach(breach)
-        line = aside.said_finished(kept)
-        return LaneBreach(dataclasses.replace(breach, line=f"{breach.line}; {line}"), line)
+        """The stop for `breach`, a finished agent's work kept aside (lane_damage.stopped)."""
+        return lane_damage.stopped(breach, finished, root=self.root, main=self.main,
+                                   state=self.state, git=self.git)
 
     def bring_back(self, kept: str) -> bool:
         """Kept edits back in the worktree."""
