@@ -19,7 +19,11 @@ and as tasks that cost nothing: a re-run then started every lane at once on a bu
 gone. So against the budget such a run counts as one run of known cost: the cap of one run where
 there is one, else the costliest run of this plan whose cost is known (none known yet: it counts
 nothing, and the lanes start one at a time until one is). The costliest, not the mean: a budget
-is a promise about money, and a run cut short may well have cost as much as a whole one.
+is a promise about money, and a run cut short may well have cost as much as a whole one. A run
+a kill -9 left open (no exit code, not finished) counts so from the re-run's start, before its
+lane settles it: with K lanes another lane asks the budget before that, and counted only once
+settled, the killed run let one more agent start on a budget already spent. Settled, it counts
+as any interrupted run, once.
 
 Plain functions over numbers, and the purse that holds the running attempts' reservations under
 the run's shared lock; a lane takes one before each attempt (agentloop.run.lane).
@@ -36,7 +40,7 @@ from typing import Callable, Iterable
 from agentloop.errors import BudgetReached
 from agentloop.options import RunOptions
 from agentloop.state.receipts import money, of_task, spent, usd
-from agentloop.state.schema import State
+from agentloop.state.schema import Attempt, State
 
 # How often a lane waiting for room looks whether the run winds down meanwhile.
 POLL_SECONDS = 0.5
@@ -119,12 +123,22 @@ class Reckoning:
                 f" ({self.why}): {money(self.total)}")
 
 
-def reckoned(options: RunOptions, caps_spend: bool, state: State) -> Reckoning:
+def left_open(state: State) -> tuple[Attempt, ...]:
+    """The agent runs an earlier agent-loop left open (killed before its agent reported): read
+    when a run begins, before any agent of its own starts."""
+    return tuple(a for t in state.tasks for a in t.history
+                 if a.finished_at is None and a.exit_code is None)
+
+
+def reckoned(options: RunOptions, caps_spend: bool, state: State,
+             left: Iterable[Attempt] = ()) -> Reckoning:
     """What was spent on this plan as the budget counts it (see the module's word on runs of
-    unknown cost)."""
+    unknown cost); `left`: the runs an earlier agent-loop left open (left_open), each still
+    unsettled counted as one of unknown cost."""
     finished = [a for t in state.tasks for a in t.history if a.finished_at is not None]
     finished += [a for a in state.retired if a.finished_at is not None]
     unknown = sum(1 for a in finished if not a.cost_known)
+    unknown += sum(1 for a in left if a.finished_at is None)
     if not unknown:
         return Reckoning(spent(state))
     if caps_spend and options.task_budget is not None:
@@ -199,6 +213,8 @@ class Purse:
     def __init__(self, lock: threading.RLock) -> None:
         self._room = threading.Condition(lock)
         self._held: dict[str, Reservation] = {}
+        # The runs an earlier agent-loop left open, read as this run began (left_open).
+        self.left: tuple[Attempt, ...] = ()
 
     def take(self, lane: str, budget: float | None, spent: Callable[[], float],
              amount: Reservation, halted: Callable[[], bool],

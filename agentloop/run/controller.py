@@ -164,6 +164,9 @@ class Controller:
         self._unanswered: list[Handed] = []
         self._unanswered_lock = threading.Lock()
         run.shared.owner = self.thread  # the one thread that changes and saves records
+        # Runs a kill left open count against --budget from now, before any lane starts one
+        # (a lane settles its own only when it reaches that task).
+        run.shared.purse.left = budget.left_open(run.state)
         # The plan as this controller last read it; a tick of agent-loop's moves it too
         # (agentloop.run.tick_boxes), so that edit is no news.
         run.shared.plan_hash = run.state.task_file_hash
@@ -267,7 +270,8 @@ class Controller:
         if isinstance(first_error, BudgetReached):
             run = self.run
             first_error = budget.restated(
-                first_error, budget.reckoned(run.options, run.agent.caps_spend, run.state))
+                first_error, budget.reckoned(run.options, run.agent.caps_spend, run.state,
+                                             run.shared.purse.left))
         if first_error is not None:
             raise first_error
         if self.stopped is not None:

@@ -519,7 +519,7 @@ def _unretried(run: Run, task: TaskState) -> None:
     now, and its task pending with why, not `interrupted` as if stopped midway."""
     options = run.options
     spent_out = options.budget is not None and budget.reckoned(
-        options, run.agent.caps_spend, run.state).total >= options.budget
+        options, run.agent.caps_spend, run.state, run.shared.purse.left).total >= options.budget
     why = "the budget ran out before its retry" if spent_out else \
         "the run stopped before its retry"
     failure = task.error or "its attempt failed"
@@ -537,14 +537,15 @@ def _check_budget(run: Run, task: TaskState) -> bool:
         return True
     caps = run.agent.caps_spend
     amount = budget.reservation(options, caps, bool(task_checks(options, task)), run.state)
+    left = run.shared.purse.left
     said = run.shared.purse.take(
-        task.group, options.budget, lambda: budget.reckoned(options, caps, run.state).total,
+        task.group, options.budget, lambda: budget.reckoned(options, caps, run.state, left).total,
         amount, run.shared.halted,
         lambda: run.emit(LaneNote(f"task {task.index} waits: what was spent and what the running "
                                   f"tasks may still spend could reach --budget "
                                   f"{money(options.budget or 0)}")))
     if said is budget.Verdict.STOP:
-        total = budget.reckoned(options, caps, run.state)
+        total = budget.reckoned(options, caps, run.state, left)
         raise BudgetReached(f"budget reached before task {task.index}: spent "
                             f"{total.said()} of {money(options.budget)}", total.total,
                             options.budget)

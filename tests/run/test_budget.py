@@ -15,6 +15,7 @@ from agentloop.errors import BudgetReached
 from agentloop.options import RunOptions
 from agentloop.run import budget
 from agentloop.run.budget import Verdict
+from agentloop.state.store import Store
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import init_repo, state_of
 from tests.support.runner import agent_loop
@@ -293,3 +294,45 @@ def test_a_failed_task_whose_retry_the_budget_holds_is_said_so(work: Path,
     assert task["error"] == "simulated failure; held: the budget ran out before its retry"
     status = agent_loop(work, "--status")
     assert "error: simulated failure; held: the budget ran out before its retry" in status.stdout
+
+
+def test_a_run_a_kill_left_open_counts_before_any_lane_starts(work: Path,
+                                                              fake_claude: FakeClaude) -> None:
+    # agent-loop killed (-9) while task 3's agent ran; that agent finished all the same, paid.
+    # The re-run counted the killed run only once task 3's lane settled it, after task 4's lane
+    # had asked the budget: $2 spent and one run of unknown cost ($1) is past $2.50, yet task 4
+    # started, $4 spent of a $2.50 budget. Counted from the start, nothing starts.
+    import os
+    import signal
+    import time
+
+    init_repo(work, "git")
+    go, out = work.parent / "go", work.parent / "out"
+    hold = f"\n  FAKE: bash for i in $(seq 400); do [ -e {go} ] && break; sleep 0.05; done"
+    (work / "tasks.md").write_text("\n".join(
+        f"## Group {g}\n- task {g}\n  FAKE: write g{g}.txt {g}\n  FAKE: cost 1"
+        f"{hold if g >= 3 else ''}\n" for g in range(1, 5)))
+    with out.open("w") as log:
+        child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                                  "--parallel", "2", "--no-distill", "--budget", "2.5"], cwd=work,
+                                 env={**os.environ, "NO_COLOR": "1"}, stdout=log,
+                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 start_new_session=True)
+    deadline = time.monotonic() + 60
+    while "[Group 3] claude: running" not in out.read_text():
+        assert time.monotonic() < deadline, out.read_text()
+        time.sleep(0.05)
+    time.sleep(0.5)  # its record saved
+    child.send_signal(signal.SIGKILL)  # agent-loop only: its agent runs on and is paid
+    child.wait(timeout=30)
+    go.write_text("")
+    time.sleep(1.0)  # the orphaned agent sees the file and ends
+    saved = Store(work).load()
+    assert saved is not None and [t.status for t in saved.tasks] == \
+        ["completed", "completed", "running", "pending"]
+    again = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill", "--budget", "2.5")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert agent_runs(fake_claude) == 3, again.stdout
+    assert "budget reached before task" in again.stderr
+    assert "spent $2.0000, with 1 agent run of unknown cost counted as $1.0000 (the costliest " \
+        "run of known cost): $3.0000 of $2.5000" in again.stderr, again.stderr
