@@ -17,6 +17,7 @@ import json
 import re
 from math import isinf
 from pathlib import Path
+from stat import S_ISDIR
 
 from agentloop.errors import StateError
 from agentloop.files import regular
@@ -119,7 +120,16 @@ def plan_folders(root: Path) -> list[Path]:
     `.agent-loop/`, then the others' `.agent-loop/plans/<name>-<hash>/`."""
     base = root / STATE_DIR
     folders = [base, *sorted(p for p in (base / "plans").glob("*") if p.is_dir())]
-    return [f for f in folders if (f / "state.json").is_file()]
+    return [f for f in folders if _kept(f / "state.json")]
+
+
+def _kept(state: Path) -> bool:
+    """Whether `state` is there as anything but a folder: a named pipe or a device in its place
+    is a plan's state that cannot be read, said so as a damaged one is, not passed over."""
+    try:
+        return not S_ISDIR(state.stat().st_mode)
+    except OSError:
+        return False
 
 
 def loads(raw: bytes, where: Path) -> Any:
