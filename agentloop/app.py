@@ -84,6 +84,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     warnings = (*_working_now(project, state), *took_over(project), *state.warnings,
                 *vcs_notes(options.vcs, project.root),
                 *([admitted.rebuilt] if admitted.rebuilt else []),
+                *([admitted.agent_note] if admitted.agent_note else []),
                 *admitted.found,
                 *reworded_lines(state.tasks, state.task_file),
                 *([f"the run would stop here: {tree}"] if tree else []))

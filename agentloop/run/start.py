@@ -64,6 +64,8 @@ class Admitted:
     vcs: str                        # the backend's kind, before auto is resolved
     rebuilt: str | None = None      # no state: the tasks history says are done, in one line
     found: tuple[str, ...] = ()     # tasks the plan's edit added that history says are done
+    # The state named an agent not known here, and --agent took its place: said in one line.
+    agent_note: str | None = None
 
 
 def admit(project: Project, options: RunOptions, plan: TaskFile | Read | None = None,
@@ -99,7 +101,8 @@ def admit(project: Project, options: RunOptions, plan: TaskFile | Read | None = 
     found = tuple(readded(project, state, changes.added, kind)) \
         if changes is not None and changes.added and asks_history(options) else ()
     chosen = replace(options, only=select(state, options, landed))
-    return Admitted(state, saved, changes, chosen, name, kind, rebuilt, found)
+    return Admitted(state, saved, changes, chosen, name, kind, rebuilt, found,
+                    unknown_agent(earlier, name))
 
 
 def tree_warning(project: Project, admitted: Admitted) -> str | None:
@@ -180,6 +183,7 @@ def _checked(project: Project, admitted: Admitted, options: RunOptions, kind: st
             shown = project.shown(archived)
             notes.append(f"reset: the old state and logs are in {shown}")
     notes += [admitted.rebuilt] if admitted.rebuilt else []
+    notes += [admitted.agent_note] if admitted.agent_note else []
     notes += _plan_changes(project, admitted, state)
     notes += admitted.found
     agent = make_agent(admitted.agent, options.agent_program, agent_env(options), box)
@@ -390,13 +394,33 @@ def choose_agent(options: RunOptions, state: State | None) -> str:
                          "with the real one), so no agent did its tasks: start the real run "
                          "with --reset")
     if began not in AGENTS:  # a state edited by hand, or left by a newer agent-loop
+        if chose_agent(options):   # the user named one: the run goes on with it (unknown_agent)
+            return asked
         raise StateError(f"this plan's state names the agent {began!r}, which this agent-loop "
-                         f"does not know ({', '.join(sorted(AGENTS))}): start over with "
-                         "--reset, or fix `agent` in the state")
+                         f"does not know ({', '.join(sorted(AGENTS))}): go on with one it knows "
+                         f"(--agent {DEFAULT_AGENT}), start over with --reset, or fix `agent` "
+                         "in the state")
     if options.agent == DEFAULT_AGENT:
         return began
     raise StateError(f"this run began with --agent {began}; go on with it, or start over with "
                      f"--reset --agent {asked} (every task runs again, done ones too)")
+
+
+def chose_agent(options: RunOptions) -> bool:
+    """Whether the user named the agent: `--agent` on the command line (`--agent claude` too,
+    which is the default's name), or another agent than the default (a setting)."""
+    return options.agent != DEFAULT_AGENT or any(
+        a == "--agent" or a.startswith("--agent=") for a in options.command)
+
+
+def unknown_agent(state: State | None, name: str) -> str | None:
+    """The line a run says when its state named an agent this agent-loop does not know and the
+    user's `--agent` took its place (choose_agent), else None."""
+    began = state.agent if state is not None else None
+    if began is None or began in AGENTS:
+        return None
+    return (f"this plan's state names the agent {began!r}, which this agent-loop does not know: "
+            f"the run goes on with {name} (--agent)")
 
 
 def _open_changes(project: Project) -> list[Change]:

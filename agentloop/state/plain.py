@@ -17,6 +17,7 @@ import json
 import re
 from math import isinf
 from pathlib import Path
+from stat import S_ISDIR
 
 from agentloop.errors import StateError
 from agentloop.files import regular
@@ -44,12 +45,16 @@ class Record:
 def locate(task_file: Path, cwd: Path) -> tuple[Path, Path]:
     """The task file's full path, and the root: the repository around `cwd`, else the task
     file's folder. TaskFileError when the plan lies in another repository: its tasks would
-    land in this one, which is seldom what was meant (a path typed from the wrong folder)."""
+    land in this one, which is seldom what was meant (a path typed from the wrong folder). A
+    submodule or a repository nested under the root is another repository too (its tasks'
+    files would be committed at the root's, not in it)."""
     path = (cwd / task_file).resolve() if not task_file.is_absolute() else task_file.resolve()
     root = find_root(cwd.resolve())
     if root is None:
         return path, path.parent
-    if not path.is_relative_to(root):   # paths first: the common case looks for no folder
+    # Paths first: a plan in the root's own folder (the common case) looks for no folder; one
+    # in a subfolder stats each folder up to the root (no process).
+    if path.parent != root:
         other = find_root(path.parent)
         if other is not None and other != root:
             _elsewhere(path, other)
@@ -115,7 +120,16 @@ def plan_folders(root: Path) -> list[Path]:
     `.agent-loop/`, then the others' `.agent-loop/plans/<name>-<hash>/`."""
     base = root / STATE_DIR
     folders = [base, *sorted(p for p in (base / "plans").glob("*") if p.is_dir())]
-    return [f for f in folders if (f / "state.json").is_file()]
+    return [f for f in folders if _kept(f / "state.json")]
+
+
+def _kept(state: Path) -> bool:
+    """Whether `state` is there as anything but a folder: a named pipe or a device in its place
+    is a plan's state that cannot be read, said so as a damaged one is, not passed over."""
+    try:
+        return not S_ISDIR(state.stat().st_mode)
+    except OSError:
+        return False
 
 
 def loads(raw: bytes, where: Path) -> Any:

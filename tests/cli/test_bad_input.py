@@ -576,3 +576,31 @@ def test_started_with_sigchld_ignored_exit_codes_still_count(work: Path,
                       prefix=ignoring)
     assert done.returncode == 1 and "exit 3" in done.stderr, done.stdout + done.stderr
     assert not fake_claude.task_runs()  # stopped before anything was paid for
+
+
+def test_a_state_naming_an_unknown_agent_goes_on_only_with_an_explicit_agent(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # A state edited by hand, or left by a newer agent-loop, names an agent not known here.
+    (work / "tasks.md").write_text("- one\n  FAKE: write one.txt 1\n- two\n"
+                                   "  FAKE: write two.txt 2\n")
+    assert agent_loop(work, "--vcs", "none", "--task", "1").returncode == 0
+    path = work / ".agent-loop" / "state.json"
+    data = orjson.loads(path.read_bytes())
+    assert data["agent"] == "claude"
+    bad = orjson.dumps({**data, "agent": "gpt9"})
+    path.write_bytes(bad)
+    runs = len(fake_claude.task_runs())
+    for mode in ([], ["--dry-run"]):   # no --agent: refused, with both ways on
+        refused(agent_loop(work, "--vcs", "none", *mode), "names the agent 'gpt9'",
+                "--agent claude", "--reset")
+        assert path.read_bytes() == bad
+    dry = agent_loop(work, "--vcs", "none", "--agent", "claude", "--dry-run")
+    assert dry.returncode == 0 and "names the agent 'gpt9'" in dry.stdout + dry.stderr, dry
+    done = agent_loop(work, "--vcs", "none", "--agent", "claude")
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    said = [line for line in (done.stdout + done.stderr).splitlines() if "'gpt9'" in line]
+    assert len(said) == 1 and "goes on with claude" in said[0], said
+    # Task 1 stays done (not paid again); task 2 ran with claude, which the state now names.
+    assert len(fake_claude.task_runs()) == runs + 1
+    assert (work / "two.txt").exists()
+    assert orjson.loads(path.read_bytes())["agent"] == "claude"

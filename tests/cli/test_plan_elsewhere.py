@@ -38,3 +38,47 @@ def test_a_plan_outside_any_repository_still_runs_in_this_one(
     assert done.returncode == 0, done.stderr
     assert (here / "o1.txt").read_text().strip() == "O"
     assert len(fake_claude.task_runs()) == 1
+
+
+def _submodule(here: Path, other: Path) -> Path:
+    """`other` added to `here` as the submodule `sub` (a file:// URL, which git refuses by
+    default since 2.38.1), committed."""
+    import subprocess
+
+    subprocess.run(["git", "-c", "protocol.file.allow=always", "submodule", "add", "-q",
+                    str(other), "sub"], cwd=here, check=True, capture_output=True)
+    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=T", "commit", "-qm", "sub"],
+                   cwd=here, check=True)
+    return here / "sub"
+
+
+@pytest.mark.parametrize("where", ["submodule", "nested"])
+@pytest.mark.parametrize("args", [(), ("--dry-run",), ("--status",)])
+def test_a_plan_inside_a_repository_within_this_one_is_refused_too(
+        tmp_path: Path, fake_claude: FakeClaude, where: str, args: tuple[str, ...]) -> None:
+    # A submodule, or a repository of its own not tracked here: the plan's tasks belong to it,
+    # and a run here would commit them to the outer repository's root.
+    here = make_repo(tmp_path / "here")
+    if where == "submodule":
+        other = make_repo(tmp_path / "other", files={"README.md": "other\n", "plan.md": PLAN})
+        inner = _submodule(here, other)
+    else:
+        inner = make_repo(here / "deep" / "nested", files={"README.md": "n\n", "plan.md": PLAN})
+    plan = "sub/plan.md" if where == "submodule" else "deep/nested/plan.md"
+    done = agent_loop(here, *args, plan=plan, timeout=60)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1, (done.stdout, done.stderr)
+    assert f"plan.md is in another repository ({inner})" in lines[0]
+    assert f"cd {inner} && agent-loop plan.md" in lines[0]
+    assert fake_claude.task_runs() == []
+    assert not (here / ".agent-loop").exists() and not (inner / ".agent-loop").exists()
+    assert not (here / "o1.txt").exists()
+
+
+def test_a_plan_in_a_plain_subfolder_still_runs(tmp_path: Path, fake_claude: FakeClaude) -> None:
+    (tmp_path / "here" / "docs" / "a").mkdir(parents=True)
+    here = make_repo(tmp_path / "here", files={"README.md": "hi\n", ".gitignore": ".agent-loop/\n",
+                                               "docs/a/plan.md": PLAN})
+    done = agent_loop(here, plan="docs/a/plan.md", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (here / "o1.txt").read_text().strip() == "O"

@@ -406,3 +406,24 @@ def test_a_state_file_that_is_a_named_pipe_is_one_clear_line_not_a_hang(
     assert done.returncode == 1 and len(lines) == 1, done.stderr
     assert "state.json is not a regular file" in lines[0]
     assert (work / ".agent-loop" / "state.json").is_fifo()
+
+
+@pytest.mark.parametrize("damage", ["fifo", "truncated"])
+def test_status_of_every_plan_lists_an_unreadable_state_as_unreadable(
+        tmp_path: Path, damage: str) -> None:
+    # A named pipe in state.json's place is listed as a truncated state is: "cannot read", not
+    # hidden behind "no plan has run here yet".
+    from tests.support.repos import make_repo
+    from tests.support.runner import agent_loop
+
+    work = make_repo(tmp_path / "project", plan="- [ ] one\n- [ ] two\n")
+    (work / ".agent-loop").mkdir()
+    if damage == "fifo":
+        os.mkfifo(work / ".agent-loop" / "state.json")
+    else:
+        (work / ".agent-loop" / "state.json").write_bytes(b'{"schema_version": 1, "tasks": [')
+    done = agent_loop(work, "--status", plan=None, timeout=20)
+    lines = done.stdout.strip().splitlines()
+    assert done.returncode == 0 and len(lines) == 1, (done.stdout, done.stderr)
+    assert lines[0].startswith(".agent-loop/: cannot read: "), lines
+    assert "no plan has run" not in done.stdout
