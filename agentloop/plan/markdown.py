@@ -12,8 +12,9 @@ context or check commands. General rules (docs/reference/task-file.md), no per-t
 - A sub-task marked optional (Kiro's `- [ ]* 1.2`, nested or numbered under a task that is not
   optional itself) is a task of its own, optional, right after its task: never in that task's
   text, so its agent sees it only when asked (--include-optional).
-- A ticked task with a sub-task still open (`- [x] 2.` over `- [ ] 2.1`) is to do, and said:
-  the work under it is not done, whoever ticked the box above it.
+- A ticked task of Kiro's outline with a sub-task still open (`- [x] 2.` over `- [ ] 2.1`) is to
+  do, and said: the work under it is not done, whoever ticked the box above it. (Open sub-items
+  under a task ticked by hand in other plans are notes: the tick stands.)
 - A heading `Task N…` (level 2 or deeper) starts a task section: one task, the heading and
   everything under it up to the next heading of the same or a higher level.
 - In a checklist, paragraphs and fences after a task item, before the next item or heading,
@@ -159,14 +160,20 @@ class _Walk:
         return self.out
 
     def _opened(self) -> None:
-        """A ticked task with a box under it still open is to do: said, since the tick above
-        says otherwise (a box ticked by hand over sub-tasks, a sub-task added after)."""
+        """A ticked task of Kiro's outline (`- [x] 2.`) with a sub-task still open under it
+        (`- [ ] 2.1`) is to do: said, since the tick above says otherwise (a box ticked by hand
+        over sub-tasks, a sub-task added after). Elsewhere the tick stands: open sub-items under
+        a task ticked by hand are notes or later work, and running it would be paid."""
         lines: list[str] | None = None
         for item in self.out.items:
             if item.marker not in TICKED or not any(n != item.line for n in item.boxes):
                 continue
+            own = numbering.number(item.text.lstrip("* \t"))
+            if own is None:
+                continue   # not Kiro's outline: a hand-ticked task's open sub-items are notes
             lines = lines if lines is not None else self.text.split("\n")
-            found = [n for n in item.boxes if n != item.line and _box(lines[n - 1]) in OPEN]
+            found = [n for n in item.boxes if n != item.line and _box(lines[n - 1]) in OPEN
+                     and numbering.under(_numbered(lines[n - 1]) or "", own)]
             if found:
                 item.marker = " "
                 self.out.warnings.append(
@@ -355,6 +362,12 @@ class _Walk:
         text = "".join(parts).strip()
         # A title alone says nothing a task needs.
         self.out.context = "" if not text or re.fullmatch(r"#[^\n]*", text) else text
+
+
+def _numbered(line: str) -> str | None:
+    """The outline number a list item's line opens with after its box (`2.1` of `- [ ] 2.1 …`)."""
+    found = BOX_LINE.match(line)
+    return numbering.number(line[found.end():].lstrip("* \t")) if found else None
 
 
 def _box(line: str) -> str | None:

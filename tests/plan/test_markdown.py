@@ -112,6 +112,19 @@ def test_kiro_an_open_sub_task_under_a_ticked_task_is_work_and_optional_ones_sta
                              "do (tick the sub-task, or it runs with its task)",)
 
 
+def test_a_task_ticked_by_hand_with_open_sub_items_stays_done_outside_kiros_outline(
+        tmp_path: Path) -> None:
+    # Sub-items left open under a task ticked by hand are notes or later work, not Kiro's
+    # numbered sub-tasks: reading the task as to do would pay an agent for it (the review of
+    # the Kiro change found it for every plan).
+    plan = tmp_path / "plan.md"
+    plan.write_text("- [x] Add login page\n  - [ ] remember-me later\n- [ ] Add logout\n")
+    read_back = taskfile.load(plan)
+    assert [(t.text.splitlines()[0], t.checked) for t in read_back.tasks] == [
+        ("Add login page", True), ("Add logout", False)]
+    assert read_back.warnings == ()
+
+
 def test_kiro_numbered_at_the_left_margin_reads_the_same() -> None:
     plan = read("kiro_flat_open_under_done.md")
     assert [(t.line, t.text.splitlines()[0], t.checked, t.optional) for t in plan.tasks] == [
