@@ -56,7 +56,9 @@ def locate(task_file: Path, cwd: Path) -> tuple[Path, Path]:
     # in a subfolder stats each folder up to the root (no process).
     if path.parent != root:
         other = find_root(path.parent)
-        if other is not None and other != root:
+        # A repository around this one (a home folder kept in git, a monorepo's outer one)
+        # holds plans kept outside the project: they run here, as ever.
+        if other is not None and other != root and not root.is_relative_to(other):
             _elsewhere(path, other)
     return path, root
 

@@ -40,6 +40,20 @@ def test_a_plan_outside_any_repository_still_runs_in_this_one(
     assert len(fake_claude.task_runs()) == 1
 
 
+def test_a_plan_in_a_repository_around_this_one_still_runs_here(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # A home folder kept in git (dotfiles) around the project, plans kept beside the project:
+    # they ran here before; refusing them said to run the agent in the outer repository.
+    outer = make_repo(tmp_path / "home")
+    here = make_repo(outer / "proj")
+    (outer / "plans").mkdir()
+    (outer / "plans" / "plan.md").write_text(PLAN)
+    done = agent_loop(here, plan=str(outer / "plans" / "plan.md"), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (here / "o1.txt").read_text().strip() == "O"
+    assert len(fake_claude.task_runs()) == 1
+
+
 def _submodule(here: Path, other: Path) -> Path:
     """`other` added to `here` as the submodule `sub` (a file:// URL, which git refuses by
     default since 2.38.1), committed."""
