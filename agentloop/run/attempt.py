@@ -69,7 +69,7 @@ def _where_it_began(run: Run, task: TaskState, resume: str | None) -> str | None
 
 def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool, trailers: str) -> Outcome:
     """One attempt: a change, the developer's run(s), the review. `trailers`: the lines that
-    end the task's commit message (agentloop.run.lane.trailers_of)."""
+    end the task's commit message (agentloop.run.rebuilt.trailers_of)."""
     run.emit(task_started(run, task, task.attempts + 1))
     # Retries run in a fresh session: the failed attempt's edits are gone, and its
     # conversation would tell the agent otherwise.

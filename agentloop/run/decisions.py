@@ -11,7 +11,7 @@ Two kinds:
 - how a task's turn ends: `Completed`, `Blocked`, `Conflicted`, `Held`, `Breached`, `Fatal`,
   and what a failed
   attempt comes to (`Judged`: `Retry`, `WaitFor`, `Failed`, `Stop`; the lane judges,
-  agentloop.run.lane.judge). What the lane then does (wait, sleep, stop) is the lane's.
+  agentloop.run.judge). What the lane then does (wait, sleep, stop) is the lane's.
 """
 
 from __future__ import annotations

@@ -14,20 +14,18 @@ tasks run again, completed ones never do.
 
 A failed attempt is classified by the agent: a usage limit waits and is no attempt, a blocking
 error stops the run, a transient one is retried after a backoff, anything else goes to the retry
-advisor. A task gets at most `max_attempts` attempts in all, whatever the advice.
+advisor (agentloop.run.judge). A task gets at most `max_attempts` attempts in all, whatever the
+advice. What an earlier run left open of a task is settled before it runs (agentloop.run.recovery).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
-from agentloop.agents import BLOCKING, BUDGET, LIMIT, TRANSIENT
 from agentloop.errors import AgentBlocked, BudgetReached, Interrupted, RunStopped
 from agentloop.proc.signals import hangup_settles_the_task, shielded
 from agentloop.run import budget, conflicts
-from agentloop.run.agent_run import ended_unrecorded
-from agentloop.run.attempt import finished_well, run_attempt
+from agentloop.run.attempt import run_attempt
 from agentloop.run.beside import (
     after_landing,
     beside_finish,
@@ -42,12 +40,10 @@ from agentloop.run.decisions import (
     Blocked,
     Completed,
     Decision,
-    Dropped,
     Failed,
     Fatal,
     Judged,
     Retry,
-    RunEnded,
     Stop,
     Uncounted,
     Unretried,
@@ -58,27 +54,19 @@ from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome
 from agentloop.run.handover import drop, hand
 from agentloop.run.history_check import check_history, done_ids, lost_before
+from agentloop.run.judge import judge
 from agentloop.run.lane_tag import LaneNote
-from agentloop.run.rebuilt import task_trailers
+from agentloop.run.rebuilt import trailers_of
+from agentloop.run.recovery import recover
 from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import baseline, task_checks
-from agentloop.run.waits import classify, excused_by_a_pause, wait_for_limit
+from agentloop.run.waits import wait_for_limit
 from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.receipts import money
-from agentloop.state.schema import Attempt, TaskState
+from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.choose import IntegrationConflict
-from agentloop.vcs.protocol import (
-    CatchesUp,
-    Change,
-    CutShort,
-    KeepsKilledAttempt,
-    KnowsMade,
-    Settles,
-)
-
-# Transient failures of one task in a row before the run pauses instead of burning attempts.
-TRANSIENT_PAUSE = 3
+from agentloop.vcs.protocol import CatchesUp, Change, CutShort, KnowsMade
 
 
 def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
@@ -137,127 +125,9 @@ def _caught_up(run: Run) -> None:
     vcs.catch_up()
 
 
-def _landing_record(task: TaskState) -> Attempt:
-    """The run whose work a task left `landing` holds (a reviewer's may come after it)."""
-    return next((a for a in reversed(task.history) if a.outcome == S.LANDING),
-                task.history[-1])
-
-
 def _settled_one(run: Run) -> None:
     if run.job is not None:
         run.job.push(run.state)
-
-
-def recover(run: Run, task: TaskState) -> bool:
-    """Settle what an earlier run left of this task; True when that finished it."""
-    if task.status in (S.CONFLICTED, S.HELD, S.LANDING):
-        _land_left(run, task)
-        return True
-    if task.status not in (S.RUNNING, S.INTERRUPTED):
-        return False
-    if _committed_unsaved(run, task):
-        return True
-    last = task.history[-1] if task.history else None
-    finished = _left_attempt_taken_up(run, task, last)
-    # A task left running or interrupted has a change holding a partial attempt; drop it
-    # so history keeps only attempts that counted (jj: kept aside, and where, when its agent
-    # had finished, as git's prepare did above).
-    if task.change_id is not None:
-        drop(run, task, Change(change_id=task.change_id, commit_id=task.commit_id or ""),
-             last.number if finished and last is not None else None, finished)
-    return False
-
-
-def _land_left(run: Run, task: TaskState) -> None:
-    """A task kept on its lane by an earlier run (or its landing cut short): landed now."""
-    record = _landing_record(task) if task.status == S.LANDING else task.history[-1]
-    # No task heading comes before this landing's lines: this one names the task.
-    run.emit(LaneNote(f"task {task.index} ({task.status} by an earlier run) lands now: "
-                      f"{task.summary}"))
-    with settling(run, task, record):
-        landed = conflicts.land_kept(run, task)
-    hand(run, task, Completed(record, landed, S.COMPLETED))
-
-
-def _committed_unsaved(run: Run, task: TaskState) -> bool:
-    """Whether the earlier run committed this task and was killed before saving it as done:
-    recorded as done now."""
-    # Left running by a kill, or interrupted with its change still named (an error ended the
-    # run between the agent and the record: ledger.left_open): it may have been committed.
-    probe = task.status == S.RUNNING or task.change_id is not None
-    done = run.vcs.recovered() if probe else None
-    if done is None and probe and task.history:
-        done = _sealed(run, task)
-    if done is not None and task.history:
-        hand(run, task, Completed(task.history[-1], done, S.COMPLETED))
-        return True
-    return False
-
-
-def _left_attempt_taken_up(run: Run, task: TaskState, last: Attempt | None) -> bool:
-    """The attempt a kill (or an older agent-loop's stop) left, recorded as not counting, its
-    finished work brought back where it was kept; whether its developer had finished."""
-    if task.status == S.RUNNING and last is not None and last.outcome == S.RUNNING:
-        ended = ended_unrecorded(run, task, last)
-        if ended is not None:
-            # Killed as its agent ended well, before the record said so: recorded now (it was
-            # paid), its work kept and brought back below as for a kill in its checks.
-            hand(run, task, RunEnded(last, ended))
-            if last.role == "reviewer" and ended.ok:
-                from agentloop.run import review  # a run that asks for reviews only
-
-                review.read_back(run, task, last, ended)  # its verdict stands (review.judge)
-        # Killed inside the agent (or after it): like Ctrl+C, that attempt does not count.
-        hand(run, task, Uncounted(last.number, O.INTERRUPTED, S.INTERRUPTED,
-                                  task.error or "the run was killed"))
-        # The developer's run, not the last record: a kill in the reviewer's run (or a fix
-        # run) leaves the developer's finished, paid work the task's.
-        finished = finished_well(task, last.number) is not None
-        # git: rolled back in prepare (the checkout's, or the lane's, where the killed run
-        # worked), kept for the task its begin named
-        if finished:
-            _killed_kept_back(run, task, last.number)
-        return finished
-    if task.status == S.INTERRUPTED and last is not None and last.outcome == O.INTERRUPTED \
-            and _ended_well_unkept(task, last.number):
-        # An older agent-loop's Ctrl+C (or an error: ledger.left_open) after the agent ended
-        # well, before its commit: its run's end interrupted the task with its work where it
-        # stood, which this version keeps aside as the stop comes (_stopped_unlanded). The
-        # records say as much as a kill's: taken up as a kill's is, not paid again.
-        _killed_kept_back(run, task, last.number)
-        return True
-    return False
-
-
-def _killed_kept_back(run: Run, task: TaskState, number: int) -> None:
-    """Where a killed run kept attempt `number`'s work, recorded (KeepsKilledAttempt)."""
-    kept = run.vcs.killed_attempt_kept(commit_message(task, run.state.title)) \
-        if isinstance(run.vcs, KeepsKilledAttempt) else None
-    if kept is not None:
-        hand(run, task, Dropped("", number, kept.line, True, said=kept.said))
-
-
-def _ended_well_unkept(task: TaskState, number: int) -> bool:
-    """Whether attempt `number`'s developer ended well and nothing of it was kept aside (the
-    work is still where its run left it: the state of an older version's stop)."""
-    return finished_well(task, number) is not None and \
-        not any(a.work_kept for a in task.history if a.number == number)
-
-
-def _sealed(run: Run, task: TaskState) -> Change | None:
-    """jj: the task's change, when an earlier run sealed it (landing it in a lane now, as finish
-    would have) or landed it; None when there is no such change, or no such backend."""
-    vcs = run.vcs
-    if not isinstance(vcs, Settles) or not task.change_id:
-        return None
-    last = task.history[-1]
-    with settling(run, task, last):
-        try:
-            found: Change | None = vcs.settled(task.change_id, trailers_of(run, task))
-        except IntegrationConflict as conflict:  # another lane's work came first
-            found = conflicts.resolve(run, task, Change(change_id=conflict.commit),
-                                      task.session_id, conflict, last)
-    return found
 
 
 def _run_task(run: Run, task: TaskState, lane_end: bool = False) -> None:
@@ -304,11 +174,6 @@ def _run_task(run: Run, task: TaskState, lane_end: bool = False) -> None:
         fresh, retrying = True, True
 
 
-def trailers_of(run: Run, task: TaskState) -> str:
-    """The lines that end the task's commit message, naming its plan and the task."""
-    return run.job.trailers(task) if run.job is not None else task_trailers(run.project, task)
-
-
 def _settled(run: Run, task: TaskState, outcome: Outcome, trailers: str,
              lane_end: bool = False) -> bool:
     """Finish an attempt whose agent finished (done, blocked, or a fatal stop); False: it
@@ -351,7 +216,7 @@ def _stopped_unlanded(run: Run, task: TaskState, outcome: Outcome) -> None:
     """Ctrl+C after the agent ended well, before a commit of its work was made (its commit
     message, the landing's start): the attempt is uncounted and its finished work kept aside,
     for the next run to bring back without paying the agent again, as a Ctrl+C in the checks
-    (agentloop.run.attempt) and a kill -9 (recover) are. Left `running`, the run's end
+    (agentloop.run.attempt) and a kill -9 (run.recovery) are. Left `running`, the run's end
     (ledger.left_open) interrupted it with its change named, and the next run rolled that
     back as unfinished and ran the agent again."""
     if task.status != S.RUNNING:  # a commit was made: its record names it (_left_landing)
@@ -377,46 +242,6 @@ def _failed_unlanded(run: Run, task: TaskState, outcome: Outcome) -> None:
         run.emit(LaneNote(f"task {task.index}: its agent had finished before the error below; "
                           "its work is kept aside, and the next run brings it back, checks and "
                           "commits it without running the agent again", stop=True))
-
-
-def judge(run: Run, task: TaskState, outcome: Outcome, transient: int,
-          previous_error: str | None) -> Decision:
-    """What a failed attempt comes to (agentloop.run.decisions); no record changes here. The
-    retry advisor is asked here, when the rules leave it to the advisor."""
-    attempt, result = outcome.attempt, outcome.result
-    failure = outcome.failure or classify(run, result)
-    if failure.kind == BUDGET:
-        why = f"cut short by its own budget (--task-budget {run.options.task_budget:g} USD)"
-        return Failed(why, O.BUDGET, why)
-    if excused_by_a_pause(run, result, failure):
-        return WaitFor(O.PAUSED, failure.reason, paused=result.paused)
-    if failure.kind == BLOCKING:
-        return Stop(failure.reason, blocked=True, counted=False)
-    if failure.kind == LIMIT:
-        return WaitFor(O.LIMITED, failure.reason, failure)
-    if task.attempts >= run.options.max_attempts:
-        return Failed(f"{failure.reason} (gave up after {task.attempts} attempts)",
-                      attempt_reason=failure.reason)
-    if failure.kind == TRANSIENT:
-        transient += 1
-        if transient >= TRANSIENT_PAUSE:
-            return Stop(f"paused: {transient} transient failures in a row on task "
-                        f"{task.index} ({failure.reason})", error=failure.reason)
-        return Retry(failure.reason, failure.reason, "", "transient", failure.reason, "backoff",
-                     wait=run.options.backoff * 2 ** (transient - 1), transient=transient,
-                     error=previous_error)
-    advice = run.advisor(task=task.task, attempt=task.attempts,
-                         max_attempts=run.options.max_attempts, error=failure.reason,
-                         exit_code=result.exit_code,
-                         log_tail=_tail(run.project.root / (attempt.log or "")),
-                         previous_error=previous_error)
-    said = Retry(f"{failure.reason} | advice ({advice.source}): {advice.reason}",
-                 failure.reason, advice.hint, "other", advice.reason, advice.source,
-                 error=failure.reason, helper_cost=advice.cost_usd)
-    if not advice.retry:
-        return Failed(advice.reason or failure.reason, attempt_reason=said.reason,
-                      helper_cost=advice.cost_usd, advice=said)
-    return said
 
 
 def _act(run: Run, task: TaskState, decision: Decision) -> bool:
@@ -550,11 +375,3 @@ def _check_budget(run: Run, task: TaskState) -> bool:
                             f"{total.said()} of {money(options.budget)}", total.total,
                             options.budget)
     return said is budget.Verdict.GO
-
-
-def _tail(log: Path, limit: int = 4000) -> str:
-    try:
-        text = log.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    return text[-limit:]

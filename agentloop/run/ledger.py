@@ -448,7 +448,7 @@ def left_open(run: Run, reason: str) -> list[TaskState]:
     """After every lane ended: a task still `running` (a lane stopped by an error between its
     agent and its record, such as the history guard) is interrupted, its attempt uncounted and
     its change still named, for the next run to land if it was committed or else drop
-    (agentloop.run.lane.recover), so no total says `running` once the run is over."""
+    (agentloop.run.recovery.recover), so no total says `running` once the run is over."""
     settled = []
     for task in run.state.tasks:
         if task.status == S.RUNNING:

@@ -22,11 +22,17 @@ from agentloop.vcs.rewritten import rewritten
 
 if TYPE_CHECKING:
     from agentloop.options import RunOptions
+    from agentloop.run.context import Run
 
 
 def task_trailers(project: Project, task: TaskState) -> str:
     """`Agent-Loop-Plan` and `Agent-Loop-Task` for a task's commit or change description."""
     return trailers(plan_slug(project.task_file_name), task.index, task.task)
+
+
+def trailers_of(run: Run, task: TaskState) -> str:
+    """The lines that end the task's commit message, naming its plan and the task."""
+    return run.job.trailers(task) if run.job is not None else task_trailers(run.project, task)
 
 
 def history_kind(asked: str, root: Path) -> str:

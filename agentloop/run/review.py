@@ -60,7 +60,7 @@ def unapproved_notes(state: State) -> tuple[str, ...]:
 
 def read_back(run: Run, task: TaskState, record: Attempt, result: AgentResult) -> None:
     """A reviewer's run a kill cut off after it ended well, read back from its raw log
-    (agentloop.run.lane.recover): its verdict goes into its record, which the attempt's
+    (agentloop.run.recovery.recover): its verdict goes into its record, which the attempt's
     uncounting then marks interrupted as the rest, for `judge` to take up in the next run."""
     verdict = parse_verdict(result.text)
     word = O.APPROVED if verdict.approved else O.FEEDBACK
