@@ -193,7 +193,8 @@ def command(tasks_md: Path | None, **params: Any) -> None:
     if tasks_md is None and not (params["status"] and not params["follow"] or params["serve"]):
         raise click.UsageError("Missing argument 'TASKS_MD' (only --status and --serve work "
                                "without one).", ctx)
-    params = {**params, "command": tuple(args)}
+    typed = ctx.get_parameter_source("agent") is click.core.ParameterSource.COMMANDLINE
+    params = {**params, "command": tuple(args), "agent_given": typed}
     options = RunOptions.from_params(params)
 
     def work() -> int:

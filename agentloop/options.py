@@ -37,6 +37,7 @@ class RunOptions:
     vcs: str = "auto"
     allow_dirty: bool = False
     agent: str = "claude"
+    agent_given: bool = False         # --agent typed (`--agent claude` too), not the default
     agent_program: str | None = None
     rehearse: bool = False
     task_timeout: float = 7200.0

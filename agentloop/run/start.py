@@ -409,8 +409,7 @@ def choose_agent(options: RunOptions, state: State | None) -> str:
 def chose_agent(options: RunOptions) -> bool:
     """Whether the user named the agent: `--agent` on the command line (`--agent claude` too,
     which is the default's name), or another agent than the default (a setting)."""
-    return options.agent != DEFAULT_AGENT or any(
-        a == "--agent" or a.startswith("--agent=") for a in options.command)
+    return options.agent != DEFAULT_AGENT or options.agent_given
 
 
 def unknown_agent(state: State | None, name: str) -> str | None:

@@ -440,6 +440,24 @@ def test_a_state_naming_an_unknown_agent_is_one_clear_line(agent: str, tmp_path:
         app.dry_run(Path("tasks.md"), tmp_path, RunOptions())
 
 
+@pytest.mark.parametrize("typed", [True, False])
+def test_an_unknown_agent_in_the_state_gives_way_only_to_a_typed_agent(typed: bool,
+                                                                       tmp_path: Path) -> None:
+    # `--agent claude` typed, or the default: the CLI says which (RunOptions.agent_given); the
+    # arguments kept for resume lines are no evidence of it.
+    data = copy.deepcopy(VALID)
+    data["agent"] = "gpt9"
+    (tmp_path / "tasks.md").write_text("## G\n- one\n- two\n")
+    (tmp_path / ".agent-loop").mkdir()
+    (tmp_path / ".agent-loop" / "state.json").write_bytes(orjson.dumps(data))
+    options = RunOptions(agent_given=typed, command=() if typed else ("--agent", "claude"))
+    if typed:
+        assert app.dry_run(Path("tasks.md"), tmp_path, options).rows  # goes on with claude
+    else:
+        with pytest.raises(AgentLoopError, match="names the agent 'gpt9'"):
+            app.dry_run(Path("tasks.md"), tmp_path, options)
+
+
 # -- where the state lives: read-only, full, odd --------------------------------------------------
 
 def read_only(folder: Path) -> tuple[str, ...]:

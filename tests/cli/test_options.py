@@ -15,8 +15,9 @@ from agentloop.options import RunOptions, task_numbers, usage_problem
 def test_every_option_is_a_click_parameter_of_the_same_name() -> None:
     params = {p.name for p in command.params} - {"tasks_md", "version"}
     # `only` is no option: the tasks --task or --group select, resolved once the plan is read;
-    # `command` is the arguments as given, which the CLI adds.
-    assert params == {f.name for f in fields(RunOptions)} - {"only", "command"}
+    # `command` is the arguments as given, and `agent_given` whether --agent was among them,
+    # which the CLI adds.
+    assert params == {f.name for f in fields(RunOptions)} - {"only", "command", "agent_given"}
 
 
 def test_defaults_agree_with_click() -> None:
