@@ -18,6 +18,7 @@ from pathlib import Path
 from agentloop.errors import StateError, StateLocked
 from agentloop.files.lock import is_held, try_lock
 from agentloop.files.pid_file import live_pid
+from agentloop.files.stamp import stat_or_none
 from agentloop.state import plain
 
 # A run that loses the race for the lock waits this long at most for the winner's pid to show.
@@ -70,11 +71,8 @@ def _inode(fd: int) -> tuple[int, int]:
 
 def _inode_of(path: Path) -> tuple[int, int] | None:
     """The identity of the file at `path`, or None when there is none."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return st.st_dev, st.st_ino
+    st = stat_or_none(path)
+    return (st.st_dev, st.st_ino) if st is not None else None
 
 
 def _write_atomic(path: Path, text: str) -> None:

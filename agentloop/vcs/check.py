@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from agentloop.errors import VcsError
+from agentloop.files.stamp import stat_or_none
 from agentloop.ondemand import dataclass
 from agentloop.vcs import own_output, plan_files
 from agentloop.vcs.breach import Breach, Kind
@@ -291,11 +292,8 @@ def gone_as(root: Path, path: str) -> str:
 
 def stamp(path: Path) -> tuple[int, int, int] | None:
     """Who a file is now (inode, size, change time), None when missing: any write changes it."""
-    try:
-        found = os.lstat(path)
-    except OSError:
-        return None
-    return found.st_ino, found.st_size, found.st_ctime_ns
+    found = stat_or_none(path, follow_symlinks=False)
+    return (found.st_ino, found.st_size, found.st_ctime_ns) if found is not None else None
 
 
 

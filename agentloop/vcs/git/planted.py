@@ -14,6 +14,7 @@ import os
 import shlex
 from pathlib import Path
 
+from agentloop.files.stamp import stat_or_none
 from agentloop.ondemand import dataclass
 from agentloop.vcs.breach import Breach, Kind
 
@@ -44,11 +45,8 @@ def look(common: Path) -> Settings:
 
 
 def _stat(path: Path) -> tuple[int, int] | None:
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    return found.st_size, found.st_mtime_ns
+    found = stat_or_none(path)
+    return (found.st_size, found.st_mtime_ns) if found is not None else None
 
 
 def _hooks(folder: Path) -> tuple[tuple[str, int, int], ...]:
