@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from agentloop.errors import VcsError
-from agentloop.vcs.check import operation
+from agentloop.vcs.jj.lane_check import operation
 from agentloop.vcs.jj.run import Jj, Rev
 
 # How a kept change is described: never "agent-loop:", which names a task's change.

@@ -23,11 +23,12 @@ from typing import Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs import find_root, own_output, plan_files, relative_to
-from agentloop.vcs.check import LaneBreach, jj_forgotten, jj_removed
+from agentloop.vcs.check import LaneBreach
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj import basemark, carried, leftovers, moved_off, ownfiles, resume
 from agentloop.vcs.jj.aside import bring_back, keep_aside
 from agentloop.vcs.jj.carried import Carried
+from agentloop.vcs.jj.lane_check import jj_forgotten, jj_removed
 from agentloop.vcs.jj.moved_off import on_top, where
 from agentloop.vcs.jj.ownfiles import OwnFiles
 from agentloop.vcs.jj.run import Jj, Rev, fileset, op_head

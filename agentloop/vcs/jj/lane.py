@@ -18,9 +18,10 @@ from typing import Callable, Iterable, TypeVar
 
 from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.vcs.check import JjLaneRecord, LaneBreach, check_jj_lane, operation
+from agentloop.vcs.check import LaneBreach
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj.backend import JjVcs
+from agentloop.vcs.jj.lane_check import JjLaneRecord, check_jj_lane, operation
 from agentloop.vcs.jj.mainline import JjMainLine
 from agentloop.vcs.jj.run import DIVERGENT, STALE, Jj, op_head, op_id
 from agentloop.vcs.jj.takenback import revived, taken_back

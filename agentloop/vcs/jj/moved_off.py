@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from agentloop.errors import VcsError
 from agentloop.ondemand import dataclass
-from agentloop.vcs.check import operation
+from agentloop.vcs.jj.lane_check import operation
 from agentloop.vcs.jj.run import Jj, Rev, fileset, op_id
 from agentloop.vcs.protocol import Change
 

@@ -1,0 +1,126 @@
+"""jj: a lane step's check of what its agent did outside its task (agentloop.vcs.check says
+why and how for both backends): the lane's workspace removed or forgotten, an operation undone or
+restored, a change the lane landed gone from the main line or stripped of its description,
+against what agent-loop recorded after the lane's last step (JjLaneRecord)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agentloop.ondemand import dataclass
+from agentloop.vcs.breach import Breach, Kind
+
+if TYPE_CHECKING:
+    from agentloop.vcs.jj.run import Jj
+
+
+@dataclass(frozen=True)
+class JjLaneRecord:
+    """What agent-loop recorded about a jj lane after its last step."""
+
+    lane: Path                   # the lane's workspace
+    main_root: Path              # the user's workspace
+    operation: str               # the repository's operation then
+    landed: tuple[str, ...] = ()  # change ids this lane landed
+    stamp: str | None = None     # its op heads then, read from files (agentloop.vcs.jj.run)
+
+
+# How jj describes an operation that undid others (`jj undo`, `jj op restore`, `jj op revert`,
+# across the versions that named them so), and the command that made it.
+UNDOING = {"undo": "jj undo", "restore to operation": "jj op restore",
+           "revert operation": "jj op revert"}
+
+
+def check_jj_lane(record: JjLaneRecord) -> Breach | None:
+    """The first thing the agent did outside its task (an undone or restored operation, a
+    landed change gone or stripped of its description), or None."""
+    from agentloop.vcs.jj.run import Jj, op_head
+    from agentloop.vcs.jj.takenback import taken_back
+
+    lane = record.lane
+    if lane.is_dir() and not (lane / ".jj").is_dir():
+        return jj_removed(lane)
+    if not lane.is_dir():
+        return Breach(Kind.LANE_GONE, f"the lane's workspace {lane} was removed from outside "
+                      "(its changes stay in the repository)",
+                      ("jj workspace list", "jj log"))
+    if record.stamp is not None and op_head(record.main_root) == record.stamp:
+        return None  # no jj command ran since the step began: nothing was undone or lost
+    jj = Jj(record.main_root)
+    for op, description in operations_since(jj, record.operation):
+        command = next((c for d, c in UNDOING.items() if description.startswith(d)), None)
+        if command is not None:
+            # The operation ids jj writes in the description are 128 hex digits: shortened.
+            said = re.sub(r"\b([0-9a-f]{12})[0-9a-f]{20,}\b", r"\1", description)
+            return Breach(Kind.OPERATION_UNDONE, f"`{command}` ran while the lane's agent worked "
+                          f"(operation {op[:12]}: {said}), by the agent or by you; jj's "
+                          "operation log is the repository's, so it undid work of agent-loop's "
+                          "or another lane's; nothing of this step is landed",
+                          ("jj op log", f"jj op revert {op[:12]}"))
+    if record.landed:
+        out = jj.out("--ignore-working-copy", "log", "--no-graph", "-r",
+                     "::@- & (" + " | ".join(f"present({c})" for c in record.landed) + ")",
+                     "-T", 'change_id ++ "\\t" ++ description.first_line() ++ "\\n"')
+        found = dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+        gone = [c for c in record.landed
+                if not any(f.startswith(c) or c.startswith(f) for f in found)]
+        yours = taken_back(jj, gone) if gone else set()  # you took it back: no breach
+        for change in record.landed:
+            if change in yours:
+                continue
+            short = next((c for c in found if c.startswith(change) or change.startswith(c)), None)
+            if short is None or not found[short].strip():
+                what = "is no longer on the main line" if short is None else \
+                    "lost its description"
+                return Breach(Kind.LANDED_LOST, f"change {change[:12]}, which this lane landed, "
+                              f"{what}", ("jj op log", f"jj log -r {change[:12]}"))
+    return None
+
+
+def jj_removed(lane: Path) -> Breach:
+    """The lane's folder is there, its .jj folder is not: removed by its agent (or from
+    outside). Its commands name the lane with -R (agentloop.vcs.jj.run.Jj), so none of them
+    went on in the checkout around it."""
+    return Breach(Kind.JJ_REMOVED, f"the lane's jj workspace was removed ({lane / '.jj'} is "
+                  "gone, by its agent or from outside); no jj command of agent-loop's ran "
+                  "in your checkout for it, and the lane's changes stay in the repository",
+                  ("jj workspace list", "jj log"))
+
+
+def jj_forgotten(lane: Path) -> Breach:
+    """The lane's folder and its .jj are there, but the repository no longer knows the
+    workspace (`jj workspace forget`, by its agent or from outside): jj has no working-copy
+    commit for it, so nothing of the step can be snapshotted or landed. The next run's lane is
+    made afresh (agentloop.vcs.jj.workspaces.open_jj adds the workspace again)."""
+    return Breach(Kind.JJ_FORGOTTEN, f"the lane's jj workspace in {lane} was forgotten (`jj "
+                  "workspace forget`, by its agent or from outside), so jj no longer snapshots "
+                  "its files and nothing of this step is landed; the lane's changes stay in "
+                  "the repository, and the next run adds the lane's workspace afresh, its "
+                  "task's agent running again",
+                  ("jj workspace list", "jj log"))
+
+
+def operations_since(jj: Jj, operation: str) -> list[tuple[str, str]]:
+    """(id, description) of the operations after `operation`, newest first."""
+    out = jj.out("--ignore-working-copy", "op", "log", "--no-graph", "-n", "200", "-T",
+                 'id ++ "\\t" ++ description ++ "\\n"')
+    found = []
+    for line in out.splitlines():
+        op, _, description = line.partition("\t")
+        if op.startswith(operation) or operation.startswith(op):
+            break
+        found.append((op, description))
+    return found
+
+
+def operation(jj: Jj) -> str:
+    """The repository's current operation id (its op heads' one file name, when it is one)."""
+    from agentloop.vcs.jj.run import op_id
+
+    found = op_id(jj.root)
+    if found is not None:
+        return found
+    return jj.out("--ignore-working-copy", "op", "log", "--no-graph", "-n", "1", "-T",
+                  'id ++ "\\n"').strip()
