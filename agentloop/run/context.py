@@ -44,7 +44,8 @@ class Shared:
     and saves records) and its door (`take`, where a lane hands a value over), one lock over
     the events and the state file, the wind-down flag (no new task starts), the usage-limit
     gate (no agent starts anywhere before a limit seen by one lane resets), and the purse (what
-    the running attempts may still spend, against --budget)."""
+    the running attempts may still spend, against --budget); and what the lanes know together
+    of the plan file, of the history, and of a landing that runs beside an agent."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
@@ -57,6 +58,17 @@ class Shared:
         # The controller's thread and door (agentloop.run.handover); None: no controller.
         self.owner: threading.Thread | None = None
         self.take: Callable[[Run, TaskState, Any], Any] | None = None
+        # A run in lanes: the main line its tasks land on (agentloop.vcs.choose.MainLine),
+        # which the closing lines ask where the tasks went. None: the run works in the checkout.
+        self.main_line: Any = None
+        # What the lanes know together, each set by what it serves:
+        self._plan_watch()
+        self._history_marks()
+        self._landing_beside()
+
+    def _plan_watch(self) -> None:
+        """The plan file as the run last knew it: what tells your edit, a rename or a loss of it
+        from the run's own (agentloop.run.plan_kept)."""
         # The plan's hash as the controller last read it; agent-loop's own edit of the plan (a
         # ticked box, agentloop.run.tick_boxes) moves it too, so that edit is no news.
         self.plan_hash = ""
@@ -75,6 +87,10 @@ class Shared:
         # Each agent run's start and end (wall clock, ns; 0 while it runs), for a plan found
         # changed: written while an agent ran, it may be the agent's (agentloop.run.plan_kept).
         self.agent_runs: list[list[int]] = []
+
+    def _history_marks(self) -> None:
+        """What the run knows of the history its tasks landed on, so the check after each task
+        (agentloop.run.history_check) reads only what is new."""
         # The finished tasks' change ids by task number, the history mark's input: read off
         # every record once a run, then brought up to date with each task a lane settles
         # (agentloop.run.lane), so a task's check costs the same in a plan of any size.
@@ -93,6 +109,10 @@ class Shared:
         # keep reverted): with only the run's own commits on top it still holds it, and is not
         # read again after every task (no mark is taken there either).
         self.unsound: set[str] = set()
+
+    def _landing_beside(self) -> None:
+        """A serial run's landing that runs beside the next task's agent
+        (agentloop.run.beside)."""
         # A serial run's task whose landing runs beside the next task's agent, and the step
         # that completes it once landed (agentloop.run.beside.land_beside): (task, Completed).
         self.landing: tuple[TaskState, Any] | None = None
@@ -104,9 +124,6 @@ class Shared:
         # the longer way (agentloop.run.beside.after_landing), with that task's number: their
         # next attempt in this run brings it back, and says so (no run was stopped).
         self.set_aside: dict[int, int] = {}
-        # A run in lanes: the main line its tasks land on (agentloop.vcs.choose.MainLine),
-        # which the closing lines ask where the tasks went. None: the run works in the checkout.
-        self.main_line: Any = None
 
     def halt(self) -> None:
         """Start no new task anywhere; running ones finish."""
