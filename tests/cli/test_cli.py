@@ -201,12 +201,7 @@ def test_a_second_run_is_refused_while_one_runs(work: Path, fake_claude: FakeCla
     assert state["tasks"][0]["status"] == "interrupted"
     # --status too, as the closing line: its header, receipts and the overview said "cost
     # unknown (tokens only)" with 0 tokens.
-    for args in (["tasks.md", "--status"], ["--status"]):
-        status = subprocess.run([installed(), *args], cwd=work, capture_output=True,
-                                text=True, timeout=30)
-        assert status.returncode == 0, status.stderr
-        assert "; cost unknown (no agent reported);" in status.stdout, status.stdout
-        assert "tokens only" not in status.stdout, status.stdout
+    _status_says_its_cost_is_unknown(work)
 
 
 def test_status_after_a_kill_mid_agent_says_its_cost_is_unknown(work: Path,
@@ -222,15 +217,22 @@ def test_status_after_a_kill_mid_agent_says_its_cost_is_unknown(work: Path,
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.communicate(timeout=60)
+    _status_says_its_cost_is_unknown(work)
+    listed = subprocess.run([installed(), "tasks.md", "--status"], cwd=work,
+                           capture_output=True, text=True, timeout=30)
+    assert "   1 interrupted 1 run(s)  -              unknown  " in listed.stdout, listed.stdout
+
+
+def _status_says_its_cost_is_unknown(work: Path) -> None:
+    """--status, of the plan and of every plan, says the cost of a run whose agent reported
+    none is unknown: not $0, not "tokens only" with no token counted."""
     for args in (["tasks.md", "--status"], ["--status"]):
         status = subprocess.run([installed(), *args], cwd=work, capture_output=True,
                                 text=True, timeout=30)
         assert status.returncode == 0, status.stderr
-        assert "cost unknown (no agent reported)" in status.stdout, status.stdout
+        assert "; cost unknown (no agent reported);" in status.stdout, status.stdout
+        assert "tokens only" not in status.stdout, status.stdout
         assert "$0.0000" not in status.stdout, status.stdout
-    listed = subprocess.run([installed(), "tasks.md", "--status"], cwd=work,
-                           capture_output=True, text=True, timeout=30)
-    assert "   1 interrupted 1 run(s)  -              unknown  " in listed.stdout, listed.stdout
 
 
 def _run_in_background(work: Path, *args: str) -> subprocess.Popen[str]:

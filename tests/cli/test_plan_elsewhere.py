@@ -3,6 +3,7 @@ anything is read or paid, with the way through; a plan outside any repository st
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,12 +15,10 @@ from tests.support.runner import agent_loop
 PLAN = "# O\n- [ ] o1\n  FAKE: write o1.txt O\n"
 
 
-@pytest.mark.parametrize("args", [(), ("--dry-run",), ("--status",)])
-def test_a_plan_inside_another_repository_is_refused_with_the_way_through(
-        tmp_path: Path, fake_claude: FakeClaude, args: tuple[str, ...]) -> None:
-    here = make_repo(tmp_path / "here")
-    other = make_repo(tmp_path / "other", files={"README.md": "other\n", "plan.md": PLAN})
-    done = agent_loop(here, *args, plan=str(other / "plan.md"), timeout=60)
+def refused(done: subprocess.CompletedProcess[str], here: Path, other: Path,
+            fake_claude: FakeClaude) -> None:
+    """The run in `here` of a plan of the repository `other`: refused in one line that says
+    where to run it, before anything was written or paid."""
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1 and len(lines) == 1, (done.stdout, done.stderr)
     assert f"plan.md is in another repository ({other})" in lines[0]
@@ -29,15 +28,29 @@ def test_a_plan_inside_another_repository_is_refused_with_the_way_through(
     assert not (here / "o1.txt").exists()
 
 
+def ran_here(done: subprocess.CompletedProcess[str], here: Path, fake_claude: FakeClaude) -> None:
+    """The plan's one task ran in `here`, once."""
+    assert done.returncode == 0, done.stderr
+    assert (here / "o1.txt").read_text().strip() == "O"
+    assert len(fake_claude.task_runs()) == 1
+
+
+@pytest.mark.parametrize("args", [(), ("--dry-run",), ("--status",)])
+def test_a_plan_inside_another_repository_is_refused_with_the_way_through(
+        tmp_path: Path, fake_claude: FakeClaude, args: tuple[str, ...]) -> None:
+    here = make_repo(tmp_path / "here")
+    other = make_repo(tmp_path / "other", files={"README.md": "other\n", "plan.md": PLAN})
+    done = agent_loop(here, *args, plan=str(other / "plan.md"), timeout=60)
+    refused(done, here, other, fake_claude)
+
+
 def test_a_plan_outside_any_repository_still_runs_in_this_one(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     here = make_repo(tmp_path / "here")
     (tmp_path / "plans").mkdir()
     (tmp_path / "plans" / "plan.md").write_text(PLAN)
     done = agent_loop(here, plan=str(tmp_path / "plans" / "plan.md"), timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert (here / "o1.txt").read_text().strip() == "O"
-    assert len(fake_claude.task_runs()) == 1
+    ran_here(done, here, fake_claude)
 
 
 def test_a_plan_in_a_repository_around_this_one_still_runs_here(
@@ -49,16 +62,12 @@ def test_a_plan_in_a_repository_around_this_one_still_runs_here(
     (outer / "plans").mkdir()
     (outer / "plans" / "plan.md").write_text(PLAN)
     done = agent_loop(here, plan=str(outer / "plans" / "plan.md"), timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert (here / "o1.txt").read_text().strip() == "O"
-    assert len(fake_claude.task_runs()) == 1
+    ran_here(done, here, fake_claude)
 
 
 def _submodule(here: Path, other: Path) -> Path:
     """`other` added to `here` as the submodule `sub` (a file:// URL, which git refuses by
     default since 2.38.1), committed."""
-    import subprocess
-
     subprocess.run(["git", "-c", "protocol.file.allow=always", "submodule", "add", "-q",
                     str(other), "sub"], cwd=here, check=True, capture_output=True)
     subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=T", "commit", "-qm", "sub"],
@@ -80,13 +89,7 @@ def test_a_plan_inside_a_repository_within_this_one_is_refused_too(
         inner = make_repo(here / "deep" / "nested", files={"README.md": "n\n", "plan.md": PLAN})
     plan = "sub/plan.md" if where == "submodule" else "deep/nested/plan.md"
     done = agent_loop(here, *args, plan=plan, timeout=60)
-    lines = done.stderr.strip().splitlines()
-    assert done.returncode == 1 and len(lines) == 1, (done.stdout, done.stderr)
-    assert f"plan.md is in another repository ({inner})" in lines[0]
-    assert f"cd {inner} && agent-loop plan.md" in lines[0]
-    assert fake_claude.task_runs() == []
-    assert not (here / ".agent-loop").exists() and not (inner / ".agent-loop").exists()
-    assert not (here / "o1.txt").exists()
+    refused(done, here, inner, fake_claude)
 
 
 def test_a_plan_in_a_plain_subfolder_still_runs(tmp_path: Path, fake_claude: FakeClaude) -> None:
@@ -94,5 +97,4 @@ def test_a_plan_in_a_plain_subfolder_still_runs(tmp_path: Path, fake_claude: Fak
     here = make_repo(tmp_path / "here", files={"README.md": "hi\n", ".gitignore": ".agent-loop/\n",
                                                "docs/a/plan.md": PLAN})
     done = agent_loop(here, plan="docs/a/plan.md", timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert (here / "o1.txt").read_text().strip() == "O"
+    ran_here(done, here, fake_claude)

@@ -390,6 +390,18 @@ def paid_once(work: Path, fake_claude: FakeClaude, again: subprocess.CompletedPr
     assert done["attempts"] == 1 and done["cost_usd"] > 0, done
 
 
+def first_paid_once_both_landed(work: Path, fake_claude: FakeClaude,
+                                again: subprocess.CompletedProcess[str]) -> None:
+    """Of a plan of two tasks (`one` writes a.txt, `two` b.txt): the run `again` after the stop
+    took task 1's finished work as done (paid_once), and both tasks landed, task 1 in one
+    commit."""
+    paid_once(work, fake_claude, again, task=1, asked="write a.txt")
+    assert "its agent had finished before the last run was stopped" in again.stdout
+    assert (work / "a.txt").read_text() == "a\n" and (work / "b.txt").read_text() == "b\n"
+    subjects = git(work, "log", "--format=%s").splitlines()
+    assert sum("one" in s for s in subjects) == 1, subjects
+
+
 # The agent as agent-loop starts it, the fake inside: once its run that wrote b.txt has ended
 # with a success result, and agent-loop has kept that line in the run's raw log, agent-loop is
 # killed (kill -9, as by the OOM killer) before the agent has exited: agent-loop has not yet
@@ -486,11 +498,7 @@ def test_ctrl_c_after_the_agent_ended_well_pays_it_once(tmp_path: Path, fake_cla
     assert code == 130 and (tmp_path / "stopped").exists(), out
     assert "ran in session" in out and "1 interrupted" in out, out
     again = agent_loop(work, "--vcs", "git")
-    paid_once(work, fake_claude, again, task=1, asked="write a.txt")
-    assert "its agent had finished before the last run was stopped" in again.stdout
-    assert (work / "a.txt").read_text() == "a\n" and (work / "b.txt").read_text() == "b\n"
-    subjects = git(work, "log", "--format=%s").splitlines()
-    assert sum("one" in s for s in subjects) == 1, subjects
+    first_paid_once_both_landed(work, fake_claude, again)
 
 
 # The commit of the agent's work fails (git cannot lock your branch: another git left its lock
@@ -522,15 +530,7 @@ def test_an_error_after_the_agent_ended_well_keeps_its_work_aside(
         in said, said
     (work / ".git" / "refs" / "heads" / "main.lock").unlink()  # the user takes the lock away
     again = agent_loop(work, "--vcs", "git", "--workplace", "checkout")
-    assert again.returncode == 0, again.stdout + again.stderr
-    runs = [p for p in fake_claude.task_prompts() if "write a.txt" in p]
-    assert len(runs) == 1, again.stdout  # the agent was paid once
-    assert "its agent had finished before the last run was stopped" in again.stdout, again.stdout
-    assert (work / "a.txt").read_text() == "a\n" and (work / "b.txt").read_text() == "b\n"
-    tasks = state_of(work)["tasks"]
-    assert [t["status"] for t in tasks] == ["completed"] * 2, tasks
-    subjects = git(work, "log", "--format=%s").splitlines()
-    assert sum("one" in s for s in subjects) == 1, subjects
+    first_paid_once_both_landed(work, fake_claude, again)
 
 
 # The reviewer as agent-loop starts it (--tools: read-only), the fake inside: once its run has
@@ -608,16 +608,7 @@ def test_an_older_versions_ctrl_c_after_the_agent_ended_well_pays_it_once(
     task.status, task.error, task.attempts = TaskStatus.INTERRUPTED, "interrupted", 0
     store.save(state)
     again = agent_loop(work, "--vcs", "git")
-    assert again.returncode == 0, again.stdout + again.stderr
-    runs = [p for p in fake_claude.task_prompts() if "write a.txt" in p]
-    assert len(runs) == 1, again.stdout  # the agent was paid once
-    assert "its agent had finished before the last run was stopped" in again.stdout, again.stdout
-    assert (work / "a.txt").read_text() == "a\n" and (work / "b.txt").read_text() == "b\n"
-    tasks = state_of(work)["tasks"]
-    assert [t["status"] for t in tasks] == ["completed"] * 2, tasks
-    assert tasks[0]["attempts"] == 1 and tasks[0]["cost_usd"] > 0, tasks[0]
-    subjects = git(work, "log", "--format=%s").splitlines()
-    assert sum("one" in s for s in subjects) == 1, subjects
+    first_paid_once_both_landed(work, fake_claude, again)
 
 
 def test_an_error_in_the_hooks_after_the_agent_ended_well_keeps_its_work_aside(
