@@ -8,6 +8,7 @@ from pathlib import Path
 from agentloop import proc
 from agentloop.vcs.git.refs import (
     any_under,
+    branch_tip,
     healthy_worktree,
     no_linked_worktrees,
     tree_of,
@@ -82,6 +83,30 @@ def test_refs_under_a_prefix_as_git_tells_them(tmp_path: Path) -> None:
     assert any_under(common, prefix) is False       # gone from both
     git(repo, "update-ref", "refs/agent-loop/kept/x", "HEAD")
     assert any_under(common, prefix) is False       # another prefix's
+
+
+def test_a_repository_turned_to_reftable_is_left_to_git(tmp_path: Path) -> None:
+    """Whether a repository keeps its refs in files is looked at once, so a migration to
+    reftable made later is seen where the files fail: HEAD names `refs/heads/.invalid`, and
+    `refs/heads` is a file (as git leaves them), never read as an unborn branch."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    git(repo, "update-ref", "refs/agent-loop/landed/abc", "HEAD")
+    common = repo / ".git"
+    assert told(repo) == ("refs/heads/main", git(repo, "rev-parse", "HEAD"))
+    assert branch_tip(common, "refs/heads/main")
+    assert any_under(common, "refs/agent-loop/landed/") is True
+    # What `git refs migrate --ref-format=reftable` leaves (git 2.46; the git here may be older).
+    for folder in ("heads", "tags", "agent-loop"):
+        proc.run(["rm", "-rf", str(common / "refs" / folder)])
+    (common / "refs" / "heads").write_text("this repository uses the reftable format\n")
+    (common / "reftable").mkdir()
+    (common / "HEAD").write_text("ref: refs/heads/.invalid\n")
+    assert where(common, common) is None
+    assert branch_tip(common, "refs/heads/main") is None
+    assert any_under(common, "refs/agent-loop/landed/") is None
 
 
 def test_linked_worktrees_as_git_lists_them(tmp_path: Path) -> None:

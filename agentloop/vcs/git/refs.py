@@ -8,13 +8,35 @@ import os
 from pathlib import Path
 
 SHA_LENGTH = 40
+# The common git dirs found to keep their refs in files, looked at once each: a run asks a
+# dozen times a task. A repository turned to reftable later (`git refs migrate`, which git
+# refuses while linked worktrees exist) is caught where the files then fail: the branch is
+# not found loose, and the answer is looked for again before it is given.
+_in_files: set[str] = set()
+
+
+def _reftable(common_dir: str | os.PathLike[str]) -> bool:
+    """Whether the repository keeps its refs in reftable (files not to be read then)."""
+    key = os.fspath(common_dir)
+    if key in _in_files:
+        return False
+    if os.path.isdir(os.path.join(key, "reftable")):
+        return True
+    _in_files.add(key)
+    return False
+
+
+def _reftable_now(common_dir: str | os.PathLike[str]) -> bool:
+    """_reftable, looked at again: what the files did not find may be a reftable's."""
+    _in_files.discard(os.fspath(common_dir))
+    return _reftable(common_dir)
 
 
 def where(git_dir: str | os.PathLike[str],
           common_dir: str | os.PathLike[str]) -> tuple[str | None, str | None] | None:
     """(the branch HEAD names, or None when detached; its commit, or None on an unborn
     branch), or None when this cannot be told from the files (reftable, odd contents)."""
-    if os.path.isdir(os.path.join(common_dir, "reftable")):
+    if _reftable(common_dir):
         return None
     try:
         head = _read(os.path.join(git_dir, "HEAD")).strip()
@@ -32,7 +54,7 @@ def where(git_dir: str | os.PathLike[str],
 def branch_tip(common_dir: str | os.PathLike[str], ref: str) -> str | None:
     """The commit branch `ref` (refs/heads/...) is at; "" when it has none (unborn, or not
     there); None when this cannot be told from the files (reftable, odd contents)."""
-    if os.path.isdir(os.path.join(common_dir, "reftable")):
+    if _reftable(common_dir):
         return None
     return _tip(common_dir, ref)
 
@@ -43,7 +65,10 @@ def _tip(common_dir: str | os.PathLike[str], ref: str) -> str | None:
         sha = _read(os.path.join(common_dir, ref)).strip()
         return sha if _is_sha(sha) else None
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        pass  # not loose: packed, or an unborn branch
+        # Not loose: packed, or an unborn branch; or a reftable's now (its `refs/heads` is a
+        # file, and HEAD names `refs/heads/.invalid`).
+        if _reftable_now(common_dir):
+            return None
     except (OSError, UnicodeDecodeError):
         return None
     try:
@@ -62,11 +87,13 @@ def _tip(common_dir: str | os.PathLike[str], ref: str) -> str | None:
 def any_under(common_dir: str | os.PathLike[str], prefix: str) -> bool | None:
     """Whether any ref's name starts with `prefix` (`refs/agent-loop/landed/`); None when this
     cannot be told from the files (reftable)."""
-    if os.path.isdir(os.path.join(common_dir, "reftable")):
+    if _reftable(common_dir):
         return None
     for _, _, files in os.walk(os.path.join(common_dir, prefix)):
         if files:
             return True  # a loose ref (or a lock of one being written: ask git then)
+    if _reftable_now(common_dir):
+        return None
     try:
         packed = _read(os.path.join(common_dir, "packed-refs"))
     except FileNotFoundError:
