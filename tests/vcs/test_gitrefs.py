@@ -62,8 +62,11 @@ def test_a_loose_commits_tree_as_git_tells_it(tmp_path: Path) -> None:
     assert tree_of(common, commit) == git(repo, "rev-parse", "HEAD^{tree}")
     blob = git(repo, "rev-parse", "HEAD:a")
     assert tree_of(common, blob) is None  # not a commit
-    git(repo, "gc", "-q")  # packed: not ours to read
-    assert tree_of(common, commit) is None
+    git(repo, "commit", "-q", "--allow-empty", "-m", "two")
+    unread = git(repo, "rev-parse", "HEAD")
+    git(repo, "gc", "-q")  # packed: not ours to read, unless read while loose (it is the same)
+    assert tree_of(common, unread) is None
+    assert tree_of(common, commit) == git(repo, "rev-parse", f"{commit}^{{tree}}")
     assert tree_of(common, "not a sha") is None
 
 

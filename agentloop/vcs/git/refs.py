@@ -39,7 +39,7 @@ def where(git_dir: str | os.PathLike[str],
     if _reftable(common_dir):
         return None
     try:
-        head = _read(os.path.join(git_dir, "HEAD")).strip()
+        head = _read(os.path.join(git_dir, "HEAD"), line=True).strip()
     except (OSError, UnicodeDecodeError):
         return None
     if not head.startswith("ref: "):
@@ -62,7 +62,7 @@ def branch_tip(common_dir: str | os.PathLike[str], ref: str) -> str | None:
 def _tip(common_dir: str | os.PathLike[str], ref: str) -> str | None:
     # branch_tip once the repository is known to keep its refs in files: where() has looked.
     try:
-        sha = _read(os.path.join(common_dir, ref)).strip()
+        sha = _read(os.path.join(common_dir, ref), line=True).strip()
         return sha if _is_sha(sha) else None
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         # Not loose: packed, or an unborn branch; or a reftable's now (its `refs/heads` is a
@@ -103,13 +103,17 @@ def any_under(common_dir: str | os.PathLike[str], prefix: str) -> bool | None:
     return any(line.partition(" ")[2].startswith(prefix) for line in packed.splitlines())
 
 
-def _read(path: str) -> str:
+def _read(path: str, line: bool = False) -> str:
+    """The file's text; `line`: a file git writes as one line (HEAD, a loose ref), whose first
+    read is all of it when it ends that line (no second read to see the end)."""
     # Raw reads: a text file object costs ten times the read itself, and HEAD is read every task.
     fd = os.open(path, os.O_RDONLY)
     try:
         chunks = []
         while chunk := os.read(fd, 1 << 16):
             chunks.append(chunk)
+            if line and len(chunks) == 1 and chunk.endswith(b"\n"):
+                break
     finally:
         os.close(fd)
     return b"".join(chunks).decode("utf-8")
@@ -120,8 +124,9 @@ def _is_sha(text: str) -> bool:
 
 
 def tree_of(common_dir: Path, commit: str) -> str | None:
-    """The tree of `commit` when it is a loose object (as a commit just made is), else None."""
-    lines = _commit_lines(common_dir, commit, 64)
+    """The tree of `commit` when it is a loose object (as a commit just made is) or was read
+    as one a moment ago, else None."""
+    lines = _commit_lines(common_dir, commit)
     if lines is None or not lines[0].startswith(b"tree "):
         return None
     tree = lines[0][5:45].decode("ascii", "replace")
@@ -132,7 +137,7 @@ def parent_of(common_dir: Path, commit: str) -> str | None:
     """The one parent of `commit` when it is a loose object (as a commit just made is) with
     exactly one, else None (a merge, a root commit, or one that cannot be read so)."""
     # "tree <sha>\nparent <sha>\n" and the start of the line after it.
-    lines = _commit_lines(common_dir, commit, 160)
+    lines = _commit_lines(common_dir, commit)
     if lines is None or len(lines) < 3 or not lines[1].startswith(b"parent ") or \
             lines[2].startswith(b"parent"):
         return None
@@ -140,21 +145,36 @@ def parent_of(common_dir: Path, commit: str) -> str | None:
     return parent if _is_sha(parent) else None
 
 
-def _commit_lines(common_dir: Path, commit: str, size: int) -> list[bytes] | None:
-    """The first lines of a loose commit object's text, from its first `size` bytes (the header
-    "commit <size>\0" left out); None when `commit` is no loose commit."""
+# The first lines of the last few commits read: a task's commit is read for its tree as it is
+# made and for its parent when the history is checked. A commit's text never changes (its
+# name is its text's hash), so what was read once holds, packed since or not.
+_commits: dict[str, list[bytes]] = {}
+KEPT_COMMITS = 8
+HEAD_SIZE = 160  # of the object: its header ("commit <size>\0"), a tree line and a parent line
+
+
+def _commit_lines(common_dir: Path, commit: str) -> list[bytes] | None:
+    """The first lines of a loose commit object's text (from its first HEAD_SIZE bytes, the
+    header left out); None when `commit` is no loose commit."""
+    known = _commits.get(commit)
+    if known is not None:
+        return known
     if not _is_sha(commit):
         return None
     import zlib  # a commit's own lines only: --status reads refs alone
 
     try:
         raw = (common_dir / "objects" / commit[:2] / commit[2:]).read_bytes()
-        head = zlib.decompressobj().decompress(raw, size)
+        head = zlib.decompressobj().decompress(raw, HEAD_SIZE)
     except (OSError, zlib.error):
         return None
     if not head.startswith(b"commit "):
         return None
-    return head.partition(b"\0")[2].split(b"\n")
+    lines = head.partition(b"\0")[2].split(b"\n")
+    if len(_commits) >= KEPT_COMMITS:
+        _commits.clear()  # only the last few are asked for again
+    _commits[commit] = lines
+    return lines
 
 
 def worktree_git_dir(worktree: Path) -> Path | None:
