@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from agentloop import proc
+from agentloop.vcs.git import refs
 from agentloop.vcs.git.refs import (
     any_under,
     branch_tip,
@@ -86,6 +89,32 @@ def test_refs_under_a_prefix_as_git_tells_them(tmp_path: Path) -> None:
     assert any_under(common, prefix) is False       # gone from both
     git(repo, "update-ref", "refs/agent-loop/kept/x", "HEAD")
     assert any_under(common, prefix) is False       # another prefix's
+
+
+def test_packed_refs_read_once_are_read_again_once_rewritten(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    # Kept however new the file is (else a file written a moment ago is read every time).
+    monkeypatch.setattr(refs, "RACY_NS", 0)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    first = git(repo, "rev-parse", "HEAD")
+    git(repo, "branch", "other")
+    git(repo, "pack-refs", "--all")
+    common = repo / ".git"
+    assert branch_tip(common, "refs/heads/other") == first
+    assert branch_tip(common, "refs/stash") == ""
+    git(repo, "commit", "-q", "--allow-empty", "-m", "two")
+    git(repo, "branch", "-f", "other", "HEAD")
+    git(repo, "pack-refs", "--all")  # written again, with other's new commit
+    assert not (common / "refs" / "heads" / "other").exists()
+    assert branch_tip(common, "refs/heads/other") == git(repo, "rev-parse", "HEAD") != first
+    git(repo, "branch", "-D", "-q", "other")  # gone from packed-refs too
+    assert branch_tip(common, "refs/heads/other") == ""
+    (common / "packed-refs").unlink()
+    assert branch_tip(common, "refs/heads/main") == ""
 
 
 def test_a_repository_turned_to_reftable_is_left_to_git(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ where GitPython takes a millisecond or so, and the git backend asks every task. 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 SHA_LENGTH = 40
@@ -71,17 +72,48 @@ def _tip(common_dir: str | os.PathLike[str], ref: str) -> str | None:
             return None
     except (OSError, UnicodeDecodeError):
         return None
+    packed = _packed(common_dir)
+    return None if packed is None else packed.get(ref, "")
+
+
+# packed-refs as last parsed, by common git dir, with the stat it was read at. The stash
+# list's ref and an unborn branch are looked for there a few times a task, and a repository
+# with many tags has a large one. git writes it whole, to a new file renamed over the old, and
+# its own cache of it trusts the same stat; one written within RACY_NS of its read is not
+# kept (a coarse clock could give the next one the same times).
+_packed_seen: dict[str, tuple[tuple[int, int, int, int, int], dict[str, str]]] = {}
+RACY_NS = 3_000_000_000
+
+
+def _packed(common_dir: str | os.PathLike[str]) -> dict[str, str] | None:
+    """The refs packed-refs names, with their commits (none when there is no such file); None
+    when it cannot be read."""
+    path = os.path.join(common_dir, "packed-refs")
     try:
-        packed = _read(os.path.join(common_dir, "packed-refs"))
+        st = os.stat(path)
     except FileNotFoundError:
-        return ""
+        return {}
+    except OSError:
+        return None
+    stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    key = os.fspath(common_dir)
+    known = _packed_seen.get(key)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    try:
+        text = _read(path)  # replaced since the stat: the next look's stat differs
+    except FileNotFoundError:
+        return {}
     except (OSError, UnicodeDecodeError):
         return None
-    for line in packed.splitlines():
+    found: dict[str, str] = {}
+    for line in text.splitlines():
         sha, _, name = line.partition(" ")
-        if name == ref and _is_sha(sha):
-            return sha
-    return ""
+        if _is_sha(sha):
+            found.setdefault(name, sha)
+    if time.time_ns() - st.st_ctime_ns >= RACY_NS:
+        _packed_seen[key] = (stamp, found)
+    return found
 
 
 def any_under(common_dir: str | os.PathLike[str], prefix: str) -> bool | None:
