@@ -137,9 +137,12 @@ class LogFiles:
 
 
 def _make(log: Path, raw_log: Path) -> tuple[IO[str], IO[bytes]]:
-    log.parent.mkdir(parents=True, exist_ok=True)
     # Readable too: should the agent delete them, held_open.put_back reads them back.
-    readable = open(log, "w+", encoding="utf-8", errors="replace")
+    try:
+        readable = open(log, "w+", encoding="utf-8", errors="replace")
+    except FileNotFoundError:  # the logs' folder: a run's first, or an agent deleted it
+        log.parent.mkdir(parents=True, exist_ok=True)
+        readable = open(log, "w+", encoding="utf-8", errors="replace")
     try:
         return readable, open(raw_log, "w+b")
     except BaseException:
