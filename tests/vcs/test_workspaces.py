@@ -12,7 +12,7 @@ import pytest
 
 from agentloop import proc
 from agentloop.vcs import lanes
-from agentloop.vcs.git import teardown, worktree_list
+from agentloop.vcs.git import refs, teardown, worktree_list
 from agentloop.vcs.git import worktrees as wt
 from agentloop.vcs.jj import workspaces as jw
 from tests.support.repos import make_repo
@@ -463,3 +463,24 @@ def test_a_half_made_lane_of_a_live_run_is_left_to_it(repo: Path) -> None:
     (own / "locked").write_text(f"agent-loop {gone.pid}")
     worktree_list.git_worktrees(repo)
     assert not own.exists()
+
+
+def test_a_lane_let_go_is_looked_at_without_writing_its_index(repo: Path) -> None:
+    # What a lane holds uncommitted is asked once as it goes (teardown.keep_files): a look
+    # only, its index not written back. Right after a commit its files are racily clean, and a
+    # plain `git status` took the lane's index.lock to write the whole index again, on the way
+    # out of the run after its last agent.
+    lane = wt.open_git(repo, "1-look", git(repo, "rev-parse", "HEAD"), fresh=True)
+    for n in range(20):
+        (lane.path / f"n{n}.txt").write_text(f"{n}\n")
+    git(lane.path, "add", "-A")
+    git(lane.path, "commit", "-qm", "work")
+    own = refs.worktree_git_dir(lane.path)
+    assert own is not None
+    index = own / "index"
+    # Racily clean for certain: the index no newer than the files it holds.
+    os.utime(index, ns=(os.stat(index).st_atime_ns, os.stat(lane.path / "n0.txt").st_mtime_ns))
+    before = os.stat(index)
+    assert teardown.keep_files(repo, lane.path, "1-look") is None
+    after = os.stat(index)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
