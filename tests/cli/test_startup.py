@@ -332,13 +332,14 @@ def test_a_fresh_run_asks_git_who_commits_while_it_reads_the_history(
 def test_a_run_starts_its_watchdog_while_its_lane_is_made(tmp_path: Path,
                                                             fake_claude: FakeClaude) -> None:
     # The watchdog (agentloop.proc.watchdog), a shell that ends the agents if agent-loop is
-    # killed, is started beside the lane's `worktree add`, not on the first agent's path: the
-    # shim holds the `worktree add` until agent-loop (its parent) has a watchdog child.
+    # killed, is started beside the lane's making (its `checkout`, the one git process of it:
+    # agentloop.vcs.git.worktrees), not on the first agent's path: the shim holds that
+    # `checkout` until agent-loop (its parent) has a watchdog child.
     work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
-    env, log = held_git(tmp_path, "worktree",
+    env, log = held_git(tmp_path, "checkout",
                         'ps -o args= --ppid $PPID | grep -q "read -r word group"')
     calls = held_run(work, env, log)
-    assert "worktree: seen" in calls, calls
+    assert "checkout: seen" in calls, calls
     assert (work / "a.txt").read_text().strip() == "A"
 
 
@@ -415,13 +416,14 @@ def test_a_run_readies_its_first_agent_while_it_waits_for_its_lane(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     # What the first agent needs made ready in threads (the watchdog's shell and libc's prctl,
     # the records its task makes: agentloop.run.start._ready_beside) starts once the lane's
-    # `git worktree add` runs, which the main thread waits for, and not before: started before,
+    # `git checkout` runs (its one process), which the main thread waits for, and not before:
+    # started before,
     # the threads took the GIL from the main thread's own set-up (the run's first records, the
     # lanes' sweep), which then waited for them while nothing ran beside the lane's git.
     work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
     lines = audited_run(work, tmp_path)
     add = next(n for n, line in enumerate(lines)
-               if line.startswith("process git ") and " worktree add " in line)
+               if line.startswith("process git ") and " checkout -q -f " in line)
     agent = next(n for n, line in enumerate(lines)
                  if line.startswith("process ") and "stream-json" in line)
     for name in ("agent-loop agents ready", "agent-loop records ahead"):

@@ -81,7 +81,8 @@ def test_three_groups_make_one_lane_and_each_starts_a_fresh_session(
     env, log = logged(tmp_path)
     done = agent_loop(work, "--vcs", kind, "--no-distill", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
-    made = "worktree add" if kind == "git" else "workspace add"
+    # git's lane is registered from files (agentloop.vcs.git.worktrees), then checked out.
+    made = " checkout -q -f " if kind == "git" else "workspace add"
     calls = log.read_text().splitlines()
     assert sum(made in c for c in calls) == 1, "\n".join(c for c in calls if made in c)
     # git's worktree goes from its files (no `worktree remove`), its branch too (no `branch -D`).

@@ -137,10 +137,11 @@ def before_first_agent(log: Path) -> list[str]:
 # history, its identity, its root, whether it tracks new files, the open changes, where @ is and
 # the first task's change; whether git's HEAD is on a branch is read off .git/HEAD (8 before:
 # `git symbolic-ref`).
-# In a lane (the default), the lane is made as well. git: the `worktree add` of a detached,
-# empty, locked worktree and the `checkout -f -B` of its branch in it, with the one process
-# `worktree add` starts itself (an `update-ref`; counted off git's own trace: 9 before, when
-# `worktree add -B` started `branch`, `symbolic-ref` and `reset --hard`); the sweep's
+# In a lane (the default), the lane is made as well. git: the `checkout -f -B` of its branch
+# in a worktree registered from files as `worktree add --detach --no-checkout` registers it (8
+# before, with that `worktree add` and the `update-ref` it starts itself, counted off git's own
+# trace; 9 before that, when `worktree add -B` started `branch`, `symbolic-ref` and `reset
+# --hard`); the sweep's
 # `worktree list`, which the lane's opening took, is not needed while .git holds no linked
 # worktree at all (10 before); the user's uncommitted paths (what a landing
 # must not overwrite) are the ones the tree's status listed; where the lane's git dir is, that it
@@ -150,7 +151,7 @@ def before_first_agent(log: Path) -> list[str]:
 # the main line's tip and the `workspace add`; the lane takes the checkout's snapshot.auto-track
 # and has no stray change of a killed run to drop (14 before, then 10 with a `log` of @ before
 # the first task's `jj new`).
-AT_START = {("git", "checkout"): 6, ("jj", "checkout"): 6, ("git", "lane"): 8,
+AT_START = {("git", "checkout"): 6, ("jj", "checkout"): 6, ("git", "lane"): 6,
             ("jj", "lane"): 9}
 
 
@@ -206,7 +207,7 @@ def test_a_later_group_starts_in_the_same_lane_with_few_processes(
         if backend == "jj" else [0] * len(ends)
     assert [len(gap) - late for gap, late in zip(ends, lapsed)] == [expected] * len(ends), \
         "\n\n".join("\n".join(shown(c) for c in gap) for gap in ends)
-    made = "worktree add" if backend == "git" else "workspace add"
+    made = " checkout -q -f " if backend == "git" else "workspace add"
     assert sum(made in line for line in log.read_text().split("\n")) == 1
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from agentloop import proc
 from agentloop.vcs import lanes
-from agentloop.vcs.git import teardown, worktree_list
+from agentloop.vcs.git import refs, teardown, worktree_list
 from agentloop.vcs.git import worktrees as wt
 from agentloop.vcs.jj import workspaces as jw
 from tests.support.repos import make_repo
@@ -309,24 +309,41 @@ def test_a_sweep_leaves_other_copies_alone(repo: Path) -> None:
     assert rehearsal.path.exists() and not old.path.exists()
 
 
-def test_a_git_lane_is_made_with_three_git_processes(repo: Path, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    # Counted off git's own trace, which names the processes git starts itself as well:
-    # `worktree add -B` is four (it starts `branch`, `symbolic-ref` and `reset --hard`).
+def _git_started(trace: Path) -> list[str]:
+    return [line.split("trace: built-in: ", 1)[1] for line in trace.read_text().splitlines()
+            if "trace: built-in: " in line]
+
+
+def test_a_git_lane_is_made_with_one_git_process(repo: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # Counted off git's own trace, which names the processes git starts itself as well: the
+    # registration is written as `worktree add --detach --no-checkout` writes it (that command
+    # and the `update-ref` it starts were two more; `worktree add -B` was four: it starts
+    # `branch`, `symbolic-ref` and `reset --hard`), then the one `checkout -f -B`.
     trace = tmp_path / "git.trace"
     base = git(repo, "rev-parse", "HEAD")
     monkeypatch.setenv("GIT_TRACE", str(trace))
     # The repository's worktrees as the sweep just listed them (none): the making alone.
     lane = wt.open_git(repo, "1-made", base, fresh=True, registered={})
     monkeypatch.delenv("GIT_TRACE")
-    started = [line.split("trace: built-in: ", 1)[1] for line in trace.read_text().splitlines()
-               if "trace: built-in: " in line]
-    assert len(started) == 3, started
+    started = _git_started(trace)
+    assert len(started) == 1 and " checkout " in started[0], started
     # Whole, on its branch at base, unlocked, nothing uncommitted in it.
     assert git(lane.path, "symbolic-ref", "HEAD") == "refs/heads/agent-loop/1-made"
     assert git(lane.path, "rev-parse", "HEAD") == base
     assert git(lane.path, "status", "--porcelain") == ""
     assert "locked" not in worktree_list.git_worktrees(repo)[lane.path]
+    # git's own files for a worktree, as `worktree add` writes them: its own next to it.
+    theirs = lanes.lanes_dir(repo).resolve() / "by-git"
+    git(repo, "worktree", "add", "-q", "--detach", str(theirs), base)
+    own, made = repo / ".git" / "worktrees" / "1-made", repo / ".git" / "worktrees" / "by-git"
+    assert (lane.path / ".git").read_text() == \
+        (theirs / ".git").read_text().replace("by-git", "1-made")
+    for name in ("gitdir", "commondir"):
+        assert (own / name).read_text() == (made / name).read_text().replace("by-git", "1-made")
+    git(repo, "worktree", "prune")  # git finds nothing to prune: the registration is whole
+    assert git(lane.path, "rev-parse", "--git-common-dir") == str((repo / ".git").resolve())
+    git(repo, "worktree", "remove", "-f", str(theirs))
     # A branch that exists is moved to base, as `worktree add -B` moved it.
     teardown.remove_git(repo, lane)
     (repo / "b.txt").write_text("b\n")
@@ -334,6 +351,32 @@ def test_a_git_lane_is_made_with_three_git_processes(repo: Path, tmp_path: Path,
     git(repo, "commit", "-qm", "b")
     again = wt.open_git(repo, "1-made", git(repo, "rev-parse", "HEAD"), fresh=True)
     assert (again.path / "b.txt").exists() and git(again.path, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("why", ["an extension", "sparse-checkout", "taken name"])
+def test_a_git_lane_is_left_to_worktree_add_where_the_files_cannot_say_it_all(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, why: str) -> None:
+    # A repository extension (per-worktree config here; reftable refs, relative paths),
+    # sparse-checkout patterns (git copies them), a worktree folder of that name there already
+    # (git takes `name1`): git's own `worktree add` registers the lane, with what it writes.
+    base = git(repo, "rev-parse", "HEAD")
+    if why == "an extension":
+        git(repo, "config", "extensions.worktreeConfig", "true")
+    elif why == "sparse-checkout":
+        (repo / ".git" / "info").mkdir(exist_ok=True)
+        (repo / ".git" / "info" / "sparse-checkout").write_text("/*\n")
+    else:
+        (repo / ".git" / "worktrees" / "1-left").mkdir(parents=True)
+        (repo / ".git" / "worktrees" / "1-left" / "locked").write_text("someone's")
+    trace = tmp_path / "git.trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    lane = wt.open_git(repo, "1-left", base, fresh=True, registered={})
+    monkeypatch.delenv("GIT_TRACE")
+    started = _git_started(trace)
+    assert len(started) == 3 and " worktree add " in started[0], started
+    assert git(lane.path, "symbolic-ref", "HEAD") == "refs/heads/agent-loop/1-left"
+    assert git(lane.path, "status", "--porcelain") == ""
+    assert "locked" not in worktree_list.git_worktrees(repo)[lane.path]
 
 
 @pytest.mark.parametrize("cut", ["after the add", "after the checkout"])
@@ -420,3 +463,24 @@ def test_a_half_made_lane_of_a_live_run_is_left_to_it(repo: Path) -> None:
     (own / "locked").write_text(f"agent-loop {gone.pid}")
     worktree_list.git_worktrees(repo)
     assert not own.exists()
+
+
+def test_a_lane_let_go_is_looked_at_without_writing_its_index(repo: Path) -> None:
+    # What a lane holds uncommitted is asked once as it goes (teardown.keep_files): a look
+    # only, its index not written back. Right after a commit its files are racily clean, and a
+    # plain `git status` took the lane's index.lock to write the whole index again, on the way
+    # out of the run after its last agent.
+    lane = wt.open_git(repo, "1-look", git(repo, "rev-parse", "HEAD"), fresh=True)
+    for n in range(20):
+        (lane.path / f"n{n}.txt").write_text(f"{n}\n")
+    git(lane.path, "add", "-A")
+    git(lane.path, "commit", "-qm", "work")
+    own = refs.worktree_git_dir(lane.path)
+    assert own is not None
+    index = own / "index"
+    # Racily clean for certain: the index no newer than the files it holds.
+    os.utime(index, ns=(os.stat(index).st_atime_ns, os.stat(lane.path / "n0.txt").st_mtime_ns))
+    before = os.stat(index)
+    assert teardown.keep_files(repo, lane.path, "1-look") is None
+    after = os.stat(index)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)

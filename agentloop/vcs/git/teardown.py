@@ -100,7 +100,11 @@ def keep_files(root: Path, path: Path, name: str) -> str | None:
     refs/agent-loop/kept-files/<name>; its sha, or None when it holds nothing more."""
     git = Git(path)
     # What `add -A` below would take, asked once: mostly nothing, and then no more is needed.
-    out = git.out("status", "--porcelain", "-z", "--untracked-files=all", "--ignored=no",
+    # A look only: the worktree's index, refreshed, is not written back (the files a commit
+    # has just written are racily clean), since the worktree goes or is reset next and the
+    # `add -A` below fills an index of its own.
+    out = git.out("--no-optional-locks", "status", "--porcelain", "-z",
+                  "--untracked-files=all", "--ignored=no",
                   "--", ".", ":(exclude).agent-loop", env={"GIT_LITERAL_PATHSPECS": "0"})
     if not out:
         return None

@@ -5,6 +5,9 @@ branch."""
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 from pathlib import Path
 
 from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane
@@ -83,18 +86,19 @@ def _open_git(root: Path, name: str, base: str, fresh: bool,
 
 
 def _add_fresh(root: Path, path: Path, branch: str, base: str) -> None:
-    """A worktree at `path` on branch `branch`, made or moved to `base`, in two commands (three
-    processes) where `worktree add -B` takes four (it starts `branch`, `symbolic-ref` and
-    `reset --hard`): the worktree registered detached, empty and locked, then its branch and
-    files in one `checkout -f -B` (which refuses a branch checked out elsewhere, as `worktree
-    add -B` does, and runs a post-checkout hook as it did). The lock goes last, from its file,
-    as `git worktree unlock` deletes it: a kill anywhere before leaves a locked lane, which the
-    next run cleans and makes again."""
-    import os
-
+    """A worktree at `path` on branch `branch`, made or moved to `base`, with one git process
+    where the repository's files allow (_registered; else `worktree add`, which starts an
+    `update-ref` of its own: three, where `worktree add -B` takes four, starting `branch`,
+    `symbolic-ref` and `reset --hard`): the worktree registered detached, empty and locked,
+    then its branch and files in one `checkout -f -B` (which refuses a branch checked out
+    elsewhere, as `worktree add -B` does, and runs a post-checkout hook as it did). The lock
+    goes last, from its file, as `git worktree unlock` deletes it: a kill anywhere before
+    leaves a locked lane, which the next run cleans and makes again."""
     # The lock names this process: a half-made registration of a live run is not repaired.
-    _git(root, "worktree", "add", "-q", "--lock", "--reason", f"agent-loop {os.getpid()}",
-         "--detach", "--no-checkout", str(path), base)
+    reason = f"agent-loop {os.getpid()}"
+    if not _registered(root, path, base, reason):
+        _git(root, "worktree", "add", "-q", "--lock", "--reason", reason, "--detach",
+             "--no-checkout", str(path), base)
     # Submodules stay as `worktree add` leaves them (its own checkout passes the same option),
     # whatever submodule.recurse says: the new worktree has none of their repositories.
     _git(path, "checkout", "-q", "-f", "--no-recurse-submodules", "-B", branch, base)
@@ -103,6 +107,54 @@ def _add_fresh(root: Path, path: Path, branch: str, base: str) -> None:
         _git(root, "worktree", "unlock", str(path))
     else:
         (own / "locked").unlink()
+
+
+# A lane's name as git takes it for the name of a worktree's own folder, unchanged.
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*")
+_HEX = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
+    """`git worktree add -q --lock --reason REASON --detach --no-checkout PATH BASE`, done by
+    writing the files it writes, in its order (no process: that command and the `update-ref`
+    it starts are two processes on the way to the first agent); False, nothing written, where
+    the files cannot say it all: the repository's git dir not a folder of the checkout, a
+    repository extension or an include in its config (reftable refs, per-worktree config,
+    relative worktree paths: git writes more, or otherwise), sparse-checkout patterns (git
+    copies them), a name git would change or take with a number, a folder there already, a
+    base that is not a commit id."""
+    git_dir = root / ".git"
+    name = path.name
+    if not git_dir.is_dir() or path.exists() or not _HEX.fullmatch(base) or \
+            not _PLAIN_NAME.fullmatch(name) or name.endswith(".lock"):
+        return False
+    try:
+        config = (git_dir / "config").read_text(encoding="utf-8").lower()
+    except (OSError, UnicodeDecodeError):
+        return False
+    if "extensions" in config or "include" in config or \
+            (git_dir / "info" / "sparse-checkout").exists():
+        return False
+    common = git_dir.resolve()
+    own = common / "worktrees" / name
+    try:
+        own.mkdir(parents=True)
+    except OSError:  # there already (git would take `name1`), or none can be made
+        return False
+    # git's order: the lock first, so a kill before the last file leaves a locked, half-made
+    # registration, which the next run repairs (worktree_list) unless this process lives on.
+    try:
+        (own / "locked").write_text(reason)
+        path.mkdir(parents=True)
+        (own / "gitdir").write_text(f"{path.resolve() / '.git'}\n")
+        (path / ".git").write_text(f"gitdir: {own}\n")
+        (own / "HEAD").write_text(base + "\n")
+        (own / "commondir").write_text("../..\n")
+    except OSError:  # a full disk, say: nothing left of it, and git's own add says what
+        shutil.rmtree(own, ignore_errors=True)
+        shutil.rmtree(path, ignore_errors=True)
+        return False
+    return True
 
 
 def _keep_previous(root: Path, branch: str, base: str) -> None:
