@@ -430,6 +430,36 @@ def test_a_run_readies_its_first_agent_while_it_waits_for_its_lane(
     assert (work / "a.txt").read_text().strip() == "A"
 
 
+# What a plain run (git, a fresh plan, no agent failing) loads only once its first agent works:
+# the end of a task and of the run (loaded meanwhile by the thread that makes the records
+# ahead, agentloop.run.start._made_ahead); and what it never loads: the retry advisor (a failed
+# attempt), the records of tasks a plan joined (agentloop.state.folding), the lanes the
+# settings furnish, what the history says of a run before (none: the repository is new).
+LOADED_ONCE_AN_AGENT_WORKS = ("agentloop.run.tick_boxes", "agentloop.run.summary")
+NEVER_IN_A_PLAIN_RUN = ("agentloop.run.retry", "agentloop.run.json_answer",
+                        "agentloop.state.folding", "agentloop.vcs.furnish",
+                        "agentloop.state.whereabouts")
+
+
+def test_a_run_loads_before_its_first_agent_only_what_the_agent_needs(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n"
+                                                       "- second\n  FAKE: write b.txt B\n")
+    lines = audited_run(work, tmp_path)
+    agent = next(n for n, line in enumerate(lines)
+                 if line.startswith("process ") and "stream-json" in line)
+    imported = {line.split()[1]: n for n, line in enumerate(lines)
+                if line.startswith("import ")}
+    assert "agentloop.run.attempt" in imported, "no task ran: is the run read right?"
+    early = [m for m in LOADED_ONCE_AN_AGENT_WORKS if imported.get(m, agent) < agent]
+    assert not early, f"{early} load before the first agent starts"
+    missing = [m for m in LOADED_ONCE_AN_AGENT_WORKS if m not in imported]
+    assert not missing, f"{missing} never loaded: is the run read right?"
+    never = [m for m in NEVER_IN_A_PLAIN_RUN if m in imported]
+    assert not never, f"a plain run imports {never}: import them where their path begins"
+    assert (work / "b.txt").read_text().strip() == "B"
+
+
 LANE_AHEAD = """
 import dataclasses, sys, time
 from agentloop.proc.read_output import Deadline
