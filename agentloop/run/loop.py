@@ -14,6 +14,7 @@ from agentloop.run.context import Run
 from agentloop.run.controller import Controller
 from agentloop.run.events import RunFinished, RunStarted
 from agentloop.run.selection import runnable
+from agentloop.run.summary import count_stalls, summarize
 from agentloop.run.workplace import in_lanes, no_lane_note
 from agentloop.state.schema import TaskState
 from agentloop.state.status import FINISHED
@@ -166,11 +167,6 @@ def _wound_up(run: Run, stopped: str | None,
 def _left_unfinished(run: Run, begun: list[TaskState]) -> tuple[str, ...]:
     """A line for each task the run leaves for the next: stalled, conflicted, held, or with
     its commit on the way to your branch."""
-    # The run's end only (and under the shield: called first, so it loads the module while a
-    # stop waits); the thread that makes the records ahead loads it while the first agent
-    # works (agentloop.run.start._made_ahead).
-    from agentloop.run.summary import count_stalls
-
     tasks = run.state.tasks
     return count_stalls(run, begun) + tuple(
         f"task {t.index} is conflicted: it {t.error}" for t in tasks
@@ -184,8 +180,6 @@ def _left_unfinished(run: Run, begun: list[TaskState]) -> tuple[str, ...]:
 def _summary(run: Run, started: float, stopped: str | None, notes: tuple[str, ...],
              pending: list[TaskState]) -> RunFinished:
     """The run's closing record, of the tasks it planned and did not drop."""
-    from agentloop.run.summary import summarize  # loaded by _left_unfinished
-
     planned = [t.index for t in pending if t.index not in run.tally.dropped]
     summary = summarize(run, started, stopped, notes, planned)
     # Whether any agent ran for this plan (the runs its totals count): the closing line

@@ -319,13 +319,15 @@ def _made_ahead(started: threading.Event, lane: str | None) -> None:
         # The main thread takes the interpreter at once when it wakes (its git, its agent's
         # output): without the pause it could wait out a whole switch interval (5 ms).
         time.sleep(0)
-    # Then, the agent still at work, the modules the task's end and the run's end import where
-    # they are used (agentloop.run.ledger, agentloop.run.loop), kept off the way to the first
-    # agent. Only a warm-up: an import that fails here fails again, and is said, where the
-    # module is used; a stop never reaches this thread (Python raises it in the main thread),
-    # which nothing waits for and whose modules are whole or absent (a failed import leaves
-    # none behind); the main thread, if first, imports them itself (one import at a time).
-    _warmed(("agentloop.run.tick_boxes", "agentloop.run.summary"))
+    # Then, the agent still at work, the module the task's end imports where it is used
+    # (agentloop.run.ledger), kept off the way to the first agent. Only a warm-up: an import
+    # that fails here fails again, and is said, where the module is used; a stop never reaches
+    # this thread (Python raises it in the main thread), which nothing waits for and whose
+    # modules are whole or absent (a failed import leaves none behind); the main thread, if
+    # first, imports them itself (one import at a time). A stop's own path imports nothing
+    # new (agentloop.run.loop keeps its end at the top): a thread stuck in an import holds
+    # Python's import lock.
+    _warmed(("agentloop.run.tick_boxes",))
 
 
 def _warmed(modules: tuple[str, ...]) -> None:
