@@ -19,8 +19,6 @@ from agentloop.run.checks import checks_note
 from agentloop.run.context import Run
 from agentloop.run.decisions import Marked, Opened, Uncounted
 from agentloop.run.events import TaskStarted
-from agentloop.run.final_message import Report
-from agentloop.run.final_message import parse as parse_report
 from agentloop.run.fixes import Outcome
 from agentloop.run.handover import drop, hand
 from agentloop.run.lane_tag import LaneNote
@@ -174,6 +172,8 @@ def _gone_on(run: Run, task: TaskState, change: Change, finished: Attempt) -> Ou
     run.emit(LaneNote(f"task {task.index}: its agent had finished before the last run was "
                       "killed; its commits and files are where it left them, and the agent is "
                       "not paid again (the checks and the rest go on from there)"))
+    from agentloop.run.final_message import Report  # see _develop
+
     return Outcome(finished, change, AgentResult(ok=True, exit_code=finished.exit_code,
                                                  session_id=finished.session_id), Report())
 
@@ -194,6 +194,8 @@ def _brought_back(run: Run, task: TaskState, change: Change, finished: Attempt
         return None
     run.emit(LaneNote(f"{kept} is back, and the agent is not paid again (the checks and the "
                       "rest go on from there)"))
+    from agentloop.run.final_message import Report  # see _develop
+
     return Outcome(finished, change, AgentResult(ok=True, exit_code=finished.exit_code,
                                                  session_id=finished.session_id),
                    Report())
@@ -271,6 +273,11 @@ def _develop(run: Run, task: TaskState, change: Change, prompt: str, resume: str
             run.emit(task_started(run, task, task.attempts, iteration))
         attempt, result = run_agent(run, task, change, prompt, number, resume,
                                     iteration=iteration)
+        # Read once an agent has run (its patterns compiled as it loads): not on the way to
+        # the first agent, loaded meanwhile by agentloop.run.start._made_ahead.
+        from agentloop.run.final_message import Report
+        from agentloop.run.final_message import parse as parse_report
+
         report = parse_report(result.text) if result.ok else Report()
         if result.ok:
             run.learnings.record(task.index, iteration, now(), report.progress,

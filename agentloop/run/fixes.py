@@ -5,6 +5,7 @@ with what is wrong (a reviewer's feedback, a failing check), its edits landing i
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from agentloop.agents import LIMIT, AgentResult, Failure
 from agentloop.ondemand import dataclass as on_first_use
@@ -12,14 +13,15 @@ from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import CheckRun
 from agentloop.run.context import Run
 from agentloop.run.decisions import Marked
-from agentloop.run.final_message import BLOCKED, FATAL, Report
-from agentloop.run.final_message import parse as parse_report
 from agentloop.run.handover import hand
 from agentloop.run.waits import classify, wait_for_limit
 from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.schema import Attempt, TaskState, now
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.protocol import Change
+
+if TYPE_CHECKING:
+    from agentloop.run.final_message import Report
 
 
 @on_first_use(frozen=True)  # made when a task's first attempt ends (agentloop.ondemand)
@@ -46,6 +48,8 @@ class Outcome:
     def succeeded(self) -> bool:
         """Whether the attempt's agent finished and its final message neither blocked the task
         nor stopped the run: work to hold to the checks, review and keep."""
+        from agentloop.run.final_message import BLOCKED, FATAL  # see run.attempt._develop
+
         return self.result.ok and self.report.signal not in (FATAL, BLOCKED)
 
 
@@ -59,6 +63,9 @@ def fix_run(run: Run, task: TaskState, outcome: Outcome, prompt: str, round_: in
     while True:
         record, result = run_agent(run, task, outcome.change, prompt, outcome.attempt.number,
                                    resume, round_=round_, kind=kind)
+        from agentloop.run.final_message import Report  # see run.attempt._develop
+        from agentloop.run.final_message import parse as parse_report
+
         if result.ok:
             report = parse_report(result.text)
             run.learnings.record(task.index, 1, now(), report.progress, report.learnings,

@@ -50,7 +50,6 @@ from agentloop.run.decisions import (
     WaitFor,
 )
 from agentloop.run.events import MessageDistilled
-from agentloop.run.final_message import BLOCKED, FATAL
 from agentloop.run.fixes import Outcome
 from agentloop.run.handover import drop, hand
 from agentloop.run.history_check import check_history, done_ids, lost_before
@@ -178,6 +177,8 @@ def _settled(run: Run, task: TaskState, outcome: Outcome, trailers: str,
              lane_end: bool = False) -> bool:
     """Finish an attempt whose agent finished (done, blocked, or a fatal stop); False: it
     failed."""
+    from agentloop.run.final_message import BLOCKED, FATAL  # see run.attempt._develop
+
     result, report, attempt = outcome.result, outcome.report, outcome.attempt
     if result.ok and report.signal == FATAL:
         _dropped(run, task, outcome)

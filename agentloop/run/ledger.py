@@ -20,7 +20,6 @@ import threading
 from typing import Sequence
 
 from agentloop.agents import AgentResult, Totals
-from agentloop.run import tick_boxes
 from agentloop.run.checks import CheckRun, as_record
 from agentloop.run.context import Run
 from agentloop.run.decisions import (
@@ -311,8 +310,13 @@ def apply(run: Run, task: TaskState, step: Step) -> Attempt | None:
         return None
     save(run, task)
     _say(run, task, step)
-    if isinstance(step, Completed) and tick_boxes.landed(run, task):
-        save(run, task)  # the state's hash of the plan moved to the ticked plan's
+    if isinstance(step, Completed):
+        # Once a task is done, after its agent: not on the way to the first agent (loaded
+        # meanwhile by agentloop.run.start._made_ahead).
+        from agentloop.run import tick_boxes
+
+        if tick_boxes.landed(run, task):
+            save(run, task)  # the state's hash of the plan moved to the ticked plan's
     return None
 
 

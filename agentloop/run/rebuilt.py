@@ -15,7 +15,6 @@ from agentloop.proc.beside import beside
 from agentloop.state.landed import done_tasks, trailers
 from agentloop.state.project import Project
 from agentloop.state.schema import State, TaskState
-from agentloop.state.whereabouts import commits, planned
 from agentloop.vcs.branch_log import branch_history
 from agentloop.vcs.carry import plan_slug
 from agentloop.vcs.rewritten import rewritten
@@ -115,6 +114,10 @@ def done_in_history(project: Project, state: State, kind: str) -> frozenset[int]
 
 def _done(project: Project, state: State, history: list[tuple[str, str, str]]) -> dict[int, str]:
     """Each plan task the history holds, not reverted since: its number and its commit."""
+    # Only once the history holds a change of agent-loop's (most fresh runs' does not):
+    # not on their way to the first agent.
+    from agentloop.state.whereabouts import commits, planned
+
     return done_tasks(plan_slug(project.task_file_name), planned(state), commits(history))
 
 

@@ -10,7 +10,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentloop import collector, proc
 from agentloop.agents import AGENTS, child_env, make_agent, own_layers, unpriced
@@ -19,7 +19,7 @@ from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.plan.parse import Read, TaskFile
 from agentloop.proc.beside import agents_ready
-from agentloop.run import ledger, rehearsal, remembered, retry
+from agentloop.run import ledger, rehearsal, remembered
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
@@ -229,10 +229,18 @@ def _wired(project: Project, state: State, name: str, agent: Agent, vcs: Vcs,
         distiller = partial(distill.distill, agent, options.distill_model or agent.models.helper,
                             cwd=root)
     return Run(project, state, agent, vcs, options, emit, learnings,
-               advisor=partial(retry.advise, agent, options.retry_model or agent.models.helper,
+               advisor=partial(_advise, agent, options.retry_model or agent.models.helper,
                                cwd=root),
                distiller=distiller,
                job=job, sandbox=box)
+
+
+def _advise(*args: Any, **kwargs: Any) -> Any:
+    """The retry advisor (agentloop.run.retry.advise), its module loaded when a failed attempt
+    first asks it: most runs never do."""
+    from agentloop.run import retry
+
+    return retry.advise(*args, **kwargs)
 
 
 def _ready_beside(lane: str | None) -> None:
@@ -310,6 +318,24 @@ def _made_ahead(started: threading.Event, lane: str | None) -> None:
             load_lane(lane)
         # The main thread takes the interpreter at once when it wakes (its git, its agent's
         # output): without the pause it could wait out a whole switch interval (5 ms).
+        time.sleep(0)
+    # Then, the agent still at work, the module the task's end imports where it is used
+    # (agentloop.run.ledger), kept off the way to the first agent. Only a warm-up: an import
+    # that fails here fails again, and is said, where the module is used; a stop never reaches
+    # this thread (Python raises it in the main thread), which nothing waits for and whose
+    # modules are whole or absent (a failed import leaves none behind); the main thread, if
+    # first, imports them itself (one import at a time). A stop's own path imports nothing
+    # new (agentloop.run.loop keeps its end at the top): a thread stuck in an import holds
+    # Python's import lock.
+    _warmed(("agentloop.run.tick_boxes",))
+
+
+def _warmed(modules: tuple[str, ...]) -> None:
+    for name in modules:
+        try:
+            __import__(name)   # as an import statement does (audit hooks see it too)
+        except Exception:  # said where it is used (see _made_ahead)
+            continue
         time.sleep(0)
 
 

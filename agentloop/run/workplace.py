@@ -20,7 +20,6 @@ from agentloop.run.context import FleetJob, Run
 from agentloop.run.lane_tag import LaneNote
 from agentloop.state.schema import now
 from agentloop.vcs.choose import has_commit
-from agentloop.vcs.furnish import furnish
 from agentloop.vcs.lanes import Workspace
 
 SETUP_LOG = "lane-setup.log"
@@ -76,6 +75,8 @@ def furnish_lane(run: Run, space: Workspace) -> None:
     options = run.options
     if space.reused or not (options.lane_copy or options.lane_link or options.lane_setup):
         return
+    from agentloop.vcs.furnish import furnish  # only lanes the settings furnish
+
     for note in furnish(run.project.root, space.path, options.lane_copy,
                         options.lane_link):
         run.emit(LaneNote(note))

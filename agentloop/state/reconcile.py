@@ -37,7 +37,6 @@ from collections import defaultdict, deque
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.plan.boxes import task_key
 from agentloop.plan.parse import TaskFile
-from agentloop.state.folding import carry
 from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
 from agentloop.state.status import check
@@ -147,6 +146,9 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
         parts = [saved[identity(task.group, p)].popleft() for p in task.parts
                  if result[i] is None and saved.get(identity(task.group, p))]
         if parts:
+            # Only a plan that joined tasks into one folds their records: rarely.
+            from agentloop.state.folding import carry
+
             came[i].extend(p.index for p in parts)
             carried = result[i] = carry(parts, task, fresh[i])
             folded.append((task.index, len(parts)))

@@ -432,6 +432,60 @@ def test_a_run_readies_its_first_agent_while_it_waits_for_its_lane(
     assert (work / "a.txt").read_text().strip() == "A"
 
 
+# What a plain run (git, a fresh plan, no agent failing) loads only once its first agent works:
+# the end of a task (loaded meanwhile by the thread that makes the records
+# ahead, agentloop.run.start._made_ahead); what its main thread leaves to that thread, which
+# loads it beside the lane's git (an agent's final message, read once the agent has run); and
+# what it never loads: the retry advisor (a failed attempt), the records of tasks a plan joined
+# (agentloop.state.folding), the lanes the settings furnish, what the history says of a run
+# before (none: the repository is new).
+LOADED_ONCE_AN_AGENT_WORKS = ("agentloop.run.tick_boxes",)
+NOT_BY_THE_MAIN_THREAD = ("agentloop.run.final_message",)
+NEVER_IN_A_PLAIN_RUN = ("agentloop.run.retry", "agentloop.run.json_answer",
+                        "agentloop.state.folding", "agentloop.vcs.furnish",
+                        "agentloop.state.whereabouts")
+THREADED_IMPORTS = """
+import runpy, sys, threading
+out = open({seen!r}, "a", buffering=1)
+def hook(event, args):
+    if event == "import":
+        out.write(f"import {{args[0]}} {{threading.current_thread() is threading.main_thread()}}\\n")
+    elif event in ("subprocess.Popen", "os.posix_spawn"):
+        out.write(f"process {{' '.join(map(str, args[1]))}}\\n")
+sys.addaudithook(hook)
+sys.argv = ["agent-loop", "tasks.md", "--vcs", "git", "--no-distill"]
+runpy.run_module("agentloop", run_name="__main__")
+"""
+
+
+def test_a_run_loads_before_its_first_agent_only_what_the_agent_needs(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n"
+                                                       "- second\n  FAKE: write b.txt B\n")
+    seen = tmp_path / "seen.txt"
+    done = subprocess.run([sys.executable, "-c", THREADED_IMPORTS.format(seen=str(seen))],
+                          cwd=work, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = seen.read_text().splitlines()
+    agent = next(n for n, line in enumerate(lines)
+                 if line.startswith("process ") and "stream-json" in line)
+    # Each module's first import: where it came, and whether the main thread made it.
+    imported = {line.split()[1]: (n, line.split()[2] == "True") for n, line in enumerate(lines)
+                if line.startswith("import ")}
+    assert imported.get("agentloop.run.attempt", (agent, False))[0] < agent, \
+        "no task ran: is the run read right?"
+    early = [m for m in LOADED_ONCE_AN_AGENT_WORKS if imported.get(m, (agent, True))[0] < agent]
+    assert not early, f"{early} load before the first agent starts"
+    missing = [m for m in (*LOADED_ONCE_AN_AGENT_WORKS, *NOT_BY_THE_MAIN_THREAD)
+               if m not in imported]
+    assert not missing, f"{missing} never loaded: is the run read right?"
+    main = [m for m in NOT_BY_THE_MAIN_THREAD if imported[m][1] and imported[m][0] < agent]
+    assert not main, f"the main thread loads {main} on its way to the first agent"
+    never = [m for m in NEVER_IN_A_PLAIN_RUN if m in imported]
+    assert not never, f"a plain run imports {never}: import them where their path begins"
+    assert (work / "b.txt").read_text().strip() == "B"
+
+
 LANE_AHEAD = """
 import dataclasses, sys, time
 from agentloop.proc.read_output import Deadline
