@@ -152,6 +152,20 @@ def _developer_runs(fake_claude: FakeClaude) -> int:
     return sum(1 for c in fake_claude.task_runs() if "--tools" not in c["argv"])
 
 
+@pytest.mark.parametrize("damage", ["rm -f .git", "rm -f .git; git -C {root} worktree prune"],
+                         ids=["dotgit", "prune"])
+@pytest.mark.parametrize("step", ["--review", "--require-changes"])
+def test_a_finished_agents_work_in_a_lane_it_unregistered_is_kept_before_the_review_too(
+        tmp_path: Path, fake_claude: FakeClaude, step: str, damage: str) -> None:
+    # The review's diff (or --require-changes' look) meets the lane first, not the landing.
+    work = _project(tmp_path, damage)
+    said = _stopped(work, "--no-distill", step)
+    _no_traceback(said)
+    assert "a1.txt) is kept in commit" in said, said
+    _landed_unpaid(work, _went_on(work, "--no-distill", step))
+    assert _developer_runs(fake_claude) == 3  # a1's agent ran once
+
+
 @pytest.mark.parametrize("step", ["--review", "--require-changes"])
 def test_a_jj_workspace_its_agent_forgot_before_the_review_is_brought_back_too(
         tmp_path: Path, fake_claude: FakeClaude, jj_bin: str, step: str) -> None:
