@@ -348,3 +348,43 @@ def test_a_run_a_kill_left_open_counts_before_any_lane_starts(work: Path,
     assert "budget reached before task" in again.stderr
     assert "spent $2.0000, with 1 agent run of unknown cost counted as $1.0000 (the costliest " \
         "run of known cost): $3.0000 of $2.5000" in again.stderr, again.stderr
+
+
+@pytest.mark.parametrize("since", ["ticked", "removed"])
+def test_a_run_a_kill_left_open_on_a_task_no_lane_reaches_is_closed_and_counted_once(
+        work: Path, fake_claude: FakeClaude, since: str) -> None:
+    # A kill -9 left task 2's agent run open; the task was then ticked by hand (or removed
+    # from the plan), so no lane settles that run. Ticked, it stayed open for good, counted
+    # as left open by every later run; removed, it counted nothing at all: task 4 started on
+    # $2 spent and a paid run of unknown cost, past the $2.50.
+    from agentloop.state.schema import Attempt
+
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(groups(4).replace("- task", "- [ ] task"))
+    first = agent_loop(work, "--vcs", "git", "--no-distill", "--task", "1")
+    assert first.returncode == 0, first.stdout + first.stderr
+    store = Store(work)
+    state = store.load()
+    assert state is not None
+    killed = state.tasks[1]
+    killed.status, killed.attempts = "running", 1
+    killed.history.append(Attempt(number=1, started_at="2026-01-01T00:00:00+00:00",
+                                  log=".agent-loop/logs/002-group-2--task-2.log"))
+    store.save(state)
+    plan = (work / "tasks.md").read_text()
+    block = plan[plan.index("## Group 2"):plan.index("## Group 3")]
+    (work / "tasks.md").write_text(plan.replace("- [ ] task 2", "- [x] task 2") if since == "ticked"
+                                   else plan.replace(block, ""))
+    again = agent_loop(work, "--vcs", "git", "--no-distill", "--budget", "2.5")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert agent_runs(fake_claude) == 2, again.stdout  # task 1, then task 3 alone
+    assert "spent $2.0000, with 1 agent run of unknown cost counted as $1.0000 (the costliest " \
+        "run of known cost): $3.0000 of $2.5000" in again.stderr, again.stderr
+    saved = Store(work).load()
+    assert saved is not None
+    runs = [a for t in saved.tasks for a in t.history] + list(saved.retired)
+    assert not [a for a in runs if a.finished_at is None], runs  # no run stays open
+    # Closed once: the run after counts it the same, once.
+    later = agent_loop(work, "--vcs", "git", "--no-distill", "--budget", "2.5")
+    assert later.returncode == 1 and agent_runs(fake_claude) == 2, later.stdout + later.stderr
+    assert "with 1 agent run of unknown cost" in later.stderr, later.stderr
