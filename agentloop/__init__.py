@@ -15,3 +15,10 @@ __version__ = "0.1.0"
 # which carries the other one, is not taken for theirs. Random, not the pid: a pid comes back,
 # and is often the same in each new container. (Python loads `os` before any of our modules.)
 AGENT_REFLOG_ACTION = f"agent-loop agent {os.urandom(4).hex()}"
+
+
+def lane_mark(lane: str) -> str:
+    """The mark of the agents that work in the lane named `lane` (its folder's name): the run's,
+    then the lane's, so what an agent's git did in your checkout is said by its own lane's
+    check, never by another lane's whose step it fell in (agentloop.vcs.git.reflog)."""
+    return f"{AGENT_REFLOG_ACTION} {lane}"

@@ -21,6 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from agentloop.state.project import Project
     from agentloop.state.schema import State
     from agentloop.state.whereabouts import Found
 
@@ -89,6 +90,8 @@ def _read_in_full(tasks_md: Path, cwd: Path, rehearsal: bool) -> StatusView:
         if recorded is None:
             raise
         state, note, saved = recorded, f"warning: {exc}", True
+    if saved and changes is not None and changes.added and not rehearsal:
+        note = "\n".join(n for n in (note, *_readded(project, state, changes.added)) if n)
     history: Path | None = project.root
     name = project.task_file_name
     if rehearsal and saved:   # its changes are in its own copy's history, never the user's
@@ -228,6 +231,23 @@ def _load_in_full(root: Path, folder: Path) -> State | None:
     from agentloop.state.store import Store
 
     return Store(root, folder).load()
+
+
+def _readded(project: Project, state: State, added: tuple[int, ...]) -> list[str]:
+    """Of the tasks the plan's edit added, those done already by their commit in the history
+    (a done task deleted from the plan and put back): marked done here as the run marks them
+    (agentloop.run.rebuilt.readded), so --status says what --dry-run says and the next run
+    records, not "pending" (nothing is saved). Asked only when the edit added a task; a
+    history that cannot be read leaves them as they are."""
+    from agentloop.errors import AgentLoopError
+    from agentloop.run.rebuilt import readded
+
+    if not state.vcs or state.vcs == "none":
+        return []
+    try:
+        return readded(project, state, added, state.vcs)
+    except AgentLoopError:
+        return []
 
 
 def _load_full_reader() -> None:

@@ -76,6 +76,8 @@ class AgentRun:
     # Called now and then while the agent runs (at least every few tenths of a second, output
     # or not), in the thread that runs it: the run's own work that need not wait for its end.
     meanwhile: Callable[[], None] | None = field(default=None, compare=False)
+    # Variables set for this run on top of the agent's environment (its lane's reflog mark).
+    env: tuple[tuple[str, str], ...] = ()
 
 
 @on_first_use(frozen=True)

@@ -239,6 +239,10 @@ def stream_run(log: JsonLog, box: Sandbox | None, argv: list[str], request: Agen
     """One run of the agent program (in the sandbox, with --sandbox), each line of its output
     fed to `log`; a stop or a crash on the way is written to the log before it goes on up."""
     started = confined(box, argv, request.cwd, homes, writes=not request.read_only)
+    if request.env:
+        from agentloop.proc import environ
+
+        env = {**(env if env is not None else environ.current()), **dict(request.env)}
     try:
         return proc.stream(started, log.feed, cwd=request.cwd, env=env, timeout=request.timeout,
                            stdin=stdin, started=log.start, meanwhile=request.meanwhile)

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
+from agentloop import lane_mark
 from agentloop.agents import LIMIT, AgentResult, AgentRun, clean, ended_well, priced
 from agentloop.errors import Interrupted
 from agentloop.proc import running
@@ -72,7 +73,7 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
                        timeout=run.options.task_timeout, budget_usd=run.options.task_budget,
                        read_only=role == "reviewer",
                        before=ledger.session_totals(run.state, resume, task),
-                       meanwhile=_meanwhile(run))
+                       meanwhile=_meanwhile(run), env=_lane_env(run))
     began = run.clock.monotonic()
     window = [time.time_ns(), 0]   # the file system's clock, for the plan's time of write
     with run.shared.lock:
@@ -114,6 +115,14 @@ def ended_unrecorded(run: Run, task: TaskState, record: Attempt) -> AgentResult 
             request, resume=result.session_id,
             before=ledger.session_totals(run.state, result.session_id, task)))
     return priced(result, run.options.prices) if result is not None else None
+
+
+def _lane_env(run: Run) -> tuple[tuple[str, str], ...]:
+    """An agent in a lane marks its git's reflog entries with its lane's mark (lane_mark): what
+    it ran in your checkout is said by its own lane's check alone."""
+    if run.cwd == run.project.root:
+        return ()
+    return (("GIT_REFLOG_ACTION", lane_mark(run.cwd.name)),)
 
 
 def _meanwhile(run: Run) -> Callable[[], None] | None:

@@ -16,6 +16,7 @@ from agentloop.proc.signals import agent_finished, shielded
 from agentloop.run import submodule_files
 from agentloop.run.agent_run import run_agent, workdir_of
 from agentloop.run.checks import checks_note
+from agentloop.run.conflicts import breached
 from agentloop.run.context import Run
 from agentloop.run.decisions import Marked, Opened, Uncounted
 from agentloop.run.events import TaskStarted
@@ -27,6 +28,7 @@ from agentloop.run.verify import task_checks, verify
 from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.schema import Attempt, TaskState, now
 from agentloop.state.status import TaskStatus as S
+from agentloop.vcs.choose import LaneBreach
 from agentloop.vcs.protocol import Change, ExpectsMessage
 
 RETRY_NOTE = ("Note: an earlier attempt at this task was stopped before it finished, and its "
@@ -115,9 +117,23 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool, trailers: str
             try:  # what it may raise leaves the attempt open no less
                 submodule_files.at_end(run, task, None)
             finally:
-                _abandon(run, task, change, number, exc, finished is not None and
-                         finished.number == number)
+                if isinstance(exc, LaneBreach) and task.status == S.RUNNING:
+                    _breached(run, task, number, exc)
+                else:
+                    _abandon(run, task, change, number, exc, finished is not None and
+                             finished.number == number)
         raise
+
+
+def _breached(run: Run, task: TaskState, number: int, breach: LaneBreach) -> None:
+    """What the agent did to its lane stopped the attempt before its landing (the review's or
+    --require-changes' look at its diff, a fix run's): recorded as the landing's check records
+    it (conflicts.breached), the finished agent's work the VCS kept aside from the lane with
+    it. Abandoning the change instead would meet the same damage, keep nothing and pay the
+    agent again on the next run."""
+    record = next((a for a in reversed(task.history) if a.number == number), None)
+    if record is not None:
+        breached(run, task, record, breach)
 
 
 def _finished_before(task: TaskState) -> Attempt | None:

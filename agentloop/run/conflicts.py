@@ -163,7 +163,14 @@ def settling(run: Run, task: TaskState, record: Attempt) -> Iterator[None]:
             raise held.stop from None
         raise GroupHeld(f"task {task.index} ({task.group}) is {reason}") from None
     except LaneBreach as breach:
-        hand(run, task, Breached(record, str(breach)))
-        if breach.kept:  # the finished agent's work, kept aside: the next run brings it back
-            hand(run, task, Dropped("", record.number, breach.kept, finished=True, said=True))
+        breached(run, task, record, breach)
         raise
+
+
+def breached(run: Run, task: TaskState, record: Attempt, breach: LaneBreach) -> None:
+    """The stop `breach` recorded: the attempt does not count, the lane stays as it is; the
+    finished agent's work the VCS kept aside (`breach.kept`) is recorded as the attempt's, for
+    the next run to bring back without paying the agent again."""
+    hand(run, task, Breached(record, str(breach)))
+    if breach.kept:
+        hand(run, task, Dropped("", record.number, breach.kept, finished=True, said=True))

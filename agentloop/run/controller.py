@@ -165,7 +165,9 @@ class Controller:
         self._unanswered_lock = threading.Lock()
         run.shared.owner = self.thread  # the one thread that changes and saves records
         # Runs a kill left open count against --budget from now, before any lane starts one
-        # (a lane settles its own only when it reaches that task).
+        # (a lane settles its own only when it reaches that task; those on tasks no lane
+        # reaches are closed now, and count as any interrupted run).
+        ledger.closed_unreached(run)
         run.shared.purse.left = budget.left_open(run.state)
         # The plan as this controller last read it; a tick of agent-loop's moves it too
         # (agentloop.run.tick_boxes), so that edit is no news.

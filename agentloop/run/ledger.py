@@ -51,7 +51,7 @@ from agentloop.run.events import ChangeAbandoned, ChangeCreated, RetryDecided, T
 from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.receipts import usd
 from agentloop.state.schema import Attempt, State, TaskState, now
-from agentloop.state.status import TaskStatus, check
+from agentloop.state.status import FINISHED, TaskStatus, check
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.protocol import Change
 
@@ -462,6 +462,27 @@ def left_open(run: Run, reason: str) -> list[TaskState]:
     if settled:
         save(run)
     return settled
+
+
+def closed_unreached(run: Run) -> None:
+    """As a run begins: the agent runs an earlier agent-loop left open (a kill) on tasks no lane
+    reaches any more (done, or ticked by hand since; removed from the plan, their records among
+    the retired runs) are closed as that run's stop left them, interrupted and of unknown cost.
+    No lane settles them: left open, a ticked task's run counted as left open by every later
+    run for good, and a removed task's counted nothing at all against --budget (only finished
+    runs of the retired count). Closed, each counts once, as any interrupted run does."""
+    closed = False
+    for runs in [t.history for t in run.state.tasks if t.status in FINISHED] + \
+            [run.state.retired]:
+        for record in runs:
+            if record.finished_at is None and record.exit_code is None:
+                record.outcome = O.INTERRUPTED
+                record.finished_at = now()
+                record.cost_known = False
+                record.reason = record.reason or "the run was killed"
+                closed = True
+    if closed:
+        save(run)
 
 
 def stalls(run: Run, begun: Sequence[TaskState]) -> None:

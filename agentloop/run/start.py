@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from agentloop import collector, proc
 from agentloop.agents import AGENTS, child_env, make_agent, own_layers, unpriced
-from agentloop.errors import AgentLoopError, StateError, UsageError
+from agentloop.errors import AgentLoopError, Interrupted, StateError, UsageError
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.plan.parse import Read, TaskFile
 from agentloop.proc.beside import agents_ready
+from agentloop.proc.signals import shielded
 from agentloop.run import ledger, rehearsal, remembered
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
@@ -142,23 +143,47 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
     reasked = None
     if asked is None or not (kind == requested or (kind == "git" and asked[1] is not None)):
         asked = reasked = ask_git(kind, project.root)  # its answers wait while the run is set up
+    before = dict(state.remembered)
     try:
         options, box, agent, leftovers = _checked(project, admitted, options, kind, task_file,
                                                   asked, notes)
-    except BaseException:
+    except BaseException as exc:
         if reasked is not None:  # its commands are reaped on every path (preflight's wait)
             settle(reasked)
+        if not options.reset:  # a reset's old state may not be archived yet: left as it is
+            _remembered_kept(project, state, before, exc)
         raise
-    lanes = wants_lane(options, job)
-    vcs = open_vcs(kind, project.root, task_file, options.allow_dirty, lanes)
-    notes += _made_ready(project, state, options, vcs, leftovers, lanes)
-    state.agent = admitted.agent
-    if options.again:
-        for index in options.only:
-            if state.tasks[index - 1].status not in (S.PENDING, S.RUNNING, S.INTERRUPTED):
-                ledger.again(state.tasks[index - 1])
-    run = _wired(project, state, admitted.agent, agent, vcs, options, emit, job, box)
+    try:
+        lanes = wants_lane(options, job)
+        vcs = open_vcs(kind, project.root, task_file, options.allow_dirty, lanes)
+        notes += _made_ready(project, state, options, vcs, leftovers, lanes)
+        state.agent = admitted.agent
+        if options.again:
+            for index in options.only:
+                if state.tasks[index - 1].status not in (S.PENDING, S.RUNNING, S.INTERRUPTED):
+                    ledger.again(state.tasks[index - 1])
+        run = _wired(project, state, admitted.agent, agent, vcs, options, emit, job, box)
+    except BaseException as exc:
+        _remembered_kept(project, state, before, exc)
+        raise
     return state, run_tasks(run, options.only, tuple(notes))
+
+
+def _remembered_kept(project: Project, state: State, before: dict[str, object],
+                     stop: BaseException) -> None:
+    """A stop (Ctrl+C, SIGTERM) before the run's first save (the checkout being looked at, the
+    agent's program checked): what the state remembers of this run's options (its --budget
+    above all), when that differs from `before` (as the state was read), is saved as the first
+    save would have, so a re-run without --budget keeps it, as the stop's "Resume with" line
+    says it does. An error (a refusal) writes nothing, as before. A state that cannot be
+    written says so on the next run (the stop that came first is the one said)."""
+    if not isinstance(stop, (Interrupted, KeyboardInterrupt)) or state.remembered == before:
+        return
+    with shielded():
+        try:
+            project.store.save(state)
+        except (AgentLoopError, OSError):
+            pass
 
 
 def _checked(project: Project, admitted: Admitted, options: RunOptions, kind: str,

@@ -201,3 +201,30 @@ def test_a_task_that_only_ran_git_in_your_checkout_is_said_empty_and_what_it_did
         done.stdout
     assert "look at: task 1 completed but changed no files" in done.stdout, done.stdout
     assert "note: task 1: an agent ran git in your checkout" in agent_loop(work, "--status").stdout
+
+
+def test_an_agents_switch_of_your_checkout_is_kept_on_its_own_task_not_anothers(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # --parallel 2: a1's agent switches your checkout to a branch of its own while b1's agent
+    # works. The entry carried the run's mark, not a lane's, so b1's check (its step spans the
+    # switch) said it too, and kept it in b1's record: blamed on the wrong task.
+    b_began, a_switched = tmp_path / "b-began", tmp_path / "a-switched"
+    wait = "for i in $(seq 400); do [ -e {0} ] && break; sleep 0.05; done"
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(
+        "## A\n- [ ] a1\n"
+        f"  FAKE: bash {wait.format(b_began)}; git -C {work} switch -q -c agent-own; "
+        f"touch {a_switched}\n"
+        "  FAKE: write a1.txt a1\n"
+        "## B\n- [ ] b1\n"
+        f"  FAKE: bash touch {b_began}; {wait.format(a_switched)}\n"
+        "  FAKE: write b1.txt b1\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "the plan")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    a1, b1 = state_of(work)["tasks"]
+    assert "switched it from main to agent-own" in (a1.get("error") or ""), a1
+    assert "switched it" not in (b1.get("error") or ""), b1
+    said = [line for line in done.stdout.splitlines() if "switched it from main" in line]
+    assert said and all(line.startswith(("[A]", "look at: task 1")) for line in said), said

@@ -348,3 +348,85 @@ def test_a_run_a_kill_left_open_counts_before_any_lane_starts(work: Path,
     assert "budget reached before task" in again.stderr
     assert "spent $2.0000, with 1 agent run of unknown cost counted as $1.0000 (the costliest " \
         "run of known cost): $3.0000 of $2.5000" in again.stderr, again.stderr
+
+
+@pytest.mark.parametrize("since", ["ticked", "removed"])
+def test_a_run_a_kill_left_open_on_a_task_no_lane_reaches_is_closed_and_counted_once(
+        work: Path, fake_claude: FakeClaude, since: str) -> None:
+    # A kill -9 left task 2's agent run open; the task was then ticked by hand (or removed
+    # from the plan), so no lane settles that run. Ticked, it stayed open for good, counted
+    # as left open by every later run; removed, it counted nothing at all: task 4 started on
+    # $2 spent and a paid run of unknown cost, past the $2.50.
+    from agentloop.state.schema import Attempt
+
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(groups(4).replace("- task", "- [ ] task"))
+    first = agent_loop(work, "--vcs", "git", "--no-distill", "--task", "1")
+    assert first.returncode == 0, first.stdout + first.stderr
+    store = Store(work)
+    state = store.load()
+    assert state is not None
+    killed = state.tasks[1]
+    killed.status, killed.attempts = "running", 1
+    killed.history.append(Attempt(number=1, started_at="2026-01-01T00:00:00+00:00",
+                                  log=".agent-loop/logs/002-group-2--task-2.log"))
+    store.save(state)
+    plan = (work / "tasks.md").read_text()
+    block = plan[plan.index("## Group 2"):plan.index("## Group 3")]
+    (work / "tasks.md").write_text(plan.replace("- [ ] task 2", "- [x] task 2") if since == "ticked"
+                                   else plan.replace(block, ""))
+    again = agent_loop(work, "--vcs", "git", "--no-distill", "--budget", "2.5")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert agent_runs(fake_claude) == 2, again.stdout  # task 1, then task 3 alone
+    assert "spent $2.0000, with 1 agent run of unknown cost counted as $1.0000 (the costliest " \
+        "run of known cost): $3.0000 of $2.5000" in again.stderr, again.stderr
+    saved = Store(work).load()
+    assert saved is not None
+    runs = [a for t in saved.tasks for a in t.history] + list(saved.retired)
+    assert not [a for a in runs if a.finished_at is None], runs  # no run stays open
+    # Closed once: the run after counts it the same, once.
+    later = agent_loop(work, "--vcs", "git", "--no-distill", "--budget", "2.5")
+    assert later.returncode == 1 and agent_runs(fake_claude) == 2, later.stdout + later.stderr
+    assert "with 1 agent run of unknown cost" in later.stderr, later.stderr
+
+
+def test_a_budget_given_to_a_run_stopped_before_its_first_save_is_kept(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # Ctrl+C while the run looked at the checkout, before it first saved the plan's state
+    # (the first agent starts after that save): the line said
+    # "Resume with: agent-loop tasks.md --budget 2.5", yet a re-run without --budget had none
+    # and spent $6 on six $1 tasks.
+    import os
+    import shutil
+    import signal
+    import time
+
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(groups(2))
+    shims, marker = tmp_path / "shims", tmp_path / "adding"
+    shims.mkdir()
+    real = shutil.which("git")
+    (shims / "git").write_text(
+        f'#!/bin/sh\ncase "$*" in *"status --porcelain=v2"*) touch "{marker}"; sleep 4;; esac\n'
+        f'exec "{real}" "$@"\n')
+    (shims / "git").chmod(0o755)
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                              "--no-distill", "--budget", "2.5"], cwd=work,
+                             env={**os.environ, "NO_COLOR": "1",
+                                  "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 60
+    # The look at the checkout starts with the run; its answer is waited for once the run holds
+    # its lock and has read the plan and the state (a second is plenty for those).
+    while not (marker.exists() and (work / ".agent-loop" / "run.lock").exists()):
+        assert time.monotonic() < deadline and child.poll() is None, child.communicate()
+        time.sleep(0.05)
+    time.sleep(1.0)
+    os.killpg(child.pid, signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 130, out + err
+    assert agent_runs(fake_claude) == 0
+    assert not (work / ".agent-loop" / "lanes").exists()  # stopped before the first save
+    status = agent_loop(work, "--status")
+    assert "budget: $2.5000, the most this plan may cost" in status.stdout, status.stdout

@@ -1,7 +1,8 @@
 """An agent that damages its own lane (removes its `.git` file, prunes or removes its worktree,
 leaves its index locked, forgets its jj workspace) gets one line that names what it did, never
 a traceback or a raw git/jj error; and its finished work, where it is still on disk, lands
-without the agent being paid again. Acted out by the agent's own Bash tool, on its first run
+without the agent being paid again (a forgotten jj workspace is brought back, and lands in the
+same run). Acted out by the agent's own Bash tool, on its first run
 only (a marker file), as in a hostile trial."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import git, make_repo, tasks_of
+from tests.support.repos import git, jj, make_repo, tasks_of
 from tests.support.runner import agent_loop, plain_shell
 
 pytestmark = pytest.mark.usefixtures("plain_shell")
@@ -121,10 +122,57 @@ def test_a_finished_agents_work_in_a_lane_it_switched_lands_unpaid_after_the_rep
     assert len(fake_claude.task_runs()) == 3
 
 
-def test_a_jj_workspace_its_agent_forgot_is_one_line_not_jjs_error(
-        tmp_path: Path, fake_claude: FakeClaude, jj_bin: str) -> None:
+@pytest.mark.parametrize("forget", [
+    "jj workspace forget",
+    # every workspace, your checkout's `default` too, as a hostile agent did
+    "jj workspace forget $(jj workspace list -T 'name ++ \" \"')",
+], ids=["own", "all"])
+@pytest.mark.parametrize("parallel", ["1", "2"])
+def test_a_finished_agents_work_in_a_jj_workspace_it_forgot_lands_unpaid(
+        tmp_path: Path, fake_claude: FakeClaude, jj_bin: str, forget: str, parallel: str
+) -> None:
+    # What it wrote before the forget (snapshotted into the task's change by its `jj status`)
+    # and after it (on disk only) alike.
+    work = _project(tmp_path, f"echo early > early.txt; jj status >/dev/null; {forget}",
+                    kind="colocated")
+    out = _went_on(work, "--vcs", "jj", "--parallel", parallel)
+    _no_traceback(out)
+    assert "doesn't have a working-copy commit" not in out, out
+    assert "jj workspace was forgotten" in out and "jj op revert" in out, out
+    assert len(fake_claude.task_runs()) == 3, out  # a1's agent ran once
+    assert "early.txt" in jj(work, "diff", "--name-only", "-r", "::@-")
+    jj(work, "bookmark", "set", "main", "-r", "@-")
+    assert _landed(work) == [".gitignore", "README", "a1.txt", "a2.txt", "b1.txt", "early.txt",
+                             "tasks.md"], out
+    assert "jj-forgotten" not in str(tasks_of(work)), out
+
+
+def _developer_runs(fake_claude: FakeClaude) -> int:
+    """The agent's runs of tasks as developer (a reviewer's call names its read-only tools)."""
+    return sum(1 for c in fake_claude.task_runs() if "--tools" not in c["argv"])
+
+
+@pytest.mark.parametrize("damage", ["rm -f .git", "rm -f .git; git -C {root} worktree prune"],
+                         ids=["dotgit", "prune"])
+@pytest.mark.parametrize("step", ["--review", "--require-changes"])
+def test_a_finished_agents_work_in_a_lane_it_unregistered_is_kept_before_the_review_too(
+        tmp_path: Path, fake_claude: FakeClaude, step: str, damage: str) -> None:
+    # The review's diff (or --require-changes' look) meets the lane first, not the landing.
+    work = _project(tmp_path, damage)
+    said = _stopped(work, "--no-distill", step)
+    _no_traceback(said)
+    assert "a1.txt) is kept in commit" in said, said
+    _landed_unpaid(work, _went_on(work, "--no-distill", step))
+    assert _developer_runs(fake_claude) == 3  # a1's agent ran once
+
+
+@pytest.mark.parametrize("step", ["--review", "--require-changes"])
+def test_a_jj_workspace_its_agent_forgot_before_the_review_is_brought_back_too(
+        tmp_path: Path, fake_claude: FakeClaude, jj_bin: str, step: str) -> None:
     work = _project(tmp_path, "jj workspace forget", kind="colocated")
-    said = _stopped(work, "--vcs", "jj")
-    assert "doesn't have a working-copy commit" not in said, said
-    assert "the lane's jj workspace in" in said and "was forgotten" in said
-    _went_on(work, "--vcs", "jj")
+    out = _went_on(work, "--vcs", "jj", "--no-distill", step)
+    assert "jj workspace was forgotten" in out, out
+    assert _developer_runs(fake_claude) == 3, out
+    jj(work, "bookmark", "set", "main", "-r", "@-")
+    assert _landed(work) == [".gitignore", "README", "a1.txt", "a2.txt", "b1.txt",
+                             "tasks.md"], out

@@ -217,3 +217,29 @@ def test_a_reverted_task_put_back_runs_again(tmp_path: Path, fake_claude: FakeCl
     assert len(fake_claude.task_runs()) == 3, out
     assert "task 1: done already in" not in out, out
     assert (work / "f1.txt").read_text().strip() == "1"
+
+
+def test_status_says_a_done_task_put_back_is_done_as_the_dry_run_does(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # Put back, t1 read "pending" in --status while --dry-run said "not run: done" (and the
+    # run, paying nothing, recorded it done by its commit).
+    from tests.support.runner import agent_loop
+
+    work = git_project(tmp_path, "## G\n- [ ] t1\n  FAKE: write f1.txt 1\n"
+                                 "- [ ] t2\n  FAKE: write f2.txt 2\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    args = ("--vcs", "git", "--no-distill")
+    assert agent_loop(work, *args).returncode == 0
+    (work / "tasks.md").write_text("## G\n- [ ] t2\n  FAKE: write f2.txt 2\n")
+    assert agent_loop(work, *args).returncode == 0
+    git(work, "checkout", "-q", "tasks.md")
+    first = git(work, "log", "--format=%H", "--grep", "/ t1").split()[0]
+    dry = agent_loop(work, "--dry-run")
+    assert "t1  (not run: done)" in dry.stdout, dry.stdout
+    status = agent_loop(work, "--status")
+    assert status.returncode == 0, status.stdout + status.stderr
+    row = next(line for line in status.stdout.splitlines() if line.endswith("> t1"))
+    assert "completed" in row and first[:12] in row, status.stdout
+    assert f"task 1: done already in {first[:12]} (history)" in status.stdout, status.stdout
+    assert len(fake_claude.task_runs()) == 2

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agentloop import AGENT_REFLOG_ACTION
+from agentloop import AGENT_REFLOG_ACTION, lane_mark
 from agentloop.errors import VcsError
 from agentloop.vcs import lanes
 from agentloop.vcs.check import GitLaneRecord, Kind, LaneBreach, check_git_lane
@@ -922,3 +922,44 @@ def test_git_reflog_action_from_outside_is_not_taken_for_an_agents(
         done = lane.finish(change, f"task {n}")
         assert not done.note
     assert "agent-loop agent" not in git(repo, "reflog", "-5", "main")
+
+
+def _other_lanes_git(repo: Path, *args: str) -> None:
+    """git as another lane's agent runs it in your checkout: its lane's own mark."""
+    git(repo, *args, GIT_REFLOG_ACTION=lane_mark("tasks.0abc12-2-other"))
+
+
+def test_another_lanes_agents_switch_of_your_checkout_is_not_this_lanes_to_say(
+        repo: Path, lane: LaneGit) -> None:
+    # It falls in this lane's step all the same; its own lane's check says it, on its task.
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    _other_lanes_git(repo, "checkout", "-q", "-b", "agentbranch")
+    done = lane.finish(change, "task 2")
+    assert "agentbranch" not in (done.note or ""), done.note
+
+
+def test_another_lanes_agents_commit_on_your_branch_names_that_lane(
+        repo: Path, lane: LaneGit) -> None:
+    # A stop of every group all the same, but not said as this lane's agent's doing.
+    (repo / "f.txt").write_text("my precious uncommitted edit\n")
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    _other_lanes_git(repo, "commit", "-qam", "agent sneaks in")
+    with pytest.raises(LaneBreach) as caught:
+        lane.finish(change, "task 2")
+    breach = caught.value.breach
+    assert breach.kind is Kind.AGENT_MOVED_MAIN and breach.everywhere
+    assert breach.line.startswith("the agent of another lane (tasks.0abc12-2-other) ran git "
+                                  "in your checkout"), breach.line
+
+
+def test_an_entrys_lane_is_read_from_its_mark() -> None:
+    mark = lane_mark("tasks.0abc12-1-a")
+    assert reflog.lane_of(f"{mark}: my subject") == "tasks.0abc12-1-a"
+    assert reflog.lane_of(mark) == "tasks.0abc12-1-a"
+    assert reflog.lane_of(f"{mark} (start): checkout main") == "tasks.0abc12-1-a"
+    assert reflog.lane_of(f"{AGENT_REFLOG_ACTION}: my subject") is None
+    assert reflog.lane_of(f"{AGENT_REFLOG_ACTION} (start): checkout main") is None
+    assert reflog.lane_of(AGENT_REFLOG_ACTION) is None
+    assert reflog.lane_of("commit: mine") is None

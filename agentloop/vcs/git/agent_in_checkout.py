@@ -26,6 +26,7 @@ class _Move:
     old: str
     new: str
     said: str
+    lanes: tuple[str | None, ...] = ()   # the lanes whose agents wrote its entries
 
     @property
     def root(self) -> Path:
@@ -35,9 +36,18 @@ class _Move:
     def short(self) -> str:
         return self.record.main_ref.removeprefix("refs/heads/")
 
+    @property
+    def who(self) -> str:
+        """Whose agent it was: this lane's, or (in a run of several lanes, whose mark its
+        entries carry) another's, named, where this lane's check found it first."""
+        lanes = sorted({lane for lane in self.lanes if lane is not None})
+        if not lanes or self.record.lane.name in lanes:
+            return "an agent"
+        return f"the agent of another lane ({', '.join(lanes)})"
+
     def line(self) -> str:
         """The start every move but a move back shares: who moved it, from where to where."""
-        return (f"an agent ran git in your checkout {self.root}, not in its lane, and moved your "
+        return (f"{self.who} ran git in your checkout {self.root}, not in its lane, and moved your "
                 f"branch {self.short} from {self.old[:12]} to {self.new[:12]} (its reflog entry "
                 f"says `{self.said}`); nothing of this step is landed on it")
 
@@ -71,7 +81,8 @@ def _agents_move(record: GitLaneRecord) -> _Move | None:
     main = Git(record.main_root)
     if old == new or main.sha(record.main_ref) == old:
         return None
-    return _Move(record, main, old, new, "; ".join(dict.fromkeys(e.message for e in entries)))
+    return _Move(record, main, old, new, "; ".join(dict.fromkeys(e.message for e in entries)),
+                 tuple(reflog.lane_of(e.message) for e in entries))
 
 
 def _moved_forward(move: _Move) -> Breach:
@@ -160,7 +171,8 @@ def agent_moved_head(record: GitLaneRecord, dirs: tuple[Path, Path], stashed: bo
     `git reset --hard`). No process."""
     if not record.reflogs:
         return None
-    entries = reflog.agents_since(*record.reflogs[0])
+    # This lane's agent's alone: another lane's, which fell in this step, its own lane says.
+    entries = reflog.lanes_own(reflog.agents_since(*record.reflogs[0]), record.lane.name)
     if not entries:
         return None
     root, short = record.main_root, record.main_ref.removeprefix("refs/heads/")

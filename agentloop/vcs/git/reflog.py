@@ -66,6 +66,23 @@ def marked(message: str, mark: str = AGENT_REFLOG_ACTION) -> bool:
     return message.startswith(mark) and message[len(mark):len(mark) + 1] in ("", ":", " ")
 
 
+def lanes_own(entries: list[Entry], lane: str) -> list[Entry]:
+    """Of an agent's `entries`, all but those another lane's agents wrote (lane_mark): in a run
+    of several lanes, an entry another lane's agent wrote falls in this lane's step too. One
+    with the run's mark alone (an agent that worked in your checkout) is no other lane's."""
+    return [e for e in entries if lane_of(e.message) in (None, lane)]
+
+
+def lane_of(message: str) -> str | None:
+    """The lane whose agent wrote a marked entry's `message` (lane_mark); None for an entry of
+    an agent that worked in your checkout (the run's mark alone)."""
+    rest = message[len(AGENT_REFLOG_ACTION):]
+    if not rest.startswith(" ") or not marked(message):
+        return None
+    word = rest[1:].split(" ", 1)[0].split(":", 1)[0]
+    return word if word and not word.startswith("(") else None  # "(start)": a rebase's step
+
+
 def _size(file: Path) -> int:
     try:
         return os.stat(file).st_size

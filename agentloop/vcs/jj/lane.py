@@ -18,11 +18,13 @@ from typing import Callable, Iterable, TypeVar
 
 from agentloop import proc
 from agentloop.errors import VcsError
+from agentloop.vcs.breach import Kind
 from agentloop.vcs.check import LaneBreach
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj.backend import JjVcs
 from agentloop.vcs.jj.lane_check import JjLaneRecord, check_jj_lane, operation
 from agentloop.vcs.jj.mainline import JjMainLine
+from agentloop.vcs.jj.revive import revive, said
 from agentloop.vcs.jj.run import DIVERGENT, STALE, Jj, op_head, op_id
 from agentloop.vcs.jj.takenback import revived, taken_back
 from agentloop.vcs.jj.workspaces import lane_of
@@ -59,6 +61,9 @@ class LaneJj:
         # (A workspace just added was added on the tip: known without a look.)
         self._synced: str | None = op_head(main.root) if made else None
         self._tip: str | None = None
+        # What to say of the lane's workspace brought back after its agent forgot it (said
+        # with the task's landing, or its roll-back): "" when it was not.
+        self._revival = ""
         if main.began is None:
             main.began = op_id(main.root)
 
@@ -107,7 +112,7 @@ class LaneJj:
         if self.record is None:
             return
         try:
-            breach = check_jj_lane(self.record)
+            breach = check_jj_lane(self.record, frozenset(self.main.revived))
         except VcsError:
             return
         if breach is not None and breach.stops:
@@ -124,7 +129,10 @@ class LaneJj:
         lane's @ onto a task landed before and its own jj command rewrote that change (put
         back by the abandon, as by finish)."""
         ours = self.work.began(change.change_id)
-        kept = self.work.abandon(change)
+        kept = self._unforgotten(lambda: self.work.abandon(change))
+        revival, self._revival = self._revival, ""
+        if revival:
+            kept = f"{kept}; {revival}" if kept else revival
         moved, self.work.moved_elsewhere = self.work.moved_elsewhere, None
         if moved and self.main.catch_up():
             kept = (f"{kept}; " if kept else "") + _stood_on(moved)
@@ -149,7 +157,26 @@ class LaneJj:
 
     def diff(self, change: Change) -> str:
         """The change's diff."""
-        return self._fresh(change, lambda: self.work.diff(change), lambda: "")
+        return self._unforgotten(
+            lambda: self._fresh(change, lambda: self.work.diff(change), lambda: ""))
+
+    def _unforgotten(self, step: Callable[[], T]) -> T:
+        """`step`, run again once the lane's workspace is brought back when it met the
+        workspace forgotten (its agent's `jj workspace forget`): the agent's change and files
+        are all there still (agentloop.vcs.jj.revive). What the agent did before the forget is
+        checked first, as at any landing (an undo of its stops the group as ever)."""
+        try:
+            return step()
+        except LaneBreach as stop:
+            if stop.breach.kind is not Kind.JJ_FORGOTTEN or self.record is None:
+                raise
+            self.check()
+            found = revive(self.main.jj, self.main.root, self.workspace, self.record.operation,
+                           self.main.revived)
+            if found is None:
+                raise
+        self._revival = said(found)
+        return step()
 
     def close(self) -> None:
         """Leave the workspace; nothing to do when its .jj is gone (removed by its agent): the
@@ -305,8 +332,12 @@ class LaneJj:
         before = op_head(self.main.root)
         whole = before is not None and self.record is not None and \
             self.record.stamp == before == self._whole  # no jj but ours since the begin
-        sealed = self._fresh(change, lambda: self.work.finish(change, message),
-                             lambda: self._given_up(change))
+        sealed = self._unforgotten(lambda: self._fresh(
+            change, lambda: self.work.finish(change, message), lambda: self._given_up(change)))
+        revival, self._revival = self._revival, ""
+        if revival:
+            sealed = dataclasses.replace(sealed, note="; ".join(n for n in (sealed.note, revival)
+                                                                if n))
         if sealed is change:  # you took it back: nothing lands (history_check says so)
             return sealed
         moved, self.work.moved_elsewhere = self.work.moved_elsewhere, None

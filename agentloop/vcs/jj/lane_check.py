@@ -33,9 +33,11 @@ UNDOING = {"undo": "jj undo", "restore to operation": "jj op restore",
            "revert operation": "jj op revert"}
 
 
-def check_jj_lane(record: JjLaneRecord) -> Breach | None:
+def check_jj_lane(record: JjLaneRecord, revived: frozenset[str] = frozenset()
+                  ) -> Breach | None:
     """The first thing the agent did outside its task (an undone or restored operation, a
-    landed change gone or stripped of its description), or None."""
+    landed change gone or stripped of its description), or None. `revived`: forget operations
+    the run reverted to bring a lane's workspace back (agentloop.vcs.jj.revive), no undo."""
     from agentloop.vcs.jj.run import Jj, op_head
     from agentloop.vcs.jj.takenback import taken_back
 
@@ -51,7 +53,7 @@ def check_jj_lane(record: JjLaneRecord) -> Breach | None:
     jj = Jj(record.main_root)
     for op, description in operations_since(jj, record.operation):
         command = next((c for d, c in UNDOING.items() if description.startswith(d)), None)
-        if command is not None:
+        if command is not None and not any(r in description for r in revived):
             # The operation ids jj writes in the description are 128 hex digits: shortened.
             said = re.sub(r"\b([0-9a-f]{12})[0-9a-f]{20,}\b", r"\1", description)
             return Breach(Kind.OPERATION_UNDONE, f"`{command}` ran while the lane's agent worked "

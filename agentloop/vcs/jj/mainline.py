@@ -46,6 +46,9 @@ class JjMainLine:
         # The repository's operation when the run's first lane was made: abandons of yours
         # after it are looked for (agentloop.vcs.jj.takenback.revived).
         self.began: str | None = None
+        # The forget operations reverted to bring a lane's workspace back (agentloop.vcs.jj.
+        # revive): no lane's check reads those reverts as an undo.
+        self.revived: set[str] = set()
 
     def tip(self) -> str:
         """The main line's newest change: @'s parent in the main checkout (read without a
