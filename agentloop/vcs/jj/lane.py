@@ -171,8 +171,10 @@ class LaneJj:
             if stop.breach.kind is not Kind.JJ_FORGOTTEN or self.record is None:
                 raise
             self.check()
-            found = revive(self.main.jj, self.main.root, self.workspace, self.record.operation,
-                           self.main.revived)
+            # From the run's first operation, not this step's: with lanes side by side, another
+            # lane's agent may have forgotten this workspace before this step began.
+            found = revive(self.main.jj, self.main.root, self.workspace,
+                           self.main.began or self.record.operation, self.main.revived)
             if found is None:
                 raise
         self._revival = said(found)
@@ -188,6 +190,11 @@ class LaneJj:
             return
         try:
             self.work.close()
+        except LaneBreach as stop:
+            # Forgotten once this lane's last step was done (another lane's agent forgot every
+            # workspace): its tasks are landed, there is nothing of it left to close.
+            if stop.breach.kind is not Kind.JJ_FORGOTTEN:
+                raise
         except VcsError as exc:
             if STALE not in str(exc):
                 raise
