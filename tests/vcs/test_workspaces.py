@@ -484,3 +484,38 @@ def test_a_lane_let_go_is_looked_at_without_writing_its_index(repo: Path) -> Non
     assert teardown.keep_files(repo, lane.path, "1-look") is None
     after = os.stat(index)
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+@pytest.mark.parametrize("cut", ["after the lock", "after the folder", "inside gitdir"])
+def test_a_lane_registration_a_kill_left_without_its_gitdir_is_made_again(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut: str) -> None:
+    """A kill while a lane's registration is written from files (wt._registered), after its
+    folder in the repository and its lock and before its `gitdir`: git lists no such worktree
+    and `git worktree prune` never takes it (locked). The lock names a run that is gone, so the
+    next run deletes it and makes the lane there, from files: one lane, not `<name>1` beside a
+    leftover every later run would step around."""
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    base = git(repo, "rev-parse", "HEAD")
+    path = lanes.lanes_dir(repo).resolve() / "1-cut"
+    own = repo / ".git" / "worktrees" / "1-cut"
+    own.mkdir(parents=True)
+    (own / "locked").write_text(f"agent-loop {gone.pid}")
+    if cut != "after the lock":
+        path.mkdir(parents=True)
+    if cut == "inside gitdir":
+        (own / "gitdir").write_text("")
+    trace = tmp_path / "git.trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    lane = wt.open_git(repo, "1-cut", base, fresh=True)
+    monkeypatch.delenv("GIT_TRACE")
+    assert " worktree add " not in "".join(_git_started(trace))
+    assert lane.path == path and (path / "a.txt").read_text() == "a\n"
+    assert sorted(p.name for p in (repo / ".git" / "worktrees").iterdir()) == ["1-cut"]
+    listed = worktree_list.git_worktrees(repo)
+    assert sorted(listed) == sorted([repo.resolve(), path])
+    assert "locked" not in listed[path] and "prunable" not in listed[path]
+    git(repo, "worktree", "prune")
+    assert (own / "gitdir").read_text() == f"{path / '.git'}\n"

@@ -63,21 +63,39 @@ def _drop_half_made(root: Path) -> bool:
     return found
 
 
-def _maker_alive(locked: Path) -> bool:
-    """Whether the lock names (`agent-loop PID`, as `worktrees._add_fresh` writes it) a live
-    process other than this one: another run inside its own `worktree add`, whose registration
-    is not half-made but half-way. A lock with no pid (an older lane, git's own) is repairable
-    as before."""
-    import os
+def drop_cut_short(own: Path) -> bool:
+    """Whether `own`, a worktree's folder in the repository (`.git/worktrees/<name>`) that a
+    kill left before its `gitdir` was written while an agent-loop run registered it (its
+    `locked` names that run's pid, gone), was found and deleted. git lists no such worktree and
+    `git worktree prune` never takes it (locked): left, it would stay for good, the lane made
+    beside it as `<name>1` by `git worktree add` on every later run."""
+    if _written(own / "gitdir") or _maker(own / "locked") is None or \
+            _maker_alive(own / "locked"):
+        return False
+    shutil.rmtree(own, ignore_errors=True)
+    return not own.exists()
 
+
+def _maker(locked: Path) -> int | None:
+    """The pid a lock names as `agent-loop PID` (as `worktrees._add_fresh` writes it), None
+    for another lock (an older lane's, git's own) or none."""
     try:
         words = locked.read_text().split()
     except OSError:
-        return False
+        return None
     if len(words) != 2 or words[0] != "agent-loop" or not words[1].isdigit():
-        return False
-    pid = int(words[1])
-    if pid == os.getpid():
+        return None
+    return int(words[1])
+
+
+def _maker_alive(locked: Path) -> bool:
+    """Whether the lock names (_maker) a live process other than this one: another run inside
+    its own `worktree add`, whose registration is not half-made but half-way. A lock with no pid
+    (an older lane, git's own) is repairable as before."""
+    import os
+
+    pid = _maker(locked)
+    if pid is None or pid == os.getpid():
         return False
     try:
         os.kill(pid, 0)

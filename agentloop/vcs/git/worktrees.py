@@ -14,7 +14,7 @@ from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.git.teardown import clean_git, keep_files
-from agentloop.vcs.git.worktree_list import branch_commit, git_worktrees, healthy
+from agentloop.vcs.git.worktree_list import branch_commit, drop_cut_short, git_worktrees, healthy
 from agentloop.vcs.lanes import BRANCH_PREFIX, PREVIOUS, Workspace, bookkeeping, lanes_dir
 
 
@@ -139,10 +139,21 @@ def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
     own = common / "worktrees" / name
     try:
         own.mkdir(parents=True)
-    except OSError:  # there already (git would take `name1`), or none can be made
+    except FileExistsError:
+        # A kill before its gitdir left it (a run's lock, no gitdir): ours to take. Anything
+        # else there is someone's (git would take `name1`).
+        if not drop_cut_short(own):
+            return False
+        try:
+            own.mkdir()
+        except OSError:
+            return False
+    except OSError:  # none can be made
         return False
     # git's order: the lock first, so a kill before the last file leaves a locked, half-made
-    # registration, which the next run repairs (worktree_list) unless this process lives on.
+    # registration, which the next run deletes unless this process lives on: above, without a
+    # gitdir (git does not list it); else git lists a locked lane, cleaned (clean_git), or
+    # fails to on an empty commondir (worktree_list drops it).
     try:
         (own / "locked").write_text(reason)
         path.mkdir(parents=True)
