@@ -519,3 +519,20 @@ def test_a_lane_registration_a_kill_left_without_its_gitdir_is_made_again(
     assert "locked" not in listed[path] and "prunable" not in listed[path]
     git(repo, "worktree", "prune")
     assert (own / "gitdir").read_text() == f"{path / '.git'}\n"
+
+
+def test_a_registration_that_fails_leaves_a_folder_someone_else_made(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The lane's folder made by someone else after the look that it is not there: the
+    # registration fails (the folder is there) and deletes what it made, not that folder.
+    base = git(repo, "rev-parse", "HEAD")
+    path = lanes.lanes_dir(repo).resolve() / "1-race"
+    path.mkdir(parents=True)
+    (path / "theirs.txt").write_text("theirs\n")
+    real = Path.exists
+    with monkeypatch.context() as patch:
+        patch.setattr(Path, "exists",
+                      lambda self, *a, **k: False if self == path else real(self, *a, **k))
+        assert not wt._registered(repo, path, base, "agent-loop 1")
+    assert (path / "theirs.txt").read_text() == "theirs\n"
+    assert not (repo / ".git" / "worktrees" / "1-race").exists()

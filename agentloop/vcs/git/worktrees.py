@@ -154,16 +154,19 @@ def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
     # registration, which the next run deletes unless this process lives on: above, without a
     # gitdir (git does not list it); else git lists a locked lane, cleaned (clean_git), or
     # fails to on an empty commondir (worktree_list drops it).
+    made = False  # `path` by this call: one made by someone since the look above stays theirs
     try:
         (own / "locked").write_text(reason)
         path.mkdir(parents=True)
+        made = True
         (own / "gitdir").write_text(f"{path.resolve() / '.git'}\n")
         (path / ".git").write_text(f"gitdir: {own}\n")
         (own / "HEAD").write_text(base + "\n")
         (own / "commondir").write_text("../..\n")
     except OSError:  # a full disk, say: nothing left of it, and git's own add says what
         shutil.rmtree(own, ignore_errors=True)
-        shutil.rmtree(path, ignore_errors=True)
+        if made:
+            shutil.rmtree(path, ignore_errors=True)
         return False
     return True
 
