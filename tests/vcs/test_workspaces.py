@@ -353,15 +353,22 @@ def test_a_git_lane_is_made_with_one_git_process(repo: Path, tmp_path: Path,
     assert (again.path / "b.txt").exists() and git(again.path, "status", "--porcelain") == ""
 
 
-@pytest.mark.parametrize("why", ["an extension", "sparse-checkout", "taken name"])
+@pytest.mark.parametrize("why", [
+    "an extension", "sparse-checkout", "taken name", "a shared repository"])
 def test_a_git_lane_is_left_to_worktree_add_where_the_files_cannot_say_it_all(
-        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, why: str) -> None:
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        request: pytest.FixtureRequest, why: str) -> None:
     # A repository extension (per-worktree config here; reftable refs, relative paths),
     # sparse-checkout patterns (git copies them), a worktree folder of that name there already
-    # (git takes `name1`): git's own `worktree add` registers the lane, with what it writes.
+    # (git takes `name1`), a shared repository (git makes its folders group-writable): git's
+    # own `worktree add` registers the lane, with what it writes.
     base = git(repo, "rev-parse", "HEAD")
     if why == "an extension":
         git(repo, "config", "extensions.worktreeConfig", "true")
+    elif why == "a shared repository":
+        git(repo, "config", "core.sharedRepository", "group")
+        previous = os.umask(0o022)  # what makes the group-writable folders git's
+        request.addfinalizer(lambda: os.umask(previous))
     elif why == "sparse-checkout":
         (repo / ".git" / "info").mkdir(exist_ok=True)
         (repo / ".git" / "info" / "sparse-checkout").write_text("/*\n")
@@ -374,6 +381,8 @@ def test_a_git_lane_is_left_to_worktree_add_where_the_files_cannot_say_it_all(
     monkeypatch.delenv("GIT_TRACE")
     started = _git_started(trace)
     assert len(started) == 3 and " worktree add " in started[0], started
+    if why == "a shared repository":  # as git makes it: group-writable
+        assert (repo / ".git" / "worktrees").stat().st_mode & 0o020
     assert git(lane.path, "symbolic-ref", "HEAD") == "refs/heads/agent-loop/1-left"
     assert git(lane.path, "status", "--porcelain") == ""
     assert "locked" not in worktree_list.git_worktrees(repo)[lane.path]

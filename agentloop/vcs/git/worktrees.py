@@ -112,6 +112,10 @@ def _add_fresh(root: Path, path: Path, branch: str, base: str) -> None:
 # A lane's name as git takes it for the name of a worktree's own folder, unchanged.
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*")
 _HEX = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+# Words of a repository's config (lower-cased) under which `worktree add` writes more or
+# otherwise than _registered: a repository extension (reftable refs, per-worktree config), an
+# include (anything), core.sharedRepository (its folders and files group- or all-writable).
+_GIT_WRITES_MORE = ("extensions", "include", "sharedrepository")
 
 
 def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
@@ -119,10 +123,10 @@ def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
     writing the files it writes, in its order (no process: that command and the `update-ref`
     it starts are two processes on the way to the first agent); False, nothing written, where
     the files cannot say it all: the repository's git dir not a folder of the checkout, a
-    repository extension or an include in its config (reftable refs, per-worktree config,
-    relative worktree paths: git writes more, or otherwise), sparse-checkout patterns (git
-    copies them), a name git would change or take with a number, a folder there already, a
-    base that is not a commit id."""
+    repository extension, an include or core.sharedRepository in its config (reftable refs,
+    per-worktree config, relative worktree paths, group-writable folders: git writes more, or
+    otherwise), sparse-checkout patterns (git copies them), a name git would change or take
+    with a number, a folder there already, a base that is not a commit id."""
     git_dir = root / ".git"
     name = path.name
     if not git_dir.is_dir() or path.exists() or not _HEX.fullmatch(base) or \
@@ -132,7 +136,7 @@ def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
         config = (git_dir / "config").read_text(encoding="utf-8").lower()
     except (OSError, UnicodeDecodeError):
         return False
-    if "extensions" in config or "include" in config or \
+    if any(word in config for word in _GIT_WRITES_MORE) or \
             (git_dir / "info" / "sparse-checkout").exists():
         return False
     common = git_dir.resolve()
