@@ -354,21 +354,44 @@ def test_a_git_lane_is_made_with_one_git_process(repo: Path, tmp_path: Path,
 
 
 @pytest.mark.parametrize("why", [
-    "an extension", "sparse-checkout", "taken name", "a shared repository"])
+    "an extension", "sparse-checkout", "taken name", "a shared repository",
+    "relative paths here", "relative paths in the global config",
+    "relative paths in the XDG config", "relative paths in the system config",
+    "relative paths by git -c"])
 def test_a_git_lane_is_left_to_worktree_add_where_the_files_cannot_say_it_all(
         repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         request: pytest.FixtureRequest, why: str) -> None:
     # A repository extension (per-worktree config here; reftable refs, relative paths),
     # sparse-checkout patterns (git copies them), a worktree folder of that name there already
-    # (git takes `name1`), a shared repository (git makes its folders group-writable): git's
-    # own `worktree add` registers the lane, with what it writes.
+    # (git takes `name1`), a shared repository (git makes its folders group-writable),
+    # worktree.useRelativePaths (git >= 2.48 writes relative paths) set in any config file git
+    # reads: git's own `worktree add` registers the lane, with what it writes.
     base = git(repo, "rev-parse", "HEAD")
+    relative = "[worktree]\n\tuseRelativePaths = true\n"
     if why == "an extension":
         git(repo, "config", "extensions.worktreeConfig", "true")
     elif why == "a shared repository":
         git(repo, "config", "core.sharedRepository", "group")
         previous = os.umask(0o022)  # what makes the group-writable folders git's
         request.addfinalizer(lambda: os.umask(previous))
+    elif why == "relative paths here":
+        git(repo, "config", "worktree.useRelativePaths", "true")
+    elif why == "relative paths in the global config":
+        with open(os.environ["GIT_CONFIG_GLOBAL"], "a") as config:
+            config.write(relative)
+    elif why == "relative paths in the XDG config":
+        monkeypatch.delenv("GIT_CONFIG_GLOBAL")
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+        (tmp_path / "xdg" / "git").mkdir(parents=True)
+        (tmp_path / "xdg" / "git" / "config").write_text(relative)
+    elif why == "relative paths in the system config":
+        monkeypatch.delenv("GIT_CONFIG_NOSYSTEM")
+        monkeypatch.setenv("GIT_CONFIG_SYSTEM", str(tmp_path / "system"))
+        (tmp_path / "system").write_text(relative)
+    elif why == "relative paths by git -c":
+        for name, value in (("COUNT", "1"), ("KEY_0", "worktree.useRelativePaths"),
+                            ("VALUE_0", "true")):
+            monkeypatch.setenv(f"GIT_CONFIG_{name}", value)
     elif why == "sparse-checkout":
         (repo / ".git" / "info").mkdir(exist_ok=True)
         (repo / ".git" / "info" / "sparse-checkout").write_text("/*\n")

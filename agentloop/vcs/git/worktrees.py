@@ -114,8 +114,9 @@ _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*")
 _HEX = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # Words of a repository's config (lower-cased) under which `worktree add` writes more or
 # otherwise than _registered: a repository extension (reftable refs, per-worktree config), an
-# include (anything), core.sharedRepository (its folders and files group- or all-writable).
-_GIT_WRITES_MORE = ("extensions", "include", "sharedrepository")
+# include (anything), core.sharedRepository (its folders and files group- or all-writable),
+# worktree.useRelativePaths (git >= 2.48: relative paths in `gitdir` and the `.git` file).
+_GIT_WRITES_MORE = ("extensions", "include", "sharedrepository", "userelativepaths")
 
 
 def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
@@ -125,8 +126,9 @@ def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
     the files cannot say it all: the repository's git dir not a folder of the checkout, a
     repository extension, an include or core.sharedRepository in its config (reftable refs,
     per-worktree config, relative worktree paths, group-writable folders: git writes more, or
-    otherwise), sparse-checkout patterns (git copies them), a name git would change or take
-    with a number, a folder there already, a base that is not a commit id."""
+    otherwise), worktree.useRelativePaths there or in the user's or system's config
+    (_relative_paths_elsewhere), sparse-checkout patterns (git copies them), a name git would
+    change or take with a number, a folder there already, a base that is not a commit id."""
     git_dir = root / ".git"
     name = path.name
     if not git_dir.is_dir() or path.exists() or not _HEX.fullmatch(base) or \
@@ -136,7 +138,7 @@ def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
         config = (git_dir / "config").read_text(encoding="utf-8").lower()
     except (OSError, UnicodeDecodeError):
         return False
-    if any(word in config for word in _GIT_WRITES_MORE) or \
+    if any(word in config for word in _GIT_WRITES_MORE) or _relative_paths_elsewhere() or \
             (git_dir / "info" / "sparse-checkout").exists():
         return False
     common = git_dir.resolve()
@@ -173,6 +175,43 @@ def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
             shutil.rmtree(path, ignore_errors=True)
         return False
     return True
+
+
+def _relative_paths_elsewhere() -> bool:
+    """Whether worktree.useRelativePaths may be set for git beyond the repository's config: in
+    the environment (`git -c`, GIT_CONFIG_KEY_<n>) or in a config file git reads for every
+    repository, read as text as the repository's is (no process): the system one
+    (GIT_CONFIG_SYSTEM, else /etc/gitconfig and the one under the prefix git is installed in;
+    none with GIT_CONFIG_NOSYSTEM), the global ones (GIT_CONFIG_GLOBAL, else ~/.gitconfig and
+    $XDG_CONFIG_HOME/git/config). Files those include are not followed."""
+    env = os.environ
+    if "userelativepaths" in env.get("GIT_CONFIG_PARAMETERS", "").lower() or any(
+            name.startswith("GIT_CONFIG_KEY_") and "userelativepaths" in value.lower()
+            for name, value in env.items()):
+        return True
+    files: list[Path] = []
+    if env.get("GIT_CONFIG_NOSYSTEM", "").lower() in ("", "0", "false", "no", "off"):
+        if "GIT_CONFIG_SYSTEM" in env:
+            files.append(Path(env["GIT_CONFIG_SYSTEM"]))
+        else:
+            files.append(Path("/etc/gitconfig"))
+            program = shutil.which("git")
+            if program is not None:
+                files.append(Path(program).parent.parent / "etc" / "gitconfig")
+    if "GIT_CONFIG_GLOBAL" in env:
+        files.append(Path(env["GIT_CONFIG_GLOBAL"]))
+    else:
+        home = env.get("HOME", "")
+        xdg = env.get("XDG_CONFIG_HOME") or (home and os.path.join(home, ".config"))
+        files += [Path(home, ".gitconfig")] if home else []
+        files += [Path(xdg, "git", "config")] if xdg else []
+    for file in files:
+        try:
+            if b"userelativepaths" in file.read_bytes().lower():
+                return True
+        except OSError:
+            pass  # none there: nothing set in it
+    return False
 
 
 def _keep_previous(root: Path, branch: str, base: str) -> None:
