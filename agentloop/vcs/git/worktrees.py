@@ -122,7 +122,9 @@ _GIT_WRITES_MORE = ("extensions", "include", "sharedrepository", "userelativepat
 def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
     """`git worktree add -q --lock --reason REASON --detach --no-checkout PATH BASE`, done by
     writing the files it writes, in its order (no process: that command and the `update-ref`
-    it starts are two processes on the way to the first agent); False, nothing written, where
+    it starts are two processes on the way to the first agent), but for two: `locked` has no
+    trailing newline (git trims it on reading), and HEAD has no `logs/HEAD` entry (that one is
+    the skipped `update-ref`'s). False, nothing written, where
     the files cannot say it all: the repository's git dir not a folder of the checkout, a
     repository extension, an include or core.sharedRepository in its config (reftable refs,
     per-worktree config, relative worktree paths, group-writable folders: git writes more, or
