@@ -117,6 +117,43 @@ def test_packed_refs_read_once_are_read_again_once_rewritten(tmp_path: Path,
     assert branch_tip(common, "refs/heads/main") == ""
 
 
+def test_packed_refs_written_just_now_are_read_again_whatever_their_stat(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A packed-refs written within RACY_NS of its read is not kept: a coarse clock can give the
+    # next one written in place the same stat (here: the very same one). One written long
+    # before is kept, and then the same stat is the same file.
+    import os
+    import time
+    from types import SimpleNamespace
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    first = git(repo, "rev-parse", "HEAD")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "two")
+    second = git(repo, "rev-parse", "HEAD")
+    common = repo / ".git"
+    packed = common / "packed-refs"
+    real_stat = os.stat
+
+    def read_twice(ctime_ns: int) -> tuple[str | None, str | None]:
+        packed.write_text(f"{first} refs/heads/other\n")
+        held = real_stat(packed)
+        same = SimpleNamespace(st_dev=held.st_dev, st_ino=held.st_ino, st_size=held.st_size,
+                               st_mtime_ns=held.st_mtime_ns, st_ctime_ns=ctime_ns)
+        with monkeypatch.context() as patch:
+            patch.setattr(os, "stat", lambda path, *a, **k: same if os.fspath(path) == str(
+                packed) else real_stat(path, *a, **k))
+            before = branch_tip(common, "refs/heads/other")
+            packed.write_text(f"{second} refs/heads/other\n")  # in place: same inode, size
+            return before, branch_tip(common, "refs/heads/other")
+
+    assert read_twice(time.time_ns()) == (first, second)  # just now: read again
+    refs._packed_seen.clear()
+    assert read_twice(time.time_ns() - 2 * refs.RACY_NS) == (first, first)  # long ago: kept
+
+
 def test_a_repository_turned_to_reftable_is_left_to_git(tmp_path: Path) -> None:
     """Whether a repository keeps its refs in files is looked at once, so a migration to
     reftable made later is seen where the files fail: HEAD names `refs/heads/.invalid`, and
