@@ -10,7 +10,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentloop import collector, proc
 from agentloop.agents import AGENTS, child_env, make_agent, own_layers, unpriced
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from agentloop.agents import Agent
+    from agentloop.run.retry import Advice
     from agentloop.sandbox import Sandbox
     from agentloop.state.reconcile import Reconciled
     from agentloop.vcs.protocol import Vcs
@@ -260,12 +261,15 @@ def _wired(project: Project, state: State, name: str, agent: Agent, vcs: Vcs,
                job=job, sandbox=box)
 
 
-def _advise(*args: Any, **kwargs: Any) -> Any:
-    """The retry advisor (agentloop.run.retry.advise), its module loaded when a failed attempt
-    first asks it: most runs never do."""
+def _advise(agent: Agent, model: str, task: str, attempt: int, max_attempts: int, error: str,
+            exit_code: int | None, log_tail: str, cwd: Path, timeout: float = 180,
+            previous_error: str | None = None) -> Advice:
+    """The retry advisor (agentloop.run.retry.advise, with its signature), its module loaded
+    when a failed attempt first asks it: most runs never do."""
     from agentloop.run import retry
 
-    return retry.advise(*args, **kwargs)
+    return retry.advise(agent, model, task, attempt, max_attempts, error, exit_code, log_tail,
+                        cwd, timeout, previous_error)
 
 
 def _ready_beside(lane: str | None) -> None:
