@@ -328,14 +328,16 @@ class Spawned(_Child):
             wait = None if deadline is None else deadline - time.monotonic()
             if wait is not None and wait <= 0:
                 raise subprocess.TimeoutExpired(self.args, timeout or 0)
-            for fd, _ in self._poller.poll(None if wait is None else wait * 1000):
+            for fd, events in self._poller.poll(None if wait is None else wait * 1000):
                 if fd == self._in:
                     self._feed()
                 elif fd in self._live:
                     chunk = os.read(fd, CHUNK)
                     if chunk:
                         self._chunks[fd].append(chunk)
-                    else:
+                    # A pipe whose writers are all gone (POLLHUP) has nothing after what a
+                    # short read took: its end, without another poll and read to be told so.
+                    if not chunk or (events & select.POLLHUP and len(chunk) < CHUNK):
                         self._close(fd)
                 else:  # closed by a _close a stop cut short
                     self._poller.unregister(fd)
