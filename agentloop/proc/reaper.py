@@ -87,11 +87,16 @@ def children() -> set[int]:
 def _read(path: str) -> bytes:
     # Raw reads: open() would add a buffer, an isatty and two seeks to each file, and this is
     # read for every thread twice a task.
+    # A short read is the end: the kernel fills a read of these files a page at a time, record
+    # by record (pids of at most 8 characters), so one that stopped under half a page had no
+    # record left (a second read, to see it answer nothing, was two calls a task).
     fd = os.open(path, os.O_RDONLY)
     try:
         chunks = []
         while chunk := os.read(fd, 4096):
             chunks.append(chunk)
+            if len(chunk) < 2048:
+                break
     finally:
         os.close(fd)
     return b"".join(chunks)

@@ -16,9 +16,10 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
-from typing import Mapping
+from typing import Callable, Mapping
 
 CHUNK = 1 << 16
 # What Popen's restore_signals gives a child back (Python itself ignores SIGPIPE), and
@@ -54,6 +55,45 @@ def _inherited() -> list[int]:
 
 
 OWN_FDS = "/proc/self/fd"
+# close_range(2)'s flag that marks the descriptors close-on-exec instead of closing them.
+CLOSE_RANGE_CLOEXEC = 4
+_NO_END = 0xFFFFFFFF
+_mark: Callable[[int, int, int], int] | None = None
+_looked = False   # whether libc's close_range was looked for (once ctypes is loaded)
+
+
+def _marker() -> Callable[[int, int, int], int] | None:
+    """libc's close_range (Linux 5.11, glibc 2.34), found once ctypes is loaded: a run loads
+    it beside its first agent's set-up (agentloop.proc.reaper), and loading it here, for the
+    first git command, would cost that command a few milliseconds."""
+    global _mark, _looked
+    if not _looked and "ctypes" in sys.modules:
+        import ctypes
+
+        try:
+            call = ctypes.CDLL(None, use_errno=True).close_range
+            call.argtypes = (ctypes.c_uint, ctypes.c_uint, ctypes.c_int)
+            call.restype = ctypes.c_int
+            _mark = call
+        except (OSError, AttributeError):
+            _mark = None
+        _looked = True
+    return _mark
+
+
+def _to_close() -> list[int]:
+    """The descriptors of ours a child must be told to close: none once every one from 3 up is
+    marked close-on-exec, in one call (whatever was opened since the last child, by us or a
+    library, is marked with the rest); else the listing of /proc, a call per descriptor.
+    Marking them in our own process changes nothing but what children inherit: every child of
+    ours, started here or by Popen, closes them all anyway."""
+    global _mark
+    mark = _marker()
+    if mark is not None:
+        if mark(3, _NO_END, CLOSE_RANGE_CLOEXEC) == 0:
+            return []
+        _mark = None  # an older kernel (ENOSYS, EINVAL): the listing from now on
+    return _inherited()
 
 
 USABLE = _stdio_open()
@@ -136,7 +176,7 @@ def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: 
         (os.POSIX_SPAWN_DUP2, stdout, 1), (os.POSIX_SPAWN_DUP2, stderr, 2),
         (os.POSIX_SPAWN_DUP2, stdin, 0) if stdin is not None else
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
-    actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited()]
+    actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _to_close()]
     given = _encoded(environ)
     try:
         return os.posix_spawn(program, argv, given, file_actions=actions, setsid=True,
@@ -288,14 +328,16 @@ class Spawned(_Child):
             wait = None if deadline is None else deadline - time.monotonic()
             if wait is not None and wait <= 0:
                 raise subprocess.TimeoutExpired(self.args, timeout or 0)
-            for fd, _ in self._poller.poll(None if wait is None else wait * 1000):
+            for fd, events in self._poller.poll(None if wait is None else wait * 1000):
                 if fd == self._in:
                     self._feed()
                 elif fd in self._live:
                     chunk = os.read(fd, CHUNK)
                     if chunk:
                         self._chunks[fd].append(chunk)
-                    else:
+                    # A pipe whose writers are all gone (POLLHUP) has nothing after what a
+                    # short read took: its end, without another poll and read to be told so.
+                    if not chunk or (events & select.POLLHUP and len(chunk) < CHUNK):
                         self._close(fd)
                 else:  # closed by a _close a stop cut short
                     self._poller.unregister(fd)

@@ -89,6 +89,36 @@ def test_nothing_but_the_three_streams_is_inherited(where: Path) -> None:
         os.close(fd)
 
 
+@pytest.mark.parametrize("how", ["marked", "listed"])
+def test_one_opened_later_is_not_inherited_either(how: str, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a library opens inheritable after the first child is closed in the next one too:
+    marked close-on-exec with the rest in one call where the kernel has close_range, else
+    found in /proc at each start."""
+    monkeypatch.chdir(tmp_path)
+    import ctypes  # noqa: F401  (a run has it loaded by its first agent: agentloop.proc.reaper)
+
+    if how == "listed":
+        monkeypatch.setattr(spawn, "_mark", None)
+        monkeypatch.setattr(spawn, "_looked", True)
+    elif spawn._marker() is None:
+        pytest.skip("no close_range here")
+    probe = "test -e /proc/self/fd/{} && echo leaked || echo closed"
+    assert proc.run(["true"]).returncode == 0  # a child before the descriptor exists
+    for _ in range(2):
+        fd = os.open(os.devnull, os.O_RDONLY)
+        os.set_inheritable(fd, True)
+        try:
+            assert proc.run(["sh", "-c", probe.format(fd)]).stdout == "closed\n"
+            seen: list[bytes] = []
+            proc.stream(["sh", "-c", probe.format(fd)], seen.append)
+            assert seen == [b"closed\n"]
+            # Marked in our process (close_range) or only closed in the child (the listing).
+            assert os.get_inheritable(fd) is (how == "listed")
+        finally:
+            os.close(fd)
+
+
 def test_a_parent_that_ignores_sigchld(where: Path) -> None:
     """Found by review: children the kernel reaps itself have no status to wait for (no
     crash), and a child must not inherit the ignored SIGCHLD (agentloop.__main__ puts it
