@@ -4,7 +4,7 @@ CLI renders it (agentloop.console.render) as text or JSON. `--status` has a modu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
@@ -45,7 +45,7 @@ class PlanView:
     budget: str = ""                 # --budget: what is spent and how far it can be passed
 
 
-@dataclass(frozen=True)
+@on_first_use(frozen=True)  # made as the run ends, long after its first agent started
 class RunResult:
     """A run that went to its end: the summary and the state it left."""
 

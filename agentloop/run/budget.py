@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
 from enum import Enum
 from typing import Callable, Iterable
 
 from agentloop.errors import BudgetReached
+from agentloop.ondemand import dataclass
 from agentloop.options import RunOptions
 from agentloop.state.receipts import money, of_task, spent, usd
 from agentloop.state.schema import Attempt, State
@@ -100,7 +100,7 @@ def costliest(state: State) -> float | None:
     return max(costs) if costs else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # made at first use (agentloop.ondemand): most runs never make one
 class Reckoning:
     """What the budget counts as spent: the known cost, and the runs of unknown cost each
     counted as `each` (None: no run's cost is known yet, so they count nothing)."""

@@ -56,6 +56,12 @@ runpy.run_module('agentloop', run_name='__main__')
 # Ours that a plain run needs for none of its work: the hooks' watcher (no --on-task, no
 # --on-finish).
 NOT_FOR_A_PLAIN_RUN = ("agentloop.run.hooks",)
+# Records a plain run makes only once its first agent works, or never (no --budget): none is
+# made before it, where it takes the main thread's time (agentloop.ondemand).
+MADE_ONCE_AN_AGENT_WORKS = ("agentloop.app.RunResult", "agentloop.run.budget.Reckoning")
+# A git lane's record of the repository's settings, which its first step makes: made by the
+# thread that makes the records ahead, beside the lane's git (agentloop.vcs.choose.load_lane).
+NOT_BY_THE_MAIN_THREAD = ("agentloop.vcs.git.planted.Settings",)
 
 
 def watched(work: Path, tmp_path: Path, *args: str) -> list[str]:
@@ -84,6 +90,14 @@ def test_a_plain_run_loads_no_hooks_and_makes_its_first_task_s_records_beside(
     assert "agentloop.run.attempt" in imported
     loaded = sorted(imported & set(NOT_FOR_A_PLAIN_RUN))
     assert not loaded, f"a plain run loads {loaded}: load them where their work begins"
+    early = [line.split()[1] for line in lines[:starts[0]] if line.startswith("made ")]
+    assert "agentloop.run.start.Admitted" in early, "are the records watched?"
+    made_early = sorted(set(early) & set(MADE_ONCE_AN_AGENT_WORKS))
+    assert not made_early, f"made before the first agent starts: {made_early}"
+    by_main = [line.split()[1] for line in lines[:starts[0]]
+               if line.startswith("made ") and line.endswith(" True")]
+    main = sorted(set(by_main) & set(NOT_BY_THE_MAIN_THREAD))
+    assert not main, f"made by the main thread on its way to the first agent: {main}"
     # The records the first task makes once its agent started (the agent's result, the events
     # and decisions of its end, its receipt) were made beside it, while it ran, not by the main
     # thread while the task's end waits for them, nor before the agent started, where they
