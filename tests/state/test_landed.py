@@ -173,10 +173,10 @@ def test_a_fresh_clone_after_a_squash_merge_runs_nothing_again(
     assert "3 task(s) found done in the history" in text
 
 
-def _readded(tmp_path: Path, fake_claude: FakeClaude, revert: bool) -> tuple[Path, str]:
-    """A plan of two tasks run to the end (t1's commit reverted with `git revert` when
-    `revert`), t1 deleted from the plan, a run, the plan put back (`git checkout tasks.md`),
-    a run: that last run's output."""
+
+def _two_tasks_run(tmp_path: Path) -> tuple[Path, tuple[str, ...]]:
+    """A committed plan of two tasks, run to the end with git; (the project, the run's
+    options)."""
     from tests.support.runner import agent_loop
 
     work = git_project(tmp_path, "## G\n- [ ] t1\n  FAKE: write f1.txt 1\n"
@@ -185,6 +185,15 @@ def _readded(tmp_path: Path, fake_claude: FakeClaude, revert: bool) -> tuple[Pat
     git(work, "commit", "-qm", "plan")
     args = ("--vcs", "git", "--no-distill")
     assert agent_loop(work, *args).returncode == 0
+    return work, args
+
+def _readded(tmp_path: Path, fake_claude: FakeClaude, revert: bool) -> tuple[Path, str]:
+    """A plan of two tasks run to the end (t1's commit reverted with `git revert` when
+    `revert`), t1 deleted from the plan, a run, the plan put back (`git checkout tasks.md`),
+    a run: that last run's output."""
+    from tests.support.runner import agent_loop
+
+    work, args = _two_tasks_run(tmp_path)
     first = git(work, "log", "--format=%H", "--grep", "/ t1").split()
     assert len(first) == 1
     if revert:
@@ -225,12 +234,7 @@ def test_status_says_a_done_task_put_back_is_done_as_the_dry_run_does(
     # run, paying nothing, recorded it done by its commit).
     from tests.support.runner import agent_loop
 
-    work = git_project(tmp_path, "## G\n- [ ] t1\n  FAKE: write f1.txt 1\n"
-                                 "- [ ] t2\n  FAKE: write f2.txt 2\n")
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "plan")
-    args = ("--vcs", "git", "--no-distill")
-    assert agent_loop(work, *args).returncode == 0
+    work, args = _two_tasks_run(tmp_path)
     (work / "tasks.md").write_text("## G\n- [ ] t2\n  FAKE: write f2.txt 2\n")
     assert agent_loop(work, *args).returncode == 0
     git(work, "checkout", "-q", "tasks.md")

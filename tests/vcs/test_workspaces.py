@@ -162,6 +162,21 @@ def test_a_lane_branch_goes_by_git_when_refs_are_being_packed(repo: Path) -> Non
     assert (repo / ".git" / "refs" / "heads" / "agent-loop" / "1-one").is_file()
 
 
+def _config_file(where: str, text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                 ) -> None:
+    """`text` in git's XDG or system config file (one of this test's, named by the
+    environment), the global one set aside for the XDG file as git reads it."""
+    if where == "xdg":
+        monkeypatch.delenv("GIT_CONFIG_GLOBAL")
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+        (tmp_path / "xdg" / "git").mkdir(parents=True)
+        (tmp_path / "xdg" / "git" / "config").write_text(text)
+    else:
+        monkeypatch.delenv("GIT_CONFIG_NOSYSTEM")
+        monkeypatch.setenv("GIT_CONFIG_SYSTEM", str(tmp_path / "system"))
+        (tmp_path / "system").write_text(text)
+
+
 @pytest.mark.parametrize("where", ["repository", "global", "included", "xdg", "system",
                                    "environment", "git -c"])
 def test_a_lane_branch_goes_from_its_files_whatever_hooks_are_set(
@@ -189,15 +204,8 @@ def test_a_lane_branch_goes_from_its_files_whatever_hooks_are_set(
         (tmp_path / "more").write_text(setting)
         (Path(os.environ["HOME"]) / ".gitconfig").write_text(
             f"[includeIf \"gitdir:{repo}/\"]\n\tpath = {tmp_path / 'more'}\n")
-    elif where == "xdg":
-        monkeypatch.delenv("GIT_CONFIG_GLOBAL")
-        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-        (tmp_path / "xdg" / "git").mkdir(parents=True)
-        (tmp_path / "xdg" / "git" / "config").write_text(setting)
-    elif where == "system":
-        monkeypatch.delenv("GIT_CONFIG_NOSYSTEM")
-        monkeypatch.setenv("GIT_CONFIG_SYSTEM", str(tmp_path / "system"))
-        (tmp_path / "system").write_text(setting)
+    elif where in ("xdg", "system"):
+        _config_file(where, setting, tmp_path, monkeypatch)
     elif where == "environment":
         monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
         monkeypatch.setenv("GIT_CONFIG_KEY_0", "core.hooksPath")
@@ -380,14 +388,9 @@ def test_a_git_lane_is_left_to_worktree_add_where_the_files_cannot_say_it_all(
         with open(os.environ["GIT_CONFIG_GLOBAL"], "a") as config:
             config.write(relative)
     elif why == "relative paths in the XDG config":
-        monkeypatch.delenv("GIT_CONFIG_GLOBAL")
-        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-        (tmp_path / "xdg" / "git").mkdir(parents=True)
-        (tmp_path / "xdg" / "git" / "config").write_text(relative)
+        _config_file("xdg", relative, tmp_path, monkeypatch)
     elif why == "relative paths in the system config":
-        monkeypatch.delenv("GIT_CONFIG_NOSYSTEM")
-        monkeypatch.setenv("GIT_CONFIG_SYSTEM", str(tmp_path / "system"))
-        (tmp_path / "system").write_text(relative)
+        _config_file("system", relative, tmp_path, monkeypatch)
     elif why == "relative paths by git -c":
         for name, value in (("COUNT", "1"), ("KEY_0", "worktree.useRelativePaths"),
                             ("VALUE_0", "true")):
