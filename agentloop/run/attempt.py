@@ -290,7 +290,7 @@ def _develop(run: Run, task: TaskState, change: Change, prompt: str, resume: str
         attempt, result = run_agent(run, task, change, prompt, number, resume,
                                     iteration=iteration)
         # Read once an agent has run (its patterns compiled as it loads): not on the way to
-        # the first agent, loaded meanwhile by agentloop.run.start._made_ahead.
+        # the first agent, loaded meanwhile by agentloop.run.ahead._made_ahead.
         from agentloop.run.final_message import Report
         from agentloop.run.final_message import parse as parse_report
 

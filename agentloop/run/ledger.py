@@ -312,7 +312,7 @@ def apply(run: Run, task: TaskState, step: Step) -> Attempt | None:
     _say(run, task, step)
     if isinstance(step, Completed):
         # Once a task is done, after its agent: not on the way to the first agent (loaded
-        # meanwhile by agentloop.run.start._made_ahead).
+        # meanwhile by agentloop.run.ahead._made_ahead).
         from agentloop.run import tick_boxes
 
         if tick_boxes.landed(run, task):

@@ -126,7 +126,7 @@ def open_lane(kind: str, main: MainLine, workspace: Path, task_file: Path, branc
 
 def load_lane(kind: str) -> None:
     """The module open_lane needs for a lane of `kind`, loaded (ahead, in a thread: agentloop.
-    run.start.make_ahead), with the record of the repository's settings a git lane's first
+    run.ahead.make_ahead), with the record of the repository's settings a git lane's first
     step makes (agentloop.ondemand: else the main thread's, on the way to the first agent)."""
     if kind == "git":
         import agentloop.vcs.git.lane  # noqa: F401

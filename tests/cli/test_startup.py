@@ -415,7 +415,7 @@ def test_a_fresh_run_starts_its_first_git_commands_before_it_loads_the_run(
 def test_a_run_readies_its_first_agent_while_it_waits_for_its_lane(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     # What the first agent needs made ready in threads (the watchdog's shell and libc's prctl,
-    # the records its task makes: agentloop.run.start._ready_beside) starts once the lane's
+    # the records its task makes: agentloop.run.ahead.ready_beside) starts once the lane's
     # `git checkout` runs (its one process), which the main thread waits for, and not before:
     # started before,
     # the threads took the GIL from the main thread's own set-up (the run's first records, the
@@ -434,7 +434,7 @@ def test_a_run_readies_its_first_agent_while_it_waits_for_its_lane(
 
 # What a plain run (git, a fresh plan, no agent failing) loads only once its first agent works:
 # the end of a task (loaded meanwhile by the thread that makes the records
-# ahead, agentloop.run.start._made_ahead); what its main thread leaves to that thread, which
+# ahead, agentloop.run.ahead._made_ahead); what its main thread leaves to that thread, which
 # loads it beside the lane's git (an agent's final message, read once the agent has run); and
 # what it never loads: the retry advisor (a failed attempt), the records of tasks a plan joined
 # (agentloop.state.folding), the lanes the settings furnish, what the history says of a run
@@ -489,7 +489,7 @@ def test_a_run_loads_before_its_first_agent_only_what_the_agent_needs(
 LANE_AHEAD = """
 import dataclasses, sys, time
 from agentloop.proc.read_output import Deadline
-from agentloop.run.start import make_ahead
+from agentloop.run.ahead import make_ahead
 make_ahead({lane!r})
 deadline = time.monotonic() + 60
 # Deadline: the last record the thread makes before it waits for the agent's start.
@@ -507,7 +507,7 @@ def test_the_records_made_ahead_load_the_lane_s_module_before_the_agent_starts(
         lane: str | None, loaded: list[str]) -> None:
     # The main thread opens the lane (agentloop.vcs.choose.open_lane) once its git is done, on
     # the first agent's way: the lane's module is loaded by then, beside that git, by the
-    # thread that makes the first task's records (agentloop.run.start.make_ahead) before it
+    # thread that makes the first task's records (agentloop.run.ahead.make_ahead) before it
     # waits for the agent; a run in your checkout loads none.
     done = subprocess.run([sys.executable, "-c", LANE_AHEAD.format(lane=lane)],
                           capture_output=True, text=True, timeout=120)
