@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentloop import proc
+from agentloop.errors import VcsError
 from agentloop.vcs import lanes
 from agentloop.vcs.git import refs, teardown, worktree_list
 from agentloop.vcs.git import worktrees as wt
@@ -483,18 +485,49 @@ def test_a_half_made_lane_of_a_live_run_is_left_to_it(repo: Path) -> None:
     path.mkdir(parents=True)
     own = repo / ".git" / "worktrees" / "1-busy"
     own.mkdir(parents=True)
-    (own / "locked").write_text(f"agent-loop {os.getppid()}")
-    (own / "HEAD").write_text("0" * 40 + "\n")
-    (own / "gitdir").write_text(f"{path}/.git\n")
-    (own / "commondir").write_text("")
-    with pytest.raises(Exception, match="worktree list"):
-        worktree_list.git_worktrees(repo)
-    assert own.is_dir()
+    # A live process whose command line names agent-loop, as a run's does.
+    busy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "agent-loop"])
+    try:
+        (own / "locked").write_text(f"agent-loop {busy.pid}")
+        (own / "HEAD").write_text("0" * 40 + "\n")
+        (own / "gitdir").write_text(f"{path}/.git\n")
+        (own / "commondir").write_text("")
+        with pytest.raises(VcsError, match=f"worktree list.*rm -rf {own}"):
+            worktree_list.git_worktrees(repo)
+        assert own.is_dir()
+    finally:
+        busy.kill()
+        busy.wait()
     gone = subprocess.Popen(["true"])
     gone.wait()
     (own / "locked").write_text(f"agent-loop {gone.pid}")
     worktree_list.git_worktrees(repo)
     assert not own.exists()
+
+
+def test_a_half_made_lane_whose_pid_is_another_programs_now_is_repaired(repo: Path) -> None:
+    """After a restart (a container's) the pid a half-made registration's lock names is alive
+    again, some other program's (PID 1, say): its run is gone, so the registration is repaired,
+    not left to stop every later run at `git worktree list`."""
+    import subprocess
+
+    base = git(repo, "rev-parse", "HEAD")
+    path = lanes.lanes_dir(repo).resolve() / "1-reused"
+    path.mkdir(parents=True)
+    own = repo / ".git" / "worktrees" / "1-reused"
+    own.mkdir(parents=True)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        (own / "locked").write_text(f"agent-loop {other.pid}")
+        (own / "HEAD").write_text("0" * 40 + "\n")
+        (own / "gitdir").write_text(f"{path}/.git\n")
+        (own / "commondir").write_text("")
+        lane = wt.open_git(repo, "1-reused", base, fresh=True)
+    finally:
+        other.kill()
+        other.wait()
+    assert (lane.path / "a.txt").read_text() == "a\n"
+    assert "locked" not in worktree_list.git_worktrees(repo)[lane.path]
 
 
 def test_a_lane_let_go_is_looked_at_without_writing_its_index(repo: Path) -> None:
