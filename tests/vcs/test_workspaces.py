@@ -601,3 +601,31 @@ def test_a_registration_that_fails_leaves_a_folder_someone_else_made(
         assert not wt._registered(repo, path, base, "agent-loop 1")
     assert (path / "theirs.txt").read_text() == "theirs\n"
     assert not (repo / ".git" / "worktrees" / "1-race").exists()
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink"])
+def test_something_not_a_lane_where_a_lane_goes_is_said_and_left(
+        repo: Path, tmp_path: Path, kind: str) -> None:
+    """A plain file, or a symlink (dangling or not), in agent-loop's lanes folder under a lane's
+    name is not a lane of ours: one line names it and says to move it away, before any lane is
+    swept or made. The file stays; a symlink is never followed (git made its target elsewhere
+    and registered a worktree there; a file made clean_git's rmtree fail)."""
+    from agentloop.vcs.choose import sweep_workspaces
+
+    base = git(repo, "rev-parse", "HEAD")
+    folder = lanes.lanes_dir(repo)
+    folder.mkdir(parents=True)
+    entry = folder / "1-odd"
+    target = tmp_path / "elsewhere" / "x"
+    if kind == "file":
+        entry.write_text("mine\n")
+    else:
+        entry.symlink_to(target)
+    for step in (lambda: sweep_workspaces("git", repo, set(), {"1-odd"}),
+                 lambda: wt.open_git(repo, "1-odd", base, fresh=True)):
+        with pytest.raises(VcsError, match=f"{entry} is a {kind}.*move it away") as said:
+            step()
+        assert "\n" not in str(said.value)
+    assert entry.is_symlink() if kind == "symlink" else entry.read_text() == "mine\n"
+    assert not target.exists() and not (tmp_path / "elsewhere").exists()
+    assert list(worktree_list.git_worktrees(repo)) == [repo.resolve()]
