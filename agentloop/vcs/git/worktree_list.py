@@ -23,7 +23,7 @@ def git_worktrees(root: Path) -> dict[Path, dict[str, str]]:
     try:
         out = _git(root, "worktree", "list", "--porcelain")
     except VcsError as error:
-        if not _drop_half_made(root):
+        if not _drop_half_made(root) and not _mended(root):
             said = _said(root)
             if said is None:
                 raise
@@ -63,6 +63,24 @@ def _drop_half_made(root: Path) -> bool:
                 and not _maker_alive(own / "locked"):
             shutil.rmtree(own)
             found = True
+    return found
+
+
+def _mended(root: Path) -> bool:
+    """Whether a lane's whole registration (unlocked, its gitdir written) whose `commondir` was
+    emptied (an agent's write: git then fails every `git worktree list`) was written back as
+    git writes it (`../..`, what git writes for every worktree, so no one's is changed)."""
+    git_dir = root / ".git"
+    try:
+        entries = list((git_dir / "worktrees").iterdir()) if git_dir.is_dir() else []
+    except OSError:
+        return False
+    found = False
+    for own in entries:
+        if (own / "locked").exists() or not _written(own / "gitdir") or \
+                not (lanes_dir(root) / own.name).is_dir() or _written(own / "commondir"):
+            continue
+        found = refs.commondir_mended(own, git_dir) is not None or found
     return found
 
 
