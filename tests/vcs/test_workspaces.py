@@ -629,3 +629,23 @@ def test_something_not_a_lane_where_a_lane_goes_is_said_and_left(
     assert entry.is_symlink() if kind == "symlink" else entry.read_text() == "mine\n"
     assert not target.exists() and not (tmp_path / "elsewhere").exists()
     assert list(worktree_list.git_worktrees(repo)) == [repo.resolve()]
+
+
+@pytest.mark.parametrize("damage", ["commondir", "registration"])
+def test_a_lane_git_no_longer_takes_for_a_repository_is_a_vcs_error(
+        repo: Path, damage: str) -> None:
+    """A lane whose registration an agent damaged between two steps (its commondir rewritten, or
+    the registration removed) is opened in-process as a VcsError, one line, not GitPython's own
+    exception, which reached the user as an internal error (rc 3)."""
+    from agentloop.vcs.git.repo import open_repo
+
+    lane = wt.open_git(repo, "1-gone", git(repo, "rev-parse", "HEAD"), fresh=True)
+    own = refs.worktree_git_dir(lane.path)
+    assert own is not None
+    if damage == "commondir":
+        (own / "commondir").write_text("../../../nonexist\n")
+    else:
+        shutil.rmtree(own)
+    with pytest.raises(VcsError, match="no longer takes .* for a repository") as said:
+        open_repo(lane.path)
+    assert "\n" not in str(said.value)
