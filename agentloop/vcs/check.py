@@ -25,6 +25,7 @@ from agentloop.vcs.git import refs
 from agentloop.vcs.git.agent_in_checkout import agent_moved_main
 from agentloop.vcs.git.lane_record import GitLaneRecord
 from agentloop.vcs.git.moved_back import main_moved_back
+from agentloop.vcs.git.registration import registration_damaged
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.rewritten import carried, rewritten
 
@@ -78,7 +79,7 @@ def git_lane_gone(record: GitLaneRecord) -> Breach | None:
     looks at the folder, no process: asked before any git command in a lane whose agent ran."""
     lane = record.lane
     if lane.is_dir() and (lane / ".git").exists():
-        return _registration_damaged(record)
+        return registration_damaged(record)
     short, main_short = _shorts(record)
     if not lane.is_dir():
         return Breach(Kind.LANE_GONE, f"the lane's worktree {lane} was removed (by its agent, "
@@ -91,25 +92,6 @@ def git_lane_gone(record: GitLaneRecord) -> Breach | None:
                   f"files are where the agent left them, and its branch {short} keeps what it "
                   "had committed",
                   ("git worktree prune", f"git log --oneline {main_short}..{short}"))
-
-
-def _registration_damaged(record: GitLaneRecord) -> Breach | None:
-    """The lane's own git dir no longer naming the repository's (its `commondir` rewritten, by
-    its agent or from outside): no git command runs in the lane ("not a git repository").
-    One more file read, where the step left the two dirs known (record.dirs)."""
-    if record.dirs is None:
-        return None
-    own, common = record.dirs
-    mended = refs.commondir_mended(own, common, write=False)
-    if mended is None:
-        return None
-    short, main_short = _shorts(record)
-    return Breach(Kind.LANE_GONE, f"the lane's worktree registration {own} was damaged (by "
-                  f"its agent, or from outside): its commondir names {mended!r}, not the "
-                  f"repository's {common}, so git no longer knows {record.lane} as a worktree; "
-                  f"its files are where the agent left them, its branch {short} keeps what it "
-                  "had committed, and the next run repairs the registration",
-                  (f"git log --oneline {main_short}..{short}",))
 
 
 def _checked_out(record: GitLaneRecord, ref: str | None) -> Breach:
