@@ -25,6 +25,7 @@ from agentloop.vcs.git import refs
 from agentloop.vcs.git.agent_in_checkout import agent_moved_main
 from agentloop.vcs.git.lane_record import GitLaneRecord
 from agentloop.vcs.git.moved_back import main_moved_back
+from agentloop.vcs.git.registration import registration_damaged
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.rewritten import carried, rewritten
 
@@ -78,7 +79,7 @@ def git_lane_gone(record: GitLaneRecord) -> Breach | None:
     looks at the folder, no process: asked before any git command in a lane whose agent ran."""
     lane = record.lane
     if lane.is_dir() and (lane / ".git").exists():
-        return None
+        return registration_damaged(record)
     short, main_short = _shorts(record)
     if not lane.is_dir():
         return Breach(Kind.LANE_GONE, f"the lane's worktree {lane} was removed (by its agent, "

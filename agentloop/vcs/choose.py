@@ -15,7 +15,7 @@ from agentloop.vcs.check import LaneBreach as LaneBreach
 from agentloop.vcs.landing import WAIT_LIMIT
 from agentloop.vcs.landing import IntegrationConflict as IntegrationConflict
 from agentloop.vcs.landing import LandingHeld as LandingHeld
-from agentloop.vcs.lanes import Workspace
+from agentloop.vcs.lanes import Workspace, check_folder
 from agentloop.vcs.protocol import Lane, Vcs
 from agentloop.vcs.stays_git import git_only
 
@@ -191,6 +191,7 @@ def sweep_workspaces(kind: str, root: Path, keep: set[str], known: set[str],
                      main_ref: str = "HEAD") -> Swept:
     """Working copies of `known` lanes not in `keep` (a killed run's) removed; for git their
     branches too, what is not on the main line kept first."""
+    check_folder(root, known)
     if kind == "git":
         from agentloop.vcs.git import teardown
         _, registered, notes = teardown.swept_git(root, keep, known=known)

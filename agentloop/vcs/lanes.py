@@ -38,8 +38,9 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
+from agentloop.errors import VcsError
 from agentloop.files.digest import sha1
 from agentloop.files.lock import held
 from agentloop.vcs import STATE_DIR
@@ -91,6 +92,25 @@ def serial_lane(key: str) -> str:
     """The one lane of a sequential run of the plan with `key` (no group's name: a group's lane
     name starts with its number, and the plan's key keeps two plans apart)."""
     return f"{key}-{SERIAL}"
+
+
+def check_folder(root: Path, names: Iterable[str]) -> None:
+    """VcsError, one line, when the lanes folder holds something under one of these lanes'
+    names that is not a lane of ours: a symlink (git would make its target, wherever it
+    points, and register a worktree there) or anything but a folder (a file). Not ours to
+    delete or follow: said, to be moved away, before any lane is swept or made."""
+    folder = lanes_dir(root)
+    for name in sorted(names):
+        entry = folder / name
+        if entry.is_symlink():
+            kind = "symlink"
+        elif entry.exists() and not entry.is_dir():
+            kind = "file"
+        else:
+            continue
+        raise VcsError(f"{entry} is a {kind}, not a lane: agent-loop makes lane {name} there "
+                       "and neither deletes nor follows what is not its own; move it away "
+                       "(out of the lanes folder), then run again")
 
 
 def lane_left(root: Path, name: str) -> bool:

@@ -122,6 +122,29 @@ def test_a_finished_agents_work_in_a_lane_it_switched_lands_unpaid_after_the_rep
     assert len(fake_claude.task_runs()) == 3
 
 
+@pytest.mark.parametrize("damage", [
+    "echo ../../../nonexist > $(git rev-parse --git-dir)/commondir",
+    ": > $(git rev-parse --git-dir)/commondir",
+], ids=["elsewhere", "empty"])
+def test_a_lane_registration_its_agent_damaged_is_said_then_repaired_and_lands_unpaid(
+        tmp_path: Path, fake_claude: FakeClaude, damage: str) -> None:
+    """The agent writes a wrong path (or nothing) into its lane's `commondir`: git then takes
+    the lane for no repository at all. The stop says so in one line (not git's raw "not a git
+    repository"), keeping the finished work aside; the next run writes the registration back
+    (it stopped every later run with GitPython's WorkTreeRepositoryUnsupported) and lands it,
+    the agent not paid again."""
+    work = _project(tmp_path, damage)
+    said = _stopped(work)
+    _no_traceback(said)
+    assert "worktree registration" in said and "was damaged (by its agent" in said, said
+    assert "not a git repository" not in said
+    out = _went_on(work)
+    # An emptied one fails `git worktree list` itself, which writes it back before the sweep.
+    assert "repaired the worktree registration of lane" in out or damage.startswith(":")
+    _landed_unpaid(work, out)
+    assert len(fake_claude.task_runs()) == 3  # a1's agent ran once
+
+
 @pytest.mark.parametrize("forget", [
     "jj workspace forget",
     # every workspace, your checkout's `default` too, as a hostile agent did

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentloop import proc
+from agentloop.errors import VcsError
 from agentloop.vcs import lanes
 from agentloop.vcs.git import refs, teardown, worktree_list
 from agentloop.vcs.git import worktrees as wt
@@ -486,18 +488,49 @@ def test_a_half_made_lane_of_a_live_run_is_left_to_it(repo: Path) -> None:
     path.mkdir(parents=True)
     own = repo / ".git" / "worktrees" / "1-busy"
     own.mkdir(parents=True)
-    (own / "locked").write_text(f"agent-loop {os.getppid()}")
-    (own / "HEAD").write_text("0" * 40 + "\n")
-    (own / "gitdir").write_text(f"{path}/.git\n")
-    (own / "commondir").write_text("")
-    with pytest.raises(Exception, match="worktree list"):
-        worktree_list.git_worktrees(repo)
-    assert own.is_dir()
+    # A live process whose command line names agent-loop, as a run's does.
+    busy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "agent-loop"])
+    try:
+        (own / "locked").write_text(f"agent-loop {busy.pid}")
+        (own / "HEAD").write_text("0" * 40 + "\n")
+        (own / "gitdir").write_text(f"{path}/.git\n")
+        (own / "commondir").write_text("")
+        with pytest.raises(VcsError, match=f"worktree list.*rm -rf {own}"):
+            worktree_list.git_worktrees(repo)
+        assert own.is_dir()
+    finally:
+        busy.kill()
+        busy.wait()
     gone = subprocess.Popen(["true"])
     gone.wait()
     (own / "locked").write_text(f"agent-loop {gone.pid}")
     worktree_list.git_worktrees(repo)
     assert not own.exists()
+
+
+def test_a_half_made_lane_whose_pid_is_another_programs_now_is_repaired(repo: Path) -> None:
+    """After a restart (a container's) the pid a half-made registration's lock names is alive
+    again, some other program's (PID 1, say): its run is gone, so the registration is repaired,
+    not left to stop every later run at `git worktree list`."""
+    import subprocess
+
+    base = git(repo, "rev-parse", "HEAD")
+    path = lanes.lanes_dir(repo).resolve() / "1-reused"
+    path.mkdir(parents=True)
+    own = repo / ".git" / "worktrees" / "1-reused"
+    own.mkdir(parents=True)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        (own / "locked").write_text(f"agent-loop {other.pid}")
+        (own / "HEAD").write_text("0" * 40 + "\n")
+        (own / "gitdir").write_text(f"{path}/.git\n")
+        (own / "commondir").write_text("")
+        lane = wt.open_git(repo, "1-reused", base, fresh=True)
+    finally:
+        other.kill()
+        other.wait()
+    assert (lane.path / "a.txt").read_text() == "a\n"
+    assert "locked" not in worktree_list.git_worktrees(repo)[lane.path]
 
 
 def test_a_lane_let_go_is_looked_at_without_writing_its_index(repo: Path) -> None:
@@ -571,3 +604,51 @@ def test_a_registration_that_fails_leaves_a_folder_someone_else_made(
         assert not wt._registered(repo, path, base, "agent-loop 1")
     assert (path / "theirs.txt").read_text() == "theirs\n"
     assert not (repo / ".git" / "worktrees" / "1-race").exists()
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink"])
+def test_something_not_a_lane_where_a_lane_goes_is_said_and_left(
+        repo: Path, tmp_path: Path, kind: str) -> None:
+    """A plain file, or a symlink (dangling or not), in agent-loop's lanes folder under a lane's
+    name is not a lane of ours: one line names it and says to move it away, before any lane is
+    swept or made. The file stays; a symlink is never followed (git made its target elsewhere
+    and registered a worktree there; a file made clean_git's rmtree fail)."""
+    from agentloop.vcs.choose import sweep_workspaces
+
+    base = git(repo, "rev-parse", "HEAD")
+    folder = lanes.lanes_dir(repo)
+    folder.mkdir(parents=True)
+    entry = folder / "1-odd"
+    target = tmp_path / "elsewhere" / "x"
+    if kind == "file":
+        entry.write_text("mine\n")
+    else:
+        entry.symlink_to(target)
+    for step in (lambda: sweep_workspaces("git", repo, set(), {"1-odd"}),
+                 lambda: wt.open_git(repo, "1-odd", base, fresh=True)):
+        with pytest.raises(VcsError, match=f"{entry} is a {kind}.*move it away") as said:
+            step()
+        assert "\n" not in str(said.value)
+    assert entry.is_symlink() if kind == "symlink" else entry.read_text() == "mine\n"
+    assert not target.exists() and not (tmp_path / "elsewhere").exists()
+    assert list(worktree_list.git_worktrees(repo)) == [repo.resolve()]
+
+
+@pytest.mark.parametrize("damage", ["commondir", "registration"])
+def test_a_lane_git_no_longer_takes_for_a_repository_is_a_vcs_error(
+        repo: Path, damage: str) -> None:
+    """A lane whose registration an agent damaged between two steps (its commondir rewritten, or
+    the registration removed) is opened in-process as a VcsError, one line, not GitPython's own
+    exception, which reached the user as an internal error (rc 3)."""
+    from agentloop.vcs.git.repo import open_repo
+
+    lane = wt.open_git(repo, "1-gone", git(repo, "rev-parse", "HEAD"), fresh=True)
+    own = refs.worktree_git_dir(lane.path)
+    assert own is not None
+    if damage == "commondir":
+        (own / "commondir").write_text("../../../nonexist\n")
+    else:
+        shutil.rmtree(own)
+    with pytest.raises(VcsError, match="no longer takes .* for a repository") as said:
+        open_repo(lane.path)
+    assert "\n" not in str(said.value)

@@ -111,7 +111,8 @@ class LaneGit:
 
     def _standing(self, finished: bool) -> None:
         """LaneBreach when the lane's worktree is gone (lane_damage.standing)."""
-        lane_damage.standing(self.root, self.branch, self.main, self.state, self.git, finished)
+        lane_damage.standing(self.root, self.branch, self.main, self.state, self.git, finished,
+                             self._dirs)
 
     def _stopped(self, breach: Breach, finished: bool) -> LaneBreach:
         """The stop for `breach`, a finished agent's work kept aside (lane_damage.stopped)."""

@@ -24,11 +24,13 @@ def unlocked(root: Path, dirs: tuple[Path, Path] | None) -> str | None:
 
 
 def standing(root: Path, branch: str, main: GitMainLine, state: LaneState, git: Git,
-             finished: bool) -> None:
+             finished: bool, dirs: tuple[Path, Path] | None = None) -> None:
     """LaneBreach when the lane's worktree is gone (its agent's `git worktree remove`, or
-    `rm .git`): said as the breach it is, before a git command of ours fails in it.
-    `finished`: the step's agent had finished (stopped)."""
-    gone = git_lane_gone(GitLaneRecord(root, branch, None, main.root, main.ref))
+    `rm .git`) or its registration no longer names the repository (`dirs`, the lane's own git
+    dir and the common one, known: its `commondir` rewritten): said as the breach it is,
+    before a git command of ours fails in it. `finished`: the step's agent had finished
+    (stopped)."""
+    gone = git_lane_gone(GitLaneRecord(root, branch, None, main.root, main.ref, dirs=dirs))
     if gone is not None:
         raise stopped(breach=gone, finished=finished, root=root, main=main, state=state,
                       git=git)

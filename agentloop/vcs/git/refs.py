@@ -223,6 +223,26 @@ def worktree_git_dir(worktree: Path) -> Path | None:
     return found if found.is_dir() else None
 
 
+def commondir_mended(own: Path, common: Path, write: bool = True) -> str | None:
+    """What a linked worktree's own git dir `own` (under `common`/worktrees/) says in its
+    `commondir` when that no longer names `common`, the repository's git dir (rewritten, or
+    emptied: git then takes the worktree for no repository at all); None when it does, or when
+    `own` is not a worktree's folder of `common`. `write`: the file written back as git writes
+    it (`../..`)."""
+    file = own / "commondir"
+    try:
+        if own.resolve().parent != (common / "worktrees").resolve():
+            return None
+        text = file.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if text and (own / text).resolve() == common.resolve():
+        return None
+    if write:
+        file.write_text("../..\n")
+    return text
+
+
 def no_linked_worktrees(git_dir: Path) -> bool:
     """Whether the repository whose main git dir is `git_dir` has no linked worktree: git keeps
     one folder each under `worktrees/` (and removes that folder with the last of them). False

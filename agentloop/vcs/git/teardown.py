@@ -177,6 +177,7 @@ def swept_git(root: Path, keep: set[str], known: set[str] | None = None
     gone, notes = [], []
     folder = lanes_dir(root).resolve()
     with bookkeeping(root):
+        notes += _registrations_mended(root, known)
         # No linked worktree at all (as the repository's files say, when its git dir is a
         # folder of the checkout): nothing registered to list.
         listed = {} if (root / ".git").is_dir() and refs.no_linked_worktrees(root / ".git") \
@@ -188,6 +189,28 @@ def swept_git(root: Path, keep: set[str], known: set[str] | None = None
                 notes += clean_git(root, path)
                 gone.append(path.name)
     return gone, (listed if not gone else None), notes
+
+
+def _registrations_mended(root: Path, known: set[str] | None) -> list[str]:
+    """The registrations of `known` lanes (no run holds them: the caller's run holds their
+    plan's lock) whose `commondir` no longer names the repository (an agent's write): written
+    back as git writes it, so git, and the lane's next step, know the lane again. Its files,
+    index and branch stay as they were. A look at the repository's files only: none when its
+    git dir is not a folder of the checkout."""
+    git_dir = root / ".git"
+    if not git_dir.is_dir() or refs.no_linked_worktrees(git_dir):
+        return []
+    notes = []
+    for name in sorted(known or ()):
+        own = git_dir / "worktrees" / name
+        if not (own / "gitdir").is_file() or (own / "locked").exists():
+            continue  # none, or half-made (worktree_list drops those)
+        said = refs.commondir_mended(own, git_dir)
+        if said is not None:
+            notes.append(f"repaired the worktree registration of lane {name}: its commondir "
+                         f"named {said!r}, not the repository (an agent's write, or one from "
+                         "outside)")
+    return notes
 
 
 def drop_branches(root: Path, names: set[str], main: str = "HEAD") -> list[str]:

@@ -22,9 +22,12 @@ def git_worktrees(root: Path) -> dict[Path, dict[str, str]]:
     """Registered worktrees by folder: their porcelain fields (branch, locked, prunable...)."""
     try:
         out = _git(root, "worktree", "list", "--porcelain")
-    except VcsError:
-        if not _drop_half_made(root):
-            raise
+    except VcsError as error:
+        if not _drop_half_made(root) and not _mended(root):
+            said = _said(root)
+            if said is None:
+                raise
+            raise said from error
         out = _git(root, "worktree", "list", "--porcelain")
     found: dict[Path, dict[str, str]] = {}
     current: dict[str, str] = {}
@@ -61,6 +64,41 @@ def _drop_half_made(root: Path) -> bool:
             shutil.rmtree(own)
             found = True
     return found
+
+
+def _mended(root: Path) -> bool:
+    """Whether a lane's whole registration (unlocked, its gitdir written) whose `commondir` was
+    emptied (an agent's write: git then fails every `git worktree list`) was written back as
+    git writes it (`../..`, what git writes for every worktree, so no one's is changed)."""
+    git_dir = root / ".git"
+    try:
+        entries = list((git_dir / "worktrees").iterdir()) if git_dir.is_dir() else []
+    except OSError:
+        return False
+    found = False
+    for own in entries:
+        if (own / "locked").exists() or not _written(own / "gitdir") or \
+                not (lanes_dir(root) / own.name).is_dir() or _written(own / "commondir"):
+            continue
+        found = refs.commondir_mended(own, git_dir) is not None or found
+    return found
+
+
+def _said(root: Path) -> VcsError | None:
+    """The one line for a half-made registration that is not ours to delete (another program's,
+    or a live run's): which folder, and the command that repairs it once nobody makes it."""
+    try:
+        entries = sorted((root / ".git" / "worktrees").iterdir())
+    except OSError:
+        return None
+    for own in entries:
+        for name in ("commondir", "gitdir"):
+            if (own / name).is_file() and not _written(own / name):
+                return VcsError(
+                    f"`git worktree list` fails on the half-made worktree registration {own} "
+                    f"(its {name} is empty): if no git command is making that worktree now, "
+                    f"remove it with `rm -rf {own}` and run again")
+    return None
 
 
 def drop_cut_short(own: Path) -> bool:
@@ -102,8 +140,22 @@ def _maker_alive(locked: Path) -> bool:
     except ProcessLookupError:
         return False
     except OSError:
-        return True  # alive, someone else's
-    return True
+        pass  # alive, someone else's
+    return _runs_agent_loop(pid)
+
+
+def _runs_agent_loop(pid: int) -> bool:
+    """Whether live process `pid` may be an agent-loop run: its command line names agent-loop,
+    or cannot be read (no /proc: held alive, as before). After a restart (a container's) the
+    pid a lock names is some other program's (PID 1, say): that lock's run is gone."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as file:
+            words = file.read()
+    except FileNotFoundError:
+        return not Path("/proc/self").exists()  # gone since, unless there is no /proc
+    except OSError:
+        return True
+    return b"agent-loop" in words or b"agentloop" in words
 
 
 def _written(file: Path) -> bool:

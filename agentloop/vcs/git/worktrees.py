@@ -15,7 +15,14 @@ from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.git.teardown import clean_git, keep_files
 from agentloop.vcs.git.worktree_list import branch_commit, drop_cut_short, git_worktrees, healthy
-from agentloop.vcs.lanes import BRANCH_PREFIX, PREVIOUS, Workspace, bookkeeping, lanes_dir
+from agentloop.vcs.lanes import (
+    BRANCH_PREFIX,
+    PREVIOUS,
+    Workspace,
+    bookkeeping,
+    check_folder,
+    lanes_dir,
+)
 
 
 def _git(root: Path, *args: str, codes: tuple[int, ...] = (0,)) -> str:
@@ -51,6 +58,7 @@ def _adopt(root: Path, old: str, new: str) -> bool:
 
 def _open_git(root: Path, name: str, base: str, fresh: bool,
               registered: dict[Path, dict[str, str]] | None) -> Workspace:
+    check_folder(root, (name,))
     path = (lanes_dir(root) / name).resolve()
     branch = BRANCH_PREFIX + name
     known = (registered if registered is not None else git_worktrees(root)).get(path)

@@ -10,7 +10,7 @@ from pathlib import Path
 from agentloop.errors import VcsError
 from agentloop.vcs.jj.leftovers import BEGUN
 from agentloop.vcs.jj.run import Jj
-from agentloop.vcs.lanes import JJ_PREFIX, Workspace, bookkeeping, lanes_dir
+from agentloop.vcs.lanes import JJ_PREFIX, Workspace, bookkeeping, check_folder, lanes_dir
 
 
 def lane_of(workspace: str) -> str | None:
@@ -67,6 +67,7 @@ def open_jj(root: Path, name: str, base: str, fresh: bool, config: list[str] | N
 
 def _open_jj(root: Path, name: str, base: str, fresh: bool, config: list[str],
              listed: set[str] | None) -> Workspace:
+    check_folder(root, (name,))
     path = (lanes_dir(root) / name).resolve()
     workspace = JJ_PREFIX + name
     there = workspace in (listed if listed is not None else jj_workspaces(root))
