@@ -524,6 +524,23 @@ def test_your_branch_deleted_and_made_again_names_where_its_commit_is_really_kep
     assert yours in git(repo, "log", "-g", "--format=%H", "HEAD").split()
 
 
+def test_a_landed_commit_dropped_with_your_deleted_branch_names_a_reflog_that_holds_it(
+        repo: Path, lane: LaneGit) -> None:
+    # The same before the step began: the lane's landed task 1 is gone from the branch made
+    # again, and the stop's repair said `git reflog main`, which `branch -D` had deleted.
+    landed = git(repo, "rev-parse", "main")
+    git(repo, "checkout", "-q", "--detach", "HEAD~1")
+    git(repo, "branch", "-q", "-D", "main")
+    git(repo, "checkout", "-q", "-b", "main")
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    with pytest.raises(LaneBreach) as caught:
+        lane.finish(change, "task 2")
+    said = caught.value.breach.text()
+    assert f"commit {landed[:12]}" in said and "git reflog main" not in said, said
+    assert "`git reflog`" in said, said
+
+
 @pytest.mark.parametrize("yours", [["commit", "-q", "--allow-empty", "-m", "my next"],
                                    ["commit", "-q", "--amend", "-m", "my work, reworded"]])
 def test_your_branch_moved_on_or_reworded_while_the_agent_ran_lands(

@@ -32,6 +32,14 @@ def main_moved_back(record: GitLaneRecord, old: str, new: str,
                    f"git -C {root} reset --keep {old[:12]}"), everywhere=True)
 
 
+def look_command(record: GitLaneRecord, commit: str) -> str:
+    """The command that shows where `commit`, dropped from your branch, still is: the reflog
+    that holds it (kept_where), else `git show` of it."""
+    said = _kept_where(record, commit)
+    found = said.split("`")[1] if said.startswith("stays in") else ""
+    return found or f"git show {commit[:12]}"
+
+
 def _kept_where(record: GitLaneRecord, old: str) -> str:
     """Where commit `old`, dropped from your branch, is still named, as git says now: the
     branch's reflog (a `reset` keeps it there), else HEAD's (a `git branch -D` deletes the
