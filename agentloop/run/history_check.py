@@ -13,7 +13,7 @@ from agentloop.errors import RunStopped
 from agentloop.run.context import Run
 from agentloop.run.decisions import Moved
 from agentloop.run.handover import hand
-from agentloop.run.lane_tag import LaneNote
+from agentloop.run.lane_tag import LaneNote, lane, set_lane
 from agentloop.run.rebuilt import moved_on
 from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
@@ -187,9 +187,18 @@ def lost_before(run: Run) -> None:
             _recommitted(run)
         shared.lost_before = lost
     name = run.state.task_file
-    for task in run.state.tasks:
-        if task.change_id in lost:
-            run.emit(LaneNote(f"task {task.index}'s change is no longer in the history "
-                              f"(abandoned, or not on this branch): it stays done; "
-                              f"`agent-loop {name} --task {task.index} --again` does it once "
-                              "more"))
+    here = lane()
+    try:
+        for task in run.state.tasks:
+            if task.change_id in lost:
+                # Said by whichever lane looked first: under the task's own group, not that
+                # lane's.
+                if here:
+                    set_lane(task.group)
+                run.emit(LaneNote(f"task {task.index}'s change is no longer in the history "
+                                  f"(abandoned, or not on this branch): it stays done; "
+                                  f"`agent-loop {name} --task {task.index} --again` does it "
+                                  "once more"))
+    finally:
+        if here:
+            set_lane(here)

@@ -24,7 +24,7 @@ from agentloop.vcs.breach import Breach, Kind
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.agent_in_checkout import agent_moved_main
 from agentloop.vcs.git.lane_record import GitLaneRecord
-from agentloop.vcs.git.moved_back import main_moved_back
+from agentloop.vcs.git.moved_back import look_command, main_moved_back
 from agentloop.vcs.git.registration import registration_damaged
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.rewritten import carried, rewritten
@@ -141,7 +141,7 @@ def _landed_lost(record: GitLaneRecord, main: Git) -> Breach | None:
     main_short = _shorts(record)[1]
     return Breach(Kind.LANDED_LOST, f"commit {lost[0][:12]}, which this lane landed on "
                   f"{main_short}, is no longer on it",
-                  (f"git reflog {main_short}", f"git cherry-pick {lost[0][:12]}"))
+                  (look_command(record, lost[0]), f"git cherry-pick {lost[0][:12]}"))
 
 
 def _main_rewound(record: GitLaneRecord, main: Git) -> Breach | None:

@@ -256,3 +256,19 @@ def test_a_task_you_keep_reverted_is_read_for_once_a_run_not_after_every_task(
     # One at the start (the plan's edit added tasks: are they done in history?), one after the
     # first task finds your revert; none after the other two.
     assert len(reads) == 2, reads
+
+
+def test_a_task_you_dropped_before_a_parallel_run_is_said_under_its_own_group(
+        work: Path, fake_claude: FakeClaude) -> None:
+    """The first lane of a parallel run to look says every dropped task's line: each under the
+    task's own group, not under the group of the lane that happened to look (group One's task 1
+    was said as `[Two] task 1's change is no longer in the history`)."""
+    _started(work, PLAN)
+    first = agent_loop(work, "--vcs", "git", "--no-distill", "--task", "1")
+    assert first.returncode == 0, first.stdout + first.stderr
+    git(work, "reset", "-q", "--hard", "HEAD~1")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2", timeout=60)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    lines = [line for line in said.splitlines() if "task 1's change is no longer" in line]
+    assert len(lines) == 1 and lines[0].startswith("[One] "), said

@@ -677,3 +677,36 @@ def test_ctrl_c_after_the_review_approved_pays_neither_again(
         again.stdout
     task = state_of(work)["tasks"][0]
     assert task["status"] == "completed" and task["attempts"] == 1, task
+
+
+def test_a_killed_runs_lane_you_locked_keeps_its_files_and_says_so(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # kill -9 while the agents work in their lanes, then `git worktree lock --reason mine` on
+    # the lanes left: the next run removed them as half-made ones, your lock unsaid, and the
+    # killed attempts' files went with them, kept nowhere (unlocked, they are rolled back and
+    # kept under refs/agent-loop/rolled-back).
+    once = tmp_path / "once"
+    work = project(tmp_path, "git", "## A\n- a task\n  FAKE: write a.txt a\n"
+                   "  FAKE: write started.txt now\n"
+                   f"  FAKE: bash test -e {once} || {{ touch {once}; sleep 30; }}\n"
+                   "## B\n- b task\n  FAKE: write b.txt b\n")
+    (work / ".gitignore").write_text(".agent-loop/\n")
+    git(work, "add", ".gitignore")
+    git(work, "commit", "-qm", "ignore")
+    child = start(work, "--parallel", "2")
+    lanes = work / ".agent-loop" / "lanes"
+    deadline = time.monotonic() + 60
+    while not list(lanes.glob("*/started.txt")):
+        assert child.poll() is None and time.monotonic() < deadline, child.communicate()
+        time.sleep(0.02)
+    os.killpg(child.pid, signal.SIGKILL)
+    child.communicate(timeout=60)
+    lane = next(lanes.glob("*/started.txt")).parent
+    git(work, "worktree", "lock", "--reason", "mine", str(lane))
+    again = agent_loop(work, "--no-distill", "--parallel", "2")
+    assert again.returncode == 0, again.stdout + again.stderr
+    said = [line for line in again.stdout.splitlines() if "'mine'" in line]
+    assert len(said) == 1 and lane.name in said[0], again.stdout
+    kept = git(work, "log", "-g", "--name-only", "--format=%H", SAVED)
+    assert "started.txt" in kept, again.stdout + kept
+    assert (work / "a.txt").read_text() == "a\n" and (work / "b.txt").read_text() == "b\n"

@@ -500,6 +500,47 @@ def test_your_branch_moved_back_while_the_agent_ran_stops_the_step(repo: Path,
     assert (repo / "mine.txt").read_text() == "my commit\n"
 
 
+def test_your_branch_deleted_and_made_again_names_where_its_commit_is_really_kept(
+        repo: Path, lane: LaneGit) -> None:
+    # `git checkout --detach HEAD~1; git branch -D main; git checkout -b main` while the agent
+    # works: the branch is back, but `git branch -D` deleted its reflog with it, and the stop
+    # said the dropped commit "stays in `git reflog main`", where it is not.
+    (repo / "mine.txt").write_text("my commit\n")
+    git(repo, "add", "mine.txt")
+    git(repo, "commit", "-qm", "my work")
+    yours = git(repo, "rev-parse", "main")
+    lane.finish(lane.begin("task 2"), "task 2")
+    change = lane.begin("task 3")
+    _write(lane.root, "three.txt")
+    git(repo, "checkout", "-q", "--detach", "HEAD~1")
+    git(repo, "branch", "-q", "-D", "main")
+    git(repo, "checkout", "-q", "-b", "main")
+    assert yours not in git(repo, "log", "-g", "--format=%H", "main").split()
+    with pytest.raises(LaneBreach) as caught:
+        lane.finish(change, "task 3")
+    line = caught.value.breach.line
+    assert f"moved from {yours[:12]}" in line and "git reflog main" not in line, line
+    assert f"{yours[:12]} stays in `git reflog` (HEAD's)" in line, line
+    assert yours in git(repo, "log", "-g", "--format=%H", "HEAD").split()
+
+
+def test_a_landed_commit_dropped_with_your_deleted_branch_names_a_reflog_that_holds_it(
+        repo: Path, lane: LaneGit) -> None:
+    # The same before the step began: the lane's landed task 1 is gone from the branch made
+    # again, and the stop's repair said `git reflog main`, which `branch -D` had deleted.
+    landed = git(repo, "rev-parse", "main")
+    git(repo, "checkout", "-q", "--detach", "HEAD~1")
+    git(repo, "branch", "-q", "-D", "main")
+    git(repo, "checkout", "-q", "-b", "main")
+    change = lane.begin("task 2")
+    _write(lane.root, "two.txt")
+    with pytest.raises(LaneBreach) as caught:
+        lane.finish(change, "task 2")
+    said = caught.value.breach.text()
+    assert f"commit {landed[:12]}" in said and "git reflog main" not in said, said
+    assert "`git reflog`" in said, said
+
+
 @pytest.mark.parametrize("yours", [["commit", "-q", "--allow-empty", "-m", "my next"],
                                    ["commit", "-q", "--amend", "-m", "my work, reworded"]])
 def test_your_branch_moved_on_or_reworded_while_the_agent_ran_lands(

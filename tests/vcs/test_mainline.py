@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentloop import proc
+from agentloop.errors import VcsError
 from agentloop.vcs.git import mainline
 from agentloop.vcs.git.mainline import GitMainLine
 from agentloop.vcs.landing import IntegrationConflict
@@ -320,3 +321,29 @@ def test_a_checkout_switched_away_is_told_once_and_the_tasks_go_on_to_the_branch
     assert not (repo / "a.txt").exists()  # the checkout, on your branch, is left as it is
     assert said == ["your checkout is on mine now, not on main: the tasks go on landing on "
                     "main, where `git switch main` finds them"]
+
+
+def test_objects_a_gc_pruned_mid_landing_are_one_clear_line(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An agent's `git gc --prune=now` in its lane, while another lane landed: the objects the
+    # landing had just written and nothing named yet were pruned, and the run stopped with
+    # git's own "fatal: <sha> is not a valid object" from `git commit-tree`.
+    main = GitMainLine.current(repo)
+    main.land(lane_commit(repo, "left", {"a.txt": "a\n"}, "left"))
+    right = lane_commit(repo, "right", {"b.txt": "b\n"}, "right")
+    real = mainline.copy_commit
+
+    def pruned_first(root: Path, commit: str, tree: str, parent: str) -> str:
+        # What git finds once a gc pruned the merged tree it had just written: no such object.
+        return real(root, commit, "1" * len(tree), parent)
+
+    monkeypatch.setattr(mainline, "copy_commit", pruned_first)
+    tip = main.tip()
+    with pytest.raises(VcsError) as caught:
+        main.land(right)
+    said = str(caught.value)
+    assert "\n" not in said and "fatal" not in said and "commit-tree" not in said, said
+    assert "gc" in said and right[:12] in said and "run again" in said, said
+    assert main.tip() == tip
+    monkeypatch.setattr(mainline, "copy_commit", real)
+    assert main.land(right) != tip  # the re-run lands it

@@ -27,11 +27,12 @@ it is on the branch.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from agentloop.errors import VcsError
 from agentloop.vcs.check import dirty, stamp
@@ -143,7 +144,8 @@ class GitMainLine:
                 with waiting.held_if_stopped(self.stopping):  # a stop in a look again
                     self._catch_up()
                     old = self.tip()
-                    new, files = self._replay(old, commit, whole)
+                    with _objects_kept(commit):
+                        new, files = self._replay(old, commit, whole)
                     busy, untracked = self._busy(files)
                 if not busy:
                     # Noted until the checkout has followed: a kill in between leaves the
@@ -151,7 +153,8 @@ class GitMainLine:
                     record = self.git_dir / RECORD
                     record.write_text(f"{self._behind} {new} {BEHIND}\n" if self._behind
                                       else f"{old} {new}\n")
-                    swapped = self._swap(old, new, commit)
+                    with _objects_kept(commit):
+                        swapped = self._swap(old, new, commit)
                     if swapped:
                         self._refresh(old, new, files)
                     self._noted(record, new if swapped else old)
@@ -435,6 +438,29 @@ class GitMainLine:
             self.on_wait(f"{self.ref} moved to {new[:12]}, but the checkout could not follow "
                          f"(a file of {', '.join(files[:5])} changed meanwhile); your files are "
                          "as you left them: `git status` shows the difference")
+
+
+# What git says of an object it was handed and no longer has (`commit-tree`, `update-ref`).
+_OBJECT_GONE = ("is not a valid object", "nonexistent object", "bad object",
+                "unable to read tree", "could not parse commit")
+
+
+@contextlib.contextmanager
+def _objects_kept(commit: str) -> Iterator[None]:
+    """A landing of lane commit `commit` whose git objects, written a moment before and named
+    by no ref yet, were deleted under it: said in one line, git's own error left out. An
+    agent's `git gc --prune=now` (in its lane, which shares the repository's objects) prunes
+    just such objects. The commit stays on its lane's branch and the run's record says it is
+    landing: the next run lands it first."""
+    try:
+        yield
+    except VcsError as exc:
+        if not any(words in str(exc) for words in _OBJECT_GONE):
+            raise
+        raise VcsError(f"git objects this landing had just written were removed before it "
+                       f"ended (a `git gc --prune=now`, an agent's in its lane say, deletes new "
+                       f"objects nothing names yet): task commit {commit[:12]} is not landed and "
+                       "stays on its lane's branch; run again to land it") from None
 
 
 def _how(untracked: list[str]) -> str:

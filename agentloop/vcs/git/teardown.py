@@ -41,8 +41,12 @@ def clean_git(root: Path, path: Path,
     if path in worktrees and worktrees[path].get("locked") == REMOVING:
         notes.append(f"removed lane {path.name}, whose removal a kill had cut short: nothing "
                      "of yours was left in it (what nobody had committed there was kept first)")
-    elif path in worktrees and healthy(path, worktrees[path]):
+    elif path in worktrees and (healthy(path, worktrees[path]) or _users_lock(worktrees[path])):
         kept = keep_files(root, path, path.name)
+        yours = _users_lock(worktrees[path])
+        if yours is not None:
+            notes.append(f"lane {path.name} was locked ({yours!r}), not by agent-loop: it is "
+                         "removed all the same, as its group has nothing left to run")
         if kept:
             notes.append(f"the uncommitted files of lane {path.name} are kept in commit "
                          f"{kept[:12]} (`git show {KEPT_FILES}{path.name}`)")
@@ -60,6 +64,35 @@ def clean_git(root: Path, path: Path,
     if not removed:  # what a kill or a folder removed from outside left registered
         _git(root, "worktree", "prune")
     return notes
+
+
+def _users_lock(fields: dict[str, str]) -> str | None:
+    """The reason of a lock someone other than agent-loop put on a worktree listed with
+    `fields` (`git worktree lock`): agent-loop's own say `agent-loop <pid>` (a lane being made)
+    or REMOVING. None when it is not locked, or locked by agent-loop."""
+    if "locked" not in fields or "prunable" in fields:
+        return None
+    reason = fields["locked"].strip()
+    words = reason.split()
+    # git's own, of a `worktree add` under way (an older version's lanes were so made).
+    ours = len(words) == 2 and words[0] == "agent-loop" and words[1].isdigit()
+    if ours or reason in (REMOVING, "initializing"):
+        return None
+    return reason or "no reason given"
+
+
+def _taken_from_user(root: Path, path: Path, fields: dict[str, str]) -> str | None:
+    """A lane this run goes on in (a killed run's), which you locked (`git worktree lock`):
+    unlocked, so that its attempt is rolled back there as in any lane left by a kill, its
+    files kept first (refs/agent-loop/rolled-back); the line that says so, None when the lane
+    bore no lock of yours."""
+    reason = _users_lock(fields)
+    if reason is None or not path.is_dir():
+        return None
+    _git(root, "worktree", "unlock", str(path), codes=(0, 128))
+    return (f"lane {path.name} was locked ({reason!r}), not by agent-loop: this run "
+            "unlocked it and goes on in it; what was left uncommitted there is kept before "
+            "anything is rolled back")
 
 
 def _removed_from_files(root: Path, path: Path) -> bool:
@@ -184,11 +217,18 @@ def swept_git(root: Path, keep: set[str], known: set[str] | None = None
             else git_worktrees(root)
         registered = {p for p in listed if p.parent == folder}
         on_disk = {p.resolve() for p in folder.iterdir()} if folder.is_dir() else set()
+        taken = False
         for path in sorted(registered | on_disk):
             if path.name not in keep and (known is None or path.name in known):
                 notes += clean_git(root, path)
                 gone.append(path.name)
-    return gone, (listed if not gone else None), notes
+            elif path in listed and (known is None or path.name in known):
+                note = _taken_from_user(root, path, listed[path])
+                if note is not None:
+                    notes.append(note)
+                    taken = True
+    # A removal, the prune after one, or an unlock changed the list.
+    return gone, (listed if not gone and not taken else None), notes
 
 
 def _registrations_mended(root: Path, known: set[str] | None) -> list[str]:
