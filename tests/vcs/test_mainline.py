@@ -347,3 +347,19 @@ def test_objects_a_gc_pruned_mid_landing_are_one_clear_line(
     assert main.tip() == tip
     monkeypatch.setattr(mainline, "copy_commit", real)
     assert main.land(right) != tip  # the re-run lands it
+
+
+def test_a_branch_read_in_the_middle_of_its_rename_is_looked_for_again(repo: Path) -> None:
+    """`git branch -m` deletes the old name before HEAD and its reflog say where it went: a
+    landing that read the branch in that instant stopped the run as if it were deleted (a
+    --parallel run, 1 in CI's runs). Here the branch comes back 0.2 s after it is found gone."""
+    main = GitMainLine.current(repo)
+    tip = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "switch", "-q", "--detach")
+    git(repo, "update-ref", "-d", main.ref)
+    later = threading.Timer(0.2, lambda: git(repo, "update-ref", main.ref, tip))
+    later.start()
+    try:
+        assert main.tip() == tip
+    finally:
+        later.join()

@@ -48,6 +48,9 @@ RECORD = "agent-loop-landing"
 BEHIND = "behind"
 
 
+# How long a branch found gone is looked for again before the run says so (see tip).
+RENAME_SETTLES = 1.0
+
 class GitMainLine:
     """The branch every lane's tasks land on, and the one lock their landings take in turn."""
 
@@ -105,6 +108,16 @@ class GitMainLine:
         if found:
             return found
         code, out = self.git.code("rev-parse", "--verify", "-q", self.ref, codes=(0, 1))
+        # `git branch -m` deletes the old name before it moves HEAD and writes the reflog line
+        # that says where the branch went (_renamed): a landing that reads in between finds the
+        # branch gone. A rename ends within milliseconds; a deleted branch stays gone.
+        waited = time.monotonic() + RENAME_SETTLES
+        while code and time.monotonic() < waited:
+            time.sleep(0.05)
+            found = self.tip_now()
+            if found:
+                return found
+            code, out = self.git.code("rev-parse", "--verify", "-q", self.ref, codes=(0, 1))
         if code:
             short = self.ref.removeprefix("refs/heads/")
             raise VcsError(f"branch {short}, which this run lands its tasks on, is gone (deleted,"
