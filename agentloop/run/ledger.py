@@ -17,9 +17,11 @@ The rules that crash safety rests on live here once:
 from __future__ import annotations
 
 import threading
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from agentloop.agents import AgentResult, Totals
+from agentloop.errors import AgentLoopError, Interrupted
+from agentloop.proc.signals import shielded
 from agentloop.run.checks import CheckRun, as_record
 from agentloop.run.context import Run
 from agentloop.run.decisions import (
@@ -54,6 +56,9 @@ from agentloop.state.schema import Attempt, State, TaskState, now
 from agentloop.state.status import FINISHED, TaskStatus, check
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.protocol import Change
+
+if TYPE_CHECKING:
+    from agentloop.state.project import Project
 
 
 def move(task: TaskState, status: str) -> TaskStatus:
@@ -483,6 +488,23 @@ def closed_unreached(run: Run) -> None:
                 closed = True
     if closed:
         save(run)
+
+
+def remembered_on_stop(project: Project, state: State, before: dict[str, object],
+                       stop: BaseException) -> None:
+    """A stop (Ctrl+C, SIGTERM) before the run's first save (the checkout being looked at, the
+    agent's program checked): what the state remembers of this run's options (its --budget
+    above all), when that differs from `before` (as the state was read), is saved as the first
+    save would have, so a re-run without --budget keeps it, as the stop's "Resume with" line
+    says it does. An error (a refusal) writes nothing, as before. A state that cannot be
+    written says so on the next run (the stop that came first is the one said)."""
+    if not isinstance(stop, (Interrupted, KeyboardInterrupt)) or state.remembered == before:
+        return
+    with shielded():
+        try:
+            project.store.save(state)
+        except (AgentLoopError, OSError):
+            pass
 
 
 def stalls(run: Run, begun: Sequence[TaskState]) -> None:

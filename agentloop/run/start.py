@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING
 
 from agentloop import collector, proc
 from agentloop.agents import AGENTS, child_env, make_agent, own_layers, unpriced
-from agentloop.errors import AgentLoopError, Interrupted, StateError, UsageError
+from agentloop.errors import AgentLoopError, StateError, UsageError
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.plan.parse import Read, TaskFile
-from agentloop.proc.signals import shielded
 from agentloop.run import ledger, rehearsal, remembered
 from agentloop.run.ahead import ready_beside
 from agentloop.run.context import FleetJob, Run
@@ -149,7 +148,7 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
         if reasked is not None:  # its commands are reaped on every path (preflight's wait)
             settle(reasked)
         if not options.reset:  # a reset's old state may not be archived yet: left as it is
-            _remembered_kept(project, state, before, exc)
+            ledger.remembered_on_stop(project, state, before, exc)
         raise
     try:
         lanes = wants_lane(options, job)
@@ -162,26 +161,9 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
                     ledger.again(state.tasks[index - 1])
         run = _wired(project, state, admitted.agent, agent, vcs, options, emit, job, box)
     except BaseException as exc:
-        _remembered_kept(project, state, before, exc)
+        ledger.remembered_on_stop(project, state, before, exc)
         raise
     return state, run_tasks(run, options.only, tuple(notes))
-
-
-def _remembered_kept(project: Project, state: State, before: dict[str, object],
-                     stop: BaseException) -> None:
-    """A stop (Ctrl+C, SIGTERM) before the run's first save (the checkout being looked at, the
-    agent's program checked): what the state remembers of this run's options (its --budget
-    above all), when that differs from `before` (as the state was read), is saved as the first
-    save would have, so a re-run without --budget keeps it, as the stop's "Resume with" line
-    says it does. An error (a refusal) writes nothing, as before. A state that cannot be
-    written says so on the next run (the stop that came first is the one said)."""
-    if not isinstance(stop, (Interrupted, KeyboardInterrupt)) or state.remembered == before:
-        return
-    with shielded():
-        try:
-            project.store.save(state)
-        except (AgentLoopError, OSError):
-            pass
 
 
 def _checked(project: Project, admitted: Admitted, options: RunOptions, kind: str,
