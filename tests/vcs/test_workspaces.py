@@ -488,14 +488,18 @@ def test_a_half_made_lane_of_a_live_run_is_left_to_it(repo: Path) -> None:
     path.mkdir(parents=True)
     own = repo / ".git" / "worktrees" / "1-busy"
     own.mkdir(parents=True)
-    # A live process whose command line names agent-loop, as a run's does.
-    busy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "agent-loop"])
+    # A live process started as agent-loop is, its program a script of that name.
+    program = repo.parent / "bin" / "agent-loop"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\nsleep 60\n")
+    program.chmod(0o755)
+    busy = subprocess.Popen(["/bin/sh", str(program)])
     try:
         (own / "locked").write_text(f"agent-loop {busy.pid}")
         (own / "HEAD").write_text("0" * 40 + "\n")
         (own / "gitdir").write_text(f"{path}/.git\n")
         (own / "commondir").write_text("")
-        with pytest.raises(VcsError, match=f"worktree list.*rm -rf {own}"):
+        with pytest.raises(VcsError, match=f"worktree list.*printf '../..\\\\n' > {own}/commondir"):
             worktree_list.git_worktrees(repo)
         assert own.is_dir()
     finally:
@@ -652,3 +656,34 @@ def test_a_lane_git_no_longer_takes_for_a_repository_is_a_vcs_error(
     with pytest.raises(VcsError, match="no longer takes .* for a repository") as said:
         open_repo(lane.path)
     assert "\n" not in str(said.value)
+
+
+def test_a_symlink_in_the_lanes_folder_never_has_its_target_swept(repo: Path,
+                                                                  tmp_path: Path) -> None:
+    """A symlink under a name no lane has, whose target folder bears a lane's name: the sweep
+    resolved the folder's entries and removed that target, a folder of yours elsewhere."""
+    yours = tmp_path / "yours" / "1-api"
+    yours.mkdir(parents=True)
+    (yours / "work.txt").write_text("mine\n")
+    folder = lanes.lanes_dir(repo)
+    folder.mkdir(parents=True)
+    (folder / "foo").symlink_to(yours)
+    teardown.sweep_git(repo, keep=set())
+    assert (yours / "work.txt").read_text() == "mine\n"
+
+
+def test_a_commondir_an_agent_made_a_symlink_is_replaced_not_written_through(
+        repo: Path, tmp_path: Path) -> None:
+    """An agent's `ln -sf ~/.bashrc .git/worktrees/<lane>/commondir`: the repair writes git's
+    `../..` in the registration, never into the file the link names."""
+    lane = wt.open_git(repo, "1-link", git(repo, "rev-parse", "HEAD"), fresh=True)
+    own = refs.worktree_git_dir(lane.path)
+    assert own is not None
+    yours = tmp_path / "bashrc"
+    yours.write_text("export PS1=mine\n")
+    (own / "commondir").unlink()
+    (own / "commondir").symlink_to(yours)
+    assert refs.commondir_mended(own, repo / ".git") is not None
+    assert yours.read_text() == "export PS1=mine\n"
+    assert not (own / "commondir").is_symlink()
+    assert (own / "commondir").read_text() == "../..\n"

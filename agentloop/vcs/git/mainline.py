@@ -112,7 +112,7 @@ class GitMainLine:
         # that says where the branch went (_renamed): a landing that reads in between finds the
         # branch gone. A rename ends within milliseconds; a deleted branch stays gone.
         waited = time.monotonic() + RENAME_SETTLES
-        while code and time.monotonic() < waited:
+        while code and time.monotonic() < waited and not self.stopping():
             time.sleep(0.05)
             found = self.tip_now()
             if found:

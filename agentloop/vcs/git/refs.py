@@ -239,8 +239,18 @@ def commondir_mended(own: Path, common: Path, write: bool = True) -> str | None:
     if text and (own / text).resolve() == common.resolve():
         return None
     if write:
+        # An agent's symlink there (to a file of yours) is replaced, never written through.
+        if file.is_symlink():
+            file.unlink()
         file.write_text("../..\n")
     return text
+
+
+def commondir_said(text: str, was: bool = False) -> str:
+    """What a damaged commondir held, in the run's words (commondir_mended's answer)."""
+    if not text:
+        return "was empty" if was else "is empty"
+    return f"{'named' if was else 'names'} {text!r}"
 
 
 def no_linked_worktrees(git_dir: Path) -> bool:

@@ -22,8 +22,9 @@ def registration_damaged(record: GitLaneRecord) -> Breach | None:
         return None
     short = record.branch.removeprefix("refs/heads/")
     main_short = record.main_ref.removeprefix("refs/heads/")
+    held = refs.commondir_said(said)
     return Breach(Kind.LANE_GONE, f"the lane's worktree registration {own} was damaged (by "
-                  f"its agent, or from outside): its commondir names {said!r}, not the "
+                  f"its agent, or from outside): its commondir {held}, not the "
                   f"repository's {common}, so git no longer knows {record.lane} as a worktree; "
                   f"its files are where the agent left them, its branch {short} keeps what it "
                   "had committed, and the next run repairs the registration",

@@ -54,7 +54,7 @@ def open_repo(root: Path) -> git.Repo:
         except (git.InvalidGitRepositoryError, git.NoSuchPathError) as error:
             # Was one a moment ago: its `.git` file, or the registration it names under
             # .git/worktrees/, changed since (an agent's `rm`, a prune, a rewritten commondir).
-            raise VcsError(f"git no longer takes {root} for a repository ({error}): its `.git` "
+            raise VcsError(f"git no longer takes {root} for a repository: its `.git` "
                            "file or its worktree registration was damaged (by an agent, or "
                            "from outside)") from error
 

@@ -89,7 +89,8 @@ def _taken_from_user(root: Path, path: Path, fields: dict[str, str]) -> str | No
     reason = _users_lock(fields)
     if reason is None or not path.is_dir():
         return None
-    _git(root, "worktree", "unlock", str(path), codes=(0, 128))
+    if Git(root).code("worktree", "unlock", str(path), codes=(0, 128))[0]:
+        return None  # still locked: the sweep leaves it as any lane it may not take
     return (f"lane {path.name} was locked ({reason!r}), not by agent-loop: this run "
             "unlocked it and goes on in it; what was left uncommitted there is kept before "
             "anything is rolled back")
@@ -216,7 +217,10 @@ def swept_git(root: Path, keep: set[str], known: set[str] | None = None
         listed = {} if (root / ".git").is_dir() and refs.no_linked_worktrees(root / ".git") \
             else git_worktrees(root)
         registered = {p for p in listed if p.parent == folder}
-        on_disk = {p.resolve() for p in folder.iterdir()} if folder.is_dir() else set()
+        # A symlink there is no lane of ours (vcs.lanes.check_folder says so): resolved, its
+        # target elsewhere could be taken for a lane and deleted.
+        on_disk = {p.resolve() for p in folder.iterdir() if not p.is_symlink()} \
+            if folder.is_dir() else set()
         taken = False
         for path in sorted(registered | on_disk):
             if path.name not in keep and (known is None or path.name in known):
@@ -247,9 +251,9 @@ def _registrations_mended(root: Path, known: set[str] | None) -> list[str]:
             continue  # none, or half-made (worktree_list drops those)
         said = refs.commondir_mended(own, git_dir)
         if said is not None:
+            held = refs.commondir_said(said, was=True)
             notes.append(f"repaired the worktree registration of lane {name}: its commondir "
-                         f"named {said!r}, not the repository (an agent's write, or one from "
-                         "outside)")
+                         f"{held}, not the repository (an agent's write, or one from outside)")
     return notes
 
 

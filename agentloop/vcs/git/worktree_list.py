@@ -5,6 +5,7 @@ lane is agentloop.vcs.git.worktrees', taking one down agentloop.vcs.git.teardown
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -94,10 +95,14 @@ def _said(root: Path) -> VcsError | None:
     for own in entries:
         for name in ("commondir", "gitdir"):
             if (own / name).is_file() and not _written(own / name):
+                # An emptied commondir is written back (git writes `../..` for every worktree),
+                # which keeps that worktree; an empty gitdir is a registration never finished.
+                repair = f"printf '../..\\n' > {own / name}" if name == "commondir" else \
+                    f"rm -rf {own}"
                 return VcsError(
-                    f"`git worktree list` fails on the half-made worktree registration {own} "
-                    f"(its {name} is empty): if no git command is making that worktree now, "
-                    f"remove it with `rm -rf {own}` and run again")
+                    f"`git worktree list` fails on the worktree registration {own} (its {name} "
+                    f"is empty): if no git command is making that worktree now, `{repair}` and "
+                    "run again")
     return None
 
 
@@ -155,7 +160,11 @@ def _runs_agent_loop(pid: int) -> bool:
         return not Path("/proc/self").exists()  # gone since, unless there is no /proc
     except OSError:
         return True
-    return b"agent-loop" in words or b"agentloop" in words
+    # The program or the script Python runs (`agent-loop`, `python -m agentloop`), not any
+    # word: an editor open on a file under a folder named agent-loop is no run.
+    argv = [os.fsdecode(a) for a in words.split(b"\0")[:3]] + ["", "", ""]
+    return Path(argv[0]).name == "agent-loop" or Path(argv[1]).name == "agent-loop" or \
+        (argv[1] == "-m" and argv[2] == "agentloop")
 
 
 def _written(file: Path) -> bool:
