@@ -27,7 +27,7 @@ def main_moved_back(record: GitLaneRecord, old: str, new: str,
                  f"branch {short} back from {old[:12]} to {new[:12]}")
         who = f" (its reflog entry says `{said}`)"
     return Breach(kind, f"{moved}, dropping what came after it{who}; nothing of this step is "
-                  f"landed on it, and {old[:12]} {_kept_where(record, old)}",
+                  f"landed on it, and {old[:12]} {_kept_where(record, old)[0]}",
                   (f"git -C {root} log --oneline {new[:12]}..{old[:12]}",
                    f"git -C {root} reset --keep {old[:12]}"), everywhere=True)
 
@@ -35,25 +35,25 @@ def main_moved_back(record: GitLaneRecord, old: str, new: str,
 def look_command(record: GitLaneRecord, commit: str) -> str:
     """The command that shows where `commit`, dropped from your branch, still is: the reflog
     that holds it (kept_where), else `git show` of it."""
-    said = _kept_where(record, commit)
-    found = said.split("`")[1] if said.startswith("stays in") else ""
-    return found or f"git show {commit[:12]}"
+    return _kept_where(record, commit)[1] or f"git show {commit[:12]}"
 
 
-def _kept_where(record: GitLaneRecord, old: str) -> str:
+def _kept_where(record: GitLaneRecord, old: str) -> tuple[str, str | None]:
     """Where commit `old`, dropped from your branch, is still named, as git says now: the
     branch's reflog (a `reset` keeps it there), else HEAD's (a `git branch -D` deletes the
     branch's reflog with it, and a branch made again under that name starts a new one), else a
-    ref that holds it; said only as far as it is true."""
+    ref that holds it; said only as far as it is true. (the words, the reflog's command or
+    None)"""
     git, ref = Git(record.main_root), record.main_ref
     short = ref.removeprefix("refs/heads/")
-    for logged, said in ((ref, f"`git reflog {short}`"), ("HEAD", "`git reflog` (HEAD's)")):
+    for logged, command, whose in ((ref, f"git reflog {short}", ""),
+                                   ("HEAD", "git reflog", " (HEAD's)")):
         listed = git.out("log", "-g", "--format=%H", logged, "--", codes=(0, 128)).split()
         if old in listed:
-            return f"stays in {said}"
+            return f"stays in `{command}`{whose}", command
     holding = git.out("for-each-ref", "--count=1", "--format=%(refname)", "--contains", old,
                       codes=(0, 129)).strip()
     if holding:
-        return f"is still on {holding}"
+        return f"is still on {holding}", None
     return (f"is named by no branch, ref or reflog now: `git show {old[:12]}` finds it until "
-            "git's gc prunes it")
+            "git's gc prunes it"), None
