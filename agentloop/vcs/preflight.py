@@ -67,7 +67,7 @@ def _checked(kind: str, root: Path, asked: Asked) -> list[str]:
     git_dir = root / ".git"
     if git_dir.is_dir():
         # Loaded here, not with this module: ask_git starts its commands before it is needed.
-        from agentloop.vcs.git.mainline import finish_landing
+        from agentloop.vcs.git.landing_record import finish_landing
 
         warnings += _stale_locks(git_dir)
         landing = finish_landing(root, git_dir)  # a parallel run's, cut short by a kill

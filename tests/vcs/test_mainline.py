@@ -11,7 +11,8 @@ import pytest
 
 from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.vcs.git import mainline
+from agentloop.vcs.git import landing_copy, mainline
+from agentloop.vcs.git.landing_record import RECORD
 from agentloop.vcs.git.mainline import GitMainLine
 from agentloop.vcs.landing import IntegrationConflict
 from tests.support.repos import make_repo
@@ -213,7 +214,7 @@ def test_a_landing_killed_before_the_checkout_followed_is_mended(repo: Path,
     commit = lane_commit(repo, "a", {"a.txt": "a\n", "f.txt": "two\n"}, "task")
     old = main.tip()
     new, _ = main._replay(old, commit)
-    (repo / ".git" / mainline.RECORD).write_text(f"{old} {new}\n")
+    (repo / ".git" / RECORD).write_text(f"{old} {new}\n")
     assert main._swap(old, new, commit)  # ... and killed here, before read-tree
     if halfway:  # or inside it, one file written
         (repo / "a.txt").write_text("a\n")
@@ -222,7 +223,7 @@ def test_a_landing_killed_before_the_checkout_followed_is_mended(repo: Path,
     assert any("cut short" in n for n in notes)
     assert git(repo, "status", "--porcelain") == ""
     assert (repo / "a.txt").read_text() == "a\n" and (repo / "f.txt").read_text() == "two\n"
-    assert not (repo / ".git" / mainline.RECORD).exists()
+    assert not (repo / ".git" / RECORD).exists()
 
 
 @pytest.mark.parametrize("written", [("a.txt",), ("a.txt", "f.txt"), ("f.txt",)])
@@ -235,7 +236,7 @@ def test_a_fast_forward_killed_before_its_index_is_mended(repo: Path,
 
     commit = lane_commit(repo, "a", {"a.txt": "a\n", "f.txt": "two\n"}, "task")
     old = git(repo, "rev-parse", "HEAD")
-    (repo / ".git" / mainline.RECORD).write_text(f"{old} {commit}\n")
+    (repo / ".git" / RECORD).write_text(f"{old} {commit}\n")
     for name in written:  # what git had written when it was killed
         (repo / name).write_text(git(repo, "show", f"{commit}:{name}") + "\n")
     (repo / ".git" / "index.lock").write_text("")
@@ -254,14 +255,14 @@ def test_a_fast_forward_killed_before_its_index_leaves_your_edit_alone(repo: Pat
 
     commit = lane_commit(repo, "a", {"a.txt": "a\n", "f.txt": "two\n"}, "task")
     old = git(repo, "rev-parse", "HEAD")
-    (repo / ".git" / mainline.RECORD).write_text(f"{old} {commit}\n")
+    (repo / ".git" / RECORD).write_text(f"{old} {commit}\n")
     (repo / "a.txt").write_text("a\n")
     (repo / "f.txt").write_text("mine\n")
     notes = preflight("git", repo, repo / "tasks.md")
     assert not any("cut short" in n for n in notes), notes
     assert git(repo, "rev-parse", "HEAD") == old
     assert (repo / "f.txt").read_text() == "mine\n" and (repo / "a.txt").read_text() == "a\n"
-    assert not (repo / ".git" / mainline.RECORD).exists()
+    assert not (repo / ".git" / RECORD).exists()
 
 
 @pytest.mark.parametrize("nested", [False, True])
@@ -331,13 +332,13 @@ def test_objects_a_gc_pruned_mid_landing_are_one_clear_line(
     main = GitMainLine.current(repo)
     main.land(lane_commit(repo, "left", {"a.txt": "a\n"}, "left"))
     right = lane_commit(repo, "right", {"b.txt": "b\n"}, "right")
-    real = mainline.copy_commit
+    real = landing_copy.copy_commit
 
     def pruned_first(root: Path, commit: str, tree: str, parent: str) -> str:
         # What git finds once a gc pruned the merged tree it had just written: no such object.
         return real(root, commit, "1" * len(tree), parent)
 
-    monkeypatch.setattr(mainline, "copy_commit", pruned_first)
+    monkeypatch.setattr(landing_copy, "copy_commit", pruned_first)
     tip = main.tip()
     with pytest.raises(VcsError) as caught:
         main.land(right)
@@ -345,7 +346,7 @@ def test_objects_a_gc_pruned_mid_landing_are_one_clear_line(
     assert "\n" not in said and "fatal" not in said and "commit-tree" not in said, said
     assert "gc" in said and right[:12] in said and "run again" in said, said
     assert main.tip() == tip
-    monkeypatch.setattr(mainline, "copy_commit", real)
+    monkeypatch.setattr(landing_copy, "copy_commit", real)
     assert main.land(right) != tip  # the re-run lands it
 
 
@@ -363,3 +364,100 @@ def test_a_branch_read_in_the_middle_of_its_rename_is_looked_for_again(repo: Pat
         assert main.tip() == tip
     finally:
         later.join()
+
+
+def moved(repo: Path) -> None:
+    """The main line moves on past where the lanes began (a commit of the user's)."""
+    (repo / "g.txt").write_text("g\n")
+    git(repo, "add", "g.txt")
+    git(repo, "commit", "-qm", "yours")
+
+
+def test_a_landing_whose_new_commit_a_gc_pruned_before_the_swap_lets_the_next_run_go_on(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real `git gc --prune=now` between the replay and the branch's move: the copy the
+    landing made is gone. Its record stayed in the git dir, and the next run's preflight
+    stopped on git's own "bad object" until it was removed by hand."""
+    from agentloop.vcs.preflight import preflight
+
+    main = GitMainLine.current(repo)
+    commit = lane_commit(repo, "a", {"a.txt": "a\n"}, "task")
+    moved(repo)  # the copy is not the lane's commit itself, which its branch keeps
+    tip = main.tip()
+    swap = main._swap
+
+    def pruned_first(old: str, new: str, lane: str) -> bool:
+        git(repo, "gc", "-q", "--prune=now")
+        assert proc.run(["git", "cat-file", "-e", new], cwd=repo, check=False).returncode
+        return swap(old, new, lane)
+
+    monkeypatch.setattr(main, "_swap", pruned_first)
+    with pytest.raises(VcsError) as caught:
+        main.land(commit)
+    said = str(caught.value)
+    assert "\n" not in said and "gc" in said and commit[:12] in said, said
+    assert main.tip() == tip and not (repo / "a.txt").exists()
+    assert not (repo / ".git" / RECORD).exists()  # the next run is not held by it
+    notes = preflight("git", repo, repo / "tasks.md")
+    assert not any("cut short" in n for n in notes), notes
+    assert GitMainLine.current(repo).land(commit) != tip  # the next run lands it
+    assert (repo / "a.txt").read_text() == "a\n"
+
+
+def test_a_landing_record_naming_a_pruned_commit_is_dropped_by_the_next_run(
+        repo: Path) -> None:
+    """A run killed with its landing's record in the git dir, the copy it names pruned since
+    (a `git gc --prune=now`): the next run says the landing never reached the branch, drops
+    the record, and goes on; the branch and your files are as they were."""
+    from agentloop.vcs.preflight import preflight
+
+    commit = lane_commit(repo, "a", {"a.txt": "a\n"}, "task")
+    moved(repo)  # the copy is not the lane's commit itself, which its branch keeps
+    main = GitMainLine.current(repo)
+    old = main.tip()
+    new, _ = main._replay(old, commit)
+    (repo / ".git" / RECORD).write_text(f"{old} {new}\n")
+    git(repo, "gc", "-q", "--prune=now")
+    notes = preflight("git", repo, repo / "tasks.md")
+    assert any(new[:12] in n and "never reached" in n for n in notes), notes
+    assert not (repo / ".git" / RECORD).exists()
+    assert git(repo, "rev-parse", "HEAD") == old and git(repo, "status", "--porcelain") == ""
+    assert GitMainLine.current(repo).land(commit) != old
+
+
+def _remove_object(repo: Path, sha: str) -> None:
+    (repo / ".git" / "objects" / sha[:2] / sha[2:]).unlink()
+
+
+def test_a_damaged_repository_is_not_taken_for_a_gc_during_a_landing(repo: Path) -> None:
+    """git's "bad object" words come from a damaged repository too: an object of the branch's
+    own commit missing is not a gc's doing, and "run again" would not help."""
+    main = GitMainLine.current(repo)
+    commit = lane_commit(repo, "a", {"a.txt": "a\n"}, "task")
+    moved(repo)  # the copy is not the lane's commit itself, which its branch keeps
+    _remove_object(repo, git(repo, "rev-parse", "main^{tree}"))
+    with pytest.raises(VcsError) as caught:
+        main.land(commit)
+    said = str(caught.value)
+    assert "\n" not in said and "damaged" in said and "git fsck" in said, said
+    assert "gc" not in said and "run again" not in said, said
+
+
+def test_a_damaged_repository_is_not_taken_for_a_pruned_landing_by_the_next_run(
+        repo: Path) -> None:
+    from agentloop.vcs.preflight import preflight
+
+    main = GitMainLine.current(repo)
+    commit = lane_commit(repo, "a", {"a.txt": "a\n"}, "task")
+    moved(repo)  # the copy is not the lane's commit itself, which its branch keeps
+    old = main.tip()
+    new, _ = main._replay(old, commit)
+    record = repo / ".git" / RECORD
+    record.write_text(f"{old} {new}\n")
+    _remove_object(repo, new)
+    _remove_object(repo, git(repo, "rev-parse", "main^{tree}"))
+    with pytest.raises(VcsError) as caught:
+        preflight("git", repo, repo / "tasks.md")
+    said = str(caught.value)
+    assert "\n" not in said and "damaged" in said and "git fsck" in said, said
+    assert record.exists()  # nothing dropped while the repository is in doubt

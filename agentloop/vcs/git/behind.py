@@ -10,8 +10,8 @@ branch's tip, in one `read-tree -m -u`, which keeps every edit of yours) as soon
 gone: before the next landing, and at the run's end. A lock still there then, that appeared
 during the run, that no process holds open and no git of yours runs beside, is an agent's
 leftover (or a killed git's): it goes, and the checkout follows. Anything else is said with the
-repair. The record the landing keeps in the git dir (mainline.RECORD, "<commit the checkout is
-at> <branch tip>") lets the next run finish the follow (mainline.finish_landing)."""
+repair. The record the landing keeps in the git dir (landing_record.RECORD, "<commit the checkout
+is at> <branch tip>") lets the next run finish the follow (landing_record.finish_landing)."""
 
 from __future__ import annotations
 

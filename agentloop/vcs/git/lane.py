@@ -14,8 +14,9 @@ from agentloop.errors import VcsError
 from agentloop.vcs.check import Breach, GitLaneRecord, LaneBreach
 from agentloop.vcs.git import aside, landing_beside, lane_check, lane_damage, refs, stash
 from agentloop.vcs.git.backend import GitVcs
+from agentloop.vcs.git.landing_copy import changed_files, copy_commit
 from agentloop.vcs.git.lane_state import LaneState
-from agentloop.vcs.git.mainline import GitMainLine, changed_files, copy_commit
+from agentloop.vcs.git.mainline import GitMainLine
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.landing import IntegrationConflict, markers_left
 from agentloop.vcs.lanes import BRANCH_PREFIX

@@ -3,18 +3,22 @@
 The main line is the branch the main checkout was on when the run began. Each task commit of a
 lane is replayed onto it as one new commit (same tree change, author, date and message): `git
 merge-tree --write-tree` merges it with the main line in memory, `git commit-tree` makes the
-commit, and one `git update-ref --stdin` transaction moves the branch from the commit it was
-just read at (compare-and-swap: a branch the user moved meanwhile is read again) and records
-`refs/agent-loop/landed/<lane commit>`, so a run killed at any moment never lands a task twice.
+commit (agentloop.vcs.git.landing_copy), and one `git update-ref --stdin` transaction moves the
+branch from the commit it was just read at (compare-and-swap: a branch the user moved meanwhile
+is read again) and records `refs/agent-loop/landed/<lane commit>`, so a run killed at any
+moment never lands a task twice.
 
 The main checkout then follows with `git read-tree -m -u OLD NEW`, which changes only the paths
 the commit changed and keeps everything else the user has, staged or not. A lock on the
 checkout's index (`.git/index.lock`: a git of the user's, an agent's leftover) holds that off:
 the checkout stays behind, said once, and follows the branch once the lock goes
-(agentloop.vcs.git.behind). When the user's own
+(agentloop.vcs.git.behind). Until it has followed, a record in the git dir lets the next run
+finish a landing a kill cut short (agentloop.vcs.git.landing_record). When the user's own
 uncommitted edits (or untracked files) sit on a path the commit changes, the branch does not
-move: the lane waits, saying which files once, until the user commits or stashes them. Moving it
-would leave the checkout showing the task's change reversed, one commit away from undoing it.
+move: the lane waits, saying which files once, until the user commits or stashes them
+(agentloop.vcs.git.in_the_way). A branch you rename meanwhile is followed to its new name
+(agentloop.vcs.git.branch_rename); objects a gc pruned under a landing are said in one line
+(agentloop.vcs.git.pruned).
 
 The common case takes one process: a lane commit made right on the main line's tip, with the
 main checkout on that branch (read from the git dir's files), lands as itself by `git merge
@@ -27,29 +31,22 @@ it is on the branch.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from agentloop.errors import VcsError
 from agentloop.vcs.check import dirty, stamp
-from agentloop.vcs.git import behind, refs
-from agentloop.vcs.git.run import EMPTY_TREE, Git
-from agentloop.vcs.landing import POLL_SECONDS, WAIT_LIMIT, IntegrationConflict, Waiting
+from agentloop.vcs.git import behind, in_the_way, landing_copy, refs
+from agentloop.vcs.git.branch_rename import RENAME_SETTLES, renamed_to
+from agentloop.vcs.git.landing_record import BEHIND, RECORD
+from agentloop.vcs.git.pruned import objects_kept
+from agentloop.vcs.git.run import Git
+from agentloop.vcs.landing import POLL_SECONDS, WAIT_LIMIT, Waiting
 from agentloop.vcs.protocol import KilledAttempt
 
 LANDED = "refs/agent-loop/landed/"
-# In the git dir while a landing's checkout has not followed the branch: "<old> <new>".
-RECORD = "agent-loop-landing"
-# The record's third word while the checkout is behind since a lock held its follow off.
-BEHIND = "behind"
-
-
-# How long a branch found gone is looked for again before the run says so (see tip).
-RENAME_SETTLES = 1.0
 
 class GitMainLine:
     """The branch every lane's tasks land on, and the one lock their landings take in turn."""
@@ -108,9 +105,7 @@ class GitMainLine:
         if found:
             return found
         code, out = self.git.code("rev-parse", "--verify", "-q", self.ref, codes=(0, 1))
-        # `git branch -m` deletes the old name before it moves HEAD and writes the reflog line
-        # that says where the branch went (_renamed): a landing that reads in between finds the
-        # branch gone. A rename ends within milliseconds; a deleted branch stays gone.
+        # Gone in the middle of a rename, maybe (agentloop.vcs.git.branch_rename).
         waited = time.monotonic() + RENAME_SETTLES
         while code and time.monotonic() < waited and not self.stopping():
             time.sleep(0.05)
@@ -157,7 +152,7 @@ class GitMainLine:
                 with waiting.held_if_stopped(self.stopping):  # a stop in a look again
                     self._catch_up()
                     old = self.tip()
-                    with _objects_kept(commit):
+                    with objects_kept(self.git, self.ref, commit):
                         new, files = self._replay(old, commit, whole)
                     busy, untracked = self._busy(files)
                 if not busy:
@@ -166,8 +161,14 @@ class GitMainLine:
                     record = self.git_dir / RECORD
                     record.write_text(f"{self._behind} {new} {BEHIND}\n" if self._behind
                                       else f"{old} {new}\n")
-                    with _objects_kept(commit):
-                        swapped = self._swap(old, new, commit)
+                    try:
+                        with objects_kept(self.git, self.ref, commit):
+                            swapped = self._swap(old, new, commit)
+                    except VcsError:
+                        # The branch did not move: a record of this landing would have the
+                        # next run finish one that never was (its `new` pruned, say).
+                        self._noted(record, old)
+                        raise
                     if swapped:
                         self._refresh(old, new, files)
                     self._noted(record, new if swapped else old)
@@ -175,7 +176,7 @@ class GitMainLine:
                         return new
             with waiting.held_if_stopped(self.stopping):  # held, not lost
                 if busy:
-                    waiting.still(commit, busy, self.written_since(busy), _how(untracked))
+                    waiting.still(commit, busy, self.written_since(busy), in_the_way.how(untracked))
                 if self.stopping():
                     raise VcsError(f"stopped before commit {commit[:12]} reached {self.ref}")
                 time.sleep(POLL_SECONDS if busy else 0)
@@ -242,72 +243,16 @@ class GitMainLine:
             self.git.code("update-ref", "-d", ref, codes=(0, 1))
 
     def _replay(self, old: str, commit: str, whole: bool = False) -> tuple[str, list[str]]:
-        """The main line's copy of `commit` on `old`: the change the task commit makes against
-        its own parent, three-way merged with the main line. Never the lane's history since it
-        branched off: that would replay the group's earlier tasks again, undoing a user's revert
-        of one of them and conflicting on lines other groups changed since."""
-        out = self.git.code("rev-parse", "--verify", "-q", f"{commit}^", codes=(0, 1))[1]
-        parent = out.strip() or None
-        if whole:
-            code, out = self.git.code("merge-tree", "--write-tree", "--name-only",
-                                      "--no-messages", old, commit, codes=(0, 1))
-            tree = self._merged(code, out, commit, old)
-        elif parent == old:
-            tree = self.git.code("rev-parse", f"{commit}^{{tree}}")[1].strip()
-        else:
-            tree = self._merge(old, commit, parent)
-        new = copy_commit(self.root, commit, tree, old)
-        return new, changed_files(self.root, old, new)
-
-    def _merge(self, old: str, commit: str, parent: str | None) -> str:
-        """The tree of `old` with `commit`'s own change merged in. git 2.39 has no `merge-tree
-        --merge-base`: the parent's tree becomes a root commit of its own, and the two sides
-        are made its children, so it is the one merge base `merge-tree --write-tree` finds."""
-        trees = self.git.code("rev-parse", f"{old}^{{tree}}", f"{commit}^{{tree}}",
-                              f"{parent}^{{tree}}" if parent else EMPTY_TREE)[1].split()
-        def made(tree: str, *parents: str) -> str:
-            argv = ["commit-tree", tree, *(a for p in parents for a in ("-p", p))]
-            return self.git.code(*argv, input="agent-loop: landing\n")[1].strip()
-        base = made(trees[2])
-        code, out = self.git.code("merge-tree", "--write-tree", "--name-only", "--no-messages",
-                                  made(trees[0], base), made(trees[1], base), codes=(0, 1))
-        return self._merged(code, out, commit, old)
-
-    def _merged(self, code: int, out: str, commit: str, old: str) -> str:
-        """The tree `merge-tree --write-tree` made; IntegrationConflict when it conflicted."""
-        lines = out.splitlines()
-        if code == 1:
-            raise IntegrationConflict(commit, tuple(dict.fromkeys(f for f in lines[1:] if f)),
-                                      old)
-        return lines[0].strip()
+        """The main line's copy of `commit` on `old`, and the paths it changes
+        (agentloop.vcs.git.landing_copy.replay)."""
+        return landing_copy.replay(self.root, old, commit, whole)
 
     def _busy(self, files: list[str]) -> tuple[list[str], list[str]]:
         """Which of `files` the user has edited, staged or left untracked in the checkout, and
-        which of those are untracked."""
+        which of those are untracked (agentloop.vcs.git.in_the_way)."""
         if not files or not self._checked_out():
             return [], []
-        if self._behind is not None:
-            return self._busy_behind(files)
-        out = self.git.code("status", "--porcelain", "-z", "--untracked-files=all",
-                  "--ignored=no", "--", *files)[1]
-        entries = [entry for entry in out.split("\0") if len(entry) > 3]
-        return (sorted({entry[3:] for entry in entries}),
-                sorted({entry[3:] for entry in entries if entry.startswith("?? ")}))
-
-    def _busy_behind(self, files: list[str]) -> tuple[list[str], list[str]]:
-        """`_busy` while the checkout is behind: against the commit it is at, not the branch
-        (whose later tasks' files `git status` shows as staged deletions, nobody's edits). No
-        command takes the index lock."""
-        at = self._behind or ""
-        look = ("--no-optional-locks",)
-        staged = self.git.code(*look, "diff", "--cached", "--name-only", "-z", at, "--",
-                               *files)[1]
-        edited = self.git.code(*look, "diff", "--name-only", "-z", "--", *files)[1]
-        untracked = self.git.code(*look, "ls-files", "-z", "--others", "--exclude-standard",
-                                  "--", *files)[1]
-        new = [p for p in untracked.split("\0") if p]
-        return sorted({p for p in (staged + "\0" + edited).split("\0") if p} | set(new)), \
-            sorted(new)
+        return in_the_way.edited(self.git, files, self._behind)
 
     def _noted(self, record: Path, tip: str) -> None:
         """The landing's record kept while the checkout is behind (what the next run's
@@ -416,21 +361,10 @@ class GitMainLine:
         return found or None
 
     def _renamed(self) -> bool:
-        """Whether HEAD's reflog says the branch was renamed to the one HEAD is on now: then
-        it is the main line (self.ref moves to it)."""
-        try:
-            log = (self.git_dir / "logs" / "HEAD").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return False
-        said = f"\tBranch: renamed {self.ref} to "
-        new = next((line.split(said, 1)[1].strip() for line in reversed(log.splitlines())
-                    if said in line), None)
-        if new is None or not new.startswith("refs/heads/"):
-            return False
-        here = refs.where(self.git_dir, self.common_dir)
-        head = here[0] if here is not None else self.git.code(
-            "symbolic-ref", "-q", "HEAD", codes=(0, 1))[1].strip()
-        if head != new:
+        """Whether the branch was renamed to the one HEAD is on now
+        (agentloop.vcs.git.branch_rename): then it is the main line (self.ref moves to it)."""
+        new = renamed_to(self.git, self.git_dir, self.common_dir, self.ref)
+        if new is None:
             return False
         self.on_wait(f"branch {self.ref.removeprefix('refs/heads/')} was renamed to "
                      f"{new.removeprefix('refs/heads/')}: the tasks land there")
@@ -453,42 +387,6 @@ class GitMainLine:
                          "as you left them: `git status` shows the difference")
 
 
-# What git says of an object it was handed and no longer has (`commit-tree`, `update-ref`).
-_OBJECT_GONE = ("is not a valid object", "nonexistent object", "bad object",
-                "unable to read tree", "could not parse commit")
-
-
-@contextlib.contextmanager
-def _objects_kept(commit: str) -> Iterator[None]:
-    """A landing of lane commit `commit` whose git objects, written a moment before and named
-    by no ref yet, were deleted under it: said in one line, git's own error left out. An
-    agent's `git gc --prune=now` (in its lane, which shares the repository's objects) prunes
-    just such objects. The commit stays on its lane's branch and the run's record says it is
-    landing: the next run lands it first."""
-    try:
-        yield
-    except VcsError as exc:
-        if not any(words in str(exc) for words in _OBJECT_GONE):
-            raise
-        raise VcsError(f"git objects this landing had just written were removed before it "
-                       f"ended (a `git gc --prune=now`, an agent's in its lane say, deletes new "
-                       f"objects nothing names yet): task commit {commit[:12]} is not landed and "
-                       "stays on its lane's branch; run again to land it") from None
-
-
-def _how(untracked: list[str]) -> str:
-    """What lets a waiting landing go on: a plain `git stash` leaves an untracked file where it
-    is, in the way of the task's file of that name. A later `git stash pop` refuses while any
-    file it holds untracked is there again (the task's, the plan the run put back): the
-    stash's untracked files are its third parent, from which a file comes back alone."""
-    if not untracked:
-        return "commit or stash them and it lands on the branch"
-    return (f"commit or stash them (an untracked file such as {untracked[0]} with `git stash "
-            "-u`, or move it away) and it lands on the branch; `git stash pop` then refuses on "
-            f"the files that are back (the task's, the plan): `git checkout 'stash@{{0}}^3' -- "
-            f"{untracked[0]}` brings yours back")
-
-
 def current_branch(root: Path) -> str:
     """The branch (refs/heads/...) the checkout at `root` is on; VcsError when detached."""
     found = refs.where(root / ".git", root / ".git") if (root / ".git").is_dir() else None
@@ -501,127 +399,3 @@ def current_branch(root: Path) -> str:
     return out.strip()
 
 
-def copy_commit(root: Path, commit: str, tree: str, parent: str) -> str:
-    """A commit of `tree` on `parent` with `commit`'s author, date and message, byte for byte."""
-    git = Git(root)
-    raw = git.code("cat-file", "commit", commit)[1]
-    head, _, message = raw.partition("\n\n")
-    author = next(line for line in head.splitlines() if line.startswith("author "))
-    who, _, when = author[len("author "):].rpartition("> ")
-    name, _, email = who.partition(" <")
-    env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": when}
-    return git.code("commit-tree", tree, "-p", parent, input=message, env=env)[1].strip()
-
-
-def changed_files(root: Path, old: str, new: str) -> list[str]:
-    """The paths that differ between two commits."""
-    out = Git(root).code("diff-tree", "--no-commit-id", "--name-only", "-r", "-z", old, new)[1]
-    return [f for f in out.split("\0") if f]
-
-
-def finish_landing(root: Path, git_dir: Path) -> str | None:
-    """A landing a kill cut short after the branch moved and before the checkout followed: the
-    checkout follows now (the files the commit changed, nothing else); or (a fast-forward's)
-    after the checkout followed and before the branch moved: the branch moves now; or (a
-    fast-forward's) after it wrote some of the commit's files and before its index: the branch
-    moves and the checkout follows now. A note, or None."""
-    git = Git(root)
-    record = git_dir / RECORD
-    try:
-        old, new, *mark = record.read_text().split()
-    except FileNotFoundError:
-        return _follow_unrecorded(root, git_dir)
-    except (OSError, ValueError):
-        return None
-    note = None
-    head = git.code("rev-parse", "-q", "--verify", "HEAD", codes=(0, 1))[1].strip()
-    index_old = git.code("diff", "--cached", "--quiet", old, codes=(0, 1))[0] == 0
-    written = head == old and index_old and _half_written(git, root, old, new)
-    if written:
-        # `git merge --ff-only` writes the files, then its index, then moves the branch: cut
-        # short in between, the commit's files stood in the checkout as untracked or modified
-        # ones, and its landing waited on them as on your edits (for the lane-wait, 600 s).
-        # Nothing else is in them: the branch moves, and the checkout follows as below.
-        git.code("update-ref", "-m", f"agent-loop: landed {new[:12]}", "HEAD", new, old)
-        head = new
-    # Behind since a lock held a landing's follow off (agentloop.vcs.git.behind): the index
-    # holds `old` where the branch differs, your staged edits elsewhere.
-    lagging = head == new and (mark == [BEHIND] or not index_old) \
-        and behind.lags(git, old, new) is not None
-    if head == new and (index_old or lagging):
-        code, _ = git.code("read-tree", "-m", "-u", old, new, codes=(0, 128))
-        if code and lagging and not _half_written(git, root, old, new):
-            # Not a follow cut short: your own file stands in the way on a path it changes.
-            record.unlink(missing_ok=True)
-            return behind.repair(root, git_dir, old, new, in_the_way=True)
-        if code:  # cut short halfway through its files: they are the commit's, set them so
-            for path in changed_files(root, old, new):
-                there = git.code("cat-file", "-e", f"{new}:{path}", codes=(0, 1, 128))[0] == 0
-                if there:
-                    git.code("checkout", new, "--", path)
-                else:
-                    git.code("rm", "-q", "-f", "--ignore-unmatch", "--", path)
-        note = (f"a landing was cut short as it wrote the task's files into the checkout; the "
-                f"branch and the checkout follow now ({new[:12]})" if written else
-                f"your checkout was behind its branch (a lock on its index held a landing's "
-                f"follow off); it follows now ({new[:12]}), your edits kept" if lagging else
-                f"a landing was cut short before the checkout followed the branch; it follows "
-                f"now ({new[:12]})")
-    elif head == old and not index_old \
-            and git.code("diff", "--cached", "--quiet", new, codes=(0, 1))[0] == 0:
-        git.code("update-ref", "-m", f"agent-loop: landed {new[:12]}", "HEAD", new, old)
-        note = (f"a landing was cut short after the checkout took the task's files; the branch "
-                f"follows now ({new[:12]})")
-    record.unlink(missing_ok=True)
-    return note
-
-
-def _follow_unrecorded(root: Path, git_dir: Path) -> str | None:
-    """A checkout an earlier version left behind its branch with no record of it
-    (agentloop.vcs.git.behind.unrecorded) follows now, your edits kept; a note, or None."""
-    found = behind.unrecorded(root, git_dir)
-    if found is None:
-        return None
-    at, tip = found
-    code, _ = Git(root).code("read-tree", "-m", "-u", at, tip, codes=(0, 128))
-    if code:
-        return behind.repair(root, git_dir, at, tip, in_the_way=True)
-    return (f"your checkout was behind its branch since {at[:12]} (a landing's follow that a "
-            f"lock on its index held off); it follows now ({tip[:12]}), your edits kept")
-
-
-def _half_written(git: Git, root: Path, old: str, new: str) -> bool:
-    """Whether the checkout holds some of the paths `new` changes from `old` as `new` has them
-    and every other one as `old` has it: what a fast-forward cut short leaves, and nobody's
-    edit (a file of any other content, or a folder: False). A path reached through a link to
-    a folder reads as missing, as git's side of a path added or deleted does."""
-    out = git.code("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new)[1]
-    fields = out.split("\0")
-    some = False
-    for head, path in zip(fields[0::2], fields[1::2]):
-        parts = head.lstrip(":").split()
-        if len(parts) < 4 or not path:
-            return False
-        before, after = (parts[0], parts[2]), (parts[1], parts[3])
-        here = _entry(root, path)
-        if here == after != before:
-            some = True
-        elif here != before:
-            return False
-    return some
-
-
-def _entry(root: Path, path: str) -> tuple[str, str] | None:
-    """The checkout's `path` as a tree entry (mode, blob sha) of its bytes as they are; git's
-    zeros when it is missing; None for anything no blob is (a folder, a fifo)."""
-    from agentloop.files.digest import sha1
-    from agentloop.vcs.git.files import MISSING, state_of
-
-    state = state_of(root, path)
-    if state == MISSING:
-        return "000000", "0" * 40
-    if state.startswith("link:"):
-        target = os.fsencode(state[len("link:"):])
-        return "120000", sha1(b"blob %d\0" % len(target) + target).hexdigest()
-    mode, _, sha = state.partition(":")
-    return (mode, sha) if sha else None

@@ -1,0 +1,50 @@
+"""git: your own edits in the way of a landing, and what lets it go on.
+
+A landing moves the branch only when nothing of yours (edited, staged or untracked) sits on a path
+its commit changes: moving it would leave the checkout showing the task's change reversed. These
+say which of the commit's paths hold something of yours, and what to do about them.
+"""
+
+from __future__ import annotations
+
+from agentloop.vcs.git.run import Git
+
+
+def edited(git: Git, files: list[str], behind: str | None) -> tuple[list[str], list[str]]:
+    """Which of `files` you have edited, staged or left untracked in the checkout, and which of
+    those are untracked. `behind`: the commit the checkout is at while a lock held its follow
+    off (agentloop.vcs.git.behind), or None."""
+    if behind is not None:
+        return _edited_behind(git, files, behind)
+    out = git.code("status", "--porcelain", "-z", "--untracked-files=all", "--ignored=no", "--",
+                   *files)[1]
+    entries = [entry for entry in out.split("\0") if len(entry) > 3]
+    return (sorted({entry[3:] for entry in entries}),
+            sorted({entry[3:] for entry in entries if entry.startswith("?? ")}))
+
+
+def _edited_behind(git: Git, files: list[str], at: str) -> tuple[list[str], list[str]]:
+    """`edited` while the checkout is behind: against the commit it is at, not the branch (whose
+    later tasks' files `git status` shows as staged deletions, nobody's edits). No command takes
+    the index lock."""
+    look = ("--no-optional-locks",)
+    staged = git.code(*look, "diff", "--cached", "--name-only", "-z", at, "--", *files)[1]
+    changed = git.code(*look, "diff", "--name-only", "-z", "--", *files)[1]
+    untracked = git.code(*look, "ls-files", "-z", "--others", "--exclude-standard", "--",
+                         *files)[1]
+    new = [p for p in untracked.split("\0") if p]
+    return sorted({p for p in (staged + "\0" + changed).split("\0") if p} | set(new)), \
+        sorted(new)
+
+
+def how(untracked: list[str]) -> str:
+    """What lets a waiting landing go on: a plain `git stash` leaves an untracked file where it
+    is, in the way of the task's file of that name. A later `git stash pop` refuses while any
+    file it holds untracked is there again (the task's, the plan the run put back): the
+    stash's untracked files are its third parent, from which a file comes back alone."""
+    if not untracked:
+        return "commit or stash them and it lands on the branch"
+    return (f"commit or stash them (an untracked file such as {untracked[0]} with `git stash "
+            "-u`, or move it away) and it lands on the branch; `git stash pop` then refuses on "
+            f"the files that are back (the task's, the plan): `git checkout 'stash@{{0}}^3' -- "
+            f"{untracked[0]}` brings yours back")
