@@ -1,0 +1,74 @@
+"""What of the version-control side a fresh, plain run loads before its first agent starts:
+only what that agent needs. The recovery of a run that died inside a task and the teardown
+of a killed run's lanes load where their paths begin, after a look at the repository's files
+that says whether there is anything to recover or sweep."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from agentloop.vcs.choose import _nothing_to_sweep, sweep_workspaces
+from tests.cli.test_startup import audited_run
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import make_repo
+
+# Paths a fresh run with no killed run before it does not take before its first agent.
+NOT_BEFORE_THE_FIRST_AGENT = ("agentloop.vcs.git.recover",    # no open-attempt record
+                              "agentloop.vcs.git.teardown")   # no lane to sweep
+
+
+def test_a_fresh_run_loads_no_recovery_nor_teardown_before_its_first_agent(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    lines = audited_run(work, tmp_path)
+    first_agent = next(n for n, line in enumerate(lines)
+                       if line.startswith("process ") and "stream-json" in line)
+    early = {line.removeprefix("import ") for line in lines[:first_agent]}
+    assert "agentloop.vcs.git.worktrees" in early, "no lane was made: is the run read right?"
+    loaded = sorted(early & set(NOT_BEFORE_THE_FIRST_AGENT))
+    assert not loaded, f"{loaded} load before the first agent: import them where their path begins"
+    # The lane's removal, once its task landed, is where the teardown is loaded.
+    assert "import agentloop.vcs.git.teardown" in lines[first_agent:]
+    assert (work / "a.txt").read_text().strip() == "A"
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
+
+def test_the_sweep_is_skipped_only_when_the_files_say_there_is_nothing(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "project", "git", plan="- first\n")
+    assert _nothing_to_sweep(root, {"one"})
+    # A killed run's lane branch: the sweep keeps what it holds and drops it.
+    _git(root, "branch", "agent-loop/one")
+    assert not _nothing_to_sweep(root, {"one"})
+    assert _nothing_to_sweep(root, {"two"})
+    assert sweep_workspaces("git", root, set(), {"one"}).notes == ()
+    assert _nothing_to_sweep(root, {"one"})   # swept: its branch (on the main line) dropped
+    # A killed run's lane worktree, and a folder in the lanes' folder.
+    lanes = root / ".agent-loop" / "lanes"
+    _git(root, "worktree", "add", "-q", "-b", "agent-loop/two", str(lanes / "two"))
+    assert not _nothing_to_sweep(root, {"three"})
+    sweep_workspaces("git", root, set(), {"two"})
+    assert not (lanes / "two").exists()
+    (lanes / "stray").mkdir()
+    assert not _nothing_to_sweep(root, {"three"})
+
+
+def test_a_run_killed_inside_a_task_is_still_recovered(tmp_path: Path,
+                                                       fake_claude: FakeClaude) -> None:
+    # The record a killed run leaves is what loads the recovery: with it, the attempt's edits
+    # are undone before the task runs again.
+    from agentloop.vcs.git.backend import GitVcs
+
+    root = make_repo(tmp_path / "project", "git", plan="- first\n")
+    vcs = GitVcs(root, root / "tasks.md")
+    vcs.prepare()
+    vcs.begin("agent-loop: first")
+    (root / "left.txt").write_text("half done\n")
+    vcs.tree.close()   # killed here: no finish, no abandon
+    again = GitVcs(root, root / "tasks.md")
+    notes = again.prepare()
+    assert not (root / "left.txt").exists(), notes
+    assert any("rolled back" in note or "kept" in note for note in notes), notes
