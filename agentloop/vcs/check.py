@@ -22,10 +22,7 @@ from agentloop.ondemand import dataclass
 from agentloop.vcs import own_output, plan_files
 from agentloop.vcs.breach import Breach, Kind
 from agentloop.vcs.git import refs
-from agentloop.vcs.git.agent_in_checkout import agent_moved_main
 from agentloop.vcs.git.lane_record import GitLaneRecord
-from agentloop.vcs.git.moved_back import look_command, main_moved_back
-from agentloop.vcs.git.registration import registration_damaged
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.rewritten import carried, rewritten
 
@@ -64,6 +61,10 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
         return _branch_rewound(record, tip)
     # Your branch moved (the files said so, or `_as_left` would have): by an agent's git run
     # in your checkout, its reflog says, or back; one the lane checked out is said above.
+    # The git lane's checks load with its first check, not with this module (which a jj run,
+    # and the run core for LaneBreach, import too).
+    from agentloop.vcs.git.agent_in_checkout import agent_moved_main
+
     return agent_moved_main(record) or _main_rewound(record, main) or _landed_lost(record, main)
 
 
@@ -79,6 +80,8 @@ def git_lane_gone(record: GitLaneRecord) -> Breach | None:
     looks at the folder, no process: asked before any git command in a lane whose agent ran."""
     lane = record.lane
     if lane.is_dir() and (lane / ".git").exists():
+        from agentloop.vcs.git.registration import registration_damaged  # git lanes only
+
         return registration_damaged(record)
     short, main_short = _shorts(record)
     if not lane.is_dir():
@@ -138,6 +141,8 @@ def _landed_lost(record: GitLaneRecord, main: Git) -> Breach | None:
     lost = [c for c in gone if c not in moved and not carried(main, c, record.main_ref)]
     if not lost:
         return None
+    from agentloop.vcs.git.moved_back import look_command  # git lanes only
+
     main_short = _shorts(record)[1]
     return Breach(Kind.LANDED_LOST, f"commit {lost[0][:12]}, which this lane landed on "
                   f"{main_short}, is no longer on it",
@@ -153,6 +158,8 @@ def _main_rewound(record: GitLaneRecord, main: Git) -> Breach | None:
     old, now = record.main_at[0], main.sha(record.main_ref)
     if now is None or now in record.main_at or not main.ancestor(now, old):
         return None  # gone is said where the landing reads it (GitMainLine.tip)
+    from agentloop.vcs.git.moved_back import main_moved_back  # git lanes only
+
     return main_moved_back(record, old, now)
 
 

@@ -66,11 +66,8 @@ def _checked(kind: str, root: Path, asked: Asked) -> list[str]:
     warnings: list[str] = []
     git_dir = root / ".git"
     if git_dir.is_dir():
-        # Loaded here, not with this module: ask_git starts its commands before it is needed.
-        from agentloop.vcs.git.landing_record import finish_landing
-
         warnings += _stale_locks(git_dir)
-        landing = finish_landing(root, git_dir)  # a parallel run's, cut short by a kill
+        landing = _landing_finished(root, git_dir)  # a parallel run's, cut short by a kill
         if landing:  # the checkout's files moved: its first look's status is asked again
             from agentloop.vcs.git.first_look import forget_status
 
@@ -83,6 +80,24 @@ def _checked(kind: str, root: Path, asked: Asked) -> list[str]:
                         "set one with `jj config set --user user.name \"Your Name\"` and "
                         "`jj config set --user user.email you@example.com`")
     return warnings
+
+
+# The record of a landing under way (agentloop.vcs.git.landing_record.RECORD), looked for here.
+LANDING = "agent-loop-landing"
+
+
+def _landing_finished(root: Path, git_dir: Path) -> str | None:
+    """A landing a kill cut short, finished (landing_record.finish_landing): its note, or None.
+    Its module is loaded only when the repository's files say there is one (its record, or a
+    checkout left behind: agentloop.vcs.git.behind), not on every run's way to its first agent
+    (a jj run never needs it)."""
+    from agentloop.vcs.git import behind
+
+    if not (git_dir / LANDING).exists() and behind.unrecorded(root, git_dir) is None:
+        return None
+    from agentloop.vcs.git.landing_record import finish_landing
+
+    return finish_landing(root, git_dir)
 
 
 def _stale_locks(git_dir: Path) -> list[str]:

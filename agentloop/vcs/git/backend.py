@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from agentloop.errors import VcsError
 from agentloop.vcs import own_output, plan_files, relative_to
 from agentloop.vcs.check import gone_as
-from agentloop.vcs.git import aside, dirty_tree, planted, quick, recover, refs
+from agentloop.vcs.git import aside, dirty_tree, planted, quick, refs
 from agentloop.vcs.git.dirty_tree import beside_lanes, dirty_message, why_here
 from agentloop.vcs.git.files import state_of
 from agentloop.vcs.git.quick import index_seen
@@ -125,18 +125,12 @@ class GitVcs:
             self._open()
             created = True
             notes.append(f"initialized a git repository in {self.root}")
-        # An earlier run died inside a task: keep the commit it made, else undo its edits.
         assert self._record is not None  # made by _open
-        found = recover.examine(self.tree, self._record, lane=self.lane)
-        self._recovered, self._resumable = found.recovered, found.resume
-        if found.undo is not None:  # examine kept its copy
-            recover.roll_back(self.tree, found.undo)
-            self._forget()
-            line = aside.copy_named(found.notes)
-            self._rolled_back = (line, found.undo.begun_as) if line is not None else None
-        notes += found.notes
+        # No record, no earlier run that died inside a task: the modules that recover one are
+        # not loaded before the run's first agent starts.
+        undone = self._record.path.exists() and self._recover(notes)
         head = self.tree.head()
-        fresh = self._made and found.undo is None and self._resumable is None
+        fresh = self._made and not undone and self._resumable is None
         self.tree.listed = None
         dirty = [] if fresh else dirty_tree.dirty(self.tree, head)
         # The checkout as the run found it, for the main line of a run in lanes.
@@ -153,9 +147,27 @@ class GitVcs:
         notes += dirty_tree.settle(self.tree, dirty, head, created, self.lanes, self.allow_dirty)
         return notes
 
+    def _recover(self, notes: list[str]) -> bool:
+        """An earlier run died inside a task: keep the commit it made, else undo its edits
+        (True), its notes added to `notes`."""
+        from agentloop.vcs.git import recover  # only after a run that died inside a task
+
+        assert self._record is not None  # made by _open
+        found = recover.examine(self.tree, self._record, lane=self.lane)
+        self._recovered, self._resumable = found.recovered, found.resume
+        if found.undo is not None:  # examine kept its copy
+            recover.roll_back(self.tree, found.undo)
+            self._forget()
+            line = aside.copy_named(found.notes)
+            self._rolled_back = (line, found.undo.begun_as) if line is not None else None
+        notes += found.notes
+        return found.undo is not None
+
     def uncommitted(self) -> str | None:
         """prepare()'s refusal of a dirty tree, found without changing anything (for
         --dry-run): its message, or None when the run would not refuse."""
+        from agentloop.vcs.git import recover  # --dry-run only
+
         try:
             if not self._open():
                 return None  # the run makes the repository; nothing of the user's is in the way
@@ -294,6 +306,8 @@ class GitVcs:
                      touched: set[str]) -> Change:
         """finish's commit the long way, its record written before HEAD moves: in the index
         where it can (commit_here), else made aside and landed; empty when nothing changed."""
+        from agentloop.vcs.git import recover  # the slow way, after an agent ran
+
         sha, new = None, set(status.untracked) & changed
         if changed:
             self._remember(start)
@@ -356,6 +370,8 @@ class GitVcs:
     def cut_short(self) -> Change | None:
         """The task commit a finish that a stop (or an error) cut short had made already,
         HEAD moved to it, as finish returns it; None when it made none."""
+        from agentloop.vcs.git import recover  # only after a stop
+
         start = self._start
         head = self.tree.head()
         if start is None or head is None or head == start.head or \
@@ -392,6 +408,7 @@ class GitVcs:
         left open in a lane of this plan, rolled back there as that lane's own prepare would
         have (its files kept under aside.SAVED_REF, the lane left as it began, for the sweep
         of a later run in lanes); the line naming the copy, or None when no lane holds it."""
+        from agentloop.vcs.git import recover
         from agentloop.vcs.lanes import lanes_dir, plan_key
 
         folder = lanes_dir(self.root)
@@ -427,6 +444,8 @@ class GitVcs:
 
         Without an open attempt (abandoned already, or never begun) there is nothing to do.
         """
+        from agentloop.vcs.git import recover  # only after a stop
+
         start = self._start
         if start is None:
             return None
@@ -476,6 +495,8 @@ class GitVcs:
         """Go on from the killed run's attempt when this begin is its task's, the agent's
         commits still on top of where it began; else roll it back as any unfinished attempt
         (its files kept under aside.SAVED_REF) and say None: a new attempt begins."""
+        from agentloop.vcs.git import recover  # only after a killed run
+
         resumed, self._resumable = self._resumable, None
         assert resumed is not None and self._record is not None
         if (resumed.begun_as or resumed.message) == message and \

@@ -13,7 +13,6 @@ from pathlib import Path
 from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
-from agentloop.vcs.git.teardown import clean_git, keep_files
 from agentloop.vcs.git.worktree_list import branch_commit, drop_cut_short, git_worktrees, healthy
 from agentloop.vcs.lanes import (
     BRANCH_PREFIX,
@@ -74,6 +73,9 @@ def _open_git(root: Path, name: str, base: str, fresh: bool,
             f"refs/heads/{branch}":
         if not fresh:
             return Workspace(name, path, branch, reused=True)
+        # The lane's teardown, loaded where a lane is remade, not for the common new one.
+        from agentloop.vcs.git.teardown import clean_git, keep_files
+
         keep_files(root, path, name)
         _git(path, "reset", "-q", "--hard")
         _git(path, "clean", "-q", "-f", "-d")
@@ -81,6 +83,8 @@ def _open_git(root: Path, name: str, base: str, fresh: bool,
         _git(path, "reset", "-q", "--hard", base)
         return Workspace(name, path, branch)
     if known is not None or path.exists():
+        from agentloop.vcs.git.teardown import clean_git
+
         clean_git(root, path)
     exists = branch_commit(root, branch) is not None
     path.parent.mkdir(parents=True, exist_ok=True)
