@@ -24,7 +24,7 @@ from agentloop.vcs.breach import Breach, Kind
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.agent_in_checkout import agent_moved_main
 from agentloop.vcs.git.lane_record import GitLaneRecord
-from agentloop.vcs.git.moved_back import look_command, main_moved_back
+from agentloop.vcs.git.moved_back import index_back, look_command, main_moved_back
 from agentloop.vcs.git.registration import registration_damaged
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.rewritten import carried, rewritten
@@ -64,7 +64,12 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
         return _branch_rewound(record, tip)
     # Your branch moved (the files said so, or `_as_left` would have): by an agent's git run
     # in your checkout, its reflog says, or back; one the lane checked out is said above.
-    return agent_moved_main(record) or _main_rewound(record, main) or _landed_lost(record, main)
+    found = agent_moved_main(record) or _main_rewound(record, main) or \
+        _landed_lost(record, main)
+    if found is not None and found.kind in (Kind.MAIN_REWOUND, Kind.AGENT_MOVED_MAIN,
+                                            Kind.LANDED_LOST):
+        index_back(record, main)
+    return found
 
 
 def _shorts(record: GitLaneRecord) -> tuple[str, str]:
