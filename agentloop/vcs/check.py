@@ -65,7 +65,14 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
     # and the run core for LaneBreach, import too).
     from agentloop.vcs.git.agent_in_checkout import agent_moved_main
 
-    return agent_moved_main(record) or _main_rewound(record, main) or _landed_lost(record, main)
+    found = agent_moved_main(record) or _main_rewound(record, main) or \
+        _landed_lost(record, main)
+    if found is not None and found.kind in (Kind.MAIN_REWOUND, Kind.AGENT_MOVED_MAIN,
+                                            Kind.LANDED_LOST):
+        from agentloop.vcs.git.moved_back import index_back  # git lanes only, on this stop
+
+        index_back(record, main)
+    return found
 
 
 def _shorts(record: GitLaneRecord) -> tuple[str, str]:

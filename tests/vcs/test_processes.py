@@ -262,3 +262,23 @@ def test_a_task_dropped_before_the_run_costs_no_process_a_task(
     expected = (PER_TASK if workplace == "checkout" else PER_TASK_LANE)["git"]
     assert [len(gap) for gap in gaps] == [expected] * len(gaps), \
         "\n\n".join("\n".join(shown(c) for c in gap) for gap in gaps)
+
+
+def test_a_change_you_abandoned_reads_the_operation_log_once_an_operation(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """You take task 0 back (`jj abandon` in your checkout) while task 1's agent works: the
+    looks for it (the lane's check for an undo, the step's and the history check's for your
+    abandon) read jj's operation log once for each operation the repository is at, known off
+    its op heads folder without a process (5 reads after task 1 before, one a look), and no
+    task after the next reads it again."""
+    task_0 = "description(substring:'/ task 0')"
+    plan = ("- task 0\n  FAKE: write t0.txt 0\n"
+            "- task 1\n  FAKE: write t1.txt 1\n"
+            f"  FAKE: bash cd {tmp_path / 'project'} && jj abandon -r \"{task_0}\"\n"
+            + "".join(f"- task {i}\n  FAKE: write t{i}.txt {i}\n" for i in range(2, TASKS + 2)))
+    work = project(tmp_path, "jj", plan)
+    gaps = between_agents(logged_run(tmp_path, work, "jj", "lane"))
+    read = [sum(" op log " in c for c in gap) for gap in gaps]
+    # After task 1: the heads the lane's check, the step's repair and its landing left.
+    assert read[0] <= 3 and read[1:] == [1] + [0] * (len(gaps) - 2), \
+        f"{read}\n" + "\n\n".join("\n".join(shown(c) for c in gap) for gap in gaps)

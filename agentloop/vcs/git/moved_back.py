@@ -57,3 +57,21 @@ def _kept_where(record: GitLaneRecord, old: str) -> tuple[str, str | None]:
         return f"is still on {holding}", None
     return (f"is named by no branch, ref or reflog now: `git show {old[:12]}` finds it until "
             "git's gc prunes it"), None
+
+
+def index_back(record: GitLaneRecord, main: Git) -> None:
+    """Your checkout, on your branch moved back from the last tip the step knew (the last of
+    `record.main_at`) by a ref write from elsewhere (`git update-ref` in a lane: refs are
+    shared), whose index and files still hold what was dropped, as staged changes: brought to
+    the branch as `git checkout` would, which keeps every edit of yours (a file of yours that
+    differs between the two leaves all as it is: the stop says what to do). A reset in your
+    checkout already left it there: nothing to do."""
+    if not record.main_at:
+        return
+    old, now = record.main_at[-1], main.sha(record.main_ref)
+    if now is None or now == old or not main.ancestor(now, old):
+        return
+    code, out = main.code("symbolic-ref", "-q", "HEAD", codes=(0, 1, 128))
+    if code != 0 or out.strip() != record.main_ref:
+        return
+    main.run("read-tree", "-m", "-u", old, now, codes=None)

@@ -105,15 +105,15 @@ def jj_forgotten(lane: Path) -> Breach:
 
 
 def operations_since(jj: Jj, operation: str) -> list[tuple[str, str]]:
-    """(id, description) of the operations after `operation`, newest first."""
-    out = jj.out("--ignore-working-copy", "op", "log", "--no-graph", "-n", "200", "-T",
-                 'id ++ "\\t" ++ description ++ "\\n"')
+    """(id, description) of the operations after `operation`, newest first (one `jj op log`,
+    none when the repository is where the last read found it: agentloop.vcs.jj.oplog)."""
+    from agentloop.vcs.jj.oplog import operations
+
     found = []
-    for line in out.splitlines():
-        op, _, description = line.partition("\t")
-        if op.startswith(operation) or operation.startswith(op):
+    for op in operations(jj):
+        if op.id.startswith(operation) or operation.startswith(op.id):
             break
-        found.append((op, description))
+        found.append((op.id, op.description))
     return found
 
 

@@ -10,11 +10,9 @@ from __future__ import annotations
 from typing import Iterable
 
 from agentloop.errors import VcsError
+from agentloop.vcs.jj.oplog import changes_at, operations
 from agentloop.vcs.jj.run import Jj
 from agentloop.vcs.jj.workspaces import lane_of
-
-# How far back the operation log is read: a run's own operations since a change left are few.
-DEPTH = 200
 
 
 def taken_back(jj: Jj, lost: Iterable[str]) -> set[str]:
@@ -26,27 +24,21 @@ def taken_back(jj: Jj, lost: Iterable[str]) -> set[str]:
     if not lost:
         return set()
     try:
-        out = jj.out("--ignore-working-copy", "op", "log", "--no-graph", "-n", str(DEPTH), "-T",
-                     'id ++ "\\t" ++ workspace_name ++ "\\t" ++ description ++ "\\n"')
         found: set[str] = set()
-        for line in out.splitlines():
-            op, workspace, description = (line.split("\t", 2) + ["", ""])[:3]
-            workspace = workspace.removesuffix("@")
+        for op, workspace, description in ((o.id, o.workspace, o.description)
+                                           for o in operations(jj)):
             if not description.startswith("abandon ") or not workspace \
                     or lane_of(workspace) is not None:
                 continue
             gone = f"at_operation({op}-, all()) ~ at_operation({op}, all())"
-            dropped = set(jj.out("--ignore-working-copy", "log", "--no-graph", "-r", gone,
-                                 "-T", 'change_id ++ "\\n"').split())
+            dropped = set(changes_at(jj, gone))
             # An abandon also hides the old commits of the changes it rebased (those above the
             # one it dropped): a change is gone only where no commit of it is left after it.
             wanted = {d for d in dropped if any(d.startswith(c) for c in lost - found)}
             if not wanted:
                 continue
             kept = " | ".join(f"change_id({d})" for d in sorted(wanted))
-            wanted -= set(jj.out("--ignore-working-copy", "log", "--no-graph", "-r",
-                                 f"at_operation({op}, {kept})", "-T",
-                                 'change_id ++ "\\n"').split())
+            wanted -= changes_at(jj, f"at_operation({op}, {kept})")
             found |= {c for c in lost if any(d.startswith(c) for d in wanted)}
             if found == lost:
                 break
@@ -62,19 +54,12 @@ def revived(jj: Jj, changes: Iterable[str], since: str | None) -> set[str]:
     on the view before it (a landing's rebase of the change, which keeps a new commit of it),
     though jj told you "Abandoned". The caller abandons them again, as you asked; the history
     check then finds them taken back. One `jj op log` (nothing when `since` is not among its
-    last DEPTH operations); for each abandon since, one or two `jj log`."""
+    last oplog.DEPTH operations); for each abandon since, one or two `jj log`."""
     changes = set(changes)
     if not changes or since is None:
         return set()
     try:
-        out = jj.out("--ignore-working-copy", "op", "log", "--no-graph", "-n", str(DEPTH), "-T",
-                     'id ++ "\\t" ++ parents.map(|p| p.id()).join(",") ++ "\\t" ++ '
-                     'workspace_name ++ "\\t" ++ description.first_line() ++ "\\n"')
-        ops: dict[str, tuple[list[str], str, str]] = {}
-        for line in out.splitlines():
-            op, parents, workspace, description = (line.split("\t", 3) + ["", "", ""])[:4]
-            ops[op] = (parents.split(",") if parents else [], workspace.removesuffix("@"),
-                       description)
+        ops = {o.id: (list(o.parents), o.workspace, o.description) for o in operations(jj)}
         if since not in ops:
             return set()
         # The operations after `since`: reached from the newest without passing it.
@@ -98,12 +83,9 @@ def revived(jj: Jj, changes: Iterable[str], since: str | None) -> set[str]:
             if not wanted:
                 break
             gone = f"at_operation({op}-, {wanted}) ~ at_operation({op}, {wanted})"
-            dropped = set(jj.out("--ignore-working-copy", "log", "--no-graph", "-r", gone,
-                                 "-T", 'change_id ++ "\\n"').split())
+            dropped = set(changes_at(jj, gone))
             if dropped:
-                dropped -= set(jj.out("--ignore-working-copy", "log", "--no-graph", "-r",
-                                      f"at_operation({op}, {wanted})",
-                                      "-T", 'change_id ++ "\\n"').split())
+                dropped -= changes_at(jj, f"at_operation({op}, {wanted})")
             found |= {c for c in changes if any(d.startswith(c) for d in dropped)}
         if not found:
             return set()
