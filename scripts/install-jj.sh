@@ -9,6 +9,14 @@ if [ -x "$root/bin/jj" ]; then
   echo "$root/bin"
   exit 0
 fi
+# Without a working cargo (none installed, or rustup with no default toolchain) cargo's own
+# failure is a rustup backtrace; say in one line what is missing and how to get it.
+if ! cargo --version >/dev/null 2>&1; then
+  echo "install-jj.sh: jj $JJ_VERSION is not built yet (in $root) and cargo does not work here" \
+    "(\`cargo --version\` failed): install Rust from https://rustup.rs (then \`rustup default" \
+    "stable\`), or build jj $JJ_VERSION yourself into $root/bin" >&2
+  exit 1
+fi
 start=$(date +%s)
 # A lighter release profile: the tests need a working jj, not the fastest one.
 CARGO_PROFILE_RELEASE_LTO=false \
