@@ -35,10 +35,15 @@ def trailers_of(run: Run, task: TaskState) -> str:
 
 
 def history_kind(asked: str, root: Path) -> str:
-    """Whose history to read: the VCS asked for, or for `auto` the repository's own kind."""
+    """Whose history to read: the VCS asked for, or for `auto` the repository's own kind. A
+    git repository a jj run is about to make colocated (no `.jj` yet) holds git's history only:
+    read as jj's, before jj's repository exists, it named nothing done."""
+    jj, git = (root / ".jj").is_dir(), (root / ".git").exists()
+    if asked == "jj" and not jj and git:
+        return "git"
     if asked != "auto":
         return asked
-    return "jj" if (root / ".jj").is_dir() else "git" if (root / ".git").exists() else "none"
+    return "jj" if jj else "git" if git else "none"
 
 
 History = Callable[[], list[tuple[str, str, str]]]

@@ -247,3 +247,32 @@ def test_status_says_a_done_task_put_back_is_done_as_the_dry_run_does(
     assert "completed" in row and first[:12] in row, status.stdout
     assert f"task 1: done already in {first[:12]} (history)" in status.stdout, status.stdout
     assert len(fake_claude.task_runs()) == 2
+
+
+def test_a_git_history_is_read_by_a_first_jj_run(tmp_path: Path, jj_bin: str,
+                                                 fake_claude: FakeClaude) -> None:
+    # Tasks a git run committed, `.agent-loop/` gone (a fresh clone), then `--vcs jj`: the jj
+    # repository is made from git's history at the run's start, after the history was read,
+    # so the history is git's; read as jj's (no repository yet) it named nothing and every
+    # done task was paid for again.
+    work = git_project(tmp_path, "## G\n- write a\n  FAKE: write a.txt A\n"
+                                 "- write b\n  FAKE: write b.txt B\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    first = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                            "--no-distill"], cwd=work, capture_output=True, text=True,
+                           timeout=60)
+    assert first.returncode == 0, first.stderr
+    shutil.rmtree(work / ".agent-loop")
+    again = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "jj",
+                            "--no-distill"], cwd=work, capture_output=True, text=True,
+                           timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert "2 task(s) found done in the history" in again.stdout, again.stdout
+    assert len(fake_claude.calls()) == 2  # neither task paid for again
+    # and back: the jj run's changes read by a git run that finds no state
+    shutil.rmtree(work / ".agent-loop")
+    back = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                           "--dry-run"], cwd=work, capture_output=True, text=True, timeout=60)
+    assert back.returncode == 0, back.stderr
+    assert "2 task(s), 0 to run" in back.stdout, back.stdout
