@@ -237,6 +237,7 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
     new = [i for i, r in enumerate(result) if r is None or i in renamed]
     taken = {r.log_name for i, r in enumerate(result) if r is not None and i not in new} | \
         {r.log_name for r in leftover}
+    numbers = {_number(name) for name in taken}
     unmatched: dict[tuple[int, str], list[int]] = defaultdict(list)
     for i in new:
         if result[i] is None:
@@ -255,11 +256,13 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
             edited.append((record.index, was.change_id or ""))
         elif result[i] is None:
             added.append(record.index)
-        name, n = record.log_name, 1
+        base = _numbered(record.log_name, was, numbers)
+        name, n = base, 1
         while name in taken and name != own:
             n += 1
-            name = f"{record.log_name}-{n}"
+            name = f"{base}-{n}"
         taken.add(name)
+        numbers.add(_number(name))
         result[i] = dataclasses.replace(record, log_name=name)
     removed = tuple(r for queue in by_group.values() for r in queue)
     tasks = [r for r in result if r is not None]
@@ -393,6 +396,26 @@ def _texts_alike(a: str, b: str) -> float:
     return max(SequenceMatcher(None, a, b).ratio(),
                SequenceMatcher(None, re.findall(r"\w+", a.casefold()),
                                re.findall(r"\w+", b.casefold())).ratio())
+
+
+def _number(log_name: str) -> str:
+    """The number a log name begins with ("004" of "004-group--task"): `ls` sorts by it, and
+    --status and a person read one number as one task."""
+    return log_name.split("-", 1)[0]
+
+
+def _numbered(log_name: str, was: TaskState | None, numbers: set[str]) -> str:
+    """A new record's log name (the plan's own, numbered by its place now) with a number no
+    other record has: an edited task's own number (it is that task still), else its place's
+    when free, else one past the largest. The kept records keep theirs, so after a deletion
+    above it the place's number can be a kept task's."""
+    number, rest = log_name.split("-", 1) if "-" in log_name else ("", log_name)
+    if was is not None:
+        number = _number(was.log_name)
+    elif number in numbers or not number.isdigit():
+        width = len(number) if number.isdigit() else 3
+        number = f"{max((int(n) for n in numbers if n.isdigit()), default=0) + 1:0{width}d}"
+    return f"{number}-{rest}"
 
 
 def _reworded(done: TaskState, new: TaskState) -> TaskState:

@@ -6,6 +6,7 @@ fake claude and real git."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from tests.run.test_controller import edited_plan
@@ -78,3 +79,28 @@ def test_a_done_task_reworded_runs_again_under_its_new_words(
     assert "001-ungrouped--fix-teh-typo.log" in _logs(work)   # the first attempt's, kept
     assert state_of(work)["tasks"][0]["log"] == \
         ".agent-loop/logs/001-ungrouped--fix-the-typo-attempt2.log"
+
+
+def test_a_plan_edited_mid_run_logs_each_task_under_a_number_of_its_own(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # A user's morning: while task 2 runs, task 3 is deleted, task 5 reworded, task 7 added.
+    # Task 4 keeps its 004- logs; the reworded task 5 was logged under 004- too.
+    init_repo(work, "git")
+    script = tmp_path / "edit.py"
+    script.write_text("import pathlib, sys\np = pathlib.Path(sys.argv[1])\nt = p.read_text()\n"
+                      "t = t.replace('- [ ] a3\\n  FAKE: write a3.txt 3\\n', '')\n"
+                      "t = t.replace('- [ ] b2 as it was\\n', '- [ ] b2 as it reads now\\n')\n"
+                      "t += '- [ ] b4\\n  FAKE: write b4.txt 4\\n'\np.write_text(t)\n")
+    (work / "tasks.md").write_text(
+        "## A\n- [ ] a1\n  FAKE: write a1.txt 1\n"
+        f"- [ ] a2\n  FAKE: bash {sys.executable} {script} {work / 'tasks.md'}\n"
+        "  FAKE: write a2.txt 2\n- [ ] a3\n  FAKE: write a3.txt 3\n"
+        "## B\n- [ ] b1\n  FAKE: write b1.txt 1\n- [ ] b2 as it was\n  FAKE: write b2.txt 2\n"
+        "- [ ] b3\n  FAKE: write b3.txt 3\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    numbers = [name.split("-", 1)[0] for name in _logs(work)]
+    assert len(set(numbers)) == len(numbers), _logs(work)
+    assert "004-b--b1.log" in _logs(work) and "005-b--b2-as-it-reads-now.log" in _logs(work)
+    status = agent_loop(work, "--status").stdout
+    assert "log: .agent-loop/logs/004-" in status and status.count("logs/004-") == 1, status

@@ -483,3 +483,17 @@ def test_a_task_said_at_length_or_cut_down_reads_as_reworded(tmp_path: Path, was
 def test_a_task_deleted_with_another_put_in_its_place_is_not_reworded(
         tmp_path: Path, was: str, now: str) -> None:
     assert not alike(_record(tmp_path, f"- [ ] {now}\n"), _record(tmp_path, f"- [ ] {was}\n"))
+
+
+def test_no_two_records_share_a_log_number_after_an_edit(tmp_path: Path) -> None:
+    # Task 3 deleted and task 5 reworded: task 4 (now third) keeps its 004- logs, so the
+    # reworded one, now fourth, is not logged under 004- too (`ls .agent-loop/logs` and
+    # --status read two tasks as one); an edited task keeps its own number, an added one
+    # takes a number no record has.
+    old = saved(tmp_path, "## A\n- a1\n- a2\n- a3\n## B\n- b1\n- b2 as it was\n- b3\n", ())
+    changed = reconcile(old, new(tmp_path, "## A\n- a1\n- a2\n## B\n- b1\n"
+                                           "- b2 as it reads now\n- b3\n- b4\n"))
+    numbers = [t.log_name.split("-", 1)[0] for t in changed.tasks]
+    assert len(set(numbers)) == len(numbers), [t.log_name for t in changed.tasks]
+    assert changed.tasks[3].log_name.startswith("005-b--b2-as-it-reads-now"), changed.tasks[3]
+    assert changed.tasks[5].log_name.startswith("007-"), changed.tasks[5]
