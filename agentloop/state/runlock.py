@@ -156,8 +156,9 @@ class RunLock:
                 break
             time.sleep(0.01)
         if lock is None:
-            raise StateLocked(f"another agent-loop run holds {self.root} (pid "
-                              f"{self._holder(pid_path)}); wait for it or stop it first")
+            pid = self._holder(pid_path)
+            raise StateLocked(f"another agent-loop run holds {self.root} (pid {pid}"
+                              f"{_command_of(pid)}); wait for it or stop it first")
         self._held.append(_Held(lock, lock_path, _inode(lock), pid_path))
         try:
             # Atomic, so a run that lost the race never reads it empty or half written.
@@ -220,3 +221,22 @@ class RunLock:
             if time.monotonic() > deadline:
                 return "unknown"
             time.sleep(0.01)
+
+
+def _command_of(pid: str) -> str:
+    """": " and the holder's command line, for the person refused to know which plan's run to
+    wait for (two plans in one repository run one after the other); "" where /proc cannot say
+    (not Linux, the process gone)."""
+    try:
+        args = Path(f"/proc/{int(pid)}/cmdline").read_bytes().decode(errors="replace")
+    except (OSError, ValueError):
+        return ""
+    words = [w for w in args.split("\0") if w]
+    if words and Path(words[0]).name.startswith("python"):
+        words = words[1:]   # the interpreter of a console script or of `python -m agentloop`
+    if words and words[0] == "-m":
+        words = ["agent-loop", *words[2:]]
+    elif words:
+        words[0] = Path(words[0]).name
+    line = " ".join(words)
+    return f": {line[:117]}..." if len(line) > 120 else f": {line}" if line else ""

@@ -67,7 +67,8 @@ def test_two_runs_started_together(tmp_path: Path, fake_claude: FakeClaude, vcs:
             _, err = loser.communicate()
             assert loser.returncode == 1, err
             assert err.startswith("agent-loop: error: another agent-loop run holds "), err
-            assert f"(pid {winner.pid})" in err, f"race {n}: {err}"
+            # the holder named with its command line: which plan's run to wait for
+            assert f"(pid {winner.pid}: agent-loop tasks.md" in err, f"race {n}: {err}"
             assert err.count("\n") == 1 and "Traceback" not in err
             # --status takes no lock: it shows the winner's run while it goes on.
             while not (work / ".agent-loop" / "state.json").exists():
