@@ -687,3 +687,24 @@ def test_a_commondir_an_agent_made_a_symlink_is_replaced_not_written_through(
     assert yours.read_text() == "export PS1=mine\n"
     assert not (own / "commondir").is_symlink()
     assert (own / "commondir").read_text() == "../..\n"
+
+
+def test_a_lane_you_locked_is_left_as_it_is_ignored_files_and_all(repo: Path) -> None:
+    # `git worktree lock` says "keep this": its group done, the lane stays, since its ignored
+    # files (a .env, a build) would go with it, in no commit to keep them in.
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "exclude").write_text("*.env\n")
+    base = git(repo, "rev-parse", "HEAD")
+    lane = wt.open_git(repo, "1-mine", base, fresh=True)
+    (lane.path / "secrets.env").write_text("TOKEN=1\n")
+    git(repo, "worktree", "lock", "--reason", "my experiment", str(lane.path))
+    notes = teardown.remove_git(repo, lane, drop_branch=True)
+    assert (lane.path / "secrets.env").read_text() == "TOKEN=1\n"
+    assert git(repo, "branch", "--list", "agent-loop/1-mine")
+    assert len(notes) == 1 and "is locked ('my experiment')" in notes[0], notes
+    assert f"git worktree unlock {lane.path}" in notes[0]
+    # an earlier run's lane, swept: left too, and not said gone
+    assert teardown.sweep_git(repo, keep=set()) == []
+    assert (lane.path / "secrets.env").is_file()
+    git(repo, "worktree", "unlock", str(lane.path))
+    assert teardown.sweep_git(repo, keep=set()) == ["1-mine"] and not lane.path.exists()

@@ -31,19 +31,25 @@ def _git(root: Path, *args: str, codes: tuple[int, ...] = (0,)) -> str:
 
 
 def clean_git(root: Path, path: Path,
-              registered: dict[Path, dict[str, str]] | None = None) -> list[str]:
+              registered: dict[Path, dict[str, str]] | None = None,
+              yours_too: bool = False) -> list[str]:
     """Whatever is registered or left on disk at `path`: unregistered and deleted (branches
     stay; files nobody committed are kept first, under refs/agent-loop/kept-files/). Notes naming
-    what was kept. `registered`: the worktrees as known without a `git worktree list`."""
+    what was kept. `registered`: the worktrees as known without a `git worktree list`. A lane
+    you locked (`git worktree lock`) is left as it is, unless `yours_too` (a lane made again
+    in its place): its ignored files (a `.env`, a build) are in no commit to keep them in."""
     path = path.resolve()
     notes = []
     worktrees = registered if registered is not None else git_worktrees(root)
+    yours = _users_lock(worktrees[path]) if path in worktrees else None
+    if yours is not None and not yours_too and path.is_dir():
+        return [f"lane {path.name} is locked ({yours!r}), not by agent-loop: left as it is, "
+                f"with its branch; `git worktree unlock {path}` and the next run removes it"]
     if path in worktrees and worktrees[path].get("locked") == REMOVING:
         notes.append(f"removed lane {path.name}, whose removal a kill had cut short: nothing "
                      "of yours was left in it (what nobody had committed there was kept first)")
     elif path in worktrees and (healthy(path, worktrees[path]) or _users_lock(worktrees[path])):
         kept = keep_files(root, path, path.name)
-        yours = _users_lock(worktrees[path])
         if yours is not None:
             notes.append(f"lane {path.name} was locked ({yours!r}), not by agent-loop: it is "
                          "removed all the same, as its group has nothing left to run")
@@ -225,7 +231,8 @@ def swept_git(root: Path, keep: set[str], known: set[str] | None = None
         for path in sorted(registered | on_disk):
             if path.name not in keep and (known is None or path.name in known):
                 notes += clean_git(root, path)
-                gone.append(path.name)
+                if not path.exists():  # a lane you locked stays (clean_git)
+                    gone.append(path.name)
             elif path in listed and (known is None or path.name in known):
                 note = _taken_from_user(root, path, listed[path])
                 if note is not None:

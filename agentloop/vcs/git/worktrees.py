@@ -85,7 +85,7 @@ def _open_git(root: Path, name: str, base: str, fresh: bool,
     if known is not None or path.exists():
         from agentloop.vcs.git.teardown import clean_git
 
-        clean_git(root, path)
+        clean_git(root, path, yours_too=True)   # the lane is made again in its place
     exists = branch_commit(root, branch) is not None
     path.parent.mkdir(parents=True, exist_ok=True)
     if exists and not fresh:
