@@ -5,11 +5,13 @@ branch."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
 from pathlib import Path
 
+from agentloop.files.stamp import stat_or_none
 from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
@@ -197,11 +199,14 @@ def _relative_paths_elsewhere() -> bool:
     repository, read as text as the repository's is (no process): the system one
     (GIT_CONFIG_SYSTEM, else /etc/gitconfig and the one under the prefix git is installed in;
     none with GIT_CONFIG_NOSYSTEM), the global ones (GIT_CONFIG_GLOBAL, else ~/.gitconfig and
-    $XDG_CONFIG_HOME/git/config). Files those include are not followed."""
+    $XDG_CONFIG_HOME/git/config). A file with an include may set it in a file it names: not
+    followed, it says "may". Read once for each state of those files (a run makes many lanes)."""
     env = os.environ
-    if "userelativepaths" in env.get("GIT_CONFIG_PARAMETERS", "").lower() or any(
-            name.startswith("GIT_CONFIG_KEY_") and "userelativepaths" in value.lower()
-            for name, value in env.items()):
+    # GIT_CONFIG_KEY_<n> counts only with GIT_CONFIG_COUNT: the environment is walked then.
+    if "userelativepaths" in env.get("GIT_CONFIG_PARAMETERS", "").lower() or (
+            "GIT_CONFIG_COUNT" in env and any(
+                name.startswith("GIT_CONFIG_KEY_") and "userelativepaths" in value.lower()
+                for name, value in env.items())):
         return True
     files: list[Path] = []
     if env.get("GIT_CONFIG_NOSYSTEM", "").lower() in ("", "0", "false", "no", "off"):
@@ -209,9 +214,9 @@ def _relative_paths_elsewhere() -> bool:
             files.append(Path(env["GIT_CONFIG_SYSTEM"]))
         else:
             files.append(Path("/etc/gitconfig"))
-            program = shutil.which("git")
-            if program is not None:
-                files.append(Path(program).parent.parent / "etc" / "gitconfig")
+            prefix = _git_prefix(env.get("PATH", ""))
+            if prefix is not None:
+                files.append(prefix / "etc" / "gitconfig")
     if "GIT_CONFIG_GLOBAL" in env:
         files.append(Path(env["GIT_CONFIG_GLOBAL"]))
     else:
@@ -219,13 +224,32 @@ def _relative_paths_elsewhere() -> bool:
         xdg = env.get("XDG_CONFIG_HOME") or (home and os.path.join(home, ".config"))
         files += [Path(home, ".gitconfig")] if home else []
         files += [Path(xdg, "git", "config")] if xdg else []
-    for file in files:
-        try:
-            if b"userelativepaths" in file.read_bytes().lower():
-                return True
-        except OSError:
-            pass  # none there: nothing set in it
-    return False
+    return any(_may_set_relative(file, _stamp(file)) for file in files)
+
+
+def _stamp(file: Path) -> tuple[int, int, int] | None:
+    seen = stat_or_none(file)
+    return None if seen is None else (seen.st_ino, seen.st_size, seen.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _git_prefix(path: str) -> Path | None:
+    """The prefix git is installed under, found along `path` (PATH's value): once per value."""
+    program = shutil.which("git", path=path)
+    return None if program is None else Path(program).parent.parent
+
+
+@functools.lru_cache(maxsize=32)
+def _may_set_relative(file: Path, seen: tuple[int, int, int] | None) -> bool:
+    """Whether config file `file`, as `seen` (its stat: read again once it changes), sets
+    worktree.useRelativePaths or includes another file that may."""
+    if seen is None:
+        return False  # none there: nothing set in it
+    try:
+        text = file.read_bytes().lower()
+    except OSError:
+        return False
+    return b"userelativepaths" in text or b"[include" in text
 
 
 def _keep_previous(root: Path, branch: str, base: str) -> None:
