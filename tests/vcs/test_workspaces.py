@@ -712,3 +712,24 @@ def test_a_lane_you_locked_is_left_as_it_is_ignored_files_and_all(repo: Path) ->
     assert (lane.path / "secrets.env").is_file()
     git(repo, "worktree", "unlock", str(lane.path))
     assert teardown.sweep_git(repo, keep=set()) == ["1-mine"] and not lane.path.exists()
+
+
+@pytest.mark.parametrize("how", ["under a name git chose", "locked by you"])
+def test_a_damaged_registration_is_found_by_its_lane_and_repaired(repo: Path, how: str) -> None:
+    # git names a registration `1-lane1` when `1-lane` is taken; a lane you locked is yours,
+    # not one half made: both were passed over, and the lane stayed broken for git.
+    if how == "under a name git chose":
+        (repo / ".git" / "worktrees" / "1-lane").mkdir(parents=True)
+        (repo / ".git" / "worktrees" / "1-lane" / "locked").write_text("someone's")
+    lane = wt.open_git(repo, "1-lane", git(repo, "rev-parse", "HEAD"), fresh=True)
+    own = refs.worktree_git_dir(lane.path)
+    assert own is not None
+    if how == "under a name git chose":
+        assert own.name == "1-lane1"
+    else:
+        git(repo, "worktree", "lock", "--reason", "mine", str(lane.path))
+    (own / "commondir").write_text("../../../nonexist\n")
+    _, _, notes = teardown.swept_git(repo, keep={"1-lane"}, known={"1-lane"})
+    assert any("repaired the worktree registration of lane 1-lane" in n for n in notes), notes
+    assert (own / "commondir").read_text() == "../..\n"
+    assert git(lane.path, "rev-parse", "--abbrev-ref", "HEAD") == "agent-loop/1-lane"

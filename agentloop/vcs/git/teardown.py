@@ -252,9 +252,10 @@ def _registrations_mended(root: Path, known: set[str] | None) -> list[str]:
     if not git_dir.is_dir() or refs.no_linked_worktrees(git_dir):
         return []
     notes = []
+    folder = lanes_dir(root)
     for name in sorted(known or ()):
-        own = git_dir / "worktrees" / name
-        if not (own / "gitdir").is_file() or (own / "locked").exists():
+        own = _registration_of(git_dir, folder / name)
+        if not (own / "gitdir").is_file() or _half_made(own):
             continue  # none, or half-made (worktree_list drops those)
         said = refs.commondir_mended(own, git_dir)
         if said is not None:
@@ -262,6 +263,27 @@ def _registrations_mended(root: Path, known: set[str] | None) -> list[str]:
             notes.append(f"repaired the worktree registration of lane {name}: its commondir "
                          f"{held}, not the repository (an agent's write, or one from outside)")
     return notes
+
+
+def _registration_of(git_dir: Path, lane: Path) -> Path:
+    """The lane's folder in the repository: the one its `.git` file names (git chose
+    `name1` where `name` was taken), else the one named as the lane."""
+    own = refs.worktree_git_dir(lane)
+    if own is not None and own.parent == (git_dir / "worktrees").resolve():
+        return own
+    return git_dir / "worktrees" / lane.name
+
+
+def _half_made(own: Path) -> bool:
+    """Whether the registration `own` bears agent-loop's (or git's) lock of a worktree being
+    made or removed; one you locked is whole."""
+    try:
+        reason = (own / "locked").read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return _users_lock({"locked": reason}) is None
 
 
 def drop_branches(root: Path, names: set[str], main: str = "HEAD") -> list[str]:
