@@ -100,7 +100,9 @@ def _made_ahead(started: threading.Event, lane: str | None) -> None:
     # first, imports them itself (one import at a time). A stop's own path imports nothing
     # new (agentloop.run.loop keeps its end at the top): a thread stuck in an import holds
     # Python's import lock.
-    _warmed(("agentloop.run.tick_boxes",))
+    # A git lane's removal, once its group is done (agentloop.vcs.git.teardown), likewise.
+    _warmed(("agentloop.run.tick_boxes",
+             *(("agentloop.vcs.git.teardown",) if lane == "git" else ())))
 
 
 def _warmed(modules: tuple[str, ...]) -> None:
