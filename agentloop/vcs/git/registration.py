@@ -17,7 +17,7 @@ def registration_damaged(record: GitLaneRecord) -> Breach | None:
     if record.dirs is None:
         return None
     own, common = record.dirs
-    said = refs.commondir_mended(own, common, write=False)
+    said = refs.commondir_damage(own, common)
     if said is None:
         return None
     short = record.branch.removeprefix("refs/heads/")
