@@ -358,7 +358,7 @@ FIRST_GIT = {"agent-loop history": "log"}
 ASKED_AT_ONCE = ("var", "config", "rev-parse", "--no-optional-locks")
 
 
-def audited_run(work: Path, tmp_path: Path) -> list[str]:
+def audited_run(work: Path, tmp_path: Path, vcs: str = "git") -> list[str]:
     """A fresh run of `work`'s tasks.md as Python's audit hooks see it: each module's first
     import, each process started and (Thread.start wrapped) each thread, in the order they
     come."""
@@ -377,7 +377,7 @@ def audited_run(work: Path, tmp_path: Path) -> list[str]:
             "    out.write(f'thread {self.name}\\n')\n"
             "    begin(self)\n"
             "threading.Thread.start = start\n"
-            "sys.argv = ['agent-loop', 'tasks.md', '--vcs', 'git', '--no-distill']\n"
+            f"sys.argv = ['agent-loop', 'tasks.md', '--vcs', {vcs!r}, '--no-distill']\n"
             "runpy.run_module('agentloop', run_name='__main__')\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True,
                           text=True, timeout=120)

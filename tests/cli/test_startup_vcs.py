@@ -6,34 +6,22 @@ that says whether there is anything to recover or sweep."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 from agentloop.vcs import preflight
 from agentloop.vcs.choose import _nothing_to_sweep, sweep_workspaces
 from agentloop.vcs.git import landing_record
+from tests.cli.test_startup import audited_run
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import jj, make_repo
 
 
-def audited_run(work: Path, tmp_path: Path, vcs: str = "git") -> list[str]:
-    """A fresh run of `work`'s tasks.md with `--vcs VCS` as Python's audit hooks see it: each
-    module's first import and each process started, in the order they come."""
-    seen = tmp_path / "seen.txt"
-    code = ("import runpy, sys\n"
-            f"out = open({str(seen)!r}, 'a', buffering=1)\n"
-            "def hook(event, args):\n"
-            "    if event == 'import':\n"
-            "        out.write(f'import {args[0]}\\n')\n"
-            "    elif event in ('subprocess.Popen', 'os.posix_spawn'):\n"
-            "        out.write(f'process {\" \".join(map(str, args[1]))}\\n')\n"
-            "sys.addaudithook(hook)\n"
-            f"sys.argv = ['agent-loop', 'tasks.md', '--vcs', {vcs!r}, '--no-distill']\n"
-            "runpy.run_module('agentloop', run_name='__main__')\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return seen.read_text().splitlines()
+def loaded_before_the_first_agent(lines: list[str]) -> set[str]:
+    """The modules an audited run imported before it started its first agent."""
+    first_agent = next(n for n, line in enumerate(lines)
+                       if line.startswith("process ") and "stream-json" in line)
+    return {line.removeprefix("import ") for line in lines[:first_agent]
+            if line.startswith("import ")}
 
 
 # Paths a fresh run with no killed run before it does not take before its first agent.
@@ -45,15 +33,14 @@ def test_a_fresh_run_loads_no_recovery_nor_teardown_before_its_first_agent(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
     lines = audited_run(work, tmp_path)
-    first_agent = next(n for n, line in enumerate(lines)
-                       if line.startswith("process ") and "stream-json" in line)
-    early = {line.removeprefix("import ") for line in lines[:first_agent]}
+    early = loaded_before_the_first_agent(lines)
     assert "agentloop.vcs.git.worktrees" in early, "no lane was made: is the run read right?"
     loaded = sorted(early & set(NOT_BEFORE_THE_FIRST_AGENT))
     assert not loaded, f"{loaded} load before the first agent: import them where their path begins"
     # Loaded after the first agent started: beside it (agentloop.run.ahead), or by the
     # lane's removal once its task landed.
-    assert "import agentloop.vcs.git.teardown" in lines[first_agent:]
+    assert "import agentloop.vcs.git.teardown" in lines and \
+        "agentloop.vcs.git.teardown" not in early
     assert (work / "a.txt").read_text().strip() == "A"
 
 
@@ -70,10 +57,7 @@ def test_a_jj_run_loads_no_git_landing_nor_git_lane_checks_before_its_agent(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
     jj(work, "git", "init", "--colocate")   # a .git folder: preflight looks at git's files
-    lines = audited_run(work, tmp_path, vcs="jj")
-    first_agent = next(n for n, line in enumerate(lines)
-                       if line.startswith("process ") and "stream-json" in line)
-    early = {line.removeprefix("import ") for line in lines[:first_agent]}
+    early = loaded_before_the_first_agent(audited_run(work, tmp_path, vcs="jj"))
     assert "agentloop.vcs.jj.backend" in early, "no jj run: is the run read right?"
     loaded = sorted(early & set(NOT_IN_A_JJ_RUN_BEFORE_ITS_AGENT))
     assert not loaded, f"a jj run loads {loaded} before its agent"
