@@ -32,3 +32,20 @@ def test_your_checkout_follows_your_branch_an_agent_moved_back(
     # Before: "A  one.txt", the dropped task's file staged in your checkout.
     assert git(work, "status", "--porcelain", "--untracked-files=no") == "", said
     assert not (work / "one.txt").exists()
+
+
+def test_your_soft_reset_in_your_checkout_keeps_what_it_staged(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # The move made in your checkout (here by a command run there while the run works, as you
+    # would): `git reset --soft` leaves the dropped commit's changes staged, on purpose.
+    plan = PLAN.replace("FAKE: bash git update-ref refs/heads/main HEAD~1 ; true",
+                        "FAKE: bash git -C {root} reset -q --soft HEAD~1 ; true")
+    work = git_project(tmp_path, plan)
+    (work / "tasks.md").write_text(plan.replace("{root}", str(work)))
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    done = agent_loop(work, "--no-distill")
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said
+    assert "A  one.txt" in git(work, "status", "--porcelain", "--untracked-files=no"), said
+    assert (work / "one.txt").read_text().strip() == "one"

@@ -74,4 +74,8 @@ def index_back(record: GitLaneRecord, main: Git) -> None:
     code, out = main.code("symbolic-ref", "-q", "HEAD", codes=(0, 1, 128))
     if code != 0 or out.strip() != record.main_ref:
         return
+    # Moved in your checkout (its HEAD's reflog says so: a `git reset --soft` keeps the
+    # dropped commit's changes staged on purpose): its index and files are as that left them.
+    if main.out("reflog", "-1", "--format=%H", "HEAD", codes=(0, 128)).strip() == now:
+        return
     main.run("read-tree", "-m", "-u", old, now, codes=None)
