@@ -100,9 +100,7 @@ def _made_ahead(started: threading.Event, lane: str | None) -> None:
     # first, imports them itself (one import at a time). A stop's own path imports nothing
     # new (agentloop.run.loop keeps its end at the top): a thread stuck in an import holds
     # Python's import lock.
-    # A git lane's removal, once its group is done (agentloop.vcs.git.teardown), likewise.
-    _warmed(("agentloop.run.tick_boxes",
-             *(("agentloop.vcs.git.teardown",) if lane == "git" else ())))
+    _warmed(("agentloop.run.tick_boxes",))
 
 
 def _warmed(modules: tuple[str, ...]) -> None:

@@ -177,7 +177,7 @@ def test_a_second_run_is_refused_while_one_runs(work: Path, fake_claude: FakeCla
         second = subprocess.run([installed(), "tasks.md", "--vcs", "none"], cwd=work,
                                 capture_output=True, text=True, timeout=30)
         assert second.returncode == 1
-        assert f"(pid {first.pid})" in second.stderr
+        assert f"(pid {first.pid}: agent-loop tasks.md" in second.stderr
         status = subprocess.run([installed(), "tasks.md", "--status"], cwd=work,
                                 capture_output=True, text=True, timeout=30)
         assert status.returncode == 0 and "1 running" in status.stdout

@@ -37,8 +37,7 @@ def test_a_fresh_run_loads_no_recovery_nor_teardown_before_its_first_agent(
     assert "agentloop.vcs.git.worktrees" in early, "no lane was made: is the run read right?"
     loaded = sorted(early & set(NOT_BEFORE_THE_FIRST_AGENT))
     assert not loaded, f"{loaded} load before the first agent: import them where their path begins"
-    # Loaded after the first agent started: beside it (agentloop.run.ahead), or by the
-    # lane's removal once its task landed.
+    # The lane's removal, once its task landed, is where the teardown is loaded.
     assert "import agentloop.vcs.git.teardown" in lines and \
         "agentloop.vcs.git.teardown" not in early
     assert (work / "a.txt").read_text().strip() == "A"
