@@ -40,15 +40,7 @@ def finish_landing(root: Path, git_dir: Path) -> str | None:
     except (OSError, ValueError):
         return None
     if pruned.missing(git, new):
-        lacking = pruned.missing(git, "HEAD", old)
-        if lacking:
-            raise pruned.damaged(lacking)  # not a gc's doing: the record stays, nothing moves
-        # Its objects, named by no ref yet, pruned under it (a `git gc --prune=now`): the branch
-        # never moved to it, and the landing's task is not saved as landed, so it lands again.
-        record.unlink(missing_ok=True)
-        return (f"a landing ({new[:12]}) never reached your branch: a `git gc --prune=now` "
-                "removed the commit it had just made; its record is dropped and its task lands "
-                "again")
+        return _pruned_dropped(git, record, old, new)
     note = None
     head = git.code("rev-parse", "-q", "--verify", "HEAD", codes=(0, 1))[1].strip()
     index_old = git.code("diff", "--cached", "--quiet", old, codes=(0, 1))[0] == 0
@@ -71,12 +63,7 @@ def finish_landing(root: Path, git_dir: Path) -> str | None:
             record.unlink(missing_ok=True)
             return behind.repair(root, git_dir, old, new, in_the_way=True)
         if code:  # cut short halfway through its files: they are the commit's, set them so
-            for path in changed_files(root, old, new):
-                there = git.code("cat-file", "-e", f"{new}:{path}", codes=(0, 1, 128))[0] == 0
-                if there:
-                    git.code("checkout", new, "--", path)
-                else:
-                    git.code("rm", "-q", "-f", "--ignore-unmatch", "--", path)
+            _files_set(git, root, old, new)
         note = (f"a landing was cut short as it wrote the task's files into the checkout; the "
                 f"branch and the checkout follow now ({new[:12]})" if written else
                 f"your checkout was behind its branch (a lock on its index held a landing's "
@@ -90,6 +77,31 @@ def finish_landing(root: Path, git_dir: Path) -> str | None:
                 f"follows now ({new[:12]})")
     record.unlink(missing_ok=True)
     return note
+
+
+def _pruned_dropped(git: Git, record: Path, old: str, new: str) -> str:
+    """The record of a landing whose commit `new` git no longer has, dropped: its objects, named
+    by no ref yet, pruned under it (a `git gc --prune=now`), so the branch never moved to it and
+    the landing's task, not saved as landed, lands again. VcsError, the record kept and nothing
+    moved, when the repository lacks its own objects too: damaged, no gc's doing."""
+    lacking = pruned.missing(git, "HEAD", old)
+    if lacking:
+        raise pruned.damaged(lacking)
+    record.unlink(missing_ok=True)
+    return (f"a landing ({new[:12]}) never reached your branch: a `git gc --prune=now` "
+            "removed the commit it had just made; its record is dropped and its task lands "
+            "again")
+
+
+def _files_set(git: Git, root: Path, old: str, new: str) -> None:
+    """The files the landing of `new` over `old` changes, set in the checkout as `new` has them
+    (a follow cut short halfway through them): written, or removed where `new` has none."""
+    for path in changed_files(root, old, new):
+        there = git.code("cat-file", "-e", f"{new}:{path}", codes=(0, 1, 128))[0] == 0
+        if there:
+            git.code("checkout", new, "--", path)
+        else:
+            git.code("rm", "-q", "-f", "--ignore-unmatch", "--", path)
 
 
 def _follow_unrecorded(root: Path, git_dir: Path) -> str | None:
