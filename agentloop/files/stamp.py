@@ -14,3 +14,15 @@ def stat_or_none(path: Path, follow_symlinks: bool = True) -> os.stat_result | N
         return os.stat(path, follow_symlinks=follow_symlinks)
     except OSError:
         return None
+
+
+Stamp = tuple[int, int, int, int, int]
+
+
+def stamp(path: Path) -> Stamp | None:
+    """The file's stamp (device, inode, size, modification and change times): equal while it is
+    the same file, unchanged; None when there is no status to read."""
+    found = stat_or_none(path)
+    if found is None:
+        return None
+    return found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns

@@ -18,6 +18,7 @@ from typing import Callable
 
 from agentloop import proc
 from agentloop.errors import VcsError
+from agentloop.files.stamp import stamp
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git.files import plain
 from agentloop.vcs.git.record import Start
@@ -35,11 +36,7 @@ def index_seen(git_dir: str | os.PathLike[str]) -> tuple[int, ...] | None:
     """Who the index file is now: git replaces it whole on every write (a new inode)."""
     if "GIT_INDEX_FILE" in os.environ:
         return None  # an index elsewhere: we would be watching the wrong file
-    try:
-        found = os.stat(Path(git_dir) / "index")
-    except OSError:
-        return None
-    return found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns
+    return stamp(Path(git_dir) / "index")
 
 
 def staged_paths(out: str, root: Path) -> set[str] | None:

@@ -11,7 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
-from agentloop.files.stamp import stat_or_none
+from agentloop.files.stamp import Stamp, stamp
 from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
@@ -224,12 +224,7 @@ def _relative_paths_elsewhere() -> bool:
         xdg = env.get("XDG_CONFIG_HOME") or (home and os.path.join(home, ".config"))
         files += [Path(home, ".gitconfig")] if home else []
         files += [Path(xdg, "git", "config")] if xdg else []
-    return any(_may_set_relative(file, _stamp(file)) for file in files)
-
-
-def _stamp(file: Path) -> tuple[int, int, int] | None:
-    seen = stat_or_none(file)
-    return None if seen is None else (seen.st_ino, seen.st_size, seen.st_mtime_ns)
+    return any(_may_set_relative(file, stamp(file)) for file in files)
 
 
 @functools.lru_cache(maxsize=8)
@@ -240,7 +235,7 @@ def _git_prefix(path: str) -> Path | None:
 
 
 @functools.lru_cache(maxsize=32)
-def _may_set_relative(file: Path, seen: tuple[int, int, int] | None) -> bool:
+def _may_set_relative(file: Path, seen: Stamp | None) -> bool:
     """Whether config file `file`, as `seen` (its stat: read again once it changes), sets
     worktree.useRelativePaths or includes another file that may."""
     if seen is None:
