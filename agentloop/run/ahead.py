@@ -55,7 +55,11 @@ def make_ahead(lane: str | None) -> None:
     by the thread that needs it (ondemand.made takes one at a time)."""
     started = threading.Event()
     proc.after_next_stream(started.set)
-    threading.Thread(target=_made_ahead, args=(started, lane), name="agent-loop records ahead",
+    load = None
+    if lane is not None:
+        from agentloop.vcs.choose import load_lane_ahead
+        load = load_lane_ahead(lane)
+    threading.Thread(target=_made_ahead, args=(started, load), name="agent-loop records ahead",
                      daemon=True).start()
 
 
@@ -64,7 +68,15 @@ def make_ahead(lane: str | None) -> None:
 _AGENT_STARTS_WITHIN = 60.0
 
 
-def _made_ahead(started: threading.Event, lane: str | None) -> None:
+def _made_ahead(started: threading.Event, load: Callable[[], None] | None) -> None:
+    try:
+        _make(started, load)
+    finally:
+        if load is not None:   # once in any case: the lane's opening waits for it
+            load()
+
+
+def _make(started: threading.Event, load: Callable[[], None] | None) -> None:
     from agentloop.agents import Activity, AgentResult
     from agentloop.ondemand import made
     from agentloop.proc.commands import Streamed
@@ -75,7 +87,6 @@ def _made_ahead(started: threading.Event, lane: str | None) -> None:
     from agentloop.run.fixes import Outcome
     from agentloop.state.receipts import Receipt
     from agentloop.vcs.check import GitLaneRecord, Listed
-    from agentloop.vcs.choose import load_lane
 
     # In the order the first task needs them; the lane's module once its record is made.
     for cls in (events.RunStarted, GitLaneRecord, decisions.RunBegun, decisions.Opened,
@@ -87,8 +98,8 @@ def _made_ahead(started: threading.Event, lane: str | None) -> None:
             started.wait(_AGENT_STARTS_WITHIN)
             continue
         made(cls)
-        if cls is GitLaneRecord and lane is not None:
-            load_lane(lane)
+        if cls is GitLaneRecord and load is not None:
+            load()
         # The main thread takes the interpreter at once when it wakes (its git, its agent's
         # output): without the pause it could wait out a whole switch interval (5 ms).
         time.sleep(0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -118,11 +119,44 @@ def open_lane(kind: str, main: MainLine, workspace: Path, task_file: Path, branc
     """The backend of one lane's working copy (a git worktree or a jj workspace), whose
     finished tasks land on `main`. `made`: the working copy was just made afresh from a
     commit, so nothing in it is uncommitted or left by a killed run."""
+    _lane_loaded(kind)
     if kind == "git":
         from agentloop.vcs.git.lane import LaneGit
         return LaneGit(workspace, task_file, main, made=made)
     from agentloop.vcs.jj.lane import LaneJj
     return LaneJj(workspace, task_file, main, branch, made=made)
+
+
+# The lane modules a thread of ours loads ahead (load_lane_ahead), each set once it is done.
+# The thread that opens the lane waits for that, where a stop reaches it, instead of importing
+# the module beside the loading thread: Python's import would wait on the module's lock
+# inside its own machinery, where a stop is put off (agentloop.errors.stop), and a loading
+# thread stuck on the import lock (a third thread's import, a slow file system) would keep
+# the run from ever stopping.
+_AHEAD: dict[str, threading.Event] = {}
+
+
+def load_lane_ahead(kind: str) -> Callable[[], None]:
+    """Claim, in the thread that opens lanes and before the loading thread starts, the loading
+    of the lane module of `kind` (load_lane); what that thread then calls once, whatever
+    happened to it before (a failed load is done again, and said, where the lane opens)."""
+    done = _AHEAD.setdefault(kind, threading.Event())
+
+    def load() -> None:
+        try:
+            if not done.is_set():
+                load_lane(kind)
+        except Exception:  # said where the lane opens: it imports the module again
+            pass
+        finally:
+            done.set()
+    return load
+
+
+def _lane_loaded(kind: str) -> None:
+    done = _AHEAD.get(kind)
+    if done is not None:
+        done.wait()
 
 
 def load_lane(kind: str) -> None:
