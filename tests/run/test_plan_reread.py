@@ -133,3 +133,48 @@ def test_status_after_a_midrun_edit_the_run_took_in_says_no_change(
     assert again.returncode == 0, again.stdout + again.stderr
     assert "agent-loop: 2 of 6 task(s) to run, 4 done already" in again.stdout, again.stdout
     assert (work / "six.txt").exists() and not (work / "two.txt").exists()
+
+
+def test_an_edit_during_the_last_task_stays_news_for_status(work: Path,
+                                                           fake_claude: FakeClaude) -> None:
+    """The run records the plan as it last read it (before task 5), not the file at its end:
+    a task added while the last task ran is the one change --status says."""
+    _five_and_task_one_edits(work)
+    late = f"  FAKE: bash printf -- '- [ ] task seven\\n' >> {work / 'tasks.md'}\n"
+    plan = (work / "tasks.md").read_text()
+    (work / "tasks.md").write_text(plan.replace("  FAKE: write five.txt five\n",
+                                                "  FAKE: write five.txt five\n" + late))
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "- [ ] task seven" in (work / "tasks.md").read_text()
+    status = agent_loop(work, "--status")
+    assert status.stdout.startswith("tasks.md changed since the last run: 1 task added, "
+                                    "0 edited, 0 removed; 4 completed tasks kept"), status.stdout
+    assert "tasks.md: 6 task(s): 4 completed, 2 pending" in status.stdout, status.stdout
+
+
+
+def test_a_done_task_put_back_midrun_is_recorded_done(work: Path, fake_claude: FakeClaude) -> None:
+    """A task done by an earlier run, deleted from the plan, and put back while a run works:
+    the run's last save finds its commit in the history and records it done, as the next
+    run's start would have, so no agent is paid for it again."""
+    init_repo(work, "git")
+    one = "- [ ] task one\n  FAKE: write one.txt one\n"
+    two = "- [ ] task two\n  FAKE: write two.txt two\n"
+    (work / "tasks.md").write_text(one + two)
+    assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
+    back = work.parent / "back.py"
+    back.write_text(f"import sys\np = sys.argv[1]\nt = open(p).read()\n"
+                    f"open(p, 'w').write(t.replace({one!r}, {one + two!r}))\n")
+    (work / "tasks.md").write_text(
+        one + "\n## New\n"
+        f"- [ ] task three\n  FAKE: bash python3 {back} {work / 'tasks.md'}\n"
+        "  FAKE: write three.txt three\n- [ ] task four\n  FAKE: write four.txt four\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "task 2: done already in " in done.stdout, done.stdout
+    status = agent_loop(work, "--status")
+    assert "changed" not in status.stdout and "4 completed" in status.stdout, status.stdout
+    again = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert "0 of 4 task(s) to run" in again.stdout, again.stdout
+    assert sum("task two" in p for p in fake_claude.task_prompts()) == 1
