@@ -319,7 +319,7 @@ def closing_lines(result: RunResult, cwd: Path) -> list[str]:
                      f"`{shlex.join(['agent-loop', task_file, '--status'])}` says why")
     if state.agent == "rehearse":
         return lines + rehearsal_lines(result, task_file, cwd)
-    lines += undo_lines(state, task_file, result.summary.completed, result.summary.landed_on)
+    lines += undo_lines(state.vcs, task_file, result.summary)
     return lines
 
 
@@ -339,29 +339,28 @@ def rehearsal_lines(result: RunResult, task_file: str, cwd: Path) -> list[str]:
             f"run starts from the plan itself: `{shlex.join(['agent-loop', task_file])}`"]
 
 
-def undo_lines(state: State, task_file: str, completed: tuple[int, ...],
-               landed_on: str = "") -> list[str]:
-    """How to take back one task's change this run made, for the VCS it used. `landed_on`:
-    the branch the tasks landed on, when the checkout is on another one now (you switched
-    mid-run): the revert goes there."""
-    done = [state.tasks[i - 1] for i in completed
-            if i <= len(state.tasks) and state.tasks[i - 1].change_id]
-    if not done:
+def undo_lines(vcs: str | None, task_file: str, summary: RunFinished) -> list[str]:
+    """How to take back one task's change this run made, for the VCS it used: the last one
+    it completed, named by the run's own number and change (the summary's; the state's
+    records may be renumbered by an edit of the plan the run took in). The summary's
+    `landed_on`: the branch the tasks landed on, when the checkout is on another one now (you
+    switched mid-run): the revert goes there."""
+    if not summary.completed or not summary.last_change:
         return []
     import shlex
 
-    example = done[-1].change_id or ""
-    if state.vcs == "jj":
+    example, landed_on = summary.last_change, summary.landed_on
+    if vcs == "jj":
         how = f"jj abandon {example[:12]}"
-    elif state.vcs == "git":
+    elif vcs == "git":
         how = f"git revert {example[:12]}"
     else:
         return []
     where = ""
-    if landed_on and state.vcs == "git":
+    if landed_on and vcs == "git":
         how = f"git switch {shlex.quote(landed_on)} && {how}"  # a line to type, not run
         where = (f"the run's commits are on branch {landed_on}, not on the one your checkout "
                  "is on now; ")
     status = shlex.join(["agent-loop", task_file, "--status"])
-    return [f"To undo one task, e.g. task {done[-1].index}: {how} ({where}the other tasks' "
-            f"changes stay); `{status}` lists every task's change."]
+    return [f"To undo one task, e.g. task {summary.completed[-1]}: {how} ({where}the other "
+            f"tasks' changes stay); `{status}` lists every task's change."]

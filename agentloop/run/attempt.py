@@ -45,8 +45,11 @@ PLAN_CONTEXT_LIMIT = 8000
 
 
 def task_started(run: Run, task: TaskState, attempt: int, iteration: int = 1) -> TaskStarted:
-    """The event, counting the tasks this run takes (not the plan's): [2/3], not [3/4]."""
-    planned = run.tally.planned
+    """The event, counting the tasks this run takes (not the plan's): [2/3], not [3/4]. A
+    task the user removed from the plan meanwhile (not started) is not one of them: the count
+    goes down, with no gap in the numbers ([1/5], task 2 removed, [2/4])."""
+    dropped = run.tally.dropped
+    planned = [i for i in run.tally.planned if i not in dropped]
     position = planned.index(task.index) + 1 if task.index in planned else 0
     return TaskStarted(task.index, len(run.state.tasks), task.group, task.summary, attempt,
                        iteration, position=position, count=len(planned))

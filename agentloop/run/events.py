@@ -259,7 +259,7 @@ class RunFinished:
     unfinished: tuple[int, ...] = ()  # tasks this run set out to run that did not complete
     completed: tuple[int, ...] = ()   # tasks this run completed with a change
     # Tasks the user removed from the plan while the run worked, not started: not in `counts`
-    # (they are not pending: the next run drops their records).
+    # (they are not pending: the run's last save drops their records, agentloop.run.loop).
     removed: tuple[int, ...] = ()
     cost_known: bool = True      # False: some runs reported tokens but no dollars
     # False: no agent ever ran for this plan (the cost and tokens above count nothing), so
@@ -268,6 +268,10 @@ class RunFinished:
     # The branch the tasks landed on, when your checkout is on another one now (you switched
     # mid-run, git): a task's commit is reverted there. Empty: the checkout is on it.
     landed_on: str = ""
+    # The change of `completed`'s last task, the closing undo line's example: by then the
+    # state's records may be numbered as the plan edited meanwhile reads (the run's numbers
+    # are these events').
+    last_change: str = ""
 
 
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,

@@ -51,6 +51,7 @@ from agentloop.run.decisions import (
 )
 from agentloop.run.events import ChangeAbandoned, ChangeCreated, RetryDecided, TaskFinished
 from agentloop.state.outcome import AttemptOutcome as O
+from agentloop.state.project import take_edit
 from agentloop.state.receipts import usd
 from agentloop.state.schema import Attempt, State, TaskState, now
 from agentloop.state.status import FINISHED, TaskStatus, check
@@ -58,7 +59,9 @@ from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.protocol import Change
 
 if TYPE_CHECKING:
+    from agentloop.plan.parse import TaskFile
     from agentloop.state.project import Project
+    from agentloop.state.reconcile import Reconciled
 
 
 def move(task: TaskState, status: str) -> TaskStatus:
@@ -450,6 +453,16 @@ def plan_renamed(run: Run, name: str) -> None:
     `--status` name the file there is."""
     _owner(run)
     run.state.task_file = name
+    save(run)
+
+
+def plan_read(run: Run, parsed: TaskFile, changes: Reconciled) -> None:
+    """The plan as the run last read it (`parsed`, edited while the run worked) recorded as
+    the plan's state, its records matched by `changes` as the next run would match them: the
+    run took that edit in (a removed task not started, a reworded one run as it reads), so
+    `--status` says no change, and only an edit made after that read is news."""
+    _owner(run)
+    take_edit(run.project, run.state, parsed, changes)
     save(run)
 
 

@@ -7,16 +7,19 @@ import dataclasses
 import os
 
 from agentloop.errors import AgentLoopError, Interrupted
+from agentloop.plan import parse
 from agentloop.plan.depends import waves
 from agentloop.proc.signals import shielded
 from agentloop.run import ledger, plan_kept
 from agentloop.run.context import Run
 from agentloop.run.controller import Controller
 from agentloop.run.events import RunFinished, RunStarted
+from agentloop.run.rebuilt import asks_history, readded
 from agentloop.run.selection import runnable
 from agentloop.run.summary import count_stalls, summarize
 from agentloop.run.workplace import in_lanes, no_lane_note
-from agentloop.state.schema import TaskState
+from agentloop.state.reconcile import reconcile
+from agentloop.state.schema import TaskState, now
 from agentloop.state.status import FINISHED
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.lanes import lanes_dir
@@ -96,6 +99,10 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
                 closing = _left_unfinished(run, begun) + closing
             summary = _summary(run, started, stopped, tuple(controller.news.notes) + closing,
                                pending)
+            # Last: the records take the edited plan's numbering, which the summary's do not.
+            taken = _plan_taken(run)
+            if taken:
+                summary = dataclasses.replace(summary, notes=summary.notes + taken)
             run.emit(summary)
         finally:
             # The plan's file, held open while the run worked (and by _wound_up, which puts the
@@ -175,6 +182,40 @@ def _left_unfinished(run: Run, begun: list[TaskState]) -> tuple[str, ...]:
         f"task {t.index} is landing: its commit {(t.change_id or '')[:12]} was on its way to "
         "your branch when the run stopped; the next run lands it first (or finds it there)"
         for t in tasks if t.status == S.LANDING)
+
+
+def _plan_taken(run: Run) -> tuple[str, ...]:
+    """The plan as the controller last read it, edited while the run worked, recorded as the
+    plan's state (ledger.plan_read), as the next run would take it in at its start: the
+    records of the tasks it removed kept aside, and a task it added that the history holds
+    done marked done. An edit made after that read (during the last task) stays news for
+    `--status` and the next run. Its lines; a fleet job's state keeps the plan it ran."""
+    data = run.shared.plan_bytes
+    if run.job is not None or data is None or \
+            parse.file_hash(data) == run.state.task_file_hash:
+        return ()
+    with shielded():
+        try:
+            parsed = parse.from_bytes(plan_kept.current(run), data)
+            changes = reconcile(run.state.tasks, parsed)
+            notes = []
+            if changes.dropped:
+                kept = run.project.store.keep_removed(list(changes.dropped), now())
+                if any(record.history for record in changes.dropped):
+                    notes.append(f"the records of removed and reworded tasks are kept in "
+                                 f"{run.project.shown(kept)}; their cost still counts")
+            ledger.plan_read(run, parsed, changes)
+        except AgentLoopError:
+            return ()   # the records stay as they were: the next run reads the plan anew
+        if changes.added and asks_history(run.options) and run.vcs.name != "none":
+            try:
+                found = readded(run.project, run.state, changes.added, run.vcs.name)
+                if found:
+                    ledger.save(run)
+            except AgentLoopError:
+                found = []
+            notes += found
+    return tuple(notes)
 
 
 def _summary(run: Run, started: float, stopped: str | None, notes: tuple[str, ...],

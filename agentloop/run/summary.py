@@ -63,7 +63,8 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
                        + _grown_notes(run, completed),
                        unfinished=unfinished, cost_known=total.cost_known,
                        completed=completed, removed=removed,
-                       landed_on=_landed_on(run) if completed else "")
+                       landed_on=_landed_on(run) if completed else "",
+                       last_change=tasks[completed[-1] - 1].change_id or "" if completed else "")
 
 
 def _landed_on(run: Run) -> str:

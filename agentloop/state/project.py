@@ -363,15 +363,22 @@ def load_plan(project: Project, plan: TaskFile | source.Read | None = None,
 
     changes = reconcile(saved.tasks, parsed)
     reread = saved.task_file_hash == digest   # the same file, read anew by a newer reader
+    take_edit(project, saved, parsed, changes)
+    if reread:   # news only if it reads differently
+        return saved, True, dataclasses.replace(changes, reread=True) if changes.news() else None
+    return saved, True, changes
+
+
+def take_edit(project: Project, saved: State, parsed: TaskFile, changes: Reconciled) -> None:
+    """`saved` made the state of the edited plan `parsed`, its records as `changes` matched
+    them (agentloop.state.reconcile): what the file holds besides tasks read anew, and the
+    runs of the records it has no place for kept among the retired, so their cost counts."""
     fresh = state_from(project, parsed)
     saved.tasks, saved.task_file_hash = changes.tasks, parsed.sha256
     saved.context, saved.ignored, saved.warnings = fresh.context, fresh.ignored, fresh.warnings
     saved.depends = fresh.depends
     saved.folded, saved.reader, saved.title = fresh.folded, fresh.reader, fresh.title
     saved.retired += [run for record in changes.dropped for run in record.history]
-    if reread:   # news only if it reads differently
-        return saved, True, dataclasses.replace(changes, reread=True) if changes.news() else None
-    return saved, True, changes
 
 
 def _older_runs(root: Path, folder: Path) -> list[Any]:

@@ -112,7 +112,8 @@ class _Bare:
 # thread (a run's start, the controller's own answers) or reading only. A lane that finds a
 # record to change hands a value (agentloop.run.decisions) instead.
 CALLED_OUTSIDE = {"apply", "save", "left_open", "stalls", "session_totals", "found_done", "again",
-                  "skip", "reword", "plan_renamed", "closed_unreached", "remembered_on_stop"}
+                  "skip", "reword", "plan_renamed", "closed_unreached", "remembered_on_stop",
+                  "plan_read"}
 
 
 def test_no_module_calls_a_ledger_writer_the_controller_does_not_own() -> None:
