@@ -31,7 +31,7 @@ from typing import Any
 from agentloop.errors import AgentLoopError, BudgetReached, Interrupted, RunStopped
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.plan import parse
-from agentloop.proc import commands, running
+from agentloop.proc import running, streamed
 from agentloop.proc.signals import held_back, shielded
 from agentloop.run import budget, ledger, plan_kept
 from agentloop.run.conflicts import GroupConflicted, GroupHeld
@@ -210,7 +210,7 @@ class Controller:
             run.shared.halt()
             with shielded():
                 for agent in running.stop_all():
-                    commands.stop_group(agent)
+                    streamed.stop_group(agent)
                 for worker in lanes.values():
                     if worker is not None:
                         self._join(worker)
