@@ -82,8 +82,8 @@ def _renamed_over(root: Path, task_file: Path, own: Path) -> tuple[Path, str] | 
     named, same = [], []
     for folder in folders:
         data = _top(folder)
-        former = data.get("task_file") if isinstance(data, dict) else None
-        if not isinstance(former, str) or not former:
+        former = _named(data)
+        if not former:
             continue
         if former == name:
             named.append((folder, "", data.get("task_file_hash") == digest))
@@ -117,9 +117,8 @@ def _named_other(root: Path, task_file: Path, folder: Path) -> str | None:
     said = re.escape(json.dumps(name).encode())
     if not journal and re.search(rb'"task_file":\s*' + said, raw):
         return None
-    data = _top(folder)
-    former = data.get("task_file") if isinstance(data, dict) else None
-    if not isinstance(former, str) or not former or former == name:
+    former = _named(_top(folder))
+    if not former or former == name:
         return None
     return former if (root / former).exists() else None
 
@@ -147,6 +146,12 @@ def _given_back(root: Path, task_file: Path, folder: Path, other: str, take_over
                          f"of it was killed before it moved it to {plain.relative(target, root)}"
                          f"/): run `agent-loop {other}` first, or move it aside") from None
     return own
+
+
+def _named(data: Any) -> str:
+    """The plan a state (as _top reads it) names, "" when it names none."""
+    former = data.get("task_file") if isinstance(data, dict) else None
+    return former if isinstance(former, str) else ""
 
 
 def _top(folder: Path) -> Any:
@@ -204,12 +209,10 @@ def _renamed_from(root: Path, task_file: Path) -> tuple[Path, str] | None:
     gone = []
     for folder in plain.plan_folders(root):
         data = _top(folder)   # the one reader of which plan a state names (_renamed_over's)
-        if not isinstance(data, dict):
-            continue
-        former = data.get("task_file")
+        former = _named(data)
         if former == name:
             return folder, ""
-        if isinstance(former, str) and former and not (root / former).exists():
+        if former and not (root / former).exists():
             gone.append((folder, former, data))
     if not gone:
         return None
