@@ -36,7 +36,7 @@ from collections import defaultdict, deque
 
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.plan.boxes import task_key
-from agentloop.plan.parse import TaskFile
+from agentloop.plan.parse import Task, TaskFile
 from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
 from agentloop.state.status import check
@@ -121,8 +121,7 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
             result.append(None)
             continue
         came[len(result)].append(match[0].index)
-        kept = dataclasses.replace(match.popleft(), index=task.index, line=task.line,
-                                   checks=record.checks, optional=record.optional)
+        kept = _placed(match.popleft(), task, record)
         if task.checked and kept.status not in (S.COMPLETED, S.SKIPPED):
             kept.status = check(kept.status, S.SKIPPED, kept.index)
             ticked.append(task.index)
@@ -177,9 +176,14 @@ def _regrouped(new: TaskFile, fresh: list[TaskState], result: list[TaskState | N
         task = new.tasks[i]
         record = saved[key].popleft()
         came[i].append(record.index)
-        result[i] = dataclasses.replace(record, index=task.index, line=task.line,
-                                        group=task.group, checks=fresh[i].checks,
-                                        optional=fresh[i].optional)
+        result[i] = _placed(record, task, fresh[i])
+
+
+def _placed(record: TaskState, task: Task, fresh: TaskState) -> TaskState:
+    """A saved record at the place `task` has in the file now (its index, line and group),
+    with the checks and the optional mark the file gives it (`fresh`, its new record)."""
+    return dataclasses.replace(record, index=task.index, line=task.line, group=task.group,
+                               checks=fresh.checks, optional=fresh.optional)
 
 
 def _slots(came: list[list[int]], leftover: list[TaskState]) -> tuple[list[int], dict[int, int]]:
