@@ -88,7 +88,7 @@ def before_next_stream(call: Callable[[], None]) -> None:
 
 
 def before_start() -> None:
-    """An agent run is about to start (agentloop.proc.commands.stream): what it waits for,
+    """An agent run is about to start (agentloop.proc.streamed.stream): what it waits for,
     now."""
     with _after_lock:
         before = _before[:]
@@ -119,7 +119,7 @@ def waiting() -> None:
 
 
 def after_start() -> None:
-    """The agent run just started (agentloop.proc.commands.stream): what waited for it, now."""
+    """The agent run just started (agentloop.proc.streamed.stream): what waited for it, now."""
     with _after_lock:
         after = _after[:]
         _after.clear()

@@ -79,8 +79,8 @@ def _made_ahead(started: threading.Event, load: Callable[[], None] | None) -> No
 def _make(started: threading.Event, load: Callable[[], None] | None) -> None:
     from agentloop.agents import Activity, AgentResult
     from agentloop.ondemand import made
-    from agentloop.proc.commands import Streamed
     from agentloop.proc.read_output import Deadline
+    from agentloop.proc.streamed import Streamed
     from agentloop.run import decisions, events
     from agentloop.run.controller import LaneEnded
     from agentloop.run.final_message import Report

@@ -31,7 +31,7 @@ from typing import Any
 from agentloop.errors import AgentLoopError, BudgetReached, Interrupted, RunStopped
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.plan import parse
-from agentloop.proc import commands, running
+from agentloop.proc import running, streamed
 from agentloop.proc.signals import held_back, shielded
 from agentloop.run import budget, ledger, plan_kept
 from agentloop.run.conflicts import GroupConflicted, GroupHeld
@@ -40,7 +40,7 @@ from agentloop.run.decisions import Completed, Failed, Judged, MayStart, Step
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.scheduler import Workplaces, serialised
 from agentloop.run.selection import unmet
-from agentloop.state.reconcile import alike, reconcile
+from agentloop.state.reconcile import reconcile
 from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.choose import LandingHeld, LaneBreach
@@ -210,7 +210,7 @@ class Controller:
             run.shared.halt()
             with shielded():
                 for agent in running.stop_all():
-                    commands.stop_group(agent)
+                    streamed.stop_group(agent)
                 for worker in lanes.values():
                     if worker is not None:
                         self._join(worker)
@@ -464,6 +464,8 @@ class Controller:
         self.news.when = plan_kept.when(self.run, path)
         self.news.removed = {r.log_name for r in changes.removed}
         self.news.ticked = {changes.tasks[i - 1].log_name for i in changes.ticked}
+        from agentloop.state.rewording import alike  # loaded by the reconcile of an edit
+
         self.news.reworded = {
             old.log_name: (changes.tasks[new - 1].task, changes.tasks[new - 1].summary,
                            changes.tasks[new - 1].log_name, alike(changes.tasks[new - 1], old))

@@ -177,14 +177,14 @@ def test_each_streamed_run_has_the_end_of_its_own_stderr_only(where: Path) -> No
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a subreaper is Linux's")
 def test_the_stderr_file_is_kept_for_the_next_run(where: Path) -> None:
-    from agentloop.proc import commands
+    from agentloop.proc import streamed
 
     proc.stream([sys.executable, "-c", "pass"], lambda line: None, cwd=where)
-    kept = list(commands._spare_errors)
+    kept = list(streamed._spare_errors)
     assert kept, "the run's stderr file was closed, not kept for the next run"
     proc.stream([sys.executable, "-c", "import sys; sys.stderr.write('x')"], lambda line: None,
                 cwd=where)
-    assert commands._spare_errors == kept  # the same file, taken and given back
+    assert streamed._spare_errors == kept  # the same file, taken and given back
 
 
 def test_a_program_found_on_path_runs_as_named_and_is_found_again_once_moved(

@@ -1,5 +1,5 @@
 """The agent's stderr file is emptied and kept for the next run where agent-loop is the
-subreaper (agentloop.proc.commands._errors_file): each attempt's log shows its own run's stderr,
+subreaper (agentloop.proc.streamed._errors_file): each attempt's log shows its own run's stderr,
 never the one before's, and loses none of its own."""
 
 from __future__ import annotations

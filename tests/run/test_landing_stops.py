@@ -31,7 +31,7 @@ from tests.support.fake_agent import FakeClaude
 # "@agent", as the first agent's process has started.
 LAUNCHER = """
 import os, signal, threading
-from agentloop.proc import commands
+from agentloop.proc import commands, streamed
 
 after, sig = os.environ["STOP_AFTER"], getattr(signal, os.environ["STOP_SIGNAL"])
 fired = []
@@ -52,13 +52,13 @@ def _finished(child, argv, *rest):
     return found
 commands._finished = _finished
 
-real_streaming = commands._start_streaming
+real_streaming = streamed._start_streaming
 def _start_streaming(*args):
     found = real_streaming(*args)
     if after == "@agent":
         once()
     return found
-commands._start_streaming = _start_streaming
+streamed._start_streaming = _start_streaming
 
 real_start = threading.Thread.start
 def start(self):

@@ -15,7 +15,8 @@ from click.testing import CliRunner
 from agentloop.cli import command
 from agentloop.plan import numbering, source
 from agentloop.plan import parse as taskfile
-from agentloop.state.reconcile import alike, reconcile, reworded_lines
+from agentloop.state.reconcile import reconcile, reworded_lines
+from agentloop.state.rewording import alike
 from agentloop.state.schema import Attempt, TaskState
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git_project, state_of

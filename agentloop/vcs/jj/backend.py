@@ -168,13 +168,13 @@ class JjVcs:
             reuse = self._ours_unused()
         told = self.jj.told("describe" if reuse else "new", "-m", message)
         made, self._fresh, self._made, self._began = self._made, False, False, True
-        rev = next((r for r in told if r.is_wc), None) or self.jj.revs("@")[0]
+        rev = self._wc_of(told)
         if made and reuse and rev.files:
             # Files written into the lane before its first task (lane-copy, lane-link,
             # lane-setup) are no task's: that change becomes the base, the task goes on top.
             self.jj.out("describe", "-m", "")
             told, first = self.jj.told("new", "-m", message), True
-            rev = next((r for r in told if r.is_wc), None) or self.jj.revs("@")[0]
+            rev = self._wc_of(told)
         if first:
             base = next((r for r in told if not r.is_wc and (r.change_id,) == rev.parents), None)
             self._base = (base or self.jj.revs("@-")[0]).change_id
@@ -182,6 +182,10 @@ class JjVcs:
         self._messages[rev.change_id] = message
         self._note_begun(rev.change_id)
         return _change(rev)
+
+    def _wc_of(self, told: list[Rev]) -> Rev:
+        """@ as the report of the command just run says it is, else as jj says now."""
+        return next((r for r in told if r.is_wc), None) or self.jj.revs("@")[0]
 
     def _note_begun(self, change_id: str) -> None:
         """The task's change `change_id` begins here: the operation park and gather look back

@@ -86,16 +86,7 @@ class LaneJj:
     def begin(self, message: str) -> Change:
         """Start a task's change in the workspace, and note the operation jj is at."""
         before = op_head(self.main.root)
-        try:
-            change = self.work.begin(message)
-        except VcsError as exc:
-            if STALE not in str(exc):
-                raise
-            # You rewrote a change this lane stands on (a fix squashed into a task it landed):
-            # jj rebased the lane's @ with it, and the workspace waits to be brought up to
-            # date. Between tasks @ holds nothing of the agent's, so nothing is lost by that.
-            self.jj.run("workspace", "update-stale")
-            change = self.work.begin(message)
+        change = self._up_to_date(lambda: self.work.begin(message))
         stamp = op_head(self.main.root)
         if before is not None and before == self._whole:
             self._whole = stamp
@@ -256,19 +247,25 @@ class LaneJj:
         if tip is None:
             return False
         try:
-            try:
-                self.work.start_over(tip)
-            except VcsError as exc:
-                if STALE not in str(exc):
-                    raise
-                # You rewrote a change the lane's @ stands on (as begin meets it): brought up
-                # to date first; between tasks @ holds nothing of the agent's.
-                self.jj.run("workspace", "update-stale")
-                self.work.start_over(tip)
+            self._up_to_date(lambda: self.work.start_over(tip))
         except VcsError:
             return False  # left as it was: the task's landing meets the main line as ever
         self._synced = op_head(self.main.root)
         return True
+
+    def _up_to_date(self, step: Callable[[], T]) -> T:
+        """`step` (between tasks: begin, catch_up), run again once the workspace is brought up
+        to date when it met "The working copy is stale": you rewrote a change this lane stands
+        on (a fix squashed into a task it landed), jj rebased the lane's @ with it, and the
+        workspace waits to be brought up to date. Between tasks @ holds nothing of the
+        agent's, so nothing is lost by that."""
+        try:
+            return step()
+        except VcsError as exc:
+            if STALE not in str(exc):
+                raise
+        self.jj.run("workspace", "update-stale")
+        return step()
 
     def _fresh(self, change: Change, step: Callable[[], T], gone: Callable[[], T]) -> T:
         """`step`, after bringing the lane up to date when it meets "The working copy is stale":
