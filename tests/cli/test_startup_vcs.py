@@ -8,9 +8,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from agentloop.vcs import preflight
 from agentloop.vcs.choose import sweep_workspaces
-from agentloop.vcs.git import landing_record
 from agentloop.vcs.git.registration import nothing_to_sweep
 from tests.cli.test_startup import audited_run
 from tests.support.fake_agent import FakeClaude
@@ -27,7 +25,8 @@ def loaded_before_the_first_agent(lines: list[str]) -> set[str]:
 
 # Paths a fresh run with no killed run before it does not take before its first agent.
 NOT_BEFORE_THE_FIRST_AGENT = ("agentloop.vcs.git.recover",    # no open-attempt record
-                              "agentloop.vcs.git.teardown")   # no lane to sweep
+                              "agentloop.vcs.git.teardown",   # no lane to sweep
+                              "agentloop.vcs.git.landing_record")   # no landing cut short
 
 
 def test_a_fresh_run_loads_no_recovery_nor_teardown_before_its_first_agent(
@@ -62,11 +61,6 @@ def test_a_jj_run_loads_no_git_landing_nor_git_lane_checks_before_its_agent(
     loaded = sorted(early & set(NOT_IN_A_JJ_RUN_BEFORE_ITS_AGENT))
     assert not loaded, f"a jj run loads {loaded} before its agent"
     assert (work / "a.txt").read_text().strip() == "A"
-
-
-def test_preflight_looks_for_the_landing_record_mainline_writes() -> None:
-    # The file preflight looks for before it loads landing_record to finish a landing cut short.
-    assert preflight.LANDING == landing_record.RECORD
 
 
 def _git(root: Path, *args: str) -> None:
