@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from agentloop.vcs.check import LaneBreach as LaneBreach
 from agentloop.vcs.landing import WAIT_LIMIT
 from agentloop.vcs.landing import IntegrationConflict as IntegrationConflict
 from agentloop.vcs.landing import LandingHeld as LandingHeld
-from agentloop.vcs.lanes import BRANCH_PREFIX, Workspace, check_folder, lanes_dir
+from agentloop.vcs.lanes import Workspace, check_folder
 from agentloop.vcs.protocol import Lane, Vcs
 from agentloop.vcs.stays_git import git_only
 
@@ -228,7 +227,10 @@ def sweep_workspaces(kind: str, root: Path, keep: set[str], known: set[str],
     branches too, what is not on the main line kept first."""
     check_folder(root, known)
     if kind == "git":
-        if _nothing_to_sweep(root, known - keep):
+        # Asked of the repository's files first: the teardown is not loaded before the run's
+        # first agent when there is nothing to sweep (the run after a clean one, or the first).
+        from agentloop.vcs.git.registration import nothing_to_sweep
+        if nothing_to_sweep(root, known - keep):
             return Swept((), {})  # as swept_git lists them: none
         from agentloop.vcs.git import teardown
         _, registered, notes = teardown.swept_git(root, keep, known=known)
@@ -237,24 +239,3 @@ def sweep_workspaces(kind: str, root: Path, keep: set[str], known: set[str],
     from agentloop.vcs.jj import workspaces
     return Swept((), workspaces.swept_jj(root, keep, known=known)[1])
 
-
-def _nothing_to_sweep(root: Path, names: set[str]) -> bool:
-    """Whether the repository's files say a git sweep has nothing to do (the run after a clean
-    one, or the first): no linked worktree, nothing in the lanes' folder, no branch of lanes
-    `names`; False when they cannot tell (the git dir not a folder of the checkout, reftable).
-    Its teardown is then not loaded before the run's first agent starts."""
-    from agentloop.vcs.git import refs
-
-    git_dir = root / ".git"
-    if not git_dir.is_dir() or not refs.no_linked_worktrees(git_dir):
-        return False
-    try:
-        with os.scandir(lanes_dir(root)) as entries:
-            if next(entries, None) is not None:
-                return False
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return False
-    return all(refs.branch_tip(git_dir, f"refs/heads/{BRANCH_PREFIX}{name}") == ""
-               for name in names)

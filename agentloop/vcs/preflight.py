@@ -82,10 +82,6 @@ def _checked(kind: str, root: Path, asked: Asked) -> list[str]:
     return warnings
 
 
-# The record of a landing under way (agentloop.vcs.git.landing_record.RECORD), looked for here.
-LANDING = "agent-loop-landing"
-
-
 def _landing_finished(root: Path, git_dir: Path) -> str | None:
     """A landing a kill cut short, finished (landing_record.finish_landing): its note, or None.
     Its module is loaded only when the repository's files say there is one (its record, or a
@@ -93,7 +89,7 @@ def _landing_finished(root: Path, git_dir: Path) -> str | None:
     (a jj run never needs it)."""
     from agentloop.vcs.git import behind
 
-    if not (git_dir / LANDING).exists() and behind.unrecorded(root, git_dir) is None:
+    if not (git_dir / behind.RECORD).exists() and behind.unrecorded(root, git_dir) is None:
         return None
     from agentloop.vcs.git.landing_record import finish_landing
 

@@ -349,8 +349,7 @@ def test_a_run_starts_its_watchdog_while_its_lane_is_made(tmp_path: Path,
 # of these loads, and run meanwhile.
 LOADED_AFTER_THE_FIRST_GIT = ("agentloop.run.start", "agentloop.run.controller",
                               "agentloop.run.ledger", "agentloop.run.summary",
-                              "agentloop.run.eventlog",
-                              "agentloop.vcs.git.landing_record")
+                              "agentloop.run.eventlog")
 # The history's `git log` is started by a thread of its own; the questions preflight and the
 # backend ask first (git's identity and signing, where the repository is, what your checkout
 # holds: agentloop.vcs.git.first_look) by the main thread, with no thread to start for each.

@@ -8,9 +8,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from agentloop.vcs import preflight
-from agentloop.vcs.choose import _nothing_to_sweep, sweep_workspaces
-from agentloop.vcs.git import landing_record
+from agentloop.vcs.choose import sweep_workspaces
+from agentloop.vcs.git.registration import nothing_to_sweep
 from tests.cli.test_startup import audited_run
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import jj, make_repo
@@ -26,7 +25,8 @@ def loaded_before_the_first_agent(lines: list[str]) -> set[str]:
 
 # Paths a fresh run with no killed run before it does not take before its first agent.
 NOT_BEFORE_THE_FIRST_AGENT = ("agentloop.vcs.git.recover",    # no open-attempt record
-                              "agentloop.vcs.git.teardown")   # no lane to sweep
+                              "agentloop.vcs.git.teardown",   # no lane to sweep
+                              "agentloop.vcs.git.landing_record")   # no landing cut short
 
 
 def test_a_fresh_run_loads_no_recovery_nor_teardown_before_its_first_agent(
@@ -63,32 +63,27 @@ def test_a_jj_run_loads_no_git_landing_nor_git_lane_checks_before_its_agent(
     assert (work / "a.txt").read_text().strip() == "A"
 
 
-def test_preflight_looks_for_the_landing_record_mainline_writes() -> None:
-    # The file preflight looks for before it loads landing_record to finish a landing cut short.
-    assert preflight.LANDING == landing_record.RECORD
-
-
 def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
 
 
 def test_the_sweep_is_skipped_only_when_the_files_say_there_is_nothing(tmp_path: Path) -> None:
     root = make_repo(tmp_path / "project", "git", plan="- first\n")
-    assert _nothing_to_sweep(root, {"one"})
+    assert nothing_to_sweep(root, {"one"})
     # A killed run's lane branch: the sweep keeps what it holds and drops it.
     _git(root, "branch", "agent-loop/one")
-    assert not _nothing_to_sweep(root, {"one"})
-    assert _nothing_to_sweep(root, {"two"})
+    assert not nothing_to_sweep(root, {"one"})
+    assert nothing_to_sweep(root, {"two"})
     assert sweep_workspaces("git", root, set(), {"one"}).notes == ()
-    assert _nothing_to_sweep(root, {"one"})   # swept: its branch (on the main line) dropped
+    assert nothing_to_sweep(root, {"one"})   # swept: its branch (on the main line) dropped
     # A killed run's lane worktree, and a folder in the lanes' folder.
     lanes = root / ".agent-loop" / "lanes"
     _git(root, "worktree", "add", "-q", "-b", "agent-loop/two", str(lanes / "two"))
-    assert not _nothing_to_sweep(root, {"three"})
+    assert not nothing_to_sweep(root, {"three"})
     sweep_workspaces("git", root, set(), {"two"})
     assert not (lanes / "two").exists()
     (lanes / "stray").mkdir()
-    assert not _nothing_to_sweep(root, {"three"})
+    assert not nothing_to_sweep(root, {"three"})
 
 
 def test_a_run_killed_inside_a_task_is_still_recovered(tmp_path: Path,

@@ -200,7 +200,7 @@ def test_a_checkout_behind_with_your_file_in_the_way_is_said_and_your_file_kept(
     # The record a landing kept while a lock held its follow off; meanwhile you wrote a file
     # of your own where the task's lands: the follow refuses, your file stays, and the line
     # says what to move and the command that follows then.
-    from agentloop.vcs.git import landing_record
+    from agentloop.vcs.git import behind
     from agentloop.vcs.preflight import preflight
 
     _yours(work, "true")
@@ -211,10 +211,10 @@ def test_a_checkout_behind_with_your_file_in_the_way_is_said_and_your_file_kept(
     tip = git(work, "rev-parse", "HEAD").strip()
     git(work, "rm", "-q", "--cached", "a1.txt")  # the index as the landing left it: at base
     (work / "a1.txt").write_text("my own a1\n")
-    (work / ".git" / landing_record.RECORD).write_text(f"{base} {tip} {landing_record.BEHIND}\n")
+    (work / ".git" / behind.RECORD).write_text(f"{base} {tip} {behind.BEHIND}\n")
     notes = preflight("git", work, work / "tasks.md")
     said = [n for n in notes if "is behind its branch" in n]
     assert len(said) == 1 and "move it away" in said[0], notes
     assert f"read-tree -m -u {base[:12]} {tip[:12]}" in said[0]
     assert (work / "a1.txt").read_text() == "my own a1\n"
-    assert not (work / ".git" / landing_record.RECORD).exists()
+    assert not (work / ".git" / behind.RECORD).exists()

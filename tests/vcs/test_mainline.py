@@ -12,7 +12,7 @@ import pytest
 from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs.git import landing_copy, mainline
-from agentloop.vcs.git.landing_record import RECORD
+from agentloop.vcs.git.behind import RECORD
 from agentloop.vcs.git.mainline import GitMainLine
 from agentloop.vcs.landing import IntegrationConflict
 from tests.support.repos import make_repo

@@ -14,7 +14,7 @@ import pytest
 from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs import lanes
-from agentloop.vcs.git import refs, teardown, worktree_list
+from agentloop.vcs.git import refs, registration, teardown, worktree_list
 from agentloop.vcs.git import worktrees as wt
 from agentloop.vcs.jj import workspaces as jw
 from tests.support.repos import make_repo
@@ -687,7 +687,7 @@ def test_a_commondir_an_agent_made_a_symlink_is_replaced_not_written_through(
     yours.write_text("export PS1=mine\n")
     (own / "commondir").unlink()
     (own / "commondir").symlink_to(yours)
-    assert refs.commondir_mended(own, repo / ".git") is not None
+    assert registration.commondir_mended(own, repo / ".git") is not None
     assert yours.read_text() == "export PS1=mine\n"
     assert not (own / "commondir").is_symlink()
     assert (own / "commondir").read_text() == "../..\n"
@@ -733,3 +733,24 @@ def test_a_damaged_registration_is_found_by_its_lane_and_repaired(repo: Path, ho
     assert any("repaired the worktree registration of lane 1-lane" in n for n in notes), notes
     assert (own / "commondir").read_text() == "../..\n"
     assert git(lane.path, "rev-parse", "--abbrev-ref", "HEAD") == "agent-loop/1-lane"
+
+
+def test_an_emptied_commondir_git_worktree_list_fails_on_is_found_by_its_lane(
+        repo: Path, tmp_path: Path) -> None:
+    # The repair where `git worktree list` fails on an emptied commondir is the sweep's own
+    # (registration.mended): a lane's registration git named `1-lane1` (`1-lane` was someone
+    # else's) was passed over there, and the run stopped at git's error.
+    head = git(repo, "rev-parse", "HEAD")
+    other = repo / ".git" / "worktrees" / "1-lane"
+    other.mkdir(parents=True)
+    (other / "gitdir").write_text(f"{tmp_path / 'elsewhere'}/.git\n")
+    (other / "commondir").write_text("../..\n")
+    (other / "HEAD").write_text(head + "\n")
+    (other / "locked").write_text("someone's")
+    lane = wt.open_git(repo, "1-lane", head, fresh=True)
+    own = refs.worktree_git_dir(lane.path)
+    assert own is not None and own.name == "1-lane1"
+    (own / "commondir").write_text("")
+    assert lane.path in worktree_list.git_worktrees(repo)
+    assert (own / "commondir").read_text() == "../..\n"
+    assert (other / "locked").read_text() == "someone's"

@@ -306,8 +306,6 @@ class GitVcs:
                      touched: set[str]) -> Change:
         """finish's commit the long way, its record written before HEAD moves: in the index
         where it can (commit_here), else made aside and landed; empty when nothing changed."""
-        from agentloop.vcs.git import recover  # the slow way, after an agent ran
-
         sha, new = None, set(status.untracked) & changed
         if changed:
             self._remember(start)
@@ -326,7 +324,7 @@ class GitVcs:
             start = dataclasses.replace(start, commit=sha)
             self._remember(start)
             self.tree.land(start.head, sha, message)
-            recover.settle(self.tree, start)
+            self.tree.settle(start)
         return self._committed(start, sha, changed)
 
     def missing(self, change_ids: Iterable[str]) -> set[str]:

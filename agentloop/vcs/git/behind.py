@@ -10,8 +10,10 @@ branch's tip, in one `read-tree -m -u`, which keeps every edit of yours) as soon
 gone: before the next landing, and at the run's end. A lock still there then, that appeared
 during the run, that no process holds open and no git of yours runs beside, is an agent's
 leftover (or a killed git's): it goes, and the checkout follows. Anything else is said with the
-repair. The record the landing keeps in the git dir (landing_record.RECORD, "<commit the checkout
-is at> <branch tip>") lets the next run finish the follow (landing_record.finish_landing)."""
+repair. The record the landing keeps in the git dir (RECORD, "<commit the checkout is at> <branch
+tip>") lets the next run finish the follow (landing_record.finish_landing). Its name is here, in
+this light module, for the landing that writes it (agentloop.vcs.git.mainline), the next run's
+finishing that reads it, and the preflight that looks for it before loading that finishing."""
 
 from __future__ import annotations
 
@@ -21,6 +23,10 @@ from pathlib import Path
 from agentloop.vcs.git.run import Git
 
 LOCK = "index.lock"
+# In the git dir while a landing's checkout has not followed the branch: "<old> <new>".
+RECORD = "agent-loop-landing"
+# The record's third word while the checkout is behind since a lock held its follow off.
+BEHIND = "behind"
 # How long the run's end waits for a lock that may be a git of yours, about to let it go.
 GRACE_SECONDS = 1.5
 

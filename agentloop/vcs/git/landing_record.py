@@ -14,13 +14,9 @@ import os
 from pathlib import Path
 
 from agentloop.vcs.git import behind, pruned
+from agentloop.vcs.git.behind import BEHIND, RECORD
 from agentloop.vcs.git.landing_copy import changed_files
 from agentloop.vcs.git.run import Git
-
-# In the git dir while a landing's checkout has not followed the branch: "<old> <new>".
-RECORD = "agent-loop-landing"
-# The record's third word while the checkout is behind since a lock held its follow off.
-BEHIND = "behind"
 
 
 def finish_landing(root: Path, git_dir: Path) -> str | None:

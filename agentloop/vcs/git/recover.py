@@ -35,13 +35,6 @@ class Leftover:
     resume: Start | None = None
 
 
-def settle(repo: GitRepo, start: Start) -> None:
-    """The index after a task commit: its files as committed, the agent's others as before."""
-    assert start.commit is not None
-    repo.reset_index(start.commit, set(start.files))
-    repo.reset_index(start.index_tree, set(start.touched))
-
-
 def examine(repo: GitRepo, record: AttemptRecord, lane: bool = False,
             resume: bool = True) -> Leftover:
     """An earlier run died inside a task: keep the commit it made; an attempt whose agent
@@ -88,7 +81,7 @@ def _keep_the_commit(repo: GitRepo, leftover: Start, head: str) -> Leftover:
     The runner begins the task again and finds its work done. The record stays until the next
     begin or close: killed again before the runner has saved the task, the run after still
     finds the commit."""
-    settle(repo, leftover)
+    repo.settle(leftover)
     files = leftover.files or sorted(split(repo.git.out(
         "diff-tree", "-r", "--root", "--name-only", "-z", "--no-renames",
         "--no-commit-id", head)))  # committed the short way: no list kept

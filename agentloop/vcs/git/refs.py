@@ -223,44 +223,6 @@ def worktree_git_dir(worktree: Path) -> Path | None:
     return found if found.is_dir() else None
 
 
-def commondir_damage(own: Path, common: Path) -> str | None:
-    """What a linked worktree's own git dir `own` (under `common`/worktrees/) says in its
-    `commondir` when that no longer names `common`, the repository's git dir (rewritten, or
-    emptied: git then takes the worktree for no repository at all); None when it does, or when
-    `own` is not a worktree's folder of `common`. A look only."""
-    file = own / "commondir"
-    try:
-        if own.resolve().parent != (common / "worktrees").resolve():
-            return None
-        text = file.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return None
-    if text and (own / text).resolve() == common.resolve():
-        return None
-    return text
-
-
-def commondir_mended(own: Path, common: Path) -> str | None:
-    """A damaged `commondir` (commondir_damage: what it said, returned) written back as git
-    writes it (`../..`); None, nothing written, when it was whole."""
-    text = commondir_damage(own, common)
-    if text is None:
-        return None
-    file = own / "commondir"
-    # An agent's symlink there (to a file of yours) is replaced, never written through.
-    if file.is_symlink():
-        file.unlink()
-    file.write_text("../..\n")
-    return text
-
-
-def commondir_said(text: str, was: bool = False) -> str:
-    """What a damaged commondir held, in the run's words (commondir_damage's answer)."""
-    if not text:
-        return "was empty" if was else "is empty"
-    return f"{'named' if was else 'names'} {text!r}"
-
-
 def no_linked_worktrees(git_dir: Path) -> bool:
     """Whether the repository whose main git dir is `git_dir` has no linked worktree: git keeps
     one folder each under `worktrees/` (and removes that folder with the last of them). False

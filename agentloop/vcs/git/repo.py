@@ -290,6 +290,13 @@ class GitRepo:
             self.git.out("reset", "-q", tree, "--pathspec-from-file=-", "--pathspec-file-nul",
                       paths=sorted(paths))
 
+    def settle(self, start: Start) -> None:
+        """The index after the task commit `start` names: its files as committed, the agent's
+        others as before (finish's last step, and the next run's where a kill came first)."""
+        assert start.commit is not None
+        self.reset_index(start.commit, set(start.files))
+        self.reset_index(start.index_tree, set(start.touched))
+
     def yours_since(self, old: str | None, new: str, begun_by: str) -> bool:
         """Whether the commits from `old` to `new` were all made by you beside the agent (your
         terminal, `--workplace checkout`), none by the agent: HEAD's reflog names each commit

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from agentloop.vcs.git import refs
+from agentloop.vcs.git.registration import REMOVING, mended, users_lock
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.git.worktree_list import branch_commit, git_worktrees, healthy
 from agentloop.vcs.lanes import BRANCH_PREFIX, Workspace, bookkeeping, lanes_dir
@@ -20,10 +21,6 @@ from agentloop.vcs.rewritten import carried
 # Where a lane's work that is not on the main line is kept when its branch or worktree goes.
 KEPT = "refs/agent-loop/kept/"
 KEPT_FILES = "refs/agent-loop/kept-files/"
-# Why a lane's worktree is locked (git's own `locked` file, with this reason) while its removal
-# deletes its files, which begins once what nobody committed there is kept: a kill inside it
-# leaves a lane the next run neither works in nor takes the deletions in for someone's work.
-REMOVING = "agent-loop is removing this lane"
 
 
 def _git(root: Path, *args: str, codes: tuple[int, ...] = (0,)) -> str:
@@ -41,14 +38,14 @@ def clean_git(root: Path, path: Path,
     path = path.resolve()
     notes = []
     worktrees = registered if registered is not None else git_worktrees(root)
-    yours = _users_lock(worktrees[path]) if path in worktrees else None
+    yours = users_lock(worktrees[path]) if path in worktrees else None
     if yours is not None and not yours_too and path.is_dir():
         return [f"lane {path.name} is locked ({yours!r}), not by agent-loop: left as it is, "
                 f"with its branch; `git worktree unlock {path}` and the next run removes it"]
     if path in worktrees and worktrees[path].get("locked") == REMOVING:
         notes.append(f"removed lane {path.name}, whose removal a kill had cut short: nothing "
                      "of yours was left in it (what nobody had committed there was kept first)")
-    elif path in worktrees and (healthy(path, worktrees[path]) or _users_lock(worktrees[path])):
+    elif path in worktrees and (healthy(path, worktrees[path]) or users_lock(worktrees[path])):
         kept = keep_files(root, path, path.name)
         if yours is not None:
             notes.append(f"lane {path.name} was locked ({yours!r}), not by agent-loop: it is "
@@ -72,27 +69,12 @@ def clean_git(root: Path, path: Path,
     return notes
 
 
-def _users_lock(fields: dict[str, str]) -> str | None:
-    """The reason of a lock someone other than agent-loop put on a worktree listed with
-    `fields` (`git worktree lock`): agent-loop's own say `agent-loop <pid>` (a lane being made)
-    or REMOVING. None when it is not locked, or locked by agent-loop."""
-    if "locked" not in fields or "prunable" in fields:
-        return None
-    reason = fields["locked"].strip()
-    words = reason.split()
-    # git's own, of a `worktree add` under way (an older version's lanes were so made).
-    ours = len(words) == 2 and words[0] == "agent-loop" and words[1].isdigit()
-    if ours or reason in (REMOVING, "initializing"):
-        return None
-    return reason or "no reason given"
-
-
 def _taken_from_user(root: Path, path: Path, fields: dict[str, str]) -> str | None:
     """A lane this run goes on in (a killed run's), which you locked (`git worktree lock`):
     unlocked, so that its attempt is rolled back there as in any lane left by a kill, its
     files kept first (refs/agent-loop/rolled-back); the line that says so, None when the lane
     bore no lock of yours."""
-    reason = _users_lock(fields)
+    reason = users_lock(fields)
     if reason is None or not path.is_dir():
         return None
     if Git(root).code("worktree", "unlock", str(path), codes=(0, 128))[0]:
@@ -217,7 +199,9 @@ def swept_git(root: Path, keep: set[str], known: set[str] | None = None
     gone, notes = [], []
     folder = lanes_dir(root).resolve()
     with bookkeeping(root):
-        notes += _registrations_mended(root, known)
+        # The plan's lanes (its run lock: no run holds them) whose registration an agent
+        # damaged, written back before git is asked about them.
+        notes += mended(root, known or ())
         # No linked worktree at all (as the repository's files say, when its git dir is a
         # folder of the checkout): nothing registered to list.
         listed = {} if (root / ".git").is_dir() and refs.no_linked_worktrees(root / ".git") \
@@ -240,50 +224,6 @@ def swept_git(root: Path, keep: set[str], known: set[str] | None = None
                     taken = True
     # A removal, the prune after one, or an unlock changed the list.
     return gone, (listed if not gone and not taken else None), notes
-
-
-def _registrations_mended(root: Path, known: set[str] | None) -> list[str]:
-    """The registrations of `known` lanes (no run holds them: the caller's run holds their
-    plan's lock) whose `commondir` no longer names the repository (an agent's write): written
-    back as git writes it, so git, and the lane's next step, know the lane again. Its files,
-    index and branch stay as they were. A look at the repository's files only: none when its
-    git dir is not a folder of the checkout."""
-    git_dir = root / ".git"
-    if not git_dir.is_dir() or refs.no_linked_worktrees(git_dir):
-        return []
-    notes = []
-    folder = lanes_dir(root)
-    for name in sorted(known or ()):
-        own = _registration_of(git_dir, folder / name)
-        if not (own / "gitdir").is_file() or _half_made(own):
-            continue  # none, or half-made (worktree_list drops those)
-        said = refs.commondir_mended(own, git_dir)
-        if said is not None:
-            held = refs.commondir_said(said, was=True)
-            notes.append(f"repaired the worktree registration of lane {name}: its commondir "
-                         f"{held}, not the repository (an agent's write, or one from outside)")
-    return notes
-
-
-def _registration_of(git_dir: Path, lane: Path) -> Path:
-    """The lane's folder in the repository: the one its `.git` file names (git chose
-    `name1` where `name` was taken), else the one named as the lane."""
-    own = refs.worktree_git_dir(lane)
-    if own is not None and own.parent == (git_dir / "worktrees").resolve():
-        return own
-    return git_dir / "worktrees" / lane.name
-
-
-def _half_made(own: Path) -> bool:
-    """Whether the registration `own` bears agent-loop's (or git's) lock of a worktree being
-    made or removed; one you locked is whole."""
-    try:
-        reason = (own / "locked").read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    return _users_lock({"locked": reason}) is None
 
 
 def drop_branches(root: Path, names: set[str], main: str = "HEAD") -> list[str]:

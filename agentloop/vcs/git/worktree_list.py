@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from agentloop.errors import VcsError
-from agentloop.vcs.git import refs
+from agentloop.vcs.git import refs, registration
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.lanes import BRANCH_PREFIX, lanes_dir
 
@@ -68,21 +68,14 @@ def _drop_half_made(root: Path) -> bool:
 
 
 def _mended(root: Path) -> bool:
-    """Whether a lane's whole registration (unlocked, its gitdir written) whose `commondir` was
-    emptied (an agent's write: git then fails every `git worktree list`) was written back as
-    git writes it (`../..`, what git writes for every worktree, so no one's is changed)."""
-    git_dir = root / ".git"
+    """Whether a lane's registration whose `commondir` was emptied (an agent's write: git then
+    fails every `git worktree list`) was written back (registration.mended, of whichever lane's
+    folder is in the lanes' folder: no run lock says whose they are)."""
     try:
-        entries = list((git_dir / "worktrees").iterdir()) if git_dir.is_dir() else []
+        names = [p.name for p in lanes_dir(root).iterdir() if p.is_dir()]
     except OSError:
         return False
-    found = False
-    for own in entries:
-        if (own / "locked").exists() or not _written(own / "gitdir") or \
-                not (lanes_dir(root) / own.name).is_dir() or _written(own / "commondir"):
-            continue
-        found = refs.commondir_mended(own, git_dir) is not None or found
-    return found
+    return bool(registration.mended(root, names, held=False))
 
 
 def _said(root: Path) -> VcsError | None:
