@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentloop import proc
-from agentloop.vcs.git import refs
+from agentloop.vcs.git import refs, registration
 from agentloop.vcs.git.refs import (
     any_under,
     branch_tip,
@@ -203,3 +203,26 @@ def test_linked_worktrees_as_git_lists_them(tmp_path: Path) -> None:
     git(repo, "worktree", "add", "-q", str(lane))
     git(repo, "worktree", "remove", str(lane))
     assert no_linked_worktrees(dot_git)
+
+
+def test_a_worktrees_commondir_is_damaged_as_git_would_find_it(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    git(repo, "worktree", "add", "-q", "--detach", str(tmp_path / "lane"))
+    common = repo / ".git"
+    own = common / "worktrees" / "lane"
+    assert registration.commondir_damage(own, common) is None  # as git wrote it
+    assert git(tmp_path / "lane", "rev-parse", "--git-common-dir") == str(common)
+    # The worktrees folder moved away and linked back: `../..` from the lane's own git dir is
+    # that folder's new parent, not the repository's git dir, and git finds no repository.
+    (tmp_path / "away").mkdir()
+    (common / "worktrees").rename(tmp_path / "away" / "worktrees")
+    (common / "worktrees").symlink_to(tmp_path / "away" / "worktrees")
+    assert registration.commondir_damage(own, common) == "../.."
+    assert proc.run(["git", "rev-parse", "--git-common-dir"], cwd=tmp_path / "lane",
+                    check=False).returncode != 0
+    # Written as an absolute path to the repository's git dir, it is whole again.
+    (own / "commondir").write_text(f"{common}\n")
+    assert registration.commondir_damage(own, common) is None

@@ -115,9 +115,15 @@ def commondir_damage(own: Path, common: Path) -> str | None:
     `own` is not a worktree's folder of `common`. A look only."""
     file = own / "commondir"
     try:
+        text = file.read_text(encoding="utf-8", errors="replace").strip()
+        # As git writes it, in the folder git made (no symlink in its place or its parent's):
+        # `own/../..` is `common` itself, told by two lstats instead of four realpaths, a
+        # stat of each folder of each path, at every task's check.
+        if text == "../.." and own.parent == common / "worktrees" and own.name != ".." and \
+                not own.is_symlink() and not own.parent.is_symlink():
+            return None
         if own.resolve().parent != (common / "worktrees").resolve():
             return None
-        text = file.read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
         return None
     if text and (own / text).resolve() == common.resolve():

@@ -103,9 +103,12 @@ FORGOTTEN = "doesn't have a working-copy commit"
 
 
 def environment() -> dict[str, str]:
-    """What every jj command runs with: no editor (descriptions come with -m), and an author:
-    jj's own identity, else git's (a change jj makes is never authorless)."""
-    base = {**environ.current(), "JJ_EDITOR": "false"}
+    """What every jj command runs with: no editor (descriptions come with -m), a terminal width,
+    and an author: jj's own identity, else git's (a change jj makes is never authorless)."""
+    # jj's output here is never a terminal: without COLUMNS, a `log` asks `tput cols` and
+    # `tput lines` for the width, two processes each time, for the 80 columns it falls back to
+    # anyway; no template of agent-loop's wraps, so the width never shows in what it reads.
+    base = {"COLUMNS": "80", **environ.current(), "JJ_EDITOR": "false"}
     return {**base, **_identity(tuple(sorted(base.items())))}
 
 
