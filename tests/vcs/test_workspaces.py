@@ -367,7 +367,8 @@ def test_a_git_lane_is_made_with_one_git_process(repo: Path, tmp_path: Path,
     "an extension", "sparse-checkout", "taken name", "a shared repository",
     "relative paths here", "relative paths in the global config",
     "relative paths in the XDG config", "relative paths in the system config",
-    "relative paths by git -c", "relative paths in a file the global config includes"])
+    "relative paths by git -c", "relative paths in a file the global config includes",
+    "relative paths in a file git -c includes"])
 def test_a_git_lane_is_left_to_worktree_add_where_the_files_cannot_say_it_all(
         repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         request: pytest.FixtureRequest, why: str) -> None:
@@ -393,6 +394,11 @@ def test_a_git_lane_is_left_to_worktree_add_where_the_files_cannot_say_it_all(
         (tmp_path / "included").write_text(relative)
         with open(os.environ["GIT_CONFIG_GLOBAL"], "a") as config:
             config.write(f"[include]\n\tpath = {tmp_path / 'included'}\n")
+    elif why == "relative paths in a file git -c includes":
+        (tmp_path / "included").write_text(relative)
+        for name, value in (("COUNT", "1"), ("KEY_0", "include.path"),
+                            ("VALUE_0", str(tmp_path / "included"))):
+            monkeypatch.setenv(f"GIT_CONFIG_{name}", value)
     elif why == "relative paths in the XDG config":
         _config_file("xdg", relative, tmp_path, monkeypatch)
     elif why == "relative paths in the system config":
