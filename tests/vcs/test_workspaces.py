@@ -739,3 +739,30 @@ def test_a_damaged_registration_is_found_by_its_lane_and_repaired(repo: Path, ho
     assert any("repaired the worktree registration of lane 1-lane" in n for n in notes), notes
     assert (own / "commondir").read_text() == "../..\n"
     assert git(lane.path, "rev-parse", "--abbrev-ref", "HEAD") == "agent-loop/1-lane"
+
+
+def test_a_lane_you_locked_gets_your_lock_back_once_a_run_went_on_in_it(
+        repo: Path, tmp_path: Path) -> None:
+    # The sweep of a run that goes on in a lane you locked unlocks it; done, the run puts your
+    # lock back (it removed the lane). Never through the lane's `.git` file when that names a
+    # folder outside the repository's worktrees (an agent's rewrite): nothing written there.
+    base = git(repo, "rev-parse", "HEAD")
+    lane = wt.open_git(repo, "1-mine", base, fresh=True)
+    git(repo, "worktree", "lock", "--reason", "mine", str(lane.path))
+    notes = teardown.swept_git(repo, keep={"1-mine"}, known={"1-mine"})[2]
+    assert len(notes) == 1 and "locks it again when done" in notes[0], notes
+    assert "locked" not in worktree_list.git_worktrees(repo)[lane.path.resolve()]
+    notes = teardown.remove_git(repo, lane, drop_branch=True)
+    assert lane.path.is_dir() and "left as it is" in notes[0], notes
+    assert worktree_list.git_worktrees(repo)[lane.path.resolve()]["locked"] == "mine"
+    # again, the agent's .git file naming a folder of its own
+    teardown.swept_git(repo, keep={"1-mine"}, known={"1-mine"})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "agent-loop-your-lock").write_text("planted")
+    own = (lane.path / ".git").read_text()
+    (lane.path / ".git").write_text(f"gitdir: {elsewhere}\n")
+    assert teardown._locked_again(repo, lane.path) is None
+    assert not (elsewhere / "locked").exists()
+    (lane.path / ".git").write_text(own)
+    assert teardown._locked_again(repo, lane.path) == "mine"

@@ -46,7 +46,7 @@ def clean_git(root: Path, path: Path,
     worktrees = registered if registered is not None else git_worktrees(root)
     yours = _users_lock(worktrees[path]) if path in worktrees else None
     if yours is None and not yours_too and path.is_dir():
-        yours = _locked_again(path)
+        yours = _locked_again(root, path)
     if yours is not None and not yours_too and path.is_dir():
         return [f"lane {path.name} is locked ({yours!r}), not by agent-loop: left as it is, "
                 f"with its branch; `git worktree unlock {path}` and the next run removes it"]
@@ -103,9 +103,10 @@ def _taken_from_user(root: Path, path: Path, fields: dict[str, str]) -> str | No
     # Your lock said keep this lane: this run locks it again when it is done in it (clean_git),
     # not removes it, ignored files and all. Written before the unlock: a kill between leaves
     # the lane locked still, or the reason beside it.
-    own = refs.worktree_git_dir(path)
+    own = _own_folder(root / ".git", path)
     try:
         if own is not None:
+            (own / YOURS).unlink(missing_ok=True)   # never written through a link
             (own / YOURS).write_text(reason, encoding="utf-8")
     except OSError:
         return None  # not unlocked: the sweep leaves it as any lane it may not take
@@ -118,13 +119,13 @@ def _taken_from_user(root: Path, path: Path, fields: dict[str, str]) -> str | No
             "uncommitted there is kept before anything is rolled back")
 
 
-def _locked_again(path: Path) -> str | None:
+def _locked_again(root: Path, path: Path) -> str | None:
     """The reason of your lock a run took off the lane at `path` to go on in it
     (_taken_from_user), put back on it now (as `git worktree lock` writes it); None when
     there was none, or it cannot be put back."""
-    own = refs.worktree_git_dir(path)
-    if own is None:
-        return None
+    own = _own_folder(root / ".git", path)
+    if own is None or (own / YOURS).is_symlink() or (own / "locked").is_symlink():
+        return None  # an agent's link: nothing of yours read or written through it
     try:
         reason = (own / YOURS).read_text(encoding="utf-8", errors="replace")
         (own / "locked").write_text(reason, encoding="utf-8")
@@ -132,6 +133,16 @@ def _locked_again(path: Path) -> str | None:
     except OSError:
         return None
     return reason
+
+
+def _own_folder(git_dir: Path, lane: Path) -> Path | None:
+    """The lane's folder in the repository whose git dir is `git_dir`, as the lane's `.git`
+    file names it (git chose `name1` where `name` was taken), when that is one of the
+    repository's worktree folders (the file is the agent's to rewrite); else None."""
+    own = refs.worktree_git_dir(lane)
+    if own is None or own.parent != (git_dir / "worktrees").resolve():
+        return None
+    return own
 
 
 def _removed_from_files(root: Path, path: Path) -> bool:
@@ -300,10 +311,7 @@ def _registrations_mended(root: Path, known: set[str] | None) -> list[str]:
 def _registration_of(git_dir: Path, lane: Path) -> Path:
     """The lane's folder in the repository: the one its `.git` file names (git chose
     `name1` where `name` was taken), else the one named as the lane."""
-    own = refs.worktree_git_dir(lane)
-    if own is not None and own.parent == (git_dir / "worktrees").resolve():
-        return own
-    return git_dir / "worktrees" / lane.name
+    return _own_folder(git_dir, lane) or git_dir / "worktrees" / lane.name
 
 
 def _half_made(own: Path) -> bool:
