@@ -238,5 +238,11 @@ def _command_of(pid: str) -> str:
         words = ["agent-loop", *words[2:]]
     elif words:
         words[0] = Path(words[0]).name
+    # Its words as one line a terminal shows as they are: a `--check` or `--on-finish` script
+    # of several lines (or an escape) quoted, and what `--env` gives the agent (a key, often)
+    # never printed.
+    words = [f"{w.partition('=')[0]}=..." if prev == "--env" and "=" in w else
+             f"--env={w[6:].partition('=')[0]}=..." if w.startswith("--env=") else
+             w if w.isprintable() else repr(w) for prev, w in zip(["", *words], words)]
     line = " ".join(words)
     return f": {line[:117]}..." if len(line) > 120 else f": {line}" if line else ""

@@ -706,7 +706,39 @@ def test_a_killed_runs_lane_you_locked_keeps_its_files_and_says_so(
     again = agent_loop(work, "--no-distill", "--parallel", "2")
     assert again.returncode == 0, again.stdout + again.stderr
     said = [line for line in again.stdout.splitlines() if "'mine'" in line]
-    assert len(said) == 1 and lane.name in said[0], again.stdout
+    assert len(said) == 2 and lane.name in said[0], again.stdout
+    assert "unlocked it and goes on in it, and locks it again when done" in said[0], said
+    assert "left as it is" in said[1], said   # your lock back on it
+    assert "locked mine" in git(work, "worktree", "list", "--porcelain"), again.stdout
     kept = git(work, "log", "-g", "--name-only", "--format=%H", SAVED)
     assert "started.txt" in kept, again.stdout + kept
     assert (work / "a.txt").read_text() == "a\n" and (work / "b.txt").read_text() == "b\n"
+
+
+def test_a_lane_you_locked_keeps_your_lock_through_the_next_run(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # A lane you locked (`git worktree lock`) is left as it is when its run is done. The
+    # next run of the plan goes on in it (it unlocks it to), and then removed it, its ignored
+    # files (a .env) with it, which no commit keeps: your lock is put back instead.
+    work = project(tmp_path, "git", "## A\n- a1\n  FAKE: bash echo TOKEN=1 > secrets.env && "
+                                    "git worktree lock --reason mine .\n"
+                                    "  FAKE: write a1.txt 1\n")
+    (work / ".git" / "info").mkdir(exist_ok=True)
+    (work / ".git" / "info" / "exclude").write_text("*.env\n")
+    first = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert first.returncode == 0, first.stdout + first.stderr
+    lane, = (work / ".agent-loop" / "lanes").iterdir()
+    assert "left as it is" in first.stdout and (lane / "secrets.env").is_file(), first.stdout
+    with (work / "tasks.md").open("a") as plan:
+        plan.write("- a2\n  FAKE: write a2.txt 2\n")
+    again = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (work / "a2.txt").read_text() == "2\n"
+    assert (lane / "secrets.env").read_text() == "TOKEN=1\n", again.stdout
+    assert "locked mine" in git(work, "worktree", "list", "--porcelain"), again.stdout
+    # unlocked by you, the next run removes it
+    git(work, "worktree", "unlock", str(lane))
+    with (work / "tasks.md").open("a") as plan:
+        plan.write("- a3\n  FAKE: write a3.txt 3\n")
+    last = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert last.returncode == 0 and not lane.exists(), last.stdout + last.stderr

@@ -34,12 +34,12 @@ def test_your_checkout_follows_your_branch_an_agent_moved_back(
     assert not (work / "one.txt").exists()
 
 
-def test_your_soft_reset_in_your_checkout_keeps_what_it_staged(
-        tmp_path: Path, fake_claude: FakeClaude) -> None:
-    # The move made in your checkout (here by a command run there while the run works, as you
-    # would): `git reset --soft` leaves the dropped commit's changes staged, on purpose.
+def _soft_reset_in_your_checkout(tmp_path: Path, yours: bool) -> tuple[Path, str]:
+    # A `git reset --soft HEAD~1` in your checkout while the run works: run as you would (no
+    # agent's mark in the reflog), or as the agent ran it there (marked).
+    unmarked = "env -u GIT_REFLOG_ACTION " if yours else ""
     plan = PLAN.replace("FAKE: bash git update-ref refs/heads/main HEAD~1 ; true",
-                        "FAKE: bash git -C {root} reset -q --soft HEAD~1 ; true")
+                        f"FAKE: bash {unmarked}git -C {{root}} reset -q --soft HEAD~1 ; true")
     work = git_project(tmp_path, plan)
     (work / "tasks.md").write_text(plan.replace("{root}", str(work)))
     git(work, "add", "tasks.md")
@@ -47,5 +47,23 @@ def test_your_soft_reset_in_your_checkout_keeps_what_it_staged(
     done = agent_loop(work, "--no-distill")
     said = done.stdout + done.stderr
     assert done.returncode != 0, said
+    assert ("an agent ran git in your checkout" in said) is not yours, said
+    return work, said
+
+
+def test_your_soft_reset_in_your_checkout_keeps_what_it_staged(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # Yours: `git reset --soft` leaves the dropped commit's changes staged, on purpose.
+    work, said = _soft_reset_in_your_checkout(tmp_path, yours=True)
     assert "A  one.txt" in git(work, "status", "--porcelain", "--untracked-files=no"), said
     assert (work / "one.txt").read_text().strip() == "one"
+
+
+def test_an_agents_soft_reset_in_your_checkout_leaves_nothing_staged_as_yours(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # The agent's (its reflog entry marked): the dropped task's files were left staged in your
+    # checkout as if you had staged them; your checkout follows your branch, as for a move
+    # from its lane.
+    work, said = _soft_reset_in_your_checkout(tmp_path, yours=False)
+    assert git(work, "status", "--porcelain", "--untracked-files=no") == "", said
+    assert not (work / "one.txt").exists()

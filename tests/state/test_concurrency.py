@@ -88,3 +88,29 @@ def test_two_runs_started_together(tmp_path: Path, fake_claude: FakeClaude, vcs:
         assert len(fake_claude.task_runs()) == calls_before + 1  # the task ran once
         assert (work / "out.txt").read_text() == f"{n}\n"
         assert not (work / ".agent-loop" / "run.pid").exists()
+
+
+def test_the_holder_named_in_one_line_without_what_env_gives_its_agent(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # The refused run names the holder's command line: a hook script of two lines (and an
+    # escape a terminal would obey) is quoted, not printed as is, and a key given the agent
+    # with --env is not printed at all (a CI log keeps what a refused run says).
+    (tmp_path / "tasks.md").write_text("- the only task\n  FAKE: sleep 30\n")
+    holder = launch(tmp_path, "--vcs", "none", "--no-distill", "--on-finish",
+                    "echo one\necho \x1b[31mtwo", "--env", "API_KEY=sk-secret-1",
+                    "--env=OTHER=sk-secret-2")
+    try:
+        deadline = time.monotonic() + 30
+        while not fake_claude.task_runs():
+            assert holder.poll() is None and time.monotonic() < deadline, holder.communicate()
+            time.sleep(0.05)
+        refused = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "none"],
+                                 cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    finally:
+        holder.send_signal(signal.SIGTERM)
+        holder.communicate(timeout=30)
+    err = refused.stderr
+    assert refused.returncode == 1 and err.count("\n") == 1 and "\x1b" not in err, repr(err)
+    assert f"(pid {holder.pid}: agent-loop tasks.md --vcs none" in err, err
+    assert "'echo one\\necho \\x1b[31mtwo'" in err, err
+    assert "sk-secret" not in err and "--env API_KEY=..." in err, err

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -367,7 +366,8 @@ def test_a_git_lane_is_made_with_one_git_process(repo: Path, tmp_path: Path,
     "an extension", "sparse-checkout", "taken name", "a shared repository",
     "relative paths here", "relative paths in the global config",
     "relative paths in the XDG config", "relative paths in the system config",
-    "relative paths by git -c", "relative paths in a file the global config includes"])
+    "relative paths by git -c", "relative paths in a file the global config includes",
+    "relative paths in a file git -c includes"])
 def test_a_git_lane_is_left_to_worktree_add_where_the_files_cannot_say_it_all(
         repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         request: pytest.FixtureRequest, why: str) -> None:
@@ -393,6 +393,11 @@ def test_a_git_lane_is_left_to_worktree_add_where_the_files_cannot_say_it_all(
         (tmp_path / "included").write_text(relative)
         with open(os.environ["GIT_CONFIG_GLOBAL"], "a") as config:
             config.write(f"[include]\n\tpath = {tmp_path / 'included'}\n")
+    elif why == "relative paths in a file git -c includes":
+        (tmp_path / "included").write_text(relative)
+        for name, value in (("COUNT", "1"), ("KEY_0", "include.path"),
+                            ("VALUE_0", str(tmp_path / "included"))):
+            monkeypatch.setenv(f"GIT_CONFIG_{name}", value)
     elif why == "relative paths in the XDG config":
         _config_file("xdg", relative, tmp_path, monkeypatch)
     elif why == "relative paths in the system config":
@@ -754,3 +759,30 @@ def test_an_emptied_commondir_git_worktree_list_fails_on_is_found_by_its_lane(
     assert lane.path in worktree_list.git_worktrees(repo)
     assert (own / "commondir").read_text() == "../..\n"
     assert (other / "locked").read_text() == "someone's"
+
+
+def test_a_lane_you_locked_gets_your_lock_back_once_a_run_went_on_in_it(
+        repo: Path, tmp_path: Path) -> None:
+    # The sweep of a run that goes on in a lane you locked unlocks it; done, the run puts your
+    # lock back (it removed the lane). Never through the lane's `.git` file when that names a
+    # folder outside the repository's worktrees (an agent's rewrite): nothing written there.
+    base = git(repo, "rev-parse", "HEAD")
+    lane = wt.open_git(repo, "1-mine", base, fresh=True)
+    git(repo, "worktree", "lock", "--reason", "mine", str(lane.path))
+    notes = teardown.swept_git(repo, keep={"1-mine"}, known={"1-mine"})[2]
+    assert len(notes) == 1 and "locks it again when done" in notes[0], notes
+    assert "locked" not in worktree_list.git_worktrees(repo)[lane.path.resolve()]
+    notes = teardown.remove_git(repo, lane, drop_branch=True)
+    assert lane.path.is_dir() and "left as it is" in notes[0], notes
+    assert worktree_list.git_worktrees(repo)[lane.path.resolve()]["locked"] == "mine"
+    # again, the agent's .git file naming a folder of its own
+    teardown.swept_git(repo, keep={"1-mine"}, known={"1-mine"})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "agent-loop-your-lock").write_text("planted")
+    own = (lane.path / ".git").read_text()
+    (lane.path / ".git").write_text(f"gitdir: {elsewhere}\n")
+    assert teardown._locked_again(repo, lane.path) is None
+    assert not (elsewhere / "locked").exists()
+    (lane.path / ".git").write_text(own)
+    assert teardown._locked_again(repo, lane.path) == "mine"

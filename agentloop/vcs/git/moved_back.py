@@ -6,6 +6,7 @@ agent_in_checkout), which can; the user reads one breach either way, and one rep
 from __future__ import annotations
 
 from agentloop.vcs.breach import Breach, Kind
+from agentloop.vcs.git import reflog
 from agentloop.vcs.git.lane_record import GitLaneRecord
 from agentloop.vcs.git.run import Git
 
@@ -74,8 +75,11 @@ def index_back(record: GitLaneRecord, main: Git) -> None:
     code, out = main.code("symbolic-ref", "-q", "HEAD", codes=(0, 1, 128))
     if code != 0 or out.strip() != record.main_ref:
         return
-    # Moved in your checkout (its HEAD's reflog says so: a `git reset --soft` keeps the
-    # dropped commit's changes staged on purpose): its index and files are as that left them.
-    if main.out("reflog", "-1", "--format=%H", "HEAD", codes=(0, 128)).strip() == now:
+    # Moved in your checkout by you (its HEAD's reflog says so, with no agent's mark: a `git
+    # reset --soft` keeps the dropped commit's changes staged on purpose): its index and files
+    # are as that left them. An agent's reset there staged nothing of yours.
+    last = main.out("reflog", "-1", "--format=%H %gs", "HEAD", codes=(0, 128)).strip()
+    at, _, said = last.partition(" ")
+    if at == now and not reflog.marked(said):
         return
     main.run("read-tree", "-m", "-u", old, now, codes=None)

@@ -75,10 +75,17 @@ def mended(root: Path, lanes: Iterable[str], held: bool = True) -> list[str]:
 def _registration_of(git_dir: Path, lane: Path) -> Path:
     """The lane's folder in the repository: the one its `.git` file names (git chose
     `name1` where `name` was taken), else the one named as the lane."""
+    return own_folder(git_dir, lane) or git_dir / "worktrees" / lane.name
+
+
+def own_folder(git_dir: Path, lane: Path) -> Path | None:
+    """The lane's folder in the repository whose git dir is `git_dir`, as the lane's `.git`
+    file names it (git chose `name1` where `name` was taken), when that is one of the
+    repository's worktree folders (the file is the agent's to rewrite); else None."""
     own = refs.worktree_git_dir(lane)
-    if own is not None and own.parent == (git_dir / "worktrees").resolve():
-        return own
-    return git_dir / "worktrees" / lane.name
+    if own is None or own.parent != (git_dir / "worktrees").resolve():
+        return None
+    return own
 
 
 def _half_made(own: Path) -> bool:

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from agentloop.vcs.git import refs
-from agentloop.vcs.git.registration import REMOVING, mended, users_lock
+from agentloop.vcs.git.registration import REMOVING, mended, own_folder, users_lock
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.git.worktree_list import branch_commit, git_worktrees, healthy
 from agentloop.vcs.lanes import BRANCH_PREFIX, Workspace, bookkeeping, lanes_dir
@@ -21,6 +21,9 @@ from agentloop.vcs.rewritten import carried
 # Where a lane's work that is not on the main line is kept when its branch or worktree goes.
 KEPT = "refs/agent-loop/kept/"
 KEPT_FILES = "refs/agent-loop/kept-files/"
+# Beside `locked` in a lane's folder in the repository: the reason of your lock, which a run
+# took off to go on in the lane (_taken_from_user), put back when that run is done with it.
+YOURS = "agent-loop-your-lock"
 
 
 def _git(root: Path, *args: str, codes: tuple[int, ...] = (0,)) -> str:
@@ -39,6 +42,8 @@ def clean_git(root: Path, path: Path,
     notes = []
     worktrees = registered if registered is not None else git_worktrees(root)
     yours = users_lock(worktrees[path]) if path in worktrees else None
+    if yours is None and not yours_too and path.is_dir():
+        yours = _locked_again(root, path)
     if yours is not None and not yours_too and path.is_dir():
         return [f"lane {path.name} is locked ({yours!r}), not by agent-loop: left as it is, "
                 f"with its branch; `git worktree unlock {path}` and the next run removes it"]
@@ -77,11 +82,39 @@ def _taken_from_user(root: Path, path: Path, fields: dict[str, str]) -> str | No
     reason = users_lock(fields)
     if reason is None or not path.is_dir():
         return None
+    # Your lock said keep this lane: this run locks it again when it is done in it (clean_git),
+    # not removes it, ignored files and all. Written before the unlock: a kill between leaves
+    # the lane locked still, or the reason beside it.
+    own = own_folder(root / ".git", path)
+    try:
+        if own is not None:
+            (own / YOURS).unlink(missing_ok=True)   # never written through a link
+            (own / YOURS).write_text(reason, encoding="utf-8")
+    except OSError:
+        return None  # not unlocked: the sweep leaves it as any lane it may not take
     if Git(root).code("worktree", "unlock", str(path), codes=(0, 128))[0]:
+        if own is not None:
+            (own / YOURS).unlink(missing_ok=True)
         return None  # still locked: the sweep leaves it as any lane it may not take
     return (f"lane {path.name} was locked ({reason!r}), not by agent-loop: this run "
-            "unlocked it and goes on in it; what was left uncommitted there is kept before "
-            "anything is rolled back")
+            "unlocked it and goes on in it, and locks it again when done; what was left "
+            "uncommitted there is kept before anything is rolled back")
+
+
+def _locked_again(root: Path, path: Path) -> str | None:
+    """The reason of your lock a run took off the lane at `path` to go on in it
+    (_taken_from_user), put back on it now (as `git worktree lock` writes it); None when
+    there was none, or it cannot be put back."""
+    own = own_folder(root / ".git", path)
+    if own is None or (own / YOURS).is_symlink() or (own / "locked").is_symlink():
+        return None  # an agent's link: nothing of yours read or written through it
+    try:
+        reason = (own / YOURS).read_text(encoding="utf-8", errors="replace")
+        (own / "locked").write_text(reason, encoding="utf-8")
+        (own / YOURS).unlink()
+    except OSError:
+        return None
+    return reason
 
 
 def _removed_from_files(root: Path, path: Path) -> bool:

@@ -203,9 +203,10 @@ def _relative_paths_elsewhere() -> bool:
     followed, it says "may". Read once for each state of those files (a run makes many lanes)."""
     env = os.environ
     # GIT_CONFIG_KEY_<n> counts only with GIT_CONFIG_COUNT: the environment is walked then.
-    if "userelativepaths" in env.get("GIT_CONFIG_PARAMETERS", "").lower() or (
+    # git follows an include.path given there too (`git -c include.path=FILE`).
+    if _may_say_relative(env.get("GIT_CONFIG_PARAMETERS", "")) or (
             "GIT_CONFIG_COUNT" in env and any(
-                name.startswith("GIT_CONFIG_KEY_") and "userelativepaths" in value.lower()
+                name.startswith("GIT_CONFIG_KEY_") and _may_say_relative(value)
                 for name, value in env.items())):
         return True
     files: list[Path] = []
@@ -225,6 +226,13 @@ def _relative_paths_elsewhere() -> bool:
         files += [Path(home, ".gitconfig")] if home else []
         files += [Path(xdg, "git", "config")] if xdg else []
     return any(_may_set_relative(file, stamp(file)) for file in files)
+
+
+def _may_say_relative(config: str) -> bool:
+    """Whether config given in the environment sets worktree.useRelativePaths or includes a
+    file that may."""
+    text = config.lower()
+    return "userelativepaths" in text or "include" in text
 
 
 @functools.lru_cache(maxsize=8)
