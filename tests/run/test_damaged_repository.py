@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import git
+from tests.support.repos import git, jj
 from tests.support.runner import agent_loop
 
 FIRST = "- task one\n  FAKE: write one.txt one\n"
@@ -106,3 +106,29 @@ def test_a_killed_run_resumed_in_a_damaged_repository_is_said_in_one_line(
     remove_object(ran, git(ran, "rev-parse", "HEAD").strip())
     unchanged(ran, fake_claude, args)
     unchanged(ran, fake_claude, ("--status",))
+
+
+def test_status_right_after_the_run_whose_landed_commit_was_pruned(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # The run's last look at the history stands at the commit that is gone: --status, which
+    # trusts that look and asks git nothing, must still see the commit is missing.
+    git(work, "init", "-q")
+    (work / ".gitignore").write_text(".agent-loop/\n")
+    (work / "tasks.md").write_text(FIRST)
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "initial")
+    assert agent_loop(work).returncode == 0
+    remove_object(work, git(work, "rev-parse", "HEAD").strip())
+    unchanged(work, fake_claude, ("--status",))
+    unchanged(work, fake_claude, ())
+
+
+def test_a_jj_repository_whose_git_head_commit_is_gone_is_said_in_one_line(
+        work: Path, fake_claude: FakeClaude) -> None:
+    jj(work, "git", "init")
+    (work / "tasks.md").write_text(FIRST)
+    assert agent_loop(work).returncode == 0
+    (work / "tasks.md").write_text(FIRST + MORE)
+    remove_object(work, git(work, "rev-parse", "HEAD").strip())
+    for args in ((), ("--parallel", "3")):
+        unchanged(work, fake_claude, args)

@@ -29,12 +29,13 @@ def missing(git: Git, *revs: str) -> list[str]:
     return [rev for rev, line in zip(revs, out.splitlines()) if line.endswith(" missing")]
 
 
-def damaged(lacking: list[str]) -> VcsError:
+def damaged(lacking: list[str], kind: str = "commit") -> VcsError:
     """The one line for a repository that lacks what its own branch, checkout or lane commit
-    names: no landing's doing, and running again does not help."""
+    names: no landing's doing, and running again does not help. `kind`: what a sha in
+    `lacking` is (jj names a missing tree or file as such)."""
     first = lacking[0]
     what = (f"branch {first.removeprefix('refs/heads/')}" if first.startswith("refs/heads/")
-            else "your checkout's commit" if first == "HEAD" else f"commit {first[:12]}")
+            else "your checkout's commit" if first == "HEAD" else f"{kind} {first[:12]}")
     return VcsError(f"this repository's git objects are damaged ({what}, or its files, are "
                     "missing): nothing lands until it is repaired; `git fsck` says what is "
                     "missing (a fresh clone, or the objects copied back from one, mends it)")
