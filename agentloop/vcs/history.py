@@ -152,10 +152,16 @@ def unmoved(kind: str, root: Path, recorded: str | None, change_ids: Iterable[st
 
 def _held(root: Path, commit: str) -> bool:
     """Whether git's object store still holds `commit` (True when its files cannot tell)."""
+    dirs = _git_dirs(root)
+    if dirs is None:
+        return True
+    # Loose, as a commit a run landed is until a gc packs it: one stat, and --status loads no
+    # reader of pack indexes.
+    if os.path.exists(os.path.join(dirs[1], "objects", commit[:2], commit[2:])):
+        return True
     from agentloop.vcs.git.stored import holds
 
-    dirs = _git_dirs(root)
-    return dirs is None or holds(dirs[1], commit) is not False
+    return holds(dirs[1], commit) is not False
 
 
 def missing(kind: str, root: Path, change_ids: Iterable[str],
