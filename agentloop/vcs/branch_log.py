@@ -22,7 +22,9 @@ TIMEOUT = 120   # seconds: a history that takes longer to read is read as none
 def branch_history(kind: str, root: Path, rev: str = "HEAD") -> list[tuple[str, str, str]]:
     """(commit id, change id, description) of every commit whose description mentions
     agent-loop, oldest first; git's change id is its commit id. Empty when there is no history
-    (an unborn branch) or it cannot be read. `rev`: git's commit to read back from."""
+    (an unborn branch) or it cannot be read; VcsError when git's repository lacks the commit
+    `rev` names (a damaged repository, said so: agentloop.vcs.git.pruned). `rev`: git's commit
+    to read back from."""
     try:
         if kind == "git":
             done = Git(root).run("log", "--reverse", "--regexp-ignore-case", f"--grep={MARK}",
@@ -43,8 +45,25 @@ def branch_history(kind: str, root: Path, rev: str = "HEAD") -> list[tuple[str, 
     except VcsError:
         return []
     if done.returncode != 0:
+        if kind == "git":
+            _refuse_damaged(root, rev)
         return []
     return [(commit, change, text) for commit, change, text in entries(done.stdout, 3)]
+
+
+def _refuse_damaged(root: Path, rev: str) -> None:
+    """git could not read the history of `rev` (HEAD, or a branch): when the commit it names
+    is missing, the repository is damaged and that is said, not shown as no history."""
+    from agentloop.vcs.git import pruned  # only once git failed
+    from agentloop.vcs.history import where
+
+    branch = None if rev == "HEAD" else rev
+    try:
+        said = pruned.checkout_damaged(Git(root), branch, where("git", root, branch))
+    except VcsError:
+        return
+    if said is not None:
+        raise said
 
 
 def entries(out: str, count: int) -> list[list[str]]:

@@ -143,7 +143,25 @@ def unmoved(kind: str, root: Path, recorded: str | None, change_ids: Iterable[st
     now = mark(at, change_ids)
     # A git mark names the branch too ("<branch> <commit> <digest>"): only the commit and the
     # digest count, so a run's last lane and the checkout it landed in agree.
-    return recorded == now or (kind == "git" and recorded.split()[-2:] == now.split())
+    if recorded != now and not (kind == "git" and recorded.split()[-2:] == now.split()):
+        return False
+    # Standing there, but on a commit git no longer holds (pruned beside the landing that
+    # made it): not to be trusted; the history's read then finds the damage and says it.
+    return kind != "git" or _held(root, at)
+
+
+def _held(root: Path, commit: str) -> bool:
+    """Whether git's object store still holds `commit` (True when its files cannot tell)."""
+    dirs = _git_dirs(root)
+    if dirs is None:
+        return True
+    # Loose, as a commit a run landed is until a gc packs it: one stat, and --status loads no
+    # reader of pack indexes.
+    if os.path.exists(os.path.join(dirs[1], "objects", commit[:2], commit[2:])):
+        return True
+    from agentloop.vcs.git.stored import holds
+
+    return holds(dirs[1], commit) is not False
 
 
 def missing(kind: str, root: Path, change_ids: Iterable[str],

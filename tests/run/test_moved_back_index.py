@@ -67,3 +67,40 @@ def test_an_agents_soft_reset_in_your_checkout_leaves_nothing_staged_as_yours(
     work, said = _soft_reset_in_your_checkout(tmp_path, yours=False)
     assert git(work, "status", "--porcelain", "--untracked-files=no") == "", said
     assert not (work / "one.txt").exists()
+
+
+def _plan(moves: str) -> str:
+    return ("- task one\n  FAKE: write one.txt one\n"
+            f"- task two\n  FAKE: write two.txt two\n  FAKE: bash {moves} ; true\n"
+            "- task three\n  FAKE: write three.txt three\n")
+
+
+def test_your_staged_and_unstaged_edits_stay(tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Your own staged file and unstaged edit, made while the agent works, stay yours when your
+    checkout is brought back to your branch."""
+    work = tmp_path / "project"
+    moves = (f"cd {work} && echo mine > mine.txt && env -u GIT_REFLOG_ACTION git add mine.txt"
+             f" && echo edited >> README.md && cd - && git update-ref refs/heads/main HEAD~1")
+    work = git_project(tmp_path, _plan(moves))
+    done = agent_loop(work, "--no-distill")
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said
+    status = git(work, "status", "--porcelain", "--untracked-files=no")
+    assert "A  mine.txt" in status, (said, status)
+    assert " M README.md" in status, (said, status)
+    assert (work / "README.md").read_text().endswith("edited\n")
+    assert "one.txt" not in status
+
+
+def test_your_edit_of_the_dropped_file_stays(tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Your edit of a file of the dropped commit: git's two-tree read-tree refuses, and your
+    checkout is left as it was, your edit in it."""
+    work = tmp_path / "project"
+    moves = (f"echo yours >> {work}/one.txt && git update-ref refs/heads/main HEAD~1")
+    work = git_project(tmp_path, _plan(moves))
+    done = agent_loop(work, "--no-distill")
+    said = done.stdout + done.stderr
+    status = git(work, "status", "--porcelain", "--untracked-files=no")
+    assert done.returncode != 0, said
+    assert (work / "one.txt").read_text().endswith("yours\n"), (said, status)
+    assert "AM one.txt" in status, (said, status)

@@ -117,7 +117,30 @@ class GitVcs:
         return True
 
     def prepare(self) -> list[str]:
-        """Open (or `git init`) the repository; refuse a dirty tree unless allowed."""
+        """Open (or `git init`) the repository; refuse a dirty tree unless allowed. A checkout
+        whose own commit is gone fails its first look at git's words ("bad object HEAD"): it
+        is said as the damaged repository it is instead (agentloop.vcs.git.pruned)."""
+        try:
+            return self._prepare()
+        except Exception:
+            said = self._damaged()
+            if said is None:
+                raise
+            raise said from None
+
+    def _damaged(self) -> VcsError | None:
+        """The damaged repository's line, when the commit your checkout stands on is missing
+        (a lane's own is its run's to mend: agentloop.vcs.git.lane_damage)."""
+        if self.lane:
+            return None
+        from agentloop.vcs.git import pruned  # only once prepare failed
+
+        try:
+            return pruned.checkout_damaged(self.git, *self.tree.where())
+        except Exception:  # noqa: BLE001 - what prepare raised is said instead
+            return None
+
+    def _prepare(self) -> list[str]:
         notes: list[str] = [self.note] if self.note else []
         created = False
         if not self._open():

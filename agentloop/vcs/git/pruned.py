@@ -5,7 +5,8 @@ A landing writes a tree and a commit that no ref names until its branch moves. A
 git then says "bad object", "is not a valid object" or "nonexistent object". git says the same of
 a repository whose own objects are damaged, which no run mends: what the branch or the lane's
 commit names being there too tells the two apart (one `git cat-file --batch-check`, asked only
-once something failed).
+once something failed). A checkout whose own commit is gone (such a prune beside a run: the
+landing's commit was on your branch already) fails git's first look at it: said the same way.
 """
 
 from __future__ import annotations
@@ -28,15 +29,25 @@ def missing(git: Git, *revs: str) -> list[str]:
     return [rev for rev, line in zip(revs, out.splitlines()) if line.endswith(" missing")]
 
 
-def damaged(lacking: list[str]) -> VcsError:
+def damaged(lacking: list[str], kind: str = "commit") -> VcsError:
     """The one line for a repository that lacks what its own branch, checkout or lane commit
-    names: no landing's doing, and running again does not help."""
+    names: no landing's doing, and running again does not help. `kind`: what a sha in
+    `lacking` is (jj names a missing tree or file as such)."""
     first = lacking[0]
     what = (f"branch {first.removeprefix('refs/heads/')}" if first.startswith("refs/heads/")
-            else "your checkout's commit" if first == "HEAD" else f"commit {first[:12]}")
+            else "your checkout's commit" if first == "HEAD" else f"{kind} {first[:12]}")
     return VcsError(f"this repository's git objects are damaged ({what}, or its files, are "
                     "missing): nothing lands until it is repaired; `git fsck` says what is "
                     "missing (a fresh clone, or the objects copied back from one, mends it)")
+
+
+def checkout_damaged(git: Git, ref: str | None, head: str | None) -> VcsError | None:
+    """The damaged repository's line when the commit HEAD names (`head`, on branch `ref`) is
+    missing; None when it is there, or HEAD names none (an unborn branch). Asked only once a
+    command in the checkout failed, so git's own "bad object HEAD" is not what the user reads."""
+    if head is None or not missing(git, head):
+        return None
+    return damaged([ref or "HEAD"])
 
 
 @contextlib.contextmanager

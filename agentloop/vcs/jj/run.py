@@ -100,6 +100,9 @@ TIMEOUT = 600
 GONE = ("InvalidDBRoot", "no longer exists", "No such file or directory", "not a directory")
 # What jj says in a workspace that was forgotten (`jj workspace forget`), its folder left.
 FORGOTTEN = "doesn't have a working-copy commit"
+# What jj says of a git object its repository's git store lacks (a colocated repository whose
+# commit a `git gc --prune=now` deleted): a damaged repository, which no command of jj's mends.
+MISSING = r"Object ([0-9a-f]{40,64}) of type (\w+) not found"
 
 
 def environment() -> dict[str, str]:
@@ -157,6 +160,14 @@ def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
                         f"has no working copy for it ({detail.removeprefix('Error: ')}); `jj "
                         "op log` shows that operation, `jj op revert <its id>` undoes it, then "
                         "run agent-loop again")
+    if " not found" in detail:
+        import re  # only once jj failed
+
+        lost = re.search(MISSING, detail)
+        if lost is not None:
+            from agentloop.vcs.git.pruned import damaged  # the git store's damage, said once
+
+            return damaged([lost[1]], lost[2])
     if STALE in detail:
         # jj's own text names no workspace, and its hint is for a shell standing in it.
         return VcsError(f"`jj {_command(args)}` failed: the {STALE} in {root} (a change it "
