@@ -15,13 +15,13 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, Mapping
 
 import agentloop.proc.running as running
 from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
 from agentloop.ondemand import dataclass as on_first_use
+from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.proc.read_output import MAX_LINE_BYTES, Deadline, Expired, lines  # noqa: F401
 from agentloop.proc.read_output import tail as read_tail
 from agentloop.proc.reaper import adopt_orphans, children, end_adopted, reaped, spawn

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import AgentLoopError, StateError, TaskFileError
 from agentloop.files import regular
+from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.plan import source
 from agentloop.state import plain
 from agentloop.state.runlock import running
