@@ -9,6 +9,12 @@ and a plain run makes under half of them (no review, no conflict, no limit to wa
 are never built. What is made is the standard library's own dataclass, built once: frozen,
 typed (mypy sees `dataclasses.dataclass` itself), equal, hashable and printed as ever.
 
+Its `__repr__`, `__eq__` and `__hash__` are not compiled for it: functions shared by every
+class made here do the same (_build). `dataclass_now` makes a class the same way at its class
+statement, as the standard library's decorator does: for the records a run makes before its
+first agent anyway (some forty, each some 0.2 ms cheaper), and for classes introspected or
+subclassed before an instance is made.
+
 Until it is made a class is a plain class with annotations: `dataclasses.fields()` and
 `dataclasses.is_dataclass()` need `made(cls)` first (a module that lists its classes, such as
 agentloop.run.events.event_types, does that for its callers). A class made here has no subclass.
@@ -47,7 +53,7 @@ def made(cls: type[T]) -> type[T]:
                 signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
                 was = dict(cls.__dict__)
                 try:
-                    dataclasses.dataclass(**options)(cls)  # in place: no slots asked for
+                    _build(cls, options)  # in place: no slots asked for
                 except BaseException:
                     # The mask holds a stop back only while no other thread can take the
                     # signal for us: with another running (the records made ahead, a
@@ -59,6 +65,86 @@ def made(cls: type[T]) -> type[T]:
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, before)
     return cls
+
+
+def _build(cls: type[T], options: dict[str, Any]) -> type[T]:
+    """`cls` made the dataclass `options` ask for, in place. Its `__init__` (and a frozen
+    class's `__setattr__` and `__delattr__`) are the standard library's own; its `__repr__`,
+    `__eq__` and `__hash__` are the shared functions below, which do what the standard
+    library's do (tests/test_ondemand.py holds them to each other) without two or three
+    compiles of their own a class: about a third of what making a dataclass costs, for
+    methods a run calls on few of its classes. Options those shared functions do not cover
+    (order, unsafe_hash, a class of its own __repr__, __eq__ or __hash__) go to the standard
+    library whole."""
+    repr_, eq = options.get("repr", True), options.get("eq", True)
+    if options.get("order") or options.get("unsafe_hash") or \
+            not {"__repr__", "__eq__", "__hash__"}.isdisjoint(cls.__dict__):
+        return dataclasses.dataclass(**options)(cls)
+    dataclasses.dataclass(**{**options, "repr": False, "eq": False})(cls)
+    plain: Any = cls
+    if repr_:
+        plain.__repr__ = _repr
+    if eq:
+        plain.__eq__ = _eq
+        # The standard library's rule for eq without unsafe_hash or a __hash__ of the class's
+        # own: frozen, hashed by the compared fields; mutable, unhashable.
+        plain.__hash__ = _hash if options.get("frozen", False) else None
+    return cls
+
+
+# Each class's fields for each shared method, found at its first call: (repr, compare, hash).
+_NAMES: dict[type, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _names(cls: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    found = _NAMES.get(cls)
+    if found is None:
+        every = dataclasses.fields(cls)
+        found = _NAMES[cls] = (
+            tuple(f.name for f in every if f.repr),
+            tuple(f.name for f in every if f.compare),
+            tuple(f.name for f in every if (f.compare if f.hash is None else f.hash)))
+    return found
+
+
+# The instances (and threads) whose __repr__ is under way: one inside itself shows `...`.
+_SHOWING: set[tuple[int, int]] = set()
+
+
+def _repr(self: Any) -> str:
+    """The standard library's: `Name(field=value!r, ...)`, `...` for itself inside itself."""
+    key = id(self), threading.get_ident()
+    if key in _SHOWING:
+        return "..."
+    _SHOWING.add(key)
+    try:
+        shown = ", ".join([f"{name}={getattr(self, name)!r}" for name in _names(type(self))[0]])
+    finally:
+        _SHOWING.discard(key)
+    return f"{self.__class__.__qualname__}({shown})"
+
+
+def _eq(self: Any, other: Any) -> Any:
+    """The standard library's: the compared fields in order, of an instance of the very same
+    class only."""
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    names = _names(type(self))[1]
+    return tuple([getattr(self, n) for n in names]) == tuple([getattr(other, n) for n in names])
+
+
+def _hash(self: Any) -> int:
+    """The standard library's: the hash of the tuple of the hashed fields."""
+    return hash(tuple([getattr(self, n) for n in _names(type(self))[2]]))
+
+
+def _now(cls: type[T] | None = None, /, **options: Any) -> Any:
+    """`@dataclass` or `@dataclass(**options)`, made at once as the standard library's is (for
+    a class introspected or subclassed before an instance of it is made, or made on the way to
+    the first agent anyway), with the shared methods of _build."""
+    if cls is not None:
+        return _build(cls, options)
+    return lambda later: _build(later, options)
 
 
 def _undo(cls: type, was: dict[str, Any]) -> None:
@@ -92,5 +178,7 @@ def _on_first_use(**options: Any) -> Callable[[type[T]], type[T]]:
 
 if TYPE_CHECKING:
     from dataclasses import dataclass as dataclass
+    from dataclasses import dataclass as dataclass_now
 else:
     dataclass = _on_first_use
+    dataclass_now = _now

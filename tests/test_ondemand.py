@@ -151,3 +151,77 @@ def test_a_build_cut_short_leaves_the_class_as_it_was_and_the_next_use_makes_it(
     assert (one.a, one.b) == (1, "x") and one == Cut(1)
     with pytest.raises(dataclasses.FrozenInstanceError):
         one.a = 2  # type: ignore[misc]
+
+
+# Twins: each class made by the standard library and by ondemand's builder (dataclass_now, and
+# the made-on-first-use dataclass), whose instances must print, compare and hash alike.
+def _twins(**options: Any) -> list[type]:
+    from agentloop.ondemand import dataclass_now
+
+    made_as = []
+    for decorate in (dataclasses.dataclass(**options), dataclass_now(**options),
+                     dataclass(**options)):
+        class Twin:
+            x: int
+            y: list[int] = dataclasses.field(default_factory=list, compare=False)
+            z: str = dataclasses.field(default="z", repr=False)
+            w: Any = dataclasses.field(default=None, hash=False)
+
+        made_as.append(decorate(Twin))
+    return made_as
+
+
+@pytest.mark.parametrize("options", [{}, {"frozen": True}, {"frozen": True, "eq": False},
+                                     {"repr": False}, {"frozen": True, "order": True}])
+def test_the_shared_methods_print_compare_and_hash_as_the_standard_library_s(
+        options: dict[str, Any]) -> None:
+    plain, *ours = _twins(**options)
+
+    def seen(cls: type) -> list[Any]:
+        a, b, c = cls(1, [1], "a"), cls(1, [2], "b", w=3), cls(2)
+        try:
+            hashes: Any = [hash(a), hash(b), hash(c)]   # the numbers: tuples of the same values
+            if hashes[0] == object.__hash__(a):
+                hashes = "by identity"   # no __eq__ made: object's own
+        except TypeError as exc:
+            hashes = str(exc).replace(cls.__qualname__, "Twin")
+        shown = [repr(x).replace(cls.__qualname__, "Twin") if options.get("repr", True)
+                 else "own" for x in (a, b, c)]
+        sub = type("Sub", (cls,), {})(1, [1], "a")   # the same fields, another class
+        return [shown, a == b, a == c, a != c, a == cls(1, [1], "a"), a.__eq__(object()),
+                a == sub, sub == a, hashes, cls.__hash__ is None]
+
+    for cls in ours:
+        assert seen(cls) == seen(plain), options
+    # Options the shared methods leave alone (order) are the standard library's own methods.
+    if options.get("order"):
+        assert all(cls.__eq__ is not object.__eq__ for cls in ours)
+
+
+def test_the_shared_repr_shows_an_instance_inside_itself_as_the_standard_library_does() -> None:
+    from agentloop.ondemand import dataclass_now
+
+    shown = []
+    for decorate in (dataclasses.dataclass, dataclass_now):
+        @decorate
+        class Node:
+            children: list[Any]
+
+        node = Node([])
+        node.children.append(node)
+        shown.append(repr(node).replace(Node.__qualname__, "Node"))
+    assert shown[0] == shown[1] == "Node(children=[...])"
+
+
+def test_a_class_with_a_method_of_its_own_keeps_it() -> None:
+    from agentloop.ondemand import dataclass_now
+
+    @dataclass_now(frozen=True)
+    class Named:
+        name: str
+
+        def __repr__(self) -> str:
+            return f"<{self.name}>"
+
+    assert repr(Named("a")) == "<a>" and Named("a") == Named("a")
+    assert hash(Named("a")) == hash(Named("a"))

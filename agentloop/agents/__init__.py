@@ -9,7 +9,7 @@ and one entry.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol, runtime_checkable
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol, runtime
 # The agent's environment is the package's to decide: run/start.py asks for it here.
 from agentloop.agents.environment import SESSION_VARIABLES, child_env  # noqa: F401
 from agentloop.ondemand import dataclass as on_first_use
+from agentloop.ondemand import dataclass_now as dataclass
 
 if TYPE_CHECKING:
     from agentloop.sandbox import Sandbox

@@ -7,11 +7,11 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from agentloop.console.render import duration
+from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.run.events import (
     AgentActivity,
     AgentFinished,

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import cast
 
 from marko import block
 from marko.element import Element
 
+from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.plan import numbering
 from agentloop.plan.boxes import BOX_LINE, OPEN, TICKED
 from agentloop.plan.commonmark import PlanParser, SpannedListItem

@@ -7,11 +7,12 @@ first `##` applies to every task, one under a `##` to that group's tasks (agentl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import TaskFileError
+from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.plan.boxes import TICKED
 
 # What tells a changed plan from the one the state holds, without parsing it; the names

@@ -12,12 +12,12 @@ import errno
 import os
 import signal
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
 import agentloop.proc.running as running
 from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
+from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.proc.reaper import reaped, spawn
 from agentloop.proc.signals import shielded
 from agentloop.proc.spawn import Spawned, popen_env, usable

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from agentloop.agents import Agent
+from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.options import RunOptions
 from agentloop.run.budget import Purse
 from agentloop.run.clock import Clock, SystemClock

@@ -24,12 +24,13 @@ import os
 import queue
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from agentloop.errors import AgentLoopError, BudgetReached, Interrupted, RunStopped
 from agentloop.ondemand import dataclass as on_first_use
+from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.plan import parse
 from agentloop.proc import running, streamed
 from agentloop.proc.signals import held_back, shielded

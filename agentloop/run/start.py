@@ -6,13 +6,14 @@ The one place besides agents/ that turns names (`--agent`, `--vcs`) into program
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
 from agentloop import collector, proc
 from agentloop.agents import AGENTS, child_env, make_agent, own_layers, unpriced
 from agentloop.errors import AgentLoopError, StateError, UsageError
+from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.plan.parse import Read, TaskFile

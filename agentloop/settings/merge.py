@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import click
 
+from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.settings.keys import KEYS, param
 from agentloop.settings.schema import specs
 from agentloop.settings.sources import (

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 import click
 
 from agentloop.errors import SettingsError
+from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.settings.keys import KEYS, param
 
 # Compiled by `re` when first asked for: a run with no `env` setting never does.

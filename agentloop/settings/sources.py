@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from agentloop.errors import SettingsError
+from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.settings.keys import HOOK_PREFIX, KEYS, NOT_SETTINGS, PLANS, env_name, key_of
 from agentloop.settings.schema import Spec, from_file, from_text
 

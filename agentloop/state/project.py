@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import StateError
+from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.plan import source
 from agentloop.state import plain, renamed_plan
 from agentloop.state.schema import State, TaskState, loads

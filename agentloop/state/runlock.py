@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from agentloop.errors import StateError, StateLocked
 from agentloop.files.lock import is_held, try_lock
 from agentloop.files.pid_file import live_pid
 from agentloop.files.stamp import stat_or_none
+from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.state import plain
 
 # A run that loses the race for the lock waits this long at most for the winner's pid to show.

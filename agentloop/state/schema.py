@@ -5,7 +5,7 @@ schema version and upgrade chain, and reading them back (validated, never truste
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
@@ -14,6 +14,7 @@ import orjson
 
 from agentloop.errors import StateError
 from agentloop.files import jsonbytes
+from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.state import fields as fields_table
 from agentloop.state.fields import SCHEMA_VERSION
 from agentloop.state.outcome import AttemptOutcome

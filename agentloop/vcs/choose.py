@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.vcs import KINDS, find_root
 
 # What a lane's step raises when its change does not fit the main line, when its landing waited

@@ -36,13 +36,13 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from agentloop.errors import VcsError
 from agentloop.files.digest import sha1
 from agentloop.files.lock import held
+from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.vcs import STATE_DIR
 
 LANES = "lanes"

@@ -4,10 +4,10 @@ small protocol each): apart from the package's `__init__`, so that what imports 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Protocol, runtime_checkable
 
 from agentloop.ondemand import dataclass as on_first_use
+from agentloop.ondemand import dataclass_now as dataclass
 
 if TYPE_CHECKING:
     from pathlib import Path

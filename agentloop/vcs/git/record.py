@@ -11,10 +11,11 @@ from __future__ import annotations
 import errno
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from agentloop import AGENT_REFLOG_ACTION
+from agentloop.ondemand import dataclass_now as dataclass
 
 # In the git dir while a task is open, so the next run can tell what became of an attempt whose
 # run died: committed (the record names the commit), or to be rolled back.

@@ -4,7 +4,7 @@ and whether the index still matches HEAD. One process instead of three per look 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from agentloop.ondemand import dataclass_now as dataclass
 
 # Machine-readable, every untracked file by name (never a folder for a whole new tree), no
 # rename pairing (a rename is a deletion and an addition to us), no ignored files; and the
