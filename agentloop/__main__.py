@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from types import FrameType
     from typing import NoReturn
 
+    from agentloop.console.plain import Request
+
 STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -31,7 +33,7 @@ def main() -> None:
     # interpreter with SIGSEGV instead of raising.
     if sys.argv[1:] == ["--version"]:
         _version()
-    blocked, status = _load(sys.argv[1:])
+    blocked, status, plain = _load(sys.argv[1:])
     try:
         # Inside the `try`: a stop that comes before the command takes the stops with its own
         # handler (agentloop.cli.main, which imports nothing before) ends in one line.
@@ -40,6 +42,10 @@ def main() -> None:
             from agentloop.console import quick
 
             quick.main(*status, sys.argv[1:])
+        if plain is not None:
+            from agentloop.console import plain as plain_run
+
+            plain_run.main(plain, sys.argv[1:])
         from agentloop.cli import main as run_cli  # loaded by _load already
 
         run_cli()
@@ -76,10 +82,10 @@ def _version() -> NoReturn:
 
 
 def _load(argv: list[str]) -> tuple[set[int | signal.Signals],
-                                  tuple[Path | None, dict[str, bool]] | None]:
+                                  tuple[Path | None, dict[str, bool]] | None, Request | None]:
     """The modules the command needs, loaded while the stops wait; (the signal mask to put
-    back, the `--status` request answered without click or None). A stop that came meanwhile
-    ends the start in one line."""
+    back, the `--status` request answered without click or None, the run read without click
+    or None). A stop that came meanwhile ends the start in one line."""
     try:
         # Inside the try: a stop already pending raises from the very call that blocks.
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
@@ -92,7 +98,18 @@ def _load(argv: list[str]) -> tuple[set[int | signal.Signals],
         from agentloop.console import quick
 
         status = quick.status_request(argv)
+        plain = None
         if status is None:
+            # A run whose command line needs no click is read without it (agentloop.console.
+            # plain): click and what it brings are a tenth of the way to the first agent.
+            from agentloop.console import plain as plain_door
+
+            plain = plain_door.request(argv)
+        if plain is not None:
+            # what plain.main needs before its handling of a stop begins
+            import agentloop.console.command  # noqa: F401
+            import agentloop.console.gone  # noqa: F401
+        elif status is None:
             import agentloop.cli  # noqa: F401
         if not {"--help", "-h"} & set(argv) and (status is None or status[1]["as_json"]):
             # Every other command reads or writes JSON; the modules load on first use, but a
@@ -104,7 +121,7 @@ def _load(argv: list[str]) -> tuple[set[int | signal.Signals],
         _started_interrupted()
     if signal.sigpending() & set(STOPS):
         _started_interrupted()
-    return blocked, status
+    return blocked, status, plain
 
 
 def _started_interrupted() -> NoReturn:

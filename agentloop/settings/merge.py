@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping
-
-import click
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from agentloop.ondemand import dataclass_now as dataclass
+from agentloop.option_table import BY_NAME
 from agentloop.settings.keys import KEYS, param
-from agentloop.settings.schema import specs
 from agentloop.settings.sources import (
     PROJECT_FILE,
     PYPROJECT,
@@ -22,6 +20,9 @@ from agentloop.settings.sources import (
     user_file,
 )
 from agentloop.vcs import find_root, relative_to
+
+if TYPE_CHECKING:
+    from agentloop.settings.schema import Spec
 
 
 @dataclass(frozen=True)
@@ -44,13 +45,13 @@ class Settings:
     plan: str                   # the plan's name in [plans."…"] tables
 
 
-def resolve(params: Iterable[click.Parameter], values: Mapping[str, Any], given: set[str],
-            task_file: Path | None, cwd: Path,
+def resolve(values: Mapping[str, Any], given: set[str], task_file: Path | None, cwd: Path,
             environ: Mapping[str, str] | None = None) -> Settings:
-    """Merge the sources; `values` are click's, `given` the parameters set on the command line.
-    Without a `task_file` (--serve of every plan) no plan's table applies."""
+    """Merge the sources; `values` are the options' values as click converts them (defaults
+    included), `given` the names of those set on the command line. Without a `task_file`
+    (--serve of every plan) no plan's table applies."""
     environ = os.environ if environ is None else environ
-    spec = specs(params)
+    spec = _Specs()
     path = None if task_file is None else task_file if task_file.is_absolute() \
         else cwd / task_file
     root = find_root(cwd) or (path.resolve().parent if path is not None else cwd)
@@ -72,8 +73,36 @@ def resolve(params: Iterable[click.Parameter], values: Mapping[str, Any], given:
     merged: dict[str, tuple[Any, Origin]] = {}
     for layer in layers:
         merged.update(layer)
-    rows = tuple(Row(k, *merged[k], spec[k].kind) for k in KEYS)
+    rows = tuple(Row(k, *merged[k], BY_NAME[param(k)].kind) for k in KEYS)
     return Settings({param(r.key): r.value for r in rows}, rows, tuple(files), plan)
+
+
+class _Specs(Mapping[str, "Spec"]):
+    """Every key's spec, made when a settings file or variable first needs one: they check
+    values with the options' click types, and most runs have neither (a plain run imports no
+    click: agentloop.console.plain)."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, Spec] | None = None
+
+    def _all(self) -> dict[str, Spec]:
+        if self._made is None:
+            from agentloop.settings.schema import specs
+
+            self._made = specs()
+        return self._made
+
+    def __getitem__(self, key: str) -> Spec:
+        return self._all()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in KEYS
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(KEYS)
+
+    def __len__(self) -> int:
+        return len(KEYS)
 
 
 def _flag(key: str, value: Any) -> str:

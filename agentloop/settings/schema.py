@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
 from agentloop.errors import SettingsError
 from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.settings.keys import KEYS, param
+
+if TYPE_CHECKING:
+    from agentloop.option_table import Type
 
 # Compiled by `re` when first asked for: a run with no `env` setting never does.
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*\Z"
@@ -154,16 +157,33 @@ class Spec:
         return "a string"
 
 
-def specs(params: Iterable[click.Parameter]) -> dict[str, Spec]:
-    """Every key's spec, from the command's options; a key without its option is a bug."""
-    by_name = {p.name: p for p in params if isinstance(p, click.Option)}
+def specs() -> dict[str, Spec]:
+    """Every key's spec, from its option's entry (agentloop.option_table); a key without its
+    option is a bug."""
+    from agentloop.option_table import BY_NAME
+
     out = {}
     for key in KEYS:
-        option = by_name[param(key)]
-        kind = ("table" if option.multiple and isinstance(option.type, Assignment) else
-                "list" if option.multiple else "flag" if option.is_flag else "value")
-        out[key] = Spec(key, kind, option.type)
+        option = BY_NAME[param(key)]
+        type_ = click_type(option.type) if option.type is not None else \
+            click.BOOL if option.is_flag else click.STRING
+        out[key] = Spec(key, option.kind, type_)
     return out
+
+
+def click_type(type_: Type) -> click.ParamType:
+    """The click type of an option's type (agentloop.option_table.Type)."""
+    kinds: dict[str, Callable[[], click.ParamType]] = {
+        "choice": lambda: click.Choice(list(type_.choices)),
+        "int": lambda: click.IntRange(_whole(type_.low), _whole(type_.high)),
+        "float": lambda: click.FloatRange(type_.low, type_.high),
+        "agent": AgentChoice, "assignment": Assignment, "model_rates": ModelRates,
+        "variable_name": VariableName, "duration": Duration}
+    return kinds[type_.kind]()
+
+
+def _whole(bound: float | None) -> int | None:
+    return None if bound is None else int(bound)
 
 
 def from_file(spec: Spec, value: Any, where: str) -> Any:

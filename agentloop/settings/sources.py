@@ -10,12 +10,16 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from agentloop.errors import SettingsError
 from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.settings.keys import HOOK_PREFIX, KEYS, NOT_SETTINGS, PLANS, env_name, key_of
-from agentloop.settings.schema import Spec, from_file, from_text
+
+if TYPE_CHECKING:
+    # The checks (with click's types) are imported where a file or a variable sets a key:
+    # most runs have neither.
+    from agentloop.settings.schema import Spec
 
 PROJECT_FILE = "agent-loop.toml"
 PYPROJECT = "pyproject.toml"
@@ -51,7 +55,7 @@ def user_file(environ: Mapping[str, str]) -> Path | None:
 
 
 def file_layers(path: Path, table: tuple[str, ...], plan: str | None,
-                specs: dict[str, Spec], shown: str) -> list[Layer]:
+                specs: Mapping[str, Spec], shown: str) -> list[Layer]:
     """A file's keys, then its table for `plan`; [] for a file that is not there."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -81,7 +85,7 @@ def file_layers(path: Path, table: tuple[str, ...], plan: str | None,
     return layers
 
 
-def env_layer(environ: Mapping[str, str], specs: dict[str, Spec]) -> Layer:
+def env_layer(environ: Mapping[str, str], specs: Mapping[str, Spec]) -> Layer:
     """AGENT_LOOP_<KEY> variables. Others with the prefix are not read: the agent programs'
     (AGENT_LOOP_CLAUDE, AGENT_LOOP_CODEX), a hook's (AGENT_LOOP_EVENT_*), and tools' own."""
     layer: Layer = {}
@@ -91,6 +95,8 @@ def env_layer(environ: Mapping[str, str], specs: dict[str, Spec]) -> Layer:
             continue
         if not environ[name] and specs[key].kind not in ("list", "table"):
             continue  # `AGENT_LOOP_MODEL= agent-loop …` unsets; only a list can be empty
+        from agentloop.settings.schema import from_text
+
         value = from_text(specs[key], environ[name], f"environment {name}")
         layer[key] = (value, Origin("env", name))
     return layer
@@ -122,7 +128,7 @@ def _parse(text: str, shown: str) -> dict[str, Any]:
     raise SettingsError(f"{shown}:{at[1]}:{at[2]}: not valid TOML: {message}")
 
 
-def _layer(data: dict[str, Any], table: tuple[str, ...], specs: dict[str, Spec], shown: str,
+def _layer(data: dict[str, Any], table: tuple[str, ...], specs: Mapping[str, Spec], shown: str,
            lines: "_Lines", plans: bool) -> Layer:
     layer: Layer = {}
     for written, value in data.items():
@@ -133,6 +139,8 @@ def _layer(data: dict[str, Any], table: tuple[str, ...], specs: dict[str, Spec],
         where = f"{shown}:{line}" if line else shown
         if key not in specs:
             raise SettingsError(f"{where}: unknown setting {written!r}{_nearest(key)}")
+        from agentloop.settings.schema import from_file
+
         layer[key] = (from_file(specs[key], value, where), Origin("file", shown, line))
     return layer
 

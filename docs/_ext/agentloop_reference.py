@@ -122,7 +122,7 @@ def settings() -> str:
     from agentloop.settings.schema import specs
 
     params = _option_params()
-    spec = specs(params.values())
+    spec = specs()
     out = ["| key | option | takes | default | variable |", "| --- | --- | --- | --- | --- |"]
     for key in KEYS:
         option = params[param(key)]
@@ -299,8 +299,10 @@ PAGES = {"options": options, "settings": settings, "exit-codes": exit_codes, "ev
 # The modules each page is read from: a page is written again when one of them changes, so an
 # incremental build (scripts/docs.sh run twice) never shows a page older than the code.
 SOURCES = {
-    "options": ("agentloop.cli", "agentloop.console.help", "agentloop.settings.keys"),
-    "settings": ("agentloop.cli", "agentloop.settings.keys", "agentloop.settings.schema"),
+    "options": ("agentloop.cli", "agentloop.option_table", "agentloop.console.help",
+                "agentloop.settings.keys"),
+    "settings": ("agentloop.cli", "agentloop.option_table", "agentloop.settings.keys",
+                 "agentloop.settings.schema"),
     "exit-codes": ("agentloop.errors",),
     "events": ("agentloop.run.events", "agentloop.run.lane_tag", "agentloop.agents"),
 }

@@ -337,7 +337,7 @@ def test_a_stop_python_wrapped_in_another_error_still_ends_as_a_stop(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Measured in CI's signal campaign: a SIGHUP inside a dataclass built by a module imported
     # late (marko's) became `RuntimeError: Error calling __set_name__ ...`, an internal error.
-    from agentloop import cli
+    from agentloop.console import command as doors
 
     def wrapped(*args: object) -> int:
         try:
@@ -345,7 +345,7 @@ def test_a_stop_python_wrapped_in_another_error_still_ends_as_a_stop(
         except KeyboardInterrupt as exc:
             raise RuntimeError("Error calling __set_name__ on 'Field' instance") from exc
 
-    monkeypatch.setattr(cli, "_dispatch", wrapped)
+    monkeypatch.setattr(doors, "dispatch", wrapped)
     (tmp_path / "tasks.md").write_text("- a\n")
     monkeypatch.chdir(tmp_path)
     done = CliRunner().invoke(command, ["tasks.md"])
@@ -357,12 +357,12 @@ def test_a_stop_python_wrapped_in_another_error_still_ends_as_a_stop(
 def test_a_ctrl_c_that_ends_a_look_says_nothing_of_a_state_or_a_resume(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, look: list[str]) -> None:
     # `--status --follow` ends with Ctrl+C: it saved nothing and there is nothing to resume.
-    from agentloop import cli
+    from agentloop.console import command as doors
 
     def stopped(*args: object) -> int:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_dispatch", stopped)
+    monkeypatch.setattr(doors, "dispatch", stopped)
     (tmp_path / "tasks.md").write_text("- a\n")
     monkeypatch.chdir(tmp_path)
     done = CliRunner().invoke(command, ["tasks.md", *look])

@@ -33,8 +33,9 @@ SAYING = ("agentloop.errors",
           "agentloop.console.stops", "agentloop.console.dispatch")
 # The options record: every command click parses, never a quick --status.
 PARSING = (*QUICK, *SAYING, "agentloop.options", "agentloop.cli", "agentloop.console.help",
-           "agentloop.console.dashboard_options",   # the dashboard's options, not the dashboard
-           "agentloop.console.workplace_options",   # the lane's options, not the lanes
+           # the options' table, read first by a plain run's door (which leaves --help to click)
+           "agentloop.option_table", "agentloop.console.plain",
+           "agentloop.console.command",   # what both doors do once the options are read
            # the click types of --env and --env-exclude
            "agentloop.settings", "agentloop.settings.keys", "agentloop.settings.schema")
 # --help lists the agents (their package's table only, never an agent's module); the default

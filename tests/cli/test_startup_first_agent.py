@@ -137,7 +137,7 @@ def test_a_run_s_start_runs_no_collection(
     lines = watched(work, tmp_path, "tasks.md", "--vcs", "git", "--no-distill")
     starts = agents(lines)
     assert len(starts) == 1, "one task, one agent: is the run read right?"
-    start = lines.index("import agentloop.cli")
+    start = lines.index("import agentloop.console.plain")  # the run's command line read
     assert "collect" in lines[:start], "is the collector watched?"
     assert "collect" not in lines[start:starts[0]], "collections while the run starts"
 
