@@ -5,7 +5,6 @@ agentloop.console.help."""
 
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -13,12 +12,10 @@ from typing import Any, Callable
 import click
 
 from agentloop import __version__
-from agentloop.console.command import run
+from agentloop.console.command import run, take_stops
 from agentloop.console.dispatch import last_resort
-from agentloop.console.gone import steady
 from agentloop.console.help import SectionedCommand
 from agentloop.console.stops import json_error, write
-from agentloop.errors import stop
 from agentloop.option_table import OPTIONS
 from agentloop.settings.schema import click_type
 
@@ -65,12 +62,8 @@ def command(tasks_md: Path | None, **params: Any) -> None:
 def main() -> None:
     """Console entry point."""
     # Nothing is imported here, before the `try`: a stop inside an import would end in a
-    # traceback (steady is imported with this module, while agentloop.__main__ holds the stops).
-    sys.stdout, sys.stderr = steady(sys.stdout), steady(sys.stderr)  # a reader may go away
-    # SIGTERM and SIGHUP (a closed terminal, a dropped ssh) take the same careful path as
-    # Ctrl+C: stop the agent, save, exit 130.
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, stop)
+    # traceback (take_stops is imported with this module, while agentloop.__main__ holds the stops).
+    take_stops()
     try:
         command.main(standalone_mode=False, prog_name="agent-loop")
     except (click.exceptions.Abort, KeyboardInterrupt):

@@ -5,11 +5,24 @@ those given on the command line, and the arguments as typed."""
 
 from __future__ import annotations
 
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
 from agentloop.console.dispatch import dispatch, reported
+from agentloop.console.gone import steady
 from agentloop.console.stops import write
+from agentloop.errors import stop
+
+
+def take_stops() -> None:
+    """As a command's parsing begins, whichever door: its output steady for a reader that may
+    go away, and SIGTERM and SIGHUP (a closed terminal, a dropped ssh) taking Ctrl+C's careful
+    path: stop the agent, save, exit 130."""
+    sys.stdout, sys.stderr = steady(sys.stdout), steady(sys.stderr)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
 
 
 def run(tasks_md: Path | None, params: dict[str, Any], args: list[str],

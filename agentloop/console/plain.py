@@ -128,18 +128,10 @@ def _readable(plan: str) -> bool:
 
 def main(asked: Request, args: list[str]) -> NoReturn:
     """Do the run as agentloop.cli.main does once click has parsed; exit with its code."""
-    import signal
-
-    from agentloop.console.command import run
+    from agentloop.console.command import run, take_stops
     from agentloop.console.dispatch import last_resort
-    from agentloop.console.gone import steady
-    from agentloop.errors import stop
 
-    sys.stdout, sys.stderr = steady(sys.stdout), steady(sys.stderr)  # a reader may go away
-    # SIGTERM and SIGHUP (a closed terminal, a dropped ssh) take the same careful path as
-    # Ctrl+C: stop the agent, save, exit 130.
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, stop)
+    take_stops()
     plan, values, given = asked
     try:
         code = run(plan, values, args, given)
