@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import orjson
 import pytest
 
 from agentloop import proc
@@ -123,12 +124,16 @@ IMPORTED_REWRITES = {
 }
 
 
-@pytest.mark.parametrize("what", sorted(IMPORTED_REWRITES))
-def test_tasks_a_git_run_did_are_followed_as_jj_changes_once_jj_takes_over(
-        tmp_path: Path, fake_claude: FakeClaude, what: str) -> None:
-    """Tasks a git run committed, `.agent-loop/` gone, then `--vcs jj`: the run finds them done
-    in git's history (jj's repository is made after it read it), and records them by jj's
-    change ids, so that your later jj rewrites of them are followed as any jj task's."""
+def _pairs(work: Path) -> set[tuple[str, ...]]:
+    """(change id, commit id) of every change in jj's history of the working copy."""
+    return {tuple(line.split()) for line in jj(work, "log", "--no-graph", "-r", "::@", "-T",
+                                               'change_id ++ " " ++ commit_id ++ "\\n"'
+                                               ).splitlines()}
+
+
+def _git_then_jj(tmp_path: Path, fake_claude: FakeClaude) -> Path:
+    """Tasks 1 and 2 committed by a git run, `.agent-loop/` gone (a fresh clone), then a
+    `--vcs jj` run that finds them done in git's history and does task 3."""
     two = PLAN.replace("- task three\n  FAKE: write three.txt three\n", "")
     work = git_project(tmp_path, two)
     git(work, "add", "tasks.md")
@@ -136,19 +141,19 @@ def test_tasks_a_git_run_did_are_followed_as_jj_changes_once_jj_takes_over(
     first = agent_loop(work, "--vcs", "git", "--no-distill")
     assert first.returncode == 0, first.stdout + first.stderr
     shutil.rmtree(work / ".agent-loop")
-    (work / "tasks.md").write_text(PLAN)  # a third task, for the jj run to do
+    (work / "tasks.md").write_text(PLAN)
     second = agent_loop(work, "--vcs", "jj", "--no-distill")
     said = second.stdout + second.stderr
     assert second.returncode == 0, said
     assert "2 task(s) found done in the history" in said, said
     assert len(fake_claude.task_runs()) == 3, said
-    pairs = {tuple(line.split()) for line in jj(work, "log", "--no-graph", "-r", "::@", "-T",
-                                                  'change_id ++ " " ++ commit_id ++ "\\n"'
-                                                  ).splitlines()}
-    tasks = state_of(work)["tasks"]
-    assert {(t["change_id"], t["commit_id"]) for t in tasks} <= pairs, (tasks, pairs)
+    return work
+
+
+def _rewritten_then_run(work: Path, fake_claude: FakeClaude, what: str) -> None:
+    """Your rewrite of task 1, then a run with a fourth task (it looks at the history before
+    it): every task followed, as for tasks a jj run did, and `--status` says the same."""
     proc.run(["sh", "-c", IMPORTED_REWRITES[what]], cwd=work)
-    # A fourth task: the run looks at the history before it.
     (work / "tasks.md").write_text(PLAN + "- task four\n  FAKE: write four.txt four\n")
     again = agent_loop(work, "--vcs", "jj", "--no-distill")
     said = again.stdout + again.stderr
@@ -157,10 +162,33 @@ def test_tasks_a_git_run_did_are_followed_as_jj_changes_once_jj_takes_over(
     tasks = state_of(work)["tasks"]
     assert [t["status"] for t in tasks] == ["completed"] * 4, said
     assert len(fake_claude.task_runs()) == 4, said
-    pairs = {tuple(line.split()) for line in jj(work, "log", "--no-graph", "-r", "::@", "-T",
-                                                  'change_id ++ " " ++ commit_id ++ "\\n"'
-                                                  ).splitlines()}
-    assert {(t["change_id"], t["commit_id"]) for t in tasks} <= pairs, (tasks, pairs)
+    assert {(t["change_id"], t["commit_id"]) for t in tasks} <= _pairs(work), (tasks, said)
     status = agent_loop(work, "--status")
     assert status.returncode == 0, status.stderr
     assert "moved" not in status.stdout and "no longer" not in status.stdout, status.stdout
+
+
+@pytest.mark.parametrize("what", sorted(IMPORTED_REWRITES))
+def test_tasks_a_git_run_did_are_followed_as_jj_changes_once_jj_takes_over(
+        tmp_path: Path, fake_claude: FakeClaude, what: str) -> None:
+    """The first jj run found tasks 1 and 2 in git's history, before jj's repository was made
+    from it: it records them by jj's change ids, not git's commit ids, so that your later jj
+    rewrites of them are followed as any jj task's."""
+    work = _git_then_jj(tmp_path, fake_claude)
+    tasks = state_of(work)["tasks"]
+    assert {(t["change_id"], t["commit_id"]) for t in tasks} <= _pairs(work), tasks
+    _rewritten_then_run(work, fake_claude, what)
+
+
+def test_git_ids_an_earlier_run_recorded_for_jj_changes_are_put_right(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """A state an earlier agent-loop left so (tasks 1 and 2 by their git commit ids): the next
+    jj run names them by jj's change ids before it looks at the history."""
+    work = _git_then_jj(tmp_path, fake_claude)
+    path = work / ".agent-loop" / "state.json"
+    state = orjson.loads(path.read_bytes())
+    for task in state["tasks"][:2]:
+        task["change_id"] = task["commit_id"]
+    state["history_mark"] = None
+    path.write_bytes(orjson.dumps(state))
+    _rewritten_then_run(work, fake_claude, "metaedit")
