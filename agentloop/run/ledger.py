@@ -110,6 +110,12 @@ def moved(task: TaskState, change_id: str, commit_id: str) -> None:
     task.change_id, task.commit_id = change_id, commit_id
 
 
+def renamed(task: TaskState, change_id: str) -> None:
+    """A finished task's change, recorded by its git commit (git's change id is its commit id),
+    named as jj names the same commit now that jj's repository holds it: its status stays."""
+    task.change_id = change_id
+
+
 def open_attempt(task: TaskState, change: Change) -> None:
     """A new attempt of `task` begins in `change`: it counts from this instant."""
     task.attempts += 1

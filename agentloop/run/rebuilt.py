@@ -15,7 +15,7 @@ from agentloop.proc.beside import beside
 from agentloop.state.landed import done_tasks, trailers
 from agentloop.state.project import Project
 from agentloop.state.schema import State, TaskState
-from agentloop.vcs.branch_log import branch_history
+from agentloop.vcs.branch_log import branch_history, jj_changes
 from agentloop.vcs.carry import plan_slug
 from agentloop.vcs.rewritten import rewritten
 
@@ -47,6 +47,7 @@ def history_kind(asked: str, root: Path) -> str:
 
 
 History = Callable[[], list[tuple[str, str, str]]]
+HEX = frozenset("0123456789abcdef")
 
 
 def asks_history(options: RunOptions) -> bool:
@@ -108,6 +109,25 @@ def readded(project: Project, state: State, added: tuple[int, ...], vcs: str) ->
         lines.append(f"task {index}: done already in {change_of[commit][:12]} (history); not "
                      f"run again (`agent-loop {state.task_file} --task {index} --again` runs it)")
     return lines
+
+
+def named_by_jj(state: State, root: Path) -> None:
+    """jj's change ids for the finished tasks recorded by a git commit id (git's change id is
+    its commit id): those from_history and readded found done in git's history when a jj run
+    read it before jj's repository was made from it (history_kind). Asked once jj's repository
+    holds them (the jj backend's prepare), by one jj command, and only when a record is such:
+    by git's id, a task's change that jj rewrites later (a rebase, `jj metaedit`) was taken
+    for another task's, or for lost."""
+    by_git = [t for t in state.tasks if t.change_id and t.change_id == t.commit_id
+              and len(t.change_id) in (40, 64) and HEX.issuperset(t.change_id)]
+    if not by_git:
+        return
+    found = jj_changes(root, [t.change_id or "" for t in by_git])
+    from agentloop.run import ledger  # the task records' writer, as in from_history
+
+    for task in by_git:
+        if (change := found.get(task.commit_id or "")) is not None:
+            ledger.renamed(task, change)
 
 
 def done_in_history(project: Project, state: State, kind: str) -> frozenset[int]:

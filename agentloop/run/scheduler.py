@@ -29,6 +29,7 @@ from agentloop.vcs import lanes, relative_to
 from agentloop.vcs.choose import (
     MainLine,
     has_lane,
+    keep_workspace,
     open_lane,
     open_main_line,
     open_workspace,
@@ -143,6 +144,7 @@ class Workplaces:
             finally:
                 if serial:
                     self._holder = group  # kept as it is, for this group's next run
+                keep_workspace(run.vcs.name, run.project.root, space)
             raise
         # Every finished task is on the main line and saved: the lane has nothing left.
         self.main.forget(vcs.lane_commits)

@@ -22,7 +22,7 @@ from agentloop.run.ahead import ready_beside
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
-from agentloop.run.rebuilt import History, asks_history, from_history, readded
+from agentloop.run.rebuilt import History, asks_history, from_history, named_by_jj, readded
 from agentloop.run.repo_hooks import start_notes
 from agentloop.run.selection import runnable, select
 from agentloop.run.workplace import wants_lane
@@ -155,6 +155,8 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
         lanes = wants_lane(options, job)
         vcs = open_vcs(kind, project.root, task_file, options.allow_dirty, lanes)
         notes += _made_ready(project, state, options, vcs, leftovers, lanes)
+        if vcs.name == "jj":  # the repository jj may just have made from git's history
+            named_by_jj(state, project.root)
         state.agent = admitted.agent
         if options.again:
             for index in options.only:

@@ -51,6 +51,24 @@ def branch_history(kind: str, root: Path, rev: str = "HEAD") -> list[tuple[str, 
     return [(commit, change, text) for commit, change, text in entries(done.stdout, 3)]
 
 
+def jj_changes(root: Path, commits: list[str]) -> dict[str, str]:
+    """{commit id: jj's change id} for the git `commits` jj's repository at `root` holds (it
+    made them its own when it was made from git's), read by one command that changes nothing;
+    a commit it does not hold is left out, and so is every one when jj cannot answer."""
+    from agentloop.vcs.jj.run import Jj  # jj's runner only for jj, as above
+
+    try:
+        done = Jj(root).run("--ignore-working-copy", "log", "--no-graph", "-r",
+                            " | ".join(f"commit_id({c})" for c in commits),
+                            "-T", 'commit_id ++ "\\x00" ++ change_id ++ "\\x01"',
+                            codes=None, timeout=TIMEOUT)
+    except VcsError:
+        return {}
+    if done.returncode != 0:
+        return {}
+    return {commit: change for commit, change in entries(done.stdout, 2)}
+
+
 def _refuse_damaged(root: Path, rev: str) -> None:
     """git could not read the history of `rev` (HEAD, or a branch): when the commit it names
     is missing, the repository is damaged and that is said, not shown as no history."""

@@ -211,6 +211,14 @@ def remove_workspace(kind: str, root: Path, space: Workspace, main_ref: str = "H
     return []
 
 
+def keep_workspace(kind: str, root: Path, space: Workspace) -> None:
+    """A lane kept as it is for its group's next run (the run stopped in it): git's gets back
+    the lock of yours the run took off it to go on there (agentloop.vcs.git.teardown.relock)."""
+    if kind == "git":
+        from agentloop.vcs.git import teardown
+        teardown.relock(root, space.path)
+
+
 @dataclass(frozen=True)
 class Swept:
     """What the sweep of a killed run's lanes did and found."""

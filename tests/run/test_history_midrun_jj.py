@@ -5,13 +5,15 @@ history: no task is lost, none runs twice, and the records name the change as it
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import orjson
 import pytest
 
 from agentloop import proc
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import jj, state_of
+from tests.support.repos import git, git_project, jj, state_of
 from tests.support.runner import agent_loop
 
 pytestmark = pytest.mark.usefixtures("jj_bin")
@@ -112,3 +114,81 @@ def test_the_record_follows_the_commit_of_a_change_you_rewrote(work: Path,
     task = state_of(work)["tasks"][0]
     now = jj(work, "log", "--no-graph", "-r", task["change_id"], "-T", "commit_id")
     assert task["commit_id"] == now.strip()
+
+
+# Between runs, on task 1's change as git committed it and jj imported it.
+IMPORTED_REWRITES = {
+    "rebase": REWRITES["rebase"],
+    # Its author made yours: a new commit, the same change.
+    "metaedit": f'jj metaedit --update-author -r "{TASK_1}"',
+}
+
+
+def _pairs(work: Path) -> set[tuple[str, ...]]:
+    """(change id, commit id) of every change in jj's history of the working copy."""
+    return {tuple(line.split()) for line in jj(work, "log", "--no-graph", "-r", "::@", "-T",
+                                               'change_id ++ " " ++ commit_id ++ "\\n"'
+                                               ).splitlines()}
+
+
+def _git_then_jj(tmp_path: Path, fake_claude: FakeClaude) -> Path:
+    """Tasks 1 and 2 committed by a git run, `.agent-loop/` gone (a fresh clone), then a
+    `--vcs jj` run that finds them done in git's history and does task 3."""
+    two = PLAN.replace("- task three\n  FAKE: write three.txt three\n", "")
+    work = git_project(tmp_path, two)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    first = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert first.returncode == 0, first.stdout + first.stderr
+    shutil.rmtree(work / ".agent-loop")
+    (work / "tasks.md").write_text(PLAN)
+    second = agent_loop(work, "--vcs", "jj", "--no-distill")
+    said = second.stdout + second.stderr
+    assert second.returncode == 0, said
+    assert "2 task(s) found done in the history" in said, said
+    assert len(fake_claude.task_runs()) == 3, said
+    return work
+
+
+def _rewritten_then_run(work: Path, fake_claude: FakeClaude, what: str) -> None:
+    """Your rewrite of task 1, then a run with a fourth task (it looks at the history before
+    it): every task followed, as for tasks a jj run did, and `--status` says the same."""
+    proc.run(["sh", "-c", IMPORTED_REWRITES[what]], cwd=work)
+    (work / "tasks.md").write_text(PLAN + "- task four\n  FAKE: write four.txt four\n")
+    again = agent_loop(work, "--vcs", "jj", "--no-distill")
+    said = again.stdout + again.stderr
+    assert again.returncode == 0, said
+    assert "no longer in the history" not in said and "change moved" not in said, said
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed"] * 4, said
+    assert len(fake_claude.task_runs()) == 4, said
+    assert {(t["change_id"], t["commit_id"]) for t in tasks} <= _pairs(work), (tasks, said)
+    status = agent_loop(work, "--status")
+    assert status.returncode == 0, status.stderr
+    assert "moved" not in status.stdout and "no longer" not in status.stdout, status.stdout
+
+
+@pytest.mark.parametrize("what", sorted(IMPORTED_REWRITES))
+def test_tasks_a_git_run_did_are_followed_as_jj_changes_once_jj_takes_over(
+        tmp_path: Path, fake_claude: FakeClaude, what: str) -> None:
+    """The first jj run found tasks 1 and 2 in git's history, before jj's repository was made
+    from it: it records them by jj's change ids, not git's commit ids, so that your later jj
+    rewrites of them are followed as any jj task's."""
+    work = _git_then_jj(tmp_path, fake_claude)
+    tasks = state_of(work)["tasks"]
+    assert {(t["change_id"], t["commit_id"]) for t in tasks} <= _pairs(work), tasks
+    _rewritten_then_run(work, fake_claude, what)
+
+
+def test_git_ids_an_earlier_run_recorded_for_jj_changes_are_put_right(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """A state an earlier agent-loop left so (tasks 1 and 2 by their git commit ids): the next
+    jj run names them by jj's change ids before it looks at the history."""
+    work = _git_then_jj(tmp_path, fake_claude)
+    path = work / ".agent-loop" / "state.json"
+    state = orjson.loads(path.read_bytes())
+    for task in state["tasks"][:2]:
+        task["change_id"] = task["commit_id"]
+    state["history_mark"] = None
+    path.write_bytes(orjson.dumps(state))
+    _rewritten_then_run(work, fake_claude, "metaedit")

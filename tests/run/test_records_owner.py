@@ -113,7 +113,7 @@ class _Bare:
 # record to change hands a value (agentloop.run.decisions) instead.
 CALLED_OUTSIDE = {"apply", "save", "left_open", "stalls", "session_totals", "found_done", "again",
                   "skip", "reword", "plan_renamed", "closed_unreached", "remembered_on_stop",
-                  "plan_read"}
+                  "plan_read", "renamed"}
 
 
 def test_no_module_calls_a_ledger_writer_the_controller_does_not_own() -> None:

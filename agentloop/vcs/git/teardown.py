@@ -22,7 +22,8 @@ from agentloop.vcs.rewritten import carried
 KEPT = "refs/agent-loop/kept/"
 KEPT_FILES = "refs/agent-loop/kept-files/"
 # Beside `locked` in a lane's folder in the repository: the reason of your lock, which a run
-# took off to go on in the lane (_taken_from_user), put back when that run is done with it.
+# took off to go on in the lane (_taken_from_user), put back when that run is done with it
+# (the lane removed: clean_git; kept, the run stopped: relock).
 YOURS = "agent-loop-your-lock"
 
 
@@ -99,6 +100,13 @@ def _taken_from_user(root: Path, path: Path, fields: dict[str, str]) -> str | No
     return (f"lane {path.name} was locked ({reason!r}), not by agent-loop: this run "
             "unlocked it and goes on in it, and locks it again when done; what was left "
             "uncommitted there is kept before anything is rolled back")
+
+
+def relock(root: Path, path: Path) -> None:
+    """A lane kept for its group's next run (the run in it stopped): your lock a run took off
+    it to go on in it (_taken_from_user) put back now, not when a later run is done in it (or
+    never, should none come): the lane is no run's until then."""
+    _locked_again(root, path.resolve())
 
 
 def _locked_again(root: Path, path: Path) -> str | None:
