@@ -99,12 +99,20 @@ _NAMES: dict[type, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
 def _names(cls: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     found = _NAMES.get(cls)
     if found is None:
-        every = dataclasses.fields(cls)
         found = _NAMES[cls] = (
-            tuple(f.name for f in every if f.repr),
-            tuple(f.name for f in every if f.compare),
-            tuple(f.name for f in every if (f.compare if f.hash is None else f.hash)))
+            tuple(f.name for f in _fields(cls, "__repr__", _repr) if f.repr),
+            tuple(f.name for f in _fields(cls, "__eq__", _eq) if f.compare),
+            tuple(f.name for f in _fields(cls, "__hash__", _hash)
+                  if (f.compare if f.hash is None else f.hash)))
     return found
+
+
+def _fields(cls: type, method: str, shared: Any) -> tuple[dataclasses.Field[Any], ...]:
+    """The fields of the class `cls` has its shared `method` from: a dataclass subclass made
+    with eq=False or repr=False keeps its parent's methods, which (the standard library's,
+    compiled for the parent) show, compare and hash the parent's fields, not its own too."""
+    owner = next((k for k in cls.__mro__ if k.__dict__.get(method) is shared), cls)
+    return dataclasses.fields(owner)
 
 
 # The instances (and threads) whose __repr__ is under way: one inside itself shows `...`.

@@ -225,3 +225,25 @@ def test_a_class_with_a_method_of_its_own_keeps_it() -> None:
 
     assert repr(Named("a")) == "<a>" and Named("a") == Named("a")
     assert hash(Named("a")) == hash(Named("a"))
+
+
+@pytest.mark.parametrize("options", [{"frozen": True, "eq": False},
+                                     {"frozen": True, "eq": False, "repr": False},
+                                     {"frozen": True, "repr": False}])
+def test_a_subclass_that_keeps_its_parents_methods_shows_compares_and_hashes_its_fields(
+        options: dict[str, Any]) -> None:
+    # A dataclass subclass made with eq=False (or repr=False) inherits its parent's __eq__,
+    # __hash__ (or __repr__): the standard library's compare, hash and show the parent's
+    # fields only, and so must the shared ones the parent has from agentloop.ondemand.
+    seen = []
+    for parent in _twins(frozen=True):
+        made(parent)
+
+        class Child(parent):  # type: ignore[valid-type,misc]
+            extra: int = 0
+
+        child = dataclasses.dataclass(**options)(Child)
+        a, b = child(1, [1], "a", extra=1), child(1, [1], "a", extra=2)
+        same_hash: Any = hash(a) == hash(b) if child.__hash__ is not None else "unhashable"
+        seen.append((a == b, same_hash, repr(a).replace(child.__qualname__, "Child")))
+    assert seen[1] == seen[0] and seen[2] == seen[0], seen
