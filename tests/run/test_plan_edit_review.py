@@ -1,0 +1,62 @@
+"""Edits of the plan while a run works, taken in at the run's end (agentloop.run.loop._plan_taken):
+a task reworded before it started keeps its record (its runs, its logs); a parallel run does
+the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import init_repo, state_of
+from tests.support.runner import agent_loop
+
+PLAN = """\
+- [ ] task one
+  FAKE: write one.txt one
+  FAKE: bash {edit}
+- [ ] task two
+  FAKE: write two.txt two
+- [ ] task three
+  FAKE: write three.txt three
+"""
+
+
+@pytest.mark.parametrize("parallel", [(), ("--parallel", "2")])
+def test_a_task_reworded_before_it_ran_keeps_its_record(work: Path, fake_claude: FakeClaude,
+                                                       parallel: tuple[str, ...]) -> None:
+    init_repo(work, "git")
+    edit = ("python3 -c \"import sys; p=sys.argv[1]; t=open(p).read(); "
+            "open(p,'w').write(t.replace('- [ ] task three\\n','- [ ] task three, reworded\\n'))\" "
+            f"{work / 'tasks.md'}")
+    (work / "tasks.md").write_text(PLAN.format(edit=edit))
+    done = agent_loop(work, "--vcs", "git", "--no-distill", *parallel)
+    assert done.returncode == 0, done.stdout + done.stderr
+    print(done.stdout)
+    tasks = state_of(work)["tasks"]
+    print([(t["summary"], t["status"], len(t.get("history", []))) for t in tasks])
+    status = agent_loop(work, "--status")
+    print(status.stdout)
+    assert "changed" not in status.stdout, status.stdout
+    assert "3 completed" in status.stdout, status.stdout
+    assert all(t["history"] for t in tasks), tasks
+    again = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert "0 of 3 task(s) to run" in again.stdout, again.stdout
+
+
+def test_a_parallel_run_takes_in_a_removal_and_an_addition_made_while_it_worked(
+        work: Path, fake_claude: FakeClaude) -> None:
+    from tests.run.test_plan_reread import _five_and_task_one_edits
+
+    _five_and_task_one_edits(work)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    status = agent_loop(work, "--status")
+    assert status.returncode == 0, status.stderr
+    assert "changed" not in status.stdout, status.stdout
+    assert "task two" not in status.stdout and "task six" in status.stdout, status.stdout
+    again = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (work / "six.txt").exists()
+    assert sum("task one" in p for p in fake_claude.task_prompts()) == 1
