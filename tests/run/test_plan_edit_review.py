@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tests.support.fake_agent import FakeClaude
@@ -60,3 +61,33 @@ def test_a_parallel_run_takes_in_a_removal_and_an_addition_made_while_it_worked(
     assert again.returncode == 0, again.stdout + again.stderr
     assert (work / "six.txt").exists()
     assert sum("task one" in p for p in fake_claude.task_prompts()) == 1
+
+
+def test_records_removed_at_a_runs_end_and_the_next_start_are_both_kept(
+        work: Path, fake_claude: FakeClaude) -> None:
+    """Task two (done) removed while task three ran: the run's end keeps its record in
+    archive/removed-<stamp>.json. Task one (done) removed while the last task ran: the next
+    run's start keeps that one, often within the same second, under the same stamp: both
+    records stay kept (deterministic at the store: tests/state/test_store.py)."""
+    init_repo(work, "git")
+    plan = work / "tasks.md"
+    one = "- [ ] task one\n  FAKE: write one.txt one\n"
+    two = "- [ ] task two\n  FAKE: write two.txt two\n"
+    plan.write_text(one + two)
+    assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
+
+    def removes(what: str) -> str:
+        old = f"- [ ] task {what}\\\\n  FAKE: write {what}.txt {what}\\\\n"
+        return (f"  FAKE: bash python3 -c \"import sys; q=sys.argv[1]; t=open(q).read(); "
+                f"open(q,'w').write(t.replace('{old}',''))\" {plan}\n")
+
+    plan.write_text(one + two + "- [ ] task three\n" + removes("two") +
+                    "  FAKE: write three.txt three\n- [ ] task four\n" + removes("one") +
+                    "  FAKE: write four.txt four\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    again = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    kept = [record["summary"] for file in (work / ".agent-loop").rglob("removed-*.json")
+            for record in orjson.loads(file.read_bytes())]
+    assert sorted(kept) == ["task one", "task two"], kept
