@@ -91,3 +91,42 @@ def test_records_removed_at_a_runs_end_and_the_next_start_are_both_kept(
     kept = [record["summary"] for file in (work / ".agent-loop").rglob("removed-*.json")
             for record in orjson.loads(file.read_bytes())]
     assert sorted(kept) == ["task one", "task two"], kept
+
+
+def test_a_kill_as_the_runs_end_reads_the_history_leaves_a_put_back_task_found_done(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    """A done task deleted from the plan and put back while a run works: the run's end
+    records the edited plan and finds that task's commit in the history. Killed (SIGKILL)
+    while it reads that history, the next run still finds it done, as its start would have
+    had the run not taken the edit in: no agent is paid for it again."""
+    import os
+    import shutil
+
+    init_repo(work, "git")
+    one = "- [ ] task one\n  FAKE: write one.txt one\n"
+    two = "- [ ] task two\n  FAKE: write two.txt two\n"
+    (work / "tasks.md").write_text(one + two)
+    assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
+    back = tmp_path / "back.py"
+    back.write_text(f"import sys\np = sys.argv[1]\nt = open(p).read()\n"
+                    f"open(p, 'w').write(t.replace({one!r}, {one + two!r}))\n")
+    marker = tmp_path / "last-task-ran"
+    (work / "tasks.md").write_text(
+        one + "\n## New\n"
+        f"- [ ] task three\n  FAKE: bash python3 {back} {work / 'tasks.md'}\n"
+        f"  FAKE: write three.txt three\n- [ ] task four\n  FAKE: bash touch {marker}\n"
+        "  FAKE: write four.txt four\n")
+    # A git first on PATH that kills agent-loop as it reads the history, once the last task ran.
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "git").write_text(
+        f"#!/bin/sh\nif [ -e {marker} ]; then case \"$*\" in *--grep=*) "
+        f"kill -9 $PPID; sleep 5;; esac; fi\nexec {shutil.which('git')} \"$@\"\n")
+    (shims / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+    killed = agent_loop(work, "--vcs", "git", "--no-distill", env=env)
+    assert killed.returncode == -9, killed.stdout + killed.stderr
+    marker.unlink()
+    again = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert sum("task two" in p for p in fake_claude.task_prompts()) == 1, again.stdout
