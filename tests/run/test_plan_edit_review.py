@@ -23,25 +23,25 @@ PLAN = """\
   FAKE: write three.txt three
 """
 
+# Task one's agent rewords task three in the plan (`- [ ] task three` ends its line there only).
+REWORDS = ("python3 -c \"import sys; p=sys.argv[1]; t=open(p).read(); "
+           "open(p,'w').write(t.replace('- [ ] task three\\n',"
+           "'- [ ] task three, reworded\\n'))\" {plan}")
+
 
 @pytest.mark.parametrize("parallel", [(), ("--parallel", "2")])
 def test_a_task_reworded_before_it_ran_keeps_its_record(work: Path, fake_claude: FakeClaude,
                                                        parallel: tuple[str, ...]) -> None:
     init_repo(work, "git")
-    edit = ("python3 -c \"import sys; p=sys.argv[1]; t=open(p).read(); "
-            "open(p,'w').write(t.replace('- [ ] task three\\n','- [ ] task three, reworded\\n'))\" "
-            f"{work / 'tasks.md'}")
-    (work / "tasks.md").write_text(PLAN.format(edit=edit))
+    (work / "tasks.md").write_text(PLAN.format(edit=REWORDS.format(plan=work / "tasks.md")))
     done = agent_loop(work, "--vcs", "git", "--no-distill", *parallel)
     assert done.returncode == 0, done.stdout + done.stderr
-    print(done.stdout)
     tasks = state_of(work)["tasks"]
-    print([(t["summary"], t["status"], len(t.get("history", []))) for t in tasks])
     status = agent_loop(work, "--status")
-    print(status.stdout)
     assert "changed" not in status.stdout, status.stdout
     assert "3 completed" in status.stdout, status.stdout
     assert all(t["history"] for t in tasks), tasks
+    assert tasks[2]["summary"] == "task three, reworded", tasks
     again = agent_loop(work, "--vcs", "git", "--no-distill")
     assert "0 of 3 task(s) to run" in again.stdout, again.stdout
 
@@ -130,3 +130,17 @@ def test_a_kill_as_the_runs_end_reads_the_history_leaves_a_put_back_task_found_d
     again = agent_loop(work, "--vcs", "git", "--no-distill")
     assert again.returncode == 0, again.stdout + again.stderr
     assert sum("task two" in p for p in fake_claude.task_prompts()) == 1, again.stdout
+
+
+@pytest.mark.parametrize("parallel", [(), ("--parallel", "2")])
+def test_a_run_that_ticks_its_boxes_and_took_in_an_edit_leaves_no_news(
+        work: Path, fake_claude: FakeClaude, parallel: tuple[str, ...]) -> None:
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(PLAN.format(edit=REWORDS.format(plan=work / "tasks.md")))
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes", *parallel)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / "tasks.md").read_text().count("- [x]") == 3, (work / "tasks.md").read_text()
+    status = agent_loop(work, "--status")
+    assert "changed" not in status.stdout and "3 completed" in status.stdout, status.stdout
+    again = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes")
+    assert "0 of 3 task(s) to run" in again.stdout, again.stdout
