@@ -74,10 +74,12 @@ def _build(cls: type[T], options: dict[str, Any]) -> type[T]:
     library's do (tests/test_ondemand.py holds them to each other) without two or three
     compiles of their own a class: about a third of what making a dataclass costs, for
     methods a run calls on few of its classes. Options those shared functions do not cover
-    (order, unsafe_hash, a class of its own __repr__, __eq__ or __hash__) go to the standard
-    library whole."""
+    (order, unsafe_hash, slots, a class of its own __repr__, __eq__ or __hash__) go to the
+    standard library whole."""
     repr_, eq = options.get("repr", True), options.get("eq", True)
-    if options.get("order") or options.get("unsafe_hash") or \
+    # slots: the standard library returns a new class, which only the caller of the
+    # decorator (dataclass_now's) can take; one made in place would have none.
+    if options.get("order") or options.get("unsafe_hash") or options.get("slots") or \
             not {"__repr__", "__eq__", "__hash__"}.isdisjoint(cls.__dict__):
         return dataclasses.dataclass(**options)(cls)
     dataclasses.dataclass(**{**options, "repr": False, "eq": False})(cls)
