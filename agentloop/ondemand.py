@@ -74,10 +74,12 @@ def _build(cls: type[T], options: dict[str, Any]) -> type[T]:
     library's do (tests/test_ondemand.py holds them to each other) without two or three
     compiles of their own a class: about a third of what making a dataclass costs, for
     methods a run calls on few of its classes. Options those shared functions do not cover
-    (order, unsafe_hash, a class of its own __repr__, __eq__ or __hash__) go to the standard
-    library whole."""
+    (order, unsafe_hash, slots, a class of its own __repr__, __eq__ or __hash__) go to the
+    standard library whole."""
     repr_, eq = options.get("repr", True), options.get("eq", True)
-    if options.get("order") or options.get("unsafe_hash") or \
+    # slots: the standard library returns a new class, which only the caller of the
+    # decorator (dataclass_now's) can take; one made in place would have none.
+    if options.get("order") or options.get("unsafe_hash") or options.get("slots") or \
             not {"__repr__", "__eq__", "__hash__"}.isdisjoint(cls.__dict__):
         return dataclasses.dataclass(**options)(cls)
     dataclasses.dataclass(**{**options, "repr": False, "eq": False})(cls)
@@ -99,12 +101,20 @@ _NAMES: dict[type, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
 def _names(cls: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     found = _NAMES.get(cls)
     if found is None:
-        every = dataclasses.fields(cls)
         found = _NAMES[cls] = (
-            tuple(f.name for f in every if f.repr),
-            tuple(f.name for f in every if f.compare),
-            tuple(f.name for f in every if (f.compare if f.hash is None else f.hash)))
+            tuple(f.name for f in _fields(cls, "__repr__", _repr) if f.repr),
+            tuple(f.name for f in _fields(cls, "__eq__", _eq) if f.compare),
+            tuple(f.name for f in _fields(cls, "__hash__", _hash)
+                  if (f.compare if f.hash is None else f.hash)))
     return found
+
+
+def _fields(cls: type, method: str, shared: Any) -> tuple[dataclasses.Field[Any], ...]:
+    """The fields of the class `cls` has its shared `method` from: a dataclass subclass made
+    with eq=False or repr=False keeps its parent's methods, which (the standard library's,
+    compiled for the parent) show, compare and hash the parent's fields, not its own too."""
+    owner = next((k for k in cls.__mro__ if k.__dict__.get(method) is shared), cls)
+    return dataclasses.fields(owner)
 
 
 # The instances (and threads) whose __repr__ is under way: one inside itself shows `...`.

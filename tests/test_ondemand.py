@@ -225,3 +225,43 @@ def test_a_class_with_a_method_of_its_own_keeps_it() -> None:
 
     assert repr(Named("a")) == "<a>" and Named("a") == Named("a")
     assert hash(Named("a")) == hash(Named("a"))
+
+
+@pytest.mark.parametrize("options", [{"frozen": True, "eq": False},
+                                     {"frozen": True, "eq": False, "repr": False},
+                                     {"frozen": True, "repr": False}])
+def test_a_subclass_that_keeps_its_parents_methods_shows_compares_and_hashes_its_fields(
+        options: dict[str, Any]) -> None:
+    # A dataclass subclass made with eq=False (or repr=False) inherits its parent's __eq__,
+    # __hash__ (or __repr__): the standard library's compare, hash and show the parent's
+    # fields only, and so must the shared ones the parent has from agentloop.ondemand.
+    seen = []
+    for parent in _twins(frozen=True):
+        made(parent)
+
+        class Child(parent):  # type: ignore[valid-type,misc]
+            extra: int = 0
+
+        child = dataclasses.dataclass(**options)(Child)
+        a, b = child(1, [1], "a", extra=1), child(1, [1], "a", extra=2)
+        same_hash: Any = hash(a) == hash(b) if child.__hash__ is not None else "unhashable"
+        seen.append((a == b, same_hash, repr(a).replace(child.__qualname__, "Child")))
+    assert seen[1] == seen[0] and seen[2] == seen[0], seen
+
+
+def test_a_class_made_now_with_slots_has_them_as_the_standard_library_s_does() -> None:
+    # The standard library makes a new class for slots=True: dataclass_now hands that one on,
+    # not the class it was given, made without them (every instance with a __dict__).
+    from agentloop.ondemand import dataclass_now
+
+    seen = []
+    for decorate in (dataclasses.dataclass(frozen=True, slots=True),
+                     dataclass_now(frozen=True, slots=True)):
+        @decorate
+        class Slotted:
+            x: int
+
+        one = Slotted(1)
+        seen.append(("__slots__" in Slotted.__dict__, hasattr(one, "__dict__"),
+                     one == Slotted(1), hash(one) == hash(Slotted(1))))
+    assert seen[1] == seen[0] == (True, False, True, True), seen

@@ -59,8 +59,16 @@ def make_ahead(lane: str | None) -> None:
     if lane is not None:
         from agentloop.vcs.choose import load_lane_ahead
         load = load_lane_ahead(lane)
-    threading.Thread(target=_made_ahead, args=(started, load), name="agent-loop records ahead",
-                     daemon=True).start()
+    thread = threading.Thread(target=_made_ahead, args=(started, load),
+                              name="agent-loop records ahead", daemon=True)
+    try:
+        thread.start()
+    except BaseException:
+        # A thread that cannot start (a limit on threads) would leave the lane's opening
+        # waiting for a load claimed above that nothing does: done here instead.
+        if load is not None:
+            load()
+        raise
 
 
 # How long the records of an agent's end wait for it to start: a run that ends before any

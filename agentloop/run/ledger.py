@@ -59,6 +59,8 @@ from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.protocol import Change
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agentloop.plan.parse import TaskFile
     from agentloop.state.project import Project
     from agentloop.state.reconcile import Reconciled
@@ -462,14 +464,18 @@ def plan_renamed(run: Run, name: str) -> None:
     save(run)
 
 
-def plan_read(run: Run, parsed: TaskFile, changes: Reconciled) -> None:
+def plan_read(run: Run, parsed: TaskFile, changes: Reconciled,
+              found: Callable[[], list[str]] | None = None) -> list[str]:
     """The plan as the run last read it (`parsed`, edited while the run worked) recorded as
     the plan's state, its records matched by `changes` as the next run would match them: the
     run took that edit in (a removed task not started, a reworded one run as it reads), so
-    `--status` says no change, and only an edit made after that read is news."""
+    `--status` says no change, and only an edit made after that read is news. `found`: what
+    marks the added tasks the history holds done (its lines, returned), in the same save."""
     _owner(run)
     take_edit(run.project, run.state, parsed, changes)
+    said = found() if found is not None else []
     save(run)
+    return said
 
 
 def left_open(run: Run, reason: str) -> list[TaskState]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from functools import partial
 
 from agentloop.errors import AgentLoopError, Interrupted
 from agentloop.plan import parse
@@ -18,7 +19,7 @@ from agentloop.run.rebuilt import asks_history, readded
 from agentloop.run.selection import runnable
 from agentloop.run.summary import count_stalls, summarize
 from agentloop.run.workplace import in_lanes, no_lane_note
-from agentloop.state.reconcile import reconcile
+from agentloop.state.reconcile import Reconciled, reconcile
 from agentloop.state.schema import TaskState, now
 from agentloop.state.status import FINISHED
 from agentloop.state.status import TaskStatus as S
@@ -204,18 +205,24 @@ def _plan_taken(run: Run) -> tuple[str, ...]:
                 if any(record.history for record in changes.dropped):
                     notes.append(f"the records of removed and reworded tasks are kept in "
                                  f"{run.project.shown(kept)}; their cost still counts")
-            ledger.plan_read(run, parsed, changes)
+            # The added tasks the history holds are marked done in the save that records the
+            # plan as read: saved before, a kill while git reads the history left them to run
+            # again, the next run's start no longer seeing them as added.
+            notes += ledger.plan_read(run, parsed, changes, partial(_found_done, run, changes))
         except AgentLoopError:
             return ()   # the records stay as they were: the next run reads the plan anew
-        if changes.added and asks_history(run.options) and run.vcs.name != "none":
-            try:
-                found = readded(run.project, run.state, changes.added, run.vcs.name)
-                if found:
-                    ledger.save(run)
-            except AgentLoopError:
-                found = []
-            notes += found
     return tuple(notes)
+
+
+def _found_done(run: Run, changes: Reconciled) -> list[str]:
+    """Of the tasks the plan's edit added, those the history holds done, marked so; a line for
+    each (agentloop.run.rebuilt.readded). None when the history cannot be read."""
+    if not changes.added or not asks_history(run.options) or run.vcs.name == "none":
+        return []
+    try:
+        return readded(run.project, run.state, changes.added, run.vcs.name)
+    except AgentLoopError:
+        return []
 
 
 def _summary(run: Run, started: float, stopped: str | None, notes: tuple[str, ...],

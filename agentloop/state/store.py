@@ -256,7 +256,15 @@ class Store:
         """Keep the records of tasks the plan no longer has, in archive/removed-<stamp>.json."""
         import orjson
 
-        target = self.dir / "archive" / f"removed-{stamp.replace(':', '')}.json"
+        name = f"removed-{stamp.replace(':', '')}"
+        target = self.dir / "archive" / f"{name}.json"
+        # A run's end keeps what its plan's edit removed, and the next run's start what an
+        # edit after that removed, maybe within the same second: the first file, which its
+        # run named to the user, is not written over.
+        n = 1
+        while target.exists():
+            n += 1
+            target = target.with_name(f"{name}-{n}.json")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(jsonbytes.dumps(records, option=orjson.OPT_INDENT_2))

@@ -515,6 +515,37 @@ def test_the_records_made_ahead_load_the_lane_s_module_before_the_agent_starts(
     assert done.stdout.split(" ", 1) == ["True", f"{loaded}\n"], done.stdout
 
 
+NO_THREAD = """
+import threading
+plain = threading.Thread.start
+def refused(thread):
+    if thread.name == "agent-loop records ahead":
+        raise RuntimeError("can't start new thread")
+    plain(thread)
+threading.Thread.start = refused
+from agentloop.run.ahead import make_ahead
+from agentloop.vcs.choose import _lane_loaded
+try:
+    make_ahead("git")
+except RuntimeError:
+    pass
+waiter = threading.Thread(target=_lane_loaded, args=("git",), daemon=True)
+waiter.start()
+waiter.join(20)
+print("waits" if waiter.is_alive() else "opens")
+"""
+
+
+def test_a_lane_opens_when_the_thread_that_loads_its_module_could_not_start() -> None:
+    # The loading of the lane's module is claimed before its thread starts, and the lane's
+    # opening waits for it: a thread that cannot start (a limit on threads, a container's
+    # pids.max) must not leave that wait claimed, with nothing ever to end it.
+    done = subprocess.run([sys.executable, "-c", NO_THREAD], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == "opens\n", done.stdout
+
+
 # Every pattern a module of ours compiles as it loads, handed out wrapped so that its uses are
 # counted; at the end, those no use asked for.
 UNUSED_PATTERNS = """

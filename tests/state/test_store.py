@@ -427,3 +427,17 @@ def test_status_of_every_plan_lists_an_unreadable_state_as_unreadable(
     assert done.returncode == 0 and len(lines) == 1, (done.stdout, done.stderr)
     assert lines[0].startswith(".agent-loop/: cannot read: "), lines
     assert "no plan has run" not in done.stdout
+
+
+def test_records_removed_twice_within_a_second_are_both_kept(tmp_path: Path) -> None:
+    # A run's end keeps the records its plan's edit removed (agentloop.run.loop._plan_taken),
+    # and the next run's start those of an edit made after: both within one second, named by
+    # the same stamp. The second must not write over the first, whose path the first run
+    # already named to the user.
+    store = Store(tmp_path)
+    one, two = make_state(2).tasks
+    first = store.keep_removed([one], "2026-03-04T05:06:07+00:00")
+    second = store.keep_removed([two], "2026-03-04T05:06:07+00:00")
+    assert first != second
+    assert [r["summary"] for r in orjson.loads(first.read_bytes())] == ["task 1"]
+    assert [r["summary"] for r in orjson.loads(second.read_bytes())] == ["task 2"]
