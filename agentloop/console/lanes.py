@@ -29,7 +29,7 @@ from agentloop.state.receipts import money
 class Lane:
     """One worker: its task, and what its current agent run (or check) is doing."""
 
-    task: str = ""                # "Backend [2/4]": the task's group and number
+    task: str = ""                # "Backend [2/4]": the task's group and place in the run
     index: int = 0                # the task's number, so a new task starts its cost afresh
     since: float | None = None    # when its current run began (monotonic); None: between runs
     doing: str = ""
@@ -60,7 +60,9 @@ class Lanes:
             if isinstance(event, TaskStarted):
                 if event.index != lane.index:
                     lane.index, lane.spent = event.index, 0.0
-                lane.task = f"{event.group} [{event.index}/{event.total}]"
+                # Counted as the serial counter counts: this run's tasks, not the plan's.
+                lane.task = (f"{event.group} [{event.position}/{event.count}]" if event.count
+                             else f"{event.group} [{event.index}/{event.total}]")
             if isinstance(event, (AgentStarted, CheckStarted)):
                 lane.since, lane.beat_at = now, 0.0
                 lane.tool_calls = lane.turns = 0

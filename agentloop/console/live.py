@@ -265,14 +265,15 @@ def run_started_line(event: RunStarted, cwd: Path | None = None) -> str:
 
 def task_line(event: TaskStarted) -> str:
     """A task (attempt, iteration) starts: [2/3] counts this run's tasks, `task 4` is its
-    number in the plan."""
+    number in the plan as it read when the task started (edited meanwhile, the user saw it
+    so)."""
     if event.iteration > 1:
         return f"  iteration {event.iteration}: continuing in the same session"
     again = f" (attempt {event.attempt})" if event.attempt > 1 else ""
     if not event.count:  # an events.jsonl of an older version
         return f"\n[{event.index}/{event.total}] {event.group} > {event.summary}{again}"
-    return (f"\n[{event.position}/{event.count}] task {event.index}: {event.group} > "
-            f"{event.summary}{again}")
+    return (f"\n[{event.position}/{event.count}] task {event.number or event.index}: "
+            f"{event.group} > {event.summary}{again}")
 
 
 def short(session: str | None) -> str:

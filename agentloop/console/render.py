@@ -314,13 +314,24 @@ def closing_lines(result: RunResult, cwd: Path) -> list[str]:
     task_file = shown(result.project.root / state.task_file, Path("/"), cwd)
     lines = []
     if result.summary.unfinished:
-        listed = ", ".join(str(i) for i in result.summary.unfinished)
-        lines.append(f"not completed: task(s) {listed}; "
+        lines.append(f"not completed: {_not_completed(result.summary)}; "
                      f"`{shlex.join(['agent-loop', task_file, '--status'])}` says why")
     if state.agent == "rehearse":
         return lines + rehearsal_lines(result, task_file, cwd)
     lines += undo_lines(state.vcs, task_file, result.summary)
     return lines
+
+
+def _not_completed(summary: RunFinished) -> str:
+    """The tasks not completed, as the plan reads now (`--status`'s numbers); one it no longer
+    has, by its words. A summary of an older version: the run's numbers."""
+    now, gone = summary.unfinished_now, summary.unfinished_removed
+    if not now and not gone:
+        now = summary.unfinished
+    parts = [f"task(s) {', '.join(str(i) for i in now)}"] if now else []
+    if gone:
+        parts.append(", ".join(f'"{words}"' for words in gone) + " (removed from the plan since)")
+    return " and ".join(parts)
 
 
 def rehearsal_lines(result: RunResult, task_file: str, cwd: Path) -> list[str]:
@@ -341,8 +352,8 @@ def rehearsal_lines(result: RunResult, task_file: str, cwd: Path) -> list[str]:
 
 def undo_lines(vcs: str | None, task_file: str, summary: RunFinished) -> list[str]:
     """How to take back one task's change this run made, for the VCS it used: the last one
-    it completed, named by the run's own number and change (the summary's; the state's
-    records may be renumbered by an edit of the plan the run took in). The summary's
+    it completed, its change the summary's, named as the plan reads now (`--status`'s number;
+    an edit the run took in may have renumbered it). The summary's
     `landed_on`: the branch the tasks landed on, when the checkout is on another one now (you
     switched mid-run): the revert goes there."""
     if not summary.completed or not summary.last_change:
@@ -362,5 +373,6 @@ def undo_lines(vcs: str | None, task_file: str, summary: RunFinished) -> list[st
         where = (f"the run's commits are on branch {landed_on}, not on the one your checkout "
                  "is on now; ")
     status = shlex.join(["agent-loop", task_file, "--status"])
-    return [f"To undo one task, e.g. task {summary.completed[-1]}: {how} ({where}the other "
+    named = summary.last_named or f"task {summary.completed[-1]}"
+    return [f"To undo one task, e.g. {named}: {how} ({where}the other "
             f"tasks' changes stay); `{status}` lists every task's change."]

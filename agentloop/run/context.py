@@ -75,6 +75,10 @@ class Shared:
         self.plan_hash = ""
         # The plan's bytes as last read (agentloop.run.plan_kept): put back should it vanish.
         self.plan_bytes: bytes | None = None
+        # Each task's number in the plan as the controller last read it, by log name, once an
+        # edit renumbered it (empty: the run's own numbers): a live line's `task N`. Replaced
+        # whole, never changed in place: a lane reads it while another's answer reads the plan.
+        self.plan_numbers: dict[str, int] = {}
         # Which file those bytes were read from (or written to: a tick, a plan put back), so a
         # file beside it is the plan renamed only when it is that file, not a copy of it.
         self.plan_id: FileId | None = None

@@ -398,8 +398,9 @@ class Controller:
         if run.shared.halted():
             return False   # the plan was renamed meanwhile (agentloop.run.plan_kept)
         if task.log_name in self.news.removed:
-            self._skipped(task, f"task {task.index} ({task.summary}) was removed from the "
-                                f"plan {self.news.when}: not started")
+            # By its words: the plan has no number for it now, and its old one names another.
+            self._skipped(task, f'task "{task.summary}" was removed from the plan '
+                                f"{self.news.when}: not started")
             run.tally.dropped.add(task.index)
             return False
         if task.log_name in self.news.ticked and task.status != S.SKIPPED:
@@ -464,6 +465,8 @@ class Controller:
         plan_kept.keep(self.run, data, file)
         self.news.when = plan_kept.when(self.run, path)
         self.news.removed = {r.log_name for r in changes.removed}
+        # The live lines from now name each task as the plan reads now (what the user sees).
+        self.run.shared.plan_numbers = {t.log_name: t.index for t in changes.tasks}
         self.news.ticked = {changes.tasks[i - 1].log_name for i in changes.ticked}
         from agentloop.state.rewording import alike  # loaded by the reconcile of an edit
 

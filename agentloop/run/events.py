@@ -44,6 +44,10 @@ class TaskStarted:
     position: int = 0          # its place among the tasks this run takes (0: not known)
     count: int = 0             # how many tasks this run takes
     lane: str = ""
+    # Its number in the plan as the run last read it, edited meanwhile, when this began (the
+    # live line's `task N`); `index` stays the run's own number, as the other events' (0: not
+    # known, an events.jsonl of an older version).
+    number: int = 0
 
 
 @dataclass(frozen=True)
@@ -272,6 +276,14 @@ class RunFinished:
     # state's records may be numbered as the plan edited meanwhile reads (the run's numbers
     # are these events').
     last_change: str = ""
+    # What a user reads after the run's end names tasks as the plan reads then (`--status`'s
+    # numbers), which an edit the run took in may have renumbered: `unfinished` in those
+    # numbers, and the words of the unfinished tasks the plan no longer has.
+    unfinished_now: tuple[int, ...] = ()
+    unfinished_removed: tuple[str, ...] = ()
+    # How the closing undo line names last_change's task: `task 4`, or its words in quotes when
+    # the plan no longer has it.
+    last_named: str = ""
 
 
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,

@@ -87,7 +87,13 @@ class Hooks:
         counts = dict(summary.counts)
         data = {"result": result, "exit_code": code, "reason": reason, "counts": counts,
                 "cost_usd": summary.cost_usd, "seconds": summary.seconds,
-                "unfinished": list(summary.unfinished), "logs": summary.logs}
+                # Named as the plan reads now (`--status`'s numbers; an edit the run took in
+                # renumbers them); the unfinished tasks it no longer has, by their words.
+                "unfinished": list(summary.unfinished_now
+                                   if summary.unfinished_now or summary.unfinished_removed
+                                   else summary.unfinished),
+                "unfinished_removed": list(summary.unfinished_removed),
+                "logs": summary.logs}
         names = {"RESULT": result, "EXIT_CODE": str(code), "REASON": reason or "",
                  "COST_USD": f"{summary.cost_usd:.4f}"}
         names.update((s.upper(), str(counts.get(s, 0))) for s in STATUSES)

@@ -17,7 +17,7 @@ from agentloop.run.controller import Controller
 from agentloop.run.events import RunFinished, RunStarted
 from agentloop.run.rebuilt import asks_history, readded
 from agentloop.run.selection import runnable
-from agentloop.run.summary import count_stalls, summarize
+from agentloop.run.summary import count_stalls, renumbered, summarize
 from agentloop.run.workplace import in_lanes, no_lane_note
 from agentloop.state.reconcile import Reconciled, reconcile
 from agentloop.state.schema import TaskState, now
@@ -101,9 +101,11 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
             summary = _summary(run, started, stopped, tuple(controller.news.notes) + closing,
                                pending)
             # Last: the records take the edited plan's numbering, which the summary's do not.
-            taken = _plan_taken(run)
+            taken, numbers = _plan_taken(run)
             if taken:
                 summary = dataclasses.replace(summary, notes=summary.notes + taken)
+            if numbers is not None:
+                summary = renumbered(summary, *numbers)
             run.emit(summary)
         finally:
             # The plan's file, held open while the run worked (and by _wound_up, which puts the
@@ -185,20 +187,24 @@ def _left_unfinished(run: Run, begun: list[TaskState]) -> tuple[str, ...]:
         for t in tasks if t.status == S.LANDING)
 
 
-def _plan_taken(run: Run) -> tuple[str, ...]:
+def _plan_taken(run: Run) -> tuple[tuple[str, ...],
+                                   tuple[dict[int, int], dict[int, str]] | None]:
     """The plan as the controller last read it, edited while the run worked, recorded as the
     plan's state (ledger.plan_read), as the next run would take it in at its start: the
     records of the tasks it removed kept aside, and a task it added that the history holds
     done marked done. An edit made after that read (during the last task) stays news for
-    `--status` and the next run. Its lines; a fleet job's state keeps the plan it ran."""
+    `--status` and the next run. Its lines; a fleet job's state keeps the plan it ran. And,
+    when the records took it, each task's number in it by its number in the run (for the tasks
+    it still has), with every task's words: the closing lines say them (summary.renumbered)."""
     data = run.shared.plan_bytes
     if run.job is not None or data is None or \
             parse.file_hash(data) == run.state.task_file_hash:
-        return ()
+        return (), None
     with shielded():
         try:
             parsed = parse.from_bytes(plan_kept.current(run), data)
             changes = reconcile(run.state.tasks, parsed)
+            numbers = _numbers(run.state.tasks, changes)
             notes = []
             if changes.dropped:
                 kept = run.project.store.keep_removed(list(changes.dropped), now())
@@ -210,8 +216,21 @@ def _plan_taken(run: Run) -> tuple[str, ...]:
             # again, the next run's start no longer seeing them as added.
             notes += ledger.plan_read(run, parsed, changes, partial(_found_done, run, changes))
         except AgentLoopError:
-            return ()   # the records stay as they were: the next run reads the plan anew
-    return tuple(notes)
+            # The records stay as they were: the next run reads the plan anew.
+            return (), None
+    return tuple(notes), numbers
+
+
+def _numbers(tasks: list[TaskState], changes: Reconciled
+             ) -> tuple[dict[int, int], dict[int, str]]:
+    """Each task's number in the edited plan by its number in the run, matched by its log
+    name (the reconcile keeps a matched record's); a task reworded there is another task now,
+    its words gone, as a removed one's are. And every task's words."""
+    now = {t.log_name: t.index for t in changes.tasks}
+    gone = {r.log_name for r in changes.dropped}
+    return ({t.index: now[t.log_name] for t in tasks
+             if t.log_name in now and t.log_name not in gone},
+            {t.index: t.summary for t in tasks})
 
 
 def _found_done(run: Run, changes: Reconciled) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 from agentloop.errors import UNFINISHED_EXIT, AgentLoopError
@@ -64,7 +65,26 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
                        unfinished=unfinished, cost_known=total.cost_known,
                        completed=completed, removed=removed,
                        landed_on=_landed_on(run) if completed else "",
-                       last_change=tasks[completed[-1] - 1].change_id or "" if completed else "")
+                       last_change=tasks[completed[-1] - 1].change_id or "" if completed else "",
+                       unfinished_now=unfinished,
+                       last_named=f"task {completed[-1]}" if completed else "")
+
+
+def renumbered(summary: RunFinished, numbers: dict[int, int],
+               words: dict[int, str]) -> RunFinished:
+    """The summary once the records took the edited plan's numbering (agentloop.run.loop):
+    `numbers`, each task's number then by its number in the run, for the tasks the plan still
+    has; `words`, every task's words. What the user reads after the run names tasks as
+    `--status` does; a task the plan no longer has, by its words. The run's own numbers stay
+    in `unfinished` and `completed`, as in the run's other events."""
+    last = summary.completed[-1] if summary.completed else 0
+    return dataclasses.replace(
+        summary,
+        unfinished_now=tuple(numbers[i] for i in summary.unfinished if i in numbers),
+        unfinished_removed=tuple(words.get(i, "") for i in summary.unfinished
+                                 if i not in numbers),
+        last_named=("" if not last else f"task {numbers[last]}" if last in numbers
+                    else f'"{words.get(last, "")}"'))
 
 
 def _landed_on(run: Run) -> str:
@@ -153,8 +173,9 @@ def _removed_but_landed(run: Run, removed: tuple[TaskState, ...],
         undo = {"git": f"`git revert {task.change_id[:12]}` takes it back",
                 "jj": f"`jj abandon {task.change_id[:12]}` takes it back"}.get(
                     run.vcs.name, "its files stay in your checkout")
-        lines.append(f"task {task.index} ({task.summary}) was removed from the plan while this "
-                     f"run worked, after its agent had started: its change landed; {undo}")
+        # By its words: its number in the run names another task in the plan now.
+        lines.append(f'task "{task.summary}" was removed from the plan while this run worked, '
+                     f"after its agent had started: its change landed; {undo}")
     return tuple(lines)
 
 

@@ -113,7 +113,7 @@ def test_a_task_removed_ticked_or_reworded_while_the_run_works(
     assert (work / "kept.txt").exists() and (work / "words.txt").exists()
     # The Editor's agent edits the plan: time cannot tell its write from yours.
     during = "while an agent ran (by it, or you)"
-    assert f"task 4 (remove me) was removed from the plan {during}: not started" in done.stdout
+    assert f"task \"remove me\" was removed from the plan {during}: not started" in done.stdout
     assert f"task 5 (tick me) was ticked in the plan {during}: skipped" in done.stdout
     assert f"task 3 was reworded {during}: it runs as it reads now (new wording)" in done.stdout
     # The next run reads the plan as it is now: nothing left, nothing new.
@@ -293,9 +293,9 @@ def test_a_task_removed_while_its_agent_runs_lands_and_is_said_so(
     # Its record is gone from the state with its line (the state holds the plan the run read
     # last): its change is the commit that says its words.
     change = git(work, "log", "-1", "--format=%H", "--grep", "remove myself").strip()[:12]
-    assert "look at: task 1 (remove myself) was removed from the plan while this run worked, " \
+    assert "look at: task \"remove myself\" was removed from the plan while this run worked, " \
         f"after its agent had started: its change landed; `git revert {change}` takes it " \
         "back" in done.stdout, done.stdout
     # Its own agent removed it: the plan changed while an agent ran.
-    assert "look at: task 2 (removed too) was removed from the plan while an agent ran (by it, " \
+    assert "look at: task \"removed too\" was removed from the plan while an agent ran (by it, " \
         "or you): not started" in done.stdout, done.stdout

@@ -86,22 +86,23 @@ def _five_and_task_one_edits(work: Path) -> None:
 def test_a_task_removed_midrun_leaves_no_gap_in_the_counter(work: Path,
                                                            fake_claude: FakeClaude) -> None:
     """Task 2 removed while task 1 ran: the counter counts the tasks the run does, against
-    how many it does now, [1/5] then [2/4], never [3/5] after a number no task took; the
-    events say the same."""
+    how many it does now, [1/5] then [2/4], never [3/5] after a number no task took; each line
+    names its task as the plan read when it was printed (task three is task 2 once task two is
+    gone). The events say the same, their `index` the run's own number."""
     _five_and_task_one_edits(work)
     done = agent_loop(work, "--vcs", "git", "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "\n[1/5] task 1: (ungrouped) > task one\n" in out, out
-    assert "\n[2/4] task 3: (ungrouped) > task three\n" in out, out
-    assert "\n[3/4] task 4: (ungrouped) > task four\n" in out, out
-    assert "\n[4/4] task 5: (ungrouped) > task five\n" in out, out
+    assert "\n[2/4] task 2: (ungrouped) > task three\n" in out, out
+    assert "\n[3/4] task 3: (ungrouped) > task four\n" in out, out
+    assert "\n[4/4] task 4: (ungrouped) > task five\n" in out, out
     assert "/5] task 3" not in out and "4 completed, 1 removed from the plan" in out, out
     started = [orjson.loads(line) for line in
                (work / ".agent-loop" / "events.jsonl").read_bytes().splitlines()]
     started = [e for e in started if e.get("type") == "TaskStarted"]
-    assert [(e["index"], e["position"], e["count"]) for e in started] == \
-        [(1, 1, 5), (3, 2, 4), (4, 3, 4), (5, 4, 4)]
+    assert [(e["index"], e["number"], e["position"], e["count"]) for e in started] == \
+        [(1, 1, 1, 5), (3, 2, 2, 4), (4, 3, 3, 4), (5, 4, 4, 4)]
 
 
 def test_status_after_a_midrun_edit_the_run_took_in_says_no_change(
@@ -113,9 +114,10 @@ def test_status_after_a_midrun_edit_the_run_took_in_says_no_change(
     done = agent_loop(work, "--vcs", "git", "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "tasks.md changed while an agent ran" in done.stdout, done.stdout
-    # The closing undo line names the last task by the run's own number, with its change.
+    # The closing undo line names the last task as --status does (task five is task 4 now),
+    # with its change.
     five = git(work, "log", "-1", "--format=%H", "--grep", "task five").strip()[:12]
-    assert f"To undo one task, e.g. task 5: git revert {five} " in done.stdout, done.stdout
+    assert f"To undo one task, e.g. task 4: git revert {five} " in done.stdout, done.stdout
     assert state_of(work)["task_file_hash"] == \
         "sha256:" + hashlib.sha256((work / "tasks.md").read_bytes()).hexdigest()
     status = agent_loop(work, "--status")
