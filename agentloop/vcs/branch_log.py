@@ -55,8 +55,8 @@ def branch_history(kind: str, root: Path, rev: str = "HEAD") -> list[tuple[str, 
 def jj_changes(root: Path, commits: list[str]) -> dict[str, str]:
     """{commit id: jj's change id} for the git `commits` jj's repository at `root` holds (it
     made them its own when it was made from git's), read by one command that changes nothing
-    (one per thousand commits);
-    a commit it does not hold is left out, and so is every one when jj cannot answer."""
+    (one per thousand commits); a commit it does not hold is left out, and so is every one
+    when jj cannot answer."""
     from agentloop.vcs.jj.run import Jj  # jj's runner only for jj, as above
 
     found: dict[str, str] = {}
