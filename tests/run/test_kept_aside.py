@@ -777,3 +777,28 @@ def test_a_lane_you_locked_keeps_your_lock_through_the_next_run(
         plan.write("- a3\n  FAKE: write a3.txt 3\n")
     last = agent_loop(work, "--vcs", "git", "--no-distill")
     assert last.returncode == 0 and not lane.exists(), last.stdout + last.stderr
+
+
+def test_a_lane_you_locked_is_locked_again_when_the_budget_stops_the_run_between_groups(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # The one lane of a run of one group at a time goes on to the next group; the budget,
+    # reached by the group before, stops the run before that group's first task begins.
+    once = tmp_path / "once"
+    work = project(tmp_path, "git", "## A\n- a task\n  FAKE: write a.txt a\n  FAKE: cost 5\n"
+                   f"  FAKE: bash test -e {once} || {{ touch {once}; sleep 30; }}\n"
+                   "## B\n- b task\n  FAKE: write b.txt b\n")
+    (work / ".gitignore").write_text(".agent-loop/\n")
+    git(work, "add", ".gitignore")
+    git(work, "commit", "-qm", "ignore")
+    child = start(work, "--workplace", "lane")
+    wait_for(child, once)
+    ctrl_c(child)
+    lane, = (work / ".agent-loop" / "lanes").glob("*-serial")
+    git(work, "worktree", "lock", "--reason", "mine", str(lane))
+    second = agent_loop(work, "--no-distill", "--workplace", "lane", "--budget", "4")
+    said = second.stdout + second.stderr
+    assert "unlocked it and goes on in it" in said, said
+    assert (work / "a.txt").read_text() == "a\n" and not (work / "b.txt").exists(), said
+    listed = git(work, "worktree", "list", "--porcelain")
+    assert f"worktree {lane.resolve()}\n" not in listed or "locked mine" in listed, \
+        said + listed
