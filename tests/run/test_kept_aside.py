@@ -802,3 +802,27 @@ def test_a_lane_you_locked_is_locked_again_when_the_budget_stops_the_run_between
     listed = git(work, "worktree", "list", "--porcelain")
     assert f"worktree {lane.resolve()}\n" not in listed or "locked mine" in listed, \
         said + listed
+
+
+def test_a_lane_you_locked_stays_locked_through_a_run_that_never_goes_on_in_it(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # A stopped run's lane you locked, and a next run that stops before it goes on in it (its
+    # budget spent): your lock stays on the lane, as a run that stops in it puts it back.
+    once = tmp_path / "once"
+    work = project(tmp_path, "git", "## A\n- a task\n  FAKE: write a.txt a\n"
+                   f"  FAKE: bash test -e {once} || {{ touch {once}; sleep 30; }}\n"
+                   "## B\n- b task\n  FAKE: write b.txt b\n")
+    (work / ".gitignore").write_text(".agent-loop/\n")
+    git(work, "add", ".gitignore")
+    git(work, "commit", "-qm", "ignore")
+    child = start(work, "--parallel", "2")
+    wait_for(child, once)
+    ctrl_c(child)
+    lane, = (work / ".agent-loop" / "lanes").glob("*-a")
+    git(work, "worktree", "lock", "--reason", "mine", str(lane))
+    other = agent_loop(work, "--no-distill", "--parallel", "2", "--budget", "0")
+    said = other.stdout + other.stderr
+    assert other.returncode == 1 and "budget reached before task 1" in said, said
+    assert "unlocked it and goes on in it" in said, said
+    listed = git(work, "worktree", "list", "--porcelain")
+    assert f"worktree {lane.resolve()}\n" in listed and "locked mine" in listed, said + listed
