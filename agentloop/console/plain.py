@@ -97,7 +97,10 @@ def _number(text: Any, whole: bool) -> int | float:
             raise _NotSure
     elif isinstance(text, bool) or not isinstance(text, (int, float)):
         raise _NotSure
-    return int(text) if whole else float(text)
+    try:
+        return int(text) if whole else float(text)
+    except ValueError:  # more digits than int() takes from text (sys.get_int_max_str_digits)
+        raise _NotSure from None
 
 
 def _within(number: float, type_: Type) -> bool:

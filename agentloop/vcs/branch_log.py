@@ -17,6 +17,7 @@ MARK = "agent-loop"
 # whose subject is the pull request's title.
 REVERTS = ("This reverts commit", "This backs out commit")
 TIMEOUT = 120   # seconds: a history that takes longer to read is read as none
+BATCH = 1000    # commits a jj_changes command asks of: a revset of some 54 KiB (77 for SHA-256)
 
 
 def branch_history(kind: str, root: Path, rev: str = "HEAD") -> list[tuple[str, str, str]]:
@@ -53,20 +54,26 @@ def branch_history(kind: str, root: Path, rev: str = "HEAD") -> list[tuple[str, 
 
 def jj_changes(root: Path, commits: list[str]) -> dict[str, str]:
     """{commit id: jj's change id} for the git `commits` jj's repository at `root` holds (it
-    made them its own when it was made from git's), read by one command that changes nothing;
-    a commit it does not hold is left out, and so is every one when jj cannot answer."""
+    made them its own when it was made from git's), read by one command that changes nothing
+    (one per thousand commits); a commit it does not hold is left out, and so is every one
+    when jj cannot answer."""
     from agentloop.vcs.jj.run import Jj  # jj's runner only for jj, as above
 
-    try:
-        done = Jj(root).run("--ignore-working-copy", "log", "--no-graph", "-r",
-                            " | ".join(f"commit_id({c})" for c in commits),
-                            "-T", 'commit_id ++ "\\x00" ++ change_id ++ "\\x01"',
-                            codes=None, timeout=TIMEOUT)
-    except VcsError:
-        return {}
-    if done.returncode != 0:
-        return {}
-    return {commit: change for commit, change in entries(done.stdout, 2)}
+    found: dict[str, str] = {}
+    # One command for up to BATCH commits: a revset of every one of thousands of tasks would
+    # be more than Linux takes in one argument (128 KiB), and jj would not start at all.
+    for first in range(0, len(commits), BATCH):
+        revset = " | ".join(f"commit_id({c})" for c in commits[first:first + BATCH])
+        try:
+            done = Jj(root).run("--ignore-working-copy", "log", "--no-graph", "-r", revset,
+                                "-T", 'commit_id ++ "\\x00" ++ change_id ++ "\\x01"',
+                                codes=None, timeout=TIMEOUT)
+        except VcsError:
+            return found
+        if done.returncode != 0:
+            return found
+        found.update((commit, change) for commit, change in entries(done.stdout, 2))
+    return found
 
 
 def _refuse_damaged(root: Path, rev: str) -> None:

@@ -30,7 +30,8 @@ from tests.support.repos import make_repo
 # (click reads `1e3`, ` 3` and `.5` as numbers, refuses `-1` or `9` where a range forbids them).
 TRIES = {
     "text": ["x", "pytest -q", "", "=x"],
-    "int": ["0", "1", "2", "5", "10", "11", "07", "1.5", " 3", "-1", "65535", "65536", "x"],
+    "int": ["0", "1", "2", "5", "10", "11", "07", "1.5", " 3", "-1", "65535", "65536", "x",
+            "9" * 5000],  # more digits than Python's int() takes from text: click refuses it
     "float": ["0", "1", "2.5", "30", "1e3", ".5", "5.", "-1", "nan", "inf", "0.5"],
     "duration": ["0", "90", "1.5", "10m", "1h", "-1", "x"],
     "choice": ["nope", "AUTO"],
