@@ -135,14 +135,18 @@ def test_plain_names_each_option_as_click_does() -> None:
 def test_an_unreadable_plan_goes_to_click(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tasks.md").write_text("- a task\n")
-    (tmp_path / "tasks.md").chmod(0)
-    try:
-        if os.access(tmp_path / "tasks.md", os.R_OK):
-            pytest.skip("root reads every file")
-        assert plain.request(["tasks.md"]) is None
-        assert by_click(["tasks.md"]) is None
-    finally:
-        (tmp_path / "tasks.md").chmod(0o644)
+    real = os.access
+
+    # Root reads every file: the look both doors take (os.access) answers as it would a user
+    # whose plan is not readable to them.
+    def access(path: Any, mode: int, *args: Any, **kwargs: Any) -> bool:
+        if os.fspath(path).endswith("tasks.md") and mode & os.R_OK:
+            return False
+        return real(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "access", access)
+    assert plain.request(["tasks.md"]) is None
+    assert by_click(["tasks.md"]) is None
 
 
 @pytest.mark.parametrize("args", [["--vcs", "git", "--review", "--max-attempts", "2"],
