@@ -68,8 +68,8 @@ def unchanged(work: Path, fake_claude: FakeClaude, args: tuple[str, ...]) -> Non
     assert (work / ".agent-loop" / "state.json").read_bytes() == state
 
 
-@pytest.mark.parametrize("args", [(), ("--parallel", "3"), ("--status",)],
-                         ids=["run", "parallel", "status"])
+@pytest.mark.parametrize("args", [(), ("--parallel", "3"), ("--status",), ("--dry-run",)],
+                         ids=["run", "parallel", "status", "dry-run"])
 @pytest.mark.parametrize("damage", ["head's commit pruned", "branch names a missing commit"])
 def test_a_repository_missing_its_head_commit_is_said_in_one_line(
         ran: Path, fake_claude: FakeClaude, args: tuple[str, ...], damage: str) -> None:
@@ -130,5 +130,5 @@ def test_a_jj_repository_whose_git_head_commit_is_gone_is_said_in_one_line(
     assert agent_loop(work).returncode == 0
     (work / "tasks.md").write_text(FIRST + MORE)
     remove_object(work, git(work, "rev-parse", "HEAD").strip())
-    for args in ((), ("--parallel", "3")):
+    for args in ((), ("--parallel", "3"), ("--status",), ("--dry-run",)):
         unchanged(work, fake_claude, args)
