@@ -132,3 +132,32 @@ def test_a_jj_repository_whose_git_head_commit_is_gone_is_said_in_one_line(
     remove_object(work, git(work, "rev-parse", "HEAD").strip())
     for args in ((), ("--parallel", "3"), ("--status",), ("--dry-run",)):
         unchanged(work, fake_claude, args)
+
+
+# An agent that commits in its lane, then deletes that commit's objects (as a `git gc
+# --prune=now` in its lane does to a commit no branch of yours names yet): the lane's branch is
+# there, its commit is not.
+PRUNE_OWN = ("- task one\n  FAKE: bash printf 'new\\n' > new.txt && git add new.txt && "
+             "git commit -qm mine && o=$(git rev-parse --git-common-dir)/objects && "
+             "for t in $(git rev-parse HEAD HEAD^{tree} HEAD:new.txt); do "
+             "rm -f \"$o/${t:0:2}/${t:2}\"; done\n")
+
+
+@pytest.mark.parametrize("args", [(), ("--parallel", "3")], ids=["run", "parallel"])
+def test_a_lane_commit_pruned_under_its_branch_is_said_as_missing_objects(
+        work: Path, fake_claude: FakeClaude, args: tuple[str, ...]) -> None:
+    """Not "the agent deleted its lane's branch" (the branch is there): its objects are
+    missing, said in one line naming `git fsck`; nothing lands."""
+    git(work, "init", "-q")
+    (work / ".gitignore").write_text(".agent-loop/\n")
+    (work / "tasks.md").write_text(PRUNE_OWN)
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "initial")
+    head = git(work, "rev-parse", "HEAD")
+    done = agent_loop(work, *args)
+    err = done.stderr
+    assert done.returncode == 1, (done.stdout, err)
+    assert "Traceback" not in err + done.stdout, err
+    assert "damaged" in err and "git fsck" in err and "deleted" not in err, err
+    assert "fatal:" not in err + done.stdout, err
+    assert git(work, "rev-parse", "HEAD") == head
