@@ -161,3 +161,31 @@ def test_a_lane_commit_pruned_under_its_branch_is_said_as_missing_objects(
     assert "damaged" in err and "git fsck" in err and "deleted" not in err, err
     assert "fatal:" not in err + done.stdout, err
     assert git(work, "rev-parse", "HEAD") == head
+
+
+# An agent that deletes the object of a file it left as it was (as a prune of a damaged or
+# pruned repository leaves it): the landing's `git write-tree` finds it missing.
+PRUNE_KEPT = ("- task one\n  FAKE: bash printf 'new\\n' > new.txt && "
+              "o=$(git rev-parse --git-common-dir)/objects && t=$(git rev-parse HEAD:README.md) && "
+              "rm -f \"$o/${t:0:2}/${t:2}\"\n")
+
+
+@pytest.mark.parametrize("args", [(), ("--parallel", "3")], ids=["run", "parallel"])
+def test_a_lanes_git_failing_on_missing_objects_is_said_in_our_words(
+        work: Path, fake_claude: FakeClaude, args: tuple[str, ...]) -> None:
+    """git's own words ("invalid object ... error building trees") are not what the user reads:
+    one line that says objects are missing, naming `git gc` and `git fsck`."""
+    git(work, "init", "-q")
+    (work / ".gitignore").write_text(".agent-loop/\n")
+    (work / "tasks.md").write_text(PRUNE_KEPT)
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "initial")
+    done = agent_loop(work, *args)
+    err = done.stderr
+    assert done.returncode == 1, (done.stdout, err)
+    assert "Traceback" not in err + done.stdout, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "objects it needs are missing" in lines[0], err
+    assert "git gc" in err and "git fsck" in err, err
+    for words in ("fatal:", "error building trees", "invalid object"):
+        assert words not in err + done.stdout, err
