@@ -56,6 +56,7 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
         return _checked_out(record, ref)
     tip = main.sha(record.branch)
     if tip is None:
+        _refuse_pruned(main, record.branch)
         return _branch_deleted(record)
     if record.head and not main.ancestor(record.head, tip):
         return _branch_rewound(record, tip)
@@ -116,6 +117,17 @@ def _checked_out(record: GitLaneRecord, ref: str | None) -> Breach:
     commands.append(f"git -C {lane} switch {short}")
     return Breach(Kind.CHECKED_OUT, f"the agent checked out {where} in its lane {lane}, "
                   f"which works on {short}; nothing of this step is landed", tuple(commands))
+
+
+def _refuse_pruned(main: Git, branch: str) -> None:
+    """The lane's branch is there but names a commit git no longer has (a `git gc --prune=now`
+    the agent ran in its lane, or a damaged repository): said so, in one line naming `git
+    fsck`, not as a branch the agent deleted."""
+    code, out = main.code("rev-parse", "--verify", "-q", branch, codes=(0, 1, 128))
+    if code == 0 and out.strip():
+        from agentloop.vcs.git.pruned import damaged  # only once the branch's commit is gone
+
+        raise damaged([out.strip()])
 
 
 def _branch_deleted(record: GitLaneRecord) -> Breach:

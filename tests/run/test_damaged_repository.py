@@ -68,8 +68,8 @@ def unchanged(work: Path, fake_claude: FakeClaude, args: tuple[str, ...]) -> Non
     assert (work / ".agent-loop" / "state.json").read_bytes() == state
 
 
-@pytest.mark.parametrize("args", [(), ("--parallel", "3"), ("--status",)],
-                         ids=["run", "parallel", "status"])
+@pytest.mark.parametrize("args", [(), ("--parallel", "3"), ("--status",), ("--dry-run",)],
+                         ids=["run", "parallel", "status", "dry-run"])
 @pytest.mark.parametrize("damage", ["head's commit pruned", "branch names a missing commit"])
 def test_a_repository_missing_its_head_commit_is_said_in_one_line(
         ran: Path, fake_claude: FakeClaude, args: tuple[str, ...], damage: str) -> None:
@@ -130,5 +130,62 @@ def test_a_jj_repository_whose_git_head_commit_is_gone_is_said_in_one_line(
     assert agent_loop(work).returncode == 0
     (work / "tasks.md").write_text(FIRST + MORE)
     remove_object(work, git(work, "rev-parse", "HEAD").strip())
-    for args in ((), ("--parallel", "3")):
+    for args in ((), ("--parallel", "3"), ("--status",), ("--dry-run",)):
         unchanged(work, fake_claude, args)
+
+
+# An agent that commits in its lane, then deletes that commit's objects (as a `git gc
+# --prune=now` in its lane does to a commit no branch of yours names yet): the lane's branch is
+# there, its commit is not.
+PRUNE_OWN = ("- task one\n  FAKE: bash printf 'new\\n' > new.txt && git add new.txt && "
+             "git commit -qm mine && o=$(git rev-parse --git-common-dir)/objects && "
+             "for t in $(git rev-parse HEAD HEAD^{tree} HEAD:new.txt); do "
+             "rm -f \"$o/${t:0:2}/${t:2}\"; done\n")
+
+
+@pytest.mark.parametrize("args", [(), ("--parallel", "3")], ids=["run", "parallel"])
+def test_a_lane_commit_pruned_under_its_branch_is_said_as_missing_objects(
+        work: Path, fake_claude: FakeClaude, args: tuple[str, ...]) -> None:
+    """Not "the agent deleted its lane's branch" (the branch is there): its objects are
+    missing, said in one line naming `git fsck`; nothing lands."""
+    git(work, "init", "-q")
+    (work / ".gitignore").write_text(".agent-loop/\n")
+    (work / "tasks.md").write_text(PRUNE_OWN)
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "initial")
+    head = git(work, "rev-parse", "HEAD")
+    done = agent_loop(work, *args)
+    err = done.stderr
+    assert done.returncode == 1, (done.stdout, err)
+    assert "Traceback" not in err + done.stdout, err
+    assert "damaged" in err and "git fsck" in err and "deleted" not in err, err
+    assert "fatal:" not in err + done.stdout, err
+    assert git(work, "rev-parse", "HEAD") == head
+
+
+# An agent that deletes the object of a file it left as it was (as a prune of a damaged or
+# pruned repository leaves it): the landing's `git write-tree` finds it missing.
+PRUNE_KEPT = ("- task one\n  FAKE: bash printf 'new\\n' > new.txt && "
+              "o=$(git rev-parse --git-common-dir)/objects && t=$(git rev-parse HEAD:README.md) && "
+              "rm -f \"$o/${t:0:2}/${t:2}\"\n")
+
+
+@pytest.mark.parametrize("args", [(), ("--parallel", "3")], ids=["run", "parallel"])
+def test_a_lanes_git_failing_on_missing_objects_is_said_in_our_words(
+        work: Path, fake_claude: FakeClaude, args: tuple[str, ...]) -> None:
+    """git's own words ("invalid object ... error building trees") are not what the user reads:
+    one line that says objects are missing, naming `git gc` and `git fsck`."""
+    git(work, "init", "-q")
+    (work / ".gitignore").write_text(".agent-loop/\n")
+    (work / "tasks.md").write_text(PRUNE_KEPT)
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "initial")
+    done = agent_loop(work, *args)
+    err = done.stderr
+    assert done.returncode == 1, (done.stdout, err)
+    assert "Traceback" not in err + done.stdout, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "objects it needs are missing" in lines[0], err
+    assert "git gc" in err and "git fsck" in err, err
+    for words in ("fatal:", "error building trees", "invalid object"):
+        assert words not in err + done.stdout, err

@@ -786,3 +786,34 @@ def test_a_lane_you_locked_gets_your_lock_back_once_a_run_went_on_in_it(
     assert not (elsewhere / "locked").exists()
     (lane.path / ".git").write_text(own)
     assert teardown._locked_again(repo, lane.path) == "mine"
+
+
+def test_a_lane_registration_you_locked_is_never_dropped(repo: Path) -> None:
+    """A worktree in the lanes' folder that you locked (`git worktree lock`) is yours, even when
+    its `commondir` is empty: agent-loop repairs that file or says it, never unregisters it."""
+    path = lanes.lanes_dir(repo).resolve() / "1-mine"
+    path.mkdir(parents=True)
+    own = repo / ".git" / "worktrees" / "1-mine"
+    own.mkdir(parents=True)
+    (own / "locked").write_text("my notes, keep")
+    (own / "HEAD").write_text(git(repo, "rev-parse", "HEAD") + "\n")
+    (own / "gitdir").write_text(f"{path}/.git\n")
+    (own / "commondir").write_text("")
+    (path / ".git").write_text(f"gitdir: {own}\n")
+    try:
+        worktree_list.git_worktrees(repo)
+    except VcsError:
+        pass  # said as one line is fine; dropping it is not
+    assert (own / "locked").read_text() == "my notes, keep"
+    assert (own / "gitdir").read_text() == f"{path}/.git\n"
+
+
+@pytest.mark.parametrize(("reason", "pid"), [
+    ("agent-loop 123", 123), ("agent-loop  123\n", 123), ("agent-loop x", None),
+    ("agent-loop 1 2", None), ("initializing", None), ("", None)])
+def test_the_lane_lock_format_is_read_in_one_place(reason: str, pid: int | None) -> None:
+    """`agent-loop <pid>` is read by registration.lane_maker alone; users_lock and the
+    half-made check both go by it."""
+    assert registration.lane_maker(reason) == pid
+    ours = pid is not None or reason.strip() in ("initializing",)
+    assert (registration.users_lock({"locked": reason}) is None) == ours

@@ -15,11 +15,11 @@ import contextlib
 from typing import Iterator
 
 from agentloop.errors import VcsError
-from agentloop.vcs.git.run import Git
+from agentloop.vcs.git.run import LOST, Git
 
 # What git says of an object it was handed and no longer has (`commit-tree`, `update-ref`).
 GONE = ("is not a valid object", "nonexistent object", "bad object", "unable to read tree",
-        "could not parse commit")
+        "could not parse commit", LOST)
 
 
 def missing(git: Git, *revs: str) -> list[str]:

@@ -100,6 +100,15 @@ def _half_made(own: Path) -> bool:
     return users_lock({"locked": reason}) is None
 
 
+def lane_maker(reason: str) -> int | None:
+    """The pid a worktree lock's reason names as `agent-loop <pid>` (as `worktrees._add_fresh`
+    writes it while a lane is made); None for any other reason (yours, git's own, REMOVING)."""
+    words = reason.split()
+    if len(words) != 2 or words[0] != "agent-loop" or not words[1].isdigit():
+        return None
+    return int(words[1])
+
+
 def users_lock(fields: dict[str, str]) -> str | None:
     """The reason of a lock someone other than agent-loop put on a worktree listed with
     `fields` (`git worktree lock`): agent-loop's own say `agent-loop <pid>` (a lane being made)
@@ -107,10 +116,8 @@ def users_lock(fields: dict[str, str]) -> str | None:
     if "locked" not in fields or "prunable" in fields:
         return None
     reason = fields["locked"].strip()
-    words = reason.split()
     # git's own, of a `worktree add` under way (an older version's lanes were so made).
-    ours = len(words) == 2 and words[0] == "agent-loop" and words[1].isdigit()
-    if ours or reason in (REMOVING, "initializing"):
+    if lane_maker(reason) is not None or reason in (REMOVING, "initializing"):
         return None
     return reason or "no reason given"
 

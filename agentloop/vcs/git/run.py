@@ -7,6 +7,7 @@ wherever they happen.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
@@ -39,6 +40,28 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+LOST = "git objects it needs are missing"
+# What any git command says of an object it needed and did not find (`write-tree`: "invalid
+# object ... error building trees"; `diff-tree`: "unable to read <sha>").
+_LOST_WORDS = re.compile(r"unable to read (tree )?[0-9a-f]{7,}|invalid object|bad object|"
+                         r"missing (blob|tree|commit)|does not point to a valid object|"
+                         r"is not a valid object|nonexistent object")
+_SHA = re.compile(r"\b[0-9a-f]{40,64}\b")
+
+
+def lost(shown: str, root: Path, detail: str) -> str | None:
+    """Our one line for `git SHOWN` in `root` failing on objects git no longer has (`detail`,
+    git's words, left out): what removes them and what says which; None for any other
+    failure."""
+    if not _LOST_WORDS.search(detail):
+        return None
+    sha = _SHA.search(detail)
+    which = f" ({sha.group()[:12]} among them)" if sha else ""
+    return (f"`git {shown}` failed in {root}: {LOST}{which}: a `git gc --prune=now` (an "
+            "agent's, in its lane, say) removed them, or the repository is damaged; `git fsck` "
+            "says what is missing, and a run started once nothing prunes goes on")
+
+
 def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
     """The one error text of a git command that failed, naming the real cause where it is one a
     user can act on (a folder removed from outside, git missing)."""
@@ -46,7 +69,8 @@ def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
         return VcsError(f"{root} is gone (removed from outside while agent-loop was using it); "
                         "run agent-loop again to set it up afresh")
     shown = " ".join(a for a in args[:3] if "\n" not in a)
-    return VcsError(f"`git {shown}` failed in {root}: {detail}")
+    said = lost(shown, root, detail)
+    return VcsError(said or f"`git {shown}` failed in {root}: {detail}")
 
 
 class Git:

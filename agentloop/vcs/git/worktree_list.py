@@ -48,9 +48,10 @@ def _drop_half_made(root: Path) -> bool:
     and deleted. git writes a new worktree's files one by one after its lock: killed between
     opening one and writing it, it leaves an empty `commondir` or `gitdir`, which makes every
     `git worktree list` fail ("failed to read .../commondir") and which `git worktree prune`
-    never takes (the worktree is locked). Only a registration that is locked, has such a file
-    and is a lane's (its name a folder in the lanes folder, made before those files) goes; the
-    lane's own folder is then a leftover on disk, cleaned as any other."""
+    never takes (the worktree is locked). Only a registration that is locked by agent-loop or
+    git (never one you locked: registration.users_lock), has such a file and is a lane's (its
+    name a folder in the lanes folder, made before those files) goes; the lane's own folder is
+    then a leftover on disk, cleaned as any other."""
     found = False
     folder = root / ".git" / "worktrees"
     try:
@@ -58,7 +59,8 @@ def _drop_half_made(root: Path) -> bool:
     except OSError:
         return False
     for own in entries:
-        if not (own / "locked").exists() or not (lanes_dir(root) / own.name).is_dir():
+        if not (own / "locked").exists() or not (lanes_dir(root) / own.name).is_dir() or \
+                not _ours_or_gits(own / "locked"):
             continue
         if any(not _written(own / name) for name in ("commondir", "gitdir")) \
                 and not _maker_alive(own / "locked"):
@@ -116,12 +118,19 @@ def _maker(locked: Path) -> int | None:
     """The pid a lock names as `agent-loop PID` (as `worktrees._add_fresh` writes it), None
     for another lock (an older lane's, git's own) or none."""
     try:
-        words = locked.read_text().split()
+        return registration.lane_maker(locked.read_text(encoding="utf-8", errors="replace"))
     except OSError:
         return None
-    if len(words) != 2 or words[0] != "agent-loop" or not words[1].isdigit():
-        return None
-    return int(words[1])
+
+
+def _ours_or_gits(locked: Path) -> bool:
+    """Whether the lock is agent-loop's or git's own (a worktree being made or removed), not
+    one you put there: yours is never unregistered. Unreadable is kept, as yours."""
+    try:
+        reason = locked.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return registration.users_lock({"locked": reason}) is None
 
 
 def _maker_alive(locked: Path) -> bool:
