@@ -213,9 +213,11 @@ def trace(folder: Path, backend: str, env: dict[str, str]) -> list[str]:
         if backend == "jj" and words[:1] == ["new"] and words[1:2] != ["-m"]:
             words = ["new", "<the task's change>"]
         calls.append(" ".join(words[:2] if backend == "jj" else words[:1]))
-    # A task's last command: git commits, jj starts a new change on the task's.
-    last = [i for i, c in enumerate(calls)
-            if c == ("commit" if backend == "git" else "new <the task's change>")]
+    # A task's last command: git commits; jj, having committed the task's change in its lane,
+    # rebases the lane's next change onto it.
+    last = [i for i, c in enumerate(calls) if c == ("commit" if backend == "git" else "rebase -s")]
+    if len(last) < 3:
+        raise SystemExit(f"{backend}: no three tasks' last commands in {calls}")
     return calls[last[1] + 1: last[2] + 1]
 
 
