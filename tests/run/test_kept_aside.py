@@ -715,17 +715,14 @@ def test_a_killed_runs_lane_you_locked_keeps_its_files_and_says_so(
     assert (work / "a.txt").read_text() == "a\n" and (work / "b.txt").read_text() == "b\n"
 
 
-@pytest.mark.parametrize("lanes", [("--parallel", "2"), ("--workplace", "lane")])
-def test_a_lane_you_locked_is_locked_again_when_the_run_in_it_stops(
-        tmp_path: Path, fake_claude: FakeClaude, lanes: tuple[str, str]) -> None:
-    # A stopped run's lane you locked: the next run takes your lock off to go on in it, and
-    # puts it back when it is done with it. Stopped there too (Ctrl+C), it kept the lane for
-    # the group's next run but left it unlocked (`git worktree prune` or `remove` free to
-    # take it) until a later run finished in it, or for good.
-    once, twice = tmp_path / "once", tmp_path / "twice"
+def _stopped_in_a_lane_you_locked(tmp_path: Path, lanes: tuple[str, str],
+                                  more: str = "") -> tuple[Path, Path]:
+    """Groups A and B in a git repository that ignores .agent-loop/; a run (`lanes`) stopped
+    (Ctrl+C) in group A's agent, whose lane you then locked ('mine'): (the project, the lane).
+    `more`: FAKE lines of A's task after the one that waits for the stop (its first run only)."""
+    once = tmp_path / "once"
     work = project(tmp_path, "git", "## A\n- a task\n  FAKE: write a.txt a\n"
-                   f"  FAKE: bash test -e {once} || {{ touch {once}; sleep 30; }}\n"
-                   f"  FAKE: bash test -e {twice} || {{ touch {twice}; sleep 30; }}\n"
+                   f"  FAKE: bash test -e {once} || {{ touch {once}; sleep 30; }}\n{more}"
                    "## B\n- b task\n  FAKE: write b.txt b\n")
     (work / ".gitignore").write_text(".agent-loop/\n")
     git(work, "add", ".gitignore")
@@ -736,6 +733,19 @@ def test_a_lane_you_locked_is_locked_again_when_the_run_in_it_stops(
     # group A's lane, or the one lane of a run of one group at a time
     lane, = (work / ".agent-loop" / "lanes").glob("*-a" if "--parallel" in lanes else "*-serial")
     git(work, "worktree", "lock", "--reason", "mine", str(lane))
+    return work, lane
+
+
+@pytest.mark.parametrize("lanes", [("--parallel", "2"), ("--workplace", "lane")])
+def test_a_lane_you_locked_is_locked_again_when_the_run_in_it_stops(
+        tmp_path: Path, fake_claude: FakeClaude, lanes: tuple[str, str]) -> None:
+    # A stopped run's lane you locked: the next run takes your lock off to go on in it, and
+    # puts it back when it is done with it. Stopped there too (Ctrl+C), it kept the lane for
+    # the group's next run but left it unlocked (`git worktree prune` or `remove` free to
+    # take it) until a later run finished in it, or for good.
+    twice = tmp_path / "twice"
+    work, lane = _stopped_in_a_lane_you_locked(
+        tmp_path, lanes, f"  FAKE: bash test -e {twice} || {{ touch {twice}; sleep 30; }}\n")
     child = start(work, *lanes)
     wait_for(child, twice)
     said = ctrl_c(child)
@@ -783,18 +793,8 @@ def test_a_lane_you_locked_is_locked_again_when_the_budget_stops_the_run_between
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     # The one lane of a run of one group at a time goes on to the next group; the budget,
     # reached by the group before, stops the run before that group's first task begins.
-    once = tmp_path / "once"
-    work = project(tmp_path, "git", "## A\n- a task\n  FAKE: write a.txt a\n  FAKE: cost 5\n"
-                   f"  FAKE: bash test -e {once} || {{ touch {once}; sleep 30; }}\n"
-                   "## B\n- b task\n  FAKE: write b.txt b\n")
-    (work / ".gitignore").write_text(".agent-loop/\n")
-    git(work, "add", ".gitignore")
-    git(work, "commit", "-qm", "ignore")
-    child = start(work, "--workplace", "lane")
-    wait_for(child, once)
-    ctrl_c(child)
-    lane, = (work / ".agent-loop" / "lanes").glob("*-serial")
-    git(work, "worktree", "lock", "--reason", "mine", str(lane))
+    work, lane = _stopped_in_a_lane_you_locked(tmp_path, ("--workplace", "lane"),
+                                               "  FAKE: cost 5\n")
     second = agent_loop(work, "--no-distill", "--workplace", "lane", "--budget", "4")
     said = second.stdout + second.stderr
     assert "unlocked it and goes on in it" in said, said
@@ -808,21 +808,11 @@ def test_a_lane_you_locked_stays_locked_through_a_run_that_never_goes_on_in_it(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     # A stopped run's lane you locked, and a next run that stops before it goes on in it (its
     # budget spent): your lock stays on the lane, as a run that stops in it puts it back.
-    once = tmp_path / "once"
-    work = project(tmp_path, "git", "## A\n- a task\n  FAKE: write a.txt a\n"
-                   f"  FAKE: bash test -e {once} || {{ touch {once}; sleep 30; }}\n"
-                   "## B\n- b task\n  FAKE: write b.txt b\n")
-    (work / ".gitignore").write_text(".agent-loop/\n")
-    git(work, "add", ".gitignore")
-    git(work, "commit", "-qm", "ignore")
-    child = start(work, "--parallel", "2")
-    wait_for(child, once)
-    ctrl_c(child)
-    lane, = (work / ".agent-loop" / "lanes").glob("*-a")
-    git(work, "worktree", "lock", "--reason", "mine", str(lane))
+    work, lane = _stopped_in_a_lane_you_locked(tmp_path, ("--parallel", "2"))
     other = agent_loop(work, "--no-distill", "--parallel", "2", "--budget", "0")
     said = other.stdout + other.stderr
-    assert other.returncode == 1 and "budget reached before task 1" in said, said
+    # task 1 or task 2: whichever of the two lanes asks the budget first
+    assert other.returncode == 1 and "budget reached before task " in said, said
     assert "unlocked it and goes on in it" in said, said
     listed = git(work, "worktree", "list", "--porcelain")
     assert f"worktree {lane.resolve()}\n" in listed and "locked mine" in listed, said + listed
