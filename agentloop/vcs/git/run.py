@@ -43,19 +43,21 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 LOST = "git objects it needs are missing"
 # What any git command says of an object it needed and did not find (`write-tree`: "invalid
 # object ... error building trees"; `diff-tree`: "unable to read <sha>").
-_LOST_WORDS = re.compile(r"unable to read (tree )?[0-9a-f]{7,}|invalid object|bad object|"
-                         r"missing (blob|tree|commit)|does not point to a valid object|"
-                         r"is not a valid object|nonexistent object")
-_SHA = re.compile(r"\b[0-9a-f]{40,64}\b")
+# Patterns, compiled where a git command has failed: a plain run never does (compiling is a
+# start-up cost: tests/cli/test_startup.py).
+_LOST_WORDS = (r"unable to read (tree )?[0-9a-f]{7,}|invalid object|bad object|"
+               r"missing (blob|tree|commit)|does not point to a valid object|"
+               r"is not a valid object|nonexistent object")
+_SHA = r"\b[0-9a-f]{40,64}\b"
 
 
 def lost(shown: str, root: Path, detail: str) -> str | None:
     """Our one line for `git SHOWN` in `root` failing on objects git no longer has (`detail`,
     git's words, left out): what removes them and what says which; None for any other
     failure."""
-    if not _LOST_WORDS.search(detail):
+    if not re.search(_LOST_WORDS, detail):
         return None
-    sha = _SHA.search(detail)
+    sha = re.search(_SHA, detail)
     which = f" ({sha.group()[:12]} among them)" if sha else ""
     return (f"`git {shown}` failed in {root}: {LOST}{which}: a `git gc --prune=now` (an "
             "agent's, in its lane, say) removed them, or the repository is damaged; `git fsck` "
