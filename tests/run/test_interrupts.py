@@ -204,23 +204,27 @@ def test_a_stop_inside_python_s_import_machinery_leaves_no_import_lock_held(
 
 
 # The thread that gets the first agent ready beside the lane's creation (started as its `git
-# worktree add` runs) cannot import (as when an interrupted import left a lock held): it sends
-# SIGINT while the main thread makes the lane, and waits forever.
+# worktree add` runs) never gets it ready (as when an interrupted import left a lock held that it
+# waits for): it sends SIGINT while the main thread makes the lane, and waits forever. It waits
+# holding no lock of Python's import machinery, as such a thread would: a stand-in that held the
+# global import lock (a finder that waits) hung the main thread's next import on a loaded
+# machine, where the main thread had gone on to the first agent's imports before it waited.
 STUCK_BESIDE = """
-import importlib.abc, os, signal, sys, threading, time
+import os, signal, sys, threading, time
+from agentloop.proc.watchdog import watchdog
 main = threading.main_thread()
+ready = watchdog.ready
 
-class Stuck(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if threading.current_thread().name == "agent-loop agents ready":
-            # In the lane's creation, or past it already (a loaded machine may start this
-            # thread's import late): waiting for this thread as the first agent starts.
-            while not any(f.f_code.co_name in ("_take_lane", "before_start")
-                          for f in frames(main.ident)):
-                time.sleep(0.001)
-            os.kill(os.getpid(), signal.SIGINT)
-            threading.Event().wait()
-        return None
+def stuck() -> bool:
+    if threading.current_thread().name != "agent-loop agents ready":
+        return ready()
+    # In the lane's creation, or past it already (a loaded machine may start this thread
+    # late): waiting for this thread as the first agent starts.
+    while not any(f.f_code.co_name in ("_take_lane", "before_start") for f in frames(main.ident)):
+        time.sleep(0.001)
+    os.kill(os.getpid(), signal.SIGINT)
+    threading.Event().wait()
+    return False
 
 def frames(ident):
     frame = sys._current_frames().get(ident)
@@ -228,7 +232,7 @@ def frames(ident):
         yield frame
         frame = frame.f_back
 
-sys.meta_path.insert(0, Stuck())
+watchdog.ready = stuck
 from agentloop.__main__ import main as run
 run()
 """
