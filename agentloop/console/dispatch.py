@@ -56,7 +56,7 @@ def status(tasks_md: Path | None, cwd: Path, as_json: bool, rehearse: bool = Fal
 def dispatch(tasks_md: Path | None, cwd: Path, options: RunOptions) -> int:
     """Run the one operation the options ask for, print what it returns; the exit code."""
     from agentloop import app
-    from agentloop.console import render
+    from agentloop.console import closing
 
     if options.serve or options.report:  # the dashboard: agentloop.dashboard
         from agentloop.dashboard import commands
@@ -97,7 +97,7 @@ def dispatch(tasks_md: Path | None, cwd: Path, options: RunOptions) -> int:
                 return 1
         result = with_notices(options.notify, str(tasks_md), Console(cwd=cwd),
                               lambda emit: app.run(tasks_md, cwd, options, emit))
-        for line in render.closing_lines(result, cwd):
+        for line in closing.closing_lines(result, cwd):
             echo(line)
         # Loaded once the run is over: before it, its modules would hold up the run's start.
         from agentloop.run.summary import exit_code

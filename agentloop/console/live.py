@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 from typing import IO, Callable, Protocol
 
+from agentloop.console.closing import summary_text
 from agentloop.console.lanes import Heartbeat, Lanes
-from agentloop.console.render import duration, summary_text
+from agentloop.console.render import duration
 from agentloop.run.checks import round_line
 from agentloop.run.events import (
     AgentActivity,

@@ -1,6 +1,9 @@
-"""Text and JSON for what the core returns: --status, --dry-run, and a run's closing lines.
+"""Text and JSON for --status (of one plan, or of every plan of a repository), and the helpers
+every rendering shares: the JSON documents' schema version, paths as the user can type them,
+durations.
 
 Two renderings of the same data; paths are shown so that they work from where the user stands.
+A run's closing lines are agentloop.console.closing.
 """
 
 from __future__ import annotations
@@ -19,8 +22,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-    from agentloop.app import RunResult
-    from agentloop.run.events import RunFinished
     from agentloop.standing import PlanLine, StatusView
     from agentloop.state.schema import State, TaskState
 
@@ -279,100 +280,3 @@ def _task_cost(t: TaskState) -> str:
     if all(a.cost_known for a in t.history):
         return money(t.cost_usd)
     return f"{money(t.cost_usd)} or more" if t.cost_usd else "unknown"
-
-
-def summary_text(event: RunFinished, cwd: Path | None = None) -> str:
-    """The closing lines of a run."""
-    counts = ", ".join([f"{n} {status}" for status, n in event.counts]
-                       + ([f"{len(event.removed)} removed from the plan"] if event.removed
-                          else []))
-    head = "done" if event.stopped is None else "stopped"
-    notes = "".join(f"\nlook at: {note}" for note in event.notes)
-    tokens = dict(event.tokens)
-    spent = (f"; tokens in {tokens.get('input_tokens', 0):,} out {tokens.get('output_tokens', 0):,}"
-             if tokens else "")
-    cost = f"; cost {money(event.cost_usd, event.cost_known)}"
-    if not event.agents_ran:
-        # No agent ever ran (the run stopped before the first began): nothing was spent and
-        # there is nothing to tell of, where "cost $0.0000; tokens in 0 out 0" read as runs.
-        cost = spent = ""
-    elif not event.cost_known and not event.cost_usd and not any(tokens.values()):
-        # Agents ran and none reported (each stopped or timed out first): what they spent is
-        # not known, which "unknown (tokens only); tokens in 0 out 0" said as if tokens were.
-        cost, spent = "; cost unknown (no agent reported)", ""
-    logs = os.path.relpath(event.logs, cwd) if cwd and os.path.isabs(event.logs) else event.logs
-    return (f"\nagent-loop {head}: {counts}{cost}"
-            f"{spent}; time {duration(event.seconds)}; logs in {logs}/{notes}")
-
-
-def closing_lines(result: RunResult, cwd: Path) -> list[str]:
-    """After the summary: which tasks did not finish, and how to undo one task."""
-    import shlex  # a run's closing lines only: --status shows no command line
-
-    # The state's name: a plan renamed while the run worked is saved under its new one.
-    state = result.state
-    task_file = shown(result.project.root / state.task_file, Path("/"), cwd)
-    lines = []
-    if result.summary.unfinished:
-        lines.append(f"not completed: {_not_completed(result.summary)}; "
-                     f"`{shlex.join(['agent-loop', task_file, '--status'])}` says why")
-    if state.agent == "rehearse":
-        return lines + rehearsal_lines(result, task_file, cwd)
-    lines += undo_lines(state.vcs, task_file, result.summary)
-    return lines
-
-
-def _not_completed(summary: RunFinished) -> str:
-    """The tasks not completed, as the plan reads now (`--status`'s numbers); one it no longer
-    has, by its words. A summary of an older version: the run's numbers."""
-    now, gone = summary.unfinished_now, summary.unfinished_removed
-    if not now and not gone:
-        now = summary.unfinished
-    parts = [f"task(s) {', '.join(str(i) for i in now)}"] if now else []
-    if gone:
-        parts.append(", ".join(f'"{words}"' for words in gone) + " (removed from the plan since)")
-    return " and ".join(parts)
-
-
-def rehearsal_lines(result: RunResult, task_file: str, cwd: Path) -> list[str]:
-    """Where a rehearsal's changes are, and that nothing of the user's moved."""
-    import shlex
-
-    from agentloop.run.rehearsal import lane_name
-    from agentloop.vcs.lanes import BRANCH_PREFIX, JJ_PREFIX, lanes_dir
-
-    copy = lanes_dir(result.project.root) / lane_name(result.project)
-    where = (f"branch {BRANCH_PREFIX}{copy.name}" if result.state.vcs == "git"
-             else f"jj workspace {JJ_PREFIX}{copy.name}")
-    status = shlex.join(["agent-loop", task_file, "--status", "--rehearse"])
-    return [f"rehearsal: its changes are on {where}, in {shown(copy, Path('/'), cwd)}; your "
-            f"branch and files are as they were. Its state is its own (`{status}`); the real "
-            f"run starts from the plan itself: `{shlex.join(['agent-loop', task_file])}`"]
-
-
-def undo_lines(vcs: str | None, task_file: str, summary: RunFinished) -> list[str]:
-    """How to take back one task's change this run made, for the VCS it used: the last one
-    it completed, its change the summary's, named as the plan reads now (`--status`'s number;
-    an edit the run took in may have renumbered it). The summary's
-    `landed_on`: the branch the tasks landed on, when the checkout is on another one now (you
-    switched mid-run): the revert goes there."""
-    if not summary.completed or not summary.last_change:
-        return []
-    import shlex
-
-    example, landed_on = summary.last_change, summary.landed_on
-    if vcs == "jj":
-        how = f"jj abandon {example[:12]}"
-    elif vcs == "git":
-        how = f"git revert {example[:12]}"
-    else:
-        return []
-    where = ""
-    if landed_on and vcs == "git":
-        how = f"git switch {shlex.quote(landed_on)} && {how}"  # a line to type, not run
-        where = (f"the run's commits are on branch {landed_on}, not on the one your checkout "
-                 "is on now; ")
-    status = shlex.join(["agent-loop", task_file, "--status"])
-    named = summary.last_named or f"task {summary.completed[-1]}"
-    return [f"To undo one task, e.g. {named}: {how} ({where}the other "
-            f"tasks' changes stay); `{status}` lists every task's change."]
