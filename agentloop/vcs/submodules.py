@@ -8,9 +8,9 @@ and said. In your checkout a submodule is its own repository: what the agent cha
 stays there, uncommitted, and a commit the agent made inside it moves it to a commit that only
 your copy of it holds; both are said.
 
-The submodules are read off `.gitmodules` (a file read, no process: a repository without one
-costs a `stat` a task); only a repository that has submodules pays a `git status` a task in
-your checkout.
+Which folders are submodules is agentloop.vcs.submodule_folders (`.gitmodules`, a file read, no
+process: a repository without one costs a `stat` a task); only a repository that has submodules
+pays a `git status` a task in your checkout.
 """
 
 from __future__ import annotations
@@ -21,13 +21,10 @@ from pathlib import Path
 from agentloop.errors import AgentLoopError
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.vcs.git.run import Git
+from agentloop.vcs.submodule_folders import checkout_unlisted, own_dir, paths, unlisted
 
-# The submodules named in a .gitmodules, by the file's path, with the stamp they were read at.
-_named: dict[Path, tuple[tuple[int, int], tuple[str, ...]]] = {}
 # Your checkout's submodules as the last look saw them: path -> git's "S<c><m><u>" flags.
 _seen: dict[Path, dict[str, str]] = {}
-# Your checkout's submodules that .gitmodules does not name, found once (_checkout_unlisted).
-_unlisted_in: dict[Path, tuple[str, ...]] = {}
 # Each lane's submodule folders that were empty when it was first seen (lane_seen).
 _empty_from_start: dict[Path, frozenset[str]] = {}
 
@@ -40,51 +37,6 @@ class Swept:
     path: str
     files: tuple[str, ...]
     kept: Path
-
-
-def paths(root: Path) -> tuple[str, ...]:
-    """The submodule paths `root/.gitmodules` names; () without one. Read again only when the
-    file changed."""
-    file = root / ".gitmodules"
-    try:
-        st = file.stat()
-    except OSError:
-        return ()
-    stamp = (st.st_mtime_ns, st.st_size)
-    known = _named.get(file)
-    if known is not None and known[0] == stamp:
-        return known[1]
-    try:
-        text = file.read_text(encoding="utf-8", errors="surrogateescape")
-    except OSError:
-        return ()
-    found = tuple(dict.fromkeys(_parse(text)))
-    _named[file] = (stamp, found)
-    return found
-
-
-def _parse(text: str) -> list[str]:
-    """The `path` values of the `[submodule "…"]` sections of a git config text."""
-    out, inside = [], False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#;":
-            continue
-        if line.startswith("["):
-            inside = line[1:].lstrip().lower().startswith("submodule")
-            continue
-        key, eq, value = line.partition("=")
-        if not inside or not eq or key.strip().lower() != "path":
-            continue
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] == '"':
-            value = value[1:-1]
-        value = value.strip("/")
-        # A path leaving the repository, or the repository itself, is none of a lane's
-        # submodule folders.
-        if value and not value.startswith("/") and not {".", ".."} & set(value.split("/")):
-            out.append(value)
-    return out
 
 
 def _empty(folder: Path) -> bool:
@@ -106,8 +58,8 @@ def lane_seen(lane: Path) -> None:
     files would never be moved out and go with the lane."""
     if lane in _empty_from_start:
         return
-    own = _own_dir(lane)
-    subs = paths(lane) + _unlisted(lane, own)
+    own = own_dir(lane)
+    subs = paths(lane) + unlisted(lane, own)
     record = (own / RECORD if own is not None else None) if subs else None
     before = _read_record(record)
     found = frozenset(s for s in subs if _empty(lane / s) or s in before)
@@ -122,87 +74,6 @@ def lane_seen(lane: Path) -> None:
 
 # In the lane's own VCS folder: its submodule folders that were empty when it was first seen.
 RECORD = "agent-loop-empty-submodules"
-
-
-def _own_dir(lane: Path) -> Path | None:
-    """The lane's own VCS folder: its jj workspace's `.jj/`, or the folder in the repository
-    that its git worktree's `.git` file names; None when neither is found."""
-    jj = lane / ".jj"
-    if jj.is_dir():
-        return jj
-    try:
-        text = (lane / ".git").read_text(encoding="utf-8", errors="surrogateescape")
-    except OSError:  # none, or a folder: a lane is a linked worktree, whose .git is a file
-        return None
-    if not text.startswith("gitdir:"):
-        return None
-    own = lane / text[len("gitdir:"):].strip()  # an absolute path stays as it is
-    return own if own.is_dir() else None
-
-
-# A git index entry's mode, as the index stores it (32 bits, big-endian): a gitlink's.
-_GITLINK_MODE = (0o160000).to_bytes(4, "big")
-
-
-def _holds_gitlink(git_dir: Path) -> bool:
-    """Whether the index of `git_dir` may hold a gitlink (a false yes costs one process).
-    A split index (core.splitIndex) keeps most entries in a shared index beside it, which its
-    `link` extension names: those are searched too, a `link` found anywhere in the bytes
-    being reason enough to look."""
-    try:
-        with open(git_dir / "index", "rb") as index:
-            data = index.read()
-    except OSError:
-        return False
-    if _GITLINK_MODE in data:
-        return True
-    if b"link" not in data:
-        return False
-    # The shared index lives in the repository's common folder too when this is a worktree's.
-    folders = {git_dir}
-    try:
-        common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
-        folders.add((git_dir / common).resolve())
-    except OSError:
-        pass
-    for folder in folders:
-        try:
-            names = [n for n in os.listdir(folder) if n.startswith("sharedindex.")]
-        except OSError:
-            continue
-        for name in names:
-            try:
-                with open(folder / name, "rb") as index:
-                    if _GITLINK_MODE in index.read():
-                        return True
-            except OSError:
-                return True  # unreadable: look the careful way
-    return False
-
-
-def _unlisted(lane: Path, own: Path | None) -> tuple[str, ...]:
-    """The git lane's submodules that `.gitmodules` does not name: a folder holding a
-    repository of its own that was `git add`ed (a gitlink, "embedded repository"), which a
-    lane holds empty and git ignores the files of, as a submodule's. Only an index holding a
-    gitlink's mode somewhere pays a process (`git ls-tree -d`: folders, no files); most
-    indexes do not, which one search of its bytes tells."""
-    if own is not None and own.name == ".jj":
-        own, lane = _colocated(own)
-    if own is None:
-        return ()
-    if not _holds_gitlink(own):
-        return ()
-    try:
-        out = Git(lane).out("ls-tree", "-r", "-d", "-z", "--full-tree", "HEAD", codes=(0, 128))
-    except AgentLoopError:
-        return ()
-    listed = set(paths(lane))
-    found = []
-    for entry in out.split("\0"):
-        head, tab, path = entry.partition("\t")
-        if tab and head.startswith("160000 ") and path not in listed:
-            found.append(path)
-    return tuple(found)
 
 
 def _read_record(record: Path | None) -> frozenset[str]:
@@ -220,7 +91,7 @@ def sweep(lane: Path, keep: Path) -> list[Swept]:
     under `keep`/<path>, each folder's own; nothing when the repository has no submodule, and
     nothing in a folder that was not empty when the lane was first seen (lane_seen)."""
     moved = []
-    # Those of `paths` and of `_unlisted` found empty first: `_unlisted` is not asked again.
+    # Those of `paths` and of `unlisted` found empty first: `unlisted` is not asked again.
     for sub in sorted(_empty_from_start.get(lane, frozenset())):
         folder = lane / sub
         try:
@@ -287,7 +158,7 @@ def look(root: Path) -> dict[str, str] | None:
     repository has no submodule (and no process ran)."""
     if not (root / ".git").exists():
         return None
-    subs = paths(root) + _checkout_unlisted(root)
+    subs = paths(root) + checkout_unlisted(root)
     if not subs:
         return None
     # git's own door: the run core, which asks, knows no VCS backend; this module does.
@@ -303,26 +174,6 @@ def look(root: Path) -> dict[str, str] | None:
         if len(fields) == 9 and fields[0] == "1" and fields[2].startswith("S"):
             found[fields[8]] = fields[2]
     return found
-
-
-def _colocated(jj: Path) -> tuple[Path | None, Path]:
-    """A jj lane keeps no git index: the git dir and folder of the repository its workspace
-    belongs to, when that one is colocated (its `.git` a folder beside its `.jj`), whose
-    index and HEAD tell the gitlinks instead; (None, the lane) otherwise."""
-    try:  # a workspace's .jj/repo is a file naming the repository's, from .jj/
-        main = (jj / (jj / "repo").read_text(encoding="utf-8").strip()).resolve().parent.parent
-    except OSError:  # a folder: the repository's own workspace
-        main = jj.parent
-    return (main / ".git" if (main / ".git").is_dir() else None), main
-
-
-def _checkout_unlisted(root: Path) -> tuple[str, ...]:
-    """Your checkout's submodules `.gitmodules` does not name (_unlisted), found once a run:
-    a look a task pays no second read of the index for."""
-    if root not in _unlisted_in:
-        own = root / ".git" if (root / ".git").is_dir() else _own_dir(root)
-        _unlisted_in[root] = _unlisted(root, own)
-    return _unlisted_in[root]
 
 
 def before_task(root: Path) -> None:

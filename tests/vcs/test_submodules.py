@@ -1,6 +1,6 @@
-"""agentloop.vcs.submodules and the git backend's reading of a submodule: the paths a
-.gitmodules names, a lane's submodule folder swept, your checkout's submodules looked at, and
-a submodule whose own files changed is no change of the superproject's tree."""
+"""agentloop.vcs.submodules and the git backend's reading of a submodule: a lane's submodule
+folder swept, your checkout's submodules looked at, and a submodule whose own files changed is
+no change of the superproject's tree."""
 
 from __future__ import annotations
 
@@ -12,16 +12,6 @@ from agentloop.vcs.git.run import Git
 from agentloop.vcs.git.status import parse_status
 from tests.run.test_submodule_files import with_submodule
 from tests.support.repos import git
-
-
-def test_the_paths_a_gitmodules_names(tmp_path: Path) -> None:
-    (tmp_path / ".gitmodules").write_text(
-        '[submodule "a"]\n\tpath = vendor/a\n\turl = ../a\n'
-        '# a comment\n[Submodule "b c"]\n\tPath = "third party/b"\n'
-        '[core]\n\tpath = not/one\n[submodule "up"]\n\tpath = ../outside\n'
-        '[submodule "all"]\n\tpath = .\n[submodule "here"]\n\tpath = ./x\n')
-    assert submodules.paths(tmp_path) == ("vendor/a", "third party/b")
-    assert submodules.paths(tmp_path / "none") == ()
 
 
 def test_a_lanes_submodule_folder_swept_out(tmp_path: Path) -> None:
