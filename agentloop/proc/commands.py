@@ -18,9 +18,10 @@ from typing import Callable, Mapping
 import agentloop.proc.running as running
 from agentloop.errors import Interrupted, ProcessError, ProgramNotFound
 from agentloop.ondemand import dataclass_now as dataclass
+from agentloop.proc.environ import popen_env
 from agentloop.proc.reaper import reaped, spawn
 from agentloop.proc.signals import shielded
-from agentloop.proc.spawn import Spawned, popen_env, usable
+from agentloop.proc.spawn import Spawned, usable
 from agentloop.proc.watchdog import watchdog
 
 _started = 0

@@ -6,7 +6,8 @@ standard streams), a third of a millisecond sooner, which is a tenth of what a g
 posix_spawn cannot change the child's folder, so proc uses this only for commands that run in
 ours (the repository root, where agent-loop is almost always started); elsewhere, Popen.
 The objects answer the few calls proc makes of a Popen: communicate (again after a Ctrl+C, where
-it left off), wait, poll, kill, pid, returncode, and for a streamed run its stdout.
+it left off), wait, poll, kill, pid, returncode, and for a streamed run its stdout. The
+environment is handed over as agentloop.proc.environ keeps it (as bytes, encoded once).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import sys
 import tempfile
 import time
 from typing import Callable, Mapping
+
+from agentloop.proc.environ import for_child
 
 CHUNK = 1 << 16
 # What Popen's restore_signals gives a child back (Python itself ignores SIGPIPE), and
@@ -177,7 +180,7 @@ def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: 
         (os.POSIX_SPAWN_DUP2, stdin, 0) if stdin is not None else
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
     actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _to_close()]
-    given = _encoded(environ)
+    given = for_child(environ)
     try:
         return os.posix_spawn(program, argv, given, file_actions=actions, setsid=True,
                               setsigdef=DEFAULTS)
@@ -190,52 +193,6 @@ def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: 
         raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r}")
     return os.posix_spawn(program, argv, given, file_actions=actions, setsid=True,
                           setsigdef=DEFAULTS)
-
-
-# The environments children were started with, by identity, as given and (from its second
-# child on) as bytes: a git runner hands the same dict to every command, and posix_spawn would
-# encode each of its names and values again each time. An environment seen once (a dict made
-# for one command) is only copied: encoding it here would cost more than posix_spawn does.
-_envs: dict[int, tuple[Mapping[str, str], dict[str, str], Mapping[bytes, bytes] | None]] = {}
-
-
-def _encoded(environ: Mapping[str, str]) -> Mapping[bytes, bytes] | Mapping[str, str]:
-    """`environ` as the child gets it, as bytes when they are at hand."""
-    if environ is os.environ:
-        raw = getattr(os.environ, "_data", None)  # POSIX keeps the bytes it exports
-        return raw if isinstance(raw, dict) else environ
-    held = _envs.get(id(environ))
-    if held is not None and held[0] is environ and held[1] == environ:
-        if held[2] is not None:
-            return held[2]
-        try:
-            encoded = {os.fsencode(k): os.fsencode(v) for k, v in environ.items()}
-        except (TypeError, UnicodeError):
-            return environ  # posix_spawn says what is wrong with it, as it always did
-        _envs[id(environ)] = (environ, held[1], encoded)
-        return encoded
-    if len(_envs) >= 16:  # one-off dicts go first; a runner's, encoded already, stay
-        for key in [key for key, (_, _, encoded) in list(_envs.items()) if encoded is None]:
-            _envs.pop(key, None)
-        if len(_envs) >= 16:
-            _envs.clear()
-    _envs[id(environ)] = (environ, dict(environ), None)
-    return environ
-
-
-def popen_env(env: Mapping[str, str] | None) -> Mapping[bytes, bytes] | Mapping[str, str] | None:
-    """`env` as Popen is best handed it (an agent started in a lane's folder, which
-    posix_spawn cannot start in): None, the child taking ours with nothing encoded, when it
-    holds just what os.environ does; else as bytes from its second use on, kept by identity as
-    for posix_spawn. Popen encodes each name and value of a str one in Python, every start."""
-    if env is None or env is os.environ:
-        return None
-    from agentloop.proc.environ import current
-
-    if env == current():  # one comparison in C; os.environ keeps the process's own in step
-        return None
-    given = _encoded(env)
-    return dict(env) if given is env else given
 
 
 class _Child:

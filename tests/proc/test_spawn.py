@@ -249,30 +249,6 @@ def test_an_agent_gets_its_environment_as_it_is_at_each_start(
     assert seen(None) == ["changed", "unset"]
 
 
-def test_an_agent_in_another_folder_has_its_environment_encoded_once_a_run(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Popen encodes each name and value of a str environment in Python at every start: forty
-    # variables, eighty calls a task. The run's dict is encoded once, and not at all when it
-    # is just ours.
-    other = tmp_path / "lane"
-    other.mkdir()
-    encoded: list[str] = []
-    real = os.fsencode
-
-    def counted(name: str | bytes) -> bytes:
-        if isinstance(name, str):
-            encoded.append(name)
-        return real(name)
-
-    env = {**os.environ, "AL_SPAWN_PROBE": "one"}
-    proc.stream(["true"], lambda line: None, cwd=other, env=env)
-    monkeypatch.setattr(os, "fsencode", counted)
-    for _ in range(3):
-        proc.stream(["true"], lambda line: None, cwd=other, env=env)
-        proc.stream(["true"], lambda line: None, cwd=other, env=dict(os.environ))
-    assert sum(name in env for name in encoded) == len(env)  # each name once: the first reuse
-
-
 def test_a_command_started_runs_while_the_caller_goes_on(where: Path, tmp_path: Path) -> None:
     # proc.start: the command runs from the start on; its answer is run's, once waited for.
     flag = tmp_path / "go"
