@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import tempfile
 import time
 from typing import Callable, Mapping
 
+import agentloop.proc.program_path as program_path
 from agentloop.proc.environ import for_child
 
 CHUNK = 1 << 16
@@ -100,7 +100,6 @@ def _to_close() -> list[int]:
 
 
 USABLE = _stdio_open()
-_found: dict[tuple[str, str], str] = {}
 
 
 def usable(cwd: str | os.PathLike[str] | None) -> bool:
@@ -139,40 +138,13 @@ def prompt_input(data: bytes) -> int:
     return copy
 
 
-def _program(name: str, path: str) -> str | None:
-    """What a name runs, as execvp would find it (looked up once per PATH)."""
-    if os.sep in name:
-        return name
-    key = (name, path)
-    if key not in _found:
-        found = shutil.which(name, path=path)
-        if found is None:
-            return None
-        _found[key] = found
-    return _found[key]
-
-
-def located(name: str, env: Mapping[str, str] | None) -> str | None:
-    """The absolute path `name` runs as with `env`'s PATH (a name with a slash, or one found in
-    a relative folder of PATH, runs as the child finds it from its own folder: None)."""
-    environ = os.environ if env is None else env
-    found = _program(name, environ.get("PATH", os.defpath))
-    return found if found is not None and os.sep not in name and os.path.isabs(found) else None
-
-
-def forget(name: str, env: Mapping[str, str] | None) -> None:
-    """`name` did not run where it was found (moved, removed): look it up again next time."""
-    environ = os.environ if env is None else env
-    _found.pop((name, environ.get("PATH", os.defpath)), None)
-
-
 def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: int,
            stdin: int | None) -> int:
     """Start `argv` in a session of its own with these descriptors as its 0, 1 and 2 (no
     stdin: /dev/null); its pid."""
     environ = os.environ if env is None else env
     path = environ.get("PATH", os.defpath)
-    program = _program(argv[0], path)
+    program = program_path.find(argv[0], path)
     if program is None:
         raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r}")
     actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = [
@@ -185,10 +157,10 @@ def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: 
         return os.posix_spawn(program, argv, given, file_actions=actions, setsid=True,
                               setsigdef=DEFAULTS)
     except FileNotFoundError:
-        if _found.pop((argv[0], path), None) is None:
+        if not program_path.dropped(argv[0], path):
             raise
     # Moved or gone since it was found (a reinstall): looked up along PATH again, once.
-    program = _program(argv[0], path)
+    program = program_path.find(argv[0], path)
     if program is None:
         raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r}")
     return os.posix_spawn(program, argv, given, file_actions=actions, setsid=True,

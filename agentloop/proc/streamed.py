@@ -21,11 +21,12 @@ from agentloop.errors import Interrupted
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.proc.commands import not_started, note_start
 from agentloop.proc.environ import popen_env
+from agentloop.proc.program_path import forget, located
 from agentloop.proc.read_output import Deadline, Expired, lines
 from agentloop.proc.read_output import tail as read_tail
 from agentloop.proc.reaper import adopt_orphans, children, end_adopted, reaped, spawn
 from agentloop.proc.signals import held_back, shielded
-from agentloop.proc.spawn import Streaming, forget, located, prompt_input, usable
+from agentloop.proc.spawn import Streaming, prompt_input, usable
 from agentloop.proc.watchdog import die_with_parent, watchdog
 
 # Grace between the signals of an escalating stop (SIGINT -> SIGTERM -> SIGKILL).
