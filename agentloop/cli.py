@@ -17,7 +17,7 @@ from agentloop.console.dispatch import last_resort
 from agentloop.console.help import SectionedCommand
 from agentloop.console.stops import json_error, write
 from agentloop.option_table import OPTIONS
-from agentloop.settings.schema import click_type
+from agentloop.settings.click_types import click_type
 
 
 class _Command(SectionedCommand):

@@ -10,7 +10,8 @@ are never built. What is made is the standard library's own dataclass, built onc
 typed (mypy sees `dataclasses.dataclass` itself), equal, hashable and printed as ever.
 
 Its `__repr__`, `__eq__` and `__hash__` are not compiled for it: functions shared by every
-class made here do the same (_build). `dataclass_now` makes a class the same way at its class
+class made here do the same (_build); nor, up to Python 3.12, a frozen class's `__setattr__` and
+`__delattr__` (_frozen_methods). `dataclass_now` makes a class the same way at its class
 statement, as the standard library's decorator does: for the records a run makes before its
 first agent anyway (some forty, each some 0.2 ms cheaper), and for classes introspected or
 subclassed before an instance is made.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import signal
+import sys
 import threading
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
@@ -81,8 +83,8 @@ def _build(cls: type[T], options: dict[str, Any]) -> type[T]:
     # decorator (dataclass_now's) can take; one made in place would have none.
     if options.get("order") or options.get("unsafe_hash") or options.get("slots") or \
             not {"__repr__", "__eq__", "__hash__"}.isdisjoint(cls.__dict__):
-        return dataclasses.dataclass(**options)(cls)
-    dataclasses.dataclass(**{**options, "repr": False, "eq": False})(cls)
+        return _standard(cls, options)
+    _standard(cls, {**options, "repr": False, "eq": False})
     plain: Any = cls
     if repr_:
         plain.__repr__ = _repr
@@ -92,6 +94,49 @@ def _build(cls: type[T], options: dict[str, Any]) -> type[T]:
         # own: frozen, hashed by the compared fields; mutable, unhashable.
         plain.__hash__ = _hash if options.get("frozen", False) else None
     return cls
+
+
+# The standard library's maker of a frozen class's __setattr__ and __delattr__, where it compiles
+# the two (Python 3.10 to 3.12; 3.13 compiles a class's methods at once, with its __init__).
+_COMPILED_FROZEN = dataclasses.__dict__.get("_frozen_get_del_attr") \
+    if sys.version_info < (3, 13) else None
+_LENDING = threading.Lock()
+
+
+def _standard(cls: type[T], options: dict[str, Any]) -> type[T]:
+    """The standard library's dataclass of `cls`; a frozen one's __setattr__ and __delattr__
+    are _frozen_methods's, lent to it for the while (another thread's dataclass made meanwhile
+    gets them too: they do what its own would)."""
+    if _COMPILED_FROZEN is None or not options.get("frozen"):
+        return dataclasses.dataclass(**options)(cls)
+    stdlib: Any = dataclasses
+    with _LENDING:
+        try:
+            stdlib._frozen_get_del_attr = _frozen_methods
+            return dataclasses.dataclass(**options)(cls)
+        finally:
+            stdlib._frozen_get_del_attr = _COMPILED_FROZEN
+
+
+def _frozen_methods(cls: type, fields: list[dataclasses.Field[Any]],
+                    globals: Any) -> tuple[Callable[..., None], Callable[..., None]]:
+    """A frozen class's __setattr__ and __delattr__ as the standard library's
+    _frozen_get_del_attr writes them (the same test, the same errors, the same fall-through to
+    the next class for a subclass's own attributes), made as closures: nothing compiled."""
+    names = frozenset(f.name for f in fields)
+    owner: Any = cls
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is owner or name in names:
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(owner, self).__setattr__(name, value)
+
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is owner or name in names:
+            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+        super(owner, self).__delattr__(name)
+
+    return __setattr__, __delattr__
 
 
 # Each class's fields for each shared method, found at its first call: (repr, compare, hash).

@@ -5,8 +5,6 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
-import click
-
 
 def interactive() -> bool:
     """Whether a person can answer a question: stdin is a terminal (CI's is not)."""
@@ -21,6 +19,8 @@ def reset_allowed(redone: Callable[[], int]) -> bool:
     count = redone()
     if not count:
         return True
+    import click  # the question's prompt: a --reset with no one to ask imports no click
+
     try:
         return click.confirm(f"--reset archives the state and runs the plan again: {count} "
                              f"done task(s) will be done again by the agent, and paid for "

@@ -5,7 +5,8 @@ the options a run usually has.
 The options are agentloop.option_table's, the ones click's command is made of. Only a command
 line whose every word this module understands comes this way: one plan, and options each
 written as itself (`--vcs git`, never `--vcs=git`), with values it converts exactly as click
-would (a name, a choice, a whole number or a plain decimal within the option's range). Anything
+would (agentloop.option_values: a name, a choice, a number in plain digits within the option's
+range, a duration, NAME=VALUE, a variable's name, a model's rates). Anything
 else, a value it is not sure of included, goes to click (agentloop.cli), which says what it
 says about it. What this module hands over, the options' values with their defaults and the
 names of those given, is what click hands over (tests/cli/test_plain.py compares the two), and
@@ -18,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from agentloop.option_table import OPTIONS, Option, Type
+from agentloop.option_table import OPTIONS, Option
 
 # typing for the checker only
 TYPE_CHECKING = False
@@ -28,10 +29,6 @@ if TYPE_CHECKING:
 Request = tuple[Path, dict[str, "Any"], set[str]]
 
 
-class _NotSure(Exception):
-    """A value click may read otherwise than this module would: click reads the command."""
-
-
 def request(args: list[str]) -> Request | None:
     """(the plan, every option's value, the names given) when click would read `args` so,
     else None."""
@@ -39,7 +36,7 @@ def request(args: list[str]) -> Request | None:
     for option in OPTIONS:
         words.update({word: (option, True) for word in option.opts})
         words.update({word: (option, False) for word in option.secondary})
-    values: dict[str, Any] = {}
+    given: list[tuple[Option, Any]] = []  # each option as written, its value as typed
     plans = []
     rest = iter(args)
     try:
@@ -53,59 +50,38 @@ def request(args: list[str]) -> Request | None:
                 value = next(rest)  # StopIteration: click says the value is missing
                 if value.startswith("-"):
                     return None  # click reads it as the value; a typo, most likely
+            given.append((option, value))
+    except (KeyError, StopIteration):
+        return None  # --help and --version among them: their words are no option's here
+    if len(plans) != 1 or not _readable(plans[0]):
+        return None
+    from agentloop.option_values import NotSure  # a plan's line only: not for --help
+
+    values: dict[str, Any] = {}
+    try:
+        for option, value in given:
+            if not option.is_flag:
                 value = _converted(option, value)
             values[option.name] = (*values.get(option.name, ()), value) if option.multiple \
                 else value
-        if len(plans) != 1 or not _readable(plans[0]):
-            return None
-        given = set(values)
+        names = set(values)
         for option in OPTIONS:
             if option.name not in values:
                 values[option.name] = _default(option)
-    except (KeyError, StopIteration, _NotSure):
+    except NotSure:
         return None
-    return Path(plans[0]), values, given
+    return Path(plans[0]), values, names
 
 
 def _converted(option: Option, text: Any) -> Any:
-    """A value as click's type for it converts it, when this module is sure of how."""
-    kind = option.type.kind if option.type is not None else "text"
-    if kind == "text" and isinstance(text, str):
-        return text
-    if kind == "choice" and text in option.type.choices:  # type: ignore[union-attr]
-        return text
-    if kind == "agent" and text != "rehearse":  # a mode, not an agent (settings.schema)
-        if text == option.kwargs.get("default"):
-            return text  # as click's type takes it: unchecked, so no table is read
-        from agentloop.agents import AGENTS
+    """A value as click's type for it converts it, when agentloop.option_values is sure of
+    how."""
+    from agentloop.option_values import converted
 
-        if text in AGENTS:
-            return text
-    if kind in ("int", "float", "duration"):
-        number = _number(text, whole=kind == "int")
-        if _within(number, option.type):  # type: ignore[arg-type]
-            return number
-    raise _NotSure
-
-
-def _number(text: Any, whole: bool) -> int | float:
-    """A number written in plain digits (`5`, `2.5`), or a default as the table gives it."""
-    if isinstance(text, str):
-        digits = text if whole else text.replace(".", "", 1)
-        if not (digits.isascii() and digits.isdigit()) or text.endswith(".") \
-                or text.startswith("."):
-            raise _NotSure
-    elif isinstance(text, bool) or not isinstance(text, (int, float)):
-        raise _NotSure
-    try:
-        return int(text) if whole else float(text)
-    except ValueError:  # more digits than int() takes from text (sys.get_int_max_str_digits)
-        raise _NotSure from None
-
-
-def _within(number: float, type_: Type) -> bool:
-    return (type_.low is None or number >= type_.low) and \
-        (type_.high is None or number <= type_.high)
+    if option.type is not None and option.type.kind == "agent" and \
+            text == option.kwargs.get("default"):
+        return text  # as click's type takes it: unchecked, so no table is read
+    return converted(option.type, text)
 
 
 def _default(option: Option) -> Any:

@@ -302,7 +302,7 @@ SOURCES = {
     "options": ("agentloop.cli", "agentloop.option_table", "agentloop.console.help",
                 "agentloop.settings.keys"),
     "settings": ("agentloop.cli", "agentloop.option_table", "agentloop.settings.keys",
-                 "agentloop.settings.schema"),
+                 "agentloop.settings.schema", "agentloop.settings.click_types"),
     "exit-codes": ("agentloop.errors",),
     "events": ("agentloop.run.events", "agentloop.run.lane_tag", "agentloop.agents"),
 }

@@ -114,10 +114,9 @@ def test_the_plain_door_reads_each_command_line_it_takes_as_click_does(
                       for _, values, given in (ours, theirs))
         assert one.rows == other.rows, args
         taken |= ours[2]
-    # The usual options come this way: every one whose values are names, choices or numbers.
-    by_words = {"assignment", "model_rates", "variable_name"}
-    usual = {o.name for o in OPTIONS if kind(o) not in by_words}
-    assert usual <= taken, sorted(usual - taken)
+    # Every option comes this way, given a value click takes as it is written.
+    every = {o.name for o in OPTIONS}
+    assert every <= taken, sorted(every - taken)
     assert plain.request(["tasks.md", "--vcs", "git", "--no-distill"]) is not None
     assert len(lines) > 1000
 
@@ -182,6 +181,32 @@ def test_a_plain_run_imports_no_click(tmp_path: Path, fake_claude: FakeClaude) -
     assert "import agentloop.console.plain" in lines, "is the run watched?"
     clicks = [line for line in lines if line.split()[:2] == ["import", "click"]]
     assert not clicks, "a plain run imports click"
+    assert (work / "a.txt").read_text().strip() == "A"
+
+
+def test_a_run_with_settings_imports_no_click(tmp_path: Path, fake_claude: FakeClaude,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # A settings file, the user's, AGENT_LOOP_* variables, values of every usual kind, and
+    # --reset off a terminal (no one to ask): click's types check none of them.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    (work / "agent-loop.toml").write_text(
+        'max-attempts = 3\nbudget = 9.5\nlane-wait = "10m"\nenv = { A = "1" }\n'
+        'env-exclude = ["SECRET"]\nprices = { "m" = "1/2/3" }\nagent = "claude"\n'
+        '[plans."tasks.md"]\nworkplace = "lane"\n')
+    config = tmp_path / "config"
+    (config / "agent-loop").mkdir(parents=True)
+    (config / "agent-loop" / "config.toml").write_text('model = "m"\nreview = false\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    for name, value in [("AGENT_LOOP_MAX_FAILURES", "4"), ("AGENT_LOOP_TICK_BOXES", "false"),
+                        ("AGENT_LOOP_TASK_TIMEOUT", "600"), ("AGENT_LOOP_CHECK", "true")]:
+        monkeypatch.setenv(name, value)
+    for name, extra in (("first", []), ("again", ["--reset"])):
+        (tmp_path / name).mkdir()
+        lines = audited_run(work, tmp_path / name, extra=extra)
+        assert any(line.startswith("process ") and "stream-json" in line for line in lines)
+        assert "import agentloop.settings.schema" in lines, "were the settings read?"
+        clicks = [line for line in lines if line.split()[:2] == ["import", "click"]]
+        assert not clicks, f"a run with settings {extra} imports click"
     assert (work / "a.txt").read_text().strip() == "A"
 
 

@@ -36,8 +36,8 @@ PARSING = (*QUICK, *SAYING, "agentloop.options", "agentloop.cli", "agentloop.con
            # the options' table, read first by a plain run's door (which leaves --help to click)
            "agentloop.option_table", "agentloop.console.plain",
            "agentloop.console.command",   # what both doors do once the options are read
-           # the click types of --env and --env-exclude
-           "agentloop.settings", "agentloop.settings.keys", "agentloop.settings.schema")
+           # the click types of --env and --env-exclude (not the settings' checks)
+           "agentloop.settings", "agentloop.settings.click_types")
 # --help lists the agents (their package's table only, never an agent's module); the default
 # agent needs no look-up, so --status reads no table.
 HELP = (*PARSING, "agentloop.agents", "agentloop.agents.environment",
@@ -358,7 +358,8 @@ FIRST_GIT = {"agent-loop history": "log"}
 ASKED_AT_ONCE = ("var", "config", "rev-parse", "--no-optional-locks")
 
 
-def audited_run(work: Path, tmp_path: Path, vcs: str = "git") -> list[str]:
+def audited_run(work: Path, tmp_path: Path, vcs: str = "git",
+                extra: list[str] | None = None) -> list[str]:
     """A fresh run of `work`'s tasks.md as Python's audit hooks see it: each module's first
     import, each process started and (Thread.start wrapped) each thread, in the order they
     come."""
@@ -377,10 +378,11 @@ def audited_run(work: Path, tmp_path: Path, vcs: str = "git") -> list[str]:
             "    out.write(f'thread {self.name}\\n')\n"
             "    begin(self)\n"
             "threading.Thread.start = start\n"
-            f"sys.argv = ['agent-loop', 'tasks.md', '--vcs', {vcs!r}, '--no-distill']\n"
+            f"sys.argv = ['agent-loop', 'tasks.md', '--vcs', {vcs!r}, '--no-distill', "
+            f"*{extra or []!r}]\n"
             "runpy.run_module('agentloop', run_name='__main__')\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr[-2000:]
     return seen.read_text().splitlines()
 
