@@ -55,14 +55,15 @@ def branch_history(kind: str, root: Path, rev: str = "HEAD") -> list[tuple[str, 
     return [(commit, change, text) for commit, change, text in entries(done.stdout, 3)]
 
 
-def jj_changes(root: Path, commits: list[str]) -> dict[str, str]:
+def jj_changes(root: Path, commits: list[str]) -> dict[str, str | None]:
     """{commit id: jj's change id} for the git `commits` jj's repository at `root` holds (it
-    made them its own when it was made from git's), read by one command that changes nothing
-    (one per thousand commits); a commit it does not hold is left out, and so is every one
-    when jj cannot answer."""
+    made them its own when it was made from git's, one since rewritten or abandoned too), read
+    by one command that changes nothing (one per thousand commits); None for a commit it does
+    not hold (one on no branch when jj took git's in: it never will, unless a branch comes to
+    name it). A commit jj could not answer for is left out."""
     from agentloop.vcs.jj.run import Jj  # jj's runner only for jj, as above
 
-    found: dict[str, str] = {}
+    found: dict[str, str | None] = {}
     # One command for up to BATCH commits: a revset of every one of thousands of tasks would
     # be more than Linux takes in one argument (128 KiB), and jj would not start at all.
     for first in range(0, len(commits), BATCH):
@@ -75,7 +76,8 @@ def jj_changes(root: Path, commits: list[str]) -> dict[str, str]:
             return found
         if done.returncode != 0:
             return found
-        found.update((commit, change) for commit, change in entries(done.stdout, 2))
+        held = {commit: change for commit, change in entries(done.stdout, 2)}
+        found.update((c, held.get(c)) for c in commits[first:first + BATCH])
     return found
 
 
