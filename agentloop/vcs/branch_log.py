@@ -25,8 +25,8 @@ def branch_history(kind: str, root: Path, rev: str = "HEAD") -> list[tuple[str, 
     agent-loop, oldest first; git's change id is its commit id. Empty when there is no history
     (an unborn branch) or it cannot be read; VcsError when git's repository lacks the commit
     `rev` names, or jj's git store an object of the history (a damaged repository, said so:
-    agentloop.vcs.git.pruned). `rev`: git's commit
-    to read back from."""
+    agentloop.vcs.git.pruned; jj's, by agentloop.vcs.jj.run.damage). `rev`: git's commit to
+    read back from."""
     try:
         if kind == "git":
             done = Git(root).run("log", "--reverse", "--regexp-ignore-case", f"--grep={MARK}",
@@ -50,7 +50,11 @@ def branch_history(kind: str, root: Path, rev: str = "HEAD") -> list[tuple[str, 
         if kind == "git":
             _refuse_damaged(root, rev)
         elif kind == "jj":
-            _refuse_jj_damaged(done.stderr)
+            from agentloop.vcs.jj.run import damage  # only once jj failed
+
+            said = damage(done.stderr)
+            if said is not None:
+                raise said
         return []
     return [(commit, change, text) for commit, change, text in entries(done.stdout, 3)]
 
@@ -94,21 +98,6 @@ def _refuse_damaged(root: Path, rev: str) -> None:
         return
     if said is not None:
         raise said
-
-
-def _refuse_jj_damaged(err: str) -> None:
-    """jj could not read the history because its git store lacks an object the history names
-    ("Object <id> of type commit not found"): the repository is damaged and that is said, as
-    for git, not shown as no history."""
-    import re  # only once jj failed
-
-    from agentloop.vcs.jj.run import MISSING
-
-    lost = re.search(MISSING, err)
-    if lost is not None:
-        from agentloop.vcs.git.pruned import damaged
-
-        raise damaged([lost[1]], lost[2])
 
 
 def entries(out: str, count: int) -> list[list[str]]:
