@@ -142,9 +142,10 @@ def _history_lines(view: StatusView) -> list[str]:
             lines.append(f"task {index}'s change is no longer in the rehearsal's working copy; "
                          f"`agent-loop {state.task_file} --rehearse` rehearses the plan again")
             continue
-        lines.append(f"task {index}'s change is no longer in the history (abandoned, or not on "
-                     f"this branch); `agent-loop {state.task_file} --task {index} --again` "
-                     "does it once more")
+        from agentloop.state.whereabouts import lost_words  # --status imported it to ask
+
+        lines.append(f"{lost_words(state.vcs or '', state.tasks[index - 1])}; `agent-loop "
+                     f"{state.task_file} --task {index} --again` does it once more")
     if any(t.done_as for t in state.tasks):
         from agentloop.state.reconcile import reworded_lines
         lines += reworded_lines(state.tasks, state.task_file)

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from agentloop.errors import VcsError
+from agentloop.state.whereabouts import git_commit
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.jj.run import Jj
 
@@ -17,6 +18,8 @@ _ID = re.compile(r"[0-9a-z]{4,64}")
 
 def patch(root: Path, vcs: str, change_id: str | None, commit_id: str | None) -> str:
     """The patch of a task's change (git: its commit; jj: its change), or why there is none."""
+    if vcs == "jj" and commit_id is None and git_commit(change_id):
+        commit_id = change_id  # a git commit jj's repository lacks (whereabouts.jj_lacks)
     if vcs == "git" or (vcs == "jj" and commit_id and (root / ".git").exists()):
         tool, ident = "git", commit_id or change_id
         args = ["show", "--stat", "--patch", "--format=commit %H%n%n%B", "--no-color",

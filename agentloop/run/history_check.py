@@ -195,8 +195,9 @@ def lost_before(run: Run) -> None:
                 # lane's.
                 if here:
                     set_lane(task.group)
-                run.emit(LaneNote(f"task {task.index}'s change is no longer in the history "
-                                  f"(abandoned, or not on this branch): it stays done; "
+                from agentloop.state.whereabouts import lost_words  # only for a lost one
+
+                run.emit(LaneNote(f"{lost_words(run.vcs.name, task)}: it stays done; "
                                   f"`agent-loop {name} --task {task.index} --again` does it "
                                   "once more"))
     finally:

@@ -112,10 +112,15 @@ def moved(task: TaskState, change_id: str, commit_id: str) -> None:
     task.change_id, task.commit_id = change_id, commit_id
 
 
-def renamed(task: TaskState, change_id: str) -> None:
+def renamed(task: TaskState, change_id: str | None) -> None:
     """A finished task's change, recorded by its git commit (git's change id is its commit id),
-    named as jj names the same commit now that jj's repository holds it: its status stays."""
-    task.change_id = change_id
+    named as jj names the same commit now that jj's repository holds it; None: jj's repository
+    holds no such commit, and the record keeps the git commit with no commit of jj's
+    (agentloop.state.whereabouts.jj_lacks), asked after no more. Its status stays."""
+    if change_id is None:
+        task.commit_id = None
+    else:
+        task.change_id = change_id
 
 
 def open_attempt(task: TaskState, change: Change) -> None:

@@ -47,7 +47,6 @@ def history_kind(asked: str, root: Path) -> str:
 
 
 History = Callable[[], list[tuple[str, str, str]]]
-HEX = frozenset("0123456789abcdef")
 
 
 def asks_history(options: RunOptions) -> bool:
@@ -118,16 +117,20 @@ def named_by_jj(state: State, root: Path) -> None:
     holds them (the jj backend's prepare), by one jj command, and only when a record is such:
     by git's id, a task's change that jj rewrites later (a rebase, `jj metaedit`) was taken
     for another task's, or for lost."""
-    by_git = [t for t in state.tasks if t.change_id and t.change_id == t.commit_id
-              and len(t.change_id) in (40, 64) and HEX.issuperset(t.change_id)]
-    if not by_git:
+    by_git = [t for t in state.tasks if t.change_id and t.change_id == t.commit_id]
+    if not by_git:  # a jj run's own records: its change ids are never its commit ids
         return
+    from agentloop.state.whereabouts import git_commit  # only for such a record, as _done
+
+    by_git = [t for t in by_git if git_commit(t.change_id)]
     found = jj_changes(root, [t.change_id or "" for t in by_git])
     from agentloop.run import ledger  # the task records' writer, as in from_history
 
+    # A commit jj does not hold (reset or rewritten away with git before jj took git's in) is
+    # recorded so (jj_lacks) and never asked after again; one jj could not answer for, next run.
     for task in by_git:
-        if (change := found.get(task.commit_id or "")) is not None:
-            ledger.renamed(task, change)
+        if (commit := task.commit_id or "") in found:
+            ledger.renamed(task, found[commit])
 
 
 def done_in_history(project: Project, state: State, kind: str) -> frozenset[int]:

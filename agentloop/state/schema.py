@@ -110,6 +110,8 @@ class TaskState:
     status: str = TaskStatus.PENDING   # a TaskStatus; a str on disk
     session_id: str | None = None
     change_id: str | None = None
+    # jj: None beside a git commit's id as change_id: the task was done as that git commit,
+    # which jj's repository does not hold (agentloop.state.whereabouts.jj_lacks).
     commit_id: str | None = None
     files: list[str] = field(default_factory=list)
     log: str | None = None

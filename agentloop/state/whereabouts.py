@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from agentloop.state.landed import Commit, PlannedTask
-    from agentloop.state.schema import State
+    from agentloop.state.schema import State, TaskState
 
 
 # (lost: gone from the history, found nowhere on it; moved: (task, the change its trailers name
@@ -62,6 +62,35 @@ def whereabouts(root: Path, task_file: str, state: State, branch: str | None = N
         elif index in gone:
             lost.append(index)
     return tuple(lost), tuple(moved), tuple(reverted)
+
+
+HEX = "0123456789abcdef"
+
+
+def git_commit(ident: str | None) -> bool:
+    """Whether a record's change id is a git commit's (40 or 64 hex digits; git's change id is
+    its commit id), which no jj change id is (jj's are written in the letters k to z)."""
+    return ident is not None and len(ident) in (40, 64) and not ident.strip(HEX)
+
+
+def jj_lacks(kind: str, task: TaskState) -> bool:
+    """jj: whether `task`'s record names the git commit it was done as, which jj's repository
+    does not hold (never imported: reset or rewritten away with git before jj took git's in),
+    so no jj change of it can be taken back. Recorded so once (agentloop.run.rebuilt.named_by_jj):
+    the git commit as its change id, no commit id of jj's."""
+    return kind == "jj" and task.commit_id is None and git_commit(task.change_id)
+
+
+def lost_words(kind: str, task: TaskState) -> str:
+    """What a finished task whose change left the history is, for the line that says so."""
+    if not jj_lacks(kind, task):
+        return f"task {task.index}'s change is no longer in the history (abandoned, or not on " \
+               "this branch)"
+    commit = (task.change_id or "")[:12]
+    return (f"task {task.index} was done as git commit {commit}, which jj's history does not "
+            "hold (reset or rewritten away with git before jj took in git's branches), so no "
+            f"jj change of it is there to take back (`git show {commit}` shows it while git "
+            "keeps it)")
 
 
 def planned(state: State) -> list[PlannedTask]:

@@ -25,8 +25,8 @@ def branch_history(kind: str, root: Path, rev: str = "HEAD") -> list[tuple[str, 
     agent-loop, oldest first; git's change id is its commit id. Empty when there is no history
     (an unborn branch) or it cannot be read; VcsError when git's repository lacks the commit
     `rev` names, or jj's git store an object of the history (a damaged repository, said so:
-    agentloop.vcs.git.pruned). `rev`: git's commit
-    to read back from."""
+    agentloop.vcs.git.pruned; jj's, by agentloop.vcs.jj.run.damage). `rev`: git's commit to
+    read back from."""
     try:
         if kind == "git":
             done = Git(root).run("log", "--reverse", "--regexp-ignore-case", f"--grep={MARK}",
@@ -50,19 +50,24 @@ def branch_history(kind: str, root: Path, rev: str = "HEAD") -> list[tuple[str, 
         if kind == "git":
             _refuse_damaged(root, rev)
         elif kind == "jj":
-            _refuse_jj_damaged(done.stderr)
+            from agentloop.vcs.jj.run import damage  # only once jj failed
+
+            said = damage(done.stderr)
+            if said is not None:
+                raise said
         return []
     return [(commit, change, text) for commit, change, text in entries(done.stdout, 3)]
 
 
-def jj_changes(root: Path, commits: list[str]) -> dict[str, str]:
+def jj_changes(root: Path, commits: list[str]) -> dict[str, str | None]:
     """{commit id: jj's change id} for the git `commits` jj's repository at `root` holds (it
-    made them its own when it was made from git's), read by one command that changes nothing
-    (one per thousand commits); a commit it does not hold is left out, and so is every one
-    when jj cannot answer."""
+    made them its own when it was made from git's, one since rewritten or abandoned too), read
+    by one command that changes nothing (one per thousand commits); None for a commit it does
+    not hold (one on no branch when jj took git's in: it never will, unless a branch comes to
+    name it). A commit jj could not answer for is left out."""
     from agentloop.vcs.jj.run import Jj  # jj's runner only for jj, as above
 
-    found: dict[str, str] = {}
+    found: dict[str, str | None] = {}
     # One command for up to BATCH commits: a revset of every one of thousands of tasks would
     # be more than Linux takes in one argument (128 KiB), and jj would not start at all.
     for first in range(0, len(commits), BATCH):
@@ -75,7 +80,8 @@ def jj_changes(root: Path, commits: list[str]) -> dict[str, str]:
             return found
         if done.returncode != 0:
             return found
-        found.update((commit, change) for commit, change in entries(done.stdout, 2))
+        held = {commit: change for commit, change in entries(done.stdout, 2)}
+        found.update((c, held.get(c)) for c in commits[first:first + BATCH])
     return found
 
 
@@ -92,21 +98,6 @@ def _refuse_damaged(root: Path, rev: str) -> None:
         return
     if said is not None:
         raise said
-
-
-def _refuse_jj_damaged(err: str) -> None:
-    """jj could not read the history because its git store lacks an object the history names
-    ("Object <id> of type commit not found"): the repository is damaged and that is said, as
-    for git, not shown as no history."""
-    import re  # only once jj failed
-
-    from agentloop.vcs.jj.run import MISSING
-
-    lost = re.search(MISSING, err)
-    if lost is not None:
-        from agentloop.vcs.git.pruned import damaged
-
-        raise damaged([lost[1]], lost[2])
 
 
 def entries(out: str, count: int) -> list[list[str]]:

@@ -50,6 +50,26 @@ def noting_git(work: Path, tmp_path: Path, *args: str) -> tuple[str, list[str]]:
                          for line in log.read_text().splitlines()]
 
 
+def noting_jj(work: Path, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str],
+                                                                 list[str]]:
+    """`agent-loop ARGS…` in `work` (the plan named in ARGS) with a `jj` first on PATH that
+    notes each command it runs: (the run, the arguments of every jj process it started)."""
+    import shutil
+
+    shims, log = tmp_path / "jj-shims", tmp_path / "jj.log"
+    shims.mkdir(parents=True, exist_ok=True)
+    real = shutil.which("jj")
+    assert real is not None
+    # One record a process, opened by a record separator (a description has lines).
+    (shims / "jj").write_text(f'#!/bin/sh\nprintf "\\036%s\\n" "$*" >> "{log}"\n'
+                              f'exec "{real}" "$@"\n')
+    (shims / "jj").chmod(0o755)
+    log.write_text("")
+    done = agent_loop(work, *args, plan=None,
+                      env={**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"})
+    return done, [record.rstrip("\n") for record in log.read_text().split("\x1e")[1:]]
+
+
 def half_done_in_the_serial_lane(work: Path, directives: Path, task: str,
                                  args: Sequence[str]) -> tuple[subprocess.Popen[bytes], Path]:
     """`agent-loop tasks.md ARGS` started in `work`, once task `task`'s agent (on this run only,

@@ -160,20 +160,31 @@ def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
                         f"has no working copy for it ({detail.removeprefix('Error: ')}); `jj "
                         "op log` shows that operation, `jj op revert <its id>` undoes it, then "
                         "run agent-loop again")
-    if " not found" in detail:
-        import re  # only once jj failed
-
-        lost = re.search(MISSING, detail)
-        if lost is not None:
-            from agentloop.vcs.git.pruned import damaged  # the git store's damage, said once
-
-            return damaged([lost[1]], lost[2])
+    said = damage(detail)
+    if said is not None:
+        return said
     if STALE in detail:
         # jj's own text names no workspace, and its hint is for a shell standing in it.
         return VcsError(f"`jj {_command(args)}` failed: the {STALE} in {root} (a change it "
                         "stands on was rewritten from another workspace); bring it up to date "
                         f"with `jj -R {root} workspace update-stale`, then run agent-loop again")
     return VcsError(f"`jj {_command(args)}` failed: {detail}")
+
+
+def damage(detail: str) -> VcsError | None:
+    """The one line of a repository whose git store lost an object jj's error text (`detail`)
+    names (MISSING): damaged, which no command of jj's mends; None when it names none. Said so
+    of a failed command (failure) and of a history that cannot be read (branch_log)."""
+    if " not found" not in detail:
+        return None
+    import re  # only once jj failed
+
+    lost = re.search(MISSING, detail)
+    if lost is None:
+        return None
+    from agentloop.vcs.git.pruned import damaged  # the git store's damage, said as git's
+
+    return damaged([lost[1]], lost[2])
 
 
 def _command(args: tuple[str, ...]) -> str:
