@@ -56,7 +56,7 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
         return _checked_out(record, ref)
     tip = main.sha(record.branch)
     if tip is None:
-        _refuse_pruned(main, record.branch)
+        _refuse_damaged(main, record.branch)
         return _branch_deleted(record)
     if record.head and not main.ancestor(record.head, tip):
         return _branch_rewound(record, tip)
@@ -119,10 +119,11 @@ def _checked_out(record: GitLaneRecord, ref: str | None) -> Breach:
                   f"which works on {short}; nothing of this step is landed", tuple(commands))
 
 
-def _refuse_pruned(main: Git, branch: str) -> None:
-    """The lane's branch is there but names a commit git no longer has (a `git gc --prune=now`
-    the agent ran in its lane, or a damaged repository): said so, in one line naming `git
-    fsck`, not as a branch the agent deleted."""
+def _refuse_damaged(main: Git, branch: str) -> None:
+    """The lane's branch is there but names a commit git no longer has: its files deleted from
+    the object store, a damaged repository (a `git gc --prune=now`, the agent's in its lane
+    too, keeps every commit a branch names): said so, in one line naming `git fsck`, not as a
+    branch the agent deleted."""
     code, out = main.code("rev-parse", "--verify", "-q", branch, codes=(0, 1, 128))
     if code == 0 and out.strip():
         from agentloop.vcs.git.pruned import damaged  # only once the branch's commit is gone

@@ -9,7 +9,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from agentloop.cli import command
 from agentloop.console import plain
 from agentloop.option_table import BY_NAME, OPTIONS, Option
 from agentloop.settings.merge import resolve
-from tests.cli.test_startup import audited_run
+from tests.support.audit import audited_run, watched
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import make_repo
 
@@ -210,20 +209,6 @@ def test_a_run_with_settings_imports_no_click(tmp_path: Path, fake_claude: FakeC
     assert (work / "a.txt").read_text().strip() == "A"
 
 
-# A run as audited_run watches it, told where to write, stopped by the test.
-WATCHED = """
-import runpy, sys
-out = open(sys.argv.pop(1), 'a', buffering=1)
-def hook(event, args):
-    if event == 'import':
-        out.write(f'import {args[0]}\\n')
-    elif event in ('subprocess.Popen', 'os.posix_spawn'):
-        out.write(f'process {" ".join(map(str, args[1]))}\\n')
-sys.addaudithook(hook)
-sys.argv = ['agent-loop', 'tasks.md', '--vcs', 'git', '--no-distill']
-runpy.run_module('agentloop', run_name='__main__')
-"""
-
 
 def test_a_plain_run_stopped_imports_no_click_on_its_way_out(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
@@ -232,7 +217,7 @@ def test_a_plain_run_stopped_imports_no_click_on_its_way_out(
     work = make_repo(tmp_path / "project", "git",
                      plan="- first\n  FAKE: sleep 30\n  FAKE: write a.txt A\n")
     seen = tmp_path / "seen.txt"
-    child = subprocess.Popen([sys.executable, "-c", WATCHED, str(seen)], cwd=work,
+    child = subprocess.Popen(watched(seen), cwd=work,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (

@@ -18,6 +18,7 @@ import pytest
 
 from agentloop.state.project import load_plan, open_project
 from agentloop.vcs import history
+from tests.support.audit import audited_run
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import make_repo
 from tests.support.runner import noting_git
@@ -358,35 +359,6 @@ FIRST_GIT = {"agent-loop history": "log"}
 ASKED_AT_ONCE = ("var", "config", "rev-parse", "--no-optional-locks")
 
 
-def audited_run(work: Path, tmp_path: Path, vcs: str = "git",
-                extra: list[str] | None = None) -> list[str]:
-    """A fresh run of `work`'s tasks.md as Python's audit hooks see it: each module's first
-    import, each process started and (Thread.start wrapped) each thread, in the order they
-    come."""
-    seen = tmp_path / "seen.txt"
-    code = ("import runpy, sys\n"
-            f"out = open({str(seen)!r}, 'a', buffering=1)\n"
-            "def hook(event, args):\n"
-            "    if event == 'import':\n"
-            "        out.write(f'import {args[0]}\\n')\n"
-            "    elif event in ('subprocess.Popen', 'os.posix_spawn'):\n"
-            "        out.write(f'process {\" \".join(map(str, args[1]))}\\n')\n"
-            "sys.addaudithook(hook)\n"
-            "import threading\n"
-            "begin = threading.Thread.start\n"
-            "def start(self):\n"
-            "    out.write(f'thread {self.name}\\n')\n"
-            "    begin(self)\n"
-            "threading.Thread.start = start\n"
-            f"sys.argv = ['agent-loop', 'tasks.md', '--vcs', {vcs!r}, '--no-distill', "
-            f"*{extra or []!r}]\n"
-            "runpy.run_module('agentloop', run_name='__main__')\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return seen.read_text().splitlines()
-
-
 def word_of(line: str) -> str:
     """The git command a `process git -C DIR [-c K=V]... WORD ...` line names."""
     return re.sub(r"^process git -C \S+ (-c \S+ )*", "", line).split()[0]
@@ -446,29 +418,13 @@ NOT_BY_THE_MAIN_THREAD = ("agentloop.run.final_message",)
 NEVER_IN_A_PLAIN_RUN = ("agentloop.run.retry", "agentloop.run.json_answer",
                         "agentloop.state.folding", "agentloop.vcs.furnish",
                         "agentloop.state.whereabouts")
-THREADED_IMPORTS = """
-import runpy, sys, threading
-out = open({seen!r}, "a", buffering=1)
-def hook(event, args):
-    if event == "import":
-        out.write(f"import {{args[0]}} {{threading.current_thread() is threading.main_thread()}}\\n")
-    elif event in ("subprocess.Popen", "os.posix_spawn"):
-        out.write(f"process {{' '.join(map(str, args[1]))}}\\n")
-sys.addaudithook(hook)
-sys.argv = ["agent-loop", "tasks.md", "--vcs", "git", "--no-distill"]
-runpy.run_module("agentloop", run_name="__main__")
-"""
 
 
 def test_a_run_loads_before_its_first_agent_only_what_the_agent_needs(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n"
                                                        "- second\n  FAKE: write b.txt B\n")
-    seen = tmp_path / "seen.txt"
-    done = subprocess.run([sys.executable, "-c", THREADED_IMPORTS.format(seen=str(seen))],
-                          cwd=work, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    lines = seen.read_text().splitlines()
+    lines = audited_run(work, tmp_path, where=True)
     agent = next(n for n, line in enumerate(lines)
                  if line.startswith("process ") and "stream-json" in line)
     # Each module's first import: where it came, and whether the main thread made it.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from agentloop.vcs.choose import sweep_workspaces
 from agentloop.vcs.git.registration import nothing_to_sweep
-from tests.cli.test_startup import audited_run
+from tests.support.audit import audited_run
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import jj, make_repo
 

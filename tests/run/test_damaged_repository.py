@@ -134,9 +134,9 @@ def test_a_jj_repository_whose_git_head_commit_is_gone_is_said_in_one_line(
         unchanged(work, fake_claude, args)
 
 
-# An agent that commits in its lane, then deletes that commit's objects (as a `git gc
-# --prune=now` in its lane does to a commit no branch of yours names yet): the lane's branch is
-# there, its commit is not.
+# An agent that commits in its lane, then deletes that commit's objects (as a disk that lost
+# files leaves them: a `git gc --prune=now` in the lane keeps what its branch names): the lane's
+# branch is there, its commit is not.
 PRUNE_OWN = ("- task one\n  FAKE: bash printf 'new\\n' > new.txt && git add new.txt && "
              "git commit -qm mine && o=$(git rev-parse --git-common-dir)/objects && "
              "for t in $(git rev-parse HEAD HEAD^{tree} HEAD:new.txt); do "

@@ -10,18 +10,9 @@ import orjson
 import pytest
 
 from tests.support.fake_agent import FakeClaude
+from tests.support.plans import edited_midrun, five_and_task_one_edits, put_back_midrun, task
 from tests.support.repos import init_repo, state_of
 from tests.support.runner import agent_loop
-
-PLAN = """\
-- [ ] task one
-  FAKE: write one.txt one
-  FAKE: bash {edit}
-- [ ] task two
-  FAKE: write two.txt two
-- [ ] task three
-  FAKE: write three.txt three
-"""
 
 # Task one's agent rewords task three in the plan (`- [ ] task three` ends its line there only).
 REWORDS = ("python3 -c \"import sys; p=sys.argv[1]; t=open(p).read(); "
@@ -33,7 +24,8 @@ REWORDS = ("python3 -c \"import sys; p=sys.argv[1]; t=open(p).read(); "
 def test_a_task_reworded_before_it_ran_keeps_its_record(work: Path, fake_claude: FakeClaude,
                                                        parallel: tuple[str, ...]) -> None:
     init_repo(work, "git")
-    (work / "tasks.md").write_text(PLAN.format(edit=REWORDS.format(plan=work / "tasks.md")))
+    (work / "tasks.md").write_text(
+        edited_midrun("one", "two", "three", edit=REWORDS.format(plan=work / "tasks.md")))
     done = agent_loop(work, "--vcs", "git", "--no-distill", *parallel)
     assert done.returncode == 0, done.stdout + done.stderr
     tasks = state_of(work)["tasks"]
@@ -48,9 +40,7 @@ def test_a_task_reworded_before_it_ran_keeps_its_record(work: Path, fake_claude:
 
 def test_a_parallel_run_takes_in_a_removal_and_an_addition_made_while_it_worked(
         work: Path, fake_claude: FakeClaude) -> None:
-    from tests.run.test_plan_reread import _five_and_task_one_edits
-
-    _five_and_task_one_edits(work)
+    five_and_task_one_edits(work)
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     status = agent_loop(work, "--status")
@@ -71,19 +61,17 @@ def test_records_removed_at_a_runs_end_and_the_next_start_are_both_kept(
     records stay kept (deterministic at the store: tests/state/test_store.py)."""
     init_repo(work, "git")
     plan = work / "tasks.md"
-    one = "- [ ] task one\n  FAKE: write one.txt one\n"
-    two = "- [ ] task two\n  FAKE: write two.txt two\n"
+    one, two = task("one"), task("two")
     plan.write_text(one + two)
     assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
 
     def removes(what: str) -> str:
         old = f"- [ ] task {what}\\\\n  FAKE: write {what}.txt {what}\\\\n"
-        return (f"  FAKE: bash python3 -c \"import sys; q=sys.argv[1]; t=open(q).read(); "
-                f"open(q,'w').write(t.replace('{old}',''))\" {plan}\n")
+        return (f"bash python3 -c \"import sys; q=sys.argv[1]; t=open(q).read(); "
+                f"open(q,'w').write(t.replace('{old}',''))\" {plan}")
 
-    plan.write_text(one + two + "- [ ] task three\n" + removes("two") +
-                    "  FAKE: write three.txt three\n- [ ] task four\n" + removes("one") +
-                    "  FAKE: write four.txt four\n")
+    plan.write_text(one + two + task("three", before=[removes("two")]) +
+                    task("four", before=[removes("one")]))
     done = agent_loop(work, "--vcs", "git", "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     again = agent_loop(work, "--vcs", "git", "--no-distill")
@@ -102,20 +90,8 @@ def test_a_kill_as_the_runs_end_reads_the_history_leaves_a_put_back_task_found_d
     import os
     import shutil
 
-    init_repo(work, "git")
-    one = "- [ ] task one\n  FAKE: write one.txt one\n"
-    two = "- [ ] task two\n  FAKE: write two.txt two\n"
-    (work / "tasks.md").write_text(one + two)
-    assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
-    back = tmp_path / "back.py"
-    back.write_text(f"import sys\np = sys.argv[1]\nt = open(p).read()\n"
-                    f"open(p, 'w').write(t.replace({one!r}, {one + two!r}))\n")
     marker = tmp_path / "last-task-ran"
-    (work / "tasks.md").write_text(
-        one + "\n## New\n"
-        f"- [ ] task three\n  FAKE: bash python3 {back} {work / 'tasks.md'}\n"
-        f"  FAKE: write three.txt three\n- [ ] task four\n  FAKE: bash touch {marker}\n"
-        "  FAKE: write four.txt four\n")
+    put_back_midrun(work, tmp_path / "back.py", last=[f"bash touch {marker}"])
     # A git first on PATH that kills agent-loop as it reads the history, once the last task ran.
     shims = tmp_path / "shims"
     shims.mkdir()
@@ -136,7 +112,8 @@ def test_a_kill_as_the_runs_end_reads_the_history_leaves_a_put_back_task_found_d
 def test_a_run_that_ticks_its_boxes_and_took_in_an_edit_leaves_no_news(
         work: Path, fake_claude: FakeClaude, parallel: tuple[str, ...]) -> None:
     init_repo(work, "git")
-    (work / "tasks.md").write_text(PLAN.format(edit=REWORDS.format(plan=work / "tasks.md")))
+    (work / "tasks.md").write_text(
+        edited_midrun("one", "two", "three", edit=REWORDS.format(plan=work / "tasks.md")))
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes", *parallel)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (work / "tasks.md").read_text().count("- [x]") == 3, (work / "tasks.md").read_text()

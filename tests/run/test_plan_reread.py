@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from tests.support.fake_agent import FakeClaude
+from tests.support.plans import five_and_task_one_edits, put_back_midrun
 from tests.support.repos import git, init_repo, state_of
 from tests.support.runner import agent_loop
 
@@ -56,40 +57,13 @@ def test_an_edit_between_tasks_is_seen(work: Path, fake_claude: FakeClaude, edit
     assert [t["status"] for t in state_of(work)["tasks"]][:2] == ["completed"] * 2
 
 
-
-FIVE = """\
-- [ ] task one
-  FAKE: write one.txt one
-  FAKE: bash {edit}
-- [ ] task two
-  FAKE: write two.txt two
-- [ ] task three
-  FAKE: write three.txt three
-- [ ] task four
-  FAKE: write four.txt four
-- [ ] task five
-  FAKE: write five.txt five
-"""
-
-
-def _five_and_task_one_edits(work: Path) -> None:
-    """The five-task plan, in a git repository, whose task 1's agent (in its lane) edits the
-    plan in your checkout: task 2 removed, a task six added at the end."""
-    init_repo(work, "git")
-    edit = ("python3 -c \"import sys; p=sys.argv[1]; t=open(p).read(); "
-            "t=t.replace('- [ ] task two\\n  FAKE: write two.txt two\\n',''); "
-            "open(p,'w').write(t+'- [ ] task six\\n  FAKE: write six.txt six\\n')\" "
-            f"{work / 'tasks.md'}")
-    (work / "tasks.md").write_text(FIVE.format(edit=edit))
-
-
 def test_a_task_removed_midrun_leaves_no_gap_in_the_counter(work: Path,
                                                            fake_claude: FakeClaude) -> None:
     """Task 2 removed while task 1 ran: the counter counts the tasks the run does, against
     how many it does now, [1/5] then [2/4], never [3/5] after a number no task took; each line
     names its task as the plan read when it was printed (task three is task 2 once task two is
     gone). The events say the same, their `index` the run's own number."""
-    _five_and_task_one_edits(work)
+    five_and_task_one_edits(work)
     done = agent_loop(work, "--vcs", "git", "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
@@ -110,7 +84,7 @@ def test_status_after_a_midrun_edit_the_run_took_in_says_no_change(
     """The run read the edit before task 3 (task 2 not started, task six for the next run):
     its state records the plan it read, so --status says nothing changed, lists task six to
     do, and only an edit made after the run is said, with its own counts."""
-    _five_and_task_one_edits(work)
+    five_and_task_one_edits(work)
     done = agent_loop(work, "--vcs", "git", "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "tasks.md changed while an agent ran" in done.stdout, done.stdout
@@ -141,7 +115,7 @@ def test_an_edit_during_the_last_task_stays_news_for_status(work: Path,
                                                            fake_claude: FakeClaude) -> None:
     """The run records the plan as it last read it (before task 5), not the file at its end:
     a task added while the last task ran is the one change --status says."""
-    _five_and_task_one_edits(work)
+    five_and_task_one_edits(work)
     late = f"  FAKE: bash printf -- '- [ ] task seven\\n' >> {work / 'tasks.md'}\n"
     plan = (work / "tasks.md").read_text()
     (work / "tasks.md").write_text(plan.replace("  FAKE: write five.txt five\n",
@@ -160,18 +134,7 @@ def test_a_done_task_put_back_midrun_is_recorded_done(work: Path, fake_claude: F
     """A task done by an earlier run, deleted from the plan, and put back while a run works:
     the run's last save finds its commit in the history and records it done, as the next
     run's start would have, so no agent is paid for it again."""
-    init_repo(work, "git")
-    one = "- [ ] task one\n  FAKE: write one.txt one\n"
-    two = "- [ ] task two\n  FAKE: write two.txt two\n"
-    (work / "tasks.md").write_text(one + two)
-    assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
-    back = work.parent / "back.py"
-    back.write_text(f"import sys\np = sys.argv[1]\nt = open(p).read()\n"
-                    f"open(p, 'w').write(t.replace({one!r}, {one + two!r}))\n")
-    (work / "tasks.md").write_text(
-        one + "\n## New\n"
-        f"- [ ] task three\n  FAKE: bash python3 {back} {work / 'tasks.md'}\n"
-        "  FAKE: write three.txt three\n- [ ] task four\n  FAKE: write four.txt four\n")
+    put_back_midrun(work, work.parent / "back.py")
     done = agent_loop(work, "--vcs", "git", "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "task 2: done already in " in done.stdout, done.stdout

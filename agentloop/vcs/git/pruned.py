@@ -2,11 +2,12 @@
 
 A landing writes a tree and a commit that no ref names until its branch moves. An agent's `git gc
 --prune=now` (in its lane, which shares the repository's objects) deletes just such objects, and
-git then says "bad object", "is not a valid object" or "nonexistent object". git says the same of
-a repository whose own objects are damaged, which no run mends: what the branch or the lane's
+the git command that needed one fails (agentloop.vcs.git.run says so in one of its lines, GONE).
+A gc never deletes what a branch names; a repository whose own objects are gone is damaged,
+which no run mends, and git's words are the same for it: what the branch or the lane's
 commit names being there too tells the two apart (one `git cat-file --batch-check`, asked only
-once something failed). A checkout whose own commit is gone (such a prune beside a run: the
-landing's commit was on your branch already) fails git's first look at it: said the same way.
+once something failed). A checkout whose own commit is gone (its files lost, or a gc that raced
+the landing moving your branch to it) fails git's first look at it: said the same way.
 """
 
 from __future__ import annotations
@@ -15,11 +16,7 @@ import contextlib
 from typing import Iterator
 
 from agentloop.errors import VcsError
-from agentloop.vcs.git.run import LOST, Git
-
-# What git says of an object it was handed and no longer has (`commit-tree`, `update-ref`).
-GONE = ("is not a valid object", "nonexistent object", "bad object", "unable to read tree",
-        "could not parse commit", LOST)
+from agentloop.vcs.git.run import GONE, Git
 
 
 def missing(git: Git, *revs: str) -> list[str]:
@@ -65,7 +62,7 @@ def objects_kept(git: Git, ref: str, commit: str) -> Iterator[None]:
         lacking = missing(git, ref, commit)
         if lacking:
             raise damaged(lacking) from None
-        if not any(words in str(exc) for words in GONE):
+        if not any(line in str(exc) for line in GONE):
             raise
         raise VcsError(f"git objects this landing had just written were removed before it "
                        f"ended (a `git gc --prune=now`, an agent's in its lane say, deletes new "

@@ -41,37 +41,58 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 LOST = "git objects it needs are missing"
-# What any git command says of an object it needed and did not find (`write-tree`: "invalid
-# object ... error building trees"; `diff-tree`: "unable to read <sha>").
+NOT_HERE = "is not in this repository"
+# The error of a git command that failed on an object git does not have holds one of these (git's
+# own words never: `failure` says them as ours).
+GONE = (LOST, NOT_HERE)
+# What git says of an object it needed and does not have, each read off a real git (2.39: see
+# tests/vcs/test_git_run.py); the group is the object, or the name git was given for it.
 # Patterns, compiled where a git command has failed: a plain run never does (compiling is a
 # start-up cost: tests/cli/test_startup.py).
-_LOST_WORDS = (r"unable to read (tree )?[0-9a-f]{7,}|invalid object|bad object|"
-               r"missing (blob|tree|commit)|does not point to a valid object|"
-               r"is not a valid object|nonexistent object")
-_SHA = r"\b[0-9a-f]{40,64}\b"
+_LOST_WORDS = (r"unable to read (?:tree )?([0-9a-f]{7,})\b"     # diff-tree, diff: a tree, a file
+               r"|invalid object [0-7]+ ([0-9a-f]{40,64})"       # write-tree, read-tree: a file
+               r"|bad object (\S+)"                              # diff-tree, log, rev-list, show
+               r"|nonexistent object ([0-9a-f]{40,64})"          # update-ref
+               r"|([0-9a-f]{40,64}) is not a valid object"       # commit-tree
+               r"|[Cc]ould not read ([0-9a-f]{40,64})"           # rev-list, log: a parent
+               r"|cannot read commit object ([0-9a-f]{40,64})"   # log --oneline: a parent
+               r"|([0-9a-f]{40,64}) - not something we can merge"  # merge, merge-tree
+               r"|cat-file ([0-9a-f]{40,64}): bad file")         # cat-file <kind>
+_SHA = r"[0-9a-f]{40,64}"
 
 
-def lost(shown: str, root: Path, detail: str) -> str | None:
-    """Our one line for `git SHOWN` in `root` failing on objects git no longer has (`detail`,
-    git's words, left out): what removes them and what says which; None for any other
-    failure."""
-    if not re.search(_LOST_WORDS, detail):
+def lost(shown: str, root: Path, args: tuple[str, ...], detail: str,
+         git_dir: Path | None = None) -> str | None:
+    """Our one line for `git SHOWN` (`args` in full) in `root` failing on an object git does
+    not have (`detail`, git's words, left out); None for any other failure. git's words are the
+    same for an object a `git gc` removed and for a full sha it never had (mistyped, from
+    another clone, a record edited by hand): one it was handed is said as not in the
+    repository; one it reached through another (a tree's file, a commit's parent, what a
+    branch or HEAD names) as missing objects, what removes them, and what says which."""
+    found = re.search(_LOST_WORDS, detail)
+    if found is None:
         return None
-    sha = re.search(_SHA, detail)
-    which = f" ({sha.group()[:12]} among them)" if sha else ""
+    name = next(group for group in found.groups() if group)
+    if name in re.findall(_SHA, " ".join(args)):
+        # One git has, of another kind than the command takes, reads the same: git's words.
+        if Git(root, git_dir).code("cat-file", "-e", name, codes=(0, 1, 128))[0] == 0:
+            return None
+        return f"`git {shown}` failed in {root}: it was given {name[:12]}, which {NOT_HERE}"
+    which = f" ({name[:12]} among them)" if re.fullmatch(_SHA, name) else ""
     return (f"`git {shown}` failed in {root}: {LOST}{which}: a `git gc --prune=now` (an "
             "agent's, in its lane, say) removed them, or the repository is damaged; `git fsck` "
             "says what is missing, and a run started once nothing prunes goes on")
 
 
-def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
+def failure(root: Path, args: tuple[str, ...], detail: str,
+            git_dir: Path | None = None) -> VcsError:
     """The one error text of a git command that failed, naming the real cause where it is one a
     user can act on (a folder removed from outside, git missing)."""
     if not root.is_dir():
         return VcsError(f"{root} is gone (removed from outside while agent-loop was using it); "
                         "run agent-loop again to set it up afresh")
     shown = " ".join(a for a in args[:3] if "\n" not in a)
-    said = lost(shown, root, detail)
+    said = lost(shown, root, args, detail, git_dir)
     return VcsError(said or f"`git {shown}` failed in {root}: {detail}")
 
 
@@ -156,13 +177,13 @@ class Git:
             if not self.root.is_dir():
                 return failure(self.root, args, "")
             return VcsError("git is not installed or not on PATH")
-        return failure(self.root, args, str(exc))
+        return failure(self.root, args, str(exc), self.git_dir)
 
     def _answer(self, args: tuple[str, ...], done: proc.Completed,
                 codes: tuple[int, ...] | None) -> proc.Completed:
         if codes is not None and done.returncode not in codes:
             detail = (done.stderr or done.stdout).strip().replace("\n", " ")
-            raise failure(self.root, args, detail)
+            raise failure(self.root, args, detail, self.git_dir)
         return done
 
     def out(self, *args: str, paths: Iterable[str] | None = None, input: str | None = None,
