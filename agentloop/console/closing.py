@@ -20,9 +20,13 @@ if TYPE_CHECKING:
 
 def summary_text(event: RunFinished, cwd: Path | None = None) -> str:
     """The closing lines of a run."""
+    # The plan's tasks as it reads now; one it had while the run worked and has no more, by
+    # its words: its number in the run is another task's now.
     counts = ", ".join([f"{n} {status}" for status, n in event.counts]
                        + ([f"{len(event.removed)} removed from the plan"] if event.removed
-                          else []))
+                          else [])
+                       + [f'"{words}" ({status}, removed from the plan since)'
+                          for words, status in event.removed_since])
     head = "done" if event.stopped is None else "stopped"
     notes = "".join(f"\nlook at: {note}" for note in event.notes)
     tokens = dict(event.tokens)

@@ -222,12 +222,14 @@ def retry_line(event: RetryDecided) -> str:
 
 
 def finished_line(event: TaskFinished) -> str | None:
-    """How a task ended, where a line says more than the lines before it."""
+    """How a task ended, where a line says more than the lines before it; the task named as
+    its `[2/4] task N` line does (the plan as the run last read it)."""
+    number = event.number or event.index
     if event.status == S.UNAPPROVED:
         kept = f"; its change {event.change_id[:12]} is kept" if event.change_id else ""
-        return f"  task {event.index} unapproved: {event.error}{kept}"
+        return f"  task {number} unapproved: {event.error}{kept}"
     if event.status in (S.FAILED, S.BLOCKED):
-        return f"  task {event.index} {event.status}: {event.error}"
+        return f"  task {number} {event.status}: {event.error}"
     if event.status == S.COMPLETED and event.change_id:
         return f"  change {event.change_id[:12]}: {event.files} file(s) changed"
     if event.status == S.COMPLETED and event.empty and event.error:

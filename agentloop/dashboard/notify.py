@@ -93,9 +93,11 @@ def worth_telling(event: Event) -> tuple[str, str] | None:
             f"the run {ended} ({counts or 'nothing to do'}; ${event.cost_usd:.2f}, " \
             f"{event.seconds / 60:.0f} min)"
     if isinstance(event, TaskFinished) and event.status == "failed":
-        return "task failed", f"task {event.index} failed: {event.error or 'no reason given'}"
+        return "task failed", (f"task {event.number or event.index} failed: "
+                               f"{event.error or 'no reason given'}")
     if isinstance(event, TaskFinished) and event.status == "conflicted":
-        return "conflict needs a person", f"task {event.index} {event.error or 'conflicts'}"
+        return "conflict needs a person", (f"task {event.number or event.index} "
+                                           f"{event.error or 'conflicts'}")
     if isinstance(event, LimitWait) and event.seconds >= LONG_WAIT:
         return "usage limit", (f"waiting {event.seconds / 60:.0f} min for a usage limit "
                                f"({event.reason})")

@@ -108,6 +108,9 @@ class PlanNews:
     # (a reword), or another task was put where it stood (it was deleted, one added there).
     reworded: dict[str, tuple[str, str, str, bool]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)     # the closing lines, as they happened
+    # The task a line of `notes` that begins `task N` names (its number in the run), by the
+    # line: the closing lines name it as the plan reads at the run's end (names_now.Names).
+    named: dict[str, int] = field(default_factory=dict)
     when: str = plan_kept.WORKED   # when the last change read was written (plan_kept.when)
 
 
@@ -406,8 +409,8 @@ class Controller:
         if task.log_name in self.news.ticked and task.status != S.SKIPPED:
             ledger.skip(task)
             ledger.save(run, task)
-            self._skipped(task, f"task {task.index} ({task.summary}) was ticked in the plan "
-                                f"{self.news.when}: skipped")
+            self._skipped(task, f"task {self._number(task)} ({task.summary}) was ticked in "
+                                f"the plan {self.news.when}: skipped", named=True)
             return False
         wording = self.news.reworded.pop(task.log_name, None)
         if wording is not None:
@@ -419,12 +422,18 @@ class Controller:
             # words with nothing alike are said as what the person did.
             how = ("was reworded" if alike else
                    f"({was}) was removed and another task put in its place")
-            self._skipped(task, f"task {task.index} {how} {self.news.when}: it "
-                                f"runs as it reads now ({task.summary})")
+            self._skipped(task, f"task {self._number(task)} {how} {self.news.when}: it "
+                                f"runs as it reads now ({task.summary})", named=True)
         return True
 
-    def _skipped(self, task: TaskState, text: str) -> None:
+    def _number(self, task: TaskState) -> int:
+        """The task's number in the plan just read, which the live lines name it by."""
+        return self.run.shared.plan_numbers.get(task.log_name, task.index)
+
+    def _skipped(self, task: TaskState, text: str, named: bool = False) -> None:
         self.news.notes.append(text)
+        if named:  # `task N …`: the closing line names it as the plan reads at the run's end
+            self.news.named[text] = task.index
         self.run.emit(LaneNote(text))
 
     def _read_plan(self) -> None:

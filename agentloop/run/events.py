@@ -234,6 +234,9 @@ class TaskFinished:
     files: int
     error: str | None
     empty: bool = False      # completed, but the task changed no files
+    # Its number in the plan as the run last read it, edited meanwhile (TaskStarted's `number`,
+    # read now): what the live line and the on-task hook name it by; `index` stays the run's.
+    number: int = 0
 
 
 @dataclass(frozen=True)
@@ -253,7 +256,7 @@ class HookFinished:
 class RunFinished:
     """The run ended (all done, or stopped); counts by status, cost and time."""
 
-    counts: tuple[tuple[str, int], ...]
+    counts: tuple[tuple[str, int], ...]   # by status: the plan's tasks as it reads at the end
     cost_usd: float
     seconds: float
     logs: str
@@ -284,6 +287,10 @@ class RunFinished:
     # How the closing undo line names last_change's task: `task 4`, or its words in quotes when
     # the plan no longer has it.
     last_named: str = ""
+    # The tasks of the state the plan no longer has at the run's end, having had them while the
+    # run worked (removed or reworded after they ran, or while they did): their words and
+    # status. Not in `counts`, which count the plan as it reads then (`--status`'s totals).
+    removed_since: tuple[tuple[str, str], ...] = ()
 
 
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,

@@ -66,14 +66,17 @@ class Hooks:
             self._task["cost_usd"] += event.cost_usd
         elif (isinstance(event, TaskFinished) and event.status in KEPT
               and self.options.on_task):
-            task = {**self._task, "index": event.index, "status": event.status,
+            # By its number in the plan as the run last read it (edited meanwhile, the run's
+            # own number names another task there).
+            number = event.number or event.index
+            task = {**self._task, "index": number, "status": event.status,
                     "change_id": event.change_id or None, "files": event.files,
                     "error": event.error}
             self._task = {}
             self._run("on-task", self.options.on_task, {"task": task}, {
-                "RESULT": event.status, "TASK": str(event.index),
+                "RESULT": event.status, "TASK": str(number),
                 "TASK_SUMMARY": str(task.get("summary", "")), "CHANGE": event.change_id or "",
-                "COST_USD": f"{task.get('cost_usd', 0.0):.4f}"}, event.index)
+                "COST_USD": f"{task.get('cost_usd', 0.0):.4f}"}, number)
 
     def finished(self, summary: RunFinished | None, error: BaseException | None) -> None:
         """The run ended (with `summary`, or by `error`): run on-finish, if there is one."""

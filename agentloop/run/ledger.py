@@ -411,10 +411,16 @@ def _say(run: Run, task: TaskState, step: Step) -> None:
         # lands as itself (or the task is said again, held or conflicted, should it not).
         status = S.COMPLETED if task.status == S.LANDING else task.status
         run.emit(TaskFinished(task.index, status, task.change_id, len(task.files),
-                              step.note, empty=step.done.empty))
+                              step.note, empty=step.done.empty, number=_number(run, task)))
     elif isinstance(step, (Blocked, Conflicted, Held)):
         run.emit(TaskFinished(task.index, task.status, None if isinstance(step, Blocked)
-                              else task.change_id, 0, task.error))
+                              else task.change_id, 0, task.error, number=_number(run, task)))
+
+
+def _number(run: Run, task: TaskState) -> int:
+    """The task's number in the plan as the run last read it (edited meanwhile): what a
+    TaskFinished names it by besides the run's own number."""
+    return run.shared.plan_numbers.get(task.log_name, task.index)
 
 
 def _judged(run: Run, task: TaskState, attempt: Attempt, decision: Decision) -> None:
@@ -440,7 +446,8 @@ def _judged(run: Run, task: TaskState, attempt: Attempt, decision: Decision) -> 
             _said(run, task, attempt, decision.advice, False)
         fail(task, decision.reason)
         save(run, task)
-        run.emit(TaskFinished(task.index, task.status, None, 0, decision.reason))
+        run.emit(TaskFinished(task.index, task.status, None, 0, decision.reason,
+                              number=_number(run, task)))
         return
     if isinstance(decision, Stop):  # too many transient failures in a row: the run pauses
         attempt.outcome, task.error = O.FAILED, decision.error

@@ -15,9 +15,10 @@ from agentloop.run import ledger, plan_kept
 from agentloop.run.context import Run
 from agentloop.run.controller import Controller
 from agentloop.run.events import RunFinished, RunStarted
+from agentloop.run.names_now import Names, names_now
 from agentloop.run.rebuilt import asks_history, readded
 from agentloop.run.selection import runnable
-from agentloop.run.summary import count_stalls, renumbered, summarize
+from agentloop.run.summary import count_stalls, summarize
 from agentloop.run.workplace import in_lanes, no_lane_note
 from agentloop.state.reconcile import Reconciled, reconcile
 from agentloop.state.schema import TaskState, now
@@ -97,15 +98,17 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
         try:
             with shielded():
                 stopped, closing = _wound_up(run, stopped, controller.news.notes)
-                closing = _left_unfinished(run, begun) + closing
-            summary = _summary(run, started, stopped, tuple(controller.news.notes) + closing,
-                               pending)
+                # The closing lines name the tasks as the plan the records take last reads.
+                names = names_now(run)
+                closing = _left_unfinished(run, begun, names) + closing
+            news = controller.news
+            said = tuple(names.headed(note, news.named[note]) if note in news.named else note
+                         for note in news.notes)
+            summary = _summary(run, started, stopped, said + closing, pending, names)
             # Last: the records take the edited plan's numbering, which the summary's do not.
-            taken, numbers = _plan_taken(run)
+            taken = _plan_taken(run)
             if taken:
                 summary = dataclasses.replace(summary, notes=summary.notes + taken)
-            if numbers is not None:
-                summary = renumbered(summary, *numbers)
             run.emit(summary)
         finally:
             # The plan's file, held open while the run worked (and by _wound_up, which puts the
@@ -174,37 +177,36 @@ def _wound_up(run: Run, stopped: str | None,
     return stopped, ((restored.note,) if restored else ())
 
 
-def _left_unfinished(run: Run, begun: list[TaskState]) -> tuple[str, ...]:
+def _left_unfinished(run: Run, begun: list[TaskState], names: Names) -> tuple[str, ...]:
     """A line for each task the run leaves for the next: stalled, conflicted, held, or with
-    its commit on the way to your branch."""
+    its commit on the way to your branch; each named as the plan reads now (`names`)."""
     tasks = run.state.tasks
-    return count_stalls(run, begun) + tuple(
-        f"task {t.index} is conflicted: it {t.error}" for t in tasks
-        if t.status == S.CONFLICTED) + tuple(
-        f"task {t.index} is {t.error}" for t in tasks if t.status == S.HELD) + tuple(
-        f"task {t.index} is landing: its commit {(t.change_id or '')[:12]} was on its way to "
+    return count_stalls(run, begun, names) + tuple(
+        f"{names(t.index)} is conflicted: it {names.within(t.error or '', t.index)}"
+        for t in tasks if t.status == S.CONFLICTED) + tuple(
+        f"{names(t.index)} is {names.within(t.error or '', t.index)}" for t in tasks
+        if t.status == S.HELD) + tuple(
+        f"{names(t.index)} is landing: its commit {(t.change_id or '')[:12]} was on its way to "
         "your branch when the run stopped; the next run lands it first (or finds it there)"
         for t in tasks if t.status == S.LANDING)
 
 
-def _plan_taken(run: Run) -> tuple[tuple[str, ...],
-                                   tuple[dict[int, int], dict[int, str]] | None]:
+def _plan_taken(run: Run) -> tuple[str, ...]:
     """The plan as the controller last read it, edited while the run worked, recorded as the
     plan's state (ledger.plan_read), as the next run would take it in at its start: the
     records of the tasks it removed kept aside, and a task it added that the history holds
     done marked done. An edit made after that read (during the last task) stays news for
-    `--status` and the next run. Its lines; a fleet job's state keeps the plan it ran. And,
-    when the records took it, each task's number in it by its number in the run (for the tasks
-    it still has), with every task's words: the closing lines say them (summary.renumbered)."""
+    `--status` and the next run. Its lines; a fleet job's state keeps the plan it ran. The
+    closing lines name the tasks as this plan reads (agentloop.run.names_now, which reads it
+    so under the same conditions)."""
     data = run.shared.plan_bytes
     if run.job is not None or data is None or \
             parse.file_hash(data) == run.state.task_file_hash:
-        return (), None
+        return ()
     with shielded():
         try:
             parsed = parse.from_bytes(plan_kept.current(run), data)
             changes = reconcile(run.state.tasks, parsed)
-            numbers = _numbers(run.state.tasks, changes)
             notes = []
             if changes.dropped:
                 kept = run.project.store.keep_removed(list(changes.dropped), now())
@@ -216,21 +218,10 @@ def _plan_taken(run: Run) -> tuple[tuple[str, ...],
             # again, the next run's start no longer seeing them as added.
             notes += ledger.plan_read(run, parsed, changes, partial(_found_done, run, changes))
         except AgentLoopError:
-            # The records stay as they were: the next run reads the plan anew.
-            return (), None
-    return tuple(notes), numbers
-
-
-def _numbers(tasks: list[TaskState], changes: Reconciled
-             ) -> tuple[dict[int, int], dict[int, str]]:
-    """Each task's number in the edited plan by its number in the run, matched by its log
-    name (the reconcile keeps a matched record's); a task reworded there is another task now,
-    its words gone, as a removed one's are. And every task's words."""
-    now = {t.log_name: t.index for t in changes.tasks}
-    gone = {r.log_name for r in changes.dropped}
-    return ({t.index: now[t.log_name] for t in tasks
-             if t.log_name in now and t.log_name not in gone},
-            {t.index: t.summary for t in tasks})
+            # The records stay as they were: the next run reads the plan anew (and numbers
+            # the tasks as the closing lines did).
+            return ()
+    return tuple(notes)
 
 
 def _found_done(run: Run, changes: Reconciled) -> list[str]:
@@ -245,10 +236,10 @@ def _found_done(run: Run, changes: Reconciled) -> list[str]:
 
 
 def _summary(run: Run, started: float, stopped: str | None, notes: tuple[str, ...],
-             pending: list[TaskState]) -> RunFinished:
+             pending: list[TaskState], names: Names) -> RunFinished:
     """The run's closing record, of the tasks it planned and did not drop."""
     planned = [t.index for t in pending if t.index not in run.tally.dropped]
-    summary = summarize(run, started, stopped, notes, planned)
+    summary = summarize(run, started, stopped, notes, planned, names)
     # Whether any agent ran for this plan (the runs its totals count): the closing line
     # says nothing of cost only when none did.
     return dataclasses.replace(summary, agents_ran=bool(run.state.retired) or any(

@@ -22,6 +22,8 @@ fix, are the attempt's (agentloop.run.attempt), so review and checks sit side by
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from agentloop.agents import BLOCKING, LIMIT, TRANSIENT, AgentResult
 from agentloop.errors import AgentBlocked
 from agentloop.run.agent_run import run_agent
@@ -44,8 +46,9 @@ from agentloop.state.status import TaskStatus as S
 REVIEWER_RETRIES = 1
 
 
-def unapproved_notes(state: State) -> tuple[str, ...]:
-    """For the run's summary: every unapproved task, its kept change and the last feedback."""
+def unapproved_notes(state: State, name: Callable[[int], str]) -> tuple[str, ...]:
+    """For the run's summary: every unapproved task, its kept change and the last feedback;
+    `name` says a task by its number in the run (as the plan reads now: names_now.Names)."""
     notes = []
     for t in state.tasks:
         if t.status != S.UNAPPROVED:
@@ -54,7 +57,7 @@ def unapproved_notes(state: State) -> tuple[str, ...]:
                   else "it changed no files")
         feedback = (f"; the reviewer's last feedback: {first_line(t.feedback)} (agent-loop "
                     "--status shows it all)" if t.feedback else "")
-        notes.append(f"task {t.index} is unapproved ({t.error}); {change}{feedback}")
+        notes.append(f"{name(t.index)} is unapproved ({t.error}); {change}{feedback}")
     return tuple(notes)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 
 from agentloop.errors import UNFINISHED_EXIT, AgentLoopError
@@ -10,6 +9,7 @@ from agentloop.plan import parse
 from agentloop.run import ledger, plan_kept
 from agentloop.run.context import Run
 from agentloop.run.events import RunFinished
+from agentloop.run.names_now import Names
 from agentloop.state import receipts
 from agentloop.state.reconcile import reconcile, reworded_lines
 from agentloop.state.schema import TaskState
@@ -22,15 +22,16 @@ STALL_RUNS = 3
 # What a task the run set out to run may end as, for the run to count as a success.
 
 
-def count_stalls(run: Run, begun: list[TaskState]) -> tuple[str, ...]:
-    """Count the runs each started task has gone without completing; report the stuck ones."""
+def count_stalls(run: Run, begun: list[TaskState], names: Names) -> tuple[str, ...]:
+    """Count the runs each started task has gone without completing; report the stuck ones,
+    named as the plan reads now (`names`)."""
     ledger.stalls(run, begun)
     try:
         ledger.save(run)
     except AgentLoopError:
         pass
     return tuple(
-        f"task {t.index} has started in {t.stalled_runs} runs in a row without completing "
+        f"{names(t.index)} has started in {t.stalled_runs} runs in a row without completing "
         f"({t.status}: {t.error or 'no reason recorded'}); read "
         f"{run.project.shown(t.log or '')} and consider "
         "rewording or splitting it"
@@ -38,20 +39,24 @@ def count_stalls(run: Run, begun: list[TaskState]) -> tuple[str, ...]:
 
 
 def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, ...],
-              planned: list[int]) -> RunFinished:
-    """The RunFinished event: counts by status, tokens and cost, time, what to look at."""
+              planned: list[int], names: Names) -> RunFinished:
+    """The RunFinished event: counts by status, tokens and cost, time, what to look at; the
+    tasks named, and counted, as the plan reads now (`names`: an edit the run took in may have
+    renumbered them, or removed a task that ran, said apart by its words)."""
     tasks = run.state.tasks
     unapproved: tuple[str, ...] = ()
     if any(t.status == S.UNAPPROVED for t in tasks):  # the review's module: a run that had one
         from agentloop.run.review import unapproved_notes
 
-        unapproved = unapproved_notes(run.state)
+        unapproved = unapproved_notes(run.state, names)
     removed = tuple(sorted(run.tally.dropped))
-    counts = Counter(str(t.status) for t in tasks if t.index not in run.tally.dropped)
+    ours = [t for t in tasks if t.index not in run.tally.dropped]
+    counts = Counter(str(t.status) for t in ours if names.kept(t.index))
     total = receipts.of_state(run.state)
     unfinished = tuple(i for i in planned if tasks[i - 1].status not in FINISHED)
     completed = tuple(i for i in planned if tasks[i - 1].status == S.COMPLETED
                       and tasks[i - 1].change_id)
+    last = completed[-1] if completed else 0
     return RunFinished(counts=tuple(sorted(counts.items())),
                        tokens=tuple((k, getattr(total, k)) for k in receipts.TOKENS),
                        cost_usd=total.cost_usd,
@@ -59,32 +64,23 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
                        logs=str(run.project.store.logs),
                        stopped=stopped,
                        notes=notes + unapproved
-                       + (_empty_notes(run, planned) + _kept_notes(run, planned)
+                       + (_empty_notes(run, planned, names) + _kept_notes(run, planned, names)
                           if run.vcs.name != "none" else ())
                        + _grown_notes(run, completed),
                        unfinished=unfinished, cost_known=total.cost_known,
                        completed=completed, removed=removed,
                        landed_on=_landed_on(run) if completed else "",
-                       last_change=tasks[completed[-1] - 1].change_id or "" if completed else "",
-                       unfinished_now=unfinished,
-                       last_named=f"task {completed[-1]}" if completed else "")
-
-
-def renumbered(summary: RunFinished, numbers: dict[int, int],
-               words: dict[int, str]) -> RunFinished:
-    """The summary once the records took the edited plan's numbering (agentloop.run.loop):
-    `numbers`, each task's number then by its number in the run, for the tasks the plan still
-    has; `words`, every task's words. What the user reads after the run names tasks as
-    `--status` does; a task the plan no longer has, by its words. The run's own numbers stay
-    in `unfinished` and `completed`, as in the run's other events."""
-    last = summary.completed[-1] if summary.completed else 0
-    return dataclasses.replace(
-        summary,
-        unfinished_now=tuple(numbers[i] for i in summary.unfinished if i in numbers),
-        unfinished_removed=tuple(words.get(i, "") for i in summary.unfinished
-                                 if i not in numbers),
-        last_named=("" if not last else f"task {numbers[last]}" if last in numbers
-                    else f'"{words.get(last, "")}"'))
+                       last_change=tasks[last - 1].change_id or "" if last else "",
+                       # The run's own numbers stay in `unfinished` and `completed`, as in the
+                       # run's other events; these name the tasks as `--status` does.
+                       unfinished_now=tuple(n for i in unfinished
+                                            if (n := names.number(i)) is not None),
+                       unfinished_removed=tuple(tasks[i - 1].summary for i in unfinished
+                                                if not names.kept(i)),
+                       last_named=("" if not last else f"task {names.number(last)}"
+                                   if names.kept(last) else f'"{tasks[last - 1].summary}"'),
+                       removed_since=tuple((t.summary, str(t.status)) for t in ours
+                                           if not names.kept(t.index)))
 
 
 def _landed_on(run: Run) -> str:
@@ -101,7 +97,7 @@ def _landed_on(run: Run) -> str:
     return ref.removeprefix("refs/heads/") if ref else ""
 
 
-def _empty_notes(run: Run, planned: list[int]) -> tuple[str, ...]:
+def _empty_notes(run: Run, planned: list[int], names: Names) -> tuple[str, ...]:
     """Tasks this run completed without changing a file: done, or only said to be? A completed
     task's note is said too: what the agent did to your checkout (`task N: ...`, kept by
     agentloop.run.lane), or instead, what it wrote inside a submodule
@@ -112,23 +108,23 @@ def _empty_notes(run: Run, planned: list[int]) -> tuple[str, ...]:
         task = tasks[i - 1]
         if task.status != S.COMPLETED:
             continue
-        if task.error:
-            notes.append(task.error)
+        if task.error:   # said with the run's number of the task
+            notes.append(names.within(task.error, i))
         if not task.files and not task.change_id and task.error in (None, task.aside):
-            notes.append(f"task {i} completed but changed no files; read "
+            notes.append(f"{names(i)} completed but changed no files; read "
                          f"{run.project.shown(task.log or '')} "
                          "(--require-changes fails such a task)")
     return tuple(notes)
 
 
-def _kept_notes(run: Run, planned: list[int]) -> tuple[str, ...]:
+def _kept_notes(run: Run, planned: list[int], names: Names) -> tuple[str, ...]:
     """Tasks this run did not complete whose attempts wrote inside a submodule in a lane: their
     files are kept (agentloop.run.submodule_files), said when the attempt ended, and here once
     more, where a person reading the last lines looks. A `stat` a task not completed."""
     from agentloop.run.submodule_files import kept_dir
 
     tasks = run.state.tasks
-    return tuple(f"task {i}'s attempts wrote files inside a submodule, which no task's commit "
+    return tuple(f"{names(i)}'s attempts wrote files inside a submodule, which no task's commit "
                  f"holds: they are kept in {run.project.shown(kept_dir(run, i))}/"
                  for i in planned if tasks[i - 1].status != S.COMPLETED
                  and kept_dir(run, i).is_dir())

@@ -1,0 +1,90 @@
+"""How what a user reads after a run's end names its tasks: by their numbers in the plan as it
+reads then, which `--status` shows right after (an edit the run took in may have renumbered
+them: agentloop.run.loop records that plan at the run's end), and a task the plan no longer
+has by its words, its old number being another task's now."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from agentloop.errors import AgentLoopError
+from agentloop.plan import parse
+from agentloop.run import plan_kept
+from agentloop.run.context import Run
+from agentloop.state.reconcile import Reconciled, reconcile
+from agentloop.state.schema import TaskState
+
+
+@dataclass(frozen=True)
+class Names:
+    """The run's tasks, by the run's own numbers, as the closing lines name them."""
+
+    # Each task's number in the plan now by its number in the run, for the tasks the plan still
+    # has; None: the plan the run began with (no edit taken in), every number its own.
+    numbers: Mapping[int, int] | None = None
+    words: Mapping[int, str] = field(default_factory=dict)   # every task's, by the run's number
+
+    def kept(self, index: int) -> bool:
+        """Whether the plan as it reads now still has the run's task `index`."""
+        return self.numbers is None or index in self.numbers
+
+    def number(self, index: int) -> int | None:
+        """The task's number in the plan now; None: the plan no longer has it."""
+        return index if self.numbers is None else self.numbers.get(index)
+
+    def __call__(self, index: int) -> str:
+        """`task 3`, or `task "its words"` when the plan no longer has it."""
+        number = self.number(index)
+        return f"task {number}" if number is not None else f'task "{self.words.get(index, "")}"'
+
+    def headed(self, text: str, index: int) -> str:
+        """A line that begins `task N` (the task `index`, by the number the plan gave it when
+        the line was said), begun with its name now."""
+        return f"{self(index)} {text.split(' ', 2)[2]}"
+
+    def within(self, text: str, index: int) -> str:
+        """A line written with the run's number of the task `index` (its recorded error, a note
+        said while it ran), naming it as the plan reads now: `task 5` and `--task 5` where they
+        stand for that task (not `task 50`); a `--task` of a task the plan no longer has stays,
+        there being no number to give it."""
+        if self.numbers is None or self.numbers.get(index) == index:
+            return text
+        old, number = f"task {index}", self.number(index)
+        out, at = [], 0
+        while (hit := text.find(old, at)) >= 0:
+            end = hit + len(old)
+            before = text[hit - 1] if hit else " "
+            if (end < len(text) and text[end].isdigit()) or before.isalnum() or (
+                    before == "-" and number is None):
+                out.append(text[at:end])
+            else:
+                out.append(text[at:hit] + (f"task {number}" if before == "-" else self(index)))
+            at = end
+        return "".join(out) + text[at:]
+
+
+def names_now(run: Run) -> Names:
+    """The names of the plan the controller last read, edited while the run worked, which the
+    records take at the run's end (loop._plan_taken, with the same conditions); the run's own
+    numbers when there was no such edit, or the plan cannot be read."""
+    data = run.shared.plan_bytes
+    if run.job is not None or data is None or \
+            parse.file_hash(data) == run.state.task_file_hash:
+        return Names()
+    try:
+        changes = reconcile(run.state.tasks, parse.from_bytes(plan_kept.current(run), data))
+    except AgentLoopError:
+        return Names()
+    return matched(run.state.tasks, changes)
+
+
+def matched(tasks: list[TaskState], changes: Reconciled) -> Names:
+    """Each task's number in the edited plan by its number in the run, matched by its log
+    name (the reconcile keeps a matched record's); a task reworded there is another task now,
+    its words gone, as a removed one's are."""
+    now = {t.log_name: t.index for t in changes.tasks}
+    gone = {r.log_name for r in changes.dropped}
+    return Names({t.index: now[t.log_name] for t in tasks
+                  if t.log_name in now and t.log_name not in gone},
+                 {t.index: t.summary for t in tasks})
