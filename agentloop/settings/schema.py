@@ -71,6 +71,9 @@ def from_file(spec: Spec, value: Any, where: str) -> Any:
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             _bad(spec, value, where)
         return tuple(_convert(spec, i, where) for i in items)
+    if (spec._is("duration") or spec._is("float")) and isinstance(value, int) and \
+            not isinstance(value, bool) and not _fits_float(value):
+        _bad(spec, value, where)  # TOML's whole numbers have no bound; float() has one
     if spec._is("duration") and isinstance(value, (int, float, str)) \
             and not isinstance(value, bool):
         return _convert(spec, value, where)  # 600, or "10m"
@@ -117,6 +120,14 @@ def _convert(spec: Spec, value: Any, where: str) -> Any:
 
 def _bad(spec: Spec, value: Any, where: str) -> None:
     raise SettingsError(f"{where}: {spec.key} = {show(value)}: {spec.key} takes {spec.expected}")
+
+
+def _fits_float(value: int) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
 
 
 def _scalar(value: Any) -> bool:

@@ -155,6 +155,9 @@ def refused(done: subprocess.CompletedProcess[str], *words: str) -> None:
     ('[plans."tasks.md"]\nretry-modle = "x"\n', ["agent-loop.toml:2", "did you mean "
                                                  "'retry-model'"]),
     ("env = { 'A B' = 'x' }\n", ["'A B' is not a variable name"]),
+    # TOML takes a whole number of any size; one no float holds is refused, not a crash.
+    ("budget = " + "9" * 400 + "\n", ["agent-loop.toml:1", "budget takes a number, x>=0"]),
+    ("lane-wait = " + "9" * 400 + "\n", ["agent-loop.toml:1", "lane-wait takes seconds"]),
 ])
 def test_a_bad_file_is_one_line_before_anything_runs(repo: Path, fake_claude: Any, text: str,
                                                      words: list[str]) -> None:
