@@ -205,23 +205,27 @@ class Controller:
                     self._serve(report)
                     continue
                 self._lane_ended(report, lanes)
+            places.close()
         except BaseException as exc:
             # Ctrl+C (only this thread hears it), or a fault of the controller's own: stop every
-            # lane's agent, wait for each lane to drop its interrupted attempt and save, then stop.
+            # lane's agent, wait for each lane to drop its interrupted attempt and save, then
+            # close the lanes as a stop leaves them (whatever the stop came between).
             run.shared.halt()
             with shielded():
-                for agent in running.stop_all():
-                    streamed.stop_group(agent)
-                for worker in lanes.values():
-                    if worker is not None:
-                        self._join(worker)
+                try:
+                    for agent in running.stop_all():
+                        streamed.stop_group(agent)
+                    for worker in lanes.values():
+                        if worker is not None:
+                            self._join(worker)
+                finally:
+                    places.close(stopped=True)
             running.clear()  # every lane has stopped: a later run in this process starts afresh
             if isinstance(exc, KeyboardInterrupt):
                 raise Interrupted("interrupted") from None
             raise
         finally:
             run.shared.may_start = run.shared.take = None
-        places.close()
         self._raise_ending()
 
     def _start_ready(self, places: Workplaces, todo: list[str],

@@ -14,6 +14,7 @@ from typing import Any
 
 from agentloop.errors import VcsError
 from agentloop.proc import running
+from agentloop.proc.signals import shielded
 from agentloop.run.context import Run, Tally
 from agentloop.run.decisions import Waiting
 from agentloop.run.events import Emit, Event, LandingWaits
@@ -30,6 +31,7 @@ from agentloop.vcs.choose import (
     MainLine,
     has_lane,
     keep_workspace,
+    locks_back,
     open_lane,
     open_main_line,
     open_workspace,
@@ -96,10 +98,17 @@ class Workplaces:
             keep = {names[g] for g in groups} | ({serial} if holder is not None else set())
         # Lanes of groups with nothing left to run (a run killed before it cleaned up): every
         # task of theirs that finished is on the main line; anything else is kept, and said.
-        swept = sweep_workspaces(run.vcs.name, run.project.root, keep,
-                                 set(names.values()) | {serial}, _branch(main))
-        for note in swept.notes:
-            run.emit(LaneNote(note))
+        try:
+            swept = sweep_workspaces(run.vcs.name, run.project.root, keep,
+                                     set(names.values()) | {serial}, _branch(main))
+            for note in swept.notes:
+                run.emit(LaneNote(note))
+        except BaseException:
+            # Stopped in the sweep, or as it is said: the locks of yours it took off the lanes
+            # this run was to go on in, put back (no close comes: the run has no places yet).
+            with shielded():
+                locks_back(run.vcs.name, run.project.root, set(names.values()) | {serial})
+            raise
         return cls(run, main, names, groups, swept.listed, serial, holder, own)
 
     def run_group(self, group: str, tasks: list[TaskState], begun: list[TaskState]) -> None:
@@ -156,21 +165,33 @@ class Workplaces:
         vcs.close()
         self._remove(space)
 
-    def close(self) -> None:
+    def close(self, stopped: bool = False) -> None:
         """After the last lane: a sequential run's one lane removed, unless a group left
-        something in it; the main line forgets its lanes' commits unless one is kept."""
-        if self._carried is not None:
-            space, vcs = self._carried
-            self._carried = None
-            vcs.close()
-            self._remove(space)
-        if isinstance(self.main, LandsOnABranch):
-            self.main.settle()  # a checkout a lock left behind its branch follows, or is said
-        if self.main is not None and not any(t.status in LEFT_OPEN
-                                             for t in self.run.state.tasks):
-            self.main.forget_all()
-        if self.main is None:
-            self._sweep_left_lanes()
+        something in it; the main line forgets its lanes' commits unless one is kept. The run
+        `stopped` (Ctrl+C): that lane kept as a stop keeps any, for the next run. Either way,
+        every lane of the run gets back the lock of yours the run took off it (the sweep, to
+        go on there) and has not put back: one it never came to, one a stop cut its making
+        short, the one lane kept here."""
+        try:
+            if self._carried is not None:
+                space, vcs = self._carried
+                self._carried = None
+                vcs.close()
+                if not stopped:
+                    self._remove(space)
+            if stopped:
+                return
+            if isinstance(self.main, LandsOnABranch):
+                self.main.settle()  # a checkout a lock left behind its branch follows, or is said
+            if self.main is not None and not any(t.status in LEFT_OPEN
+                                                 for t in self.run.state.tasks):
+                self.main.forget_all()
+            if self.main is None:
+                self._sweep_left_lanes()
+        finally:
+            if self.main is not None:
+                locks_back(self.run.vcs.name, self.run.project.root,
+                           set(self.names.values()) | {self.serial})
 
     def _sweep_left_lanes(self) -> None:
         """A run in your checkout that left no task open: the jj lanes an earlier run of this

@@ -1,0 +1,155 @@
+"""Ctrl+C at an exact point between two steps of the controller, the scheduler and a lane's
+teardown (not at a random moment: tests/run/test_interrupts.py): the run ends with exit 130 and
+one "Resume with" line, its records as they were, and everything a stop puts back put back (a
+lane you locked locked again); the next run finishes the plan."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, init_repo, jj, state_of
+from tests.support.runner import agent_loop
+
+# agent-loop with one function wrapped (module, qualified name): at its `nth` call in the main
+# thread, SIGINT is sent to this process `before` or `after` the real function runs, and a mark
+# is left that it was. Python runs the handler at once, in the main thread, where the wrapper is:
+# the stop comes exactly there, as a Ctrl+C at that instant would.
+HOOKED = """
+import importlib, os, signal, sys, threading
+marker, module, qualname, when, nth = sys.argv[1:6]
+del sys.argv[1:6]
+owner = importlib.import_module(module)
+*path, name = qualname.split(".")
+for part in path:
+    owner = getattr(owner, part)
+real = getattr(owner, name)
+calls = 0
+
+def hooked(*args, **kwargs):
+    global calls
+    if threading.current_thread() is not threading.main_thread():
+        return real(*args, **kwargs)
+    calls += 1
+    now = calls == int(nth)
+    if now and when == "before":
+        open(marker, "w").close()
+        os.kill(os.getpid(), signal.SIGINT)
+    result = real(*args, **kwargs)
+    if now and when == "after":
+        open(marker, "w").close()
+        os.kill(os.getpid(), signal.SIGINT)
+    return result
+
+setattr(owner, name, hooked)
+from agentloop.__main__ import main
+main()
+"""
+
+
+def plan(first: str = "") -> str:
+    """Three groups of two tasks, each writing a file of its own; `first`: more directives for
+    the first task."""
+    return "".join(f"## G{g}\n" + "".join(
+        f"- task {g}.{t}\n  FAKE: write g{g}t{t}.txt {g}{t}\n"
+        + (first if (g, t) == (1, 1) else "") for t in (1, 2)) + "\n" for g in (1, 2, 3))
+
+
+def project(tmp_path: Path, kind: str, first: str = "") -> Path:
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "README.md").write_text("hello\n")
+    (work / ".gitignore").write_text(".agent-loop/\n")
+    init_repo(work, kind)
+    if kind == "git":
+        git(work, "add", ".gitignore")
+        git(work, "commit", "-qm", "ignore")
+    (work / "tasks.md").write_text(plan(first))
+    return work
+
+
+def stopped_at(work: Path, tmp_path: Path, spot: str, when: str, nth: int,
+               *args: str) -> subprocess.CompletedProcess[str]:
+    """agent-loop run in `work`, stopped at `spot` ("module:Class.method"); asserts the stop
+    came there and the run ended as a stop ends: 130, one resume line, no traceback."""
+    marker = tmp_path / f"stopped-{nth}"
+    marker.unlink(missing_ok=True)
+    module, qualname = spot.split(":")
+    done = subprocess.run([sys.executable, "-c", HOOKED, str(marker), module, qualname, when,
+                           str(nth), "tasks.md", "--no-distill", *args], cwd=work,
+                          env={**os.environ, "NO_COLOR": "1"}, capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+    said = done.stdout + done.stderr
+    assert marker.exists(), said   # the run reached the spot
+    assert done.returncode == 130, said
+    assert "Traceback" not in said, said
+    assert done.stderr.count("Resume with: agent-loop tasks.md") == 1, said
+    return done
+
+
+def statuses(work: Path) -> list[str]:
+    return [t["status"] for t in state_of(work)["tasks"]]
+
+
+def locked(work: Path, lane: Path) -> str | None:
+    """The reason of the lock on the worktree at `lane` (None: not locked, or not there)."""
+    listed = git(work, "worktree", "list", "--porcelain").split("\n\n")
+    for entry in listed:
+        lines = entry.splitlines()
+        if lines and lines[0] == f"worktree {lane.resolve()}":
+            return next((line.removeprefix("locked").strip() for line in lines
+                         if line.startswith("locked")), None)
+    return None
+
+
+def finished(work: Path, kind: str) -> None:
+    """A run without the hook finishes the plan and leaves no lane but one you locked."""
+    done = agent_loop(work, "--no-distill", "--vcs", kind)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert statuses(work) == ["completed"] * 6
+    assert all((work / f"g{g}t{t}.txt").read_text() == f"{g}{t}\n"
+               for g in (1, 2, 3) for t in (1, 2))
+    if kind == "jj":
+        assert jj(work, "workspace", "list").count("\n") == 1
+
+
+def your_locked_serial_lane(tmp_path: Path) -> tuple[Path, Path]:
+    """A git project whose run of one group at a time was stopped (Ctrl+C) in group G1's
+    first agent, and whose one lane you then locked ('mine'): (the project, the lane)."""
+    once = tmp_path / "once"
+    work = project(tmp_path, "git", f"  FAKE: bash test -e {once} || {{ touch {once}; "
+                                    "sleep 30; }\n")
+    # A session of its own, as a terminal gives its foreground job: Ctrl+C goes to the group.
+    first = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill",
+                              "--vcs", "git"], cwd=work, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not once.exists():
+        assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+        time.sleep(0.02)
+    os.killpg(first.pid, signal.SIGINT)
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 130, out + err
+    lane, = (work / ".agent-loop" / "lanes").glob("*-serial")
+    git(work, "worktree", "lock", "--reason", "mine", str(lane))
+    return work, lane
+
+
+def test_a_stop_as_one_group_ends_puts_your_lane_lock_back(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # The run unlocks the lane you locked to go on in it, G1 finishes there, and Ctrl+C comes
+    # the instant its lane has ended, before G2 begins: the controller's closing of the lanes
+    # was skipped on a stop, and the lane stayed unlocked, your lock's reason beside it.
+    work, lane = your_locked_serial_lane(tmp_path)
+    done = stopped_at(work, tmp_path, "agentloop.run.scheduler:Workplaces.run_group", "after",
+                      1, "--vcs", "git")
+    assert "unlocked it and goes on in it" in done.stdout, done.stdout
+    assert statuses(work) == ["completed"] * 2 + ["pending"] * 4
+    assert locked(work, lane) == "mine", done.stdout + done.stderr
+    finished(work, "git")
+    assert locked(work, lane) == "mine"
