@@ -238,7 +238,7 @@ class Controller:
             if group is None:
                 break
             todo.remove(group)
-            lanes[group] = self._start(places, group)
+            self._start(places, group, lanes)
 
     def _lane_ended(self, report: LaneEnded, lanes: dict[str, threading.Thread | None]
                     ) -> None:
@@ -355,15 +355,21 @@ class Controller:
         return next((t.error for t in self.run.state.tasks
                      if t.group == group and t.status == S.HELD and t.error), "held")
 
-    def _start(self, places: Workplaces, group: str) -> threading.Thread | None:
-        """A lane for `group`: in this thread with one lane at a time, else a thread of its own."""
+    def _start(self, places: Workplaces, group: str,
+               lanes: dict[str, threading.Thread | None]) -> None:
+        """A lane for `group`, in `lanes`: in this thread with one lane at a time, else a thread
+        of its own."""
         if self.run.options.parallel == 1:
             self._lane(places, group)
-            return None
+            lanes[group] = None
+            return
         worker = threading.Thread(target=self._lane, args=(places, group), name=f"lane {group}",
                                   daemon=True)
-        worker.start()
-        return worker
+        # Started and in `lanes` at once: a stop in between would not wait for a lane it does
+        # not know, which goes on making its working copy as the run exits.
+        with held_back():
+            worker.start()
+            lanes[group] = worker
 
     def _lane(self, places: Workplaces, group: str) -> None:
         """One lane: its group's tasks in its working copy; its report, whatever happened.

@@ -12,18 +12,22 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, init_repo, jj, state_of
 from tests.support.runner import agent_loop
 
 # agent-loop with one function wrapped (module, qualified name): at its `nth` call in the main
-# thread, SIGINT is sent to this process `before` or `after` the real function runs, and a mark
-# is left that it was. Python runs the handler at once, in the main thread, where the wrapper is:
-# the stop comes exactly there, as a Ctrl+C at that instant would.
+# thread (of the calls whose first two arguments' repr holds `match`), SIGINT is sent to this
+# process `before` or `after` the real function runs, and a mark is left that it was. Python
+# runs the handler at once, in the main thread, where the wrapper is: the stop comes exactly
+# there, as a Ctrl+C at that instant would. As the run leaves, the lanes' threads still alive
+# are noted.
 HOOKED = """
 import importlib, os, signal, sys, threading
-marker, module, qualname, when, nth = sys.argv[1:6]
-del sys.argv[1:6]
+marker, module, qualname, when, nth, match = sys.argv[1:7]
+del sys.argv[1:7]
 owner = importlib.import_module(module)
 *path, name = qualname.split(".")
 for part in path:
@@ -33,7 +37,8 @@ calls = 0
 
 def hooked(*args, **kwargs):
     global calls
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() or \
+            match not in repr(args[:2]):
         return real(*args, **kwargs)
     calls += 1
     now = calls == int(nth)
@@ -47,8 +52,18 @@ def hooked(*args, **kwargs):
     return result
 
 setattr(owner, name, hooked)
-from agentloop.__main__ import main
-main()
+import agentloop.__main__ as entry
+leave = entry._exit
+
+def noted_exit(code):
+    # The lanes' threads still alive as the run leaves: a lane the stop never waited for.
+    with open(marker + ".lanes", "w") as out:
+        out.write("".join(t.name + "\\n" for t in threading.enumerate()
+                          if t.name.startswith("lane ")))
+    leave(code)
+
+entry._exit = noted_exit
+entry.main()
 """
 
 
@@ -74,18 +89,19 @@ def project(tmp_path: Path, kind: str, first: str = "") -> Path:
 
 
 def stopped_at(work: Path, tmp_path: Path, spot: str, when: str, nth: int,
-               *args: str) -> subprocess.CompletedProcess[str]:
+               *args: str, match: str = "") -> subprocess.CompletedProcess[str]:
     """agent-loop run in `work`, stopped at `spot` ("module:Class.method"); asserts the stop
-    came there and the run ended as a stop ends: 130, one resume line, no traceback."""
-    marker = tmp_path / f"stopped-{nth}"
-    marker.unlink(missing_ok=True)
+    came there and the run ended as a stop ends: 130, one resume line, no traceback, no lane
+    left running."""
+    marker = tmp_path / "stopped"
     module, qualname = spot.split(":")
     done = subprocess.run([sys.executable, "-c", HOOKED, str(marker), module, qualname, when,
-                           str(nth), "tasks.md", "--no-distill", *args], cwd=work,
+                           str(nth), match, "tasks.md", "--no-distill", *args], cwd=work,
                           env={**os.environ, "NO_COLOR": "1"}, capture_output=True, text=True,
                           timeout=60, stdin=subprocess.DEVNULL)
     said = done.stdout + done.stderr
     assert marker.exists(), said   # the run reached the spot
+    assert Path(f"{marker}.lanes").read_text() == "", said   # every lane had ended
     assert done.returncode == 130, said
     assert "Traceback" not in said, said
     assert done.stderr.count("Resume with: agent-loop tasks.md") == 1, said
@@ -153,3 +169,40 @@ def test_a_stop_as_one_group_ends_puts_your_lane_lock_back(
     assert locked(work, lane) == "mine", done.stdout + done.stderr
     finished(work, "git")
     assert locked(work, lane) == "mine"
+
+
+@pytest.mark.parametrize("spot,when", [
+    # The sweep at the run's start has taken your lock off, to go on there.
+    ("agentloop.run.scheduler:sweep_workspaces", "after"),
+    # Group 2 takes the one lane group 1 left, brought to the main line's tip.
+    ("agentloop.vcs.git.lane:LaneGit.follow", "before"),
+])
+def test_a_stop_as_the_run_takes_your_lane_puts_your_lock_back(
+        tmp_path: Path, fake_claude: FakeClaude, spot: str, when: str) -> None:
+    work, lane = your_locked_serial_lane(tmp_path)
+    done = stopped_at(work, tmp_path, spot, when, 1, "--vcs", "git")
+    assert locked(work, lane) == "mine", done.stdout + done.stderr
+    finished(work, "git")
+    assert locked(work, lane) == "mine"
+
+
+@pytest.mark.parametrize("kind,spot,when,match,lanes", [
+    # One group at a time: group 1's lane has ended, group 2's has not begun.
+    *((kind, "agentloop.run.scheduler:Workplaces.run_group", "after", "", "1")
+      for kind in ("git", "jj")),
+    # Group 2 takes the one lane group 1 left, brought to the main line's tip.
+    ("jj", "agentloop.vcs.jj.lane:LaneJj.follow", "before", "", "1"),
+    # Two at a time: the first lane's thread has started, the controller is yet to know it.
+    *((kind, "threading:Thread.start", "after", "lane ", "2") for kind in ("git", "jj")),
+    # Two at a time: the first lane to end has been taken in, the third group starts next.
+    *((kind, "agentloop.run.controller:Controller._lane_ended", "after", "", "2")
+      for kind in ("git", "jj")),
+])
+def test_a_stop_between_two_steps_of_the_controller_ends_as_a_stop(
+        tmp_path: Path, fake_claude: FakeClaude, kind: str, spot: str, when: str, match: str,
+        lanes: str) -> None:
+    work = project(tmp_path, kind)
+    stopped_at(work, tmp_path, spot, when, 1, "--vcs", kind, "--parallel", lanes, match=match)
+    # No task left running, none begun twice; what finished is done.
+    assert set(statuses(work)) <= {"completed", "pending", "interrupted"}, statuses(work)
+    finished(work, kind)
