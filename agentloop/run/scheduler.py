@@ -156,11 +156,14 @@ class Workplaces:
                 keep_workspace(run.vcs.name, run.project.root, space)
             raise
         # Every finished task is on the main line and saved: the lane has nothing left.
-        self.main.forget(vcs.lane_commits)
         if serial:
             self._holder = None
         if serial and alone:
-            self._carried = (space, vcs)  # the next group goes on there
+            # The next group goes on there; carried before anything more is done, so that a
+            # stop from here on finds it to close (close).
+            self._carried = (space, vcs)
+        self.main.forget(vcs.lane_commits)
+        if serial and alone:
             return
         vcs.close()
         self._remove(space)
@@ -217,8 +220,13 @@ class Workplaces:
         group before left it (brought to the main line's tip), or one opened now."""
         if serial and self._carried is not None:
             space, vcs = self._carried
+            try:
+                vcs.follow()
+            except Exception:
+                self._carried = None  # the group's error: its lane stays as it is (run_group)
+                raise
+            # Carried until now: a stop inside the follow leaves the lane for close to close.
             self._carried = None
-            vcs.follow()
             return space, vcs
         # A group with an attempt still open (a killed run) goes on in the working copy it
         # left, where that attempt's record is; any other starts from the main line as it is.

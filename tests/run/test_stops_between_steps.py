@@ -124,9 +124,11 @@ def locked(work: Path, lane: Path) -> str | None:
 
 
 def finished(work: Path, kind: str) -> None:
-    """A run without the hook finishes the plan and leaves no lane but one you locked."""
+    """A run without the hook finishes the plan, finding nothing a kill would have left (the
+    stop closed what it stopped), and leaves no lane but one you locked."""
     done = agent_loop(work, "--no-distill", "--vcs", kind)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "an earlier run stopped" not in done.stdout, done.stdout
     assert statuses(work) == ["completed"] * 6
     assert all((work / f"g{g}t{t}.txt").read_text() == f"{g}{t}\n"
                for g in (1, 2, 3) for t in (1, 2))
@@ -190,13 +192,15 @@ def test_a_stop_as_the_run_takes_your_lane_puts_your_lock_back(
     # One group at a time: group 1's lane has ended, group 2's has not begun.
     *((kind, "agentloop.run.scheduler:Workplaces.run_group", "after", "", "1")
       for kind in ("git", "jj")),
+    # Group 1's tasks are done and saved, the main line is yet to forget its lane's commits.
+    ("git", "agentloop.vcs.git.mainline:GitMainLine.forget", "before", "", "1"),
     # Group 2 takes the one lane group 1 left, brought to the main line's tip.
-    ("jj", "agentloop.vcs.jj.lane:LaneJj.follow", "before", "", "1"),
+    *((kind, f"agentloop.vcs.{kind}.lane:Lane{kind.title()}.follow", "before", "", "1")
+      for kind in ("git", "jj")),
     # Two at a time: the first lane's thread has started, the controller is yet to know it.
     *((kind, "threading:Thread.start", "after", "lane ", "2") for kind in ("git", "jj")),
     # Two at a time: the first lane to end has been taken in, the third group starts next.
-    *((kind, "agentloop.run.controller:Controller._lane_ended", "after", "", "2")
-      for kind in ("git", "jj")),
+    ("git", "agentloop.run.controller:Controller._lane_ended", "after", "", "2"),
 ])
 def test_a_stop_between_two_steps_of_the_controller_ends_as_a_stop(
         tmp_path: Path, fake_claude: FakeClaude, kind: str, spot: str, when: str, match: str,
