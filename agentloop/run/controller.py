@@ -184,12 +184,15 @@ class Controller:
         run = self.run
         running.clear()
         stop_flag(run.project.store.dir).unlink(missing_ok=True)  # a request older than this run
-        places = Workplaces.open(run, self.groups)
-        run.shared.may_start = self.may_start
-        run.shared.take = self.take
         lanes: dict[str, threading.Thread | None] = {}
         todo = list(self.groups)
+        places: Workplaces | None = None
         try:
+            # Opened inside: a stop as the sweep took your lock off a lane, or right after,
+            # puts it back (Workplaces.stopped).
+            places = Workplaces.open(run, self.groups)
+            run.shared.may_start = self.may_start
+            run.shared.take = self.take
             while todo or lanes:
                 self._start_ready(places, todo, lanes)
                 if not lanes:
@@ -219,7 +222,7 @@ class Controller:
                         if worker is not None:
                             self._join(worker)
                 finally:
-                    places.close(stopped=True)
+                    Workplaces.stopped(run, places)
             running.clear()  # every lane has stopped: a later run in this process starts afresh
             if isinstance(exc, KeyboardInterrupt):
                 raise Interrupted("interrupted") from None

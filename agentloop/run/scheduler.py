@@ -14,7 +14,6 @@ from typing import Any
 
 from agentloop.errors import VcsError
 from agentloop.proc import running
-from agentloop.proc.signals import shielded
 from agentloop.run.context import Run, Tally
 from agentloop.run.decisions import Waiting
 from agentloop.run.events import Emit, Event, LandingWaits
@@ -98,18 +97,22 @@ class Workplaces:
             keep = {names[g] for g in groups} | ({serial} if holder is not None else set())
         # Lanes of groups with nothing left to run (a run killed before it cleaned up): every
         # task of theirs that finished is on the main line; anything else is kept, and said.
-        try:
-            swept = sweep_workspaces(run.vcs.name, run.project.root, keep,
-                                     set(names.values()) | {serial}, _branch(main))
-            for note in swept.notes:
-                run.emit(LaneNote(note))
-        except BaseException:
-            # Stopped in the sweep, or as it is said: the locks of yours it took off the lanes
-            # this run was to go on in, put back (no close comes: the run has no places yet).
-            with shielded():
-                locks_back(run.vcs.name, run.project.root, set(names.values()) | {serial})
-            raise
+        swept = sweep_workspaces(run.vcs.name, run.project.root, keep,
+                                 set(names.values()) | {serial}, _branch(main))
+        for note in swept.notes:
+            run.emit(LaneNote(note))
         return cls(run, main, names, groups, swept.listed, serial, holder, own)
+
+    @staticmethod
+    def stopped(run: Run, places: "Workplaces | None") -> None:
+        """A stop's close of the run's workplaces (`places`; None: the stop came before they
+        were open, or as they opened): every lane of the plan still bearing a lock of yours the
+        sweep took off, to go on there, gets it back."""
+        if places is not None:
+            places.close(stopped=True)
+        else:
+            locks_back(run.vcs.name, run.project.root,
+                       set(_lane_names(run).values()) | {lanes.serial_lane(_plan_key(run))})
 
     def run_group(self, group: str, tasks: list[TaskState], begun: list[TaskState]) -> None:
         """Run one group's tasks where it works; its working copy goes once they are done (a

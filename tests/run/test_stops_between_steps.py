@@ -176,6 +176,8 @@ def test_a_stop_as_one_group_ends_puts_your_lane_lock_back(
 @pytest.mark.parametrize("spot,when", [
     # The sweep at the run's start has taken your lock off, to go on there.
     ("agentloop.run.scheduler:sweep_workspaces", "after"),
+    # The run's workplaces are open, the controller is yet to hold them.
+    ("agentloop.run.scheduler:Workplaces.open", "after"),
     # Group 2 takes the one lane group 1 left, brought to the main line's tip.
     ("agentloop.vcs.git.lane:LaneGit.follow", "before"),
 ])
