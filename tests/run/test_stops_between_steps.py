@@ -67,15 +67,17 @@ entry.main()
 """
 
 
-def plan(first: str = "") -> str:
+def plan(first: str = "", groups: tuple[int, ...] = (1,)) -> str:
     """Three groups of two tasks, each writing a file of its own; `first`: more directives for
-    the first task."""
+    the first task of each of `groups` ({g}: the group's number)."""
     return "".join(f"## G{g}\n" + "".join(
         f"- task {g}.{t}\n  FAKE: write g{g}t{t}.txt {g}{t}\n"
-        + (first if (g, t) == (1, 1) else "") for t in (1, 2)) + "\n" for g in (1, 2, 3))
+        + (first.format(g=g) if t == 1 and g in groups else "") for t in (1, 2)) + "\n"
+        for g in (1, 2, 3))
 
 
-def project(tmp_path: Path, kind: str, first: str = "") -> Path:
+def project(tmp_path: Path, kind: str, first: str = "", groups: tuple[int, ...] = (1,)
+            ) -> Path:
     work = tmp_path / "project"
     work.mkdir()
     (work / "README.md").write_text("hello\n")
@@ -84,7 +86,7 @@ def project(tmp_path: Path, kind: str, first: str = "") -> Path:
     if kind == "git":
         git(work, "add", ".gitignore")
         git(work, "commit", "-qm", "ignore")
-    (work / "tasks.md").write_text(plan(first))
+    (work / "tasks.md").write_text(plan(first, groups))
     return work
 
 
@@ -136,24 +138,25 @@ def finished(work: Path, kind: str) -> None:
         assert jj(work, "workspace", "list").count("\n") == 1
 
 
-def your_locked_serial_lane(tmp_path: Path) -> tuple[Path, Path]:
-    """A git project whose run of one group at a time was stopped (Ctrl+C) in group G1's
-    first agent, and whose one lane you then locked ('mine'): (the project, the lane)."""
+def your_locked_lane(tmp_path: Path, groups: tuple[int, ...] = (1,), name: str = "serial",
+                     *args: str) -> tuple[Path, Path]:
+    """A git project whose run (`args`) was stopped (Ctrl+C) in the first agent of each of
+    `groups`, and whose lane `*-name` you then locked ('mine'): (the project, the lane)."""
     once = tmp_path / "once"
-    work = project(tmp_path, "git", f"  FAKE: bash test -e {once} || {{ touch {once}; "
-                                    "sleep 30; }\n")
+    work = project(tmp_path, "git", f"  FAKE: bash test -e {once}{{g}} || "
+                                    f"{{{{ touch {once}{{g}}; sleep 30; }}}}\n", groups)
     # A session of its own, as a terminal gives its foreground job: Ctrl+C goes to the group.
     first = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--no-distill",
-                              "--vcs", "git"], cwd=work, stdout=subprocess.PIPE,
+                              "--vcs", "git", *args], cwd=work, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 60
-    while not once.exists():
+    while not all(Path(f"{once}{g}").exists() for g in groups):
         assert first.poll() is None and time.monotonic() < deadline, first.communicate()
         time.sleep(0.02)
     os.killpg(first.pid, signal.SIGINT)
     out, err = first.communicate(timeout=60)
     assert first.returncode == 130, out + err
-    lane, = (work / ".agent-loop" / "lanes").glob("*-serial")
+    lane, = (work / ".agent-loop" / "lanes").glob(f"*-{name}")
     git(work, "worktree", "lock", "--reason", "mine", str(lane))
     return work, lane
 
@@ -163,7 +166,7 @@ def test_a_stop_as_one_group_ends_puts_your_lane_lock_back(
     # The run unlocks the lane you locked to go on in it, G1 finishes there, and Ctrl+C comes
     # the instant its lane has ended, before G2 begins: the controller's closing of the lanes
     # was skipped on a stop, and the lane stayed unlocked, your lock's reason beside it.
-    work, lane = your_locked_serial_lane(tmp_path)
+    work, lane = your_locked_lane(tmp_path)
     done = stopped_at(work, tmp_path, "agentloop.run.scheduler:Workplaces.run_group", "after",
                       1, "--vcs", "git")
     assert "unlocked it and goes on in it" in done.stdout, done.stdout
@@ -183,7 +186,7 @@ def test_a_stop_as_one_group_ends_puts_your_lane_lock_back(
 ])
 def test_a_stop_as_the_run_takes_your_lane_puts_your_lock_back(
         tmp_path: Path, fake_claude: FakeClaude, spot: str, when: str) -> None:
-    work, lane = your_locked_serial_lane(tmp_path)
+    work, lane = your_locked_lane(tmp_path)
     done = stopped_at(work, tmp_path, spot, when, 1, "--vcs", "git")
     assert locked(work, lane) == "mine", done.stdout + done.stderr
     finished(work, "git")
@@ -212,3 +215,18 @@ def test_a_stop_between_two_steps_of_the_controller_ends_as_a_stop(
     # No task left running, none begun twice; what finished is done.
     assert set(statuses(work)) <= {"completed", "pending", "interrupted"}, statuses(work)
     finished(work, kind)
+
+
+
+def test_a_stop_before_a_lane_you_locked_is_reached_puts_your_lock_back(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # Three lanes stopped in their first agents; you lock G3's. Two lanes at a time: the sweep
+    # takes your lock off G3's lane to go on there, and Ctrl+C comes as the second lane starts,
+    # before G3's: no lane closed G3's, and it stayed unlocked.
+    work, lane = your_locked_lane(tmp_path, (1, 2, 3), "g3", "--parallel", "3")
+    done = stopped_at(work, tmp_path, "threading:Thread.start", "after", 2, "--vcs", "git",
+                      "--parallel", "2", match="lane ")
+    assert f"lane {lane.name} was locked ('mine')" in done.stdout, done.stdout
+    assert locked(work, lane) == "mine", done.stdout + done.stderr
+    finished(work, "git")
+    assert locked(work, lane) == "mine"
