@@ -104,7 +104,7 @@ class Workplaces:
         return cls(run, main, names, groups, swept.listed, serial, holder, own)
 
     @staticmethod
-    def stopped(run: Run, places: "Workplaces | None") -> None:
+    def stopped(run: Run, places: Workplaces | None) -> None:
         """A stop's close of the run's workplaces (`places`; None: the stop came before they
         were open, or as they opened): every lane of the plan still bearing a lock of yours the
         sweep took off, to go on there, gets it back."""

@@ -224,9 +224,11 @@ def locks_back(kind: str, root: Path, names: set[str]) -> None:
     a run took off them to go on there and has not put back (the run stopped before it came to
     one, or as it made or left it); a lane without one is left alone. Only a lane's files are
     read."""
+    if kind != "git":
+        return  # jj's workspaces bear no lock of yours
     folder = lanes_dir(root)
     there = [folder / name for name in sorted(names) if (folder / name).is_dir()]
-    if kind != "git" or not there:
+    if not there:
         return
     from agentloop.vcs.git import teardown
     for path in there:
