@@ -136,6 +136,9 @@ def finished(work: Path, kind: str) -> None:
                for g in (1, 2, 3) for t in (1, 2))
     if kind == "jj":
         assert jj(work, "workspace", "list").count("\n") == 1
+    else:
+        others = git(work, "worktree", "list", "--porcelain").strip().split("\n\n")[1:]
+        assert all("\nlocked mine" in entry for entry in others), others
 
 
 def your_locked_lane(tmp_path: Path, groups: tuple[int, ...] = (1,), name: str = "serial",
