@@ -289,9 +289,11 @@ class Controller:
 
     def take(self, run: Run, task: TaskState, step: Step | MayStart) -> Any:
         """A lane hands `step` over: applied at once when the lane runs in this thread (K=1),
-        else put on the queue for this thread, the lane waiting for the answer."""
+        else put on the queue for this thread, the lane waiting for the answer. Either way,
+        Ctrl+C is held back until the records are saved and said (_serve)."""
         if threading.current_thread() is self.thread:
-            return self._apply(run, task, step)
+            with held_back():
+                return self._apply(run, task, step)
         reply = Reply()
         handed = Handed(run, task, step, reply)
         with self._unanswered_lock:

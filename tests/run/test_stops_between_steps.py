@@ -19,7 +19,7 @@ from tests.support.repos import git, init_repo, jj, state_of
 from tests.support.runner import agent_loop
 
 # agent-loop with one function wrapped (module, qualified name): at its `nth` call in the main
-# thread (of the calls whose first two arguments' repr holds `match`), SIGINT is sent to this
+# thread (of the calls whose first three arguments' repr holds `match`), SIGINT is sent to this
 # process `before` or `after` the real function runs, and a mark is left that it was. Python
 # runs the handler at once, in the main thread, where the wrapper is: the stop comes exactly
 # there, as a Ctrl+C at that instant would. As the run leaves, the lanes' threads still alive
@@ -38,7 +38,7 @@ calls = 0
 def hooked(*args, **kwargs):
     global calls
     if threading.current_thread() is not threading.main_thread() or \
-            match not in repr(args[:2]):
+            match not in repr(args[:3]):
         return real(*args, **kwargs)
     calls += 1
     now = calls == int(nth)
@@ -233,3 +233,16 @@ def test_a_stop_before_a_lane_you_locked_is_reached_puts_your_lock_back(
     assert locked(work, lane) == "mine", done.stdout + done.stderr
     finished(work, "git")
     assert locked(work, lane) == "mine"
+
+
+def test_a_stop_as_a_task_is_recorded_done_still_says_its_change(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # One lane at a time, the lane in the controller's thread: Ctrl+C as task 1's completion
+    # is saved, before it is said. Its record said done, its change was never said: a lane
+    # of its own thread (--parallel 2) hands it over, and the stop waits until it is said.
+    work = project(tmp_path, "git")
+    done = stopped_at(work, tmp_path, "agentloop.run.ledger:_say", "before", 1, "--vcs", "git",
+                      match="Completed(")
+    assert statuses(work) == ["completed"] + ["pending"] * 5
+    assert done.stdout.count("1 file(s) changed") == 1, done.stdout
+    finished(work, "git")
