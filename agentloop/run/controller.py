@@ -187,12 +187,15 @@ class Controller:
         run = self.run
         running.clear()
         stop_flag(run.project.store.dir).unlink(missing_ok=True)  # a request older than this run
-        places = Workplaces.open(run, self.groups)
-        run.shared.may_start = self.may_start
-        run.shared.take = self.take
         lanes: dict[str, threading.Thread | None] = {}
         todo = list(self.groups)
+        places: Workplaces | None = None
         try:
+            # Opened inside: a stop as the sweep took your lock off a lane, or right after,
+            # puts it back (Workplaces.stopped).
+            places = Workplaces.open(run, self.groups)
+            run.shared.may_start = self.may_start
+            run.shared.take = self.take
             while todo or lanes:
                 self._start_ready(places, todo, lanes)
                 if not lanes:
@@ -208,23 +211,27 @@ class Controller:
                     self._serve(report)
                     continue
                 self._lane_ended(report, lanes)
+            places.close()
         except BaseException as exc:
             # Ctrl+C (only this thread hears it), or a fault of the controller's own: stop every
-            # lane's agent, wait for each lane to drop its interrupted attempt and save, then stop.
+            # lane's agent, wait for each lane to drop its interrupted attempt and save, then
+            # close the lanes as a stop leaves them (whatever the stop came between).
             run.shared.halt()
             with shielded():
-                for agent in running.stop_all():
-                    streamed.stop_group(agent)
-                for worker in lanes.values():
-                    if worker is not None:
-                        self._join(worker)
+                try:
+                    for agent in running.stop_all():
+                        streamed.stop_group(agent)
+                    for worker in lanes.values():
+                        if worker is not None:
+                            self._join(worker)
+                finally:
+                    Workplaces.stopped(run, places)
             running.clear()  # every lane has stopped: a later run in this process starts afresh
             if isinstance(exc, KeyboardInterrupt):
                 raise Interrupted("interrupted") from None
             raise
         finally:
             run.shared.may_start = run.shared.take = None
-        places.close()
         self._raise_ending()
 
     def _start_ready(self, places: Workplaces, todo: list[str],
@@ -237,7 +244,7 @@ class Controller:
             if group is None:
                 break
             todo.remove(group)
-            lanes[group] = self._start(places, group)
+            self._start(places, group, lanes)
 
     def _lane_ended(self, report: LaneEnded, lanes: dict[str, threading.Thread | None]
                     ) -> None:
@@ -285,9 +292,11 @@ class Controller:
 
     def take(self, run: Run, task: TaskState, step: Step | MayStart) -> Any:
         """A lane hands `step` over: applied at once when the lane runs in this thread (K=1),
-        else put on the queue for this thread, the lane waiting for the answer."""
+        else put on the queue for this thread, the lane waiting for the answer. Either way,
+        Ctrl+C is held back until the records are saved and said (_serve)."""
         if threading.current_thread() is self.thread:
-            return self._apply(run, task, step)
+            with held_back():
+                return self._apply(run, task, step)
         reply = Reply()
         handed = Handed(run, task, step, reply)
         with self._unanswered_lock:
@@ -354,15 +363,21 @@ class Controller:
         return next((t.error for t in self.run.state.tasks
                      if t.group == group and t.status == S.HELD and t.error), "held")
 
-    def _start(self, places: Workplaces, group: str) -> threading.Thread | None:
-        """A lane for `group`: in this thread with one lane at a time, else a thread of its own."""
+    def _start(self, places: Workplaces, group: str,
+               lanes: dict[str, threading.Thread | None]) -> None:
+        """A lane for `group`, in `lanes`: in this thread with one lane at a time, else a thread
+        of its own."""
         if self.run.options.parallel == 1:
             self._lane(places, group)
-            return None
+            lanes[group] = None
+            return
         worker = threading.Thread(target=self._lane, args=(places, group), name=f"lane {group}",
                                   daemon=True)
-        worker.start()
-        return worker
+        # Started and in `lanes` at once: a stop in between would not wait for a lane it does
+        # not know, which goes on making its working copy as the run exits.
+        with held_back():
+            worker.start()
+            lanes[group] = worker
 
     def _lane(self, places: Workplaces, group: str) -> None:
         """One lane: its group's tasks in its working copy; its report, whatever happened.

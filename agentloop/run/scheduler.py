@@ -30,6 +30,7 @@ from agentloop.vcs.choose import (
     MainLine,
     has_lane,
     keep_workspace,
+    locks_back,
     open_lane,
     open_main_line,
     open_workspace,
@@ -102,6 +103,17 @@ class Workplaces:
             run.emit(LaneNote(note))
         return cls(run, main, names, groups, swept.listed, serial, holder, own)
 
+    @staticmethod
+    def stopped(run: Run, places: Workplaces | None) -> None:
+        """A stop's close of the run's workplaces (`places`; None: the stop came before they
+        were open, or as they opened): every lane of the plan still bearing a lock of yours the
+        sweep took off, to go on there, gets it back."""
+        if places is not None:
+            places.close(stopped=True)
+        else:
+            locks_back(run.vcs.name, run.project.root,
+                       set(_lane_names(run).values()) | {lanes.serial_lane(_plan_key(run))})
+
     def run_group(self, group: str, tasks: list[TaskState], begun: list[TaskState]) -> None:
         """Run one group's tasks where it works; its working copy goes once they are done (a
         sequential run's one lane goes on to the next group instead)."""
@@ -147,30 +159,45 @@ class Workplaces:
                 keep_workspace(run.vcs.name, run.project.root, space)
             raise
         # Every finished task is on the main line and saved: the lane has nothing left.
-        self.main.forget(vcs.lane_commits)
         if serial:
             self._holder = None
         if serial and alone:
-            self._carried = (space, vcs)  # the next group goes on there
+            # The next group goes on there; carried before anything more is done, so that a
+            # stop from here on finds it to close (close).
+            self._carried = (space, vcs)
+        self.main.forget(vcs.lane_commits)
+        if serial and alone:
             return
         vcs.close()
         self._remove(space)
 
-    def close(self) -> None:
+    def close(self, stopped: bool = False) -> None:
         """After the last lane: a sequential run's one lane removed, unless a group left
-        something in it; the main line forgets its lanes' commits unless one is kept."""
-        if self._carried is not None:
-            space, vcs = self._carried
-            self._carried = None
-            vcs.close()
-            self._remove(space)
-        if isinstance(self.main, LandsOnABranch):
-            self.main.settle()  # a checkout a lock left behind its branch follows, or is said
-        if self.main is not None and not any(t.status in LEFT_OPEN
-                                             for t in self.run.state.tasks):
-            self.main.forget_all()
-        if self.main is None:
-            self._sweep_left_lanes()
+        something in it; the main line forgets its lanes' commits unless one is kept. The run
+        `stopped` (Ctrl+C): that lane kept as a stop keeps any, for the next run. Either way,
+        every lane of the run gets back the lock of yours the run took off it (the sweep, to
+        go on there) and has not put back: one it never came to, one a stop cut its making
+        short, the one lane kept here."""
+        try:
+            if self._carried is not None:
+                space, vcs = self._carried
+                self._carried = None
+                vcs.close()
+                if not stopped:
+                    self._remove(space)
+            if stopped:
+                return
+            if isinstance(self.main, LandsOnABranch):
+                self.main.settle()  # a checkout a lock left behind its branch follows, or is said
+            if self.main is not None and not any(t.status in LEFT_OPEN
+                                                 for t in self.run.state.tasks):
+                self.main.forget_all()
+            if self.main is None:
+                self._sweep_left_lanes()
+        finally:
+            if self.main is not None:
+                locks_back(self.run.vcs.name, self.run.project.root,
+                           set(self.names.values()) | {self.serial})
 
     def _sweep_left_lanes(self) -> None:
         """A run in your checkout that left no task open: the jj lanes an earlier run of this
@@ -196,8 +223,13 @@ class Workplaces:
         group before left it (brought to the main line's tip), or one opened now."""
         if serial and self._carried is not None:
             space, vcs = self._carried
+            try:
+                vcs.follow()
+            except Exception:
+                self._carried = None  # the group's error: its lane stays as it is (run_group)
+                raise
+            # Carried until now: a stop inside the follow leaves the lane for close to close.
             self._carried = None
-            vcs.follow()
             return space, vcs
         # A group with an attempt still open (a killed run) goes on in the working copy it
         # left, where that attempt's record is; any other starts from the main line as it is.

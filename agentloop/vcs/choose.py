@@ -16,7 +16,7 @@ from agentloop.vcs.check import LaneBreach as LaneBreach
 from agentloop.vcs.landing import WAIT_LIMIT
 from agentloop.vcs.landing import IntegrationConflict as IntegrationConflict
 from agentloop.vcs.landing import LandingHeld as LandingHeld
-from agentloop.vcs.lanes import Workspace, check_folder
+from agentloop.vcs.lanes import Workspace, check_folder, lanes_dir
 from agentloop.vcs.protocol import Lane, Vcs
 from agentloop.vcs.stays_git import git_only
 
@@ -217,6 +217,22 @@ def keep_workspace(kind: str, root: Path, space: Workspace) -> None:
     if kind == "git":
         from agentloop.vcs.git import teardown
         teardown.relock(root, space.path)
+
+
+def locks_back(kind: str, root: Path, names: set[str]) -> None:
+    """The lanes of `names` still there, each kept as it is: git's get back the lock of yours
+    a run took off them to go on there and has not put back (the run stopped before it came to
+    one, or as it made or left it); a lane without one is left alone. Only a lane's files are
+    read."""
+    if kind != "git":
+        return  # jj's workspaces bear no lock of yours
+    folder = lanes_dir(root)
+    there = [folder / name for name in sorted(names) if (folder / name).is_dir()]
+    if not there:
+        return
+    from agentloop.vcs.git import teardown
+    for path in there:
+        teardown.relock(root, path)
 
 
 @dataclass(frozen=True)
