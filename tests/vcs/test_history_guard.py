@@ -169,3 +169,24 @@ def test_a_rebased_task_is_found_by_its_trailers_and_a_reverted_one_is_said(
     tasks = state_of(work)["tasks"]
     assert [t["status"] for t in tasks] == ["completed"] * 3
     assert tasks[0]["change_id"] == one
+
+
+@pytest.mark.parametrize("args", [(), ("--parallel", "2")])
+def test_jj_abandon_of_an_earlier_groups_task_in_a_lane_stops_the_run(
+        work: Path, fake_claude: FakeClaude, jj_bin: str, args: tuple[str, ...]) -> None:
+    """Group B's agent abandons the change group A landed, which B's lane stands on. The
+    lane's guard looked only at what its own group landed: the run stopped on jj's "working
+    copy is stale" (to be repaired with `jj workspace update-stale`), and the next run took
+    task 1 for one you took back, ending "3 completed" with task 1's files in no change."""
+    init_repo(work, "jj")
+    (work / "tasks.md").write_text("## A\n- one\n  FAKE: write a.txt A\n"
+                                   "## B\nDepends on: A\n\n"
+                                   "- two\n  FAKE: bash jj --no-pager abandon @-\n"
+                                   "  FAKE: write b.txt B\n- three\n  FAKE: write c.txt C\n")
+    done = agent_loop(work, "--no-distill", "--vcs", "jj", *args)
+    assert done.returncode == 1, done.stdout + done.stderr
+    one = state_of(work)["tasks"][0]["change_id"]
+    assert f"change {one[:12]}" in done.stderr and "jj op log" in done.stderr, done.stderr
+    assert "stale" not in done.stderr, done.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]][1:] == ["interrupted", "pending"]
+    assert not (work / "b.txt").exists()

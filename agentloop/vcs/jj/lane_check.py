@@ -25,6 +25,9 @@ class JjLaneRecord:
     operation: str               # the repository's operation then
     landed: tuple[str, ...] = ()  # change ids this lane landed
     stamp: str | None = None     # its op heads then, read from files (agentloop.vcs.jj.run)
+    # The changes the task's own stood on (its parents) that this lane did not land: an
+    # earlier group's task, or your own change, which the agent must not drop either.
+    stood_on: tuple[str, ...] = ()
 
 
 # How jj describes an operation that undid others (`jj undo`, `jj op restore`, `jj op revert`,
@@ -51,7 +54,8 @@ def check_jj_lane(record: JjLaneRecord, revived: frozenset[str] = frozenset()
     if record.stamp is not None and op_head(record.main_root) == record.stamp:
         return None  # no jj command ran since the step began: nothing was undone or lost
     jj = Jj(record.main_root)
-    for op, description in operations_since(jj, record.operation):
+    since = operations_since(jj, record.operation)
+    for op, description in since:
         command = next((c for d, c in UNDOING.items() if description.startswith(d)), None)
         if command is not None and not any(r in description for r in revived):
             # The operation ids jj writes in the description are 128 hex digits: shortened.
@@ -61,14 +65,27 @@ def check_jj_lane(record: JjLaneRecord, revived: frozenset[str] = frozenset()
                           "operation log is the repository's, so it undid work of agent-loop's "
                           "or another lane's; nothing of this step is landed",
                           ("jj op log", f"jj op revert {op[:12]}"))
-    if record.landed:
-        out = jj.out("--ignore-working-copy", "log", "--no-graph", "-r",
-                     "::@- & (" + " | ".join(f"present({c})" for c in record.landed) + ")",
+    if record.landed or record.stood_on:
+        # A landed change must stay on the main line with its description; one the task stood
+        # on only in the repository (a change of the lane's own below it is no one's loss).
+        wanted = [f"::@- & ({' | '.join(f'present({c})' for c in record.landed)})"] \
+            if record.landed else []
+        wanted += [f"present({c})" for c in record.stood_on]
+        out = jj.out("--ignore-working-copy", "log", "--no-graph", "-r", " | ".join(wanted),
                      "-T", 'change_id ++ "\\t" ++ description.first_line() ++ "\\n"')
         found = dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
-        gone = [c for c in record.landed
+        gone = [c for c in (*record.landed, *record.stood_on)
                 if not any(f.startswith(c) or c.startswith(f) for f in found)]
         yours = taken_back(jj, gone) if gone else set()  # you took it back: no breach
+        for change in record.stood_on:
+            if change in gone and change not in yours:
+                # The newest abandon since the step began: the one to revert.
+                undo = next((f"jj op revert {op[:12]}" for op, description in since
+                             if description.startswith("abandon ")), "jj op log")
+                return Breach(Kind.LANDED_LOST, f"change {change[:12]}, which this lane's "
+                              "task stood on (a task landed before, or a change of yours), was "
+                              "abandoned while the lane's agent worked; nothing of this step "
+                              "is landed", tuple(dict.fromkeys(("jj op log", undo))))
         for change in record.landed:
             if change in yours:
                 continue
