@@ -28,6 +28,8 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 def main() -> None:
     """Console entry point."""
     _take_stops()
+    if sys.stdout is None or sys.stderr is None or sys.stdin is None:
+        _closed_streams()
     # The stops wait until the imports are done: a handler run inside an extension module's
     # initialisation (orjson's, measured: 1 start in 150 signalled at random) can crash the
     # interpreter with SIGSEGV instead of raising.
@@ -55,6 +57,28 @@ def main() -> None:
     except KeyboardInterrupt:  # before the command's own handling of a stop began
         _started_interrupted()
     _exit(code)
+
+
+def _closed_streams() -> None:
+    """Started with a standard descriptor closed (`agent-loop tasks.md >&-`, a supervisor that
+    closes them), Python gives no stream for it: /dev/null takes its place, so the run goes on
+    and ends as it would with its output gone (agentloop.console.gone), and no file or pipe
+    the run opens later takes that number for a stream it is not."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    # The process's own streams, as Python would have made them: never closed.
+    if sys.stdin is None:
+        sys.stdin = open(0, closefd=False)
+    if sys.stdout is None:
+        sys.stdout = open(1, "w", closefd=False)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", closefd=False, errors="backslashreplace")
 
 
 def _take_stops() -> None:

@@ -86,7 +86,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
                 *([admitted.rebuilt] if admitted.rebuilt else []),
                 *([admitted.agent_note] if admitted.agent_note else []),
                 *admitted.found,
-                *reworded_lines(state.tasks, state.task_file),
+                *reworded_lines(state.tasks, project.shown(project.task_file)),
                 *([f"the run would stop here: {tree}"] if tree else []))
     boxed, refused = sandbox_preview(project, options, admitted.agent)
     warnings += (f"the run would stop here: {refused}",) if refused else ()

@@ -148,6 +148,10 @@ def judge(exit_code: int, timed_out: bool, log: StreamLog, stderr: str,
         ok=error is None, exit_code=exit_code, session_id=log.session_id,
         text=str(res.get("result") or ""), error=error,
         cost_usd=cost, totals=totals,
+        # Begun (its init line said a session) and gone before its result (killed, crashed,
+        # timed out): it may have spent anything, and $0 as known would make every total and
+        # the budget read low without a word. A CLI that never began spent nothing.
+        cost_known=log.result is not None or log.session_id is None,
         usage=usage, num_turns=_int(res.get("num_turns")),
         duration_ms=_int(res.get("duration_ms")),
         permission_denials=len(denials) if isinstance(denials, list) else 0,

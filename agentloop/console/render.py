@@ -78,7 +78,7 @@ def status_text(view: StatusView, cwd: Path) -> str:
     lines += _budget_lines(state)
     lines += [_task_line(t, view, show) for t in state.tasks]
     lines += lane_lines(state)
-    lines += _history_lines(view)
+    lines += _history_lines(view, show)
     lines += _receipt_lines(state, groups, total)
     return "\n".join(lines)
 
@@ -124,10 +124,16 @@ def _task_line(t: TaskState, view: StatusView, show: Callable[[str | Path], str]
             + _checks_line(t))
 
 
-def _history_lines(view: StatusView) -> list[str]:
+def _history_lines(view: StatusView, show: Callable[[str | Path], str]) -> list[str]:
     """What the history says apart from the state: the tasks landed on a branch your checkout
-    left, changes lost, reworded, moved or reverted, each with what to run about it."""
+    left, changes lost, reworded, moved or reverted, each with what to run about it (the plan
+    named as you can type it where you stand: the state's name is from the root)."""
     state, lines = view.state, []
+
+    def plan() -> str:
+        import shlex  # only where a line names a command: --status seldom needs it
+
+        return shlex.quote(show(state.task_file))
     if view.elsewhere:
         branch, yours = view.elsewhere
         branch = branch.removeprefix("refs/heads/")
@@ -140,21 +146,21 @@ def _history_lines(view: StatusView) -> list[str]:
     for index in view.lost:
         if state.agent == "rehearse":
             lines.append(f"task {index}'s change is no longer in the rehearsal's working copy; "
-                         f"`agent-loop {state.task_file} --rehearse` rehearses the plan again")
+                         f"`agent-loop {plan()} --rehearse` rehearses the plan again")
             continue
         from agentloop.state.whereabouts import lost_words  # --status imported it to ask
 
         lines.append(f"{lost_words(state.vcs or '', state.tasks[index - 1])}; `agent-loop "
-                     f"{state.task_file} --task {index} --again` does it once more")
+                     f"{plan()} --task {index} --again` does it once more")
     if any(t.done_as for t in state.tasks):
         from agentloop.state.reconcile import reworded_lines
-        lines += reworded_lines(state.tasks, state.task_file)
+        lines += reworded_lines(state.tasks, plan())
     for index, change in view.moved:
         lines.append(f"task {index}'s change moved: it is {change[:12]} now (rebased or "
                      "cherry-picked; its trailers name the task), still done")
     for index, commit in view.reverted:
         lines.append(f"task {index} was reverted by {commit[:12]}: a run leaves it done; "
-                     f"`agent-loop {state.task_file} --task {index} --again` does it once more")
+                     f"`agent-loop {plan()} --task {index} --again` does it once more")
     return lines
 
 

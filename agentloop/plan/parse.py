@@ -125,14 +125,16 @@ def parsed(plan: TaskFile | Read) -> TaskFile:
     return plan if isinstance(plan, TaskFile) else from_bytes(plan.path, plan.data)
 
 
-def from_bytes(path: Path, data: bytes) -> TaskFile:
-    """Hash and parse the task file's bytes, already read; TaskFileError if it is unusable."""
+def from_bytes(path: Path, data: bytes, emptied: bool = False) -> TaskFile:
+    """Hash and parse the task file's bytes, already read; TaskFileError if it is unusable.
+    `emptied`: a file with words but no task left is a plan whose every task was deleted (a
+    run's re-read: none of them starts), not an error; a blank one may be half saved still."""
     from agentloop.plan.depends import resolve
 
     digest = file_hash(data)
     text = _decode(path, data)
     tasks, reading = read_text(text)
-    if not tasks:
+    if not tasks and not (emptied and text.strip()):
         raise TaskFileError(f"task file {shown(path)} has no tasks: "
                             "write each task as a list item, like `- fix the login bug`")
     for task in tasks:

@@ -45,6 +45,12 @@ Resolve every conflict so that both your change and theirs keep working: edit th
 remove every marker. Do not commit, and run no git command that moves HEAD. End with a short \
 summary of how you resolved it."""
 
+# A conflicted file with no marker in it: one side deleted it and the other changed it (your
+# `git revert` of the task that made it, say), or git could not merge its bytes. Said as it is,
+# or an agent that looks for the markers finds none, does nothing, and its version stands.
+UNMARKED = (" (no marker in it: deleted on one side and changed on the other, or not text; "
+            "decide whether it stays, as it is now, or goes)")
+
 
 def _lane_vcs(run: Run) -> ResolvesConflicts | None:
     return run.vcs if isinstance(run.vcs, ResolvesConflicts) else None
@@ -74,7 +80,9 @@ def resolve(run: Run, task: TaskState, change: Change, session: str | None,
         run.emit(LaneNote(f"task {task.index} conflicts with the main line in "
                           f"{', '.join(files)}: the group's session resolves it "
                           f"(round {round_} of {ROUNDS})"))
-        prompt = PROMPT.format(files="\n".join(f"- {f}" for f in files),
+        marked = set(vcs.markers_left(files))
+        prompt = PROMPT.format(files="\n".join(f"- {f}" + ("" if f in marked else UNMARKED)
+                                               for f in files),
                                others=_others(run, vcs, conflict, files))
         if intro and session is None:
             prompt = intro + prompt

@@ -469,7 +469,8 @@ class Controller:
                 self._plan_seen = _settled(seen)
                 return
             self.run.shared.plan_hash = digest
-            changes = reconcile(self.run.state.tasks, parse.from_bytes(path, data))
+            changes = reconcile(self.run.state.tasks, parse.from_bytes(path, data,
+                                                                      emptied=True))
         except AgentLoopError:
             # Gone (an agent's `jj undo`): put back. Else a plan half saved, or broken for a
             # moment: the run goes on as it was.

@@ -143,7 +143,7 @@ def _taken_back(run: Run, yours: set[str]) -> set[str]:
         new = yours - (run.shared.lost_before or set())
         run.shared.lost_before = (run.shared.lost_before or set()) | yours
         run.shared.done = None  # read afresh, without them
-    name = run.state.task_file
+    name = run.project.shown(run.project.task_file)  # as typed where you stand
     for task in run.state.tasks:
         if task.change_id in new:
             run.emit(LaneNote(f"task {task.index}'s change was abandoned in your checkout: it "
@@ -186,7 +186,7 @@ def lost_before(run: Run) -> None:
         if ids:
             _recommitted(run)
         shared.lost_before = lost
-    name = run.state.task_file
+    name = run.project.shown(run.project.task_file)  # as typed where you stand
     here = lane()
     try:
         for task in run.state.tasks:

@@ -106,7 +106,8 @@ def readded(project: Project, state: State, added: tuple[int, ...], vcs: str) ->
     for index, commit in found:
         ledger.found_done(state.tasks[index - 1], change_of[commit], commit)
         lines.append(f"task {index}: done already in {change_of[commit][:12]} (history); not "
-                     f"run again (`agent-loop {state.task_file} --task {index} --again` runs it)")
+                     f"run again (`agent-loop {project.shown(project.task_file)} --task {index} "
+                     "--again` runs it)")
     return lines
 
 

@@ -267,7 +267,7 @@ def _plan_changes(project: Project, admitted: Admitted, state: State) -> list[st
             kept = project.store.keep_removed(list(changes.dropped), now())
             notes.append(f"the records of removed and reworded tasks are kept in "
                          f"{project.shown(kept)}; their cost still counts")
-    return notes + reworded_lines(state.tasks, state.task_file)
+    return notes + reworded_lines(state.tasks, project.shown(project.task_file))
 
 
 def open_sandbox(project: Project, options: RunOptions) -> Sandbox | None:

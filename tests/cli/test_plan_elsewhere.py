@@ -3,13 +3,15 @@ anything is read or paid, with the way through; a plan outside any repository st
 
 from __future__ import annotations
 
+import re
+import shlex
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import make_repo
+from tests.support.repos import git, make_repo
 from tests.support.runner import agent_loop
 
 PLAN = "# O\n- [ ] o1\n  FAKE: write o1.txt O\n"
@@ -98,3 +100,36 @@ def test_a_plan_in_a_plain_subfolder_still_runs(tmp_path: Path, fake_claude: Fak
                                                "docs/a/plan.md": PLAN})
     done = agent_loop(here, plan="docs/a/plan.md", timeout=120)
     ran_here(done, here, fake_claude)
+
+
+def test_the_commands_status_names_work_from_the_subfolder_you_stand_in(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """`--status` from the plan's own subfolder said a reverted task is done once more by
+    `agent-loop docs/plan.md --task 1 --again` (a run and `--dry-run` said so of a reworded
+    one): the plan's path from the repository's root, which from docs/ names docs/docs/plan.md
+    ("task file ... does not exist"), where every other path they print is said from where you
+    stand."""
+    here = make_repo(tmp_path / "here", files={"README.md": "hi\n"})
+    (here / "docs").mkdir()
+    (here / "docs" / "plan.md").write_text("# O\n- [ ] o1\n  FAKE: write o1.txt O\n"
+                                           "- [ ] o2\n  FAKE: write o2.txt O\n")
+    docs = here / "docs"
+    assert agent_loop(docs, "--no-distill", plan="plan.md", timeout=120).returncode == 0
+    one = git(here, "log", "--format=%H", "--grep", "o1").split()[0]
+    git(here, "revert", "--no-edit", one)
+    with (docs / "plan.md").open("a") as plan:
+        plan.write("- [ ] o3\n  FAKE: write o3.txt O\n")
+    (docs / "plan.md").write_text((docs / "plan.md").read_text().replace("o2\n", "o2 now\n", 1))
+    ran = agent_loop(docs, "--no-distill", plan="plan.md", timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    status = agent_loop(docs, "--status", plan="plan.md", timeout=60)
+    dry = agent_loop(docs, "--dry-run", plan="plan.md", timeout=60)
+    said = {"run": ran.stdout + ran.stderr, "status": status.stdout, "dry run": dry.stdout}
+    named = {where: re.findall(r"`(agent-loop [^`]*--again)`", text)
+             for where, text in said.items()}
+    # The reworded task, said by each; the reverted one by --status.
+    assert {where: len(found) for where, found in named.items()} == {
+        "run": 1, "status": 2, "dry run": 1}, said
+    for command in sum(named.values(), []):
+        dry = agent_loop(docs, *shlex.split(command)[1:], "--dry-run", plan=None, timeout=60)
+        assert dry.returncode == 0, (command, dry.stdout, dry.stderr)

@@ -115,3 +115,38 @@ def test_while_stdout_is_open_nothing_goes_to_stderr_twice(tmp_path: Path,
     assert "waiting since" in run.stdout and "waiting since" not in run.stderr
     assert "is held" in run.stdout and "is held" not in run.stderr
     assert "agent-loop done: 1 held;" in run.stdout and run.stderr == ""
+
+
+def _closed(work: Path, fds: tuple[int, ...], *args: str) -> subprocess.CompletedProcess[str]:
+    """agent-loop ARGS in `work`, started with the standard descriptors `fds` closed (a shell's
+    `>&-`, a supervisor that closes them), the others captured."""
+    def close() -> None:
+        for fd in fds:
+            os.close(fd)
+
+    return subprocess.run([sys.executable, "-m", "agentloop", *args], cwd=work,
+                          env={**os.environ, "NO_COLOR": "1"}, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, preexec_fn=close, timeout=120)
+
+
+def test_a_run_started_with_its_output_closed_runs_and_exits_as_it_ends(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Started with stdout closed (`agent-loop tasks.md >&-`), Python has no sys.stdout: the run
+    ended at once in "internal error: AttributeError" (no agent ran); with stderr closed, a run
+    that did every task exited 1 on its last flush; `--status` and `--version` crashed too."""
+    work = git_project(tmp_path, "- one\n  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
+    for fds in ((1,), (2,), (1, 2)):
+        status = _closed(work, fds, "tasks.md", "--status")
+        assert status.returncode == 0 and "Traceback" not in status.stderr, (fds, status.stderr)
+        version = _closed(work, fds, "--version")
+        assert version.returncode == 0 and "Traceback" not in version.stderr, (fds, version)
+    done = _closed(work, (1,), "tasks.md", "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stderr
+    assert "internal error" not in done.stderr, done.stderr
+    assert statuses(work) == ["completed", "completed"]
+    (work / "tasks.md").write_text((work / "tasks.md").read_text() + "- three\n"
+                                   "  FAKE: write c.txt C\n")
+    done = _closed(work, (2,), "tasks.md", "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout
+    assert "agent-loop done: 3 completed" in done.stdout, done.stdout
+    assert statuses(work) == ["completed"] * 3

@@ -430,3 +430,24 @@ def test_a_budget_given_to_a_run_stopped_before_its_first_save_is_kept(
     assert not (work / ".agent-loop" / "lanes").exists()  # stopped before the first save
     status = agent_loop(work, "--status")
     assert "budget: $2.5000, the most this plan may cost" in status.stdout, status.stdout
+
+
+@pytest.mark.parametrize("end", ["crash", "cut"])
+def test_an_agent_that_dies_before_its_result_counts_as_a_run_of_unknown_cost(
+        work: Path, fake_claude: FakeClaude, end: str) -> None:
+    """An agent that died after it began (killed mid-run: OOM, a crash; or its result line cut
+    off) reports no cost. It was recorded as having cost exactly $0 (known): the closing line
+    said "cost $1.0000", not a floor, and --budget 1.5 let task 3 start after task 1's $1 and
+    task 2's paid but unreported run, where an interrupted run counts as the costliest."""
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- one\n  FAKE: write a.txt 1\n  FAKE: cost 1\n"
+                                   f"- two\n  FAKE: write b.txt 2\n  FAKE: {end}\n"
+                                   "- three\n  FAKE: write c.txt 3\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--max-attempts", "1",
+                      "--budget", "1.5")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert agent_runs(fake_claude) == 2
+    assert "cost $1.0000 or more (not every run's cost is known)" in done.stdout, done.stdout
+    assert "budget reached before task 3" in done.stderr, done.stderr
+    status = agent_loop(work, "--status")
+    assert "cost $1.0000 or more" in status.stdout, status.stdout

@@ -371,3 +371,31 @@ def test_an_agent_that_moves_your_branch_back_stops_the_run_and_lands_nothing_on
            f"{back[:12]}" in out, out
     assert f"reset --keep {yours[:12]}" in out and "README.md (back as committed) in" in out, out
     assert not (work / "one.txt").exists() and "agent-loop:" not in git(work, "log", "--format=%s")
+
+
+def test_your_revert_that_deletes_a_file_the_next_task_changes_is_put_to_the_agent_as_it_is(
+        work: Path, fake_claude: FakeClaude) -> None:
+    """You revert task one (which made api.py) while task two's agent appends to api.py: the
+    landing meets a modify/delete conflict, which git marks with no <<<<<<< at all. The
+    prompt told the agent git had marked each conflict in api.py, so one that found no marker
+    did nothing, and the task landed with api.py back, your revert undone without a word.
+    The agent is now told what the conflict is and that it decides: keep the file or not."""
+    init_repo(work, "git")
+    # Your revert, made in your checkout as task two's agent works (not with its git mark).
+    revert = (f"cd {work} && env -u GIT_REFLOG_ACTION git revert --no-edit "
+              "HEAD >/dev/null")
+    (work / "tasks.md").write_text(
+        "## A\n"
+        "- [ ] one\n"
+        "  FAKE: write api.py v1\n"
+        "- [ ] two\n"
+        f"  FAKE: bash {revert}\n"
+        "  FAKE: bash echo v2 >> api.py\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "the plan")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    said = done.stdout + done.stderr
+    assert "conflicts with the main line in api.py" in said, said
+    prompt = next(p for p in fake_claude.task_prompts() if "does not fit the main line" in p)
+    line = next(p for p in prompt.splitlines() if p.startswith("- api.py"))
+    assert "deleted" in line and "no marker" in line, prompt

@@ -57,6 +57,25 @@ def test_an_edit_between_tasks_is_seen(work: Path, fake_claude: FakeClaude, edit
     assert [t["status"] for t in state_of(work)["tasks"]][:2] == ["completed"] * 2
 
 
+@pytest.mark.parametrize("left", ["# Todo\n\nNothing left to do.\n", "## One\n"])
+def test_every_task_deleted_midrun_starts_none_of_them(work: Path, fake_claude: FakeClaude,
+                                                       left: str) -> None:
+    """Every task line deleted while task 1 ran (the plan keeps its title or a heading): the
+    re-read found "no tasks", took the plan for half saved and ran tasks 2 and 3, each paid
+    for, as the plan read before. A file with words but no task left removes them all; a
+    blank one (an editor's save half done) still leaves the run as it was."""
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(PLAN)
+    hook = (f'if [ "$AGENT_LOOP_EVENT_TASK" = 1 ]; then printf \'{left}\' > tasks.md; fi')
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--on-task", hook)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(fake_claude.task_prompts()) == 1, done.stdout
+    assert not (work / "two.txt").exists() and not (work / "three.txt").exists()
+    assert '"task two" was removed from the plan' in done.stdout, done.stdout
+    assert "1 completed, 2 removed from the plan" in done.stdout, done.stdout
+
+
+
 def test_a_task_removed_midrun_leaves_no_gap_in_the_counter(work: Path,
                                                            fake_claude: FakeClaude) -> None:
     """Task 2 removed while task 1 ran: the counter counts the tasks the run does, against

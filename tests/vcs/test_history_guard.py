@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import git, init_repo, jj, state_of
+from tests.support.repos import git, init_repo, jj, make_repo, state_of
 from tests.support.runner import agent_loop
 
 
@@ -169,3 +169,43 @@ def test_a_rebased_task_is_found_by_its_trailers_and_a_reverted_one_is_said(
     tasks = state_of(work)["tasks"]
     assert [t["status"] for t in tasks] == ["completed"] * 3
     assert tasks[0]["change_id"] == one
+
+
+@pytest.mark.parametrize("args", [(), ("--parallel", "2")])
+def test_jj_abandon_of_an_earlier_groups_task_in_a_lane_stops_the_run(
+        work: Path, fake_claude: FakeClaude, jj_bin: str, args: tuple[str, ...]) -> None:
+    """Group B's agent abandons the change group A landed, which B's lane stands on. The
+    lane's guard looked only at what its own group landed: the run stopped on jj's "working
+    copy is stale" (to be repaired with `jj workspace update-stale`), and the next run took
+    task 1 for one you took back, ending "3 completed" with task 1's files in no change."""
+    init_repo(work, "jj")
+    (work / "tasks.md").write_text("## A\n- one\n  FAKE: write a.txt A\n"
+                                   "## B\nDepends on: A\n\n"
+                                   "- two\n  FAKE: bash jj --no-pager abandon @-\n"
+                                   "  FAKE: write b.txt B\n- three\n  FAKE: write c.txt C\n")
+    done = agent_loop(work, "--no-distill", "--vcs", "jj", *args)
+    assert done.returncode == 1, done.stdout + done.stderr
+    one = state_of(work)["tasks"][0]["change_id"]
+    assert f"change {one[:12]}" in done.stderr and "jj op log" in done.stderr, done.stderr
+    assert "stale" not in done.stderr, done.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]][1:] == ["interrupted", "pending"]
+    assert not (work / "b.txt").exists()
+
+
+def test_your_squash_of_an_earlier_groups_task_mid_run_is_not_called_the_agents_abandon(
+        work: Path, fake_claude: FakeClaude, jj_bin: str) -> None:
+    """You squash task 1 into the change below it from your own workspace while group B's
+    agent works: not the agent's doing, so its task lands, as before the lanes' guard looked
+    at what a task stands on; the history check then says where task 1 went."""
+    make_repo(work, "jj")  # a change of yours below task 1, to squash it into
+    squash = (f"cd {work} && jj --no-pager squash -r 'description(glob:\"agent-loop: A*\")' "
+              "-m squashed >/dev/null")
+    (work / "tasks.md").write_text("## A\n- one\n  FAKE: write a.txt A\n"
+                                   f"## B\n- two\n  FAKE: bash {squash}\n"
+                                   "  FAKE: write b.txt B\n")
+    done = agent_loop(work, "--no-distill", "--vcs", "jj")
+    said = done.stdout + done.stderr
+    assert "abandoned while the lane's agent worked" not in said, said
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed", "completed"], said
+    assert (work / "a.txt").exists() and (work / "b.txt").exists()
+    assert "squashed" in jj(work, "log", "--no-graph", "-r", "::@", "-T", "description")

@@ -91,8 +91,10 @@ class LaneJj:
         if before is not None and before == self._whole:
             self._whole = stamp
         try:
+            stood_on = tuple(p for p in change.base.split(",")
+                             if p and not p.startswith("zzzzzzzz") and p not in self.landed)
             self.record = JjLaneRecord(self.root, self.main.root, operation(self.main.jj),
-                                       tuple(self.landed), stamp)
+                                       tuple(self.landed), stamp, stood_on)
         except VcsError:
             self.record = None  # no record, no check: the step itself says what broke
         return change

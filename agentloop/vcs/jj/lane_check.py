@@ -13,6 +13,7 @@ from agentloop.ondemand import dataclass
 from agentloop.vcs.breach import Breach, Kind
 
 if TYPE_CHECKING:
+    from agentloop.vcs.jj.oplog import Operation
     from agentloop.vcs.jj.run import Jj
 
 
@@ -25,6 +26,9 @@ class JjLaneRecord:
     operation: str               # the repository's operation then
     landed: tuple[str, ...] = ()  # change ids this lane landed
     stamp: str | None = None     # its op heads then, read from files (agentloop.vcs.jj.run)
+    # The changes the task's own stood on (its parents) that this lane did not land: an
+    # earlier group's task, or your own change, which the agent must not drop either.
+    stood_on: tuple[str, ...] = ()
 
 
 # How jj describes an operation that undid others (`jj undo`, `jj op restore`, `jj op revert`,
@@ -40,6 +44,7 @@ def check_jj_lane(record: JjLaneRecord, revived: frozenset[str] = frozenset()
     the run reverted to bring a lane's workspace back (agentloop.vcs.jj.revive), no undo."""
     from agentloop.vcs.jj.run import Jj, op_head
     from agentloop.vcs.jj.takenback import taken_back
+    from agentloop.vcs.jj.workspaces import lane_of
 
     lane = record.lane
     if lane.is_dir() and not (lane / ".jj").is_dir():
@@ -51,7 +56,10 @@ def check_jj_lane(record: JjLaneRecord, revived: frozenset[str] = frozenset()
     if record.stamp is not None and op_head(record.main_root) == record.stamp:
         return None  # no jj command ran since the step began: nothing was undone or lost
     jj = Jj(record.main_root)
-    for op, description in operations_since(jj, record.operation):
+    ops = _since(jj, record.operation)
+    # The agent's own jj commands ran in its lane's workspace: jj records where each ran.
+    agents = [o for o in ops if lane_of(o.workspace) == lane.name]
+    for op, description in ((o.id, o.description) for o in ops):
         command = next((c for d, c in UNDOING.items() if description.startswith(d)), None)
         if command is not None and not any(r in description for r in revived):
             # The operation ids jj writes in the description are 128 hex digits: shortened.
@@ -61,14 +69,30 @@ def check_jj_lane(record: JjLaneRecord, revived: frozenset[str] = frozenset()
                           "operation log is the repository's, so it undid work of agent-loop's "
                           "or another lane's; nothing of this step is landed",
                           ("jj op log", f"jj op revert {op[:12]}"))
-    if record.landed:
-        out = jj.out("--ignore-working-copy", "log", "--no-graph", "-r",
-                     "::@- & (" + " | ".join(f"present({c})" for c in record.landed) + ")",
+    # What the task stood on is checked only where the agent ran jj: your own rewrite of it
+    # (a `jj squash` from your workspace) is the history check's to say, after the landing.
+    stood_on = record.stood_on if agents else ()
+    if record.landed or stood_on:
+        # A landed change must stay on the main line with its description; one the task stood
+        # on only in the repository (a change of the lane's own below it is no one's loss).
+        wanted = [f"::@- & ({' | '.join(f'present({c})' for c in record.landed)})"] \
+            if record.landed else []
+        wanted += [f"present({c})" for c in stood_on]
+        out = jj.out("--ignore-working-copy", "log", "--no-graph", "-r", " | ".join(wanted),
                      "-T", 'change_id ++ "\\t" ++ description.first_line() ++ "\\n"')
         found = dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
-        gone = [c for c in record.landed
+        gone = [c for c in (*record.landed, *stood_on)
                 if not any(f.startswith(c) or c.startswith(f) for f in found)]
         yours = taken_back(jj, gone) if gone else set()  # you took it back: no breach
+        for change in stood_on:
+            if change in gone and change not in yours:
+                # The agent's newest abandon: the one to revert.
+                undo = next((f"jj op revert {o.id[:12]}" for o in agents
+                             if o.description.startswith("abandon ")), "jj op log")
+                return Breach(Kind.LANDED_LOST, f"change {change[:12]}, which this lane's "
+                              "task stood on (a task landed before, or a change of yours), was "
+                              "abandoned while the lane's agent worked; nothing of this step "
+                              "is landed", tuple(dict.fromkeys(("jj op log", undo))))
         for change in record.landed:
             if change in yours:
                 continue
@@ -107,13 +131,18 @@ def jj_forgotten(lane: Path) -> Breach:
 def operations_since(jj: Jj, operation: str) -> list[tuple[str, str]]:
     """(id, description) of the operations after `operation`, newest first (one `jj op log`,
     none when the repository is where the last read found it: agentloop.vcs.jj.oplog)."""
+    return [(op.id, op.description) for op in _since(jj, operation)]
+
+
+def _since(jj: Jj, operation: str) -> list[Operation]:
+    """The operations after `operation`, newest first."""
     from agentloop.vcs.jj.oplog import operations
 
     found = []
     for op in operations(jj):
         if op.id.startswith(operation) or operation.startswith(op.id):
             break
-        found.append((op.id, op.description))
+        found.append(op)
     return found
 
 
