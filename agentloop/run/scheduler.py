@@ -34,6 +34,7 @@ from agentloop.vcs.choose import (
     open_main_line,
     open_workspace,
     remove_workspace,
+    removing_workspace,
     sweep_workspaces,
 )
 from agentloop.vcs.protocol import LandsOnABranch, Lane
@@ -159,18 +160,26 @@ class Workplaces:
     def close(self) -> None:
         """After the last lane: a sequential run's one lane removed, unless a group left
         something in it; the main line forgets its lanes' commits unless one is kept."""
+        leaving = None
         if self._carried is not None:
-            space, vcs = self._carried
+            leaving, vcs = self._carried
             self._carried = None
             vcs.close()
-            self._remove(space)
-        if isinstance(self.main, LandsOnABranch):
-            self.main.settle()  # a checkout a lock left behind its branch follows, or is said
-        if self.main is not None and not any(t.status in LEFT_OPEN
-                                             for t in self.run.state.tasks):
-            self.main.forget_all()
-        if self.main is None:
-            self._sweep_left_lanes()
+        try:
+            if isinstance(self.main, LandsOnABranch):
+                self.main.settle()  # a checkout a lock left behind its branch follows, or is said
+            if self.main is not None and not any(t.status in LEFT_OPEN
+                                                 for t in self.run.state.tasks):
+                self.main.forget_all()
+            if self.main is None:
+                self._sweep_left_lanes()
+        finally:
+            if leaving is not None:
+                # Last, removed beside the run's end (its last save, its closing lines' sums),
+                # which waits for it before it says anything (agentloop.run.loop.lane_gone).
+                assert self.main is not None  # only a run in lanes has one
+                self.run.shared.leaving = removing_workspace(
+                    self.run.vcs.name, self.run.project.root, leaving, _branch(self.main))
 
     def _sweep_left_lanes(self) -> None:
         """A run in your checkout that left no task open: the jj lanes an earlier run of this

@@ -353,6 +353,24 @@ def test_a_run_starts_its_watchdog_while_its_lane_is_made(tmp_path: Path,
 
 
 
+def test_a_run_removes_its_lane_while_it_records_its_end(tmp_path: Path,
+                                                          fake_claude: FakeClaude) -> None:
+    # The lane's removal (its `git status` for files nobody committed, then its files, folder
+    # and branch deleted) runs beside the run's last save (state.json with the task completed)
+    # rather than before it: the shim holds that `status` until the save is there.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    state = work / ".agent-loop" / "state.json"
+    env, log = held_git(tmp_path, ":(exclude).agent-loop",
+                        f"grep -q '\"completed\"' '{state}'")
+    calls = held_run(work, env, log)
+    assert ":(exclude).agent-loop: seen" in calls, calls
+    assert (work / "a.txt").read_text().strip() == "A"
+    assert not list((work / ".agent-loop" / "lanes").iterdir())
+    branches = subprocess.run(["git", "branch", "--list", "agent-loop/*"], cwd=work,
+                              check=True, capture_output=True, text=True).stdout
+    assert branches == "", branches
+
+
 # The run's own modules, which take longer to load than the git commands a fresh run asks first
 # take to run: those are started (each in a thread of its own, agentloop.proc.beside) before any
 # of these loads, and run meanwhile.
