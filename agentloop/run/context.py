@@ -129,6 +129,9 @@ class Shared:
         # the longer way (agentloop.run.beside.after_landing), with that task's number: their
         # next attempt in this run brings it back, and says so (no run was stopped).
         self.set_aside: dict[int, int] = {}
+        # The run's last lane, being removed beside the run's end (agentloop.run.scheduler's
+        # close): the function that waits for its removal and returns its notes.
+        self.leaving: Callable[[], list[str]] | None = None
 
     def halt(self) -> None:
         """Start no new task anywhere; running ones finish."""

@@ -15,6 +15,7 @@ from agentloop.run import ledger, plan_kept
 from agentloop.run.context import Run
 from agentloop.run.controller import Controller
 from agentloop.run.events import RunFinished, RunStarted
+from agentloop.run.lane_tag import LaneNote
 from agentloop.run.names_now import Names, names_now
 from agentloop.run.rebuilt import asks_history, readded
 from agentloop.run.selection import runnable
@@ -87,6 +88,7 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
     stopped, begun = None, list[TaskState]()
     controller = Controller(run, pending, begun)
     _tick_reworded(run)
+    failed: BaseException | None = None  # the last lane's removal's, raised last
     try:
         controller.drive()
     except BaseException as exc:
@@ -101,6 +103,10 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
                 # The closing lines name the tasks as the plan the records take last reads.
                 names = names_now(run)
                 closing = _left_unfinished(run, begun, names) + closing
+                failed = lane_gone(run)
+                if failed is not None:
+                    stopped = stopped or str(failed) or type(failed).__name__
+                    _renamed_in(run, failed)
             news = controller.news
             said = tuple(names.headed(note, news.named[note]) if note in news.named else note
                          for note in news.notes)
@@ -114,7 +120,25 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
             # The plan's file, held open while the run worked (and by _wound_up, which puts the
             # plan back): let go whatever failed.
             plan_kept.release(run)
+    if failed is not None:  # as it was raised when the lane went before the run's end
+        raise failed
     return summary
+
+
+def lane_gone(run: Run) -> BaseException | None:
+    """The run's last lane, whose removal began beside the run's end (agentloop.run.scheduler's
+    close), waited for: what it kept said, as the removal said it before; what it raised
+    returned. Before the closing lines, whatever ended the run."""
+    wait, run.shared.leaving = run.shared.leaving, None
+    if wait is None:
+        return None
+    try:
+        notes = wait()
+    except BaseException as exc:  # noqa: BLE001 - the run's end says it, then raises it
+        return exc
+    for note in notes:
+        run.emit(LaneNote(note))
+    return None
 
 
 def _in_order(run: Run, only: tuple[int, ...]) -> list[TaskState]:

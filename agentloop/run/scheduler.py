@@ -35,6 +35,7 @@ from agentloop.vcs.choose import (
     open_main_line,
     open_workspace,
     remove_workspace,
+    removing_workspace,
     sweep_workspaces,
 )
 from agentloop.vcs.protocol import LandsOnABranch, Lane
@@ -175,16 +176,17 @@ class Workplaces:
         """After the last lane: a sequential run's one lane removed, unless a group left
         something in it; the main line forgets its lanes' commits unless one is kept. The run
         `stopped` (Ctrl+C): that lane kept as a stop keeps any, for the next run. Either way,
-        every lane of the run gets back the lock of yours the run took off it (the sweep, to
-        go on there) and has not put back: one it never came to, one a stop cut its making
-        short, the one lane kept here."""
+        every other lane of the run gets back the lock of yours the run took off it (the sweep,
+        to go on there) and has not put back: one it never came to, one a stop cut its making
+        short, the one lane kept here; the lane removed puts back its own (teardown.clean_git)."""
+        leaving = None
         try:
             if self._carried is not None:
                 space, vcs = self._carried
                 self._carried = None
                 vcs.close()
                 if not stopped:
-                    self._remove(space)
+                    leaving = space
             if stopped:
                 return
             if isinstance(self.main, LandsOnABranch):
@@ -196,8 +198,17 @@ class Workplaces:
                 self._sweep_left_lanes()
         finally:
             if self.main is not None:
+                # Not the lane being removed: its removal reads your lock where the run keeps
+                # it, and keeps that lane as it is (teardown.clean_git).
                 locks_back(self.run.vcs.name, self.run.project.root,
-                           set(self.names.values()) | {self.serial})
+                           (set(self.names.values()) | {self.serial})
+                           - ({leaving.name} if leaving is not None else set()))
+            if leaving is not None:
+                # Last, removed beside the run's end (its last save, its closing lines' sums),
+                # which waits for it before it says anything (agentloop.run.loop.lane_gone).
+                assert self.main is not None  # only a run in lanes has one
+                self.run.shared.leaving = removing_workspace(
+                    self.run.vcs.name, self.run.project.root, leaving, _branch(self.main))
 
     def _sweep_left_lanes(self) -> None:
         """A run in your checkout that left no task open: the jj lanes an earlier run of this

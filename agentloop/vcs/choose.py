@@ -211,6 +211,18 @@ def remove_workspace(kind: str, root: Path, space: Workspace, main_ref: str = "H
     return []
 
 
+def removing_workspace(kind: str, root: Path, space: Workspace, main_ref: str = "HEAD"
+                       ) -> Callable[[], list[str]]:
+    """remove_workspace begun for the run's last lane, beside what the run does after it (git:
+    in a thread, agentloop.vcs.git.teardown.removing_git); the function that waits for it and
+    returns its notes (or raises what the removal raised)."""
+    if kind == "git":
+        from agentloop.vcs.git import teardown
+        return teardown.removing_git(root, space, main_ref)
+    notes = remove_workspace(kind, root, space, main_ref)
+    return lambda: notes
+
+
 def keep_workspace(kind: str, root: Path, space: Workspace) -> None:
     """A lane kept as it is for its group's next run (the run stopped in it): git's gets back
     the lock of yours the run took off it to go on there (agentloop.vcs.git.teardown.relock)."""

@@ -12,6 +12,7 @@ from typing import Callable
 from agentloop.errors import VcsError
 from agentloop.files import opened
 from agentloop.vcs import STATE_DIR
+from agentloop.vcs.git.config_text import may_set
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.stays_git import git_only
 
@@ -154,7 +155,8 @@ def ask_git(kind: str, root: Path, look: bool = False) -> Asked:
     if jj or kind not in ("git", "auto") or not (root / ".git").is_dir():
         return jj, None, None
     who = _begin(root, "var", "GIT_COMMITTER_IDENT")
-    signed = _begin(root, *SIGNING)
+    # A config git reads that never mentions signing cannot set it: no process to hear so.
+    signed = _begin(root, *SIGNING) if may_set(root, b"gpgsign") else _unset
     _signing[root] = signed  # signs() takes this answer rather than asking again
     looked = None
     if look:
@@ -194,6 +196,10 @@ def signs(root: Path) -> bool:
     """Whether the user asks git to sign every commit (commit.gpgsign)."""
     asked = _signing.pop(root, None)
     return _true(asked() if asked is not None else _git(root, *SIGNING))
+
+
+def _unset() -> str | None:
+    return None
 
 
 def _true(out: str | None) -> bool:

@@ -314,12 +314,20 @@ def held_run(work: Path, env: dict[str, str], log: Path) -> list[str]:
             for line in log.read_text().splitlines() if line.strip()]
 
 
+def says_signing(work: Path) -> Path:
+    """`work` with commit.gpgsign in its config (false): git is asked whether commits are
+    signed only where a config file mentions it (agentloop.vcs.git.config_text)."""
+    subprocess.run(["git", "config", "commit.gpgsign", "false"], cwd=work, check=True)
+    return work
+
+
 def test_a_fresh_run_asks_git_who_commits_while_it_reads_the_history(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     # No state: the run reads what history says is done (`git log`), and preflight asks who
     # commits (`git var`) and whether commits are signed (`git config`). All three only read:
     # they start together, not the last two after the history's read.
-    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    work = says_signing(make_repo(tmp_path / "project", "git",
+                                  plan="- first\n  FAKE: write a.txt A\n"))
     # Held until both have started: `git config` is started just after `git var`, and on a
     # busy machine its note could come after the history's read had ended.
     noted = tmp_path / "git.log"
@@ -346,6 +354,24 @@ def test_a_run_starts_its_watchdog_while_its_lane_is_made(tmp_path: Path,
 
 
 
+def test_a_run_removes_its_lane_while_it_records_its_end(tmp_path: Path,
+                                                          fake_claude: FakeClaude) -> None:
+    # The lane's removal (its `git status` for files nobody committed, then its files, folder
+    # and branch deleted) runs beside the run's last save (state.json with the task completed)
+    # rather than before it: the shim holds that `status` until the save is there.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    state = work / ".agent-loop" / "state.json"
+    env, log = held_git(tmp_path, ":(exclude).agent-loop",
+                        f"grep -q '\"completed\"' '{state}'")
+    calls = held_run(work, env, log)
+    assert ":(exclude).agent-loop: seen" in calls, calls
+    assert (work / "a.txt").read_text().strip() == "A"
+    assert not list((work / ".agent-loop" / "lanes").iterdir())
+    branches = subprocess.run(["git", "branch", "--list", "agent-loop/*"], cwd=work,
+                              check=True, capture_output=True, text=True).stdout
+    assert branches == "", branches
+
+
 # The run's own modules, which take longer to load than the git commands a fresh run asks first
 # take to run: those are started (each in a thread of its own, agentloop.proc.beside) before any
 # of these loads, and run meanwhile.
@@ -366,7 +392,8 @@ def word_of(line: str) -> str:
 
 def test_a_fresh_run_starts_its_first_git_commands_before_it_loads_the_run(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
-    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    work = says_signing(make_repo(tmp_path / "project", "git",
+                                  plan="- first\n  FAKE: write a.txt A\n"))
     lines = audited_run(work, tmp_path)
     for word in FIRST_GIT.values():   # each thread starts its command
         assert any(line.startswith("process git ") and f" {word} " in line for line in lines)
@@ -553,7 +580,8 @@ def test_a_run_that_goes_on_asks_git_who_commits_once(tmp_path: Path,
                                                       fake_claude: FakeClaude) -> None:
     # The state says git, the run says auto (the default): the questions asked before the state
     # was read are the ones the state's VCS needs, not asked a second time.
-    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    work = says_signing(make_repo(tmp_path / "project", "git",
+                                  plan="- first\n  FAKE: write a.txt A\n"))
     git_calls(work, tmp_path / "first", "tasks.md", "--no-distill")
     (work / "tasks.md").write_text("- first\n  FAKE: write a.txt A\n- second\n"
                                    "  FAKE: write b.txt B\n")

@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, init_repo
-from tests.support.runner import agent_loop
+from tests.support.runner import agent_loop, noting_git
 
 
 @pytest.fixture
@@ -53,6 +53,34 @@ def test_signing_that_cannot_work(work: Path, fake_claude: FakeClaude) -> None:
     git(work, "config", "gpg.program", "false")
     refused(agent_loop(work, "--no-distill", "--vcs", "git"), fake_claude, "commit.gpgsign",
             "git config commit.gpgsign false")
+
+
+def test_signing_set_in_your_global_config_is_asked_of_git(work: Path,
+                                                          fake_claude: FakeClaude) -> None:
+    # Set where every repository reads it (the test's ~/.gitconfig), not in the repository's.
+    init_repo(work, "git")
+    with open(os.environ["GIT_CONFIG_GLOBAL"], "a") as config:
+        config.write("[commit]\n\tgpgSign = true\n[gpg]\n\tprogram = false\n")
+    refused(agent_loop(work, "--no-distill", "--vcs", "git"), fake_claude, "commit.gpgsign",
+            "git config commit.gpgsign false")
+
+
+def test_signing_an_included_file_sets_is_asked_of_git(work: Path, tmp_path: Path,
+                                                       fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    (tmp_path / "signing").write_text("[commit]\n\tgpgsign = true\n[gpg]\n\tprogram = false\n")
+    git(work, "config", "include.path", str(tmp_path / "signing"))
+    refused(agent_loop(work, "--no-distill", "--vcs", "git"), fake_claude, "commit.gpgsign")
+
+
+def test_signing_no_config_mentions_is_not_asked_of_git(work: Path, tmp_path: Path,
+                                                        fake_claude: FakeClaude) -> None:
+    # No config file git reads says a word of signing: git is not started to say it is unset.
+    init_repo(work, "git")
+    _, calls = noting_git(work, tmp_path / "calls", "tasks.md", "--no-distill", "--vcs", "git")
+    assert (work / "a.txt").read_text().strip() == "A"
+    assert not [c for c in calls if c.startswith("config")], calls
+    assert [c for c in calls if c.startswith("var")] == ["var GIT_COMMITTER_IDENT"], calls
 
 
 @pytest.mark.parametrize("marker, words", [

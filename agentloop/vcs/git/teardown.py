@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+import threading
 from pathlib import Path
+from typing import Callable
 
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.registration import REMOVING, mended, own_folder, users_lock
@@ -223,6 +225,37 @@ def remove_git(root: Path, workspace: Workspace, drop_branch: bool = False,
         if drop_branch:
             notes += drop_branches(root, {workspace.name}, main)
     return notes
+
+
+def removing_git(root: Path, workspace: Workspace, main: str = "HEAD"
+                 ) -> Callable[[], list[str]]:
+    """remove_git of a finished lane, its branch too, started in a thread of its own: what
+    the run does after its last lane (its state's last save, its closing lines' sums) goes on
+    while git looks for uncommitted files and the lane's files, folder and branch are deleted,
+    most of that a wait on the disk. The function that waits for it: its notes, or what it
+    raised. Its own lock (bookkeeping) keeps another run's lanes apart meanwhile."""
+    done: list[list[str]] = []
+    failed: list[BaseException] = []
+
+    def remove() -> None:
+        try:
+            done.append(remove_git(root, workspace, drop_branch=True, main=main))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiter, said there
+            failed.append(exc)
+
+    thread = threading.Thread(target=remove, name="agent-loop lane removal", daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:  # no thread can start (a limit on threads): removed here
+        notes = remove_git(root, workspace, drop_branch=True, main=main)
+        return lambda: notes
+
+    def removed() -> list[str]:
+        thread.join()
+        if failed:
+            raise failed[0]
+        return done[0]
+    return removed
 
 
 def sweep_git(root: Path, keep: set[str], known: set[str] | None = None) -> list[str]:

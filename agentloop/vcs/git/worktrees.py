@@ -5,15 +5,14 @@ branch."""
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import shutil
 from pathlib import Path
 
-from agentloop.files.stamp import Stamp, stamp
 from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane
 from agentloop.vcs.git import refs
+from agentloop.vcs.git.config_text import may_set_beyond_repository
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.git.worktree_list import branch_commit, drop_cut_short, git_worktrees, healthy
 from agentloop.vcs.lanes import (
@@ -143,7 +142,7 @@ def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
     repository extension, an include or core.sharedRepository in its config (reftable refs,
     per-worktree config, relative worktree paths, group-writable folders: git writes more, or
     otherwise), worktree.useRelativePaths there or in the user's or system's config
-    (_relative_paths_elsewhere), sparse-checkout patterns (git copies them), a name git would
+    (agentloop.vcs.git.config_text), sparse-checkout patterns (git copies them), a name git would
     change or take with a number, a folder there already, a base that is not a commit id."""
     git_dir = root / ".git"
     name = path.name
@@ -154,7 +153,8 @@ def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
         config = (git_dir / "config").read_text(encoding="utf-8").lower()
     except (OSError, UnicodeDecodeError):
         return False
-    if any(word in config for word in _GIT_WRITES_MORE) or _relative_paths_elsewhere() or \
+    if any(word in config for word in _GIT_WRITES_MORE) or \
+            may_set_beyond_repository(b"userelativepaths") or \
             (git_dir / "info" / "sparse-checkout").exists():
         return False
     common = git_dir.resolve()
@@ -191,68 +191,6 @@ def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
             shutil.rmtree(path, ignore_errors=True)
         return False
     return True
-
-
-def _relative_paths_elsewhere() -> bool:
-    """Whether worktree.useRelativePaths may be set for git beyond the repository's config: in
-    the environment (`git -c`, GIT_CONFIG_KEY_<n>) or in a config file git reads for every
-    repository, read as text as the repository's is (no process): the system one
-    (GIT_CONFIG_SYSTEM, else /etc/gitconfig and the one under the prefix git is installed in;
-    none with GIT_CONFIG_NOSYSTEM), the global ones (GIT_CONFIG_GLOBAL, else ~/.gitconfig and
-    $XDG_CONFIG_HOME/git/config). A file with an include may set it in a file it names: not
-    followed, it says "may". Read once for each state of those files (a run makes many lanes)."""
-    env = os.environ
-    # GIT_CONFIG_KEY_<n> counts only with GIT_CONFIG_COUNT: the environment is walked then.
-    # git follows an include.path given there too (`git -c include.path=FILE`).
-    if _may_say_relative(env.get("GIT_CONFIG_PARAMETERS", "")) or (
-            "GIT_CONFIG_COUNT" in env and any(
-                name.startswith("GIT_CONFIG_KEY_") and _may_say_relative(value)
-                for name, value in env.items())):
-        return True
-    files: list[Path] = []
-    if env.get("GIT_CONFIG_NOSYSTEM", "").lower() in ("", "0", "false", "no", "off"):
-        if "GIT_CONFIG_SYSTEM" in env:
-            files.append(Path(env["GIT_CONFIG_SYSTEM"]))
-        else:
-            files.append(Path("/etc/gitconfig"))
-            prefix = _git_prefix(env.get("PATH", ""))
-            if prefix is not None:
-                files.append(prefix / "etc" / "gitconfig")
-    if "GIT_CONFIG_GLOBAL" in env:
-        files.append(Path(env["GIT_CONFIG_GLOBAL"]))
-    else:
-        home = env.get("HOME", "")
-        xdg = env.get("XDG_CONFIG_HOME") or (home and os.path.join(home, ".config"))
-        files += [Path(home, ".gitconfig")] if home else []
-        files += [Path(xdg, "git", "config")] if xdg else []
-    return any(_may_set_relative(file, stamp(file)) for file in files)
-
-
-def _may_say_relative(config: str) -> bool:
-    """Whether config given in the environment sets worktree.useRelativePaths or includes a
-    file that may."""
-    text = config.lower()
-    return "userelativepaths" in text or "include" in text
-
-
-@functools.lru_cache(maxsize=8)
-def _git_prefix(path: str) -> Path | None:
-    """The prefix git is installed under, found along `path` (PATH's value): once per value."""
-    program = shutil.which("git", path=path)
-    return None if program is None else Path(program).parent.parent
-
-
-@functools.lru_cache(maxsize=32)
-def _may_set_relative(file: Path, seen: Stamp | None) -> bool:
-    """Whether config file `file`, as `seen` (its stat: read again once it changes), sets
-    worktree.useRelativePaths or includes another file that may."""
-    if seen is None:
-        return False  # none there: nothing set in it
-    try:
-        text = file.read_bytes().lower()
-    except OSError:
-        return False
-    return b"userelativepaths" in text or b"[include" in text
 
 
 def _keep_previous(root: Path, branch: str, base: str) -> None:
