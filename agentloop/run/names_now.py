@@ -6,9 +6,10 @@ has by its words, its old number being another task's now."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from agentloop.errors import AgentLoopError
+from agentloop.ondemand import dataclass
 from agentloop.plan import parse
 from agentloop.run import plan_kept
 from agentloop.run.context import Run
