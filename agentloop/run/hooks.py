@@ -54,29 +54,41 @@ class Hooks:
     options: RunOptions
     report: Emit
     summary: RunFinished | None = None
-    _task: dict[str, Any] = field(default_factory=dict)
+    # What on-task tells of each task begun and not yet finished, by its run number: lanes
+    # run tasks at once (--parallel), and each task's call names its own words and cost.
+    _tasks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # The task each lane runs now ("": the one lane of a run without --parallel): an agent's
+    # end names its lane, not its task.
+    _running: dict[str, int] = field(default_factory=dict)
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunFinished):
             self.summary = event
-        elif isinstance(event, TaskStarted) and event.index != self._task.get("index"):
-            self._task = {"index": event.index, "group": event.group, "summary": event.summary,
-                          "cost_usd": 0.0}
-        elif isinstance(event, AgentFinished) and self._task:
-            self._task["cost_usd"] += event.cost_usd
-        elif (isinstance(event, TaskFinished) and event.status in KEPT
-              and self.options.on_task):
-            # By its number in the plan as the run last read it (edited meanwhile, the run's
-            # own number names another task there).
-            number = event.number or event.index
-            task = {**self._task, "index": number, "status": event.status,
-                    "change_id": event.change_id or None, "files": event.files,
-                    "error": event.error}
-            self._task = {}
-            self._run("on-task", self.options.on_task, {"task": task}, {
-                "RESULT": event.status, "TASK": str(number),
-                "TASK_SUMMARY": str(task.get("summary", "")), "CHANGE": event.change_id or "",
-                "COST_USD": f"{task.get('cost_usd', 0.0):.4f}"}, number)
+        elif isinstance(event, TaskStarted):
+            self._running[event.lane] = event.index
+            # A retry of the task adds to what its earlier attempts cost.
+            task = self._tasks.setdefault(event.index, {"index": event.index, "cost_usd": 0.0})
+            task.update(group=event.group, summary=event.summary)
+        elif isinstance(event, AgentFinished) and event.lane in self._running:
+            running = self._tasks.get(self._running[event.lane])
+            if running is not None:  # not one that ended already
+                running["cost_usd"] += event.cost_usd
+        elif isinstance(event, TaskFinished):
+            began = self._tasks.pop(event.index, {})
+            if event.status in KEPT and self.options.on_task:
+                self._on_task(self.options.on_task, event, began)
+
+    def _on_task(self, command: str, event: TaskFinished, began: dict[str, Any]) -> None:
+        # By its number in the plan as the run last read it (edited meanwhile, the run's own
+        # number names another task there).
+        number = event.number or event.index
+        task = {**began, "index": number, "status": event.status,
+                "change_id": event.change_id or None, "files": event.files,
+                "error": event.error}
+        self._run("on-task", command, {"task": task}, {
+            "RESULT": event.status, "TASK": str(number),
+            "TASK_SUMMARY": str(task.get("summary", "")), "CHANGE": event.change_id or "",
+            "COST_USD": f"{task.get('cost_usd', 0.0):.4f}"}, number)
 
     def finished(self, summary: RunFinished | None, error: BaseException | None) -> None:
         """The run ended (with `summary`, or by `error`): run on-finish, if there is one."""

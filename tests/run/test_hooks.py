@@ -200,3 +200,24 @@ def test_a_run_that_leaves_a_conflict_is_conflicted(work: Path, tmp_path: Path,
     assert finish["env"]["AGENT_LOOP_EVENT_RESULT"] == "conflicted"
     assert finish["stdin"]["result"] == "conflicted" and finish["stdin"]["exit_code"] == 4
 
+
+
+def test_parallel_lanes_each_hand_their_own_tasks_summary_and_cost(tmp_path: Path,
+                                                                   fake_claude: FakeClaude) -> None:
+    # Two groups at once: Left's task ends while Right's still runs, and each task's hook
+    # call names its own task's words and its own agent's cost, not the other lane's.
+    work = git_project(tmp_path, "# Plan\n\n"
+                                 "## Left\n- left task\n  FAKE: write left.txt L\n"
+                                 "  FAKE: sleep 1\n  FAKE: cost 1.5\n\n"
+                                 "## Right\n- right task\n  FAKE: write right.txt R\n"
+                                 "  FAKE: sleep 3\n  FAKE: cost 0.25\n")
+    hook, out = recorder(tmp_path)
+    done = agent_loop(work, "--no-distill", "--vcs", "git", "--parallel", "2",
+                      "--on-task", hook)
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = {r["stdin"]["task"]["index"]: (
+        r["stdin"]["task"].get("group"), r["stdin"]["task"].get("summary"),
+        r["stdin"]["task"].get("cost_usd"), r["env"]["AGENT_LOOP_EVENT_TASK_SUMMARY"],
+        r["env"]["AGENT_LOOP_EVENT_COST_USD"]) for r in records(out)}
+    assert said == {1: ("Left", "left task", 1.5, "left task", "1.5000"),
+                    2: ("Right", "right task", 0.25, "right task", "0.2500")}
