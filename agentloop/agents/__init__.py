@@ -108,6 +108,7 @@ class AgentResult:
     model: str | None = None              # the model the agent ran
     subtype: str | None = None            # the agent's own name for how the run ended
     cost_known: bool = True               # False: the agent reports tokens, not dollars
+    unreported: bool = False              # True: gone before it said what it spent (unpriceable)
     paused: float = 0.0                   # seconds the whole run was stopped (a machine asleep)
     totals: Totals = Totals()
 
@@ -233,10 +234,19 @@ def unpriced(reports_cost: bool, models: Iterable[str], given: Iterable[tuple[st
     return prices.unpriced(reports_cost, models, given)
 
 
+def unreported(began: bool, reported: bool) -> bool:
+    """A run that began (its CLI named a session) and was gone before it said what it spent
+    (killed, crashed, timed out, its last line cut off): it may have spent anything, and $0 as
+    known would make every total and the budget read low without a word. A CLI that never began
+    spent nothing."""
+    return began and not reported
+
+
 def priced(result: AgentResult, given: Iterable[tuple[str, str]] = ()) -> AgentResult:
     """A run that reported tokens but no dollars, priced from its model's rates (the user's
-    `prices`, then agents/prices.py's table) when known; otherwise as it was (cost unknown)."""
-    if result.cost_known:
+    `prices`, then agents/prices.py's table) when known; otherwise as it was (cost unknown).
+    A run gone before it reported anything stays of unknown cost: no rate prices it."""
+    if result.cost_known or result.unreported:
         return result
     from agentloop.agents.prices import rates_for  # only a run of an agent that reports tokens
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from agentloop.agents import Activity, AgentResult, AgentRun, Totals
+from agentloop.agents import Activity, AgentResult, AgentRun, Totals, unreported
 from agentloop.agents.common import JsonLog, LogFiles, display
 
 
@@ -144,14 +144,13 @@ def judge(exit_code: int, timed_out: bool, log: StreamLog, stderr: str,
     status = res.get("api_error_status")
     api_error, api_error_type = res.get("api_error"), res.get("api_error_type")
     resets = _num((log.rate_limit or {}).get("resetsAt"))
+    # Begun (its init line said a session) and gone before its result line.
+    gone = unreported(log.session_id is not None, log.result is not None)
     return AgentResult(
         ok=error is None, exit_code=exit_code, session_id=log.session_id,
         text=str(res.get("result") or ""), error=error,
         cost_usd=cost, totals=totals,
-        # Begun (its init line said a session) and gone before its result (killed, crashed,
-        # timed out): it may have spent anything, and $0 as known would make every total and
-        # the budget read low without a word. A CLI that never began spent nothing.
-        cost_known=log.result is not None or log.session_id is None,
+        cost_known=not gone, unreported=gone,
         usage=usage, num_turns=_int(res.get("num_turns")),
         duration_ms=_int(res.get("duration_ms")),
         permission_denials=len(denials) if isinstance(denials, list) else 0,

@@ -15,7 +15,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from agentloop.agents import Activity, AgentResult, AgentRun, Totals
+from agentloop.agents import Activity, AgentResult, AgentRun, Totals, unreported
 from agentloop.agents.codex_errors import LIMIT_TEXT, http_status, parse_reset
 from agentloop.agents.common import JsonLog, LogFiles, display
 
@@ -160,9 +160,15 @@ def judge(exit_code: int, timed_out: bool, log: CodexLog, stderr: str, request: 
     total = log.usage if log.usage is not None else dict(earlier.usage)
     usage = {k: max(0, v - earlier.usage.get(k, 0)) for k, v in total.items()}
     limited = error is not None and bool(LIMIT_TEXT.search(error))
+    # Begun (thread.started) and gone before turn.completed said its tokens. A turn that failed
+    # before the model answered anything (a usage limit, a refused key) spent nothing.
+    answered = bool(log.tool_calls or log.text)
+    gone = unreported(log.thread_id is not None,
+                      log.usage is not None or (log.failed is not None and not answered))
     return AgentResult(
         ok=error is None, exit_code=exit_code, session_id=log.thread_id, text=log.text,
-        error=error, cost_usd=0.0, cost_known=False, usage=usage, totals=Totals(0.0, total),
+        error=error, cost_usd=0.0, cost_known=False, unreported=gone, usage=usage,
+        totals=Totals(0.0, total),
         # Codex reports no count of model calls: each tool call is answered by one more.
         num_turns=log.tool_calls + 1 if log.completed or log.tool_calls else None,
         duration_ms=int(seconds * 1000),

@@ -140,11 +140,16 @@ def _grown_notes(run: Run, completed: tuple[int, ...] = ()) -> tuple[str, ...]:
         data = parse.read_bytes(path)
         if parse.file_hash(data) == run.state.task_file_hash:
             return ()
-        # Read as the next run will: a finished task reworded meanwhile stays done.
-        changes = reconcile(run.state.tasks, parse.from_bytes(path, data))
+        # Read as the next run will: a finished task reworded meanwhile stays done. Words
+        # with no task left are a plan whose every task was deleted, not a broken file.
+        plan = parse.from_bytes(path, data, emptied=True)
+        changes = reconcile(run.state.tasks, plan)
     except AgentLoopError as exc:
         return (f"{shown} changed while this run worked and cannot be read now: "
                 f"{exc}",)
+    if not plan.tasks:
+        return (f"{shown} has no tasks now: every task was removed from it while this run "
+                "worked",) + _removed_but_landed(run, changes.removed, completed)
     new = [*changes.added, *(i for i, _ in changes.edited)]
     # A task reworded while it ran stays done: said as the next run will say it.
     done = _removed_but_landed(run, changes.removed, completed) + \

@@ -70,11 +70,11 @@ class Waiting:
         clock = datetime.fromtimestamp(self.since).strftime("%H:%M:%S")
         names = ", ".join(busy[:5]) + (f" and {len(busy) - 5} more" if len(busy) > 5 else "")
         if during:
-            what = (f"{', '.join(during[:5])} in {self.root} changed during this run, after it "
-                    "began (an agent writing outside its lane, or you meanwhile), and")
+            what = (f"{', '.join(during[:5])} in {self.root}, changed during this run after it "
+                    "began (an agent writing outside its lane, or you meanwhile),")
             if len(during) < len(busy):
                 yours = ", ".join(p for p in busy if p not in during)
-                what += f" your uncommitted edits to {yours}"
+                what += f" and your uncommitted edits to {yours}"
         else:
             what = f"your uncommitted edits to {names} in {self.root}"
         if now - self.started >= self.limit:

@@ -12,7 +12,16 @@ from typing import Iterator
 
 import pytest
 
-from agentloop.agents import BLOCKING, LIMIT, OTHER, TRANSIENT, AgentResult, AgentRun, Totals
+from agentloop.agents import (
+    BLOCKING,
+    LIMIT,
+    OTHER,
+    TRANSIENT,
+    AgentResult,
+    AgentRun,
+    Totals,
+    priced,
+)
 from agentloop.agents.codex import toml_string
 from agentloop.agents.codex_errors import classify, http_status, parse_reset
 from agentloop.agents.codex_stream import CodexLog, error_line, judge
@@ -164,3 +173,29 @@ def test_no_turn_at_all(tmp_path: Path) -> None:
     result = judge(2, False, log, "error: unexpected argument '-x' found\n\nUsage: …\n", request, 0.1)
     assert not result.ok and result.error == "codex exit 2: error: unexpected argument '-x' found"
     assert result.session_id is None and result.num_turns is None
+
+
+@pytest.mark.parametrize("end", ["killed", "timed out", "cut"])
+def test_a_run_gone_before_its_usage_is_of_unknown_cost(tmp_path: Path, end: str) -> None:
+    """A Codex run that began (thread.started) and ended without turn.completed (killed by the
+    system, stopped at --task-timeout, its last line cut off) reports no tokens. Priced from its
+    model's rates, it was recorded as costing exactly $0, known: every total and --budget read
+    low without a word. A CLI that never began, or a turn that failed before the model answered
+    anything, spent nothing."""
+    lines = [json.dumps(e).encode() for e in EVENTS[:4]]
+    if end == "cut":
+        lines.append(json.dumps(EVENTS[-1]).encode()[:30])
+    log, _, _ = feed(lines)
+    request = AgentRun("p", "gpt-6.1-sol", tmp_path, tmp_path / "l", tmp_path / "r")
+    code = {"killed": -9, "timed out": -15, "cut": 0}[end]
+    result = priced(judge(code, end == "timed out", log, "", request, 3.0))
+    assert not result.ok and result.session_id == "t-1"
+    assert not result.cost_known, result
+    never, _, _ = feed([])
+    assert priced(judge(2, False, never, "error: bad flag", request, 0.1)).cost_known
+    limit = {"message": "You’ve hit your usage limit. Try again at 6:34 AM."}
+    refused, _, _ = feed([json.dumps(e).encode() for e in
+                          [EVENTS[0], EVENTS[1], {"type": "turn.failed", "error": limit}]])
+    assert priced(judge(1, False, refused, "", request, 0.1)).cost_known
+    done, _, _ = feed([json.dumps(e).encode() for e in EVENTS])
+    assert priced(judge(0, False, done, "", request, 1.0)).cost_usd > 0

@@ -303,3 +303,28 @@ def test_a_task_removed_while_its_agent_runs_lands_and_is_said_so(
     # Its own agent removed it: the plan changed while an agent ran.
     assert "look at: task \"removed too\" was removed from the plan while an agent ran (by it, " \
         "or you): not started" in done.stdout, done.stdout
+
+
+def test_every_task_removed_from_the_plan_while_the_run_works_is_said_plainly(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    """The first task's agent deletes every task from the plan, leaving its heading and a line of
+    words. The run read that as a plan with nothing left to start, but the closing line said
+    "tasks.md changed while this run worked and cannot be read now: task file tasks.md has no
+    tasks: write each task as a list item", as if the file were broken."""
+    init_repo(work, "git")
+    script = tmp_path / "empty.py"
+    script.write_text("import pathlib, sys\n"
+                      "pathlib.Path(sys.argv[1]).write_text('# Plan\\n\\nNothing left.\\n')\n")
+    (work / "tasks.md").write_text(
+        f"- [ ] empty the plan\n  FAKE: bash {sys.executable} {script} {work / 'tasks.md'}\n"
+        "  FAKE: write a.txt a\n"
+        "- [ ] never\n  FAKE: write b.txt b\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    out = done.stdout + done.stderr
+    assert "Traceback" not in out and not (work / "b.txt").exists(), out
+    assert "cannot be read" not in out and "has no tasks:" not in out, out
+    assert "look at: tasks.md has no tasks now: every task was removed from it while this " \
+        "run worked" in done.stdout, out
+    # The task whose agent emptied it landed all the same: said with what takes it back.
+    assert 'look at: task "empty the plan" was removed from the plan while this run ' \
+        "worked, after its agent had started: its change landed" in done.stdout, out

@@ -121,13 +121,18 @@ def test_a_landing_waiting_on_the_users_edit_is_held_after_lane_wait(repo: Path)
 
 
 def test_a_write_into_the_checkout_during_the_run_is_not_blamed_on_the_user(repo: Path) -> None:
-    main = GitMainLine(repo, "refs/heads/main", wait_limit=0.2)
+    said: list[str] = []
+    main = GitMainLine(repo, "refs/heads/main", on_wait=said.append, wait_limit=0.2)
     commit = lane_commit(repo, "a", {"README.md": "the task's\n"}, "task")
     (repo / "README.md").write_text("an agent wrote this into your checkout\n")
     with pytest.raises(LandingHeld) as held:
         main.land(commit)
-    assert "changed during this run" in str(held.value)
+    # One subject, one verb: the files, changed meanwhile, overlap the task's change.
+    changed = (f"README.md in {repo}, changed during this run after it began (an agent writing "
+               "outside its lane, or you meanwhile), overlap")
+    assert f"held: {changed} task commit {commit[:12]}'s change" in str(held.value)
     assert "your uncommitted edits" not in str(held.value)
+    assert len(said) == 1 and f"{changed} a finished task's change;" in said[0], said
 
 
 # -- errors name the real cause --------------------------------------------------------------
