@@ -135,7 +135,10 @@ def outcome(summary: RunFinished, error: BaseException | None) -> tuple[str, int
     if error is not None:
         return "failed", INTERNAL_EXIT
     code = exit_code(summary)
-    if code and dict(summary.counts).get("conflicted"):  # kept on its branch, for a person
+    # Kept on its branch, for a person: also a task the plan no longer has at the end (its
+    # words apart from the counts, which count the plan as it reads then).
+    if code and (dict(summary.counts).get("conflicted") or any(
+            status == "conflicted" for _, status in summary.removed_since)):
         return "conflicted", code
     return ("done" if code == 0 else "failed"), code
 

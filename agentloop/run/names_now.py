@@ -48,16 +48,21 @@ class Names:
         """A line written with the run's number of the task `index` (its recorded error, a note
         said while it ran), naming it as the plan reads now: `task 5` and `--task 5` where they
         stand for that task (not `task 50`); a `--task` of a task the plan no longer has stays,
-        there being no number to give it."""
+        there being no number to give it, as does a command line whose `--task` names other
+        tasks too (`--task 5-7`, `--task 5,7`, another `--task`): those are the run's numbers,
+        which this task's alone renumbered would mix with the plan's."""
         if self.numbers is None or self.numbers.get(index) == index:
             return text
+        import re  # the run's end only
+
         old, number = f"task {index}", self.number(index)
+        alone = all(spec == str(index) for spec in re.findall(r"--task[ =]([\d,-]*)", text))
         out, at = [], 0
         while (hit := text.find(old, at)) >= 0:
             end = hit + len(old)
             before = text[hit - 1] if hit else " "
             if (end < len(text) and text[end].isdigit()) or before.isalnum() or (
-                    before == "-" and number is None):
+                    before == "-" and (number is None or not alone)):
                 out.append(text[at:end])
             else:
                 out.append(text[at:hit] + (f"task {number}" if before == "-" else self(index)))

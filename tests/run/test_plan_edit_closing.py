@@ -200,3 +200,18 @@ def test_a_line_said_with_the_run_s_number_names_the_task_as_the_plan_reads_now(
         "task 7 (seven) was ticked in the plan: skipped"
     assert (names(5), names(6), names.kept(6), Names()(6), Names().within(said, 5)) == \
         ("task 3", 'task "six"', False, "task 6", said)
+
+
+def test_a_task_option_that_names_other_tasks_too_is_left_whole() -> None:
+    # A held task's line holds the command that goes on (`agent-loop tasks.md --task 5-7`,
+    # the run's own arguments): a `--task` that names other tasks beside this one keeps the
+    # run's numbers whole, where renumbering this task alone named others by the run's
+    # numbers beside it (`--task 3-7`, `--task 3,7`: task 7 is task 8 now).
+    from agentloop.run.names_now import Names
+
+    names = Names({4: 5, 5: 3, 7: 8}, {4: "four", 5: "five", 7: "seven"})
+    for command in ("--task 5-7", "--task 5,7", "--task 5 --task 7", "--task=4 --task 5"):
+        said = f"held: `agent-loop tasks.md {command}`"
+        assert names.within(said, 5) == said
+    assert names.within("held: `agent-loop tasks.md --task 5`", 5) == \
+        "held: `agent-loop tasks.md --task 3`"
