@@ -202,7 +202,6 @@ def test_a_run_that_leaves_a_conflict_is_conflicted(work: Path, tmp_path: Path,
 
 
 
-<<<<<<< HEAD
 def test_parallel_lanes_each_hand_their_own_tasks_summary_and_cost(tmp_path: Path,
                                                                    fake_claude: FakeClaude) -> None:
     # Two groups at once: Left's task ends while Right's still runs, and each task's hook
@@ -222,7 +221,8 @@ def test_parallel_lanes_each_hand_their_own_tasks_summary_and_cost(tmp_path: Pat
         r["env"]["AGENT_LOOP_EVENT_COST_USD"]) for r in records(out)}
     assert said == {1: ("Left", "left task", 1.5, "left task", "1.5000"),
                     2: ("Right", "right task", 0.25, "right task", "0.2500")}
-=======
+
+
 def test_a_conflicted_task_removed_from_the_plan_since_still_makes_the_run_conflicted() -> None:
     # The plan edited while the run worked: the closing count counts the plan as it reads at
     # the end and says the conflicted task apart, by its words (removed_since). Its branch is
@@ -236,4 +236,3 @@ def test_a_conflicted_task_removed_from_the_plan_since_still_makes_the_run_confl
     failed = RunFinished(counts=(("completed", 1),), cost_usd=0.0, seconds=1.0, logs="logs",
                          unfinished=(2,), removed_since=(("two", "failed"),))
     assert outcome(failed, None) == ("failed", 4)
->>>>>>> review53b
