@@ -108,10 +108,48 @@ def held_back(kept: list[int] | None = None) -> Iterator[None]:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) is not None:  # None: set outside Python, left alone
             previous[sig] = signal.signal(sig, keep)
+    _held.append(came)
     try:
         yield
     finally:
+        _held.pop()
         for number, handler in previous.items():
             signal.signal(number, handler)
         for number in dict.fromkeys(came) if kept is None else ():
             signal.raise_signal(number)
+
+
+# What each held_back block open in the main thread keeps, the innermost last (cut_short).
+_held: list[list[int]] = []
+
+
+def holding() -> bool:
+    """Whether a held_back block is open in this thread (the main thread)."""
+    return threading.current_thread() is threading.main_thread() and bool(_held)
+
+
+@contextmanager
+def cut_short() -> Iterator[None]:
+    """Inside held_back (holding()): Ctrl+C, SIGTERM and SIGHUP during the block raise
+    KeyboardInterrupt at once, for the caller to stop what it waits for (a hook of yours, which
+    may run for a minute), and are kept all the same, for held_back to let in where it ends;
+    one kept already raises it as the block begins. Outside held_back, nothing changes (a stop
+    comes in as ever)."""
+    if not holding():
+        yield
+        return
+    came = _held[-1]
+
+    def stop_now(sig: int, _frame: object) -> None:
+        came.append(sig)
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, stop_now) for sig in
+                (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) if signal.getsignal(sig) is not None}
+    try:
+        if came:  # one came already: what would be waited for is not started
+            raise KeyboardInterrupt
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)

@@ -29,6 +29,7 @@ from agentloop.errors import (
 )
 from agentloop.files import jsonbytes
 from agentloop.options import EVENT_PREFIX, RunOptions
+from agentloop.proc import signals
 from agentloop.run.checks import argv
 from agentloop.run.events import (
     AgentFinished,
@@ -120,8 +121,10 @@ class Hooks:
         payload = {"hook": hook, "plan": plan, "root": str(self.project.root), **data}
         env = {**os.environ, **{EVENT_PREFIX + k: v for k, v in
                                 {"HOOK": hook, "PLAN": plan, **names}.items()}}
-        self.report(run_hook(hook, command, payload, env, self.project,
-                             self.options.hook_timeout, index))
+        finished = run_hook(hook, command, payload, env, self.project,
+                            self.options.hook_timeout, index)
+        if finished is not None:
+            self.report(finished)
 
 
 def outcome(summary: RunFinished, error: BaseException | None) -> tuple[str, int]:
@@ -144,18 +147,29 @@ def outcome(summary: RunFinished, error: BaseException | None) -> tuple[str, int
 
 
 def run_hook(hook: str, command: str, payload: dict[str, Any], env: dict[str, str],
-             project: Project, timeout: float, index: int = 0) -> HookFinished:
-    """Run one hook to its end (or its timeout); its output goes to hooks.log."""
+             project: Project, timeout: float, index: int = 0) -> HookFinished | None:
+    """Run one hook to its end (or its timeout); its output goes to hooks.log. None: a stop
+    held back cut it short (signals.cut_short)."""
     log = project.store.dir / "hooks.log"
     started = time.monotonic()
     code, output, timed_out = None, "", False
+    # A stop held back until the task's records are saved and said (the controller's
+    # held_back) stops the hook at once all the same, and comes in as that hold ends.
+    held = signals.holding()
     try:
-        done = proc.run(argv(command), cwd=project.root, env=env, check=False, timeout=timeout,
-                        input=jsonbytes.dumps(payload), guarded=True)
+        with signals.cut_short():
+            done = proc.run(argv(command), cwd=project.root, env=env, check=False,
+                            timeout=timeout, input=jsonbytes.dumps(payload), guarded=True)
         code, output = done.returncode, done.stdout
     except ProcessError as exc:
         timed_out = isinstance(exc.__cause__, subprocess.TimeoutExpired)
         output = "" if timed_out else str(exc)
+    except KeyboardInterrupt:
+        if not held:
+            raise
+        _append(log, f"== {now()} {hook}: {command}\n== stopped (Ctrl+C) "
+                     f"({time.monotonic() - started:.1f}s)\n")
+        return None  # the stop, let in as the hold ends, is what is said
     seconds = time.monotonic() - started
     ended = (f"timed out after {timeout:g}s" if timed_out else
              f"exit {code}" if code is not None else "could not start")
