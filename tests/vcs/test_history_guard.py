@@ -190,6 +190,11 @@ def test_jj_abandon_of_an_earlier_groups_task_in_a_lane_stops_the_run(
     assert [t["status"] for t in state_of(work)["tasks"]][1:] == ["interrupted", "pending"]
     assert not (work / "b.txt").exists()
     follow_the_line(work, done.stderr, one)
+    (work / "tasks.md").write_text((work / "tasks.md").read_text().replace(
+        "  FAKE: bash jj --no-pager abandon @-\n", ""))
+    again = agent_loop(work, "--no-distill", "--vcs", "jj", *args)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert {"a.txt", "b.txt", "c.txt"} <= {p.name for p in work.iterdir()}
 
 
 def test_your_squash_of_an_earlier_groups_task_mid_run_is_not_called_the_agents_abandon(

@@ -110,17 +110,38 @@ def _way_back(ops: list[Operation], lane: str, look: str) -> tuple[str, ...]:
     one (tasks.md). With --ignore-working-copy jj does not look at your files, and restored or
     reverted, your change is the one they were checked out from: not stale. A restore to the
     operation before the abandon when only the lane ran jj since (its step's own operations,
-    nothing of this step is landed); a revert otherwise, which keeps another lane's or your
+    nothing of this step is landed) or agent-loop let another group's finished lane go (the
+    next run lets it go again); a revert otherwise, which keeps another lane's or your
     later work (the lane's change, rewritten since, is divergent then). No abandon: `jj op
     log`, then `look`."""
     from agentloop.vcs.jj.workspaces import lane_of
+    from agentloop.vcs.lanes import JJ_PREFIX
 
-    for at, op in enumerate(ops):
+    # What agent-loop does from your workspace while lanes work, taking nothing of anyone's:
+    # another group's finished lane let go, and jj's merge of operations run at once.
+    bookkeeping = (f"forget workspace {JJ_PREFIX}", "reconcile divergent operations")
+    for op in ops:
         if lane_of(op.workspace) == lane and op.description.startswith("abandon "):
-            alone = len(op.parents) == 1 and all(lane_of(o.workspace) == lane for o in ops[:at])
+            before = _ancestors(ops, op.parents)
+            alone = len(op.parents) == 1 and all(
+                o.id in before or o is op or lane_of(o.workspace) == lane
+                or o.description.startswith(bookkeeping) for o in ops)
             undo = f"op restore {op.parents[0][:12]}" if alone else f"op revert {op.id[:12]}"
             return (f"jj --ignore-working-copy {undo}", "jj log")
     return tuple(dict.fromkeys(("jj op log", look)))
+
+
+def _ancestors(ops: list[Operation], parents: tuple[str, ...]) -> set[str]:
+    """The ids of `ops` that `parents` stand on, themselves included."""
+    by_id = {o.id: o for o in ops}
+    found: set[str] = set()
+    todo = list(parents)
+    while todo:
+        at = todo.pop()
+        if at not in found:
+            found.add(at)
+            todo.extend(by_id[at].parents if at in by_id else ())
+    return found
 
 
 def jj_removed(lane: Path) -> Breach:
