@@ -109,7 +109,7 @@ def test_jj_abandon_of_an_earlier_task_in_a_lane_stops_the_run(work: Path, fake_
     # jj's history is one for every workspace: the lane's guard names the change and the way
     # back (the operation log), and nothing of task 2 lands.
     assert f"change {one[:12]}, which this lane landed, is no longer on the main line" in \
-        done.stderr and "jj op log" in done.stderr
+        done.stderr and "jj --ignore-working-copy op restore" in done.stderr
     assert [t["status"] for t in state_of(work)["tasks"]][1:] == ["interrupted", "pending"]
     assert not (work / "b.txt").exists()
 
@@ -186,10 +186,15 @@ def test_jj_abandon_of_an_earlier_groups_task_in_a_lane_stops_the_run(
     done = agent_loop(work, "--no-distill", "--vcs", "jj", *args)
     assert done.returncode == 1, done.stdout + done.stderr
     one = state_of(work)["tasks"][0]["change_id"]
-    assert f"change {one[:12]}" in done.stderr and "jj op log" in done.stderr, done.stderr
-    assert "stale" not in done.stderr, done.stderr
+    assert f"change {one[:12]}" in done.stderr and "stale" not in done.stderr, done.stderr
     assert [t["status"] for t in state_of(work)["tasks"]][1:] == ["interrupted", "pending"]
     assert not (work / "b.txt").exists()
+    follow_the_line(work, done.stderr, one)
+    (work / "tasks.md").write_text((work / "tasks.md").read_text().replace(
+        "  FAKE: bash jj --no-pager abandon @-\n", ""))
+    again = agent_loop(work, "--no-distill", "--vcs", "jj", *args)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert {"a.txt", "b.txt", "c.txt"} <= {p.name for p in work.iterdir()}
 
 
 def test_your_squash_of_an_earlier_groups_task_mid_run_is_not_called_the_agents_abandon(
@@ -209,3 +214,41 @@ def test_your_squash_of_an_earlier_groups_task_mid_run_is_not_called_the_agents_
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed", "completed"], said
     assert (work / "a.txt").exists() and (work / "b.txt").exists()
     assert "squashed" in jj(work, "log", "--no-graph", "-r", "::@", "-T", "description")
+
+
+
+def test_jj_abandon_of_a_landed_task_in_a_lane_stops_with_a_line_that_gets_it_back(
+        work: Path, fake_claude: FakeClaude, jj_bin: str) -> None:
+    """The agent abandons task 1 from its lane, which leaves your workspace stale: the stop
+    line's commands, run as printed in your workspace, bring task 1 back with no divergent
+    change and no file gone, your workspace not stale, and the next run finishes. Before,
+    they failed on "working copy is stale", and after `jj workspace update-stale` a `jj op
+    revert` left divergent changes and tasks.md gone from the disk."""
+    init_repo(work, "jj")
+    (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n"
+                                   "- two\n  FAKE: bash jj --no-pager abandon @-\n"
+                                   "  FAKE: write b.txt B\n")
+    done = agent_loop(work, "--no-distill", "--vcs", "jj")
+    assert done.returncode == 1, done.stdout + done.stderr
+    follow_the_line(work, done.stderr, state_of(work)["tasks"][0]["change_id"])
+    (work / "tasks.md").write_text((work / "tasks.md").read_text().replace(
+        "  FAKE: bash jj --no-pager abandon @-\n", ""))
+    again = agent_loop(work, "--no-distill", "--vcs", "jj")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (work / "a.txt").exists() and (work / "b.txt").exists()
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 2
+
+
+def follow_the_line(work: Path, said: str, one: str) -> None:
+    """Run the stop line's jj commands as printed, in your workspace (each must work there):
+    task 1's change `one` is back below your working copy, no change is divergent, and task
+    1's file and tasks.md are still on the disk."""
+    import re
+    import shlex
+
+    line = said.split("see and repair it with ", 1)[1].splitlines()[0]
+    for command in re.findall(r"`([^`]+)`", line):
+        jj(work, *shlex.split(command)[1:])
+    assert jj(work, "log", "--no-graph", "-r", f"::@- & {one[:12]}", "-T", "change_id"), line
+    assert not jj(work, "log", "--no-graph", "-r", "divergent()", "-T", "change_id"), line
+    assert {p.name for p in work.iterdir()} >= {"README.md", "a.txt", "tasks.md"}

@@ -86,13 +86,10 @@ def check_jj_lane(record: JjLaneRecord, revived: frozenset[str] = frozenset()
         yours = taken_back(jj, gone) if gone else set()  # you took it back: no breach
         for change in stood_on:
             if change in gone and change not in yours:
-                # The agent's newest abandon: the one to revert.
-                undo = next((f"jj op revert {o.id[:12]}" for o in agents
-                             if o.description.startswith("abandon ")), "jj op log")
                 return Breach(Kind.LANDED_LOST, f"change {change[:12]}, which this lane's "
                               "task stood on (a task landed before, or a change of yours), was "
                               "abandoned while the lane's agent worked; nothing of this step "
-                              "is landed", tuple(dict.fromkeys(("jj op log", undo))))
+                              "is landed", _way_back(ops, lane.name, "jj op log"))
         for change in record.landed:
             if change in yours:
                 continue
@@ -101,8 +98,50 @@ def check_jj_lane(record: JjLaneRecord, revived: frozenset[str] = frozenset()
                 what = "is no longer on the main line" if short is None else \
                     "lost its description"
                 return Breach(Kind.LANDED_LOST, f"change {change[:12]}, which this lane landed, "
-                              f"{what}", ("jj op log", f"jj log -r {change[:12]}"))
+                              f"{what}", _way_back(ops, lane.name, f"jj log -r {change[:12]}"))
     return None
+
+
+def _way_back(ops: list[Operation], lane: str, look: str) -> tuple[str, ...]:
+    """The commands that take back the lane's newest abandon (`ops`, newest first), run as
+    printed from your workspace. The abandon rebased your working-copy change too, so your
+    workspace is stale and every plain jj command there fails; `jj workspace update-stale`
+    then snapshots the old files as a divergent change and removes what is not in the new
+    one (tasks.md). With --ignore-working-copy jj does not look at your files, and restored or
+    reverted, your change is the one they were checked out from: not stale. A restore to the
+    operation before the abandon when only the lane ran jj since (its step's own operations,
+    nothing of this step is landed) or agent-loop let another group's finished lane go (the
+    next run lets it go again); a revert otherwise, which keeps another lane's or your
+    later work (the lane's change, rewritten since, is divergent then). No abandon: `jj op
+    log`, then `look`."""
+    from agentloop.vcs.jj.workspaces import lane_of
+    from agentloop.vcs.lanes import JJ_PREFIX
+
+    # What agent-loop does from your workspace while lanes work, taking nothing of anyone's:
+    # another group's finished lane let go, and jj's merge of operations run at once.
+    bookkeeping = (f"forget workspace {JJ_PREFIX}", "reconcile divergent operations")
+    for op in ops:
+        if lane_of(op.workspace) == lane and op.description.startswith("abandon "):
+            before = _ancestors(ops, op.parents)
+            alone = len(op.parents) == 1 and all(
+                o.id in before or o is op or lane_of(o.workspace) == lane
+                or o.description.startswith(bookkeeping) for o in ops)
+            undo = f"op restore {op.parents[0][:12]}" if alone else f"op revert {op.id[:12]}"
+            return (f"jj --ignore-working-copy {undo}", "jj log")
+    return tuple(dict.fromkeys(("jj op log", look)))
+
+
+def _ancestors(ops: list[Operation], parents: tuple[str, ...]) -> set[str]:
+    """The ids of `ops` that `parents` stand on, themselves included."""
+    by_id = {o.id: o for o in ops}
+    found: set[str] = set()
+    todo = list(parents)
+    while todo:
+        at = todo.pop()
+        if at not in found:
+            found.add(at)
+            todo.extend(by_id[at].parents if at in by_id else ())
+    return found
 
 
 def jj_removed(lane: Path) -> Breach:
