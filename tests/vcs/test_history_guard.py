@@ -252,3 +252,28 @@ def follow_the_line(work: Path, said: str, one: str) -> None:
     assert jj(work, "log", "--no-graph", "-r", f"::@- & {one[:12]}", "-T", "change_id"), line
     assert not jj(work, "log", "--no-graph", "-r", "divergent()", "-T", "change_id"), line
     assert {p.name for p in work.iterdir()} >= {"README.md", "a.txt", "tasks.md"}
+
+
+@pytest.mark.parametrize("undo", ["undo", "op restore @--"], ids=["undo", "restore"])
+def test_an_agents_undo_in_a_lane_stops_with_a_line_that_works_from_your_workspace(
+        work: Path, fake_claude: FakeClaude, jj_bin: str, undo: str) -> None:
+    """Task 2's agent runs `jj undo` (its step's own `jj describe` undone) or `jj op restore`
+    to before task 1 landed (your working-copy change put back on the root: your workspace
+    stale) in its lane. The line named `jj op log`, then `jj op revert <the undo>`: after the
+    restore that `jj op log` failed on "working copy is stale". Its commands, run as printed in
+    your workspace, now leave task 1 below your working copy, nothing divergent, no file gone,
+    and the next run finishes."""
+    init_repo(work, "jj")
+    hostile = f"  FAKE: bash jj --no-pager {undo}\n"
+    (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n"
+                                   f"- two\n{hostile}  FAKE: write b.txt B\n")
+    done = agent_loop(work, "--no-distill", "--vcs", "jj")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"`jj {undo.split(' @')[0]}` ran while the lane's agent worked" in done.stderr
+    follow_the_line(work, done.stderr, state_of(work)["tasks"][0]["change_id"])
+    (work / "tasks.md").write_text((work / "tasks.md").read_text().replace(hostile, ""))
+    again = agent_loop(work, "--no-distill", "--vcs", "jj")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (work / "a.txt").exists() and (work / "b.txt").exists()
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 2
+    assert not jj(work, "log", "--no-graph", "-r", "divergent()", "-T", "change_id")

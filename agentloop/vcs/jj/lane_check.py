@@ -59,7 +59,8 @@ def check_jj_lane(record: JjLaneRecord, revived: frozenset[str] = frozenset()
     ops = _since(jj, record.operation)
     # The agent's own jj commands ran in its lane's workspace: jj records where each ran.
     agents = [o for o in ops if lane_of(o.workspace) == lane.name]
-    for op, description in ((o.id, o.description) for o in ops):
+    for undo in ops:
+        op, description = undo.id, undo.description
         command = next((c for d, c in UNDOING.items() if description.startswith(d)), None)
         if command is not None and not any(r in description for r in revived):
             # The operation ids jj writes in the description are 128 hex digits: shortened.
@@ -68,7 +69,7 @@ def check_jj_lane(record: JjLaneRecord, revived: frozenset[str] = frozenset()
                           f"(operation {op[:12]}: {said}), by the agent or by you; jj's "
                           "operation log is the repository's, so it undid work of agent-loop's "
                           "or another lane's; nothing of this step is landed",
-                          ("jj op log", f"jj op revert {op[:12]}"))
+                          _take_back(ops, undo, lane.name))
     # What the task stood on is checked only where the agent ran jj: your own rewrite of it
     # (a `jj squash` from your workspace) is the history check's to say, after the landing.
     stood_on = record.stood_on if agents else ()
@@ -104,31 +105,39 @@ def check_jj_lane(record: JjLaneRecord, revived: frozenset[str] = frozenset()
 
 def _way_back(ops: list[Operation], lane: str, look: str) -> tuple[str, ...]:
     """The commands that take back the lane's newest abandon (`ops`, newest first), run as
-    printed from your workspace. The abandon rebased your working-copy change too, so your
-    workspace is stale and every plain jj command there fails; `jj workspace update-stale`
-    then snapshots the old files as a divergent change and removes what is not in the new
-    one (tasks.md). With --ignore-working-copy jj does not look at your files, and restored or
-    reverted, your change is the one they were checked out from: not stale. A restore to the
-    operation before the abandon when only the lane ran jj since (its step's own operations,
-    nothing of this step is landed) or agent-loop let another group's finished lane go (the
-    next run lets it go again); a revert otherwise, which keeps another lane's or your
-    later work (the lane's change, rewritten since, is divergent then). No abandon: `jj op
-    log`, then `look`."""
+    printed from your workspace (_take_back). No abandon: `jj op log`, then `look`."""
+    from agentloop.vcs.jj.workspaces import lane_of
+
+    for op in ops:
+        if lane_of(op.workspace) == lane and op.description.startswith("abandon "):
+            return _take_back(ops, op, lane)
+    return tuple(dict.fromkeys(("jj op log", look)))
+
+
+def _take_back(ops: list[Operation], op: Operation, lane: str) -> tuple[str, ...]:
+    """The commands that take back `op` (an abandon of the lane's agent, or an undo or
+    restore), run as printed from your workspace. Such an operation rewrites or moves your
+    working-copy change as often as not (the abandon rebases it; an undo or a restore to before
+    a landing puts it back where it was), so your workspace is stale and every plain jj command
+    there fails; `jj workspace update-stale` then snapshots the old files as a divergent change
+    and removes what is not in the new one (tasks.md). With --ignore-working-copy jj does not
+    look at your files, and restored or reverted, your change is the one they were checked out
+    from: not stale. A restore to the operation before `op` when only the lane ran jj since
+    (its step's own operations, nothing of this step is landed) or agent-loop let another
+    group's finished lane go (the next run lets it go again); a revert otherwise, which keeps
+    another lane's or your later work (the lane's change, rewritten since, is divergent then)."""
     from agentloop.vcs.jj.workspaces import lane_of
     from agentloop.vcs.lanes import JJ_PREFIX
 
     # What agent-loop does from your workspace while lanes work, taking nothing of anyone's:
     # another group's finished lane let go, and jj's merge of operations run at once.
     bookkeeping = (f"forget workspace {JJ_PREFIX}", "reconcile divergent operations")
-    for op in ops:
-        if lane_of(op.workspace) == lane and op.description.startswith("abandon "):
-            before = _ancestors(ops, op.parents)
-            alone = len(op.parents) == 1 and all(
-                o.id in before or o is op or lane_of(o.workspace) == lane
-                or o.description.startswith(bookkeeping) for o in ops)
-            undo = f"op restore {op.parents[0][:12]}" if alone else f"op revert {op.id[:12]}"
-            return (f"jj --ignore-working-copy {undo}", "jj log")
-    return tuple(dict.fromkeys(("jj op log", look)))
+    before = _ancestors(ops, op.parents)
+    alone = len(op.parents) == 1 and all(
+        o.id in before or o is op or lane_of(o.workspace) == lane
+        or o.description.startswith(bookkeeping) for o in ops)
+    undo = f"op restore {op.parents[0][:12]}" if alone else f"op revert {op.id[:12]}"
+    return (f"jj --ignore-working-copy {undo}", "jj log")
 
 
 def _ancestors(ops: list[Operation], parents: tuple[str, ...]) -> set[str]:
