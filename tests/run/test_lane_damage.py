@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import git, jj, make_repo, tasks_of
+from tests.support.repos import git, init_repo, jj, make_repo, tasks_of
 from tests.support.runner import agent_loop, plain_shell
 
 pytestmark = pytest.mark.usefixtures("plain_shell")
@@ -199,3 +199,29 @@ def test_a_jj_workspace_its_agent_forgot_before_the_review_is_brought_back_too(
     jj(work, "bookmark", "set", "main", "-r", "@-")
     assert _landed(work) == [".gitignore", "README", "a1.txt", "a2.txt", "b1.txt",
                              "tasks.md"], out
+
+
+@pytest.mark.parametrize("which", ["agent-loop-", "."], ids=["lane", "yours-too"])
+def test_a_jj_workspace_forgotten_between_tasks_stops_with_a_line_that_works_as_printed(
+        work: Path, fake_claude: FakeClaude, jj_bin: str, which: str) -> None:
+    """The lane's workspace (and yours too) forgotten from your checkout once task 1 is done
+    (an on-task hook here): the stop said "`jj op log` shows that operation, `jj op revert
+    <its id>` undoes it", a placeholder for a command. It now names the forget's operation;
+    run as printed in your workspace, the line brings the workspaces back with nothing
+    divergent, no file gone and no change of yours left beside the line, and the next run
+    finishes."""
+    from tests.vcs.test_history_guard import follow_the_line
+
+    init_repo(work, "jj")
+    (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
+    hook = ('[ "$AGENT_LOOP_EVENT_TASK" = 1 ] && jj --ignore-working-copy workspace forget '
+            f"$(jj --ignore-working-copy workspace list -T 'name ++ \"\\n\"' | grep -e {which})")
+    done = agent_loop(work, "--no-distill", "--vcs", "jj", "--on-task", hook)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "was forgotten" in done.stderr and "<its id>" not in done.stderr, done.stderr
+    follow_the_line(work, done.stderr, tasks_of(work)[0]["change_id"])
+    again = agent_loop(work, "--no-distill", "--vcs", "jj")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [t["status"] for t in tasks_of(work)] == ["completed"] * 2
+    assert (work / "a.txt").exists() and (work / "b.txt").exists()
+    assert not jj(work, "log", "--no-graph", "-r", "mutable() ~ ::@", "-T", "change_id")

@@ -14,19 +14,8 @@ from pathlib import Path
 
 from agentloop.errors import VcsError
 from agentloop.vcs.jj.lane_check import operations_since
-from agentloop.vcs.jj.run import Jj
+from agentloop.vcs.jj.run import Jj, forgotten_by
 from agentloop.vcs.lanes import bookkeeping
-
-# How jj describes the operation of `jj workspace forget` (one name, or several).
-FORGET = ("forget workspace ", "forget workspaces ")
-
-
-def forgotten_by(description: str) -> list[str]:
-    """The workspaces an operation described so forgot (none: not a forget)."""
-    for prefix in sorted(FORGET, key=len, reverse=True):
-        if description.startswith(prefix):
-            return [n.strip() for n in description[len(prefix):].split(",") if n.strip()]
-    return []
 
 
 def revive(jj: Jj, root: Path, workspace: str, since: str, reverted: set[str]) -> str | None:

@@ -154,12 +154,7 @@ def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
         return VcsError(f"the jj workspace in {root} lost its repository (removed or moved from "
                         "outside); run agent-loop again to set it up afresh")
     if FORGOTTEN in detail:
-        # jj's own text names the workspace, not what happened to it nor how to undo it.
-        return VcsError(f"`jj {_command(args)}` failed: the jj workspace in {root} was "
-                        "forgotten (`jj workspace forget`, by an agent or from outside), so jj "
-                        f"has no working copy for it ({detail.removeprefix('Error: ')}); `jj "
-                        "op log` shows that operation, `jj op revert <its id>` undoes it, then "
-                        "run agent-loop again")
+        return forgotten(root, args, detail)
     said = damage(detail)
     if said is not None:
         return said
@@ -169,6 +164,48 @@ def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
                         "stands on was rewritten from another workspace); bring it up to date "
                         f"with `jj -R {root} workspace update-stale`, then run agent-loop again")
     return VcsError(f"`jj {_command(args)}` failed: {detail}")
+
+
+# How jj describes the operation of `jj workspace forget` (one name, or several).
+FORGET = ("forget workspace ", "forget workspaces ")
+
+
+def forgotten_by(description: str) -> list[str]:
+    """The workspaces an operation described so forgot (none: not a forget)."""
+    for prefix in sorted(FORGET, key=len, reverse=True):
+        if description.startswith(prefix):
+            return [n.strip() for n in description[len(prefix):].split(",") if n.strip()]
+    return []
+
+
+def forgotten(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
+    """The error of a jj command that met a workspace forgotten (`jj workspace forget`): a
+    lane's (a command of your checkout's that names `<lane>@`) or yours. jj's own text names
+    the workspace, not what happened to it nor how to undo it: the line names the forget's
+    operation and reverts it with --ignore-working-copy, which works from your workspace
+    even when that is the one forgotten (a plain jj command there would make it a new
+    working-copy change, leaving your old one beside the line)."""
+    import re  # only once jj failed
+
+    named = re.search(r"Workspace `?([^`\s]+)`? doesn't", detail)
+    workspace = named[1] if named else ""
+    found = None
+    try:
+        log = _run(root, ("-R", str(root), "--ignore-working-copy", "op", "log", "--no-graph",
+                          "-n", "200", "-T",
+                          'id.short(12) ++ " " ++ description.first_line() ++ "\\n"'),
+                   environment(), (0,), TIMEOUT).stdout
+        found = next((line.split(" ", 1)[0] for line in log.splitlines()
+                      if workspace in forgotten_by(line.partition(" ")[2])), None)
+    except VcsError:
+        pass
+    repair = (f"see and repair it with `jj --ignore-working-copy op revert {found}`, then `jj "
+              "log`" if found else "`jj --ignore-working-copy op log` shows that operation, "
+              "`jj --ignore-working-copy op revert` of it undoes it")
+    return VcsError(f"`jj {_command(args)}` failed: the jj workspace {workspace or root} was "
+                    "forgotten (`jj workspace forget`, by an agent or from outside), so jj has "
+                    f"no working copy for it ({detail.removeprefix('Error: ')}); {repair}, "
+                    "then run agent-loop again")
 
 
 def damage(detail: str) -> VcsError | None:
