@@ -8,6 +8,8 @@ branch and your checkout stay as they were in both."""
 
 from __future__ import annotations
 
+import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -243,9 +245,6 @@ def follow_the_line(work: Path, said: str, one: str) -> None:
     """Run the stop line's jj commands as printed, in your workspace (each must work there):
     task 1's change `one` is back below your working copy, no change is divergent, and task
     1's file and tasks.md are still on the disk."""
-    import re
-    import shlex
-
     line = said.split("see and repair it with ", 1)[1].splitlines()[0]
     for command in re.findall(r"`([^`]+)`", line):
         jj(work, *shlex.split(command)[1:])
@@ -277,3 +276,31 @@ def test_an_agents_undo_in_a_lane_stops_with_a_line_that_works_from_your_workspa
     assert (work / "a.txt").exists() and (work / "b.txt").exists()
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 2
     assert not jj(work, "log", "--no-graph", "-r", "divergent()", "-T", "change_id")
+
+
+def test_your_jj_command_that_ended_beside_an_agents_abandon_is_not_restored_away(
+        work: Path, fake_claude: FakeClaude, jj_bin: str) -> None:
+    """Your `jj describe` of your working-copy change began before task 2's step (its editor
+    open meanwhile) and ended after the agent's `jj abandon @-` in its lane: jj merged the two
+    ("reconcile divergent operations"), and the operation log lists yours after the step's
+    first operation. The check read the log only down to that one, so it saw only the lane's
+    operations and jj's merge, and named `jj op restore` of the operation before the abandon,
+    which dropped your description. Now it names the revert of the abandon, and your
+    description stays."""
+    init_repo(work, "jj")
+    yours = (f"(cd {work} && jj --at-op $before --ignore-working-copy describe -r default@ "
+             "-m 'my words' >/dev/null 2>&1)")
+    (work / "tasks.md").write_text(
+        "- one\n  FAKE: write a.txt A\n- two\n  FAKE: bash before=$(jj --ignore-working-copy "
+        "op log --no-graph -n1 -T 'parents.map(|p| p.id()).join(\"\")') && "
+        f"jj --no-pager abandon @- && {yours}\n  FAKE: write b.txt B\n")
+    done = agent_loop(work, "--no-distill", "--vcs", "jj")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "jj --ignore-working-copy op revert" in done.stderr, done.stderr
+    line = done.stderr.split("see and repair it with ", 1)[1].splitlines()[0]
+    for command in re.findall(r"`([^`]+)`", line):
+        jj(work, *shlex.split(command)[1:])
+    one = state_of(work)["tasks"][0]["change_id"]
+    assert jj(work, "log", "--no-graph", "-r", f"::@- & {one[:12]}", "-T", "change_id"), line
+    assert jj(work, "log", "--no-graph", "-r", "description(substring:'my words')", "-T",
+              "change_id"), line

@@ -183,15 +183,18 @@ def operations_since(jj: Jj, operation: str) -> list[tuple[str, str]]:
 
 
 def _since(jj: Jj, operation: str) -> list[Operation]:
-    """The operations after `operation`, newest first."""
+    """The operations after `operation`, newest first: every one it does not stand on. Not
+    only those the log lists before it: a command begun before `operation` and ended after
+    it (yours, such as a `jj describe` whose editor was open meanwhile, or a snapshot of
+    your workspace taken at that moment) stands beside it, merged in by jj ("reconcile
+    divergent operations"), and the log lists it after `operation`."""
     from agentloop.vcs.jj.oplog import operations
 
-    found = []
-    for op in operations(jj):
-        if op.id.startswith(operation) or operation.startswith(op.id):
-            break
-        found.append(op)
-    return found
+    ops = operations(jj)
+    at = next((o for o in ops if o.id.startswith(operation) or operation.startswith(o.id)),
+              None)
+    older = _ancestors(list(ops), (at.id,)) if at is not None else set()
+    return [o for o in ops if o.id not in older]
 
 
 def operation(jj: Jj) -> str:
