@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs import own_output, plan_files, relative_to
-from agentloop.vcs.check import gone_as
 from agentloop.vcs.git import aside, dirty_tree, planted, quick, refs
 from agentloop.vcs.git.dirty_tree import beside_lanes, dirty_message, why_here
 from agentloop.vcs.git.files import state_of
@@ -25,6 +24,7 @@ from agentloop.vcs.git.quick import index_seen
 from agentloop.vcs.git.record import AttemptRecord, Start
 from agentloop.vcs.git.repo import GitRepo, split
 from agentloop.vcs.git.run import EMPTY_TREE, Git
+from agentloop.vcs.git.your_checkout import gone_as
 from agentloop.vcs.history import missing
 from agentloop.vcs.protocol import Change, KilledAttempt
 from agentloop.vcs.rewritten import carried, rewritten

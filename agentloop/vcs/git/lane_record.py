@@ -1,5 +1,5 @@
 """git: what agent-loop recorded about a git lane after its last step, which the lane's check
-(agentloop.vcs.check) holds against what the repository says now."""
+(agentloop.vcs.git.lane_as_recorded) holds against what the repository says now."""
 
 from __future__ import annotations
 

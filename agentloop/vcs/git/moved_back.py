@@ -1,7 +1,8 @@
 """git: the stop for your branch moved back, while a step ran, to a commit of its own past (a
-`git reset --hard HEAD~1`). Two looks find it: the lane's check (agentloop.vcs.check), which
-cannot tell who moved it, and the agent's marked reflog entry (agentloop.vcs.git.
-agent_in_checkout), which can; the user reads one breach either way, and one repair."""
+`git reset --hard HEAD~1`). Two looks find it: the lane's check (agentloop.vcs.git.
+lane_as_recorded), which cannot tell who moved it, and the agent's marked reflog entry
+(agentloop.vcs.git.agent_in_checkout), which can; the user reads one breach either way, and one
+repair."""
 
 from __future__ import annotations
 

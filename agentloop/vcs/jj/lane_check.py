@@ -1,4 +1,4 @@
-"""jj: a lane step's check of what its agent did outside its task (agentloop.vcs.check says
+"""jj: a lane step's check of what its agent did outside its task (agentloop.vcs.breach says
 why and how for both backends): the lane's workspace removed or forgotten, an operation undone or
 restored, a change the lane landed gone from the main line or stripped of its description,
 against what agent-loop recorded after the lane's last step (JjLaneRecord)."""
