@@ -16,7 +16,7 @@ from agentloop.console.command import run, take_stops
 from agentloop.console.dispatch import last_resort
 from agentloop.console.help import SectionedCommand
 from agentloop.console.stops import json_error, write
-from agentloop.option_table import OPTIONS
+from agentloop.options.table import OPTIONS
 from agentloop.settings.click_types import click_type
 
 
@@ -29,7 +29,7 @@ class _Command(SectionedCommand):
 
 
 def _with_options(command: Callable[..., None]) -> Callable[..., None]:
-    """`command` with every option of agentloop.option_table, each made a click option with the
+    """`command` with every option of agentloop.options.table, each made a click option with the
     table's own words (--help and click's errors read them), then --version."""
     command = click.version_option(__version__, "--version", prog_name="agent-loop")(command)
     for entry in reversed(OPTIONS):

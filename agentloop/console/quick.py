@@ -48,7 +48,7 @@ def main(plan: Path | None, flags: dict[str, bool], args: list[str]) -> NoReturn
     sys.stdout, sys.stderr = steady(sys.stdout), steady(sys.stderr)  # a reader may go away
 
     def work() -> int:
-        # No RunOptions: these three flags never conflict (agentloop.options.usage_problem
+        # No RunOptions: these three flags never conflict (agentloop.options.record.usage_problem
         # says so of each list status_request takes; tests/console/test_quick.py holds it).
         return status(plan, Path.cwd(), flags["as_json"], flags["rehearse"])
 

@@ -42,7 +42,7 @@ def resume_command(args: list[str]) -> str:
     """The command that continues this run: the same one, without --reset (and its --yes)."""
     import shlex
 
-    from agentloop.options import continue_args
+    from agentloop.options.record import continue_args
 
     return shlex.join(["agent-loop", *continue_args(args)])
 
