@@ -47,12 +47,6 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
     return found
 
 
-def _shorts(record: GitLaneRecord) -> tuple[str, str]:
-    """The lane's branch and the main line's, as a user types them."""
-    return (record.branch.removeprefix("refs/heads/"),
-            record.main_ref.removeprefix("refs/heads/"))
-
-
 def git_lane_gone(record: GitLaneRecord) -> Breach | None:
     """The lane's worktree gone (its folder, or only its `.git` file: git no longer knows the
     folder as a worktree, and no git command of agent-loop's can run in it), else None. Two
@@ -62,7 +56,7 @@ def git_lane_gone(record: GitLaneRecord) -> Breach | None:
         from agentloop.vcs.git.registration import registration_damaged  # git lanes only
 
         return registration_damaged(record)
-    short, main_short = _shorts(record)
+    short, main_short = record.short, record.main_short
     if not lane.is_dir():
         return Breach(Kind.LANE_GONE, f"the lane's worktree {lane} was removed (by its agent, "
                       f"or from outside; its branch {short} keeps what it had committed)",
@@ -79,7 +73,7 @@ def git_lane_gone(record: GitLaneRecord) -> Breach | None:
 def _checked_out(record: GitLaneRecord, ref: str | None) -> Breach:
     """The lane's HEAD on another branch (`ref`; None: detached): your branch is named as
     yours, since a lane that holds it keeps you from switching to it."""
-    lane, (short, main_short) = record.lane, _shorts(record)
+    lane, short, main_short = record.lane, record.short, record.main_short
     where = ("your branch " + main_short if ref == record.main_ref else
              (ref or "a detached HEAD").removeprefix("refs/heads/"))
     commands = [f"git -C {lane} status"]
@@ -103,7 +97,7 @@ def _refuse_damaged(main: Git, branch: str) -> None:
 
 
 def _branch_deleted(record: GitLaneRecord) -> Breach:
-    lane, short = record.lane, _shorts(record)[0]
+    lane, short = record.lane, record.short
     repair = (f"git branch {short} {record.head}" if record.head else
               f"git -C {lane} switch -c {short}")
     return Breach(Kind.BRANCH_DELETED, f"the agent deleted its lane's branch {short} "
@@ -114,7 +108,7 @@ def _branch_deleted(record: GitLaneRecord) -> Breach:
 def _branch_rewound(record: GitLaneRecord, tip: str) -> Breach:
     """The lane's branch at `tip`, which no longer holds the commit it was at."""
     assert record.head is not None
-    short, head = _shorts(record)[0], record.head[:12]
+    short, head = record.short, record.head[:12]
     return Breach(Kind.BRANCH_REWOUND, f"the agent moved its lane's branch {short} back to "
                   f"{tip[:12]}, off the commit {head} it was at; nothing of this step is landed",
                   (f"git log --oneline {tip[:12]}..{head}",
@@ -134,7 +128,7 @@ def _landed_lost(record: GitLaneRecord, main: Git) -> Breach | None:
         return None
     from agentloop.vcs.git.moved_back import look_command  # git lanes only
 
-    main_short = _shorts(record)[1]
+    main_short = record.main_short
     return Breach(Kind.LANDED_LOST, f"commit {lost[0][:12]}, which this lane landed on "
                   f"{main_short}, is no longer on it",
                   (look_command(record, lost[0]), f"git cherry-pick {lost[0][:12]}"))

@@ -18,7 +18,7 @@ def main_moved_back(record: GitLaneRecord, old: str, new: str,
     top would bury the commits it dropped (and a `reset --keep` back to them would then take the
     landing away too). `said`: the agent's reflog entry that did it, known for sure by its mark;
     None when it may have been you."""
-    root, short = record.main_root, record.main_ref.removeprefix("refs/heads/")
+    root, short = record.main_root, record.main_short
     if said is None:
         kind = Kind.MAIN_REWOUND
         moved = f"your branch {short} was moved from {old[:12]} back to {new[:12]}"

@@ -32,8 +32,7 @@ def registration_damaged(record: GitLaneRecord) -> Breach | None:
     said = commondir_damage(own, common)
     if said is None:
         return None
-    short = record.branch.removeprefix("refs/heads/")
-    main_short = record.main_ref.removeprefix("refs/heads/")
+    short, main_short = record.short, record.main_short
     held = commondir_said(said)
     return Breach(Kind.LANE_GONE, f"the lane's worktree registration {own} was damaged (by "
                   f"its agent, or from outside): its commondir {held}, not the "
