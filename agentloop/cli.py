@@ -15,7 +15,7 @@ from agentloop import __version__
 from agentloop.console.command import run, take_stops
 from agentloop.console.dispatch import last_resort
 from agentloop.console.help import SectionedCommand
-from agentloop.console.stops import json_error, write
+from agentloop.console.stops import json_error, stopped_before_start, write
 from agentloop.options.table import OPTIONS
 from agentloop.settings.click_types import click_type
 
@@ -67,9 +67,7 @@ def main() -> None:
     try:
         command.main(standalone_mode=False, prog_name="agent-loop")
     except (click.exceptions.Abort, KeyboardInterrupt):
-        # Stopped before the command itself ran (while parsing): nothing was changed.
-        sys.stderr.write("\nagent-loop: interrupted; nothing was changed\n")
-        sys.exit(130)
+        sys.exit(stopped_before_start())   # while parsing: nothing was changed
     except click.ClickException as exc:
         exc.show()
         if "--json" in sys.argv[1:]:

@@ -109,6 +109,7 @@ def main(asked: Request, args: list[str]) -> NoReturn:
     """Do the run as agentloop.cli.main does once click has parsed; exit with its code."""
     from agentloop.console.command import run, take_stops
     from agentloop.console.dispatch import last_resort
+    from agentloop.console.stops import stopped_before_start
 
     take_stops()
     plan, values, given = asked
@@ -117,8 +118,7 @@ def main(asked: Request, args: list[str]) -> NoReturn:
     except SystemExit:
         raise
     except KeyboardInterrupt:  # before the command itself began: nothing was changed
-        sys.stderr.write("\nagent-loop: interrupted; nothing was changed\n")
-        code = 130
+        code = stopped_before_start()
     except BaseException as exc:  # noqa: BLE001 - the last line of defence, as in cli.main
         code = last_resort(exc)
     sys.exit(code)

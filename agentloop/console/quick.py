@@ -44,6 +44,7 @@ def main(plan: Path | None, flags: dict[str, bool], args: list[str]) -> NoReturn
     gc.disable()
     from agentloop.console.dispatch import last_resort, reported, status
     from agentloop.console.gone import steady
+    from agentloop.console.stops import stopped_before_start
 
     sys.stdout, sys.stderr = steady(sys.stdout), steady(sys.stderr)  # a reader may go away
 
@@ -55,8 +56,7 @@ def main(plan: Path | None, flags: dict[str, bool], args: list[str]) -> NoReturn
     try:
         code = reported(args, flags["as_json"], work)
     except KeyboardInterrupt:  # before the work began: nothing was read, nothing changed
-        sys.stderr.write("\nagent-loop: interrupted; nothing was changed\n")
-        code = 130
+        code = stopped_before_start()
     except BaseException as exc:  # noqa: BLE001 - the last line of defence, as in cli.main
         code = last_resort(exc)
     sys.exit(code)

@@ -82,6 +82,13 @@ def _with_budget(args: list[str], budget: float) -> list[str]:
     return out + ["--budget", f"{budget:.2f}"]
 
 
+def stopped_before_start() -> int:
+    """A stop before the command itself began (its options still being read): nothing was
+    changed, said in one line; the exit code of a stop."""
+    sys.stderr.write("\nagent-loop: interrupted; nothing was changed\n")
+    return Interrupted.exit_code
+
+
 def crash(exc: BaseException) -> None:
     """Write the traceback to ~/.agent-loop-crash.log and say where, in one line."""
     import traceback
