@@ -18,7 +18,7 @@ from agentloop.state.status import TaskStatus as S
 # Each operation imports what it needs when it runs.
 if TYPE_CHECKING:
     from agentloop.fleet.integrate import Integrated
-    from agentloop.options import RunOptions
+    from agentloop.options.record import RunOptions
     from agentloop.plan.parse import Read, TaskFile
     from agentloop.run.events import Emit, Event, RunFinished
     from agentloop.run.hooks import Hooks
@@ -58,7 +58,7 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     """The plan: every task as it would run, which are done, where fresh sessions start.
     Refuses what the real run would refuse before it starts (run.start.admit), with the same
     message and exit code."""
-    from agentloop.options import check_usage
+    from agentloop.options.record import check_usage
     from agentloop.plan.depends import waves
     from agentloop.run.selection import plan_rows
     from agentloop.run.start import admit, sandbox_preview, tree_warning
@@ -160,7 +160,7 @@ def redone_by_reset(tasks_md: Path, cwd: Path) -> int:
 
 def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult:
     """Run the unfinished tasks; return the summary."""
-    from agentloop.options import check_usage
+    from agentloop.options.record import check_usage
     from agentloop.plan import parse
 
     check_usage(options)
@@ -298,7 +298,7 @@ def integrate(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> "In
     """--integrate --from REMOTE: every finished group's job on the current branch, the states
     merged (agentloop.fleet.integrate)."""
     from agentloop.fleet.integrate import integrate as bring_in
-    from agentloop.options import check_usage
+    from agentloop.options.record import check_usage
     from agentloop.plan import parse
     from agentloop.run.eventlog import EventLog
     from agentloop.run.events import fan_out

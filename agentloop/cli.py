@@ -15,8 +15,8 @@ from agentloop import __version__
 from agentloop.console.command import run, take_stops
 from agentloop.console.dispatch import last_resort
 from agentloop.console.help import SectionedCommand
-from agentloop.console.stops import json_error, write
-from agentloop.option_table import OPTIONS
+from agentloop.console.stops import json_error, stopped_before_start, write
+from agentloop.options.table import OPTIONS
 from agentloop.settings.click_types import click_type
 
 
@@ -29,7 +29,7 @@ class _Command(SectionedCommand):
 
 
 def _with_options(command: Callable[..., None]) -> Callable[..., None]:
-    """`command` with every option of agentloop.option_table, each made a click option with the
+    """`command` with every option of agentloop.options.table, each made a click option with the
     table's own words (--help and click's errors read them), then --version."""
     command = click.version_option(__version__, "--version", prog_name="agent-loop")(command)
     for entry in reversed(OPTIONS):
@@ -67,9 +67,7 @@ def main() -> None:
     try:
         command.main(standalone_mode=False, prog_name="agent-loop")
     except (click.exceptions.Abort, KeyboardInterrupt):
-        # Stopped before the command itself ran (while parsing): nothing was changed.
-        sys.stderr.write("\nagent-loop: interrupted; nothing was changed\n")
-        sys.exit(130)
+        sys.exit(stopped_before_start())   # while parsing: nothing was changed
     except click.ClickException as exc:
         exc.show()
         if "--json" in sys.argv[1:]:

@@ -112,6 +112,13 @@ class AgentResult:
     paused: float = 0.0                   # seconds the whole run was stopped (a machine asleep)
     totals: Totals = Totals()
 
+    def detail(self) -> str:
+        """Why it failed, in one line of at most 300 characters: its error, else its text,
+        else its exit code."""
+        text = (self.error or self.text or f"exit {self.exit_code}").strip()
+        line = " ".join(text.split())
+        return line if len(line) <= 300 else line[:299] + "…"
+
 
 @on_first_use(frozen=True)
 class Answer:

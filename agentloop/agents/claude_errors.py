@@ -81,15 +81,9 @@ RESET = (
     r"(?:\s*\((?P<zone>[^()]+)\))?")
 
 
-def _detail(result: AgentResult) -> str:
-    text = (result.error or result.text or f"exit {result.exit_code}").strip()
-    line = " ".join(text.split())
-    return line if len(line) <= 300 else line[:299] + "…"
-
-
 def classify(result: AgentResult, now: datetime | None = None) -> Failure:
     """Sort a failed result (ok False) into limit, transient, blocking or other."""
-    detail = _detail(result)
+    detail = result.detail()
     texts = [t.strip() for t in (result.text, result.error or "") if t and t.strip()]
 
     def limit(label: str) -> Failure:

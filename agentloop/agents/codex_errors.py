@@ -62,15 +62,9 @@ def parse_reset(text: str, now: datetime) -> float | None:
     return next_reset(found, now, None) if found else None
 
 
-def _detail(result: AgentResult) -> str:
-    text = (result.error or result.text or f"exit {result.exit_code}").strip()
-    line = " ".join(text.split())
-    return line if len(line) <= 300 else line[:299] + "…"
-
-
 def classify(result: AgentResult, now: datetime) -> Failure:
     """Sort a failed result (ok False) into limit, transient, blocking or other."""
-    detail = _detail(result)
+    detail = result.detail()
     # Only our one-line error: it holds Codex's final message, or its stderr's last line when
     # it printed no turn at all; the rest of stderr is log noise that could match anything.
     texts = [result.error] if result.error and result.error.strip() else []

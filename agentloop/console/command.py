@@ -28,7 +28,7 @@ def take_stops() -> None:
 def run(tasks_md: Path | None, params: dict[str, Any], args: list[str],
         given: set[str]) -> int:
     """Do what the options ask; its exit code (an error said in one line, with its own)."""
-    from agentloop.options import RunOptions, check_usage
+    from agentloop.options.record import RunOptions, check_usage
 
     params = {**params, "command": tuple(args), "agent_given": "agent" in given}
     options = RunOptions.from_params(params)

@@ -1,6 +1,6 @@
 """The notices a run sends when the `notify` setting names services (agentloop.dashboard.notify,
 imported only then). The dashboard's options themselves (--serve, --report, --notify and the
-server's address) are declared with the others, in agentloop.option_table."""
+server's address) are declared with the others, in agentloop.options.table."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable
 
-    from agentloop.options import RunOptions
+    from agentloop.options.record import RunOptions
 
 
 def reported(args: list[str], as_json: bool, work: Callable[[], int]) -> int:

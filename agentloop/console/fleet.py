@@ -11,7 +11,7 @@ from agentloop.console.live import Console
 from agentloop.console.render import SCHEMA
 from agentloop.errors import UNFINISHED_EXIT
 from agentloop.fleet.integrate import Integrated
-from agentloop.options import RunOptions
+from agentloop.options.record import RunOptions
 from agentloop.state.receipts import money
 
 

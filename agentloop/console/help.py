@@ -16,7 +16,7 @@ UNSORTED = "Other options"
 COLUMN = 30  # the widest first column; a longer option's help starts on the next line
 
 # Which --help section each option is in, by its parameter name: one place, so an option added
-# to agentloop.option_table needs one word here too (tests/cli/test_help.py fails until it has
+# to agentloop.options.table needs one word here too (tests/cli/test_help.py fails until it has
 # its section).
 SECTIONS = (
     ("Modes (without one: run the tasks)", ("dry_run", "status", "init", "rehearse", "reset",

@@ -2,10 +2,10 @@
 milliseconds of a run's start) are not on the way to the first agent of `agent-loop PLAN` with
 the options a run usually has.
 
-The options are agentloop.option_table's, the ones click's command is made of. Only a command
+The options are agentloop.options.table's, the ones click's command is made of. Only a command
 line whose every word this module understands comes this way: one plan, and options each
 written as itself (`--vcs git`, never `--vcs=git`), with values it converts exactly as click
-would (agentloop.option_values: a name, a choice, a number in plain digits within the option's
+would (agentloop.options.values: a name, a choice, a number in plain digits within the option's
 range, a duration, NAME=VALUE, a variable's name, a model's rates). Anything
 else, a value it is not sure of included, goes to click (agentloop.cli), which says what it
 says about it. What this module hands over, the options' values with their defaults and the
@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from agentloop.option_table import OPTIONS, Option
+from agentloop.options.table import OPTIONS, Option
 
 # typing for the checker only
 TYPE_CHECKING = False
@@ -55,7 +55,7 @@ def request(args: list[str]) -> Request | None:
         return None  # --help and --version among them: their words are no option's here
     if len(plans) != 1 or not _readable(plans[0]):
         return None
-    from agentloop.option_values import NotSure  # a plan's line only: not for --help
+    from agentloop.options.values import NotSure  # a plan's line only: not for --help
 
     values: dict[str, Any] = {}
     try:
@@ -74,9 +74,9 @@ def request(args: list[str]) -> Request | None:
 
 
 def _converted(option: Option, text: Any) -> Any:
-    """A value as click's type for it converts it, when agentloop.option_values is sure of
+    """A value as click's type for it converts it, when agentloop.options.values is sure of
     how."""
-    from agentloop.option_values import converted
+    from agentloop.options.values import converted
 
     if option.type is not None and option.type.kind == "agent" and \
             text == option.kwargs.get("default"):
@@ -109,6 +109,7 @@ def main(asked: Request, args: list[str]) -> NoReturn:
     """Do the run as agentloop.cli.main does once click has parsed; exit with its code."""
     from agentloop.console.command import run, take_stops
     from agentloop.console.dispatch import last_resort
+    from agentloop.console.stops import stopped_before_start
 
     take_stops()
     plan, values, given = asked
@@ -117,8 +118,7 @@ def main(asked: Request, args: list[str]) -> NoReturn:
     except SystemExit:
         raise
     except KeyboardInterrupt:  # before the command itself began: nothing was changed
-        sys.stderr.write("\nagent-loop: interrupted; nothing was changed\n")
-        code = 130
+        code = stopped_before_start()
     except BaseException as exc:  # noqa: BLE001 - the last line of defence, as in cli.main
         code = last_resort(exc)
     sys.exit(code)

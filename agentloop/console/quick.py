@@ -44,19 +44,19 @@ def main(plan: Path | None, flags: dict[str, bool], args: list[str]) -> NoReturn
     gc.disable()
     from agentloop.console.dispatch import last_resort, reported, status
     from agentloop.console.gone import steady
+    from agentloop.console.stops import stopped_before_start
 
     sys.stdout, sys.stderr = steady(sys.stdout), steady(sys.stderr)  # a reader may go away
 
     def work() -> int:
-        # No RunOptions: these three flags never conflict (agentloop.options.usage_problem
+        # No RunOptions: these three flags never conflict (agentloop.options.record.usage_problem
         # says so of each list status_request takes; tests/console/test_quick.py holds it).
         return status(plan, Path.cwd(), flags["as_json"], flags["rehearse"])
 
     try:
         code = reported(args, flags["as_json"], work)
     except KeyboardInterrupt:  # before the work began: nothing was read, nothing changed
-        sys.stderr.write("\nagent-loop: interrupted; nothing was changed\n")
-        code = 130
+        code = stopped_before_start()
     except BaseException as exc:  # noqa: BLE001 - the last line of defence, as in cli.main
         code = last_resort(exc)
     sys.exit(code)

@@ -42,7 +42,7 @@ def resume_command(args: list[str]) -> str:
     """The command that continues this run: the same one, without --reset (and its --yes)."""
     import shlex
 
-    from agentloop.options import continue_args
+    from agentloop.options.record import continue_args
 
     return shlex.join(["agent-loop", *continue_args(args)])
 
@@ -80,6 +80,13 @@ def _with_budget(args: list[str], budget: float) -> list[str]:
         elif not arg.startswith("--budget="):
             out.append(arg)
     return out + ["--budget", f"{budget:.2f}"]
+
+
+def stopped_before_start() -> int:
+    """A stop before the command itself began (its options still being read): nothing was
+    changed, said in one line; the exit code of a stop."""
+    sys.stderr.write("\nagent-loop: interrupted; nothing was changed\n")
+    return Interrupted.exit_code
 
 
 def crash(exc: BaseException) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from agentloop.errors import UsageError
-from agentloop.options import RunOptions
+from agentloop.options.record import RunOptions
 from agentloop.state.project import open_project, plan_stores
 
 Echo = Callable[[str], None]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from agentloop.errors import VcsError
 from agentloop.fleet.replay import GroupReplay
-from agentloop.options import RunOptions
+from agentloop.options.record import RunOptions
 from agentloop.plan import groups
 from agentloop.plan.parse import TaskFile
 from agentloop.run.events import Emit

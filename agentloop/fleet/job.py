@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from agentloop.errors import AgentLoopError, StateError, VcsError
-from agentloop.options import RunOptions
+from agentloop.options.record import RunOptions
 from agentloop.plan import groups
 from agentloop.plan.parse import TaskFile
 from agentloop.proc.signals import shielded

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentloop.agents import make_agent
-from agentloop.options import RunOptions
+from agentloop.options.record import RunOptions
 from agentloop.run import conflicts
 from agentloop.run.context import Run
 from agentloop.run.events import Emit

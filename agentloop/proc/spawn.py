@@ -138,15 +138,21 @@ def prompt_input(data: bytes) -> int:
     return copy
 
 
+def _found(name: str, path: str) -> str:
+    """The program `name` found along `path`; FileNotFoundError, as exec says it, when none."""
+    program = program_path.find(name, path)
+    if program is None:
+        raise FileNotFoundError(2, f"No such file or directory: {name!r}")
+    return program
+
+
 def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: int,
            stdin: int | None) -> int:
     """Start `argv` in a session of its own with these descriptors as its 0, 1 and 2 (no
     stdin: /dev/null); its pid."""
     environ = os.environ if env is None else env
     path = environ.get("PATH", os.defpath)
-    program = program_path.find(argv[0], path)
-    if program is None:
-        raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r}")
+    program = _found(argv[0], path)
     actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = [
         (os.POSIX_SPAWN_DUP2, stdout, 1), (os.POSIX_SPAWN_DUP2, stderr, 2),
         (os.POSIX_SPAWN_DUP2, stdin, 0) if stdin is not None else
@@ -160,9 +166,7 @@ def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: 
         if not program_path.dropped(argv[0], path):
             raise
     # Moved or gone since it was found (a reinstall): looked up along PATH again, once.
-    program = program_path.find(argv[0], path)
-    if program is None:
-        raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r}")
+    program = _found(argv[0], path)
     return os.posix_spawn(program, argv, given, file_actions=actions, setsid=True,
                           setsigdef=DEFAULTS)
 

@@ -94,7 +94,7 @@ def _make(started: threading.Event, load: Callable[[], None] | None) -> None:
     from agentloop.run.final_message import Report
     from agentloop.run.fixes import Outcome
     from agentloop.state.receipts import Receipt
-    from agentloop.vcs.check import GitLaneRecord, Listed
+    from agentloop.vcs.choose import GitLaneRecord, Listed
 
     # In the order the first task needs them; the lane's module once its record is made.
     for cls in (events.RunStarted, GitLaneRecord, decisions.RunBegun, decisions.Opened,

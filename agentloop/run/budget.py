@@ -38,7 +38,7 @@ from typing import Callable, Iterable
 
 from agentloop.errors import BudgetReached
 from agentloop.ondemand import dataclass
-from agentloop.options import RunOptions
+from agentloop.options.record import RunOptions
 from agentloop.state.receipts import money, of_task, spent, usd
 from agentloop.state.schema import Attempt, State
 

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from agentloop.errors import RunStopped
-from agentloop.options import continue_args
+from agentloop.options.record import continue_args
 from agentloop.run.agent_run import run_agent
 from agentloop.run.checks import run_checks
 from agentloop.run.context import Run

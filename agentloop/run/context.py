@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from agentloop.agents import Agent
 from agentloop.ondemand import dataclass_now as dataclass
-from agentloop.options import RunOptions
+from agentloop.options.record import RunOptions
 from agentloop.run.budget import Purse
 from agentloop.run.clock import Clock, SystemClock
 from agentloop.run.events import Emit

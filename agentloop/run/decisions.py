@@ -230,7 +230,7 @@ class Held:
 
 @dataclass(frozen=True)
 class Breached:
-    """The agent acted outside its task (agentloop.vcs.check): nothing of the step landed, the
+    """The agent acted outside its task (agentloop.vcs.breach): nothing of the step landed, the
     lane stays as it is, the attempt does not count; `line` says what happened and the commands
     that show and repair it."""
 

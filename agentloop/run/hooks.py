@@ -28,7 +28,7 @@ from agentloop.errors import (
     RunStopped,
 )
 from agentloop.files import jsonbytes
-from agentloop.options import EVENT_PREFIX, RunOptions
+from agentloop.options.record import EVENT_PREFIX, RunOptions
 from agentloop.proc import signals
 from agentloop.run.checks import argv
 from agentloop.run.events import (

@@ -207,7 +207,7 @@ def _settled(run: Run, task: TaskState, outcome: Outcome, trailers: str,
 
 
 def _dropped(run: Run, task: TaskState, outcome: Outcome) -> None:
-    """The attempt's change dropped; a lane its agent removed (agentloop.vcs.check) stops its
+    """The attempt's change dropped; a lane its agent removed (agentloop.vcs.breach) stops its
     group with the line that says so, as at its landing."""
     with settling(run, task, outcome.attempt):
         drop(run, task, outcome.change)

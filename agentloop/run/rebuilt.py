@@ -20,7 +20,7 @@ from agentloop.vcs.carry import plan_slug
 from agentloop.vcs.rewritten import rewritten
 
 if TYPE_CHECKING:
-    from agentloop.options import RunOptions
+    from agentloop.options.record import RunOptions
     from agentloop.run.context import Run
 
 

@@ -16,7 +16,7 @@ import shlex
 from dataclasses import replace
 from typing import Any
 
-from agentloop.options import RunOptions, continue_args
+from agentloop.options.record import RunOptions, continue_args
 
 # The option fields a plan's state remembers from its last run.
 KEPT = ("budget", "check", "review", "model")

@@ -25,7 +25,7 @@ from typing import Any
 
 from agentloop.agents import Agent, clean
 from agentloop.ondemand import dataclass
-from agentloop.options import MAX_ATTEMPTS
+from agentloop.options.record import MAX_ATTEMPTS
 from agentloop.run.json_answer import first_object
 
 # Bounds on what goes into the prompt: a judgement needs the gist, not everything.

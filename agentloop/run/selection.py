@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from agentloop.errors import StateError
 from agentloop.ondemand import dataclass
-from agentloop.options import RunOptions, task_numbers
+from agentloop.options.record import RunOptions, task_numbers
 from agentloop.plan import groups
 from agentloop.state.landed import commit_message as commit_message  # where history reads it
 from agentloop.state.landed import filed_under as filed_under

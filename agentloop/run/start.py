@@ -14,7 +14,7 @@ from agentloop import collector, proc
 from agentloop.agents import AGENTS, child_env, make_agent, own_layers, unpriced
 from agentloop.errors import AgentLoopError, StateError, UsageError
 from agentloop.ondemand import dataclass_now as dataclass
-from agentloop.options import EVENT_PREFIX, RunOptions, check_usage
+from agentloop.options.record import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.plan.parse import Read, TaskFile
 from agentloop.run import ledger, rehearsal, remembered

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from agentloop.agents import OTHER, Failure
 from agentloop.errors import CheckFailed
-from agentloop.options import RunOptions
+from agentloop.options.record import RunOptions
 from agentloop.run import checks, repo_hooks
 from agentloop.run.checks import CheckRun
 from agentloop.run.context import Run

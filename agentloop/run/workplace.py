@@ -14,7 +14,7 @@ import time
 
 from agentloop import proc
 from agentloop.errors import ProcessError, RunStopped
-from agentloop.options import RunOptions
+from agentloop.options.record import RunOptions
 from agentloop.run.checks import argv
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.lane_tag import LaneNote

@@ -1,7 +1,7 @@
 """Settings: the options that shape a run, from the command line, the environment, the
 project's files and the user's file, merged in that order of precedence (merge.py;
 docs/reference/settings.md). keys.py names them, schema.py checks a value (without click when
-agentloop.option_values can: click_types.py has click's types, the CLI's), sources.py reads the
+agentloop.options.values can: click_types.py has click's types, the CLI's), sources.py reads the
 files and the environment, show.py prints what applies for --show-settings.
 
 Read before anything runs: a broken file or variable ends as one SettingsError line (exit 2).

@@ -1,6 +1,6 @@
 """The options' click types, as click's command (agentloop.cli) takes them, and the settings'
-checks when a value is one that agentloop.option_values leaves to click. Our own types' rules
-are agentloop.option_values's; here they fail as click's types do, with its message."""
+checks when a value is one that agentloop.options.values leaves to click. Our own types' rules
+are agentloop.options.values's; here they fail as click's types do, with its message."""
 
 from __future__ import annotations
 
@@ -9,22 +9,22 @@ from typing import TYPE_CHECKING, Any, Callable
 import click
 
 if TYPE_CHECKING:
-    from agentloop.option_table import Type
+    from agentloop.options.table import Type
 
 
 class _Ours(click.ParamType):
-    """One of our own types: its rule is option_values's (imported when a value comes, not for
-    --help), its error click's."""
+    """One of our own types: its rule is agentloop.options.values's (imported when a value
+    comes, not for --help), its error click's."""
 
-    rule: str  # the rule's name in agentloop.option_values
+    rule: str  # the rule's name in agentloop.options.values
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Any:
-        from agentloop import option_values
+        from agentloop.options import values
 
         try:
-            return getattr(option_values, self.rule)(value)
-        except option_values.Invalid as exc:
+            return getattr(values, self.rule)(value)
+        except values.Invalid as exc:
             self.fail(exc.message, param, ctx)
 
 
@@ -89,7 +89,7 @@ def agent_choices() -> tuple[str, ...]:
 
 
 def click_type(type_: Type | None, flag: bool = False) -> click.ParamType:
-    """The click type of an option's type (agentloop.option_table.Type); None is a string's,
+    """The click type of an option's type (agentloop.options.table.Type); None is a string's,
     or with `flag` a flag's."""
     if type_ is None:
         return click.BOOL if flag else click.STRING

@@ -10,7 +10,7 @@ are the option's own.
 
 from __future__ import annotations
 
-from agentloop.options import EVENT_PREFIX
+from agentloop.options.record import EVENT_PREFIX
 
 # In the order --show-settings lists them.
 KEYS = (

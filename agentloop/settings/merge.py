@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from agentloop.ondemand import dataclass_now as dataclass
-from agentloop.option_table import BY_NAME
+from agentloop.options.table import BY_NAME
 from agentloop.settings.keys import KEYS, param
 from agentloop.settings.sources import (
     PROJECT_FILE,

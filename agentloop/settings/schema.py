@@ -1,6 +1,6 @@
 """A setting's value checked and converted as its option's own click type does: a file's
 `budget = -1` fails as `--budget -1` would, with the key, where it was written, and what is
-allowed. A value agentloop.option_values vouches for is converted without click (the settings of
+allowed. A value agentloop.options.values vouches for is converted without click (the settings of
 most runs: click is some ten milliseconds of a start); any other, and every error, is click's
 type's own (agentloop.settings.click_types)."""
 
@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import SettingsError
 from agentloop.ondemand import dataclass_now as dataclass
-from agentloop.option_values import NotSure, converted
+from agentloop.options.values import NotSure, converted
 from agentloop.settings.keys import KEYS, param
 
 if TYPE_CHECKING:
-    from agentloop.option_table import Type
+    from agentloop.options.table import Type
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class Spec:
 
     key: str
     kind: str                 # flag | list | table | value
-    type: Type | None         # its option's (agentloop.option_table); None: a flag's, a string's
+    type: Type | None         # its option's (agentloop.options.table); None: a flag's, a string's
 
     @property
     def expected(self) -> str:
@@ -45,9 +45,9 @@ class Spec:
 
 
 def specs() -> dict[str, Spec]:
-    """Every key's spec, from its option's entry (agentloop.option_table); a key without its
+    """Every key's spec, from its option's entry (agentloop.options.table); a key without its
     option is a bug."""
-    from agentloop.option_table import BY_NAME
+    from agentloop.options.table import BY_NAME
 
     out = {}
     for key in KEYS:
@@ -102,8 +102,8 @@ def from_text(spec: Spec, text: str, where: str) -> Any:
 
 
 def _convert(spec: Spec, value: Any, where: str) -> Any:
-    """`value` as the key's click type converts it: without click when option_values is sure
-    of how, else by click's type itself, whose refusal is the error."""
+    """`value` as the key's click type converts it: without click when agentloop.options.values
+    is sure of how, else by click's type itself, whose refusal is the error."""
     flag = spec.kind == "flag"
     try:
         return converted(spec.type, value, flag)

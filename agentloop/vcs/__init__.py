@@ -21,6 +21,15 @@ def find_root(start: Path) -> Path | None:
     return None
 
 
+def folder_gone(root: Path) -> str | None:
+    """What is said when `root`, the folder a VCS command runs in, is no longer there (removed
+    from outside while agent-loop was using it); None while it is."""
+    if root.is_dir():
+        return None
+    return (f"{root} is gone (removed from outside while agent-loop was using it); run "
+            "agent-loop again to set it up afresh")
+
+
 def relative_to(path: Path, root: Path) -> str | None:
     """`path` as a slash-separated path inside `root`, or None when it lies outside."""
     try:

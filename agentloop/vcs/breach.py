@@ -1,10 +1,22 @@
-"""What a lane's check finds an agent did outside its task (agentloop.vcs.check): a value, the
-kind of thing it did and the one line a user reads, with the commands to see it and repair it."""
+"""What a lane's check finds an agent did outside its task (agentloop.vcs.git.lane_as_recorded,
+agentloop.vcs.git.your_checkout, agentloop.vcs.jj.lane_check): a value, the kind of thing it did
+and the one line a user reads, with the commands to see it and repair it; and LaneBreach, the
+stop a lane's step raises with one, whichever the backend.
+
+Trust nothing the agent could touch: what agent-loop recorded (the lane's branch and commit,
+what it landed, the operation jj was at) against what the repository says now. A breach that
+stops the group is never landed and never blamed on the user; the lane and everything in it stay
+as they are.
+
+What the checks do not catch (an agent can write anywhere its user can): a write into the
+user's checkout is told apart from the user's own edits only by its time, so it is said, never a
+stop; a write into another lane's folder shows up as that lane's task's change."""
 
 from __future__ import annotations
 
 import enum
 
+from agentloop.errors import VcsError
 from agentloop.ondemand import dataclass
 
 
@@ -44,3 +56,14 @@ class Breach:
             return self.line
         return self.line + "; see and repair it with " + ", then ".join(
             f"`{c}`" for c in self.commands)
+
+
+class LaneBreach(VcsError):
+    """A lane step found a Breach that stops its group: nothing of that step lands."""
+
+    def __init__(self, breach: Breach, kept: str | None = None) -> None:
+        super().__init__(breach.text())
+        self.breach = breach
+        # Where the finished agent's work, still in the lane's folder, was set aside (a line
+        # agentloop.vcs.git.aside.bring_back reads): the next run lands it, its agent unpaid.
+        self.kept = kept

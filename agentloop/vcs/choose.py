@@ -12,7 +12,12 @@ from agentloop.vcs import KINDS, find_root
 # What a lane's step raises when its change does not fit the main line, when its landing waited
 # too long for the user's edits, or when the agent acted outside its task; named here so that the
 # run core catches them without importing a backend (the modules are small: no git library).
-from agentloop.vcs.check import LaneBreach as LaneBreach
+from agentloop.vcs.breach import LaneBreach as LaneBreach
+
+# Two records of a git lane's step, named here for the run core, which makes them before they
+# are needed (agentloop.run.ahead) without importing a backend.
+from agentloop.vcs.git.lane_record import GitLaneRecord as GitLaneRecord
+from agentloop.vcs.git.your_checkout import Listed as Listed
 from agentloop.vcs.landing import WAIT_LIMIT
 from agentloop.vcs.landing import IntegrationConflict as IntegrationConflict
 from agentloop.vcs.landing import LandingHeld as LandingHeld

@@ -13,10 +13,9 @@ from agentloop.errors import VcsError
 from agentloop.files import opened
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git.config_text import may_set
-from agentloop.vcs.git.run import Git
+from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.stays_git import git_only
 
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # Files git keeps while a multi-step command is under way, and the command that finishes it.
 IN_PROGRESS = (("MERGE_HEAD", "a merge", "merge"), ("rebase-merge", "a rebase", "rebase"),
                ("rebase-apply", "a rebase", "rebase"), ("CHERRY_PICK_HEAD", "a cherry-pick",

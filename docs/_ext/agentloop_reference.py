@@ -299,9 +299,9 @@ PAGES = {"options": options, "settings": settings, "exit-codes": exit_codes, "ev
 # The modules each page is read from: a page is written again when one of them changes, so an
 # incremental build (scripts/docs.sh run twice) never shows a page older than the code.
 SOURCES = {
-    "options": ("agentloop.cli", "agentloop.option_table", "agentloop.console.help",
+    "options": ("agentloop.cli", "agentloop.options.table", "agentloop.console.help",
                 "agentloop.settings.keys"),
-    "settings": ("agentloop.cli", "agentloop.option_table", "agentloop.settings.keys",
+    "settings": ("agentloop.cli", "agentloop.options.table", "agentloop.settings.keys",
                  "agentloop.settings.schema", "agentloop.settings.click_types"),
     "exit-codes": ("agentloop.errors",),
     "events": ("agentloop.run.events", "agentloop.run.lane_tag", "agentloop.agents"),

@@ -33,7 +33,7 @@ from agentloop.agents.common import LogFiles
 from agentloop.cli import command
 from agentloop.console import dry_run, render
 from agentloop.errors import AgentLoopError, ProcessError, TaskFileError
-from agentloop.options import RunOptions
+from agentloop.options.record import RunOptions
 from agentloop.plan import parse as taskfile
 from agentloop.run.selection import commit_message
 from agentloop.state import journal

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from agentloop.cli import command
-from agentloop.options import RunOptions, task_numbers, usage_problem
+from agentloop.options.record import RunOptions, task_numbers, usage_problem
 
 
 def test_every_option_is_a_click_parameter_of_the_same_name() -> None:

@@ -19,7 +19,7 @@ import pytest
 from agentloop.agents import AGENTS
 from agentloop.cli import command
 from agentloop.console import plain
-from agentloop.option_table import BY_NAME, OPTIONS, Option
+from agentloop.options.table import BY_NAME, OPTIONS, Option
 from agentloop.settings.merge import resolve
 from tests.support.audit import audited_run, watched
 from tests.support.fake_agent import FakeClaude

@@ -33,9 +33,10 @@ SAYING = ("agentloop.errors",
           "agentloop.console.gone",   # a closed pipe must not stop any command
           "agentloop.console.stops", "agentloop.console.dispatch")
 # The options record: every command click parses, never a quick --status.
-PARSING = (*QUICK, *SAYING, "agentloop.options", "agentloop.cli", "agentloop.console.help",
+PARSING = (*QUICK, *SAYING, "agentloop.options", "agentloop.options.record", "agentloop.cli",
+           "agentloop.console.help",
            # the options' table, read first by a plain run's door (which leaves --help to click)
-           "agentloop.option_table", "agentloop.console.plain",
+           "agentloop.options.table", "agentloop.console.plain",
            "agentloop.console.command",   # what both doors do once the options are read
            # the click types of --env and --env-exclude (not the settings' checks)
            "agentloop.settings", "agentloop.settings.click_types")

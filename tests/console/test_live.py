@@ -19,7 +19,7 @@ from agentloop import app
 from agentloop.agents import AgentResult
 from agentloop.console.lanes import Lanes
 from agentloop.console.live import Console
-from agentloop.options import RunOptions
+from agentloop.options.record import RunOptions
 from agentloop.run.events import (
     AgentActivity,
     AgentFinished,

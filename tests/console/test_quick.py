@@ -9,7 +9,7 @@ import pytest
 
 from agentloop.cli import command
 from agentloop.console import quick
-from agentloop.options import RunOptions, usage_problem
+from agentloop.options.record import RunOptions, usage_problem
 
 
 def by_click(args: list[str]) -> tuple[Path | None, RunOptions]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from agentloop.fleet.job import open_job
-from agentloop.options import RunOptions
+from agentloop.options.record import RunOptions
 from agentloop.plan import parse
 from agentloop.state.project import open_project
 from tests.support.fake_agent import FakeClaude

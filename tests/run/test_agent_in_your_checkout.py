@@ -15,7 +15,7 @@ from tests.run.test_serial_lane import CONFLICT_FIRST_LINE, CONFLICT_PLAN
 from tests.support.claude_cli import claude_env
 from tests.support.fake_agent import FakeClaude
 from tests.support.fakeapi import FakeApi, ToolUse
-from tests.support.repos import git, init_repo, state_of
+from tests.support.repos import committed_plan, git, init_repo, state_of
 from tests.support.runner import agent_loop
 
 PLAN = """\
@@ -84,9 +84,7 @@ def test_your_own_edits_beside_the_run_are_said_as_found_never_kept(
 def test_your_plan_renamed_while_the_run_works_is_no_file_changed(
         work: Path, fake_claude: FakeClaude) -> None:
     init_repo(work, "git")
-    (work / "tasks.md").write_text(PLAN.format(hostile=f"mv {work}/tasks.md {work}/plan.md"))
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "the plan")
+    committed_plan(work, PLAN.format(hostile=f"mv {work}/tasks.md {work}/plan.md"))
     done = agent_loop(work, "--vcs", "git", "--no-distill")
     assert "renamed plan.md" in done.stdout, done.stdout + done.stderr
     assert "changed while this lane's agent ran" not in done.stdout + done.stderr
@@ -190,10 +188,8 @@ def test_a_task_that_only_ran_git_in_your_checkout_is_said_empty_and_what_it_did
     # The note does not take the place of "changed no files" (as a submodule's note does, which
     # says where its files are): both are said, told apart by the record, not by their words.
     init_repo(work, "git")
-    (work / "tasks.md").write_text(PLAN.format(hostile=f"git -C {work} reset -q")
-                                   .replace("  FAKE: write b1.txt b1\n", ""))
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "the plan")
+    committed_plan(work, PLAN.format(hostile=f"git -C {work} reset -q")
+                         .replace("  FAKE: write b1.txt b1\n", ""))
     done = agent_loop(work, "--vcs", "git", "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "  completed, but the task changed no files (no change recorded)" in done.stdout
@@ -211,7 +207,7 @@ def test_an_agents_switch_of_your_checkout_is_kept_on_its_own_task_not_anothers(
     b_began, a_switched = tmp_path / "b-began", tmp_path / "a-switched"
     wait = "for i in $(seq 400); do [ -e {0} ] && break; sleep 0.05; done"
     init_repo(work, "git")
-    (work / "tasks.md").write_text(
+    committed_plan(work,
         "## A\n- [ ] a1\n"
         f"  FAKE: bash {wait.format(b_began)}; git -C {work} switch -q -c agent-own; "
         f"touch {a_switched}\n"
@@ -219,8 +215,6 @@ def test_an_agents_switch_of_your_checkout_is_kept_on_its_own_task_not_anothers(
         "## B\n- [ ] b1\n"
         f"  FAKE: bash touch {b_began}; {wait.format(a_switched)}\n"
         "  FAKE: write b1.txt b1\n")
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "the plan")
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     a1, b1 = state_of(work)["tasks"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentloop.errors import BudgetReached
-from agentloop.options import RunOptions
+from agentloop.options.record import RunOptions
 from agentloop.run import budget
 from agentloop.run.budget import Verdict
 from agentloop.state.store import Store

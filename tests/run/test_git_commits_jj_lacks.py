@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import git, git_project, jj, state_of
-from tests.support.runner import agent_loop, noting_jj
+from tests.support.repos import git, jj, state_of
+from tests.support.runner import agent_loop, done_by_git, noting_jj
 
 pytestmark = pytest.mark.usefixtures("jj_bin")
 
@@ -30,11 +30,7 @@ def _commit_jj_never_saw(tmp_path: Path) -> tuple[Path, str]:
     """Tasks 1 and 2 committed by git, task 2's commit reset away with git, and the state
     holding both by their git commit ids as a jj run's (as a first jj run records the tasks it
     finds in git's history before jj's repository is made); the project and that commit."""
-    work = git_project(tmp_path, PLAN)
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "plan")
-    first = agent_loop(work, "--vcs", "git", "--no-distill")
-    assert first.returncode == 0, first.stdout + first.stderr
+    work = done_by_git(tmp_path, PLAN)
     dropped = git(work, "rev-parse", "HEAD").strip()
     git(work, "reset", "-q", "--hard", "HEAD~1")
     path = work / ".agent-loop" / "state.json"

@@ -13,8 +13,8 @@ import pytest
 
 from agentloop import proc
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import git, git_project, jj, state_of
-from tests.support.runner import agent_loop
+from tests.support.repos import jj, make_repo, state_of
+from tests.support.runner import agent_loop, done_by_git
 
 pytestmark = pytest.mark.usefixtures("jj_bin")
 
@@ -42,13 +42,6 @@ REWRITES = {
 }
 
 
-def _jj_repo(work: Path) -> None:
-    """A jj repository with the README in a change of the user's, the plan beside it."""
-    jj(work, "git", "init")
-    jj(work, "commit", "-m", "start")
-    (work / "tasks.md").write_text(PLAN)
-
-
 def _assert_followed(work: Path, said: str, fake_claude: FakeClaude, what: str) -> None:
     tasks = state_of(work)["tasks"]
     assert [t["status"] for t in tasks] == ["completed"] * 3, said
@@ -65,7 +58,7 @@ def _assert_followed(work: Path, said: str, fake_claude: FakeClaude, what: str) 
 @pytest.mark.parametrize("what", sorted(REWRITES))
 def test_your_rewrite_of_a_task_between_runs(work: Path, fake_claude: FakeClaude,
                                              what: str) -> None:
-    _jj_repo(work)
+    make_repo(work, "jj", plan=PLAN, message="start")  # the README a change of yours
     first = agent_loop(work, "--vcs", "jj", "--no-distill", "--task", "1")
     assert first.returncode == 0, first.stdout + first.stderr
     proc.run(["sh", "-c", REWRITES[what]], cwd=work)
@@ -79,7 +72,7 @@ def test_your_rewrite_of_a_task_between_runs(work: Path, fake_claude: FakeClaude
 @pytest.mark.parametrize("workplace", ["lane", "checkout"])
 def test_your_rewrite_of_a_task_mid_run(work: Path, fake_claude: FakeClaude, what: str,
                                         workplace: str) -> None:
-    _jj_repo(work)
+    make_repo(work, "jj", plan=PLAN, message="start")  # the README a change of yours
     hook = f'if [ "$AGENT_LOOP_EVENT_TASK" = 1 ]; then {REWRITES[what]}; fi'
     done = agent_loop(work, "--vcs", "jj", "--no-distill", "--workplace", workplace,
                       "--on-task", hook)
@@ -92,7 +85,7 @@ def test_your_fix_squashed_into_a_task_the_lane_landed_before_its_next_group(
         work: Path, fake_claude: FakeClaude) -> None:
     """The lane's workspace stands on the task you rewrote: jj rebased its @ with it, and the
     next group goes on there from the task as you left it."""
-    _jj_repo(work)
+    make_repo(work, "jj", plan=PLAN, message="start")  # the README a change of yours
     (work / "tasks.md").write_text(PLAN.replace("- task two", "## Two\n- task two"))
     hook = f'if [ "$AGENT_LOOP_EVENT_TASK" = 1 ]; then {REWRITES["squash"]}; fi'
     done = agent_loop(work, "--vcs", "jj", "--no-distill", "--on-task", hook)
@@ -105,7 +98,7 @@ def test_the_record_follows_the_commit_of_a_change_you_rewrote(work: Path,
                                                                 fake_claude: FakeClaude) -> None:
     """git's record follows a rewritten commit to its new id; jj's change keeps its id, but its
     commit (what the dashboard shows the diff of, in a colocated repository) is a new one."""
-    _jj_repo(work)
+    make_repo(work, "jj", plan=PLAN, message="start")  # the README a change of yours
     first = agent_loop(work, "--vcs", "jj", "--no-distill", "--task", "1")
     assert first.returncode == 0, first.stdout + first.stderr
     proc.run(["sh", "-c", REWRITES["describe"]], cwd=work)
@@ -134,12 +127,7 @@ def _pairs(work: Path) -> set[tuple[str, ...]]:
 def _git_then_jj(tmp_path: Path, fake_claude: FakeClaude) -> Path:
     """Tasks 1 and 2 committed by a git run, `.agent-loop/` gone (a fresh clone), then a
     `--vcs jj` run that finds them done in git's history and does task 3."""
-    two = PLAN.replace("- task three\n  FAKE: write three.txt three\n", "")
-    work = git_project(tmp_path, two)
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "plan")
-    first = agent_loop(work, "--vcs", "git", "--no-distill")
-    assert first.returncode == 0, first.stdout + first.stderr
+    work = done_by_git(tmp_path, PLAN.replace("- task three\n  FAKE: write three.txt three\n", ""))
     shutil.rmtree(work / ".agent-loop")
     (work / "tasks.md").write_text(PLAN)
     second = agent_loop(work, "--vcs", "jj", "--no-distill")

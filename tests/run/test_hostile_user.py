@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import git, git_commits, init_repo, state_of
+from tests.support.repos import committed_plan, git, git_commits, init_repo, state_of
 from tests.support.runner import agent_loop
 
 
@@ -26,15 +26,13 @@ def test_your_edit_of_the_plan_while_an_agent_works_is_no_agent_writing_outside_
     agent writing outside its lane, or you)", a warning about the one edit the run invites."""
     init_repo(work, "git")
     plan = work / "tasks.md"
-    plan.write_text(
+    committed_plan(work,
         "## A\n"
         "- [ ] one\n"
         "  FAKE: write one.txt one\n"
         f"  FAKE: bash printf -- '- [ ] three\\n  FAKE: write three.txt three\\n' >> {plan}\n"
         "- [ ] two\n"
         "  FAKE: write two.txt two\n")
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "the plan")
     done = agent_loop(work, "--vcs", "git", "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "changed while this lane's agent ran" not in done.stdout, done.stdout
@@ -60,14 +58,12 @@ THREE = """\
 """
 
 
-def committed_plan(work: Path, extra: str) -> None:
+def three_committed(work: Path, extra: str) -> None:
     """The plan (three tasks; `extra` goes under task one) committed in the git repository
     `work` (made when there is none)."""
     if not (work / ".git").exists():
         init_repo(work, "git")
-    (work / "tasks.md").write_text(THREE.format(extra=extra))
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "the plan")
+    committed_plan(work, THREE.format(extra=extra))
 
 
 def test_your_branch_renamed_while_a_task_runs_loses_no_task(work: Path,
@@ -79,7 +75,7 @@ def test_your_branch_renamed_while_a_task_runs_loses_no_task(work: Path,
     was on no branch, paid for twice, and --status called it done."""
     init_repo(work, "git")
     mine = git(work, "symbolic-ref", "--short", "HEAD").strip()
-    committed_plan(work, f"  FAKE: bash git -C {work} branch -m {mine} trunk")
+    three_committed(work, f"  FAKE: bash git -C {work} branch -m {mine} trunk")
     first = agent_loop(work, "--vcs", "git", "--no-distill")
     assert "fatal:" not in first.stdout + first.stderr, first.stdout + first.stderr
     if first.returncode != 0:
@@ -104,7 +100,7 @@ def test_a_commit_you_make_while_the_agent_works_in_your_checkout_stays_yours(
              f"sh -c 'cd {work} && echo mine > mine.txt && git add mine.txt && "
              "git commit -qm \"my own commit\"'")
     init_repo(work, "git")
-    (work / "tasks.md").write_text(
+    committed_plan(work,
         "## A\n"
         "- [ ] one\n"
         "  FAKE: write one.txt one\n"
@@ -113,8 +109,6 @@ def test_a_commit_you_make_while_the_agent_works_in_your_checkout_stays_yours(
         "  FAKE: write two.txt two\n"
         "  FAKE: commit the agent's own commit\n"
         "  FAKE: write more.txt more\n")
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "the plan")
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", "checkout",
                       env=None if mark is None else {**os.environ, "GIT_REFLOG_ACTION": mark})
     assert done.returncode == 0, done.stdout + done.stderr
@@ -156,7 +150,7 @@ def test_a_run_stopped_by_its_budget_leaves_no_branch_behind(work: Path,
     left in the serial lane, yet its worktree and branch (agent-loop/tasks...-serial) stayed
     in the repository, where "a branch is never left behind" and the lane "goes after the
     last group"."""
-    committed_plan(work, "")
+    three_committed(work, "")
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--budget", "0.02")
     assert done.returncode == 1 and "budget reached before task 3" in done.stderr, \
         done.stdout + done.stderr
@@ -173,7 +167,7 @@ def test_a_done_task_under_a_renamed_heading_is_not_paid_for_again(
     `## B`): its tasks were matched by group and text, so each done task under the new
     heading was a new task, run and paid for again (and "completed, but the task changed no
     files"), its record archived as removed."""
-    committed_plan(work, "")
+    three_committed(work, "")
     done = agent_loop(work, "--vcs", "git", "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     calls = len(fake_claude.calls())
@@ -199,7 +193,7 @@ def test_a_held_task_landing_at_the_next_run_is_said_under_its_own_heading(
     """Task one is held by your untracked notes.txt; you move it away and run again: the
     task lands first thing, and its line (`change …: 1 file(s) changed`) came before any
     `[n/m] task n:` heading, so nothing said which task it was."""
-    committed_plan(work, "")
+    three_committed(work, "")
     plan = (work / "tasks.md").read_text().replace("write one.txt one", "write notes.txt agent")
     (work / "tasks.md").write_text(plan)
     git(work, "commit", "-qam", "the plan, notes")
@@ -226,7 +220,7 @@ def test_your_squash_of_two_landed_tasks_mid_run_loses_nothing_and_keeps_nothing
     once = work.parent / "squashed-once"
     squash = (f"[ -e {once} ] || (touch {once} && cd {work} && env -u GIT_REFLOG_ACTION sh -c "
               "'git reset -q --soft HEAD~2 && git commit -qm \"one and two, squashed\"')")
-    (work / "tasks.md").write_text(
+    committed_plan(work,
         "## A\n"
         "- [ ] one\n"
         "  FAKE: write one.txt one\n"
@@ -235,8 +229,6 @@ def test_your_squash_of_two_landed_tasks_mid_run_loses_nothing_and_keeps_nothing
         "- [ ] three\n"
         "  FAKE: write three.txt three\n"
         f"  FAKE: bash {squash}\n")
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "the plan")
     first = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", workplace)
     said = first.stdout + first.stderr
     assert "is no longer on it" not in said and "cherry-pick" not in said, said
@@ -262,7 +254,7 @@ def test_your_plan_renamed_while_a_task_runs_is_not_put_back_and_nothing_is_paid
     the run of the new name takes its state over, each task run once. (`git mv` renames the
     file as `mv` does: the same inode, which is how the run knows it from a copy.)"""
     how = "mv" if move == "mv" else f"git -C {work} mv"
-    committed_plan(work, f"  FAKE: bash {how} {work / 'tasks.md'} {work / 'plan.md'}")
+    three_committed(work, f"  FAKE: bash {how} {work / 'tasks.md'} {work / 'plan.md'}")
     first = agent_loop(work, "--vcs", "git", "--no-distill", *ticks)
     out = first.stdout + first.stderr
     assert "Traceback" not in out, out
@@ -292,7 +284,7 @@ def test_your_plan_renamed_twice_or_back_while_lanes_work_gets_every_tick_and_tr
     init_repo(work, "git")
     new, last = work / "new.md", work / then
     said = work / ".agent-loop" / "events.jsonl"   # where the run says it saw the rename
-    (work / "tasks.md").write_text(
+    committed_plan(work,
         "## A\n- [ ] a1\n  FAKE: write a1.txt 1\n"
         f"  FAKE: bash mv {work / 'tasks.md'} {new}\n"
         "- [ ] a2\n  FAKE: write a2.txt 2\n\n"
@@ -301,8 +293,6 @@ def test_your_plan_renamed_twice_or_back_while_lanes_work_gets_every_tick_and_tr
         "&& break; sleep 0.1; "
         f"done; mv {new} {last}\n"
         "- [ ] b2\n  FAKE: write b2.txt 2\n")
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "the plan")
     first = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2", "--tick-boxes")
     out = first.stdout + first.stderr
     assert "Traceback" not in out and not new.exists(), out
@@ -327,7 +317,7 @@ def test_ctrl_c_after_you_renamed_the_plan_says_to_resume_with_the_new_name(
     at the plan again: the run said "Resume with: agent-loop tasks.md", and following that
     advice gave "error: task file .../tasks.md does not exist". The advice names plan.md."""
     # Its second run finds no tasks.md to move, and does not wait.
-    committed_plan(work, f"  FAKE: bash mv {work / 'tasks.md'} {work / 'plan.md'} && sleep 60")
+    three_committed(work, f"  FAKE: bash mv {work / 'tasks.md'} {work / 'plan.md'} && sleep 60")
     run = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
                             "--no-distill"], cwd=work, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
@@ -355,7 +345,7 @@ def test_an_agent_that_moves_your_branch_back_stops_the_run_and_lands_nothing_on
     your checkout changed, then landed the tasks on the rewound branch. Now it stops, in one
     line that names the branch, both commits and how to get yours back, landing nothing."""
     init_repo(work, "git")
-    committed_plan(work, f"  FAKE: bash git -C {work} reset -q --hard HEAD~1")
+    three_committed(work, f"  FAKE: bash git -C {work} reset -q --hard HEAD~1")
     (work / "mine.txt").write_text("my commit\n")
     git(work, "add", "mine.txt")
     git(work, "commit", "-qm", "my work")
@@ -384,15 +374,13 @@ def test_your_revert_that_deletes_a_file_the_next_task_changes_is_put_to_the_age
     # Your revert, made in your checkout as task two's agent works (not with its git mark).
     revert = (f"cd {work} && env -u GIT_REFLOG_ACTION git revert --no-edit "
               "HEAD >/dev/null")
-    (work / "tasks.md").write_text(
+    committed_plan(work,
         "## A\n"
         "- [ ] one\n"
         "  FAKE: write api.py v1\n"
         "- [ ] two\n"
         f"  FAKE: bash {revert}\n"
         "  FAKE: bash echo v2 >> api.py\n")
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "the plan")
     done = agent_loop(work, "--vcs", "git", "--no-distill")
     said = done.stdout + done.stderr
     assert "conflicts with the main line in api.py" in said, said

@@ -19,7 +19,7 @@ from agentloop.agents.claude_errors import classify
 from agentloop.console.live import Console
 from agentloop.console.render import status_text
 from agentloop.errors import AgentBlocked, Interrupted
-from agentloop.options import RunOptions, usage_problem
+from agentloop.options.record import RunOptions, usage_problem
 from agentloop.run.events import Event, LimitWait, ReviewVerdict, RunFinished
 from agentloop.run.review_prompt import (
     CUT_MARK,

@@ -197,7 +197,7 @@ def test_status_without_a_file_says_a_running_task_is_running(
 def test_a_task_left_landing_is_taken_in_before_a_later_selected_one() -> None:
     """--task 2 with task 1 left landing: task 1 lands first (no agent), and --dry-run says so;
     an optional task left landing is taken by a plain run too."""
-    from agentloop.options import RunOptions
+    from agentloop.options.record import RunOptions
     from agentloop.run.selection import plan_rows, select
     from tests.state.test_store import make_state
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from agentloop.options import RunOptions, usage_problem
+from agentloop.options.record import RunOptions, usage_problem
 from tests.support.claude_cli import agent_loop_env
 from tests.support.fake_agent import FakeClaude
 from tests.support.fakeapi import FakeApi

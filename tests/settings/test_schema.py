@@ -1,4 +1,4 @@
-"""A setting's value converted without click (agentloop.option_values) is the value click's type
+"""A setting's value converted without click (agentloop.options.values) is the value click's type
 gives, and a value it leaves to click gets click's own error: every key, from a file and from a
 variable, both ways."""
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from agentloop import option_values
 from agentloop.errors import SettingsError
+from agentloop.options.values import NotSure
 from agentloop.settings import click_types, schema
 
 # What a TOML file may give a key, of every kind and type, the wrong ones included.
@@ -34,7 +34,7 @@ def outcome(convert: Any, spec: schema.Spec, value: Any) -> tuple[str, Any]:
 
 def by_click_only(monkeypatch: pytest.MonkeyPatch) -> None:
     def unsure(*args: Any, **kwargs: Any) -> Any:
-        raise option_values.NotSure
+        raise NotSure
 
     monkeypatch.setattr(schema, "converted", unsure)
 

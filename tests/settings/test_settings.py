@@ -15,7 +15,7 @@ import click
 import pytest
 
 from agentloop.cli import command
-from agentloop.options import EVENT_PREFIX
+from agentloop.options.record import EVENT_PREFIX
 from agentloop.settings.keys import KEYS, env_name, param
 from tests.support.runner import agent_loop
 

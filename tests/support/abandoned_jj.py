@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import jj, state_of
+from tests.support.repos import jj, make_repo, state_of
 from tests.support.runner import agent_loop
 
 TASK_1 = "description(substring:'/ task one')"
@@ -16,9 +16,7 @@ def run_abandoning(work: Path, plan: str, *args: str) -> tuple[str, list[dict], 
     """`plan` (its {work} and {task_1} filled in) run by jj in a new repository at `work`, which
     ends well and says task 1 was abandoned: what it said, the tasks' records and the change
     ids of the line (`::@`), task 1's not among them."""
-    jj(work, "git", "init")
-    jj(work, "commit", "-m", "start")
-    (work / "tasks.md").write_text(plan.format(work=work, task_1=TASK_1))
+    make_repo(work, "jj", plan=plan.format(work=work, task_1=TASK_1), message="start")
     done = agent_loop(work, "--vcs", "jj", *args)
     said = done.stdout + done.stderr
     assert done.returncode == 0, said

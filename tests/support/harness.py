@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from agentloop.agents import Activity, AgentResult, AgentRun, Answer, Failure, Models
 from agentloop.agents.claude_errors import classify
-from agentloop.options import RunOptions
+from agentloop.options.record import RunOptions
 from agentloop.run.clock import Clock
 from agentloop.run.context import Run
 from agentloop.run.events import Event, RunFinished

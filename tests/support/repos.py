@@ -74,6 +74,15 @@ def make_repo(root: Path, kind: str = "git", files: Mapping[str, str] | None = N
     return root
 
 
+def committed_plan(work: Path, plan: str) -> Path:
+    """`plan` written as tasks.md in the git repository `work` and committed ("the plan"), as a
+    user keeps the plan a run reads; `work`."""
+    (work / "tasks.md").write_text(plan)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "the plan")
+    return work
+
+
 def git_project(tmp_path: Path, plan: str) -> Path:
     """tmp_path/project: a git repository with its README committed, and `plan` as tasks.md."""
     return make_repo(tmp_path / "project", "git", plan=plan)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.repos import committed_plan, git_project
+
 
 def agent_loop(cwd: Path, *args: str, plan: str | None = "tasks.md",
                env: Mapping[str, str] | None = None, timeout: float = 180,
@@ -26,6 +28,15 @@ def agent_loop(cwd: Path, *args: str, plan: str | None = "tasks.md",
                                               "NO_COLOR": "1"},
                           capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
+
+
+def done_by_git(tmp_path: Path, plan: str) -> Path:
+    """tmp_path/project: a git repository with `plan` committed as tasks.md and every task of it
+    done by a `--vcs git` run (the history a jj run may take over later)."""
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return work
 
 
 def noting_git(work: Path, tmp_path: Path, *args: str) -> tuple[str, list[str]]:

@@ -120,3 +120,18 @@ def test_a_sha_git_was_handed_that_is_there_is_said_in_gits_words(repo: Path) ->
     text = said(repo, "diff-tree", "HEAD", blob)
     assert LOST not in text and NOT_HERE not in text, text
     assert f"unable to read tree {blob}" in text, text
+
+
+@pytest.mark.parametrize("backend", ["git", "jj"])
+def test_a_folder_removed_from_outside_is_said_so_by_either_backend(tmp_path: Path,
+                                                                    backend: str) -> None:
+    # Whatever the command said, a folder that is no longer there is the cause a user can act
+    # on: both backends say it in the same words.
+    from agentloop.vcs.git import run as git_run
+    from agentloop.vcs.jj import run as jj_run
+
+    gone = tmp_path / "lane"
+    failure = git_run.failure if backend == "git" else jj_run.failure
+    said = str(failure(gone, ("status",), "fatal: cannot change to it"))
+    assert said == (f"{gone} is gone (removed from outside while agent-loop was using it); run "
+                    "agent-loop again to set it up afresh")

@@ -3,7 +3,7 @@ says how to get the lost work back. Real git and jj, agent-loop as a process, th
 
 In your checkout (`--workplace checkout`) the agent rewrites your branch, and the history check
 says so; in a lane of its own (the default) it rewrites its lane's branch, or jj's shared
-history, and the lane's guard (agentloop.vcs.check) stops the group with what to run: your
+history, and the lane's guard (agentloop.vcs.breach) stops the group with what to run: your
 branch and your checkout stay as they were in both."""
 
 from __future__ import annotations

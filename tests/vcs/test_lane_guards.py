@@ -16,9 +16,11 @@ import pytest
 from agentloop import AGENT_REFLOG_ACTION, lane_mark
 from agentloop.errors import VcsError
 from agentloop.vcs import lanes
-from agentloop.vcs.check import GitLaneRecord, Kind, LaneBreach, check_git_lane
+from agentloop.vcs.breach import Kind, LaneBreach
 from agentloop.vcs.git import reflog, teardown, worktree_list, worktrees
 from agentloop.vcs.git.lane import LaneGit
+from agentloop.vcs.git.lane_as_recorded import check_git_lane
+from agentloop.vcs.git.lane_record import GitLaneRecord
 from agentloop.vcs.git.mainline import GitMainLine
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.landing import LandingHeld
@@ -363,8 +365,8 @@ def test_a_jj_lane_whose_repository_was_removed_is_named(tmp_path: Path, jj_bin:
 def test_a_renamed_file_in_the_checkout_is_named_by_both_its_paths(tmp_path: Path) -> None:
     # The snapshot of the user's edits a lane compares against: a staged rename is two paths,
     # whole (with renames on, git's -z output gives the old one without its status prefix).
-    from agentloop.vcs.check import dirty
     from agentloop.vcs.git.run import Git
+    from agentloop.vcs.git.your_checkout import dirty
     from tests.support.repos import git, init_repo
 
     work = tmp_path / "work"
@@ -382,9 +384,9 @@ def test_the_look_at_the_checkout_leaves_its_index_alone(tmp_path: Path) -> None
     # A lane looks at the user's checkout after every task; git status would refresh and write
     # the index back (taking index.lock) wherever an entry's stat no longer matches, as after
     # each landing: a file written per task, and a `git add` of the user's refused meanwhile.
-    from agentloop.vcs.check import dirty
     from agentloop.vcs.git.run import Git
-    from tests.support.repos import git, init_repo
+    from agentloop.vcs.git.your_checkout import dirty
+    from tests.support.repos import init_repo
 
     work = tmp_path / "work"
     work.mkdir()
@@ -440,14 +442,14 @@ def test_a_clean_checkout_is_checked_without_asking_where_the_output_goes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Each task's check of the user's checkout: nothing dirty, nothing to tell apart from the
     # run's own output file, whose path costs two readlinks to find.
-    from agentloop.vcs import check
+    from agentloop.vcs.git import your_checkout
 
     asked = []
-    monkeypatch.setattr(check, "own_output", lambda root: asked.append(root) or set())
-    assert check.written(tmp_path, {}, []) is None
+    monkeypatch.setattr(your_checkout, "own_output", lambda root: asked.append(root) or set())
+    assert your_checkout.written(tmp_path, {}, []) is None
     assert asked == []
     (tmp_path / "edited").write_text("x")
-    assert check.written(tmp_path, {}, ["edited"]) is not None
+    assert your_checkout.written(tmp_path, {}, ["edited"]) is not None
     assert asked == [tmp_path]
 
 

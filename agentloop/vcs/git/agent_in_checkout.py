@@ -34,7 +34,7 @@ class _Move:
 
     @property
     def short(self) -> str:
-        return self.record.main_ref.removeprefix("refs/heads/")
+        return self.record.main_short
 
     @property
     def who(self) -> str:
@@ -175,7 +175,7 @@ def agent_moved_head(record: GitLaneRecord, dirs: tuple[Path, Path], stashed: bo
     entries = reflog.lanes_own(reflog.agents_since(*record.reflogs[0]), record.lane.name)
     if not entries:
         return None
-    root, short = record.main_root, record.main_ref.removeprefix("refs/heads/")
+    root, short = record.main_root, record.main_short
     found = refs.where(*dirs)
     said = "; ".join(dict.fromkeys(e.message for e in entries))
     line = f"an agent ran git in your checkout {root}, not in its lane"

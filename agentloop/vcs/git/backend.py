@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs import own_output, plan_files, relative_to
-from agentloop.vcs.check import gone_as
 from agentloop.vcs.git import aside, dirty_tree, planted, quick, refs
 from agentloop.vcs.git.dirty_tree import beside_lanes, dirty_message, why_here
 from agentloop.vcs.git.files import state_of
@@ -25,6 +24,7 @@ from agentloop.vcs.git.quick import index_seen
 from agentloop.vcs.git.record import AttemptRecord, Start
 from agentloop.vcs.git.repo import GitRepo, split
 from agentloop.vcs.git.run import EMPTY_TREE, Git
+from agentloop.vcs.git.your_checkout import gone_as
 from agentloop.vcs.history import missing
 from agentloop.vcs.protocol import Change, KilledAttempt
 from agentloop.vcs.rewritten import carried, rewritten
@@ -159,12 +159,8 @@ class GitVcs:
         # The checkout as the run found it, for the main line of a run in lanes.
         self.found_listed = None if created else self.tree.listed
         if fresh and head is not None:
-            # A working copy made a moment ago holds its commit and nothing else: its first
-            # begin is known without a `git status`, as after a clean commit (if no process
-            # ran in between, agentloop.vcs.git.quick.NextBegin).
-            self._next.expect(Start(head, self.tree.ref(), self.tree.tree(head), {},
-                                    self.tree.task_rel))
-            self._index_seen = index_seen(self.tree.git_dir)
+            # A working copy made a moment ago holds its commit and nothing else.
+            self._clean_at(head)
         if self._resumable is not None:  # the attempt's files are its task's, not the user's
             dirty = sorted(set(dirty) - self.tree.changed(self._resumable))
         notes += dirty_tree.settle(self.tree, dirty, head, created, self.lanes, self.allow_dirty)
@@ -380,13 +376,18 @@ class GitVcs:
         self._forget()
         self._next = quick.NextBegin()
         self.git.out("reset", "-q", "--hard", commit)
-        # As a worktree just made (prepare): the commit, its tree in the index, nothing else
-        # tracked is dirty; the begin that comes next needs no `git status` to know that.
+        # As a worktree just made (prepare): the commit, its tree in the index.
         head = self.tree.head()
         if head is not None:
-            self._next.expect(Start(head, self.tree.ref(), self.tree.tree(head), {},
-                                    self.tree.task_rel))
-            self._index_seen = index_seen(self.tree.git_dir)
+            self._clean_at(head)
+
+    def _clean_at(self, head: str) -> None:
+        """The checkout holds commit `head` and nothing else (its tree in the index, nothing
+        tracked dirty): its next begin is known without a `git status`, as after a clean
+        commit (if no process ran in between, agentloop.vcs.git.quick.NextBegin)."""
+        self._next.expect(Start(head, self.tree.ref(), self.tree.tree(head), {},
+                                self.tree.task_rel))
+        self._index_seen = index_seen(self.tree.git_dir)
 
     def cut_short(self) -> Change | None:
         """The task commit a finish that a stop (or an error) cut short had made already,

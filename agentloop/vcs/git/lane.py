@@ -11,10 +11,11 @@ from typing import Callable, Iterable
 
 from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.vcs.check import Breach, GitLaneRecord, LaneBreach
+from agentloop.vcs.breach import Breach, LaneBreach
 from agentloop.vcs.git import aside, landing_beside, lane_check, lane_damage, refs, stash
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.git.landing_copy import changed_files, copy_commit
+from agentloop.vcs.git.lane_record import GitLaneRecord
 from agentloop.vcs.git.lane_state import LaneState
 from agentloop.vcs.git.mainline import GitMainLine
 from agentloop.vcs.git.run import Git
@@ -53,7 +54,7 @@ class LaneGit:
 
     @property
     def record(self) -> GitLaneRecord | None:
-        """What the lane looked like when its step began (agentloop.vcs.check)."""
+        """What the lane looked like when its step began (agentloop.vcs.git.lane_as_recorded)."""
         return self.state.record
 
     @property

@@ -11,24 +11,16 @@ import os
 from functools import partial
 from typing import Callable, NoReturn
 
-from agentloop.vcs.check import (
-    Breach,
-    GitLaneRecord,
-    Kind,
-    LaneBreach,
-    Listed,
-    check_git_lane,
-    dirty,
-    dirty_beside,
-    stamp,
-    written,
-)
+from agentloop.vcs.breach import Breach, Kind, LaneBreach
 from agentloop.vcs.git import planted, reflog, stash
 from agentloop.vcs.git.agent_in_checkout import agent_moved_head
 from agentloop.vcs.git.backend import GitVcs
+from agentloop.vcs.git.lane_as_recorded import check_git_lane
+from agentloop.vcs.git.lane_record import GitLaneRecord
 from agentloop.vcs.git.lane_state import LaneState, Stamps
 from agentloop.vcs.git.mainline import GitMainLine
 from agentloop.vcs.git.run import Git
+from agentloop.vcs.git.your_checkout import Listed, dirty, dirty_beside, stamp, written
 from agentloop.vcs.protocol import Change
 
 # The step's commit in the lane, given what to call once its first git command has started.

@@ -9,8 +9,10 @@ import dataclasses
 from pathlib import Path
 
 from agentloop.errors import VcsError
-from agentloop.vcs.check import Breach, GitLaneRecord, Kind, LaneBreach, git_lane_gone
+from agentloop.vcs.breach import Breach, Kind, LaneBreach
 from agentloop.vcs.git import aside, lane_locks, refs
+from agentloop.vcs.git.lane_as_recorded import git_lane_gone
+from agentloop.vcs.git.lane_record import GitLaneRecord
 from agentloop.vcs.git.lane_state import LaneState
 from agentloop.vcs.git.mainline import GitMainLine
 from agentloop.vcs.git.run import Git

@@ -1,5 +1,5 @@
 """git: what agent-loop recorded about a git lane after its last step, which the lane's check
-(agentloop.vcs.check) holds against what the repository says now."""
+(agentloop.vcs.git.lane_as_recorded) holds against what the repository says now."""
 
 from __future__ import annotations
 
@@ -32,3 +32,13 @@ class GitLaneRecord:
     # Your repository's config and hooks folder as the step began (agentloop.vcs.git.planted);
     # None when not looked at.
     settings: Settings | None = None
+
+    @property
+    def short(self) -> str:
+        """The lane's branch as a user types it."""
+        return self.branch.removeprefix("refs/heads/")
+
+    @property
+    def main_short(self) -> str:
+        """The main line's branch (yours) as a user types it."""
+        return self.main_ref.removeprefix("refs/heads/")

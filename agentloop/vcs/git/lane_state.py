@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from agentloop.vcs.check import GitLaneRecord
+from agentloop.vcs.git.lane_record import GitLaneRecord
 from agentloop.vcs.protocol import Change
 
 Stamps = dict[str, "tuple[int, int, int] | None"]
@@ -35,7 +35,7 @@ class LaneState:
     def __init__(self, seen: Stamps | None) -> None:
         self.lane_commits: list[str] = []   # what landed, for the lane's records to be dropped
         self.landed: list[str] = []         # the main line's copies of them
-        # What the lane looked like when its step began (agentloop.vcs.check).
+        # What the lane looked like when its step began (agentloop.vcs.git.lane_as_recorded).
         self.record: GitLaneRecord | None = None
         # The user's uncommitted paths as the last step's check saw them: the next step's
         # record, without a second look at the checkout.

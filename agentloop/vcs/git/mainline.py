@@ -37,12 +37,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from agentloop.errors import VcsError
-from agentloop.vcs.check import dirty, stamp
 from agentloop.vcs.git import behind, in_the_way, landing_copy, refs
 from agentloop.vcs.git.behind import BEHIND, RECORD
 from agentloop.vcs.git.branch_rename import RENAME_SETTLES, renamed_to
 from agentloop.vcs.git.pruned import objects_kept
 from agentloop.vcs.git.run import Git
+from agentloop.vcs.git.your_checkout import dirty, stamp
 from agentloop.vcs.landing import POLL_SECONDS, WAIT_LIMIT, Waiting
 from agentloop.vcs.protocol import KilledAttempt
 

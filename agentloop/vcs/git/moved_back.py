@@ -1,7 +1,8 @@
 """git: the stop for your branch moved back, while a step ran, to a commit of its own past (a
-`git reset --hard HEAD~1`). Two looks find it: the lane's check (agentloop.vcs.check), which
-cannot tell who moved it, and the agent's marked reflog entry (agentloop.vcs.git.
-agent_in_checkout), which can; the user reads one breach either way, and one repair."""
+`git reset --hard HEAD~1`). Two looks find it: the lane's check (agentloop.vcs.git.
+lane_as_recorded), which cannot tell who moved it, and the agent's marked reflog entry
+(agentloop.vcs.git.agent_in_checkout), which can; the user reads one breach either way, and one
+repair."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ def main_moved_back(record: GitLaneRecord, old: str, new: str,
     top would bury the commits it dropped (and a `reset --keep` back to them would then take the
     landing away too). `said`: the agent's reflog entry that did it, known for sure by its mark;
     None when it may have been you."""
-    root, short = record.main_root, record.main_ref.removeprefix("refs/heads/")
+    root, short = record.main_root, record.main_short
     if said is None:
         kind = Kind.MAIN_REWOUND
         moved = f"your branch {short} was moved from {old[:12]} back to {new[:12]}"

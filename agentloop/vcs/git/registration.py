@@ -1,10 +1,10 @@
 """git: the lanes' registrations in the repository (`.git/worktrees/<lane>`), read and written
 from the files, no process. One that no longer names the repository, its `commondir` rewritten
 by its agent or from outside, leaves no git command running in the lane ("not a git
-repository"): found as a Breach (agentloop.vcs.check asks it with the lane's other standing),
-written back by the next run's sweep (agentloop.vcs.git.teardown) or where `git worktree list`
-fails on it (agentloop.vcs.git.worktree_list). And whether a killed run left anything of its
-lanes for that sweep at all: asked before the teardown is loaded."""
+repository"): found as a Breach (agentloop.vcs.git.lane_as_recorded asks it with the lane's
+other standing), written back by the next run's sweep (agentloop.vcs.git.teardown) or where
+`git worktree list` fails on it (agentloop.vcs.git.worktree_list). And whether a killed run
+left anything of its lanes for that sweep at all: asked before the teardown is loaded."""
 
 from __future__ import annotations
 
@@ -32,8 +32,7 @@ def registration_damaged(record: GitLaneRecord) -> Breach | None:
     said = commondir_damage(own, common)
     if said is None:
         return None
-    short = record.branch.removeprefix("refs/heads/")
-    main_short = record.main_ref.removeprefix("refs/heads/")
+    short, main_short = record.short, record.main_short
     held = commondir_said(said)
     return Breach(Kind.LANE_GONE, f"the lane's worktree registration {own} was damaged (by "
                   f"its agent, or from outside): its commondir {held}, not the "

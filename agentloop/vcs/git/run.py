@@ -14,6 +14,7 @@ from typing import Callable, Iterable, Mapping
 from agentloop import proc
 from agentloop.errors import ProcessError, ProgramNotFound, VcsError
 from agentloop.proc import environ
+from agentloop.vcs import folder_gone
 
 # A git command that takes longer than this is stuck (a lock, a hook waiting for input).
 TIMEOUT = 600
@@ -88,9 +89,9 @@ def failure(root: Path, args: tuple[str, ...], detail: str,
             git_dir: Path | None = None) -> VcsError:
     """The one error text of a git command that failed, naming the real cause where it is one a
     user can act on (a folder removed from outside, git missing)."""
-    if not root.is_dir():
-        return VcsError(f"{root} is gone (removed from outside while agent-loop was using it); "
-                        "run agent-loop again to set it up afresh")
+    missing = folder_gone(root)
+    if missing is not None:
+        return VcsError(missing)
     shown = " ".join(a for a in args[:3] if "\n" not in a)
     said = lost(shown, root, args, detail, git_dir)
     return VcsError(said or f"`git {shown}` failed in {root}: {detail}")

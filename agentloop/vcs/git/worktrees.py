@@ -10,9 +10,11 @@ import re
 import shutil
 from pathlib import Path
 
-from agentloop.vcs.check import GitLaneRecord, LaneBreach, check_git_lane
+from agentloop.vcs.breach import LaneBreach
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.config_text import may_set_beyond_repository
+from agentloop.vcs.git.lane_as_recorded import check_git_lane
+from agentloop.vcs.git.lane_record import GitLaneRecord
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.git.worktree_list import branch_commit, drop_cut_short, git_worktrees, healthy
 from agentloop.vcs.lanes import (

@@ -23,7 +23,7 @@ from typing import Iterable
 
 from agentloop.errors import VcsError
 from agentloop.vcs import find_root, own_output, plan_files, relative_to
-from agentloop.vcs.check import LaneBreach
+from agentloop.vcs.breach import LaneBreach
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj import basemark, carried, leftovers, moved_off, ownfiles, resume
 from agentloop.vcs.jj.aside import bring_back, keep_aside

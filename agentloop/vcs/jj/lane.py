@@ -18,8 +18,7 @@ from typing import Callable, Iterable, TypeVar
 
 from agentloop import proc
 from agentloop.errors import VcsError
-from agentloop.vcs.breach import Kind
-from agentloop.vcs.check import LaneBreach
+from agentloop.vcs.breach import Kind, LaneBreach
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj.backend import JjVcs
 from agentloop.vcs.jj.lane_check import JjLaneRecord, check_jj_lane, operation
@@ -50,7 +49,7 @@ class LaneJj:
         self.workspace = name
         self.lane_commits: list[str] = []
         self.landed: list[str] = []         # the change ids this lane landed
-        # The repository's operation when the lane's step began (agentloop.vcs.check).
+        # The repository's operation when the lane's step began (agentloop.vcs.jj.lane_check).
         self.record: JjLaneRecord | None = None
         # The operation at which every finished task's change was last known below the main
         # checkout's @, carried over the lane's own commands (JjVcs.missing does the same).

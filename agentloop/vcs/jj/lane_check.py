@@ -1,4 +1,4 @@
-"""jj: a lane step's check of what its agent did outside its task (agentloop.vcs.check says
+"""jj: a lane step's check of what its agent did outside its task (agentloop.vcs.breach says
 why and how for both backends): the lane's workspace removed or forgotten, an operation undone or
 restored, a change the lane landed gone from the main line or stripped of its description,
 against what agent-loop recorded after the lane's last step (JjLaneRecord)."""
@@ -43,22 +43,31 @@ def check_jj_lane(record: JjLaneRecord, revived: frozenset[str] = frozenset()
     landed change gone or stripped of its description), or None. `revived`: forget operations
     the run reverted to bring a lane's workspace back (agentloop.vcs.jj.revive), no undo."""
     from agentloop.vcs.jj.run import Jj, op_head
-    from agentloop.vcs.jj.takenback import taken_back
-    from agentloop.vcs.jj.workspaces import lane_of
 
-    lane = record.lane
+    gone = _workspace_gone(record.lane)
+    if gone is not None:
+        return gone
+    if record.stamp is not None and op_head(record.main_root) == record.stamp:
+        return None  # no jj command ran since the step began: nothing was undone or lost
+    jj = Jj(record.main_root)
+    ops = _since(jj, record.operation)
+    undone = _undone(ops, revived, record.lane.name)
+    return undone if undone is not None else _lost(jj, record, ops)
+
+
+def _workspace_gone(lane: Path) -> Breach | None:
+    """The lane's folder removed, or only its .jj folder; None when both are there."""
     if lane.is_dir() and not (lane / ".jj").is_dir():
         return jj_removed(lane)
     if not lane.is_dir():
         return Breach(Kind.LANE_GONE, f"the lane's workspace {lane} was removed from outside "
                       "(its changes stay in the repository)",
                       ("jj workspace list", "jj log"))
-    if record.stamp is not None and op_head(record.main_root) == record.stamp:
-        return None  # no jj command ran since the step began: nothing was undone or lost
-    jj = Jj(record.main_root)
-    ops = _since(jj, record.operation)
-    # The agent's own jj commands ran in its lane's workspace: jj records where each ran.
-    agents = [o for o in ops if lane_of(o.workspace) == lane.name]
+    return None
+
+
+def _undone(ops: list[Operation], revived: frozenset[str], lane: str) -> Breach | None:
+    """The newest of `ops` that undid or restored others, unless the run's own revival."""
     for undo in ops:
         op, description = undo.id, undo.description
         command = next((c for d, c in UNDOING.items() if description.startswith(d)), None)
@@ -69,38 +78,55 @@ def check_jj_lane(record: JjLaneRecord, revived: frozenset[str] = frozenset()
                           f"(operation {op[:12]}: {said}), by the agent or by you; jj's "
                           "operation log is the repository's, so it undid work of agent-loop's "
                           "or another lane's; nothing of this step is landed",
-                          _take_back(ops, undo, lane.name))
+                          _take_back(ops, undo, lane))
+    return None
+
+
+def _lost(jj: Jj, record: JjLaneRecord, ops: list[Operation]) -> Breach | None:
+    """A change the lane landed gone from the main line or stripped of its description, or
+    one its task stood on abandoned, since `ops` began; not one you took back yourself."""
+    from agentloop.vcs.jj.takenback import taken_back
+    from agentloop.vcs.jj.workspaces import lane_of
+
+    lane = record.lane
+    # The agent's own jj commands ran in its lane's workspace: jj records where each ran.
     # What the task stood on is checked only where the agent ran jj: your own rewrite of it
     # (a `jj squash` from your workspace) is the history check's to say, after the landing.
+    agents = [o for o in ops if lane_of(o.workspace) == lane.name]
     stood_on = record.stood_on if agents else ()
-    if record.landed or stood_on:
-        # A landed change must stay on the main line with its description; one the task stood
-        # on only in the repository (a change of the lane's own below it is no one's loss).
-        wanted = [f"::@- & ({' | '.join(f'present({c})' for c in record.landed)})"] \
-            if record.landed else []
-        wanted += [f"present({c})" for c in stood_on]
-        out = jj.out("--ignore-working-copy", "log", "--no-graph", "-r", " | ".join(wanted),
-                     "-T", 'change_id ++ "\\t" ++ description.first_line() ++ "\\n"')
-        found = dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
-        gone = [c for c in (*record.landed, *stood_on)
-                if not any(f.startswith(c) or c.startswith(f) for f in found)]
-        yours = taken_back(jj, gone) if gone else set()  # you took it back: no breach
-        for change in stood_on:
-            if change in gone and change not in yours:
-                return Breach(Kind.LANDED_LOST, f"change {change[:12]}, which this lane's "
-                              "task stood on (a task landed before, or a change of yours), was "
-                              "abandoned while the lane's agent worked; nothing of this step "
-                              "is landed", _way_back(ops, lane.name, "jj op log"))
-        for change in record.landed:
-            if change in yours:
-                continue
-            short = next((c for c in found if c.startswith(change) or change.startswith(c)), None)
-            if short is None or not found[short].strip():
-                what = "is no longer on the main line" if short is None else \
-                    "lost its description"
-                return Breach(Kind.LANDED_LOST, f"change {change[:12]}, which this lane landed, "
-                              f"{what}", _way_back(ops, lane.name, f"jj log -r {change[:12]}"))
+    if not record.landed and not stood_on:
+        return None
+    found = _present(jj, record.landed, stood_on)
+    gone = [c for c in (*record.landed, *stood_on)
+            if not any(f.startswith(c) or c.startswith(f) for f in found)]
+    yours = taken_back(jj, gone) if gone else set()  # you took it back: no breach
+    for change in stood_on:
+        if change in gone and change not in yours:
+            return Breach(Kind.LANDED_LOST, f"change {change[:12]}, which this lane's "
+                          "task stood on (a task landed before, or a change of yours), was "
+                          "abandoned while the lane's agent worked; nothing of this step "
+                          "is landed", _way_back(ops, lane.name, "jj op log"))
+    for change in record.landed:
+        if change in yours:
+            continue
+        short = next((c for c in found if c.startswith(change) or change.startswith(c)), None)
+        if short is None or not found[short].strip():
+            what = "is no longer on the main line" if short is None else \
+                "lost its description"
+            return Breach(Kind.LANDED_LOST, f"change {change[:12]}, which this lane landed, "
+                          f"{what}", _way_back(ops, lane.name, f"jj log -r {change[:12]}"))
     return None
+
+
+def _present(jj: Jj, landed: tuple[str, ...], stood_on: tuple[str, ...]) -> dict[str, str]:
+    """Change id -> the first line of its description, of the `landed` changes still on the
+    main line and the `stood_on` ones still in the repository (a change of the lane's own
+    below one is no one's loss)."""
+    wanted = [f"::@- & ({' | '.join(f'present({c})' for c in landed)})"] if landed else []
+    wanted += [f"present({c})" for c in stood_on]
+    out = jj.out("--ignore-working-copy", "log", "--no-graph", "-r", " | ".join(wanted),
+                 "-T", 'change_id ++ "\\t" ++ description.first_line() ++ "\\n"')
+    return dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
 
 
 def _way_back(ops: list[Operation], lane: str, look: str) -> tuple[str, ...]:

@@ -67,7 +67,7 @@ def park(jj: Jj, change: Change, begun: str | None) -> str:
     # The task's change, when it is there and @ is not on it or on top of it. Gone (you
     # abandoned it while the agent worked): said before any commit of ours, which would seal
     # the agent's later files as the task and have to be undone by an operation revert,
-    # which another lane's check takes for an agent's (agentloop.vcs.check).
+    # which another lane's check takes for an agent's (agentloop.vcs.jj.lane_check).
     out = jj.out("--ignore-working-copy", "log", "--no-graph", "-r",
                  f"present({change.change_id}) | @", "-T",
                  'change_id ++ if(self.contained_in("::@"), " below") ++ "\\n"')

@@ -14,6 +14,7 @@ from agentloop import proc
 from agentloop.errors import ProcessError, ProgramNotFound, VcsError
 from agentloop.ondemand import dataclass
 from agentloop.proc import environ
+from agentloop.vcs import folder_gone
 
 # No pager, no colour, no editor (descriptions come with -m; `false` fails at once instead).
 JJ = ["jj", "--no-pager", "--color=never"]
@@ -147,9 +148,9 @@ def identity(env: dict[str, str], cwd: Path | None = None) -> dict[str, str]:
 def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
     """The one error text of a jj command that failed, naming the real cause where it is one a
     user can act on (a workspace or its repository removed from outside)."""
-    if not root.is_dir():
-        return VcsError(f"{root} is gone (removed from outside while agent-loop was using it); "
-                        "run agent-loop again to set it up afresh")
+    missing = folder_gone(root)
+    if missing is not None:
+        return VcsError(missing)
     if any(sign in detail for sign in GONE) and _repo_gone(root):
         return VcsError(f"the jj workspace in {root} lost its repository (removed or moved from "
                         "outside); run agent-loop again to set it up afresh")

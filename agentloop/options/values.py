@@ -17,7 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from agentloop.option_table import Type
+    from agentloop.options.table import Type
 
 
 class NotSure(Exception):

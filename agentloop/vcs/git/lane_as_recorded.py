@@ -1,0 +1,165 @@
+"""git: whether a lane is as agent-loop recorded it after its last step (GitLaneRecord), trusting
+nothing the agent could touch: its worktree there and on its branch, the branch where it was or
+ahead, your branch not moved back and still holding what the lane landed. A difference is a
+Breach (agentloop.vcs.breach). Your checkout's files are looked at in
+agentloop.vcs.git.your_checkout; agentloop.vcs.git.lane_check runs both after each step."""
+
+from __future__ import annotations
+
+from agentloop.vcs.breach import Breach, Kind
+from agentloop.vcs.git import refs
+from agentloop.vcs.git.lane_record import GitLaneRecord
+from agentloop.vcs.git.run import Git
+from agentloop.vcs.rewritten import carried, rewritten
+
+
+def check_git_lane(record: GitLaneRecord) -> Breach | None:
+    """The first thing the agent did outside its task, or None when the lane is as recorded.
+    The user's checkout is not looked at here (agentloop.vcs.git.your_checkout.written)."""
+    gone = git_lane_gone(record)
+    if gone is not None:
+        return gone
+    if record.dirs is not None and _as_left(record):
+        return None
+    git, main = Git(record.lane), Git(record.main_root)
+    code, out = git.code("symbolic-ref", "-q", "HEAD", codes=(0, 1, 128))
+    ref = out.strip() if code == 0 else None
+    if ref != record.branch:
+        return _checked_out(record, ref)
+    tip = main.sha(record.branch)
+    if tip is None:
+        _refuse_damaged(main, record.branch)
+        return _branch_deleted(record)
+    if record.head and not main.ancestor(record.head, tip):
+        return _branch_rewound(record, tip)
+    # Your branch moved (the files said so, or `_as_left` would have): by an agent's git run
+    # in your checkout, its reflog says, or back; one the lane checked out is said above.
+    # The checks of an agent's git runs in your checkout load with the first that can find one.
+    from agentloop.vcs.git.agent_in_checkout import agent_moved_main
+
+    found = agent_moved_main(record) or _main_rewound(record, main) or \
+        _landed_lost(record, main)
+    if found is not None and found.kind in (Kind.MAIN_REWOUND, Kind.AGENT_MOVED_MAIN,
+                                            Kind.LANDED_LOST):
+        from agentloop.vcs.git.moved_back import index_back  # git lanes only, on this stop
+
+        index_back(record, main)
+    return found
+
+
+def git_lane_gone(record: GitLaneRecord) -> Breach | None:
+    """The lane's worktree gone (its folder, or only its `.git` file: git no longer knows the
+    folder as a worktree, and no git command of agent-loop's can run in it), else None. Two
+    looks at the folder, no process: asked before any git command in a lane whose agent ran."""
+    lane = record.lane
+    if lane.is_dir() and (lane / ".git").exists():
+        from agentloop.vcs.git.registration import registration_damaged  # git lanes only
+
+        return registration_damaged(record)
+    short, main_short = record.short, record.main_short
+    if not lane.is_dir():
+        return Breach(Kind.LANE_GONE, f"the lane's worktree {lane} was removed (by its agent, "
+                      f"or from outside; its branch {short} keeps what it had committed)",
+                      ("git worktree prune", f"git log --oneline {main_short}..{short}"))
+    # Only its `.git` file gone (an agent's `rm .git`, a `git worktree prune` after it): the
+    # folder and the agent's files in it are where they were.
+    return Breach(Kind.LANE_GONE, f"the lane's .git file {lane / '.git'} was removed (by its "
+                  f"agent, or from outside), so git no longer knows {lane} as a worktree; its "
+                  f"files are where the agent left them, and its branch {short} keeps what it "
+                  "had committed",
+                  ("git worktree prune", f"git log --oneline {main_short}..{short}"))
+
+
+def _checked_out(record: GitLaneRecord, ref: str | None) -> Breach:
+    """The lane's HEAD on another branch (`ref`; None: detached): your branch is named as
+    yours, since a lane that holds it keeps you from switching to it."""
+    lane, short, main_short = record.lane, record.short, record.main_short
+    where = ("your branch " + main_short if ref == record.main_ref else
+             (ref or "a detached HEAD").removeprefix("refs/heads/"))
+    commands = [f"git -C {lane} status"]
+    if ref == record.main_ref:
+        commands.append(f"git log --oneline -5 {main_short}")
+    commands.append(f"git -C {lane} switch {short}")
+    return Breach(Kind.CHECKED_OUT, f"the agent checked out {where} in its lane {lane}, "
+                  f"which works on {short}; nothing of this step is landed", tuple(commands))
+
+
+def _refuse_damaged(main: Git, branch: str) -> None:
+    """The lane's branch is there but names a commit git no longer has: its files deleted from
+    the object store, a damaged repository (a `git gc --prune=now`, the agent's in its lane
+    too, keeps every commit a branch names): said so, in one line naming `git fsck`, not as a
+    branch the agent deleted."""
+    code, out = main.code("rev-parse", "--verify", "-q", branch, codes=(0, 1, 128))
+    if code == 0 and out.strip():
+        from agentloop.vcs.git.pruned import damaged  # only once the branch's commit is gone
+
+        raise damaged([out.strip()])
+
+
+def _branch_deleted(record: GitLaneRecord) -> Breach:
+    lane, short = record.lane, record.short
+    repair = (f"git branch {short} {record.head}" if record.head else
+              f"git -C {lane} switch -c {short}")
+    return Breach(Kind.BRANCH_DELETED, f"the agent deleted its lane's branch {short} "
+                  f"(worktree {lane}); nothing of this step is landed",
+                  (f"git -C {lane} status", repair))
+
+
+def _branch_rewound(record: GitLaneRecord, tip: str) -> Breach:
+    """The lane's branch at `tip`, which no longer holds the commit it was at."""
+    assert record.head is not None
+    short, head = record.short, record.head[:12]
+    return Breach(Kind.BRANCH_REWOUND, f"the agent moved its lane's branch {short} back to "
+                  f"{tip[:12]}, off the commit {head} it was at; nothing of this step is landed",
+                  (f"git log --oneline {tip[:12]}..{head}",
+                   f"git -C {record.lane} reset --hard {head}"))
+
+
+def _landed_lost(record: GitLaneRecord, main: Git) -> Breach | None:
+    """A commit this lane landed that the main line no longer holds, in any form."""
+    if not record.landed:
+        return None
+    on_main = set(main.out("rev-list", record.main_ref).split())
+    gone = [c for c in record.landed if c not in on_main]
+    # One the user amended or rebased is on the main line again: theirs, nothing lost.
+    moved = rewritten("git", record.main_root, gone, record.main_ref) if gone else {}
+    lost = [c for c in gone if c not in moved and not carried(main, c, record.main_ref)]
+    if not lost:
+        return None
+    from agentloop.vcs.git.moved_back import look_command  # git lanes only
+
+    main_short = record.main_short
+    return Breach(Kind.LANDED_LOST, f"commit {lost[0][:12]}, which this lane landed on "
+                  f"{main_short}, is no longer on it",
+                  (look_command(record, lost[0]), f"git cherry-pick {lost[0][:12]}"))
+
+
+def _main_rewound(record: GitLaneRecord, main: Git) -> Breach | None:
+    """Your branch moved back, while the step ran, to a commit of its own past, by whoever did
+    it (main_moved_back says why that stops). A branch rewritten (your amend, a `git pull
+    --rebase`) is yours as it is now: the landing meets it as it meets any commit of yours."""
+    if not record.main_at:
+        return None
+    old, now = record.main_at[0], main.sha(record.main_ref)
+    if now is None or now in record.main_at or not main.ancestor(now, old):
+        return None  # gone is said where the landing reads it (GitMainLine.tip)
+    from agentloop.vcs.git.moved_back import main_moved_back  # git lanes only
+
+    return main_moved_back(record, old, now)
+
+
+def _as_left(record: GitLaneRecord) -> bool:
+    """Whether the git dir's files say the lane is as the step began: on its branch (which
+    exists), at the commit recorded when one is, and the main line at the last commit this
+    lane landed (the others below it). No process; False asks git."""
+    assert record.dirs is not None
+    lane_dir, common = record.dirs
+    found = refs.where(lane_dir, common)
+    if found is None or found[0] != record.branch or found[1] is None:
+        return False  # off its branch, the branch gone, or the files do not tell
+    if record.head and found[1] != record.head:
+        return False
+    tip = refs.branch_tip(common, record.main_ref)
+    if record.main_at and tip not in record.main_at:
+        return False  # moved: forward (your commit, another lane's landing) or not, git says
+    return not record.landed or tip == record.landed[-1]
