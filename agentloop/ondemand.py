@@ -9,12 +9,15 @@ and a plain run makes under half of them (no review, no conflict, no limit to wa
 are never built. What is made is the standard library's own dataclass, built once: frozen,
 typed (mypy sees `dataclasses.dataclass` itself), equal, hashable and printed as ever.
 
-Its `__repr__`, `__eq__` and `__hash__` are not compiled for it: functions shared by every
-class made here do the same (_build); nor, up to Python 3.12, a frozen class's `__setattr__` and
-`__delattr__` (_frozen_methods). `dataclass_now` makes a class the same way at its class
-statement, as the standard library's decorator does: for the records a run makes before its
-first agent anyway (some forty, each some 0.2 ms cheaper), and for classes introspected or
-subclassed before an instance is made.
+None of its methods is compiled for it: its `__repr__`, `__eq__` and `__hash__` are functions
+shared by every class made here, its `__init__` a closure over its fields (_build, _init), and,
+up to Python 3.12, a frozen class's `__setattr__` and `__delattr__` closures too
+(_frozen_methods). `dataclass_now` makes a class the same way at its class statement, as the
+standard library's decorator does: for the records a run makes before its first agent anyway
+(some forty, each some 0.3 ms cheaper), for the run's options (agentloop.options), and for
+classes introspected or subclassed before an instance is made. A class with no docstring of its
+own has one the standard library writes from its `__init__`'s signature: here `(*args,
+**kwargs)`, the one thing that reads otherwise.
 
 Until it is made a class is a plain class with annotations: `dataclasses.fields()` and
 `dataclasses.is_dataclass()` need `made(cls)` first (a module that lists its classes, such as
@@ -70,22 +73,36 @@ def made(cls: type[T]) -> type[T]:
 
 
 def _build(cls: type[T], options: dict[str, Any]) -> type[T]:
-    """`cls` made the dataclass `options` ask for, in place. Its `__init__` (and a frozen
-    class's `__setattr__` and `__delattr__`) are the standard library's own; its `__repr__`,
-    `__eq__` and `__hash__` are the shared functions below, which do what the standard
-    library's do (tests/test_ondemand.py holds them to each other) without two or three
-    compiles of their own a class: about a third of what making a dataclass costs, for
-    methods a run calls on few of its classes. Options those shared functions do not cover
-    (order, unsafe_hash, slots, a class of its own __repr__, __eq__ or __hash__) go to the
-    standard library whole."""
+    """`cls` made the dataclass `options` ask for, in place. Its `__repr__`, `__eq__` and
+    `__hash__` are the shared functions below, its `__init__` a closure over its fields (_init),
+    and a frozen class's `__setattr__` and `__delattr__` closures too (_frozen_methods): they do
+    what the standard library's do (tests/test_ondemand.py holds them to each other) without
+    the compile the standard library makes of each, for each class, which was most of what
+    making one cost. Options they do not cover (order, unsafe_hash, slots, keyword-only or
+    InitVar fields, a class of its own __repr__, __eq__ or __hash__) go to the standard
+    library whole."""
     repr_, eq = options.get("repr", True), options.get("eq", True)
     # slots: the standard library returns a new class, which only the caller of the
     # decorator (dataclass_now's) can take; one made in place would have none.
     if options.get("order") or options.get("unsafe_hash") or options.get("slots") or \
             not {"__repr__", "__eq__", "__hash__"}.isdisjoint(cls.__dict__):
         return _standard(cls, options)
-    _standard(cls, {**options, "repr": False, "eq": False})
+    shared: dict[str, Any] = {"repr": False, "eq": False}
+    own_init = options.get("init", True) and not options.get("kw_only") and \
+        "__init__" not in cls.__dict__
+    if own_init:
+        shared["init"] = False
+        was = dict(cls.__dict__)
+    _standard(cls, {**options, **shared})
     plain: Any = cls
+    if own_init:
+        init = _init(cls)
+        if init is None:  # a field _init does not cover: the standard library's __init__
+            _undo(cls, was)
+            del shared["init"]
+            _standard(cls, {**options, **shared})
+        else:
+            plain.__init__ = init
     if repr_:
         plain.__repr__ = _repr
     if eq:
@@ -94,6 +111,83 @@ def _build(cls: type[T], options: dict[str, Any]) -> type[T]:
         # own: frozen, hashed by the compared fields; mutable, unhashable.
         plain.__hash__ = _hash if options.get("frozen", False) else None
     return cls
+
+
+# A field given no value yet; the kind of the fields an InitVar makes (the standard library's
+# own marker: a Python without it gives no class _init's __init__).
+_ABSENT = object()
+_INITVAR = getattr(dataclasses, "_FIELD_INITVAR", None)
+
+
+def _init(cls: type) -> Callable[..., None] | None:
+    """The standard library's `__init__` of the dataclass `cls`, made as a closure: nothing
+    compiled. Each field that is a parameter (init=True) is taken by position or by name, in
+    the order of the fields, else it is its default or a new value of its default factory;
+    an init=False field's factory is called too; then the class's __post_init__, if it has
+    one. Arguments that do not fit raise the standard library's TypeError, in the same words.
+    None for a class with an InitVar or a keyword-only field."""
+    declared = cls.__dict__["__dataclass_fields__"].values()
+    if _INITVAR is None or any(f._field_type is _INITVAR or f.kw_only is True for f in declared):
+        return None
+    fields = dataclasses.fields(cls)
+    params = tuple(f.name for f in fields if f.init)
+    optional = {f.name for f in fields if f.init and (
+        f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING)}
+    for at, name in enumerate(params):  # the standard library's check at the class statement
+        if name not in optional and optional.intersection(params[:at]):
+            raise TypeError(f"non-default argument {name!r} follows default argument")
+    required = frozenset(params) - optional
+    accepted = frozenset(params)
+    steps = tuple((f.name, f.default, None if f.default_factory is dataclasses.MISSING
+                   else f.default_factory) for f in fields
+                  if f.init or f.default_factory is not dataclasses.MISSING)
+    assign = object.__setattr__ if cls.__dict__["__dataclass_params__"].frozen else setattr
+    post_init = hasattr(cls, "__post_init__")
+    qualname = f"{cls.__qualname__}.__init__"
+
+    def __init__(self: Any, /, *args: Any, **kwargs: Any) -> None:
+        if args or not accepted.issuperset(kwargs):
+            _bind(qualname, params, len(optional), args, kwargs)
+        if not required.issubset(kwargs):
+            _missing(qualname, [p for p in params if p in required and p not in kwargs])
+        for name, default, factory in steps:
+            value = kwargs.get(name, _ABSENT)
+            if value is _ABSENT:
+                value = default if factory is None else factory()
+            assign(self, name, value)
+        if post_init:
+            self.__post_init__()
+
+    __init__.__qualname__ = qualname
+    return __init__
+
+
+def _bind(qualname: str, params: tuple[str, ...], defaults: int, args: tuple[Any, ...],
+          kwargs: dict[str, Any]) -> None:
+    """`args` put in `kwargs` by name; Python's own TypeError, in its words and in its order,
+    for a name that is no parameter, a parameter given twice or too many arguments."""
+    for name in kwargs:
+        if name not in params:
+            raise TypeError(f"{qualname}() got an unexpected keyword argument '{name}'")
+        if name in params[:len(args)]:
+            raise TypeError(f"{qualname}() got multiple values for argument '{name}'")
+    if len(args) > len(params):
+        most = len(params) + 1  # self counts
+        takes = f"from {most - defaults} to {most}" if defaults else str(most)
+        plural = "s" if defaults or most != 1 else ""
+        raise TypeError(f"{qualname}() takes {takes} positional argument{plural} but "
+                        f"{len(args) + 1} were given")
+    kwargs.update(zip(params, args))
+
+
+def _missing(qualname: str, names: list[str]) -> None:
+    """Python's own TypeError for required parameters not given."""
+    quoted = [f"'{name}'" for name in names]
+    listed = quoted[0] if len(quoted) == 1 else " and ".join(quoted) if len(quoted) == 2 \
+        else ", ".join(quoted[:-1]) + ", and " + quoted[-1]
+    plural = "s" if len(names) > 1 else ""
+    raise TypeError(f"{qualname}() missing {len(names)} required positional argument{plural}: "
+                    f"{listed}")
 
 
 # The standard library's maker of a frozen class's __setattr__ and __delattr__, where it compiles

@@ -10,7 +10,9 @@ Run: .venv/bin/python scripts/bench_overhead.py [--sizes 10,200] [--backends git
   smallest size to the largest, and the whole run at the smallest size. The repositories are
   set up as a user's: the plan committed, `.agent-loop/` in .gitignore. `--before DIR`
   measures an older checkout in the same rounds (`git worktree add ../before <rev>`), so
-  before and after come from one run.
+  before and after come from one run. Beside the smallest run's wall time, its CPU (user and
+  system, of agent-loop and every process it started, against the person's loop's own): the
+  figure a loaded machine blurs least.
 * Processes per task: the git or jj commands agent-loop ran for one task in steady state
   (traced from the tool itself), next to the person's loop's two.
 * A diagnostic, not a cost: agent-loop's own Python per task, over a bash loop that runs the
@@ -35,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -42,6 +45,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parent.parent
 AGENT = REPO / "scripts" / "instant_claude"
@@ -221,6 +225,16 @@ def trace(folder: Path, backend: str, env: dict[str, str]) -> list[str]:
     return calls[last[1] + 1: last[2] + 1]
 
 
+def with_cpu(run: Callable[..., float], *args: Any, **kwargs: Any) -> tuple[float, float]:
+    """(wall, CPU) seconds of `run(*args, **kwargs)`: the wall time it returns, and the user
+    and system time of the processes it started and waited for (agent-loop, its git and its
+    agents; the person's loop's bash, git and agents), which a loaded machine inflates less."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = run(*args, **kwargs)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
 def measure(folder: Path, backend: str, sizes: list[int], env: dict[str, str],
             before: Path | None = None) -> dict[int, dict[str, float]]:
     """For each size, in seconds: agent-loop's run and its start-up (a run with nothing left
@@ -232,18 +246,24 @@ def measure(folder: Path, backend: str, sizes: list[int], env: dict[str, str],
     for size in sizes:
         rounds = 7 if size <= 100 else 3
         seen: dict[str, list[float]] = {"tool": [], "idle": [], "bare": [], "plain": [],
-                                        "before": []}
+                                        "before": [], "tool cpu": [], "plain cpu": [],
+                                        "before cpu": []}
         for r in range(rounds):
             work = new_repo(folder / f"{backend}-{size}-{r}-tool", backend, size, env)
-            seen["tool"].append(tool(work, backend, env))
+            for key, value in zip(("tool", "tool cpu"), with_cpu(tool, work, backend, env)):
+                seen[key].append(value)
             seen["idle"].append(tool(work, backend, env))  # nothing left to do
             if before is not None:
                 old = new_repo(folder / f"{backend}-{size}-{r}-before", backend, size, env)
-                seen["before"].append(tool(old, backend, env, source=before))
+                for key, value in zip(("before", "before cpu"),
+                                      with_cpu(tool, old, backend, env, source=before)):
+                    seen[key].append(value)
             plain = new_repo(folder / f"{backend}-{size}-{r}-bare", backend, size, env)
             seen["bare"].append(bare(plain, backend, size, env))
             person = new_repo(folder / f"{backend}-{size}-{r}-plain", backend, size, env)
-            seen["plain"].append(bare(person, backend, size, env, plain=True))
+            for key, value in zip(("plain", "plain cpu"),
+                                  with_cpu(bare, person, backend, size, env, plain=True)):
+                seen[key].append(value)
         # agent-loop's own part is a difference: the median of the differences, not of each.
         work_part = statistics.median(t - i for t, i in zip(seen["tool"], seen["idle"]))
         mid = {k: statistics.median(v) if v else float("inf") for k, v in seen.items()}
@@ -308,6 +328,9 @@ def floors(results: dict[int, dict[str, float]], small: int, large: int) -> None
                      f"{plain_slope * 1000:.1f} ms: {slope / plain_slope:5.2f}x "
                      f"({verdict(slope / plain_slope, GOALS['per task'])})")
         print(line)
+        print(f"  {'':>10}  its CPU (user and system, with every process it started, the "
+              f"agents' too): {s[key + ' cpu']:.3f}s against {s['plain cpu']:.3f}s: "
+              f"{s[key + ' cpu'] / s['plain cpu']:5.2f}x")
 
 
 def verdict(value: float, goal: float) -> str:

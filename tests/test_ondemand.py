@@ -4,7 +4,6 @@ once, however many threads make its first instance at once."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import signal
 import subprocess
 import sys
@@ -303,16 +302,107 @@ class Record:
     a: int
     b: str = "b"
 
-print(seen.count("exec"))
+@dataclass_now
+class Mutable:
+    a: int
+
+print(seen.count("exec"), Record(1), Mutable(2))
 """
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 13), reason="3.13 compiles a class's methods at once")
-def test_a_frozen_class_made_here_compiles_its_init_alone() -> None:
+def test_a_class_made_here_compiles_nothing() -> None:
     # The standard library compiles a frozen class's __init__, __setattr__ and __delattr__ one
-    # by one (Python 3.10 to 3.12): each compile some 0.1 ms of a run's start, for some 25
-    # records on the way to the first agent. Only its __init__ is compiled here.
+    # by one (Python 3.10 to 3.12), each compile some 0.1 ms of a run's start, for some 40
+    # records on the way to the first agent; a mutable class's __init__ too. None is here.
     done = subprocess.run([sys.executable, "-c", COMPILES], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "1", done.stdout
+    assert done.stdout.strip() == "0 Record(a=1, b='b') Mutable(a=2)", done.stdout
+
+
+# Calls a class's __init__ may get, (args, kwargs), fitting or not: each in turn.
+CALLS = [((1,), {}), ((), {"x": 1}), ((1, [2], "a", 3), {}), ((1,), {"z": "b", "w": 2}),
+         ((), {}), ((1, [2], "a", 3, 4), {}), ((1,), {"x": 2}), ((1,), {"v": 2}),
+         ((), {"y": [1]}), ((1, 2, 3, 4, 5, 6), {"x": 1}), ((), {"v": 1, "x": 1}),
+         ((), {"y": [], "z": "a", "w": 1})]
+
+
+def _calls(cls: type, calls: list[tuple[tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
+    """What each call of `cls` made (its instance's attributes), or said (its TypeError)."""
+    made(cls)
+    out: list[Any] = []
+    for args, kwargs in calls:
+        try:
+            out.append(sorted(vars(cls(*args, **kwargs)).items()))
+        except TypeError as exc:
+            out.append(str(exc).replace(cls.__qualname__, "Twin"))
+    return out
+
+
+@pytest.mark.parametrize("options", [{}, {"frozen": True}, {"frozen": True, "eq": False}])
+def test_the_init_takes_and_refuses_arguments_as_the_standard_library_s(
+        options: dict[str, Any]) -> None:
+    plain, *ours = _twins(**options)
+    expected = _calls(plain, CALLS)
+    assert [_calls(cls, CALLS) for cls in ours] == [expected, expected]
+    assert all(cls(1).y is not cls(1).y for cls in ours)   # a new list each time
+    assert all(cls.__init__.__qualname__.replace(cls.__qualname__, "Twin") == "Twin.__init__"
+               for cls in ours)
+
+
+def test_the_init_fills_init_false_fields_and_calls_post_init_as_the_standard_library_s(
+) -> None:
+    from agentloop.ondemand import dataclass_now
+
+    seen = []
+    for decorate in (dataclasses.dataclass(frozen=True), dataclass_now(frozen=True),
+                     dataclass(frozen=True)):
+        class Rich:
+            self: int  # a field named as the method's first parameter
+            listed: list[int] = dataclasses.field(default_factory=list, init=False)
+            kept: str = dataclasses.field(default="k", init=False)
+            total: int = 0
+
+            def __post_init__(me) -> None:
+                object.__setattr__(me, "total", me.total + me.self)
+                me.listed.append(me.total)
+
+        cls = decorate(Rich)
+        seen.append(_calls(cls, [((1,), {}), ((), {"self": 2, "total": 3}), ((1, 2), {}),
+                                 ((), {"kept": "x", "self": 1}), ((1, 2, 3), {})]))
+    assert seen[1] == seen[0] and seen[2] == seen[0], seen
+
+
+def test_initvar_and_keyword_only_fields_have_the_standard_library_s_init() -> None:
+    from agentloop.ondemand import dataclass_now
+
+    seen = []
+    for decorate in (dataclasses.dataclass(frozen=True), dataclass_now(frozen=True)):
+        class Odd:
+            a: int
+            b: dataclasses.InitVar[int] = 0
+            _: dataclasses.KW_ONLY
+            c: int = 1
+
+            def __post_init__(self, b: int) -> None:
+                object.__setattr__(self, "a", self.a + b)
+
+        cls = decorate(Odd)
+        seen.append(_calls(cls, [((1, 2), {"c": 3}), ((1, 2, 3), {}), ((), {"a": 1})]))
+    assert seen[1] == seen[0], seen
+
+
+def test_a_field_with_no_default_after_one_with_is_refused_as_the_standard_library_does(
+) -> None:
+    from agentloop.ondemand import dataclass_now
+
+    said = []
+    for decorate in (dataclasses.dataclass, dataclass_now):
+        with pytest.raises(TypeError) as refused:
+            @decorate
+            class Bad:
+                a: int = 0
+                b: int
+        said.append(str(refused.value))
+    assert said[1] == said[0] == "non-default argument 'b' follows default argument"

@@ -7,11 +7,12 @@ Combinations that cannot work are found here, before anything is touched (no loc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import PurePath
 from typing import Any
 
 from agentloop.errors import UsageError
+from agentloop.ondemand import dataclass_now
 
 MAX_ATTEMPTS = 5  # the hard cap per task, whatever the advice
 # The variables a hook is given (run/hooks.py). Settings never read them (agentloop.settings), and
@@ -20,9 +21,10 @@ EVENT_PREFIX = "AGENT_LOOP_EVENT_"
 MAX_SELECTED = 100_000  # a range wider than any plan is a typo, not a selection
 
 
-# eq and repr off: nothing compares or prints a run's options, and the standard library would
-# write and compile both methods over ~70 fields at every start (a run's largest import cost).
-@dataclass(frozen=True, eq=False, repr=False)
+# eq and repr off: nothing compares or prints a run's options. Made by agentloop.ondemand: the
+# standard library would compile its __init__ over ~70 fields at every start (about 3 ms, a
+# run's largest import cost), and a frozen class's __setattr__ and __delattr__.
+@dataclass_now(frozen=True, eq=False, repr=False)
 class RunOptions:
     """The command line's options; None for a model means the agent's own default."""
 

@@ -13,8 +13,8 @@ from tests.support.repos import make_repo
 
 # The run's record of what happened, each line in order: a module's first import, a process
 # started (its argv), a dataclass made (its module, name, and whether the main thread made it;
-# then a line more if the standard library compiled its __repr__ or __eq__), a collection of
-# the garbage collector's.
+# then a line more if the standard library compiled its __init__, __repr__ or __eq__), a
+# collection of the garbage collector's.
 WATCH = """\
 import dataclasses, runpy, sys, threading
 out = open({seen!r}, 'a', buffering=1)
@@ -30,7 +30,7 @@ make = dataclasses._process_class
 def process_class(cls, *args, **kwargs):
     out.write(f'made {{cls.__module__}}.{{cls.__qualname__}} '
               f'{{threading.current_thread() is threading.main_thread()}}\\n')
-    if args[1] or args[2]:   # (init, repr, eq, ...): a __repr__ or an __eq__ of its own
+    if args[0] or args[1] or args[2]:   # (init, repr, eq, ...): compiled for it
         out.write(f'compiled {{cls.__module__}}.{{cls.__qualname__}}\\n')
     return make(cls, *args, **kwargs)
 dataclasses._process_class = process_class
@@ -95,9 +95,9 @@ def test_a_plain_run_loads_no_hooks_and_makes_its_first_task_s_records_beside(
     assert not loaded, f"a plain run loads {loaded}: load them where their work begins"
     early = [line.split()[1] for line in lines[:starts[0]] if line.startswith("made ")]
     assert "agentloop.run.start.Admitted" in early, "are the records watched?"
-    # Each record's __repr__, __eq__ and __hash__ are ondemand's shared functions: the
-    # standard library compiled them (two or three compiles a class, a third of the cost of
-    # making one) for each of the forty-odd records a run makes before its first agent.
+    # Each record's __init__, __repr__, __eq__ and __hash__ are ondemand's: the standard
+    # library compiled them (three or four compiles a class, most of the cost of making one)
+    # for each of the forty-odd records a run makes before its first agent.
     compiled = [line.split()[1] for line in lines[:starts[0]]
                 if line.startswith("compiled agentloop.")]
     assert not compiled, f"made with methods compiled of their own: {compiled}"

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from marko.block import List
 
-from agentloop.plan import markdown
+from agentloop.plan import commonmark, markdown
 from agentloop.plan.commonmark import PlanParser, SpannedListItem
 from tests.plan.test_parse import LINES, MARKDOWNISH
 
@@ -43,3 +43,24 @@ def test_reading_a_plan_compiles_no_pattern_per_line(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(re, "compile", lambda *a, **k: calls.append(a) or real(*a, **k))
     markdown.read("## Group\n" + "".join(f"- [ ] task {i}\n" for i in range(50)))
     assert len(calls) < 10
+
+
+@pytest.mark.parametrize("text", [
+    "<script>\nx\n</script>\n", "<!-- a note -->\n", "<?php x ?>\n", "<!DOCTYPE html>\n",
+    "<![CDATA[ x ]]>\n", "<DIV>\nx\n\ny\n", "<a href=\"u\">\ntext\n", "</pre>\n", "   <div>\n",
+    "    <div>\n", "a paragraph\n<div>\n", "a paragraph\n<a>\n", "- item\n  <div>x</div>\n",
+    "> <!--\n> x -->\n", "x < y\n", "<\n", " <x\n",
+])
+def test_html_blocks_read_exactly_as_marko_reads_them(text: str) -> None:
+    assert marko.Markdown(parser=PlanParser).convert(text) == marko.Markdown().convert(text)
+
+
+def test_a_plan_with_no_html_compiles_no_pattern_of_html_blocks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # marko tries an HTML block's seven start conditions on every line, each a pattern to
+    # compile at a run's start (two of them long): only a line that opens with `<` needs them.
+    monkeypatch.setattr(commonmark, "_COMPILED", {})
+    markdown.read("# Plan\nSome context.\n\n## Group\n- [ ] a task\n  its second line\n"
+                  "- [ ] b task\n\n```sh\nmake\n```\n> a quote\n")
+    assert commonmark._COMPILED, "are marko's string patterns still compiled here?"
+    assert not [p for p in commonmark._COMPILED if "<" in p]
