@@ -70,7 +70,8 @@ class Workplaces:
     @classmethod
     def open(cls, run: Run, groups: dict[str, list[TaskState]]) -> "Workplaces":
         """The run's workplaces: the checkout, or (lanes) the main line, the user's checks run
-        once in the main checkout, and the lanes a killed run left swept."""
+        once in the main checkout (several lanes at once; one lane at a time runs them in its
+        lane, run_group), and the lanes a killed run left swept."""
         if run.options.parallel == 1 and not in_lanes(run):
             return cls(run, None, {}, groups)
         if run.vcs.name not in ("git", "jj"):
@@ -85,7 +86,7 @@ class Workplaces:
         serial = lanes.serial_lane(_plan_key(run))
         holder = _holder(run, names)
         pending = [t for tasks in groups.values() for t in tasks]
-        if groups:
+        if groups and run.options.parallel > 1:
             baseline(run, pending)  # the user's checks, once, in the main checkout
         # Groups that go on from what they left in a lane of their own.
         own = {g for g, tasks in groups.items()
@@ -143,8 +144,15 @@ class Workplaces:
             own = dataclasses.replace(own, tally=Tally(planned=run.tally.planned,
                                                        dropped=run.tally.dropped))
         records = _records(tasks)
+        # One lane at a time: the user's checks run once before the run's first agent in the
+        # lane, where the tasks' checks will run (your last commit, with what --lane-copy and
+        # --lane-link bring): passing in your checkout on an ignored or uncommitted file the
+        # lane lacks, each task paid for every fix round and attempt of a check that could
+        # not pass.
+        first = [t for g in self.order[self.order.index(group):] for t in self.groups[g]] \
+            if alone else None
         try:
-            run_lane(own, tasks, begun)  # the lane's own list: the controller takes it after
+            run_lane(own, tasks, begun, first)  # the lane's own list: the controller takes it
         except BaseException:
             if serial and alone and _records(tasks) == records:
                 # Stopped before anything of this group began (--budget reached before its

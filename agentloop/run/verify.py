@@ -69,7 +69,12 @@ def baseline(run: Run, tasks: list[TaskState]) -> tuple[CheckRun, ...]:
     run.emit(ChecksDone(0, 0, 0, len(runs), sum(r.seconds for r in runs),
                         tuple(checks.describe(r) for r in failed)))
     if failed:
-        raise CheckFailed(checks.baseline_message(failed))
+        where = "" if run.workdir is None else (
+            f"\nIt ran in the run's working copy {run.project.shown(run.workdir)}, your last "
+            "commit as each task starts from: what it needs that git ignores there (`.env`, "
+            "`node_modules`) comes in with `--lane-copy`, `--lane-link` or `--lane-setup`, "
+            "what you have not committed with a commit")
+        raise CheckFailed(checks.baseline_message(failed) + where)
     return runs
 
 

@@ -83,6 +83,13 @@ def jj_lacks(kind: str, task: TaskState) -> bool:
 
 def lost_words(kind: str, task: TaskState) -> str:
     """What a finished task whose change left the history is, for the line that says so."""
+    if kind == "git" and git_commit(task.change_id):
+        # Its commit is still there while git keeps it (a run on a detached HEAD you left, a
+        # reset of yours): bringing it back costs nothing, running it again an agent.
+        commit = (task.change_id or "")[:12]
+        return (f"task {task.index}'s change is no longer in the history (abandoned, or not on "
+                f"this branch): commit {commit} holds it, and `git cherry-pick {commit}` brings "
+                "it back while git keeps it")
     if not jj_lacks(kind, task):
         return f"task {task.index}'s change is no longer in the history (abandoned, or not on " \
                "this branch)"

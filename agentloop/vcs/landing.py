@@ -62,12 +62,11 @@ class Waiting:
         self.said = -SAY_AGAIN
         self.commit = ""
         self.busy: list[str] = []  # what the last look found in the way; none before the first
+        self.blocker: str | None = None  # or what kept it out whatever it changed (blocked)
 
     def still(self, commit: str, busy: list[str], during: list[str], how: str) -> None:
         """One more look found `busy` in the way (`during`: written after the run began)."""
-        self.commit, self.busy = commit, busy
-        now = time.monotonic()
-        clock = datetime.fromtimestamp(self.since).strftime("%H:%M:%S")
+        self.commit, self.busy, self.blocker = commit, busy, None
         names = ", ".join(busy[:5]) + (f" and {len(busy) - 5} more" if len(busy) > 5 else "")
         if during:
             what = (f"{', '.join(during[:5])} in {self.root}, changed during this run after it "
@@ -77,17 +76,31 @@ class Waiting:
                 what += f" and your uncommitted edits to {yours}"
         else:
             what = f"your uncommitted edits to {names} in {self.root}"
+        self._look(commit, busy, f"{what} overlap task commit {commit[:12]}'s change",
+                   f"{what} overlap a finished task's change", how)
+
+    def blocked(self, commit: str, what: str, how: str) -> None:
+        """One more look found your checkout unable to take a landing now (`what`: a merge of
+        yours stopped on a conflict, say), whichever files the task changed."""
+        self.commit, self.busy, self.blocker = commit, [], what
+        self._look(commit, [], f"{what} keeps task commit {commit[:12]} from your branch",
+                   f"{what} keeps a finished task from your branch", how)
+
+    def _look(self, commit: str, files: list[str], held: str, waiting: str, how: str) -> None:
+        """Held past the limit (LandingHeld, `held` said), else the wait said at most every
+        SAY_AGAIN seconds (`waiting`)."""
+        now = time.monotonic()
+        clock = datetime.fromtimestamp(self.since).strftime("%H:%M:%S")
         if now - self.started >= self.limit:
-            raise LandingHeld(commit, busy, self.since,
-                              f"held: {what} overlap task commit {commit[:12]}'s change since "
-                              f"{clock}; its work stays on its lane; {how}, then run agent-loop "
-                              "again")
+            raise LandingHeld(commit, files, self.since,
+                              f"held: {held} since {clock}; its work stays on its lane; {how}, "
+                              "then run agent-loop again")
         if now - self.said >= SAY_AGAIN:
             self.said = now
-            line = f"waiting since {clock}: {what} overlap a finished task's change; {how}"
+            line = f"waiting since {clock}: {waiting}; {how}"
             self.say(line)
             if self.waits is not None:
-                self.waits(busy, self.since, line)
+                self.waits(files, self.since, line)
 
 
     @contextlib.contextmanager
@@ -102,15 +115,18 @@ class Waiting:
         except (LandingHeld, IntegrationConflict):
             raise
         except BaseException as stop:
-            if not self.busy or not (isinstance(stop, (KeyboardInterrupt, Interrupted))
-                                     or stopping()):
+            if not (self.busy or self.blocker) or not (
+                    isinstance(stop, (KeyboardInterrupt, Interrupted)) or stopping()):
                 raise
             clock = datetime.fromtimestamp(self.since).strftime("%H:%M:%S")
+            on, then = ((self.blocker, "finish it") if self.blocker else
+                        (f"your uncommitted edits to {', '.join(self.busy[:5])}",
+                         "commit, stash or move them"))
             raise LandingHeld(
                 self.commit, self.busy, self.since,
                 f"held: stopped while task commit {self.commit[:12]} waited since {clock} on "
-                f"your uncommitted edits to {', '.join(self.busy[:5])}; its work stays on its "
-                "lane; commit, stash or move them, then run agent-loop again", stop) from None
+                f"{on}; its work stays on its lane; {then}, then run agent-loop again",
+                stop) from None
 
 
 MARKERS = ("<<<<<<< ", ">>>>>>> ")  # git's and jj's alike, at the start of a line

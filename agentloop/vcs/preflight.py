@@ -13,15 +13,9 @@ from agentloop.errors import VcsError
 from agentloop.files import opened
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git.config_text import may_set
+from agentloop.vcs.git.in_the_way import finish, in_progress
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.stays_git import git_only
-
-# Files git keeps while a multi-step command is under way, and the command that finishes it.
-IN_PROGRESS = (("MERGE_HEAD", "a merge", "merge"), ("rebase-merge", "a rebase", "rebase"),
-               ("rebase-apply", "a rebase", "rebase"), ("CHERRY_PICK_HEAD", "a cherry-pick",
-                                                        "cherry-pick"),
-               ("REVERT_HEAD", "a revert", "revert"))
-
 
 # What git says of who commits (None: no identity) and whether commits are signed, asked in
 # threads of their own: the function that waits for both.
@@ -166,10 +160,10 @@ def ask_git(kind: str, root: Path, look: bool = False) -> Asked:
 
 
 def _git_ready(root: Path, git_dir: Path, answers: Answers | None) -> None:
-    for name, what, command in IN_PROGRESS:
-        if (git_dir / name).exists():
-            raise VcsError(f"{what} is in progress in {root}: finish it (`git {command} "
-                           f"--continue`) or abort it (`git {command} --abort`), then run again")
+    under_way = in_progress(git_dir)
+    if under_way is not None:
+        raise VcsError(f"{under_way[0]} is in progress in {root}: {finish(under_way[1])}, then "
+                       "run again")
     if answers is None:
         return  # jj makes the commits, with its own identity
     who, signed = answers()

@@ -7,7 +7,29 @@ say which of the commit's paths hold something of yours, and what to do about th
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from agentloop.vcs.git.run import Git
+
+# Files git keeps while a command of several steps is under way, and the command that ends it.
+IN_PROGRESS = (("MERGE_HEAD", "a merge", "merge"), ("rebase-merge", "a rebase", "rebase"),
+               ("rebase-apply", "a rebase", "rebase"), ("CHERRY_PICK_HEAD", "a cherry-pick",
+                                                        "cherry-pick"),
+               ("REVERT_HEAD", "a revert", "revert"))
+
+
+def in_progress(git_dir: Path) -> tuple[str, str] | None:
+    """A command of several steps under way in the checkout whose git dir is `git_dir` (your
+    `git merge` stopped on a conflict, say): what it is and the git command that ends it."""
+    for name, what, command in IN_PROGRESS:
+        if (git_dir / name).exists():
+            return what, command
+    return None
+
+
+def finish(command: str) -> str:
+    """How to end a command of several steps that is under way."""
+    return f"finish it (`git {command} --continue`) or abort it (`git {command} --abort`)"
 
 
 def edited(git: Git, files: list[str], behind: str | None) -> tuple[list[str], list[str]]:

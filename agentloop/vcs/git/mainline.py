@@ -155,7 +155,8 @@ class GitMainLine:
                     with objects_kept(self.git, self.ref, commit):
                         new, files = self._replay(old, commit, whole)
                     busy, untracked = self._busy(files)
-                if not busy:
+                    blocked = None if busy else self._blocked()
+                if not busy and blocked is None:
                     # Noted until the checkout has followed: a kill in between leaves the
                     # branch ahead of the checkout, which the next run's preflight mends.
                     record = self.git_dir / RECORD
@@ -169,17 +170,19 @@ class GitMainLine:
                         # next run finish one that never was (its `new` pruned, say).
                         self._noted(record, old)
                         raise
-                    if swapped:
-                        self._refresh(old, new, files)
-                    self._noted(record, new if swapped else old)
-                    if swapped:
+                    refused = self._refresh(old, new, files, commit) if swapped else None
+                    self._noted(record, new if swapped and refused is None else old)
+                    if swapped and refused is None:
                         return new
+                    blocked = refused
             with waiting.held_if_stopped(self.stopping):  # held, not lost
                 if busy:
                     waiting.still(commit, busy, self.written_since(busy), in_the_way.how(untracked))
+                elif blocked is not None:
+                    waiting.blocked(commit, *blocked)
                 if self.stopping():
                     raise VcsError(f"stopped before commit {commit[:12]} reached {self.ref}")
-                time.sleep(POLL_SECONDS if busy else 0)
+                time.sleep(POLL_SECONDS if busy or blocked else 0)
 
     def fast_forward(self, old: str, new: str) -> bool:
         """`new`, made right on `old`, landed as itself (the fast-forward of `land`), under the
@@ -253,6 +256,17 @@ class GitMainLine:
         if not files or not self._checked_out():
             return [], []
         return in_the_way.edited(self.git, files, self._behind)
+
+    def _blocked(self) -> tuple[str, str] | None:
+        """What keeps any landing off the branch your checkout is on, whatever it changes, and
+        how you end it: your merge (cherry-pick, revert) stopped on a conflict. Moved under
+        it, the branch would leave the checkout's index behind, and the commit that ends your
+        merge would take the task back out without a word."""
+        under_way = in_the_way.in_progress(self.git_dir)
+        if under_way is None or not self._checked_out():
+            return None
+        return (f"{under_way[0]} in progress in {self.root}",
+                f"{in_the_way.finish(under_way[1])} and it lands on the branch")
 
     def _noted(self, record: Path, tip: str) -> None:
         """The landing's record kept while the checkout is behind (what the next run's
@@ -371,20 +385,36 @@ class GitMainLine:
         self.ref = new
         return True
 
-    def _refresh(self, old: str, new: str, files: list[str]) -> None:
+    def _refresh(self, old: str, new: str, files: list[str],
+                 commit: str) -> tuple[str, str] | None:
+        """The checkout follows the branch just moved from `old` to `new`. Where git refuses
+        (a conflict of yours in the index, a file of yours in the way), the branch goes back to
+        `old` and what keeps the landing off it is returned, as `_blocked` says it: a branch
+        left ahead of its index would have your next commit take the task back out."""
         if not self._checked_out():
             self._tell_switched()  # their checkout is theirs: the tasks go on to the branch
-            return
+            return None
         if self._behind is not None:
-            return  # behind since a lock held the follow off: it catches up, not this step
+            return None  # behind since a lock held the follow off: it catches up, not this step
         done = self.git.run("read-tree", "-m", "-u", old, new, codes=(0, 128))
         if done.returncode and behind.locked(self.git_dir, done.stderr or ""):
             self._behind = old
             self.on_wait(behind.said(self.git_dir))
         elif done.returncode:
+            said = next((line.removeprefix("error: ").removeprefix("fatal: ").strip()
+                         for line in (done.stderr or "").splitlines() if line.strip()),
+                        "git refused")
+            script = (f"start\nupdate {self.ref} {old} {new}\ndelete {LANDED}{commit}\n"
+                      "prepare\ncommit\n")
+            if self.git.code("update-ref", "--stdin", "-m", "agent-loop: your checkout refused "
+                             f"{commit[:12]}", input=script, codes=(0, 128))[0] == 0:
+                return (f"your checkout {self.root} (git will not take the task's files into "
+                        f"it now: {said})", "see why with `git status`, resolve it and it lands "
+                        "on the branch")
             self.on_wait(f"{self.ref} moved to {new[:12]}, but the checkout could not follow "
                          f"(a file of {', '.join(files[:5])} changed meanwhile); your files are "
                          "as you left them: `git status` shows the difference")
+        return None
 
 
 def current_branch(root: Path) -> str:
