@@ -121,6 +121,8 @@ def held_back(kept: list[int] | None = None) -> Iterator[None]:
 
 # What each held_back block open in the main thread keeps, the innermost last (cut_short).
 _held: list[list[int]] = []
+# Open stopping() blocks in the main thread: a stop came and is being carried out (cut_short).
+_stopping: list[None] = []
 
 
 def holding() -> bool:
@@ -133,8 +135,8 @@ def cut_short() -> Iterator[None]:
     """Inside held_back (holding()): Ctrl+C, SIGTERM and SIGHUP during the block raise
     KeyboardInterrupt at once, for the caller to stop what it waits for (a hook of yours, which
     may run for a minute), and are kept all the same, for held_back to let in where it ends;
-    one kept already raises it as the block begins. Outside held_back, nothing changes (a stop
-    comes in as ever)."""
+    one kept already, or a stop being carried out (stopping), raises it as the block begins.
+    Outside held_back, nothing changes (a stop comes in as ever)."""
     if not holding():
         yield
         return
@@ -147,9 +149,25 @@ def cut_short() -> Iterator[None]:
     previous = {sig: signal.signal(sig, stop_now) for sig in
                 (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) if signal.getsignal(sig) is not None}
     try:
-        if came:  # one came already: what would be waited for is not started
+        if came or _stopping:  # one came already: what would be waited for is not started
             raise KeyboardInterrupt
         yield
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+@contextmanager
+def stopping() -> Iterator[None]:
+    """The clean-up of a stop that came before it (main thread only): inside, cut_short raises
+    KeyboardInterrupt as its block begins, as for a stop kept during the hold. A --parallel
+    run's stop waits for its lanes, and a task one of them completes meanwhile is saved and
+    said, but what cut_short guards (its on-task hook) is not waited for."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _stopping.append(None)
+    try:
+        yield
+    finally:
+        _stopping.pop()

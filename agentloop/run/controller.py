@@ -24,6 +24,7 @@ import os
 import queue
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import field
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from agentloop.ondemand import dataclass as on_first_use
 from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.plan import parse
 from agentloop.proc import running, streamed
-from agentloop.proc.signals import held_back, shielded
+from agentloop.proc.signals import held_back, shielded, stopping
 from agentloop.run import budget, ledger, plan_kept
 from agentloop.run.conflicts import GroupConflicted, GroupHeld
 from agentloop.run.context import Run
@@ -217,7 +218,9 @@ class Controller:
             # lane's agent, wait for each lane to drop its interrupted attempt and save, then
             # close the lanes as a stop leaves them (whatever the stop came between).
             run.shared.halt()
-            with shielded():
+            # A lane that completes its task meanwhile is answered: the task is saved and
+            # said, its on-task hook cut short (it would hold the stop up to hook-timeout).
+            with shielded(), stopping() if isinstance(exc, KeyboardInterrupt) else nullcontext():
                 try:
                     for agent in running.stop_all():
                         streamed.stop_group(agent)

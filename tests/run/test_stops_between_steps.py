@@ -91,16 +91,23 @@ def project(tmp_path: Path, kind: str, first: str = "", groups: tuple[int, ...] 
 
 
 def stopped_at(work: Path, tmp_path: Path, spot: str, when: str, nth: int,
-               *args: str, match: str = "") -> subprocess.CompletedProcess[str]:
+               *args: str, match: str = "", timeout: float = 60
+               ) -> subprocess.CompletedProcess[str]:
     """agent-loop run in `work`, stopped at `spot` ("module:Class.method"); asserts the stop
     came there and the run ended as a stop ends: 130, one resume line, no traceback, no lane
-    left running."""
+    left running (within `timeout` seconds, or subprocess.TimeoutExpired)."""
     marker = tmp_path / "stopped"
     module, qualname = spot.split(":")
-    done = subprocess.run([sys.executable, "-c", HOOKED, str(marker), module, qualname, when,
-                           str(nth), match, "tasks.md", "--no-distill", *args], cwd=work,
-                          env={**os.environ, "NO_COLOR": "1"}, capture_output=True, text=True,
-                          timeout=60, stdin=subprocess.DEVNULL)
+    try:
+        done = subprocess.run([sys.executable, "-c", HOOKED, str(marker), module, qualname,
+                               when, str(nth), match, "tasks.md", "--no-distill", *args],
+                              cwd=work, env={**os.environ, "NO_COLOR": "1"},
+                              capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        said = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        pytest.fail(f"the run had not ended {timeout:g} s after it began (stopped: "
+                    f"{marker.exists()}):\n{said}", pytrace=False)
     said = done.stdout + done.stderr
     assert marker.exists(), said   # the run reached the spot
     assert Path(f"{marker}.lanes").read_text() == "", said   # every lane had ended
@@ -245,4 +252,27 @@ def test_a_stop_as_a_task_is_recorded_done_still_says_its_change(
                       match="Completed(")
     assert statuses(work) == ["completed"] + ["pending"] * 5
     assert done.stdout.count("1 file(s) changed") == 1, done.stdout
+    finished(work, "git")
+
+
+def test_a_task_done_as_a_parallel_run_stops_is_kept_and_its_hook_cut_short(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # Two lanes, G2's agent at work (its first run only: G1's waits for it); Ctrl+C as G1's
+    # first agent has ended, before its lane hands the task's completion over. The stop waits
+    # for that lane, which completes and lands the task: its on-task hook ran inside the stop,
+    # where Ctrl+C is ignored, for as long as it took (up to hook-timeout).
+    once, began = tmp_path / "once", tmp_path / "began"
+    work = project(tmp_path, "git", f"  FAKE: bash if [ {{g}} = 1 ]; then until test -e {once}; "
+                                   f"do sleep 0.05; done; elif ! test -e {once}; then "
+                                   f"touch {once}; sleep 30; fi\n", (1, 2))
+    started = time.monotonic()
+    stopped_at(work, tmp_path, "agentloop.run.controller:Controller._serve", "after", 1,
+               "--vcs", "git", "--parallel", "2", "--on-task", f"touch {began}; sleep 60",
+               match="RunEnded(", timeout=15)
+    assert time.monotonic() - started < 10
+    # The task its agent finished is done and landed; G2's was stopped; none began after.
+    assert statuses(work) == ["completed", "pending", "interrupted"] + ["pending"] * 3
+    assert (work / "g1t1.txt").read_text() == "11\n"
+    assert not began.exists()   # the hook was not waited for: cut short, and said so
+    assert "== stopped (Ctrl+C)" in (work / ".agent-loop" / "hooks.log").read_text()
     finished(work, "git")
