@@ -60,13 +60,49 @@ def git_needs(workdir: Path) -> tuple[list[Path], list[Path]]:
     objects, refs and logs; a main checkout's `.git` comes with it, less config and hooks."""
     dot = workdir / ".git"
     if dot.is_dir():
-        return [], [dot / "config", dot / "hooks"]
+        return [], [*_git_config(dot, dot), *_submodule_configs(dot / "modules")]
     own = _read_link_file(dot, "gitdir:") if dot.is_file() else None
     if own is None:
         return [], []
     common = _read_link_file(own / "commondir") or own
-    return [own, *(common / name for name in GIT_WRITES)], [common / "config",
-                                                               common / "hooks"]
+    return [own, *(common / name for name in GIT_WRITES)], _git_config(own, common)
+
+
+def _git_config(own: Path, common: Path) -> list[Path]:
+    """What git reads as configuration (or runs) for the worktree whose git folder is `own`:
+    the shared config and hooks, and its own `config.worktree` where the repository turned
+    `extensions.worktreeConfig` on. That file is made empty here, outside, when missing: a
+    file the agent could make there would hold settings agent-loop's own git reads (a filter
+    it runs as the user), and a missing path cannot be held read-only."""
+    found = [common / "config", common / "hooks"]
+    try:
+        extended = "worktreeconfig" in (common / "config").read_text(errors="replace").lower()
+    except OSError:
+        extended = False
+    if extended:
+        worktree = own / "config.worktree"
+        try:
+            worktree.touch(exist_ok=True)
+        except OSError:
+            pass
+        found.append(worktree)
+    return found
+
+
+def _submodule_configs(modules: Path) -> list[Path]:
+    """The config and hooks of every submodule's git folder under `.git/modules`, nested ones
+    too: agent-loop's `git status` runs git in each submodule, which reads them."""
+    found: list[Path] = []
+    try:
+        folders = [p for p in modules.iterdir() if p.is_dir()]
+    except OSError:
+        return found
+    for folder in folders:   # a name may hold slashes: a git folder is where HEAD is
+        if (folder / "HEAD").is_file() and (folder / "config").is_file():
+            found += [*_git_config(folder, folder), *_submodule_configs(folder / "modules")]
+        else:
+            found += _submodule_configs(folder)
+    return found
 
 
 def jj_needs(workdir: Path) -> list[Path]:

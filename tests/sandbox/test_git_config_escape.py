@@ -1,0 +1,75 @@
+"""--sandbox against an agent that writes git configuration agent-loop's own git (outside the
+sandbox) reads: a per-worktree config (`extensions.worktreeConfig`) and a submodule's config.
+A filter set there runs, from agent-loop's next `git add` or `git status` (or yours), as the
+user, outside the sandbox. Real
+bubblewrap, real git, the fake claude's shell (put where the sandbox lets it be seen)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.sandbox.test_hooks import hooked, run
+from tests.sandbox.test_sandbox_real import needs_bwrap
+from tests.support.repos import git
+
+# What the agent's shell does: a clean filter that writes the home folder when git runs it,
+# named for every file by a .gitattributes of its working copy, and a file for git to clean.
+FILTER = """filter.evil.clean 'sh -c "echo pwned > $HOME/pwned.txt; cat"'"""
+EVIL = f"FAKE: bash git config --worktree {FILTER}; echo '* filter=evil' > .gitattributes\n"
+
+
+def per_worktree(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    git(work, "config", "extensions.worktreeConfig", "true")
+    return work, env
+
+
+@needs_bwrap
+def test_a_lane_agent_cannot_set_a_filter_in_its_per_worktree_config(tmp_path: Path) -> None:
+    work, env = per_worktree(tmp_path)
+    (work / "tasks.md").write_text(f"## A\n- write a\n  FAKE: write a.txt a\n  {EVIL}\n"
+                                   "## B\n- write b\n  FAKE: write b.txt b\n")
+    done = run(work, env, "--sandbox", "--parallel", "2", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    assert "evil" not in git(work, "config", "--list", "--show-origin")
+
+
+@needs_bwrap
+def test_an_agent_in_the_checkout_cannot_set_a_filter_in_its_per_worktree_config(
+        tmp_path: Path) -> None:
+    work, env = per_worktree(tmp_path)
+    (work / "tasks.md").write_text(f"- write a\n  FAKE: write a.txt a\n  {EVIL}")
+    done = run(work, env, "--sandbox", "--workplace", "checkout", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    assert "evil" not in git(work, "config", "--list", "--show-origin")
+
+
+@needs_bwrap
+def test_an_agent_in_the_checkout_cannot_set_a_filter_in_a_submodule_config(
+        tmp_path: Path) -> None:
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    sub = tmp_path / "lib"
+    sub.mkdir()
+    (sub / "lib.txt").write_text("lib\n")
+    git(sub, "init", "-q")
+    git(sub, "add", "lib.txt")
+    git(sub, "commit", "-qm", "lib")
+    git(work, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "deps/lib")
+    git(work, "commit", "-qm", "submodule")
+    # The agent sets the filter in the submodule's config and has it clean a changed file:
+    # the next `git add` or `git status` in the submodule, yours or agent-loop's, runs it.
+    (work / "tasks.md").write_text(
+        "- write a\n  FAKE: write a.txt a\n"
+        f"  FAKE: bash cd deps/lib && git config {FILTER}; echo '* filter=evil' > .gitattributes;"
+        " echo more >> lib.txt\n")
+    done = run(work, env, "--sandbox", "--workplace", "checkout", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    assert "evil" not in (work / ".git" / "modules" / "deps" / "lib" / "config").read_text()
