@@ -57,10 +57,16 @@ def _read_link_file(path: Path, prefix: str = "") -> Path | None:
 
 def git_needs(workdir: Path) -> tuple[list[Path], list[Path]]:
     """(writable, protected) for a git working copy: a worktree's own git folder and the shared
-    objects, refs and logs; a main checkout's `.git` comes with it, less config and hooks."""
+    objects, refs and logs; a main checkout's `.git` comes with it, less config and hooks.
+
+    Every folder on the way to a protected file is a mount of its own (writable, bound onto
+    itself), as a lane's own git folder is: a mount cannot be moved, so the agent cannot move
+    `.git` (or `.git/modules`) away, protected files and all, and put a copy with a config of
+    its own in its place."""
     dot = workdir / ".git"
     if dot.is_dir():
-        return [], [*_git_config(dot, dot), *_submodule_configs(dot / "modules")]
+        held, protected = _submodule_configs(dot / "modules")
+        return [dot, *held], [*_git_config(dot, dot), *protected]
     own = _read_link_file(dot, "gitdir:") if dot.is_file() else None
     if own is None:
         return [], []
@@ -89,20 +95,25 @@ def _git_config(own: Path, common: Path) -> list[Path]:
     return found
 
 
-def _submodule_configs(modules: Path) -> list[Path]:
-    """The config and hooks of every submodule's git folder under `.git/modules`, nested ones
-    too: agent-loop's `git status` runs git in each submodule, which reads them."""
-    found: list[Path] = []
+def _submodule_configs(modules: Path) -> tuple[list[Path], list[Path]]:
+    """(the folders to hold in place, the files to protect) for every submodule's git folder
+    under `.git/modules`, nested ones too: agent-loop's `git status` runs git in each
+    submodule, which reads their config."""
     try:
         folders = [p for p in modules.iterdir() if p.is_dir()]
     except OSError:
-        return found
+        return [], []
+    held, protected = [modules], []
     for folder in folders:   # a name may hold slashes: a git folder is where HEAD is
         if (folder / "HEAD").is_file() and (folder / "config").is_file():
-            found += [*_git_config(folder, folder), *_submodule_configs(folder / "modules")]
+            inner = _submodule_configs(folder / "modules")
+            held += [folder, *inner[0]]
+            protected += [*_git_config(folder, folder), *inner[1]]
         else:
-            found += _submodule_configs(folder)
-    return found
+            inner = _submodule_configs(folder)
+            held += inner[0]
+            protected += inner[1]
+    return held, protected
 
 
 def jj_needs(workdir: Path) -> list[Path]:

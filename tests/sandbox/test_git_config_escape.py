@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.sandbox.test_hooks import hooked, run
 from tests.sandbox.test_sandbox_real import needs_bwrap
 from tests.support.repos import git
@@ -49,11 +51,8 @@ def test_an_agent_in_the_checkout_cannot_set_a_filter_in_its_per_worktree_config
     assert "evil" not in git(work, "config", "--list", "--show-origin")
 
 
-@needs_bwrap
-def test_an_agent_in_the_checkout_cannot_set_a_filter_in_a_submodule_config(
-        tmp_path: Path) -> None:
-    work, env = hooked(tmp_path)
-    (work / ".git" / "hooks" / "pre-commit").unlink()
+def with_submodule(work: Path, tmp_path: Path) -> None:
+    """`work` with a submodule at deps/lib, its git folder under .git/modules."""
     sub = tmp_path / "lib"
     sub.mkdir()
     (sub / "lib.txt").write_text("lib\n")
@@ -62,6 +61,14 @@ def test_an_agent_in_the_checkout_cannot_set_a_filter_in_a_submodule_config(
     git(sub, "commit", "-qm", "lib")
     git(work, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "deps/lib")
     git(work, "commit", "-qm", "submodule")
+
+
+@needs_bwrap
+def test_an_agent_in_the_checkout_cannot_set_a_filter_in_a_submodule_config(
+        tmp_path: Path) -> None:
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    with_submodule(work, tmp_path)
     # The agent sets the filter in the submodule's config and has it clean a changed file:
     # the next `git add` or `git status` in the submodule, yours or agent-loop's, runs it.
     (work / "tasks.md").write_text(
@@ -72,4 +79,36 @@ def test_an_agent_in_the_checkout_cannot_set_a_filter_in_a_submodule_config(
     out = done.stdout + done.stderr
     assert "sandbox: on (bubblewrap)" in out
     assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    assert "evil" not in (work / ".git" / "modules" / "deps" / "lib" / "config").read_text()
+
+
+# The protected files stay where they are; the agent moves the folder that holds them instead and
+# puts a copy of its own in its place, with the filter in its config.
+MOVED = {
+    "git dir": "cp -r .git .git2 && git config -f .git2/config {filter} && mv .git .git-old && "
+               "mv .git2 .git; rm -rf .git2",
+    "submodule's git dir": "cp -r .git/modules .git/m2 && git config -f .git/m2/deps/lib/config "
+                           "{filter} && mv .git/modules .git/m-old && mv .git/m2 .git/modules; "
+                           "rm -rf .git/m2",
+}
+
+
+@needs_bwrap
+@pytest.mark.parametrize("moved", sorted(MOVED))
+def test_an_agent_in_the_checkout_cannot_move_the_git_folder_away_and_put_its_own(
+        tmp_path: Path, moved: str) -> None:
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    with_submodule(work, tmp_path)
+    shell = MOVED[moved].format(filter=FILTER)
+    (work / "tasks.md").write_text(
+        f"- write a\n  FAKE: write a.txt a\n  FAKE: bash {shell}; "
+        "echo '* filter=evil' > .gitattributes; echo '* filter=evil' > deps/lib/.gitattributes; "
+        "echo more >> deps/lib/lib.txt\n")
+    done = run(work, env, "--sandbox", "--workplace", "checkout", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    assert not (work / ".git-old").exists() and not (work / ".git" / "m-old").exists()
+    assert "evil" not in (work / ".git" / "config").read_text()
     assert "evil" not in (work / ".git" / "modules" / "deps" / "lib" / "config").read_text()

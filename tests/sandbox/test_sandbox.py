@@ -62,7 +62,8 @@ def test_a_git_lane_writes_its_worktree_and_the_shared_objects_never_config_or_h
 def test_the_repository_root_is_the_working_copy_of_a_one_group_run(tmp_path: Path) -> None:
     root, _, box = git_lane(tmp_path)
     policy = policy_for(box, root, [], writes=True)
-    assert policy.writable == (root,)
+    # .git a mount of its own: held in place, never moved away with its protected files.
+    assert policy.writable == (root, root / ".git")
     assert {root / ".agent-loop", root / ".git" / "config", root / ".git" / "hooks"} <= \
         set(policy.protected)
     assert root not in policy.protected
