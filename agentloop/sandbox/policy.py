@@ -57,7 +57,8 @@ def _read_link_file(path: Path, prefix: str = "") -> Path | None:
 
 def git_needs(workdir: Path) -> tuple[list[Path], list[Path]]:
     """(writable, protected) for a git working copy: a worktree's own git folder and the shared
-    objects, refs and logs; a main checkout's `.git` comes with it, less config and hooks.
+    objects, refs and logs, not its `.git` file; a main checkout's `.git` comes with it, less
+    config and hooks.
 
     Every folder on the way to a protected file is a mount of its own (writable, bound onto
     itself), as a lane's own git folder is: a mount cannot be moved, so the agent cannot move
@@ -71,7 +72,9 @@ def git_needs(workdir: Path) -> tuple[list[Path], list[Path]]:
     if own is None:
         return [], []
     common = _read_link_file(own / "commondir") or own
-    return [own, *(common / name for name in GIT_WRITES)], _git_config(own, common)
+    # The `.git` file too: pointed at a git folder of the agent's own, it would hand that
+    # folder's config to agent-loop's git in the lane.
+    return [own, *(common / name for name in GIT_WRITES)], [dot, *_git_config(own, common)]
 
 
 def _git_config(own: Path, common: Path) -> list[Path]:

@@ -112,3 +112,30 @@ def test_an_agent_in_the_checkout_cannot_move_the_git_folder_away_and_put_its_ow
     assert not (work / ".git-old").exists() and not (work / ".git" / "m-old").exists()
     assert "evil" not in (work / ".git" / "config").read_text()
     assert "evil" not in (work / ".git" / "modules" / "deps" / "lib" / "config").read_text()
+
+
+# In a lane: its .git file names another git folder, one the agent made in its own home: a
+# clone sharing the repository's objects, with the filter in its config. (Its git folder's
+# commondir, pointed there, is found damaged before any git runs in the lane.)
+CLONE = ("c=$(git rev-parse --path-format=absolute --git-common-dir); "
+         "b=$(git branch --show-current); e=~/.claude/ev; git clone -q --bare --shared $c $e && "
+         "git -C $e config core.bare false && git -C $e symbolic-ref HEAD refs/heads/$b && "
+         "git -C $e config {filter}")
+
+
+@needs_bwrap
+def test_a_lane_agent_cannot_point_its_lane_at_a_git_folder_of_its_own(tmp_path: Path) -> None:
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    shell = (f"{CLONE.format(filter=FILTER)} && echo \"gitdir: $e\" > .git; "
+             "echo '* filter=evil' > .gitattributes")
+    (work / "tasks.md").write_text(
+        f"## A\n- write a\n  FAKE: write a.txt a\n  FAKE: bash {shell}\n\n"
+        "## B\n- write b\n  FAKE: write b.txt b\n")
+    done = run(work, env, "--sandbox", "--parallel", "2", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    # Its own git went on as in any lane: both tasks landed.
+    assert done.returncode == 0, out
+    assert git(work, "show", "HEAD:a.txt") == "a\n" and git(work, "show", "HEAD:b.txt") == "b\n"

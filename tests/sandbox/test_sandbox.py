@@ -53,8 +53,9 @@ def test_a_git_lane_writes_its_worktree_and_the_shared_objects_never_config_or_h
     assert set(policy.writable) == {lane, dot / "worktrees" / "1-a", dot / "objects",
                                     dot / "refs", dot / "logs", claude_home}
     # The user's checkout, the state folder (other lanes with it) and the home stay readable.
+    # Its .git file read-only: never pointed at a git folder (and config) of the agent's own.
     assert set(policy.protected) == {root, root / ".agent-loop", box.home.resolve(),
-                                     dot / "config", dot / "hooks"}
+                                     lane / ".git", dot / "config", dot / "hooks"}
     assert set(policy.hidden) == {box.home.resolve() / ".ssh", box.home.resolve() / ".env",
                                   root / ".env.local"}
 
