@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from agentloop.errors import StateError, TaskFileError
-from agentloop.files.pid_file import live_pid
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.state.project import Project, open_project, rehearsal_of, took_over
 from agentloop.state.schema import State
@@ -343,11 +342,10 @@ def ask_to_stop(tasks_md: Path, cwd: Path) -> str:
     """--stop-after-running: leave the request the run's controller looks for before each task
     (agentloop.run.controller), whatever --parallel is; a run that starts later clears it."""
     from agentloop.run.controller import stop_flag
+    from agentloop.state.runlock import run_of_plan
 
     project = open_project(tasks_md, cwd)
-    pid = live_pid(project.store.base / "run.pid")
-    if pid is None:
-        raise StateError(f"no run of {project.task_file_name} is going on here")
+    pid = run_of_plan(project.store.base, project.store.dir, project.task_file_name)
     flag = stop_flag(project.store.dir)
     flag.write_text(f"{pid}\n")
     return (f"asked the run of {project.task_file_name} (pid {pid}) to stop after its running "

@@ -10,7 +10,7 @@ import signal
 from agentloop import app
 from agentloop.dashboard.sources import Plan
 from agentloop.errors import AgentLoopError
-from agentloop.files.pid_file import live_pid
+from agentloop.state.runlock import run_of_plan
 
 
 def stop(plan: Plan, now: bool) -> str:
@@ -21,9 +21,11 @@ def stop(plan: Plan, now: bool) -> str:
         if state is None:
             raise AgentLoopError("this plan has not run yet")
         return app.ask_to_stop(store.root / state.task_file, store.root)
-    pid = live_pid(store.base / "run.pid")
-    if pid is None:
-        raise AgentLoopError("no run is going on here")
+    state = store.load()
+    # Only the run that works on this plan: another plan's (this plan's tab, or a page that
+    # missed this plan's end), or a process that took a killed run's pid, is not asked.
+    pid = run_of_plan(store.base, store.dir,
+                      state.task_file if state is not None else "this plan")
     try:
         os.kill(pid, signal.SIGINT)
     except OSError as exc:

@@ -57,16 +57,66 @@ def _read_link_file(path: Path, prefix: str = "") -> Path | None:
 
 def git_needs(workdir: Path) -> tuple[list[Path], list[Path]]:
     """(writable, protected) for a git working copy: a worktree's own git folder and the shared
-    objects, refs and logs; a main checkout's `.git` comes with it, less config and hooks."""
+    objects, refs and logs, not its `.git` file; a main checkout's `.git` comes with it, less
+    config and hooks.
+
+    Every folder on the way to a protected file is a mount of its own (writable, bound onto
+    itself), as a lane's own git folder is: a mount cannot be moved, so the agent cannot move
+    `.git` (or `.git/modules`) away, protected files and all, and put a copy with a config of
+    its own in its place."""
     dot = workdir / ".git"
     if dot.is_dir():
-        return [], [dot / "config", dot / "hooks"]
+        held, protected = _submodule_configs(dot / "modules")
+        return [dot, *held], [*_git_config(dot, dot), *protected]
     own = _read_link_file(dot, "gitdir:") if dot.is_file() else None
     if own is None:
         return [], []
     common = _read_link_file(own / "commondir") or own
-    return [own, *(common / name for name in GIT_WRITES)], [common / "config",
-                                                               common / "hooks"]
+    # The `.git` file too: pointed at a git folder of the agent's own, it would hand that
+    # folder's config to agent-loop's git in the lane.
+    return [own, *(common / name for name in GIT_WRITES)], [dot, *_git_config(own, common)]
+
+
+def _git_config(own: Path, common: Path) -> list[Path]:
+    """What git reads as configuration (or runs) for the worktree whose git folder is `own`:
+    the shared config and hooks, and its own `config.worktree` where the repository turned
+    `extensions.worktreeConfig` on. That file is made empty here, outside, when missing: a
+    file the agent could make there would hold settings agent-loop's own git reads (a filter
+    it runs as the user), and a missing path cannot be held read-only."""
+    found = [common / "config", common / "hooks"]
+    try:
+        extended = "worktreeconfig" in (common / "config").read_text(errors="replace").lower()
+    except OSError:
+        extended = False
+    if extended:
+        worktree = own / "config.worktree"
+        try:
+            worktree.touch(exist_ok=True)
+        except OSError:
+            pass
+        found.append(worktree)
+    return found
+
+
+def _submodule_configs(modules: Path) -> tuple[list[Path], list[Path]]:
+    """(the folders to hold in place, the files to protect) for every submodule's git folder
+    under `.git/modules`, nested ones too: agent-loop's `git status` runs git in each
+    submodule, which reads their config."""
+    try:
+        folders = [p for p in modules.iterdir() if p.is_dir()]
+    except OSError:
+        return [], []
+    held, protected = [modules], []
+    for folder in folders:   # a name may hold slashes: a git folder is where HEAD is
+        if (folder / "HEAD").is_file() and (folder / "config").is_file():
+            inner = _submodule_configs(folder / "modules")
+            held += [folder, *inner[0]]
+            protected += [*_git_config(folder, folder), *inner[1]]
+        else:
+            inner = _submodule_configs(folder)
+            held += inner[0]
+            protected += inner[1]
+    return held, protected
 
 
 def jj_needs(workdir: Path) -> list[Path]:

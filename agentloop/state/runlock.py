@@ -43,6 +43,20 @@ def working(base: Path, plan_dir: Path) -> tuple[int, bool] | None:
     return pid, is_held(plan_dir / PLAN_LOCK)
 
 
+def run_of_plan(base: Path, plan_dir: Path, name: str) -> int:
+    """The pid of the run working on the plan named `name` (its folder `plan_dir`) now, as the
+    run lock says, for a stop asked of that plan: StateError, in one line, when no run works
+    or the run there works on another plan (a stop of this one must not reach it)."""
+    found = working(base, plan_dir)
+    if found is None:
+        raise StateError(f"no run of {name} is going on here")
+    pid, here = found
+    if not here:
+        raise StateError(f"no run of {name} is going on here: the run there (pid "
+                         f"{pid}{_command_of(str(pid))}) works on another plan, and goes on")
+    return pid
+
+
 def running(root: Path, base: Path) -> bool:
     """Whether a run holds the repository at `root` (its store `base`) now, as either of its
     locks says: `.agent-loop/run.pid` may be gone while the run works (an agent's `git clean

@@ -278,3 +278,39 @@ def test_on_a_terminal_the_page_stays_until_ctrl_c_and_the_exit_code_is_the_runs
         if child.poll() is None:
             child.kill()
         os.close(main)
+
+
+def test_a_stop_asked_of_a_plan_that_is_not_running_never_stops_another_plans_run(
+        work: Path, fake_claude: FakeClaude) -> None:
+    import time
+
+    from agentloop.dashboard import controls, sources
+    from agentloop.errors import AgentLoopError
+
+    init_repo(work, "git")
+    (work / "b.md").write_text("- quick\n")
+    assert agent_loop(work, "--vcs", "git", "--no-distill", plan="b.md").returncode == 0
+    (work / "a.md").write_text("- long\n  FAKE: sleep 30\n- next\n")
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "a.md", "--vcs", "git",
+                              "--no-distill"], cwd=work, text=True,
+                             env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while len(fake_claude.task_runs()) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        b = next(p for p in sources.plans(work) if sources.plan_view(p)["task_file"] == "b.md")
+        # b.md's tab, or a page that missed b's end: its buttons name b.md's run, none runs.
+        for now in (True, False):
+            with pytest.raises(AgentLoopError, match=r"no run of b\.md is going on .*a\.md"):
+                controls.stop(b, now)
+        # The same from the command line.
+        asked = agent_loop(work, "--stop-after-running", plan="b.md")
+        assert asked.returncode == 1 and "no run of b.md is going on" in asked.stderr, asked
+        time.sleep(0.5)
+        assert child.poll() is None, child.communicate()
+        assert not list(work.glob(".agent-loop/**/stop-after-running*"))
+    finally:
+        child.terminate()
+        child.communicate(timeout=30)

@@ -53,8 +53,9 @@ def test_a_git_lane_writes_its_worktree_and_the_shared_objects_never_config_or_h
     assert set(policy.writable) == {lane, dot / "worktrees" / "1-a", dot / "objects",
                                     dot / "refs", dot / "logs", claude_home}
     # The user's checkout, the state folder (other lanes with it) and the home stay readable.
+    # Its .git file read-only: never pointed at a git folder (and config) of the agent's own.
     assert set(policy.protected) == {root, root / ".agent-loop", box.home.resolve(),
-                                     dot / "config", dot / "hooks"}
+                                     lane / ".git", dot / "config", dot / "hooks"}
     assert set(policy.hidden) == {box.home.resolve() / ".ssh", box.home.resolve() / ".env",
                                   root / ".env.local"}
 
@@ -62,7 +63,8 @@ def test_a_git_lane_writes_its_worktree_and_the_shared_objects_never_config_or_h
 def test_the_repository_root_is_the_working_copy_of_a_one_group_run(tmp_path: Path) -> None:
     root, _, box = git_lane(tmp_path)
     policy = policy_for(box, root, [], writes=True)
-    assert policy.writable == (root,)
+    # .git a mount of its own: held in place, never moved away with its protected files.
+    assert policy.writable == (root, root / ".git")
     assert {root / ".agent-loop", root / ".git" / "config", root / ".git" / "hooks"} <= \
         set(policy.protected)
     assert root not in policy.protected

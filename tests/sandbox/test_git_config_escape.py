@@ -1,0 +1,141 @@
+"""--sandbox against an agent that writes git configuration agent-loop's own git (outside the
+sandbox) reads: a per-worktree config (`extensions.worktreeConfig`) and a submodule's config.
+A filter set there runs, from agent-loop's next `git add` or `git status` (or yours), as the
+user, outside the sandbox. Real
+bubblewrap, real git, the fake claude's shell (put where the sandbox lets it be seen)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.sandbox.test_hooks import hooked, run
+from tests.sandbox.test_sandbox_real import needs_bwrap
+from tests.support.repos import git
+
+# What the agent's shell does: a clean filter that writes the home folder when git runs it,
+# named for every file by a .gitattributes of its working copy, and a file for git to clean.
+FILTER = """filter.evil.clean 'sh -c "echo pwned > $HOME/pwned.txt; cat"'"""
+EVIL = f"FAKE: bash git config --worktree {FILTER}; echo '* filter=evil' > .gitattributes\n"
+
+
+def per_worktree(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    git(work, "config", "extensions.worktreeConfig", "true")
+    return work, env
+
+
+@needs_bwrap
+def test_a_lane_agent_cannot_set_a_filter_in_its_per_worktree_config(tmp_path: Path) -> None:
+    work, env = per_worktree(tmp_path)
+    (work / "tasks.md").write_text(f"## A\n- write a\n  FAKE: write a.txt a\n  {EVIL}\n"
+                                   "## B\n- write b\n  FAKE: write b.txt b\n")
+    done = run(work, env, "--sandbox", "--parallel", "2", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    assert "evil" not in git(work, "config", "--list", "--show-origin")
+
+
+@needs_bwrap
+def test_an_agent_in_the_checkout_cannot_set_a_filter_in_its_per_worktree_config(
+        tmp_path: Path) -> None:
+    work, env = per_worktree(tmp_path)
+    (work / "tasks.md").write_text(f"- write a\n  FAKE: write a.txt a\n  {EVIL}")
+    done = run(work, env, "--sandbox", "--workplace", "checkout", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    assert "evil" not in git(work, "config", "--list", "--show-origin")
+
+
+def with_submodule(work: Path, tmp_path: Path) -> None:
+    """`work` with a submodule at deps/lib, its git folder under .git/modules."""
+    sub = tmp_path / "lib"
+    sub.mkdir()
+    (sub / "lib.txt").write_text("lib\n")
+    git(sub, "init", "-q")
+    git(sub, "add", "lib.txt")
+    git(sub, "commit", "-qm", "lib")
+    git(work, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "deps/lib")
+    git(work, "commit", "-qm", "submodule")
+
+
+@needs_bwrap
+def test_an_agent_in_the_checkout_cannot_set_a_filter_in_a_submodule_config(
+        tmp_path: Path) -> None:
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    with_submodule(work, tmp_path)
+    # The agent sets the filter in the submodule's config and has it clean a changed file:
+    # the next `git add` or `git status` in the submodule, yours or agent-loop's, runs it.
+    (work / "tasks.md").write_text(
+        "- write a\n  FAKE: write a.txt a\n"
+        f"  FAKE: bash cd deps/lib && git config {FILTER}; echo '* filter=evil' > .gitattributes;"
+        " echo more >> lib.txt\n")
+    done = run(work, env, "--sandbox", "--workplace", "checkout", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    assert "evil" not in (work / ".git" / "modules" / "deps" / "lib" / "config").read_text()
+
+
+# The protected files stay where they are; the agent moves the folder that holds them instead and
+# puts a copy of its own in its place, with the filter in its config.
+MOVED = {
+    "git dir": "cp -r .git .git2 && git config -f .git2/config {filter} && mv .git .git-old && "
+               "mv .git2 .git; rm -rf .git2",
+    "submodule's git dir": "cp -r .git/modules .git/m2 && git config -f .git/m2/deps/lib/config "
+                           "{filter} && mv .git/modules .git/m-old && mv .git/m2 .git/modules; "
+                           "rm -rf .git/m2",
+}
+
+
+@needs_bwrap
+@pytest.mark.parametrize("moved", sorted(MOVED))
+def test_an_agent_in_the_checkout_cannot_move_the_git_folder_away_and_put_its_own(
+        tmp_path: Path, moved: str) -> None:
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    with_submodule(work, tmp_path)
+    shell = MOVED[moved].format(filter=FILTER)
+    (work / "tasks.md").write_text(
+        f"- write a\n  FAKE: write a.txt a\n  FAKE: bash {shell}; "
+        "echo '* filter=evil' > .gitattributes; echo '* filter=evil' > deps/lib/.gitattributes; "
+        "echo more >> deps/lib/lib.txt\n")
+    done = run(work, env, "--sandbox", "--workplace", "checkout", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    assert not (work / ".git-old").exists() and not (work / ".git" / "m-old").exists()
+    assert "evil" not in (work / ".git" / "config").read_text()
+    assert "evil" not in (work / ".git" / "modules" / "deps" / "lib" / "config").read_text()
+
+
+# In a lane: its .git file names another git folder, one the agent made in its own home: a
+# clone sharing the repository's objects, with the filter in its config. (Its git folder's
+# commondir, pointed there, is found damaged before any git runs in the lane.)
+CLONE = ("c=$(git rev-parse --path-format=absolute --git-common-dir); "
+         "b=$(git branch --show-current); e=~/.claude/ev; git clone -q --bare --shared $c $e && "
+         "git -C $e config core.bare false && git -C $e symbolic-ref HEAD refs/heads/$b && "
+         "git -C $e config {filter}")
+
+
+@needs_bwrap
+def test_a_lane_agent_cannot_point_its_lane_at_a_git_folder_of_its_own(tmp_path: Path) -> None:
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    shell = (f"{CLONE.format(filter=FILTER)} && echo \"gitdir: $e\" > .git; "
+             "echo '* filter=evil' > .gitattributes")
+    (work / "tasks.md").write_text(
+        f"## A\n- write a\n  FAKE: write a.txt a\n  FAKE: bash {shell}\n\n"
+        "## B\n- write b\n  FAKE: write b.txt b\n")
+    done = run(work, env, "--sandbox", "--parallel", "2", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    # Its own git went on as in any lane: both tasks landed.
+    assert done.returncode == 0, out
+    assert git(work, "show", "HEAD:a.txt") == "a\n" and git(work, "show", "HEAD:b.txt") == "b\n"
