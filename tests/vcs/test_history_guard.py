@@ -306,19 +306,17 @@ def test_your_jj_command_that_ended_beside_an_agents_abandon_is_not_restored_awa
               "change_id"), line
 
 
-@pytest.mark.xfail(strict=True, reason="known: the restore drops a snapshot of yours taken "
-                   "after the stop; not fixed yet")
 def test_your_jj_command_between_the_stop_and_the_line_is_kept_by_the_repair(
         work: Path, fake_claude: FakeClaude, jj_bin: str) -> None:
     """Task 2's agent runs `jj undo` in its lane (its step's own `jj describe` undone), which
     leaves your workspace fresh (unlike an abandon of a landed change, which leaves it stale
     so that no command of yours can come between): you edit a file and run `jj st` before
-    following the stop line. The line names `jj --ignore-working-copy op restore` of the
-    operation before the undo, which drops the snapshot of your `jj st` too: the line's `jj
-    log` then fails on "working copy is stale", and jj's own hint, `jj workspace
-    update-stale`, deletes your file and tasks.md from the disk (jj 0.45.1). Restoring at the
-    operation the check read (--at-op) is no fix: the lane's own operations after the check
-    (the stopped attempt's files kept aside) are merged back and leave its change divergent."""
+    following the stop line. The line named `jj --ignore-working-copy op restore` of the
+    operation before the undo, which dropped the snapshot of your `jj st` too: the line's `jj
+    log` then failed on "working copy is stale", and jj's own hint, `jj workspace
+    update-stale`, deleted your file and tasks.md from the disk (jj 0.45.1). Nothing but the
+    lane's own step was undone, so the line now names no restore: followed as printed, your
+    file stays in your working-copy change, and the next run finishes."""
     init_repo(work, "jj")
     hostile = "  FAKE: bash jj --no-pager undo\n"
     (work / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n"
