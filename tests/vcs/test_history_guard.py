@@ -333,3 +333,31 @@ def test_your_jj_command_between_the_stop_and_the_line_is_kept_by_the_repair(
     assert {"a.txt", "b.txt", "mine.txt"} <= {p.name for p in work.iterdir()}
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 2
     assert not jj(work, "log", "--no-graph", "-r", "divergent()", "-T", "change_id")
+
+
+@pytest.mark.xfail(strict=True, reason="known: the line is read at the lane's check, before "
+                   "another lane's later operations; not fixed yet")
+def test_an_abandon_in_one_lane_while_another_lane_works_stops_with_a_line_that_works(
+        work: Path, fake_claude: FakeClaude, jj_bin: str) -> None:
+    """Group B's agent abandons B's own landed task while group A's agent is still at work
+    (--parallel 2). B's check sees only B's operations since its step began and names `jj
+    --ignore-working-copy op restore` of the operation before the abandon; A's landing then
+    meets your workspace stale (the abandon rebased your change), and the run ends on A's
+    error, which says to run `jj workspace update-stale`, not on B's line. B's line, followed
+    as printed, fails too: A's operations after B's check (its landing tried from your
+    workspace) leave your workspace stale after the restore (jj 0.45.1)."""
+    init_repo(work, "jj")
+    hostile = "  FAKE: bash jj --no-pager abandon @-\n"
+    (work / "tasks.md").write_text("## A\n- a1\n  FAKE: bash sleep 8\n  FAKE: write a.txt A\n"
+                                   "## B\n- b1\n  FAKE: write b1.txt B\n"
+                                   f"- b2\n{hostile}  FAKE: write b2.txt B\n")
+    done = agent_loop(work, "--no-distill", "--vcs", "jj", "--parallel", "2")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "see and repair it with" in done.stderr and "update-stale" not in done.stderr, \
+        done.stderr
+    follow_the_line(work, done.stderr, state_of(work)["tasks"][1]["change_id"])
+    (work / "tasks.md").write_text((work / "tasks.md").read_text().replace(hostile, ""))
+    again = agent_loop(work, "--no-distill", "--vcs", "jj", "--parallel", "2")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
+    assert {"a.txt", "b1.txt", "b2.txt"} <= {p.name for p in work.iterdir()}
