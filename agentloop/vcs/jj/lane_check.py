@@ -51,7 +51,7 @@ def check_jj_lane(record: JjLaneRecord, revived: frozenset[str] = frozenset()
         return None  # no jj command ran since the step began: nothing was undone or lost
     jj = Jj(record.main_root)
     ops = _since(jj, record.operation)
-    undone = _undone(ops, revived, record.lane.name)
+    undone = _undone(jj, ops, revived, record.lane.name)
     return undone if undone is not None else _lost(jj, record, ops)
 
 
@@ -66,7 +66,8 @@ def _workspace_gone(lane: Path) -> Breach | None:
     return None
 
 
-def _undone(ops: list[Operation], revived: frozenset[str], lane: str) -> Breach | None:
+def _undone(jj: Jj, ops: list[Operation], revived: frozenset[str], lane: str
+            ) -> Breach | None:
     """The newest of `ops` that undid or restored others, unless the run's own revival."""
     for undo in ops:
         op, description = undo.id, undo.description
@@ -78,7 +79,7 @@ def _undone(ops: list[Operation], revived: frozenset[str], lane: str) -> Breach 
                           f"(operation {op[:12]}: {said}), by the agent or by you; jj's "
                           "operation log is the repository's, so it undid work of agent-loop's "
                           "or another lane's; nothing of this step is landed",
-                          _take_back(ops, undo, lane))
+                          _take_back(jj, ops, undo, lane))
     return None
 
 
@@ -105,7 +106,7 @@ def _lost(jj: Jj, record: JjLaneRecord, ops: list[Operation]) -> Breach | None:
             return Breach(Kind.LANDED_LOST, f"change {change[:12]}, which this lane's "
                           "task stood on (a task landed before, or a change of yours), was "
                           "abandoned while the lane's agent worked; nothing of this step "
-                          "is landed", _way_back(ops, lane.name, "jj op log"))
+                          "is landed", _way_back(jj, ops, lane.name, "jj op log"))
     for change in record.landed:
         if change in yours:
             continue
@@ -114,7 +115,7 @@ def _lost(jj: Jj, record: JjLaneRecord, ops: list[Operation]) -> Breach | None:
             what = "is no longer on the main line" if short is None else \
                 "lost its description"
             return Breach(Kind.LANDED_LOST, f"change {change[:12]}, which this lane landed, "
-                          f"{what}", _way_back(ops, lane.name, f"jj log -r {change[:12]}"))
+                          f"{what}", _way_back(jj, ops, lane.name, f"jj log -r {change[:12]}"))
     return None
 
 
@@ -129,18 +130,18 @@ def _present(jj: Jj, landed: tuple[str, ...], stood_on: tuple[str, ...]) -> dict
     return dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
 
 
-def _way_back(ops: list[Operation], lane: str, look: str) -> tuple[str, ...]:
+def _way_back(jj: Jj, ops: list[Operation], lane: str, look: str) -> tuple[str, ...]:
     """The commands that take back the lane's newest abandon (`ops`, newest first), run as
     printed from your workspace (_take_back). No abandon: `jj op log`, then `look`."""
     from agentloop.vcs.jj.workspaces import lane_of
 
     for op in ops:
         if lane_of(op.workspace) == lane and op.description.startswith("abandon "):
-            return _take_back(ops, op, lane)
+            return _take_back(jj, ops, op, lane)
     return tuple(dict.fromkeys(("jj op log", look)))
 
 
-def _take_back(ops: list[Operation], op: Operation, lane: str) -> tuple[str, ...]:
+def _take_back(jj: Jj, ops: list[Operation], op: Operation, lane: str) -> tuple[str, ...]:
     """The commands that take back `op` (an abandon of the lane's agent, or an undo or
     restore), run as printed from your workspace. Such an operation rewrites or moves your
     working-copy change as often as not (the abandon rebases it; an undo or a restore to before
@@ -151,7 +152,12 @@ def _take_back(ops: list[Operation], op: Operation, lane: str) -> tuple[str, ...
     from: not stale. A restore to the operation before `op` when only the lane ran jj since
     (its step's own operations, nothing of this step is landed) or agent-loop let another
     group's finished lane go (the next run lets it go again); a revert otherwise, which keeps
-    another lane's or your later work (the lane's change, rewritten since, is divergent then)."""
+    another lane's or your later work (the lane's change, rewritten since, is divergent then).
+    No restore when it would take back nothing but the lane's own step (every other
+    workspace's working-copy change the one it was before `op`, the main line below yours
+    with it): your workspace is not stale then, so a `jj st` of yours may come before the
+    line, whose snapshot the restore would drop (your workspace stale, and `jj workspace
+    update-stale` deleting your edits from the disk); the next run does the step again."""
     from agentloop.vcs.jj.workspaces import lane_of
     from agentloop.vcs.lanes import JJ_PREFIX
 
@@ -162,8 +168,28 @@ def _take_back(ops: list[Operation], op: Operation, lane: str) -> tuple[str, ...
     alone = len(op.parents) == 1 and all(
         o.id in before or o is op or lane_of(o.workspace) == lane
         or o.description.startswith(bookkeeping) for o in ops)
+    if alone and _only_the_lanes(jj, op.parents[0], lane):
+        return ("jj op log", "jj log")
     undo = f"op restore {op.parents[0][:12]}" if alone else f"op revert {op.id[:12]}"
     return (f"jj --ignore-working-copy {undo}", "jj log")
+
+
+def _only_the_lanes(jj: Jj, before: str, lane: str) -> bool:
+    """Whether every workspace but `lane`'s has the working-copy commit now that it had at
+    operation `before` (each read without a snapshot); False when jj cannot say, so that the
+    line keeps the restore and the stop is said all the same."""
+    from agentloop.errors import VcsError
+    from agentloop.vcs.jj.workspaces import lane_of
+
+    def targets(*at: str) -> set[str]:
+        out = jj.out("--ignore-working-copy", *at, "workspace", "list", "-T",
+                     'name ++ " " ++ target.commit_id() ++ "\\n"')
+        return {line for line in out.splitlines() if lane_of(line.split(" ", 1)[0]) != lane}
+
+    try:
+        return targets("--at-op", before) == targets()
+    except VcsError:
+        return False
 
 
 def _ancestors(ops: list[Operation], parents: tuple[str, ...]) -> set[str]:
