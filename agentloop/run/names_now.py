@@ -73,13 +73,18 @@ class Names:
 def names_now(run: Run) -> Names:
     """The names of the plan the controller last read, edited while the run worked, which the
     records take at the run's end (loop._plan_taken, with the same conditions); the run's own
-    numbers when there was no such edit, or the plan cannot be read."""
+    numbers when there was no such edit, or the plan cannot be read. A plan with no task left
+    names none by a number."""
     data = run.shared.plan_bytes
     if run.job is not None or data is None or \
             parse.file_hash(data) == run.state.task_file_hash:
         return Names()
     try:
-        changes = reconcile(run.state.tasks, parse.from_bytes(plan_kept.current(run), data))
+        # A plan whose every task was deleted (its words left) holds none of them: each is
+        # named by its words and counted as none of the plan's, as `--status` right after has
+        # none (loop._plan_taken records no such plan: the next run's start says it).
+        changes = reconcile(run.state.tasks, parse.from_bytes(plan_kept.current(run), data,
+                                                              emptied=True))
     except AgentLoopError:
         return Names()
     return matched(run.state.tasks, changes)

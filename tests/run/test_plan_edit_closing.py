@@ -215,3 +215,27 @@ def test_a_task_option_that_names_other_tasks_too_is_left_whole() -> None:
         assert names.within(said, 5) == said
     assert names.within("held: `agent-loop tasks.md --task 5`", 5) == \
         "held: `agent-loop tasks.md --task 3`"
+
+
+def test_a_plan_emptied_mid_run_is_counted_as_it_reads_now(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # Task one's agent removes both tasks (the plan keeps its title): the plan holds no task
+    # now, so the count counts none of it; what the run did is said by its words, and the undo
+    # line names task one so too (its number names nothing in the plan now).
+    edit, _, _ = _tools(tmp_path)
+    init_repo(work, "git")
+    plan = work / "tasks.md"
+    plan.write_text("# Plan\n\n- [ ] task one\n  FAKE: write one.txt one\n"
+                    f"  FAKE: bash {edit} {plan} remove one remove two\n"
+                    "- [ ] task two\n  FAKE: write two.txt two\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    text = done.stdout
+    assert done.returncode == 0, text + done.stderr
+    closing = next(line for line in text.splitlines() if line.startswith("agent-loop done: "))
+    assert closing.startswith('agent-loop done: 1 removed from the plan, "task one" '
+                              "(completed, removed from the plan since); cost "), closing
+    assert 'To undo one task, e.g. "task one": git revert ' in text, text
+    assert "tasks.md has no tasks now: every task was removed from it" in text, text
+    # --status right after holds no task either: the plan has none.
+    status = agent_loop(work, "--status")
+    assert "has no tasks" in status.stdout + status.stderr, status
