@@ -259,9 +259,10 @@ class Controller:
             return  # that group stops, its work kept; the others go on
         if isinstance(report.error, GroupHeld):
             # Its task is `held` (a decision the ledger applied): the group stops, its
-            # work kept on its lane, the others go on; the run ends unfinished (exit 4).
+            # work kept on its lane, the others go on; the run ends unfinished (exit 4). The
+            # closing lines say so of the task (loop._left_unfinished), named as the plan reads
+            # then: a line of the group's own said it again, the command in it unrenumbered.
             run.emit(LaneNote(f"{report.group} stopped: {report.error}", stop=True))
-            self.news.notes.append(f"{report.group}: {self._held_line(report.group)}")
             return
         if isinstance(report.error, (LaneBreach, LandingHeld)):
             # The agent acted outside its task, or a landing waited past the lane wait:
@@ -358,11 +359,6 @@ class Controller:
             self.run.shared.halt()  # no new task anywhere; running ones finish
         return answer
 
-    def _held_line(self, group: str) -> str:
-        """What a held group's task waits for and the command that lands it (its record)."""
-        return next((t.error for t in self.run.state.tasks
-                     if t.group == group and t.status == S.HELD and t.error), "held")
-
     def _start(self, places: Workplaces, group: str,
                lanes: dict[str, threading.Thread | None]) -> None:
         """A lane for `group`, in `lanes`: in this thread with one lane at a time, else a thread
@@ -443,7 +439,7 @@ class Controller:
 
     def _number(self, task: TaskState) -> int:
         """The task's number in the plan just read, which the live lines name it by."""
-        return self.run.shared.plan_numbers.get(task.log_name, task.index)
+        return self.run.shared.number(task)
 
     def _skipped(self, task: TaskState, text: str, named: bool = False) -> None:
         self.news.notes.append(text)

@@ -420,7 +420,7 @@ def _say(run: Run, task: TaskState, step: Step) -> None:
 def _number(run: Run, task: TaskState) -> int:
     """The task's number in the plan as the run last read it (edited meanwhile): what a
     TaskFinished names it by besides the run's own number."""
-    return run.shared.plan_numbers.get(task.log_name, task.index)
+    return run.shared.number(task)
 
 
 def _judged(run: Run, task: TaskState, attempt: Attempt, decision: Decision) -> None:

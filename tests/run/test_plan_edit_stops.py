@@ -1,0 +1,65 @@
+"""A plan edited while a `--parallel` run works (a task put above the others, one removed),
+the lines that stop a group or the run name tasks as the plan reads now, as `--status` does
+right after: a held group's note, a task still landing, one that conflicts with the main line."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, init_repo, state_of
+from tests.support.runner import agent_loop
+
+# An agent's edit of the plan: a new task put at its top, which renumbers every task below.
+ABOVE = """
+import sys
+plan = sys.argv[1]
+text = open(plan).read()
+open(plan, "w").write("## First\\n- [ ] task put above\\n  FAKE: write above.txt above\\n\\n"
+                      + text)
+"""
+
+
+def _above(tmp_path: Path) -> str:
+    (tmp_path / "above.py").write_text(ABOVE)
+    return shlex.join([sys.executable, str(tmp_path / "above.py")])
+
+
+def test_a_held_group_is_named_as_the_plan_reads_now(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # Task right's agent puts a task above the others: task left is task 2 when the run reads
+    # the plan again, as group Later starts. Task left's agent waits for task later's, so
+    # that its landing, held on your edit of f.txt, comes after that read.
+    init_repo(work, "git")
+    (work / "f.txt").write_text("base\n")
+    git(work, "add", "f.txt")
+    git(work, "commit", "-qm", "f")
+    (work / "f.txt").write_text("your edit, not committed\n")
+    plan, marker = work / "tasks.md", tmp_path / "later-ran"
+    plan.write_text("## Left\n- [ ] task left\n  FAKE: write f.txt from the task\n"
+                    f"  FAKE: bash while [ ! -e {marker} ]; do sleep 0.1; done\n"
+                    "## Right\n- [ ] task right\n  FAKE: write r.txt right\n"
+                    f"  FAKE: bash {_above(tmp_path)} {plan}\n"
+                    "## Later\n- [ ] task later\n  FAKE: write l.txt later\n"
+                    f"  FAKE: bash touch {marker}\n")
+    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill",
+                      "--allow-dirty", "--lane-wait", "1s")
+    text = done.stdout
+    assert done.returncode == 4, text + done.stderr
+    status = agent_loop(work, "--status").stdout
+    assert any(line.split()[:2] == ["2", "held"] and line.endswith("> task left")
+               for line in status.splitlines()), status
+    assert [t["status"] for t in state_of(work)["tasks"]] == \
+        ["pending", "held", "completed", "completed"], status
+    # Live, as the `[3/3] task 4` line above it names task later: by the plan as last read.
+    assert "[Later] [3/3] task 4: Later > task later" in text, text
+    assert "Left stopped: task 2 (Left) is held: your uncommitted edits to f.txt" in text, text
+    # One closing line says it, naming the task as --status does; none of the group's
+    # said it again.
+    looks = [line for line in text.splitlines() if line.startswith("look at: ")]
+    assert [line for line in looks if "held" in line] == [
+        next(line for line in looks if line.startswith(
+            "look at: task 2 is held: your uncommitted edits to f.txt"))], text
+    assert "not completed: task(s) 2;" in text, text
