@@ -352,7 +352,12 @@ class Controller:
             self.failed_in_row.clear()
         failed = self.failed_in_row
         if len(failed) >= run.options.max_failures and self.stuck is None:
-            tasks = ", ".join(str(i) for i in failed)
+            # Named as the plan last read says (the stop ends the run before another read:
+            # the closing lines' numbers); one removed from it since, by its words.
+            numbers = run.shared.plan_numbers
+            tasks = ", ".join(f'"{t.summary}"' if numbers and t.log_name not in numbers
+                              else str(run.shared.number(t))
+                              for t in (run.state.tasks[i - 1] for i in failed))
             self.stuck = RunStopped(f"the agent seems stuck: {len(failed)} tasks failed in a "
                                     f"row (tasks {tasks}); read their logs (agent-loop --status "
                                     "lists them) and fix the cause")

@@ -484,6 +484,16 @@ def plan_read(run: Run, parsed: TaskFile, changes: Reconciled,
     `--status` says no change, and only an edit made after that read is news. `found`: what
     marks the added tasks the history holds done (its lines, returned), in the same save."""
     _owner(run)
+    # A kept task's recorded error (a held task's command that goes on: `--task 5-7`) names
+    # tasks by the run's numbers, which the records give up now: by the plan's, as the closing
+    # lines said it, so that `--status` says what they said.
+    from agentloop.run.names_now import matched
+
+    names = matched(run.state.tasks, changes)
+    was = {t.log_name: t.index for t in run.state.tasks if names.kept(t.index)}
+    for task in changes.tasks:   # the records the state takes, by the run's numbers `was`
+        if task.error and task.log_name in was:
+            task.error = names.within(task.error, was[task.log_name])
     take_edit(run.project, run.state, parsed, changes)
     said = found() if found is not None else []
     save(run)

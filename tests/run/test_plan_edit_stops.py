@@ -12,13 +12,16 @@ from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, init_repo, state_of
 from tests.support.runner import agent_loop
 
-# An agent's edit of the plan: a new task put at its top, which renumbers every task below.
+# An agent's edit of the plan: a new task put above the first (under a heading of its own when
+# the plan has headings), which renumbers every task below.
 ABOVE = """
 import sys
 plan = sys.argv[1]
-text = open(plan).read()
-open(plan, "w").write("## First\\n- [ ] task put above\\n  FAKE: write above.txt above\\n\\n"
-                      + text)
+lines = open(plan).read().splitlines(keepends=True)
+at = next(i for i, line in enumerate(lines) if line.startswith(("- ", "## ")))
+task = "- [ ] task put above\\n  FAKE: write above.txt above\\n"
+lines.insert(at, "## First\\n" + task + "\\n" if lines[at].startswith("## ") else task)
+open(plan, "w").write("".join(lines))
 """
 
 
@@ -63,3 +66,50 @@ def test_a_held_group_is_named_as_the_plan_reads_now(
         next(line for line in looks if line.startswith(
             "look at: task 2 is held: your uncommitted edits to f.txt"))], text
     assert "not completed: task(s) 2;" in text, text
+
+
+def test_the_stuck_stop_names_the_failed_tasks_as_the_plan_reads_now(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # Task one's agent puts a task above and fails; tasks two and three fail too: the stop
+    # names them 2, 3 and 4, as --status does right after, not 1, 2 and 3.
+    init_repo(work, "git")
+    plan = work / "tasks.md"
+    plan.write_text(f"# Plan\n\n- [ ] task one\n  FAKE: bash {_above(tmp_path)} {plan}\n"
+                    "  FAKE: fail 9\n- [ ] task two\n  FAKE: fail 9\n"
+                    "- [ ] task three\n  FAKE: fail 9\n- [ ] task four\n  FAKE: write 4.txt 4\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--max-attempts", "1",
+                      "--max-failures", "3")
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said
+    assert "the agent seems stuck: 3 tasks failed in a row (tasks 2, 3, 4)" in said, said
+    status = agent_loop(work, "--status").stdout
+    assert [line.split()[:2] for line in status.splitlines()
+            if line.split()[1:2] == ["failed"]] == [["2", "failed"], ["3", "failed"],
+                                                    ["4", "failed"]], status
+
+
+def test_a_held_task_s_command_runs_the_same_tasks_as_the_plan_reads_now(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # `--task 1-2`: task one's agent puts a task above, so the two are tasks 2 and 3 now; task
+    # two, held on your edit, says the command that goes on with them as `--task 2-3` (as
+    # given, it would run the task put above and leave task two), in the closing line and in
+    # its record, which --status shows right after.
+    init_repo(work, "git")
+    (work / "f.txt").write_text("base\n")
+    git(work, "add", "f.txt")
+    git(work, "commit", "-qm", "f")
+    (work / "f.txt").write_text("your edit, not committed\n")
+    plan = work / "tasks.md"
+    plan.write_text(f"- [ ] task one\n  FAKE: write one.txt one\n"
+                    f"  FAKE: bash {_above(tmp_path)} {plan}\n"
+                    "- [ ] task two\n  FAKE: write f.txt from the task\n")
+    done = agent_loop(work, "--vcs", "git", "--task", "1-2", "--workplace", "lane",
+                      "--no-distill", "--allow-dirty", "--lane-wait", "1s")
+    text = done.stdout
+    assert done.returncode == 4, text + done.stderr
+    held = next(line for line in text.splitlines() if line.startswith("look at: task 3 is held"))
+    assert held.endswith("--task 2-3 --workplace lane --no-distill --allow-dirty "
+                         "--lane-wait 1s`"), held
+    status = agent_loop(work, "--status").stdout
+    error = next(line for line in status.splitlines() if "error: held" in line)
+    assert "--task 2-3 " in error, status
