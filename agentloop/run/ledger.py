@@ -27,6 +27,7 @@ from agentloop.run.context import Run
 from agentloop.run.decisions import (
     Blocked,
     Breached,
+    Charged,
     ChecksRan,
     Completed,
     Conflicted,
@@ -352,6 +353,8 @@ def _record(task: TaskState, step: Step) -> bool:
         return step.save
     if isinstance(step, RunEnded):
         record_result(task, step.record, step.result)
+    elif isinstance(step, Charged):
+        add_helper_cost(task, step.record, step.cost)
     elif isinstance(step, Marked):
         step.record.outcome = step.outcome
         if step.reason is not None:
