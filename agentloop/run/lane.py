@@ -184,7 +184,7 @@ def _settled(run: Run, task: TaskState, outcome: Outcome, trailers: str,
     if result.ok and report.signal == FATAL:
         _dropped(run, task, outcome)
         hand(run, task, Fatal(attempt, f"{FATAL}: {report.reason}"))
-        raise RunStopped(f"the agent reported a fatal error on task {task.index}: "
+        raise RunStopped(f"the agent reported a fatal error on task {run.shared.number(task)}: "
                          f"{report.reason or 'no reason given'}")
     if result.ok and report.signal == BLOCKED:
         _dropped(run, task, outcome)
@@ -353,7 +353,8 @@ def _unretried(run: Run, task: TaskState) -> None:
         "the run stopped before its retry"
     failure = task.error or "its attempt failed"
     hand(run, task, Unretried(f"held: {why}"))
-    run.emit(LaneNote(f"task {task.index} failed ({failure}) and is held: {why}; it runs "
+    run.emit(LaneNote(f"task {run.shared.number(task)} failed ({failure}) and is held: {why}; "
+                      "it runs "
                       "again on the next run"))
 
 
@@ -370,12 +371,13 @@ def _check_budget(run: Run, task: TaskState) -> bool:
     said = run.shared.purse.take(
         task.group, options.budget, lambda: budget.reckoned(options, caps, run.state, left).total,
         amount, run.shared.halted,
-        lambda: run.emit(LaneNote(f"task {task.index} waits: what was spent and what the running "
+        lambda: run.emit(LaneNote(f"task {run.shared.number(task)} waits: what was spent and "
+                                  "what the running "
                                   f"tasks may still spend could reach --budget "
                                   f"{money(options.budget or 0)}")))
     if said is budget.Verdict.STOP:
         total = budget.reckoned(options, caps, run.state, left)
-        raise BudgetReached(f"budget reached before task {task.index}: spent "
+        raise BudgetReached(f"budget reached before task {run.shared.number(task)}: spent "
                             f"{total.said()} of {money(options.budget)}", total.total,
                             options.budget)
     return said is budget.Verdict.GO

@@ -113,3 +113,21 @@ def test_a_held_task_s_command_runs_the_same_tasks_as_the_plan_reads_now(
     status = agent_loop(work, "--status").stdout
     error = next(line for line in status.splitlines() if "error: held" in line)
     assert "--task 2-3 " in error, status
+
+
+def test_the_budget_stop_names_the_task_as_the_plan_reads_now(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # Task one's agent puts a task above and spends the budget: the stop names task two by
+    # its number now (3), as --status does right after, not 2 (the task put above).
+    init_repo(work, "git")
+    plan = work / "tasks.md"
+    plan.write_text(f"- [ ] task one\n  FAKE: write one.txt one\n"
+                    f"  FAKE: bash {_above(tmp_path)} {plan}\n"
+                    "- [ ] task two\n  FAKE: write two.txt two\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--budget", "0.01")
+    said = done.stdout + done.stderr
+    assert "budget reached before task 3: spent $0.0100" in said, said
+    assert "before task 2" not in said, said
+    status = agent_loop(work, "--status").stdout
+    assert any(line.split()[:2] == ["3", "pending"] and line.endswith("> task two")
+               for line in status.splitlines()), status
