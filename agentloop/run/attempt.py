@@ -51,7 +51,7 @@ def task_started(run: Run, task: TaskState, attempt: int, iteration: int = 1) ->
     dropped = run.tally.dropped
     planned = [i for i in run.tally.planned if i not in dropped]
     position = planned.index(task.index) + 1 if task.index in planned else 0
-    number = run.shared.plan_numbers.get(task.log_name, task.index)
+    number = run.shared.number(task)
     return TaskStarted(task.index, len(run.state.tasks), task.group, task.summary, attempt,
                        iteration, position=position, count=len(planned), number=number)
 

@@ -73,7 +73,8 @@ def land_beside(run: Run, fallback: bool = True, before: Callable[[], None] | No
     if done is None:  # refused as itself: the longer way, as a landing in turn takes it
         # Why git refused is not known here: a commit or an edit of yours on one of its
         # files, or only a moment's lock another git held (an editor's git panel).
-        run.emit(LaneNote(f"task {task.index}'s commit {(task.change_id or '')[:12]} did not "
+        run.emit(LaneNote(f"task {run.shared.number(task)}'s commit "
+                          f"{(task.change_id or '')[:12]} did not "
                           "land as itself (git refused the fast-forward: another git held your "
                           "checkout's lock, or your checkout changed meanwhile): it lands now"
                           + (", the next task's work set aside until it has" if before

@@ -77,7 +77,7 @@ def resolve(run: Run, task: TaskState, change: Change, session: str | None,
     noted = conflict.note  # what the agent did to your checkout: kept in the task's record
     for round_ in range(1, ROUNDS + 1):
         files = vcs.open_conflict(conflict)
-        run.emit(LaneNote(f"task {task.index} conflicts with the main line in "
+        run.emit(LaneNote(f"task {run.shared.number(task)} conflicts with the main line in "
                           f"{', '.join(files)}: the group's session resolves it "
                           f"(round {round_} of {ROUNDS})"))
         marked = set(vcs.markers_left(files))
@@ -102,7 +102,8 @@ def resolve(run: Run, task: TaskState, change: Change, session: str | None,
     if noted:
         reason += f"; task {task.index}: {noted}"
     hand(run, task, Conflicted(attempt, first, reason, session))
-    raise GroupConflicted(f"task {task.index} ({task.group}) conflicts with the main line")
+    raise GroupConflicted(f"task {run.shared.number(task)} ({task.group}) conflicts with the "
+                          "main line")
 
 
 def land_kept(run: Run, task: TaskState) -> Change:
@@ -113,10 +114,11 @@ def land_kept(run: Run, task: TaskState) -> Change:
     vcs = _lane_vcs(run)
     if vcs is None or not task.history:
         if task.status == S.LANDING:
-            raise RunStopped(f"task {task.index} is landing: its commit {task.change_id} waits "
+            raise RunStopped(f"task {run.shared.number(task)} is landing: its commit "
+                             f"{task.change_id} waits "
                              "in its lane for a run in lanes (not --workplace checkout) to "
                              "land it")
-        raise RunStopped(f"task {task.index} is {task.status}: {task.error}")
+        raise RunStopped(f"task {run.shared.number(task)} is {task.status}: {task.error}")
     try:
         if task.status == S.LANDING and isinstance(vcs, LandsLeft):
             return vcs.land_left(task.change_id or "")
@@ -169,7 +171,7 @@ def settling(run: Run, task: TaskState, record: Attempt) -> Iterator[None]:
         hand(run, task, Held(record, held.commit, reason))
         if held.stop is not None:  # the run was stopped while it waited: it stops now
             raise held.stop from None
-        raise GroupHeld(f"task {task.index} ({task.group}) is {reason}") from None
+        raise GroupHeld(f"task {run.shared.number(task)} ({task.group}) is {reason}") from None
     except LaneBreach as breach:
         breached(run, task, record, breach)
         raise

@@ -141,6 +141,11 @@ class Shared:
         """Whether the run is winding down."""
         return self._halt.is_set()
 
+    def number(self, task: TaskState) -> int:
+        """The task's number in the plan as the run last read it (`plan_numbers`): what a line
+        said as the run goes names it by, as `--status` would then."""
+        return self.plan_numbers.get(task.log_name, task.index)
+
 
 class FleetJob(Protocol):
     """A CI job's part in its group's run (agentloop.fleet.job.Job)."""

@@ -262,9 +262,10 @@ class Controller:
             return  # that group stops, its work kept; the others go on
         if isinstance(report.error, GroupHeld):
             # Its task is `held` (a decision the ledger applied): the group stops, its
-            # work kept on its lane, the others go on; the run ends unfinished (exit 4).
+            # work kept on its lane, the others go on; the run ends unfinished (exit 4). The
+            # closing lines say so of the task (loop._left_unfinished), named as the plan reads
+            # then: a line of the group's own said it again, the command in it unrenumbered.
             run.emit(LaneNote(f"{report.group} stopped: {report.error}", stop=True))
-            self.news.notes.append(f"{report.group}: {self._held_line(report.group)}")
             return
         if isinstance(report.error, (LaneBreach, LandingHeld)):
             # The agent acted outside its task, or a landing waited past the lane wait:
@@ -354,17 +355,17 @@ class Controller:
             self.failed_in_row.clear()
         failed = self.failed_in_row
         if len(failed) >= run.options.max_failures and self.stuck is None:
-            tasks = ", ".join(str(i) for i in failed)
+            # Named as the plan last read says (the stop ends the run before another read:
+            # the closing lines' numbers); one removed from it since, by its words.
+            numbers = run.shared.plan_numbers
+            tasks = ", ".join(f'"{t.summary}"' if numbers and t.log_name not in numbers
+                              else str(run.shared.number(t))
+                              for t in (run.state.tasks[i - 1] for i in failed))
             self.stuck = RunStopped(f"the agent seems stuck: {len(failed)} tasks failed in a "
                                     f"row (tasks {tasks}); read their logs (agent-loop --status "
                                     "lists them) and fix the cause")
             self.run.shared.halt()  # no new task anywhere; running ones finish
         return answer
-
-    def _held_line(self, group: str) -> str:
-        """What a held group's task waits for and the command that lands it (its record)."""
-        return next((t.error for t in self.run.state.tasks
-                     if t.group == group and t.status == S.HELD and t.error), "held")
 
     def _start(self, places: Workplaces, group: str,
                lanes: dict[str, threading.Thread | None]) -> None:
@@ -446,7 +447,7 @@ class Controller:
 
     def _number(self, task: TaskState) -> int:
         """The task's number in the plan just read, which the live lines name it by."""
-        return self.run.shared.plan_numbers.get(task.log_name, task.index)
+        return self.run.shared.number(task)
 
     def _skipped(self, task: TaskState, text: str, named: bool = False) -> None:
         self.news.notes.append(text)

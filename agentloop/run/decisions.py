@@ -7,7 +7,8 @@ thread, saving once and emitting once.
 Two kinds:
 - the steps of an attempt as they happen, saved before the next begins so that a kill at any
   instant leaves records a re-run can settle: `Opened`, `RunBegun`, `RunEnded`, `Marked`,
-  `ChecksRan`, `Dropped`, `Uncounted`, and `Waiting` (what a finished task's landing waits for);
+  `ChecksRan`, `Dropped`, `Uncounted`, `Charged` (a helper call's cost, as it is paid), and
+  `Waiting` (what a finished task's landing waits for);
 - how a task's turn ends: `Completed`, `Blocked`, `Conflicted`, `Held`, `Breached`, `Fatal`,
   and what a failed
   attempt comes to (`Judged`: `Retry`, `WaitFor`, `Failed`, `Stop`; the lane judges,
@@ -120,6 +121,15 @@ class RunEnded:
 
     record: Attempt
     result: AgentResult
+
+
+@dataclass(frozen=True)
+class Charged:
+    """A helper call for this run (the commit message's writer) cost `cost`: charged to `record`
+    as it is paid, whatever the task's turn then comes to (landed, held, conflicted, stopped)."""
+
+    record: Attempt
+    cost: float
 
 
 @dataclass(frozen=True)
@@ -268,6 +278,6 @@ class MayStart:
     request and the plan; a task the user ticked or reworded meanwhile changes its record.)"""
 
 
-Step = Union[Judged, Opened, RunBegun, RunEnded, Marked, ChecksRan, Dropped, Moved,
+Step = Union[Judged, Opened, RunBegun, RunEnded, Charged, Marked, ChecksRan, Dropped, Moved,
              Uncounted, Unretried, Waiting, Completed, Blocked, Conflicted, Held, Breached,
              Fatal]

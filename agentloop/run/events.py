@@ -163,6 +163,9 @@ class MessageDistilled:
     distilled: bool
     subject: str
     note: str = ""       # why the plain message was kept
+    # What the call cost (charged to the task's run as paid, whatever the landing comes to):
+    # beside AgentFinished's, what events.jsonl's costs add up to RunFinished's with.
+    cost_usd: float = 0.0
 
 
 @dataclass(frozen=True)

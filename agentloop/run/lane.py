@@ -38,6 +38,7 @@ from agentloop.run.conflicts import settling
 from agentloop.run.context import Run
 from agentloop.run.decisions import (
     Blocked,
+    Charged,
     Completed,
     Decision,
     Failed,
@@ -183,7 +184,7 @@ def _settled(run: Run, task: TaskState, outcome: Outcome, trailers: str,
     if result.ok and report.signal == FATAL:
         _dropped(run, task, outcome)
         hand(run, task, Fatal(attempt, f"{FATAL}: {report.reason}"))
-        raise RunStopped(f"the agent reported a fatal error on task {task.index}: "
+        raise RunStopped(f"the agent reported a fatal error on task {run.shared.number(task)}: "
                          f"{report.reason or 'no reason given'}")
     if result.ok and report.signal == BLOCKED:
         _dropped(run, task, outcome)
@@ -261,16 +262,19 @@ def _act(run: Run, task: TaskState, decision: Decision) -> bool:
 
 def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str,
               beside: bool = True) -> None:
-    message, helper_cost = commit_message(task, run.state.title), 0.0
+    message = commit_message(task, run.state.title)
     if run.distiller is not None and run.vcs.name != "none":
         with settling(run, task, outcome.attempt):  # a lane its agent removed: a breach
             diff = run.vcs.diff(outcome.change)
         distilled = run.distiller(plain=message, group=filed_under(task, run.state.title),
                                   task=task.task, final=outcome.result.text, diff=diff)
-        helper_cost = distilled.cost_usd
+        if distilled.cost_usd:
+            # Charged as paid: a landing then held, conflicted or stopped hands no Completed,
+            # and its writer's cost went into no total.
+            hand(run, task, Charged(outcome.attempt, distilled.cost_usd))
         message = distilled.text
         run.emit(MessageDistilled(task.index, distilled.distilled, message.splitlines()[0],
-                                  distilled.note))
+                                  distilled.note, distilled.cost_usd))
     if outcome.checks:  # only a round that passed reaches here
         message += "\n\n" + commit_line([c.command for c in outcome.checks])
     if outcome.note:  # kept for the user to judge: the history says so too
@@ -300,7 +304,7 @@ def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str,
         # What the agent did to your checkout (what the backend put right) is kept in the
         # task's record too: the closing lines and `--status` say it again.
         step = Completed(outcome.attempt, done, outcome.status, outcome.note, outcome.feedback,
-                         helper_cost, aside=aside)
+                         aside=aside)
         if running:
             # Its commit lands beside the next task's agent: the record says so (and names
             # the commit) before that task begins, so a stop at any moment leaves it for the
@@ -310,11 +314,11 @@ def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str,
         hand(run, task, step)
     except BaseException:
         with shielded():
-            _left_landing(run, task, outcome, helper_cost)
+            _left_landing(run, task, outcome)
         raise
 
 
-def _left_landing(run: Run, task: TaskState, outcome: Outcome, helper_cost: float) -> None:
+def _left_landing(run: Run, task: TaskState, outcome: Outcome) -> None:
     """A stop (Ctrl+C, an error) after the lane committed the task, before its record named
     that commit: saved `landing`, naming it, for the next run to land first (or find landed),
     its agent not paid again (in your checkout: completed, its commit on your branch). Left
@@ -330,8 +334,7 @@ def _left_landing(run: Run, task: TaskState, outcome: Outcome, helper_cost: floa
     done = made.made() if made is not None else cut.cut_short() if cut is not None else None
     if done is None:  # no commit made
         return
-    step = Completed(outcome.attempt, done, outcome.status, outcome.note, outcome.feedback,
-                     helper_cost)
+    step = Completed(outcome.attempt, done, outcome.status, outcome.note, outcome.feedback)
     if cut is not None:
         hand(run, task, step)
         return
@@ -350,7 +353,8 @@ def _unretried(run: Run, task: TaskState) -> None:
         "the run stopped before its retry"
     failure = task.error or "its attempt failed"
     hand(run, task, Unretried(f"held: {why}"))
-    run.emit(LaneNote(f"task {task.index} failed ({failure}) and is held: {why}; it runs "
+    run.emit(LaneNote(f"task {run.shared.number(task)} failed ({failure}) and is held: {why}; "
+                      "it runs "
                       "again on the next run"))
 
 
@@ -367,12 +371,13 @@ def _check_budget(run: Run, task: TaskState) -> bool:
     said = run.shared.purse.take(
         task.group, options.budget, lambda: budget.reckoned(options, caps, run.state, left).total,
         amount, run.shared.halted,
-        lambda: run.emit(LaneNote(f"task {task.index} waits: what was spent and what the running "
+        lambda: run.emit(LaneNote(f"task {run.shared.number(task)} waits: what was spent and "
+                                  "what the running "
                                   f"tasks may still spend could reach --budget "
                                   f"{money(options.budget or 0)}")))
     if said is budget.Verdict.STOP:
         total = budget.reckoned(options, caps, run.state, left)
-        raise BudgetReached(f"budget reached before task {task.index}: spent "
+        raise BudgetReached(f"budget reached before task {run.shared.number(task)}: spent "
                             f"{total.said()} of {money(options.budget)}", total.total,
                             options.budget)
     return said is budget.Verdict.GO

@@ -27,6 +27,7 @@ from agentloop.run.context import Run
 from agentloop.run.decisions import (
     Blocked,
     Breached,
+    Charged,
     ChecksRan,
     Completed,
     Conflicted,
@@ -352,6 +353,8 @@ def _record(task: TaskState, step: Step) -> bool:
         return step.save
     if isinstance(step, RunEnded):
         record_result(task, step.record, step.result)
+    elif isinstance(step, Charged):
+        add_helper_cost(task, step.record, step.cost)
     elif isinstance(step, Marked):
         step.record.outcome = step.outcome
         if step.reason is not None:
@@ -420,7 +423,7 @@ def _say(run: Run, task: TaskState, step: Step) -> None:
 def _number(run: Run, task: TaskState) -> int:
     """The task's number in the plan as the run last read it (edited meanwhile): what a
     TaskFinished names it by besides the run's own number."""
-    return run.shared.plan_numbers.get(task.log_name, task.index)
+    return run.shared.number(task)
 
 
 def _judged(run: Run, task: TaskState, attempt: Attempt, decision: Decision) -> None:
@@ -484,6 +487,16 @@ def plan_read(run: Run, parsed: TaskFile, changes: Reconciled,
     `--status` says no change, and only an edit made after that read is news. `found`: what
     marks the added tasks the history holds done (its lines, returned), in the same save."""
     _owner(run)
+    # A kept task's recorded error (a held task's command that goes on: `--task 5-7`) names
+    # tasks by the run's numbers, which the records give up now: by the plan's, as the closing
+    # lines said it, so that `--status` says what they said.
+    from agentloop.run.names_now import matched
+
+    names = matched(run.state.tasks, changes)
+    was = {t.log_name: t.index for t in run.state.tasks if names.kept(t.index)}
+    for task in changes.tasks:   # the records the state takes, by the run's numbers `was`
+        if task.error and task.log_name in was:
+            task.error = names.within(task.error, was[task.log_name])
     take_edit(run.project, run.state, parsed, changes)
     said = found() if found is not None else []
     save(run)

@@ -45,41 +45,68 @@ class Names:
         return f"{self(index)} {text.split(' ', 2)[2]}"
 
     def within(self, text: str, index: int) -> str:
-        """A line written with the run's number of the task `index` (its recorded error, a note
-        said while it ran), naming it as the plan reads now: `task 5` and `--task 5` where they
-        stand for that task (not `task 50`); a `--task` of a task the plan no longer has stays,
-        there being no number to give it, as does a command line whose `--task` names other
-        tasks too (`--task 5-7`, `--task 5,7`, another `--task`): those are the run's numbers,
-        which this task's alone renumbered would mix with the plan's."""
-        if self.numbers is None or self.numbers.get(index) == index:
+        """A line written with the run's numbers (the task `index`'s recorded error, a note
+        said while it ran), naming tasks as the plan reads now: `task 5` where it stands for
+        that task (not `task 50`), and every task a `--task` names (the command that goes on,
+        `--task 5-7`: each task of it by its number now, `--task 3,8`, so that it runs the
+        same tasks; one the plan no longer has left out, there being no number to give it;
+        a `--task` of no task the plan still has stays as it was)."""
+        if self.numbers is None:
             return text
         import re  # the run's end only
 
-        old, number = f"task {index}", self.number(index)
-        alone = all(spec == str(index) for spec in re.findall(r"--task[ =]([\d,-]*)", text))
+        text = re.sub(r"(--task[ =])(\d[\d,-]*)",
+                      lambda hit: hit.group(1) + self._spec(hit.group(2)), text)
+        if self.numbers.get(index) == index:
+            return text
+        old = f"task {index}"
         out, at = [], 0
         while (hit := text.find(old, at)) >= 0:
             end = hit + len(old)
             before = text[hit - 1] if hit else " "
-            if (end < len(text) and text[end].isdigit()) or before.isalnum() or (
-                    before == "-" and (number is None or not alone)):
+            # A `--task N` is the plan's number now (above): another task's, maybe.
+            if (end < len(text) and text[end].isdigit()) or before.isalnum() or before == "-":
                 out.append(text[at:end])
             else:
-                out.append(text[at:hit] + (f"task {number}" if before == "-" else self(index)))
+                out.append(text[at:hit] + self(index))
             at = end
         return "".join(out) + text[at:]
 
+    def _spec(self, spec: str) -> str:
+        """A `--task` value of the run's numbers (`5`, `5-7`, `5,7`) as the plan numbers the
+        same tasks now; as it was when it names none the plan still has."""
+        picked: list[int] = []
+        for part in spec.split(","):
+            first, _, last = part.partition("-")
+            if not first.isdigit() or not (last.isdigit() or not _):
+                return spec
+            picked.extend(range(int(first), int(last or first) + 1))
+        now = sorted({n for i in picked if (n := self.number(i)) is not None})
+        if not now:
+            return spec
+        runs: list[list[int]] = []
+        for n in now:
+            if runs and n == runs[-1][1] + 1:
+                runs[-1][1] = n
+            else:
+                runs.append([n, n])
+        return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 def names_now(run: Run) -> Names:
     """The names of the plan the controller last read, edited while the run worked, which the
     records take at the run's end (loop._plan_taken, with the same conditions); the run's own
-    numbers when there was no such edit, or the plan cannot be read."""
+    numbers when there was no such edit, or the plan cannot be read. A plan with no task left
+    names none by a number."""
     data = run.shared.plan_bytes
     if run.job is not None or data is None or \
             parse.file_hash(data) == run.state.task_file_hash:
         return Names()
     try:
-        changes = reconcile(run.state.tasks, parse.from_bytes(plan_kept.current(run), data))
+        # A plan whose every task was deleted (its words left) holds none of them: each is
+        # named by its words and counted as none of the plan's, as `--status` right after has
+        # none (loop._plan_taken records no such plan: the next run's start says it).
+        changes = reconcile(run.state.tasks, parse.from_bytes(plan_kept.current(run), data,
+                                                              emptied=True))
     except AgentLoopError:
         return Names()
     return matched(run.state.tasks, changes)

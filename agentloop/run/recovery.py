@@ -54,8 +54,8 @@ def _land_left(run: Run, task: TaskState) -> None:
     """A task kept on its lane by an earlier run (or its landing cut short): landed now."""
     record = _landing_record(task) if task.status == S.LANDING else task.history[-1]
     # No task heading comes before this landing's lines: this one names the task.
-    run.emit(LaneNote(f"task {task.index} ({task.status} by an earlier run) lands now: "
-                      f"{task.summary}"))
+    run.emit(LaneNote(f"task {run.shared.number(task)} ({task.status} by an earlier run) lands "
+                      f"now: {task.summary}"))
     with settling(run, task, record):
         landed = conflicts.land_kept(run, task)
     hand(run, task, Completed(record, landed, S.COMPLETED))

@@ -6,6 +6,7 @@ agent-loop as a process, the fake claude."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.support.fake_agent import FakeClaude
@@ -57,6 +58,36 @@ def test_a_landing_held_on_your_edit_stops_its_group_only_and_exits_4(
     landed = state_of(work)["tasks"][0]
     assert landed["files"] == ["f.txt"], landed
     assert f"change {landed['change_id'][:12]}: 1 file(s) changed" in again.stdout, again.stdout
+
+
+def test_a_held_task_s_commit_message_writer_is_paid_for_in_the_totals(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # The distiller writes each task's commit message before it lands ($0.0010 a call from
+    # the fake): the held task's call was paid all the same, and counts in its receipt, the
+    # closing line and --status (it went into no total: $0.0210 of $0.0220 spent).
+    init_repo(work, "git")
+    (work / "f.txt").write_text("base\n")
+    git(work, "add", "f.txt")
+    git(work, "commit", "-qm", "f")
+    (work / "f.txt").write_text("your edit, not committed\n")
+    (work / "tasks.md").write_text(PLAN)
+    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--allow-dirty",
+                      "--lane-wait", "1s")
+    said = done.stdout + done.stderr
+    assert done.returncode == 4, said
+    assert len(fake_claude.calls()) == 4, said  # two agents, two messages
+    assert "1 completed, 1 held; cost $0.0220;" in said, said
+    status = agent_loop(work, "--status").stdout
+    assert "cost $0.0220;" in status and "total: $0.0220 " in status, status
+    assert any(line.split()[:2] == ["1", "held"] and "$0.0110" in line
+               for line in status.splitlines()), status
+    # events.jsonl's costs add up to its total: the agents' and their messages' writers'.
+    events = [json.loads(line) for line in
+              (work / ".agent-loop" / "events.jsonl").read_text().splitlines()]
+    paid = sum(e.get("cost_usd", 0.0) for e in events
+               if e["type"] in ("AgentFinished", "MessageDistilled"))
+    total = next(e["cost_usd"] for e in events if e["type"] == "RunFinished")
+    assert round(paid, 6) == round(total, 6) == 0.022, events
 
 
 def test_an_agent_that_rewinds_its_lane_stops_its_group_with_the_repair_line(

@@ -195,23 +195,56 @@ def test_a_line_said_with_the_run_s_number_names_the_task_as_the_plan_reads_now(
         "--again` does it again (task 50 and subtask 5 are others)")
     assert names.within("conflicts in a.txt; task 6: its note; `--task 6`", 6) == \
         'conflicts in a.txt; task "six": its note; `--task 6`'
-    assert names.within(said, 7) == said
+    # Task 7's own line, its number the same: a `--task` in it names task 5 by its number now;
+    # a bare `task 5` is not its own, and is left (words of an agent or a check, maybe).
+    assert names.within(said, 7) == said.replace("--task 5", "--task 3")
     assert names.headed("task 4 (seven) was ticked in the plan: skipped", 7) == \
         "task 7 (seven) was ticked in the plan: skipped"
     assert (names(5), names(6), names.kept(6), Names()(6), Names().within(said, 5)) == \
         ("task 3", 'task "six"', False, "task 6", said)
 
 
-def test_a_task_option_that_names_other_tasks_too_is_left_whole() -> None:
+def test_a_task_option_that_names_other_tasks_too_names_the_same_tasks_now() -> None:
     # A held task's line holds the command that goes on (`agent-loop tasks.md --task 5-7`,
-    # the run's own arguments): a `--task` that names other tasks beside this one keeps the
-    # run's numbers whole, where renumbering this task alone named others by the run's
-    # numbers beside it (`--task 3-7`, `--task 3,7`: task 7 is task 8 now).
+    # the run's own arguments): every task it names, by its number now, so that it runs the
+    # same tasks (task 6 is gone from the plan, so left out; task 7 is task 8 now). Left as
+    # it was, `--task 5-7` ran the task put where 5 stood and never task 7.
     from agentloop.run.names_now import Names
 
-    names = Names({4: 5, 5: 3, 7: 8}, {4: "four", 5: "five", 7: "seven"})
-    for command in ("--task 5-7", "--task 5,7", "--task 5 --task 7", "--task=4 --task 5"):
+    names = Names({4: 5, 5: 3, 7: 8, 8: 9, 9: 10}, {4: "four", 5: "five", 7: "seven"})
+    for command, now in (("--task 5-7", "--task 3,8"), ("--task 5,7", "--task 3,8"),
+                         ("--task 5 --task 7", "--task 3 --task 8"),
+                         ("--task=4 --task 5", "--task=5 --task 3"),
+                         ("--task 7-9", "--task 8-10"), ("--task 6", "--task 6"),
+                         ("--task 5-", "--task 5-")):
         said = f"held: `agent-loop tasks.md {command}`"
-        assert names.within(said, 5) == said
-    assert names.within("held: `agent-loop tasks.md --task 5`", 5) == \
-        "held: `agent-loop tasks.md --task 3`"
+        assert names.within(said, 5) == f"held: `agent-loop tasks.md {now}`", command
+        assert names.within(said, 4) == f"held: `agent-loop tasks.md {now}`", command
+    assert names.within("task 5 is held: `agent-loop tasks.md --task 5`", 5) == \
+        "task 3 is held: `agent-loop tasks.md --task 3`"
+    # A task whose own number is the same now: the others its `--task` names still move.
+    assert Names({1: 1, 2: 4}, {}).within("task 1: `agent-loop tasks.md --task 1-2`", 1) == \
+        "task 1: `agent-loop tasks.md --task 1,4`"
+
+def test_a_plan_emptied_mid_run_is_counted_as_it_reads_now(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # Task one's agent removes both tasks (the plan keeps its title): the plan holds no task
+    # now, so the count counts none of it; what the run did is said by its words, and the undo
+    # line names task one so too (its number names nothing in the plan now).
+    edit, _, _ = _tools(tmp_path)
+    init_repo(work, "git")
+    plan = work / "tasks.md"
+    plan.write_text("# Plan\n\n- [ ] task one\n  FAKE: write one.txt one\n"
+                    f"  FAKE: bash {edit} {plan} remove one remove two\n"
+                    "- [ ] task two\n  FAKE: write two.txt two\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    text = done.stdout
+    assert done.returncode == 0, text + done.stderr
+    closing = next(line for line in text.splitlines() if line.startswith("agent-loop done: "))
+    assert closing.startswith('agent-loop done: 1 removed from the plan, "task one" '
+                              "(completed, removed from the plan since); cost "), closing
+    assert 'To undo one task, e.g. "task one": git revert ' in text, text
+    assert "tasks.md has no tasks now: every task was removed from it" in text, text
+    # --status right after holds no task either: the plan has none.
+    status = agent_loop(work, "--status")
+    assert "has no tasks" in status.stdout + status.stderr, status

@@ -128,7 +128,7 @@ def test_a_lane_waiting_for_your_edits_is_held_after_the_lane_wait(
     done = agent_loop(work, "--vcs", "git", "--workplace", "lane", "--no-distill",
                       "--allow-dirty", "--lane-wait", "1s", "--parallel", parallel)
     assert done.returncode == 4, done.stdout + done.stderr
-    assert "Docs: held: your uncommitted edits to README.md" in done.stdout
+    assert "look at: task 1 is held: your uncommitted edits to README.md" in done.stdout
     assert "`agent-loop tasks.md" in done.stdout  # the command that finishes it
     tasks = {t["group"]: t for t in state_of(work)["tasks"]}
     assert tasks["Docs"]["status"] == "held" and tasks["Code"]["status"] == "completed"
