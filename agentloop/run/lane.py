@@ -59,7 +59,7 @@ from agentloop.run.lane_tag import LaneNote
 from agentloop.run.rebuilt import trailers_of
 from agentloop.run.recovery import recover
 from agentloop.run.selection import commit_message, filed_under
-from agentloop.run.verify import baseline, task_checks
+from agentloop.run.verify import FirstChecks, task_checks
 from agentloop.run.waits import wait_for_limit
 from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.receipts import money
@@ -70,11 +70,11 @@ from agentloop.vcs.protocol import CatchesUp, Change, CutShort, KnowsMade
 
 
 def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
-             checks_first: list[TaskState] | None = None) -> None:
+             checks_first: FirstChecks | None = None) -> None:
     """Run `tasks`, one group's, in order in this lane's working copy. `begun` gets each task
-    it starts (a run's first agent comes when it is empty); `checks_first`: the tasks whose
-    checks run once before the run's first agent, on the tree as left (a parallel run does that
-    once in the main checkout, before any lane starts: None)."""
+    it starts (a run's first agent comes when it is empty); `checks_first`: the user's checks,
+    run once before the run's first agent, on the tree as left (several lanes at once: by the
+    first lane to come to one, before any lane's)."""
     lost_before(run)
     try:
         for position, task in enumerate(tasks):
@@ -91,9 +91,8 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
                 done_ids(run, task)
                 _settled_one(run)
                 continue
-            if not begun and checks_first is not None:  # before the run's first agent
-                baseline(run, [t for t in checks_first if t.index >= task.index
-                               or t.group != task.group])
+            if not begun and checks_first is not None and not checks_first(run, task):
+                break  # they failed in another lane, which says so: no agent starts here
             begun.append(task)
             _caught_up(run)
             _run_task(run, task, lane_end=position == len(tasks) - 1)

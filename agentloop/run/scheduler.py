@@ -12,7 +12,7 @@ import threading
 from functools import partial
 from typing import Any
 
-from agentloop.errors import VcsError
+from agentloop.errors import CheckFailed, VcsError
 from agentloop.proc import running
 from agentloop.run.context import Run, Tally
 from agentloop.run.decisions import Waiting
@@ -20,7 +20,7 @@ from agentloop.run.events import Emit, Event, LandingWaits
 from agentloop.run.handover import hand
 from agentloop.run.lane import run_lane
 from agentloop.run.lane_tag import LaneNote, lane, set_lane
-from agentloop.run.verify import baseline
+from agentloop.run.verify import FirstChecks
 from agentloop.run.workplace import furnish_lane, in_lanes
 from agentloop.state.schema import TaskState
 from agentloop.state.status import OPEN
@@ -51,7 +51,8 @@ class Workplaces:
 
     def __init__(self, run: Run, main: MainLine | None, names: dict[str, str],
                  groups: dict[str, list[TaskState]], listed: Any = None, serial: str = "",
-                 holder: str | None = None, own: set[str] | None = None) -> None:
+                 holder: str | None = None, own: set[str] | None = None,
+                 first: FirstChecks | None = None) -> None:
         self.run, self.main, self.names, self.groups = run, main, names, groups
         self.order = list(groups)
         # The working copies the sweep listed, for the first lane opened (no other has been
@@ -66,12 +67,15 @@ class Workplaces:
         self._holder = holder
         self._own = own or set()  # groups that go on in a lane of their own (_holder's doc)
         self._carried: tuple[lanes.Workspace, Lane] | None = None
+        # Several lanes at once: the user's checks, once, in the first lane to come to an
+        # agent, before any lane's (run_group).
+        self._first = first
 
     @classmethod
     def open(cls, run: Run, groups: dict[str, list[TaskState]]) -> "Workplaces":
-        """The run's workplaces: the checkout, or (lanes) the main line, the user's checks run
-        once in the main checkout (several lanes at once; one lane at a time runs them in its
-        lane, run_group), and the lanes a killed run left swept."""
+        """The run's workplaces: the checkout, or (lanes) the main line and the lanes a killed
+        run left swept. The user's checks run once before the run's first agent, where it
+        works (run_group)."""
         if run.options.parallel == 1 and not in_lanes(run):
             return cls(run, None, {}, groups)
         if run.vcs.name not in ("git", "jj"):
@@ -86,8 +90,6 @@ class Workplaces:
         serial = lanes.serial_lane(_plan_key(run))
         holder = _holder(run, names)
         pending = [t for tasks in groups.values() for t in tasks]
-        if groups and run.options.parallel > 1:
-            baseline(run, pending)  # the user's checks, once, in the main checkout
         # Groups that go on from what they left in a lane of their own.
         own = {g for g, tasks in groups.items()
                if g != holder and any(t.status in LEFT_OPEN for t in tasks)}
@@ -103,7 +105,8 @@ class Workplaces:
                                  set(names.values()) | {serial}, _branch(main))
         for note in swept.notes:
             run.emit(LaneNote(note))
-        return cls(run, main, names, groups, swept.listed, serial, holder, own)
+        first = FirstChecks(pending) if run.options.parallel > 1 else None
+        return cls(run, main, names, groups, swept.listed, serial, holder, own, first)
 
     @staticmethod
     def stopped(run: Run, places: Workplaces | None) -> None:
@@ -122,8 +125,7 @@ class Workplaces:
         run = self.run
         if self.main is None:  # the checkout, the run's own VCS and tally
             # The checks of this group's tasks from here on and of every later group's.
-            later = self.order[self.order.index(group):]
-            run_lane(run, tasks, begun, [t for g in later for t in self.groups[g]])
+            run_lane(run, tasks, begun, self._checks_first(group))
             return
         alone = run.options.parallel == 1
         if not alone:
@@ -144,16 +146,18 @@ class Workplaces:
             own = dataclasses.replace(own, tally=Tally(planned=run.tally.planned,
                                                        dropped=run.tally.dropped))
         records = _records(tasks)
-        # One lane at a time: the user's checks run once before the run's first agent in the
-        # lane, where the tasks' checks will run (your last commit, with what --lane-copy and
-        # --lane-link bring): passing in your checkout on an ignored or uncommitted file the
-        # lane lacks, each task paid for every fix round and attempt of a check that could
-        # not pass.
-        first = [t for g in self.order[self.order.index(group):] for t in self.groups[g]] \
-            if alone else None
         try:
-            run_lane(own, tasks, begun, first)  # the lane's own list: the controller takes it
-        except BaseException:
+            # The lane's own list: the controller takes it.
+            run_lane(own, tasks, begun, self._checks_first(group))
+        except BaseException as exc:
+            if isinstance(exc, CheckFailed) and not serial and not space.reused:
+                # Several lanes at once, the run's first checks failed in this new lane before
+                # any agent: it holds nothing, and goes as a finished lane does.
+                try:
+                    vcs.close()
+                finally:
+                    self._remove(space)
+                raise
             if serial and alone and _records(tasks) == records:
                 # Stopped before anything of this group began (--budget reached before its
                 # first task): the lane holds only what earlier groups landed, and goes after
@@ -179,6 +183,17 @@ class Workplaces:
             return
         vcs.close()
         self._remove(space)
+
+    def _checks_first(self, group: str) -> FirstChecks:
+        """The user's checks, run once before the run's first agent in the lane, where the
+        tasks' checks will run (your last commit, with what --lane-copy, --lane-link and
+        --lane-setup bring), not in your checkout: passing there on an ignored or uncommitted
+        file the lane lacks, each task paid for every fix round and attempt of a check that
+        could not pass. One lane at a time: this group's tasks and every later group's."""
+        if self._first is not None:
+            return self._first
+        return FirstChecks([t for g in self.order[self.order.index(group):]
+                            for t in self.groups[g]])
 
     def close(self, stopped: bool = False) -> None:
         """After the last lane: a sequential run's one lane removed, unless a group left

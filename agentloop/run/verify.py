@@ -15,6 +15,7 @@ successful developer run, with failures going back to the developer's session as
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -76,6 +77,30 @@ def baseline(run: Run, tasks: list[TaskState]) -> tuple[CheckRun, ...]:
             "what you have not committed with a commit")
         raise CheckFailed(checks.baseline_message(failed) + where)
     return runs
+
+
+class FirstChecks:
+    """The baseline of `tasks`, once before the run's first agent, in the lane that comes to
+    one first: a new lane is your last commit given the same `--lane-copy`, `--lane-link` and
+    `--lane-setup` as every other, so what fails there fails in each. Any other lane waits for
+    it before its own first agent, and starts none unless it passed."""
+
+    def __init__(self, tasks: list[TaskState]) -> None:
+        self._tasks = tasks
+        self._lock = threading.Lock()
+        self._passed: bool | None = None  # None: not run yet
+
+    def __call__(self, run: Run, task: TaskState) -> bool:
+        """Whether `run`'s lane may start `task`, its first agent: the checks passed, run here
+        now (CheckFailed when one fails) or in a lane before; False when they failed there or a
+        stop cut them short (that lane says why)."""
+        with self._lock:
+            if self._passed is None:
+                self._passed = False  # till they pass: a failure or a stop starts no agent
+                baseline(run, [t for t in self._tasks if t.index >= task.index
+                               or t.group != task.group])
+                self._passed = True
+            return self._passed
 
 
 def verify(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
