@@ -85,8 +85,9 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
         window[1] = time.time_ns()
     hand(run, task, RunEnded(attempt, result))
     limited = not result.ok and classify(run, result).kind == LIMIT
+    # Named by its task: a landing's conflict rounds end after the next task began.
     run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, role,
-                           limited=limited))
+                           limited=limited, index=task.index))
     return attempt, result
 
 

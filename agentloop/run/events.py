@@ -90,6 +90,7 @@ class AgentFinished:
     role: str = "developer"    # developer | reviewer
     lane: str = ""
     limited: bool = False   # a usage limit ended it: the wait that follows says so, once
+    index: int = 0          # the task it ran for, as the other events name it (0: not known)
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ class RetryDecided:
     hint: str = ""
     source: str = ""     # "advisor", "fallback: …", or "backoff" for transient failures
     wait_seconds: float = 0.0
+    cost_usd: float = 0.0    # what the advisor's call cost, charged to the task's failed run
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,8 @@ from agentloop.run.events import (
     Emit,
     Event,
     HookFinished,
+    MessageDistilled,
+    RetryDecided,
     RunFinished,
     TaskFinished,
     TaskStarted,
@@ -44,6 +46,7 @@ from agentloop.run.summary import exit_code
 from agentloop.state.project import Project
 from agentloop.state.schema import STATUSES, now
 from agentloop.state.status import KEPT
+from agentloop.state.tally import usd
 
 
 @dataclass
@@ -70,14 +73,23 @@ class Hooks:
             # A retry of the task adds to what its earlier attempts cost.
             task = self._tasks.setdefault(event.index, {"index": event.index, "cost_usd": 0.0})
             task.update(group=event.group, summary=event.summary)
-        elif isinstance(event, AgentFinished) and event.lane in self._running:
-            running = self._tasks.get(self._running[event.lane])
-            if running is not None:  # not one that ended already
-                running["cost_usd"] += event.cost_usd
+        elif isinstance(event, AgentFinished):
+            # By its own task when it names one: a landing's conflict rounds end after the
+            # next task in its lane began. An events.jsonl of an older version: by its lane.
+            self._charge(event.index or self._running.get(event.lane, 0), event.cost_usd)
+        elif isinstance(event, (MessageDistilled, RetryDecided)):
+            # The task's helper calls (its message's writer, its retry advisor): the task's
+            # cost is what --status says it cost.
+            self._charge(event.index, event.cost_usd)
         elif isinstance(event, TaskFinished):
             began = self._tasks.pop(event.index, {})
             if event.status in KEPT and self.options.on_task:
                 self._on_task(self.options.on_task, event, began)
+
+    def _charge(self, index: int, cost: float) -> None:
+        task = self._tasks.get(index)
+        if task is not None:  # not one that ended already (its hook ran)
+            task["cost_usd"] = usd(task["cost_usd"] + cost)  # as --status sums it
 
     def _on_task(self, command: str, event: TaskFinished, began: dict[str, Any]) -> None:
         # By its number in the plan as the run last read it (edited meanwhile, the run's own

@@ -467,7 +467,7 @@ def _said(run: Run, task: TaskState, attempt: Attempt, advice: Retry, retry: boo
     decided(attempt, advice.hint)
     save(run, task)
     run.emit(RetryDecided(task.index, task.attempts, retry, advice.kind, advice.advice,
-                          advice.hint, advice.source, advice.wait))
+                          advice.hint, advice.source, advice.wait, advice.helper_cost))
 
 
 def plan_renamed(run: Run, name: str) -> None:

@@ -19,6 +19,8 @@ from agentloop.agents import AgentResult, Totals
 from agentloop.cli import command
 from agentloop.run import events
 from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git_project
+from tests.support.runner import agent_loop
 
 JSON_TYPES = {str: str, int: int, float: (int, float), bool: bool, type(None): type(None)}
 
@@ -108,3 +110,33 @@ def test_status_follow_prints_a_run_live(tmp_path: Path, fake_claude: FakeClaude
     assert "[1/2] task 1: (ungrouped) > one" in follow.stdout
     assert "[2/2] task 2: (ungrouped) > two" in follow.stdout
     assert "agent-loop done: 2 completed" in follow.stdout
+
+
+def test_the_retry_advisor_s_cost_has_its_event_and_events_add_up_to_the_total(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # Each failed attempt is judged by the retry advisor ($0.0010 a call from the fake): once
+    # to retry (task 1 then lands, its message written for $0.0010), once to give up (task 2
+    # fails). events.jsonl's costs add up to the run's total, which --status and the closing
+    # line say: the agents', the message writer's and the advisor's, each on its task.
+    work = git_project(tmp_path, "# Plan\n\n- one\n  FAKE: write one.txt 1\n  FAKE: fail 1\n"
+                                 "- two\n  FAKE: fail 9\n"
+                                 '  FAKE: advise {"retry": false, "reason": "hopeless"}\n')
+    done = agent_loop(work, "--vcs", "git")
+    said = done.stdout + done.stderr
+    assert done.returncode == 4, said
+    assert "1 completed, 1 failed; cost $0.0330;" in said, said
+    status = agent_loop(work, "--status").stdout
+    assert "total: $0.0330 " in status, status
+    lines = (work / ".agent-loop" / "events.jsonl").read_text().splitlines()
+    kinds = [orjson.loads(line) for line in lines]
+    assert all(validate(line.encode()) for line in lines)
+    decided = [(e["index"], e["retry"], e["cost_usd"]) for e in kinds
+               if e["type"] == "RetryDecided"]
+    assert decided == [(1, True, 0.001), (2, False, 0.001)], kinds
+    paid = sum(e.get("cost_usd", 0.0) for e in kinds
+               if e["type"] in ("AgentFinished", "MessageDistilled", "RetryDecided"))
+    total = next(e["cost_usd"] for e in kinds if e["type"] == "RunFinished")
+    assert round(paid, 6) == round(total, 6) == 0.033, kinds
+    # Each agent run names the task it ran for.
+    ran = [(e["index"], e["result"]["ok"]) for e in kinds if e["type"] == "AgentFinished"]
+    assert ran == [(1, False), (1, True), (2, False)], ran

@@ -230,6 +230,44 @@ def test_parallel_lanes_each_hand_their_own_tasks_summary_and_cost(tmp_path: Pat
                     2: ("Right", "right task", 0.25, "right task", "0.2500")}
 
 
+def test_on_task_s_cost_is_the_task_s_own_with_its_advisor_and_message_writer(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # Task 1 fails once ($0.01), its retry advisor says again ($0.001), it lands ($0.01) with
+    # its message written ($0.001): $0.022, what --status says it cost, not its agents' $0.02.
+    work = git_project(tmp_path, "# Plan\n\n- one\n  FAKE: write one.txt 1\n  FAKE: fail 1\n"
+                                 "- two\n  FAKE: write two.txt 2\n")
+    hook, out = recorder(tmp_path)
+    done = agent_loop(work, "--vcs", "git", "--on-task", hook)
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = {r["stdin"]["task"]["index"]: (r["stdin"]["task"]["cost_usd"],
+                                          r["env"]["AGENT_LOOP_EVENT_COST_USD"])
+            for r in records(out)}
+    assert said == {1: (0.022, "0.0220"), 2: (0.011, "0.0110")}, said
+    status = agent_loop(work, "--status").stdout
+    assert "total: $0.0330 " in status, status
+
+
+def test_an_agent_run_that_ends_after_its_task_is_not_the_next_task_s_cost(
+        tmp_path: Path) -> None:
+    # A landing beside the next agent, refused, runs its conflict rounds after its task was
+    # said done and the next one began, in the same lane: the run is named by its own task.
+    from agentloop.agents import AgentResult
+    from agentloop.options.record import RunOptions
+    from agentloop.run.events import AgentFinished, TaskFinished, TaskStarted
+    from agentloop.run.hooks import Hooks
+
+    hooks = Hooks(None, RunOptions(on_task="true"), print)  # type: ignore[arg-type]
+    said: list[float] = []
+    hooks._on_task = lambda command, event, began: said.append(began["cost_usd"])
+    ok = AgentResult(ok=True, exit_code=0, session_id="s", text="done")
+    for event in (TaskStarted(1, 2, "G", "one", 1), AgentFinished(ok, 1.0, 0.5, index=1),
+                  TaskFinished(1, "completed", "c1", 1, None), TaskStarted(2, 2, "G", "two", 1),
+                  AgentFinished(ok, 1.0, 0.25, index=1), AgentFinished(ok, 1.0, 2.0, index=2),
+                  TaskFinished(2, "completed", "c2", 1, None)):
+        hooks(event)
+    assert said == [0.5, 2.0]
+
+
 def test_a_conflicted_task_removed_from_the_plan_since_still_makes_the_run_conflicted() -> None:
     # The plan edited while the run worked: the closing count counts the plan as it reads at
     # the end and says the conflicted task apart, by its words (removed_since). Its branch is
