@@ -15,12 +15,12 @@ reach the whole sandbox through that one process.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
-from agentloop.errors import SandboxUnavailable
+from agentloop import proc
+from agentloop.errors import ProcessError, SandboxUnavailable
 from agentloop.sandbox import Policy
 
 PROGRAM = "bwrap"
@@ -33,10 +33,9 @@ SYSTEM = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", 
 @lru_cache(maxsize=4)
 def _works(program: str) -> str | None:
     """Why `program` cannot make a sandbox here, or None when it can (asked once a process)."""
-    try:
-        done = subprocess.run([program, *BASE, *SYSTEM, "--", "true"], capture_output=True,
-                              text=True, timeout=30, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    try:  # the one door: its own session, stopped with its group on a timeout or Ctrl+C
+        done = proc.run([program, *BASE, *SYSTEM, "--", "true"], check=False, timeout=30)
+    except ProcessError as exc:  # missing, or stuck
         return str(exc)
     if done.returncode == 0:
         return None

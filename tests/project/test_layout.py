@@ -109,3 +109,45 @@ def test_the_import_contracts_hold() -> None:
 def test_the_checks_can_fail() -> None:
     # The cycle finder finds a cycle when there is one.
     assert "agentloop.run.loop" in graph()["agentloop.run.start"]
+
+
+# What starts a process, by module: called anywhere in agentloop/ outside agentloop/proc, it
+# would skip the one door (its session, its group stops, its error text, the watchdog).
+STARTERS = {"subprocess": {"run", "Popen", "call", "check_call", "check_output", "getoutput",
+                           "getstatusoutput"},
+            "os": {"system", "popen", "fork", "forkpty", "posix_spawn", "posix_spawnp",
+                   *(f"exec{s}" for s in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")),
+                   *(f"spawn{s}" for s in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe"))},
+            "pty": {"spawn", "fork"},
+            "asyncio": {"create_subprocess_exec", "create_subprocess_shell"}}
+
+
+def process_starts(path: Path, top: Path = PACKAGE.parent) -> list[str]:
+    """`module.function` calls (and `from module import function`) of STARTERS in `path`."""
+    found, name = [], path.relative_to(top)
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.attr in STARTERS.get(node.value.id, ()):
+            found.append(f"{name}:{node.lineno} "
+                         f"{node.value.id}.{node.attr}")
+        elif isinstance(node, ast.ImportFrom) and node.module in STARTERS:
+            found += [f"{name}:{node.lineno} from {node.module} "
+                      f"import {a.name}" for a in node.names if a.name in STARTERS[node.module]]
+    return found
+
+
+def test_every_process_starts_through_agentloop_proc() -> None:
+    outside = [p for p in sorted(PACKAGE.rglob("*.py")) if "proc" not in
+               p.relative_to(PACKAGE).parts[:1]]
+    assert [hit for p in outside for hit in process_starts(p)] == []
+
+
+def test_the_door_rule_finds_a_process_started_elsewhere(tmp_path: Path) -> None:
+    # An exception type of subprocess is no start; a call or an imported starter is.
+    fake = tmp_path / "x.py"
+    fake.write_text("import os, subprocess\nfrom subprocess import check_output, PIPE\n"
+                    "subprocess.run(['true'])\nos.execvp('true', ['true'])\n"
+                    "except_ = subprocess.TimeoutExpired\n")
+    assert process_starts(fake, tmp_path) == [
+        "x.py:2 from subprocess import check_output", "x.py:3 subprocess.run",
+        "x.py:4 os.execvp"]

@@ -139,3 +139,42 @@ def test_a_lane_agent_cannot_point_its_lane_at_a_git_folder_of_its_own(tmp_path:
     # Its own git went on as in any lane: both tasks landed.
     assert done.returncode == 0, out
     assert git(work, "show", "HEAD:a.txt") == "a\n" and git(work, "show", "HEAD:b.txt") == "b\n"
+
+
+# In your checkout: the agent points a submodule's .git at a git folder of its own (a copy of the
+# submodule's, in its home, with the filter in its config), or makes a new submodule (a gitlink
+# and a .gitmodules entry) whose git folder is its own; then changes a file for a filter to
+# clean (the same bytes, a new time: git reads it through the filter to tell). No git of
+# agent-loop's that descends into the submodule (its look, a status, `git add --all`) may run it.
+OWN_SUB = {
+    "pointed elsewhere": "e=~/.claude/ev; cp -r .git/modules/deps/lib $e && "
+                         "git config -f $e/config core.worktree $PWD/deps/lib && "
+                         "git config -f $e/config {filter} && echo \"gitdir: $e\" > deps/lib/.git; "
+                         "echo '* filter=evil' > deps/lib/.gitattributes; "
+                         "touch -d 2001-01-01 deps/lib/lib.txt",
+    "new gitlink": "mkdir -p deps/ev && cd deps/ev && git init -q && echo x > x.txt && "
+                   "git add x.txt && git -c user.name=a -c user.email=a@b commit -qm x && "
+                   "git config {filter} && echo '* filter=evil' > .gitattributes && "
+                   "touch -d 2001-01-01 x.txt && cd ../.. && git add deps/ev && "
+                   "printf '[submodule \"ev\"]\\n\\tpath = deps/ev\\n\\turl = ./ev\\n' "
+                   ">> .gitmodules",
+}
+
+
+@needs_bwrap
+@pytest.mark.xfail(strict=True, reason="open: agent-loop's own `git status` and `git add --all` "
+                   "in your checkout run `git status` inside each submodule with its git "
+                   "folder's config (git 2.39: add takes no --ignore-submodules, and a "
+                   "-c diff.ignoreSubmodules loses to the agent's .gitmodules)")
+@pytest.mark.parametrize("how", sorted(OWN_SUB))
+def test_an_agent_in_the_checkout_cannot_give_a_submodule_a_git_folder_of_its_own(
+        tmp_path: Path, how: str) -> None:
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    with_submodule(work, tmp_path)
+    shell = OWN_SUB[how].format(filter=FILTER)
+    (work / "tasks.md").write_text(f"- write a\n  FAKE: write a.txt a\n  FAKE: bash {shell}\n")
+    done = run(work, env, "--sandbox", "--workplace", "checkout", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out

@@ -239,3 +239,13 @@ def test_an_agent_whose_interpreter_lives_under_tmp_starts_inside_the_sandbox(
     done = subprocess.run(box.wrap(["cat", str(secret)], lane), capture_output=True, text=True,
                           timeout=60)
     assert done.returncode != 0
+
+
+def test_a_bwrap_that_cannot_make_a_sandbox_is_refused_in_one_line(tmp_path: Path) -> None:
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\n"
+                    "exit 1\n")
+    fake.chmod(0o755)
+    with pytest.raises(SandboxUnavailable, match="user namespaces off.*No permissions to "
+                       "create new namespace"):
+        Bubblewrap(str(fake)).check()
