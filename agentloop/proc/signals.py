@@ -4,6 +4,7 @@ other."""
 
 from __future__ import annotations
 
+import _signal
 import signal
 import threading
 from contextlib import contextmanager
@@ -11,6 +12,13 @@ from types import FrameType
 from typing import Any, Iterator
 
 from agentloop.errors import stop
+
+# signal.signal and signal.getsignal try to make an enum member of every handler they hand back
+# (a failed Handlers(...) lookup for each Python function): held_back runs several times a task,
+# so it sets and reads the handlers through the C functions beneath them.
+_set_handler = _signal.signal
+_handler_of = _signal.getsignal
+_STOPS = (signal.SIGINT.value, signal.SIGTERM.value, signal.SIGHUP.value)
 
 
 @contextmanager
@@ -105,16 +113,16 @@ def held_back(kept: list[int] | None = None) -> Iterator[None]:
         came.append(sig)
 
     previous: dict[int, Any] = {}
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) is not None:  # None: set outside Python, left alone
-            previous[sig] = signal.signal(sig, keep)
+    for sig in _STOPS:
+        if _handler_of(sig) is not None:  # None: set outside Python, left alone
+            previous[sig] = _set_handler(sig, keep)
     _held.append(came)
     try:
         yield
     finally:
         _held.pop()
         for number, handler in previous.items():
-            signal.signal(number, handler)
+            _set_handler(number, handler)
         for number in dict.fromkeys(came) if kept is None else ():
             signal.raise_signal(number)
 
@@ -146,15 +154,15 @@ def cut_short() -> Iterator[None]:
         came.append(sig)
         raise KeyboardInterrupt
 
-    previous = {sig: signal.signal(sig, stop_now) for sig in
-                (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) if signal.getsignal(sig) is not None}
+    previous = {sig: _set_handler(sig, stop_now) for sig in _STOPS
+                if _handler_of(sig) is not None}
     try:
         if came or _stopping:  # one came already: what would be waited for is not started
             raise KeyboardInterrupt
         yield
     finally:
         for number, handler in previous.items():
-            signal.signal(number, handler)
+            _set_handler(number, handler)
 
 
 @contextmanager
