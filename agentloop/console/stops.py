@@ -139,7 +139,9 @@ def json_error(message: str, code: int) -> dict[str, Any]:
 
 def _report_line(exc: BaseException, args: list[str]) -> int:
     args = _renamed(args, getattr(exc, "renamed", None))
-    again = resume_command(args)
+    # The --task numbers as the plan reads now (agentloop.run.loop: edited while it ran).
+    numbered = getattr(exc, "renumbered", None) or (lambda command: command)
+    again = numbered(resume_command(args))
     if isinstance(exc, (KeyboardInterrupt, Interrupted)):
         if READS_ONLY & set(args):  # nothing to save nor to resume: a look that was ended
             echo("\nagent-loop: interrupted", err=True)
@@ -154,7 +156,7 @@ def _report_line(exc: BaseException, args: list[str]) -> int:
     elif isinstance(exc, BudgetReached):
         from agentloop.run.budget import suggestion  # only a run stopped by its budget
 
-        more = resume_command(_with_budget(args, suggestion(exc.spent, exc.budget)))
+        more = numbered(resume_command(_with_budget(args, suggestion(exc.spent, exc.budget))))
         echo(f"agent-loop: stopped: {exc}. Continue with a higher budget: {more}", err=True)
     elif isinstance(exc, RunStopped):
         echo(f"agent-loop: stopped: {exc}. Continue with: {again}", err=True)

@@ -60,6 +60,17 @@ def _renamed_in(run: Run, exc: BaseException) -> None:
             pass   # an exception that takes no attributes: the advice stays as typed
 
 
+def _numbered_in(exc: BaseException | None, names: Names) -> None:
+    """The plan's tasks as numbered now, said on the error that stops the run: its advice
+    (`Continue with: agent-loop ... --task 2-4`) runs the same tasks as the plan numbers them
+    after an edit taken in while the run worked (a task put above them)."""
+    if exc is not None and names.numbers is not None:
+        try:
+            exc.renumbered = names.command  # type: ignore[attr-defined]
+        except AttributeError:
+            pass   # an exception that takes no attributes: the advice stays as typed
+
+
 def _moved_on(run: Run, notes: list[str]) -> None:
     """The plan renamed again, or back, after the run said where it went: saved under the
     name it has now (the closing lines and `--status` name it), and the line that said where
@@ -89,12 +100,14 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
     controller = Controller(run, pending, begun)
     _tick_reworded(run)
     failed: BaseException | None = None  # the last lane's removal's, raised last
+    ending: BaseException | None = None  # what stops the run, its advice named as below
     try:
         controller.drive()
     except BaseException as exc:
         stopped = ("interrupted" if isinstance(exc, (Interrupted, KeyboardInterrupt))
                    else str(exc) or type(exc).__name__)
         _renamed_in(run, exc)
+        ending = exc
         raise
     finally:
         try:
@@ -107,6 +120,8 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
                 if failed is not None:
                     stopped = stopped or str(failed) or type(failed).__name__
                     _renamed_in(run, failed)
+                for raised in (ending, failed):
+                    _numbered_in(raised, names)
             news = controller.news
             said = tuple(names.headed(note, news.named[note]) if note in news.named else note
                          for note in news.notes)

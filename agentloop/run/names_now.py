@@ -25,6 +25,9 @@ class Names:
     # has; None: the plan the run began with (no edit taken in), every number its own.
     numbers: Mapping[int, int] | None = None
     words: Mapping[int, str] = field(default_factory=dict)   # every task's, by the run's number
+    # The statuses of the plan's tasks now that are none of the run's (added, or reworded:
+    # another task now), as the records take them at the run's end: its closing count has them.
+    others: tuple[str, ...] = ()
 
     def kept(self, index: int) -> bool:
         """Whether the plan as it reads now still has the run's task `index`."""
@@ -53,10 +56,7 @@ class Names:
         a `--task` of no task the plan still has stays as it was)."""
         if self.numbers is None:
             return text
-        import re  # the run's end only
-
-        text = re.sub(r"(--task[ =])(\d[\d,-]*)",
-                      lambda hit: hit.group(1) + self._spec(hit.group(2)), text)
+        text = self.command(text)
         if self.numbers.get(index) == index:
             return text
         old = f"task {index}"
@@ -71,6 +71,16 @@ class Names:
                 out.append(text[at:hit] + self(index))
             at = end
         return "".join(out) + text[at:]
+
+    def command(self, text: str) -> str:
+        """`text` with each `--task` it gives (the run's numbers) as the plan numbers the same
+        tasks now (within)."""
+        if self.numbers is None:
+            return text
+        import re  # the run's end only
+
+        return re.sub(r"(--task[ =])(\d[\d,-]*)",
+                      lambda hit: hit.group(1) + self._spec(hit.group(2)), text)
 
     def _spec(self, spec: str) -> str:
         """A `--task` value of the run's numbers (`5`, `5-7`, `5,7`) as the plan numbers the
@@ -118,6 +128,8 @@ def matched(tasks: list[TaskState], changes: Reconciled) -> Names:
     its words gone, as a removed one's are."""
     now = {t.log_name: t.index for t in changes.tasks}
     gone = {r.log_name for r in changes.dropped}
-    return Names({t.index: now[t.log_name] for t in tasks
-                  if t.log_name in now and t.log_name not in gone},
-                 {t.index: t.summary for t in tasks})
+    numbers = {t.index: now[t.log_name] for t in tasks
+               if t.log_name in now and t.log_name not in gone}
+    known = {t.log_name for t in tasks}
+    return Names(numbers, {t.index: t.summary for t in tasks},
+                 tuple(str(t.status) for t in changes.tasks if t.log_name not in known))

@@ -131,3 +131,53 @@ def test_the_budget_stop_names_the_task_as_the_plan_reads_now(
     status = agent_loop(work, "--status").stdout
     assert any(line.split()[:2] == ["3", "pending"] and line.endswith("> task two")
                for line in status.splitlines()), status
+
+
+def test_the_stop_s_continue_command_runs_the_same_tasks_as_the_plan_reads_now(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # `--task 2-4`: task two's agent puts a task above and fails, and so do three and four:
+    # the run stops as stuck, and its "Continue with" line must run tasks two to four as the
+    # plan numbers them now (3-5), not the task put above (now task 1 is it; 2 is task one).
+    init_repo(work, "git")
+    plan = work / "tasks.md"
+    plan.write_text("# Plan\n\n- [ ] task one\n  FAKE: write one.txt one\n"
+                    f"- [ ] task two\n  FAKE: bash {_above(tmp_path)} {plan}\n  FAKE: fail 9\n"
+                    "- [ ] task three\n  FAKE: fail 9\n- [ ] task four\n  FAKE: fail 9\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--max-attempts", "1",
+                      "--max-failures", "3", "--task", "2-4")
+    assert done.returncode != 0, done.stdout + done.stderr
+    line = next((line for line in done.stderr.splitlines() if "Continue with: " in line), "")
+    assert line.endswith("Continue with: agent-loop tasks.md --vcs git --no-distill "
+                         "--max-attempts 1 --max-failures 3 --task 3-5"), done.stdout + done.stderr
+    status = agent_loop(work, "--status").stdout
+    assert [line.split()[:2] for line in status.splitlines()
+            if line.split()[1:2] == ["failed"]] == [["3", "failed"], ["4", "failed"],
+                                                    ["5", "failed"]], status
+
+
+BELOW = """
+import sys
+plan = sys.argv[1]
+open(plan, "a").write("- [ ] task put below\\n  FAKE: write below.txt below\\n")
+"""
+
+
+def test_the_closing_count_has_the_tasks_added_while_the_run_worked(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # Task one's agent adds a task at the end of the plan: the run leaves it for the next
+    # run, and its closing count says so, as --status does right after (2 completed, 1
+    # pending), not "2 completed" of a plan of three.
+    init_repo(work, "git")
+    (tmp_path / "below.py").write_text(BELOW)
+    below = shlex.join([sys.executable, str(tmp_path / "below.py")])
+    plan = work / "tasks.md"
+    plan.write_text(f"# Plan\n\n- [ ] task one\n  FAKE: write one.txt one\n"
+                    f"  FAKE: bash {below} {plan}\n- [ ] task two\n  FAKE: write two.txt two\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    closing = next(line for line in done.stdout.splitlines() if line.startswith("agent-loop "))
+    assert "2 completed, 1 pending;" in closing, done.stdout
+    status = agent_loop(work, "--status").stdout
+    assert [line.split()[:2] for line in status.splitlines() if line.split()[1:2] in (
+        ["completed"], ["pending"])] == [["1", "completed"], ["2", "completed"],
+                                         ["3", "pending"]], status
