@@ -11,6 +11,7 @@ from pathlib import Path
 
 from agentloop.errors import TaskFileError
 from agentloop.files import digest
+from agentloop.files.shown import shown as shown
 
 # The reading's version: one more whenever the same file reads differently (2: legends are
 # notes, numbered sub-tasks fold; 3: a checklist with every box ticked is still a checklist;
@@ -55,11 +56,6 @@ def read_bytes(path: Path) -> bytes:
         raise TaskFileError(f"task file {shown(path)} does not exist") from e
     except OSError as e:
         raise TaskFileError(f"cannot read task file {shown(path)}: {e.strerror}") from e
-
-
-def shown(path: Path) -> str:
-    """The path for an error message, quoted if it holds a newline or other control character."""
-    return str(path) if str(path).isprintable() else repr(str(path))
 
 
 def slug(text: str, limit: int) -> str:

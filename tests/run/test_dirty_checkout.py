@@ -205,3 +205,24 @@ def test_the_runs_own_output_file_is_in_no_task_where_the_agent_works_in_your_ch
             work, "diff", "--name-only", "-r", t["change_id"]).split()]
     assert "run.log" not in committed, committed
     assert "guide.txt" in committed and "notes.txt" in committed
+
+
+def test_an_uncommitted_file_named_with_a_newline_is_said_on_one_line(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # Your file "a\nb.txt": the line that says your files are left alone names it quoted,
+    # whole, on that line; and the refusal where the agent works in your checkout too.
+    init_repo(work, "git")
+    (work / "a\nb.txt").write_text("mine\n")
+    (work / "tasks.md").write_text("- write the guide\n  FAKE: write guide.txt the guide\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [line for line in done.stdout.splitlines() if "uncommitted" in line]
+    assert said == ["your 1 uncommitted file(s) (e.g. 'a\\nb.txt') are left alone: the agent "
+                    "works from your last commit in a lane of its own, and a task that "
+                    "changes one of them waits to land until you commit or stash it"], said
+    refused = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", "checkout")
+    assert refused.returncode != 0
+    lines = [line for line in refused.stderr.splitlines() if "uncommitted" in line]
+    assert len(lines) == 1 and "(e.g. 'a\\nb.txt')" in lines[0], refused.stderr
