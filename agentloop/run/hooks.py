@@ -177,10 +177,11 @@ def run_hook(hook: str, command: str, payload: dict[str, Any], env: dict[str, st
         timed_out = isinstance(exc.__cause__, subprocess.TimeoutExpired)
         output = "" if timed_out else str(exc)
     except KeyboardInterrupt:
-        if not held:
-            raise
+        # Said as the log says how every hook ended: on-finish, stopped by your Ctrl+C, too.
         _append(log, f"== {now()} {hook}: {command}\n== stopped (Ctrl+C) "
                      f"({time.monotonic() - started:.1f}s)\n")
+        if not held:
+            raise
         return None  # the stop, let in as the hold ends, is what is said
     seconds = time.monotonic() - started
     ended = (f"timed out after {timeout:g}s" if timed_out else

@@ -146,6 +146,10 @@ def test_ctrl_c_during_a_hook_stops_it_at_once(tmp_path: Path, fake_claude: Fake
     assert not after.exists()  # the hook's shell went with it
     tasks = json.loads((work / ".agent-loop" / "state.json").read_text())["tasks"]
     assert tasks[0]["status"] == "completed"
+    # hooks.log says which hook was stopped, and when, as it says how the others ended.
+    log = (work / ".agent-loop" / "hooks.log").read_text()
+    assert f"{hook.removeprefix('--')}: touch {began}; sleep 30; touch {after}\n== stopped " \
+           "(Ctrl+C) (" in log, log
 
 
 def test_a_failing_and_a_hanging_hook_change_nothing(tmp_path: Path,
