@@ -270,6 +270,8 @@ class Workplaces:
         fresh = not any(t.status in LEFT_OPEN for t in tasks)
         name = self.serial if serial else self.names[group]
         space, vcs = self._open_lane(name, fresh, adopt=not serial)
+        if space.note:
+            self.run.emit(LaneNote(space.note))
         # What the lane's prepare did (a killed run's attempt rolled back, and where it is kept)
         # is said as your checkout's is, but as the lane's line: the run's first lines are out.
         for note in vcs.prepare():

@@ -62,6 +62,7 @@ class Workspace:
     path: Path
     branch: str         # git: the branch's short name; jj: the workspace's name
     reused: bool = False
+    note: str = ""      # what making it did that you should know (a branch's commits kept)
 
 
 def lanes_dir(root: Path) -> Path:

@@ -163,3 +163,30 @@ def test_a_jj_repository_is_told_nothing_of_gits_branch(tmp_path: Path,
     done = agent_loop(work, "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "vcs: jj" in done.stdout and "stays where it is" not in done.stdout, done.stdout
+
+
+def test_a_branch_of_yours_named_as_the_lane_is_kept_and_said(tmp_path: Path,
+                                                              fake_claude: FakeClaude) -> None:
+    # Your branch agent-loop/<the plan's lane> with a commit of yours on it: the run starts its
+    # lane afresh from your branch's tip, and says in one line where your commit is kept and
+    # how to take it back (it was moved to refs/agent-loop/previous/ without a word).
+    from agentloop.vcs import lanes
+
+    work = git_project(tmp_path, "- one\n  FAKE: write one.txt one\n")
+    name = lanes.serial_lane(lanes.plan_key("tasks.md"))
+    git(work, "checkout", "-q", "-b", f"agent-loop/{name}")
+    (work / "mine.txt").write_text("mine\n")
+    git(work, "add", "mine.txt")
+    git(work, "commit", "-qm", "my work")
+    mine = git(work, "rev-parse", "HEAD").strip()
+    git(work, "checkout", "-q", "-")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    kept = f"refs/agent-loop/previous/{name}"
+    assert git(work, "rev-parse", kept).strip() == mine
+    said = [line for line in done.stdout.splitlines() if kept in line]
+    assert len(said) == 1 and mine[:12] in said[0] and \
+        f"git branch <name> {kept}" in said[0], done.stdout
+    # A lane left by an earlier run whose tip is on your branch already is no news.
+    again = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert "refs/agent-loop/previous" not in again.stdout, again.stdout

@@ -82,9 +82,9 @@ def _open_git(root: Path, name: str, base: str, fresh: bool,
         keep_files(root, path, name)
         _git(path, "reset", "-q", "--hard")
         _git(path, "clean", "-q", "-f", "-d")
-        _keep_previous(root, branch, base)
+        note = _keep_previous(root, branch, base)
         _git(path, "reset", "-q", "--hard", base)
-        return Workspace(name, path, branch)
+        return Workspace(name, path, branch, note=note)
     if known is not None or path.exists():
         from agentloop.vcs.git.teardown import clean_git
 
@@ -94,10 +94,9 @@ def _open_git(root: Path, name: str, base: str, fresh: bool,
     if exists and not fresh:
         _git(root, "worktree", "add", "-q", str(path), branch)
         return Workspace(name, path, branch, reused=True)
-    if exists:
-        _keep_previous(root, branch, base)
+    note = _keep_previous(root, branch, base) if exists else ""
     _add_fresh(root, path, branch, base)
-    return Workspace(name, path, branch)
+    return Workspace(name, path, branch, note=note)
 
 
 def _add_fresh(root: Path, path: Path, branch: str, base: str) -> None:
@@ -195,8 +194,17 @@ def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
     return True
 
 
-def _keep_previous(root: Path, branch: str, base: str) -> None:
+def _keep_previous(root: Path, branch: str, base: str) -> str:
+    """The lane's branch, about to start afresh at `base`: its tip kept under PREVIOUS; the
+    line that says so when it holds commits `base` has not (yours, on a branch named as the
+    lane, or a lane's work an older run left), else ""."""
     tip = _git(root, "rev-parse", "--verify", "-q", f"refs/heads/{branch}", codes=(0, 1))
-    if tip and tip != _git(root, "rev-parse", base):
-        _git(root, "update-ref", "-m", "agent-loop: a lane started afresh",
-             PREVIOUS + branch.removeprefix(BRANCH_PREFIX), tip)
+    if not tip or tip == _git(root, "rev-parse", base):
+        return ""
+    kept = PREVIOUS + branch.removeprefix(BRANCH_PREFIX)
+    _git(root, "update-ref", "-m", "agent-loop: a lane started afresh", kept, tip)
+    if Git(root).run("merge-base", "--is-ancestor", tip, base, codes=(0, 1)).returncode == 0:
+        return ""
+    return (f"branch {branch} held commit {tip[:12]}, which your branch has not: it is kept "
+            f"as {kept} (`git branch <name> {kept}` takes it back), and the lane starts "
+            "afresh from your branch")
