@@ -13,7 +13,7 @@ from agentloop.run.context import Run
 from agentloop.run.fixes import Outcome
 from agentloop.run.lane_tag import LaneNote
 from agentloop.state.schema import TaskState
-from agentloop.vcs import submodules
+from agentloop.vcs import submodule_gitdirs, submodules
 
 # Under the plan's own folder in .agent-loop/: task-<n>/<submodule path>/…
 KEPT_DIR = "submodule-files"
@@ -25,6 +25,8 @@ def before(run: Run) -> None:
     (no process either), the only ones `after` may empty."""
     if run.vcs.name == "none":
         return
+    if run.vcs.name == "git" and run.cwd == run.project.root:
+        submodule_gitdirs.record(run.project.root)  # what `guard` after its agent trusts
     if run.workdir is None:
         submodules.before_task(run.project.root)
     elif run.workdir != run.project.root:

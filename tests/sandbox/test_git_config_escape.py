@@ -158,14 +158,28 @@ OWN_SUB = {
                    "touch -d 2001-01-01 x.txt && cd ../.. && git add deps/ev && "
                    "printf '[submodule \"ev\"]\\n\\tpath = deps/ev\\n\\turl = ./ev\\n' "
                    ">> .gitmodules",
+    # `.git` a symlink to the agent's folder
+    "symlinked": "e=~/.claude/ev; cp -r .git/modules/deps/lib $e && "
+                 "git config -f $e/config core.worktree $PWD/deps/lib && "
+                 "git config -f $e/config {filter} && rm deps/lib/.git && ln -s $e deps/lib/.git; "
+                 "echo '* filter=evil' > deps/lib/.gitattributes; "
+                 "touch -d 2001-01-01 deps/lib/lib.txt",
+    # a relative gitfile to a folder of its own made beside git's, under .git/modules
+    "beside git's": "e=.git/modules/ev; cp -r .git/modules/deps/lib $e && "
+                    "git config -f $e/config core.worktree $PWD/deps/lib && "
+                    "git config -f $e/config {filter} && "
+                    "echo 'gitdir: ../../.git/modules/ev' > deps/lib/.git; "
+                    "echo '* filter=evil' > deps/lib/.gitattributes; "
+                    "touch -d 2001-01-01 deps/lib/lib.txt",
+    # a submodule of the submodule, its git folder the agent's
+    "nested": "cd deps/lib && mkdir in && cd in && git init -q && echo x > x.txt && "
+              "git add x.txt && git -c user.name=a -c user.email=a@b commit -qm x && "
+              "git config {filter} && echo '* filter=evil' > .gitattributes && "
+              "touch -d 2001-01-01 x.txt && cd .. && git add in",
 }
 
 
 @needs_bwrap
-@pytest.mark.xfail(strict=True, reason="open: agent-loop's own `git status` and `git add --all` "
-                   "in your checkout run `git status` inside each submodule with its git "
-                   "folder's config (git 2.39: add takes no --ignore-submodules, and a "
-                   "-c diff.ignoreSubmodules loses to the agent's .gitmodules)")
 @pytest.mark.parametrize("how", sorted(OWN_SUB))
 def test_an_agent_in_the_checkout_cannot_give_a_submodule_a_git_folder_of_its_own(
         tmp_path: Path, how: str) -> None:
@@ -178,3 +192,4 @@ def test_an_agent_in_the_checkout_cannot_give_a_submodule_a_git_folder_of_its_ow
     out = done.stdout + done.stderr
     assert "sandbox: on (bubblewrap)" in out
     assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    assert "moved" in out and "submodule-git-folders" in out, out
