@@ -41,7 +41,8 @@ def at_end(run: Run, task: TaskState, outcome: Outcome | None) -> Outcome | None
     if run.vcs.name == "none" or run.workdir is None or run.workdir == run.project.root:
         return outcome
     try:
-        moved = submodules.sweep(run.workdir, kept_dir(run, task.index))
+        moved = submodules.sweep(run.workdir, kept_dir(run, task.index),
+                                  run.sandbox is not None)
     except OSError:
         if outcome is not None:
             raise
@@ -68,7 +69,8 @@ def after(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
     if run.vcs.name == "none":
         return outcome
     if run.workdir is not None and run.workdir != run.project.root:
-        moved = submodules.sweep(run.workdir, kept_dir(run, task.index))
+        moved = submodules.sweep(run.workdir, kept_dir(run, task.index),
+                                  run.sandbox is not None)
         line = submodules.swept_line(task.index, moved, {
             m.kept: run.project.shown(m.kept) for m in moved}) if moved else None
     else:

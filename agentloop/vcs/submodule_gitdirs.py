@@ -57,7 +57,7 @@ def resolve(dot: Path) -> str | None:
     return os.path.realpath(os.path.join(dot.parent, named)) if named else None
 
 
-def _common(root: Path) -> Path | None:
+def common_dir(root: Path) -> Path | None:
     """The common git folder of the checkout `root` (no process)."""
     found = resolve(root / ".git")
     if found is None:
@@ -70,7 +70,7 @@ def _common(root: Path) -> Path | None:
     return Path(os.path.realpath(own / common))
 
 
-def _made_by_git(modules: Path, depth: int = 0) -> set[str]:
+def made_by_git(modules: Path, depth: int = 0) -> set[str]:
     """The real paths of the git folders under `modules` (nested ones too): where a HEAD is."""
     found: set[str] = set()
     try:
@@ -82,9 +82,9 @@ def _made_by_git(modules: Path, depth: int = 0) -> set[str]:
         if (folder / "HEAD").is_file():
             found.add(os.path.realpath(folder))
             if depth < _DEPTH:
-                found |= _made_by_git(folder / "modules", depth + 1)
+                found |= made_by_git(folder / "modules", depth + 1)
         elif depth < _DEPTH:
-            found |= _made_by_git(folder, depth + 1)
+            found |= made_by_git(folder, depth + 1)
     return found
 
 
@@ -135,8 +135,8 @@ def record(root: Path) -> None:
     common git folder's `modules`, noted once a run: the ones `guard` leaves in place."""
     if root in _trusted:
         return
-    common = _common(root)
-    known = _made_by_git(common / "modules") if common is not None else set()
+    common = common_dir(root)
+    known = made_by_git(common / "modules") if common is not None else set()
     for _path, dot in _walk(root, root, lambda dot: True):
         target = resolve(dot)
         if target is not None:
@@ -152,9 +152,9 @@ def guard(root: Path, keep: Path, sandboxed: bool) -> list[MovedAside]:
         return []
     trusted = set(_trusted[root])
     if not sandboxed:
-        common = _common(root)
+        common = common_dir(root)
         if common is not None:
-            trusted |= _made_by_git(common / "modules")
+            trusted |= made_by_git(common / "modules")
 
     def known(dot: Path) -> bool:
         return resolve(dot) in trusted

@@ -193,3 +193,30 @@ def test_an_agent_in_the_checkout_cannot_give_a_submodule_a_git_folder_of_its_ow
     assert "sandbox: on (bubblewrap)" in out
     assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
     assert "moved" in out and "submodule-git-folders" in out, out
+
+
+# In a lane, whose submodule folders are held empty: the agent checks the submodule out there
+# from a git folder of its own (a copy of the repository's, the filter in its config) and names
+# it in a `.git` file, which a sweep of the folder took for git's own checkout and left alone.
+LANE_SUB = ("c=$(git rev-parse --path-format=absolute --git-common-dir); e=~/.claude/ev; "
+            "cp -r $c/modules/deps/lib $e && git config -f $e/config core.worktree $PWD/deps/lib "
+            "&& echo \"gitdir: $e\" > deps/lib/.git && git -C deps/lib checkout -qf HEAD && "
+            "git config -f $e/config {filter}; echo '* filter=evil' > deps/lib/.gitattributes; "
+            "touch -d 2001-01-01 deps/lib/lib.txt")
+
+
+@needs_bwrap
+def test_a_lane_agent_cannot_give_its_empty_submodule_folder_a_git_folder_of_its_own(
+        tmp_path: Path) -> None:
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    with_submodule(work, tmp_path)
+    shell = LANE_SUB.format(filter=FILTER)
+    (work / "tasks.md").write_text(
+        f"## A\n- write a\n  FAKE: write a.txt a\n  FAKE: bash {shell}\n\n"
+        "## B\n- write b\n  FAKE: write b.txt b\n")
+    done = run(work, env, "--sandbox", "--parallel", "2", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    assert "deps/lib" in out and "submodule-files" in out, out
