@@ -26,6 +26,10 @@ from agentloop.vcs.submodule_folders import _holds_gitlink, checkout_unlisted, p
 # Your checkout -> the real paths of the git folders its submodules' `.git` resolved to at the
 # run's start, and those under its common git folder's `modules`. Written by `record` alone.
 _trusted: dict[Path, frozenset[str]] = {}
+# Your checkout -> what git reads as configuration in each git folder its submodules' `.git`
+# named at the start: a folder in the working copy (a submodule not absorbed into
+# `.git/modules`) is one the agent can write. Written by `record` alone.
+_stamps: dict[Path, dict[str, bytes]] = {}
 # Nested submodules deeper than this are not followed (git itself would go on; no one nests so).
 _DEPTH = 8
 
@@ -130,6 +134,17 @@ def _walk(root: Path, top: Path, trusted: Callable[[Path], bool],
     return found
 
 
+def _stamp(folder: str) -> bytes:
+    """What git reads from the git folder `folder` as its configuration, or where to find it."""
+    out = []
+    for name in ("config", "config.worktree", "commondir"):
+        try:
+            out.append(Path(folder, name).read_bytes())
+        except OSError:
+            out.append(b"\0")
+    return b"\0\0".join(out)
+
+
 def record(root: Path) -> None:
     """The git folders your checkout's submodules use now, and those git made under its
     common git folder's `modules`, noted once a run: the ones `guard` leaves in place."""
@@ -137,11 +152,17 @@ def record(root: Path) -> None:
         return
     common = common_dir(root)
     known = made_by_git(common / "modules") if common is not None else set()
+    stamps = {}
     for _path, dot in _walk(root, root, lambda dot: True):
         target = resolve(dot)
         if target is not None:
             known.add(target)
+            # The sandbox holds those under the common git folder read-only (its config)
+            # and you may change them meanwhile: only one elsewhere is stamped.
+            if common is None or not target.startswith(os.path.join(common, "")):
+                stamps[target] = _stamp(target)
     _trusted[root] = frozenset(known)
+    _stamps[root] = stamps
 
 
 def guard(root: Path, keep: Path, sandboxed: bool) -> list[MovedAside]:
@@ -156,13 +177,19 @@ def guard(root: Path, keep: Path, sandboxed: bool) -> list[MovedAside]:
         if common is not None:
             trusted |= made_by_git(common / "modules")
 
+    stamps = _stamps.get(root, {})
+
     def known(dot: Path) -> bool:
-        return resolve(dot) in trusted
+        # One whose configuration changed since is the agent's now (under --sandbox it can
+        # write only one that lies in the working copy).
+        target = resolve(dot)
+        return target in trusted and (target not in stamps or not sandboxed
+                                      or _stamp(target) == stamps[target])
 
     moved = []
     for path, dot in _walk(root, root, known):
         target = resolve(dot)
-        if target is not None and target in trusted:
+        if target is not None and known(dot):
             continue
         if target is None and dot.is_file() and not dot.is_symlink():
             continue  # no gitfile: git takes the folder for no checkout, and reads no config

@@ -220,3 +220,31 @@ def test_a_lane_agent_cannot_give_its_empty_submodule_folder_a_git_folder_of_its
     assert "sandbox: on (bubblewrap)" in out
     assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
     assert "deps/lib" in out and "submodule-files" in out, out
+
+
+def unabsorbed(work: Path) -> None:
+    """deps/lib's git folder moved into its own folder (as a clone made by hand holds it)."""
+    import shutil
+
+    lib = work / "deps" / "lib"
+    (lib / ".git").unlink()
+    shutil.move(str(work / ".git" / "modules" / "deps" / "lib"), str(lib / ".git"))
+    git(work, "config", "-f", str(lib / ".git" / "config"), "--unset", "core.worktree")
+
+
+@needs_bwrap
+def test_an_agent_in_the_checkout_cannot_set_a_filter_in_an_unabsorbed_submodule(
+        tmp_path: Path) -> None:
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    with_submodule(work, tmp_path)
+    unabsorbed(work)
+    (work / "tasks.md").write_text(
+        "- write a\n  FAKE: write a.txt a\n"
+        f"  FAKE: bash cd deps/lib && git config {FILTER}; echo '* filter=evil' > .gitattributes;"
+        " touch -d 2001-01-01 lib.txt\n")
+    done = run(work, env, "--sandbox", "--workplace", "checkout", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    assert "moved deps/lib/.git" in out and "submodule-git-folders" in out, out

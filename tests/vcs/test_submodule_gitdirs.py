@@ -16,6 +16,7 @@ from tests.support.repos import git, make_repo
 @pytest.fixture(autouse=True)
 def _forget() -> None:
     gd._trusted.clear()
+    gd._stamps.clear()
 
 
 def with_sub(tmp_path: Path) -> Path:
@@ -148,3 +149,18 @@ def test_no_submodule_no_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(gd.Git, "run", lambda *a, **k: pytest.fail("a process ran"))
     gd.record(work)
     assert guard(work) == []
+
+
+def test_an_unabsorbed_submodule_whose_config_changed_is_moved_aside_under_sandbox(
+        tmp_path: Path) -> None:
+    """Its git folder lies in the working copy, which a sandboxed agent writes."""
+    work = with_sub(tmp_path)
+    lib = work / "deps" / "lib"
+    (lib / ".git").unlink()
+    shutil.move(str(work / ".git" / "modules" / "deps" / "lib"), str(lib / ".git"))
+    git(work, "config", "-f", str(lib / ".git" / "config"), "--unset", "core.worktree")
+    gd.record(work)
+    git(lib, "config", "filter.evil.clean", "cat")
+    assert guard(work, sandboxed=False) == []
+    moved = guard(work, sandboxed=True)
+    assert [m.path for m in moved] == ["deps/lib"] and (moved[0].kept / "config").is_file()
