@@ -248,3 +248,26 @@ def test_an_agent_in_the_checkout_cannot_set_a_filter_in_an_unabsorbed_submodule
     assert "sandbox: on (bubblewrap)" in out
     assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
     assert "moved deps/lib/.git" in out and "submodule-git-folders" in out, out
+
+
+# A repository of its own the agent makes in your checkout and adds nowhere, for agent-loop's
+# `git add --all` to take as a gitlink and a later `git status` to go into: measured closed
+# before the move-aside too (the next task's status ran no filter); held here.
+EMBEDDED = ("mkdir -p deps/ev && cd deps/ev && git init -q && echo x > x.txt && git add x.txt && "
+            "git -c user.name=a -c user.email=a@b commit -qm x && git config {filter} && "
+            "echo '* filter=evil' > .gitattributes && touch -d 2001-01-01 x.txt")
+
+
+@needs_bwrap
+def test_an_agent_in_the_checkout_cannot_leave_a_repository_of_its_own_to_be_added(
+        tmp_path: Path) -> None:
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    with_submodule(work, tmp_path)
+    (work / "tasks.md").write_text(
+        f"- write a\n  FAKE: write a.txt a\n  FAKE: bash {EMBEDDED.format(filter=FILTER)}\n"
+        "- write b\n  FAKE: write b.txt b\n")
+    done = run(work, env, "--sandbox", "--workplace", "checkout", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
