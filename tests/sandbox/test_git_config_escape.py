@@ -193,6 +193,9 @@ def test_an_agent_in_the_checkout_cannot_give_a_submodule_a_git_folder_of_its_ow
     assert "sandbox: on (bubblewrap)" in out
     assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
     assert "moved" in out and "submodule-git-folders" in out, out
+    # In the run's events too.
+    assert any("submodule-git-folders" in log.read_text()
+               for log in (work / ".agent-loop").rglob("events.jsonl"))
 
 
 # In a lane, whose submodule folders are held empty: the agent checks the submodule out there
