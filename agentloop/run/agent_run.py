@@ -24,8 +24,10 @@ from agentloop.run.context import Run
 from agentloop.run.decisions import RunBegun, RunEnded
 from agentloop.run.events import AgentActivity, AgentFinished, AgentStarted
 from agentloop.run.handover import begin, hand
+from agentloop.run.lane_tag import LaneNote
 from agentloop.run.waits import classify, hold
 from agentloop.state.schema import Attempt, TaskState
+from agentloop.vcs import submodule_gitdirs
 from agentloop.vcs.protocol import Change
 
 
@@ -83,6 +85,8 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
             AgentActivity(now.text, now.tool, now.tool_calls, now.turns))), run.options.prices)
     finally:
         window[1] = time.time_ns()
+        # Before any git of agent-loop's reads what the agent may have pointed a submodule at.
+        _guard(run)
     hand(run, task, RunEnded(attempt, result))
     limited = not result.ok and classify(run, result).kind == LIMIT
     # Named by its task: a landing's conflict rounds end after the next task began.
@@ -116,6 +120,23 @@ def ended_unrecorded(run: Run, task: TaskState, record: Attempt) -> AgentResult 
             request, resume=result.session_id,
             before=ledger.session_totals(run.state, result.session_id, task)))
     return priced(result, run.options.prices) if result is not None else None
+
+
+def _guard(run: Run) -> None:
+    """Right after an agent run in your checkout, before agent-loop's next git there: a
+    submodule's `.git` the agent pointed at a git folder of its own moved aside, and said
+    (agentloop.vcs.submodule_gitdirs)."""
+    if run.vcs.name != "git" or run.cwd != run.project.root:
+        return
+    moved = submodule_gitdirs.guard(run.project.root, run.project.store.dir / GIT_DIRS,
+                                    sandboxed=run.sandbox is not None)
+    if moved:
+        run.emit(LaneNote(submodule_gitdirs.moved_line(
+            moved, {m.kept: run.project.shown(m.kept) for m in moved})))
+
+
+# Under the plan's own folder in .agent-loop/: a submodule's `.git` an agent swapped, kept.
+GIT_DIRS = "submodule-git-folders"
 
 
 def _lane_env(run: Run) -> tuple[tuple[str, str], ...]:

@@ -13,7 +13,7 @@ from agentloop.run.context import Run
 from agentloop.run.fixes import Outcome
 from agentloop.run.lane_tag import LaneNote
 from agentloop.state.schema import TaskState
-from agentloop.vcs import submodules
+from agentloop.vcs import submodule_gitdirs, submodules
 
 # Under the plan's own folder in .agent-loop/: task-<n>/<submodule path>/…
 KEPT_DIR = "submodule-files"
@@ -25,6 +25,8 @@ def before(run: Run) -> None:
     (no process either), the only ones `after` may empty."""
     if run.vcs.name == "none":
         return
+    if run.vcs.name == "git" and run.cwd == run.project.root:
+        submodule_gitdirs.record(run.project.root)  # what `guard` after its agent trusts
     if run.workdir is None:
         submodules.before_task(run.project.root)
     elif run.workdir != run.project.root:
@@ -39,7 +41,8 @@ def at_end(run: Run, task: TaskState, outcome: Outcome | None) -> Outcome | None
     if run.vcs.name == "none" or run.workdir is None or run.workdir == run.project.root:
         return outcome
     try:
-        moved = submodules.sweep(run.workdir, kept_dir(run, task.index))
+        moved = submodules.sweep(run.workdir, kept_dir(run, task.index),
+                                  run.sandbox is not None)
     except OSError:
         if outcome is not None:
             raise
@@ -66,7 +69,8 @@ def after(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
     if run.vcs.name == "none":
         return outcome
     if run.workdir is not None and run.workdir != run.project.root:
-        moved = submodules.sweep(run.workdir, kept_dir(run, task.index))
+        moved = submodules.sweep(run.workdir, kept_dir(run, task.index),
+                                  run.sandbox is not None)
         line = submodules.swept_line(task.index, moved, {
             m.kept: run.project.shown(m.kept) for m in moved}) if moved else None
     else:

@@ -22,11 +22,14 @@ from agentloop.errors import AgentLoopError
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.submodule_folders import checkout_unlisted, own_dir, paths, unlisted
+from agentloop.vcs.submodule_gitdirs import common_dir, made_by_git, resolve
 
 # Your checkout's submodules as the last look saw them: path -> git's "S<c><m><u>" flags.
 _seen: dict[Path, dict[str, str]] = {}
 # Each lane's submodule folders that were empty when it was first seen (lane_seen).
 _empty_from_start: dict[Path, frozenset[str]] = {}
+# Each lane's git folders git made for submodules, as it was first seen (lane_seen).
+_git_made: dict[Path, frozenset[str]] = {}
 
 
 @on_first_use(frozen=True)  # an agent's files in a submodule's folder only (agentloop.ondemand)
@@ -64,6 +67,7 @@ def lane_seen(lane: Path) -> None:
     before = _read_record(record)
     found = frozenset(s for s in subs if _empty(lane / s) or s in before)
     _empty_from_start[lane] = found
+    _git_made[lane] = frozenset(_modules(lane)) if found else frozenset()
     if record is not None and found != before:
         try:
             record.write_text("".join(f"{s}\n" for s in sorted(found)), encoding="utf-8",
@@ -86,10 +90,32 @@ def _read_record(record: Path | None) -> frozenset[str]:
     return frozenset(line for line in text.splitlines() if line)
 
 
-def sweep(lane: Path, keep: Path) -> list[Swept]:
+def _modules(lane: Path) -> set[str]:
+    """The git folders git made for submodules, under the lane's own git folder's `modules`
+    (`git submodule update` in a worktree) and the repository's."""
+    own, common = own_dir(lane), common_dir(lane)
+    return set().union(*(made_by_git(f / "modules") for f in (own, common) if f is not None))
+
+
+def _checked_out(lane: Path, dot: Path, sandboxed: bool) -> bool:
+    """Whether the submodule `.git` is a checkout git made (`git submodule update`): a gitfile
+    naming one of git's own git folders for submodules, one there when the lane was first seen
+    under --sandbox (where the agent can make a folder there). Anything else, a symlink, a
+    folder, a gitfile naming a folder elsewhere, is the agent's: agent-loop's git in the lane
+    would run what its config says."""
+    if dot.is_symlink() or not dot.is_file():
+        return False
+    target = resolve(dot)
+    known = _git_made.get(lane, frozenset()) if sandboxed else _modules(lane)
+    return target is not None and target in known
+
+
+def sweep(lane: Path, keep: Path, sandboxed: bool = False) -> list[Swept]:
     """Whatever lies in the lane's submodule folders (held empty: it is the agent's), moved
     under `keep`/<path>, each folder's own; nothing when the repository has no submodule, and
-    nothing in a folder that was not empty when the lane was first seen (lane_seen)."""
+    nothing in a folder that was not empty when the lane was first seen (lane_seen). A folder
+    the agent checked the submodule out in with git (`git submodule update`) stays, unless
+    its `.git` names a git folder of the agent's own (_checked_out)."""
     moved = []
     # Those of `paths` and of `unlisted` found empty first: `unlisted` is not asked again.
     for sub in sorted(_empty_from_start.get(lane, frozenset())):
@@ -98,8 +124,8 @@ def sweep(lane: Path, keep: Path) -> list[Swept]:
             entries = sorted(os.listdir(folder)) if not folder.is_symlink() else []
         except OSError:  # not there, or not a folder: nothing written into it
             continue
-        if not entries or (".git" in entries and (folder / ".git").is_file()):
-            continue  # empty, or a submodule checked out (a lane never holds one): not ours
+        if not entries or (".git" in entries and _checked_out(lane, folder / ".git", sandboxed)):
+            continue  # empty, or a submodule git checked out (a lane never holds one): not ours
         import shutil  # only once an agent wrote there: a run's start-up never loads it
 
         target = _free(keep / sub)

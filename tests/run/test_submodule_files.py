@@ -263,3 +263,20 @@ def test_a_nested_repository_is_found_with_a_split_index_too(
     assert done.returncode == 0, done.stdout + done.stderr
     kept = work / ".agent-loop/submodule-files/task-1/nested"
     assert (kept / "new.txt").read_text() == "x\n", done.stdout
+
+
+def test_in_your_checkout_an_agent_adding_a_submodule_without_sandbox_keeps_it(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Its git folder is one git made under .git/modules after the run began: without
+    --sandbox the agent runs as you, and that folder is not moved aside as one of its own
+    (agentloop.vcs.submodule_gitdirs)."""
+    lib = tmp_path / "lib"
+    work = with_submodule(tmp_path, f"- add one\n  FAKE: bash git -c protocol.file.allow=always "
+                          f"submodule add -q {lib} vendor/other && git submodule update -q\n"
+                          "- then\n  FAKE: write top.txt top\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "checkout", "--no-distill")
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "did not know" not in out and not (work / ".agent-loop/submodule-git-folders").exists()
+    assert (work / "vendor/other/.git").is_file()
+    assert git(work, "-C", "vendor/other", "status", "--porcelain") == ""

@@ -158,14 +158,28 @@ OWN_SUB = {
                    "touch -d 2001-01-01 x.txt && cd ../.. && git add deps/ev && "
                    "printf '[submodule \"ev\"]\\n\\tpath = deps/ev\\n\\turl = ./ev\\n' "
                    ">> .gitmodules",
+    # `.git` a symlink to the agent's folder
+    "symlinked": "e=~/.claude/ev; cp -r .git/modules/deps/lib $e && "
+                 "git config -f $e/config core.worktree $PWD/deps/lib && "
+                 "git config -f $e/config {filter} && rm deps/lib/.git && ln -s $e deps/lib/.git; "
+                 "echo '* filter=evil' > deps/lib/.gitattributes; "
+                 "touch -d 2001-01-01 deps/lib/lib.txt",
+    # a relative gitfile to a folder of its own made beside git's, under .git/modules
+    "beside git's": "e=.git/modules/ev; cp -r .git/modules/deps/lib $e && "
+                    "git config -f $e/config core.worktree $PWD/deps/lib && "
+                    "git config -f $e/config {filter} && "
+                    "echo 'gitdir: ../../.git/modules/ev' > deps/lib/.git; "
+                    "echo '* filter=evil' > deps/lib/.gitattributes; "
+                    "touch -d 2001-01-01 deps/lib/lib.txt",
+    # a submodule of the submodule, its git folder the agent's
+    "nested": "cd deps/lib && mkdir in && cd in && git init -q && echo x > x.txt && "
+              "git add x.txt && git -c user.name=a -c user.email=a@b commit -qm x && "
+              "git config {filter} && echo '* filter=evil' > .gitattributes && "
+              "touch -d 2001-01-01 x.txt && cd .. && git add in",
 }
 
 
 @needs_bwrap
-@pytest.mark.xfail(strict=True, reason="open: agent-loop's own `git status` and `git add --all` "
-                   "in your checkout run `git status` inside each submodule with its git "
-                   "folder's config (git 2.39: add takes no --ignore-submodules, and a "
-                   "-c diff.ignoreSubmodules loses to the agent's .gitmodules)")
 @pytest.mark.parametrize("how", sorted(OWN_SUB))
 def test_an_agent_in_the_checkout_cannot_give_a_submodule_a_git_folder_of_its_own(
         tmp_path: Path, how: str) -> None:
@@ -174,6 +188,88 @@ def test_an_agent_in_the_checkout_cannot_give_a_submodule_a_git_folder_of_its_ow
     with_submodule(work, tmp_path)
     shell = OWN_SUB[how].format(filter=FILTER)
     (work / "tasks.md").write_text(f"- write a\n  FAKE: write a.txt a\n  FAKE: bash {shell}\n")
+    done = run(work, env, "--sandbox", "--workplace", "checkout", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    assert "moved" in out and "submodule-git-folders" in out, out
+    # In the run's events too.
+    assert any("submodule-git-folders" in log.read_text()
+               for log in (work / ".agent-loop").rglob("events.jsonl"))
+
+
+# In a lane, whose submodule folders are held empty: the agent checks the submodule out there
+# from a git folder of its own (a copy of the repository's, the filter in its config) and names
+# it in a `.git` file, which a sweep of the folder took for git's own checkout and left alone.
+LANE_SUB = ("c=$(git rev-parse --path-format=absolute --git-common-dir); e=~/.claude/ev; "
+            "cp -r $c/modules/deps/lib $e && git config -f $e/config core.worktree $PWD/deps/lib "
+            "&& echo \"gitdir: $e\" > deps/lib/.git && git -C deps/lib checkout -qf HEAD && "
+            "git config -f $e/config {filter}; echo '* filter=evil' > deps/lib/.gitattributes; "
+            "touch -d 2001-01-01 deps/lib/lib.txt")
+
+
+@needs_bwrap
+def test_a_lane_agent_cannot_give_its_empty_submodule_folder_a_git_folder_of_its_own(
+        tmp_path: Path) -> None:
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    with_submodule(work, tmp_path)
+    shell = LANE_SUB.format(filter=FILTER)
+    (work / "tasks.md").write_text(
+        f"## A\n- write a\n  FAKE: write a.txt a\n  FAKE: bash {shell}\n\n"
+        "## B\n- write b\n  FAKE: write b.txt b\n")
+    done = run(work, env, "--sandbox", "--parallel", "2", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    assert "deps/lib" in out and "submodule-files" in out, out
+
+
+def unabsorbed(work: Path) -> None:
+    """deps/lib's git folder moved into its own folder (as a clone made by hand holds it)."""
+    import shutil
+
+    lib = work / "deps" / "lib"
+    (lib / ".git").unlink()
+    shutil.move(str(work / ".git" / "modules" / "deps" / "lib"), str(lib / ".git"))
+    git(work, "config", "-f", str(lib / ".git" / "config"), "--unset", "core.worktree")
+
+
+@needs_bwrap
+def test_an_agent_in_the_checkout_cannot_set_a_filter_in_an_unabsorbed_submodule(
+        tmp_path: Path) -> None:
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    with_submodule(work, tmp_path)
+    unabsorbed(work)
+    (work / "tasks.md").write_text(
+        "- write a\n  FAKE: write a.txt a\n"
+        f"  FAKE: bash cd deps/lib && git config {FILTER}; echo '* filter=evil' > .gitattributes;"
+        " touch -d 2001-01-01 lib.txt\n")
+    done = run(work, env, "--sandbox", "--workplace", "checkout", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    assert "moved deps/lib/.git" in out and "submodule-git-folders" in out, out
+
+
+# A repository of its own the agent makes in your checkout and adds nowhere, for agent-loop's
+# `git add --all` to take as a gitlink and a later `git status` to go into: measured closed
+# before the move-aside too (the next task's status ran no filter); held here.
+EMBEDDED = ("mkdir -p deps/ev && cd deps/ev && git init -q && echo x > x.txt && git add x.txt && "
+            "git -c user.name=a -c user.email=a@b commit -qm x && git config {filter} && "
+            "echo '* filter=evil' > .gitattributes && touch -d 2001-01-01 x.txt")
+
+
+@needs_bwrap
+def test_an_agent_in_the_checkout_cannot_leave_a_repository_of_its_own_to_be_added(
+        tmp_path: Path) -> None:
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    with_submodule(work, tmp_path)
+    (work / "tasks.md").write_text(
+        f"- write a\n  FAKE: write a.txt a\n  FAKE: bash {EMBEDDED.format(filter=FILTER)}\n"
+        "- write b\n  FAKE: write b.txt b\n")
     done = run(work, env, "--sandbox", "--workplace", "checkout", "--no-git-hooks")
     out = done.stdout + done.stderr
     assert "sandbox: on (bubblewrap)" in out

@@ -91,3 +91,35 @@ def test_status_keeps_a_submodule_out_only_while_its_commit_stands() -> None:
     assert parse_status(entry.format("C..", sha, sha)).paths == {"vendor/lib"}
     staged = "1 M. SC.. 160000 160000 160000 {} {} vendor/lib".format(sha, "b" * 40)
     assert parse_status(staged).staged_paths == {"vendor/lib"}
+
+
+def _lane(tmp_path: Path) -> tuple[Path, Path]:
+    """A repository with a submodule at vendor/lib, and a git worktree of it (a lane), which
+    holds the submodule's folder empty."""
+    work = with_submodule(tmp_path, "- a task\n")
+    lane = tmp_path / "lane"
+    git(work, "worktree", "add", "-q", "--detach", str(lane))
+    submodules.lane_seen(lane)
+    return work, lane
+
+
+def test_a_lane_submodule_checked_out_by_git_stays(tmp_path: Path) -> None:
+    _work, lane = _lane(tmp_path)
+    git(lane, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init")
+    assert (lane / "vendor/lib/.git").is_file()
+    assert submodules.sweep(lane, tmp_path / "keep") == []
+
+
+def test_a_lane_submodule_whose_git_file_names_the_agents_own_folder_is_swept(
+        tmp_path: Path) -> None:
+    """Taken for git's checkout before, it stayed, and agent-loop's git in the lane ran what
+    that folder's config says (a filter) as the user."""
+    work, lane = _lane(tmp_path)
+    own = tmp_path / "own"
+    git(tmp_path, "clone", "-q", "--bare", str(work / ".git" / "modules" / "vendor" / "lib"),
+        str(own))
+    (lane / "vendor/lib/.git").write_text(f"gitdir: {own}\n")
+    (lane / "vendor/lib/lib.txt").write_text("lib\n")
+    moved = submodules.sweep(lane, tmp_path / "keep", sandboxed=True)
+    assert [(m.path, m.files) for m in moved] == [("vendor/lib", (".git", "lib.txt"))]
+    assert list((lane / "vendor/lib").iterdir()) == [] and own.is_dir()
