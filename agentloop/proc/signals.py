@@ -12,6 +12,12 @@ from typing import Any, Iterator
 
 from agentloop.errors import stop
 
+# The C functions under the signal module's own, for the blocks a task opens several times
+# (held_back, hangup_settles_the_task): the module's wrappers make an enum of every handler
+# they hand back by trying it (a ValueError raised and caught for each Python handler), ten
+# times the cost of the swap itself. The same handlers go in and come back out.
+_raw: Any = getattr(signal, "_signal", signal)
+
 
 @contextmanager
 def shielded() -> Iterator[None]:
@@ -72,11 +78,11 @@ def hangup_settles_the_task() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield  # a parallel run's lane: the scheduler, on the main thread, takes the signal
         return
-    previous = signal.signal(signal.SIGHUP, _on_hangup)
+    previous = _raw.signal(signal.SIGHUP, _on_hangup)
     try:
         yield
     finally:
-        signal.signal(signal.SIGHUP, previous)
+        _raw.signal(signal.SIGHUP, previous)
         came, _Hangup.held, _Hangup.came = _Hangup.came, False, False
     if came:
         raise KeyboardInterrupt
@@ -106,15 +112,15 @@ def held_back(kept: list[int] | None = None) -> Iterator[None]:
 
     previous: dict[int, Any] = {}
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) is not None:  # None: set outside Python, left alone
-            previous[sig] = signal.signal(sig, keep)
+        if _raw.getsignal(sig) is not None:  # None: set outside Python, left alone
+            previous[sig] = _raw.signal(sig, keep)
     _held.append(came)
     try:
         yield
     finally:
         _held.pop()
         for number, handler in previous.items():
-            signal.signal(number, handler)
+            _raw.signal(number, handler)
         for number in dict.fromkeys(came) if kept is None else ():
             signal.raise_signal(number)
 
