@@ -14,8 +14,9 @@ from typing import Any, Iterator
 from agentloop.errors import stop
 
 # signal.signal and signal.getsignal try to make an enum member of every handler they hand back
-# (a failed Handlers(...) lookup for each Python function): held_back runs several times a task,
-# so it sets and reads the handlers through the C functions beneath them.
+# (a failed Handlers(...) lookup for each Python function): held_back runs several times a task
+# and hangup_settles_the_task once, so they set and read the handlers through the C functions
+# beneath them. The same handlers go in and come back out.
 _set_handler = _signal.signal
 _handler_of = _signal.getsignal
 _STOPS = (signal.SIGINT.value, signal.SIGTERM.value, signal.SIGHUP.value)
@@ -80,11 +81,11 @@ def hangup_settles_the_task() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield  # a parallel run's lane: the scheduler, on the main thread, takes the signal
         return
-    previous = signal.signal(signal.SIGHUP, _on_hangup)
+    previous = _set_handler(signal.SIGHUP.value, _on_hangup)
     try:
         yield
     finally:
-        signal.signal(signal.SIGHUP, previous)
+        _set_handler(signal.SIGHUP.value, previous)
         came, _Hangup.held, _Hangup.came = _Hangup.came, False, False
     if came:
         raise KeyboardInterrupt
