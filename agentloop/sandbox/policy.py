@@ -232,7 +232,7 @@ def policy_for(repo: Path, state_dir: Path, home_dir: Path, hide: Sequence[str],
         folder = _real(folder)
         folder.mkdir(parents=True, exist_ok=True)  # a first run makes it: made here, outside
         writable.append(folder)
-    protected += [path for path, text in kept if _placed(path, text)]
+    protected += [held for held in (_held(path, text) for path, text in kept) if held]
     hidden = [Path(p.replace("~", str(home), 1)) if p.startswith("~") else Path(p)
               for p in (*SECRETS, *hide)]
     hidden += env_files({root, home}, work)
@@ -241,12 +241,18 @@ def policy_for(repo: Path, state_dir: Path, home_dir: Path, hide: Sequence[str],
                                 for p in hidden)))
 
 
-def _placed(path: Path, text: str | None) -> bool:
-    """Whether `path` is there to be held read-only, made here, outside, when missing: a missing
-    path cannot be bound, and the agent could create it (a settings file with a hook that the
-    user's own unsandboxed CLI would run tomorrow)."""
-    if path.exists() or path.is_symlink():
-        return True
+def _held(path: Path, text: str | None) -> Path | None:
+    """What to bind read-only for the kept `path`, made here, outside, when missing (a missing
+    path cannot be bound, and the agent could create it: a settings file with a hook that the
+    user's own unsandboxed CLI would run tomorrow); None when it cannot be made.
+
+    A symbolic link (a settings file kept with the user's dotfiles) is held at its target:
+    bubblewrap refuses a link as a mount point. The link itself stays replaceable there."""
+    if path.is_symlink():
+        target = _real(path)
+        return target if target.exists() else None
+    if path.exists():
+        return path
     try:
         if text is None:
             path.mkdir(parents=True)
@@ -255,8 +261,8 @@ def _placed(path: Path, text: str | None) -> bool:
             with path.open("x", encoding="utf-8") as handle:
                 handle.write(text)
     except OSError:
-        return False
-    return True
+        return None
+    return path
 
 
 def _exists(paths: Iterable[Path]) -> list[Path]:

@@ -10,6 +10,8 @@ cannot make a sandbox the tests skip and say why.
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 from agentloop.sandbox.policy import policy_for
@@ -122,3 +124,26 @@ def test_codex_cannot_write_its_own_config_and_the_group_resumes(
     tasks = state_of(work)["tasks"]
     assert [t["status"] for t in tasks] == ["completed", "completed"]
     assert tasks[1]["session_id"] == tasks[0]["session_id"]
+
+
+@needs_bwrap
+def test_a_kept_file_that_is_a_symbolic_link_is_held_at_its_target(tmp_path: Path) -> None:
+    from agentloop.agents import claude
+    from agentloop.sandbox import open_sandbox
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    # Settings kept with the user's dotfiles, the CLI's folder linking to them.
+    (home / "dotfiles").mkdir(parents=True)
+    (home / "dotfiles" / "settings.json").write_text(USER_SETTINGS)
+    (home / ".claude").mkdir()
+    (home / ".claude" / "settings.json").symlink_to(home / "dotfiles" / "settings.json")
+    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
+    box = open_sandbox(work, work / ".agent-loop", env=env)
+    argv = box.wrap(["sh", "-c", f"echo '{HOOK}' > ~/.claude/settings.json; echo $?"], work,
+                    claude.homes(env), True, claude.kept(env))
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    # It starts (bubblewrap refuses a link as a mount point), and the write fails.
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() != "0"
+    assert (home / "dotfiles" / "settings.json").read_text() == USER_SETTINGS
