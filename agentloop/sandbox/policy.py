@@ -232,7 +232,10 @@ def policy_for(repo: Path, state_dir: Path, home_dir: Path, hide: Sequence[str],
         folder = _real(folder)
         folder.mkdir(parents=True, exist_ok=True)  # a first run makes it: made here, outside
         writable.append(folder)
-    protected += [held for held in (_held(path, text) for path, text in kept) if held]
+    # Where the home folder itself is a link (~/.claude into the user's dotfiles), its paths are
+    # bound where it leads, as the folder is.
+    held = (_held(_real(path.parent) / path.name, text) for path, text in kept)
+    protected += [path for path in held if path]
     hidden = [Path(p.replace("~", str(home), 1)) if p.startswith("~") else Path(p)
               for p in (*SECRETS, *hide)]
     hidden += env_files({root, home}, work)

@@ -14,6 +14,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from agentloop.sandbox.policy import policy_for
 from tests.run.test_real import state_of
 from tests.sandbox.test_sandbox_real import needs_bwrap, report
@@ -127,7 +129,9 @@ def test_codex_cannot_write_its_own_config_and_the_group_resumes(
 
 
 @needs_bwrap
-def test_a_kept_file_that_is_a_symbolic_link_is_held_at_its_target(tmp_path: Path) -> None:
+@pytest.mark.parametrize("linked", ["file", "folder"])
+def test_a_kept_file_behind_a_symbolic_link_is_held_at_its_target(tmp_path: Path,
+                                                                   linked: str) -> None:
     from agentloop.agents import claude
     from agentloop.sandbox import open_sandbox
 
@@ -136,8 +140,11 @@ def test_a_kept_file_that_is_a_symbolic_link_is_held_at_its_target(tmp_path: Pat
     # Settings kept with the user's dotfiles, the CLI's folder linking to them.
     (home / "dotfiles").mkdir(parents=True)
     (home / "dotfiles" / "settings.json").write_text(USER_SETTINGS)
-    (home / ".claude").mkdir()
-    (home / ".claude" / "settings.json").symlink_to(home / "dotfiles" / "settings.json")
+    if linked == "file":
+        (home / ".claude").mkdir()
+        (home / ".claude" / "settings.json").symlink_to(home / "dotfiles" / "settings.json")
+    else:  # the whole folder
+        (home / ".claude").symlink_to(home / "dotfiles")
     env = {"HOME": str(home), "PATH": os.environ["PATH"]}
     box = open_sandbox(work, work / ".agent-loop", env=env)
     argv = box.wrap(["sh", "-c", f"echo '{HOOK}' > ~/.claude/settings.json; echo $?"], work,
