@@ -44,7 +44,7 @@ from agentloop.errors import AgentBlocked, ProgramNotFound
 from agentloop.proc.environ import home_of
 
 if TYPE_CHECKING:  # a run without --sandbox never loads the sandbox
-    from agentloop.sandbox import Sandbox
+    from agentloop.sandbox import Kept, Sandbox
 
 ENV_VAR = "AGENT_LOOP_CLAUDE"
 MODELS = Models(task="opus", review="sonnet", helper="haiku")
@@ -85,6 +85,21 @@ def homes(env: Mapping[str, str] | None) -> tuple[Path, ...]:
     return tuple(found)
 
 
+# What the user's own claude, outside any sandbox, reads from its configuration folder as
+# settings (hooks run as the user), instructions, subagents, commands and skills: read-only in
+# the sandbox, made when missing (empty folders, a settings file of `{}`, an empty CLAUDE.md;
+# the CLI starts and resumes with them, tests/sandbox/test_agent_homes.py).
+KEPT: dict[str, str | None] = {
+    "settings.json": "{}\n", "settings.local.json": "{}\n", "CLAUDE.md": "", "hooks": None,
+    "agents": None, "commands": None, "skills": None, "output-styles": None}
+
+
+def kept(env: Mapping[str, str] | None) -> tuple[Kept, ...]:
+    """The paths of its configuration folder the CLI must not write in the sandbox."""
+    folder = homes(env)[0]
+    return tuple((folder / name, text) for name, text in KEPT.items())
+
+
 def ask(program: str, model: str, prompt: str, cwd: Path, env: Mapping[str, str] | None = None,
         timeout: float = 180, sandbox: Sandbox | None = None) -> Answer:
     """A fresh, lightweight Claude call: no tools, no resume, no session kept; JSON output.
@@ -93,7 +108,7 @@ def ask(program: str, model: str, prompt: str, cwd: Path, env: Mapping[str, str]
     """
     argv = [program, "-p", "--output-format", "json", "--model", model, "--tools", "",
             "--no-session-persistence"]
-    done = helper_call(confined(sandbox, argv, cwd, homes(env), writes=False), prompt, cwd,
+    done = helper_call(confined(sandbox, argv, cwd, homes(env), False, kept(env)), prompt, cwd,
                        env, timeout)
     if isinstance(done, Answer):
         return done
@@ -181,7 +196,7 @@ class ClaudeAgent:
         with LogFiles(request.log, request.raw_log) as files:
             log = StreamLog(files, on_activity, self._header(request, argv))
             done = stream_run(log, self.sandbox, argv, request, self.env, homes(self.env),
-                              request.prompt.encode("utf-8", "replace"))
+                              request.prompt.encode("utf-8", "replace"), kept(self.env))
             if ROOT_REFUSAL in done.stderr_tail:
                 log.write(f"\n== refused: {done.stderr_tail.strip()} ==")
                 raise AgentBlocked(ROOT_ADVICE)

@@ -56,7 +56,7 @@ from agentloop.errors import ProgramNotFound
 from agentloop.proc.environ import home_of
 
 if TYPE_CHECKING:  # a run without --sandbox never loads the sandbox
-    from agentloop.sandbox import Sandbox
+    from agentloop.sandbox import Kept, Sandbox
 
 ENV_VAR = "AGENT_LOOP_CODEX"
 # Codex 0.169.0's own default model for coding (its catalogue: "Latest workhorse model for
@@ -108,6 +108,21 @@ def homes(env: Mapping[str, str] | None) -> tuple[Path, ...]:
     return (Path(environ.get("CODEX_HOME") or home_of(environ) / ".codex"),)
 
 
+# What the user's own codex, outside any sandbox, reads from CODEX_HOME as configuration (a
+# `notify` program, MCP servers, hooks: run as the user), instructions, rules, prompts, skills
+# and subagents: read-only in the sandbox, made when missing (empty files and folders; the CLI
+# starts and resumes with them, tests/sandbox/test_agent_homes.py).
+KEPT: dict[str, str | None] = {
+    "config.toml": "", "AGENTS.md": "", "AGENTS.override.md": "", "hooks.json": "{}\n",
+    "hooks": None, "rules": None, "prompts": None, "skills": None, "agents": None}
+
+
+def kept(env: Mapping[str, str] | None) -> tuple[Kept, ...]:
+    """The paths of CODEX_HOME the CLI must not write in the sandbox."""
+    folder = homes(env)[0]
+    return tuple((folder / name, text) for name, text in KEPT.items())
+
+
 class CodexAgent:
     """Runs `codex exec --json`, one process per run."""
 
@@ -157,7 +172,7 @@ class CodexAgent:
             log = CodexLog(files, on_activity, self._header(request, argv))
             start = time.monotonic()
             done = stream_run(log, self.sandbox, argv, request, self.env, homes(self.env),
-                              clean(request.prompt).encode("utf-8"))
+                              clean(request.prompt).encode("utf-8"), kept(self.env))
             result = replace(judge(done.returncode, done.timed_out, log, done.stderr_tail,
                                    request, time.monotonic() - start), paused=done.paused)
             log.write(self._footer(result, done.stderr_tail))
@@ -176,7 +191,8 @@ class CodexAgent:
         """A fresh read-only call that keeps no session (`--ephemeral`): the retry advisor,
         commit messages. Never raises for its own problems; Ctrl+C goes through."""
         argv = [self.program, "exec", *COMMON, "--ephemeral", *READ_ONLY, "-m", model, "-"]
-        done = helper_call(confined(self.sandbox, argv, cwd, homes(self.env), writes=False),
+        done = helper_call(confined(self.sandbox, argv, cwd, homes(self.env), False,
+                                    kept(self.env)),
                            clean(prompt), cwd, self.env, timeout)
         if isinstance(done, Answer):
             return done

@@ -20,7 +20,7 @@ from agentloop.errors import ProcessError, ProgramNotFound
 from agentloop.files import held_open
 
 if TYPE_CHECKING:  # a name for the annotations: a run without --sandbox never loads the sandbox
-    from agentloop.sandbox import Sandbox
+    from agentloop.sandbox import Kept, Sandbox
 
 _OBJECT_START = re.compile(rb"[ \t]*\{")
 
@@ -57,11 +57,13 @@ def not_json(line: bytes) -> str:
 
 
 def confined(box: Sandbox | None, argv: list[str], cwd: Path, homes: Sequence[Path],
-             writes: bool = True) -> list[str]:
+             writes: bool = True, kept: Sequence[Kept] = ()) -> list[str]:
     """The argv every agent process starts with: `argv` itself, or `argv` inside the run's
     sandbox (--sandbox), writing in `cwd` only when `writes` (never the reviewer or a helper
-    call), and in the agent's own `homes`. Each adapter passes every argv it runs through here."""
-    return list(argv) if box is None else box.wrap(argv, cwd, homes, writes)
+    call), and in the agent's own `homes` but for the paths its program reads later as
+    settings, hooks or instructions (`kept`). Each adapter passes every argv it runs through
+    here."""
+    return list(argv) if box is None else box.wrap(argv, cwd, homes, writes, kept)
 
 
 def helper_call(argv: list[str], prompt: str, cwd: Path, env: Mapping[str, str] | None,
@@ -235,10 +237,10 @@ def in_memory() -> LogFiles:
 
 def stream_run(log: JsonLog, box: Sandbox | None, argv: list[str], request: AgentRun,
                env: Mapping[str, str] | None, homes: Sequence[Path],
-               stdin: bytes) -> proc.Streamed:
+               stdin: bytes, kept: Sequence[Kept] = ()) -> proc.Streamed:
     """One run of the agent program (in the sandbox, with --sandbox), each line of its output
     fed to `log`; a stop or a crash on the way is written to the log before it goes on up."""
-    started = confined(box, argv, request.cwd, homes, writes=not request.read_only)
+    started = confined(box, argv, request.cwd, homes, not request.read_only, kept)
     if request.env:
         from agentloop.proc import environ
 

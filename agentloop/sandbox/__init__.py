@@ -24,9 +24,9 @@ from agentloop.ondemand import dataclass
 # Where the agents' homes are they need to know with or without a sandbox (agents.claude):
 # one definition, kept where a run that never opens a sandbox reads it.
 from agentloop.proc.environ import home_of
-from agentloop.sandbox.policy import SECRETS, Policy, policy_for
+from agentloop.sandbox.policy import SECRETS, Kept, Policy, policy_for
 
-__all__ = ["SECRETS", "Policy", "Sandbox", "SandboxUnavailable", "Tool", "home_of",
+__all__ = ["SECRETS", "Kept", "Policy", "Sandbox", "SandboxUnavailable", "Tool", "home_of",
            "open_sandbox", "tool_for"]
 
 
@@ -75,11 +75,12 @@ class Sandbox:
     hide: tuple[str, ...] = ()
 
     def wrap(self, argv: Sequence[str], workdir: Path, homes: Sequence[Path] = (),
-             writes: bool = True) -> list[str]:
+             writes: bool = True, kept: Sequence[Kept] = ()) -> list[str]:
         """`argv` confined to `workdir` (read-only when not `writes`: the reviewer, helper
-        calls) and the agent's own `homes`."""
+        calls) and the agent's own `homes`, less what in them stays read-only (`kept`)."""
         return self.tool.wrap(argv, policy_for(self.root, self.state_dir, self.home, self.hide,
-                                               workdir, homes, writes, argv[0] if argv else None))
+                                               workdir, homes, writes, argv[0] if argv else None,
+                                               kept))
 
     def hidden(self) -> list[str]:
         """What no agent sees, as the user would write it."""
@@ -90,7 +91,7 @@ class Sandbox:
         return (f"sandbox: on ({self.tool.name}): agents write only their working copy, its VCS "
                 f"data, their own home folder (~/.claude, ~/.codex) and a private /tmp",
                 "sandbox: read-only: the rest of the system and the home folder; .agent-loop/, "
-                ".git/config and .git/hooks",
+                ".git/config and .git/hooks; the agent's own settings, hooks and instructions",
                 "sandbox: hidden: " + ", ".join(self.hidden()),
                 "sandbox: " + ", ".join(self.tool.traits()))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence, Tuple
 
 from agentloop.ondemand import dataclass
 
@@ -207,10 +207,17 @@ def _installed_in(path: Path) -> Path:
     return path.parent
 
 
+# A path in an agent's home its program reads later, outside any sandbox, as configuration or
+# runs (hooks): with the text a missing file is made with outside (None: a folder).
+Kept = Tuple[Path, Optional[str]]
+
+
 def policy_for(repo: Path, state_dir: Path, home_dir: Path, hide: Sequence[str], workdir: Path,
-               homes: Sequence[Path], writes: bool, program: str | None = None) -> Policy:
+               homes: Sequence[Path], writes: bool, program: str | None = None,
+               kept: Sequence[Kept] = ()) -> Policy:
     """The policy of one agent run of `program` in `workdir`, in repository `repo` whose
-    `state_dir` no agent writes; `hide`: the user's extra hidden paths (~ for `home_dir`)."""
+    `state_dir` no agent writes; `hide`: the user's extra hidden paths (~ for `home_dir`);
+    `kept`: the paths in the agent's homes that stay read-only."""
     work, root, home = _real(workdir), _real(repo), _real(home_dir)
     writable: list[Path] = []
     # The repository, the home folder and the program stay readable, even where the private
@@ -225,12 +232,40 @@ def policy_for(repo: Path, state_dir: Path, home_dir: Path, hide: Sequence[str],
         folder = _real(folder)
         folder.mkdir(parents=True, exist_ok=True)  # a first run makes it: made here, outside
         writable.append(folder)
+    # Where the home folder itself is a link (~/.claude into the user's dotfiles), its paths are
+    # bound where it leads, as the folder is.
+    held = (_held(_real(path.parent) / path.name, text) for path, text in kept)
+    protected += [path for path in held if path]
     hidden = [Path(p.replace("~", str(home), 1)) if p.startswith("~") else Path(p)
               for p in (*SECRETS, *hide)]
     hidden += env_files({root, home}, work)
     return Policy(work, tuple(_exists(writable)), tuple(_exists(protected)),
                   tuple(_exists(_real(p) if p.is_absolute() else _real(root / p)
                                 for p in hidden)))
+
+
+def _held(path: Path, text: str | None) -> Path | None:
+    """What to bind read-only for the kept `path`, made here, outside, when missing (a missing
+    path cannot be bound, and the agent could create it: a settings file with a hook that the
+    user's own unsandboxed CLI would run tomorrow); None when it cannot be made.
+
+    A symbolic link (a settings file kept with the user's dotfiles) is held at its target:
+    bubblewrap refuses a link as a mount point. The link itself stays replaceable there."""
+    if path.is_symlink():
+        target = _real(path)
+        return target if target.exists() else None
+    if path.exists():
+        return path
+    try:
+        if text is None:
+            path.mkdir(parents=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("x", encoding="utf-8") as handle:
+                handle.write(text)
+    except OSError:
+        return None
+    return path
 
 
 def _exists(paths: Iterable[Path]) -> list[Path]:
