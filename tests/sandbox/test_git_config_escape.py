@@ -93,21 +93,26 @@ MOVED = {
 }
 
 
+def in_checkout(tmp_path: Path, shell: str) -> tuple[Path, dict[str, str], str]:
+    """A checkout with a submodule, run under --sandbox in place, whose one task's agent runs
+    `shell`; the checkout, the run's environment and what the run said."""
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    with_submodule(work, tmp_path)
+    (work / "tasks.md").write_text(f"- write a\n  FAKE: write a.txt a\n  FAKE: bash {shell}\n")
+    done = run(work, env, "--sandbox", "--workplace", "checkout", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    return work, env, out
+
+
 @needs_bwrap
 @pytest.mark.parametrize("moved", sorted(MOVED))
 def test_an_agent_in_the_checkout_cannot_move_the_git_folder_away_and_put_its_own(
         tmp_path: Path, moved: str) -> None:
-    work, env = hooked(tmp_path)
-    (work / ".git" / "hooks" / "pre-commit").unlink()
-    with_submodule(work, tmp_path)
-    shell = MOVED[moved].format(filter=FILTER)
-    (work / "tasks.md").write_text(
-        f"- write a\n  FAKE: write a.txt a\n  FAKE: bash {shell}; "
-        "echo '* filter=evil' > .gitattributes; echo '* filter=evil' > deps/lib/.gitattributes; "
-        "echo more >> deps/lib/lib.txt\n")
-    done = run(work, env, "--sandbox", "--workplace", "checkout", "--no-git-hooks")
-    out = done.stdout + done.stderr
-    assert "sandbox: on (bubblewrap)" in out
+    work, env, out = in_checkout(
+        tmp_path, MOVED[moved].format(filter=FILTER) + "; echo '* filter=evil' > .gitattributes; "
+        "echo '* filter=evil' > deps/lib/.gitattributes; echo more >> deps/lib/lib.txt")
     assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
     assert not (work / ".git-old").exists() and not (work / ".git" / "m-old").exists()
     assert "evil" not in (work / ".git" / "config").read_text()
@@ -183,14 +188,7 @@ OWN_SUB = {
 @pytest.mark.parametrize("how", sorted(OWN_SUB))
 def test_an_agent_in_the_checkout_cannot_give_a_submodule_a_git_folder_of_its_own(
         tmp_path: Path, how: str) -> None:
-    work, env = hooked(tmp_path)
-    (work / ".git" / "hooks" / "pre-commit").unlink()
-    with_submodule(work, tmp_path)
-    shell = OWN_SUB[how].format(filter=FILTER)
-    (work / "tasks.md").write_text(f"- write a\n  FAKE: write a.txt a\n  FAKE: bash {shell}\n")
-    done = run(work, env, "--sandbox", "--workplace", "checkout", "--no-git-hooks")
-    out = done.stdout + done.stderr
-    assert "sandbox: on (bubblewrap)" in out
+    work, env, out = in_checkout(tmp_path, OWN_SUB[how].format(filter=FILTER))
     assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
     assert "moved" in out and "submodule-git-folders" in out, out
     # In the run's events too.
