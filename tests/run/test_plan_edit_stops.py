@@ -30,16 +30,27 @@ def _above(tmp_path: Path) -> str:
     return shlex.join([sys.executable, str(tmp_path / "above.py")])
 
 
-def test_a_held_group_is_named_as_the_plan_reads_now(
-        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
-    # Task right's agent puts a task above the others: task left is task 2 when the run reads
-    # the plan again, as group Later starts. Task left's agent waits for task later's, so
-    # that its landing, held on your edit of f.txt, comes after that read.
+def _your_edit_of_f(work: Path) -> None:
+    """A git repository with f.txt committed and your edit of it not committed."""
     init_repo(work, "git")
     (work / "f.txt").write_text("base\n")
     git(work, "add", "f.txt")
     git(work, "commit", "-qm", "f")
     (work / "f.txt").write_text("your edit, not committed\n")
+
+
+def _failed(status: str) -> list[int]:
+    """The numbers --status gives its failed tasks."""
+    return [int(line.split()[0]) for line in status.splitlines()
+            if line.split()[1:2] == ["failed"]]
+
+
+def test_a_held_group_is_named_as_the_plan_reads_now(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # Task right's agent puts a task above the others: task left is task 2 when the run reads
+    # the plan again, as group Later starts. Task left's agent waits for task later's, so
+    # that its landing, held on your edit of f.txt, comes after that read.
+    _your_edit_of_f(work)
     plan, marker = work / "tasks.md", tmp_path / "later-ran"
     plan.write_text("## Left\n- [ ] task left\n  FAKE: write f.txt from the task\n"
                     f"  FAKE: bash while [ ! -e {marker} ]; do sleep 0.1; done\n"
@@ -83,9 +94,7 @@ def test_the_stuck_stop_names_the_failed_tasks_as_the_plan_reads_now(
     assert done.returncode != 0, said
     assert "the agent seems stuck: 3 tasks failed in a row (tasks 2, 3, 4)" in said, said
     status = agent_loop(work, "--status").stdout
-    assert [line.split()[:2] for line in status.splitlines()
-            if line.split()[1:2] == ["failed"]] == [["2", "failed"], ["3", "failed"],
-                                                    ["4", "failed"]], status
+    assert _failed(status) == [2, 3, 4], status
 
 
 def test_a_held_task_s_command_runs_the_same_tasks_as_the_plan_reads_now(
@@ -94,11 +103,7 @@ def test_a_held_task_s_command_runs_the_same_tasks_as_the_plan_reads_now(
     # two, held on your edit, says the command that goes on with them as `--task 2-3` (as
     # given, it would run the task put above and leave task two), in the closing line and in
     # its record, which --status shows right after.
-    init_repo(work, "git")
-    (work / "f.txt").write_text("base\n")
-    git(work, "add", "f.txt")
-    git(work, "commit", "-qm", "f")
-    (work / "f.txt").write_text("your edit, not committed\n")
+    _your_edit_of_f(work)
     plan = work / "tasks.md"
     plan.write_text(f"- [ ] task one\n  FAKE: write one.txt one\n"
                     f"  FAKE: bash {_above(tmp_path)} {plan}\n"
@@ -150,7 +155,5 @@ def test_the_stop_s_continue_command_runs_the_same_tasks_as_the_plan_reads_now(
     assert line.endswith("Continue with: agent-loop tasks.md --vcs git --no-distill "
                          "--max-attempts 1 --max-failures 3 --task 3-5"), done.stdout + done.stderr
     status = agent_loop(work, "--status").stdout
-    assert [line.split()[:2] for line in status.splitlines()
-            if line.split()[1:2] == ["failed"]] == [["3", "failed"], ["4", "failed"],
-                                                    ["5", "failed"]], status
+    assert _failed(status) == [3, 4, 5], status
 
