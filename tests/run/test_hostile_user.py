@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import committed_plan, git, git_commits, init_repo, state_of
+from tests.support.repos import committed_plan, git, git_commits, init_repo, jj, state_of
 from tests.support.runner import agent_loop
 
 
@@ -121,27 +122,51 @@ def test_a_commit_you_make_while_the_agent_works_in_your_checkout_stays_yours(
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 2
 
 
+@pytest.mark.parametrize("kind", ["colocated", "jj"])
 def test_your_jj_undo_while_an_agent_works_is_named_as_the_command_you_typed(
-        work: Path, fake_claude: FakeClaude, jj_bin: str) -> None:
-    """`jj undo` in your colocated checkout while task two's agent works: the run stops before
-    it lands anything, naming the command and the way back. It said "an agent ran `jj
-    undo:`" (jj's description cut at its first word, colon and all), blamed the agent alone,
-    and quoted two operation ids of 128 hex digits each."""
-    init_repo(work, "colocated")
+        work: Path, fake_claude: FakeClaude, jj_bin: str, kind: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`jj undo` in your checkout while task two's agent works: the run stops before it lands
+    anything, naming the command and the way back. It said "an agent ran `jj undo:`" (jj's
+    description cut at its first word, colon and all), blamed the agent alone, and quoted two
+    operation ids of 128 hex digits each. Its way back, `jj op revert <the undo>`, typed as
+    printed, left your working-copy change divergent (your undone snapshot back beside the
+    one taken since); now it restores the operation before your undo, which only the lane's
+    own step followed: task one stays below your working copy, nothing is divergent, `jj st`
+    works, and the next run pays only task two's agent."""
+    init_repo(work, kind)
+    hostile = f"  FAKE: bash cd {work} && jj undo\n"
     (work / "tasks.md").write_text(
         "## A\n"
         "- [ ] one\n"
         "  FAKE: write one.txt one\n"
         "- [ ] two\n"
         "  FAKE: write two.txt two\n"
-        f"  FAKE: bash cd {work} && jj undo\n")
+        f"{hostile}")
     done = agent_loop(work, "--vcs", "jj", "--no-distill")
     assert done.returncode != 0, done.stdout + done.stderr
     said = next(line for line in done.stderr.splitlines() if "error:" in line)
     assert "`jj undo` ran while the lane's agent worked" in said and "by the agent or by you" \
         in said, said
     assert not re.search(r"[0-9a-f]{32}", said), said
-    assert "jj op revert " in said, said
+    # You type the line later than the run's pinned clock: with one clock for both, a snapshot
+    # of yours re-made the very commit your undo dropped, and jj refused it ("Newly-created
+    # commit ... already exists"), which no user with a clock that moves meets.
+    monkeypatch.setenv("JJ_TIMESTAMP", "2026-01-01T00:05:00+00:00")
+    for command in re.findall(r"`([^`]+)`", said.split("see and repair it with ", 1)[1]):
+        jj(work, *shlex.split(command)[1:])
+    status = jj(work, "st")
+    assert "stale" not in status, status
+    one = state_of(work)["tasks"][0]["change_id"]
+    assert jj(work, "log", "--no-graph", "-r", f"::@- & {one[:12]}", "-T", "change_id"), said
+    assert not jj(work, "log", "--no-graph", "-r", "divergent()", "-T", "change_id"), said
+    calls = len(fake_claude.calls())
+    (work / "tasks.md").write_text((work / "tasks.md").read_text().replace(hostile, ""))
+    again = agent_loop(work, "--vcs", "jj", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake_claude.calls()) == calls + 1, again.stdout
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 2
+    assert (work / "one.txt").exists() and (work / "two.txt").exists()
 
 
 def test_a_run_stopped_by_its_budget_leaves_no_branch_behind(work: Path,

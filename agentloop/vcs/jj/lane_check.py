@@ -165,13 +165,16 @@ def _take_back(jj: Jj, ops: list[Operation], op: Operation, lane: str) -> tuple[
     # another group's finished lane let go, and jj's merge of operations run at once.
     bookkeeping = (f"forget workspace {JJ_PREFIX}", "reconcile divergent operations")
     before = _ancestors(ops, op.parents)
-    if lane_of(op.workspace) is None:
-        # Run in your workspace: jj updated your files with it, so your workspace is fresh,
-        # and a restore or a revert that ignores the working copy would leave it stale.
-        return ("jj op log", f"jj op revert {op.id[:12]}")
     alone = len(op.parents) == 1 and all(
         o.id in before or o is op or lane_of(o.workspace) == lane
         or o.description.startswith(bookkeeping) for o in ops)
+    if lane_of(op.workspace) is None:
+        # Run in your workspace: jj updated your files with it, so your workspace is fresh,
+        # and a restore or a revert that ignores the working copy would leave it stale. A
+        # revert brings your undone snapshot back beside the one taken since (your change
+        # divergent, jj 0.45.1): the restore, when only the lane's step came after.
+        undo = f"op restore {op.parents[0][:12]}" if alone else f"op revert {op.id[:12]}"
+        return ("jj op log", f"jj {undo}")
     if alone and _only_the_lanes(jj, op.parents[0], lane):
         return ("jj op log", "jj log")
     undo = f"op restore {op.parents[0][:12]}" if alone else f"op revert {op.id[:12]}"
