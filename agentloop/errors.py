@@ -76,6 +76,11 @@ class RunStopped(AgentLoopError):
     """The run stopped early on purpose (limits, stuck agent, persistent API trouble)."""
 
 
+class LandingWithheld(RunStopped):
+    """A lane's finished task not landed: another lane stopped on a breach of the main line
+    (agentloop.vcs.breach), which a landing would bury; its work is kept for the next run."""
+
+
 class BudgetReached(RunStopped):
     """The run's spending reached --budget; `spent` says how much."""
 

@@ -51,6 +51,10 @@ class Shared:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self._halt = threading.Event()
+        # Set by the controller once a lane stopped on a breach of the main line every lane
+        # lands on (Breach.everywhere): the lanes still at work land nothing more, their
+        # finished work kept for the next run as a stop keeps it (agentloop.run.lane).
+        self.main_breached = threading.Event()
         self.paused_until = 0.0     # clock.time() before which no agent run starts
         self.limit_waits = 0        # usage-limit waits of the whole run, across lanes
         self.purse = Purse(self.lock)
@@ -135,6 +139,11 @@ class Shared:
 
     def halt(self) -> None:
         """Start no new task anywhere; running ones finish."""
+        self._halt.set()
+
+    def hold_landings(self) -> None:
+        """Start no new task and land nothing more anywhere (main_breached)."""
+        self.main_breached.set()
         self._halt.set()
 
     def halted(self) -> bool:

@@ -29,7 +29,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from agentloop.errors import AgentLoopError, BudgetReached, Interrupted, RunStopped
+from agentloop.errors import AgentLoopError, BudgetReached, Interrupted, LandingWithheld, RunStopped
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.plan import parse
@@ -274,7 +274,12 @@ class Controller:
             run.emit(LaneNote(f"{report.group} stopped: {report.error}", stop=True))
             self.stopped = self.stopped or report.error
             if isinstance(report.error, LaneBreach) and report.error.breach.everywhere:
-                run.shared.halt()  # no new task anywhere: none lands on that branch
+                # No new task anywhere, and no landing: none lands on that main line.
+                run.shared.hold_landings()
+            return
+        if isinstance(report.error, LandingWithheld):
+            # A follow-on of the breach above: that group stops, its finished work kept.
+            run.emit(LaneNote(f"{report.group} stopped: {report.error}", stop=True))
             return
         if report.error is not None:
             self.first_error = self.first_error or report.error
@@ -289,10 +294,16 @@ class Controller:
             first_error = budget.restated(
                 first_error, budget.reckoned(run.options, run.agent.caps_spend, run.state,
                                              run.shared.purse.left))
+        stopped = self.stopped
+        if isinstance(stopped, LaneBreach) and stopped.breach.everywhere:
+            # A breach of the main line every lane lands on comes first: another lane's error
+            # after it (a landing that met your workspace stale) follows from it. Its line is
+            # read again now that every lane has ended, from the operations since.
+            raise stopped.again()
         if first_error is not None:
             raise first_error
-        if self.stopped is not None:
-            raise self.stopped
+        if stopped is not None:
+            raise stopped
 
     def take(self, run: Run, task: TaskState, step: Step | MayStart) -> Any:
         """A lane hands `step` over: applied at once when the lane runs in this thread (K=1),

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agentloop.errors import AgentBlocked, BudgetReached, Interrupted, RunStopped
+from agentloop.errors import AgentBlocked, BudgetReached, Interrupted, LandingWithheld, RunStopped
 from agentloop.proc.signals import hangup_settles_the_task, shielded
 from agentloop.run import budget, conflicts
 from agentloop.run.attempt import run_attempt
@@ -284,6 +284,11 @@ def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str,
     running = False
     said: str | None = None  # what the lane said of the agent as its landing failed
     try:
+        if run.shared.main_breached.is_set():
+            # Another lane stopped on a breach of the main line: a landing now would bury
+            # what it lost, and its repair line would no longer work as printed.
+            raise LandingWithheld(f"task {run.shared.number(task)} ({task.group}) is not "
+                                  "landed: another group's agent acted on the main line")
         with settling(run, task, outcome.attempt):
             try:
                 if finish_beside is not None:

@@ -15,9 +15,13 @@ stop; a write into another lane's folder shows up as that lane's task's change."
 from __future__ import annotations
 
 import enum
+from typing import TYPE_CHECKING
 
 from agentloop.errors import VcsError
 from agentloop.ondemand import dataclass
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class Kind(enum.Enum):
@@ -61,9 +65,23 @@ class Breach:
 class LaneBreach(VcsError):
     """A lane step found a Breach that stops its group: nothing of that step lands."""
 
-    def __init__(self, breach: Breach, kept: str | None = None) -> None:
+    def __init__(self, breach: Breach, kept: str | None = None,
+                 recheck: Callable[[], Breach | None] | None = None) -> None:
         super().__init__(breach.text())
         self.breach = breach
         # Where the finished agent's work, still in the lane's folder, was set aside (a line
         # agentloop.vcs.git.aside.bring_back reads): the next run lands it, its agent unpaid.
         self.kept = kept
+        # The same check made again, from the operations since the step began (jj: another
+        # lane's operations after this check change which repair works).
+        self.recheck = recheck
+
+    def again(self) -> LaneBreach:
+        """This stop, its line read again now (`recheck`); itself when that finds nothing."""
+        try:
+            found = self.recheck() if self.recheck is not None else None
+        except VcsError:
+            return self
+        if found is None or found.text() == self.breach.text():
+            return self
+        return LaneBreach(found, self.kept)

@@ -21,7 +21,7 @@ from agentloop.errors import VcsError
 from agentloop.vcs.breach import Kind, LaneBreach
 from agentloop.vcs.history import missing
 from agentloop.vcs.jj.backend import JjVcs
-from agentloop.vcs.jj.lane_check import JjLaneRecord, check_jj_lane, operation
+from agentloop.vcs.jj.lane_check import JjLaneRecord, check_jj_lane, operation, recheck_jj_lane
 from agentloop.vcs.jj.mainline import JjMainLine
 from agentloop.vcs.jj.revive import revive, said
 from agentloop.vcs.jj.run import DIVERGENT, STALE, Jj, op_head, op_id
@@ -108,7 +108,8 @@ class LaneJj:
         except VcsError:
             return
         if breach is not None and breach.stops:
-            raise LaneBreach(breach)
+            record, revived = self.record, frozenset(self.main.revived)
+            raise LaneBreach(breach, recheck=lambda: recheck_jj_lane(record, revived))
 
     def abandon(self, change: Change) -> str | None:
         """Drop the attempt's change, kept aside first. One this run did not begin (JjVcs.began:

@@ -5,6 +5,7 @@ against what agent-loop recorded after the lane's last step (JjLaneRecord)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,17 +43,31 @@ def check_jj_lane(record: JjLaneRecord, revived: frozenset[str] = frozenset()
     """The first thing the agent did outside its task (an undone or restored operation, a
     landed change gone or stripped of its description), or None. `revived`: forget operations
     the run reverted to bring a lane's workspace back (agentloop.vcs.jj.revive), no undo."""
-    from agentloop.vcs.jj.run import Jj, op_head
+    from agentloop.vcs.jj.run import op_head
 
     gone = _workspace_gone(record.lane)
     if gone is not None:
         return gone
     if record.stamp is not None and op_head(record.main_root) == record.stamp:
         return None  # no jj command ran since the step began: nothing was undone or lost
+    return recheck_jj_lane(record, revived)
+
+
+def recheck_jj_lane(record: JjLaneRecord, revived: frozenset[str] = frozenset()
+                    ) -> Breach | None:
+    """check_jj_lane from the operations since the step began, the lane's workspace not
+    looked at (read again once every lane has ended, the lane closed: LaneBreach.again). A
+    landed change lost, or an undo that takes back more than the lane's own step, is a breach
+    of the main line every lane lands on (Breach.everywhere): no other lane lands after it."""
+    from agentloop.vcs.jj.run import Jj
+
     jj = Jj(record.main_root)
     ops = _since(jj, record.operation)
-    undone = _undone(jj, ops, revived, record.lane.name)
-    return undone if undone is not None else _lost(jj, record, ops)
+    found = _undone(jj, ops, revived, record.lane.name) or _lost(jj, record, ops)
+    if found is None or (found.kind is Kind.OPERATION_UNDONE
+                         and not found.commands[0].startswith("jj --ignore-working-copy op")):
+        return found
+    return dataclasses.replace(found, everywhere=True)
 
 
 def _workspace_gone(lane: Path) -> Breach | None:
@@ -177,8 +192,40 @@ def _take_back(jj: Jj, ops: list[Operation], op: Operation, lane: str) -> tuple[
         return ("jj op log", f"jj {undo}")
     if alone and _only_the_lanes(jj, op.parents[0], lane):
         return ("jj op log", "jj log")
-    undo = f"op restore {op.parents[0][:12]}" if alone else f"op revert {op.id[:12]}"
-    return (f"jj --ignore-working-copy {undo}", "jj log")
+    if alone:
+        return (f"jj --ignore-working-copy op restore {op.parents[0][:12]}", "jj log")
+    # The revert brings back the version before `op` of every change `op` rewrote; one
+    # rewritten again since (the lane's own change, snapshotted as its group stopped) would
+    # be divergent then: that old version goes again, the newer one stays.
+    again = _rewritten_again(jj, op)
+    return (f"jj --ignore-working-copy op revert {op.id[:12]}",
+            *([f"jj abandon {' '.join(c[:12] for c in again)}"] if again else ()), "jj log")
+
+
+def _rewritten_again(jj: Jj, op: Operation) -> list[str]:
+    """The commits before `op` of the changes `op` rewrote and something rewrote again
+    since (none that is a workspace's working-copy commit now, yours among them): what a
+    revert of `op` would make divergent."""
+    from agentloop.errors import VcsError
+
+    def commits(*at: str, revset: str = "mutable()") -> dict[str, set[str]]:
+        out = jj.out("--ignore-working-copy", *at, "log", "--no-graph", "-r", revset, "-T",
+                     'change_id ++ " " ++ commit_id ++ "\\n"')
+        found: dict[str, set[str]] = {}
+        for line in out.splitlines():
+            change, _, commit = line.partition(" ")
+            found.setdefault(change, set()).add(commit)
+        return found
+
+    try:
+        before, after = commits("--at-op", op.parents[0]), commits("--at-op", op.id)
+        now = commits(revset="mutable() ~ working_copies()")  # yours is not rewritten
+    except VcsError:
+        return []
+    return sorted(c for change, old in before.items()
+                  if change in after and after[change] != old
+                  and change in now and now[change] != after[change]
+                  for c in old - now[change])
 
 
 def _only_the_lanes(jj: Jj, before: str, lane: str) -> bool:
