@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from agentloop.errors import Interrupted, VcsError
+from agentloop.files.names import said_all
 
 POLL_SECONDS = 1.0
 # How long a landing waits on the user's uncommitted edits before its group is held (the
@@ -67,12 +68,12 @@ class Waiting:
     def still(self, commit: str, busy: list[str], during: list[str], how: str) -> None:
         """One more look found `busy` in the way (`during`: written after the run began)."""
         self.commit, self.busy, self.blocker = commit, busy, None
-        names = ", ".join(busy[:5]) + (f" and {len(busy) - 5} more" if len(busy) > 5 else "")
+        names = said_all(busy[:5]) + (f" and {len(busy) - 5} more" if len(busy) > 5 else "")
         if during:
-            what = (f"{', '.join(during[:5])} in {self.root}, changed during this run after it "
+            what = (f"{said_all(during[:5])} in {self.root}, changed during this run after it "
                     "began (an agent writing outside its lane, or you meanwhile),")
             if len(during) < len(busy):
-                yours = ", ".join(p for p in busy if p not in during)
+                yours = said_all([p for p in busy if p not in during])
                 what += f" and your uncommitted edits to {yours}"
         else:
             what = f"your uncommitted edits to {names} in {self.root}"
@@ -120,7 +121,7 @@ class Waiting:
                 raise
             clock = datetime.fromtimestamp(self.since).strftime("%H:%M:%S")
             on, then = ((self.blocker, "finish it") if self.blocker else
-                        (f"your uncommitted edits to {', '.join(self.busy[:5])}",
+                        (f"your uncommitted edits to {said_all(self.busy[:5])}",
                          "commit, stash or move them"))
             raise LandingHeld(
                 self.commit, self.busy, self.since,

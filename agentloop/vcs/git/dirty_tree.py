@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentloop.errors import VcsError
+from agentloop.files.names import said
 from agentloop.vcs.git.repo import GitRepo
 from agentloop.vcs.git.run import EMPTY_TREE
 
@@ -82,13 +83,13 @@ def why_here(head: str | None, lanes: bool) -> str:
 def dirty_message(root: Path, found: list[str], why: str = "") -> str:
     """A run's refusal of a dirty tree where the agent works in it (`why`: said after "the
     agent works in this checkout")."""
-    return (f"{len(found)} uncommitted file(s) in {root} (e.g. {found[0]}): the agent works in "
-            f"this checkout{why}, where a task's commit could take them; commit or stash them, "
-            "or pass --allow-dirty to leave them out of task commits")
+    return (f"{len(found)} uncommitted file(s) in {root} (e.g. {said(found[0])}): the agent "
+            f"works in this checkout{why}, where a task's commit could take them; commit or "
+            "stash them, or pass --allow-dirty to leave them out of task commits")
 
 
 def left_alone(found: list[str]) -> str:
     """The one line a run in lanes says of the user's uncommitted files."""
-    return (f"your {len(found)} uncommitted file(s) (e.g. {found[0]}) are left alone: the "
+    return (f"your {len(found)} uncommitted file(s) (e.g. {said(found[0])}) are left alone: the "
             "agent works from your last commit in a lane of its own, and a task that changes "
             "one of them waits to land until you commit or stash it")
