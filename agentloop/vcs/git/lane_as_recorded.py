@@ -25,7 +25,7 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
     code, out = git.code("symbolic-ref", "-q", "HEAD", codes=(0, 1, 128))
     ref = out.strip() if code == 0 else None
     if ref != record.branch:
-        return _checked_out(record, ref)
+        return _checked_out(record, ref, _ahead(git, main, record))
     tip = main.sha(record.branch)
     if tip is None:
         _refuse_damaged(main, record.branch)
@@ -70,18 +70,36 @@ def git_lane_gone(record: GitLaneRecord) -> Breach | None:
                   ("git worktree prune", f"git log --oneline {main_short}..{short}"))
 
 
-def _checked_out(record: GitLaneRecord, ref: str | None) -> Breach:
+def _checked_out(record: GitLaneRecord, ref: str | None, ahead: int) -> Breach:
     """The lane's HEAD on another branch (`ref`; None: detached): your branch is named as
-    yours, since a lane that holds it keeps you from switching to it."""
+    yours, since a lane that holds it keeps you from switching to it. `ahead`: the commits
+    the agent made there on top of the lane's branch, which the repair takes onto it (a plain
+    switch back would leave them behind, and the task's agent paid again from scratch)."""
     lane, short, main_short = record.lane, record.short, record.main_short
     where = ("your branch " + main_short if ref == record.main_ref else
              (ref or "a detached HEAD").removeprefix("refs/heads/"))
     commands = [f"git -C {lane} status"]
     if ref == record.main_ref:
         commands.append(f"git log --oneline -5 {main_short}")
-    commands.append(f"git -C {lane} switch {short}")
+    kept = ""
+    if ahead and ref != record.main_ref:
+        kept = (f"; its {ahead} commit(s) there, on top of {short}, are taken onto {short} by "
+                "the switch below")
+        commands.append(f"git -C {lane} switch -C {short}")
+    else:
+        commands.append(f"git -C {lane} switch {short}")
     return Breach(Kind.CHECKED_OUT, f"the agent checked out {where} in its lane {lane}, "
-                  f"which works on {short}; nothing of this step is landed", tuple(commands))
+                  f"which works on {short}; nothing of this step is landed{kept}",
+                  tuple(commands))
+
+
+def _ahead(git: Git, main: Git, record: GitLaneRecord) -> int:
+    """How many commits the lane's HEAD has on top of its branch's tip (0: none, or HEAD is
+    not ahead of it: elsewhere, or behind)."""
+    tip, head = main.sha(record.branch), git.sha("HEAD")
+    if tip is None or head is None or head == tip or not git.ancestor(tip, head):
+        return 0
+    return int(git.out("rev-list", "--count", f"{tip}..{head}").strip() or 0)
 
 
 def _refuse_damaged(main: Git, branch: str) -> None:
