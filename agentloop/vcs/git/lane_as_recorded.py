@@ -83,8 +83,8 @@ def _checked_out(record: GitLaneRecord, ref: str | None, ahead: int) -> Breach:
         commands.append(f"git log --oneline -5 {main_short}")
     kept = ""
     if ahead and ref != record.main_ref:
-        kept = (f"; its {ahead} commit(s) there, on top of {short}, are taken onto {short} by "
-                "the switch below")
+        kept = (f"; its {ahead} commit(s) there, on top of {short}, go onto {short} with the "
+                "repair's switch -C")
         commands.append(f"git -C {lane} switch -C {short}")
     else:
         commands.append(f"git -C {lane} switch {short}")
