@@ -6,8 +6,11 @@ agentloop.vcs.git.your_checkout; agentloop.vcs.git.lane_check runs both after ea
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from agentloop.vcs.breach import Breach, Kind
 from agentloop.vcs.git import refs
+from agentloop.vcs.git.in_the_way import in_progress
 from agentloop.vcs.git.lane_record import GitLaneRecord
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.rewritten import carried, rewritten
@@ -19,6 +22,9 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
     gone = git_lane_gone(record)
     if gone is not None:
         return gone
+    under_way = _under_way(record)
+    if under_way is not None:
+        return under_way
     if record.dirs is not None and _as_left(record):
         return None
     git, main = Git(record.lane), Git(record.main_root)
@@ -68,6 +74,32 @@ def git_lane_gone(record: GitLaneRecord) -> Breach | None:
                   f"files are where the agent left them, and its branch {short} keeps what it "
                   "had committed",
                   ("git worktree prune", f"git log --oneline {main_short}..{short}"))
+
+
+def _under_way(record: GitLaneRecord) -> Breach | None:
+    """A merge, rebase, cherry-pick or revert the agent left stopped in its lane (on a
+    conflict): its files may hold git's conflict markers, and the lane's next commit would take
+    the other side's history (a merge's MERGE_HEAD as a second parent), so nothing of the step
+    lands until it is ended. A look at a few files when the step left the lane's git dir."""
+    found = in_progress(record.dirs[0] if record.dirs is not None else _git_dir(record.lane))
+    if found is None:
+        return None
+    what, command = found
+    lane = record.lane
+    return Breach(Kind.UNDER_WAY, f"the agent left {what} stopped in its lane {lane} (its files "
+                  "may hold git's conflict markers); nothing of this step is landed",
+                  (f"git -C {lane} status", f"git -C {lane} {command} --abort"))
+
+
+def _git_dir(lane: Path) -> Path:
+    """A worktree's git dir, read from its `.git` file (git asked when that file is odd)."""
+    try:
+        text = (lane / ".git").read_text()
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    if text.startswith("gitdir: "):
+        return (lane / text.removeprefix("gitdir: ").strip()).resolve()
+    return Path(Git(lane).out("rev-parse", "--absolute-git-dir").strip())
 
 
 def _checked_out(record: GitLaneRecord, ref: str | None, ahead: int) -> Breach:
