@@ -1,18 +1,29 @@
-"""A file's name as a line shows it: whole on that line."""
+"""A file's name as a line says it: as git quotes one (`"a\\nb.txt"`) when it holds a control
+character, a double quote or a backslash, so a name never breaks a line in two and reads as in
+`git status`; any other name (spaces, accents) is said as it is."""
 
 from __future__ import annotations
 
 import os
 
+_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f",
+            "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def _control(c: str) -> bool:
+    return ord(c) < 0x20 or ord(c) == 0x7F
+
 
 def shown(name: str | os.PathLike[str]) -> str:
-    """The name as it is, or quoted (Python's repr) when it holds a newline or another
-    control character, which would cut the line it is said in."""
+    """`name` as one piece of a line: plain, or quoted and escaped as git does."""
     text = os.fspath(name)
-    return text if text.isprintable() else repr(text)
+    if not any(c in _ESCAPES or _control(c) for c in text):
+        return text
+    return '"' + "".join(_ESCAPES.get(c) or (f"\\{ord(c):03o}" if _control(c) else c)
+                         for c in text) + '"'
 
 
 def listed(names: list[str], most: int = 5) -> str:
-    """The first `most` names, each shown, and how many more."""
+    """The first `most` names, each shown, comma-separated, and how many more."""
     more = f" and {len(names) - most} more" if len(names) > most else ""
     return ", ".join(shown(name) for name in names[:most]) + more

@@ -40,6 +40,7 @@ class Kind(enum.Enum):
     AGENT_MOVED_MAIN = "agent-moved-main"    # an agent's git command moved your branch
     AGENT_MOVED_HEAD = "agent-moved-head"    # an agent's git command moved your checkout's HEAD
     GIT_SETTINGS = "git-settings"            # your .git/config or .git/hooks changed meanwhile
+    UNDER_WAY = "under-way"                  # a merge, rebase... left stopped in the lane
 
 
 @dataclass(frozen=True)

@@ -219,10 +219,10 @@ def test_an_uncommitted_file_named_with_a_newline_is_said_on_one_line(
     done = agent_loop(work, "--vcs", "git", "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     said = [line for line in done.stdout.splitlines() if "uncommitted" in line]
-    assert said == ["your 1 uncommitted file(s) (e.g. 'a\\nb.txt') are left alone: the agent "
+    assert said == ['your 1 uncommitted file(s) (e.g. "a\\nb.txt") are left alone: the agent '
                     "works from your last commit in a lane of its own, and a task that "
                     "changes one of them waits to land until you commit or stash it"], said
     refused = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", "checkout")
     assert refused.returncode != 0
     lines = [line for line in refused.stderr.splitlines() if "uncommitted" in line]
-    assert len(lines) == 1 and "(e.g. 'a\\nb.txt')" in lines[0], refused.stderr
+    assert len(lines) == 1 and '(e.g. "a\\nb.txt")' in lines[0], refused.stderr

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import committed_plan, git, git_commits, init_repo, jj, state_of
+from tests.support.repos import committed_plan, git, git_commits, init_repo, jj, state_of, tasks_of
 from tests.support.runner import agent_loop
 
 
@@ -412,3 +412,29 @@ def test_your_revert_that_deletes_a_file_the_next_task_changes_is_put_to_the_age
     prompt = next(p for p in fake_claude.task_prompts() if "does not fit the main line" in p)
     line = next(p for p in prompt.splitlines() if p.startswith("- api.py"))
     assert "deleted" in line and "no marker" in line, prompt
+
+
+def test_a_file_name_with_a_newline_is_said_on_one_line_as_git_quotes_it(
+        work: Path, fake_claude: FakeClaude) -> None:
+    """Your uncommitted edit to a file named "a<newline>b.txt", which task one changes too. The
+    start line ("your 1 uncommitted file(s) (e.g. a") and the held lines broke in two at the
+    name, the rest of the line read as a line of its own, and `--status`'s `error:` with them.
+    Names are said as git says them (`"a\\nb.txt"`), each line whole."""
+    init_repo(work, "git")
+    odd = "a\nb.txt"
+    (work / odd).write_text("base\n")
+    git(work, "add", "--all")
+    git(work, "commit", "-q", "-m", "odd name")
+    committed_plan(work, "## A\n- [ ] one\n"
+                         "  FAKE: bash printf 'agent\\n' > \"$(printf 'a\\nb.txt')\"\n")
+    (work / odd).write_text("mine\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--lane-wait", "1s")
+    said = done.stdout + done.stderr
+    assert done.returncode == 4, said
+    assert '(e.g. "a\\nb.txt") are left alone' in said, said
+    held = [line for line in said.splitlines() if "held" in line and "overlap" in line]
+    assert held and all('your uncommitted edits to "a\\nb.txt" in ' in line for line in held), said
+    assert not any(line.startswith("b.txt") for line in said.splitlines()), said
+    error = tasks_of(work)[0]["error"]
+    assert '"a\\nb.txt"' in error and "\n" not in error, error
+    assert (work / odd).read_text() == "mine\n"

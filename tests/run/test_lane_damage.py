@@ -7,6 +7,9 @@ only (a marker file), as in a hostile trial."""
 
 from __future__ import annotations
 
+import re
+import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -225,3 +228,43 @@ def test_a_jj_workspace_forgotten_between_tasks_stops_with_a_line_that_works_as_
     assert [t["status"] for t in tasks_of(work)] == ["completed"] * 2
     assert (work / "a.txt").exists() and (work / "b.txt").exists()
     assert not jj(work, "log", "--no-graph", "-r", "mutable() ~ ::@", "-T", "change_id")
+
+
+def test_an_agent_that_commits_on_a_branch_of_its_own_gets_a_repair_that_keeps_its_commits(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """The agent commits its work on a branch of its own, then leaves its lane on a detached
+    HEAD. The stop line's repair (`git -C LANE switch agent-loop/…`) took the lane back to
+    where its branch was, without the agent's commit: own.txt never landed, the next run paid
+    the agent for the task again from scratch. The repair printed now keeps the commit."""
+    work = _project(tmp_path, "printf 'own\\n' > own.txt && git switch -q -c agent-own && "
+                              "git add -A && git commit -qm own && git switch -q --detach")
+    said = _stopped(work)
+    assert "the agent checked out a detached HEAD in its lane" in said, said
+    repair = [c for c in re.findall(r"`([^`]+)`", said) if " switch " in c][-1]
+    subprocess.run(shlex.split(repair), cwd=work, check=True, capture_output=True)
+    _went_on(work)
+    assert "own.txt" in _landed(work), _landed(work)
+    assert (work / "own.txt").read_text() == "own\n"
+
+
+def test_a_merge_its_agent_left_stopped_on_a_conflict_in_its_lane_lands_no_marker(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """The agent merges a branch of its own into its lane and leaves the merge stopped on a
+    conflict. Task a1 completed with README holding git's <<<<<<< markers, landed so on your
+    branch; the next task's commit took the merge's MERGE_HEAD as a second parent, bringing the
+    agent's side branch into your history as "1 file changed". The group stops on it now, with
+    the command that ends the merge; done as printed, the next run lands no marker."""
+    work = _project(tmp_path, "B=$(git branch --show-current); git switch -q -c side && "
+                              "echo side > README && git commit -qam side && git switch -q $B && "
+                              "echo lane > README && git commit -qam lane && "
+                              "{{ git merge side >/dev/null 2>&1 || true; }}")
+    said = _stopped(work)
+    assert "a merge" in said and "in its lane" in said, said
+    repair = [c for c in re.findall(r"`([^`]+)`", said) if c.endswith("merge --abort")]
+    assert repair, said
+    subprocess.run(shlex.split(repair[-1]), cwd=work, check=True, capture_output=True)
+    _went_on(work)
+    assert "<<<<<<<" not in git(work, "show", "HEAD:README")
+    assert "side" not in git(work, "log", "--format=%s", "main").split(), \
+        git(work, "log", "--format=%s %p", "main")
+    assert "a1.txt" in _landed(work)

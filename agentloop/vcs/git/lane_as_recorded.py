@@ -6,8 +6,11 @@ agentloop.vcs.git.your_checkout; agentloop.vcs.git.lane_check runs both after ea
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from agentloop.vcs.breach import Breach, Kind
 from agentloop.vcs.git import refs
+from agentloop.vcs.git.in_the_way import in_progress
 from agentloop.vcs.git.lane_record import GitLaneRecord
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.rewritten import carried, rewritten
@@ -19,13 +22,16 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
     gone = git_lane_gone(record)
     if gone is not None:
         return gone
+    under_way = _under_way(record)
+    if under_way is not None:
+        return under_way
     if record.dirs is not None and _as_left(record):
         return None
     git, main = Git(record.lane), Git(record.main_root)
     code, out = git.code("symbolic-ref", "-q", "HEAD", codes=(0, 1, 128))
     ref = out.strip() if code == 0 else None
     if ref != record.branch:
-        return _checked_out(record, ref)
+        return _checked_out(record, ref, _ahead(git, main, record))
     tip = main.sha(record.branch)
     if tip is None:
         _refuse_damaged(main, record.branch)
@@ -70,18 +76,62 @@ def git_lane_gone(record: GitLaneRecord) -> Breach | None:
                   ("git worktree prune", f"git log --oneline {main_short}..{short}"))
 
 
-def _checked_out(record: GitLaneRecord, ref: str | None) -> Breach:
+def _under_way(record: GitLaneRecord) -> Breach | None:
+    """A merge, rebase, cherry-pick or revert the agent left stopped in its lane (on a
+    conflict): its files may hold git's conflict markers, and the lane's next commit would take
+    the other side's history (a merge's MERGE_HEAD as a second parent), so nothing of the step
+    lands until it is ended. A look at a few files when the step left the lane's git dir."""
+    found = in_progress(record.dirs[0] if record.dirs is not None else _git_dir(record.lane))
+    if found is None:
+        return None
+    what, command = found
+    lane = record.lane
+    return Breach(Kind.UNDER_WAY, f"the agent left {what} stopped in its lane {lane} (its files "
+                  "may hold git's conflict markers); nothing of this step is landed",
+                  (f"git -C {lane} status", f"git -C {lane} {command} --abort"))
+
+
+def _git_dir(lane: Path) -> Path:
+    """A worktree's git dir, read from its `.git` file (git asked when that file is odd)."""
+    try:
+        text = (lane / ".git").read_text()
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    if text.startswith("gitdir: "):
+        return (lane / text.removeprefix("gitdir: ").strip()).resolve()
+    return Path(Git(lane).out("rev-parse", "--absolute-git-dir").strip())
+
+
+def _checked_out(record: GitLaneRecord, ref: str | None, ahead: int) -> Breach:
     """The lane's HEAD on another branch (`ref`; None: detached): your branch is named as
-    yours, since a lane that holds it keeps you from switching to it."""
+    yours, since a lane that holds it keeps you from switching to it. `ahead`: the commits
+    the agent made there on top of the lane's branch, which the repair takes onto it (a plain
+    switch back would leave them behind, and the task's agent paid again from scratch)."""
     lane, short, main_short = record.lane, record.short, record.main_short
     where = ("your branch " + main_short if ref == record.main_ref else
              (ref or "a detached HEAD").removeprefix("refs/heads/"))
     commands = [f"git -C {lane} status"]
     if ref == record.main_ref:
         commands.append(f"git log --oneline -5 {main_short}")
-    commands.append(f"git -C {lane} switch {short}")
+    kept = ""
+    if ahead and ref != record.main_ref:
+        kept = (f"; its {ahead} commit(s) there, on top of {short}, go onto {short} with the "
+                "repair's switch -C")
+        commands.append(f"git -C {lane} switch -C {short}")
+    else:
+        commands.append(f"git -C {lane} switch {short}")
     return Breach(Kind.CHECKED_OUT, f"the agent checked out {where} in its lane {lane}, "
-                  f"which works on {short}; nothing of this step is landed", tuple(commands))
+                  f"which works on {short}; nothing of this step is landed{kept}",
+                  tuple(commands))
+
+
+def _ahead(git: Git, main: Git, record: GitLaneRecord) -> int:
+    """How many commits the lane's HEAD has on top of its branch's tip (0: none, or HEAD is
+    not ahead of it: elsewhere, or behind)."""
+    tip, head = main.sha(record.branch), git.sha("HEAD")
+    if tip is None or head is None or head == tip or not git.ancestor(tip, head):
+        return 0
+    return int(git.out("rev-list", "--count", f"{tip}..{head}").strip() or 0)
 
 
 def _refuse_damaged(main: Git, branch: str) -> None:
