@@ -11,7 +11,13 @@ _ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f
 
 
 def _control(c: str) -> bool:
-    return ord(c) < 0x20 or ord(c) == 0x7F
+    # Past ASCII, what Python does not print (C1 controls such as NEL, the line and paragraph
+    # separators) can break a line too: escaped as git escapes any such byte by default.
+    return ord(c) < 0x20 or ord(c) == 0x7F or (ord(c) > 0x7F and not c.isprintable())
+
+
+def _escaped(c: str) -> str:
+    return _ESCAPES.get(c) or "".join(f"\\{b:03o}" for b in c.encode("utf-8", "surrogateescape"))
 
 
 def shown(name: str | os.PathLike[str]) -> str:
@@ -19,7 +25,7 @@ def shown(name: str | os.PathLike[str]) -> str:
     text = os.fspath(name)
     if not any(c in _ESCAPES or _control(c) for c in text):
         return text
-    return '"' + "".join(_ESCAPES.get(c) or (f"\\{ord(c):03o}" if _control(c) else c)
+    return '"' + "".join(_escaped(c) if c in _ESCAPES or _control(c) else c
                          for c in text) + '"'
 
 

@@ -317,7 +317,12 @@ def test_load_a_file_without_tasks(tmp_path: Path, text: str) -> None:
 
 def test_error_messages_stay_on_one_line_whatever_the_path(tmp_path: Path) -> None:
     path = tmp_path / "two\nlines.md"
-    assert load_error(path) == f"task file {str(path)!r} does not exist"
+    quoted = '"' + str(path).replace("\n", "\\n") + '"'
+    assert load_error(path) == f"task file {quoted} does not exist"
+    for breaker, escaped in (("\u2028", "\\342\\200\\250"), ("\x85", "\\302\\205")):
+        path = tmp_path / f"a{breaker}b.md"
+        assert load_error(path) == f'task file "{tmp_path}/a{escaped}b.md" does not exist'
+
 
 
 # --- properties --------------------------------------------------------------------------------
