@@ -25,6 +25,9 @@ class Names:
     # has; None: the plan the run began with (no edit taken in), every number its own.
     numbers: Mapping[int, int] | None = None
     words: Mapping[int, str] = field(default_factory=dict)   # every task's, by the run's number
+    # The statuses of the plan's tasks now that are none of the run's (added, or reworded:
+    # another task now), as the records take them at the run's end: its closing count has them.
+    others: tuple[str, ...] = ()
 
     def kept(self, index: int) -> bool:
         """Whether the plan as it reads now still has the run's task `index`."""
@@ -127,4 +130,6 @@ def matched(tasks: list[TaskState], changes: Reconciled) -> Names:
     gone = {r.log_name for r in changes.dropped}
     numbers = {t.index: now[t.log_name] for t in tasks
                if t.log_name in now and t.log_name not in gone}
-    return Names(numbers, {t.index: t.summary for t in tasks})
+    known = {t.log_name for t in tasks}
+    return Names(numbers, {t.index: t.summary for t in tasks},
+                 tuple(str(t.status) for t in changes.tasks if t.log_name not in known))

@@ -52,6 +52,7 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
     removed = tuple(sorted(run.tally.dropped))
     ours = [t for t in tasks if t.index not in run.tally.dropped]
     counts = Counter(str(t.status) for t in ours if names.kept(t.index))
+    counts.update(names.others)  # the plan's tasks the run took in as it ended
     total = receipts.of_state(run.state)
     unfinished = tuple(i for i in planned if tasks[i - 1].status not in FINISHED)
     completed = tuple(i for i in planned if tasks[i - 1].status == S.COMPLETED

@@ -157,3 +157,30 @@ def test_the_stop_s_continue_command_runs_the_same_tasks_as_the_plan_reads_now(
     status = agent_loop(work, "--status").stdout
     assert _failed(status) == [3, 4, 5], status
 
+
+BELOW = """
+import sys
+plan = sys.argv[1]
+open(plan, "a").write("- [ ] task put below\\n  FAKE: write below.txt below\\n")
+"""
+
+
+def test_the_closing_count_has_the_tasks_added_while_the_run_worked(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # Task one's agent adds a task at the end of the plan: the run leaves it for the next
+    # run, and its closing count says so, as --status does right after (2 completed, 1
+    # pending), not "2 completed" of a plan of three.
+    init_repo(work, "git")
+    (tmp_path / "below.py").write_text(BELOW)
+    below = shlex.join([sys.executable, str(tmp_path / "below.py")])
+    plan = work / "tasks.md"
+    plan.write_text(f"# Plan\n\n- [ ] task one\n  FAKE: write one.txt one\n"
+                    f"  FAKE: bash {below} {plan}\n- [ ] task two\n  FAKE: write two.txt two\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    closing = next(line for line in done.stdout.splitlines() if line.startswith("agent-loop "))
+    assert "2 completed, 1 pending;" in closing, done.stdout
+    status = agent_loop(work, "--status").stdout
+    assert [line.split()[:2] for line in status.splitlines() if line.split()[1:2] in (
+        ["completed"], ["pending"])] == [["1", "completed"], ["2", "completed"],
+                                         ["3", "pending"]], status

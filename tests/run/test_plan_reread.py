@@ -92,7 +92,7 @@ def test_a_task_removed_midrun_leaves_no_gap_in_the_counter(work: Path,
     assert "\n[2/4] task 2: (ungrouped) > task three\n" in out, out
     assert "\n[3/4] task 3: (ungrouped) > task four\n" in out, out
     assert "\n[4/4] task 4: (ungrouped) > task five\n" in out, out
-    assert "/5] task 3" not in out and "4 completed, 1 removed from the plan" in out, out
+    assert "/5] task 3" not in out and "4 completed, 1 pending, 1 removed from the plan" in out, out
     started = [orjson.loads(line) for line in
                (work / ".agent-loop" / "events.jsonl").read_bytes().splitlines()]
     started = [e for e in started if e.get("type") == "TaskStarted"]
