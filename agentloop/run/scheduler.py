@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from agentloop.errors import CheckFailed, VcsError
@@ -138,38 +139,14 @@ class Workplaces:
             if serial:
                 self._holder = group  # whatever the lane holds now, no other group resets it
             raise
-        # One lane at a time keeps the run's own tally and its lines unprefixed: its limit
-        # waits are the run's, as in the checkout.
-        own = dataclasses.replace(run, vcs=vcs, workdir=space.path, lane=group) if not alone \
-            else dataclasses.replace(run, vcs=vcs, workdir=space.path)
-        if not alone:
-            own = dataclasses.replace(own, tally=Tally(planned=run.tally.planned,
-                                                       dropped=run.tally.dropped))
         records = _records(tasks)
         try:
             # The lane's own list: the controller takes it.
-            run_lane(own, tasks, begun, self._checks_first(group))
+            run_lane(self._lane_run(group, vcs, space.path), tasks, begun,
+                     self._checks_first(group))
         except BaseException as exc:
-            if isinstance(exc, CheckFailed) and not serial and not space.reused:
-                # Several lanes at once, the run's first checks failed in this new lane before
-                # any agent: it holds nothing, and goes as a finished lane does.
-                try:
-                    vcs.close()
-                finally:
-                    self._remove(space)
-                raise
-            if serial and alone and _records(tasks) == records:
-                # Stopped before anything of this group began (--budget reached before its
-                # first task): the lane holds only what earlier groups landed, and goes after
-                # the last group as if the group had not come.
-                self._carried = (space, vcs)
-                raise
-            try:
-                vcs.close()  # no error of its own in place of the group's (a lane gone)
-            finally:
-                if serial:
-                    self._holder = group  # kept as it is, for this group's next run
-                keep_workspace(run.vcs.name, run.project.root, space)
+            self._stopped(group, space, vcs, serial, isinstance(exc, CheckFailed),
+                          _records(tasks) == records)
             raise
         # Every finished task is on the main line and saved: the lane has nothing left.
         if serial:
@@ -183,6 +160,41 @@ class Workplaces:
             return
         vcs.close()
         self._remove(space)
+
+    def _lane_run(self, group: str, vcs: Lane, path: Path) -> Run:
+        """The run as one group's lane sees it. One lane at a time keeps the run's own tally
+        and its lines unprefixed: its limit waits are the run's, as in the checkout."""
+        run = self.run
+        if run.options.parallel == 1:
+            return dataclasses.replace(run, vcs=vcs, workdir=path)
+        return dataclasses.replace(run, vcs=vcs, workdir=path, lane=group,
+                                   tally=Tally(planned=run.tally.planned,
+                                               dropped=run.tally.dropped))
+
+    def _stopped(self, group: str, space: lanes.Workspace, vcs: Lane, serial: bool,
+                 checks_failed: bool, nothing_begun: bool) -> None:
+        """What becomes of a group's lane when its tasks stopped (the caller raises on)."""
+        alone = self.run.options.parallel == 1
+        if checks_failed and not serial and not space.reused:
+            # Several lanes at once, the run's first checks failed in this new lane before
+            # any agent: it holds nothing, and goes as a finished lane does.
+            try:
+                vcs.close()
+            finally:
+                self._remove(space)
+            return
+        if serial and alone and nothing_begun:
+            # Stopped before anything of this group began (--budget reached before its
+            # first task): the lane holds only what earlier groups landed, and goes after
+            # the last group as if the group had not come.
+            self._carried = (space, vcs)
+            return
+        try:
+            vcs.close()  # no error of its own in place of the group's (a lane gone)
+        finally:
+            if serial:
+                self._holder = group  # kept as it is, for this group's next run
+            keep_workspace(self.run.vcs.name, self.run.project.root, space)
 
     def _checks_first(self, group: str) -> FirstChecks:
         """The user's checks, run once before the run's first agent in the lane, where the
