@@ -154,3 +154,35 @@ def test_a_kept_file_behind_a_symbolic_link_is_held_at_its_target(tmp_path: Path
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() != "0"
     assert (home / "dotfiles" / "settings.json").read_text() == USER_SETTINGS
+
+
+@needs_bwrap
+@pytest.mark.parametrize("kept", ["settings.json", "hooks"])
+def test_an_agent_cannot_replace_a_kept_symbolic_link(tmp_path: Path, kept: str) -> None:
+    """A kept path that is a link (settings kept with the user's dotfiles) is held at its
+    target, and the link's folder is the agent's: it removes the link and puts its own file
+    with a hook there, for the user's own CLI to run tomorrow. The link is put back as the
+    agent's run ends, the agent's file kept beside it and said."""
+    from tests.sandbox.test_hooks import hooked, run
+
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    home = Path(env["HOME"])
+    (home / "dotfiles" / "hooks").mkdir(parents=True)
+    (home / "dotfiles" / "settings.json").write_text(USER_SETTINGS)
+    (home / ".claude").mkdir(parents=True)
+    link = home / ".claude" / kept
+    link.symlink_to(home / "dotfiles" / kept)
+    own = (f"rm ~/.claude/{kept} && echo '{HOOK}' > ~/.claude/{kept}" if kept == "settings.json"
+           else f"rm ~/.claude/{kept} && mkdir ~/.claude/{kept} && echo evil > ~/.claude/{kept}/x")
+    (work / "tasks.md").write_text(f"- write a\n  FAKE: write a.txt a\n  FAKE: bash {own}\n")
+    done = run(work, env, "--sandbox", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert link.is_symlink() and os.readlink(link) == str(home / "dotfiles" / kept), out
+    assert (home / "dotfiles" / "settings.json").read_text() == USER_SETTINGS
+    assert list((home / "dotfiles" / "hooks").iterdir()) == []
+    # The agent's own is kept beside it, never read by the CLI, and said in the run's log.
+    assert [p.name for p in (home / ".claude").iterdir() if p.name.startswith(kept + ".")]
+    logs = "".join(p.read_text() for p in (work / ".agent-loop").rglob("*.log"))
+    assert f"{kept}" in logs and "put back" in logs, logs
