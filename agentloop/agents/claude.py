@@ -91,13 +91,20 @@ def homes(env: Mapping[str, str] | None) -> tuple[Path, ...]:
 # the CLI starts and resumes with them, tests/sandbox/test_agent_homes.py).
 KEPT: dict[str, str | None] = {
     "settings.json": "{}\n", "settings.local.json": "{}\n", "CLAUDE.md": "", "hooks": None,
-    "agents": None, "commands": None, "skills": None, "output-styles": None}
+    "agents": None, "commands": None, "skills": None, "output-styles": None,
+    # Installed plugins: their hooks, commands and MCP servers run in the user's next session.
+    "plugins": None}
+# Its global configuration (`mcpServers`: commands it starts), in the configuration folder when
+# CLAUDE_CONFIG_DIR moves it there (else ~/.claude.json, in the read-only home folder).
+GLOBAL = ".claude.json"
 
 
 def kept(env: Mapping[str, str] | None) -> tuple[Kept, ...]:
     """The paths of its configuration folder the CLI must not write in the sandbox."""
     folder = homes(env)[0]
-    return tuple((folder / name, text) for name, text in KEPT.items())
+    moved = (os.environ if env is None else env).get("CLAUDE_CONFIG_DIR")
+    extra = ((folder / GLOBAL, "{}\n"),) if moved else ()
+    return tuple((folder / name, text) for name, text in KEPT.items()) + extra
 
 
 def ask(program: str, model: str, prompt: str, cwd: Path, env: Mapping[str, str] | None = None,

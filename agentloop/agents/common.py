@@ -245,12 +245,39 @@ def stream_run(log: JsonLog, box: Sandbox | None, argv: list[str], request: Agen
         from agentloop.proc import environ
 
         env = {**(env if env is not None else environ.current()), **dict(request.env)}
+    links = _links_of(box, kept)
     try:
         return proc.stream(started, log.feed, cwd=request.cwd, env=env, timeout=request.timeout,
                            stdin=stdin, started=log.start, meanwhile=request.meanwhile)
     except BaseException:
         log.stopped()
         raise
+    finally:
+        if links:
+            _put_back(log, links)
+
+
+def _links_of(box: Sandbox | None, kept: Sequence[Kept]) -> dict[Path, str]:
+    """The kept paths that are links, under --sandbox (agentloop.sandbox.links)."""
+    if box is None or not kept:
+        return {}
+    from agentloop.sandbox import links
+
+    return links.note(kept)
+
+
+def _put_back(log: JsonLog, noted: dict[Path, str]) -> None:
+    """The kept links the agent replaced put back, and said in its log."""
+    from agentloop.sandbox import links
+
+    try:
+        done = links.put_back(noted)
+    except OSError as exc:
+        log.write(f"\n== --sandbox: a link its CLI reads as configuration was replaced and "
+                  f"could not be put back: {exc} ==")
+        return
+    if done:
+        log.write(f"\n== {links.put_back_line(done)} ==")
 
 
 def stamp() -> str:

@@ -17,7 +17,7 @@ from typing import Callable
 
 from agentloop import lane_mark
 from agentloop.agents import LIMIT, AgentResult, AgentRun, clean, ended_well, priced
-from agentloop.errors import Interrupted
+from agentloop.errors import Interrupted, RunStopped
 from agentloop.proc import running
 from agentloop.run import ledger
 from agentloop.run.context import Run
@@ -86,8 +86,10 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
     finally:
         window[1] = time.time_ns()
         # Before any git of agent-loop's reads what the agent may have pointed a submodule at.
-        _guard(run)
+        unsafe = _guard(run)
     hand(run, task, RunEnded(attempt, result))
+    if unsafe is not None:  # recorded as it ended; nothing of agent-loop's runs git after it
+        raise RunStopped(unsafe)
     limited = not result.ok and classify(run, result).kind == LIMIT
     # Named by its task: a landing's conflict rounds end after the next task began.
     run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, role,
@@ -122,17 +124,24 @@ def ended_unrecorded(run: Run, task: TaskState, record: Attempt) -> AgentResult 
     return priced(result, run.options.prices) if result is not None else None
 
 
-def _guard(run: Run) -> None:
+def _guard(run: Run) -> str | None:
     """Right after an agent run in your checkout, before agent-loop's next git there: a
     submodule's `.git` the agent pointed at a git folder of its own moved aside, and said
-    (agentloop.vcs.submodule_gitdirs)."""
+    (agentloop.vcs.submodule_gitdirs); the line that stops the run when one could not be."""
     if run.vcs.name != "git" or run.cwd != run.project.root:
-        return
-    moved = submodule_gitdirs.guard(run.project.root, run.project.store.dir / GIT_DIRS,
-                                    sandboxed=run.sandbox is not None)
+        return None
+    unsafe = None
+    try:
+        moved = submodule_gitdirs.guard(run.project.root, run.project.store.dir / GIT_DIRS,
+                                        sandboxed=run.sandbox is not None)
+    except submodule_gitdirs.NotMovedAside as exc:
+        moved = exc.moved
+        unsafe = submodule_gitdirs.not_moved_line(exc.failed, exc.error,
+                                                  run.project.shown(exc.failed.kept))
     if moved:
         run.emit(LaneNote(submodule_gitdirs.moved_line(
             moved, {m.kept: run.project.shown(m.kept) for m in moved})))
+    return unsafe
 
 
 # Under the plan's own folder in .agent-loop/: a submodule's `.git` an agent swapped, kept.

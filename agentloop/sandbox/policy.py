@@ -119,22 +119,52 @@ def _submodule_configs(modules: Path) -> tuple[list[Path], list[Path]]:
     return held, protected
 
 
-def jj_needs(workdir: Path) -> list[Path]:
-    """What jj writes for a workspace: the repository (store, operation log, index) and the git
-    objects and refs of a repository kept in git."""
+def _jj_repo(workdir: Path) -> Path | None:
+    """The repository folder of the jj workspace `workdir` (a secondary one's `.jj/repo` file
+    names it)."""
     repo = workdir / ".jj" / "repo"
     if repo.is_file():
         found = _read_link_file(repo)
         if found is None:
-            return []
+            return None
         repo = found
-    if not repo.is_dir():
+    return repo if repo.is_dir() else None
+
+
+def jj_needs(workdir: Path) -> list[Path]:
+    """What jj writes for a workspace: the repository (store, operation log, index) and the git
+    objects and refs of a repository kept in git."""
+    repo = _jj_repo(workdir)
+    if repo is None:
         return []
     needs = [_real(repo)]
     git = _read_link_file(repo / "store" / "git_target")
     if git is not None and git.is_dir():
         needs += [git / name for name in GIT_WRITES]
     return needs
+
+
+def jj_held(workdir: Path) -> list[Path]:
+    """What of the jj repository stays read-only: its `config-id`, which names its per-repo
+    config in your config folder. A repository without one takes a `.jj/repo/config.toml` as
+    its old per-repo config and moves it there (a signing program set in it runs as you on
+    the next commit jj writes), so one is made here, outside, when missing: jj then reads no
+    config.toml there. Where you have such an old config.toml of your own, it is held instead."""
+    repo = _jj_repo(workdir)
+    if repo is None:
+        return []
+    config_id, legacy = repo / "config-id", repo / "config.toml"
+    if not config_id.exists():
+        if legacy.exists():
+            return [_real(legacy)]
+        import secrets
+
+        try:  # as jj makes one: 20 hex digits; jj makes the folder it names on first use
+            with config_id.open("x", encoding="utf-8") as handle:
+                handle.write(secrets.token_hex(10))
+        except OSError:
+            return []
+    return [_real(config_id)]
 
 
 def env_files(folders: Iterable[Path], inside: Path) -> list[Path]:
@@ -227,7 +257,7 @@ def policy_for(repo: Path, state_dir: Path, home_dir: Path, hide: Sequence[str],
     if writes:
         git_writable, git_protected = git_needs(work)
         writable += [work, *git_writable, *jj_needs(work)]
-        protected += git_protected
+        protected += [*git_protected, *jj_held(work)]
     for folder in homes:
         folder = _real(folder)
         folder.mkdir(parents=True, exist_ok=True)  # a first run makes it: made here, outside

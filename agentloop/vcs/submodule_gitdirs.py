@@ -42,6 +42,8 @@ class MovedAside:
     path: str
     target: str
     kept: Path
+    why_there: str = ""  # why not under the plan's folder: it went beside itself
+    how_back: str = "update"  # "move": the folder moved was the submodule's only one
 
 
 def resolve(dot: Path) -> str | None:
@@ -186,7 +188,7 @@ def guard(root: Path, keep: Path, sandboxed: bool) -> list[MovedAside]:
         return target in trusted and (target not in stamps or not sandboxed
                                       or _stamp(target) == stamps[target])
 
-    moved = []
+    moved: list[MovedAside] = []
     for path, dot in _walk(root, root, known):
         target = resolve(dot)
         if target is not None and known(dot):
@@ -194,13 +196,33 @@ def guard(root: Path, keep: Path, sandboxed: bool) -> list[MovedAside]:
         if target is None and dot.is_file() and not dot.is_symlink():
             continue  # no gitfile: git takes the folder for no checkout, and reads no config
         kept = _free(keep / path / ".git")
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        if _same_device(dot, kept.parent):
-            os.rename(dot, kept)
-        else:
-            _move(dot, kept)
-        moved.append(MovedAside(path, target or "", kept))
+        how_back = "move" if target is not None and target in stamps else "update"
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            if _same_device(dot, kept.parent):
+                os.rename(dot, kept)
+            else:
+                _move(dot, kept)
+        except OSError as exc:  # no room, a busy folder, a permission, a file in the way
+            # Beside itself, in its own folder: one rename, where git looks for no `.git`.
+            beside = _free(dot.with_name(".git-moved-by-agent-loop"))
+            try:
+                os.rename(dot, beside)
+            except OSError:
+                raise NotMovedAside(moved, MovedAside(path, target or "", kept), exc) from exc
+            moved.append(MovedAside(path, target or "", beside, f"{exc.strerror or exc}",
+                                    how_back))
+            continue
+        moved.append(MovedAside(path, target or "", kept, how_back=how_back))
     return moved
+
+
+class NotMovedAside(AgentLoopError):
+    """A `.git` `guard` found and could not move: those it `moved` before, and `failed`."""
+
+    def __init__(self, moved: list[MovedAside], failed: MovedAside, error: OSError) -> None:
+        super().__init__(f"could not move {failed.path}/.git: {error}")
+        self.moved, self.failed, self.error = moved, failed, error
 
 
 def _same_device(a: Path, folder: Path) -> bool:
@@ -227,8 +249,29 @@ def _free(path: Path) -> Path:
 def moved_line(moved: list[MovedAside], shown: dict[Path, str]) -> str:
     """The one line that says which submodule `.git` was moved aside, and where to."""
     parts = [f"{m.path}/.git (naming {m.target or 'a git folder agent-loop did not know'}) "
-             f"to {shown[m.kept]}" for m in moved]
+             f"to {shown[m.kept]}" + (f" (not under agent-loop's folder: {m.why_there})"
+                                      if m.why_there else "") for m in moved]
     return ("an agent gave a submodule a git folder agent-loop did not know, whose config "
             "agent-loop's own git would have read: moved " + "; ".join(parts) +
-            " (git now takes the submodule for not checked out; "
-            "`git submodule update` there gives it its own back)")
+            " (git now takes it for a submodule not checked out: "
+            + ", ".join(_way_back(m, shown[m.kept]) for m in moved) + ")")
+
+
+def _way_back(moved: MovedAside, shown: str) -> str:
+    """The command that checks the submodule out again: from the git folder git made for it
+    under `.git/modules` when there is one; else the moved folder was its only one (a
+    submodule not absorbed, whose config the agent changed), to be looked at and put back."""
+    if moved.how_back == "update":
+        return f"`git submodule update --init -- {moved.path}` checks it out again"
+    return (f"{shown} was its only git folder: read its config (`git config -f {shown}/config "
+            f"--list`), then `mv {shown} {moved.path}/.git` puts it back")
+
+
+def not_moved_line(failed: MovedAside, error: OSError, shown: str) -> str:
+    """The one line that stops a run whose agent's submodule `.git` could not be moved."""
+    reason = error.strerror or str(error)
+    return (f"an agent gave a submodule a git folder agent-loop did not know, whose config "
+            f"agent-loop's own git would read: could not move {failed.path}/.git (naming "
+            f"{failed.target or 'a git folder agent-loop did not know'}) to {shown}: {reason}; "
+            f"stopped. Move {failed.path}/.git away yourself before running again (the next "
+            f"run trusts the git folder it finds there)")

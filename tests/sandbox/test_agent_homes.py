@@ -154,3 +154,71 @@ def test_a_kept_file_behind_a_symbolic_link_is_held_at_its_target(tmp_path: Path
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() != "0"
     assert (home / "dotfiles" / "settings.json").read_text() == USER_SETTINGS
+
+
+@needs_bwrap
+@pytest.mark.parametrize("kept", ["settings.json", "hooks"])
+def test_an_agent_cannot_replace_a_kept_symbolic_link(tmp_path: Path, kept: str) -> None:
+    """A kept path that is a link (settings kept with the user's dotfiles) is held at its
+    target, and the link's folder is the agent's: it removes the link and puts its own file
+    with a hook there, for the user's own CLI to run tomorrow. The link is put back as the
+    agent's run ends, the agent's file kept beside it and said."""
+    from tests.sandbox.test_hooks import hooked, run
+
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    home = Path(env["HOME"])
+    (home / "dotfiles" / "hooks").mkdir(parents=True)
+    (home / "dotfiles" / "settings.json").write_text(USER_SETTINGS)
+    (home / ".claude").mkdir(parents=True)
+    link = home / ".claude" / kept
+    link.symlink_to(home / "dotfiles" / kept)
+    own = (f"rm ~/.claude/{kept} && echo '{HOOK}' > ~/.claude/{kept}" if kept == "settings.json"
+           else f"rm ~/.claude/{kept} && mkdir ~/.claude/{kept} && echo evil > ~/.claude/{kept}/x")
+    (work / "tasks.md").write_text(f"- write a\n  FAKE: write a.txt a\n  FAKE: bash {own}\n")
+    done = run(work, env, "--sandbox", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert link.is_symlink() and os.readlink(link) == str(home / "dotfiles" / kept), out
+    assert (home / "dotfiles" / "settings.json").read_text() == USER_SETTINGS
+    assert list((home / "dotfiles" / "hooks").iterdir()) == []
+    # The agent's own is kept beside it, never read by the CLI, and said in the run's log.
+    assert [p.name for p in (home / ".claude").iterdir() if p.name.startswith(kept + ".")]
+    logs = "".join(p.read_text() for p in (work / ".agent-loop").rglob("*.log"))
+    assert f"{kept}" in logs and "put back" in logs, logs
+
+
+@needs_bwrap
+def test_claude_cannot_write_its_global_config_or_plugins_and_the_group_resumes(
+        tmp_path: Path, fake_api: FakeApi, claude_bin: Path) -> None:
+    """With CLAUDE_CONFIG_DIR the CLI's `.claude.json` (its `mcpServers` are commands the
+    user's own CLI starts) lies in the writable folder, and so do the installed plugins
+    (`plugins/`: their hooks and commands run in the user's next session): both held
+    read-only, and the real CLI still works and resumes."""
+    env = agent_loop_env(tmp_path, fake_api, claude_bin)
+    config = tmp_path / "config"
+    env["CLAUDE_CONFIG_DIR"] = str(config)
+    hooks = config / "plugins" / "cache" / "market" / "tool" / "hooks"
+    hooks.mkdir(parents=True)
+    (hooks / "hooks.json").write_text(HOOK)
+    mcp = '{"mcpServers":{"x":{"type":"stdio","command":"touch","args":["/tmp/owned"]}}}'
+    line = attempts(str(config), [
+        ("global", f"echo '{mcp}' > {config}/.claude.json"),
+        ("plugin", f"echo '{HOOK}' > {hooks}/hooks.json"),
+        ("newplugin", f"mkdir -p {config}/plugins/cache/evil"),
+        ("own", f"echo mine > {config}/scratch.txt"),
+    ])
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "tasks.md").write_text(f"## G\n- RUN {line}\n  WRITE one.txt: one\n"
+                                   f"- WRITE two.txt: two\n")
+    done = agent_loop(work, "--vcs", "none", "--sandbox", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    noted = report((config / "report.txt").read_text())
+    assert noted.pop("own") == 0
+    assert all(code != 0 for code in noted.values()), noted
+    assert "mcpServers" not in (config / ".claude.json").read_text()
+    assert (hooks / "hooks.json").read_text() == HOOK
+    tasks = state_of(work)["tasks"]
+    assert [t["status"] for t in tasks] == ["completed", "completed"]
+    assert tasks[1]["session_id"] == tasks[0]["session_id"]

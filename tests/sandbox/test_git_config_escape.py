@@ -191,9 +191,41 @@ def test_an_agent_in_the_checkout_cannot_give_a_submodule_a_git_folder_of_its_ow
     work, env, out = in_checkout(tmp_path, OWN_SUB[how].format(filter=FILTER))
     assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
     assert "moved" in out and "submodule-git-folders" in out, out
+    if how == "pointed elsewhere":  # the way back is said, and works
+        assert "`git submodule update --init -- deps/lib` checks it out again" in out, out
+        assert git(work, "submodule", "status").startswith("-"), out
+        git(work, "-c", "protocol.file.allow=always", "submodule", "update", "--init", "--",
+            "deps/lib")
+        assert git(work, "submodule", "status").startswith(" "), out
     # In the run's events too.
     assert any("submodule-git-folders" in log.read_text()
                for log in (work / ".agent-loop").rglob("events.jsonl"))
+
+
+@needs_bwrap
+def test_a_git_folder_that_cannot_go_under_the_plans_folder_is_moved_beside_itself(
+        tmp_path: Path) -> None:
+    """The move under .agent-loop/ fails (here where it goes is a file; a full disk, a folder
+    on another device that cannot be written alike): the `.git` is renamed in its own folder,
+    where git looks for none, said in one line with why, and the run goes on as after any
+    move; no traceback, and no git of agent-loop's runs the agent's filter."""
+    work, env = hooked(tmp_path)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    with_submodule(work, tmp_path)
+    (work / ".agent-loop").mkdir()
+    (work / ".agent-loop" / "submodule-git-folders").write_text("in the way\n")
+    shell = OWN_SUB["pointed elsewhere"].format(filter=FILTER)
+    (work / "tasks.md").write_text(f"- write a\n  FAKE: write a.txt a\n  FAKE: bash {shell}\n")
+    done = run(work, env, "--sandbox", "--workplace", "checkout", "--no-git-hooks")
+    out = done.stdout + done.stderr
+    assert "sandbox: on (bubblewrap)" in out
+    assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
+    assert "internal error" not in out and "Traceback" not in out, out
+    assert "moved deps/lib/.git" in out and "deps/lib/.git-moved-by-agent-loop" in out, out
+    assert "Not a directory" in out, out
+    assert (work / "deps" / "lib" / ".git-moved-by-agent-loop").is_file()
+    assert not (work / "deps" / "lib" / ".git").exists()
+    assert done.returncode == 0, out
 
 
 # In a lane, whose submodule folders are held empty: the agent checks the submodule out there
@@ -249,6 +281,13 @@ def test_an_agent_in_the_checkout_cannot_set_a_filter_in_an_unabsorbed_submodule
     assert "sandbox: on (bubblewrap)" in out
     assert not (Path(env["HOME"]) / "pwned.txt").exists(), out
     assert "moved deps/lib/.git" in out and "submodule-git-folders" in out, out
+    # The way back is said, and works: its only git folder looked at and put back.
+    kept = work / ".agent-loop" / "submodule-git-folders" / "deps" / "lib" / ".git"
+    assert "`mv .agent-loop/submodule-git-folders/deps/lib/.git deps/lib/.git`" in out, out
+    assert git(work, "submodule", "status").startswith("-"), out
+    git(work, "config", "-f", str(kept / "config"), "--unset", "filter.evil.clean")
+    kept.rename(work / "deps" / "lib" / ".git")
+    assert git(work, "submodule", "status").startswith(" "), out
 
 
 # A repository of its own the agent makes in your checkout and adds nowhere, for agent-loop's

@@ -164,3 +164,29 @@ def test_an_unabsorbed_submodule_whose_config_changed_is_moved_aside_under_sandb
     assert guard(work, sandboxed=False) == []
     moved = guard(work, sandboxed=True)
     assert [m.path for m in moved] == ["deps/lib"] and (moved[0].kept / "config").is_file()
+
+
+def test_a_git_folder_that_cannot_be_moved_at_all_is_one_error_that_says_what_to_do(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Neither under the plan's folder nor beside itself (a busy folder, a read-only one): an
+    # error the run stops on in one line, never an OSError's traceback.
+    import errno
+
+    work = with_sub(tmp_path)
+    gd.record(work)
+    own = own_copy(work, tmp_path)
+    dot = work / "deps" / "lib" / ".git"
+    dot.write_text(f"gitdir: {own}\n")
+
+    def busy(a: object, b: object) -> None:
+        raise OSError(errno.EBUSY, "Device or resource busy")
+
+    monkeypatch.setattr(gd.os, "rename", busy)
+    monkeypatch.setattr(gd, "_move", busy)
+    with pytest.raises(gd.NotMovedAside) as raised:
+        guard(work)
+    assert raised.value.moved == [] and raised.value.failed.path == "deps/lib"
+    assert dot.is_file()
+    line = gd.not_moved_line(raised.value.failed, raised.value.error, "kept/.git")
+    assert "could not move deps/lib/.git" in line and "Device or resource busy" in line
+    assert "before running again" in line and "\n" not in line
