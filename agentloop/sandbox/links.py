@@ -13,12 +13,12 @@ CLI reads nothing from.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Dict, Sequence, Tuple
 
 from agentloop.sandbox.policy import Kept
 
-Links = Dict[Path, str]
+Links = dict[Path, str]
 
 
 def note(kept: Sequence[Kept]) -> Links:
@@ -32,10 +32,10 @@ def note(kept: Sequence[Kept]) -> Links:
     return links
 
 
-def put_back(links: Links) -> list[Tuple[Path, Path | None]]:
+def put_back(links: Links) -> list[tuple[Path, Path | None]]:
     """Each noted link the agent replaced, put back: (the link, where the agent's own went, or
     None when there was nothing in its place)."""
-    done: list[Tuple[Path, Path | None]] = []
+    done: list[tuple[Path, Path | None]] = []
     for path, target in links.items():
         try:
             if os.readlink(path) == target:
@@ -51,7 +51,7 @@ def put_back(links: Links) -> list[Tuple[Path, Path | None]]:
     return done
 
 
-def put_back_line(done: list[Tuple[Path, Path | None]]) -> str:
+def put_back_line(done: list[tuple[Path, Path | None]]) -> str:
     """The one line that says which links were put back, and where the agent's own went."""
     parts = [f"{path}" + (f" (the agent's own moved to {aside})" if aside else "")
              for path, aside in done]
