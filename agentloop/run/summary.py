@@ -49,10 +49,11 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
         from agentloop.run.review import unapproved_notes
 
         unapproved = unapproved_notes(run.state, names)
-    removed = tuple(sorted(run.tally.dropped))
-    ours = [t for t in tasks if t.index not in run.tally.dropped]
-    counts = Counter(str(t.status) for t in ours if names.kept(t.index))
-    counts.update(names.others)  # the plan's tasks the run took in as it ended
+    # A task the run did not start for its removal, and the plan has still (put back since),
+    # is counted as the plan has it, not as removed.
+    removed = tuple(sorted(i for i in run.tally.dropped if not names.kept(i)))
+    ours = [t for t in tasks if t.index not in removed]
+    counts = Counter(str(t.status) for t in ours) if names.counts is None else names.counts
     total = receipts.of_state(run.state)
     unfinished = tuple(i for i in planned if tasks[i - 1].status not in FINISHED)
     completed = tuple(i for i in planned if tasks[i - 1].status == S.COMPLETED

@@ -120,3 +120,23 @@ def test_a_task_added_in_a_parallel_run(work: Path, fake_claude: FakeClaude,
                     + "\n## B\n" + task("b1") + task("b2"))
     closing, status, out = _closing_and_status(work, "--parallel", "2")
     assert closing == status == {"completed": 4, "pending": 2}, out
+
+
+def test_a_removed_task_put_back_midrun_is_counted_as_the_plan_has_it(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # Task one's agent removes task two, which the run then does not start; task three's
+    # agent puts it back. The plan at the run's end has it, pending, as --status says: the
+    # closing count has it so, not as "removed from the plan".
+    init_repo(work, "git")
+    plan = work / "tasks.md"
+    gone = _edit(tmp_path, plan, (task("two"), ""))
+    back = tmp_path / "back.py"
+    back.write_text(f"import sys\np = sys.argv[1]\nt = open(p).read()\n"
+                    f"open(p, 'w').write(t.replace({task('three')!r}, "
+                    f"{task('two') + task('three')!r}, 1))\n")
+    plan.write_text(task("one", f"bash {gone}") + task("two")
+                    + task("three", f"bash {shlex.join([sys.executable, str(back), str(plan)])}")
+                    + task("four"))
+    closing, status, out = _closing_and_status(work)
+    assert 'task "task two" was removed from the plan' in out, out
+    assert closing == status == {"completed": 3, "pending": 1}, out
