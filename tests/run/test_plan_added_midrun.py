@@ -140,3 +140,20 @@ def test_a_removed_task_put_back_midrun_is_counted_as_the_plan_has_it(
     closing, status, out = _closing_and_status(work)
     assert 'task "task two" was removed from the plan' in out, out
     assert closing == status == {"completed": 3, "pending": 1}, out
+
+
+def test_a_task_added_midrun_that_the_history_holds_done_is_counted_done(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # Task x, done by a first run, is deleted from the plan; the second run's first agent puts
+    # it back at the end: the run's end finds its change in the history and marks it done, as
+    # --status says right after, and its closing count says so too.
+    init_repo(work, "git")
+    plan = work / "tasks.md"
+    old = "## Old\n" + task("x")
+    plan.write_text(old)
+    assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
+    edit = _edit(tmp_path, plan, (task("three"), task("three") + "\n" + old))
+    plan.write_text("## New\n" + task("one", f"bash {edit}") + task("two") + task("three"))
+    closing, status, out = _closing_and_status(work)
+    assert status == {"completed": 4}, out
+    assert closing == status, out
