@@ -19,7 +19,7 @@ from agentloop.run.lane_tag import LaneNote
 from agentloop.run.names_now import Names, names_now
 from agentloop.run.rebuilt import asks_history, readded
 from agentloop.run.selection import runnable
-from agentloop.run.summary import count_stalls, summarize
+from agentloop.run.summary import count_stalls, counted, summarize
 from agentloop.run.workplace import in_lanes, no_lane_note
 from agentloop.state.reconcile import Reconciled, reconcile
 from agentloop.state.schema import TaskState, now
@@ -130,6 +130,10 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
             taken = _plan_taken(run)
             if taken:
                 summary = dataclasses.replace(summary, notes=summary.notes + taken)
+            if names.counts is not None and _recorded(run):
+                # The records took the edited plan, a task it added that the history holds
+                # marked done in the same save: the count is theirs, as --status's right after.
+                summary = dataclasses.replace(summary, counts=counted(run.state.tasks))
             run.emit(summary)
         finally:
             # The plan's file, held open while the run worked (and by _wound_up, which puts the
@@ -261,6 +265,13 @@ def _plan_taken(run: Run) -> tuple[str, ...]:
             # the tasks as the closing lines did).
             return ()
     return tuple(notes)
+
+
+def _recorded(run: Run) -> bool:
+    """Whether the plan's state records the plan the controller last read (_plan_taken did)."""
+    data = run.shared.plan_bytes
+    return run.job is None and data is not None and \
+        parse.file_hash(data) == run.state.task_file_hash
 
 
 def _found_done(run: Run, changes: Reconciled) -> list[str]:

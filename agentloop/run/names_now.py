@@ -25,9 +25,11 @@ class Names:
     # has; None: the plan the run began with (no edit taken in), every number its own.
     numbers: Mapping[int, int] | None = None
     words: Mapping[int, str] = field(default_factory=dict)   # every task's, by the run's number
-    # The statuses of the plan's tasks now that are none of the run's (added, or reworded:
-    # another task now), as the records take them at the run's end: its closing count has them.
-    others: tuple[str, ...] = ()
+    # The plan's tasks now by status, counted from the records the state takes at the run's
+    # end (the reconcile's, which know each task by its identity: those the run did, where
+    # they belong; those added while it worked, pending), as `--status` counts them right
+    # after; None: no edit taken in, the run's own records are those.
+    counts: Mapping[str, int] | None = None
 
     def kept(self, index: int) -> bool:
         """Whether the plan as it reads now still has the run's task `index`."""
@@ -130,6 +132,7 @@ def matched(tasks: list[TaskState], changes: Reconciled) -> Names:
     gone = {r.log_name for r in changes.dropped}
     numbers = {t.index: now[t.log_name] for t in tasks
                if t.log_name in now and t.log_name not in gone}
-    known = {t.log_name for t in tasks}
+    from collections import Counter  # an edited plan's end only
+
     return Names(numbers, {t.index: t.summary for t in tasks},
-                 tuple(str(t.status) for t in changes.tasks if t.log_name not in known))
+                 Counter(str(t.status) for t in changes.tasks))

@@ -38,6 +38,11 @@ def count_stalls(run: Run, begun: list[TaskState], names: Names) -> tuple[str, .
         for t in run.state.tasks if t.stalled_runs >= STALL_RUNS)
 
 
+def counted(tasks: list[TaskState]) -> tuple[tuple[str, int], ...]:
+    """The tasks by status, as the closing count says them (`--status` counts the same)."""
+    return tuple(sorted(Counter(str(t.status) for t in tasks).items()))
+
+
 def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, ...],
               planned: list[int], names: Names) -> RunFinished:
     """The RunFinished event: counts by status, tokens and cost, time, what to look at; the
@@ -49,16 +54,17 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
         from agentloop.run.review import unapproved_notes
 
         unapproved = unapproved_notes(run.state, names)
-    removed = tuple(sorted(run.tally.dropped))
-    ours = [t for t in tasks if t.index not in run.tally.dropped]
-    counts = Counter(str(t.status) for t in ours if names.kept(t.index))
-    counts.update(names.others)  # the plan's tasks the run took in as it ended
+    # A task the run did not start for its removal, and the plan has still (put back since),
+    # is counted as the plan has it, not as removed.
+    removed = tuple(sorted(i for i in run.tally.dropped if not names.kept(i)))
+    ours = [t for t in tasks if t.index not in removed]
+    counts = counted(ours) if names.counts is None else tuple(sorted(names.counts.items()))
     total = receipts.of_state(run.state)
     unfinished = tuple(i for i in planned if tasks[i - 1].status not in FINISHED)
     completed = tuple(i for i in planned if tasks[i - 1].status == S.COMPLETED
                       and tasks[i - 1].change_id)
     last = completed[-1] if completed else 0
-    return RunFinished(counts=tuple(sorted(counts.items())),
+    return RunFinished(counts=counts,
                        tokens=tuple((k, getattr(total, k)) for k in receipts.TOKENS),
                        cost_usd=total.cost_usd,
                        seconds=run.clock.monotonic() - started,
