@@ -90,6 +90,10 @@ class Console:
         if isinstance(event, Stopping) and self._terminal is not None and busy:
             self._terminal.changed()
             return  # the live lines say it, each lane's in place of its ticking clock
+        if isinstance(event, Stopping) and self._terminal is None and _is_tty(self.err):
+            with self._lock:  # the terminal's echoed ^C is not the start of the line
+                self.err.write("\n")
+                self.err.flush()
         if self._view is not None:
             self._view.changed()  # before the line: an ended run's live line goes first
         if not isinstance(event, AgentActivity):
@@ -201,6 +205,13 @@ class Console:
         with self._lock:
             self.out.write(text + "\n")
             self.out.flush()
+
+
+def _is_tty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (OSError, ValueError):  # closed
+        return False
 
 
 def for_stderr(event: Event, line: str) -> str | None:

@@ -5,6 +5,7 @@ The fake agent lingers after its SIGINT (an agent slow to stop)."""
 
 from __future__ import annotations
 
+import io
 import os
 import pty
 import select
@@ -17,6 +18,8 @@ from pathlib import Path
 import pyte
 import pytest
 
+from agentloop.console.live import Console
+from agentloop.run.events import Stopping
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import init_repo
 
@@ -145,3 +148,22 @@ def test_off_a_terminal_one_line_says_the_run_is_stopping_before_the_agent_ends(
         "agent-loop: stopping: waiting for the agent to end (cut short within 6s)"], lines
     assert said[0][0] < LINGER - 1, lines  # said as the stop is taken, not once the agent ended
     assert "interrupted; state saved" in err
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_off_a_terminal_the_stopping_line_is_not_put_after_the_echoed_ctrl_c() -> None:
+    # `agent-loop … | tee log`: the terminal echoes ^C on stderr's line, where the stopping
+    # line (on stdout, shown by tee) would go on as "^Cagent-loop: stopping…".
+    out, err = io.StringIO(), Terminal()
+    console = Console(out, err=err, heartbeat=None, live=False)
+    console(Stopping(1, 6.0))
+    assert err.getvalue() == "\n"
+    assert out.getvalue() == ("agent-loop: stopping: waiting for the agent to end "
+                              "(cut short within 6s)\n")
+    quiet = io.StringIO()  # stderr to a file: nothing echoed there, no empty line
+    Console(io.StringIO(), err=quiet, heartbeat=None, live=False)(Stopping(1, 6.0))
+    assert quiet.getvalue() == ""
