@@ -61,7 +61,7 @@ class Lanes:
             if isinstance(event, Stopping):  # each working lane waits for its agent now
                 for waiting in self._lanes.values():
                     if waiting.since is not None:
-                        waiting.stopping = stopping_text(event)
+                        waiting.stopping = stopping_text(event, one_lane=True)
                 return
             lane = self._lanes.setdefault(key, Lane())
             if isinstance(event, TaskStarted):
@@ -116,10 +116,15 @@ class Lanes:
             return out
 
 
-def stopping_text(event: Stopping) -> str:
-    """What a stop waits for, and how long at most (each agent is asked to end, then made to)."""
-    which = "the agent" if event.agents == 1 else f"{event.agents} agents"
-    return f"stopping: waiting for {which} to end (cut short within {event.within:.0f}s)"
+def stopping_text(event: Stopping, one_lane: bool = False) -> str:
+    """What a stop waits for, and how long at most (each agent is asked to end, then made to):
+    said for the run, or for `one_lane` of several."""
+    within = f"{event.within:.0f}s"
+    if event.agents == 1:
+        return f"stopping: waiting for the agent to end (cut short within {within})"
+    if one_lane:
+        return f"stopping: waiting for its agent to end (all cut short within {within})"
+    return f"stopping: waiting for {event.agents} agents to end (cut short within {within})"
 
 
 def _line(key: str, lane: Lane, now: float) -> str:

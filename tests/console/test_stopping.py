@@ -118,8 +118,10 @@ def test_on_a_terminal_each_lane_of_a_parallel_run_says_it_is_stopping(
         [AGENT_LOOP, "tasks.md", "--vcs", "git", "--parallel", "2", "--no-distill"], tmp_path,
         seen="1 turn, 1 tool call", times=2)
     # Each agent is stopped in turn (SIGINT, then SIGTERM and SIGKILL 3s apart): 12s at most.
-    waiting = "stopping: waiting for 2 agents to end (cut short within 12s)"
-    for shown in between(screens, 1.0, LINGER - 0.5):
+    waiting = "stopping: waiting for its agent to end (all cut short within 12s)"
+    seen = between(screens, 1.0, LINGER - 0.5)
+    assert seen, screens
+    for shown in seen:
         live = sorted(x for x in shown.splitlines() if x.startswith(("  … ", "  ■ ")))
         assert live == [f"  ■ Back [1/2]: {waiting}", f"  ■ Front [2/2]: {waiting}"], shown
     assert code == 130 and "interrupted; state saved" in after, after
