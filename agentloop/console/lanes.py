@@ -20,6 +20,7 @@ from agentloop.run.events import (
     Event,
     LaneHeld,
     RunFinished,
+    Stopping,
     TaskStarted,
 )
 from agentloop.state.receipts import money
@@ -37,6 +38,7 @@ class Lane:
     turns: int = 0
     spent: float = 0.0            # the task's finished runs' cost (a run's own comes at its end)
     beat_at: float = 0.0          # when the heartbeat prints this lane next
+    stopping: str = ""            # a stop was taken: what its line says instead of ticking
 
 
 class Lanes:
@@ -56,6 +58,11 @@ class Lanes:
                 for ended in self._lanes.values():
                     ended.since = None
                 return
+            if isinstance(event, Stopping):  # each working lane waits for its agent now
+                for waiting in self._lanes.values():
+                    if waiting.since is not None:
+                        waiting.stopping = stopping_text(event, one_lane=True)
+                return
             lane = self._lanes.setdefault(key, Lane())
             if isinstance(event, TaskStarted):
                 if event.index != lane.index:
@@ -64,7 +71,7 @@ class Lanes:
                 lane.task = (f"{event.group} [{event.position}/{event.count}]" if event.count
                              else f"{event.group} [{event.index}/{event.total}]")
             if isinstance(event, (AgentStarted, CheckStarted)):
-                lane.since, lane.beat_at = now, 0.0
+                lane.since, lane.beat_at, lane.stopping = now, 0.0, ""
                 lane.tool_calls = lane.turns = 0
                 lane.doing = (f"check: {event.command}" if isinstance(event, CheckStarted)
                               else "reviewer starting" if event.role == "reviewer" else "starting")
@@ -99,7 +106,7 @@ class Lanes:
         with self._lock:
             out = []
             for key, lane in self._lanes.items():
-                if lane.since is None:
+                if lane.since is None or lane.stopping:  # the stop's own line said it once
                     continue
                 if not lane.beat_at:
                     lane.beat_at = lane.since + interval
@@ -109,15 +116,28 @@ class Lanes:
             return out
 
 
+def stopping_text(event: Stopping, one_lane: bool = False) -> str:
+    """What a stop waits for, and how long at most (each agent is asked to end, then made to):
+    said for the run, or for `one_lane` of several."""
+    within = f"{event.within:.0f}s"
+    if event.agents == 1:
+        return f"stopping: waiting for the agent to end (cut short within {within})"
+    if one_lane:
+        return f"stopping: waiting for its agent to end (all cut short within {within})"
+    return f"stopping: waiting for {event.agents} agents to end (cut short within {within})"
+
+
 def _line(key: str, lane: Lane, now: float) -> str:
     assert lane.since is not None
+    who = f"{lane.task}: " if key else ""
+    if lane.stopping:  # no clock ticking on, as if the task still ran
+        return f"  ■ {who}{lane.stopping}"
     counts = [f"{n} {word}{'s' if n != 1 else ''}"
               for n, word in ((lane.turns, "turn"), (lane.tool_calls, "tool call")) if n]
     elapsed = now - lane.since  # whole seconds: a ticking tenth is noise
     # What is doing comes last: a narrow terminal cuts the line's end, and a path may be long.
     parts = [duration(elapsed) if elapsed >= 60 else f"{int(elapsed)}s", ", ".join(counts),
              f"{money(lane.spent)} so far" if lane.spent else "", lane.doing]
-    who = f"{lane.task}: " if key else ""
     return f"  … {who}" + " · ".join(p for p in parts if p)
 
 

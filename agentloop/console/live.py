@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import IO, Callable, Protocol
 
 from agentloop.console.closing import summary_text
-from agentloop.console.lanes import Heartbeat, Lanes
+from agentloop.console.lanes import Heartbeat, Lanes, stopping_text
 from agentloop.console.render import duration
 from agentloop.run.checks import round_line
 from agentloop.run.events import (
@@ -33,6 +33,7 @@ from agentloop.run.events import (
     ReviewVerdict,
     RunFinished,
     RunStarted,
+    Stopping,
     TaskFinished,
     TaskStarted,
 )
@@ -84,7 +85,15 @@ class Console:
 
     def __call__(self, event: Event) -> None:
         """Render one event."""
+        busy = self.lanes.busy()
         self.lanes.update(event, self.clock())
+        if isinstance(event, Stopping) and self._terminal is not None and busy:
+            self._terminal.changed()
+            return  # the live lines say it, each lane's in place of its ticking clock
+        if isinstance(event, Stopping) and self._terminal is None and _is_tty(self.err):
+            with self._lock:  # the terminal's echoed ^C is not the start of the line
+                self.err.write("\n")
+                self.err.flush()
         if self._view is not None:
             self._view.changed()  # before the line: an ended run's live line goes first
         if not isinstance(event, AgentActivity):
@@ -152,6 +161,8 @@ class Console:
             return summary_text(event, self.cwd)
         if isinstance(event, LaneNote):
             return f"  {event.text}"
+        if isinstance(event, Stopping):  # once; the heartbeat says no more
+            return f"agent-loop: {stopping_text(event)}"
         if isinstance(event, HookFinished) and (event.exit_code != 0 or event.timed_out):
             how = (f"timed out after {duration(event.seconds)}" if event.timed_out else
                    f"failed (exit {event.exit_code})" if event.exit_code is not None else
@@ -196,6 +207,13 @@ class Console:
             self.out.flush()
 
 
+def _is_tty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (OSError, ValueError):  # closed
+        return False
+
+
 def for_stderr(event: Event, line: str) -> str | None:
     """What of an event's line a person still needs once stdout is gone: a wait on them, a
     stop, a held group, a task failed or blocked, the run's outcome (the summary's first line,
@@ -203,7 +221,8 @@ def for_stderr(event: Event, line: str) -> str | None:
     events.jsonl."""
     if isinstance(event, RunFinished):
         return line.strip().splitlines()[0]
-    if (isinstance(event, LandingWaits) or (isinstance(event, LaneNote) and event.stop)
+    if (isinstance(event, (LandingWaits, Stopping))
+            or (isinstance(event, LaneNote) and event.stop)
             or (isinstance(event, TaskFinished) and event.status in (S.FAILED, S.BLOCKED))):
         return line.strip()  # alone on stderr: not indented under a task's heading
     return None

@@ -24,6 +24,9 @@ _after: list[Callable[[], None]] = []
 _before: list[Callable[[], None]] = []
 _during: list[Callable[[], None]] = []
 _after_lock = threading.Lock()
+# What a stop says first, once (on_stop): the run's line that it is stopping.
+_on_stop: list[Callable[[int], None]] = []
+_told = threading.Event()
 
 
 def add(proc: Any) -> None:
@@ -67,6 +70,22 @@ def stop_all() -> list[Any]:
 def clear() -> None:
     """A new run in this process: nothing is being stopped."""
     _stop.clear()
+    _told.clear()
+
+
+def on_stop(call: Callable[[int], None] | None) -> None:
+    """`call(agents)` once a stop is taken, before its agents are stopped (stop_taken); None:
+    nothing."""
+    _on_stop[:] = [] if call is None else [call]
+
+
+def stop_taken(agents: int) -> None:
+    """A stop was taken and `agents` agent runs are about to be stopped: said once a run, so
+    what a person sees says so at once, not once the agents have ended."""
+    if _told.is_set() or not _on_stop:
+        return
+    _told.set()
+    _on_stop[0](agents)
 
 
 def after_next_stream(call: Callable[[], None]) -> None:

@@ -231,7 +231,11 @@ def _followed(proc: subprocess.Popen[bytes] | Streaming, came: list[int], deadli
         if running.stopping():  # a parallel run's Ctrl+C stopped it from the main thread
             raise Interrupted("interrupted")
     except KeyboardInterrupt:
-        stop_group(proc)
+        with shielded():  # a second Ctrl+C cuts neither the line nor the stop short
+            try:
+                running.stop_taken(1)  # said before the wait for the agent, not after it
+            finally:
+                stop_group(proc)
         raise Interrupted("interrupted") from None
     except BaseException:
         stop_group(proc)

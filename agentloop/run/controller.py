@@ -39,6 +39,7 @@ from agentloop.run import budget, ledger, plan_kept
 from agentloop.run.conflicts import GroupConflicted, GroupHeld
 from agentloop.run.context import Run
 from agentloop.run.decisions import Completed, Failed, Judged, MayStart, Step
+from agentloop.run.events import Stopping
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.scheduler import Workplaces, serialised
 from agentloop.run.selection import unmet
@@ -187,6 +188,10 @@ class Controller:
         every lane on Ctrl+C; raise the first lane's error once every lane has ended."""
         run = self.run
         running.clear()
+        # A stop says so at once, with what it waits for: each agent is asked to end, then
+        # made to, one after another (agentloop.proc.streamed.stop_group).
+        running.on_stop(lambda agents: run.emit(
+            Stopping(agents, agents * 2 * streamed.STOP_GRACE_SECONDS)))
         stop_flag(run.project.store.dir).unlink(missing_ok=True)  # a request older than this run
         lanes: dict[str, threading.Thread | None] = {}
         todo = list(self.groups)
@@ -222,7 +227,10 @@ class Controller:
             # said, its on-task hook cut short (it would hold the stop up to hook-timeout).
             with shielded(), stopping() if isinstance(exc, KeyboardInterrupt) else nullcontext():
                 try:
-                    for agent in running.stop_all():
+                    agents = running.stop_all()
+                    if agents and isinstance(exc, KeyboardInterrupt):
+                        running.stop_taken(len(agents))
+                    for agent in agents:
                         streamed.stop_group(agent)
                     for worker in lanes.values():
                         if worker is not None:
@@ -235,6 +243,7 @@ class Controller:
             raise
         finally:
             run.shared.may_start = run.shared.take = None
+            running.on_stop(None)
         self._raise_ending()
 
     def _start_ready(self, places: Workplaces, todo: list[str],

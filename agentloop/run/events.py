@@ -258,6 +258,16 @@ class HookFinished:
 
 
 @dataclass(frozen=True)
+class Stopping:
+    """A stop was taken (Ctrl+C, SIGTERM, SIGHUP): the run waits for its `agents` running
+    agents to end, each asked to (SIGINT), then made to (SIGTERM, SIGKILL): cut short within
+    `within` seconds at most."""
+
+    agents: int
+    within: float
+
+
+@dataclass(frozen=True)
 class RunFinished:
     """The run ended (all done, or stopped); counts by status, cost and time."""
 
@@ -301,7 +311,8 @@ class RunFinished:
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,
               ChangeAbandoned, RetryDecided, LimitWait, LimitWaitOver, MessageDistilled,
               TaskFinished, RunFinished, ReviewStarted, ReviewVerdict, CheckStarted,
-              CheckFinished, ChecksDone, HookFinished, LaneNote, LaneHeld, LandingWaits]
+              CheckFinished, ChecksDone, HookFinished, LaneNote, LaneHeld, LandingWaits,
+              Stopping]
 Emit = Callable[[Event], None]
 
 # events.jsonl: every event is one JSON object a line: {"v": SCHEMA_VERSION, "type": <class name>,

@@ -214,6 +214,30 @@ def test_pause_waits_in_order_after_a_tool_call(fake_claude: FakeClaude, tmp_pat
     assert time.monotonic() - began >= 1 > tool_at
 
 
+def test_linger_goes_on_after_sigint_and_a_sigterm_ends_it(fake_claude: FakeClaude,
+                                                           tmp_path: Path) -> None:
+    import signal
+
+    def started() -> subprocess.Popen[str]:
+        child = subprocess.Popen([str(fake_claude.bin), *BASE], cwd=tmp_path, text=True,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert child.stdin is not None and child.stdout is not None
+        child.stdin.write("FAKE: write a.txt hi\nFAKE: pause 30\nFAKE: linger 1.5\n")
+        child.stdin.close()
+        for _ in range(3):  # init, tool call, its result: the handler is set by then
+            child.stdout.readline()
+        return child
+
+    child, began = started(), time.monotonic()
+    child.send_signal(signal.SIGINT)
+    assert child.wait(timeout=30) == 130 and 1.5 <= time.monotonic() - began < 10
+    child = started()
+    child.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    child.send_signal(signal.SIGTERM)
+    assert child.wait(timeout=30) == -signal.SIGTERM
+
+
 def test_fakes_started_at_once_get_sessions_of_their_own(fake_claude: FakeClaude,
                                                           tmp_path: Path) -> None:
     # A parallel run's lanes and a fleet's jobs start fakes at the same moment: each new

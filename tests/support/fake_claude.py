@@ -13,6 +13,8 @@ each call's argv (and environment) to $FAKE_CLAUDE_LOG, and does what `FAKE:` li
     FAKE: sleep SECONDS        wait before answering (after the init line)
     FAKE: pause SECONDS        wait here, in order among the write/bash/commit lines (an agent
                                at work after a tool call: the console's sign of life)
+    FAKE: linger SECONDS       on SIGINT, go on SECONDS more before ending (exit 130): an agent
+                               slow to stop (a SIGTERM meanwhile ends it at once)
     FAKE: hang                 never answer; also starts a child that hangs (process-group tests)
     FAKE: garbage | silent | cut | crash    non-JSON output / nothing / a result cut in half /
                                             SIGKILL itself after the init line
@@ -198,6 +200,9 @@ def main() -> None:
     model = options.get("--model", "")
     emit({"type": "system", "subtype": "init", "session_id": session, "model": model,
           "cwd": os.getcwd(), "tools": ["Write", "Bash"]})
+    if "linger" in words:
+        signal.signal(signal.SIGINT, lambda *_: (time.sleep(float(words["linger"])),
+                                                 sys.exit(130)))
     if "garbage" in words:
         sys.stdout.write("this is not json\n{\"half\": \n")
         return

@@ -1,0 +1,171 @@
+"""What a person sees once a stop is taken (Ctrl+C, SIGTERM) while an agent works: the run says
+it is stopping and what it waits for, at once, instead of a live line that ticks on as if the
+task still ran; then the usual closing lines. Read off a real pseudo-terminal, and off a pipe.
+The fake agent lingers after its SIGINT (an agent slow to stop)."""
+
+from __future__ import annotations
+
+import io
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyte
+import pytest
+
+from agentloop.console.live import Console
+from agentloop.run.events import Stopping
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import init_repo
+
+AGENT_LOOP = str(Path(sys.executable).parent / "agent-loop")
+LINGER = 3.0  # how long the agent goes on after its SIGINT
+TASK = f"  FAKE: write a.txt hello\n  FAKE: pause 60\n  FAKE: linger {LINGER}\n"
+
+
+def on_a_terminal(argv: list[str], cwd: Path, seen: str, stops: int = 1, times: int = 1,
+                  ) -> tuple[list[tuple[float, str]], str, int]:
+    """Run `argv` on a pseudo-terminal of 100x30; once `seen` shows (`times` times), press
+    Ctrl+C (`stops` times, half a second apart). The screens after the first Ctrl+C, each with
+    its time since, the screen at the end, and the exit code."""
+    screen = pyte.Screen(100, 30)
+    stream = pyte.ByteStream(screen)
+    main, child_end = pty.openpty()
+    os.set_blocking(main, False)
+    env = {**os.environ, "COLUMNS": "100", "LINES": "30", "TERM": "xterm-256color"}
+    env.pop("CI", None)
+    env.pop("NO_COLOR", None)
+    child = subprocess.Popen(argv, cwd=cwd, env=env, stdin=child_end, stdout=child_end,
+                             stderr=child_end, start_new_session=True)
+    os.close(child_end)
+    screens: list[tuple[float, str]] = []
+    pressed: list[float] = []
+    end = time.monotonic() + 90
+    try:
+        while time.monotonic() < end:
+            ready, _, _ = select.select([main], [], [], 0.1)
+            try:
+                data = os.read(main, 65536) if ready else b""
+            except OSError:  # the child's end closed
+                data = b""
+            stream.feed(data)
+            shown = "\n".join(line.rstrip() for line in screen.display)
+            now = time.monotonic()
+            ready_for = shown.count(seen) >= times and (not pressed or now - pressed[-1] > 0.5)
+            if len(pressed) < stops and ready_for:
+                os.killpg(child.pid, signal.SIGINT)  # what Ctrl+C sends the foreground group
+                pressed.append(now)
+            elif pressed:
+                screens.append((now - pressed[0], shown))
+            if child.poll() is not None and not data:
+                break
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+        os.close(main)
+    assert pressed, f"never saw {seen!r}; the screen:\n{screens[-1][1] if screens else ''}"
+    return screens, "\n".join(line.rstrip() for line in screen.display).rstrip(), child.returncode
+
+
+def between(screens: list[tuple[float, str]], start: float, stop: float) -> list[str]:
+    return [shown for at, shown in screens if start <= at <= stop]
+
+
+def assert_stopping_at_once(screens: list[tuple[float, str]], expected: list[str]) -> None:
+    """From a second after the Ctrl+C until the agent ends, the live lines are `expected`,
+    unchanged: no elapsed time ticking on."""
+    waiting = between(screens, 1.0, LINGER - 0.5)
+    assert waiting, screens
+    for shown in waiting:
+        live = [x for x in shown.splitlines() if x.startswith(("  … ", "  ■ "))]
+        assert live == expected, shown
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.md").write_text("- Make a\n" + TASK)
+    return tmp_path
+
+
+@pytest.mark.parametrize("stops", [1, 2], ids=["ctrl-c", "ctrl-c-twice"])
+def test_on_a_terminal_the_live_line_says_the_run_is_stopping_and_stops_ticking(
+        work: Path, fake_claude: FakeClaude, stops: int) -> None:
+    screens, after, code = on_a_terminal([AGENT_LOOP, "tasks.md", "--vcs", "none"], work,
+                                         seen="1 turn, 1 tool call", stops=stops)
+    assert_stopping_at_once(screens, [
+        "  ■ stopping: waiting for the agent to end (cut short within 6s)"])
+    # once stopped: the usual closing lines, the stop's line gone with the live view
+    assert code == 130, after
+    assert "interrupted; state saved. Resume with: agent-loop tasks.md --vcs none" in after
+    assert "stopping" not in after and "tool call" not in after, after
+
+
+def test_on_a_terminal_each_lane_of_a_parallel_run_says_it_is_stopping(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "README.md").write_text("hello\n")
+    init_repo(tmp_path, "git")
+    (tmp_path / "tasks.md").write_text("## Back\n- Make a\n" + TASK + "\n## Front\n- Make b\n"
+                                       + TASK.replace("a.txt", "b.txt"))
+    screens, after, code = on_a_terminal(
+        [AGENT_LOOP, "tasks.md", "--vcs", "git", "--parallel", "2", "--no-distill"], tmp_path,
+        seen="1 turn, 1 tool call", times=2)
+    # Each agent is stopped in turn (SIGINT, then SIGTERM and SIGKILL 3s apart): 12s at most.
+    waiting = "stopping: waiting for its agent to end (all cut short within 12s)"
+    seen = between(screens, 1.0, LINGER - 0.5)
+    assert seen, screens
+    for shown in seen:
+        live = sorted(x for x in shown.splitlines() if x.startswith(("  … ", "  ■ ")))
+        assert live == [f"  ■ Back [1/2]: {waiting}", f"  ■ Front [2/2]: {waiting}"], shown
+    assert code == 130 and "interrupted; state saved" in after, after
+    assert "stopping" not in after, after
+
+
+def test_off_a_terminal_one_line_says_the_run_is_stopping_before_the_agent_ends(
+        work: Path, fake_claude: FakeClaude) -> None:
+    env = {**os.environ, "NO_COLOR": "1"}
+    child = subprocess.Popen([AGENT_LOOP, "tasks.md", "--vcs", "none"], cwd=work, env=env,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert child.stdout is not None and child.stderr is not None
+    lines: list[tuple[float, str]] = []
+    pressed = 0.0
+    for line in child.stdout:
+        lines.append((time.monotonic() - pressed, line.rstrip("\n")))
+        if "running…" in line and not pressed:
+            time.sleep(1.0)  # the agent at work
+            os.killpg(child.pid, signal.SIGINT)
+            pressed = time.monotonic()
+    err = child.stderr.read()
+    assert child.wait(timeout=60) == 130, err
+    said = [(at, x) for at, x in lines if "stopping" in x]
+    assert [x for _, x in said] == [
+        "agent-loop: stopping: waiting for the agent to end (cut short within 6s)"], lines
+    assert said[0][0] < LINGER - 1, lines  # said as the stop is taken, not once the agent ended
+    assert "interrupted; state saved" in err
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_off_a_terminal_the_stopping_line_is_not_put_after_the_echoed_ctrl_c() -> None:
+    # `agent-loop … | tee log`: the terminal echoes ^C on stderr's line, where the stopping
+    # line (on stdout, shown by tee) would go on as "^Cagent-loop: stopping…".
+    out, err = io.StringIO(), Terminal()
+    console = Console(out, err=err, heartbeat=None, live=False)
+    console(Stopping(1, 6.0))
+    assert err.getvalue() == "\n"
+    assert out.getvalue() == ("agent-loop: stopping: waiting for the agent to end "
+                              "(cut short within 6s)\n")
+    quiet = io.StringIO()  # stderr to a file: nothing echoed there, no empty line
+    Console(io.StringIO(), err=quiet, heartbeat=None, live=False)(Stopping(1, 6.0))
+    assert quiet.getvalue() == ""
