@@ -85,7 +85,9 @@ def _take_stops() -> None:
     """SIGTERM and SIGHUP take Ctrl+C's path, and every child's exit code is ours to read."""
     try:  # a Ctrl+C here (Python's own handler) is said in one line too
         for sig in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP: a closed terminal, a dropped ssh
-            signal.signal(sig, _stop)
+            # One ignored as the run starts (`nohup agent-loop ...`) is ignored on purpose.
+            if signal.getsignal(sig) != signal.SIG_IGN:
+                signal.signal(sig, _stop)
         # Started with SIGCHLD ignored (some supervisors do that), the kernel would reap every
         # child itself, and each exit code, a failed agent's or git's, would read as success.
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -143,7 +145,7 @@ def _load(argv: list[str]) -> tuple[set[int | signal.Signals],
             import orjson  # noqa: F401
     except KeyboardInterrupt:  # one that came before the block
         _started_interrupted()
-    if signal.sigpending() & set(STOPS):
+    if signal.sigpending() & {sig for sig in STOPS if signal.getsignal(sig) != signal.SIG_IGN}:
         _started_interrupted()
     return blocked, status, plain
 

@@ -22,7 +22,9 @@ def take_stops() -> None:
     path: stop the agent, save, exit 130."""
     sys.stdout, sys.stderr = steady(sys.stdout), steady(sys.stderr)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, stop)
+        # One ignored as the run starts (`nohup agent-loop ...`) is ignored on purpose.
+        if signal.getsignal(sig) != signal.SIG_IGN:
+            signal.signal(sig, stop)
 
 
 def run(tasks_md: Path | None, params: dict[str, Any], args: list[str],

@@ -20,6 +20,9 @@ from agentloop.errors import stop
 _set_handler = _signal.signal
 _handler_of = _signal.getsignal
 _STOPS = (signal.SIGINT.value, signal.SIGTERM.value, signal.SIGHUP.value)
+# Handlers these blocks leave alone: one set outside Python (None), and an ignored signal: a
+# `nohup` run's SIGHUP, or any stop while `shielded` cleanup runs, stays ignored.
+_LEFT_ALONE = (None, signal.SIG_IGN.value)
 
 
 @contextmanager
@@ -81,6 +84,9 @@ def hangup_settles_the_task() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield  # a parallel run's lane: the scheduler, on the main thread, takes the signal
         return
+    if _handler_of(signal.SIGHUP.value) in _LEFT_ALONE:
+        yield  # a hangup is no stop here (`nohup agent-loop ...`)
+        return
     previous = _set_handler(signal.SIGHUP.value, _on_hangup)
     try:
         yield
@@ -115,7 +121,7 @@ def held_back(kept: list[int] | None = None) -> Iterator[None]:
 
     previous: dict[int, Any] = {}
     for sig in _STOPS:
-        if _handler_of(sig) is not None:  # None: set outside Python, left alone
+        if _handler_of(sig) not in _LEFT_ALONE:
             previous[sig] = _set_handler(sig, keep)
     _held.append(came)
     try:
@@ -156,7 +162,7 @@ def cut_short() -> Iterator[None]:
         raise KeyboardInterrupt
 
     previous = {sig: _set_handler(sig, stop_now) for sig in _STOPS
-                if _handler_of(sig) is not None}
+                if _handler_of(sig) not in _LEFT_ALONE}
     try:
         if came or _stopping:  # one came already: what would be waited for is not started
             raise KeyboardInterrupt

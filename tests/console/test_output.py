@@ -150,3 +150,22 @@ def test_a_run_started_with_its_output_closed_runs_and_exits_as_it_ends(
     assert done.returncode == 0, done.stdout
     assert "agent-loop done: 3 completed" in done.stdout, done.stdout
     assert statuses(work) == ["completed"] * 3
+
+
+def test_a_run_started_under_nohup_goes_on_when_the_terminal_hangs_up(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """`nohup agent-loop tasks.md &`, then the terminal closes: you asked for the hangup to be
+    ignored, and the run took it as a stop (exit 130 after its first task), as without nohup."""
+    work = git_project(tmp_path, "- one\n  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
+    hung = work / "hung"
+    check = f"if test -f a.txt && ! test -f {hung}; then touch {hung}; kill -HUP $PPID; fi; true"
+    (work / ".gitignore").write_text("hung\n")
+    git(work, "add", ".gitignore", "tasks.md")
+    git(work, "commit", "-qm", "ignore")
+    run = subprocess.run(["nohup", sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                          "--no-distill", "--check", check], cwd=work,
+                         env={**os.environ, "NO_COLOR": "1"}, capture_output=True, text=True,
+                         timeout=60, stdin=subprocess.DEVNULL)
+    assert (work / "hung").exists(), run.stdout + run.stderr
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert statuses(work) == ["completed", "completed"], run.stdout + run.stderr

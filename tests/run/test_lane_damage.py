@@ -268,3 +268,24 @@ def test_a_merge_its_agent_left_stopped_on_a_conflict_in_its_lane_lands_no_marke
     assert "side" not in git(work, "log", "--format=%s", "main").split(), \
         git(work, "log", "--format=%s %p", "main")
     assert "a1.txt" in _landed(work)
+
+
+def test_a_git_am_its_agent_left_stopped_in_its_lane_is_ended_by_the_repair_printed(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """The agent applies a patch with `git am` and leaves it stopped on a conflict. git keeps
+    an am session in the same rebase-apply folder a rebase uses: the stop line called it a
+    rebase and printed `git rebase --abort`, which git refuses ("It looks like 'git am' is in
+    progress. Cannot rebase."), so the repair done as printed left the lane stopped."""
+    work = _project(tmp_path, "B=$(git branch --show-current); git switch -q -c side && "
+                              "echo side > README && git commit -qam side && "
+                              "git format-patch -q -1 -o {root}/../patches && git switch -q $B && "
+                              "echo lane > README && git commit -qam lane && "
+                              "{{ git am -q {root}/../patches/*.patch >/dev/null 2>&1 || true; }}")
+    said = _stopped(work)
+    assert "in its lane" in said and "a rebase" not in said, said
+    repair = [c for c in re.findall(r"`([^`]+)`", said) if c.endswith("--abort")]
+    assert repair, said
+    subprocess.run(shlex.split(repair[-1]), cwd=work, check=True, capture_output=True)
+    _went_on(work)
+    assert "side" not in git(work, "log", "--format=%s", "main").split()
+    assert "a1.txt" in _landed(work)

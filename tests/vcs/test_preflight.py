@@ -85,12 +85,16 @@ def test_signing_no_config_mentions_is_not_asked_of_git(work: Path, tmp_path: Pa
 
 @pytest.mark.parametrize("marker, words", [
     ("MERGE_HEAD", "git merge --abort"), ("rebase-merge", "git rebase --continue"),
-    ("CHERRY_PICK_HEAD", "git cherry-pick --abort"), ("REVERT_HEAD", "git revert --abort")])
+    ("CHERRY_PICK_HEAD", "git cherry-pick --abort"), ("REVERT_HEAD", "git revert --abort"),
+    ("rebase-apply/applying", "git am --abort")])
 def test_a_git_operation_in_progress(work: Path, fake_claude: FakeClaude, marker: str,
                                      words: str) -> None:
     init_repo(work, "git")
     target = work / ".git" / marker
-    if marker.startswith("rebase"):
+    if marker == "rebase-apply/applying":  # git am's session, in a rebase's folder
+        target.parent.mkdir()
+        target.touch()
+    elif marker.startswith("rebase"):
         target.mkdir()
     else:
         target.write_text(git(work, "rev-parse", "HEAD"))

@@ -12,7 +12,10 @@ from pathlib import Path
 from agentloop.vcs.git.run import Git
 
 # Files git keeps while a command of several steps is under way, and the command that ends it.
+# `git am` keeps its session in rebase-apply too, marked by `applying`, and refuses a `git
+# rebase --abort` there ("It looks like 'git am' is in progress"): looked for first.
 IN_PROGRESS = (("MERGE_HEAD", "a merge", "merge"), ("rebase-merge", "a rebase", "rebase"),
+               ("rebase-apply/applying", "an am session", "am"),
                ("rebase-apply", "a rebase", "rebase"), ("CHERRY_PICK_HEAD", "a cherry-pick",
                                                         "cherry-pick"),
                ("REVERT_HEAD", "a revert", "revert"))
