@@ -63,11 +63,11 @@ def recheck_jj_lane(record: JjLaneRecord, revived: frozenset[str] = frozenset()
 
     jj = Jj(record.main_root)
     ops = _since(jj, record.operation)
-    found = _undone(jj, ops, revived, record.lane.name) or _lost(jj, record, ops)
-    if found is None or (found.kind is Kind.OPERATION_UNDONE
-                         and not found.commands[0].startswith("jj --ignore-working-copy op")):
-        return found
-    return dataclasses.replace(found, everywhere=True)
+    undone = _undone(jj, ops, revived, record.lane.name)
+    if undone is not None:
+        return undone
+    lost = _lost(jj, record, ops)
+    return None if lost is None else dataclasses.replace(lost, everywhere=True)
 
 
 def _workspace_gone(lane: Path) -> Breach | None:
@@ -90,11 +90,12 @@ def _undone(jj: Jj, ops: list[Operation], revived: frozenset[str], lane: str
         if command is not None and not any(r in description for r in revived):
             # The operation ids jj writes in the description are 128 hex digits: shortened.
             said = re.sub(r"\b([0-9a-f]{12})[0-9a-f]{20,}\b", r"\1", description)
+            repair, beyond = _take_back(jj, ops, undo, lane)
             return Breach(Kind.OPERATION_UNDONE, f"`{command}` ran while the lane's agent worked "
                           f"(operation {op[:12]}: {said}), by the agent or by you; jj's "
                           "operation log is the repository's, so it undid work of agent-loop's "
                           "or another lane's; nothing of this step is landed",
-                          _take_back(jj, ops, undo, lane))
+                          repair, everywhere=beyond)
     return None
 
 
@@ -152,13 +153,16 @@ def _way_back(jj: Jj, ops: list[Operation], lane: str, look: str) -> tuple[str, 
 
     for op in ops:
         if lane_of(op.workspace) == lane and op.description.startswith("abandon "):
-            return _take_back(jj, ops, op, lane)
+            return _take_back(jj, ops, op, lane)[0]
     return tuple(dict.fromkeys(("jj op log", look)))
 
 
-def _take_back(jj: Jj, ops: list[Operation], op: Operation, lane: str) -> tuple[str, ...]:
+def _take_back(jj: Jj, ops: list[Operation], op: Operation, lane: str
+               ) -> tuple[tuple[str, ...], bool]:
     """The commands that take back `op` (an abandon of the lane's agent, or an undo or
-    restore), run as printed from your workspace. Such an operation rewrites or moves your
+    restore), run as printed from your workspace, and whether they act on more than the
+    lane's own step (a restore or revert from the lane's side: the main line every lane lands
+    on is not as they left it, Breach.everywhere). Such an operation rewrites or moves your
     working-copy change as often as not (the abandon rebases it; an undo or a restore to before
     a landing puts it back where it was), so your workspace is stale and every plain jj command
     there fails; `jj workspace update-stale` then snapshots the old files as a divergent change
@@ -189,17 +193,17 @@ def _take_back(jj: Jj, ops: list[Operation], op: Operation, lane: str) -> tuple[
         # revert brings your undone snapshot back beside the one taken since (your change
         # divergent, jj 0.45.1): the restore, when only the lane's step came after.
         undo = f"op restore {op.parents[0][:12]}" if alone else f"op revert {op.id[:12]}"
-        return ("jj op log", f"jj {undo}")
+        return ("jj op log", f"jj {undo}"), False
     if alone and _only_the_lanes(jj, op.parents[0], lane):
-        return ("jj op log", "jj log")
+        return ("jj op log", "jj log"), False
     if alone:
-        return (f"jj --ignore-working-copy op restore {op.parents[0][:12]}", "jj log")
+        return (f"jj --ignore-working-copy op restore {op.parents[0][:12]}", "jj log"), True
     # The revert brings back the version before `op` of every change `op` rewrote; one
     # rewritten again since (the lane's own change, snapshotted as its group stopped) would
     # be divergent then: that old version goes again, the newer one stays.
     again = _rewritten_again(jj, op)
     return (f"jj --ignore-working-copy op revert {op.id[:12]}",
-            *([f"jj abandon {' '.join(c[:12] for c in again)}"] if again else ()), "jj log")
+            *([f"jj abandon {' '.join(c[:12] for c in again)}"] if again else ()), "jj log"), True
 
 
 def _rewritten_again(jj: Jj, op: Operation) -> list[str]:
