@@ -101,6 +101,12 @@ class GitVcs:
         return self.git.root
 
     @property
+    def index_at_begin(self) -> tuple[int, ...] | None:
+        """Who the index file was at begin, when it held HEAD's tree and nothing else was
+        dirty (quick.index_seen); None when it did not, or is not watched."""
+        return self._index_seen
+
+    @property
     def repo(self) -> git.Repo:
         """GitPython's repository, once prepared."""
         return self.tree.repo

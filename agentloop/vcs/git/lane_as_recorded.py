@@ -6,8 +6,11 @@ agentloop.vcs.git.your_checkout; agentloop.vcs.git.lane_check runs both after ea
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
+from agentloop.files.shown import listed, shown
+from agentloop.files.stamp import stamp
 from agentloop.vcs.breach import Breach, Kind
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.in_the_way import in_progress
@@ -22,7 +25,7 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
     gone = git_lane_gone(record)
     if gone is not None:
         return gone
-    under_way = _under_way(record)
+    under_way = _under_way(record) or _unmerged(record)
     if under_way is not None:
         return under_way
     if record.dirs is not None and _as_left(record):
@@ -89,6 +92,40 @@ def _under_way(record: GitLaneRecord) -> Breach | None:
     return Breach(Kind.UNDER_WAY, f"the agent left {what} stopped in its lane {lane} (its files "
                   "may hold git's conflict markers); nothing of this step is landed",
                   (f"git -C {lane} status", f"git -C {lane} {command} --abort"))
+
+
+def _unmerged(record: GitLaneRecord) -> Breach | None:
+    """Files the agent left unmerged in its lane's index with no command under way (a `git
+    stash pop` or `apply` that conflicted, a `checkout -m`): they hold git's conflict markers,
+    which the step's commit would land as the task's. One stat when the index held HEAD's tree
+    as the step began and is the same file still; else one `git ls-files`. Not asked where a
+    lane opens (no step yet): a step's begin finds its index not HEAD's, and its check asks."""
+    if not record.head:
+        return None
+    git_dir = record.dirs[0] if record.dirs is not None else _git_dir(record.lane)
+    if record.index is not None and stamp(git_dir / "index") == record.index:
+        return None
+    out = Git(record.lane).out("ls-files", "--unmerged", "-z")
+    # "mode sha stage\tpath", one entry a stage: each path once, in git's order.
+    files = list(dict.fromkeys(e.split("\t", 1)[1] for e in out.split("\0") if "\t" in e))
+    if not files:
+        return None
+    lane = record.lane
+    return Breach(Kind.UNDER_WAY, f"the agent left {listed(files)} unmerged in its lane {lane} "
+                  "(a `git stash pop` that conflicted, say: git's conflict markers are in "
+                  "them); nothing of this step is landed",
+                  (f"git -C {lane} diff", f"git -C {lane} restore --source=HEAD --staged "
+                   f"--worktree -- {' '.join(_typed(f) for f in files)}"))
+
+
+def _typed(name: str) -> str:
+    """A file's name as a shell command takes it: quoted, or, where a character of it would
+    break the line (a newline), a glob pathspec with a `?` in its place."""
+    breaks = [c for c in name if shown(c) != c and c not in '"\\']
+    if not breaks:
+        return shlex.quote(name)
+    glob = "".join("\\" + c if c in "*?[\\" else "?" if c in breaks else c for c in name)
+    return shlex.quote(":(glob)" + glob)
 
 
 def _git_dir(lane: Path) -> Path:
