@@ -6,14 +6,13 @@ agentloop.vcs.git.your_checkout; agentloop.vcs.git.lane_check runs both after ea
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
-from agentloop.files.shown import listed, shown
+from agentloop.files.shown import listed
 from agentloop.files.stamp import stamp
 from agentloop.vcs.breach import Breach, Kind
 from agentloop.vcs.git import refs
-from agentloop.vcs.git.in_the_way import in_progress
+from agentloop.vcs.git.in_the_way import in_progress, restore, unmerged
 from agentloop.vcs.git.lane_record import GitLaneRecord
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.rewritten import carried, rewritten
@@ -105,27 +104,14 @@ def _unmerged(record: GitLaneRecord) -> Breach | None:
     git_dir = record.dirs[0] if record.dirs is not None else _git_dir(record.lane)
     if record.index is not None and stamp(git_dir / "index") == record.index:
         return None
-    out = Git(record.lane).out("ls-files", "--unmerged", "-z")
-    # "mode sha stage\tpath", one entry a stage: each path once, in git's order.
-    files = list(dict.fromkeys(e.split("\t", 1)[1] for e in out.split("\0") if "\t" in e))
+    files = unmerged(Git(record.lane))
     if not files:
         return None
     lane = record.lane
     return Breach(Kind.UNDER_WAY, f"the agent left {listed(files)} unmerged in its lane {lane} "
                   "(a `git stash pop` that conflicted, say: git's conflict markers are in "
                   "them); nothing of this step is landed",
-                  (f"git -C {lane} diff", f"git -C {lane} restore --source=HEAD --staged "
-                   f"--worktree -- {' '.join(_typed(f) for f in files)}"))
-
-
-def _typed(name: str) -> str:
-    """A file's name as a shell command takes it: quoted, or, where a character of it would
-    break the line (a newline), a glob pathspec with a `?` in its place."""
-    breaks = [c for c in name if shown(c) != c and c not in '"\\']
-    if not breaks:
-        return shlex.quote(name)
-    glob = "".join("\\" + c if c in "*?[\\" else "?" if c in breaks else c for c in name)
-    return shlex.quote(":(glob)" + glob)
+                  (f"git -C {lane} diff", restore(lane, files)))
 
 
 def _git_dir(lane: Path) -> Path:
