@@ -288,3 +288,21 @@ def test_a_stash_pop_its_agent_left_conflicted_in_its_lane_lands_no_marker(
     _went_on(work)
     assert "<<<<<<<" not in git(work, "show", "HEAD:README")
     assert "a1.txt" in _landed(work)
+
+
+@pytest.mark.parametrize("between", ["git commit -qam lane", "git add README"])
+def test_a_stash_pop_its_agent_left_conflicted_in_your_checkout_lands_no_marker(
+        tmp_path: Path, fake_claude: FakeClaude, between: str) -> None:
+    """The same in your checkout (`--workplace checkout`): task a1 completed with README's
+    markers on your branch. Now the run stops on a line naming README, its work rolled back
+    (kept, as any stopped attempt's), never brought back as finished: the next run runs its
+    agent again and lands no marker."""
+    work = _project(tmp_path, "echo mine > README && git stash -q && echo lane > README && "
+                              f"{between} && {{{{ git stash pop >/dev/null 2>&1 || true; }}}}")
+    said = _stopped(work, "--workplace", "checkout")
+    assert "the agent left README unmerged" in said and "runs its agent again" in said, said
+    assert "<<<<<<<" not in (work / "README").read_text()
+    _went_on(work, "--workplace", "checkout")
+    assert "<<<<<<<" not in git(work, "show", "HEAD:README")
+    assert "a1.txt" in _landed(work)
+    assert len(fake_claude.task_runs()) == 4  # a1's agent twice
