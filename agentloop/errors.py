@@ -64,6 +64,12 @@ class VcsError(AgentLoopError):
     """The version control step failed or the repository is not in a state we can work in."""
 
 
+class ConflictLeft(VcsError):
+    """The agent left files unmerged, git's conflict markers in them, with no command under
+    way (a `git stash pop` that conflicted): its work is not whole, so it is not committed,
+    and a stop never keeps it as finished work for the next run to land."""
+
+
 class AgentBlocked(AgentLoopError):
     """The agent cannot run at all (not logged in, refused as root, ...): the run stops."""
 

@@ -22,7 +22,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from agentloop.errors import AgentBlocked, BudgetReached, Interrupted, LandingWithheld, RunStopped
+from agentloop.errors import (
+    AgentBlocked,
+    BudgetReached,
+    ConflictLeft,
+    Interrupted,
+    LandingWithheld,
+    RunStopped,
+)
 from agentloop.proc.signals import hangup_settles_the_task, shielded
 from agentloop.run import budget, conflicts
 from agentloop.run.attempt import run_attempt
@@ -197,6 +204,10 @@ def _settled(run: Run, task: TaskState, outcome: Outcome, trailers: str,
             with shielded():
                 _stopped_unlanded(run, task, outcome)
             raise
+        except ConflictLeft:
+            with shielded():
+                _unfit_unlanded(run, task, outcome)
+            raise
         except Exception:  # a failing git, a full disk: the agent's work is whole
             with shielded():
                 _failed_unlanded(run, task, outcome)
@@ -225,6 +236,18 @@ def _stopped_unlanded(run: Run, task: TaskState, outcome: Outcome) -> None:
     number = outcome.attempt.number
     hand(run, task, Uncounted(number, O.INTERRUPTED, S.INTERRUPTED, "interrupted"))
     drop(run, task, outcome.change, number, finished=True)
+
+
+def _unfit_unlanded(run: Run, task: TaskState, outcome: Outcome) -> None:
+    """The agent left files unmerged (ConflictLeft), git's conflict markers in them: its work
+    is not whole. The attempt is uncounted and rolled back (kept, as any dropped attempt's),
+    never kept as finished work, which the next run would land markers and all without its
+    agent: that run runs the agent again."""
+    if task.status != S.RUNNING:
+        return
+    number = outcome.attempt.number
+    hand(run, task, Uncounted(number, O.INTERRUPTED, S.INTERRUPTED, "interrupted"))
+    drop(run, task, outcome.change, number)
 
 
 def _failed_unlanded(run: Run, task: TaskState, outcome: Outcome) -> None:

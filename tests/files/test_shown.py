@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from pathlib import Path
 
 from agentloop.files.shown import listed, shown
+from agentloop.vcs.git.in_the_way import restore, unmerged
+from agentloop.vcs.git.run import Git
+from tests.support.repos import git, make_repo
 
 
 def test_a_plain_name_and_one_with_spaces_or_accents_are_said_as_they_are() -> None:
@@ -23,3 +27,26 @@ def test_a_name_git_quotes_is_said_as_git_says_it(tmp_path: Path) -> None:
     assert sorted(shown(n) for n in names) == sorted(by_git.splitlines())
     assert listed(["a\nb.txt", "c.txt"]) == '"a\\nb.txt", c.txt'
     assert listed([f"{n}.txt" for n in range(7)]) == "0.txt, 1.txt, 2.txt, 3.txt, 4.txt and 2 more"
+
+
+def test_a_name_git_left_unmerged_is_typed_so_the_command_works_in_one_line(
+        tmp_path: Path) -> None:
+    """The stop's `git restore` of files a `git stash pop` left unmerged: a name with a newline
+    goes as a glob pathspec (the line stays one), a name with a space or a quote quoted; typed
+    as printed, it ends the conflict and takes the markers out."""
+    names = ["a\nb.txt", "it's here.txt", "plain.txt"]
+    work = make_repo(tmp_path / "work", "git", {n: "base\n" for n in names})
+    for n in names:
+        (work / n).write_text("mine\n")
+    git(work, "stash", "-q")
+    for n in names:
+        (work / n).write_text("lane\n")
+    git(work, "commit", "-qam", "lane")
+    subprocess.run(["git", "stash", "pop"], cwd=work, capture_output=True)
+    files = unmerged(Git(work))
+    assert sorted(files) == sorted(names)
+    command = restore(work, files)
+    assert "\n" not in command and ":(glob)a?b.txt" in command, command
+    subprocess.run(shlex.split(command), cwd=work, check=True, capture_output=True)
+    assert not unmerged(Git(work))
+    assert all((work / n).read_text() == "lane\n" for n in names)

@@ -289,3 +289,41 @@ def test_a_git_am_its_agent_left_stopped_in_its_lane_is_ended_by_the_repair_prin
     _went_on(work)
     assert "side" not in git(work, "log", "--format=%s", "main").split()
     assert "a1.txt" in _landed(work)
+
+
+@pytest.mark.parametrize("between", ["git commit -qam lane", "git add README"])
+def test_a_stash_pop_its_agent_left_conflicted_in_its_lane_lands_no_marker(
+        tmp_path: Path, fake_claude: FakeClaude, between: str) -> None:
+    """The agent stashes its edit of README, commits (or stages) another one and pops the
+    stash: git leaves README with its conflict markers and unmerged in the index, but no
+    command "in progress" (no MERGE_HEAD, no rebase folder). Task a1 completed with the
+    markers, landed so on your branch. The group stops on it now, naming the file and the
+    command that ends it; done as printed, the next run lands no marker."""
+    work = _project(tmp_path, "echo mine > README && git stash -q && echo lane > README && "
+                              f"{between} && {{{{ git stash pop >/dev/null 2>&1 || true; }}}}")
+    said = _stopped(work)
+    assert "the agent left README unmerged" in said, said
+    repair = [c for c in re.findall(r"`([^`]+)`", said) if " restore " in c]
+    assert repair and repair[-1].endswith(" -- README"), said
+    subprocess.run(shlex.split(repair[-1]), cwd=work, check=True, capture_output=True)
+    _went_on(work)
+    assert "<<<<<<<" not in git(work, "show", "HEAD:README")
+    assert "a1.txt" in _landed(work)
+
+
+@pytest.mark.parametrize("between", ["git commit -qam lane", "git add README"])
+def test_a_stash_pop_its_agent_left_conflicted_in_your_checkout_lands_no_marker(
+        tmp_path: Path, fake_claude: FakeClaude, between: str) -> None:
+    """The same in your checkout (`--workplace checkout`): task a1 completed with README's
+    markers on your branch. Now the run stops on a line naming README, its work rolled back
+    (kept, as any stopped attempt's), never brought back as finished: the next run runs its
+    agent again and lands no marker."""
+    work = _project(tmp_path, "echo mine > README && git stash -q && echo lane > README && "
+                              f"{between} && {{{{ git stash pop >/dev/null 2>&1 || true; }}}}")
+    said = _stopped(work, "--workplace", "checkout")
+    assert "the agent left README unmerged" in said and "runs its agent again" in said, said
+    assert "<<<<<<<" not in (work / "README").read_text()
+    _went_on(work, "--workplace", "checkout")
+    assert "<<<<<<<" not in git(work, "show", "HEAD:README")
+    assert "a1.txt" in _landed(work)
+    assert len(fake_claude.task_runs()) == 4  # a1's agent twice

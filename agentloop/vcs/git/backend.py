@@ -101,6 +101,12 @@ class GitVcs:
         return self.git.root
 
     @property
+    def index_at_begin(self) -> tuple[int, ...] | None:
+        """Who the index file was at begin, when it held HEAD's tree and nothing else was
+        dirty (quick.index_seen); None when it did not, or is not watched."""
+        return self._index_seen
+
+    @property
     def repo(self) -> git.Repo:
         """GitPython's repository, once prepared."""
         return self.tree.repo
@@ -272,9 +278,15 @@ class GitVcs:
             return done
         started()  # the short way declined before its `add` (or after): the long way now
         self.tree.refuse_rewound(start)
+        if not self.lane and self.tree.head() != start.head:
+            # Asked while the agent's commits are still where it left them (a lane's check
+            # asked already, and stopped its group).
+            self.tree.refuse_unmerged(start.states)
         start, agent_subjects = self._agents_commits(start)
         touched = self.tree.move_head_back(start)
         status = self.tree.status()
+        if status.unmerged:
+            self.tree.refuse_unmerged(start.states, status.unmerged)
         changed = self.tree.changed(start, status)
         # The agent's `git rm --cached`: the file is on disk as it was, only the index lost it
         # (the commit would hold it unchanged): no change of the task's, its entry put back.

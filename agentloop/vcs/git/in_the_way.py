@@ -7,8 +7,10 @@ say which of the commit's paths hold something of yours, and what to do about th
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
+from agentloop.files.shown import typed
 from agentloop.vcs.git.run import Git
 
 # Files git keeps while a command of several steps is under way, and the command that ends it.
@@ -33,6 +35,21 @@ def in_progress(git_dir: Path) -> tuple[str, str] | None:
 def finish(command: str) -> str:
     """How to end a command of several steps that is under way."""
     return f"finish it (`git {command} --continue`) or abort it (`git {command} --abort`)"
+
+
+def unmerged(git: Git) -> list[str]:
+    """The files git's index holds unmerged (a `git stash pop` that conflicted leaves them so
+    with no command under way), each once, in git's order."""
+    out = git.out("ls-files", "--unmerged", "-z")
+    # "mode sha stage\tpath", one entry a stage.
+    return list(dict.fromkeys(e.split("\t", 1)[1] for e in out.split("\0") if "\t" in e))
+
+
+def restore(root: Path, files: Iterable[str]) -> str:
+    """The command that ends unmerged `files` in the checkout at `root`: each back as HEAD
+    has it (or gone, where HEAD has none), its conflict markers with it."""
+    return (f"git -C {root} restore --source=HEAD --staged --worktree -- "
+            + " ".join(typed(f) for f in files))
 
 
 def edited(git: Git, files: list[str], behind: str | None) -> tuple[list[str], list[str]]:

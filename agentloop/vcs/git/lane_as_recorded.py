@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentloop.files.shown import listed
+from agentloop.files.stamp import stamp
 from agentloop.vcs.breach import Breach, Kind
 from agentloop.vcs.git import refs
-from agentloop.vcs.git.in_the_way import in_progress
+from agentloop.vcs.git.in_the_way import in_progress, restore, unmerged
 from agentloop.vcs.git.lane_record import GitLaneRecord
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.rewritten import carried, rewritten
@@ -22,7 +24,7 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
     gone = git_lane_gone(record)
     if gone is not None:
         return gone
-    under_way = _under_way(record)
+    under_way = _under_way(record) or _unmerged(record)
     if under_way is not None:
         return under_way
     if record.dirs is not None and _as_left(record):
@@ -89,6 +91,27 @@ def _under_way(record: GitLaneRecord) -> Breach | None:
     return Breach(Kind.UNDER_WAY, f"the agent left {what} stopped in its lane {lane} (its files "
                   "may hold git's conflict markers); nothing of this step is landed",
                   (f"git -C {lane} status", f"git -C {lane} {command} --abort"))
+
+
+def _unmerged(record: GitLaneRecord) -> Breach | None:
+    """Files the agent left unmerged in its lane's index with no command under way (a `git
+    stash pop` or `apply` that conflicted, a `checkout -m`): they hold git's conflict markers,
+    which the step's commit would land as the task's. One stat when the index held HEAD's tree
+    as the step began and is the same file still; else one `git ls-files`. Not asked where a
+    lane opens (no step yet): a step's begin finds its index not HEAD's, and its check asks."""
+    if not record.head:
+        return None
+    git_dir = record.dirs[0] if record.dirs is not None else _git_dir(record.lane)
+    if record.index is not None and stamp(git_dir / "index") == record.index:
+        return None
+    files = unmerged(Git(record.lane))
+    if not files:
+        return None
+    lane = record.lane
+    return Breach(Kind.UNDER_WAY, f"the agent left {listed(files)} unmerged in its lane {lane} "
+                  "(a `git stash pop` that conflicted, say: git's conflict markers are in "
+                  "them); nothing of this step is landed",
+                  (f"git -C {lane} diff", restore(lane, files)))
 
 
 def _git_dir(lane: Path) -> Path:

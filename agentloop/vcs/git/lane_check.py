@@ -43,7 +43,8 @@ def step_record(state: LaneState, seen: Stamps | None, work: GitVcs, branch: str
     return GitLaneRecord(work.root, branch, work.tree.head(), main.root, main.ref,
                          tuple(state.landed), seen if seen is not None else main.stamps(),
                          work.tree.dirs(), _main_at(state, main),
-                         tuple(zip(logs, reflog.ends(logs))), planted.look(main.common_dir))
+                         tuple(zip(logs, reflog.ends(logs))), planted.look(main.common_dir),
+                         work.index_at_begin)
 
 
 def _main_at(state: LaneState, main: GitMainLine) -> tuple[str, ...]:

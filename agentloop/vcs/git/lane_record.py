@@ -32,6 +32,9 @@ class GitLaneRecord:
     # Your repository's config and hooks folder as the step began (agentloop.vcs.git.planted);
     # None when not looked at.
     settings: Settings | None = None
+    # The lane's index file as the step began, when it held HEAD's tree and nothing else
+    # (agentloop.vcs.git.quick.index_seen); None: not known, git is asked what it holds.
+    index: tuple[int, ...] | None = None
 
     @property
     def short(self) -> str:

@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from agentloop import proc
-from agentloop.errors import VcsError
+from agentloop.errors import ConflictLeft, VcsError
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git import first_look, reflog, refs
 from agentloop.vcs.git.files import plain, state_of
@@ -353,6 +354,22 @@ class GitRepo:
     def ancestor(self, older: str, newer: str) -> bool:
         """Whether `older` is in `newer`'s history."""
         return self.git.ancestor(older, newer)
+
+    def refuse_unmerged(self, before: Iterable[str], files: Iterable[str] | None = None
+                        ) -> None:
+        """ConflictLeft when the agent left files unmerged (`files`; None: git is asked), git's
+        conflict markers in them and no command under way (a `git stash pop` that
+        conflicted): a commit now would land the markers as the task's. `before`: the paths
+        dirty as the task began (yours, unmerged then too, are never the agent's doing)."""
+        from agentloop.files.shown import listed
+        from agentloop.vcs.git.in_the_way import unmerged
+
+        found = sorted(set(files if files is not None else unmerged(self.git)) - set(before))
+        if found:
+            raise ConflictLeft(f"the agent left {listed(found)} unmerged (a `git stash pop` "
+                               "that conflicted, say: git's conflict markers are in them), so "
+                               "nothing of its work was committed for this task; the next run "
+                               "runs its agent again")
 
     def refuse_rewound(self, start: Start) -> None:
         """The agent moved the branch back (`git reset --hard HEAD~1`): committing now would

@@ -25,6 +25,8 @@ class Status:
     # Paths taken out of the index but left on disk (`git rm --cached`), listed both as
     # deleted and untracked, each with HEAD's "mode:blob" of it.
     unindexed: tuple[tuple[str, str], ...] = ()
+    # Paths the index holds unmerged (a conflict git left, with its markers in the file).
+    unmerged: frozenset[str] = frozenset()
 
     @property
     def staged(self) -> bool:
@@ -39,6 +41,7 @@ def parse_status(out: str) -> Status:
     untracked: set[str] = set()
     staged: set[str] = set()
     heads: dict[str, str] = {}
+    unmerged: set[str] = set()
     entries = iter(out.split("\0"))
     for entry in entries:
         kind = entry[:1]
@@ -59,12 +62,14 @@ def parse_status(out: str) -> Status:
             paths |= pair
             staged |= pair
         elif kind == "u":  # unmerged: "u XY sub m1 m2 m3 mW h1 h2 h3 path"
-            paths.add(entry.split(" ", 10)[10])
-            staged.add(entry.split(" ", 10)[10])
+            unmerged.add(entry.split(" ", 10)[10])
         elif kind == "?":
             paths.add(entry[2:])
             untracked.add(entry[2:])
+    paths |= unmerged
+    staged |= unmerged
     paths = {p for p in paths if p and not p.endswith("/")}
     # An unmerged or staged nested repository still means the index is not HEAD's tree.
     return Status(frozenset(paths), frozenset(untracked & paths), frozenset(staged - {""}),
-                  tuple(sorted((p, h) for p, h in heads.items() if p in untracked)))
+                  tuple(sorted((p, h) for p, h in heads.items() if p in untracked)),
+                  frozenset(unmerged))
