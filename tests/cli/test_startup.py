@@ -472,6 +472,9 @@ def test_a_run_loads_before_its_first_agent_only_what_the_agent_needs(
     assert not main, f"the main thread loads {main} on its way to the first agent"
     never = [m for m in NEVER_IN_A_PLAIN_RUN if m in imported]
     assert not never, f"a plain run imports {never}: import them where their path begins"
+    # shlex quotes the commands of lines that say what went wrong (a breach's repair, a
+    # dropped option's note, a hook's command line): none on the way to a first agent.
+    assert imported.get("shlex", (agent, True))[0] > agent, "shlex loads before the first agent"
     assert (work / "b.txt").read_text().strip() == "B"
 
 
