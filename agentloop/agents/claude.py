@@ -27,8 +27,7 @@ from agentloop.agents import (
     Failure,
     Models,
 )
-from agentloop.agents.claude_errors import ROOT_REFUSAL, classify
-from agentloop.agents.claude_stream import StreamLog, judge
+from agentloop.agents.claude_stream import ROOT_REFUSAL, StreamLog, judge
 from agentloop.agents.common import (
     LogFiles,
     confined,
@@ -66,9 +65,6 @@ REVIEW_SYSTEM_PROMPT = REVIEW_RULES
 READ_ONLY_FLAGS = ("--tools", "Read,Grep,Glob", "--disallowedTools",
                    "Write,Edit,NotebookEdit,Bash", "--permission-mode", "dontAsk",
                    "--strict-mcp-config")
-
-ROOT_ADVICE = ("claude refuses --dangerously-skip-permissions when run as root; run agent-loop as "
-               "a normal user, or set IS_SANDBOX=1 if this machine is a disposable sandbox")
 
 ROOT_ADVICE = ("claude refuses --dangerously-skip-permissions when run as root; run agent-loop as "
                "a normal user, or set IS_SANDBOX=1 if this machine is a disposable sandbox")
@@ -166,7 +162,10 @@ class ClaudeAgent:
             raise AgentBlocked(ROOT_ADVICE)
 
     def classify(self, result: AgentResult, now: datetime) -> Failure:
-        """Claude's error kinds, read by agentloop.agents.claude_errors."""
+        """Claude's error kinds, read by agentloop.agents.claude_errors (loaded here: only a
+        failed run is classified)."""
+        from agentloop.agents.claude_errors import classify
+
         return classify(result, now)
 
     def ask(self, prompt: str, model: str, cwd: Path, timeout: float = 180) -> Answer:

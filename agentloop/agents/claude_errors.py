@@ -24,9 +24,9 @@ import re
 from datetime import datetime, timezone, tzinfo
 
 from agentloop.agents import BLOCKING, BUDGET, LIMIT, OTHER, TRANSIENT, AgentResult, Failure
+from agentloop.agents.claude_stream import ROOT_REFUSAL
 from agentloop.agents.reset_time import next_reset
 
-ROOT_REFUSAL = "cannot be used with root/sudo privileges"
 # The result's subtype for a run cut short by --max-budget-usd (measured on 2.1.330).
 BUDGET_CUT = "error_max_budget_usd"
 

@@ -12,6 +12,11 @@ from typing import Any, Callable
 from agentloop.agents import Activity, AgentResult, AgentRun, Totals, unreported
 from agentloop.agents.common import JsonLog, LogFiles, display
 
+# What claude says on stderr when it refuses --dangerously-skip-permissions as root: looked for
+# after every run (agentloop.agents.claude), so it is here rather than with the error kinds
+# (agentloop.agents.claude_errors), which only a failed run loads.
+ROOT_REFUSAL = "cannot be used with root/sudo privileges"
+
 
 def describe_tool(name: str, args: dict[str, Any]) -> str:
     """One short line for a tool call: the tool and its main argument."""

@@ -25,7 +25,6 @@ from agentloop.run.decisions import RunBegun, RunEnded
 from agentloop.run.events import AgentActivity, AgentFinished, AgentStarted
 from agentloop.run.handover import begin, hand
 from agentloop.run.lane_tag import LaneNote
-from agentloop.run.waits import classify, hold
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.vcs import submodule_gitdirs
 from agentloop.vcs.protocol import Change
@@ -66,7 +65,11 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
     attempt = begin(run, task, RunBegun(change, number, run.project.store.relative(log),
                                         resume is not None, iteration, role, round_,
                                         workdir_of(run)))
-    if run.lane:  # a limit another lane met holds every lane's next request: held, not started
+    # A limit another lane met holds every lane's next request: held, not started. The waits'
+    # module loads only then (agentloop.run.waits), not in each lane's thread as it starts.
+    if run.lane and run.shared.paused_until > run.clock.time():
+        from agentloop.run.waits import hold
+
         hold(run)
     run.emit(AgentStarted(str(log), resume, run.agent.name, role))
     request = AgentRun(prompt=clean(prompt), model=run.model(role), cwd=run.cwd,
@@ -90,7 +93,7 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
     hand(run, task, RunEnded(attempt, result))
     if unsafe is not None:  # recorded as it ended; nothing of agent-loop's runs git after it
         raise RunStopped(unsafe)
-    limited = not result.ok and classify(run, result).kind == LIMIT
+    limited = not result.ok and _failed_at_a_limit(run, result)
     # Named by its task: a landing's conflict rounds end after the next task began.
     run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, role,
                            limited=limited, index=task.index))
@@ -122,6 +125,14 @@ def ended_unrecorded(run: Run, task: TaskState, record: Attempt) -> AgentResult 
             request, resume=result.session_id,
             before=ledger.session_totals(run.state, result.session_id, task)))
     return priced(result, run.options.prices) if result is not None else None
+
+
+def _failed_at_a_limit(run: Run, result: AgentResult) -> bool:
+    """Whether a failed run met a usage limit: read by the agent's own error kinds, loaded only
+    when a run fails (agentloop.run.waits, agentloop.agents.claude_errors)."""
+    from agentloop.run.waits import classify
+
+    return classify(run, result).kind == LIMIT
 
 
 def _guard(run: Run) -> str | None:

@@ -14,7 +14,6 @@ from agentloop.run.checks import CheckRun
 from agentloop.run.context import Run
 from agentloop.run.decisions import Marked
 from agentloop.run.handover import hand
-from agentloop.run.waits import classify, wait_for_limit
 from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.schema import Attempt, TaskState, now
 from agentloop.state.status import TaskStatus as S
@@ -71,6 +70,8 @@ def fix_run(run: Run, task: TaskState, outcome: Outcome, prompt: str, round_: in
             run.learnings.record(task.index, 1, now(), report.progress, report.learnings,
                                  task.summary)
             return replace(outcome, attempt=record, result=result, report=report)
+        from agentloop.run.waits import classify, wait_for_limit  # a failed run only
+
         failure = classify(run, result)
         if failure.kind != LIMIT:
             return replace(outcome, attempt=record, result=result, report=Report())

@@ -61,13 +61,11 @@ from agentloop.run.events import MessageDistilled
 from agentloop.run.fixes import Outcome
 from agentloop.run.handover import drop, hand
 from agentloop.run.history_check import check_history, done_ids, lost_before
-from agentloop.run.judge import judge
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.rebuilt import trailers_of
 from agentloop.run.recovery import recover
 from agentloop.run.selection import commit_message, filed_under
 from agentloop.run.verify import FirstChecks, task_checks
-from agentloop.run.waits import wait_for_limit
 from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.receipts import money
 from agentloop.state.schema import TaskState
@@ -169,6 +167,8 @@ def _run_task(run: Run, task: TaskState, lane_end: bool = False) -> None:
                 continue  # its work was set aside: brought back, its agent not paid again
             if _settled(run, task, outcome, trailers, lane_end):
                 return
+        from agentloop.run.judge import judge  # a failed attempt only: most tasks never load it
+
         decision = judge(run, task, outcome, transient, previous_error)
         hand(run, task, Judged(outcome.attempt, decision))
         if not _act(run, task, decision):
@@ -276,6 +276,8 @@ def _act(run: Run, task: TaskState, decision: Decision) -> bool:
     if isinstance(decision, Stop):
         raise AgentBlocked(decision.reason) if decision.blocked else RunStopped(decision.reason)
     if isinstance(decision, WaitFor) and decision.failure is not None:
+        from agentloop.run.waits import wait_for_limit  # loaded with the judging (run.judge)
+
         wait_for_limit(run, decision.failure)
     if isinstance(decision, Retry) and decision.wait:
         run.clock.sleep(decision.wait)

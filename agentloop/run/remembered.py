@@ -12,7 +12,6 @@ so it never outranks either.
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import replace
 from typing import Any
 
@@ -48,6 +47,8 @@ def recall(options: RunOptions, kept: dict[str, Any]) -> tuple[RunOptions, str |
         dropped += ["--model", str(kept["model"])]
     if not dropped:
         return options, None
+    import shlex  # a note only when this run drops what the last one had
+
     command = shlex.join(["agent-loop", *continue_args(options.command), *dropped])
     return options, (f"the last run of this plan had {shlex.join(dropped)}, which this run "
                      f"goes without; to keep them: {command}")

@@ -12,7 +12,6 @@ hook is given here too: the worktree's root as the cwd, an index holding the cha
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import time
 from contextlib import contextmanager
@@ -75,6 +74,8 @@ def hooks(root: Path) -> tuple[Hook, ...]:
         *paths, message = _git_paths(root, *(f"hooks/{name}" for name in HOOKS), MESSAGE)
     for name, path in zip(HOOKS, paths):
         if path.is_file() and os.access(path, os.X_OK):
+            import shlex  # a repository with hooks only
+
             shown = os.path.relpath(path, root) if path.is_relative_to(root) else str(path)
             args = f" {shlex.quote(os.path.relpath(message, root))}" \
                 if name == "commit-msg" else ""

@@ -440,12 +440,15 @@ def test_a_run_readies_its_first_agent_while_it_waits_for_its_lane(
 # loads it beside the lane's git (an agent's final message, read once the agent has run); and
 # what it never loads: the retry advisor (a failed attempt), the records of tasks a plan joined
 # (agentloop.state.folding), the lanes the settings furnish, what the history says of a run
-# before (none: the repository is new).
+# before (none: the repository is new), and what only a failed agent run reads: the judging of a
+# failed attempt, the waits for a limit, Claude's error kinds and the reset times they name.
 LOADED_ONCE_AN_AGENT_WORKS = ("agentloop.run.tick_boxes",)
 NOT_BY_THE_MAIN_THREAD = ("agentloop.run.final_message",)
 NEVER_IN_A_PLAIN_RUN = ("agentloop.run.retry", "agentloop.run.json_answer",
                         "agentloop.state.folding", "agentloop.vcs.furnish",
-                        "agentloop.state.whereabouts")
+                        "agentloop.state.whereabouts", "agentloop.run.judge",
+                        "agentloop.run.waits", "agentloop.agents.claude_errors",
+                        "agentloop.agents.reset_time")
 
 
 def test_a_run_loads_before_its_first_agent_only_what_the_agent_needs(
@@ -469,6 +472,9 @@ def test_a_run_loads_before_its_first_agent_only_what_the_agent_needs(
     assert not main, f"the main thread loads {main} on its way to the first agent"
     never = [m for m in NEVER_IN_A_PLAIN_RUN if m in imported]
     assert not never, f"a plain run imports {never}: import them where their path begins"
+    # shlex quotes the commands of lines that say what went wrong (a breach's repair, a
+    # dropped option's note, a hook's command line): none on the way to a first agent.
+    assert imported.get("shlex", (agent, True))[0] > agent, "shlex loads before the first agent"
     assert (work / "b.txt").read_text().strip() == "B"
 
 

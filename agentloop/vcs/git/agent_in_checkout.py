@@ -5,7 +5,6 @@ agent_moved_head)."""
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
 from agentloop.ondemand import dataclass
@@ -193,6 +192,8 @@ def agent_moved_head(record: GitLaneRecord, dirs: tuple[Path, Path], stashed: bo
         kept = _dropped_holding(Git(root), entries, reverted)
         if kept is not None:  # its `commit -a`, then `reset --hard HEAD~1`: not gone
             commit, held = kept
+            import shlex  # said only of a commit the agent made and dropped
+
             files = " ".join(shlex.quote(f) for f in held)
             return Breach(Kind.AGENT_MOVED_HEAD, f"{line} (its reflog entry says `{said}`), and "
                           f"{', '.join(reverted[:5])} went back as committed; the commit "

@@ -11,7 +11,6 @@ settings changed; the hooks folder's entries other than git's `.sample` files.""
 from __future__ import annotations
 
 import os
-import shlex
 from pathlib import Path
 
 from agentloop.files.stamp import stat_or_none
@@ -109,6 +108,8 @@ def _settings_changed(old: bytes, new: bytes, root: Path, common: Path, parts: l
     more = len(added) + len(gone) - len(said)
     parts.append(f"your repository's git settings {file} changed ({', '.join(said)}"
                  + (f" and {more} more" if more > 0 else "") + ")")
+    import shlex  # the repair of a changed setting only
+
     git = f"git -C {shlex.quote(str(root))} config"
     for key in dict.fromkeys(k for k, _ in added):
         commands.append(f"{git} --unset-all {key}")
@@ -131,6 +132,8 @@ def _hooks_changed(old: tuple[tuple[str, int, int], ...], new: tuple[tuple[str, 
     if not said:
         return
     parts.append(f"your repository's git hooks {folder} changed ({', '.join(said[:5])})")
+    import shlex  # the repair of a changed hook only
+
     for name in written:
         path = shlex.quote(str(folder / name))
         commands.append(f"rm {path}" if name not in was else f"cat {path}")
