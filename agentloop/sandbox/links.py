@@ -16,6 +16,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from agentloop.files.free_name import free_name
 from agentloop.sandbox.policy import Kept
 
 Links = dict[Path, str]
@@ -44,7 +45,7 @@ def put_back(links: Links) -> list[tuple[Path, Path | None]]:
             pass  # removed, or a file or folder of the agent's in its place
         aside = None
         if os.path.lexists(path):
-            aside = _free(path.with_name(path.name + ".by-agent"))
+            aside = free_name(path.with_name(path.name + ".by-agent"))
             os.rename(path, aside)   # same folder: one rename, never a copy
         os.symlink(target, path)
         done.append((path, aside))
@@ -57,11 +58,3 @@ def put_back_line(done: list[tuple[Path, Path | None]]) -> str:
              for path, aside in done]
     return ("--sandbox: the agent replaced a link its CLI reads as configuration later, outside "
             "the sandbox; put back: " + "; ".join(parts))
-
-
-def _free(path: Path) -> Path:
-    n, candidate = 1, path
-    while os.path.lexists(candidate):
-        n += 1
-        candidate = path.with_name(f"{path.name}-{n}")
-    return candidate

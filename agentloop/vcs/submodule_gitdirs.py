@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from agentloop.errors import AgentLoopError
+from agentloop.files.free_name import free_name
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.submodule_folders import _holds_gitlink, checkout_unlisted, paths
@@ -195,7 +196,7 @@ def guard(root: Path, keep: Path, sandboxed: bool) -> list[MovedAside]:
             continue
         if target is None and dot.is_file() and not dot.is_symlink():
             continue  # no gitfile: git takes the folder for no checkout, and reads no config
-        kept = _free(keep / path / ".git")
+        kept = free_name(keep / path / ".git")
         how_back = "move" if target is not None and target in stamps else "update"
         try:
             kept.parent.mkdir(parents=True, exist_ok=True)
@@ -205,7 +206,7 @@ def guard(root: Path, keep: Path, sandboxed: bool) -> list[MovedAside]:
                 _move(dot, kept)
         except OSError as exc:  # no room, a busy folder, a permission, a file in the way
             # Beside itself, in its own folder: one rename, where git looks for no `.git`.
-            beside = _free(dot.with_name(".git-moved-by-agent-loop"))
+            beside = free_name(dot.with_name(".git-moved-by-agent-loop"))
             try:
                 os.rename(dot, beside)
             except OSError:
@@ -236,14 +237,6 @@ def _move(a: Path, b: Path) -> None:
     import shutil  # only once an agent swapped a git folder
 
     shutil.move(str(a), str(b))
-
-
-def _free(path: Path) -> Path:
-    n, candidate = 1, path
-    while os.path.lexists(candidate):
-        n += 1
-        candidate = path.with_name(f"{path.name}-{n}")
-    return candidate
 
 
 def moved_line(moved: list[MovedAside], shown: dict[Path, str]) -> str:

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from agentloop.errors import AgentLoopError
+from agentloop.files.free_name import free_name
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.submodule_folders import checkout_unlisted, own_dir, paths, unlisted
@@ -128,21 +129,12 @@ def sweep(lane: Path, keep: Path, sandboxed: bool = False) -> list[Swept]:
             continue  # empty, or a submodule git checked out (a lane never holds one): not ours
         import shutil  # only once an agent wrote there: a run's start-up never loads it
 
-        target = _free(keep / sub)
+        target = free_name(keep / sub)
         target.mkdir(parents=True)
         for name in entries:
             shutil.move(str(folder / name), str(target / name))
         moved.append(Swept(sub, _files(target), target))
     return moved
-
-
-def _free(folder: Path) -> Path:
-    """`folder`, or `folder`-2, -3… when an earlier attempt's files are kept there already."""
-    n, candidate = 1, folder
-    while candidate.exists():
-        n += 1
-        candidate = folder.with_name(f"{folder.name}-{n}")
-    return candidate
 
 
 def _files(folder: Path) -> tuple[str, ...]:

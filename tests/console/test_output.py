@@ -44,10 +44,9 @@ def test_a_pipe_closed_after_the_first_line_loses_nothing(tmp_path: Path,
     assert orjson.loads(events[-1])["type"] == "RunFinished"
 
 
-def test_sighup_after_the_agent_finished_commits_the_task_then_stops(
-        tmp_path: Path, fake_claude: FakeClaude) -> None:
-    # The check hangs the terminal up (SIGHUP to agent-loop, its parent) once the first task's
-    # agent has written its file: after the agent, before the commit.
+def _hung_up(tmp_path: Path, prefix: list[str]) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """A two-task run whose check hangs the terminal up (SIGHUP to agent-loop, its parent)
+    once the first task's agent has written its file: after the agent, before the commit."""
     work = git_project(tmp_path, "- one\n  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
     # (`hung` named in full: the check runs where the agent worked, a lane by default.)
     hung = work / "hung"
@@ -55,11 +54,17 @@ def test_sighup_after_the_agent_finished_commits_the_task_then_stops(
     (work / ".gitignore").write_text("hung\n")
     git(work, "add", ".gitignore", "tasks.md")
     git(work, "commit", "-qm", "ignore")
-    run = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+    run = subprocess.run([*prefix, sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
                           "--no-distill", "--check", check], cwd=work,
                          env={**os.environ, "NO_COLOR": "1"}, capture_output=True, text=True,
-                         timeout=60)
-    assert (work / "hung").exists(), run.stdout + run.stderr
+                         timeout=60, stdin=subprocess.DEVNULL)
+    assert hung.exists(), run.stdout + run.stderr
+    return work, run
+
+
+def test_sighup_after_the_agent_finished_commits_the_task_then_stops(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work, run = _hung_up(tmp_path, [])
     assert run.returncode == 130, run.stdout + run.stderr  # a clean stop, like Ctrl+C
     assert statuses(work) == ["completed", "pending"], run.stdout + run.stderr
     assert (work / "a.txt").read_text() == "A\n" and not (work / "b.txt").exists()
@@ -156,16 +161,6 @@ def test_a_run_started_under_nohup_goes_on_when_the_terminal_hangs_up(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     """`nohup agent-loop tasks.md &`, then the terminal closes: you asked for the hangup to be
     ignored, and the run took it as a stop (exit 130 after its first task), as without nohup."""
-    work = git_project(tmp_path, "- one\n  FAKE: write a.txt A\n- two\n  FAKE: write b.txt B\n")
-    hung = work / "hung"
-    check = f"if test -f a.txt && ! test -f {hung}; then touch {hung}; kill -HUP $PPID; fi; true"
-    (work / ".gitignore").write_text("hung\n")
-    git(work, "add", ".gitignore", "tasks.md")
-    git(work, "commit", "-qm", "ignore")
-    run = subprocess.run(["nohup", sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
-                          "--no-distill", "--check", check], cwd=work,
-                         env={**os.environ, "NO_COLOR": "1"}, capture_output=True, text=True,
-                         timeout=60, stdin=subprocess.DEVNULL)
-    assert (work / "hung").exists(), run.stdout + run.stderr
+    work, run = _hung_up(tmp_path, ["nohup"])
     assert run.returncode == 0, run.stdout + run.stderr
     assert statuses(work) == ["completed", "completed"], run.stdout + run.stderr
