@@ -219,25 +219,7 @@ class Controller:
                 self._lane_ended(report, lanes)
             places.close()
         except BaseException as exc:
-            # Ctrl+C (only this thread hears it), or a fault of the controller's own: stop every
-            # lane's agent, wait for each lane to drop its interrupted attempt and save, then
-            # close the lanes as a stop leaves them (whatever the stop came between).
-            run.shared.halt()
-            # A lane that completes its task meanwhile is answered: the task is saved and
-            # said, its on-task hook cut short (it would hold the stop up to hook-timeout).
-            with shielded(), stopping() if isinstance(exc, KeyboardInterrupt) else nullcontext():
-                try:
-                    agents = running.stop_all()
-                    if agents and isinstance(exc, KeyboardInterrupt):
-                        running.stop_taken(len(agents))
-                    for agent in agents:
-                        streamed.stop_group(agent)
-                    for worker in lanes.values():
-                        if worker is not None:
-                            self._join(worker)
-                finally:
-                    Workplaces.stopped(run, places)
-            running.clear()  # every lane has stopped: a later run in this process starts afresh
+            self._stop_lanes(lanes, places, by_you=isinstance(exc, KeyboardInterrupt))
             if isinstance(exc, KeyboardInterrupt):
                 raise Interrupted("interrupted") from None
             raise
@@ -245,6 +227,29 @@ class Controller:
             run.shared.may_start = run.shared.take = None
             running.on_stop(None)
         self._raise_ending()
+
+    def _stop_lanes(self, lanes: dict[str, threading.Thread | None],
+                    places: Workplaces | None, by_you: bool) -> None:
+        """Ctrl+C (`by_you`: only this thread hears it), or a fault of the controller's own:
+        stop every lane's agent, wait for each lane to drop its interrupted attempt and save,
+        then close the lanes as a stop leaves them (whatever the stop came between)."""
+        run = self.run
+        run.shared.halt()
+        # A lane that completes its task meanwhile is answered: the task is saved and said,
+        # its on-task hook cut short (it would hold the stop up to hook-timeout).
+        with shielded(), stopping() if by_you else nullcontext():
+            try:
+                agents = running.stop_all()
+                if agents and by_you:
+                    running.stop_taken(len(agents))
+                for agent in agents:
+                    streamed.stop_group(agent)
+                for worker in lanes.values():
+                    if worker is not None:
+                        self._join(worker)
+            finally:
+                Workplaces.stopped(run, places)
+        running.clear()  # every lane has stopped: a later run in this process starts afresh
 
     def _start_ready(self, places: Workplaces, todo: list[str],
                      lanes: dict[str, threading.Thread | None]) -> None:

@@ -284,8 +284,9 @@ def _act(run: Run, task: TaskState, decision: Decision) -> bool:
     return True
 
 
-def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str,
-              beside: bool = True) -> None:
+def _task_message(run: Run, task: TaskState, outcome: Outcome, trailers: str) -> str:
+    """The task's commit message: distilled when asked (its writer's cost charged), then
+    the checks it passed, its note and its trailers."""
     message = commit_message(task, run.state.title)
     if run.distiller is not None and run.vcs.name != "none":
         with settling(run, task, outcome.attempt):  # a lane its agent removed: a breach
@@ -305,6 +306,12 @@ def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str,
         message += f"\n\n{outcome.status}: {outcome.note}"
     # Every commit names its plan and task: what is done survives the loss of .agent-loop/.
     message += "\n\n" + trailers
+    return message
+
+
+def _complete(run: Run, task: TaskState, outcome: Outcome, trailers: str,
+              beside: bool = True) -> None:
+    message = _task_message(run, task, outcome, trailers)
     finish_beside = beside_finish(run, outcome) if beside else None
     running = False
     said: str | None = None  # what the lane said of the agent as its landing failed
