@@ -82,6 +82,13 @@ class RunStopped(AgentLoopError):
     """The run stopped early on purpose (limits, stuck agent, persistent API trouble)."""
 
 
+class GitUnsafe(RunStopped):
+    """The agent left the working copy where agent-loop's own git would run what it wrote (a
+    submodule's `.git` naming a git folder of its own, that could not be moved aside): the stop
+    runs no git there. Its attempt's change stays open and its files as they are, for the next
+    run to settle as a killed run's (agentloop.run.recovery)."""
+
+
 class LandingWithheld(RunStopped):
     """A lane's finished task not landed: another lane stopped on a breach of the main line
     (agentloop.vcs.breach), which a landing would bury; its work is kept for the next run."""

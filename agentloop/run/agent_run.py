@@ -17,7 +17,7 @@ from typing import Callable
 
 from agentloop import lane_mark
 from agentloop.agents import LIMIT, AgentResult, AgentRun, clean, ended_well, priced
-from agentloop.errors import Interrupted, RunStopped
+from agentloop.errors import GitUnsafe, Interrupted
 from agentloop.proc import running
 from agentloop.run import ledger
 from agentloop.run.context import Run
@@ -92,7 +92,7 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
         unsafe = _guard(run)
     hand(run, task, RunEnded(attempt, result))
     if unsafe is not None:  # recorded as it ended; nothing of agent-loop's runs git after it
-        raise RunStopped(unsafe)
+        raise GitUnsafe(unsafe)
     limited = not result.ok and _failed_at_a_limit(run, result)
     # Named by its task: a landing's conflict rounds end after the next task began.
     run.emit(AgentFinished(result, run.clock.monotonic() - began, attempt.cost_usd, role,

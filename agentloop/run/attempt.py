@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from agentloop.agents import AgentResult
-from agentloop.errors import AgentBlocked, Interrupted
+from agentloop.errors import AgentBlocked, GitUnsafe, Interrupted
 from agentloop.proc.signals import agent_finished, shielded
 from agentloop.run import submodule_files
 from agentloop.run.agent_run import run_agent, workdir_of
@@ -320,6 +320,12 @@ def _abandon(run: Run, task: TaskState, change: Change, number: int,
     """Stopped midway: not the task's attempt. Its change goes now, so edits the user makes
     before the next run stay theirs. `finished`: its agent had finished (a Ctrl+C in the
     checks): the records keep where its work went, for the next run to bring back."""
+    if isinstance(exc, GitUnsafe):
+        # Dropping the change runs git in the working copy, which would run what the agent
+        # wrote: left open, its files as they are, as a kill leaves it; the next run, once the
+        # user moved the agent's git folder away, settles it (agentloop.run.recovery).
+        hand(run, task, Uncounted(number, O.INTERRUPTED, S.INTERRUPTED, str(exc)))
+        return
     interrupted = isinstance(exc, (Interrupted, KeyboardInterrupt))
     # An error, not a stop (a failing git, a full disk), after the agent ended well: its work
     # is whole, kept aside as a stop's is and brought back by the next run, said in one line.

@@ -266,5 +266,7 @@ def not_moved_line(failed: MovedAside, error: OSError, shown: str) -> str:
     return (f"an agent gave a submodule a git folder agent-loop did not know, whose config "
             f"agent-loop's own git would read: could not move {failed.path}/.git (naming "
             f"{failed.target or 'a git folder agent-loop did not know'}) to {shown}: {reason}; "
-            f"stopped. Move {failed.path}/.git away yourself before running again (the next "
-            f"run trusts the git folder it finds there)")
+            f"stopped, running no git here: the attempt's files stay as the agent left them. "
+            f"Move {failed.path}/.git away yourself before running again (the next run trusts "
+            f"the git folder it finds there, rolls those files back and keeps them in a "
+            f"commit it names)")
