@@ -251,8 +251,10 @@ def policy_for(repo: Path, state_dir: Path, home_dir: Path, hide: Sequence[str],
     work, root, home = _real(workdir), _real(repo), _real(home_dir)
     writable: list[Path] = []
     # The repository, the home folder and the program stay readable, even where the private
-    # /tmp would cover them (a repository under /tmp): read-only, the working copy open inside.
-    protected: list[Path] = [_real(state_dir), *(p for p in (root, home) if p != work),
+    # /tmp would cover them (a repository under /tmp): read-only, the working copy open inside
+    # (itself read-only too where the run does not write: the reviewer, a helper call).
+    protected: list[Path] = [_real(state_dir),
+                             *(p for p in (root, home) if p != work or not writes),
                              *(program_needs(program) if program else ())]
     if writes:
         git_writable, git_protected = git_needs(work)

@@ -78,6 +78,19 @@ def test_the_reviewer_and_helper_calls_write_only_their_own_home(tmp_path: Path)
     assert policy.writable == (box.home.resolve() / ".codex",)
 
 
+@needs_bwrap
+def test_a_helper_call_in_a_repository_under_tmp_reads_it_and_writes_nothing(
+        tmp_path: Path) -> None:
+    # A helper call (and the reviewer in your checkout) works in the repository root, which it
+    # does not write: the private /tmp hid it, and bubblewrap could not even enter it.
+    root, _, box = git_lane(tmp_path)
+    assert str(root).startswith("/tmp/"), root
+    argv = box.wrap(["sh", "-c", "cat README.md; echo x > y.txt"], root, [], writes=False)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.stdout == "hello\n", done.stderr
+    assert "Read-only file system" in done.stderr and not (root / "y.txt").exists()
+
+
 def test_a_jj_workspace_writes_the_repository_with_its_operation_log(tmp_path: Path) -> None:
     root = (tmp_path / "repo").resolve()
     root.mkdir()
