@@ -30,7 +30,6 @@ from agentloop.agents import (
 from agentloop.agents.claude_stream import ROOT_REFUSAL, StreamLog, judge
 from agentloop.agents.common import (
     LogFiles,
-    confined,
     display,
     helper_call,
     in_memory,
@@ -111,8 +110,7 @@ def ask(program: str, model: str, prompt: str, cwd: Path, env: Mapping[str, str]
     """
     argv = [program, "-p", "--output-format", "json", "--model", model, "--tools", "",
             "--no-session-persistence"]
-    done = helper_call(confined(sandbox, argv, cwd, homes(env), False, kept(env)), prompt, cwd,
-                       env, timeout)
+    done = helper_call(sandbox, argv, prompt, cwd, env, timeout, homes(env), kept(env))
     if isinstance(done, Answer):
         return done
     try:

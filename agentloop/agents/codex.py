@@ -43,7 +43,6 @@ from agentloop.agents.codex_errors import classify
 from agentloop.agents.codex_stream import CodexLog, error_line, judge
 from agentloop.agents.common import (
     LogFiles,
-    confined,
     display,
     helper_call,
     in_memory,
@@ -191,9 +190,8 @@ class CodexAgent:
         """A fresh read-only call that keeps no session (`--ephemeral`): the retry advisor,
         commit messages. Never raises for its own problems; Ctrl+C goes through."""
         argv = [self.program, "exec", *COMMON, "--ephemeral", *READ_ONLY, "-m", model, "-"]
-        done = helper_call(confined(self.sandbox, argv, cwd, homes(self.env), False,
-                                    kept(self.env)),
-                           clean(prompt), cwd, self.env, timeout)
+        done = helper_call(self.sandbox, argv, clean(prompt), cwd, self.env, timeout,
+                           homes(self.env), kept(self.env))
         if isinstance(done, Answer):
             return done
         text, failure = _answer_from(done.stdout)

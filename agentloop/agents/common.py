@@ -7,10 +7,10 @@ from __future__ import annotations
 import io
 import re
 import subprocess
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import orjson
 
@@ -21,6 +21,7 @@ from agentloop.files import held_open
 
 if TYPE_CHECKING:  # a name for the annotations: a run without --sandbox never loads the sandbox
     from agentloop.sandbox import Kept, Sandbox
+    from agentloop.sandbox.links import Links
 
 _OBJECT_START = re.compile(rb"[ \t]*\{")
 
@@ -66,12 +67,55 @@ def confined(box: Sandbox | None, argv: list[str], cwd: Path, homes: Sequence[Pa
     return list(argv) if box is None else box.wrap(argv, cwd, homes, writes, kept)
 
 
-def helper_call(argv: list[str], prompt: str, cwd: Path, env: Mapping[str, str] | None,
-                timeout: float) -> proc.Completed | Answer:
-    """Run a short helper call with the prompt on stdin; an Answer when it could not run."""
+@contextmanager
+def links_kept(box: Sandbox | None, kept: Sequence[Kept],
+               log: JsonLog | None = None) -> Iterator[None]:
+    """Around every confined run, a task's and a helper call's alike: the kept paths that are
+    links noted before it and, once its sandbox is gone, each one it changed made as it was
+    (agentloop.sandbox.links), said once to the run (`box.tell`) and in the run's `log`."""
+    if box is None or not kept:
+        yield
+        return
+    from agentloop.sandbox import links
+
+    noted = links.note(kept)
     try:
-        return proc.run(argv, cwd=cwd, env=env, check=False, timeout=timeout, guarded=True,
-                        input=prompt)
+        yield
+    finally:
+        if noted:
+            _put_back(box, noted, log)
+
+
+def _put_back(box: Sandbox, noted: Links, log: JsonLog | None) -> None:
+    from agentloop.sandbox import links
+
+    try:
+        done = links.put_back(noted)
+    except OSError as exc:
+        line = (f"sandbox: a link the agent's CLI reads outside the sandbox was changed and "
+                f"could not be put back as it was: {exc}")
+    else:
+        if not done:
+            return
+        line = links.put_back_line(done, box.home)
+    if box.tell is not None:
+        box.tell(line)
+    if log is not None:
+        try:
+            log.write(f"\n== {line} ==")
+        except OSError:
+            pass  # the run's log gone (its folder deleted): said to the run all the same
+
+
+def helper_call(box: Sandbox | None, argv: list[str], prompt: str, cwd: Path,
+                env: Mapping[str, str] | None, timeout: float, homes: Sequence[Path] = (),
+                kept: Sequence[Kept] = ()) -> proc.Completed | Answer:
+    """Run a short helper call with the prompt on stdin, in the run's sandbox (with
+    --sandbox) with its working copy read-only; an Answer when it could not run."""
+    try:
+        with links_kept(box, kept):
+            return proc.run(confined(box, argv, cwd, homes, False, kept), cwd=cwd, env=env,
+                            check=False, timeout=timeout, guarded=True, input=prompt)
     except ProgramNotFound:
         return Answer("", error=f"{argv[0]} not found")
     except ProcessError as exc:  # a timeout, or a program that cannot start
@@ -245,39 +289,14 @@ def stream_run(log: JsonLog, box: Sandbox | None, argv: list[str], request: Agen
         from agentloop.proc import environ
 
         env = {**(env if env is not None else environ.current()), **dict(request.env)}
-    links = _links_of(box, kept)
-    try:
-        return proc.stream(started, log.feed, cwd=request.cwd, env=env, timeout=request.timeout,
-                           stdin=stdin, started=log.start, meanwhile=request.meanwhile)
-    except BaseException:
-        log.stopped()
-        raise
-    finally:
-        if links:
-            _put_back(log, links)
-
-
-def _links_of(box: Sandbox | None, kept: Sequence[Kept]) -> dict[Path, str]:
-    """The kept paths that are links, under --sandbox (agentloop.sandbox.links)."""
-    if box is None or not kept:
-        return {}
-    from agentloop.sandbox import links
-
-    return links.note(kept)
-
-
-def _put_back(log: JsonLog, noted: dict[Path, str]) -> None:
-    """The kept links the agent replaced put back, and said in its log."""
-    from agentloop.sandbox import links
-
-    try:
-        done = links.put_back(noted)
-    except OSError as exc:
-        log.write(f"\n== --sandbox: a link its CLI reads as configuration was replaced and "
-                  f"could not be put back: {exc} ==")
-        return
-    if done:
-        log.write(f"\n== {links.put_back_line(done)} ==")
+    with links_kept(box, kept, log):
+        try:
+            return proc.stream(started, log.feed, cwd=request.cwd, env=env,
+                               timeout=request.timeout, stdin=stdin, started=log.start,
+                               meanwhile=request.meanwhile)
+        except BaseException:
+            log.stopped()
+            raise
 
 
 def stamp() -> str:

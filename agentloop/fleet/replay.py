@@ -115,7 +115,7 @@ class GroupReplay:
     def _run(self, vcs: Any) -> Run:
         name = choose_agent(self.options, None)
         agent = make_agent(name, self.options.agent_program,
-                           sandbox=open_sandbox(self.project, self.options))
+                           sandbox=open_sandbox(self.project, self.options, self.emit))
         agent.check()
         return Run(self.project, self.state, agent, vcs, self.options, self.emit,
                    Learnings(self.project.store.dir, self.project.task_file_name),

@@ -144,7 +144,7 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
     before = dict(state.remembered)
     try:
         options, box, agent, leftovers = _checked(project, admitted, options, kind, task_file,
-                                                  asked, notes)
+                                                  asked, notes, emit)
     except BaseException as exc:
         if reasked is not None:  # its commands are reaped on every path (preflight's wait)
             settle(reasked)
@@ -170,7 +170,7 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
 
 
 def _checked(project: Project, admitted: Admitted, options: RunOptions, kind: str,
-             task_file: Path, asked: Asked, notes: list[str],
+             task_file: Path, asked: Asked, notes: list[str], emit: Emit,
              ) -> tuple[RunOptions, Sandbox | None, Agent, list[Change]]:
     """What a run checks and makes before it changes anything of the user's: the sandbox, the
     options it remembers, the agent's program, preflight's answers; a reset's old state
@@ -178,7 +178,7 @@ def _checked(project: Project, admitted: Admitted, options: RunOptions, kind: st
     options as remembered, the sandbox, the agent, those changes)"""
     state = admitted.state
     leftovers: list[Change] = []
-    box = open_sandbox(project, options)  # refuses here, before anything is changed
+    box = open_sandbox(project, options, emit)  # refuses here, before anything is changed
     if not options.rehearse:
         notes += rehearsal.check_real_run(project, state, admitted.saved)
     options, dropped = remembered.recall(options, state.remembered)
@@ -270,14 +270,22 @@ def _plan_changes(project: Project, admitted: Admitted, state: State) -> list[st
     return notes + reworded_lines(state.tasks, project.shown(project.task_file))
 
 
-def open_sandbox(project: Project, options: RunOptions) -> Sandbox | None:
-    """The run's sandbox with --sandbox (checked: SandboxUnavailable where there is none)."""
+def open_sandbox(project: Project, options: RunOptions,
+                 emit: Emit | None = None) -> Sandbox | None:
+    """The run's sandbox with --sandbox (checked: SandboxUnavailable where there is none); what
+    it does after an agent run (a kept link put back) goes to `emit`, from the agent's lane."""
     if not options.sandbox:
         return None
     from agentloop.sandbox import open_sandbox as opened
 
     return opened(project.root, project.root / STATE_DIR, options.sandbox_hide,
-                  agent_env(options))
+                  agent_env(options), None if emit is None else partial(_said, emit))
+
+
+def _said(emit: Emit, line: str) -> None:
+    from agentloop.run.lane_tag import LaneNote
+
+    emit(LaneNote(line))
 
 
 def sandbox_notes(box: Sandbox, agent: Agent, brief: bool = False) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ import importlib
 import sys
 from dataclasses import field
 from pathlib import Path
-from typing import Mapping, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
 from agentloop.errors import SandboxUnavailable
 from agentloop.ondemand import dataclass
@@ -66,13 +66,15 @@ def tool_for(platform: str = sys.platform) -> Tool:
 @dataclass(frozen=True)
 class Sandbox:
     """The sandbox of one run: its tool, the repository, the state folder that no agent may
-    write, the home folder and the user's extra hidden paths (`sandbox-hide`)."""
+    write, the home folder, the user's extra hidden paths (`sandbox-hide`), and where what it
+    did after an agent run is said for people (`tell`: the run's console), or None."""
 
     tool: Tool
     root: Path
     state_dir: Path
     home: Path = field(default_factory=Path.home)
     hide: tuple[str, ...] = ()
+    tell: Callable[[str], None] | None = None
 
     def wrap(self, argv: Sequence[str], workdir: Path, homes: Sequence[Path] = (),
              writes: bool = True, kept: Sequence[Kept] = ()) -> list[str]:
@@ -104,9 +106,10 @@ class Sandbox:
 
 
 def open_sandbox(root: Path, state_dir: Path, hide: Sequence[str] = (),
-                 env: Mapping[str, str] | None = None) -> Sandbox:
+                 env: Mapping[str, str] | None = None,
+                 tell: Callable[[str], None] | None = None) -> Sandbox:
     """The sandbox of a run in `root`, checked here and now: SandboxUnavailable, in one line,
     before any agent runs, where this machine cannot make one. Never a run without it."""
     tool = tool_for()
     tool.check()
-    return Sandbox(tool, root, state_dir, home_of(env), tuple(hide))
+    return Sandbox(tool, root, state_dir, home_of(env), tuple(hide), tell)

@@ -4,10 +4,13 @@ A kept path (agentloop.sandbox.policy `Kept`) is bound read-only inside the sand
 (settings kept with the user's dotfiles) is bound at its target, as bubblewrap mounts over no
 link. The link itself lies in the agent's writable home: the agent can remove it and put a file
 of its own there (a settings file with a hook its CLI would run tomorrow, as the user, outside
-any sandbox). So the links are noted before the run (`note`) and, once the sandbox is gone
-(nothing of the agent's runs on: bubblewrap's PID namespace dies with it), each replaced one is
-put back (`put_back`), the agent's file moved beside it (kept, never deleted) under a name the
-CLI reads nothing from.
+any sandbox). A link whose target is gone (dangling) has nothing to bind: the agent can write
+through it, and where the target would lie in a folder it may write, that makes it. So the
+links are noted before every confined run, a task's or a helper call's (`note`), and, once the
+sandbox is gone (nothing of the agent's runs on: bubblewrap's PID namespace dies with it), each
+one is made as it was (`put_back`): a replaced link put back, a dangling link's target the run
+made moved aside; what the agent made is kept beside it, never deleted, under a name the CLI
+reads nothing from.
 """
 
 from __future__ import annotations
@@ -19,42 +22,57 @@ from pathlib import Path
 from agentloop.files.free_name import free_name
 from agentloop.sandbox.policy import Kept
 
-Links = dict[Path, str]
+# A link -> (what it names, where that leads when it led nowhere as the run began, else None).
+Links = dict[Path, tuple[str, "str | None"]]
+# What `put_back` did: (the link, where what the agent made went, or None when it made nothing).
+Done = list[tuple[Path, "Path | None"]]
 
 
 def note(kept: Sequence[Kept]) -> Links:
-    """Each kept path that is a link now, with what it names."""
-    links = {}
+    """Each kept path that is a link now, with what it names, and where a dangling one leads."""
+    links: Links = {}
     for path, _text in kept:
         try:
-            links[path] = os.readlink(path)
+            target = os.readlink(path)
         except OSError:
             continue  # no link (bound read-only itself) or no path
+        leads = os.path.realpath(path)
+        links[path] = (target, None if os.path.exists(leads) else leads)
     return links
 
 
-def put_back(links: Links) -> list[tuple[Path, Path | None]]:
-    """Each noted link the agent replaced, put back: (the link, where the agent's own went, or
-    None when there was nothing in its place)."""
-    done: list[tuple[Path, Path | None]] = []
-    for path, target in links.items():
+def put_back(links: Links) -> Done:
+    """Each noted link as it was: one the agent replaced put back, and a dangling one's target
+    the run made (written through the link) moved aside."""
+    done: Done = []
+    for path, (target, dangling) in links.items():
         try:
-            if os.readlink(path) == target:
-                continue
+            same = os.readlink(path) == target
         except OSError:
-            pass  # removed, or a file or folder of the agent's in its place
+            same = False  # removed, or a file or folder of the agent's in its place
+        if same:
+            if dangling is not None and os.path.lexists(dangling):
+                made = free_name(Path(dangling + ".by-agent"))
+                os.rename(dangling, made)   # same folder: one rename, never a copy
+                done.append((path, made))
+            continue
         aside = None
         if os.path.lexists(path):
             aside = free_name(path.with_name(path.name + ".by-agent"))
-            os.rename(path, aside)   # same folder: one rename, never a copy
+            os.rename(path, aside)
         os.symlink(target, path)
         done.append((path, aside))
     return done
 
 
-def put_back_line(done: list[tuple[Path, Path | None]]) -> str:
-    """The one line that says which links were put back, and where the agent's own went."""
-    parts = [f"{path}" + (f" (the agent's own moved to {aside})" if aside else "")
-             for path, aside in done]
-    return ("--sandbox: the agent replaced a link its CLI reads as configuration later, outside "
-            "the sandbox; put back: " + "; ".join(parts))
+def put_back_line(done: Done, home: Path) -> str:
+    """The one line that says which links were made as they were, and where what the agent
+    made went (`~` for `home`)."""
+    def shown(path: Path) -> str:
+        inside = os.path.relpath(path, home)
+        return str(path) if inside.startswith("..") else os.path.join("~", inside)
+
+    parts = [shown(path) + (f" (what the agent put there is in {shown(aside)})" if aside
+                            else "") for path, aside in done]
+    return ("sandbox: a link the agent's CLI reads outside the sandbox, put back as it was: "
+            + "; ".join(parts))

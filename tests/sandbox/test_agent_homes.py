@@ -186,6 +186,9 @@ def test_an_agent_cannot_replace_a_kept_symbolic_link(tmp_path: Path, kept: str)
     assert [p.name for p in (home / ".claude").iterdir() if p.name.startswith(kept + ".")]
     logs = "".join(p.read_text() for p in (work / ".agent-loop").rglob("*.log"))
     assert f"{kept}" in logs and "put back" in logs, logs
+    # And on the console, once, where a person reads the run.
+    said = [line for line in out.splitlines() if "put back" in line]
+    assert len(said) == 1 and f"~/.claude/{kept}" in said[0], out
 
 
 @needs_bwrap
