@@ -7,10 +7,10 @@ from __future__ import annotations
 import io
 import re
 import subprocess
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any, Callable, ContextManager, Mapping, Sequence
 
 import orjson
 
@@ -21,7 +21,6 @@ from agentloop.files import held_open
 
 if TYPE_CHECKING:  # a name for the annotations: a run without --sandbox never loads the sandbox
     from agentloop.sandbox import Kept, Sandbox
-    from agentloop.sandbox.links import Links
 
 _OBJECT_START = re.compile(rb"[ \t]*\{")
 
@@ -67,44 +66,14 @@ def confined(box: Sandbox | None, argv: list[str], cwd: Path, homes: Sequence[Pa
     return list(argv) if box is None else box.wrap(argv, cwd, homes, writes, kept)
 
 
-@contextmanager
 def links_kept(box: Sandbox | None, kept: Sequence[Kept],
-               log: JsonLog | None = None) -> Iterator[None]:
+               log: JsonLog | None = None) -> ContextManager[None]:
     """Around every confined run, a task's and a helper call's alike: the kept paths that are
-    links noted before it and, once its sandbox is gone, each one it changed made as it was
-    (agentloop.sandbox.links), said once to the run (`box.tell`) and in the run's `log`."""
+    links made as they were once it ended (Sandbox.keeping_links), said in its `log` too."""
     if box is None or not kept:
-        yield
-        return
-    from agentloop.sandbox import links
-
-    noted = links.note(kept)
-    try:
-        yield
-    finally:
-        if noted:
-            _put_back(box, noted, log)
-
-
-def _put_back(box: Sandbox, noted: Links, log: JsonLog | None) -> None:
-    from agentloop.sandbox import links
-
-    try:
-        done = links.put_back(noted)
-    except OSError as exc:
-        line = (f"sandbox: a link the agent's CLI reads outside the sandbox was changed and "
-                f"could not be put back as it was: {exc}")
-    else:
-        if not done:
-            return
-        line = links.put_back_line(done, box.home)
-    if box.tell is not None:
-        box.tell(line)
-    if log is not None:
-        try:
-            log.write(f"\n== {line} ==")
-        except OSError:
-            pass  # the run's log gone (its folder deleted): said to the run all the same
+        return nullcontext()
+    return box.keeping_links(kept, None if log is None else
+                             lambda line: log.write(f"\n== {line} =="))
 
 
 def helper_call(box: Sandbox | None, argv: list[str], prompt: str, cwd: Path,

@@ -16,7 +16,7 @@ import importlib
 import sys
 from dataclasses import field
 from pathlib import Path
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Callable, ContextManager, Mapping, Protocol, Sequence
 
 from agentloop.errors import SandboxUnavailable
 from agentloop.ondemand import dataclass
@@ -83,6 +83,14 @@ class Sandbox:
         return self.tool.wrap(argv, policy_for(self.root, self.state_dir, self.home, self.hide,
                                                workdir, homes, writes, argv[0] if argv else None,
                                                kept))
+
+    def keeping_links(self, kept: Sequence[Kept],
+                      write: Callable[[str], None] | None = None) -> ContextManager[None]:
+        """Around one agent run: the `kept` paths that are links made as they were once it
+        ended (agentloop.sandbox.links), said to `tell` and to `write` (the run's log)."""
+        from agentloop.sandbox import links
+
+        return links.held(kept, self.home, [said for said in (self.tell, write) if said])
 
     def hidden(self) -> list[str]:
         """What no agent sees, as the user would write it."""

@@ -16,7 +16,8 @@ reads nothing from.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from agentloop.files.free_name import free_name
@@ -26,6 +27,35 @@ from agentloop.sandbox.policy import Kept
 Links = dict[Path, tuple[str, "str | None"]]
 # What `put_back` did: (the link, where what the agent made went, or None when it made nothing).
 Done = list[tuple[Path, "Path | None"]]
+
+
+@contextmanager
+def held(kept: Sequence[Kept], home: Path, say: Sequence[Callable[[str], None]]) -> Iterator[None]:
+    """Around one agent run, once its sandbox is gone: each kept link as it was, in one line
+    to each of `say` (the run's console, the run's log)."""
+    noted = note(kept)
+    try:
+        yield
+    finally:
+        if noted:
+            _said(noted, home, say)
+
+
+def _said(noted: Links, home: Path, say: Sequence[Callable[[str], None]]) -> None:
+    try:
+        done = put_back(noted)
+    except OSError as exc:
+        line = (f"sandbox: a link the agent's CLI reads outside the sandbox was changed and "
+                f"could not be put back as it was: {exc}")
+    else:
+        if not done:
+            return
+        line = put_back_line(done, home)
+    for tell in say:
+        try:
+            tell(line)
+        except OSError:
+            pass  # the run's log gone (an agent deleted its folder): said elsewhere all the same
 
 
 def note(kept: Sequence[Kept]) -> Links:
