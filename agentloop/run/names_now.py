@@ -76,26 +76,36 @@ class Names:
 
     def command(self, text: str) -> str:
         """`text` with each `--task` it gives (the run's numbers) as the plan numbers the same
-        tasks now (within)."""
+        tasks now (within). Every spelling the CLI takes, as a shell gives it back (the stop's
+        command is shlex.join's): `--task 5-7`, `--task=5,7`, `--task '5, 7'` and
+        `'--task=5, 7'` (a space after a comma quoted)."""
         if self.numbers is None:
             return text
         import re  # the run's end only
 
-        return re.sub(r"(--task[ =])(\d[\d,-]*)",
-                      lambda hit: hit.group(1) + self._spec(hit.group(2)), text)
+        def renumbered(hit: re.Match[str]) -> str:
+            whole, sep, quoted, bare = hit.group("whole", "sep", "quoted", "bare")
+            value = next(v for v in (whole, quoted, bare) if v is not None)
+            now = self._spec(value)
+            if now is None:
+                return hit.group(0)
+            return f"--task={now}" if whole is not None else f"--task{sep}{now}"
 
-    def _spec(self, spec: str) -> str:
-        """A `--task` value of the run's numbers (`5`, `5-7`, `5,7`) as the plan numbers the
-        same tasks now; as it was when it names none the plan still has."""
-        picked: list[int] = []
-        for part in spec.split(","):
-            first, _, last = part.partition("-")
-            if not first.isdigit() or not (last.isdigit() or not _):
-                return spec
-            picked.extend(range(int(first), int(last or first) + 1))
+        return re.sub(_TASK_OPTION, renumbered, text)
+
+    def _spec(self, spec: str) -> str | None:
+        """A `--task` value of the run's numbers (`5`, `5-7`, `5, 7`: whatever the CLI takes,
+        read as it reads it) as the plan numbers the same tasks now; None when it names none
+        the plan still has, or is no value the CLI takes."""
+        from agentloop.options.record import task_numbers
+
+        try:
+            picked = task_numbers((spec,))
+        except ValueError:
+            return None
         now = sorted({n for i in picked if (n := self.number(i)) is not None})
         if not now:
-            return spec
+            return None
         runs: list[list[int]] = []
         for n in now:
             if runs and n == runs[-1][1] + 1:
@@ -103,6 +113,13 @@ class Names:
             else:
                 runs.append([n, n])
         return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+# A `--task` and its value in a command as a shell reads it: the whole option quoted (a space
+# in `--task=5, 7`), its value quoted, or a bare one (the run's own lines write those).
+_TASK_OPTION = (r"'--task=(?P<whole>[^']*)'"
+                r"|--task(?P<sep>[ =])(?:'(?P<quoted>[^']*)'|(?P<bare>\d[\d,-]*))")
+
 
 def names_now(run: Run) -> Names:
     """The names of the plan the controller last read, edited while the run worked, which the

@@ -247,6 +247,28 @@ def test_an_agent_that_commits_on_a_branch_of_its_own_gets_a_repair_that_keeps_i
     assert (work / "own.txt").read_text() == "own\n"
 
 
+@pytest.mark.parametrize("at", ["HEAD", "HEAD~1"], ids=["on-top", "split-off"])
+def test_an_agent_that_commits_on_a_detached_head_gets_a_repair_that_keeps_its_commits(
+        tmp_path: Path, fake_claude: FakeClaude, at: str) -> None:
+    """The agent detaches HEAD in its lane (at its branch's tip, or at an older commit, so
+    that its commit splits off the lane's branch) and commits its work there. Split off, the
+    stop line's repair was a plain `git -C LANE switch agent-loop/…`, which left the commit in
+    the reflog only: own.txt never landed, and the next run's agent did the task again from
+    scratch. The repair printed now takes the commit onto the lane's branch (a rebase onto it
+    first, when split off), as for a branch of the agent's own."""
+    work = _project(tmp_path, f"git switch -q --detach {at} && printf 'own\\n' > own.txt && "
+                              "git add -A && git commit -qm own")
+    said = _stopped(work)
+    assert "the agent checked out a detached HEAD in its lane" in said, said
+    assert "its 1 commit(s) there" in said, said
+    line = said.split("see and repair it with ", 1)[1]
+    for command in re.findall(r"`([^`]+)`", line):
+        subprocess.run(shlex.split(command), cwd=work, check=True, capture_output=True)
+    _went_on(work)
+    assert "own.txt" in _landed(work), _landed(work)
+    assert (work / "own.txt").read_text() == "own\n"
+
+
 def test_a_merge_its_agent_left_stopped_on_a_conflict_in_its_lane_lands_no_marker(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     """The agent merges a branch of its own into its lane and leaves the merge stopped on a

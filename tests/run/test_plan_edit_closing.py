@@ -226,6 +226,29 @@ def test_a_task_option_that_names_other_tasks_too_names_the_same_tasks_now() -> 
     assert Names({1: 1, 2: 4}, {}).within("task 1: `agent-loop tasks.md --task 1-2`", 1) == \
         "task 1: `agent-loop tasks.md --task 1,4`"
 
+
+@pytest.mark.parametrize(("given", "now"), [
+    (["--task", "5, 7"], "--task 3,8"), (["--task", " 5 ,7 "], "--task 3,8"),
+    (["--task", "5,\t7"], "--task 3,8"), (["--task", "5 - 7"], "--task 3-4,8"),
+    (["--task=5, 7"], "--task=3,8"), (["--task=05-7"], "--task=3-4,8"),
+    (["--task", "5", "--task", "6, 7"], "--task 3 --task 4,8"),
+    (["--task", "9, 10"], "--task '9, 10'")])
+def test_every_spelling_of_a_task_option_names_the_same_tasks_now(
+        given: list[str], now: str) -> None:
+    # The stop's command is the run's arguments as a shell takes them back (shlex.join):
+    # `--task '5, 7'` (a space after the comma, which the CLI accepts) came out quoted, and
+    # was left as it was, naming the task put where 5 stood and never task 7. A value that
+    # names no task the plan still has stays as it was, quotes and all.
+    import shlex
+
+    from agentloop.run.names_now import Names
+
+    names = Names({5: 3, 6: 4, 7: 8}, {})
+    command = shlex.join(["agent-loop", "tasks.md", *given])
+    assert names.command(command) == f"agent-loop tasks.md {now}", command
+    assert names.within(f"held: `{command}`", 5) == f"held: `agent-loop tasks.md {now}`"
+
+
 def test_a_plan_emptied_mid_run_is_counted_as_it_reads_now(
         work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
     # Task one's agent removes both tasks (the plan keeps its title): the plan holds no task

@@ -8,6 +8,8 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, init_repo, state_of
 from tests.support.runner import agent_loop
@@ -138,22 +140,28 @@ def test_the_budget_stop_names_the_task_as_the_plan_reads_now(
                for line in status.splitlines()), status
 
 
+@pytest.mark.parametrize("task", [("--task", "2-4"), ("--task", "2, 3, 4"), ("--task=2, 3-4",)],
+                         ids=["range", "spaced-list", "equals-spaced"])
 def test_the_stop_s_continue_command_runs_the_same_tasks_as_the_plan_reads_now(
-        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+        work: Path, fake_claude: FakeClaude, tmp_path: Path, task: tuple[str, ...]) -> None:
     # `--task 2-4`: task two's agent puts a task above and fails, and so do three and four:
     # the run stops as stuck, and its "Continue with" line must run tasks two to four as the
     # plan numbers them now (3-5), not the task put above (now task 1 is it; 2 is task one).
+    # Spelt `--task '2, 3, 4'` (the CLI takes a space after a comma), the line said it as
+    # typed, quoted, which ran the task put above and not task four.
     init_repo(work, "git")
     plan = work / "tasks.md"
     plan.write_text("# Plan\n\n- [ ] task one\n  FAKE: write one.txt one\n"
                     f"- [ ] task two\n  FAKE: bash {_above(tmp_path)} {plan}\n  FAKE: fail 9\n"
                     "- [ ] task three\n  FAKE: fail 9\n- [ ] task four\n  FAKE: fail 9\n")
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--max-attempts", "1",
-                      "--max-failures", "3", "--task", "2-4")
+                      "--max-failures", "3", *task)
     assert done.returncode != 0, done.stdout + done.stderr
     line = next((line for line in done.stderr.splitlines() if "Continue with: " in line), "")
+    flag = "--task=" if task[0].startswith("--task=") else "--task "
     assert line.endswith("Continue with: agent-loop tasks.md --vcs git --no-distill "
-                         "--max-attempts 1 --max-failures 3 --task 3-5"), done.stdout + done.stderr
+                         f"--max-attempts 1 --max-failures 3 {flag}3-5"), \
+        done.stdout + done.stderr
     status = agent_loop(work, "--status").stdout
     assert _failed(status) == [3, 4, 5], status
 

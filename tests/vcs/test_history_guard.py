@@ -359,3 +359,36 @@ def test_an_abandon_in_one_lane_while_another_lane_works_stops_with_a_line_that_
     assert again.returncode == 0, again.stdout + again.stderr
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
     assert {"a.txt", "b1.txt", "b2.txt"} <= {p.name for p in work.iterdir()}
+
+
+@pytest.mark.parametrize("how", ["cd {work} && jj --no-pager undo",
+                                 "jj --no-pager -R {work} undo"], ids=["cd", "-R"])
+def test_an_undo_in_your_workspace_by_one_lanes_agent_stops_with_one_line_that_works(
+        work: Path, fake_claude: FakeClaude, jj_bin: str, how: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --parallel 2, group B's agent runs `jj undo` against your workspace while group
+    A's agent is still at work. Each lane's check read the undo from its own side: A and B
+    stopped with two repairs, one `jj op restore`, one `jj op revert`, and only the last
+    line's worked. The run now prints one repair, and it works as printed: nothing
+    divergent, no file gone, and the next run lands every task with no work lost."""
+    init_repo(work, "jj")
+    hostile = f"  FAKE: bash {how.format(work=work)}\n"
+    (work / "tasks.md").write_text("## A\n- a1\n  FAKE: bash sleep 8\n  FAKE: write a.txt A\n"
+                                   "## B\n- b1\n  FAKE: write b1.txt B\n"
+                                   f"- b2\n{hostile}  FAKE: write b2.txt B\n")
+    done = agent_loop(work, "--no-distill", "--vcs", "jj", "--parallel", "2")
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    repairs = {line.split("see and repair it with ", 1)[1] for line in said.splitlines()
+               if "see and repair it with " in line}
+    assert len(repairs) == 1, said
+    # You type the line later than the run's pinned clock (as in tests/run/test_hostile_user).
+    monkeypatch.setenv("JJ_TIMESTAMP", "2026-01-01T00:05:00+00:00")
+    follow_the_line(work, done.stderr, state_of(work)["tasks"][1]["change_id"], "b1.txt")
+    assert "stale" not in jj(work, "st")
+    (work / "tasks.md").write_text((work / "tasks.md").read_text().replace(hostile, ""))
+    again = agent_loop(work, "--no-distill", "--vcs", "jj", "--parallel", "2")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
+    assert {"a.txt", "b1.txt", "b2.txt"} <= {p.name for p in work.iterdir()}
+    assert not jj(work, "log", "--no-graph", "-r", "divergent()", "-T", "change_id")

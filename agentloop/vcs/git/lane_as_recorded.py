@@ -33,7 +33,7 @@ def check_git_lane(record: GitLaneRecord) -> Breach | None:
     code, out = git.code("symbolic-ref", "-q", "HEAD", codes=(0, 1, 128))
     ref = out.strip() if code == 0 else None
     if ref != record.branch:
-        return _checked_out(record, ref, _ahead(git, main, record))
+        return _checked_out(record, ref, _off_branch(git, main, record))
     tip = main.sha(record.branch)
     if tip is None:
         _refuse_damaged(main, record.branch)
@@ -125,11 +125,14 @@ def _git_dir(lane: Path) -> Path:
     return Path(Git(lane).out("rev-parse", "--absolute-git-dir").strip())
 
 
-def _checked_out(record: GitLaneRecord, ref: str | None, ahead: int) -> Breach:
+def _checked_out(record: GitLaneRecord, ref: str | None, off: tuple[int, bool]) -> Breach:
     """The lane's HEAD on another branch (`ref`; None: detached): your branch is named as
-    yours, since a lane that holds it keeps you from switching to it. `ahead`: the commits
-    the agent made there on top of the lane's branch, which the repair takes onto it (a plain
-    switch back would leave them behind, and the task's agent paid again from scratch)."""
+    yours, since a lane that holds it keeps you from switching to it. `off`: how many commits
+    the agent made there that the lane's branch has not, and whether they split off it (made
+    on an older commit) rather than on top of it. The repair takes them onto the branch (a
+    plain switch back would leave them in the reflog only, and the task's agent paid again
+    from scratch): split off, a rebase onto the branch first; then the switch -C, a branch of
+    the agent's own or a detached HEAD alike."""
     lane, short, main_short = record.lane, record.short, record.main_short
     where = ("your branch " + main_short if ref == record.main_ref else
              (ref or "a detached HEAD").removeprefix("refs/heads/"))
@@ -137,9 +140,12 @@ def _checked_out(record: GitLaneRecord, ref: str | None, ahead: int) -> Breach:
     if ref == record.main_ref:
         commands.append(f"git log --oneline -5 {main_short}")
     kept = ""
-    if ahead and ref != record.main_ref:
-        kept = (f"; its {ahead} commit(s) there, on top of {short}, go onto {short} with the "
-                "repair's switch -C")
+    count, split = off
+    if count and ref != record.main_ref:
+        there = f"split off {short}" if split else f"on top of {short}"
+        how = "the repair's rebase and switch -C" if split else "the repair's switch -C"
+        kept = f"; its {count} commit(s) there, {there}, go onto {short} with {how}"
+        commands += [f"git -C {lane} rebase {short}"] if split else []
         commands.append(f"git -C {lane} switch -C {short}")
     else:
         commands.append(f"git -C {lane} switch {short}")
@@ -148,13 +154,14 @@ def _checked_out(record: GitLaneRecord, ref: str | None, ahead: int) -> Breach:
                   tuple(commands))
 
 
-def _ahead(git: Git, main: Git, record: GitLaneRecord) -> int:
-    """How many commits the lane's HEAD has on top of its branch's tip (0: none, or HEAD is
-    not ahead of it: elsewhere, or behind)."""
+def _off_branch(git: Git, main: Git, record: GitLaneRecord) -> tuple[int, bool]:
+    """How many commits the lane's HEAD has that its branch's tip has not (0: none, HEAD at
+    the tip or behind it), and whether they split off the branch (HEAD not on top of it)."""
     tip, head = main.sha(record.branch), git.sha("HEAD")
-    if tip is None or head is None or head == tip or not git.ancestor(tip, head):
-        return 0
-    return int(git.out("rev-list", "--count", f"{tip}..{head}").strip() or 0)
+    if tip is None or head is None or head == tip:
+        return 0, False
+    count = int(git.out("rev-list", "--count", f"{tip}..{head}").strip() or 0)
+    return count, bool(count) and not git.ancestor(tip, head)
 
 
 def _refuse_damaged(main: Git, branch: str) -> None:

@@ -184,14 +184,19 @@ def _take_back(jj: Jj, ops: list[Operation], op: Operation, lane: str
     # another group's finished lane let go, and jj's merge of operations run at once.
     bookkeeping = (f"forget workspace {JJ_PREFIX}", "reconcile divergent operations")
     before = _ancestors(ops, op.parents)
+    yours = lane_of(op.workspace) is None
+    # Whose steps a restore may take back besides: run in your workspace, `op` came to every
+    # lane alike, and each lane's check (--parallel) must name the same repair: any lane's.
     alone = len(op.parents) == 1 and all(
-        o.id in before or o is op or lane_of(o.workspace) == lane
-        or o.description.startswith(bookkeeping) for o in ops)
-    if lane_of(op.workspace) is None:
+        o.id in before or o is op or o.description.startswith(bookkeeping)
+        or (lane_of(o.workspace) is not None if yours else lane_of(o.workspace) == lane)
+        for o in ops)
+    if yours:
         # Run in your workspace: jj updated your files with it, so your workspace is fresh,
         # and a restore or a revert that ignores the working copy would leave it stale. A
         # revert brings your undone snapshot back beside the one taken since (your change
-        # divergent, jj 0.45.1): the restore, when only the lane's step came after.
+        # divergent, jj 0.45.1): the restore, when only the lanes' steps came after (each
+        # lane's workspace stale then, its step done again by the next run).
         undo = f"op restore {op.parents[0][:12]}" if alone else f"op revert {op.id[:12]}"
         return ("jj op log", f"jj {undo}"), False
     if alone and _only_the_lanes(jj, op.parents[0], lane):
