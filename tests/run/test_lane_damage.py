@@ -311,6 +311,41 @@ def test_a_stash_pop_its_agent_left_conflicted_in_its_lane_lands_no_marker(
     assert "a1.txt" in _landed(work)
 
 
+def _error(said: str) -> list[str]:
+    return [line for line in said.splitlines() if line.startswith("agent-loop: error:")]
+
+
+@pytest.mark.parametrize("between", ["git commit -qam lane", "git add README"])
+def test_a_stash_pop_left_conflicted_in_its_lane_stops_a_run_again_before_its_agent(
+        tmp_path: Path, fake_claude: FakeClaude, between: str) -> None:
+    """The stop names README and the `git restore` that ends it. Run again without that
+    repair, the task was resumed and its agent paid again, only for the run to stop on the
+    same line. The run now stops where it opens the lane it kept, before any agent starts, on
+    the same line and repair, the lane left exactly as it was (the repair's LANE is there); done
+    as printed, the next run lands no marker."""
+    work = _project(tmp_path, "echo mine > README && git stash -q && echo lane > README && "
+                              f"{between} && {{{{ git stash pop >/dev/null 2>&1 || true; }}}}")
+    said = _stopped(work)
+    repair = [c for c in re.findall(r"`([^`]+)`", said) if " restore " in c][-1]
+    lane = Path(shlex.split(repair)[2])
+    paid = len(fake_claude.task_runs())
+
+    def looks() -> tuple[str, ...]:
+        return (git(lane, "rev-parse", "HEAD"), git(lane, "ls-files", "--stage"),
+                git(lane, "status", "--porcelain"), (lane / "README").read_text())
+    before = looks()
+    again = _stopped(work)
+    assert _error(again) == _error(said) != [], again
+    assert len(fake_claude.task_runs()) == paid, again  # no agent started
+    assert looks() == before
+    subprocess.run(shlex.split(repair), cwd=work, check=True, capture_output=True)
+    _went_on(work)
+    # a1's agent again (the repair put README back as HEAD has it, its edit with it), then a2.
+    assert len(fake_claude.task_runs()) == paid + 2
+    assert "<<<<<<<" not in git(work, "show", "HEAD:README")
+    assert "a1.txt" in _landed(work)
+
+
 @pytest.mark.parametrize("between", ["git commit -qam lane", "git add README"])
 def test_a_stash_pop_its_agent_left_conflicted_in_your_checkout_lands_no_marker(
         tmp_path: Path, fake_claude: FakeClaude, between: str) -> None:

@@ -97,9 +97,10 @@ def _unmerged(record: GitLaneRecord) -> Breach | None:
     """Files the agent left unmerged in its lane's index with no command under way (a `git
     stash pop` or `apply` that conflicted, a `checkout -m`): they hold git's conflict markers,
     which the step's commit would land as the task's. One stat when the index held HEAD's tree
-    as the step began and is the same file still; else one `git ls-files`. Not asked where a
-    lane opens (no step yet): a step's begin finds its index not HEAD's, and its check asks."""
-    if not record.head:
+    as the step began and is the same file still; else one `git ls-files`. Where a lane a
+    former run left opens (`reopened`), asked before its step's agent is paid to meet them and
+    stop on this line again; a lane just made holds none."""
+    if not record.head and not record.reopened:
         return None
     git_dir = record.dirs[0] if record.dirs is not None else _git_dir(record.lane)
     if record.index is not None and stamp(git_dir / "index") == record.index:
