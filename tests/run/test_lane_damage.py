@@ -356,9 +356,44 @@ def test_a_stash_pop_its_agent_left_conflicted_in_your_checkout_lands_no_marker(
     work = _project(tmp_path, "echo mine > README && git stash -q && echo lane > README && "
                               f"{between} && {{{{ git stash pop >/dev/null 2>&1 || true; }}}}")
     said = _stopped(work, "--workplace", "checkout")
-    assert "the agent left README unmerged" in said and "runs its agent again" in said, said
+    assert "the agent left README unmerged in your checkout with no merge or other command " \
+        "under way" in said and "runs its agent again" in said, said
+    assert ", say" not in said, said
     assert "<<<<<<<" not in (work / "README").read_text()
     _went_on(work, "--workplace", "checkout")
     assert "<<<<<<<" not in git(work, "show", "HEAD:README")
     assert "a1.txt" in _landed(work)
     assert len(fake_claude.task_runs()) == 4  # a1's agent twice
+
+
+def test_a_merge_its_agent_left_conflicted_in_your_checkout_is_said_as_one_with_its_repair(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """`--workplace checkout`: the agent merges a branch of its own and leaves the merge
+    stopped on a conflict. The stop called it "a `git stash pop` that conflicted, say" and
+    promised that the next run runs its agent again, while git still had the merge under way
+    (its files put back, MERGE_HEAD left): the next run refused with `git merge --continue`
+    among its repairs, which commits the agent's side branch into your history. The line now
+    says a merge, and the `git merge --quit` that ends it leaving the files as they are; run
+    again before it, the run stops before any agent, naming the same command; done as
+    printed, the next run runs a1's agent again and lands neither a marker nor the side."""
+    work = _project(tmp_path, "B=$(git branch --show-current); git switch -q -c side && "
+                              "echo side > README && git commit -qam side && git switch -q $B && "
+                              "echo lane > README && git commit -qam lane && "
+                              "{{ git merge side >/dev/null 2>&1 || true; }}")
+    said = _stopped(work, "--workplace", "checkout")
+    assert "the agent left a merge stopped on a conflict in your checkout" in said, said
+    assert "stash" not in said, said
+    repair = f"git -C {work} merge --quit"
+    assert f"`{repair}`" in said, said
+    assert "<<<<<<<" not in (work / "README").read_text()  # its files put back, as it says
+    paid = len(fake_claude.task_runs())
+    again = _stopped(work, "--workplace", "checkout")
+    assert f"`{repair}`" in again and "finish it" not in again, again
+    assert len(fake_claude.task_runs()) == paid  # no agent started
+    subprocess.run(shlex.split(repair), cwd=work, check=True, capture_output=True)
+    _went_on(work, "--workplace", "checkout")
+    assert "<<<<<<<" not in git(work, "show", "HEAD:README")
+    assert "side" not in git(work, "log", "--format=%s", "main").split(), \
+        git(work, "log", "--format=%s %p", "main")
+    assert "a1.txt" in _landed(work)
+    assert len(fake_claude.task_runs()) == paid + 3  # a1's agent again, a2, b1

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentloop.files.shown import listed
 from agentloop.files.stamp import stamp
 from agentloop.vcs.breach import Breach, Kind
 from agentloop.vcs.git import refs
-from agentloop.vcs.git.in_the_way import in_progress, restore, unmerged
+from agentloop.vcs.git.in_the_way import in_progress, left_unmerged, restore, unmerged
 from agentloop.vcs.git.lane_record import GitLaneRecord
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.rewritten import carried, rewritten
@@ -109,9 +108,8 @@ def _unmerged(record: GitLaneRecord) -> Breach | None:
     if not files:
         return None
     lane = record.lane
-    return Breach(Kind.UNDER_WAY, f"the agent left {listed(files)} unmerged in its lane {lane} "
-                  "(a `git stash pop` that conflicted, say: git's conflict markers are in "
-                  "them); nothing of this step is landed",
+    return Breach(Kind.UNDER_WAY, f"the agent left {left_unmerged(files, f'in its lane {lane}')}"
+                  "; nothing of this step is landed",
                   (f"git -C {lane} diff", restore(lane, files)))
 
 
