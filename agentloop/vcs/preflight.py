@@ -13,7 +13,7 @@ from agentloop.errors import VcsError
 from agentloop.files import opened
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git.config_text import may_set
-from agentloop.vcs.git.in_the_way import finish, in_progress
+from agentloop.vcs.git.in_the_way import finish, in_progress, quit_line
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.stays_git import git_only
 
@@ -162,6 +162,9 @@ def ask_git(kind: str, root: Path, look: bool = False) -> Asked:
 def _git_ready(root: Path, git_dir: Path, answers: Answers | None) -> None:
     under_way = in_progress(git_dir)
     if under_way is not None:
+        ended = quit_line(root, git_dir, Git(root))
+        if ended is not None:
+            raise VcsError(ended)
         raise VcsError(f"{under_way[0]} is in progress in {root}: {finish(under_way[1])}, then "
                        "run again")
     if answers is None:

@@ -333,6 +333,41 @@ def test_a_stash_pop_its_agent_left_conflicted_in_its_lane_lands_no_marker(
     assert "a1.txt" in _landed(work)
 
 
+def _error(said: str) -> list[str]:
+    return [line for line in said.splitlines() if line.startswith("agent-loop: error:")]
+
+
+@pytest.mark.parametrize("between", ["git commit -qam lane", "git add README"])
+def test_a_stash_pop_left_conflicted_in_its_lane_stops_a_run_again_before_its_agent(
+        tmp_path: Path, fake_claude: FakeClaude, between: str) -> None:
+    """The stop names README and the `git restore` that ends it. Run again without that
+    repair, the task was resumed and its agent paid again, only for the run to stop on the
+    same line. The run now stops where it opens the lane it kept, before any agent starts, on
+    the same line and repair, the lane left exactly as it was (the repair's LANE is there); done
+    as printed, the next run lands no marker."""
+    work = _project(tmp_path, "echo mine > README && git stash -q && echo lane > README && "
+                              f"{between} && {{{{ git stash pop >/dev/null 2>&1 || true; }}}}")
+    said = _stopped(work)
+    repair = [c for c in re.findall(r"`([^`]+)`", said) if " restore " in c][-1]
+    lane = Path(shlex.split(repair)[2])
+    paid = len(fake_claude.task_runs())
+
+    def looks() -> tuple[str, ...]:
+        return (git(lane, "rev-parse", "HEAD"), git(lane, "ls-files", "--stage"),
+                git(lane, "status", "--porcelain"), (lane / "README").read_text())
+    before = looks()
+    again = _stopped(work)
+    assert _error(again) == _error(said) != [], again
+    assert len(fake_claude.task_runs()) == paid, again  # no agent started
+    assert looks() == before
+    subprocess.run(shlex.split(repair), cwd=work, check=True, capture_output=True)
+    _went_on(work)
+    # a1's agent again (the repair put README back as HEAD has it, its edit with it), then a2.
+    assert len(fake_claude.task_runs()) == paid + 2
+    assert "<<<<<<<" not in git(work, "show", "HEAD:README")
+    assert "a1.txt" in _landed(work)
+
+
 @pytest.mark.parametrize("between", ["git commit -qam lane", "git add README"])
 def test_a_stash_pop_its_agent_left_conflicted_in_your_checkout_lands_no_marker(
         tmp_path: Path, fake_claude: FakeClaude, between: str) -> None:
@@ -343,9 +378,44 @@ def test_a_stash_pop_its_agent_left_conflicted_in_your_checkout_lands_no_marker(
     work = _project(tmp_path, "echo mine > README && git stash -q && echo lane > README && "
                               f"{between} && {{{{ git stash pop >/dev/null 2>&1 || true; }}}}")
     said = _stopped(work, "--workplace", "checkout")
-    assert "the agent left README unmerged" in said and "runs its agent again" in said, said
+    assert "the agent left README unmerged in your checkout with no merge or other command " \
+        "under way" in said and "runs its agent again" in said, said
+    assert ", say" not in said, said
     assert "<<<<<<<" not in (work / "README").read_text()
     _went_on(work, "--workplace", "checkout")
     assert "<<<<<<<" not in git(work, "show", "HEAD:README")
     assert "a1.txt" in _landed(work)
     assert len(fake_claude.task_runs()) == 4  # a1's agent twice
+
+
+def test_a_merge_its_agent_left_conflicted_in_your_checkout_is_said_as_one_with_its_repair(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """`--workplace checkout`: the agent merges a branch of its own and leaves the merge
+    stopped on a conflict. The stop called it "a `git stash pop` that conflicted, say" and
+    promised that the next run runs its agent again, while git still had the merge under way
+    (its files put back, MERGE_HEAD left): the next run refused with `git merge --continue`
+    among its repairs, which commits the agent's side branch into your history. The line now
+    says a merge, and the `git merge --quit` that ends it leaving the files as they are; run
+    again before it, the run stops before any agent, naming the same command; done as
+    printed, the next run runs a1's agent again and lands neither a marker nor the side."""
+    work = _project(tmp_path, "B=$(git branch --show-current); git switch -q -c side && "
+                              "echo side > README && git commit -qam side && git switch -q $B && "
+                              "echo lane > README && git commit -qam lane && "
+                              "{{ git merge side >/dev/null 2>&1 || true; }}")
+    said = _stopped(work, "--workplace", "checkout")
+    assert "the agent left a merge stopped on a conflict in your checkout" in said, said
+    assert "stash" not in said, said
+    repair = f"git -C {work} merge --quit"
+    assert f"`{repair}`" in said, said
+    assert "<<<<<<<" not in (work / "README").read_text()  # its files put back, as it says
+    paid = len(fake_claude.task_runs())
+    again = _stopped(work, "--workplace", "checkout")
+    assert f"`{repair}`" in again and "finish it" not in again, again
+    assert len(fake_claude.task_runs()) == paid  # no agent started
+    subprocess.run(shlex.split(repair), cwd=work, check=True, capture_output=True)
+    _went_on(work, "--workplace", "checkout")
+    assert "<<<<<<<" not in git(work, "show", "HEAD:README")
+    assert "side" not in git(work, "log", "--format=%s", "main").split(), \
+        git(work, "log", "--format=%s %p", "main")
+    assert "a1.txt" in _landed(work)
+    assert len(fake_claude.task_runs()) == paid + 3  # a1's agent again, a2, b1

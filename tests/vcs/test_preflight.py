@@ -84,11 +84,15 @@ def test_signing_no_config_mentions_is_not_asked_of_git(work: Path, tmp_path: Pa
 
 
 @pytest.mark.parametrize("marker, words", [
-    ("MERGE_HEAD", "git merge --abort"), ("rebase-merge", "git rebase --continue"),
-    ("CHERRY_PICK_HEAD", "git cherry-pick --abort"), ("REVERT_HEAD", "git revert --abort"),
+    ("MERGE_HEAD", "merge --quit"), ("rebase-merge", "git rebase --continue"),
+    ("CHERRY_PICK_HEAD", "cherry-pick --quit"), ("REVERT_HEAD", "revert --quit"),
     ("rebase-apply/applying", "git am --abort")])
 def test_a_git_operation_in_progress(work: Path, fake_claude: FakeClaude, marker: str,
                                      words: str) -> None:
+    """With nothing of it in the index (HEAD's tree, as the rollback of an agent's attempt
+    that left one leaves it), a merge, cherry-pick or revert is ended by its `--quit`, which
+    leaves the files as they are: a merge's `--continue` would record the other side with
+    none of its changes, and an `--abort` takes staged edits away, from the index and the files."""
     init_repo(work, "git")
     target = work / ".git" / marker
     if marker == "rebase-apply/applying":  # git am's session, in a rebase's folder
@@ -99,6 +103,22 @@ def test_a_git_operation_in_progress(work: Path, fake_claude: FakeClaude, marker
     else:
         target.write_text(git(work, "rev-parse", "HEAD"))
     refused(agent_loop(work, "--no-distill", "--vcs", "git"), fake_claude, "in progress", words)
+
+
+def test_your_merge_stopped_on_a_conflict_is_finished_or_aborted(
+        work: Path, fake_claude: FakeClaude) -> None:
+    init_repo(work, "git")
+    git(work, "switch", "-q", "-c", "side")
+    (work / "a.txt").write_text("side\n")
+    git(work, "add", "a.txt")
+    git(work, "commit", "-qm", "side")
+    git(work, "switch", "-q", "-")
+    (work / "a.txt").write_text("mine\n")
+    git(work, "add", "a.txt")
+    git(work, "commit", "-qm", "mine")
+    subprocess.run(["git", "merge", "side"], cwd=work, capture_output=True)
+    refused(agent_loop(work, "--no-distill", "--vcs", "git"), fake_claude, "in progress",
+            "git merge --continue", "git merge --abort")
 
 
 def test_a_bare_repository(tmp_path: Path, fake_claude: FakeClaude, jj_bin: str) -> None:

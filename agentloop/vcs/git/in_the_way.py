@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from agentloop.files.shown import typed
+from agentloop.files.shown import listed, typed
 from agentloop.vcs.git.run import Git
 
 # Files git keeps while a command of several steps is under way, and the command that ends it.
@@ -35,6 +35,56 @@ def in_progress(git_dir: Path) -> tuple[str, str] | None:
 def finish(command: str) -> str:
     """How to end a command of several steps that is under way."""
     return f"finish it (`git {command} --continue`) or abort it (`git {command} --abort`)"
+
+
+def left_unmerged(files: list[str], where: str) -> str:
+    """Files unmerged `where` (in its lane LANE) with no command under way, said as what they
+    are and what leaves them so."""
+    return (f"{listed(files)} unmerged {where} with no merge or other command under way (as a "
+            "`git stash pop` or `git stash apply` that conflicted leaves them: git's conflict "
+            "markers are in them)")
+
+
+def left_in_checkout(root: Path, git_dir: Path, files: list[str]) -> str:
+    """The stop on files the agent left unmerged in your checkout, whose attempt is rolled
+    back, its files put back as the task began: a merge (cherry-pick, revert) it left stopped
+    on a conflict is said as one, with the `--quit` that ends it leaving those files as they
+    are (`--continue` would commit the merge's other side into your history, `--abort`
+    takes your staged edits away, from the index and the files); else the files, left with
+    none under way."""
+    found = in_progress(git_dir)
+    if found is None:
+        return (f"the agent left {left_unmerged(files, 'in your checkout')}, so nothing of "
+                "its work was committed for this task; the next run runs its agent again")
+    what, command = found
+    return (f"the agent left {what} stopped on a conflict in your checkout ({listed(files)} "
+            "unmerged, holding git's conflict markers), so nothing of its work was committed "
+            f"for this task and its files are put back as the task began, but git still has "
+            f"{what} under way: `git -C {root} {command} --quit` ends it, leaving your files "
+            "as they are; after it, the next run runs its agent again")
+
+
+def quit_line(root: Path, git_dir: Path, git: Git) -> str | None:
+    """The line for a merge (cherry-pick, revert) under way in your checkout with nothing of
+    it in the index (HEAD's tree, nothing unmerged: what the rollback of an agent's attempt
+    that left one stopped leaves): `--quit` ends it; `--continue` would commit its other side
+    into your history with none of its changes (what you want only where you resolved your own
+    merge by keeping HEAD's side everywhere). None for any other, and for a rebase or an am
+    session (a rebase's HEAD is detached mid-way; an am's patch that did not apply leaves the
+    index as HEAD has it, and may be yours to apply)."""
+    found = in_progress(git_dir)
+    if found is None or found[1] not in ("merge", "cherry-pick", "revert"):
+        return None
+    # Exit 1: the index is not HEAD's tree (unmerged entries are differences too).
+    if git.code("diff-index", "--cached", "--quiet", "HEAD", "--", codes=(0, 1, 128))[0]:
+        return None
+    what, command = found
+    merge = (" (`git merge --continue` would record a merge of its other side with none of "
+             "its changes)") if command == "merge" else ""
+    return (f"{what} is in progress in {root} with nothing of it left in the index (HEAD's "
+            "tree, nothing unmerged: what the rollback of an agent's attempt that left it "
+            f"stopped leaves): `git -C {root} {command} --quit` ends it, leaving your files as "
+            f"they are{merge}, then run again")
 
 
 def unmerged(git: Git) -> list[str]:

@@ -42,6 +42,7 @@ class LaneGit:
         self.work = GitVcs(worktree, task_file, allow_dirty=True, lane=True, place=self._dirs,
                            made=made, mainline=lambda: main.ref)
         self.main = main
+        self._made = made
         self.branch = f"refs/heads/{BRANCH_PREFIX}{worktree.name}"
         # What the lane knows between its steps; its check and its landing beside read and
         # write it too (agentloop.vcs.git.lane_check, .landing_beside).
@@ -69,9 +70,10 @@ class LaneGit:
 
     def prepare(self) -> list[str]:
         """The worktree opened, an attempt a killed run left in it dealt with; LaneBreach when
-        an agent left it off its branch (before anything in it is rolled back or committed)."""
+        an agent left it off its branch, or a merge or files unmerged in it (before anything in
+        it is rolled back or committed, and before any agent is paid to meet it again)."""
         self.check(GitLaneRecord(self.root, self.branch, None, self.main.root, self.main.ref,
-                                 dirs=self._dirs))
+                                 dirs=self._dirs, reopened=not self._made))
         return self.work.prepare()
 
     def expect_message(self, message: str) -> None:

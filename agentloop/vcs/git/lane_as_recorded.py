@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentloop.files.shown import listed
 from agentloop.files.stamp import stamp
 from agentloop.vcs.breach import Breach, Kind
 from agentloop.vcs.git import refs
-from agentloop.vcs.git.in_the_way import in_progress, restore, unmerged
+from agentloop.vcs.git.in_the_way import in_progress, left_unmerged, restore, unmerged
 from agentloop.vcs.git.lane_record import GitLaneRecord
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.rewritten import carried, rewritten
@@ -97,9 +96,10 @@ def _unmerged(record: GitLaneRecord) -> Breach | None:
     """Files the agent left unmerged in its lane's index with no command under way (a `git
     stash pop` or `apply` that conflicted, a `checkout -m`): they hold git's conflict markers,
     which the step's commit would land as the task's. One stat when the index held HEAD's tree
-    as the step began and is the same file still; else one `git ls-files`. Not asked where a
-    lane opens (no step yet): a step's begin finds its index not HEAD's, and its check asks."""
-    if not record.head:
+    as the step began and is the same file still; else one `git ls-files`. Where a lane a
+    former run left opens (`reopened`), asked before its step's agent is paid to meet them and
+    stop on this line again; a lane just made holds none."""
+    if not record.head and not record.reopened:
         return None
     git_dir = record.dirs[0] if record.dirs is not None else _git_dir(record.lane)
     if record.index is not None and stamp(git_dir / "index") == record.index:
@@ -108,9 +108,8 @@ def _unmerged(record: GitLaneRecord) -> Breach | None:
     if not files:
         return None
     lane = record.lane
-    return Breach(Kind.UNDER_WAY, f"the agent left {listed(files)} unmerged in its lane {lane} "
-                  "(a `git stash pop` that conflicted, say: git's conflict markers are in "
-                  "them); nothing of this step is landed",
+    return Breach(Kind.UNDER_WAY, f"the agent left {left_unmerged(files, f'in its lane {lane}')}"
+                  "; nothing of this step is landed",
                   (f"git -C {lane} diff", restore(lane, files)))
 
 

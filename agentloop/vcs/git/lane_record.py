@@ -35,6 +35,9 @@ class GitLaneRecord:
     # The lane's index file as the step began, when it held HEAD's tree and nothing else
     # (agentloop.vcs.git.quick.index_seen); None: not known, git is asked what it holds.
     index: tuple[int, ...] | None = None
+    # A lane a former run left, opened again (no step yet): its index is asked for files the
+    # last step's agent left unmerged, before any agent runs there (one just made holds none).
+    reopened: bool = False
 
     @property
     def short(self) -> str:

@@ -358,18 +358,15 @@ class GitRepo:
     def refuse_unmerged(self, before: Iterable[str], files: Iterable[str] | None = None
                         ) -> None:
         """ConflictLeft when the agent left files unmerged (`files`; None: git is asked), git's
-        conflict markers in them and no command under way (a `git stash pop` that
-        conflicted): a commit now would land the markers as the task's. `before`: the paths
-        dirty as the task began (yours, unmerged then too, are never the agent's doing)."""
-        from agentloop.files.shown import listed
-        from agentloop.vcs.git.in_the_way import unmerged
+        conflict markers in them (a `git stash pop` that conflicted, or a merge it left
+        stopped: said as what it is): a commit now would land the markers as the task's.
+        `before`: the paths dirty as the task began (yours, unmerged then too, are never the
+        agent's doing)."""
+        from agentloop.vcs.git.in_the_way import left_in_checkout, unmerged
 
         found = sorted(set(files if files is not None else unmerged(self.git)) - set(before))
         if found:
-            raise ConflictLeft(f"the agent left {listed(found)} unmerged (a `git stash pop` "
-                               "that conflicted, say: git's conflict markers are in them), so "
-                               "nothing of its work was committed for this task; the next run "
-                               "runs its agent again")
+            raise ConflictLeft(left_in_checkout(self.root, self.git_dir, found))
 
     def refuse_rewound(self, start: Start) -> None:
         """The agent moved the branch back (`git reset --hard HEAD~1`): committing now would
