@@ -7,8 +7,10 @@ import os
 import signal
 import sys
 
+from agentloop import STARTING_INTERRUPTED, ctrl_c_raises
+
 # typing and types only for the checker: every module imported before main() takes the stops
-# widens the moment in which a Ctrl+C ends Python's start with its own traceback.
+# widens the moment in which a SIGTERM or SIGHUP ends Python's start with no word.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -115,6 +117,9 @@ def _load(argv: list[str]) -> tuple[set[int | signal.Signals],
     try:
         # Inside the try: a stop already pending raises from the very call that blocks.
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+        # Held back now: a Ctrl+C, which ended the start in one line wherever it came, raises
+        # KeyboardInterrupt again, for the command's own handling of a stop.
+        ctrl_c_raises()
         # Start-up makes what lives as long as the process: collections walk it for nothing.
         from agentloop import collector
 
@@ -151,7 +156,7 @@ def _load(argv: list[str]) -> tuple[set[int | signal.Signals],
 
 
 def _started_interrupted() -> NoReturn:
-    sys.stderr.write("\nagent-loop: interrupted while starting; nothing was changed\n")
+    sys.stderr.write(f"\n{STARTING_INTERRUPTED}\n")
     _exit(130)
 
 
