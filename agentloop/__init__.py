@@ -31,6 +31,14 @@ if _started_as_the_program() and _signal.getsignal(_signal.SIGINT) is _signal.de
     _signal.signal(_signal.SIGINT, _interrupted_starting)
 
 
+def left_alone(signum: int) -> bool:
+    """Whether agent-loop leaves stop signal `signum` as it is: ignored (as the run started: a
+    `nohup` run's SIGHUP, a script's background job's Ctrl+C; or while cleanup that must finish
+    runs, agentloop.proc.signals.shielded) or handled outside Python (None): an ignored stop
+    stays ignored."""
+    return _signal.getsignal(signum) in (None, _signal.SIG_IGN)
+
+
 def ctrl_c_raises() -> None:
     """Ctrl+C raises KeyboardInterrupt again (Python's own handler), where the start's handler
     had it: agentloop.__main__ calls it once it holds the stops back."""

@@ -7,7 +7,7 @@ import os
 import signal
 import sys
 
-from agentloop import STARTING_INTERRUPTED, ctrl_c_raises
+from agentloop import STARTING_INTERRUPTED, ctrl_c_raises, left_alone
 
 # typing and types only for the checker: every module imported before main() takes the stops
 # widens the moment in which a SIGTERM or SIGHUP ends Python's start with no word.
@@ -87,8 +87,7 @@ def _take_stops() -> None:
     """SIGTERM and SIGHUP take Ctrl+C's path, and every child's exit code is ours to read."""
     try:  # a Ctrl+C here (Python's own handler) is said in one line too
         for sig in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP: a closed terminal, a dropped ssh
-            # One ignored as the run starts (`nohup agent-loop ...`) is ignored on purpose.
-            if signal.getsignal(sig) != signal.SIG_IGN:
+            if not left_alone(sig):
                 signal.signal(sig, _stop)
         # Started with SIGCHLD ignored (some supervisors do that), the kernel would reap every
         # child itself, and each exit code, a failed agent's or git's, would read as success.
@@ -150,7 +149,7 @@ def _load(argv: list[str]) -> tuple[set[int | signal.Signals],
             import orjson  # noqa: F401
     except KeyboardInterrupt:  # one that came before the block
         _started_interrupted()
-    if signal.sigpending() & {sig for sig in STOPS if signal.getsignal(sig) != signal.SIG_IGN}:
+    if signal.sigpending() & {sig for sig in STOPS if not left_alone(sig)}:
         _started_interrupted()
     return blocked, status, plain
 
