@@ -7,8 +7,10 @@ import os
 import signal
 import sys
 
+from agentloop import STARTING_INTERRUPTED, ctrl_c_raises, left_alone
+
 # typing and types only for the checker: every module imported before main() takes the stops
-# widens the moment in which a Ctrl+C ends Python's start with its own traceback.
+# widens the moment in which a SIGTERM or SIGHUP ends Python's start with no word.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -85,8 +87,7 @@ def _take_stops() -> None:
     """SIGTERM and SIGHUP take Ctrl+C's path, and every child's exit code is ours to read."""
     try:  # a Ctrl+C here (Python's own handler) is said in one line too
         for sig in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP: a closed terminal, a dropped ssh
-            # One ignored as the run starts (`nohup agent-loop ...`) is ignored on purpose.
-            if signal.getsignal(sig) != signal.SIG_IGN:
+            if not left_alone(sig):
                 signal.signal(sig, _stop)
         # Started with SIGCHLD ignored (some supervisors do that), the kernel would reap every
         # child itself, and each exit code, a failed agent's or git's, would read as success.
@@ -115,6 +116,9 @@ def _load(argv: list[str]) -> tuple[set[int | signal.Signals],
     try:
         # Inside the try: a stop already pending raises from the very call that blocks.
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+        # Held back now: a Ctrl+C, which ended the start in one line wherever it came, raises
+        # KeyboardInterrupt again, for the command's own handling of a stop.
+        ctrl_c_raises()
         # Start-up makes what lives as long as the process: collections walk it for nothing.
         from agentloop import collector
 
@@ -145,13 +149,13 @@ def _load(argv: list[str]) -> tuple[set[int | signal.Signals],
             import orjson  # noqa: F401
     except KeyboardInterrupt:  # one that came before the block
         _started_interrupted()
-    if signal.sigpending() & {sig for sig in STOPS if signal.getsignal(sig) != signal.SIG_IGN}:
+    if signal.sigpending() & {sig for sig in STOPS if not left_alone(sig)}:
         _started_interrupted()
     return blocked, status, plain
 
 
 def _started_interrupted() -> NoReturn:
-    sys.stderr.write("\nagent-loop: interrupted while starting; nothing was changed\n")
+    sys.stderr.write(f"\n{STARTING_INTERRUPTED}\n")
     _exit(130)
 
 

@@ -97,14 +97,16 @@ for i in $(seq -f %04g 1 "$N"); do
     g=$(( (10#$i - 1) / 10 + 1 ))
     msg="agent-loop: Group $g / FILE=t$i.txt"
     jj log --no-graph -r @ -T "$INFO" > /dev/null
-    if [ "$i" = 0001 ]; then jj new -m "$msg" 2> /dev/null; else jj describe -m "$msg" 2> /dev/null; fi
+    if [ "$i" = 0001 ]; then jj new -m "$msg" 2> /dev/null
+    else jj describe -m "$msg" 2> /dev/null; fi
     id=$(jj log --no-graph -r @ -T "$INFO")
     id=${id%%$'\t'*}
     "$AGENT" -p --output-format stream-json --verbose --dangerously-skip-permissions \
         --model opus --append-system-prompt "$SYSTEM_PROMPT" <<< "FILE=t$i.txt" > "$LOGS/$i.jsonl"
     jj log --no-graph -r "present($id) | @" -T "$INFO" > /dev/null
     jj new "$id" 2> /dev/null
-    command jj --no-pager --color=never --ignore-working-copy log --no-graph -r ::@ -T change_id > /dev/null
+    command jj --no-pager --color=never --ignore-working-copy log --no-graph -r ::@ \
+        -T change_id > /dev/null
 done
 """
 

@@ -67,7 +67,8 @@ def main() -> None:
     print(f"{args.groups} groups x {args.tasks} tasks, agent {args.sleep:g} s a run")
     print(f"sequential:   {sequential:6.2f} s")
     print(f"--parallel {args.parallel}: {parallel:6.2f} s")
-    print(f"ratio:        {ratio:6.3f}  (goal <= {goal:.3f}: {'met' if ratio <= goal else 'NOT met'})")
+    met = "met" if ratio <= goal else "NOT met"
+    print(f"ratio:        {ratio:6.3f}  (goal <= {goal:.3f}: {met})")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,8 @@ JJ_DIR = _jj_dir()
 
 
 @pytest.fixture(autouse=True)
-def hermetic_seal(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def hermetic_seal(tmp_path_factory: pytest.TempPathFactory,
+                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Pin HOME, XDG dirs, git and jj identity, dates and config for every test."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))

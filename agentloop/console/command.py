@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agentloop import left_alone
 from agentloop.console.dispatch import dispatch, reported
 from agentloop.console.gone import steady
 from agentloop.console.stops import write
@@ -22,8 +23,7 @@ def take_stops() -> None:
     path: stop the agent, save, exit 130."""
     sys.stdout, sys.stderr = steady(sys.stdout), steady(sys.stderr)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        # One ignored as the run starts (`nohup agent-loop ...`) is ignored on purpose.
-        if signal.getsignal(sig) != signal.SIG_IGN:
+        if not left_alone(sig):
             signal.signal(sig, stop)
 
 

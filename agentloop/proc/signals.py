@@ -11,18 +11,16 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any, Iterator
 
+from agentloop import left_alone
 from agentloop.errors import stop
 
 # signal.signal and signal.getsignal try to make an enum member of every handler they hand back
 # (a failed Handlers(...) lookup for each Python function): held_back runs several times a task
 # and hangup_settles_the_task once, so they set and read the handlers through the C functions
-# beneath them. The same handlers go in and come back out.
+# beneath them (agentloop.left_alone reads them so too). The same handlers go in and come back
+# out.
 _set_handler = _signal.signal
-_handler_of = _signal.getsignal
 _STOPS = (signal.SIGINT.value, signal.SIGTERM.value, signal.SIGHUP.value)
-# Handlers these blocks leave alone: one set outside Python (None), and an ignored signal: a
-# `nohup` run's SIGHUP, or any stop while `shielded` cleanup runs, stays ignored.
-_LEFT_ALONE = (None, signal.SIG_IGN.value)
 
 
 @contextmanager
@@ -84,7 +82,7 @@ def hangup_settles_the_task() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield  # a parallel run's lane: the scheduler, on the main thread, takes the signal
         return
-    if _handler_of(signal.SIGHUP.value) in _LEFT_ALONE:
+    if left_alone(signal.SIGHUP.value):
         yield  # a hangup is no stop here (`nohup agent-loop ...`)
         return
     previous = _set_handler(signal.SIGHUP.value, _on_hangup)
@@ -121,7 +119,7 @@ def held_back(kept: list[int] | None = None) -> Iterator[None]:
 
     previous: dict[int, Any] = {}
     for sig in _STOPS:
-        if _handler_of(sig) not in _LEFT_ALONE:
+        if not left_alone(sig):
             previous[sig] = _set_handler(sig, keep)
     _held.append(came)
     try:
@@ -162,7 +160,7 @@ def cut_short() -> Iterator[None]:
         raise KeyboardInterrupt
 
     previous = {sig: _set_handler(sig, stop_now) for sig in _STOPS
-                if _handler_of(sig) not in _LEFT_ALONE}
+                if not left_alone(sig)}
     try:
         if came or _stopping:  # one came already: what would be waited for is not started
             raise KeyboardInterrupt

@@ -47,7 +47,8 @@ def test_activity_counts_turns_by_message_and_keeps_the_last_tool_call() -> None
 def sample(name: str) -> list[bytes]:
     path = SAMPLES / name
     if not path.exists():
-        pytest.fail(f"missing recorded sample {path} (tests/claude-cli/samples/README.md says where they come from)")
+        pytest.fail(f"missing recorded sample {path} (tests/claude-cli/samples/README.md says "
+                    "where they come from)")
     return path.read_bytes().splitlines(keepends=True)
 
 
@@ -187,11 +188,14 @@ def test_agent_dies_when_agent_loop_is_killed(fake_claude: FakeClaude, tmp_path:
     assert fake_claude.calls(), "the agent never started"
     tool.send_signal(signal.SIGKILL)
     tool.wait()
+    def running() -> bool:
+        return any(str(fake_claude.bin) in line
+                   for line in os.popen("ps -eo args").read().splitlines())
+
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(
-            str(fake_claude.bin) in line for line in os.popen("ps -eo args").read().splitlines()):
+    while time.monotonic() < deadline and running():
         time.sleep(0.1)
-    assert not any(str(fake_claude.bin) in line for line in os.popen("ps -eo args").read().splitlines())
+    assert not running()
 
 
 def test_logs_made_while_the_agent_deletes_their_folder_keep_their_header(

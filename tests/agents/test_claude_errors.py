@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from agentloop.agents import AgentResult, Failure
 from agentloop.agents.claude_errors import classify, parse_reset
-from agentloop.agents.reset_time import RESET_GRACE_SECONDS
 from agentloop.agents.claude_stream import StreamLog, judge
 from agentloop.agents.common import LogFiles
+from agentloop.agents.reset_time import RESET_GRACE_SECONDS
 
 SAMPLES = Path(__file__).resolve().parents[1] / "claude-cli" / "samples"
 UTC = timezone.utc
@@ -38,7 +38,8 @@ def judged(lines: list[bytes], exit_code: int = 1, timed_out: bool = False,
 def sample(name: str) -> AgentResult:
     path = SAMPLES / name
     if not path.exists():
-        pytest.fail(f"missing recorded sample {path} (tests/claude-cli/samples/README.md says where they come from)")
+        pytest.fail(f"missing recorded sample {path} (tests/claude-cli/samples/README.md says "
+                    "where they come from)")
     return judged(path.read_bytes().splitlines(keepends=True))
 
 
@@ -69,7 +70,8 @@ def test_usage_limit_takes_the_exact_reset_from_the_rate_limit_event() -> None:
 
 @freeze_time("2026-11-22T01:49:47Z")
 def test_usage_limit_without_the_event_reads_the_reset_from_the_text() -> None:
-    result = sample("ratelimit-5h-oauth.json")      # "You've hit your 5-hour limit · resets 2:49am (UTC)"
+    # "You've hit your 5-hour limit · resets 2:49am (UTC)"
+    result = sample("ratelimit-5h-oauth.json")
     assert result.api_error == "usage_limit_reached" and result.limit_resets_at is None
     failure = classify(result)                      # `now` from the (frozen) clock
     assert failure.kind == "limit"
@@ -89,15 +91,16 @@ def test_overloaded_is_transient_401_blocking_400_other() -> None:
     assert classify(sample("error-400-apikey.json")).kind == "other"
 
 
-# -- results measured on the real CLI 2.1.330 (tests/support/fakeapi.py, closed ports, no login) ---------
+# -- results measured on the real CLI 2.1.330 (tests/support/fakeapi.py, closed ports, no login) --
 
 MEASURED = [
     # nothing listening on the port (exit 1, stderr empty)
     ("transient", result_line("API Error: Connection refused — a firewall or proxy may be blocking "
                               "it (ECONNREFUSED)", api_error="connection_failed")),
     # a server that accepts and closes the connection
-    ("transient", result_line("API Error: Connection dropped (ECONNRESET). Check the gateway set in "
-                              "ANTHROPIC_BASE_URL, then try again.", api_error="connection_failed")),
+    ("transient", result_line("API Error: Connection dropped (ECONNRESET). Check the gateway set "
+                              "in ANTHROPIC_BASE_URL, then try again.",
+                              api_error="connection_failed")),
     ("transient", result_line("API Error: Can't reach the API server — check your internet or DNS "
                               "(ENOTFOUND)", api_error="connection_failed")),
     # API_TIMEOUT_MS=2000 against a request that never answers: no typed kind at all
@@ -114,8 +117,8 @@ MEASURED = [
                              api_error_type="billing_error")),
     ("blocking", result_line("Failed to authenticate. API Error: 403 not allowed (fake)",
                              api_error_status=403, api_error_type="permission_error")),
-    ("blocking", result_line("Your ANTHROPIC_API_KEY belongs to a disabled organization · Update or "
-                             "unset the environment variable", api_error_status=400,
+    ("blocking", result_line("Your ANTHROPIC_API_KEY belongs to a disabled organization · Update "
+                             "or unset the environment variable", api_error_status=400,
                              api_error_type="invalid_request_error",
                              api_error="org_disabled_credential")),
     # a 429 without the representative-claim header, logged in with a subscription
@@ -125,7 +128,8 @@ MEASURED = [
 ]
 
 
-@pytest.mark.parametrize("kind,line", MEASURED, ids=[f"{k}-{i}" for i, (k, _) in enumerate(MEASURED)])
+@pytest.mark.parametrize("kind,line", MEASURED,
+                         ids=[f"{k}-{i}" for i, (k, _) in enumerate(MEASURED)])
 def test_measured_results(kind: str, line: bytes) -> None:
     failure = classify(judged([line]), now=at("2026-01-01T00:00:00"))
     assert failure.kind == kind
@@ -199,7 +203,8 @@ def local_zone() -> Iterator[Any]:
 
 
 @pytest.mark.parametrize("text,now,expected", [
-    ("You've hit your 5-hour limit · resets 2:49am (UTC)", "2026-11-22T01:49:47", "2026-11-22T02:49"),
+    ("You've hit your 5-hour limit · resets 2:49am (UTC)", "2026-11-22T01:49:47",
+     "2026-11-22T02:49"),
     # across midnight: 2:49am has passed today, so it is tomorrow's
     ("resets 2:49am (UTC)", "2026-11-22T23:30:00", "2026-11-23T02:49"),
     ("resets 2:49am (UTC)", "2026-12-31T23:30:00", "2027-01-01T02:49"),

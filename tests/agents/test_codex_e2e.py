@@ -130,8 +130,8 @@ def test_a_failed_task_goes_through_the_retry_advisor(tmp_path: Path,
 
 
 def test_review_gives_feedback_then_approves(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
-    work, env = codex_project(tmp_path, fake_openai, "## Greeter\n- WRITE hello.py: print('hello')\n",
-                        vcs="git")
+    work, env = codex_project(tmp_path, fake_openai,
+                              "## Greeter\n- WRITE hello.py: print('hello')\n", vcs="git")
     fake_openai.script(Message("Nothing tests it.\nFEEDBACK: add a test.\n"
                                "WRITE test_hello.py: import hello"),
                        Message("APPROVED"), model=REVIEWER)

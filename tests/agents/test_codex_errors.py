@@ -96,7 +96,8 @@ def test_reset_times() -> None:
 
 
 def test_error_line_skips_a_backtrace() -> None:
-    stderr = "WARNING: x\nError: thread/resume failed: no rollout\n\nStack backtrace:\n  0: <unknown>\n"
+    stderr = ("WARNING: x\nError: thread/resume failed: no rollout\n\nStack backtrace:\n"
+              "  0: <unknown>\n")
     assert error_line(stderr) == "Error: thread/resume failed: no rollout"
     assert error_line("just this\n") == "just this"
 
@@ -120,7 +121,8 @@ EVENTS = [
     {"type": "item.completed", "item": {"id": "item_1", "type": "file_change",
                                         "changes": [{"path": "/w/a.py", "kind": "update"}],
                                         "status": "completed"}},
-    {"type": "item.completed", "item": {"id": "item_2", "type": "agent_message", "text": "all done"}},
+    {"type": "item.completed", "item": {"id": "item_2", "type": "agent_message",
+                                        "text": "all done"}},
     {"type": "turn.completed", "usage": {"input_tokens": 500, "cached_input_tokens": 300,
                                          "cache_write_input_tokens": 7, "output_tokens": 40}},
 ]
@@ -170,7 +172,8 @@ def test_a_failed_turn_keeps_the_totals(tmp_path: Path) -> None:
 def test_no_turn_at_all(tmp_path: Path) -> None:
     log, _, _ = feed([])
     request = AgentRun("p", "m", tmp_path, tmp_path / "l", tmp_path / "r")
-    result = judge(2, False, log, "error: unexpected argument '-x' found\n\nUsage: …\n", request, 0.1)
+    result = judge(2, False, log, "error: unexpected argument '-x' found\n\nUsage: …\n", request,
+                   0.1)
     assert not result.ok and result.error == "codex exit 2: error: unexpected argument '-x' found"
     assert result.session_id is None and result.num_turns is None
 

@@ -71,7 +71,7 @@ def test_the_options_reference_lists_every_option_and_no_other() -> None:
     cells = reference_option_table()
     spans = [span for cell in cells for span in re.findall(r"`([^`]+)`", cell)]
     named = {flag for span in spans for flag in re.findall(r"(?<![\w-])-{1,2}[a-z][-a-z]*", span)}
-    for name, param in options().items():
+    for param in options().values():
         assert isinstance(param, click.Option)
         longest = max(param.opts, key=len)
         assert longest in named, f"the options reference has no row for {longest}"

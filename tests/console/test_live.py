@@ -4,15 +4,10 @@ as a user's screen shows it), a plain line now and then elsewhere, one line per 
 from __future__ import annotations
 
 import io
-import os
-import pty
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import pyte
 import pytest
 
 from agentloop import app
@@ -30,6 +25,7 @@ from agentloop.run.events import (
     TaskStarted,
 )
 from tests.support.fake_agent import FakeClaude
+from tests.support.terminal import on_a_terminal
 
 
 def finished(cost: float, lane: str = "") -> AgentFinished:
@@ -127,48 +123,12 @@ def test_off_a_terminal_rich_is_never_imported() -> None:
     assert done.stdout.strip() == "False", done.stderr
 
 
-def screen_of(argv: list[str], cwd: Path, seen: str, timeout: float = 60) -> tuple[str, str]:
-    """Run `argv` on a pseudo-terminal of 100x30; the screen when a line holding `seen` first
-    shows, and the screen at the end."""
-    screen = pyte.Screen(100, 30)
-    stream = pyte.ByteStream(screen)
-    main, child_end = pty.openpty()
-    os.set_blocking(main, False)
-    env = {**os.environ, "COLUMNS": "100", "LINES": "30", "TERM": "xterm-256color"}
-    env.pop("CI", None)
-    child = subprocess.Popen(argv, cwd=cwd, env=env, stdin=child_end, stdout=child_end,
-                             stderr=child_end, start_new_session=True)
-    os.close(child_end)
-    during, end = "", time.monotonic() + timeout
-
-    try:
-        while time.monotonic() < end:
-            ready, _, _ = select.select([main], [], [], 0.1)
-            try:
-                data = os.read(main, 65536) if ready else b""
-            except OSError:  # the child's end closed
-                data = b""
-            stream.feed(data)
-
-            shown = "\n".join(screen.display)
-            if not during and seen in shown:
-                during = shown
-            if child.poll() is not None and not data:
-                break
-    finally:
-        if child.poll() is None:
-            child.kill()
-        child.wait()
-        os.close(main)
-    return during, "\n".join(line.rstrip() for line in screen.display).rstrip()
-
-
 def test_on_a_terminal_one_live_line_shows_the_agent_at_work_and_goes_when_it_ends(
         work: Path, fake_claude: FakeClaude) -> None:
     program = Path(sys.executable).parent / "agent-loop"
-    during, after = screen_of([str(program), "tasks.md", "--vcs", "none"], work,
-                              seen="1 turn, 1 tool call")
-    assert during, f"no live line appeared; the screen at the end:\n{after}"
+    run = on_a_terminal([str(program), "tasks.md", "--vcs", "none"], work,
+                        seen="1 turn, 1 tool call", timeout=60)
+    during, after = run.first, run.last
     live = [x.rstrip() for x in during.splitlines() if "1 turn, 1 tool call" in x]
     assert len(live) == 1 and live[0].startswith("  … ") and live[0].endswith(" · Write a.txt")
     assert "claude: running…" in during  # the run's own lines stand above it

@@ -7,70 +7,23 @@ from __future__ import annotations
 
 import io
 import os
-import pty
-import select
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import pyte
 import pytest
 
 from agentloop.console.live import Console
 from agentloop.run.events import Stopping
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import init_repo
+from tests.support.terminal import on_a_terminal
 
 AGENT_LOOP = str(Path(sys.executable).parent / "agent-loop")
 LINGER = 3.0  # how long the agent goes on after its SIGINT
 TASK = f"  FAKE: write a.txt hello\n  FAKE: pause 60\n  FAKE: linger {LINGER}\n"
-
-
-def on_a_terminal(argv: list[str], cwd: Path, seen: str, stops: int = 1, times: int = 1,
-                  ) -> tuple[list[tuple[float, str]], str, int]:
-    """Run `argv` on a pseudo-terminal of 100x30; once `seen` shows (`times` times), press
-    Ctrl+C (`stops` times, half a second apart). The screens after the first Ctrl+C, each with
-    its time since, the screen at the end, and the exit code."""
-    screen = pyte.Screen(100, 30)
-    stream = pyte.ByteStream(screen)
-    main, child_end = pty.openpty()
-    os.set_blocking(main, False)
-    env = {**os.environ, "COLUMNS": "100", "LINES": "30", "TERM": "xterm-256color"}
-    env.pop("CI", None)
-    env.pop("NO_COLOR", None)
-    child = subprocess.Popen(argv, cwd=cwd, env=env, stdin=child_end, stdout=child_end,
-                             stderr=child_end, start_new_session=True)
-    os.close(child_end)
-    screens: list[tuple[float, str]] = []
-    pressed: list[float] = []
-    end = time.monotonic() + 90
-    try:
-        while time.monotonic() < end:
-            ready, _, _ = select.select([main], [], [], 0.1)
-            try:
-                data = os.read(main, 65536) if ready else b""
-            except OSError:  # the child's end closed
-                data = b""
-            stream.feed(data)
-            shown = "\n".join(line.rstrip() for line in screen.display)
-            now = time.monotonic()
-            ready_for = shown.count(seen) >= times and (not pressed or now - pressed[-1] > 0.5)
-            if len(pressed) < stops and ready_for:
-                os.killpg(child.pid, signal.SIGINT)  # what Ctrl+C sends the foreground group
-                pressed.append(now)
-            elif pressed:
-                screens.append((now - pressed[0], shown))
-            if child.poll() is not None and not data:
-                break
-    finally:
-        if child.poll() is None:
-            child.kill()
-        child.wait()
-        os.close(main)
-    assert pressed, f"never saw {seen!r}; the screen:\n{screens[-1][1] if screens else ''}"
-    return screens, "\n".join(line.rstrip() for line in screen.display).rstrip(), child.returncode
 
 
 def between(screens: list[tuple[float, str]], start: float, stop: float) -> list[str]:
@@ -97,12 +50,13 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.mark.parametrize("stops", [1, 2], ids=["ctrl-c", "ctrl-c-twice"])
 def test_on_a_terminal_the_live_line_says_the_run_is_stopping_and_stops_ticking(
         work: Path, fake_claude: FakeClaude, stops: int) -> None:
-    screens, after, code = on_a_terminal([AGENT_LOOP, "tasks.md", "--vcs", "none"], work,
-                                         seen="1 turn, 1 tool call", stops=stops)
-    assert_stopping_at_once(screens, [
+    run = on_a_terminal([AGENT_LOOP, "tasks.md", "--vcs", "none"], work,
+                        seen="1 turn, 1 tool call", stops=stops)
+    assert_stopping_at_once(run.screens, [
         "  ■ stopping: waiting for the agent to end (cut short within 6s)"])
     # once stopped: the usual closing lines, the stop's line gone with the live view
-    assert code == 130, after
+    after = run.last
+    assert run.code == 130, after
     assert "interrupted; state saved. Resume with: agent-loop tasks.md --vcs none" in after
     assert "stopping" not in after and "tool call" not in after, after
 
@@ -114,17 +68,18 @@ def test_on_a_terminal_each_lane_of_a_parallel_run_says_it_is_stopping(
     init_repo(tmp_path, "git")
     (tmp_path / "tasks.md").write_text("## Back\n- Make a\n" + TASK + "\n## Front\n- Make b\n"
                                        + TASK.replace("a.txt", "b.txt"))
-    screens, after, code = on_a_terminal(
+    run = on_a_terminal(
         [AGENT_LOOP, "tasks.md", "--vcs", "git", "--parallel", "2", "--no-distill"], tmp_path,
-        seen="1 turn, 1 tool call", times=2)
+        seen="1 turn, 1 tool call", times=2, stops=1)
     # Each agent is stopped in turn (SIGINT, then SIGTERM and SIGKILL 3s apart): 12s at most.
     waiting = "stopping: waiting for its agent to end (all cut short within 12s)"
-    seen = between(screens, 1.0, LINGER - 0.5)
-    assert seen, screens
+    seen = between(run.screens, 1.0, LINGER - 0.5)
+    assert seen, run.screens
     for shown in seen:
         live = sorted(x for x in shown.splitlines() if x.startswith(("  … ", "  ■ ")))
         assert live == [f"  ■ Back [1/2]: {waiting}", f"  ■ Front [2/2]: {waiting}"], shown
-    assert code == 130 and "interrupted; state saved" in after, after
+    after = run.last
+    assert run.code == 130 and "interrupted; state saved" in after, after
     assert "stopping" not in after, after
 
 

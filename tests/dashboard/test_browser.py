@@ -108,7 +108,8 @@ def test_the_page_follows_a_parallel_run_and_a_late_page_sees_its_story(
     assert code == 0, output  # not on a terminal: it ends with the run, with the run's code
     # The token is printed once, and written to no file an agent could read.
     assert output.count(served.token) == 0   # (the first line, read above, held it)
-    assert not [p for p in work.rglob("*") if p.is_file() and served.token.encode() in p.read_bytes()]
+    token = served.token.encode()
+    assert not [p for p in work.rglob("*") if p.is_file() and token in p.read_bytes()]
     # The plan's and the agent's markup are shown as text and run nothing.
     assert IMG in page.locator('tr[data-task="1"] .task-summary').text_content()
     assert page.locator("#app img, #app script").count() == 0
@@ -181,7 +182,8 @@ def test_the_report_opens_with_the_network_off(browser: Any, work: Path, tmp_pat
     assert IMG in page.locator('tr[data-task="4"] .task-summary').text_content()
     conflicts = page.locator("#conflicts").text_content()
     assert "task 2" in conflicts and "shared.txt" in conflicts
-    assert re.search(r"git log -p main\.\.agent-loop/tasks\.[0-9a-f]+-2-right", conflicts)  # the exact commands
+    # the exact commands
+    assert re.search(r"git log -p main\.\.agent-loop/tasks\.[0-9a-f]+-2-right", conflicts)
     assert "run finished" in page.locator("#feed").text_content()
     assert asked == [(work / "run.html").as_uri()]  # the file itself, nothing else
     assert page.evaluate("window.pwned") is None

@@ -58,7 +58,8 @@ def test_a_conflict_and_the_runs_end_are_sent_to_the_webhook(
     assert titles == ["agent-loop: conflict needs a person", "agent-loop: run finished"], received
     conflict = received[0]["message"]
     assert conflict.startswith("tasks.md: task 2 conflicts with the main line in shared.txt")
-    assert re.search(r"git log -p main\.\.agent-loop/tasks\.[0-9a-f]+-2-right", conflict)  # the exact commands
+    # the exact commands
+    assert re.search(r"git log -p main\.\.agent-loop/tasks\.[0-9a-f]+-2-right", conflict)
     assert "1 completed, 1 conflicted, 1 pending" in received[1]["message"]
     assert "warning" not in done.stderr
 

@@ -148,7 +148,8 @@ REVIEWER = ["-p", "--output-format", "stream-json", "--verbose", "--model", "son
 
 def review_call(fake: FakeClaude, task: str, cwd: Path,
                 argv: list[str] = REVIEWER) -> subprocess.CompletedProcess[str]:
-    prompt = f"Review this.\n<task>\n{task}\n</task>\n<diff>\nFAKE: review FEEDBACK: not me\n</diff>"
+    prompt = (f"Review this.\n<task>\n{task}\n</task>\n"
+              "<diff>\nFAKE: review FEEDBACK: not me\n</diff>")
     return subprocess.run([str(fake.bin), *argv], cwd=cwd, capture_output=True,
                           text=True, timeout=30, input=prompt)
 

@@ -1,5 +1,5 @@
-"""The fake Responses API (tests/support/fake_openai.py) checked with the real Codex CLI, and what the CLI
-sends and prints: the facts tests/codex-cli/NOTES.md records. Rerun after a version bump."""
+"""The fake Responses API (tests/support/fake_openai.py) checked with the real Codex CLI, and what
+the CLI sends and prints: the facts tests/codex-cli/NOTES.md records. Rerun after a version bump."""
 
 from __future__ import annotations
 

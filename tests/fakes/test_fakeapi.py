@@ -16,7 +16,13 @@ from typing import Any
 
 import pytest
 
-from tests.support.claude_cli import ClaudeTimedOut, claude_argv, claude_env, oauth_login, run_claude
+from tests.support.claude_cli import (
+    ClaudeTimedOut,
+    claude_argv,
+    claude_env,
+    oauth_login,
+    run_claude,
+)
 from tests.support.fakeapi import (
     FakeApi,
     Hang,

@@ -1,5 +1,5 @@
-"""Real plan formats, read as their authors mean them (fixtures in tests/support/fixtures/plans/, written
-for these tests in each style)."""
+"""Real plan formats, read as their authors mean them (fixtures in tests/support/fixtures/plans/,
+written for these tests in each style)."""
 
 from __future__ import annotations
 

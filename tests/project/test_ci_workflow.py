@@ -1,6 +1,6 @@
 """The example GitHub Actions workflow (.agent-loop.example/ci/github-workflow.yml) is valid YAML
-that SchemaStore's GitHub workflow schema accepts (kept in tests/support/fixtures with its license, from
-the check-jsonschema package, so no test reaches the network), and it runs agent-loop the way
+that SchemaStore's GitHub workflow schema accepts (kept in tests/support/fixtures with its license,
+from the check-jsonschema package, so no test reaches the network), and it runs agent-loop the way
 docs/how-to/run-in-ci.md says: a matrix per stage from --dry-run --json, one job per group
 with --group N --push origin on a full-history checkout, and an integration per stage. The docs
 workflow (.agent-loop.example/ci/docs-workflow.yml) builds the site as a contributor does and

@@ -24,7 +24,8 @@ def module_name(path: Path) -> str:
 def imports(path: Path) -> set[str]:
     """Every agentloop module `path` imports, at any depth, type-only imports included."""
     found = set()
-    package = module_name(path) if path.name == "__init__.py" else module_name(path).rsplit(".", 1)[0]
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("agentloop")}

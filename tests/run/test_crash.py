@@ -286,7 +286,7 @@ def check(work: Path, kind: str, label: str, per_group: int) -> list[str]:
             problems.append(f"{label}: task {n}: the state records change {t.change_id} with "
                             f"files {t.files}; history has {full}")
     expected = {subject(n, per_group) for n in range(1, len(state.tasks) + 1)}
-    for c, d, f in tasks:
+    for c, d, _ in tasks:
         if d not in expected:
             problems.append((f"{label}: {c} ({d!r}) is no task's change"))
     for c, d, f in others:
@@ -674,7 +674,8 @@ def test_a_killed_tool_takes_what_the_agent_started_with_it(tmp_path: Path,
     while not group:  # the agent, and the child it started (the hang directive's sleeper)
         assert time.monotonic() < deadline and tool.poll() is None
         leader = _alive(lambda p: agent in _cmdline(p))
-        group = _alive(lambda p: bool(leader) and _pgid(p) == int(leader[0]) and p != leader[0])
+        group = _alive(lambda p, leader=leader: bool(leader) and _pgid(p) == int(leader[0])
+                       and p != leader[0])
         group = leader + group if group else []
         time.sleep(0.02)
     tool.kill()

@@ -59,7 +59,8 @@ def test_signals_to_the_whole_group_at_random_moments_of_a_git_run(
             continue
         if child.returncode == -signal.SIGINT and not OUR_MAIN.search(err):
             # Python's own KeyboardInterrupt while it imported its start-up modules, before
-            # agentloop.__main__.main() could take the stops: nothing of ours ran yet.
+            # our package began (agentloop/__init__.py takes Ctrl+C as it begins): nothing of
+            # ours ran yet.
             assert not out and "KeyboardInterrupt" in err, out + err
             continue
         assert child.returncode == 130, out + err

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import orjson
 
-from tests.support.fakeapi import FakeApi, HttpError, Text, last_user_text
 from tests.support.claude_cli import agent_loop_env
+from tests.support.fakeapi import FakeApi, HttpError, Text, last_user_text
 from tests.support.runner import agent_loop
 
 PLAN = """\

@@ -46,7 +46,8 @@ def test_sessions_chain_inside_groups(work: Path, fake_claude: FakeClaude) -> No
 def test_a_failed_task_breaks_the_chain_and_the_run_goes_on(work: Path,
                                                             fake_claude: FakeClaude) -> None:
     (work / "tasks.md").write_text("## A\n- one\n- two\n  FAKE: exit 1\n"
-                                   '  FAKE: advise {"retry": false, "reason": "hopeless"}\n- three\n')
+                                   '  FAKE: advise {"retry": false, "reason": "hopeless"}\n'
+                                   "- three\n")
     code, out = run(work)
     assert code == 4, out  # a task the run set out to run failed
     tasks = tasks_of(work)
@@ -94,7 +95,8 @@ def test_task_text_reaches_claude_unchanged(work: Path, fake_claude: FakeClaude)
     text = "-rf $(echo pwned) `id` \"quoted\" 'single'\n  second line; rm -rf /"
     (work / "tasks.md").write_text(f"- {text}\n")
     run(work)
-    assert fake_claude.prompts() == ["-rf $(echo pwned) `id` \"quoted\" 'single'\nsecond line; rm -rf /"]
+    assert fake_claude.prompts() == [
+        "-rf $(echo pwned) `id` \"quoted\" 'single'\nsecond line; rm -rf /"]
 
 
 def test_root_refusal_stops_the_run_with_advice(work: Path, fake_claude: FakeClaude) -> None:

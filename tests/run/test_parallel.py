@@ -102,7 +102,10 @@ CONFLICT_PLAN = """\
 - right follow-up
   FAKE: write after.txt after
 """
-CONFLICT_FIRST_LINE = "Your change for the task above does not fit the main line: other groups changed the same lines and their work landed first. Your working copy now holds the main line as it is, with your change applied on top; git marked each conflict (<<<<<<< / ======= / >>>>>>>) in:"
+CONFLICT_FIRST_LINE = (
+    "Your change for the task above does not fit the main line: other groups changed the same "
+    "lines and their work landed first. Your working copy now holds the main line as it is, with "
+    "your change applied on top; git marked each conflict (<<<<<<< / ======= / >>>>>>>) in:")
 
 
 def conflict_project(work: Path, tmp_path: Path, monkeypatch, resolution: list[str]) -> None:

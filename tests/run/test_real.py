@@ -98,7 +98,8 @@ def test_interrupt_then_resume_with_real_signals(tmp_path: Path, fake_api: FakeA
     assert tool.returncode == 130, err
     assert "Resume with: agent-loop tasks.md --vcs none" in err
     state = state_of(work)
-    assert [t["status"] for t in state["tasks"]] == ["completed", "interrupted", "pending", "pending"]
+    assert [t["status"] for t in state["tasks"]] == ["completed", "interrupted", "pending",
+                                                     "pending"]
     assert (work / state["tasks"][1]["log"]).read_text().count("interrupted") >= 1
 
     again = agent_loop(work, "--vcs", "none", env=env)

@@ -24,7 +24,8 @@ ADVISOR_ARGV = ["-p", "--output-format", "json", "--model", "haiku", "--tools", 
 
 @pytest.mark.parametrize("text,expected", [
     ('{"retry": true, "reason": "flaky", "hint": "run it again"}', (True, "flaky", "run it again")),
-    ('```json\n{"retry": false, "reason": "needs a key", "hint": ""}\n```', (False, "needs a key", "")),
+    ('```json\n{"retry": false, "reason": "needs a key", "hint": ""}\n```',
+     (False, "needs a key", "")),
     ('Sure. Here is my answer:\n{"retry": true, "reason": "r", "hint": "h"}\nGood luck!',
      (True, "r", "h")),
     ('{"retry": true}', (True, "", "")),
@@ -90,8 +91,9 @@ def test_fallback_retries_while_attempts_remain_unless_the_error_repeats() -> No
 
 def ask(tmp_path: Path, task: str = "Add a feature", attempt: int = 1, max_attempts: int = 5,
         program: str = "claude", **kw: Any) -> Advice:
-    args: dict[str, Any] = dict(agent=ClaudeAgent(program), model="haiku", task=task, attempt=attempt,
-                                max_attempts=max_attempts, error="API Error: 400 bad request",
+    args: dict[str, Any] = dict(agent=ClaudeAgent(program), model="haiku", task=task,
+                                attempt=attempt, max_attempts=max_attempts,
+                                error="API Error: 400 bad request",
                                 exit_code=1, log_tail="...\n-- agent --\nsomething went wrong",
                                 cwd=tmp_path)
     args.update(kw)

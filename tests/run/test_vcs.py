@@ -249,8 +249,10 @@ def test_jj_with_the_real_cli(work: Path, tmp_path: Path, jj_bin: str, fake_api:
     changes = jj_changes(work)
     assert [f for _, _, f in changes] == [[name] for name in FILES]
     assert [d for _, d, _ in changes] == [
-        "agent-loop: Backend / WRITE api.txt: api", "agent-loop: Backend / WRITE api_test.txt: test",
-        "agent-loop: Docs / WRITE readme.txt: readme", "agent-loop: Docs / WRITE changelog.txt: changes"]
+        "agent-loop: Backend / WRITE api.txt: api",
+        "agent-loop: Backend / WRITE api_test.txt: test",
+        "agent-loop: Docs / WRITE readme.txt: readme",
+        "agent-loop: Docs / WRITE changelog.txt: changes"]
     jj(work, "abandon", changes[1][0])
     assert not (work / "api_test.txt").exists() and (work / "changelog.txt").exists()
 

@@ -1,8 +1,8 @@
 """agentloop.sandbox: the policy read from real git and jj working copies, bubblewrap's mounts in
 their order, the refusal where there is no sandbox, and the stop of everything inside it.
 
-What the agents themselves can and cannot do inside is in tests/sandbox/test_sandbox_real.py (the real
-CLIs against the fake APIs)."""
+What the agents themselves can and cannot do inside is in tests/sandbox/test_sandbox_real.py (the
+real CLIs against the fake APIs)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import pytest
 from agentloop import proc
 from agentloop.sandbox import Policy, Sandbox, SandboxUnavailable, tool_for
 from agentloop.sandbox.bubblewrap import Bubblewrap
+from tests.sandbox.test_sandbox_real import needs_bwrap
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, init_repo, jj
-from tests.sandbox.test_sandbox_real import needs_bwrap
 
 
 def policy_for(box: Sandbox, workdir: Path, homes: list[Path], writes: bool) -> Policy:

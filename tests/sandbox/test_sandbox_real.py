@@ -74,8 +74,8 @@ def plan(root: Path) -> str:
     key = plan_key("tasks.md")   # every plan's lanes carry its key
     # The other group's agent waits (bounded) until the intruder is done, so its lane is there
     # to be written into.
-    wait = (f"for i in $(seq 300); do [ -e {lanes}/{plan_lane(key, 1, 'Intruder')}/hostile-done ] && break; "
-            f"sleep 0.1; done")
+    marker = f"{lanes}/{plan_lane(key, 1, 'Intruder')}/hostile-done"
+    wait = f"for i in $(seq 300); do [ -e {marker} ] && break; sleep 0.1; done"
     return (f"# Sandbox\n\n## Intruder\n- WRITE legit.txt: the legit edit\n"
             f"  RUN {hostile(root, lanes / plan_lane(key, 2, 'Other'))}\n\n"
             f"## Other\n- WRITE other.txt: the other edit\n  RUN {wait}\n")

@@ -1,4 +1,5 @@
-"""state.py: the store survives crashes, refuses what it cannot read, and locks one run at a time."""
+"""state.py: the store survives crashes, refuses what it cannot read, and locks one run at a
+time."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Run the real Claude Code CLI against the fake API (tests/support/fakeapi.py): fixtures and helpers.
+"""Run the real Claude Code CLI against the fake API (tests/support/fakeapi.py): fixtures and
+helpers.
 
 Register with `pytest_plugins = ["tests.support.claude_cli"]`. The CLI is the pinned npm package in
 tests/claude-cli; nothing here skips when it is missing, the test fails and says how to install it.

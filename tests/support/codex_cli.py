@@ -1,5 +1,5 @@
-"""Run the real Codex CLI against the fake Responses API (tests/support/fake_openai.py): fixtures and
-helpers.
+"""Run the real Codex CLI against the fake Responses API (tests/support/fake_openai.py): fixtures
+and helpers.
 
 Register with `pytest_plugins = ["tests.support.codex_cli"]`. The CLI is the pinned npm package in
 tests/codex-cli. A missing install skips the test on a developer's machine but fails it in CI

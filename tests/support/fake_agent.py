@@ -55,7 +55,8 @@ class FakeClaude:
 
 
 @pytest.fixture
-def fake_claude(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> FakeClaude:
+def fake_claude(tmp_path_factory: pytest.TempPathFactory,
+                monkeypatch: pytest.MonkeyPatch) -> FakeClaude:
     """A fake `claude` first on PATH (and in AGENT_LOOP_CLAUDE) for this test."""
     fake = FakeClaude(tmp_path_factory.mktemp("fake-claude"))
     monkeypatch.setenv("FAKE_CLAUDE_STATE", str(fake.state))

@@ -2,7 +2,8 @@
 """A fake `claude` executable for fast tests and fault injection (stdlib only).
 
 It accepts exactly the arguments agent-loop passes and refuses anything else (exit 97), records
-each call's argv (and environment) to $FAKE_CLAUDE_LOG, and does what `FAKE:` lines in the prompt tell it:
+each call's argv (and environment) to $FAKE_CLAUDE_LOG, and does what `FAKE:` lines in the prompt
+tell it:
 
     FAKE: write PATH TEXT      write TEXT to PATH (relative to the cwd), as a Write tool call
     FAKE: say TEXT             the final message (default: "done: <first prompt line>")
@@ -139,7 +140,8 @@ def locked(state: Path) -> Iterator[None]:
 
 
 def replace(path: Path, text: str) -> None:
-    # Atomic, so a fake killed mid-write (tests/run/test_crash.py kills hundreds) leaves no empty file.
+    # Atomic, so a fake killed mid-write (tests/run/test_crash.py kills hundreds) leaves no empty
+    # file.
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.write_text(text)
     os.replace(tmp, path)
@@ -173,7 +175,8 @@ def main() -> None:
         reviewer(argv, stdin, state)
         return
     options, prompt = parse(argv, stdin)
-    if "-p" not in options or options.get("--output-format") != "stream-json" or "--verbose" not in options:
+    if "-p" not in options or options.get("--output-format") != "stream-json" \
+            or "--verbose" not in options:
         refuse("needs -p --output-format stream-json --verbose")
     todo = directives(prompt)
     extra = os.environ.get("FAKE_CLAUDE_DIRECTIVES")
@@ -222,7 +225,8 @@ def main() -> None:
             target = Path(path)
             emit({"type": "assistant", "session_id": session, "message": {"role": "assistant",
                   "content": [{"type": "tool_use", "id": "t1", "name": "Write",
-                               "input": {"file_path": str(Path.cwd() / target), "content": content}}]}})
+                               "input": {"file_path": str(Path.cwd() / target),
+                                         "content": content}}]}})
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content + "\n", encoding="utf-8")
             emit({"type": "user", "session_id": session, "message": {"role": "user", "content": [
@@ -253,7 +257,8 @@ def main() -> None:
     emit({"type": "assistant", "session_id": session, "message": {"role": "assistant",
           "content": [{"type": "text", "text": text}]}})
     result = {"type": "result", "subtype": "success", "is_error": is_error, "result": text,
-              "session_id": session, "total_cost_usd": session_total(state, session, float(words.get("cost", "0.01"))),
+              "session_id": session,
+              "total_cost_usd": session_total(state, session, float(words.get("cost", "0.01"))),
               "usage": {"input_tokens": 100, "output_tokens": 20, "cache_read_input_tokens": 0,
                         "cache_creation_input_tokens": 0},
               "num_turns": 1, "duration_ms": 5, "permission_denials": [],

@@ -243,7 +243,8 @@ class FakeOpenAI(LoopbackServer):
     """The server. Use as a context manager, or `start()` and `stop()`.
 
     `script(reply, ..., model=...)` queues replies, answered in order by the requests for that
-    model; scripted replies win over the directives. `final_text` is the final message when the task has no SAY line.
+    model; scripted replies win over the directives. `final_text` is the final message when the
+    task has no SAY line.
     """
 
     def __init__(self, input_tokens: int = 100, output_tokens: int = 20, cached_tokens: int = 0,

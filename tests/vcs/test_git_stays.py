@@ -27,7 +27,8 @@ def git_user(monkeypatch: pytest.MonkeyPatch, jj_bin: str) -> str:
                 "GIT_COMMITTER_EMAIL", "JJ_USER", "JJ_EMAIL"):
         monkeypatch.delenv(var, raising=False)
     config = Path(os.environ["GIT_CONFIG_GLOBAL"])
-    config.write_text(config.read_text() + "[user]\n\tname = Gita User\n\temail = gita@example.com\n")
+    config.write_text(config.read_text()
+                      + "[user]\n\tname = Gita User\n\temail = gita@example.com\n")
     return "Gita User <gita@example.com>"
 
 

@@ -288,7 +288,8 @@ def test_an_empty_change_a_killed_run_began_is_dropped(repo: Path) -> None:
     again = JjVcs(repo, repo / "tasks.md", initialized=True)
     notes = again.prepare()
     assert notes == ["dropped 1 empty change(s) a killed run had begun"]
-    assert jj(repo, "log", "--no-graph", "-r", f"present({stray.change_id})", "-T", "change_id") == ""
+    assert jj(repo, "log", "--no-graph", "-r", f"present({stray.change_id})",
+              "-T", "change_id") == ""
     assert again.prepare() == []
 
 

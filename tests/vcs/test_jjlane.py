@@ -11,6 +11,7 @@ import pytest
 
 from agentloop import proc
 from agentloop.vcs.jj import workspaces
+from agentloop.vcs.jj.lane import LaneJj
 from agentloop.vcs.jj.mainline import JjMainLine
 from agentloop.vcs.landing import IntegrationConflict
 from tests.support.repos import make_repo
@@ -132,10 +133,8 @@ def test_the_short_way_never_drops_what_landed_since_the_change_was_made(repo: P
     assert (repo / "a.txt").read_text() == "a\n" and (repo / "b.txt").read_text() == "b\n"
 
 
-def new_lane(repo: Path, name: str) -> "LaneJj":
+def new_lane(repo: Path, name: str) -> LaneJj:
     """A lane as a parallel run makes it: a workspace just added on the main line's tip."""
-    from agentloop.vcs.jj.lane import LaneJj
-
     space = workspaces.open_jj(repo, name, one(repo, "@-"), fresh=True)
     lane = LaneJj(space.path, space.path / "tasks.md", JjMainLine(repo), space.branch, made=True)
     lane.prepare()

@@ -11,7 +11,7 @@ from agentloop import proc
 from agentloop.vcs.git import worktrees
 from agentloop.vcs.git.lane import LaneGit
 from agentloop.vcs.git.mainline import GitMainLine
-from tests.vcs.test_mainline import git, repo  # noqa: F401 - the fixture
+from tests.vcs.test_mainline import git
 
 
 def _lane(repo: Path) -> LaneGit:

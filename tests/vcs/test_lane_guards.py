@@ -26,7 +26,7 @@ from agentloop.vcs.git.run import Git
 from agentloop.vcs.landing import LandingHeld
 from agentloop.vcs.protocol import Change
 from tests.support.repos import agent_git, make_repo
-from tests.vcs.test_mainline import git, lane_commit, repo  # noqa: F401 - the fixture
+from tests.vcs.test_mainline import git, lane_commit
 
 
 def files_of(repo: Path, commit: str) -> list[str]:

@@ -23,11 +23,6 @@ def git(repo: Path, *args: str, **env: str) -> str:
     return proc.run(["git", *args], cwd=repo, env={**os.environ, **env}).stdout.strip()
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo", "git", {"f.txt": "one\n"}, message="base")
-
-
 def lane_commit(repo: Path, name: str, files: dict[str, str], message: str) -> str:
     """A commit on branch `name` (made in a worktree), as a lane would make it."""
     wt = repo.parent / name
