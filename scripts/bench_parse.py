@@ -1,8 +1,8 @@
 """Time the first parse of generated task files: is `load` linear in the number of tasks?
 
-Run: /work/venv/bin/python scripts/bench_parse.py
+Run: python scripts/bench_parse.py (from the repository, in the project's environment)
 
-Each time is the best of REPEATS loads (taskfile keeps no cache, so every load is a first
+Each time is the best of REPEATS loads (the parser keeps no cache, so every load is a first
 parse); single runs vary by 10% on a busy machine. Plain marko's own ratio is printed
 for comparison: it sits near 10 by itself. Exits 1 only when a ratio is clearly not linear.
 """
@@ -23,7 +23,7 @@ import marko
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agentloop import taskfile  # noqa: E402
+from agentloop.plan.parse import load  # noqa: E402
 
 SIZES = (100, 1_000, 10_000)
 TASKS_PER_GROUP = 25
@@ -77,8 +77,8 @@ def bench_first_parse(folder: Path, checklist: bool) -> float:
     times = {}
     for size in SIZES:
         path = make_task_file(folder, size, checklist)
-        assert len(taskfile.load(path).tasks) == size
-        times[size] = best_time(functools.partial(taskfile.load, path))
+        assert len(load(path).tasks) == size
+        times[size] = best_time(functools.partial(load, path))
     return report(f"load, {'flat checklist' if checklist else 'grouped tasks'}", times)
 
 
