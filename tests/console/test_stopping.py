@@ -117,8 +117,8 @@ def test_on_a_terminal_each_lane_of_a_parallel_run_says_it_is_stopping(
     screens, after, code = on_a_terminal(
         [AGENT_LOOP, "tasks.md", "--vcs", "git", "--parallel", "2", "--no-distill"], tmp_path,
         seen="1 turn, 1 tool call", times=2)
-    # Each agent is stopped in turn (SIGINT, then SIGTERM and SIGKILL 3s apart): 12s at most.
-    waiting = "stopping: waiting for its agent to end (all cut short within 12s)"
+    # Every agent is stopped at once (SIGINT, then SIGTERM and SIGKILL 3s apart): 6s at most.
+    waiting = "stopping: waiting for its agent to end (all cut short within 6s)"
     seen = between(screens, 1.0, LINGER - 0.5)
     assert seen, screens
     for shown in seen:
