@@ -51,6 +51,27 @@ class Steady:
         # stream can take text as it is (and so writes through it, not around it).
         return getattr(self._stream, name)
 
+    def reader_left(self, within: float) -> bool:
+        """Whether the reader of this pipe has gone, waiting `within` seconds at most for it to
+        go; gone, the stream is as a write had found it gone. False at once when not a pipe."""
+        if self.gone:
+            return True
+        import select  # loaded already in a run (subprocess imports it): no import on a stop
+        import stat
+
+        try:
+            fd = self._stream.fileno()
+            if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+                return False
+            poller = select.poll()
+            poller.register(fd, 0)  # no event asked for: POLLERR alone, once no reader is left
+            if not poller.poll(int(within * 1000)):
+                return False
+        except (OSError, ValueError):
+            return False
+        self._lost(OSError(errno.EPIPE, os.strerror(errno.EPIPE)))
+        return True
+
     def _lost(self, exc: OSError) -> None:
         if exc.errno not in GONE:
             raise exc

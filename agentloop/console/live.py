@@ -49,6 +49,8 @@ def live_allowed(out: IO[str]) -> bool:
 
 
 HEARTBEAT_SECONDS = 60.0  # off a terminal, how often a working agent's line is printed
+# How long a stop waits for stdout's pipe reader to end of the same Ctrl+C (_reader_stopped).
+READER_WAIT_SECONDS = 0.5
 
 
 class _View(Protocol):
@@ -75,6 +77,7 @@ class Console:
         self._reviewed = ""                          # its reviewer run's cost and time
         self._terminal = None
         self._view: _View | None = None
+        self._looked = False   # whether a stop looked for stdout's reader (_reader_stopped)
         if live_allowed(self.out) if live is None else live:
             from agentloop.console.terminal import TerminalView
 
@@ -94,6 +97,9 @@ class Console:
             with self._lock:  # the terminal's echoed ^C is not the start of the line
                 self.err.write("\n")
                 self.err.flush()
+        if self._terminal is None and (isinstance(event, Stopping) or (
+                isinstance(event, RunFinished) and event.stopped == "interrupted")):
+            self._reader_stopped()
         if self._view is not None:
             self._view.changed()  # before the line: an ended run's live line goes first
         if not isinstance(event, AgentActivity):
@@ -193,6 +199,19 @@ class Console:
     def _path(self, log: str) -> str:
         """A log's path as the user can open it from where they stand."""
         return os.path.relpath(log, self.cwd) if self.cwd and os.path.isabs(log) else log
+
+    def _reader_stopped(self) -> None:
+        """A stop, with stdout a pipe and stderr the terminal (`agent-loop … | tee log`): the
+        Ctrl+C ends the pipe's reader too, a moment after it reached us, and a line written
+        into the pipe before the reader has ended is lost with it. Waited for (once a run, a
+        reader that stays costs READER_WAIT_SECONDS): once it has gone, the lines a person
+        needs go to stderr (for_stderr), the stop's own first."""
+        if self._looked or not _is_tty(self.err):
+            return
+        self._looked = True
+        left = getattr(self.out, "reader_left", None)
+        if left is not None:
+            left(READER_WAIT_SECONDS)
 
     def _gone(self) -> bool:
         """Whether stdout's reader went away (a Steady stream found it gone)."""

@@ -6,6 +6,7 @@ The fake agent lingers after its SIGINT (an agent slow to stop)."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import pty
 import select
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pyte
 import pytest
@@ -21,7 +23,7 @@ import pytest
 from agentloop.console.live import Console
 from agentloop.run.events import Stopping
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import init_repo
+from tests.support.repos import init_repo, state_of
 
 AGENT_LOOP = str(Path(sys.executable).parent / "agent-loop")
 LINGER = 3.0  # how long the agent goes on after its SIGINT
@@ -150,6 +152,77 @@ def test_off_a_terminal_one_line_says_the_run_is_stopping_before_the_agent_ends(
         "agent-loop: stopping: waiting for the agent to end (cut short within 6s)"], lines
     assert said[0][0] < LINGER - 1, lines  # said as the stop is taken, not once the agent ended
     assert "interrupted; state saved" in err
+
+
+# A pipe's reader that the Ctrl+C ends a moment after agent-loop heard it (a `tee` that a busy
+# machine runs late): what is written into the pipe meanwhile is lost with it.
+LATE_TEE = (f"{sys.executable} -c 'import os, signal, sys, time; "
+            "signal.signal(signal.SIGINT, lambda *_: (time.sleep(0.3), os._exit(130))); "
+            "log = open(sys.argv[1], \"ab\"); "
+            "[(os.write(1, b), log.write(b), log.flush()) "
+            "for b in iter(lambda: os.read(0, 65536), b\"\")]' ")
+
+
+def in_a_shell(command: str, cwd: Path, seen: str) -> tuple[str, str]:
+    """`command` typed in an interactive bash on a pseudo-terminal, as a person runs it: a
+    pipeline is a job, its own foreground process group, and Ctrl+C (typed once `seen` shows)
+    reaches every command in it. What the terminal showed before the Ctrl+C, and after it until
+    the prompt came back."""
+    env = {**os.environ, "PS1": "READY$ ", "TERM": "dumb"}
+    env.pop("CI", None)
+    env.pop("NO_COLOR", None)
+    child, main = pty.fork()
+    if child == 0:  # a session of its own, the pseudo-terminal its controlling terminal
+        os.chdir(cwd)
+        os.execvpe("bash", ["bash", "--norc", "--noprofile", "-i"], env)
+    shown = b""
+
+    def read_until(done: Callable[[bytes], bool]) -> None:
+        nonlocal shown
+        end = time.monotonic() + 90
+        while not done(shown) and time.monotonic() < end:
+            if select.select([main], [], [], 0.1)[0]:
+                try:
+                    shown += os.read(main, 65536)
+                except OSError:  # the shell has gone
+                    return
+
+    try:
+        read_until(lambda out: b"READY$ " in out)
+        os.write(main, command.encode() + b"\n")
+        read_until(lambda out: seen.encode() in out)
+        time.sleep(1.0)  # the agent at work
+        os.write(main, b"\x03")  # the terminal sends SIGINT to the foreground job
+        pressed = len(shown)
+        read_until(lambda out: b"READY$ " in out[pressed:])
+        os.write(main, b"exit\n")
+        read_until(lambda out: False if out else True)
+    finally:
+        os.close(main)
+        os.waitpid(child, 0)
+    before, after = shown[:pressed], shown[pressed:].split(b"READY$ ")[0]
+    return tuple(x.decode(errors="replace").replace("\r", "") for x in (before, after))
+
+
+@pytest.mark.parametrize("reader", ["tee", LATE_TEE], ids=["tee", "late-tee"])
+def test_piped_through_tee_the_stop_s_lines_still_reach_the_terminal(
+        work: Path, fake_claude: FakeClaude, reader: str) -> None:
+    # `agent-loop tasks.md | tee log` and Ctrl+C: tee ends of the same Ctrl+C, so what goes to
+    # stdout from then on reaches nobody; the stop's lines go to stderr, the terminal.
+    before, after = in_a_shell(f"{AGENT_LOOP} tasks.md --vcs none | {reader} log", work,
+                               seen="claude: running…")
+    assert "claude: running…" in before, before
+    lines = [x for x in after.splitlines() if x.strip()]
+    assert lines == [
+        "^C", "agent-loop: stopping: waiting for the agent to end (cut short within 6s)",
+        *[x for x in lines if x.startswith("agent-loop stopped: 1 interrupted;")],
+        "agent-loop: interrupted; state saved. Resume with: agent-loop tasks.md --vcs none"], after
+    assert len(lines) == 4, after
+    assert "claude: running…" in (work / "log").read_text()  # tee had all until the Ctrl+C
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["interrupted"]
+    events = [json.loads(x) for x in (work / ".agent-loop" / "events.jsonl").read_text()
+              .splitlines()]
+    assert [e.get("stopped") for e in events if e["type"] == "RunFinished"] == ["interrupted"]
 
 
 class Terminal(io.StringIO):
