@@ -49,7 +49,7 @@ def live_allowed(out: IO[str]) -> bool:
 
 
 HEARTBEAT_SECONDS = 60.0  # off a terminal, how often a working agent's line is printed
-# How long a stop waits for stdout's pipe reader to end of the same Ctrl+C (_reader_stopped).
+# How long a stop waits for stdout's pipe reader to end of the same Ctrl+C (_stop_taken).
 READER_WAIT_SECONDS = 0.5
 
 
@@ -77,7 +77,7 @@ class Console:
         self._reviewed = ""                          # its reviewer run's cost and time
         self._terminal = None
         self._view: _View | None = None
-        self._looked = False   # whether a stop looked for stdout's reader (_reader_stopped)
+        self._looked = False   # whether a stop was seen (_stop_taken)
         if live_allowed(self.out) if live is None else live:
             from agentloop.console.terminal import TerminalView
 
@@ -93,13 +93,9 @@ class Console:
         if isinstance(event, Stopping) and self._terminal is not None and busy:
             self._terminal.changed()
             return  # the live lines say it, each lane's in place of its ticking clock
-        if isinstance(event, Stopping) and self._terminal is None and _is_tty(self.err):
-            with self._lock:  # the terminal's echoed ^C is not the start of the line
-                self.err.write("\n")
-                self.err.flush()
         if self._terminal is None and (isinstance(event, Stopping) or (
                 isinstance(event, RunFinished) and event.stopped == "interrupted")):
-            self._reader_stopped()
+            self._stop_taken(event)
         if self._view is not None:
             self._view.changed()  # before the line: an ended run's live line goes first
         if not isinstance(event, AgentActivity):
@@ -200,18 +196,24 @@ class Console:
         """A log's path as the user can open it from where they stand."""
         return os.path.relpath(log, self.cwd) if self.cwd and os.path.isabs(log) else log
 
-    def _reader_stopped(self) -> None:
-        """A stop, with stdout a pipe and stderr the terminal (`agent-loop … | tee log`): the
-        Ctrl+C ends the pipe's reader too, a moment after it reached us, and a line written
-        into the pipe before the reader has ended is lost with it. Waited for (once a run, a
-        reader that stays costs READER_WAIT_SECONDS): once it has gone, the lines a person
-        needs go to stderr (for_stderr), the stop's own first."""
+    def _stop_taken(self, event: Stopping | RunFinished) -> None:
+        """A stop, off a terminal view, with stderr the terminal (once a run: its stopping line,
+        or its outcome when no agent was at work). With stdout a pipe (`agent-loop … | tee
+        log`), the Ctrl+C ends its reader too, a moment after it reached us, and a line written
+        into the pipe before the reader has ended is lost with it: waited for (a reader that
+        stays costs READER_WAIT_SECONDS), once it has gone the lines a person needs go to
+        stderr (for_stderr), the stop's own first. The terminal echoed ^C where stderr's next
+        line would begin: a line's end first (the outcome on stdout begins with one)."""
         if self._looked or not _is_tty(self.err):
             return
         self._looked = True
         left = getattr(self.out, "reader_left", None)
         if left is not None:
             left(READER_WAIT_SECONDS)
+        if isinstance(event, Stopping) or self._gone():
+            with self._lock:
+                self.err.write("\n")
+                self.err.flush()
 
     def _gone(self) -> bool:
         """Whether stdout's reader went away (a Steady stream found it gone)."""

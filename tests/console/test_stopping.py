@@ -20,8 +20,9 @@ from typing import Callable
 import pyte
 import pytest
 
+from agentloop.console.gone import Steady
 from agentloop.console.live import Console
-from agentloop.run.events import Stopping
+from agentloop.run.events import RunFinished, Stopping
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import init_repo, state_of
 
@@ -242,3 +243,26 @@ def test_off_a_terminal_the_stopping_line_is_not_put_after_the_echoed_ctrl_c() -
     quiet = io.StringIO()  # stderr to a file: nothing echoed there, no empty line
     Console(io.StringIO(), err=quiet, heartbeat=None, live=False)(Stopping(1, 6.0))
     assert quiet.getvalue() == ""
+
+
+def test_off_a_terminal_a_stop_with_no_agent_at_work_ends_after_the_echoed_ctrl_c() -> None:
+    # Ctrl+C as a task lands, or as its on-task hook runs, with `| tee log`: no stopping line;
+    # the outcome, on stderr once tee has ended of the same Ctrl+C, went on as
+    # "^Cagent-loop stopped: …".
+    read, write = os.pipe()
+    os.close(read)  # tee has ended
+    err = Terminal()
+    console = Console(Steady(open(write, "w")), err=err, heartbeat=None, live=False)
+    console(RunFinished((("completed", 1),), 0.01, 1.5, "/w/.agent-loop/logs",
+                        stopped="interrupted"))
+    assert err.getvalue().startswith("\nagent-loop stopped: 1 completed;"), err.getvalue()
+    out, err = io.StringIO(), Terminal()  # stdout is there: its outcome ends the ^C's line
+    Console(out, err=err, heartbeat=None, live=False)(
+        RunFinished((("completed", 1),), 0.01, 1.5, "/w/.agent-loop/logs", stopped="interrupted"))
+    assert err.getvalue() == "" and out.getvalue().startswith("\nagent-loop stopped: ")
+    twice = Terminal()  # after the stopping line's: no second one
+    console = Console(io.StringIO(), err=twice, heartbeat=None, live=False)
+    console(Stopping(1, 6.0))
+    console(RunFinished((("interrupted", 1),), 0.0, 1.5, "/w/.agent-loop/logs",
+                        stopped="interrupted"))
+    assert twice.getvalue() == "\n"
