@@ -40,3 +40,17 @@ def test_a_file_is_no_pipe_and_is_not_waited_for(tmp_path: Path) -> None:
         began = time.monotonic()
         assert not stream.reader_left(30.0)
         assert time.monotonic() - began < 10 and not stream.gone
+
+
+def test_a_stream_whose_reader_went_writes_on_where_it_is_pointed(tmp_path: Path) -> None:
+    # `2>&1 | tee log` stopped: stderr's reader went with stdout's; its lines go to the terminal.
+    read, write = os.pipe()
+    os.close(read)
+    stream = Steady(open(write, "w"))
+    assert stream.is_pipe() and stream.reader_left(0.0)
+    with open(tmp_path / "terminal", "w") as terminal:
+        stream.onto(terminal.fileno())
+    assert not stream.gone
+    stream.write("interrupted; state saved\n")
+    stream.flush()
+    assert (tmp_path / "terminal").read_text() == "interrupted; state saved\n"

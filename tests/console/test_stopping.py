@@ -205,12 +205,14 @@ def in_a_shell(command: str, cwd: Path, seen: str) -> tuple[str, str]:
     return tuple(x.decode(errors="replace").replace("\r", "") for x in (before, after))
 
 
-@pytest.mark.parametrize("reader", ["tee", LATE_TEE], ids=["tee", "late-tee"])
+@pytest.mark.parametrize("pipe", ["| tee", f"| {LATE_TEE}", "2>&1 | tee"],
+                         ids=["tee", "late-tee", "stderr-too"])
 def test_piped_through_tee_the_stop_s_lines_still_reach_the_terminal(
-        work: Path, fake_claude: FakeClaude, reader: str) -> None:
+        work: Path, fake_claude: FakeClaude, pipe: str) -> None:
     # `agent-loop tasks.md | tee log` and Ctrl+C: tee ends of the same Ctrl+C, so what goes to
-    # stdout from then on reaches nobody; the stop's lines go to stderr, the terminal.
-    before, after = in_a_shell(f"{AGENT_LOOP} tasks.md --vcs none | {reader} log", work,
+    # stdout from then on reaches nobody; the stop's lines go to stderr, the terminal (and with
+    # `2>&1`, which sends stderr after it, to the terminal the Ctrl+C came from).
+    before, after = in_a_shell(f"{AGENT_LOOP} tasks.md --vcs none {pipe} log", work,
                                seen="claude: running…")
     assert "claude: running…" in before, before
     lines = [x for x in after.splitlines() if x.strip()]
