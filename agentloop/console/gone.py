@@ -51,6 +51,43 @@ class Steady:
         # stream can take text as it is (and so writes through it, not around it).
         return getattr(self._stream, name)
 
+    def is_pipe(self) -> bool:
+        """Whether this stream writes into a pipe (`| tee log`)."""
+        import stat  # loaded with os
+
+        try:
+            return stat.S_ISFIFO(os.fstat(self._stream.fileno()).st_mode)
+        except (OSError, ValueError):
+            return False
+
+    def reader_left(self, within: float) -> bool:
+        """Whether the reader of this pipe has gone, waiting `within` seconds at most for it to
+        go; gone, the stream is as a write had found it gone. False at once when not a pipe."""
+        if self.gone:
+            return True
+        if not self.is_pipe():
+            return False
+        import select  # loaded already in a run (subprocess imports it): no import on a stop
+
+        try:
+            fd = self._stream.fileno()
+            poller = select.poll()
+            poller.register(fd, 0)  # no event asked for: POLLERR alone, once no reader is left
+            if not poller.poll(int(within * 1000)):
+                return False
+        except (OSError, ValueError):
+            return False
+        self._lost(OSError(errno.EPIPE, os.strerror(errno.EPIPE)))
+        return True
+
+    def onto(self, fd: int) -> None:
+        """Write from now on where `fd` writes (the terminal, this stream's reader gone)."""
+        try:
+            os.dup2(fd, self._stream.fileno())
+        except (OSError, ValueError):
+            return
+        self.gone = False
+
     def _lost(self, exc: OSError) -> None:
         if exc.errno not in GONE:
             raise exc
@@ -70,3 +107,20 @@ class Steady:
 def steady(stream: Any) -> Any:
     """`stream` wrapped (once) so that a reader gone away never raises into the run."""
     return stream if stream is None or isinstance(stream, Steady) else Steady(stream)
+
+
+def foreground_terminal() -> int | None:
+    """The controlling terminal, opened for writing, when this process's group is its
+    foreground job (where a Ctrl+C comes from); None without one (CI, a service, setsid) or in
+    the background."""
+    try:
+        fd = os.open("/dev/tty", os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if os.tcgetpgrp(fd) == os.getpgrp():
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import IO, Callable, Protocol
 
 from agentloop.console.closing import summary_text
+from agentloop.console.gone import Steady, foreground_terminal
 from agentloop.console.lanes import Heartbeat, Lanes, stopping_text
 from agentloop.console.render import duration
 from agentloop.run.checks import round_line
@@ -49,6 +50,8 @@ def live_allowed(out: IO[str]) -> bool:
 
 
 HEARTBEAT_SECONDS = 60.0  # off a terminal, how often a working agent's line is printed
+# How long a stop waits for stdout's pipe reader to end of the same Ctrl+C (_stop_taken).
+READER_WAIT_SECONDS = 0.5
 
 
 class _View(Protocol):
@@ -75,6 +78,7 @@ class Console:
         self._reviewed = ""                          # its reviewer run's cost and time
         self._terminal = None
         self._view: _View | None = None
+        self._looked = False   # whether a stop was seen (_stop_taken)
         if live_allowed(self.out) if live is None else live:
             from agentloop.console.terminal import TerminalView
 
@@ -90,10 +94,9 @@ class Console:
         if isinstance(event, Stopping) and self._terminal is not None and busy:
             self._terminal.changed()
             return  # the live lines say it, each lane's in place of its ticking clock
-        if isinstance(event, Stopping) and self._terminal is None and _is_tty(self.err):
-            with self._lock:  # the terminal's echoed ^C is not the start of the line
-                self.err.write("\n")
-                self.err.flush()
+        if self._terminal is None and (isinstance(event, Stopping) or (
+                isinstance(event, RunFinished) and event.stopped == "interrupted")):
+            self._stop_taken(event)
         if self._view is not None:
             self._view.changed()  # before the line: an ended run's live line goes first
         if not isinstance(event, AgentActivity):
@@ -193,6 +196,49 @@ class Console:
     def _path(self, log: str) -> str:
         """A log's path as the user can open it from where they stand."""
         return os.path.relpath(log, self.cwd) if self.cwd and os.path.isabs(log) else log
+
+    def _stop_taken(self, event: Stopping | RunFinished) -> None:
+        """A stop, off a terminal view (once a run: its stopping line, or its outcome when no
+        agent was at work). With stdout a pipe (`agent-loop … | tee log`), the Ctrl+C ends its
+        reader too, a moment after it reached us, and a line written into the pipe before the
+        reader has ended is lost with it: waited for (a reader that stays costs
+        READER_WAIT_SECONDS); once it has gone, the lines a person needs go to stderr
+        (for_stderr), the stop's own first, and stderr gone with it (`2>&1 | tee log`) is
+        pointed at the terminal the Ctrl+C came from. The terminal echoed ^C where stderr's
+        next line would begin: a line's end first (an outcome on stdout begins with one)."""
+        if self._looked:
+            return
+        self._looked = True
+        if _is_tty(self.err):
+            self._reader_left()
+        elif not self._err_to_terminal():
+            return
+        if isinstance(event, Stopping) or self._gone():
+            with self._lock:
+                self.err.write("\n")
+                self.err.flush()
+
+    def _reader_left(self) -> bool:
+        """Whether stdout's pipe reader has gone, waited for READER_WAIT_SECONDS at most."""
+        return isinstance(self.out, Steady) and self.out.reader_left(READER_WAIT_SECONDS)
+
+    def _err_to_terminal(self) -> bool:
+        """stderr, a pipe whose reader has gone with stdout's (`2>&1 | tee log`), pointed at
+        the terminal whose foreground job we are; whether it was."""
+        err = self.err
+        if not (isinstance(err, Steady) and err.is_pipe() and isinstance(self.out, Steady)
+                and self.out.is_pipe()):
+            return False
+        tty = foreground_terminal()
+        if tty is None:
+            return False
+        try:
+            if not (self._reader_left() and err.reader_left(0.0)):
+                return False
+            err.onto(tty)
+        finally:
+            os.close(tty)
+        return True
 
     def _gone(self) -> bool:
         """Whether stdout's reader went away (a Steady stream found it gone)."""

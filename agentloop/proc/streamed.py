@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import IO, Callable, Mapping
+from typing import IO, Callable, Mapping, Sequence
 
 import agentloop.proc.running as running
 from agentloop.errors import Interrupted
@@ -51,32 +51,68 @@ class Streamed:
 def stop_group(proc: subprocess.Popen[bytes] | Streaming,
                grace: float = STOP_GRACE_SECONDS) -> None:
     """Stop a process and everything it started: SIGINT, then SIGTERM, then SIGKILL."""
-    if proc.returncode is not None:  # reaped: only what it left behind can hold the group
-        try:
-            os.killpg(proc.pid, 0)
-        except ProcessLookupError:
-            return  # nothing did: the usual end of an agent run
+    stop_groups([proc], grace)
+
+
+def stop_groups(procs: Sequence[subprocess.Popen[bytes] | Streaming],
+                grace: float = STOP_GRACE_SECONDS,
+                told: Callable[[], None] | None = None) -> None:
+    """Stop processes and everything they started, all at once: SIGINT to every group, SIGTERM
+    to those still running `grace` seconds later, SIGKILL `grace` seconds after that. However
+    many there are, the stop takes what one takes. `told()` is called once every group has its
+    SIGINT (what the stop says, said while they end); they are stopped whatever it raises."""
+    held = [proc for proc in procs if _holds_group(proc)]
     with shielded():
-        _escalate(proc, grace)
+        left: list[subprocess.Popen[bytes] | Streaming] = []
+        try:
+            left = _signalled(held, signal.SIGINT)
+            asked = time.monotonic()  # the limit counts from here, whatever told() takes
+            if told is not None:
+                told()
+        finally:
+            if left:
+                left = _signalled(_running_at(left, asked + grace), signal.SIGTERM)
+                _running_at(left, time.monotonic() + grace)
+            for proc in held:
+                # The leader may be gone while children it left behind still hold the group.
+                _signalled([proc], signal.SIGKILL)
+                proc.wait()
 
 
-def _escalate(proc: subprocess.Popen[bytes] | Streaming, grace: float) -> None:
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+def _holds_group(proc: subprocess.Popen[bytes] | Streaming) -> bool:
+    """Whether `proc`, or what it left behind in its group, is still there to stop."""
+    if proc.returncode is None:
+        return True
+    try:  # reaped: only what it left behind can hold the group
+        os.killpg(proc.pid, 0)
+    except ProcessLookupError:
+        return False  # nothing did: the usual end of an agent run
+    return True
+
+
+def _signalled(procs: list[subprocess.Popen[bytes] | Streaming], sig: int
+               ) -> list[subprocess.Popen[bytes] | Streaming]:
+    """`sig` sent to the group of each of `procs`; those whose group was there to take it."""
+    sent = []
+    for proc in procs:
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=grace)
-            break
-        except subprocess.TimeoutExpired:
             continue
-    # The leader may be gone while children it left behind still hold the group.
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
+        sent.append(proc)
+    return sent
+
+
+def _running_at(procs: list[subprocess.Popen[bytes] | Streaming], deadline: float
+                ) -> list[subprocess.Popen[bytes] | Streaming]:
+    """Those of `procs` still running at `deadline` (each waited for until then, not longer)."""
+    left = []
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            left.append(proc)
+    return left
 
 
 def _start_streaming(argv: list[str], cwd: Path | str | None, env: Mapping[str, str] | None,
@@ -231,11 +267,9 @@ def _followed(proc: subprocess.Popen[bytes] | Streaming, came: list[int], deadli
         if running.stopping():  # a parallel run's Ctrl+C stopped it from the main thread
             raise Interrupted("interrupted")
     except KeyboardInterrupt:
-        with shielded():  # a second Ctrl+C cuts neither the line nor the stop short
-            try:
-                running.stop_taken(1)  # said before the wait for the agent, not after it
-            finally:
-                stop_group(proc)
+        # Said as the agent has its SIGINT, before the wait for it, not after it; a second
+        # Ctrl+C cuts neither the line nor the stop short.
+        stop_groups([proc], told=lambda: running.stop_taken(1))
         raise Interrupted("interrupted") from None
     except BaseException:
         stop_group(proc)

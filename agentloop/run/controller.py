@@ -188,10 +188,10 @@ class Controller:
         every lane on Ctrl+C; raise the first lane's error once every lane has ended."""
         run = self.run
         running.clear()
-        # A stop says so at once, with what it waits for: each agent is asked to end, then
-        # made to, one after another (agentloop.proc.streamed.stop_group).
+        # A stop says so at once, with what it waits for: every agent is asked to end, then
+        # made to, all at once (agentloop.proc.streamed.stop_groups): one limit for them all.
         running.on_stop(lambda agents: run.emit(
-            Stopping(agents, agents * 2 * streamed.STOP_GRACE_SECONDS)))
+            Stopping(agents, 2 * streamed.STOP_GRACE_SECONDS)))
         stop_flag(run.project.store.dir).unlink(missing_ok=True)  # a request older than this run
         lanes: dict[str, threading.Thread | None] = {}
         todo = list(self.groups)
@@ -240,10 +240,8 @@ class Controller:
         with shielded(), stopping() if by_you else nullcontext():
             try:
                 agents = running.stop_all()
-                if agents and by_you:
-                    running.stop_taken(len(agents))
-                for agent in agents:
-                    streamed.stop_group(agent)
+                told = (lambda: running.stop_taken(len(agents))) if agents and by_you else None
+                streamed.stop_groups(agents, told=told)
                 for worker in lanes.values():
                     if worker is not None:
                         self._join(worker)

@@ -257,3 +257,27 @@ def test_fakes_started_at_once_get_sessions_of_their_own(fake_claude: FakeClaude
         child.wait(timeout=60)
     assert len({r["session_id"] for r in results}) == 16
     assert {r["total_cost_usd"] for r in results} == {0.01}
+
+
+def test_deaf_goes_on_after_sigint_and_sigterm_noting_each(fake_claude: FakeClaude,
+                                                           tmp_path: Path) -> None:
+    import signal
+
+    child = subprocess.Popen([str(fake_claude.bin), *BASE], cwd=tmp_path, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.write("FAKE: write a.txt hi\nFAKE: pause 30\nFAKE: deaf\n")
+    child.stdin.close()
+    session = json.loads(child.stdout.readline())["session_id"]
+    for _ in range(2):  # the tool call and its result: the handlers are set by then
+        child.stdout.readline()
+    for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):
+        child.send_signal(sig)
+        deadline = time.monotonic() + 10
+        while (session, name) not in fake_claude.signals():
+            assert time.monotonic() < deadline, fake_claude.signals()
+            time.sleep(0.05)
+    assert child.poll() is None  # neither ended it
+    child.kill()
+    assert child.wait(timeout=10) == -signal.SIGKILL
+    assert fake_claude.signals() == [(session, "SIGINT"), (session, "SIGTERM")]

@@ -292,6 +292,39 @@ def test_ctrl_c_stops_every_lane_and_a_rerun_finishes(work: Path,
         f"agent-loop: Group {g} / task {g}.{t}" for g in (1, 2, 3) for t in (1, 2))
 
 
+def test_ctrl_c_stops_every_lane_s_agent_at_once_within_the_line_s_promise(
+        work: Path, fake_claude: FakeClaude) -> None:
+    import os
+    import signal
+    import time
+
+    # Agents that only SIGKILL ends: each is asked (SIGINT), then told (SIGTERM) 3s later,
+    # then killed 3s after that. One after another, three would take 18s, the line saying 6s.
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(plan(3, 1, extra="\n  FAKE: pause 60\n  FAKE: deaf"))
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                              "--parallel", "3", "--no-distill"], cwd=work, text=True,
+                             env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    # Each agent has written its file, so it has its handlers set: every lane is at work.
+    while len(list((work / ".agent-loop" / "lanes").glob("*/g*t1.txt"))) < 3:
+        assert time.monotonic() < deadline and child.poll() is None, "the lanes never started"
+        time.sleep(0.1)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=90)
+    assert child.returncode == 130, out + err
+    got = fake_claude.signals()
+    # Every agent was asked to end before any was made to: one limit for them all.
+    assert [name for _, name in got] == ["SIGINT"] * 3 + ["SIGTERM"] * 3, got
+    assert len({session for session, _ in got}) == 3, got
+    assert "agent-loop: stopping: waiting for 3 agents to end (cut short within 6s)" in out
+    events = [json.loads(x) for x in (work / ".agent-loop" / "events.jsonl").read_text()
+              .splitlines()]
+    assert [(e["agents"], e["within"]) for e in events if e["type"] == "Stopping"] == [(3, 6.0)]
+    assert {t["status"] for t in state_of(work)["tasks"]} == {"interrupted"}
+
+
 DEPENDS_PLAN = """\
 ## Setup
 - make the base

@@ -48,6 +48,14 @@ class FakeClaude:
         """The prompt of each of the agent's runs of tasks."""
         return [c["stdin"] for c in self.task_runs()]
 
+    def signals(self) -> list[tuple[str, str]]:
+        """The stops the `FAKE: deaf` agents got, in the order they came: (session, signal)."""
+        path = self.state / "signals.log"
+        if not path.exists():
+            return []
+        lines = (line.partition(" ") for line in path.read_text().splitlines())
+        return [(session, name) for session, _, name in lines]
+
     def session(self, session_id: str) -> list[str]:
         """The prompts a session has seen, in order."""
         text = (self.state / "sessions" / f"{session_id}.txt").read_text()

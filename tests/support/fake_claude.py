@@ -16,6 +16,8 @@ tell it:
                                at work after a tool call: the console's sign of life)
     FAKE: linger SECONDS       on SIGINT, go on SECONDS more before ending (exit 130): an agent
                                slow to stop (a SIGTERM meanwhile ends it at once)
+    FAKE: deaf                 go on after SIGINT and SIGTERM, each noted as a line `SESSION
+                               SIGNAL` in $FAKE_CLAUDE_STATE/signals.log: only SIGKILL ends it
     FAKE: hang                 never answer; also starts a child that hangs (process-group tests)
     FAKE: garbage | silent | cut | crash    non-JSON output / nothing / a result cut in half /
                                             SIGKILL itself after the init line
@@ -206,6 +208,17 @@ def main() -> None:
     if "linger" in words:
         signal.signal(signal.SIGINT, lambda *_: (time.sleep(float(words["linger"])),
                                                  sys.exit(130)))
+    if "deaf" in words:
+        def noted(signum: int, _frame: object) -> None:
+            line = f"{session} {signal.Signals(signum).name}\n".encode()
+            fd = os.open(state / "signals.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)  # one write: the lines of several agents never mix
+            finally:
+                os.close(fd)
+
+        signal.signal(signal.SIGINT, noted)
+        signal.signal(signal.SIGTERM, noted)
     if "garbage" in words:
         sys.stdout.write("this is not json\n{\"half\": \n")
         return
