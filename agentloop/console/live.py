@@ -39,6 +39,7 @@ from agentloop.run.events import (
     TaskStarted,
 )
 from agentloop.run.lane_tag import LaneNote, lane
+from agentloop.run.selection import shown_session
 from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.receipts import money
 from agentloop.state.status import TaskStatus as S
@@ -176,7 +177,7 @@ class Console:
     def _agent_line(self, event: AgentStarted | AgentFinished) -> str | None:
         """An agent run starts or ends; a reviewer's end is said with its verdict."""
         if isinstance(event, AgentStarted):
-            how = f"resuming session {short(event.resume)}, " if event.resume else ""
+            how = f"resuming session {shown_session(event.resume)}, " if event.resume else ""
             if event.role == "reviewer" and self._review is not None:
                 return (f"  review {self._review.round}/{self._review.rounds}: reviewer "
                         f"checking… (output -> {self._path(event.log)})")
@@ -188,7 +189,7 @@ class Console:
             self._reviewed = spent  # said with the verdict, the next line
             return None
         if r.ok:  # whether the task is done, blocked or needs review is said next
-            return f"  ran in session {short(r.session_id)} ({spent})"
+            return f"  ran in session {shown_session(r.session_id)} ({spent})"
         if event.limited:
             return None  # the wait's line says it, once
         return f"  run ended without success: {r.error} ({duration(event.seconds)})"
@@ -344,9 +345,6 @@ def task_line(event: TaskStarted) -> str:
             f"{event.group} > {event.summary}{again}")
 
 
-def short(session: str | None) -> str:
-    """A session id as shown: its first 8 characters (logs and --status --json keep it whole)."""
-    return (session or "-")[:8]
 
 
 def review_line(event: ReviewStarted | ReviewVerdict, spent: str = "") -> str:

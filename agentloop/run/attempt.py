@@ -23,7 +23,7 @@ from agentloop.run.events import TaskStarted
 from agentloop.run.fixes import Outcome
 from agentloop.run.handover import drop, hand
 from agentloop.run.lane_tag import LaneNote
-from agentloop.run.selection import commit_message, resume_session, session_workdir
+from agentloop.run.selection import commit_message, resume_session, session_workdir, shown_session
 from agentloop.run.verify import task_checks, verify
 from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.schema import Attempt, TaskState, now
@@ -65,8 +65,9 @@ def _where_it_began(run: Run, task: TaskState, resume: str | None) -> str | None
     began, here = session_workdir(run.state, resume), workdir_of(run)
     if began is None or began == here:
         return resume
+    where = "your checkout" if began == "." else began
     run.emit(LaneNote(f"task {task.index} starts a fresh session: its group's session "
-                      f"{resume[:8]} began in {'your checkout' if began == '.' else began}, and "
+                      f"{shown_session(resume)} began in {where}, and "
                       f"its turns name the files there by their full paths"))
     return None
 

@@ -30,6 +30,17 @@ def previous_in_group(state: State, task: TaskState, over: frozenset[int] | set[
     return None
 
 
+def shown_session(session: str | None) -> str:
+    """A session id as a line shows it: 8 characters that tell it apart (the logs and
+    --status --json keep it whole). A time-ordered UUID (version 6 or 7: Codex's threads)
+    begins with its time, alike for every thread begun within a minute or so, so its last 8,
+    random, characters are shown."""
+    if not session:
+        return "-"
+    timed = len(session) == 36 and session[8] == "-" and session[14] in "67"
+    return session[-8:] if timed else session[:8]
+
+
 def session_workdir(state: State, session_id: str) -> str | None:
     """Where a session's newest developer run worked (None: not recorded, an older state)."""
     for earlier in reversed(state.tasks):
@@ -172,7 +183,7 @@ def plan_rows(state: State, max_attempts: int, only: tuple[int, ...] = (),
         session = resume_session(state, task)
         previous = previous_in_group(state, task, left)
         if session and not (again and only):
-            how = f"resumes session {session[:8]}"
+            how = f"resumes session {shown_session(session)}"
         elif previous is not None and previous.index in will_run:
             how = "continues the group's session"
         else:

@@ -20,6 +20,8 @@ from agentloop.files.pid_file import live_pid
 from agentloop.files.stamp import stat_or_none
 from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.state import plain
+from agentloop.vcs import STATE_DIR
+from agentloop.vcs.lanes import LANES
 
 # A run that loses the race for the lock waits this long at most for the winner's pid to show.
 HOLDER_WAIT_SECONDS = 2.0
@@ -115,7 +117,8 @@ class RunLock:
 
     def take(self) -> None:
         """Take `.agent-loop/run.lock`, then the VCS folder's; StateLocked, naming the holder's
-        pid, when another run holds either."""
+        pid, when another run holds either, or when this folder is a lane of a run that works."""
+        _refuse_in_a_lane(self.root)
         self._take(self.base / "run.lock", self.base / "run.pid")
         self._mark_plan()
         self.hold_vcs()
@@ -235,6 +238,26 @@ class RunLock:
             if time.monotonic() > deadline:
                 return "unknown"
             time.sleep(0.01)
+
+
+def _refuse_in_a_lane(root: Path) -> None:
+    """StateLocked when `root` is a lane of a run that works now (an agent running agent-loop
+    in its own lane): the lane is a folder of its own with no lock of that run in it, and a
+    run there would pay agents outside that run's count and --budget, land on the lane's branch
+    and, as its agents run agent-loop again in their lanes, start runs without end."""
+    lanes = root.parent
+    if lanes.name != LANES or lanes.parent.name != STATE_DIR:
+        return
+    base = lanes.parent
+    outer = base.parent
+    if not running(outer, base):
+        return   # a lane a stopped run left: nothing works on it
+    pid = live_pid(base / "run.pid") or live_pid(outer / ".git" / "agent-loop.pid") or \
+        live_pid(outer / ".jj" / "agent-loop.pid")
+    said = f" (pid {pid}{_command_of(str(pid))})" if pid is not None else ""
+    raise StateLocked(f"{root} is a lane of the agent-loop run in {outer}{said}: a run here "
+                      "would pay agents outside that run's count and budget; run agent-loop "
+                      f"from {outer} once that run ends")
 
 
 def _command_of(pid: str) -> str:

@@ -190,3 +190,21 @@ def test_commit_messages_come_from_codex_small_model(tmp_path: Path,
     assert subject == "agent-loop: G / Add one.txt" and files == ["one.txt"]
     (helper,) = [r for r in fake_openai.responses_requests() if r.model == MODELS.helper]
     assert "one.txt" in last_user_text(helper.body)
+
+
+def test_two_threads_begun_in_the_same_minute_are_shown_apart(tmp_path: Path,
+                                                              fake_openai: FakeOpenAI) -> None:
+    """Codex's thread ids are time-ordered (UUIDv7): their first 8 characters are the time of
+    day, so two groups' threads begun within a minute read as one session ("ran in session
+    01a22576" for both) where they are two."""
+    work, env = codex_project(tmp_path, fake_openai, vcs="git")
+    done = agent_loop(work, "--agent", "codex", "--vcs", "git", "--no-distill", "--task", "1,3",
+                      env=env)
+    assert done.returncode == 0, done.stderr
+    first, _, third = (t["session_id"] for t in tasks_of(work))
+    shown = [line.split("ran in session ")[1].split()[0] for line in done.stdout.splitlines()
+             if "ran in session " in line]
+    assert len(shown) == 2 and shown[0] != shown[1], done.stdout
+    assert shown[0] in first and shown[1] in third  # a part of the whole id, for a search
+    dry = agent_loop(work, "--agent", "codex", "--vcs", "git", "--dry-run", env=env)
+    assert f"(resumes session {shown[0]})" in dry.stdout, dry.stdout
