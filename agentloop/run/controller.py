@@ -105,6 +105,8 @@ class PlanNews:
     """What the user changed in the plan while the run worked, as the controller read it."""
 
     removed: set[str] = field(default_factory=set)      # log names of tasks no longer there
+    # Of those, tasks to do under a renamed heading (reconcile's `moved`): the new group's name.
+    moved: dict[str, str] = field(default_factory=dict)
     ticked: set[str] = field(default_factory=set)
     # The old log name: the new text, summary and log name, and whether the words are alike
     # (a reword), or another task was put where it stood (it was deleted, one added there).
@@ -442,6 +444,16 @@ class Controller:
         self._read_plan()
         if run.shared.halted():
             return False   # the plan was renamed meanwhile (agentloop.run.plan_kept)
+        group = self.news.moved.get(task.log_name)
+        if group is not None:
+            # Still the plan's, pending: not carried to another group (its session is its old
+            # group's), so the next run takes it there.
+            self._skipped(task, f'task "{task.summary}" moved under the heading "{group}" '
+                                f"{self.news.when}: not started by this run (a task to do "
+                                "starts afresh under its new heading); it stays in the plan, "
+                                "pending, for the next run")
+            run.tally.dropped.add(task.index)
+            return False
         if task.log_name in self.news.removed:
             # By its words: the plan has no number for it now, and its old one names another.
             self._skipped(task, f'task "{task.summary}" was removed from the plan '
@@ -517,6 +529,7 @@ class Controller:
         plan_kept.keep(self.run, data, file)
         self.news.when = plan_kept.when(self.run, path)
         self.news.removed = {r.log_name for r in changes.removed}
+        self.news.moved = {old: changes.tasks[new - 1].group for old, new in changes.moved}
         # The live lines from now name each task as the plan reads now (what the user sees).
         self.run.shared.plan_numbers = {t.log_name: t.index for t in changes.tasks}
         self.news.ticked = {changes.tasks[i - 1].log_name for i in changes.ticked}

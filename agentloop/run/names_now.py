@@ -149,6 +149,9 @@ def matched(tasks: list[TaskState], changes: Reconciled) -> Names:
     gone = {r.log_name for r in changes.dropped}
     numbers = {t.index: now[t.log_name] for t in tasks
                if t.log_name in now and t.log_name not in gone}
+    # A task to do under a renamed heading is the plan's still, by its new number.
+    moved = dict(changes.moved)
+    numbers.update({t.index: moved[t.log_name] for t in tasks if t.log_name in moved})
     from collections import Counter  # an edited plan's end only
 
     return Names(numbers, {t.index: t.summary for t in tasks},

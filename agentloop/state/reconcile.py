@@ -57,6 +57,9 @@ class Reconciled:
     replaced: tuple[TaskState, ...] = ()           # the old records of the edited tasks
     reworded_done: tuple[int, ...] = ()           # completed tasks reworded: kept done
     reopened: tuple[int, ...] = ()                # skipped tasks no longer ticked: to do
+    # A task to do whose heading was renamed (or which moved under another): removed and added
+    # in the records (not carried across groups), yet the same task: (old log name, new index).
+    moved: tuple[tuple[str, int], ...] = ()
 
     @property
     def dropped(self) -> tuple[TaskState, ...]:
@@ -78,8 +81,12 @@ class Reconciled:
 
     def summary(self) -> str:
         """`1 task added, 1 edited, 1 removed; 5 completed tasks kept`, and the old changes."""
-        parts = [f"{len(self.added)} task{'s' * (len(self.added) != 1)} added",
-                 f"{len(self.edited)} edited", f"{len(self.removed)} removed"]
+        added, removed = len(self.added) - len(self.moved), len(self.removed) - len(self.moved)
+        parts = [f"{added} task{'s' * (added != 1)} added", f"{len(self.edited)} edited",
+                 f"{removed} removed"]
+        if self.moved:
+            parts.append(f"{len(self.moved)} to do moved under another heading (it starts "
+                         "afresh there)")
         if self.reworded_done:
             parts.append(f"{len(self.reworded_done)} reworded after done")
         if self.ticked:
@@ -268,7 +275,23 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
     tasks = [r for r in result if r is not None]
     kept_done = sum(1 for r in tasks if r.status == S.COMPLETED)
     return Reconciled(tasks, tuple(added), tuple(edited), removed, tuple(ticked), kept_done,
-                      replaced=tuple(replaced), reworded_done=tuple(reworded))
+                      replaced=tuple(replaced), reworded_done=tuple(reworded),
+                      moved=_moved(removed, [tasks[i - 1] for i in added]))
+
+
+def _moved(removed: tuple[TaskState, ...], added: list[TaskState]) -> tuple[tuple[str, int], ...]:
+    """Tasks to do that a renamed heading (or a move under another) removed and added again:
+    the same words, one removed and one added, under another group. Still the plan's task."""
+    gone: dict[str, list[TaskState]] = defaultdict(list)
+    for record in removed:
+        if record.status not in (S.COMPLETED, S.SKIPPED):
+            gone[task_key(record.task)].append(record)
+    new: dict[str, list[TaskState]] = defaultdict(list)
+    for record in added:
+        new[task_key(record.task)].append(record)
+    return tuple((old[0].log_name, now[0].index) for key, old in gone.items()
+                 if len(old) == 1 and len(now := new.get(key, [])) == 1
+                 and old[0].group != now[0].group)
 
 
 

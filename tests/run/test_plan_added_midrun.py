@@ -157,3 +157,20 @@ def test_a_task_added_midrun_that_the_history_holds_done_is_counted_done(
     closing, status, out = _closing_and_status(work)
     assert status == {"completed": 4}, out
     assert closing == status, out
+
+
+def test_a_group_renamed_midrun_leaves_its_task_pending_not_removed(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # Group B's first agent renames its heading: B's second task is not carried across groups
+    # (it starts afresh under the new name, next run), but it is still in the plan, pending.
+    # The run says so, and its closing count adds up to the plan's four tasks.
+    init_repo(work, "git")
+    plan = work / "tasks.md"
+    edit = _edit(tmp_path, plan, ("## B\n", "## Bee\n"))
+    plan.write_text("## A\n" + task("a1") + task("a2")
+                    + "\n## B\n" + task("b1", f"bash {edit}") + task("b2"))
+    closing, status, out = _closing_and_status(work, "--parallel", "2")
+    assert status == {"completed": 3, "pending": 1}, out
+    assert "removed from the plan" not in out and "1 removed" not in out, out
+    assert 'task "task b2" moved under the heading "Bee"' in out, out
+    assert closing == status, out
