@@ -70,7 +70,8 @@ def _renamed(args: list[str], renamed: tuple[str, str] | None) -> list[str]:
 
 
 def _with_budget(args: list[str], budget: float) -> list[str]:
-    """The same arguments with --budget set to `budget`."""
+    """The same arguments with --budget set to `budget`, in the four decimals a budget is said
+    in (`spent $0.0024 of $0.0020`)."""
     out, skip = [], False
     for arg in args:
         if skip:
@@ -79,7 +80,7 @@ def _with_budget(args: list[str], budget: float) -> list[str]:
             skip = True
         elif not arg.startswith("--budget="):
             out.append(arg)
-    return out + ["--budget", f"{budget:.2f}"]
+    return out + ["--budget", f"{budget:.4f}"]
 
 
 def stopped_before_start() -> int:

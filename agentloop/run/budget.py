@@ -182,9 +182,12 @@ def restated(reached: BudgetReached, now: Reckoning) -> BudgetReached:
 
 def suggestion(spent: float, budget: float) -> float:
     """A --budget that lets a stopped run go on: room for as much again as this one had, in
-    whole cents and always above what was spent (a suggestion that stops at once is none)."""
-    room = max(budget, 0.01)
-    return math.ceil((spent + room) * 100) / 100
+    the four decimals a budget is said in (agentloop.state.tally.money: a budget of a fraction
+    of a cent gets as much again, not a whole cent), and always above what was spent (a
+    suggestion that stops at once is none; a budget of 0 gets a cent)."""
+    room = budget if budget >= 0.0001 else 0.01
+    # Rounded first: 0.0024 + 0.002 is 43.99999… ten-thousandths, not 44 and a bit.
+    return math.ceil(round((spent + room) * 10000, 6)) / 10000
 
 
 def bound(options: RunOptions, caps_spend: bool, checked: bool) -> str:

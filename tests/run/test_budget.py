@@ -71,6 +71,10 @@ def test_the_suggestion_always_leaves_room_above_what_was_spent() -> None:
     assert budget.suggestion(8.0, 2.0) == 10.0
     assert budget.suggestion(0.0, 0.0) > 0.0
     assert budget.suggestion(2.004, 0.001) > 2.004
+    # A budget of a fraction of a cent: as much again, in the four decimals budgets are said
+    # in ($0.0024 of $0.0020), not a whole cent ten times the budget.
+    assert budget.suggestion(0.0024, 0.002) == 0.0044
+    assert budget.suggestion(0.0101, 0.005) == 0.0151
 
 
 def test_the_stop_counts_what_the_running_tasks_spent_after_it() -> None:

@@ -55,7 +55,7 @@ def test_budget_stops_before_the_next_task_and_raising_it_continues(
     assert code == 1
     assert "budget reached before task 2: spent $0.0100 of $0.0050" in err
     assert err.strip().endswith("Continue with a higher budget: agent-loop tasks.md --vcs none "
-                                "--budget 0.02")
+                                "--budget 0.0150")
     state = orjson.loads((tmp_path / ".agent-loop" / "state.json").read_bytes())
     assert [t["status"] for t in state["tasks"]] == ["completed", "pending", "pending"]
     code, out, err = invoke("tasks.md", "--vcs", "none", "--budget", "0.015")
