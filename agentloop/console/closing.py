@@ -22,7 +22,9 @@ def summary_text(event: RunFinished, cwd: Path | None = None) -> str:
     """The closing lines of a run."""
     # The plan's tasks as it reads now; one it had while the run worked and has no more, by
     # its words: its number in the run is another task's now.
-    counts = ", ".join([f"{n} {status}" for status, n in event.counts]
+    back = f" ({event.taken_back} of them taken back since)" if event.taken_back else ""
+    counts = ", ".join([f"{n} {status}" + (back if status == "completed" else "")
+                        for status, n in event.counts]
                        + ([f"{len(event.removed)} removed from the plan"] if event.removed
                           else [])
                        + [f'"{words}" ({status}, removed from the plan since)'

@@ -108,6 +108,9 @@ class Shared:
         # reset or abandoned them; `--status` says so): None until the first lane looks.
         self.lost_before: set[str] | None = None
         self.looking = threading.Lock()  # held by the lane that finds lost_before
+        # The tasks whose change you took back while the run worked (`jj abandon`): the line
+        # said then, by task number (the run's), which the closing lines say again.
+        self.taken_back: dict[int, str] = {}
         # git: the commits whose history was known to hold nothing `--status` would speak of
         # (no finished task's change lost, moved or reverted): the state's mark at the run's
         # start, or a look since (a commit's history never changes, in any lane). A mark is

@@ -306,6 +306,9 @@ class RunFinished:
     # run worked (removed or reworded after they ran, or while they did): their words and
     # status. Not in `counts`, which count the plan as it reads then (`--status`'s totals).
     removed_since: tuple[tuple[str, str], ...] = ()
+    # Of the completed tasks in `counts`, those whose change you took back while the run
+    # worked (`jj abandon`): completed still, as `--status` counts them, their change gone.
+    taken_back: int = 0
 
 
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,

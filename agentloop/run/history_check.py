@@ -146,9 +146,11 @@ def _taken_back(run: Run, yours: set[str]) -> set[str]:
     name = run.project.shown(run.project.task_file)  # as typed where you stand
     for task in run.state.tasks:
         if task.change_id in new:
-            run.emit(LaneNote(f"task {task.index}'s change was abandoned in your checkout: it "
-                              f"stays taken back; `agent-loop {name} --task {task.index} "
-                              "--again` does it once more"))
+            line = (f"task {task.index}'s change was abandoned in your checkout: it stays taken "
+                    f"back; `agent-loop {name} --task {task.index} --again` does it once more")
+            with run.shared.lock:
+                run.shared.taken_back[task.index] = line
+            run.emit(LaneNote(line))
     return yours
 
 

@@ -61,8 +61,11 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
     counts = counted(ours) if names.counts is None else tuple(sorted(names.counts.items()))
     total = receipts.of_state(run.state)
     unfinished = tuple(i for i in planned if tasks[i - 1].status not in FINISHED)
+    # A change you took back while the run worked (`jj abandon`) is no landed task: said again
+    # below, and no undo line names it.
+    back = run.shared.taken_back
     completed = tuple(i for i in planned if tasks[i - 1].status == S.COMPLETED
-                      and tasks[i - 1].change_id)
+                      and tasks[i - 1].change_id and i not in back)
     last = completed[-1] if completed else 0
     return RunFinished(counts=counts,
                        tokens=tuple((k, getattr(total, k)) for k in receipts.TOKENS),
@@ -71,6 +74,7 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
                        logs=str(run.project.store.logs),
                        stopped=stopped,
                        notes=notes + unapproved
+                       + tuple(names.within(line, i) for i, line in sorted(back.items()))
                        + (_empty_notes(run, planned, names) + _kept_notes(run, planned, names)
                           if run.vcs.name != "none" else ())
                        + _grown_notes(run, completed),
@@ -87,7 +91,9 @@ def summarize(run: Run, started: float, stopped: str | None, notes: tuple[str, .
                        last_named=("" if not last else f"task {names.number(last)}"
                                    if names.kept(last) else f'"{tasks[last - 1].summary}"'),
                        removed_since=tuple((t.summary, str(t.status)) for t in ours
-                                           if not names.kept(t.index)))
+                                           if not names.kept(t.index)),
+                       taken_back=sum(1 for i in back if tasks[i - 1].status == S.COMPLETED
+                                      and names.kept(i)))
 
 
 def _landed_on(run: Run) -> str:

@@ -52,3 +52,14 @@ def test_a_stale_working_copy_is_named_in_one_line_with_its_fix(work: Path) -> N
     assert "\n" not in said
     assert f"working copy is stale in {work}" in said
     assert f"`jj -R {work} workspace update-stale`" in said
+
+
+def test_the_closing_lines_say_the_task_you_took_back(work: Path,
+                                                      fake_claude: FakeClaude) -> None:
+    # Said during the run, and again where a person reading the last lines looks; counted
+    # completed as `--status` counts it, said to be taken back, and no undo line names it.
+    said, _, _ = run_abandoning(work, PLAN, "--no-distill")
+    closing = said[said.index("agent-loop done: "):]
+    assert closing.startswith("agent-loop done: 3 completed (1 of them taken back since);"), said
+    assert "look at: task 1's change was abandoned in your checkout: it stays taken back" \
+        in closing, said
