@@ -20,7 +20,26 @@ def _started_as_the_program() -> bool:
     # `agent-loop` (its console script imports us) or `python -m agentloop` (Python names its
     # first argument "-m" while it finds the module); not a library's or a test's import.
     first = (getattr(sys, "argv", None) or [""])[0]   # an embedded Python may have no argv
-    return first == "-m" or os.path.basename(first) == "agent-loop"
+    return first == "-m" and _run_module() == "agentloop" or \
+        os.path.basename(first) == "agent-loop"
+
+
+def _run_module() -> str | None:
+    # The module `python -m` runs, read from Python's own command line: "-m" is all sys.argv
+    # says, for `python -m mytool` too, whose package may import ours. Python's options before
+    # it are single letters (`-I -m`, `-Bm`, `-Xdev`); one that takes a separate value
+    # (`-X importtime`) ends the search: the start then goes without the one-line Ctrl+C,
+    # never another program with it.
+    command = getattr(sys, "orig_argv", [])
+    for at, arg in enumerate(command[1:], start=2):
+        if arg.startswith("-m"):
+            return arg[2:] or (command[at] if at < len(command) else None)
+        if not (arg.startswith("-") and arg[1:].isalpha()):
+            if not arg.startswith("-X") or arg == "-X":
+                return None
+        elif arg.endswith("m"):  # `-Bm agentloop`
+            return command[at] if at < len(command) else None
+    return None
 
 
 # Started as the program, a Ctrl+C from here on ends in one line, exit 130, never Python's

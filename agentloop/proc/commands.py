@@ -91,16 +91,30 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
     """
     watched = guarded and watchdog.ready()
     data = input.encode("utf-8", "surrogateescape") if isinstance(input, str) else input
-    child = _launch(argv, cwd, env, data is not None)
+    if not guarded:
+        child = _launch(argv, cwd, env, data is not None)
+    # The agent's program: a parallel run's stop, which only the main thread hears, kills it
+    # (running.stop_all) rather than wait for its answer, and none starts after the stop.
+    elif (asked := running.asked(lambda: _launch(argv, cwd, env, data is not None))) is None:
+        raise Interrupted("interrupted")
+    else:
+        child = asked
     try:
-        if meanwhile is not None:
-            meanwhile()
-        running.waiting()   # work held back for a thread while we wait (during_next_wait)
-    except BaseException:   # meanwhile's error, or a stop as a thread starts
-        with shielded():  # reaped, its answer dropped: the error goes on up
-            _finished(child, argv, data, timeout, None, False)
-        raise
-    return _finished(child, argv, data, timeout, child.pid if watched else None, check)
+        try:
+            if meanwhile is not None:
+                meanwhile()
+            running.waiting()   # work held back for a thread while we wait (during_next_wait)
+        except BaseException:   # meanwhile's error, or a stop as a thread starts
+            with shielded():  # reaped, its answer dropped: the error goes on up
+                _finished(child, argv, data, timeout, None, False)
+            raise
+        done = _finished(child, argv, data, timeout, child.pid if watched else None, check)
+    finally:
+        if guarded:
+            running.answered(child)
+    if guarded and running.stopping():  # cut short by the stop: no answer to read
+        raise Interrupted("interrupted")
+    return done
 
 
 def start(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] | None = None,

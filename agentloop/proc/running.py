@@ -4,6 +4,8 @@ start."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from typing import Any, Callable, Protocol, TypeVar
 
@@ -17,6 +19,10 @@ Proc = TypeVar("Proc", bound=_Process)
 
 _lock = threading.Lock()
 _running: dict[int, Any] = {}
+# The agent's program asked a short question in a lane's thread (the retry advisor, the commit
+# message), by pid, each the leader of its own session: a stop kills them at once, as a Ctrl+C
+# does on the main thread (agentloop.proc.commands), and their lane reaps them.
+_asked: dict[int, Any] = {}
 _stop = threading.Event()
 # Called once the next agent run has started (after_next_stream), just before it starts
 # (before_next_stream), and once the next short command has started (during_next_wait).
@@ -60,10 +66,34 @@ def stopping() -> bool:
     return _stop.is_set()
 
 
+def asked(start: Callable[[], Proc]) -> Proc | None:
+    """`start()` (which starts the agent's program for a short question, in a session of its
+    own) and the child it started kept for a stop to kill; None, nothing started, once every
+    run is being stopped."""
+    with _lock:
+        if _stop.is_set():
+            return None
+        child = start()
+        _asked[child.pid] = child
+        return child
+
+
+def answered(child: Any) -> None:
+    """A short question's child ended (and is reaped)."""
+    with _lock:
+        _asked.pop(child.pid, None)
+
+
 def stop_all() -> list[Any]:
-    """Mark every run stopped and return them, for the caller to stop their groups."""
+    """Mark every run stopped and return them, for the caller to stop their groups; the short
+    questions being asked are killed now, their lanes waiting for them end at once."""
     with _lock:  # with started's check and start: no run starts after this, none is missed
         _stop.set()
+        for child in _asked.values():
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         return list(_running.values())
 
 

@@ -64,3 +64,18 @@ def test_a_library_s_import_leaves_ctrl_c_to_python() -> None:
                            "signal.getsignal(signal.SIGINT) is signal.default_int_handler)"],
                           capture_output=True, text=True, timeout=60)
     assert done.stdout == "True\n", done.stdout + done.stderr
+
+
+def test_another_program_run_with_dash_m_that_imports_agentloop_keeps_ctrl_c(
+        tmp_path: Path) -> None:
+    # `python -m mytool`, whose package imports agentloop: Python names the first argument "-m"
+    # while it imports mytool, as it does for `python -m agentloop`; its Ctrl+C stays its own
+    # (its KeyboardInterrupt, its cleanup), never agent-loop's start-up line and exit 130.
+    (tmp_path / "mytool").mkdir()
+    (tmp_path / "mytool" / "__init__.py").write_text("import agentloop  # noqa: F401\n")
+    (tmp_path / "mytool" / "__main__.py").write_text(
+        "import signal\nprint(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n")
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, "-m", "mytool"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": path})
+    assert done.stdout == "True\n", done.stdout + done.stderr

@@ -325,6 +325,49 @@ def test_ctrl_c_stops_every_lane_s_agent_at_once_within_the_line_s_promise(
     assert {t["status"] for t in state_of(work)["tasks"]} == {"interrupted"}
 
 
+def test_ctrl_c_cuts_a_lane_s_advisor_call_short_as_it_stops_the_agents(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    import os
+    import signal
+    import time
+
+    # Group 1's first attempt fails and its retry advisor (the agent's program, asked in the
+    # lane's thread) takes 60s; group 2's agent is at work. A Ctrl+C then stops both at once:
+    # the advisor does not hold the stop (said to take 6s at most) until it answers, and no
+    # attempt begins after it.
+    started = tmp_path / "advisor-started"
+    slow = tmp_path / "slow-bin"
+    slow.mkdir()
+    (slow / "claude").write_text(
+        "#!/bin/sh\n"
+        f'case "$*" in *--no-session-persistence*) touch "{started}"; exec sleep 60;; esac\n'
+        f'exec "{fake_claude.bin}" "$@"\n')
+    (slow / "claude").chmod(0o755)
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("## Group 1\n- first\n  FAKE: write one.txt 1\n"
+                                   "  FAKE: fail 1\n\n## Group 2\n- second\n"
+                                   "  FAKE: write two.txt 2\n  FAKE: pause 60\n")
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                              "--parallel", "2", "--no-distill"], cwd=work, text=True,
+                             env={**os.environ, "NO_COLOR": "1", "IS_SANDBOX": "1",
+                                  "PATH": f"{slow}{os.pathsep}{os.environ['PATH']}"},
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert time.monotonic() < deadline and child.poll() is None, "no advisor was asked"
+        time.sleep(0.1)
+    time.sleep(0.3)
+    child.send_signal(signal.SIGINT)
+    asked = time.monotonic()
+    out, _ = child.communicate(timeout=90)
+    took = time.monotonic() - asked
+    assert child.returncode == 130, out
+    assert took < 15, f"the stop took {took:.0f}s\n{out}"
+    assert "(attempt 2)" not in out, out
+    assert {t["status"] for t in state_of(work)["tasks"]} == {"interrupted"}
+
+
 DEPENDS_PLAN = """\
 ## Setup
 - make the base
