@@ -35,11 +35,12 @@ def listed(names: list[str], most: int = 5) -> str:
     return ", ".join(shown(name) for name in names[:most]) + more
 
 
-def typed(name: str) -> str:
+def typed(name: str | os.PathLike[str]) -> str:
     """`name` as a shell command takes it, in a line: quoted, or, where a character of it
     would break the line (a newline), a git glob pathspec with a `?` in its place."""
     import shlex  # on a stop's path only: it compiles a pattern as it loads
 
+    name = os.fspath(name)
     if not any(_control(c) for c in name):
         return shlex.quote(name)
     glob = "".join("\\" + c if c in "*?[\\" else "?" if _control(c) else c for c in name)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentloop.files.shown import typed
 from agentloop.ondemand import dataclass
 from agentloop.vcs.breach import Breach, Kind
 from agentloop.vcs.git import reflog, refs
@@ -95,8 +96,8 @@ def _moved_forward(move: _Move) -> Breach:
         return Breach(Kind.AGENT_MOVED_MAIN, f"{move.line()}: it committed what your checkout "
                       f"held uncommitted ({took or 'no file'}), your edits among it; `git reset "
                       f"--soft {old}` gives it all back uncommitted (staged)",
-                      (f"git -C {root} log --stat {old}..{new}",
-                       f"git -C {root} reset --soft {old}"), everywhere=True)
+                      (f"git -C {typed(root)} log --stat {old}..{new}",
+                       f"git -C {typed(root)} reset --soft {old}"), everywhere=True)
     # A fast-forward or merge (`git pull`, `git merge`): commits made elsewhere, not your
     # edits; a landing on top would tie them to the task's commit, so a stop all the same,
     # and `reset --keep` takes them off your branch (they stay where they came from).
@@ -104,8 +105,8 @@ def _moved_forward(move: _Move) -> Breach:
     return Breach(Kind.AGENT_MOVED_MAIN, f"{move.line()}: it brought in {count} commit(s) made "
                   f"elsewhere (a fast-forward or merge, changing {took or 'no file'}), not "
                   f"edits of yours; `git reset --keep {old}` takes them off {move.short}",
-                  (f"git -C {root} log --stat {old}..{new}",
-                   f"git -C {root} reset --keep {old}"), everywhere=True)
+                  (f"git -C {typed(root)} log --stat {old}..{new}",
+                   f"git -C {typed(root)} reset --keep {old}"), everywhere=True)
 
 
 def _amended(move: _Move) -> Breach | None:
@@ -123,8 +124,8 @@ def _amended(move: _Move) -> Breach | None:
                   f"amend), taking what your checkout held uncommitted ({took or 'no file'}), "
                   f"your edits among it; `git reset --soft {old}` puts your commit back "
                   "and gives the rest back uncommitted (staged)",
-                  (f"git -C {root} diff --stat {old} {move.new[:12]}",
-                   f"git -C {root} reset --soft {old}"), everywhere=True)
+                  (f"git -C {typed(root)} diff --stat {old} {move.new[:12]}",
+                   f"git -C {typed(root)} reset --soft {old}"), everywhere=True)
 
 
 def _moved_elsewhere(move: _Move) -> Breach:
@@ -132,8 +133,8 @@ def _moved_elsewhere(move: _Move) -> Breach:
     your branch back to where the step found it."""
     old, root = move.old[:12], move.root
     return Breach(Kind.AGENT_MOVED_MAIN, move.line(),
-                  (f"git -C {root} log --oneline {move.new[:12]}..{old}",
-                   f"git -C {root} reset --keep {old}"), everywhere=True)
+                  (f"git -C {typed(root)} log --oneline {move.new[:12]}..{old}",
+                   f"git -C {typed(root)} reset --keep {old}"), everywhere=True)
 
 
 def _files_between(main: Git, old: str, new: str) -> str:
@@ -182,12 +183,13 @@ def agent_moved_head(record: GitLaneRecord, dirs: tuple[Path, Path], stashed: bo
         there = (found[0] or "a detached HEAD").removeprefix("refs/heads/")
         return Breach(Kind.AGENT_MOVED_HEAD, f"{line}, and switched it from {short} to {there} "
                       f"(its reflog entry says `{said}`)",
-                      (f"git -C {root} reflog -{len(entries) + 1}",
-                       f"git -C {root} switch {short}"), stops=False)
+                      (f"git -C {typed(root)} reflog -{len(entries) + 1}",
+                       f"git -C {typed(root)} switch {short}"), stops=False)
     if all(e.old == e.new for e in entries) and stashed:
         return Breach(Kind.AGENT_MOVED_HEAD, f"{line}: its `git stash` there set your uncommitted "
                       f"edits aside (its reflog entry says `{said}`), in your stash list now",
-                      (f"git -C {root} stash show -p", f"git -C {root} stash pop"), stops=False)
+                      (f"git -C {typed(root)} stash show -p", f"git -C {typed(root)} stash pop"),
+                      stops=False)
     if reverted:  # its `git reset --hard`, or a `git checkout -- file`
         kept = _dropped_holding(Git(root), entries, reverted)
         if kept is not None:  # its `commit -a`, then `reset --hard HEAD~1`: not gone
@@ -199,18 +201,18 @@ def agent_moved_head(record: GitLaneRecord, dirs: tuple[Path, Path], stashed: bo
                           f"{', '.join(reverted[:5])} went back as committed; the commit "
                           f"{commit[:12]} it made there and dropped again still holds "
                           f"{', '.join(held[:5])} as it was (it stays in `git reflog`)",
-                          (f"git -C {root} diff HEAD {commit[:12]} -- {files}",
-                           f"git -C {root} checkout {commit[:12]} -- {files}"), stops=False)
+                          (f"git -C {typed(root)} diff HEAD {commit[:12]} -- {files}",
+                           f"git -C {typed(root)} checkout {commit[:12]} -- {files}"), stops=False)
         return Breach(Kind.AGENT_MOVED_HEAD, f"{line} (its reflog entry says `{said}`), and "
                       f"{', '.join(reverted[:5])} went back as committed, the edit in "
                       f"{'it' if len(reverted) == 1 else 'them'} gone", stops=False)
     if entries[0].old == entries[-1].new:  # a plain `git reset`, `git stash` then `pop`, ...
         return Breach(Kind.AGENT_MOVED_HEAD, f"{line} (its reflog entry says `{said}`), which "
                       f"left its HEAD at {entries[0].old[:12]}, where it was",
-                      (f"git -C {root} reflog -{len(entries) + 1}",), stops=False)
+                      (f"git -C {typed(root)} reflog -{len(entries) + 1}",), stops=False)
     return Breach(Kind.AGENT_MOVED_HEAD, f"{line}, and moved its HEAD from {entries[0].old[:12]} "
                   f"to {entries[-1].new[:12]} (its reflog entry says `{said}`)",
-                  (f"git -C {root} reflog -{len(entries) + 1}",), stops=False)
+                  (f"git -C {typed(root)} reflog -{len(entries) + 1}",), stops=False)
 
 
 def _dropped_holding(main: Git, entries: list[reflog.Entry],

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from agentloop.files.shown import typed
 from agentloop.vcs.git.run import Git
 
 LOCK = "index.lock"
@@ -96,7 +97,7 @@ def repair(root: Path, git_dir: Path, at: str, tip: str, in_the_way: bool = Fals
     return (f"your checkout {root} is behind its branch: the branch is at {tip[:12]}, the "
             f"checkout's index and files still at {at[:12]}, so `git status` shows the tasks' "
             f"files as staged deletions; commit nothing before it follows ({why} "
-            f"`{gone}git -C {root} read-tree -m -u {at[:12]} {tip[:12]}`, which keeps your "
+            f"`{gone}git -C {typed(root)} read-tree -m -u {at[:12]} {tip[:12]}`, which keeps your "
             "edits, or run agent-loop again)")
 
 

@@ -60,8 +60,8 @@ def left_in_checkout(root: Path, git_dir: Path, files: list[str]) -> str:
     return (f"the agent left {what} stopped on a conflict in your checkout ({listed(files)} "
             "unmerged, holding git's conflict markers), so nothing of its work was committed "
             f"for this task and its files are put back as the task began, but git still has "
-            f"{what} under way: `git -C {root} {command} --quit` ends it, leaving your files "
-            "as they are; after it, the next run runs its agent again")
+            f"{what} under way: `git -C {typed(root)} {command} --quit` ends it, leaving your "
+            "files as they are; after it, the next run runs its agent again")
 
 
 def quit_line(root: Path, git_dir: Path, git: Git) -> str | None:
@@ -83,8 +83,8 @@ def quit_line(root: Path, git_dir: Path, git: Git) -> str | None:
              "its changes)") if command == "merge" else ""
     return (f"{what} is in progress in {root} with nothing of it left in the index (HEAD's "
             "tree, nothing unmerged: what the rollback of an agent's attempt that left it "
-            f"stopped leaves): `git -C {root} {command} --quit` ends it, leaving your files as "
-            f"they are{merge}, then run again")
+            f"stopped leaves): `git -C {typed(root)} {command} --quit` ends it, leaving your "
+            f"files as they are{merge}, then run again")
 
 
 def unmerged(git: Git) -> list[str]:
@@ -98,7 +98,7 @@ def unmerged(git: Git) -> list[str]:
 def restore(root: Path, files: Iterable[str]) -> str:
     """The command that ends unmerged `files` in the checkout at `root`: each back as HEAD
     has it (or gone, where HEAD has none), its conflict markers with it."""
-    return (f"git -C {root} restore --source=HEAD --staged --worktree -- "
+    return (f"git -C {typed(root)} restore --source=HEAD --staged --worktree -- "
             + " ".join(typed(f) for f in files))
 
 

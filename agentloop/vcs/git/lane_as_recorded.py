@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentloop.files.shown import typed
 from agentloop.files.stamp import stamp
 from agentloop.vcs.breach import Breach, Kind
 from agentloop.vcs.git import refs
@@ -89,7 +90,7 @@ def _under_way(record: GitLaneRecord) -> Breach | None:
     lane = record.lane
     return Breach(Kind.UNDER_WAY, f"the agent left {what} stopped in its lane {lane} (its files "
                   "may hold git's conflict markers); nothing of this step is landed",
-                  (f"git -C {lane} status", f"git -C {lane} {command} --abort"))
+                  (f"git -C {typed(lane)} status", f"git -C {typed(lane)} {command} --abort"))
 
 
 def _unmerged(record: GitLaneRecord) -> Breach | None:
@@ -110,7 +111,7 @@ def _unmerged(record: GitLaneRecord) -> Breach | None:
     lane = record.lane
     return Breach(Kind.UNDER_WAY, f"the agent left {left_unmerged(files, f'in its lane {lane}')}"
                   "; nothing of this step is landed",
-                  (f"git -C {lane} diff", restore(lane, files)))
+                  (f"git -C {typed(lane)} diff", restore(lane, files)))
 
 
 def _git_dir(lane: Path) -> Path:
@@ -135,7 +136,7 @@ def _checked_out(record: GitLaneRecord, ref: str | None, off: tuple[int, bool]) 
     lane, short, main_short = record.lane, record.short, record.main_short
     where = ("your branch " + main_short if ref == record.main_ref else
              (ref or "a detached HEAD").removeprefix("refs/heads/"))
-    commands = [f"git -C {lane} status"]
+    commands = [f"git -C {typed(lane)} status"]
     if ref == record.main_ref:
         commands.append(f"git log --oneline -5 {main_short}")
     kept = ""
@@ -144,10 +145,10 @@ def _checked_out(record: GitLaneRecord, ref: str | None, off: tuple[int, bool]) 
         there = f"split off {short}" if split else f"on top of {short}"
         how = "the repair's rebase and switch -C" if split else "the repair's switch -C"
         kept = f"; its {count} commit(s) there, {there}, go onto {short} with {how}"
-        commands += [f"git -C {lane} rebase {short}"] if split else []
-        commands.append(f"git -C {lane} switch -C {short}")
+        commands += [f"git -C {typed(lane)} rebase {short}"] if split else []
+        commands.append(f"git -C {typed(lane)} switch -C {short}")
     else:
-        commands.append(f"git -C {lane} switch {short}")
+        commands.append(f"git -C {typed(lane)} switch {short}")
     return Breach(Kind.CHECKED_OUT, f"the agent checked out {where} in its lane {lane}, "
                   f"which works on {short}; nothing of this step is landed{kept}",
                   tuple(commands))
@@ -178,10 +179,10 @@ def _refuse_damaged(main: Git, branch: str) -> None:
 def _branch_deleted(record: GitLaneRecord) -> Breach:
     lane, short = record.lane, record.short
     repair = (f"git branch {short} {record.head}" if record.head else
-              f"git -C {lane} switch -c {short}")
+              f"git -C {typed(lane)} switch -c {short}")
     return Breach(Kind.BRANCH_DELETED, f"the agent deleted its lane's branch {short} "
                   f"(worktree {lane}); nothing of this step is landed",
-                  (f"git -C {lane} status", repair))
+                  (f"git -C {typed(lane)} status", repair))
 
 
 def _branch_rewound(record: GitLaneRecord, tip: str) -> Breach:
@@ -191,7 +192,7 @@ def _branch_rewound(record: GitLaneRecord, tip: str) -> Breach:
     return Breach(Kind.BRANCH_REWOUND, f"the agent moved its lane's branch {short} back to "
                   f"{tip[:12]}, off the commit {head} it was at; nothing of this step is landed",
                   (f"git log --oneline {tip[:12]}..{head}",
-                   f"git -C {record.lane} reset --hard {head}"))
+                   f"git -C {typed(record.lane)} reset --hard {head}"))
 
 
 def _landed_lost(record: GitLaneRecord, main: Git) -> Breach | None:

@@ -6,6 +6,7 @@ repair."""
 
 from __future__ import annotations
 
+from agentloop.files.shown import typed
 from agentloop.vcs.breach import Breach, Kind
 from agentloop.vcs.git import reflog
 from agentloop.vcs.git.lane_record import GitLaneRecord
@@ -30,8 +31,8 @@ def main_moved_back(record: GitLaneRecord, old: str, new: str,
         who = f" (its reflog entry says `{said}`)"
     return Breach(kind, f"{moved}, dropping what came after it{who}; nothing of this step is "
                   f"landed on it, and {old[:12]} {_kept_where(record, old)[0]}",
-                  (f"git -C {root} log --oneline {new[:12]}..{old[:12]}",
-                   f"git -C {root} reset --keep {old[:12]}"), everywhere=True)
+                  (f"git -C {typed(root)} log --oneline {new[:12]}..{old[:12]}",
+                   f"git -C {typed(root)} reset --keep {old[:12]}"), everywhere=True)
 
 
 def look_command(record: GitLaneRecord, commit: str) -> str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable
 
 from agentloop import proc
 from agentloop.errors import ConflictLeft, VcsError
+from agentloop.files.shown import typed
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git import first_look, reflog, refs
 from agentloop.vcs.git.files import plain, state_of
@@ -375,8 +376,8 @@ class GitRepo:
             branch = (start.ref or "").removeprefix("refs/heads/")
             raise VcsError(f"the agent switched HEAD from {start.ref or 'a detached HEAD'} to "
                            f"{self.ref() or 'a detached HEAD'}; nothing was committed for "
-                           f"this task: switch back (`git -C {self.root} switch {branch}`) and "
-                           "run agent-loop again")
+                           f"this task: switch back (`git -C {typed(self.root)} switch {branch}`) "
+                           "and run agent-loop again")
         head = self.head()
         if start.head is None or head in (None, start.head):
             return

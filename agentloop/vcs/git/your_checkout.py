@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
+from agentloop.files.shown import typed
 from agentloop.files.stamp import stat_or_none
 from agentloop.ondemand import dataclass
 from agentloop.vcs import own_output, plan_files
@@ -93,9 +94,9 @@ def written(root: Path, before: dict[str, tuple[int, int, int] | None],
     # An untracked file has no diff to show (`git diff` prints nothing for it).
     untracked = index.untracked if index is not None else frozenset()
     plain = [p for p in shown if p not in staged and p not in untracked]
-    commands = ((f"git -C {root} diff -- {' '.join(plain)}",) if plain else ()) + (
-        (f"git -C {root} diff --cached -- {' '.join(cached)}",
-         f"git -C {root} reset -q -- {' '.join(cached)}") if cached else ())
+    commands = ((f"git -C {typed(root)} diff -- {' '.join(plain)}",) if plain else ()) + (
+        (f"git -C {typed(root)} diff --cached -- {' '.join(cached)}",
+         f"git -C {typed(root)} reset -q -- {' '.join(cached)}") if cached else ())
     return Breach(Kind.CHECKOUT_WRITTEN, f"{said} in {root} changed while this lane's agent "
                   "ran (an agent writing outside its lane, or you)"
                   + ("; `git reset` unstages what was staged, the files left as they are"

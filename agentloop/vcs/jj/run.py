@@ -12,6 +12,7 @@ from typing import Callable, Mapping
 
 from agentloop import proc
 from agentloop.errors import ProcessError, ProgramNotFound, VcsError
+from agentloop.files.shown import typed
 from agentloop.ondemand import dataclass
 from agentloop.proc import environ
 from agentloop.vcs import folder_gone
@@ -163,7 +164,8 @@ def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
         # jj's own text names no workspace, and its hint is for a shell standing in it.
         return VcsError(f"`jj {_command(args)}` failed: the {STALE} in {root} (a change it "
                         "stands on was rewritten from another workspace); bring it up to date "
-                        f"with `jj -R {root} workspace update-stale`, then run agent-loop again")
+                        f"with `jj -R {typed(root)} workspace update-stale`, then run agent-loop "
+                        "again")
     return VcsError(f"`jj {_command(args)}` failed: {detail}")
 
 
