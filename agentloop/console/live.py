@@ -345,8 +345,6 @@ def task_line(event: TaskStarted) -> str:
             f"{event.group} > {event.summary}{again}")
 
 
-
-
 def review_line(event: ReviewStarted | ReviewVerdict, spent: str = "") -> str:
     """A reviewer round's line: it starts, approves, sends feedback, or fails."""
     if isinstance(event, ReviewStarted):
