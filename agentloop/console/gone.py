@@ -109,6 +109,38 @@ def steady(stream: Any) -> Any:
     return stream if stream is None or isinstance(stream, Steady) else Steady(stream)
 
 
+# How long a stop waits for stdout's pipe reader to end of the same Ctrl+C.
+READER_WAIT_SECONDS = 0.5
+
+
+def stop_reaches_the_terminal(out: Any, err: Any, err_is_terminal: bool) -> bool:
+    """At a stop, whether stderr reaches the terminal the Ctrl+C came from, made so where it
+    can be. With stdout a pipe (`| tee log`) whose reader the same Ctrl+C ends a moment later,
+    that reader is waited for (READER_WAIT_SECONDS at most: a reader that stays costs it), so
+    that what follows knows stdout has gone; with stderr a pipe gone with it (`2>&1 | tee
+    log`), stderr is pointed at that terminal, where this process is the foreground job."""
+    if err_is_terminal:
+        _reader_left(out)
+        return True
+    if not (isinstance(err, Steady) and err.is_pipe() and isinstance(out, Steady)
+            and out.is_pipe()):
+        return False
+    tty = foreground_terminal()
+    if tty is None:
+        return False
+    try:
+        if not (_reader_left(out) and err.reader_left(0.0)):
+            return False
+        err.onto(tty)
+    finally:
+        os.close(tty)
+    return True
+
+
+def _reader_left(out: Any) -> bool:
+    return isinstance(out, Steady) and out.reader_left(READER_WAIT_SECONDS)
+
+
 def foreground_terminal() -> int | None:
     """The controlling terminal, opened for writing, when this process's group is its
     foreground job (where a Ctrl+C comes from); None without one (CI, a service, setsid) or in

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import IO, Callable, Protocol
 
 from agentloop.console.closing import summary_text
-from agentloop.console.gone import Steady, foreground_terminal
+from agentloop.console.gone import stop_reaches_the_terminal
 from agentloop.console.lanes import Heartbeat, Lanes, stopping_text
 from agentloop.console.render import duration
 from agentloop.run.checks import round_line
@@ -51,8 +51,6 @@ def live_allowed(out: IO[str]) -> bool:
 
 
 HEARTBEAT_SECONDS = 60.0  # off a terminal, how often a working agent's line is printed
-# How long a stop waits for stdout's pipe reader to end of the same Ctrl+C (_stop_taken).
-READER_WAIT_SECONDS = 0.5
 
 
 class _View(Protocol):
@@ -200,46 +198,20 @@ class Console:
 
     def _stop_taken(self, event: Stopping | RunFinished) -> None:
         """A stop, off a terminal view (once a run: its stopping line, or its outcome when no
-        agent was at work). With stdout a pipe (`agent-loop … | tee log`), the Ctrl+C ends its
-        reader too, a moment after it reached us, and a line written into the pipe before the
-        reader has ended is lost with it: waited for (a reader that stays costs
-        READER_WAIT_SECONDS); once it has gone, the lines a person needs go to stderr
-        (for_stderr), the stop's own first, and stderr gone with it (`2>&1 | tee log`) is
-        pointed at the terminal the Ctrl+C came from. The terminal echoed ^C where stderr's
-        next line would begin: a line's end first (an outcome on stdout begins with one)."""
+        agent was at work). With stdout a pipe whose reader the same Ctrl+C ends, the lines a
+        person needs go to stderr once it has gone (for_stderr), the stop's own first
+        (agentloop.console.gone.stop_reaches_the_terminal). The terminal echoed ^C where
+        stderr's next line would begin: a line's end first (an outcome on stdout begins with
+        one)."""
         if self._looked:
             return
         self._looked = True
-        if _is_tty(self.err):
-            self._reader_left()
-        elif not self._err_to_terminal():
+        if not stop_reaches_the_terminal(self.out, self.err, _is_tty(self.err)):
             return
         if isinstance(event, Stopping) or self._gone():
             with self._lock:
                 self.err.write("\n")
                 self.err.flush()
-
-    def _reader_left(self) -> bool:
-        """Whether stdout's pipe reader has gone, waited for READER_WAIT_SECONDS at most."""
-        return isinstance(self.out, Steady) and self.out.reader_left(READER_WAIT_SECONDS)
-
-    def _err_to_terminal(self) -> bool:
-        """stderr, a pipe whose reader has gone with stdout's (`2>&1 | tee log`), pointed at
-        the terminal whose foreground job we are; whether it was."""
-        err = self.err
-        if not (isinstance(err, Steady) and err.is_pipe() and isinstance(self.out, Steady)
-                and self.out.is_pipe()):
-            return False
-        tty = foreground_terminal()
-        if tty is None:
-            return False
-        try:
-            if not (self._reader_left() and err.reader_left(0.0)):
-                return False
-            err.onto(tty)
-        finally:
-            os.close(tty)
-        return True
 
     def _gone(self) -> bool:
         """Whether stdout's reader went away (a Steady stream found it gone)."""
