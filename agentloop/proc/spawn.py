@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Callable, Mapping
 
@@ -172,34 +173,44 @@ def _spawn(argv: list[str], env: Mapping[str, str] | None, stdout: int, stderr: 
 
 
 class _Child:
-    """What both kinds answer of a started process: whether and how it ended, and SIGKILL."""
+    """What both kinds answer of a started process: whether and how it ended, and SIGKILL.
+    One thread at a time reaps it (as Popen's lock does): a --parallel stop waits for an agent
+    on the main thread while its lane polls it, and the thread whose waitpid came second, told
+    there was no such child, wrote an exit code of 0 over the one the first had read."""
 
     pid: int
     args: list[str]
     returncode: int | None = None
+    _reaping: threading.Lock
 
     def poll(self) -> int | None:
         """Its exit code once it has ended (-N for a signal, like Popen), else None."""
-        if self.returncode is None:
+        # Another thread reaping it now tells its code once done: till then, it runs.
+        if self.returncode is None and self._reaping.acquire(blocking=False):
             try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                pid, status = self.pid, 0  # reaped already: see wait
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
+                if self.returncode is None:
+                    try:
+                        pid, status = os.waitpid(self.pid, os.WNOHANG)
+                    except ChildProcessError:
+                        pid, status = self.pid, 0  # reaped already: see wait
+                    if pid:
+                        self.returncode = os.waitstatus_to_exitcode(status)
+            finally:
+                self._reaping.release()
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
         """Wait for it to end, at most `timeout` seconds (then TimeoutExpired), like Popen."""
         if timeout is None:
-            if self.returncode is None:
-                try:
-                    _, status = os.waitpid(self.pid, 0)
-                except ChildProcessError:
-                    # Started with SIGCHLD ignored, the kernel reaped it for us: its status is
-                    # gone, and it counts as a success, as Popen counts it.
-                    status = 0
-                self.returncode = os.waitstatus_to_exitcode(status)
+            with self._reaping:
+                if self.returncode is None:
+                    try:
+                        _, status = os.waitpid(self.pid, 0)
+                    except ChildProcessError:
+                        # Started with SIGCHLD ignored, the kernel reaped it for us: its
+                        # status is gone, and it counts as a success, as Popen counts it.
+                        status = 0
+                    self.returncode = os.waitstatus_to_exitcode(status)
             return self.returncode
         deadline, delay = time.monotonic() + timeout, 0.0005
         while (code := self.poll()) is None:
@@ -223,7 +234,7 @@ class Spawned(_Child):
     """A running short command whose stdout and stderr we collect."""
 
     def __init__(self, argv: list[str], env: Mapping[str, str] | None, feed: bool) -> None:
-        self.args = argv
+        self.args, self._reaping = argv, threading.Lock()
         out, err = os.pipe(), os.pipe()
         given = os.pipe() if feed else None
         try:
@@ -320,7 +331,7 @@ class Streaming(_Child):
 
     def __init__(self, argv: list[str], env: Mapping[str, str] | None, stdin: int | None,
                  stderr: int) -> None:
-        self.args = argv
+        self.args, self._reaping = argv, threading.Lock()
         out = os.pipe()
         try:
             self.pid = _spawn(argv, env, out[1], stderr, stdin)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from types import FrameType
@@ -287,3 +288,35 @@ def test_a_stop_in_the_middle_of_closing_a_stream_leaves_it_to_be_collected_agai
         sys.setprofile(None)
     assert child.communicate(timeout=5)[0] in (b"out\n", b"")
     assert child.wait() == 0
+
+
+
+def test_two_threads_waiting_on_one_killed_child_both_read_its_signal(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A --parallel stop waits for an agent on the main thread while its lane polls it: the
+    # thread whose waitpid came second was told there was no such child, took that for an exit
+    # code of 0, and wrote it over the code of the agent the stop had just killed.
+    with open(os.devnull, "wb") as errors:
+        child = spawn.Streaming(["sleep", "60"], None, None, errors.fileno())
+    assert child.stdout is not None
+    child.stdout.close()
+    os.kill(child.pid, signal.SIGKILL)
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # ended, not yet reaped
+    real, read = os.waitpid, []
+
+    def lane_polls_first(pid: int, options: int) -> tuple[int, int]:
+        # The lane's poll comes between this thread's look at the child and its waitpid (run
+        # to its end right there: no sleep decides the order).
+        monkeypatch.setattr(os, "waitpid", real)
+        lane = threading.Thread(target=lambda: read.append(child.poll()))
+        lane.start()
+        lane.join()
+        return real(pid, options)
+
+    monkeypatch.setattr(os, "waitpid", lane_polls_first)
+    assert child.wait() == -signal.SIGKILL
+    lane = threading.Thread(target=lambda: read.append(child.wait()))
+    lane.start()
+    lane.join()
+    assert read[-1] == child.returncode == -signal.SIGKILL
+    assert read[0] in (None, -signal.SIGKILL)
