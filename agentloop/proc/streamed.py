@@ -56,11 +56,13 @@ def stop_group(proc: subprocess.Popen[bytes] | Streaming,
 
 def stop_groups(procs: Sequence[subprocess.Popen[bytes] | Streaming],
                 grace: float = STOP_GRACE_SECONDS,
-                told: Callable[[], None] | None = None) -> None:
+                told: Callable[[int], None] | None = None) -> None:
     """Stop processes and everything they started, all at once: SIGINT to every group, SIGTERM
     to those still running `grace` seconds later, SIGKILL `grace` seconds after that. However
-    many there are, the stop takes what one takes. `told()` is called once every group has its
-    SIGINT (what the stop says, said while they end); they are stopped whatever it raises."""
+    many there are, the stop takes what one takes. `told(n)` is called once every group has its
+    SIGINT, `n` the processes it reached still running (what the stop says, said while they
+    end: one that had ended, its lane yet to forget it, is not waited for); they are stopped
+    whatever it raises."""
     held = [proc for proc in procs if _holds_group(proc)]
     with shielded():
         left: list[subprocess.Popen[bytes] | Streaming] = []
@@ -68,7 +70,7 @@ def stop_groups(procs: Sequence[subprocess.Popen[bytes] | Streaming],
             left = _signalled(held, signal.SIGINT)
             asked = time.monotonic()  # the limit counts from here, whatever told() takes
             if told is not None:
-                told()
+                told(sum(proc.returncode is None for proc in left))
         finally:
             if left:
                 left = _signalled(_running_at(left, asked + grace), signal.SIGTERM)
@@ -81,7 +83,7 @@ def stop_groups(procs: Sequence[subprocess.Popen[bytes] | Streaming],
 
 def _holds_group(proc: subprocess.Popen[bytes] | Streaming) -> bool:
     """Whether `proc`, or what it left behind in its group, is still there to stop."""
-    if proc.returncode is None:
+    if proc.poll() is None:  # (one thread at a time reaps it: agentloop.proc.spawn)
         return True
     try:  # reaped: only what it left behind can hold the group
         os.killpg(proc.pid, 0)
@@ -269,7 +271,7 @@ def _followed(proc: subprocess.Popen[bytes] | Streaming, came: list[int], deadli
     except KeyboardInterrupt:
         # Said as the agent has its SIGINT, before the wait for it, not after it; a second
         # Ctrl+C cuts neither the line nor the stop short.
-        stop_groups([proc], told=lambda: running.stop_taken(1))
+        stop_groups([proc], told=lambda _: running.stop_taken(1))
         raise Interrupted("interrupted") from None
     except BaseException:
         stop_group(proc)

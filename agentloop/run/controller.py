@@ -242,7 +242,10 @@ class Controller:
         with shielded(), stopping() if by_you else nullcontext():
             try:
                 agents = running.stop_all()
-                told = (lambda: running.stop_taken(len(agents))) if agents and by_you else None
+                # Said for those still running: one that has ended is in the list until its
+                # lane forgets it, and is not waited for.
+                told = (lambda signalled: running.stop_taken(signalled) if signalled else None
+                        ) if agents and by_you else None
                 streamed.stop_groups(agents, told=told)
                 for worker in lanes.values():
                     if worker is not None:
