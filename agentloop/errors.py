@@ -21,6 +21,9 @@ class AgentLoopError(Exception):
     # (agentloop.run.plan_kept), so the command that continues the run names the new one; a
     # Ctrl+C's KeyboardInterrupt carries it the same way.
     renamed: tuple[str, str] | None = None
+    # What was done before the failure that its line alone would leave unsaid (a killed run's
+    # attempt rolled back into a commit, then your dirty checkout refused): said first.
+    said_first: tuple[str, ...] = ()
 
 
 class UsageError(AgentLoopError):

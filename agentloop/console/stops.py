@@ -150,6 +150,8 @@ def _report_line(exc: BaseException, args: list[str]) -> int:
             echo(f"\nagent-loop: interrupted; state saved. Resume with: {again}", err=True)
         return 130
     assert isinstance(exc, AgentLoopError)
+    for line in exc.said_first:
+        echo(f"agent-loop: {line}", err=True)
     if isinstance(exc, SettingsError):
         echo(f"agent-loop: settings: {exc}", err=True)
     elif isinstance(exc, UsageError):

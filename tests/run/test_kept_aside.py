@@ -321,6 +321,32 @@ def test_the_run_after_a_kill_says_the_roll_back_once(tmp_path: Path, kind: str,
     assert "kept in" in said[0], out
 
 
+def test_the_run_that_refuses_a_dirty_checkout_says_the_roll_back_first(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # kill -9 while the agent works in your checkout beside an edit of yours (--allow-dirty):
+    # the next run, without it, rolled the attempt back into a commit, then refused the edit,
+    # and the refusal was the only line, so where the attempt's files went was never said.
+    started = tmp_path / "started"
+    work = project(tmp_path, "git", "- the task\n  FAKE: write a.txt a\n"
+                                    f"  FAKE: bash touch {started}; sleep 30\n")
+    (work / "notes.txt").write_text("my edit\n")
+    child = start(work, "--vcs", "git", "--allow-dirty")
+    wait_for(child, started)
+    child.kill()  # SIGKILL to agent-loop alone: no handler runs, nothing is rolled back
+    child.communicate(timeout=60)
+    again = agent_loop(work, "--vcs", "git", "--workplace", "checkout", "--no-distill")
+    said = (again.stdout + again.stderr).splitlines()
+    assert again.returncode == 1, said
+    rolled = [n for n, line in enumerate(said) if "rolled back" in line]
+    refused = [n for n, line in enumerate(said) if "uncommitted file(s)" in line]
+    assert len(rolled) == 1 and refused and rolled[0] < refused[0], said
+    assert "kept in" in said[rolled[0]] and SAVED in said[rolled[0]], said
+    assert not (work / "a.txt").exists() and (work / "notes.txt").read_text() == "my edit\n"
+    assert git(work, "show", f"{SAVED}:a.txt").strip() == "a"
+    brought_back(work, said[rolled[0]])  # the command as the line gives it
+    assert (work / "a.txt").read_text().strip() == "a"
+
+
 def test_jj_a_killed_finished_attempt_is_kept_when_another_task_began_first(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     # Two groups in parallel lanes, killed while B's check runs (its agent finished) and A's

@@ -112,6 +112,16 @@ def said(kept: tuple[str, list[str]]) -> str:
             "git apply` brings them back")
 
 
+def way_back(line: str) -> str:
+    """A line that names the commit a roll-back kept (copy_named), with the command that
+    brings its files back by hand."""
+    named = re.search(_SAID, line)
+    if named is None:
+        return line
+    sha = named.group(1)
+    return f"{line}; `git diff --binary {sha}~ {sha} | git apply` brings them back"
+
+
 def bring_back(repo: GitRepo, line: str) -> bool:
     """Apply the diff of the commit a line of `said` names onto the working tree, all of it or
     nothing (git apply's own rule): whether it went in."""

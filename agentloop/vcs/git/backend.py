@@ -169,7 +169,13 @@ class GitVcs:
             self._clean_at(head)
         if self._resumable is not None:  # the attempt's files are its task's, not the user's
             dirty = sorted(set(dirty) - self.tree.changed(self._resumable))
-        notes += dirty_tree.settle(self.tree, dirty, head, created, self.lanes, self.allow_dirty)
+        try:
+            notes += dirty_tree.settle(self.tree, dirty, head, created, self.lanes,
+                                       self.allow_dirty)
+        except VcsError as exc:
+            if self._rolled_back is not None:  # the refusal alone never said where they went
+                exc.said_first = (aside.way_back(self._rolled_back[0]),)
+            raise
         return notes
 
     def _recover(self, notes: list[str]) -> bool:
