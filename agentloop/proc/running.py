@@ -47,11 +47,15 @@ def started(start: Callable[[], Proc]) -> Proc | None:
     lane that passed every check before a Ctrl+C (its budget wait woke as the stopped agent
     beside it ended) starts no agent after it, and one started just before is in the list that
     stop_all hands over."""
+    return _kept_in(_running, start)
+
+
+def _kept_in(table: dict[int, Proc], start: Callable[[], Proc]) -> Proc | None:
     with _lock:
         if _stop.is_set():
             return None
         proc = start()
-        _running[proc.pid] = proc
+        table[proc.pid] = proc
         return proc
 
 
@@ -70,12 +74,7 @@ def asked(start: Callable[[], Proc]) -> Proc | None:
     """`start()` (which starts the agent's program for a short question, in a session of its
     own) and the child it started kept for a stop to kill; None, nothing started, once every
     run is being stopped."""
-    with _lock:
-        if _stop.is_set():
-            return None
-        child = start()
-        _asked[child.pid] = child
-        return child
+    return _kept_in(_asked, start)
 
 
 def answered(child: Any) -> None:
