@@ -91,14 +91,15 @@ def run(argv: list[str], cwd: Path | str | None = None, env: Mapping[str, str] |
     """
     watched = guarded and watchdog.ready()
     data = input.encode("utf-8", "surrogateescape") if isinstance(input, str) else input
-    if not guarded:
-        child = _launch(argv, cwd, env, data is not None)
+
+    def launch() -> subprocess.Popen[bytes] | Spawned:
+        return _launch(argv, cwd, env, data is not None)
+
     # The agent's program: a parallel run's stop, which only the main thread hears, kills it
     # (running.stop_all) rather than wait for its answer, and none starts after the stop.
-    elif (asked := running.asked(lambda: _launch(argv, cwd, env, data is not None))) is None:
+    child = running.asked(launch) if guarded else launch()
+    if child is None:
         raise Interrupted("interrupted")
-    else:
-        child = asked
     try:
         try:
             if meanwhile is not None:
