@@ -95,12 +95,12 @@ def test_a_stop_anywhere_in_a_wait_holds_the_commit(repo: Path, where: str,
     looks = 0
     busy, sleep = main._busy, mainline.time.sleep
 
-    def look(files: list[str]) -> tuple[list[str], list[str]]:
+    def look(files: list[str], new: str) -> tuple[list[str], list[str]]:
         nonlocal looks
         looks += 1
         if where == "look" and looks == 2:
             raise KeyboardInterrupt  # as git's status is running
-        return busy(files)
+        return busy(files, new)
 
     def nap(seconds: float) -> None:
         if where == "sleep":
@@ -128,12 +128,12 @@ def test_git_failing_in_a_wait_nobody_stopped_is_not_called_a_stop(
     looks = 0
     busy = main._busy
 
-    def look(files: list[str]) -> tuple[list[str], list[str]]:
+    def look(files: list[str], new: str) -> tuple[list[str], list[str]]:
         nonlocal looks
         looks += 1
         if looks == 2:
             raise VcsError("git status failed")
-        return busy(files)
+        return busy(files, new)
 
     monkeypatch.setattr(main, "_busy", look)
     with pytest.raises(VcsError, match="git status failed"):
@@ -145,7 +145,7 @@ def test_a_stop_before_any_wait_goes_on_as_it_is(repo: Path,
     main = GitMainLine(repo, "refs/heads/main", on_wait=lambda line: None)
     commit = lane_commit(repo, "a", {"f.txt": "from the task\n"}, "task")
 
-    def look(files: list[str]) -> tuple[list[str], list[str]]:
+    def look(files: list[str], new: str) -> tuple[list[str], list[str]]:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(main, "_busy", look)
@@ -456,3 +456,45 @@ def test_a_damaged_repository_is_not_taken_for_a_pruned_landing_by_the_next_run(
     said = str(caught.value)
     assert "\n" not in said and "damaged" in said and "git fsck" in said, said
     assert record.exists()  # nothing dropped while the repository is in doubt
+
+
+def test_a_fast_forward_a_rename_cut_short_lands_without_waiting_on_its_own_files(
+        repo: Path) -> None:
+    """An agent's `git branch -m main trunk` in the middle of a landing's `git merge --ff-only`:
+    git had written and staged the task's file in your checkout, then the branch did not move.
+    The landing taken again waited on that file as on an edit of yours, for as long as a person
+    takes (a --parallel run stalled, 1 in 40)."""
+    from agentloop.vcs.landing import LandingHeld
+
+    commit = lane_commit(repo, "a", {"two.txt": "two\n"}, "task")
+    old = git(repo, "rev-parse", "HEAD")
+    git(repo, "read-tree", "-m", "-u", old, commit)  # what the cut-short merge left
+    git(repo, "branch", "-m", "main", "trunk")
+    main = GitMainLine(repo, "refs/heads/main", wait_limit=1.0)
+    try:
+        landed = main.land(commit, parent=old)
+    except LandingHeld as held:
+        pytest.fail(f"the landing waited on its own file: {held}")
+    assert git(repo, "rev-parse", "trunk") == landed and git(repo, "show", "trunk:two.txt") == "two"
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_branch_renamed_just_before_the_landing_moves_it_is_read_again_not_called_damaged(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rename between the landing's read of the branch and its move: the move met no
+    branch of the old name and the run stopped, exit 1, saying this repository's git objects
+    were damaged (branch main missing)."""
+    commit = lane_commit(repo, "a", {"two.txt": "two\n"}, "task")
+    main = GitMainLine.current(repo)
+    replay = main._replay
+
+    def renamed_after(*args: object) -> tuple[str, list[str]]:
+        done = replay(*args)  # type: ignore[arg-type]
+        if git(repo, "branch", "--list", "main"):
+            git(repo, "branch", "-m", "main", "trunk")
+        return done
+
+    monkeypatch.setattr(main, "_replay", renamed_after)
+    landed = main.land(commit)
+    assert git(repo, "rev-parse", "trunk") == landed and git(repo, "show", "trunk:two.txt") == "two"
+    assert git(repo, "status", "--porcelain") == ""

@@ -115,6 +115,18 @@ def edited(git: Git, files: list[str], behind: str | None) -> tuple[list[str], l
             sorted({entry[3:] for entry in entries if entry.startswith("?? ")}))
 
 
+def already(git: Git, commit: str, paths: list[str]) -> set[str]:
+    """Of tracked `paths`, those whose index entry and file on disk hold just what `commit` has
+    there (deleted, where it has none): a landing of `commit` finds nothing to change in them."""
+    if not paths:
+        return set()
+    staged = git.code("diff-index", "--cached", "--name-only", "-z", commit, "--", *paths)[1]
+    on_disk = git.code("--no-optional-locks", "diff-files", "--name-only", "-z", "--",
+                       *paths)[1]
+    differ = {p for p in (staged + "\0" + on_disk).split("\0") if p}
+    return {p for p in paths if p not in differ}
+
+
 def _edited_behind(git: Git, files: list[str], at: str) -> tuple[list[str], list[str]]:
     """`edited` while the checkout is behind: against the commit it is at, not the branch (whose
     later tasks' files `git status` shows as staged deletions, nobody's edits). No command takes

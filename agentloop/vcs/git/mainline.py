@@ -152,9 +152,10 @@ class GitMainLine:
                 with waiting.held_if_stopped(self.stopping):  # a stop in a look again
                     self._catch_up()
                     old = self.tip()
-                    with objects_kept(self.git, self.ref, commit):
+                    # The commit, not the branch's name: a rename meanwhile is no damage.
+                    with objects_kept(self.git, old, commit):
                         new, files = self._replay(old, commit, whole)
-                    busy, untracked = self._busy(files)
+                    busy, untracked = self._busy(files, new)
                     blocked = None if busy else self._blocked()
                 if not busy and blocked is None:
                     # Noted until the checkout has followed: a kill in between leaves the
@@ -163,7 +164,7 @@ class GitMainLine:
                     record.write_text(f"{self._behind} {new} {BEHIND}\n" if self._behind
                                       else f"{old} {new}\n")
                     try:
-                        with objects_kept(self.git, self.ref, commit):
+                        with objects_kept(self.git, old, commit):
                             swapped = self._swap(old, new, commit)
                     except VcsError:
                         # The branch did not move: a record of this landing would have the
@@ -250,12 +251,19 @@ class GitMainLine:
         (agentloop.vcs.git.landing_copy.replay)."""
         return landing_copy.replay(self.root, old, commit, whole)
 
-    def _busy(self, files: list[str]) -> tuple[list[str], list[str]]:
+    def _busy(self, files: list[str], new: str) -> tuple[list[str], list[str]]:
         """Which of `files` the user has edited, staged or left untracked in the checkout, and
-        which of those are untracked (agentloop.vcs.git.in_the_way)."""
+        which of those are untracked (agentloop.vcs.git.in_the_way). A file that holds just
+        what `new` has for it, in the index and on disk, is in nobody's way: a fast-forward of
+        this landing a rename of the branch cut short left it so (git had written the files,
+        then found no branch to move)."""
         if not files or not self._checked_out():
             return [], []
-        return in_the_way.edited(self.git, files, self._behind)
+        busy, untracked = in_the_way.edited(self.git, files, self._behind)
+        if busy and self._behind is None:
+            there = in_the_way.already(self.git, new, [p for p in busy if p not in untracked])
+            busy = [p for p in busy if p not in there]
+        return busy, untracked
 
     def _blocked(self) -> tuple[str, str] | None:
         """What keeps any landing off the branch your checkout is on, whatever it changes, and
@@ -335,8 +343,9 @@ class GitMainLine:
         code, _ = self.git.code(*args, input=script, codes=(0, 128))
         if code == 0:
             return True
-        if self.tip() != old:
-            return False  # moved meanwhile: read it again
+        ref = self.ref
+        if self.tip() != old or self.ref != ref:
+            return False  # moved or renamed meanwhile: read it again
         self.git.code(*args, input=script)  # not moved: a lock, say; its error, never a loop
         return True
 
