@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import pytest
 
@@ -136,9 +136,10 @@ class ClaudeTimedOut(AssertionError):
 
 
 def run_claude(argv: list[str], cwd: Path, env: dict[str, str], stdin: str | None = None,
-               timeout: float = 60) -> CliRun:
-    """Run the CLI (never through a shell); past `timeout`, stop its process group and raise."""
-    run, timed_out = clirun.run_cli(CliRun, argv, cwd, env, stdin, timeout)
+               timeout: float = 60, since: Callable[[], bool] | None = None) -> CliRun:
+    """Run the CLI (never through a shell); past `timeout` (counted from when `since` first
+    holds, clirun.run_cli), stop its process group and raise."""
+    run, timed_out = clirun.run_cli(CliRun, argv, cwd, env, stdin, timeout, since)
     if timed_out:
         raise ClaudeTimedOut(run, timeout)
     return run

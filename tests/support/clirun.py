@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Callable, TypeVar
 
 STOP_GRACE_SECONDS = 3.0
 
@@ -54,15 +54,32 @@ Run = TypeVar("Run", bound=CliRun)
 
 
 def run_cli(kind: type[Run], argv: list[str], cwd: Path, env: dict[str, str],
-            stdin: str | None = None, timeout: float = 60) -> tuple[Run, bool]:
-    """Run the CLI (never through a shell): the run, and whether it was stopped at `timeout`."""
+            stdin: str | None = None, timeout: float = 60,
+            since: Callable[[], bool] | None = None) -> tuple[Run, bool]:
+    """Run the CLI (never through a shell): the run, and whether it was stopped at `timeout`.
+    `since`: the timeout counts from the moment it first holds (the request a test hangs
+    arrived), not from the start: on a loaded machine a CLI can take longer than a short timeout
+    to send its first request, and the hang under test was then never reached."""
     start = time.monotonic()
     child = subprocess.Popen(argv, cwd=cwd, env=env, text=True, start_new_session=True,
                              stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = start + timeout if since is None else None
     try:
-        out, err = child.communicate(stdin, timeout=timeout)
-        timed_out = False
+        while True:
+            if deadline is None and (since is None or since()):
+                deadline = time.monotonic() + timeout
+            if deadline is None and time.monotonic() - start > 60 + timeout:
+                raise subprocess.TimeoutExpired(argv, timeout)  # never got that far
+            left = 0.05 if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                # A retry after TimeoutExpired loses no output and writes stdin only once.
+                out, err = child.communicate(stdin, timeout=left)
+                timed_out = False
+                break
+            except subprocess.TimeoutExpired:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
     except subprocess.TimeoutExpired:
         out, err = _stop(child)
         timed_out = True
