@@ -27,6 +27,9 @@ class Status:
     unindexed: tuple[tuple[str, str], ...] = ()
     # Paths the index holds unmerged (a conflict git left, with its markers in the file).
     unmerged: frozenset[str] = frozenset()
+    # Untracked folders that hold a repository of their own (git's `? app/`), without the "/":
+    # git lists none of their files (agentloop.vcs.git.nested).
+    nested: frozenset[str] = frozenset()
 
     @property
     def staged(self) -> bool:
@@ -68,8 +71,9 @@ def parse_status(out: str) -> Status:
             untracked.add(entry[2:])
     paths |= unmerged
     staged |= unmerged
+    nested = {p[:-1] for p in untracked if p.endswith("/")}
     paths = {p for p in paths if p and not p.endswith("/")}
     # An unmerged or staged nested repository still means the index is not HEAD's tree.
     return Status(frozenset(paths), frozenset(untracked & paths), frozenset(staged - {""}),
                   tuple(sorted((p, h) for p, h in heads.items() if p in untracked)),
-                  frozenset(unmerged))
+                  frozenset(unmerged), frozenset(nested))
