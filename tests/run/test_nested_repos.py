@@ -1,7 +1,7 @@
 """A repository an agent makes inside yours (`git init app`, `git clone`, an `npm create` that
 runs `git init`), which git lists as one folder and none of its files: its files land in the
-task's commit as plain files, and the line says so (agentloop.vcs.git.nested); one you made
-before the run is never taken for the agent's.
+task's commit as plain files, and the line says so (agentloop.vcs.git.nested); a lane's leftover
+one is kept when the lane goes; one you made before the run is never taken for the agent's.
 Real git, the fake claude running the git commands an agent would."""
 
 from __future__ import annotations
@@ -80,6 +80,20 @@ def test_an_agents_repository_under_a_venv_lands_and_the_lane_goes(
     assert task_files(work, 1) == ["venv/f.txt", "venv/src/pkg/e.txt"]
     assert task_files(work, 2) == ["other.txt"]
     assert (work / "venv/src/pkg/e.txt").read_text() == "e\n"
+
+
+def test_a_failed_attempts_repository_is_kept_when_the_lane_goes(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """The lane's removal ran `git add -A` over it: "does not have a commit checked out",
+    exit 1, and the lane's files were kept nowhere."""
+    work = project(tmp_path, f"- pip\n  FAKE: bash {NO_COMMIT}\n  FAKE: fail 9\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--max-attempts", "1")
+    assert done.returncode == 4, done.stdout + done.stderr
+    kept = [line for line in done.stdout.splitlines() if "kept in commit" in line]
+    assert kept, done.stdout
+    ref = "refs/agent-loop/kept-files/" + kept[0].split("refs/agent-loop/kept-files/")[1][:-2]
+    assert git(work, "show", f"{ref}:fresh/r/d.txt") == "d\n"
+    assert not list(work.glob(".agent-loop/lanes/*"))
 
 
 @pytest.mark.parametrize("workplace", ["checkout", "lane"])
