@@ -113,15 +113,40 @@ def test_your_own_repositories_are_never_taken_for_the_agents(
     (work / "mine").mkdir()
     git(work / "mine", "init", "-q")
     (work / "mine/m.txt").write_text("m\n")
+    git(work / "mine", "add", "m.txt")
+    git(work / "mine", "commit", "-qm", "mine")
     done = agent_loop(work, "--vcs", "git", "--workplace", workplace, "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
+    # The agent's `git add -A` made `mine` a gitlink: your checkout's guard took its `.git`
+    # for one the agent made and moved it into .agent-loop/submodule-git-folders/.
     assert (work / "tools/.git").is_dir() and (work / "mine/.git").is_dir()
-    assert not list(work.glob(".agent-loop/**/tools")), list(work.glob(".agent-loop/**"))
+    assert git(work / "mine", "log", "--format=%s") == "mine\n"
+    assert not list(work.glob(".agent-loop/**/.git")), list(work.glob(".agent-loop/**"))
+    assert "160000" not in git(work, "ls-tree", "-r", "HEAD")
     assert "the agent made inside yours" not in done.stdout
     assert "tools/new.txt" in task_files(work, 1)
     # A lane has no `mine/` of yours: what the agent wrote there is a new file as any other.
     assert [p for p in task_files(work, 1) if p.startswith("mine/")] == \
         ([] if workplace == "checkout" else ["mine/new.txt"])
+
+
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+def test_an_agents_repository_it_committed_as_a_gitlink_lands_as_plain_files(
+        tmp_path: Path, fake_claude: FakeClaude, workplace: str) -> None:
+    """The agent's own `git add -A && git commit` recorded app as a gitlink: in your checkout
+    the task's commit dropped it and app/a.txt was in no commit; a lane landed the gitlink on
+    your branch, an empty folder, the files gone with the lane."""
+    work = project(tmp_path, "- make it\n  FAKE: bash git init -q app && echo a > app/a.txt && "
+                   "git -C app add . && git -C app commit -qm app && git add -A && "
+                   "git commit -qm app\n- next\n  FAKE: write two.txt 2\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", workplace, "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert task_files(work, 1) == ["app/a.txt"]
+    assert "160000" not in git(work, "ls-tree", "-r", "HEAD")
+    assert (work / "app/a.txt").read_text() == "a\n"
+    assert git(work, "status", "--porcelain", "--untracked-files=all", "--", "app") == ""
+    assert any("app/: a git repository the agent made inside yours" in line
+               for line in done.stdout.splitlines())
 
 
 @pytest.mark.parametrize("workplace", ["checkout", "lane"])

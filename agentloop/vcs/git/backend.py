@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from agentloop.errors import VcsError
-from agentloop.vcs import own_output, plan_files, relative_to
+from agentloop.vcs import own_output, plan_files, relative_to, submodule_gitdirs
 from agentloop.vcs.git import aside, dirty_tree, planted, quick, refs
 from agentloop.vcs.git.dirty_tree import beside_lanes, dirty_message, why_here
 from agentloop.vcs.git.files import state_of
@@ -166,6 +166,8 @@ class GitVcs:
         self.tree.listed = None
         dirty = [] if fresh else dirty_tree.dirty(self.tree, head)
         self._yours_nested |= self.tree.nested_seen
+        if not self.lane:
+            submodule_gitdirs.yours(self.root, self.tree.nested_seen)
         # The checkout as the run found it, for the main line of a run in lanes.
         self.found_listed = None if created else self.tree.listed
         if fresh and head is not None:
@@ -296,6 +298,11 @@ class GitVcs:
         start, agent_subjects = self._agents_commits(start)
         touched = self.tree.move_head_back(start)
         status, made, inner = self._with_nested(self.tree.status())
+        # A repository's gitlink the agent's `git add` staged, left out (one of yours, or one
+        # with no file to take): its index entry goes back as the task began. One whose files
+        # are taken gives way to theirs as the index takes the commit's.
+        touched = (touched | status.gitlinks_added) - {
+            g for g in status.gitlinks_added if any(f.startswith(g + "/") for f in inner)}
         if status.unmerged:
             self.tree.refuse_unmerged(start.states, status.unmerged)
         changed = self.tree.changed(start, status)
@@ -322,7 +329,7 @@ class GitVcs:
             from agentloop.vcs.git import nested
 
             done = dataclasses.replace(done, note="; ".join(filter(None, (
-                done.note, nested.said(made, in_place=not self.lane)))))
+                done.note, nested.said(made, self.root, self.lane)))))
         if not lost:
             return done
         said = ", ".join(p + gone_as(self.root, p) for p in lost[:5])
@@ -334,7 +341,17 @@ class GitVcs:
         """`status` with the files of the repositories an agent made inside this one among its
         untracked paths (agentloop.vcs.git.nested), those repositories and those files; yours
         stay out."""
-        made = set(status.nested) - self._yours_nested
+        linked = set(status.gitlinks_added)
+        if linked:
+            # The agent's `git add` of such a folder records a gitlink to a commit that only
+            # the folder holds (gone with a lane): never a task's. A submodule it added
+            # (`git submodule add`: .gitmodules names it) stays one.
+            from agentloop.vcs.submodule_folders import paths as submodules
+
+            linked -= set(submodules(self.root))
+            status = dataclasses.replace(status, paths=status.paths - linked,
+                                         gitlinks_added=frozenset(linked))
+        made = (set(status.nested) | linked) - self._yours_nested
         if not made:
             return status, set(), set()
         from agentloop.vcs.git.nested import files_in

@@ -12,6 +12,7 @@ repository (its config is the agent's to write: a filter set there would run as 
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -53,16 +54,21 @@ def files_in(git: Git, folders: Iterable[str], scratch_in: Path,
     return files, found
 
 
-def said(repos: set[str], in_place: bool) -> str:
+def said(repos: set[str], root: Path, lane: bool) -> str:
     """The line that says what became of the repositories an agent made inside yours, whose
-    files are in its task's commit (`in_place`: their `.git` stays, in your checkout)."""
+    files are in its task's commit: in a lane their `.git` goes with it; in your checkout it
+    stays, unless agent-loop moved it aside (agentloop.vcs.submodule_gitdirs says where)."""
     names = ", ".join(f"{r}/" for r in sorted(repos)[:5]) + \
         (f" and {len(repos) - 5} more" if len(repos) > 5 else "")
     one = len(repos) == 1
     git_dirs = "its `.git`" if one else "their `.git` folders"
-    where = (f"{git_dirs} {'stays' if one else 'stay'} where {'it is' if one else 'they are'}, "
-             "in no commit" if in_place else
-             f"{git_dirs} (the history made there) went with the lane")
+    if lane:
+        where = f"{git_dirs} (the history made there) went with the lane"
+    elif all(os.path.lexists(root / r / ".git") for r in repos):
+        where = f"{git_dirs} {'stays' if one else 'stay'} where {'it is' if one else 'they are'}" \
+            ", in no commit"
+    else:
+        where = "a `.git` agent-loop moved aside is named in its own line"
     return (f"{names}: {'a git repository' if one else 'git repositories'} the agent made "
             f"inside yours; {'its' if one else 'their'} files are in this task's commit as "
             f"plain files ({where})")

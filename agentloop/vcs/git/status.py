@@ -30,6 +30,9 @@ class Status:
     # Untracked folders that hold a repository of their own (git's `? app/`), without the "/":
     # git lists none of their files (agentloop.vcs.git.nested).
     nested: frozenset[str] = frozenset()
+    # Gitlinks the index holds and HEAD does not: an agent's `git add` of such a folder (an
+    # "embedded repository"), or of a submodule it added.
+    gitlinks_added: frozenset[str] = frozenset()
 
     @property
     def staged(self) -> bool:
@@ -45,6 +48,7 @@ def parse_status(out: str) -> Status:
     staged: set[str] = set()
     heads: dict[str, str] = {}
     unmerged: set[str] = set()
+    linked: set[str] = set()
     entries = iter(out.split("\0"))
     for entry in entries:
         kind = entry[:1]
@@ -56,6 +60,8 @@ def parse_status(out: str) -> Status:
                 # a change, it would take the submodule out: agentloop.vcs.submodules).
                 continue
             paths.add(fields[8])
+            if fields[3] == "000000" and fields[4] == "160000":
+                linked.add(fields[8])
             if fields[1][0] != ".":
                 staged.add(fields[8])
             if fields[1][0] == "D":
@@ -76,4 +82,4 @@ def parse_status(out: str) -> Status:
     # An unmerged or staged nested repository still means the index is not HEAD's tree.
     return Status(frozenset(paths), frozenset(untracked & paths), frozenset(staged - {""}),
                   tuple(sorted((p, h) for p, h in heads.items() if p in untracked)),
-                  frozenset(unmerged), frozenset(nested))
+                  frozenset(unmerged), frozenset(nested), frozenset(linked))
