@@ -82,14 +82,18 @@ def test_an_agents_repository_under_a_venv_lands_and_the_lane_goes(
     assert (work / "venv/src/pkg/e.txt").read_text() == "e\n"
 
 
+@pytest.mark.parametrize("staged", [False, True])
 def test_a_failed_attempts_repository_is_kept_when_the_lane_goes(
-        tmp_path: Path, fake_claude: FakeClaude) -> None:
+        tmp_path: Path, fake_claude: FakeClaude, staged: bool) -> None:
     """The lane's removal ran `git add -A` over it: "does not have a commit checked out",
-    exit 1, and the lane's files were kept nowhere."""
-    work = project(tmp_path, f"- pip\n  FAKE: bash {NO_COMMIT}\n  FAKE: fail 9\n")
+    exit 1, and the lane's files were kept nowhere; one with a commit that the agent's own
+    `git add -A` had staged was kept as a gitlink, to a commit that went with the lane."""
+    made = NO_COMMIT if not staged else \
+        NO_COMMIT + " && git -C fresh/r add . && git -C fresh/r commit -qm r && git add -A"
+    work = project(tmp_path, f"- pip\n  FAKE: bash {made}\n  FAKE: fail 9\n")
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--max-attempts", "1")
     assert done.returncode == 4, done.stdout + done.stderr
-    kept = [line for line in done.stdout.splitlines() if "kept in commit" in line]
+    kept = [line for line in done.stdout.splitlines() if "refs/agent-loop/kept-files/" in line]
     assert kept, done.stdout
     ref = "refs/agent-loop/kept-files/" + kept[0].split("refs/agent-loop/kept-files/")[1][:-2]
     assert git(work, "show", f"{ref}:fresh/r/d.txt") == "d\n"
