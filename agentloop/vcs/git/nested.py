@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 
 from agentloop.vcs.git.run import Git
@@ -26,8 +26,7 @@ EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 DEPTH = 8
 
 
-def files_in(git: Git, folders: Iterable[str], scratch_in: Path,
-             env: Mapping[str, str] | None = None) -> tuple[set[str], set[str]]:
+def files_in(git: Git, folders: Iterable[str], scratch_in: Path) -> tuple[set[str], set[str]]:
     """(the files under the nested repositories `folders`, those inside nested ones too; every
     repository folder met on the way, `folders` included), with git's ignore rules applied.
     `scratch_in`: where the scratch index may go (the repository's git dir)."""
@@ -35,7 +34,7 @@ def files_in(git: Git, folders: Iterable[str], scratch_in: Path,
     found: set[str] = set()
     todo = {f.rstrip("/") for f in folders} - {""}
     with tempfile.TemporaryDirectory(dir=scratch_in) as scratch:
-        own = {**(env or {}), "GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        own = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
         for _depth in range(DEPTH):
             if not todo:
                 break
