@@ -31,6 +31,9 @@ _trusted: dict[Path, frozenset[str]] = {}
 # named at the start: a folder in the working copy (a submodule not absorbed into
 # `.git/modules`) is one the agent can write. Written by `record` alone.
 _stamps: dict[Path, dict[str, bytes]] = {}
+# Your checkout (resolved) -> the repositories inside it that its first `git status` listed
+# as one folder each, before any agent ran: yours. Written by `yours` alone.
+_yours: dict[Path, frozenset[str]] = {}
 # Nested submodules deeper than this are not followed (git itself would go on; no one nests so).
 _DEPTH = 8
 
@@ -148,6 +151,13 @@ def _stamp(folder: str) -> bytes:
     return b"\0\0".join(out)
 
 
+def yours(root: Path, folders: frozenset[str]) -> None:
+    """Note the repositories inside your checkout `root` that were there before any agent
+    ran (the backend's first `git status`): should an agent's `git add` make one a gitlink,
+    its git folder is yours, trusted by `record`, never moved aside as the agent's."""
+    _yours.setdefault(root.resolve(), folders)
+
+
 def record(root: Path) -> None:
     """The git folders your checkout's submodules use now, and those git made under its
     common git folder's `modules`, noted once a run: the ones `guard` leaves in place."""
@@ -164,6 +174,11 @@ def record(root: Path) -> None:
             # and you may change them meanwhile: only one elsewhere is stamped.
             if common is None or not target.startswith(os.path.join(common, "")):
                 stamps[target] = _stamp(target)
+    for folder in _yours.get(root.resolve(), frozenset()):
+        target = resolve(root / folder / ".git")
+        if target is not None:  # in the working copy: one the agent could write, stamped
+            known.add(target)
+            stamps[target] = _stamp(target)
     _trusted[root] = frozenset(known)
     _stamps[root] = stamps
 

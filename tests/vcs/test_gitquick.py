@@ -97,6 +97,8 @@ def test_an_agents_git_status_only_makes_it_careful(repo: Path) -> None:
 
 @pytest.mark.parametrize("committed", [True, False])
 def test_a_nested_repository_is_never_taken_as_a_gitlink(repo: Path, committed: bool) -> None:
+    """The agent's repository's files are the task's as plain files (agentloop.vcs.git.nested),
+    never a gitlink to a commit only that folder holds."""
     vcs = make(repo)
     counted(vcs, repo, "warm", write("a.txt"))
 
@@ -109,8 +111,10 @@ def test_a_nested_repository_is_never_taken_as_a_gitlink(repo: Path, committed: 
             git(root / "sub", "commit", "-q", "-m", "inner")
         (root / "b.txt").write_text("b\n")
     _, files = counted(vcs, repo, "nested", edit)
-    assert files == ("b.txt",) and commit_files(repo, "HEAD") == ["b.txt"]
-    assert git(repo, "status", "--porcelain") == "?? sub/\n?? tasks.md\n"
+    assert files == ("b.txt", "sub/inner.txt")
+    assert commit_files(repo, "HEAD") == ["b.txt", "sub/inner.txt"]
+    assert "160000" not in git(repo, "ls-tree", "-r", "HEAD")
+    assert git(repo, "status", "--porcelain") == "?? tasks.md\n"
 
 
 def test_state_and_other_plans_stay_out_even_unignored(repo: Path) -> None:

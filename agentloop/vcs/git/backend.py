@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from agentloop.errors import VcsError
-from agentloop.vcs import own_output, plan_files, relative_to
+from agentloop.vcs import own_output, plan_files, relative_to, submodule_gitdirs
 from agentloop.vcs.git import aside, dirty_tree, planted, quick, refs
 from agentloop.vcs.git.dirty_tree import beside_lanes, dirty_message, why_here
 from agentloop.vcs.git.files import state_of
@@ -94,6 +94,9 @@ class GitVcs:
         # What prepare's `git status` listed uncommitted (every path, the task file's too): the
         # main line of a run in lanes knows the user's uncommitted paths without asking again.
         self.found_listed: list[str] | None = None
+        # The repositories inside this one that were there before an agent ran (yours, seen by
+        # prepare's or a begin's `git status`): never taken for an agent's (_with_nested).
+        self._yours_nested: set[str] = set()
 
     @property
     def root(self) -> Path:
@@ -162,6 +165,9 @@ class GitVcs:
         fresh = self._made and not undone and self._resumable is None
         self.tree.listed = None
         dirty = [] if fresh else dirty_tree.dirty(self.tree, head)
+        self._yours_nested |= self.tree.nested_seen
+        if not self.lane:
+            submodule_gitdirs.yours(self.root, self.tree.nested_seen)
         # The checkout as the run found it, for the main line of a run in lanes.
         self.found_listed = None if created else self.tree.listed
         if fresh and head is not None:
@@ -232,6 +238,7 @@ class GitVcs:
             return Change(change_id="", base=start.head or "")
         head = self.tree.head()
         status = self.tree.status()
+        self._yours_nested |= status.nested
         if not status.staged:
             index_tree = self.tree.tree(head)
         else:
@@ -290,7 +297,12 @@ class GitVcs:
             self.tree.refuse_unmerged(start.states)
         start, agent_subjects = self._agents_commits(start)
         touched = self.tree.move_head_back(start)
-        status = self.tree.status()
+        status, made, inner = self._with_nested(self.tree.status())
+        # A repository's gitlink the agent's `git add` staged, left out (one of yours, or one
+        # with no file to take): its index entry goes back as the task began. One whose files
+        # are taken gives way to theirs as the index takes the commit's.
+        touched = (touched | status.gitlinks_added) - {
+            g for g in status.gitlinks_added if any(f.startswith(g + "/") for f in inner)}
         if status.unmerged:
             self.tree.refuse_unmerged(start.states, status.unmerged)
         changed = self.tree.changed(start, status)
@@ -313,12 +325,41 @@ class GitVcs:
         start = dataclasses.replace(start, message=message, files=sorted(changed),
                                     touched=sorted(touched - changed))
         done = self._commit_long(start, message, status, changed, touched)
+        if inner & set(done.files):
+            from agentloop.vcs.git import nested
+
+            done = dataclasses.replace(done, note="; ".join(filter(None, (
+                done.note, nested.said(made, self.root, self.lane)))))
         if not lost:
             return done
         said = ", ".join(p + gone_as(self.root, p) for p in lost[:5])
         return dataclasses.replace(done, note=f"{said}: what you had uncommitted there is "
                                    "gone (the agent's doing, or yours) and not in this task's "
                                    "change")
+
+    def _with_nested(self, status: Status) -> tuple[Status, set[str], set[str]]:
+        """`status` with the files of the repositories an agent made inside this one among its
+        untracked paths (agentloop.vcs.git.nested), those repositories and those files; yours
+        stay out."""
+        linked = set(status.gitlinks_added)
+        if linked:
+            # The agent's `git add` of such a folder records a gitlink to a commit that only
+            # the folder holds (gone with a lane): never a task's. A submodule it added
+            # (`git submodule add`: .gitmodules names it) stays one.
+            from agentloop.vcs.submodule_folders import paths as submodules
+
+            linked -= set(submodules(self.root))
+            status = dataclasses.replace(status, paths=status.paths - linked,
+                                         gitlinks_added=frozenset(linked))
+        made = (set(status.nested) | linked) - self._yours_nested
+        if not made:
+            return status, set(), set()
+        from agentloop.vcs.git.nested import files_in
+
+        files, repos = files_in(self.git, made, self.tree.git_dir)
+        files = {f for f in files if not self.tree.kept_out(f)}
+        return dataclasses.replace(status, paths=status.paths | files,
+                                   untracked=status.untracked | files), repos, files
 
     def _agents_commits(self, start: Start) -> tuple[Start, str]:
         """The commits on the branch since the task began: in your checkout one of yours moves
@@ -513,7 +554,11 @@ class GitVcs:
             return self.git.out("show", "--format=", "--patch", "--no-color", "--no-ext-diff",
                              change.change_id)
         start = self._started()
-        tree = self.tree.build_tree(start.head, self.tree.changed(start))
+        # The one `git status` changed() would ask, with the files of the repositories the
+        # agent made inside this one (--require-changes counts them: finish commits them).
+        status = self._with_nested(self.tree.status())[0] \
+            if start.head == self.tree.head() else None
+        tree = self.tree.build_tree(start.head, self.tree.changed(start, status))
         return self.git.out("diff-tree", "--patch", "--no-color", start.head or EMPTY_TREE, tree)
 
     def resuming(self) -> bool:

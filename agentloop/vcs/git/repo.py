@@ -77,6 +77,8 @@ class GitRepo:
         # The first look's status, started before locate() (agentloop.vcs.git.first_look):
         # the next status() takes it, unless this repository is written to first.
         self._looked: Callable[[], str | None] | None = None
+        # The repositories inside this one that the last `git status` listed (Status.nested).
+        self.nested_seen: frozenset[str] = frozenset()
 
     @property
     def root(self) -> Path:
@@ -195,6 +197,7 @@ class GitRepo:
         if out is None:
             out = self.git.out(*STATUS_ARGS)
         status = parse_status(out)
+        self.nested_seen = status.nested
         self.listed = None if any(e.endswith("/") for e in out.split("\0")) else \
             sorted(status.paths)
         return status

@@ -27,6 +27,12 @@ class Status:
     unindexed: tuple[tuple[str, str], ...] = ()
     # Paths the index holds unmerged (a conflict git left, with its markers in the file).
     unmerged: frozenset[str] = frozenset()
+    # Untracked folders that hold a repository of their own (git's `? app/`), without the "/":
+    # git lists none of their files (agentloop.vcs.git.nested).
+    nested: frozenset[str] = frozenset()
+    # Gitlinks the index holds and HEAD does not: an agent's `git add` of such a folder (an
+    # "embedded repository"), or of a submodule it added.
+    gitlinks_added: frozenset[str] = frozenset()
 
     @property
     def staged(self) -> bool:
@@ -42,6 +48,7 @@ def parse_status(out: str) -> Status:
     staged: set[str] = set()
     heads: dict[str, str] = {}
     unmerged: set[str] = set()
+    linked: set[str] = set()
     entries = iter(out.split("\0"))
     for entry in entries:
         kind = entry[:1]
@@ -53,6 +60,8 @@ def parse_status(out: str) -> Status:
                 # a change, it would take the submodule out: agentloop.vcs.submodules).
                 continue
             paths.add(fields[8])
+            if fields[3] == "000000" and fields[4] == "160000":
+                linked.add(fields[8])
             if fields[1][0] != ".":
                 staged.add(fields[8])
             if fields[1][0] == "D":
@@ -68,8 +77,9 @@ def parse_status(out: str) -> Status:
             untracked.add(entry[2:])
     paths |= unmerged
     staged |= unmerged
+    nested = {p[:-1] for p in untracked if p.endswith("/")}
     paths = {p for p in paths if p and not p.endswith("/")}
     # An unmerged or staged nested repository still means the index is not HEAD's tree.
     return Status(frozenset(paths), frozenset(untracked & paths), frozenset(staged - {""}),
                   tuple(sorted((p, h) for p, h in heads.items() if p in untracked)),
-                  frozenset(unmerged))
+                  frozenset(unmerged), frozenset(nested), frozenset(linked))

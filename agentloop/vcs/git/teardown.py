@@ -176,11 +176,21 @@ def keep_files(root: Path, path: Path, name: str) -> str | None:
     head = git.sha("HEAD")
     if head is None:
         return None
+    # A repository an agent made in the lane (`? app/`): `add -A` would fail on one with no
+    # commit yet, or record one with a commit as a gitlink to a commit that goes with the
+    # lane. Its files are kept as plain files instead (agentloop.vcs.git.nested).
+    repos = sorted(e[3:-1] for e in out.split("\0") if e.startswith("?? ") and e.endswith("/"))
     with tempfile.TemporaryDirectory() as scratch:
         env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
         git.out("read-tree", head, env=env)
-        git.out("add", "-A", "--", ".", ":(exclude).agent-loop", env={
-            **env, "GIT_LITERAL_PATHSPECS": "0"})
+        git.out("add", "-A", "--", ".", ":(exclude).agent-loop",
+                *(f":(exclude,literal){r}" for r in repos),
+                env={**env, "GIT_LITERAL_PATHSPECS": "0"})
+        if repos:
+            from agentloop.vcs.git.nested import files_in
+
+            inner = files_in(git, repos, Path(scratch))[0]
+            git.out("update-index", "--add", "-z", "--stdin", paths=sorted(inner), env=env)
         tree = git.out("write-tree", env=env).strip()
     if tree == git.out("rev-parse", f"{head}^{{tree}}").strip():
         return None
