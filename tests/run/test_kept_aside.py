@@ -842,3 +842,33 @@ def test_a_lane_you_locked_stays_locked_through_a_run_that_never_goes_on_in_it(
     assert "unlocked it and goes on in it" in said, said
     listed = git(work, "worktree", "list", "--porcelain")
     assert f"worktree {lane.resolve()}\n" in listed and "locked mine" in listed, said + listed
+
+
+@pytest.mark.parametrize("config", [None, ("color.ui", "always"), ("diff.relative", "true"),
+                                    ("diff.external", "echo not-a-patch")])
+def test_the_way_back_brings_every_file_back_from_a_subfolder(tmp_path: Path,
+                                                              config: tuple[str, str] | None,
+                                                              fake_claude: FakeClaude) -> None:
+    # A checkout whose path holds a space and a quote; the user pastes the command in src/,
+    # whatever their git config says of diffs.
+    (tmp_path / "it's mine" / "src").mkdir(parents=True)
+    work = make_repo(tmp_path / "it's mine", "git", {"README.md": "hello\n", "src/lib.py": "\n"})
+    (work / "tasks.md").write_text("- the task\n  FAKE: write a.txt a\n"
+                                   "  FAKE: write src/b.txt b\n  FAKE: fail 9\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "checkout", "--no-distill",
+                      "--max-attempts", "1")
+    assert not (work / "a.txt").exists(), done.stdout + done.stderr
+    command = re.search(r"`(git [^`]+)` brings", done.stdout + done.stderr)
+    assert command is not None, done.stdout + done.stderr
+    if config is not None:
+        git(work, "config", *config)
+
+    pasted = subprocess.run(["bash", "-c", command.group(1)], cwd=work / "src",
+                            capture_output=True, text=True)
+
+    assert pasted.returncode == 0, (command.group(1), pasted.stderr)
+    assert (work / "a.txt").read_text() == "a\n"
+    assert (work / "src" / "b.txt").read_text() == "b\n"
+    assert not (work / "src" / "a.txt").exists()

@@ -40,7 +40,7 @@ class LaneGit:
         own = refs.worktree_git_dir(worktree)
         self._dirs = (own, main.common_dir) if own is not None else None
         self.work = GitVcs(worktree, task_file, allow_dirty=True, lane=True, place=self._dirs,
-                           made=made, mainline=lambda: main.ref)
+                           made=made, mainline=lambda: main.ref, yours=main.root)
         self.main = main
         self._made = made
         self.branch = f"refs/heads/{BRANCH_PREFIX}{worktree.name}"
