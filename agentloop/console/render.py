@@ -12,6 +12,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from agentloop.files.shown import typed
 from agentloop.state import tally
 from agentloop.state.status import TaskStatus as S
 from agentloop.state.tally import money
@@ -131,17 +132,13 @@ def _history_lines(view: StatusView, show: Callable[[str | Path], str]) -> list[
     state, lines = view.state, []
 
     def plan() -> str:
-        import shlex  # only where a line names a command: --status seldom needs it
-
-        return shlex.quote(show(state.task_file))
+        return typed(show(state.task_file))
     if view.elsewhere:
         branch, yours = view.elsewhere
         branch = branch.removeprefix("refs/heads/")
         on = f"on {yours.removeprefix('refs/heads/')}" if yours else "on a detached HEAD"
-        import shlex  # a switched checkout's line only: --status seldom needs it
-
         lines.append(f"the tasks landed on branch {branch}, where their changes are; your "
-                     f"checkout is {on} now (`git switch {shlex.quote(branch)}` goes back to "
+                     f"checkout is {on} now (`git switch {typed(branch)}` goes back to "
                      "them)")
     for index in view.lost:
         if state.agent == "rehearse":

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentloop.agents import make_agent
+from agentloop.files.shown import typed
 from agentloop.options.record import RunOptions
 from agentloop.run import conflicts
 from agentloop.run.context import Run
@@ -134,8 +135,9 @@ class GroupReplay:
         branch, where = self.space.branch, self.project.store.relative(self.space.path)
         main = self.main.ref.removeprefix("refs/heads/")
         return (f"conflicts with {main} in {', '.join(files) or 'some files'}; its work is on "
-                f"branch {branch} (worktree {where}): `git log -p {main}..{branch}` shows it; "
-                f"resolve it there (`cd {where} && git rebase {main}`, fix, `git rebase "
+                f"branch {branch} (worktree {where}): `git log -p {typed(main)}..{typed(branch)}` "
+                f"shows it; resolve it there (`cd {typed(self.space.path)} && git rebase "
+                f"{typed(main)}`, fix, `git rebase "
                 f"--continue`), then run `agent-loop {self.project.task_file_name} --integrate "
                 f"--from {self.options.from_remote}` again")
 

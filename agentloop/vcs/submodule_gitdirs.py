@@ -20,6 +20,7 @@ from typing import Callable
 
 from agentloop.errors import AgentLoopError
 from agentloop.files.free_name import free_name
+from agentloop.files.shown import typed
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.submodule_folders import _holds_gitlink, checkout_unlisted, paths
@@ -255,7 +256,7 @@ def _way_back(moved: MovedAside, shown: str) -> str:
     under `.git/modules` when there is one; else the moved folder was its only one (a
     submodule not absorbed, whose config the agent changed), to be looked at and put back."""
     if moved.how_back == "update":
-        return f"`git submodule update --init -- {moved.path}` checks it out again"
+        return f"`git submodule update --init -- {typed(moved.path)}` checks it out again"
     return (f"{shown} was its only git folder: read its config (`git config -f {shown}/config "
             f"--list`), then `mv {shown} {moved.path}/.git` puts it back")
 

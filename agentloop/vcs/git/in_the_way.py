@@ -151,4 +151,4 @@ def how(untracked: list[str]) -> str:
     return (f"commit or stash them (an untracked file such as {untracked[0]} with `git stash "
             "-u`, or move it away) and it lands on the branch; `git stash pop` then refuses on "
             f"the files that are back (the task's, the plan): `git checkout 'stash@{{0}}^3' -- "
-            f"{untracked[0]}` brings yours back")
+            f"{typed(untracked[0])}` brings yours back")
