@@ -191,3 +191,21 @@ def test_a_branch_of_yours_named_as_the_lane_is_kept_and_said(tmp_path: Path,
     # A lane left by an earlier run whose tip is on your branch already is no news.
     again = agent_loop(work, "--vcs", "git", "--no-distill")
     assert "refs/agent-loop/previous" not in again.stdout, again.stdout
+
+
+def test_vcs_jj_takes_the_git_author_variables_when_nothing_else_names_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jj_bin: str,
+        fake_claude: FakeClaude) -> None:
+    # A container or a CI: GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL (the seal's) are the only
+    # identity, in no git config and no jj config; git's commits have an author from them.
+    for var in ("JJ_USER", "JJ_EMAIL"):
+        monkeypatch.delenv(var)
+    work = git_project(tmp_path, PLAN)
+    done = agent_loop(work, "--no-distill", "--vcs", "jj")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "jj has no user identity" not in done.stdout, done.stdout
+    authors = subprocess.run(
+        ["jj", "log", "--no-graph", "-r", "::@ & description(glob:'agent-loop:*')", "-T",
+         'author.name() ++ " <" ++ author.email() ++ ">\\n"'], cwd=work, capture_output=True,
+        text=True, check=True).stdout.splitlines()
+    assert authors == ["Test Author <author@example.com>"] * 2
