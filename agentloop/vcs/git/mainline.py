@@ -179,7 +179,8 @@ class GitMainLine:
                     blocked = refused
             with waiting.held_if_stopped(self.stopping):  # held, not lost
                 if busy:
-                    waiting.still(commit, busy, self.written_since(busy), in_the_way.how(untracked))
+                    waiting.still(commit, busy, self.written_since(busy),
+                                  in_the_way.how(untracked, self.root))
                 elif blocked is not None:
                     waiting.blocked(commit, *blocked)
                 if self.stopping():
