@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from agentloop.errors import VcsError
-from agentloop.vcs.git import teardown, worktrees
+from agentloop.vcs.git import behind, lane_locks, teardown, worktrees
 from agentloop.vcs.git.lane import LaneGit
 from agentloop.vcs.git.mainline import GitMainLine
 from agentloop.vcs.git.record import Start
 from agentloop.vcs.git.repo import GitRepo
 from agentloop.vcs.git.run import Git
+from agentloop.vcs.preflight import preflight
 from tests.support.repos import agent_git, git, make_repo
 
 BRANCHES = ["fix&go", "it's"]
@@ -134,3 +135,41 @@ def test_the_look_at_a_kept_lane_branch(tmp_path: Path, branch: str) -> None:
     git(root, "switch", "-q", branch)
     notes = teardown.drop_branches(root, {"1-a"}, main=branch)
     assert "not landed" in pasted(root, notes[0], "git log").stdout
+
+
+def test_the_repair_of_a_checkout_left_behind_its_branch(tmp_path: Path) -> None:
+    root = checkout(tmp_path, "main")
+    at = git(root, "rev-parse", "HEAD").strip()
+    # The branch moved on (a landing), the checkout's index and files not: its lock was held.
+    (root / "f.txt").write_text("two\n")
+    git(root, "add", "f.txt")
+    tree = git(root, "write-tree").strip()
+    git(root, "reset", "-q", "--hard")
+    tip = git(root, "commit-tree", tree, "-p", at, "-m", "landed").strip()
+    git(root, "update-ref", "refs/heads/main", tip)
+    (root / ".git" / behind.LOCK).write_text("")
+    pasted(root, behind.repair(root, root / ".git", at, tip), "rm ")
+    assert (root / "f.txt").read_text() == "two\n"
+    assert not (root / ".git" / behind.LOCK).exists()
+
+
+def test_the_removal_of_a_lock_a_process_holds(tmp_path: Path) -> None:
+    root = checkout(tmp_path, "main")
+    lock = root / ".git" / "index.lock"
+    with open(lock, "w"):  # held: the run stops, naming the command that removes it
+        with pytest.raises(VcsError) as caught:
+            preflight("git", root, root / "tasks.md")
+    pasted(root, str(caught.value), "rm ")
+    assert not lock.exists()
+
+
+def test_the_removal_of_a_lock_held_in_a_lane(tmp_path: Path) -> None:
+    root = checkout(tmp_path, "main")
+    space = worktrees.open_git(root, "1-a", git(root, "rev-parse", "HEAD").strip(), fresh=True)
+    own = Path(git(space.path, "rev-parse", "--absolute-git-dir").strip())
+    lock = own / "index.lock"
+    with open(lock, "w"):
+        with pytest.raises(VcsError) as caught:
+            lane_locks.cleared(space.path, own)
+    pasted(root, str(caught.value), "rm ")
+    assert not lock.exists()
