@@ -7,6 +7,7 @@ jj, a test HOME holding the user's identity in its git config."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -209,3 +210,29 @@ def test_vcs_jj_takes_the_git_author_variables_when_nothing_else_names_one(
          'author.name() ++ " <" ++ author.email() ++ ">\\n"'], cwd=work, capture_output=True,
         text=True, check=True).stdout.splitlines()
     assert authors == ["Test Author <author@example.com>"] * 2
+
+
+@pytest.mark.parametrize("branch", ["fix&go", "it's"])
+def test_the_way_back_to_a_branch_named_for_the_shell_runs_as_printed(
+        tmp_path: Path, git_user: str, branch: str) -> None:
+    from agentloop.vcs.stays_git import converted_warning
+
+    work = git_project(tmp_path, PLAN)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    git(work, "branch", "-m", "main", branch)
+    nobody = {**os.environ, "JJ_USER": "", "JJ_EMAIL": ""}
+    for argv in (["git", "init", "--colocate"], ["new"]):
+        subprocess.run(["jj", *argv], cwd=work, env=nobody, check=True, capture_output=True)
+    (work / "src").mkdir()
+    (work / "src" / "a.txt").write_text("A\n")
+    subprocess.run(["jj", "commit", "-m", "agent-loop: (ungrouped) / write a"], cwd=work,
+                   env=nobody, check=True, capture_output=True)
+    head = git(work, "rev-parse", "HEAD").strip()
+    line = converted_warning(work)
+    command = re.search(r"With git: `([^`]+)`", line or "")
+    assert command is not None, line
+    done = subprocess.run(["bash", "-c", command.group(1)], cwd=work / "src",
+                          capture_output=True, text=True)
+    assert done.returncode == 0, (command.group(1), done.stderr)
+    assert git(work, "rev-parse", branch).strip() == head
