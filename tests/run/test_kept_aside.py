@@ -844,9 +844,11 @@ def test_a_lane_you_locked_stays_locked_through_a_run_that_never_goes_on_in_it(
     assert f"worktree {lane.resolve()}\n" in listed and "locked mine" in listed, said + listed
 
 
-@pytest.mark.parametrize("config", [None, ("color.ui", "always"), ("diff.relative", "true"),
-                                    ("diff.external", "echo not-a-patch")])
-def test_the_way_back_brings_every_file_back_from_a_subfolder(tmp_path: Path,
+@pytest.mark.parametrize("workplace, config", [
+    ("checkout", None), ("checkout", ("color.ui", "always")),
+    ("checkout", ("diff.relative", "true")), ("checkout", ("diff.external", "echo not-a-patch")),
+    ("lane", None)])   # a lane's roll-back: the command names your checkout, not the lane
+def test_the_way_back_brings_every_file_back_from_a_subfolder(tmp_path: Path, workplace: str,
                                                               config: tuple[str, str] | None,
                                                               fake_claude: FakeClaude) -> None:
     # A checkout whose path holds a space and a quote; the user pastes the command in src/,
@@ -857,7 +859,7 @@ def test_the_way_back_brings_every_file_back_from_a_subfolder(tmp_path: Path,
                                    "  FAKE: write src/b.txt b\n  FAKE: fail 9\n")
     git(work, "add", "tasks.md")
     git(work, "commit", "-qm", "plan")
-    done = agent_loop(work, "--vcs", "git", "--workplace", "checkout", "--no-distill",
+    done = agent_loop(work, "--vcs", "git", "--workplace", workplace, "--no-distill",
                       "--max-attempts", "1")
     assert not (work / "a.txt").exists(), done.stdout + done.stderr
     command = re.search(r"`(git [^`]+)` brings", done.stdout + done.stderr)
