@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentloop.errors import VcsError
+from agentloop.vcs.breach import LaneBreach
 from agentloop.vcs.git import behind, lane_locks, teardown, worktrees
 from agentloop.vcs.git.lane import LaneGit
 from agentloop.vcs.git.mainline import GitMainLine
@@ -173,3 +174,19 @@ def test_the_removal_of_a_lock_held_in_a_lane(tmp_path: Path) -> None:
             lane_locks.cleared(space.path, own)
     pasted(root, str(caught.value), "rm ")
     assert not lock.exists()
+
+
+def test_the_way_back_to_a_finished_agents_work_in_a_lane_it_damaged(tmp_path: Path) -> None:
+    root = checkout(tmp_path, "main")
+    space = worktrees.open_git(root, "1-a", git(root, "rev-parse", "HEAD").strip(), fresh=True)
+    lane = LaneGit(space.path, space.path / "tasks.md", GitMainLine.current(root))
+    lane.prepare()
+    change = lane.begin("task 1")
+    (space.path / "one.txt").write_text("one\n")
+    (space.path / ".git").unlink()  # the agent's `rm .git`, its work done
+    with pytest.raises(LaneBreach) as caught:
+        lane.diff(change)
+    way_back = re.search(r"`[^`]*\| git [^`]*`", caught.value.breach.line)
+    assert way_back is not None, caught.value.breach.line
+    pasted(root, way_back.group(0), "git ")
+    assert (root / "one.txt").read_text() == "one\n"
