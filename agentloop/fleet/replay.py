@@ -137,9 +137,9 @@ class GroupReplay:
         return (f"conflicts with {main} in {', '.join(files) or 'some files'}; its work is on "
                 f"branch {branch} (worktree {where}): `git log -p {typed(main)}..{typed(branch)}` "
                 f"shows it; resolve it there (`cd {typed(self.space.path)} && git rebase "
-                f"{typed(main)}`, fix, `git rebase "
-                f"--continue`), then run `agent-loop {self.project.task_file_name} --integrate "
-                f"--from {self.options.from_remote}` again")
+                f"{typed(main)}`, fix, `git rebase --continue`), then run "
+                f"`agent-loop {typed(self.project.task_file_name)} --integrate "
+                f"--from {typed(self.options.from_remote or '')}` again")
 
 
 def _retree(repo: carry.Repo, prepared: str, head: str, parent: str) -> str:
