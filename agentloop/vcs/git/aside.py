@@ -99,11 +99,12 @@ def brings(root: Path, sha: str) -> str:
     """The command a person pastes to put the files of kept commit `sha` back in checkout
     `root`: typed from any folder of it, whatever their git config says."""
     # From a subfolder, `git apply` skips every path outside it (and exits 0), and
-    # diff.relative leaves them out of the diff; color.ui=always or a diff.external make a
-    # diff git apply cannot read.
+    # diff.relative leaves them out of the diff; color.ui=always, a diff.external or
+    # diff.noprefix (paths without the a/ and b/ that apply strips) make a diff git apply
+    # cannot read.
     at = typed(root)
-    return (f"git -C {at} diff --no-color --no-ext-diff --no-relative --binary {sha}~ {sha} "
-            f"| git -C {at} apply")
+    return (f"git -C {at} diff --no-color --no-ext-diff --no-relative --src-prefix=a/ "
+            f"--dst-prefix=b/ --binary {sha}~ {sha} | git -C {at} apply")
 
 
 def said_finished(kept: tuple[str, list[str]], root: Path) -> str:
@@ -142,7 +143,9 @@ def bring_back(repo: GitRepo, line: str) -> bool:
         return False
     sha = named.group(1)
     try:
-        patch = repo.git.out("diff", "--binary", "--no-color", "--no-ext-diff", f"{sha}~", sha)
+        # Your diff.noprefix would leave out the a/ and b/ that apply strips: named here.
+        patch = repo.git.out("diff", "--binary", "--no-color", "--no-ext-diff", "--src-prefix=a/",
+                             "--dst-prefix=b/", f"{sha}~", sha)
         if not patch.strip():
             return False
         repo.git.out("apply", "--whitespace=nowarn", input=patch)
