@@ -132,7 +132,9 @@ def _history_lines(view: StatusView, show: Callable[[str | Path], str]) -> list[
     state, lines = view.state, []
 
     def plan() -> str:
-        return typed(show(state.task_file))
+        import shlex  # only where a line names a command: --status seldom needs it
+
+        return shlex.quote(show(state.task_file))
     if view.elsewhere:
         branch, yours = view.elsewhere
         branch = branch.removeprefix("refs/heads/")

@@ -134,12 +134,14 @@ class GroupReplay:
         assert self.space is not None
         branch, where = self.space.branch, self.project.store.relative(self.space.path)
         main = self.main.ref.removeprefix("refs/heads/")
+        import shlex  # a conflict's line only
+
+        again = shlex.join(["agent-loop", self.project.task_file_name, "--integrate", "--from",
+                            self.options.from_remote or ""])
         return (f"conflicts with {main} in {', '.join(files) or 'some files'}; its work is on "
                 f"branch {branch} (worktree {where}): `git log -p {typed(main)}..{typed(branch)}` "
                 f"shows it; resolve it there (`cd {typed(self.space.path)} && git rebase "
-                f"{typed(main)}`, fix, `git rebase --continue`), then run "
-                f"`agent-loop {typed(self.project.task_file_name)} --integrate "
-                f"--from {typed(self.options.from_remote or '')}` again")
+                f"{typed(main)}`, fix, `git rebase --continue`), then run `{again}` again")
 
 
 def _retree(repo: carry.Repo, prepared: str, head: str, parent: str) -> str:

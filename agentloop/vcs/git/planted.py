@@ -108,13 +108,13 @@ def _settings_changed(old: bytes, new: bytes, root: Path, common: Path, parts: l
     more = len(added) + len(gone) - len(said)
     parts.append(f"your repository's git settings {file} changed ({', '.join(said)}"
                  + (f" and {more} more" if more > 0 else "") + ")")
-    from agentloop.files.shown import typed  # the repair of a changed setting only
+    import shlex  # the repair of a changed setting only
 
-    git = f"git -C {typed(root)} config"
+    git = f"git -C {shlex.quote(str(root))} config"
     for key in dict.fromkeys(k for k, _ in added):
         commands.append(f"{git} --unset-all {key}")
     for key, value in gone:
-        commands.append(f"{git} --add {key} {typed(value)}")
+        commands.append(f"{git} --add {key} {shlex.quote(value)}")
 
 
 def _shown(value: str) -> str:
@@ -132,10 +132,10 @@ def _hooks_changed(old: tuple[tuple[str, int, int], ...], new: tuple[tuple[str, 
     if not said:
         return
     parts.append(f"your repository's git hooks {folder} changed ({', '.join(said[:5])})")
-    from agentloop.files.shown import typed  # the repair of a changed hook only
+    import shlex  # the repair of a changed hook only
 
     for name in written:
-        path = typed(folder / name)
+        path = shlex.quote(str(folder / name))
         commands.append(f"rm {path}" if name not in was else f"cat {path}")
 
 
