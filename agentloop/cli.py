@@ -68,6 +68,14 @@ def main() -> None:
         command.main(standalone_mode=False, prog_name="agent-loop")
     except (click.exceptions.Abort, KeyboardInterrupt):
         sys.exit(stopped_before_start())   # while parsing: nothing was changed
+    except click.UsageError as exc:
+        from agentloop.console.usage import option_names, usage_line
+
+        line = usage_line(exc, option_names(command, exc.ctx))
+        click.echo(f"agent-loop: error: {line}", err=True)
+        if "--json" in sys.argv[1:]:
+            write(json_error(line, exc.exit_code))
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         if "--json" in sys.argv[1:]:

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from agentloop.console.render import duration, shown
+from agentloop.files.shown import typed
 from agentloop.state.tally import money
 
 # For the types only: a plain run's start-up imports no typing for them.
@@ -112,7 +113,7 @@ def undo_lines(vcs: str | None, task_file: str, summary: RunFinished) -> list[st
         return []
     where = ""
     if landed_on and vcs == "git":
-        how = f"git switch {shlex.quote(landed_on)} && {how}"  # a line to type, not run
+        how = f"git switch {typed(landed_on)} && {how}"  # a line to type, not run
         where = (f"the run's commits are on branch {landed_on}, not on the one your checkout "
                  "is on now; ")
     status = shlex.join(["agent-loop", task_file, "--status"])

@@ -12,6 +12,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from agentloop.files.shown import typed
 from agentloop.state import tally
 from agentloop.state.status import TaskStatus as S
 from agentloop.state.tally import money
@@ -138,10 +139,8 @@ def _history_lines(view: StatusView, show: Callable[[str | Path], str]) -> list[
         branch, yours = view.elsewhere
         branch = branch.removeprefix("refs/heads/")
         on = f"on {yours.removeprefix('refs/heads/')}" if yours else "on a detached HEAD"
-        import shlex  # a switched checkout's line only: --status seldom needs it
-
         lines.append(f"the tasks landed on branch {branch}, where their changes are; your "
-                     f"checkout is {on} now (`git switch {shlex.quote(branch)}` goes back to "
+                     f"checkout is {on} now (`git switch {typed(branch)}` goes back to "
                      "them)")
     for index in view.lost:
         if state.agent == "rehearse":

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from agentloop.errors import AgentLoopError, StateError, VcsError
+from agentloop.files.shown import typed
 from agentloop.options.record import RunOptions
 from agentloop.plan import groups
 from agentloop.plan.parse import TaskFile
@@ -151,7 +152,7 @@ def _resume(job: Job) -> None:
     if theirs is not None and mine is not None and not carry.is_ancestor(repo, theirs, mine) \
             and not carry.is_ancestor(repo, mine, theirs):
         raise VcsError(f"branch {job.work} here and on {remote} went separate ways: keep one "
-                       f"(`git branch -D {job.work}` takes {remote}'s) and run again")
+                       f"(`git branch -D {typed(job.work)}` takes {remote}'s) and run again")
     adopt = theirs is not None and (mine is None or carry.is_ancestor(repo, mine, theirs))
     if repo.kind == "jj":
         if adopt:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentloop.agents import make_agent
+from agentloop.files.shown import typed
 from agentloop.options.record import RunOptions
 from agentloop.run import conflicts
 from agentloop.run.context import Run
@@ -133,11 +134,14 @@ class GroupReplay:
         assert self.space is not None
         branch, where = self.space.branch, self.project.store.relative(self.space.path)
         main = self.main.ref.removeprefix("refs/heads/")
+        import shlex  # a conflict's line only
+
+        again = shlex.join(["agent-loop", self.project.task_file_name, "--integrate", "--from",
+                            self.options.from_remote or ""])
         return (f"conflicts with {main} in {', '.join(files) or 'some files'}; its work is on "
-                f"branch {branch} (worktree {where}): `git log -p {main}..{branch}` shows it; "
-                f"resolve it there (`cd {where} && git rebase {main}`, fix, `git rebase "
-                f"--continue`), then run `agent-loop {self.project.task_file_name} --integrate "
-                f"--from {self.options.from_remote}` again")
+                f"branch {branch} (worktree {where}): `git log -p {typed(main)}..{typed(branch)}` "
+                f"shows it; resolve it there (`cd {typed(self.space.path)} && git rebase "
+                f"{typed(main)}`, fix, `git rebase --continue`), then run `{again}` again")
 
 
 def _retree(repo: carry.Repo, prepared: str, head: str, parent: str) -> str:

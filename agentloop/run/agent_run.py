@@ -151,7 +151,7 @@ def _guard(run: Run) -> str | None:
                                                   run.project.shown(exc.failed.kept))
     if moved:
         run.emit(LaneNote(submodule_gitdirs.moved_line(
-            moved, {m.kept: run.project.shown(m.kept) for m in moved})))
+            moved, {m.kept: run.project.shown(m.kept) for m in moved}, run.project.root)))
     return unsafe
 
 

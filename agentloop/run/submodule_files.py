@@ -51,7 +51,7 @@ def at_end(run: Run, task: TaskState, outcome: Outcome | None) -> Outcome | None
         return outcome
     finished = outcome is not None and outcome.succeeded and outcome.failure is None
     line = submodules.swept_line(task.index, moved, {
-        m.kept: run.project.shown(m.kept) for m in moved}, finished)
+        m.kept: run.project.shown(m.kept) for m in moved}, run.project.root, finished)
     run.emit(LaneNote(line))
     if outcome is None or not finished:
         return outcome
@@ -72,7 +72,8 @@ def after(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
         moved = submodules.sweep(run.workdir, kept_dir(run, task.index),
                                   run.sandbox is not None)
         line = submodules.swept_line(task.index, moved, {
-            m.kept: run.project.shown(m.kept) for m in moved}) if moved else None
+            m.kept: run.project.shown(m.kept) for m in moved}, run.project.root) \
+            if moved else None
     else:
         line = submodules.after_task(run.project.root, task.index, run.vcs.name)
     if line is None:

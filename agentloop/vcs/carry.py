@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 from agentloop.errors import VcsError
+from agentloop.files.shown import typed
 from agentloop.ondemand import dataclass
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.trailers import task_lines
@@ -91,7 +92,7 @@ def check_remote(repo: Repo, remote: str) -> None:
     if remote not in names:
         listed = ", ".join(names) or "none"
         raise VcsError(f"there is no remote named {remote!r} in {repo.root} (remotes: "
-                       f"{listed}); add it with `git remote add {remote} URL`")
+                       f"{listed}); add it with `git remote add {typed(remote)} URL`")
 
 
 def fetch(repo: Repo, remote: str) -> None:

@@ -11,6 +11,7 @@ from typing import Callable
 
 from agentloop.errors import VcsError
 from agentloop.files import opened
+from agentloop.files.shown import typed
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git.config_text import may_set
 from agentloop.vcs.git.in_the_way import finish, in_progress, quit_line
@@ -100,7 +101,8 @@ def _stale_locks(git_dir: Path) -> list[str]:
             continue
         if opened.by_a_process(lock):
             raise VcsError(f"{lock} is held by a running process (another git or jj?): let it "
-                           f"finish; if nothing should be running, remove it with `rm {lock}`")
+                           "finish; if nothing should be running, remove it with "
+                           f"`rm {typed(lock)}`")
         lock.unlink(missing_ok=True)
         notes.append(f"removed {lock}, which a killed git or jj command left behind")
     return notes

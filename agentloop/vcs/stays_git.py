@@ -18,6 +18,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from agentloop.files.shown import typed
 from agentloop.vcs import find_root
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
@@ -65,7 +66,7 @@ def colocated_note(root: Path, branch: str | None) -> str:
         return f"initialized a colocated jj repository in {root} (git keeps working)"
     return (f"initialized a colocated jj repository in {root}: git keeps working, on a "
             f"detached HEAD from now on (jj's way), and your branch {branch} stays where it is; "
-            f"`jj bookmark set {branch} -r @-` after the run brings it to the tasks")
+            f"`jj bookmark set {typed(branch)} -r @-` after the run brings it to the tasks")
 
 
 def attached_note(root: Path) -> str | None:
@@ -78,7 +79,7 @@ def attached_note(root: Path) -> str | None:
         return None  # `jj git init` names an unborn main: a jj user's, with no branch to leave
     return (f"this colocated repository runs with jj: git is on branch {branch} now, and on a "
             f"detached HEAD once the run begins (jj's way), your branch {branch} stays where it "
-            f"is; `jj bookmark set {branch} -r @-` after the run brings it to the tasks "
+            f"is; `jj bookmark set {typed(branch)} -r @-` after the run brings it to the tasks "
             "(`--vcs git` keeps git on it instead)")
 
 
@@ -105,9 +106,9 @@ def converted_warning(root: Path) -> str | None:
                "gives them yours, rewriting them)")
     return (f"this repository was turned into a colocated jj repository (by jj, or an earlier "
             f"agent-loop): git is on a detached HEAD ({head[:12]}) and your branch {branch} "
-            f"is behind it{authors}. With git: `git switch {branch} && git merge --ff-only "
-            f"{head[:12]}` brings the branch to that work; with jj: `jj bookmark set {branch} "
-            "-r @-`. agent-loop rewrites no history")
+            f"is behind it{authors}. With git: `git switch {typed(branch)} && git merge "
+            f"--ff-only {head[:12]}` brings the branch to that work; with jj: `jj bookmark set "
+            f"{typed(branch)} -r @-`. agent-loop rewrites no history")
 
 
 def new_repository_note(asked: str, root: Path) -> str | None:

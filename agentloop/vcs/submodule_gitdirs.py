@@ -20,6 +20,7 @@ from typing import Callable
 
 from agentloop.errors import AgentLoopError
 from agentloop.files.free_name import free_name
+from agentloop.files.shown import typed
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.submodule_folders import _holds_gitlink, checkout_unlisted, paths
@@ -254,25 +255,29 @@ def _move(a: Path, b: Path) -> None:
     shutil.move(str(a), str(b))
 
 
-def moved_line(moved: list[MovedAside], shown: dict[Path, str]) -> str:
-    """The one line that says which submodule `.git` was moved aside, and where to."""
+def moved_line(moved: list[MovedAside], shown: dict[Path, str], root: Path) -> str:
+    """The one line that says which submodule `.git` was moved aside, and where to, with
+    the commands that put it back in checkout `root`."""
     parts = [f"{m.path}/.git (naming {m.target or 'a git folder agent-loop did not know'}) "
              f"to {shown[m.kept]}" + (f" (not under agent-loop's folder: {m.why_there})"
                                       if m.why_there else "") for m in moved]
     return ("an agent gave a submodule a git folder agent-loop did not know, whose config "
             "agent-loop's own git would have read: moved " + "; ".join(parts) +
             " (git now takes it for a submodule not checked out: "
-            + ", ".join(_way_back(m, shown[m.kept]) for m in moved) + ")")
+            + ", ".join(_way_back(m, shown[m.kept], root) for m in moved) + ")")
 
 
-def _way_back(moved: MovedAside, shown: str) -> str:
+def _way_back(moved: MovedAside, shown: str, root: Path) -> str:
     """The command that checks the submodule out again: from the git folder git made for it
     under `.git/modules` when there is one; else the moved folder was its only one (a
-    submodule not absorbed, whose config the agent changed), to be looked at and put back."""
+    submodule not absorbed, whose config the agent changed), to be looked at and put back.
+    Named in full: a person types them from any folder of the checkout."""
     if moved.how_back == "update":
-        return f"`git submodule update --init -- {moved.path}` checks it out again"
-    return (f"{shown} was its only git folder: read its config (`git config -f {shown}/config "
-            f"--list`), then `mv {shown} {moved.path}/.git` puts it back")
+        return (f"`git -C {typed(root)} submodule update --init -- {typed(moved.path)}` checks "
+                "it out again")
+    return (f"{shown} was its only git folder: read its config (`git config -f "
+            f"{typed(moved.kept / 'config')} --list`), then `mv {typed(moved.kept)} "
+            f"{typed(root / moved.path / '.git')}` puts it back")
 
 
 def not_moved_line(failed: MovedAside, error: OSError, shown: str) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from agentloop.errors import AgentLoopError
 from agentloop.files.free_name import free_name
+from agentloop.files.shown import typed
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.submodule_folders import checkout_unlisted, own_dir, paths, unlisted
@@ -150,7 +151,7 @@ def _files(folder: Path) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def swept_line(task: int, moved: list[Swept], shown: dict[Path, str],
+def swept_line(task: int, moved: list[Swept], shown: dict[Path, str], root: Path,
                finished: bool = True) -> str:
     """The one line that says what was moved out of a lane and what to do with it.
     `finished`: False for an attempt that failed or was stopped, whose files are kept to be
@@ -166,7 +167,8 @@ def swept_line(task: int, moved: list[Swept], shown: dict[Path, str],
                 "its lane holds empty: kept for you to look at, as no task's commit holds them")
     return (f"task {task} wrote {'; '.join(parts)}, which its lane holds empty and no task's "
             f"commit can hold: copy them into your submodule and commit them there yourself "
-            f"(`cp -R {shown[first.kept]}/. {first.path}/`), or run tasks that edit a "
+            f"(`cp -R {typed(first.kept)}/. {typed(root / first.path)}/`), or run tasks "
+            "that edit a "
             "submodule with --workplace checkout, where the agent works in your submodule")
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import fields
 from pathlib import Path
 
+import orjson
 import pytest
 from click.testing import CliRunner
 
 from agentloop.cli import command
 from agentloop.options.record import RunOptions, task_numbers, usage_problem
+from tests.support.runner import agent_loop
 
 
 def test_every_option_is_a_click_parameter_of_the_same_name() -> None:
@@ -66,3 +68,22 @@ def test_combinations_that_work_pass() -> None:
 def test_task_numbers_read_numbers_ranges_and_lists(specs: tuple[str, ...],
                                                     numbers: tuple[int, ...]) -> None:
     assert task_numbers(specs) == numbers
+
+
+@pytest.mark.parametrize("args, line", [
+    (["tasks.md", "--frobnicate"],
+     "no such option: --frobnicate (`agent-loop --help` lists the options)"),
+    (["tasks.md", "--parralel", "2"], "no such option: --parralel (did you mean --parallel?)"),
+    (["tasks.md", "--dryrun"], "no such option: --dryrun (did you mean --dry-run?)"),
+    (["tasks.md", "--budget"], "Option '--budget' requires an argument."),
+    ([], "Missing argument 'TASKS_MD' (only --status and --serve work without one)."),
+])
+def test_a_command_line_click_cannot_read_is_one_line_and_exit_2(
+        tmp_path: Path, args: list[str], line: str) -> None:
+    (tmp_path / "tasks.md").write_text("- one\n")
+    done = agent_loop(tmp_path, *args, plan=None)
+    assert (done.returncode, done.stderr, done.stdout) == (2, f"agent-loop: error: {line}\n", "")
+    as_json = agent_loop(tmp_path, "--json", *args, plan=None)
+    assert as_json.returncode == 2 and as_json.stderr == f"agent-loop: error: {line}\n"
+    assert orjson.loads(as_json.stdout) == {"schema": 1, "error": line, "exit_code": 2}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tasks.md"]

@@ -202,6 +202,14 @@ def test_a_conflict_the_agent_does_not_resolve_stays_on_its_branch(
     assert git(here, "show", "agent-loop/2-right:shared.txt") == "right\n"
     assert "git log -p main..agent-loop/2-right" in out
     assert "--integrate --from origin` again" in out
+    if kind == "git":  # pasted as printed in a subfolder, the rebase runs in the lane, stops
+        rebase = re.search(r"`(cd [^`]+ && git rebase main)`", out)
+        assert rebase is not None, out
+        (here / "docs").mkdir()
+        pasted = subprocess.run(["bash", "-c", rebase.group(1)], cwd=here / "docs",
+                                capture_output=True, text=True)
+        assert "CONFLICT" in pasted.stdout, (rebase.group(1), pasted.stdout + pasted.stderr)
+        git(here / ".agent-loop" / "lanes" / "2-right", "rebase", "--abort")
     status = json.loads(finish(start(here, "--status", "--json"))[1])
     assert [t["status"] for t in status["tasks"]] == ["completed", "conflicted", "pending"]
     assert status["tasks"][2]["cost_usd"] > 0   # done by its job: its cost is counted

@@ -3,6 +3,7 @@ followed while the run waits, as a user does, with the plan itself untracked bes
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -41,8 +42,11 @@ def test_following_the_stash_hint_lands_the_task_and_keeps_your_file_and_plan(
     assert git(work, "show", "stash@{0}^3:notes.txt") == "my own notes\n"
     popped = subprocess.run(["git", "stash", "pop"], cwd=work, capture_output=True, text=True)
     assert popped.returncode != 0 and "tasks.md already exists" in popped.stderr
-    assert "`git checkout 'stash@{0}^3' -- notes.txt` brings yours back" in out
-    git(work, "checkout", "stash@{0}^3", "--", "notes.txt")
+    # Pasted as printed, in a subfolder: the path is the checkout's, not the folder's.
+    command = re.search(r"`([^`]*'stash@\{0\}\^3' -- notes.txt)` brings yours back", out)
+    assert command is not None, out
+    (work / "docs").mkdir()
+    subprocess.run(["bash", "-c", command.group(1)], cwd=work / "docs", check=True)
     assert (work / "notes.txt").read_text() == "my own notes\n"
     assert (work / "tasks.md").read_text() == plan
 

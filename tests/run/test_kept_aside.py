@@ -842,3 +842,50 @@ def test_a_lane_you_locked_stays_locked_through_a_run_that_never_goes_on_in_it(
     assert "unlocked it and goes on in it" in said, said
     listed = git(work, "worktree", "list", "--porcelain")
     assert f"worktree {lane.resolve()}\n" in listed and "locked mine" in listed, said + listed
+
+
+@pytest.mark.parametrize("workplace, config", [
+    ("checkout", None), ("checkout", ("color.ui", "always")),
+    ("checkout", ("diff.relative", "true")), ("checkout", ("diff.external", "echo not-a-patch")),
+    ("checkout", ("diff.noprefix", "true")),
+    ("lane", None)])   # a lane's roll-back: the command names your checkout, not the lane
+def test_the_way_back_brings_every_file_back_from_a_subfolder(tmp_path: Path, workplace: str,
+                                                              config: tuple[str, str] | None,
+                                                              fake_claude: FakeClaude) -> None:
+    # A checkout whose path holds a space and a quote; the user pastes the command in src/,
+    # whatever their git config says of diffs.
+    (tmp_path / "it's mine" / "src").mkdir(parents=True)
+    work = make_repo(tmp_path / "it's mine", "git", {"README.md": "hello\n", "src/lib.py": "\n"})
+    (work / "tasks.md").write_text("- the task\n  FAKE: write a.txt a\n"
+                                   "  FAKE: write src/b.txt b\n  FAKE: fail 9\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    done = agent_loop(work, "--vcs", "git", "--workplace", workplace, "--no-distill",
+                      "--max-attempts", "1")
+    assert not (work / "a.txt").exists(), done.stdout + done.stderr
+    command = re.search(r"`(git [^`]+)` brings", done.stdout + done.stderr)
+    assert command is not None, done.stdout + done.stderr
+    if config is not None:
+        git(work, "config", *config)
+
+    pasted = subprocess.run(["bash", "-c", command.group(1)], cwd=work / "src",
+                            capture_output=True, text=True)
+
+    assert pasted.returncode == 0, (command.group(1), pasted.stderr)
+    assert (work / "a.txt").read_text() == "a\n"
+    assert (work / "src" / "b.txt").read_text() == "b\n"
+    assert not (work / "src" / "a.txt").exists()
+
+
+@pytest.mark.parametrize("config", ["[diff]\n\tnoprefix = true\n",
+                                    "[diff]\n\texternal = echo\n[color]\n\tui = always\n"])
+def test_the_run_after_a_stop_brings_the_work_back_whatever_your_diff_config(
+        tmp_path: Path, config: str, fake_claude: FakeClaude) -> None:
+    # Your ~/.gitconfig shapes every `git diff`: the diff the next run applies is plain all
+    # the same, or the work stays kept and the agent is paid again.
+    gitconfig = Path(os.environ["GIT_CONFIG_GLOBAL"])
+    gitconfig.write_text(gitconfig.read_text() + config)
+    work, out = stopped_in_the_check(tmp_path, "git", "- the task\n  FAKE: write a.txt a\n",
+                                     "checkout", "ctrl_c")
+    assert len(fake_claude.task_prompts()) == 1, out  # the agent was paid once
+    assert (work / "a.txt").read_text() == "a\n"

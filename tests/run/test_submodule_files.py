@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -58,7 +59,13 @@ def test_a_lanes_write_inside_a_submodule_is_kept_and_said(tmp_path: Path,
     lines = done.stdout.splitlines()
     said = [line for line in lines if "inside submodule vendor/lib" in line]
     assert said and f"kept in {KEPT}/" in said[0] and "new.txt" in said[0]
-    assert f"cp -R {KEPT}/. vendor/lib/" in said[0]
+    # Pasted as printed in a subfolder of the checkout, it copies them into the submodule.
+    copy = re.search(r"`(cp -R [^`]+)`", said[0])
+    assert copy is not None, said[0]
+    (work / "docs").mkdir()
+    subprocess.run(["bash", "-c", copy.group(1)], cwd=work / "docs", check=True)
+    assert (work / "vendor" / "lib" / "new.txt").read_text() == "x\n"
+    (work / "vendor" / "lib" / "new.txt").unlink()
     assert not any("changed no files" in line for line in lines)
     assert any(line.startswith("look at: task 1 wrote new.txt inside submodule") for line in lines)
     # Completed with the line as its note: no advisor, no second run of the agent.

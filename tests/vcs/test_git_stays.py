@@ -7,6 +7,7 @@ jj, a test HOME holding the user's identity in its git config."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -191,3 +192,47 @@ def test_a_branch_of_yours_named_as_the_lane_is_kept_and_said(tmp_path: Path,
     # A lane left by an earlier run whose tip is on your branch already is no news.
     again = agent_loop(work, "--vcs", "git", "--no-distill")
     assert "refs/agent-loop/previous" not in again.stdout, again.stdout
+
+
+def test_vcs_jj_takes_the_git_author_variables_when_nothing_else_names_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jj_bin: str,
+        fake_claude: FakeClaude) -> None:
+    # A container or a CI: GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL (the seal's) are the only
+    # identity, in no git config and no jj config; git's commits have an author from them.
+    for var in ("JJ_USER", "JJ_EMAIL"):
+        monkeypatch.delenv(var)
+    work = git_project(tmp_path, PLAN)
+    done = agent_loop(work, "--no-distill", "--vcs", "jj")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "jj has no user identity" not in done.stdout, done.stdout
+    authors = subprocess.run(
+        ["jj", "log", "--no-graph", "-r", "::@ & description(glob:'agent-loop:*')", "-T",
+         'author.name() ++ " <" ++ author.email() ++ ">\\n"'], cwd=work, capture_output=True,
+        text=True, check=True).stdout.splitlines()
+    assert authors == ["Test Author <author@example.com>"] * 2
+
+
+@pytest.mark.parametrize("branch", ["fix&go", "it's"])
+def test_the_way_back_to_a_branch_named_for_the_shell_runs_as_printed(
+        tmp_path: Path, git_user: str, branch: str) -> None:
+    from agentloop.vcs.stays_git import converted_warning
+
+    work = git_project(tmp_path, PLAN)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    git(work, "branch", "-m", "main", branch)
+    nobody = {**os.environ, "JJ_USER": "", "JJ_EMAIL": ""}
+    for argv in (["git", "init", "--colocate"], ["new"]):
+        subprocess.run(["jj", *argv], cwd=work, env=nobody, check=True, capture_output=True)
+    (work / "src").mkdir()
+    (work / "src" / "a.txt").write_text("A\n")
+    subprocess.run(["jj", "commit", "-m", "agent-loop: (ungrouped) / write a"], cwd=work,
+                   env=nobody, check=True, capture_output=True)
+    head = git(work, "rev-parse", "HEAD").strip()
+    line = converted_warning(work)
+    command = re.search(r"With git: `([^`]+)`", line or "")
+    assert command is not None, line
+    done = subprocess.run(["bash", "-c", command.group(1)], cwd=work / "src",
+                          capture_output=True, text=True)
+    assert done.returncode == 0, (command.group(1), done.stderr)
+    assert git(work, "rev-parse", branch).strip() == head

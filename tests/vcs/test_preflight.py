@@ -147,7 +147,8 @@ def test_a_symlinked_state_folder_or_task_file(work: Path, tmp_path: Path,
 def test_jj_without_an_identity_is_a_warning(work: Path, fake_claude: FakeClaude,
                                              jj_bin: str) -> None:
     init_repo(work, "jj")
-    env = {k: v for k, v in os.environ.items() if k not in ("JJ_USER", "JJ_EMAIL")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("JJ_USER", "JJ_EMAIL", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL")}
     done = agent_loop(work, "--no-distill", "--vcs", "jj", env=env)
     assert done.returncode == 0, done.stderr
     assert "jj has no user identity" in done.stdout

@@ -4,7 +4,9 @@ recorded at the run's start and moved aside (agentloop.vcs.submodule_gitdirs). R
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -190,3 +192,34 @@ def test_a_git_folder_that_cannot_be_moved_at_all_is_one_error_that_says_what_to
     line = gd.not_moved_line(raised.value.failed, raised.value.error, "kept/.git")
     assert "could not move deps/lib/.git" in line and "Device or resource busy" in line
     assert "before running again" in line and "\n" not in line
+
+
+@pytest.mark.parametrize("how", ["update", "move"])
+def test_the_way_back_runs_as_printed_from_a_subfolder(tmp_path: Path, how: str) -> None:
+    work = with_sub(tmp_path)
+    lib = work / "deps" / "lib"
+    if how == "update":  # a gitfile pointed at a folder of the agent's: git's own is there
+        gd.record(work)
+        own = own_copy(work, tmp_path)
+        (lib / ".git").unlink()
+        (lib / ".git").write_text(f"gitdir: {own}\n")
+        moved = guard(work)
+        # Your config lets a submodule come from a file URL, as the test's lib does.
+        config = Path(os.environ["GIT_CONFIG_GLOBAL"])
+        config.write_text(config.read_text() + "[protocol \"file\"]\n\tallow = always\n")
+    else:  # the only git folder of a submodule not absorbed, its config changed
+        (lib / ".git").unlink()
+        shutil.move(str(work / ".git" / "modules" / "deps" / "lib"), str(lib / ".git"))
+        git(work, "config", "-f", str(lib / ".git" / "config"), "--unset", "core.worktree")
+        gd.record(work)
+        git(lib, "config", "filter.evil.clean", "cat")
+        moved = guard(work, sandboxed=True)
+    line = gd.moved_line(moved, {m.kept: "kept" for m in moved}, work)
+    command = re.search(r"`((?:git -C|git submodule|mv) [^`]+)`", line)
+    assert command is not None, line
+    (work / "docs").mkdir()
+    done = subprocess.run(["bash", "-c", command.group(1)], cwd=work / "docs",
+                          capture_output=True, text=True)
+    assert done.returncode == 0, (command.group(1), done.stderr)
+    assert git(work, "-C", "deps/lib", "rev-parse", "--is-inside-work-tree").strip() == "true"
+    assert (lib / "lib.txt").read_text() == "lib\n"

@@ -184,7 +184,7 @@ def agent_moved_head(record: GitLaneRecord, dirs: tuple[Path, Path], stashed: bo
         return Breach(Kind.AGENT_MOVED_HEAD, f"{line}, and switched it from {short} to {there} "
                       f"(its reflog entry says `{said}`)",
                       (f"git -C {typed(root)} reflog -{len(entries) + 1}",
-                       f"git -C {typed(root)} switch {short}"), stops=False)
+                       f"git -C {typed(root)} switch {typed(short)}"), stops=False)
     if all(e.old == e.new for e in entries) and stashed:
         return Breach(Kind.AGENT_MOVED_HEAD, f"{line}: its `git stash` there set your uncommitted "
                       f"edits aside (its reflog entry says `{said}`), in your stash list now",
@@ -194,9 +194,7 @@ def agent_moved_head(record: GitLaneRecord, dirs: tuple[Path, Path], stashed: bo
         kept = _dropped_holding(Git(root), entries, reverted)
         if kept is not None:  # its `commit -a`, then `reset --hard HEAD~1`: not gone
             commit, held = kept
-            import shlex  # said only of a commit the agent made and dropped
-
-            files = " ".join(shlex.quote(f) for f in held)
+            files = " ".join(typed(f) for f in held)
             return Breach(Kind.AGENT_MOVED_HEAD, f"{line} (its reflog entry says `{said}`), and "
                           f"{', '.join(reverted[:5])} went back as committed; the commit "
                           f"{commit[:12]} it made there and dropped again still holds "

@@ -4,7 +4,9 @@ under SAVED_REF, one commit per roll-back, the ref's reflog keeping the earlier 
 
 The commit's parent holds the files as the attempt found them (HEAD, with the user's uncommitted
 edits of the paths concerned as they were at begin), so its diff is exactly what the roll-back
-undoes and `git diff --binary <sha>~ <sha> | git apply` puts it back on the rolled-back files.
+undoes and `git diff --binary <sha>~ <sha> | git apply` puts it back on the rolled-back files
+(as printed: both halves name the checkout, and the diff is plain whatever the user's config,
+so it brings back every file from any folder of the checkout).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentloop.errors import VcsError
+from agentloop.files.shown import typed
 from agentloop.vcs.git.files import MISSING
 from agentloop.vcs.git.record import Start
 from agentloop.vcs.git.repo import GitRepo
@@ -92,34 +95,44 @@ def keep_folder(common_dir: Path, folder: Path, base: str, why: str
     return sha, sorted(paths)
 
 
-def said_finished(kept: tuple[str, list[str]]) -> str:
+def brings(root: Path, sha: str) -> str:
+    """The command a person pastes to put the files of kept commit `sha` back in checkout
+    `root`: typed from any folder of it, whatever their git config says."""
+    # From a subfolder, `git apply` skips every path outside it (and exits 0), and
+    # diff.relative leaves them out of the diff; color.ui=always, a diff.external or
+    # diff.noprefix (paths without the a/ and b/ that apply strips) make a diff git apply
+    # cannot read.
+    at = typed(root)
+    return (f"git -C {at} diff --no-color --no-ext-diff --no-relative --src-prefix=a/ "
+            f"--dst-prefix=b/ --binary {sha}~ {sha} | git -C {at} apply")
+
+
+def said_finished(kept: tuple[str, list[str]], root: Path) -> str:
     """The line that says where a finished agent's work was kept, for the next run to land
-    (bring_back reads the commit from it) and for a person to bring back by hand."""
+    (bring_back reads the commit from it) and for a person to bring back by hand in `root`."""
     sha, files = kept
     shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
     return (f"its agent had finished: its work ({len(files)} file(s): {shown}) is kept in "
             f"commit {sha[:12]} ({SAVED_REF}), and the next run lands it without paying the "
-            f"agent again (`git diff --binary {sha[:12]}~ {sha[:12]} | git apply` brings it "
-            "back by hand)")
+            f"agent again (`{brings(root, sha[:12])}` brings it back by hand)")
 
 
-def said(kept: tuple[str, list[str]]) -> str:
-    """The one line that says what was set aside and how to bring it back."""
+def said(kept: tuple[str, list[str]], root: Path) -> str:
+    """The one line that says what was set aside and how to bring it back in `root`."""
     sha, files = kept
     shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
     return (f"rolled back {len(files)} file(s) the attempt changed ({shown}); kept in "
-            f"commit {sha[:12]} ({SAVED_REF}), `git diff --binary {sha[:12]}~ {sha[:12]} | "
-            "git apply` brings them back")
+            f"commit {sha[:12]} ({SAVED_REF}), `{brings(root, sha[:12])}` brings them back")
 
 
-def way_back(line: str) -> str:
+def way_back(line: str, root: Path) -> str:
     """A line that names the commit a roll-back kept (copy_named), with the command that
-    brings its files back by hand."""
+    brings its files back by hand in `root`."""
     named = re.search(_SAID, line)
     if named is None:
         return line
     sha = named.group(1)
-    return f"{line}; `git diff --binary {sha}~ {sha} | git apply` brings them back"
+    return f"{line}; `{brings(root, sha)}` brings them back"
 
 
 def bring_back(repo: GitRepo, line: str) -> bool:
@@ -130,7 +143,9 @@ def bring_back(repo: GitRepo, line: str) -> bool:
         return False
     sha = named.group(1)
     try:
-        patch = repo.git.out("diff", "--binary", "--no-color", "--no-ext-diff", f"{sha}~", sha)
+        # Your diff.noprefix would leave out the a/ and b/ that apply strips: named here.
+        patch = repo.git.out("diff", "--binary", "--no-color", "--no-ext-diff", "--src-prefix=a/",
+                             "--dst-prefix=b/", f"{sha}~", sha)
         if not patch.strip():
             return False
         repo.git.out("apply", "--whitespace=nowarn", input=patch)

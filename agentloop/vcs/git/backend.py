@@ -46,8 +46,12 @@ class GitVcs:
     def __init__(self, root: Path, task_file: Path, allow_dirty: bool = False,
                  note: str = "", lane: bool = False,
                  place: tuple[Path, Path] | None = None, made: bool = False,
-                 lanes: bool = False, mainline: Callable[[], str] | None = None) -> None:
+                 lanes: bool = False, mainline: Callable[[], str] | None = None,
+                 yours: Path | None = None) -> None:
         self.git = Git(root.resolve())
+        # Where a person brings back the files a roll-back kept: a lane's folder goes when the
+        # run is done, so a lane names your checkout.
+        self._yours = yours
         self.tree = GitRepo(self.git)
         self.task_file = task_file
         self.allow_dirty = allow_dirty
@@ -180,7 +184,7 @@ class GitVcs:
                                        self.allow_dirty)
         except VcsError as exc:
             if self._rolled_back is not None:  # the refusal alone never said where they went
-                exc.said_first = (aside.way_back(self._rolled_back[0]),)
+                exc.said_first = (aside.way_back(self._rolled_back[0], self._yours or self.root),)
             raise
         return notes
 
@@ -542,7 +546,7 @@ class GitVcs:
                     "left as they are, not rolled back")
         recover.roll_back(self.tree, start)
         self._forget()
-        return aside.said(kept) if kept is not None else None
+        return aside.said(kept, self._yours or self.root) if kept is not None else None
 
     def bring_back(self, kept: str) -> bool:
         """The files a roll-back kept (aside.keep, named by its line) back in the tree."""

@@ -91,7 +91,7 @@ def repair(root: Path, git_dir: Path, at: str, tip: str, in_the_way: bool = Fals
     to date keeping your edits (the follow the landing would have made). `in_the_way`: the
     lock is gone, and a file of yours stands where the follow writes (git refused it)."""
     lock = git_dir / LOCK
-    gone = f"rm {lock} && " if lock.exists() and not in_the_way else ""
+    gone = f"rm {typed(lock)} && " if lock.exists() and not in_the_way else ""
     why = ("a file of yours stands on a path the tasks changed: move it away, then" if
            in_the_way else f"{lock} {'held' if lock.exists() else 'was held'}; once it goes:")
     return (f"your checkout {root} is behind its branch: the branch is at {tip[:12]}, the "

@@ -141,14 +141,15 @@ def _edited_behind(git: Git, files: list[str], at: str) -> tuple[list[str], list
         sorted(new)
 
 
-def how(untracked: list[str]) -> str:
+def how(untracked: list[str], root: Path) -> str:
     """What lets a waiting landing go on: a plain `git stash` leaves an untracked file where it
     is, in the way of the task's file of that name. A later `git stash pop` refuses while any
     file it holds untracked is there again (the task's, the plan the run put back): the
-    stash's untracked files are its third parent, from which a file comes back alone."""
+    stash's untracked files are its third parent, from which a file comes back alone (into
+    checkout `root`, named in the command: its path is from the top, typed from any folder)."""
     if not untracked:
         return "commit or stash them and it lands on the branch"
     return (f"commit or stash them (an untracked file such as {untracked[0]} with `git stash "
             "-u`, or move it away) and it lands on the branch; `git stash pop` then refuses on "
-            f"the files that are back (the task's, the plan): `git checkout 'stash@{{0}}^3' -- "
-            f"{untracked[0]}` brings yours back")
+            f"the files that are back (the task's, the plan): `git -C {typed(root)} checkout "
+            f"'stash@{{0}}^3' -- {typed(untracked[0])}` brings yours back")

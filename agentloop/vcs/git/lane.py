@@ -11,6 +11,7 @@ from typing import Callable, Iterable
 
 from agentloop import proc
 from agentloop.errors import VcsError
+from agentloop.files.shown import typed
 from agentloop.vcs.breach import Breach, LaneBreach
 from agentloop.vcs.git import aside, landing_beside, lane_check, lane_damage, refs, stash
 from agentloop.vcs.git.backend import GitVcs
@@ -40,7 +41,7 @@ class LaneGit:
         own = refs.worktree_git_dir(worktree)
         self._dirs = (own, main.common_dir) if own is not None else None
         self.work = GitVcs(worktree, task_file, allow_dirty=True, lane=True, place=self._dirs,
-                           made=made, mainline=lambda: main.ref)
+                           made=made, mainline=lambda: main.ref, yours=main.root)
         self.main = main
         self._made = made
         self.branch = f"refs/heads/{BRANCH_PREFIX}{worktree.name}"
@@ -417,7 +418,8 @@ class LaneGit:
     def help_lines(self, where: str) -> str:
         """How a person looks at a conflicted task's commit and goes on."""
         branch, main = self.lane_branch(), self.main.ref.removeprefix("refs/heads/")
+        # The cd names the lane's folder in full: a person pastes it from wherever they are.
         return (f"its work is on branch {branch} (worktree {where}): `git log -p "
-                f"{main}..{branch}` shows it; resolve it there (`cd {where} && git rebase "
-                f"{main}`, fix, `git rebase --continue`), then run the same agent-loop "
-                "command again to land it and go on")
+                f"{typed(main)}..{typed(branch)}` shows it; resolve it there (`cd "
+                f"{typed(self.root)} && git rebase {typed(main)}`, fix, `git rebase --continue`), "
+                "then run the same agent-loop command again to land it and go on")

@@ -62,5 +62,5 @@ def stopped(breach: Breach, finished: bool, *, root: Path, main: GitMainLine,
         return LaneBreach(breach)  # the stop says what happened; the work stays there
     if kept is None:
         return LaneBreach(breach)
-    line = aside.said_finished(kept)
+    line = aside.said_finished(kept, main.root)
     return LaneBreach(dataclasses.replace(breach, line=f"{breach.line}; {line}"), line)

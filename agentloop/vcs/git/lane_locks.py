@@ -10,6 +10,7 @@ from pathlib import Path
 
 from agentloop.errors import VcsError
 from agentloop.files import opened
+from agentloop.files.shown import typed
 
 NAMES = ("index.lock", "HEAD.lock")
 
@@ -27,7 +28,7 @@ def cleared(lane: Path, git_dir: Path | None) -> str | None:
         if opened.by_a_process(lock):
             raise VcsError(f"{lock}, the lock of the lane {lane}, is held by a running process "
                            "its agent left (a git command of its?): stop it, or remove the lock "
-                           f"with `rm {lock}` if nothing runs, then run agent-loop again")
+                           f"with `rm {typed(lock)}` if nothing runs, then run agent-loop again")
         lock.unlink(missing_ok=True)
         removed.append(str(lock))
     if not removed:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from agentloop.errors import VcsError
+from agentloop.files.shown import typed
 from agentloop.vcs.git import behind, in_the_way, landing_copy, refs
 from agentloop.vcs.git.behind import BEHIND, RECORD
 from agentloop.vcs.git.branch_rename import RENAME_SETTLES, renamed_to
@@ -117,8 +118,8 @@ class GitMainLine:
             short = self.ref.removeprefix("refs/heads/")
             raise VcsError(f"branch {short}, which this run lands its tasks on, is gone (deleted,"
                            " or renamed while the checkout is on another branch): nothing more "
-                           f"lands; `git branch {short} <commit>` or `git switch` to it and run "
-                           "again (the lane's branch keeps what did not land)")
+                           f"lands; `git branch {typed(short)} <commit>` or `git switch` to it "
+                           "and run again (the lane's branch keeps what did not land)")
         return out.strip()
 
     def landed(self, commit: str) -> str | None:
@@ -178,7 +179,8 @@ class GitMainLine:
                     blocked = refused
             with waiting.held_if_stopped(self.stopping):  # held, not lost
                 if busy:
-                    waiting.still(commit, busy, self.written_since(busy), in_the_way.how(untracked))
+                    waiting.still(commit, busy, self.written_since(busy),
+                                  in_the_way.how(untracked, self.root))
                 elif blocked is not None:
                     waiting.blocked(commit, *blocked)
                 if self.stopping():
@@ -372,7 +374,7 @@ class GitMainLine:
                  else "elsewhere")
         branch = self.ref.removeprefix("refs/heads/")
         self.on_wait(f"your checkout is {there} now, not on {branch}: the tasks go on landing "
-                     f"on {branch}, where `git switch {branch}` finds them")
+                     f"on {branch}, where `git switch {typed(branch)}` finds them")
 
     def tip_now(self) -> str | None:
         """The main line's commit, read from the git dir's files; None when they cannot tell.

@@ -379,8 +379,8 @@ class GitRepo:
             branch = (start.ref or "").removeprefix("refs/heads/")
             raise VcsError(f"the agent switched HEAD from {start.ref or 'a detached HEAD'} to "
                            f"{self.ref() or 'a detached HEAD'}; nothing was committed for "
-                           f"this task: switch back (`git -C {typed(self.root)} switch {branch}`) "
-                           "and run agent-loop again")
+                           f"this task: switch back (`git -C {typed(self.root)} switch "
+                           f"{typed(branch)}`) and run agent-loop again")
         head = self.head()
         if start.head is None or head in (None, start.head):
             return

@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
+from agentloop.files.shown import typed
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.registration import REMOVING, mended, own_folder, users_lock
 from agentloop.vcs.git.run import Git
@@ -49,7 +50,7 @@ def clean_git(root: Path, path: Path,
         yours = _locked_again(root, path)
     if yours is not None and not yours_too and path.is_dir():
         return [f"lane {path.name} is locked ({yours!r}), not by agent-loop: left as it is, "
-                f"with its branch; `git worktree unlock {path}` and the next run removes it"]
+                f"with its branch; `git worktree unlock {typed(path)}` and the next run removes it"]
     if path in worktrees and worktrees[path].get("locked") == REMOVING:
         notes.append(f"removed lane {path.name}, whose removal a kill had cut short: nothing "
                      "of yours was left in it (what nobody had committed there was kept first)")
@@ -60,7 +61,7 @@ def clean_git(root: Path, path: Path,
                          "removed all the same, as its group has nothing left to run")
         if kept:
             notes.append(f"the uncommitted files of lane {path.name} are kept in commit "
-                         f"{kept[:12]} (`git show {KEPT_FILES}{path.name}`)")
+                         f"{kept[:12]} (`git show {typed(KEPT_FILES + path.name)}`)")
     removed = False
     if path in worktrees:
         if "locked" in worktrees[path]:
@@ -320,7 +321,8 @@ def drop_branches(root: Path, names: set[str], main: str = "HEAD") -> list[str]:
         kept = keep_unlanded(root, BRANCH_PREFIX + name, main)
         if kept:
             notes.append(f"lane branch {BRANCH_PREFIX + name} held commits that are not on "
-                         f"the main line: kept as {kept} (`git log -p {main}..{kept}`)")
+                         f"the main line: kept as {kept} "
+                         f"(`git log -p {typed(main)}..{typed(kept)}`)")
         if not _branch_dropped_from_files(root / ".git", "refs/heads/" + BRANCH_PREFIX + name):
             _git(root, "branch", "-q", "-D", BRANCH_PREFIX + name, codes=(0, 1))
     return notes

@@ -10,6 +10,7 @@ import re
 import shutil
 from pathlib import Path
 
+from agentloop.files.shown import typed
 from agentloop.vcs.breach import LaneBreach
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.config_text import may_set_beyond_repository
@@ -206,5 +207,5 @@ def _keep_previous(root: Path, branch: str, base: str) -> str:
     if Git(root).run("merge-base", "--is-ancestor", tip, base, codes=(0, 1)).returncode == 0:
         return ""
     return (f"branch {branch} held commit {tip[:12]}, which your branch has not: it is kept "
-            f"as {kept} (`git branch <name> {kept}` takes it back), and the lane starts "
+            f"as {kept} (`git branch <name> {typed(kept)}` takes it back), and the lane starts "
             "afresh from your branch")

@@ -125,17 +125,23 @@ def _identity(environ: tuple[tuple[str, str], ...]) -> dict[str, str]:
 
 def identity(env: dict[str, str], cwd: Path | None = None) -> dict[str, str]:
     """JJ_USER and JJ_EMAIL from git's identity, for jj commands where jj has none of its own
-    (never an empty author on a task's commit); {} when jj's is set or git has none."""
+    (never an empty author on a task's commit): GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL, as git's
+    commits take them first, else git's config; {} when jj's is set or git has none."""
     from agentloop.vcs.git.run import Git
 
     where = cwd or Path.cwd()
     found: dict[str, str] = {}
-    for key, variable in (("user.name", "JJ_USER"), ("user.email", "JJ_EMAIL")):
+    for key, variable, author in (("user.name", "JJ_USER", "GIT_AUTHOR_NAME"),
+                                  ("user.email", "JJ_EMAIL", "GIT_AUTHOR_EMAIL")):
         if env.get(variable):
             continue
         # Through the door's own runner, not Jj: Jj's environment is what this works out.
         own = _run(where, ("--ignore-working-copy", "config", "get", key), env, None, TIMEOUT)
         if own.returncode == 0 and own.stdout.strip():
+            continue
+        # A container's or a CI's only identity: git's commits have an author, so jj's do too.
+        if env.get(author, "").strip():
+            found[variable] = env[author].strip()
             continue
         try:
             theirs = Git(where).run("config", "--get", key, env=env, codes=None)
