@@ -66,6 +66,9 @@ THIRD_PARTY = {"--version": set(), "--help": {"click"}, "--status": set(), "--js
 # than the rest of --status together, and its text needs neither.
 NOT_FOR_STATUS = {"hashlib", "_hashlib", "shlex"}
 NOT_FOR_STATUS_TEXT = {"dataclasses", "inspect", "typing"}
+# --help needs the terminal's width, which click asks shutil for: shutil loads the compressors
+# (zlib, bz2, lzma) as it loads, for its archives, and --help asks the width of os itself.
+NOT_FOR_HELP = {"shutil", "bz2", "lzma", "zlib"}
 
 
 def imported(args: list[str], cwd: Path, stdlib: bool = False) -> tuple[list[str], set[str]]:
@@ -138,6 +141,12 @@ def test_status_starts_none_of_the_standard_library_s_costly_modules(finished: P
     assert not stdlib & NOT_FOR_STATUS, sorted(stdlib & NOT_FOR_STATUS)
     if "--json" not in args:
         assert not stdlib & NOT_FOR_STATUS_TEXT, sorted(stdlib & NOT_FOR_STATUS_TEXT)
+
+
+def test_help_starts_none_of_the_standard_library_s_archivers(finished: Path) -> None:
+    _, stdlib = imported(["--help"], finished, stdlib=True)
+    assert "click" not in stdlib and "textwrap" in stdlib, "is -X importtime read right?"
+    assert not stdlib & NOT_FOR_HELP, sorted(stdlib & NOT_FOR_HELP)
 
 
 def status_json(work: Path) -> dict[str, Any]:
