@@ -4,6 +4,7 @@ fails here, ours and third-party alike."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -157,6 +158,44 @@ def status_json(work: Path) -> dict[str, Any]:
     return found
 
 
+# The files a command opens, as Python's audit hook sees them (every open(), os.open and
+# io.open), printed as the process ends.
+OPENED = """
+import os, runpy, sys
+opened = []
+def noted(event, args):
+    if event == "open" and isinstance(args[0], (str, os.PathLike)):
+        opened.append(os.path.abspath(args[0]))
+sys.addaudithook(noted)
+leave = os._exit
+def left(code):
+    print("OPENED", opened, flush=True)
+    leave(code)
+os._exit = left
+sys.argv = ["agent-loop", *sys.argv[1:]]
+runpy.run_module("agentloop", run_name="__main__")
+"""
+
+
+def opened(args: list[str], cwd: Path) -> list[str]:
+    """The files of `cwd` that `agent-loop ARGS` opens, from `cwd`, once for each opening."""
+    done = subprocess.run([sys.executable, "-c", OPENED, *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = ast.literal_eval(done.stdout.rsplit("OPENED ", 1)[1])
+    return [os.path.relpath(p, cwd) for p in seen if p.startswith(str(cwd) + os.sep)]
+
+
+def test_status_of_an_unchanged_plan_reads_its_state_once(finished: Path) -> None:
+    # The state, the plan (its hash), whether a run lives, where the history stands: each once.
+    # state.json, of thousands of records after a long plan, was read twice: to tell whose
+    # it is, then as the state.
+    files = opened(["tasks.md", "--status"], finished)
+    assert files.count(".agent-loop/state.json") == 1, files
+    assert files.count("tasks.md") == 1, files
+    assert sorted(set(files)) == sorted(files), files
+
+
 def test_status_asks_the_vcs_only_when_the_history_moved(finished: Path) -> None:
     # Where the run left it: no process at all (every process goes through agentloop.proc).
     ours, _ = imported(["tasks.md", "--status"], finished)
@@ -243,6 +282,9 @@ def test_status_after_a_real_run_starts_no_process(tmp_path: Path,
     ours, _ = imported(["tasks.md", "--status"], work)
     assert "agentloop.proc" not in ours, "--status started a process: the run's mark is not read"
     assert status_json(work)["lost"] == []
+    # Its state (with a journal's place) read once, as after any run.
+    files = opened(["tasks.md", "--status"], work)
+    assert files.count(".agent-loop/state.json") == 1 and files.count("tasks.md") == 1, files
 
 
 def test_a_mark_that_names_the_branch_still_counts(finished: Path) -> None:
