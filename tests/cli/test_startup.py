@@ -21,8 +21,8 @@ from agentloop.state.project import load_plan, open_project
 from agentloop.vcs import history
 from tests.support.audit import audited_run
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import make_repo
-from tests.support.runner import noting_git
+from tests.support.repos import jj, make_repo
+from tests.support.runner import agent_loop, noting_git, noting_jj
 
 # Ours that each may import, as names or as folders (a trailing dot); anything else fails.
 # `--status` is answered before click is imported (agentloop.console.quick): every command
@@ -285,6 +285,26 @@ def test_status_after_a_real_run_starts_no_process(tmp_path: Path,
     # Its state (with a journal's place) read once, as after any run.
     files = opened(["tasks.md", "--status"], work)
     assert files.count(".agent-loop/state.json") == 1 and files.count("tasks.md") == 1, files
+
+
+def test_status_of_a_jj_plan_asks_jj_for_no_author(tmp_path: Path, fake_claude: FakeClaude,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # jj's author (JJ_USER and JJ_EMAIL, else jj's config, else git's: agentloop.vcs.jj.run
+    # .identity) goes on a change jj makes. --status reads the history with
+    # --ignore-working-copy, which makes none: two `jj config get` and two `git config` were
+    # asked each time for an author nothing took, before the one read.
+    work = make_repo(tmp_path / "project", "jj", plan="- first\n  FAKE: write a.txt A\n")
+    done = agent_loop(work, "--vcs", "jj", "--no-distill")
+    assert done.returncode == 0, done.stderr[-2000:]
+    jj(work, "new")   # the history moves on: --status reads it again
+    monkeypatch.delenv("JJ_USER")
+    monkeypatch.delenv("JJ_EMAIL")
+    done, calls = noting_jj(work, tmp_path, "tasks.md", "--status")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "1 completed" in done.stdout and " log " in f" {calls[0]} ", calls
+    assert not [c for c in calls if " config " in f" {c} "], calls
+    _, git_calls_made = noting_git(work, tmp_path / "git", "tasks.md", "--status")
+    assert git_calls_made == [], git_calls_made
 
 
 def test_a_mark_that_names_the_branch_still_counts(finished: Path) -> None:

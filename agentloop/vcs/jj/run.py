@@ -107,14 +107,27 @@ FORGOTTEN = "doesn't have a working-copy commit"
 MISSING = r"Object ([0-9a-f]{40,64}) of type (\w+) not found"
 
 
-def environment() -> dict[str, str]:
+def environment(author: bool = True) -> dict[str, str]:
     """What every jj command runs with: no editor (descriptions come with -m), a terminal width,
-    and an author: jj's own identity, else git's (a change jj makes is never authorless)."""
+    and, with `author`, an author: jj's own identity, else git's (a change jj makes is never
+    authorless)."""
     # jj's output here is never a terminal: without COLUMNS, a `log` asks `tput cols` and
     # `tput lines` for the width, two processes each time, for the 80 columns it falls back to
     # anyway; no template of agent-loop's wraps, so the width never shows in what it reads.
     base = {"COLUMNS": "80", **environ.current(), "JJ_EDITOR": "false"}
-    return {**base, **_identity(tuple(sorted(base.items())))}
+    return {**base, **_identity(tuple(sorted(base.items())))} if author else base
+
+
+# The commands that make no change: read with --ignore-working-copy, so that jj does not
+# snapshot your working copy into one either. They need no author, which costs up to four
+# processes to find (identity), and `--status` asks one of them alone.
+READS = (("log",), ("op", "log"))
+
+
+def _reads(args: tuple[str, ...]) -> bool:
+    """Whether jj `args` make no change (READS), so no author goes with them."""
+    return args[:1] == ("--ignore-working-copy",) and any(
+        args[1:1 + len(words)] == words for words in READS)
 
 
 @functools.lru_cache(maxsize=4)
@@ -277,7 +290,7 @@ class Jj:
         is an answer). `env`: variables set on top of the one environment."""
         ours = self.sound is not None and cwd is None and op_head(self.root) == self.sound
         self.sound = None  # a command that fails may have done part of its work
-        full = {**environment(), **env} if env else environment()
+        full = {**environment(not _reads(args)), **(env or {})}
         where = cwd or self.root
         named = ("-R", str(where)) if self.confined or cwd is not None else ()
         try:
