@@ -4,9 +4,12 @@ option of cli.py is in."""
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Sequence
 
 import click
+import click.formatting
 
 Sections = Sequence[tuple[str, Sequence[str]]]  # (section title, the parameters' names in it)
 
@@ -51,8 +54,41 @@ EXAMPLES = (
 )
 
 
+class _Context(click.Context):
+    """click's context, with the help's width found as click finds it but without shutil:
+    click imports shutil for its get_terminal_size, and shutil loads zlib, bz2 and lzma for its
+    archives, a tenth of --help's start (tests/cli/test_startup.py)."""
+
+    def make_formatter(self) -> click.HelpFormatter:
+        """click's HelpFormatter, as wide as click would make it."""
+        width = self.terminal_width
+        if width is None:
+            width = click.formatting.FORCED_WIDTH
+        if width is None:
+            most = self.max_content_width or 80
+            width = max(min(_columns(), most) - 2, 50)
+        return self.formatter_class(width=width, max_width=self.max_content_width)
+
+
+def _columns() -> int:
+    """The terminal's columns as shutil.get_terminal_size says them: $COLUMNS when it is a
+    positive number, else the terminal's, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):  # no stdout, closed, or not a terminal
+        return 80
+
+
 class SectionedCommand(click.Command):
     """A command whose --help lists its options section by section and ends with examples."""
+
+    context_class = _Context
 
     def __init__(self, *args: object, sections: Sections = SECTIONS,
                  examples: Sequence[tuple[str, str]] = EXAMPLES, **kwargs: object) -> None:

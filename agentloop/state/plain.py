@@ -189,11 +189,13 @@ def load(folder: Path, plan_hash: str | None, read: tuple[bytes, Any] | None = N
          ) -> State | None:
     """The state in `folder` as plain records, when it is beyond doubt (see the module doc)
     and, given `plan_hash`, made from that plan by this reader; else None: ask the full
-    reader. `read`: state.json's bytes and JSON as plan_folder read them."""
+    reader. `read`: state.json's bytes and JSON as plan_folder read them from `folder`, not
+    read again (a snapshot is replaced whole, never written in place: the bytes read are one
+    snapshot, as those of a second read would be)."""
     path = folder / "state.json"
     try:
-        raw = regular.read_bytes(path)
-        data = read[1] if read is not None and read[0] == raw else loads(raw, path)
+        raw = regular.read_bytes(path) if read is None else read[0]
+        data = loads(raw, path) if read is None else read[1]
     except (OSError, StateError):
         return None
     if type(data) is not dict or data.get("schema_version") != SCHEMA_VERSION or (

@@ -5,12 +5,14 @@ heavy imported before parsing)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from agentloop.cli import command
@@ -47,6 +49,22 @@ def test_help_shows_its_sections_and_examples_in_order() -> None:
     assert "agent-loop tasks.md --rehearse" in out
     # the metavars name what a value is, as the options reference does
     assert "--budget USD" in out and "--task-timeout SECONDS" in out and "RANGE" not in out
+
+
+@pytest.mark.parametrize("columns, width", [("60", 58), ("200", 78), ("", 78), ("x", 78)])
+def test_help_is_as_wide_as_click_makes_it_for_the_terminal(columns: str, width: int) -> None:
+    # COLUMNS as a terminal sets it (the width less two, at most 78, at least 50); none or
+    # nonsense, off a terminal: 80 columns, as shutil.get_terminal_size says.
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    done = subprocess.run([sys.executable, "-m", "agentloop", "--help"], capture_output=True,
+                          text=True, env={**env, "COLUMNS": columns}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    click_s = CliRunner().invoke(command, ["--help"], prog_name="agent-loop",
+                                 terminal_width=width)
+    assert done.stdout == click_s.output
+    other = 58 if width == 78 else 78   # the width tells: the text is wrapped otherwise
+    assert done.stdout != CliRunner().invoke(command, ["--help"], prog_name="agent-loop",
+                                             terminal_width=other).output
 
 
 def test_agent_rehearse_is_refused_with_the_mode_to_use() -> None:

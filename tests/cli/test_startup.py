@@ -4,6 +4,7 @@ fails here, ours and third-party alike."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -20,8 +21,8 @@ from agentloop.state.project import load_plan, open_project
 from agentloop.vcs import history
 from tests.support.audit import audited_run
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import make_repo
-from tests.support.runner import noting_git
+from tests.support.repos import jj, make_repo
+from tests.support.runner import agent_loop, noting_git, noting_jj
 
 # Ours that each may import, as names or as folders (a trailing dot); anything else fails.
 # `--status` is answered before click is imported (agentloop.console.quick): every command
@@ -66,6 +67,9 @@ THIRD_PARTY = {"--version": set(), "--help": {"click"}, "--status": set(), "--js
 # than the rest of --status together, and its text needs neither.
 NOT_FOR_STATUS = {"hashlib", "_hashlib", "shlex"}
 NOT_FOR_STATUS_TEXT = {"dataclasses", "inspect", "typing"}
+# --help needs the terminal's width, which click asks shutil for: shutil loads the compressors
+# (zlib, bz2, lzma) as it loads, for its archives, and --help asks the width of os itself.
+NOT_FOR_HELP = {"shutil", "bz2", "lzma", "zlib"}
 
 
 def imported(args: list[str], cwd: Path, stdlib: bool = False) -> tuple[list[str], set[str]]:
@@ -140,12 +144,56 @@ def test_status_starts_none_of_the_standard_library_s_costly_modules(finished: P
         assert not stdlib & NOT_FOR_STATUS_TEXT, sorted(stdlib & NOT_FOR_STATUS_TEXT)
 
 
+def test_help_starts_none_of_the_standard_library_s_archivers(finished: Path) -> None:
+    _, stdlib = imported(["--help"], finished, stdlib=True)
+    assert "click" not in stdlib and "textwrap" in stdlib, "is -X importtime read right?"
+    assert not stdlib & NOT_FOR_HELP, sorted(stdlib & NOT_FOR_HELP)
+
+
 def status_json(work: Path) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--status", "--json"],
                           cwd=work, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     found: dict[str, Any] = json.loads(done.stdout)
     return found
+
+
+# The files a command opens, as Python's audit hook sees them (every open(), os.open and
+# io.open), printed as the process ends.
+OPENED = """
+import os, runpy, sys
+opened = []
+def noted(event, args):
+    if event == "open" and isinstance(args[0], (str, os.PathLike)):
+        opened.append(os.path.abspath(args[0]))
+sys.addaudithook(noted)
+leave = os._exit
+def left(code):
+    print("OPENED", opened, flush=True)
+    leave(code)
+os._exit = left
+sys.argv = ["agent-loop", *sys.argv[1:]]
+runpy.run_module("agentloop", run_name="__main__")
+"""
+
+
+def opened(args: list[str], cwd: Path) -> list[str]:
+    """The files of `cwd` that `agent-loop ARGS` opens, from `cwd`, once for each opening."""
+    done = subprocess.run([sys.executable, "-c", OPENED, *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = ast.literal_eval(done.stdout.rsplit("OPENED ", 1)[1])
+    return [os.path.relpath(p, cwd) for p in seen if p.startswith(str(cwd) + os.sep)]
+
+
+def test_status_of_an_unchanged_plan_reads_its_state_once(finished: Path) -> None:
+    # The state, the plan (its hash), whether a run lives, where the history stands: each once.
+    # state.json, of thousands of records after a long plan, was read twice: to tell whose
+    # it is, then as the state.
+    files = opened(["tasks.md", "--status"], finished)
+    assert files.count(".agent-loop/state.json") == 1, files
+    assert files.count("tasks.md") == 1, files
+    assert sorted(set(files)) == sorted(files), files
 
 
 def test_status_asks_the_vcs_only_when_the_history_moved(finished: Path) -> None:
@@ -234,6 +282,54 @@ def test_status_after_a_real_run_starts_no_process(tmp_path: Path,
     ours, _ = imported(["tasks.md", "--status"], work)
     assert "agentloop.proc" not in ours, "--status started a process: the run's mark is not read"
     assert status_json(work)["lost"] == []
+    # Its state (with a journal's place) read once, as after any run.
+    files = opened(["tasks.md", "--status"], work)
+    assert files.count(".agent-loop/state.json") == 1 and files.count("tasks.md") == 1, files
+
+
+def test_status_of_a_jj_plan_asks_jj_for_no_author(tmp_path: Path, fake_claude: FakeClaude,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # jj's author (JJ_USER and JJ_EMAIL, else jj's config, else git's: agentloop.vcs.jj.run
+    # .identity) goes on a change jj makes. --status reads the history with
+    # --ignore-working-copy, which makes none: two `jj config get` and two `git config` were
+    # asked each time for an author nothing took, before the one read.
+    work = make_repo(tmp_path / "project", "jj", plan="- first\n  FAKE: write a.txt A\n")
+    done = agent_loop(work, "--vcs", "jj", "--no-distill")
+    assert done.returncode == 0, done.stderr[-2000:]
+    jj(work, "new")   # the history moves on: --status reads it again
+    monkeypatch.delenv("JJ_USER")
+    monkeypatch.delenv("JJ_EMAIL")
+    done, calls = noting_jj(work, tmp_path, "tasks.md", "--status")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "1 completed" in done.stdout and " log " in f" {calls[0]} ", calls
+    assert not [c for c in calls if " config " in f" {c} "], calls
+    _, git_calls_made = noting_git(work, tmp_path / "git", "tasks.md", "--status")
+    assert git_calls_made == [], git_calls_made
+
+
+def test_status_after_a_jj_run_in_a_lane_starts_no_process(tmp_path: Path,
+                                                           fake_claude: FakeClaude) -> None:
+    # The run marks where the history stood at its last look; its lane's `jj workspace forget`
+    # comes after, one operation of its own that changes nothing below your @: read off jj's
+    # files, it leaves the mark standing, and --status asks jj nothing (it ran `jj log` every
+    # time, the process layer loaded for it).
+    work = make_repo(tmp_path / "project", "jj", plan="- first\n  FAKE: write a.txt A\n")
+    done = agent_loop(work, "--vcs", "jj", "--no-distill")
+    assert done.returncode == 0, done.stderr[-2000:]
+    last = jj(work, "--ignore-working-copy", "op", "log", "--no-graph", "-n", "1", "-T",
+              "description")
+    assert last.startswith("forget workspace agent-loop-"), last
+    done, calls = noting_jj(work, tmp_path, "tasks.md", "--status")
+    assert done.returncode == 0 and "1 completed" in done.stdout, done.stderr[-2000:]
+    assert calls == [], calls
+    ours, _ = imported(["tasks.md", "--status"], work)
+    assert "agentloop.vcs.history" in ours and "agentloop.proc" not in ours, ours
+    # An operation of yours after it: the history is read, and the abandoned change said lost.
+    change = status_json(work)["tasks"][0]["change_id"]
+    jj(work, "--ignore-working-copy", "abandon", change)
+    done, calls = noting_jj(work, tmp_path, "tasks.md", "--status")
+    assert any(" log " in f" {c} " for c in calls), calls
+    assert status_json(work)["lost"] == [1]
 
 
 def test_a_mark_that_names_the_branch_still_counts(finished: Path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -16,6 +15,9 @@ from agentloop.files.shown import typed
 from agentloop.ondemand import dataclass
 from agentloop.proc import environ
 from agentloop.vcs import folder_gone
+
+# Read off jj's files, with no process: --status imports them alone, not this runner.
+from agentloop.vcs.jj.opstore import forgotten_by, op_head, op_id  # noqa: F401
 
 # No pager, no colour, no editor (descriptions come with -m; `false` fails at once instead).
 JJ = ["jj", "--no-pager", "--color=never"]
@@ -68,29 +70,6 @@ def summaries(stderr: str) -> list[Rev]:
         return []
 
 
-def op_head(root: Path) -> str | None:
-    """Which operation the repository of the workspace at `root` is at, read off the one file
-    name in its op heads folder (no process); None when that is not one name. In a repository
-    colocated with git, git's HEAD is part of it: jj takes in what git did at its next command,
-    so a `git reset` is caught before that command is taken for one of ours."""
-    repo = root / ".jj" / "repo"
-    try:
-        if repo.is_file():
-            repo = repo.parent / repo.read_text().strip()
-        heads = os.listdir(repo / "op_heads" / "heads")
-        git_head = (root / ".git" / "HEAD").read_bytes() if (root / ".git").is_dir() else b""
-    except OSError:
-        return None
-    return f"{heads[0]} {git_head.strip().decode(errors='replace')}" if len(heads) == 1 else None
-
-
-def op_id(root: Path) -> str | None:
-    """The id of the operation the repository is at, read off its op heads (op_head, no
-    process); None when that is not one name."""
-    head = op_head(root)
-    return head.split(" ", 1)[0] if head is not None else None
-
-
 # What jj says when a workspace's files are behind its @, rewritten from another workspace.
 STALE = "working copy is stale"
 # What jj says when a change id names more than one visible commit (two operations that
@@ -107,14 +86,27 @@ FORGOTTEN = "doesn't have a working-copy commit"
 MISSING = r"Object ([0-9a-f]{40,64}) of type (\w+) not found"
 
 
-def environment() -> dict[str, str]:
+def environment(author: bool = True) -> dict[str, str]:
     """What every jj command runs with: no editor (descriptions come with -m), a terminal width,
-    and an author: jj's own identity, else git's (a change jj makes is never authorless)."""
+    and, with `author`, an author: jj's own identity, else git's (a change jj makes is never
+    authorless)."""
     # jj's output here is never a terminal: without COLUMNS, a `log` asks `tput cols` and
     # `tput lines` for the width, two processes each time, for the 80 columns it falls back to
     # anyway; no template of agent-loop's wraps, so the width never shows in what it reads.
     base = {"COLUMNS": "80", **environ.current(), "JJ_EDITOR": "false"}
-    return {**base, **_identity(tuple(sorted(base.items())))}
+    return {**base, **_identity(tuple(sorted(base.items())))} if author else base
+
+
+# The commands that make no change: read with --ignore-working-copy, so that jj does not
+# snapshot your working copy into one either. They need no author, which costs up to four
+# processes to find (identity), and `--status` asks one of them alone.
+READS = (("log",), ("op", "log"))
+
+
+def _reads(args: tuple[str, ...]) -> bool:
+    """Whether jj `args` make no change (READS), so no author goes with them."""
+    return args[:1] == ("--ignore-working-copy",) and any(
+        args[1:1 + len(words)] == words for words in READS)
 
 
 @functools.lru_cache(maxsize=4)
@@ -173,18 +165,6 @@ def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
                         f"with `jj -R {typed(root)} workspace update-stale`, then run agent-loop "
                         "again")
     return VcsError(f"`jj {_command(args)}` failed: {detail}")
-
-
-# How jj describes the operation of `jj workspace forget` (one name, or several).
-FORGET = ("forget workspace ", "forget workspaces ")
-
-
-def forgotten_by(description: str) -> list[str]:
-    """The workspaces an operation described so forgot (none: not a forget)."""
-    for prefix in sorted(FORGET, key=len, reverse=True):
-        if description.startswith(prefix):
-            return [n.strip() for n in description[len(prefix):].split(",") if n.strip()]
-    return []
 
 
 def forgotten(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
@@ -283,7 +263,7 @@ class Jj:
         is an answer). `env`: variables set on top of the one environment."""
         ours = self.sound is not None and cwd is None and op_head(self.root) == self.sound
         self.sound = None  # a command that fails may have done part of its work
-        full = {**environment(), **env} if env else environment()
+        full = {**environment(not _reads(args)), **(env or {})}
         where = cwd or self.root
         named = ("-R", str(where)) if self.confined or cwd is not None else ()
         try:
