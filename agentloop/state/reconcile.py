@@ -5,9 +5,10 @@ of refusing to go on.
 - A task is known by its identity: its group and its text with whitespace folded (and the
   boxes of its sub-items read as open: ticking those is no edit). A saved task
   whose identity is in the new file keeps its whole record (status, change, session, costs,
-  history, log name), even if it moved; duplicates match in file order. A done task left
-  unmatched (its heading renamed, or it moved under another) keeps its record by its text
-  alone, where exactly one unmatched done task and one unmatched new task have that text.
+  history, log name), even if it moved; duplicates match in file order. A done (or skipped, or
+  unapproved) task left unmatched (its heading renamed, or it moved under another) keeps its
+  record by its text alone, where exactly one unmatched done task and one unmatched new task
+  have that text.
 - A new task that stands where an unmatched old one of the same group stood is an edit: the
   same slot between the same tasks matched in place (those that kept their order; a moved one
   marks no slot), paired in order within it, as many as can be and those whose words are
@@ -21,8 +22,11 @@ of refusing to go on.
   --dry-run and --status say so in one line, with the `--again` that runs the new words.
 - Other new tasks are added, pending; other old ones are removed (their records returned, for
   the archive).
-- A task newly ticked `[x]` in the file is skipped; a completed one stays completed. A skipped
-  task no longer ticked (its box taken off, a sub-task under it open) is pending again.
+- A task newly ticked `[x]` in the file is skipped; a completed one stays completed; one not
+  approved is completed (its change is in the history: the tick approves it); one whose commit
+  was kept off the main line (conflicted, held, landing) is skipped, its commit said not landed
+  (resolved by hand, or given up). A skipped task no longer ticked (its box taken off, a
+  sub-task under it open) is pending again.
 - A task the file now reads as folded (Kiro sub-tasks numbered under it, once read as tasks of
   their own) takes over the records of its parts (agentloop.state.folding): their runs, costs
   and sessions stay counted, and it is done when every part was.
@@ -38,8 +42,8 @@ from agentloop.ondemand import dataclass as on_first_use
 from agentloop.plan.boxes import task_key
 from agentloop.plan.parse import Task, TaskFile
 from agentloop.state.schema import TaskState
+from agentloop.state.status import SETTLED, check
 from agentloop.state.status import TaskStatus as S
-from agentloop.state.status import check
 
 
 @on_first_use(frozen=True)  # a plain run never makes one (agentloop.ondemand)
@@ -60,6 +64,8 @@ class Reconciled:
     # A task to do whose heading was renamed (or which moved under another): removed and added
     # in the records (not carried across groups), yet the same task: (old log name, new index).
     moved: tuple[tuple[str, int], ...] = ()
+    # Of the ticked, those whose change was kept for a person: (index, status it had, change).
+    settled: tuple[tuple[int, str, str], ...] = ()
 
     @property
     def dropped(self) -> tuple[TaskState, ...]:
@@ -100,14 +106,32 @@ class Reconciled:
         text = ", ".join(parts) + f"; {self.kept_done} completed task" \
             f"{'s' * (self.kept_done != 1)} kept"
         old = [f"task {i}'s earlier change {c[:12]} stays in history" for i, c in self.edited
-               if c]
+               if c] + [_settled_line(*s) for s in self.settled]
         return text + ("" if not old else " (" + "; ".join(old) + ")")
+
+
+# A ticked task whose change the run kept for a person: the tick is that person's word. Kept
+# off the main line (conflicted, held, or its landing cut short), it is skipped: its commit stays
+# where it was kept, not landed (the person resolved it by hand, or dropped it). Not approved,
+# its change is in the history already: ticked, it is taken as approved.
+_SETTLED_BY_HAND: dict[str, S] = {S.CONFLICTED: S.SKIPPED, S.HELD: S.SKIPPED,
+                                   S.LANDING: S.SKIPPED, S.UNAPPROVED: S.COMPLETED}
 
 
 def identity(group: str, text: str) -> tuple[str, str]:
     """What a task is, whatever its position: its group and its text, whitespace folded and
     the boxes of its sub-items read as open (agentloop.plan.boxes.task_key)."""
     return group, task_key(text)
+
+
+def _settled_line(index: int, status: str, change: str) -> str:
+    """What a tick did to a task whose change was kept for a person."""
+    commit = f" {change[:12]}" if change else ""
+    if status == S.UNAPPROVED:
+        return f"task {index} was unapproved: ticked, it is completed, its change{commit} " \
+            "taken as approved"
+    return f"task {index} was {status}: ticked, it is skipped, its kept commit{commit} not " \
+        "landed"
 
 
 def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
@@ -121,7 +145,7 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
     fresh = [TaskState.from_task(t) for t in new.tasks]
     result: list[TaskState | None] = []
     came: list[list[int]] = [[] for _ in fresh]  # the old indices each new slot's record had
-    ticked, reopened = [], []
+    ticked, reopened, settled = [], [], []
     for task, record in zip(new.tasks, fresh):
         match = saved.get(identity(task.group, task.text))
         if not match:
@@ -130,7 +154,10 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
         came[len(result)].append(match[0].index)
         kept = _placed(match.popleft(), task, record)
         if task.checked and kept.status not in (S.COMPLETED, S.SKIPPED):
-            kept.status = check(kept.status, S.SKIPPED, kept.index)
+            if kept.status in _SETTLED_BY_HAND:
+                settled.append((task.index, str(kept.status), kept.change_id or ""))
+            kept.status = check(kept.status, _SETTLED_BY_HAND.get(kept.status, S.SKIPPED),
+                                kept.index)
             ticked.append(task.index)
         elif not task.checked and kept.status == S.SKIPPED:
             # Its box taken off, or a sub-task under it opened (agentloop.plan.markdown): to
@@ -156,7 +183,8 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
     leftover = [r for queue in saved.values() for r in queue]
     slots = _slots(came, leftover)
     return dataclasses.replace(_fill(result, fresh, leftover, ticked, renamed, slots),
-                               folded=tuple(folded), reopened=tuple(reopened))
+                               folded=tuple(folded), reopened=tuple(reopened),
+                               settled=tuple(settled))
 
 
 def _regrouped(new: TaskFile, fresh: list[TaskState], result: list[TaskState | None],
@@ -164,11 +192,12 @@ def _regrouped(new: TaskFile, fresh: list[TaskState], result: list[TaskState | N
     """A done task whose heading was renamed, or which moved under another one, keeps its
     record (in `result`, taken from `saved`), under its new group: matched by its text alone,
     where that text is one unmatched done task's and one unmatched new task's, so no work done
-    is paid for again. A task still to do is not carried across groups: its session is its
-    old group's."""
+    is paid for again (nor a skipped one run, nor one not approved: its change is in the
+    history). A task still to do is not carried across groups: its session is its old
+    group's."""
     done: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for key, queue in saved.items():
-        if queue and queue[0].status in (S.COMPLETED, S.SKIPPED):
+        if queue and queue[0].status in SETTLED:
             done[key[1]].extend([key] * len(queue))
     if not done:
         return
