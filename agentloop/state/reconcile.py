@@ -8,18 +8,23 @@ of refusing to go on.
   history, log name), even if it moved; duplicates match in file order. A done (or skipped, or
   unapproved) task left unmatched (its heading renamed, or it moved under another) keeps its
   record by its text alone, where exactly one unmatched done task and one unmatched new task
-  have that text.
-- A new task that stands where an unmatched old one of the same group stood is an edit: the
-  same slot between the same tasks matched in place (those that kept their order; a moved one
-  marks no slot), paired in order within it, as many as can be and those whose words are
-  most alike, whatever the counts (a task deleted beside one edited leaves the edit its own
-  old words); a completed old task pairs only with a new one whose words are like its own
-  (a task added beside it is not it reworded). A task deleted in one place and another added
-  elsewhere are a removal and an addition: the added one runs. An edit is a new
-  pending task; the old one's change stays in history and is named. An edit of a completed
-  task keeps it done instead, with the new words (a typo fixed is no reason to pay for finished
-  work again): it remembers the words it was done with (`done_as`), and every run start,
-  --dry-run and --status say so in one line, with the `--again` that runs the new words.
+  have that text; a done one lightly reworded in the same edit stays done as an edit of a
+  completed task does (below). Where its heading is gone and a new one stands in its place,
+  only if that section is the old one renamed (most of their tasks the same): a section put in
+  another's place runs its tasks, its `add tests` too.
+- A new task that stands where an unmatched old one of the same group stood is an edit: the same
+  slot between the same tasks matched in place (those that kept their order; a moved one marks
+  no slot), paired in order within it, as many as can be and those whose words are most alike,
+  whatever the counts (a task deleted beside one edited leaves the edit its own old words); a
+  completed old task pairs only with a new one whose words are like its own (a task added beside
+  it is not it reworded), and never with words that say other work (`lock`/`unlock`, `step
+  1`/`step 2`: agentloop.state.rewording). A task deleted in one place and another added
+  elsewhere are a removal and an addition: the added one runs (a done one lightly reworded
+  aside, above). An edit is a new pending task; the old one's change stays in history and is
+  named. An edit of a completed task keeps it done instead, with the new words (a typo fixed is
+  no reason to pay for finished work again): it remembers the words it was done with
+  (`done_as`), and every run start, --dry-run and --status say so in one line, with the
+  `--again` that runs the new words.
 - Other new tasks are added, pending; other old ones are removed (their records returned, for
   the archive).
 - A task newly ticked `[x]` in the file is skipped; a completed one stays completed; one not
@@ -37,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
+from collections.abc import Callable
 
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.plan.boxes import task_key
@@ -179,16 +185,42 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
             folded.append((task.index, len(parts)))
             if carried.status != S.COMPLETED:   # a new log name: see agentloop.state.folding
                 renamed.add(i)
-    _regrouped(new, fresh, result, saved, came)
+    may = _across(old, fresh)
+    _regrouped(new, fresh, result, saved, came, may)
     leftover = [r for queue in saved.values() for r in queue]
     slots = _slots(came, leftover)
-    return dataclasses.replace(_fill(result, fresh, leftover, ticked, renamed, slots),
+    return dataclasses.replace(_fill(result, fresh, leftover, ticked, renamed, slots, may),
                                folded=tuple(folded), reopened=tuple(reopened),
                                settled=tuple(settled))
 
 
+def _across(old: list[TaskState], fresh: list[TaskState]) -> Callable[[TaskState, TaskState],
+                                                                      bool]:
+    """Whether a saved record may be carried to a new task under another heading: always where
+    its heading stays in the plan or the new one was there before (a task moved from one
+    section to another); where a heading is gone and another new one stands in the plan, only
+    if that section is the old one renamed (agentloop.state.rewording.same_section), not
+    another section put in its place (its `add tests` is other work than the old one's)."""
+    was, now = {r.group for r in old}, {r.group for r in fresh}
+    known: dict[tuple[str, str], bool] = {}
+
+    def may(record: TaskState, task: TaskState) -> bool:
+        if record.group in now or task.group in was:
+            return True
+        key = record.group, task.group
+        if key not in known:
+            from agentloop.state.rewording import same_section  # a heading gone: rarely
+
+            known[key] = same_section([r for r in old if r.group == record.group],
+                                      [r for r in fresh if r.group == task.group])
+        return known[key]
+
+    return may
+
+
 def _regrouped(new: TaskFile, fresh: list[TaskState], result: list[TaskState | None],
-               saved: dict[tuple[str, str], deque[TaskState]], came: list[list[int]]) -> None:
+               saved: dict[tuple[str, str], deque[TaskState]], came: list[list[int]],
+               may: Callable[[TaskState, TaskState], bool]) -> None:
     """A done task whose heading was renamed, or which moved under another one, keeps its
     record (in `result`, taken from `saved`), under its new group: matched by its text alone,
     where that text is one unmatched done task's and one unmatched new task's, so no work done
@@ -209,10 +241,31 @@ def _regrouped(new: TaskFile, fresh: list[TaskState], result: list[TaskState | N
         if len(places) != 1 or len(done.get(text, ())) != 1:
             continue
         (i,), (key,) = places, done[text]
+        if not may(saved[key][0], fresh[i]):
+            continue
         task = new.tasks[i]
         record = saved[key].popleft()
         came[i].append(record.index)
         result[i] = _placed(record, task, fresh[i])
+
+
+def _moved_reworded(by_group: dict[tuple[int, str], deque[TaskState]], places: list[int],
+                    fresh: list[TaskState],
+                    may: Callable[[TaskState, TaskState], bool]) -> dict[int, TaskState]:
+    """Done tasks moved under another heading and lightly reworded in the same edit, taken out
+    of `by_group`: the new places they stand at now (agentloop.state.rewording.moved)."""
+    done = sorted((r for queue in by_group.values() for r in queue if r.status == S.COMPLETED),
+                  key=lambda r: r.index)
+    if not done or not places:
+        return {}
+    from agentloop.state.rewording import moved
+
+    places = sorted(places)
+    found = {places[j]: done[k] for j, k in moved(done, [fresh[i] for i in places], may)}
+    taken = {id(r) for r in found.values()}
+    for key, queue in by_group.items():
+        by_group[key] = deque(r for r in queue if id(r) not in taken)
+    return found
 
 
 def _placed(record: TaskState, task: Task, fresh: TaskState) -> TaskState:
@@ -253,10 +306,11 @@ def _slots(came: list[list[int]], leftover: list[TaskState]) -> tuple[list[int],
 
 
 def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list[TaskState],
-          ticked: list[int], renamed: set[int],
-          slots: tuple[list[int], dict[int, int]]) -> Reconciled:
+          ticked: list[int], renamed: set[int], slots: tuple[list[int], dict[int, int]],
+          may: Callable[[TaskState, TaskState], bool]) -> Reconciled:
     """New records where nothing matched: an edit of an unmatched old task of the same group
-    in the same slot (in order), else an addition; the old ones nothing matched are removed."""
+    in the same slot (in order), else a done task moved under another heading and reworded
+    (`may` allowing it), else an addition; the old ones nothing matched are removed."""
     new_slot, old_slot = slots
     by_group: dict[tuple[int, str], deque[TaskState]] = defaultdict(deque)
     for record in sorted(leftover, key=lambda r: r.index):
@@ -280,6 +334,9 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
 
         paired = {i: was for key, places in unmatched.items()
                   for i, was in pair(places, fresh, by_group[key])}
+        paired.update(_moved_reworded(by_group, [i for places in unmatched.values()
+                                                 for i in places if i not in paired],
+                                      fresh, may))
     for i in new:
         record, own = result[i] or fresh[i], ""
         was = paired.get(i)
@@ -349,7 +406,8 @@ def _reworded(done: TaskState, new: TaskState) -> TaskState:
     was done as remembered (forgotten when the words are those again). Its next attempt (run
     `--again`) is logged under the new words' name; the earlier ones' logs keep theirs."""
     was = done.done_as or done.task
-    return dataclasses.replace(done, index=new.index, line=new.line, task=new.task,
+    return dataclasses.replace(done, index=new.index, line=new.line, group=new.group,
+                               task=new.task,
                                summary=new.summary, checks=new.checks, optional=new.optional,
                                log_name=new.log_name,
                                done_as=None if identity("", was) == identity("", new.task)
