@@ -4,6 +4,7 @@ it is settled, with the fake claude and real git."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from tests.run.test_parallel import CONFLICT_PLAN, RIGHT, conflict_project
@@ -60,3 +61,26 @@ def test_an_unapproved_task_ticked_is_completed_not_a_crash(tmp_path: Path,
     assert len(fake_claude.calls()) == calls
     status = agent_loop(work, "--status")
     assert status.returncode == 0 and "unapproved" not in status.stdout, status.stdout
+
+
+def test_a_conflicted_task_ticked_while_the_run_works_is_skipped_and_its_commit_named(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude, monkeypatch) -> None:
+    conflict_project(work, tmp_path, monkeypatch, ["FAKE: say I could not"])
+    plan = CONFLICT_PLAN.format(left=0, right=2).replace("- ", "- [ ] ")
+    (work / "tasks.md").write_text(plan)
+    assert agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill").returncode == 4
+    kept = state_of(work)["tasks"][1]["change_id"]
+    # The next run's first task (Left's, ahead of Right's) is where you tick it, by hand.
+    tick = tmp_path / "tick.py"
+    tick.write_text("import pathlib, sys\np = pathlib.Path(sys.argv[1])\n"
+                    "p.write_text(p.read_text().replace('- [ ] right edit', '- [x] right edit'))\n")
+    (work / "tasks.md").write_text(plan.replace(
+        "## Right", f"- [ ] left more\n  FAKE: bash {sys.executable} {tick} {work / 'tasks.md'}\n"
+                    "  FAKE: write more.txt more\n\n## Right"))
+    again = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    statuses = {t["task"].splitlines()[0]: t["status"] for t in state_of(work)["tasks"]}
+    assert statuses == {"left edit": "completed", "left more": "completed",
+                        "right edit": "skipped", "right follow-up": "completed"}
+    assert f"its kept commit {kept[:12]} not landed" in again.stdout, again.stdout
+    assert kept not in git(work, "rev-list", "main")
