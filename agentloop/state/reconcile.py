@@ -162,6 +162,9 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
         if task.checked and kept.status not in (S.COMPLETED, S.SKIPPED):
             if kept.status in _SETTLED_BY_HAND:
                 settled.append((task.index, str(kept.status), kept.change_id or ""))
+                # What it waited for (a conflict to resolve, your edits) is settled: --status
+                # no longer says to resolve and land it.
+                kept.error = kept.waiting = None
             kept.status = check(kept.status, _SETTLED_BY_HAND.get(kept.status, S.SKIPPED),
                                 kept.index)
             ticked.append(task.index)

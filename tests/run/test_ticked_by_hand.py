@@ -40,6 +40,9 @@ def test_a_conflicted_task_resolved_by_hand_and_ticked_is_skipped_not_a_crash(
     assert (work / "shared.txt").read_text() == "left and right\n"
     # The lane started afresh from your branch; its kept commit is still named, never landed.
     assert git(work, "rev-parse", f"refs/agent-loop/previous/{RIGHT}").strip() == kept
+    # --status no longer tells you to resolve it and run again to land it.
+    status = agent_loop(work, "--status")
+    assert status.returncode == 0 and "resolve it there" not in status.stdout, status.stdout
     assert kept not in git(work, "rev-list", "main")
 
 
@@ -83,4 +86,6 @@ def test_a_conflicted_task_ticked_while_the_run_works_is_skipped_and_its_commit_
     assert statuses == {"left edit": "completed", "left more": "completed",
                         "right edit": "skipped", "right follow-up": "completed"}
     assert f"its kept commit {kept[:12]} not landed" in again.stdout, again.stdout
+    status = agent_loop(work, "--status")
+    assert status.returncode == 0 and "resolve it there" not in status.stdout, status.stdout
     assert kept not in git(work, "rev-list", "main")
