@@ -145,13 +145,12 @@ def moved(olds: list[TaskState], news: list[TaskState],
         return new.group != old.group and _likeness(new, old) >= _MOVED_ALIKE and may(old, new)
 
     pairs = _walk(len(news), len(olds), allowed)
-    free_new = [j for j in range(len(news)) if j not in {p[0] for p in pairs}]
-    free_old = [k for k in range(len(olds)) if k not in {p[1] for p in pairs}]
+    took_new, took_old = {j for j, _ in pairs}, {k for _, k in pairs}
+    free_new = [j for j in range(len(news)) if j not in took_new]
+    free_old = [k for k in range(len(olds)) if k not in took_old]
     if free_new and free_old and len(free_new) * len(free_old) <= _ALIKE_AT_MOST:
         scored = sorted(((_likeness(news[j], olds[k]), j, k) for j in free_new for k in free_old
                          if allowed(j, k)), key=lambda t: -t[0])
-        took_new: set[int] = set()
-        took_old: set[int] = set()
         for _, j, k in scored:
             if j not in took_new and k not in took_old:
                 pairs.append((j, k))

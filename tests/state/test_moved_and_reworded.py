@@ -148,3 +148,16 @@ def test_reconcile_of_fifty_done_tasks_moved_and_reworded_stays_fast(tmp_path: P
     took = time.perf_counter() - started
     assert len(changed.reworded_done) == 50 and changed.added == ()
     assert took < 0.5   # a few ms; a busy CI machine is given a wide margin
+
+
+def test_done_tasks_moved_out_of_order_and_reworded_keep_their_own_records(
+        tmp_path: Path) -> None:
+    old = "## A\n- [ ] add the login form\n- [ ] write the parser tests\n- [ ] keep\n\n## B\n" \
+        "- [ ] other\n"
+    new = "## A\n- [ ] keep\n\n## B\n- [ ] other\n- [ ] write the parsers tests\n" \
+        "- [ ] add a login form\n"
+    (tmp_path / "new.md").write_text(new)
+    changed = reconcile(saved(tmp_path, old), taskfile.load(tmp_path / "new.md"))
+    assert [(t.task, t.status, t.done_as, t.change_id) for t in changed.tasks][2:] == [
+        ("write the parsers tests", "completed", "write the parser tests", "change2"),
+        ("add a login form", "completed", "add the login form", "change1")]
