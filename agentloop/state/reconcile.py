@@ -9,8 +9,8 @@ of refusing to go on.
   unapproved) task left unmatched (its heading renamed, or it moved under another) keeps its
   record by its text alone, where exactly one unmatched done task and one unmatched new task
   have that text; a done one lightly reworded in the same edit stays done as an edit of a
-  completed task does (below). Where its heading is gone and a new one stands in its place,
-  only if that section is the old one renamed (most of their tasks the same): a section put in
+  completed task does (below). From a heading gone to a new one, only where the sections are
+  the old ones renamed, merged or split (most of their tasks the same): a section put in
   another's place runs its tasks, its `add tests` too.
 - A new task that stands where an unmatched old one of the same group stood is an edit: the same
   slot between the same tasks matched in place (those that kept their order; a moved one marks
@@ -201,22 +201,26 @@ def _across(old: list[TaskState], fresh: list[TaskState]) -> Callable[[TaskState
                                                                       bool]:
     """Whether a saved record may be carried to a new task under another heading: always where
     its heading stays in the plan or the new one was there before (a task moved from one
-    section to another); where a heading is gone and another new one stands in the plan, only
-    if that section is the old one renamed (agentloop.state.rewording.same_section), not
-    another section put in its place (its `add tests` is other work than the old one's)."""
+    section to another); from a heading gone to a new one, only where those sections are the
+    old ones renamed, merged or split (agentloop.state.rewording.mostly_among: most of the new
+    heading's tasks were under the gone headings, and most of the gone heading's are under the
+    new ones), not another section put in its place (its `add tests` is other work than the
+    old one's)."""
     was, now = {r.group for r in old}, {r.group for r in fresh}
-    known: dict[tuple[str, str], bool] = {}
+    gone = [r for r in old if r.group not in now]
+    arrived = [r for r in fresh if r.group not in was]
+    known: dict[str, bool] = {}
 
     def may(record: TaskState, task: TaskState) -> bool:
         if record.group in now or task.group in was:
             return True
-        key = record.group, task.group
-        if key not in known:
-            from agentloop.state.rewording import same_section  # a heading gone: rarely
+        from agentloop.state.rewording import mostly_among  # a heading gone: rarely
 
-            known[key] = same_section([r for r in old if r.group == record.group],
-                                      [r for r in fresh if r.group == task.group])
-        return known[key]
+        for group, mine, theirs in ((f"-{record.group}", old, arrived),
+                                    (f"+{task.group}", fresh, gone)):
+            if group not in known:
+                known[group] = mostly_among([r for r in mine if r.group == group[1:]], theirs)
+        return known[f"-{record.group}"] and known[f"+{task.group}"]
 
     return may
 

@@ -4,7 +4,8 @@ how alike their words are. A completed task pairs only with words like its own: 
 done, and a new task that is not it reworded would never run. Words alike in letters that say
 other work (an opposite, another number) are not alike. A done task moved under another heading
 and lightly reworded in the same edit is paired across the plan (`moved`), where its old
-heading, if gone, was renamed, not replaced by another section (`same_section`).
+heading, if gone, was renamed (merged, split), not replaced by another section
+(`mostly_among`).
 """
 
 from __future__ import annotations
@@ -159,16 +160,16 @@ def moved(olds: list[TaskState], news: list[TaskState],
     return pairs
 
 
-def same_section(olds: list[TaskState], news: list[TaskState]) -> bool:
-    """Whether a heading gone from the plan (its tasks `olds`) is the new heading that took its
-    place (its tasks `news`) renamed, not another section put there: most of their tasks are
-    the same, or lightly reworded. A new section's `add tests` is not the old one's because
-    both sections had one."""
+def mostly_among(these: list[TaskState], those: list[TaskState]) -> bool:
+    """Whether most of `these` tasks are among `those`, the same or lightly reworded: a new
+    heading's tasks among those of the headings gone from the plan (renamed, merged or split,
+    not another section put in their place), and a gone heading's tasks among the new
+    headings'. A new section's `add tests` is not the old one's because both had one."""
     def same(j: int, k: int) -> bool:
-        return task_key(news[j].task) == task_key(olds[k].task) or \
-            _likeness(news[j], olds[k]) >= _MOVED_ALIKE
+        return task_key(these[j].task) == task_key(those[k].task) or \
+            _likeness(these[j], those[k]) >= _MOVED_ALIKE
 
-    return 2 * len(_walk(len(news), len(olds), same)) > max(len(news), len(olds))
+    return 2 * len(_walk(len(these), len(those), same)) > len(these)
 
 
 def alike(new: TaskState, old: TaskState) -> bool:
@@ -201,7 +202,8 @@ def _said_at_length(a: str, b: str) -> bool:
 
 def _likeness(new: TaskState, old: TaskState) -> float:
     """How alike two tasks' words are, 0 to 1 (_texts_alike); 0 where they say other work."""
-    return _alike(new.task, old.task)
+    a, b = sorted((new.task, old.task))   # either way round: one remembered likeness
+    return _alike(a, b)
 
 
 @lru_cache(maxsize=1024)

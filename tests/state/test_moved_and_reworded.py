@@ -161,3 +161,20 @@ def test_done_tasks_moved_out_of_order_and_reworded_keep_their_own_records(
     assert [(t.task, t.status, t.done_as, t.change_id) for t in changed.tasks][2:] == [
         ("write the parsers tests", "completed", "write the parser tests", "change2"),
         ("add a login form", "completed", "add the login form", "change1")]
+
+
+@pytest.mark.parametrize("new", [
+    # Two sections merged under a new heading.
+    "## Both\n- [ ] add the login form\n- [ ] add tests\n- [ ] write the guide\n",
+    # One section split under two new headings.
+    "## Forms\n- [ ] add the login form\n- [ ] add tests\n\n## Guide\n- [ ] write the guide\n"])
+def test_sections_merged_or_split_under_new_headings_keep_their_done_tasks(
+        tmp_path: Path, new: str) -> None:
+    old = "## Auth\n- [ ] add the login form\n- [ ] add tests\n\n## Docs\n- [ ] write the guide\n"
+    assert {s for _, _, s in edited(tmp_path, old, new)} == {"completed"}
+
+
+def test_a_new_section_of_one_task_the_old_one_had_runs_it(tmp_path: Path) -> None:
+    old = "## Auth\n- [ ] add the login form\n- [ ] add the logout\n- [ ] add tests\n"
+    assert edited(tmp_path, old, "## Billing\n- [ ] add tests\n") == [
+        ("Billing", "add tests", "pending")]
