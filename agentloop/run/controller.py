@@ -42,7 +42,7 @@ from agentloop.run.decisions import Completed, Failed, Judged, MayStart, Step
 from agentloop.run.events import Stopping
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.scheduler import Workplaces, serialised
-from agentloop.run.selection import unmet
+from agentloop.run.selection import SETTLING, unmet
 from agentloop.state.reconcile import reconcile
 from agentloop.state.schema import TaskState
 from agentloop.state.status import TaskStatus as S
@@ -464,10 +464,14 @@ class Controller:
             run.tally.dropped.add(task.index)
             return False
         if task.log_name in self.news.ticked and task.status != S.SKIPPED:
+            # Kept off the main line by an earlier run: its commit is not landed now either.
+            kept = task.change_id if task.status in SETTLING and task.change_id else ""
             ledger.skip(task)
             ledger.save(run, task)
             self._skipped(task, f"task {self._number(task)} ({task.summary}) was ticked in "
-                                f"the plan {self.news.when}: skipped", named=True)
+                                f"the plan {self.news.when}: skipped" +
+                                (f", its kept commit {kept[:12]} not landed" if kept else ""),
+                          named=True)
             return False
         wording = self.news.reworded.pop(task.log_name, None)
         if wording is not None:

@@ -89,7 +89,11 @@ def again(task: TaskState) -> None:
 
 
 def skip(task: TaskState) -> None:
-    """The user ticked the task in the plan while the run worked: it does not run."""
+    """The user ticked the task in the plan while the run worked: it does not run. One an
+    earlier run kept off the main line no longer waits for its conflict or your edits:
+    --status stops saying to resolve it and run again to land it."""
+    if task.status in (S.CONFLICTED, S.HELD, S.LANDING):
+        task.error = task.waiting = None
     move(task, S.SKIPPED)
 
 

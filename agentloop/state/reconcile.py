@@ -5,24 +5,33 @@ of refusing to go on.
 - A task is known by its identity: its group and its text with whitespace folded (and the
   boxes of its sub-items read as open: ticking those is no edit). A saved task
   whose identity is in the new file keeps its whole record (status, change, session, costs,
-  history, log name), even if it moved; duplicates match in file order. A done task left
-  unmatched (its heading renamed, or it moved under another) keeps its record by its text
-  alone, where exactly one unmatched done task and one unmatched new task have that text.
-- A new task that stands where an unmatched old one of the same group stood is an edit: the
-  same slot between the same tasks matched in place (those that kept their order; a moved one
-  marks no slot), paired in order within it, as many as can be and those whose words are
-  most alike, whatever the counts (a task deleted beside one edited leaves the edit its own
-  old words); a completed old task pairs only with a new one whose words are like its own
-  (a task added beside it is not it reworded). A task deleted in one place and another added
-  elsewhere are a removal and an addition: the added one runs. An edit is a new
-  pending task; the old one's change stays in history and is named. An edit of a completed
-  task keeps it done instead, with the new words (a typo fixed is no reason to pay for finished
-  work again): it remembers the words it was done with (`done_as`), and every run start,
-  --dry-run and --status say so in one line, with the `--again` that runs the new words.
+  history, log name), even if it moved; duplicates match in file order. A done (or skipped, or
+  unapproved) task left unmatched (its heading renamed, or it moved under another) keeps its
+  record by its text alone, where exactly one unmatched done task and one unmatched new task
+  have that text; a done one lightly reworded in the same edit stays done as an edit of a
+  completed task does (below). From a heading gone to a new one, only where the sections are
+  the old ones renamed, merged or split (most of their tasks the same): a section put in
+  another's place runs its tasks, its `add tests` too.
+- A new task that stands where an unmatched old one of the same group stood is an edit: the same
+  slot between the same tasks matched in place (those that kept their order; a moved one marks
+  no slot), paired in order within it, as many as can be and those whose words are most alike,
+  whatever the counts (a task deleted beside one edited leaves the edit its own old words); a
+  completed old task pairs only with a new one whose words are like its own (a task added beside
+  it is not it reworded), and never with words that say other work (`lock`/`unlock`, `step
+  1`/`step 2`: agentloop.state.rewording). A task deleted in one place and another added
+  elsewhere are a removal and an addition: the added one runs (a done one lightly reworded
+  aside, above). An edit is a new pending task; the old one's change stays in history and is
+  named. An edit of a completed task keeps it done instead, with the new words (a typo fixed is
+  no reason to pay for finished work again): it remembers the words it was done with
+  (`done_as`), and every run start, --dry-run and --status say so in one line, with the
+  `--again` that runs the new words.
 - Other new tasks are added, pending; other old ones are removed (their records returned, for
   the archive).
-- A task newly ticked `[x]` in the file is skipped; a completed one stays completed. A skipped
-  task no longer ticked (its box taken off, a sub-task under it open) is pending again.
+- A task newly ticked `[x]` in the file is skipped; a completed one stays completed; one not
+  approved is completed (its change is in the history: the tick approves it); one whose commit
+  was kept off the main line (conflicted, held, landing) is skipped, its commit said not landed
+  (resolved by hand, or given up). A skipped task no longer ticked (its box taken off, a
+  sub-task under it open) is pending again.
 - A task the file now reads as folded (Kiro sub-tasks numbered under it, once read as tasks of
   their own) takes over the records of its parts (agentloop.state.folding): their runs, costs
   and sessions stay counted, and it is done when every part was.
@@ -33,13 +42,14 @@ from __future__ import annotations
 import dataclasses
 from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
+from collections.abc import Callable
 
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.plan.boxes import task_key
 from agentloop.plan.parse import Task, TaskFile
 from agentloop.state.schema import TaskState
+from agentloop.state.status import SETTLED, check
 from agentloop.state.status import TaskStatus as S
-from agentloop.state.status import check
 
 
 @on_first_use(frozen=True)  # a plain run never makes one (agentloop.ondemand)
@@ -60,6 +70,8 @@ class Reconciled:
     # A task to do whose heading was renamed (or which moved under another): removed and added
     # in the records (not carried across groups), yet the same task: (old log name, new index).
     moved: tuple[tuple[str, int], ...] = ()
+    # Of the ticked, those whose change was kept for a person: (index, status it had, change).
+    settled: tuple[tuple[int, str, str], ...] = ()
 
     @property
     def dropped(self) -> tuple[TaskState, ...]:
@@ -100,14 +112,32 @@ class Reconciled:
         text = ", ".join(parts) + f"; {self.kept_done} completed task" \
             f"{'s' * (self.kept_done != 1)} kept"
         old = [f"task {i}'s earlier change {c[:12]} stays in history" for i, c in self.edited
-               if c]
+               if c] + [_settled_line(*s) for s in self.settled]
         return text + ("" if not old else " (" + "; ".join(old) + ")")
+
+
+# A ticked task whose change the run kept for a person: the tick is that person's word. Kept
+# off the main line (conflicted, held, or its landing cut short), it is skipped: its commit stays
+# where it was kept, not landed (the person resolved it by hand, or dropped it). Not approved,
+# its change is in the history already: ticked, it is taken as approved.
+_SETTLED_BY_HAND: dict[str, S] = {S.CONFLICTED: S.SKIPPED, S.HELD: S.SKIPPED,
+                                   S.LANDING: S.SKIPPED, S.UNAPPROVED: S.COMPLETED}
 
 
 def identity(group: str, text: str) -> tuple[str, str]:
     """What a task is, whatever its position: its group and its text, whitespace folded and
     the boxes of its sub-items read as open (agentloop.plan.boxes.task_key)."""
     return group, task_key(text)
+
+
+def _settled_line(index: int, status: str, change: str) -> str:
+    """What a tick did to a task whose change was kept for a person."""
+    commit = f" {change[:12]}" if change else ""
+    if status == S.UNAPPROVED:
+        return f"task {index} was unapproved: ticked, it is completed, its change{commit} " \
+            "taken as approved"
+    return f"task {index} was {status}: ticked, it is skipped, its kept commit{commit} not " \
+        "landed"
 
 
 def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
@@ -121,7 +151,7 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
     fresh = [TaskState.from_task(t) for t in new.tasks]
     result: list[TaskState | None] = []
     came: list[list[int]] = [[] for _ in fresh]  # the old indices each new slot's record had
-    ticked, reopened = [], []
+    ticked, reopened, settled = [], [], []
     for task, record in zip(new.tasks, fresh):
         match = saved.get(identity(task.group, task.text))
         if not match:
@@ -130,7 +160,13 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
         came[len(result)].append(match[0].index)
         kept = _placed(match.popleft(), task, record)
         if task.checked and kept.status not in (S.COMPLETED, S.SKIPPED):
-            kept.status = check(kept.status, S.SKIPPED, kept.index)
+            if kept.status in _SETTLED_BY_HAND:
+                settled.append((task.index, str(kept.status), kept.change_id or ""))
+                # What it waited for (a conflict to resolve, your edits) is settled: --status
+                # no longer says to resolve and land it.
+                kept.error = kept.waiting = None
+            kept.status = check(kept.status, _SETTLED_BY_HAND.get(kept.status, S.SKIPPED),
+                                kept.index)
             ticked.append(task.index)
         elif not task.checked and kept.status == S.SKIPPED:
             # Its box taken off, or a sub-task under it opened (agentloop.plan.markdown): to
@@ -152,23 +188,55 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
             folded.append((task.index, len(parts)))
             if carried.status != S.COMPLETED:   # a new log name: see agentloop.state.folding
                 renamed.add(i)
-    _regrouped(new, fresh, result, saved, came)
+    may = _across(old, fresh)
+    _regrouped(new, fresh, result, saved, came, may)
     leftover = [r for queue in saved.values() for r in queue]
     slots = _slots(came, leftover)
-    return dataclasses.replace(_fill(result, fresh, leftover, ticked, renamed, slots),
-                               folded=tuple(folded), reopened=tuple(reopened))
+    return dataclasses.replace(_fill(result, fresh, leftover, ticked, renamed, slots, may),
+                               folded=tuple(folded), reopened=tuple(reopened),
+                               settled=tuple(settled))
+
+
+def _across(old: list[TaskState], fresh: list[TaskState]) -> Callable[[TaskState, TaskState],
+                                                                      bool]:
+    """Whether a saved record may be carried to a new task under another heading: always where
+    its heading stays in the plan or the new one was there before (a task moved from one
+    section to another); from a heading gone to a new one, only where those sections are the
+    old ones renamed, merged or split (agentloop.state.rewording.mostly_among: most of the new
+    heading's tasks were under the gone headings, and most of the gone heading's are under the
+    new ones), not another section put in its place (its `add tests` is other work than the
+    old one's)."""
+    was, now = {r.group for r in old}, {r.group for r in fresh}
+    gone = [r for r in old if r.group not in now]
+    arrived = [r for r in fresh if r.group not in was]
+    known: dict[str, bool] = {}
+
+    def may(record: TaskState, task: TaskState) -> bool:
+        if record.group in now or task.group in was:
+            return True
+        from agentloop.state.rewording import mostly_among  # a heading gone: rarely
+
+        for group, mine, theirs in ((f"-{record.group}", old, arrived),
+                                    (f"+{task.group}", fresh, gone)):
+            if group not in known:
+                known[group] = mostly_among([r for r in mine if r.group == group[1:]], theirs)
+        return known[f"-{record.group}"] and known[f"+{task.group}"]
+
+    return may
 
 
 def _regrouped(new: TaskFile, fresh: list[TaskState], result: list[TaskState | None],
-               saved: dict[tuple[str, str], deque[TaskState]], came: list[list[int]]) -> None:
+               saved: dict[tuple[str, str], deque[TaskState]], came: list[list[int]],
+               may: Callable[[TaskState, TaskState], bool]) -> None:
     """A done task whose heading was renamed, or which moved under another one, keeps its
     record (in `result`, taken from `saved`), under its new group: matched by its text alone,
     where that text is one unmatched done task's and one unmatched new task's, so no work done
-    is paid for again. A task still to do is not carried across groups: its session is its
-    old group's."""
+    is paid for again (nor a skipped one run, nor one not approved: its change is in the
+    history). A task still to do is not carried across groups: its session is its old
+    group's."""
     done: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for key, queue in saved.items():
-        if queue and queue[0].status in (S.COMPLETED, S.SKIPPED):
+        if queue and queue[0].status in SETTLED:
             done[key[1]].extend([key] * len(queue))
     if not done:
         return
@@ -180,10 +248,31 @@ def _regrouped(new: TaskFile, fresh: list[TaskState], result: list[TaskState | N
         if len(places) != 1 or len(done.get(text, ())) != 1:
             continue
         (i,), (key,) = places, done[text]
+        if not may(saved[key][0], fresh[i]):
+            continue
         task = new.tasks[i]
         record = saved[key].popleft()
         came[i].append(record.index)
         result[i] = _placed(record, task, fresh[i])
+
+
+def _moved_reworded(by_group: dict[tuple[int, str], deque[TaskState]], places: list[int],
+                    fresh: list[TaskState],
+                    may: Callable[[TaskState, TaskState], bool]) -> dict[int, TaskState]:
+    """Done tasks moved under another heading and lightly reworded in the same edit, taken out
+    of `by_group`: the new places they stand at now (agentloop.state.rewording.moved)."""
+    done = sorted((r for queue in by_group.values() for r in queue if r.status == S.COMPLETED),
+                  key=lambda r: r.index)
+    if not done or not places:
+        return {}
+    from agentloop.state.rewording import moved
+
+    places = sorted(places)
+    found = {places[j]: done[k] for j, k in moved(done, [fresh[i] for i in places], may)}
+    taken = {id(r) for r in found.values()}
+    for key, queue in by_group.items():
+        by_group[key] = deque(r for r in queue if id(r) not in taken)
+    return found
 
 
 def _placed(record: TaskState, task: Task, fresh: TaskState) -> TaskState:
@@ -224,10 +313,11 @@ def _slots(came: list[list[int]], leftover: list[TaskState]) -> tuple[list[int],
 
 
 def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list[TaskState],
-          ticked: list[int], renamed: set[int],
-          slots: tuple[list[int], dict[int, int]]) -> Reconciled:
+          ticked: list[int], renamed: set[int], slots: tuple[list[int], dict[int, int]],
+          may: Callable[[TaskState, TaskState], bool]) -> Reconciled:
     """New records where nothing matched: an edit of an unmatched old task of the same group
-    in the same slot (in order), else an addition; the old ones nothing matched are removed."""
+    in the same slot (in order), else a done task moved under another heading and reworded
+    (`may` allowing it), else an addition; the old ones nothing matched are removed."""
     new_slot, old_slot = slots
     by_group: dict[tuple[int, str], deque[TaskState]] = defaultdict(deque)
     for record in sorted(leftover, key=lambda r: r.index):
@@ -251,6 +341,9 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
 
         paired = {i: was for key, places in unmatched.items()
                   for i, was in pair(places, fresh, by_group[key])}
+        paired.update(_moved_reworded(by_group, [i for places in unmatched.values()
+                                                 for i in places if i not in paired],
+                                      fresh, may))
     for i in new:
         record, own = result[i] or fresh[i], ""
         was = paired.get(i)
@@ -320,7 +413,8 @@ def _reworded(done: TaskState, new: TaskState) -> TaskState:
     was done as remembered (forgotten when the words are those again). Its next attempt (run
     `--again`) is logged under the new words' name; the earlier ones' logs keep theirs."""
     was = done.done_as or done.task
-    return dataclasses.replace(done, index=new.index, line=new.line, task=new.task,
+    return dataclasses.replace(done, index=new.index, line=new.line, group=new.group,
+                               task=new.task,
                                summary=new.summary, checks=new.checks, optional=new.optional,
                                log_name=new.log_name,
                                done_as=None if identity("", was) == identity("", new.task)

@@ -1,13 +1,19 @@
 """Which new task is an old one reworded: an edited plan's tasks that matched no saved record
 are paired, slot by slot, with the old ones that matched none (agentloop.state.reconcile), by
 how alike their words are. A completed task pairs only with words like its own: a pair keeps it
-done, and a new task that is not it reworded would never run.
+done, and a new task that is not it reworded would never run. Words alike in letters that say
+other work (an opposite, another number) are not alike. A done task moved under another heading
+and lightly reworded in the same edit is paired across the plan (`moved`), where its old
+heading, if gone, was renamed (merged, split), not replaced by another section
+(`mostly_among`).
 """
 
 from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Callable
+from functools import lru_cache
 
 from agentloop.plan.boxes import task_key
 from agentloop.state.schema import TaskState
@@ -20,6 +26,25 @@ _AHEAD = 16           # how far a large slot's walk looks ahead for a task's par
 # and "three!" 0.44);
 # the cut-off difflib's own get_close_matches uses.
 _DONE_ALIKE = 0.6
+# A done task moved under another heading is matched across the plan, not in its own place: only
+# a light reword ("add the login form", "add a login form": 0.88) keeps it done there.
+_MOVED_ALIKE = 0.8
+# Words alike in letters that say other work (_other_work): each pair either way round, found
+# inside a word too ("login", "logout"); and prefixes that turn a word into its opposite.
+_OPPOSITES = (("get", "set"), ("in", "out"), ("up", "down"), ("add", "remove"),
+              ("show", "hide"), ("open", "close"), ("start", "stop"), ("en", "dis"),
+              ("en", "de"), ("im", "ex"), ("in", "ex"), ("in", "de"), ("push", "pull"),
+              ("min", "max"), ("before", "after"), ("read", "write"), ("on", "off"),
+              ("true", "false"), ("left", "right"), ("first", "last"), ("client", "server"),
+              ("allow", "deny"), ("accept", "reject"), ("upper", "lower"), ("asc", "desc"),
+              ("inc", "dec"), ("grant", "revoke"), ("attach", "detach"))
+_NEGATING = ("un", "de", "dis", "non", "anti", "in", "im", "ir", "il")
+_NEGATIONS = frozenset({"not", "no", "never", "without", "dont", "don", "nor"})
+# Words that give the words around them a direction: swapped around one, the work is another.
+_DIRECTED = frozenset({"to", "into", "from", "than", "vs", "versus", "over", "onto"})
+# A first line's own numbering: `1.`, `1.2`, `2)`, `T003` (spec-kit's task ids); not `o2` nor
+# `v2`, which name what the task is about.
+_NUMBERING = re.compile(r"^\s*(?:\d+(?:\.\d+)*[.)]?|T\d+)(?=\s|$)")
 
 
 def pair(places: list[int], fresh: list[TaskState],
@@ -76,17 +101,22 @@ def pair(places: list[int], fresh: list[TaskState],
 
 def _pair_ahead(places: list[int], fresh: list[TaskState],
                 old: list[TaskState]) -> list[tuple[int, int]]:
-    """A large slot's pairs, walked in order as a diff walks two files: where the next new
-    task cannot pair with the next old one, whichever of the two finds a partner sooner within
-    `_AHEAD` tasks is kept for it (the tasks passed over are added, or removed), else both are
-    passed over. A task added at the top of a reworded plan is an addition; the done tasks
-    after it pair with their own new words, not one later each."""
+    """A large slot's pairs, walked in order (_walk), a done task only with words alike."""
     def allowed(j: int, k: int) -> bool:
         return old[k].status != S.COMPLETED or \
             _likeness(fresh[places[j]], old[k]) >= _DONE_ALIKE
 
+    return _walk(len(places), len(old), allowed)
+
+
+def _walk(n: int, m: int, allowed: Callable[[int, int], bool]) -> list[tuple[int, int]]:
+    """Pairs of n new and m old tasks, walked in order as a diff walks two files: where the
+    next new task cannot pair with the next old one, whichever of the two finds a partner
+    sooner within `_AHEAD` tasks is kept for it (the tasks passed over are added, or removed),
+    else both are passed over. A task added at the top of a reworded plan is an addition; the
+    done tasks after it pair with their own new words, not one later each."""
     pairs: list[tuple[int, int]] = []
-    j, k, n, m = 0, 0, len(places), len(old)
+    j, k = 0, 0
     while j < n and k < m:
         if allowed(j, k):
             pairs.append((j, k))
@@ -103,6 +133,46 @@ def _pair_ahead(places: list[int], fresh: list[TaskState],
     return pairs
 
 
+def moved(olds: list[TaskState], news: list[TaskState],
+          may: Callable[[TaskState, TaskState], bool]) -> list[tuple[int, int]]:
+    """Done tasks (`olds`, in their old order) moved under another heading and reworded in the
+    same edit, paired with the new tasks nothing else took (`news`, in file order): (new, old)
+    positions in those lists. Only a light reword (`_MOVED_ALIKE`), never words that say other
+    work (`_other_work`), and where `may` allows the two groups: a task deleted in one place
+    and another added elsewhere are a removal and an addition, and the added one runs. Walked
+    in order (a renamed heading keeps its tasks' order), then, for a few left over, each with
+    each, the most alike first."""
+    def allowed(j: int, k: int) -> bool:
+        new, old = news[j], olds[k]
+        return new.group != old.group and _likeness(new, old) >= _MOVED_ALIKE and may(old, new)
+
+    pairs = _walk(len(news), len(olds), allowed)
+    took_new, took_old = {j for j, _ in pairs}, {k for _, k in pairs}
+    free_new = [j for j in range(len(news)) if j not in took_new]
+    free_old = [k for k in range(len(olds)) if k not in took_old]
+    if free_new and free_old and len(free_new) * len(free_old) <= _ALIKE_AT_MOST:
+        scored = sorted(((_likeness(news[j], olds[k]), j, k) for j in free_new for k in free_old
+                         if allowed(j, k)), key=lambda t: -t[0])
+        for _, j, k in scored:
+            if j not in took_new and k not in took_old:
+                pairs.append((j, k))
+                took_new.add(j)
+                took_old.add(k)
+    return pairs
+
+
+def mostly_among(these: list[TaskState], those: list[TaskState]) -> bool:
+    """Whether most of `these` tasks are among `those`, the same or lightly reworded: a new
+    heading's tasks among those of the headings gone from the plan (renamed, merged or split,
+    not another section put in their place), and a gone heading's tasks among the new
+    headings'. A new section's `add tests` is not the old one's because both had one."""
+    def same(j: int, k: int) -> bool:
+        return task_key(these[j].task) == task_key(those[k].task) or \
+            _likeness(these[j], those[k]) >= _MOVED_ALIKE
+
+    return 2 * len(_walk(len(these), len(those), same)) > len(these)
+
+
 def alike(new: TaskState, old: TaskState) -> bool:
     """Whether `new` reads as `old` reworded, not another task put where it stood (it deleted,
     one added there): its first line alike (as a done task's words must be to stay done), or
@@ -112,6 +182,8 @@ def alike(new: TaskState, old: TaskState) -> bool:
     first, _, rest = new.task.partition("\n")
     was, _, had = old.task.partition("\n")
     first, was = task_key(first), task_key(was)
+    if _other_work(first, was):
+        return False
     return _texts_alike(first, was) >= _DONE_ALIKE or _said_at_length(first, was) or \
         task_key(rest) == task_key(had) != ""
 
@@ -130,8 +202,66 @@ def _said_at_length(a: str, b: str) -> bool:
 
 
 def _likeness(new: TaskState, old: TaskState) -> float:
-    """How alike two tasks' words are, 0 to 1 (_texts_alike)."""
-    return _texts_alike(task_key(new.task), task_key(old.task))
+    """How alike two tasks' words are, 0 to 1 (_texts_alike); 0 where they say other work."""
+    a, b = sorted((new.task, old.task))   # either way round: one remembered likeness
+    return _alike(a, b)
+
+
+@lru_cache(maxsize=1024)
+def _alike(a: str, b: str) -> float:
+    """_texts_alike of two tasks' texts, 0 where their first lines say other work (the lines
+    under a task hold commands and file names, whose numbers change with any detail);
+    remembered: a renamed heading's tasks are compared once to tell the section renamed, then
+    again to pair them."""
+    score = _texts_alike(task_key(a), task_key(b))
+    if score < min(_DONE_ALIKE, _MOVED_ALIKE):
+        return score
+    return 0.0 if _other_work(task_key(a.partition("\n")[0]),
+                              task_key(b.partition("\n")[0])) else score
+
+
+def _other_work(a: str, b: str) -> bool:
+    """Whether two texts alike in letters say other work: an opposite put for a word (`lock`
+    and `unlock`, `getter` and `setter`, `test_login` and `test_logout`), a `not` added, the
+    two ends of a conversion swapped (`json to yaml`, `yaml to json`), another number (`step
+    1`, `step 2`; a list's own numbering aside, which an inserted task shifts)."""
+    if _numbers(a) != _numbers(b):
+        return True
+    from difflib import SequenceMatcher
+
+    x, y = _parts(a), _parts(b)
+    if x != y and sorted(x) == sorted(y) and _DIRECTED & set(x):
+        return True
+    for op, i1, i2, j1, j2 in SequenceMatcher(None, x, y, autojunk=False).get_opcodes():
+        if op != "equal" and _NEGATIONS & set(x[i1:i2]) != _NEGATIONS & set(y[j1:j2]):
+            return True
+        if op == "replace" and any(_opposite(v, w) for v in x[i1:i2] for w in y[j1:j2]):
+            return True
+    return False
+
+
+def _opposite(a: str, b: str) -> bool:
+    """Whether word `b` is `a` said the other way round: one of `_OPPOSITES` put for the
+    other in it, or a negating prefix added."""
+    for one, other in _OPPOSITES:
+        for x, y in ((one, other), (other, one)):
+            at = a.find(x)
+            while at >= 0:
+                if a[:at] + y + a[at + len(x):] == b:
+                    return True
+                at = a.find(x, at + 1)
+    return any(b == p + a or a == p + b for p in _NEGATING)
+
+
+def _numbers(text: str) -> list[str]:
+    """The numbers a task's words name, the list numbering of its first line aside (`1.2`,
+    `T003`: an inserted task renumbers the ones after it, which are the same tasks still)."""
+    return re.findall(r"\d+", _NUMBERING.sub("", text, count=1))
+
+
+def _parts(text: str) -> list[str]:
+    """The words of `text`, case folded, `test_login` read as `test` and `login`."""
+    return re.findall(r"[^\W_]+", text.casefold())
 
 
 def _texts_alike(a: str, b: str) -> float:

@@ -66,7 +66,8 @@ TO_RUN = frozenset({S.PENDING, S.RUNNING, S.INTERRUPTED})
 
 # Every status a task may move to from each status. Staying is always allowed. Every status
 # may go back to pending (--again, a reworded task, an integration that could not land it) and
-# to skipped (its box ticked), except that a done task is never skipped after the fact.
+# to skipped (its box ticked), except that a done task is never skipped after the fact, nor one
+# not approved (its change is in the history: ticked, it is completed).
 _BACK = {S.PENDING, S.SKIPPED}
 TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     S.PENDING: frozenset({S.RUNNING} | _BACK),
@@ -77,8 +78,10 @@ TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     S.INTERRUPTED: frozenset({S.RUNNING, S.COMPLETED} | _BACK),
     S.FAILED: frozenset({S.RUNNING} | _BACK),
     S.BLOCKED: frozenset({S.RUNNING} | _BACK),
-    S.UNAPPROVED: frozenset({S.RUNNING, S.PENDING}),
-    S.CONFLICTED: frozenset({S.COMPLETED, S.RUNNING, S.PENDING, S.HELD}),
+    # Completed, or skipped: its box ticked by the person it was kept for (agentloop.state.
+    # reconcile): approved, or resolved by hand (not landed).
+    S.UNAPPROVED: frozenset({S.RUNNING, S.PENDING, S.COMPLETED}),
+    S.CONFLICTED: frozenset({S.COMPLETED, S.RUNNING, S.PENDING, S.HELD, S.SKIPPED}),
     # Landed first by a later run from its lane, or found to conflict there, as a conflicted
     # task is.
     S.HELD: frozenset({S.COMPLETED, S.CONFLICTED, S.RUNNING} | _BACK),

@@ -23,6 +23,8 @@ MADE = {
     ("blocked", "running"), ("blocked", "pending"), ("blocked", "skipped"),
     ("unapproved", "running"), ("unapproved", "pending"),
     ("conflicted", "completed"), ("conflicted", "running"), ("conflicted", "pending"),
+    # Ticked by hand: approved; resolved by hand, not landed.
+    ("unapproved", "completed"), ("conflicted", "skipped"),
     ("completed", "pending"), ("completed", "conflicted"), ("skipped", "pending"),
     # A landing held past the lane wait; the next run lands it, finds it conflicts, or it is
     # run again.
