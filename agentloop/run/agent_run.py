@@ -16,16 +16,15 @@ from pathlib import Path
 from typing import Callable
 
 from agentloop import lane_mark
-from agentloop.agents import LIMIT, AgentResult, AgentRun, clean, ended_well, priced
+from agentloop.agents import LIMIT, AgentResult, AgentRun, Totals, clean, ended_well, priced
 from agentloop.errors import GitUnsafe, Interrupted
 from agentloop.proc import running
-from agentloop.run import ledger
 from agentloop.run.context import Run
 from agentloop.run.decisions import RunBegun, RunEnded
 from agentloop.run.events import AgentActivity, AgentFinished, AgentStarted
 from agentloop.run.handover import begin, hand
 from agentloop.run.lane_tag import LaneNote
-from agentloop.state.schema import Attempt, TaskState
+from agentloop.state.schema import Attempt, State, TaskState
 from agentloop.vcs import submodule_gitdirs
 from agentloop.vcs.protocol import Change
 
@@ -77,7 +76,7 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
                        header=_header(run, task, role, round_, iteration, kind),
                        timeout=run.options.task_timeout, budget_usd=run.options.task_budget,
                        read_only=role == "reviewer",
-                       before=ledger.session_totals(run.state, resume, task),
+                       before=_session_totals(run.state, resume, task),
                        meanwhile=_meanwhile(run), env=_lane_env(run))
     began = run.clock.monotonic()
     window = [time.time_ns(), 0]   # the file system's clock, for the plan's time of write
@@ -123,8 +122,35 @@ def ended_unrecorded(run: Run, task: TaskState, record: Attempt) -> AgentResult 
         # A resumed session's totals: the run's own part is what it added to them.
         result = ended_well(run.agent, replace(
             request, resume=result.session_id,
-            before=ledger.session_totals(run.state, result.session_id, task)))
+            before=_session_totals(run.state, result.session_id, task)))
     return priced(result, run.options.prices) if result is not None else None
+
+
+def _session_totals(state: State, session_id: str | None, task: TaskState) -> Totals:
+    """A session's running totals after its newest recorded run (nothing for a fresh one): an
+    agent that resumes a session reports the session's totals, and a run is charged only what
+    it added to them. Read from the records, which the ledger alone writes."""
+    if not session_id:
+        return Totals()
+    # A reworded task's runs are retired, not gone: the session they ran in still holds them.
+    runs = [a for a in state.retired if a.session_id == session_id] + \
+        [a for t in _group_of(state, task) for a in t.history if a.session_id == session_id]
+    if not runs:
+        return Totals()
+    last = max(runs, key=lambda a: a.session_cost_usd)
+    newest = runs[-1] if runs[-1].session_usage else last
+    return Totals(last.session_cost_usd, dict(newest.session_usage))
+
+
+def _group_of(state: State, task: TaskState) -> list[TaskState]:
+    """The run of tasks around `task` with its group: a session never leaves one (a new group
+    starts a fresh session), and looking no further keeps a task's cost the same at any size."""
+    first = last = task.index - 1
+    while first > 0 and state.tasks[first - 1].group == task.group:
+        first -= 1
+    while last + 1 < len(state.tasks) and state.tasks[last + 1].group == task.group:
+        last += 1
+    return state.tasks[first:last + 1]
 
 
 def _failed_at_a_limit(run: Run, result: AgentResult) -> bool:

@@ -1,6 +1,6 @@
 """The one controller of a run, whatever --parallel K is: which group starts next (in the plan's
 order, a group only once every group it waits for is done), how many at once, when the run winds
-down, and what the plan says now.
+down.
 
 pytest-xdist's model: a lane runs one group's tasks and reports; the controller owns what runs
 next, every task record, and Ctrl+C. A lane hands each step and decision to the controller as a
@@ -13,46 +13,38 @@ own (agentloop.run.scheduler decides where a group works). The road is the same:
 there is room, take what the lanes hand over.
 
 Between tasks a lane asks the controller whether its next task may start (`may_start`): not once
-the run winds down (--stop-after-running, an error elsewhere, --max-failures), and not a task
-the user removed or ticked in the plan meanwhile; a reworded task runs its new wording.
+the run winds down (--stop-after-running, an error elsewhere, --max-failures), nor when the plan,
+edited meanwhile, says otherwise (agentloop.run.plan_news, which the controller asks in its
+thread).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import queue
 import threading
-import time
 from contextlib import nullcontext
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from agentloop.errors import AgentLoopError, BudgetReached, Interrupted, LandingWithheld, RunStopped
+from agentloop.errors import BudgetReached, Interrupted, LandingWithheld, RunStopped
 from agentloop.ondemand import dataclass as on_first_use
-from agentloop.ondemand import dataclass_now as dataclass
-from agentloop.plan import parse
 from agentloop.proc import running, streamed
 from agentloop.proc.signals import held_back, shielded, stopping
-from agentloop.run import budget, ledger, plan_kept
+from agentloop.run import budget, ledger, plan_news
 from agentloop.run.conflicts import GroupConflicted, GroupHeld
 from agentloop.run.context import Run
 from agentloop.run.decisions import Completed, Failed, Judged, MayStart, Step
 from agentloop.run.events import Stopping
 from agentloop.run.lane_tag import LaneNote
 from agentloop.run.scheduler import Workplaces, serialised
-from agentloop.run.selection import SETTLING, unmet
-from agentloop.state.reconcile import reconcile
+from agentloop.run.selection import unmet
 from agentloop.state.schema import TaskState
-from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.choose import LandingHeld, LaneBreach
 
 # A file the controller looks for between reports: start no new task, let running ones finish.
 STOP_FILE = "stop-after-running"
 POLL_SECONDS = 0.5
-# Older than this, a file's change time tells every later edit apart (FAT counts in 2 s).
-RACY_NS = 3_000_000_000
 
 
 # Made when a lane first ends or hands over (agentloop.ondemand): after its first agent.
@@ -100,46 +92,6 @@ class Handed:
     reply: Reply
 
 
-@dataclass
-class PlanNews:
-    """What the user changed in the plan while the run worked, as the controller read it."""
-
-    removed: set[str] = field(default_factory=set)      # log names of tasks no longer there
-    # Of those, tasks to do under a renamed heading (reconcile's `moved`): the new group's name.
-    moved: dict[str, str] = field(default_factory=dict)
-    ticked: set[str] = field(default_factory=set)
-    # The old log name: the new text, summary and log name, and whether the words are alike
-    # (a reword), or another task was put where it stood (it was deleted, one added there).
-    reworded: dict[str, tuple[str, str, str, bool]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)     # the closing lines, as they happened
-    # The task a line of `notes` that begins `task N` names (its number in the run), by the
-    # line: the closing lines name it as the plan reads at the run's end (names_now.Names).
-    named: dict[str, int] = field(default_factory=dict)
-    when: str = plan_kept.WORKED   # when the last change read was written (plan_kept.when)
-
-
-def _stamp(path: Path) -> tuple[int, int, int, int, int] | None:
-    """What tells a file's content changed without reading it: its device and inode (which
-    file it is: agentloop.run.plan_kept), size, and the times of its last write and last
-    change of any kind; None when it cannot be looked at."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
-
-
-def _settled(stamp: tuple[int, int, int, int, int] | None
-             ) -> tuple[int, int, int, int, int] | None:
-    """`stamp`, taken before a read, when a later edit is sure to change it: its last change
-    lies further back than any file system's clock is coarse (git's "racy" rule), else None
-    (the file is read again next time). An edit a moment after a read could otherwise carry
-    the same times on a file system that counts in whole seconds."""
-    if stamp is None or time.time_ns() - stamp[-1] < RACY_NS:
-        return None
-    return stamp
-
-
 def stop_flag(store_dir: Path) -> Path:
     """Where `--stop-after-running` leaves its request for a running run."""
     return store_dir / STOP_FILE
@@ -157,7 +109,6 @@ class Controller:
         for task in pending:  # groups by heading, in the order the run takes them
             self.groups.setdefault(task.group, []).append(task)
         self.reports: queue.Queue[LaneEnded | Handed] = queue.Queue()
-        self.news = PlanNews()
         # Tasks that failed for good in a row, in the order the controller heard it from any
         # lane (--max-failures counts the whole run), and the stop that count came to.
         self.failed_in_row: list[int] = []
@@ -177,12 +128,8 @@ class Controller:
         # reaches are closed now, and count as any interrupted run).
         ledger.closed_unreached(run)
         run.shared.purse.left = budget.left_open(run.state)
-        # The plan as this controller last read it; a tick of agent-loop's moves it too
-        # (agentloop.run.tick_boxes), so that edit is no news.
-        run.shared.plan_hash = run.state.task_file_hash
-        # The plan file's stamp when it was last read and understood (see _settled).
-        self._plan_seen: tuple[int, int, int, int, int] | None = None
-        self._read_plan()  # the plan's bytes, kept in case it vanishes (agentloop.run.plan_kept)
+        # What the user changes in the plan from now on, read between tasks.
+        self.news = plan_news.opened(self.run)
         self._landed = run.job.landed if run.job is not None else frozenset()
 
     def drive(self) -> None:
@@ -433,8 +380,8 @@ class Controller:
         return bool(self.take(self.run, task, MayStart()))
 
     def _may_start(self, task: TaskState) -> bool:
-        """Whether `task` may start now: reads the stop request and the plan (parsed again only
-        when its SHA-256 changed)."""
+        """Whether `task` may start now: not once a stop was asked for, nor when the plan as
+        it reads now says otherwise (agentloop.run.plan_news)."""
         run = self.run
         self._look_for_stop()
         if run.shared.halted():
@@ -444,108 +391,7 @@ class Controller:
             run.emit(LaneNote(f"{' and '.join(run.project.shown(p) for p in taken)} deleted "
                               "while this run worked: locked again, so no second run starts "
                               "beside this one"))
-        self._read_plan()
-        if run.shared.halted():
-            return False   # the plan was renamed meanwhile (agentloop.run.plan_kept)
-        group = self.news.moved.get(task.log_name)
-        if group is not None:
-            # Still the plan's, pending: not carried to another group (its session is its old
-            # group's), so the next run takes it there.
-            self._skipped(task, f'task "{task.summary}" moved under the heading "{group}" '
-                                f"{self.news.when}: not started by this run (a task to do "
-                                "starts afresh under its new heading); it stays in the plan, "
-                                "pending, for the next run")
-            run.tally.dropped.add(task.index)
-            return False
-        if task.log_name in self.news.removed:
-            # By its words: the plan has no number for it now, and its old one names another.
-            self._skipped(task, f'task "{task.summary}" was removed from the plan '
-                                f"{self.news.when}: not started")
-            run.tally.dropped.add(task.index)
-            return False
-        if task.log_name in self.news.ticked and task.status != S.SKIPPED:
-            # Kept off the main line by an earlier run: its commit is not landed now either.
-            kept = task.change_id if task.status in SETTLING and task.change_id else ""
-            ledger.skip(task)
-            ledger.save(run, task)
-            self._skipped(task, f"task {self._number(task)} ({task.summary}) was ticked in "
-                                f"the plan {self.news.when}: skipped" +
-                                (f", its kept commit {kept[:12]} not landed" if kept else ""),
-                          named=True)
-            return False
-        wording = self.news.reworded.pop(task.log_name, None)
-        if wording is not None:
-            text, summary, log_name, alike = wording
-            was = task.summary
-            ledger.reword(task, text, summary, log_name)
-            ledger.save(run, task)
-            # Paired as an edit either way (reconcile: it runs now, and names the old change);
-            # words with nothing alike are said as what the person did.
-            how = ("was reworded" if alike else
-                   f"({was}) was removed and another task put in its place")
-            self._skipped(task, f"task {self._number(task)} {how} {self.news.when}: it "
-                                f"runs as it reads now ({task.summary})", named=True)
-        return True
-
-    def _number(self, task: TaskState) -> int:
-        """The task's number in the plan just read, which the live lines name it by."""
-        return self.run.shared.number(task)
-
-    def _skipped(self, task: TaskState, text: str, named: bool = False) -> None:
-        self.news.notes.append(text)
-        if named:  # `task N …`: the closing line names it as the plan reads at the run's end
-            self.news.named[text] = task.index
-        self.run.emit(LaneNote(text))
-
-    def _read_plan(self) -> None:
-        """What the user changed in the plan since the controller last looked: removed, ticked
-        and reworded tasks, matched to the records as a new run would match them."""
-        path = self.run.project.task_file
-        seen = _stamp(path)
-        if seen is not None and seen == self._plan_seen:
-            return  # the file read last time, unchanged since (plan_kept has its bytes)
-        self._plan_seen = None
-        # The file read (stat before the read: replaced between, the next look reads again).
-        file = None if seen is None else (seen[0], seen[1])
-        try:
-            data = parse.read_bytes(path)
-            digest = parse.file_hash(data)
-            if digest == self.run.shared.plan_hash:
-                plan_kept.keep(self.run, data, file)
-                self._plan_seen = _settled(seen)
-                return
-            self.run.shared.plan_hash = digest
-            changes = reconcile(self.run.state.tasks, parse.from_bytes(path, data,
-                                                                      emptied=True))
-        except AgentLoopError:
-            # Gone (an agent's `jj undo`): put back. Else a plan half saved, or broken for a
-            # moment: the run goes on as it was.
-            restored = plan_kept.restore(self.run)
-            if restored is not None:
-                moved = restored.moved
-                if restored.name:
-                    ledger.plan_renamed(self.run, restored.name)
-                if moved:
-                    self.run.shared.halt()  # the plan is the renamed file's now: its run's
-                    self.news.notes.append(restored.note)
-                elif restored.name:   # put back after its rename was said: that line is not so
-                    plan_kept.said_back(self.run, self.news.notes)
-                    self.news.notes.append(restored.note)
-                self.run.emit(LaneNote(restored.note, stop=moved))
-            return
-        plan_kept.keep(self.run, data, file)
-        self.news.when = plan_kept.when(self.run, path)
-        self.news.removed = {r.log_name for r in changes.removed}
-        self.news.moved = {old: changes.tasks[new - 1].group for old, new in changes.moved}
-        # The live lines from now name each task as the plan reads now (what the user sees).
-        self.run.shared.plan_numbers = {t.log_name: t.index for t in changes.tasks}
-        self.news.ticked = {changes.tasks[i - 1].log_name for i in changes.ticked}
-        from agentloop.state.rewording import alike  # loaded by the reconcile of an edit
-
-        self.news.reworded = {
-            old.log_name: (changes.tasks[new - 1].task, changes.tasks[new - 1].summary,
-                           changes.tasks[new - 1].log_name, alike(changes.tasks[new - 1], old))
-            for old, (new, _) in zip(changes.replaced, changes.edited)}
+        return plan_news.allows(run, self.news, task)
 
     def _ready(self, group: str) -> bool:
         """Whether every group `group` waits for is done (or the user said to ignore that)."""

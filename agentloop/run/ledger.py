@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Sequence
 
-from agentloop.agents import AgentResult, Totals
+from agentloop.agents import AgentResult
 from agentloop.errors import AgentLoopError, Interrupted
 from agentloop.proc.signals import shielded
 from agentloop.run.checks import CheckRun, as_record
@@ -165,31 +165,6 @@ def record_result(task: TaskState, attempt: Attempt, result: AgentResult) -> Non
     task.cost_usd = usd(task.cost_usd + attempt.cost_usd)
     if result.ok and attempt.role == "developer":  # never the reviewer's session
         task.session_id = result.session_id
-
-
-def session_totals(state: State, session_id: str | None, task: TaskState) -> Totals:
-    """A session's running totals after its newest recorded run (nothing for a fresh one)."""
-    if not session_id:
-        return Totals()
-    # A reworded task's runs are retired, not gone: the session they ran in still holds them.
-    runs = [a for a in state.retired if a.session_id == session_id] + \
-        [a for t in _group_of(state, task) for a in t.history if a.session_id == session_id]
-    if not runs:
-        return Totals()
-    last = max(runs, key=lambda a: a.session_cost_usd)
-    newest = runs[-1] if runs[-1].session_usage else last
-    return Totals(last.session_cost_usd, dict(newest.session_usage))
-
-
-def _group_of(state: State, task: TaskState) -> list[TaskState]:
-    """The run of tasks around `task` with its group: a session never leaves one (a new group
-    starts a fresh session), and looking no further keeps a task's cost the same at any size."""
-    first = last = task.index - 1
-    while first > 0 and state.tasks[first - 1].group == task.group:
-        first -= 1
-    while last + 1 < len(state.tasks) and state.tasks[last + 1].group == task.group:
-        last += 1
-    return state.tasks[first:last + 1]
 
 
 def checks_ran(attempt: Attempt, runs: Sequence[CheckRun]) -> None:

@@ -224,23 +224,6 @@ def test_a_held_lane_says_held_until_the_reset_not_running(work: Path,
     assert line.endswith("held: usage limit until 14:05") and "starting" not in line
 
 
-def test_the_plan_is_hashed_again_until_its_stamp_can_tell_every_edit(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Between tasks the plan is read and hashed again unless its stamp (inode, size, write
-    and change times) is one a later edit is sure to change: a file changed a moment ago can be
-    edited again within the same tick of the file system's clock, at the same size."""
-    from agentloop.run import controller
-
-    plan = tmp_path / "tasks.md"
-    plan.write_text("- one\n")
-    seen = controller._stamp(plan)
-    assert seen is not None
-    assert controller._settled(seen) is None  # just written: read it again next time
-    monkeypatch.setattr(controller.time, "time_ns", lambda: seen[3] + controller.RACY_NS)
-    assert controller._settled(seen) == seen  # old enough: an edit moves its change time
-    assert controller._stamp(tmp_path / "gone.md") is None
-
-
 def test_a_task_reworded_while_it_runs_stays_done_as_one_reworded_after_it_was_done(
         work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
     # While the last task runs, a note paragraph is appended under it (its words change), as a

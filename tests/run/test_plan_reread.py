@@ -1,5 +1,5 @@
 """The plan is read again between tasks unless its stamp (inode, size, write and change times)
-says it is the file read last time (agentloop.run.controller._read_plan): an edit that keeps
+says it is the file read last time (agentloop.run.plan_news.read): an edit that keeps
 its size and puts its write time back, and an editor's save by rename, are both seen."""
 
 from __future__ import annotations

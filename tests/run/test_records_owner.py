@@ -111,7 +111,7 @@ class _Bare:
 # The ledger's functions a module other than the ledger calls: each from the controller's
 # thread (a run's start, the controller's own answers) or reading only. A lane that finds a
 # record to change hands a value (agentloop.run.decisions) instead.
-CALLED_OUTSIDE = {"apply", "save", "left_open", "stalls", "session_totals", "found_done", "again",
+CALLED_OUTSIDE = {"apply", "save", "left_open", "stalls", "found_done", "again",
                   "skip", "reword", "plan_renamed", "closed_unreached", "remembered_on_stop",
                   "plan_read", "renamed"}
 
