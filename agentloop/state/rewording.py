@@ -43,8 +43,8 @@ _NEGATIONS = frozenset({"not", "no", "never", "without", "dont", "don", "nor"})
 # Words that give the words around them a direction: swapped around one, the work is another.
 _DIRECTED = frozenset({"to", "into", "from", "than", "vs", "versus", "over", "onto"})
 # A first line's own numbering: `1.`, `1.2`, `2)`, `T003` (spec-kit's task ids); not `o2` nor
-# `v2`, which name what the task is about.
-_NUMBERING = re.compile(r"^\s*(?:\d+(?:\.\d+)*[.)]?|T\d+)(?=\s|$)")
+# `v2`, which name what the task is about, nor a bare `3` (`3 retries`), which counts something.
+_NUMBERING = re.compile(r"^\s*(?:\d+(?:\.\d+)+[.)]?|\d+[.)]|T\d+)(?=\s|$)")
 
 
 def pair(places: list[int], fresh: list[TaskState],

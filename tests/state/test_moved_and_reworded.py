@@ -184,7 +184,8 @@ def test_a_new_section_of_one_task_the_old_one_had_runs_it(tmp_path: Path) -> No
     ("o2", "o2 now", True),                  # a word added to a task named by a number
     ("T003 [P] third", "T004 [P] third", True),   # spec-kit's ids, renumbered
     ("2. build the api", "3. build the api", True),
-    ("move to the v2 api", "move to the v3 api", False)])
+    ("move to the v2 api", "move to the v3 api", False),
+    ("3 retries for the upload", "5 retries for the upload", False)])   # a count, not numbering
 def test_a_number_is_other_work_unless_it_numbers_the_list(tmp_path: Path, was: str, now: str,
                                                            stays: bool) -> None:
     tasks = edited(tmp_path, f"## A\n- [ ] {was}\n", f"## A\n- [ ] {now}\n")
