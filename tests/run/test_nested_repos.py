@@ -164,3 +164,17 @@ def test_with_require_changes_an_agents_repository_is_a_change(
     assert done.returncode == 0, done.stdout + done.stderr
     assert len(fake_claude.calls()) == 1
     assert task_files(work, 1) == ["src/newrepo/c.txt"]
+
+
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+def test_a_repository_the_agents_failed_attempt_made_lands_with_its_retry(
+        tmp_path: Path, fake_claude: FakeClaude, workplace: str) -> None:
+    """The roll-back of the failed attempt leaves the agent's `app/` (a nested repository is
+    never deleted), and the retry's `git status` took it for one of yours: the task was done
+    with no commit, app/a.txt in none."""
+    work = project(tmp_path, "- make app\n  FAKE: bash mkdir -p app && git -C app init -q && "
+                   "echo a > app/a.txt\n  FAKE: fail 1\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", workplace, "--no-distill",
+                      "--max-attempts", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert task_files(work, 1) == ["app/a.txt"], done.stdout

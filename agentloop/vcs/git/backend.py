@@ -101,6 +101,9 @@ class GitVcs:
         # The repositories inside this one that were there before an agent ran (yours, seen by
         # prepare's or a begin's `git status`): never taken for an agent's (_with_nested).
         self._yours_nested: set[str] = set()
+        # Those a rolled-back attempt's agent made (a nested repository is never deleted): the
+        # retry's `git status` lists them, and they are still the agent's, not yours.
+        self._agents_nested: set[str] = set()
 
     @property
     def root(self) -> Path:
@@ -242,7 +245,7 @@ class GitVcs:
             return Change(change_id="", base=start.head or "")
         head = self.tree.head()
         status = self.tree.status()
-        self._yours_nested |= status.nested
+        self._yours_nested |= status.nested - self._agents_nested
         if not status.staged:
             index_tree = self.tree.tree(head)
         else:
@@ -546,6 +549,7 @@ class GitVcs:
                     "left as they are, not rolled back")
         recover.roll_back(self.tree, start)
         self._forget()
+        self._agents_nested |= self.tree.status().nested - self._yours_nested
         return aside.said(kept, self._yours or self.root) if kept is not None else None
 
     def bring_back(self, kept: str) -> bool:
