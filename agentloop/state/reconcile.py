@@ -201,13 +201,12 @@ def _across(old: list[TaskState], fresh: list[TaskState]) -> Callable[[TaskState
                                                                       bool]:
     """Whether a saved record may be carried to a new task under another heading: always where
     its heading stays in the plan or the new one was there before (a task moved from one
-    section to another); from a heading gone to a new one, only where those sections are the
-    old ones renamed, merged or split (agentloop.state.rewording.mostly_among: most of the new
-    heading's tasks were under the gone headings, and most of the gone heading's are under the
-    new ones), not another section put in its place (its `add tests` is other work than the
-    old one's)."""
+    section to another); from a heading gone to a new one, only where the gone section lives on
+    under the new headings, renamed, merged or split (agentloop.state.rewording.mostly_among:
+    most of its tasks are there), not another section put in its place (its `add tests` is
+    other work than the old one's). A renamed heading may gain many tasks in the same edit:
+    the new heading's own tasks are not asked to be mostly old ones."""
     was, now = {r.group for r in old}, {r.group for r in fresh}
-    gone = [r for r in old if r.group not in now]
     arrived = [r for r in fresh if r.group not in was]
     known: dict[str, bool] = {}
 
@@ -216,11 +215,10 @@ def _across(old: list[TaskState], fresh: list[TaskState]) -> Callable[[TaskState
             return True
         from agentloop.state.rewording import mostly_among  # a heading gone: rarely
 
-        for group, mine, theirs in ((f"-{record.group}", old, arrived),
-                                    (f"+{task.group}", fresh, gone)):
-            if group not in known:
-                known[group] = mostly_among([r for r in mine if r.group == group[1:]], theirs)
-        return known[f"-{record.group}"] and known[f"+{task.group}"]
+        if record.group not in known:
+            known[record.group] = mostly_among([r for r in old if r.group == record.group],
+                                               arrived)
+        return known[record.group]
 
     return may
 

@@ -162,10 +162,9 @@ def moved(olds: list[TaskState], news: list[TaskState],
 
 
 def mostly_among(these: list[TaskState], those: list[TaskState]) -> bool:
-    """Whether most of `these` tasks are among `those`, the same or lightly reworded: a new
-    heading's tasks among those of the headings gone from the plan (renamed, merged or split,
-    not another section put in their place), and a gone heading's tasks among the new
-    headings'. A new section's `add tests` is not the old one's because both had one."""
+    """Whether most of `these` tasks are among `those`, the same or lightly reworded: a gone
+    heading's tasks among the new headings' (renamed, merged or split, not another section put
+    in its place). A new section's `add tests` is not the old one's because both had one."""
     def same(j: int, k: int) -> bool:
         return task_key(these[j].task) == task_key(those[k].task) or \
             _likeness(these[j], those[k]) >= _MOVED_ALIKE

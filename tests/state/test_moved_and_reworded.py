@@ -180,6 +180,14 @@ def test_a_new_section_of_one_task_the_old_one_had_runs_it(tmp_path: Path) -> No
         ("Billing", "add tests", "pending")]
 
 
+def test_a_heading_renamed_with_tasks_added_under_it_keeps_its_done_task(tmp_path: Path) -> None:
+    """The new heading's tasks were mostly new, so the section was taken for another put in the
+    old one's place, and its done task, the same words, ran again."""
+    old = "## Auth\n- [ ] add the login form\n"
+    new = "## Login\n- [ ] add the login form\n- [ ] add the logout\n- [ ] add tests\n"
+    assert [s for _, _, s in edited(tmp_path, old, new)] == ["completed", "pending", "pending"]
+
+
 @pytest.mark.parametrize("was,now,stays", [
     ("o2", "o2 now", True),                  # a word added to a task named by a number
     ("T003 [P] third", "T004 [P] third", True),   # spec-kit's ids, renumbered
