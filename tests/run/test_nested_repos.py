@@ -178,3 +178,17 @@ def test_a_repository_the_agents_failed_attempt_made_lands_with_its_retry(
                       "--max-attempts", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     assert task_files(work, 1) == ["app/a.txt"], done.stdout
+
+
+def test_a_failed_tasks_repository_is_not_the_next_tasks(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Your checkout: a task that failed for good left its agent's `app/` (never deleted); the
+    next task's commit does not take its files for its own."""
+    work = project(tmp_path, "## one\n- make app\n  FAKE: bash mkdir -p app && git -C app init "
+                   "-q && echo a > app/a.txt\n  FAKE: fail 9\n## two\n- next\n"
+                   "  FAKE: write two.txt 2\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "checkout", "--no-distill",
+                      "--max-attempts", "1")
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["failed", "completed"], \
+        done.stdout + done.stderr
+    assert task_files(work, 2) == ["two.txt"], done.stdout

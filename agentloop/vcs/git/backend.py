@@ -101,9 +101,10 @@ class GitVcs:
         # The repositories inside this one that were there before an agent ran (yours, seen by
         # prepare's or a begin's `git status`): never taken for an agent's (_with_nested).
         self._yours_nested: set[str] = set()
-        # Those a rolled-back attempt's agent made (a nested repository is never deleted): the
-        # retry's `git status` lists them, and they are still the agent's, not yours.
-        self._agents_nested: set[str] = set()
+        # Those a rolled-back attempt's agent made (a nested repository is never deleted), with
+        # the message its task began with: its retry's `git status` lists them, and they are
+        # still its agent's, not yours. Another task's begin takes them for yours, as ever.
+        self._agents_nested: tuple[str | None, frozenset[str]] = (None, frozenset())
 
     @property
     def root(self) -> Path:
@@ -245,7 +246,8 @@ class GitVcs:
             return Change(change_id="", base=start.head or "")
         head = self.tree.head()
         status = self.tree.status()
-        self._yours_nested |= status.nested - self._agents_nested
+        retried, self._agents_nested = self._agents_nested, (None, frozenset())
+        self._yours_nested |= status.nested - (retried[1] if retried[0] == message else set())
         if not status.staged:
             index_tree = self.tree.tree(head)
         else:
@@ -549,7 +551,8 @@ class GitVcs:
                     "left as they are, not rolled back")
         recover.roll_back(self.tree, start)
         self._forget()
-        self._agents_nested |= self.tree.status().nested - self._yours_nested
+        self._agents_nested = (start.begun_as,
+                               frozenset(self.tree.status().nested - self._yours_nested))
         return aside.said(kept, self._yours or self.root) if kept is not None else None
 
     def bring_back(self, kept: str) -> bool:
