@@ -42,6 +42,10 @@ _NEGATING = ("un", "de", "dis", "non", "anti", "in", "im", "ir", "il")
 _NEGATIONS = frozenset({"not", "no", "never", "without", "dont", "don", "nor"})
 # Words that give the words around them a direction: swapped around one, the work is another.
 _DIRECTED = frozenset({"to", "into", "from", "than", "vs", "versus", "over", "onto"})
+# `one` is left out: it is a word too (`the one that fails`), where a reword drops it.
+_SPELT = {w: str(n) for n, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty".split()) if w != "one"}
 # A first line's own numbering: `1.`, `1.2`, `2)`, `T003` (spec-kit's task ids); not `o2` nor
 # `v2`, which name what the task is about, nor a bare `3` (`3 retries`), which counts something.
 _NUMBERING = re.compile(r"^\s*(?:\d+(?:\.\d+)+[.)]?|\d+[.)]|T\d+)(?=\s|$)")
@@ -232,7 +236,10 @@ def _other_work(a: str, b: str) -> bool:
     if x != y and sorted(x) == sorted(y) and _DIRECTED & set(x):
         return True
     for op, i1, i2, j1, j2 in SequenceMatcher(None, x, y, autojunk=False).get_opcodes():
-        if op != "equal" and _NEGATIONS & set(x[i1:i2]) != _NEGATIONS & set(y[j1:j2]):
+        if op == "equal" or "".join(x[i1:i2]) == "".join(y[j1:j2]):
+            continue   # the same letters split another way: `noop`, `no-op`
+        # Whether a negation is there, not which: `don't` and `do not` are one.
+        if bool(_NEGATIONS & set(x[i1:i2])) != bool(_NEGATIONS & set(y[j1:j2])):
             return True
         if op == "replace" and any(_opposite(v, w) for v in x[i1:i2] for w in y[j1:j2]):
             return True
@@ -255,7 +262,12 @@ def _opposite(a: str, b: str) -> bool:
 def _numbers(text: str) -> list[str]:
     """The numbers a task's words name, the list numbering of its first line aside (`1.2`,
     `T003`: an inserted task renumbers the ones after it, which are the same tasks still)."""
-    return re.findall(r"\d+", _NUMBERING.sub("", text, count=1))
+    words = re.findall(r"\d+|[^\W\d_]+", _NUMBERING.sub("", text, count=1).casefold())
+    # A number spelt out and counting what follows it is the same number: `2 tests`, `two
+    # tests`; a word alone is a name (a task called `two`).
+    return [w if w.isdigit() else _SPELT[w] for i, w in enumerate(words)
+            if w.isdigit() or (w in _SPELT and i + 1 < len(words) and words[i + 1] not in _SPELT
+                               and not words[i + 1].isdigit())]
 
 
 def _parts(text: str) -> list[str]:

@@ -198,3 +198,33 @@ def test_a_number_is_other_work_unless_it_numbers_the_list(tmp_path: Path, was: 
                                                            stays: bool) -> None:
     tasks = edited(tmp_path, f"## A\n- [ ] {was}\n", f"## A\n- [ ] {now}\n")
     assert tasks == [("A", now, "completed" if stays else "pending")]
+
+
+SAME_WORK = [("add a noop handler", "add a no-op handler"),        # a word split by a dash
+             ("don't cache the token", "do not cache the token"),  # a negation said in full
+             ("never retry the upload", "do not ever retry the upload"),
+             ("add 2 tests for the parser", "add two tests for the parser"),  # a number spelt
+             ("add the login form", "add a login form")]
+
+
+@pytest.mark.parametrize("was,now", SAME_WORK)
+@pytest.mark.parametrize("where", ["in its place", "under another heading"])
+def test_words_that_say_the_same_work_keep_the_task_done(tmp_path: Path, was: str, now: str,
+                                                          where: str) -> None:
+    """The rules that tell other work (a `not` added, another number) read a negation or a
+    number said another way as the same work: a done task was paid again for `no-op`."""
+    old = f"## A\n- [ ] first\n- [ ] {was}\n- [ ] last\n\n## B\n- [ ] other\n"
+    new = f"## A\n- [ ] first\n- [ ] {now}\n- [ ] last\n\n## B\n- [ ] other\n" \
+        if where == "in its place" else \
+        f"## A\n- [ ] first\n- [ ] last\n\n## B\n- [ ] other\n- [ ] {now}\n"
+    tasks = edited(tmp_path, old, new)
+    assert {status for _, _, status in tasks} == {"completed"}, tasks
+
+
+def test_one_is_a_word_and_a_spelt_number_another_number(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    assert edited(tmp_path, "## A\n- [ ] fix the one failing test\n",
+                  "## A\n- [ ] fix the failing test\n") == [("A", "fix the failing test",
+                                                               "completed")]
+    assert edited(tmp_path / "b", "## A\n- [ ] add two tests\n", "## A\n- [ ] add three tests\n"
+                  ) == [("A", "add three tests", "pending")]
