@@ -55,7 +55,7 @@ from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.project import take_edit
 from agentloop.state.receipts import usd
 from agentloop.state.schema import Attempt, State, TaskState, now
-from agentloop.state.status import FINISHED, TaskStatus, check
+from agentloop.state.status import FINISHED, SETTLING, TaskStatus, check
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.protocol import Change
 
@@ -92,7 +92,7 @@ def skip(task: TaskState) -> None:
     """The user ticked the task in the plan while the run worked: it does not run. One an
     earlier run kept off the main line no longer waits for its conflict or your edits:
     --status stops saying to resolve it and run again to land it."""
-    if task.status in (S.CONFLICTED, S.HELD, S.LANDING):
+    if task.status in SETTLING:
         task.error = task.waiting = None
     move(task, S.SKIPPED)
 

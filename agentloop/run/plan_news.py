@@ -24,9 +24,9 @@ from agentloop.plan import parse
 from agentloop.run import ledger, plan_kept
 from agentloop.run.context import Run
 from agentloop.run.lane_tag import LaneNote
-from agentloop.run.selection import SETTLING
 from agentloop.state.reconcile import reconcile
 from agentloop.state.schema import TaskState
+from agentloop.state.status import SETTLING
 from agentloop.state.status import TaskStatus as S
 
 # Older than this, a file's change time tells every later edit apart (FAT counts in 2 s).

@@ -10,12 +10,8 @@ from agentloop.plan import groups
 from agentloop.state.landed import commit_message as commit_message  # where history reads it
 from agentloop.state.landed import filed_under as filed_under
 from agentloop.state.schema import State, TaskState
-from agentloop.state.status import FINISHED
+from agentloop.state.status import FINISHED, SETTLING
 from agentloop.state.status import TaskStatus as S
-
-# Finished by an agent, its change not on the main line yet: a run lands it without an agent, so
-# every run takes it in, whatever it selects, before a later task of its group can land.
-SETTLING = frozenset({S.LANDING, S.HELD, S.CONFLICTED})
 
 
 def previous_in_group(state: State, task: TaskState, over: frozenset[int] | set[int] = frozenset()

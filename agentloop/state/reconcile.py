@@ -48,7 +48,7 @@ from agentloop.ondemand import dataclass as on_first_use
 from agentloop.plan.boxes import task_key
 from agentloop.plan.parse import Task, TaskFile
 from agentloop.state.schema import TaskState
-from agentloop.state.status import SETTLED, check
+from agentloop.state.status import SETTLED, SETTLING, check
 from agentloop.state.status import TaskStatus as S
 
 
@@ -120,8 +120,7 @@ class Reconciled:
 # off the main line (conflicted, held, or its landing cut short), it is skipped: its commit stays
 # where it was kept, not landed (the person resolved it by hand, or dropped it). Not approved,
 # its change is in the history already: ticked, it is taken as approved.
-_SETTLED_BY_HAND: dict[str, S] = {S.CONFLICTED: S.SKIPPED, S.HELD: S.SKIPPED,
-                                   S.LANDING: S.SKIPPED, S.UNAPPROVED: S.COMPLETED}
+_SETTLED_BY_HAND: dict[str, S] = {**dict.fromkeys(SETTLING, S.SKIPPED), S.UNAPPROVED: S.COMPLETED}
 
 
 def identity(group: str, text: str) -> tuple[str, str]:

@@ -59,6 +59,10 @@ FINISHED = frozenset({S.COMPLETED, S.SKIPPED})
 KEPT = frozenset({S.COMPLETED, S.UNAPPROVED})
 # A fleet job settled it: it will not run again without a person.
 SETTLED = FINISHED | {S.UNAPPROVED}
+# Finished by an agent, its change not on the main line yet: a run lands it without an agent, so
+# every run takes it in, whatever it selects, before a later task of its group can land. A
+# person's tick settles it (skipped, its commit kept where it was, not landed).
+SETTLING = frozenset({S.LANDING, S.HELD, S.CONFLICTED})
 # An attempt was open when the run ended: its change may hold partial work.
 OPEN = frozenset({S.RUNNING, S.INTERRUPTED})
 # Still to run in a later run.
