@@ -29,7 +29,14 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from agentloop.errors import AgentLoopError, BudgetReached, Interrupted, LandingWithheld, RunStopped
+from agentloop.errors import (
+    AgentLoopError,
+    BudgetReached,
+    Interrupted,
+    LandingWithheld,
+    RunStopped,
+    say_first,
+)
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.plan import parse
@@ -223,7 +230,10 @@ class Controller:
         except BaseException as exc:
             self._stop_lanes(lanes, places, by_you=isinstance(exc, KeyboardInterrupt))
             if isinstance(exc, KeyboardInterrupt):
-                raise Interrupted("interrupted") from None
+                stop = Interrupted("interrupted")
+                # What the lane that ran in this thread had to say first (a `.git` it moved).
+                say_first(stop, getattr(exc, "said_first", ()))
+                raise stop from None
             raise
         finally:
             run.shared.may_start = run.shared.take = None
