@@ -26,9 +26,8 @@ def detached_then_killed(flags: Path) -> str:
             f" && mv {flags}/pids.tmp {flags}/pids && exec sleep 60; }}")
 
 
-def test_a_lane_killed_on_a_detached_commit_is_kept_and_never_paid_again(
-        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
-    flags = tmp_path / "flags"
+def killed_on_a_detached_commit(work: Path, flags: Path) -> None:
+    """A `--parallel 2` run killed once task 1.1's agent committed on a detached HEAD."""
     flags.mkdir()
     init_repo(work, "git")
     (work / "tasks.md").write_text(two_groups(detached_then_killed(flags)))
@@ -42,6 +41,12 @@ def test_a_lane_killed_on_a_detached_commit_is_kept_and_never_paid_again(
     for pid in (flags / "pids").read_text().split():
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(pid), signal.SIGKILL)
+
+
+def test_a_lane_killed_on_a_detached_commit_is_kept_and_never_paid_again(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    flags = tmp_path / "flags"
+    killed_on_a_detached_commit(work, flags)
     paid = len(fake_claude.task_runs())
     stopped = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill")
     assert stopped.returncode != 0, stopped.stdout + stopped.stderr
@@ -59,3 +64,21 @@ def test_a_lane_killed_on_a_detached_commit_is_kept_and_never_paid_again(
     assert commits["agent-loop: Group 1 / task 1.1"] == ["a.txt", "g1t1.txt"], commits
     assert {t["status"] for t in state_of(work)["tasks"]} == {"completed"}
     assert work_lost(work) == []
+
+
+def test_a_detached_commit_in_a_lane_swept_away_is_kept_under_a_ref(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """You take group 1 out of the plan (its tasks ticked done): the next run sweeps its
+    killed lane, as a lane of no group left to run; its detached commit is kept under a ref
+    first, and said with the command that shows it."""
+    killed_on_a_detached_commit(work, tmp_path / "flags")
+    plan = work / "tasks.md"
+    plan.write_text(plan.read_text().replace("- task 1.", "- [x] task 1."))
+    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill")
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    assert work_lost(work) == [], said  # nothing only a reflog, or nothing at all, holds
+    shown = [c for c in said.split("`") if c.startswith("git log -p ")]
+    assert shown, said
+    out = git(work, *shown[0].split()[1:])
+    assert "a.txt" in out, said
