@@ -103,12 +103,13 @@ def _open_git(root: Path, name: str, base: str, fresh: bool,
 
 def _detached_ahead(root: Path, known: dict[str, str], branch: str) -> bool:
     """Whether a lane registered detached (`known`, its `git worktree list` fields) has a HEAD
-    with commits its branch has not: the agent's, on no ref but that HEAD. A lane detached at
-    its branch's commit, or behind it, holds nothing the branch lacks: made again as ever."""
+    with commits its branch has not (or no branch any more): the agent's, on no ref but that
+    HEAD. A lane detached at its branch's commit, or behind it, holds nothing the branch
+    lacks: made again as ever."""
     head, tip = known.get("HEAD"), branch_commit(root, branch)
-    if not head or tip is None or head == tip:
+    if not head or head == tip:
         return False
-    return not Git(root).ancestor(head, tip)
+    return tip is None or not Git(root).ancestor(head, tip)
 
 
 def _add_fresh(root: Path, path: Path, branch: str, base: str) -> None:
