@@ -12,7 +12,9 @@ import signal
 import time
 from pathlib import Path
 
-from tests.run.test_agent_commits import start, two_groups, work_lost
+import pytest
+
+from tests.run.test_agent_commits import WHERE, start, two_groups, work_lost
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_commits, init_repo, state_of
 from tests.support.runner import agent_loop
@@ -26,12 +28,13 @@ def detached_then_killed(flags: Path) -> str:
             f" && mv {flags}/pids.tmp {flags}/pids && exec sleep 60; }}")
 
 
-def killed_on_a_detached_commit(work: Path, flags: Path) -> None:
-    """A `--parallel 2` run killed once task 1.1's agent committed on a detached HEAD."""
+def killed_on_a_detached_commit(work: Path, flags: Path, where: str = "lanes") -> None:
+    """A run (`--parallel 2`, or the one lane of `--workplace lane`) killed once task 1.1's
+    agent committed on a detached HEAD."""
     flags.mkdir()
     init_repo(work, "git")
     (work / "tasks.md").write_text(two_groups(detached_then_killed(flags)))
-    child = start(work, "lanes")
+    child = start(work, where)
     deadline = time.monotonic() + 60
     while not (flags / "pids").exists():  # the agent has committed on a detached HEAD
         assert child.poll() is None and time.monotonic() < deadline
@@ -43,12 +46,13 @@ def killed_on_a_detached_commit(work: Path, flags: Path) -> None:
             os.kill(int(pid), signal.SIGKILL)
 
 
+@pytest.mark.parametrize("where", ["lanes", "one-lane"])
 def test_a_lane_killed_on_a_detached_commit_is_kept_and_never_paid_again(
-        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+        work: Path, tmp_path: Path, fake_claude: FakeClaude, where: str) -> None:
     flags = tmp_path / "flags"
-    killed_on_a_detached_commit(work, flags)
+    killed_on_a_detached_commit(work, flags, where)
     paid = len(fake_claude.task_runs())
-    stopped = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill")
+    stopped = agent_loop(work, "--vcs", "git", *WHERE[where], "--no-distill")
     assert stopped.returncode != 0, stopped.stdout + stopped.stderr
     said = stopped.stdout + stopped.stderr
     assert "detached HEAD" in said, said
@@ -57,7 +61,7 @@ def test_a_lane_killed_on_a_detached_commit_is_kept_and_never_paid_again(
     repair = [c for c in said.split("`") if c.startswith("git -C") and "switch -C" in c]
     assert repair, said
     git(work, *repair[0].split()[1:])  # the repair as printed
-    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill")
+    done = agent_loop(work, "--vcs", "git", *WHERE[where], "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     assert (flags / "work").read_text() == "once\n"
     commits = {subject: sorted(files) for _, subject, files in git_commits(work)}
