@@ -26,6 +26,16 @@ class AgentLoopError(Exception):
     said_first: tuple[str, ...] = ()
 
 
+def say_first(exc: BaseException, lines: tuple[str, ...]) -> None:
+    """`lines` said just before `exc`'s own line, ahead of those it carries already (once
+    each): on any exception, a Ctrl+C's and an internal error's too, which
+    agentloop.console.stops reads them off as it reads an AgentLoopError's."""
+    carried: tuple[str, ...] = getattr(exc, "said_first", ())
+    new = tuple(line for line in lines if line not in carried)
+    if new:
+        setattr(exc, "said_first", (*new, *carried))  # noqa: B010 - not every class has it
+
+
 class UsageError(AgentLoopError):
     """Options that cannot work together; found before anything is touched."""
 

@@ -100,7 +100,15 @@ def crash(exc: BaseException) -> None:
         where = f"; the traceback is in {log}"
     except OSError:
         where = ""
+    _said_first(exc)
     echo(f"agent-loop: internal error: {exc!r}{where}", err=True)
+
+
+def _said_first(exc: BaseException) -> None:
+    """What the error carries to be said before its own line (AgentLoopError.said_first; a
+    Ctrl+C or an internal error may carry it too: agentloop.errors.say_first)."""
+    for line in getattr(exc, "said_first", ()):
+        echo(f"agent-loop: {line}", err=True)
 
 
 def from_a_stop(exc: BaseException) -> bool:
@@ -144,14 +152,15 @@ def _report_line(exc: BaseException, args: list[str]) -> int:
     numbered = getattr(exc, "renumbered", None) or (lambda command: command)
     again = numbered(resume_command(args))
     if isinstance(exc, (KeyboardInterrupt, Interrupted)):
+        echo("", err=True)  # off the line a terminal's ^C was echoed on
+        _said_first(exc)
         if READS_ONLY & set(args):  # nothing to save nor to resume: a look that was ended
-            echo("\nagent-loop: interrupted", err=True)
+            echo("agent-loop: interrupted", err=True)
         else:
-            echo(f"\nagent-loop: interrupted; state saved. Resume with: {again}", err=True)
+            echo(f"agent-loop: interrupted; state saved. Resume with: {again}", err=True)
         return 130
     assert isinstance(exc, AgentLoopError)
-    for line in exc.said_first:
-        echo(f"agent-loop: {line}", err=True)
+    _said_first(exc)
     if isinstance(exc, SettingsError):
         echo(f"agent-loop: settings: {exc}", err=True)
     elif isinstance(exc, UsageError):

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from agentloop import lane_mark
 from agentloop.agents import LIMIT, AgentResult, AgentRun, Totals, clean, ended_well, priced
-from agentloop.errors import GitUnsafe, Interrupted
+from agentloop.errors import GitUnsafe, Interrupted, say_first
 from agentloop.proc import running
 from agentloop.run.context import Run
 from agentloop.run.decisions import RunBegun, RunEnded
@@ -88,7 +89,7 @@ def run_agent(run: Run, task: TaskState, change: Change, prompt: str, number: in
     finally:
         window[1] = time.time_ns()
         # Before any git of agent-loop's reads what the agent may have pointed a submodule at.
-        unsafe = _guard(run)
+        unsafe = _guard(run, task)
     hand(run, task, RunEnded(attempt, result))
     if unsafe is not None:  # recorded as it ended; nothing of agent-loop's runs git after it
         raise GitUnsafe(unsafe)
@@ -161,7 +162,7 @@ def _failed_at_a_limit(run: Run, result: AgentResult) -> bool:
     return classify(run, result).kind == LIMIT
 
 
-def _guard(run: Run) -> str | None:
+def _guard(run: Run, task: TaskState) -> str | None:
     """Right after an agent run in your checkout, before agent-loop's next git there: a
     submodule's `.git` the agent pointed at a git folder of its own moved aside, and said
     (agentloop.vcs.submodule_gitdirs); the line that stops the run when one could not be."""
@@ -176,9 +177,27 @@ def _guard(run: Run) -> str | None:
         unsafe = submodule_gitdirs.not_moved_line(exc.failed, exc.error,
                                                   run.project.shown(exc.failed.kept))
     if moved:
-        run.emit(LaneNote(submodule_gitdirs.moved_line(
-            moved, {m.kept: run.project.shown(m.kept) for m in moved}, run.project.root)))
+        line = submodule_gitdirs.moved_line(
+            moved, {m.kept: run.project.shown(m.kept) for m in moved}, run.project.root)
+        run.emit(LaneNote(line))
+        shared = run.shared
+        shared.moved_aside[task.index] = (*shared.moved_aside.get(task.index, ()), line)
     return unsafe
+
+
+@contextmanager
+def moved_said_first(run: Run, task: TaskState) -> Iterator[None]:
+    """`task`'s attempts and its landing: should they end in a stop or an error (files left
+    unmerged, a commit that fails, Ctrl+C, an internal error), where `_guard` moved a `.git`
+    meanwhile is said first with it (that line went to stdout as the agent ended: a
+    `| head` ended it, or it scrolled away)."""
+    try:
+        yield
+    except BaseException as exc:
+        say_first(exc, run.shared.moved_aside.get(task.index, ()))
+        raise
+    finally:
+        run.shared.moved_aside.pop(task.index, None)
 
 
 # Under the plan's own folder in .agent-loop/: a submodule's `.git` an agent swapped, kept.

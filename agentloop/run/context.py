@@ -66,6 +66,10 @@ class Shared:
         # A run in lanes: the main line its tasks land on (agentloop.vcs.choose.MainLine),
         # which the closing lines ask where the tasks went. None: the run works in the checkout.
         self.main_line: Any = None
+        # The lines that say where a `.git` an agent made in your checkout was moved (by
+        # task number, agentloop.run.agent_run): said again first, on stderr, should the task
+        # end in a stop or an error, whose line alone would leave it unsaid.
+        self.moved_aside: dict[int, tuple[str, ...]] = {}
         # What the lanes know together, each set by what it serves:
         self._plan_watch()
         self._history_marks()

@@ -27,7 +27,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from agentloop.errors import BudgetReached, Interrupted, LandingWithheld, RunStopped
+from agentloop.errors import BudgetReached, Interrupted, LandingWithheld, RunStopped, say_first
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.proc import running, streamed
 from agentloop.proc.signals import held_back, shielded, stopping
@@ -170,7 +170,10 @@ class Controller:
         except BaseException as exc:
             self._stop_lanes(lanes, places, by_you=isinstance(exc, KeyboardInterrupt))
             if isinstance(exc, KeyboardInterrupt):
-                raise Interrupted("interrupted") from None
+                stop = Interrupted("interrupted")
+                # What the lane that ran in this thread had to say first (a `.git` it moved).
+                say_first(stop, getattr(exc, "said_first", ()))
+                raise stop from None
             raise
         finally:
             run.shared.may_start = run.shared.take = None

@@ -32,6 +32,7 @@ from agentloop.errors import (
 )
 from agentloop.proc.signals import hangup_settles_the_task, shielded
 from agentloop.run import budget, conflicts
+from agentloop.run.agent_run import moved_said_first
 from agentloop.run.attempt import run_attempt
 from agentloop.run.beside import (
     after_landing,
@@ -100,7 +101,8 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
                 break  # they failed in another lane, which says so: no agent starts here
             begun.append(task)
             _caught_up(run)
-            _run_task(run, task, lane_end=position == len(tasks) - 1)
+            with moved_said_first(run, task):
+                _run_task(run, task, lane_end=position == len(tasks) - 1)
             _settled_one(run)
             check_history(run, task)
         land_beside(run)  # the group's last landing, before the lane follows or leaves

@@ -67,13 +67,29 @@ def _committed_unsaved(run: Run, task: TaskState) -> bool:
     # Left running by a kill, or interrupted with its change still named (an error ended the
     # run between the agent and the record: ledger.left_open): it may have been committed.
     probe = task.status == S.RUNNING or task.change_id is not None
-    done = run.vcs.recovered() if probe else None
+    done = _recovered(run, task) if probe else None
     if done is None and probe and task.history:
         done = _sealed(run, task)
     if done is not None and task.history:
         hand(run, task, Completed(task.history[-1], done, S.COMPLETED))
         return True
     return False
+
+
+def _recovered(run: Run, task: TaskState) -> Change | None:
+    """git: the commit an earlier run made for this task in its lane, landed now (None: none
+    found). One that meets what landed since in a conflict goes to the group's session, as
+    at the task's own landing (conflicts.resolve; the task `conflicted` if unresolved): it
+    ended the run as a bare error, on that run and every one after it."""
+    if not task.history:
+        return run.vcs.recovered()
+    last = task.history[-1]
+    with settling(run, task, last):
+        try:
+            return run.vcs.recovered()
+        except IntegrationConflict as conflict:  # another lane's work came first
+            return conflicts.resolve(run, task, Change(change_id=conflict.commit),
+                                     task.session_id, conflict, last)
 
 
 def _left_attempt_taken_up(run: Run, task: TaskState, last: Attempt | None) -> bool:

@@ -269,6 +269,32 @@ def test_an_agent_that_commits_on_a_detached_head_gets_a_repair_that_keeps_its_c
     assert (work / "own.txt").read_text() == "own\n"
 
 
+def test_an_agent_that_deletes_its_lanes_branch_from_a_detached_head_gets_a_repair_that_works(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """The agent detaches HEAD, deletes its lane's branch, and commits its work. The repair
+    printed was `git -C LANE switch agent-loop/…`, which fails (no such branch); the next
+    run made the lane again, paid the agent for the task again from scratch, and left its
+    commit on no ref. The repair printed now makes the branch again at the lane's HEAD, its
+    commit with it, and the task goes on from there."""
+    work = _project(tmp_path, "b=$(git symbolic-ref --short HEAD) && git switch -q --detach && "
+                              "git branch -q -D $b && printf 'own\\n' > own.txt && "
+                              "git add -A && git commit -qm own")
+    said = _stopped(work)
+    assert "the agent checked out a detached HEAD in its lane" in said, said
+    # Run again without the repair: the lane is not made again over the commit.
+    paid = len(fake_claude.task_runs())
+    assert _stopped(work) == said
+    assert len(fake_claude.task_runs()) == paid
+    line = said.split("see and repair it with ", 1)[1]
+    for command in re.findall(r"`([^`]+)`", line):
+        subprocess.run(shlex.split(command), cwd=work, check=True, capture_output=True)
+    out = _went_on(work)
+    assert "the task goes on from them" in out, out  # not done again from scratch
+    assert _landed(work) == [".gitignore", "README", "a1.txt", "a2.txt", "b1.txt", "own.txt",
+                             "tasks.md"]
+    assert (work / "own.txt").read_text() == "own\n"
+
+
 def test_a_merge_its_agent_left_stopped_on_a_conflict_in_its_lane_lands_no_marker(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     """The agent merges a branch of its own into its lane and leaves the merge stopped on a

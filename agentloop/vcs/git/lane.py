@@ -25,6 +25,10 @@ from agentloop.vcs.lanes import BRANCH_PREFIX
 from agentloop.vcs.protocol import Change, KilledAttempt
 from agentloop.vcs.rewritten import carried, rewritten
 
+# In a lane's own git dir while a conflict round has moved its branch off the task's commit:
+# that commit (LaneGit.open_conflict).
+CONFLICT_ROUND = "agent-loop-conflict-round"
+
 
 class LaneGit:
     """One group's worktree; finished tasks land on `main`."""
@@ -73,6 +77,7 @@ class LaneGit:
         """The worktree opened, an attempt a killed run left in it dealt with; LaneBreach when
         an agent left it off its branch, or a merge or files unmerged in it (before anything in
         it is rolled back or committed, and before any agent is paid to meet it again)."""
+        self._conflict_round_undone()
         self.check(GitLaneRecord(self.root, self.branch, None, self.main.root, self.main.ref,
                                  dirs=self._dirs, reopened=not self._made))
         return self.work.prepare()
@@ -346,9 +351,39 @@ class LaneGit:
 
     # -- conflicts: the lane's worktree is where a person or the group's agent resolves one ------
 
+    def _round_file(self) -> Path | None:
+        """Where a conflict round names the task commit its lane's branch was moved off."""
+        return self._dirs[0] / CONFLICT_ROUND if self._dirs is not None else None
+
+    def _conflict_round_undone(self) -> None:
+        """A conflict round a kill cut short (open_conflict's file still there): the lane's
+        branch back on the task commit it was moved off, the round's unmerged files gone, so
+        that the task's commit is found and landed again (not taken for the agent's unmerged
+        files, its commit left to the reflog and the task completed with no change)."""
+        found = self._round_file()
+        try:
+            commit = found.read_text(encoding="utf-8").strip() if found is not None else ""
+        except (OSError, UnicodeDecodeError):
+            return
+        if found is None or not commit:
+            return
+        self.git.out("cherry-pick", "--quit", codes=(0, 128))
+        self.git.out("reset", "-q", "--hard", commit)
+        found.unlink(missing_ok=True)
+
+    def _round_ended(self) -> None:
+        found = self._round_file()
+        if found is not None:
+            found.unlink(missing_ok=True)
+
     def open_conflict(self, conflict: IntegrationConflict) -> list[str]:
         """The worktree as the main line is now, with the lane commit's change applied on top and
-        git's conflict markers where it does not fit; the conflicted files."""
+        git's conflict markers where it does not fit; the conflicted files. The task commit the
+        branch leaves is named in the lane's git dir until the round ends (close_conflict,
+        drop_conflict): a kill before then is undone by the next run's prepare."""
+        found = self._round_file()
+        if found is not None:
+            found.write_text(conflict.commit + "\n", encoding="utf-8")
         self.git.out("reset", "-q", "--hard", conflict.onto)
         self.git.out("cherry-pick", "--no-commit", conflict.commit, codes=(0, 1))
         out = self.git.out("diff", "--name-only", "-z", "--diff-filter=U")
@@ -367,6 +402,7 @@ class LaneGit:
         new = copy_commit(self.root, conflict.commit, tree, conflict.onto)
         self.git.out("cherry-pick", "--quit", codes=(0, 128))
         self.git.out("reset", "-q", "--hard", new)
+        self._round_ended()
         done = Change(change_id=new, commit_id=new,
                       files=tuple(changed_files(self.root, conflict.onto, new)))
         return self._landed(done)
@@ -375,6 +411,7 @@ class LaneGit:
         """Unresolved: the worktree back on the lane's own commit, which its branch keeps."""
         self.git.out("cherry-pick", "--quit", codes=(0, 128))
         self.git.out("reset", "-q", "--hard", conflict.commit)
+        self._round_ended()
 
     def head(self) -> str:
         """The lane's commit now (after a person resolved a conflict in it, their commit)."""

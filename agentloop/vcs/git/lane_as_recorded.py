@@ -125,14 +125,17 @@ def _git_dir(lane: Path) -> Path:
     return Path(Git(lane).out("rev-parse", "--absolute-git-dir").strip())
 
 
-def _checked_out(record: GitLaneRecord, ref: str | None, off: tuple[int, bool]) -> Breach:
+def _checked_out(record: GitLaneRecord, ref: str | None, off: tuple[int, bool] | None
+                 ) -> Breach:
     """The lane's HEAD on another branch (`ref`; None: detached): your branch is named as
     yours, since a lane that holds it keeps you from switching to it. `off`: how many commits
     the agent made there that the lane's branch has not, and whether they split off it (made
     on an older commit) rather than on top of it. The repair takes them onto the branch (a
     plain switch back would leave them in the reflog only, and the task's agent paid again
     from scratch): split off, a rebase onto the branch first; then the switch -C, a branch of
-    the agent's own or a detached HEAD alike."""
+    the agent's own or a detached HEAD alike. `off` None: the lane's branch is gone (the
+    agent deleted it once off it): a switch -c makes it again where the lane's HEAD is, the
+    agent's commits with it (a plain switch to it fails)."""
     lane, short, main_short = record.lane, record.short, record.main_short
     where = ("your branch " + main_short if ref == record.main_ref else
              (ref or "a detached HEAD").removeprefix("refs/heads/"))
@@ -140,8 +143,12 @@ def _checked_out(record: GitLaneRecord, ref: str | None, off: tuple[int, bool]) 
     if ref == record.main_ref:
         commands.append(f"git log --oneline -5 {main_short}")
     kept = ""
-    count, split = off
-    if count and ref != record.main_ref:
+    count, split = off if off is not None else (0, False)
+    if off is None:
+        kept = (f"; its branch {short} is gone, made again at the lane's HEAD by the repair's "
+                "switch -c")
+        commands.append(f"git -C {typed(lane)} switch -c {short}")
+    elif count and ref != record.main_ref:
         there = f"split off {short}" if split else f"on top of {short}"
         how = "the repair's rebase and switch -C" if split else "the repair's switch -C"
         kept = f"; its {count} commit(s) there, {there}, go onto {short} with {how}"
@@ -154,10 +161,13 @@ def _checked_out(record: GitLaneRecord, ref: str | None, off: tuple[int, bool]) 
                   tuple(commands))
 
 
-def _off_branch(git: Git, main: Git, record: GitLaneRecord) -> tuple[int, bool]:
+def _off_branch(git: Git, main: Git, record: GitLaneRecord) -> tuple[int, bool] | None:
     """How many commits the lane's HEAD has that its branch's tip has not (0: none, HEAD at
-    the tip or behind it), and whether they split off the branch (HEAD not on top of it)."""
+    the tip or behind it), and whether they split off the branch (HEAD not on top of it);
+    None when the branch is gone and HEAD names a commit."""
     tip, head = main.sha(record.branch), git.sha("HEAD")
+    if tip is None and head is not None:
+        return None
     if tip is None or head is None or head == tip:
         return 0, False
     count = int(git.out("rev-list", "--count", f"{tip}..{head}").strip() or 0)

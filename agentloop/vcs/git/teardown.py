@@ -24,6 +24,9 @@ from agentloop.vcs.rewritten import carried
 # Where a lane's work that is not on the main line is kept when its branch or worktree goes.
 KEPT = "refs/agent-loop/kept/"
 KEPT_FILES = "refs/agent-loop/kept-files/"
+# A lane's detached HEAD (its agent's `git checkout --detach`, then commits), which no branch
+# holds: its worktree's HEAD is the one thing that does, and goes with it.
+KEPT_HEAD = "refs/agent-loop/kept-head/"
 # Beside `locked` in a lane's folder in the repository: the reason of your lock, which a run
 # took off to go on in the lane (_taken_from_user), put back when that run is done with it
 # (the lane removed: clean_git; kept, the run stopped: relock).
@@ -62,6 +65,7 @@ def clean_git(root: Path, path: Path,
         if kept:
             notes.append(f"the uncommitted files of lane {path.name} are kept in commit "
                          f"{kept[:12]} (`git show {typed(KEPT_FILES + path.name)}`)")
+        notes += _keep_detached(root, path)
     removed = False
     if path in worktrees:
         if "locked" in worktrees[path]:
@@ -159,6 +163,28 @@ def _lock_for_removal(own: Path | None) -> None:
             (own / "locked").write_text(REMOVING)
         except OSError:
             pass  # no lock: a kill inside the removal leaves what it left before
+
+
+def _keep_detached(root: Path, path: Path) -> list[str]:
+    """The worktree at `path` on a detached HEAD that no branch holds (the commits its agent
+    made there): HEAD kept under KEPT_HEAD first, and the line that says so. Read from its
+    files, no process, for a lane on a branch (nearly every one)."""
+    own = refs.worktree_git_dir(path)
+    try:
+        head = (own / "HEAD").read_text(encoding="utf-8").strip() if own is not None else ""
+    except (OSError, UnicodeDecodeError):
+        head = ""
+    if own is not None and (not head or head.startswith("ref: ")):
+        return []  # on a branch (which stays, or drop_branches keeps), or nothing to read
+    git = Git(path)
+    sha = git.sha("HEAD")
+    if sha is None or git.out("for-each-ref", "--count=1", "--contains", sha, "refs/heads/"):
+        return []
+    ref = KEPT_HEAD + path.name
+    Git(root).out("update-ref", "--create-reflog", "-m", "agent-loop: kept", ref, sha)
+    return [f"lane {path.name} was on a detached HEAD at {sha[:12]}, which no branch holds "
+            f"(commits its agent made there): kept as {ref} (`git log -p {typed(ref)} --not "
+            "--branches` shows them) before the lane was removed"]
 
 
 def keep_files(root: Path, path: Path, name: str) -> str | None:

@@ -65,10 +65,12 @@ def _open_git(root: Path, name: str, base: str, fresh: bool,
     path = (lanes_dir(root) / name).resolve()
     branch = BRANCH_PREFIX + name
     known = (registered if registered is not None else git_worktrees(root)).get(path)
-    if known is not None and healthy(path, known) and known.get("branch") not in \
-            (None, f"refs/heads/{branch}"):
-        # An agent checked out another branch (yours?) in the lane: remaking the lane would
-        # hide that, and whatever it committed there, for good.
+    if known is not None and healthy(path, known) and known.get("branch") != \
+            f"refs/heads/{branch}" and (known.get("branch") is not None or
+                                        _detached_ahead(root, known, branch)):
+        # An agent checked out another branch (yours?) in the lane, or committed on a
+        # detached HEAD there (which nothing else holds): remaking the lane would hide that,
+        # and whatever it committed there, for good, its task's agent paid again from scratch.
         yours = Git(root).out("symbolic-ref", "-q", "HEAD", codes=(0, 1)).strip()
         found = check_git_lane(GitLaneRecord(path, f"refs/heads/{branch}", None, root, yours))
         if found is not None:
@@ -98,6 +100,17 @@ def _open_git(root: Path, name: str, base: str, fresh: bool,
     note = _keep_previous(root, branch, base) if exists else ""
     _add_fresh(root, path, branch, base)
     return Workspace(name, path, branch, note=note)
+
+
+def _detached_ahead(root: Path, known: dict[str, str], branch: str) -> bool:
+    """Whether a lane registered detached (`known`, its `git worktree list` fields) has a HEAD
+    with commits its branch has not (or no branch any more): the agent's, on no ref but that
+    HEAD. A lane detached at its branch's commit, or behind it, holds nothing the branch
+    lacks: made again as ever."""
+    head, tip = known.get("HEAD"), branch_commit(root, branch)
+    if not head or head == tip:
+        return False
+    return tip is None or not Git(root).ancestor(head, tip)
 
 
 def _add_fresh(root: Path, path: Path, branch: str, base: str) -> None:
