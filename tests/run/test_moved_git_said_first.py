@@ -26,7 +26,8 @@ UNMERGED = (" && git rm -q --cached README.md && b=$(echo theirs | git hash-obje
             " && printf '100644 %s 2\\tREADME.md\\n100644 %s 3\\tREADME.md\\n' $b $b"
             " | git update-index --index-info")
 
-# Runs agent-loop with the task's commit in your checkout (`git ... commit`) made to fail
+# Runs agent-loop with the task's commit in your checkout (`git ... commit`, or `git commit-tree`
+# where the commit's tree is built first: a repository's files taken as plain files) made to fail
 # ("fail": it, and the `commit-tree` tried after it, replaced by a command that exits 1), or
 # followed by a Ctrl+C ("stop") or by an exception nobody expected ("crash").
 LAUNCHER = """
@@ -36,12 +37,13 @@ from agentloop.proc import commands
 how = os.environ["AT_COMMIT"]
 COMMIT = " maintenance.auto=false commit "
 
-def ours(argv):
-    return COMMIT in " ".join(argv) + " "
+def ours(argv):  # the task's commit: `git commit`, or `commit-tree` where its files are built
+    said = " ".join(argv) + " "
+    return COMMIT in said or " commit-tree " in said
 
 real_launch = commands._launch
 def _launch(argv, *rest):
-    if how == "fail" and (ours(argv) or " commit-tree " in " ".join(argv)):
+    if how == "fail" and ours(argv):
         argv = ["sh", "-c", "echo 'pre-commit: hook says no' >&2; exit 1"]
     return real_launch(argv, *rest)
 commands._launch = _launch
