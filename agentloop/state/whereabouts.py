@@ -38,7 +38,7 @@ def whereabouts(root: Path, task_file: str, state: State, branch: str | None = N
     kind = state.vcs or ""
     done = {t.change_id: t.index for t in state.tasks
             if t.status in (S.COMPLETED, S.UNAPPROVED) and t.change_id}
-    if not done or unmoved(kind, root, state.history_mark, done, branch, forgets=True):
+    if not done or unmoved(kind, root, state.history_mark, done, branch):
         return NOTHING  # the run found them all where the history still stands
     # The history moved: from here on processes are started, and their layer is loaded.
     from agentloop.state.landed import last_word

@@ -9,8 +9,6 @@ from pathlib import Path
 
 # The tool's own folder beside the task file: never part of any task's change.
 STATE_DIR = ".agent-loop"
-# The start of the name of every jj workspace a lane of agent-loop's is (agentloop.vcs.lanes).
-JJ_PREFIX = "agent-loop-"
 KINDS = ("auto", "jj", "git", "none")
 
 

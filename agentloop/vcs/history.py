@@ -29,7 +29,7 @@ def where(kind: str, root: Path, ref: str | None = None) -> str | None:
     None when that cannot be told so. git: HEAD's commit, or with `ref` (refs/heads/...) that
     branch's."""
     if kind == "jj":
-        from agentloop.vcs.jj.opstore import op_head
+        from agentloop.vcs.jj.run import op_head
         return op_head(root)
     if kind != "git":
         return None
@@ -132,10 +132,9 @@ def marked_branch(recorded: str | None) -> str | None:
 
 
 def unmoved(kind: str, root: Path, recorded: str | None, change_ids: Iterable[str],
-            ref: str | None = None, forgets: bool = False) -> bool:
+            ref: str | None = None) -> bool:
     """Whether the history (git: HEAD's, or branch `ref`'s) still stands where `recorded` (a
-    mark) says every one of `change_ids` was found: then none of them can be missing. jj, with
-    `forgets`: or moved on from there by agent-loop's forgets of its lanes alone (_forgot)."""
+    mark) says every one of `change_ids` was found: then none of them can be missing."""
     if not recorded:
         return False
     at = where(kind, root, ref)
@@ -144,29 +143,11 @@ def unmoved(kind: str, root: Path, recorded: str | None, change_ids: Iterable[st
     now = mark(at, change_ids)
     # A git mark names the branch too ("<branch> <commit> <digest>"): only the commit and the
     # digest count, so a run's last lane and the checkout it landed in agree.
-    if recorded != now and not (kind == "git" and recorded.split()[-2:] == now.split()) and \
-            not (kind == "jj" and forgets and _forgot(root, recorded, now)):
+    if recorded != now and not (kind == "git" and recorded.split()[-2:] == now.split()):
         return False
     # Standing there, but on a commit git no longer holds (pruned beside the landing that
     # made it): not to be trusted; the history's read then finds the damage and says it.
     return kind != "git" or _held(root, at)
-
-
-def _forgot(root: Path, recorded: str, now: str) -> bool:
-    """jj: whether the history moved from the marked operation by agent-loop's own forgets of
-    its lanes alone (the run's last lane goes after its last look), the changes' digest the
-    same, and git's HEAD (a colocated repository's) the same or not in the mark: one a lane
-    took names none (a lane has no HEAD of git's), and `jj --ignore-working-copy log`, which
-    --status would ask, takes in no move of git's HEAD either."""
-    was, is_ = recorded.rsplit(" ", 1), now.rsplit(" ", 1)
-    if len(was) != 2 or len(is_) != 2 or was[1] != is_[1]:
-        return False
-    (was_op, _, was_git), (is_op, _, is_git) = was[0].partition(" "), is_[0].partition(" ")
-    if was_git not in ("", is_git):
-        return False
-    from agentloop.vcs.jj.opstore import forgets_since
-
-    return forgets_since(root, is_op, was_op)
 
 
 def _held(root: Path, commit: str) -> bool:

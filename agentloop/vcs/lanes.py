@@ -43,10 +43,11 @@ from agentloop.errors import VcsError
 from agentloop.files.digest import sha1
 from agentloop.files.lock import held
 from agentloop.ondemand import dataclass_now as dataclass
-from agentloop.vcs import JJ_PREFIX, STATE_DIR  # noqa: F401 - JJ_PREFIX: --status's too
+from agentloop.vcs import STATE_DIR
 
 LANES = "lanes"
 BRANCH_PREFIX = "agent-loop/"
+JJ_PREFIX = "agent-loop-"
 # The tip a branch had before a fresh start moved it, kept so a fresh start never loses a commit.
 PREVIOUS = "refs/agent-loop/previous/"
 LOCK = "lanes.lock"

@@ -307,31 +307,6 @@ def test_status_of_a_jj_plan_asks_jj_for_no_author(tmp_path: Path, fake_claude: 
     assert git_calls_made == [], git_calls_made
 
 
-def test_status_after_a_jj_run_in_a_lane_starts_no_process(tmp_path: Path,
-                                                           fake_claude: FakeClaude) -> None:
-    # The run marks where the history stood at its last look; its lane's `jj workspace forget`
-    # comes after, one operation of its own that changes nothing below your @: read off jj's
-    # files, it leaves the mark standing, and --status asks jj nothing (it ran `jj log` every
-    # time, the process layer loaded for it).
-    work = make_repo(tmp_path / "project", "jj", plan="- first\n  FAKE: write a.txt A\n")
-    done = agent_loop(work, "--vcs", "jj", "--no-distill")
-    assert done.returncode == 0, done.stderr[-2000:]
-    last = jj(work, "--ignore-working-copy", "op", "log", "--no-graph", "-n", "1", "-T",
-              "description")
-    assert last.startswith("forget workspace agent-loop-"), last
-    done, calls = noting_jj(work, tmp_path, "tasks.md", "--status")
-    assert done.returncode == 0 and "1 completed" in done.stdout, done.stderr[-2000:]
-    assert calls == [], calls
-    ours, _ = imported(["tasks.md", "--status"], work)
-    assert "agentloop.vcs.history" in ours and "agentloop.proc" not in ours, ours
-    # An operation of yours after it: the history is read, and the abandoned change said lost.
-    change = status_json(work)["tasks"][0]["change_id"]
-    jj(work, "--ignore-working-copy", "abandon", change)
-    done, calls = noting_jj(work, tmp_path, "tasks.md", "--status")
-    assert any(" log " in f" {c} " for c in calls), calls
-    assert status_json(work)["lost"] == [1]
-
-
 def test_a_mark_that_names_the_branch_still_counts(finished: Path) -> None:
     # Marks saved before named git's branch too: the commit and the digest are what count.
     project = open_project(Path("tasks.md"), finished)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -15,9 +16,6 @@ from agentloop.files.shown import typed
 from agentloop.ondemand import dataclass
 from agentloop.proc import environ
 from agentloop.vcs import folder_gone
-
-# Read off jj's files, with no process: --status imports them alone, not this runner.
-from agentloop.vcs.jj.opstore import forgotten_by, op_head, op_id  # noqa: F401
 
 # No pager, no colour, no editor (descriptions come with -m; `false` fails at once instead).
 JJ = ["jj", "--no-pager", "--color=never"]
@@ -68,6 +66,29 @@ def summaries(stderr: str) -> list[Rev]:
                 for part in stderr.split(SUMMARY)[1:]]
     except (ValueError, IndexError):
         return []
+
+
+def op_head(root: Path) -> str | None:
+    """Which operation the repository of the workspace at `root` is at, read off the one file
+    name in its op heads folder (no process); None when that is not one name. In a repository
+    colocated with git, git's HEAD is part of it: jj takes in what git did at its next command,
+    so a `git reset` is caught before that command is taken for one of ours."""
+    repo = root / ".jj" / "repo"
+    try:
+        if repo.is_file():
+            repo = repo.parent / repo.read_text().strip()
+        heads = os.listdir(repo / "op_heads" / "heads")
+        git_head = (root / ".git" / "HEAD").read_bytes() if (root / ".git").is_dir() else b""
+    except OSError:
+        return None
+    return f"{heads[0]} {git_head.strip().decode(errors='replace')}" if len(heads) == 1 else None
+
+
+def op_id(root: Path) -> str | None:
+    """The id of the operation the repository is at, read off its op heads (op_head, no
+    process); None when that is not one name."""
+    head = op_head(root)
+    return head.split(" ", 1)[0] if head is not None else None
 
 
 # What jj says when a workspace's files are behind its @, rewritten from another workspace.
@@ -165,6 +186,18 @@ def failure(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
                         f"with `jj -R {typed(root)} workspace update-stale`, then run agent-loop "
                         "again")
     return VcsError(f"`jj {_command(args)}` failed: {detail}")
+
+
+# How jj describes the operation of `jj workspace forget` (one name, or several).
+FORGET = ("forget workspace ", "forget workspaces ")
+
+
+def forgotten_by(description: str) -> list[str]:
+    """The workspaces an operation described so forgot (none: not a forget)."""
+    for prefix in sorted(FORGET, key=len, reverse=True):
+        if description.startswith(prefix):
+            return [n.strip() for n in description[len(prefix):].split(",") if n.strip()]
+    return []
 
 
 def forgotten(root: Path, args: tuple[str, ...], detail: str) -> VcsError:
