@@ -42,10 +42,10 @@ _NEGATING = ("un", "de", "dis", "non", "anti", "in", "im", "ir", "il")
 _NEGATIONS = frozenset({"not", "no", "never", "without", "dont", "don", "nor"})
 # Words that give the words around them a direction: swapped around one, the work is another.
 _DIRECTED = frozenset({"to", "into", "from", "than", "vs", "versus", "over", "onto"})
-# `one` is left out: it is a word too (`the one that fails`), where a reword drops it.
+# Numbers spelt out, read as digits where a task's digits differ (_other_work).
 _SPELT = {w: str(n) for n, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen twenty".split()) if w != "one"}
+    "fifteen sixteen seventeen eighteen nineteen twenty".split())}
 # A first line's own numbering: `1.`, `1.2`, `2)`, `T003` (spec-kit's task ids); not `o2` nor
 # `v2`, which name what the task is about, nor a bare `3` (`3 retries`), which counts something.
 _NUMBERING = re.compile(r"^\s*(?:\d+(?:\.\d+)+[.)]?|\d+[.)]|T\d+)(?=\s|$)")
@@ -228,7 +228,9 @@ def _other_work(a: str, b: str) -> bool:
     and `unlock`, `getter` and `setter`, `test_login` and `test_logout`), a `not` added, the
     two ends of a conversion swapped (`json to yaml`, `yaml to json`), another number (`step
     1`, `step 2`; a list's own numbering aside, which an inserted task shifts)."""
-    if _numbers(a) != _numbers(b):
+    # A number spelt out only ever makes two the same (`2 tests`, `two tests`), never other
+    # work: `two` is a name as often as a count (`task eight`, `task eight, reworded`).
+    if _numbers(a) != _numbers(b) and _numbers(a, True) != _numbers(b, True):
         return True
     from difflib import SequenceMatcher
 
@@ -259,15 +261,12 @@ def _opposite(a: str, b: str) -> bool:
     return any(b == p + a or a == p + b for p in _NEGATING)
 
 
-def _numbers(text: str) -> list[str]:
+def _numbers(text: str, spelt: bool = False) -> list[str]:
     """The numbers a task's words name, the list numbering of its first line aside (`1.2`,
-    `T003`: an inserted task renumbers the ones after it, which are the same tasks still)."""
+    `T003`: an inserted task renumbers the ones after it, which are the same tasks still).
+    `spelt`: numbers spelt out too, as digits (`two` as `2`)."""
     words = re.findall(r"\d+|[^\W\d_]+", _NUMBERING.sub("", text, count=1).casefold())
-    # A number spelt out and counting what follows it is the same number: `2 tests`, `two
-    # tests`; a word alone is a name (a task called `two`).
-    return [w if w.isdigit() else _SPELT[w] for i, w in enumerate(words)
-            if w.isdigit() or (w in _SPELT and i + 1 < len(words) and words[i + 1] not in _SPELT
-                               and not words[i + 1].isdigit())]
+    return [_SPELT.get(w, w) for w in words if w.isdigit() or (spelt and w in _SPELT)]
 
 
 def _parts(text: str) -> list[str]:
