@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from agentloop.files.shown import typed
 from tests.run.test_crash import ended, settle
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_commits, init_repo, state_of
@@ -78,8 +79,9 @@ def test_a_kept_commit_that_conflicts_on_the_next_run_goes_to_the_groups_session
     # Its commit stays on its lane's branch: the repair printed takes it on from there.
     lane = next((work / ".agent-loop" / "lanes").iterdir())
     assert git(lane, "show", "HEAD:shared.txt") == "from-a\n"
-    assert f"`cd .agent-loop/lanes/{lane.name} && git rebase main`" in said, said
-    subprocess.run(["git", "rebase", "main"], cwd=lane, capture_output=True)  # as printed
+    printed = f"cd {typed(lane)} && git rebase main"
+    assert f"`{printed}`" in said, said
+    subprocess.run(["bash", "-c", printed], cwd=work, capture_output=True)  # as pasted
     (lane / "shared.txt").write_text("both\n")  # fixed
     git(lane, "add", "shared.txt")
     subprocess.run(["git", "rebase", "--continue"], cwd=lane, check=True, capture_output=True,
