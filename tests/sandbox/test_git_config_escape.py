@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agentloop.files.shown import typed
 from tests.sandbox.test_hooks import hooked, run
 from tests.sandbox.test_sandbox_real import needs_bwrap
 from tests.support.repos import git
@@ -284,7 +285,7 @@ def test_an_agent_in_the_checkout_cannot_set_a_filter_in_an_unabsorbed_submodule
     assert "moved deps/lib/.git" in out and "submodule-git-folders" in out, out
     # The way back is said, and works: its only git folder looked at and put back.
     kept = work / ".agent-loop" / "submodule-git-folders" / "deps" / "lib" / ".git"
-    assert "`mv .agent-loop/submodule-git-folders/deps/lib/.git deps/lib/.git`" in out, out
+    assert f"`mv {typed(kept)} {typed(work / 'deps' / 'lib' / '.git')}`" in out, out
     assert git(work, "submodule", "status").startswith("-"), out
     git(work, "config", "-f", str(kept / "config"), "--unset", "filter.evil.clean")
     kept.rename(work / "deps" / "lib" / ".git")
