@@ -126,6 +126,20 @@ def start(work: Path, where: str, kind: str = "git") -> subprocess.Popen[bytes]:
                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
 
 
+def killed_when_flagged(child: subprocess.Popen[bytes], flags: Path) -> None:
+    """The run `child` killed (SIGKILL) once its agent wrote `flags/pids` (it has committed and
+    goes on working), and that agent with it (gone with its process group, mostly)."""
+    deadline = time.monotonic() + 60
+    while not (flags / "pids").exists():
+        assert child.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    for pid in (flags / "pids").read_text().split():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
+
+
 @pytest.mark.parametrize("where", WHERE)
 def test_agent_commits_survive_a_kill_and_fold_into_the_task(work: Path, tmp_path: Path,
                                                              fake_claude: FakeClaude,
@@ -135,15 +149,7 @@ def test_agent_commits_survive_a_kill_and_fold_into_the_task(work: Path, tmp_pat
     init_repo(work, "git")
     (work / "tasks.md").write_text(two_groups(committing_then_killed(flags)))
     child = start(work, where)
-    deadline = time.monotonic() + 60
-    while not (flags / "pids").exists():  # the agent has committed, and goes on working
-        assert child.poll() is None and time.monotonic() < deadline
-        time.sleep(0.05)
-    child.send_signal(signal.SIGKILL)
-    child.wait()
-    for pid in (flags / "pids").read_text().split():  # the agent, killed with its run
-        with contextlib.suppress(ProcessLookupError):  # gone with its process group
-            os.kill(int(pid), signal.SIGKILL)
+    killed_when_flagged(child, flags)
     done = agent_loop(work, "--vcs", "git", *WHERE[where], "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "changed no files" not in done.stdout, done.stdout
@@ -204,15 +210,7 @@ def test_agent_jj_commits_survive_a_kill_and_fold_into_the_task(work: Path, tmp_
     init_repo(work, "jj")
     (work / "tasks.md").write_text(two_groups(jj_committing_then_killed(flags)))
     child = start(work, where, "jj")
-    deadline = time.monotonic() + 60
-    while not (flags / "pids").exists():
-        assert child.poll() is None and time.monotonic() < deadline
-        time.sleep(0.05)
-    child.send_signal(signal.SIGKILL)
-    child.wait()
-    for pid in (flags / "pids").read_text().split():
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(int(pid), signal.SIGKILL)
+    killed_when_flagged(child, flags)
     done = agent_loop(work, "--vcs", "jj", *WHERE[where], "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "changed no files" not in done.stdout, done.stdout

@@ -6,15 +6,11 @@ that commit. Real git, agent-loop as a process, the fake claude."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.run.test_agent_commits import WHERE, start, two_groups, work_lost
+from tests.run.test_agent_commits import WHERE, killed_when_flagged, start, two_groups, work_lost
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_commits, init_repo, state_of
 from tests.support.runner import agent_loop
@@ -35,15 +31,7 @@ def killed_on_a_detached_commit(work: Path, flags: Path, where: str = "lanes") -
     init_repo(work, "git")
     (work / "tasks.md").write_text(two_groups(detached_then_killed(flags)))
     child = start(work, where)
-    deadline = time.monotonic() + 60
-    while not (flags / "pids").exists():  # the agent has committed on a detached HEAD
-        assert child.poll() is None and time.monotonic() < deadline
-        time.sleep(0.05)
-    child.send_signal(signal.SIGKILL)
-    child.wait()
-    for pid in (flags / "pids").read_text().split():
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(int(pid), signal.SIGKILL)
+    killed_when_flagged(child, flags)  # once the agent committed on a detached HEAD
 
 
 @pytest.mark.parametrize("where", ["lanes", "one-lane"])

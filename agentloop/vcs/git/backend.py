@@ -5,8 +5,11 @@ path that already differed from HEAD: the user's dirty and untracked files, stor
 `abandon` can put them back byte for byte. A path belongs to the task when its state differs from
 that record. The commit is git's own `commit --only` of exactly those paths (or, where git
 declines, one built in a temporary index), so nothing the user staged is swept in and no hooks
-run; the task file and `.agent-loop/` are never candidates. An attempt whose run died is dealt
-with by the next run through the open-attempt record (agentloop.vcs.git.record and .recover).
+run; the task file and `.agent-loop/` are never candidates. How a finish commits is the two ways'
+own (agentloop.vcs.git.quick, agentloop.vcs.git.careful); this module is the protocol, the open
+attempt's life (prepare, begin, finish, abandon, resume, close) and what it keeps between tasks.
+An attempt whose run died is dealt with by the next run through the open-attempt record
+(agentloop.vcs.git.record and .recover).
 """
 
 from __future__ import annotations
@@ -24,15 +27,12 @@ from agentloop.vcs.git.quick import index_seen
 from agentloop.vcs.git.record import AttemptRecord, Start
 from agentloop.vcs.git.repo import GitRepo, split
 from agentloop.vcs.git.run import EMPTY_TREE, Git
-from agentloop.vcs.git.your_checkout import gone_as
 from agentloop.vcs.history import missing
 from agentloop.vcs.protocol import Change, KilledAttempt
 from agentloop.vcs.rewritten import carried, rewritten
 
 if TYPE_CHECKING:
     import git  # opened by GitRepo when first needed
-
-    from agentloop.vcs.git.status import Status
 
 
 class GitVcs:
@@ -65,7 +65,8 @@ class GitVcs:
         self.lane = lane
         # A lane's main line (your branch, refs/heads/...), read when asked: the run follows
         # a rename of it. Its commits that the agent brought into the lane (`git merge main`,
-        # `git pull --rebase`) are landed already, never its task's change (_after_main).
+        # `git pull --rebase`) are landed already, never its task's change
+        # (agentloop.vcs.git.careful).
         self.mainline = mainline
         # A lane's (git dir, common dir), read from its files: no `rev-parse` to find them.
         self._place = place
@@ -99,7 +100,7 @@ class GitVcs:
         # main line of a run in lanes knows the user's uncommitted paths without asking again.
         self.found_listed: list[str] | None = None
         # The repositories inside this one that were there before an agent ran (yours, seen by
-        # prepare's or a begin's `git status`): never taken for an agent's (_with_nested).
+        # prepare's or a begin's `git status`): never taken for an agent's (careful.with_nested).
         self._yours_nested: set[str] = set()
         # Those a rolled-back attempt's agent made (a nested repository is never deleted), with
         # the message its task began with: its retry's `git status` lists them, and they are
@@ -289,130 +290,31 @@ class GitVcs:
 
     def _finish(self, change: Change, message: str,
                 meanwhile: Callable[[], None] | None) -> Change:
+        """The task's commit the short way where it takes the very paths the careful way would
+        (agentloop.vcs.git.quick), else the careful way (agentloop.vcs.git.careful); what each
+        knows of the next begin and of the history kept here for the next task."""
         start = self._started()
         pending = [meanwhile] if meanwhile is not None else []
 
         def started() -> None:
             while pending:
                 pending.pop()()
-        done = self._quick_finish(start, message, started if pending else None)
-        if done is not None:
-            return done
-        started()  # the short way declined before its `add` (or after): the long way now
-        self.tree.refuse_rewound(start)
-        if not self.lane and self.tree.head() != start.head:
-            # Asked while the agent's commits are still where it left them (a lane's check
-            # asked already, and stopped its group).
-            self.tree.refuse_unmerged(start.states)
-        start, agent_subjects = self._agents_commits(start)
-        touched = self.tree.move_head_back(start)
-        status, made, inner = self._with_nested(self.tree.status())
-        # A repository's gitlink the agent's `git add` staged, left out (one of yours, or one
-        # with no file to take): its index entry goes back as the task began. One whose files
-        # are taken gives way to theirs as the index takes the commit's.
-        touched = (touched | status.gitlinks_added) - {
-            g for g in status.gitlinks_added if any(f.startswith(g + "/") for f in inner)}
-        if status.unmerged:
-            self.tree.refuse_unmerged(start.states, status.unmerged)
-        changed = self.tree.changed(start, status)
-        # The agent's `git rm --cached`: the file is on disk as it was, only the index lost it
-        # (the commit would hold it unchanged): no change of the task's, its entry put back.
-        same = self.tree.only_unindexed(status) & changed if status.unindexed else set()
-        changed -= same
-        touched |= same
-        # Uncommitted at begin and listed by git no longer: the agent's `reset --hard`, `stash`,
-        # `clean` or `rm` took your edit or file. Nothing of it is in the commit: said, not
-        # counted as the task's.
-        lost = sorted(p for p in changed if p in start.states and p not in status.paths)
-        changed -= set(lost)
-        if agent_subjects:
-            message += "\n\nIncludes the commits the agent made itself:\n" + agent_subjects
-        # Recorded before HEAD moves, forgotten only once the index is settled: a run killed
-        # in between leaves a record naming the commit (or its message on HEAD's parent), and
-        # the next run keeps that commit instead of rolling it back or committing the task a
-        # second time.
-        start = dataclasses.replace(start, message=message, files=sorted(changed),
-                                    touched=sorted(touched - changed))
-        done = self._commit_long(start, message, status, changed, touched)
-        if inner & set(done.files):
-            from agentloop.vcs.git import nested
+        quickly = self._quick_finish(start, message, started if pending else None)
+        if quickly is not None:
+            return quickly
+        started()  # the short way declined before its `add` (or after): the careful way now
+        from agentloop.vcs.git import careful  # only when the short way declined
 
-            done = dataclasses.replace(done, note="; ".join(filter(None, (
-                done.note, nested.said(made, self.root, self.lane)))))
-        if not lost:
-            return done
-        said = ", ".join(p + gone_as(self.root, p) for p in lost[:5])
-        return dataclasses.replace(done, note=f"{said}: what you had uncommitted there is "
-                                   "gone (the agent's doing, or yours) and not in this task's "
-                                   "change")
-
-    def _with_nested(self, status: Status) -> tuple[Status, set[str], set[str]]:
-        """`status` with the files of the repositories an agent made inside this one among its
-        untracked paths (agentloop.vcs.git.nested), those repositories and those files; yours
-        stay out."""
-        linked = set(status.gitlinks_added)
-        if linked:
-            # The agent's `git add` of such a folder records a gitlink to a commit that only
-            # the folder holds (gone with a lane): never a task's. A submodule it added
-            # (`git submodule add`: .gitmodules names it) stays one.
-            from agentloop.vcs.submodule_folders import paths as submodules
-
-            linked -= set(submodules(self.root))
-            status = dataclasses.replace(status, paths=status.paths - linked,
-                                         gitlinks_added=frozenset(linked))
-        made = (set(status.nested) | linked) - self._yours_nested
-        if not made:
-            return status, set(), set()
-        from agentloop.vcs.git.nested import files_in
-
-        files, repos = files_in(self.git, made, self.tree.git_dir)
-        files = {f for f in files if not self.tree.kept_out(f)}
-        return dataclasses.replace(status, paths=status.paths | files,
-                                   untracked=status.untracked | files), repos, files
-
-    def _agents_commits(self, start: Start) -> tuple[Start, str]:
-        """The commits on the branch since the task began: in your checkout one of yours moves
-        the start past it (_after_yours); the agent's are recorded (agent_head), to be folded
-        into the task's commit, and listed, a line each, for its message ("" for none)."""
-        head = self.tree.head()
-        # In your checkout (never in a lane, where only agents work) a commit may be yours.
-        if head is not None and head != start.head and not self.lane and \
-                self.tree.yours_since(start.head, head, start.mark):
-            start = self._after_yours(start, head)
-        elif head is not None and head != start.head and self.mainline is not None:
-            start = self._after_main(start, head)
-        if head == start.head:
-            return start, ""
-        agent_subjects = self.git.out("log", "--reverse", "--format=- %s",
-                                      f"{start.head}..HEAD" if start.head else "HEAD").strip()
-        start = dataclasses.replace(start, agent_head=head)
-        self._remember(start)
-        return start, agent_subjects
-
-    def _commit_long(self, start: Start, message: str, status: Status, changed: set[str],
-                     touched: set[str]) -> Change:
-        """finish's commit the long way, its record written before HEAD moves: in the index
-        where it can (commit_here), else made aside and landed; empty when nothing changed."""
-        sha, new = None, set(status.untracked) & changed
-        if changed:
-            self._remember(start)
-            sha = self.tree.commit_here(changed, new, message)
-        if sha is not None:
-            self.tree.reset_index(start.index_tree, set(start.touched))
-            if self._next.foresee(self.tree, start, sha, status.staged_paths):
-                self._index_seen = index_seen(self.tree.git_dir)
+        done = careful.finish(self.tree, start, message, lane=self.lane, mainline=self.mainline,
+                              yours_nested=self._yours_nested, remember=self._remember,
+                              forget=self._forget, next_begin=self._next)
+        if done.watch_index:
+            self._index_seen = index_seen(self.tree.git_dir)
+        if done.sha is None:
+            change = Change(change_id="", base=done.start.head or "", empty=True)
         else:
-            sha = self.tree.commit(start.head, changed, message) if changed else None
-            if sha is None:
-                # What add --intent-to-add left in the index goes with the rest.
-                self.tree.reset_index(start.index_tree, touched | new)
-                self._forget()
-                return Change(change_id="", base=start.head or "", empty=True)
-            start = dataclasses.replace(start, commit=sha)
-            self._remember(start)
-            self.tree.land(start.head, sha, message)
-            self.tree.settle(start)
-        return self._committed(start, sha, changed)
+            change = self._committed(done.start, done.sha, done.files)
+        return dataclasses.replace(change, note=done.note) if done.note else change
 
     def missing(self, change_ids: Iterable[str]) -> set[str]:
         """Which of these task commits are no longer in the current branch's history. Once
@@ -567,7 +469,9 @@ class GitVcs:
         start = self._started()
         # The one `git status` changed() would ask, with the files of the repositories the
         # agent made inside this one (--require-changes counts them: finish commits them).
-        status = self._with_nested(self.tree.status())[0] \
+        from agentloop.vcs.git.careful import with_nested  # before finish: what it commits
+
+        status = with_nested(self.tree, self.tree.status(), self._yours_nested)[0] \
             if start.head == self.tree.head() else None
         tree = self.tree.build_tree(start.head, self.tree.changed(start, status))
         return self.git.out("diff-tree", "--patch", "--no-color", start.head or EMPTY_TREE, tree)
@@ -616,45 +520,6 @@ class GitVcs:
         if self._record is not None:
             self._record.forget()
 
-    def _after_yours(self, start: Start, head: str) -> Start:
-        """The task's start moved up to the commits you made beside the agent (`head`): they
-        stay yours, as you made them, and the task's commit goes on top of them."""
-        staged = start.index_tree != self.tree.tree(start.head)
-        moved = dataclasses.replace(start, head=head,
-                                    index_tree=start.index_tree if staged else
-                                    self.tree.tree(head))
-        self._remember(moved)
-        return moved
-
-    def _after_main(self, start: Start, head: str) -> Start:
-        """In a lane whose agent brought your branch in since the task began (its `git merge
-        main`, `git pull --rebase . main`, `git reset --keep main`): the task's start moved up
-        to the newest commit of your branch that HEAD holds, so the task's commit holds its
-        own change only. Folded in, those commits (another group's landings, yours) would be
-        the task's change too, and its landing would meet whatever came after them on your
-        branch as a conflict, or put back what a revert there took out.
-
-        Only when nothing of your branch was undone on the way: the start stays where it was
-        when the agent's commits since that commit change a path your branch changed since the
-        task began (its `git merge -X ours main`, a conflict resolved keeping the lane's side),
-        so the landing meets it as a conflict instead of overwriting the other group's work.
-        Any failure to tell (your branch renamed or gone) keeps the start too."""
-        assert self.mainline is not None
-        ref = self.mainline()
-        if start.head is None or not ref.startswith("refs/heads/"):
-            return start  # never HEAD: in the lane that names the lane's own commit
-        done = self.git.run("merge-base", head, ref, codes=None)
-        base = done.stdout.strip()
-        if done.returncode != 0 or not base or base == start.head or \
-                not self.tree.ancestor(start.head, base):
-            return start
-        theirs = split(self.git.out("diff-tree", "--no-commit-id", "--name-only", "-r", "-z",
-                                    start.head, base))
-        if theirs and base != head and theirs & split(self.git.out(
-                "diff-tree", "--no-commit-id", "--name-only", "-r", "-z", base, head)):
-            return start
-        return self._after_yours(start, base)
-
     def _started(self) -> Start:
         if self._start is None:
             raise VcsError("no task change is open: begin() was not called")
@@ -687,7 +552,7 @@ class GitVcs:
             self._index_seen = index_seen(self.tree.git_dir)
         return self._committed(start, sha, paths)
 
-    def _committed(self, start: Start, sha: str, files: set[str]) -> Change:
+    def _committed(self, start: Start, sha: str, files: Iterable[str]) -> Change:
         """The end of a finish that made commit `sha` of `files` for `start`, either way."""
         if self._sound == (start.ref, start.head):
             self._sound = (start.ref, sha)  # built on a history known whole: still whole
