@@ -122,9 +122,11 @@ def test_a_renamed_plan_deleted_after_its_rename_was_said_is_put_back_by_its_own
         "    except (OSError, ValueError): pass\n"
         "    time.sleep(0.02)\n"
         "os.remove(moved)\n")
-    plan = (f"## A\n- [ ] one\n  FAKE: write one.txt one\n  FAKE: bash mv {work / 'tasks.md'} "
-            f"{moved}\n- [ ] three\n  FAKE: write three.txt three\n"
-            "## B\n- [ ] two\n  FAKE: write two.txt two\n"
+    begun = tmp_path / "b-begun"   # A renames the plan once B's agent works, not before B starts
+    plan = (f"## A\n- [ ] one\n  FAKE: write one.txt one\n  FAKE: bash for i in $(seq 1200); "
+            f"do test -e {begun} && break; sleep 0.05; done; mv {work / 'tasks.md'} {moved}\n"
+            "- [ ] three\n  FAKE: write three.txt three\n"
+            f"## B\n- [ ] two\n  FAKE: bash touch {begun}\n  FAKE: write two.txt two\n"
             f"  FAKE: bash {sys.executable} {waiter}\n")
     (work / "tasks.md").write_text(plan)
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--allow-dirty", "--parallel", "2")
