@@ -317,10 +317,27 @@ def integrate(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> "In
 
 def follow(tasks_md: Path, cwd: Path, poll: float = 0.2) -> Iterator[Event]:
     """--status --follow: the events of the newest run, then new ones as they come, until that
-    run finishes (or Ctrl+C). Reads events.jsonl only: the running loop never waits for us."""
-    from agentloop.run.eventlog import follow as follow_log
+    run finishes (or Ctrl+C); StateError once it is found gone without finishing (killed).
+    Reads events.jsonl and peeks at the run lock only: the running loop never waits for us."""
+    import shlex
 
-    return follow_log(open_project(tasks_md, cwd).store.events, poll)
+    from agentloop.run import events
+    from agentloop.run.eventlog import follow as follow_log
+    from agentloop.state.runlock import working
+
+    store = open_project(tasks_md, cwd).store
+
+    def running() -> bool:
+        found = working(store.base, store.dir)
+        return found is not None and found[1]
+
+    last = None
+    for last in follow_log(store.events, poll, running):
+        yield last
+    if not isinstance(last, events.RunFinished):
+        status = shlex.join(["agent-loop", str(tasks_md), "--status"])
+        raise StateError(f"the run of {tasks_md} ended without finishing (killed?); "
+                         f"`{status}` shows where it left off")
 
 
 def init(tasks_md: Path, cwd: Path) -> str:
