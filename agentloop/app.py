@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from agentloop.errors import StateError, TaskFileError
 from agentloop.ondemand import dataclass as on_first_use
@@ -315,12 +315,33 @@ def integrate(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> "In
         events.close()
 
 
-def follow(tasks_md: Path, cwd: Path, poll: float = 0.2) -> Iterator[Event]:
+def follow(tasks_md: Path, cwd: Path, poll: float = 0.2,
+           watched: Callable[[], bool] = lambda: True) -> Iterator[Event]:
     """--status --follow: the events of the newest run, then new ones as they come, until that
-    run finishes (or Ctrl+C). Reads events.jsonl only: the running loop never waits for us."""
-    from agentloop.run.eventlog import follow as follow_log
+    run finishes (or Ctrl+C), or no one is `watched` any more (the reader of a pipe left);
+    StateError once the run is found gone without finishing (killed). Reads events.jsonl and
+    peeks at the run lock only: the running loop never waits for us."""
+    import shlex
 
-    return follow_log(open_project(tasks_md, cwd).store.events, poll)
+    from agentloop.run import events
+    from agentloop.run.eventlog import follow as follow_log
+    from agentloop.state.runlock import working
+
+    store = open_project(tasks_md, cwd).store
+
+    def going() -> bool:
+        found = working(store.base, store.dir)
+        return watched() and found is not None and found[1]
+
+    last = None
+    for last in follow_log(store.events, poll, going):
+        yield last
+        if not watched():
+            return
+    if not isinstance(last, events.RunFinished) and watched():
+        status = shlex.join(["agent-loop", str(tasks_md), "--status"])
+        raise StateError(f"the run of {tasks_md} ended without finishing (killed?); "
+                         f"`{status}` shows where it left off")
 
 
 def init(tasks_md: Path, cwd: Path) -> str:

@@ -6,6 +6,7 @@ click is imported (agentloop.console.quick). Neither decides anything itself."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from agentloop.console.stops import crash, echo, from_a_stop, report, warn, write
@@ -68,7 +69,9 @@ def dispatch(tasks_md: Path | None, cwd: Path, options: RunOptions) -> int:
         from agentloop.console.live import Console
 
         console = Console(live=False, cwd=cwd)
-        for event in app.follow(tasks_md, cwd):
+        # A pipe's reader gone (`| head -1`): nothing left to follow for (agentloop.console.gone)
+        left = getattr(sys.stdout, "reader_left", lambda within: False)
+        for event in app.follow(tasks_md, cwd, watched=lambda: not left(0)):
             console(event)
     elif options.status:
         return status(tasks_md, cwd, options.as_json, options.rehearse)

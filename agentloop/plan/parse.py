@@ -83,7 +83,7 @@ def read_text(text: str) -> tuple[tuple[Task, ...], Reading]:
     from agentloop.plan.groups import numbered
     from agentloop.plan.markdown import read
 
-    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    text = as_read(text)
     reading = read(text)
     checks = reading.checks
     names = numbered(item.group for item in reading.items)
@@ -93,6 +93,25 @@ def read_text(text: str) -> tuple[tuple[Task, ...], Reading]:
                                                      checks.get(item.group, []))))
                   for index, (item, name) in enumerate(zip(reading.items, names), 1))
     return tasks, reading
+
+
+def as_read(text: str) -> str:
+    """The text as the plan's reader takes it: no BOM, LF line ends, and a YAML front matter
+    block (a docs site's, Obsidian's: `---` on the first line, `key:` lines, a closing `---` or
+    `...`) blanked, its lines kept so that every line number is the file's. Its list (`tags:`)
+    would be tasks, its closing `---` a heading."""
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    if not text.startswith("---"):
+        return text   # no pattern compiled on a plain run's way to its first agent
+    import re
+
+    lines = text.split("\n")
+    if lines[0].rstrip() != "---" or len(lines) < 3 or not re.match(
+            r"[A-Za-z_][\w.-]*[ \t]*:(?:[ \t]|$)", lines[1]):
+        return text   # a rule over a plan's first lines (`---`, `- one`) is no front matter
+    end = next((n for n, line in enumerate(lines[1:], 1) if line.rstrip() in ("---", "...")),
+               None)
+    return text if end is None else "\n" * (end + 1) + "\n".join(lines[end + 1:])
 
 
 def _task(index: int, group: str, line: int, text: str, checked: bool) -> Task:
@@ -143,8 +162,7 @@ def from_bytes(path: Path, data: bytes, emptied: bool = False) -> TaskFile:
             raise TaskFileError(f"task {task.index} (line {task.line}) of {shown(path)} is "
                                 f"{size:,} bytes; a task can be at most {MAX_TASK_BYTES // 1024} "
                                 "KiB: put the long part in a file and name that file in the task")
-    depends = resolve([(t.line, t.group) for t in tasks],
-                      text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n"))
+    depends = resolve([(t.line, t.group) for t in tasks], as_read(text))
     return TaskFile(path=path, sha256=digest, tasks=tasks,
                     ignored=tuple(reading.ignored), warnings=tuple(reading.warnings),
                     context=reading.context, folded=tuple(reading.folded),

@@ -45,9 +45,11 @@ class EventLog:
             self._out = None
 
 
-def follow(path: Path, poll: float = 0.2) -> Iterator[Event]:
+def follow(path: Path, poll: float = 0.2,
+           running: Callable[[], bool] = lambda: True) -> Iterator[Event]:
     """The newest run's events in `path`, then new ones as they are written, until that run
-    finishes: lines the writer is still in the middle of wait for their end."""
+    finishes, or is found no longer `running` with nothing left to read (killed: it wrote no
+    RunFinished). Lines the writer is still in the middle of wait for their end."""
     import time
 
     while not path.exists():
@@ -60,12 +62,18 @@ def follow(path: Path, poll: float = 0.2) -> Iterator[Event]:
                 starts.append(offset)
             offset += len(line)
         log.seek(starts[-1])
-        pending = b""
+        pending, idle = b"", 0
         while True:
             chunk = log.readline()
             if not chunk:
-                time.sleep(poll)
-                continue
+                idle += 1
+                # Asked once a second, not at each poll (the look takes the lock an instant),
+                # and read once more after: the run may have written its last line meanwhile.
+                if idle % 5 == 0 and not running() and not (chunk := log.readline()):
+                    return
+                if not chunk:
+                    time.sleep(poll)
+                    continue
             pending += chunk
             if not pending.endswith(b"\n"):
                 continue  # the writer is mid-line

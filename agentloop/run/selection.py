@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from agentloop.errors import StateError
 from agentloop.ondemand import dataclass
 from agentloop.options.record import RunOptions, task_numbers
@@ -52,13 +54,24 @@ def resume_session(state: State, task: TaskState) -> str | None:
 
     A failed task breaks the chain, so the next task starts fresh.
     """
-    for earlier in reversed(state.tasks[: task.index - 1]):
-        if earlier.group != task.group or earlier.status == S.FAILED:
-            return None
+    return list(_continued(state.tasks[: task.index]))[-1]
+
+
+def _continued(tasks: list[TaskState]) -> Iterator[str | None]:
+    """For each of `tasks` in plan order, the session it continues (resume_session), in one
+    pass: --dry-run asks it of every task, and a look back from each through every pending
+    one took minutes for a plan of thousands."""
+    group: object = _continued   # no group's name
+    session = None
+    for task in tasks:
+        if task.group != group:
+            group, session = task.group, None
+        yield session
+        if task.status == S.FAILED:
+            session = None
         # Landing: done, its commit on its way to the branch beside this task's agent.
-        if earlier.status in (S.COMPLETED, S.BLOCKED, S.UNAPPROVED, S.LANDING):
-            return earlier.session_id
-    return None
+        elif task.status in (S.COMPLETED, S.BLOCKED, S.UNAPPROVED, S.LANDING):
+            session = task.session_id
 
 
 @dataclass(frozen=True)
@@ -161,6 +174,7 @@ def plan_rows(state: State, max_attempts: int, only: tuple[int, ...] = (),
     rows = []
     will_run: set[int] = set()
     left: set[int] = set()   # optional tasks this run leaves
+    sessions = list(_continued(state.tasks))
     for task in state.tasks:
         if only and task.index not in only:
             rows.append(_row(task, False, "not selected"))
@@ -176,7 +190,7 @@ def plan_rows(state: State, max_attempts: int, only: tuple[int, ...] = (),
             will_run.add(task.index)
             rows.append(_row(task, True, "lands its finished change first (no agent)"))
             continue
-        session = resume_session(state, task)
+        session = sessions[task.index - 1]
         previous = previous_in_group(state, task, left)
         if session and not (again and only):
             how = f"resumes session {shown_session(session)}"

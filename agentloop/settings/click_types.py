@@ -28,6 +28,18 @@ class _Ours(click.ParamType):
             self.fail(exc.message, param, ctx)
 
 
+class Number(click.FloatRange):
+    """click's FloatRange, which lets `nan` through its range (every comparison with it is
+    false): a budget of nan was no budget at all."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number != number:  # nan, however it was written
+            self.fail(f"{value!r} is not a number.", param, ctx)
+        return number
+
+
 class Assignment(_Ours):
     """NAME=VALUE, as `--env` takes it: a pair (name, value)."""
 
@@ -96,7 +108,7 @@ def click_type(type_: Type | None, flag: bool = False) -> click.ParamType:
     kinds: dict[str, Callable[[], click.ParamType]] = {
         "choice": lambda: click.Choice(list(type_.choices)),
         "int": lambda: click.IntRange(_whole(type_.low), _whole(type_.high)),
-        "float": lambda: click.FloatRange(type_.low, type_.high),
+        "float": lambda: Number(type_.low, type_.high),
         "agent": AgentChoice, "assignment": Assignment, "model_rates": ModelRates,
         "variable_name": VariableName, "duration": Duration}
     return kinds[type_.kind]()

@@ -54,7 +54,9 @@ def resolve(values: Mapping[str, Any], given: set[str], task_file: Path | None, 
     spec = _Specs()
     path = None if task_file is None else task_file if task_file.is_absolute() \
         else cwd / task_file
-    root = find_root(cwd) or (path.resolve().parent if path is not None else cwd)
+    # the root agentloop.state.plain.locate finds
+    root = find_root(cwd) or (find_root(path.resolve().parent) or path.resolve().parent
+                              if path is not None else cwd)
     plan = "" if path is None else relative_to(path, root) or str(path)
     # click's values of options not given are their defaults, converted (() for a list)
     layers: list[Layer] = [{k: (values[param(k)], Origin("default")) for k in KEYS}]

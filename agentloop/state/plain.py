@@ -43,15 +43,17 @@ class Record:
 
 
 def locate(task_file: Path, cwd: Path) -> tuple[Path, Path]:
-    """The task file's full path, and the root: the repository around `cwd`, else the task
-    file's folder. TaskFileError when the plan lies in another repository: its tasks would
-    land in this one, which is seldom what was meant (a path typed from the wrong folder). A
-    submodule or a repository nested under the root is another repository too (its tasks'
-    files would be committed at the root's, not in it)."""
+    """The task file's full path, and the root: the repository around `cwd`, else the one
+    around the task file, else its folder. TaskFileError when the plan lies in another
+    repository: its tasks would land in this one, which is seldom what was meant (a path typed
+    from the wrong folder). A submodule or a repository nested under the root is another
+    repository too (its tasks' files would be committed at the root's, not in it)."""
     path = (cwd / task_file).resolve() if not task_file.is_absolute() else task_file.resolve()
     root = find_root(cwd.resolve())
     if root is None:
-        return path, path.parent
+        # From outside any repository a plan in a subfolder of one is still that repository's
+        # (its state, its settings), as from inside: its folder would be a root of its own.
+        return path, find_root(path.parent) or path.parent
     # Paths first: a plan in the root's own folder (the common case) looks for no folder; one
     # in a subfolder stats each folder up to the root (no process).
     if path.parent != root:

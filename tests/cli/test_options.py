@@ -77,6 +77,11 @@ def test_task_numbers_read_numbers_ranges_and_lists(specs: tuple[str, ...],
     (["tasks.md", "--dryrun"], "no such option: --dryrun (did you mean --dry-run?)"),
     (["tasks.md", "--budget"], "Option '--budget' requires an argument."),
     ([], "Missing argument 'TASKS_MD' (only --status and --serve work without one)."),
+    # `nan` passed the range (every comparison with it is false): a budget of $nan ran with
+    # no budget at all, said as `budget: $nan` by --dry-run.
+    (["tasks.md", "--budget", "nan"], "Invalid value for '--budget': 'nan' is not a number."),
+    (["tasks.md", "--task-timeout", "NaN"],
+     "Invalid value for '--task-timeout': 'NaN' is not a number."),
 ])
 def test_a_command_line_click_cannot_read_is_one_line_and_exit_2(
         tmp_path: Path, args: list[str], line: str) -> None:

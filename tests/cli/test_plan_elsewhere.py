@@ -133,3 +133,25 @@ def test_the_commands_status_names_work_from_the_subfolder_you_stand_in(
     for command in sum(named.values(), []):
         dry = agent_loop(docs, *shlex.split(command)[1:], "--dry-run", plan=None, timeout=60)
         assert dry.returncode == 0, (command, dry.stdout, dry.stderr)
+
+
+def test_a_plan_in_a_subfolder_named_from_outside_any_repository_is_the_repositorys(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """From a folder in no repository, `agent-loop proj/docs/plan.md` took docs/ for the root:
+    `--status` said "no run yet" of a plan done from inside, and a run paid for its done task
+    again, its state in a second .agent-loop/ under docs/, the repository's agent-loop.toml
+    unread. The root is the plan's repository's."""
+    (tmp_path / "proj" / "docs").mkdir(parents=True)
+    here = make_repo(tmp_path / "proj", files={"README.md": "hi\n", "docs/plan.md": PLAN})
+    assert agent_loop(here, "--no-distill", plan="docs/plan.md", timeout=120).returncode == 0
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    status = agent_loop(outside, "--status", plan="../proj/docs/plan.md", timeout=60)
+    assert "1 completed" in status.stdout, status.stdout
+    again = agent_loop(outside, "--no-distill", plan="../proj/docs/plan.md", timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert len(fake_claude.task_runs()) == 1
+    assert not (here / "docs" / ".agent-loop").exists()
+    (here / "agent-loop.toml").write_text('model = "sonnet"\n')
+    shown = agent_loop(outside, "--show-settings", plan="../proj/docs/plan.md", timeout=60)
+    assert 'model = "sonnet"' in shown.stdout, shown.stdout

@@ -374,3 +374,19 @@ def test_a_plan_read_with_headings_inline_only_reads_as_one_read_whole(text: str
     whole = markdown._Walk(text, False).run(list(PlanParser().parse(text).children))
     some = markdown._Walk(text, False).run(list(PlanParser().parse(text, inline=False).children))
     assert some == whole
+
+
+def test_a_yaml_front_matter_block_is_neither_tasks_nor_a_group(tmp_path: Path) -> None:
+    # A plan kept where markdown carries front matter (a docs site, Obsidian, spec-kit's
+    # template): its `tags:` list was two tasks an agent was paid to run ("backend", "api"),
+    # and a closing `---` under `title: Plan` a setext heading, the group "title: Plan".
+    front = "---\ntitle: Plan\ntags:\n  - backend\n  - api\n---\n"
+    tasks = tasks_in(tmp_path, front + "\n- add the endpoint\n- write tests\n")
+    assert [(t.text, t.line, t.group) for t in tasks] == [
+        ("add the endpoint", 8, UNGROUPED), ("write tests", 9, UNGROUPED)]
+    tasks = tasks_in(tmp_path, "---\ntitle: Plan\n---\n- [ ] one\n")
+    assert [(t.text, t.group) for t in tasks] == [("one", UNGROUPED)]
+    # Not front matter: a rule that opens the file and is never closed, or is not the first line.
+    assert texts(tasks_in(tmp_path, "---\n- one\n- two\n")) == ["one", "two"]
+    assert texts(tasks_in(tmp_path, "Intro\n---\n- one\n---\n")) == ["one"]
+    assert texts(tasks_in(tmp_path, "---\n- one\n---\n- two\n")) == ["one", "two"]

@@ -651,3 +651,28 @@ def test_an_agent_that_checks_out_your_branch_stops_its_group_and_nothing_else(
     assert again.returncode != 0 and "checked out your branch main" in again.stdout + again.stderr
     assert "[Group 1] claude: running" not in again.stdout  # no agent paid to do it again
     assert (work / ".agent-loop" / "lanes" / lane / "g1.txt").exists()
+
+
+@pytest.mark.parametrize("orphan", [False, True])
+def test_parallel_on_a_branch_with_no_commit_yet_says_so(tmp_path: Path, fake_claude: FakeClaude,
+                                                         orphan: bool) -> None:
+    """`--parallel 2` in a new repository (or on an orphan branch) said `branch main, which
+    this run lands its tasks on, is gone (deleted, or renamed …)`, and to `git branch main
+    <commit>` where there is none."""
+    work = tmp_path / "work"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    if orphan:
+        (work / "old.txt").write_text("old\n")
+        git(work, "add", "-A")
+        git(work, "commit", "-qm", "old")
+        git(work, "checkout", "-q", "--orphan", "fresh")
+        git(work, "rm", "-rqf", ".")
+    (work / "tasks.md").write_text(plan(2))
+    done = agent_loop(work, "--parallel", "2", timeout=60)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1, done.stderr
+    branch = "fresh" if orphan else "main"
+    assert f"branch {branch}, which this run lands its tasks on, has no commit yet" in lines[0]
+    assert "without --parallel" in lines[0] and "is gone" not in lines[0]
+    assert fake_claude.task_runs() == []

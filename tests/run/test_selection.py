@@ -209,3 +209,25 @@ def test_a_task_left_landing_is_taken_in_before_a_later_selected_one() -> None:
     rows = plan_rows(state, 5, only=chosen)
     assert rows[0].runs and "lands" in rows[0].how and not rows[2].runs
     assert plan_rows(state, 5)[0].runs
+
+
+def test_the_dry_run_of_a_long_plan_takes_time_in_proportion() -> None:
+    """--dry-run of a 5 MB plan (39,458 tasks under one heading) took 7.5 minutes: each pending
+    task looked back through every earlier one for the session it would continue. Linear is a
+    ratio of about 10 for 10x the tasks; quadratic, 100. CPU time, the best of three."""
+    import time
+
+    from agentloop.run.selection import plan_rows
+    from tests.state.test_store import make_state
+
+    def best_time(tasks: int) -> float:
+        state = make_state(tasks)
+        state.tasks[0].status, state.tasks[0].session_id = "completed", "s-1"
+        times = []
+        for _ in range(3):
+            start = time.process_time()
+            rows = plan_rows(state, 5)
+            times.append(time.process_time() - start)
+        assert rows[1].how.startswith("resumes session") and rows[-1].runs
+        return min(times)
+    assert best_time(3000) / best_time(300) < 30

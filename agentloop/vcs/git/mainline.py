@@ -116,6 +116,13 @@ class GitMainLine:
             code, out = self.git.code("rev-parse", "--verify", "-q", self.ref, codes=(0, 1))
         if code:
             short = self.ref.removeprefix("refs/heads/")
+            # The checkout on it still: a branch with no commit yet (a new repository, an
+            # orphan branch), which --parallel's lanes have nothing to start from.
+            if self.git.code("symbolic-ref", "-q", "HEAD", codes=(0, 1))[1].strip() == self.ref:
+                raise VcsError(f"branch {short}, which this run lands its tasks on, has no "
+                               "commit yet for --parallel's lanes to start from: commit your "
+                               "files first (`git add -A && git commit`), or run without "
+                               "--parallel (the agent then works in your checkout)")
             raise VcsError(f"branch {short}, which this run lands its tasks on, is gone (deleted,"
                            " or renamed while the checkout is on another branch): nothing more "
                            f"lands; `git branch {typed(short)} <commit>` or `git switch` to it "

@@ -1,0 +1,65 @@
+"""`--status --follow`: the newest run's events as they come, until that run ends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.run.test_agent_commits import killed_when_flagged, start
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import make_repo
+from tests.support.runner import agent_loop
+
+
+def test_follow_of_a_run_killed_midway_ends_in_one_line(tmp_path: Path,
+                                                        fake_claude: FakeClaude) -> None:
+    """A run killed (SIGKILL, the OOM killer) writes no RunFinished: `--status --follow` showed
+    its `claude: running…` and then waited for ever, where `--status` says `interrupted`."""
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    work = make_repo(tmp_path / "work", files={
+        "README.md": "hi\n",
+        "tasks.md": f"- [ ] a1\n  FAKE: bash echo $PPID $$ > {flags}/pids.tmp"
+                    f" && mv {flags}/pids.tmp {flags}/pids && exec sleep 60\n"})
+    killed_when_flagged(start(work, "checkout"), flags)
+    done = agent_loop(work, "--status", "--follow", timeout=30)
+    assert "claude: running" in done.stdout, done.stdout
+    lines = done.stderr.splitlines()
+    assert done.returncode == 1 and len(lines) == 1, done.stderr
+    assert "ended without finishing" in lines[0] and "agent-loop tasks.md --status" in lines[0]
+
+
+def test_follow_ends_soon_after_its_reader_left(tmp_path: Path,
+                                                fake_claude: FakeClaude) -> None:
+    """`agent-loop tasks.md --status --follow | head -1`: the follower went on, writing to no
+    one, until the run it followed ended (hours, for a long plan), the pipeline with it."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    work = make_repo(tmp_path / "work", files={
+        "README.md": "hi\n",
+        "tasks.md": f"- [ ] a1\n  FAKE: bash echo $PPID $$ > {flags}/pids.tmp"
+                    f" && mv {flags}/pids.tmp {flags}/pids && exec sleep 60\n"})
+    run = start(work, "checkout")
+    try:
+        deadline = time.monotonic() + 60
+        while not (flags / "pids").exists():
+            assert run.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        follower = subprocess.Popen(
+            [sys.executable, "-m", "agentloop", "tasks.md", "--status", "--follow"], cwd=work,
+            env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        assert follower.stdout is not None
+        assert follower.stdout.readline()
+        follower.stdout.close()   # `head -1` has its line
+        try:
+            follower.wait(timeout=10)
+        finally:
+            follower.kill()
+        assert run.poll() is None   # the run itself goes on
+    finally:
+        killed_when_flagged(run, flags)
