@@ -192,3 +192,20 @@ def test_a_failed_tasks_repository_is_not_the_next_tasks(
     assert [t["status"] for t in state_of(work)["tasks"]] == ["failed", "completed"], \
         done.stdout + done.stderr
     assert task_files(work, 2) == ["two.txt"], done.stdout
+
+
+def test_your_file_the_agent_deleted_is_said_beside_its_repository(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """In your checkout, an agent that made a repository and deleted an uncommitted file of
+    yours: the task's line said the file was gone and dropped the line that says where the
+    repository's files went (one note replaced the other)."""
+    work = project(tmp_path, f"- make it\n  FAKE: bash {NO_COMMIT} && rm scratch.txt\n"
+                   "  FAKE: write top.txt t\n")
+    (work / "scratch.txt").write_text("notes\n")
+    done = agent_loop(work, "--vcs", "git", "--workplace", "checkout", "--allow-dirty",
+                      "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    line = next((ln for ln in done.stdout.splitlines() if ln.strip().startswith("task 1:")), "")
+    assert "scratch.txt (deleted)" in line and "uncommitted there is gone" in line, done.stdout
+    assert "a git repository the agent made inside yours" in line, done.stdout
+    assert task_files(work, 1) == ["fresh/r/d.txt", "top.txt"]

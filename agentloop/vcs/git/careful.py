@@ -91,10 +91,11 @@ def finish(tree: GitRepo, start: Start, message: str, *, lane: bool,
 
         note = nested.said(made, tree.root, lane)
     if lost:
-        # Said instead of the line above, as ever: the one note a finish's change carries.
+        # Said first, beside the line above: your work gone, then where the agent's files went.
         said = ", ".join(p + gone_as(tree.root, p) for p in lost[:5])
-        note = (f"{said}: what you had uncommitted there is gone (the agent's doing, or yours) "
-                "and not in this task's change")
+        note = "; ".join(filter(None, (
+            f"{said}: what you had uncommitted there is gone (the agent's doing, or yours) "
+            "and not in this task's change", note)))
     return Finished(start, sha, frozenset(changed) if sha is not None else frozenset(), watch,
                     note)
 
