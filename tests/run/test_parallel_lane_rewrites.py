@@ -146,8 +146,9 @@ def test_your_branch_renamed_while_a_lane_agent_committed_lands_there(
     init_repo(work, "git")
     code, out = _ran_in_parallel(work, (
         "## A\n- a1\n  FAKE: bash echo one > one.txt && git add one.txt && "
-        f"git commit -qm 'agent: one' && env -u GIT_REFLOG_ACTION git -C {work} "
-        "branch -m main trunk\n\n"
+        # Until it takes: a rename meeting group B's landing of `main` fails on its ref's lock.
+        "git commit -qm 'agent: one' && for i in $(seq 100); do env -u GIT_REFLOG_ACTION "
+        f"git -C {work} branch -m main trunk && break; sleep 0.05; done\n\n"
         "## B\n- b1\n  FAKE: write two.txt two\n"))
     assert code == 0, out
     assert "branch main was renamed to trunk" in out and "merge-base" not in out, out
