@@ -10,16 +10,23 @@ from tests.support.repos import make_repo
 from tests.support.runner import agent_loop
 
 
-def test_follow_of_a_run_killed_midway_ends_in_one_line(tmp_path: Path,
-                                                        fake_claude: FakeClaude) -> None:
-    """A run killed (SIGKILL, the OOM killer) writes no RunFinished: `--status --follow` showed
-    its `claude: running…` and then waited for ever, where `--status` says `interrupted`."""
+def _agent_that_sleeps(tmp_path: Path) -> tuple[Path, Path]:
+    """A repository whose one task's agent writes its pids into `flags/pids`, then sleeps a
+    minute: a run to follow (or kill) while it works. The repository and the flags folder."""
     flags = tmp_path / "flags"
     flags.mkdir()
     work = make_repo(tmp_path / "work", files={
         "README.md": "hi\n",
         "tasks.md": f"- [ ] a1\n  FAKE: bash echo $PPID $$ > {flags}/pids.tmp"
                     f" && mv {flags}/pids.tmp {flags}/pids && exec sleep 60\n"})
+    return work, flags
+
+
+def test_follow_of_a_run_killed_midway_ends_in_one_line(tmp_path: Path,
+                                                        fake_claude: FakeClaude) -> None:
+    """A run killed (SIGKILL, the OOM killer) writes no RunFinished: `--status --follow` showed
+    its `claude: running…` and then waited for ever, where `--status` says `interrupted`."""
+    work, flags = _agent_that_sleeps(tmp_path)
     killed_when_flagged(start(work, "checkout"), flags)
     done = agent_loop(work, "--status", "--follow", timeout=30)
     assert "claude: running" in done.stdout, done.stdout
@@ -37,12 +44,7 @@ def test_follow_ends_soon_after_its_reader_left(tmp_path: Path,
     import sys
     import time
 
-    flags = tmp_path / "flags"
-    flags.mkdir()
-    work = make_repo(tmp_path / "work", files={
-        "README.md": "hi\n",
-        "tasks.md": f"- [ ] a1\n  FAKE: bash echo $PPID $$ > {flags}/pids.tmp"
-                    f" && mv {flags}/pids.tmp {flags}/pids && exec sleep 60\n"})
+    work, flags = _agent_that_sleeps(tmp_path)
     run = start(work, "checkout")
     try:
         deadline = time.monotonic() + 60
