@@ -48,11 +48,8 @@ class GitVcs:
                  place: tuple[Path, Path] | None = None, made: bool = False,
                  lanes: bool = False, mainline: Callable[[], str] | None = None,
                  yours: Path | None = None) -> None:
-        self.git = Git(root.resolve())
-        # Where a person brings back the files a roll-back kept: a lane's folder goes when the
-        # run is done, so a lane names your checkout.
-        self._yours = yours
-        self.tree = GitRepo(self.git)
+        self._repository(root, place, made)
+        # The run's terms for this checkout, as its maker gave them: never changed here.
         self.task_file = task_file
         self.allow_dirty = allow_dirty
         # The user's checkout of a run whose agents work in lanes where one can be: their
@@ -68,16 +65,40 @@ class GitVcs:
         # `git pull --rebase`) are landed already, never its task's change
         # (agentloop.vcs.git.careful).
         self.mainline = mainline
+        # Where a person brings back the files a roll-back kept: a lane's folder goes when the
+        # run is done, so a lane names your checkout.
+        self._yours = yours
+        self._no_attempt_open()
+        self._no_killed_run_found()
+        self._nothing_seen_yet()
+        self._no_nested_repository_known()
+
+    def _repository(self, root: Path, place: tuple[Path, Path] | None, made: bool) -> None:
+        """The one git runner and the repository view on it, at `root`, and what the maker of
+        this backend knew of that checkout already, so that prepare need not find it out."""
+        self.git = Git(root.resolve())
+        self.tree = GitRepo(self.git)
         # A lane's (git dir, common dir), read from its files: no `rev-parse` to find them.
         self._place = place
         # A worktree agent-loop has just checked out from a commit: nothing has written in it
         # yet, so prepare() has no uncommitted file to look for.
         self._made = made
+
+    def _no_attempt_open(self) -> None:
+        """The open attempt, none yet: its record on disk (made by _open), the start a begin
+        records, what it planted, and the message its commit most likely gets."""
         self._record: AttemptRecord | None = None
+        self._start: Start | None = None
         # Your repository's config and hooks as the task began, in your checkout (a lane's
         # check looks at them itself: agentloop.vcs.git.lane).
         self._settings: planted.Settings | None = None
-        self._start: Start | None = None
+        # The message the next begin's task will most likely be committed with (expect_message):
+        # the record begin writes names it, so finish need not write the record again.
+        self._expected: str | None = None
+
+    def _no_killed_run_found(self) -> None:
+        """What prepare finds an earlier run left when it was killed inside a task: none yet."""
+        # The commit it made for its last task and may not have recorded (recovered() hands it).
         self._recovered: Change | None = None
         # An attempt a killed run left after its agent committed: its task goes on from it.
         self._resumable: Start | None = None
@@ -85,6 +106,10 @@ class GitVcs:
         # (aside.bring_back reads it): the attempt's work, should its agent have finished;
         # and the message its begin was given, which names its task.
         self._rolled_back: tuple[str, str | None] | None = None
+
+    def _nothing_seen_yet(self) -> None:
+        """What this backend has seen of the checkout, so that a later step need not ask git
+        again: nothing yet."""
         # (branch, HEAD) at which every finished task's commit was last seen in the history.
         self._sound: tuple[str | None, str | None] | None = None
         # What the next begin would find, known at the end of finish; trusted while no
@@ -93,18 +118,19 @@ class GitVcs:
         # Who the index file was when it last held HEAD's tree and nothing else was dirty
         # (agentloop.vcs.git.quick): unchanged at finish, `git add -A` finds only the task's.
         self._index_seen: tuple[int, ...] | None = None
-        # The message the next begin's task will most likely be committed with (expect_message):
-        # the record begin writes names it, so finish need not write the record again.
-        self._expected: str | None = None
         # What prepare's `git status` listed uncommitted (every path, the task file's too): the
         # main line of a run in lanes knows the user's uncommitted paths without asking again.
         self.found_listed: list[str] | None = None
-        # The repositories inside this one that were there before an agent ran (yours, seen by
-        # prepare's or a begin's `git status`): never taken for an agent's (careful.with_nested).
+
+    def _no_nested_repository_known(self) -> None:
+        """Whose the repositories inside this one are (a nested repository is never deleted,
+        nor taken for an agent's work when it is yours): none known yet."""
+        # Those that were there before an agent ran (yours, seen by prepare's or a begin's
+        # `git status`): never taken for an agent's (careful.with_nested).
         self._yours_nested: set[str] = set()
-        # Those a rolled-back attempt's agent made (a nested repository is never deleted), with
-        # the message its task began with: its retry's `git status` lists them, and they are
-        # still its agent's, not yours. Another task's begin takes them for yours, as ever.
+        # Those a rolled-back attempt's agent made, with the message its task began with: its
+        # retry's `git status` lists them, and they are still its agent's, not yours. Another
+        # task's begin takes them for yours, as ever.
         self._agents_nested: tuple[str | None, frozenset[str]] = (None, frozenset())
 
     @property
