@@ -278,6 +278,26 @@ def test_an_attempt_left_open_by_a_dead_run_is_rolled_back(repo: Path) -> None:
     assert make(repo).prepare() == []  # nothing left to roll back
 
 
+def test_an_attempt_a_killed_run_left_in_a_lane_is_rolled_back_there(repo: Path,
+                                                                     tmp_path: Path) -> None:
+    # What your checkout's backend asks of a lane a killed run in lanes left (_left_in_a_lane):
+    # its attempt rolled back as the lane's own prepare would, the line naming the copy.
+    lane = tmp_path / "lane"
+    git(repo, "worktree", "add", "-q", "-b", "agent-loop/one", str(lane))
+    crashed = GitVcs(lane, repo / "tasks.md", lane=True)
+    crashed.prepare()
+    crashed.begin("task")
+    (lane / "half.txt").write_text("half done\n")
+    (lane / "README.md").write_text("half edited\n")
+    line = GitVcs(lane, repo / "tasks.md", lane=True).roll_back_killed()
+    kept = git(repo, "rev-parse", "refs/agent-loop/rolled-back")[:12]
+    assert line is not None and f"kept in commit {kept}" in line, line
+    assert not (lane / "half.txt").exists()
+    assert (lane / "README.md").read_text() == "hello\n"
+    assert commit_files(repo, "refs/agent-loop/rolled-back") == ["README.md", "half.txt"]
+    assert GitVcs(lane, repo / "tasks.md", lane=True).roll_back_killed() is None  # no record
+
+
 def test_a_dead_runs_attempt_with_commits_goes_on_with_its_task(repo: Path) -> None:
     # Commits on the branch since the attempt began are the attempt's, as finish takes them
     # while the agent runs: its task begun again goes on from them and folds them in.

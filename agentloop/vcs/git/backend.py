@@ -426,7 +426,6 @@ class GitVcs:
         left open in a lane of this plan, rolled back there as that lane's own prepare would
         have (its files kept under aside.SAVED_REF, the lane left as it began, for the sweep
         of a later run in lanes); the line naming the copy, or None when no lane holds it."""
-        from agentloop.vcs.git import recover
         from agentloop.vcs.lanes import lanes_dir, plan_key
 
         folder = lanes_dir(self.root)
@@ -442,19 +441,27 @@ class GitVcs:
             if own is None or start is None or start.commit is not None or \
                     start.begun_as != begun_as:
                 continue
-            lane = GitVcs(path, self.task_file, lane=True, place=(own, common))
-            try:
-                lane._open()
-                assert lane._record is not None  # made by _open
-                found = recover.examine(lane.tree, lane._record, lane=True, resume=False)
-                if found.undo is None:
-                    return None
-                recover.roll_back(lane.tree, found.undo)
-                lane._forget()
-            finally:
-                lane.tree.close()
-            return aside.copy_named(found.notes)
+            return GitVcs(path, self.task_file, lane=True, place=(own, common)).roll_back_killed()
         return None
+
+    def roll_back_killed(self) -> str | None:
+        """The attempt a killed run left open here, rolled back as this checkout's own prepare
+        would (its files kept under aside.SAVED_REF), never gone on from, and the repository
+        closed: the line naming the copy, or None when nothing was rolled back. For a lane no
+        run prepared (_left_in_a_lane)."""
+        from agentloop.vcs.git import recover  # only after a killed run
+
+        try:
+            self._open()
+            assert self._record is not None  # made by _open
+            found = recover.examine(self.tree, self._record, lane=self.lane, resume=False)
+            if found.undo is None:
+                return None
+            recover.roll_back(self.tree, found.undo)
+            self._forget()
+        finally:
+            self.tree.close()
+        return aside.copy_named(found.notes)
 
     def abandon(self, change: Change) -> str | None:
         """Put every path the attempt changed back as it was at begin, commits included, after
