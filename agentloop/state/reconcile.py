@@ -314,7 +314,10 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
           may: Callable[[TaskState, TaskState], bool]) -> Reconciled:
     """New records where nothing matched: an edit of an unmatched old task of the same group
     in the same slot (in order), else a done task moved under another heading and reworded
-    (`may` allowing it), else an addition; the old ones nothing matched are removed."""
+    (`may` allowing it), else an addition; the old ones nothing matched are removed; each new
+    record's log name one no other record holds (agentloop.state.log_names)."""
+    from agentloop.state.log_names import LogNames  # an edited plan only
+
     new_slot, old_slot = slots
     by_group: dict[tuple[int, str], deque[TaskState]] = defaultdict(deque)
     for record in sorted(leftover, key=lambda r: r.index):
@@ -325,9 +328,8 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
     # its attempts count from 1 again, and their logs would write over that task's, which its
     # archived record names.
     new = [i for i, r in enumerate(result) if r is None or i in renamed]
-    taken = {r.log_name for i, r in enumerate(result) if r is not None and i not in new} | \
-        {r.log_name for r in leftover}
-    numbers = {_number(name) for name in taken}
+    names = LogNames({r.log_name for i, r in enumerate(result) if r is not None and i not in new}
+                     | {r.log_name for r in leftover})
     unmatched: dict[tuple[int, str], list[int]] = defaultdict(list)
     for i in new:
         if result[i] is None:
@@ -353,13 +355,7 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
             edited.append((record.index, was.change_id or ""))
         elif result[i] is None:
             added.append(record.index)
-        base = _numbered(record.log_name, was, numbers)
-        name, n = base, 1
-        while name in taken and name != own:
-            n += 1
-            name = f"{base}-{n}"
-        taken.add(name)
-        numbers.add(_number(name))
+        name = names.give(record.log_name, was.log_name if was is not None else None, own)
         result[i] = dataclasses.replace(record, log_name=name)
     removed = tuple(r for queue in by_group.values() for r in queue)
     tasks = [r for r in result if r is not None]
@@ -382,27 +378,6 @@ def _moved(removed: tuple[TaskState, ...], added: list[TaskState]) -> tuple[tupl
     return tuple((old[0].log_name, now[0].index) for key, old in gone.items()
                  if len(old) == 1 and len(now := new.get(key, [])) == 1
                  and old[0].group != now[0].group)
-
-
-
-def _number(log_name: str) -> str:
-    """The number a log name begins with ("004" of "004-group--task"): `ls` sorts by it, and
-    --status and a person read one number as one task."""
-    return log_name.split("-", 1)[0]
-
-
-def _numbered(log_name: str, was: TaskState | None, numbers: set[str]) -> str:
-    """A new record's log name (the plan's own, numbered by its place now) with a number no
-    other record has: an edited task's own number (it is that task still), else its place's
-    when free, else one past the largest. The kept records keep theirs, so after a deletion
-    above it the place's number can be a kept task's."""
-    number, rest = log_name.split("-", 1) if "-" in log_name else ("", log_name)
-    if was is not None:
-        number = _number(was.log_name)
-    elif number in numbers or not number.isdigit():
-        width = len(number) if number.isdigit() else 3
-        number = f"{max((int(n) for n in numbers if n.isdigit()), default=0) + 1:0{width}d}"
-    return f"{number}-{rest}"
 
 
 def _reworded(done: TaskState, new: TaskState) -> TaskState:
