@@ -34,7 +34,7 @@ from marko.element import Element
 
 from agentloop.ondemand import dataclass_now as dataclass
 from agentloop.plan import numbering
-from agentloop.plan.boxes import BOX_LINE, OPEN, TICKED
+from agentloop.plan.boxes import BOX_LINE, OPEN, TICKED, mark
 from agentloop.plan.commonmark import PlanParser, SpannedListItem
 from agentloop.plan.groups import UNGROUPED
 from agentloop.plan.items import CHECKS_FENCE, check_lines, item_text, plain, sub_item_text
@@ -374,7 +374,7 @@ def _numbered(line: str) -> str | None:
 def _box(line: str) -> str | None:
     """The character in the box of a list item's first line, None when it has none."""
     found = BOX_LINE.match(line)
-    return found.group(2) if found else None
+    return mark(found.group(2)) if found else None
 
 
 def _first(text: str, limit: int = 80) -> str:

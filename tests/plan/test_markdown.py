@@ -206,6 +206,28 @@ def test_unknown_boxes_warn_and_a_ticked_section_is_done() -> None:
     assert reading.warnings == ["line 2: unknown box [?]; read as to do"]
 
 
+def test_an_empty_box_is_an_open_one(tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # `- []` (no space in the box) ran as a task named "[] add the login form" in a plain
+    # list, and in a checklist was a note never run: a person meant an open box.
+    plan = "# Plan\n\n- [] add the login form\n- [x] set up the project\n- a note\n"
+    tasks, reading = taskfile.read_text(plan)
+    assert [(t.text, t.checked) for t in tasks] == [("add the login form", False),
+                                                   ("set up the project", True)]
+    assert reading.ignored == [(5, "a note", NOTE)] and reading.warnings == []
+    assert [(t.text, t.checked) for t in taskfile.read_text("- [] a\n- b\n")[0]] == \
+        [("a", False)]
+    work = make_repo(tmp_path / "project", plan=plan)
+    shown = agent_loop(work, "--dry-run")
+    assert "[1/2] (ungrouped) > add the login form  (starts" in shown.stdout, shown.stdout
+    assert "[]" not in shown.stdout
+    done = agent_loop(work, "--tick-boxes")
+    assert done.returncode == 0, done.stderr
+    prompts = fake_claude.task_prompts()
+    assert len(prompts) == 1 and "add the login form" in prompts[0], prompts
+    assert "[]" not in prompts[0]
+    assert (work / "tasks.md").read_text().startswith("# Plan\n\n- [x] add the login form\n")
+
+
 def test_dry_run_json_lists_tasks_ignored_and_optional(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
