@@ -319,8 +319,9 @@ def follow(tasks_md: Path, cwd: Path, poll: float = 0.2,
            watched: Callable[[], bool] = lambda: True) -> Iterator[Event]:
     """--status --follow: the events of the newest run, then new ones as they come, until that
     run finishes (or Ctrl+C), or no one is `watched` any more (the reader of a pipe left);
-    StateError once the run is found gone without finishing (killed). Reads events.jsonl and
-    peeks at the run lock only: the running loop never waits for us."""
+    StateError once the run is found gone without finishing (killed), or at once for a plan no
+    run has started (there is nothing to wait for). Reads events.jsonl and peeks at the run
+    lock only: the running loop never waits for us."""
     import shlex
 
     from agentloop.run import events
@@ -333,6 +334,10 @@ def follow(tasks_md: Path, cwd: Path, poll: float = 0.2,
         found = working(store.base, store.dir)
         return watched() and found is not None and found[1]
 
+    if not store.events.exists() and not going():
+        run = shlex.join(["agent-loop", str(tasks_md)])
+        raise StateError(f"{tasks_md} has not been run (no state): `{run}` runs it, and "
+                         "--status --follow then follows it from another terminal")
     last = None
     for last in follow_log(store.events, poll, going):
         yield last

@@ -98,6 +98,10 @@ class Console:
             self._stop_taken(event)
         if self._view is not None:
             self._view.changed()  # before the line: an ended run's live line goes first
+        if isinstance(event, RunStarted) and event.warnings:
+            with self._lock:   # the plan's own mistakes, before the first agent is paid
+                self.err.write("".join(f"agent-loop: warning: {w}\n" for w in event.warnings))
+                self.err.flush()
         if not isinstance(event, AgentActivity):
             line = self._line(event)
             if isinstance(event, LandingWaits) and self._gone():

@@ -10,11 +10,14 @@ from collections.abc import Sequence
 from marko import block, inline
 from marko.element import Element
 
+from agentloop.plan.boxes import mark
+
 # The info string of a fenced block of check commands, one shell line each; `#` lines are notes.
 CHECKS_FENCE = "agent-loop-checks"
 _MARKER = re.compile(r" {0,3}(?:\d{1,9}[.)]|[-+*])")
-# A box at the start of an item: `[ ]`, `[x]`, `[-]`, any one character; Kiro's `[ ]*` is optional.
-_CHECKBOX = re.compile(r"\[([^\]\n])\](\*)?(?:[ \t]+|$)")
+# A box at the start of an item: `[ ]`, `[x]`, `[-]`, any one character or none (`[]`, read as
+# `[ ]`: agentloop.plan.boxes.mark); Kiro's `[ ]*` is optional.
+_CHECKBOX = re.compile(r"\[([^\]\n]?)\](\*)?(?:[ \t]+|$)")
 
 
 def check_lines(node: block.FencedCode) -> list[str]:
@@ -54,7 +57,7 @@ def item_text(source: str) -> tuple[str, str | None, bool]:
         lines[0] = lines[0][checkbox.end():]
     while lines and not lines[0].strip():
         lines.pop(0)
-    box = checkbox.group(1) if checkbox else None
+    box = mark(checkbox.group(1)) if checkbox else None
     return "\n".join(lines).rstrip(), box, bool(checkbox and checkbox.group(2))
 
 

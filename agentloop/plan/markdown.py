@@ -20,6 +20,8 @@ context or check commands. General rules (docs/reference/task-file.md), no per-t
 - In a checklist, paragraphs and fences after a task item, before the next item or heading,
   belong to that item; a bold-labelled paragraph (`**Checkpoint**: …`) is a note.
 - The text before the first task's group or section is the plan's context.
+- A code fence never closed runs to the end of the file (CommonMark): the tasks after it are
+  code, and said so (agentloop.plan.fences).
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ from marko import block
 from marko.element import Element
 
 from agentloop.ondemand import dataclass_now as dataclass
-from agentloop.plan import numbering
-from agentloop.plan.boxes import BOX_LINE, OPEN, TICKED
+from agentloop.plan import fences, numbering
+from agentloop.plan.boxes import BOX_LINE, OPEN, TICKED, mark
 from agentloop.plan.commonmark import PlanParser, SpannedListItem
 from agentloop.plan.groups import UNGROUPED
 from agentloop.plan.items import CHECKS_FENCE, check_lines, item_text, plain, sub_item_text
@@ -93,6 +95,13 @@ def read(text: str) -> Reading:
                  list(PlanParser().parse(text, inline=False).children))
     boxes = _top_boxes(text, nodes)
     reading = _Walk(text, bool(boxes)).run(nodes)
+    last = nodes[-1] if nodes else None
+    # A fence never closed runs to the end of the file: the last block, if any.
+    if isinstance(last, block.FencedCode) and last.source_span and \
+            last.source_span[1] == len(text):
+        start = last.source_span[0]
+        hides = fences.unclosed(text[start:], text.count("\n", 0, start) + 1, bool(boxes))
+        reading.warnings += [hides] if hides else []
     notes = sum(1 for _, _, why in reading.ignored if why == PLAIN_NOTE)
     if notes and not any(box in OPEN for box in boxes) and \
             not any(item.marker in OPEN for item in reading.items):
@@ -374,7 +383,7 @@ def _numbered(line: str) -> str | None:
 def _box(line: str) -> str | None:
     """The character in the box of a list item's first line, None when it has none."""
     found = BOX_LINE.match(line)
-    return found.group(2) if found else None
+    return mark(found.group(2)) if found else None
 
 
 def _first(text: str, limit: int = 80) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from agentloop.errors import AgentLoopError
 from agentloop.plan import parse
-from agentloop.plan.boxes import BOX_LINE, OPEN, task_key
+from agentloop.plan.boxes import BOX_LINE, OPEN, mark, task_key
 from agentloop.plan.markdown import Reading
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -108,7 +108,7 @@ def _ticked(source: str, lines: list[int]) -> str:
     ends = _LINE_END.findall(source) + [""]
     for n in lines:
         found = BOX_LINE.match(parts[n - 1])
-        if found is not None and found.group(2) in OPEN:
+        if found is not None and mark(found.group(2)) in OPEN:
             parts[n - 1] = found.group(1) + "x" + parts[n - 1][found.end(2):]
     return "".join(part + end for part, end in zip(parts, ends))
 

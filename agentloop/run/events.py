@@ -29,6 +29,7 @@ class RunStarted:
     parallel: int = 1          # groups at once, each in a working copy of its own
     in_lane: bool = False      # the agent works in a lane of its own, not the user's checkout
     lanes: str = ""            # the folder lanes live in (absolute), when there are any
+    warnings: tuple[str, ...] = ()   # the plan's warnings said on stderr (plan.fences)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from functools import partial
 from agentloop.errors import AgentLoopError, Interrupted
 from agentloop.plan import parse
 from agentloop.plan.depends import waves
+from agentloop.plan.fences import said_at_start
 from agentloop.proc.signals import shielded
 from agentloop.run import ledger, plan_kept
 from agentloop.run.context import Run
@@ -192,7 +193,8 @@ def _announced(run: Run, pending: list[TaskState], only: tuple[int, ...],
     alone = in_lanes(run)
     run.emit(RunStarted(len(pending), len(run.state.tasks), run.vcs.name, notes,
                         run.agent.name, done, lanes, alone,
-                        str(lanes_dir(run.project.root)) if alone or lanes > 1 else ""))
+                        str(lanes_dir(run.project.root)) if alone or lanes > 1 else "",
+                        said_at_start(run.state.warnings)))
     ledger.save(run)
     return run
 

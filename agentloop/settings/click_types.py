@@ -4,6 +4,7 @@ are agentloop.options.values's; here they fail as click's types do, with its mes
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Callable
 
 import click
@@ -30,13 +31,16 @@ class _Ours(click.ParamType):
 
 class Number(click.FloatRange):
     """click's FloatRange, which lets `nan` through its range (every comparison with it is
-    false): a budget of nan was no budget at all."""
+    false) and `inf` through one with no upper bound: a budget of nan or inf was no budget at
+    all (shown as `$inf`), a timeout of inf none either."""
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Any:
         number = super().convert(value, param, ctx)
         if number != number:  # nan, however it was written
             self.fail(f"{value!r} is not a number.", param, ctx)
+        if number in (math.inf, -math.inf):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
         return number
 
 

@@ -262,10 +262,13 @@ def _moved_reworded(by_group: dict[tuple[int, str], deque[TaskState]], places: l
                   key=lambda r: r.index)
     if not done or not places:
         return {}
-    from agentloop.state.rewording import moved
+    from agentloop.state.rewording import listed, moved
 
     places = sorted(places)
-    found = {places[j]: done[k] for j, k in moved(done, [fresh[i] for i in places], may)}
+    numbered = listed(fresh, places)
+    found = {places[j]: done[k] for j, k in moved(done, [fresh[i] for i in places], may,
+                                                  frozenset(j for j, i in enumerate(places)
+                                                            if i in numbered))}
     taken = {id(r) for r in found.values()}
     for key, queue in by_group.items():
         by_group[key] = deque(r for r in queue if id(r) not in taken)

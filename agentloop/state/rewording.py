@@ -46,9 +46,13 @@ _DIRECTED = frozenset({"to", "into", "from", "than", "vs", "versus", "over", "on
 _SPELT = {w: str(n) for n, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
     "fifteen sixteen seventeen eighteen nineteen twenty".split())}
-# A first line's own numbering: `1.`, `1.2`, `2)`, `T003` (spec-kit's task ids); not `o2` nor
+# A first line's own numbering: `1.`, `1.2.`, `2)`, `T003` (spec-kit's task ids); not `o2` nor
 # `v2`, which name what the task is about, nor a bare `3` (`3 retries`), which counts something.
-_NUMBERING = re.compile(r"^\s*(?:\d+(?:\.\d+)+[.)]?|\d+[.)]|T\d+)(?=\s|$)")
+_NUMBERING = re.compile(r"^\s*(?:\d+(?:\.\d+)*[.)]|T\d+)(?=\s|$)")
+# The same, or a bare dotted number: Kiro's `1.2 Write the client`, or a quantity (`1.5 second
+# timeout`, `10.0.0.1 blocked`). The list's numbering only in a numbered list (`listed`): alone
+# among its neighbours it says what the task is about.
+_OUTLINE = re.compile(r"^\s*(?:\d+(?:\.\d+)+[.)]?|\d+[.)]|T\d+)(?=\s|$)")
 
 
 def pair(places: list[int], fresh: list[TaskState],
@@ -66,15 +70,17 @@ def pair(places: list[int], fresh: list[TaskState],
     old = list(olds)
     n, m = len(places), len(old)
     pairs: list[tuple[int, int]] = []
+    numbered = listed(fresh, places) if min(n, m) else frozenset()
     if min(n, m) == 0:
         pass
     elif n == m and all(o.status != S.COMPLETED or
-                        _likeness(fresh[places[k]], o) >= _DONE_ALIKE for k, o in enumerate(old)):
+                        _likeness(fresh[places[k]], o, places[k] in numbered) >= _DONE_ALIKE
+                        for k, o in enumerate(old)):
         pairs = [(k, k) for k in range(n)]   # all paired in order: the only way to pair them all
     elif n * m > _ALIKE_AT_MOST:
-        pairs = _pair_ahead(places, fresh, old)
+        pairs = _pair_ahead(places, fresh, old, numbered)
     else:
-        like = [[_likeness(fresh[i], o) for o in old] for i in places]
+        like = [[_likeness(fresh[i], o, i in numbered) for o in old] for i in places]
         never = -1.0
         allowed = [[never if o.status == S.COMPLETED and like[j][k] < _DONE_ALIKE
                     else like[j][k] for k, o in enumerate(old)] for j in range(n)]
@@ -103,12 +109,12 @@ def pair(places: list[int], fresh: list[TaskState],
     return [(places[j], old[k]) for j, k in pairs]
 
 
-def _pair_ahead(places: list[int], fresh: list[TaskState],
-                old: list[TaskState]) -> list[tuple[int, int]]:
+def _pair_ahead(places: list[int], fresh: list[TaskState], old: list[TaskState],
+                numbered: frozenset[int]) -> list[tuple[int, int]]:
     """A large slot's pairs, walked in order (_walk), a done task only with words alike."""
     def allowed(j: int, k: int) -> bool:
         return old[k].status != S.COMPLETED or \
-            _likeness(fresh[places[j]], old[k]) >= _DONE_ALIKE
+            _likeness(fresh[places[j]], old[k], places[j] in numbered) >= _DONE_ALIKE
 
     return _walk(len(places), len(old), allowed)
 
@@ -138,24 +144,28 @@ def _walk(n: int, m: int, allowed: Callable[[int, int], bool]) -> list[tuple[int
 
 
 def moved(olds: list[TaskState], news: list[TaskState],
-          may: Callable[[TaskState, TaskState], bool]) -> list[tuple[int, int]]:
+          may: Callable[[TaskState, TaskState], bool],
+          numbered: frozenset[int] = frozenset()) -> list[tuple[int, int]]:
     """Done tasks (`olds`, in their old order) moved under another heading and reworded in the
     same edit, paired with the new tasks nothing else took (`news`, in file order): (new, old)
     positions in those lists. Only a light reword (`_MOVED_ALIKE`), never words that say other
     work (`_other_work`), and where `may` allows the two groups: a task deleted in one place
     and another added elsewhere are a removal and an addition, and the added one runs. Walked
     in order (a renamed heading keeps its tasks' order), then, for a few left over, each with
-    each, the most alike first."""
+    each, the most alike first. `numbered`: the positions in `news` of the tasks that open with
+    their list's numbering (`listed`)."""
     def allowed(j: int, k: int) -> bool:
         new, old = news[j], olds[k]
-        return new.group != old.group and _likeness(new, old) >= _MOVED_ALIKE and may(old, new)
+        return new.group != old.group and \
+            _likeness(new, old, j in numbered) >= _MOVED_ALIKE and may(old, new)
 
     pairs = _walk(len(news), len(olds), allowed)
     took_new, took_old = {j for j, _ in pairs}, {k for _, k in pairs}
     free_new = [j for j in range(len(news)) if j not in took_new]
     free_old = [k for k in range(len(olds)) if k not in took_old]
     if free_new and free_old and len(free_new) * len(free_old) <= _ALIKE_AT_MOST:
-        scored = sorted(((_likeness(news[j], olds[k]), j, k) for j in free_new for k in free_old
+        scored = sorted(((_likeness(news[j], olds[k], j in numbered), j, k)
+                         for j in free_new for k in free_old
                          if allowed(j, k)), key=lambda t: -t[0])
         for _, j, k in scored:
             if j not in took_new and k not in took_old:
@@ -204,14 +214,15 @@ def _said_at_length(a: str, b: str) -> bool:
     return all(word in rest for word in short)   # `in` moves on through `rest`: in order
 
 
-def _likeness(new: TaskState, old: TaskState) -> float:
-    """How alike two tasks' words are, 0 to 1 (_texts_alike); 0 where they say other work."""
+def _likeness(new: TaskState, old: TaskState, numbered: bool = True) -> float:
+    """How alike two tasks' words are, 0 to 1 (_texts_alike); 0 where they say other work.
+    `numbered`: whether a bare dotted number opening `new` is its list's numbering (listed)."""
     a, b = sorted((new.task, old.task))   # either way round: one remembered likeness
-    return _alike(a, b)
+    return _alike(a, b, numbered)
 
 
 @lru_cache(maxsize=1024)
-def _alike(a: str, b: str) -> float:
+def _alike(a: str, b: str, numbered: bool = True) -> float:
     """_texts_alike of two tasks' texts, 0 where their first lines say other work (the lines
     under a task hold commands and file names, whose numbers change with any detail);
     remembered: a renamed heading's tasks are compared once to tell the section renamed, then
@@ -220,17 +231,33 @@ def _alike(a: str, b: str) -> float:
     if score < min(_DONE_ALIKE, _MOVED_ALIKE):
         return score
     return 0.0 if _other_work(task_key(a.partition("\n")[0]),
-                              task_key(b.partition("\n")[0])) else score
+                              task_key(b.partition("\n")[0]), numbered) else score
 
 
-def _other_work(a: str, b: str) -> bool:
+def listed(fresh: list[TaskState], places: list[int]) -> frozenset[int]:
+    """The `places` in `fresh` (a plan's tasks in order) whose first line opens with a bare
+    dotted number (`1.2`) that is their list's numbering: a task next to it under the same
+    heading opens with a number too (`1.1`, `2.`, `T003`). One alone among tasks that have none
+    (`1.5 second timeout`) names a quantity: changed, it is other work."""
+    def opens(i: int, group: str) -> bool:
+        return 0 <= i < len(fresh) and fresh[i].group == group and \
+            bool(_OUTLINE.match(fresh[i].task))
+
+    return frozenset(i for i in places if not _NUMBERING.match(fresh[i].task) and
+                     _OUTLINE.match(fresh[i].task) and
+                     (opens(i - 1, fresh[i].group) or opens(i + 1, fresh[i].group)))
+
+
+def _other_work(a: str, b: str, numbered: bool = True) -> bool:
     """Whether two texts alike in letters say other work: an opposite put for a word (`lock`
     and `unlock`, `getter` and `setter`, `test_login` and `test_logout`), a `not` added, the
     two ends of a conversion swapped (`json to yaml`, `yaml to json`), another number (`step
-    1`, `step 2`; a list's own numbering aside, which an inserted task shifts)."""
+    1`, `step 2`; a list's own numbering aside, which an inserted task shifts; a bare dotted
+    number opening a line is that numbering when `numbered`, else a quantity: listed)."""
     # A number spelt out only ever makes two the same (`2 tests`, `two tests`), never other
     # work: `two` is a name as often as a count (`task eight`, `task eight, reworded`).
-    if _numbers(a) != _numbers(b) and _numbers(a, True) != _numbers(b, True):
+    if _numbers(a, numbered=numbered) != _numbers(b, numbered=numbered) and \
+            _numbers(a, True, numbered) != _numbers(b, True, numbered):
         return True
     from difflib import SequenceMatcher
 
@@ -261,11 +288,12 @@ def _opposite(a: str, b: str) -> bool:
     return any(b == p + a or a == p + b for p in _NEGATING)
 
 
-def _numbers(text: str, spelt: bool = False) -> list[str]:
-    """The numbers a task's words name, the list numbering of its first line aside (`1.2`,
-    `T003`: an inserted task renumbers the ones after it, which are the same tasks still).
-    `spelt`: numbers spelt out too, as digits (`two` as `2`)."""
-    words = re.findall(r"\d+|[^\W\d_]+", _NUMBERING.sub("", text, count=1).casefold())
+def _numbers(text: str, spelt: bool = False, numbered: bool = True) -> list[str]:
+    """The numbers a task's words name, the list numbering of its first line aside (`2.`,
+    `T003`, and `1.2` when `numbered`: an inserted task renumbers the ones after it, which are
+    the same tasks still). `spelt`: numbers spelt out too, as digits (`two` as `2`)."""
+    text = (_OUTLINE if numbered else _NUMBERING).sub("", text, count=1)
+    words = re.findall(r"\d+|[^\W\d_]+", text.casefold())
     return [_SPELT.get(w, w) for w in words if w.isdigit() or (spelt and w in _SPELT)]
 
 

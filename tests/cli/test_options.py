@@ -82,6 +82,11 @@ def test_task_numbers_read_numbers_ranges_and_lists(specs: tuple[str, ...],
     (["tasks.md", "--budget", "nan"], "Invalid value for '--budget': 'nan' is not a number."),
     (["tasks.md", "--task-timeout", "NaN"],
      "Invalid value for '--task-timeout': 'NaN' is not a number."),
+    # `inf` passed it too: a budget shown as `$inf`, which is no budget either.
+    (["tasks.md", "--budget", "inf"],
+     "Invalid value for '--budget': 'inf' is not a finite number."),
+    (["tasks.md", "--task-timeout", "Infinity"],
+     "Invalid value for '--task-timeout': 'Infinity' is not a finite number."),
 ])
 def test_a_command_line_click_cannot_read_is_one_line_and_exit_2(
         tmp_path: Path, args: list[str], line: str) -> None:

@@ -65,3 +65,22 @@ def test_follow_ends_soon_after_its_reader_left(tmp_path: Path,
         assert run.poll() is None   # the run itself goes on
     finally:
         killed_when_flagged(run, flags)
+
+
+def test_follow_of_a_plan_never_run_says_so(tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """`--status --follow` of a plan no run has started waited for ever for its first event,
+    saying nothing; a rehearsal (its own store) is no run of the plan either."""
+    work = make_repo(tmp_path / "work", plan="- [ ] a1\n")
+    done = agent_loop(work, "--status", "--follow", timeout=15)
+    lines = done.stderr.splitlines()
+    assert done.returncode == 1 and len(lines) == 1 and done.stdout == "", done.stderr
+    assert "tasks.md has not been run (no state)" in lines[0], lines
+    assert "`agent-loop tasks.md` runs it" in lines[0], lines
+    assert agent_loop(work, "--rehearse").returncode == 0
+    again = agent_loop(work, "--status", "--follow", timeout=15)
+    assert again.returncode == 1 and again.stderr == done.stderr, again.stderr
+    assert not fake_claude.calls()
+    # Run once and finished: its events, to its summary, and exit 0.
+    assert agent_loop(work).returncode == 0
+    after = agent_loop(work, "--status", "--follow", timeout=15)
+    assert after.returncode == 0 and "agent-loop done: 1 completed" in after.stdout, after

@@ -206,6 +206,62 @@ def test_unknown_boxes_warn_and_a_ticked_section_is_done() -> None:
     assert reading.warnings == ["line 2: unknown box [?]; read as to do"]
 
 
+def test_an_empty_box_is_an_open_one(tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # `- []` (no space in the box) ran as a task named "[] add the login form" in a plain
+    # list, and in a checklist was a note never run: a person meant an open box.
+    plan = "# Plan\n\n- [] add the login form\n- [x] set up the project\n- a note\n"
+    tasks, reading = taskfile.read_text(plan)
+    assert [(t.text, t.checked) for t in tasks] == [("add the login form", False),
+                                                   ("set up the project", True)]
+    assert reading.ignored == [(5, "a note", NOTE)] and reading.warnings == []
+    assert [(t.text, t.checked) for t in taskfile.read_text("- [] a\n- b\n")[0]] == \
+        [("a", False)]
+    work = make_repo(tmp_path / "project", plan=plan)
+    shown = agent_loop(work, "--dry-run")
+    assert "[1/2] (ungrouped) > add the login form  (starts" in shown.stdout, shown.stdout
+    assert "[]" not in shown.stdout
+    done = agent_loop(work, "--tick-boxes")
+    assert done.returncode == 0, done.stderr
+    prompts = fake_claude.task_prompts()
+    assert len(prompts) == 1 and "add the login form" in prompts[0], prompts
+    assert "[]" not in prompts[0]
+    assert (work / "tasks.md").read_text().startswith("# Plan\n\n- [x] add the login form\n")
+
+
+UNCLOSED = "# Plan\n\n- [ ] add the login form\n\n```bash\nnpm test\n\n## Later\n" \
+    "- [ ] add the logout\n- [ ] add tests\n"
+FENCE_LINE = ("line 5: this code fence is never closed (```), so it runs to the end of the "
+              "file and hides 3 line(s) that look like tasks or headings (the first on line 8), "
+              "none of them run; close it with ``` to run them")
+
+
+def test_an_unclosed_fence_over_tasks_is_said_before_any_agent(tmp_path: Path,
+                                                               fake_claude: FakeClaude) -> None:
+    # CommonMark runs an unclosed fence to the end of the file: the tasks after it are code,
+    # and were never run, unsaid. The reading stands; it is said.
+    tasks, reading = taskfile.read_text(UNCLOSED)
+    assert [t.text.splitlines()[0] for t in tasks] == ["add the login form"]
+    assert reading.warnings == [FENCE_LINE]
+    # A fence closed, or one that hides only code, says nothing.
+    assert taskfile.read_text(UNCLOSED.replace("npm test\n", "npm test\n```\n"))[1].warnings == []
+    assert taskfile.read_text("- [ ] a\n\n```\nls\n# a comment\n")[1].warnings == []
+    # Without boxes, a plain item at the margin is a task it hides.
+    assert taskfile.read_text("- a\n\n~~~\n- b\n")[1].warnings == [
+        "line 3: this code fence is never closed (~~~), so it runs to the end of the file and "
+        "hides 1 line(s) that look like tasks or headings (the first on line 4), none of them "
+        "run; close it with ~~~ to run them"]
+    work = make_repo(tmp_path / "project", plan=UNCLOSED)
+    shown = agent_loop(work, "--dry-run")
+    assert f"warning: {FENCE_LINE}\n" in shown.stdout, shown.stdout
+    done = agent_loop(work)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == f"agent-loop: warning: {FENCE_LINE}\n", done.stderr
+    assert len(fake_claude.task_prompts()) == 1
+    # Read from the saved state the next time (the plan unchanged): said again.
+    again = agent_loop(work)
+    assert again.stderr == done.stderr, again.stderr
+
+
 def test_dry_run_json_lists_tasks_ignored_and_optional(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)

@@ -45,6 +45,9 @@ def ticked(path: Path, index: int) -> str:
      "- [x] 1. A\n  - [ ]* 1.1 opt\n  - [x] 1.2 b\n"),
     ("- [ ] 1. A\n  - [ ]* 1.1 opt\n  - [ ] 1.2 b\n", 2,
      "- [ ] 1. A\n  - [x]* 1.1 opt\n  - [ ] 1.2 b\n"),
+    # an empty box, as typed in haste: an open one
+    ("- [] one\n- [ ] two\n", 1, "- [x] one\n- [ ] two\n"),
+    ("- [ ] parent\n  - [] child\n", 1, "- [x] parent\n  - [x] child\n"),
     # an ordered list, a tab after the marker, an in-progress box
     ("1. [ ] one\n2.\t[~] two\n", 2, "1. [ ] one\n2.\t[x] two\n"),
     # nested boxes, at any depth, are ticked with their task; a plain bullet and a fence stay

@@ -159,6 +159,7 @@ def refused(done: subprocess.CompletedProcess[str], *words: str) -> None:
     ("budget = " + "9" * 400 + "\n", ["agent-loop.toml:1", "budget takes a number, x>=0"]),
     ("lane-wait = " + "9" * 400 + "\n", ["agent-loop.toml:1", "lane-wait takes seconds"]),
     ("budget = nan\n", ["agent-loop.toml:1", "budget takes a number, x>=0"]),
+    ("budget = inf\n", ["agent-loop.toml:1", "budget takes a number, x>=0"]),
 ])
 def test_a_bad_file_is_one_line_before_anything_runs(repo: Path, fake_claude: Any, text: str,
                                                      words: list[str]) -> None:

@@ -65,6 +65,20 @@ def test_a_done_task_moved_and_reworded_stays_done_and_other_work_runs(
         "`agent-loop tasks.md --task 7 --again` runs the new words" in again.stdout
 
 
+def test_a_quantity_opening_a_done_task_changed_runs_it(tmp_path: Path,
+                                                        fake_claude: FakeClaude) -> None:
+    """`1.5 second timeout` made `2.5 second timeout` was taken for Kiro's numbering moved:
+    the task stayed done and its new work never ran."""
+    work = git_project(tmp_path, "- [ ] add the upload\n- [ ] 1.5 second timeout for it\n")
+    assert agent_loop(work, "--no-distill").returncode == 0
+    assert len(fake_claude.task_prompts()) == 2
+    (work / "tasks.md").write_text("- [ ] add the upload\n- [ ] 2.5 second timeout for it\n")
+    again = agent_loop(work, "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    ran = fake_claude.task_prompts()[2:]
+    assert len(ran) == 1 and "2.5 second timeout for it" in ran[0], again.stdout
+
+
 def saved(tmp_path: Path, text: str) -> list[TaskState]:
     """The records of `text`'s tasks, every one done."""
     (tmp_path / "old.md").write_text(text)
@@ -193,11 +207,41 @@ def test_a_heading_renamed_with_tasks_added_under_it_keeps_its_done_task(tmp_pat
     ("T003 [P] third", "T004 [P] third", True),   # spec-kit's ids, renumbered
     ("2. build the api", "3. build the api", True),
     ("move to the v2 api", "move to the v3 api", False),
-    ("3 retries for the upload", "5 retries for the upload", False)])   # a count, not numbering
+    ("3 retries for the upload", "5 retries for the upload", False),   # a count, not numbering
+    # A dotted number inside the sentence is what the task is about, never the list's own
+    # numbering: each stayed done, its new work never run.
+    ("add a 1.5 second timeout", "add a 2.5 second timeout", False),
+    ("pin the client to v1.2", "pin the client to v1.3", False),
+    ("allow 10.0.0.1 in the firewall", "allow 10.0.0.2 in the firewall", False),
+    # Opening the line, alone among tasks with no numbers, it was taken for the list's own
+    # numbering (Kiro's `1.2`) and the task stayed done.
+    ("1.5 second timeout for the upload", "2.5 second timeout for the upload", False),
+    ("10.0.0.1 in the allow list", "10.0.0.2 in the allow list", False),
+    ("1. build the api", "2. build the api", True)])
 def test_a_number_is_other_work_unless_it_numbers_the_list(tmp_path: Path, was: str, now: str,
                                                            stays: bool) -> None:
     tasks = edited(tmp_path, f"## A\n- [ ] {was}\n", f"## A\n- [ ] {now}\n")
     assert tasks == [("A", now, "completed" if stays else "pending")]
+
+
+@pytest.mark.parametrize("where", ["in its place", "under another heading"])
+def test_a_dotted_number_in_a_numbered_list_is_its_numbering(tmp_path: Path, where: str) -> None:
+    """A task inserted above renumbers the ones after it (Kiro's `1.2` becomes `1.3`): the same
+    tasks still, done; a number in their words changed is other work."""
+    old = "## A\n- [ ] 1.1 set up\n- [ ] 1.2 add a 1.5 second timeout\n- [ ] 1.3 log it\n" \
+        "\n## B\n- [ ] 2.1 other\n"
+    new = "## A\n- [ ] 1.1 set up\n- [ ] 1.2 add a retry\n- [ ] 1.3 add a 1.5 second timeout\n" \
+        "- [ ] 1.4 log it at 2.5 seconds\n\n## B\n- [ ] 2.1 other\n"
+    if where != "in its place":
+        new = "## A\n- [ ] 1.1 set up\n- [ ] 1.2 add a retry\n\n## B\n- [ ] 2.1 other\n" \
+            "- [ ] 2.2 add a 1.5 second timeout\n- [ ] 2.3 log it at 2.5 seconds\n"
+    assert [(task, status) for _, task, status in edited(tmp_path, old, new)] == [
+        ("1.1 set up", "completed"), ("1.2 add a retry", "pending"),
+        *([("1.3 add a 1.5 second timeout", "completed"),
+           ("1.4 log it at 2.5 seconds", "pending"), ("2.1 other", "completed")]
+          if where == "in its place" else
+          [("2.1 other", "completed"), ("2.2 add a 1.5 second timeout", "completed"),
+           ("2.3 log it at 2.5 seconds", "pending")])]
 
 
 SAME_WORK = [("add a noop handler", "add a no-op handler"),        # a word split by a dash
