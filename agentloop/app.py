@@ -321,8 +321,7 @@ def follow(tasks_md: Path, cwd: Path, poll: float = 0.2,
     run finishes (or Ctrl+C), or no one is `watched` any more (the reader of a pipe left);
     StateError once the run is found gone without finishing (killed). Reads events.jsonl and
     peeks at the run lock only: the running loop never waits for us."""
-    import shlex
-
+    from agentloop.files.shown import typed_path
     from agentloop.run import events
     from agentloop.run.eventlog import follow as follow_log
     from agentloop.state.runlock import working
@@ -339,7 +338,7 @@ def follow(tasks_md: Path, cwd: Path, poll: float = 0.2,
         if not watched():
             return
     if not isinstance(last, events.RunFinished) and watched():
-        status = shlex.join(["agent-loop", str(tasks_md), "--status"])
+        status = f"agent-loop {typed_path(tasks_md)} --status"
         raise StateError(f"the run of {tasks_md} ended without finishing (killed?); "
                          f"`{status}` shows where it left off")
 

@@ -71,7 +71,7 @@ def _renamed(args: list[str], renamed: tuple[str, str] | None) -> list[str]:
 
 def _with_budget(args: list[str], budget: float) -> list[str]:
     """The same arguments with --budget set to `budget`, in the four decimals a budget is said
-    in (`spent $0.0024 of $0.0020`)."""
+    in (`spent $0.0024 of $0.0020`), before a `--` (after it, it would be read as a plan)."""
     out, skip = [], False
     for arg in args:
         if skip:
@@ -80,7 +80,8 @@ def _with_budget(args: list[str], budget: float) -> list[str]:
             skip = True
         elif not arg.startswith("--budget="):
             out.append(arg)
-    return out + ["--budget", f"{budget:.4f}"]
+    at = out.index("--") if "--" in out else len(out)
+    return [*out[:at], "--budget", f"{budget:.4f}", *out[at:]]
 
 
 def stopped_before_start() -> int:

@@ -51,6 +51,13 @@ def typed(name: str | os.PathLike[str]) -> str:
                           for c in name) + "'"
 
 
+def typed_path(name: str | os.PathLike[str]) -> str:
+    """A path as a command's argument, typed: `./` before a relative one that starts with a
+    dash (`-dash.md`), which click, `rm` and git would read as options."""
+    text = os.fspath(name)
+    return typed("./" + text if text.startswith("-") else text)
+
+
 def _octal(c: str) -> str:
     if c in "\a\b\t\n\v\f\r":
         return _ESCAPES[c]
