@@ -102,3 +102,20 @@ def test_the_again_line_status_says_of_a_done_task_reworded(tmp_path: Path,
     assert "runs the new words" in status.stdout, status.stdout + status.stderr
     paste(cwd, tmp_path, re.findall(r"`(agent-loop [^`]+)`", status.stdout)[0])
     assert len(fake_claude.task_runs()) == 2
+
+
+@pytest.mark.parametrize("folder", ["", "sub"])
+def test_the_status_line_of_a_followed_run_that_was_killed(tmp_path: Path,
+                                                           fake_claude: FakeClaude,
+                                                           folder: str) -> None:
+    cwd = project(tmp_path, folder)
+    (cwd / "-dash.md").write_text("- write a\n  FAKE: write a.txt A\n")
+    assert agent_loop(cwd, "--no-distill", "--", "-dash.md", plan=None).returncode == 0
+    # Killed before its last event (kill -9): the log ends without the run's finish.
+    log = next((tmp_path / "project" / ".agent-loop").rglob("events.jsonl"))
+    lines = log.read_text().splitlines(keepends=True)
+    assert '"type":"RunFinished"' in lines[-1], lines[-1]
+    log.write_text("".join(lines[:-1]))
+    done = agent_loop(cwd, "--status", "--follow", "--", "-dash.md", plan=None, timeout=30)
+    assert "ended without finishing" in done.stderr, done.stdout + done.stderr
+    paste(cwd, tmp_path, re.findall(r"`(agent-loop [^`]+)`", done.stderr)[0])
