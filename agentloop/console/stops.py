@@ -65,8 +65,10 @@ def _renamed(args: list[str], renamed: tuple[str, str] | None) -> list[str]:
     # Resolved, both: the run knows its plan by its real path, and a plan given through a
     # symlinked folder (`link/tasks.md`) is the same file.
     real = os.path.realpath(old)
-    return [as_written(arg) if not arg.startswith("-") and os.path.realpath(arg) == real
-            else arg for arg in args]
+    # After a `--` (`agent-loop -- -dash.md`) a word that starts with a dash is a plan too.
+    cut = args.index("--") if "--" in args else len(args)
+    return [as_written(arg) if (at > cut or not arg.startswith("-"))
+            and os.path.realpath(arg) == real else arg for at, arg in enumerate(args)]
 
 
 def _with_budget(args: list[str], budget: float) -> list[str]:

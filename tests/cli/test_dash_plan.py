@@ -119,3 +119,20 @@ def test_the_status_line_of_a_followed_run_that_was_killed(tmp_path: Path,
     done = agent_loop(cwd, "--status", "--follow", "--", "-dash.md", plan=None, timeout=30)
     assert "ended without finishing" in done.stderr, done.stdout + done.stderr
     paste(cwd, tmp_path, re.findall(r"`(agent-loop [^`]+)`", done.stderr)[0])
+
+
+@pytest.mark.parametrize("folder", ["", "sub"])
+def test_the_resume_line_names_the_plan_you_renamed_while_it_ran(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], folder: str) -> None:
+    from agentloop.console.stops import report
+    from agentloop.errors import RunStopped
+
+    cwd = project(tmp_path, folder)
+    (cwd / "-dash.md").rename(cwd / "-new.md")
+    monkeypatch.chdir(cwd)
+    stop = RunStopped("no new task starts")
+    stop.renamed = (str(cwd / "-dash.md"), str(cwd / "-new.md"))  # type: ignore[attr-defined]
+    report(stop, ["--max-attempts", "1", "--", "-dash.md"])
+    paste(cwd, tmp_path, capsys.readouterr().err.split("Continue with: ")[1].strip())
+    assert (tmp_path / "project" / "a.txt").read_text() == "A\n"
