@@ -322,8 +322,7 @@ def follow(tasks_md: Path, cwd: Path, poll: float = 0.2,
     StateError once the run is found gone without finishing (killed), or at once for a plan no
     run has started (there is nothing to wait for). Reads events.jsonl and peeks at the run
     lock only: the running loop never waits for us."""
-    import shlex
-
+    from agentloop.files.shown import typed_path
     from agentloop.run import events
     from agentloop.run.eventlog import follow as follow_log
     from agentloop.state.runlock import working
@@ -335,7 +334,7 @@ def follow(tasks_md: Path, cwd: Path, poll: float = 0.2,
         return watched() and found is not None and found[1]
 
     if not store.events.exists() and not going():
-        run = shlex.join(["agent-loop", str(tasks_md)])
+        run = f"agent-loop {typed_path(tasks_md)}"
         raise StateError(f"{tasks_md} has not been run (no state): `{run}` runs it, and "
                          "--status --follow then follows it from another terminal")
     last = None
@@ -344,7 +343,7 @@ def follow(tasks_md: Path, cwd: Path, poll: float = 0.2,
         if not watched():
             return
     if not isinstance(last, events.RunFinished) and watched():
-        status = shlex.join(["agent-loop", str(tasks_md), "--status"])
+        status = f"agent-loop {typed_path(tasks_md)} --status"
         raise StateError(f"the run of {tasks_md} ended without finishing (killed?); "
                          f"`{status}` shows where it left off")
 

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from agentloop.console.render import duration, shown
-from agentloop.files.shown import typed
+from agentloop.files.shown import typed, typed_path
 from agentloop.state.tally import money
 
 # For the types only: a plain run's start-up imports no typing for them.
@@ -51,15 +51,13 @@ def summary_text(event: RunFinished, cwd: Path | None = None) -> str:
 
 def closing_lines(result: RunResult, cwd: Path) -> list[str]:
     """After the summary: which tasks did not finish, and how to undo one task."""
-    import shlex  # a run's closing lines only: --status shows no command line
-
     # The state's name: a plan renamed while the run worked is saved under its new one.
     state = result.state
     task_file = shown(result.project.root / state.task_file, Path("/"), cwd)
     lines = []
     if result.summary.unfinished:
         lines.append(f"not completed: {_not_completed(result.summary)}; "
-                     f"`{shlex.join(['agent-loop', task_file, '--status'])}` says why")
+                     f"`agent-loop {typed_path(task_file)} --status` says why")
     if state.agent == "rehearse":
         return lines + rehearsal_lines(result, task_file, cwd)
     lines += undo_lines(state.vcs, task_file, result.summary)
@@ -80,18 +78,17 @@ def _not_completed(summary: RunFinished) -> str:
 
 def rehearsal_lines(result: RunResult, task_file: str, cwd: Path) -> list[str]:
     """Where a rehearsal's changes are, and that nothing of the user's moved."""
-    import shlex
-
     from agentloop.run.rehearsal import lane_name
     from agentloop.vcs.lanes import BRANCH_PREFIX, JJ_PREFIX, lanes_dir
 
     copy = lanes_dir(result.project.root) / lane_name(result.project)
     where = (f"branch {BRANCH_PREFIX}{copy.name}" if result.state.vcs == "git"
              else f"jj workspace {JJ_PREFIX}{copy.name}")
-    status = shlex.join(["agent-loop", task_file, "--status", "--rehearse"])
+    plan = typed_path(task_file)
     return [f"rehearsal: its changes are on {where}, in {shown(copy, Path('/'), cwd)}; your "
-            f"branch and files are as they were. Its state is its own (`{status}`); the real "
-            f"run starts from the plan itself: `{shlex.join(['agent-loop', task_file])}`"]
+            f"branch and files are as they were. Its state is its own (`agent-loop {plan} "
+            f"--status --rehearse`); the real run starts from the plan itself: `agent-loop "
+            f"{plan}`"]
 
 
 def undo_lines(vcs: str | None, task_file: str, summary: RunFinished) -> list[str]:
@@ -102,8 +99,6 @@ def undo_lines(vcs: str | None, task_file: str, summary: RunFinished) -> list[st
     switched mid-run): the revert goes there."""
     if not summary.completed or not summary.last_change:
         return []
-    import shlex
-
     example, landed_on = summary.last_change, summary.landed_on
     if vcs == "jj":
         how = f"jj abandon {example[:12]}"
@@ -116,7 +111,7 @@ def undo_lines(vcs: str | None, task_file: str, summary: RunFinished) -> list[st
         how = f"git switch {typed(landed_on)} && {how}"  # a line to type, not run
         where = (f"the run's commits are on branch {landed_on}, not on the one your checkout "
                  "is on now; ")
-    status = shlex.join(["agent-loop", task_file, "--status"])
+    status = f"agent-loop {typed_path(task_file)} --status"
     named = summary.last_named or f"task {summary.completed[-1]}"
     return [f"To undo one task, e.g. {named}: {how} ({where}the other "
             f"tasks' changes stay); `{status}` lists every task's change."]

@@ -12,7 +12,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from agentloop.files.shown import typed
+from agentloop.files.shown import typed, typed_path
 from agentloop.state import tally
 from agentloop.state.status import TaskStatus as S
 from agentloop.state.tally import money
@@ -132,9 +132,7 @@ def _history_lines(view: StatusView, show: Callable[[str | Path], str]) -> list[
     state, lines = view.state, []
 
     def plan() -> str:
-        import shlex  # only where a line names a command: --status seldom needs it
-
-        return shlex.quote(show(state.task_file))
+        return typed_path(show(state.task_file))
     if view.elsewhere:
         branch, yours = view.elsewhere
         branch = branch.removeprefix("refs/heads/")

@@ -65,13 +65,15 @@ def _renamed(args: list[str], renamed: tuple[str, str] | None) -> list[str]:
     # Resolved, both: the run knows its plan by its real path, and a plan given through a
     # symlinked folder (`link/tasks.md`) is the same file.
     real = os.path.realpath(old)
-    return [as_written(arg) if not arg.startswith("-") and os.path.realpath(arg) == real
-            else arg for arg in args]
+    # After a `--` (`agent-loop -- -dash.md`) a word that starts with a dash is a plan too.
+    cut = args.index("--") if "--" in args else len(args)
+    return [as_written(arg) if (at > cut or not arg.startswith("-"))
+            and os.path.realpath(arg) == real else arg for at, arg in enumerate(args)]
 
 
 def _with_budget(args: list[str], budget: float) -> list[str]:
     """The same arguments with --budget set to `budget`, in the four decimals a budget is said
-    in (`spent $0.0024 of $0.0020`)."""
+    in (`spent $0.0024 of $0.0020`), before a `--` (after it, it would be read as a plan)."""
     out, skip = [], False
     for arg in args:
         if skip:
@@ -80,7 +82,8 @@ def _with_budget(args: list[str], budget: float) -> list[str]:
             skip = True
         elif not arg.startswith("--budget="):
             out.append(arg)
-    return out + ["--budget", f"{budget:.4f}"]
+    at = out.index("--") if "--" in out else len(out)
+    return [*out[:at], "--budget", f"{budget:.4f}", *out[at:]]
 
 
 def stopped_before_start() -> int:

@@ -1,6 +1,7 @@
 """A file's name as a line says it: as git quotes one (`"a\\nb.txt"`) when it holds a control
 character, a double quote or a backslash, so a name never breaks a line in two and reads as in
-`git status`; any other name (spaces, accents) is said as it is."""
+`git status`; any other name (spaces, accents) is said as it is. In a command to paste, a name
+is typed as bash takes it (`typed`)."""
 
 from __future__ import annotations
 
@@ -36,12 +37,28 @@ def listed(names: list[str], most: int = 5) -> str:
 
 
 def typed(name: str | os.PathLike[str]) -> str:
-    """`name` as a shell command takes it, in a line: quoted, or, where a character of it
-    would break the line (a newline), a git glob pathspec with a `?` in its place."""
+    """`name` as bash takes it pasted, in a line: quoted, or, where a character of it would
+    break the line (a newline), in bash's $'...' with that character escaped."""
     import shlex  # on a stop's path only: it compiles a pattern as it loads
 
     name = os.fspath(name)
     if not any(_control(c) for c in name):
         return shlex.quote(name)
-    glob = "".join("\\" + c if c in "*?[\\" else "?" if _control(c) else c for c in name)
-    return shlex.quote(":(glob)" + glob)
+    # Not a git glob pathspec (`:(glob)a?b`): `cd`, `rm`, `mv` and `git -C` take no pathspec,
+    # and a `?` in a pathspec matches your `a_b` too. Each byte of a control character as
+    # three octal digits (a digit after it is never read as part of it), or as git says it.
+    return "$'" + "".join("\\" + c if c in "\\'" else _octal(c) if _control(c) else c
+                          for c in name) + "'"
+
+
+def typed_path(name: str | os.PathLike[str]) -> str:
+    """A path as a command's argument, typed: `./` before a relative one that starts with a
+    dash (`-dash.md`), which click, `rm` and git would read as options."""
+    text = os.fspath(name)
+    return typed("./" + text if text.startswith("-") else text)
+
+
+def _octal(c: str) -> str:
+    if c in "\a\b\t\n\v\f\r":
+        return _ESCAPES[c]
+    return "".join(f"\\{b:03o}" for b in c.encode("utf-8", "surrogateescape"))

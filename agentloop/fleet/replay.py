@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentloop.agents import make_agent
-from agentloop.files.shown import typed
+from agentloop.files.shown import typed, typed_path
 from agentloop.options.record import RunOptions
 from agentloop.run import conflicts
 from agentloop.run.context import Run
@@ -134,10 +134,8 @@ class GroupReplay:
         assert self.space is not None
         branch, where = self.space.branch, self.project.store.relative(self.space.path)
         main = self.main.ref.removeprefix("refs/heads/")
-        import shlex  # a conflict's line only
-
-        again = shlex.join(["agent-loop", self.project.task_file_name, "--integrate", "--from",
-                            self.options.from_remote or ""])
+        again = (f"agent-loop {typed_path(self.project.task_file_name)} --integrate --from "
+                 f"{typed(self.options.from_remote or '')}")
         return (f"conflicts with {main} in {', '.join(files) or 'some files'}; its work is on "
                 f"branch {branch} (worktree {where}): `git log -p {typed(main)}..{typed(branch)}` "
                 f"shows it; resolve it there (`cd {typed(self.space.path)} && git rebase "

@@ -109,8 +109,12 @@ class RunOptions:
 
 
 def continue_args(args: tuple[str, ...] | list[str]) -> list[str]:
-    """A command's arguments as they continue its run: without --reset (and its --yes)."""
-    return [a for a in args if a not in ("--reset", "--yes")]
+    """A command's arguments as they continue its run: without --reset (and its --yes), and
+    without a `--` (`agent-loop -- -dash.md`), whose plan goes as `./-dash.md`: an option put
+    after it (`--budget 0.9`) would be read as a plan."""
+    cut = args.index("--") if "--" in args else len(args)
+    plans = ["./" + a if a.startswith("-") else a for a in args[cut + 1:]]
+    return [a for a in args[:cut] if a not in ("--reset", "--yes")] + plans
 
 
 # (what is given, what it needs): a flag that only means something beside another one.

@@ -165,7 +165,9 @@ def settling(run: Run, task: TaskState, record: Attempt) -> Iterator[None]:
         yield
     except LandingHeld as held:
         # The record says how to finish it: the next run lands it, paying no agent again.
-        again = " ".join(["agent-loop", *continue_args(run.options.command)]) \
+        import shlex  # a held landing's line only
+
+        again = shlex.join(["agent-loop", *continue_args(run.options.command)]) \
             if run.options.command else "agent-loop"
         reason = f"{held}: `{again}`"
         hand(run, task, Held(record, held.commit, reason))

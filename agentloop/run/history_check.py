@@ -10,6 +10,7 @@ import dataclasses
 from typing import Iterator
 
 from agentloop.errors import RunStopped
+from agentloop.files.shown import typed_path
 from agentloop.run.context import Run
 from agentloop.run.decisions import Moved
 from agentloop.run.handover import hand
@@ -143,7 +144,7 @@ def _taken_back(run: Run, yours: set[str]) -> set[str]:
         new = yours - (run.shared.lost_before or set())
         run.shared.lost_before = (run.shared.lost_before or set()) | yours
         run.shared.done = None  # read afresh, without them
-    name = run.project.shown(run.project.task_file)  # as typed where you stand
+    name = typed_path(run.project.shown(run.project.task_file))  # as typed where you stand
     for task in run.state.tasks:
         if task.change_id in new:
             line = (f"task {task.index}'s change was abandoned in your checkout: it stays taken "
@@ -188,7 +189,7 @@ def lost_before(run: Run) -> None:
         if ids:
             _recommitted(run)
         shared.lost_before = lost
-    name = run.project.shown(run.project.task_file)  # as typed where you stand
+    name = typed_path(run.project.shown(run.project.task_file))  # as typed where you stand
     here = lane()
     try:
         for task in run.state.tasks:

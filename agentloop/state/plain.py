@@ -67,13 +67,12 @@ def locate(task_file: Path, cwd: Path) -> tuple[Path, Path]:
 
 def _elsewhere(path: Path, other: Path) -> None:
     """Refuse the plan at `path`, which lies in the repository at `other`."""
-    import shlex
-
     from agentloop.errors import TaskFileError
+    from agentloop.files.shown import typed, typed_path
 
     name = path.relative_to(other).as_posix()
     raise TaskFileError(f"{path.name} is in another repository ({other}); run agent-loop there "
-                        f"(cd {shlex.quote(str(other))} && agent-loop {shlex.quote(name)}), or "
+                        f"(cd {typed(other)} && agent-loop {typed_path(name)}), or "
                         "copy the plan into this one")
 
 

@@ -22,6 +22,7 @@ from agentloop.files.shown import typed
 from agentloop.vcs import find_root
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
+from agentloop.vcs.jj.symbols import typed_symbol
 
 
 def git_only(repo: Path) -> bool:
@@ -66,7 +67,8 @@ def colocated_note(root: Path, branch: str | None) -> str:
         return f"initialized a colocated jj repository in {root} (git keeps working)"
     return (f"initialized a colocated jj repository in {root}: git keeps working, on a "
             f"detached HEAD from now on (jj's way), and your branch {branch} stays where it is; "
-            f"`jj bookmark set {typed(branch)} -r @-` after the run brings it to the tasks")
+            f"`jj bookmark set {typed_symbol(branch)} -r @-` after the run brings it to the "
+            "tasks")
 
 
 def attached_note(root: Path) -> str | None:
@@ -79,8 +81,8 @@ def attached_note(root: Path) -> str | None:
         return None  # `jj git init` names an unborn main: a jj user's, with no branch to leave
     return (f"this colocated repository runs with jj: git is on branch {branch} now, and on a "
             f"detached HEAD once the run begins (jj's way), your branch {branch} stays where it "
-            f"is; `jj bookmark set {typed(branch)} -r @-` after the run brings it to the tasks "
-            "(`--vcs git` keeps git on it instead)")
+            f"is; `jj bookmark set {typed_symbol(branch)} -r @-` after the run brings it to the "
+            "tasks (`--vcs git` keeps git on it instead)")
 
 
 def converted_warning(root: Path) -> str | None:
@@ -108,7 +110,7 @@ def converted_warning(root: Path) -> str | None:
             f"agent-loop): git is on a detached HEAD ({head[:12]}) and your branch {branch} "
             f"is behind it{authors}. With git: `git switch {typed(branch)} && git merge "
             f"--ff-only {head[:12]}` brings the branch to that work; with jj: `jj bookmark set "
-            f"{typed(branch)} -r @-`. agent-loop rewrites no history")
+            f"{typed_symbol(branch)} -r @-`. agent-loop rewrites no history")
 
 
 def new_repository_note(asked: str, root: Path) -> str | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import subprocess
 from pathlib import Path
 
@@ -32,10 +31,12 @@ def test_a_name_git_quotes_is_said_as_git_says_it(tmp_path: Path) -> None:
 def test_a_name_git_left_unmerged_is_typed_so_the_command_works_in_one_line(
         tmp_path: Path) -> None:
     """The stop's `git restore` of files a `git stash pop` left unmerged: a name with a newline
-    goes as a glob pathspec (the line stays one), a name with a space or a quote quoted; typed
-    as printed, it ends the conflict and takes the markers out."""
+    goes in bash's $'...' (the line stays one), a name with a space or a quote quoted; pasted
+    as printed, it ends the conflict and takes the markers out, and restores no other file (a
+    glob pathspec's `?` took your `a_b.txt` too)."""
     names = ["a\nb.txt", "it's here.txt", "plain.txt"]
-    work = make_repo(tmp_path / "work", "git", {n: "base\n" for n in names})
+    work = make_repo(tmp_path / "work", "git", {n: "base\n" for n in [*names, "a_b.txt"]})
+    (work / "a_b.txt").write_text("yours\n")
     for n in names:
         (work / n).write_text("mine\n")
     git(work, "stash", "-q")
@@ -46,7 +47,8 @@ def test_a_name_git_left_unmerged_is_typed_so_the_command_works_in_one_line(
     files = unmerged(Git(work))
     assert sorted(files) == sorted(names)
     command = restore(work, files)
-    assert "\n" not in command and ":(glob)a?b.txt" in command, command
-    subprocess.run(shlex.split(command), cwd=work, check=True, capture_output=True)
+    assert "\n" not in command and "$'a\\nb.txt'" in command, command
+    subprocess.run(["bash", "-c", command], cwd=work, check=True, capture_output=True)
     assert not unmerged(Git(work))
     assert all((work / n).read_text() == "lane\n" for n in names)
+    assert (work / "a_b.txt").read_text() == "yours\n"

@@ -212,7 +212,49 @@ def test_vcs_jj_takes_the_git_author_variables_when_nothing_else_names_one(
     assert authors == ["Test Author <author@example.com>"] * 2
 
 
-@pytest.mark.parametrize("branch", ["fix&go", "it's"])
+# Names git takes for a branch that jj's revsets read otherwise: an operator (`&`, `x-`: the
+# parents of x, `me@home`: a remote's bookmark), a quote for the shell.
+ODD = ["fix&go", "it's", "x-", "me@home"]
+
+
+def pasted_jj(work: Path, line: str | None) -> None:
+    """The line's `jj bookmark set …` run as printed from the repository's subfolder src/."""
+    command = re.search(r"`(jj bookmark set [^`]+)`", line or "")
+    assert command is not None, line
+    done = subprocess.run(["bash", "-c", command.group(1)], cwd=work / "src",
+                          capture_output=True, text=True)
+    assert done.returncode == 0, (command.group(1), done.stderr)
+
+
+def bookmarked(work: Path, branch: str) -> list[str]:
+    """The commit ids of `@-` and of bookmark `branch`, as jj reads them."""
+    name = '"' + branch.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return [subprocess.run(["jj", "log", "--no-graph", "-r", revset, "-T", "commit_id"],
+                           cwd=work, capture_output=True, text=True, check=True).stdout
+            for revset in ("@-", name)]
+
+
+@pytest.mark.parametrize("branch", ODD)
+def test_the_bookmark_set_for_a_branch_jj_reads_as_an_operator_runs_as_printed(
+        tmp_path: Path, git_user: str, branch: str) -> None:
+    from agentloop.vcs.stays_git import attached_note, colocated_note
+
+    work = git_project(tmp_path, PLAN)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    git(work, "branch", "-m", "main", branch)
+    (work / "src").mkdir()
+    subprocess.run(["jj", "git", "init", "--colocate"], cwd=work, check=True,
+                   capture_output=True)
+    said = [attached_note(work), colocated_note(work, branch)]
+    subprocess.run(["jj", "new"], cwd=work, check=True, capture_output=True)
+    for line in said:
+        pasted_jj(work, line)
+        at, mark = bookmarked(work, branch)
+        assert at and mark == at, (line, at, mark)
+
+
+@pytest.mark.parametrize("branch", ODD)
 def test_the_way_back_to_a_branch_named_for_the_shell_runs_as_printed(
         tmp_path: Path, git_user: str, branch: str) -> None:
     from agentloop.vcs.stays_git import converted_warning
@@ -236,3 +278,8 @@ def test_the_way_back_to_a_branch_named_for_the_shell_runs_as_printed(
                           capture_output=True, text=True)
     assert done.returncode == 0, (command.group(1), done.stderr)
     assert git(work, "rev-parse", branch).strip() == head
+    # and with jj, from the repository as it was
+    git(work, "switch", "-q", "--detach", head)
+    pasted_jj(work, line)
+    at, mark = bookmarked(work, branch)
+    assert at and mark == at, (at, mark)

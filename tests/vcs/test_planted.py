@@ -5,6 +5,7 @@ Real git repositories, git's own `git config` writing."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from agentloop.vcs.git import planted
@@ -51,3 +52,25 @@ def test_a_change_one_lane_said_is_not_said_again_by_another(work: Path) -> None
     assert said is not None and "post-checkout added" in said.line
     assert said.commands == (f"rm {common}/hooks/post-checkout",)
     assert planted.changed(common, work, second) is None
+
+
+def test_the_way_back_runs_as_pasted_where_the_checkouts_path_holds_a_newline(
+        tmp_path: Path) -> None:
+    work = tmp_path / "my\nrepo"
+    work.mkdir()
+    (work / "README.md").write_text("hello\n")
+    init_repo(work, "git")
+    git(work, "config", "core.sshCommand", "ssh -i it's mine")
+    common = work / ".git"
+    before = planted.look(common)
+    git(work, "config", "core.sshCommand", "ssh -i theirs")
+    (common / "hooks" / "post-checkout").write_text("#!/bin/sh\n")
+    found = planted.changed(common, work, before)
+    assert found is not None and len(found.commands) == 3, found
+    for command in found.commands:  # each on one line, pasted in the folder above
+        assert "\n" not in command, command
+        done = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True,
+                              text=True)
+        assert done.returncode == 0, (command, done.stderr)
+    assert git(work, "config", "--get-all", "core.sshCommand") == "ssh -i it's mine\n"
+    assert not (common / "hooks" / "post-checkout").exists()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from agentloop.files.shown import typed
 from agentloop.files.stamp import stat_or_none
 from agentloop.ondemand import dataclass
 from agentloop.vcs.breach import Breach, Kind
@@ -108,13 +109,11 @@ def _settings_changed(old: bytes, new: bytes, root: Path, common: Path, parts: l
     more = len(added) + len(gone) - len(said)
     parts.append(f"your repository's git settings {file} changed ({', '.join(said)}"
                  + (f" and {more} more" if more > 0 else "") + ")")
-    import shlex  # the repair of a changed setting only
-
-    git = f"git -C {shlex.quote(str(root))} config"
+    git = f"git -C {typed(root)} config"
     for key in dict.fromkeys(k for k, _ in added):
         commands.append(f"{git} --unset-all {key}")
     for key, value in gone:
-        commands.append(f"{git} --add {key} {shlex.quote(value)}")
+        commands.append(f"{git} --add {key} {typed(value)}")
 
 
 def _shown(value: str) -> str:
@@ -132,10 +131,8 @@ def _hooks_changed(old: tuple[tuple[str, int, int], ...], new: tuple[tuple[str, 
     if not said:
         return
     parts.append(f"your repository's git hooks {folder} changed ({', '.join(said[:5])})")
-    import shlex  # the repair of a changed hook only
-
     for name in written:
-        path = shlex.quote(str(folder / name))
+        path = typed(folder / name)
         commands.append(f"rm {path}" if name not in was else f"cat {path}")
 
 

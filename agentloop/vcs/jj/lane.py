@@ -25,6 +25,7 @@ from agentloop.vcs.jj.lane_check import JjLaneRecord, check_jj_lane, operation, 
 from agentloop.vcs.jj.mainline import JjMainLine
 from agentloop.vcs.jj.revive import revive, said
 from agentloop.vcs.jj.run import DIVERGENT, STALE, Jj, op_head, op_id
+from agentloop.vcs.jj.symbols import literal, typed_symbol
 from agentloop.vcs.jj.takenback import revived, taken_back
 from agentloop.vcs.jj.workspaces import lane_of
 from agentloop.vcs.landing import IntegrationConflict, markers_left
@@ -467,8 +468,9 @@ class LaneJj:
     def help_lines(self, where: str, main: str = "@-") -> str:
         """How a person looks at a conflicted change and goes on."""
         branch = self.lane_branch()
-        return (f"its change is kept under bookmark {branch}: `jj log -r {branch}` and "
-                f"`jj diff -r {branch}` show it; resolve it with `jj new {branch}`, fix the "
+        at = typed_symbol(branch)
+        return (f"its change is kept under bookmark {branch}: `jj log -r {at}` and "
+                f"`jj diff -r {at}` show it; resolve it with `jj new {at}`, fix the "
                 "files, `jj squash`, then run the same agent-loop command again to land it")
 
 
@@ -484,4 +486,4 @@ def _stood_on(moved: str) -> str:
 
 
 def _quoted(path: str) -> str:
-    return 'root-file:"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return "root-file:" + literal(path)

@@ -16,6 +16,7 @@ from agentloop.files.shown import typed
 from agentloop.ondemand import dataclass
 from agentloop.proc import environ
 from agentloop.vcs import folder_gone
+from agentloop.vcs.jj.symbols import literal
 
 # No pager, no colour, no editor (descriptions come with -m; `false` fails at once instead).
 JJ = ["jj", "--no-pager", "--color=never"]
@@ -363,6 +364,4 @@ def jj_root(folder: Path) -> Path | None:
 
 def fileset(paths: list[str]) -> str:
     """Exact paths as a jj fileset, so no file name is read as a pattern."""
-    def quote(path: str) -> str:
-        return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return " | ".join(f"root-file:{quote(p)}" for p in paths)
+    return " | ".join(f"root-file:{literal(p)}" for p in paths)
