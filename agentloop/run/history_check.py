@@ -189,7 +189,6 @@ def lost_before(run: Run) -> None:
         if ids:
             _recommitted(run)
         shared.lost_before = lost
-    name = typed_path(run.project.shown(run.project.task_file))  # as typed where you stand
     here = lane()
     try:
         for task in run.state.tasks:
@@ -200,6 +199,7 @@ def lost_before(run: Run) -> None:
                     set_lane(task.group)
                 from agentloop.state.whereabouts import lost_words  # only for a lost one
 
+                name = typed_path(run.project.shown(run.project.task_file))  # as you type it
                 run.emit(LaneNote(f"{lost_words(run.vcs.name, task)}: it stays done; "
                                   f"`agent-loop {name} --task {task.index} --again` does it "
                                   "once more"))

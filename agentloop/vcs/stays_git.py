@@ -22,7 +22,6 @@ from agentloop.files.shown import typed
 from agentloop.vcs import find_root
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
-from agentloop.vcs.jj.symbols import typed_symbol
 
 
 def git_only(repo: Path) -> bool:
@@ -59,6 +58,13 @@ def branch_of(git_dir: Path) -> str | None:
     return head.removeprefix("ref: refs/heads/")
 
 
+def _bookmark(branch: str) -> str:
+    """A branch as a bookmark in a printed jj command. Imported here: these lines are said in a
+    git run too, which loads nothing of jj's."""
+    from agentloop.vcs.jj.symbols import typed_symbol
+    return typed_symbol(branch)
+
+
 def colocated_note(root: Path, branch: str | None) -> str:
     """What `jj git init --colocate` did to a git user's repository, in one line: git keeps
     working, but jj keeps git's HEAD detached and moves no branch, so the user's branch stays
@@ -67,7 +73,7 @@ def colocated_note(root: Path, branch: str | None) -> str:
         return f"initialized a colocated jj repository in {root} (git keeps working)"
     return (f"initialized a colocated jj repository in {root}: git keeps working, on a "
             f"detached HEAD from now on (jj's way), and your branch {branch} stays where it is; "
-            f"`jj bookmark set {typed_symbol(branch)} -r @-` after the run brings it to the "
+            f"`jj bookmark set {_bookmark(branch)} -r @-` after the run brings it to the "
             "tasks")
 
 
@@ -81,7 +87,7 @@ def attached_note(root: Path) -> str | None:
         return None  # `jj git init` names an unborn main: a jj user's, with no branch to leave
     return (f"this colocated repository runs with jj: git is on branch {branch} now, and on a "
             f"detached HEAD once the run begins (jj's way), your branch {branch} stays where it "
-            f"is; `jj bookmark set {typed_symbol(branch)} -r @-` after the run brings it to the "
+            f"is; `jj bookmark set {_bookmark(branch)} -r @-` after the run brings it to the "
             "tasks (`--vcs git` keeps git on it instead)")
 
 
@@ -110,7 +116,7 @@ def converted_warning(root: Path) -> str | None:
             f"agent-loop): git is on a detached HEAD ({head[:12]}) and your branch {branch} "
             f"is behind it{authors}. With git: `git switch {typed(branch)} && git merge "
             f"--ff-only {head[:12]}` brings the branch to that work; with jj: `jj bookmark set "
-            f"{typed_symbol(branch)} -r @-`. agent-loop rewrites no history")
+            f"{_bookmark(branch)} -r @-`. agent-loop rewrites no history")
 
 
 def new_repository_note(asked: str, root: Path) -> str | None:
