@@ -549,6 +549,32 @@ def test_a_run_loads_before_its_first_agent_only_what_the_agent_needs(
     assert (work / "b.txt").read_text().strip() == "B"
 
 
+# What a plain git run loads only at its end: the lane's removal (agentloop.vcs.git.teardown)
+# and the closing lines' quoting (shlex). The main thread goes from its last landing to its exit
+# with nothing to load: both are loaded while an agent works, by the thread that makes the
+# records ahead (agentloop.run.ahead).
+LOADED_FOR_THE_END = ("agentloop.vcs.git.teardown", "shlex")
+
+
+def test_a_run_s_end_loads_no_module_on_the_main_thread(tmp_path: Path,
+                                                         fake_claude: FakeClaude) -> None:
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n"
+                                                       "- second\n  FAKE: write b.txt B\n")
+    lines = audited_run(work, tmp_path, where=True)
+    agent = next(n for n, line in enumerate(lines)
+                 if line.startswith("process ") and "stream-json" in line)
+    imported = {line.split()[1]: (n, line.split()[2] == "True") for n, line in enumerate(lines)
+                if line.startswith("import ")}
+    missing = [m for m in LOADED_FOR_THE_END if m not in imported]
+    assert not missing, f"{missing} never loaded: is the run read right?"
+    main = [m for m in LOADED_FOR_THE_END if imported[m][1]]
+    assert not main, f"the main thread loads {main} on the way to the run's exit"
+    assert all(imported[m][0] > agent for m in LOADED_FOR_THE_END), lines
+    assert not (work / ".agent-loop" / "lanes").exists() or \
+        not list((work / ".agent-loop" / "lanes").iterdir())
+    assert (work / "b.txt").read_text().strip() == "B"
+
+
 LANE_AHEAD = """
 import dataclasses, sys, time
 from agentloop.proc.read_output import Deadline
