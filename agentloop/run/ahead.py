@@ -84,6 +84,19 @@ _AT_THE_END = ("shlex",)
 _AT_A_GIT_LANE_S_END = ("agentloop.vcs.git.teardown",)
 
 
+# The records the run's caller makes once the run has ended (agentloop.app's RunResult: a layer
+# this module does not import), named by that caller before the run starts (make_ahead_too).
+_AT_THE_CALLER_S_END: list[type] = []
+
+
+def make_ahead_too(cls: type) -> None:
+    """`cls`, a record the caller of a run makes once it has ended, made with the run's own by
+    the records-ahead thread while the first agent works (make_ahead), not on the main thread's
+    way from the run's last landing to its exit."""
+    if cls not in _AT_THE_CALLER_S_END:
+        _AT_THE_CALLER_S_END.append(cls)
+
+
 def _warm_ups(lane: str | None) -> tuple[str, ...]:
     """The modules the records-ahead thread loads once the records are made (_warmed)."""
     return ("agentloop.run.tick_boxes", *_AT_THE_END,
@@ -109,6 +122,7 @@ def _make(started: threading.Event, load: Callable[[], None] | None,
     from agentloop.run.controller import LaneEnded
     from agentloop.run.final_message import Report
     from agentloop.run.fixes import Outcome
+    from agentloop.run.names_now import Names
     from agentloop.state.receipts import Receipt
     from agentloop.vcs.choose import GitLaneRecord, Listed
 
@@ -117,7 +131,7 @@ def _make(started: threading.Event, load: Callable[[], None] | None,
                 decisions.MayStart, events.TaskStarted, events.AgentStarted, Streamed, Deadline,
                 None, Activity, events.AgentActivity, AgentResult, events.AgentFinished, Listed,
                 Report, Outcome, Receipt, decisions.Completed, events.TaskFinished, LaneEnded,
-                decisions.RunEnded, events.RunFinished):
+                Names, decisions.RunEnded, events.RunFinished, *_AT_THE_CALLER_S_END):
         if cls is None:   # the agent's start made: the rest while it runs
             started.wait(_AGENT_STARTS_WITHIN)
             continue

@@ -575,6 +575,45 @@ def test_a_run_s_end_loads_no_module_on_the_main_thread(tmp_path: Path,
     assert (work / "b.txt").read_text().strip() == "B"
 
 
+# Every record (agentloop.ondemand) a run makes, with the thread that made it and whether an
+# agent had started by then.
+RECORDS_MADE = """
+import os, runpy, sys, threading
+import agentloop.ondemand as ondemand
+import agentloop.proc as proc
+made, started, build, stream = [], [], ondemand._build, proc.stream
+def built(cls, options):
+    made.append((bool(started), threading.current_thread() is threading.main_thread(),
+                 f"{cls.__module__}.{cls.__qualname__}"))
+    return build(cls, options)
+def streamed(*args, **kwargs):
+    started.append(True)
+    return stream(*args, **kwargs)
+ondemand._build, proc.stream = built, streamed
+leave = os._exit
+def left(code):
+    print(sorted(name for after, main, name in made if after and main), flush=True)
+    leave(code)
+os._exit = left
+sys.argv = ["agent-loop", "tasks.md", "--vcs", "git", "--no-distill"]
+runpy.run_module("agentloop", run_name="__main__")
+"""
+
+
+def test_the_main_thread_makes_no_record_once_the_first_agent_works(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # The records of a task's and of the run's end (agentloop.ondemand: each made once, the
+    # first time one is needed) are made by the records-ahead thread while the first agent
+    # works (agentloop.run.ahead), not by the main thread between the last landing and the exit.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n"
+                                                       "- second\n  FAKE: write b.txt B\n")
+    done = subprocess.run([sys.executable, "-c", RECORDS_MADE], cwd=work,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (work / "b.txt").read_text().strip() == "B"
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout.splitlines()[-1]
+
+
 LANE_AHEAD = """
 import dataclasses, sys, time
 from agentloop.proc.read_output import Deadline
