@@ -575,6 +575,44 @@ def test_a_run_s_end_loads_no_module_on_the_main_thread(tmp_path: Path,
     assert (work / "b.txt").read_text().strip() == "B"
 
 
+# The pathlib globs a run asks for before its first agent, with where each was asked.
+GLOBS = """
+import os, pathlib, runpy, sys
+import agentloop.proc as proc
+asked, started, glob, stream = [], [], pathlib.Path.glob, proc.stream
+def globbed(self, pattern):
+    if not started:
+        caller = sys._getframe(1)
+        asked.append(f"{caller.f_globals.get('__name__')}: {pattern}")
+    return glob(self, pattern)
+def streamed(*args, **kwargs):
+    started.append(True)
+    return stream(*args, **kwargs)
+pathlib.Path.glob, proc.stream = globbed, streamed
+leave = os._exit
+def left(code):
+    print(sorted(asked), flush=True)
+    leave(code)
+os._exit = left
+sys.argv = ["agent-loop", "tasks.md", "--vcs", "git", "--no-distill"]
+runpy.run_module("agentloop", run_name="__main__")
+"""
+
+
+def test_a_run_globs_no_folder_on_its_way_to_the_first_agent(tmp_path: Path,
+                                                             fake_claude: FakeClaude) -> None:
+    # A pathlib glob compiles its pattern and builds its selectors (a tenth of a millisecond
+    # or so each): the folders a run looks through before its first agent (the plans' states,
+    # a killed writer's temporary files) are read with one os.scandir each
+    # (agentloop.files.listing), finding the same entries.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    done = subprocess.run([sys.executable, "-c", GLOBS], cwd=work,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (work / "a.txt").read_text().strip() == "A"
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout.splitlines()[-1]
+
+
 # Every record (agentloop.ondemand) a run makes, with the thread that made it and whether an
 # agent had started by then.
 RECORDS_MADE = """
