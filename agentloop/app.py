@@ -194,6 +194,9 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     except BaseException:
         _join(history, asked, failing=True, early=early)
         raise
+    from agentloop.run.ahead import make_ahead_too
+
+    make_ahead_too(RunResult)  # its record, made while the first agent works
     events = EventLog(project.store.events, now)
     report = fan_out(events, emit)  # the run's events, to the log and to the caller
     hooks = _hooks(project, options, report)

@@ -59,7 +59,7 @@ def make_ahead(lane: str | None) -> None:
     if lane is not None:
         from agentloop.vcs.choose import load_lane_ahead
         load = load_lane_ahead(lane)
-    thread = threading.Thread(target=_made_ahead, args=(started, load),
+    thread = threading.Thread(target=_made_ahead, args=(started, load, _warm_ups(lane)),
                               name="agent-loop records ahead", daemon=True)
     try:
         thread.start()
@@ -76,15 +76,44 @@ def make_ahead(lane: str | None) -> None:
 _AGENT_STARTS_WITHIN = 60.0
 
 
-def _made_ahead(started: threading.Event, load: Callable[[], None] | None) -> None:
+# The modules a run loads only once its tasks are done, where they are used: the closing lines'
+# quoting (shlex: a pattern compiled as it loads) and, for a run in git lanes, the removal of its
+# last lane. Loaded while the first agent works, they are off the way from the run's last
+# landing to its exit, which the main thread goes with nothing left to load.
+_AT_THE_END = ("shlex",)
+_AT_A_GIT_LANE_S_END = ("agentloop.vcs.git.teardown",)
+
+
+# The records the run's caller makes once the run has ended (agentloop.app's RunResult: a layer
+# this module does not import), named by that caller before the run starts (make_ahead_too).
+_AT_THE_CALLER_S_END: list[type] = []
+
+
+def make_ahead_too(cls: type) -> None:
+    """`cls`, a record the caller of a run makes once it has ended, made with the run's own by
+    the records-ahead thread while the first agent works (make_ahead), not on the main thread's
+    way from the run's last landing to its exit."""
+    if cls not in _AT_THE_CALLER_S_END:
+        _AT_THE_CALLER_S_END.append(cls)
+
+
+def _warm_ups(lane: str | None) -> tuple[str, ...]:
+    """The modules the records-ahead thread loads once the records are made (_warmed)."""
+    return ("agentloop.run.tick_boxes", *_AT_THE_END,
+            *(_AT_A_GIT_LANE_S_END if lane == "git" else ()))
+
+
+def _made_ahead(started: threading.Event, load: Callable[[], None] | None,
+                warm: tuple[str, ...]) -> None:
     try:
-        _make(started, load)
+        _make(started, load, warm)
     finally:
         if load is not None:   # once in any case: the lane's opening waits for it
             load()
 
 
-def _make(started: threading.Event, load: Callable[[], None] | None) -> None:
+def _make(started: threading.Event, load: Callable[[], None] | None,
+          warm: tuple[str, ...]) -> None:
     from agentloop.agents import Activity, AgentResult
     from agentloop.ondemand import made
     from agentloop.proc.read_output import Deadline
@@ -93,6 +122,7 @@ def _make(started: threading.Event, load: Callable[[], None] | None) -> None:
     from agentloop.run.controller import LaneEnded
     from agentloop.run.final_message import Report
     from agentloop.run.fixes import Outcome
+    from agentloop.run.names_now import Names
     from agentloop.state.receipts import Receipt
     from agentloop.vcs.choose import GitLaneRecord, Listed
 
@@ -101,7 +131,7 @@ def _make(started: threading.Event, load: Callable[[], None] | None) -> None:
                 decisions.MayStart, events.TaskStarted, events.AgentStarted, Streamed, Deadline,
                 None, Activity, events.AgentActivity, AgentResult, events.AgentFinished, Listed,
                 Report, Outcome, Receipt, decisions.Completed, events.TaskFinished, LaneEnded,
-                decisions.RunEnded, events.RunFinished):
+                Names, decisions.RunEnded, events.RunFinished, *_AT_THE_CALLER_S_END):
         if cls is None:   # the agent's start made: the rest while it runs
             started.wait(_AGENT_STARTS_WITHIN)
             continue
@@ -111,15 +141,16 @@ def _make(started: threading.Event, load: Callable[[], None] | None) -> None:
         # The main thread takes the interpreter at once when it wakes (its git, its agent's
         # output): without the pause it could wait out a whole switch interval (5 ms).
         time.sleep(0)
-    # Then, the agent still at work, the module the task's end imports where it is used
-    # (agentloop.run.ledger), kept off the way to the first agent. Only a warm-up: an import
+    # Then, the agent still at work, the modules the task's end imports where they are used
+    # (agentloop.run.ledger), and the run's end (_AT_THE_END), kept off the way to the first
+    # agent. Only a warm-up: an import
     # that fails here fails again, and is said, where the module is used; a stop never reaches
     # this thread (Python raises it in the main thread), which nothing waits for and whose
     # modules are whole or absent (a failed import leaves none behind); the main thread, if
     # first, imports them itself (one import at a time). A stop's own path imports nothing
     # new (agentloop.run.loop keeps its end at the top): a thread stuck in an import holds
     # Python's import lock.
-    _warmed(("agentloop.run.tick_boxes",))
+    _warmed(warm)
 
 
 def _warmed(modules: tuple[str, ...]) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from stat import S_ISDIR
 
 from agentloop.errors import StateError
-from agentloop.files import regular
+from agentloop.files import listing, regular
 from agentloop.files.digest import hexdigest
 from agentloop.plan import source
 from agentloop.state.fields import ATTEMPTS, SCHEMA_VERSION, STATES, TASKS, Table, check, fits
@@ -122,7 +122,7 @@ def plan_folders(root: Path) -> list[Path]:
     """The folder of every plan that has run in the repository at `root`: the first plan's
     `.agent-loop/`, then the others' `.agent-loop/plans/<name>-<hash>/`."""
     base = root / STATE_DIR
-    folders = [base, *sorted(p for p in (base / "plans").glob("*") if p.is_dir())]
+    folders = [base, *sorted(listing.folders(base / "plans"))]
     return [f for f in folders if _kept(f / "state.json")]
 
 

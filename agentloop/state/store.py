@@ -18,7 +18,7 @@ from typing import Any, Iterator
 import orjson
 
 from agentloop.errors import StateError
-from agentloop.files import jsonbytes, regular
+from agentloop.files import jsonbytes, listing, regular
 from agentloop.state import journal, plain
 from agentloop.state.runlock import RunLock
 from agentloop.state.schema import State, TaskState, from_json, loads, now
@@ -167,8 +167,9 @@ class Store:
         self.make_dir()
         try:
             self.runlock.take()
-            for stale in self.dir.glob(".state-*.tmp"):  # left by a writer that was killed
-                stale.unlink(missing_ok=True)
+            for name in listing.names(self.dir):  # left by a writer that was killed
+                if name.startswith(".state-") and name.endswith(".tmp"):
+                    (self.dir / name).unlink(missing_ok=True)
             yield
         finally:
             if not self.runlock.lost:  # else state.json is the other run's to write

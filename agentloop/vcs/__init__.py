@@ -43,11 +43,13 @@ def plan_files(root: Path) -> set[str]:
     slash-separated): none of them is ever part of a task's change, whichever plan runs."""
     import orjson
 
-    from agentloop.files import regular
+    from agentloop.files import listing, regular
 
     found = set()
     base = root / STATE_DIR
-    for state in [base / "state.json", *base.glob("plans/*/state.json")]:
+    # A folder with no state.json in it is passed over as the read's OSError.
+    others = [folder / "state.json" for folder in listing.folders(base / "plans")]
+    for state in [base / "state.json", *others]:
         try:
             name = orjson.loads(regular.read_bytes(state)).get("task_file")
         except (OSError, orjson.JSONDecodeError, AttributeError):

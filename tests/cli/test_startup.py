@@ -549,6 +549,109 @@ def test_a_run_loads_before_its_first_agent_only_what_the_agent_needs(
     assert (work / "b.txt").read_text().strip() == "B"
 
 
+# What a plain git run loads only at its end: the lane's removal (agentloop.vcs.git.teardown)
+# and the closing lines' quoting (shlex). The main thread goes from its last landing to its exit
+# with nothing to load: both are loaded while an agent works, by the thread that makes the
+# records ahead (agentloop.run.ahead).
+LOADED_FOR_THE_END = ("agentloop.vcs.git.teardown", "shlex")
+
+
+def test_a_run_s_end_loads_no_module_on_the_main_thread(tmp_path: Path,
+                                                         fake_claude: FakeClaude) -> None:
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n"
+                                                       "- second\n  FAKE: write b.txt B\n")
+    lines = audited_run(work, tmp_path, where=True)
+    agent = next(n for n, line in enumerate(lines)
+                 if line.startswith("process ") and "stream-json" in line)
+    imported = {line.split()[1]: (n, line.split()[2] == "True") for n, line in enumerate(lines)
+                if line.startswith("import ")}
+    missing = [m for m in LOADED_FOR_THE_END if m not in imported]
+    assert not missing, f"{missing} never loaded: is the run read right?"
+    main = [m for m in LOADED_FOR_THE_END if imported[m][1]]
+    assert not main, f"the main thread loads {main} on the way to the run's exit"
+    assert all(imported[m][0] > agent for m in LOADED_FOR_THE_END), lines
+    assert not (work / ".agent-loop" / "lanes").exists() or \
+        not list((work / ".agent-loop" / "lanes").iterdir())
+    assert (work / "b.txt").read_text().strip() == "B"
+
+
+# The pathlib globs a run asks for before its first agent, with where each was asked.
+GLOBS = """
+import os, pathlib, runpy, sys
+import agentloop.proc as proc
+asked, started, glob, stream = [], [], pathlib.Path.glob, proc.stream
+def globbed(self, pattern):
+    if not started:
+        caller = sys._getframe(1)
+        asked.append(f"{caller.f_globals.get('__name__')}: {pattern}")
+    return glob(self, pattern)
+def streamed(*args, **kwargs):
+    started.append(True)
+    return stream(*args, **kwargs)
+pathlib.Path.glob, proc.stream = globbed, streamed
+leave = os._exit
+def left(code):
+    print(sorted(asked), flush=True)
+    leave(code)
+os._exit = left
+sys.argv = ["agent-loop", "tasks.md", "--vcs", "git", "--no-distill"]
+runpy.run_module("agentloop", run_name="__main__")
+"""
+
+
+def test_a_run_globs_no_folder_on_its_way_to_the_first_agent(tmp_path: Path,
+                                                             fake_claude: FakeClaude) -> None:
+    # A pathlib glob compiles its pattern and builds its selectors (a tenth of a millisecond
+    # or so each): the folders a run looks through before its first agent (the plans' states,
+    # a killed writer's temporary files) are read with one os.scandir each
+    # (agentloop.files.listing), finding the same entries.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    done = subprocess.run([sys.executable, "-c", GLOBS], cwd=work,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (work / "a.txt").read_text().strip() == "A"
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout.splitlines()[-1]
+
+
+# Every record (agentloop.ondemand) a run makes, with the thread that made it and whether an
+# agent had started by then.
+RECORDS_MADE = """
+import os, runpy, sys, threading
+import agentloop.ondemand as ondemand
+import agentloop.proc as proc
+made, started, build, stream = [], [], ondemand._build, proc.stream
+def built(cls, options):
+    made.append((bool(started), threading.current_thread() is threading.main_thread(),
+                 f"{cls.__module__}.{cls.__qualname__}"))
+    return build(cls, options)
+def streamed(*args, **kwargs):
+    started.append(True)
+    return stream(*args, **kwargs)
+ondemand._build, proc.stream = built, streamed
+leave = os._exit
+def left(code):
+    print(sorted(name for after, main, name in made if after and main), flush=True)
+    leave(code)
+os._exit = left
+sys.argv = ["agent-loop", "tasks.md", "--vcs", "git", "--no-distill"]
+runpy.run_module("agentloop", run_name="__main__")
+"""
+
+
+def test_the_main_thread_makes_no_record_once_the_first_agent_works(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # The records of a task's and of the run's end (agentloop.ondemand: each made once, the
+    # first time one is needed) are made by the records-ahead thread while the first agent
+    # works (agentloop.run.ahead), not by the main thread between the last landing and the exit.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n"
+                                                       "- second\n  FAKE: write b.txt B\n")
+    done = subprocess.run([sys.executable, "-c", RECORDS_MADE], cwd=work,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (work / "b.txt").read_text().strip() == "B"
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout.splitlines()[-1]
+
+
 LANE_AHEAD = """
 import dataclasses, sys, time
 from agentloop.proc.read_output import Deadline
