@@ -473,6 +473,11 @@ def test_a_finished_agents_work_is_kept_when_you_reset_a_landed_task_off_your_br
         subprocess.run(shlex.split(picked.group(1)), cwd=work, check=True, capture_output=True)
     out = _went_on(work)
     assert "the agent is not paid again" in out, out
+    # The lane's roll-back keeps a2's files before they come back; the `git show` it prints
+    # showed the lane's own commits instead, kept under the same ref after it (your reset).
+    shown = re.search(r"its files are kept in commit \w+ \(`(git show [^`]+)`\)", out)
+    assert shown is not None, out
+    assert "a2.txt" in git(work, *shlex.split(shown.group(1))[1:], "--stat"), shown.group(1)
     landed = [".gitignore", "README", "a2.txt", "a3.txt", "tasks.md"]
     assert _landed(work) == sorted(landed + ["a1.txt"] * repair)
     assert (work / "a2.txt").read_text() == "A2\n"
