@@ -322,6 +322,7 @@ def test_a_plan_gone_with_your_switch_to_another_branch_is_not_put_back_in_your_
     done = agent_loop(work, "--no-distill")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "vanished from disk" not in done.stdout + done.stderr
+    assert "cannot be read now" not in done.stdout, done.stdout   # it did not change
     assert "tasks.md left your checkout with your switch to another branch" in done.stdout, \
         done.stdout
     assert not (work / "tasks.md").exists()
