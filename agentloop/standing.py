@@ -81,6 +81,8 @@ def _read_in_full(tasks_md: Path, cwd: Path, rehearsal: bool) -> StatusView:
         project = rehearsal_of(project)
     try:
         state, saved, changes = load_plan(project)
+        if not saved:
+            _in_a_lane(project.root, project.task_file_name)
         note = ("no run yet" if not saved else
                 changes.note(project.task_file_name, " since the last run")
                 if changes is not None else None)
@@ -103,6 +105,22 @@ def _read_in_full(tasks_md: Path, cwd: Path, rehearsal: bool) -> StatusView:
     return StatusView(project.root, state, note,
                       *_found(history, name, state, project.store.base),
                       unstarted=unstarted(project.root, state))
+
+
+def _in_a_lane(root: Path, plan: str) -> None:
+    """StateError when `root`, with no run of its own, is a lane of agent-loop's (a person
+    who went there as a conflict's `cd` says, an agent in its own): its plan is the copy its
+    branch holds, which no run records, so "no run yet" would be said of a plan under way."""
+    import shlex
+
+    from agentloop.vcs.lanes import LANES
+
+    if root.parent.name != LANES or root.parent.parent.name != STATE_DIR:
+        return
+    outer = root.parent.parent.parent
+    command = shlex.join(["agent-loop", str(outer / plan), "--status"])
+    raise StateError(f"{root} is a lane of agent-loop's run in {outer}: `{command}` shows "
+                     "where each task stands")
 
 
 def unstarted(root: Path, state: State) -> frozenset[str]:

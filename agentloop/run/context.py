@@ -97,6 +97,8 @@ class Shared:
         # Where the user renamed the plan while the run worked (agentloop.run.plan_kept): it
         # is not put back, and no new task starts.
         self.plan_moved: Path | None = None
+        # The plan gone with your switch to another branch, said (agentloop.run.plan_kept).
+        self.plan_left = False
         # Each agent run's start and end (wall clock, ns; 0 while it runs), for a plan found
         # changed: written while an agent ran, it may be the agent's (agentloop.run.plan_kept).
         self.agent_runs: list[list[int]] = []

@@ -144,13 +144,14 @@ def names_now(run: Run) -> Names:
 def matched(tasks: list[TaskState], changes: Reconciled) -> Names:
     """Each task's number in the edited plan by its number in the run, matched by its log
     name (the reconcile keeps a matched record's); a task reworded there is another task now,
-    its words gone, as a removed one's are."""
+    its words gone, as a removed one's are, but for a done one, which stays done."""
     now = {t.log_name: t.index for t in changes.tasks}
     gone = {r.log_name for r in changes.dropped}
     numbers = {t.index: now[t.log_name] for t in tasks
                if t.log_name in now and t.log_name not in gone}
-    # A task to do under a renamed heading is the plan's still, by its new number.
-    moved = dict(changes.moved)
+    # A task to do under a renamed heading is the plan's still, by its new number; so is a
+    # done task reworded (it stays done, under its new words' log name).
+    moved = dict(changes.moved + changes.reworded_from)
     numbers.update({t.index: moved[t.log_name] for t in tasks if t.log_name in moved})
     from collections import Counter  # an edited plan's end only
 

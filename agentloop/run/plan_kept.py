@@ -15,7 +15,9 @@ for a removed file it holds open (which vanishes once closed), a trash folder ("
 it is followed only beside where it was). The run starts no new
 task and says where the plan went; a run of the new name takes this plan's state over
 (agentloop.state.project), its finished tasks done. A copy beside it (`cp tasks.md tasks.md.bak`)
-is another file: no rename, so the plan is put back."""
+is another file: no rename, so the plan is put back. A plan gone with your `git switch` to a
+branch that has none, committed as the run read it on the branch the tasks land on, is git's to
+bring back: not put back, where git would refuse to switch back over it."""
 
 from __future__ import annotations
 
@@ -135,6 +137,14 @@ def restore(run: Run) -> Restored | None:
                         f"so it is not put back: no new task starts; `agent-loop {new}` goes on "
                         "with this plan, its finished tasks done",
                         run.project.store.relative(run.shared.plan_moved), moved=True)
+    branch = _left_on(run, path, data)
+    if branch is not None:
+        if run.shared.plan_left:
+            return None   # said once
+        run.shared.plan_left = True
+        return Restored(f"{shown} left your checkout with your switch to another branch; not "
+                        f"put back, where it would stand in the way of your switch back: {branch} "
+                        "holds it as this run last read it")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Whole or not at all: a plan half written would read as a plan with tasks missing.
@@ -158,6 +168,26 @@ def restore(run: Run) -> Restored | None:
     why = "an agent's `jj undo`?" if run.vcs.name == "jj" else "deleted, or an agent's `git clean`?"
     return Restored(f"{shown} vanished from disk while this run worked ({why}); put back as "
                     "this run last read it")
+
+
+def _left_on(run: Run, path: Path, data: bytes) -> str | None:
+    """The branch the tasks land on, when your checkout has left it (`git switch old`) and it
+    holds the plan, committed, as the run last read it: the plan went with your switch, nothing
+    of it is lost, and put back it is an untracked file git refuses to write over when you
+    switch back. None otherwise (asked only once the plan is gone)."""
+    from agentloop.errors import AgentLoopError
+    from agentloop.vcs.protocol import LandsOnABranch
+
+    main = run.shared.main_line
+    if not isinstance(main, LandsOnABranch):
+        return None
+    try:
+        ref = main.elsewhere()
+        rel = path.relative_to(run.project.root).as_posix()
+        held = ref is not None and main.holds(rel, data)
+    except (AgentLoopError, ValueError):
+        return None
+    return ref.removeprefix("refs/heads/") if held and ref is not None else None
 
 
 def said_back(run: Run, notes: list[str]) -> None:

@@ -149,6 +149,8 @@ def _grown_notes(run: Run, completed: tuple[int, ...] = ()) -> tuple[str, ...]:
     And tasks this run `completed` whose lines are gone from it now."""
     path = plan_kept.current(run)   # renamed while the run worked: read where it went
     shown = run.project.shown(path)
+    if run.shared.plan_left and not path.exists():
+        return ()   # gone with your switch to another branch, unchanged there (plan_kept)
     try:
         data = parse.read_bytes(path)
         if parse.file_hash(data) == run.state.task_file_hash:

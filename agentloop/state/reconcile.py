@@ -66,6 +66,9 @@ class Reconciled:
     reread: bool = False    # the same file, read by a newer reader (agentloop.plan.source.READER)
     replaced: tuple[TaskState, ...] = ()           # the old records of the edited tasks
     reworded_done: tuple[int, ...] = ()           # completed tasks reworded: kept done
+    # The same, with the log name each had (a reworded record takes its new words' name):
+    # (old log name, new index), for what names the run's tasks after it (run.names_now).
+    reworded_from: tuple[tuple[str, int], ...] = ()
     reopened: tuple[int, ...] = ()                # skipped tasks no longer ticked: to do
     # A task to do whose heading was renamed (or which moved under another): removed and added
     # in the records (not carried across groups), yet the same task: (old log name, new index).
@@ -326,6 +329,7 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
     for record in sorted(leftover, key=lambda r: r.index):
         by_group[old_slot[record.index], record.group].append(record)
     added, edited, replaced, reworded = [], [], [], []
+    reworded_from: list[tuple[str, int]] = []
     # An old task kept its log name; a new one never shares it (a folded one that is still to
     # do has a new one: see agentloop.state.folding), nor one an edited or removed task had:
     # its attempts count from 1 again, and their logs would write over that task's, which its
@@ -353,6 +357,7 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
             own = was.log_name  # its attempts go on counting: its own
             record = _reworded(was, record)
             reworded.append(record.index)
+            reworded_from.append((was.log_name, record.index))
         elif was is not None:
             replaced.append(was)
             edited.append((record.index, was.change_id or ""))
@@ -365,6 +370,7 @@ def _fill(result: list[TaskState | None], fresh: list[TaskState], leftover: list
     kept_done = sum(1 for r in tasks if r.status == S.COMPLETED)
     return Reconciled(tasks, tuple(added), tuple(edited), removed, tuple(ticked), kept_done,
                       replaced=tuple(replaced), reworded_done=tuple(reworded),
+                      reworded_from=tuple(reworded_from),
                       moved=_moved(removed, [tasks[i - 1] for i in added]))
 
 

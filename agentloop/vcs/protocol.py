@@ -150,6 +150,9 @@ class LandsOnABranch(Protocol):
     def elsewhere(self) -> str | None:
         """The branch (refs/heads/...) when your checkout is not on it now; None when it is."""
 
+    def holds(self, path: str, data: bytes) -> bool:
+        """Whether the branch holds `data`, committed, at `path` (relative to the root)."""
+
     def settle(self) -> None:
         """At the run's end: your checkout, left behind the branch by a lock on its index,
         follows it now, or is said to lag, with the repair."""

@@ -445,3 +445,40 @@ def test_a_merge_its_agent_left_conflicted_in_your_checkout_is_said_as_one_with_
         git(work, "log", "--format=%s %p", "main")
     assert "a1.txt" in _landed(work)
     assert len(fake_claude.task_runs()) == paid + 3  # a1's agent again, a2, b1
+
+
+@pytest.mark.parametrize("repair", [False, True], ids=["reset-kept", "cherry-picked"])
+def test_a_finished_agents_work_is_kept_when_you_reset_a_landed_task_off_your_branch(
+        tmp_path: Path, fake_claude: FakeClaude, repair: bool) -> None:
+    """While a2's agent works, you (no agent's mark in the reflog) `git reset --hard HEAD~1`
+    your branch to drop a1, which landed. The run stops when a2's agent has finished (a commit
+    this lane landed is gone): the stop kept nothing of a2's finished work, so the next run,
+    with your reset kept or a1 picked back as the stop says, rolled it back and paid a2's
+    agent again. Its work is kept now, and lands unpaid either way."""
+    work = make_repo(tmp_path / "work", "git", {"README": "base\n", ".gitignore": ".agent-loop/\n"})
+    # a1 lands beside a2's start: the reset waits until it is on your branch.
+    reset = (f"until git -C {work} log -1 --format=%s | grep -q a1; do sleep 0.05; done; "
+             f"env -u GIT_REFLOG_ACTION git -C {work} reset -q --hard HEAD~1")
+    (work / "tasks.md").write_text(f"# P\n## A\n- [ ] a1\n  FAKE: write a1.txt A1\n"
+                                   f"- [ ] a2\n  FAKE: bash {reset}\n  FAKE: write a2.txt A2\n"
+                                   "- [ ] a3\n  FAKE: write a3.txt A3\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    said = _stopped(work)
+    assert "which this lane landed on main, is no longer on it" in said, said
+    assert "a2.txt) is kept in commit" in said, said
+    if repair:
+        picked = re.search(r"`(git cherry-pick [0-9a-f]+)`", said)
+        assert picked is not None, said
+        subprocess.run(shlex.split(picked.group(1)), cwd=work, check=True, capture_output=True)
+    out = _went_on(work)
+    assert "the agent is not paid again" in out, out
+    # The lane's roll-back keeps a2's files before they come back; the `git show` it prints
+    # showed the lane's own commits instead, kept under the same ref after it (your reset).
+    shown = re.search(r"its files are kept in commit \w+ \(`(git show [^`]+)`\)", out)
+    assert shown is not None, out
+    assert "a2.txt" in git(work, *shlex.split(shown.group(1))[1:], "--stat"), shown.group(1)
+    landed = [".gitignore", "README", "a2.txt", "a3.txt", "tasks.md"]
+    assert _landed(work) == sorted(landed + ["a1.txt"] * repair)
+    assert (work / "a2.txt").read_text() == "A2\n"
+    assert len(fake_claude.task_runs()) == 3  # a2's agent ran once

@@ -271,3 +271,26 @@ def test_a_plan_emptied_mid_run_is_counted_as_it_reads_now(
     # --status right after holds no task either: the plan has none.
     status = agent_loop(work, "--status")
     assert "has no tasks" in status.stdout + status.stderr, status
+
+
+def test_a_task_reworded_while_its_own_agent_ran_is_counted_once(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # You reword the task that runs now (a heading made clearer): it stays done, as the plan
+    # reads now, and --status says so. The closing count said it twice, once of the plan's
+    # completed tasks and once by its old words as "removed from the plan since", and its undo
+    # line named the old words: a plan of two tasks read as three.
+    edit, _, _ = _tools(tmp_path)
+    init_repo(work, "git")
+    plan = work / "tasks.md"
+    plan.write_text(f"- [ ] task one\n  FAKE: write one.txt one\n"
+                    f"  FAKE: bash {edit} {plan} reword one\n"
+                    "- [ ] task two\n  FAKE: write two.txt two\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    text = done.stdout
+    assert done.returncode == 0, text + done.stderr
+    closing = next(line for line in text.splitlines() if line.startswith("agent-loop done: "))
+    assert closing.startswith("agent-loop done: 2 completed; cost "), closing
+    assert "look at: task 1's words changed after it was done: it stays done" in text, text
+    assert "To undo one task, e.g. task 2: git revert " in text, text
+    status = agent_loop(work, "--status").stdout
+    assert status.startswith("tasks.md: 2 task(s): 2 completed;"), status

@@ -299,3 +299,35 @@ def test_a_plan_written_while_an_agent_ran_is_said_so(tmp_path: Path, fake_claud
         assert f"task 3 (b1) was ticked in the plan {during}: skipped" in done.stdout
     assert f"tasks.md changed {during} (1 task added" in done.stdout, done.stdout
     assert "while this run worked" not in done.stdout
+
+
+def test_a_plan_gone_with_your_switch_to_another_branch_is_not_put_back_in_your_way(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # While T2's agent works you `git switch old`, a branch with no plan: the plan, committed
+    # on main, leaves your checkout with your switch. It was put back there, an untracked
+    # file in the way of the `git switch main` the run itself printed ("untracked working
+    # tree files would be overwritten by checkout"). main holds it as the run read it: it is
+    # left to git, the run goes on, and your switch back works.
+    from tests.support.repos import git
+
+    work = make_repo(tmp_path / "project", "git", {"README.md": "hi\n",
+                                                   ".gitignore": ".agent-loop/\n"})
+    git(work, "branch", "old")
+    # Your switch, no agent's mark in the reflog; the landing of T1 may hold the index a moment.
+    switch = f"until env -u GIT_REFLOG_ACTION git -C {work} switch -q old; do sleep 0.05; done"
+    plan = PLAN.format(undo=switch)
+    (work / "tasks.md").write_text(plan)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    done = agent_loop(work, "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "vanished from disk" not in done.stdout + done.stderr
+    assert "cannot be read now" not in done.stdout, done.stdout   # it did not change
+    assert "tasks.md left your checkout with your switch to another branch" in done.stdout, \
+        done.stdout
+    assert not (work / "tasks.md").exists()
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
+    git(work, "switch", "-q", "main")   # as the run printed it
+    assert (work / "tasks.md").read_text() == plan
+    assert sorted(git(work, "ls-tree", "--name-only", "HEAD").split()) == [
+        ".gitignore", "README.md", "a.txt", "b.txt", "c.txt", "tasks.md"]

@@ -114,3 +114,31 @@ def test_status_after_a_switch_reads_the_branch_the_tasks_landed_on_once_it_move
     git(work, "switch", "-q", "main")
     out, _ = _status(work, tmp_path)
     assert "task 2 was reverted by" in out and "landed on branch" not in out, out
+
+
+def test_your_branch_deleted_while_an_agent_works_is_said_in_one_line(
+        fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # While task 2's agent works you switch to a branch of your own and delete the run's
+    # (`git switch -c mine && git branch -D main`). The stop said git's own words, `git
+    # rev-list refs/heads/main` failed … fatal: ambiguous argument: now the line that says the
+    # branch is gone and how to go on; the finished agent is not paid again on the next run.
+    from tests.support.runner import agent_loop
+
+    work = make_repo(tmp_path / "work", "git", {"README.md": "hi\n",
+                                                ".gitignore": ".agent-loop/\n"})
+    gone = (f"until git -C {work} switch -q -c mine; do sleep 0.05; done; "
+            f"until git -C {work} branch -q -D main; do sleep 0.05; done")
+    (work / "tasks.md").write_text("- one\n  FAKE: write a.txt a\n"
+                                   f"- two\n  FAKE: write b.txt b\n  FAKE: bash {gone}\n"
+                                   "- three\n  FAKE: write c.txt c\n")
+    stopped = agent_loop(work, "--no-distill")
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    error = stopped.stderr.strip().splitlines()[-1]
+    assert error.startswith("agent-loop: error: branch main, which this run lands its tasks on, "
+                            "is gone"), stopped.stderr
+    assert "fatal:" not in stopped.stderr and "Traceback" not in stopped.stderr, stopped.stderr
+    went_on = agent_loop(work, "--no-distill")
+    assert went_on.returncode == 0, went_on.stdout + went_on.stderr
+    assert len(fake_claude.task_runs()) == 3, went_on.stdout  # task 2's agent ran once
+    assert sorted(git(work, "ls-tree", "--name-only", "mine").split()) == [
+        ".gitignore", "README.md", "a.txt", "b.txt", "c.txt"]

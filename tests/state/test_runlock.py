@@ -47,3 +47,26 @@ def test_an_agent_running_agent_loop_in_its_lane_is_refused(
     assert [t["status"] for t in tasks_of(work)] == ["completed"] * 2
     changes = git_commits(work) if vcs == "git" else jj_changes(work)
     assert [files for _, _, files in changes][-2:] == [["one.txt"], ["two.txt"]]
+
+
+def test_status_in_a_lane_names_the_run_it_belongs_to(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """`agent-loop tasks.md --status` in a lane (a person who went there, as a conflict's line
+    says `cd <lane>`, or an agent in its own) said `no run yet` and every task pending, while
+    the run it belongs to had one done and worked on the next: now one line names that run's
+    folder, where --status shows it, and exits 1."""
+    init_repo(work, "git")
+    nested = tmp_path / "nested.out"
+    status = shlex.join([sys.executable, "-m", "agentloop", "tasks.md", "--status"])
+    (work / "tasks.md").write_text(
+        "## A\n- [ ] one\n  FAKE: write one.txt one\n"
+        f"- [ ] two\n  FAKE: bash {status} > {nested} 2>&1; echo \"exit $?\" >> {nested}\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "the plan")
+    done = agent_loop(work, "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = nested.read_text().splitlines()
+    assert said[-1] == "exit 1" and len(said) == 2, said
+    assert said[0].startswith("agent-loop: error: ") and "no run yet" not in said[0], said
+    assert f"is a lane of agent-loop's run in {work}" in said[0], said
+    assert f"`agent-loop {work / 'tasks.md'} --status`" in said[0], said

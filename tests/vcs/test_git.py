@@ -267,10 +267,10 @@ def test_an_attempt_left_open_by_a_dead_run_is_rolled_back(repo: Path) -> None:
     (repo / "README.md").write_text("half edited\n")
     (repo / "tasks.md").write_text("## One\n- [ ] a (interrupted)\n")
     vcs = GitVcs(repo, repo / "tasks.md")
-    assert vcs.prepare() == ["rolled back the unfinished task attempt an earlier run left "
-                             "behind; its files are kept in commit "
-                             f"{git(repo, 'rev-parse', 'refs/agent-loop/rolled-back')[:12]} "
-                             "(`git show refs/agent-loop/rolled-back`)"]
+    said = vcs.prepare()
+    kept = git(repo, "rev-parse", "refs/agent-loop/rolled-back")[:12]
+    assert said == ["rolled back the unfinished task attempt an earlier run left behind; its "
+                    f"files are kept in commit {kept} (`git show {kept}`)"]
     assert not (repo / "half.txt").exists()
     assert (repo / "README.md").read_text() == "hello\n"
     assert commit_files(repo, "refs/agent-loop/rolled-back") == ["README.md", "half.txt"]

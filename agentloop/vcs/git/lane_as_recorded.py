@@ -209,7 +209,10 @@ def _landed_lost(record: GitLaneRecord, main: Git) -> Breach | None:
     """A commit this lane landed that the main line no longer holds, in any form."""
     if not record.landed:
         return None
-    on_main = set(main.out("rev-list", record.main_ref).split())
+    code, out = main.code("rev-list", record.main_ref, "--", codes=(0, 128))
+    if code and main.sha(record.main_ref) is None:
+        return None  # the branch gone (you deleted it): said where the landing reads it
+    on_main = set((out if not code else main.out("rev-list", record.main_ref, "--")).split())
     gone = [c for c in record.landed if c not in on_main]
     # One the user amended or rebased is on the main line again: theirs, nothing lost.
     moved = rewritten("git", record.main_root, gone, record.main_ref) if gone else {}

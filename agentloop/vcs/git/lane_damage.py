@@ -38,11 +38,18 @@ def standing(root: Path, branch: str, main: GitMainLine, state: LaneState, git: 
                       git=git)
 
 
+# The breaches whose finished agent's work is kept: the lane damaged as its files stand, and
+# your branch moved back under a lane left whole (your `git reset --hard` that dropped a task
+# it landed): the stop is yours to settle, the agent's work is not to be paid for again.
+_KEPT = (Kind.LANE_GONE, Kind.CHECKED_OUT, Kind.LANDED_LOST, Kind.MAIN_REWOUND)
+
+
 def stopped(breach: Breach, finished: bool, *, root: Path, main: GitMainLine,
             state: LaneState, git: Git) -> LaneBreach:
     """The stop for `breach`. A step whose agent had finished, in a lane whose folder still
     holds its files as it left them (its `.git` removed, or its HEAD switched to another
-    branch at the same commit): that work kept aside from the folder, for the next run to
+    branch at the same commit, or still on its own with your branch moved back under it):
+    that work kept aside from the folder, for the next run to
     land without paying the agent again. A folder that is gone took the work with it: said,
     since the next run pays the agent again."""
     record = state.record
@@ -50,11 +57,10 @@ def stopped(breach: Breach, finished: bool, *, root: Path, main: GitMainLine,
         return LaneBreach(dataclasses.replace(breach, line=(
             f"{breach.line}; the agent's work went with the lane's folder, so the task's "
             "agent runs again on the next run")))
-    if not finished or record is None or not record.head or \
-            breach.kind not in (Kind.LANE_GONE, Kind.CHECKED_OUT):
+    if not finished or record is None or not record.head or breach.kind not in _KEPT:
         return LaneBreach(breach)
     try:
-        if breach.kind is Kind.CHECKED_OUT and git.sha("HEAD") != record.head:
+        if breach.kind is not Kind.LANE_GONE and git.sha("HEAD") != record.head:
             return LaneBreach(breach)  # its files are another commit's: not the task's
         kept = aside.keep_folder(main.common_dir, root, record.head,
                                  "the finished work of a lane its agent damaged")

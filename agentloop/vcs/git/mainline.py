@@ -370,6 +370,17 @@ class GitMainLine:
         (you switched mid-run), where a task's commit is to be reverted; None when it is."""
         return None if self._checked_out() else self.ref
 
+    def holds(self, path: str, data: bytes) -> bool:
+        """Whether the branch holds `data`, committed, at `path` (relative to the root): one
+        git process, asked only once your checkout lost a file the run keeps (its plan)."""
+        import hashlib
+
+        code, out = self.git.code("rev-parse", "-q", "--verify", f"{self.ref}:{path}",
+                                  codes=(0, 1, 128))
+        blob = b"blob %d\0" % len(data) + data
+        ours = (hashlib.sha1 if len(out.strip()) == 40 else hashlib.sha256)(blob).hexdigest()
+        return code == 0 and out.strip() == ours
+
     def _tell_switched(self) -> None:
         """Once a run: the user's checkout left the branch, which the tasks go on landing on,
         so their files are not in the checkout (a person who switched mid-run looks there)."""

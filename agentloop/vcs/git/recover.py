@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 from agentloop.errors import VcsError
 from agentloop.vcs.git import aside
-from agentloop.vcs.git.aside import SAVED_REF
 from agentloop.vcs.git.files import MISSING, put_back
 from agentloop.vcs.git.record import AttemptRecord, Start
 from agentloop.vcs.git.repo import GitRepo, split
@@ -149,7 +148,7 @@ def _roll_back_or_leave(repo: GitRepo, record: AttemptRecord, leftover: Start,
                          "left as they are"])
     note = "rolled back the unfinished task attempt an earlier run left behind"
     if saved:
-        note += f"; its files are kept in commit {saved[:12]} (`git show {SAVED_REF}`)"
+        note += f"; its files are kept in commit {saved[:12]} (`git show {saved[:12]}`)"
     return Leftover([note], undo=leftover)
 
 
