@@ -255,9 +255,7 @@ def stream_run(log: JsonLog, box: Sandbox | None, argv: list[str], request: Agen
     fed to `log`; a stop or a crash on the way is written to the log before it goes on up."""
     started = confined(box, argv, request.cwd, homes, not request.read_only, kept)
     if request.env:
-        from agentloop.proc import environ
-
-        env = {**(env if env is not None else environ.current()), **dict(request.env)}
+        env = _with_extra(env, request.env)
     with links_kept(box, kept, log):
         try:
             return proc.stream(started, log.feed, cwd=request.cwd, env=env,
@@ -266,6 +264,29 @@ def stream_run(log: JsonLog, box: Sandbox | None, argv: list[str], request: Agen
         except BaseException:
             log.stopped()
             raise
+
+
+# The environment of the last run with variables of its own (a lane's reflog mark): the same
+# dict again while the agent's environment and those variables are the same. One made anew
+# each run was a dict the start had never seen, its hundred-odd names and values encoded by
+# Popen again at every agent's start; one kept by identity is encoded once
+# (agentloop.proc.environ.popen_env).
+_extra_env: tuple[dict[str, str], tuple[tuple[str, str], ...], dict[str, str]] | None = None
+
+
+def _with_extra(env: Mapping[str, str] | None, extra: tuple[tuple[str, str], ...]
+                ) -> dict[str, str]:
+    """`env` (None: os.environ as it is now) with `extra` set on top."""
+    global _extra_env
+    from agentloop.proc import environ
+
+    base = env if env is not None else environ.current()
+    held = _extra_env
+    if held is not None and held[1] == extra and held[0] == base:  # compared in C
+        return held[2]
+    merged = {**base, **dict(extra)}
+    _extra_env = (dict(base), extra, merged)
+    return merged
 
 
 def stamp() -> str:

@@ -48,13 +48,28 @@ def session_workdir(state: State, session_id: str) -> str | None:
     return None
 
 
+# A task in one of these is continued by the next task of its group (landing: done, its commit on
+# its way to the branch beside that task's agent).
+_CONTINUED = (S.COMPLETED, S.BLOCKED, S.UNAPPROVED, S.LANDING)
+
+
 def resume_session(state: State, task: TaskState) -> str | None:
     """The session a task continues: the newest of its group's earlier tasks that completed
     (or reported itself blocked, or was left unapproved), passing over tasks never run.
 
-    A failed task breaks the chain, so the next task starts fresh.
+    A failed task breaks the chain, so the next task starts fresh. Looked for from the task
+    back, as far as the task it continues (the one before it, as a run goes): asked before
+    every task, a pass from the plan's start made each task of a long plan dearer than the
+    one before. The same session as _continued's pass.
     """
-    return list(_continued(state.tasks[: task.index]))[-1]
+    tasks = state.tasks
+    for at in range(task.index - 2, -1, -1):  # no copy of the plan's records before it
+        earlier = tasks[at]
+        if earlier.group != task.group or earlier.status == S.FAILED:
+            return None
+        if earlier.status in _CONTINUED:
+            return earlier.session_id
+    return None
 
 
 def _continued(tasks: list[TaskState]) -> Iterator[str | None]:
@@ -69,8 +84,7 @@ def _continued(tasks: list[TaskState]) -> Iterator[str | None]:
         yield session
         if task.status == S.FAILED:
             session = None
-        # Landing: done, its commit on its way to the branch beside this task's agent.
-        elif task.status in (S.COMPLETED, S.BLOCKED, S.UNAPPROVED, S.LANDING):
+        elif task.status in _CONTINUED:
             session = task.session_id
 
 

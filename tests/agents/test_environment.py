@@ -8,6 +8,8 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+
 from agentloop import AGENT_REFLOG_ACTION
 from agentloop.agents.environment import SESSION_VARIABLES, child_env
 from tests.support.claude_cli import claude_env
@@ -92,3 +94,41 @@ def _own_mark(mark: str) -> None:
     the agent-loop around it handed down."""
     assert re.fullmatch(r"agent-loop agent [0-9a-f]{8}", mark), mark
     assert mark not in (OUTER_MARK, AGENT_REFLOG_ACTION), mark
+
+
+def test_an_agent_in_a_lane_starts_each_task_with_its_environment_encoded_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent in a lane runs with one variable of its own on top of the agent's environment
+    (its lane's reflog mark): that environment was a dict made anew each task, one no start
+    had seen, so Popen encoded its hundred-odd names and values again before every agent. The
+    same dict now comes back while nothing in it changed (the start encodes it once and keeps
+    it by identity, agentloop.proc.environ), and a new one when something did."""
+    from agentloop import proc
+    from agentloop.agents import AgentRun
+    from agentloop.agents.common import stream_run
+
+    given: list[object] = []
+
+    def stream(argv: list[str], on_line: object, **kwargs: object) -> proc.Streamed:
+        given.append(kwargs["env"])
+        return proc.Streamed(argv, 0, "", False, 0.0)
+    monkeypatch.setattr(proc, "stream", stream)
+
+    class Log:
+        def feed(self, line: bytes) -> None: ...
+        def start(self) -> None: ...
+        def stopped(self) -> None: ...
+
+    mark = (("GIT_REFLOG_ACTION", "agent-loop agent lane-1"),)
+    run = AgentRun("p", "m", tmp_path, tmp_path / "a.log", tmp_path / "a.jsonl", env=mark)
+    for _ in range(3):
+        stream_run(Log(), None, ["agent"], run, None, (), b"")  # type: ignore[arg-type]
+    assert given[0] is given[1] is given[2]
+    assert given[0] == {**os.environ, "GIT_REFLOG_ACTION": "agent-loop agent lane-1"}
+    other = AgentRun("p", "m", tmp_path, tmp_path / "a.log", tmp_path / "a.jsonl",
+                     env=(("GIT_REFLOG_ACTION", "agent-loop agent lane-2"),))
+    stream_run(Log(), None, ["agent"], other, None, (), b"")  # type: ignore[arg-type]
+    monkeypatch.setenv("ADDED_MEANWHILE", "1")
+    stream_run(Log(), None, ["agent"], run, None, (), b"")  # type: ignore[arg-type]
+    assert given[3]["GIT_REFLOG_ACTION"] == "agent-loop agent lane-2"  # type: ignore[index]
+    assert given[4] is not given[0] and given[4]["ADDED_MEANWHILE"] == "1"  # type: ignore[index]

@@ -318,6 +318,26 @@ def test_no_landing_beside_with_checks_whose_fix_runs_would_be_paid_again(
     assert statuses(work) == ["completed", "completed"]
 
 
+def test_the_landings_beside_of_a_run_share_one_thread(tmp_path: Path,
+                                                      fake_claude: FakeClaude) -> None:
+    """Each task's landing beside the next agent started a thread of its own: a thread's
+    start every task (its clone and stack, and the main thread waiting for it to run, GIL and
+    all) right as that agent starts, over a millisecond on a busy machine. The run's
+    landings now share one thread, started with the first."""
+    work = tmp_path / "work"
+    new_repo(work, "git", groups=1, per_group=4, pause=0)
+    seen = tmp_path / "threads"
+    done = subprocess.run([sys.executable, "-c", NOTING_THREADS, "tasks.md", "--vcs", "git",
+                           "--no-distill"], cwd=work,
+                          env={**os.environ, "THREADS_SEEN": str(seen), "NO_COLOR": "1"},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert seen.read_text().split("\n").count("agent-loop landing") == 1
+    assert statuses(work) == ["completed"] * 4
+    # Every task landed, in the plan's order, each its own commit.
+    assert [c[1] for c in git_history(work)[-4:]] == [subject(n, 4) for n in range(1, 5)]
+
+
 # As HOLDING_GIT, and once the held `merge --ff-only` has ended, touches $HOLD_DONE.
 HOLDING_GIT_DONE = """#!/bin/sh
 case " $* " in *" merge --ff-only "*)

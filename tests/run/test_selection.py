@@ -237,3 +237,36 @@ def test_each_tasks_session_is_read_in_one_pass_as_a_look_back_reads_it() -> Non
         task.group = "GHI"[n // (len(statuses) * 2)]
     assert list(_continued(state.tasks)) == [looked_back(state.tasks, t) for t in state.tasks]
     assert any(_continued(state.tasks)) and None in list(_continued(state.tasks))
+
+
+def test_a_tasks_session_is_found_looking_back_only_to_the_task_it_continues() -> None:
+    """The session a task continues, asked before every task a run starts, is found by looking
+    back from it, never through the plan before it: a pass over every earlier task made each
+    task of a long plan cost more than the one before (a 200-task plan: 100 records read a task
+    on average). It is the session the one pass of --dry-run gives, over every status."""
+    import itertools
+
+    from agentloop.run.selection import _continued, resume_session
+    from agentloop.state.status import TaskStatus
+    from tests.state.test_store import make_state
+
+    statuses = list(TaskStatus)
+    state = make_state(len(statuses) * 6)
+    for n, (task, status) in enumerate(zip(state.tasks, itertools.cycle(statuses))):
+        task.status, task.session_id = status, f"s-{n}"
+        task.group = "GHI"[n // (len(statuses) * 2)]
+    assert [resume_session(state, t) for t in state.tasks] == list(_continued(state.tasks))
+
+    class Unread:
+        """A record that must not be read."""
+
+        def __getattr__(self, name: str) -> object:
+            raise AssertionError(f"a record before the task continued was read ({name})")
+
+    state = make_state(6)
+    for task in state.tasks:
+        task.group = "Later"
+    state.tasks[3].status, state.tasks[3].session_id = "completed", "s-4"
+    state.tasks[4].status = "skipped"
+    state.tasks[:3] = [Unread(), Unread(), Unread()]  # type: ignore[list-item]
+    assert resume_session(state, state.tasks[5]) == "s-4"

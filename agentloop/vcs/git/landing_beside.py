@@ -1,10 +1,13 @@
 """git: a task's landing left running beside what its lane does next (LaneGit.finish_beside),
-its fast-forward of the user's checkout in a thread of its own, started and waited for here;
-whether a finished task may land so, and what the lane's state (lane_state) learns of it."""
+its fast-forward of the user's checkout in the run's landing thread, handed over and waited
+for here; whether a finished task may land so, and what the lane's state (lane_state) learns
+of it."""
 
 from __future__ import annotations
 
+import queue
 import threading
+from functools import partial
 from typing import TYPE_CHECKING, Callable
 
 from agentloop import proc
@@ -19,15 +22,15 @@ if TYPE_CHECKING:
 
 class Beside:
     """A task's landing left running beside what the lane does next (finish_beside): the lane
-    commit `done`, made right on the main line's tip `done.base`, and its fast-forward in a
-    thread of its own. Waited for on an event, never by joining the thread: on this Python a
+    commit `done`, made right on the main line's tip `done.base`, and its fast-forward in
+    the run's landing thread. Waited for on an event, never by joining the thread: on this Python a
     join that Ctrl+C cut short takes the thread for ended, and the next join would not wait.
 
-    The thread starts once the next task's agent has (proc.after_next_stream), or when the
-    landing is waited for: started at once, its start and its git's would hold that agent back
-    (a thread takes the GIL to begin, and a start holds every thread until its child runs).
-    Nothing is started meanwhile, so the lane's next begin (agentloop.vcs.git.quick.NextBegin)
-    finds the count of processes as finish left it."""
+    The fast-forward is handed to the run's landing thread (_Worker) once the next task's
+    agent has started (proc.after_next_stream), or when the landing is waited for: handed
+    over at once, its git's start would hold that agent back (a start holds every thread
+    until its child runs). Nothing is started meanwhile, so the lane's next begin
+    (agentloop.vcs.git.quick.NextBegin) finds the count of processes as finish left it."""
 
     def __init__(self, done: Change, work: Callable[[], bool]) -> None:
         self.done = done
@@ -49,8 +52,7 @@ class Beside:
                 work, self._work = self._work, None
             if work is None:
                 return  # started already
-            threading.Thread(target=self._run, args=(work,), name="agent-loop landing",
-                             daemon=True).start()
+            _WORKER.take(partial(self._run, work))
         except BaseException as cut:
             if work is None:
                 raise  # nothing taken: a later wait starts it
@@ -65,6 +67,7 @@ class Beside:
                 raise
 
     def _run(self, work: Callable[[], bool]) -> None:
+        """The fast-forward, in the landing thread, unless a stop gave it up first."""
         try:
             with self._lock:
                 if self._given_up:
@@ -86,6 +89,38 @@ class Beside:
         self._start()
         self._ended.wait()
         return self._landed
+
+
+class _Worker:
+    """The run's one landing thread, started with its first landing beside and kept for the
+    next ones: a thread of its own for each landing cost its start every task (the clone, its
+    stack, and the main thread's wait, GIL and all, for the new thread to run: 0.2 ms, over a
+    millisecond on a busy machine), right as the next agent starts. Landings come one at a
+    time (a serial run's lane waits for one before it starts the next), each taken in turn."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def take(self, job: Callable[[], None]) -> None:
+        """`job` run in the landing thread, started now if there is none (RuntimeError: no
+        thread to be had). Queued first: a stop as the thread starts finds it there, for the
+        thread to take up or Beside's stop handling to give up."""
+        self._jobs.put(job)
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                thread = threading.Thread(target=self._serve, name="agent-loop landing",
+                                          daemon=True)
+                thread.start()
+                self._thread = thread
+
+    def _serve(self) -> None:
+        while True:
+            self._jobs.get()()  # Beside._run: it raises nothing
+
+
+_WORKER = _Worker()
 
 
 # -- the lane's side: whether a finished task lands beside, and what its state learns ----------
