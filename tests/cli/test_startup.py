@@ -599,6 +599,18 @@ runpy.run_module("agentloop", run_name="__main__")
 """
 
 
+def _audit_left_none(work: Path, script: str, last: str, holds: str) -> bool:
+    """Runs `script` (a run of the plan in `work` with an audit hooked in, printing what it
+    found as its last line) and checks the run did its last task (`last` holds `holds`);
+    True when the audit found nothing (its line `[]`), else the assertion says what."""
+    done = subprocess.run([sys.executable, "-c", script], cwd=work,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (work / last).read_text().strip() == holds, "the run did not do its last task"
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout.splitlines()[-1]
+    return True
+
+
 def test_a_run_globs_no_folder_on_its_way_to_the_first_agent(tmp_path: Path,
                                                              fake_claude: FakeClaude) -> None:
     # A pathlib glob compiles its pattern and builds its selectors (a tenth of a millisecond
@@ -606,11 +618,7 @@ def test_a_run_globs_no_folder_on_its_way_to_the_first_agent(tmp_path: Path,
     # a killed writer's temporary files) are read with one os.scandir each
     # (agentloop.files.listing), finding the same entries.
     work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
-    done = subprocess.run([sys.executable, "-c", GLOBS], cwd=work,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert (work / "a.txt").read_text().strip() == "A"
-    assert done.stdout.splitlines()[-1] == "[]", done.stdout.splitlines()[-1]
+    assert _audit_left_none(work, GLOBS, "a.txt", "A")
 
 
 # Every record (agentloop.ondemand) a run makes, with the thread that made it and whether an
@@ -645,11 +653,7 @@ def test_the_main_thread_makes_no_record_once_the_first_agent_works(
     # works (agentloop.run.ahead), not by the main thread between the last landing and the exit.
     work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n"
                                                        "- second\n  FAKE: write b.txt B\n")
-    done = subprocess.run([sys.executable, "-c", RECORDS_MADE], cwd=work,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert (work / "b.txt").read_text().strip() == "B"
-    assert done.stdout.splitlines()[-1] == "[]", done.stdout.splitlines()[-1]
+    assert _audit_left_none(work, RECORDS_MADE, "b.txt", "B")
 
 
 LANE_AHEAD = """
@@ -750,11 +754,7 @@ def test_a_plain_run_compiles_no_pattern_it_never_uses(tmp_path: Path,
     # asked for (a string passed to re.match), where its use is.
     plan = "## One\n- first\n  FAKE: write a.txt A\n- second\n  FAKE: write b.txt B\n"
     work = make_repo(tmp_path / "project", "git", plan=plan)
-    done = subprocess.run([sys.executable, "-c", UNUSED_PATTERNS], cwd=work,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert (work / "b.txt").read_text().strip() == "B"
-    assert done.stdout.splitlines()[-1] == "[]", done.stdout.splitlines()[-1]
+    assert _audit_left_none(work, UNUSED_PATTERNS, "b.txt", "B")
 
 
 def test_a_run_that_goes_on_asks_git_who_commits_once(tmp_path: Path,
