@@ -15,10 +15,11 @@ from agentloop.files.shown import shown as shown
 
 # The reading's version: one more whenever the same file reads differently (2: legends are
 # notes, numbered sub-tasks fold; 3: a checklist with every box ticked is still a checklist;
-# 4: an optional sub-task is a task of its own, a ticked task with an open sub-task is to do). A
+# 4: an optional sub-task is a task of its own, a ticked task with an open sub-task is to do;
+# 5: an empty box `- []` is an open task, a code fence never closed over tasks is warned of). A
 # state saved by an earlier reader is matched to the new reading (agentloop.state.project), as
 # if the file had changed.
-READER = 4
+READER = 5
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
 

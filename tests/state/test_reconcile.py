@@ -498,3 +498,28 @@ def test_no_two_records_share_a_log_number_after_an_edit(tmp_path: Path) -> None
     assert len(set(numbers)) == len(numbers), [t.log_name for t in changed.tasks]
     assert changed.tasks[3].log_name.startswith("005-b--b2-as-it-reads-now"), changed.tasks[3]
     assert changed.tasks[5].log_name.startswith("007-"), changed.tasks[5]
+
+
+def test_a_plan_run_before_empty_boxes_and_unclosed_fences_were_read_is_read_anew(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Reader 4 read `- [] two` as a note and said nothing of a fence never closed; this one
+    # reads a task and a warning there. Unchanged since that run, the plan was the state's
+    # reading still: task two never ran (--dry-run called it a note) and no warning was said.
+    plan = ("- [ ] one\n  FAKE: write a.txt A\n- [] two\n  FAKE: write b.txt B\n\n"
+            "```sh\nmake\n\n- [ ] three\n")
+    work = git_project(tmp_path, plan)
+    monkeypatch.chdir(work)
+    done = CliRunner().invoke(command, ["tasks.md", "--vcs", "git", "--no-distill", "--task",
+                                        "1"])
+    assert done.exit_code == 0, done.output
+    # The state as reader 4 saved it: task one done, `[] two` a note, no warning.
+    saved = state_of(work)
+    assert saved["reader"] == source.READER
+    saved.update(reader=4, tasks=saved["tasks"][:1], warnings=[], ignored=[
+        {"line": 3, "text": "[] two", "why": "a plain bullet in a checklist: a note, not a task"}])
+    (work / ".agent-loop" / "state.json").write_bytes(orjson.dumps(saved))
+    shown = CliRunner().invoke(command, ["tasks.md", "--dry-run", "--json"])
+    assert shown.exit_code == 0, shown.output
+    view = orjson.loads(shown.stdout)
+    assert [(t["summary"], t["runs"]) for t in view["tasks"]] == [("one", False), ("two", True)]
+    assert any("never closed" in w for w in view["warnings"]), view["warnings"]
