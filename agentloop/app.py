@@ -353,6 +353,7 @@ def follow(tasks_md: Path, cwd: Path, poll: float = 0.2,
 
 def init(tasks_md: Path, cwd: Path) -> str:
     """--init: write a commented example plan; never over an existing file."""
+    from agentloop.files.shown import typed_path
     from agentloop.plan.example import starter_plan
 
     path = tasks_md if tasks_md.is_absolute() else cwd / tasks_md
@@ -363,7 +364,7 @@ def init(tasks_md: Path, cwd: Path) -> str:
     except OSError as exc:
         raise TaskFileError(f"cannot write {tasks_md}: {exc.strerror or exc}") from None
     return (f"wrote {tasks_md}: an example plan. Try it offline, for free: "
-            f"agent-loop {tasks_md} --rehearse")
+            f"agent-loop {typed_path(tasks_md)} --rehearse")
 
 
 def ask_to_stop(tasks_md: Path, cwd: Path) -> str:

@@ -10,6 +10,7 @@ from agentloop import app
 from agentloop.console.live import Console
 from agentloop.console.render import SCHEMA
 from agentloop.errors import UNFINISHED_EXIT
+from agentloop.files.shown import typed_path
 from agentloop.fleet.integrate import Integrated
 from agentloop.options.record import RunOptions
 from agentloop.state.receipts import money
@@ -43,8 +44,8 @@ def integrate_text(result: Integrated) -> str:
                      f"plan's budget {money(result.budget)}{over}")
     else:
         lines.append(f"total cost of the groups' jobs and this integration: {cost}")
-    lines.append(f"nothing was pushed; `agent-loop {result.project.task_file_name} --status` "
-                 "shows every task")
+    plan = typed_path(result.project.task_file_name)
+    lines.append(f"nothing was pushed; `agent-loop {plan} --status` shows every task")
     return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ import os
 from functools import partial
 
 from agentloop.errors import AgentLoopError, Interrupted
+from agentloop.files.shown import typed_path
 from agentloop.plan import parse
 from agentloop.plan.depends import waves
 from agentloop.plan.fences import said_at_start
@@ -84,10 +85,11 @@ def _moved_on(run: Run, notes: list[str]) -> None:
     ledger.plan_renamed(run, run.project.store.relative(now))
     old, went, new = (run.project.shown(p) for p in (run.project.task_file, said, now))
     line = (f"{old} was renamed while this run worked, and back, so no new task started "
-            f"since; `agent-loop {old}` goes on with this plan" if now == run.project.task_file
+            f"since; `agent-loop {typed_path(old)}` goes on with this plan"
+            if now == run.project.task_file
             else f"{old} was renamed {new} while this run worked (the same text), so it is not "
-            f"put back: no new task starts; `agent-loop {new}` goes on with this plan, its "
-            "finished tasks done")
+            f"put back: no new task starts; `agent-loop {typed_path(new)}` goes on with this "
+            "plan, its finished tasks done")
     notes[:] = [line if n.startswith(f"{old} was renamed {went} ") else n for n in notes]
 
 

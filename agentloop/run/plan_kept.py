@@ -25,6 +25,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from agentloop.files.shown import typed_path
 from agentloop.ondemand import dataclass
 from agentloop.run.context import FileId, Run
 from agentloop.vcs import STATE_DIR, fd_path
@@ -134,8 +135,9 @@ def restore(run: Run) -> Restored | None:
         # The state is to be saved under the new name (by the caller, through the ledger):
         # the closing lines and `--status` name the file there is.
         return Restored(f"{shown} was renamed {new} while this run worked ({text}), "
-                        f"so it is not put back: no new task starts; `agent-loop {new}` goes on "
-                        "with this plan, its finished tasks done",
+                        "so it is not put back: no new task starts; "
+                        f"`agent-loop {typed_path(new)}` goes on with this plan, its finished "
+                        "tasks done",
                         run.project.store.relative(run.shared.plan_moved), moved=True)
     branch = _left_on(run, path, data)
     if branch is not None:

@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from agentloop.files.shown import typed_path
 from agentloop.proc.beside import beside
 from agentloop.state.landed import done_tasks, trailers
 from agentloop.state.project import Project
@@ -103,10 +104,11 @@ def readded(project: Project, state: State, added: tuple[int, ...], vcs: str) ->
 
     change_of = {commit: change for commit, change, _ in history}
     lines = []
+    plan = typed_path(project.shown(project.task_file))
     for index, commit in found:
         ledger.found_done(state.tasks[index - 1], change_of[commit], commit)
         lines.append(f"task {index}: done already in {change_of[commit][:12]} (history); not "
-                     f"run again (`agent-loop {project.shown(project.task_file)} --task {index} "
+                     f"run again (`agent-loop {plan} --task {index} "
                      "--again` runs it)")
     return lines
 

@@ -44,6 +44,7 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
 from collections.abc import Callable
 
+from agentloop.files.shown import typed_path
 from agentloop.ondemand import dataclass as on_first_use
 from agentloop.plan.boxes import task_key
 from agentloop.plan.parse import Task, TaskFile
@@ -405,5 +406,5 @@ def _reworded(done: TaskState, new: TaskState) -> TaskState:
 def reworded_lines(tasks: list[TaskState], plan: str) -> list[str]:
     """One line for each completed task the plan has reworded since it was done."""
     return [f"task {t.index}'s words changed after it was done: it stays done (not paid for "
-            f"again); `agent-loop {plan} --task {t.index} --again` runs the new words"
+            f"again); `agent-loop {typed_path(plan)} --task {t.index} --again` runs the new words"
             for t in tasks if t.done_as is not None and t.status == S.COMPLETED]

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from agentloop.errors import AgentLoopError, StateError, TaskFileError
 from agentloop.files import regular
+from agentloop.files.shown import typed_path
 from agentloop.plan import source
 from agentloop.state import plain
 from agentloop.state.runlock import running
@@ -144,7 +145,8 @@ def _given_back(root: Path, task_file: Path, folder: Path, other: str, take_over
     except OSError:
         raise StateError(f"{plain.relative(folder, root)}/ holds the state of {other} (a run "
                          f"of it was killed before it moved it to {plain.relative(target, root)}"
-                         f"/): run `agent-loop {other}` first, or move it aside") from None
+                         f"/): run `agent-loop {typed_path(other)}` first, or move it "
+                         "aside") from None
     return own
 
 

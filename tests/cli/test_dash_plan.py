@@ -136,3 +136,20 @@ def test_the_resume_line_names_the_plan_you_renamed_while_it_ran(
     report(stop, ["--max-attempts", "1", "--", "-dash.md"])
     paste(cwd, tmp_path, capsys.readouterr().err.split("Continue with: ")[1].strip())
     assert (tmp_path / "project" / "a.txt").read_text() == "A\n"
+
+
+@pytest.mark.parametrize("folder", ["", "sub"])
+def test_the_again_line_a_run_starts_with_for_a_done_task_reworded(
+        tmp_path: Path, fake_claude: FakeClaude, folder: str) -> None:
+    # The run's own start line (and --dry-run's), not --status's: the same command.
+    cwd = project(tmp_path, folder)
+    (cwd / "-dash.md").write_text("- wirte a\n  FAKE: write a.txt A\n")
+    assert agent_loop(cwd, "--no-distill", "--", "-dash.md", plan=None).returncode == 0
+    (cwd / "-dash.md").write_text("- write a\n  FAKE: write a.txt A\n")
+    for args in (("--dry-run",), ("--no-distill",)):
+        said = agent_loop(cwd, *args, "--", "-dash.md", plan=None)
+        text = said.stdout + said.stderr
+        again = [c for c in re.findall(r"`(agent-loop [^`]+)`", text) if "--again" in c]
+        assert again and all(c.startswith("agent-loop ./-dash.md ") for c in again), text
+    paste(cwd, tmp_path, again[0])
+    assert len(fake_claude.task_runs()) == 2
