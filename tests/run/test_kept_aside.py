@@ -340,7 +340,9 @@ def test_the_run_that_refuses_a_dirty_checkout_says_the_roll_back_first(
     rolled = [n for n, line in enumerate(said) if "rolled back" in line]
     refused = [n for n, line in enumerate(said) if "uncommitted file(s)" in line]
     assert len(rolled) == 1 and refused and rolled[0] < refused[0], said
-    assert "kept in" in said[rolled[0]] and SAVED in said[rolled[0]], said
+    # Named by its commit: the ref moves on with the next thing kept (agentloop.vcs.git.recover).
+    kept = git(work, "rev-parse", SAVED)[:12]
+    assert "kept in" in said[rolled[0]] and kept in said[rolled[0]], said
     assert not (work / "a.txt").exists() and (work / "notes.txt").read_text() == "my edit\n"
     assert git(work, "show", f"{SAVED}:a.txt").strip() == "a"
     brought_back(work, said[rolled[0]])  # the command as the line gives it
