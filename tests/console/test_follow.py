@@ -84,3 +84,23 @@ def test_follow_of_a_plan_never_run_says_so(tmp_path: Path, fake_claude: FakeCla
     assert agent_loop(work).returncode == 0
     after = agent_loop(work, "--status", "--follow", timeout=15)
     assert after.returncode == 0 and "agent-loop done: 1 completed" in after.stdout, after
+
+
+def test_follow_exits_as_the_run_it_followed_ended(tmp_path: Path,
+                                                   fake_claude: FakeClaude) -> None:
+    """`--status --follow` exited 0 whatever the run it followed did: a task failed, or the
+    run stopped early (its budget spent), the run exited non-zero and its follower 0. A script
+    that waits on the follower now learns how the run ended: the run's own exit code."""
+    ok = make_repo(tmp_path / "ok", plan="- [ ] a1\n")
+    assert agent_loop(ok, "--no-distill").returncode == 0
+    assert agent_loop(ok, "--status", "--follow", timeout=30).returncode == 0
+    failed = make_repo(tmp_path / "failed", plan="- [ ] a1\n  FAKE: fail 99\n")
+    run = agent_loop(failed, "--no-distill", "--max-attempts", "1")
+    assert run.returncode not in (0, None), run.stdout + run.stderr
+    follow = agent_loop(failed, "--status", "--follow", timeout=30)
+    assert follow.returncode == run.returncode, follow.stdout + follow.stderr
+    spent = make_repo(tmp_path / "spent", plan="- [ ] a1\n  FAKE: cost 1\n- [ ] a2\n")
+    run = agent_loop(spent, "--no-distill", "--budget", "0.5")
+    assert run.returncode == 1, run.stdout + run.stderr
+    follow = agent_loop(spent, "--status", "--follow", timeout=30)
+    assert follow.returncode == 1, follow.stdout + follow.stderr
