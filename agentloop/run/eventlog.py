@@ -49,10 +49,17 @@ def follow(path: Path, poll: float = 0.2,
            running: Callable[[], bool] = lambda: True) -> Iterator[Event]:
     """The newest run's events in `path`, then new ones as they are written, until that run
     finishes, or is found no longer `running` with nothing left to read (killed: it wrote no
-    RunFinished). Lines the writer is still in the middle of wait for their end."""
+    RunFinished, or no event at all, the file not there yet). Lines the writer is still in the
+    middle of wait for their end."""
     import time
 
+    waited = 0
     while not path.exists():
+        waited += 1
+        # A run that holds its lock and has written nothing yet may die before it does: asked
+        # once a second, as below, and the file looked for once more after.
+        if waited % 5 == 0 and not running() and not path.exists():
+            return
         time.sleep(poll)
     with open(path, "rb") as log:
         # Start at the newest run: find the last RunStarted.

@@ -104,3 +104,45 @@ def test_follow_exits_as_the_run_it_followed_ended(tmp_path: Path,
     assert run.returncode == 1, run.stdout + run.stderr
     follow = agent_loop(spent, "--status", "--follow", timeout=30)
     assert follow.returncode == 1, follow.stdout + follow.stderr
+
+
+def test_follow_of_a_run_killed_before_its_first_event_ends(tmp_path: Path,
+                                                            fake_claude: FakeClaude) -> None:
+    """A run that holds the plan's run lock but has written no event yet (its events.jsonl not
+    there), killed then: `--status --follow` waited for ever for the file. It now ends once no
+    run holds the lock, as for a run killed midway."""
+    import os
+    import subprocess
+    import sys
+
+    work = make_repo(tmp_path / "work", plan="- [ ] a1\n")
+    # A run's first steps, the lock taken, and no further: killed before it says anything.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import pathlib, time\n"
+         "from agentloop.state.project import open_project\n"
+         "with open_project(pathlib.Path('tasks.md'), pathlib.Path.cwd()).store.lock():\n"
+         "    print('held', flush=True)\n    time.sleep(120)\n"],
+        cwd=work, stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    follower = None
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert not (work / ".agent-loop" / "events.jsonl").exists()
+        follower = subprocess.Popen(
+            [sys.executable, "-m", "agentloop", "tasks.md", "--status", "--follow"], cwd=work,
+            env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        try:
+            follower.wait(timeout=2)   # it follows: the run holds the lock
+        except subprocess.TimeoutExpired:
+            pass
+        assert follower.poll() is None, follower.communicate()
+        holder.kill()
+        holder.wait()
+        out, err = follower.communicate(timeout=15)
+        assert follower.returncode == 1 and "ended without finishing" in err, (out, err)
+    finally:
+        holder.kill()
+        holder.wait()
+        if follower is not None:
+            follower.kill()
+            follower.wait()
