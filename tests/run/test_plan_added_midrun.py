@@ -205,3 +205,19 @@ def test_a_task_moved_under_another_heading_midrun_still_waits_for_the_next_run(
     closing, status, out = _closing_and_status(work)
     assert 'task "task two" moved under the heading "Frontend"' in out, out
     assert status == {"completed": 2, "pending": 1} == closing, out
+
+
+def test_headings_renamed_midrun_still_get_their_boxes_ticked(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # With --tick-boxes, each task of the renamed headings (the one at work when they were
+    # renamed too) was said "not ticked: the plan no longer has it as it ran".
+    init_repo(work, "git")
+    plan = work / "tasks.md"
+    edit = _edit(tmp_path, plan, ("## Backend\n", "## Server\n"),
+                 ("## Frontend\n", "## Client\n"))
+    plan.write_text("## Backend\n" + task("one", f"bash {edit}") + task("two")
+                    + "\n## Frontend\n" + task("three") + task("four"))
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes")
+    out = done.stdout + done.stderr
+    assert done.returncode == 0 and "not ticked" not in out, out
+    assert plan.read_text().count("- [x] task ") == 4, plan.read_text()
