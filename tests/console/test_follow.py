@@ -146,3 +146,52 @@ def test_follow_of_a_run_killed_before_its_first_event_ends(tmp_path: Path,
         if follower is not None:
             follower.kill()
             follower.wait()
+
+
+def test_follow_while_a_new_run_starts_follows_it_not_the_last_one(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """A run that holds the lock and has not written its first event yet, an earlier run's
+    events in events.jsonl: `--status --follow` showed that earlier run's end and exited at
+    once (its exit code), as if it were the run going on. It now waits for the new run's first
+    line and follows that run."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    work = make_repo(tmp_path / "work", plan="- [ ] a1\n")
+    assert agent_loop(work, "--no-distill").returncode == 0
+    events = work / ".agent-loop" / "events.jsonl"
+    lines = events.read_bytes().splitlines(keepends=True)
+    started = next(line for line in lines if b'"type":"RunStarted"' in line)
+    finished = json.loads(next(line for line in lines if b'"type":"RunFinished"' in line))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import pathlib, time\n"
+         "from agentloop.state.project import open_project\n"
+         "with open_project(pathlib.Path('tasks.md'), pathlib.Path.cwd()).store.lock():\n"
+         "    print('held', flush=True)\n    time.sleep(120)\n"],
+        cwd=work, stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    follower = None
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        follower = subprocess.Popen(
+            [sys.executable, "-m", "agentloop", "tasks.md", "--status", "--follow"], cwd=work,
+            env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        try:
+            follower.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        assert follower.poll() is None, follower.communicate()
+        # The new run's first and last lines, as a run writes them: it ended with exit 4.
+        with events.open("ab") as out:
+            out.write(started)
+            out.write(json.dumps({**finished, "exit_code": 4}).encode() + b"\n")
+        out_text, err = follower.communicate(timeout=15)
+        assert follower.returncode == 4, (out_text, err)
+    finally:
+        holder.kill()
+        holder.wait()
+        if follower is not None:
+            follower.kill()
+            follower.wait()
