@@ -67,12 +67,19 @@ def dispatch(tasks_md: Path | None, cwd: Path, options: RunOptions) -> int:
         return status(None, cwd, options.as_json)
     if options.status and options.follow:
         from agentloop.console.live import Console
+        from agentloop.run.events import RunFinished
 
         console = Console(live=False, cwd=cwd)
         # A pipe's reader gone (`| head -1`): nothing left to follow for (agentloop.console.gone)
         left = getattr(sys.stdout, "reader_left", lambda within: False)
+        code = 0
         for event in app.follow(tasks_md, cwd, watched=lambda: not left(0)):
             console(event)
+            if isinstance(event, RunFinished):   # its last event: exit as that run did
+                from agentloop.run.summary import followed_exit
+
+                code = followed_exit(event)
+        return code
     elif options.status:
         return status(tasks_md, cwd, options.as_json, options.rehearse)
     elif options.dry_run:

@@ -87,6 +87,10 @@ class Shared:
         # edit renumbered it (empty: the run's own numbers): a live line's `task N`. Replaced
         # whole, never changed in place: a lane reads it while another's answer reads the plan.
         self.plan_numbers: dict[str, int] = {}
+        # Each task's heading in the plan as the controller last read it, by log name, once an
+        # edit renamed it in place (agentloop.state.reconcile): where its box is ticked. The
+        # task runs under the name it had; replaced whole, as `plan_numbers`.
+        self.plan_groups: dict[str, str] = {}
         # Which file those bytes were read from (or written to: a tick, a plan put back), so a
         # file beside it is the plan renamed only when it is that file, not a copy of it.
         self.plan_id: FileId | None = None

@@ -49,19 +49,32 @@ def follow(path: Path, poll: float = 0.2,
            running: Callable[[], bool] = lambda: True) -> Iterator[Event]:
     """The newest run's events in `path`, then new ones as they are written, until that run
     finishes, or is found no longer `running` with nothing left to read (killed: it wrote no
-    RunFinished). Lines the writer is still in the middle of wait for their end."""
+    RunFinished, or no event at all, the file not there yet). Lines the writer is still in the
+    middle of wait for their end."""
     import time
 
+    waited = 0
     while not path.exists():
+        waited += 1
+        # A run that holds its lock and has written nothing yet may die before it does: asked
+        # once a second, as below, and the file looked for once more after.
+        if waited % 5 == 0 and not running() and not path.exists():
+            return
         time.sleep(poll)
     with open(path, "rb") as log:
         # Start at the newest run: find the last RunStarted.
-        starts, offset = [0], 0
+        starts, offset, ended = [0], 0, False
         for line in log:
             if b'"type":"RunStarted"' in line:
                 starts.append(offset)
+                ended = False
+            ended = ended or b'"type":"RunFinished"' in line
             offset += len(line)
-        log.seek(starts[-1])
+        # That run finished, yet a run holds the lock: a new one that has said nothing yet
+        # (followed from its first line), or that one letting go (shown after all).
+        log.seek(offset)
+        if not (ended and running() and _next_run(log, poll, running)):
+            log.seek(starts[-1])
         pending, idle = b"", 0
         while True:
             chunk = log.readline()
@@ -83,3 +96,28 @@ def follow(path: Path, poll: float = 0.2,
             yield event
             if isinstance(event, RunFinished):
                 return
+
+
+def _next_run(log: IO[bytes], poll: float, running: Callable[[], bool]) -> bool:
+    """Wait, `log` read to its end, for the next run's first line (its RunStarted): True with
+    `log` there; False once no run is `running` and none came (what the last run writes after
+    its RunFinished, an on-finish hook's line, is no new run)."""
+    import time
+
+    at, pending, idle = log.tell(), b"", 0
+    while True:
+        chunk = log.readline()
+        if not chunk:
+            idle += 1
+            if idle % 5 == 0 and not running() and not (chunk := log.readline()):
+                return False
+            if not chunk:
+                time.sleep(poll)
+                continue
+        pending += chunk
+        if not pending.endswith(b"\n"):
+            continue  # the writer is mid-line
+        if b'"type":"RunStarted"' in pending:
+            log.seek(at)
+            return True
+        at, pending = log.tell(), b""

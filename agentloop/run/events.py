@@ -310,6 +310,9 @@ class RunFinished:
     # Of the completed tasks in `counts`, those whose change you took back while the run
     # worked (`jj abandon`): completed still, as `--status` counts them, their change gone.
     taken_back: int = 0
+    # The code the run exits with (agentloop.run.summary.ended_with): `--status --follow` ends
+    # with it too. None: written by an agent-loop before it was kept.
+    exit_code: int | None = None
 
 
 Event = Union[RunStarted, TaskStarted, ChangeCreated, AgentStarted, AgentActivity, AgentFinished,

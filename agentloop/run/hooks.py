@@ -19,14 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentloop import proc
-from agentloop.errors import (
-    INTERNAL_EXIT,
-    AgentBlocked,
-    AgentLoopError,
-    Interrupted,
-    ProcessError,
-    RunStopped,
-)
+from agentloop.errors import AgentBlocked, Interrupted, ProcessError, RunStopped
 from agentloop.files import jsonbytes
 from agentloop.options.record import EVENT_PREFIX, RunOptions
 from agentloop.proc import signals
@@ -42,7 +35,7 @@ from agentloop.run.events import (
     TaskFinished,
     TaskStarted,
 )
-from agentloop.run.summary import exit_code
+from agentloop.run.summary import ended_with
 from agentloop.state.project import Project
 from agentloop.state.schema import STATUSES, now
 from agentloop.state.status import KEPT
@@ -141,15 +134,13 @@ class Hooks:
 
 def outcome(summary: RunFinished, error: BaseException | None) -> tuple[str, int]:
     """How a run ended, in a word, and the exit code agent-loop ends with."""
+    code = ended_with(summary, error)
     if isinstance(error, (KeyboardInterrupt, Interrupted)):
-        return "interrupted", 130
+        return "interrupted", code
     if isinstance(error, (RunStopped, AgentBlocked)):
-        return "stopped", error.exit_code
-    if isinstance(error, AgentLoopError):
-        return "failed", error.exit_code
+        return "stopped", code
     if error is not None:
-        return "failed", INTERNAL_EXIT
-    code = exit_code(summary)
+        return "failed", code
     # Kept on its branch, for a person: also a task the plan no longer has at the end (its
     # words apart from the counts, which count the plan as it reads then).
     if code and (dict(summary.counts).get("conflicted") or any(

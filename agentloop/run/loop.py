@@ -21,7 +21,7 @@ from agentloop.run.lane_tag import LaneNote
 from agentloop.run.names_now import Names, names_now
 from agentloop.run.rebuilt import asks_history, readded
 from agentloop.run.selection import runnable
-from agentloop.run.summary import count_stalls, counted, summarize
+from agentloop.run.summary import count_stalls, counted, ended_with, summarize
 from agentloop.run.workplace import in_lanes, no_lane_note
 from agentloop.state.reconcile import Reconciled, reconcile
 from agentloop.state.schema import TaskState, now
@@ -137,6 +137,9 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
                 # The records took the edited plan, a task it added that the history holds
                 # marked done in the same save: the count is theirs, as --status's right after.
                 summary = dataclasses.replace(summary, counts=counted(run.state.tasks))
+            # The code the run exits with, for a --status --follow elsewhere to end with.
+            summary = dataclasses.replace(summary, exit_code=ended_with(summary,
+                                                                        ending or failed))
             run.emit(summary)
         finally:
             # The plan's file, held open while the run worked (and by _wound_up, which puts the

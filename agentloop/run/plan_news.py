@@ -166,6 +166,7 @@ def read(run: Run, news: PlanNews) -> None:
     news.moved = {old: changes.tasks[new - 1].group for old, new in changes.moved}
     # The live lines from now name each task as the plan reads now (what the user sees).
     run.shared.plan_numbers = {t.log_name: t.index for t in changes.tasks}
+    run.shared.plan_groups = {t.log_name: t.group for t in changes.tasks}
     news.ticked = {changes.tasks[i - 1].log_name for i in changes.ticked}
     from agentloop.state.rewording import alike  # loaded by the reconcile of an edit
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from agentloop.errors import UNFINISHED_EXIT, AgentLoopError
+from agentloop.errors import INTERNAL_EXIT, UNFINISHED_EXIT, AgentLoopError, Interrupted
 from agentloop.plan import parse
 from agentloop.run import ledger, plan_kept
 from agentloop.run.context import Run
@@ -198,3 +198,23 @@ def _removed_but_landed(run: Run, removed: tuple[TaskState, ...],
 def exit_code(summary: RunFinished) -> int:
     """0 only when every task the run set out to run ended completed (or skipped)."""
     return UNFINISHED_EXIT if summary.unfinished else 0
+
+
+def ended_with(summary: RunFinished, error: BaseException | None) -> int:
+    """The code a run that ended with `summary` (and `error`, what stopped it, if anything)
+    exits with: the error's own (Ctrl+C's 130, a bug's INTERNAL_EXIT), else `exit_code`'s."""
+    if isinstance(error, (KeyboardInterrupt, Interrupted)):
+        return Interrupted.exit_code
+    if isinstance(error, AgentLoopError):
+        return error.exit_code
+    if error is not None:
+        return INTERNAL_EXIT
+    return exit_code(summary)
+
+
+def followed_exit(summary: RunFinished) -> int:
+    """The code `--status --follow` ends with, the run it followed having ended with `summary`:
+    the run's own; for a run written before the code was kept, 1 where it stopped early."""
+    if summary.exit_code is not None:
+        return summary.exit_code
+    return 1 if summary.stopped else exit_code(summary)

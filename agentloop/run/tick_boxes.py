@@ -76,7 +76,9 @@ def landed(run: Run, task: TaskState) -> bool:
 
     with run.shared.lock:   # one writer of the plan and its hashes, whichever lane landed
         # A plan renamed while the run worked: the box is ticked where the plan is now.
-        done = tick.tick(plan_kept.current(run), task.group, task.task, task.line)
+        # Under its heading as the plan reads now: renamed in place, its tasks are still its.
+        group = run.shared.plan_groups.get(task.log_name, task.group)
+        done = tick.tick(plan_kept.current(run), group, task.task, task.line)
         if done.note:
             _owe(run, task)
             run.emit(LaneNote(f"tick-boxes: task {task.index}'s box was not ticked: {done.note}"

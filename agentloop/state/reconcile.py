@@ -5,7 +5,9 @@ of refusing to go on.
 - A task is known by its identity: its group and its text with whitespace folded (and the
   boxes of its sub-items read as open: ticking those is no edit). A saved task
   whose identity is in the new file keeps its whole record (status, change, session, costs,
-  history, log name), even if it moved; duplicates match in file order. A done (or skipped, or
+  history, log name), even if it moved; duplicates match in file order. A heading renamed in
+  place (the same tasks under it, in the same order) is the same group: its tasks match under
+  the new name, those to do too, and run in the run that reads the edit. A done (or skipped, or
   unapproved) task left unmatched (its heading renamed, or it moved under another) keeps its
   record by its text alone, where exactly one unmatched done task and one unmatched new task
   have that text; a done one lightly reworded in the same edit stays done as an edit of a
@@ -149,8 +151,9 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
     attempt ran (the run re-reads the plan only before a task starts), so saving a minute
     sooner never costs its work again; a task still pending when reworded runs its new words."""
     saved: dict[tuple[str, str], deque[TaskState]] = defaultdict(deque)
+    renamed_to = _renamed_headings(old, new)
     for record in old:
-        saved[identity(record.group, record.task)].append(record)
+        saved[identity(renamed_to.get(record.group, record.group), record.task)].append(record)
     fresh = [TaskState.from_task(t) for t in new.tasks]
     result: list[TaskState | None] = []
     came: list[list[int]] = [[] for _ in fresh]  # the old indices each new slot's record had
@@ -198,6 +201,32 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
     return dataclasses.replace(_fill(result, fresh, leftover, ticked, renamed, slots, may),
                                folded=tuple(folded), reopened=tuple(reopened),
                                settled=tuple(settled))
+
+
+def _renamed_headings(old: list[TaskState], new: TaskFile) -> dict[str, str]:
+    """Headings renamed in place, old name to new: a heading gone from the plan and one new to
+    it whose tasks are the same, in the same order (the name the only change), each the only
+    such pair. A person who renames `## Backend` to `## Server` means the same group: its
+    tasks keep their records, those to do their sessions too, and run in the run that reads
+    the edit, not left as moved under another heading."""
+    was: dict[str, list[str]] = defaultdict(list)
+    for record in sorted(old, key=lambda r: r.index):
+        was[record.group].append(task_key(record.task))
+    now: dict[str, list[str]] = defaultdict(list)
+    for task in new.tasks:
+        now[task.group].append(task_key(task.text))
+    gone = {group: tuple(keys) for group, keys in was.items() if group not in now}
+    came = {group: tuple(keys) for group, keys in now.items() if group not in was}
+    if not gone or not came:
+        return {}
+    by_tasks: dict[tuple[str, ...], tuple[list[str], list[str]]] = defaultdict(
+        lambda: ([], []))
+    for group, keys in gone.items():
+        by_tasks[keys][0].append(group)
+    for group, keys in came.items():
+        by_tasks[keys][1].append(group)
+    return {olds[0]: news[0] for olds, news in by_tasks.values()
+            if len(olds) == 1 and len(news) == 1}
 
 
 def _across(old: list[TaskState], fresh: list[TaskState]) -> Callable[[TaskState, TaskState],

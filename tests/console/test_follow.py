@@ -84,3 +84,114 @@ def test_follow_of_a_plan_never_run_says_so(tmp_path: Path, fake_claude: FakeCla
     assert agent_loop(work).returncode == 0
     after = agent_loop(work, "--status", "--follow", timeout=15)
     assert after.returncode == 0 and "agent-loop done: 1 completed" in after.stdout, after
+
+
+def test_follow_exits_as_the_run_it_followed_ended(tmp_path: Path,
+                                                   fake_claude: FakeClaude) -> None:
+    """`--status --follow` exited 0 whatever the run it followed did: a task failed, or the
+    run stopped early (its budget spent), the run exited non-zero and its follower 0. A script
+    that waits on the follower now learns how the run ended: the run's own exit code."""
+    ok = make_repo(tmp_path / "ok", plan="- [ ] a1\n")
+    assert agent_loop(ok, "--no-distill").returncode == 0
+    assert agent_loop(ok, "--status", "--follow", timeout=30).returncode == 0
+    failed = make_repo(tmp_path / "failed", plan="- [ ] a1\n  FAKE: fail 99\n")
+    run = agent_loop(failed, "--no-distill", "--max-attempts", "1")
+    assert run.returncode not in (0, None), run.stdout + run.stderr
+    follow = agent_loop(failed, "--status", "--follow", timeout=30)
+    assert follow.returncode == run.returncode, follow.stdout + follow.stderr
+    spent = make_repo(tmp_path / "spent", plan="- [ ] a1\n  FAKE: cost 1\n- [ ] a2\n")
+    run = agent_loop(spent, "--no-distill", "--budget", "0.5")
+    assert run.returncode == 1, run.stdout + run.stderr
+    follow = agent_loop(spent, "--status", "--follow", timeout=30)
+    assert follow.returncode == 1, follow.stdout + follow.stderr
+
+
+def test_follow_of_a_run_killed_before_its_first_event_ends(tmp_path: Path,
+                                                            fake_claude: FakeClaude) -> None:
+    """A run that holds the plan's run lock but has written no event yet (its events.jsonl not
+    there), killed then: `--status --follow` waited for ever for the file. It now ends once no
+    run holds the lock, as for a run killed midway."""
+    import os
+    import subprocess
+    import sys
+
+    work = make_repo(tmp_path / "work", plan="- [ ] a1\n")
+    # A run's first steps, the lock taken, and no further: killed before it says anything.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import pathlib, time\n"
+         "from agentloop.state.project import open_project\n"
+         "with open_project(pathlib.Path('tasks.md'), pathlib.Path.cwd()).store.lock():\n"
+         "    print('held', flush=True)\n    time.sleep(120)\n"],
+        cwd=work, stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    follower = None
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert not (work / ".agent-loop" / "events.jsonl").exists()
+        follower = subprocess.Popen(
+            [sys.executable, "-m", "agentloop", "tasks.md", "--status", "--follow"], cwd=work,
+            env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        try:
+            follower.wait(timeout=2)   # it follows: the run holds the lock
+        except subprocess.TimeoutExpired:
+            pass
+        assert follower.poll() is None, follower.communicate()
+        holder.kill()
+        holder.wait()
+        out, err = follower.communicate(timeout=15)
+        assert follower.returncode == 1 and "ended without finishing" in err, (out, err)
+    finally:
+        holder.kill()
+        holder.wait()
+        if follower is not None:
+            follower.kill()
+            follower.wait()
+
+
+def test_follow_while_a_new_run_starts_follows_it_not_the_last_one(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """A run that holds the lock and has not written its first event yet, an earlier run's
+    events in events.jsonl: `--status --follow` showed that earlier run's end and exited at
+    once (its exit code), as if it were the run going on. It now waits for the new run's first
+    line and follows that run."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    work = make_repo(tmp_path / "work", plan="- [ ] a1\n")
+    assert agent_loop(work, "--no-distill").returncode == 0
+    events = work / ".agent-loop" / "events.jsonl"
+    lines = events.read_bytes().splitlines(keepends=True)
+    started = next(line for line in lines if b'"type":"RunStarted"' in line)
+    finished = json.loads(next(line for line in lines if b'"type":"RunFinished"' in line))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import pathlib, time\n"
+         "from agentloop.state.project import open_project\n"
+         "with open_project(pathlib.Path('tasks.md'), pathlib.Path.cwd()).store.lock():\n"
+         "    print('held', flush=True)\n    time.sleep(120)\n"],
+        cwd=work, stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    follower = None
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        follower = subprocess.Popen(
+            [sys.executable, "-m", "agentloop", "tasks.md", "--status", "--follow"], cwd=work,
+            env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        try:
+            follower.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        assert follower.poll() is None, follower.communicate()
+        # The new run's first and last lines, as a run writes them: it ended with exit 4.
+        with events.open("ab") as out:
+            out.write(started)
+            out.write(json.dumps({**finished, "exit_code": 4}).encode() + b"\n")
+        out_text, err = follower.communicate(timeout=15)
+        assert follower.returncode == 4, (out_text, err)
+    finally:
+        holder.kill()
+        holder.wait()
+        if follower is not None:
+            follower.kill()
+            follower.wait()

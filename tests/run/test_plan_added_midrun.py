@@ -159,18 +159,65 @@ def test_a_task_added_midrun_that_the_history_holds_done_is_counted_done(
     assert closing == status, out
 
 
-def test_a_group_renamed_midrun_leaves_its_task_pending_not_removed(
+def test_a_group_renamed_midrun_runs_its_next_task_in_this_run(
         work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
-    # Group B's first agent renames its heading: B's second task is not carried across groups
-    # (it starts afresh under the new name, next run), but it is still in the plan, pending.
-    # The run says so, and its closing count adds up to the plan's four tasks.
+    # Group B's first agent renames its heading, its tasks left as they were: the same group,
+    # so B's second task runs in this run, not left pending as moved under another heading.
     init_repo(work, "git")
     plan = work / "tasks.md"
     edit = _edit(tmp_path, plan, ("## B\n", "## Bee\n"))
     plan.write_text("## A\n" + task("a1") + task("a2")
                     + "\n## B\n" + task("b1", f"bash {edit}") + task("b2"))
     closing, status, out = _closing_and_status(work, "--parallel", "2")
-    assert status == {"completed": 3, "pending": 1}, out
-    assert "removed from the plan" not in out and "1 removed" not in out, out
-    assert 'task "task b2" moved under the heading "Bee"' in out, out
+    assert status == {"completed": 4}, out
+    assert "removed from the plan" not in out and "moved under the heading" not in out, out
     assert closing == status, out
+
+
+def test_both_headings_renamed_midrun_run_every_task(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # While task 1 runs, `## Backend` and `## Frontend` become `## Server` and `## Client`:
+    # the run stopped after task 1 with "3 pending" and exit 0, every other task taken as
+    # moved under another heading. Renamed in place, they are the same groups: all run now.
+    init_repo(work, "git")
+    plan = work / "tasks.md"
+    edit = _edit(tmp_path, plan, ("## Backend\n", "## Server\n"),
+                 ("## Frontend\n", "## Client\n"))
+    plan.write_text("## Backend\n" + task("one", f"bash {edit}") + task("two")
+                    + "\n## Frontend\n" + task("three") + task("four"))
+    closing, status, out = _closing_and_status(work)
+    assert status == {"completed": 4}, out
+    assert closing == status and "moved under the heading" not in out, out
+    for name in ("two", "three", "four"):
+        assert (work / f"{name}.txt").exists(), out
+
+
+def test_a_task_moved_under_another_heading_midrun_still_waits_for_the_next_run(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # Moved under another heading that was there (not a heading renamed): not carried across
+    # groups, as before.
+    init_repo(work, "git")
+    plan = work / "tasks.md"
+    edit = _edit(tmp_path, plan, (task("two"), ""),
+                 ("## Frontend\n", "## Frontend\n" + task("two")))
+    plan.write_text("## Backend\n" + task("one", f"bash {edit}") + task("two")
+                    + "\n## Frontend\n" + task("three"))
+    closing, status, out = _closing_and_status(work)
+    assert 'task "task two" moved under the heading "Frontend"' in out, out
+    assert status == {"completed": 2, "pending": 1} == closing, out
+
+
+def test_headings_renamed_midrun_still_get_their_boxes_ticked(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # With --tick-boxes, each task of the renamed headings (the one at work when they were
+    # renamed too) was said "not ticked: the plan no longer has it as it ran".
+    init_repo(work, "git")
+    plan = work / "tasks.md"
+    edit = _edit(tmp_path, plan, ("## Backend\n", "## Server\n"),
+                 ("## Frontend\n", "## Client\n"))
+    plan.write_text("## Backend\n" + task("one", f"bash {edit}") + task("two")
+                    + "\n## Frontend\n" + task("three") + task("four"))
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes")
+    out = done.stdout + done.stderr
+    assert done.returncode == 0 and "not ticked" not in out, out
+    assert plan.read_text().count("- [x] task ") == 4, plan.read_text()

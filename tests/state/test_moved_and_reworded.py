@@ -270,3 +270,33 @@ def test_a_spelt_number_never_makes_other_work(tmp_path: Path) -> None:
     place (`eight` counted as a number only before a word)."""
     assert edited(tmp_path, "## A\n- [ ] task eight\n", "## A\n- [ ] task eight, reworded\n"
                   ) == [("A", "task eight, reworded", "completed")]
+
+
+def test_renamed_headings_keep_the_records_of_their_tasks_to_do(tmp_path: Path) -> None:
+    # Both headings renamed in place: each task to do keeps its record (its session and log
+    # name), none is removed and added again as moved under another heading.
+    old = "## Backend\n- [ ] one\n- [ ] two\n\n## Frontend\n- [ ] three\n- [ ] four\n"
+    records = saved(tmp_path, old)
+    for r in records[1:]:
+        r.status = "pending"
+    (tmp_path / "new.md").write_text(old.replace("Backend", "Server")
+                                     .replace("Frontend", "Client"))
+    changed = reconcile(records, taskfile.load(tmp_path / "new.md"))
+    assert (changed.added, changed.removed, changed.moved) == ((), (), ())
+    assert [(t.group, t.status, t.session_id, t.log_name) for t in changed.tasks] == [
+        ("Server", "completed", "s1", records[0].log_name),
+        ("Server", "pending", "s1", records[1].log_name),
+        ("Client", "pending", "s1", records[2].log_name),
+        ("Client", "pending", "s1", records[3].log_name)]
+
+
+def test_a_heading_renamed_with_its_tasks_changed_is_not_taken_as_renamed(
+        tmp_path: Path) -> None:
+    # The tasks under it changed too: not the heading the only change; its task to do is
+    # moved under another heading, as before.
+    old = "## A\n- [ ] one\n- [ ] two\n"
+    records = saved(tmp_path, old)
+    records[1].status = "pending"
+    (tmp_path / "new.md").write_text("## Alpha\n- [ ] two\n- [ ] one\n")
+    changed = reconcile(records, taskfile.load(tmp_path / "new.md"))
+    assert changed.moved == ((records[1].log_name, 1),)
