@@ -37,16 +37,44 @@ def keep_aside(jj: Jj, task: Rev, tip: str, message: str | None) -> str | None:
             f"--use-destination-message --from {kept[:12]} --into @` brings it back")
 
 
+def keep_finished(jj: Jj, change_id: str, message: str) -> str | None:
+    """A finished agent's work in the task's change `change_id` (its lane's files snapshotted
+    by the first command here) kept aside as keep_aside keeps it, for a run stopped before it
+    landed, and that change emptied; the line, naming the kept commit as well: the repair the
+    stop prints (`jj op restore` to before the stop) hides the kept change again, its commit
+    stays in the store and bring_back takes the work from there. None when there is nothing
+    to keep."""
+    task = jj.revs(change_id)
+    if len(task) != 1 or not keep_aside(jj, task[0], change_id, message):
+        return None
+    kept = jj.revs(f'latest(children({" | ".join(task[0].parents) or "root()"}) & '
+                   f'description(substring:"{KEPT}"))')
+    if not kept:
+        return None
+    # The task's change rolled back, as an abandoned attempt's is: the next run finds it empty
+    # and drops it, and lands the kept work once, whether or not you take the stop's repair.
+    jj.out("restore", "--changes-in", change_id)
+    return (f"the finished agent's work is kept in change {kept[0].change_id[:12]} "
+            f"(commit {kept[0].commit_id[:12]}) beside the line: the next run lands it "
+            "without running the task's agent again")
+
+
 def bring_back(jj: Jj, line: str) -> bool:
     """Squash the change a line of keep_aside names into @ (the task's change): whether it
     went in whole. A squash that conflicts (the line moved under the kept work since) exits 0
-    in jj with the conflict stored in @: it is undone, and False says the agent must work."""
+    in jj with the conflict stored in @: it is undone, and False says the agent must work.
+    A line of keep_finished names the kept commit too: taken from there when the change is
+    no longer visible (a `jj op restore` to before it hid it; jj squashes from a hidden
+    commit, named by its id)."""
     named = _SAID.search(line)
     if named is None:
         return False
+    source = named.group(1)
+    if named.group(2) and not jj.ids(f"present({source})"):
+        source = named.group(2)
     before = operation(jj)
     try:
-        jj.out("squash", "--use-destination-message", "--from", named.group(1), "--into", "@")
+        jj.out("squash", "--use-destination-message", "--from", source, "--into", "@")
     except VcsError:
         return False
     if jj.ids("conflicts() & @"):
@@ -55,7 +83,7 @@ def bring_back(jj: Jj, line: str) -> bool:
     return True
 
 
-_SAID = re.compile(r"kept in change ([k-z]{7,64}) ")
+_SAID = re.compile(r"kept in change ([k-z]{7,64}) (?:\(commit ([0-9a-f]{7,64})\) )?")
 
 
 def _newest(jj: Jj, task: Rev) -> list[Rev]:

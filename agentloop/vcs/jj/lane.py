@@ -20,6 +20,7 @@ from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs.breach import Kind, LaneBreach
 from agentloop.vcs.history import missing
+from agentloop.vcs.jj.aside import keep_finished
 from agentloop.vcs.jj.backend import JjVcs
 from agentloop.vcs.jj.lane_check import JjLaneRecord, check_jj_lane, operation, recheck_jj_lane
 from agentloop.vcs.jj.mainline import JjMainLine
@@ -33,6 +34,10 @@ from agentloop.vcs.lanes import BRANCH_PREFIX
 from agentloop.vcs.protocol import Change
 
 T = TypeVar("T")
+
+# The stops whose finished agent's work is kept (LaneJj._kept): an operation undone or restored
+# under the step, by you or an agent.
+_KEPT = (Kind.OPERATION_UNDONE,)
 
 
 class LaneJj:
@@ -99,9 +104,10 @@ class LaneJj:
             self.record = None  # no record, no check: the step itself says what broke
         return change
 
-    def check(self) -> None:
+    def check(self, finished: Change | None = None, message: str = "") -> None:
         """Trust nothing the agent could touch: LaneBreach when it undid an operation or a
-        change this lane landed went from the main line."""
+        change this lane landed went from the main line. `finished`: the task's change, its
+        agent finished (finish, its `message`): its work kept aside first (_kept)."""
         if self.record is None:
             return
         try:
@@ -110,7 +116,24 @@ class LaneJj:
             return
         if breach is not None and breach.stops:
             record, revived = self.record, frozenset(self.main.revived)
-            raise LaneBreach(breach, recheck=lambda: recheck_jj_lane(record, revived))
+            kept = self._kept(breach.kind, finished, message)
+            if kept:
+                breach = dataclasses.replace(breach, line=f"{breach.line}; {kept}")
+            raise LaneBreach(breach, kept, recheck=lambda: recheck_jj_lane(record, revived))
+
+    def _kept(self, kind: Kind, finished: Change | None, message: str) -> str | None:
+        """A finished agent's work kept aside from a step stopped on a history that moved
+        under it (an undo or restore, yours or an agent's: its repair may take the task's
+        change back to before the agent worked), for the next run to land without paying the
+        agent again (LaneBreach.kept, brought back by bring_back); the line, or None. A kill
+        before the stop is recorded leaves the kept change beside the line: the agent runs
+        again, its work not lost."""
+        if finished is None or not finished.change_id or kind not in _KEPT:
+            return None
+        try:
+            return keep_finished(self.jj, finished.change_id, message)
+        except VcsError:
+            return None  # the stop says what happened; the work stays in the lane's folder
 
     def abandon(self, change: Change) -> str | None:
         """Drop the attempt's change, kept aside first. One this run did not begin (JjVcs.began:
@@ -335,7 +358,7 @@ class LaneJj:
 
     def finish(self, change: Change, message: str) -> Change:
         """Check the lane, seal the change in it, then land it on the main line."""
-        self.check()
+        self.check(change, message)
         before = op_head(self.main.root)
         whole = before is not None and self.record is not None and \
             self.record.stamp == before == self._whole  # no jj but ours since the begin
