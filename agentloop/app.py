@@ -44,7 +44,7 @@ class PlanView:
     budget: str = ""                 # --budget: what is spent and how far it can be passed
 
 
-@on_first_use(frozen=True)  # made as the run ends, long after its first agent started
+@on_first_use(frozen=True)  # made ahead, while the first agent works (run.ahead)
 class RunResult:
     """A run that went to its end: the summary and the state it left."""
 

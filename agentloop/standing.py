@@ -111,14 +111,13 @@ def _in_a_lane(root: Path, plan: str) -> None:
     """StateError when `root`, with no run of its own, is a lane of agent-loop's (a person
     who went there as a conflict's `cd` says, an agent in its own): its plan is the copy its
     branch holds, which no run records, so "no run yet" would be said of a plan under way."""
-    import shlex
-
+    from agentloop.files.shown import typed_path
     from agentloop.vcs.lanes import LANES
 
     if root.parent.name != LANES or root.parent.parent.name != STATE_DIR:
         return
     outer = root.parent.parent.parent
-    command = shlex.join(["agent-loop", str(outer / plan), "--status"])
+    command = f"agent-loop {typed_path(outer / plan)} --status"
     raise StateError(f"{root} is a lane of agent-loop's run in {outer}: `{command}` shows "
                      "where each task stands")
 

@@ -222,3 +222,39 @@ def test_an_agents_switch_of_your_checkout_is_kept_on_its_own_task_not_anothers(
     assert "switched it" not in (b1.get("error") or ""), b1
     said = [line for line in done.stdout.splitlines() if "switched it from main" in line]
     assert said and all(line.startswith(("[A]", "look at: task 1")) for line in said), said
+
+
+def test_the_commands_said_of_odd_paths_written_in_your_checkout_work_as_pasted(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # A name with a space and brackets: pasted, `git diff -- my notes [1].txt` is three
+    # pathspecs, `[1]` a glob, and showed nothing; the staged one's reset unstaged nothing.
+    import subprocess
+
+    init_repo(work, "git")
+    odd, staged = "my notes [1].txt", "s*t.txt"
+    (work / odd).write_text("n\n")
+    (work / staged).write_text("s\n")
+    (work / "st.txt").write_text("yours, staged before the run\n")
+    hostile = (f"echo agent >> '{work}/{odd}'; echo agent >> '{work}/{staged}'; "
+               f"git -C '{work}' add -- '{staged}'")
+    (work / "tasks.md").write_text(PLAN.format(hostile=hostile))
+    git(work, "add", "tasks.md", odd, staged, "st.txt")
+    git(work, "commit", "-qm", "p")
+    (work / "st.txt").write_text("yours, staged\n")
+    git(work, "add", "st.txt")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--allow-dirty")
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = next(line for line in done.stdout.splitlines() if "changed while this lane" in line)
+    commands = [c for c in said.split("`") if c.startswith("git -C")]
+    diff, cached, reset = (next(c for c in commands if k in c)
+                           for k in (" diff -- ", " diff --cached ", " reset "))
+
+    def pasted(command: str) -> str:
+        ran = subprocess.run(["bash", "-c", command], capture_output=True, text=True)
+        assert ran.returncode == 0, (command, ran.stderr)
+        return ran.stdout
+    assert "+agent" in pasted(diff) and "notes [1]" in pasted(diff), diff
+    shown = pasted(cached)
+    assert "s*t.txt" in shown and "st.txt b/st.txt" not in shown, cached
+    pasted(reset)
+    assert git(work, "diff", "--cached", "--name-only").split() == ["st.txt"], reset

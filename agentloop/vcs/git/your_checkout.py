@@ -94,13 +94,21 @@ def written(root: Path, before: dict[str, tuple[int, int, int] | None],
     # An untracked file has no diff to show (`git diff` prints nothing for it).
     untracked = index.untracked if index is not None else frozenset()
     plain = [p for p in shown if p not in staged and p not in untracked]
-    commands = ((f"git -C {typed(root)} diff -- {' '.join(plain)}",) if plain else ()) + (
-        (f"git -C {typed(root)} diff --cached -- {' '.join(cached)}",
-         f"git -C {typed(root)} reset -q -- {' '.join(cached)}") if cached else ())
+    commands = ((f"git -C {typed(root)} diff -- {_specs(plain)}",) if plain else ()) + (
+        (f"git -C {typed(root)} diff --cached -- {_specs(cached)}",
+         f"git -C {typed(root)} reset -q -- {_specs(cached)}") if cached else ())
     return Breach(Kind.CHECKOUT_WRITTEN, f"{said} in {root} changed while this lane's agent "
                   "ran (an agent writing outside its lane, or you)"
                   + ("; `git reset` unstages what was staged, the files left as they are"
                      if cached else ""), commands, stops=False)
+
+
+def _specs(paths: list[str]) -> str:
+    """Paths as the pathspecs of a printed git command, typed: a person's shell has no
+    GIT_LITERAL_PATHSPECS, so a name git would read as a pattern (`*`, `?`, `[`, a leading
+    `:`) is made literal, or `git reset -- s*t.txt` unstages your `st.txt` too."""
+    return " ".join(typed(":(literal)" + p if any(c in p for c in "*?[\\") or p.startswith(":")
+                          else p) for p in paths)
 
 
 def _plans_moved(root: Path, plans: set[str], before: dict[str, tuple[int, int, int] | None],
