@@ -112,6 +112,8 @@ def undo_lines(vcs: str | None, task_file: str, summary: RunFinished) -> list[st
         where = (f"the run's commits are on branch {landed_on}, not on the one your checkout "
                  "is on now; ")
     status = f"agent-loop {typed_path(task_file)} --status"
+    if landed_on and vcs == "git":  # the plan may be on that branch alone (gone with your switch)
+        status = f"git switch {typed(landed_on)} && {status}"
     named = summary.last_named or f"task {summary.completed[-1]}"
     return [f"To undo one task, e.g. {named}: {how} ({where}the other "
             f"tasks' changes stay); `{status}` lists every task's change."]

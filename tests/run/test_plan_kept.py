@@ -4,7 +4,10 @@ as it last read it and says so in one line, before the next task and at the run'
 
 from __future__ import annotations
 
+import re
+import shlex
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -327,6 +330,14 @@ def test_a_plan_gone_with_your_switch_to_another_branch_is_not_put_back_in_your_
         done.stdout
     assert not (work / "tasks.md").exists()
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
+    # The closing line's `--status`, pasted where you stand (on old, no plan there).
+    status = re.search(r"`([^`]*agent-loop [^`]*--status)` lists every task's change",
+                       done.stdout)
+    assert status is not None, done.stdout
+    shown = subprocess.run(["bash", "-c", status.group(1).replace(
+        "agent-loop", f"{shlex.quote(sys.executable)} -m agentloop")],
+                           cwd=work, capture_output=True, text=True)
+    assert shown.returncode == 0 and "completed" in shown.stdout, (status.group(1), shown.stderr)
     git(work, "switch", "-q", "main")   # as the run printed it
     assert (work / "tasks.md").read_text() == plan
     assert sorted(git(work, "ls-tree", "--name-only", "HEAD").split()) == [
