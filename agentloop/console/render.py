@@ -151,7 +151,7 @@ def _history_lines(view: StatusView, show: Callable[[str | Path], str]) -> list[
                      f"{plan()} --task {index} --again` does it once more")
     if any(t.done_as for t in state.tasks):
         from agentloop.state.reconcile import reworded_lines
-        lines += reworded_lines(state.tasks, plan())
+        lines += reworded_lines(state.tasks, show(state.task_file))  # it types the name
     for index, change in view.moved:
         lines.append(f"task {index}'s change moved: it is {change[:12]} now (rebased or "
                      "cherry-picked; its trailers name the task), still done")

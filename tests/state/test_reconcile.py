@@ -332,6 +332,22 @@ def test_a_typo_fixed_in_a_done_task_is_not_paid_for_again(
     assert line not in agent_loop("--status")
 
 
+def test_the_again_line_of_a_done_task_reworded_pastes_for_a_plan_with_a_space(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # --status quoted the plan's name twice (`agent-loop ''"'"'my plan.md'"'"'' --task 1
+    # --again`): bash then reads a file named with the quotes; the run and --dry-run did not.
+    work = git_project(tmp_path, "")
+    (work / "tasks.md").unlink()
+    plan = work / "my plan.md"
+    plan.write_text("- wirte a\n  FAKE: write a.txt A\n")
+    assert agent_loop(work, "--vcs", "git", "--no-distill", plan="my plan.md").returncode == 0
+    plan.write_text("- write a\n  FAKE: write a.txt A\n")
+    for args in (("--status",), ("--dry-run",), ("--vcs", "git", "--no-distill")):
+        said = agent_loop(work, *args, plan="my plan.md")
+        text = said.stdout + said.stderr
+        assert "`agent-loop 'my plan.md' --task 1 --again` runs the new words" in text, text
+
+
 def test_a_task_deleted_in_one_place_and_added_in_another_is_no_reword(tmp_path: Path) -> None:
     """A hostile trial: "one" deleted and "brand new" added at the end read as task one
     "reworded after done", so the new task stood completed with one's commit and never ran.
