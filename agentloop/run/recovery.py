@@ -21,7 +21,7 @@ from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.schema import Attempt, TaskState
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.choose import IntegrationConflict
-from agentloop.vcs.protocol import Change, KeepsKilledAttempt, Settles
+from agentloop.vcs.protocol import Change, KeepsFinished, KeepsKilledAttempt, KilledAttempt, Settles
 
 
 def _landing_record(task: TaskState) -> Attempt:
@@ -114,7 +114,7 @@ def _left_attempt_taken_up(run: Run, task: TaskState, last: Attempt | None) -> b
         # git: rolled back in prepare (the checkout's, or the lane's, where the killed run
         # worked), kept for the task its begin named
         if finished:
-            _killed_kept_back(run, task, last.number)
+            _killed_kept_back(run, task, last.number, task.change_id)
         return finished
     if task.status == S.INTERRUPTED and last is not None and last.outcome == O.INTERRUPTED \
             and _ended_well_unkept(task, last.number):
@@ -127,10 +127,18 @@ def _left_attempt_taken_up(run: Run, task: TaskState, last: Attempt | None) -> b
     return False
 
 
-def _killed_kept_back(run: Run, task: TaskState, number: int) -> None:
-    """Where a killed run kept attempt `number`'s work, recorded (KeepsKilledAttempt)."""
+def _killed_kept_back(run: Run, task: TaskState, number: int, change_id: str | None = None
+                      ) -> None:
+    """Where a killed run kept attempt `number`'s work, recorded (KeepsKilledAttempt); jj:
+    where a stop kept the finished work of the attempt's change `change_id`, the kill coming
+    before the stop was recorded (KeepsFinished)."""
     kept = run.vcs.killed_attempt_kept(commit_message(task, run.state.title)) \
         if isinstance(run.vcs, KeepsKilledAttempt) else None
+    if kept is None and change_id and isinstance(run.vcs, KeepsFinished):
+        line = run.vcs.finished_kept(change_id)
+        # Said as it comes back (attempt._brought_back), in one line: the kept line's "the next
+        # run lands it" was the killed run's to say.
+        kept = KilledAttempt(line, said=True) if line is not None else None
     if kept is not None:
         hand(run, task, Dropped("", number, kept.line, True, said=kept.said))
 

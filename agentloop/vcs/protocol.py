@@ -107,7 +107,8 @@ class CutShort(Protocol):
 
 @on_first_use(frozen=True)  # a killed run's only (agentloop.ondemand)
 class KilledAttempt:
-    """git: where a killed run's attempt is kept, rolled back by the next run."""
+    """git: where a killed run's attempt is kept, rolled back by the next run (jj: where a
+    stop a kill left unrecorded kept a finished agent's work, KeepsFinished)."""
 
     line: str  # the line bring_back reads, which names the copy
     # Said already by the prepare that rolled it back (the checkout's among the run's first
@@ -123,6 +124,16 @@ class KeepsKilledAttempt(Protocol):
     def killed_attempt_kept(self, begun_as: str) -> KilledAttempt | None:
         """Where the attempt of the task whose begin was given `begun_as` is kept (once);
         None when there was none, or no copy."""
+
+
+@runtime_checkable
+class KeepsFinished(Protocol):
+    """jj: where a stop kept a finished agent's work (LaneBreach.kept), found again by a run
+    after one killed before it recorded that stop."""
+
+    def finished_kept(self, change_id: str) -> str | None:
+        """The line bring_back reads for the work kept from the task's change `change_id`;
+        None when none was kept."""
 
 
 @runtime_checkable

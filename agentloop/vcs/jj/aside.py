@@ -13,17 +13,25 @@ from agentloop.vcs.jj.run import Jj, Rev
 
 # How a kept change is described: never "agent-loop:", which names a task's change.
 KEPT = "rolled back by agent-loop"
+# The trailer a finished agent's kept work names the task's change it came from by
+# (keep_finished): a run killed before it recorded the stop leaves only that change in its
+# records, and the next run finds the work by it (kept_finished).
+FROM = "Agent-Loop-Kept-From:"
 
 
-def keep_aside(jj: Jj, task: Rev, tip: str, message: str | None) -> str | None:
+def keep_aside(jj: Jj, task: Rev, tip: str, message: str | None, named: bool = False
+               ) -> str | None:
     """Copy what `task` and the changes from it up to `tip` hold into a new change on `task`'s
-    parents, off the line; the line that says so, or None when they hold nothing."""
+    parents, off the line; the line that says so, or None when they hold nothing. `named`:
+    its description names `task`'s change (FROM)."""
     if task.empty and tip == task.change_id:
         return None
     if message is None:  # an earlier run's change: its description says which task
         message = jj.description(task.change_id)
     subject = message.split("\n", 1)[0].removeprefix("agent-loop:").strip()
-    told = jj.told("new", "--no-edit", *task.parents, "-m", f"{KEPT}: {subject or 'an attempt'}")
+    said = f"{KEPT}: {subject or 'an attempt'}" + \
+        (f"\n\n{FROM} {task.change_id}" if named else "")
+    told = jj.told("new", "--no-edit", *task.parents, "-m", said)
     if not told:  # a report we cannot read: the newest child of those parents is the one
         told = _newest(jj, task)
     kept = told[0].change_id
@@ -45,7 +53,7 @@ def keep_finished(jj: Jj, change_id: str, message: str) -> str | None:
     stays in the store and bring_back takes the work from there. None when there is nothing
     to keep."""
     task = jj.revs(change_id)
-    if len(task) != 1 or not keep_aside(jj, task[0], change_id, message):
+    if len(task) != 1 or not keep_aside(jj, task[0], change_id, message, named=True):
         return None
     kept = jj.revs(f'latest(children({" | ".join(task[0].parents) or "root()"}) & '
                    f'description(substring:"{KEPT}"))')
@@ -54,8 +62,27 @@ def keep_finished(jj: Jj, change_id: str, message: str) -> str | None:
     # The task's change rolled back, as an abandoned attempt's is: the next run finds it empty
     # and drops it, and lands the kept work once, whether or not you take the stop's repair.
     jj.out("restore", "--changes-in", change_id)
-    return (f"the finished agent's work is kept in change {kept[0].change_id[:12]} "
-            f"(commit {kept[0].commit_id[:12]}) beside the line: the next run lands it "
+    return _finished_line(kept[0])
+
+
+def kept_finished(jj: Jj, change_id: str) -> str | None:
+    """keep_finished's line for the task's change `change_id`, for a run killed before it
+    recorded it (its records name the change, the attempt open); None when no kept change
+    names it. A kill before that change was emptied left the work in both: the copy is
+    dropped, the change kept aside as any killed attempt's (one copy, brought back once)."""
+    kept = jj.revs(f'latest(description(substring:"{FROM} {change_id}"))')
+    if not kept:
+        return None
+    task = jj.revs(f"present({change_id})")
+    if task and not task[0].empty:
+        jj.out("abandon", kept[0].change_id)
+        return None
+    return _finished_line(kept[0])
+
+
+def _finished_line(kept: Rev) -> str:
+    return (f"the finished agent's work is kept in change {kept.change_id[:12]} "
+            f"(commit {kept.commit_id[:12]}) beside the line: the next run lands it "
             "without running the task's agent again")
 
 

@@ -20,7 +20,7 @@ from agentloop import proc
 from agentloop.errors import VcsError
 from agentloop.vcs.breach import Kind, LaneBreach
 from agentloop.vcs.history import missing
-from agentloop.vcs.jj.aside import keep_finished
+from agentloop.vcs.jj.aside import keep_finished, kept_finished
 from agentloop.vcs.jj.backend import JjVcs
 from agentloop.vcs.jj.lane_check import JjLaneRecord, check_jj_lane, operation, recheck_jj_lane
 from agentloop.vcs.jj.mainline import JjMainLine
@@ -126,14 +126,22 @@ class LaneJj:
         under it (an undo or restore, yours or an agent's: its repair may take the task's
         change back to before the agent worked), for the next run to land without paying the
         agent again (LaneBreach.kept, brought back by bring_back); the line, or None. A kill
-        before the stop is recorded leaves the kept change beside the line: the agent runs
-        again, its work not lost."""
+        before the stop is recorded: the next run finds it by the task's change
+        (finished_kept)."""
         if finished is None or not finished.change_id or kind not in _KEPT:
             return None
         try:
             return keep_finished(self.jj, finished.change_id, message)
         except VcsError:
             return None  # the stop says what happened; the work stays in the lane's folder
+
+    def finished_kept(self, change_id: str) -> str | None:
+        """Where a stop kept the finished agent's work of the task's change `change_id` (_kept),
+        for the run after one killed before it recorded the stop (KeepsFinished)."""
+        try:
+            return kept_finished(self.jj, change_id)
+        except VcsError:
+            return None  # the attempt is dropped as any killed one; its agent runs again
 
     def abandon(self, change: Change) -> str | None:
         """Drop the attempt's change, kept aside first. One this run did not begin (JjVcs.began:
