@@ -6,8 +6,9 @@ of refusing to go on.
   boxes of its sub-items read as open: ticking those is no edit). A saved task
   whose identity is in the new file keeps its whole record (status, change, session, costs,
   history, log name), even if it moved; duplicates match in file order. A heading renamed in
-  place (the same tasks under it, in the same order) is the same group: its tasks match under
-  the new name, those to do too, and run in the run that reads the edit. A done (or skipped, or
+  place (the same tasks under it, in the same order) is the same group, and so are two whose
+  names were swapped: its tasks match under the new name, those to do too, and run in the run
+  that reads the edit. A done (or skipped, or
   unapproved) task left unmatched (its heading renamed, or it moved under another) keeps its
   record by its text alone, where exactly one unmatched done task and one unmatched new task
   have that text; a done one lightly reworded in the same edit stays done as an edit of a
@@ -204,19 +205,22 @@ def reconcile(old: list[TaskState], new: TaskFile) -> Reconciled:
 
 
 def _renamed_headings(old: list[TaskState], new: TaskFile) -> dict[str, str]:
-    """Headings renamed in place, old name to new: a heading gone from the plan and one new to
-    it whose tasks are the same, in the same order (the name the only change), each the only
-    such pair. A person who renames `## Backend` to `## Server` means the same group: its
-    tasks keep their records, those to do their sessions too, and run in the run that reads
-    the edit, not left as moved under another heading."""
+    """Headings renamed in place, old name to new: a heading whose tasks are no longer under
+    its name and one whose name has other tasks now, with the same tasks in the same order (the
+    name the only change), each the only such pair. A person who renames `## Backend` to
+    `## Server` means the same group: its tasks keep their records, those to do their sessions
+    too, and run in the run that reads the edit, not left as moved under another heading. So
+    do two headings whose names were swapped (or passed round), each name's tasks now another
+    renamed heading's: not one name's tasks taken as the other's reworded. A name kept with
+    other tasks is renamed only when another renamed heading took it and its own went on."""
     was: dict[str, list[str]] = defaultdict(list)
     for record in sorted(old, key=lambda r: r.index):
         was[record.group].append(task_key(record.task))
     now: dict[str, list[str]] = defaultdict(list)
     for task in new.tasks:
         now[task.group].append(task_key(task.text))
-    gone = {group: tuple(keys) for group, keys in was.items() if group not in now}
-    came = {group: tuple(keys) for group, keys in now.items() if group not in was}
+    gone = {group: tuple(keys) for group, keys in was.items() if now.get(group) != keys}
+    came = {group: tuple(keys) for group, keys in now.items() if was.get(group) != keys}
     if not gone or not came:
         return {}
     by_tasks: dict[tuple[str, ...], tuple[list[str], list[str]]] = defaultdict(
@@ -225,8 +229,16 @@ def _renamed_headings(old: list[TaskState], new: TaskFile) -> dict[str, str]:
         by_tasks[keys][0].append(group)
     for group, keys in came.items():
         by_tasks[keys][1].append(group)
-    return {olds[0]: news[0] for olds, news in by_tasks.values()
-            if len(olds) == 1 and len(news) == 1}
+    renamed = {olds[0]: news[0] for olds, news in by_tasks.values()
+               if len(olds) == 1 and len(news) == 1}
+    # A name still in the plan (`## A` whose task was deleted, `## B` renamed `## A`): its
+    # old tasks must have gone under another name, and the name's new tasks come from another.
+    while True:
+        kept = {a: b for a, b in renamed.items()
+                if (b not in was or b in renamed) and (a not in now or a in renamed.values())}
+        if kept == renamed:
+            return renamed
+        renamed = kept
 
 
 def _across(old: list[TaskState], fresh: list[TaskState]) -> Callable[[TaskState, TaskState],

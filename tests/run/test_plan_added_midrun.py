@@ -221,3 +221,25 @@ def test_headings_renamed_midrun_still_get_their_boxes_ticked(
     out = done.stdout + done.stderr
     assert done.returncode == 0 and "not ticked" not in out, out
     assert plan.read_text().count("- [x] task ") == 4, plan.read_text()
+
+
+def test_two_headings_swapped_midrun_run_each_task_once(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # While task one runs, `## Backend` and `## Frontend` swap names, the tasks unchanged and
+    # in place: the records were paired as rewords of the other group's tasks, task one's
+    # agent ran twice and a task was left to do. Each task keeps its record: each runs once.
+    init_repo(work, "git")
+    plan = work / "tasks.md"
+    edit = _edit(tmp_path, plan, ("## Backend\n", "## TMP\n"),
+                 ("## Frontend\n", "## Backend\n"), ("## TMP\n", "## Frontend\n"))
+    plan.write_text("## Backend\n" + task("one", f"bash {edit}") + task("two")
+                    + "\n## Frontend\n" + task("three") + task("four"))
+    closing, status, out = _closing_and_status(work)
+    runs = [c["stdin"] for c in fake_claude.task_runs()]
+    assert {name: sum(f"task {name}\n" in prompt for prompt in runs)
+            for name in ("one", "two", "three", "four")} == dict.fromkeys(
+        ("one", "two", "three", "four"), 1), out
+    for name in ("one", "two", "three", "four"):
+        assert (work / f"{name}.txt").read_text().strip() == name, out
+    assert status == {"completed": 4} == closing, out
+    assert "reworded" not in out and "removed from the plan" not in out, out

@@ -300,3 +300,39 @@ def test_a_heading_renamed_with_its_tasks_changed_is_not_taken_as_renamed(
     (tmp_path / "new.md").write_text("## Alpha\n- [ ] two\n- [ ] one\n")
     changed = reconcile(records, taskfile.load(tmp_path / "new.md"))
     assert changed.moved == ((records[1].log_name, 1),)
+
+
+@pytest.mark.parametrize("first", ["running", "completed"])
+def test_two_headings_swapped_keep_each_record_with_its_task(tmp_path: Path,
+                                                             first: str) -> None:
+    # `## Backend` and `## Frontend` swap names, their tasks unchanged and in place: the
+    # records were paired as rewords of the other group's tasks (task one's pending record
+    # given to "three", "two" and "three" taken as the done one reworded). Each record stays
+    # with its own task, under the name its heading has now.
+    old = "## Backend\n- [ ] one\n- [ ] two\n\n## Frontend\n- [ ] three\n- [ ] four\n"
+    records = saved(tmp_path, old)
+    records[0].status = first
+    for r in records[1:]:
+        r.status, r.change_id, r.session_id = "pending", None, f"s{r.index}"
+    (tmp_path / "new.md").write_text(old.replace("Backend", "TMP").replace("Frontend", "Backend")
+                                     .replace("TMP", "Frontend"))
+    changed = reconcile(records, taskfile.load(tmp_path / "new.md"))
+    assert (changed.added, changed.removed, changed.edited, changed.reworded_done) == (
+        (), (), (), ())
+    assert [(t.group, t.task, t.status, t.session_id, t.log_name) for t in changed.tasks] == [
+        ("Frontend", "one", first, "s1", records[0].log_name),
+        ("Frontend", "two", "pending", "s2", records[1].log_name),
+        ("Backend", "three", "pending", "s3", records[2].log_name),
+        ("Backend", "four", "pending", "s4", records[3].log_name)]
+
+
+def test_a_heading_taking_a_kept_headings_name_is_not_taken_as_renamed(
+        tmp_path: Path) -> None:
+    # `## B` renamed `## A` while A's own task was deleted: A is not another heading's name
+    # now, so B's task to do is moved under another heading, as before (not carried across).
+    old = "## A\n- [ ] one\n\n## B\n- [ ] two\n"
+    records = saved(tmp_path, old)
+    records[1].status = "pending"
+    (tmp_path / "new.md").write_text("## A\n- [ ] two\n")
+    changed = reconcile(records, taskfile.load(tmp_path / "new.md"))
+    assert changed.moved == ((records[1].log_name, 1),)
