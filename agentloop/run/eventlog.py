@@ -75,22 +75,8 @@ def follow(path: Path, poll: float = 0.2,
         log.seek(offset)
         if not (ended and running() and _next_run(log, poll, running)):
             log.seek(starts[-1])
-        pending, idle = b"", 0
-        while True:
-            chunk = log.readline()
-            if not chunk:
-                idle += 1
-                # Asked once a second, not at each poll (the look takes the lock an instant),
-                # and read once more after: the run may have written its last line meanwhile.
-                if idle % 5 == 0 and not running() and not (chunk := log.readline()):
-                    return
-                if not chunk:
-                    time.sleep(poll)
-                    continue
-            pending += chunk
-            if not pending.endswith(b"\n"):
-                continue  # the writer is mid-line
-            event, pending = from_json(pending), b""
+        for _, line in _lines(log, poll, running):
+            event = from_json(line)
             if event is None:
                 continue
             yield event
@@ -102,6 +88,18 @@ def _next_run(log: IO[bytes], poll: float, running: Callable[[], bool]) -> bool:
     """Wait, `log` read to its end, for the next run's first line (its RunStarted): True with
     `log` there; False once no run is `running` and none came (what the last run writes after
     its RunFinished, an on-finish hook's line, is no new run)."""
+    for at, line in _lines(log, poll, running):
+        if b'"type":"RunStarted"' in line:
+            log.seek(at)
+            return True
+    return False
+
+
+def _lines(log: IO[bytes], poll: float, running: Callable[[], bool]
+           ) -> Iterator[tuple[int, bytes]]:
+    """The whole lines of `log` from where it stands, each with the offset it starts at, as
+    they are written, until no run is `running` and nothing is left to read. A line the
+    writer is still in the middle of waits for its end."""
     import time
 
     at, pending, idle = log.tell(), b"", 0
@@ -109,15 +107,16 @@ def _next_run(log: IO[bytes], poll: float, running: Callable[[], bool]) -> bool:
         chunk = log.readline()
         if not chunk:
             idle += 1
+            # Asked once a second, not at each poll (the look takes the lock an instant), and
+            # read once more after: the run may have written its last line meanwhile.
             if idle % 5 == 0 and not running() and not (chunk := log.readline()):
-                return False
+                return
             if not chunk:
                 time.sleep(poll)
                 continue
         pending += chunk
         if not pending.endswith(b"\n"):
             continue  # the writer is mid-line
-        if b'"type":"RunStarted"' in pending:
-            log.seek(at)
-            return True
-        at, pending = log.tell(), b""
+        line, pending = pending, b""
+        yield at, line
+        at = log.tell()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from tests.run.test_agent_commits import killed_when_flagged, start
@@ -111,26 +112,15 @@ def test_follow_of_a_run_killed_before_its_first_event_ends(tmp_path: Path,
     """A run that holds the plan's run lock but has written no event yet (its events.jsonl not
     there), killed then: `--status --follow` waited for ever for the file. It now ends once no
     run holds the lock, as for a run killed midway."""
-    import os
     import subprocess
-    import sys
 
     work = make_repo(tmp_path / "work", plan="- [ ] a1\n")
     # A run's first steps, the lock taken, and no further: killed before it says anything.
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import pathlib, time\n"
-         "from agentloop.state.project import open_project\n"
-         "with open_project(pathlib.Path('tasks.md'), pathlib.Path.cwd()).store.lock():\n"
-         "    print('held', flush=True)\n    time.sleep(120)\n"],
-        cwd=work, stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    holder = _holding_the_lock(work)
     follower = None
     try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         assert not (work / ".agent-loop" / "events.jsonl").exists()
-        follower = subprocess.Popen(
-            [sys.executable, "-m", "agentloop", "tasks.md", "--status", "--follow"], cwd=work,
-            env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        follower = _following(work)
         try:
             follower.wait(timeout=2)   # it follows: the run holds the lock
         except subprocess.TimeoutExpired:
@@ -155,9 +145,7 @@ def test_follow_while_a_new_run_starts_follows_it_not_the_last_one(
     once (its exit code), as if it were the run going on. It now waits for the new run's first
     line and follows that run."""
     import json
-    import os
     import subprocess
-    import sys
 
     work = make_repo(tmp_path / "work", plan="- [ ] a1\n")
     assert agent_loop(work, "--no-distill").returncode == 0
@@ -165,19 +153,10 @@ def test_follow_while_a_new_run_starts_follows_it_not_the_last_one(
     lines = events.read_bytes().splitlines(keepends=True)
     started = next(line for line in lines if b'"type":"RunStarted"' in line)
     finished = json.loads(next(line for line in lines if b'"type":"RunFinished"' in line))
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import pathlib, time\n"
-         "from agentloop.state.project import open_project\n"
-         "with open_project(pathlib.Path('tasks.md'), pathlib.Path.cwd()).store.lock():\n"
-         "    print('held', flush=True)\n    time.sleep(120)\n"],
-        cwd=work, stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    holder = _holding_the_lock(work)
     follower = None
     try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        follower = subprocess.Popen(
-            [sys.executable, "-m", "agentloop", "tasks.md", "--status", "--follow"], cwd=work,
-            env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        follower = _following(work)
         try:
             follower.wait(timeout=2)
         except subprocess.TimeoutExpired:
@@ -195,3 +174,29 @@ def test_follow_while_a_new_run_starts_follows_it_not_the_last_one(
         if follower is not None:
             follower.kill()
             follower.wait()
+
+
+def _holding_the_lock(work: Path) -> subprocess.Popen[str]:
+    """A process that has taken the run's lock, as a run's first steps do, and goes no
+    further (it writes no event): returned once it holds the lock."""
+    import sys
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import pathlib, time\n"
+         "from agentloop.state.project import open_project\n"
+         "with open_project(pathlib.Path('tasks.md'), pathlib.Path.cwd()).store.lock():\n"
+         "    print('held', flush=True)\n    time.sleep(120)\n"],
+        cwd=work, stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+def _following(work: Path) -> subprocess.Popen[str]:
+    """`agent-loop tasks.md --status --follow` started in `work`."""
+    import os
+    import sys
+
+    return subprocess.Popen(
+        [sys.executable, "-m", "agentloop", "tasks.md", "--status", "--follow"], cwd=work,
+        env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
