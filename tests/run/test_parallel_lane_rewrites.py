@@ -7,6 +7,7 @@ work again on top of what came after it."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -67,7 +68,10 @@ def test_an_agents_rewrite_of_its_lane_beside_another_group_is_set_aside_and_its
     out = again.stdout + again.stderr
     assert again.returncode == 0, out
     assert "HEAD has moved since" not in out
-    assert "the lane is back on that commit" in out and "refs/agent-loop/rolled-back" in out
+    # The files set aside are named by their commit (the ref that keeps them moves on with
+    # the next thing kept: agentloop.vcs.git.recover).
+    assert "the lane is back on that commit" in out and re.search(
+        r"its files are kept in commit ([0-9a-f]{12}) \(`git show \1`\)", out), out
     subjects = git(work, "log", "--format=%s")
     assert "-in-lane" not in subjects and "lane-own" not in subjects
     # One commit per task, each its own file, your commit under them all.
