@@ -53,10 +53,11 @@ def keep_finished(jj: Jj, change_id: str, message: str) -> str | None:
     stays in the store and bring_back takes the work from there. None when there is nothing
     to keep."""
     task = jj.revs(change_id)
-    if len(task) != 1 or not keep_aside(jj, task[0], change_id, message, named=True):
-        return None
-    kept = jj.revs(f'latest(children({" | ".join(task[0].parents) or "root()"}) & '
-                   f'description(substring:"{KEPT}"))')
+    said = keep_aside(jj, task[0], change_id, message, named=True) if len(task) == 1 else None
+    # The change its line names, not the newest kept one beside the line: a killed run may
+    # have left an older one there.
+    named = _SAID.search(said) if said else None
+    kept = jj.revs(named.group(1)) if named else []
     if not kept:
         return None
     # The task's change rolled back, as an abandoned attempt's is: the next run finds it empty
