@@ -174,17 +174,23 @@ def test_a_group_renamed_midrun_runs_its_next_task_in_this_run(
     assert closing == status, out
 
 
-def test_both_headings_renamed_midrun_run_every_task(
-        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
-    # While task 1 runs, `## Backend` and `## Frontend` become `## Server` and `## Client`:
-    # the run stopped after task 1 with "3 pending" and exit 0, every other task taken as
-    # moved under another heading. Renamed in place, they are the same groups: all run now.
+def _both_headings_renamed_by_task_one(work: Path, tmp_path: Path) -> None:
+    """A git repository whose plan's `## Backend` (one, two) and `## Frontend` (three, four)
+    become `## Server` and `## Client` while task one's agent works."""
     init_repo(work, "git")
     plan = work / "tasks.md"
     edit = _edit(tmp_path, plan, ("## Backend\n", "## Server\n"),
                  ("## Frontend\n", "## Client\n"))
     plan.write_text("## Backend\n" + task("one", f"bash {edit}") + task("two")
                     + "\n## Frontend\n" + task("three") + task("four"))
+
+
+def test_both_headings_renamed_midrun_run_every_task(
+        work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
+    # While task 1 runs, `## Backend` and `## Frontend` become `## Server` and `## Client`:
+    # the run stopped after task 1 with "3 pending" and exit 0, every other task taken as
+    # moved under another heading. Renamed in place, they are the same groups: all run now.
+    _both_headings_renamed_by_task_one(work, tmp_path)
     closing, status, out = _closing_and_status(work)
     assert status == {"completed": 4}, out
     assert closing == status and "moved under the heading" not in out, out
@@ -211,16 +217,12 @@ def test_headings_renamed_midrun_still_get_their_boxes_ticked(
         work: Path, fake_claude: FakeClaude, tmp_path: Path) -> None:
     # With --tick-boxes, each task of the renamed headings (the one at work when they were
     # renamed too) was said "not ticked: the plan no longer has it as it ran".
-    init_repo(work, "git")
-    plan = work / "tasks.md"
-    edit = _edit(tmp_path, plan, ("## Backend\n", "## Server\n"),
-                 ("## Frontend\n", "## Client\n"))
-    plan.write_text("## Backend\n" + task("one", f"bash {edit}") + task("two")
-                    + "\n## Frontend\n" + task("three") + task("four"))
+    _both_headings_renamed_by_task_one(work, tmp_path)
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--tick-boxes")
     out = done.stdout + done.stderr
     assert done.returncode == 0 and "not ticked" not in out, out
-    assert plan.read_text().count("- [x] task ") == 4, plan.read_text()
+    plan = (work / "tasks.md").read_text()
+    assert plan.count("- [x] task ") == 4, plan
 
 
 def test_two_headings_swapped_midrun_run_each_task_once(
