@@ -15,6 +15,7 @@ from typing import Callable
 
 from agentloop.files.shown import typed
 from agentloop.vcs.git import refs
+from agentloop.vcs.git.copied import relinked
 from agentloop.vcs.git.registration import REMOVING, mended, own_folder, users_lock
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.git.worktree_list import branch_commit, git_worktrees, healthy
@@ -312,6 +313,8 @@ def swept_git(root: Path, keep: set[str], known: set[str] | None = None
     with bookkeeping(root):
         # The plan's lanes (its run lock: no run holds them) whose registration an agent
         # damaged, written back before git is asked about them.
+        # A copy's lanes (the repository copied whole) linked to its own git dir again.
+        notes += relinked(root, known or ())
         notes += mended(root, known or ())
         # No linked worktree at all (as the repository's files say, when its git dir is a
         # folder of the checkout): nothing registered to list.
