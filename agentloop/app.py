@@ -173,7 +173,13 @@ def run(tasks_md: Path, cwd: Path, options: RunOptions, emit: Emit) -> RunResult
     # Read once, and parsed before anything is touched: a missing or empty task file leaves no
     # trace, and --reset archives nothing for a file it could not run. A plan the state holds
     # already (its hash) is the state's tasks, never parsed: that takes marko and its time.
-    source = parse.read(project.task_file)
+    try:
+        source = parse.read(project.task_file)
+    except TaskFileError:
+        from agentloop.state.plan_copy import said_if_kept
+
+        said_if_kept(project)  # gone: where the last run kept it, if it did
+        raise
     history = _history_beside(project, options)
     asked: Asked | None = None
     early: frozenset[int] = frozenset()

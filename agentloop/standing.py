@@ -10,7 +10,7 @@ full reader, which says the same of it.
 
 from __future__ import annotations
 
-from agentloop.errors import StateError
+from agentloop.errors import StateError, TaskFileError
 from agentloop.files.pid_file import live_pid
 from agentloop.plan import source
 from agentloop.state import plain, tally
@@ -62,7 +62,14 @@ def status(tasks_md: Path, cwd: Path, rehearsal: bool = False) -> StatusView:
         path, root = plain.locate(tasks_md, cwd)
         folder, read = plain.plan_folder(root, path, plain.loads)
         # Read first, as the full reader does: a plan that is gone is said so either way.
-        plan_hash = source.file_hash(source.read_bytes(path))
+        try:
+            plan_hash = source.file_hash(source.read_bytes(path))
+        except TaskFileError:
+            from agentloop.state.plan_copy import said_if_kept
+            from agentloop.state.project import open_project
+
+            said_if_kept(open_project(tasks_md, cwd))  # gone: where the last run kept it
+            raise
         state = plain.load(folder, plan_hash, read)
         if state is not None:
             return StatusView(root, state, None,

@@ -28,6 +28,7 @@ from pathlib import Path
 from agentloop.files.shown import typed_path
 from agentloop.ondemand import dataclass
 from agentloop.run.context import FileId, Run
+from agentloop.state import plan_copy
 from agentloop.vcs import STATE_DIR, fd_path
 
 
@@ -74,7 +75,10 @@ def when(run: Run, path: Path) -> str:
 def keep(run: Run, data: bytes, file: FileId | None) -> None:
     """Remember `data` as the plan's bytes the run has read (and understood), from the file
     `file` (its device and inode; None when unknown: then no file is taken for the plan
-    renamed)."""
+    renamed). A version not kept before is also written to the plan's state folder, which
+    outlives a run killed before it could put the plan back (agentloop.state.plan_copy)."""
+    if data != run.shared.plan_bytes:
+        plan_copy.keep(run.project.store.dir, data)
     run.shared.plan_bytes = data
     if file != run.shared.plan_id:
         _hold(run, file)

@@ -342,3 +342,49 @@ def test_a_plan_gone_with_your_switch_to_another_branch_is_not_put_back_in_your_
     assert (work / "tasks.md").read_text() == plan
     assert sorted(git(work, "ls-tree", "--name-only", "HEAD").split()) == [
         ".gitignore", "README.md", "a.txt", "b.txt", "c.txt", "tasks.md"]
+
+
+def test_a_plan_your_jj_undo_deleted_while_a_killed_run_worked_is_never_lost(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """You `jj undo` in your colocated checkout while a run works, which rolls back jj's
+    snapshot of your untracked plan and deletes it; the run is then killed (kill -9), before
+    it could put the plan back. The next run said only that the plan does not exist; it now
+    says, before any agent runs (and so does --status), where the last run kept it and how to
+    put it back, which works as pasted, and the run after it goes on, task one not paid
+    again."""
+    import os
+    import signal
+
+    from tests.run.test_serial_lane_leftovers import THREE
+    from tests.support.repos import init_repo, jj
+    from tests.support.runner import half_done_in_the_serial_lane
+
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "README.md").write_text("hello\n")
+    init_repo(work, "colocated")
+    (work / "tasks.md").write_text(THREE)
+    args = ["--vcs", "jj", "--no-distill"]
+    tool, _ = half_done_in_the_serial_lane(work, tmp_path / "directives.json", "task two", args)
+    jj(work, "status")  # jj snapshots the plan…
+    jj(work, "undo")    # …and your undo rolls that back, the plan with it
+    os.killpg(tool.pid, signal.SIGKILL)
+    tool.wait(timeout=60)
+    assert not (work / "tasks.md").exists()
+    paid = len(fake_claude.task_runs())
+    gone = agent_loop(work, *args)
+    said = gone.stdout + gone.stderr
+    assert gone.returncode == 1, said
+    assert len(fake_claude.task_runs()) == paid, said
+    lines = [line for line in said.splitlines() if "tasks.md does not exist" in line]
+    assert len(lines) == 1 and "the same SHA-256" in lines[0], said
+    status = agent_loop(work, "--status")  # where you look first: it says the same
+    assert status.returncode == 1 and lines[0] in status.stderr, status.stdout + status.stderr
+    back = re.search(r"`(cp [^`]+)`", lines[0])
+    assert back is not None, said
+    subprocess.run(["bash", "-c", back.group(1)], cwd=work, check=True)
+    assert (work / "tasks.md").read_text() == THREE
+    done = agent_loop(work, *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
+    assert len([p for p in fake_claude.task_prompts() if "write one.txt" in p]) == 1
