@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Iterable
 
+from agentloop.files.shown import shown
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git import refs
 from agentloop.vcs.lanes import LANES, lanes_dir
@@ -31,8 +32,12 @@ def relinked(root: Path, names: Iterable[str]) -> list[str]:
     wanted = set(names)
     folder = lanes_dir(root)
     worktrees = (git_dir / "worktrees").resolve()
+    try:
+        registered = sorted(worktrees.iterdir())
+    except OSError:
+        return []   # not a folder: git says what is wrong with it
     copied: dict[str, Path] = {}
-    for own in sorted(worktrees.iterdir()):
+    for own in registered:
         dot = _named(own / "gitdir")
         if dot is None or dot.name != ".git":
             continue
@@ -57,12 +62,13 @@ def relinked(root: Path, names: Iterable[str]) -> list[str]:
             continue
         _write(lane / ".git", f"gitdir: {own}\n")
         if name not in copied:
-            notes.append(f"lane {name}'s .git named another repository's worktree registration "
-                         f"({named}, as a `git worktree repair` in a copy of this repository "
-                         "writes it), and names this repository's again, so its tasks land here")
-    notes += [f"lane {name} came with this repository's copy from {checkout}: its worktree "
-              "links named the lane there, and now name this one (the lane there is left as "
-              "it is)" for name, checkout in sorted(copied.items())]
+            notes.append(f"lane {name}'s .git named another repository's worktree "
+                         f"registration ({shown(named)}, as a `git worktree repair` in a copy "
+                         "of this repository writes it), and names this repository's again, "
+                         "so its tasks land here")
+    notes += [f"lane {name} came with this repository's copy from {shown(checkout)}: its "
+              "worktree links named the lane there, and now name this one (the lane there is "
+              "left as it is)" for name, checkout in sorted(copied.items())]
     return notes
 
 
