@@ -68,7 +68,13 @@ def dry_run(tasks_md: Path, cwd: Path, options: RunOptions) -> PlanView:
     check_usage(options)
     _not_a_link(tasks_md, cwd)
     project = open_project(tasks_md, cwd)
-    admitted = admit(project, options)
+    try:
+        admitted = admit(project, options)
+    except TaskFileError:
+        from agentloop.state.plan_copy import said_if_kept
+
+        said_if_kept(project)  # gone: where the last run kept it, if it did
+        raise
     state, options = admitted.state, admitted.options
     rows = plan_rows(state, options.max_attempts, options.only, options.again,
                      options.include_optional)

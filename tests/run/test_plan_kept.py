@@ -349,9 +349,9 @@ def test_a_plan_your_jj_undo_deleted_while_a_killed_run_worked_is_never_lost(
     """You `jj undo` in your colocated checkout while a run works, which rolls back jj's
     snapshot of your untracked plan and deletes it; the run is then killed (kill -9), before
     it could put the plan back. The next run said only that the plan does not exist; it now
-    says, before any agent runs (and so does --status), where the last run kept it and how to
-    put it back, which works as pasted, and the run after it goes on, task one not paid
-    again."""
+    says, before any agent runs (and so do --status and --dry-run), where the last run kept
+    it and how to put it back, which works as pasted, and the run after it goes on, task one
+    not paid again."""
     import os
     import signal
 
@@ -378,8 +378,9 @@ def test_a_plan_your_jj_undo_deleted_while_a_killed_run_worked_is_never_lost(
     assert len(fake_claude.task_runs()) == paid, said
     lines = [line for line in said.splitlines() if "tasks.md does not exist" in line]
     assert len(lines) == 1 and "the same SHA-256" in lines[0], said
-    status = agent_loop(work, "--status")  # where you look first: it says the same
-    assert status.returncode == 1 and lines[0] in status.stderr, status.stdout + status.stderr
+    for look in ("--status", "--dry-run"):  # where you look first: each says the same
+        shown = agent_loop(work, look)
+        assert shown.returncode == 1 and lines[0] in shown.stderr, shown.stdout + shown.stderr
     back = re.search(r"`(cp [^`]+)`", lines[0])
     assert back is not None, said
     subprocess.run(["bash", "-c", back.group(1)], cwd=work, check=True)
