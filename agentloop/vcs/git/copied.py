@@ -66,10 +66,18 @@ def relinked(root: Path, names: Iterable[str]) -> list[str]:
                          f"registration ({shown(named)}, as a `git worktree repair` in a copy "
                          "of this repository writes it), and names this repository's again, "
                          "so its tasks land here")
-    notes += [f"lane {name} came with this repository's copy from {shown(checkout)}: its "
-              "worktree links named the lane there, and now name this one (the lane there is "
-              "left as it is)" for name, checkout in sorted(copied.items())]
+    notes += [_came(name, checkout) for name, checkout in sorted(copied.items())]
     return notes
+
+
+def _came(name: str, checkout: Path) -> str:
+    """The line for lane `name` linked again, which came from the checkout `checkout`: copied
+    from it, or moved (it is gone)."""
+    there = os.path.lexists(checkout)
+    how = "this repository's copy" if there else "this repository, moved"
+    left = " (the lane there is left as it is)" if there else ""
+    return (f"lane {name} came with {how} from {shown(checkout)}: its worktree links named the "
+            f"lane there, and now name this one{left}")
 
 
 def _named(file: Path, prefix: str = "") -> Path | None:
