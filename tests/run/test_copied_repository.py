@@ -85,3 +85,24 @@ def test_after_git_worktree_repair_in_the_copy_the_original_lands_its_own_commit
     assert again.returncode == 0, again.stdout + again.stderr
     on_its_own_history(copy)
     assert paid_once_for_task_one(fake_claude)
+
+
+def test_a_repository_moved_with_a_lane_goes_on_in_it_and_says_moved(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Moved (`mv`), not copied: the lane's links name a place that is gone; the run goes on
+    in the lane, and its line says moved, naming no copy nor lane there."""
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(THREE)
+    tool, _ = half_done_in_the_serial_lane(work, tmp_path / "directives.json", "task two",
+                                           list(ARGS))
+    os.killpg(tool.pid, signal.SIGKILL)
+    tool.wait(timeout=60)
+    moved = tmp_path / "moved"
+    shutil.move(work, moved)
+    ran = agent_loop(moved, *ARGS)
+    said = ran.stdout + ran.stderr
+    assert ran.returncode == 0, said
+    assert f"came with this repository, moved from {work}" in said, said
+    assert "repository's copy" not in said and "left as it is" not in said, said
+    on_its_own_history(moved)
+    assert paid_once_for_task_one(fake_claude)
