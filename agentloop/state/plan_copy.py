@@ -33,7 +33,8 @@ def keep(folder: Path, data: bytes) -> None:
     state folder `folder`. A failure to write (a full disk) is no failure of the run: the copy
     in memory still puts the plan back while the run lives."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".plan-", suffix=".tmp", dir=folder)
+        # Named as the state's scratch files, which the next run's lock sweeps (a kill here).
+        fd, tmp = tempfile.mkstemp(prefix=".state-plan-", suffix=".tmp", dir=folder)
     except OSError:
         return
     try:

@@ -1,0 +1,37 @@
+"""state/plan_copy.py: the plan's bytes as the last run read them, kept in its state folder;
+a write of them cut short by a kill leaves nothing behind once the next run takes its lock."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agentloop.state import plan_copy
+from agentloop.state.store import Store
+
+
+def test_the_copy_is_written_whole_over_the_last(tmp_path: Path) -> None:
+    plan_copy.keep(tmp_path, b"- [ ] one\n")
+    plan_copy.keep(tmp_path, b"- [ ] one\n- [ ] two\n")
+    assert (tmp_path / plan_copy.NAME).read_bytes() == b"- [ ] one\n- [ ] two\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [plan_copy.NAME]
+
+
+def test_a_write_cut_short_by_a_kill_leaves_no_scratch_file_past_the_next_lock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Store(tmp_path)
+    store.make_dir()
+
+    def killed(*_: object) -> None:
+        raise SystemExit(137)  # the process ends here, its scratch file written
+
+    monkeypatch.setattr(os, "replace", killed)
+    with pytest.raises(SystemExit):
+        plan_copy.keep(store.dir, b"- [ ] one\n")
+    monkeypatch.undo()
+    assert [p for p in store.dir.iterdir() if p.name.endswith(".tmp")]
+    with store.lock():
+        pass
+    assert not [p for p in store.dir.iterdir() if p.name.endswith(".tmp")]
