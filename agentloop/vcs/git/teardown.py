@@ -311,9 +311,9 @@ def swept_git(root: Path, keep: set[str], known: set[str] | None = None
     gone, notes = [], []
     folder = lanes_dir(root).resolve()
     with bookkeeping(root):
-        # The plan's lanes (its run lock: no run holds them) whose registration an agent
-        # damaged, written back before git is asked about them.
-        # A copy's lanes (the repository copied whole) linked to its own git dir again.
+        # The plan's lanes (its run lock: no run holds them) whose links name another
+        # repository (the repository copied whole), or whose registration an agent damaged,
+        # written back before git is asked about them.
         notes += relinked(root, known or ())
         notes += mended(root, known or ())
         # No linked worktree at all (as the repository's files say, when its git dir is a
