@@ -80,6 +80,22 @@ def test_a_task_cut_short_by_its_own_budget(tmp_path: Path, fake_claude: FakeCla
     assert small["status"] == "completed"
 
 
+def test_a_task_cut_short_by_a_cap_agent_loop_did_not_set(tmp_path: Path, fake_claude: FakeClaude,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # A `claude` wrapper of the user's (or AGENT_LOOP_CLAUDE) that adds --max-budget-usd: with
+    # no --task-budget the run crashed formatting the missing flag's value (exit 3, the task
+    # `interrupted` with a TypeError for its error).
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.md").write_text("- big\n  FAKE: over-budget\n- small\n")
+    code, out, err = invoke("tasks.md", "--vcs", "none", "--budget", "5")
+    assert code == 4, err
+    assert "internal error" not in err
+    big, small = orjson.loads((tmp_path / ".agent-loop" / "state.json").read_bytes())["tasks"]
+    assert big["status"] == "failed" and big["attempts"] == 1
+    assert big["error"] == "cut short by its own budget: Reached maximum budget"
+    assert small["status"] == "completed"
+
+
 def test_status_shows_receipts_per_group_and_in_total(tmp_path: Path, fake_claude: FakeClaude,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
