@@ -428,6 +428,12 @@ def test_every_line_of_a_lanes_task_says_its_group(work: Path, fake_claude: Fake
               (work / ".agent-loop" / "events.jsonl").read_text().splitlines()]
     told = [e for e in events if e["type"] in ("TaskFinished", "RetryDecided", "ChangeAbandoned")]
     assert told and all(e.get("lane", "").startswith("Group ") for e in told), told
+    # `--status --follow` from another terminal says them as the run did: it dropped the
+    # `lane` events.jsonl gives the events with no field of their own.
+    followed = agent_loop(work, "--status", "--follow").stdout
+    again = [line for line in followed.splitlines()
+             if "file(s) changed" in line or "advisor" in line or "rolled back" in line]
+    assert again == said, followed
 
 
 def test_a_finished_group_is_not_said_to_wait(work: Path, fake_claude: FakeClaude) -> None:
