@@ -101,8 +101,15 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
                 break  # they failed in another lane, which says so: no agent starts here
             begun.append(task)
             _caught_up(run)
-            with moved_said_first(run, task):
-                _run_task(run, task, lane_end=position == len(tasks) - 1)
+            runs = len(task.history)
+            try:
+                with moved_said_first(run, task):
+                    _run_task(run, task, lane_end=position == len(tasks) - 1)
+            finally:
+                if len(task.history) == runs:
+                    # No agent began it (the budget held it, or the run wound down while it
+                    # waited): not started, so no run in a row counts it as stalled.
+                    begun.remove(task)
             _settled_one(run)
             check_history(run, task)
         land_beside(run)  # the group's last landing, before the lane follows or leaves
