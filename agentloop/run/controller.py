@@ -299,9 +299,10 @@ class Controller:
                     return  # answered already (taken off the queue again after a Ctrl+C)
                 self._unanswered.remove(handed)
             # The events the ledger says for the lane (a task's change, a roll-back, the
-            # advisor's word) name the lane, as the lane's own do.
+            # advisor's word) name the lane, as the lane's own do; a lane's asking to start
+            # may say what is the whole run's (a stop asked for, the plan put back): untagged.
             before = lane()
-            set_lane(handed.group)
+            set_lane("" if isinstance(handed.step, MayStart) else handed.group)
             try:
                 answer = self._apply(handed.run, handed.task, handed.step)
             except BaseException as exc:  # noqa: BLE001 - the lane raises it where it waits

@@ -115,8 +115,7 @@ def test_a_task_removed_ticked_or_reworded_while_the_run_works(
     during = "while an agent ran (by it, or you)"
     assert f"task \"remove me\" was removed from the plan {during}: not started" in done.stdout
     # Named as the plan read then, and reads now: "remove me" gone, "tick me" is task 4.
-    tag = "  " if lanes == "1" else "[Later] "  # with lanes, said as its lane's
-    assert f"\n{tag}task 4 (tick me) was ticked in the plan {during}: skipped" in done.stdout
+    assert f"\n  task 4 (tick me) was ticked in the plan {during}: skipped" in done.stdout
     assert f"\nlook at: task 4 (tick me) was ticked in the plan {during}: skipped" in done.stdout
     assert f"task 3 was reworded {during}: it runs as it reads now (new wording)" in done.stdout
     # The next run reads the plan as it is now: nothing left, nothing new.
