@@ -36,7 +36,7 @@ from agentloop.run.conflicts import GroupConflicted, GroupHeld
 from agentloop.run.context import Run
 from agentloop.run.decisions import Completed, Failed, Judged, MayStart, Step
 from agentloop.run.events import Stopping
-from agentloop.run.lane_tag import LaneNote
+from agentloop.run.lane_tag import LaneNote, lane, set_lane
 from agentloop.run.scheduler import Workplaces, serialised
 from agentloop.run.selection import unmet
 from agentloop.state.schema import TaskState
@@ -90,6 +90,7 @@ class Handed:
     task: TaskState
     step: Step | MayStart
     reply: Reply
+    group: str = ""   # the lane's, so what the controller says for it is tagged as its own
 
 
 def stop_flag(store_dir: Path) -> Path:
@@ -280,7 +281,7 @@ class Controller:
             with held_back():
                 return self._apply(run, task, step)
         reply = Reply()
-        handed = Handed(run, task, step, reply)
+        handed = Handed(run, task, step, reply, lane())
         with self._unanswered_lock:
             self._unanswered.append(handed)
         self.reports.put(handed)
@@ -297,11 +298,18 @@ class Controller:
                 if handed not in self._unanswered:
                     return  # answered already (taken off the queue again after a Ctrl+C)
                 self._unanswered.remove(handed)
+            # The events the ledger says for the lane (a task's change, a roll-back, the
+            # advisor's word) name the lane, as the lane's own do; a lane's asking to start
+            # may say what is the whole run's (a stop asked for, the plan put back): untagged.
+            before = lane()
+            set_lane("" if isinstance(handed.step, MayStart) else handed.group)
             try:
                 answer = self._apply(handed.run, handed.task, handed.step)
             except BaseException as exc:  # noqa: BLE001 - the lane raises it where it waits
                 handed.reply.put((None, exc))
                 return
+            finally:
+                set_lane(before)
             handed.reply.put((answer, None))
 
     def _join(self, worker: threading.Thread) -> None:

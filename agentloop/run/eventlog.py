@@ -8,6 +8,7 @@ from typing import IO, Callable, Iterator
 
 from agentloop.files import held_open
 from agentloop.run.events import Event, RunFinished, from_json, to_json
+from agentloop.run.lane_tag import set_lane
 
 
 class EventLog:
@@ -75,13 +76,31 @@ def follow(path: Path, poll: float = 0.2,
         log.seek(offset)
         if not (ended and running() and _next_run(log, poll, running)):
             log.seek(starts[-1])
-        for _, line in _lines(log, poll, running):
-            event = from_json(line)
-            if event is None:
-                continue
-            yield event
-            if isinstance(event, RunFinished):
-                return
+        try:
+            for _, line in _lines(log, poll, running):
+                event = from_json(line)
+                if event is None:
+                    continue
+                # An event with no `lane` field of its own has its lane in the line only
+                # (to_json): the reader's thread names it while the event is said, as the
+                # lane's thread did in the run (agentloop.console.live reads it there).
+                set_lane(_lane_of(line) if "lane" not in type(event).__dataclass_fields__
+                         else "")
+                yield event
+                if isinstance(event, RunFinished):
+                    return
+        finally:
+            set_lane("")
+
+
+def _lane_of(line: bytes) -> str:
+    """The lane a line of events.jsonl names ("" when none)."""
+    if b'"lane":' not in line:
+        return ""
+    import orjson
+
+    value = orjson.loads(line).get("lane")
+    return value if isinstance(value, str) else ""
 
 
 def _next_run(log: IO[bytes], poll: float, running: Callable[[], bool]) -> bool:

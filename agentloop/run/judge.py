@@ -27,7 +27,11 @@ def judge(run: Run, task: TaskState, outcome: Outcome, transient: int,
     attempt, result = outcome.attempt, outcome.result
     failure = outcome.failure or classify(run, result)
     if failure.kind == BUDGET:
-        why = f"cut short by its own budget (--task-budget {run.options.task_budget:g} USD)"
+        # A cap agent-loop did not set (a `claude` wrapper of the user's adds one) has no flag
+        # to name: the agent's own words say it.
+        cap = run.options.task_budget
+        why = (failure.reason if cap is None
+               else f"cut short by its own budget (--task-budget {cap:g} USD)")
         return Failed(why, O.BUDGET, why)
     if excused_by_a_pause(run, result, failure):
         return WaitFor(O.PAUSED, failure.reason, paused=result.paused)

@@ -101,8 +101,15 @@ def run_lane(run: Run, tasks: list[TaskState], begun: list[TaskState],
                 break  # they failed in another lane, which says so: no agent starts here
             begun.append(task)
             _caught_up(run)
-            with moved_said_first(run, task):
-                _run_task(run, task, lane_end=position == len(tasks) - 1)
+            runs = len(task.history)
+            try:
+                with moved_said_first(run, task):
+                    _run_task(run, task, lane_end=position == len(tasks) - 1)
+            finally:
+                if len(task.history) == runs:
+                    # No agent began it (the budget held it, or the run wound down while it
+                    # waited): not started, so no run in a row counts it as stalled.
+                    begun.remove(task)
             _settled_one(run)
             check_history(run, task)
         land_beside(run)  # the group's last landing, before the lane follows or leaves
@@ -409,10 +416,13 @@ def _check_budget(run: Run, task: TaskState) -> bool:
     said = run.shared.purse.take(
         task.group, options.budget, lambda: budget.reckoned(options, caps, run.state, left).total,
         amount, run.shared.halted,
-        lambda: run.emit(LaneNote(f"task {run.shared.number(task)} waits: what was spent and "
-                                  "what the running "
-                                  f"tasks may still spend could reach --budget "
-                                  f"{money(options.budget or 0)}")))
+        lambda: run.emit(LaneNote(f"task {run.shared.number(task)} waits: " + (
+            # No cap and no task finished: what a running task may spend is unknown, whatever
+            # is left of the budget (agentloop.run.budget).
+            "no task of this plan has a known cost yet, and with --budget one starts at a time "
+            "until one has" if amount is None else
+            "what was spent and what the running tasks may still spend could reach --budget "
+            f"{money(options.budget or 0)}"))))
     if said is budget.Verdict.STOP:
         total = budget.reckoned(options, caps, run.state, left)
         raise BudgetReached(f"budget reached before task {run.shared.number(task)}: spent "

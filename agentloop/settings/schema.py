@@ -58,6 +58,9 @@ def specs() -> dict[str, Spec]:
 
 def from_file(spec: Spec, value: Any, where: str) -> Any:
     """A value as TOML gave it, checked and converted; SettingsError names `where`."""
+    if _nul(value):  # TOML can write one (\u0000); no argv, variable or command holds it
+        raise SettingsError(f"{where}: {spec.key} holds a NUL character (\\u0000), which no "
+                            "command line, argument or environment variable can hold")
     if spec.kind == "flag":
         if not isinstance(value, bool):
             _bad(spec, value, where)
@@ -120,6 +123,15 @@ def _convert(spec: Spec, value: Any, where: str) -> Any:
 
 def _bad(spec: Spec, value: Any, where: str) -> None:
     raise SettingsError(f"{where}: {spec.key} = {show(value)}: {spec.key} takes {spec.expected}")
+
+
+def _nul(value: Any) -> bool:
+    """Whether a NUL is in a string of `value` (a table's names and values, a list's items)."""
+    if isinstance(value, str):
+        return "\0" in value
+    if isinstance(value, dict):
+        return any(_nul(k) or _nul(v) for k, v in value.items())
+    return isinstance(value, list) and any(_nul(v) for v in value)
 
 
 def _fits_float(value: int) -> bool:

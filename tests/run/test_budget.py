@@ -99,8 +99,7 @@ def test_eight_lanes_spend_two_dollars_of_a_two_dollar_budget(work: Path,
     assert len(runs) == 2 and spent(work) == 2.0
     assert sorted(t["status"] for t in state_of(work)["tasks"]) == ["completed"] * 2 + \
         ["pending"] * 6
-    assert "waits: what was spent and what the running tasks may still spend could reach " \
-        "--budget $2.0000" in done.stdout
+    assert "waits: no task of this plan has a known cost yet" in done.stdout
     # The stop line says what was really spent, and a budget that runs more.
     assert "spent $2.0000 of $2.0000" in done.stderr
     more = suggested(done.stderr)
@@ -109,6 +108,20 @@ def test_eight_lanes_spend_two_dollars_of_a_two_dollar_budget(work: Path,
     assert again.returncode == 1, again.stdout + again.stderr
     assert sorted(t["status"] for t in state_of(work)["tasks"]).count("completed") == 4
     assert f"spent ${spent(work):.4f} of ${float(more):.4f}" in again.stderr
+
+
+def test_a_lane_that_waits_for_the_first_cost_says_so(work: Path,
+                                                     fake_claude: FakeClaude) -> None:
+    # Nothing spent of $50: the lanes beside the first task waited, said as `what was spent
+    # and what the running tasks may still spend could reach --budget $50.0000`, a reason that
+    # reads false. They wait because no task has a cost yet.
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(groups(3, "\n  FAKE: sleep 0.5"))
+    done = agent_loop(work, "--vcs", "git", "--parallel", "3", "--no-distill", "--budget", "50")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "could reach" not in done.stdout, done.stdout
+    assert "waits: no task of this plan has a known cost yet, and with --budget one starts at " \
+        "a time until one has" in done.stdout, done.stdout
 
 
 def test_the_stop_line_counts_what_the_tasks_still_running_spent(work: Path,
@@ -247,7 +260,7 @@ def stopped_while_lanes_wait(work: Path, fake_claude: FakeClaude) -> Path:
     reader = threading.Thread(target=lambda: lines.extend(iter(child.stdout.readline, "")),
                               daemon=True)
     reader.start()
-    waits = "waits: what was spent and what the running tasks may still spend"
+    waits = "waits: no task of this plan has a known cost yet"
     deadline = time.monotonic() + 60
     while agent_runs(fake_claude) < 1 or sum(waits in line for line in lines) < 3:
         assert time.monotonic() < deadline, ("the lanes never waited", lines)

@@ -411,6 +411,31 @@ def test_a_group_that_waits_starts_from_the_main_line_after_its_dependency(
     assert api_call["cwd"].endswith("/lanes/" + api)
 
 
+def test_every_line_of_a_lanes_task_says_its_group(work: Path, fake_claude: FakeClaude) -> None:
+    # The lines the controller says for a lane (a task's change, a roll-back, the advisor's
+    # word) came untagged, between other lanes' lines: `change …` under `[Group 2] …` was
+    # Group 1's. events.jsonl had no lane for them either.
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(plan(2, extra="\n  FAKE: sleep 1").replace(
+        "1.1\n", "1.1\n  FAKE: fail 1\n", 1))
+    done = agent_loop(work, "--vcs", "git", "--parallel", "2", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [line for line in done.stdout.splitlines()
+            if "file(s) changed" in line or "advisor" in line or "rolled back" in line]
+    assert len(said) == 6, done.stdout
+    assert all(line.startswith("[Group ") for line in said), done.stdout
+    events = [json.loads(line) for line in
+              (work / ".agent-loop" / "events.jsonl").read_text().splitlines()]
+    told = [e for e in events if e["type"] in ("TaskFinished", "RetryDecided", "ChangeAbandoned")]
+    assert told and all(e.get("lane", "").startswith("Group ") for e in told), told
+    # `--status --follow` from another terminal says them as the run did: it dropped the
+    # `lane` events.jsonl gives the events with no field of their own.
+    followed = agent_loop(work, "--status", "--follow").stdout
+    again = [line for line in followed.splitlines()
+             if "file(s) changed" in line or "advisor" in line or "rolled back" in line]
+    assert again == said, followed
+
+
 def test_a_finished_group_is_not_said_to_wait(work: Path, fake_claude: FakeClaude) -> None:
     # A task added to Setup after the run: Api, every task of it done, waits for nothing.
     init_repo(work, "git")

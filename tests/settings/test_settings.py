@@ -155,6 +155,11 @@ def refused(done: subprocess.CompletedProcess[str], *words: str) -> None:
     ('[plans."tasks.md"]\nretry-modle = "x"\n', ["agent-loop.toml:2", "did you mean "
                                                  "'retry-model'"]),
     ("env = { 'A B' = 'x' }\n", ["'A B' is not a variable name"]),
+    # A NUL no command, argument or variable can hold: the run crashed as the agent, a check
+    # or the hook started (internal error, exit 3).
+    ('env = { A = "x\\u0000y" }\n', ["agent-loop.toml:1", "env holds a NUL character"]),
+    ('check = ["pytest\\u0000 -q"]\n', ["agent-loop.toml:1", "check holds a NUL character"]),
+    ('model = "op\\u0000us"\n', ["agent-loop.toml:1", "model holds a NUL character"]),
     # TOML takes a whole number of any size; one no float holds is refused, not a crash.
     ("budget = " + "9" * 400 + "\n", ["agent-loop.toml:1", "budget takes a number, x>=0"]),
     ("lane-wait = " + "9" * 400 + "\n", ["agent-loop.toml:1", "lane-wait takes seconds"]),

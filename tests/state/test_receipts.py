@@ -65,6 +65,22 @@ def test_budget_stops_before_the_next_task_and_raising_it_continues(
     assert "3 completed" in out
 
 
+def test_a_task_the_budget_holds_back_is_not_said_to_stall(tmp_path: Path,
+                                                          fake_claude: FakeClaude,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each run stopped by the budget before task 2 counted it as started: the third said
+    # `task 2 has started in 3 runs in a row without completing (pending: no reason recorded);
+    # read . and consider rewording or splitting it`, of a task no agent ever ran.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.md").write_text("- one\n- two\n")
+    for _ in range(4):
+        code, out, err = invoke("tasks.md", "--vcs", "none", "--budget", "0.005")
+        assert code == 1 and "budget reached before task 2" in err, err
+    assert "started in" not in out + err, out + err
+    two = orjson.loads((tmp_path / ".agent-loop" / "state.json").read_bytes())["tasks"][1]
+    assert two["status"] == "pending" and two["stalled_runs"] == 0 and not two["history"]
+
+
 def test_a_task_cut_short_by_its_own_budget(tmp_path: Path, fake_claude: FakeClaude,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
@@ -77,6 +93,22 @@ def test_a_task_cut_short_by_its_own_budget(tmp_path: Path, fake_claude: FakeCla
     assert big["history"][0]["outcome"] == "budget"
     runs = [c["argv"] for c in fake_claude.calls()]
     assert all(argv[argv.index("--max-budget-usd") + 1] == "0.5" for argv in runs)
+    assert small["status"] == "completed"
+
+
+def test_a_task_cut_short_by_a_cap_agent_loop_did_not_set(tmp_path: Path, fake_claude: FakeClaude,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # A `claude` wrapper of the user's (or AGENT_LOOP_CLAUDE) that adds --max-budget-usd: with
+    # no --task-budget the run crashed formatting the missing flag's value (exit 3, the task
+    # `interrupted` with a TypeError for its error).
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.md").write_text("- big\n  FAKE: over-budget\n- small\n")
+    code, out, err = invoke("tasks.md", "--vcs", "none", "--budget", "5")
+    assert code == 4, err
+    assert "internal error" not in err
+    big, small = orjson.loads((tmp_path / ".agent-loop" / "state.json").read_bytes())["tasks"]
+    assert big["status"] == "failed" and big["attempts"] == 1
+    assert big["error"] == "cut short by its own budget: Reached maximum budget"
     assert small["status"] == "completed"
 
 
