@@ -13,7 +13,7 @@ from typing import Any
 from agentloop import left_alone
 from agentloop.console.dispatch import dispatch, reported
 from agentloop.console.gone import steady
-from agentloop.console.stops import write
+from agentloop.console.stops import warn, write
 from agentloop.errors import stop
 
 
@@ -45,6 +45,8 @@ def run(tasks_md: Path | None, params: dict[str, Any], args: list[str],
         chosen = RunOptions.from_params({**params, **effective.values}) \
             if effective is not None else options
         check_usage(chosen)
+        for note in effective.notes if effective is not None else ():
+            warn(f"warning: {note}")
         if chosen.show_settings and effective is not None:
             _show_settings(effective, chosen.as_json)
             return 0

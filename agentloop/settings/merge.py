@@ -43,6 +43,7 @@ class Settings:
     rows: tuple[Row, ...]
     files: tuple[str, ...]      # the settings files read, lowest precedence first
     plan: str                   # the plan's name in [plans."…"] tables
+    notes: tuple[str, ...] = ()  # lines to say before the command works (a table for no plan)
 
 
 def resolve(values: Mapping[str, Any], given: set[str], task_file: Path | None, cwd: Path,
@@ -60,15 +61,18 @@ def resolve(values: Mapping[str, Any], given: set[str], task_file: Path | None, 
     plan = "" if path is None else relative_to(path, root) or str(path)
     # click's values of options not given are their defaults, converted (() for a list)
     layers: list[Layer] = [{k: (values[param(k)], Origin("default")) for k in KEYS}]
-    files = []
-    for file, table in ((user_file(environ), ()), (root / PYPROJECT, PYPROJECT_TABLE),
-                        (root / PROJECT_FILE, ())):
+    files, notes = [], []
+    for file, table, own in ((user_file(environ), (), False),
+                             (root / PYPROJECT, PYPROJECT_TABLE, True),
+                             (root / PROJECT_FILE, (), True)):
         if file is None:
             continue
-        read = file_layers(file, table, plan or None, spec, _shown(file, cwd))
+        read, unknown = file_layers(file, table, plan or None, spec, _shown(file, cwd),
+                                    root if own else None)
         if read:
             files.append(_shown(file, cwd))
         layers += read
+        notes += unknown
     layers.append(env_layer(environ, spec))
     layers.append({k: (values[param(k)], Origin("flag", _flag(k, values[param(k)])))
                    for k in KEYS if param(k) in given})
@@ -76,7 +80,8 @@ def resolve(values: Mapping[str, Any], given: set[str], task_file: Path | None, 
     for layer in layers:
         merged.update(layer)
     rows = tuple(Row(k, *merged[k], BY_NAME[param(k)].kind) for k in KEYS)
-    return Settings({param(r.key): r.value for r in rows}, rows, tuple(files), plan)
+    return Settings({param(r.key): r.value for r in rows}, rows, tuple(files), plan,
+                    tuple(notes))
 
 
 class _Specs(Mapping[str, "Spec"]):

@@ -55,12 +55,15 @@ def user_file(environ: Mapping[str, str]) -> Path | None:
 
 
 def file_layers(path: Path, table: tuple[str, ...], plan: str | None,
-                specs: Mapping[str, Spec], shown: str) -> list[Layer]:
-    """A file's keys, then its table for `plan`; [] for a file that is not there."""
+                specs: Mapping[str, Spec], shown: str,
+                root: Path | None = None) -> tuple[list[Layer], list[str]]:
+    """A file's keys, then its table for `plan`; [] for a file that is not there. With them,
+    a line for each plan's table that names no file below `root` (a project's file: the
+    user's own names plans of any repository): a typo there would leave its budget unset."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return []
+        return [], []
     except (OSError, UnicodeDecodeError) as exc:
         raise SettingsError(f"{shown}: cannot read it: {exc}") from None
     data = _parse(text, shown)
@@ -69,7 +72,7 @@ def file_layers(path: Path, table: tuple[str, ...], plan: str | None,
     if not isinstance(data, dict):
         raise SettingsError(f"{shown}: [{'.'.join(table)}] must be a table of settings")
     if not data and table:
-        return []  # a pyproject.toml without agent-loop's table
+        return [], []  # a pyproject.toml without agent-loop's table
     lines = _Lines(text)
     top = _layer(data, table, specs, shown, lines, plans=True)
     plans = data.get(PLANS, {})
@@ -77,12 +80,16 @@ def file_layers(path: Path, table: tuple[str, ...], plan: str | None,
         at = lines.find(table, PLANS)
         raise SettingsError(f"{shown}{f':{at}' if at else ''}: {PLANS} holds one table per plan, "
                             'e.g. [plans."docs/tasks.md"]')
-    layers = [top]
+    layers, unknown = [top], []
     for written, values in plans.items():  # every plan's table is checked, this plan's used
         layer = _layer(values, (*table, PLANS, written), specs, shown, lines, plans=False)
         if _plan_key(written) == plan:
             layers.append(layer)
-    return layers
+        elif root is not None and not (root / written).is_file():
+            at = lines.find((*table, PLANS), written)
+            unknown.append(f"{shown}{f':{at}' if at else ''}: [{PLANS}.\"{written}\"] names "
+                           "no plan in this repository: its settings apply to none")
+    return layers, unknown
 
 
 def env_layer(environ: Mapping[str, str], specs: Mapping[str, Spec]) -> Layer:
@@ -174,6 +181,7 @@ class _Lines:
             header = re.match(self._HEADER, line)
             if header:
                 section = _table_path(header[1])
+                self.where.setdefault(section, number)  # a table's own line: its header
                 continue
             key = re.match(self._KEY, line)
             if key:

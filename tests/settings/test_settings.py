@@ -90,6 +90,19 @@ def test_a_plans_table_wins_in_its_file_for_that_plan_only(repo: Path) -> None:
     assert tasks["sleep"]["value"] == 0
 
 
+def test_a_plans_table_that_names_no_plan_is_said(repo: Path, fake_claude: Any) -> None:
+    # A typo in a table's plan: its budget applied to no plan, and nothing said so.
+    (repo / "agent-loop.toml").write_text('budget = 20\n\n[plans."taks.md"]\nbudget = 5\n'
+                                          '[plans."tasks.md"]\nreview = false\n')
+    user_config('[plans."elsewhere/tasks.md"]\nbudget = 1\n')   # the user's: any repository
+    done = agent_loop(repo, "--vcs", "none", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "names no plan" in line]
+    assert said == ['warning: agent-loop.toml:3: [plans."taks.md"] names no plan in this '
+                    "repository: its settings apply to none"]
+    assert not fake_claude.calls()
+
+
 def test_flags_turn_a_files_boolean_off_and_replace_its_list(repo: Path) -> None:
     (repo / "agent-loop.toml").write_text(
         'review = true\ndistill = false\ncheck = ["pytest -q", "ruff check ."]\n'
