@@ -3,7 +3,7 @@
 A budget is a promise about money: a re-run without `--budget` keeps the one the plan's run
 began with (until `--reset` archives the state). Checks, review and a model are how the work is
 done, not what it may cost: a re-run without them runs without them, but says so in one line
-with the command that keeps them.
+with the command that keeps them (a re-run with checks or a model of its own has chosen).
 
 This is one small step on purpose: options from the command line (and, above them, a settings
 file once there is one) are merged first; what is remembered only fills a budget still unset,
@@ -40,9 +40,10 @@ def recall(options: RunOptions, kept: dict[str, Any]) -> tuple[RunOptions, str |
     dropped: list[str] = []
     if kept.get("review") and not options.review:
         dropped.append("--review")
-    for check in kept.get("check") or ():
-        if check not in options.check:
-            dropped += ["--check", str(check)]
+    # Checks of its own (a flag, a settings file changed on purpose) are this run's choice,
+    # as a model of its own is: only a run with none drops the last run's.
+    for check in kept.get("check") or () if not options.check else ():
+        dropped += ["--check", str(check)]
     if kept.get("model") and options.model is None:
         dropped += ["--model", str(kept["model"])]
     if not dropped:

@@ -208,6 +208,20 @@ def test_runs_of_edited_removed_and_again_tasks_stay_in_the_receipts_and_the_bud
     assert code == 1 and "spent $0.0500 of $0.0500" in err
 
 
+def test_checks_changed_in_the_settings_file_are_no_checks_dropped(
+        tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The re-run said "the last run of this plan had --check true, which this run goes
+    # without; to keep them: … --check true": the person had replaced that check on purpose.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.md").write_text("## A\n- one\n## B\n- two\n")
+    (tmp_path / "agent-loop.toml").write_text('check = ["true"]\n')
+    assert invoke("tasks.md", "--vcs", "none", "--task", "1")[0] == 0
+    (tmp_path / "agent-loop.toml").write_text('check = ["test -d ."]\n')
+    code, out, err = invoke("tasks.md", "--vcs", "none")
+    assert code == 0, err
+    assert "the last run of this plan had" not in out + err
+
+
 def test_a_plain_rerun_keeps_the_budget_and_names_what_it_drops(
         tmp_path: Path, fake_claude: FakeClaude, monkeypatch: pytest.MonkeyPatch) -> None:
     # Issue 23 bug 4: a plain re-run dropped the budget, review and checks without a word.
