@@ -270,6 +270,45 @@ def test_a_plain_run_imports_nothing_of_paths_it_does_not_take(tmp_path: Path,
     assert not others & {"rich", "git", "gitdb"}, sorted(others)   # the live view: a terminal's
 
 
+# The modules the main thread loads before a run's first agent starts, as Python's audit hook
+# sees them (a first import only), printed as that agent is started.
+BEFORE_THE_AGENT = """
+import os, runpy, sys, threading
+loaded, started = [], []
+def noted(event, args):
+    if started:
+        return
+    if event == "import" and threading.current_thread() is threading.main_thread():
+        loaded.append(args[0])
+    elif event in ("subprocess.Popen", "os.posix_spawn") and \\
+            os.path.basename(os.fsdecode(args[1][0])) == "claude":
+        started.append(True)
+        print("LOADED", loaded, flush=True)
+sys.addaudithook(noted)
+sys.argv = ["agent-loop", *sys.argv[1:]]
+runpy.run_module("agentloop", run_name="__main__")
+"""
+# What the first agent's way needs none of: tempfile (with shutil, random and the compressors
+# shutil loads for its archives, ~3 ms) makes the agent's stderr file, made ready beside the
+# lane's git (agentloop.proc.beside.agents_ready); programs are found along PATH by
+# agentloop.proc.program_path; a tree is removed only where a lane is given up.
+NOT_ON_THE_AGENT_S_WAY = {"tempfile", "shutil", "random", "bz2", "lzma"}
+
+
+def test_the_way_to_the_first_agent_loads_no_archiver(tmp_path: Path,
+                                                       fake_claude: FakeClaude) -> None:
+    plan = "## One\n- first\n  FAKE: write a.txt A\n"
+    work = make_repo(tmp_path / "project", "git", plan=plan)
+    done = subprocess.run([sys.executable, "-c", BEFORE_THE_AGENT, "tasks.md", "--vcs", "git",
+                           "--no-distill"], cwd=work, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded = ast.literal_eval(done.stdout.split("LOADED ", 1)[1].splitlines()[0])
+    assert "agentloop.run.start" in loaded, "is the audit hook read right?"
+    on_the_way = set(loaded) & NOT_ON_THE_AGENT_S_WAY
+    assert not on_the_way, f"the main thread loads {sorted(on_the_way)} before the first agent"
+
+
 def test_status_after_a_real_run_starts_no_process(tmp_path: Path,
                                                    fake_claude: FakeClaude) -> None:
     # The run's lane notes where the history stood on its own branch; the checkout it landed in
