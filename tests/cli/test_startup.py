@@ -270,24 +270,6 @@ def test_a_plain_run_imports_nothing_of_paths_it_does_not_take(tmp_path: Path,
     assert not others & {"rich", "git", "gitdb"}, sorted(others)   # the live view: a terminal's
 
 
-# The modules the main thread loads before a run's first agent starts, as Python's audit hook
-# sees them (a first import only), printed as that agent is started.
-BEFORE_THE_AGENT = """
-import os, runpy, sys, threading
-loaded, started = [], []
-def noted(event, args):
-    if started:
-        return
-    if event == "import" and threading.current_thread() is threading.main_thread():
-        loaded.append(args[0])
-    elif event in ("subprocess.Popen", "os.posix_spawn") and \\
-            os.path.basename(os.fsdecode(args[1][0])) == "claude":
-        started.append(True)
-        print("LOADED", loaded, flush=True)
-sys.addaudithook(noted)
-sys.argv = ["agent-loop", *sys.argv[1:]]
-runpy.run_module("agentloop", run_name="__main__")
-"""
 # What the first agent's way needs none of: tempfile (with shutil, random and the compressors
 # shutil loads for its archives, ~3 ms) makes the agent's stderr file, made ready beside the
 # lane's git (agentloop.proc.beside.agents_ready); programs are found along PATH by
@@ -297,15 +279,14 @@ NOT_ON_THE_AGENT_S_WAY = {"tempfile", "shutil", "random", "bz2", "lzma"}
 
 def test_the_way_to_the_first_agent_loads_no_archiver(tmp_path: Path,
                                                        fake_claude: FakeClaude) -> None:
-    plan = "## One\n- first\n  FAKE: write a.txt A\n"
-    work = make_repo(tmp_path / "project", "git", plan=plan)
-    done = subprocess.run([sys.executable, "-c", BEFORE_THE_AGENT, "tasks.md", "--vcs", "git",
-                           "--no-distill"], cwd=work, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    loaded = ast.literal_eval(done.stdout.split("LOADED ", 1)[1].splitlines()[0])
-    assert "agentloop.run.start" in loaded, "is the audit hook read right?"
-    on_the_way = set(loaded) & NOT_ON_THE_AGENT_S_WAY
+    work = make_repo(tmp_path / "project", "git", plan="## One\n- first\n  FAKE: write a.txt A\n")
+    lines = audited_run(work, tmp_path, where=True)
+    agent = next(n for n, line in enumerate(lines)
+                 if line.startswith("process ") and "stream-json" in line)
+    loaded = {line.split()[1] for line in lines[:agent]
+              if line.startswith("import ") and line.endswith(" True")}
+    assert "agentloop.run.start" in loaded, "is the run read right?"
+    on_the_way = loaded & NOT_ON_THE_AGENT_S_WAY
     assert not on_the_way, f"the main thread loads {sorted(on_the_way)} before the first agent"
 
 
@@ -489,11 +470,12 @@ def test_a_run_removes_its_lane_while_it_records_its_end(tmp_path: Path,
 LOADED_AFTER_THE_FIRST_GIT = ("agentloop.run.start", "agentloop.run.controller",
                               "agentloop.run.ledger", "agentloop.run.summary",
                               "agentloop.run.eventlog")
-# The history's `git log` is started by a thread of its own; the questions preflight and the
-# backend ask first (git's identity and signing, where the repository is, what your checkout
-# holds: agentloop.vcs.git.first_look) by the main thread, with no thread to start for each.
-FIRST_GIT = {"agent-loop history": "log"}
-ASKED_AT_ONCE = ("var", "config", "rev-parse", "--no-optional-locks")
+# The history's `git log` (agentloop.vcs.branch_log.git_history) and the questions preflight
+# and the backend ask first (git's identity and signing, where the repository is, what your
+# checkout holds: agentloop.vcs.git.first_look), by the main thread, with no thread to start
+# for each: a thread's start waits for the interpreter, which the new thread holds as it
+# starts its git (the history's thread: 11-14 ms of the main thread's start on a busy machine).
+ASKED_AT_ONCE = ("log", "var", "config", "rev-parse", "--no-optional-locks")
 
 
 def word_of(line: str) -> str:
@@ -506,22 +488,21 @@ def test_a_fresh_run_starts_its_first_git_commands_before_it_loads_the_run(
     work = says_signing(make_repo(tmp_path / "project", "git",
                                   plan="- first\n  FAKE: write a.txt A\n"))
     lines = audited_run(work, tmp_path)
-    for word in FIRST_GIT.values():   # each thread starts its command
-        assert any(line.startswith("process git ") and f" {word} " in line for line in lines)
     first_agent = next(n for n, line in enumerate(lines)
                        if line.startswith("process ") and "stream-json" in line)
     asked = [word_of(line) for line in lines[:first_agent] if line.startswith("process git -C")]
     for word in ASKED_AT_ONCE:
         assert asked.count(word) == 1, f"`git {word}` asked {asked.count(word)} times"
-    started = max([lines.index(f"thread {name}") for name in FIRST_GIT] +
-                  [next(n for n, line in enumerate(lines) if line.startswith("process git -C")
-                        and word_of(line) == word) for word in ASKED_AT_ONCE])
+    started = max(next(n for n, line in enumerate(lines) if line.startswith("process git -C")
+                       and word_of(line) == word) for word in ASKED_AT_ONCE)
     for module in LOADED_AFTER_THE_FIRST_GIT:
         assert started < lines.index(f"import {module}"), \
             f"{module} loads before the run's first git commands start"
     threads = {line.split(maxsplit=1)[1] for line in lines[:first_agent]
                if line.startswith("thread ")}
-    assert not {"agent-loop identity", "agent-loop signing"} & threads, threads
+    assert "agent-loop agents ready" in threads, f"are the threads read right? {threads}"
+    assert not {"agent-loop history", "agent-loop identity", "agent-loop signing"} & threads, \
+        threads
 
 
 def test_a_run_readies_its_first_agent_while_it_waits_for_its_lane(
