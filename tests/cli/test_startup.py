@@ -542,6 +542,28 @@ NEVER_IN_A_PLAIN_RUN = ("agentloop.run.retry", "agentloop.run.json_answer",
                         "agentloop.agents.reset_time")
 
 
+def test_a_run_that_distills_loads_the_distiller_while_its_first_agent_works(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # The commit-message distiller (on by default) is first used once the first task's agent
+    # is done: its module (and the JSON answer's it reads) is loaded by the records-ahead
+    # thread while that agent works (agentloop.run.ahead.load_ahead_too), not by the main
+    # thread on its way to the agent.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    lines = audited_run(work, tmp_path, where=True, extra=["--distill"])
+    agent = next(n for n, line in enumerate(lines)
+                 if line.startswith("process ") and "stream-json" in line)
+    imported = {line.split()[1]: (n, line.split()[2] == "True") for n, line in enumerate(lines)
+                if line.startswith("import ")}
+    for module in ("agentloop.run.distill", "agentloop.run.json_answer"):
+        assert module in imported, f"{module} never loaded: did the run distill?"
+        at, by_the_main_thread = imported[module]
+        assert agent < at and not by_the_main_thread, \
+            f"{module} loaded {'before' if at < agent else 'after'} the first agent starts, " \
+            f"{'by the main thread' if by_the_main_thread else 'beside'}"
+    assert any(line.startswith("process ") and "--model" in line for line in lines[agent + 1:]), \
+        "no distiller asked: is the run read right?"
+
+
 def test_a_run_loads_before_its_first_agent_only_what_the_agent_needs(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n"
