@@ -9,7 +9,6 @@ standard input, never in argv: `claude -p` reads it from there when no prompt ar
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -40,6 +39,7 @@ from agentloop.agents.common import (
 )
 from agentloop.errors import AgentBlocked, ProgramNotFound
 from agentloop.proc.environ import home_of
+from agentloop.proc.program_path import which
 
 if TYPE_CHECKING:  # a run without --sandbox never loads the sandbox
     from agentloop.sandbox import Kept, Sandbox
@@ -145,13 +145,13 @@ class ClaudeAgent:
                  sandbox: Sandbox | None = None) -> None:
         given = program or os.environ.get(ENV_VAR) or "claude"
         # Resolved now, against the user's cwd: the agent itself runs from the project root.
-        self.program = shutil.which(given) or given
+        self.program = which(given) or given
         self.env = env
         self.sandbox = sandbox
 
     def check(self) -> None:
         """Fail early, in one line, when the claude program is missing or will refuse to run."""
-        if shutil.which(self.program) is None:
+        if which(self.program) is None:
             raise ProgramNotFound(f"claude not found ({self.program}): install Claude Code "
                                   f"(npm install -g @anthropic-ai/claude-code) or point "
                                   f"--agent-program / ${ENV_VAR} at it")

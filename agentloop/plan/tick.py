@@ -17,11 +17,11 @@ from __future__ import annotations
 import os
 import re
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentloop.errors import AgentLoopError
+from agentloop.files.scratch import scratch
 from agentloop.plan import parse
 from agentloop.plan.boxes import BOX_LINE, OPEN, mark, task_key
 from agentloop.plan.markdown import Reading
@@ -117,7 +117,7 @@ def _replace(real: Path, data: bytes, seen: os.stat_result, out: bytes) -> str |
     """Write `out` over the plan through a temporary file beside it, only if the plan still
     holds `data` as `seen`; why not, or the new file's device and inode."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tick", dir=real.parent)
+        fd, tmp = scratch(real.parent, f".{real.name}.", ".tick")
     except OSError as exc:
         return f"its folder cannot be written ({exc.strerror})"
     try:

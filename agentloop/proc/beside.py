@@ -42,12 +42,15 @@ def beside(work: Callable[[], T], name: str) -> Callable[[], T]:
 def agents_ready() -> Callable[[], None]:
     """What starting an agent needs, made ready in a thread beside what a run does before its
     first agent (the lane's creation, whose git the main thread waits for): the watchdog's
-    shell started and libc's prctl found (agentloop.proc.reaper), a few milliseconds each that
-    the first agent would wait for otherwise. The function waits for it."""
+    shell started, libc's prctl found (agentloop.proc.reaper) and tempfile loaded (the agent's
+    stderr file, agentloop.proc.streamed: with shutil, random and the compressors shutil
+    loads, ~3 ms), a few milliseconds each that the first agent would wait for otherwise. The
+    function waits for it."""
     from agentloop.proc.reaper import prctl
     from agentloop.proc.watchdog import watchdog
 
     def ready() -> None:
         watchdog.ready()  # False (it cannot run): the first agent finds that out again
         prctl()
+        import tempfile  # noqa: F401
     return beside(ready, "agent-loop agents ready")

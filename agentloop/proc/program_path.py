@@ -1,13 +1,14 @@
 """Which file a program name runs, as execvp would find it along PATH: looked up once per PATH
-(shutil.which tries every folder of it, each name encoded), and again once it did not run where
-it was found (moved or removed: a reinstall). Both ways of starting a child use it: posix_spawn
-(agentloop.proc.spawn) needs the file itself, and Popen, told it, skips its own search.
+(which tries every folder of it), and again once it did not run where it was found (moved or
+removed: a reinstall). Both ways of starting a child use it: posix_spawn (agentloop.proc.spawn)
+needs the file itself, and Popen, told it, skips its own search. Not shutil.which: shutil loads
+the compressors for its archives as it loads (bz2, lzma: a millisecond), on every run's way to
+its first agent.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 from typing import Mapping
 
 _found: dict[tuple[str, str], str] = {}
@@ -19,11 +20,33 @@ def find(name: str, path: str) -> str | None:
         return name
     key = (name, path)
     if key not in _found:
-        found = shutil.which(name, path=path)
+        found = which(name, path)
         if found is None:
             return None
         _found[key] = found
     return _found[key]
+
+
+def which(name: str, path: str | None = None) -> str | None:
+    """The file `name` runs along `path` (PATH's value; the environment's when None), as
+    shutil.which finds it: a name with a folder in it as it is, if it runs; None when none."""
+    if os.path.dirname(name):
+        return name if _runs(name) else None
+    folders = os.environ.get("PATH", os.defpath) if path is None else path
+    if not folders:
+        return None
+    seen: set[str] = set()
+    for folder in folders.split(os.pathsep):
+        if folder not in seen:
+            seen.add(folder)
+            candidate = os.path.join(folder, name)
+            if _runs(candidate):
+                return candidate
+    return None
+
+
+def _runs(file: str) -> bool:
+    return os.access(file, os.F_OK | os.X_OK) and not os.path.isdir(file)
 
 
 def located(name: str, env: Mapping[str, str] | None) -> str | None:

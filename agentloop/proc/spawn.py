@@ -17,7 +17,6 @@ import select
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from typing import Callable, Mapping
@@ -131,6 +130,8 @@ def prompt_input(data: bytes) -> int:
     if whole:
         return read
     os.close(read)
+    import tempfile  # rare (more than a pipe holds): off the way to the first agent
+
     with tempfile.TemporaryFile() as held:
         held.write(data)
         held.flush()

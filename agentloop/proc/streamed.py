@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -161,6 +160,8 @@ def _errors_file(reused: bool) -> IO[bytes]:
         with _spare_lock:
             if _spare_errors:
                 return _spare_errors.pop()
+    import tempfile  # loaded beside the lane's git (agentloop.proc.beside.agents_ready)
+
     return tempfile.TemporaryFile()
 
 

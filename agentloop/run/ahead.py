@@ -59,7 +59,7 @@ def make_ahead(lane: str | None) -> None:
     if lane is not None:
         from agentloop.vcs.choose import load_lane_ahead
         load = load_lane_ahead(lane)
-    thread = threading.Thread(target=_made_ahead, args=(started, load, _warm_ups(lane)),
+    thread = threading.Thread(target=_made_ahead, args=(started, load, lane),
                               name="agent-loop records ahead", daemon=True)
     try:
         thread.start()
@@ -97,23 +97,36 @@ def make_ahead_too(cls: type) -> None:
         _AT_THE_CALLER_S_END.append(cls)
 
 
+# The modules the run loads where its first task's end uses them, named by the run's set-up
+# before its first agent starts (load_ahead_too): the commit-message distiller.
+_AT_THE_FIRST_TASK_S_END: list[str] = []
+
+
+def load_ahead_too(module: str) -> None:
+    """`module`, which this run uses once its first agent is done (imported there), loaded by
+    the records-ahead thread while that agent works (make_ahead), not on the main thread's
+    way to it."""
+    if module not in _AT_THE_FIRST_TASK_S_END:
+        _AT_THE_FIRST_TASK_S_END.append(module)
+
+
 def _warm_ups(lane: str | None) -> tuple[str, ...]:
     """The modules the records-ahead thread loads once the records are made (_warmed)."""
-    return ("agentloop.run.tick_boxes", *_AT_THE_END,
+    return ("agentloop.run.tick_boxes", *_AT_THE_FIRST_TASK_S_END, *_AT_THE_END,
             *(_AT_A_GIT_LANE_S_END if lane == "git" else ()))
 
 
 def _made_ahead(started: threading.Event, load: Callable[[], None] | None,
-                warm: tuple[str, ...]) -> None:
+                lane: str | None) -> None:
     try:
-        _make(started, load, warm)
+        _make(started, load, lane)
     finally:
         if load is not None:   # once in any case: the lane's opening waits for it
             load()
 
 
 def _make(started: threading.Event, load: Callable[[], None] | None,
-          warm: tuple[str, ...]) -> None:
+          lane: str | None) -> None:
     from agentloop.agents import Activity, AgentResult
     from agentloop.ondemand import made
     from agentloop.proc.read_output import Deadline
@@ -149,8 +162,9 @@ def _make(started: threading.Event, load: Callable[[], None] | None,
     # modules are whole or absent (a failed import leaves none behind); the main thread, if
     # first, imports them itself (one import at a time). A stop's own path imports nothing
     # new (agentloop.run.loop keeps its end at the top): a thread stuck in an import holds
-    # Python's import lock.
-    _warmed(warm)
+    # Python's import lock. Named now, the agent started: the run's set-up has named its own
+    # (load_ahead_too), after the lane's git that started this thread maybe.
+    _warmed(_warm_ups(lane))
 
 
 def _warmed(modules: tuple[str, ...]) -> None:

@@ -22,9 +22,9 @@ bring back: not put back, where git would refuse to switch back over it."""
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
+from agentloop.files.scratch import scratch
 from agentloop.files.shown import typed_path
 from agentloop.ondemand import dataclass
 from agentloop.run.context import FileId, Run
@@ -154,11 +154,11 @@ def restore(run: Run) -> Restored | None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Whole or not at all: a plan half written would read as a plan with tasks missing.
-        fd, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        fd, made = scratch(path.parent, f".{path.name}.")
         with os.fdopen(fd, "wb") as out:
             out.write(data)
             written = file_id(os.fstat(out.fileno()))
-        os.replace(scratch, path)
+        os.replace(made, path)
     except OSError as exc:
         return Restored(f"{run.project.shown(path)} vanished from disk while this run worked, "
                         f"and putting it back failed ({exc.strerror})")

@@ -16,7 +16,7 @@ from agentloop.proc.beside import beside
 from agentloop.state.landed import done_tasks, trailers
 from agentloop.state.project import Project
 from agentloop.state.schema import State, TaskState
-from agentloop.vcs.branch_log import branch_history, jj_changes
+from agentloop.vcs.branch_log import branch_history, git_history, jj_changes
 from agentloop.vcs.carry import plan_slug
 from agentloop.vcs.rewritten import rewritten
 
@@ -57,11 +57,21 @@ def asks_history(options: RunOptions) -> bool:
 
 
 def read_history(project: Project, vcs: str) -> History:
-    """The history from_history reads, started now in a thread of its own (one command that
-    changes nothing): a run that finds no state parses its plan meanwhile. Waiting for it twice
+    """The history from_history reads, started now (one command that changes nothing): a run
+    that finds no state parses its plan meanwhile. git's command runs beside with no thread
+    (agentloop.vcs.branch_log.git_history), jj's in a thread of its own. Waiting for it twice
     gives the same answer."""
-    return beside(partial(branch_history, history_kind(vcs, project.root), project.root),
-                  "agent-loop history")
+    kind = history_kind(vcs, project.root)
+    if kind != "git":
+        return beside(partial(branch_history, kind, project.root), "agent-loop history")
+    read = git_history(project.root)
+    found: list[list[tuple[str, str, str]]] = []
+
+    def history() -> list[tuple[str, str, str]]:
+        if not found:
+            found.append(read())
+        return found[0]
+    return history
 
 
 def from_history(project: Project, state: State, vcs: str,

@@ -6,7 +6,6 @@ working tree and the plan's real progress are left exactly as they were.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -52,6 +51,8 @@ def where_changes_are(project: Project, kind: str) -> tuple[Project | None, str]
 def prepare(project: Project, asked_vcs: str) -> tuple[Project, str, Path, list[str]]:
     """Start the rehearsal afresh: the project it works in (its root the new working copy, its
     store the rehearsal's), the VCS kind, the task file as that copy has it, and notes."""
+    import shutil  # as private_copy: a rehearsal's only
+
     from agentloop.vcs import private_copy  # a rehearsal's only: real runs never load it
 
     kind = private_copy.kind_of(project.root, asked_vcs)

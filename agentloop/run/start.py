@@ -18,7 +18,7 @@ from agentloop.options.record import EVENT_PREFIX, RunOptions, check_usage
 from agentloop.plan import parse
 from agentloop.plan.parse import Read, TaskFile
 from agentloop.run import ledger, rehearsal, remembered
-from agentloop.run.ahead import ready_beside
+from agentloop.run.ahead import load_ahead_too, ready_beside
 from agentloop.run.context import FleetJob, Run
 from agentloop.run.events import Emit, RunFinished
 from agentloop.run.loop import run_tasks
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from agentloop.agents import Agent
+    from agentloop.run.distill import Message
     from agentloop.run.retry import Advice
     from agentloop.sandbox import Sandbox
     from agentloop.state.reconcile import Reconciled
@@ -227,20 +228,30 @@ def _made_ready(project: Project, state: State, options: RunOptions, vcs: Vcs,
 def _wired(project: Project, state: State, name: str, agent: Agent, vcs: Vcs,
            options: RunOptions, emit: Emit, job: FleetJob | None, box: Sandbox | None) -> Run:
     """The run's parts together: its learnings, the retry advisor, the commit-message
-    distiller (its module only for a run that asks)."""
+    distiller (its module only for a run that asks, loaded while the first agent works:
+    agentloop.run.ahead.load_ahead_too)."""
     root = project.root
     learnings = Learnings(project.store.dir, project.task_file_name)
     distiller = None
     if options.distill and name != REHEARSAL:
-        from agentloop.run import distill
-
-        distiller = partial(distill.distill, agent, options.distill_model or agent.models.helper,
+        load_ahead_too("agentloop.run.distill")
+        distiller = partial(_distill, agent, options.distill_model or agent.models.helper,
                             cwd=root)
     return Run(project, state, agent, vcs, options, emit, learnings,
                advisor=partial(_advise, agent, options.retry_model or agent.models.helper,
                                cwd=root),
                distiller=distiller,
                job=job, sandbox=box)
+
+
+def _distill(agent: Agent, model: str, plain: str, group: str, task: str, final: str,
+             diff: str, cwd: Path) -> Message:
+    """The commit-message distiller (agentloop.run.distill.distill, with its signature), its
+    module loaded where the first task's commit asks it, if the records-ahead thread has not
+    loaded it by then: not on the way to the first agent."""
+    from agentloop.run import distill
+
+    return distill.distill(agent, model, plain, group, task, final, diff, cwd)
 
 
 def _advise(agent: Agent, model: str, task: str, attempt: int, max_attempts: int, error: str,

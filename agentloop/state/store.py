@@ -136,16 +136,16 @@ class Store:
             raise self._cannot_write(self.journal.path, exc) from None
 
     def _write_snapshot(self, state: State) -> None:
-        import tempfile  # imported by the writes: --status only reads
+        from agentloop.files.scratch import scratch  # the writes': --status only reads
 
         data = state.to_bytes()
         self.make_dir()
         try:
-            fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=self.dir)
+            fd, tmp = scratch(self.dir, ".state-", ".tmp")
         except OSError as exc:
             raise self._cannot_write(self.state_path, exc) from None
         try:
-            os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; give it a normal file's mode
+            os.fchmod(fd, 0o666 & ~_umask())  # made 0600; give it a normal file's mode
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
                 out.flush()

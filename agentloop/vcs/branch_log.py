@@ -5,9 +5,13 @@ nothing. What the tasks' trailers say is read from it (agentloop.state.landed)."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentloop.errors import VcsError
 from agentloop.vcs.git.run import Git
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 FIELD, END = "\x00", "\x01"   # between the fields of a log entry, after each entry
 # Every description that can name a task holds it (its subject, its trailers, a revert's quote
@@ -27,13 +31,10 @@ def branch_history(kind: str, root: Path, rev: str = "HEAD") -> list[tuple[str, 
     `rev` names, or jj's git store an object of the history (a damaged repository, said so:
     agentloop.vcs.git.pruned; jj's, by agentloop.vcs.jj.run.damage). `rev`: git's commit to
     read back from."""
+    if kind == "git":
+        return git_history(root, rev)()
     try:
-        if kind == "git":
-            done = Git(root).run("log", "--reverse", "--regexp-ignore-case", f"--grep={MARK}",
-                                 *(f"--grep={r}" for r in REVERTS),
-                                 "--format=%H%x00%H%x00%B%x01", rev, codes=None,
-                                 timeout=TIMEOUT)
-        elif kind == "jj":
+        if kind == "jj":
             from agentloop.vcs.jj.run import Jj  # jj's runner only for jj: git runs skip it
 
             done = Jj(root).run(
@@ -47,16 +48,41 @@ def branch_history(kind: str, root: Path, rev: str = "HEAD") -> list[tuple[str, 
     except VcsError:
         return []
     if done.returncode != 0:
-        if kind == "git":
-            _refuse_damaged(root, rev)
-        elif kind == "jj":
-            from agentloop.vcs.jj.run import damage  # only once jj failed
+        from agentloop.vcs.jj.run import damage  # only once jj failed
 
-            said = damage(done.stderr)
-            if said is not None:
-                raise said
+        said = damage(done.stderr)
+        if said is not None:
+            raise said
         return []
     return [(commit, change, text) for commit, change, text in entries(done.stdout, 3)]
+
+
+def git_history(root: Path, rev: str = "HEAD") -> Callable[[], list[tuple[str, str, str]]]:
+    """branch_history's read of git's history, its command started now to run beside what the
+    caller does meanwhile (no thread: a thread's start waits for the interpreter, which the
+    new thread holds while it starts git), and the function that waits for it and answers as
+    branch_history does (it must be called: it reaps git). A read stopped before it was
+    waited for (agentloop.proc.cut_reads) answers none."""
+    try:
+        wait = Git(root).begin("log", "--reverse", "--regexp-ignore-case", f"--grep={MARK}",
+                               *(f"--grep={r}" for r in REVERTS),
+                               "--format=%H%x00%H%x00%B%x01", rev, codes=None,
+                               timeout=TIMEOUT)
+    except VcsError:
+        return lambda: []
+
+    def read() -> list[tuple[str, str, str]]:
+        try:
+            done = wait()
+        except VcsError:
+            return []
+        if done.returncode < 0:   # killed: the history was not read, nor found damaged
+            return []
+        if done.returncode != 0:
+            _refuse_damaged(root, rev)
+            return []
+        return [(commit, change, text) for commit, change, text in entries(done.stdout, 3)]
+    return read
 
 
 def jj_changes(root: Path, commits: list[str]) -> dict[str, str | None]:

@@ -8,7 +8,6 @@ match a link)."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from agentloop.errors import VcsError
@@ -18,6 +17,8 @@ def furnish(root: Path, lane: Path, copy: tuple[str, ...], link: tuple[str, ...]
             ) -> list[str]:
     """Copy `copy` and link `link` (paths relative to `root`) into `lane`; notes naming what
     could not be brought (a path missing in the checkout, or there in the lane already)."""
+    import shutil  # where used: off every run's way to its first agent
+
     notes: list[str] = []
     for path, how in [*((p, "copy") for p in copy), *((p, "link") for p in link)]:
         source, target = root / path, lane / path

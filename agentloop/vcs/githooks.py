@@ -12,7 +12,6 @@ hook is given here too: the worktree's root as the cwd, an index holding the cha
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -92,6 +91,8 @@ def staged(root: Path, message: str) -> Iterator[dict[str, str]]:
     env = {**os.environ, "GIT_INDEX_FILE": str(index)}
     try:
         if real.exists():
+            import shutil  # where used: off every run's way to its first agent
+
             shutil.copyfile(real, index)
         Git(root).run("add", "--all", "--", ".", env={"GIT_INDEX_FILE": str(index)})
         note.write_text(message, encoding="utf-8")

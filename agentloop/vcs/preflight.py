@@ -4,7 +4,6 @@ each a VcsError of one line with the fix, or a warning to show."""
 from __future__ import annotations
 
 import os
-import shutil
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
@@ -12,6 +11,7 @@ from typing import Callable
 from agentloop.errors import VcsError
 from agentloop.files import opened
 from agentloop.files.shown import typed
+from agentloop.proc.program_path import which
 from agentloop.vcs import STATE_DIR
 from agentloop.vcs.git.config_text import may_set
 from agentloop.vcs.git.in_the_way import finish, in_progress, quit_line
@@ -133,7 +133,7 @@ def _bare(root: Path) -> bool:
 
 def _jj_commits(kind: str, root: Path) -> bool:
     """Whether jj makes the run's commits (a git repository stays git: vcs.stays_git)."""
-    return kind in ("jj", "auto") and shutil.which("jj") is not None and not (
+    return kind in ("jj", "auto") and which("jj") is not None and not (
         kind == "auto" and git_only(root))
 
 

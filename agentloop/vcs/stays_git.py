@@ -15,10 +15,10 @@ is never rewritten.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from agentloop.files.shown import typed
+from agentloop.proc.program_path import which
 from agentloop.vcs import find_root
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.run import Git
@@ -32,7 +32,7 @@ def git_only(repo: Path) -> bool:
 def git_kept_note(asked: str, root: Path) -> str | None:
     """Why `auto` runs git here although jj is installed, in one line; None otherwise."""
     repo = find_root(root)
-    if asked != "auto" or repo is None or not git_only(repo) or shutil.which("jj") is None:
+    if asked != "auto" or repo is None or not git_only(repo) or which("jj") is None:
         return None
     return ("vcs: git, though jj is installed: this is a git repository and stays one (with jj, "
             "git would be left on a detached HEAD, away from your branch); --vcs jj turns it "
@@ -125,7 +125,7 @@ def new_repository_note(asked: str, root: Path) -> str | None:
     if asked == "none" or find_root(root) is not None:
         return None
     making = "jj git init" if asked == "jj" or (
-        asked == "auto" and shutil.which("jj") is not None) else "git init"
+        asked == "auto" and which("jj") is not None) else "git init"
     return (f"{root} is no repository yet: the run makes one there (`{making}`) before its "
             "first task, your files its first commit, so each task is a change you can "
             "revert; --vcs none runs without one")

@@ -270,6 +270,26 @@ def test_a_plain_run_imports_nothing_of_paths_it_does_not_take(tmp_path: Path,
     assert not others & {"rich", "git", "gitdb"}, sorted(others)   # the live view: a terminal's
 
 
+# What the first agent's way needs none of: tempfile (with shutil, random and the compressors
+# shutil loads for its archives, ~3 ms) makes the agent's stderr file, made ready beside the
+# lane's git (agentloop.proc.beside.agents_ready); programs are found along PATH by
+# agentloop.proc.program_path; a tree is removed only where a lane is given up.
+NOT_ON_THE_AGENT_S_WAY = {"tempfile", "shutil", "random", "bz2", "lzma"}
+
+
+def test_the_way_to_the_first_agent_loads_no_archiver(tmp_path: Path,
+                                                       fake_claude: FakeClaude) -> None:
+    work = make_repo(tmp_path / "project", "git", plan="## One\n- first\n  FAKE: write a.txt A\n")
+    lines = audited_run(work, tmp_path, where=True)
+    agent = next(n for n, line in enumerate(lines)
+                 if line.startswith("process ") and "stream-json" in line)
+    loaded = {line.split()[1] for line in lines[:agent]
+              if line.startswith("import ") and line.endswith(" True")}
+    assert "agentloop.run.start" in loaded, "is the run read right?"
+    on_the_way = loaded & NOT_ON_THE_AGENT_S_WAY
+    assert not on_the_way, f"the main thread loads {sorted(on_the_way)} before the first agent"
+
+
 def test_status_after_a_real_run_starts_no_process(tmp_path: Path,
                                                    fake_claude: FakeClaude) -> None:
     # The run's lane notes where the history stood on its own branch; the checkout it landed in
@@ -450,11 +470,12 @@ def test_a_run_removes_its_lane_while_it_records_its_end(tmp_path: Path,
 LOADED_AFTER_THE_FIRST_GIT = ("agentloop.run.start", "agentloop.run.controller",
                               "agentloop.run.ledger", "agentloop.run.summary",
                               "agentloop.run.eventlog")
-# The history's `git log` is started by a thread of its own; the questions preflight and the
-# backend ask first (git's identity and signing, where the repository is, what your checkout
-# holds: agentloop.vcs.git.first_look) by the main thread, with no thread to start for each.
-FIRST_GIT = {"agent-loop history": "log"}
-ASKED_AT_ONCE = ("var", "config", "rev-parse", "--no-optional-locks")
+# The history's `git log` (agentloop.vcs.branch_log.git_history) and the questions preflight
+# and the backend ask first (git's identity and signing, where the repository is, what your
+# checkout holds: agentloop.vcs.git.first_look), by the main thread, with no thread to start
+# for each: a thread's start waits for the interpreter, which the new thread holds as it
+# starts its git (the history's thread: 11-14 ms of the main thread's start on a busy machine).
+ASKED_AT_ONCE = ("log", "var", "config", "rev-parse", "--no-optional-locks")
 
 
 def word_of(line: str) -> str:
@@ -467,22 +488,21 @@ def test_a_fresh_run_starts_its_first_git_commands_before_it_loads_the_run(
     work = says_signing(make_repo(tmp_path / "project", "git",
                                   plan="- first\n  FAKE: write a.txt A\n"))
     lines = audited_run(work, tmp_path)
-    for word in FIRST_GIT.values():   # each thread starts its command
-        assert any(line.startswith("process git ") and f" {word} " in line for line in lines)
     first_agent = next(n for n, line in enumerate(lines)
                        if line.startswith("process ") and "stream-json" in line)
     asked = [word_of(line) for line in lines[:first_agent] if line.startswith("process git -C")]
     for word in ASKED_AT_ONCE:
         assert asked.count(word) == 1, f"`git {word}` asked {asked.count(word)} times"
-    started = max([lines.index(f"thread {name}") for name in FIRST_GIT] +
-                  [next(n for n, line in enumerate(lines) if line.startswith("process git -C")
-                        and word_of(line) == word) for word in ASKED_AT_ONCE])
+    started = max(next(n for n, line in enumerate(lines) if line.startswith("process git -C")
+                       and word_of(line) == word) for word in ASKED_AT_ONCE)
     for module in LOADED_AFTER_THE_FIRST_GIT:
         assert started < lines.index(f"import {module}"), \
             f"{module} loads before the run's first git commands start"
     threads = {line.split(maxsplit=1)[1] for line in lines[:first_agent]
                if line.startswith("thread ")}
-    assert not {"agent-loop identity", "agent-loop signing"} & threads, threads
+    assert "agent-loop agents ready" in threads, f"are the threads read right? {threads}"
+    assert not {"agent-loop history", "agent-loop identity", "agent-loop signing"} & threads, \
+        threads
 
 
 def test_a_run_readies_its_first_agent_while_it_waits_for_its_lane(
@@ -520,6 +540,28 @@ NEVER_IN_A_PLAIN_RUN = ("agentloop.run.retry", "agentloop.run.json_answer",
                         "agentloop.state.whereabouts", "agentloop.run.judge",
                         "agentloop.run.waits", "agentloop.agents.claude_errors",
                         "agentloop.agents.reset_time")
+
+
+def test_a_run_that_distills_loads_the_distiller_while_its_first_agent_works(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # The commit-message distiller (on by default) is first used once the first task's agent
+    # is done: its module (and the JSON answer's it reads) is loaded by the records-ahead
+    # thread while that agent works (agentloop.run.ahead.load_ahead_too), not by the main
+    # thread on its way to the agent.
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    lines = audited_run(work, tmp_path, where=True, extra=["--distill"])
+    agent = next(n for n, line in enumerate(lines)
+                 if line.startswith("process ") and "stream-json" in line)
+    imported = {line.split()[1]: (n, line.split()[2] == "True") for n, line in enumerate(lines)
+                if line.startswith("import ")}
+    for module in ("agentloop.run.distill", "agentloop.run.json_answer"):
+        assert module in imported, f"{module} never loaded: did the run distill?"
+        at, by_the_main_thread = imported[module]
+        assert agent < at and not by_the_main_thread, \
+            f"{module} loaded {'before' if at < agent else 'after'} the first agent starts, " \
+            f"{'by the main thread' if by_the_main_thread else 'beside'}"
+    assert any(line.startswith("process ") and "--model" in line for line in lines[agent + 1:]), \
+        "no distiller asked: is the run read right?"
 
 
 def test_a_run_loads_before_its_first_agent_only_what_the_agent_needs(

@@ -5,13 +5,13 @@ moved under us."""
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentloop.plan import parse
+from agentloop.plan import tick as ticking
 from agentloop.plan.boxes import task_key
 from agentloop.plan.tick import tick
 
@@ -127,14 +127,14 @@ def test_ticked_already_or_without_a_box_is_left_alone(tmp_path: Path) -> None:
 
 def test_an_edit_made_while_ticking_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = plan(tmp_path, "- [ ] one\n- [ ] two\n")
-    real = tempfile.mkstemp
+    real = ticking.scratch
 
     def user_saves_first(*args: Any, **kwargs: Any) -> tuple[int, str]:
         # The user's editor saves between agent-loop's read and its replace.
         path.write_text("- [ ] one\n- [ ] two\n- [ ] three, mine\n")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(tempfile, "mkstemp", user_saves_first)
+    monkeypatch.setattr(ticking, "scratch", user_saves_first)
     assert "changed while agent-loop was ticking" in ticked(path, 1)
     assert path.read_text() == "- [ ] one\n- [ ] two\n- [ ] three, mine\n"
     assert [p.name for p in tmp_path.iterdir()] == ["tasks.md"]   # no temporary file left

@@ -5,11 +5,9 @@ be called)."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -210,10 +208,9 @@ def test_whether_jj_makes_the_commits_is_asked_once_a_run(
 
     init_repo(work, repo)
     looked: list[str] = []
-    which = shutil.which
+    which = preflight.which
     # preflight's own lookups only (every process agent-loop starts looks its program up too)
-    monkeypatch.setattr(preflight, "shutil", SimpleNamespace(
-        which=lambda name: looked.append(name) or which(name)))
+    monkeypatch.setattr(preflight, "which", lambda name: looked.append(name) or which(name))
     asked = preflight.ask_git(kind, work)   # as agentloop.run.start does
     assert asked[0] == (repo != "git")
     preflight.preflight(kind, work, work / "tasks.md", asked)

@@ -12,7 +12,6 @@ so it brings back every file from any folder of the checkout).
 from __future__ import annotations
 
 import re
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -80,6 +79,8 @@ def keep_folder(common_dir: Path, folder: Path, base: str, why: str
     with the repository's git dir and an index of its own: nothing of the folder's own git
     dir is read or written (a lane whose `.git` its agent removed, or that it left on another
     branch). (the commit, its paths), or None when the folder holds nothing new."""
+    import tempfile  # where used: off every run's way to its first agent
+
     git = Git(folder, git_dir=common_dir)
     with tempfile.TemporaryDirectory(dir=common_dir) as scratch:
         env = {"GIT_INDEX_FILE": str(Path(scratch) / "index"), "GIT_WORK_TREE": str(folder)}
@@ -176,6 +177,8 @@ def _as_begun(repo: GitRepo, start: Start, paths: set[str]) -> str | None:
         # a symlink or a folder at begin: kept as HEAD has it, the diff shows the difference
     if not lines:
         return start.head
+    import tempfile  # where used: off every run's way to its first agent
+
     with tempfile.TemporaryDirectory(dir=repo.repo.git_dir) as scratch:
         env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
         repo.git.out("read-tree", start.head or "--empty", env=env)

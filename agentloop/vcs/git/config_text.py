@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 from pathlib import Path
 
 from agentloop.files.stamp import Stamp, stamp
+from agentloop.proc.program_path import which
 
 # Environment variables that point git at another repository or config than the folder's own.
 _ELSEWHERE = ("GIT_DIR", "GIT_COMMON_DIR", "GIT_CONFIG")
@@ -77,7 +77,7 @@ def _says(config: str, word: bytes) -> bool:
 @functools.lru_cache(maxsize=8)
 def _git_prefix(path: str) -> Path | None:
     """The prefix git is installed under, found along `path` (PATH's value): once per value."""
-    program = shutil.which("git", path=path)
+    program = which("git", path)
     return None if program is None else Path(program).parent.parent
 
 

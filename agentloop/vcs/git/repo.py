@@ -4,7 +4,6 @@ commits of exactly those paths; the protocol (agentloop.vcs.git.backend) is buil
 from __future__ import annotations
 
 import os
-import tempfile
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -234,6 +233,8 @@ class GitRepo:
 
     def build_tree(self, base: str | None, paths: set[str]) -> str:
         """The tree of `base` with `paths` taken from the working tree, via a scratch index."""
+        import tempfile  # where used: off every run's way to its first agent
+
         with tempfile.TemporaryDirectory(dir=self.git_dir) as scratch:
             env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
             self.git.out("read-tree", base or "--empty", env=env)

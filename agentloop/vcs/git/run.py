@@ -138,14 +138,14 @@ class Git:
         return lambda: wait().stdout
 
     def begin(self, *args: str, env: Mapping[str, str] | None = None,
-              codes: tuple[int, ...] | None = (0,), as_configured: bool = False
-              ) -> Callable[[], proc.Completed]:
+              codes: tuple[int, ...] | None = (0,), as_configured: bool = False,
+              timeout: float = TIMEOUT) -> Callable[[], proc.Completed]:
         """`start` with `run`'s answer: the function waits for the command and returns what
         `run` would have (it must be called: it reaps the command; called again, it gives the
         same answer or raises the same error)."""
         full = self._environment(env)
         try:
-            wait = proc.start(self._argv(args, as_configured), env=full, timeout=TIMEOUT)
+            wait = proc.start(self._argv(args, as_configured), env=full, timeout=timeout)
         except (ProgramNotFound, ProcessError) as exc:
             raise self._failed(args, exc) from None
         found: list[proc.Completed | VcsError] = []

@@ -6,7 +6,6 @@ lane is agentloop.vcs.git.worktrees', taking one down agentloop.vcs.git.teardown
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from agentloop.errors import VcsError
@@ -64,6 +63,8 @@ def _drop_half_made(root: Path) -> bool:
             continue
         if any(not _written(own / name) for name in ("commondir", "gitdir")) \
                 and not _maker_alive(own / "locked"):
+            import shutil  # where used: off every run's way to its first agent
+
             shutil.rmtree(own)
             found = True
     return found
@@ -110,6 +111,8 @@ def drop_cut_short(own: Path) -> bool:
     if _written(own / "gitdir") or _maker(own / "locked") is None or \
             _maker_alive(own / "locked"):
         return False
+    import shutil  # where used: off every run's way to its first agent
+
     shutil.rmtree(own, ignore_errors=True)
     return not own.exists()
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 from agentloop.files.shown import typed
@@ -201,6 +200,8 @@ def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
         (own / "HEAD").write_text(base + "\n")
         (own / "commondir").write_text("../..\n")
     except OSError:  # a full disk, say: nothing left of it, and git's own add says what
+        import shutil  # where used: off every run's way to its first agent
+
         shutil.rmtree(own, ignore_errors=True)
         if made:
             shutil.rmtree(path, ignore_errors=True)
