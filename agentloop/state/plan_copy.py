@@ -14,12 +14,12 @@ puts it back, lets the person who knows decide, and costs no agent."""
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentloop.errors import StateError, TaskFileError
 from agentloop.files.digest import hexdigest
+from agentloop.files.scratch import scratch
 from agentloop.files.shown import typed_path
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def keep(folder: Path, data: bytes) -> None:
     in memory still puts the plan back while the run lives."""
     try:
         # Named as the state's scratch files, which the next run's lock sweeps (a kill here).
-        fd, tmp = tempfile.mkstemp(prefix=".state-plan-", suffix=".tmp", dir=folder)
+        fd, tmp = scratch(folder, ".state-plan-", ".tmp")
     except OSError:
         return
     try:
