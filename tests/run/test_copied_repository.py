@@ -106,3 +106,27 @@ def test_a_repository_moved_with_a_lane_goes_on_in_it_and_says_moved(
     assert "repository's copy" not in said and "left as it is" not in said, said
     on_its_own_history(moved)
     assert paid_once_for_task_one(fake_claude)
+
+
+def test_a_worktree_of_yours_deleted_with_a_lane_is_no_repository_moved(
+        work: Path, tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """A linked worktree you made (`git worktree add`), its run killed while it had a lane,
+    then deleted (`rm -rf`): the same plan's next run in the main checkout finds that lane's
+    registration naming a gone folder, as a moved repository's does; but this repository was
+    never moved, and the lane gone was the worktree's, not this checkout's."""
+    init_repo(work, "git")
+    (work / "tasks.md").write_text(THREE)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    yours = tmp_path / "yours"
+    git(work, "worktree", "add", "-q", str(yours))
+    tool, _ = half_done_in_the_serial_lane(yours, tmp_path / "directives.json", "task two",
+                                           list(ARGS))
+    os.killpg(tool.pid, signal.SIGKILL)
+    tool.wait(timeout=60)
+    shutil.rmtree(yours)
+    ran = agent_loop(work, *ARGS)
+    said = ran.stdout + ran.stderr
+    assert ran.returncode == 0, said
+    assert "came with this repository" not in said, said
+    on_its_own_history(work)
