@@ -33,8 +33,9 @@ def keep(folder: Path, data: bytes) -> None:
     state folder `folder`. A failure to write (a full disk) is no failure of the run: the copy
     in memory still puts the plan back while the run lives."""
     try:
-        # Named as the state's scratch files, which the next run's lock sweeps (a kill here).
-        fd, tmp = scratch(folder, ".state-plan-", ".tmp")
+        # Named as the state's scratch files, which the next run's lock sweeps (a kill here);
+        # a plan's mode, as the `cp` said for a plan gone gives it to the plan it puts back.
+        fd, tmp = scratch(folder, ".state-plan-", ".tmp", mode=0o666)
     except OSError:
         return
     try:

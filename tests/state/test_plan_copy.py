@@ -4,6 +4,7 @@ a write of them cut short by a kill leaves nothing behind once the next run take
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,15 @@ def test_a_write_cut_short_by_a_kill_leaves_no_scratch_file_past_the_next_lock(
     with store.lock():
         pass
     assert not [p for p in store.dir.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_the_copy_has_a_plan_s_mode_so_the_cp_it_offers_puts_back_a_readable_plan(
+        tmp_path: Path) -> None:
+    """The line for a plan gone offers `cp <copy> <plan>`, and cp gives a new file its
+    source's mode: a copy its owner's only would put back a plan no one else may read."""
+    mask = os.umask(0o022)
+    try:
+        plan_copy.keep(tmp_path, b"- [ ] one\n")
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE((tmp_path / plan_copy.NAME).stat().st_mode) == 0o644
