@@ -154,7 +154,8 @@ def restore(run: Run) -> Restored | None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Whole or not at all: a plan half written would read as a plan with tasks missing.
-        fd, made = scratch(path.parent, f".{path.name}.")
+        # A plan's mode, not a scratch file's own (its owner's only).
+        fd, made = scratch(path.parent, f".{path.name}.", mode=0o666)
         with os.fdopen(fd, "wb") as out:
             out.write(data)
             written = file_id(os.fstat(out.fileno()))

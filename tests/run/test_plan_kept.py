@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +45,19 @@ def test_a_plan_the_last_task_deleted_is_put_back_at_the_end(tmp_path: Path,
     assert done.returncode == 0, done.stdout + done.stderr
     assert (work / "tasks.md").read_text() == plan
     assert "tasks.md vanished from disk" in done.stdout + done.stderr
+
+
+def test_a_plan_put_back_is_readable_as_it_was_not_its_owner_s_only(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Put back through a scratch file made 0600, the plan stayed 0600: an editor, a
+    colleague's account or a web server that read it before could not any more."""
+    work = make_repo(tmp_path / "project", "git")
+    (work / "tasks.md").write_text("- [ ] T1\n  FAKE: write a.txt a\n  FAKE: bash rm tasks.md\n")
+    (work / "tasks.md").chmod(0o644)
+    done = agent_loop(work, "--vcs", "git", "--workplace", "checkout", "--no-distill",
+                      "--allow-dirty")
+    assert "tasks.md vanished from disk" in done.stdout + done.stderr
+    assert stat.S_IMODE((work / "tasks.md").stat().st_mode) & 0o044 == 0o044
 
 
 COPIED = "## A\n- [ ] one\n  FAKE: write one.txt one\n  FAKE: bash rm {plan}\n" \
