@@ -24,13 +24,18 @@ def killed_then_copied(work: Path, tmp_path: Path) -> Path:
     copied whole as a person does to try something; the copy."""
     init_repo(work, "git")
     (work / "tasks.md").write_text(THREE)
-    tool, _ = half_done_in_the_serial_lane(work, tmp_path / "directives.json", "task two",
-                                           list(ARGS))
-    os.killpg(tool.pid, signal.SIGKILL)
-    tool.wait(timeout=60)
+    killed_in_the_lane(work, tmp_path)
     copy = tmp_path / "copy"
     shutil.copytree(work, copy, symlinks=True)  # `cp -a`
     return copy
+
+
+def killed_in_the_lane(checkout: Path, tmp_path: Path) -> None:
+    """agent-loop killed (kill -9) in `checkout` while task two's agent worked in its lane."""
+    tool, _ = half_done_in_the_serial_lane(checkout, tmp_path / "directives.json", "task two",
+                                           list(ARGS))
+    os.killpg(tool.pid, signal.SIGKILL)
+    tool.wait(timeout=60)
 
 
 def on_its_own_history(work: Path) -> None:
@@ -93,10 +98,7 @@ def test_a_repository_moved_with_a_lane_goes_on_in_it_and_says_moved(
     in the lane, and its line says moved, naming no copy nor lane there."""
     init_repo(work, "git")
     (work / "tasks.md").write_text(THREE)
-    tool, _ = half_done_in_the_serial_lane(work, tmp_path / "directives.json", "task two",
-                                           list(ARGS))
-    os.killpg(tool.pid, signal.SIGKILL)
-    tool.wait(timeout=60)
+    killed_in_the_lane(work, tmp_path)
     moved = tmp_path / "moved"
     shutil.move(work, moved)
     ran = agent_loop(moved, *ARGS)
@@ -120,10 +122,7 @@ def test_a_worktree_of_yours_deleted_with_a_lane_is_no_repository_moved(
     git(work, "commit", "-qm", "plan")
     yours = tmp_path / "yours"
     git(work, "worktree", "add", "-q", str(yours))
-    tool, _ = half_done_in_the_serial_lane(yours, tmp_path / "directives.json", "task two",
-                                           list(ARGS))
-    os.killpg(tool.pid, signal.SIGKILL)
-    tool.wait(timeout=60)
+    killed_in_the_lane(yours, tmp_path)
     shutil.rmtree(yours)
     ran = agent_loop(work, *ARGS)
     said = ran.stdout + ran.stderr
