@@ -46,8 +46,7 @@ def relinked(root: Path, names: Iterable[str]) -> list[str]:
         if lane.name not in wanted or lane.parent.name != LANES or \
                 lane.parent.parent.name != STATE_DIR or _same(checkout, root) or \
                 _of_this_repository(checkout, worktrees) or \
-                _linked(folder / lane.name, worktrees) or \
-                not _came_from(folder / lane.name, checkout / ".git" / "worktrees" / own.name):
+                not _came_from(folder / lane.name, own.name, worktrees):
             continue
         _write(own / "gitdir", f"{folder / lane.name / '.git'}\n")
         copied[lane.name] = checkout
@@ -101,19 +100,13 @@ def _under(path: Path, worktrees: Path) -> bool:
     return Path(os.path.realpath(path)).parent == worktrees
 
 
-def _linked(lane: Path, worktrees: Path) -> bool:
-    """Whether `lane`'s `.git` file names one of this repository's registrations."""
+def _came_from(lane: Path, registered: str, worktrees: Path) -> bool:
+    """Whether `lane` here came, copied or moved, with the lane registered as `registered`
+    elsewhere: its `.git` file names another repository's registration of that name. A lane
+    of a worktree of yours you deleted is registered here too, naming a gone folder as a moved
+    repository's does, but no lane here names a registration there."""
     named = _named(lane / ".git", prefix="gitdir: ")
-    return named is not None and _under(named, worktrees)
-
-
-def _came_from(lane: Path, registration: Path) -> bool:
-    """Whether `lane` here came, copied or moved, from the lane `registration` names: its
-    `.git` file names that registration still. A lane of a worktree of yours you deleted is
-    registered here too, naming a gone folder as a moved repository's does, but no lane here
-    names its registration there."""
-    named = _named(lane / ".git", prefix="gitdir: ")
-    return named is not None and os.path.normpath(named) == os.path.normpath(registration)
+    return named is not None and named.name == registered and not _under(named, worktrees)
 
 
 def _of_this_repository(checkout: Path, worktrees: Path) -> bool:
