@@ -22,11 +22,12 @@ class Type:
     makes each kind's click type), `choices` and the bounds say what a choice or a range
     allows."""
 
-    __slots__ = ("kind", "choices", "low", "high")
+    __slots__ = ("kind", "choices", "low", "high", "low_open")
 
     def __init__(self, kind: str, choices: tuple[str, ...] = (), low: float | None = None,
-                 high: float | None = None) -> None:
+                 high: float | None = None, low_open: bool = False) -> None:
         self.kind, self.choices, self.low, self.high = kind, choices, low, high
+        self.low_open = low_open   # `low` itself refused: more than it
 
 
 def Choice(*choices: str) -> Type:  # noqa: N802 - read as click's name for the same thing
@@ -37,8 +38,9 @@ def IntRange(min: int | None = None, max: int | None = None) -> Type:  # noqa: N
     return Type("int", low=min, high=max)
 
 
-def FloatRange(min: float | None = None, max: float | None = None) -> Type:  # noqa: N802
-    return Type("float", low=min, high=max)
+def FloatRange(min: float | None = None, max: float | None = None,  # noqa: N802
+               min_open: bool = False) -> Type:
+    return Type("float", low=min, high=max, low_open=min_open)
 
 
 AGENT = Type("agent")                  # an agent's name (agentloop.agents), never "rehearse"
@@ -170,7 +172,8 @@ OPTIONS = (
            help="What a model's tokens cost, for an agent that reports tokens but no "
                 "dollars (Codex): MODEL=IN/CACHED/OUT in USD per million tokens; repeatable. "
                 "Known models are priced already (docs/how-to/costs.md)."),
-    option("--task-budget", metavar="USD", type=FloatRange(min=0), default=None,
+    # More than 0: a cap of nothing stops every agent run after its first paid turn.
+    option("--task-budget", metavar="USD", type=FloatRange(min=0, min_open=True), default=None,
            help="USD: the cap on one agent run (the agent's own limit, where it has one)."),
     option("--distill/--no-distill", default=True,
            help="A small model writes each change's commit message (--no-distill: keep the "

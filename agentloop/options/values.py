@@ -88,7 +88,8 @@ def _number(text: Any, whole: bool) -> int | float:
 def _within(number: float, type_: Type) -> bool:
     # inf is within a range with no upper bound and nan within any, and click_types.Number
     # refuses both: left to it.
-    return abs(number) < float("inf") and (type_.low is None or number >= type_.low) and \
+    return abs(number) < float("inf") and (type_.low is None or number > type_.low or (
+        number == type_.low and not type_.low_open)) and \
         (type_.high is None or number <= type_.high)
 
 

@@ -112,7 +112,7 @@ def click_type(type_: Type | None, flag: bool = False) -> click.ParamType:
     kinds: dict[str, Callable[[], click.ParamType]] = {
         "choice": lambda: click.Choice(list(type_.choices)),
         "int": lambda: click.IntRange(_whole(type_.low), _whole(type_.high)),
-        "float": lambda: Number(type_.low, type_.high),
+        "float": lambda: Number(type_.low, type_.high, min_open=type_.low_open),
         "agent": AgentChoice, "assignment": Assignment, "model_rates": ModelRates,
         "variable_name": VariableName, "duration": Duration}
     return kinds[type_.kind]()

@@ -87,6 +87,9 @@ def test_task_numbers_read_numbers_ranges_and_lists(specs: tuple[str, ...],
      "Invalid value for '--budget': 'inf' is not a finite number."),
     (["tasks.md", "--task-timeout", "Infinity"],
      "Invalid value for '--task-timeout': 'Infinity' is not a finite number."),
+    # A cap of $0 on each agent run stopped every run after its first paid turn, retried.
+    (["tasks.md", "--task-budget", "0"],
+     "Invalid value for '--task-budget': 0.0 is not in the range x>0."),
 ])
 def test_a_command_line_click_cannot_read_is_one_line_and_exit_2(
         tmp_path: Path, args: list[str], line: str) -> None:

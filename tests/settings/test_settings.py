@@ -178,6 +178,7 @@ def refused(done: subprocess.CompletedProcess[str], *words: str) -> None:
     ("lane-wait = " + "9" * 400 + "\n", ["agent-loop.toml:1", "lane-wait takes seconds"]),
     ("budget = nan\n", ["agent-loop.toml:1", "budget takes a number, x>=0"]),
     ("budget = inf\n", ["agent-loop.toml:1", "budget takes a number, x>=0"]),
+    ("task-budget = 0\n", ["agent-loop.toml:1", "task-budget takes a number, x>0"]),
 ])
 def test_a_bad_file_is_one_line_before_anything_runs(repo: Path, fake_claude: Any, text: str,
                                                      words: list[str]) -> None:
