@@ -17,7 +17,10 @@ task and says where the plan went; a run of the new name takes this plan's state
 (agentloop.state.project), its finished tasks done. A copy beside it (`cp tasks.md tasks.md.bak`)
 is another file: no rename, so the plan is put back. A plan gone with your `git switch` to a
 branch that has none, committed as the run read it on the branch the tasks land on, is git's to
-bring back: not put back, where git would refuse to switch back over it."""
+bring back: not put back, where git would refuse to switch back over it. So is a plan gone with
+your branch moved back (an agent's `git update-ref`, a `git reset --hard HEAD~1`) from a commit
+that holds it as the run read it: the stop's `git reset --keep` to that commit brings it back,
+and would refuse to, over a copy put back."""
 
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ import os
 from pathlib import Path
 
 from agentloop.files.scratch import scratch
-from agentloop.files.shown import typed_path
+from agentloop.files.shown import typed, typed_path
 from agentloop.ondemand import dataclass
 from agentloop.run.context import FileId, Run
 from agentloop.state import plan_copy
@@ -143,14 +146,12 @@ def restore(run: Run) -> Restored | None:
                         f"`agent-loop {typed_path(new)}` goes on with this plan, its finished "
                         "tasks done",
                         run.project.store.relative(run.shared.plan_moved), moved=True)
-    branch = _left_on(run, path, data)
-    if branch is not None:
+    left = _left_on(run, path, data)
+    if left is not None:
         if run.shared.plan_left:
             return None   # said once
         run.shared.plan_left = True
-        return Restored(f"{shown} left your checkout with your switch to another branch; not "
-                        f"put back, where it would stand in the way of your switch back: {branch} "
-                        "holds it as this run last read it")
+        return Restored(f"{shown} left your checkout with {left} as this run last read it")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Whole or not at all: a plan half written would read as a plan with tasks missing.
@@ -178,10 +179,13 @@ def restore(run: Run) -> Restored | None:
 
 
 def _left_on(run: Run, path: Path, data: bytes) -> str | None:
-    """The branch the tasks land on, when your checkout has left it (`git switch old`) and it
-    holds the plan, committed, as the run last read it: the plan went with your switch, nothing
-    of it is lost, and put back it is an untracked file git refuses to write over when you
-    switch back. None otherwise (asked only once the plan is gone)."""
+    """Where git holds the plan, committed as the run last read it, once it left your checkout
+    with the branch the tasks land on (the words that say so), else None (asked only once the
+    plan is gone). Your checkout left that branch (`git switch old`), which holds it; or your
+    branch was moved back (an agent's `git update-ref`, a `git reset --hard HEAD~1`) from a
+    commit that holds it, and the stop's repair (`git reset --keep` to that commit) brings it
+    back with the rest. Nothing of it is lost, and put back it is an untracked file git refuses
+    to write over: your switch back, or that repair, would fail as pasted."""
     from agentloop.errors import AgentLoopError
     from agentloop.vcs.protocol import LandsOnABranch
 
@@ -189,12 +193,21 @@ def _left_on(run: Run, path: Path, data: bytes) -> str | None:
     if not isinstance(main, LandsOnABranch):
         return None
     try:
-        ref = main.elsewhere()
         rel = path.relative_to(run.project.root).as_posix()
-        held = ref is not None and main.holds(rel, data)
+        ref = main.elsewhere()
+        if ref is not None:
+            branch = ref.removeprefix("refs/heads/")
+            return (f"your switch to another branch; not put back, where it would stand in the "
+                    f"way of your switch back: {branch} holds it" if main.holds(rel, data)
+                    else None)
+        old = main.moved_back_from()
+        if old is None or not main.holds(rel, data, at=old):
+            return None
     except (AgentLoopError, ValueError):
         return None
-    return ref.removeprefix("refs/heads/") if held and ref is not None else None
+    return (f"your branch moved back; not put back, where it would stand in the way of the "
+            f"stop's repair: `git -C {typed(run.project.root)} reset --keep {old[:12]}` brings "
+            "it back")
 
 
 def said_back(run: Run, notes: list[str]) -> None:

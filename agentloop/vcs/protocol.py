@@ -161,8 +161,13 @@ class LandsOnABranch(Protocol):
     def elsewhere(self) -> str | None:
         """The branch (refs/heads/...) when your checkout is not on it now; None when it is."""
 
-    def holds(self, path: str, data: bytes) -> bool:
-        """Whether the branch holds `data`, committed, at `path` (relative to the root)."""
+    def moved_back_from(self) -> str | None:
+        """The commit the branch was moved back from by its last move, with your checkout on
+        it; None otherwise."""
+
+    def holds(self, path: str, data: bytes, at: str | None = None) -> bool:
+        """Whether the branch (or commit `at`) holds `data`, committed, at `path` (relative to
+        the root)."""
 
     def settle(self) -> None:
         """At the run's end: your checkout, left behind the branch by a lock on its index,

@@ -5,7 +5,12 @@ that task's files as staged changes of yours."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, git_project
@@ -104,3 +109,58 @@ def test_your_edit_of_the_dropped_file_stays(tmp_path: Path, fake_claude: FakeCl
     assert done.returncode != 0, said
     assert (work / "one.txt").read_text().endswith("yours\n"), (said, status)
     assert "AM one.txt" in status, (said, status)
+
+
+def _rewound_past_your_commit(tmp_path: Path, moves: str, *args: str) -> tuple[Path, str]:
+    # Your last commit adds keep.txt and the plan; the agent moves your branch back past it
+    # (A's agent slower: its landing, a fast-forward, would move the branch on over the move).
+    work = tmp_path / "project"
+    plan = ("## A\n- [ ] one\n  FAKE: pause 2\n  FAKE: write one.txt one\n"
+            f"## B\n- [ ] two\n  FAKE: bash {moves.format(root=work)} ; true\n")
+    work = git_project(tmp_path, plan)
+    (work / "keep.txt").write_text("keep\n")
+    git(work, "add", "keep.txt", "tasks.md")
+    git(work, "commit", "-qm", "keep and plan")
+    done = agent_loop(work, "--no-distill", *args)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said
+    return work, said
+
+
+@pytest.mark.parametrize("moves", ["git update-ref refs/heads/main HEAD~1",
+                                   "git -C {root} reset -q --hard HEAD~1"])
+def test_the_printed_repair_works_as_pasted_and_brings_your_files_back(
+        tmp_path: Path, fake_claude: FakeClaude, moves: str) -> None:
+    """Your branch moved back past your commit that adds keep.txt and the plan: your checkout
+    loses both with it. The plan the run puts back would be an untracked file in the way of the
+    repair the stop prints; not put back, the repair brings both back as committed."""
+    work, said = _rewound_past_your_commit(tmp_path, moves, "--parallel", "2")
+    repair = re.findall(r"then `(git -C \S+ reset --keep \w+)`", said)
+    assert repair, said
+    committed = git(work, "show", "main@{1}:tasks.md")   # the commit moved back from
+    # Before: "error: Untracked working tree file 'tasks.md' would be overwritten by merge."
+    done = subprocess.run(["bash", "-c", repair[-1]], cwd=work, capture_output=True, text=True)
+    assert done.returncode == 0, (said, done.stderr)
+    assert (work / "keep.txt").read_text() == "keep\n"
+    assert (work / "tasks.md").read_text() == committed
+    assert git(work, "status", "--porcelain", "--untracked-files=no") == ""
+    assert "tasks.md left your checkout with your branch moved back; not put back" in said, said
+
+
+def test_a_plan_your_own_earlier_reset_dropped_is_put_back(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """Your branch moved back before the run (your `git reset --hard HEAD~1`), your plan written
+    again as it was committed: gone while the run works, it is put back, and no `reset --keep`
+    that would undo your reset is offered instead."""
+    work = tmp_path / "project"
+    plan = f"- task one\n  FAKE: bash rm {work}/tasks.md\n"   # no landing moves the branch on
+    work = git_project(tmp_path, plan)
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "the plan")
+    subprocess.run(["git", "reset", "-q", "--hard", "HEAD~1"], cwd=work, check=True,
+                   env={**os.environ, "GIT_COMMITTER_DATE": "2020-01-01T00:00:00Z"})
+    (work / "tasks.md").write_text(plan)
+    done = agent_loop(work, "--no-distill")
+    said = done.stdout + done.stderr
+    assert "tasks.md vanished from disk while this run worked" in said, said
+    assert (work / "tasks.md").read_text() == plan, said

@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 from agentloop.errors import VcsError
 from agentloop.files.shown import typed
-from agentloop.vcs.git import behind, in_the_way, landing_copy, refs
+from agentloop.vcs.git import behind, in_the_way, landing_copy, moved_back, refs
 from agentloop.vcs.git.behind import BEHIND, RECORD
 from agentloop.vcs.git.branch_rename import RENAME_SETTLES, renamed_to
 from agentloop.vcs.git.pruned import objects_kept
@@ -85,6 +85,9 @@ class GitMainLine:
         # follow off (agentloop.vcs.git.behind); None when it follows the branch.
         self._behind: str | None = None
         self._started = time.time()
+        # The branch's commit as the run found it (from the git dir's files: no process), which
+        # a move back of this run's own leaves.
+        self._began_at = refs.branch_tip(self.common_dir, self.ref) or None
 
     def killed_attempt_kept(self, begun_as: str) -> KilledAttempt | None:
         """Where the checkout's prepare kept the killed attempt begun as `begun_as` it rolled
@@ -370,12 +373,20 @@ class GitMainLine:
         (you switched mid-run), where a task's commit is to be reverted; None when it is."""
         return None if self._checked_out() else self.ref
 
-    def holds(self, path: str, data: bytes) -> bool:
-        """Whether the branch holds `data`, committed, at `path` (relative to the root): one
-        git process, asked only once your checkout lost a file the run keeps (its plan)."""
+    def moved_back_from(self) -> str | None:
+        """The commit the branch was moved back from by its last move, made while this run
+        worked (a stop's repair takes it back there), with your checkout on it; None otherwise."""
+        if not self._checked_out():
+            return None
+        return moved_back.moved_from(self.git, self.ref, self._began_at)
+
+    def holds(self, path: str, data: bytes, at: str | None = None) -> bool:
+        """Whether the branch (or commit `at`) holds `data`, committed, at `path` (relative to
+        the root): one git process, asked only once your checkout lost a file the run keeps (its
+        plan)."""
         import hashlib
 
-        code, out = self.git.code("rev-parse", "-q", "--verify", f"{self.ref}:{path}",
+        code, out = self.git.code("rev-parse", "-q", "--verify", f"{at or self.ref}:{path}",
                                   codes=(0, 1, 128))
         blob = b"blob %d\0" % len(data) + data
         ours = (hashlib.sha1 if len(out.strip()) == 40 else hashlib.sha256)(blob).hexdigest()

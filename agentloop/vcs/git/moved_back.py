@@ -62,6 +62,19 @@ def _kept_where(record: GitLaneRecord, old: str) -> tuple[str, str | None]:
             "git's gc prunes it"), None
 
 
+def moved_from(git: Git, ref: str, began: str | None) -> str | None:
+    """The commit your branch `ref` was moved back from by its last move, as its reflog says
+    (`git reset --hard HEAD~1`, an agent's `git update-ref`): what the stop's repair, `git reset
+    --keep`, takes it back to. None when its last move was no move back, or no reflog says; or
+    when the branch is still at `began`, the commit the run found it at (a reset of yours before
+    the run is no stop's to repair), or that is not known."""
+    old, now = git.sha(f"{ref}@{{1}}"), git.sha(ref)
+    if old is None or now is None or began in (None, now) or old == now or \
+            not git.ancestor(now, old):
+        return None
+    return old
+
+
 def index_back(record: GitLaneRecord, main: Git) -> None:
     """Your checkout, on your branch moved back from the last tip the step knew (the last of
     `record.main_at`) by a ref write from elsewhere (`git update-ref` in a lane: refs are
