@@ -1,0 +1,128 @@
+"""Two checkouts of one repository (`git worktree add ../wt -b side`), a plan at the same path in
+each: lane branches and worktree registrations live in the repository's common git dir, so a
+plan's lanes in the linked checkout are named apart from the same plan's in the main checkout,
+which keeps the names it always had. Neither checkout's run moves, sweeps or deletes the other's."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git, init_repo, state_of
+from tests.support.runner import agent_loop
+
+PLAN = """\
+## G
+- task one
+  FAKE: write one.txt 1
+- task two
+  FAKE: write two.txt 2
+"""
+ARGS = ("--vcs", "git", "--no-distill")
+
+
+def _killed_in_lane(checkout: Path, directives: Path) -> str:
+    """`agent-loop tasks.md` in `checkout`, SIGKILLed once task two's agent has committed its
+    work in the run's lane (committed there, not landed); that commit."""
+    directives.write_text(json.dumps({"task two": ["FAKE: commit wip-two", "FAKE: pause 60"]}))
+    tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", *ARGS], cwd=checkout,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "FAKE_CLAUDE_DIRECTIVES": str(directives)},
+                            start_new_session=True)
+    deadline, commit = time.monotonic() + 60, ""
+    while not commit and time.monotonic() < deadline:
+        time.sleep(0.05)
+        # (`--all` fails on a lane's registration half made: asked again)
+        commit = subprocess.run(["git", "log", "--all", "--format=%H", "--grep=wip-two"],
+                                cwd=checkout, capture_output=True, text=True).stdout.strip()
+    os.killpg(tool.pid, signal.SIGKILL)
+    tool.wait(timeout=30)
+    assert commit, "task two's agent never committed"
+    return commit
+
+
+def _lane_branches(repo: Path) -> dict[str, str]:
+    out = git(repo, "for-each-ref", "--format=%(refname:short) %(objectname)",
+              "refs/heads/agent-loop/")
+    return dict(line.split() for line in out.splitlines())
+
+
+def _twins(tmp_path: Path) -> tuple[Path, Path]:
+    main = tmp_path / "main"
+    main.mkdir()
+    (main / "README.md").write_text("hello\n")
+    init_repo(main, "git")
+    (main / "tasks.md").write_text(PLAN)
+    git(main, "add", "tasks.md")
+    git(main, "commit", "-qm", "the plan")
+    git(main, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "side")
+    return main, tmp_path / "wt"
+
+
+def test_a_run_in_the_main_checkout_leaves_the_linked_checkouts_lane_alone(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    main, wt = _twins(tmp_path)
+    wip = _killed_in_lane(wt, tmp_path / "directives.json")
+    (held,) = [b for b, tip in _lane_branches(main).items() if tip == wip]
+    # The main checkout runs the same plan (its own copy of tasks.md) to the end.
+    done = agent_loop(main, *ARGS)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # The linked checkout's lane still holds its committed work, on its branch, registered.
+    assert _lane_branches(main).get(held) == wip, done.stdout
+    lane = wt / ".agent-loop" / "lanes" / held.removeprefix("agent-loop/")
+    assert git(lane, "rev-parse", "HEAD").strip() == wip
+    assert (lane / "two.txt").read_text().strip() == "2"
+    # Its next run goes on from there and lands on its own branch, each task paid once.
+    before = len(fake_claude.task_runs())
+    again = agent_loop(wt, *ARGS)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [t["status"] for t in state_of(wt)["tasks"]] == ["completed", "completed"]
+    assert git(wt, "show", "side:two.txt").strip() == "2"
+    assert git(main, "show", "main:two.txt").strip() == "2"
+    assert len(fake_claude.task_runs()) - before == 1  # task two, resumed
+    assert [t["status"] for t in state_of(main)["tasks"]] == ["completed", "completed"]
+
+
+def test_the_main_checkout_keeps_its_lane_names(tmp_path: Path,
+                                                fake_claude: FakeClaude) -> None:
+    # The name the released version gave: a lane a killed run of it left is found again.
+    main, _ = _twins(tmp_path)
+    wip = _killed_in_lane(main, tmp_path / "directives.json")
+    assert _lane_branches(main) == {"agent-loop/tasks.c63cd8-serial": wip}
+    again = agent_loop(main, *ARGS)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert git(main, "show", "main:two.txt").strip() == "2"
+    assert [t["status"] for t in state_of(main)["tasks"]] == ["completed", "completed"]
+
+
+def test_a_lane_the_released_version_left_in_a_linked_checkout_is_found_there(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    main, wt = _twins(tmp_path)
+    wip = _killed_in_lane(wt, tmp_path / "directives.json")
+    # As the released version left it: under the main checkout's name for the plan's lane.
+    (held,) = [b for b, tip in _lane_branches(main).items() if tip == wip]
+    released = "tasks.c63cd8-serial"
+    assert held != "agent-loop/" + released
+    lanes = wt / ".agent-loop" / "lanes"
+    git(wt, "worktree", "move", str(lanes / held.removeprefix("agent-loop/")),
+        str(lanes / released))
+    git(wt, "branch", "-m", held, "agent-loop/" + released)
+    # The main checkout's run neither moves nor takes it; the linked checkout's adopts it.
+    done = agent_loop(main, *ARGS)
+    assert done.returncode != 0 and "a lane of another checkout" in done.stdout + done.stderr
+    assert _lane_branches(main).get("agent-loop/" + released) == wip, done.stdout + done.stderr
+    assert git(lanes / released, "rev-parse", "HEAD").strip() == wip
+    before = len(fake_claude.task_runs())
+    again = agent_loop(wt, *ARGS)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake_claude.task_runs()) - before == 1  # task two, resumed
+    assert git(wt, "show", "side:two.txt").strip() == "2"
+    assert not (lanes / released).exists()
+    assert "agent-loop/" + released not in _lane_branches(main)
+
