@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import git, init_repo, state_of
+from tests.support.repos import git, init_repo, jj, state_of
 from tests.support.runner import agent_loop
 
 PLAN = """\
@@ -126,3 +126,30 @@ def test_a_lane_the_released_version_left_in_a_linked_checkout_is_found_there(
     assert not (lanes / released).exists()
     assert "agent-loop/" + released not in _lane_branches(main)
 
+
+def test_jj_a_run_in_the_first_workspace_leaves_another_workspaces_lane_alone(
+        tmp_path: Path, jj_bin: str, fake_claude: FakeClaude) -> None:
+    from tests.support.runner import half_done_in_the_serial_lane
+
+    main, wt = tmp_path / "main", tmp_path / "wt"
+    main.mkdir()
+    (main / "README.md").write_text("hello\n")
+    init_repo(main, "jj")
+    (main / "tasks.md").write_text(PLAN)
+    jj(main, "commit", "-m", "the plan")
+    jj(main, "workspace", "add", str(wt))
+    tool, lane = half_done_in_the_serial_lane(wt, tmp_path / "directives.json", "task two",
+                                              ["--vcs", "jj", "--no-distill"])
+    os.killpg(tool.pid, signal.SIGKILL)
+    tool.wait(timeout=30)
+    held = "agent-loop-" + lane.name
+    assert held in jj(main, "workspace", "list")
+    done = agent_loop(main, "--vcs", "jj", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    # The other workspace's lane is still a workspace of the repository, its files there.
+    assert held in jj(main, "workspace", "list"), done.stdout
+    assert (lane / "half.txt").exists()
+    again = agent_loop(wt, "--vcs", "jj", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [t["status"] for t in state_of(wt)["tasks"]] == ["completed", "completed"]
+    assert held not in jj(main, "workspace", "list")
