@@ -113,7 +113,8 @@ def _not_anothers(listed: dict[Path, dict[str, str]], path: Path, branch: str) -
     2.42 lets `checkout -B` do so): it stays as it is, said, for its own checkout's run."""
     for other, fields in listed.items():
         if other != path and fields.get("branch") == f"refs/heads/{branch}" and \
-                other.parent.name == LANES and other.parent.parent.name == STATE_DIR:
+                other.parent.name == LANES and other.parent.parent.name == STATE_DIR and \
+                other.is_dir():  # (gone: a moved repository's, made again here as ever)
             raise VcsError(f"branch {branch} is checked out in {other}, a lane of another "
                            "checkout of this repository (an older agent-loop named a plan's "
                            "lanes alike in every checkout): agent-loop leaves it as it is; run "
