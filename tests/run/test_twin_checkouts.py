@@ -153,3 +153,39 @@ def test_jj_a_run_in_the_first_workspace_leaves_another_workspaces_lane_alone(
     assert again.returncode == 0, again.stdout + again.stderr
     assert [t["status"] for t in state_of(wt)["tasks"]] == ["completed", "completed"]
     assert held not in jj(main, "workspace", "list")
+
+
+def test_both_checkouts_at_once_in_lanes_of_their_own(tmp_path: Path,
+                                                      fake_claude: FakeClaude) -> None:
+    main, wt = _twins(tmp_path)
+    both = """\
+## A
+- a1
+  FAKE: write a1.txt 1
+  FAKE: sleep 0.5
+- a2
+  FAKE: write a2.txt 2
+
+## B
+- b1
+  FAKE: write b1.txt 1
+  FAKE: sleep 0.5
+- b2
+  FAKE: write b2.txt 2
+"""
+    # Each checkout's agents write their own text: the fake agent's commits, alike to the
+    # second, would otherwise be one commit in both.
+    for checkout in (main, wt):
+        (checkout / "tasks.md").write_text(both.replace(" 1\n", f" 1 {checkout.name}\n"))
+    argv = [sys.executable, "-m", "agentloop", "tasks.md", *ARGS, "--parallel", "2"]
+    runs = [subprocess.Popen(argv, cwd=c, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, env={**os.environ, "NO_COLOR": "1"})
+            for c in (main, wt)]
+    said = [r.communicate(timeout=120)[0].decode() for r in runs]
+    assert [r.returncode for r in runs] == [0, 0], "\n=====\n".join(said)
+    for branch in ("main", "side"):
+        landed = git(main, "log", "--format=%s", f"{branch}~4..{branch}").splitlines()
+        assert sorted(landed) == [f"agent-loop: {g} / {t}" for g, t in
+                                  (("A", "a1"), ("A", "a2"), ("B", "b1"), ("B", "b2"))], said
+    assert len(fake_claude.task_runs()) == 8  # each task once in each checkout
+    assert _lane_branches(main) == {}
