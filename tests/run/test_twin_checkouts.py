@@ -189,3 +189,25 @@ def test_both_checkouts_at_once_in_lanes_of_their_own(tmp_path: Path,
                                   (("A", "a1"), ("A", "a2"), ("B", "b1"), ("B", "b2"))], said
     assert len(fake_claude.task_runs()) == 8  # each task once in each checkout
     assert _lane_branches(main) == {}
+
+
+def test_the_main_checkouts_sweep_keeps_off_a_linked_checkouts_older_lanes(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    main, wt = _twins(tmp_path)
+    two = PLAN + "\n## H\n- task three\n  FAKE: write three.txt 3\n"
+    # Lanes as a killed run of the released version leaves them in the linked checkout: a
+    # worktree on its branch for each group, under the main checkout's names, each holding a
+    # commit of its own.
+    lanes = wt / ".agent-loop" / "lanes"
+    for name in ("tasks.c63cd8-1-g", "tasks.c63cd8-2-h"):
+        git(wt, "worktree", "add", "-q", "-b", "agent-loop/" + name, str(lanes / name))
+        (lanes / name / "mine.txt").write_text(name)
+        git(lanes / name, "add", "mine.txt")
+        git(lanes / name, "commit", "-qm", "in " + name)
+    tips = _lane_branches(main)
+    (main / "tasks.md").write_text(two)
+    ran = agent_loop(main, *ARGS)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "kept as" not in ran.stdout, ran.stdout
+    assert git(main, "for-each-ref", "refs/agent-loop/kept/") == ""
+    assert _lane_branches(main) == tips
