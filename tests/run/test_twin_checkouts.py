@@ -211,3 +211,17 @@ def test_the_main_checkouts_sweep_keeps_off_a_linked_checkouts_older_lanes(
     assert "kept as" not in ran.stdout, ran.stdout
     assert git(main, "for-each-ref", "refs/agent-loop/kept/") == ""
     assert _lane_branches(main) == tips
+
+
+def test_a_rehearsal_in_each_checkout_keeps_its_own_branch(tmp_path: Path,
+                                                           fake_claude: FakeClaude) -> None:
+    main, wt = _twins(tmp_path)
+    done = agent_loop(wt, "--rehearse")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (theirs,) = _lane_branches(main).items()
+    again = agent_loop(main, "--rehearse")
+    assert again.returncode == 0, again.stdout + again.stderr
+    # The main checkout's under the name it always had; the linked checkout's as it left it.
+    branches = _lane_branches(main)
+    assert theirs in branches.items() and "agent-loop/rehearsal-tasks-md" in branches
+    assert len(branches) == 2
