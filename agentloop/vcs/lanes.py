@@ -98,7 +98,10 @@ def linked_checkout(root: Path) -> str:
     two checkouts would otherwise name the same lanes, and one checkout's run would move or
     sweep the other's."""
     if (root / ".jj" / "repo").is_file():  # a link to the repository: not its first workspace
-        return _jj_workspace(root)
+        from agentloop.vcs.jj.stored import workspace_name
+
+        # The folder's name where jj's file does not say (a format of jj's to come).
+        return workspace_name(root) or root.name
     try:
         text = (root / ".git").read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):  # a folder (the main checkout), or none (jj)
@@ -108,45 +111,6 @@ def linked_checkout(root: Path) -> str:
     own = Path(text[len("gitdir: "):])
     # A submodule's is under `modules/`: the main checkout of a repository of its own.
     return own.name if own.parent.name == "worktrees" else ""
-
-
-def _jj_workspace(root: Path) -> str:
-    """A jj workspace's name, as its `.jj/working_copy/checkout` holds it (a protobuf message
-    whose field 3 is the name): no jj process on the way to the first agent. The workspace's
-    folder name where the file cannot say (a format of jj's to come): still its own."""
-    try:
-        data = (root / ".jj" / "working_copy" / "checkout").read_bytes()
-    except OSError:
-        return root.name
-    at = 0
-
-    def varint() -> int:
-        nonlocal at
-        value = shift = 0
-        while at < len(data):
-            byte = data[at]
-            at += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                return value
-        raise ValueError("cut short")
-
-    try:
-        while at < len(data):
-            tag = varint()
-            if tag & 7 == 0:
-                varint()
-            elif tag & 7 == 2:
-                size = varint()
-                if tag >> 3 == 3:
-                    return data[at:at + size].decode("utf-8", "surrogateescape") or root.name
-                at += size
-            else:
-                break
-    except ValueError:
-        pass
-    return root.name
 
 
 def lane_on_branch(root: Path, name: str) -> bool:

@@ -225,3 +225,29 @@ def test_a_rehearsal_in_each_checkout_keeps_its_own_branch(tmp_path: Path,
     branches = _lane_branches(main)
     assert theirs in branches.items() and "agent-loop/rehearsal-tasks-md" in branches
     assert len(branches) == 2
+
+
+def test_jj_the_first_workspaces_run_keeps_off_another_workspaces_older_lanes(
+        tmp_path: Path, jj_bin: str, fake_claude: FakeClaude) -> None:
+    main, wt = tmp_path / "main", tmp_path / "wt"
+    main.mkdir()
+    (main / "README.md").write_text("hello\n")
+    init_repo(main, "jj")
+    (main / "tasks.md").write_text(PLAN)
+    jj(main, "commit", "-m", "the plan")
+    jj(main, "workspace", "add", str(wt))
+    # Lanes as the released version leaves them in the other workspace: under the names the
+    # first workspace's lanes have (its group's, its one sequential lane).
+    (wt / ".agent-loop" / "lanes").mkdir(parents=True)
+    (wt / ".agent-loop" / ".gitignore").write_text("*\n")
+    for name in ("tasks.c63cd8-1-g", "tasks.c63cd8-serial"):
+        jj(wt, "workspace", "add", "--name", "agent-loop-" + name,
+           str(wt / ".agent-loop" / "lanes" / name))
+        (wt / ".agent-loop" / "lanes" / name / "half.txt").write_text(name)
+    ran = agent_loop(main, "--vcs", "jj", "--no-distill")
+    said = ran.stdout + ran.stderr
+    assert ran.returncode != 0 and "a lane of another checkout" in said, said
+    listed = jj(main, "workspace", "list")
+    assert "agent-loop-tasks.c63cd8-1-g" in listed and "agent-loop-tasks.c63cd8-serial" in listed
+    assert all((wt / ".agent-loop" / "lanes" / n / "half.txt").exists()
+               for n in ("tasks.c63cd8-1-g", "tasks.c63cd8-serial"))
