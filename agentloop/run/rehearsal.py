@@ -16,8 +16,15 @@ from agentloop.vcs import relative_to
 
 
 def lane_name(project: Project) -> str:
-    """The rehearsal's working copy's name: one per plan."""
-    return "rehearsal-" + (parse.slug(project.task_file_name, 30) or "plan")
+    """The rehearsal's working copy's name: one per plan and checkout. Its branch (jj: its
+    workspace name) is the repository's, shared by every checkout: a linked checkout's
+    (agentloop.vcs.lanes.linked_checkout) carries that checkout's name after a dot, which no
+    slug holds, so a rehearsal there never moves the one the main checkout keeps."""
+    from agentloop.vcs.lanes import linked_checkout
+
+    name = "rehearsal-" + (parse.slug(project.task_file_name, 30) or "plan")
+    checkout = linked_checkout(project.root)
+    return f"{name}.{parse.slug(checkout, 20) or 'checkout'}" if checkout else name
 
 
 def working_copy(project: Project) -> Path:

@@ -53,8 +53,12 @@ class Workplaces:
     def __init__(self, run: Run, main: MainLine | None, names: dict[str, str],
                  groups: dict[str, list[TaskState]], listed: Any = None, serial: str = "",
                  holder: str | None = None, own: set[str] | None = None,
-                 first: FirstChecks | None = None) -> None:
+                 first: FirstChecks | None = None, older: dict[str, str] | None = None
+                 ) -> None:
         self.run, self.main, self.names, self.groups = run, main, names, groups
+        # Lanes the released version left in this linked checkout, under the main checkout's
+        # names (_released_names): adopted by the lane that goes on from them.
+        self._older = older or {}
         self.order = list(groups)
         # The working copies the sweep listed, for the first lane opened (no other has been
         # added or removed before it); later ones ask again.
@@ -89,7 +93,8 @@ class Workplaces:
         run.shared.main_line = main  # the closing lines ask it where the tasks went
         names = _lane_names(run)
         serial = lanes.serial_lane(_plan_key(run))
-        holder = _holder(run, names)
+        older = _released_names(run, set(names.values()) | {serial})
+        holder = _holder(run, names, older)
         pending = [t for tasks in groups.values() for t in tasks]
         # Groups that go on from what they left in a lane of their own.
         own = {g for g, tasks in groups.items()
@@ -102,12 +107,19 @@ class Workplaces:
             keep = {names[g] for g in groups} | ({serial} if holder is not None else set())
         # Lanes of groups with nothing left to run (a run killed before it cleaned up): every
         # task of theirs that finished is on the main line; anything else is kept, and said.
-        swept = sweep_workspaces(run.vcs.name, run.project.root, keep,
-                                 set(names.values()) | {serial}, _branch(main))
+        # A lane the released version made here under its name in this linked checkout is
+        # this checkout's: kept where a group goes on from it (adopted as it opens), else
+        # swept as a killed run's is.
+        going_on = {names[g] for g in own} | ({serial} if holder is not None else set())
+        swept = sweep_workspaces(run.vcs.name, run.project.root,
+                                 keep | {older[n] for n in going_on if n in older},
+                                 set(names.values()) | {serial} | set(older.values()),
+                                 _branch(main))
         for note in swept.notes:
             run.emit(LaneNote(note))
         first = FirstChecks(pending) if run.options.parallel > 1 else None
-        return cls(run, main, names, groups, swept.listed, serial, holder, own, first)
+        return cls(run, main, names, groups, swept.listed, serial, holder, own, first,
+                   {n: o for n, o in older.items() if n in going_on})
 
     @staticmethod
     def stopped(run: Run, places: Workplaces | None) -> None:
@@ -306,7 +318,8 @@ class Workplaces:
         rel = relative_to(task_file, root) or task_file.name
         # A lane an older version left under the bare name (a conflicted task's work) is
         # adopted, never dropped.
-        old = name.removeprefix(lanes.plan_key(rel) + "-") if adopt else ""
+        old = name.removeprefix(_plan_key(self.run) + "-") if adopt else ""
+        old = self._older.get(name, old)
         with self._taking:
             listed, self._listed = self._listed, None
         space = open_workspace(kind, root, name, main.tip(), fresh, adopt=old, main=main,
@@ -330,10 +343,24 @@ def _waits(run: Run, files: list[str], since: float, line: str) -> None:
             hand(run, task, Waiting(line))
 
 
-def _plan_key(run: Run) -> str:
-    # Every plan's lanes carry its key: another plan's run never resets or deletes them.
+def _plan_key(run: Run, released: bool = False) -> str:
+    # Every plan's lanes carry its key: another plan's run never resets or deletes them, nor
+    # the same plan's in another checkout of the repository (lanes.linked_checkout).
     return lanes.plan_key(relative_to(run.project.task_file, run.project.root)
-                          or run.project.task_file.name)
+                          or run.project.task_file.name,
+                          "" if released else lanes.linked_checkout(run.project.root))
+
+
+def _released_names(run: Run, names: set[str]) -> dict[str, str]:
+    """In a linked checkout (git), the lanes of `names` that the released version made here
+    under the name the main checkout's lanes have: name -> that name. Found by their files in
+    this checkout's lanes folder, on their branch: the main checkout's own lane of that name
+    is elsewhere, and never taken."""
+    key, old = _plan_key(run), _plan_key(run, released=True)
+    if run.vcs.name != "git" or key == old:
+        return {}
+    found = {name: old + name.removeprefix(key) for name in names}
+    return {n: o for n, o in found.items() if lanes.lane_on_branch(run.project.root, o)}
 
 
 def _lane_names(run: Run) -> dict[str, str]:
@@ -342,14 +369,14 @@ def _lane_names(run: Run) -> dict[str, str]:
     return {g: lanes.plan_lane(key, n, g) for n, g in enumerate(order, 1)}
 
 
-def _holder(run: Run, names: dict[str, str]) -> str | None:
+def _holder(run: Run, names: dict[str, str], older: dict[str, str]) -> str | None:
     """The group whose leftover (an attempt a kill cut short, a conflict, a held landing) a
     sequential run's one lane holds: the first with one and no lane of its own (under its name,
     or the bare name an older version gave it). Its files alone tell: no process."""
     key, root, kind = _plan_key(run), run.project.root, run.vcs.name
     for group in dict.fromkeys(t.group for t in run.state.tasks if t.status in LEFT_OPEN):
         name = names[group]
-        if not has_lane(kind, root, name) and \
+        if not has_lane(kind, root, name) and name not in older and \
                 not has_lane(kind, root, name.removeprefix(key + "-")):
             return group
     return None

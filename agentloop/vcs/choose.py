@@ -275,7 +275,9 @@ def sweep_workspaces(kind: str, root: Path, keep: set[str], known: set[str],
             return Swept((), {})  # as swept_git lists them: none
         from agentloop.vcs.git import teardown
         _, registered, notes = teardown.swept_git(root, keep, known=known)
-        notes += teardown.drop_branches(root, known - keep, main_ref)
+        gone = known - keep
+        notes += teardown.drop_branches(root, gone - teardown.checked_out(root, gone, registered),
+                                        main_ref)
         return Swept(tuple(notes), registered)
     from agentloop.vcs.jj import workspaces
     return Swept((), workspaces.swept_jj(root, keep, known=known)[1])

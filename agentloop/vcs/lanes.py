@@ -9,7 +9,9 @@ lane's files, and a lane is found again by the next run wherever it was left. Br
 names carry its plan's key (`tasks.3f2a1b-2-backend`), so two plans with a group of the same name
 never share a lane, and the dot keeps them apart from a CI fleet's `agent-loop/<plan>/<lane>`
 branches (a plan's part there never holds one). A lane an older version left under the bare name
-(`2-backend`) is adopted by its plan's next run (agentloop.vcs.git.worktrees.open_git).
+(`2-backend`) is adopted by its plan's next run (agentloop.vcs.git.worktrees.open_git). Branches
+and registrations are the repository's, shared by all its checkouts: a linked checkout's key
+holds its own name too (linked_checkout), so a plan at the same path there names other lanes.
 
 A sequential run (one group at a time) works in one lane for all its groups, `<key>-serial`: a
 group that ends with every finished task landed leaves it to the next group, which goes on there
@@ -76,12 +78,53 @@ def lane_name(number: int, group: str) -> str:
     return f"{number}-{slug}" if slug else str(number)
 
 
-def plan_key(task_file: str) -> str:
+def plan_key(task_file: str, checkout: str = "") -> str:
     """The key of the plan whose task file is `task_file` (relative to the repository, slash-
-    separated): readable, and unique per path (`docs/tasks.md` -> `docs-tasks.1a2b3c`)."""
+    separated): readable, and unique per path (`docs/tasks.md` -> `docs-tasks.1a2b3c`) and per
+    checkout of the repository: `checkout` is a linked checkout's id (linked_checkout), which
+    goes into the hash; the main checkout's ("") keeps the key it always had."""
     stem = task_file[:-3] if task_file.lower().endswith(".md") else task_file
     slug = re.sub(r"[^a-z0-9]+", "-", stem.casefold()).strip("-")[:24].strip("-") or "plan"
-    return f"{slug}.{sha1(task_file.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
+    hashed = f"{checkout}\0{task_file}" if checkout else task_file
+    return f"{slug}.{sha1(hashed.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
+
+
+def linked_checkout(root: Path) -> str:
+    """"" for a repository's main checkout; for a linked one (`git worktree add ../wt`), the
+    name of its own git dir under the repository's `worktrees/` (what `git rev-parse --git-dir`
+    ends in), read from its `.git` file; for a jj workspace other than the repository's first
+    (`jj workspace add ../wt`), its name. Lane branches, worktree registrations and jj's
+    workspace names are the repository's, shared by every checkout: a plan at the same path in
+    two checkouts would otherwise name the same lanes, and one checkout's run would move or
+    sweep the other's."""
+    if (root / ".jj" / "repo").is_file():  # a link to the repository: not its first workspace
+        from agentloop.vcs.jj.stored import workspace_name
+
+        # The folder's name where jj's file does not say (a format of jj's to come).
+        return workspace_name(root) or root.name
+    try:
+        text = (root / ".git").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):  # a folder (the main checkout), or none (jj)
+        return ""
+    if not text.startswith("gitdir: "):
+        return ""
+    own = Path(text[len("gitdir: "):])
+    # A submodule's is under `modules/`: the main checkout of a repository of its own.
+    return own.name if own.parent.name == "worktrees" else ""
+
+
+def lane_on_branch(root: Path, name: str) -> bool:
+    """Whether this checkout's lanes folder holds lane `name` checked out on its branch, as
+    its files say (its `.git` file, its registration's HEAD): a lane this checkout made."""
+    path = lanes_dir(root) / name
+    try:
+        link = (path / ".git").read_text(encoding="utf-8").strip()
+        if path.is_symlink() or not link.startswith("gitdir: "):
+            return False
+        head = (path / link[len("gitdir: "):] / "HEAD").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return head == f"ref: refs/heads/{BRANCH_PREFIX}{name}"
 
 
 def plan_lane(key: str, number: int, group: str) -> str:

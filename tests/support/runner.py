@@ -93,7 +93,9 @@ def half_done_in_the_serial_lane(work: Path, directives: Path, task: str,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "FAKE_CLAUDE_DIRECTIVES": str(directives)},
                             start_new_session=True)
-    lane = work / ".agent-loop" / "lanes" / (lanes.plan_key("tasks.md") + "-serial")
+    lane = work / ".agent-loop" / "lanes" / (lanes.plan_key("tasks.md",
+                                                            lanes.linked_checkout(work))
+                                             + "-serial")
     deadline = time.monotonic() + 60
     while not (lane / "half.txt").exists() and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -426,10 +426,11 @@ class GitVcs:
         left open in a lane of this plan, rolled back there as that lane's own prepare would
         have (its files kept under aside.SAVED_REF, the lane left as it began, for the sweep
         of a later run in lanes); the line naming the copy, or None when no lane holds it."""
-        from agentloop.vcs.lanes import lanes_dir, plan_key
+        from agentloop.vcs.lanes import lanes_dir, linked_checkout, plan_key
 
         folder = lanes_dir(self.root)
-        prefix = plan_key(self.tree.task_rel or self.task_file.name) + "-"
+        prefix = plan_key(self.tree.task_rel or self.task_file.name,
+                          linked_checkout(self.root)) + "-"
         common = self.tree.dirs()[1]
         for path in sorted(folder.iterdir()) if folder.is_dir() else []:
             own = refs.worktree_git_dir(path) if path.name.startswith(prefix) and \

@@ -340,6 +340,19 @@ def swept_git(root: Path, keep: set[str], known: set[str] | None = None
     return gone, (listed if not gone and not taken else None), notes
 
 
+def checked_out(root: Path, names: set[str], listed: dict[Path, dict[str, str]] | None
+                ) -> set[str]:
+    """The lanes of `names` whose branch a worktree still has checked out (`listed`: the
+    repository's worktrees, None to ask git): another checkout's lane (an older version named a
+    plan's lanes alike in every checkout) or one a sweep left (your lock). Not a sweep's to
+    keep or drop: git refuses to delete such a branch, and a note that it was kept misleads."""
+    if not names:
+        return set()
+    held = {fields.get("branch") for fields in
+            (listed if listed is not None else git_worktrees(root)).values()}
+    return {name for name in names if f"refs/heads/{BRANCH_PREFIX}{name}" in held}
+
+
 def drop_branches(root: Path, names: set[str], main: str = "HEAD") -> list[str]:
     """Delete the lane branches of these lanes, where they exist; a branch holding a change
     that is not on `main` is kept under refs/agent-loop/kept/ first. Notes naming those."""

@@ -9,7 +9,9 @@ import os
 import re
 from pathlib import Path
 
+from agentloop.errors import VcsError
 from agentloop.files.shown import typed
+from agentloop.vcs import STATE_DIR
 from agentloop.vcs.breach import LaneBreach
 from agentloop.vcs.git import refs
 from agentloop.vcs.git.config_text import may_set_beyond_repository
@@ -19,6 +21,7 @@ from agentloop.vcs.git.run import Git
 from agentloop.vcs.git.worktree_list import branch_commit, drop_cut_short, git_worktrees, healthy
 from agentloop.vcs.lanes import (
     BRANCH_PREFIX,
+    LANES,
     PREVIOUS,
     Workspace,
     bookkeeping,
@@ -63,7 +66,8 @@ def _open_git(root: Path, name: str, base: str, fresh: bool,
     check_folder(root, (name,))
     path = (lanes_dir(root) / name).resolve()
     branch = BRANCH_PREFIX + name
-    known = (registered if registered is not None else git_worktrees(root)).get(path)
+    listed = registered if registered is not None else git_worktrees(root)
+    known = listed.get(path)
     if known is not None and healthy(path, known) and known.get("branch") != \
             f"refs/heads/{branch}" and (known.get("branch") is not None or
                                         _detached_ahead(root, known, branch)):
@@ -87,6 +91,7 @@ def _open_git(root: Path, name: str, base: str, fresh: bool,
         note = _keep_previous(root, branch, base)
         _git(path, "reset", "-q", "--hard", base)
         return Workspace(name, path, branch, note=note)
+    _not_anothers(listed, path, branch)
     if known is not None or path.exists():
         from agentloop.vcs.git.teardown import clean_git
 
@@ -99,6 +104,22 @@ def _open_git(root: Path, name: str, base: str, fresh: bool,
     note = _keep_previous(root, branch, base) if exists else ""
     _add_fresh(root, path, branch, base)
     return Workspace(name, path, branch, note=note)
+
+
+def _not_anothers(listed: dict[Path, dict[str, str]], path: Path, branch: str) -> None:
+    """VcsError, one line, when `branch` is checked out in another checkout's lane: a lane an
+    older version left in a linked checkout of this repository (it named a plan's lanes alike in
+    every checkout). Moving the branch would take that lane's commits from under it (git before
+    2.42 lets `checkout -B` do so): it stays as it is, said, for its own checkout's run."""
+    for other, fields in listed.items():
+        if other != path and fields.get("branch") == f"refs/heads/{branch}" and \
+                other.parent.name == LANES and other.parent.parent.name == STATE_DIR and \
+                other.is_dir():  # (gone: a moved repository's, made again here as ever)
+            raise VcsError(f"branch {branch} is checked out in {other}, a lane of another "
+                           "checkout of this repository (an older agent-loop named a plan's "
+                           "lanes alike in every checkout): agent-loop leaves it as it is; run "
+                           "the plan in that checkout to go on from it (it takes that lane "
+                           f"up), or `git worktree remove {typed(str(other))}`, then run again")
 
 
 def _detached_ahead(root: Path, known: dict[str, str], branch: str) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 from agentloop.errors import VcsError
 from agentloop.vcs.jj.leftovers import BEGUN
 from agentloop.vcs.jj.run import Jj
+from agentloop.vcs.jj.stored import workspace_folders
 from agentloop.vcs.lanes import JJ_PREFIX, Workspace, bookkeeping, check_folder, lanes_dir
 
 
@@ -71,6 +72,13 @@ def _open_jj(root: Path, name: str, base: str, fresh: bool, config: list[str],
     path = (lanes_dir(root) / name).resolve()
     workspace = JJ_PREFIX + name
     there = workspace in (listed if listed is not None else jj_workspaces(root))
+    theirs = _anothers(root, {name}) if there else {}
+    if name in theirs:
+        raise VcsError(f"jj workspace {workspace} is at {theirs[name]}, a lane of another "
+                       "checkout of this repository (an older agent-loop named a plan's lanes "
+                       "alike in every workspace): agent-loop leaves it as it is; `jj "
+                       f"workspace forget {workspace}` (its changes stay in the repository), "
+                       "then run again")
     if there and not fresh and (path / ".jj").is_dir():
         Jj(path, confined=True).out("workspace", "update-stale")
         return Workspace(name, path, workspace, reused=True)
@@ -93,6 +101,20 @@ def clean_jj(root: Path, name: str, listed: bool | None = None, left: bool = Fal
     path = lanes_dir(root) / name
     if path.exists():
         shutil.rmtree(path)
+
+
+def _anothers(root: Path, names: set[str]) -> dict[str, Path]:
+    """The lanes of `names` whose workspace jj records at a folder that is there, elsewhere
+    than this checkout's lanes folder: another checkout's, by name -> folder. Read from the
+    repository's files; none where they do not say (an older jj)."""
+    folders = workspace_folders(root) if names else None
+    found = {}
+    for name in names:
+        folder = (folders or {}).get(JJ_PREFIX + name)
+        if folder is not None and folder.resolve() != (lanes_dir(root) / name).resolve() and \
+                folder.is_dir():
+            found[name] = folder.resolve()
+    return found
 
 
 def remove_jj(root: Path, workspace: Workspace) -> None:
@@ -119,7 +141,9 @@ def swept_jj(root: Path, keep: set[str], known: set[str] | None = None
         names |= {p.name for p in folder.iterdir()}
     if known is not None:
         names &= known
-    gone = sorted(n for n in names if n not in keep)
+    # Another checkout's lane under one of these names (an older version named a plan's lanes
+    # alike in every workspace) is not this sweep's.
+    gone = sorted(n for n in names - set(_anothers(root, names)) if n not in keep)
     with bookkeeping(root):
         for name in gone:
             clean_jj(root, name, left=True)
