@@ -113,6 +113,12 @@ def test_a_lane_the_released_version_left_in_a_linked_checkout_is_found_there(
     git(wt, "worktree", "move", str(lanes / held.removeprefix("agent-loop/")),
         str(lanes / released))
     git(wt, "branch", "-m", held, "agent-loop/" + released)
+    # Its open attempt's record names that branch, as the released version wrote it.
+    record = Path(git(lanes / released, "rev-parse", "--absolute-git-dir").strip()) / \
+        "agent-loop-attempt.json"
+    fields = json.loads(record.read_text())
+    assert fields["ref"] == "refs/heads/" + held
+    record.write_text(json.dumps({**fields, "ref": "refs/heads/agent-loop/" + released}))
     # The main checkout's run neither moves nor takes it; the linked checkout's adopts it.
     done = agent_loop(main, *ARGS)
     assert done.returncode != 0 and "a lane of another checkout" in done.stdout + done.stderr
@@ -122,6 +128,9 @@ def test_a_lane_the_released_version_left_in_a_linked_checkout_is_found_there(
     again = agent_loop(wt, *ARGS)
     assert again.returncode == 0, again.stdout + again.stderr
     assert len(fake_claude.task_runs()) - before == 1  # task two, resumed
+    # Gone on from the agent's commit, not set aside as no task's.
+    assert "the task goes on from them" in again.stdout, again.stdout
+    assert "no task's to go on from" not in again.stdout
     assert git(wt, "show", "side:two.txt").strip() == "2"
     assert not (lanes / released).exists()
     assert "agent-loop/" + released not in _lane_branches(main)

@@ -8,6 +8,7 @@ asked for must not be the only copy of anything."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -98,6 +99,18 @@ class AttemptRecord:
             return Start(**{"mark": "agent-loop agent", **json.loads(text)})
         except TypeError as exc:
             raise ValueError(str(exc)) from None
+
+    def renamed(self, old: str, new: str) -> None:
+        """The open attempt's branch, `old` (refs/heads/...), renamed `new`: the record says so,
+        or a run taking up an older version's lane (agentloop.vcs.git.worktrees) would find its
+        agent's commits on another branch than its attempt began on, and set them aside as no
+        task's. A record that cannot be read is left as it is (its prepare says so)."""
+        try:
+            start = self.read()
+        except ValueError:
+            return
+        if start is not None and start.ref == old:
+            self.write(dataclasses.replace(start, ref=new))
 
     def forget(self) -> None:
         """The record gone: no attempt is open."""

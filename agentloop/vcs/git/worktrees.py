@@ -17,6 +17,7 @@ from agentloop.vcs.git import refs
 from agentloop.vcs.git.config_text import may_set_beyond_repository
 from agentloop.vcs.git.lane_as_recorded import check_git_lane
 from agentloop.vcs.git.lane_record import GitLaneRecord
+from agentloop.vcs.git.record import AttemptRecord
 from agentloop.vcs.git.run import Git
 from agentloop.vcs.git.worktree_list import branch_commit, drop_cut_short, git_worktrees, healthy
 from agentloop.vcs.lanes import (
@@ -58,6 +59,9 @@ def _adopt(root: Path, old: str, new: str) -> bool:
     if old_path in git_worktrees(root) and old_path.is_dir():
         git.out("worktree", "move", str(old_path), str((lanes_dir(root) / new).resolve()))
     git.out("branch", "-m", old_branch, new_branch)
+    own = refs.worktree_git_dir(lanes_dir(root) / new)
+    if own is not None:
+        AttemptRecord(own).renamed(f"refs/heads/{old_branch}", f"refs/heads/{new_branch}")
     return True
 
 
