@@ -22,23 +22,48 @@ def lane_name(project: Project) -> str:
     slug holds, so a rehearsal there never moves the one the main checkout keeps."""
     from agentloop.vcs.lanes import linked_checkout
 
-    name = "rehearsal-" + (parse.slug(project.task_file_name, 30) or "plan")
     checkout = linked_checkout(project.root)
+    name = _released_name(project)
     return f"{name}.{parse.slug(checkout, 20) or 'checkout'}" if checkout else name
 
 
+def _released_name(project: Project) -> str:
+    # The name every checkout's rehearsal had up to 0.1.0, the main checkout's still.
+    return "rehearsal-" + (parse.slug(project.task_file_name, 30) or "plan")
+
+
+def _left_by_released(project: Project) -> str:
+    """The rehearsal lane the released version left in this linked checkout (git: its lanes
+    folder holds it on its branch, the main checkout's name), which this checkout's rehearsal
+    takes up; "" when there is none."""
+    from agentloop.vcs.lanes import lane_on_branch
+
+    name, old = lane_name(project), _released_name(project)
+    return old if name != old and lane_on_branch(project.root, old) else ""
+
+
 def working_copy(project: Project) -> Path:
-    """Where the plan's rehearsal works: a git worktree or jj workspace of its own."""
+    """Where the plan's rehearsal works: a git worktree or jj workspace of its own (the
+    released version's in a linked checkout, until this one's next rehearsal takes it up)."""
     from agentloop.vcs.lanes import lanes_dir
 
-    return lanes_dir(project.root) / lane_name(project)
+    return lanes_dir(project.root) / _current_name(project)
+
+
+def _current_name(project: Project) -> str:
+    from agentloop.vcs.lanes import lanes_dir
+
+    name = lane_name(project)
+    if (lanes_dir(project.root) / name).is_dir():
+        return name
+    return _left_by_released(project) or name
 
 
 def copy_name(project: Project, kind: str) -> str:
     """The rehearsal's working copy as its VCS names it: `branch …` (git), `jj workspace …`."""
     from agentloop.vcs.lanes import BRANCH_PREFIX, JJ_PREFIX
 
-    name = lane_name(project)
+    name = _current_name(project)
     return f"branch {BRANCH_PREFIX}{name}" if kind == "git" else f"jj workspace {JJ_PREFIX}{name}"
 
 
@@ -65,7 +90,8 @@ def prepare(project: Project, asked_vcs: str) -> tuple[Project, str, Path, list[
     kind = private_copy.kind_of(project.root, asked_vcs)
     # Its own folder, whatever the last rehearsal left there: a rehearsal is cheap to redo.
     shutil.rmtree(project.store.dir, ignore_errors=True)
-    lane = private_copy.open_lane(project.root, lane_name(project), kind)
+    lane = private_copy.open_lane(project.root, lane_name(project), kind,
+                                  _left_by_released(project) if kind == "git" else "")
     where = project.shown(lane.path)
     copy = replace(project, root=lane.path)
     rel = relative_to(project.task_file, project.root)

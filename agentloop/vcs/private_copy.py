@@ -31,11 +31,14 @@ def kind_of(root: Path, asked: str) -> str:
                    "`git init` (or `jj git init`) there makes one, as a real run would")
 
 
-def open_lane(root: Path, name: str, kind: str) -> Workspace:
+def open_lane(root: Path, name: str, kind: str, older: str = "") -> Workspace:
     """Lane `name` started afresh from what the user has now: git's HEAD (or an empty commit
-    when there is none yet), jj's working-copy change."""
+    when there is none yet), jj's working-copy change. `older`: the name an older version gave
+    it (git), taken up first: its worktree and branch become this lane's."""
     if kind == "jj":
         return workspaces.open_jj(root, name, "@", fresh=True)
+    if older:
+        worktrees.take_up(root, older, name)
     return worktrees.open_git(root, name, _git_start(root), fresh=True)
 
 

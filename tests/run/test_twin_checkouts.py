@@ -260,3 +260,31 @@ def test_jj_the_first_workspaces_run_keeps_off_another_workspaces_older_lanes(
     assert "agent-loop-tasks.c63cd8-1-g" in listed and "agent-loop-tasks.c63cd8-serial" in listed
     assert all((wt / ".agent-loop" / "lanes" / n / "half.txt").exists()
                for n in ("tasks.c63cd8-1-g", "tasks.c63cd8-serial"))
+
+
+def test_a_rehearsal_the_released_version_left_in_a_linked_checkout_is_taken_up_there(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    main, wt = _twins(tmp_path)
+    done = agent_loop(wt, "--rehearse")
+    assert done.returncode == 0, done.stdout + done.stderr
+    # As the released version left it: under the main checkout's name for the rehearsal.
+    lanes = wt / ".agent-loop" / "lanes"
+    git(wt, "worktree", "move", str(lanes / "rehearsal-tasks-md.wt"),
+        str(lanes / "rehearsal-tasks-md"))
+    git(wt, "branch", "-m", "agent-loop/rehearsal-tasks-md.wt", "agent-loop/rehearsal-tasks-md")
+    status = agent_loop(wt, "--status", "--rehearse")
+    # Before: "its working copy .agent-loop/lanes/rehearsal-tasks-md.wt is gone".
+    assert "its changes are on branch agent-loop/rehearsal-tasks-md, in " in status.stdout, \
+        status.stdout
+    blocked = agent_loop(main, "--rehearse")
+    assert blocked.returncode != 0 and "--rehearse" in blocked.stdout + blocked.stderr
+    # The linked checkout's next rehearsal takes it up under its own name; the main
+    # checkout's rehearses then (before: refused again and again, its lane left there).
+    again = agent_loop(wt, "--rehearse")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert not (lanes / "rehearsal-tasks-md").exists()
+    assert (lanes / "rehearsal-tasks-md.wt").is_dir()
+    ours = agent_loop(main, "--rehearse")
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    assert set(_lane_branches(main)) == {"agent-loop/rehearsal-tasks-md",
+                                         "agent-loop/rehearsal-tasks-md.wt"}

@@ -49,6 +49,13 @@ def open_git(root: Path, name: str, base: str, fresh: bool, adopt: str = "",
         return _open_git(root, name, base, fresh, registered)
 
 
+def take_up(root: Path, old: str, new: str) -> bool:
+    """Whether the lane an older version named `old` was renamed `new` (open_git's `adopt`,
+    for a lane opened afresh after: a rehearsal's)."""
+    with bookkeeping(root):
+        return _adopt(root, old, new)
+
+
 def _adopt(root: Path, old: str, new: str) -> bool:
     """Whether an older version's lane `old` was renamed `new`."""
     git = Git(root)
@@ -122,8 +129,9 @@ def _not_anothers(listed: dict[Path, dict[str, str]], path: Path, branch: str) -
             raise VcsError(f"branch {branch} is checked out in {other}, a lane of another "
                            "checkout of this repository (an older agent-loop named a plan's "
                            "lanes alike in every checkout): agent-loop leaves it as it is; run "
-                           "the plan in that checkout to go on from it (it takes that lane "
-                           f"up), or `git worktree remove {typed(str(other))}`, then run again")
+                           "the plan in that checkout (with --rehearse, a rehearsal's) to go "
+                           "on from it (it takes that lane up), or `git worktree remove "
+                           f"{typed(str(other))}`, then run again")
 
 
 def _detached_ahead(root: Path, known: dict[str, str], branch: str) -> bool:
