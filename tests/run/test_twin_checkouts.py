@@ -53,16 +53,22 @@ def _lane_branches(repo: Path) -> dict[str, str]:
     return dict(line.split() for line in out.splitlines())
 
 
-def _twins(tmp_path: Path) -> tuple[Path, Path]:
-    main = tmp_path / "main"
+def _twins(tmp_path: Path, kind: str = "git") -> tuple[Path, Path]:
+    """A repository with the plan committed, and a second checkout of it at `wt`: a linked
+    `git worktree` on branch side, or a second jj workspace."""
+    main, wt = tmp_path / "main", tmp_path / "wt"
     main.mkdir()
     (main / "README.md").write_text("hello\n")
-    init_repo(main, "git")
+    init_repo(main, kind)
     (main / "tasks.md").write_text(PLAN)
+    if kind == "jj":
+        jj(main, "commit", "-m", "the plan")
+        jj(main, "workspace", "add", str(wt))
+        return main, wt
     git(main, "add", "tasks.md")
     git(main, "commit", "-qm", "the plan")
-    git(main, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "side")
-    return main, tmp_path / "wt"
+    git(main, "worktree", "add", "-q", str(wt), "-b", "side")
+    return main, wt
 
 
 def test_a_run_in_the_main_checkout_leaves_the_linked_checkouts_lane_alone(
@@ -140,13 +146,7 @@ def test_jj_a_run_in_the_first_workspace_leaves_another_workspaces_lane_alone(
         tmp_path: Path, jj_bin: str, fake_claude: FakeClaude) -> None:
     from tests.support.runner import half_done_in_the_serial_lane
 
-    main, wt = tmp_path / "main", tmp_path / "wt"
-    main.mkdir()
-    (main / "README.md").write_text("hello\n")
-    init_repo(main, "jj")
-    (main / "tasks.md").write_text(PLAN)
-    jj(main, "commit", "-m", "the plan")
-    jj(main, "workspace", "add", str(wt))
+    main, wt = _twins(tmp_path, "jj")
     tool, lane = half_done_in_the_serial_lane(wt, tmp_path / "directives.json", "task two",
                                               ["--vcs", "jj", "--no-distill"])
     os.killpg(tool.pid, signal.SIGKILL)
@@ -238,13 +238,7 @@ def test_a_rehearsal_in_each_checkout_keeps_its_own_branch(tmp_path: Path,
 
 def test_jj_the_first_workspaces_run_keeps_off_another_workspaces_older_lanes(
         tmp_path: Path, jj_bin: str, fake_claude: FakeClaude) -> None:
-    main, wt = tmp_path / "main", tmp_path / "wt"
-    main.mkdir()
-    (main / "README.md").write_text("hello\n")
-    init_repo(main, "jj")
-    (main / "tasks.md").write_text(PLAN)
-    jj(main, "commit", "-m", "the plan")
-    jj(main, "workspace", "add", str(wt))
+    main, wt = _twins(tmp_path, "jj")
     # Lanes as the released version leaves them in the other workspace: under the names the
     # first workspace's lanes have (its group's, its one sequential lane).
     (wt / ".agent-loop" / "lanes").mkdir(parents=True)
