@@ -184,13 +184,24 @@ def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
     writing the files it writes, in its order (no process: that command and the `update-ref`
     it starts are two processes on the way to the first agent), but for two: `locked` has no
     trailing newline (git trims it on reading), and HEAD has no `logs/HEAD` entry (that one is
-    the skipped `update-ref`'s). False, nothing written, where
-    the files cannot say it all: the repository's git dir not a folder of the checkout, a
-    repository extension, an include or core.sharedRepository in its config (reftable refs,
-    per-worktree config, relative worktree paths, group-writable folders: git writes more, or
-    otherwise), worktree.useRelativePaths there or in the user's or system's config
-    (agentloop.vcs.git.config_text), sparse-checkout patterns (git copies them), a name git would
-    change or take with a number, a folder there already, a base that is not a commit id."""
+    the skipped `update-ref`'s). False, nothing written, where the files cannot say it all
+    (_files_say_it_all), where the registration's folder is someone's (_own_folder), or where
+    the writing fails."""
+    if not _files_say_it_all(root, path, base):
+        return False
+    own = _own_folder(root / ".git", path.name)
+    return own is not None and _write_registration(own, path, base, reason)
+
+
+def _files_say_it_all(root: Path, path: Path, base: str) -> bool:
+    """Whether writing files registers the worktree as `worktree add` would: not where the
+    repository's git dir is not a folder of the checkout, a repository extension, an include or
+    core.sharedRepository is in its config (reftable refs, per-worktree config, relative
+    worktree paths, group-writable folders: git writes more, or otherwise),
+    worktree.useRelativePaths is there or in the user's or system's config
+    (agentloop.vcs.git.config_text), sparse-checkout patterns are (git copies them), git would
+    change the name or take it with a number, a folder is there already, or the base is not a
+    commit id."""
     git_dir = root / ".git"
     name = path.name
     if not git_dir.is_dir() or path.exists() or not _HEX.fullmatch(base) or \
@@ -200,30 +211,41 @@ def _registered(root: Path, path: Path, base: str, reason: str) -> bool:
         config = (git_dir / "config").read_text(encoding="utf-8").lower()
     except (OSError, UnicodeDecodeError):
         return False
-    if any(word in config for word in _GIT_WRITES_MORE) or \
-            may_set_beyond_repository(b"userelativepaths") or \
-            (git_dir / "info" / "sparse-checkout").exists():
-        return False
-    common = git_dir.resolve()
-    own = common / "worktrees" / name
+    return not (any(word in config for word in _GIT_WRITES_MORE) or
+                may_set_beyond_repository(b"userelativepaths") or
+                (git_dir / "info" / "sparse-checkout").exists())
+
+
+def _own_folder(git_dir: Path, name: str) -> Path | None:
+    """The worktree's own folder under the repository's `worktrees/`, made empty for this
+    registration: new, or one a kill left half-made (a run's lock, no gitdir), taken. None when
+    it is someone's (git would take `name1`) or none can be made."""
+    own = git_dir.resolve() / "worktrees" / name
     try:
         own.mkdir(parents=True)
     except FileExistsError:
         # A kill before its gitdir left it (a run's lock, no gitdir): ours to take. Anything
         # else there is someone's (git would take `name1`).
         if not drop_cut_short(own):
-            return False
+            return None
         try:
             own.mkdir()
         except OSError:
-            return False
+            return None
     except OSError:  # none can be made
-        return False
+        return None
+    return own
+
+
+def _write_registration(own: Path, path: Path, base: str, reason: str) -> bool:
+    """The registration's files in `own` and the worktree's folder `path` with its `.git` file,
+    in git's order; False, with nothing of them left, when one cannot be written."""
     # git's order: the lock first, so a kill before the last file leaves a locked, half-made
-    # registration, which the next run deletes unless this process lives on: above, without a
-    # gitdir (git does not list it); else git lists a locked lane, cleaned (clean_git), or
-    # fails to on an empty commondir (worktree_list drops it).
-    made = False  # `path` by this call: one made by someone since the look above stays theirs
+    # registration, which the next run deletes unless this process lives on: in _own_folder,
+    # without a gitdir (git does not list it); else git lists a locked lane, cleaned
+    # (clean_git), or fails to on an empty commondir (worktree_list drops it).
+    # `made`: `path` by this call; one made by someone since _files_say_it_all looked stays theirs.
+    made = False
     try:
         (own / "locked").write_text(reason)
         path.mkdir(parents=True)
