@@ -83,6 +83,8 @@ class Shared:
         self.plan_hash = ""
         # The plan's bytes as last read (agentloop.run.plan_kept): put back should it vanish.
         self.plan_bytes: bytes | None = None
+        # The bytes this run last wrote to the plan's copy in its state folder (plan_kept.copied).
+        self.plan_copied: bytes | None = None
         # Each task's number in the plan as the controller last read it, by log name, once an
         # edit renumbered it (empty: the run's own numbers): a live line's `task N`. Replaced
         # whole, never changed in place: a lane reads it while another's answer reads the plan.

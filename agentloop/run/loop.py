@@ -142,8 +142,10 @@ def run_tasks(run: Run, only: tuple[int, ...] = (), notes: tuple[str, ...] = ())
                                                                         ending or failed))
             run.emit(summary)
         finally:
-            # The plan's file, held open while the run worked (and by _wound_up, which puts the
-            # plan back): let go whatever failed.
+            # The plan's copy, for a run that streamed no command to write it beside
+            # (plan_kept.keep); its file, held open while the run worked (and by _wound_up,
+            # which puts the plan back): let go whatever failed.
+            plan_kept.copied(run)
             plan_kept.release(run)
     if failed is not None:  # as it was raised when the lane went before the run's end
         raise failed

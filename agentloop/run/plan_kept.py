@@ -25,8 +25,10 @@ and would refuse to, over a copy put back."""
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
+from agentloop import proc
 from agentloop.files.scratch import scratch
 from agentloop.files.shown import typed, typed_path
 from agentloop.ondemand import dataclass
@@ -78,14 +80,38 @@ def when(run: Run, path: Path) -> str:
 def keep(run: Run, data: bytes, file: FileId | None) -> None:
     """Remember `data` as the plan's bytes the run has read (and understood), from the file
     `file` (its device and inode; None when unknown: then no file is taken for the plan
-    renamed). A version not kept before is also written to the plan's state folder, which
-    outlives a run killed before it could put the plan back (agentloop.state.plan_copy)."""
+    renamed). A version not kept before is also written to the plan's state folder (copied),
+    which outlives a run killed before it could put the plan back (agentloop.state.plan_copy):
+    the run's first read once its first streamed command (a check, or its first agent) has
+    started, while the run waits for its first line, not on the way to it (a millisecond of
+    every start); until then the plan is in memory, put back by the run should it vanish."""
     if data != run.shared.plan_bytes:
-        plan_copy.keep(run.project.store.dir, data)
-    run.shared.plan_bytes = data
+        first = run.shared.plan_bytes is None
+        run.shared.plan_bytes = data
+        if first:
+            proc.after_next_stream(lambda: copied(run))
+        else:
+            copied(run)
     if file != run.shared.plan_id:
         _hold(run, file)
     run.shared.plan_id = file
+
+
+# The copy's writes: by the controller, which reads the plan, and by the thread that starts the
+# run's first streamed command (a lane's): one at a time, so the newest bytes are written last.
+_copying = threading.Lock()
+
+
+def copied(run: Run) -> None:
+    """The plan's bytes as the run last read them written to its copy in the state folder
+    (agentloop.state.plan_copy), unless this run wrote them there already. Called as well
+    where a run ends, for a run that streamed no command to write them beside (keep)."""
+    with _copying:
+        data = run.shared.plan_bytes
+        if data is None or data == run.shared.plan_copied:
+            return
+        plan_copy.keep(run.project.store.dir, data)
+        run.shared.plan_copied = data
 
 
 def _hold(run: Run, file: FileId | None) -> None:

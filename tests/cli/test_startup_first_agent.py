@@ -12,9 +12,9 @@ from tests.support.fake_agent import FakeClaude
 from tests.support.repos import make_repo
 
 # The run's record of what happened, each line in order: a module's first import, a process
-# started (its argv), a dataclass made (its module, name, and whether the main thread made it;
-# then a line more if the standard library compiled its __init__, __repr__ or __eq__), a
-# collection of the garbage collector's.
+# started (its argv), a file replaced (os.replace: its new path), a dataclass made (its
+# module, name, and whether the main thread made it; then a line more if the standard library
+# compiled its __init__, __repr__ or __eq__), a collection of the garbage collector's.
 WATCH = """\
 import dataclasses, runpy, sys, threading
 out = open({seen!r}, 'a', buffering=1)
@@ -23,6 +23,8 @@ def hook(event, args):
         out.write(f'import {{args[0]}}\\n')
     elif event == 'subprocess.Popen':
         out.write(f'process {{" ".join(map(str, args[1]))}}\\n')
+    elif event == 'os.rename':
+        out.write(f'replaced {{args[1]}}\\n')
 sys.addaudithook(hook)
 import gc
 gc.callbacks.append(lambda phase, info: phase == 'start' and out.write('collect\\n'))
@@ -118,6 +120,23 @@ def test_a_plain_run_loads_no_hooks_and_makes_its_first_task_s_records_beside(
     assert any(line.startswith(finished) for line in lines[starts[0]:starts[1]]), \
         "the task's end is not made ahead, while its agent runs"
 
+
+
+def test_the_plan_s_copy_is_written_beside_the_first_agent_s_start(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """The plan's copy in its state folder (agentloop.state.plan_copy: what a run killed after
+    a `jj undo` deleted the plan leaves the next run to name) is written once the run's first
+    command it streams has started (here its first agent), while the run waits for its first
+    line: not on the way to it, where it took a millisecond of every run's start."""
+    work = make_repo(tmp_path / "project", "git", plan="- first\n  FAKE: write a.txt A\n")
+    lines = watched(work, tmp_path, "tasks.md", "--vcs", "git", "--no-distill")
+    starts = agents(lines)
+    assert len(starts) == 1, "one task, one agent: is the run read right?"
+    copies = [n for n, line in enumerate(lines)
+              if line.startswith("replaced ") and line.endswith("/plan-as-read.md")]
+    assert len(copies) == 1, "is the copy watched?"
+    assert copies[0] > starts[0], "the plan's copy is written on the way to the first agent"
+    assert (work / "a.txt").read_text().strip() == "A"
 
 def test_a_run_with_a_hook_loads_the_hooks_watcher(tmp_path: Path,
                                                    fake_claude: FakeClaude) -> None:

@@ -403,3 +403,42 @@ def test_a_plan_your_jj_undo_deleted_while_a_killed_run_worked_is_never_lost(
     assert done.returncode == 0, done.stdout + done.stderr
     assert [t["status"] for t in state_of(work)["tasks"]] == ["completed"] * 3
     assert len([p for p in fake_claude.task_prompts() if "write one.txt" in p]) == 1
+
+
+def test_a_plan_deleted_while_a_run_killed_before_its_first_agent_ran_its_checks_is_never_lost(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    """The run's checks run once before its first agent (its baseline), for minutes in a
+    real project. You delete the plan meanwhile (your `jj undo`, here the check itself) and the
+    run is killed (kill -9) before any agent started: the next run says where the plan's copy
+    is, as the run read it, and no agent is paid."""
+    import os
+    import signal
+    import time
+
+    work = make_repo(tmp_path / "project", "git")
+    plan = "- [ ] T1\n  FAKE: write a.txt a\n"
+    (work / "tasks.md").write_text(plan)
+    ran = tmp_path / "check-ran"
+    check = (f"rm {shlex.quote(str(work / 'tasks.md'))}; touch {shlex.quote(str(ran))}; "
+             "sleep 60")
+    args = ["--vcs", "git", "--no-distill"]
+    tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", *args,
+                             "--check", check], cwd=work, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not ran.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ran.exists()
+    os.killpg(tool.pid, signal.SIGKILL)
+    tool.wait(timeout=60)
+    assert not (work / "tasks.md").exists()
+    gone = agent_loop(work, *args)
+    said = gone.stdout + gone.stderr
+    assert gone.returncode == 1, said
+    assert fake_claude.task_runs() == [], said
+    lines = [line for line in said.splitlines() if "tasks.md does not exist" in line]
+    assert len(lines) == 1 and "the same SHA-256" in lines[0], said
+    back = re.search(r"`(cp [^`]+)`", lines[0])
+    assert back is not None, said
+    subprocess.run(["bash", "-c", back.group(1)], cwd=work, check=True)
+    assert (work / "tasks.md").read_text() == plan
