@@ -42,8 +42,9 @@ def recall(options: RunOptions, kept: dict[str, Any]) -> tuple[RunOptions, str |
         dropped.append("--review")
     # Checks of its own (a flag, a settings file changed on purpose) are this run's choice,
     # as a model of its own is: only a run with none drops the last run's.
-    for check in kept.get("check") or () if not options.check else ():
-        dropped += ["--check", str(check)]
+    if not options.check:
+        for check in kept.get("check") or ():
+            dropped += ["--check", str(check)]
     if kept.get("model") and options.model is None:
         dropped += ["--model", str(kept["model"])]
     if not dropped:
