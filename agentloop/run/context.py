@@ -66,6 +66,9 @@ class Shared:
         # A run in lanes: the main line its tasks land on (agentloop.vcs.choose.MainLine),
         # which the closing lines ask where the tasks went. None: the run works in the checkout.
         self.main_line: Any = None
+        # The key every lane of the run's plan carries (agentloop.run.scheduler._plan_key), read
+        # once: None until the run first names a lane.
+        self.lane_key: str | None = None
         # The lines that say where a `.git` an agent made in your checkout was moved (by
         # task number, agentloop.run.agent_run): said again first, on stderr, should the task
         # end in a stop or an error, whose line alone would leave it unsaid.

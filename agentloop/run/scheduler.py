@@ -344,11 +344,17 @@ def _waits(run: Run, files: list[str], since: float, line: str) -> None:
 
 
 def _plan_key(run: Run, released: bool = False) -> str:
-    # Every plan's lanes carry its key: another plan's run never resets or deletes them, nor
-    # the same plan's in another checkout of the repository (lanes.linked_checkout).
-    return lanes.plan_key(relative_to(run.project.task_file, run.project.root)
-                          or run.project.task_file.name,
-                          "" if released else lanes.linked_checkout(run.project.root))
+    """The key every lane of the run's plan carries: another plan's run never resets or
+    deletes them, nor the same plan's in another checkout of the repository
+    (lanes.linked_checkout). Read once a run (Shared.lane_key): the checkout's id comes from
+    its `.git` file, which you or an agent may rewrite while the run works, and one run's lanes
+    have one key. `released`: the key the released version gave, the same in every checkout."""
+    plan = relative_to(run.project.task_file, run.project.root) or run.project.task_file.name
+    if released:
+        return lanes.plan_key(plan)
+    if run.shared.lane_key is None:
+        run.shared.lane_key = lanes.plan_key(plan, lanes.linked_checkout(run.project.root))
+    return run.shared.lane_key
 
 
 def _released_names(run: Run, names: set[str]) -> dict[str, str]:

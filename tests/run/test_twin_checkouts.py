@@ -282,3 +282,25 @@ def test_a_rehearsal_the_released_version_left_in_a_linked_checkout_is_taken_up_
     assert ours.returncode == 0, ours.stdout + ours.stderr
     assert set(_lane_branches(main)) == {"agent-loop/rehearsal-tasks-md",
                                          "agent-loop/rehearsal-tasks-md.wt"}
+
+
+def test_one_run_names_its_lanes_by_one_key_however_its_git_file_changes(
+        tmp_path: Path) -> None:
+    """The linked checkout's id in a plan's lane key is read from its `.git` file, which you or
+    an agent may rewrite while a run works: read where each lane was named, it named one run's
+    lanes under two keys (a lane opened after, or its lock put back, under a key its sweep
+    never took). One run, one key, in every lane's view of the run."""
+    import dataclasses
+
+    from agentloop.run import scheduler
+    from agentloop.vcs.none import NoneVcs
+    from tests.support.harness import FakeClock, make_run
+
+    _, wt = _twins(tmp_path)
+    run = make_run(wt, PLAN, None, NoneVcs(), lambda *_: None, FakeClock(), []).ctx
+    key = scheduler._plan_key(run)
+    (wt / ".git").write_text(f"gitdir: {tmp_path / 'elsewhere' / 'worktrees' / 'other'}\n")
+    lane_run = dataclasses.replace(run, workdir=tmp_path / "lane")
+    assert scheduler._plan_key(run) == key
+    assert scheduler._plan_key(lane_run) == key
+    assert scheduler._plan_key(run, released=True) != key  # the released version's, as ever
