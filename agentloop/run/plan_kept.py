@@ -179,14 +179,7 @@ def restore(run: Run) -> Restored | None:
         run.shared.plan_left = True
         return Restored(f"{shown} left your checkout with {left} as this run last read it")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Whole or not at all: a plan half written would read as a plan with tasks missing.
-        # A plan's mode, not a scratch file's own (its owner's only).
-        fd, made = scratch(path.parent, f".{path.name}.", mode=0o666)
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            written = file_id(os.fstat(out.fileno()))
-        os.replace(made, path)
+        written = _put_back(path, data)
     except OSError as exc:
         return Restored(f"{run.project.shown(path)} vanished from disk while this run worked, "
                         f"and putting it back failed ({exc.strerror})")
@@ -202,6 +195,20 @@ def restore(run: Run) -> Restored | None:
     why = "an agent's `jj undo`?" if run.vcs.name == "jj" else "deleted, or an agent's `git clean`?"
     return Restored(f"{shown} vanished from disk while this run worked ({why}); put back as "
                     "this run last read it")
+
+
+def _put_back(path: Path, data: bytes) -> FileId:
+    """`data`, the plan as the run last read it, written at `path` (its folder made again if
+    it went too): which file it is now. OSError when it cannot be."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Whole or not at all: a plan half written would read as a plan with tasks missing.
+    # A plan's mode, not a scratch file's own (its owner's only).
+    fd, made = scratch(path.parent, f".{path.name}.", mode=0o666)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+        written = file_id(os.fstat(out.fileno()))
+    os.replace(made, path)
+    return written
 
 
 def _left_on(run: Run, path: Path, data: bytes) -> str | None:
