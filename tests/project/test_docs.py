@@ -151,3 +151,12 @@ def test_the_version_is_written_once_and_the_program_says_it() -> None:
     assert done.stdout.strip() == f"agent-loop, version {__version__}"
     changelog = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
     assert "## [Unreleased]" in changelog
+
+
+def test_every_settings_file_the_docs_name_is_one_agent_loop_reads() -> None:
+    # Settings come from agent-loop.toml, pyproject.toml and ~/.config/agent-loop/config.toml
+    # (agentloop/settings/sources.py); a file the docs place in the state folder is never read.
+    pages = [REPO / "README.md", REPO / "CONTRIBUTING.md", *DOCS.rglob("*.md")]
+    for page in pages:
+        named = re.findall(r"\.agent-loop/[\w./-]*\.toml", page.read_text(encoding="utf-8"))
+        assert not named, (page.relative_to(REPO), named)
