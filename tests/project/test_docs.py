@@ -160,3 +160,19 @@ def test_every_settings_file_the_docs_name_is_one_agent_loop_reads() -> None:
     for page in pages:
         named = re.findall(r"\.agent-loop/[\w./-]*\.toml", page.read_text(encoding="utf-8"))
         assert not named, (page.relative_to(REPO), named)
+
+
+def test_every_file_a_run_leaves_in_the_state_folder_is_on_the_state_page(
+        tmp_path: Path, fake_claude: object) -> None:
+    from tests.support.repos import committed_plan, git_project
+    from tests.support.runner import agent_loop
+
+    plan = "# Plan\n\n## One\n- [ ] a task\n  FAKE: write a.txt one\n"
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    for args in (("--rehearse",), ("--vcs", "git", "--no-distill")):
+        done = agent_loop(work, *args)
+        assert done.returncode == 0, done.stdout + done.stderr
+    page = (DOCS / "reference" / "state.md").read_text(encoding="utf-8")
+    left = sorted(p.name for p in (work / ".agent-loop").iterdir())
+    assert "logs" in left and "rehearsal" in left and "events.jsonl" in left
+    assert [name for name in left if f"`{name}" not in page] == []
