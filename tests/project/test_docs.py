@@ -176,3 +176,11 @@ def test_every_file_a_run_leaves_in_the_state_folder_is_on_the_state_page(
     left = sorted(p.name for p in (work / ".agent-loop").iterdir())
     assert "logs" in left and "rehearsal" in left and "events.jsonl" in left
     assert [name for name in left if f"`{name}" not in page] == []
+
+
+def test_a_key_that_is_not_its_options_long_name_is_said_so() -> None:
+    # The settings page says a key is an option's long name; each exception must be named.
+    source = (DOCS / "reference" / "settings.md").read_text(encoding="utf-8")
+    for key in KEYS:
+        if "--" + key not in every_flag():
+            assert f"`{key}`" in source, key
