@@ -184,3 +184,16 @@ def test_a_key_that_is_not_its_options_long_name_is_said_so() -> None:
     for key in KEYS:
         if "--" + key not in every_flag():
             assert f"`{key}`" in source, key
+
+
+def test_no_page_says_a_codex_run_is_not_counted_against_the_budget() -> None:
+    # Codex reports tokens, and agent-loop prices them (agents.prices): its default models
+    # have a price, so --budget counts Codex runs; only a model with no price reads
+    # "cost unknown (tokens only)", and then --budget is refused before any run.
+    from agentloop.agents.codex import MODELS
+    from agentloop.agents.prices import rates_for
+
+    assert rates_for(MODELS.task) is not None and rates_for(MODELS.helper) is not None
+    for page in [REPO / "README.md", *DOCS.rglob("*.md")]:
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        assert "`--budget` counts nothing" not in text, page.relative_to(REPO)
