@@ -191,8 +191,9 @@ OPTIONS = (
            help="Reviews of one task before it is left unapproved (its change kept)."),
     option("--check", multiple=True, metavar="CMD",
            help="A command line that must pass (exit 0) after each task, run by your shell in "
-                "the repository root; repeatable. It runs once before the first task too "
-                "(baseline), and a failure goes back to the agent to fix."),
+                "the agent's working copy (its lane, or your checkout); repeatable. It runs "
+                "once before the first task too (baseline), and a failure goes back to the "
+                "agent to fix."),
     option("--check-timeout", metavar="SECONDS", type=FloatRange(min=1),
            default=600, show_default=True,
            help="Seconds before a check is stopped (with everything it started) and failed."),

@@ -197,3 +197,23 @@ def test_no_page_says_a_codex_run_is_not_counted_against_the_budget() -> None:
     for page in [REPO / "README.md", *DOCS.rglob("*.md")]:
         text = " ".join(page.read_text(encoding="utf-8").split())
         assert "`--budget` counts nothing" not in text, page.relative_to(REPO)
+
+
+def test_where_a_check_runs_is_where_the_help_and_the_page_say(
+        tmp_path: Path, fake_claude: object) -> None:
+    # In a lane (the default), the baseline and every task's checks run in the lane, your last
+    # commit: not in your checkout, whose uncommitted files they never see.
+    from tests.support.repos import committed_plan, git_project
+    from tests.support.runner import agent_loop
+
+    plan = "# Plan\n\n## One\n- [ ] a task\n  FAKE: write a.txt one\n"
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    where = tmp_path / "where.txt"
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--check", f"pwd >> {where}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    ran_in = {Path(line) for line in where.read_text().splitlines()}
+    assert len(ran_in) == 1 and work / ".agent-loop" / "lanes" in next(iter(ran_in)).parents
+    check = next(p for p in command.params if p.name == "check")
+    assert "repository root" not in (check.help or "")
+    page = " ".join((DOCS / "how-to" / "write-checks.md").read_text(encoding="utf-8").split())
+    assert "in the repository root" not in page and "on the tree as you left it" not in page
