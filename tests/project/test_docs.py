@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import click
 import jsonschema
@@ -217,3 +218,17 @@ def test_where_a_check_runs_is_where_the_help_and_the_page_say(
     assert "repository root" not in (check.help or "")
     page = " ".join((DOCS / "how-to" / "write-checks.md").read_text(encoding="utf-8").split())
     assert "in the repository root" not in page and "on the tree as you left it" not in page
+
+
+def test_a_run_of_one_group_is_said_to_work_in_a_lane(tmp_path: Path, fake_claude: Any) -> None:
+    from tests.support.repos import committed_plan, git_project
+    from tests.support.runner import agent_loop
+
+    plan = "# Plan\n\n## One\n- [ ] a task\n  FAKE: write a.txt one\n"
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    cwd = Path(fake_claude.task_runs()[0]["cwd"])
+    assert work / ".agent-loop" / "lanes" in cwd.parents
+    page = " ".join((DOCS / "how-to" / "sandbox.md").read_text(encoding="utf-8").split())
+    assert "the repository root in a run of one group" not in page
