@@ -232,3 +232,21 @@ def test_a_run_of_one_group_is_said_to_work_in_a_lane(tmp_path: Path, fake_claud
     assert work / ".agent-loop" / "lanes" in cwd.parents
     page = " ".join((DOCS / "how-to" / "sandbox.md").read_text(encoding="utf-8").split())
     assert "the repository root in a run of one group" not in page
+
+
+def test_a_report_left_in_the_tree_does_not_stop_a_run_in_a_lane(tmp_path: Path,
+                                                                  fake_claude: Any) -> None:
+    from tests.support.repos import committed_plan, git_project
+    from tests.support.runner import agent_loop
+
+    plan = "# Plan\n\n## One\n- [ ] a task\n  FAKE: write a.txt one\n"
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    assert agent_loop(work, "--vcs", "git", "--no-distill").returncode == 0
+    written = agent_loop(work, "--report", "report.html")
+    assert written.returncode == 0 and (work / "report.html").exists(), written.stderr
+    with (work / "tasks.md").open("a") as tasks:
+        tasks.write("- [ ] another task\n  FAKE: write b.txt two\n")
+    done = agent_loop(work, "--no-distill")
+    assert done.returncode == 0 and "2 completed" in done.stdout, done.stdout + done.stderr
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert "would make the next run refuse it" not in readme
