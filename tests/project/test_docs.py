@@ -250,3 +250,19 @@ def test_a_report_left_in_the_tree_does_not_stop_a_run_in_a_lane(tmp_path: Path,
     assert done.returncode == 0 and "2 completed" in done.stdout, done.stdout + done.stderr
     readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
     assert "would make the next run refuse it" not in readme
+
+
+def test_a_task_out_of_attempts_runs_again_as_the_failures_page_says(
+        tmp_path: Path, fake_claude: Any) -> None:
+    from tests.support.repos import committed_plan, git_project
+    from tests.support.runner import agent_loop
+
+    plan = "# Plan\n\n## One\n- [ ] a task\n  FAKE: fail 1\n  FAKE: write a.txt one\n"
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    args = ("--vcs", "git", "--no-distill", "--max-attempts", "1")
+    assert agent_loop(work, *args).returncode == 4
+    assert "0 of 1 task(s) to run" in agent_loop(work, *args).stdout  # a plain run leaves it
+    again = agent_loop(work, *args, "--task", "1", "--again")
+    assert again.returncode == 0 and "1 completed" in again.stdout, again.stdout + again.stderr
+    page = " ".join((DOCS / "reference" / "failures.md").read_text(encoding="utf-8").split())
+    assert "is not run again until `--reset`" not in page and "--again" in page
