@@ -266,3 +266,11 @@ def test_a_task_out_of_attempts_runs_again_as_the_failures_page_says(
     assert again.returncode == 0 and "1 completed" in again.stdout, again.stdout + again.stderr
     page = " ".join((DOCS / "reference" / "failures.md").read_text(encoding="utf-8").split())
     assert "is not run again until `--reset`" not in page and "--again" in page
+
+
+def test_every_file_of_this_repository_the_docs_name_exists() -> None:
+    # A path the reader is sent to (a script, a test, a module) that is no longer there.
+    pattern = re.compile(r"(?<![\w/.-])((?:scripts|tests|agentloop|\.ci)/[\w/.-]*\w)")
+    for page in [REPO / "README.md", REPO / "CONTRIBUTING.md", *DOCS.rglob("*.md")]:
+        for path in pattern.findall(page.read_text(encoding="utf-8")):
+            assert (REPO / path).exists(), (page.relative_to(REPO), path)
