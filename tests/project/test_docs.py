@@ -274,3 +274,18 @@ def test_every_file_of_this_repository_the_docs_name_exists() -> None:
     for page in [REPO / "README.md", REPO / "CONTRIBUTING.md", *DOCS.rglob("*.md")]:
         for path in pattern.findall(page.read_text(encoding="utf-8")):
             assert (REPO / path).exists(), (page.relative_to(REPO), path)
+
+
+def test_the_json_help_names_every_mode_json_goes_with(tmp_path: Path) -> None:
+    from tests.support.runner import agent_loop
+
+    (tmp_path / "tasks.md").write_text("- [ ] a task\n")
+    refused = agent_loop(tmp_path, "--json")
+    assert refused.returncode == 2, refused.stderr
+    modes = re.search(r"--json goes with (.*)$", refused.stderr, re.M)
+    assert modes, refused.stderr
+    json = next(p for p in command.params if p.name == "as_json")
+    for mode in modes.group(1).split(" or "):
+        assert mode in (json.help or ""), mode
+    page = (DOCS / "reference" / "json-output.md").read_text(encoding="utf-8")
+    assert "--integrate --json" in " ".join(page.split())
