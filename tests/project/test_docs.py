@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -289,3 +290,22 @@ def test_the_json_help_names_every_mode_json_goes_with(tmp_path: Path) -> None:
         assert mode in (json.help or ""), mode
     page = (DOCS / "reference" / "json-output.md").read_text(encoding="utf-8")
     assert "--integrate --json" in " ".join(page.split())
+
+
+def test_a_plain_folder_becomes_the_repository_the_page_says(tmp_path: Path,
+                                                              fake_claude: Any) -> None:
+    import shutil
+
+    from tests.support.runner import agent_loop
+
+    if shutil.which("jj") is None:
+        pytest.skip("jj is not on PATH")
+    work = tmp_path / "plain"
+    work.mkdir()
+    (work / "tasks.md").write_text("- [ ] a task\n  FAKE: write a.txt one\n")
+    env = {**os.environ, "JJ_USER": "T", "JJ_EMAIL": "t@example.com"}
+    done = agent_loop(work, "--no-distill", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / ".jj").is_dir()  # jj installed: `jj git init`, not `git init`
+    page = " ".join((DOCS / "explanation" / "version-control.md").read_text().split())
+    assert "(a plain folder is `git init`ed)" not in page
