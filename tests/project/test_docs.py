@@ -309,3 +309,21 @@ def test_a_plain_folder_becomes_the_repository_the_page_says(tmp_path: Path,
     assert (work / ".jj").is_dir()  # jj installed: `jj git init`, not `git init`
     page = " ".join((DOCS / "explanation" / "version-control.md").read_text().split())
     assert "(a plain folder is `git init`ed)" not in page
+
+
+def test_a_parallel_lane_is_named_as_the_parallel_page_says(tmp_path: Path,
+                                                             fake_claude: Any) -> None:
+    from tests.support.repos import committed_plan, git_project
+    from tests.support.runner import agent_loop
+
+    plan = ("# Plan\n\n## Backend\n- [ ] one\n  FAKE: write a.txt one\n\n"
+            "## Frontend\n- [ ] two\n  FAKE: write b.txt two\n")
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--parallel", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lanes = sorted(Path(c["cwd"]).name for c in fake_claude.task_runs())
+    assert [re.sub(r"^tasks\.[0-9a-f]{6}-", "<plan>-", n) for n in lanes] == \
+        ["<plan>-1-backend", "<plan>-2-frontend"], lanes
+    page = (DOCS / "explanation" / "parallel-groups.md").read_text(encoding="utf-8")
+    assert "`.agent-loop/lanes/<plan>-<n>-<group>/`" in page
+    assert "--lane-copy" in page  # what git ignores comes in as asked, not never
