@@ -272,9 +272,15 @@ def test_a_task_out_of_attempts_runs_again_as_the_failures_page_says(
 def test_every_file_of_this_repository_the_docs_name_exists() -> None:
     # A path the reader is sent to (a script, a test, a module) that is no longer there.
     pattern = re.compile(r"(?<![\w/.-])((?:scripts|tests|agentloop|\.ci)/[\w/.-]*\w)")
+    packages = "|".join(p.name for p in (REPO / "agentloop").iterdir() if p.is_dir()
+                        and (p / "__init__.py").exists())
+    inside = re.compile(rf"`((?:{packages})/[\w/]+\.py)`")
     for page in [REPO / "README.md", REPO / "CONTRIBUTING.md", *DOCS.rglob("*.md")]:
         for path in pattern.findall(page.read_text(encoding="utf-8")):
             assert (REPO / path).exists(), (page.relative_to(REPO), path)
+        # A module named from inside the package (`vcs/history.py`).
+        for path in inside.findall(page.read_text(encoding="utf-8")):
+            assert (REPO / "agentloop" / path).exists(), (page.relative_to(REPO), path)
 
 
 def test_the_json_help_names_every_mode_json_goes_with(tmp_path: Path) -> None:
