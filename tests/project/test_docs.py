@@ -333,3 +333,19 @@ def test_a_parallel_lane_is_named_as_the_parallel_page_says(tmp_path: Path,
     page = (DOCS / "explanation" / "parallel-groups.md").read_text(encoding="utf-8")
     assert "`.agent-loop/lanes/<plan>-<n>-<group>/`" in page
     assert "--lane-copy" in page  # what git ignores comes in as asked, not never
+
+
+def test_the_agents_reflog_mark_is_as_the_environment_page_shows(tmp_path: Path,
+                                                                 fake_claude: Any) -> None:
+    from tests.support.repos import committed_plan, git_project
+    from tests.support.runner import agent_loop
+
+    plan = "# Plan\n\n## One\n- [ ] a task\n  FAKE: write a.txt one\n"
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    done = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    mark = fake_claude.task_runs()[0]["env"]["GIT_REFLOG_ACTION"]
+    shown = re.sub(r"^agent-loop agent [0-9a-f]{8} tasks\.[0-9a-f]{6}-",
+                   "agent-loop agent 1a2b3c4d tasks.c63cd8-", mark)
+    page = " ".join((DOCS / "reference" / "agent-environment.md").read_text().split())
+    assert f"`GIT_REFLOG_ACTION={shown}`" in page, mark
