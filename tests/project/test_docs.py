@@ -349,3 +349,45 @@ def test_the_agents_reflog_mark_is_as_the_environment_page_shows(tmp_path: Path,
                    "agent-loop agent 1a2b3c4d tasks.c63cd8-", mark)
     page = " ".join((DOCS / "reference" / "agent-environment.md").read_text().split())
     assert f"`GIT_REFLOG_ACTION={shown}`" in page, mark
+
+
+def example_commands() -> list[tuple[str, list[str]]]:
+    """The `agent-loop tasks.md …` lines of the docs' shell examples: (page, arguments), each
+    with `K` as 2 and without its comment."""
+    import shlex
+
+    found = []
+    for page in [REPO / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        fence: str | None = None  # the info string of the block we are in
+        for line in page.read_text(encoding="utf-8").splitlines():
+            if line.startswith("```"):
+                fence = line[3:].strip() if fence is None else None
+                continue
+            command = re.search(r"(?:^|\$ |&& )agent-loop (tasks\.md .*)", line)
+            if fence in ("", "sh", "console", "bash", "shell") and command:
+                words = shlex.split(command.group(1).split(" | ")[0], comments=True)
+                found.append((str(page.relative_to(REPO)),
+                              ["2" if w == "K" else w for w in words]))
+    return found
+
+
+def test_the_docs_examples_are_taken_as_written(tmp_path: Path) -> None:
+    # Each example, with --dry-run unless it rehearses (which costs nothing and runs no
+    # agent), is no usage error in a repository with a plan of three groups.
+    from tests.support.repos import committed_plan, git_project
+    from tests.support.runner import agent_loop
+
+    plan = ("# Plan\n\n## One\n- [ ] a\n- [ ] b\n\n## Two\n- [ ] c\n\n"
+            "## Three\nDepends on: One, Two\n- [ ] d\n")
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    modes = {"--status", "--serve", "--report", "--integrate", "--push", "--init", "--again",
+             "--stop-after-running"}
+    tried = 0
+    for page, words in example_commands():
+        if modes & set(words):
+            continue
+        args = words[1:] + ([] if "--rehearse" in words else ["--dry-run"])
+        done = agent_loop(work, *args, timeout=120)
+        assert done.returncode != 2, (page, words, done.stderr)
+        tried += 1
+    assert tried >= 10
