@@ -391,3 +391,17 @@ def test_the_docs_examples_are_taken_as_written(tmp_path: Path) -> None:
         assert done.returncode != 2, (page, words, done.stderr)
         tried += 1
     assert tried >= 10
+
+
+def test_a_run_cut_short_by_its_cap_fails_its_task_as_the_costs_page_says(
+        tmp_path: Path, fake_claude: Any) -> None:
+    from tests.support.repos import committed_plan, git_project
+    from tests.support.runner import agent_loop
+
+    plan = "# Plan\n\n## One\n- [ ] a task\n  FAKE: over-budget\n"
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--task-budget", "1")
+    assert done.returncode == 4 and "1 failed" in done.stdout, done.stdout + done.stderr
+    assert len(fake_claude.task_runs()) == 1  # no second attempt
+    page = " ".join((DOCS / "how-to" / "costs.md").read_text(encoding="utf-8").split())
+    assert "a run cut short by it is a failed attempt" not in page
