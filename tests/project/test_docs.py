@@ -405,3 +405,16 @@ def test_a_run_cut_short_by_its_cap_fails_its_task_as_the_costs_page_says(
     assert len(fake_claude.task_runs()) == 1  # no second attempt
     page = " ".join((DOCS / "how-to" / "costs.md").read_text(encoding="utf-8").split())
     assert "a run cut short by it is a failed attempt" not in page
+
+
+def test_the_settings_pages_bad_setting_lines_are_what_agent_loop_says(tmp_path: Path) -> None:
+    from tests.support.runner import agent_loop
+
+    (tmp_path / "tasks.md").write_text("- [ ] a task\n")
+    page = " ".join((DOCS / "reference" / "settings.md").read_text(encoding="utf-8").split())
+    for toml, shown in (("bugdet = 9\n", "unknown setting 'bugdet'; did you mean 'budget'?"),
+                        ("max-attempts = 9\n", "9 is not in the range 1<=x<=5")):
+        (tmp_path / "agent-loop.toml").write_text(toml)
+        done = agent_loop(tmp_path, "--show-settings")
+        assert done.returncode == 2 and shown in done.stderr, done.stderr
+        assert shown in page, shown
