@@ -219,6 +219,8 @@ def test_where_a_check_runs_is_where_the_help_and_the_page_say(
     assert "repository root" not in (check.help or "")
     page = " ".join((DOCS / "how-to" / "write-checks.md").read_text(encoding="utf-8").split())
     assert "in the repository root" not in page and "on the tree as you left it" not in page
+    beside = " ".join((DOCS / "how-to" / "work-beside-a-run.md").read_text().split())
+    assert "run once in your checkout before the first task" not in beside
 
 
 def test_a_run_of_one_group_is_said_to_work_in_a_lane(tmp_path: Path, fake_claude: Any) -> None:
