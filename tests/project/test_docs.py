@@ -171,7 +171,7 @@ def test_every_file_a_run_leaves_in_the_state_folder_is_on_the_state_page(
 
     plan = "# Plan\n\n## One\n- [ ] a task\n  FAKE: write a.txt one\n"
     work = committed_plan(git_project(tmp_path, plan), plan)
-    for args in (("--rehearse",), ("--vcs", "git", "--no-distill")):
+    for args in (("--rehearse",), ("--vcs", "git", "--no-distill", "--lane-setup", "true")):
         done = agent_loop(work, *args)
         assert done.returncode == 0, done.stdout + done.stderr
     page = (DOCS / "reference" / "state.md").read_text(encoding="utf-8")
