@@ -420,3 +420,30 @@ def test_the_settings_pages_bad_setting_lines_are_what_agent_loop_says(tmp_path:
         done = agent_loop(tmp_path, "--show-settings")
         assert done.returncode == 2 and shown in done.stderr, done.stderr
         assert shown in page, shown
+
+
+def test_the_branch_a_plain_run_works_on_is_the_one_the_readme_names(
+        tmp_path: Path, fake_claude: Any) -> None:
+    import subprocess
+    import sys
+    import time
+
+    from tests.support.repos import committed_plan, git, git_project
+
+    plan = "# Plan\n\n## One\n- [ ] a task\n  FAKE: write a.txt one\n  FAKE: pause 3\n"
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    run = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
+                            "--no-distill"], cwd=work, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen: set[str] = set()
+    try:
+        while run.poll() is None and not seen:
+            seen = {b for b in git(work, "branch", "--format=%(refname:short)").split()
+                    if b.startswith("agent-loop/")}
+            time.sleep(0.05)
+    finally:
+        assert run.wait(timeout=120) == 0
+    assert len(seen) == 1 and next(iter(seen)).endswith("-serial"), seen
+    assert git(work, "branch", "--format=%(refname:short)").split() == ["main"]
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert "A plain run makes no branch" not in readme and "-serial`" in readme
