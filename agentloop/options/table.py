@@ -103,7 +103,8 @@ OPTIONS = (
            help="Model for the tasks [default: the agent's; claude: opus]."),
     option("--dry-run", is_flag=True, help="Show what would run; run and write nothing."),
     option("--status", is_flag=True, help="Show where each task stands."),
-    option("--json", "as_json", is_flag=True, help="With --status or --dry-run: print JSON."),
+    option("--json", "as_json", is_flag=True,
+           help="With --status, --dry-run, --show-settings or --integrate: print JSON."),
     option("--follow", is_flag=True,
            help="With --status: print the newest run's events as they happen."),
     option("--init", is_flag=True, help="Write a commented example plan to TASKS_MD."),
@@ -191,8 +192,9 @@ OPTIONS = (
            help="Reviews of one task before it is left unapproved (its change kept)."),
     option("--check", multiple=True, metavar="CMD",
            help="A command line that must pass (exit 0) after each task, run by your shell in "
-                "the repository root; repeatable. It runs once before the first task too "
-                "(baseline), and a failure goes back to the agent to fix."),
+                "the agent's working copy (its lane, or your checkout); repeatable. It runs "
+                "once before the first task too (baseline), and a failure goes back to the "
+                "agent to fix."),
     option("--check-timeout", metavar="SECONDS", type=FloatRange(min=1),
            default=600, show_default=True,
            help="Seconds before a check is stopped (with everything it started) and failed."),
