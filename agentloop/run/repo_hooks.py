@@ -50,6 +50,29 @@ def _names(names: Iterable[str]) -> str:
     return f"{' and '.join(listed)} hook{'s' * (len(listed) > 1)}"
 
 
+def not_in_lane(run: Run) -> str | None:
+    """With git-hooks on, in a lane: why your checkout's hooks that the lane has none of (a
+    core.hooksPath folder git ignores, as husky's `.husky/_`) stop the run before any agent;
+    None when the lane has them all."""
+    if not run.options.git_hooks or run.vcs.name != "git" or run.workdir is None:
+        return None
+    have = {h.name for h in hooks(run.cwd)}
+    missing = [h for h in hooks(run.project.root) if h.name not in have]
+    if not missing:
+        return None
+    import os  # a run that found such a hook only
+    import shlex
+
+    root = run.project.root
+    where = [os.path.relpath(h.path, root) for h in missing]
+    folder = os.path.dirname(where[0]) if not where[0].startswith("..") else ""
+    bring = f"`--lane-copy {shlex.quote(folder)}` brings it into each lane" if folder \
+        else "commit it"
+    return (f"git-hooks: the run's working copy {run.project.shown(run.cwd)} has no "
+            f"{_names(h.name for h in missing)} ({', '.join(where)} in your checkout, in a "
+            f"folder git ignores or keeps no commit of): {bring}, or run without --git-hooks")
+
+
 def wanted(run: Run) -> bool:
     """Whether this run holds each task's change to the repository's hooks."""
     return run.options.git_hooks and run.vcs.name == "git" and bool(hooks(run.cwd))

@@ -100,6 +100,32 @@ def test_a_hook_git_runs_on_a_commit_that_no_setting_runs_is_said(
             "commit-msg, as checks)") in done.stdout
     assert not seen.exists()
 
+
+def test_hooks_in_a_folder_git_ignores_are_brought_into_the_lane_or_refused(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # husky's layout: core.hooksPath = .husky/_, a folder git ignores (`npm install` makes
+    # it). A lane has no such folder: --git-hooks ran no hook there, without a word, and the
+    # tasks were committed as the hook would have refused them.
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- write a\n  FAKE: write a.txt A\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    hooks = work / ".husky" / "_"
+    hooks.mkdir(parents=True)
+    (hooks / ".gitignore").write_text("*\n")
+    seen = work.parent / "hooks-seen"
+    (hooks / "pre-commit").write_text(f"#!/bin/sh\necho pre-commit >> {seen}\n")
+    (hooks / "pre-commit").chmod(0o755)
+    git(work, "config", "core.hooksPath", ".husky/_")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "`--lane-copy .husky/_`" in done.stderr, done.stderr
+    assert fake_claude.task_runs() == [] and not seen.exists()
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks",
+                      "--lane-copy", ".husky/_")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert seen.read_text().split() == ["pre-commit", "pre-commit"]  # baseline, then task
+
 @pytest.mark.parametrize("workplace", ["checkout", "lane"])
 def test_a_commit_msg_hook_that_refuses_fails_the_task(work: Path, fake_claude: FakeClaude,
                                                        workplace: str) -> None:
