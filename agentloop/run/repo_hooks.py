@@ -10,6 +10,7 @@ VCS data only, and sees none of the user's secrets."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from agentloop.run.context import Run
 from agentloop.run.events import CheckFinished, CheckStarted
 from agentloop.run.selection import commit_message
 from agentloop.state.schema import TaskState
-from agentloop.vcs.githooks import hooks, staged
+from agentloop.vcs.githooks import hooks, present, staged
 
 
 def start_notes(vcs: str, root: Path, enabled: bool) -> list[str]:
@@ -30,14 +31,46 @@ def start_notes(vcs: str, root: Path, enabled: bool) -> list[str]:
     if enabled and vcs != "git":
         return [f"git-hooks: not available with {vcs} (its changes are no git commits); the "
                 "repository's hooks do not run on the tasks' changes"]
-    if enabled or vcs != "git":
+    if vcs != "git":
         return []
-    found = hooks(root)
-    if not found:
-        return []
-    names = " and ".join(h.name for h in found)
-    return [f"the repository's {names} hook{'s' * (len(found) > 1)} will not run on the tasks' "
-            "commits (git-hooks = true, or --git-hooks, runs them as checks)"]
+    found, unrun = present(root)
+    notes = []
+    if found and not enabled:
+        notes.append(f"the repository's {_names(h.name for h in found)} will not run on the "
+                     "tasks' commits (git-hooks = true, or --git-hooks, runs them as checks)")
+    if unrun:
+        notes.append(f"the repository's {_names(unrun)} will not run on the tasks' commits "
+                     "(agent-loop runs none of them; git-hooks runs only pre-commit and "
+                     "commit-msg, as checks)")
+    return notes
+
+
+def _names(names: Iterable[str]) -> str:
+    listed = list(names)
+    return f"{' and '.join(listed)} hook{'s' * (len(listed) > 1)}"
+
+
+def not_in_lane(run: Run) -> str | None:
+    """With git-hooks on, in a lane: why your checkout's hooks that the lane has none of (a
+    core.hooksPath folder git ignores, as husky's `.husky/_`) stop the run before any agent;
+    None when the lane has them all."""
+    if not run.options.git_hooks or run.vcs.name != "git" or run.workdir is None:
+        return None
+    have = {h.name for h in hooks(run.cwd)}
+    missing = [h for h in hooks(run.project.root) if h.name not in have]
+    if not missing:
+        return None
+    import os  # a run that found such a hook only
+    import shlex
+
+    root = run.project.root
+    where = [os.path.relpath(h.path, root) for h in missing]
+    folder = os.path.dirname(where[0]) if not where[0].startswith("..") else ""
+    bring = f"`--lane-copy {shlex.quote(folder)}` brings it into each lane" if folder \
+        else "commit it"
+    return (f"git-hooks: the run's working copy {run.project.shown(run.cwd)} has no "
+            f"{_names(h.name for h in missing)} ({', '.join(where)} in your checkout, in a "
+            f"folder git ignores or keeps no commit of): {bring}, or run without --git-hooks")
 
 
 def wanted(run: Run) -> bool:

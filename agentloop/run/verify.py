@@ -60,6 +60,9 @@ def baseline(run: Run, tasks: list[TaskState]) -> tuple[CheckRun, ...]:
     run stops, naming the check) when one fails. The repository's hooks (`git-hooks`) are
     among them: one that refuses the tree as it is fails every task whatever the agent does."""
     commands = tuple(dict.fromkeys(c for t in tasks for c in task_checks(run.options, t)))
+    missing = repo_hooks.not_in_lane(run) if tasks else None
+    if missing is not None:
+        raise CheckFailed(missing)
     hooked = bool(tasks) and repo_hooks.wanted(run)
     if not commands and not hooked:
         return ()

@@ -21,6 +21,9 @@ from agentloop.ondemand import dataclass
 from agentloop.vcs.git.run import Git
 
 HOOKS = ("pre-commit", "commit-msg")   # the hooks that judge a commit before it is made
+# The others git runs on a commit: they judge nothing, so no setting runs them (a notifier run
+# on every task's commit, or a message rewritten under the run), and the run says so.
+UNRUN = ("prepare-commit-msg", "post-commit")
 INDEX = "agent-loop-hooks.index"       # in the git dir: the change as the hooks see it
 MESSAGE = "AGENT_LOOP_COMMIT_MSG"      # in the git dir: the message commit-msg reads
 
@@ -36,7 +39,7 @@ class Hook:
 
 # What hooks() asks git, and what a `git rev-parse` that locates the repository asks along with
 # it (agentloop.vcs.git.repo.locate): the answer is kept for the run's first hooks() a moment later.
-HOOK_PATHS = tuple(arg for name in (*(f"hooks/{h}" for h in HOOKS), MESSAGE)
+HOOK_PATHS = tuple(arg for name in (*(f"hooks/{h}" for h in (*HOOKS, *UNRUN)), MESSAGE)
                    for arg in ("--git-path", name))
 FOUND_SECONDS = 2.0   # how long such an answer stands in for asking again
 _found: dict[Path, tuple[float, list[Path]]] = {}
@@ -65,12 +68,20 @@ def _git_path(root: Path, name: str) -> Path:
 def hooks(root: Path) -> tuple[Hook, ...]:
     """The repository's pre-commit and commit-msg hooks that git would run (executable files
     in its hooks folder); none when it has none."""
+    return present(root)[0]
+
+
+def present(root: Path) -> tuple[tuple[Hook, ...], tuple[str, ...]]:
+    """hooks(), and the names of the UNRUN hooks git would run on a commit, in one look."""
     found = []
     kept = _found.pop(root, None)  # once, and only just now: core.hooksPath may change
     if kept is not None and time.monotonic() - kept[0] <= FOUND_SECONDS:
         *paths, message = kept[1]
     else:
-        *paths, message = _git_paths(root, *(f"hooks/{name}" for name in HOOKS), MESSAGE)
+        *paths, message = _git_paths(root, *(f"hooks/{name}" for name in (*HOOKS, *UNRUN)),
+                                     MESSAGE)
+    unrun = tuple(name for name, path in zip(UNRUN, paths[len(HOOKS):])
+                  if path.is_file() and os.access(path, os.X_OK))
     for name, path in zip(HOOKS, paths):
         if path.is_file() and os.access(path, os.X_OK):
             import shlex  # a repository with hooks only
@@ -79,7 +90,7 @@ def hooks(root: Path) -> tuple[Hook, ...]:
             args = f" {shlex.quote(os.path.relpath(message, root))}" \
                 if name == "commit-msg" else ""
             found.append(Hook(name, path, shlex.quote(shown) + args))
-    return tuple(found)
+    return tuple(found), unrun
 
 
 @contextmanager

@@ -68,13 +68,21 @@ def _checked(kind: str, root: Path, asked: Asked) -> list[str]:
 
             forget_status(root)
         warnings += [landing] if landing else []
-    if kind in ("git", "auto") and git_dir.is_dir():
-        _git_ready(root, git_dir, answers)
+    own = git_dir if git_dir.is_dir() else _linked_git_dir(root)
+    if kind in ("git", "auto") and own is not None:
+        _git_ready(root, own, answers)
     if jj and not _jj_identity(root) and "JJ_EMAIL" not in _jj_env(root):
         warnings.append("jj has no user identity: every change will say \"(no email set)\"; "
                         "set one with `jj config set --user user.name \"Your Name\"` and "
                         "`jj config set --user user.email you@example.com`")
     return warnings
+
+
+def _linked_git_dir(root: Path) -> Path | None:
+    """The git dir a `.git` file names (a linked checkout's own), or None."""
+    from agentloop.vcs.git.refs import worktree_git_dir
+
+    return worktree_git_dir(root)
 
 
 def _landing_finished(root: Path, git_dir: Path) -> str | None:
@@ -132,9 +140,11 @@ def _bare(root: Path) -> bool:
 
 
 def _jj_commits(kind: str, root: Path) -> bool:
-    """Whether jj makes the run's commits (a git repository stays git: vcs.stays_git)."""
+    """Whether jj makes the run's commits (a git repository stays git: vcs.stays_git; git
+    commits in a linked checkout, where jj cannot colocate: vcs.choose)."""
+    linked = (root / ".git").is_file() and not (root / ".jj").is_dir()
     return kind in ("jj", "auto") and which("jj") is not None and not (
-        kind == "auto" and git_only(root))
+        kind == "auto" and (git_only(root) or linked))
 
 
 def ask_git(kind: str, root: Path, look: bool = False) -> Asked:
@@ -147,7 +157,9 @@ def ask_git(kind: str, root: Path, look: bool = False) -> Asked:
     too (the caller waits for it, Asked's last part, on every path as well:
     agentloop.vcs.git.first_look)."""
     jj = _jj_commits(kind, root)
-    if jj or kind not in ("git", "auto") or not (root / ".git").is_dir():
+    # A `.git` file is a repository too: a linked checkout's (`git worktree add`, a
+    # rehearsal's own), whose commits need an identity and a signature all the same.
+    if jj or kind not in ("git", "auto") or not (root / ".git").exists():
         return jj, None, None
     who = _begin(root, "var", "GIT_COMMITTER_IDENT")
     # A config git reads that never mentions signing cannot set it: no process to hear so.

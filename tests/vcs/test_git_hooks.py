@@ -78,6 +78,54 @@ def test_without_the_setting_the_run_says_the_hooks_are_skipped(work: Path,
     assert not (work / ".git" / "commit-msg-seen").exists()
 
 
+
+@pytest.mark.parametrize("setting", [(), ("--git-hooks",)])
+def test_a_hook_git_runs_on_a_commit_that_no_setting_runs_is_said(
+        work: Path, fake_claude: FakeClaude, setting: tuple[str, ...]) -> None:
+    # A post-commit hook alone (a notifier, a ctags update) was skipped without a word, with
+    # --git-hooks too, which runs pre-commit and commit-msg only.
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- write a\n  FAKE: write a.txt A\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    seen = work.parent / "hooks-seen"
+    for name in ("prepare-commit-msg", "post-commit"):
+        hook = work / ".git" / "hooks" / name
+        hook.write_text(f"#!/bin/sh\necho {name} >> {seen}\n")
+        hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
+    done = agent_loop(work, "--vcs", "git", "--no-distill", *setting)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ("the repository's prepare-commit-msg and post-commit hooks will not run on the "
+            "tasks' commits (agent-loop runs none of them; git-hooks runs only pre-commit and "
+            "commit-msg, as checks)") in done.stdout
+    assert not seen.exists()
+
+
+def test_hooks_in_a_folder_git_ignores_are_brought_into_the_lane_or_refused(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # husky's layout: core.hooksPath = .husky/_, a folder git ignores (`npm install` makes
+    # it). A lane has no such folder: --git-hooks ran no hook there, without a word, and the
+    # tasks were committed as the hook would have refused them.
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- write a\n  FAKE: write a.txt A\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    hooks = work / ".husky" / "_"
+    hooks.mkdir(parents=True)
+    (hooks / ".gitignore").write_text("*\n")
+    seen = work.parent / "hooks-seen"
+    (hooks / "pre-commit").write_text(f"#!/bin/sh\necho pre-commit >> {seen}\n")
+    (hooks / "pre-commit").chmod(0o755)
+    git(work, "config", "core.hooksPath", ".husky/_")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "`--lane-copy .husky/_`" in done.stderr, done.stderr
+    assert fake_claude.task_runs() == [] and not seen.exists()
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks",
+                      "--lane-copy", ".husky/_")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert seen.read_text().split() == ["pre-commit", "pre-commit"]  # baseline, then task
+
 @pytest.mark.parametrize("workplace", ["checkout", "lane"])
 def test_a_commit_msg_hook_that_refuses_fails_the_task(work: Path, fake_claude: FakeClaude,
                                                        workplace: str) -> None:

@@ -15,6 +15,9 @@ from agentloop.vcs.git import quick
 from agentloop.vcs.git.backend import GitVcs
 from agentloop.vcs.git.quick import only_kept_ignored, staged_paths
 from agentloop.vcs.git.record import OPEN_ATTEMPT
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import git_commits, make_repo
+from tests.support.runner import agent_loop
 from tests.vcs.test_git import Killed, commit_files, git, kill_at, make, repo, subjects
 
 __all__ = ["repo"]  # the fixture, shared
@@ -282,3 +285,24 @@ def test_an_expected_message_that_did_not_come_is_written_before_the_commit(
     assert json.loads(record.read_text())["message"] == "task, distilled"
     vcs.begin("next")
     assert json.loads(record.read_text())["message"] == "next"
+
+
+@pytest.mark.parametrize("workplace", ["checkout", "lane"])
+def test_an_edit_outside_a_sparse_checkouts_cone_is_committed(
+        tmp_path: Path, fake_claude: FakeClaude, workplace: str) -> None:
+    # `git add -A` leaves a tracked file outside the sparse-checkout cone (not checked out,
+    # written by the agent) out without a word (exit 0, nothing staged): the task was taken
+    # for one that changed no files, completed empty, and its edit lost with the lane (in
+    # your checkout, left there as if yours).
+    work = tmp_path / "work"
+    for name in ("src", "docs"):
+        (work / name).mkdir(parents=True)
+        (work / name / f"{name[0]}.txt").write_text(f"{name}\n")
+    make_repo(work, files={"README.md": "hello\n"},
+              plan="- edit docs\n  FAKE: write docs/d.txt D2\n")
+    git(work, "sparse-checkout", "set", "src")
+    assert not (work / "docs").exists()
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", workplace)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [files for _, _, files in git_commits(work)] == [["docs/d.txt"]], done.stdout
+    assert git(work, "show", "HEAD:docs/d.txt") == "D2\n"

@@ -53,6 +53,54 @@ def test_signing_that_cannot_work(work: Path, fake_claude: FakeClaude) -> None:
             "git config commit.gpgsign false")
 
 
+
+def linked_checkout(work: Path) -> Path:
+    """A checkout of `work`'s repository made by `git worktree add` (its `.git` is a file),
+    the plan committed."""
+    init_repo(work, "git")
+    linked = work.parent / "linked"
+    git(work, "worktree", "add", "-q", "-b", "feature", str(linked))
+    (linked / "tasks.md").write_text("- one\n  FAKE: write a.txt A\n")
+    git(linked, "add", "tasks.md")
+    git(linked, "commit", "-qm", "plan")
+    return linked
+
+
+@pytest.mark.parametrize("vcs", ["git", "auto"])
+def test_signing_that_cannot_work_in_a_linked_checkout(work: Path, fake_claude: FakeClaude,
+                                                       vcs: str) -> None:
+    # A checkout whose `.git` is a file (`git worktree add`) was taken for no repository
+    # (auto, with jj installed: for jj's, though jj cannot colocate there and git commits):
+    # signing was never tried, the agent was paid, and its commit failed on git's own error.
+    linked = linked_checkout(work)
+    git(linked, "config", "commit.gpgsign", "true")
+    git(linked, "config", "gpg.program", "false")
+    refused(agent_loop(linked, "--no-distill", "--vcs", vcs), fake_claude, "commit.gpgsign",
+            "git config commit.gpgsign false")
+
+
+def test_signing_that_cannot_work_refuses_a_rehearsal(work: Path,
+                                                      fake_claude: FakeClaude) -> None:
+    # A rehearsal works in a checkout of its own (`.git` a file): its stand-in agent ran, and
+    # the run ended on git's own error at its first commit.
+    init_repo(work, "git")
+    git(work, "config", "commit.gpgsign", "true")
+    git(work, "config", "gpg.program", "false")
+    refused(agent_loop(work, "--rehearse"), fake_claude, "commit.gpgsign",
+            "git config commit.gpgsign false")
+    logs = work / ".agent-loop" / "rehearsal" / "logs"
+    assert not logs.is_dir() or not list(logs.iterdir())
+
+
+def test_no_git_identity_in_a_linked_checkout(work: Path, fake_claude: FakeClaude) -> None:
+    linked = linked_checkout(work)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GIT_AUTHOR", "GIT_COMMITTER"))}
+    env["EMAIL"] = ""
+    git(linked, "config", "user.useConfigOnly", "true")
+    refused(agent_loop(linked, "--no-distill", "--vcs", "git", env=env), fake_claude,
+            "no identity", "git config --global user.email")
+
 def test_signing_set_in_your_global_config_is_asked_of_git(work: Path,
                                                           fake_claude: FakeClaude) -> None:
     # Set where every repository reads it (the test's ~/.gitconfig), not in the repository's.

@@ -565,7 +565,7 @@ class GitVcs:
         taken (nothing done then)."""
         seen, self._index_seen = self._index_seen, None
         if start.states or seen is None or seen != index_seen(self.tree.git_dir) or \
-                self.tree.where() != (start.ref, start.head):
+                self.tree.where() != (start.ref, start.head) or quick.sparse(self.tree.git_dir):
             return None
         paths = quick.stage_all(self.tree, start, meanwhile)
         if paths is None:

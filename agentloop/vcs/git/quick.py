@@ -61,6 +61,13 @@ def staged_paths(out: str, root: Path) -> set[str] | None:
     return paths
 
 
+def sparse(git_dir: Path) -> bool:
+    """Whether the checkout may be a sparse one: `git add -A` there leaves a tracked file
+    outside the patterns (the agent's edit of one it wrote) out without a word, where the
+    careful way's `git status` sees it. Patterns a `sparse-checkout disable` left count too."""
+    return (git_dir / "info" / "sparse-checkout").exists()
+
+
 def only_kept_ignored(stderr: str, kept: list[str]) -> bool:
     """Whether `git add`'s complaint is only that some of the paths it was told to leave out are
     ignored anyway (`.agent-loop/` in .gitignore, as many repositories have it): git staged
