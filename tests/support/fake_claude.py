@@ -10,6 +10,8 @@ tell it:
     FAKE: fail N               fail (is_error, exit 1) the first N runs of this prompt
     FAKE: exit CODE            exit with CODE after a result line with is_error
     FAKE: status HTTP          a failing run's api_error_status (e.g. 529: a transient failure)
+    FAKE: limit EPOCH          a failing run met a usage limit that resets at EPOCH (unix
+                               seconds): a rejected rate_limit_event, then HTTP 429
     FAKE: over-budget          end like a run cut short by --max-budget-usd
     FAKE: sleep SECONDS        wait before answering (after the init line)
     FAKE: pause SECONDS        wait here, in order among the write/bash/commit lines (an agent
@@ -261,6 +263,11 @@ def main() -> None:
     if is_error and "say" not in words:
         text = "simulated failure"
     status = int(words["status"]) if "status" in words else None
+    if is_error and "limit" in words:  # as the real CLI says a usage limit in stream-json
+        emit({"type": "rate_limit_event", "session_id": session, "rate_limit_info": {
+            "status": "rejected", "rateLimitType": "five_hour",
+            "resetsAt": int(words["limit"])}})
+        status = 429
     if "over-budget" in words:
         emit({"type": "result", "subtype": "error_max_budget_usd", "is_error": True,
               "result": None, "errors": ["Reached maximum budget"], "session_id": session,
