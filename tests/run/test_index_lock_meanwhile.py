@@ -68,3 +68,26 @@ def test_a_landing_waits_for_your_gits_moment(tmp_path: Path, fake_claude: FakeC
     assert "index.lock is held" not in done.stdout, done.stdout
     assert [t["status"] for t in tasks_of(work)] == ["completed", "completed"]
     assert git(work, "status", "--porcelain") == ""
+
+
+def test_a_lock_that_stays_stops_in_one_line_and_the_work_is_kept(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work, holder = held_meanwhile(tmp_path, 60)
+    lock = work / ".git" / "index.lock"
+    try:
+        stopped = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", "checkout")
+    finally:
+        holder.kill()
+        holder.wait()
+        lock.unlink(missing_ok=True)  # your git, done at last
+    said = stopped.stdout + stopped.stderr
+    assert stopped.returncode == 1, said
+    assert "Traceback" not in said
+    (line,) = [s for s in stopped.stderr.splitlines() if "error" in s]
+    assert f"{lock} is held by another git process" in line, said
+    assert "the next run brings it back" in said, said
+    again = agent_loop(work, "--vcs", "git", "--no-distill", "--workplace", "checkout")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [t["status"] for t in tasks_of(work)] == ["completed", "completed"]
+    assert len(fake_claude.task_runs()) == 2, "task a's agent was paid again"
+    assert git(work, "show", "HEAD~1:a.txt").strip() == "a"

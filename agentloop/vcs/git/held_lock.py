@@ -39,3 +39,17 @@ def gone(error: str) -> bool:
             return False
         time.sleep(POLL_SECONDS)
     return True
+
+
+def stayed(error: str) -> str | None:
+    """What to say of a git command refused for an index lock still there (waited for, or
+    nobody's): the file and what to do; None when `error` names no lock that is there."""
+    found = _LOCK.search(error)
+    lock = Path(found.group(1)) if found is not None else None
+    if lock is None or not lock.is_absolute() or not lock.exists():
+        return None
+    from agentloop.files.shown import typed
+
+    return (f"{lock} is held by another git process (a git of yours still at work, or one "
+            "that crashed): let it finish, or if no git runs, remove it "
+            f"(`rm {typed(str(lock))}`); then run agent-loop again")

@@ -94,6 +94,11 @@ def failure(root: Path, args: tuple[str, ...], detail: str,
         return VcsError(missing)
     shown = " ".join(a for a in args[:3] if "\n" not in a)
     said = lost(shown, root, args, detail, git_dir)
+    if said is None and "index.lock" in detail:  # git's own words run on for three lines
+        from agentloop.vcs.git import held_lock
+
+        said = held_lock.stayed(detail)
+        said = said and f"`git {shown}` failed in {root}: {said}"
     return VcsError(said or f"`git {shown}` failed in {root}: {detail}")
 
 
