@@ -340,6 +340,8 @@ def _record(task: TaskState, step: Step) -> bool:
             step.record.reason = step.reason
         if step.verdict is not None:
             step.record.verdict = step.verdict
+        if step.resets_at is not None:  # kept for a re-run, as a task's own limit (_judged)
+            step.record.resets_at = iso(step.resets_at)
         return step.save
     elif isinstance(step, Dropped):
         forget_change(task, step.number)

@@ -52,3 +52,19 @@ def test_a_rerun_waits_for_the_reset_then_runs_the_task(
     assert len(runs) == 3 and runs[1]["time"] >= resets, "the agent started before the reset"
     assert "waiting until" in again.stdout, again.stdout
     assert [t["status"] for t in tasks_of(work)] == ["completed", "completed"]
+
+
+def test_a_rerun_before_a_reviewers_limit_resets_starts_no_agent(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    resets = int(time.time()) + 3 * 3600
+    plan = (f"- write a\n  FAKE: write a.txt a\n  FAKE: review-fail 1\n"
+            f"  FAKE: review-limit {resets}\n")
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    args = ("--vcs", "git", "--no-distill", "--review", "--max-limit-waits", "0")
+    first = agent_loop(work, *args)
+    assert first.returncode == 1 and "usage limit" in first.stderr, first.stdout + first.stderr
+    calls = len(fake_claude.calls())
+    again = agent_loop(work, *args)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert len(fake_claude.calls()) == calls, "an agent started before the limit's reset"
+    assert time.strftime("%H:%M", time.localtime(resets)) in again.stderr, again.stderr

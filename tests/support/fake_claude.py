@@ -52,6 +52,7 @@ of the task embedded in its prompt (between `<task>` and `</task>`):
     FAKE: review TEXT          the reviewer's answer; one line per review of this task, in order
                                (the last one repeats); `\n` in TEXT is a line break
     FAKE: review-fail N        the first N reviews of this task fail like an HTTP 529
+    FAKE: review-limit EPOCH   ... like a usage limit instead, that resets at EPOCH (unix seconds)
     FAKE: review-hold PATH     while PATH does not exist: create it, then wait 30 s before
                                answering (a reviewer at work, for a test's Ctrl+C)
     (no review line)           APPROVED
@@ -333,6 +334,16 @@ def reviewer(argv: list[str], prompt: str, state: Path) -> None:
     emit({"type": "system", "subtype": "init", "session_id": session, "model": argv[5],
           "cwd": os.getcwd(), "tools": ["Read", "Grep", "Glob"]})
     if fails and counter(state, "review-fail-" + key) <= fails:
+        limit = next((text for word, text in words if word == "review-limit"), None)
+        if limit is not None:  # a usage limit, resetting at that unix time
+            emit({"type": "rate_limit_event", "session_id": session, "rate_limit_info": {
+                "status": "rejected", "rateLimitType": "five_hour", "resetsAt": int(limit)}})
+            emit({"type": "result", "subtype": "success", "is_error": True,
+                  "result": "You've hit your limit", "session_id": session,
+                  "total_cost_usd": 0, "usage": {}, "num_turns": 1, "duration_ms": 5,
+                  "permission_denials": [], "api_error_status": 429,
+                  "api_error_type": "rate_limit_error"})
+            sys.exit(1)
         emit({"type": "result", "subtype": "success", "is_error": True,
               "result": "API Error: 529 Overloaded (fake)", "session_id": session,
               "total_cost_usd": 0, "usage": {}, "num_turns": 1, "duration_ms": 5,
