@@ -147,6 +147,7 @@ class Controller:
         todo = list(self.groups)
         places: Workplaces | None = None
         try:
+            _wait_out_a_recorded_limit(run)
             # Opened inside: a stop as the sweep took your lock off a lane, or right after,
             # puts it back (Workplaces.stopped).
             places = Workplaces.open(run, self.groups)
@@ -426,3 +427,16 @@ class Controller:
                 flag.unlink()
             except OSError:
                 pass
+
+
+def _wait_out_a_recorded_limit(run: Run) -> None:
+    """Before any lane starts: a usage limit an earlier run met and stopped in (Ctrl+C in its
+    wait, out of waits) is waited out as that run would have, where a task taken at once
+    would start an agent the limit turns away; the task keeps its place all the while."""
+    if not any(t.history and t.history[-1].resets_at for t in run.state.tasks):
+        return  # the usual run: the waits' module is not loaded
+    from agentloop.run.waits import recorded_limit, wait_for_limit
+
+    limit = recorded_limit(run.state, run.clock.time())
+    if limit is not None:
+        wait_for_limit(run, limit)

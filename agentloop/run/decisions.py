@@ -143,6 +143,7 @@ class Marked:
     verdict: str | None = None
     said: Event | None = None
     save: bool = True        # False: saved with the next step (no write of its own)
+    resets_at: float | None = None   # a usage limit's reset, when it said one (limited)
 
 
 @dataclass(frozen=True)

@@ -75,5 +75,6 @@ def fix_run(run: Run, task: TaskState, outcome: Outcome, prompt: str, round_: in
         failure = classify(run, result)
         if failure.kind != LIMIT:
             return replace(outcome, attempt=record, result=result, report=Report())
-        hand(run, task, Marked(record, O.LIMITED, failure.reason))
+        hand(run, task, Marked(record, O.LIMITED, failure.reason,
+                               resets_at=failure.resets_at))
         wait_for_limit(run, failure)

@@ -54,7 +54,7 @@ from agentloop.run.events import ChangeAbandoned, ChangeCreated, RetryDecided, T
 from agentloop.state.outcome import AttemptOutcome as O
 from agentloop.state.project import take_edit
 from agentloop.state.receipts import usd
-from agentloop.state.schema import Attempt, State, TaskState, now
+from agentloop.state.schema import Attempt, State, TaskState, iso, now
 from agentloop.state.status import FINISHED, SETTLING, TaskStatus, check
 from agentloop.state.status import TaskStatus as S
 from agentloop.vcs.protocol import Change
@@ -340,6 +340,8 @@ def _record(task: TaskState, step: Step) -> bool:
             step.record.reason = step.reason
         if step.verdict is not None:
             step.record.verdict = step.verdict
+        if step.resets_at is not None:  # kept for a re-run, as a task's own limit (_judged)
+            step.record.resets_at = iso(step.resets_at)
         return step.save
     elif isinstance(step, Dropped):
         forget_change(task, step.number)
@@ -413,6 +415,11 @@ def _judged(run: Run, task: TaskState, attempt: Attempt, decision: Decision) -> 
         attempt.reason = decision.reason
         uncount(task, attempt.number, outcome, S.PENDING, decision.reason)
         attempt.outcome = outcome
+        if isinstance(decision, WaitFor) and decision.failure is not None \
+                and decision.failure.resets_at is not None:
+            # Kept: a run stopped before the reset (Ctrl+C, out of waits) leaves its re-run
+            # the time to wait for, where it would start an agent the limit turns away.
+            attempt.resets_at = iso(decision.failure.resets_at)
         save(run, task)
         if isinstance(decision, WaitFor) and decision.outcome == O.PAUSED:
             run.emit(RetryDecided(task.index, task.attempts, True, "paused",

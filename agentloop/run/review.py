@@ -113,7 +113,7 @@ def judge(run: Run, task: TaskState, outcome: Outcome, round_: int,
             return verdict
         failure = classify(run, result)
         hand(run, task, Marked(record, {LIMIT: O.LIMITED, BLOCKING: O.BLOCKED}.get(
-            failure.kind, O.FAILED), failure.reason))
+            failure.kind, O.FAILED), failure.reason, resets_at=failure.resets_at))
         if failure.kind == LIMIT:
             wait_for_limit(run, failure)
             continue

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timezone
 
-from agentloop.agents import OTHER, TRANSIENT, AgentResult, Failure
+from agentloop.agents import LIMIT, OTHER, TRANSIENT, AgentResult, Failure
 from agentloop.errors import Interrupted, RunStopped
 from agentloop.proc import running
 from agentloop.run.context import Run
 from agentloop.run.events import LaneHeld, LimitWait, LimitWaitOver
+from agentloop.state.outcome import AttemptOutcome as O
+from agentloop.state.schema import State, unix
 
 # A limit wait without a reset time backs off from `backoff` seconds, doubling, up to this.
 MAX_BACKOFF = 3600.0
@@ -29,7 +32,7 @@ def wait_for_limit(run: Run, failure: Failure) -> None:
     run.tally.limit_waits += 1
     waits, most = run.tally.limit_waits, run.options.max_limit_waits
     if waits > most:
-        raise RunStopped(f"usage limit: waited {most} times already ({failure.reason})")
+        raise RunStopped(_out_of_waits(most, failure))
     if failure.resets_at is not None:
         seconds = max(0.0, failure.resets_at - run.clock.time()) + RESET_MARGIN
     else:
@@ -37,6 +40,32 @@ def wait_for_limit(run: Run, failure: Failure) -> None:
     run.emit(LimitWait(failure.reason, seconds, run.clock.time() + seconds, waits, most))
     run.clock.sleep(seconds)
     run.emit(LimitWaitOver(waits))
+
+
+def recorded_limit(state: State, now: float) -> Failure | None:
+    """The usage limit a stopped run met and recorded (a task's last run `limited`, its reset
+    still ahead), the latest of them; None when there is none. The limit is the account's, not
+    the task's: until it resets no agent of this run can work, whichever task it takes."""
+    latest: Failure | None = None
+    for task in state.tasks:
+        last = task.history[-1] if task.history else None
+        if last is None or last.outcome != O.LIMITED or not last.resets_at:
+            continue
+        resets = unix(last.resets_at)
+        if resets is not None and resets > now and (latest is None or
+                                                    resets > (latest.resets_at or 0.0)):
+            latest = Failure(LIMIT, last.reason or "usage limit", resets)
+    return latest
+
+
+def _out_of_waits(most: int, failure: Failure) -> str:
+    """The stop line once the run may wait no more: when the limit resets, if it is known, so
+    the user knows when a re-run can go on (it waits for that time itself)."""
+    line = f"usage limit: waited {most} times already ({failure.reason})"
+    if failure.resets_at is None:
+        return line
+    at = time.strftime("%Y-%m-%d %H:%M", time.localtime(failure.resets_at))
+    return f"{line}; it resets at {at}, and a re-run waits until then"
 
 
 def excused_by_a_pause(run: Run, result: AgentResult, failure: Failure) -> bool:
@@ -61,7 +90,7 @@ def _wait_together(run: Run, failure: Failure) -> None:
             shared.limit_waits += 1
             wait, most = shared.limit_waits, run.options.max_limit_waits
             if wait > most:
-                raise RunStopped(f"usage limit: waited {most} times already ({failure.reason})")
+                raise RunStopped(_out_of_waits(most, failure))
             if failure.resets_at is not None:
                 seconds = max(0.0, failure.resets_at - now) + RESET_MARGIN
             else:

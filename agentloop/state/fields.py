@@ -58,7 +58,7 @@ ATTEMPT: tuple[tuple[str, Test], ...] = (
     ("helper_cost_usd", FLOAT), ("model", STR_OR_NONE), ("usage", _counts),
     ("num_turns", INT_OR_NONE), ("duration_ms", INT_OR_NONE), ("exit_code", INT_OR_NONE),
     ("role", STR), ("round", INT), ("verdict", STR_OR_NONE), ("checks", _objects),
-    ("work_kept", STR_OR_NONE), ("other_plan", STR_OR_NONE))
+    ("work_kept", STR_OR_NONE), ("other_plan", STR_OR_NONE), ("resets_at", STR_OR_NONE))
 
 # A task (schema.TaskState); `history` holds its ATTEMPT records.
 TASK: tuple[tuple[str, Test], ...] = (

@@ -4,6 +4,7 @@ schema version and upgrade chain, and reading them back (validated, never truste
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import field, fields
 from datetime import datetime, timezone
@@ -39,6 +40,20 @@ def now() -> str:
 
 
 _stamp = (-1, "")
+
+
+def iso(seconds: float) -> str:
+    """Unix seconds as an ISO 8601 UTC string, as the records write times."""
+    return datetime.fromtimestamp(math.ceil(seconds), timezone.utc).isoformat()
+
+
+def unix(stamp: str) -> float | None:
+    """An ISO 8601 time of a record as unix seconds; None for one that does not read as such."""
+    try:
+        when = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
 
 
 @dataclass
@@ -95,6 +110,10 @@ class Attempt:
     # older agent-loop drops the field (it reads unknown fields as a newer minor writer's) and
     # counts the run as this plan's, as it always did: no schema version for it.
     other_plan: str | None = None
+    # A usage limit's reported reset (ISO 8601, UTC), on a `limited` record: a re-run waits for
+    # it (agentloop.run.waits) before any agent starts, where it would pay for a run that cannot
+    # succeed. An older agent-loop drops the field and runs the task at once, as it did.
+    resets_at: str | None = None
 
 
 @dataclass

@@ -78,6 +78,17 @@ def test_faults(fake_claude: FakeClaude, tmp_path: Path) -> None:
     assert root.returncode == 1 and "root/sudo" in root.stderr
 
 
+def test_limit_says_its_reset_while_the_run_fails(fake_claude: FakeClaude,
+                                                 tmp_path: Path) -> None:
+    prompt = "FAKE: fail 1\nFAKE: limit 1900000000"
+    limited = lines(call(fake_claude, prompt, tmp_path).stdout)
+    event = next(e for e in limited if e["type"] == "rate_limit_event")
+    assert event["rate_limit_info"]["resetsAt"] == 1900000000
+    assert limited[-1]["is_error"] and limited[-1]["api_error_status"] == 429
+    after = lines(call(fake_claude, prompt, tmp_path).stdout)
+    assert not after[-1]["is_error"] and all(e["type"] != "rate_limit_event" for e in after)
+
+
 ADVISOR = ["-p", "--output-format", "json", "--model", "haiku", "--tools", "",
            "--no-session-persistence"]
 
@@ -181,6 +192,16 @@ def test_reviewer_mode_writes_nothing_and_fails_on_request(fake_claude: FakeClau
     done = review_call(fake_claude, task, tmp_path)
     assert done.returncode == 0 and lines(done.stdout)[-1]["result"] == "APPROVED"
     assert not (tmp_path / "a.txt").exists()
+
+
+def test_reviewer_mode_meets_a_usage_limit_on_request(fake_claude: FakeClaude,
+                                                     tmp_path: Path) -> None:
+    task = "FAKE: review-fail 1\nFAKE: review-limit 1900000000"
+    limited = lines(review_call(fake_claude, task, tmp_path).stdout)
+    event = next(e for e in limited if e["type"] == "rate_limit_event")
+    assert event["rate_limit_info"]["resetsAt"] == 1900000000
+    assert limited[-1]["is_error"] and limited[-1]["api_error_status"] == 429
+    assert lines(review_call(fake_claude, task, tmp_path).stdout)[-1]["result"] == "APPROVED"
 
 
 def test_reviewer_mode_refuses_other_arguments(fake_claude: FakeClaude, tmp_path: Path) -> None:

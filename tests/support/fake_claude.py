@@ -10,6 +10,8 @@ tell it:
     FAKE: fail N               fail (is_error, exit 1) the first N runs of this prompt
     FAKE: exit CODE            exit with CODE after a result line with is_error
     FAKE: status HTTP          a failing run's api_error_status (e.g. 529: a transient failure)
+    FAKE: limit EPOCH          a failing run met a usage limit that resets at EPOCH (unix
+                               seconds): a rejected rate_limit_event, then HTTP 429
     FAKE: over-budget          end like a run cut short by --max-budget-usd
     FAKE: sleep SECONDS        wait before answering (after the init line)
     FAKE: pause SECONDS        wait here, in order among the write/bash/commit lines (an agent
@@ -50,6 +52,7 @@ of the task embedded in its prompt (between `<task>` and `</task>`):
     FAKE: review TEXT          the reviewer's answer; one line per review of this task, in order
                                (the last one repeats); `\n` in TEXT is a line break
     FAKE: review-fail N        the first N reviews of this task fail like an HTTP 529
+    FAKE: review-limit EPOCH   ... like a usage limit instead, that resets at EPOCH (unix seconds)
     FAKE: review-hold PATH     while PATH does not exist: create it, then wait 30 s before
                                answering (a reviewer at work, for a test's Ctrl+C)
     (no review line)           APPROVED
@@ -261,6 +264,11 @@ def main() -> None:
     if is_error and "say" not in words:
         text = "simulated failure"
     status = int(words["status"]) if "status" in words else None
+    if is_error and "limit" in words:  # as the real CLI says a usage limit in stream-json
+        emit({"type": "rate_limit_event", "session_id": session, "rate_limit_info": {
+            "status": "rejected", "rateLimitType": "five_hour",
+            "resetsAt": int(words["limit"])}})
+        status = 429
     if "over-budget" in words:
         emit({"type": "result", "subtype": "error_max_budget_usd", "is_error": True,
               "result": None, "errors": ["Reached maximum budget"], "session_id": session,
@@ -326,6 +334,16 @@ def reviewer(argv: list[str], prompt: str, state: Path) -> None:
     emit({"type": "system", "subtype": "init", "session_id": session, "model": argv[5],
           "cwd": os.getcwd(), "tools": ["Read", "Grep", "Glob"]})
     if fails and counter(state, "review-fail-" + key) <= fails:
+        limit = next((text for word, text in words if word == "review-limit"), None)
+        if limit is not None:  # a usage limit, resetting at that unix time
+            emit({"type": "rate_limit_event", "session_id": session, "rate_limit_info": {
+                "status": "rejected", "rateLimitType": "five_hour", "resetsAt": int(limit)}})
+            emit({"type": "result", "subtype": "success", "is_error": True,
+                  "result": "You've hit your limit", "session_id": session,
+                  "total_cost_usd": 0, "usage": {}, "num_turns": 1, "duration_ms": 5,
+                  "permission_denials": [], "api_error_status": 429,
+                  "api_error_type": "rate_limit_error"})
+            sys.exit(1)
         emit({"type": "result", "subtype": "success", "is_error": True,
               "result": "API Error: 529 Overloaded (fake)", "session_id": session,
               "total_cost_usd": 0, "usage": {}, "num_turns": 1, "duration_ms": 5,

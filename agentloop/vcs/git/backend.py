@@ -485,7 +485,15 @@ class GitVcs:
             self._forget()
             return (f"keeping a copy of the stopped attempt's files failed ({exc}); they are "
                     "left as they are, not rolled back")
-        recover.roll_back(self.tree, start)
+        try:
+            recover.roll_back(self.tree, start)
+        except VcsError as exc:
+            from agentloop.vcs.git import behind
+
+            # Your git holds the index (past the door's wait): the files went back, the index
+            # cannot follow. The copy is whole: said as kept, a re-run brings it back.
+            if kept is None or not behind.locked(self.tree.git_dir, str(exc)):
+                raise
         self._forget()
         self._agents_nested = (start.begun_as,
                                frozenset(self.tree.status().nested - self._yours_nested))

@@ -6,7 +6,10 @@ merge-tree --write-tree` merges it with the main line in memory, `git commit-tre
 commit (agentloop.vcs.git.landing_copy), and one `git update-ref --stdin` transaction moves the
 branch from the commit it was just read at (compare-and-swap: a branch the user moved meanwhile
 is read again) and records `refs/agent-loop/landed/<lane commit>`, so a run killed at any
-moment never lands a task twice.
+moment never lands a task twice. Those marks live in the common git dir, which every checkout
+of the repository shares: a linked checkout's (`git worktree add ../wt`) go under a name of its
+own (`landed-wt.1a2b3c/`, marks_of), so that a commit alike in both (same tree, parent, message,
+author and time) is no landing of the other's, and one checkout's cleanup leaves the other's be.
 
 The main checkout then follows with `git read-tree -m -u OLD NEW`, which changes only the paths
 the commit changed and keeps everything else the user has, staged or not. A lock on the
@@ -31,6 +34,7 @@ it is on the branch.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from pathlib import Path
@@ -48,6 +52,21 @@ from agentloop.vcs.landing import POLL_SECONDS, WAIT_LIMIT, Waiting
 from agentloop.vcs.protocol import KilledAttempt
 
 LANDED = "refs/agent-loop/landed/"
+
+
+def marks_of(root: Path) -> str:
+    """Where the landings of the checkout at `root` leave their marks: LANDED for the main
+    checkout (the name it always had: a run killed before an upgrade is resumed after it), a
+    folder of its own for a linked one, named as its lanes are (agentloop.vcs.lanes)."""
+    from agentloop.files.digest import sha1
+    from agentloop.vcs.lanes import linked_checkout
+
+    checkout = linked_checkout(root)
+    if not checkout:
+        return LANDED
+    slug = re.sub(r"[^a-z0-9]+", "-", checkout.casefold()).strip("-")[:24].strip("-")
+    hashed = sha1(checkout.encode("utf-8", "surrogateescape")).hexdigest()[:6]
+    return f"{LANDED[:-1]}-{slug or 'checkout'}.{hashed}/"
 
 class GitMainLine:
     """The branch every lane's tasks land on, and the one lock their landings take in turn."""
@@ -78,6 +97,7 @@ class GitMainLine:
             dirs = (Path(found.split("\n")[0]), root / found.split("\n")[1])
         self.git_dir = Path(dirs[0])
         self.common_dir = Path(dirs[1]).resolve()
+        self.marks = marks_of(root)
         # The checkout's backend's killed_attempt_kept: an attempt a killed run left there,
         # which its prepare rolled back, is the work of a task that now runs in a lane.
         self._checkout_kept = checkout_kept
@@ -135,12 +155,24 @@ class GitMainLine:
     def landed(self, commit: str) -> str | None:
         """The main line's copy of lane commit `commit`, if it landed already (as a copy, or
         as itself)."""
-        code, out = self.git.code("rev-parse", "--verify", "-q", LANDED + commit, codes=(0, 1))
+        code, out = self.git.code("rev-parse", "--verify", "-q", self.marks + commit,
+                                codes=(0, 1))
         if code == 0:
             return out.strip()
+        if self.marks != LANDED:
+            # A linked checkout's mark an agent-loop before its own names left under the main
+            # checkout's: its copy counts only where it is on this branch (the main checkout's
+            # mark of a commit alike is not).
+            code, out = self.git.code("rev-parse", "--verify", "-q", LANDED + commit,
+                                      codes=(0, 1))
+            if code == 0 and self._on_branch(out.strip()):
+                return out.strip()
+        return commit if self._on_branch(commit) else None
+
+    def _on_branch(self, commit: str) -> bool:
         code, _ = self.git.code("merge-base", "--is-ancestor", commit, self.ref,
                                 codes=(0, 1, 128))
-        return commit if code == 0 else None
+        return code == 0
 
     def land(self, commit: str, whole: bool = False, parent: str | None = None) -> str:
         """Replay lane commit `commit` onto the main line; return the new commit's sha.
@@ -248,13 +280,14 @@ class GitMainLine:
     def forget(self, commits: list[str]) -> None:
         """Drop the landed records of these lane commits (their tasks are saved as done)."""
         for commit in commits:
-            self.git.code("update-ref", "-d", LANDED + commit, codes=(0, 1))
+            self.git.code("update-ref", "-d", self.marks + commit, codes=(0, 1))
 
     def forget_all(self) -> None:
-        """Drop every landed record (no task is left whose landing is in doubt)."""
-        if refs.any_under(self.common_dir, LANDED) is False:
+        """Drop every landed record of this checkout (no task is left whose landing is in
+        doubt); another checkout's are its own."""
+        if refs.any_under(self.common_dir, self.marks) is False:
             return  # none, as the files say: no `git for-each-ref` to find that out
-        out = self.git.code("for-each-ref", "--format=%(refname)", LANDED)[1]
+        out = self.git.code("for-each-ref", "--format=%(refname)", self.marks)[1]
         for ref in out.split():
             self.git.code("update-ref", "-d", ref, codes=(0, 1))
 
@@ -349,7 +382,7 @@ class GitMainLine:
 
     def _swap(self, old: str, new: str, commit: str) -> bool:
         """Move the branch from `old` to `new`; False when it is no longer at `old`."""
-        script = (f"start\nupdate {self.ref} {new} {old}\ncreate {LANDED}{commit} {new}\n"
+        script = (f"start\nupdate {self.ref} {new} {old}\ncreate {self.marks}{commit} {new}\n"
                   "prepare\ncommit\n")
         args = ("update-ref", "--stdin", "-m", f"agent-loop: landed {commit[:12]}")
         code, _ = self.git.code(*args, input=script, codes=(0, 128))
@@ -444,7 +477,7 @@ class GitMainLine:
             said = next((line.removeprefix("error: ").removeprefix("fatal: ").strip()
                          for line in (done.stderr or "").splitlines() if line.strip()),
                         "git refused")
-            script = (f"start\nupdate {self.ref} {old} {new}\ndelete {LANDED}{commit}\n"
+            script = (f"start\nupdate {self.ref} {old} {new}\ndelete {self.marks}{commit}\n"
                       "prepare\ncommit\n")
             if self.git.code("update-ref", "--stdin", "-m", "agent-loop: your checkout refused "
                              f"{commit[:12]}", input=script, codes=(0, 128))[0] == 0:

@@ -94,6 +94,11 @@ def failure(root: Path, args: tuple[str, ...], detail: str,
         return VcsError(missing)
     shown = " ".join(a for a in args[:3] if "\n" not in a)
     said = lost(shown, root, args, detail, git_dir)
+    if said is None and "index.lock" in detail:  # git's own words run on for three lines
+        from agentloop.vcs.git import held_lock
+
+        said = held_lock.stayed(detail)
+        said = said and f"`git {shown}` failed in {root}: {said}"
     return VcsError(said or f"`git {shown}` failed in {root}: {detail}")
 
 
@@ -113,21 +118,32 @@ class Git:
         """Run one git command; VcsError for an exit code not in `codes` (None: any exit code
         is an answer). `env`: variables set on top of the one environment. `paths` go through
         stdin NUL-separated, so no list is ever too long and no file name (not even one that
-        is not UTF-8) is mangled. `meanwhile`: proc.run's, called once it has started.
+        is not UTF-8) is mangled. `meanwhile`: proc.run's, called once it has started. A
+        refusal for an index lock a git at work holds is tried again once the lock goes, within
+        a moment (agentloop.vcs.git.held_lock).
         `as_configured`: without GUARD, for the one question whose answer it changes (where
         the repository's hooks are: `rev-parse --git-path hooks/...`)."""
         data: str | bytes | None = input
         if paths is not None:
             data = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
         full = self._environment(env)
-        try:
-            # In its folder by `-C`, started from ours: a process started in another folder (a
-            # lane's worktree) takes Popen's fork and its copy of the environment, some times
-            # what posix_spawn costs, which cannot change folders (agentloop.proc.spawn).
-            done = proc.run(self._argv(args, as_configured), env=full, check=False,
-                            input=data, timeout=timeout, meanwhile=meanwhile)
-        except (ProgramNotFound, ProcessError) as exc:
-            raise self._failed(args, exc) from None
+        while True:
+            try:
+                # In its folder by `-C`, started from ours: a process started in another folder
+                # (a lane's worktree) takes Popen's fork and its copy of the environment, some
+                # times what posix_spawn costs, which cannot change folders (agentloop.proc.spawn).
+                done = proc.run(self._argv(args, as_configured), env=full, check=False,
+                                input=data, timeout=timeout, meanwhile=meanwhile)
+            except (ProgramNotFound, ProcessError) as exc:
+                raise self._failed(args, exc) from None
+            meanwhile = None  # called once, as the first try started
+            # Refused for an index lock a git of yours holds a moment: run again once it goes.
+            if not done.returncode or "index.lock" not in (done.stderr or ""):
+                break
+            from agentloop.vcs.git import held_lock
+
+            if not held_lock.gone(done.stderr or ""):
+                break
         return self._answer(args, done, codes)
 
     def start(self, *args: str) -> Callable[[], str]:

@@ -1,0 +1,55 @@
+"""git refused for an index lock (`.git/index.lock`) another process holds: a git of yours
+beside the run (a `git add`, an editor's git panel refreshing), which holds it for a moment.
+agent-loop's git door (agentloop.vcs.git.run) waits briefly for it to go and runs the command
+again, where it would stop the run or leave your checkout behind its branch for a moment's
+lock. A lock nobody holds (a killed git's, an agent's `touch`) is no git at work: no wait, and
+what each caller does with a lock then (agentloop.vcs.git.behind, the preflight) holds.
+
+Loaded only once a git command has failed: a plain run never does."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+# How long a lock of a git at work is waited for: a git of yours holds it for milliseconds.
+BRIEF_SECONDS = 3.0
+POLL_SECONDS = 0.02
+# The lock git names in its error, in any language: the path, quoted or not.
+_LOCK = re.compile(r"""([^\s'"‘’“”«»]*index\.lock)""")
+
+
+def gone(error: str) -> bool:
+    """Whether the index lock git refused for (named in `error`) was held by a process at work
+    and went within BRIEF_SECONDS, waited for here: then the command may run again."""
+    found = _LOCK.search(error)
+    if found is None:
+        return False
+    from agentloop.files import opened
+
+    lock = Path(found.group(1))
+    if not lock.is_absolute() or not lock.exists():
+        return lock.is_absolute()  # gone already: try again at once
+    if not opened.by_a_process(lock):
+        return False  # a leftover: waiting would not make it go
+    until = time.monotonic() + BRIEF_SECONDS
+    while lock.exists():
+        if time.monotonic() >= until:
+            return False
+        time.sleep(POLL_SECONDS)
+    return True
+
+
+def stayed(error: str) -> str | None:
+    """What to say of a git command refused for an index lock still there (waited for, or
+    nobody's): the file and what to do; None when `error` names no lock that is there."""
+    found = _LOCK.search(error)
+    lock = Path(found.group(1)) if found is not None else None
+    if lock is None or not lock.is_absolute() or not lock.exists():
+        return None
+    from agentloop.files.shown import typed
+
+    return (f"{lock} is held by another git process (a git of yours still at work, or one "
+            "that crashed): let it finish, or if no git runs, remove it "
+            f"(`rm {typed(str(lock))}`); then run agent-loop again")

@@ -1,0 +1,70 @@
+"""A re-run after a run that stopped on a usage limit (agentloop.run.waits): the limit's reset
+time is kept with the task's record, so the re-run waits for it (or says when it can go on)
+before any agent starts, never paying for a run that cannot succeed."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tests.support.fake_agent import FakeClaude
+from tests.support.repos import committed_plan, git_project, tasks_of
+from tests.support.runner import agent_loop
+
+
+def limited_plan(resets: int) -> str:
+    return (f"- write a\n  FAKE: fail 1\n  FAKE: limit {resets}\n  FAKE: write a.txt a\n"
+            "- write b\n  FAKE: write b.txt b\n")
+
+
+def stopped_at_a_limit(tmp_path: Path, resets: int) -> Path:
+    plan = limited_plan(resets)
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    first = agent_loop(work, "--vcs", "git", "--no-distill", "--max-limit-waits", "0")
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "usage limit" in first.stderr, first.stderr
+    assert [t["status"] for t in tasks_of(work)] == ["pending", "pending"]
+    return work
+
+
+def test_a_rerun_before_the_reset_starts_no_agent_and_says_when(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    resets = int(time.time()) + 3 * 3600
+    work = stopped_at_a_limit(tmp_path, resets)
+    assert len(fake_claude.task_runs()) == 1
+    again = agent_loop(work, "--vcs", "git", "--no-distill", "--max-limit-waits", "0")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert len(fake_claude.task_runs()) == 1, "an agent started before the limit's reset"
+    said = again.stdout + again.stderr
+    assert time.strftime("%H:%M", time.localtime(resets)) in again.stderr, said
+    first = tasks_of(work)[0]
+    assert first["status"] == "pending" and first["attempts"] == 0
+    assert [a["outcome"] for a in first["history"]] == ["limited"]
+
+
+def test_a_rerun_waits_for_the_reset_then_runs_the_task(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    resets = int(time.time()) + 4
+    work = stopped_at_a_limit(tmp_path, resets)
+    again = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert again.returncode == 0, again.stdout + again.stderr
+    runs = fake_claude.task_runs()
+    assert len(runs) == 3 and runs[1]["time"] >= resets, "the agent started before the reset"
+    assert "waiting until" in again.stdout, again.stdout
+    assert [t["status"] for t in tasks_of(work)] == ["completed", "completed"]
+
+
+def test_a_rerun_before_a_reviewers_limit_resets_starts_no_agent(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    resets = int(time.time()) + 3 * 3600
+    plan = (f"- write a\n  FAKE: write a.txt a\n  FAKE: review-fail 1\n"
+            f"  FAKE: review-limit {resets}\n")
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    args = ("--vcs", "git", "--no-distill", "--review", "--max-limit-waits", "0")
+    first = agent_loop(work, *args)
+    assert first.returncode == 1 and "usage limit" in first.stderr, first.stdout + first.stderr
+    calls = len(fake_claude.calls())
+    again = agent_loop(work, *args)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert len(fake_claude.calls()) == calls, "an agent started before the limit's reset"
+    assert time.strftime("%H:%M", time.localtime(resets)) in again.stderr, again.stderr
