@@ -34,14 +34,17 @@ def test_a_clone_leaves_a_reverted_task_done_as_the_checkout_that_ran_it(
     git(tmp_path, "clone", "-q", str(work), str(clone))
     dry = agent_loop(clone, "--dry-run")
     assert "2 task(s), 0 to run" in dry.stdout, dry.stdout + dry.stderr
+    said = _reverted_line(work)
+    revert = git(clone, "rev-parse", "HEAD").strip()
+    assert said.startswith(f"task 1 was reverted by {revert[:12]}: a run leaves it done"), said
+    # Before any run there: --status says what the run will do, nothing saved.
+    assert _reverted_line(clone) == said
+    assert not (clone / ".agent-loop" / "state.json").exists()
     run = agent_loop(clone, "--vcs", "git", "--no-distill")
     assert run.returncode == 0, run.stdout + run.stderr
     assert len(fake_claude.task_runs()) == 2, run.stdout  # the first checkout's two only
-    revert = git(clone, "rev-parse", "HEAD").strip()
     assert f"reverted since: task 1 by {revert[:12]}" in run.stdout, run.stdout
     assert [(t["status"], t["commit_id"]) for t in tasks_of(clone)][0] == ("completed", first)
-    said = _reverted_line(work)
-    assert said.startswith(f"task 1 was reverted by {revert[:12]}: a run leaves it done"), said
     assert _reverted_line(clone) == said
     again = agent_loop(clone, "--vcs", "git", "--no-distill", "--task", "1", "--again")
     assert again.returncode == 0, again.stdout + again.stderr
