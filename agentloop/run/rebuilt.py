@@ -102,7 +102,7 @@ def from_history(project: Project, state: State, vcs: str,
         task = state.tasks[index - 1]
         if task.status == "pending":
             ledger.found_done(task, change_of[commit], commit)
-    reverted = [f"task {i} by {change_of.get(r, r)[:12]}" for i, (_, r) in landed.items() if r]
+    reverted = [f"task {i} by {r[:12]}" for i, (_, r) in landed.items() if r]
     since = f"; reverted since: {', '.join(reverted)}, kept done as the checkout that ran " \
             "them keeps them" if reverted else ""
     return (f"no state for this plan: {len(landed)} task(s) found done in the history this run "

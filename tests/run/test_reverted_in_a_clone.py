@@ -70,5 +70,6 @@ def test_a_fresh_jj_state_leaves_a_change_you_reverted_done(
     run = agent_loop(work, "--vcs", "jj", "--no-distill")
     assert run.returncode == 0, run.stdout + run.stderr
     assert len(fake_claude.task_runs()) == 2, run.stdout
-    assert "reverted since: task 1 by " in run.stdout, run.stdout
+    by = said.split(" was reverted by ", 1)[1].split(":", 1)[0]  # the revert's commit
+    assert f"reverted since: task 1 by {by}," in run.stdout, run.stdout
     assert _reverted_line(work) == said
