@@ -142,7 +142,8 @@ EXIT_CODES = {
     INTERNAL_EXIT: "an internal error: the traceback goes to ~/.agent-loop-crash.log",
     UNFINISHED_EXIT: "the run went to its end, but some task it set out to run ended failed, "
                      "blocked, unapproved, conflicted or held (the last lines name them); "
-                     "--integrate: some group is conflicted or not finished",
+                     "--integrate: some group is conflicted or not finished, or its job "
+                     "never ran (a group of a later stage with no job yet is not run yet: 0)",
     Interrupted.exit_code: "interrupted (Ctrl+C, SIGTERM, SIGHUP): the state is saved and the "
                            "same command resumes",
 }

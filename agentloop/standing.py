@@ -93,6 +93,8 @@ def _read_in_full(tasks_md: Path, cwd: Path, rehearsal: bool) -> StatusView:
         note = ("no run yet" if not saved else
                 changes.note(project.task_file_name, " since the last run")
                 if changes is not None else None)
+        if not saved and not rehearsal:
+            note = "\n".join(n for n in (note, _from_history(project, state)) if n)
     except StateError as exc:
         # A changed task file still lets the user see what the last run did.
         recorded = project.store.load()
@@ -272,6 +274,26 @@ def _readded(project: Project, state: State, added: tuple[int, ...]) -> list[str
         return readded(project, state, added, state.vcs)
     except AgentLoopError:
         return []
+
+
+def _from_history(project: Project, state: State) -> str | None:
+    """A plan with no state (a fresh clone, `.agent-loop/` cleaned away): the tasks its history
+    says are done, marked so here as a run marks them (agentloop.run.rebuilt.from_history),
+    nothing saved, so --status says what --dry-run says, and a task you reverted since is said
+    reverted, as in the checkout that ran it. A history that cannot be read says nothing."""
+    from agentloop.errors import AgentLoopError
+    from agentloop.run.rebuilt import from_history, history_kind
+
+    kind = history_kind("auto", project.root)
+    if kind == "none":
+        return None
+    try:
+        line = from_history(project, state, kind)
+    except AgentLoopError:
+        return None
+    if line is not None:
+        state.vcs = kind  # whose history names the tasks' changes, where --status looks
+    return line
 
 
 def _load_full_reader() -> None:

@@ -65,4 +65,9 @@ def _settings(tasks_md: Path | None, params: dict[str, Any], given: set[str]) ->
 def _show_settings(effective: Any, as_json: bool) -> None:
     from agentloop.settings import show
 
-    write(show.as_json(effective) if as_json else show.text(effective))
+    if not as_json:
+        write(show.text(effective))
+        return
+    from agentloop.console.render import SCHEMA  # every JSON document says its version
+
+    write({"schema": SCHEMA, **show.as_json(effective)})

@@ -35,6 +35,10 @@ def integrate_text(result: Integrated) -> str:
             lines.append(f"  {head}: {told}")
         elif g.outcome == "not run":
             lines.append(f"  {head}: not run yet (no {g.branch} on the remote)")
+        elif g.outcome == "never ran":
+            lines.append(f"  {head}: never ran ({g.detail}): run its job (`agent-loop "
+                         f"{typed_path(result.project.task_file_name)} --group {g.number} "
+                         f"--push {result.remote}`)")
         else:
             lines.append(f"  {head}: {g.outcome}: {g.detail}")
     cost = money(result.cost_usd, result.cost_known)

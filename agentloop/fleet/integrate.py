@@ -15,7 +15,8 @@ branch, with the commands to go on. Nothing is pushed: the workflow decides what
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from agentloop.errors import VcsError
 from agentloop.fleet.replay import GroupReplay
@@ -41,7 +42,7 @@ class GroupReport:
     number: int
     name: str
     branch: str
-    outcome: str        # landed | not run | unfinished | conflicted | other plan
+    outcome: str        # landed | not run | never ran | unfinished | conflicted | other plan
     landed: int = 0     # tasks this run put on the main line
     already: int = 0    # tasks found there already
     detail: str = ""
@@ -58,11 +59,13 @@ class Integrated:
     cost_usd: float
     cost_known: bool
     budget: float | None
+    remote: str = ""    # where the jobs push (--from), for the command that runs one
 
     @property
     def unfinished(self) -> bool:
         """Whether some group's work is not on the main line for a reason a person must see."""
-        return any(g.outcome in ("unfinished", "conflicted", "other plan") for g in self.groups)
+        return any(g.outcome in ("unfinished", "conflicted", "other plan", "never ran")
+                   for g in self.groups)
 
 
 def integrate(project: Project, plan: TaskFile, options: RunOptions, emit: Emit) -> Integrated:
@@ -94,6 +97,7 @@ def integrate(project: Project, plan: TaskFile, options: RunOptions, emit: Emit)
         mine = [t for t in job.tasks if t.group == name]
         replay = GroupReplay(project, state, options, emit, main, repo, lane, name, slug)
         reports.append(_group(replay, number, branch, mine, landed))
+    reports = _never_ran(reports, names, plan)
     if repo.kind == "jj":
         _jj_follow(repo, main.ref.removeprefix("refs/heads/"), state)
     project.store.save(state)
@@ -101,7 +105,22 @@ def integrate(project: Project, plan: TaskFile, options: RunOptions, emit: Emit)
     # integration's conflict sessions, and whatever this clone's plan had spent before.
     total = receipts.of_state(state)
     return Integrated(project, state, main.ref.removeprefix("refs/heads/"), tuple(reports),
-                      total.cost_usd, total.cost_known, options.budget)
+                      total.cost_usd, total.cost_known, options.budget, remote)
+
+
+def _never_ran(reports: list[GroupReport], names: Sequence[str], plan: TaskFile
+               ) -> list[GroupReport]:
+    """A group with no job on the remote is not run yet when a later stage holds it (its jobs
+    start from this integration); of the first stage, or of one whose jobs or a later one's ran,
+    its job never ran, which an integration that exits 0 would pass over as a success."""
+    from agentloop.plan.depends import waves  # only for the stages of an integration
+
+    stage = {g: n for n, wave in enumerate(waves(names, dict(plan.depends)), 1) for g in wave}
+    ran = [stage[r.name] for r in reports if r.outcome != "not run"]
+    why = "though its stage's jobs ran" if ran else "and its stage is the first"
+    return [replace(r, outcome="never ran", detail=f"no {r.branch} on the remote, {why}")
+            if r.outcome == "not run" and stage[r.name] <= max(ran, default=1) else r
+            for r in reports]
 
 
 def onto_ref(repo: carry.Repo) -> str:

@@ -36,6 +36,7 @@ from agentloop.run.conflicts import GroupConflicted, GroupHeld
 from agentloop.run.context import Run
 from agentloop.run.decisions import Completed, Failed, Judged, MayStart, Step
 from agentloop.run.events import Stopping
+from agentloop.run.history_check import lost_before
 from agentloop.run.lane_tag import LaneNote, lane, set_lane
 from agentloop.run.scheduler import Workplaces, serialised
 from agentloop.run.selection import unmet
@@ -153,6 +154,10 @@ class Controller:
             places = Workplaces.open(run, self.groups)
             run.shared.may_start = self.may_start
             run.shared.take = self.take
+            if not todo:
+                # No lane starts, whose first look names a finished task's change you took
+                # back (`jj abandon`, `git reset --hard`): said here, as a run with tasks says it.
+                lost_before(run)
             while todo or lanes:
                 self._start_ready(places, todo, lanes)
                 if not lanes:

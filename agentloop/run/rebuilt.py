@@ -1,6 +1,7 @@
 """Progress that survives the loss of `.agent-loop/`: each task's commit names its plan and task
 in trailers, and a run that finds no state reads what is done back from the history it builds on
-(agentloop.state.landed), saying so in one line, so it never pays for a finished task again (nor
+(agentloop.state.landed), saying so in one line, so it never pays for a finished task again (one
+you reverted since stays done, as in the checkout that ran it, until `--task N --again`; nor
 does a run whose plan's edit added a task history holds: one deleted when done, put back); and
 a run that finds a finished task's change gone from it looks for it there by its trailers
 (what `--status` says of the same, it asks agentloop.state.whereabouts)."""
@@ -83,19 +84,29 @@ def from_history(project: Project, state: State, vcs: str,
         branch_history(history_kind(vcs, project.root), project.root)
     if not history:
         return None
-    landed = _done(project, state, history)
+    # Only once the history holds a change of agent-loop's (most fresh runs' does not):
+    # not on their way to the first agent.
+    from agentloop.state.landed import landings
+    from agentloop.state.whereabouts import commits, planned
+
+    # A task you reverted stays done until you ask, in a fresh clone as in the checkout that
+    # ran it (whose records say it is done): run again here, it was paid for again.
+    landed = landings(plan_slug(project.task_file_name), planned(state), commits(history))
     if not landed:
         return None
     # The task records' writer, loaded only now: read_history starts its git before it is needed.
     from agentloop.run import ledger
 
     change_of = {commit: change for commit, change, _ in history}
-    for index, commit in landed.items():
+    for index, (commit, _) in landed.items():
         task = state.tasks[index - 1]
         if task.status == "pending":
             ledger.found_done(task, change_of[commit], commit)
+    reverted = [f"task {i} by {r[:12]}" for i, (_, r) in landed.items() if r]
+    since = f"; reverted since: {', '.join(reverted)}, kept done as the checkout that ran " \
+            "them keeps them" if reverted else ""
     return (f"no state for this plan: {len(landed)} task(s) found done in the history this run "
-            f"builds on (their commits name them); they are not run again "
+            f"builds on (their commits name them{since}); they are not run again "
             f"(`--task N --again` runs one)")
 
 

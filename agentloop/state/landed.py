@@ -150,6 +150,21 @@ def done_tasks(plan: str, tasks: Sequence[PlannedTask], history: Iterable[Commit
     return {i: commit for i, (commit, done) in last_word(plan, tasks, history).items() if done}
 
 
+def landings(plan: str, tasks: Sequence[PlannedTask], history: Iterable[Commit]
+             ) -> dict[int, tuple[str, str | None]]:
+    """Every task `history` landed at some point: the last commit that landed it, and the
+    commit that reverts it since (None: it is done). A fresh state's run keeps a reverted task
+    done, as the checkout that ran it does (agentloop.run.rebuilt)."""
+    landed: dict[int, tuple[str, str | None]] = {}
+    for commit_id, did in _walk(plan, tasks, history):
+        for index, done in did:
+            if done:
+                landed[index] = (commit_id, None)
+            elif index in landed:
+                landed[index] = (landed[index][0], commit_id)
+    return dict(sorted(landed.items()))
+
+
 def last_word(plan: str, tasks: Sequence[PlannedTask], history: Iterable[Commit]
               ) -> dict[int, tuple[str, bool]]:
     """For each task `history` names: the last commit that did something to it, and whether the

@@ -302,6 +302,26 @@ def test_a_settings_files_parallel_does_not_stop_a_job(tmp_path: Path,
     assert git(work, "ls-remote", "origin").count("agent-loop/") >= 2
 
 
+def test_a_group_whose_stage_ran_without_it_fails_the_integration(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # Stage 1 is Backend and Docs; only Backend's job ran. The integration listed Docs "not run
+    # yet" and exited 0: a CI job said success though a group of its stage never ran. Frontend
+    # (stage 2) comes after this integration: not run yet, as it should be.
+    origin = remote(tmp_path, STAGED_PLAN)
+    assert finish(job(clone(tmp_path, origin, "stage1-1", "git"), "1", "git"))[0] == 0
+    work = clone(tmp_path, origin, "integration", "git")
+    code, out = integrate(work)
+    assert code == 4, out
+    assert "group 2 (Docs): never ran (no agent-loop/tasks/2-docs on the remote, though its " \
+           "stage's jobs ran): run its job (`agent-loop tasks.md --group 2 --push origin`)" \
+        in out, out
+    assert "group 3 (Frontend): not run yet (no agent-loop/tasks/3-frontend on the remote)" \
+        in out, out
+    assert "group 1 (Backend): 1 task(s) landed" in out, out
+    code, out = integrate(work, "--json")
+    assert code == 4 and '"outcome": "never ran"' in out, out
+
+
 def test_a_later_stage_starts_from_the_earlier_ones_integration(tmp_path: Path,
                                                                 fake_claude: FakeClaude) -> None:
     origin = remote(tmp_path, STAGED_PLAN)
@@ -438,7 +458,7 @@ def test_your_own_edits_on_a_tasks_file_stop_the_integration_and_it_goes_on_afte
     assert main_subjects(here) == []
     git(here, "checkout", "shared.txt")
     code, out = integrate(here)
-    assert code == 0, out
+    assert code == 4 and "group 2 (Right): never ran" in out, out  # only Left's job ran
     assert main_subjects(here) == ["agent-loop: Left / left edit"]
 
 

@@ -254,3 +254,13 @@ def test_shell_completion_is_clicks(repo: Path) -> None:
                           env={**os.environ, "_AGENT_LOOP_COMPLETE": "bash_complete",
                                "COMP_WORDS": "agent-loop tasks.md --vcs ", "COMP_CWORD": "3"})
     assert done.stdout.split() == ["plain,auto", "plain,jj", "plain,git", "plain,none"], done
+
+
+def test_every_json_document_says_its_schema(repo: Path) -> None:
+    # docs/reference/json-output.md: every JSON document has "schema": 1. --show-settings
+    # --json had only "settings", "files" and "plan".
+    for args, plan in ((("--show-settings",), "tasks.md"), (("--status",), "tasks.md"),
+                       (("--status",), None), (("--dry-run", "--vcs", "none"), "tasks.md")):
+        done = agent_loop(repo, *args, "--json", plan=plan)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert json.loads(done.stdout)["schema"] == 1, (args, done.stdout)

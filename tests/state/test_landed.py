@@ -97,15 +97,17 @@ def test_a_lost_state_is_rebuilt_from_the_branch(tmp_path: Path, fake_claude: Fa
     text = dry_run(work)
     assert "2 task(s), 0 to run" in text, text
     assert "no state for this plan: 2 task(s) found done in the history" in text
-    # The user reverts task 2: it is to run again, and only it.
+    # The user reverts task 2: it stays done until asked (`--task 2 --again`), as in the
+    # checkout that ran it (tests/run/test_reverted_in_a_clone.py).
     git(work, "revert", "--no-edit", "HEAD")
     shutil.rmtree(work / ".agent-loop", ignore_errors=True)
-    assert "2 task(s), 1 to run" in dry_run(work)
+    assert "2 task(s), 0 to run" in dry_run(work)
     again = subprocess.run([sys.executable, "-m", "agentloop", "tasks.md", "--vcs", "git",
                             "--no-distill"], cwd=work, capture_output=True, text=True, timeout=60)
     assert again.returncode == 0, again.stderr
-    assert "no state for this plan: 1 task(s) found done" in again.stdout
-    assert len(fake_claude.calls()) == 3  # task 1 was never paid for again
+    assert "no state for this plan: 2 task(s) found done" in again.stdout
+    assert "reverted since: task 2 by " in again.stdout, again.stdout
+    assert len(fake_claude.calls()) == 2  # no task was paid for again
     state = orjson.loads((work / ".agent-loop" / "state.json").read_bytes())
     assert [t["status"] for t in state["tasks"]] == ["completed", "completed"]
 
