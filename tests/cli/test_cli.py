@@ -420,14 +420,31 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+def until(path: Path) -> str:
+    """A shell loop that waits for `path` (60 s at most)."""
+    return f"for i in $(seq 1200); do [ -e {path} ] && break; sleep 0.05; done"
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    """`sig` to `pid`, unless it has ended since it was listed (a `sleep` of `until`'s loop)."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
 def test_a_run_stopped_longer_than_the_task_timeout_goes_on(
         work: Path, fake_claude: FakeClaude) -> None:
     # Issue 23: a laptop that sleeps. The whole run (agent-loop, its agent, the agent's group)
     # is stopped for longer than --task-timeout, then continued: the pause is nobody's work,
     # so the agent is not timed out and no attempt is burned.
-    (work / "tasks.md").write_text("- slow one\n  FAKE: sleep 2.5\n")
+    # The agent works until the test lets it end, after the stop: one that slept 2.5 s ended
+    # during a stop that a loaded machine began late. The stop (4.5 s) is longer than the
+    # timeout (4 s), which leaves the stop 4 s to begin.
+    go = work.parent / "go"
+    (work / "tasks.md").write_text(f"- slow one\n  FAKE: bash {until(go)}\n")
     env = {**os.environ, "NO_COLOR": "1"}
-    tool = subprocess.Popen([installed(), "tasks.md", "--vcs", "none", "--task-timeout", "2",
+    tool = subprocess.Popen([installed(), "tasks.md", "--vcs", "none", "--task-timeout", "4",
                              "--max-attempts", "1"], cwd=work, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, start_new_session=True)
@@ -437,10 +454,11 @@ def test_a_run_stopped_longer_than_the_task_timeout_goes_on(
     assert fake_claude.calls(), "the agent never started"
     group = [tool.pid, *_descendants(tool.pid)]
     for pid in group:
-        os.kill(pid, signal.SIGSTOP)
-    time.sleep(2.5)
+        _signal(pid, signal.SIGSTOP)
+    time.sleep(4.5)
     for pid in reversed(group):
-        os.kill(pid, signal.SIGCONT)
+        _signal(pid, signal.SIGCONT)
+    go.touch()
     out, err = tool.communicate(timeout=60)
     assert tool.returncode == 0, out + err
     assert "1 completed" in out and "timed out" not in out
@@ -451,8 +469,11 @@ def test_a_run_stopped_longer_than_the_task_timeout_goes_on(
 def test_a_failure_after_the_run_was_stopped_is_no_attempt(
         work: Path, fake_claude: FakeClaude) -> None:
     # What a long pause breaks (a dropped connection, here a failed run) is not the task's
-    # fault: the run goes on and the task keeps its one attempt.
-    (work / "tasks.md").write_text("- flaky after a nap\n  FAKE: sleep 1\n  FAKE: fail 1\n")
+    # fault: the run goes on and the task keeps its one attempt. The agent fails once the test
+    # lets it, after the stop: one that slept 1 s failed before a loaded machine's late stop.
+    go = work.parent / "go"
+    (work / "tasks.md").write_text(f"- flaky after a nap\n  FAKE: bash {until(go)}\n"
+                                   "  FAKE: fail 1\n")
     env = {**os.environ, "NO_COLOR": "1"}
     tool = subprocess.Popen([installed(), "tasks.md", "--vcs", "none", "--max-attempts", "1"],
                             cwd=work, env=env, text=True, stdout=subprocess.PIPE,
@@ -463,10 +484,11 @@ def test_a_failure_after_the_run_was_stopped_is_no_attempt(
         time.sleep(0.05)
     group = [tool.pid, *_descendants(tool.pid)]
     for pid in group:
-        os.kill(pid, signal.SIGSTOP)
+        _signal(pid, signal.SIGSTOP)
     time.sleep(3)
     for pid in reversed(group):
-        os.kill(pid, signal.SIGCONT)
+        _signal(pid, signal.SIGCONT)
+    go.touch()
     out, err = tool.communicate(timeout=60)
     assert tool.returncode == 0, out + err
     assert "while the agent worked, and the run failed after it" in out

@@ -666,7 +666,7 @@ def test_a_run_globs_no_folder_on_its_way_to_the_first_agent(tmp_path: Path,
 # Every record (agentloop.ondemand) a run makes, with the thread that made it and whether an
 # agent had started by then.
 RECORDS_MADE = """
-import os, runpy, sys, threading
+import os, runpy, sys, threading, time
 import agentloop.ondemand as ondemand
 import agentloop.proc as proc
 made, started, build, stream = [], [], ondemand._build, proc.stream
@@ -674,9 +674,26 @@ def built(cls, options):
     made.append((bool(started), threading.current_thread() is threading.main_thread(),
                  f"{cls.__module__}.{cls.__qualname__}"))
     return build(cls, options)
-def streamed(*args, **kwargs):
+def settled(done):
+    end = time.monotonic() + 30
+    while not done() and time.monotonic() < end:
+        time.sleep(0.01)
+def streamed(argv, on_line, *args, **kwargs):
+    # Nothing in the run waits for the records-ahead thread (a record it has not made yet is
+    # made by the thread that needs it), and a loaded machine runs it late: the first agent's
+    # start waits here for what that thread makes before it, and its first line for the rest.
+    # A record the thread does not make is made by the main thread all the same, and said.
+    if started:
+        return stream(argv, on_line, *args, **kwargs)
+    settled(lambda: any(name.endswith(".Deadline") for _, _, name in made))
     started.append(True)
-    return stream(*args, **kwargs)
+    def first_line(line):
+        settled(lambda: all(t.name != "agent-loop records ahead"
+                            for t in threading.enumerate()))
+        lines.append(on_line)
+        on_line(line)
+    lines = []
+    return stream(argv, lambda line: (lines[0] if lines else first_line)(line), *args, **kwargs)
 ondemand._build, proc.stream = built, streamed
 leave = os._exit
 def left(code):

@@ -29,7 +29,9 @@ sys.addaudithook(hook)
 import gc
 gc.callbacks.append(lambda phase, info: phase == 'start' and out.write('collect\\n'))
 make = dataclasses._process_class
+made = set()
 def process_class(cls, *args, **kwargs):
+    made.add(f'{{cls.__module__}}.{{cls.__qualname__}}')
     out.write(f'made {{cls.__module__}}.{{cls.__qualname__}} '
               f'{{threading.current_thread() is threading.main_thread()}}\\n')
     if args[0] or args[1] or args[2]:   # (init, repr, eq, ...): compiled for it
@@ -37,9 +39,10 @@ def process_class(cls, *args, **kwargs):
     return make(cls, *args, **kwargs)
 dataclasses._process_class = process_class
 # The thread that makes the first task's records ahead, waited for once the first agent has
-# started (it makes those of the agent's output and end while the agent runs): nothing else
-# waits for it, and a class it had not made yet would be made by the main thread (a race, not a
-# fault).
+# started (it makes those of the agent's output and end while the agent runs), and, as that
+# agent starts, for the last record it makes before (Deadline, which the agent's start makes
+# once it runs): nothing else waits for it, and a class it had not made yet would be made by
+# the main thread (a race, not a fault; seen on a loaded machine).
 ahead = []
 begin = threading.Thread.start
 def start(self):
@@ -48,7 +51,15 @@ def start(self):
         ahead.append(self)
 threading.Thread.start = start
 from agentloop.proc import running
-after_start = running.after_start
+before_start, after_start = running.before_start, running.after_start
+def starting():
+    before_start()
+    for _ in range(3000):
+        if not (ahead and ahead[-1].is_alive()) or \
+                'agentloop.proc.read_output.Deadline' in made:
+            break
+        threading.Event().wait(0.01)
+running.before_start = starting
 def started():
     after_start()
     while ahead:

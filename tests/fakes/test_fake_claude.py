@@ -225,7 +225,9 @@ def test_pause_waits_in_order_after_a_tool_call(fake_claude: FakeClaude, tmp_pat
     child = subprocess.Popen([str(fake_claude.bin), *BASE], cwd=tmp_path, text=True,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert child.stdin is not None and child.stdout is not None
-    child.stdin.write("FAKE: write a.txt hi\nFAKE: pause 1\n")
+    # The pause is 3 s, not 1: the fake's start and its tool call, which must come before the
+    # pause ends, took more than a second on a loaded machine.
+    child.stdin.write("FAKE: write a.txt hi\nFAKE: pause 3\n")
     child.stdin.close()
     began = time.monotonic()
     seen = [json.loads(child.stdout.readline()) for _ in range(3)]  # init, tool call, result
@@ -233,27 +235,29 @@ def test_pause_waits_in_order_after_a_tool_call(fake_claude: FakeClaude, tmp_pat
     assert [e["type"] for e in seen] == ["system", "assistant", "user"]
     rest = lines(child.stdout.read())
     assert child.wait(timeout=30) == 0 and rest[-1]["type"] == "result"
-    assert time.monotonic() - began >= 1 > tool_at
+    assert time.monotonic() - began >= 3 > tool_at
 
 
 def test_linger_goes_on_after_sigint_and_a_sigterm_ends_it(fake_claude: FakeClaude,
                                                            tmp_path: Path) -> None:
     import signal
 
-    def started() -> subprocess.Popen[str]:
+    def started(linger: float) -> subprocess.Popen[str]:
         child = subprocess.Popen([str(fake_claude.bin), *BASE], cwd=tmp_path, text=True,
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert child.stdin is not None and child.stdout is not None
-        child.stdin.write("FAKE: write a.txt hi\nFAKE: pause 30\nFAKE: linger 1.5\n")
+        child.stdin.write(f"FAKE: write a.txt hi\nFAKE: pause 30\nFAKE: linger {linger}\n")
         child.stdin.close()
         for _ in range(3):  # init, tool call, its result: the handler is set by then
             child.stdout.readline()
         return child
 
-    child, began = started(), time.monotonic()
+    child, began = started(1.5), time.monotonic()
     child.send_signal(signal.SIGINT)
     assert child.wait(timeout=30) == 130 and 1.5 <= time.monotonic() - began < 10
-    child = started()
+    # A linger longer than the wait for its end: one of 1.5 s could end (130) before a loaded
+    # machine sent the SIGTERM 0.3 s later.
+    child = started(60)
     child.send_signal(signal.SIGINT)
     time.sleep(0.3)
     child.send_signal(signal.SIGTERM)

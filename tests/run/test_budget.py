@@ -348,10 +348,18 @@ def test_a_run_a_kill_left_open_counts_before_any_lane_starts(work: Path,
                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  start_new_session=True)
     deadline = time.monotonic() + 60
-    while "[Group 3] claude: running" not in out.read_text():
-        assert time.monotonic() < deadline, out.read_text()
+    # Killed once tasks 1 and 2 are saved as done and task 3's run as open, its agent started:
+    # "[Group 3] claude: running" can come before those saves (task 1's lane may still be
+    # landing it), and a fixed wait after that line was too short on a loaded machine.
+    def killed_here() -> bool:
+        saved = Store(work).load()
+        return "[Group 3] claude: running" in out.read_text() and saved is not None and \
+            [t.status for t in saved.tasks] == ["completed", "completed", "running", "pending"] \
+            and bool(saved.tasks[2].history) and saved.tasks[2].history[-1].outcome == "running"
+
+    while not killed_here():
+        assert time.monotonic() < deadline and child.poll() is None, out.read_text()
         time.sleep(0.05)
-    time.sleep(0.5)  # its record saved
     child.send_signal(signal.SIGKILL)  # agent-loop only: its agent runs on and is paid
     child.wait(timeout=30)
     go.write_text("")

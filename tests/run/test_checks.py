@@ -232,14 +232,22 @@ def test_argv_never_puts_the_command_in_the_script() -> None:
 
 
 def test_the_log_can_be_followed_while_the_check_runs(tmp_path: Path) -> None:
-    log = tmp_path / "logs" / "task.checks.log"
+    log, go = tmp_path / "logs" / "task.checks.log", tmp_path / "go"
     seen: list[str] = []
 
+    # The check ends only once the log was read (`go`): one that slept 2 s before its end was
+    # read 2 s after the watcher began, too early when a loaded machine started it late.
     def peek() -> None:
-        time.sleep(2.0)
-        seen.append(log.read_text() if log.exists() else "")
+        deadline = time.monotonic() + 30
+        text = ""
+        while not text.endswith("second\n") and time.monotonic() < deadline:
+            time.sleep(0.05)
+            text = log.read_text() if log.exists() else ""
+        seen.append(text)
+        go.touch()
     watcher = threading.Thread(target=peek)
     watcher.start()
-    run(tmp_path, "echo early; sleep 1; echo second; sleep 2; echo the end")
+    run(tmp_path, f"echo early; sleep 1; echo second; until [ -e {go} ]; do sleep 0.05; done; "
+                  "echo the end")
     watcher.join()
     assert seen[0].endswith("\nearly\nsecond\n")

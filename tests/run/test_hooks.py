@@ -155,11 +155,14 @@ def test_ctrl_c_during_a_hook_stops_it_at_once(tmp_path: Path, fake_claude: Fake
 def test_a_failing_and_a_hanging_hook_change_nothing(tmp_path: Path,
                                                      fake_claude: FakeClaude) -> None:
     work = git_project(tmp_path, "- one\n- two\n")
-    late = tmp_path / "late"
+    go, late = tmp_path / "go", tmp_path / "late"
     began = time.monotonic()
-    # The hook's own child must go with it: it is stopped with everything it started.
+    # The hook's own child must go with it: it is stopped with everything it started. It
+    # waits for `go`, given once the run is over: one that slept 2 s touched `late` on a
+    # loaded machine that stopped the 1 s hook a second late.
+    child = f"(until [ -e {go} ]; do sleep 0.05; done; touch {late})"
     done = agent_loop(work, "--no-distill", "--vcs", "none",
-                      "--on-task", f"(sleep 2; touch {late}) & sleep 30", "--hook-timeout", "1",
+                      "--on-task", f"{child} & sleep 30", "--hook-timeout", "1",
                       "--on-finish", "echo broken >&2; exit 3")
     assert time.monotonic() - began < 20
     assert done.returncode == 0, done.stdout + done.stderr
@@ -171,7 +174,8 @@ def test_a_failing_and_a_hanging_hook_change_nothing(tmp_path: Path,
     assert "broken" in log and "== exit 3" in log and "timed out after 1s" in log
     state = json.loads((work / ".agent-loop" / "state.json").read_text())
     assert [t["status"] for t in state["tasks"]] == ["completed", "completed"]
-    time.sleep(2.5)
+    go.touch()
+    time.sleep(1.0)  # a child left alive sees `go` and says so
     assert not late.exists()
 
 

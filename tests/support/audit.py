@@ -22,10 +22,40 @@ def hook(event, args):
         out.write(f'process {" ".join(map(str, args[1]))}\\n')
 sys.addaudithook(hook)
 begin = threading.Thread.start
+ahead = []
 def start(self):
     out.write(f'thread {self.name}\\n')
+    if self.name == 'agent-loop records ahead':
+        ahead.append(self)
     begin(self)
 threading.Thread.start = start
+# Nothing in a run waits for the records-ahead thread (agentloop.run.ahead): what it has not
+# made or loaded yet when needed, the thread that needs it makes. A loaded machine runs it late,
+# so the first agent's first line waits here (30 s at most) until it has ended; what it does not
+# load the main thread still loads, and says so. proc.stream is wrapped once the run imported it
+# (at its next import), so that this harness imports nothing of its own.
+def held(proc, stream):
+    def first(argv, on_line, *args, **kwargs):
+        proc.stream = stream
+        def line(data, seen=[]):
+            if not seen:
+                seen.append(True)
+                for _ in range(3000):
+                    if not any(t.is_alive() for t in ahead):
+                        break
+                    threading.Event().wait(0.01)
+            on_line(data)
+        return stream(argv, line, *args, **kwargs)
+    return first
+wrapped = []
+def wrap(event, args):
+    if event != 'import' or wrapped:
+        return
+    proc = sys.modules.get('agentloop.proc')
+    if proc is not None and hasattr(proc, 'stream'):
+        wrapped.append(True)
+        proc.stream = held(proc, proc.stream)
+sys.addaudithook(wrap)
 sys.argv = ['agent-loop', 'tasks.md', '--vcs', vcs, '--no-distill', *extra]
 runpy.run_module('agentloop', run_name='__main__')
 """
