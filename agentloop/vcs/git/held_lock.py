@@ -16,19 +16,26 @@ from pathlib import Path
 # How long a lock of a git at work is waited for: a git of yours holds it for milliseconds.
 BRIEF_SECONDS = 3.0
 POLL_SECONDS = 0.02
-# The lock git names in its error, in any language: the path, quoted or not.
+# The lock git names in its error, in any language: the path in git's quotes, which may hold a
+# space (`~/My Project`), else the word that ends in it.
+_QUOTED = re.compile(r"""(?:'|‘|“|«\s?)([^'’”»\n]*index\.lock)(?:'|’|”|\s?»)""")
 _LOCK = re.compile(r"""([^\s'"‘’“”«»]*index\.lock)""")
+
+
+def _named(error: str) -> Path | None:
+    """The lock file `error` names, or None."""
+    found = _QUOTED.search(error) or _LOCK.search(error)
+    return Path(found.group(1)) if found is not None else None
 
 
 def gone(error: str) -> bool:
     """Whether the index lock git refused for (named in `error`) was held by a process at work
     and went within BRIEF_SECONDS, waited for here: then the command may run again."""
-    found = _LOCK.search(error)
-    if found is None:
+    lock = _named(error)
+    if lock is None:
         return False
     from agentloop.files import opened
 
-    lock = Path(found.group(1))
     if not lock.is_absolute() or not lock.exists():
         return lock.is_absolute()  # gone already: try again at once
     if not opened.by_a_process(lock):
@@ -44,8 +51,7 @@ def gone(error: str) -> bool:
 def stayed(error: str) -> str | None:
     """What to say of a git command refused for an index lock still there (waited for, or
     nobody's): the file and what to do; None when `error` names no lock that is there."""
-    found = _LOCK.search(error)
-    lock = Path(found.group(1)) if found is not None else None
+    lock = _named(error)
     if lock is None or not lock.is_absolute() or not lock.exists():
         return None
     from agentloop.files.shown import typed
