@@ -87,3 +87,18 @@ def test_a_reset_time_no_date_can_hold_stops_as_a_limit_not_an_internal_error(
     (task,) = tasks_of(work)
     assert task["status"] == "pending" and task["history"][-1]["outcome"] == "limited"
     assert task["history"][-1]["resets_at"] is None
+
+
+def test_a_rerun_with_no_task_left_to_run_waits_for_no_limit(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # You did the limited task yourself and ticked its box: no agent is to start, nothing waits.
+    resets = int(time.time()) + 3 * 3600
+    plan = (f"- [ ] write a\n  FAKE: fail 1\n  FAKE: limit {resets}\n  FAKE: write a.txt a\n")
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    first = agent_loop(work, "--vcs", "git", "--no-distill", "--max-limit-waits", "0")
+    assert first.returncode == 1 and "usage limit" in first.stderr, first.stdout + first.stderr
+    (work / "tasks.md").write_text(plan.replace("[ ]", "[x]"))
+    again = agent_loop(work, "--vcs", "git", "--no-distill", "--max-limit-waits", "0")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "usage limit" not in again.stdout + again.stderr
+    assert len(fake_claude.task_runs()) == 1
