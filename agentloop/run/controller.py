@@ -148,7 +148,8 @@ class Controller:
         todo = list(self.groups)
         places: Workplaces | None = None
         try:
-            _wait_out_a_recorded_limit(run)
+            if todo:  # an agent is to start: none does with nothing left to run
+                _wait_out_a_recorded_limit(run)
             # Opened inside: a stop as the sweep took your lock off a lane, or right after,
             # puts it back (Workplaces.stopped).
             places = Workplaces.open(run, self.groups)

@@ -11,7 +11,7 @@ from agentloop.proc import running
 from agentloop.run.context import Run
 from agentloop.run.events import LaneHeld, LimitWait, LimitWaitOver
 from agentloop.state.outcome import AttemptOutcome as O
-from agentloop.state.schema import State, unix
+from agentloop.state.schema import State, iso, unix
 
 # A limit wait without a reset time backs off from `backoff` seconds, doubling, up to this.
 MAX_BACKOFF = 3600.0
@@ -62,8 +62,8 @@ def _out_of_waits(most: int, failure: Failure) -> str:
     """The stop line once the run may wait no more: when the limit resets, if it is known, so
     the user knows when a re-run can go on (it waits for that time itself)."""
     line = f"usage limit: waited {most} times already ({failure.reason})"
-    if failure.resets_at is None:
-        return line
+    if failure.resets_at is None or iso(failure.resets_at) is None:
+        return line  # no reset, or one no date holds (garbled): not kept for a re-run either
     at = time.strftime("%Y-%m-%d %H:%M", time.localtime(failure.resets_at))
     return f"{line}; it resets at {at}, and a re-run waits until then"
 

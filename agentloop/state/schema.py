@@ -42,9 +42,14 @@ def now() -> str:
 _stamp = (-1, "")
 
 
-def iso(seconds: float) -> str:
-    """Unix seconds as an ISO 8601 UTC string, as the records write times."""
-    return datetime.fromtimestamp(math.ceil(seconds), timezone.utc).isoformat()
+def iso(seconds: float) -> str | None:
+    """Unix seconds as an ISO 8601 UTC string, as the records write times; None for a time no
+    date can hold (an agent's reset in milliseconds, or garbled): not kept, where its record's
+    write would stop the run with an internal error."""
+    try:
+        return datetime.fromtimestamp(math.ceil(seconds), timezone.utc).isoformat()
+    except (OverflowError, ValueError, OSError):
+        return None
 
 
 def unix(stamp: str) -> float | None:

@@ -91,3 +91,45 @@ def test_a_lock_that_stays_stops_in_one_line_and_the_work_is_kept(
     assert [t["status"] for t in tasks_of(work)] == ["completed", "completed"]
     assert len(fake_claude.task_runs()) == 2, "task a's agent was paid again"
     assert git(work, "show", "HEAD~1:a.txt").strip() == "a"
+
+
+# Your `git switch other` (the same commit, so nothing in the way): it holds the index lock
+# while it works, then puts HEAD on `other` and its index in place by renaming the lock, as git
+# does.
+SWITCHER = """
+import os, subprocess, sys, time
+trigger, root, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+git_dir = os.path.join(root, ".git")
+while not os.path.exists(trigger):
+    time.sleep(0.01)
+lock = os.path.join(git_dir, "index.lock")
+with open(lock, "xb") as held:
+    open(trigger + ".held", "w").close()
+    time.sleep(seconds)
+    subprocess.run(["git", "-C", root, "symbolic-ref", "HEAD", "refs/heads/other"], check=True)
+    with open(os.path.join(git_dir, "index"), "rb") as index:
+        held.write(index.read())
+os.rename(lock, os.path.join(git_dir, "index"))
+"""
+
+
+def test_a_landing_that_waited_for_your_switch_leaves_your_other_branch_alone(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    trigger = tmp_path / "trigger"
+    text = plan(trigger)
+    work = committed_plan(git_project(tmp_path, text), text)
+    git(work, "branch", "other")
+    switcher = subprocess.Popen([sys.executable, "-c", SWITCHER, str(trigger), str(work),
+                                 "0.5"])
+    try:
+        done = agent_loop(work, "--vcs", "git", "--no-distill")
+    finally:
+        switcher.kill()
+        switcher.wait()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(work, "symbolic-ref", "HEAD").strip() == "refs/heads/other"
+    # The tasks are on main; your checkout is as your switch left it, nothing of theirs staged.
+    assert git(work, "status", "--porcelain") == "", done.stdout
+    assert not (work / "a.txt").exists() and not (work / "b.txt").exists()
+    assert git(work, "show", "main:a.txt").strip() == "a"
+    assert git(work, "rev-parse", "other") == git(work, "rev-parse", "main~2")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import committed_plan, git_project, tasks_of
 from tests.support.runner import agent_loop
@@ -68,3 +70,35 @@ def test_a_rerun_before_a_reviewers_limit_resets_starts_no_agent(
     assert again.returncode == 1, again.stdout + again.stderr
     assert len(fake_claude.calls()) == calls, "an agent started before the limit's reset"
     assert time.strftime("%H:%M", time.localtime(resets)) in again.stderr, again.stderr
+
+
+@pytest.mark.parametrize("resets", ["1764460800000", "100000000000000000000"])
+def test_a_reset_time_no_date_can_hold_stops_as_a_limit_not_an_internal_error(
+        tmp_path: Path, fake_claude: FakeClaude, resets: str) -> None:
+    # A reset in milliseconds (year 57883) or otherwise garbled: the limit is said and the
+    # run stops as at any limit; a time no date can hold is not kept for the re-run.
+    plan = f"- write a\n  FAKE: fail 1\n  FAKE: limit {resets}\n  FAKE: write a.txt a\n"
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    first = agent_loop(work, "--vcs", "git", "--no-distill", "--max-limit-waits", "0")
+    said = first.stdout + first.stderr
+    assert first.returncode == 1, said
+    assert "internal error" not in said and "usage limit" in first.stderr, said
+    assert "a re-run waits" not in said, said
+    (task,) = tasks_of(work)
+    assert task["status"] == "pending" and task["history"][-1]["outcome"] == "limited"
+    assert task["history"][-1]["resets_at"] is None
+
+
+def test_a_rerun_with_no_task_left_to_run_waits_for_no_limit(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # You did the limited task yourself and ticked its box: no agent is to start, nothing waits.
+    resets = int(time.time()) + 3 * 3600
+    plan = (f"- [ ] write a\n  FAKE: fail 1\n  FAKE: limit {resets}\n  FAKE: write a.txt a\n")
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    first = agent_loop(work, "--vcs", "git", "--no-distill", "--max-limit-waits", "0")
+    assert first.returncode == 1 and "usage limit" in first.stderr, first.stdout + first.stderr
+    (work / "tasks.md").write_text(plan.replace("[ ]", "[x]"))
+    again = agent_loop(work, "--vcs", "git", "--no-distill", "--max-limit-waits", "0")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "usage limit" not in again.stdout + again.stderr
+    assert len(fake_claude.task_runs()) == 1

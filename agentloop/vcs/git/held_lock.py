@@ -16,36 +16,59 @@ from pathlib import Path
 # How long a lock of a git at work is waited for: a git of yours holds it for milliseconds.
 BRIEF_SECONDS = 3.0
 POLL_SECONDS = 0.02
-# The lock git names in its error, in any language: the path, quoted or not.
+# The lock git names in its error, in any language: the path in git's quotes, which may hold a
+# space (`~/My Project`), else the word that ends in it.
+_QUOTED = re.compile(r"""(?:'|‘|“|«\s?)([^'’”»\n]*index\.lock)(?:'|’|”|\s?»)""")
 _LOCK = re.compile(r"""([^\s'"‘’“”«»]*index\.lock)""")
+
+
+def _named(error: str) -> Path | None:
+    """The lock file `error` names, or None."""
+    found = _QUOTED.search(error) or _LOCK.search(error)
+    return Path(found.group(1)) if found is not None else None
 
 
 def gone(error: str) -> bool:
     """Whether the index lock git refused for (named in `error`) was held by a process at work
-    and went within BRIEF_SECONDS, waited for here: then the command may run again."""
-    found = _LOCK.search(error)
-    if found is None:
+    and went within BRIEF_SECONDS, waited for here, leaving HEAD and its branch where they were:
+    then the command may run again. A git that moved them while it held the lock (your `git
+    switch`, `commit`, `reset`) leaves the command as refused: run again, it would act on what
+    that git moved to (a landing's `merge --ff-only` would take the task onto the branch you
+    switched to)."""
+    lock = _named(error)
+    if lock is None:
         return False
     from agentloop.files import opened
 
-    lock = Path(found.group(1))
     if not lock.is_absolute() or not lock.exists():
         return lock.is_absolute()  # gone already: try again at once
     if not opened.by_a_process(lock):
         return False  # a leftover: waiting would not make it go
+    before = _head(lock.parent)
     until = time.monotonic() + BRIEF_SECONDS
     while lock.exists():
         if time.monotonic() >= until:
             return False
         time.sleep(POLL_SECONDS)
-    return True
+    return before is not None and _head(lock.parent) == before
+
+
+def _head(git_dir: Path) -> tuple[str | None, str | None] | None:
+    """The branch HEAD names in `git_dir` and its commit, as the files say; None when they do
+    not tell (agentloop.vcs.git.refs.where)."""
+    from agentloop.vcs.git import refs
+
+    try:  # a linked checkout's git dir names the repository's own
+        common = git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        common = git_dir
+    return refs.where(git_dir, common)
 
 
 def stayed(error: str) -> str | None:
     """What to say of a git command refused for an index lock still there (waited for, or
     nobody's): the file and what to do; None when `error` names no lock that is there."""
-    found = _LOCK.search(error)
-    lock = Path(found.group(1)) if found is not None else None
+    lock = _named(error)
     if lock is None or not lock.is_absolute() or not lock.exists():
         return None
     from agentloop.files.shown import typed

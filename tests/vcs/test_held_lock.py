@@ -1,0 +1,65 @@
+"""agentloop.vcs.git.held_lock through the git door (agentloop.vcs.git.run), with real git and a
+real process holding `.git/index.lock`: a checkout whose path has a space (`~/My Project`, as
+many are) is waited for and said as any other."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agentloop.errors import VcsError
+from agentloop.vcs.git.run import Git
+from tests.support.repos import git, make_repo
+
+# Holds `lock` open, as a running git does, for `seconds`; `ready` is made once it holds it.
+HOLDER = """
+import os, sys, time
+lock, ready, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+with open(lock, "x"):
+    open(ready, "w").close()
+    time.sleep(seconds)
+    os.unlink(lock)
+"""
+
+
+@pytest.fixture
+def spaced(tmp_path: Path) -> Path:
+    """A repository of one commit at a path with a space, and a new file to add."""
+    root = make_repo(tmp_path / "My Project", "git", {"README.md": "hello\n"})
+    (root / "new.txt").write_text("new\n")
+    return root
+
+
+def hold(root: Path, seconds: float) -> subprocess.Popen[bytes]:
+    ready = root.parent / "held"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(root / ".git" / "index.lock"),
+                               str(ready), str(seconds)])
+    while not ready.exists():
+        assert holder.poll() is None
+        time.sleep(0.01)
+    return holder
+
+
+def test_a_lock_held_a_moment_in_a_path_with_a_space_is_waited_for(spaced: Path) -> None:
+    holder = hold(spaced, 0.5)
+    try:
+        Git(spaced).out("add", "new.txt")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert git(spaced, "diff", "--cached", "--name-only").strip() == "new.txt"
+
+
+def test_a_lock_left_in_a_path_with_a_space_is_said_in_one_line(spaced: Path) -> None:
+    lock = spaced / ".git" / "index.lock"
+    lock.touch()
+    with pytest.raises(VcsError) as caught:
+        Git(spaced).out("add", "new.txt")
+    said = str(caught.value)
+    assert f"{lock} is held by another git process" in said, said
+    assert "\n" not in said, said
+
