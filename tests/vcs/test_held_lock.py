@@ -63,3 +63,26 @@ def test_a_lock_left_in_a_path_with_a_space_is_said_in_one_line(spaced: Path) ->
     assert f"{lock} is held by another git process" in said, said
     assert "\n" not in said, said
 
+
+
+def test_a_lock_taken_again_and_again_is_tried_a_few_times_then_said(
+        spaced: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A git of yours that takes the lock again each time it lets go (an editor's git panel
+    # refreshing in a loop) is no moment's lock: the command is not run on and on.
+    from agentloop import proc
+    from agentloop.vcs.git import held_lock
+    from agentloop.vcs.git.run import LOCK_TRIES
+
+    (spaced / ".git" / "index.lock").touch()
+    waits = []
+
+    def went_and_came_back(error: str) -> bool:
+        waits.append(error)
+        assert len(waits) < 10, "the command was run again and again"
+        return True
+    monkeypatch.setattr(held_lock, "gone", went_and_came_back)
+    before = proc.started()
+    with pytest.raises(VcsError) as caught:
+        Git(spaced).out("add", "new.txt")
+    assert proc.started() - before == LOCK_TRIES == len(waits) + 1
+    assert "is held by another git process" in str(caught.value)

@@ -19,6 +19,9 @@ from agentloop.vcs import folder_gone
 # A git command that takes longer than this is stuck (a lock, a hook waiting for input).
 TIMEOUT = 600
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# Runs of one command refused for an index lock a git at work holds: a lock taken again and
+# again (an editor's git panel refreshing in a loop) is no moment's lock, and the run says so.
+LOCK_TRIES = 3
 # On every git command of agent-loop's: none of the programs a repository's config or hooks
 # folder names runs for it (its hooks: reference-transaction on each ref update,
 # post-index-change, post-checkout on a lane's `worktree add`; an fsmonitor on each look at a
@@ -127,7 +130,7 @@ class Git:
         if paths is not None:
             data = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
         full = self._environment(env)
-        while True:
+        for tries in range(LOCK_TRIES):
             try:
                 # In its folder by `-C`, started from ours: a process started in another folder
                 # (a lane's worktree) takes Popen's fork and its copy of the environment, some
@@ -142,7 +145,7 @@ class Git:
                 break
             from agentloop.vcs.git import held_lock
 
-            if not held_lock.gone(done.stderr or ""):
+            if tries + 1 == LOCK_TRIES or not held_lock.gone(done.stderr or ""):
                 break
         return self._answer(args, done, codes)
 
