@@ -28,7 +28,7 @@ from agentloop.vcs.git.record import AttemptRecord, Start
 from agentloop.vcs.git.repo import GitRepo, split
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.history import missing
-from agentloop.vcs.protocol import Change, KilledAttempt
+from agentloop.vcs.protocol import Change, KilledAttempt, NotKept
 from agentloop.vcs.rewritten import carried, rewritten
 
 if TYPE_CHECKING:
@@ -483,8 +483,10 @@ class GitVcs:
             kept = aside.keep(self.tree, start, "an attempt's files, rolled back when it stopped")
         except VcsError as exc:
             self._forget()
-            return (f"keeping a copy of the stopped attempt's files failed ({exc}); they are "
-                    "left as they are, not rolled back")
+            return NotKept(f"keeping a copy of the stopped attempt's files failed ({exc}): "
+                           f"they are left as they are in {self.root}, not rolled back and not "
+                           "kept for the next run; copy what you need from there before "
+                           "running again")
         try:
             recover.roll_back(self.tree, start)
         except VcsError as exc:

@@ -1,0 +1,100 @@
+"""A filter your git requires (`filter.NAME.required`) whose program is not there: every commit
+of a file your attributes send to it fails, the task's after its agent was paid. Found before
+the first agent from the text of your config and attributes, git asked only when they may say
+so (config_text.may_set)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+
+from agentloop.errors import VcsError
+from agentloop.proc.program_path import which
+from agentloop.vcs.git.config_text import may_set
+from agentloop.vcs.git.run import Git
+
+# The commands git runs for a filter; a required one fails every add when its program is gone.
+_COMMANDS = ("clean", "process")
+
+
+def check(root: Path, git_dir: Path) -> None:
+    """VcsError of one line naming the setting when a filter your git requires cannot run
+    and an attributes file sends files to it."""
+    if not may_set(root, b"required"):
+        return
+    git = Git(root)
+    try:
+        out = git.out("config", "--type=bool", "--get-regexp", r"^filter\..*\.required$",
+                      codes=(0, 1))
+    except VcsError:
+        return  # a git that cannot start or read its config is the backend's to report
+    for line in out.splitlines():
+        key, _, value = line.partition(" ")
+        name = key[len("filter."):-len(".required")]
+        if value != "true" or not _sent_to(root, git, git_dir, name):
+            continue
+        gone = _missing_program(root, git, name)
+        if gone is not None:
+            raise VcsError(
+                f"your git requires filter \"{name}\" (filter.{name}.required) and sends files "
+                f"to it (filter={name} in your attributes), but its program `{gone}` is not "
+                f"found: every commit of such a file would fail after its agent was paid; "
+                f"install it, or `git config --unset filter.{name}.required`, then run again")
+
+
+def failed(detail: str) -> str | None:
+    """The one line for a git command that failed on a required filter of yours (git's own
+    words run on for three lines), naming the setting; None when `detail` names none."""
+    found = re.search(r"(?:clean|smudge) filter '([^']+)' failed", detail)
+    if found is None:
+        return None
+    name = found.group(1)
+    return (f"your git's required filter \"{name}\" (filter.{name}.required) failed on a "
+            f"file the task wrote ({found.group(0)}): fix its command (filter.{name}.clean), or "
+            f"`git config --unset filter.{name}.required`, then run again")
+
+
+def _missing_program(root: Path, git: Git, name: str) -> str | None:
+    """The program of filter `name`'s clean or process command that cannot run, or None
+    (also when the command is more than a program and its words: said by git, not guessed)."""
+    for command in _COMMANDS:
+        try:
+            text = git.out("config", "--get", f"filter.{name}.{command}", codes=(0, 1)).strip()
+        except VcsError:
+            return None
+        if not text:
+            continue
+        try:
+            program = shlex.split(text)[0]
+        except (ValueError, IndexError):
+            return None
+        if "=" in program or any(c in program for c in "$`;&|<>(){}*?"):
+            return None
+        # git runs a filter from the checkout's top folder: a relative path is from there.
+        found = which(str(root / program) if os.path.dirname(program) else program)
+        return None if found is not None else program
+    return None
+
+
+def _sent_to(root: Path, git: Git, git_dir: Path, name: str) -> bool:
+    """Whether an attributes file git reads here names `filter=name` (the checkout's
+    .gitattributes files, its info/attributes, your core.attributesFile or its default)."""
+    said = re.compile(rb"(^|\s)filter=" + re.escape(name.encode()) + rb"(\s|$)", re.MULTILINE)
+    try:
+        listed = git.out("ls-files", "-z", "--cached", "--others", "--exclude-standard", "--",
+                         ":(glob)**/.gitattributes", env={"GIT_LITERAL_PATHSPECS": "0"})
+        own = git.out("config", "--get", "--path", "core.attributesFile", codes=(0, 1)).strip()
+    except VcsError:
+        return False
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.environ.get("HOME", ""), ".config")
+    files = [root / rel for rel in listed.split("\0") if rel]
+    files += [git_dir / "info" / "attributes", Path(own or os.path.join(xdg, "git", "attributes"))]
+    for file in files:
+        try:
+            if said.search(file.read_bytes()):
+                return True
+        except OSError:
+            continue
+    return False
