@@ -57,8 +57,21 @@ def test_a_keep_that_failed_is_said_as_failed_never_as_kept(
     said = stopped.stdout + stopped.stderr
     assert stopped.returncode == 1, said
     assert "the next run brings it back" not in said, said
-    assert "not kept for the next run" in said, said
+    assert "no copy could be" not in said and "not rolled back and not kept yet" in said, said
     assert all(a["work_kept"] is None for a in tasks_of(work)[0]["history"])
     (line,) = [s for s in stopped.stderr.splitlines() if "error" in s]
     assert "filter.broken.required" in line, said
     assert len(fake_claude.task_runs()) == 1  # task 2 not paid for on a setting that fails
+    # The same fault: the lane's files, which no copy holds yet, stop the run before any agent.
+    again = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "filter.broken.required" in again.stderr, again.stdout + again.stderr
+    assert "uncommitted file" not in again.stdout, again.stdout
+    assert len(fake_claude.task_runs()) == 1, "an agent was paid while the filter still fails"
+    # Fixed: the finished work lands, its agent not paid again.
+    git(work, "config", "--unset", "filter.broken.required")
+    fixed = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert [t["status"] for t in tasks_of(work)] == ["completed", "completed"]
+    assert git(work, "show", "HEAD~1:data.bin").strip() == "x"
+    assert len(fake_claude.task_runs()) == 2, "task 1's agent was paid again"
