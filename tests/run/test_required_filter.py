@@ -20,6 +20,7 @@ def broken_filter(tmp_path: Path) -> Path:
     git(work, "commit", "-q", "-m", "attributes")
     work = committed_plan(work, PLAN)
     git(work, "config", "filter.broken.clean", "no-such-program %f")
+    git(work, "config", "filter.broken.smudge", "cat")
     git(work, "config", "filter.broken.required", "true")
     return work
 
@@ -38,6 +39,17 @@ def test_a_required_filter_that_cannot_run_stops_before_any_agent(
     assert done.returncode == 0, done.stdout + done.stderr
     assert [t["status"] for t in tasks_of(work)] == ["completed", "completed"]
     assert git(work, "show", "HEAD~1:data.bin").strip() == "x"
+
+
+def test_a_required_filter_without_a_smudge_command_stops_before_any_agent(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = broken_filter(tmp_path)
+    git(work, "config", "filter.broken.clean", "cat")
+    git(work, "config", "--unset", "filter.broken.smudge")  # every checkout of data.bin fails
+    stopped = agent_loop(work, "--vcs", "git", "--no-distill", timeout=60)
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    assert "filter.broken.smudge is not set" in stopped.stderr, stopped.stderr
+    assert fake_claude.task_runs() == []
 
 
 def test_a_required_filter_nothing_is_sent_to_stops_nothing(

@@ -15,9 +15,6 @@ from agentloop.proc.program_path import which
 from agentloop.vcs.git.config_text import may_set
 from agentloop.vcs.git.run import Git
 
-# The commands git runs for a filter; a required one fails every add when its program is gone.
-_COMMANDS = ("clean", "process")
-
 
 def check(root: Path, git_dir: Path) -> None:
     """VcsError of one line naming the setting when a filter your git requires cannot run
@@ -35,13 +32,13 @@ def check(root: Path, git_dir: Path) -> None:
         name = key[len("filter."):-len(".required")]
         if value != "true" or not _sent_to(root, git, git_dir, name):
             continue
-        gone = _missing_program(root, git, name)
-        if gone is not None:
+        why = _cannot_run(root, git, name)
+        if why is not None:
             raise VcsError(
                 f"your git requires filter \"{name}\" (filter.{name}.required) and sends files "
-                f"to it (filter={name} in your attributes), but its program `{gone}` is not "
-                f"found: every commit of such a file would fail after its agent was paid; "
-                f"install it, or `git config --unset filter.{name}.required`, then run again")
+                f"to it (filter={name} in your attributes), but {why}: every commit or checkout "
+                f"of such a file would fail, after its agent was paid; fix it, or `git config "
+                f"--unset filter.{name}.required`, then run again")
 
 
 def failed(detail: str) -> str | None:
@@ -52,29 +49,35 @@ def failed(detail: str) -> str | None:
         return None
     name = found.group(1)
     return (f"your git's required filter \"{name}\" (filter.{name}.required) failed on a "
-            f"file the task wrote ({found.group(0)}): fix its command (filter.{name}.clean), or "
+            f"file ({found.group(0)}): fix its command (filter.{name}.*), or "
             f"`git config --unset filter.{name}.required`, then run again")
 
 
-def _missing_program(root: Path, git: Git, name: str) -> str | None:
-    """The program of filter `name`'s clean or process command that cannot run, or None
-    (also when the command is more than a program and its words: said by git, not guessed)."""
-    for command in _COMMANDS:
-        try:
-            text = git.out("config", "--get", f"filter.{name}.{command}", codes=(0, 1)).strip()
-        except VcsError:
-            return None
+def _cannot_run(root: Path, git: Git, name: str) -> str | None:
+    """What keeps filter `name` from running (a command git needs unset, its program not
+    found), or None (also when its command is more than a program and its words: said by git,
+    not guessed). A long-running `process` stands for both clean and smudge."""
+    try:
+        out = git.out("config", "--get-regexp", rf"^filter\.{re.escape(name)}\.", codes=(0, 1))
+    except VcsError:
+        return None
+    commands = {}
+    for line in out.splitlines():
+        key, _, text = line.partition(" ")
+        commands[key.rsplit(".", 1)[-1].lower()] = text.strip()
+    for command in ("process",) if commands.get("process") else ("clean", "smudge"):
+        text = commands.get(command, "")
         if not text:
-            continue
+            return f"filter.{name}.{command} is not set"
         try:
             program = shlex.split(text)[0]
         except (ValueError, IndexError):
-            return None
+            continue
         if "=" in program or any(c in program for c in "$`;&|<>(){}*?"):
-            return None
+            continue
         # git runs a filter from the checkout's top folder: a relative path is from there.
-        found = which(str(root / program) if os.path.dirname(program) else program)
-        return None if found is not None else program
+        if which(str(root / program) if os.path.dirname(program) else program) is None:
+            return f"its {command} program `{program}` is not found"
     return None
 
 
