@@ -1,26 +1,22 @@
 """A filter your git requires (`filter.NAME.required`) whose program is not there: every commit
 of a file your attributes send to it fails, the task's after its agent was paid. Found before
-the first agent from the text of your config and attributes, git asked only when they may say
-so (config_text.may_set)."""
+the first agent from your config and attributes; the caller asks only when the config's text
+may say `required` (config_text.may_set)."""
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
 from pathlib import Path
 
 from agentloop.errors import VcsError
 from agentloop.proc.program_path import which
-from agentloop.vcs.git.config_text import may_set
 from agentloop.vcs.git.run import Git
 
 
 def check(root: Path, git_dir: Path) -> None:
     """VcsError of one line naming the setting when a filter your git requires cannot run
     and an attributes file sends files to it."""
-    if not may_set(root, b"required"):
-        return
     git = Git(root)
     try:
         out = git.out("config", "--type=bool", "--get-regexp", r"^filter\..*\.required$",
@@ -69,6 +65,8 @@ def _cannot_run(root: Path, git: Git, name: str) -> str | None:
         text = commands.get(command, "")
         if not text:
             return f"filter.{name}.{command} is not set"
+        import shlex  # where used: only for a filter your git requires
+
         try:
             program = shlex.split(text)[0]
         except (ValueError, IndexError):
