@@ -152,7 +152,10 @@ def _finished_before(task: TaskState) -> Attempt | None:
     # message, the landing): the stop is the attempt's, the work the one it judged.
     judged = last.role == "reviewer" and last.verdict in (O.APPROVED, O.FEEDBACK) and \
         task.status == S.INTERRUPTED
-    if last.outcome not in (O.INTERRUPTED, O.STOPPED) and not judged:
+    # A reviewer's or fix run's usage limit the run stopped in (Ctrl+C in its wait, out of
+    # waits): the re-run waits for its reset (Attempt.resets_at), then goes on from the work.
+    limited = last.role != "developer" and last.outcome == O.LIMITED
+    if last.outcome not in (O.INTERRUPTED, O.STOPPED) and not judged and not limited:
         return None
     # The stopped run is the fix run or the reviewer when not the finished one itself; the
     # kept work is the attempt's as it stood then, a stopped fix run's edits included.

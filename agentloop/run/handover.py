@@ -13,7 +13,7 @@ from agentloop.run import ledger
 from agentloop.run.context import Run
 from agentloop.run.decisions import Dropped, RunBegun, Step
 from agentloop.state.schema import Attempt, TaskState
-from agentloop.vcs.protocol import Change, Keeps
+from agentloop.vcs.protocol import Change, Keeps, NotKept
 
 
 def hand(run: Run, task: TaskState, step: Step) -> Any:
@@ -42,4 +42,6 @@ def drop(run: Run, task: TaskState, change: Change, number: int | None = None,
     kept = run.vcs.abandon(change)
     if isinstance(run.vcs, Keeps) and run.vcs.keeps(change.change_id):
         return
-    hand(run, task, Dropped(change.change_id, number, kept or "", finished))
+    # A keep that failed is said, never recorded as the finished agent's kept work.
+    hand(run, task, Dropped(change.change_id, number, kept or "",
+                            finished and not isinstance(kept, NotKept)))

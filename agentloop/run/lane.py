@@ -271,7 +271,9 @@ def _failed_unlanded(run: Run, task: TaskState, outcome: Outcome) -> None:
         _stopped_unlanded(run, task, outcome)
     except Exception:  # noqa: BLE001 - the first error is the one to say
         return
-    if task.status == S.INTERRUPTED and not task.change_id:
+    # Said only when a copy was kept: a keep that failed said so itself (vcs.protocol.NotKept).
+    kept = any(a.work_kept for a in task.history if a.number == outcome.attempt.number)
+    if task.status == S.INTERRUPTED and not task.change_id and kept:
         run.emit(LaneNote(f"task {task.index}: its agent had finished before the error below; "
                           "its work is kept aside, and the next run brings it back, checks and "
                           "commits it without running the agent again", stop=True))

@@ -88,7 +88,7 @@ class Workplaces:
         said = lambda text: run.emit(LaneNote(text))  # noqa: E731
         main = open_main_line(run.vcs.name, run.project.root, on_wait=said,
                               stopping=running.stopping, wait_limit=run.options.lane_wait,
-                              checkout=run.vcs)
+                              checkout=run.vcs, key=_plan_key(run))
         main.on_waits = partial(_waits, run)
         run.shared.main_line = main  # the closing lines ask it where the tasks went
         names = _lane_names(run)

@@ -78,11 +78,13 @@ MainLine = Any   # GitMainLine | JjMainLine: tip(), land(...), forget(...), forg
 
 def open_main_line(kind: str, root: Path, on_wait: Callable[[str], None] | None = None,
                    stopping: Callable[[], bool] | None = None, ref: str | None = None,
-                   wait_limit: float = WAIT_LIMIT, checkout: Vcs | None = None) -> MainLine:
+                   wait_limit: float = WAIT_LIMIT, checkout: Vcs | None = None,
+                   key: str = "") -> MainLine:
     """The main line of a `kind` (git or jj) repository: for git the branch the main checkout
     is on (or `ref`), for jj the line of @. `wait_limit`: the lane wait, in seconds.
     `checkout`: the run's backend in the main checkout, whose jj options (what a snapshot of
-    the checkout leaves out) the main line's own jj commands take too."""
+    the checkout leaves out) the main line's own jj commands take too. `key`: the run's plan
+    key (agentloop.vcs.lanes.plan_key), under which git's landing marks are kept apart."""
     if kind == "git":
         from agentloop.vcs.git.backend import GitVcs
         from agentloop.vcs.git.mainline import GitMainLine, current_branch
@@ -94,7 +96,7 @@ def open_main_line(kind: str, root: Path, on_wait: Callable[[str], None] | None 
                            on_wait=on_wait, stopping=stopping, wait_limit=wait_limit,
                            dirs=dirs, listed=listed,
                            checkout_kept=checkout.killed_attempt_kept
-                           if isinstance(checkout, GitVcs) else None)
+                           if isinstance(checkout, GitVcs) else None, key=key)
     from agentloop.vcs.jj.backend import JjVcs
     from agentloop.vcs.jj.mainline import JjMainLine
     jj_line = JjMainLine(root, on_wait=on_wait, stopping=stopping, wait_limit=wait_limit)

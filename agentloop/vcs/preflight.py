@@ -183,6 +183,10 @@ def _git_ready(root: Path, git_dir: Path, answers: Answers | None) -> None:
                        "run again")
     if answers is None:
         return  # jj makes the commits, with its own identity
+    if may_set(root, b"required"):  # a config that never says it requires no filter
+        from agentloop.vcs.git.required_filter import check
+
+        check(root, git_dir)
     who, signed = answers()
     if who is None:
         raise VcsError("git has no identity to commit with here: set it with `git config "

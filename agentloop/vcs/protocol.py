@@ -37,6 +37,14 @@ class Change:
         return self.change_id[:12]
 
 
+class NotKept(str):
+    """The line abandon returns when no copy of the attempt's files could be made: they are
+    left where they are, the line says where and what to do. Never a record's kept work
+    (Attempt.work_kept): no next run can bring it back."""
+
+    __slots__ = ()
+
+
 class Vcs(Protocol):
     """What the runner needs from a version control system."""
 
@@ -54,7 +62,8 @@ class Vcs(Protocol):
 
     def abandon(self, change: Change) -> str | None:
         """Drop the change and every edit the attempt made, leaving all else as it was, once
-        they are kept aside; the one line that says where and how to bring them back."""
+        they are kept aside; the one line that says where and how to bring them back (a
+        NotKept when no copy could be made, the files left as they are)."""
 
     def bring_back(self, kept: str) -> bool:
         """Put the edits `kept` (a line abandon returned) into the open change, as they were

@@ -4,6 +4,10 @@ before any agent starts, never paying for a run that cannot succeed."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -102,3 +106,44 @@ def test_a_rerun_with_no_task_left_to_run_waits_for_no_limit(
     assert again.returncode == 0, again.stdout + again.stderr
     assert "usage limit" not in again.stdout + again.stderr
     assert len(fake_claude.task_runs()) == 1
+
+
+def stopped_in_the_wait(work: Path, *args: str) -> None:
+    """Ctrl+C (SIGINT to the whole group, as a terminal sends it) once the run waits."""
+    child = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", *args], cwd=work,
+                             env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert child.stdout is not None
+        for line in child.stdout:
+            if "waiting until" in line:
+                os.killpg(child.pid, signal.SIGINT)
+                break
+        child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == 130
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "out of waits"])
+def test_a_rerun_after_a_reviewers_limit_reviews_the_kept_work_only(
+        tmp_path: Path, fake_claude: FakeClaude, stop: str) -> None:
+    resets = int(time.time()) + 5
+    plan = (f"- write a\n  FAKE: write a.txt a\n  FAKE: review-fail 1\n"
+            f"  FAKE: review-limit {resets}\n")
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    args = ("--vcs", "git", "--no-distill", "--review")
+    if stop == "ctrl-c":
+        stopped_in_the_wait(work, *args)
+    else:
+        first = agent_loop(work, *args, "--max-limit-waits", "0")
+        assert first.returncode == 1 and "usage limit" in first.stderr, first.stderr
+    again = agent_loop(work, *args)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "waiting until" in again.stdout, again.stdout
+    # The developer once, the reviewer twice (limited, then after the reset).
+    runs = fake_claude.task_runs()
+    assert len(runs) == 3 and "attempt2" not in again.stdout, "the developer was paid again"
+    assert runs[2]["time"] >= resets, "the reviewer started before the reset"
+    assert [t["status"] for t in tasks_of(work)] == ["completed"]
+    assert (work / "a.txt").read_text().strip() == "a"

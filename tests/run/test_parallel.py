@@ -63,7 +63,7 @@ def test_four_groups_at_once_land_one_commit_per_task(work: Path,
     # Nothing is left behind: no worktree, no lane branch, no landed record.
     assert git(work, "worktree", "list").count("\n") == 1
     assert "agent-loop/" not in git(work, "branch", "--list")
-    assert git(work, "for-each-ref", "refs/agent-loop/landed/").strip() == ""
+    assert "refs/agent-loop/landed" not in git(work, "for-each-ref", "refs/agent-loop/")
     lines = (work / ".agent-loop" / "events.jsonl").read_text().splitlines()
     lanes = {json.loads(line).get("lane") for line in lines}
     assert {f"Group {g}" for g in range(1, 5)} <= lanes

@@ -28,7 +28,7 @@ from agentloop.vcs.git.record import AttemptRecord, Start
 from agentloop.vcs.git.repo import GitRepo, split
 from agentloop.vcs.git.run import EMPTY_TREE, Git
 from agentloop.vcs.history import missing
-from agentloop.vcs.protocol import Change, KilledAttempt
+from agentloop.vcs.protocol import Change, KilledAttempt, NotKept
 from agentloop.vcs.rewritten import carried, rewritten
 
 if TYPE_CHECKING:
@@ -95,6 +95,10 @@ class GitVcs:
         # The message the next begin's task will most likely be committed with (expect_message):
         # the record begin writes names it, so finish need not write the record again.
         self._expected: str | None = None
+        # An attempt whose files no copy could be kept of (abandon): its record stays on disk
+        # past close, so that the next run's prepare rolls it back as a killed run's, keeping
+        # the copy then or stopping before any agent, never taking its files for yours.
+        self._left_unkept = False
 
     def _no_killed_run_found(self) -> None:
         """What prepare finds an earlier run left when it was killed inside a task: none yet."""
@@ -259,6 +263,7 @@ class GitVcs:
         """Record HEAD, the index and the state of every already-dirty path; or go on from
         the attempt of this task that a killed run left after its agent committed."""
         expected, self._expected = self._expected or message, None
+        self._left_unkept = False  # its record is this begin's to replace
         if not self.lane:
             self._settings = planted.look(self.tree.dirs()[1])
         if self._resumable is not None:
@@ -482,9 +487,11 @@ class GitVcs:
         try:
             kept = aside.keep(self.tree, start, "an attempt's files, rolled back when it stopped")
         except VcsError as exc:
-            self._forget()
-            return (f"keeping a copy of the stopped attempt's files failed ({exc}); they are "
-                    "left as they are, not rolled back")
+            self._start, self._left_unkept = None, True  # its record stays: see close
+            return NotKept(f"keeping a copy of the stopped attempt's files failed ({exc}): "
+                           f"they are left as they are in {self.root}, not rolled back and not "
+                           "kept yet: the next run keeps them before any agent runs, or "
+                           "stops on the same fault")
         try:
             recover.roll_back(self.tree, start)
         except VcsError as exc:
@@ -527,7 +534,8 @@ class GitVcs:
         """Nothing to leave: the next edits are uncommitted, in no task's commit. The record of
         an attempt that is still open (the run stopped on an error inside it, or a killed run's
         attempt no task has taken up) stays: the next run needs it."""
-        if self._start is None and self._resumable is None and self._record is not None:
+        if self._start is None and self._resumable is None and self._record is not None \
+                and not self._left_unkept:
             self._forget()
         self.tree.close()
 

@@ -54,19 +54,24 @@ from agentloop.vcs.protocol import KilledAttempt
 LANDED = "refs/agent-loop/landed/"
 
 
-def marks_of(root: Path) -> str:
-    """Where the landings of the checkout at `root` leave their marks: LANDED for the main
-    checkout (the name it always had: a run killed before an upgrade is resumed after it), a
-    folder of its own for a linked one, named as its lanes are (agentloop.vcs.lanes)."""
+def marks_of(root: Path, key: str = "") -> str:
+    """Where the landings of the checkout at `root` leave their marks: with `key` (the run's
+    plan key, agentloop.vcs.lanes.plan_key, which names a linked checkout too), a folder of that
+    plan's own, so that another plan's run in the same checkout never counts or deletes them.
+    Without it, the name the marks had before: LANDED for the main checkout (the released
+    version's, every plan's), a folder of its own for a linked one, named as its lanes are."""
     from agentloop.files.digest import sha1
     from agentloop.vcs.lanes import linked_checkout
 
+    if key:
+        return f"{LANDED[:-1]}-{key}/"
     checkout = linked_checkout(root)
     if not checkout:
         return LANDED
     slug = re.sub(r"[^a-z0-9]+", "-", checkout.casefold()).strip("-")[:24].strip("-")
     hashed = sha1(checkout.encode("utf-8", "surrogateescape")).hexdigest()[:6]
     return f"{LANDED[:-1]}-{slug or 'checkout'}.{hashed}/"
+
 
 class GitMainLine:
     """The branch every lane's tasks land on, and the one lock their landings take in turn."""
@@ -75,7 +80,8 @@ class GitMainLine:
                  stopping: Callable[[], bool] | None = None,
                  wait_limit: float = WAIT_LIMIT, dirs: tuple[Path, Path] | None = None,
                  listed: list[str] | None = None,
-                 checkout_kept: Callable[[str], KilledAttempt | None] | None = None) -> None:
+                 checkout_kept: Callable[[str], KilledAttempt | None] | None = None,
+                 key: str = "") -> None:
         self.root = root
         self.git = Git(root)
         self.ref = ref
@@ -97,7 +103,10 @@ class GitMainLine:
             dirs = (Path(found.split("\n")[0]), root / found.split("\n")[1])
         self.git_dir = Path(dirs[0])
         self.common_dir = Path(dirs[1]).resolve()
-        self.marks = marks_of(root)
+        self.marks = marks_of(root, key)
+        # The name this checkout's marks had before they were the plan's (a run killed by an
+        # agent-loop before this one left them there): read and deleted, never written.
+        self._older = marks_of(root)
         # The checkout's backend's killed_attempt_kept: an attempt a killed run left there,
         # which its prepare rolled back, is the work of a task that now runs in a lane.
         self._checkout_kept = checkout_kept
@@ -159,7 +168,12 @@ class GitMainLine:
                                 codes=(0, 1))
         if code == 0:
             return out.strip()
-        if self.marks != LANDED:
+        if self._older != self.marks:
+            code, out = self.git.code("rev-parse", "--verify", "-q", self._older + commit,
+                                      codes=(0, 1))
+            if code == 0:
+                return out.strip()
+        if self._older != LANDED:
             # A linked checkout's mark an agent-loop before its own names left under the main
             # checkout's: its copy counts only where it is on this branch (the main checkout's
             # mark of a commit alike is not).
@@ -279,12 +293,18 @@ class GitMainLine:
 
     def forget(self, commits: list[str]) -> None:
         """Drop the landed records of these lane commits (their tasks are saved as done)."""
+        # Under the older name too, where the files say any may be (no process where none).
+        older = self._older != self.marks and refs.any_under(self.common_dir, self._older) \
+            is not False
         for commit in commits:
             self.git.code("update-ref", "-d", self.marks + commit, codes=(0, 1))
+            if older:
+                self.git.code("update-ref", "-d", self._older + commit, codes=(0, 1))
 
     def forget_all(self) -> None:
-        """Drop every landed record of this checkout (no task is left whose landing is in
-        doubt); another checkout's are its own."""
+        """Drop every landed record of this plan in this checkout (no task is left whose
+        landing is in doubt); another plan's or checkout's are its own, and so are those under
+        the older name, which may be another plan's (forget drops this run's there)."""
         if refs.any_under(self.common_dir, self.marks) is False:
             return  # none, as the files say: no `git for-each-ref` to find that out
         out = self.git.code("for-each-ref", "--format=%(refname)", self.marks)[1]

@@ -65,12 +65,12 @@ def examine(repo: GitRepo, record: AttemptRecord, lane: bool = False,
         # no task may build on a base your branch does not hold, so the rewrite is undone with
         # the attempt, its files kept aside like the attempt's.
         rewrite, head = head, _set_commits_aside(repo, leftover, head)
-        found = _roll_back_or_leave(repo, record, leftover, head)
+        found = _roll_back_or_leave(repo, record, leftover, head, lane)
         assert rewrite is not None and leftover.head is not None
         line = (f"the agent had rewritten its lane's history to {rewrite[:12]}, off the commit "
                 f"{leftover.head[:12]} its task began on: the lane is back on that commit")
         return dataclasses.replace(found, notes=[f"{line}; {n}" for n in found.notes])
-    return _roll_back_or_leave(repo, record, leftover, head)
+    return _roll_back_or_leave(repo, record, leftover, head, lane)
 
 
 def _keep_the_commit(repo: GitRepo, leftover: Start, head: str) -> Leftover:
@@ -127,9 +127,11 @@ def _set_commits_aside(repo: GitRepo, leftover: Start, head: str | None) -> str:
 
 
 def _roll_back_or_leave(repo: GitRepo, record: AttemptRecord, leftover: Start,
-                        head: str | None) -> Leftover:
+                        head: str | None, lane: bool = False) -> Leftover:
     """An unfinished attempt: have it rolled back once its files are saved aside, or, when
-    that cannot be done safely, leave its files as they are and say why."""
+    that cannot be done safely, leave its files as they are and say why. In a `lane`, files
+    no copy could be kept of stop the run before any agent (VcsError), the record kept for
+    the next: left, they would pass for yours, and a finished agent's work be paid again."""
     if head != leftover.head:
         # Commits were made since; they may be the user's, so nothing is undone.
         record.forget()
@@ -143,6 +145,9 @@ def _roll_back_or_leave(repo: GitRepo, record: AttemptRecord, leftover: Start,
     try:
         saved = _save_aside(repo, leftover)
     except VcsError as exc:
+        if lane:
+            raise VcsError(f"{STOPPED} in its lane {repo.root}, and no copy of its files could "
+                           f"be kept: {exc}") from None
         record.forget()
         return Leftover([f"{STOPPED}, and keeping a copy of its files failed ({exc}); they are "
                          "left as they are"])

@@ -102,6 +102,10 @@ def failure(root: Path, args: tuple[str, ...], detail: str,
 
         said = held_lock.stayed(detail)
         said = said and f"`git {shown}` failed in {root}: {said}"
+    if said is None and " filter '" in detail:  # your setting, not the agent's work
+        from agentloop.vcs.git.required_filter import failed
+
+        said = failed(detail)
     return VcsError(said or f"`git {shown}` failed in {root}: {detail}")
 
 
