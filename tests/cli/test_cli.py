@@ -453,12 +453,14 @@ def test_a_run_stopped_longer_than_the_task_timeout_goes_on(
         time.sleep(0.05)
     assert fake_claude.calls(), "the agent never started"
     group = [tool.pid, *_descendants(tool.pid)]
-    for pid in group:
-        _signal(pid, signal.SIGSTOP)
-    time.sleep(4.5)
-    for pid in reversed(group):
-        _signal(pid, signal.SIGCONT)
-    go.touch()
+    try:
+        for pid in group:
+            _signal(pid, signal.SIGSTOP)
+        time.sleep(4.5)
+    finally:  # a test stopped here (a failure, a Ctrl+C) leaves no stopped process behind
+        for pid in reversed(group):
+            _signal(pid, signal.SIGCONT)
+        go.touch()
     out, err = tool.communicate(timeout=60)
     assert tool.returncode == 0, out + err
     assert "1 completed" in out and "timed out" not in out
@@ -483,12 +485,14 @@ def test_a_failure_after_the_run_was_stopped_is_no_attempt(
     while not fake_claude.calls() and time.monotonic() < deadline:
         time.sleep(0.05)
     group = [tool.pid, *_descendants(tool.pid)]
-    for pid in group:
-        _signal(pid, signal.SIGSTOP)
-    time.sleep(3)
-    for pid in reversed(group):
-        _signal(pid, signal.SIGCONT)
-    go.touch()
+    try:
+        for pid in group:
+            _signal(pid, signal.SIGSTOP)
+        time.sleep(3)
+    finally:  # a test stopped here (a failure, a Ctrl+C) leaves no stopped process behind
+        for pid in reversed(group):
+            _signal(pid, signal.SIGCONT)
+        go.touch()
     out, err = tool.communicate(timeout=60)
     assert tool.returncode == 0, out + err
     assert "while the agent worked, and the run failed after it" in out
