@@ -433,6 +433,20 @@ def _signal(pid: int, sig: signal.Signals) -> None:
         pass
 
 
+def _stopped_for(seconds: float, group: list[int], go: Path) -> None:
+    """`group` stopped (SIGSTOP) for `seconds`, as a laptop's sleep stops it, then continued
+    and its agent let end (`go`): whatever ends the wait (a failure, a Ctrl+C of pytest), no
+    stopped process is left behind."""
+    try:
+        for pid in group:
+            _signal(pid, signal.SIGSTOP)
+        time.sleep(seconds)
+    finally:
+        for pid in reversed(group):
+            _signal(pid, signal.SIGCONT)
+        go.touch()
+
+
 def test_a_run_stopped_longer_than_the_task_timeout_goes_on(
         work: Path, fake_claude: FakeClaude) -> None:
     # Issue 23: a laptop that sleeps. The whole run (agent-loop, its agent, the agent's group)
@@ -453,14 +467,7 @@ def test_a_run_stopped_longer_than_the_task_timeout_goes_on(
         time.sleep(0.05)
     assert fake_claude.calls(), "the agent never started"
     group = [tool.pid, *_descendants(tool.pid)]
-    try:
-        for pid in group:
-            _signal(pid, signal.SIGSTOP)
-        time.sleep(4.5)
-    finally:  # a test stopped here (a failure, a Ctrl+C) leaves no stopped process behind
-        for pid in reversed(group):
-            _signal(pid, signal.SIGCONT)
-        go.touch()
+    _stopped_for(4.5, group, go)
     out, err = tool.communicate(timeout=60)
     assert tool.returncode == 0, out + err
     assert "1 completed" in out and "timed out" not in out
@@ -485,14 +492,7 @@ def test_a_failure_after_the_run_was_stopped_is_no_attempt(
     while not fake_claude.calls() and time.monotonic() < deadline:
         time.sleep(0.05)
     group = [tool.pid, *_descendants(tool.pid)]
-    try:
-        for pid in group:
-            _signal(pid, signal.SIGSTOP)
-        time.sleep(3)
-    finally:  # a test stopped here (a failure, a Ctrl+C) leaves no stopped process behind
-        for pid in reversed(group):
-            _signal(pid, signal.SIGCONT)
-        go.touch()
+    _stopped_for(3, group, go)
     out, err = tool.communicate(timeout=60)
     assert tool.returncode == 0, out + err
     assert "while the agent worked, and the run failed after it" in out
