@@ -32,7 +32,7 @@ def start_notes(vcs: str, root: Path, enabled: bool) -> list[str]:
         return [f"git-hooks: not available with {vcs} (its changes are no git commits); the "
                 "repository's hooks do not run on the tasks' changes"]
     if vcs != "git":
-        return []
+        return _colocated_notes(root)
     found, unrun = present(root)
     notes = []
     if found and not enabled:
@@ -43,6 +43,20 @@ def start_notes(vcs: str, root: Path, enabled: bool) -> list[str]:
                      "(agent-loop runs none of them; git-hooks runs only pre-commit and "
                      "commit-msg, as checks)")
     return notes
+
+
+def _colocated_notes(root: Path) -> list[str]:
+    """A jj repository colocated with git (`jj git init --colocate`): the hooks git would run
+    on a commit, which jj never runs, said as a git run says its own (nothing was said, and
+    the hook silently never ran)."""
+    if not (root / ".git").is_dir():
+        return []  # jj's own repository: git's hooks folder is not the user's
+    found, unrun = present(root)
+    names = [*(h.name for h in found), *unrun]
+    if not names:
+        return []
+    return [f"the repository's {_names(names)} will not run on the tasks' changes (jj runs "
+            "no git hook, and git-hooks is not available with jj)"]
 
 
 def _names(names: Iterable[str]) -> str:

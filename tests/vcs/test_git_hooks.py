@@ -178,6 +178,27 @@ def test_with_jj_the_run_says_the_hooks_are_not_available(work: Path, jj_bin: st
 
 
 @pytest.mark.parametrize("hooks_path", ["", "custom-hooks"])
+def test_a_colocated_jj_repository_says_its_git_hooks_will_not_run(
+        work: Path, jj_bin: str, fake_claude: FakeClaude, hooks_path: str) -> None:
+    # A plain git repository's run says its hooks are skipped; a colocated one (`jj git init
+    # --colocate`) said nothing, and the user's hook silently never ran.
+    init_repo(work, "colocated")
+    (work / "tasks.md").write_text("- write a\n  FAKE: write a.txt A\n")
+    folder = work / (hooks_path or ".git/hooks")
+    folder.mkdir(parents=True, exist_ok=True)
+    if hooks_path:
+        git(work, "config", "core.hooksPath", hooks_path)
+    seen = work.parent / "hooks-seen"
+    (folder / "pre-commit").write_text(f"#!/bin/sh\necho pre-commit >> {seen}\n")
+    (folder / "pre-commit").chmod(0o755)
+    done = agent_loop(work, "--vcs", "jj", "--no-distill")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ("the repository's pre-commit hook will not run on the tasks' changes (jj runs no "
+            "git hook, and git-hooks is not available with jj)") in done.stdout, done.stdout
+    assert not seen.exists()
+
+
+@pytest.mark.parametrize("hooks_path", ["", "custom-hooks"])
 def test_the_hooks_found_with_the_repository_are_those_git_names(tmp_path: Path,
                                                                  hooks_path: str) -> None:
     # The `git rev-parse` that finds the repository asks where its hooks are too; the run's
