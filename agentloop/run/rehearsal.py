@@ -80,9 +80,12 @@ def where_changes_are(project: Project, kind: str) -> tuple[Project | None, str]
         "not on your branch (a rehearsal never touches it)")
 
 
-def prepare(project: Project, asked_vcs: str) -> tuple[Project, str, Path, list[str]]:
+def prepare(project: Project, asked_vcs: str, copy: tuple[str, ...] = (),
+            link: tuple[str, ...] = ()) -> tuple[Project, str, Path, list[str]]:
     """Start the rehearsal afresh: the project it works in (its root the new working copy, its
-    store the rehearsal's), the VCS kind, the task file as that copy has it, and notes."""
+    store the rehearsal's), the VCS kind, the task file as that copy has it, and notes. `copy`
+    and `link` (--lane-copy, --lane-link) furnish its working copy as they do a lane: what a
+    real run's agents and hooks find there (husky's `.husky/_`), the rehearsal finds too."""
     import shutil  # as private_copy: a rehearsal's only
 
     from agentloop.vcs import private_copy  # a rehearsal's only: real runs never load it
@@ -92,14 +95,19 @@ def prepare(project: Project, asked_vcs: str) -> tuple[Project, str, Path, list[
     shutil.rmtree(project.store.dir, ignore_errors=True)
     lane = private_copy.open_lane(project.root, lane_name(project), kind,
                                   _left_by_released(project) if kind == "git" else "")
+    brought: list[str] = []
+    if copy or link:
+        from agentloop.vcs.furnish import furnish
+
+        brought = furnish(project.root, lane.path, copy, link)
     where = project.shown(lane.path)
-    copy = replace(project, root=lane.path)
+    rehearsed = replace(project, root=lane.path)
     rel = relative_to(project.task_file, project.root)
     task_file = lane.path / rel if rel else project.task_file
     what = f"branch {lane.branch}" if kind == "git" else f"jj workspace {lane.branch}"
-    return copy, kind, task_file, [
+    return rehearsed, kind, task_file, [
         f"rehearsal: in a working copy of its own, {where} ({what}); your branch and files "
-        "stay as they are, and its state is its own"]
+        "stay as they are, and its state is its own", *brought]
 
 
 def check_real_run(project: Project, state: State, saved: bool) -> list[str]:

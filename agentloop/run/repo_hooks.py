@@ -68,23 +68,31 @@ def not_in_lane(run: Run) -> str | None:
     """With git-hooks on, in a lane: why your checkout's hooks that the lane has none of (a
     core.hooksPath folder git ignores, as husky's `.husky/_`) stop the run before any agent;
     None when the lane has them all."""
-    if not run.options.git_hooks or run.vcs.name != "git" or run.workdir is None:
+    if not run.options.git_hooks or run.vcs.name != "git":
+        return None
+    # A rehearsal works in a copy of its own as a lane does (its project's root), your
+    # checkout is its store's: it stops where the real run would, and says so.
+    rehearsal = run.options.rehearse
+    root = run.project.store.root if rehearsal else run.project.root
+    if run.cwd == root:
         return None
     have = {h.name for h in hooks(run.cwd)}
-    missing = [h for h in hooks(run.project.root) if h.name not in have]
+    missing = [h for h in hooks(root) if h.name not in have]
     if not missing:
         return None
     import os  # a run that found such a hook only
     import shlex
 
-    root = run.project.root
     where = [os.path.relpath(h.path, root) for h in missing]
     folder = os.path.dirname(where[0]) if not where[0].startswith("..") else ""
     bring = f"`--lane-copy {shlex.quote(folder)}` brings it into each lane" if folder \
         else "commit it"
-    return (f"git-hooks: the run's working copy {run.project.shown(run.cwd)} has no "
+    whose = "the rehearsal's" if rehearsal else "the run's"
+    also = "a real run stops here too; " if rehearsal else ""
+    return (f"git-hooks: {whose} working copy {run.project.shown(run.cwd)} has no "
             f"{_names(h.name for h in missing)} ({', '.join(where)} in your checkout, in a "
-            f"folder git ignores or keeps no commit of): {bring}, or run without --git-hooks")
+            f"folder git ignores or keeps no commit of): {also}{bring}, or run without "
+            "--git-hooks")
 
 
 def wanted(run: Run) -> bool:

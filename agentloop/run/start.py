@@ -129,7 +129,9 @@ def start_run(project: Project, plan: TaskFile | Read, options: RunOptions, emit
     notes: list[str] = list(first_notes) + vcs_notes(options.vcs, project.root)
     kind, task_file = None, project.task_file
     if options.rehearse:  # its own state, its own working copy (agentloop.run.rehearsal)
-        project, kind, task_file, rehearsed = rehearsal.prepare(project, options.vcs)
+        project, kind, task_file, rehearsed = rehearsal.prepare(project, options.vcs,
+                                                              options.lane_copy,
+                                                              options.lane_link)
         notes += rehearsed
     admitted = admit(project, options, plan, job.landed if job is not None else frozenset(),
                      history)

@@ -126,6 +126,32 @@ def test_hooks_in_a_folder_git_ignores_are_brought_into_the_lane_or_refused(
     assert done.returncode == 0, done.stdout + done.stderr
     assert seen.read_text().split() == ["pre-commit", "pre-commit"]  # baseline, then task
 
+def test_a_rehearsal_says_what_the_real_run_says_of_hooks_in_a_folder_git_ignores(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # The rehearsal's working copy has no `.husky/_` either: it ran no hook, without a word,
+    # where the real run stops before any agent naming the --lane-copy that brings it in.
+    init_repo(work, "git")
+    (work / "tasks.md").write_text("- write a\n  FAKE: write a.txt A\n")
+    git(work, "add", "tasks.md")
+    git(work, "commit", "-qm", "plan")
+    hooks = work / ".husky" / "_"
+    hooks.mkdir(parents=True)
+    (hooks / ".gitignore").write_text("*\n")
+    seen = work.parent / "hooks-seen"
+    (hooks / "pre-commit").write_text(f"#!/bin/sh\necho pre-commit >> {seen}\n")
+    (hooks / "pre-commit").chmod(0o755)
+    git(work, "config", "core.hooksPath", ".husky/_")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks", "--rehearse")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "`--lane-copy .husky/_`" in done.stderr and "a real run stops here too" in \
+        done.stderr, done.stderr
+    assert "task 1:" not in done.stdout and not seen.exists()  # no agent, not even its stand-in
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks", "--rehearse",
+                      "--lane-copy", ".husky/_")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert seen.read_text().split() == ["pre-commit", "pre-commit"]  # baseline, then task
+
+
 @pytest.mark.parametrize("workplace", ["checkout", "lane"])
 def test_a_commit_msg_hook_that_refuses_fails_the_task(work: Path, fake_claude: FakeClaude,
                                                        workplace: str) -> None:
