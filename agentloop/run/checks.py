@@ -144,11 +144,15 @@ def _ending(run: CheckRun) -> str:
     return "timed out" if run.timed_out else f"exit {run.exit_code}"
 
 
-def baseline_message(failed: Sequence[CheckRun]) -> str:
-    """Why the run stops before any agent is paid for: each failing check and its output."""
-    parts = [f"check `{r.command}` fails before any task ran ({_ending(r)}); "
-             f"fix the tree or the command. Its output ends with:\n{_indent(r.tail)}"
-             for r in failed]
+def baseline_message(failed: Sequence[CheckRun], advice: Mapping[str, str] | None = None,
+                     when: str = "before any task ran") -> str:
+    """Why the run stops before any agent is paid for: each failing check and its output.
+    `advice`: what to do about a check other than fix the tree or the command (a commit-msg
+    hook that refuses agent-loop's message: agentloop.run.repo_hooks), by its command."""
+    said = advice or {}
+    parts = [f"check `{r.command}` fails {when} ({_ending(r)}); "
+             f"{said.get(r.command, 'fix the tree or the command')}. Its output ends "
+             f"with:\n{_indent(r.tail)}" for r in failed]
     return "\n".join(parts) + f"\n(full output: {failed[0].log})"
 
 

@@ -1,6 +1,8 @@
 """The repository's own git hooks on each task's change (the `git-hooks` setting): `pre-commit`
 and `commit-msg` run as checks after the developer's run, with the checks, and a hook that fails
-is a failed check the task's session is asked to fix (agentloop.run.verify). Off, the run says in
+is a failed check the task's session is asked to fix (agentloop.run.verify), but for a
+commit-msg hook: the message it refuses is agent-loop's, so the commit fails as any may, the
+agent's work kept for the next run, and the line says what the user can do. Off, the run says in
 one line at its start which hooks its commits skip; with jj there is no commit for git to hook,
 and the run says that instead.
 
@@ -93,6 +95,23 @@ def not_in_lane(run: Run) -> str | None:
             f"{_names(h.name for h in missing)} ({', '.join(where)} in your checkout, in a "
             f"folder git ignores or keeps no commit of): {also}{bring}, or run without "
             "--git-hooks")
+
+
+def refused_messages(run: Run, failed: Iterable[CheckRun], message: str) -> dict[str, str]:
+    """Of `failed`, the commit-msg hook's run (command: what the user can do instead of
+    fixing the tree or the command): the message it refuses is agent-loop's own, which
+    neither the user nor the agent can change. Empty when that hook passed."""
+    if not run.options.git_hooks or run.vcs.name != "git":
+        return {}  # no hook ran: a failed check is the user's own
+    from agentloop.vcs.trailers import PLAN_KEY, TASK_KEY  # a refusal's line only
+
+    commands = {r.command for r in failed}
+    return {h.command: (
+        f"your commit-msg hook ({run.project.shown(h.path)}) refuses the message agent-loop "
+        f"commits with (here `{message}`; always `agent-loop: <group> / <task>`, then its "
+        f"trailers {PLAN_KEY} and {TASK_KEY}), which you cannot change: let the hook accept "
+        "it, or run without --git-hooks") for h in hooks(run.cwd)
+        if h.name == "commit-msg" and h.command in commands}
 
 
 def wanted(run: Run) -> bool:

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from agentloop.agents import OTHER, Failure
-from agentloop.errors import CheckFailed
+from agentloop.errors import CheckFailed, VcsError
 from agentloop.options.record import RunOptions
 from agentloop.run import checks, repo_hooks
 from agentloop.run.checks import CheckRun
@@ -29,6 +29,7 @@ from agentloop.run.decisions import ChecksRan
 from agentloop.run.events import CheckFinished, ChecksDone, CheckStarted
 from agentloop.run.fixes import Outcome, fix_run
 from agentloop.run.handover import hand
+from agentloop.run.selection import commit_message
 from agentloop.state.schema import TaskState
 
 NO_CHANGES = "the task changed no files (--require-changes)"
@@ -73,12 +74,14 @@ def baseline(run: Run, tasks: list[TaskState]) -> tuple[CheckRun, ...]:
     run.emit(ChecksDone(0, 0, 0, len(runs), sum(r.seconds for r in runs),
                         tuple(checks.describe(r) for r in failed)))
     if failed:
-        where = "" if run.workdir is None else (
+        refused = repo_hooks.refused_messages(
+            run, failed, commit_message(tasks[0], run.state.title)) if hooked else {}
+        where = "" if run.workdir is None or len(refused) == len(failed) else (
             f"\nIt ran in the run's working copy {run.project.shown(run.workdir)}, your last "
             "commit as each task starts from: what it needs that git ignores there (`.env`, "
             "`node_modules`) comes in with `--lane-copy`, `--lane-link` or `--lane-setup`, "
             "what you have not committed with a commit")
-        raise CheckFailed(checks.baseline_message(failed) + where)
+        raise CheckFailed(checks.baseline_message(failed, refused) + where)
     return runs
 
 
@@ -125,6 +128,14 @@ def verify(run: Run, task: TaskState, outcome: Outcome) -> Outcome:
         # Saved with the next step's save (a fix run's record, the task's end): no extra write.
         hand(run, task, ChecksRan(outcome.attempt, runs))
         failed = [r for r in runs if not r.passed]
+        refused = repo_hooks.refused_messages(
+            run, failed, commit_message(task, run.state.title)) if failed else {}
+        if refused:
+            # No fix round: the message is agent-loop's, not the agent's. The commit fails as
+            # any commit may, the agent's work kept aside for the next run (run.attempt).
+            raise VcsError(checks.baseline_message(
+                [r for r in failed if r.command in refused], refused,
+                f"on task {run.shared.number(task)}'s change"))
         run.emit(ChecksDone(task.index, round_, rounds, len(runs), sum(r.seconds for r in runs),
                             tuple(checks.describe(r) for r in failed)))
         if not failed:

@@ -153,23 +153,53 @@ def test_a_rehearsal_says_what_the_real_run_says_of_hooks_in_a_folder_git_ignore
 
 
 @pytest.mark.parametrize("workplace", ["checkout", "lane"])
-def test_a_commit_msg_hook_that_refuses_fails_the_task(work: Path, fake_claude: FakeClaude,
-                                                       workplace: str) -> None:
+def test_a_commit_msg_hook_that_refuses_a_tasks_commit_keeps_its_work(
+        work: Path, fake_claude: FakeClaude, workplace: str) -> None:
+    # A refused message is not the agent's to fix (agent-loop writes it): fix rounds were paid
+    # for it, then the task failed, its work dropped, and the next run paid the agent again.
+    # Now the run stops as on any commit that fails, its work kept aside for the next run.
     hooked_repo(work)
     (work / ".git" / "hooks" / "pre-commit").unlink()
     hook = work / ".git" / "hooks" / "commit-msg"
     # It refuses the task's change (a.txt), not the tree as it was: the baseline passes.
     hook.write_text("#!/bin/sh\ngit show :a.txt >/dev/null 2>&1 || exit 0\n"
                     "echo 'commit-msg: no ticket number'\nexit 1\n")
-    done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks", "--max-attempts", "1",
-                      "--check-rounds", "0", "--workplace", workplace)
-    assert done.returncode == 4, done.stdout + done.stderr
-    failed = next(line for line in done.stdout.splitlines() if "task 1 failed: check `" in line)
-    assert f"{HOOKS[workplace]}commit-msg " in failed and \
-        "AGENT_LOOP_COMMIT_MSG` still fails (exit 1): commit-msg: no ticket number" in failed, \
-        failed
-    assert git_commits(work) == []  # no commit of the task
-    assert git(work, "status", "--porcelain") == ""  # its change dropped, the tree as before
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks", "--workplace",
+                      workplace)
+    assert done.returncode != 0, done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert f"{HOOKS[workplace]}commit-msg" in said and "commit-msg: no ticket number" in said, \
+        said
+    assert "`agent-loop: <group> / <task>`" in said and "run without --git-hooks" in said, said
+    assert "its work is kept aside" in said, said
+    assert len(fake_claude.task_runs()) == 1  # no fix round paid for a message
+    assert git_commits(work) == []
+    hook.write_text("#!/bin/sh\nexit 0\n")  # the user lets the hook accept it
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks", "--workplace",
+                      workplace)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(fake_claude.task_runs()) == 1  # not paid again
+    assert [files for _, _, files in git_commits(work)] == [["a.txt"]]
+
+
+def test_a_commit_msg_hook_that_refuses_agent_loops_message_says_what_you_can_do(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # commitlint's kind of hook: it refuses any message but `feat: ...`, agent-loop's too. The
+    # baseline said "fix the tree or the command", though the message is not the user's.
+    hooked_repo(work)
+    (work / ".git" / "hooks" / "pre-commit").unlink()
+    (work / ".git" / "hooks" / "commit-msg").write_text(
+        "#!/bin/sh\ngrep -qE '^(feat|fix): ' \"$1\" || { echo 'subject must be feat: or fix:'; "
+        "exit 1; }\n")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert fake_claude.calls() == []
+    assert "fix the tree or the command" not in done.stderr, done.stderr
+    assert "commit-msg hook (.git/hooks/commit-msg) refuses the message agent-loop commits " \
+        "with" in done.stderr, done.stderr
+    assert "`agent-loop: <group> / <task>`" in done.stderr and "trailers" in done.stderr
+    assert "let the hook accept it, or run without --git-hooks" in done.stderr, done.stderr
+    assert "subject must be feat: or fix:" in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("hook", ["pre-commit", "commit-msg"])
