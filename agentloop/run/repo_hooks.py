@@ -22,7 +22,7 @@ from agentloop.run.context import Run
 from agentloop.run.events import CheckFinished, CheckStarted
 from agentloop.run.selection import commit_message
 from agentloop.state.schema import TaskState
-from agentloop.vcs.githooks import hooks, present, staged
+from agentloop.vcs.githooks import hooks, on_commit, present, staged
 
 
 def start_notes(vcs: str, root: Path, enabled: bool) -> list[str]:
@@ -53,8 +53,7 @@ def _colocated_notes(root: Path) -> list[str]:
     the hook silently never ran)."""
     if not (root / ".git").is_dir():
         return []  # jj's own repository: git's hooks folder is not the user's
-    found, unrun = present(root)
-    names = [*(h.name for h in found), *unrun]
+    names = on_commit(root)
     if not names:
         return []
     return [f"the repository's {_names(names)} will not run on the tasks' changes (jj runs "

@@ -93,6 +93,20 @@ def present(root: Path) -> tuple[tuple[Hook, ...], tuple[str, ...]]:
     return tuple(found), unrun
 
 
+def on_commit(root: Path) -> tuple[str, ...]:
+    """The names of the hooks git would run on a commit in `root` (HOOKS, then UNRUN): read
+    off `.git/hooks` where no core.hooksPath may be set (no process: a colocated jj run asks
+    on every start), else as present() finds them."""
+    from agentloop.vcs.git.config_text import may_set  # a colocated jj run's only
+
+    if may_set(root, b"hookspath"):
+        found, unrun = present(root)
+        return (*(h.name for h in found), *unrun)
+    folder = root / ".git" / "hooks"
+    return tuple(name for name in (*HOOKS, *UNRUN)
+                 if (folder / name).is_file() and os.access(folder / name, os.X_OK))
+
+
 @contextmanager
 def staged(root: Path, message: str) -> Iterator[dict[str, str]]:
     """The environment a hook runs in while the block lasts: an index of its own holding the
