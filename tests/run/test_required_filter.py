@@ -4,6 +4,7 @@ work. Said before the first agent is paid; a failed keep is never said or record
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tests.support.fake_agent import FakeClaude
@@ -87,3 +88,40 @@ def test_a_keep_that_failed_is_said_as_failed_never_as_kept(
     assert [t["status"] for t in tasks_of(work)] == ["completed", "completed"]
     assert git(work, "show", "HEAD~1:data.bin").strip() == "x"
     assert len(fake_claude.task_runs()) == 2, "task 1's agent was paid again"
+
+
+def test_a_required_filter_run_from_home_stops_nothing(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # git runs a filter's command through the shell, which finds `~/bin/…` in your home.
+    work = broken_filter(tmp_path)
+    home = tmp_path / "home"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "passes").write_text("#!/bin/sh\ncat\n")
+    (home / "bin" / "passes").chmod(0o755)
+    git(work, "config", "filter.broken.clean", "~/bin/passes %f")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", env={**os.environ, "HOME": str(home)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(work, "show", "HEAD~1:data.bin").strip() == "x"
+
+
+def test_a_required_filter_no_file_is_sent_to_stops_nothing(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # Your own attributes file (every repository's) names the filter for files this one lacks.
+    work = broken_filter(tmp_path)
+    (work / ".gitattributes").write_text("*.bin -text\n")
+    git(work, "commit", "-q", "-am", "no filter here")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "attributes").write_text("*.psd filter=broken\n")
+    git(work, "config", "core.attributesFile", "~/attributes")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", env={**os.environ, "HOME": str(home)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [t["status"] for t in tasks_of(work)] == ["completed", "completed"]
+    (work / "art").mkdir()
+    (work / "art" / "cover.psd").write_text("layers\n")  # one now: its commit would fail
+    paid = len(fake_claude.task_runs())
+    stopped = agent_loop(work, "--vcs", "git", "--no-distill", "--task", "1", "--again",
+                         env={**os.environ, "HOME": str(home)})
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    assert "filter.broken.required" in stopped.stderr, stopped.stderr
+    assert len(fake_claude.task_runs()) == paid
