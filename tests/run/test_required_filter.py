@@ -125,3 +125,26 @@ def test_a_required_filter_no_file_is_sent_to_stops_nothing(
     assert stopped.returncode == 1, stopped.stdout + stopped.stderr
     assert "filter.broken.required" in stopped.stderr, stopped.stderr
     assert len(fake_claude.task_runs()) == paid
+
+
+def test_a_failed_keep_in_your_checkout_is_kept_by_the_next_run_as_said(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = broken_filter(tmp_path)
+    git(work, "config", "filter.broken.clean", "false %f")
+    here = ("--vcs", "git", "--no-distill", "--workplace", "checkout")
+    stopped = agent_loop(work, *here)
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    assert f"left as they are in {work}," in stopped.stdout, stopped.stdout
+    assert "the next run keeps them before any agent runs, or stops on the same fault" in \
+        stopped.stdout, stopped.stdout
+    # The same fault: said as such, the agent's file not taken for yours.
+    again = agent_loop(work, *here)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "filter.broken.required" in again.stderr, again.stderr
+    assert "uncommitted file" not in again.stderr, again.stderr
+    git(work, "config", "--unset", "filter.broken.required")
+    fixed = agent_loop(work, *here)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert [t["status"] for t in tasks_of(work)] == ["completed", "completed"]
+    assert git(work, "show", "HEAD~1:data.bin").strip() == "x"
+    assert len(fake_claude.task_runs()) == 2, "task 1's agent was paid again"
