@@ -64,8 +64,10 @@ def _twins(tmp_path: Path) -> tuple[Path, Path]:
     return main, wt
 
 
-def _held_after_the_mark(tmp_path: Path, checkout: Path, mode: str) -> subprocess.Popen[bytes]:
-    """`agent-loop` in `checkout`, up to just after its first landing that leaves a mark."""
+def held_after_the_mark(tmp_path: Path, checkout: Path, mode: str, plan: str = "tasks.md"
+                       ) -> subprocess.Popen[bytes]:
+    """`agent-loop PLAN` in `checkout`, up to just after its first landing that leaves a mark
+    (MARK_MODE `mode`: `kill` kills it there, `stall` holds it until `mark-go` is made)."""
     folder = tmp_path / "mark-git"
     folder.mkdir()
     (folder / "git").write_text(AFTER_THE_MARK)
@@ -74,7 +76,7 @@ def _held_after_the_mark(tmp_path: Path, checkout: Path, mode: str) -> subproces
     env = {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}",
            "MARK_REAL": str(shutil.which("git")), "MARK_MADE": str(made),
            "MARK_GO": str(tmp_path / "mark-go"), "MARK_MODE": mode, "NO_COLOR": "1"}
-    tool = subprocess.Popen([sys.executable, "-m", "agentloop", "tasks.md", *ARGS], cwd=checkout,
+    tool = subprocess.Popen([sys.executable, "-m", "agentloop", plan, *ARGS], cwd=checkout,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
@@ -99,7 +101,7 @@ def _landed_once(repo: Path, branch: str) -> None:
 def test_a_killed_runs_mark_outlives_the_other_checkouts_run(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     main, wt = _twins(tmp_path)
-    killed = _held_after_the_mark(tmp_path, main, "kill")
+    killed = held_after_the_mark(tmp_path, main, "kill")
     assert killed.wait(timeout=60) == -9
     marks = _marks(main)
     assert len(marks) == 1, marks
@@ -119,7 +121,7 @@ def test_a_killed_runs_mark_outlives_the_other_checkouts_run(
 def test_both_checkouts_at_once_with_the_same_commits(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     main, wt = _twins(tmp_path)
-    held = _held_after_the_mark(tmp_path, main, "stall")
+    held = held_after_the_mark(tmp_path, main, "stall")
     try:
         theirs = agent_loop(wt, *ARGS)
     finally:
@@ -135,7 +137,7 @@ def test_both_checkouts_at_once_with_the_same_commits(
 def test_a_linked_checkouts_mark_from_before_the_upgrade_still_counts_there(
         tmp_path: Path, fake_claude: FakeClaude) -> None:
     main, wt = _twins(tmp_path)
-    killed = _held_after_the_mark(tmp_path, wt, "kill")
+    killed = held_after_the_mark(tmp_path, wt, "kill")
     assert killed.wait(timeout=60) == -9
     (mark,) = _marks(main)
     assert not mark.startswith("refs/agent-loop/landed/"), mark

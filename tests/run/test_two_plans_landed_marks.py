@@ -6,18 +6,13 @@ run-end cleanup never takes the other's, and a mark under the name the released 
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.run.test_twin_landed_marks import AFTER_THE_MARK, PLAN
+from tests.run.test_twin_landed_marks import ARGS, PLAN, held_after_the_mark
 from tests.support.fake_agent import FakeClaude
 from tests.support.repos import git, init_repo, state_of
 from tests.support.runner import agent_loop
 
-ARGS = ("--vcs", "git", "--no-distill", "--parallel", "2")
 OTHER = "- task c\n  FAKE: write c.txt c\n"
 
 
@@ -35,19 +30,8 @@ def _two_plans(tmp_path: Path) -> Path:
 
 def _killed_after_the_mark(tmp_path: Path, main: Path, plan: str) -> None:
     """`agent-loop PLAN` in `main`, killed just after its first landing that leaves a mark."""
-    folder = tmp_path / "mark-git"
-    folder.mkdir()
-    (folder / "git").write_text(AFTER_THE_MARK)
-    (folder / "git").chmod(0o755)
-    made = tmp_path / "mark-made"
-    env = {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}",
-           "MARK_REAL": str(shutil.which("git")), "MARK_MADE": str(made),
-           "MARK_GO": str(tmp_path / "mark-go"), "MARK_MODE": "kill", "NO_COLOR": "1"}
-    tool = subprocess.Popen([sys.executable, "-m", "agentloop", plan, *ARGS], cwd=main, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL)
+    tool = held_after_the_mark(tmp_path, main, "kill", plan)
     assert tool.wait(timeout=60) == -9, tool.communicate()[0].decode()
-    assert made.exists()
 
 
 def _marks(repo: Path) -> list[str]:
