@@ -148,3 +148,6 @@ def test_a_linked_checkouts_mark_from_before_the_upgrade_still_counts_there(
     again = agent_loop(wt, *ARGS)
     assert again.returncode == 0, again.stdout + again.stderr
     _landed_once(wt, "side")
+    # Counted, then dropped with the task's landing: left, it would count in the main checkout
+    # for a lane commit alike there (a main checkout's run reads that name as its own older one).
+    assert _marks(main) == [], "the mark from before the upgrade outlived its task"
