@@ -142,6 +142,7 @@ def test_a_failed_keep_in_your_checkout_is_kept_by_the_next_run_as_said(
     assert again.returncode == 1, again.stdout + again.stderr
     assert "filter.broken.required" in again.stderr, again.stderr
     assert "uncommitted file" not in again.stderr, again.stderr
+    assert "--allow-dirty leaves its files as they are" in again.stderr, again.stderr
     git(work, "config", "--unset", "filter.broken.required")
     fixed = agent_loop(work, *here)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr

@@ -151,7 +151,8 @@ def _roll_back_or_leave(repo: GitRepo, record: AttemptRecord, leftover: Start,
     except VcsError as exc:
         if lane or stop:
             where = f"in its lane {repo.root}" if lane else f"in {repo.root}"
-            raise VcsError(f"{STOPPED} {where}, and no copy of its files could be kept: "
+            mine = "" if lane else " (--allow-dirty leaves its files as they are, as yours)"
+            raise VcsError(f"{STOPPED} {where}, and no copy of its files could be kept{mine}: "
                            f"{exc}") from None
         record.forget()
         return Leftover([f"{STOPPED}, and keeping a copy of its files failed ({exc}); they are "
