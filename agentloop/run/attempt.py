@@ -154,7 +154,8 @@ def _finished_before(task: TaskState) -> Attempt | None:
         task.status == S.INTERRUPTED
     # A reviewer's or fix run's usage limit the run stopped in (Ctrl+C in its wait, out of
     # waits): the re-run waits for its reset (Attempt.resets_at), then goes on from the work.
-    limited = last.role != "developer" and last.outcome == O.LIMITED
+    # A fix run is the developer's session resumed, in a round of its own.
+    limited = (last.role != "developer" or last.round > 0) and last.outcome == O.LIMITED
     if last.outcome not in (O.INTERRUPTED, O.STOPPED) and not judged and not limited:
         return None
     # The stopped run is the fix run or the reviewer when not the finished one itself; the

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_agent import FakeClaude
-from tests.support.repos import committed_plan, git_project, tasks_of
+from tests.support.repos import committed_plan, git, git_project, tasks_of
 from tests.support.runner import agent_loop
 
 
@@ -147,3 +147,24 @@ def test_a_rerun_after_a_reviewers_limit_reviews_the_kept_work_only(
     assert runs[2]["time"] >= resets, "the reviewer started before the reset"
     assert [t["status"] for t in tasks_of(work)] == ["completed"]
     assert (work / "a.txt").read_text().strip() == "a"
+
+
+def test_a_rerun_after_a_fix_runs_limit_goes_on_from_the_kept_work(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # The check fails once the task's file is there; its output is the fix run's prompt, whose
+    # FAKE lines make that run write the missing file, then meet a usage limit.
+    resets = int(time.time()) + 5
+    plan = "- write a\n  FAKE: write a.txt a\n"
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    check = ("test ! -f a.txt || test -f ok.txt || { echo 'FAKE: write ok.txt y'; "
+             f"echo 'FAKE: fail 1'; echo 'FAKE: limit {resets}'; exit 1; }}")
+    args = ("--vcs", "git", "--no-distill", "--check", check)
+    first = agent_loop(work, *args, "--max-limit-waits", "0")
+    assert first.returncode == 1 and "usage limit" in first.stderr, first.stderr
+    assert len(fake_claude.task_runs()) == 2  # the developer, then its fix run, limited
+    again = agent_loop(work, *args)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "waiting until" in again.stdout, again.stdout
+    assert "attempt2" not in again.stdout, "the developer was paid again for finished work"
+    assert [t["status"] for t in tasks_of(work)] == ["completed"]
+    assert git(work, "show", "HEAD:a.txt").strip() == "a"

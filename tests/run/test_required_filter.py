@@ -4,6 +4,7 @@ work. Said before the first agent is paid; a failed keep is never said or record
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tests.support.fake_agent import FakeClaude
@@ -83,6 +84,67 @@ def test_a_keep_that_failed_is_said_as_failed_never_as_kept(
     # Fixed: the finished work lands, its agent not paid again.
     git(work, "config", "--unset", "filter.broken.required")
     fixed = agent_loop(work, "--vcs", "git", "--no-distill")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert [t["status"] for t in tasks_of(work)] == ["completed", "completed"]
+    assert git(work, "show", "HEAD~1:data.bin").strip() == "x"
+    assert len(fake_claude.task_runs()) == 2, "task 1's agent was paid again"
+
+
+def test_a_required_filter_run_from_home_stops_nothing(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # git runs a filter's command through the shell, which finds `~/bin/…` in your home.
+    work = broken_filter(tmp_path)
+    home = tmp_path / "home"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "passes").write_text("#!/bin/sh\ncat\n")
+    (home / "bin" / "passes").chmod(0o755)
+    git(work, "config", "filter.broken.clean", "~/bin/passes %f")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", env={**os.environ, "HOME": str(home)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(work, "show", "HEAD~1:data.bin").strip() == "x"
+
+
+def test_a_required_filter_no_file_is_sent_to_stops_nothing(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # Your own attributes file (every repository's) names the filter for files this one lacks.
+    work = broken_filter(tmp_path)
+    (work / ".gitattributes").write_text("*.bin -text\n")
+    git(work, "commit", "-q", "-am", "no filter here")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "attributes").write_text("*.psd filter=broken\n")
+    git(work, "config", "core.attributesFile", "~/attributes")
+    done = agent_loop(work, "--vcs", "git", "--no-distill", env={**os.environ, "HOME": str(home)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [t["status"] for t in tasks_of(work)] == ["completed", "completed"]
+    (work / "art").mkdir()
+    (work / "art" / "cover.psd").write_text("layers\n")  # one now: its commit would fail
+    paid = len(fake_claude.task_runs())
+    stopped = agent_loop(work, "--vcs", "git", "--no-distill", "--task", "1", "--again",
+                         env={**os.environ, "HOME": str(home)})
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    assert "filter.broken.required" in stopped.stderr, stopped.stderr
+    assert len(fake_claude.task_runs()) == paid
+
+
+def test_a_failed_keep_in_your_checkout_is_kept_by_the_next_run_as_said(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = broken_filter(tmp_path)
+    git(work, "config", "filter.broken.clean", "false %f")
+    here = ("--vcs", "git", "--no-distill", "--workplace", "checkout")
+    stopped = agent_loop(work, *here)
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    assert f"left as they are in {work}," in stopped.stdout, stopped.stdout
+    assert "the next run keeps them before any agent runs, or stops on the same fault" in \
+        stopped.stdout, stopped.stdout
+    # The same fault: said as such, the agent's file not taken for yours.
+    again = agent_loop(work, *here)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "filter.broken.required" in again.stderr, again.stderr
+    assert "uncommitted file" not in again.stderr, again.stderr
+    assert "--allow-dirty leaves its files as they are" in again.stderr, again.stderr
+    git(work, "config", "--unset", "filter.broken.required")
+    fixed = agent_loop(work, *here)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert [t["status"] for t in tasks_of(work)] == ["completed", "completed"]
     assert git(work, "show", "HEAD~1:data.bin").strip() == "x"

@@ -64,10 +64,10 @@ def _twins(tmp_path: Path) -> tuple[Path, Path]:
     return main, wt
 
 
-def held_after_the_mark(tmp_path: Path, checkout: Path, mode: str,
-                        plan: str = "tasks.md") -> subprocess.Popen[bytes]:
+def held_after_the_mark(tmp_path: Path, checkout: Path, mode: str, plan: str = "tasks.md"
+                       ) -> subprocess.Popen[bytes]:
     """`agent-loop PLAN` in `checkout`, up to just after its first landing that leaves a mark
-    (AFTER_THE_MARK's `mode`)."""
+    (MARK_MODE `mode`: `kill` kills it there, `stall` holds it until `mark-go` is made)."""
     folder = tmp_path / "mark-git"
     folder.mkdir()
     (folder / "git").write_text(AFTER_THE_MARK)
@@ -148,3 +148,6 @@ def test_a_linked_checkouts_mark_from_before_the_upgrade_still_counts_there(
     again = agent_loop(wt, *ARGS)
     assert again.returncode == 0, again.stdout + again.stderr
     _landed_once(wt, "side")
+    # Counted, then dropped with the task's landing: left, it would count in the main checkout
+    # for a lane commit alike there (a main checkout's run reads that name as its own older one).
+    assert _marks(main) == [], "the mark from before the upgrade outlived its task"

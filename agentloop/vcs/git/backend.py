@@ -229,7 +229,8 @@ class GitVcs:
         from agentloop.vcs.git import recover  # only after a run that died inside a task
 
         assert self._record is not None  # made by _open
-        found = recover.examine(self.tree, self._record, lane=self.lane)
+        found = recover.examine(self.tree, self._record, lane=self.lane,
+                                keep_or_stop=not self.allow_dirty)
         self._recovered, self._resumable = found.recovered, found.resume
         if found.undo is not None:  # examine kept its copy
             recover.roll_back(self.tree, found.undo)

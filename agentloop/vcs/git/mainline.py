@@ -293,13 +293,20 @@ class GitMainLine:
 
     def forget(self, commits: list[str]) -> None:
         """Drop the landed records of these lane commits (their tasks are saved as done)."""
-        # Under the older name too, where the files say any may be (no process where none).
-        older = self._older != self.marks and refs.any_under(self.common_dir, self._older) \
-            is not False
+        # Under the older names too, where the files say any may be (no process where none):
+        # a linked checkout's own, and the main checkout's that landed counts where its copy is
+        # on this branch (left, it would count there for a lane commit alike).
+        older = [name for name in dict.fromkeys((self._older, LANDED))
+                 if name != self.marks and refs.any_under(self.common_dir, name) is not False]
         for commit in commits:
             self.git.code("update-ref", "-d", self.marks + commit, codes=(0, 1))
-            if older:
-                self.git.code("update-ref", "-d", self._older + commit, codes=(0, 1))
+            for name in older:
+                if name != self._older:  # LANDED, in a linked checkout
+                    code, out = self.git.code("rev-parse", "--verify", "-q", name + commit,
+                                              codes=(0, 1))
+                    if code != 0 or not self._on_branch(out.strip()):
+                        continue  # none, or the main checkout's own for a commit alike
+                self.git.code("update-ref", "-d", name + commit, codes=(0, 1))
 
     def forget_all(self) -> None:
         """Drop every landed record of this plan in this checkout (no task is left whose

@@ -35,12 +35,14 @@ class Leftover:
 
 
 def examine(repo: GitRepo, record: AttemptRecord, lane: bool = False,
-            resume: bool = True) -> Leftover:
+            resume: bool = True, keep_or_stop: bool = False) -> Leftover:
     """An earlier run died inside a task: keep the commit it made; an attempt whose agent
     committed on its branch goes on (`resume`: the caller decides once it knows which task
     begins); else have its edits undone. Without `resume`, in a `lane` (only agents work
     there) commits made on its branch since the attempt began are the attempt's: they are
-    undone with it, and kept aside like its files."""
+    undone with it, and kept aside like its files. `keep_or_stop`: files no copy could be
+    kept of stop the run in your checkout too (a run that may not leave them as yours:
+    no --allow-dirty), as they always do in a lane (_roll_back_or_leave)."""
     try:
         leftover = record.read()
     except ValueError:
@@ -65,12 +67,12 @@ def examine(repo: GitRepo, record: AttemptRecord, lane: bool = False,
         # no task may build on a base your branch does not hold, so the rewrite is undone with
         # the attempt, its files kept aside like the attempt's.
         rewrite, head = head, _set_commits_aside(repo, leftover, head)
-        found = _roll_back_or_leave(repo, record, leftover, head, lane)
+        found = _roll_back_or_leave(repo, record, leftover, head, lane, keep_or_stop)
         assert rewrite is not None and leftover.head is not None
         line = (f"the agent had rewritten its lane's history to {rewrite[:12]}, off the commit "
                 f"{leftover.head[:12]} its task began on: the lane is back on that commit")
         return dataclasses.replace(found, notes=[f"{line}; {n}" for n in found.notes])
-    return _roll_back_or_leave(repo, record, leftover, head, lane)
+    return _roll_back_or_leave(repo, record, leftover, head, lane, keep_or_stop)
 
 
 def _keep_the_commit(repo: GitRepo, leftover: Start, head: str) -> Leftover:
@@ -127,11 +129,13 @@ def _set_commits_aside(repo: GitRepo, leftover: Start, head: str | None) -> str:
 
 
 def _roll_back_or_leave(repo: GitRepo, record: AttemptRecord, leftover: Start,
-                        head: str | None, lane: bool = False) -> Leftover:
+                        head: str | None, lane: bool = False, stop: bool = False
+                        ) -> Leftover:
     """An unfinished attempt: have it rolled back once its files are saved aside, or, when
     that cannot be done safely, leave its files as they are and say why. In a `lane`, files
     no copy could be kept of stop the run before any agent (VcsError), the record kept for
-    the next: left, they would pass for yours, and a finished agent's work be paid again."""
+    the next: left, they would pass for yours, and a finished agent's work be paid again; in
+    your checkout too with `stop` (the run would refuse them as your uncommitted files)."""
     if head != leftover.head:
         # Commits were made since; they may be the user's, so nothing is undone.
         record.forget()
@@ -145,9 +149,11 @@ def _roll_back_or_leave(repo: GitRepo, record: AttemptRecord, leftover: Start,
     try:
         saved = _save_aside(repo, leftover)
     except VcsError as exc:
-        if lane:
-            raise VcsError(f"{STOPPED} in its lane {repo.root}, and no copy of its files could "
-                           f"be kept: {exc}") from None
+        if lane or stop:
+            where = f"in its lane {repo.root}" if lane else f"in {repo.root}"
+            mine = "" if lane else " (--allow-dirty leaves its files as they are, as yours)"
+            raise VcsError(f"{STOPPED} {where}, and no copy of its files could be kept{mine}: "
+                           f"{exc}") from None
         record.forget()
         return Leftover([f"{STOPPED}, and keeping a copy of its files failed ({exc}); they are "
                          "left as they are"])

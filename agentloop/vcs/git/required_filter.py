@@ -26,10 +26,10 @@ def check(root: Path, git_dir: Path) -> None:
     for line in out.splitlines():
         key, _, value = line.partition(" ")
         name = key[len("filter."):-len(".required")]
-        if value != "true" or not _sent_to(root, git, git_dir, name):
-            continue
-        why = _cannot_run(root, git, name)
-        if why is not None:
+        # Whether it can run first: a filter that can (the common case, git-lfs's) costs one
+        # process; only one that cannot is looked for in your attributes.
+        why = _cannot_run(root, git, name) if value == "true" else None
+        if why is not None and _sent_to(root, git, git_dir, name):
             raise VcsError(
                 f"your git requires filter \"{name}\" (filter.{name}.required) and sends files "
                 f"to it (filter={name} in your attributes), but {why}: every commit or checkout "
@@ -73,15 +73,19 @@ def _cannot_run(root: Path, git: Git, name: str) -> str | None:
             continue
         if "=" in program or any(c in program for c in "$`;&|<>(){}*?"):
             continue
-        # git runs a filter from the checkout's top folder: a relative path is from there.
+        # git runs a filter by the shell (`~/bin/x` is in your home), from the checkout's top
+        # folder: a relative path is from there.
+        program = os.path.expanduser(program)
         if which(str(root / program) if os.path.dirname(program) else program) is None:
             return f"its {command} program `{program}` is not found"
     return None
 
 
 def _sent_to(root: Path, git: Git, git_dir: Path, name: str) -> bool:
-    """Whether an attributes file git reads here names `filter=name` (the checkout's
-    .gitattributes files, its info/attributes, your core.attributesFile or its default)."""
+    """Whether an attributes file of the repository names `filter=name` (its .gitattributes
+    files, its info/attributes: files an agent writes may match), or yours does
+    (core.attributesFile or its default, read for every repository) for a file the checkout
+    has, committed or untracked and not ignored: a pattern of yours may match none here."""
     said = re.compile(rb"(^|\s)filter=" + re.escape(name.encode()) + rb"(\s|$)", re.MULTILINE)
     try:
         listed = git.out("ls-files", "-z", "--cached", "--others", "--exclude-standard", "--",
@@ -89,13 +93,24 @@ def _sent_to(root: Path, git: Git, git_dir: Path, name: str) -> bool:
         own = git.out("config", "--get", "--path", "core.attributesFile", codes=(0, 1)).strip()
     except VcsError:
         return False
+    files = [root / rel for rel in listed.split("\0") if rel] + [git_dir / "info" / "attributes"]
+    if any(_says(file, said) for file in files):
+        return True
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.environ.get("HOME", ""), ".config")
-    files = [root / rel for rel in listed.split("\0") if rel]
-    files += [git_dir / "info" / "attributes", Path(own or os.path.join(xdg, "git", "attributes"))]
-    for file in files:
-        try:
-            if said.search(file.read_bytes()):
-                return True
-        except OSError:
-            continue
-    return False
+    if not _says(Path(own or os.path.join(xdg, "git", "attributes")), said):
+        return False
+    try:
+        every = git.out("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        found = git.out("check-attr", "-z", "--stdin", "filter",
+                        paths=[rel for rel in every.split("\0") if rel])
+    except VcsError:
+        return True  # your file names it: said before, rather than found after, an agent's pay
+    return name in found.split("\0")[2::3]  # path, attribute, value: each ends in NUL
+
+
+def _says(file: Path, said: re.Pattern[bytes]) -> bool:
+    """Whether attributes file `file` holds `said` (False where it cannot be read)."""
+    try:
+        return said.search(file.read_bytes()) is not None
+    except OSError:
+        return False
