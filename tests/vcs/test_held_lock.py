@@ -86,3 +86,37 @@ def test_a_lock_taken_again_and_again_is_tried_a_few_times_then_said(
         Git(spaced).out("add", "new.txt")
     assert proc.started() - before == LOCK_TRIES == len(waits) + 1
     assert "is held by another git process" in str(caught.value)
+
+
+# Your `git switch other`: it holds the lock while it puts HEAD on `other`, then lets it go.
+SWITCHER = """
+import os, subprocess, sys, time
+lock, ready, root = sys.argv[1], sys.argv[2], sys.argv[3]
+with open(lock, "x"):
+    open(ready, "w").close()
+    time.sleep(0.3)
+    subprocess.run(["git", "-C", root, "symbolic-ref", "HEAD", "refs/heads/other"], check=True)
+os.unlink(lock)
+"""
+
+
+def test_a_lock_whose_git_moved_head_meanwhile_is_said_in_one_line(spaced: Path) -> None:
+    git(spaced, "branch", "other")
+    lock = spaced / ".git" / "index.lock"
+    ready = spaced.parent / "held"
+    switcher = subprocess.Popen([sys.executable, "-c", SWITCHER, str(lock), str(ready),
+                                 str(spaced)])
+    try:
+        while not ready.exists():
+            assert switcher.poll() is None
+            time.sleep(0.01)
+        with pytest.raises(VcsError) as caught:
+            Git(spaced).out("add", "new.txt")
+    finally:
+        switcher.kill()
+        switcher.wait()
+    said = str(caught.value)
+    assert "\n" not in said and "Another git process" not in said, said
+    assert f"{lock} was held by another git process of yours, which moved HEAD" in said, said
+    assert "run agent-loop again" in said, said
+    assert git(spaced, "diff", "--cached", "--name-only").strip() == "", "run again on `other`"

@@ -28,13 +28,13 @@ def _named(error: str) -> Path | None:
     return Path(found.group(1)) if found is not None else None
 
 
-def gone(error: str) -> bool:
+def gone(error: str) -> bool | None:
     """Whether the index lock git refused for (named in `error`) was held by a process at work
     and went within BRIEF_SECONDS, waited for here, leaving HEAD and its branch where they were:
-    then the command may run again. A git that moved them while it held the lock (your `git
-    switch`, `commit`, `reset`) leaves the command as refused: run again, it would act on what
-    that git moved to (a landing's `merge --ff-only` would take the task onto the branch you
-    switched to)."""
+    then the command may run again. None when the git that held it moved them meanwhile (your
+    `git switch`, `commit`, `reset`): the command stays refused, for run again it would act on
+    what that git moved to (a landing's `merge --ff-only` would take the task onto the branch
+    you switched to); `moved` says so."""
     lock = _named(error)
     if lock is None:
         return False
@@ -50,7 +50,16 @@ def gone(error: str) -> bool:
         if time.monotonic() >= until:
             return False
         time.sleep(POLL_SECONDS)
-    return before is not None and _head(lock.parent) == before
+    return True if before is not None and _head(lock.parent) == before else None
+
+
+def moved(error: str) -> str:
+    """What to say of a git command refused for an index lock whose git moved HEAD or its
+    branch while it held it (`gone` gave None): not run again, and what to do."""
+    lock = _named(error)
+    return (f"{lock} was held by another git process of yours, which moved HEAD or its branch "
+            "meanwhile (a `git switch`, `commit` or `reset`), so the command was not run again "
+            "on what it moved to: run agent-loop again once your git is done")
 
 
 def _head(git_dir: Path) -> tuple[str | None, str | None] | None:

@@ -88,6 +88,11 @@ def lost(shown: str, root: Path, args: tuple[str, ...], detail: str,
             "says what is missing, and a run started once nothing prunes goes on")
 
 
+def _shown(args: tuple[str, ...]) -> str:
+    """A git command as said in an error: its first words, none that spans lines."""
+    return " ".join(a for a in args[:3] if "\n" not in a)
+
+
 def failure(root: Path, args: tuple[str, ...], detail: str,
             git_dir: Path | None = None) -> VcsError:
     """The one error text of a git command that failed, naming the real cause where it is one a
@@ -95,7 +100,7 @@ def failure(root: Path, args: tuple[str, ...], detail: str,
     missing = folder_gone(root)
     if missing is not None:
         return VcsError(missing)
-    shown = " ".join(a for a in args[:3] if "\n" not in a)
+    shown = _shown(args)
     said = lost(shown, root, args, detail, git_dir)
     if said is None and "index.lock" in detail:  # git's own words run on for three lines
         from agentloop.vcs.git import held_lock
@@ -149,7 +154,14 @@ class Git:
                 break
             from agentloop.vcs.git import held_lock
 
-            if tries + 1 == LOCK_TRIES or not held_lock.gone(done.stderr or ""):
+            if tries + 1 == LOCK_TRIES:
+                break
+            again = held_lock.gone(done.stderr or "")
+            if again is None and codes is not None and done.returncode not in codes:
+                # git's own words run on for three lines and do not say why it is not run again
+                raise VcsError(f"`git {_shown(args)}` failed in {self.root}: "
+                               f"{held_lock.moved(done.stderr or '')}")
+            if not again:
                 break
         return self._answer(args, done, codes)
 
