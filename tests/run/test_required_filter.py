@@ -149,3 +149,26 @@ def test_a_failed_keep_in_your_checkout_is_kept_by_the_next_run_as_said(
     assert [t["status"] for t in tasks_of(work)] == ["completed", "completed"]
     assert git(work, "show", "HEAD~1:data.bin").strip() == "x"
     assert len(fake_claude.task_runs()) == 2, "task 1's agent was paid again"
+
+
+def test_dry_run_after_a_failed_keep_in_your_checkout_says_what_the_run_would_do(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    work = broken_filter(tmp_path)
+    git(work, "config", "filter.broken.clean", "false %f")
+    here = ("--vcs", "git", "--no-distill", "--workplace", "checkout")
+    assert agent_loop(work, *here).returncode == 1
+    # The run would stop on the keep, not refuse the agent's file as an uncommitted one of yours.
+    dry = agent_loop(work, *here, "--dry-run")
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert "uncommitted file" not in dry.stdout, dry.stdout
+    assert "the run would stop here: an earlier run stopped inside a task" in dry.stdout, \
+        dry.stdout
+    assert "no copy of its files could be kept" in dry.stdout, dry.stdout
+    assert "filter.broken.required" in dry.stdout, dry.stdout
+    # Fixed: the run keeps a copy and rolls them back, so nothing is in its way.
+    git(work, "config", "--unset", "filter.broken.required")
+    before = git(work, "status", "--porcelain", "--untracked-files=all")
+    dry = agent_loop(work, *here, "--dry-run")
+    assert "the run would stop here" not in dry.stdout, dry.stdout
+    assert git(work, "status", "--porcelain", "--untracked-files=all") == before  # nothing kept
+    assert len(fake_claude.task_runs()) == 1

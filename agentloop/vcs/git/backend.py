@@ -256,7 +256,14 @@ class GitVcs:
         dirty = dirty_tree.dirty(self.tree, head)
         assert self._record is not None  # made by _open
         leftover = recover.resumable(self.tree, self._record)
-        if leftover is not None:  # the files of the attempt its task goes on from
+        if leftover is None:  # an attempt the run keeps a copy of and rolls back, or stops on
+            leftover = recover.rolled_back(self.tree, self._record)
+            try:
+                if leftover is not None:
+                    recover.keepable(self.tree, leftover)
+            except VcsError as exc:
+                return str(recover.unkept(self.root, exc))
+        if leftover is not None:  # the attempt's files: gone on from or rolled back
             dirty = sorted(set(dirty) - self.tree.changed(leftover))
         return dirty_message(self.root, dirty, why_here(head, self.lanes)) if dirty else None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from agentloop.errors import VcsError
 from agentloop.vcs.git import aside
@@ -150,10 +151,7 @@ def _roll_back_or_leave(repo: GitRepo, record: AttemptRecord, leftover: Start,
         saved = _save_aside(repo, leftover)
     except VcsError as exc:
         if lane or stop:
-            where = f"in its lane {repo.root}" if lane else f"in {repo.root}"
-            mine = "" if lane else " (--allow-dirty leaves its files as they are, as yours)"
-            raise VcsError(f"{STOPPED} {where}, and no copy of its files could be kept{mine}: "
-                           f"{exc}") from None
+            raise unkept(repo.root, exc, lane) from None
         record.forget()
         return Leftover([f"{STOPPED}, and keeping a copy of its files failed ({exc}); they are "
                          "left as they are"])
@@ -161,6 +159,38 @@ def _roll_back_or_leave(repo: GitRepo, record: AttemptRecord, leftover: Start,
     if saved:
         note += f"; its files are kept in commit {saved[:12]} (`git show {saved[:12]}`)"
     return Leftover([note], undo=leftover)
+
+
+def unkept(root: Path, exc: VcsError, lane: bool = False) -> VcsError:
+    """The stop on an unfinished attempt's files no copy could be kept of (for `exc`)."""
+    where = f"in its lane {root}" if lane else f"in {root}"
+    mine = "" if lane else " (--allow-dirty leaves its files as they are, as yours)"
+    return VcsError(f"{STOPPED} {where}, and no copy of its files could be kept{mine}: {exc}")
+
+
+def rolled_back(repo: GitRepo, record: AttemptRecord) -> Start | None:
+    """The attempt `examine` would keep a copy of and roll back, found without changing
+    anything (for --dry-run, whose word on a dirty tree must be the run's); None for none."""
+    try:
+        leftover = record.read()
+    except ValueError:
+        return None
+    head = repo.head()
+    if leftover is None or head is None or head != leftover.head or head == leftover.commit:
+        return None
+    if leftover.agent_head is not None and _agent_commits(repo, leftover, leftover.agent_head):
+        return None  # examine puts the agent's commits back: nothing is rolled back
+    return None if missing_objects(repo, leftover) else leftover
+
+
+def keepable(repo: GitRepo, start: Start) -> None:
+    """VcsError, as aside.keep would raise it, when no copy of the files rolling back `start`
+    undoes could be kept (a required filter of yours failing on one), nothing written: each is
+    hashed through your filters as keeping it would, without storing it."""
+    files = [rel for rel in sorted(repo.changed(start)) if "\n" not in rel
+             and (repo.root / rel).is_file() and not (repo.root / rel).is_symlink()]
+    if files:
+        repo.git.out("hash-object", "--stdin-paths", input="".join(f"{f}\n" for f in files))
 
 
 def missing_objects(repo: GitRepo, start: Start) -> bool:
