@@ -92,6 +92,7 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool, trailers: str
     submodule_files.before(run)
     prompt = first_prompt(run, task, hint, resume, change.kept)
     finished = _finished_before(task) if not change.kept else None
+    unreviewed = finished is not None and unreviewed_landing(task, run.options.review)
     went_on = _finished_in_place(task, change) if change.kept else None
     # Saved with the developer's run record, handed over next, unless the work a stopped run
     # kept comes back first (a VCS step of its own, after which the opening must be on disk).
@@ -99,6 +100,9 @@ def run_attempt(run: Run, task: TaskState, hint: str, fresh: bool, trailers: str
     number = _next_number(task)
     try:
         outcome = _brought_back(run, task, change, finished) if finished else None
+        if outcome is not None and unreviewed:
+            run.emit(LaneNote(f"task {task.index}: its work, finished before the last run "
+                              "stopped, lands without the review that run began (--no-review)"))
         outcome = outcome or (_gone_on(run, task, change, went_on) if went_on else None)
         outcome = outcome or _develop(run, task, change, prompt, resume, number)
         number = outcome.attempt.number
@@ -162,6 +166,15 @@ def _finished_before(task: TaskState) -> Attempt | None:
     # kept work is the attempt's as it stood then, a stopped fix run's edits included.
     kept = [a for a in task.history if a.number == last.number and a.work_kept]
     return kept[-1] if kept else None
+
+
+def unreviewed_landing(task: TaskState, review: bool) -> bool:
+    """Whether the task's work, kept when the last run stopped in its review (the reviewer's
+    usage limit waited for, Ctrl+C), comes back in a run without --review: no agent starts for
+    it, and it lands without the review that run began."""
+    last = task.history[-1] if task.history else None
+    return not review and last is not None and last.role == "reviewer" and \
+        last.verdict != O.APPROVED and _finished_before(task) is not None
 
 
 def finished_well(task: TaskState, number: int) -> Attempt | None:

@@ -149,7 +149,7 @@ class Controller:
         places: Workplaces | None = None
         try:
             if todo:  # an agent is to start: none does with nothing left to run
-                _wait_out_a_recorded_limit(run)
+                _wait_out_a_recorded_limit(run, [t for g in todo for t in self.groups[g]])
             # Opened inside: a stop as the sweep took your lock off a lane, or right after,
             # puts it back (Workplaces.stopped).
             places = Workplaces.open(run, self.groups)
@@ -435,13 +435,19 @@ class Controller:
                 pass
 
 
-def _wait_out_a_recorded_limit(run: Run) -> None:
+def _wait_out_a_recorded_limit(run: Run, pending: list[TaskState]) -> None:
     """Before any lane starts: a usage limit an earlier run met and stopped in (Ctrl+C in its
     wait, out of waits) is waited out as that run would have, where a task taken at once
-    would start an agent the limit turns away; the task keeps its place all the while."""
+    would start an agent the limit turns away; the task keeps its place all the while. Not
+    when no task to run starts an agent: a limited review's work that lands unreviewed, as
+    you turned review off."""
     if not any(t.history and t.history[-1].resets_at for t in run.state.tasks):
         return  # the usual run: the waits' module is not loaded
+    from agentloop.run.attempt import unreviewed_landing
     from agentloop.run.waits import recorded_limit, wait_for_limit
+
+    if all(unreviewed_landing(t, run.options.review) for t in pending):
+        return
 
     limit = recorded_limit(run.state, run.clock.time())
     if limit is not None:

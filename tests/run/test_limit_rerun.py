@@ -168,3 +168,27 @@ def test_a_rerun_after_a_fix_runs_limit_goes_on_from_the_kept_work(
     assert "attempt2" not in again.stdout, "the developer was paid again for finished work"
     assert [t["status"] for t in tasks_of(work)] == ["completed"]
     assert git(work, "show", "HEAD:a.txt").strip() == "a"
+
+
+def test_a_rerun_without_review_after_a_reviewers_limit_lands_the_work_at_once(
+        tmp_path: Path, fake_claude: FakeClaude) -> None:
+    # You turned review off: no agent is to start, so the reviewer's reset is not waited for,
+    # and the work lands saying it goes without the review the last run began.
+    resets = int(time.time()) + 3 * 3600
+    plan = (f"- write a\n  FAKE: write a.txt a\n  FAKE: review-fail 1\n"
+            f"  FAKE: review-limit {resets}\n")
+    work = committed_plan(git_project(tmp_path, plan), plan)
+    first = agent_loop(work, "--vcs", "git", "--no-distill", "--review", "--max-limit-waits",
+                       "0")
+    assert first.returncode == 1 and "usage limit" in first.stderr, first.stdout + first.stderr
+    calls = len(fake_claude.calls())
+    again = agent_loop(work, "--vcs", "git", "--no-distill", "--no-review",
+                       "--max-limit-waits", "0")
+    said = again.stdout + again.stderr
+    assert again.returncode == 0, said
+    assert "usage limit" not in said and "waiting until" not in said, said
+    assert len(fake_claude.calls()) == calls, "an agent started"
+    assert [t["status"] for t in tasks_of(work)] == ["completed"]
+    assert git(work, "show", "HEAD:a.txt").strip() == "a"
+    (line,) = [s for s in again.stdout.splitlines() if "without the review" in s]
+    assert "task 1" in line, said
