@@ -37,18 +37,6 @@ def check(root: Path, git_dir: Path) -> None:
                 f"--unset filter.{name}.required`, then run again")
 
 
-def failed(detail: str) -> str | None:
-    """The one line for a git command that failed on a required filter of yours (git's own
-    words run on for three lines), naming the setting; None when `detail` names none."""
-    found = re.search(r"(?:clean|smudge) filter '([^']+)' failed", detail)
-    if found is None:
-        return None
-    name = found.group(1)
-    return (f"your git's required filter \"{name}\" (filter.{name}.required) failed on a "
-            f"file ({found.group(0)}): fix its command (filter.{name}.*), or "
-            f"`git config --unset filter.{name}.required`, then run again")
-
-
 def _cannot_run(root: Path, git: Git, name: str) -> str | None:
     """What keeps filter `name` from running (a command git needs unset, its program not
     found), or None (also when its command is more than a program and its words: said by git,

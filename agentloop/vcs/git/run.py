@@ -108,10 +108,22 @@ def failure(root: Path, args: tuple[str, ...], detail: str,
         said = held_lock.stayed(detail)
         said = said and f"`git {shown}` failed in {root}: {said}"
     if said is None and " filter '" in detail:  # your setting, not the agent's work
-        from agentloop.vcs.git.required_filter import failed
-
-        said = failed(detail)
+        said = _filter_failed(detail)
     return VcsError(said or f"`git {shown}` failed in {root}: {detail}")
+
+
+def _filter_failed(detail: str) -> str | None:
+    """The one line for a git command that failed on a required filter of yours (git's own
+    words run on for three lines), naming the setting; None when `detail` names none. Your
+    config's filters are checked before the first agent (agentloop.vcs.git.required_filter);
+    this is a filter that failed on a file all the same."""
+    found = re.search(r"(?:clean|smudge) filter '([^']+)' failed", detail)
+    if found is None:
+        return None
+    name = found.group(1)
+    return (f"your git's required filter \"{name}\" (filter.{name}.required) failed on a "
+            f"file ({found.group(0)}): fix its command (filter.{name}.*), or "
+            f"`git config --unset filter.{name}.required`, then run again")
 
 
 class Git:
