@@ -101,11 +101,10 @@ def test_a_hook_git_runs_on_a_commit_that_no_setting_runs_is_said(
     assert not seen.exists()
 
 
-def test_hooks_in_a_folder_git_ignores_are_brought_into_the_lane_or_refused(
-        work: Path, fake_claude: FakeClaude) -> None:
-    # husky's layout: core.hooksPath = .husky/_, a folder git ignores (`npm install` makes
-    # it). A lane has no such folder: --git-hooks ran no hook there, without a word, and the
-    # tasks were committed as the hook would have refused them.
+def _husky(work: Path) -> Path:
+    """husky's layout in a new repository with a one-task plan: core.hooksPath = .husky/_, a
+    folder git ignores (`npm install` makes it), with a pre-commit hook that notes each run in
+    the file returned."""
     init_repo(work, "git")
     (work / "tasks.md").write_text("- write a\n  FAKE: write a.txt A\n")
     git(work, "add", "tasks.md")
@@ -117,6 +116,15 @@ def test_hooks_in_a_folder_git_ignores_are_brought_into_the_lane_or_refused(
     (hooks / "pre-commit").write_text(f"#!/bin/sh\necho pre-commit >> {seen}\n")
     (hooks / "pre-commit").chmod(0o755)
     git(work, "config", "core.hooksPath", ".husky/_")
+    return seen
+
+
+def test_hooks_in_a_folder_git_ignores_are_brought_into_the_lane_or_refused(
+        work: Path, fake_claude: FakeClaude) -> None:
+    # husky's layout: core.hooksPath = .husky/_, a folder git ignores (`npm install` makes
+    # it). A lane has no such folder: --git-hooks ran no hook there, without a word, and the
+    # tasks were committed as the hook would have refused them.
+    seen = _husky(work)
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "`--lane-copy .husky/_`" in done.stderr, done.stderr
@@ -126,21 +134,12 @@ def test_hooks_in_a_folder_git_ignores_are_brought_into_the_lane_or_refused(
     assert done.returncode == 0, done.stdout + done.stderr
     assert seen.read_text().split() == ["pre-commit", "pre-commit"]  # baseline, then task
 
+
 def test_a_rehearsal_says_what_the_real_run_says_of_hooks_in_a_folder_git_ignores(
         work: Path, fake_claude: FakeClaude) -> None:
     # The rehearsal's working copy has no `.husky/_` either: it ran no hook, without a word,
     # where the real run stops before any agent naming the --lane-copy that brings it in.
-    init_repo(work, "git")
-    (work / "tasks.md").write_text("- write a\n  FAKE: write a.txt A\n")
-    git(work, "add", "tasks.md")
-    git(work, "commit", "-qm", "plan")
-    hooks = work / ".husky" / "_"
-    hooks.mkdir(parents=True)
-    (hooks / ".gitignore").write_text("*\n")
-    seen = work.parent / "hooks-seen"
-    (hooks / "pre-commit").write_text(f"#!/bin/sh\necho pre-commit >> {seen}\n")
-    (hooks / "pre-commit").chmod(0o755)
-    git(work, "config", "core.hooksPath", ".husky/_")
+    seen = _husky(work)
     done = agent_loop(work, "--vcs", "git", "--no-distill", "--git-hooks", "--rehearse")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "`--lane-copy .husky/_`" in done.stderr and "a real run stops here too" in \
